@@ -1,0 +1,302 @@
+/*
+ * Weft C API: the one public header of libweft.
+ *
+ * Rules that hold for every function here:
+ *  - Every function returns a weft_status_t: WEFT_OK (0) on success, otherwise an error code,
+ *    with a message readable through weft_get_last_error() on the same thread.
+ *  - Handles are typed opaque pointers, one type per kind of object. The library checks every
+ *    handle it is given: NULL, already freed or of the wrong kind gives WEFT_ERR_HANDLE, never a
+ *    crash. Handles are not memory addresses; never dereference or compare them for order.
+ *  - A handle returned through an out-parameter is owned by the caller, who frees it with the
+ *    matching *_free function, unless the documentation says otherwise. *_free accepts NULL.
+ *  - Strings returned as `const char*` are owned by the library; the documentation of each
+ *    function says how long they stay valid. Strings passed in are only read during the call.
+ *  - Arrays are asynchronous: functions that create or modify arrays return at once and the work
+ *    runs on the engine. Only functions that read data back (copy_to_host, wait_*) block.
+ *    An error raised by asynchronous work is reported by the next blocking call on the arrays
+ *    it wrote.
+ *  - The ABI only grows: enums are append-only and no signature changes within a major version.
+ *    The library's SONAME is libweft.so.WEFT_ABI_VERSION.
+ */
+#ifndef WEFT_C_API_H_
+#define WEFT_C_API_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define WEFT_VERSION_MAJOR 0
+#define WEFT_VERSION_MINOR 1
+#define WEFT_VERSION_PATCH 0
+/* The ABI version; the library's SONAME carries it. */
+#define WEFT_ABI_VERSION 0
+
+#if defined(__GNUC__)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+
+/* ------------------------------------------------------------------ status and errors */
+
+/* Status codes. Append-only. */
+typedef enum weft_status {
+  WEFT_OK = 0,
+  WEFT_ERR_VALUE = 1,       /* a value is out of range or malformed */
+  WEFT_ERR_TYPE = 2,        /* wrong dtype */
+  WEFT_ERR_INDEX = 3,       /* index or axis out of bounds */
+  WEFT_ERR_SHAPE = 4,       /* shapes do not fit */
+  WEFT_ERR_IO = 5,          /* file or stream problem, corrupt data */
+  WEFT_ERR_NOT_FOUND = 6,   /* unknown operator, key or file */
+  WEFT_ERR_UNSUPPORTED = 7, /* this build or machine cannot do it (e.g. no GPU) */
+  WEFT_ERR_RUNTIME = 8,     /* failure while running (out of memory, device error) */
+  WEFT_ERR_INTERNAL = 9,    /* a broken invariant inside Weft: please report it */
+  WEFT_ERR_HANDLE = 10      /* NULL, freed or wrong-kind handle */
+} weft_status_t;
+
+/* The message of the last failed call on this thread ("" if none). Valid until the next
+ * failing call on this thread. Never NULL. */
+WEFT_API const char* weft_get_last_error(void);
+
+/* The version of the library actually loaded (compare with WEFT_VERSION_* from this header).
+ * Any out-pointer may be NULL. */
+WEFT_API weft_status_t weft_get_version(int* major, int* minor, int* patch, int* abi);
+
+/* ------------------------------------------------------------------ contexts and dtypes */
+
+/* Device types, numbered as MXNet's. Append-only. */
+typedef enum weft_device_type {
+  WEFT_DEVICE_CPU = 1,
+  WEFT_DEVICE_GPU = 2,
+  WEFT_DEVICE_CPU_PINNED = 3
+} weft_device_type_t;
+
+typedef struct weft_context {
+  int32_t device_type; /* a weft_device_type_t */
+  int32_t device_id;
+} weft_context_t;
+
+/* Element types, numbered as MXNet's type flags. Append-only. */
+typedef enum weft_dtype {
+  WEFT_DTYPE_FLOAT32 = 0,
+  WEFT_DTYPE_FLOAT64 = 1,
+  WEFT_DTYPE_FLOAT16 = 2,
+  WEFT_DTYPE_UINT8 = 3,
+  WEFT_DTYPE_INT32 = 4,
+  WEFT_DTYPE_INT8 = 5,
+  WEFT_DTYPE_INT64 = 6,
+  WEFT_DTYPE_BOOL = 7,
+  WEFT_DTYPE_BFLOAT16 = 12
+} weft_dtype_t;
+
+/* Number of usable GPUs: 0 without CUDA support or without a device. */
+WEFT_API weft_status_t weft_get_gpu_count(int* out);
+
+/* Size in bytes of one element of `dtype`. */
+WEFT_API weft_status_t weft_dtype_size(int dtype, size_t* out);
+
+/* Name of `dtype` ("float32", ...); static storage. */
+WEFT_API weft_status_t weft_dtype_name(int dtype, const char** out);
+
+/* ------------------------------------------------------------------ NDArray */
+
+typedef struct weft_ndarray weft_ndarray_t;
+
+/* Creates an array of the given shape (ndim >= 0, dims >= 0; `shape` may be NULL when ndim
+ * is 0), dtype and context. Contents are uninitialised. */
+WEFT_API weft_status_t weft_ndarray_create(const int64_t* shape, int ndim, int dtype, weft_context_t ctx,
+                                           weft_ndarray_t** out);
+
+/* Releases the caller's handle. The memory is returned once no view and no pending operation
+ * uses it. NULL is accepted. */
+WEFT_API weft_status_t weft_ndarray_free(weft_ndarray_t* arr);
+
+/* Number of dimensions. */
+WEFT_API weft_status_t weft_ndarray_get_ndim(const weft_ndarray_t* arr, int* out);
+
+/* Writes min(capacity, ndim) dims into `dims` (may be NULL when capacity is 0) and the rank
+ * into *ndim. */
+WEFT_API weft_status_t weft_ndarray_get_shape(const weft_ndarray_t* arr, int64_t* dims, int capacity, int* ndim);
+
+/* Number of elements. */
+WEFT_API weft_status_t weft_ndarray_get_size(const weft_ndarray_t* arr, int64_t* out);
+
+WEFT_API weft_status_t weft_ndarray_get_dtype(const weft_ndarray_t* arr, int* out);
+WEFT_API weft_status_t weft_ndarray_get_context(const weft_ndarray_t* arr, weft_context_t* out);
+
+/* Copies `nbytes` from host memory `data` into the array; nbytes must equal size * dtype
+ * size. Blocks until the copy is done, so `data` may be reused at once. */
+WEFT_API weft_status_t weft_ndarray_copy_from_host(weft_ndarray_t* arr, const void* data, size_t nbytes);
+
+/* Waits for pending writes, then copies the array into host memory `data` (nbytes must
+ * equal size * dtype size). Reports errors of the asynchronous work that wrote it. */
+WEFT_API weft_status_t weft_ndarray_copy_to_host(const weft_ndarray_t* arr, void* data, size_t nbytes);
+
+/* Pushes an asynchronous copy of `src` into `dst` (equal sizes; across contexts and dtypes). */
+WEFT_API weft_status_t weft_ndarray_copy_to(const weft_ndarray_t* src, weft_ndarray_t* dst);
+
+/* Block until pending writes (wait_to_read) or all pending reads and writes (wait_to_write)
+ * of the array are done; report the error of any failed write. */
+WEFT_API weft_status_t weft_ndarray_wait_to_read(const weft_ndarray_t* arr);
+WEFT_API weft_status_t weft_ndarray_wait_to_write(const weft_ndarray_t* arr);
+
+/* A view of rows [begin, end) along the first axis, sharing memory. */
+WEFT_API weft_status_t weft_ndarray_slice(const weft_ndarray_t* arr, int64_t begin, int64_t end,
+                                          weft_ndarray_t** out);
+
+/* A view of row `index` (negative counts from the end) with the first axis removed. */
+WEFT_API weft_status_t weft_ndarray_at(const weft_ndarray_t* arr, int64_t index, weft_ndarray_t** out);
+
+/* A view with another shape of the same size; one dim may be -1 (inferred). */
+WEFT_API weft_status_t weft_ndarray_reshape(const weft_ndarray_t* arr, const int64_t* shape, int ndim,
+                                            weft_ndarray_t** out);
+
+/* Whether two handles view the same memory (same chunk), in *out (0 or 1). */
+WEFT_API weft_status_t weft_ndarray_shares_memory(const weft_ndarray_t* a, const weft_ndarray_t* b, int* out);
+
+/* Block until every operation pushed so far has finished; report the first error since the
+ * last call. */
+WEFT_API weft_status_t weft_wait_all(void);
+
+/* ------------------------------------------------------------------ NDArray lists and files */
+
+/* A list of arrays with optional names, as `.params` files hold them. */
+typedef struct weft_ndarray_list weft_ndarray_list_t;
+/* Bytes owned by the library. */
+typedef struct weft_bytes weft_bytes_t;
+
+WEFT_API weft_status_t weft_ndarray_list_free(weft_ndarray_list_t* list);
+WEFT_API weft_status_t weft_ndarray_list_size(const weft_ndarray_list_t* list, int* out);
+/* 1 when the list carries names (a dict in MXNet's terms), else 0. */
+WEFT_API weft_status_t weft_ndarray_list_has_names(const weft_ndarray_list_t* list, int* out);
+/* A new handle on element i; the caller frees it. */
+WEFT_API weft_status_t weft_ndarray_list_get(const weft_ndarray_list_t* list, int i, weft_ndarray_t** out);
+/* Name of element i ("" when the list has no names); valid while the list lives. */
+WEFT_API weft_status_t weft_ndarray_list_name(const weft_ndarray_list_t* list, int i, const char** out);
+
+/* Saves `num` arrays in MXNet's NDArray list format (what `.params` files use). `names` is
+ * NULL for an unnamed list, else `num` strings. Waits for the arrays' pending writes. */
+WEFT_API weft_status_t weft_ndarray_save(const char* fname, int num, weft_ndarray_t* const* arrays,
+                                         const char* const* names);
+/* The same bytes in memory. */
+WEFT_API weft_status_t weft_ndarray_save_to_bytes(int num, weft_ndarray_t* const* arrays, const char* const* names,
+                                                  weft_bytes_t** out);
+/* Loads an NDArray list file (MXNet V0, V1 and V2 records). Arrays saved from a GPU load on
+ * that GPU when it exists, else on the CPU. A truncated or corrupt file gives WEFT_ERR_IO
+ * naming the file and the byte offset. */
+WEFT_API weft_status_t weft_ndarray_load(const char* fname, weft_ndarray_list_t** out);
+WEFT_API weft_status_t weft_ndarray_load_from_bytes(const void* data, size_t size, weft_ndarray_list_t** out);
+
+/* One array without the list header (MXNet's raw-bytes form, used for pickling). */
+WEFT_API weft_status_t weft_ndarray_save_raw_bytes(const weft_ndarray_t* arr, weft_bytes_t** out);
+WEFT_API weft_status_t weft_ndarray_load_raw_bytes(const void* data, size_t size, weft_ndarray_t** out);
+
+/* The bytes' data and size; valid until weft_bytes_free. */
+WEFT_API weft_status_t weft_bytes_get(const weft_bytes_t* bytes, const void** data, size_t* size);
+WEFT_API weft_status_t weft_bytes_free(weft_bytes_t* bytes);
+
+/* ------------------------------------------------------------------ DLPack */
+
+/* DLPack's DLManagedTensor (https://github.com/dmlc/dlpack, ABI v0.x); see weft/dlpack.h. */
+struct DLManagedTensor;
+
+/* Exports the array (waiting for pending writes) as a DLManagedTensor that shares its memory.
+ * The consumer calls the tensor's deleter when done, which releases Weft's reference. */
+WEFT_API weft_status_t weft_ndarray_to_dlpack(const weft_ndarray_t* arr, struct DLManagedTensor** out);
+
+/* Wraps a DLManagedTensor (contiguous, a supported dtype, on cpu or cuda) without copying.
+ * Weft takes ownership and calls its deleter when the last view is gone. On error the
+ * tensor is left untouched and still owned by the caller. */
+WEFT_API weft_status_t weft_ndarray_from_dlpack(struct DLManagedTensor* tensor, weft_ndarray_t** out);
+
+/* ------------------------------------------------------------------ the operator registry */
+
+/* An operator. Operator handles live as long as the library and are never freed. */
+typedef struct weft_op weft_op_t;
+
+/* Number of registered operators (primary names, without aliases). */
+WEFT_API weft_status_t weft_op_count(int* out);
+/* The i-th operator, in order of name. */
+WEFT_API weft_status_t weft_op_get_by_index(int i, const weft_op_t** out);
+/* Looks an operator up by name or alias; WEFT_ERR_NOT_FOUND when unknown. */
+WEFT_API weft_status_t weft_op_get(const char* name, const weft_op_t** out);
+
+/* Strings below live as long as the library. */
+WEFT_API weft_status_t weft_op_get_name(const weft_op_t* op, const char** out);
+WEFT_API weft_status_t weft_op_get_doc(const weft_op_t* op, const char** out);
+WEFT_API weft_status_t weft_op_get_num_aliases(const weft_op_t* op, int* out);
+WEFT_API weft_status_t weft_op_get_alias(const weft_op_t* op, int i, const char** out);
+
+/* Inputs: name, type ("NDArray-or-Symbol", or "NDArray-or-Symbol[]" for a variadic list)
+ * and doc. Any out-pointer may be NULL. */
+WEFT_API weft_status_t weft_op_get_num_inputs(const weft_op_t* op, int* out);
+WEFT_API weft_status_t weft_op_get_input(const weft_op_t* op, int i, const char** name, const char** type,
+                                         const char** doc);
+/* For operators taking a variable number of inputs, the parameter that counts them
+ * ("num_args"); "" otherwise. */
+WEFT_API weft_status_t weft_op_get_key_var_num_args(const weft_op_t* op, const char** out);
+
+/* Parameters: name, type description, default ("" when required), doc, and whether it is
+ * required. Any out-pointer may be NULL. */
+WEFT_API weft_status_t weft_op_get_num_params(const weft_op_t* op, int* out);
+WEFT_API weft_status_t weft_op_get_param(const weft_op_t* op, int i, const char** name, const char** type,
+                                         const char** default_value, const char** doc, int* required);
+
+/* ------------------------------------------------------------------ running operators */
+
+/* Runs `op` on `inputs` with string parameters (keys[i] = vals[i]; parsed and checked by the
+ * operator, e.g. "axis" = "1", "shape" = "(2, 3)").
+ * The key "ctx" (e.g. "cpu(0)", "gpu(1)") chooses the context of operators without inputs.
+ * Outputs:
+ *  - num_given > 0: results are written into given[0..num_given) (the visible outputs), which
+ *    remain owned by the caller; *outputs points at `given`.
+ *  - num_given == 0: new arrays are created; *outputs points at a library-owned array of
+ *    *num_outputs new handles, valid until the next call of this function on this thread.
+ *    The caller owns (and frees) each handle.
+ * The call returns once the work is queued. */
+WEFT_API weft_status_t weft_imperative_invoke(const weft_op_t* op, int num_inputs, weft_ndarray_t* const* inputs,
+                                              int num_params, const char* const* keys, const char* const* vals,
+                                              int num_given, weft_ndarray_t* const* given, int* num_outputs,
+                                              weft_ndarray_t* const** outputs);
+
+/* Runs the registered gradient of `op` once, eagerly: given the forward inputs, the forward
+ * outputs and a gradient for each output, writes one new handle per input into in_grads
+ * (NULL where the operator has no gradient for that input, e.g. an integer index). The caller
+ * frees the non-NULL handles. WEFT_ERR_UNSUPPORTED when the operator is not differentiable. */
+WEFT_API weft_status_t weft_imperative_gradient(const weft_op_t* op, int num_inputs, weft_ndarray_t* const* inputs,
+                                                int num_outputs, weft_ndarray_t* const* outputs,
+                                                weft_ndarray_t* const* out_grads, int num_params,
+                                                const char* const* keys, const char* const* vals,
+                                                weft_ndarray_t** in_grads);
+
+/* ------------------------------------------------------------------ random numbers */
+
+/* Seeds the generators of every context (seed_context with one context only). Draws after
+ * this are reproducible whatever the number of threads. */
+WEFT_API weft_status_t weft_random_seed(int64_t seed);
+WEFT_API weft_status_t weft_random_seed_context(int64_t seed, weft_context_t ctx);
+
+/* ------------------------------------------------------------------ memory statistics */
+
+/* Statistics kinds. Append-only. */
+typedef enum weft_storage_stat {
+  WEFT_STORAGE_BYTES_IN_USE = 0,  /* bytes handed out to arrays and not yet freed */
+  WEFT_STORAGE_PEAK_BYTES = 1,    /* high-water mark of bytes in use */
+  WEFT_STORAGE_BYTES_POOLED = 2,  /* bytes kept by the pool for reuse */
+  WEFT_STORAGE_NUM_ALLOCS = 3,    /* allocations requested */
+  WEFT_STORAGE_NUM_OS_ALLOCS = 4  /* allocations that reached the OS or driver */
+} weft_storage_stat_t;
+
+WEFT_API weft_status_t weft_storage_get_stat(weft_context_t ctx, int stat, int64_t* out);
+
+/* Returns the pooled memory of `ctx` to the OS or driver. */
+WEFT_API weft_status_t weft_storage_release_pooled(weft_context_t ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* WEFT_C_API_H_ */

@@ -1,0 +1,105 @@
+// The dependency engine: closures are scheduled by the variables they read and write.
+//
+// Every array chunk, random generator and workspace owns a variable. Push(fn, ctx, reads,
+// writes) runs fn once every earlier operation writing one of its reads, and every earlier
+// operation touching one of its writes, has finished; writes to one variable keep push
+// order and independent work runs in parallel. WaitForVar and WaitForAll are the only
+// blocking points. An exception thrown by an operation is stored on the variables it
+// writes (and on those written by anything that reads them afterwards) and raised by the
+// next wait on them.
+#pragma once
+
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/base/context.h"
+
+namespace weft {
+namespace engine {
+
+struct Var;
+struct Opr;
+using VarHandle = Var*;
+using OprHandle = Opr*;
+
+// What an operation gets when it runs: its device and, on a GPU, its stream.
+struct RunContext {
+  Context ctx;
+  void* stream = nullptr;  // cudaStream_t on a GPU worker, null on CPU
+};
+
+// Handed to asynchronous operations; call exactly once when the work is done, with the
+// error if it failed.
+class CallbackOnComplete {
+ public:
+  CallbackOnComplete() = default;
+  CallbackOnComplete(void (*fn)(void*, void*, std::exception_ptr), void* engine, void* param)
+      : fn_(fn), engine_(engine), param_(param) {}
+  void operator()(std::exception_ptr error = nullptr) const { fn_(engine_, param_, error); }
+
+ private:
+  void (*fn_)(void*, void*, std::exception_ptr) = nullptr;
+  void* engine_ = nullptr;
+  void* param_ = nullptr;
+};
+
+using SyncFn = std::function<void(RunContext)>;
+using AsyncFn = std::function<void(RunContext, CallbackOnComplete)>;
+
+// Which worker pool runs an operation.
+enum class FnProperty : int {
+  kNormal = 0,      // compute on the context's device
+  kCopyFromGPU = 1, // device-to-host copy stream
+  kCopyToGPU = 2,   // host-to-device copy stream
+  kCPUPrioritized = 3,
+  kAsync = 4,       // returns at once and completes through the callback (I/O, network)
+};
+
+constexpr int kDefaultPriority = 0;
+
+class Engine {
+ public:
+  // The process-wide engine, chosen by WEFT_ENGINE_TYPE: "ThreadedEngine" (default) or
+  // "NaiveEngine" (runs each push synchronously in the caller, for debugging).
+  static Engine* Get();
+  // Builds an engine of the named type, for tests that compare the two.
+  static std::unique_ptr<Engine> Create(const std::string& type);
+  virtual ~Engine() = default;
+
+  virtual VarHandle NewVariable() = 0;
+  // Deletes `var` once every pending operation on it has finished; `on_delete` (may be
+  // empty) runs then, as an operation writing the variable (freeing its memory, say).
+  virtual void DeleteVariable(SyncFn on_delete, Context ctx, VarHandle var) = 0;
+
+  // Pre-created operators, for work pushed again and again with the same variables.
+  virtual OprHandle NewOperator(AsyncFn fn, const std::vector<VarHandle>& const_vars,
+                                const std::vector<VarHandle>& mutable_vars,
+                                FnProperty prop = FnProperty::kNormal, const char* name = nullptr) = 0;
+  virtual void DeleteOperator(OprHandle op) = 0;
+  virtual void Push(OprHandle op, Context ctx, int priority = kDefaultPriority) = 0;
+
+  virtual void PushAsync(AsyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
+                         const std::vector<VarHandle>& mutable_vars, FnProperty prop = FnProperty::kNormal,
+                         int priority = kDefaultPriority, const char* name = nullptr) = 0;
+  // Runs fn (which must not block on the engine) and completes when it returns.
+  void PushSync(SyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
+                const std::vector<VarHandle>& mutable_vars, FnProperty prop = FnProperty::kNormal,
+                int priority = kDefaultPriority, const char* name = nullptr);
+
+  // Block until every operation pushed so far that writes `var` has finished; rethrow the
+  // error stored on `var`, if any (the error stays stored until the variable is written
+  // again successfully).
+  virtual void WaitForVar(VarHandle var) = 0;
+  // Block until everything pushed so far has finished; rethrow the first error raised by
+  // an operation since the last WaitForAll.
+  virtual void WaitForAll() = 0;
+
+  // Stops worker threads after draining; the engine must not be used afterwards.
+  virtual void Shutdown() {}
+};
+
+}  // namespace engine
+}  // namespace weft

@@ -1,0 +1,35 @@
+// Base structures shared by the engine implementations. Each engine derives its own
+// variable and operator types from these.
+#pragma once
+
+#include <exception>
+#include <mutex>
+
+#include "core/engine/engine.h"
+
+namespace weft {
+namespace engine {
+
+struct Var {
+  virtual ~Var() = default;
+  // The error left by the last operation that wrote this variable, raised at waits.
+  std::exception_ptr error;
+};
+
+struct Opr {
+  virtual ~Opr() = default;
+  AsyncFn fn;
+  std::vector<VarHandle> const_vars;
+  std::vector<VarHandle> mutable_vars;
+  FnProperty prop = FnProperty::kNormal;
+  std::string name;
+};
+
+std::unique_ptr<Engine> CreateNaiveEngine();
+std::unique_ptr<Engine> CreateThreadedEngine();
+
+// Runs fn on the calling thread and turns an exception into a stored error.
+void RunGuarded(const AsyncFn& fn, RunContext rctx, CallbackOnComplete cb);
+
+}  // namespace engine
+}  // namespace weft

@@ -1,0 +1,243 @@
+#include "core/imperative/imperative.h"
+
+#include <algorithm>
+
+#include "core/base/error.h"
+
+namespace weft {
+namespace imperative {
+namespace {
+
+std::string ArgList(const Op* op) {
+  std::string s;
+  for (const auto& a : op->arguments) s += (s.empty() ? "" : ", ") + a.name;
+  return s;
+}
+
+void AddUnique(std::vector<engine::VarHandle>* v, engine::VarHandle var) {
+  if (std::find(v->begin(), v->end(), var) == v->end()) v->push_back(var);
+}
+
+// The default type rule: every input and output shares one dtype.
+bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  DType t = DType::kUnknown;
+  for (DType d : *in) if (d != DType::kUnknown) { t = d; break; }
+  if (t == DType::kUnknown) for (DType d : *out) if (d != DType::kUnknown) { t = d; break; }
+  if (t == DType::kUnknown) return false;
+  for (size_t i = 0; i < in->size(); ++i) {
+    if ((*in)[i] != DType::kUnknown && (*in)[i] != t)
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': input ", i, " has dtype ", DTypeName((*in)[i]),
+            " but expected ", DTypeName(t), " like the other inputs");
+    (*in)[i] = t;
+  }
+  for (auto& d : *out) {
+    if (d != DType::kUnknown && d != t)
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': output has dtype ", DTypeName(d), " but expected ",
+            DTypeName(t));
+    d = t;
+  }
+  return true;
+}
+
+}  // namespace
+
+NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs) {
+  NodeAttrs attrs;
+  attrs.op = op;
+  attrs.dict = std::move(kwargs);
+  if (op->attr_parser) {
+    op->attr_parser(&attrs);
+  } else {
+    for (const auto& kv : attrs.dict) {
+      const std::string& k = kv.first;
+      bool hidden = k.size() > 4 && k.compare(0, 2, "__") == 0 && k.compare(k.size() - 2, 2, "__") == 0;
+      if (!hidden) Throw(ErrorKind::kValue, "Operator '", op->name, "': unknown parameter '", k, "' (it takes no parameters)");
+    }
+  }
+  return attrs;
+}
+
+void InferShapeType(const NodeAttrs& attrs, std::vector<Shape>* in_shapes, std::vector<DType>* in_types,
+                    std::vector<Shape>* out_shapes, std::vector<DType>* out_types) {
+  const Op* op = attrs.op;
+  static const auto& shape_fns = Op::GetAttr<FInferShape>("FInferShape");
+  static const auto& type_fns = Op::GetAttr<FInferType>("FInferType");
+  if (!shape_fns.Contains(op)) Throw(ErrorKind::kInternal, "Operator '", op->name, "' has no shape inference");
+  bool shapes_known = shape_fns[op](attrs, in_shapes, out_shapes);
+  if (shapes_known) {
+    for (const auto& s : *out_shapes) if (!s.is_known()) shapes_known = false;
+  }
+  if (!shapes_known) {
+    std::string ins;
+    for (const auto& s : *in_shapes) ins += (ins.empty() ? "" : ", ") + s.ToString();
+    Throw(ErrorKind::kShape, "Operator '", op->name, "': cannot infer the output shapes from input shapes [", ins, "]");
+  }
+  bool types_known = type_fns.Contains(op) ? type_fns[op](attrs, in_types, out_types)
+                                           : SameTypeEverywhere(attrs, in_types, out_types);
+  for (DType t : *out_types) if (t == DType::kUnknown) types_known = false;
+  if (!types_known) Throw(ErrorKind::kType, "Operator '", op->name, "': cannot infer the output dtypes");
+}
+
+void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
+            const Context* ctx_hint, const std::vector<OpReq>* req, bool is_train) {
+  const Op* op = attrs.op;
+  int num_in = op->NumInputs(attrs);
+  int num_out = op->NumOutputs(attrs);
+  if (static_cast<int>(inputs.size()) != num_in)
+    Throw(ErrorKind::kValue, "Operator '", op->name, "': expected ", num_in, " input", num_in == 1 ? "" : "s",
+          op->arguments.empty() ? std::string() : " (" + ArgList(op) + ")", ", got ", inputs.size());
+  static const auto& visible_fns = Op::GetAttr<FNumVisibleOutputs>("FNumVisibleOutputs");
+  int num_visible = visible_fns.Contains(op) ? visible_fns[op](attrs) : num_out;
+  if (outputs->empty()) {
+    outputs->resize(num_out);
+  } else if (static_cast<int>(outputs->size()) == num_visible && num_visible < num_out) {
+    outputs->resize(num_out);  // hidden outputs (a dropout mask, say) are made here
+  } else if (static_cast<int>(outputs->size()) != num_out) {
+    Throw(ErrorKind::kValue, "Operator '", op->name, "': expected ", num_visible, " output array",
+          num_visible == 1 ? "" : "s", ", got ", outputs->size());
+  }
+
+  Context ctx = ctx_hint ? *ctx_hint : Context::CPU();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_none())
+      Throw(ErrorKind::kValue, "Operator '", op->name, "': input ", i, " is an empty (none) array");
+    if (i == 0) ctx = inputs[0].ctx();
+    else if (inputs[i].ctx() != ctx)
+      Throw(ErrorKind::kValue, "Operator '", op->name, "': all inputs must be on one context, but input 0 is on ",
+            ctx.ToString(), " and input ", i, " on ", inputs[i].ctx().ToString());
+  }
+  if (inputs.empty()) {
+    for (const auto& o : *outputs) if (!o.is_none()) { ctx = o.ctx(); break; }
+  }
+
+  std::vector<Shape> in_shapes(inputs.size()), out_shapes(num_out);
+  std::vector<DType> in_types(inputs.size()), out_types(num_out, DType::kUnknown);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in_shapes[i] = inputs[i].shape();
+    in_types[i] = inputs[i].dtype();
+  }
+  for (int i = 0; i < num_out; ++i) {
+    if (!(*outputs)[i].is_none()) {
+      out_shapes[i] = (*outputs)[i].shape();
+      out_types[i] = (*outputs)[i].dtype();
+    }
+  }
+  InferShapeType(attrs, &in_shapes, &in_types, &out_shapes, &out_types);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (in_shapes[i] != inputs[i].shape())
+      Throw(ErrorKind::kShape, "Operator '", op->name, "': input ", i, " has shape ", inputs[i].shape().ToString(),
+            " but the operator expects ", in_shapes[i].ToString());
+    if (in_types[i] != inputs[i].dtype())
+      Throw(ErrorKind::kType, "Operator '", op->name, "': input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
+            " but the operator expects ", DTypeName(in_types[i]));
+  }
+  for (int i = 0; i < num_out; ++i) {
+    NDArray& o = (*outputs)[i];
+    if (o.is_none()) {
+      o = NDArray(out_shapes[i], ctx, out_types[i]);
+    } else {
+      if (o.ctx() != ctx)
+        Throw(ErrorKind::kValue, "Operator '", op->name, "': output ", i, " is on ", o.ctx().ToString(),
+              " but the inputs are on ", ctx.ToString());
+    }
+  }
+
+  static const auto& fcompute_cpu = Op::GetAttr<FCompute>("FCompute<cpu>");
+  static const auto& fcompute_gpu = Op::GetAttr<FCompute>("FCompute<gpu>");
+  const auto& fcompute = ctx.is_gpu() ? fcompute_gpu : fcompute_cpu;
+  if (!fcompute.Contains(op))
+    Throw(ErrorKind::kUnsupported, "Operator '", op->name, "' has no implementation for ", ctx.is_gpu() ? "gpu" : "cpu");
+  const FCompute& fn = fcompute[op];
+
+  static const auto& resource_fns = Op::GetAttr<FResourceRequest>("FResourceRequest");
+  static const auto& mutate_fns = Op::GetAttr<FMutateInputs>("FMutateInputs");
+  std::vector<Resource> resources;
+  std::vector<engine::VarHandle> reads, writes;
+  if (resource_fns.Contains(op)) {
+    for (const auto& r : resource_fns[op](attrs)) {
+      resources.push_back(ResourceManager::Get()->Request(ctx, r));
+      AddUnique(&writes, resources.back().var);
+    }
+  }
+  for (const auto& o : *outputs) AddUnique(&writes, o.var());
+  if (mutate_fns.Contains(op))
+    for (int i : mutate_fns[op](attrs)) AddUnique(&writes, inputs.at(i).var());
+  for (const auto& in : inputs)
+    if (std::find(writes.begin(), writes.end(), in.var()) == writes.end()) AddUnique(&reads, in.var());
+
+  std::vector<TBlob> in_blobs, out_blobs;
+  in_blobs.reserve(inputs.size());
+  out_blobs.reserve(num_out);
+  for (const auto& in : inputs) in_blobs.push_back(in.data());
+  for (const auto& o : *outputs) out_blobs.push_back(o.data());
+  std::vector<OpReq> reqs = req ? *req : std::vector<OpReq>(num_out, OpReq::kWriteTo);
+  if (static_cast<int>(reqs.size()) < num_out) reqs.resize(num_out, OpReq::kWriteTo);
+
+  engine::Engine::Get()->PushSync(
+      [fn, attrs, in_blobs = std::move(in_blobs), out_blobs = std::move(out_blobs), reqs = std::move(reqs),
+       resources = std::move(resources), is_train](engine::RunContext rctx) {
+        OpContext octx;
+        octx.is_train = is_train;
+        octx.run_ctx = rctx;
+        octx.requested = resources;
+        fn(attrs, octx, in_blobs, reqs, out_blobs);
+      },
+      ctx, reads, writes, engine::FnProperty::kNormal, 0, op->name.c_str());
+}
+
+namespace {
+
+// Runs gradient expressions eagerly: every value is an array.
+class EagerGradBuilder : public GradBuilder {
+ public:
+  explicit EagerGradBuilder(Context ctx) : ctx_(ctx) {}
+  std::vector<NDArray> values;
+
+  GradValue Add(const NDArray& a) {
+    values.push_back(a);
+    return GradValue{static_cast<int64_t>(values.size() - 1)};
+  }
+
+  std::vector<GradValue> Call(const std::string& op_name, const std::vector<GradValue>& ins,
+                              const KwArgs& params) override {
+    const weft::Op* op = weft::Op::Get(op_name);
+    NodeAttrs attrs = MakeAttrs(op, params);
+    std::vector<NDArray> in_arrays;
+    for (const auto& v : ins) {
+      if (!v.defined()) Throw(ErrorKind::kInternal, "gradient of an operator passes an undefined value to '", op_name, "'");
+      in_arrays.push_back(values.at(v.id));
+    }
+    std::vector<NDArray> outs;
+    Invoke(attrs, in_arrays, &outs, &ctx_, nullptr, true);
+    std::vector<GradValue> r;
+    for (const auto& o : outs) r.push_back(Add(o));
+    return r;
+  }
+
+ private:
+  Context ctx_;
+};
+
+}  // namespace
+
+std::vector<NDArray> Gradient(const NodeAttrs& attrs, const std::vector<NDArray>& inputs,
+                              const std::vector<NDArray>& outputs, const std::vector<NDArray>& out_grads) {
+  static const auto& grad_fns = Op::GetAttr<FGradient>("FGradient");
+  if (!grad_fns.Contains(attrs.op))
+    Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "' is not differentiable (it registers no gradient)");
+  EagerGradBuilder b(inputs.empty() ? Context::CPU() : inputs[0].ctx());
+  GradArgs args;
+  for (const auto& a : inputs) args.inputs.push_back(b.Add(a));
+  for (const auto& a : outputs) args.outputs.push_back(b.Add(a));
+  for (const auto& a : out_grads) args.out_grads.push_back(b.Add(a));
+  std::vector<GradValue> grads = grad_fns[attrs.op](b, attrs, args);
+  if (grads.size() != inputs.size())
+    Throw(ErrorKind::kInternal, "Operator '", attrs.op->name, "': gradient returned ", grads.size(), " values for ",
+          inputs.size(), " inputs");
+  std::vector<NDArray> r;
+  for (const auto& g : grads) r.push_back(g.defined() ? b.values[g.id] : NDArray());
+  return r;
+}
+
+}  // namespace imperative
+}  // namespace weft

@@ -1,0 +1,163 @@
+#include "core/ndarray/ndarray.h"
+
+#include <cstring>
+
+#include "core/base/error.h"
+#include "core/ndarray/copy.h"
+
+namespace weft {
+
+NDArray::Chunk::Chunk(size_t nbytes, Context c, bool delay_alloc) : ctx(c), bytes(nbytes) {
+  var = engine::Engine::Get()->NewVariable();
+  if (!delay_alloc) Allocate();
+}
+
+void NDArray::Chunk::Allocate() {
+  if (allocated) return;
+  handle = Storage::Get()->Alloc(bytes, ctx);
+  allocated = true;
+}
+
+NDArray::Chunk::~Chunk() {
+  StorageHandle h = handle;
+  bool owns = allocated;
+  engine::Engine::Get()->DeleteVariable(
+      [h, owns](engine::RunContext) {
+        if (owns) Storage::Get()->Free(h);
+      },
+      ctx, var);
+}
+
+NDArray::NDArray(const Shape& shape, Context ctx, DType dtype, bool delay_alloc)
+    : shape_(shape), dtype_(dtype) {
+  WEFT_CHECK(shape.is_known(), kShape, "NDArray: expected a fully known shape, got ", shape.ToString());
+  for (int64_t d : shape)
+    WEFT_CHECK(d >= 0, kShape, "NDArray: dimensions must be non-negative, got ", shape.ToString());
+  chunk_ = std::make_shared<Chunk>(static_cast<size_t>(shape.Size()) * DTypeSize(dtype), ctx, delay_alloc);
+}
+
+TBlob NDArray::data() const {
+  WEFT_CHECK(chunk_ != nullptr, kValue, "NDArray: the array is empty (none)");
+  if (!chunk_->allocated) chunk_->Allocate();
+  return TBlob(static_cast<char*>(chunk_->handle.dptr) + byte_offset_, shape_, dtype_, chunk_->ctx);
+}
+
+NDArray NDArray::Slice(int64_t begin, int64_t end) const {
+  WEFT_CHECK(chunk_ != nullptr, kValue, "NDArray::Slice: the array is empty (none)");
+  WEFT_CHECK(shape_.ndim() >= 1, kShape, "NDArray::Slice: expected at least 1 dimension, got a scalar");
+  WEFT_CHECK(begin >= 0 && begin <= end && end <= shape_[0], kIndex, "NDArray::Slice: expected 0 <= begin <= end <= ",
+             shape_[0], ", got begin=", begin, " end=", end);
+  NDArray r = *this;
+  int64_t row = shape_.ProdRange(1, shape_.ndim());
+  r.shape_[0] = end - begin;
+  r.byte_offset_ += static_cast<size_t>(begin * row) * DTypeSize(dtype_);
+  return r;
+}
+
+NDArray NDArray::At(int64_t index) const {
+  WEFT_CHECK(shape_.ndim() >= 1, kShape, "NDArray::At: expected at least 1 dimension, got a scalar");
+  int64_t i = index < 0 ? index + shape_[0] : index;
+  WEFT_CHECK(i >= 0 && i < shape_[0], kIndex, "NDArray::At: index ", index, " is out of range for axis 0 of size ",
+             shape_[0]);
+  NDArray r = Slice(i, i + 1);
+  r.shape_ = Shape(shape_.begin() + 1, shape_.end());
+  return r;
+}
+
+NDArray NDArray::Reshape(const Shape& shape) const {
+  WEFT_CHECK(shape.is_known() && shape.Size() == shape_.Size(), kShape, "NDArray::Reshape: cannot reshape an array of shape ",
+             shape_.ToString(), " (", shape_.Size(), " elements) into ", shape.ToString());
+  NDArray r = *this;
+  r.shape_ = shape;
+  return r;
+}
+
+NDArray NDArray::AsType(DType dtype) const {
+  WEFT_CHECK(DTypeSize(dtype) == DTypeSize(dtype_), kType, "NDArray::AsType: element sizes differ (", DTypeName(dtype_),
+             " vs ", DTypeName(dtype), ")");
+  NDArray r = *this;
+  r.dtype_ = dtype;
+  return r;
+}
+
+void NDArray::WaitToRead() const {
+  if (chunk_) engine::Engine::Get()->WaitForVar(chunk_->var);
+}
+
+void NDArray::WaitToWrite() const {
+  if (!chunk_) return;
+  // A write must also wait for pending reads: push a no-op that writes the variable.
+  engine::Engine::Get()->PushSync([](engine::RunContext) {}, ctx(), {}, {chunk_->var},
+                                  engine::FnProperty::kNormal, 0, "WaitToWrite");
+  engine::Engine::Get()->WaitForVar(chunk_->var);
+}
+
+void NDArray::SyncCopyFromCPU(const void* src, size_t bytes) const {
+  WEFT_CHECK(chunk_ != nullptr, kValue, "NDArray: copying into an empty (none) array");
+  size_t need = static_cast<size_t>(Size()) * DTypeSize(dtype_);
+  WEFT_CHECK(bytes == need, kValue, "NDArray::SyncCopyFromCPU: expected ", need, " bytes for shape ", shape_.ToString(),
+             " ", DTypeName(dtype_), ", got ", bytes);
+  if (bytes == 0) return;
+  TBlob dst = data();
+  TBlob host(const_cast<void*>(src), shape_, dtype_, Context::CPU());
+  engine::Engine* eng = engine::Engine::Get();
+  eng->PushSync([host, dst](engine::RunContext rctx) { CopyBlob(host, dst, rctx); }, ctx(), {}, {chunk_->var},
+                ctx().is_gpu() ? engine::FnProperty::kCopyToGPU : engine::FnProperty::kNormal, 0, "SyncCopyFromCPU");
+  eng->WaitForVar(chunk_->var);
+}
+
+void NDArray::SyncCopyToCPU(void* dst_ptr, size_t bytes) const {
+  WEFT_CHECK(chunk_ != nullptr, kValue, "NDArray: copying from an empty (none) array");
+  size_t need = static_cast<size_t>(Size()) * DTypeSize(dtype_);
+  WEFT_CHECK(bytes == need, kValue, "NDArray::SyncCopyToCPU: expected ", need, " bytes for shape ", shape_.ToString(),
+             " ", DTypeName(dtype_), ", got ", bytes);
+  if (bytes == 0) {
+    WaitToRead();
+    return;
+  }
+  TBlob src = data();
+  TBlob host(dst_ptr, shape_, dtype_, Context::CPU());
+  engine::Engine* eng = engine::Engine::Get();
+  if (!ctx().is_gpu()) {
+    // Reading only needs the writers to finish; no engine round trip for host memory.
+    eng->WaitForVar(chunk_->var);
+    std::memcpy(dst_ptr, src.dptr, bytes);
+    return;
+  }
+  // The copy reads the array and writes caller memory: a private variable orders it.
+  engine::VarHandle done = eng->NewVariable();
+  eng->PushSync([src, host](engine::RunContext rctx) { CopyBlob(src, host, rctx); }, ctx(), {chunk_->var}, {done},
+                engine::FnProperty::kCopyFromGPU, 0, "SyncCopyToCPU");
+  try {
+    eng->WaitForVar(done);
+  } catch (...) {
+    eng->DeleteVariable(nullptr, ctx(), done);
+    throw;
+  }
+  eng->DeleteVariable(nullptr, ctx(), done);
+}
+
+NDArray NDArray::Copy(Context c) const {
+  WEFT_CHECK(chunk_ != nullptr, kValue, "NDArray::Copy: the array is empty (none)");
+  NDArray r(shape_, c, dtype_);
+  CopyFromTo(*this, r);
+  return r;
+}
+
+void CopyFromTo(const NDArray& from, const NDArray& to, int priority) {
+  WEFT_CHECK(!from.is_none() && !to.is_none(), kValue, "CopyFromTo: empty (none) array");
+  WEFT_CHECK(from.shape().Size() == to.shape().Size(), kShape, "CopyFromTo: expected arrays of equal size, got ",
+             from.shape().ToString(), " and ", to.shape().ToString());
+  if (from.SameChunk(to) && from.byte_offset() == to.byte_offset() && from.dtype() == to.dtype()) return;
+  TBlob src = from.data(), dst = to.data();
+  Context run_ctx = to.ctx().is_gpu() ? to.ctx() : from.ctx();
+  engine::FnProperty prop = engine::FnProperty::kNormal;
+  if (from.ctx().is_gpu() && !to.ctx().is_gpu()) prop = engine::FnProperty::kCopyFromGPU;
+  if (!from.ctx().is_gpu() && to.ctx().is_gpu()) prop = engine::FnProperty::kCopyToGPU;
+  std::vector<engine::VarHandle> reads;
+  if (!from.SameChunk(to)) reads.push_back(from.var());
+  engine::Engine::Get()->PushSync([src, dst](engine::RunContext rctx) { CopyBlob(src, dst, rctx); }, run_ctx, reads,
+                                  {to.var()}, prop, priority, "CopyFromTo");
+}
+
+}  // namespace weft

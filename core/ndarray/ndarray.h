@@ -1,0 +1,84 @@
+// NDArray: an asynchronous handle on a chunk of memory, seen through a shape, a dtype and a
+// byte offset. Creating, slicing, reshaping and assigning return at once; only reading the
+// data (SyncCopyToCPU, WaitToRead) waits for the engine. Views share the chunk.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "core/base/context.h"
+#include "core/base/dtype.h"
+#include "core/base/shape.h"
+#include "core/engine/engine.h"
+#include "core/op/tblob.h"
+#include "core/storage/storage.h"
+
+namespace weft {
+
+class NDArray {
+ public:
+  // The memory and the engine variable that guards it. The variable is deleted, and the
+  // memory returned to the pool, only after every pending operation on it has finished.
+  struct Chunk {
+    StorageHandle handle;
+    engine::VarHandle var = nullptr;
+    Context ctx;
+    size_t bytes = 0;
+    bool allocated = false;
+
+    Chunk(size_t nbytes, Context c, bool delay_alloc);
+    ~Chunk();
+    void Allocate();
+  };
+
+  NDArray() = default;  // "none": no chunk
+  NDArray(const Shape& shape, Context ctx, DType dtype = DType::kFloat32, bool delay_alloc = false);
+
+  bool is_none() const { return chunk_ == nullptr; }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  Context ctx() const { return chunk_ ? chunk_->ctx : Context(); }
+  int64_t Size() const { return shape_.Size(); }
+  size_t byte_offset() const { return byte_offset_; }
+  engine::VarHandle var() const { return chunk_->var; }
+  const std::shared_ptr<Chunk>& chunk() const { return chunk_; }
+  bool SameChunk(const NDArray& o) const { return chunk_ && chunk_ == o.chunk_; }
+
+  // The data as a TBlob (allocating delayed memory first). Only for use inside engine
+  // operations, or after a wait.
+  TBlob data() const;
+
+  // Views sharing memory. Slice and At index the first axis; Reshape keeps the size.
+  NDArray Slice(int64_t begin, int64_t end) const;
+  NDArray At(int64_t index) const;
+  NDArray Reshape(const Shape& shape) const;
+  // Same memory seen as another dtype of the same element size (used by serialisation).
+  NDArray AsType(DType dtype) const;
+
+  void WaitToRead() const;
+  void WaitToWrite() const;
+
+  // Blocking copies between host memory and this array; `bytes` must equal the array's
+  // size in bytes.
+  void SyncCopyFromCPU(const void* data, size_t bytes) const;
+  void SyncCopyToCPU(void* data, size_t bytes) const;
+
+  // An asynchronous deep copy on `ctx`.
+  NDArray Copy(Context ctx) const;
+
+ private:
+  std::shared_ptr<Chunk> chunk_;
+  Shape shape_ = Shape::Scalar();
+  DType dtype_ = DType::kFloat32;
+  size_t byte_offset_ = 0;
+};
+
+// Pushes an asynchronous copy of `from` into `to` (same shape; dtypes may differ, values are
+// converted). Works across contexts.
+void CopyFromTo(const NDArray& from, const NDArray& to, int priority = engine::kDefaultPriority);
+
+// Copies and converts between two blobs of equal size; the backends register how to move
+// memory between their devices (cuda: cudaMemcpyAsync on the run context's stream).
+void CopyBlob(const TBlob& from, const TBlob& to, engine::RunContext rctx);
+
+}  // namespace weft
