@@ -1,0 +1,71 @@
+// What the threaded engine keeps per push (OprBlock) and per pre-created operator
+// (ThreadedOpr). A push costs one allocation: the block, with room for a few variable
+// slots inline.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/engine/threaded_var.h"
+
+namespace weft {
+namespace engine {
+
+class WorkerPool;
+
+struct ThreadedOpr final : Opr {
+  // Sorted by variable and deduplicated once, copied into each push's block.
+  std::vector<VarSlot> slots;
+  // 2 per push in flight, plus 1 once DeleteOperator was called: whoever brings it to
+  // exactly 1 frees the operator.
+  std::atomic<int64_t> refs{0};
+};
+
+// Where a block stands while its function runs, so that a callback called before the
+// function returns lets the worker finish the block (after a stream sync on a GPU) and a
+// callback called later finishes it on the calling thread.
+enum RunState : int { kRunning = 0, kCalledBack = 1, kReturned = 2 };
+
+struct OprBlock {
+  static constexpr uint32_t kInlineSlots = 4;
+
+  explicit OprBlock(uint32_t capacity) {
+    if (capacity > kInlineSlots) heap_slots = std::make_unique<VarSlot[]>(capacity);
+    slots = heap_slots ? heap_slots.get() : inline_slots;
+  }
+  OprBlock(const OprBlock&) = delete;
+  OprBlock& operator=(const OprBlock&) = delete;
+
+  const AsyncFn& Fn() const { return opr ? opr->fn : fn; }
+
+  std::atomic<int> wait{0};  // grants still missing, plus 1 while the push is appending
+  std::atomic<int> run_state{kRunning};
+  int priority = kDefaultPriority;
+  uint32_t nslots = 0;
+  uint64_t seq = 0;          // FIFO order among equal priorities, set by the pool
+  Context ctx;
+  // Engine-internal waits: they run on the thread that makes them ready and run even
+  // when their inputs carry errors.
+  bool internal = false;
+  WorkerPool* pool = nullptr;
+  ThreadedOpr* opr = nullptr;    // a pre-created operator, or null when fn is the work
+  AsyncFn fn;
+  ThreadedVar* delete_var = nullptr;  // freed when this block completes (DeleteVariable)
+  std::exception_ptr error;
+  OprBlock* next_ready = nullptr;
+  VarSlot* slots = nullptr;
+
+ private:
+  std::unique_ptr<VarSlot[]> heap_slots;
+  VarSlot inline_slots[kInlineSlots];
+};
+
+// Fills out[] (room for reads.size() + writes.size()) with one slot per distinct
+// variable, sorted by address; a variable in both lists is written. Returns the count.
+// Throws weft::Error for a null variable.
+uint32_t BuildSlots(const std::vector<VarHandle>& reads, const std::vector<VarHandle>& writes, VarSlot* out);
+
+}  // namespace engine
+}  // namespace weft

@@ -1,0 +1,434 @@
+// The threaded engine: operations wait in the queues of the variables they touch
+// (threaded_var.h) and, once granted everywhere, go to the worker pool of their device
+// (worker_pool.h). There is no global lock on the push path: a push locks only its own
+// variables, in address order, so pushes from several threads stay consistent.
+//
+// Pools: CPU compute (WEFT_CPU_WORKER_NTHREADS, default 1: kernels use OpenMP inside),
+// CPU prioritized (WEFT_CPU_PRIORITY_NTHREADS, default 1), and per GPU a compute pool
+// (WEFT_GPU_WORKER_NTHREADS, default 2) and a copy pool for kCopyToGPU/kCopyFromGPU
+// (WEFT_GPU_COPY_NTHREADS, default 1), each GPU thread with its own stream.
+//
+// At process exit the engines still alive (Engine::Get() is never destroyed) are drained
+// for at most WEFT_ENGINE_EXIT_WAIT_S seconds (default 10), so pushed work finishes
+// before static objects and the CUDA runtime go away; a stuck operation cannot hang exit.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/base/logging.h"
+#include "core/engine/opr_block.h"
+#include "core/engine/worker_pool.h"
+
+#ifdef WEFT_USE_CUDA
+#include "core/base/cuda_utils.h"
+#endif
+
+namespace weft {
+namespace engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+long EnvPositive(const char* name, long fallback) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return fallback;
+  char* end = nullptr;
+  long v = std::strtol(s, &end, 10);
+  WEFT_CHECK(*end == '\0' && v >= 0 && v <= 4096, kValue, name, ": expected a non-negative integer, got '", s, "'");
+  return v;
+}
+
+int EnvThreads(const char* name, int fallback) {
+  long v = EnvPositive(name, fallback);
+  WEFT_CHECK(v > 0, kValue, name, ": expected at least 1 thread, got ", v);
+  return static_cast<int>(v);
+}
+
+class ThreadedEngine;
+
+// The engines alive in the process, for the drain at exit. Leaked, like Engine::Get()'s
+// engine, so that it outlives every static destructor.
+struct LiveEngines {
+  std::mutex mu;
+  std::vector<ThreadedEngine*> engines;
+  std::vector<int> hooked_devices;  // -1 for the host, else a GPU id
+};
+
+LiveEngines& Live() {
+  static LiveEngines* live = new LiveEngines();
+  return *live;
+}
+
+void DrainAtExit();
+
+class ThreadedEngine final : public Engine, public BlockRunner {
+ public:
+  ThreadedEngine() {
+    int cpu_threads = EnvThreads("WEFT_CPU_WORKER_NTHREADS", 1);
+    int priority_threads = EnvThreads("WEFT_CPU_PRIORITY_NTHREADS", 1);
+    int gpu_threads = EnvThreads("WEFT_GPU_WORKER_NTHREADS", 2);
+    int copy_threads = EnvThreads("WEFT_GPU_COPY_NTHREADS", 1);
+    cpu_pool_ = std::make_unique<WorkerPool>("cpu", cpu_threads, Context::CPU(), this);
+    cpu_priority_pool_ = std::make_unique<WorkerPool>("cpu_prioritized", priority_threads, Context::CPU(), this);
+    for (int i = 0, n = NumGPUs(); i < n; ++i) {
+      gpu_pools_.push_back(std::make_unique<WorkerPool>("gpu", gpu_threads, Context::GPU(i), this));
+      gpu_copy_pools_.push_back(std::make_unique<WorkerPool>("gpu_copy", copy_threads, Context::GPU(i), this));
+    }
+    std::lock_guard<std::mutex> lock(Live().mu);
+    Live().engines.push_back(this);
+  }
+
+  ~ThreadedEngine() override {
+    Shutdown();
+    std::lock_guard<std::mutex> lock(Live().mu);
+    auto& v = Live().engines;
+    v.erase(std::remove(v.begin(), v.end(), this), v.end());
+  }
+
+  VarHandle NewVariable() override { return new ThreadedVar(); }
+
+  void DeleteVariable(SyncFn on_delete, Context ctx, VarHandle var) override {
+    CheckUsable();
+    WEFT_CHECK(var != nullptr, kValue, "DeleteVariable: expected a variable, got a null handle");
+    auto blk = std::make_unique<OprBlock>(1);
+    blk->pool = PoolFor(ctx, FnProperty::kNormal);
+    blk->ctx = ctx;
+    blk->nslots = 1;
+    blk->slots[0].var = static_cast<ThreadedVar*>(var);
+    blk->slots[0].write = true;
+    blk->delete_var = static_cast<ThreadedVar*>(var);
+    if (on_delete) {
+      blk->fn = [f = std::move(on_delete)](RunContext rctx, CallbackOnComplete done) {
+        f(rctx);
+        done();
+      };
+    } else {
+      // Nothing to run: the variable goes as soon as its last operation is done.
+      blk->internal = true;
+      blk->fn = [](RunContext, CallbackOnComplete done) { done(); };
+    }
+    Submit(blk.release());
+  }
+
+  OprHandle NewOperator(AsyncFn fn, const std::vector<VarHandle>& const_vars,
+                        const std::vector<VarHandle>& mutable_vars, FnProperty prop, const char* name) override {
+    WEFT_CHECK(fn != nullptr, kValue, "NewOperator: expected a function, got an empty one");
+    auto op = std::make_unique<ThreadedOpr>();
+    op->slots.resize(const_vars.size() + mutable_vars.size());
+    op->slots.resize(BuildSlots(const_vars, mutable_vars, op->slots.data()));
+    op->fn = std::move(fn);
+    op->const_vars = const_vars;
+    op->mutable_vars = mutable_vars;
+    op->prop = prop;
+    if (name) op->name = name;
+    return op.release();
+  }
+
+  void DeleteOperator(OprHandle op) override {
+    if (op == nullptr) return;
+    auto* opr = static_cast<ThreadedOpr*>(op);
+    if (opr->refs.fetch_add(1, std::memory_order_acq_rel) == 0) delete opr;
+  }
+
+  void Push(OprHandle op, Context ctx, int priority) override {
+    CheckUsable();
+    WEFT_CHECK(op != nullptr, kValue, "Push: expected an operator, got a null handle");
+    auto* opr = static_cast<ThreadedOpr*>(op);
+    WorkerPool* pool = PoolFor(ctx, opr->prop);
+    auto* blk = new OprBlock(static_cast<uint32_t>(opr->slots.size()));
+    blk->nslots = static_cast<uint32_t>(opr->slots.size());
+    std::copy(opr->slots.begin(), opr->slots.end(), blk->slots);
+    blk->opr = opr;
+    blk->ctx = ctx;
+    blk->priority = priority;
+    blk->pool = pool;
+    opr->refs.fetch_add(2, std::memory_order_relaxed);
+    Submit(blk);
+  }
+
+  void PushAsync(AsyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
+                 const std::vector<VarHandle>& mutable_vars, FnProperty prop, int priority, const char*) override {
+    CheckUsable();
+    WEFT_CHECK(fn != nullptr, kValue, "PushAsync: expected a function, got an empty one");
+    WorkerPool* pool = PoolFor(ctx, prop);
+    auto blk = std::make_unique<OprBlock>(static_cast<uint32_t>(const_vars.size() + mutable_vars.size()));
+    blk->nslots = BuildSlots(const_vars, mutable_vars, blk->slots);
+    blk->fn = std::move(fn);
+    blk->ctx = ctx;
+    blk->priority = priority;
+    blk->pool = pool;
+    Submit(blk.release());
+  }
+
+  void WaitForVar(VarHandle var) override {
+    CheckNotInWorker("WaitForVar");
+    WEFT_CHECK(var != nullptr, kValue, "WaitForVar: expected a variable, got a null handle");
+    auto* v = static_cast<ThreadedVar*>(var);
+    std::exception_ptr error;
+    if (v->HasPendingWrite(&error)) {
+      // A read of the variable becomes ready exactly when the writes before it are done.
+      struct Waiter {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool done = false;
+        std::exception_ptr error;
+      } w;
+      auto* blk = new OprBlock(1);
+      blk->internal = true;
+      blk->nslots = 1;
+      blk->slots[0].var = v;
+      blk->slots[0].read = true;
+      blk->fn = [&w, v](RunContext, CallbackOnComplete done) {
+        done();
+        std::lock_guard<std::mutex> lock(w.mu);
+        w.error = v->error;
+        w.done = true;
+        w.cv.notify_all();
+      };
+      Submit(blk);
+      std::unique_lock<std::mutex> lock(w.mu);
+      w.cv.wait(lock, [&] { return w.done; });
+      error = w.error;
+    }
+    if (error) std::rethrow_exception(error);
+  }
+
+  void WaitForAll() override {
+    CheckNotInWorker("WaitForAll");
+    DrainUntil(Clock::time_point::max());
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> lock(error_mu_);
+      std::swap(error, first_error_);
+    }
+    if (error) std::rethrow_exception(error);
+  }
+
+  void Shutdown() override {
+    CheckNotInWorker("Shutdown");
+    if (shut_down_.exchange(true)) return;
+    DrainUntil(Clock::time_point::max());
+    cpu_pool_->Stop();
+    cpu_priority_pool_->Stop();
+    for (auto& p : gpu_pools_) p->Stop();
+    for (auto& p : gpu_copy_pools_) p->Stop();
+  }
+
+  // Waits until nothing is pending or the deadline passes; false on timeout.
+  bool DrainUntil(Clock::time_point deadline) {
+    if (pending_.load() == 0) return true;
+    std::unique_lock<std::mutex> lock(wait_mu_);
+    waiters_.fetch_add(1);
+    bool drained = true;
+    while (pending_.load() != 0) {
+      if (deadline == Clock::time_point::max()) {
+        wait_cv_.wait(lock);
+      } else if (wait_cv_.wait_until(lock, deadline) == std::cv_status::timeout) {
+        drained = pending_.load() == 0;
+        break;
+      }
+    }
+    waiters_.fetch_sub(1);
+    return drained;
+  }
+
+  void RunBlock(OprBlock* blk, const RunContext& rctx, const std::exception_ptr& setup_error) override {
+    std::exception_ptr upstream = setup_error;
+    if (!upstream && !blk->internal) {
+      for (uint32_t i = 0; i < blk->nslots && !upstream; ++i) {
+        const VarSlot& s = blk->slots[i];
+        if (s.read && s.var->error) upstream = s.var->error;
+      }
+    }
+    if (upstream) {
+      // An input is broken: the outputs get its error instead of being computed from it.
+      blk->error = upstream;
+      Complete(blk);
+      return;
+    }
+    blk->run_state.store(kRunning, std::memory_order_relaxed);
+    std::exception_ptr thrown;
+    try {
+      blk->Fn()(rctx, CallbackOnComplete(&ThreadedEngine::OnCallback, this, blk));
+    } catch (...) {
+      thrown = std::current_exception();
+    }
+    if (thrown) {
+      // A function that throws has not handed its callback on: the worker finishes it.
+      blk->run_state.exchange(kCalledBack, std::memory_order_acq_rel);
+      if (!blk->error) blk->error = thrown;
+    } else {
+      int expected = kRunning;
+      if (blk->run_state.compare_exchange_strong(expected, kReturned, std::memory_order_acq_rel)) return;
+    }
+#ifdef WEFT_USE_CUDA
+    // The callback came before the function returned: its kernels are queued on the
+    // stream and the outputs are ready only once the stream is.
+    if (rctx.stream && !blk->error) {
+      try {
+        cuda::Check(cudaStreamSynchronize(static_cast<cudaStream_t>(rctx.stream)), "cudaStreamSynchronize", &rctx.ctx);
+      } catch (...) {
+        blk->error = std::current_exception();
+      }
+    }
+#endif
+    Complete(blk);
+  }
+
+  void WorkerStarted(const Context& ctx) override {
+    // Registered again after a GPU thread set up CUDA so that the drain runs before the
+    // CUDA runtime's own exit handler tears it down.
+    int key = ctx.is_gpu() ? ctx.dev_id : -1;
+    std::lock_guard<std::mutex> lock(Live().mu);
+    auto& hooked = Live().hooked_devices;
+    if (std::find(hooked.begin(), hooked.end(), key) != hooked.end()) return;
+    hooked.push_back(key);
+    std::atexit(DrainAtExit);
+  }
+
+ private:
+  void CheckUsable() const {
+    WEFT_CHECK(!shut_down_.load(std::memory_order_relaxed), kRuntime, "engine: used after Shutdown()");
+  }
+
+  void CheckNotInWorker(const char* what) {
+    WEFT_CHECK(CurrentWorkerOwner() != this, kRuntime, what,
+               " was called from inside an engine operation; an operation must not wait on the engine "
+               "(it would wait for itself)");
+  }
+
+  WorkerPool* PoolFor(const Context& ctx, FnProperty prop) {
+    if (ctx.is_gpu()) {
+      int n = static_cast<int>(gpu_pools_.size());
+#ifdef WEFT_USE_CUDA
+      WEFT_CHECK(ctx.dev_id >= 0 && ctx.dev_id < n, kUnsupported, "engine: cannot run on ", ctx.ToString(), ": ", n,
+                 " GPU(s) visible");
+#else
+      WEFT_CHECK(false, kUnsupported, "engine: cannot run on ", ctx.ToString(), ": this build has no CUDA");
+#endif
+      bool copy = prop == FnProperty::kCopyToGPU || prop == FnProperty::kCopyFromGPU;
+      return (copy ? gpu_copy_pools_ : gpu_pools_)[ctx.dev_id].get();
+    }
+    return prop == FnProperty::kCPUPrioritized ? cpu_priority_pool_.get() : cpu_pool_.get();
+  }
+
+  // Queues the block on its variables and dispatches it when nothing is in its way.
+  void Submit(OprBlock* blk) {
+    pending_.fetch_add(1);
+    uint32_t n = blk->nslots;
+    // The extra 1 keeps the block from running before it is queued everywhere.
+    blk->wait.store(static_cast<int>(n) + 1, std::memory_order_relaxed);
+    for (uint32_t i = 0; i < n; ++i) {
+      blk->slots[i].blk = blk;
+      blk->slots[i].var->mu.lock();
+    }
+    int granted = 1;
+    for (uint32_t i = 0; i < n; ++i) granted += blk->slots[i].var->AppendLocked(&blk->slots[i]);
+    for (uint32_t i = 0; i < n; ++i) blk->slots[i].var->mu.unlock();
+    if (blk->wait.fetch_sub(granted, std::memory_order_acq_rel) == granted) Dispatch(blk);
+  }
+
+  void Dispatch(OprBlock* blk) {
+    if (blk->internal) {
+      RunBlock(blk, RunContext{blk->ctx, nullptr}, nullptr);
+    } else {
+      blk->pool->Enqueue(blk);
+    }
+  }
+
+  static void OnCallback(void* engine, void* param, std::exception_ptr error) {
+    auto* blk = static_cast<OprBlock*>(param);
+    blk->error = std::move(error);
+    int expected = kRunning;
+    if (blk->run_state.compare_exchange_strong(expected, kCalledBack, std::memory_order_acq_rel)) return;
+    static_cast<ThreadedEngine*>(engine)->Complete(blk);
+  }
+
+  // Publishes the block's outcome on its variables, releases them, frees the block.
+  void Complete(OprBlock* blk) {
+    const std::exception_ptr& error = blk->error;
+    if (error) RecordError(error);
+    ReadyList ready;
+    for (uint32_t i = 0; i < blk->nslots; ++i) {
+      VarSlot& s = blk->slots[i];
+      // The writer still holds the variable, so nobody else reads or writes its error.
+      if (s.write && (error || s.var->error)) s.var->error = error;
+      s.var->Release(s.write, &ready);
+    }
+    for (OprBlock* b = ready.head; b != nullptr;) {
+      OprBlock* next = b->next_ready;
+      Dispatch(b);
+      b = next;
+    }
+    ThreadedVar* dead = blk->delete_var;
+    ThreadedOpr* opr = blk->opr;
+    // Freeing the block destroys what its function captured, which may push more work
+    // (an array's last reference deleting its variable): pending_ covers that first.
+    delete blk;
+    if (dead) FreeVariable(dead);
+    if (opr && opr->refs.fetch_sub(2, std::memory_order_acq_rel) == 3) delete opr;
+    if (pending_.fetch_sub(1) == 1 && waiters_.load() > 0) {
+      std::lock_guard<std::mutex> lock(wait_mu_);
+      wait_cv_.notify_all();
+    }
+  }
+
+  static void FreeVariable(ThreadedVar* var) {
+    if (var->Idle()) {
+      delete var;
+    } else {
+      // Work was pushed on the variable after DeleteVariable: keep it rather than free
+      // memory that queued operations still point to.
+      WEFT_LOG(Error) << "engine: a variable was used after DeleteVariable; it is leaked";
+    }
+  }
+
+  void RecordError(const std::exception_ptr& error) {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (!first_error_) first_error_ = error;
+  }
+
+  std::atomic<int64_t> pending_{0};  // pushed and not yet completed
+  std::atomic<int> waiters_{0};
+  std::mutex wait_mu_;
+  std::condition_variable wait_cv_;
+  std::mutex error_mu_;
+  std::exception_ptr first_error_;
+  std::atomic<bool> shut_down_{false};
+
+  std::unique_ptr<WorkerPool> cpu_pool_;
+  std::unique_ptr<WorkerPool> cpu_priority_pool_;
+  std::vector<std::unique_ptr<WorkerPool>> gpu_pools_;
+  std::vector<std::unique_ptr<WorkerPool>> gpu_copy_pools_;
+};
+
+void DrainAtExit() {
+  // Only the first of the registered hooks drains; exit() called from inside an
+  // operation must not wait for that operation.
+  static std::atomic<bool> drained{false};
+  if (drained.exchange(true) || CurrentWorkerOwner() != nullptr) return;
+  long wait_s = 10;
+  try {
+    wait_s = EnvPositive("WEFT_ENGINE_EXIT_WAIT_S", 10);
+  } catch (const Error& e) {
+    WEFT_LOG(Error) << e.what();
+  }
+  Clock::time_point deadline = Clock::now() + std::chrono::seconds(wait_s);
+  std::lock_guard<std::mutex> lock(Live().mu);
+  for (ThreadedEngine* e : Live().engines) {
+    if (!e->DrainUntil(deadline)) {
+      WEFT_LOG(Warning) << "engine: operations still running at exit after " << wait_s << " s; exiting without them";
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Engine> CreateThreadedEngine() { return std::make_unique<ThreadedEngine>(); }
+
+}  // namespace engine
+}  // namespace weft

@@ -1,0 +1,67 @@
+// A variable of the threaded engine: a queue of the operations waiting to touch it, in
+// push order, plus what is running on it now (any number of readers, or one writer).
+//
+// An operation pushed on n variables holds one VarSlot per variable and waits for n
+// grants. A variable grants its queue from the front: reads while no write runs, a write
+// once nothing runs. A read queued behind a write waits for that write even when no write
+// runs yet, so writes keep push order and reads never overtake an earlier write.
+//
+// Invariant kept after every change: the front of the queue cannot be granted (it is a
+// read behind a running write, or a write behind running work). So an empty queue and no
+// running write mean "no write pending", which WaitForVar uses as its fast path.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+
+#include "core/engine/engine_impl.h"
+
+namespace weft {
+namespace engine {
+
+struct OprBlock;
+class ThreadedVar;
+
+// One operation's place in one variable's queue; lives inside the operation's block.
+struct VarSlot {
+  OprBlock* blk = nullptr;
+  VarSlot* next = nullptr;
+  ThreadedVar* var = nullptr;
+  bool write = false;  // the operation writes the variable (perhaps reading it too)
+  bool read = false;   // the operation reads the variable, so its error flows on
+};
+
+// Blocks whose last grant just came, in the order they became ready.
+struct ReadyList {
+  OprBlock* head = nullptr;
+  OprBlock* tail = nullptr;
+};
+
+class ThreadedVar final : public Var {
+ public:
+  // Queues `slot` behind earlier pushes; true when it is granted at once. The caller
+  // holds mu (a push locks all its variables first, so concurrent pushes queue in one
+  // consistent order on every variable they share and cannot wait on each other).
+  bool AppendLocked(VarSlot* slot);
+  // Ends a granted read or write and grants what may run now. Each granted slot counts
+  // down its block's wait; blocks that reach zero are added to *ready.
+  void Release(bool write, ReadyList* ready);
+  // Whether an operation that writes this variable is queued or running; *error gets
+  // the stored error when not.
+  bool HasPendingWrite(std::exception_ptr* error);
+  // Nothing queued or running: the variable may be freed.
+  bool Idle();
+
+  std::mutex mu;
+
+ private:
+  void GrantFrontLocked(ReadyList* ready);
+
+  VarSlot* head_ = nullptr;
+  VarSlot* tail_ = nullptr;
+  int64_t running_reads_ = 0;
+  bool write_running_ = false;
+};
+
+}  // namespace engine
+}  // namespace weft
