@@ -188,8 +188,9 @@ class ParamSchemaBase {
 template <typename P>
 class ParamSchema : public ParamSchemaBase {
  public:
+  // Qualified: inside the class, nvcc would take `Field` for this member function.
   template <typename T>
-  Field<P, T>& Field(const char* name, T P::*member) {
+  weft::Field<P, T>& Field(const char* name, T P::*member) {
     auto* f = new weft::Field<P, T>(name, member);
     fields_.emplace_back(f);
     return *f;

@@ -20,10 +20,12 @@ void NDArray::Chunk::Allocate() {
 
 NDArray::Chunk::~Chunk() {
   StorageHandle h = handle;
-  bool owns = allocated;
+  bool owns = allocated && !external_release;
+  std::function<void()> release = std::move(external_release);
   engine::Engine::Get()->DeleteVariable(
-      [h, owns](engine::RunContext) {
+      [h, owns, release](engine::RunContext) {
         if (owns) Storage::Get()->Free(h);
+        if (release) release();
       },
       ctx, var);
 }
@@ -34,6 +36,20 @@ NDArray::NDArray(const Shape& shape, Context ctx, DType dtype, bool delay_alloc)
   for (int64_t d : shape)
     WEFT_CHECK(d >= 0, kShape, "NDArray: dimensions must be non-negative, got ", shape.ToString());
   chunk_ = std::make_shared<Chunk>(static_cast<size_t>(shape.Size()) * DTypeSize(dtype), ctx, delay_alloc);
+}
+
+NDArray NDArray::FromExternal(void* dptr, const Shape& shape, DType dtype, Context ctx, std::function<void()> release) {
+  WEFT_CHECK(shape.is_known(), kShape, "NDArray::FromExternal: expected a fully known shape, got ", shape.ToString());
+  NDArray r;
+  r.shape_ = shape;
+  r.dtype_ = dtype;
+  r.chunk_ = std::make_shared<Chunk>(static_cast<size_t>(shape.Size()) * DTypeSize(dtype), ctx, true);
+  r.chunk_->handle.dptr = dptr;
+  r.chunk_->handle.size = r.chunk_->bytes;
+  r.chunk_->handle.ctx = ctx;
+  r.chunk_->allocated = true;
+  r.chunk_->external_release = std::move(release);
+  return r;
 }
 
 TBlob NDArray::data() const {

@@ -3,6 +3,7 @@
 // data (SyncCopyToCPU, WaitToRead) waits for the engine. Views share the chunk.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,6 +26,8 @@ class NDArray {
     Context ctx;
     size_t bytes = 0;
     bool allocated = false;
+    // Set for memory owned outside Weft (DLPack import): runs instead of Storage::Free.
+    std::function<void()> external_release;
 
     Chunk(size_t nbytes, Context c, bool delay_alloc);
     ~Chunk();
@@ -33,6 +36,9 @@ class NDArray {
 
   NDArray() = default;  // "none": no chunk
   NDArray(const Shape& shape, Context ctx, DType dtype = DType::kFloat32, bool delay_alloc = false);
+  // Wraps contiguous memory owned elsewhere (DLPack import) without copying; `release` runs
+  // once no view and no pending operation uses it.
+  static NDArray FromExternal(void* dptr, const Shape& shape, DType dtype, Context ctx, std::function<void()> release);
 
   bool is_none() const { return chunk_ == nullptr; }
   const Shape& shape() const { return shape_; }

@@ -3,20 +3,20 @@
 #include <cstdlib>
 
 #include "core/base/error.h"
+#include "core/storage/storage.h"
 
 namespace weft {
 
-std::unique_ptr<BlockPool> MakeCudaPool(Context ctx);        // cuda_memory.cu / below
+// Defined in cuda_memory.cu in builds with CUDA, below otherwise.
+std::unique_ptr<BlockPool> MakeCudaPool(Context ctx);
 std::unique_ptr<BlockPool> MakePinnedPool(Context ctx);
 
-namespace {
-void* AlignedAlloc(size_t n) { return std::aligned_alloc(kStorageAlignment, n); }
-void AlignedFree(void* p, size_t) { std::free(p); }
-}  // namespace
+void* AlignedHostAlloc(size_t bytes) { return std::aligned_alloc(kStorageAlignment, bytes); }
+void AlignedHostFree(void* ptr, size_t) { std::free(ptr); }
 
 std::unique_ptr<BlockPool> MakeDevicePool(Context ctx) {
   switch (ctx.dev_type) {
-    case DeviceType::kCPU: return std::make_unique<BlockPool>(AlignedAlloc, AlignedFree);
+    case DeviceType::kCPU: return std::make_unique<BlockPool>(AlignedHostAlloc, AlignedHostFree);
     case DeviceType::kCPUPinned: return MakePinnedPool(ctx);
     case DeviceType::kGPU: return MakeCudaPool(ctx);
   }
@@ -28,7 +28,7 @@ std::unique_ptr<BlockPool> MakeCudaPool(Context ctx) {
   Throw(ErrorKind::kUnsupported, "cannot allocate on ", ctx.ToString(), ": this build of Weft has no CUDA support");
 }
 std::unique_ptr<BlockPool> MakePinnedPool(Context) {
-  return std::make_unique<BlockPool>(AlignedAlloc, AlignedFree);
+  return std::make_unique<BlockPool>(AlignedHostAlloc, AlignedHostFree);
 }
 #endif
 

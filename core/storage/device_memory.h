@@ -5,10 +5,16 @@
 
 #include <memory>
 
+#include "core/base/context.h"
 #include "core/storage/cpu_pool.h"
 
 namespace weft {
 
 std::unique_ptr<BlockPool> MakeDevicePool(Context ctx);
+
+// Host memory aligned to kStorageAlignment; nullptr when memory is exhausted. `bytes` must be
+// a multiple of the alignment (every bucket size is).
+void* AlignedHostAlloc(size_t bytes);
+void AlignedHostFree(void* ptr, size_t bytes);
 
 }  // namespace weft

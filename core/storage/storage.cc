@@ -1,10 +1,11 @@
 #include "core/storage/storage.h"
 
+#include <array>
+#include <atomic>
 #include <cstdlib>
-#include <map>
+#include <cstring>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 
 #include "core/base/error.h"
 #include "core/storage/cpu_pool.h"
@@ -13,28 +14,36 @@
 namespace weft {
 namespace {
 
+// Device ids index a fixed table so that finding a context's pool takes no lock.
+constexpr int kMaxDeviceId = 64;
+constexpr int kNumDeviceTypes = 3;  // cpu, gpu, cpu_pinned
+
+// One per context: the mutex is per context so that GPU and CPU workers do not contend.
 struct PerContext {
+  std::mutex mu;
   std::unique_ptr<BlockPool> pool;
-  std::unordered_map<void*, size_t> live;  // pointer -> bucket
   StorageStats stats;
 };
 
 class PooledStorage : public Storage {
  public:
+  PooledStorage() {
+    const char* env = std::getenv("WEFT_STORAGE_POOL");
+    pooling_ = !(env && std::strcmp(env, "0") == 0);
+  }
+
   StorageHandle Alloc(size_t size, Context ctx) override {
     StorageHandle h;
     h.size = size;
     h.ctx = ctx;
     if (size == 0) return h;
-    std::lock_guard<std::mutex> lock(mu_);
-    PerContext& pc = Get(ctx);
-    size_t bucket = 0;
+    PerContext& pc = GetOrCreate(ctx);
+    std::lock_guard<std::mutex> lock(pc.mu);
     bool os_alloc = false;
-    h.dptr = pc.pool->Alloc(size, &bucket, &os_alloc);
+    h.dptr = pc.pool->Alloc(size, &os_alloc);
     if (h.dptr == nullptr)
       Throw(ErrorKind::kRuntime, "out of memory on ", ctx.ToString(), ": could not allocate ", size, " bytes (",
             pc.stats.bytes_in_use, " bytes in use)");
-    pc.live[h.dptr] = bucket;
     pc.stats.num_allocs++;
     if (os_alloc) pc.stats.num_os_allocs++;
     pc.stats.bytes_in_use += static_cast<int64_t>(size);
@@ -45,41 +54,59 @@ class PooledStorage : public Storage {
 
   void Free(StorageHandle h) override {
     if (h.dptr == nullptr) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    PerContext& pc = Get(h.ctx);
-    auto it = pc.live.find(h.dptr);
-    if (it == pc.live.end())
-      Throw(ErrorKind::kInternal, "Storage::Free: pointer was not allocated from ", h.ctx.ToString());
-    pc.pool->Free(h.dptr, it->second);
-    pc.live.erase(it);
-    pc.stats.bytes_in_use -= static_cast<int64_t>(h.size);
-    pc.stats.bytes_pooled = static_cast<int64_t>(pc.pool->pooled_bytes());
+    PerContext* pc = Find(h.ctx);
+    WEFT_CHECK(pc != nullptr && h.size > 0, kInternal, "Storage::Free: block of ", h.size,
+               " bytes was not allocated on ", h.ctx.ToString());
+    std::lock_guard<std::mutex> lock(pc->mu);
+    pc->pool->Free(h.dptr, h.size);
+    pc->stats.bytes_in_use -= static_cast<int64_t>(h.size);
+    pc->stats.bytes_pooled = static_cast<int64_t>(pc->pool->pooled_bytes());
   }
 
   void ReleaseAll(Context ctx) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    PerContext& pc = Get(ctx);
-    pc.pool->ReleaseAll();
-    pc.stats.bytes_pooled = 0;
+    PerContext* pc = Find(ctx);
+    if (pc == nullptr) return;
+    std::lock_guard<std::mutex> lock(pc->mu);
+    pc->pool->ReleaseAll();
+    pc->stats.bytes_pooled = 0;
   }
 
   StorageStats Stats(Context ctx) const override {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = contexts_.find(ctx);
-    return it == contexts_.end() ? StorageStats{} : it->second.stats;
+    PerContext* pc = Find(ctx);
+    if (pc == nullptr) return StorageStats{};
+    std::lock_guard<std::mutex> lock(pc->mu);
+    return pc->stats;
   }
 
  private:
-  PerContext& Get(Context ctx) {
-    auto it = contexts_.find(ctx);
-    if (it != contexts_.end()) return it->second;
-    PerContext& pc = contexts_[ctx];
-    pc.pool = MakeDevicePool(ctx);
-    return pc;
+  std::atomic<PerContext*>* Slot(Context ctx) const {
+    int type = static_cast<int>(ctx.dev_type) - 1;
+    WEFT_CHECK(type >= 0 && type < kNumDeviceTypes, kValue, "Storage: unknown device type ",
+               static_cast<int>(ctx.dev_type));
+    WEFT_CHECK(ctx.dev_id >= 0 && ctx.dev_id < kMaxDeviceId, kValue, "Storage: expected a device id in [0, ",
+               kMaxDeviceId, "), got ", ctx.ToString());
+    return &table_[static_cast<size_t>(type * kMaxDeviceId + ctx.dev_id)];
   }
 
-  mutable std::mutex mu_;
-  std::map<Context, PerContext> contexts_;
+  PerContext* Find(Context ctx) const {
+    return Slot(ctx)->load(std::memory_order_acquire);
+  }
+
+  PerContext& GetOrCreate(Context ctx) {
+    std::atomic<PerContext*>* slot = Slot(ctx);
+    if (PerContext* pc = slot->load(std::memory_order_acquire)) return *pc;
+    std::lock_guard<std::mutex> lock(create_mu_);
+    if (PerContext* pc = slot->load(std::memory_order_acquire)) return *pc;
+    auto pc = std::make_unique<PerContext>();
+    pc->pool = MakeDevicePool(ctx);
+    pc->pool->set_pooling(pooling_);
+    slot->store(pc.get(), std::memory_order_release);
+    return *pc.release();  // lives as long as the (never destroyed) storage
+  }
+
+  bool pooling_ = true;
+  std::mutex create_mu_;
+  mutable std::array<std::atomic<PerContext*>, kNumDeviceTypes * kMaxDeviceId> table_{};
 };
 
 }  // namespace

@@ -1,6 +1,9 @@
 // Memory for arrays, per context. CPU memory comes from a pool of 64-byte aligned blocks in
 // size buckets that are reused without going back to the OS in steady state; pinned host
 // memory and GPU memory are pooled the same way. Statistics are kept per context.
+//
+// WEFT_STORAGE_POOL=0 in the environment turns pooling off: every Free goes back to the OS or
+// driver at once, so that memory checkers (ASan, compute-sanitizer) see each block's life.
 #pragma once
 
 #include <cstddef>
@@ -31,7 +34,8 @@ class Storage {
 
   // A size of 0 gives a handle with a null dptr. Throws kRuntime when memory runs out.
   virtual StorageHandle Alloc(size_t size, Context ctx) = 0;
-  // Returns the block to its pool.
+  // Returns the block to its pool; `handle` must be the one Alloc returned (its size picks
+  // the bucket). A null dptr is ignored.
   virtual void Free(StorageHandle handle) = 0;
   // Returns every pooled but unused block to the OS or driver.
   virtual void ReleaseAll(Context ctx) = 0;

@@ -1,0 +1,52 @@
+// The CUDA raw allocators: cudaMalloc on the context's device for gpu(i) and page-locked
+// host memory for cpu_pinned, so that copies to and from GPUs can run asynchronously.
+#include <memory>
+
+#include "core/base/cuda_utils.h"
+#include "core/storage/device_memory.h"
+
+namespace weft {
+
+std::unique_ptr<BlockPool> MakeCudaPool(Context ctx) {
+  int n = NumGPUs();
+  if (n == 0)
+    Throw(ErrorKind::kUnsupported, "cannot allocate on ", ctx.ToString(), ": no GPU is visible to the CUDA runtime");
+  WEFT_CHECK(ctx.dev_id >= 0 && ctx.dev_id < n, kValue, "cannot allocate on ", ctx.ToString(), ": ", n,
+             n == 1 ? " GPU is" : " GPUs are", " visible (gpu(0) to gpu(", n - 1, "))");
+  auto alloc = [ctx](size_t bytes) -> void* {
+    cuda::DeviceGuard guard(ctx.dev_id);
+    void* p = nullptr;
+    cudaError_t err = cudaMalloc(&p, bytes);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();  // out of memory is recoverable: the pool frees its cache and retries
+      return nullptr;
+    }
+    cuda::Check(err, "cudaMalloc", &ctx);
+    return p;
+  };
+  auto release = [ctx](void* p, size_t) {
+    cuda::DeviceGuard guard(ctx.dev_id);
+    cuda::Check(cudaFree(p), "cudaFree", &ctx);
+  };
+  return std::make_unique<BlockPool>(alloc, release);
+}
+
+std::unique_ptr<BlockPool> MakePinnedPool(Context ctx) {
+  // Page-locking needs a driver; without a GPU, pinned memory is ordinary memory.
+  if (NumGPUs() == 0) return std::make_unique<BlockPool>(AlignedHostAlloc, AlignedHostFree);
+  auto alloc = [ctx](size_t bytes) -> void* {
+    void* p = nullptr;
+    // Portable: pinned for every device, not only the current one.
+    cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocPortable);
+    if (err == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    cuda::Check(err, "cudaHostAlloc", &ctx);
+    return p;
+  };
+  auto release = [ctx](void* p, size_t) { cuda::Check(cudaFreeHost(p), "cudaFreeHost", &ctx); };
+  return std::make_unique<BlockPool>(alloc, release);
+}
+
+}  // namespace weft
