@@ -1,0 +1,47 @@
+// Reading index arrays (any dtype; fractions truncate) and resolving out-of-range indices
+// as take and pick do: clip to the ends, wrap around, or raise.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/op/op_util.h"
+
+namespace weft {
+namespace op {
+
+enum class IndexMode { kClip, kWrap, kRaise };
+
+inline IndexMode ParseIndexMode(const std::string& mode) {
+  if (mode == "wrap") return IndexMode::kWrap;
+  if (mode == "raise") return IndexMode::kRaise;
+  return IndexMode::kClip;
+}
+
+// The indices as int64, each resolved into [0, n) by `mode`. kRaise accepts [-n, n) and
+// throws kIndex naming the operator for anything else.
+inline std::vector<int64_t> ResolveIndices(const TBlob& idx, int64_t n, IndexMode mode, const NodeAttrs& attrs,
+                                           int axis) {
+  std::vector<int64_t> out(idx.Size());
+  WEFT_TYPE_SWITCH(idx.dtype, I, {
+    const I* p = idx.ptr<I>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
+  });
+  for (int64_t& k : out) {
+    if (mode == IndexMode::kClip) {
+      k = k < 0 ? 0 : (k >= n ? n - 1 : k);
+    } else if (mode == IndexMode::kWrap) {
+      k = n > 0 ? ((k % n) + n) % n : 0;
+    } else {
+      if (k < -n || k >= n)
+        Throw(ErrorKind::kIndex, "Operator '", attrs.op->name, "': index ", k, " is out of bounds for axis ", axis,
+              " with size ", n);
+      if (k < 0) k += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace op
+}  // namespace weft

@@ -1,0 +1,129 @@
+// Arrays filled with one value: _zeros, _ones, _full (from parameters) and zeros_like,
+// ones_like (shaped like their input).
+#include <algorithm>
+
+#include "core/op/op_util.h"
+
+namespace weft {
+namespace op {
+
+struct InitParam {
+  Shape shape = Shape::Scalar();
+  std::string ctx;
+  DType dtype = DType::kFloat32;
+};
+
+WEFT_PARAM_SCHEMA(InitParam, s) {
+  s.Field("shape", &InitParam::shape).Default(Shape::Scalar()).Describe("The shape of the output.");
+  s.Field("ctx", &InitParam::ctx).Default("").Describe("The context of the output (set by the front end).");
+  s.Field("dtype", &InitParam::dtype).Default(DType::kFloat32).Describe("The dtype of the output.");
+}
+
+struct FullParam {
+  Shape shape = Shape::Scalar();
+  std::string ctx;
+  DType dtype = DType::kFloat32;
+  double value = 0;
+};
+
+WEFT_PARAM_SCHEMA(FullParam, s) {
+  s.Field("shape", &FullParam::shape).Default(Shape::Scalar()).Describe("The shape of the output.");
+  s.Field("ctx", &FullParam::ctx).Default("").Describe("The context of the output (set by the front end).");
+  s.Field("dtype", &FullParam::dtype).Default(DType::kFloat32).Describe("The dtype of the output.");
+  s.Field("value", &FullParam::value).Describe("The value to fill with.");
+}
+
+namespace {
+
+void Fill(const TBlob& out, OpReq req, double value) {
+  if (req == OpReq::kNullOp) return;
+  WEFT_TYPE_SWITCH(out.dtype, T, {
+    T* y = out.ptr<T>();
+    ParallelFor(out.Size(), kElemGrain, [&](int64_t b, int64_t e) {
+      if (req == OpReq::kAddTo) {
+        for (int64_t i = b; i < e; ++i) Store(y + i, req, value);
+      } else {
+        std::fill(y + b, y + e, static_cast<T>(value));
+      }
+    });
+  });
+}
+
+template <typename P>
+bool ParamShape(const NodeAttrs& attrs, std::vector<Shape>*, std::vector<Shape>* out) {
+  const Shape& s = attrs.Params<P>().shape;
+  for (int64_t d : s)
+    if (d < 0)
+      Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': parameter 'shape' = ", s.ToString(),
+            " has a negative dimension");
+  AssignShape(attrs, out, 0, s, "output");
+  return true;
+}
+
+template <typename P>
+bool ParamType(const NodeAttrs& attrs, std::vector<DType>*, std::vector<DType>* out) {
+  return OutputTypeFromParam(attrs, out, attrs.Params<P>().dtype);
+}
+
+template <int kValue>
+void FillConstant(const NodeAttrs&, const OpContext&, const std::vector<TBlob>&, const std::vector<OpReq>& req,
+                  const std::vector<TBlob>& out) {
+  Fill(out[0], req[0], kValue);
+}
+
+void FillFull(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>&, const std::vector<OpReq>& req,
+              const std::vector<TBlob>& out) {
+  Fill(out[0], req[0], attrs.Params<FullParam>().value);
+}
+
+// The output of a *_like operator does not depend on the input's values.
+std::vector<GradValue> ZeroGrad(GradBuilder& b, const NodeAttrs&, const GradArgs& a) {
+  return {b.Op("zeros_like", {a.inputs[0]})};
+}
+
+}  // namespace
+
+WEFT_REGISTER_OP(_zeros)
+    .Describe("An array of zeros of the given shape and dtype.")
+    .SetNumInputs(0)
+    .SetParams<InitParam>()
+    .SetAttr<FInferShape>("FInferShape", ParamShape<InitParam>)
+    .SetAttr<FInferType>("FInferType", ParamType<InitParam>)
+    .SetAttr<FCompute>("FCompute<cpu>", FillConstant<0>);
+
+WEFT_REGISTER_OP(_ones)
+    .Describe("An array of ones of the given shape and dtype.")
+    .SetNumInputs(0)
+    .SetParams<InitParam>()
+    .SetAttr<FInferShape>("FInferShape", ParamShape<InitParam>)
+    .SetAttr<FInferType>("FInferType", ParamType<InitParam>)
+    .SetAttr<FCompute>("FCompute<cpu>", FillConstant<1>);
+
+WEFT_REGISTER_OP(_full)
+    .Describe("An array of the given shape and dtype filled with value.")
+    .SetNumInputs(0)
+    .SetParams<FullParam>()
+    .SetAttr<FInferShape>("FInferShape", ParamShape<FullParam>)
+    .SetAttr<FInferType>("FInferType", ParamType<FullParam>)
+    .SetAttr<FCompute>("FCompute<cpu>", FillFull);
+
+WEFT_REGISTER_OP(zeros_like)
+    .Describe("An array of zeros with the shape and dtype of the input.")
+    .SetNumInputs(1)
+    .AddArgument("data", "NDArray-or-Symbol", "The input")
+    .SetAttr<FInferShape>("FInferShape", SameShape)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kElemwise)
+    .SetAttr<FCompute>("FCompute<cpu>", FillConstant<0>)
+    .SetAttr<FGradient>("FGradient", ZeroGrad);
+
+WEFT_REGISTER_OP(ones_like)
+    .Describe("An array of ones with the shape and dtype of the input.")
+    .SetNumInputs(1)
+    .AddArgument("data", "NDArray-or-Symbol", "The input")
+    .SetAttr<FInferShape>("FInferShape", SameShape)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kElemwise)
+    .SetAttr<FCompute>("FCompute<cpu>", FillConstant<1>)
+    .SetAttr<FGradient>("FGradient", ZeroGrad);
+
+}  // namespace op
+}  // namespace weft

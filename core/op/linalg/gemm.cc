@@ -1,0 +1,174 @@
+#include "core/op/linalg/gemm.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/op/op_util.h"
+
+#if defined(WEFT_USE_ONEDNN)
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
+namespace weft {
+namespace op {
+namespace {
+
+template <typename T> struct GemmAcc { using type = int64_t; };
+template <> struct GemmAcc<float> { using type = float; };
+template <> struct GemmAcc<double> { using type = double; };
+template <> struct GemmAcc<float16> { using type = float; };
+template <> struct GemmAcc<bfloat16> { using type = float; };
+
+// Register tile MR x NR: NR spans two 64-byte vectors so that the 2 * MR accumulators stay
+// in registers; cache blocks MC x KC of op(A) and KC x NC of op(B) are packed so that the
+// tile reads both operands sequentially.
+template <typename A>
+struct Blocking {
+  static constexpr int MR = 6;
+  static constexpr int NR = 128 / sizeof(A);
+  static constexpr int64_t MC = 16 * MR;
+  static constexpr int64_t NC = 8 * NR;
+  static constexpr int64_t KC = 256;
+};
+
+template <typename A, int MR, int NR>
+inline void MicroKernel(int64_t kc, const A* __restrict ap, const A* __restrict bp, A* __restrict c, int64_t ldc) {
+  A acc[MR][NR] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    const A* av = ap + p * MR;
+    const A* bv = bp + p * NR;
+    for (int r = 0; r < MR; ++r) {
+      A ar = av[r];
+      for (int j = 0; j < NR; ++j) acc[r][j] += ar * bv[j];
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] += acc[r][j];
+}
+
+// One cache block of C: rows [i0, i0+mc), columns [j0, j0+nc) of one product.
+template <typename T>
+void GemmBlock(int64_t i0, int64_t mc, int64_t j0, int64_t nc, int64_t k, const T* a, int64_t lda, bool ta,
+               const T* b, int64_t ldb, bool tb, bool accumulate, T* c, int64_t ldc, std::vector<typename GemmAcc<T>::type>* buf) {
+  using A = typename GemmAcc<T>::type;
+  using B = Blocking<A>;
+  constexpr int MR = B::MR, NR = B::NR;
+  int64_t mp = (mc + MR - 1) / MR * MR, np = (nc + NR - 1) / NR * NR;
+  size_t need = static_cast<size_t>(mp * np + mp * B::KC + B::KC * np);
+  if (buf->size() < need) buf->resize(need);
+  A* acc = buf->data();
+  A* ap = acc + mp * np;
+  A* bp = ap + mp * B::KC;
+  std::fill(acc, acc + mp * np, A(0));
+  for (int64_t k0 = 0; k0 < k; k0 += B::KC) {
+    int64_t kc = std::min(B::KC, k - k0);
+    // Pack op(A)[i0.., k0..] as MR-row panels, each kc x MR, zero-padded.
+    for (int64_t ip = 0; ip < mp; ip += MR) {
+      A* dst = ap + ip * kc;
+      for (int64_t p = 0; p < kc; ++p)
+        for (int r = 0; r < MR; ++r) {
+          int64_t i = i0 + ip + r;
+          dst[p * MR + r] = ip + r < mc ? static_cast<A>(ta ? a[(k0 + p) * lda + i] : a[i * lda + k0 + p]) : A(0);
+        }
+    }
+    // Pack op(B)[k0.., j0..] as NR-column panels, each kc x NR, zero-padded.
+    for (int64_t jp = 0; jp < np; jp += NR) {
+      A* dst = bp + jp * kc;
+      for (int64_t p = 0; p < kc; ++p)
+        for (int j = 0; j < NR; ++j) {
+          int64_t jj = j0 + jp + j;
+          dst[p * NR + j] = jp + j < nc ? static_cast<A>(tb ? b[jj * ldb + k0 + p] : b[(k0 + p) * ldb + jj]) : A(0);
+        }
+    }
+    for (int64_t ip = 0; ip < mp; ip += MR)
+      for (int64_t jp = 0; jp < np; jp += NR)
+        MicroKernel<A, MR, NR>(kc, ap + ip * kc, bp + jp * kc, acc + ip * np + jp, np);
+  }
+  for (int64_t i = 0; i < mc; ++i) {
+    T* crow = c + (i0 + i) * ldc + j0;
+    const A* arow = acc + i * np;
+    for (int64_t j = 0; j < nc; ++j)
+      crow[j] = static_cast<T>(accumulate ? static_cast<A>(crow[j]) + arow[j] : arow[j]);
+  }
+}
+
+template <typename T>
+void BlockedGemm(int64_t m, int64_t n, int64_t k, const GemmOperand& ga, const GemmOperand& gb, bool accumulate,
+                 T* c, int64_t ldc, int64_t c_stride, int64_t batch) {
+  using B = Blocking<typename GemmAcc<T>::type>;
+  int64_t mb = (m + B::MC - 1) / B::MC, nb = (n + B::NC - 1) / B::NC;
+  int64_t tasks = batch * mb * nb;
+  ParallelFor(tasks, 1, [&](int64_t begin, int64_t end) {
+    std::vector<typename GemmAcc<T>::type> buf;
+    for (int64_t t = begin; t < end; ++t) {
+      int64_t bi = t / (mb * nb), rest = t % (mb * nb);
+      int64_t i0 = rest / nb * B::MC, j0 = rest % nb * B::NC;
+      const T* a = static_cast<const T*>(ga.data) + bi * ga.batch_stride;
+      const T* b = static_cast<const T*>(gb.data) + bi * gb.batch_stride;
+      GemmBlock<T>(i0, std::min(B::MC, m - i0), j0, std::min(B::NC, n - j0), k, a, ga.ld, ga.transpose, b, gb.ld,
+                   gb.transpose, accumulate, c + bi * c_stride, ldc, &buf);
+    }
+  });
+}
+
+#if defined(WEFT_USE_ONEDNN)
+void SgemmOne(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand& ga, const float* b,
+              const GemmOperand& gb, float beta, float* c, int64_t ldc, const char* op_name) {
+  dnnl_status_t st = dnnl_sgemm(ga.transpose ? 'T' : 'N', gb.transpose ? 'T' : 'N', m, n, k, 1.0f, a, ga.ld, b, gb.ld,
+                                beta, c, ldc);
+  if (st != dnnl_success)
+    Throw(ErrorKind::kRuntime, "Operator '", op_name, "': oneDNN sgemm failed with status ", static_cast<int>(st),
+          " for a ", m, "x", k, " by ", k, "x", n, " product");
+}
+
+void OneDnnSgemm(int64_t m, int64_t n, int64_t k, const GemmOperand& ga, const GemmOperand& gb, float beta, float* c,
+                 int64_t ldc, int64_t c_stride, int64_t batch, const char* op_name) {
+  const float* a = static_cast<const float*>(ga.data);
+  const float* b = static_cast<const float*>(gb.data);
+  // Many small products run one per thread (oneDNN runs single-threaded inside a parallel
+  // region); large ones run one after another, each on every thread.
+  bool small = static_cast<double>(m) * n * k < 64.0 * 64 * 64;
+  if (batch > 1 && small) {
+    ParallelFor(batch, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        SgemmOne(m, n, k, a + i * ga.batch_stride, ga, b + i * gb.batch_stride, gb, beta, c + i * c_stride, ldc,
+                 op_name);
+    });
+    return;
+  }
+  for (int64_t i = 0; i < batch; ++i)
+    SgemmOne(m, n, k, a + i * ga.batch_stride, ga, b + i * gb.batch_stride, gb, beta, c + i * c_stride, ldc, op_name);
+}
+#endif
+
+}  // namespace
+
+void Gemm(DType dtype, int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, double beta,
+          void* c, int64_t ldc, int64_t c_stride, int64_t batch, const char* op_name) {
+  if (dtype == DType::kBool)
+    Throw(ErrorKind::kType, "Operator '", op_name, "': matrix products of bool arrays are not supported");
+  if (m <= 0 || n <= 0 || batch <= 0) return;
+  bool accumulate = beta != 0.0;
+  if (k == 0) {
+    if (accumulate) return;
+    WEFT_TYPE_SWITCH(dtype, T, {
+      for (int64_t bi = 0; bi < batch; ++bi)
+        for (int64_t i = 0; i < m; ++i) std::fill_n(static_cast<T*>(c) + bi * c_stride + i * ldc, n, T(0));
+    });
+    return;
+  }
+#if defined(WEFT_USE_ONEDNN)
+  if (dtype == DType::kFloat32) {
+    OneDnnSgemm(m, n, k, a, b, static_cast<float>(beta), static_cast<float*>(c), ldc, c_stride, batch, op_name);
+    return;
+  }
+#endif
+  WEFT_TYPE_SWITCH(dtype, T, {
+    if constexpr (!std::is_same_v<T, bool>)
+      BlockedGemm<T>(m, n, k, a, b, accumulate, static_cast<T*>(c), ldc, c_stride, batch);
+  });
+}
+
+}  // namespace op
+}  // namespace weft

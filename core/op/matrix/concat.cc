@@ -1,0 +1,110 @@
+// concat (Concat): joins arrays along an existing axis. Its gradient splits the output
+// gradient back into pieces of the inputs' sizes (_backward_concat).
+#include "core/op/matrix/axis_concat.h"
+
+namespace weft {
+namespace op {
+
+struct ConcatParam {
+  int num_args = 1;
+  int dim = 1;
+};
+
+WEFT_PARAM_SCHEMA(ConcatParam, s) {
+  s.Field("num_args", &ConcatParam::num_args).Min(1).Describe("Number of inputs.");
+  s.Field("dim", &ConcatParam::dim).Default(1).Describe("The axis to join along; negative counts from the end.");
+}
+
+namespace {
+
+// Checks that the pieces fit together along `dim`; returns the joined shape.
+Shape JoinedShape(const NodeAttrs& attrs, const std::vector<Shape>& pieces, int first) {
+  const Shape& s0 = pieces[first];
+  int axis = CheckAxis(attrs, attrs.Params<ConcatParam>().dim, s0.ndim(), "dim");
+  Shape out = s0;
+  out[axis] = 0;
+  for (size_t i = first; i < pieces.size(); ++i) {
+    const Shape& s = pieces[i];
+    bool ok = s.ndim() == s0.ndim();
+    for (int d = 0; ok && d < s0.ndim(); ++d) ok = d == axis || s[d] == s0[d];
+    if (!ok)
+      Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input ", i - first, " has shape ", s.ToString(),
+            " but input 0 has shape ", s0.ToString(), "; they may differ only along axis ", axis);
+    out[axis] += s[axis];
+  }
+  return out;
+}
+
+bool ConcatShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  for (const auto& s : *in)
+    if (!s.is_known()) return false;
+  AssignShape(attrs, out, 0, JoinedShape(attrs, *in, 0), "output");
+  return true;
+}
+
+void ViewAlong(const Shape& s, int axis, int64_t* outer, int64_t* inner) {
+  *outer = s.ProdRange(0, axis);
+  *inner = s.ProdRange(axis + 1, s.ndim());
+}
+
+void ConcatCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  int axis = CheckAxis(attrs, attrs.Params<ConcatParam>().dim, out[0].ndim(), "dim");
+  std::vector<int64_t> sizes;
+  for (const auto& b : in) sizes.push_back(b.shape[axis]);
+  int64_t outer, inner;
+  ViewAlong(out[0].shape, axis, &outer, &inner);
+  AxisConcat(ConcatDirection::kPiecesToWhole, out[0], in, sizes, outer, inner, req);
+}
+
+// Inputs: the output gradient, then the forward inputs (for their sizes).
+void ConcatBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  int axis = CheckAxis(attrs, attrs.Params<ConcatParam>().dim, in[0].ndim(), "dim");
+  std::vector<int64_t> sizes;
+  for (const auto& b : out) sizes.push_back(b.shape[axis]);
+  int64_t outer, inner;
+  ViewAlong(in[0].shape, axis, &outer, &inner);
+  AxisConcat(ConcatDirection::kWholeToPieces, in[0], out, sizes, outer, inner, req);
+}
+
+bool ConcatBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  for (size_t i = 1; i < in->size(); ++i)
+    if (!(*in)[i].is_known()) return false;
+  AssignShape(attrs, in, 0, JoinedShape(attrs, *in, 1), "input");
+  for (size_t i = 1; i < in->size(); ++i) AssignShape(attrs, out, i - 1, (*in)[i], "output");
+  return true;
+}
+
+int NumArgs(const NodeAttrs& attrs) { return attrs.Params<ConcatParam>().num_args; }
+
+}  // namespace
+
+WEFT_REGISTER_OP(concat)
+    .Describe("Joins the inputs along axis dim; they must agree on every other axis.")
+    .AddAlias("Concat")
+    .SetNumInputs(NumArgs)
+    .SetKeyVarNumArgs("num_args")
+    .AddArgument("data", "NDArray-or-Symbol[]", "The arrays to join")
+    .SetParams<ConcatParam>()
+    .SetAttr<FInferShape>("FInferShape", ConcatShape)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
+    .SetAttr<FCompute>("FCompute<cpu>", ConcatCompute)
+    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+      std::vector<GradValue> ins = {a.out_grads[0]};
+      ins.insert(ins.end(), a.inputs.begin(), a.inputs.end());
+      return b.Call("_backward_concat", ins, attrs.dict);
+    });
+
+WEFT_REGISTER_OP(_backward_concat)
+    .Describe("Gradient of concat: the output gradient split into pieces of the inputs' sizes.")
+    .SetNumInputs([](const NodeAttrs& attrs) { return NumArgs(attrs) + 1; })
+    .SetNumOutputs(NumArgs)
+    .AddArgument("ograd", "NDArray-or-Symbol", "Gradient of the output")
+    .AddArgument("data", "NDArray-or-Symbol[]", "The forward inputs (for their shapes)")
+    .SetParams<ConcatParam>()
+    .SetAttr<FInferShape>("FInferShape", ConcatBackwardShape)
+    .SetAttr<FCompute>("FCompute<cpu>", ConcatBackward);
+
+}  // namespace op
+}  // namespace weft
