@@ -1,0 +1,154 @@
+// Errors, versions, contexts and dtypes, engine-wide waits, random seeds and storage
+// statistics.
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+
+#include "c_api/src/c_api_common.h"
+#include "core/engine/engine.h"
+#include "core/resource/resource.h"
+#include "core/storage/storage.h"
+
+namespace weft {
+namespace capi {
+
+namespace {
+std::string& LastError() {
+  thread_local std::string message;
+  return message;
+}
+}  // namespace
+
+weft_status_t SetLastError(weft_status_t status, const char* message) {
+  LastError() = message ? message : "";
+  return status;
+}
+
+const char* HandleKindName(HandleKind kind) {
+  switch (kind) {
+    case HandleKind::kNDArray: return "weft_ndarray_t";
+    case HandleKind::kNDArrayList: return "weft_ndarray_list_t";
+    case HandleKind::kBytes: return "weft_bytes_t";
+    case HandleKind::kOp: return "weft_op_t";
+  }
+  return "handle";
+}
+
+void ThrowBadHandle(uint64_t value, HandleKind kind, const char* arg, const char* fn, const char* why) {
+  std::string got;
+  uint8_t tag = static_cast<uint8_t>(value >> 56);
+  for (HandleKind k : {HandleKind::kNDArray, HandleKind::kNDArrayList, HandleKind::kBytes, HandleKind::kOp})
+    if (tag == static_cast<uint8_t>(k) && k != kind) got = std::string(" (got a ") + HandleKindName(k) + ")";
+  char hex[32];
+  std::snprintf(hex, sizeof(hex), "0x%016" PRIx64, value);
+  throw HandleError(std::string(fn) + ": argument '" + arg + "' " + why + ": expected a live " + HandleKindName(kind) +
+                    got + ", got handle " + hex);
+}
+
+Context ToContext(weft_context_t c, const char* fn) {
+  Context ctx;
+  switch (c.device_type) {
+    case WEFT_DEVICE_CPU: ctx = Context::CPU(c.device_id); break;
+    case WEFT_DEVICE_GPU: ctx = Context::GPU(c.device_id); break;
+    case WEFT_DEVICE_CPU_PINNED: ctx = Context::CPUPinned(c.device_id); break;
+    default:
+      Throw(ErrorKind::kValue, fn, ": expected a device type 1 (cpu), 2 (gpu) or 3 (cpu_pinned), got ", c.device_type);
+  }
+  WEFT_CHECK(c.device_id >= 0, kValue, fn, ": expected a device id >= 0, got ", c.device_id);
+  if (ctx.is_gpu()) {
+    int n = NumGPUs();
+    WEFT_CHECK(c.device_id < n, kUnsupported, fn, ": context ", ctx.ToString(), " is not available (",
+               n == 0 ? std::string("this build or machine has no GPU") : std::to_string(n) + " GPU(s) visible", ")");
+  }
+  return ctx;
+}
+
+weft_context_t FromContext(Context c) {
+  return weft_context_t{static_cast<int32_t>(c.dev_type), static_cast<int32_t>(c.dev_id)};
+}
+
+DType ToDType(int code, const char* fn) {
+  WEFT_CHECK(IsValidDType(code), kType, fn, ": expected a dtype code (0-7 or 12), got ", code);
+  return static_cast<DType>(code);
+}
+
+}  // namespace capi
+}  // namespace weft
+
+using namespace weft;        // NOLINT
+using namespace weft::capi;  // NOLINT
+
+extern "C" {
+
+const char* weft_get_last_error(void) { return LastError().c_str(); }
+
+weft_status_t weft_get_version(int* major, int* minor, int* patch, int* abi) {
+  WEFT_API_BEGIN
+  if (major) *major = WEFT_VERSION_MAJOR;
+  if (minor) *minor = WEFT_VERSION_MINOR;
+  if (patch) *patch = WEFT_VERSION_PATCH;
+  if (abi) *abi = WEFT_ABI_VERSION;
+  WEFT_API_END
+}
+
+weft_status_t weft_get_gpu_count(int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = NumGPUs();
+  WEFT_API_END
+}
+
+weft_status_t weft_dtype_size(int dtype, size_t* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = DTypeSize(ToDType(dtype, __func__));
+  WEFT_API_END
+}
+
+weft_status_t weft_dtype_name(int dtype, const char** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = DTypeName(ToDType(dtype, __func__));
+  WEFT_API_END
+}
+
+weft_status_t weft_wait_all(void) {
+  WEFT_API_BEGIN
+  engine::Engine::Get()->WaitForAll();
+  WEFT_API_END
+}
+
+weft_status_t weft_random_seed(int64_t seed) {
+  WEFT_API_BEGIN
+  ResourceManager::Get()->SeedRandom(static_cast<uint64_t>(seed));
+  WEFT_API_END
+}
+
+weft_status_t weft_random_seed_context(int64_t seed, weft_context_t ctx) {
+  WEFT_API_BEGIN
+  ResourceManager::Get()->SeedRandom(ToContext(ctx, __func__), static_cast<uint64_t>(seed));
+  WEFT_API_END
+}
+
+weft_status_t weft_storage_get_stat(weft_context_t ctx, int stat, int64_t* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  StorageStats s = Storage::Get()->Stats(ToContext(ctx, __func__));
+  switch (stat) {
+    case WEFT_STORAGE_BYTES_IN_USE: *out = s.bytes_in_use; break;
+    case WEFT_STORAGE_PEAK_BYTES: *out = s.peak_bytes; break;
+    case WEFT_STORAGE_BYTES_POOLED: *out = s.bytes_pooled; break;
+    case WEFT_STORAGE_NUM_ALLOCS: *out = s.num_allocs; break;
+    case WEFT_STORAGE_NUM_OS_ALLOCS: *out = s.num_os_allocs; break;
+    default: Throw(ErrorKind::kValue, __func__, ": expected a weft_storage_stat_t in [0, 4], got ", stat);
+  }
+  WEFT_API_END
+}
+
+weft_status_t weft_storage_release_pooled(weft_context_t ctx) {
+  WEFT_API_BEGIN
+  Storage::Get()->ReleaseAll(ToContext(ctx, __func__));
+  WEFT_API_END
+}
+
+}  // extern "C"

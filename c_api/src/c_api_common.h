@@ -1,0 +1,203 @@
+// Shared machinery of the C API: the error boundary and the handle tables.
+//
+// Handles never point at memory. A handle's value packs a kind tag (top 8 bits), a
+// generation (next 24 bits) and a slot index + 1 (low 32 bits). Slots live in chunks that
+// are never returned to malloc, and a slot's generation moves on when its object is freed,
+// so a NULL, forged, freed (even after the slot is reused) or wrong-kind handle is
+// recognised by arithmetic and a table lookup, without ever dereferencing what the caller
+// passed.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/base/context.h"
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/ndarray/ndarray.h"
+#include "weft/c_api.h"
+
+namespace weft {
+namespace capi {
+
+static_assert(sizeof(void*) == 8, "handle values pack 64 bits");
+
+// Raised for bad handles; turned into WEFT_ERR_HANDLE (the core has no such error kind).
+class HandleError : public std::runtime_error {
+ public:
+  explicit HandleError(const std::string& msg) : std::runtime_error(msg) {}
+};
+
+// Records the message for weft_get_last_error and returns the status.
+weft_status_t SetLastError(weft_status_t status, const char* message);
+
+// Kind tags: distinct non-zero bytes, so a handle of one kind is never accepted as another.
+enum class HandleKind : uint8_t { kNDArray = 0xA1, kNDArrayList = 0xA2, kBytes = 0xA3, kOp = 0xA4 };
+
+const char* HandleKindName(HandleKind kind);
+
+inline uint64_t PackHandle(HandleKind kind, uint32_t gen, uint32_t index) {
+  return (static_cast<uint64_t>(kind) << 56) | (static_cast<uint64_t>(gen & 0xFFFFFFu) << 32) |
+         (static_cast<uint64_t>(index) + 1);
+}
+
+// Explains why `value` is not a live handle of `kind`; `arg` and `fn` name the argument.
+[[noreturn]] void ThrowBadHandle(uint64_t value, HandleKind kind, const char* arg, const char* fn, const char* why);
+
+// A table of objects of one kind. Lookups take no lock; creating and freeing do.
+template <typename T, HandleKind Kind>
+class HandleTable {
+ public:
+  static HandleTable& Get() {
+    // Leaked on purpose: handles may be freed from static destructors of the caller.
+    static HandleTable* table = new HandleTable();
+    return *table;
+  }
+
+  template <typename... Args>
+  uint64_t Create(Args&&... args) {
+    std::lock_guard<std::mutex> lock(mu_);
+    uint32_t index;
+    if (!free_.empty()) {
+      index = free_.back();
+      free_.pop_back();
+    } else {
+      WEFT_CHECK(size_ < kMaxChunks * kChunkSize, kRuntime, "too many live ", HandleKindName(Kind), " handles");
+      index = size_++;
+      if (!chunks_[index / kChunkSize].load(std::memory_order_relaxed))
+        chunks_[index / kChunkSize].store(new Slot[kChunkSize], std::memory_order_release);
+    }
+    Slot& s = SlotAt(index);
+    s.value.emplace(std::forward<Args>(args)...);
+    uint32_t gen = s.stamp.load(std::memory_order_relaxed) >> 1;
+    s.stamp.store((gen << 1) | 1u, std::memory_order_release);
+    return PackHandle(Kind, gen, index);
+  }
+
+  // The object of a live handle; throws HandleError otherwise.
+  T& Ref(const void* handle, const char* arg, const char* fn) {
+    uint64_t v = reinterpret_cast<uint64_t>(handle);
+    Slot* s = Find(v, arg, fn);
+    return *s->value;
+  }
+
+  // Frees a live handle (NULL is accepted). The object is destroyed outside the lock, since
+  // destroying an array may run engine work.
+  void Free(const void* handle, const char* arg, const char* fn) {
+    if (handle == nullptr) return;
+    uint64_t v = reinterpret_cast<uint64_t>(handle);
+    std::optional<T> dead;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Slot* s = Find(v, arg, fn);
+      dead = std::move(s->value);
+      s->value.reset();
+      uint32_t gen = ((s->stamp.load(std::memory_order_relaxed) >> 1) + 1) & 0xFFFFFFu;
+      s->stamp.store(gen << 1, std::memory_order_release);
+      free_.push_back(static_cast<uint32_t>((v & 0xFFFFFFFFu) - 1));
+    }
+  }
+
+  size_t NumLive() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return size_ - free_.size();
+  }
+
+ private:
+  static constexpr uint32_t kChunkSize = 4096;
+  static constexpr uint32_t kMaxChunks = 1u << 16;
+
+  struct Slot {
+    std::atomic<uint32_t> stamp{0};  // generation << 1 | live
+    std::optional<T> value;
+  };
+
+  HandleTable() {
+    for (auto& c : chunks_) c.store(nullptr, std::memory_order_relaxed);
+  }
+
+  Slot& SlotAt(uint32_t index) { return chunks_[index / kChunkSize].load(std::memory_order_acquire)[index % kChunkSize]; }
+
+  Slot* Find(uint64_t v, const char* arg, const char* fn) {
+    if (v == 0) ThrowBadHandle(v, Kind, arg, fn, "is NULL");
+    if ((v >> 56) != static_cast<uint64_t>(Kind)) ThrowBadHandle(v, Kind, arg, fn, "is not a handle of this kind");
+    uint64_t low = v & 0xFFFFFFFFu;
+    if (low == 0 || low > static_cast<uint64_t>(kMaxChunks) * kChunkSize)
+      ThrowBadHandle(v, Kind, arg, fn, "is not a valid handle");
+    uint32_t index = static_cast<uint32_t>(low - 1);
+    Slot* chunk = chunks_[index / kChunkSize].load(std::memory_order_acquire);
+    if (chunk == nullptr) ThrowBadHandle(v, Kind, arg, fn, "is not a valid handle");
+    Slot* s = &chunk[index % kChunkSize];
+    uint32_t want = (static_cast<uint32_t>((v >> 32) & 0xFFFFFFu) << 1) | 1u;
+    if (s->stamp.load(std::memory_order_acquire) != want)
+      ThrowBadHandle(v, Kind, arg, fn, "was already freed");
+    return s;
+  }
+
+  std::mutex mu_;
+  std::atomic<Slot*> chunks_[kMaxChunks];
+  uint32_t size_ = 0;
+  std::vector<uint32_t> free_;
+};
+
+// What a list handle holds: arrays and, for a dict, their names.
+struct NDArrayListObj {
+  std::vector<NDArray> arrays;
+  std::vector<std::string> names;
+  bool has_names = false;
+};
+
+using NDArrayTable = HandleTable<NDArray, HandleKind::kNDArray>;
+using ListTable = HandleTable<NDArrayListObj, HandleKind::kNDArrayList>;
+using BytesTable = HandleTable<std::string, HandleKind::kBytes>;
+
+inline NDArray& Arr(const weft_ndarray_t* h, const char* arg, const char* fn) {
+  return NDArrayTable::Get().Ref(h, arg, fn);
+}
+inline weft_ndarray_t* NewArrHandle(NDArray a) {
+  return reinterpret_cast<weft_ndarray_t*>(NDArrayTable::Get().Create(std::move(a)));
+}
+
+// Throws kValue when an out-pointer the caller must provide is NULL.
+inline void CheckOut(const void* p, const char* arg, const char* fn) {
+  if (p == nullptr) Throw(ErrorKind::kValue, fn, ": out-pointer '", arg, "' is NULL");
+}
+
+// Converts and validates a C context (device type, id, GPU presence).
+Context ToContext(weft_context_t c, const char* fn);
+weft_context_t FromContext(Context c);
+DType ToDType(int code, const char* fn);
+
+}  // namespace capi
+}  // namespace weft
+
+// Every exported function body sits between these; nothing but a status leaves.
+#define WEFT_API_BEGIN try {
+#define WEFT_API_END                                                                                  \
+  }                                                                                                   \
+  catch (const ::weft::capi::HandleError& e) {                                                        \
+    return ::weft::capi::SetLastError(WEFT_ERR_HANDLE, e.what());                                     \
+  }                                                                                                   \
+  catch (const ::weft::Error& e) {                                                                    \
+    return ::weft::capi::SetLastError(static_cast<weft_status_t>(e.kind()), e.what());                \
+  }                                                                                                   \
+  catch (const std::bad_alloc&) {                                                                     \
+    return ::weft::capi::SetLastError(WEFT_ERR_RUNTIME, (std::string(__func__) + ": out of memory").c_str()); \
+  }                                                                                                   \
+  catch (const std::exception& e) {                                                                   \
+    return ::weft::capi::SetLastError(WEFT_ERR_INTERNAL, (std::string(__func__) + ": " + e.what()).c_str()); \
+  }                                                                                                   \
+  catch (...) {                                                                                       \
+    return ::weft::capi::SetLastError(WEFT_ERR_INTERNAL, (std::string(__func__) + ": unknown exception").c_str()); \
+  }                                                                                                   \
+  return WEFT_OK;
+
+// Handle and out-pointer helpers that name the argument and the function in errors.
+#define WEFT_ARR(h) ::weft::capi::Arr((h), #h, __func__)
+#define WEFT_OUT(p) ::weft::capi::CheckOut((p), #p, __func__)

@@ -1,0 +1,166 @@
+// Array lists, `.params` files and byte buffers.
+#include <string>
+#include <vector>
+
+#include "c_api/src/c_api_common.h"
+#include "core/ndarray/serialize.h"
+
+using namespace weft;        // NOLINT
+using namespace weft::capi;  // NOLINT
+
+namespace {
+
+NDArrayListObj& ListRef(const weft_ndarray_list_t* h, const char* arg, const char* fn) {
+  return ListTable::Get().Ref(h, arg, fn);
+}
+const std::string& BytesRef(const weft_bytes_t* h, const char* arg, const char* fn) {
+  return BytesTable::Get().Ref(h, arg, fn);
+}
+#define WEFT_LIST(h) ListRef((h), #h, __func__)
+#define WEFT_BYTES(h) BytesRef((h), #h, __func__)
+
+// The arrays and names of a save call, checked.
+void ReadSaveArgs(int num, weft_ndarray_t* const* arrays, const char* const* names, const char* fn,
+                  std::vector<NDArray>* out_arrays, std::vector<std::string>* out_names) {
+  WEFT_CHECK(num >= 0, kValue, fn, ": expected num >= 0, got ", num);
+  WEFT_CHECK(num == 0 || arrays != nullptr, kValue, fn, ": 'arrays' is NULL but num is ", num);
+  for (int i = 0; i < num; ++i) {
+    std::string arg = "arrays[" + std::to_string(i) + "]";
+    out_arrays->push_back(Arr(arrays[i], arg.c_str(), fn));
+  }
+  if (names != nullptr) {
+    for (int i = 0; i < num; ++i) {
+      WEFT_CHECK(names[i] != nullptr, kValue, fn, ": names[", i, "] is NULL");
+      out_names->emplace_back(names[i]);
+    }
+  }
+}
+
+weft_ndarray_list_t* NewListHandle(NDArrayFile file) {
+  NDArrayListObj obj;
+  obj.has_names = !file.names.empty();
+  obj.arrays = std::move(file.arrays);
+  obj.names = std::move(file.names);
+  return reinterpret_cast<weft_ndarray_list_t*>(ListTable::Get().Create(std::move(obj)));
+}
+
+weft_bytes_t* NewBytesHandle(std::string bytes) {
+  return reinterpret_cast<weft_bytes_t*>(BytesTable::Get().Create(std::move(bytes)));
+}
+
+}  // namespace
+
+extern "C" {
+
+weft_status_t weft_ndarray_list_free(weft_ndarray_list_t* list) {
+  WEFT_API_BEGIN
+  ListTable::Get().Free(list, "list", __func__);
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_list_size(const weft_ndarray_list_t* list, int* out) {
+  WEFT_API_BEGIN
+  const NDArrayListObj& l = WEFT_LIST(list);
+  WEFT_OUT(out);
+  *out = static_cast<int>(l.arrays.size());
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_list_has_names(const weft_ndarray_list_t* list, int* out) {
+  WEFT_API_BEGIN
+  const NDArrayListObj& l = WEFT_LIST(list);
+  WEFT_OUT(out);
+  *out = l.has_names ? 1 : 0;
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_list_get(const weft_ndarray_list_t* list, int i, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  const NDArrayListObj& l = WEFT_LIST(list);
+  WEFT_OUT(out);
+  WEFT_CHECK(i >= 0 && i < static_cast<int>(l.arrays.size()), kIndex, __func__, ": the list has ", l.arrays.size(),
+             " arrays, got index ", i);
+  *out = NewArrHandle(l.arrays[i]);
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_list_name(const weft_ndarray_list_t* list, int i, const char** out) {
+  WEFT_API_BEGIN
+  const NDArrayListObj& l = WEFT_LIST(list);
+  WEFT_OUT(out);
+  WEFT_CHECK(i >= 0 && i < static_cast<int>(l.arrays.size()), kIndex, __func__, ": the list has ", l.arrays.size(),
+             " arrays, got index ", i);
+  *out = l.has_names ? l.names[i].c_str() : "";
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_save(const char* fname, int num, weft_ndarray_t* const* arrays, const char* const* names) {
+  WEFT_API_BEGIN
+  WEFT_CHECK(fname != nullptr, kValue, __func__, ": 'fname' is NULL");
+  std::vector<NDArray> arrs;
+  std::vector<std::string> nms;
+  ReadSaveArgs(num, arrays, names, __func__, &arrs, &nms);
+  SaveNDArrayListFile(fname, arrs, nms);
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_save_to_bytes(int num, weft_ndarray_t* const* arrays, const char* const* names,
+                                         weft_bytes_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  std::vector<NDArray> arrs;
+  std::vector<std::string> nms;
+  ReadSaveArgs(num, arrays, names, __func__, &arrs, &nms);
+  *out = NewBytesHandle(SaveNDArrayList(arrs, nms));
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_load(const char* fname, weft_ndarray_list_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  WEFT_CHECK(fname != nullptr, kValue, __func__, ": 'fname' is NULL");
+  *out = NewListHandle(LoadNDArrayListFile(fname));
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_load_from_bytes(const void* data, size_t size, weft_ndarray_list_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = NewListHandle(LoadNDArrayList(data, size, "buffer"));
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_save_raw_bytes(const weft_ndarray_t* arr, weft_bytes_t** out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = NewBytesHandle(SaveNDArrayRaw(a));
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_load_raw_bytes(const void* data, size_t size, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  NDArray a = LoadNDArrayRaw(data, size, "buffer");
+  WEFT_CHECK(!a.is_none(), kValue, __func__, ": the bytes hold an uninitialised (none) array");
+  *out = NewArrHandle(std::move(a));
+  WEFT_API_END
+}
+
+weft_status_t weft_bytes_get(const weft_bytes_t* bytes, const void** data, size_t* size) {
+  WEFT_API_BEGIN
+  const std::string& b = WEFT_BYTES(bytes);
+  WEFT_OUT(data);
+  WEFT_OUT(size);
+  *data = b.data();
+  *size = b.size();
+  WEFT_API_END
+}
+
+weft_status_t weft_bytes_free(weft_bytes_t* bytes) {
+  WEFT_API_BEGIN
+  BytesTable::Get().Free(bytes, "bytes", __func__);
+  WEFT_API_END
+}
+
+}  // extern "C"

@@ -1,0 +1,185 @@
+// NDArray handles: creation, metadata, host copies, waits and views.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "c_api/src/c_api_common.h"
+
+using namespace weft;        // NOLINT
+using namespace weft::capi;  // NOLINT
+
+namespace {
+
+// Reads a caller's shape, checking rank and dims; -1 is allowed once when `allow_infer`.
+Shape ReadShape(const int64_t* dims, int ndim, bool allow_infer, const char* fn) {
+  WEFT_CHECK(ndim >= 0, kShape, fn, ": expected ndim >= 0, got ", ndim);
+  WEFT_CHECK(ndim == 0 || dims != nullptr, kValue, fn, ": 'shape' is NULL but ndim is ", ndim);
+  Shape s(ndim, static_cast<int64_t>(0));
+  int inferred = 0;
+  for (int i = 0; i < ndim; ++i) {
+    s[i] = dims[i];
+    if (allow_infer && dims[i] == -1) {
+      ++inferred;
+      continue;
+    }
+    WEFT_CHECK(dims[i] >= 0, kShape, fn, ": expected dimensions >= 0", allow_infer ? " (or one -1)" : "",
+               ", got dim ", i, " = ", dims[i]);
+  }
+  WEFT_CHECK(inferred <= 1, kShape, fn, ": at most one dimension may be -1, got ", inferred);
+  return s;
+}
+
+size_t NumBytes(const NDArray& a) { return static_cast<size_t>(a.Size()) * DTypeSize(a.dtype()); }
+
+}  // namespace
+
+extern "C" {
+
+weft_status_t weft_ndarray_create(const int64_t* shape, int ndim, int dtype, weft_context_t ctx,
+                                  weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  Shape s = ReadShape(shape, ndim, false, __func__);
+  NDArray a(s, ToContext(ctx, __func__), ToDType(dtype, __func__));
+  *out = NewArrHandle(std::move(a));
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_free(weft_ndarray_t* arr) {
+  WEFT_API_BEGIN
+  NDArrayTable::Get().Free(arr, "arr", __func__);
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_get_ndim(const weft_ndarray_t* arr, int* out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = a.shape().ndim();
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_get_shape(const weft_ndarray_t* arr, int64_t* dims, int capacity, int* ndim) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(ndim);
+  WEFT_CHECK(capacity >= 0, kValue, __func__, ": expected capacity >= 0, got ", capacity);
+  WEFT_CHECK(capacity == 0 || dims != nullptr, kValue, __func__, ": 'dims' is NULL but capacity is ", capacity);
+  int n = a.shape().ndim();
+  for (int i = 0; i < std::min(n, capacity); ++i) dims[i] = a.shape()[i];
+  *ndim = n;
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_get_size(const weft_ndarray_t* arr, int64_t* out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = a.Size();
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_get_dtype(const weft_ndarray_t* arr, int* out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = static_cast<int>(a.dtype());
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_get_context(const weft_ndarray_t* arr, weft_context_t* out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = FromContext(a.ctx());
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_copy_from_host(weft_ndarray_t* arr, const void* data, size_t nbytes) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_CHECK(nbytes == NumBytes(a), kValue, __func__, ": expected nbytes = ", NumBytes(a), " for shape ",
+             a.shape().ToString(), " ", DTypeName(a.dtype()), ", got ", nbytes);
+  WEFT_CHECK(nbytes == 0 || data != nullptr, kValue, __func__, ": 'data' is NULL");
+  a.SyncCopyFromCPU(data, nbytes);
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_copy_to_host(const weft_ndarray_t* arr, void* data, size_t nbytes) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_CHECK(nbytes == NumBytes(a), kValue, __func__, ": expected nbytes = ", NumBytes(a), " for shape ",
+             a.shape().ToString(), " ", DTypeName(a.dtype()), ", got ", nbytes);
+  WEFT_CHECK(nbytes == 0 || data != nullptr, kValue, __func__, ": 'data' is NULL");
+  a.SyncCopyToCPU(data, nbytes);
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_copy_to(const weft_ndarray_t* src, weft_ndarray_t* dst) {
+  WEFT_API_BEGIN
+  const NDArray& s = WEFT_ARR(src);
+  const NDArray& d = WEFT_ARR(dst);
+  WEFT_CHECK(s.Size() == d.Size(), kShape, __func__, ": expected arrays of equal size, got ", s.shape().ToString(),
+             " and ", d.shape().ToString());
+  CopyFromTo(s, d);
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_wait_to_read(const weft_ndarray_t* arr) {
+  WEFT_API_BEGIN
+  WEFT_ARR(arr).WaitToRead();
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_wait_to_write(const weft_ndarray_t* arr) {
+  WEFT_API_BEGIN
+  WEFT_ARR(arr).WaitToWrite();
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_slice(const weft_ndarray_t* arr, int64_t begin, int64_t end, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = NewArrHandle(a.Slice(begin, end));
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_at(const weft_ndarray_t* arr, int64_t index, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = NewArrHandle(a.At(index));
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_reshape(const weft_ndarray_t* arr, const int64_t* shape, int ndim, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  Shape s = ReadShape(shape, ndim, true, __func__);
+  int unknown = -1;
+  int64_t known = 1;
+  for (int i = 0; i < ndim; ++i) {
+    if (s[i] == -1) unknown = i;
+    else known *= s[i];
+  }
+  if (unknown >= 0) {
+    WEFT_CHECK(known != 0 && a.Size() % known == 0, kShape, __func__, ": cannot reshape an array of shape ",
+               a.shape().ToString(), " (", a.Size(), " elements) into ", s.ToString());
+    s[unknown] = a.Size() / known;
+  }
+  *out = NewArrHandle(a.Reshape(s));
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_shares_memory(const weft_ndarray_t* a, const weft_ndarray_t* b, int* out) {
+  WEFT_API_BEGIN
+  const NDArray& x = WEFT_ARR(a);
+  const NDArray& y = WEFT_ARR(b);
+  WEFT_OUT(out);
+  *out = x.SameChunk(y) ? 1 : 0;
+  WEFT_API_END
+}
+
+}  // extern "C"

@@ -1,0 +1,304 @@
+// The operator registry seen from C, and running operators imperatively.
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <vector>
+
+#include "c_api/src/c_api_common.h"
+#include "core/imperative/imperative.h"
+#include "core/op/registry.h"
+
+using namespace weft;        // NOLINT
+using namespace weft::capi;  // NOLINT
+
+namespace {
+
+// What the C API hands out about operators, built once: registration finishes during the
+// library's static initialisation, before any C call can arrive, and the strings must live
+// as long as the library.
+struct OpCatalog {
+  std::vector<const Op*> sorted;    // primary names in order
+  std::vector<const Op*> by_index;  // indexed by Op::index
+  std::vector<std::vector<ParamFieldInfo>> params;  // indexed by Op::index
+
+  static const OpCatalog& Get() {
+    static const OpCatalog* catalog = [] {
+      auto* c = new OpCatalog();
+      for (const std::string& name : Op::ListNames()) {
+        const Op* op = Op::Get(name);
+        c->sorted.push_back(op);
+        if (c->by_index.size() <= op->index) {
+          c->by_index.resize(op->index + 1, nullptr);
+          c->params.resize(op->index + 1);
+        }
+        c->by_index[op->index] = op;
+        if (op->param_schema) c->params[op->index] = op->param_schema->Info();
+      }
+      return c;
+    }();
+    return *catalog;
+  }
+};
+
+const weft_op_t* OpHandle(const Op* op) {
+  return reinterpret_cast<const weft_op_t*>(PackHandle(HandleKind::kOp, 0, op->index));
+}
+
+// Operator handles are never freed, so the generation is always 0.
+const Op* OpRef(const weft_op_t* h, const char* arg, const char* fn) {
+  uint64_t v = reinterpret_cast<uint64_t>(h);
+  if (v == 0) ThrowBadHandle(v, HandleKind::kOp, arg, fn, "is NULL");
+  if ((v >> 56) != static_cast<uint64_t>(HandleKind::kOp))
+    ThrowBadHandle(v, HandleKind::kOp, arg, fn, "is not a handle of this kind");
+  uint64_t low = v & 0xFFFFFFFFu;
+  const OpCatalog& c = OpCatalog::Get();
+  if (((v >> 32) & 0xFFFFFFu) != 0 || low == 0 || low > c.by_index.size() || c.by_index[low - 1] == nullptr)
+    ThrowBadHandle(v, HandleKind::kOp, arg, fn, "is not a valid handle");
+  return c.by_index[low - 1];
+}
+#define WEFT_OP(h) OpRef((h), #h, __func__)
+
+// Parses "cpu", "cpu(0)", "gpu(1)", "cpu_pinned(0)".
+Context ParseContext(const std::string& text, const std::string& op) {
+  std::string s;
+  for (char ch : text) if (!std::isspace(static_cast<unsigned char>(ch))) s += ch;
+  std::string kind = s, id = "0";
+  size_t open = s.find('(');
+  if (open != std::string::npos) {
+    WEFT_CHECK(s.back() == ')' && s.size() > open + 2, kValue, "Operator '", op,
+               "': parameter 'ctx': expected a context such as 'cpu(0)' or 'gpu(1)', got '", text, "'");
+    kind = s.substr(0, open);
+    id = s.substr(open + 1, s.size() - open - 2);
+  }
+  bool digits = !id.empty() && id.size() < 9 && std::all_of(id.begin(), id.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+  weft_context_t c{0, digits ? std::stoi(id) : -1};
+  if (kind == "cpu") c.device_type = WEFT_DEVICE_CPU;
+  else if (kind == "gpu") c.device_type = WEFT_DEVICE_GPU;
+  else if (kind == "cpu_pinned") c.device_type = WEFT_DEVICE_CPU_PINNED;
+  WEFT_CHECK(c.device_type != 0 && digits, kValue, "Operator '", op,
+             "': parameter 'ctx': expected a context such as 'cpu(0)' or 'gpu(1)', got '", text, "'");
+  return ToContext(c, ("Operator '" + op + "': parameter 'ctx'").c_str());
+}
+
+bool HasParam(const Op* op, const std::string& key) {
+  for (const auto& p : OpCatalog::Get().params[op->index]) if (p.name == key) return true;
+  return false;
+}
+
+// Turns the caller's string pairs into attributes. "ctx" becomes the context hint (and
+// stays a parameter only for operators that declare it); a variadic operator's count
+// parameter is filled in from the number of inputs when the caller leaves it out.
+NodeAttrs BuildAttrs(const Op* op, int num_inputs, int num_params, const char* const* keys, const char* const* vals,
+                     Context* ctx_hint, bool* has_ctx, const char* fn) {
+  WEFT_CHECK(num_params >= 0, kValue, fn, ": expected num_params >= 0, got ", num_params);
+  WEFT_CHECK(num_params == 0 || (keys != nullptr && vals != nullptr), kValue, fn,
+             ": 'keys' or 'vals' is NULL but num_params is ", num_params);
+  KwArgs kwargs;
+  bool has_count = false;
+  *has_ctx = false;
+  for (int i = 0; i < num_params; ++i) {
+    WEFT_CHECK(keys[i] != nullptr && vals[i] != nullptr, kValue, "Operator '", op->name, "': parameter ", i,
+               " has a NULL key or value");
+    std::string k = keys[i], v = vals[i];
+    if (k == "ctx") {
+      *ctx_hint = ParseContext(v, op->name);
+      *has_ctx = true;
+      if (!HasParam(op, k)) continue;
+    }
+    if (!op->key_var_num_args.empty() && k == op->key_var_num_args) has_count = true;
+    kwargs.emplace_back(std::move(k), std::move(v));
+  }
+  if (!has_count && !op->key_var_num_args.empty() && HasParam(op, op->key_var_num_args))
+    kwargs.emplace_back(op->key_var_num_args, std::to_string(num_inputs));
+  return imperative::MakeAttrs(op, std::move(kwargs));
+}
+
+std::vector<NDArray> ReadArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
+  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
+  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
+  std::vector<NDArray> r;
+  r.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
+    r.push_back(Arr(handles[i], arg.c_str(), fn));
+  }
+  return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+weft_status_t weft_op_count(int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = static_cast<int>(OpCatalog::Get().sorted.size());
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_by_index(int i, const weft_op_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  const auto& ops = OpCatalog::Get().sorted;
+  WEFT_CHECK(i >= 0 && i < static_cast<int>(ops.size()), kIndex, __func__, ": expected an index in [0, ", ops.size(),
+             "), got ", i);
+  *out = OpHandle(ops[i]);
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get(const char* name, const weft_op_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  WEFT_CHECK(name != nullptr, kValue, __func__, ": 'name' is NULL");
+  const Op* op = Op::Find(name);
+  WEFT_CHECK(op != nullptr, kNotFound, "Operator '", name, "' is not registered");
+  *out = OpHandle(op);
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_name(const weft_op_t* op, const char** out) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_OUT(out);
+  *out = o->name.c_str();
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_doc(const weft_op_t* op, const char** out) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_OUT(out);
+  *out = o->description.c_str();
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_num_aliases(const weft_op_t* op, int* out) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_OUT(out);
+  *out = static_cast<int>(o->aliases.size());
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_alias(const weft_op_t* op, int i, const char** out) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_OUT(out);
+  WEFT_CHECK(i >= 0 && i < static_cast<int>(o->aliases.size()), kIndex, __func__, ": operator '", o->name, "' has ",
+             o->aliases.size(), " aliases, got index ", i);
+  *out = o->aliases[i].c_str();
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_num_inputs(const weft_op_t* op, int* out) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_OUT(out);
+  *out = static_cast<int>(o->arguments.size());
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_input(const weft_op_t* op, int i, const char** name, const char** type, const char** doc) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_CHECK(i >= 0 && i < static_cast<int>(o->arguments.size()), kIndex, __func__, ": operator '", o->name,
+             "' has ", o->arguments.size(), " inputs, got index ", i);
+  const ArgumentInfo& a = o->arguments[i];
+  if (name) *name = a.name.c_str();
+  if (type) *type = a.type.c_str();
+  if (doc) *doc = a.doc.c_str();
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_key_var_num_args(const weft_op_t* op, const char** out) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_OUT(out);
+  *out = o->key_var_num_args.c_str();
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_num_params(const weft_op_t* op, int* out) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_OUT(out);
+  *out = static_cast<int>(OpCatalog::Get().params[o->index].size());
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_param(const weft_op_t* op, int i, const char** name, const char** type,
+                                const char** default_value, const char** doc, int* required) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  const auto& params = OpCatalog::Get().params[o->index];
+  WEFT_CHECK(i >= 0 && i < static_cast<int>(params.size()), kIndex, __func__, ": operator '", o->name, "' has ",
+             params.size(), " parameters, got index ", i);
+  const ParamFieldInfo& p = params[i];
+  if (name) *name = p.name.c_str();
+  if (type) *type = p.type.c_str();
+  if (default_value) *default_value = p.default_value.c_str();
+  if (doc) *doc = p.doc.c_str();
+  if (required) *required = p.required ? 1 : 0;
+  WEFT_API_END
+}
+
+weft_status_t weft_imperative_invoke(const weft_op_t* op, int num_inputs, weft_ndarray_t* const* inputs,
+                                     int num_params, const char* const* keys, const char* const* vals, int num_given,
+                                     weft_ndarray_t* const* given, int* num_outputs, weft_ndarray_t* const** outputs) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_OUT(num_outputs);
+  WEFT_OUT(outputs);
+  std::vector<NDArray> ins = ReadArrays(num_inputs, inputs, "inputs", __func__);
+  std::vector<NDArray> outs = ReadArrays(num_given, given, "given", __func__);
+  Context ctx_hint = Context::CPU();
+  bool has_ctx = false;
+  NodeAttrs attrs = BuildAttrs(o, num_inputs, num_params, keys, vals, &ctx_hint, &has_ctx, __func__);
+  imperative::Invoke(attrs, ins, &outs, has_ctx ? &ctx_hint : nullptr);
+  if (num_given > 0) {
+    *num_outputs = num_given;
+    *outputs = given;
+  } else {
+    static const auto& visible_fns = Op::GetAttr<FNumVisibleOutputs>("FNumVisibleOutputs");
+    int visible = visible_fns.Contains(o) ? visible_fns[o](attrs) : static_cast<int>(outs.size());
+    thread_local std::vector<weft_ndarray_t*> result;
+    result.clear();
+    for (int i = 0; i < visible; ++i) result.push_back(NewArrHandle(std::move(outs[i])));
+    *num_outputs = visible;
+    *outputs = result.data();
+  }
+  WEFT_API_END
+}
+
+weft_status_t weft_imperative_gradient(const weft_op_t* op, int num_inputs, weft_ndarray_t* const* inputs,
+                                       int num_outputs, weft_ndarray_t* const* outputs,
+                                       weft_ndarray_t* const* out_grads, int num_params, const char* const* keys,
+                                       const char* const* vals, weft_ndarray_t** in_grads) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_CHECK(num_inputs == 0 || in_grads != nullptr, kValue, __func__, ": 'in_grads' is NULL but num_inputs is ",
+             num_inputs);
+  std::vector<NDArray> ins = ReadArrays(num_inputs, inputs, "inputs", __func__);
+  std::vector<NDArray> outs = ReadArrays(num_outputs, outputs, "outputs", __func__);
+  std::vector<NDArray> ograds = ReadArrays(num_outputs, out_grads, "out_grads", __func__);
+  Context ctx_hint = Context::CPU();
+  bool has_ctx = false;
+  NodeAttrs attrs = BuildAttrs(o, num_inputs, num_params, keys, vals, &ctx_hint, &has_ctx, __func__);
+  int want_in = o->NumInputs(attrs);
+  WEFT_CHECK(num_inputs == want_in, kValue, "Operator '", o->name, "': expected ", want_in, " forward inputs, got ",
+             num_inputs);
+  int want_out = o->NumOutputs(attrs);
+  WEFT_CHECK(num_outputs == want_out, kValue, "Operator '", o->name, "': expected ", want_out,
+             " forward outputs (with their gradients), got ", num_outputs);
+  for (int i = 0; i < num_outputs; ++i)
+    WEFT_CHECK(ograds[i].shape() == outs[i].shape(), kShape, "Operator '", o->name, "': out_grads[", i,
+               "] has shape ", ograds[i].shape().ToString(), " but output ", i, " has shape ",
+               outs[i].shape().ToString());
+  std::vector<NDArray> grads = imperative::Gradient(attrs, ins, outs, ograds);
+  // Handles are made only once every gradient exists, so a failure leaks nothing.
+  for (int i = 0; i < num_inputs; ++i)
+    in_grads[i] = grads[i].is_none() ? nullptr : NewArrHandle(std::move(grads[i]));
+  WEFT_API_END
+}
+
+}  // extern "C"

@@ -1,0 +1,275 @@
+#include "core/ndarray/serialize.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "core/base/context.h"
+#include "core/base/error.h"
+
+namespace weft {
+
+namespace {
+
+// ---------------------------------------------------------------- writing
+// Every integer is written little-endian with no padding, as dmlc::Stream does on the
+// little-endian machines MXNet runs on.
+template <typename T>
+void Put(std::string* out, T v) {
+  static_assert(std::is_trivially_copyable_v<T>, "raw write");
+  char buf[sizeof(T)];
+  std::memcpy(buf, &v, sizeof(T));
+  out->append(buf, sizeof(T));
+}
+
+void PutRecord(std::string* out, const NDArray& a) {
+  Put<uint32_t>(out, kNDArrayV2Magic);
+  if (a.is_none()) {
+    // MXNet writes an uninitialised array as its undefined storage type and an empty shape.
+    Put<int32_t>(out, -1);
+    Put<int32_t>(out, 0);
+    return;
+  }
+  WEFT_CHECK(a.shape().ndim() > 0, kUnsupported,
+             "NDArray save: a 0-d array cannot be written as a V2 record (MXNet's classic shapes have no 0-d "
+             "arrays); reshape it to (1,) first");
+  Put<int32_t>(out, 0);  // dense storage
+  Put<int32_t>(out, a.shape().ndim());
+  for (int64_t d : a.shape()) Put<int64_t>(out, d);
+  Context ctx = a.ctx();
+  Put<int32_t>(out, static_cast<int32_t>(ctx.dev_type));
+  Put<int32_t>(out, ctx.dev_id);
+  Put<int32_t>(out, static_cast<int32_t>(a.dtype()));
+  size_t bytes = static_cast<size_t>(a.Size()) * DTypeSize(a.dtype());
+  size_t at = out->size();
+  out->resize(at + bytes);
+  // Data is always saved from a host copy; SyncCopyToCPU waits for pending writes.
+  a.SyncCopyToCPU(&(*out)[at], bytes);
+}
+
+// ---------------------------------------------------------------- reading
+class Reader {
+ public:
+  Reader(const void* data, size_t size, const std::string& source)
+      : p_(static_cast<const unsigned char*>(data)), size_(size), source_(source) {
+    WEFT_CHECK(size == 0 || data != nullptr, kValue, source, ": data is NULL but size is ", size);
+  }
+
+  size_t offset() const { return pos_; }
+  size_t remaining() const { return size_ - pos_; }
+  const std::string& source() const { return source_; }
+
+  // Throws kIO naming what was expected at the current offset.
+  void Need(size_t n, const std::string& what) const {
+    if (n > remaining())
+      Throw(ErrorKind::kIO, source_, ": truncated at byte offset ", pos_, ": expected ", what, " (", n,
+            " bytes), but only ", remaining(), " bytes remain");
+  }
+
+  template <typename T>
+  T Get(const std::string& what) {
+    Need(sizeof(T), what);
+    T v;
+    std::memcpy(&v, p_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return v;
+  }
+
+  const unsigned char* Take(size_t n, const std::string& what) {
+    Need(n, what);
+    const unsigned char* r = p_ + pos_;
+    pos_ += n;
+    return r;
+  }
+
+  [[noreturn]] void Corrupt(size_t at, const std::string& what) const {
+    Throw(ErrorKind::kIO, source_, ": corrupt data at byte offset ", at, ": ", what);
+  }
+
+ private:
+  const unsigned char* p_;
+  size_t size_;
+  size_t pos_ = 0;
+  std::string source_;
+};
+
+// Generous bound on ranks: anything larger is garbage, not an array.
+constexpr int64_t kMaxNDim = 64;
+
+Shape ReadShapeI64(Reader* r, const std::string& rec, bool np_shape) {
+  size_t at = r->offset();
+  int32_t ndim = r->Get<int32_t>(rec + " shape rank (int32)");
+  if (np_shape && ndim == -1) return Shape::Unknown();
+  if (ndim < 0 || ndim > kMaxNDim)
+    r->Corrupt(at, rec + ": expected a shape rank in [0, " + std::to_string(kMaxNDim) + "], got " + std::to_string(ndim));
+  Shape s(ndim, static_cast<int64_t>(0));
+  for (int i = 0; i < ndim; ++i) {
+    size_t dat = r->offset();
+    int64_t d = r->Get<int64_t>(rec + " dim " + std::to_string(i) + " (int64)");
+    if (d < 0) r->Corrupt(dat, rec + ": expected dim " + std::to_string(i) + " >= 0, got " + std::to_string(d));
+    s[i] = d;
+  }
+  return s;
+}
+
+// Context and dtype fields, then the data, into a new array.
+NDArray ReadBody(Reader* r, const Shape& shape, const std::string& rec) {
+  size_t at = r->offset();
+  int32_t dev_type = r->Get<int32_t>(rec + " device type (int32)");
+  int32_t dev_id = r->Get<int32_t>(rec + " device id (int32)");
+  if (dev_type < 1 || dev_type > 5 || dev_type == 4 || dev_id < 0)
+    r->Corrupt(at, rec + ": expected a context (device type 1, 2, 3 or 5 and a device id >= 0), got device type " +
+                       std::to_string(dev_type) + " id " + std::to_string(dev_id));
+  at = r->offset();
+  int32_t type_flag = r->Get<int32_t>(rec + " dtype code (int32)");
+  if (type_flag >= 8 && type_flag <= 11)
+    Throw(ErrorKind::kUnsupported, r->source(), ": ", rec, " at byte offset ", at, " has dtype code ", type_flag,
+          " (int16/uint16/uint32/uint64), which Weft does not support");
+  if (!IsValidDType(type_flag))
+    r->Corrupt(at, rec + ": expected a dtype code (0-7 or 12), got " + std::to_string(type_flag));
+  DType dtype = static_cast<DType>(type_flag);
+  // Overflow-safe: a corrupt shape must fail as "truncated", not as a huge allocation.
+  size_t bytes = DTypeSize(dtype);
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(bytes, static_cast<size_t>(d), &bytes)) {
+      bytes = SIZE_MAX;
+      break;
+    }
+  }
+  const unsigned char* data =
+      r->Take(bytes, rec + " data for shape " + shape.ToString() + " " + DTypeName(dtype));
+  // The data is read into host memory; an array saved from a GPU goes back to that GPU when
+  // it exists.
+  Context target = Context::CPU();
+  if (dev_type == 2 && dev_id < NumGPUs()) target = Context::GPU(dev_id);
+  if (dev_type == 3) target = Context::CPUPinned(dev_id);
+  Context host = target.is_gpu() ? Context::CPU() : target;
+  NDArray a(shape, host, dtype);
+  a.SyncCopyFromCPU(data, bytes);
+  return target.is_gpu() ? a.Copy(target) : a;
+}
+
+NDArray ReadRecord(Reader* r, size_t index, const NDArrayLoadOptions& opts) {
+  std::string rec = "record " + std::to_string(index);
+  size_t start = r->offset();
+  uint32_t magic = r->Get<uint32_t>(rec + " magic (uint32)");
+  if (magic == kNDArrayV2Magic || magic == kNDArrayV3Magic) {
+    bool v3 = magic == kNDArrayV3Magic;
+    if (v3 && !opts.np_shape)
+      Throw(ErrorKind::kUnsupported, r->source(), ": ", rec, " at byte offset ", start,
+            " is a V3 (numpy-shape) record, which is read only in numpy-shape mode (off)");
+    size_t at = r->offset();
+    int32_t stype = r->Get<int32_t>(rec + " storage type (int32)");
+    if (stype == 1 || stype == 2)
+      Throw(ErrorKind::kUnsupported, r->source(), ": ", rec, " at byte offset ", start, " is a ",
+            stype == 1 ? "row_sparse" : "csr", " array; Weft supports dense arrays only");
+    if (stype != 0 && stype != -1)
+      r->Corrupt(at, rec + ": expected a storage type (-1, 0, 1 or 2), got " + std::to_string(stype));
+    Shape shape = ReadShapeI64(r, rec, v3);
+    // "No shape" ends the record: an uninitialised (none) array.
+    if (v3 ? !shape.known_ndim() : shape.ndim() == 0) return NDArray();
+    if (stype == -1) r->Corrupt(at, rec + ": an array with a shape has the undefined storage type -1");
+    return ReadBody(r, shape, rec);
+  }
+  if (magic == kNDArrayV1Magic) {
+    Shape shape = ReadShapeI64(r, rec, false);
+    if (shape.ndim() == 0) return NDArray();
+    return ReadBody(r, shape, rec);
+  }
+  // V0: the first word was the rank, and dims are uint32.
+  if (magic > kMaxNDim)
+    r->Corrupt(start, rec + ": expected an NDArray record magic (0xF993FAC8/9/A) or a legacy rank in [0, " +
+                          std::to_string(kMaxNDim) + "], got " + std::to_string(magic));
+  Shape shape(static_cast<int>(magic), static_cast<int64_t>(0));
+  for (uint32_t i = 0; i < magic; ++i) shape[i] = r->Get<uint32_t>(rec + " legacy dim " + std::to_string(i) + " (uint32)");
+  if (shape.ndim() == 0) return NDArray();
+  return ReadBody(r, shape, rec);
+}
+
+std::string ReadFile(const std::string& fname) {
+  std::ifstream in(fname, std::ios::binary);
+  if (!in) Throw(ErrorKind::kNotFound, "cannot open file '", fname, "' for reading: ", std::strerror(errno));
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) Throw(ErrorKind::kIO, "error reading file '", fname, "': ", std::strerror(errno));
+  return data;
+}
+
+}  // namespace
+
+std::string SaveNDArrayList(const std::vector<NDArray>& arrays, const std::vector<std::string>& names) {
+  WEFT_CHECK(names.empty() || names.size() == arrays.size(), kValue, "NDArray save: expected no names or ",
+             arrays.size(), " names (one per array), got ", names.size());
+  std::string out;
+  Put<uint64_t>(&out, kNDArrayListMagic);
+  Put<uint64_t>(&out, 0);  // reserved
+  Put<uint64_t>(&out, arrays.size());
+  for (const auto& a : arrays) PutRecord(&out, a);
+  Put<uint64_t>(&out, names.size());
+  for (const auto& n : names) {
+    Put<uint64_t>(&out, n.size());
+    out.append(n);
+  }
+  return out;
+}
+
+NDArrayFile LoadNDArrayList(const void* data, size_t size, const std::string& source, const NDArrayLoadOptions& opts) {
+  Reader r(data, size, source);
+  uint64_t magic = r.Get<uint64_t>("the NDArray list magic 0x112 (uint64)");
+  if (magic != kNDArrayListMagic) {
+    std::ostringstream os;
+    os << "expected the NDArray list magic 0x112, got 0x" << std::hex << magic;
+    r.Corrupt(0, os.str());
+  }
+  r.Get<uint64_t>("the reserved field (uint64)");
+  size_t at = r.offset();
+  uint64_t count = r.Get<uint64_t>("the array count (uint64)");
+  // Each record takes at least 4 bytes (a legacy empty one); a larger count is corruption.
+  if (count > r.remaining() / 4)
+    r.Corrupt(at, "array count " + std::to_string(count) + " cannot fit in the " + std::to_string(r.remaining()) +
+                      " bytes that follow");
+  NDArrayFile file;
+  file.arrays.reserve(count);
+  for (uint64_t i = 0; i < count; ++i) file.arrays.push_back(ReadRecord(&r, i, opts));
+  at = r.offset();
+  uint64_t num_names = r.Get<uint64_t>("the name count (uint64)");
+  if (num_names != 0 && num_names != count)
+    r.Corrupt(at, "expected a name count of 0 or " + std::to_string(count) + ", got " + std::to_string(num_names));
+  for (uint64_t i = 0; i < num_names; ++i) {
+    std::string what = "name " + std::to_string(i);
+    uint64_t len = r.Get<uint64_t>(what + " length (uint64)");
+    if (len > r.remaining()) r.Need(len, what + " bytes");
+    const unsigned char* p = r.Take(static_cast<size_t>(len), what + " bytes");
+    file.names.emplace_back(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
+  }
+  return file;
+}
+
+std::string SaveNDArrayRaw(const NDArray& array) {
+  std::string out;
+  PutRecord(&out, array);
+  return out;
+}
+
+NDArray LoadNDArrayRaw(const void* data, size_t size, const std::string& source, const NDArrayLoadOptions& opts) {
+  Reader r(data, size, source);
+  return ReadRecord(&r, 0, opts);
+}
+
+void SaveNDArrayListFile(const std::string& fname, const std::vector<NDArray>& arrays,
+                         const std::vector<std::string>& names) {
+  std::string bytes = SaveNDArrayList(arrays, names);
+  std::ofstream out(fname, std::ios::binary | std::ios::trunc);
+  if (!out) Throw(ErrorKind::kIO, "cannot open file '", fname, "' for writing: ", std::strerror(errno));
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  out.close();
+  if (!out) Throw(ErrorKind::kIO, "error writing file '", fname, "': ", std::strerror(errno));
+}
+
+NDArrayFile LoadNDArrayListFile(const std::string& fname, const NDArrayLoadOptions& opts) {
+  std::string data = ReadFile(fname);
+  return LoadNDArrayList(data.data(), data.size(), "file '" + fname + "'", opts);
+}
+
+}  // namespace weft
