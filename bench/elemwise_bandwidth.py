@@ -1,0 +1,64 @@
+"""Memory bandwidth of an elementwise op: `a + b` on 64 MiB float32 arrays, Weft against
+PyTorch. Each operation moves 3 x 64 MiB (two reads, one write); GB/s counts those bytes.
+"""
+import os
+
+os.environ.pop("OPENBLAS_CORETYPE", None)
+os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+torch.set_num_threads(2)
+
+import weft  # noqa: E402
+
+NBYTES = 64 << 20
+N = NBYTES // 4
+REPEATS = 20
+MOVED = 3 * NBYTES
+
+
+def inputs():
+    rng = np.random.default_rng(0)
+    return rng.standard_normal(N, dtype=np.float32), rng.standard_normal(N, dtype=np.float32)
+
+
+def time_weft(a_np, b_np):
+    a, b = weft.nd.array(a_np), weft.nd.array(b_np)
+    c = a + b  # the first call allocates; later ones reuse pooled memory
+    weft.nd.waitall()
+    start = time.perf_counter()
+    for _ in range(REPEATS):
+        c = a + b
+    weft.nd.waitall()
+    elapsed = time.perf_counter() - start
+    np.testing.assert_array_equal(c.asnumpy(), a_np + b_np)
+    return elapsed / REPEATS
+
+
+def time_torch(a_np, b_np):
+    a, b = torch.from_numpy(a_np), torch.from_numpy(b_np)
+    c = a + b
+    start = time.perf_counter()
+    for _ in range(REPEATS):
+        c = a + b
+    elapsed = time.perf_counter() - start
+    np.testing.assert_array_equal(c.numpy(), a_np + b_np)
+    return elapsed / REPEATS
+
+
+def main():
+    a_np, b_np = inputs()
+    w, t = time_weft(a_np, b_np), time_torch(a_np, b_np)
+    print(f"a + b on 64 MiB float32 arrays ({REPEATS} times), 3 x 64 MiB moved per op")
+    print(f"{'':>6} {'ms/op':>8} {'GB/s':>8}")
+    print(f"{'Weft':>6} {w * 1e3:>8.2f} {MOVED / w / 1e9:>8.2f}")
+    print(f"{'torch':>6} {t * 1e3:>8.2f} {MOVED / t / 1e9:>8.2f}")
+    print(f"Weft/torch bandwidth ratio: {t / w:.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,3 @@
+module weft/tests/go
+
+go 1.19

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Runs every test of a tree built by tools/build.sh:
+#   1. CTest in build/: the C++ GoogleTest binary, the C embedding test, the R and Go smoke
+#      tests and the install checks;
+#   2. pytest on tests/python with the venv's interpreter;
+#   3. when CI=true or WEFT_CI_CUDA=1: a CUDA build (sm_90) in build-cuda/, compiled and
+#      linked only, since CI machines have no GPU.
+# Exits non-zero when any step fails and ends with one summary line.
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build_dir="${WEFT_BUILD_DIR:-$repo/build}"
+cuda_build_dir="$repo/build-cuda"
+venv_python="$repo/.venv/bin/python"
+export CCACHE_BASEDIR="$repo"
+export CCACHE_NOHASHDIR=1
+
+results=()
+failed=0
+
+record() {  # record <step> <status: PASS|FAIL|SKIP> [detail]
+  results+=("$1 $2${3:+ ($3)}")
+  if [[ "$2" == FAIL ]]; then failed=1; fi
+}
+
+run_ctest() {
+  if [[ ! -f "$build_dir/CTestTestfile.cmake" ]]; then
+    record ctest FAIL "no tests in $build_dir: run tools/build.sh first"
+    return
+  fi
+  local log="$build_dir/ctest.log"
+  ctest --test-dir "$build_dir" --output-on-failure -j"$(nproc)" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local summary
+  summary="$(grep -E '^[0-9]+% tests passed' "$log" | tail -1)"
+  if [[ $rc -ne 0 ]]; then
+    record ctest FAIL "${summary:-exit $rc}"
+  elif grep -q '^No tests were found' "$log"; then
+    record ctest FAIL "no tests were found"
+  else
+    record ctest PASS "$summary"
+  fi
+}
+
+run_pytest() {
+  if [[ ! -x "$venv_python" ]]; then
+    record pytest FAIL "$venv_python missing: run tools/build.sh first"
+    return
+  fi
+  local log="$build_dir/pytest.log"
+  (cd "$repo" && "$venv_python" -m pytest -q tests/python) 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local summary
+  summary="$(tail -1 "$log" | tr -d '=' | sed 's/^ *//; s/ *$//')"
+  # Exit 5 means nothing was collected. Tests deselected by a marker are a legitimate
+  # reason for that; an empty or broken test folder is not.
+  if [[ $rc -eq 0 ]]; then
+    record pytest PASS "$summary"
+  elif [[ $rc -eq 5 ]] && grep -qE '[0-9]+ deselected' "$log"; then
+    record pytest PASS "$summary"
+  elif [[ $rc -eq 5 ]]; then
+    record pytest FAIL "pytest ran no tests"
+  else
+    record pytest FAIL "$summary"
+  fi
+}
+
+build_cuda() {
+  if [[ "${CI:-}" != true && "${WEFT_CI_CUDA:-0}" != 1 ]]; then
+    record cuda-build SKIP "set CI=true or WEFT_CI_CUDA=1 to run it"
+    return
+  fi
+  local log="$cuda_build_dir.log"
+  {
+    cmake -S "$repo" -B "$cuda_build_dir" -DCMAKE_BUILD_TYPE=Release \
+      -DWEFT_USE_CUDA=ON -DWEFT_CUDA_ARCHITECTURES=90 -DPython3_EXECUTABLE=/usr/bin/python3 &&
+      cmake --build "$cuda_build_dir" -j"$(nproc)"
+  } >"$log" 2>&1
+  local rc=$?
+  if [[ $rc -eq 0 ]]; then
+    record cuda-build PASS "compiled and linked for sm_90"
+  else
+    tail -40 "$log"
+    record cuda-build FAIL "see $log"
+  fi
+}
+
+start=$SECONDS
+run_ctest
+run_pytest
+build_cuda
+
+echo
+for r in "${results[@]}"; do echo "  $r"; done
+if [[ $failed -eq 0 ]]; then
+  echo "run_tests: ALL PASSED in $((SECONDS - start)) s"
+else
+  echo "run_tests: FAILED in $((SECONDS - start)) s"
+fi
+exit $failed

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Installs every Debian package that building Weft, its tests and the main job need.
+# Run as root on Debian 12 (bookworm). Safe to run again: when everything is already
+# installed it touches nothing and does not even refresh the package lists.
+#
+#   bash tools/setup_deps.sh           # build, tests, main job
+#   bash tools/setup_deps.sh --bench   # also PyTorch, which only bench/ uses
+set -euo pipefail
+
+packages=(
+  build-essential cmake ccache pkg-config
+  libdnnl-dev nlohmann-json3-dev libzmq3-dev cppzmq-dev libgtest-dev
+  swig golang-go r-base-dev
+  python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
+  zlib1g-dev libpng-dev libjpeg62-turbo-dev
+  dataset-fashion-mnist
+)
+
+case "${1:-}" in
+  "") ;;
+  --bench) packages+=(python3-torch) ;;
+  *) echo "setup_deps.sh: unknown argument '$1' (expected nothing or --bench)" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${packages[@]}"; do
+  if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]]; then
+    missing+=("$p")
+  fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "setup_deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+if [[ $EUID -ne 0 ]]; then
+  echo "setup_deps: installing ${missing[*]} needs root; run this script as root (or with sudo)" >&2
+  exit 1
+fi
+
+echo "setup_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "setup_deps: done"
