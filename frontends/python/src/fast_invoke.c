@@ -1,0 +1,479 @@
+/* weft._fast: the hot path of the Python front end.
+ *
+ * `c = a + b` on tiny arrays costs what the binding costs, so this path is written by hand
+ * against the C API instead of going through the SWIG wrappers:
+ *  - NDArrayBase, the C base of weft.nd.NDArray, holds the handle in a C field, so making
+ *    the result of an operator is one allocation and freeing it is one C call, with no
+ *    Python-level __init__ or __del__;
+ *  - invoke() runs an operator given its handle (an int, as the SWIG module gives it) or
+ *    its name (looked up once, then cached), NDArray inputs and string parameters;
+ *  - arith() is the arithmetic dispatch of the operators +, -, *, /, %, ** and the
+ *    comparisons: same shapes -> the elemwise operator, other shapes -> the broadcast
+ *    operator, a Python number -> the scalar operator.
+ * Everything else of the package uses the SWIG module.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <structmember.h>
+
+#include "weft/c_api.h"
+
+/* Inputs and parameters of most calls fit here; larger calls allocate. */
+#define WEFT_FAST_STACK 16
+/* Shapes compared by arith(); deeper arrays always take the broadcast operator, which also
+ * handles equal shapes. */
+#define WEFT_FAST_MAX_NDIM 16
+
+typedef struct {
+  PyObject_HEAD
+  weft_ndarray_t* handle;
+  int writable;
+  PyObject* weakreflist;
+} NDArrayBase;
+
+static PyTypeObject NDArrayBase_Type;
+
+/* Set by init(): the class the results are made of (weft.nd.NDArray) and the callable that
+ * turns (status, message) into the package's exception. */
+static PyTypeObject* result_type = NULL;
+static PyObject* error_factory = NULL;
+/* Operator name -> int handle, filled on first use of each name. */
+static PyObject* op_cache = NULL;
+
+/* ---------------------------------------------------------------- errors */
+
+static PyObject* raise_status(weft_status_t status) {
+  const char* message = weft_get_last_error();
+  if (error_factory == NULL) {
+    PyErr_Format(PyExc_RuntimeError, "weft error %d: %s", (int)status, message);
+    return NULL;
+  }
+  PyObject* exc = PyObject_CallFunction(error_factory, "is", (int)status, message);
+  if (exc != NULL) {
+    PyErr_SetObject((PyObject*)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+  }
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- NDArrayBase */
+
+static PyObject* wrap_handle(weft_ndarray_t* handle) {
+  PyTypeObject* type = result_type != NULL ? result_type : &NDArrayBase_Type;
+  NDArrayBase* obj = (NDArrayBase*)type->tp_alloc(type, 0);
+  if (obj == NULL) {
+    weft_ndarray_free(handle);
+    return NULL;
+  }
+  obj->handle = handle;
+  obj->writable = 1;
+  return (PyObject*)obj;
+}
+
+static PyObject* NDArrayBase_new(PyTypeObject* type, PyObject* args, PyObject* kwargs) {
+  static char* keywords[] = {"handle", "writable", NULL};
+  PyObject* handle_obj = NULL;
+  int writable = 1;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:NDArray", keywords, &handle_obj, &writable)) return NULL;
+  if (!PyLong_Check(handle_obj)) {
+    PyErr_Format(PyExc_TypeError, "NDArray: expected an array handle (int), got %s", Py_TYPE(handle_obj)->tp_name);
+    return NULL;
+  }
+  void* handle = PyLong_AsVoidPtr(handle_obj);
+  if (handle == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NDArray: the handle is NULL");
+    return NULL;
+  }
+  NDArrayBase* self = (NDArrayBase*)type->tp_alloc(type, 0);
+  if (self == NULL) return NULL;
+  /* Ownership moves in only once the object exists, so a failure above leaks nothing and
+   * frees nothing the caller still owns. */
+  self->handle = (weft_ndarray_t*)handle;
+  self->writable = writable;
+  return (PyObject*)self;
+}
+
+static void NDArrayBase_dealloc(NDArrayBase* self) {
+  if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject*)self);
+  /* Freeing only drops this handle's reference; pending work keeps the memory alive. */
+  if (self->handle != NULL) weft_ndarray_free(self->handle);
+  Py_TYPE(self)->tp_free((PyObject*)self);
+}
+
+static PyObject* NDArrayBase_get_handle(NDArrayBase* self, void* closure) {
+  (void)closure;
+  return PyLong_FromVoidPtr(self->handle);
+}
+
+static PyGetSetDef NDArrayBase_getset[] = {
+    {"handle", (getter)NDArrayBase_get_handle, NULL, "The C API handle of the array, as an int.", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyMemberDef NDArrayBase_members[] = {
+    {"writable", T_BOOL, offsetof(NDArrayBase, writable), 0, "Whether operators may write into the array."},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyTypeObject NDArrayBase_Type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "weft._fast.NDArrayBase",
+    .tp_basicsize = sizeof(NDArrayBase),
+    .tp_dealloc = (destructor)NDArrayBase_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Owner of one Weft array handle; the base of weft.nd.NDArray.",
+    .tp_weaklistoffset = offsetof(NDArrayBase, weakreflist),
+    .tp_getset = NDArrayBase_getset,
+    .tp_members = NDArrayBase_members,
+    .tp_new = NDArrayBase_new,
+};
+
+/* ---------------------------------------------------------------- argument helpers */
+
+static const weft_op_t* as_op(PyObject* obj) {
+  if (PyLong_Check(obj)) {
+    const weft_op_t* op = (const weft_op_t*)PyLong_AsVoidPtr(obj);
+    if (op == NULL && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "invoke: the operator handle is NULL");
+    return op;
+  }
+  if (!PyUnicode_Check(obj)) {
+    PyErr_Format(PyExc_TypeError, "invoke: expected an operator handle (int) or name (str), got %s",
+                 Py_TYPE(obj)->tp_name);
+    return NULL;
+  }
+  PyObject* cached = PyDict_GetItemWithError(op_cache, obj);
+  if (cached != NULL) return (const weft_op_t*)PyLong_AsVoidPtr(cached);
+  if (PyErr_Occurred()) return NULL;
+  const char* name = PyUnicode_AsUTF8(obj);
+  if (name == NULL) return NULL;
+  const weft_op_t* op = NULL;
+  weft_status_t st = weft_op_get(name, &op);
+  if (st != WEFT_OK) return (const weft_op_t*)raise_status(st);
+  PyObject* value = PyLong_FromVoidPtr((void*)op);
+  if (value == NULL || PyDict_SetItem(op_cache, obj, value) != 0) {
+    Py_XDECREF(value);
+    return NULL;
+  }
+  Py_DECREF(value);
+  return op;
+}
+
+/* A growable C array that starts on the stack. */
+typedef struct {
+  void* stack[WEFT_FAST_STACK];
+  void** data;
+} PtrBuf;
+
+static void** ptrbuf_init(PtrBuf* buf, Py_ssize_t n) {
+  buf->data = buf->stack;
+  if (n > WEFT_FAST_STACK) {
+    buf->data = (void**)PyMem_Malloc((size_t)n * sizeof(void*));
+    if (buf->data == NULL) PyErr_NoMemory();
+  }
+  return buf->data;
+}
+
+static void ptrbuf_free(PtrBuf* buf) {
+  if (buf->data != buf->stack) PyMem_Free(buf->data);
+}
+
+static const char* op_name(const weft_op_t* op) {
+  const char* name = "?";
+  weft_op_get_name(op, &name);
+  return name;
+}
+
+/* The handles of a sequence of NDArrays. `what` names the sequence in errors. */
+static int collect_arrays(PyObject* fast_seq, PtrBuf* buf, const weft_op_t* op, const char* what, int need_writable) {
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast_seq);
+  if (ptrbuf_init(buf, n) == NULL) return -1;
+  PyObject** items = PySequence_Fast_ITEMS(fast_seq);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!PyObject_TypeCheck(items[i], &NDArrayBase_Type)) {
+      PyErr_Format(PyExc_TypeError, "Operator '%s': %s %zd: expected an NDArray, got %s", op_name(op), what, i,
+                   Py_TYPE(items[i])->tp_name);
+      ptrbuf_free(buf);
+      return -1;
+    }
+    NDArrayBase* arr = (NDArrayBase*)items[i];
+    if (need_writable && !arr->writable) {
+      PyErr_Format(PyExc_ValueError, "Operator '%s': %s %zd is a read-only NDArray", op_name(op), what, i);
+      ptrbuf_free(buf);
+      return -1;
+    }
+    buf->data[i] = arr->handle;
+  }
+  return 0;
+}
+
+/* The UTF-8 strings of a sequence of str; they live as long as the sequence. */
+static int collect_strings(PyObject* fast_seq, PtrBuf* buf, const char* what) {
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(fast_seq);
+  if (ptrbuf_init(buf, n) == NULL) return -1;
+  PyObject** items = PySequence_Fast_ITEMS(fast_seq);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    if (!PyUnicode_Check(items[i])) {
+      PyErr_Format(PyExc_TypeError, "invoke: %s %zd: expected str, got %s", what, i, Py_TYPE(items[i])->tp_name);
+      ptrbuf_free(buf);
+      return -1;
+    }
+    buf->data[i] = (void*)PyUnicode_AsUTF8(items[i]);
+    if (buf->data[i] == NULL) {
+      ptrbuf_free(buf);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Runs the operator and builds the Python result: `out` itself when given, else the new
+ * array, or a list of them for operators with several outputs. */
+static PyObject* run(const weft_op_t* op, int num_inputs, weft_ndarray_t* const* inputs, int num_params,
+                     const char* const* keys, const char* const* vals, PyObject* out) {
+  int num_outputs = 0;
+  weft_ndarray_t* const* outputs = NULL;
+  if (out == Py_None) {
+    weft_status_t st =
+        weft_imperative_invoke(op, num_inputs, inputs, num_params, keys, vals, 0, NULL, &num_outputs, &outputs);
+    if (st != WEFT_OK) return raise_status(st);
+    if (num_outputs == 1) return wrap_handle(outputs[0]);
+    PyObject* list = PyList_New(num_outputs);
+    if (list == NULL) {
+      for (int i = 0; i < num_outputs; ++i) weft_ndarray_free(outputs[i]);
+      return NULL;
+    }
+    for (int i = 0; i < num_outputs; ++i) {
+      PyObject* item = wrap_handle(outputs[i]);
+      if (item == NULL) {
+        for (int j = i + 1; j < num_outputs; ++j) weft_ndarray_free(outputs[j]);
+        Py_DECREF(list);
+        return NULL;
+      }
+      PyList_SET_ITEM(list, i, item);
+    }
+    return list;
+  }
+
+  weft_status_t st;
+  if (PyObject_TypeCheck(out, &NDArrayBase_Type)) {
+    NDArrayBase* arr = (NDArrayBase*)out;
+    if (!arr->writable) {
+      PyErr_Format(PyExc_ValueError, "Operator '%s': the output NDArray is read-only", op_name(op));
+      return NULL;
+    }
+    st = weft_imperative_invoke(op, num_inputs, inputs, num_params, keys, vals, 1, &arr->handle, &num_outputs,
+                                &outputs);
+  } else {
+    PyObject* seq = PySequence_Fast(out, "invoke: out must be an NDArray or a sequence of NDArrays");
+    if (seq == NULL) return NULL;
+    PtrBuf given;
+    if (collect_arrays(seq, &given, op, "output", 1) != 0) {
+      Py_DECREF(seq);
+      return NULL;
+    }
+    st = weft_imperative_invoke(op, num_inputs, inputs, num_params, keys, vals, (int)PySequence_Fast_GET_SIZE(seq),
+                                (weft_ndarray_t* const*)given.data, &num_outputs, &outputs);
+    ptrbuf_free(&given);
+    Py_DECREF(seq);
+  }
+  if (st != WEFT_OK) return raise_status(st);
+  Py_INCREF(out);
+  return out;
+}
+
+/* ---------------------------------------------------------------- module functions */
+
+PyDoc_STRVAR(invoke_doc,
+             "invoke(op, inputs, keys, vals, out) -> NDArray, list of NDArray, or out\n\n"
+             "Runs operator `op` (an int handle or a name) on the NDArrays `inputs` with the string\n"
+             "parameters keys[i] = vals[i] (keys and vals may be None). `out` is None (new arrays\n"
+             "are returned: one NDArray, or a list when the operator has several outputs), an\n"
+             "NDArray or a sequence of NDArrays to write into (then `out` is returned).");
+
+static PyObject* fast_invoke(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 5) {
+    PyErr_Format(PyExc_TypeError, "invoke() takes 5 arguments (op, inputs, keys, vals, out), got %zd", nargs);
+    return NULL;
+  }
+  const weft_op_t* op = as_op(args[0]);
+  if (op == NULL) return NULL;
+
+  PyObject* result = NULL;
+  PyObject* in_seq = NULL;
+  PyObject* key_seq = NULL;
+  PyObject* val_seq = NULL;
+  PtrBuf inputs, keys, vals;
+  int have_inputs = 0, have_keys = 0, have_vals = 0;
+  Py_ssize_t num_params = 0;
+
+  in_seq = PySequence_Fast(args[1], "invoke: inputs must be a sequence of NDArrays");
+  if (in_seq == NULL) goto done;
+  if (collect_arrays(in_seq, &inputs, op, "input", 0) != 0) goto done;
+  have_inputs = 1;
+
+  if (args[2] != Py_None) {
+    key_seq = PySequence_Fast(args[2], "invoke: keys must be a sequence of str");
+    val_seq = key_seq != NULL ? PySequence_Fast(args[3], "invoke: vals must be a sequence of str") : NULL;
+    if (val_seq == NULL) goto done;
+    num_params = PySequence_Fast_GET_SIZE(key_seq);
+    if (PySequence_Fast_GET_SIZE(val_seq) != num_params) {
+      PyErr_Format(PyExc_ValueError, "Operator '%s': %zd parameter keys but %zd values", op_name(op), num_params,
+                   PySequence_Fast_GET_SIZE(val_seq));
+      goto done;
+    }
+    if (collect_strings(key_seq, &keys, "key") != 0) goto done;
+    have_keys = 1;
+    if (collect_strings(val_seq, &vals, "value") != 0) goto done;
+    have_vals = 1;
+  }
+
+  result = run(op, (int)PySequence_Fast_GET_SIZE(in_seq), (weft_ndarray_t* const*)inputs.data, (int)num_params,
+               have_keys ? (const char* const*)keys.data : NULL, have_vals ? (const char* const*)vals.data : NULL,
+               args[4]);
+done:
+  if (have_inputs) ptrbuf_free(&inputs);
+  if (have_keys) ptrbuf_free(&keys);
+  if (have_vals) ptrbuf_free(&vals);
+  Py_XDECREF(in_seq);
+  Py_XDECREF(key_seq);
+  Py_XDECREF(val_seq);
+  return result;
+}
+
+static int same_shape(weft_ndarray_t* a, weft_ndarray_t* b, int* out) {
+  int64_t da[WEFT_FAST_MAX_NDIM], db[WEFT_FAST_MAX_NDIM];
+  int na = 0, nb = 0;
+  weft_status_t st = weft_ndarray_get_shape(a, da, WEFT_FAST_MAX_NDIM, &na);
+  if (st == WEFT_OK) st = weft_ndarray_get_shape(b, db, WEFT_FAST_MAX_NDIM, &nb);
+  if (st != WEFT_OK) {
+    raise_status(st);
+    return -1;
+  }
+  *out = 0;
+  if (na != nb || na > WEFT_FAST_MAX_NDIM) return 0;
+  for (int i = 0; i < na; ++i)
+    if (da[i] != db[i]) return 0;
+  *out = 1;
+  return 0;
+}
+
+PyDoc_STRVAR(arith_doc,
+             "arith(lhs, rhs, elemwise_op, broadcast_op, scalar_op, out) -> NDArray or NotImplemented\n\n"
+             "The arithmetic and comparison dispatch of NDArray: `rhs` an NDArray of lhs's shape runs\n"
+             "elemwise_op, of another shape broadcast_op, a Python int, float or bool runs scalar_op\n"
+             "with parameter scalar=rhs. An operator given as 0 is not available: an NDArray rhs then\n"
+             "takes the other one, a number gives NotImplemented. Anything else gives NotImplemented.\n"
+             "`out` is None or the NDArray to write into.");
+
+static PyObject* fast_arith(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 6) {
+    PyErr_Format(PyExc_TypeError,
+                 "arith() takes 6 arguments (lhs, rhs, elemwise_op, broadcast_op, scalar_op, out), got %zd", nargs);
+    return NULL;
+  }
+  PyObject* lhs = args[0];
+  PyObject* rhs = args[1];
+  if (!PyObject_TypeCheck(lhs, &NDArrayBase_Type)) Py_RETURN_NOTIMPLEMENTED;
+  weft_ndarray_t* inputs[2] = {((NDArrayBase*)lhs)->handle, NULL};
+
+  if (PyObject_TypeCheck(rhs, &NDArrayBase_Type)) {
+    inputs[1] = ((NDArrayBase*)rhs)->handle;
+    const weft_op_t* elem = (const weft_op_t*)PyLong_AsVoidPtr(args[2]);
+    const weft_op_t* bcast = (const weft_op_t*)PyLong_AsVoidPtr(args[3]);
+    if (PyErr_Occurred()) return NULL;
+    const weft_op_t* op = elem != NULL ? elem : bcast;
+    if (elem != NULL && bcast != NULL) {
+      int same = 0;
+      if (same_shape(inputs[0], inputs[1], &same) != 0) return NULL;
+      if (!same) op = bcast;
+    }
+    if (op == NULL) Py_RETURN_NOTIMPLEMENTED;
+    return run(op, 2, inputs, 0, NULL, NULL, args[5]);
+  }
+
+  /* bool is an int subclass and numpy's float64 a float subclass: both take this path. */
+  char buf[64];
+  const char* text = NULL;
+  char* owned = NULL;
+  if (PyFloat_Check(rhs)) {
+    owned = PyOS_double_to_string(PyFloat_AS_DOUBLE(rhs), 'r', 0, 0, NULL);
+    if (owned == NULL) return NULL;
+    text = owned;
+  } else if (PyLong_Check(rhs)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(rhs, &overflow);
+    if (v == -1 && PyErr_Occurred()) return NULL;
+    if (overflow != 0) {
+      /* Beyond 64 bits only the magnitude survives the conversion to the array's dtype. */
+      owned = PyOS_double_to_string(PyLong_AsDouble(rhs), 'r', 0, 0, NULL);
+      if (owned == NULL) return NULL;
+      text = owned;
+    } else {
+      PyOS_snprintf(buf, sizeof(buf), "%lld", v);
+      text = buf;
+    }
+  } else {
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  const weft_op_t* scalar_op = (const weft_op_t*)PyLong_AsVoidPtr(args[4]);
+  if (scalar_op == NULL) {
+    PyMem_Free(owned);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NOTIMPLEMENTED;
+  }
+  static const char* const key[1] = {"scalar"};
+  const char* val[1] = {text};
+  PyObject* result = run(scalar_op, 1, inputs, 1, key, val, args[5]);
+  PyMem_Free(owned);
+  return result;
+}
+
+PyDoc_STRVAR(init_doc,
+             "init(ndarray_class, error_factory)\n\n"
+             "Sets the class of the arrays invoke() and arith() return (a subclass of NDArrayBase)\n"
+             "and the callable (status, message) -> exception used for failed calls.");
+
+static PyObject* fast_init(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject* cls = NULL;
+  PyObject* factory = NULL;
+  if (!PyArg_ParseTuple(args, "OO:init", &cls, &factory)) return NULL;
+  if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &NDArrayBase_Type)) {
+    PyErr_SetString(PyExc_TypeError, "init: ndarray_class must be a subclass of NDArrayBase");
+    return NULL;
+  }
+  if (!PyCallable_Check(factory)) {
+    PyErr_SetString(PyExc_TypeError, "init: error_factory must be callable");
+    return NULL;
+  }
+  Py_INCREF(cls);
+  Py_XSETREF(result_type, (PyTypeObject*)cls);
+  Py_INCREF(factory);
+  Py_XSETREF(error_factory, factory);
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef fast_methods[] = {
+    {"invoke", (PyCFunction)(void (*)(void))fast_invoke, METH_FASTCALL, invoke_doc},
+    {"arith", (PyCFunction)(void (*)(void))fast_arith, METH_FASTCALL, arith_doc},
+    {"init", fast_init, METH_VARARGS, init_doc},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef fast_module = {
+    PyModuleDef_HEAD_INIT, "_fast", "The hand-written hot path of Weft's Python front end.", -1, fast_methods,
+    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fast(void) {
+  if (PyType_Ready(&NDArrayBase_Type) != 0) return NULL;
+  op_cache = PyDict_New();
+  if (op_cache == NULL) return NULL;
+  PyObject* m = PyModule_Create(&fast_module);
+  if (m == NULL) return NULL;
+  Py_INCREF(&NDArrayBase_Type);
+  if (PyModule_AddObject(m, "NDArrayBase", (PyObject*)&NDArrayBase_Type) != 0) {
+    Py_DECREF(&NDArrayBase_Type);
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,17 @@
+"""weft.ndarray (also weft.nd): the imperative array API of MXNet 1.x.
+
+The hand-written part (NDArray, creation, files, DLPack) is in ndarray.py; every
+registered operator is added here as a generated function (see _ops.py), and all of
+them, internal names included, in `weft.ndarray._internal`.
+"""
+import types as _types
+
+from .ndarray import (NDArray, empty, array, zeros, ones, full, arange, save, save_tobuffer, load,
+                      load_frombuffer, waitall, from_dlpack, to_dlpack_for_read, to_dlpack_for_write,
+                      concatenate, moveaxis, bfloat16, invoke)
+from . import _ops
+
+_internal = _types.ModuleType("weft.ndarray._internal", "Every operator, internal names included.")
+_ops.populate(globals(), _internal.__dict__)
+
+from . import random  # noqa: E402  (its samplers call the generated operators)

@@ -1,0 +1,136 @@
+"""Python functions for every registered operator, generated at import from the registry.
+
+Each function gets a real signature (the operator's inputs, then its parameters as
+keyword arguments defaulting to None, which leaves the core's default in place, then
+`out` and `name`) and a docstring built from the registry's docs. Operators taking a
+variable number of inputs (concat, stack, add_n, ...) take them as *args and fill
+their counting parameter by themselves.
+"""
+import keyword
+
+from .. import _fast
+from ..base import _api
+from .ndarray import _param_str
+
+# name -> function, for every operator and alias.
+_functions = {}
+
+
+class OpInfo:
+    """What the registry says about one operator."""
+
+    __slots__ = ("handle", "name", "doc", "aliases", "inputs", "params", "key_var_num_args")
+
+    def __init__(self, handle):
+        self.handle = handle
+        self.name = _api.weft_op_get_name(handle)
+        self.doc = _api.weft_op_get_doc(handle) or ""
+        self.aliases = [_api.weft_op_get_alias(handle, i) for i in range(_api.weft_op_get_num_aliases(handle))]
+        self.inputs = [tuple(_api.weft_op_get_input(handle, i)) for i in range(_api.weft_op_get_num_inputs(handle))]
+        self.params = [tuple(_api.weft_op_get_param(handle, i)) for i in range(_api.weft_op_get_num_params(handle))]
+        self.key_var_num_args = _api.weft_op_get_key_var_num_args(handle) or ""
+
+    @property
+    def variadic(self):
+        return any(t.endswith("[]") for _, t, _ in self.inputs)
+
+
+def list_ops():
+    """OpInfo of every registered operator, in order of name."""
+    return [OpInfo(_api.weft_op_get_by_index(i)) for i in range(_api.weft_op_count())]
+
+
+def _docstring(info, fname):
+    lines = [info.doc.strip() or info.name, ""]
+    if info.inputs or info.params:
+        lines += ["Parameters", "----------"]
+    for iname, itype, idoc in info.inputs:
+        lines.append("%s : %s" % (iname, "NDArray[]" if itype.endswith("[]") else "NDArray"))
+        if idoc:
+            lines.append("    " + idoc)
+    for pname, ptype, pdefault, pdoc, required in info.params:
+        if pname == info.key_var_num_args:
+            continue
+        lines.append("%s : %s, %s" % (pname, ptype, "required" if required else "optional, default=%s" % pdefault))
+        if pdoc:
+            lines.append("    " + pdoc)
+    lines += ["out : NDArray, optional", "    The output array to write into.", "",
+              "Returns", "-------", "NDArray or list of NDArrays"]
+    if fname != info.name:
+        lines += ["", "Alias of %s." % info.name]
+    return "\n".join(lines)
+
+
+def _safe(name):
+    # A parameter named like a Python keyword keeps its name for the core but gets a
+    # trailing underscore in the signature.
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def _make_function(info, fname):
+    """Generates the Python function of operator `info` under the name `fname`."""
+    input_names = []
+    for n, _, _ in info.inputs:
+        py = _safe(n)
+        # `out` and `name` are the function's own keywords; backward operators also
+        # have inputs named like them.
+        while py in ("out", "name") or py in input_names:
+            py += "_"
+        input_names.append(py)
+    params = [(p[0], _safe(p[0])) for p in info.params if p[0] != info.key_var_num_args]
+    taken = set(input_names)
+    params = [(core, py) for core, py in params if py not in taken and py not in ("out", "name")]
+    sig, body = [], []
+    if info.variadic:
+        sig.append("*data")
+        body.append("    inputs = list(data)")
+        if info.key_var_num_args:
+            body.append("    keys = [%r]; vals = [str(len(inputs))]" % info.key_var_num_args)
+        else:
+            body.append("    keys = []; vals = []")
+    else:
+        sig += ["%s=None" % n for n in input_names]
+        body.append("    inputs = [x for x in (%s) if x is not None]" % "".join(n + ", " for n in input_names))
+        body.append("    keys = []; vals = []")
+    for core, py in params:
+        sig.append("%s=None" % py)
+        body.append("    if %s is not None: keys.append(%r); vals.append(_param_str(%s))" % (py, core, py))
+    sig += ["out=None", "name=None", "**kwargs"]
+    body.append("    for k, v in kwargs.items():")
+    body.append("        if v is not None: keys.append(k); vals.append(_param_str(v))")
+    body.append("    return _invoke(_handle, inputs, keys, vals, out)")
+    src = "def %s(%s):\n%s\n" % ("_generated", ", ".join(sig), "\n".join(body))
+    scope = {"_param_str": _param_str, "_invoke": _fast.invoke, "_handle": info.handle}
+    exec(compile(src, "<weft operator %s>" % info.name, "exec"), scope)
+    fn = scope["_generated"]
+    fn.__name__ = fname
+    fn.__qualname__ = fname
+    fn.__doc__ = _docstring(info, fname)
+    fn.__module__ = "weft.ndarray"
+    return fn
+
+
+def populate(public, internal):
+    """Puts every operator's function into the module dicts `public` (names without a
+    leading underscore) and `internal` (all names)."""
+    for info in list_ops():
+        for fname in [info.name] + info.aliases:
+            if not fname.isidentifier():
+                continue
+            fn = _make_function(info, fname)
+            _functions[fname] = fn
+            internal[fname] = fn
+            if not fname.startswith("_") and fname not in public:
+                public[fname] = fn
+
+
+def method(name):
+    """The operator function usable as NDArray method `name`, or None."""
+    if name.startswith("_"):
+        return None
+    return _functions.get(name)
+
+
+def get(name):
+    """The function of operator `name` (or alias); KeyError when none is registered."""
+    return _functions[name]

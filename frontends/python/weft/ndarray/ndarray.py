@@ -1,0 +1,718 @@
+"""NDArray: an n-dimensional array on the engine, with MXNet 1.x's behaviour.
+
+The class derives from `weft._fast.NDArrayBase`, which owns the C handle, so the hot path
+(`a + b`, generated operators) creates results without any Python-level constructor.
+Everything here is asynchronous except what reads values back (asnumpy, asscalar,
+wait_to_read, __array__, bool/float/int conversion).
+"""
+import numbers
+
+import numpy as np
+
+from .. import _fast
+from ..base import _api, error
+from ..context import Context, current_context, _from_tuple
+
+__all__ = ["NDArray", "empty", "array", "zeros", "ones", "full", "arange", "save", "load",
+           "load_frombuffer", "waitall", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
+           "concatenate", "moveaxis", "bfloat16", "dtype_id", "dtype_np", "invoke"]
+
+# MXNet's representation of bfloat16 on the numpy side: the raw 16 bits in a named field.
+bfloat16 = np.dtype([("bfloat16", np.uint16)])
+
+# Type flags of the C API (MXNet's numbering) and their numpy types.
+_ID_TO_NP = {0: np.dtype(np.float32), 1: np.dtype(np.float64), 2: np.dtype(np.float16),
+             3: np.dtype(np.uint8), 4: np.dtype(np.int32), 5: np.dtype(np.int8),
+             6: np.dtype(np.int64), 7: np.dtype(np.bool_), 12: bfloat16}
+_NP_TO_ID = {v: k for k, v in _ID_TO_NP.items()}
+_NAME_TO_ID = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
+               "int64": 6, "bool": 7, "bfloat16": 12}
+
+
+def dtype_id(dtype):
+    """The C API's type flag of `dtype` (a numpy dtype, a type like np.float32, or a name)."""
+    if dtype is None:
+        return 0
+    if isinstance(dtype, str) and dtype in _NAME_TO_ID:
+        return _NAME_TO_ID[dtype]
+    try:
+        key = np.dtype(dtype)
+    except TypeError:
+        key = None
+    if key is not None and key in _NP_TO_ID:
+        return _NP_TO_ID[key]
+    raise TypeError("expected a dtype among %s, got %r" % (sorted(_NAME_TO_ID), dtype))
+
+
+def dtype_np(dtype):
+    """The numpy dtype of a dtype given any way dtype_id accepts."""
+    return _ID_TO_NP[dtype_id(dtype)]
+
+
+def _dtype_name(dtype):
+    return next(name for name, i in _NAME_TO_ID.items() if i == dtype_id(dtype))
+
+
+def _param_str(value):
+    # Operator parameters travel as strings that the core parses.
+    if isinstance(value, Context):
+        return str(value)
+    if isinstance(value, (np.dtype, type)) and not isinstance(value, bool):
+        return _dtype_name(value)
+    if isinstance(value, (list, tuple)):
+        return "(" + ", ".join("None" if v is None else str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, np.generic):
+        return str(value.item())
+    return str(value)
+
+
+def invoke(op, inputs, params=None, out=None):
+    """Runs operator `op` (a name) on NDArrays `inputs` with keyword parameters `params`
+    (values are converted to the strings the core parses; None values are left out)."""
+    keys = vals = None
+    if params:
+        keys, vals = [], []
+        for k, v in params.items():
+            if v is not None:
+                keys.append(k)
+                vals.append(_param_str(v))
+    return _fast.invoke(op, inputs, keys, vals, out)
+
+
+class _OpHandles:
+    """Operator handles of the arithmetic dispatch, looked up once."""
+
+    def __init__(self):
+        self._cache = {}
+
+    def __call__(self, name):
+        handle = self._cache.get(name)
+        if handle is None:
+            handle = _api.weft_op_get(name) if name else 0
+            self._cache[name] = handle
+        return handle
+
+
+_op_handle = _OpHandles()
+
+
+def _arith(lhs, rhs, elem, bcast, scalar, out=None):
+    result = _fast.arith(lhs, rhs, _op_handle(elem), _op_handle(bcast), _op_handle(scalar), out)
+    if result is NotImplemented and isinstance(rhs, np.generic) and rhs.ndim == 0:
+        # numpy's integer scalars are not Python ints; their value is.
+        result = _fast.arith(lhs, rhs.item(), _op_handle(elem), _op_handle(bcast), _op_handle(scalar), out)
+    return result
+
+
+def _infer_reshape(src, target, reverse=False):
+    """The shape MXNet's reshape codes give: 0 copies a dim, -1 infers one, -2 copies the
+    rest, -3 merges two dims, -4 splits one into the next two values (one may be -1)."""
+    src = list(src)
+    target = list(target)
+    if reverse:
+        src.reverse()
+        target.reverse()
+    out = []
+    i = 0  # position in src
+    j = 0
+    infer_at = -1
+    while j < len(target):
+        code = target[j]
+        if code > 0:
+            out.append(code)
+            i += 1
+        elif code == 0:
+            if i >= len(src):
+                raise error(1, "reshape: code 0 at position %d has no input dim to copy (input shape %s)"
+                            % (j, tuple(src)))
+            out.append(src[i])
+            i += 1
+        elif code == -1:
+            if infer_at >= 0:
+                raise error(1, "reshape: only one -1 is allowed, got %s" % (tuple(target),))
+            infer_at = len(out)
+            out.append(-1)
+            i += 1
+        elif code == -2:
+            out.extend(src[i:])
+            i = len(src)
+        elif code == -3:
+            if i + 1 >= len(src):
+                raise error(1, "reshape: code -3 needs two input dims at position %d (input shape %s)"
+                            % (i, tuple(src)))
+            out.append(src[i] * src[i + 1])
+            i += 2
+        elif code == -4:
+            if j + 2 >= len(target):
+                raise error(1, "reshape: code -4 must be followed by two values, got %s" % (tuple(target),))
+            if i >= len(src):
+                raise error(1, "reshape: code -4 has no input dim to split (input shape %s)" % (tuple(src),))
+            a, b = target[j + 1], target[j + 2]
+            d = src[i]
+            if a == -1 and b > 0:
+                a = d // b
+            elif b == -1 and a > 0:
+                b = d // a
+            if a * b != d:
+                raise error(1, "reshape: code -4 splits dim %d into %d x %d, which does not fit" % (d, a, b))
+            out.extend([a, b])
+            i += 1
+            j += 2
+        else:
+            raise error(1, "reshape: expected dims >= -4, got %d in %s" % (code, tuple(target)))
+        j += 1
+    if infer_at >= 0:
+        known = 1
+        for k, d in enumerate(out):
+            if k != infer_at:
+                known *= d
+        total = int(np.prod(src)) if src else 1
+        if known == 0 or total % known != 0:
+            raise error(4, "reshape: cannot infer -1 in %s from input shape %s" % (tuple(target), tuple(src)))
+        out[infer_at] = total // known
+    if reverse:
+        out.reverse()
+    return tuple(out)
+
+
+class NDArray(_fast.NDArrayBase):
+    """An n-dimensional array of one dtype on one context."""
+
+    __slots__ = ()
+    # numpy defers to NDArray's reflected operators instead of converting it.
+    __array_ufunc__ = None
+    __array_priority__ = 1000.0
+
+    # ---------------------------------------------------------------- attributes
+    @property
+    def shape(self):
+        return _api.weft_ndarray_get_shape(self)
+
+    @property
+    def size(self):
+        return _api.weft_ndarray_get_size(self)
+
+    @property
+    def ndim(self):
+        return _api.weft_ndarray_get_ndim(self)
+
+    @property
+    def dtype(self):
+        return _ID_TO_NP[_api.weft_ndarray_get_dtype(self)]
+
+    @property
+    def context(self):
+        return _from_tuple(_api.weft_ndarray_get_context(self))
+
+    ctx = context
+
+    @property
+    def stype(self):
+        return "default"
+
+    @property
+    def T(self):
+        if self.ndim > 2:
+            raise error(4, "NDArray.T: only arrays of at most 2 dims, got shape %s; use transpose(axes)"
+                        % (self.shape,))
+        return invoke("transpose", [self])
+
+    def __len__(self):
+        shape = self.shape
+        if not shape:
+            raise TypeError("len() of a 0-d NDArray")
+        return shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self):
+        shape_str = "x".join(str(d) for d in self.shape)
+        return "\n%s\n<%s %s @%s>" % (str(self.asnumpy()), type(self).__name__, shape_str, self.context)
+
+    __str__ = __repr__
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        size = self.size
+        if size == 0:
+            return False
+        if size > 1:
+            raise ValueError("The truth value of an NDArray with %d elements is ambiguous" % size)
+        return bool(self.asscalar())
+
+    def __float__(self):
+        return float(self.asscalar())
+
+    def __int__(self):
+        return int(self.asscalar())
+
+    def __index__(self):
+        if self.dtype.kind not in "iub":
+            raise TypeError("only integer NDArrays can be used as an index, got %s" % self.dtype)
+        return int(self.asscalar())
+
+    # ---------------------------------------------------------------- synchronisation and copies
+    def wait_to_read(self):
+        """Blocks until pending writes to this array are done (and raises their errors)."""
+        _api.weft_ndarray_wait_to_read(self)
+
+    def wait_to_write(self):
+        """Blocks until pending reads and writes of this array are done."""
+        _api.weft_ndarray_wait_to_write(self)
+
+    def asnumpy(self):
+        """A numpy copy of the values (waits for pending writes)."""
+        out = np.empty(self.shape, dtype=self.dtype)
+        _api.weft_ndarray_copy_to_host(self, out)
+        return out
+
+    def __array__(self, dtype=None):
+        arr = self.asnumpy()
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def asscalar(self):
+        """The value of a 1-element array as a numpy scalar."""
+        if self.size != 1:
+            raise ValueError("asscalar: expected an array of 1 element, got shape %s" % (self.shape,))
+        return self.asnumpy().reshape(())[()]
+
+    def item(self):
+        return self.asscalar().item()
+
+    def tolist(self):
+        return self.asnumpy().tolist()
+
+    def astype(self, dtype, copy=True):
+        """The values converted to `dtype` (self when already of it and copy is False)."""
+        if not copy and dtype_id(dtype) == _api.weft_ndarray_get_dtype(self):
+            return self
+        return invoke("cast", [self], {"dtype": _dtype_name(dtype)})
+
+    def copyto(self, other):
+        """Copies into `other`: an NDArray (returned) or a Context (a new array there)."""
+        if isinstance(other, NDArray):
+            if other.handle == self.handle:
+                return other
+            _api.weft_ndarray_copy_to(self, other)
+            return other
+        if isinstance(other, Context):
+            out = empty(self.shape, ctx=other, dtype=self.dtype)
+            _api.weft_ndarray_copy_to(self, out)
+            return out
+        raise TypeError("copyto: expected an NDArray or a Context, got %s" % type(other).__name__)
+
+    def copy(self):
+        return self.copyto(self.context)
+
+    def as_in_context(self, context):
+        """Self when already on `context`, else a copy there."""
+        return self if self.context == context else self.copyto(context)
+
+    as_in_ctx = as_in_context
+
+    # ---------------------------------------------------------------- views and shapes
+    def reshape(self, *shape, **kwargs):
+        """A view with another shape; MXNet's codes 0, -1, -2, -3, -4 and `reverse` apply."""
+        reverse = kwargs.pop("reverse", False)
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        elif len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = shape[0]
+        if kwargs:
+            raise TypeError("reshape: unexpected arguments %s" % sorted(kwargs))
+        target = _infer_reshape(self.shape, [int(d) for d in shape], reverse)
+        return NDArray(_api.weft_ndarray_reshape(self, target))
+
+    def reshape_like(self, other):
+        return self.reshape(other.shape)
+
+    def _slice(self, begin, end):
+        return NDArray(_api.weft_ndarray_slice(self, begin, end))
+
+    def _at(self, index):
+        return NDArray(_api.weft_ndarray_at(self, index))
+
+    def _first_axis_view(self, key):
+        """The view `self[key]` for an int or a step-1 slice on the first axis, else None."""
+        if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool):
+            key = int(key)
+            n = len(self)
+            if not -n <= key < n:
+                raise IndexError("index %d is out of bounds for axis 0 with size %d" % (key, n))
+            if self.ndim == 1:
+                # MXNet 1.x keeps one dimension: a[i] of a vector has shape (1,).
+                key %= n
+                return self._slice(key, key + 1)
+            return self._at(key)
+        if isinstance(key, slice) and key.step in (None, 1):
+            start, stop, _ = key.indices(len(self))
+            return self._slice(start, max(start, stop))
+        return None
+
+    def __getitem__(self, key):
+        view = self._first_axis_view(key)
+        if view is not None:
+            return view
+        if isinstance(key, NDArray):
+            return invoke("take", [self, key], {"axis": 0})
+        if isinstance(key, (list, np.ndarray)):
+            idx = np.asarray(key)
+            if idx.dtype == np.bool_:
+                raise IndexError("boolean mask indexing is not supported; use an integer index array")
+            return invoke("take", [self, array(idx, ctx=self.context, dtype=np.int64)], {"axis": 0})
+        if not isinstance(key, tuple):
+            key = (key,)
+        return self._basic_index(key)
+
+    def _expand_key(self, key):
+        if any(k is None for k in key):
+            raise IndexError("NDArray indexing: None (newaxis) is not supported; use expand_dims")
+        if sum(k is Ellipsis for k in key) > 1:
+            raise IndexError("NDArray indexing: at most one Ellipsis, got %r" % (key,))
+        if Ellipsis in key:
+            pos = key.index(Ellipsis)
+            fill = self.ndim - (len(key) - 1)
+            key = key[:pos] + (slice(None),) * fill + key[pos + 1:]
+        if len(key) > self.ndim:
+            raise IndexError("too many indices: %d for an array of %d dims" % (len(key), self.ndim))
+        return key
+
+    def _basic_index(self, key):
+        key = self._expand_key(key)
+        shape = self.shape
+        begin, end, step, keep = [], [], [], []
+        for axis, k in enumerate(key):
+            if isinstance(k, slice):
+                begin.append(k.start)
+                end.append(k.stop)
+                step.append(k.step)
+                keep.append(None)
+            elif isinstance(k, (numbers.Integral, np.integer)) and not isinstance(k, bool):
+                i = int(k)
+                if not -shape[axis] <= i < shape[axis]:
+                    raise IndexError("index %d is out of bounds for axis %d with size %d" % (i, axis, shape[axis]))
+                i %= shape[axis]
+                begin.append(i)
+                end.append(i + 1)
+                step.append(1)
+                keep.append(axis)
+            else:
+                raise IndexError("NDArray indexing: expected ints, slices or an Ellipsis, got %r" % (k,))
+        out = invoke("slice", [self], {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
+        dropped = [a for a in keep if a is not None]
+        if dropped:
+            new_shape = tuple(d for a, d in enumerate(out.shape) if a not in dropped)
+            out = out.reshape(new_shape if new_shape else (1,))
+        return out
+
+    def __setitem__(self, key, value):
+        if not self.writable:
+            raise ValueError("this NDArray is read-only")
+        if key is Ellipsis or (isinstance(key, slice) and key == slice(None)):
+            view = self
+        else:
+            view = self._first_axis_view(key)
+        if view is None:
+            self._set_general(key, value)
+            return
+        _assign(view, value)
+
+    def _set_general(self, key, value):
+        # Multi-axis and strided assignment goes through host memory: it waits for the
+        # array, writes the selected elements, and copies the result back.
+        host = self.asnumpy()
+        if isinstance(key, NDArray):
+            key = key.asnumpy()
+        host[key] = value.asnumpy() if isinstance(value, NDArray) else value
+        _api.weft_ndarray_copy_from_host(self, np.ascontiguousarray(host))
+
+    # ---------------------------------------------------------------- arithmetic
+    def __add__(self, other):
+        return _arith(self, other, "elemwise_add", "broadcast_add", "_plus_scalar")
+
+    __radd__ = __add__
+
+    def __iadd__(self, other):
+        return _arith(self, other, "elemwise_add", "broadcast_add", "_plus_scalar", self)
+
+    def __sub__(self, other):
+        return _arith(self, other, "elemwise_sub", "broadcast_sub", "_minus_scalar")
+
+    def __rsub__(self, other):
+        return _arith(self, other, "", "", "_rminus_scalar")
+
+    def __isub__(self, other):
+        return _arith(self, other, "elemwise_sub", "broadcast_sub", "_minus_scalar", self)
+
+    def __mul__(self, other):
+        return _arith(self, other, "elemwise_mul", "broadcast_mul", "_mul_scalar")
+
+    __rmul__ = __mul__
+
+    def __imul__(self, other):
+        return _arith(self, other, "elemwise_mul", "broadcast_mul", "_mul_scalar", self)
+
+    def __truediv__(self, other):
+        return _arith(self, other, "elemwise_div", "broadcast_div", "_div_scalar")
+
+    def __rtruediv__(self, other):
+        return _arith(self, other, "", "", "_rdiv_scalar")
+
+    def __itruediv__(self, other):
+        return _arith(self, other, "elemwise_div", "broadcast_div", "_div_scalar", self)
+
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+
+    def __mod__(self, other):
+        return _arith(self, other, "_mod", "broadcast_mod", "_mod_scalar")
+
+    def __rmod__(self, other):
+        return _arith(self, other, "", "", "_rmod_scalar")
+
+    def __imod__(self, other):
+        return _arith(self, other, "_mod", "broadcast_mod", "_mod_scalar", self)
+
+    def __pow__(self, other):
+        return _arith(self, other, "_power", "broadcast_power", "_power_scalar")
+
+    def __rpow__(self, other):
+        return _arith(self, other, "", "", "_rpower_scalar")
+
+    def __neg__(self):
+        return invoke("negative", [self])
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return invoke("abs", [self])
+
+    def __eq__(self, other):
+        if other is None:
+            return False
+        return _arith(self, other, "_equal", "broadcast_equal", "_equal_scalar")
+
+    def __ne__(self, other):
+        if other is None:
+            return True
+        return _arith(self, other, "_not_equal", "broadcast_not_equal", "_not_equal_scalar")
+
+    def __gt__(self, other):
+        return _arith(self, other, "_greater", "broadcast_greater", "_greater_scalar")
+
+    def __ge__(self, other):
+        return _arith(self, other, "_greater_equal", "broadcast_greater_equal", "_greater_equal_scalar")
+
+    def __lt__(self, other):
+        return _arith(self, other, "_lesser", "broadcast_lesser", "_lesser_scalar")
+
+    def __le__(self, other):
+        return _arith(self, other, "_lesser_equal", "broadcast_lesser_equal", "_lesser_equal_scalar")
+
+    # ---------------------------------------------------------------- exchange
+    def __dlpack__(self, stream=None):
+        return _api.weft_ndarray_to_dlpack(self)
+
+    def __dlpack_device__(self):
+        ctx = self.context
+        # DLPack's device codes: 1 CPU, 2 CUDA, 3 CUDA host (pinned).
+        return ({"cpu": 1, "gpu": 2, "cpu_pinned": 3}[ctx.device_type], ctx.device_id)
+
+    def to_dlpack_for_read(self):
+        return self.__dlpack__()
+
+    def to_dlpack_for_write(self):
+        return self.__dlpack__()
+
+    def __reduce__(self):
+        raw = _api.weft_ndarray_save_raw_bytes(self)
+        try:
+            data = _api.weft_bytes_get(raw)
+        finally:
+            _api.weft_bytes_free(raw)
+        return (_from_raw_bytes, (data,))
+
+    def __getattr__(self, name):
+        # Operators as methods (a.sum(axis=1), a.transpose(), ...), as MXNet's NDArray has.
+        from . import _ops
+        fn = _ops.method(name)
+        if fn is None:
+            raise AttributeError("'%s' object has no attribute '%s'" % (type(self).__name__, name))
+        return lambda *args, **kwargs: fn(self, *args, **kwargs)
+
+
+def _from_raw_bytes(data):
+    return NDArray(_api.weft_ndarray_load_raw_bytes(data))
+
+
+def _assign(view, value):
+    """Writes `value` (a number, NDArray, numpy array or list) into the whole of `view`."""
+    if isinstance(value, NDArray):
+        if value.shape != view.shape:
+            value = invoke("broadcast_to", [value], {"shape": view.shape})
+        _api.weft_ndarray_copy_to(value, view)
+    elif isinstance(value, (numbers.Number, np.generic)):
+        invoke("_full", [], {"shape": view.shape, "dtype": view.dtype, "value": value, "ctx": view.context},
+               out=view)
+    else:
+        src = np.asarray(value, dtype=view.dtype)
+        src = np.ascontiguousarray(np.broadcast_to(src, view.shape))
+        _api.weft_ndarray_copy_from_host(view, src)
+
+
+# -------------------------------------------------------------------- creation
+def _ctx(ctx):
+    return current_context() if ctx is None else Context(ctx)
+
+
+def _shape(shape):
+    if isinstance(shape, (numbers.Integral, np.integer)):
+        return (int(shape),)
+    return tuple(int(d) for d in shape)
+
+
+def empty(shape, ctx=None, dtype=None):
+    """An uninitialised array."""
+    return NDArray(_api.weft_ndarray_create(_shape(shape), dtype_id(dtype), _ctx(ctx)._as_tuple()))
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs):
+    return invoke("_zeros", [], {"shape": _shape(shape), "ctx": _ctx(ctx), "dtype": _dtype_name(dtype or "float32")})
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    return invoke("_ones", [], {"shape": _shape(shape), "ctx": _ctx(ctx), "dtype": _dtype_name(dtype or "float32")})
+
+
+def full(shape, val, ctx=None, dtype=np.float32, out=None):
+    return invoke("_full", [], {"shape": _shape(shape), "ctx": _ctx(ctx), "dtype": _dtype_name(dtype),
+                                "value": val}, out=out)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=np.float32):
+    """Evenly spaced values in [start, stop), each repeated `repeat` times."""
+    return invoke("_arange", [], {"start": start, "stop": stop, "step": step, "repeat": repeat,
+                                  "ctx": _ctx(ctx), "dtype": _dtype_name(dtype)})
+
+
+def array(source_array, ctx=None, dtype=None):
+    """An array from a numpy array, an NDArray, a list or a number. The dtype defaults to
+    the source's for numpy arrays and NDArrays, float32 otherwise (as in MXNet)."""
+    if isinstance(source_array, NDArray):
+        dtype = source_array.dtype if dtype is None else dtype
+        src = source_array.asnumpy()
+    else:
+        if dtype is None:
+            dtype = source_array.dtype if isinstance(source_array, np.ndarray) else np.float32
+        src = source_array
+    np_dtype = dtype_np(dtype)
+    host = np.ascontiguousarray(np.asarray(src, dtype=np_dtype if np_dtype != bfloat16 else np.float32))
+    if np_dtype == bfloat16:
+        return array(host, ctx=ctx).astype("bfloat16")
+    out = empty(host.shape, ctx=ctx, dtype=np_dtype)
+    _api.weft_ndarray_copy_from_host(out, host)
+    return out
+
+
+def concatenate(arrays, axis=0, always_copy=True):
+    """Joins arrays along an existing axis."""
+    if not arrays:
+        raise ValueError("concatenate: expected at least one array, got none")
+    if len(arrays) == 1 and not always_copy:
+        return arrays[0]
+    return invoke("concat", list(arrays), {"dim": axis, "num_args": len(arrays)})
+
+
+def moveaxis(tensor, source, destination):
+    """Moves axis `source` to position `destination`."""
+    ndim = tensor.ndim
+    src, dst = source % ndim, destination % ndim
+    axes = [a for a in range(ndim) if a != src]
+    axes.insert(dst, src)
+    return invoke("transpose", [tensor], {"axes": tuple(axes)})
+
+
+def waitall():
+    """Blocks until every operation pushed so far has finished; raises the first error."""
+    _api.weft_wait_all()
+
+
+# -------------------------------------------------------------------- files
+def _list_from_handle(lst):
+    try:
+        n = _api.weft_ndarray_list_size(lst)
+        arrays = [NDArray(_api.weft_ndarray_list_get(lst, i)) for i in range(n)]
+        if _api.weft_ndarray_list_has_names(lst):
+            return {_api.weft_ndarray_list_name(lst, i): arrays[i] for i in range(n)}
+        return arrays
+    finally:
+        _api.weft_ndarray_list_free(lst)
+
+
+def _save_args(data):
+    if isinstance(data, NDArray):
+        return [data], None
+    if isinstance(data, dict):
+        names = list(data.keys())
+        for k in names:
+            if not isinstance(k, str):
+                raise TypeError("save: dict keys must be str, got %s" % type(k).__name__)
+        arrays = [data[k] for k in names]
+    elif isinstance(data, (list, tuple)):
+        arrays, names = list(data), None
+    else:
+        raise TypeError("save: expected an NDArray, a list or a dict of NDArrays, got %s" % type(data).__name__)
+    for a in arrays:
+        if not isinstance(a, NDArray):
+            raise TypeError("save: expected NDArrays, got %s" % type(a).__name__)
+    return arrays, names
+
+
+def save(fname, data):
+    """Saves an NDArray, a list or a str -> NDArray dict in MXNet's `.params` format."""
+    arrays, names = _save_args(data)
+    _api.weft_ndarray_save(str(fname), len(arrays), arrays, names)
+
+
+def save_tobuffer(data):
+    """The bytes `save` would write."""
+    arrays, names = _save_args(data)
+    raw = _api.weft_ndarray_save_to_bytes(len(arrays), arrays, names)
+    try:
+        return _api.weft_bytes_get(raw)
+    finally:
+        _api.weft_bytes_free(raw)
+
+
+def load(fname):
+    """Loads a list or a dict of NDArrays from a file `save` (or MXNet) wrote."""
+    return _list_from_handle(_api.weft_ndarray_load(str(fname)))
+
+
+def load_frombuffer(buf):
+    """Loads a list or a dict of NDArrays from bytes `save_tobuffer` (or MXNet) made."""
+    return _list_from_handle(_api.weft_ndarray_load_from_bytes(buf))
+
+
+# -------------------------------------------------------------------- DLPack
+def from_dlpack(obj):
+    """An NDArray sharing memory with a DLPack capsule or an object with __dlpack__
+    (a torch tensor, a numpy array)."""
+    capsule = obj.__dlpack__() if hasattr(obj, "__dlpack__") else obj
+    return NDArray(_api.weft_ndarray_from_dlpack(capsule))
+
+
+def to_dlpack_for_read(data):
+    return data.to_dlpack_for_read()
+
+
+def to_dlpack_for_write(data):
+    return data.to_dlpack_for_write()
+
+
+_fast.init(NDArray, error)
