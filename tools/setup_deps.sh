@@ -4,7 +4,7 @@
 # installed it touches nothing and does not even refresh the package lists.
 #
 #   bash tools/setup_deps.sh           # build, tests, main job
-#   bash tools/setup_deps.sh --bench   # also PyTorch, which only bench/ uses
+#   bash tools/setup_deps.sh --bench   # also PyTorch and OpenBLAS, which only bench/ uses
 set -euo pipefail
 
 packages=(
@@ -18,7 +18,10 @@ packages=(
 
 case "${1:-}" in
   "") ;;
-  --bench) packages+=(python3-torch) ;;
+  # Debian's PyTorch calls the system BLAS, which is the slow reference one unless OpenBLAS
+  # is installed (it then takes over the libblas.so.3 alternative): without it the peer of
+  # every GEMM benchmark would run far below its best.
+  --bench) packages+=(python3-torch libopenblas0-pthread) ;;
   *) echo "setup_deps.sh: unknown argument '$1' (expected nothing or --bench)" >&2; exit 2 ;;
 esac
 
