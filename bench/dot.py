@@ -4,6 +4,7 @@ against `torch.mm`, in GFLOP/s (2 n^3 floating-point operations per product).
 import os
 
 os.environ.pop("OPENBLAS_CORETYPE", None)
+os.environ.pop("OPENBLAS_L2_SIZE", None)  # also set by this machine; it shrinks OpenBLAS's blocking
 os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
 
 import time  # noqa: E402
