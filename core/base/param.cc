@@ -83,8 +83,21 @@ void Parse(const std::string& raw, const std::string& where, std::vector<double>
 
 std::string Format(int v) { return std::to_string(v); }
 std::string Format(int64_t v) { return std::to_string(v); }
+// Whole numbers print as plain integers ("100", not the shortest "%g" form "1e+02"),
+// so that ranges and defaults in messages read the way a user would type them. Beyond
+// 1e15 the exponent form is shorter and a double no longer holds every integer anyway.
+static bool FormatAsInteger(double v, std::string* out) {
+  if (!(std::fabs(v) <= 1e15) || v != std::trunc(v)) return false;
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.0f", v);
+  *out = buf;
+  return true;
+}
+
 std::string Format(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string whole;
+  if (FormatAsInteger(v, &whole)) return whole;
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.17g", v);
   // Prefer the shortest form that reads back exactly.
@@ -96,6 +109,8 @@ std::string Format(double v) {
   return buf;
 }
 std::string Format(float v) {
+  std::string whole;
+  if (FormatAsInteger(static_cast<double>(v), &whole)) return whole;
   for (int prec = 1; prec < 10; ++prec) {
     char b2[64];
     std::snprintf(b2, sizeof(b2), "%.*g", prec, static_cast<double>(v));

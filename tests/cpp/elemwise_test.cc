@@ -93,6 +93,8 @@ double RefErfinv(double y) {
   if (y == 1) return INFINITY;
   if (y == -1) return -INFINITY;
   if (!(y > -1 && y < 1)) return NAN;
+  // Bisection only approaches 0 (to about -6e-60), which a bool result would read as true.
+  if (y == 0) return y;
   double lo = -10, hi = 10;
   for (int i = 0; i < 200; ++i) {
     double mid = 0.5 * (lo + hi);

@@ -1,0 +1,158 @@
+// Scalar samplers shared by the random operators, drawn from per-element Philox streams.
+//
+// A draw reserves one counter per output element from the context's RandomState; element i
+// reads the Philox blocks (counter = first + i, stream = 0, 1, 2, ...) one 32-bit word at a
+// time. Its value therefore depends only on the seed, the draws before it and i, never on
+// how the loop is split across threads, and rejection samplers (gamma, Poisson, randint)
+// can take as many words as they need without touching a neighbour's stream.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "core/base/error.h"
+#include "core/op/elemwise/math.h"
+#include "core/op/registry.h"
+#include "core/resource/philox.h"
+
+namespace weft {
+namespace op {
+namespace random {
+
+// Elements per thread chunk: a Philox block costs tens of nanoseconds, so threads pay off
+// much earlier than for plain elementwise loops.
+constexpr int64_t kSampleGrain = 1 << 12;
+
+class ElementStream {
+ public:
+  ElementStream(const Philox4x32& gen, uint64_t counter) : gen_(gen), counter_(counter) {}
+
+  uint32_t Next32() {
+    if (used_ == 4) {
+      gen_.Generate(counter_, block_++, buf_);
+      used_ = 0;
+    }
+    return buf_[used_++];
+  }
+  uint64_t Next64() {
+    uint64_t hi = Next32();
+    return (hi << 32) | Next32();
+  }
+  // Uniform in [0, 1), 53 random bits.
+  double Uniform() { return static_cast<double>(Next64() >> 11) * 0x1p-53; }
+  // Uniform in (0, 1], for logarithms.
+  double UniformPositive() { return static_cast<double>((Next64() >> 11) + 1) * 0x1p-53; }
+  // Standard normal (Box-Muller; the second value of the pair is not kept so that every
+  // call is independent of the ones before it in the same stream).
+  double Normal() {
+    double r = std::sqrt(-2.0 * std::log(UniformPositive()));
+    return r * std::cos(6.283185307179586476925 * Uniform());
+  }
+  // Uniform in [0, range) for range >= 1, unbiased: 64-bit words below 2^64 mod range are
+  // rejected so that every residue is hit by the same number of words.
+  uint64_t Below(uint64_t range) {
+    uint64_t threshold = (0 - range) % range;
+    for (;;) {
+      uint64_t x = Next64();
+      if (x >= threshold) return x % range;
+    }
+  }
+
+ private:
+  Philox4x32 gen_;
+  uint64_t counter_;
+  uint64_t block_ = 0;
+  uint32_t buf_[4] = {0, 0, 0, 0};
+  int used_ = 4;
+};
+
+// The generator and first counter of a draw of `n` elements. The operator holds the
+// random resource for writing while it runs, so reserving needs no lock.
+struct Draw {
+  Philox4x32 gen;
+  uint64_t first;
+  ElementStream Stream(uint64_t i) const { return ElementStream(gen, first + i); }
+};
+
+inline Draw Reserve(const NodeAttrs& attrs, const OpContext& ctx, uint64_t n) {
+  WEFT_CHECK(!ctx.requested.empty() && ctx.requested[0].random != nullptr, kInternal, "Operator '", attrs.op->name,
+             "': expected a random resource, got none (FResourceRequest not honoured)");
+  RandomState* state = ctx.requested[0].random;
+  return Draw{Philox4x32(state->seed), state->Reserve(n)};
+}
+
+// Gamma(alpha, 1) by Marsaglia and Tsang ("A simple method for generating gamma
+// variables", 2000); alpha < 1 draws Gamma(alpha + 1) and scales by U^(1 / alpha).
+inline double Gamma(ElementStream& s, double alpha) {
+  double boost = 1.0;
+  if (alpha < 1.0) {
+    boost = std::pow(s.UniformPositive(), 1.0 / alpha);
+    alpha += 1.0;
+  }
+  const double d = alpha - 1.0 / 3.0;
+  const double c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x = s.Normal();
+    double t = 1.0 + c * x;
+    if (t <= 0) continue;
+    double v = t * t * t;
+    double u = s.UniformPositive();
+    double x2 = x * x;
+    if (u < 1.0 - 0.0331 * x2 * x2 || std::log(u) < 0.5 * x2 + d * (1.0 - v + std::log(v))) return d * v * boost;
+  }
+}
+
+// Poisson(lam): multiplication of uniforms below lam = 10, where it takes lam + 1 draws
+// on average; above, the transformed rejection of Hoermann ("The transformed rejection
+// method for generating Poisson random variables", 1993), which takes about 1.2.
+inline double Poisson(ElementStream& s, double lam) {
+  if (lam <= 0) return 0;
+  if (lam < 10) {
+    const double limit = std::exp(-lam);
+    double prod = s.UniformPositive();
+    double k = 0;
+    while (prod > limit) {
+      k += 1;
+      prod *= s.UniformPositive();
+    }
+    return k;
+  }
+  const double slam = std::sqrt(lam), loglam = std::log(lam);
+  const double b = 0.931 + 2.53 * slam;
+  const double a = -0.059 + 0.02483 * b;
+  const double inv_alpha = 1.1239 + 1.1328 / (b - 3.4);
+  const double v_r = 0.9277 - 3.6224 / (b - 2);
+  for (;;) {
+    double u = s.Uniform() - 0.5;
+    double v = s.UniformPositive();
+    double us = 0.5 - std::fabs(u);
+    double k = std::floor((2 * a / us + b) * u + lam + 0.43);
+    if (us >= 0.07 && v <= v_r) return k;
+    if (k < 0 || (us < 0.013 && v > us)) continue;
+    // math::lgamma: std::lgamma writes the global signgam, a race in the parallel loop.
+    if (std::log(v) + std::log(inv_alpha) - std::log(a / (us * us) + b) <= -lam + k * loglam - math::lgamma(k + 1))
+      return k;
+  }
+}
+
+// `v` (drawn in [low, high) in double) as T, kept below `high` when rounding to T would
+// reach it.
+template <typename T>
+T BelowHigh(double v, double low, double high) {
+  T t = static_cast<T>(v);
+  if (static_cast<double>(t) < high) return t;
+  // A fraction of the larger of |high| and the range: small enough to stay in range, large
+  // enough to cross a rounding step of T near high in a few tens of iterations (bfloat16).
+  const double step = std::fmax(std::fabs(high), high - low) * 0x1p-12;
+  while (static_cast<double>(t) >= high && v > low) {
+    v -= step;
+    t = static_cast<T>(v);
+  }
+  return static_cast<double>(t) < low ? static_cast<T>(low) : t;
+}
+
+}  // namespace random
+}  // namespace op
+}  // namespace weft
