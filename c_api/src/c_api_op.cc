@@ -119,8 +119,13 @@ std::vector<NDArray> ReadArrays(int n, weft_ndarray_t* const* handles, const cha
   std::vector<NDArray> r;
   r.reserve(n);
   for (int i = 0; i < n; ++i) {
-    std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
-    r.push_back(Arr(handles[i], arg.c_str(), fn));
+    try {
+      r.push_back(Arr(handles[i], what, fn));
+    } catch (const Error&) {
+      // Only a failure pays for naming the element: the lookup repeats with its index.
+      std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
+      r.push_back(Arr(handles[i], arg.c_str(), fn));
+    }
   }
   return r;
 }

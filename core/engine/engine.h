@@ -56,6 +56,10 @@ enum class FnProperty : int {
   kCopyToGPU = 2,   // host-to-device copy stream
   kCPUPrioritized = 3,
   kAsync = 4,       // returns at once and completes through the callback (I/O, network)
+  // A small CPU computation: when nothing it depends on is pending, the pushing thread
+  // may run it at once instead of waking a worker, whose hand-off costs more than the
+  // work. Otherwise it is queued like kNormal.
+  kCPUInline = 5,
 };
 
 constexpr int kDefaultPriority = 0;

@@ -1,8 +1,14 @@
 // The naive engine runs every operation synchronously on the pushing thread, so a stack
 // trace points at the caller. Asynchronous operations are waited for before Push returns.
+//
+// Pushes from several threads are serialised by one lock: two threads writing the same
+// variable must not run at once, and with no queues there is nothing else to order them.
+// The lock is recursive because an operation may push (an array freed inside an operation
+// deletes its variable).
 #include <condition_variable>
 #include <mutex>
 
+#include "core/base/error.h"
 #include "core/engine/engine_impl.h"
 
 namespace weft {
@@ -18,18 +24,36 @@ struct Completion {
   std::exception_ptr error;
 };
 
+void CheckVars(const std::vector<VarHandle>& vars, const char* list) {
+  for (VarHandle v : vars)
+    WEFT_CHECK(v != nullptr, kValue, "engine: expected a variable in the ", list, " list, got a null handle");
+}
+
 class NaiveEngine : public Engine {
  public:
   VarHandle NewVariable() override { return new Var(); }
 
   void DeleteVariable(SyncFn on_delete, Context ctx, VarHandle var) override {
-    if (on_delete) on_delete(RunContext{ctx, nullptr});
+    WEFT_CHECK(var != nullptr, kValue, "DeleteVariable: expected a variable, got a null handle");
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    // As in the threaded engine, a failing on_delete is reported at WaitForAll; it must
+    // not escape into the destructor that usually calls this.
+    if (on_delete) {
+      try {
+        on_delete(RunContext{ctx, nullptr});
+      } catch (...) {
+        if (!first_error_) first_error_ = std::current_exception();
+      }
+    }
     delete var;
   }
 
   OprHandle NewOperator(AsyncFn fn, const std::vector<VarHandle>& const_vars,
                         const std::vector<VarHandle>& mutable_vars, FnProperty prop,
                         const char* name) override {
+    WEFT_CHECK(fn != nullptr, kValue, "NewOperator: expected a function, got an empty one");
+    CheckVars(const_vars, "read");
+    CheckVars(mutable_vars, "write");
     auto* op = new NaiveOpr();
     op->fn = std::move(fn);
     op->const_vars = const_vars;
@@ -41,20 +65,35 @@ class NaiveEngine : public Engine {
 
   void DeleteOperator(OprHandle op) override { delete op; }
 
-  void Push(OprHandle op, Context ctx, int) override { Run(op->fn, ctx, op->const_vars, op->mutable_vars); }
+  void Push(OprHandle op, Context ctx, int) override {
+    WEFT_CHECK(op != nullptr, kValue, "Push: expected an operator, got a null handle");
+    Run(op->fn, ctx, op->const_vars, op->mutable_vars);
+  }
 
   void PushAsync(AsyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
                  const std::vector<VarHandle>& mutable_vars, FnProperty, int, const char*) override {
+    WEFT_CHECK(fn != nullptr, kValue, "PushAsync: expected a function, got an empty one");
+    CheckVars(const_vars, "read");
+    CheckVars(mutable_vars, "write");
     Run(fn, ctx, const_vars, mutable_vars);
   }
 
   void WaitForVar(VarHandle var) override {
-    if (var->error) std::rethrow_exception(var->error);
+    WEFT_CHECK(var != nullptr, kValue, "WaitForVar: expected a variable, got a null handle");
+    std::exception_ptr e;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      e = var->error;
+    }
+    if (e) std::rethrow_exception(e);
   }
 
   void WaitForAll() override {
-    std::exception_ptr e = first_error_;
-    first_error_ = nullptr;
+    std::exception_ptr e;
+    {
+      std::lock_guard<std::recursive_mutex> lock(mu_);
+      std::swap(e, first_error_);
+    }
     if (e) std::rethrow_exception(e);
   }
 
@@ -69,6 +108,7 @@ class NaiveEngine : public Engine {
 
   void Run(const AsyncFn& fn, Context ctx, const std::vector<VarHandle>& const_vars,
            const std::vector<VarHandle>& mutable_vars) {
+    std::lock_guard<std::recursive_mutex> run_lock(mu_);
     // An error on an input flows to the outputs instead of running on bad data.
     std::exception_ptr upstream;
     for (VarHandle v : const_vars) if (v->error) upstream = v->error;
@@ -84,6 +124,7 @@ class NaiveEngine : public Engine {
     if (error && !first_error_) first_error_ = error;
   }
 
+  std::recursive_mutex mu_;
   std::exception_ptr first_error_;
 };
 

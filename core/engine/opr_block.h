@@ -49,6 +49,8 @@ struct OprBlock {
   // Engine-internal waits: they run on the thread that makes them ready and run even
   // when their inputs carry errors.
   bool internal = false;
+  // Pushed with FnProperty::kCPUInline: runs on the pushing thread when ready at push time.
+  bool run_inline = false;
   WorkerPool* pool = nullptr;
   ThreadedOpr* opr = nullptr;    // a pre-created operator, or null when fn is the work
   AsyncFn fn;

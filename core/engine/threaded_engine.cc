@@ -101,6 +101,9 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     blk->slots[0].var = static_cast<ThreadedVar*>(var);
     blk->slots[0].write = true;
     blk->delete_var = static_cast<ThreadedVar*>(var);
+    // Deleting an idle CPU variable (returning its memory to the pool) is cheaper than
+    // waking a worker for it.
+    blk->run_inline = !ctx.is_gpu();
     if (on_delete) {
       blk->fn = [f = std::move(on_delete)](RunContext rctx, CallbackOnComplete done) {
         f(rctx);
@@ -161,6 +164,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     blk->ctx = ctx;
     blk->priority = priority;
     blk->pool = pool;
+    blk->run_inline = prop == FnProperty::kCPUInline && !ctx.is_gpu();
     Submit(blk.release());
   }
 
@@ -303,8 +307,8 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 
   WorkerPool* PoolFor(const Context& ctx, FnProperty prop) {
     if (ctx.is_gpu()) {
-      int n = static_cast<int>(gpu_pools_.size());
 #ifdef WEFT_USE_CUDA
+      int n = static_cast<int>(gpu_pools_.size());
       WEFT_CHECK(ctx.dev_id >= 0 && ctx.dev_id < n, kUnsupported, "engine: cannot run on ", ctx.ToString(), ": ", n,
                  " GPU(s) visible");
 #else
@@ -329,7 +333,14 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     int granted = 1;
     for (uint32_t i = 0; i < n; ++i) granted += blk->slots[i].var->AppendLocked(&blk->slots[i]);
     for (uint32_t i = 0; i < n; ++i) blk->slots[i].var->mu.unlock();
-    if (blk->wait.fetch_sub(granted, std::memory_order_acq_rel) == granted) Dispatch(blk);
+    if (blk->wait.fetch_sub(granted, std::memory_order_acq_rel) != granted) return;
+    // Only here, at push time, does an inline block run on the caller: a block made ready
+    // later by Complete() goes to a worker, so a long chain never nests on one stack.
+    if (blk->run_inline) {
+      RunBlock(blk, RunContext{blk->ctx, nullptr}, nullptr);
+    } else {
+      Dispatch(blk);
+    }
   }
 
   void Dispatch(OprBlock* blk) {

@@ -1,6 +1,7 @@
 #include "core/imperative/imperative.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "core/base/error.h"
 
@@ -37,6 +38,22 @@ bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vec
     d = t;
   }
   return true;
+}
+
+// Operations touching at most this many bytes (inputs plus outputs) run on the pushing
+// thread when their inputs are ready: below it, waking a worker costs more than the work.
+// WEFT_ENGINE_INLINE_BYTES changes it; 0 sends everything to the workers.
+int64_t InlineMaxBytes() {
+  static const int64_t limit = [] {
+    const char* s = std::getenv("WEFT_ENGINE_INLINE_BYTES");
+    if (s == nullptr || *s == '\0') return int64_t{1} << 16;
+    char* end = nullptr;
+    long long v = std::strtoll(s, &end, 10);
+    WEFT_CHECK(*end == '\0' && v >= 0, kValue, "WEFT_ENGINE_INLINE_BYTES: expected a non-negative integer, got '", s,
+               "'");
+    return static_cast<int64_t>(v);
+  }();
+  return limit;
 }
 
 }  // namespace
@@ -170,6 +187,11 @@ void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vec
   out_blobs.reserve(num_out);
   for (const auto& in : inputs) in_blobs.push_back(in.data());
   for (const auto& o : *outputs) out_blobs.push_back(o.data());
+  int64_t bytes = 0;
+  for (const auto& b : in_blobs) bytes += static_cast<int64_t>(b.Bytes());
+  for (const auto& b : out_blobs) bytes += static_cast<int64_t>(b.Bytes());
+  engine::FnProperty prop =
+      ctx.is_gpu() || bytes > InlineMaxBytes() ? engine::FnProperty::kNormal : engine::FnProperty::kCPUInline;
   std::vector<OpReq> reqs = req ? *req : std::vector<OpReq>(num_out, OpReq::kWriteTo);
   if (static_cast<int>(reqs.size()) < num_out) reqs.resize(num_out, OpReq::kWriteTo);
 
@@ -182,7 +204,7 @@ void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vec
         octx.requested = resources;
         fn(attrs, octx, in_blobs, reqs, out_blobs);
       },
-      ctx, reads, writes, engine::FnProperty::kNormal, 0, op->name.c_str());
+      ctx, reads, writes, prop, 0, op->name.c_str());
 }
 
 namespace {

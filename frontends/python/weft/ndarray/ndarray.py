@@ -79,29 +79,22 @@ def invoke(op, inputs, params=None, out=None):
     return _fast.invoke(op, inputs, keys, vals, out)
 
 
-class _OpHandles:
-    """Operator handles of the arithmetic dispatch, looked up once."""
+def _binary(elem, bcast, scalar, inplace=False):
+    """An arithmetic or comparison method: `elem` for an NDArray of the same shape, `bcast`
+    for another shape, `scalar` for a number ("" where the form does not exist). The
+    operator handles are looked up once, here, so a call is one C call."""
+    e, b, s = (_api.weft_op_get(name) if name else 0 for name in (elem, bcast, scalar))
+    arith = _fast.arith
 
-    def __init__(self):
-        self._cache = {}
+    def method(self, other):
+        out = self if inplace else None
+        result = arith(self, other, e, b, s, out)
+        if result is NotImplemented and isinstance(other, np.generic) and other.ndim == 0:
+            # numpy's integer scalars are not Python ints; their value is.
+            result = arith(self, other.item(), e, b, s, out)
+        return result
 
-    def __call__(self, name):
-        handle = self._cache.get(name)
-        if handle is None:
-            handle = _api.weft_op_get(name) if name else 0
-            self._cache[name] = handle
-        return handle
-
-
-_op_handle = _OpHandles()
-
-
-def _arith(lhs, rhs, elem, bcast, scalar, out=None):
-    result = _fast.arith(lhs, rhs, _op_handle(elem), _op_handle(bcast), _op_handle(scalar), out)
-    if result is NotImplemented and isinstance(rhs, np.generic) and rhs.ndim == 0:
-        # numpy's integer scalars are not Python ints; their value is.
-        result = _fast.arith(lhs, rhs.item(), _op_handle(elem), _op_handle(bcast), _op_handle(scalar), out)
-    return result
+    return method
 
 
 def _infer_reshape(src, target, reverse=False):
@@ -431,57 +424,37 @@ class NDArray(_fast.NDArrayBase):
         _api.weft_ndarray_copy_from_host(self, np.ascontiguousarray(host))
 
     # ---------------------------------------------------------------- arithmetic
-    def __add__(self, other):
-        return _arith(self, other, "elemwise_add", "broadcast_add", "_plus_scalar")
-
+    __add__ = _binary("elemwise_add", "broadcast_add", "_plus_scalar")
     __radd__ = __add__
-
-    def __iadd__(self, other):
-        return _arith(self, other, "elemwise_add", "broadcast_add", "_plus_scalar", self)
-
-    def __sub__(self, other):
-        return _arith(self, other, "elemwise_sub", "broadcast_sub", "_minus_scalar")
-
-    def __rsub__(self, other):
-        return _arith(self, other, "", "", "_rminus_scalar")
-
-    def __isub__(self, other):
-        return _arith(self, other, "elemwise_sub", "broadcast_sub", "_minus_scalar", self)
-
-    def __mul__(self, other):
-        return _arith(self, other, "elemwise_mul", "broadcast_mul", "_mul_scalar")
-
+    __iadd__ = _binary("elemwise_add", "broadcast_add", "_plus_scalar", inplace=True)
+    __sub__ = _binary("elemwise_sub", "broadcast_sub", "_minus_scalar")
+    __rsub__ = _binary("", "", "_rminus_scalar")
+    __isub__ = _binary("elemwise_sub", "broadcast_sub", "_minus_scalar", inplace=True)
+    __mul__ = _binary("elemwise_mul", "broadcast_mul", "_mul_scalar")
     __rmul__ = __mul__
-
-    def __imul__(self, other):
-        return _arith(self, other, "elemwise_mul", "broadcast_mul", "_mul_scalar", self)
-
-    def __truediv__(self, other):
-        return _arith(self, other, "elemwise_div", "broadcast_div", "_div_scalar")
-
-    def __rtruediv__(self, other):
-        return _arith(self, other, "", "", "_rdiv_scalar")
-
-    def __itruediv__(self, other):
-        return _arith(self, other, "elemwise_div", "broadcast_div", "_div_scalar", self)
-
+    __imul__ = _binary("elemwise_mul", "broadcast_mul", "_mul_scalar", inplace=True)
+    __truediv__ = _binary("elemwise_div", "broadcast_div", "_div_scalar")
+    __rtruediv__ = _binary("", "", "_rdiv_scalar")
+    __itruediv__ = _binary("elemwise_div", "broadcast_div", "_div_scalar", inplace=True)
     __div__ = __truediv__
     __rdiv__ = __rtruediv__
+    __mod__ = _binary("_mod", "broadcast_mod", "_mod_scalar")
+    __rmod__ = _binary("", "", "_rmod_scalar")
+    __imod__ = _binary("_mod", "broadcast_mod", "_mod_scalar", inplace=True)
+    __pow__ = _binary("_power", "broadcast_power", "_power_scalar")
+    __rpow__ = _binary("", "", "_rpower_scalar")
+    __gt__ = _binary("_greater", "broadcast_greater", "_greater_scalar")
+    __ge__ = _binary("_greater_equal", "broadcast_greater_equal", "_greater_equal_scalar")
+    __lt__ = _binary("_lesser", "broadcast_lesser", "_lesser_scalar")
+    __le__ = _binary("_lesser_equal", "broadcast_lesser_equal", "_lesser_equal_scalar")
+    _eq = _binary("_equal", "broadcast_equal", "_equal_scalar")
+    _ne = _binary("_not_equal", "broadcast_not_equal", "_not_equal_scalar")
 
-    def __mod__(self, other):
-        return _arith(self, other, "_mod", "broadcast_mod", "_mod_scalar")
+    def __eq__(self, other):
+        return False if other is None else self._eq(other)
 
-    def __rmod__(self, other):
-        return _arith(self, other, "", "", "_rmod_scalar")
-
-    def __imod__(self, other):
-        return _arith(self, other, "_mod", "broadcast_mod", "_mod_scalar", self)
-
-    def __pow__(self, other):
-        return _arith(self, other, "_power", "broadcast_power", "_power_scalar")
-
-    def __rpow__(self, other):
-        return _arith(self, other, "", "", "_rpower_scalar")
+    def __ne__(self, other):
+        return True if other is None else self._ne(other)
 
     def __neg__(self):
         return invoke("negative", [self])
@@ -491,28 +464,6 @@ class NDArray(_fast.NDArrayBase):
 
     def __abs__(self):
         return invoke("abs", [self])
-
-    def __eq__(self, other):
-        if other is None:
-            return False
-        return _arith(self, other, "_equal", "broadcast_equal", "_equal_scalar")
-
-    def __ne__(self, other):
-        if other is None:
-            return True
-        return _arith(self, other, "_not_equal", "broadcast_not_equal", "_not_equal_scalar")
-
-    def __gt__(self, other):
-        return _arith(self, other, "_greater", "broadcast_greater", "_greater_scalar")
-
-    def __ge__(self, other):
-        return _arith(self, other, "_greater_equal", "broadcast_greater_equal", "_greater_equal_scalar")
-
-    def __lt__(self, other):
-        return _arith(self, other, "_lesser", "broadcast_lesser", "_lesser_scalar")
-
-    def __le__(self, other):
-        return _arith(self, other, "_lesser_equal", "broadcast_lesser_equal", "_lesser_equal_scalar")
 
     # ---------------------------------------------------------------- exchange
     def __dlpack__(self, stream=None):
