@@ -102,8 +102,10 @@ void NDArray::WaitToRead() const {
 
 void NDArray::WaitToWrite() const {
   if (!chunk_) return;
-  // A write must also wait for pending reads: push a no-op that writes the variable.
-  engine::Engine::Get()->PushSync([](engine::RunContext) {}, ctx(), {}, {chunk_->var},
+  // A write must also wait for pending reads: push a no-op that writes the variable. It
+  // reads the variable too, so that an error left by a failed write flows through it
+  // instead of being cleared by the no-op's success.
+  engine::Engine::Get()->PushSync([](engine::RunContext) {}, ctx(), {chunk_->var}, {chunk_->var},
                                   engine::FnProperty::kNormal, 0, "WaitToWrite");
   engine::Engine::Get()->WaitForVar(chunk_->var);
 }

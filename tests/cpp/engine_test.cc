@@ -1,0 +1,567 @@
+// Engine tests, run against both engines built directly (not the process-wide one), so the
+// naive and threaded engines are held to the same contract: dependency order, async
+// completion, pre-created operators, deferred variable deletion, error propagation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/engine/engine.h"
+#include "core/engine/engine_impl.h"
+
+namespace weft {
+namespace engine {
+namespace {
+
+using std::chrono::seconds;
+
+// Sets an environment variable for the life of the object (engines read their thread
+// counts when they are built).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_.c_str(), old_->c_str(), 1);
+    } else {
+      unsetenv(name_.c_str());
+    }
+  }
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
+
+// A one-shot gate that operations block on until the test opens it.
+class Gate {
+ public:
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+class EngineTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    // Several CPU workers so that independent operations really run at the same time.
+    ScopedEnv workers("WEFT_CPU_WORKER_NTHREADS", "4");
+    ScopedEnv prio("WEFT_CPU_PRIORITY_NTHREADS", "2");
+    engine_ = Engine::Create(GetParam());
+  }
+
+  void TearDown() override {
+    if (engine_) engine_->Shutdown();
+  }
+
+  bool threaded() const { return GetParam() == "ThreadedEngine"; }
+
+  // WaitForAll with a time limit, so that a deadlock fails the test instead of hanging the
+  // suite. On timeout the engine is leaked (its workers are stuck) and false is returned.
+  // An exception raised by WaitForAll is stored in *error.
+  bool WaitAllWithin(seconds limit, std::exception_ptr* error = nullptr) {
+    struct State {
+      std::promise<std::exception_ptr> done;
+    };
+    auto state = std::make_shared<State>();
+    std::future<std::exception_ptr> fut = state->done.get_future();
+    Engine* eng = engine_.get();
+    std::thread([state, eng] {
+      try {
+        eng->WaitForAll();
+        state->done.set_value(nullptr);
+      } catch (...) {
+        state->done.set_value(std::current_exception());
+      }
+    }).detach();
+    if (fut.wait_for(limit) != std::future_status::ready) {
+      engine_.release();
+      return false;
+    }
+    std::exception_ptr e = fut.get();
+    if (error) {
+      *error = e;
+    } else if (e) {
+      std::rethrow_exception(e);
+    }
+    return true;
+  }
+
+  std::unique_ptr<Engine> engine_;
+};
+
+// Message of the exception WaitForVar / WaitForAll raised, or "" when none.
+template <typename F>
+std::string ErrorOf(F&& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ------------------------------------------------------------------ the stress test
+
+// One random operation of the stress test: which variables it reads and writes, how it is
+// pushed, and a salt that makes its update unique.
+struct RandomOp {
+  std::vector<int> reads;
+  std::vector<int> writes;
+  uint64_t salt = 0;
+  int priority = 0;
+  int how = 0;  // 0 PushSync, 1 PushAsync completing inline, 2 PushSync on the prioritized pool
+};
+
+// The deterministic update: every written variable mixes its old value with a hash of the
+// values read. Reads happen before any write, as in sequential execution.
+void Apply(const RandomOp& op, uint64_t* vals) {
+  uint64_t h = op.salt;
+  for (int r : op.reads) h = (h ^ vals[r]) * 0x100000001B3ull;
+  for (int w : op.writes) vals[w] = vals[w] * 6364136223846793005ull + (h ^ static_cast<uint64_t>(w));
+}
+
+std::vector<RandomOp> MakeOps(int n, int nvars, int var_base, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), var(0, nvars - 1), prio(-2, 2), how(0, 2);
+  std::vector<RandomOp> ops(n);
+  for (int i = 0; i < n; ++i) {
+    RandomOp& op = ops[i];
+    // Duplicates and variables both read and written are allowed on purpose: the engine
+    // must merge them.
+    for (int k = nread(rng); k > 0; --k) op.reads.push_back(var_base + var(rng));
+    for (int k = nwrite(rng); k > 0; --k) op.writes.push_back(var_base + var(rng));
+    // A variable listed twice in writes must be updated twice, as the sequential
+    // reference does; keep writes distinct so both sides agree on one update each.
+    std::sort(op.writes.begin(), op.writes.end());
+    op.writes.erase(std::unique(op.writes.begin(), op.writes.end()), op.writes.end());
+    op.salt = (static_cast<uint64_t>(seed) << 32) ^ static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    op.priority = prio(rng);
+    op.how = how(rng);
+  }
+  return ops;
+}
+
+void PushOp(Engine* eng, const RandomOp& op, const std::vector<VarHandle>& vars, uint64_t* vals) {
+  std::vector<VarHandle> reads, writes;
+  for (int r : op.reads) reads.push_back(vars[r]);
+  for (int w : op.writes) writes.push_back(vars[w]);
+  const RandomOp* p = &op;
+  switch (op.how) {
+    case 0:
+      eng->PushSync([p, vals](RunContext) { Apply(*p, vals); }, Context::CPU(), reads, writes, FnProperty::kNormal,
+                    op.priority, "stress");
+      break;
+    case 1:
+      eng->PushAsync(
+          [p, vals](RunContext, CallbackOnComplete done) {
+            Apply(*p, vals);
+            done();
+          },
+          Context::CPU(), reads, writes, FnProperty::kNormal, op.priority, "stress_async");
+      break;
+    default:
+      eng->PushSync([p, vals](RunContext) { Apply(*p, vals); }, Context::CPU(), reads, writes,
+                    FnProperty::kCPUPrioritized, op.priority, "stress_prio");
+      break;
+  }
+}
+
+TEST_P(EngineTest, StressMatchesSequentialExecution) {
+  constexpr int kVars = 32;
+  constexpr int kOps = 100000;
+  std::vector<RandomOp> ops = MakeOps(kOps, kVars, 0, 20261123);
+  std::vector<uint64_t> vals(kVars), ref(kVars);
+  for (int i = 0; i < kVars; ++i) vals[i] = ref[i] = 1000003ull * (i + 1);
+  std::vector<VarHandle> vars;
+  for (int i = 0; i < kVars; ++i) vars.push_back(engine_->NewVariable());
+
+  std::mt19937 rng(7);
+  for (int i = 0; i < kOps; ++i) {
+    PushOp(engine_.get(), ops[i], vars, vals.data());
+    Apply(ops[i], ref.data());
+    // Now and then read one variable back mid-stream: once its pending writes are done it
+    // must hold the sequential value as of this point.
+    if (i % 5000 == 4999) {
+      int v = static_cast<int>(rng() % kVars);
+      engine_->WaitForVar(vars[v]);
+      EXPECT_EQ(vals[v], ref[v]) << "variable " << v << " after op " << i;
+    }
+  }
+  ASSERT_TRUE(WaitAllWithin(seconds(60))) << "WaitForAll did not return within 60 s: deadlock";
+  for (int i = 0; i < kVars; ++i) EXPECT_EQ(vals[i], ref[i]) << "variable " << i;
+  for (VarHandle v : vars) engine_->DeleteVariable(nullptr, Context::CPU(), v);
+  ASSERT_TRUE(WaitAllWithin(seconds(60)));
+}
+
+// Two threads push at once, each on its own half of the variables plus reads of a shared
+// variable that nobody writes, so that concurrent pushes contend on the same queues.
+TEST_P(EngineTest, StressFromTwoPushingThreads) {
+  constexpr int kHalf = 16;
+  constexpr int kOps = 20000;
+  std::vector<uint64_t> vals(2 * kHalf + 1), ref(2 * kHalf + 1);
+  for (size_t i = 0; i < vals.size(); ++i) vals[i] = ref[i] = 77 * i + 5;
+  std::vector<VarHandle> vars;
+  for (size_t i = 0; i < vals.size(); ++i) vars.push_back(engine_->NewVariable());
+  const int shared = 2 * kHalf;
+  std::vector<RandomOp> ops[2] = {MakeOps(kOps, kHalf, 0, 11), MakeOps(kOps, kHalf, kHalf, 12)};
+  for (auto& list : ops)
+    for (size_t i = 0; i < list.size(); i += 3) list[i].reads.push_back(shared);
+  for (auto& list : ops)
+    for (const RandomOp& op : list) Apply(op, ref.data());
+
+  std::vector<std::thread> pushers;
+  for (int t = 0; t < 2; ++t) {
+    pushers.emplace_back([&, t] {
+      for (const RandomOp& op : ops[t]) PushOp(engine_.get(), op, vars, vals.data());
+    });
+  }
+  for (auto& th : pushers) th.join();
+  ASSERT_TRUE(WaitAllWithin(seconds(60))) << "WaitForAll did not return within 60 s: deadlock";
+  for (size_t i = 0; i < vals.size(); ++i) EXPECT_EQ(vals[i], ref[i]) << "variable " << i;
+  for (VarHandle v : vars) engine_->DeleteVariable(nullptr, Context::CPU(), v);
+}
+
+// ------------------------------------------------------------------ pushes and callbacks
+
+TEST_P(EngineTest, PushAsyncCompletesThroughTheCallback) {
+  VarHandle v = engine_->NewVariable();
+  std::atomic<int> value{0};
+  std::vector<std::thread> helpers;
+  std::mutex helpers_mu;
+  // The work finishes on another thread, after the function has returned; the next op on
+  // the variable must still see it.
+  engine_->PushAsync(
+      [&](RunContext, CallbackOnComplete done) {
+        std::lock_guard<std::mutex> lock(helpers_mu);
+        helpers.emplace_back([&value, done] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          value.store(41);
+          done();
+        });
+      },
+      Context::CPU(), {}, {v}, FnProperty::kAsync);
+  int seen = -1;
+  engine_->PushSync([&](RunContext) { seen = value.load() + 1; }, Context::CPU(), {v}, {});
+  VarHandle out = engine_->NewVariable();
+  engine_->PushSync([&](RunContext) { value.store(seen * 2); }, Context::CPU(), {}, {out, v});
+  engine_->WaitForVar(v);
+  EXPECT_EQ(seen, 42);
+  EXPECT_EQ(value.load(), 84);
+  ASSERT_TRUE(WaitAllWithin(seconds(30)));
+  for (auto& t : helpers) t.join();
+  engine_->DeleteVariable(nullptr, Context::CPU(), v);
+  engine_->DeleteVariable(nullptr, Context::CPU(), out);
+}
+
+TEST_P(EngineTest, CallbackErrorIsRaisedAtWait) {
+  VarHandle v = engine_->NewVariable();
+  engine_->PushAsync(
+      [](RunContext, CallbackOnComplete done) {
+        done(std::make_exception_ptr(Error(ErrorKind::kIO, "device lost the page")));
+      },
+      Context::CPU(), {}, {v});
+  try {
+    engine_->WaitForVar(v);
+    FAIL() << "WaitForVar should raise the callback's error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kIO);
+    EXPECT_STREQ(e.what(), "device lost the page");
+  }
+  EXPECT_EQ(ErrorOf([&] { engine_->WaitForAll(); }), "device lost the page");
+  engine_->DeleteVariable(nullptr, Context::CPU(), v);
+}
+
+TEST_P(EngineTest, PrioritiesAreAccepted) {
+  std::vector<VarHandle> vars;
+  for (int i = 0; i < 8; ++i) vars.push_back(engine_->NewVariable());
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 8; ++i) {
+    int prio = (i % 2 ? 1 : -1) * i * 10;
+    engine_->PushSync([&](RunContext) { ran++; }, Context::CPU(), {}, {vars[i]}, FnProperty::kNormal, prio);
+  }
+  ASSERT_TRUE(WaitAllWithin(seconds(30)));
+  EXPECT_EQ(ran.load(), 8);
+  for (VarHandle v : vars) engine_->DeleteVariable(nullptr, Context::CPU(), v);
+}
+
+// With one worker held busy, ready operations queue up and must leave in priority order
+// (ties in push order).
+TEST(ThreadedEngineTest, HigherPriorityRunsFirst) {
+  ScopedEnv workers("WEFT_CPU_WORKER_NTHREADS", "1");
+  std::unique_ptr<Engine> eng = CreateThreadedEngine();
+  VarHandle blocker = eng->NewVariable();
+  Gate gate;
+  std::promise<void> started;
+  eng->PushSync(
+      [&](RunContext) {
+        started.set_value();
+        gate.Wait();
+      },
+      Context::CPU(), {}, {blocker});
+  started.get_future().wait();
+  std::mutex mu;
+  std::vector<int> order;
+  const int prios[] = {0, 5, -3, 10, 5, 0};
+  std::vector<VarHandle> vars;
+  for (size_t i = 0; i < std::size(prios); ++i) {
+    vars.push_back(eng->NewVariable());
+    int tag = static_cast<int>(i);
+    eng->PushSync(
+        [&, tag](RunContext) {
+          std::lock_guard<std::mutex> lock(mu);
+          order.push_back(tag);
+        },
+        Context::CPU(), {}, {vars.back()}, FnProperty::kNormal, prios[i]);
+  }
+  gate.Open();
+  eng->WaitForAll();
+  // Priorities 10, 5, 5, 0, 0, -3; equal priorities keep push order.
+  EXPECT_EQ(order, (std::vector<int>{3, 1, 4, 0, 5, 2}));
+  eng->DeleteVariable(nullptr, Context::CPU(), blocker);
+  for (VarHandle v : vars) eng->DeleteVariable(nullptr, Context::CPU(), v);
+  eng->Shutdown();
+}
+
+// ------------------------------------------------------------------ pre-created operators
+
+TEST_P(EngineTest, PreCreatedOperatorPushedManyTimes) {
+  VarHandle in = engine_->NewVariable();
+  VarHandle acc = engine_->NewVariable();
+  int64_t input = 3;
+  int64_t total = 0;
+  auto token = std::make_shared<int>(0);
+  OprHandle op = engine_->NewOperator(
+      [&input, &total, token](RunContext, CallbackOnComplete done) {
+        total = total * 2 + input;
+        done();
+      },
+      {in}, {acc}, FnProperty::kNormal, "accumulate");
+  int64_t expect = 0;
+  for (int i = 0; i < 20; ++i) {
+    engine_->Push(op, Context::CPU(), i % 3);
+    expect = expect * 2 + 3;
+  }
+  // Changing the input in between is ordered after the pushes that read it.
+  engine_->PushSync([&](RunContext) { input = -1; }, Context::CPU(), {}, {in});
+  for (int i = 0; i < 5; ++i) {
+    engine_->Push(op, Context::CPU());
+    expect = expect * 2 - 1;
+  }
+  // Deleting the operator while pushes are in flight is allowed; it goes when they are done.
+  engine_->DeleteOperator(op);
+  ASSERT_TRUE(WaitAllWithin(seconds(30)));
+  EXPECT_EQ(total, expect);
+  EXPECT_EQ(token.use_count(), 1) << "the operator's function was not freed after DeleteOperator";
+  engine_->DeleteVariable(nullptr, Context::CPU(), in);
+  engine_->DeleteVariable(nullptr, Context::CPU(), acc);
+}
+
+TEST_P(EngineTest, NullHandlesAreErrors) {
+  VarHandle v = engine_->NewVariable();
+  try {
+    engine_->PushSync([](RunContext) {}, Context::CPU(), {nullptr}, {v});
+    FAIL() << "a null read variable should be rejected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kValue);
+    EXPECT_NE(std::string(e.what()).find("null"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(engine_->Push(nullptr, Context::CPU()), Error);
+  EXPECT_THROW(engine_->WaitForVar(nullptr), Error);
+  EXPECT_THROW(engine_->DeleteVariable(nullptr, Context::CPU(), nullptr), Error);
+  EXPECT_THROW(engine_->NewOperator(AsyncFn(), {}, {v}), Error);
+  engine_->DeleteVariable(nullptr, Context::CPU(), v);
+  ASSERT_TRUE(WaitAllWithin(seconds(30)));
+}
+
+// ------------------------------------------------------------------ deferred deletion
+
+TEST_P(EngineTest, DeleteVariableWaitsForPendingOperations) {
+  VarHandle v = engine_->NewVariable();
+  VarHandle other = engine_->NewVariable();
+  std::mutex mu;
+  std::vector<std::string> events;
+  auto note = [&](std::string what) {
+    std::lock_guard<std::mutex> lock(mu);
+    events.push_back(std::move(what));
+  };
+  for (int i = 0; i < 3; ++i) {
+    engine_->PushSync(
+        [&, i](RunContext) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          note("write" + std::to_string(i));
+        },
+        Context::CPU(), {}, {v});
+  }
+  engine_->PushSync(
+      [&](RunContext) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        note("read");
+      },
+      Context::CPU(), {v}, {other});
+  engine_->DeleteVariable([&](RunContext) { note("delete"); }, Context::CPU(), v);
+  ASSERT_TRUE(WaitAllWithin(seconds(30)));
+  EXPECT_EQ(events, (std::vector<std::string>{"write0", "write1", "write2", "read", "delete"}));
+  engine_->DeleteVariable(nullptr, Context::CPU(), other);
+}
+
+// The threaded engine returns from DeleteVariable at once and frees later.
+TEST(ThreadedEngineTest, DeleteVariableDoesNotBlock) {
+  std::unique_ptr<Engine> eng = CreateThreadedEngine();
+  VarHandle v = eng->NewVariable();
+  CallbackOnComplete held;
+  std::promise<void> started;
+  eng->PushAsync(
+      [&](RunContext, CallbackOnComplete done) {
+        held = done;
+        started.set_value();
+      },
+      Context::CPU(), {}, {v}, FnProperty::kAsync);
+  std::atomic<bool> deleted{false};
+  eng->DeleteVariable([&](RunContext) { deleted = true; }, Context::CPU(), v);
+  started.get_future().wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(deleted.load()) << "the variable was deleted while an operation on it was pending";
+  held();
+  eng->WaitForAll();
+  EXPECT_TRUE(deleted.load());
+  eng->Shutdown();
+}
+
+// ------------------------------------------------------------------ errors
+
+TEST_P(EngineTest, ExceptionIsRaisedAtTheNextWaitOnWhatItWrites) {
+  VarHandle a = engine_->NewVariable();
+  VarHandle b = engine_->NewVariable();
+  VarHandle c = engine_->NewVariable();
+  bool downstream_ran = false;
+  int c_value = 0;
+  engine_->PushSync([](RunContext) { throw Error(ErrorKind::kShape, "bad shape in op"); }, Context::CPU(), {}, {a});
+  // Reads the broken variable: it must not run, and its output inherits the error.
+  engine_->PushSync([&](RunContext) { downstream_ran = true; }, Context::CPU(), {a}, {b});
+  engine_->PushSync([&](RunContext) { c_value = 7; }, Context::CPU(), {}, {c});
+
+  try {
+    engine_->WaitForVar(a);
+    FAIL() << "WaitForVar(a) should raise the op's error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kShape);
+    EXPECT_STREQ(e.what(), "bad shape in op");
+  }
+  EXPECT_EQ(ErrorOf([&] { engine_->WaitForVar(b); }), "bad shape in op");
+  EXPECT_FALSE(downstream_ran);
+  EXPECT_EQ(ErrorOf([&] { engine_->WaitForVar(c); }), "");
+  EXPECT_EQ(c_value, 7);
+  // The error stays on the variable until it is written again successfully.
+  EXPECT_EQ(ErrorOf([&] { engine_->WaitForVar(a); }), "bad shape in op");
+  // WaitForAll reports the first error once.
+  std::exception_ptr all;
+  ASSERT_TRUE(WaitAllWithin(seconds(30), &all));
+  ASSERT_TRUE(all != nullptr);
+  EXPECT_EQ(ErrorOf([&] { std::rethrow_exception(all); }), "bad shape in op");
+  EXPECT_EQ(ErrorOf([&] { engine_->WaitForAll(); }), "");
+
+  engine_->PushSync([](RunContext) {}, Context::CPU(), {}, {a});
+  EXPECT_EQ(ErrorOf([&] { engine_->WaitForVar(a); }), "");
+  for (VarHandle v : {a, b, c}) engine_->DeleteVariable(nullptr, Context::CPU(), v);
+  ASSERT_TRUE(WaitAllWithin(seconds(30)));
+}
+
+TEST_P(EngineTest, ExceptionOfAnyTypeIsCarried) {
+  VarHandle a = engine_->NewVariable();
+  engine_->PushSync([](RunContext) { throw std::out_of_range("index 9 of 3"); }, Context::CPU(), {}, {a});
+  EXPECT_THROW(engine_->WaitForVar(a), std::out_of_range);
+  EXPECT_THROW(engine_->WaitForAll(), std::out_of_range);
+  engine_->DeleteVariable(nullptr, Context::CPU(), a);
+}
+
+// An operation must not wait on its own engine: that would wait for itself forever.
+TEST(ThreadedEngineTest, WaitInsideAnOperationIsAnError) {
+  std::unique_ptr<Engine> eng = CreateThreadedEngine();
+  VarHandle v = eng->NewVariable();
+  VarHandle w = eng->NewVariable();
+  Engine* e = eng.get();
+  eng->PushSync([e, w](RunContext) { e->WaitForVar(w); }, Context::CPU(), {}, {v});
+  std::string msg = ErrorOf([&] { eng->WaitForVar(v); });
+  EXPECT_NE(msg.find("inside an engine operation"), std::string::npos) << msg;
+  EXPECT_THROW(eng->WaitForAll(), Error);
+  eng->DeleteVariable(nullptr, Context::CPU(), v);
+  eng->DeleteVariable(nullptr, Context::CPU(), w);
+  eng->Shutdown();
+}
+
+// ------------------------------------------------------------------ WaitForAll
+
+TEST_P(EngineTest, WaitForAllAfterManyOps) {
+  constexpr int kVars = 8;
+  constexpr int kPerThread = 5000;
+  std::vector<VarHandle> vars;
+  for (int i = 0; i < kVars; ++i) vars.push_back(engine_->NewVariable());
+  std::vector<int64_t> counts(kVars, 0);
+  std::vector<std::thread> pushers;
+  // Each thread pushes on every variable; increments commute, so the totals are exact
+  // whatever the interleaving of pushes.
+  for (int t = 0; t < 3; ++t) {
+    pushers.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        int k = (i + t) % kVars;
+        engine_->PushSync([&counts, k](RunContext) { counts[k] += 1; }, Context::CPU(), {}, {vars[k]});
+      }
+    });
+  }
+  for (auto& th : pushers) th.join();
+  ASSERT_TRUE(WaitAllWithin(seconds(60)));
+  int64_t total = 0;
+  for (int i = 0; i < kVars; ++i) {
+    EXPECT_EQ(counts[i], 3 * kPerThread / kVars) << "variable " << i;
+    total += counts[i];
+  }
+  EXPECT_EQ(total, 3 * kPerThread);
+  for (VarHandle v : vars) engine_->DeleteVariable(nullptr, Context::CPU(), v);
+  ASSERT_TRUE(WaitAllWithin(seconds(30)));
+}
+
+TEST(EngineFactoryTest, UnknownTypeIsAnError) {
+  try {
+    Engine::Create("FastestEngine");
+    FAIL() << "an unknown engine type should be rejected";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kValue);
+    EXPECT_NE(std::string(e.what()).find("FastestEngine"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BothEngines, EngineTest, ::testing::Values("NaiveEngine", "ThreadedEngine"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+}  // namespace
+}  // namespace engine
+}  // namespace weft
