@@ -8,6 +8,8 @@
 //
 // The time runs from the first push to the return of WaitForAll. "push" is the time until
 // the last push returned, which for the threaded engine is what the pushing thread pays.
+// Each pattern runs with FnProperty::kNormal and again with kCPUInline, which lets the
+// threaded engine run an operation that is ready at push time on the pushing thread.
 //
 // Usage: weft_engine_bench [num_ops] [engine...]   (default 1000000, both engines)
 // The threaded engine's pool sizes come from WEFT_CPU_WORKER_NTHREADS as usual.
@@ -25,6 +27,7 @@ namespace {
 
 using weft::Context;
 using weft::engine::Engine;
+using weft::engine::FnProperty;
 using weft::engine::RunContext;
 using weft::engine::VarHandle;
 using Clock = std::chrono::steady_clock;
@@ -36,10 +39,10 @@ struct Timing {
 
 double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
-Timing RunChain(Engine* eng, long n) {
+Timing RunChain(Engine* eng, long n, FnProperty prop) {
   VarHandle v = eng->NewVariable();
   Clock::time_point t0 = Clock::now();
-  for (long i = 0; i < n; ++i) eng->PushSync([](RunContext) {}, Context::CPU(), {}, {v});
+  for (long i = 0; i < n; ++i) eng->PushSync([](RunContext) {}, Context::CPU(), {}, {v}, prop);
   Clock::time_point t1 = Clock::now();
   eng->WaitForAll();
   Clock::time_point t2 = Clock::now();
@@ -48,11 +51,11 @@ Timing RunChain(Engine* eng, long n) {
   return {Seconds(t0, t1), Seconds(t0, t2)};
 }
 
-Timing RunIndependent(Engine* eng, long n) {
+Timing RunIndependent(Engine* eng, long n, FnProperty prop) {
   std::vector<VarHandle> vars(static_cast<size_t>(n));
   for (auto& v : vars) v = eng->NewVariable();
   Clock::time_point t0 = Clock::now();
-  for (long i = 0; i < n; ++i) eng->PushSync([](RunContext) {}, Context::CPU(), {}, {vars[i]});
+  for (long i = 0; i < n; ++i) eng->PushSync([](RunContext) {}, Context::CPU(), {}, {vars[i]}, prop);
   Clock::time_point t1 = Clock::now();
   eng->WaitForAll();
   Clock::time_point t2 = Clock::now();
@@ -61,8 +64,9 @@ Timing RunIndependent(Engine* eng, long n) {
   return {Seconds(t0, t1), Seconds(t0, t2)};
 }
 
-void Report(const std::string& engine, const char* pattern, long n, Timing t) {
-  std::printf("%-16s %-12s %9ld ops  %8.3f s  %12.0f ops/s  (pushes done after %.3f s)\n", engine.c_str(), pattern, n,
+void Report(const std::string& engine, const std::string& pattern, long n, Timing t) {
+  std::printf("%-16s %-20s %9ld ops  %8.3f s  %12.0f ops/s  (pushes done after %.3f s)\n", engine.c_str(),
+              pattern.c_str(), n,
               t.total_s, n / t.total_s, t.push_s);
   std::fflush(stdout);
 }
@@ -91,9 +95,12 @@ int main(int argc, char** argv) {
     for (const std::string& name : engines) {
       std::unique_ptr<Engine> eng = Engine::Create(name);
       // A short warm-up starts the worker threads and fills the allocator's caches.
-      RunChain(eng.get(), 10000);
-      Report(name, "chain", n, RunChain(eng.get(), n));
-      Report(name, "independent", n, RunIndependent(eng.get(), n));
+      RunChain(eng.get(), 10000, FnProperty::kNormal);
+      for (FnProperty prop : {FnProperty::kNormal, FnProperty::kCPUInline}) {
+        std::string suffix = prop == FnProperty::kNormal ? "" : " (inline)";
+        Report(name, "chain" + suffix, n, RunChain(eng.get(), n, prop));
+        Report(name, "independent" + suffix, n, RunIndependent(eng.get(), n, prop));
+      }
       eng->Shutdown();
     }
   } catch (const weft::Error& e) {

@@ -138,7 +138,9 @@ struct RandomOp {
   std::vector<int> writes;
   uint64_t salt = 0;
   int priority = 0;
-  int how = 0;  // 0 PushSync, 1 PushAsync completing inline, 2 PushSync on the prioritized pool
+  // 0 PushSync, 1 PushAsync completing inline, 2 PushSync on the prioritized pool,
+  // 3 PushSync as kCPUInline (may run on the pushing thread)
+  int how = 0;
 };
 
 // The deterministic update: every written variable mixes its old value with a hash of the
@@ -151,7 +153,7 @@ void Apply(const RandomOp& op, uint64_t* vals) {
 
 std::vector<RandomOp> MakeOps(int n, int nvars, int var_base, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), var(0, nvars - 1), prio(-2, 2), how(0, 2);
+  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), var(0, nvars - 1), prio(-2, 2), how(0, 3);
   std::vector<RandomOp> ops(n);
   for (int i = 0; i < n; ++i) {
     RandomOp& op = ops[i];
@@ -188,9 +190,13 @@ void PushOp(Engine* eng, const RandomOp& op, const std::vector<VarHandle>& vars,
           },
           Context::CPU(), reads, writes, FnProperty::kNormal, op.priority, "stress_async");
       break;
-    default:
+    case 2:
       eng->PushSync([p, vals](RunContext) { Apply(*p, vals); }, Context::CPU(), reads, writes,
                     FnProperty::kCPUPrioritized, op.priority, "stress_prio");
+      break;
+    default:
+      eng->PushSync([p, vals](RunContext) { Apply(*p, vals); }, Context::CPU(), reads, writes,
+                    FnProperty::kCPUInline, op.priority, "stress_inline");
       break;
   }
 }
