@@ -478,6 +478,8 @@ class NDArray(_fast.NDArrayBase):
         return self.__dlpack__()
 
     def to_dlpack_for_write(self):
+        # The consumer will write: pending reads of the old values must finish first.
+        self.wait_to_write()
         return self.__dlpack__()
 
     def __reduce__(self):
