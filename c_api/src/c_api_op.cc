@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "c_api/src/c_api_common.h"
+#include "core/base/scratch.h"
 #include "core/imperative/imperative.h"
 #include "core/op/registry.h"
 
@@ -113,22 +114,37 @@ NodeAttrs BuildAttrs(const Op* op, int num_inputs, int num_params, const char* c
   return imperative::MakeAttrs(op, std::move(kwargs));
 }
 
-std::vector<NDArray> ReadArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
+// Appends the arrays behind `handles` to *out.
+void ReadArraysInto(int n, weft_ndarray_t* const* handles, const char* what, const char* fn,
+                    std::vector<NDArray>* out) {
   WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
   WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
-  std::vector<NDArray> r;
-  r.reserve(n);
+  out->reserve(out->size() + n);
   for (int i = 0; i < n; ++i) {
     try {
-      r.push_back(Arr(handles[i], what, fn));
+      out->push_back(Arr(handles[i], what, fn));
     } catch (const Error&) {
       // Only a failure pays for naming the element: the lookup repeats with its index.
       std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
-      r.push_back(Arr(handles[i], arg.c_str(), fn));
+      out->push_back(Arr(handles[i], arg.c_str(), fn));
     }
   }
+}
+
+std::vector<NDArray> ReadArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
+  std::vector<NDArray> r;
+  ReadArraysInto(n, handles, what, fn, &r);
   return r;
 }
+
+// The array lists of one weft_imperative_invoke, reused by the thread's next call.
+struct InvokeArrays {
+  std::vector<NDArray> ins, outs;
+  void Clear() {
+    ins.clear();
+    outs.clear();
+  }
+};
 
 }  // namespace
 
@@ -254,8 +270,11 @@ weft_status_t weft_imperative_invoke(const weft_op_t* op, int num_inputs, weft_n
   const Op* o = WEFT_OP(op);
   WEFT_OUT(num_outputs);
   WEFT_OUT(outputs);
-  std::vector<NDArray> ins = ReadArrays(num_inputs, inputs, "inputs", __func__);
-  std::vector<NDArray> outs = ReadArrays(num_given, given, "given", __func__);
+  ScratchLease<InvokeArrays> arrays;
+  std::vector<NDArray>& ins = arrays->ins;
+  std::vector<NDArray>& outs = arrays->outs;
+  ReadArraysInto(num_inputs, inputs, "inputs", __func__, &ins);
+  ReadArraysInto(num_given, given, "given", __func__, &outs);
   Context ctx_hint = Context::CPU();
   bool has_ctx = false;
   NodeAttrs attrs = BuildAttrs(o, num_inputs, num_params, keys, vals, &ctx_hint, &has_ctx, __func__);

@@ -49,6 +49,19 @@ class CallbackOnComplete {
 using SyncFn = std::function<void(RunContext)>;
 using AsyncFn = std::function<void(RunContext, CallbackOnComplete)>;
 
+// A non-owning reference to a callable taking a RunContext, for work that is over before
+// the call that receives it returns (so nothing needs copying to the heap).
+class SyncFnRef {
+ public:
+  template <typename F>
+  explicit SyncFnRef(F& f) : obj_(&f), call_([](void* o, RunContext r) { (*static_cast<F*>(o))(r); }) {}
+  void operator()(RunContext r) const { call_(obj_, r); }
+
+ private:
+  void* obj_;
+  void (*call_)(void*, RunContext);
+};
+
 // Which worker pool runs an operation.
 enum class FnProperty : int {
   kNormal = 0,      // compute on the context's device
@@ -93,6 +106,17 @@ class Engine {
                 const std::vector<VarHandle>& mutable_vars, FnProperty prop = FnProperty::kNormal,
                 int priority = kDefaultPriority, const char* name = nullptr);
 
+  // Runs fn on the calling thread, before returning true, when every variable can be
+  // granted at once (nothing pushed earlier is pending on any of them); otherwise does
+  // nothing and returns false, and the caller pushes instead. For small CPU work that
+  // must not block on the engine: it skips the allocations of a push. Errors behave as
+  // for a push: an error stored on a read variable passes to the written ones without
+  // running fn, and an exception from fn is stored on the written ones.
+  virtual bool RunNowIfIdle(Context ctx, const std::vector<VarHandle>& const_vars,
+                            const std::vector<VarHandle>& mutable_vars, SyncFnRef fn) {
+    (void)ctx, (void)const_vars, (void)mutable_vars, (void)fn;
+    return false;
+  }
   // Block until every operation pushed so far that writes `var` has finished; rethrow the
   // error stored on `var`, if any (the error stays stored until the variable is written
   // again successfully).

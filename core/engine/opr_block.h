@@ -51,6 +51,8 @@ struct OprBlock {
   bool internal = false;
   // Pushed with FnProperty::kCPUInline: runs on the pushing thread when ready at push time.
   bool run_inline = false;
+  // Lives on the stack of RunNowIfIdle's caller: Complete must not free it.
+  bool on_stack = false;
   WorkerPool* pool = nullptr;
   ThreadedOpr* opr = nullptr;    // a pre-created operator, or null when fn is the work
   AsyncFn fn;

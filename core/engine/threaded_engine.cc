@@ -94,15 +94,26 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   void DeleteVariable(SyncFn on_delete, Context ctx, VarHandle var) override {
     CheckUsable();
     WEFT_CHECK(var != nullptr, kValue, "DeleteVariable: expected a variable, got a null handle");
+    auto* v = static_cast<ThreadedVar*>(var);
+    if (!ctx.is_gpu() && v->Idle()) {
+      // Nothing is pending and, the last reference being gone, nothing more can come: free
+      // it here, without a block (the common case, an array dropped after its last use).
+      try {
+        if (on_delete) on_delete(RunContext{ctx, nullptr});
+      } catch (...) {
+        RecordError(std::current_exception());
+      }
+      delete v;
+      return;
+    }
     auto blk = std::make_unique<OprBlock>(1);
     blk->pool = PoolFor(ctx, FnProperty::kNormal);
     blk->ctx = ctx;
     blk->nslots = 1;
-    blk->slots[0].var = static_cast<ThreadedVar*>(var);
+    blk->slots[0].var = v;
     blk->slots[0].write = true;
-    blk->delete_var = static_cast<ThreadedVar*>(var);
-    // Deleting an idle CPU variable (returning its memory to the pool) is cheaper than
-    // waking a worker for it.
+    blk->delete_var = v;
+    // A CPU variable that became idle meanwhile is deleted here rather than by a worker.
     blk->run_inline = !ctx.is_gpu();
     if (on_delete) {
       blk->fn = [f = std::move(on_delete)](RunContext rctx, CallbackOnComplete done) {
@@ -166,6 +177,37 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     blk->pool = pool;
     blk->run_inline = prop == FnProperty::kCPUInline && !ctx.is_gpu();
     Submit(blk.release());
+  }
+
+  bool RunNowIfIdle(Context ctx, const std::vector<VarHandle>& const_vars,
+                    const std::vector<VarHandle>& mutable_vars, SyncFnRef fn) override {
+    if (ctx.is_gpu()) return false;
+    CheckUsable();
+    OprBlock blk(static_cast<uint32_t>(const_vars.size() + mutable_vars.size()));
+    blk.nslots = BuildSlots(const_vars, mutable_vars, blk.slots);
+    uint32_t n = blk.nslots;
+    // Under the locks of all its variables the block either takes every grant at once or
+    // touches nothing, so a refusal leaves no trace and the caller can push instead.
+    for (uint32_t i = 0; i < n; ++i) blk.slots[i].var->mu.lock();
+    bool idle = true;
+    for (uint32_t i = 0; i < n && idle; ++i) idle = blk.slots[i].var->GrantableLocked(blk.slots[i].write);
+    if (idle) {
+      for (uint32_t i = 0; i < n; ++i) {
+        blk.slots[i].blk = &blk;
+        blk.slots[i].var->AppendLocked(&blk.slots[i]);
+      }
+    }
+    for (uint32_t i = 0; i < n; ++i) blk.slots[i].var->mu.unlock();
+    if (!idle) return false;
+    pending_.fetch_add(1);
+    blk.on_stack = true;
+    blk.ctx = ctx;
+    blk.fn = [fn](RunContext rctx, CallbackOnComplete done) {
+      fn(rctx);
+      done();
+    };
+    RunBlock(&blk, RunContext{ctx, nullptr}, nullptr);
+    return true;
   }
 
   void WaitForVar(VarHandle var) override {
@@ -379,9 +421,14 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     ThreadedOpr* opr = blk->opr;
     // Freeing the block destroys what its function captured, which may push more work
     // (an array's last reference deleting its variable): pending_ covers that first.
-    delete blk;
+    if (!blk->on_stack) delete blk;
     if (dead) FreeVariable(dead);
     if (opr && opr->refs.fetch_sub(2, std::memory_order_acq_rel) == 3) delete opr;
+    FinishOne();
+  }
+
+  // One pushed operation is over: wakes WaitForAll when it was the last.
+  void FinishOne() {
     if (pending_.fetch_sub(1) == 1 && waiters_.load() > 0) {
       std::lock_guard<std::mutex> lock(wait_mu_);
       wait_cv_.notify_all();

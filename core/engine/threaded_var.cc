@@ -24,7 +24,7 @@ void Grant(VarSlot* slot, ReadyList* ready) {
 
 bool ThreadedVar::AppendLocked(VarSlot* slot) {
   slot->next = nullptr;
-  if (head_ == nullptr && !write_running_ && (!slot->write || running_reads_ == 0)) {
+  if (GrantableLocked(slot->write)) {
     if (slot->write) {
       write_running_ = true;
     } else {

@@ -43,6 +43,10 @@ class ThreadedVar final : public Var {
   // holds mu (a push locks all its variables first, so concurrent pushes queue in one
   // consistent order on every variable they share and cannot wait on each other).
   bool AppendLocked(VarSlot* slot);
+  // Whether AppendLocked would grant an access of this kind at once. The caller holds mu.
+  bool GrantableLocked(bool write) const {
+    return head_ == nullptr && !write_running_ && (!write || running_reads_ == 0);
+  }
   // Ends a granted read or write and grants what may run now. Each granted slot counts
   // down its block's wait; blocks that reach zero are added to *ready.
   void Release(bool write, ReadyList* ready);

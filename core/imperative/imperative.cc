@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/base/error.h"
+#include "core/base/scratch.h"
 
 namespace weft {
 namespace imperative {
@@ -43,6 +44,25 @@ bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vec
 // Operations touching at most this many bytes (inputs plus outputs) run on the pushing
 // thread when their inputs are ready: below it, waking a worker costs more than the work.
 // WEFT_ENGINE_INLINE_BYTES changes it; 0 sends everything to the workers.
+// The buffers of one Invoke call, reused by the thread's next call.
+struct InvokeScratch {
+  std::vector<Shape> in_shapes, out_shapes;
+  std::vector<DType> in_types, out_types;
+  std::vector<engine::VarHandle> reads, writes;
+  std::vector<Resource> resources;
+  std::vector<TBlob> in_blobs, out_blobs;
+  std::vector<OpReq> reqs;
+
+  void Clear() {
+    reads.clear();
+    writes.clear();
+    resources.clear();
+    in_blobs.clear();
+    out_blobs.clear();
+    reqs.clear();
+  }
+};
+
 int64_t InlineMaxBytes() {
   static const int64_t limit = [] {
     const char* s = std::getenv("WEFT_ENGINE_INLINE_BYTES");
@@ -127,31 +147,34 @@ void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vec
     for (const auto& o : *outputs) if (!o.is_none()) { ctx = o.ctx(); break; }
   }
 
-  std::vector<Shape> in_shapes(inputs.size()), out_shapes(num_out);
-  std::vector<DType> in_types(inputs.size()), out_types(num_out, DType::kUnknown);
+  ScratchLease<InvokeScratch> s;
+  s->in_shapes.resize(inputs.size());
+  s->in_types.resize(inputs.size());
+  s->out_shapes.assign(num_out, Shape());
+  s->out_types.assign(num_out, DType::kUnknown);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    in_shapes[i] = inputs[i].shape();
-    in_types[i] = inputs[i].dtype();
+    s->in_shapes[i] = inputs[i].shape();
+    s->in_types[i] = inputs[i].dtype();
   }
   for (int i = 0; i < num_out; ++i) {
     if (!(*outputs)[i].is_none()) {
-      out_shapes[i] = (*outputs)[i].shape();
-      out_types[i] = (*outputs)[i].dtype();
+      s->out_shapes[i] = (*outputs)[i].shape();
+      s->out_types[i] = (*outputs)[i].dtype();
     }
   }
-  InferShapeType(attrs, &in_shapes, &in_types, &out_shapes, &out_types);
+  InferShapeType(attrs, &s->in_shapes, &s->in_types, &s->out_shapes, &s->out_types);
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (in_shapes[i] != inputs[i].shape())
+    if (s->in_shapes[i] != inputs[i].shape())
       Throw(ErrorKind::kShape, "Operator '", op->name, "': input ", i, " has shape ", inputs[i].shape().ToString(),
-            " but the operator expects ", in_shapes[i].ToString());
-    if (in_types[i] != inputs[i].dtype())
+            " but the operator expects ", s->in_shapes[i].ToString());
+    if (s->in_types[i] != inputs[i].dtype())
       Throw(ErrorKind::kType, "Operator '", op->name, "': input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
-            " but the operator expects ", DTypeName(in_types[i]));
+            " but the operator expects ", DTypeName(s->in_types[i]));
   }
   for (int i = 0; i < num_out; ++i) {
     NDArray& o = (*outputs)[i];
     if (o.is_none()) {
-      o = NDArray(out_shapes[i], ctx, out_types[i]);
+      o = NDArray(s->out_shapes[i], ctx, s->out_types[i]);
     } else {
       if (o.ctx() != ctx)
         Throw(ErrorKind::kValue, "Operator '", op->name, "': output ", i, " is on ", o.ctx().ToString(),
@@ -168,12 +191,12 @@ void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vec
 
   static const auto& resource_fns = Op::GetAttr<FResourceRequest>("FResourceRequest");
   static const auto& mutate_fns = Op::GetAttr<FMutateInputs>("FMutateInputs");
-  std::vector<Resource> resources;
-  std::vector<engine::VarHandle> reads, writes;
+  std::vector<engine::VarHandle>& reads = s->reads;
+  std::vector<engine::VarHandle>& writes = s->writes;
   if (resource_fns.Contains(op)) {
     for (const auto& r : resource_fns[op](attrs)) {
-      resources.push_back(ResourceManager::Get()->Request(ctx, r));
-      AddUnique(&writes, resources.back().var);
+      s->resources.push_back(ResourceManager::Get()->Request(ctx, r));
+      AddUnique(&writes, s->resources.back().var);
     }
   }
   for (const auto& o : *outputs) AddUnique(&writes, o.var());
@@ -182,29 +205,40 @@ void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vec
   for (const auto& in : inputs)
     if (std::find(writes.begin(), writes.end(), in.var()) == writes.end()) AddUnique(&reads, in.var());
 
-  std::vector<TBlob> in_blobs, out_blobs;
-  in_blobs.reserve(inputs.size());
-  out_blobs.reserve(num_out);
-  for (const auto& in : inputs) in_blobs.push_back(in.data());
-  for (const auto& o : *outputs) out_blobs.push_back(o.data());
   int64_t bytes = 0;
-  for (const auto& b : in_blobs) bytes += static_cast<int64_t>(b.Bytes());
-  for (const auto& b : out_blobs) bytes += static_cast<int64_t>(b.Bytes());
-  engine::FnProperty prop =
-      ctx.is_gpu() || bytes > InlineMaxBytes() ? engine::FnProperty::kNormal : engine::FnProperty::kCPUInline;
-  std::vector<OpReq> reqs = req ? *req : std::vector<OpReq>(num_out, OpReq::kWriteTo);
-  if (static_cast<int>(reqs.size()) < num_out) reqs.resize(num_out, OpReq::kWriteTo);
+  for (const auto& in : inputs) s->in_blobs.push_back(in.data());
+  for (const auto& o : *outputs) s->out_blobs.push_back(o.data());
+  for (const auto& b : s->in_blobs) bytes += static_cast<int64_t>(b.Bytes());
+  for (const auto& b : s->out_blobs) bytes += static_cast<int64_t>(b.Bytes());
+  if (req) s->reqs = *req;
+  if (static_cast<int>(s->reqs.size()) < num_out) s->reqs.resize(num_out, OpReq::kWriteTo);
 
-  engine::Engine::Get()->PushSync(
-      [fn, attrs, in_blobs = std::move(in_blobs), out_blobs = std::move(out_blobs), reqs = std::move(reqs),
-       resources = std::move(resources), is_train](engine::RunContext rctx) {
+  engine::Engine* engine = engine::Engine::Get();
+  bool small = !ctx.is_gpu() && bytes <= InlineMaxBytes();
+  if (small) {
+    // Ready small work runs here and now, on the buffers above, with no copies at all.
+    OpContext octx;
+    octx.is_train = is_train;
+    octx.requested.swap(s->resources);
+    auto run = [&](engine::RunContext rctx) {
+      octx.run_ctx = rctx;
+      fn(attrs, octx, s->in_blobs, s->reqs, s->out_blobs);
+    };
+    bool ran = engine->RunNowIfIdle(ctx, reads, writes, engine::SyncFnRef(run));
+    octx.requested.swap(s->resources);
+    if (ran) return;
+  }
+  engine->PushAsync(
+      [fn, attrs, in_blobs = s->in_blobs, out_blobs = s->out_blobs, reqs = s->reqs, resources = s->resources,
+       is_train](engine::RunContext rctx, engine::CallbackOnComplete done) {
         OpContext octx;
         octx.is_train = is_train;
         octx.run_ctx = rctx;
         octx.requested = resources;
         fn(attrs, octx, in_blobs, reqs, out_blobs);
+        done();
       },
-      ctx, reads, writes, prop, 0, op->name.c_str());
+      ctx, reads, writes, small ? engine::FnProperty::kCPUInline : engine::FnProperty::kNormal, 0, op->name.c_str());
 }
 
 namespace {

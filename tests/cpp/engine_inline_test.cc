@@ -1,6 +1,8 @@
 // FnProperty::kCPUInline on the threaded engine: a ready operation runs on the pushing
 // thread before the push returns; one that waits on pending work runs later, in
 // dependency order, on a worker; a long chain of them never nests on one stack.
+// RunNowIfIdle runs work at once or refuses without a trace; idle variables are deleted
+// at once.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -92,6 +94,146 @@ TEST(EngineInline, ErrorOfAnInlineOperationIsRaisedAtTheWait) {
   EXPECT_THROW(eng->WaitForAll(), std::runtime_error);
   eng->DeleteVariable({}, Context::CPU(), v);
   eng->WaitForAll();
+}
+
+
+// Holds `v` for writing on a worker until Open() is called.
+class Gate {
+ public:
+  Gate(Engine* eng, VarHandle v) {
+    eng->PushSync(
+        [this](RunContext) {
+          std::unique_lock<std::mutex> lock(mu_);
+          cv_.wait(lock, [this] { return open_; });
+        },
+        Context::CPU(), {}, {v});
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+TEST(EngineRunNow, RunsIdleWorkBeforeReturning) {
+  auto eng = CreateThreadedEngine();
+  VarHandle r = eng->NewVariable(), w = eng->NewVariable();
+  std::thread::id ran_on;
+  auto fn = [&](RunContext rctx) {
+    EXPECT_FALSE(rctx.ctx.is_gpu());
+    ran_on = std::this_thread::get_id();
+  };
+  EXPECT_TRUE(eng->RunNowIfIdle(Context::CPU(), {r}, {w, w}, SyncFnRef(fn)));
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  // The variables were released: a normal push on them runs, and the wait returns.
+  int later = 0;
+  eng->PushSync([&](RunContext) { later = 1; }, Context::CPU(), {r}, {w});
+  eng->WaitForVar(w);
+  EXPECT_EQ(later, 1);
+  eng->DeleteVariable({}, Context::CPU(), r);
+  eng->DeleteVariable({}, Context::CPU(), w);
+  eng->WaitForAll();
+}
+
+TEST(EngineRunNow, RefusesWhenAnythingIsPendingAndLeavesNoTrace) {
+  auto eng = CreateThreadedEngine();
+  VarHandle busy = eng->NewVariable(), free_var = eng->NewVariable();
+  Gate gate(eng.get(), busy);
+  int runs = 0;
+  auto fn = [&](RunContext) { ++runs; };
+  // Reading or writing a variable with a pending write is refused, whatever else is idle.
+  EXPECT_FALSE(eng->RunNowIfIdle(Context::CPU(), {busy}, {free_var}, SyncFnRef(fn)));
+  EXPECT_FALSE(eng->RunNowIfIdle(Context::CPU(), {free_var}, {busy}, SyncFnRef(fn)));
+  // GPU work is always pushed.
+  EXPECT_FALSE(eng->RunNowIfIdle(Context::GPU(0), {}, {free_var}, SyncFnRef(fn)));
+  EXPECT_EQ(runs, 0);
+  // The refusals queued nothing: free_var is still idle, and busy's next push only waits
+  // for the gate.
+  EXPECT_TRUE(eng->RunNowIfIdle(Context::CPU(), {}, {free_var}, SyncFnRef(fn)));
+  EXPECT_EQ(runs, 1);
+  eng->PushSync([&](RunContext) { ++runs; }, Context::CPU(), {}, {busy});
+  gate.Open();
+  eng->WaitForAll();
+  EXPECT_EQ(runs, 2);
+  eng->DeleteVariable({}, Context::CPU(), busy);
+  eng->DeleteVariable({}, Context::CPU(), free_var);
+  eng->WaitForAll();
+}
+
+TEST(EngineRunNow, RefusesAWriteWhileAReadIsRunning) {
+  auto eng = CreateThreadedEngine();
+  VarHandle v = eng->NewVariable(), other = eng->NewVariable();
+  Gate gate(eng.get(), other);
+  std::atomic<bool> reading{false};
+  // A read of v that also waits for the gate (it writes `other`, held by the gate).
+  eng->PushSync([&](RunContext) { reading = true; }, Context::CPU(), {v}, {other});
+  int runs = 0;
+  auto fn = [&](RunContext) { ++runs; };
+  EXPECT_TRUE(eng->RunNowIfIdle(Context::CPU(), {v}, {}, SyncFnRef(fn)));  // reads share
+  EXPECT_FALSE(eng->RunNowIfIdle(Context::CPU(), {}, {v}, SyncFnRef(fn)));
+  EXPECT_EQ(runs, 1);
+  gate.Open();
+  eng->WaitForAll();
+  EXPECT_TRUE(reading.load());
+  eng->DeleteVariable({}, Context::CPU(), v);
+  eng->DeleteVariable({}, Context::CPU(), other);
+  eng->WaitForAll();
+}
+
+TEST(EngineRunNow, ErrorsFlowAsForAPush) {
+  auto eng = CreateThreadedEngine();
+  VarHandle a = eng->NewVariable(), b = eng->NewVariable();
+  auto fail = [](RunContext) { throw std::runtime_error("run-now failure"); };
+  EXPECT_TRUE(eng->RunNowIfIdle(Context::CPU(), {}, {a}, SyncFnRef(fail)));
+  EXPECT_THROW(eng->WaitForVar(a), std::runtime_error);
+  // A reader of the broken variable does not run; its output inherits the error.
+  bool ran = false;
+  auto fn = [&](RunContext) { ran = true; };
+  EXPECT_TRUE(eng->RunNowIfIdle(Context::CPU(), {a}, {b}, SyncFnRef(fn)));
+  EXPECT_FALSE(ran);
+  EXPECT_THROW(eng->WaitForVar(b), std::runtime_error);
+  EXPECT_THROW(eng->WaitForAll(), std::runtime_error);
+  eng->DeleteVariable({}, Context::CPU(), a);
+  eng->DeleteVariable({}, Context::CPU(), b);
+  eng->WaitForAll();
+}
+
+TEST(EngineRunNow, NaiveEngineAlwaysLeavesItToAPush) {
+  auto eng = CreateNaiveEngine();
+  VarHandle v = eng->NewVariable();
+  auto fn = [](RunContext) {};
+  EXPECT_FALSE(eng->RunNowIfIdle(Context::CPU(), {}, {v}, SyncFnRef(fn)));
+  eng->DeleteVariable({}, Context::CPU(), v);
+  eng->WaitForAll();
+}
+
+TEST(EngineDelete, IdleVariableIsDeletedAtOnceAndABusyOneAfterItsWork) {
+  auto eng = CreateThreadedEngine();
+  VarHandle idle = eng->NewVariable(), busy = eng->NewVariable();
+  std::thread::id deleted_on;
+  eng->DeleteVariable([&](RunContext) { deleted_on = std::this_thread::get_id(); }, Context::CPU(), idle);
+  EXPECT_EQ(deleted_on, std::this_thread::get_id());
+  Gate gate(eng.get(), busy);
+  std::atomic<bool> deleted{false};
+  eng->DeleteVariable([&](RunContext) { deleted = true; }, Context::CPU(), busy);
+  EXPECT_FALSE(deleted.load());
+  gate.Open();
+  eng->WaitForAll();
+  EXPECT_TRUE(deleted.load());
+}
+
+TEST(EngineDelete, AnErrorWhileDeletingReachesWaitForAll) {
+  auto eng = CreateThreadedEngine();
+  VarHandle v = eng->NewVariable();
+  EXPECT_NO_THROW(eng->DeleteVariable([](RunContext) { throw std::runtime_error("free failed"); }, Context::CPU(), v));
+  EXPECT_THROW(eng->WaitForAll(), std::runtime_error);
 }
 
 }  // namespace

@@ -139,7 +139,8 @@ struct RandomOp {
   uint64_t salt = 0;
   int priority = 0;
   // 0 PushSync, 1 PushAsync completing inline, 2 PushSync on the prioritized pool,
-  // 3 PushSync as kCPUInline (may run on the pushing thread)
+  // 3 PushSync as kCPUInline (may run on the pushing thread), 4 RunNowIfIdle, pushed
+  // as kCPUInline when refused (as the imperative path does)
   int how = 0;
 };
 
@@ -153,7 +154,7 @@ void Apply(const RandomOp& op, uint64_t* vals) {
 
 std::vector<RandomOp> MakeOps(int n, int nvars, int var_base, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), var(0, nvars - 1), prio(-2, 2), how(0, 3);
+  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), var(0, nvars - 1), prio(-2, 2), how(0, 4);
   std::vector<RandomOp> ops(n);
   for (int i = 0; i < n; ++i) {
     RandomOp& op = ops[i];
@@ -194,10 +195,16 @@ void PushOp(Engine* eng, const RandomOp& op, const std::vector<VarHandle>& vars,
       eng->PushSync([p, vals](RunContext) { Apply(*p, vals); }, Context::CPU(), reads, writes,
                     FnProperty::kCPUPrioritized, op.priority, "stress_prio");
       break;
-    default:
+    case 3:
       eng->PushSync([p, vals](RunContext) { Apply(*p, vals); }, Context::CPU(), reads, writes,
                     FnProperty::kCPUInline, op.priority, "stress_inline");
       break;
+    default: {
+      auto fn = [p, vals](RunContext) { Apply(*p, vals); };
+      if (!eng->RunNowIfIdle(Context::CPU(), reads, writes, SyncFnRef(fn)))
+        eng->PushSync(fn, Context::CPU(), reads, writes, FnProperty::kCPUInline, op.priority, "stress_run_now");
+      break;
+    }
   }
 }
 

@@ -7,9 +7,10 @@
  *    Python-level __init__ or __del__;
  *  - invoke() runs an operator given its handle (an int, as the SWIG module gives it) or
  *    its name (looked up once, then cached), NDArray inputs and string parameters;
- *  - arith() is the arithmetic dispatch of the operators +, -, *, /, %, ** and the
- *    comparisons: same shapes -> the elemwise operator, other shapes -> the broadcast
- *    operator, a Python number -> the scalar operator.
+ *  - arith() is the dispatch of the comparison operators: same shapes -> the elemwise
+ *    operator, other shapes -> the broadcast operator, a Python number -> the scalar
+ *    operator. +, -, *, /, % and ** (in-place and reflected too) use the same dispatch
+ *    from NDArrayBase's number slots, so `a + b` runs no Python code at all.
  * Everything else of the package uses the SWIG module.
  */
 #define PY_SSIZE_T_CLEAN
@@ -33,6 +34,7 @@ typedef struct {
 } NDArrayBase;
 
 static PyTypeObject NDArrayBase_Type;
+static PyNumberMethods NDArrayBase_as_number;
 
 /* Set by init(): the class the results are made of (weft.nd.NDArray) and the callable that
  * turns (status, message) into the package's exception. */
@@ -119,6 +121,7 @@ static PyTypeObject NDArrayBase_Type = {
     .tp_basicsize = sizeof(NDArrayBase),
     .tp_dealloc = (destructor)NDArrayBase_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_as_number = &NDArrayBase_as_number,
     .tp_doc = "Owner of one Weft array handle; the base of weft.nd.NDArray.",
     .tp_weaklistoffset = offsetof(NDArrayBase, weakreflist),
     .tp_getset = NDArrayBase_getset,
@@ -364,23 +367,14 @@ PyDoc_STRVAR(arith_doc,
              "takes the other one, a number gives NotImplemented. Anything else gives NotImplemented.\n"
              "`out` is None or the NDArray to write into.");
 
-static PyObject* fast_arith(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  (void)self;
-  if (nargs != 6) {
-    PyErr_Format(PyExc_TypeError,
-                 "arith() takes 6 arguments (lhs, rhs, elemwise_op, broadcast_op, scalar_op, out), got %zd", nargs);
-    return NULL;
-  }
-  PyObject* lhs = args[0];
-  PyObject* rhs = args[1];
+/* The dispatch behind arith() and the number slots; an operator may be NULL (missing). */
+static PyObject* arith_core(PyObject* lhs, PyObject* rhs, const weft_op_t* elem, const weft_op_t* bcast,
+                            const weft_op_t* scalar_op, PyObject* out) {
   if (!PyObject_TypeCheck(lhs, &NDArrayBase_Type)) Py_RETURN_NOTIMPLEMENTED;
   weft_ndarray_t* inputs[2] = {((NDArrayBase*)lhs)->handle, NULL};
 
   if (PyObject_TypeCheck(rhs, &NDArrayBase_Type)) {
     inputs[1] = ((NDArrayBase*)rhs)->handle;
-    const weft_op_t* elem = (const weft_op_t*)PyLong_AsVoidPtr(args[2]);
-    const weft_op_t* bcast = (const weft_op_t*)PyLong_AsVoidPtr(args[3]);
-    if (PyErr_Occurred()) return NULL;
     const weft_op_t* op = elem != NULL ? elem : bcast;
     if (elem != NULL && bcast != NULL) {
       int same = 0;
@@ -388,7 +382,7 @@ static PyObject* fast_arith(PyObject* self, PyObject* const* args, Py_ssize_t na
       if (!same) op = bcast;
     }
     if (op == NULL) Py_RETURN_NOTIMPLEMENTED;
-    return run(op, 2, inputs, 0, NULL, NULL, args[5]);
+    return run(op, 2, inputs, 0, NULL, NULL, out);
   }
 
   /* bool is an int subclass and numpy's float64 a float subclass: both take this path. */
@@ -415,29 +409,142 @@ static PyObject* fast_arith(PyObject* self, PyObject* const* args, Py_ssize_t na
   } else {
     Py_RETURN_NOTIMPLEMENTED;
   }
-  const weft_op_t* scalar_op = (const weft_op_t*)PyLong_AsVoidPtr(args[4]);
   if (scalar_op == NULL) {
     PyMem_Free(owned);
-    if (PyErr_Occurred()) return NULL;
     Py_RETURN_NOTIMPLEMENTED;
   }
   static const char* const key[1] = {"scalar"};
   const char* val[1] = {text};
-  PyObject* result = run(scalar_op, 1, inputs, 1, key, val, args[5]);
+  PyObject* result = run(scalar_op, 1, inputs, 1, key, val, out);
   PyMem_Free(owned);
   return result;
 }
 
+static PyObject* fast_arith(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  if (nargs != 6) {
+    PyErr_Format(PyExc_TypeError,
+                 "arith() takes 6 arguments (lhs, rhs, elemwise_op, broadcast_op, scalar_op, out), got %zd", nargs);
+    return NULL;
+  }
+  const weft_op_t* ops[3];
+  for (int i = 0; i < 3; ++i) {
+    ops[i] = (const weft_op_t*)PyLong_AsVoidPtr(args[2 + i]);
+    if (ops[i] == NULL && PyErr_Occurred()) return NULL;
+  }
+  return arith_core(args[0], args[1], ops[0], ops[1], ops[2], args[5]);
+}
+
+/* ---------------------------------------------------------------- number slots */
+
+/* The operators behind +, -, *, /, % and ** (and their in-place and reflected forms),
+ * resolved by name when the module is first initialised, so `a + b` runs without a
+ * Python frame. */
+typedef enum { ARITH_ADD, ARITH_SUB, ARITH_MUL, ARITH_DIV, ARITH_MOD, ARITH_POW, ARITH_COUNT } ArithKind;
+
+static const char* const arith_names[ARITH_COUNT][4] = {
+    /* elemwise, broadcast, scalar, reflected scalar (number OP array) */
+    {"elemwise_add", "broadcast_add", "_plus_scalar", "_plus_scalar"},
+    {"elemwise_sub", "broadcast_sub", "_minus_scalar", "_rminus_scalar"},
+    {"elemwise_mul", "broadcast_mul", "_mul_scalar", "_mul_scalar"},
+    {"elemwise_div", "broadcast_div", "_div_scalar", "_rdiv_scalar"},
+    {"_mod", "broadcast_mod", "_mod_scalar", "_rmod_scalar"},
+    {"_power", "broadcast_power", "_power_scalar", "_rpower_scalar"},
+};
+static const weft_op_t* arith_ops[ARITH_COUNT][4];
+/* numpy.generic, whose 0-d scalars (numpy.int64, numpy.float32, ...) count as numbers. */
+static PyObject* numpy_scalar_type = NULL;
+
+static PyObject* slot_once(PyObject* x, PyObject* y, ArithKind kind, PyObject* out) {
+  const weft_op_t* const* ops = arith_ops[kind];
+  if (PyObject_TypeCheck(x, &NDArrayBase_Type)) return arith_core(x, y, ops[0], ops[1], ops[2], out);
+  /* Reflected: y is the array and x a number. */
+  return arith_core(y, x, NULL, NULL, ops[3], Py_None);
+}
+
+static PyObject* arith_slot(PyObject* x, PyObject* y, ArithKind kind, int inplace) {
+  PyObject* out = inplace ? x : Py_None;
+  PyObject* result = slot_once(x, y, kind, out);
+  if (result != Py_NotImplemented || numpy_scalar_type == NULL) return result;
+  PyObject* other = PyObject_TypeCheck(x, &NDArrayBase_Type) ? y : x;
+  int is_scalar = PyObject_IsInstance(other, numpy_scalar_type);
+  if (is_scalar <= 0) return is_scalar < 0 ? (Py_DECREF(result), NULL) : result;
+  /* A numpy scalar is not a Python number, but its value is. */
+  Py_DECREF(result);
+  PyObject* value = PyObject_CallMethod(other, "item", NULL);
+  if (value == NULL) return NULL;
+  result = other == y ? slot_once(x, value, kind, out) : slot_once(value, y, kind, out);
+  Py_DECREF(value);
+  return result;
+}
+
+#define WEFT_ARITH_SLOTS(fn, kind)                                                          \
+  static PyObject* nb_##fn(PyObject* x, PyObject* y) { return arith_slot(x, y, kind, 0); } \
+  static PyObject* nb_inplace_##fn(PyObject* x, PyObject* y) { return arith_slot(x, y, kind, 1); }
+WEFT_ARITH_SLOTS(add, ARITH_ADD)
+WEFT_ARITH_SLOTS(sub, ARITH_SUB)
+WEFT_ARITH_SLOTS(mul, ARITH_MUL)
+WEFT_ARITH_SLOTS(div, ARITH_DIV)
+WEFT_ARITH_SLOTS(mod, ARITH_MOD)
+#undef WEFT_ARITH_SLOTS
+
+static PyObject* nb_pow(PyObject* x, PyObject* y, PyObject* z) {
+  if (z != Py_None) Py_RETURN_NOTIMPLEMENTED;
+  return arith_slot(x, y, ARITH_POW, 0);
+}
+
+static PyObject* nb_inplace_pow(PyObject* x, PyObject* y, PyObject* z) {
+  if (z != Py_None) Py_RETURN_NOTIMPLEMENTED;
+  return arith_slot(x, y, ARITH_POW, 1);
+}
+
+static PyNumberMethods NDArrayBase_as_number = {
+    .nb_add = nb_add,
+    .nb_subtract = nb_sub,
+    .nb_multiply = nb_mul,
+    .nb_remainder = nb_mod,
+    .nb_power = nb_pow,
+    .nb_inplace_add = nb_inplace_add,
+    .nb_inplace_subtract = nb_inplace_sub,
+    .nb_inplace_multiply = nb_inplace_mul,
+    .nb_inplace_remainder = nb_inplace_mod,
+    .nb_inplace_power = nb_inplace_pow,
+    .nb_true_divide = nb_div,
+    .nb_inplace_true_divide = nb_inplace_div,
+};
+
+static int resolve_arith_ops(void) {
+  for (int k = 0; k < ARITH_COUNT; ++k) {
+    for (int j = 0; j < 4; ++j) {
+      weft_status_t st = weft_op_get(arith_names[k][j], &arith_ops[k][j]);
+      if (st != WEFT_OK) {
+        raise_status(st);
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
 PyDoc_STRVAR(init_doc,
-             "init(ndarray_class, error_factory)\n\n"
-             "Sets the class of the arrays invoke() and arith() return (a subclass of NDArrayBase)\n"
-             "and the callable (status, message) -> exception used for failed calls.");
+             "init(ndarray_class, error_factory, numpy_scalar_type=None)\n\n"
+             "Sets the class of the arrays invoke() and arith() return (a subclass of NDArrayBase),\n"
+             "the callable (status, message) -> exception used for failed calls, and the type whose\n"
+             "instances the arithmetic operators treat as numbers through their item() (numpy.generic).");
 
 static PyObject* fast_init(PyObject* self, PyObject* args) {
   (void)self;
   PyObject* cls = NULL;
   PyObject* factory = NULL;
-  if (!PyArg_ParseTuple(args, "OO:init", &cls, &factory)) return NULL;
+  PyObject* scalar_type = NULL;
+  if (!PyArg_ParseTuple(args, "OO|O:init", &cls, &factory, &scalar_type)) return NULL;
+  if (scalar_type != NULL && !PyType_Check(scalar_type)) {
+    PyErr_SetString(PyExc_TypeError, "init: numpy_scalar_type must be a type");
+    return NULL;
+  }
+  if (resolve_arith_ops() != 0) return NULL;
+  Py_XINCREF(scalar_type);
+  Py_XSETREF(numpy_scalar_type, scalar_type);
   if (!PyType_Check(cls) || !PyType_IsSubtype((PyTypeObject*)cls, &NDArrayBase_Type)) {
     PyErr_SetString(PyExc_TypeError, "init: ndarray_class must be a subclass of NDArrayBase");
     return NULL;

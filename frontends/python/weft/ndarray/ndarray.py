@@ -79,19 +79,18 @@ def invoke(op, inputs, params=None, out=None):
     return _fast.invoke(op, inputs, keys, vals, out)
 
 
-def _binary(elem, bcast, scalar, inplace=False):
-    """An arithmetic or comparison method: `elem` for an NDArray of the same shape, `bcast`
-    for another shape, `scalar` for a number ("" where the form does not exist). The
-    operator handles are looked up once, here, so a call is one C call."""
-    e, b, s = (_api.weft_op_get(name) if name else 0 for name in (elem, bcast, scalar))
+def _binary(elem, bcast, scalar):
+    """A comparison method: `elem` for an NDArray of the same shape, `bcast` for another
+    shape, `scalar` for a number. The operator handles are looked up once, here, so a call
+    is one C call."""
+    e, b, s = (_api.weft_op_get(name) for name in (elem, bcast, scalar))
     arith = _fast.arith
 
     def method(self, other):
-        out = self if inplace else None
-        result = arith(self, other, e, b, s, out)
+        result = arith(self, other, e, b, s, None)
         if result is NotImplemented and isinstance(other, np.generic) and other.ndim == 0:
             # numpy's integer scalars are not Python ints; their value is.
-            result = arith(self, other.item(), e, b, s, out)
+            result = arith(self, other.item(), e, b, s, None)
         return result
 
     return method
@@ -424,25 +423,8 @@ class NDArray(_fast.NDArrayBase):
         _api.weft_ndarray_copy_from_host(self, np.ascontiguousarray(host))
 
     # ---------------------------------------------------------------- arithmetic
-    __add__ = _binary("elemwise_add", "broadcast_add", "_plus_scalar")
-    __radd__ = __add__
-    __iadd__ = _binary("elemwise_add", "broadcast_add", "_plus_scalar", inplace=True)
-    __sub__ = _binary("elemwise_sub", "broadcast_sub", "_minus_scalar")
-    __rsub__ = _binary("", "", "_rminus_scalar")
-    __isub__ = _binary("elemwise_sub", "broadcast_sub", "_minus_scalar", inplace=True)
-    __mul__ = _binary("elemwise_mul", "broadcast_mul", "_mul_scalar")
-    __rmul__ = __mul__
-    __imul__ = _binary("elemwise_mul", "broadcast_mul", "_mul_scalar", inplace=True)
-    __truediv__ = _binary("elemwise_div", "broadcast_div", "_div_scalar")
-    __rtruediv__ = _binary("", "", "_rdiv_scalar")
-    __itruediv__ = _binary("elemwise_div", "broadcast_div", "_div_scalar", inplace=True)
-    __div__ = __truediv__
-    __rdiv__ = __rtruediv__
-    __mod__ = _binary("_mod", "broadcast_mod", "_mod_scalar")
-    __rmod__ = _binary("", "", "_rmod_scalar")
-    __imod__ = _binary("_mod", "broadcast_mod", "_mod_scalar", inplace=True)
-    __pow__ = _binary("_power", "broadcast_power", "_power_scalar")
-    __rpow__ = _binary("", "", "_rpower_scalar")
+    # +, -, *, /, % and ** (with their in-place and reflected forms) are NDArrayBase's number
+    # slots, in C (weft._fast).
     __gt__ = _binary("_greater", "broadcast_greater", "_greater_scalar")
     __ge__ = _binary("_greater_equal", "broadcast_greater_equal", "_greater_equal_scalar")
     __lt__ = _binary("_lesser", "broadcast_lesser", "_lesser_scalar")
@@ -668,4 +650,4 @@ def to_dlpack_for_write(data):
     return data.to_dlpack_for_write()
 
 
-_fast.init(NDArray, error)
+_fast.init(NDArray, error, np.generic)
