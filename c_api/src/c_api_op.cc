@@ -278,7 +278,7 @@ weft_status_t weft_imperative_invoke(const weft_op_t* op, int num_inputs, weft_n
   Context ctx_hint = Context::CPU();
   bool has_ctx = false;
   NodeAttrs attrs = BuildAttrs(o, num_inputs, num_params, keys, vals, &ctx_hint, &has_ctx, __func__);
-  imperative::Invoke(attrs, ins, &outs, has_ctx ? &ctx_hint : nullptr);
+  imperative::Invoke(attrs, ins, &outs, has_ctx ? &ctx_hint : nullptr, nullptr, imperative::IsTraining());
   if (num_given > 0) {
     *num_outputs = num_given;
     *outputs = given;
@@ -291,6 +291,20 @@ weft_status_t weft_imperative_invoke(const weft_op_t* op, int num_inputs, weft_n
     *num_outputs = visible;
     *outputs = result.data();
   }
+  WEFT_API_END
+}
+
+weft_status_t weft_set_is_training(int is_training, int* out) {
+  WEFT_API_BEGIN
+  bool prev = imperative::SetIsTraining(is_training != 0);
+  if (out) *out = prev ? 1 : 0;
+  WEFT_API_END
+}
+
+weft_status_t weft_is_training(int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = imperative::IsTraining() ? 1 : 0;
   WEFT_API_END
 }
 

@@ -78,6 +78,18 @@ int64_t InlineMaxBytes() {
 
 }  // namespace
 
+namespace {
+thread_local bool tls_is_training = false;
+}  // namespace
+
+bool IsTraining() { return tls_is_training; }
+
+bool SetIsTraining(bool on) {
+  bool prev = tls_is_training;
+  tls_is_training = on;
+  return prev;
+}
+
 NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs) {
   NodeAttrs attrs;
   attrs.op = op;

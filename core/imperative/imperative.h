@@ -11,6 +11,11 @@
 namespace weft {
 namespace imperative {
 
+// The calling thread's training mode (off at start), which front ends pass to Invoke's
+// is_train. SetIsTraining returns the previous mode.
+bool IsTraining();
+bool SetIsTraining(bool on);
+
 // Builds parsed attributes for `op` from string parameters.
 NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs);
 

@@ -272,6 +272,13 @@ WEFT_API weft_status_t weft_imperative_gradient(const weft_op_t* op, int num_inp
                                                 const char* const* keys, const char* const* vals,
                                                 weft_ndarray_t** in_grads);
 
+/* Training mode of the calling thread (off at start): operators invoked while it is on
+ * behave as in training (Dropout drops, BatchNorm uses and updates batch statistics).
+ * set_is_training stores is_training != 0 and, when `out` is not NULL, the previous mode
+ * (0 or 1) in *out. */
+WEFT_API weft_status_t weft_set_is_training(int is_training, int* out);
+WEFT_API weft_status_t weft_is_training(int* out);
+
 /* ------------------------------------------------------------------ random numbers */
 
 /* Seeds the generators of every context (seed_context with one context only). Draws after

@@ -12,10 +12,11 @@ from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import ndarray
 from . import ndarray as nd
 from . import random
+from . import autograd
 from . import test_utils
 
 __all__ = ["WeftError", "MXNetError", "__version__", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "ndarray", "nd", "random", "test_utils", "waitall"]
+           "current_context", "num_gpus", "ndarray", "nd", "random", "autograd", "test_utils", "waitall"]
 
 
 def waitall():
