@@ -20,7 +20,8 @@ void AddUnique(std::vector<engine::VarHandle>* v, engine::VarHandle var) {
   if (std::find(v->begin(), v->end(), var) == v->end()) v->push_back(var);
 }
 
-// The default type rule: every input and output shares one dtype.
+}  // namespace
+
 bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
   DType t = DType::kUnknown;
   for (DType d : *in) if (d != DType::kUnknown) { t = d; break; }
@@ -41,9 +42,8 @@ bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vec
   return true;
 }
 
-// Operations touching at most this many bytes (inputs plus outputs) run on the pushing
-// thread when their inputs are ready: below it, waking a worker costs more than the work.
-// WEFT_ENGINE_INLINE_BYTES changes it; 0 sends everything to the workers.
+namespace {
+
 // The buffers of one Invoke call, reused by the thread's next call.
 struct InvokeScratch {
   std::vector<Shape> in_shapes, out_shapes;
@@ -63,6 +63,9 @@ struct InvokeScratch {
   }
 };
 
+// Operations touching at most this many bytes (inputs plus outputs) run on the pushing
+// thread when their inputs are ready: below it, waking a worker costs more than the work.
+// WEFT_ENGINE_INLINE_BYTES changes it; 0 sends everything to the workers.
 int64_t InlineMaxBytes() {
   static const int64_t limit = [] {
     const char* s = std::getenv("WEFT_ENGINE_INLINE_BYTES");

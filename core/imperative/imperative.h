@@ -16,6 +16,9 @@ namespace imperative {
 bool IsTraining();
 bool SetIsTraining(bool on);
 
+// The type rule of operators without FInferType: every input and output shares one dtype.
+bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out);
+
 // Builds parsed attributes for `op` from string parameters.
 NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs);
 

@@ -117,8 +117,18 @@ inline void AssignType(const NodeAttrs& attrs, std::vector<DType>* types, size_t
 
 // Shape rule of operators whose one output has the shape of input 0 (and inputs agree).
 inline bool SameShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  // Every input and the output contribute what they know (a graph may know the batch size
+  // from one input and the features from another); a disagreement is reported below.
   Shape s = (*out)[0];
-  for (const auto& x : *in) if (x.known_ndim()) { s = x; break; }
+  for (const auto& x : *in) {
+    if (!x.known_ndim()) continue;
+    if (!s.known_ndim()) {
+      s = x;
+    } else if (s.ndim() == x.ndim()) {
+      for (int d = 0; d < s.ndim(); ++d)
+        if (s[d] < 0) s[d] = x[d];
+    }
+  }
   for (size_t i = 0; i < in->size(); ++i) AssignShape(attrs, in, i, s, "input");
   AssignShape(attrs, out, 0, s, "output");
   for (const auto& x : *in) if (!x.is_known()) return false;
