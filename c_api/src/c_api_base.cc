@@ -30,6 +30,7 @@ const char* HandleKindName(HandleKind kind) {
     case HandleKind::kNDArrayList: return "weft_ndarray_list_t";
     case HandleKind::kBytes: return "weft_bytes_t";
     case HandleKind::kOp: return "weft_op_t";
+    case HandleKind::kSymbol: return "weft_symbol_t";
   }
   return "handle";
 }

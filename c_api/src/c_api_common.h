@@ -24,6 +24,7 @@
 #include "weft/c_api.h"
 
 namespace weft {
+class Op;
 namespace capi {
 
 static_assert(sizeof(void*) == 8, "handle values pack 64 bits");
@@ -38,7 +39,7 @@ class HandleError : public std::runtime_error {
 weft_status_t SetLastError(weft_status_t status, const char* message);
 
 // Kind tags: distinct non-zero bytes, so a handle of one kind is never accepted as another.
-enum class HandleKind : uint8_t { kNDArray = 0xA1, kNDArrayList = 0xA2, kBytes = 0xA3, kOp = 0xA4 };
+enum class HandleKind : uint8_t { kNDArray = 0xA1, kNDArrayList = 0xA2, kBytes = 0xA3, kOp = 0xA4, kSymbol = 0xA5 };
 
 const char* HandleKindName(HandleKind kind);
 
@@ -164,6 +165,9 @@ inline weft_ndarray_t* NewArrHandle(NDArray a) {
   return reinterpret_cast<weft_ndarray_t*>(NDArrayTable::Get().Create(std::move(a)));
 }
 
+// The operator behind a handle; errors name the argument and the function.
+const Op* OpRef(const weft_op_t* h, const char* arg, const char* fn);
+
 // Throws kValue when an out-pointer the caller must provide is NULL.
 inline void CheckOut(const void* p, const char* arg, const char* fn) {
   if (p == nullptr) Throw(ErrorKind::kValue, fn, ": out-pointer '", arg, "' is NULL");
@@ -201,3 +205,4 @@ DType ToDType(int code, const char* fn);
 // Handle and out-pointer helpers that name the argument and the function in errors.
 #define WEFT_ARR(h) ::weft::capi::Arr((h), #h, __func__)
 #define WEFT_OUT(p) ::weft::capi::CheckOut((p), #p, __func__)
+#define WEFT_OP(h) ::weft::capi::OpRef((h), #h, __func__)

@@ -45,8 +45,10 @@ const weft_op_t* OpHandle(const Op* op) {
   return reinterpret_cast<const weft_op_t*>(PackHandle(HandleKind::kOp, 0, op->index));
 }
 
+}  // namespace
+
 // Operator handles are never freed, so the generation is always 0.
-const Op* OpRef(const weft_op_t* h, const char* arg, const char* fn) {
+const Op* weft::capi::OpRef(const weft_op_t* h, const char* arg, const char* fn) {
   uint64_t v = reinterpret_cast<uint64_t>(h);
   if (v == 0) ThrowBadHandle(v, HandleKind::kOp, arg, fn, "is NULL");
   if ((v >> 56) != static_cast<uint64_t>(HandleKind::kOp))
@@ -57,7 +59,9 @@ const Op* OpRef(const weft_op_t* h, const char* arg, const char* fn) {
     ThrowBadHandle(v, HandleKind::kOp, arg, fn, "is not a valid handle");
   return c.by_index[low - 1];
 }
-#define WEFT_OP(h) OpRef((h), #h, __func__)
+
+namespace {
+
 
 // Parses "cpu", "cpu(0)", "gpu(1)", "cpu_pinned(0)".
 Context ParseContext(const std::string& text, const std::string& op) {

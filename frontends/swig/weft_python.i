@@ -157,12 +157,20 @@ WEFT_PY_HANDLE(weft_ndarray_t)
 WEFT_PY_HANDLE(weft_ndarray_list_t)
 WEFT_PY_HANDLE(weft_bytes_t)
 WEFT_PY_HANDLE(weft_op_t)
+WEFT_PY_HANDLE(weft_symbol_t)
 
 %typemap(in) weft_ndarray_t* const* (weft_ndarray_t** arr = NULL) {
   if (weft_py_handle_array($input, &arr) != 0) SWIG_fail;
   $1 = arr;
 }
 %typemap(freearg) weft_ndarray_t* const* { free(arr$argnum); }
+
+/* Sequences of symbol handles, converted like those of arrays. */
+%typemap(in) weft_symbol_t* const* (weft_ndarray_t** arr = NULL) {
+  if (weft_py_handle_array($input, &arr) != 0) SWIG_fail;
+  $1 = (weft_symbol_t* const*)arr;
+}
+%typemap(freearg) weft_symbol_t* const* { free(arr$argnum); }
 
 %typemap(in) const char* const* (const char** arr = NULL, PyObject* keep = NULL) {
   if (weft_py_string_array($input, &arr, &keep) != 0) SWIG_fail;
@@ -188,13 +196,16 @@ WEFT_PY_HANDLE(weft_op_t)
 
 /* weft_imperative_gradient's in_grads: one entry per input (arg2, num_inputs), None where
  * the operator gives no gradient. */
-%typemap(in, numinputs=0) weft_ndarray_t** in_grads (weft_ndarray_t** grads = NULL) {
-  grads = (weft_ndarray_t**)calloc(arg2 > 0 ? (size_t)arg2 : 1, sizeof(weft_ndarray_t*));
-  if (grads == NULL) {
+%typemap(in, numinputs=0) weft_ndarray_t** in_grads (weft_ndarray_t** grads = NULL) { $1 = NULL; }
+/* Allocated in a check typemap: those run after every argument is converted, so arg2 holds
+ * num_inputs here (in the in typemap above it is still unset). */
+%typemap(check) weft_ndarray_t** in_grads {
+  grads$argnum = (weft_ndarray_t**)calloc(arg2 > 0 ? (size_t)arg2 : 1, sizeof(weft_ndarray_t*));
+  if (grads$argnum == NULL) {
     PyErr_NoMemory();
     SWIG_fail;
   }
-  $1 = grads;
+  $1 = grads$argnum;
 }
 %typemap(argout) weft_ndarray_t** in_grads {
   PyObject* list = PyList_New(arg2);
@@ -211,6 +222,7 @@ WEFT_PY_HANDLE(weft_op_t)
 %enddef
 
 WEFT_PY_OUT(int, out, PyLong_FromLong)
+WEFT_PY_OUT(int, found, PyBool_FromLong)
 WEFT_PY_OUT(int, major, PyLong_FromLong)
 WEFT_PY_OUT(int, minor, PyLong_FromLong)
 WEFT_PY_OUT(int, patch, PyLong_FromLong)

@@ -302,6 +302,78 @@ WEFT_API weft_status_t weft_storage_get_stat(weft_context_t ctx, int stat, int64
 /* Returns the pooled memory of `ctx` to the OS or driver. */
 WEFT_API weft_status_t weft_storage_release_pooled(weft_context_t ctx);
 
+/* ------------------------------------------------------------------ symbols */
+
+/* A symbolic graph: a list of outputs of operator nodes and variables. Strings returned by
+ * the functions below (names, JSON) belong to the library and stay valid until the next
+ * call of a symbol function on the same thread. Lists and inference results are returned
+ * as JSON text, so that every front end reads them the same way. */
+typedef struct weft_symbol weft_symbol_t;
+
+/* A variable named `name` (not empty). */
+WEFT_API weft_status_t weft_symbol_create_variable(const char* name, weft_symbol_t** out);
+/* Operator `op` with string parameters keys[i] = vals[i] and no inputs yet (compose gives
+ * them). Unknown keys and bad values are errors naming the operator and the key. */
+WEFT_API weft_status_t weft_symbol_create_atomic(const weft_op_t* op, int num_params, const char* const* keys,
+                                                 const char* const* vals, weft_symbol_t** out);
+/* Gives `sym` its inputs, in place. arg_names NULL: args are positional (the operator's
+ * input order, or list_arguments order for a composed symbol); otherwise arg_names[i] names
+ * the input (or, for a composed symbol, the variable) args[i] replaces. An atomic symbol's
+ * inputs not given become variables "<name>_<input>". `name` (may be NULL or empty: a
+ * unique name is made) names the operator node of an atomic symbol. `sym` keeps its own
+ * references to the args: they may be freed after the call. */
+WEFT_API weft_status_t weft_symbol_compose(weft_symbol_t* sym, const char* name, int num_args,
+                                           const char* const* arg_names, weft_symbol_t* const* args);
+/* A deep copy sharing no node with `sym`. */
+WEFT_API weft_status_t weft_symbol_copy(const weft_symbol_t* sym, weft_symbol_t** out);
+/* The outputs of syms[0..num) as one symbol. */
+WEFT_API weft_status_t weft_symbol_group(int num, weft_symbol_t* const* syms, weft_symbol_t** out);
+/* Output `index` alone; every internal output; the inputs of the output nodes. */
+WEFT_API weft_status_t weft_symbol_get_output(const weft_symbol_t* sym, int index, weft_symbol_t** out);
+WEFT_API weft_status_t weft_symbol_get_internals(const weft_symbol_t* sym, weft_symbol_t** out);
+WEFT_API weft_status_t weft_symbol_get_children(const weft_symbol_t* sym, weft_symbol_t** out);
+/* NULL is accepted. */
+WEFT_API weft_status_t weft_symbol_free(weft_symbol_t* sym);
+
+/* Which names weft_symbol_list gives. Append-only. */
+typedef enum weft_symbol_list_kind {
+  WEFT_SYMBOL_ARGUMENTS = 0,  /* variables read (list_arguments) */
+  WEFT_SYMBOL_OUTPUTS = 1,    /* outputs (list_outputs) */
+  WEFT_SYMBOL_AUXILIARY = 2,  /* variables written by operators (list_auxiliary_states) */
+  WEFT_SYMBOL_INPUTS = 3      /* every variable (list_inputs) */
+} weft_symbol_list_kind_t;
+
+/* *out = a JSON array of the names of that kind, in graph order. */
+WEFT_API weft_status_t weft_symbol_list(const weft_symbol_t* sym, int kind, const char** out);
+/* *out = the name of a one-output symbol's node, or "" for a group. */
+WEFT_API weft_status_t weft_symbol_get_name(const weft_symbol_t* sym, const char** out);
+/* The attribute `key` of a one-output symbol's node: *found = 1 and *out its value, or
+ * *found = 0 and *out = "". */
+WEFT_API weft_status_t weft_symbol_get_attr(const weft_symbol_t* sym, const char* key, const char** out,
+                                            int* found);
+/* Sets an attribute of a one-output symbol's node; an operator parameter is checked. */
+WEFT_API weft_status_t weft_symbol_set_attr(weft_symbol_t* sym, const char* key, const char* value);
+/* *out = a JSON object {node name: {key: value}} over every node with attributes. */
+WEFT_API weft_status_t weft_symbol_attr_dict(const weft_symbol_t* sym, const char** out);
+/* *out = MXNet's debug_str text. */
+WEFT_API weft_status_t weft_symbol_debug_str(const weft_symbol_t* sym, const char** out);
+
+/* MXNet's symbol JSON (compat/mxnet/FORMATS.md). Loading accepts every MXNet version and
+ * upgrades older files; malformed text is an error naming the node and the problem. */
+WEFT_API weft_status_t weft_symbol_to_json(const weft_symbol_t* sym, const char** out);
+WEFT_API weft_status_t weft_symbol_from_json(const char* json, weft_symbol_t** out);
+WEFT_API weft_status_t weft_symbol_save_file(const weft_symbol_t* sym, const char* path);
+WEFT_API weft_status_t weft_symbol_load_file(const char* path, weft_symbol_t** out);
+
+/* Shape inference. `known` is a JSON object {input name: [dims...]} (unknown dims -1).
+ * *out = {"arguments": [...], "outputs": [...], "auxiliary": [...], "complete": bool}
+ * with each shape a list of dims, or null when its rank is unknown. A conflict is an error
+ * naming the node and both shapes. */
+WEFT_API weft_status_t weft_symbol_infer_shape(const weft_symbol_t* sym, const char* known, const char** out);
+/* Type inference: `known` is {input name: dtype code}; *out as for shapes, with dtype
+ * codes (-1 unknown). */
+WEFT_API weft_status_t weft_symbol_infer_type(const weft_symbol_t* sym, const char* known, const char** out);
+
 #ifdef __cplusplus
 }
 #endif

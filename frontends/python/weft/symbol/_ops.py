@@ -1,0 +1,86 @@
+"""Symbol functions for every registered operator, generated at import from the registry.
+
+A call builds one node: positional Symbols are the operator's inputs in order, keyword
+Symbols name inputs, other keywords are parameters (None leaves the default), `name`
+names the node (else the thread's NameManager makes one from the operator's name) and
+`attr` adds user attributes ("__lr_mult__", ...). Missing inputs become variables named
+"<name>_<input>", as in MXNet.
+"""
+import inspect
+import keyword
+
+from ..base import _api
+from ..ndarray._ops import list_ops, _docstring, _safe
+from ..ndarray.ndarray import _param_str
+from .. import name as _name
+from .symbol import Symbol
+
+_functions = {}
+
+
+def _make_function(info, fname):
+    handle = info.handle
+    hint = info.name.lower().lstrip("_")
+    count_key = info.key_var_num_args
+
+    def fn(*args, **kwargs):
+        name = kwargs.pop("name", None)
+        attr = kwargs.pop("attr", None) or {}
+        inputs, keys, vals = {}, [], []
+        for k, v in kwargs.items():
+            if isinstance(v, Symbol):
+                inputs[k] = v
+            elif v is not None:
+                # A parameter named like a Python keyword is passed with a trailing "_".
+                keys.append(k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else k)
+                vals.append(_param_str(v))
+        for i, a in enumerate(args):
+            if not isinstance(a, Symbol):
+                raise TypeError("%s: positional input %d must be a Symbol, got %s (parameters go by keyword)"
+                                % (fname, i, type(a).__name__))
+        if count_key and count_key not in keys:
+            keys.append(count_key)
+            vals.append(str(len(args)))
+        for k, v in attr.items():
+            keys.append(k)
+            vals.append(str(v))
+        s = Symbol(_api.weft_symbol_create_atomic(handle, len(keys), keys, vals))
+        s._compose(*args, name=_name.current().get(name, hint), **inputs)
+        return s
+
+    # The signature shown by help(): inputs, then parameters, then name and attr.
+    seen = {"name", "attr"}
+    params = []
+    for pname, kind in [(_safe(i[0]), inspect.Parameter.POSITIONAL_OR_KEYWORD) for i in info.inputs] + \
+            [(_safe(p[0]), inspect.Parameter.KEYWORD_ONLY) for p in info.params if p[0] != count_key]:
+        if pname not in seen:
+            seen.add(pname)
+            params.append(inspect.Parameter(pname, kind, default=None))
+    params.sort(key=lambda p: p.kind)
+    params += [inspect.Parameter("name", inspect.Parameter.KEYWORD_ONLY, default=None),
+               inspect.Parameter("attr", inspect.Parameter.KEYWORD_ONLY, default=None)]
+    fn.__signature__ = inspect.Signature(params)
+    fn.__name__ = fname
+    fn.__qualname__ = fname
+    fn.__doc__ = _docstring(info, fname).replace("NDArray", "Symbol")
+    fn.__module__ = "weft.symbol"
+    return fn
+
+
+def populate(public, internal):
+    """Puts every operator's function into `public` (names without a leading underscore)
+    and `internal` (all names)."""
+    for info in list_ops():
+        for fname in [info.name] + info.aliases:
+            if not fname.isidentifier():
+                continue
+            fn = _make_function(info, fname)
+            _functions[fname] = fn
+            internal[fname] = fn
+            if not fname.startswith("_") and fname not in public:
+                public[fname] = fn
+
+
+def get(name):
+    """The symbol function of operator `name` (or alias); KeyError when none is registered."""
+    return _functions[name]

@@ -1,0 +1,258 @@
+"""The Symbol class: a handle on a graph of operators and variables (weft_symbol_t)."""
+import json
+
+import numpy as np
+
+from ..base import _api
+from ..ndarray.ndarray import dtype_id, _ID_TO_NP
+
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"]
+
+_ARGUMENTS, _OUTPUTS, _AUXILIARY, _INPUTS = 0, 1, 2, 3
+
+
+class Symbol:
+    """A symbolic graph: the outputs of operator nodes and variables."""
+
+    __slots__ = ("handle", "__weakref__")
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __del__(self):
+        if getattr(self, "handle", None) is not None:
+            _api.weft_symbol_free(self.handle)
+            self.handle = None
+
+    # ------------------------------------------------------------- structure
+    @property
+    def name(self):
+        """The node's name, or None for a grouped symbol."""
+        return _api.weft_symbol_get_name(self.handle) or None
+
+    def _list(self, kind):
+        return json.loads(_api.weft_symbol_list(self.handle, kind))
+
+    def list_arguments(self):
+        return self._list(_ARGUMENTS)
+
+    def list_outputs(self):
+        return self._list(_OUTPUTS)
+
+    def list_auxiliary_states(self):
+        return self._list(_AUXILIARY)
+
+    def list_inputs(self):
+        return self._list(_INPUTS)
+
+    def __len__(self):
+        return len(self.list_outputs())
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __getitem__(self, index):
+        if isinstance(index, str):
+            names = self.list_outputs()
+            if index not in names:
+                raise ValueError("Symbol has no output named %r; its outputs are %s" % (index, names))
+            index = names.index(index)
+        if not isinstance(index, int):
+            raise TypeError("Symbol index must be an int or an output name, got %r" % (index,))
+        return Symbol(_api.weft_symbol_get_output(self.handle, index))
+
+    def get_internals(self):
+        return Symbol(_api.weft_symbol_get_internals(self.handle))
+
+    def get_children(self):
+        """The inputs of this symbol's nodes, or None for a variable."""
+        children = Symbol(_api.weft_symbol_get_children(self.handle))
+        return children if len(children) else None
+
+    def __copy__(self):
+        return Symbol(_api.weft_symbol_copy(self.handle))
+
+    def __deepcopy__(self, memo):
+        return self.__copy__()
+
+    copy = __copy__
+
+    # ------------------------------------------------------------- composition
+    def __call__(self, *args, **kwargs):
+        """A copy of this symbol with its free variables replaced (positionally in
+        list_arguments order, or by name)."""
+        s = self.__copy__()
+        s._compose(*args, **kwargs)
+        return s
+
+    def _compose(self, *args, **kwargs):
+        name = kwargs.pop("name", None)
+        if args and kwargs:
+            raise TypeError("compose takes positional or keyword inputs, not both")
+        for v in list(args) + list(kwargs.values()):
+            if not isinstance(v, Symbol):
+                raise TypeError("compose: inputs must be Symbols, got %s" % type(v).__name__)
+        if kwargs:
+            keys = list(kwargs)
+            _api.weft_symbol_compose(self.handle, name, len(keys), keys, [kwargs[k].handle for k in keys])
+        else:
+            _api.weft_symbol_compose(self.handle, name, len(args), None, [a.handle for a in args])
+
+    # ------------------------------------------------------------- attributes
+    def attr(self, key):
+        """The attribute `key` of this (one-output) symbol's node, or None."""
+        value, found = _api.weft_symbol_get_attr(self.handle, key)
+        return value if found else None
+
+    def list_attr(self, recursive=False):
+        if recursive:
+            raise ValueError("list_attr(recursive=True) is attr_dict() in MXNet 1.x; use that")
+        return dict(self.attr_dict().get(self.name, {})) if self.name else {}
+
+    def attr_dict(self):
+        return json.loads(_api.weft_symbol_attr_dict(self.handle))
+
+    def _set_attr(self, **kwargs):
+        for k, v in kwargs.items():
+            if not isinstance(v, str):
+                raise ValueError("attribute values must be strings, got %r for %r" % (v, k))
+            _api.weft_symbol_set_attr(self.handle, k, v)
+
+    # ------------------------------------------------------------- inference
+    def _known(self, args, kwargs, convert):
+        names = self.list_arguments()
+        if len(args) > len(names):
+            raise ValueError("expected at most %d positional values (for %s), got %d" % (len(names), names, len(args)))
+        known = {}
+        for n, v in zip(names, args):
+            if v is not None:
+                known[n] = convert(v)
+        for n, v in kwargs.items():
+            if v is not None:
+                known[n] = convert(v)
+        return json.dumps(known)
+
+    def _infer_shape(self, args, kwargs):
+        def convert(shape):
+            # MXNet 1.x writes unknown dims as 0.
+            return [-1 if d in (0, None) else int(d) for d in shape]
+        return json.loads(_api.weft_symbol_infer_shape(self.handle, self._known(args, kwargs, convert)))
+
+    def infer_shape(self, *args, **kwargs):
+        """(arg_shapes, out_shapes, aux_shapes) from known input shapes; three Nones when
+        some shape cannot be inferred."""
+        r = self._infer_shape(args, kwargs)
+        if not r["complete"]:
+            return None, None, None
+        return tuple([tuple(s) for s in r[k]] for k in ("arguments", "outputs", "auxiliary"))
+
+    def infer_shape_partial(self, *args, **kwargs):
+        """As infer_shape, with what stays unknown as () (unknown rank) or 0 dims."""
+        r = self._infer_shape(args, kwargs)
+        fix = lambda s: () if s is None else tuple(0 if d < 0 else d for d in s)  # noqa: E731
+        return tuple([fix(s) for s in r[k]] for k in ("arguments", "outputs", "auxiliary"))
+
+    def infer_type(self, *args, **kwargs):
+        """(arg_types, out_types, aux_types) as numpy types; three Nones when incomplete."""
+        r = json.loads(_api.weft_symbol_infer_type(self.handle, self._known(args, kwargs, dtype_id)))
+        if not r["complete"]:
+            return None, None, None
+        return tuple([_ID_TO_NP[t].type for t in r[k]] for k in ("arguments", "outputs", "auxiliary"))
+
+    # ------------------------------------------------------------- files
+    def tojson(self):
+        return _api.weft_symbol_to_json(self.handle)
+
+    def save(self, fname):
+        _api.weft_symbol_save_file(self.handle, fname)
+
+    def debug_str(self):
+        return _api.weft_symbol_debug_str(self.handle)
+
+    def __repr__(self):
+        name = self.name
+        return "<Symbol %s>" % name if name else "<Symbol group [%s]>" % ", ".join(self.list_outputs())
+
+    def __getstate__(self):
+        return {"json": self.tojson()}
+
+    def __setstate__(self, state):
+        self.handle = _api.weft_symbol_from_json(state["json"])
+
+    # ------------------------------------------------------------- arithmetic
+    def _binary(self, other, op, scalar_op, reverse=False):
+        from . import _ops
+        if isinstance(other, Symbol):
+            lhs, rhs = (other, self) if reverse else (self, other)
+            return _ops.get(op)(lhs, rhs)
+        if isinstance(other, (int, float, np.generic)) and not isinstance(other, bool):
+            return _ops.get(scalar_op)(self, scalar=float(other))
+        return NotImplemented
+
+    def __add__(self, o): return self._binary(o, "elemwise_add", "_plus_scalar")  # noqa: E704
+    __radd__ = __add__
+    def __sub__(self, o): return self._binary(o, "elemwise_sub", "_minus_scalar")  # noqa: E704
+    def __rsub__(self, o): return self._binary(o, "elemwise_sub", "_rminus_scalar", True)  # noqa: E704
+    def __mul__(self, o): return self._binary(o, "elemwise_mul", "_mul_scalar")  # noqa: E704
+    __rmul__ = __mul__
+    def __truediv__(self, o): return self._binary(o, "elemwise_div", "_div_scalar")  # noqa: E704
+    def __rtruediv__(self, o): return self._binary(o, "elemwise_div", "_rdiv_scalar", True)  # noqa: E704
+    def __mod__(self, o): return self._binary(o, "_mod", "_mod_scalar")  # noqa: E704
+    def __rmod__(self, o): return self._binary(o, "_mod", "_rmod_scalar", True)  # noqa: E704
+    def __pow__(self, o): return self._binary(o, "_power", "_power_scalar")  # noqa: E704
+    def __rpow__(self, o): return self._binary(o, "_power", "_rpower_scalar", True)  # noqa: E704
+
+    def __neg__(self):
+        from . import _ops
+        return _ops.get("negative")(self)
+
+
+def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None, stype=None, **kwargs):
+    """A variable symbol; the keywords become its "__shape__", "__dtype__", ... attributes."""
+    if not isinstance(name, str) or not name:
+        raise TypeError("Variable: expected a non-empty name, got %r" % (name,))
+    s = Symbol(_api.weft_symbol_create_variable(name))
+    attrs = dict(attr or {})
+    if shape is not None:
+        attrs["__shape__"] = str(tuple(shape))
+    if lr_mult is not None:
+        attrs["__lr_mult__"] = str(lr_mult)
+    if wd_mult is not None:
+        attrs["__wd_mult__"] = str(wd_mult)
+    if dtype is not None:
+        attrs["__dtype__"] = str(dtype_id(dtype))
+    if init is not None:
+        attrs["__init__"] = init if isinstance(init, str) else init.dumps()
+    if stype is not None:
+        attrs["__storage_type__"] = {"default": "0", "row_sparse": "1", "csr": "2"}[stype]
+    for k, v in kwargs.items():
+        if not (k.startswith("__") and k.endswith("__")):
+            raise ValueError("Variable: extra attributes must be named __like_this__, got %r" % k)
+        attrs[k] = str(v)
+    s._set_attr(**attrs)
+    return s
+
+
+var = Variable
+
+
+def Group(symbols):
+    """The outputs of several symbols as one."""
+    symbols = list(symbols)
+    if not symbols or not all(isinstance(s, Symbol) for s in symbols):
+        raise TypeError("Group: expected a non-empty list of Symbols")
+    return Symbol(_api.weft_symbol_group(len(symbols), [s.handle for s in symbols]))
+
+
+def load(fname):
+    """A symbol from an MXNet JSON file (any MXNet version)."""
+    return Symbol(_api.weft_symbol_load_file(fname))
+
+
+def load_json(json_str):
+    """A symbol from MXNet JSON text."""
+    return Symbol(_api.weft_symbol_from_json(json_str))
+
+
+fromjson = load_json
+
