@@ -1,0 +1,55 @@
+// The executor: a symbol bound to arrays, run forward and backward by pushing each node to
+// the engine with outputs allocated once at bind time.
+#pragma once
+
+#include <vector>
+
+#include "core/graph/node.h"
+#include "core/graph/symbol.h"
+#include "core/ndarray/ndarray.h"
+
+namespace weft {
+namespace executor {
+
+class Executor {
+ public:
+  // `args` in list_arguments order, `aux` in list_auxiliary_states order, all on `ctx`.
+  // `arg_grads` has one array per argument (none where no gradient is wanted) and
+  // `grad_req` one request per argument: kNullOp (no gradient), kWriteTo, or kAddTo
+  // (accumulate into arg_grads). Shapes and dtypes come from the bound arrays; a
+  // mismatch with the graph is an error naming the node.
+  Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> args, std::vector<NDArray> arg_grads,
+           std::vector<OpReq> grad_req, std::vector<NDArray> aux);
+
+  // Pushes the forward nodes; `is_train` reaches the operators (Dropout, BatchNorm).
+  void Forward(bool is_train);
+  // Pushes the backward nodes after a Forward(true). `head_grads` has one array per output,
+  // or is empty, meaning ones (the gradient of a loss output).
+  void Backward(const std::vector<NDArray>& head_grads);
+
+  const std::vector<NDArray>& outputs() const { return outputs_; }
+  const std::vector<NDArray>& arg_arrays() const { return args_; }
+  const std::vector<NDArray>& grad_arrays() const { return arg_grads_; }
+  const std::vector<NDArray>& aux_arrays() const { return aux_; }
+
+ private:
+  // One node to run: its attributes, its input and output arrays and output requests,
+  // built once at bind time.
+  struct Step {
+    const NodeAttrs* attrs;
+    std::vector<NDArray> inputs, outputs;
+    std::vector<OpReq> req;
+  };
+  void Run(std::vector<Step>& steps, bool is_train);
+
+  graph::Symbol sym_;  // keeps the nodes the steps point into
+  std::vector<graph::NodeEntry> grad_entries_;
+  Context ctx_;
+  std::vector<NDArray> args_, arg_grads_, aux_, outputs_, head_grads_;
+  std::vector<OpReq> grad_req_;
+  std::vector<Step> forward_, backward_;
+  bool is_train_ = false;
+};
+
+}  // namespace executor
+}  // namespace weft
