@@ -31,6 +31,7 @@ const char* HandleKindName(HandleKind kind) {
     case HandleKind::kBytes: return "weft_bytes_t";
     case HandleKind::kOp: return "weft_op_t";
     case HandleKind::kSymbol: return "weft_symbol_t";
+    case HandleKind::kExecutor: return "weft_executor_t";
   }
   return "handle";
 }

@@ -1,17 +1,20 @@
-// The symbol functions of the C API (c_api.h, "symbols").
+// The symbol and executor functions of the C API (c_api.h, "symbols", "executors").
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "c_api/src/c_api_common.h"
+#include "core/executor/executor.h"
 #include "core/graph/infer.h"
 #include "core/graph/json.h"
 #include "core/graph/symbol.h"
 
 using namespace weft;        // NOLINT
 using namespace weft::capi;  // NOLINT
+using weft::executor::Executor;
 using weft::graph::Symbol;
 
 namespace {
@@ -22,6 +25,30 @@ Symbol& Sym(const weft_symbol_t* h, const char* arg, const char* fn) { return Sy
 #define WEFT_SYM(h) Sym((h), #h, __func__)
 
 weft_symbol_t* NewSymHandle(Symbol s) { return reinterpret_cast<weft_symbol_t*>(SymbolTable::Get().Create(std::move(s))); }
+
+using ExecutorTable = HandleTable<std::unique_ptr<Executor>, HandleKind::kExecutor>;
+
+Executor& Exec(const weft_executor_t* h, const char* arg, const char* fn) {
+  return *ExecutorTable::Get().Ref(h, arg, fn);
+}
+#define WEFT_EXEC(h) Exec((h), #h, __func__)
+
+// The arrays behind `handles` (NULL entries give none arrays when `allow_null`).
+std::vector<NDArray> ReadArrayList(int n, weft_ndarray_t* const* handles, bool allow_null, const char* what,
+                                   const char* fn) {
+  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
+  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
+  std::vector<NDArray> r;
+  for (int i = 0; i < n; ++i) {
+    std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
+    if (allow_null && handles[i] == nullptr) {
+      r.emplace_back();
+      continue;
+    }
+    r.push_back(Arr(handles[i], arg.c_str(), fn));
+  }
+  return r;
+}
 
 // The thread's returned string (valid until its next symbol call).
 const char* Return(std::string s) {
@@ -293,6 +320,68 @@ weft_status_t weft_symbol_infer_type(const weft_symbol_t* sym, const char* known
                       {"auxiliary", list(r.auxiliary)},
                       {"complete", r.complete}};
   *out = Return(j.dump());
+  WEFT_API_END
+}
+
+weft_status_t weft_executor_bind(const weft_symbol_t* sym, weft_context_t ctx, int num_args,
+                                 weft_ndarray_t* const* args, weft_ndarray_t* const* arg_grads,
+                                 const char* const* grad_req, int num_aux, weft_ndarray_t* const* aux,
+                                 weft_executor_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  const Symbol& s = WEFT_SYM(sym);
+  Context c = ToContext(ctx, __func__);
+  std::vector<NDArray> a = ReadArrayList(num_args, args, false, "args", __func__);
+  std::vector<NDArray> g = arg_grads ? ReadArrayList(num_args, arg_grads, true, "arg_grads", __func__)
+                                     : std::vector<NDArray>(a.size());
+  std::vector<NDArray> x = ReadArrayList(num_aux, aux, false, "aux", __func__);
+  std::vector<OpReq> req;
+  for (int i = 0; i < num_args; ++i) {
+    if (grad_req == nullptr) {
+      req.push_back(g[i].is_none() ? OpReq::kNullOp : OpReq::kWriteTo);
+      continue;
+    }
+    WEFT_CHECK(grad_req[i] != nullptr, kValue, __func__, ": grad_req[", i, "] is NULL");
+    std::string r = grad_req[i];
+    if (r == "null") req.push_back(OpReq::kNullOp);
+    else if (r == "write" || r == "inplace") req.push_back(OpReq::kWriteTo);
+    else if (r == "add") req.push_back(OpReq::kAddTo);
+    else Throw(ErrorKind::kValue, __func__, ": grad_req[", i, "]: expected 'null', 'write' or 'add', got '", r, "'");
+  }
+  auto ex = std::make_unique<Executor>(s, c, std::move(a), std::move(g), std::move(req), std::move(x));
+  *out = reinterpret_cast<weft_executor_t*>(ExecutorTable::Get().Create(std::move(ex)));
+  WEFT_API_END
+}
+
+weft_status_t weft_executor_forward(weft_executor_t* exec, int is_train) {
+  WEFT_API_BEGIN
+  WEFT_EXEC(exec).Forward(is_train != 0);
+  WEFT_API_END
+}
+
+weft_status_t weft_executor_backward(weft_executor_t* exec, int num_heads, weft_ndarray_t* const* head_grads) {
+  WEFT_API_BEGIN
+  Executor& ex = WEFT_EXEC(exec);
+  ex.Backward(ReadArrayList(num_heads, head_grads, false, "head_grads", __func__));
+  WEFT_API_END
+}
+
+weft_status_t weft_executor_outputs(weft_executor_t* exec, int* num_outputs, weft_ndarray_t* const** outputs) {
+  WEFT_API_BEGIN
+  WEFT_OUT(num_outputs);
+  WEFT_OUT(outputs);
+  const auto& outs = WEFT_EXEC(exec).outputs();
+  thread_local std::vector<weft_ndarray_t*> result;
+  result.clear();
+  for (const auto& o : outs) result.push_back(NewArrHandle(o));
+  *num_outputs = static_cast<int>(result.size());
+  *outputs = result.data();
+  WEFT_API_END
+}
+
+weft_status_t weft_executor_free(weft_executor_t* exec) {
+  WEFT_API_BEGIN
+  ExecutorTable::Get().Free(exec, "exec", __func__);
   WEFT_API_END
 }
 

@@ -123,6 +123,7 @@ WEFT_GO_HANDLE(weft_ndarray_list_t, SwigcptrStruct_SS_weft_ndarray_list)
 WEFT_GO_HANDLE(weft_bytes_t, SwigcptrStruct_SS_weft_bytes)
 WEFT_GO_HANDLE(weft_op_t, SwigcptrStruct_SS_weft_op)
 WEFT_GO_HANDLE(weft_symbol_t, SwigcptrStruct_SS_weft_symbol)
+WEFT_GO_HANDLE(weft_executor_t, SwigcptrStruct_SS_weft_executor)
 
 /* A slice of handles in; nil is NULL. */
 %typemap(gotype) weft_ndarray_t* const* "[]SwigcptrStruct_SS_weft_ndarray"

@@ -158,6 +158,7 @@ WEFT_PY_HANDLE(weft_ndarray_list_t)
 WEFT_PY_HANDLE(weft_bytes_t)
 WEFT_PY_HANDLE(weft_op_t)
 WEFT_PY_HANDLE(weft_symbol_t)
+WEFT_PY_HANDLE(weft_executor_t)
 
 %typemap(in) weft_ndarray_t* const* (weft_ndarray_t** arr = NULL) {
   if (weft_py_handle_array($input, &arr) != 0) SWIG_fail;

@@ -97,6 +97,7 @@ WEFT_R_HANDLE(weft_ndarray_list_t)
 WEFT_R_HANDLE(weft_bytes_t)
 WEFT_R_HANDLE(weft_op_t)
 WEFT_R_HANDLE(weft_symbol_t)
+WEFT_R_HANDLE(weft_executor_t)
 
 /* Arrays beside their count; the count arguments are named as in c_api.h, which is also
  * the name of the wrapper's SEXP argument. */

@@ -374,6 +374,35 @@ WEFT_API weft_status_t weft_symbol_infer_shape(const weft_symbol_t* sym, const c
  * codes (-1 unknown). */
 WEFT_API weft_status_t weft_symbol_infer_type(const weft_symbol_t* sym, const char* known, const char** out);
 
+/* ------------------------------------------------------------------ executors */
+
+/* A symbol bound to arrays, run forward and backward (MXNet's Executor). */
+typedef struct weft_executor weft_executor_t;
+
+/* Binds `sym` on `ctx`. args[0..num_args) follow list_arguments, aux[0..num_aux) follow
+ * list_auxiliary_states; their shapes and dtypes fix the graph's. arg_grads (may be NULL:
+ * no gradients) has num_args entries, NULL where no gradient is wanted; grad_req (may be
+ * NULL: "write" where a gradient array is given) has num_args strings among "null",
+ * "write" and "add" (accumulate). The executor keeps its own references to every array.
+ * A count, shape or dtype that does not fit is an error naming the argument or node. */
+WEFT_API weft_status_t weft_executor_bind(const weft_symbol_t* sym, weft_context_t ctx, int num_args,
+                                          weft_ndarray_t* const* args, weft_ndarray_t* const* arg_grads,
+                                          const char* const* grad_req, int num_aux, weft_ndarray_t* const* aux,
+                                          weft_executor_t** out);
+/* Pushes the forward pass; is_train != 0 runs operators in training mode. */
+WEFT_API weft_status_t weft_executor_forward(weft_executor_t* exec, int is_train);
+/* Pushes the backward pass. head_grads has one array per output, or num_heads is 0 for
+ * ones (the gradient of loss outputs). */
+WEFT_API weft_status_t weft_executor_backward(weft_executor_t* exec, int num_heads,
+                                              weft_ndarray_t* const* head_grads);
+/* The output arrays (allocated at bind, rewritten by each forward): *outputs points to
+ * *num_outputs new handles, which the caller frees; the array of handles itself stays
+ * valid until the thread's next executor call. */
+WEFT_API weft_status_t weft_executor_outputs(weft_executor_t* exec, int* num_outputs,
+                                             weft_ndarray_t* const** outputs);
+/* NULL is accepted. Pending work on the executor's arrays still completes. */
+WEFT_API weft_status_t weft_executor_free(weft_executor_t* exec);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,10 +16,11 @@ from . import autograd
 from . import name
 from . import symbol
 from . import symbol as sym
+from . import executor
 from . import test_utils
 
 __all__ = ["WeftError", "MXNetError", "__version__", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "test_utils", "waitall"]
+           "current_context", "num_gpus", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "test_utils", "waitall"]
 
 
 def waitall():

@@ -159,6 +159,80 @@ class Symbol:
             return None, None, None
         return tuple([_ID_TO_NP[t].type for t in r[k]] for k in ("arguments", "outputs", "auxiliary"))
 
+    # ------------------------------------------------------------- binding
+    def _arrays(self, values, names, what, allow_missing=False):
+        if values is None:
+            values = {} if allow_missing else None
+        if values is None:
+            raise ValueError("bind: %s are required (%s)" % (what, names))
+        if isinstance(values, dict):
+            unknown = set(values) - set(names)
+            if unknown:
+                raise ValueError("bind: %s has names that are not %s: %s (expected %s)"
+                                 % (what, what, sorted(unknown), names))
+            missing = [n for n in names if n not in values]
+            if missing and not allow_missing:
+                raise ValueError("bind: %s lacks %s" % (what, missing))
+            return [values.get(n) for n in names]
+        values = list(values)
+        if len(values) != len(names):
+            raise ValueError("bind: expected %d %s (%s), got %d" % (len(names), what, names, len(values)))
+        return values
+
+    def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
+             shared_exec=None):
+        """Binds arrays (lists in list_arguments order, or dicts by name) and returns an
+        Executor. grad_req is "write", "add", "null", or a list/dict of them."""
+        from ..executor import Executor
+        from ..context import Context
+        if group2ctx is not None or shared_exec is not None:
+            raise NotImplementedError("bind: group2ctx and shared_exec are not supported yet")
+        names = self.list_arguments()
+        args = self._arrays(args, names, "args")
+        grads = self._arrays(args_grad, names, "args_grad", allow_missing=True)
+        aux = self._arrays(aux_states or [], self.list_auxiliary_states(), "aux_states")
+        if isinstance(grad_req, str):
+            reqs = [grad_req if g is not None else "null" for g in grads]
+        elif isinstance(grad_req, dict):
+            reqs = [grad_req.get(n, "null") if g is not None else "null" for n, g in zip(names, grads)]
+        else:
+            reqs = list(grad_req)
+        return Executor(self, Context(ctx), args, grads, reqs, aux)
+
+    def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
+                    shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
+        """Infers every shape from the given input shapes (and dtypes from type_dict,
+        float32 by default), allocates zeroed arrays and gradients, and binds."""
+        from .. import ndarray as nd
+        arg_shapes, _, aux_shapes = self.infer_shape(**kwargs)
+        if arg_shapes is None:
+            raise ValueError("simple_bind: the shapes %s do not determine every shape of the graph; partial result %s"
+                             % (kwargs, self.infer_shape_partial(**kwargs)))
+        types = dict(type_dict or {})
+        names = self.list_arguments()
+        declared = self.attr_dict()
+        known = {n: types.get(n, "float32") for n in names
+                 if n in types or "__dtype__" not in declared.get(n, {})}
+        arg_types, _, aux_types = self.infer_type(**known)
+        if arg_types is None:
+            raise ValueError("simple_bind: the dtypes %s do not determine every dtype of the graph" % known)
+        args = [nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(arg_shapes, arg_types)]
+        if isinstance(grad_req, str):
+            wants = [grad_req != "null"] * len(names)
+        elif isinstance(grad_req, dict):
+            wants = [grad_req.get(n, "null") != "null" for n in names]
+        else:
+            wants = [r != "null" for r in grad_req]
+        grads = [nd.zeros(s, ctx=ctx, dtype=t) if w else None for s, t, w in zip(arg_shapes, arg_types, wants)]
+        aux = [nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(aux_shapes, aux_types)]
+        return self.bind(ctx, args, grads, grad_req, aux)
+
+    def eval(self, ctx=None, **kwargs):
+        """Binds the given arrays and runs forward; returns the outputs."""
+        from ..context import current_context
+        ex = self.bind(ctx or current_context(), kwargs, grad_req="null")
+        return ex.forward()
+
     # ------------------------------------------------------------- files
     def tojson(self):
         return _api.weft_symbol_to_json(self.handle)
