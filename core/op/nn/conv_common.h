@@ -1,0 +1,155 @@
+// Convolution, Deconvolution and Pooling: parameters, geometry and the CPU kernels they
+// share.
+//
+// Every kernel works on one convolution geometry: an input (n, c, in...) seen through a
+// kernel (f, c/g, k...) gives an output (n, f, out...). Deconvolution is the same
+// arithmetic with the roles swapped (its forward is the convolution's data gradient and
+// its data gradient is the convolution's forward), so both operators run the three
+// kernels below. float32 runs on oneDNN primitives when Weft is built with it; every other
+// dtype (and float32 without oneDNN, or a geometry oneDNN refuses) runs on im2col + Gemm.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/base/param.h"
+#include "core/op/registry.h"
+
+namespace weft {
+namespace op {
+
+struct ConvolutionParam {
+  Shape kernel, stride, dilate, pad;
+  int num_filter = 0;
+  int num_group = 1;
+  int64_t workspace = 1024;
+  bool no_bias = false;
+  std::string cudnn_tune;
+  bool cudnn_off = false;
+  std::string layout;
+};
+
+struct DeconvolutionParam {
+  Shape kernel, stride, dilate, pad, adj, target_shape;
+  int num_filter = 0;
+  int num_group = 1;
+  int64_t workspace = 512;
+  bool no_bias = true;
+  std::string cudnn_tune;
+  bool cudnn_off = false;
+  std::string layout;
+};
+
+struct PoolingParam {
+  Shape kernel, stride, pad;
+  std::string pool_type;
+  bool global_pool = false;
+  bool cudnn_off = false;
+  std::string pooling_convention;
+  std::optional<int> p_value;
+  // MXNet's optional<bool>: "None" behaves as True.
+  std::string count_include_pad;
+  std::string layout;
+};
+
+inline const std::vector<std::string>& LayoutChoices() {
+  static const std::vector<std::string> c = {"None", "NCW", "NCHW", "NCDHW", "NWC", "NHWC", "NDHWC"};
+  return c;
+}
+inline const std::vector<std::string>& TuneChoices() {
+  static const std::vector<std::string> c = {"None", "off", "limited_workspace", "fastest"};
+  return c;
+}
+
+WEFT_PARAM_SCHEMA(ConvolutionParam, s) {
+  s.Field("kernel", &ConvolutionParam::kernel).Describe("Convolution kernel size: (w,), (h, w) or (d, h, w).");
+  s.Field("stride", &ConvolutionParam::stride).Default(Shape::Scalar()).Describe("Stride; 1 per axis when empty.");
+  s.Field("dilate", &ConvolutionParam::dilate).Default(Shape::Scalar()).Describe("Dilation; 1 per axis when empty.");
+  s.Field("pad", &ConvolutionParam::pad).Default(Shape::Scalar()).Describe("Zero padding on both sides; 0 when empty.");
+  s.Field("num_filter", &ConvolutionParam::num_filter).Range(1, 100000).Describe("Number of output channels.");
+  s.Field("num_group", &ConvolutionParam::num_group).Default(1).Range(1, 100000).Describe("Number of groups.");
+  s.Field("workspace", &ConvolutionParam::workspace).Default(1024).Min(0).Describe("Workspace limit in MB (unused on the CPU).");
+  s.Field("no_bias", &ConvolutionParam::no_bias).Default(false).Describe("Whether to leave out the bias input.");
+  s.Field("cudnn_tune", &ConvolutionParam::cudnn_tune).Default("None").Choices(TuneChoices()).Describe("cuDNN algorithm choice (unused on the CPU).");
+  s.Field("cudnn_off", &ConvolutionParam::cudnn_off).Default(false).Describe("Turn off cuDNN (unused on the CPU).");
+  s.Field("layout", &ConvolutionParam::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout; NCW, NCHW and NCDHW are supported.");
+}
+
+WEFT_PARAM_SCHEMA(DeconvolutionParam, s) {
+  s.Field("kernel", &DeconvolutionParam::kernel).Describe("Deconvolution kernel size: (w,), (h, w) or (d, h, w).");
+  s.Field("stride", &DeconvolutionParam::stride).Default(Shape::Scalar()).Describe("Stride; 1 per axis when empty.");
+  s.Field("dilate", &DeconvolutionParam::dilate).Default(Shape::Scalar()).Describe("Dilation; 1 per axis when empty.");
+  s.Field("pad", &DeconvolutionParam::pad).Default(Shape::Scalar()).Describe("Padding removed from both sides of the output; 0 when empty.");
+  s.Field("adj", &DeconvolutionParam::adj).Default(Shape::Scalar()).Describe("Extra cells added at the end of each output axis.");
+  s.Field("target_shape", &DeconvolutionParam::target_shape).Default(Shape::Scalar()).Describe("Output spatial shape; when given, pad and adj are derived from it.");
+  s.Field("num_filter", &DeconvolutionParam::num_filter).Range(1, 100000).Describe("Number of output channels.");
+  s.Field("num_group", &DeconvolutionParam::num_group).Default(1).Range(1, 100000).Describe("Number of groups.");
+  s.Field("workspace", &DeconvolutionParam::workspace).Default(512).Min(0).Describe("Workspace limit in MB (unused on the CPU).");
+  s.Field("no_bias", &DeconvolutionParam::no_bias).Default(true).Describe("Whether to leave out the bias input.");
+  s.Field("cudnn_tune", &DeconvolutionParam::cudnn_tune).Default("None").Choices(TuneChoices()).Describe("cuDNN algorithm choice (unused on the CPU).");
+  s.Field("cudnn_off", &DeconvolutionParam::cudnn_off).Default(false).Describe("Turn off cuDNN (unused on the CPU).");
+  s.Field("layout", &DeconvolutionParam::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout; NCW, NCHW and NCDHW are supported.");
+}
+
+WEFT_PARAM_SCHEMA(PoolingParam, s) {
+  s.Field("kernel", &PoolingParam::kernel).Default(Shape::Scalar()).Describe("Pooling kernel size: (w,), (h, w) or (d, h, w).");
+  s.Field("pool_type", &PoolingParam::pool_type).Default("max").Choices({"max", "avg", "sum", "lp"}).Describe("Pooling type.");
+  s.Field("global_pool", &PoolingParam::global_pool).Default(false).Describe("Pool over the whole spatial extent, ignoring kernel, stride and pad.");
+  s.Field("cudnn_off", &PoolingParam::cudnn_off).Default(false).Describe("Turn off cuDNN (unused on the CPU).");
+  s.Field("pooling_convention", &PoolingParam::pooling_convention).Default("valid").Choices({"full", "valid", "same"}).Describe("How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only).");
+  s.Field("stride", &PoolingParam::stride).Default(Shape::Scalar()).Describe("Stride; 1 per axis when empty.");
+  s.Field("pad", &PoolingParam::pad).Default(Shape::Scalar()).Describe("Padding on both sides; 0 when empty.");
+  s.Field("p_value", &PoolingParam::p_value).Default(std::nullopt).Range(1, 1000).Describe("The p of Lp pooling (required for pool_type='lp').");
+  s.Field("count_include_pad", &PoolingParam::count_include_pad).Default("None").Choices({"None", "True", "False", "true", "false", "1", "0"}).Describe("Whether padded cells count in the divisor of average pooling (None means True).");
+  s.Field("layout", &PoolingParam::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout; NCW, NCHW and NCDHW are supported.");
+}
+
+// One convolution's geometry. Spatial axes are right-aligned in arrays of 3: a 2-D
+// convolution has in[0] = out[0] = k[0] = 1 and its (h, w) in entries 1 and 2.
+struct ConvGeom {
+  int nd = 2;                                // spatial axes as given
+  int64_t n = 0, c = 0, f = 0, g = 1;        // batch, input channels, output channels, groups
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1};
+  int64_t s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pl[3] = {0, 0, 0};
+  int64_t InSize() const { return in[0] * in[1] * in[2]; }
+  int64_t OutSize() const { return out[0] * out[1] * out[2]; }
+  int64_t KSize() const { return k[0] * k[1] * k[2]; }
+  // Padding after the last input cell that the output's last window reaches (negative when
+  // the window stops short of the end).
+  int64_t PadRight(int i) const { return (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in[i] - pl[i]; }
+};
+
+// y (n, f, out...) = conv(x, w) (+ bias) written or added per `req`.
+void ConvForward(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* x, const void* w,
+                 const void* bias, void* y, OpReq req);
+// dx (n, c, in...) from dy (n, f, out...) and w.
+void ConvBackwardData(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* dy,
+                      const void* w, void* dx, OpReq req);
+// dw (f, c/g, k...) and, when db is given, db (f,) from x and dy.
+void ConvBackwardWeights(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* x,
+                         const void* dy, void* dw, OpReq req_w, void* db, OpReq req_b);
+// y[:, ch, ...] += bias[ch].
+void AddBias(DType dt, void* y, const void* bias, int64_t n, int64_t channels, int64_t spatial);
+// db[ch] = (or +=) the sum of dy[:, ch, ...].
+void BiasGrad(DType dt, const void* dy, void* db, OpReq req, int64_t n, int64_t channels, int64_t spatial);
+
+// Formats a spatial tuple "(a,b)" from the first nd entries.
+std::string TupleString(const int64_t* v, int nd);
+
+// kernel, stride, dilate and pad checked and filled with their defaults; entries [0, nd).
+struct WindowAxes {
+  int nd = 0;
+  int64_t k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, p[3] = {0, 0, 0};
+};
+// Throws kValue naming `op` and the parameter: a kernel of other than 1-3 axes or with a
+// zero entry, a stride/dilate/pad of another length than the kernel, a zero stride or
+// dilation. `dilate` may be null (Pooling has none).
+WindowAxes ParseWindow(const std::string& op, const Shape& kernel, const Shape& stride, const Shape* dilate,
+                       const Shape& pad);
+// Checks that `layout` is channels-first with nd spatial axes (kUnsupported for the
+// channels-last ones) and that data has rank nd + 2.
+void CheckLayoutAndRank(const std::string& op, const std::string& layout, int nd, const Shape& data);
+
+}  // namespace op
+}  // namespace weft

@@ -1,0 +1,465 @@
+// Pooling (max, avg, sum, lp over 1, 2 or 3 spatial axes) and its gradient.
+//
+// Output size per axis, with in the input size, k the kernel, p the pad and s the stride:
+//   valid: floor((in + 2p - k) / s) + 1      full: ceil((in + 2p - k) / s) + 1
+//   same (1-D only, no pad): ceil(in / s), padded on both sides as evenly as possible.
+// A window starting at o * s - p reaches to min(start + k, in + p); average pooling with
+// count_include_pad divides by that span (so a window overhanging the padded input under
+// 'full' counts only the padded input), without it by the input cells inside the window.
+// float32 max and average pooling run on oneDNN; the rest on the loops below.
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/op/nn/conv_common.h"
+#include "core/op/op_util.h"
+
+#if defined(WEFT_USE_ONEDNN)
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace weft {
+namespace op {
+namespace {
+
+enum class PoolKind { kMax, kAvg, kSum, kLp };
+
+struct PoolGeom {
+  int nd = 2;
+  int64_t n = 0, c = 0;
+  // Right-aligned like ConvGeom: a 2-D pooling uses entries 1 and 2.
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, pl[3] = {0, 0, 0};
+  // Where windows stop for the include-pad divisor: in + the symmetric pad.
+  int64_t limit[3] = {1, 1, 1};
+  PoolKind kind = PoolKind::kMax;
+  bool include_pad = true;
+  int p = 2;
+  int64_t InSize() const { return in[0] * in[1] * in[2]; }
+  int64_t OutSize() const { return out[0] * out[1] * out[2]; }
+};
+
+PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data) {
+  const auto& prm = attrs.Params<PoolingParam>();
+  const std::string& op = attrs.op->name;
+  PoolGeom g;
+  g.kind = prm.pool_type == "max" ? PoolKind::kMax
+           : prm.pool_type == "avg" ? PoolKind::kAvg
+           : prm.pool_type == "sum" ? PoolKind::kSum
+                                    : PoolKind::kLp;
+  g.include_pad = !(prm.count_include_pad == "False" || prm.count_include_pad == "false" ||
+                    prm.count_include_pad == "0");
+  if (g.kind == PoolKind::kLp) {
+    if (!prm.p_value)
+      Throw(ErrorKind::kValue, "Operator '", op, "': pool_type='lp' needs parameter 'p_value'");
+    g.p = *prm.p_value;
+  }
+  WindowAxes w;
+  if (prm.global_pool) {
+    w.nd = data.ndim() - 2;
+    if (w.nd < 1 || w.nd > 3)
+      Throw(ErrorKind::kShape, "Operator '", op, "': input 'data' has shape ", data.ToString(),
+            " but global pooling needs rank 3, 4 or 5 (NCW, NCHW, NCDHW)");
+    for (int i = 0; i < w.nd; ++i) w.k[i] = data[2 + i];
+  } else {
+    if (prm.kernel.ndim() <= 0)
+      Throw(ErrorKind::kValue, "Operator '", op, "': parameter 'kernel' is required unless global_pool=True");
+    w = ParseWindow(op, prm.kernel, prm.stride, nullptr, prm.pad);
+  }
+  CheckLayoutAndRank(op, prm.layout, w.nd, data);
+  bool same = prm.pooling_convention == "same" && !prm.global_pool;
+  if (same) {
+    if (w.nd != 1)
+      Throw(ErrorKind::kValue, "Operator '", op, "': pooling_convention='same' supports 1-D pooling only, got kernel ",
+            prm.kernel.ToString());
+    if (w.p[0] != 0)
+      Throw(ErrorKind::kValue, "Operator '", op, "': pooling_convention='same' does not take a pad, got pad ",
+            prm.pad.ToString());
+  }
+  g.nd = w.nd;
+  g.n = data[0];
+  g.c = data[1];
+  int64_t padded[3];
+  bool fits = true;
+  for (int i = 0; i < w.nd; ++i) {
+    int j = 3 - w.nd + i;
+    int64_t in = data[2 + i];
+    g.in[j] = in;
+    g.k[j] = w.k[i];
+    g.s[j] = w.s[i];
+    g.pl[j] = w.p[i];
+    padded[i] = in + 2 * w.p[i];
+    if (in < 0) {
+      g.out[j] = -1;
+      continue;
+    }
+    if (same) {
+      g.out[j] = (in + w.s[i] - 1) / w.s[i];
+      int64_t total = std::max<int64_t>(0, (g.out[j] - 1) * w.s[i] + w.k[i] - in);
+      g.pl[j] = total / 2;
+      g.limit[j] = in + total - total / 2;
+      continue;
+    }
+    if (w.k[i] > padded[i]) fits = false;
+    int64_t span = padded[i] - w.k[i];
+    g.out[j] = prm.pooling_convention == "full" ? (span + w.s[i] - 1) / w.s[i] + 1 : span / w.s[i] + 1;
+    g.limit[j] = in + w.p[i];
+  }
+  if (!fits)
+    Throw(ErrorKind::kShape, "Operator '", op, "': kernel ", TupleString(w.k, w.nd),
+          " is larger than the padded input ", TupleString(padded, w.nd), " (data shape ", data.ToString(), ", pad ",
+          TupleString(w.p, w.nd), ")");
+  return g;
+}
+
+Shape PoolOutShape(const PoolGeom& g) {
+  std::vector<int64_t> d{g.n, g.c};
+  for (int i = 3 - g.nd; i < 3; ++i) d.push_back(g.out[i]);
+  return Shape(d);
+}
+
+bool PoolingShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  if (!(*in)[0].known_ndim()) return false;
+  AssignShape(attrs, out, 0, PoolOutShape(MakePoolGeom(attrs, (*in)[0])), "output");
+  return (*in)[0].is_known();
+}
+
+// ---------------------------------------------------------------- plain loops
+// One window along each axis: [b, e) of input cells, and the include-pad span.
+struct Window {
+  int64_t b[3], e[3];
+  int64_t span;
+};
+
+inline Window WindowAt(const PoolGeom& g, const int64_t* o) {
+  Window w;
+  w.span = 1;
+  for (int i = 0; i < 3; ++i) {
+    int64_t start = o[i] * g.s[i] - g.pl[i];
+    int64_t stop = std::min(start + g.k[i], g.limit[i]);
+    w.span *= std::max<int64_t>(stop - start, 0);
+    w.b[i] = std::max<int64_t>(start, 0);
+    w.e[i] = std::min(stop, g.in[i]);
+  }
+  return w;
+}
+
+template <typename A>
+inline A PowP(A v, int p) {
+  A r = v;
+  for (int i = 1; i < p; ++i) r *= v;
+  return r;
+}
+
+template <typename A>
+inline A RootP(A v, int p) {
+  if (p == 1) return v;
+  if (p == 2) return std::sqrt(v);
+  if (p == 3) return std::cbrt(v);
+  return std::pow(v, A(1) / A(p));
+}
+
+template <typename F>
+void ForEachOutput(const PoolGeom& g, F&& f) {
+  int64_t o[3];
+  for (o[0] = 0; o[0] < g.out[0]; ++o[0])
+    for (o[1] = 0; o[1] < g.out[1]; ++o[1])
+      for (o[2] = 0; o[2] < g.out[2]; ++o[2]) f(o, (o[0] * g.out[1] + o[1]) * g.out[2] + o[2]);
+}
+
+template <typename T>
+void PlainPoolForward(const PoolGeom& g, const T* x, T* y, OpReq req) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t I = g.InSize(), O = g.OutSize();
+  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(I, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t plane = lo; plane < hi; ++plane) {
+      const T* xp = x + plane * I;
+      T* yp = y + plane * O;
+      ForEachOutput(g, [&](const int64_t* o, int64_t oi) {
+        Window w = WindowAt(g, o);
+        A acc = g.kind == PoolKind::kMax ? std::numeric_limits<A>::lowest() : A(0);
+        int64_t count = 0;
+        for (int64_t a = w.b[0]; a < w.e[0]; ++a)
+          for (int64_t b = w.b[1]; b < w.e[1]; ++b) {
+            const T* row = xp + (a * g.in[1] + b) * g.in[2];
+            for (int64_t c = w.b[2]; c < w.e[2]; ++c) {
+              A v = static_cast<A>(row[c]);
+              if (g.kind == PoolKind::kMax) acc = std::max(acc, v);
+              else if (g.kind == PoolKind::kLp) acc += PowP(v, g.p);
+              else acc += v;
+            }
+            count += std::max<int64_t>(w.e[2] - w.b[2], 0);
+          }
+        if (g.kind == PoolKind::kAvg) {
+          int64_t div = g.include_pad ? w.span : count;
+          acc = div > 0 ? acc / static_cast<A>(div) : A(0);
+        } else if (g.kind == PoolKind::kLp) {
+          acc = RootP(acc, g.p);
+        }
+        Store(yp + oi, req, acc);
+      });
+    }
+  });
+}
+
+template <typename T>
+void PlainPoolBackward(const PoolGeom& g, const T* dy, const T* x, const T* y, T* dx, OpReq req) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t I = g.InSize(), O = g.OutSize();
+  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(I, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t plane = lo; plane < hi; ++plane) {
+      const T* xp = x + plane * I;
+      const T* dyp = dy + plane * O;
+      const T* yp = y + plane * O;
+      T* dxp = dx + plane * I;
+      if (req != OpReq::kAddTo) std::fill_n(dxp, I, T(0));
+      ForEachOutput(g, [&](const int64_t* o, int64_t oi) {
+        Window w = WindowAt(g, o);
+        A grad = static_cast<A>(dyp[oi]);
+        if (g.kind == PoolKind::kMax) {
+          // The first maximum in scan order takes the whole gradient.
+          int64_t best = -1;
+          A bv = std::numeric_limits<A>::lowest();
+          for (int64_t a = w.b[0]; a < w.e[0]; ++a)
+            for (int64_t b = w.b[1]; b < w.e[1]; ++b)
+              for (int64_t c = w.b[2]; c < w.e[2]; ++c) {
+                int64_t idx = (a * g.in[1] + b) * g.in[2] + c;
+                A v = static_cast<A>(xp[idx]);
+                if (best < 0 || v > bv) {
+                  best = idx;
+                  bv = v;
+                }
+              }
+          if (best >= 0) dxp[best] = static_cast<T>(static_cast<A>(dxp[best]) + grad);
+          return;
+        }
+        A scale = grad;
+        A out = static_cast<A>(yp[oi]);
+        if (g.kind == PoolKind::kAvg) {
+          int64_t count = 1;
+          for (int i = 0; i < 3; ++i) count *= std::max<int64_t>(w.e[i] - w.b[i], 0);
+          int64_t div = g.include_pad ? w.span : count;
+          scale = div > 0 ? grad / static_cast<A>(div) : A(0);
+        }
+        for (int64_t a = w.b[0]; a < w.e[0]; ++a)
+          for (int64_t b = w.b[1]; b < w.e[1]; ++b)
+            for (int64_t c = w.b[2]; c < w.e[2]; ++c) {
+              int64_t idx = (a * g.in[1] + b) * g.in[2] + c;
+              A d = scale;
+              // d out / d x = (x / out)^(p - 1) for out = (sum x^p)^(1/p).
+              if (g.kind == PoolKind::kLp && g.p > 1)
+                d = out != A(0) ? grad * PowP(static_cast<A>(xp[idx]) / out, g.p - 1) : A(0);
+              dxp[idx] = static_cast<T>(static_cast<A>(dxp[idx]) + d);
+            }
+      });
+    }
+  });
+}
+
+// ---------------------------------------------------------------- oneDNN
+#if defined(WEFT_USE_ONEDNN)
+using dnnl::memory;
+
+dnnl::engine& PoolEngine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+// The primitives of one geometry: the inference forward, and for the gradient a training
+// forward (max pooling's workspace records the argmax) and the backward.
+struct PoolPlan {
+  memory::desc src, dst, ws;
+  dnnl::pooling_forward infer, train;
+  dnnl::pooling_backward back;
+  bool has_ws = false;
+};
+
+// oneDNN divides include-pad averages by the whole kernel, so windows that overhang the
+// padded input ('full' convention) stay on the plain loops; sum and lp have no primitive.
+bool OneDnnFits(const PoolGeom& g) {
+  if (g.kind == PoolKind::kSum || g.kind == PoolKind::kLp) return false;
+  if (g.kind == PoolKind::kAvg && g.include_pad)
+    for (int i = 0; i < 3; ++i)
+      if ((g.out[i] - 1) * g.s[i] - g.pl[i] + g.k[i] > g.limit[i]) return false;
+  return true;
+}
+
+std::shared_ptr<PoolPlan> MakePoolPlan(const PoolGeom& g) {
+  static const memory::format_tag tags[] = {memory::format_tag::ncw, memory::format_tag::nchw,
+                                            memory::format_tag::ncdhw};
+  memory::dims sd{g.n, g.c}, dd{g.n, g.c}, strides, kernel, pl, pr;
+  for (int i = 3 - g.nd; i < 3; ++i) {
+    sd.push_back(g.in[i]);
+    dd.push_back(g.out[i]);
+    strides.push_back(g.s[i]);
+    kernel.push_back(g.k[i]);
+    pl.push_back(g.pl[i]);
+    // oneDNN checks the output size with integer division, so a last window that stops
+    // short of the input's end is a right padding of 0.
+    pr.push_back(std::max<int64_t>(0, (g.out[i] - 1) * g.s[i] + g.k[i] - g.in[i] - g.pl[i]));
+  }
+  auto plan = std::make_shared<PoolPlan>();
+  plan->src = memory::desc(sd, memory::data_type::f32, tags[g.nd - 1]);
+  plan->dst = memory::desc(dd, memory::data_type::f32, tags[g.nd - 1]);
+  dnnl::algorithm alg = g.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
+                        : g.include_pad          ? dnnl::algorithm::pooling_avg_include_padding
+                                                 : dnnl::algorithm::pooling_avg_exclude_padding;
+  dnnl::pooling_forward::desc fi(dnnl::prop_kind::forward_inference, alg, plan->src, plan->dst, strides, kernel, pl, pr);
+  plan->infer = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(fi, PoolEngine()));
+  dnnl::pooling_forward::desc ft(dnnl::prop_kind::forward_training, alg, plan->src, plan->dst, strides, kernel, pl, pr);
+  dnnl::pooling_forward::primitive_desc tpd(ft, PoolEngine());
+  plan->train = dnnl::pooling_forward(tpd);
+  plan->ws = tpd.workspace_desc();
+  plan->has_ws = plan->ws.get_size() > 0;
+  dnnl::pooling_backward::desc bd(alg, plan->src, plan->dst, strides, kernel, pl, pr);
+  plan->back = dnnl::pooling_backward(dnnl::pooling_backward::primitive_desc(bd, PoolEngine(), tpd));
+  return plan;
+}
+
+std::shared_ptr<PoolPlan> GetPoolPlan(const PoolGeom& g) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<PoolPlan>> cache;
+  std::string key;
+  for (int64_t v : {int64_t(g.nd), g.n, g.c, int64_t(g.kind), int64_t(g.include_pad)}) key += std::to_string(v) + ',';
+  for (int i = 0; i < 3; ++i)
+    for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.pl[i]}) key += std::to_string(v) + ',';
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::shared_ptr<PoolPlan> plan;
+  try {
+    plan = MakePoolPlan(g);
+  } catch (const dnnl::error&) {
+    plan = nullptr;  // remembered, so the plain loops take this geometry without asking again
+  }
+  cache.emplace(key, plan);
+  return plan;
+}
+
+dnnl::stream& PoolStream() {
+  static thread_local dnnl::stream strm(PoolEngine());
+  return strm;
+}
+
+size_t Align64(size_t b) { return (b + 63) / 64 * 64; }
+
+void AddIntoF(float* dst, const float* src, int64_t n) {
+  ParallelFor(n, kElemGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) dst[i] += src[i];
+  });
+}
+#endif
+
+void PoolingCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  PoolGeom g = MakePoolGeom(attrs, in[0].shape);
+#if defined(WEFT_USE_ONEDNN)
+  if (in[0].dtype == DType::kFloat32 && g.n > 0 && g.c > 0 && OneDnnFits(g)) {
+    if (auto plan = GetPoolPlan(g)) {
+      bool add = req[0] == OpReq::kAddTo;
+      size_t bytes = Align64(out[0].Bytes());
+      void* target = add ? ctx.requested.at(0).temp->Get(bytes) : out[0].dptr;
+      plan->infer.execute(PoolStream(), {{DNNL_ARG_SRC, memory(plan->src, PoolEngine(), in[0].dptr)},
+                                         {DNNL_ARG_DST, memory(plan->dst, PoolEngine(), target)}});
+      PoolStream().wait();
+      if (add) AddIntoF(out[0].ptr<float>(), static_cast<const float*>(target), out[0].Size());
+      return;
+    }
+  }
+#endif
+  WEFT_TYPE_SWITCH(in[0].dtype, T, {
+    if constexpr (std::is_same_v<T, bool>) {
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': bool arrays are not supported");
+    } else {
+      PlainPoolForward<T>(g, in[0].ptr<T>(), out[0].ptr<T>(), req[0]);
+    }
+  });
+}
+
+// Inputs: ograd, data, the forward output. Output: the data gradient.
+bool PoolingBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape& data = (*in)[1];
+  if (!data.is_known()) return false;
+  Shape o = PoolOutShape(MakePoolGeom(attrs, data));
+  AssignShape(attrs, in, 0, o, "input");
+  AssignShape(attrs, in, 2, o, "input");
+  AssignShape(attrs, out, 0, data, "output");
+  return true;
+}
+
+void PoolingBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  PoolGeom g = MakePoolGeom(attrs, in[1].shape);
+#if defined(WEFT_USE_ONEDNN)
+  if (in[0].dtype == DType::kFloat32 && g.n > 0 && g.c > 0 && OneDnnFits(g)) {
+    if (auto plan = GetPoolPlan(g)) {
+      bool add = req[0] == OpReq::kAddTo;
+      size_t dst_bytes = Align64(plan->dst.get_size()), ws_bytes = Align64(plan->ws.get_size());
+      size_t dx_bytes = add ? Align64(out[0].Bytes()) : 0;
+      size_t need = (plan->has_ws ? dst_bytes + ws_bytes : 0) + dx_bytes;
+      char* temp = need > 0 ? static_cast<char*>(ctx.requested.at(0).temp->Get(need)) : nullptr;
+      dnnl::stream& strm = PoolStream();
+      std::unordered_map<int, memory> args;
+      if (plan->has_ws) {
+        // The training forward recomputes the argmax record that the backward reads.
+        memory ws(plan->ws, PoolEngine(), temp + dst_bytes);
+        plan->train.execute(strm, {{DNNL_ARG_SRC, memory(plan->src, PoolEngine(), in[1].dptr)},
+                                   {DNNL_ARG_DST, memory(plan->dst, PoolEngine(), temp)},
+                                   {DNNL_ARG_WORKSPACE, ws}});
+        args.emplace(DNNL_ARG_WORKSPACE, ws);
+      }
+      void* target = add ? temp + need - dx_bytes : out[0].dptr;
+      args.emplace(DNNL_ARG_DIFF_DST, memory(plan->dst, PoolEngine(), in[0].dptr));
+      args.emplace(DNNL_ARG_DIFF_SRC, memory(plan->src, PoolEngine(), target));
+      plan->back.execute(strm, args);
+      strm.wait();
+      if (add) AddIntoF(out[0].ptr<float>(), static_cast<const float*>(target), out[0].Size());
+      return;
+    }
+  }
+#endif
+  WEFT_TYPE_SWITCH(in[0].dtype, T, {
+    if constexpr (std::is_same_v<T, bool>) {
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': bool arrays are not supported");
+    } else {
+      PlainPoolBackward<T>(g, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<T>(), out[0].ptr<T>(), req[0]);
+    }
+  });
+}
+
+std::vector<ResourceRequest> PoolTempSpace(const NodeAttrs&) { return {ResourceRequest{ResourceType::kTempSpace}}; }
+
+}  // namespace
+
+WEFT_REGISTER_OP(Pooling)
+    .Describe(
+        "Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each "
+        "window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, "
+        "same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.")
+    .SetNumInputs(1)
+    .AddArgument("data", "NDArray-or-Symbol", "Input data to the pooling operator.")
+    .SetParams<PoolingParam>()
+    .SetAttr<FInferShape>("FInferShape", PoolingShape)
+    .SetAttr<FResourceRequest>("FResourceRequest", PoolTempSpace)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FCompute>("FCompute<cpu>", PoolingCompute)
+    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+      return b.Call("_backward_Pooling", {a.out_grads[0], a.inputs[0], a.outputs[0]}, attrs.dict);
+    });
+
+WEFT_REGISTER_OP(_backward_Pooling)
+    .Describe("Gradient of Pooling with respect to its input.")
+    .SetNumInputs(3)
+    .AddArgument("ograd", "NDArray-or-Symbol", "Gradient of the output")
+    .AddArgument("data", "NDArray-or-Symbol", "The forward input")
+    .AddArgument("output", "NDArray-or-Symbol", "The forward output")
+    .SetParams<PoolingParam>()
+    .SetAttr<FInferShape>("FInferShape", PoolingBackwardShape)
+    .SetAttr<FResourceRequest>("FResourceRequest", PoolTempSpace)
+    .SetAttr<FCompute>("FCompute<cpu>", PoolingBackward);
+
+}  // namespace op
+}  // namespace weft

@@ -1,0 +1,298 @@
+"""Convolution, Deconvolution and Pooling: forward and gradients against PyTorch, numeric
+gradient checks in float64, and the parameter errors."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import weft
+from weft import nd
+from weft.base import _api
+from weft.ndarray.ndarray import NDArray, _param_str
+from weft.test_utils import assert_almost_equal, check_numeric_gradient
+
+torch.set_num_threads(2)
+RNG = np.random.RandomState(7)
+
+
+def rand(*shape, dtype=np.float32, lo=-1.0, hi=1.0):
+    return RNG.uniform(lo, hi, size=shape).astype(dtype)
+
+
+def run_with_grad(op, arrays, params, head, dtype):
+    """Forward output and the gradient of sum(out * head) for every input, through the
+    operator's registered FGradient."""
+    inputs = [nd.array(a, dtype=dtype) for a in arrays]
+    out = nd.invoke(op, inputs, params)
+    outs = out if isinstance(out, list) else [out]
+    keys = [k for k, v in params.items() if v is not None]
+    vals = [_param_str(params[k]) for k in keys]
+    grads = _api.weft_imperative_gradient(_api.weft_op_get(op), len(inputs), inputs, len(outs), outs,
+                                          [nd.array(head, dtype=dtype)], len(keys), keys, vals)
+    return outs[0].asnumpy(), [NDArray(g).asnumpy() for g in grads]
+
+
+def tol(dtype):
+    return (1e-4, 1e-4) if dtype == np.float32 else (1e-9, 1e-9)
+
+
+def compare(op, arrays, params, torch_fn, dtype, rtol=None, atol=None):
+    arrays = [a.astype(dtype) for a in arrays]
+    ts = [torch.tensor(a, requires_grad=True) for a in arrays]
+    ref = torch_fn(*ts)
+    head = rand(*ref.shape, dtype=dtype)
+    ref.backward(torch.tensor(head))
+    out, grads = run_with_grad(op, arrays, params, head, dtype)
+    r, a = tol(dtype)
+    r, a = rtol or r, atol or a
+    assert out.shape == tuple(ref.shape)
+    assert_almost_equal(out, ref.detach().numpy(), rtol=r, atol=a, names=(op, "torch"))
+    for i, (g, t) in enumerate(zip(grads, ts)):
+        assert_almost_equal(g, t.grad.numpy(), rtol=r, atol=a, names=("%s grad %d" % (op, i), "torch grad"))
+
+
+CONV_FNS = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
+DECONV_FNS = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+
+# (data shape, num_filter, kernel, stride, pad, dilate, groups, bias)
+CONV_CASES = [
+    ((2, 3, 11), 4, (3,), (1,), (1,), (1,), 1, True),
+    ((1, 4, 13), 6, (5,), (2,), (2,), (2,), 2, False),
+    ((2, 3, 9, 8), 5, (3, 3), (1, 1), (1, 1), (1, 1), 1, True),
+    ((1, 4, 10, 7), 6, (3, 2), (2, 3), (1, 0), (1, 1), 2, True),
+    ((2, 6, 9, 9), 6, (3, 3), (2, 2), (1, 1), (1, 1), 6, True),       # depthwise
+    ((2, 4, 12, 11), 8, (3, 3), (1, 2), (2, 1), (2, 2), 4, False),    # dilated, grouped
+    ((3, 16, 8, 8), 32, (1, 1), (1, 1), (0, 0), (1, 1), 1, True),     # pointwise
+    ((1, 3, 7, 5), 2, (7, 5), (1, 1), (0, 0), (1, 1), 1, True),       # kernel = input
+    ((2, 2, 5, 6, 7), 4, (3, 2, 3), (1, 2, 1), (1, 0, 1), (1, 1, 2), 2, True),
+    ((1, 32, 14, 14), 32, (3, 3), (1, 1), (1, 1), (1, 1), 1, True),
+]
+
+
+def conv_params(nf, k, s, p, d, g, bias):
+    return dict(kernel=k, num_filter=nf, stride=s, pad=p, dilate=d, num_group=g, no_bias=not bias)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", CONV_CASES)
+def test_convolution_vs_torch(case, dtype):
+    shape, nf, k, s, p, d, g, bias = case
+    nd_ = len(k)
+    w = rand(nf, shape[1] // g, *k)
+    arrays = [rand(*shape), w] + ([rand(nf)] if bias else [])
+
+    def ref(x, w, b=None):
+        return CONV_FNS[nd_](x, w, b, stride=s, padding=p, dilation=d, groups=g)
+
+    compare("Convolution", arrays, conv_params(nf, k, s, p, d, g, bias), ref, dtype)
+
+
+# (data shape, num_filter, kernel, stride, pad, adj, dilate, groups, bias)
+DECONV_CASES = [
+    ((2, 3, 7), 4, (3,), (2,), (1,), (1,), (1,), 1, True),
+    ((1, 4, 6, 5), 6, (3, 3), (1, 1), (1, 1), (0, 0), (1, 1), 1, True),
+    ((2, 4, 5, 6), 6, (4, 3), (2, 3), (1, 0), (1, 2), (1, 1), 2, False),
+    ((1, 6, 5, 5), 6, (3, 3), (2, 2), (0, 0), (1, 1), (1, 1), 6, True),  # depthwise, adj > pad
+    ((2, 2, 4, 5), 4, (3, 3), (1, 2), (2, 1), (0, 1), (2, 1), 2, True),  # dilated
+    ((1, 2, 3, 4, 3), 3, (2, 3, 2), (2, 1, 2), (0, 1, 1), (1, 0, 0), (1, 1, 1), 1, True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", DECONV_CASES)
+def test_deconvolution_vs_torch(case, dtype):
+    shape, nf, k, s, p, adj, d, g, bias = case
+    w = rand(shape[1], nf // g, *k)
+    arrays = [rand(*shape), w] + ([rand(nf)] if bias else [])
+    params = dict(kernel=k, num_filter=nf, stride=s, pad=p, adj=adj, dilate=d, num_group=g, no_bias=not bias)
+
+    def ref(x, w, b=None):
+        return DECONV_FNS[len(k)](x, w, b, stride=s, padding=p, output_padding=adj, groups=g, dilation=d)
+
+    compare("Deconvolution", arrays, params, ref, dtype)
+
+
+def test_deconvolution_target_shape():
+    # full = 2 * (5 - 1) + 3 = 11 per axis; target 10 takes pad 1 and adj 1, target 9 pad 1.
+    x, w = rand(1, 3, 5, 5), rand(3, 2, 3, 3)
+    out = nd.Deconvolution(nd.array(x), nd.array(w), kernel=(3, 3), stride=(2, 2), num_filter=2,
+                           target_shape=(10, 9)).asnumpy()
+    assert out.shape == (1, 2, 10, 9)
+    full = F.conv_transpose2d(torch.tensor(x), torch.tensor(w), stride=2).numpy()
+    assert_almost_equal(out, full[:, :, 1:11, 1:10], rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------------------------- pooling
+def pool_ref(kind, nd_, k, s, p, ceil=False, include_pad=True):
+    def fn(x):
+        if kind == "max":
+            return getattr(F, "max_pool%dd" % nd_)(x, k, s, p, ceil_mode=ceil)
+        if kind == "avg":
+            return getattr(F, "avg_pool%dd" % nd_)(x, k, s, p, ceil_mode=ceil, count_include_pad=include_pad)
+        if kind == "sum":
+            # Sum pooling is average pooling with a divisor of 1 (2-D and 3-D in torch).
+            return getattr(F, "avg_pool%dd" % nd_)(x, k, s, p, ceil_mode=ceil, divisor_override=1)
+        raise ValueError(kind)
+    return fn
+
+
+POOL_CASES = [
+    # (kind, data shape, kernel, stride, pad, convention, count_include_pad)
+    ("max", (2, 3, 11), (3,), (2,), (1,), "valid", True),
+    ("max", (2, 3, 9, 10), (3, 3), (2, 2), (1, 1), "valid", True),
+    ("max", (1, 4, 8, 7), (2, 3), (2, 1), (0, 1), "valid", True),
+    ("max", (2, 3, 10, 10), (3, 3), (2, 2), (0, 0), "full", True),
+    ("max", (1, 2, 5, 6, 7), (2, 3, 2), (2, 1, 2), (1, 1, 0), "valid", True),
+    ("avg", (2, 3, 11), (3,), (2,), (1,), "valid", True),
+    ("avg", (2, 3, 9, 10), (3, 3), (2, 2), (1, 1), "valid", True),
+    ("avg", (2, 3, 9, 10), (3, 3), (2, 2), (1, 1), "valid", False),
+    ("avg", (1, 3, 10, 10), (3, 3), (2, 2), (0, 0), "full", True),
+    ("avg", (1, 3, 10, 10), (3, 3), (2, 2), (1, 1), "full", False),
+    ("avg", (1, 2, 5, 6, 7), (2, 3, 2), (2, 1, 2), (1, 1, 0), "valid", True),
+    ("sum", (2, 3, 9, 10), (3, 3), (2, 2), (1, 1), "valid", True),
+    ("sum", (1, 2, 5, 6, 7), (2, 3, 2), (2, 1, 2), (1, 1, 0), "valid", True),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_pooling_vs_torch(case, dtype):
+    kind, shape, k, s, p, conv, inc = case
+    params = dict(kernel=k, stride=s, pad=p, pool_type=kind, pooling_convention=conv, count_include_pad=inc)
+    compare("Pooling", [rand(*shape)], params, pool_ref(kind, len(k), k, s, p, conv == "full", inc), dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("p", [1, 2, 3])
+def test_lp_pooling_vs_torch(p, dtype):
+    x = rand(2, 3, 8, 9, lo=0.1, hi=1.0)
+
+    def ref(t):
+        return F.lp_pool2d(t, p, (3, 2), (2, 2))
+
+    compare("Pooling", [x], dict(kernel=(3, 2), stride=(2, 2), pool_type="lp", p_value=p), ref, dtype,
+            rtol=1e-4 if dtype == np.float32 else 1e-7)
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "sum"])
+def test_global_pooling(kind):
+    x = rand(2, 3, 5, 7)
+    out = nd.Pooling(nd.array(x), pool_type=kind, global_pool=True, kernel=(2, 2)).asnumpy()
+    red = {"max": np.max, "avg": np.mean, "sum": np.sum}[kind]
+    assert out.shape == (2, 3, 1, 1)
+    assert_almost_equal(out, red(x, axis=(2, 3), keepdims=True), rtol=1e-5, atol=1e-6)
+    out1 = nd.Pooling(nd.array(x[:, :, 0]), pool_type=kind, global_pool=True).asnumpy()
+    assert_almost_equal(out1, red(x[:, :, 0], axis=2, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_full_convention_overhang_avg():
+    # in 5, kernel 2, stride 2, pad 1: full gives 4 windows starting at -1, 1, 3, 5; the last
+    # overhangs the padded input (6 cells), so its include-pad divisor is 1 (the pad cell).
+    x = rand(1, 1, 5)
+    for inc in (True, False):
+        out = nd.Pooling(nd.array(x), kernel=(2,), stride=(2,), pad=(1,), pool_type="avg",
+                         pooling_convention="full", count_include_pad=inc).asnumpy()[0, 0]
+        v = x[0, 0]
+        if inc:
+            expect = [v[0] / 2, (v[1] + v[2]) / 2, (v[3] + v[4]) / 2, 0.0]
+        else:
+            expect = [v[0], (v[1] + v[2]) / 2, (v[3] + v[4]) / 2, 0.0]
+        assert_almost_equal(out, np.array(expect, dtype=np.float32), rtol=1e-6, atol=1e-7)
+
+
+def test_same_convention_1d():
+    x = rand(2, 3, 7)
+    out = nd.Pooling(nd.array(x), kernel=(3,), stride=(2,), pool_type="max", pooling_convention="same")
+    assert out.shape == (2, 3, 4)
+    ref = F.max_pool1d(torch.tensor(x), 3, 2, 1).numpy()
+    assert_almost_equal(out.asnumpy(), ref, rtol=0, atol=0)
+    # in 8, stride 2: 4 outputs, total pad 1, all of it after the input.
+    x = rand(1, 2, 8)
+    out = nd.Pooling(nd.array(x), kernel=(3,), stride=(2,), pool_type="max", pooling_convention="same").asnumpy()
+    padded = np.concatenate([x, np.full((1, 2, 1), -np.inf, np.float32)], axis=2)
+    ref = np.stack([padded[:, :, i:i + 3].max(axis=2) for i in range(0, 7, 2)], axis=2)
+    assert_almost_equal(out, ref, rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- numeric gradients (float64)
+def test_numeric_gradient_convolution():
+    x, w, b = rand(1, 4, 5, 4, dtype=np.float64), rand(4, 2, 3, 2, dtype=np.float64), rand(4, dtype=np.float64)
+    check_numeric_gradient("Convolution", [x, w, b],
+                           params=dict(kernel=(3, 2), num_filter=4, num_group=2, stride=(2, 1), pad=(1, 1)))
+    x1, w1 = rand(2, 2, 7, dtype=np.float64), rand(3, 2, 3, dtype=np.float64)
+    check_numeric_gradient("Convolution", [x1, w1],
+                           params=dict(kernel=(3,), num_filter=3, dilate=(2,), no_bias=True))
+
+
+def test_numeric_gradient_deconvolution():
+    x, w, b = rand(1, 2, 3, 4, dtype=np.float64), rand(2, 3, 3, 2, dtype=np.float64), rand(3, dtype=np.float64)
+    check_numeric_gradient("Deconvolution", [x, w, b],
+                           params=dict(kernel=(3, 2), num_filter=3, stride=(2, 1), pad=(1, 0), adj=(1, 0),
+                                       no_bias=False))
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "sum", "lp"])
+def test_numeric_gradient_pooling(kind):
+    x = rand(1, 2, 5, 6, dtype=np.float64, lo=0.1, hi=1.0)
+    params = dict(kernel=(3, 2), stride=(2, 2), pad=(1, 0), pool_type=kind, pooling_convention="full")
+    if kind == "lp":
+        params.update(p_value=2, pad=(0, 0))
+    check_numeric_gradient("Pooling", [x], params=params, numeric_eps=1e-5)
+
+
+# ---------------------------------------------------------------- errors
+def test_convolution_errors():
+    x, w = nd.array(rand(1, 4, 3, 3)), nd.array(rand(4, 4, 5, 5))
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*kernel \(5,5\) is larger than the padded input "
+                                                  r"\(3,3\).*\(1,4,3,3\)"):
+        nd.Convolution(x, w, kernel=(5, 5), num_filter=4, no_bias=True).asnumpy()
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*num_filter \(5\) is not divisible by num_group \(2\)"):
+        nd.Convolution(x, nd.array(rand(5, 2, 1, 1)), kernel=(1, 1), num_filter=5, num_group=2, no_bias=True)
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*data.*\(1,4,3,3\).*4 channels are not divisible "
+                                                  r"by num_group \(3\)"):
+        nd.Convolution(x, nd.array(rand(3, 1, 1, 1)), kernel=(1, 1), num_filter=3, num_group=3, no_bias=True)
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*data.*\(1,4,3,3\) of rank 4 but a 1-D kernel "
+                                                  r"needs rank 3"):
+        nd.Convolution(x, nd.array(rand(4, 4, 1)), kernel=(1,), num_filter=4, no_bias=True)
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*'stride' \(0,1\) must be positive"):
+        nd.Convolution(x, nd.array(rand(4, 4, 1, 1)), kernel=(1, 1), stride=(0, 1), num_filter=4, no_bias=True)
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*'pad' \(1,\) has 1 entries but kernel \(1,1\)"):
+        nd.Convolution(x, nd.array(rand(4, 4, 1, 1)), kernel=(1, 1), pad=(1,), num_filter=4, no_bias=True)
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*layout 'NHWC' is not supported"):
+        nd.Convolution(x, nd.array(rand(4, 4, 1, 1)), kernel=(1, 1), num_filter=4, no_bias=True, layout="NHWC")
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*weight.*\(4,4,3,3\).*expects \(4,4,5,5\)"):
+        nd.Convolution(nd.array(rand(1, 4, 9, 9)), nd.array(rand(4, 4, 3, 3)), kernel=(5, 5), num_filter=4,
+                       no_bias=True)
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*dilated by \(3,3\).*larger than the padded input"):
+        nd.Convolution(x, nd.array(rand(4, 4, 2, 2)), kernel=(2, 2), dilate=(3, 3), num_filter=4, no_bias=True)
+
+
+def test_deconvolution_errors():
+    x = nd.array(rand(1, 4, 3, 3))
+    with pytest.raises(weft.base.WeftError, match=r"Deconvolution.*num_filter \(3\) is not divisible by num_group"):
+        nd.Deconvolution(x, nd.array(rand(4, 1, 3, 3)), kernel=(3, 3), num_filter=3, num_group=2)
+    with pytest.raises(weft.base.WeftError, match=r"Deconvolution.*'adj' \(2,2\) must be non-negative and smaller "
+                                                  r"than stride"):
+        nd.Deconvolution(x, nd.array(rand(4, 2, 3, 3)), kernel=(3, 3), num_filter=2, stride=(2, 2), adj=(2, 2))
+    with pytest.raises(weft.base.WeftError, match=r"Deconvolution.*target_shape \(20,20\) is not reachable"):
+        nd.Deconvolution(x, nd.array(rand(4, 2, 3, 3)), kernel=(3, 3), num_filter=2, target_shape=(20, 20))
+    with pytest.raises(weft.base.WeftError, match=r"Deconvolution.*rank 4 but a 3-D kernel needs rank 5"):
+        nd.Deconvolution(x, nd.array(rand(4, 2, 3, 3, 3)), kernel=(3, 3, 3), num_filter=2)
+
+
+def test_pooling_errors():
+    x = nd.array(rand(1, 2, 3, 3))
+    with pytest.raises(weft.base.WeftError, match=r"Pooling.*kernel \(5,4\) is larger than the padded input \(5,3\)"):
+        nd.Pooling(x, kernel=(5, 4), pad=(1, 0), stride=(1, 1), pool_type="max").asnumpy()
+    with pytest.raises(weft.base.WeftError, match=r"Pooling.*'kernel' is required unless global_pool"):
+        nd.Pooling(x, pool_type="max")
+    with pytest.raises(weft.base.WeftError, match=r"Pooling.*'stride' \(0,2\) must be positive"):
+        nd.Pooling(x, kernel=(2, 2), stride=(0, 2))
+    with pytest.raises(weft.base.WeftError, match=r"Pooling.*pool_type='lp' needs parameter 'p_value'"):
+        nd.Pooling(x, kernel=(2, 2), pool_type="lp")
+    with pytest.raises(weft.base.WeftError, match=r"Pooling.*'same' supports 1-D pooling only"):
+        nd.Pooling(x, kernel=(2, 2), pooling_convention="same")
+    with pytest.raises(weft.base.WeftError, match=r"Pooling.*data.*\(1,2,3,3\) of rank 4 but a 1-D kernel"):
+        nd.Pooling(x, kernel=(2,))
+    with pytest.raises(weft.base.WeftError, match=r"Pooling.*pool_type.*expected one of"):
+        nd.Pooling(x, kernel=(2, 2), pool_type="median")
