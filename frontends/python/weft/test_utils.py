@@ -14,7 +14,8 @@ from .ndarray.ndarray import NDArray
 __all__ = ["default_context", "set_default_context", "default_dtype", "get_rtol", "get_atol",
            "almost_equal", "assert_almost_equal", "same", "rand_shape_2d", "rand_shape_3d",
            "rand_shape_nd", "rand_ndarray", "random_arrays", "np_reduce", "check_numeric_gradient",
-           "numeric_grad", "assert_exception", "environment", "discard_stderr", "retry"]
+           "numeric_grad", "check_symbolic_forward", "check_symbolic_backward", "check_consistency",
+           "assert_exception", "environment", "discard_stderr", "retry"]
 
 _default_ctx = [None]
 
@@ -223,6 +224,127 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-3, rto
             raise AssertionError("check_numeric_gradient: operator '%s' gives no gradient for input %d" % (op, i))
         assert_almost_equal(a, n, rtol=rtol, atol=atol, names=("analytic %s[%d]" % (op, i),
                                                               "numeric %s[%d]" % (op, i)))
+
+
+def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null"):
+    """Binds `sym` to numpy/NDArray values given as a list (list_arguments order) or dict."""
+    names = sym.list_arguments()
+    if isinstance(location, dict):
+        missing = [n for n in names if n not in location]
+        if missing:
+            raise ValueError("location lacks %s (the symbol's arguments are %s)" % (missing, names))
+        location = [location[n] for n in names]
+    if len(location) != len(names):
+        raise ValueError("expected %d values (%s), got %d" % (len(names), names, len(location)))
+    args = [nd.array(_as_numpy(v), ctx=ctx, dtype=dtype) for v in location]
+    aux_names = sym.list_auxiliary_states()
+    if isinstance(aux_states, dict):
+        aux_states = [aux_states[n] for n in aux_names]
+    aux = [nd.array(_as_numpy(v), ctx=ctx, dtype=dtype) for v in (aux_states or [])]
+    grads = None
+    if grad_req != "null":
+        grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=dtype) for n, a in zip(names, args)}
+    return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req, aux_states=aux), args, grads
+
+
+def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None, ctx=None,
+                           equal_nan=False, dtype=np.float32):
+    """Runs `sym` forward (inference mode) on `location` and compares each output with
+    `expected` (a list, or a dict by output name). Returns the outputs as numpy arrays."""
+    ctx = ctx or default_context()
+    ex, _, _ = _bind_location(sym, location, aux_states, ctx, dtype)
+    outputs = [o.asnumpy() for o in ex.forward(is_train=False)]
+    if isinstance(expected, dict):
+        expected = [expected[n] for n in sym.list_outputs()]
+    if len(expected) != len(outputs):
+        raise ValueError("expected %d outputs, the symbol has %d" % (len(expected), len(outputs)))
+    for name, got, want in zip(sym.list_outputs(), outputs, expected):
+        assert_almost_equal(got, _as_numpy(want), rtol, atol, names=("forward " + name, "expected"),
+                            equal_nan=equal_nan)
+    return outputs
+
+
+def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None, aux_states=None,
+                            grad_req="write", ctx=None, grad_stypes=None, equal_nan=False, dtype=np.float32):
+    """Runs `sym` forward (training mode) and backward with head gradients `out_grads`, and
+    compares the argument gradients with `expected` (a list in list_arguments order or a
+    dict by name; arguments left out of a dict are not checked). With grad_req="add" the
+    gradient arrays start from random values, which the result must add to. Returns the
+    gradients as numpy arrays by name."""
+    if grad_stypes and any(t != "default" for t in grad_stypes.values()):
+        raise NotImplementedError("check_symbolic_backward: sparse gradient storage is not supported")
+    ctx = ctx or default_context()
+    names = sym.list_arguments()
+    if not isinstance(expected, dict):
+        expected = dict(zip(names, expected))
+    ex, _, grads = _bind_location(sym, location, aux_states, ctx, dtype, grad_req=grad_req)
+    initial = {}
+    if grad_req == "add":
+        rng = np.random.RandomState(7)
+        for n, g in grads.items():
+            initial[n] = rng.normal(size=g.shape).astype(g.dtype)
+            g[:] = initial[n]
+    ex.forward(is_train=True)
+    if out_grads is not None:
+        out_grads = [nd.array(_as_numpy(g), ctx=ctx, dtype=dtype) for g in
+                     (out_grads.values() if isinstance(out_grads, dict) else out_grads)]
+    ex.backward(out_grads)
+    result = {n: g.asnumpy() for n, g in grads.items()}
+    for n, want in expected.items():
+        want = _as_numpy(want) + initial.get(n, 0)
+        assert_almost_equal(result[n], want, rtol, atol, names=("gradient of " + n, "expected"), equal_nan=equal_nan)
+    return result
+
+
+def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=None, aux_params=None, rtol=None,
+                      atol=None, raise_on_err=True, equal_nan=False, use_uniform=False,
+                      rand_type=np.float64):
+    """Runs `sym` forward and backward under each entry of `ctx_list` (dicts with 'ctx',
+    input shapes by name and an optional 'type_dict') on the same random values, and checks
+    that outputs and gradients agree with those of the most precise entry."""
+    rng = np.random.RandomState(1234)
+    first = ctx_list[0]
+    shapes = {k: v for k, v in first.items() if k not in ("ctx", "type_dict")}
+    arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
+    names, aux_names = sym.list_arguments(), sym.list_auxiliary_states()
+    draw = (lambda shp: rng.uniform(-1, 1, size=shp)) if use_uniform else (lambda shp: rng.normal(size=shp))
+    arg_params = dict(arg_params or {})
+    for n, shp in zip(names, arg_shapes):
+        arg_params.setdefault(n, (draw(shp) * scale).astype(rand_type))
+    aux_params = dict(aux_params or {})
+    for n, shp in zip(aux_names, aux_shapes):
+        aux_params.setdefault(n, draw(shp).astype(rand_type))
+    results = []
+    for entry in ctx_list:
+        types = entry.get("type_dict", {})
+        dtype = np.dtype(types.get(names[0], np.float32)) if names else np.dtype(np.float32)
+        ex = sym.simple_bind(entry["ctx"], grad_req=grad_req, type_dict=types,
+                             **{k: v for k, v in entry.items() if k not in ("ctx", "type_dict")})
+        for n in names:
+            ex.arg_dict[n][:] = arg_params[n].astype(ex.arg_dict[n].dtype)
+        for n in aux_names:
+            ex.aux_dict[n][:] = aux_params[n].astype(ex.aux_dict[n].dtype)
+        outs = [o.asnumpy() for o in ex.forward(is_train=True)]
+        ex.backward([nd.ones(o.shape, ctx=entry["ctx"], dtype=o.dtype) for o in outs])
+        grads = {n: g.asnumpy() for n, g in ex.grad_dict.items()}
+        results.append((dtype, outs, grads))
+    reference = max(range(len(results)), key=lambda i: results[i][0].itemsize)
+    _, ref_outs, ref_grads = results[reference]
+    for i, (dtype, outs, grads) in enumerate(results):
+        if i == reference:
+            continue
+        try:
+            for a, b in zip(outs, ref_outs):
+                assert_almost_equal(a, b.astype(a.dtype), rtol or get_rtol(dtype=dtype), atol or get_atol(dtype=dtype),
+                                    names=("output %d" % i, "reference"), equal_nan=equal_nan)
+            for n, g in grads.items():
+                assert_almost_equal(g, ref_grads[n].astype(g.dtype), rtol or get_rtol(dtype=dtype),
+                                    atol or get_atol(dtype=dtype), names=("gradient of %s, entry %d" % (n, i),
+                                                                          "reference"), equal_nan=equal_nan)
+        except AssertionError:
+            if raise_on_err:
+                raise
+    return results
 
 
 def assert_exception(f, exception_type, *args, **kwargs):
