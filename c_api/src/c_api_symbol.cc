@@ -379,6 +379,13 @@ weft_status_t weft_executor_outputs(weft_executor_t* exec, int* num_outputs, wef
   WEFT_API_END
 }
 
+weft_status_t weft_executor_debug_str(weft_executor_t* exec, const char** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = Return(WEFT_EXEC(exec).DebugString());
+  WEFT_API_END
+}
+
 weft_status_t weft_executor_free(weft_executor_t* exec) {
   WEFT_API_BEGIN
   ExecutorTable::Get().Free(exec, "exec", __func__);

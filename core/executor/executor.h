@@ -2,6 +2,7 @@
 // the engine with outputs allocated once at bind time.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "core/graph/node.h"
@@ -31,6 +32,11 @@ class Executor {
   const std::vector<NDArray>& arg_arrays() const { return args_; }
   const std::vector<NDArray>& grad_arrays() const { return arg_grads_; }
   const std::vector<NDArray>& aux_arrays() const { return aux_; }
+  // Bytes of the internal values: as planned (shared blocks), and with one buffer each.
+  size_t planned_bytes() const { return planned_bytes_; }
+  size_t naive_bytes() const { return naive_bytes_; }
+  // The graph, one line per node, then "Total N MB allocated" as MXNet's debug_str.
+  std::string DebugString() const;
 
  private:
   // One node to run: its attributes, its input and output arrays and output requests,
@@ -41,6 +47,8 @@ class Executor {
     std::vector<OpReq> req;
   };
   void Run(std::vector<Step>& steps, bool is_train);
+  void PlanMemory(const graph::IndexedGraph& g, const std::vector<uint32_t>& order, const std::vector<Shape>& shapes,
+                  const std::vector<DType>& types, const std::vector<bool>& persistent, std::vector<NDArray>* entry);
 
   graph::Symbol sym_;  // keeps the nodes the steps point into
   std::vector<graph::NodeEntry> grad_entries_;
@@ -49,6 +57,7 @@ class Executor {
   std::vector<OpReq> grad_req_;
   std::vector<Step> forward_, backward_;
   bool is_train_ = false;
+  size_t planned_bytes_ = 0, naive_bytes_ = 0;
 };
 
 }  // namespace executor

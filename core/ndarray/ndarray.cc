@@ -88,6 +88,18 @@ NDArray NDArray::Reshape(const Shape& shape) const {
   return r;
 }
 
+NDArray NDArray::View(const Shape& shape, DType dtype) const {
+  WEFT_CHECK(shape.is_known(), kShape, "NDArray::View: the shape ", shape.ToString(), " is not fully known");
+  size_t need = static_cast<size_t>(shape.Size()) * DTypeSize(dtype);
+  size_t have = static_cast<size_t>(shape_.Size()) * DTypeSize(dtype_);
+  WEFT_CHECK(need <= have, kShape, "NDArray::View: ", shape.ToString(), " of ", DTypeName(dtype), " needs ", need,
+             " bytes but the array has ", have);
+  NDArray r = *this;
+  r.shape_ = shape;
+  r.dtype_ = dtype;
+  return r;
+}
+
 NDArray NDArray::AsType(DType dtype) const {
   WEFT_CHECK(DTypeSize(dtype) == DTypeSize(dtype_), kType, "NDArray::AsType: element sizes differ (", DTypeName(dtype_),
              " vs ", DTypeName(dtype), ")");

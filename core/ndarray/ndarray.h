@@ -60,6 +60,9 @@ class NDArray {
   NDArray Reshape(const Shape& shape) const;
   // Same memory seen as another dtype of the same element size (used by serialisation).
   NDArray AsType(DType dtype) const;
+  // The first bytes of this array's memory seen with any shape and dtype that fit (the
+  // executor's planned storage, shared by values that are never live together).
+  NDArray View(const Shape& shape, DType dtype) const;
 
   void WaitToRead() const;
   void WaitToWrite() const;

@@ -400,6 +400,10 @@ WEFT_API weft_status_t weft_executor_backward(weft_executor_t* exec, int num_hea
  * valid until the thread's next executor call. */
 WEFT_API weft_status_t weft_executor_outputs(weft_executor_t* exec, int* num_outputs,
                                              weft_ndarray_t* const** outputs);
+/* *out = the bound graph, one line per node, then "Total N MB allocated" (the planned
+ * internal memory) and "Total M MB without memory sharing"; valid until the thread's next
+ * symbol or executor call. */
+WEFT_API weft_status_t weft_executor_debug_str(weft_executor_t* exec, const char** out);
 /* NULL is accepted. Pending work on the executor's arrays still completes. */
 WEFT_API weft_status_t weft_executor_free(weft_executor_t* exec);
 

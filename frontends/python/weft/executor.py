@@ -63,7 +63,8 @@ class Executor:
                     raise ValueError("copy_params_from: %r is not an %s of the executor" % (name, what))
 
     def debug_str(self):
-        return self._symbol.debug_str()
+        """The bound graph, then "Total N MB allocated" for its planned internal memory."""
+        return _api.weft_executor_debug_str(self.handle)
 
     @property
     def context(self):
