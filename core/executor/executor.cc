@@ -28,11 +28,14 @@ void CheckCount(size_t got, size_t want, const char* what, const std::vector<std
   Throw(ErrorKind::kValue, "bind: expected ", want, " ", what, " (", list, "), got ", got);
 }
 
-// Read at each bind, so that one process can compare planned and unplanned executors.
-bool PlanningEnabled() {
-  const char* v = std::getenv("WEFT_EXEC_PLAN_MEMORY");
+// Switches read at each bind, so that one process can compare executors built with and
+// without an optimisation.
+bool Enabled(const char* var) {
+  const char* v = std::getenv(var);
   return v == nullptr || std::string(v) != "0";
 }
+bool PlanningEnabled() { return Enabled("WEFT_EXEC_PLAN_MEMORY"); }
+bool FoldingEnabled() { return Enabled("WEFT_EXEC_FOLD_CONSTANTS"); }
 
 }  // namespace
 
@@ -250,7 +253,25 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   std::vector<bool> persistent(g.num_entries(), false);
   for (const auto& e : sym_.outputs) persistent[g.entry_id(e)] = true;
   for (const auto& c : copies) persistent[c.first] = true;
+  // Nodes that depend on no variable compute the same values at every run: they run once,
+  // here, and keep their outputs (random and state-changing operators excepted).
+  std::unordered_set<const graph::Node*> constant;
+  if (FoldingEnabled()) {
+    static const auto& resources = Op::GetAttr<FResourceRequest>("FResourceRequest");
+    static const auto& mutates = Op::GetAttr<FMutateInputs>("FMutateInputs");
+    for (uint32_t id : order) {
+      const graph::Node* n = g[id].source;
+      bool folds = !mutates.Contains(n->op());
+      if (folds && resources.Contains(n->op()))
+        for (const auto& r : resources[n->op()](n->attrs)) folds &= r.type != ResourceType::kRandom;
+      for (const auto& in : g[id].inputs) folds &= constant.count(g[in.node_id].source) > 0;
+      if (!folds) continue;
+      constant.insert(n);
+      for (int i = 0; i < n->num_outputs(); ++i) persistent[g.entry_id(id, i)] = true;
+    }
+  }
   PlanMemory(g, order, shapes, types, persistent, &entry);
+  std::vector<Step> folded;
   for (uint32_t id : order) {
     const graph::Node* n = g[id].source;
     Step s;
@@ -260,12 +281,14 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       s.outputs.push_back(entry[g.entry_id(id, i)]);
       s.req.push_back(entry_req[g.entry_id(id, i)]);
     }
-    (in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
+    (constant.count(n) ? folded : in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
   }
   static const NodeAttrs copy_attrs = imperative::MakeAttrs(Op::Get("_copy"), {});
   for (const auto& c : copies)
     backward_.push_back(Step{&copy_attrs, {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]}});
   for (const auto& e : sym_.outputs) outputs_.push_back(entry[g.entry_id(e)]);
+  Run(folded, false);
+  num_folded_ = folded.size();
 }
 
 std::string Executor::DebugString() const {

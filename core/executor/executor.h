@@ -35,6 +35,9 @@ class Executor {
   // Bytes of the internal values: as planned (shared blocks), and with one buffer each.
   size_t planned_bytes() const { return planned_bytes_; }
   size_t naive_bytes() const { return naive_bytes_; }
+  // Nodes run each forward, and nodes folded at bind (they depend on no variable).
+  size_t num_forward_nodes() const { return forward_.size(); }
+  size_t num_folded_nodes() const { return num_folded_; }
   // The graph, one line per node, then "Total N MB allocated" as MXNet's debug_str.
   std::string DebugString() const;
 
@@ -57,7 +60,7 @@ class Executor {
   std::vector<OpReq> grad_req_;
   std::vector<Step> forward_, backward_;
   bool is_train_ = false;
-  size_t planned_bytes_ = 0, naive_bytes_ = 0;
+  size_t planned_bytes_ = 0, naive_bytes_ = 0, num_folded_ = 0;
 };
 
 }  // namespace executor

@@ -190,3 +190,37 @@ TEST(ExecutorMemory, PlanningSharesBlocksAndChangesNoBit) {
 }  // namespace
 }  // namespace executor
 }  // namespace weft
+
+namespace weft {
+namespace executor {
+namespace {
+
+// y = x * (ones(3) * 2 + 1) + uniform(0, 1e-30): the constant branch folds, the sampler
+// (whose draws vanish next to the values) does not.
+Symbol Foldable() {
+  Symbol c = Call("_ones", {}, "ones", {{"shape", "(3,)"}});
+  c = Call("_plus_scalar", {Call("_mul_scalar", {c}, "twice", {{"scalar", "2"}})}, "plus1", {{"scalar", "1"}});
+  Symbol noise = Call("_random_uniform", {}, "noise", {{"shape", "(3,)"}, {"low", "0"}, {"high", "1e-30"}});
+  return Call("elemwise_add", {Call("elemwise_mul", {graph::Symbol::Variable("x"), c}, "scaled"), noise}, "y");
+}
+
+TEST(ExecutorFolding, ConstantBranchesRunOnceAtBind) {
+  NDArray x = Array({3}, {1, 2, 3});
+  setenv("WEFT_EXEC_FOLD_CONSTANTS", "0", 1);
+  Executor plain(Foldable(), Context::CPU(), {x}, {}, {}, {});
+  unsetenv("WEFT_EXEC_FOLD_CONSTANTS");
+  Executor folded(Foldable(), Context::CPU(), {x}, {}, {}, {});
+  EXPECT_EQ(plain.num_folded_nodes(), 0u);
+  EXPECT_EQ(folded.num_folded_nodes(), 3u);  // ones, twice, plus1
+  EXPECT_EQ(folded.num_forward_nodes() + 3, plain.num_forward_nodes());
+  for (int run = 0; run < 2; ++run) {
+    plain.Forward(false);
+    folded.Forward(false);
+    EXPECT_EQ(Read(plain.outputs()[0]), Read(folded.outputs()[0]));
+    ExpectNear(Read(folded.outputs()[0]), {3, 6, 9});
+  }
+}
+
+}  // namespace
+}  // namespace executor
+}  // namespace weft
