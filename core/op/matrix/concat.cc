@@ -80,9 +80,9 @@ int NumArgs(const NodeAttrs& attrs) { return attrs.Params<ConcatParam>().num_arg
 
 }  // namespace
 
-WEFT_REGISTER_OP(concat)
+WEFT_REGISTER_OP(Concat)
     .Describe("Joins the inputs along axis dim; they must agree on every other axis.")
-    .AddAlias("Concat")
+    .AddAlias("concat")
     .SetNumInputs(NumArgs)
     .SetKeyVarNumArgs("num_args")
     .AddArgument("data", "NDArray-or-Symbol[]", "The arrays to join")

@@ -17,9 +17,9 @@ bool FlattenShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sh
 
 }  // namespace
 
-WEFT_REGISTER_OP(flatten)
+WEFT_REGISTER_OP(Flatten)
     .Describe("Collapses every axis but the first: (d0, d1, ..., dn) -> (d0, d1*...*dn).")
-    .AddAlias("Flatten")
+    .AddAlias("flatten")
     .SetNumInputs(1)
     .AddArgument("data", "NDArray-or-Symbol", "The input")
     .SetAttr<FInferShape>("FInferShape", FlattenShape)

@@ -56,9 +56,9 @@ bool CastBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vect
 
 }  // namespace
 
-WEFT_REGISTER_OP(cast)
+WEFT_REGISTER_OP(Cast)
     .Describe("Converts the elements to dtype.")
-    .AddAlias("Cast")
+    .AddAlias("cast")
     .SetNumInputs(1)
     .AddArgument("data", "NDArray-or-Symbol", "The input")
     .SetParams<CastParam>()

@@ -22,6 +22,7 @@ def _make_function(info, fname):
     handle = info.handle
     hint = info.name.lower().lstrip("_")
     count_key = info.key_var_num_args
+    input_names = [] if info.variadic else [i[0] for i in info.inputs]
 
     def fn(*args, **kwargs):
         name = kwargs.pop("name", None)
@@ -44,6 +45,17 @@ def _make_function(info, fname):
         for k, v in attr.items():
             keys.append(k)
             vals.append(str(v))
+        if args and inputs:
+            # Positional and keyword inputs together: the positional ones take the first
+            # input names, so that one call by name fills them all.
+            if len(args) > len(input_names):
+                raise TypeError("%s: expected at most %d positional inputs (%s), got %d"
+                                % (fname, len(input_names), ", ".join(input_names), len(args)))
+            for n, a in zip(input_names, args):
+                if n in inputs:
+                    raise TypeError("%s: input %r given by position and by keyword" % (fname, n))
+                inputs[n] = a
+            args = ()
         s = Symbol(_api.weft_symbol_create_atomic(handle, len(keys), keys, vals))
         s._compose(*args, name=_name.current().get(name, hint), **inputs)
         return s

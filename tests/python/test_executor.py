@@ -1,0 +1,136 @@
+"""Symbol.bind / simple_bind / eval and the Executor: results equal the imperative path's,
+gradients match finite differences, grad_req add accumulates."""
+import numpy as np
+import pytest
+
+import weft as mx
+from weft.base import WeftError
+
+
+def net():
+    data = mx.sym.Variable("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=5, name="fc")
+    act = mx.sym.Activation(fc, act_type="tanh", name="act")
+    return mx.sym.sum(act * act, name="loss")
+
+
+def params(rng):
+    return {"data": rng.randn(3, 4).astype(np.float32), "fc_weight": rng.randn(5, 4).astype(np.float32),
+            "fc_bias": rng.randn(5).astype(np.float32)}
+
+
+def loss_np(p):
+    h = np.tanh(p["data"] @ p["fc_weight"].T + p["fc_bias"])
+    return (h * h).sum()
+
+
+def test_forward_equals_the_imperative_path_and_backward_the_finite_differences():
+    rng = np.random.RandomState(0)
+    p = params(rng)
+    ex = net().simple_bind(mx.cpu(), data=(3, 4))
+    assert set(ex.grad_dict) == {"data", "fc_weight", "fc_bias"}
+    for k, v in p.items():
+        ex.arg_dict[k][:] = v
+    out = ex.forward(is_train=True)[0].asnumpy()
+    nd = {k: mx.nd.array(v) for k, v in p.items()}
+    h = mx.nd.Activation(mx.nd.FullyConnected(nd["data"], nd["fc_weight"], nd["fc_bias"], num_hidden=5),
+                         act_type="tanh")
+    np.testing.assert_allclose(out, mx.nd.sum(h * h).asnumpy(), rtol=1e-5)
+    np.testing.assert_allclose(out, loss_np(p), rtol=1e-4)
+    ex.backward()
+    eps = 1e-3
+    for name in ("fc_weight", "data"):
+        num = np.zeros_like(p[name], dtype=np.float64)
+        for idx in np.ndindex(p[name].shape):
+            hi = {k: v.astype(np.float64) for k, v in p.items()}
+            lo = {k: v.astype(np.float64) for k, v in p.items()}
+            hi[name][idx] += eps
+            lo[name][idx] -= eps
+            num[idx] = (loss_np(hi) - loss_np(lo)) / (2 * eps)
+        np.testing.assert_allclose(ex.grad_dict[name].asnumpy(), num, rtol=1e-2, atol=1e-3)
+
+
+def test_grad_req_add_accumulates_and_null_skips():
+    rng = np.random.RandomState(1)
+    p = params(rng)
+    args = {k: mx.nd.array(v) for k, v in p.items()}
+    grads = {"fc_weight": mx.nd.zeros((5, 4)), "fc_bias": mx.nd.zeros((5,))}
+    ex = net().bind(mx.cpu(), args, args_grad=grads, grad_req={"fc_weight": "add", "fc_bias": "write"})
+    ex.forward(is_train=True)
+    ex.backward()
+    once_w = grads["fc_weight"].asnumpy().copy()
+    once_b = grads["fc_bias"].asnumpy().copy()
+    ex.forward(is_train=True)
+    ex.backward()
+    np.testing.assert_allclose(grads["fc_weight"].asnumpy(), 2 * once_w, rtol=1e-5)
+    np.testing.assert_allclose(grads["fc_bias"].asnumpy(), once_b, rtol=1e-5)
+    assert "data" not in ex.grad_dict
+
+
+def test_head_gradient_scales_and_forward_takes_keyword_inputs():
+    s = mx.sym.exp(mx.sym.Variable("x"))
+    ex = s.simple_bind(mx.cpu(), x=(2,))
+    out = ex.forward(is_train=True, x=mx.nd.array([0.0, 1.0]))
+    np.testing.assert_allclose(out[0].asnumpy(), np.exp([0.0, 1.0]), rtol=1e-6)
+    ex.backward(mx.nd.array([2.0, 3.0]))
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), [2.0, 3.0 * np.e], rtol=1e-6)
+    with pytest.raises(ValueError, match="'y' is not an argument"):
+        ex.forward(y=mx.nd.ones((2,)))
+
+
+def test_eval_and_batchnorm_auxiliary_states():
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    out = (a * 2 + b).eval(a=mx.nd.array([1.0, 2.0]), b=mx.nd.array([10.0, 20.0]))
+    np.testing.assert_allclose(out[0].asnumpy(), [12.0, 24.0])
+    bn = mx.sym.BatchNorm(mx.sym.Variable("data"), fix_gamma=False, name="bn")
+    ex = bn.simple_bind(mx.cpu(), data=(4, 2), grad_req="null")
+    assert sorted(ex.aux_dict) == ["bn_moving_mean", "bn_moving_var"]
+    ex.arg_dict["data"][:] = np.array([[1, 2], [3, 4], [5, 6], [7, 8]], dtype=np.float32)
+    ex.arg_dict["bn_gamma"][:] = 1
+    ex.aux_dict["bn_moving_var"][:] = 1
+    ex.forward(is_train=True)
+    # The moving mean moves towards the batch mean (4, 5) with momentum 0.9.
+    np.testing.assert_allclose(ex.aux_dict["bn_moving_mean"].asnumpy(), [0.4, 0.5], rtol=1e-5)
+
+
+def test_bind_errors():
+    s = net()
+    with pytest.raises(ValueError, match="expected 3 args"):
+        s.bind(mx.cpu(), [mx.nd.ones((3, 4))])
+    with pytest.raises(ValueError, match="lacks"):
+        s.bind(mx.cpu(), {"data": mx.nd.ones((3, 4))})
+    with pytest.raises(WeftError, match="fc"):
+        s.bind(mx.cpu(), {"data": mx.nd.ones((3, 4)), "fc_weight": mx.nd.ones((5, 3)), "fc_bias": mx.nd.ones((5,))})
+    with pytest.raises(ValueError, match="do not determine every shape"):
+        s.simple_bind(mx.cpu())
+    with pytest.raises(WeftError, match="expected 'null', 'write' or 'add'"):
+        s.bind(mx.cpu(), {"data": mx.nd.ones((3, 4)), "fc_weight": mx.nd.ones((5, 4)), "fc_bias": mx.nd.ones((5,))},
+               args_grad={"data": mx.nd.ones((3, 4))}, grad_req=["often", "null", "null"])
+
+
+def test_symbolic_check_helpers():
+    from weft.test_utils import check_symbolic_forward, check_symbolic_backward, check_consistency
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    s = x * y + mx.sym.exp(x)
+    xv, yv = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    check_symbolic_forward(s, [xv, yv], [xv * yv + np.exp(xv)], rtol=1e-5)
+    check_symbolic_backward(s, {"x": xv, "y": yv}, [np.ones(2)], {"x": yv + np.exp(xv), "y": xv}, rtol=1e-5)
+    check_symbolic_backward(s, {"x": xv, "y": yv}, [np.ones(2)], {"x": yv + np.exp(xv)}, rtol=1e-5, grad_req="add")
+    with pytest.raises(AssertionError):
+        check_symbolic_forward(s, [xv, yv], [xv * yv], rtol=1e-5)
+    results = check_consistency(s, [{"ctx": mx.cpu(), "x": (2,), "y": (2,), "type_dict": {"x": np.float64, "y": np.float64}},
+                                    {"ctx": mx.cpu(), "x": (2,), "y": (2,), "type_dict": {"x": np.float32, "y": np.float32}}])
+    assert len(results) == 2
+
+
+def test_debug_str_reports_planned_memory():
+    x = mx.sym.Variable("x")
+    h = x
+    for i in range(8):
+        h = mx.sym.tanh(h, name="t%d" % i)
+    ex = mx.sym.sum(h).simple_bind(mx.cpu(), x=(512, 512))
+    text = ex.debug_str()
+    assert "Op:tanh, Name=t7" in text
+    planned = int(text.split("Total ")[1].split(" MB allocated")[0])
+    naive = int(text.split("Total ")[2].split(" MB without")[0])
+    assert 0 < planned < naive

@@ -1,0 +1,214 @@
+"""weft.symbol: building graphs, inspecting them, shape/type inference and MXNet's JSON
+(the fixtures in tests/data/mxnet included)."""
+import copy
+import json
+import os
+import pickle
+
+import pytest
+
+import weft as mx
+from weft.base import WeftError
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "data", "mxnet", "upstream")
+
+
+def mlp():
+    data = mx.sym.Variable("data")
+    fc1 = mx.sym.FullyConnected(data, num_hidden=16, name="fc1")
+    act = mx.sym.Activation(fc1, act_type="relu", name="relu1")
+    fc2 = mx.sym.FullyConnected(act, num_hidden=4, name="fc2")
+    return mx.sym.SoftmaxOutput(fc2, name="softmax")
+
+
+def test_composition_names_implicit_variables_like_mxnet():
+    net = mlp()
+    assert net.list_arguments() == ["data", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias", "softmax_label"]
+    assert net.list_outputs() == ["softmax_output"]
+    assert net.list_auxiliary_states() == []
+    assert net.name == "softmax"
+    internals = net.get_internals()
+    assert "relu1_output" in internals.list_outputs()
+    fc1 = internals["fc1_output"]
+    assert fc1.get_children().list_outputs() == ["data", "fc1_weight", "fc1_bias"]
+    assert fc1.attr("num_hidden") == "16"
+    assert mx.sym.Variable("x").get_children() is None
+
+
+def test_keyword_inputs_and_no_bias():
+    w = mx.sym.Variable("w")
+    fc = mx.sym.FullyConnected(data=mx.sym.Variable("x"), weight=w, num_hidden=3, no_bias=True, name="fc")
+    assert fc.list_arguments() == ["x", "w"]
+    with pytest.raises(WeftError, match="unknown input 'wieght'"):
+        mx.sym.FullyConnected(mx.sym.Variable("x"), wieght=w, num_hidden=3)
+    with pytest.raises(TypeError, match="positional input 1 must be a Symbol"):
+        mx.sym.FullyConnected(mx.sym.Variable("x"), 3)
+    with pytest.raises(WeftError, match="num_hidden"):
+        mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden="many")
+
+
+def test_batchnorm_moving_stats_are_auxiliary_states():
+    bn = mx.sym.BatchNorm(mx.sym.Variable("data"), name="bn")
+    assert bn.list_arguments() == ["data", "bn_gamma", "bn_beta"]
+    assert bn.list_auxiliary_states() == ["bn_moving_mean", "bn_moving_var"]
+    assert bn.list_inputs() == ["data", "bn_gamma", "bn_beta", "bn_moving_mean", "bn_moving_var"]
+    args, outs, aux = bn.infer_shape(data=(4, 3, 5, 5))
+    assert args == [(4, 3, 5, 5), (3,), (3,)]
+    assert outs == [(4, 3, 5, 5)]
+    assert aux == [(3,), (3,)]
+
+
+def test_name_manager_and_prefix():
+    x = mx.sym.Variable("x")
+    with mx.name.NameManager():
+        a, b = mx.sym.exp(x), mx.sym.exp(x)
+        assert (a.name, b.name) == ("exp0", "exp1")
+        with mx.name.Prefix("net_"):
+            assert mx.sym.exp(x).name == "net_exp0"
+            assert mx.sym.exp(x, name="e").name == "net_e"
+
+
+def test_operators_group_and_indexing():
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    expr = (2 * a - 1) / b + a ** 2
+    assert expr.list_arguments() == ["a", "b"]
+    g = mx.sym.Group([a, expr])
+    assert len(g) == 2
+    assert g.name is None
+    assert g[1].list_outputs() == expr.list_outputs()
+    with pytest.raises(WeftError, match="out of range"):
+        g[2]
+    with pytest.raises(ValueError, match="no output named"):
+        g["nope"]
+    parts = mx.sym.split(a, num_outputs=3, axis=0, name="sp")
+    assert parts.list_outputs() == ["sp_output0", "sp_output1", "sp_output2"]
+
+
+def test_infer_shape_partial_and_errors():
+    net = mlp()
+    args, outs, aux = net.infer_shape(data=(8, 10))
+    assert args == [(8, 10), (16, 10), (16,), (4, 16), (4,), (8,)]
+    assert outs == [(8, 4)]
+    assert net.infer_shape() == (None, None, None)
+    partial_args, _, _ = mlp().infer_shape_partial()
+    assert partial_args[0] == ()
+    with pytest.raises(WeftError, match="'nope' is not an input of the symbol"):
+        net.infer_shape(nope=(1,))
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    with pytest.raises(WeftError, match=r"Node 'plus'.*\(2,3\).*\(3,2\)|Node 'plus'.*\(3,2\).*\(2,3\)"):
+        mx.sym.elemwise_add(a, b, name="plus").infer_shape(a=(2, 3), b=(3, 2))
+    # Positional shapes follow list_arguments.
+    assert mx.sym.elemwise_add(a, b).infer_shape((2, 2))[0] == [(2, 2), (2, 2)]
+
+
+def test_infer_type():
+    a = mx.sym.Variable("a", dtype="float64")
+    s = mx.sym.exp(a) + mx.sym.Variable("b")
+    args, outs, _ = s.infer_type()
+    assert [t.__name__ for t in args] == ["float64", "float64"]
+    assert outs[0].__name__ == "float64"
+    assert mx.sym.exp(mx.sym.Variable("c")).infer_type() == (None, None, None)
+
+
+def test_variable_attributes():
+    v = mx.sym.Variable("w", shape=(3, 4), lr_mult=0.5, wd_mult=2, dtype="int32", __tag__="x")
+    assert v.attr("__shape__") == "(3, 4)"
+    assert v.attr("__lr_mult__") == "0.5"
+    assert v.attr("__wd_mult__") == "2"
+    assert v.attr("__dtype__") == "4"
+    assert v.list_attr() == {"__shape__": "(3, 4)", "__lr_mult__": "0.5", "__wd_mult__": "2",
+                             "__dtype__": "4", "__tag__": "x"}
+    with pytest.raises(ValueError, match="__like_this__"):
+        mx.sym.Variable("w", colour="red")
+    v._set_attr(__lr_mult__="3")
+    assert v.attr("__lr_mult__") == "3"
+    assert v.attr("missing") is None
+
+
+def test_copy_call_and_pickle():
+    net = mlp()
+    c = copy.deepcopy(net)
+    c._set_attr(__mark__="1")
+    assert net.attr("__mark__") is None
+    data2 = mx.sym.exp(mx.sym.Variable("raw"), name="pre")
+    composed = net(data=data2)
+    assert composed.list_arguments()[0] == "raw"
+    assert net.list_arguments()[0] == "data"
+    back = pickle.loads(pickle.dumps(net))
+    assert back.tojson() == net.tojson()
+
+
+def test_json_round_trip_and_files(tmp_path):
+    net = mlp()
+    text = net.tojson()
+    doc = json.loads(text)
+    assert doc["attrs"]["mxnet_version"] == ["int", 10901]
+    assert [n["op"] for n in doc["nodes"]][:4] == ["null", "null", "null", "FullyConnected"]
+    assert doc["nodes"][3]["attrs"] == {"num_hidden": "16"}
+    assert doc["heads"] == [[len(doc["nodes"]) - 1, 0, 0]]
+    again = mx.sym.load_json(text)
+    assert again.tojson() == text
+    path = str(tmp_path / "net-symbol.json")
+    net.save(path)
+    assert mx.sym.load(path).tojson() == text
+    assert "Op:FullyConnected, Name=fc1" in net.debug_str()
+
+
+@pytest.mark.parametrize("fixture", ["clojure_mlp-symbol.json", "mkldnn_model1-symbol.json"])
+def test_mxnet_fixtures_load_infer_and_save_the_same_nodes(fixture):
+    path = os.path.join(FIXTURES, fixture)
+    sym = mx.sym.load(path)
+    with open(path) as f:
+        original = json.load(f)
+    saved = json.loads(sym.tojson())
+    strip = lambda n: (n["op"], n["name"], n.get("attrs", {}), [list(e[:2]) for e in n["inputs"]])  # noqa: E731
+    assert [strip(n) for n in saved["nodes"]] == [strip(n) for n in original["nodes"]]
+    assert saved["arg_nodes"] == original["arg_nodes"]
+    assert [h[:2] for h in saved["heads"]] == [h[:2] for h in original["heads"]]
+    assert mx.sym.load_json(sym.tojson()).tojson() == sym.tojson()
+    if fixture.startswith("clojure"):
+        _, outs, _ = sym.infer_shape(data=(32, 784))
+        assert outs == [(32, 10)]
+    else:
+        args, outs, _ = sym.infer_shape(data=(1, 3, 224, 224))
+        assert outs == [(1, 1000)]
+        assert args[sym.list_arguments().index("fc6_weight")] == (1024, 512, 3, 3)
+
+
+def test_legacy_0_8_file_is_upgraded():
+    sym = mx.sym.load(os.path.join(FIXTURES, "save_000800.json"))
+    attrs = sym.attr_dict()
+    assert attrs["data"]["__ctx_group__"] == "stage1"
+    assert attrs["data"]["__lr_mult__"] == "0.2"
+    assert attrs["fc1_weight"]["__lr_mult__"] == "1.2"  # from fc1's weight_lr_mult
+    assert attrs["fc1"]["__wd_mult__"] == "0.3"
+    assert "weight_lr_mult" not in attrs["fc1"]
+    assert attrs["fc2"]["__lr_mult__"] == "0.01"
+    # Auxiliary states were not saved before 0.9: they are made on load.
+    assert sym.list_auxiliary_states() == ["batchnorm0_moving_mean", "batchnorm0_moving_var"]
+    _, outs, aux = sym.infer_shape(data=(5, 20))
+    assert outs == [(5, 10)]
+    assert aux == [(10,), (10,)]
+
+
+@pytest.mark.parametrize("text,message", [
+    ("{", "not valid JSON"),
+    ('{"nodes": [], "heads": []}', "missing the top-level field 'arg_nodes'"),
+    ('{"nodes": [{"op": "Nope", "name": "n", "inputs": []}], "arg_nodes": [], "heads": [[0, 0]]}',
+     "unknown operator 'Nope'"),
+    ('{"nodes": [{"op": "exp", "name": "e", "inputs": [[0, 0]]}], "arg_nodes": [], "heads": [[0, 0]]}',
+     "does not come before it"),
+    ('{"nodes": [{"op": "null", "name": "x", "inputs": []}], "arg_nodes": [0], "heads": [[0, 4]]}',
+     "refers to output 4"),
+    ('{"nodes": [{"op": "null", "inputs": []}], "arg_nodes": [0], "heads": [[0, 0]]}', "missing the field 'name'"),
+    ('{"nodes": [{"op": "null", "name": "x", "inputs": "no"}], "arg_nodes": [0], "heads": [[0, 0]]}',
+     "'inputs' must be an array"),
+])
+def test_malformed_json_is_a_clear_error(text, message):
+    with pytest.raises(WeftError, match=message):
+        mx.sym.load_json(text)
+
+
+def test_missing_file_is_an_error(tmp_path):
+    with pytest.raises(WeftError, match="cannot open"):
+        mx.sym.load(str(tmp_path / "absent.json"))
