@@ -11,6 +11,8 @@
 #include "core/graph/gradient.h"
 #include "core/graph/infer.h"
 #include "core/imperative/imperative.h"
+#include "core/op/elemwise/scalar_param.h"
+#include "core/op/fused/fused_pointwise.h"
 
 namespace weft {
 namespace executor {
@@ -37,7 +39,95 @@ bool Enabled(const char* var) {
 bool PlanningEnabled() { return Enabled("WEFT_EXEC_PLAN_MEMORY"); }
 bool FoldingEnabled() { return Enabled("WEFT_EXEC_FOLD_CONSTANTS"); }
 
+bool FusionEnabled() { return Enabled("WEFT_EXEC_FUSE"); }
+
+// The scalar parameter of a "_<op>_scalar" operator node, or false for other operators.
+bool ScalarOf(const graph::Node& n, double* scalar) {
+  if (n.op()->param_schema != &SchemaOf<op::ScalarParam>()) return false;
+  *scalar = n.attrs.Params<op::ScalarParam>().scalar;
+  return true;
+}
+
+// Longest chains first found in run order: a pointwise node (one output, float32 or
+// float64, inputs of its dtype) extends the chain whose last node produced one of its
+// inputs, when nothing else reads that value and it must not be kept. Chains never cross
+// from the forward to the backward pass, nor include folded constants.
+std::vector<std::vector<uint32_t>> PointwiseChains(const IndexedGraph& g, const std::vector<uint32_t>& order,
+                                                   const std::vector<DType>& types, const std::vector<int>& uses,
+                                                   const std::vector<bool>& persistent,
+                                                   const std::unordered_set<const graph::Node*>& constant,
+                                                   const std::unordered_set<const graph::Node*>& in_forward) {
+  static const auto& pointwise = Op::GetAttr<PointwiseFn>("FPointwise");
+  constexpr size_t kMaxChain = 32;
+  std::vector<std::vector<uint32_t>> chains;
+  std::unordered_map<uint32_t, size_t> open;  // last node -> chain
+  for (uint32_t id : order) {
+    const graph::Node* n = g[id].source;
+    if (!pointwise.Contains(n->op()) || n->num_outputs() != 1 || constant.count(n)) continue;
+    DType t = types[g.entry_id(id, 0)];
+    if (t != DType::kFloat32 && t != DType::kFloat64) continue;
+    bool same_type = true;
+    for (const auto& in : g[id].inputs) same_type &= types[g.entry_id(in.node_id, in.index)] == t;
+    if (!same_type) continue;
+    size_t joined = chains.size();
+    for (const auto& in : g[id].inputs) {
+      auto it = open.find(in.node_id);
+      uint32_t e = g.entry_id(in.node_id, in.index);
+      if (it == open.end() || uses[e] != 1 || persistent[e] || chains[it->second].size() >= kMaxChain) continue;
+      if (in_forward.count(g[in.node_id].source) != in_forward.count(n)) continue;
+      joined = it->second;
+      open.erase(it);
+      break;
+    }
+    if (joined == chains.size()) chains.emplace_back();
+    chains[joined].push_back(id);
+    open[id] = joined;
+  }
+  std::vector<std::vector<uint32_t>> fused;
+  for (auto& c : chains)
+    if (c.size() >= 2) fused.push_back(std::move(c));
+  return fused;
+}
+
 }  // namespace
+
+// The program of a chain: each node becomes a step reading the previous step's result or
+// one of the fused node's inputs (entries from outside the chain, each listed once).
+Executor::FusedChain Executor::FuseChain(const IndexedGraph& g, const std::vector<uint32_t>& chain) {
+  static const auto& pointwise = Op::GetAttr<PointwiseFn>("FPointwise");
+  auto program = std::make_shared<op::FusedProgram>();
+  FusedChain fc;
+  std::string name = "fused";
+  for (size_t k = 0; k < chain.size(); ++k) {
+    uint32_t id = chain[k];
+    const graph::Node& n = *g[id].source;
+    op::FusedProgram::Step step;
+    step.fn = pointwise[n.op()];
+    std::vector<op::FusedProgram::Ref> refs;
+    for (const auto& in : g[id].inputs) {
+      op::FusedProgram::Ref r;
+      if (k > 0 && in.node_id == chain[k - 1]) {
+        r.input = false;
+        r.index = static_cast<int>(k - 1);
+      } else {
+        uint32_t e = g.entry_id(in.node_id, in.index);
+        auto it = std::find(fc.inputs.begin(), fc.inputs.end(), e);
+        r.index = static_cast<int>(it - fc.inputs.begin());
+        if (it == fc.inputs.end()) fc.inputs.push_back(e);
+      }
+      refs.push_back(r);
+    }
+    step.a = refs.at(0);
+    step.binary = refs.size() == 2;
+    if (step.binary) step.b = refs[1];
+    ScalarOf(n, &step.scalar);
+    program->steps.push_back(step);
+    name += "_" + n.attrs.name;
+  }
+  program->num_inputs = static_cast<int>(fc.inputs.size());
+  fc.attrs = op::MakeFusedAttrs(std::move(program), name);
+  return fc;
+}
 
 // Gives every operator output that has no array yet a view of a storage block. Walking
 // the run order, an output takes over an input's block when the operator allows it in
@@ -270,11 +360,46 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       for (int i = 0; i < n->num_outputs(); ++i) persistent[g.entry_id(id, i)] = true;
     }
   }
+  // Chains of pointwise nodes whose links nothing else reads run as one fused node each, at
+  // the place of their last node. The planner sees each chain's nodes moved together there
+  // (nothing outside a chain reads its links, so the order stays valid): the chain's inputs
+  // then stay alive until the fused node has read them.
+  std::unordered_map<uint32_t, const FusedChain*> fused_at;  // by the chain's last node
+  std::unordered_set<uint32_t> fused_away;                   // the other nodes of the chains
+  if (FusionEnabled()) {
+    std::unordered_map<uint32_t, const std::vector<uint32_t>*> chain_of_last;
+    auto chains = PointwiseChains(g, order, types, uses, persistent, constant, in_forward);
+    for (const auto& chain : chains) {
+      fused_.push_back(std::make_unique<FusedChain>(FuseChain(g, chain)));
+      fused_at[chain.back()] = fused_.back().get();
+      fused_away.insert(chain.begin(), chain.end() - 1);
+      chain_of_last[chain.back()] = &chain;
+    }
+    std::vector<uint32_t> moved;
+    for (uint32_t id : order) {
+      if (fused_away.count(id)) continue;
+      auto c = chain_of_last.find(id);
+      if (c != chain_of_last.end()) moved.insert(moved.end(), c->second->begin(), c->second->end() - 1);
+      moved.push_back(id);
+    }
+    order = std::move(moved);
+  }
   PlanMemory(g, order, shapes, types, persistent, &entry);
+
   std::vector<Step> folded;
   for (uint32_t id : order) {
+    if (fused_away.count(id)) continue;
     const graph::Node* n = g[id].source;
     Step s;
+    auto fused = fused_at.find(id);
+    if (fused != fused_at.end()) {
+      s.attrs = &fused->second->attrs;
+      for (uint32_t e : fused->second->inputs) s.inputs.push_back(entry[e]);
+      s.outputs.push_back(entry[g.entry_id(id, 0)]);
+      s.req.push_back(entry_req[g.entry_id(id, 0)]);
+      (in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
+      continue;
+    }
     s.attrs = &n->attrs;
     for (const auto& in : g[id].inputs) s.inputs.push_back(entry[g.entry_id(in.node_id, in.index)]);
     for (int i = 0; i < n->num_outputs(); ++i) {

@@ -2,6 +2,7 @@
 // the engine with outputs allocated once at bind time.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,8 @@ class Executor {
   // Nodes run each forward, and nodes folded at bind (they depend on no variable).
   size_t num_forward_nodes() const { return forward_.size(); }
   size_t num_folded_nodes() const { return num_folded_; }
+  // Chains of pointwise nodes each run as one fused node.
+  size_t num_fused_chains() const { return fused_.size(); }
   // The graph, one line per node, then "Total N MB allocated" as MXNet's debug_str.
   std::string DebugString() const;
 
@@ -50,6 +53,13 @@ class Executor {
     std::vector<OpReq> req;
   };
   void Run(std::vector<Step>& steps, bool is_train);
+  // A chain of pointwise nodes run as one "_fused_pointwise" node: its attributes (holding
+  // the program) and the entries it reads.
+  struct FusedChain {
+    NodeAttrs attrs;
+    std::vector<uint32_t> inputs;
+  };
+  static FusedChain FuseChain(const graph::IndexedGraph& g, const std::vector<uint32_t>& chain);
   void PlanMemory(const graph::IndexedGraph& g, const std::vector<uint32_t>& order, const std::vector<Shape>& shapes,
                   const std::vector<DType>& types, const std::vector<bool>& persistent, std::vector<NDArray>* entry);
 
@@ -59,6 +69,7 @@ class Executor {
   std::vector<NDArray> args_, arg_grads_, aux_, outputs_, head_grads_;
   std::vector<OpReq> grad_req_;
   std::vector<Step> forward_, backward_;
+  std::vector<std::unique_ptr<FusedChain>> fused_;
   bool is_train_ = false;
   size_t planned_bytes_ = 0, naive_bytes_ = 0, num_folded_ = 0;
 };

@@ -81,6 +81,13 @@ using FListNames = std::function<std::vector<std::string>(const NodeAttrs& attrs
 using FMutateInputs = std::function<std::vector<int>(const NodeAttrs& attrs)>;
 using FNumVisibleOutputs = std::function<int(const NodeAttrs& attrs)>;
 using TOpPattern = OpPattern;
+// What a pointwise operator computes on contiguous runs of float32 or float64 values, for
+// the fusion pass, which runs a chain of them tile by tile in one loop: out[k] = f(a[k]),
+// f(a[k], b[k]) or f(a[k], s) (b is null when unused; s is the scalar parameter).
+struct PointwiseFn {
+  void (*f32)(const float* a, const float* b, double s, float* out, int64_t n) = nullptr;
+  void (*f64)(const double* a, const double* b, double s, double* out, int64_t n) = nullptr;
+};
 
 // ---------------------------------------------------------------- gradients as more graph
 // A gradient is written once, as calls to registered operators on opaque values. The

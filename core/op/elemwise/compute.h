@@ -44,5 +44,37 @@ void BroadcastCompute(const NodeAttrs&, const OpContext&, const std::vector<TBlo
   WEFT_TYPE_SWITCH(out[0].dtype, T, { BroadcastMap<OP, T>(in[0], in[1], out[0], req[0]); });
 }
 
+// The FPointwise attribute of an elementwise operator: kind 0 unary, 1 binary, 2 with a
+// scalar. The same functor and compute type as the operator's own kernel, so a fused
+// chain gives the unfused results.
+enum class PointwiseKind { kUnary, kBinary, kScalar };
+
+template <typename OP, PointwiseKind kKind>
+struct PointwiseTile {
+  template <typename T>
+  static void Run(const T* a, const T* b, double s, T* out, int64_t n) {
+    if constexpr (kKind == PointwiseKind::kUnary) {
+      (void)b, (void)s;
+#pragma omp simd
+      for (int64_t k = 0; k < n; ++k) out[k] = OP::Map(a[k]);
+    } else if constexpr (kKind == PointwiseKind::kBinary) {
+      (void)s;
+#pragma omp simd
+      for (int64_t k = 0; k < n; ++k) out[k] = OP::Map(a[k], b[k]);
+    } else {
+      (void)b;
+      T scalar = SaturateCast<T>(s);
+#pragma omp simd
+      for (int64_t k = 0; k < n; ++k) out[k] = OP::Map(a[k], scalar);
+    }
+  }
+  static PointwiseFn Fn() {
+    PointwiseFn f;
+    f.f32 = &Run<float>;
+    f.f64 = &Run<double>;
+    return f;
+  }
+};
+
 }  // namespace op
 }  // namespace weft

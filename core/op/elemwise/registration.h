@@ -16,7 +16,9 @@
       .SetNumInputs(1)                                                         \
       .AddArgument("data", "NDArray-or-Symbol", "The input array")             \
       .Include("ElemwiseUnary")                                                \
-      .SetAttr<::weft::FCompute>("FCompute<cpu>", ::weft::op::UnaryCompute<OP>)
+      .SetAttr<::weft::FCompute>("FCompute<cpu>", ::weft::op::UnaryCompute<OP>) \
+      .SetAttr<::weft::PointwiseFn>(                                           \
+          "FPointwise", ::weft::op::PointwiseTile<OP, ::weft::op::PointwiseKind::kUnary>::Fn())
 
 #define WEFT_ELEMWISE_BINARY_OP(name, OP)                                      \
   WEFT_REGISTER_OP(name)                                                       \
@@ -24,7 +26,9 @@
       .AddArgument("lhs", "NDArray-or-Symbol", "The first input")              \
       .AddArgument("rhs", "NDArray-or-Symbol", "The second input, of the first's shape") \
       .Include("ElemwiseBinary")                                               \
-      .SetAttr<::weft::FCompute>("FCompute<cpu>", ::weft::op::BinaryCompute<OP>)
+      .SetAttr<::weft::FCompute>("FCompute<cpu>", ::weft::op::BinaryCompute<OP>) \
+      .SetAttr<::weft::PointwiseFn>(                                           \
+          "FPointwise", ::weft::op::PointwiseTile<OP, ::weft::op::PointwiseKind::kBinary>::Fn())
 
 #define WEFT_BINARY_SCALAR_OP(name, OP)                                        \
   WEFT_REGISTER_OP(name)                                                       \
@@ -32,7 +36,9 @@
       .AddArgument("data", "NDArray-or-Symbol", "The input array")             \
       .SetParams<::weft::op::ScalarParam>()                                    \
       .Include("BinaryScalar")                                                 \
-      .SetAttr<::weft::FCompute>("FCompute<cpu>", ::weft::op::ScalarCompute<OP>)
+      .SetAttr<::weft::FCompute>("FCompute<cpu>", ::weft::op::ScalarCompute<OP>) \
+      .SetAttr<::weft::PointwiseFn>(                                           \
+          "FPointwise", ::weft::op::PointwiseTile<OP, ::weft::op::PointwiseKind::kScalar>::Fn())
 
 #define WEFT_BROADCAST_BINARY_OP(name, OP)                                     \
   WEFT_REGISTER_OP(name)                                                       \
