@@ -102,7 +102,9 @@ std::vector<NodeEntry> Gradient(const std::vector<NodeEntry>& ys, const std::vec
     GraphGradBuilder b(n->attrs.name + "_backward");
     GradArgs args;
     for (const auto& e : n->inputs) args.inputs.push_back(b.Add(e));
-    for (int i = 0; i < n->num_visible_outputs(); ++i) {
+    // Every output, hidden ones included (BatchNorm's saved statistics, say): gradients
+    // read them, and see zeros flowing into those nobody differentiates.
+    for (int i = 0; i < n->num_outputs(); ++i) {
       NodeEntry out{n, static_cast<uint32_t>(i), 0};
       args.outputs.push_back(b.Add(out));
       auto c = contributions.find({n.get(), static_cast<uint32_t>(i)});

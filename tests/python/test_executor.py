@@ -134,3 +134,31 @@ def test_debug_str_reports_planned_memory():
     planned = int(text.split("Total ")[1].split(" MB allocated")[0])
     naive = int(text.split("Total ")[2].split(" MB without")[0])
     assert 0 < planned < naive
+
+
+def test_batchnorm_training_gradients_match_the_imperative_ones():
+    rng = np.random.RandomState(3)
+    x = rng.randn(4, 3, 2, 2).astype(np.float32)
+    gamma, beta = rng.rand(3).astype(np.float32) + 0.5, rng.randn(3).astype(np.float32)
+    data = mx.sym.Variable("data")
+    bn = mx.sym.BatchNorm(data, fix_gamma=False, name="bn")
+    loss = mx.sym.sum(mx.sym.square(bn))
+    ex = loss.simple_bind(mx.cpu(), data=x.shape)
+    ex.arg_dict["data"][:] = x
+    ex.arg_dict["bn_gamma"][:] = gamma
+    ex.arg_dict["bn_beta"][:] = beta
+    ex.forward(is_train=True)
+    ex.backward()
+    # Reference: batch statistics, d sum(y^2) / dy = 2y, through the normalisation.
+    mean = x.mean(axis=(0, 2, 3), keepdims=True)
+    var = x.var(axis=(0, 2, 3), keepdims=True)
+    xhat = (x - mean) / np.sqrt(var + 1e-3)
+    y = xhat * gamma.reshape(1, 3, 1, 1) + beta.reshape(1, 3, 1, 1)
+    dy = 2 * y
+    np.testing.assert_allclose(ex.grad_dict["bn_beta"].asnumpy(), dy.sum(axis=(0, 2, 3)), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(ex.grad_dict["bn_gamma"].asnumpy(), (dy * xhat).sum(axis=(0, 2, 3)), rtol=1e-4,
+                               atol=1e-4)
+    m = x.shape[0] * x.shape[2] * x.shape[3]
+    g = gamma.reshape(1, 3, 1, 1) / np.sqrt(var + 1e-3)
+    dx = g * (dy - dy.mean(axis=(0, 2, 3), keepdims=True) - xhat * (dy * xhat).sum(axis=(0, 2, 3), keepdims=True) / m)
+    np.testing.assert_allclose(ex.grad_dict["data"].asnumpy(), dx, rtol=1e-3, atol=1e-4)
