@@ -21,7 +21,7 @@ case "${1:-}" in
   # Debian's PyTorch calls the system BLAS, which is the slow reference one unless OpenBLAS
   # is installed (it then takes over the libblas.so.3 alternative): without it the peer of
   # every GEMM benchmark would run far below its best.
-  --bench) packages+=(python3-torch libopenblas0-pthread) ;;
+  --bench) packages+=(python3-torch python3-torchvision libopenblas0-pthread) ;;
   *) echo "setup_deps.sh: unknown argument '$1' (expected nothing or --bench)" >&2; exit 2 ;;
 esac
 
