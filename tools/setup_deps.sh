@@ -4,7 +4,7 @@
 # installed it touches nothing and does not even refresh the package lists.
 #
 #   bash tools/setup_deps.sh           # build, tests, main job
-#   bash tools/setup_deps.sh --bench   # also PyTorch and OpenBLAS, which only bench/ uses
+#   bash tools/setup_deps.sh --bench   # also torchvision and OpenBLAS, which only bench/ uses
 set -euo pipefail
 
 packages=(
@@ -14,6 +14,8 @@ packages=(
   python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
   zlib1g-dev libpng-dev libjpeg62-turbo-dev
   dataset-fashion-mnist
+  # The neural-network operator tests compare with PyTorch's functions and autograd.
+  python3-torch
 )
 
 case "${1:-}" in
@@ -21,7 +23,7 @@ case "${1:-}" in
   # Debian's PyTorch calls the system BLAS, which is the slow reference one unless OpenBLAS
   # is installed (it then takes over the libblas.so.3 alternative): without it the peer of
   # every GEMM benchmark would run far below its best.
-  --bench) packages+=(python3-torch python3-torchvision libopenblas0-pthread) ;;
+  --bench) packages+=(python3-torchvision libopenblas0-pthread) ;;
   *) echo "setup_deps.sh: unknown argument '$1' (expected nothing or --bench)" >&2; exit 2 ;;
 esac
 
