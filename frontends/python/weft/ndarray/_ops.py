@@ -110,15 +110,18 @@ def _make_function(info, fname):
     return fn
 
 
-def populate(public, internal):
-    """Puts every operator's function into the module dicts `public` (names without a
-    leading underscore) and `internal` (all names)."""
+def populate(public, internal, make=None, functions=None):
+    """Puts every operator's function, made by `make(info, name)` (default: the NDArray
+    functions of this module), into the module dicts `public` (names without a leading
+    underscore) and `internal` (all names), and into `functions` by name."""
+    make = make or _make_function
+    functions = _functions if functions is None else functions
     for info in list_ops():
         for fname in [info.name] + info.aliases:
             if not fname.isidentifier():
                 continue
-            fn = _make_function(info, fname)
-            _functions[fname] = fn
+            fn = make(info, fname)
+            functions[fname] = fn
             internal[fname] = fn
             if not fname.startswith("_") and fname not in public:
                 public[fname] = fn

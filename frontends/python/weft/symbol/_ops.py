@@ -10,7 +10,8 @@ import inspect
 import keyword
 
 from ..base import _api
-from ..ndarray._ops import list_ops, _docstring, _safe
+from ..ndarray import _ops as _nd_ops
+from ..ndarray._ops import _docstring, _safe
 from ..ndarray.ndarray import _param_str
 from .. import name as _name
 from .symbol import Symbol
@@ -80,17 +81,9 @@ def _make_function(info, fname):
 
 
 def populate(public, internal):
-    """Puts every operator's function into `public` (names without a leading underscore)
-    and `internal` (all names)."""
-    for info in list_ops():
-        for fname in [info.name] + info.aliases:
-            if not fname.isidentifier():
-                continue
-            fn = _make_function(info, fname)
-            _functions[fname] = fn
-            internal[fname] = fn
-            if not fname.startswith("_") and fname not in public:
-                public[fname] = fn
+    """Puts every operator's symbol function into `public` (names without a leading
+    underscore) and `internal` (all names)."""
+    _nd_ops.populate(public, internal, _make_function, _functions)
 
 
 def get(name):
