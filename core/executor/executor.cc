@@ -228,7 +228,7 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
 
 Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> args, std::vector<NDArray> arg_grads,
                    std::vector<OpReq> grad_req, std::vector<NDArray> aux)
-    : sym_(sym), ctx_(ctx), args_(std::move(args)), arg_grads_(std::move(arg_grads)), aux_(std::move(aux)),
+    : sym_(sym.Copy()), ctx_(ctx), args_(std::move(args)), arg_grads_(std::move(arg_grads)), aux_(std::move(aux)),
       grad_req_(std::move(grad_req)) {
   std::vector<std::string> arg_names = sym_.ListArguments(), aux_names = sym_.ListAuxiliaryStates();
   CheckCount(args_.size(), arg_names.size(), "arguments", arg_names);

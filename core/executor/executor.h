@@ -63,7 +63,7 @@ class Executor {
   void PlanMemory(const graph::IndexedGraph& g, const std::vector<uint32_t>& order, const std::vector<Shape>& shapes,
                   const std::vector<DType>& types, const std::vector<bool>& persistent, std::vector<NDArray>* entry);
 
-  graph::Symbol sym_;  // keeps the nodes the steps point into
+  graph::Symbol sym_;  // a private copy: the steps point into its nodes, which nobody else can change
   std::vector<graph::NodeEntry> grad_entries_;
   Context ctx_;
   std::vector<NDArray> args_, arg_grads_, aux_, outputs_, head_grads_;

@@ -162,3 +162,23 @@ def test_batchnorm_training_gradients_match_the_imperative_ones():
     g = gamma.reshape(1, 3, 1, 1) / np.sqrt(var + 1e-3)
     dx = g * (dy - dy.mean(axis=(0, 2, 3), keepdims=True) - xhat * (dy * xhat).sum(axis=(0, 2, 3), keepdims=True) / m)
     np.testing.assert_allclose(ex.grad_dict["data"].asnumpy(), dx, rtol=1e-3, atol=1e-4)
+
+
+def test_reshape_shares_parameters_and_reuses_memory():
+    ex = net().simple_bind(mx.cpu(), data=(3, 4))
+    ex.arg_dict["fc_weight"][:] = 0.5
+    small = ex.reshape(data=(2, 4))
+    assert small.arg_dict["fc_weight"] is ex.arg_dict["fc_weight"]
+    assert small.arg_dict["data"].shape == (2, 4)
+    small.arg_dict["data"][:] = 1.0
+    # The smaller data array is a view of the original one's memory.
+    np.testing.assert_allclose(ex.arg_dict["data"].asnumpy().reshape(-1)[:8], np.ones(8))
+    out = small.forward(is_train=False)[0].asnumpy()
+    h = np.tanh(np.ones((2, 4)) @ (0.5 * np.ones((5, 4))).T)
+    np.testing.assert_allclose(out, (h * h).sum(), rtol=1e-5)
+    with pytest.raises(ValueError, match="allow_up_sizing"):
+        ex.reshape(data=(6, 4))
+    big = ex.reshape(data=(6, 4), allow_up_sizing=True)
+    assert big.arg_dict["data"].shape == (6, 4)
+    with pytest.raises(ValueError, match="partial_shaping"):
+        ex.reshape(data=(3, 2))  # fc_weight would change shape too

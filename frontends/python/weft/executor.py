@@ -16,6 +16,7 @@ class Executor:
         self.arg_arrays = list(args)
         self.grad_arrays = list(args_grad)
         self.aux_arrays = list(aux_states)
+        self._grad_req = list(grad_req)
         self.handle = _api.weft_executor_bind(symbol.handle, ctx._as_tuple(), len(args), self.arg_arrays,
                                               self.grad_arrays, grad_req, len(self.aux_arrays), self.aux_arrays)
         self.outputs = [NDArray(h) for h in _api.weft_executor_outputs(self.handle)]
@@ -61,6 +62,38 @@ class Executor:
                     value.copyto(target[name])
                 elif not allow_extra_params:
                     raise ValueError("copy_params_from: %r is not an %s of the executor" % (name, what))
+
+    def reshape(self, partial_shaping=False, allow_up_sizing=False, **kwargs):
+        """A new executor for new input shapes (keyword arguments by name). Arrays whose
+        shape stays are shared; one whose shape changes reuses this executor's memory when
+        it fits, and is new memory only with allow_up_sizing. Arrays other than the given
+        inputs may change shape only with partial_shaping."""
+        from . import ndarray as nd
+        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
+        if arg_shapes is None:
+            raise ValueError("reshape: the shapes %s do not determine every shape of the graph" % kwargs)
+
+        def resized(name, arr, shape):
+            if arr is None or tuple(arr.shape) == tuple(shape):
+                return arr
+            if name not in kwargs and not partial_shaping:
+                raise ValueError("reshape: %r would change shape from %s to %s; pass partial_shaping=True to allow "
+                                 "it" % (name, arr.shape, shape))
+            size = 1
+            for d in shape:
+                size *= d
+            if size <= arr.size:
+                return arr.reshape((-1,))[:size].reshape(shape)
+            if not allow_up_sizing:
+                raise ValueError("reshape: %r grows from %s to %s; pass allow_up_sizing=True to allocate new memory"
+                                 % (name, arr.shape, shape))
+            return nd.zeros(shape, ctx=arr.context, dtype=arr.dtype)
+
+        names = self._symbol.list_arguments()
+        args = [resized(n, a, s) for n, a, s in zip(names, self.arg_arrays, arg_shapes)]
+        grads = [resized(n, g, s) for n, g, s in zip(names, self.grad_arrays, arg_shapes)]
+        aux = [resized(n, a, s) for n, a, s in zip(self._symbol.list_auxiliary_states(), self.aux_arrays, aux_shapes)]
+        return Executor(self._symbol, self._ctx, args, grads, self._grad_req, aux)
 
     def debug_str(self):
         """The bound graph, then "Total N MB allocated" for its planned internal memory."""
