@@ -241,7 +241,10 @@ void ActivationBackwardCompute(const NodeAttrs& attrs, const OpContext&, const s
 }
 
 std::vector<GradValue> ActivationGrad(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
-  return {b.Op("_backward_Activation", {a.out_grads[0], a.inputs[0]}, attrs.dict)};
+  // relu's derivative is the same seen from the output (y > 0 exactly where x > 0): reading
+  // the output lets a graph drop the input after the forward, and run relu in place.
+  bool relu = ParseAct(attrs.Params<ActivationParam>().act_type) == Act::kRelu;
+  return {b.Op("_backward_Activation", {a.out_grads[0], relu ? a.outputs[0] : a.inputs[0]}, attrs.dict)};
 }
 
 // ------------------------------------------------------------------ LeakyReLU
