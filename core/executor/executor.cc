@@ -11,7 +11,6 @@
 #include "core/graph/gradient.h"
 #include "core/graph/infer.h"
 #include "core/imperative/imperative.h"
-#include "core/op/elemwise/scalar_param.h"
 #include "core/op/fused/fused_pointwise.h"
 
 namespace weft {
@@ -40,13 +39,6 @@ bool PlanningEnabled() { return Enabled("WEFT_EXEC_PLAN_MEMORY"); }
 bool FoldingEnabled() { return Enabled("WEFT_EXEC_FOLD_CONSTANTS"); }
 
 bool FusionEnabled() { return Enabled("WEFT_EXEC_FUSE"); }
-
-// The scalar parameter of a "_<op>_scalar" operator node, or false for other operators.
-bool ScalarOf(const graph::Node& n, double* scalar) {
-  if (n.op()->param_schema != &SchemaOf<op::ScalarParam>()) return false;
-  *scalar = n.attrs.Params<op::ScalarParam>().scalar;
-  return true;
-}
 
 // Longest chains first found in run order: a pointwise node (one output, float32 or
 // float64, inputs of its dtype) extends the chain whose last node produced one of its
@@ -120,7 +112,7 @@ Executor::FusedChain Executor::FuseChain(const IndexedGraph& g, const std::vecto
     step.a = refs.at(0);
     step.binary = refs.size() == 2;
     if (step.binary) step.b = refs[1];
-    ScalarOf(n, &step.scalar);
+    if (step.fn.scalar) step.scalar = step.fn.scalar(n.attrs);
     program->steps.push_back(step);
     name += "_" + n.attrs.name;
   }

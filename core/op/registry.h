@@ -87,6 +87,8 @@ using TOpPattern = OpPattern;
 struct PointwiseFn {
   void (*f32)(const float* a, const float* b, double s, float* out, int64_t n) = nullptr;
   void (*f64)(const double* a, const double* b, double s, double* out, int64_t n) = nullptr;
+  // The scalar `s` of a node of this operator (null for operators without one).
+  double (*scalar)(const NodeAttrs& attrs) = nullptr;
 };
 
 // ---------------------------------------------------------------- gradients as more graph

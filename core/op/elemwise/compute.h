@@ -68,10 +68,12 @@ struct PointwiseTile {
       for (int64_t k = 0; k < n; ++k) out[k] = OP::Map(a[k], scalar);
     }
   }
+  static double Scalar(const NodeAttrs& attrs) { return attrs.Params<ScalarParam>().scalar; }
   static PointwiseFn Fn() {
     PointwiseFn f;
     f.f32 = &Run<float>;
     f.f64 = &Run<double>;
+    if constexpr (kKind == PointwiseKind::kScalar) f.scalar = &Scalar;
     return f;
   }
 };

@@ -279,6 +279,20 @@ void SequenceReverseCompute(const NodeAttrs& attrs, const OpContext&, const std:
   });
 }
 
+// The gradient of a sequence operator: `backward_op` on the output gradient (and the data,
+// when `with_data`), plus the lengths when they are used; the lengths get no gradient.
+template <typename P>
+FGradient SequenceGrad(const char* backward_op, bool with_data) {
+  return [backward_op, with_data](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+    std::vector<GradValue> ins = {a.out_grads[0]};
+    if (with_data) ins.push_back(a.inputs[0]);
+    if (UsesLength<P>(attrs)) ins.push_back(a.inputs[1]);
+    std::vector<GradValue> r = {b.Op(backward_op, ins, attrs.dict)};
+    if (UsesLength<P>(attrs)) r.push_back(GradValue{});
+    return r;
+  };
+}
+
 }  // namespace
 
 WEFT_REGISTER_OP(SequenceMask)
@@ -293,13 +307,7 @@ WEFT_REGISTER_OP(SequenceMask)
     .SetAttr<FInferType>("FInferType", SeqType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
     .SetAttr<FCompute>("FCompute<cpu>", SequenceMaskCompute)
-    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
-      std::vector<GradValue> ins = {a.out_grads[0]};
-      if (UsesLength<SequenceMaskParam>(attrs)) ins.push_back(a.inputs[1]);
-      std::vector<GradValue> r = {b.Op("_backward_SequenceMask", ins, attrs.dict)};
-      if (UsesLength<SequenceMaskParam>(attrs)) r.push_back(GradValue{});
-      return r;
-    });
+    .SetAttr<FGradient>("FGradient", SequenceGrad<SequenceMaskParam>("_backward_SequenceMask", false));
 
 WEFT_REGISTER_OP(_backward_SequenceMask)
     .Describe("Gradient of SequenceMask: the output gradient, zero past each length.")
@@ -323,13 +331,7 @@ WEFT_REGISTER_OP(SequenceLast)
     .SetAttr<FInferType>("FInferType", SeqType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
     .SetAttr<FCompute>("FCompute<cpu>", SequenceLastCompute)
-    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
-      std::vector<GradValue> ins = {a.out_grads[0], a.inputs[0]};
-      if (UsesLength<SequenceLastParam>(attrs)) ins.push_back(a.inputs[1]);
-      std::vector<GradValue> r = {b.Op("_backward_SequenceLast", ins, attrs.dict)};
-      if (UsesLength<SequenceLastParam>(attrs)) r.push_back(GradValue{});
-      return r;
-    });
+    .SetAttr<FGradient>("FGradient", SequenceGrad<SequenceLastParam>("_backward_SequenceLast", true));
 
 WEFT_REGISTER_OP(_backward_SequenceLast)
     .Describe("Gradient of SequenceLast: the output gradient placed at each sequence's last valid step.")
@@ -354,13 +356,7 @@ WEFT_REGISTER_OP(SequenceReverse)
     .SetAttr<FInferType>("FInferType", SeqType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
     .SetAttr<FCompute>("FCompute<cpu>", SequenceReverseCompute)
-    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
-      std::vector<GradValue> ins = {a.out_grads[0]};
-      if (UsesLength<SequenceReverseParam>(attrs)) ins.push_back(a.inputs[1]);
-      std::vector<GradValue> r = {b.Op("SequenceReverse", ins, attrs.dict)};
-      if (UsesLength<SequenceReverseParam>(attrs)) r.push_back(GradValue{});
-      return r;
-    });
+    .SetAttr<FGradient>("FGradient", SequenceGrad<SequenceReverseParam>("SequenceReverse", false));
 
 }  // namespace op
 }  // namespace weft
