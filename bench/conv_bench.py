@@ -3,19 +3,11 @@ _backward_Convolution and Pooling / _backward_Pooling against torch.nn.functiona
 autograd, float32, same thread count, in milliseconds per call and as a Weft/torch ratio
 (below 1 means Weft is faster). Forward and forward+backward are timed separately.
 """
-import os
-
-os.environ.pop("OPENBLAS_CORETYPE", None)
-os.environ.pop("OPENBLAS_L2_SIZE", None)
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-
-import time  # noqa: E402
+import peer  # noqa: F401  (first: it sets the environment the libraries read)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-
-torch.set_num_threads(2)
 
 import weft  # noqa: E402
 from weft import nd  # noqa: E402
@@ -37,15 +29,7 @@ MIN_RUNS = 3
 
 
 def timed(run):
-    """Seconds per call: one warm-up, then repeated until MIN_SECONDS and MIN_RUNS."""
-    run()
-    count, start = 0, time.perf_counter()
-    while True:
-        run()
-        count += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= MIN_SECONDS and count >= MIN_RUNS:
-            return elapsed / count
+    return peer.seconds_per_call(run, MIN_SECONDS, MIN_RUNS)
 
 
 def report(name, what, t_weft, t_torch, flops=None):

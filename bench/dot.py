@@ -1,18 +1,10 @@
 """Matrix product throughput: dot of float32 squares (512, 1024, 2048), Weft's `dot`
 against `torch.mm`, in GFLOP/s (2 n^3 floating-point operations per product).
 """
-import os
-
-os.environ.pop("OPENBLAS_CORETYPE", None)
-os.environ.pop("OPENBLAS_L2_SIZE", None)  # also set by this machine; it shrinks OpenBLAS's blocking
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-
-import time  # noqa: E402
+import peer  # noqa: F401  (first: it sets the environment the libraries read)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-torch.set_num_threads(2)
 
 import weft  # noqa: E402
 
@@ -21,16 +13,7 @@ MIN_SECONDS = 1.0  # repeat each product until at least this long has passed
 
 
 def repeat_timed(run, sync):
-    run()
-    sync()
-    count, start = 0, time.perf_counter()
-    while True:
-        run()
-        count += 1
-        sync()
-        elapsed = time.perf_counter() - start
-        if elapsed >= MIN_SECONDS:
-            return elapsed / count
+    return peer.seconds_per_call(run, MIN_SECONDS, sync=sync)
 
 
 def check(result, a_np, b_np):

@@ -4,16 +4,12 @@ and against PyTorch eager. With 16-element arrays the arithmetic is free: this m
 what running a node costs on each path."""
 import os
 
-os.environ.pop("OPENBLAS_CORETYPE", None)
-os.environ.pop("OPENBLAS_L2_SIZE", None)
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+import peer  # noqa: F401  (first: it sets the environment the libraries read)
 
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-torch.set_num_threads(2)
 
 import weft as mx  # noqa: E402
 
@@ -55,13 +51,23 @@ def best_of(fn, rounds=5):
 
 def main():
     xv = np.linspace(-1, 1, SHAPE[0]).astype(np.float32)
+    # Per-node cost needs every node run: fusion off for this executor (it is read at
+    # bind), on for the second one, which runs the chain as a few fused loops.
+    os.environ["WEFT_EXEC_FUSE"] = "0"
     ex = symbolic().simple_bind(mx.cpu(), grad_req="null", x=SHAPE)
+    os.environ.pop("WEFT_EXEC_FUSE")
+    fused = symbolic().simple_bind(mx.cpu(), grad_req="null", x=SHAPE)
     ex.arg_dict["x"][:] = xv
+    fused.arg_dict["x"][:] = xv
     x = mx.nd.array(xv)
     xt = torch.from_numpy(xv)
 
     def run_executor():
         ex.forward()
+        mx.nd.waitall()
+
+    def run_fused():
+        fused.forward()
         mx.nd.waitall()
 
     def run_imperative():
@@ -70,15 +76,18 @@ def main():
 
     np.testing.assert_allclose(ex.forward()[0].asnumpy(), imperative(x).asnumpy(), rtol=1e-6)
     np.testing.assert_allclose(imperative(x).asnumpy(), torch_eager(xt).numpy(), rtol=1e-5)
-    for fn in (run_executor, run_imperative, lambda: torch_eager(xt)):
+    np.testing.assert_allclose(fused.forward()[0].asnumpy(), ex.forward()[0].asnumpy(), rtol=1e-6)
+    for fn in (run_executor, run_fused, run_imperative, lambda: torch_eager(xt)):
         fn()
     t_exec = best_of(run_executor)
+    t_fused = best_of(run_fused)
     t_imp = best_of(run_imperative)
     t_torch = best_of(lambda: torch_eager(xt))
     print("forward of a %d-node graph of %s ops on %s float32 arrays (best of 5 x %d)"
           % (NODES, "/".join(CYCLE), SHAPE, REPEATS))
     print("%-22s %10s %12s" % ("", "us/graph", "us/node"))
-    for name, t in (("Weft executor", t_exec), ("Weft imperative", t_imp), ("torch eager", t_torch)):
+    for name, t in (("Weft executor", t_exec), ("Weft fused executor", t_fused), ("Weft imperative", t_imp),
+                    ("torch eager", t_torch)):
         print("%-22s %10.1f %12.2f" % (name, t * 1e6, t * 1e6 / NODES))
     print("executor / imperative: %.2f   executor / torch: %.2f" % (t_exec / t_imp, t_exec / t_torch))
 

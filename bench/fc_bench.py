@@ -4,19 +4,11 @@ F.linear with autograd (gradients for data, weight and bias), in milliseconds pe
 forward + backward, per layer and for the three layers in a row (best of 3 alternating rounds). Same thread
 count (2).
 """
-import os
-
-os.environ.pop("OPENBLAS_CORETYPE", None)
-os.environ.pop("OPENBLAS_L2_SIZE", None)  # also set by this machine; it shrinks OpenBLAS's blocking
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-
-import time  # noqa: E402
+import peer  # noqa: F401  (first: it sets the environment the libraries read)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-
-torch.set_num_threads(2)
 
 import weft  # noqa: E402
 from weft.ndarray import _ops  # noqa: E402
@@ -31,16 +23,7 @@ fc_backward = _ops.get("_backward_FullyConnected")
 
 
 def repeat_timed(run, sync):
-    run()
-    sync()
-    count, start = 0, time.perf_counter()
-    while True:
-        run()
-        count += 1
-        sync()
-        elapsed = time.perf_counter() - start
-        if elapsed >= MIN_SECONDS:
-            return elapsed / count
+    return peer.seconds_per_call(run, MIN_SECONDS, sync=sync)
 
 
 def make_layers(rng, batch, layers):

@@ -4,16 +4,12 @@ run by an executor with fusion (one loop, intermediates in cache-sized tiles) an
 (WEFT_EXEC_FUSE=0: one pass over memory per operator), beside PyTorch eager."""
 import os
 
-os.environ.pop("OPENBLAS_CORETYPE", None)
-os.environ.pop("OPENBLAS_L2_SIZE", None)
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+import peer  # noqa: F401  (first: it sets the environment the libraries read)
 
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-torch.set_num_threads(2)
 
 import weft as mx  # noqa: E402
 

@@ -8,9 +8,7 @@ import re
 import subprocess
 import sys
 
-os.environ.pop("OPENBLAS_CORETYPE", None)
-os.environ.pop("OPENBLAS_L2_SIZE", None)
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+import peer  # noqa: F401  (first: it sets the environment the libraries read)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -32,7 +30,6 @@ print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024.0)
 
 STEP_TORCH = r"""
 import resource, torch, torchvision
-torch.set_num_threads(2)
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 model = torchvision.models.resnet50()
 x = torch.rand({b}, 3, 224, 224)

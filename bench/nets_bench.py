@@ -6,9 +6,7 @@ GFLOP and ResNet-18 as 1.8 (a training step as 3 forwards), as the issue does.""
 import os
 import sys
 
-os.environ.pop("OPENBLAS_CORETYPE", None)
-os.environ.pop("OPENBLAS_L2_SIZE", None)
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+import peer  # noqa: F401  (first: it sets the environment the libraries read)
 
 import time  # noqa: E402
 
@@ -16,7 +14,6 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torchvision  # noqa: E402
 
-torch.set_num_threads(2)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import weft as mx  # noqa: E402

@@ -6,16 +6,12 @@ pushing to the engine (the final waitall is inside the timing).
 """
 import os
 
-os.environ.pop("OPENBLAS_CORETYPE", None)
-os.environ.pop("OPENBLAS_L2_SIZE", None)  # also set by this machine; it shrinks OpenBLAS's blocking
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+import peer  # noqa: F401  (first: it sets the environment the libraries read)
 
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-torch.set_num_threads(2)
 
 import weft  # noqa: E402
 

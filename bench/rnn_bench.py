@@ -5,16 +5,10 @@ operator's gradient `_backward_RNN` (what autograd runs), which recomputes the f
 """
 import os
 
-os.environ.pop("OPENBLAS_CORETYPE", None)
-os.environ.pop("OPENBLAS_L2_SIZE", None)
-os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
-
-import time  # noqa: E402
+import peer  # noqa: F401  (first: it sets the environment the libraries read)
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-torch.set_num_threads(2)
 
 import weft  # noqa: E402
 from weft import nd  # noqa: E402
@@ -30,15 +24,7 @@ CONFIGS = [
 
 
 def timed(run):
-    """Seconds per call: one warm-up, then repeated until MIN_SECONDS and MIN_RUNS."""
-    run()
-    n, start = 0, time.perf_counter()
-    while True:
-        run()
-        n += 1
-        elapsed = time.perf_counter() - start
-        if n >= MIN_RUNS and elapsed >= MIN_SECONDS:
-            return elapsed / n
+    return peer.seconds_per_call(run, MIN_SECONDS, MIN_RUNS)
 
 
 def torch_module(mode, I, H, L, bidir):
