@@ -182,3 +182,10 @@ def test_reshape_shares_parameters_and_reuses_memory():
     assert big.arg_dict["data"].shape == (6, 4)
     with pytest.raises(ValueError, match="partial_shaping"):
         ex.reshape(data=(3, 2))  # fc_weight would change shape too
+
+
+def test_the_fused_operator_cannot_be_called_directly():
+    with pytest.raises(WeftError, match="made by the executor's fusion pass"):
+        mx.nd._internal._fused_pointwise(mx.nd.ones(3))
+    with pytest.raises(WeftError, match="made by the executor's fusion pass"):
+        mx.sym._internal._fused_pointwise(mx.sym.Variable("x"))

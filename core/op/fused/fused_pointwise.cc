@@ -12,7 +12,9 @@ namespace {
 constexpr int64_t kTile = 512;
 
 const FusedProgram& Program(const NodeAttrs& attrs) {
-  WEFT_CHECK(attrs.parsed != nullptr, kInternal, "_fused_pointwise: the node has no program");
+  WEFT_CHECK(attrs.parsed != nullptr, kUnsupported,
+             "_fused_pointwise is made by the executor's fusion pass from a chain of operators; it cannot be "
+             "called or composed directly");
   return *static_cast<const FusedProgram*>(attrs.parsed.get());
 }
 
