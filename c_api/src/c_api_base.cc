@@ -32,6 +32,9 @@ const char* HandleKindName(HandleKind kind) {
     case HandleKind::kOp: return "weft_op_t";
     case HandleKind::kSymbol: return "weft_symbol_t";
     case HandleKind::kExecutor: return "weft_executor_t";
+    case HandleKind::kRecordIO: return "weft_recordio_t";
+    case HandleKind::kDataIter: return "weft_dataiter_t";
+    case HandleKind::kKVStore: return "weft_kvstore_t";
   }
   return "handle";
 }
@@ -39,7 +42,9 @@ const char* HandleKindName(HandleKind kind) {
 void ThrowBadHandle(uint64_t value, HandleKind kind, const char* arg, const char* fn, const char* why) {
   std::string got;
   uint8_t tag = static_cast<uint8_t>(value >> 56);
-  for (HandleKind k : {HandleKind::kNDArray, HandleKind::kNDArrayList, HandleKind::kBytes, HandleKind::kOp})
+  for (HandleKind k : {HandleKind::kNDArray, HandleKind::kNDArrayList, HandleKind::kBytes, HandleKind::kOp,
+                       HandleKind::kSymbol, HandleKind::kExecutor, HandleKind::kRecordIO, HandleKind::kDataIter,
+                       HandleKind::kKVStore})
     if (tag == static_cast<uint8_t>(k) && k != kind) got = std::string(" (got a ") + HandleKindName(k) + ")";
   char hex[32];
   std::snprintf(hex, sizeof(hex), "0x%016" PRIx64, value);

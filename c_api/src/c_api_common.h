@@ -40,7 +40,7 @@ weft_status_t SetLastError(weft_status_t status, const char* message);
 
 // Kind tags: distinct non-zero bytes, so a handle of one kind is never accepted as another.
 enum class HandleKind : uint8_t { kNDArray = 0xA1, kNDArrayList = 0xA2, kBytes = 0xA3, kOp = 0xA4, kSymbol = 0xA5,
-                                 kExecutor = 0xA6 };
+                                 kExecutor = 0xA6, kRecordIO = 0xA7, kDataIter = 0xA8, kKVStore = 0xA9 };
 
 const char* HandleKindName(HandleKind kind);
 
