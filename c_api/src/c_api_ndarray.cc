@@ -4,6 +4,8 @@
 #include <vector>
 
 #include "c_api/src/c_api_common.h"
+#include "core/imperative/autograd.h"
+#include "core/imperative/imperative.h"
 
 using namespace weft;        // NOLINT
 using namespace weft::capi;  // NOLINT
@@ -122,6 +124,11 @@ weft_status_t weft_ndarray_copy_to(const weft_ndarray_t* src, weft_ndarray_t* ds
   WEFT_CHECK(s.Size() == d.Size(), kShape, __func__, ": expected arrays of equal size, got ", s.shape().ToString(),
              " and ", d.shape().ToString());
   CopyFromTo(s, d);
+  if (autograd::IsRecording() && s.ag_node() && s.shape() == d.shape()) {
+    std::vector<NDArray> outs{d};
+    autograd::RecordOp(imperative::MakeAttrs(Op::Get("_copy"), {}), {s}, &outs, imperative::IsTraining());
+    WEFT_ARR(dst).set_ag(outs[0].ag_node(), outs[0].ag_index());
+  }
   WEFT_API_END
 }
 
@@ -141,7 +148,10 @@ weft_status_t weft_ndarray_slice(const weft_ndarray_t* arr, int64_t begin, int64
   WEFT_API_BEGIN
   const NDArray& a = WEFT_ARR(arr);
   WEFT_OUT(out);
-  *out = NewArrHandle(a.Slice(begin, end));
+  NDArray view = a.Slice(begin, end);
+  autograd::RecordView("slice_axis", {{"axis", "0"}, {"begin", std::to_string(begin)}, {"end", std::to_string(end)}}, a,
+                       &view);
+  *out = NewArrHandle(std::move(view));
   WEFT_API_END
 }
 
@@ -149,7 +159,15 @@ weft_status_t weft_ndarray_at(const weft_ndarray_t* arr, int64_t index, weft_nda
   WEFT_API_BEGIN
   const NDArray& a = WEFT_ARR(arr);
   WEFT_OUT(out);
-  *out = NewArrHandle(a.At(index));
+  NDArray view = a.At(index);
+  if (autograd::IsRecording() && a.ag_node()) {
+    int64_t i = index < 0 ? index + a.shape()[0] : index;
+    NDArray row = a.Slice(i, i + 1);
+    autograd::RecordView("slice_axis", {{"axis", "0"}, {"begin", std::to_string(i)}, {"end", std::to_string(i + 1)}},
+                         a, &row);
+    autograd::RecordView("reshape", {{"shape", view.shape().ToString()}}, row, &view);
+  }
+  *out = NewArrHandle(std::move(view));
   WEFT_API_END
 }
 
@@ -169,7 +187,9 @@ weft_status_t weft_ndarray_reshape(const weft_ndarray_t* arr, const int64_t* sha
                a.shape().ToString(), " (", a.Size(), " elements) into ", s.ToString());
     s[unknown] = a.Size() / known;
   }
-  *out = NewArrHandle(a.Reshape(s));
+  NDArray view = a.Reshape(s);
+  autograd::RecordView("reshape", {{"shape", s.ToString()}}, a, &view);
+  *out = NewArrHandle(std::move(view));
   WEFT_API_END
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "c_api/src/c_api_common.h"
+#include "core/imperative/autograd.h"
 #include "core/base/scratch.h"
 #include "core/imperative/imperative.h"
 #include "core/op/registry.h"
@@ -284,6 +285,9 @@ weft_status_t weft_imperative_invoke(const weft_op_t* op, int num_inputs, weft_n
   NodeAttrs attrs = BuildAttrs(o, num_inputs, num_params, keys, vals, &ctx_hint, &has_ctx, __func__);
   imperative::Invoke(attrs, ins, &outs, has_ctx ? &ctx_hint : nullptr, nullptr, imperative::IsTraining());
   if (num_given > 0) {
+    // The recording layer gave the written arrays a history; the caller's handles must carry it.
+    if (autograd::IsRecording())
+      for (int i = 0; i < num_given; ++i) Arr(given[i], "given", __func__).set_ag(outs[i].ag_node(), outs[i].ag_index());
     *num_outputs = num_given;
     *outputs = given;
   } else {

@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/base/scratch.h"
+#include "core/imperative/autograd.h"
 
 namespace weft {
 namespace imperative {
@@ -227,6 +228,10 @@ void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vec
   for (const auto& b : s->out_blobs) bytes += static_cast<int64_t>(b.Bytes());
   if (req) s->reqs = *req;
   if (static_cast<int>(s->reqs.size()) < num_out) s->reqs.resize(num_out, OpReq::kWriteTo);
+
+  // The recording layer: it checks the call before anything runs, so a refused in-place
+  // update leaves the arrays untouched.
+  if (autograd::IsRecording()) autograd::RecordOp(attrs, inputs, outputs, is_train);
 
   engine::Engine* engine = engine::Engine::Get();
   bool small = !ctx.is_gpu() && bytes <= InlineMaxBytes();

@@ -64,6 +64,7 @@ NDArray NDArray::Slice(int64_t begin, int64_t end) const {
   WEFT_CHECK(begin >= 0 && begin <= end && end <= shape_[0], kIndex, "NDArray::Slice: expected 0 <= begin <= end <= ",
              shape_[0], ", got begin=", begin, " end=", end);
   NDArray r = *this;
+  r.set_ag(nullptr, 0);  // a view is another value: autograd records it separately
   int64_t row = shape_.ProdRange(1, shape_.ndim());
   r.shape_[0] = end - begin;
   r.byte_offset_ += static_cast<size_t>(begin * row) * DTypeSize(dtype_);
@@ -84,6 +85,7 @@ NDArray NDArray::Reshape(const Shape& shape) const {
   WEFT_CHECK(shape.is_known() && shape.Size() == shape_.Size(), kShape, "NDArray::Reshape: cannot reshape an array of shape ",
              shape_.ToString(), " (", shape_.Size(), " elements) into ", shape.ToString());
   NDArray r = *this;
+  r.set_ag(nullptr, 0);
   r.shape_ = shape;
   return r;
 }
@@ -95,6 +97,7 @@ NDArray NDArray::View(const Shape& shape, DType dtype) const {
   WEFT_CHECK(need <= have, kShape, "NDArray::View: ", shape.ToString(), " of ", DTypeName(dtype), " needs ", need,
              " bytes but the array has ", have);
   NDArray r = *this;
+  r.set_ag(nullptr, 0);
   r.shape_ = shape;
   r.dtype_ = dtype;
   return r;
@@ -104,6 +107,7 @@ NDArray NDArray::AsType(DType dtype) const {
   WEFT_CHECK(DTypeSize(dtype) == DTypeSize(dtype_), kType, "NDArray::AsType: element sizes differ (", DTypeName(dtype_),
              " vs ", DTypeName(dtype), ")");
   NDArray r = *this;
+  r.set_ag(nullptr, 0);
   r.dtype_ = dtype;
   return r;
 }

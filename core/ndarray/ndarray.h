@@ -16,6 +16,10 @@
 
 namespace weft {
 
+namespace autograd {
+struct Node;
+}
+
 class NDArray {
  public:
   // The memory and the engine variable that guards it. The variable is deleted, and the
@@ -75,11 +79,23 @@ class NDArray {
   // An asynchronous deep copy on `ctx`.
   NDArray Copy(Context ctx) const;
 
+  // Autograd's record of where this value came from (core/imperative/autograd.h): the
+  // recorded operation, or the variable node of an array marked for gradients, and which of
+  // its outputs this array is. Copies of the handle share it; it never affects the data.
+  const std::shared_ptr<autograd::Node>& ag_node() const { return ag_node_; }
+  uint32_t ag_index() const { return ag_index_; }
+  void set_ag(std::shared_ptr<autograd::Node> node, uint32_t index) {
+    ag_node_ = std::move(node);
+    ag_index_ = index;
+  }
+
  private:
   std::shared_ptr<Chunk> chunk_;
   Shape shape_ = Shape::Scalar();
   DType dtype_ = DType::kFloat32;
   size_t byte_offset_ = 0;
+  std::shared_ptr<autograd::Node> ag_node_;
+  uint32_t ag_index_ = 0;
 };
 
 // Pushes an asynchronous copy of `from` into `to` (same shape; dtypes may differ, values are

@@ -407,6 +407,61 @@ WEFT_API weft_status_t weft_executor_debug_str(weft_executor_t* exec, const char
 /* NULL is accepted. Pending work on the executor's arrays still completes. */
 WEFT_API weft_status_t weft_executor_free(weft_executor_t* exec);
 
+/* ------------------------------------------------------------------ autograd */
+
+/* Recording state of the calling thread (off at start). While it is on, every operator call
+ * (and reshape, slice, at, copy_to) that reads an array with a history is recorded, and its
+ * outputs get a history. set_is_recording stores is_recording != 0 and, when `out` is not NULL,
+ * the previous state (0 or 1) in *out. */
+WEFT_API weft_status_t weft_autograd_set_is_recording(int is_recording, int* out);
+WEFT_API weft_status_t weft_autograd_is_recording(int* out);
+
+/* Marks num arrays as variables (leaves of recorded graphs). grad_reqs has num strings among
+ * "null", "write" (a backward overwrites the gradient) and "add" (it accumulates); grads has
+ * num arrays of the variables' shapes (an entry may be NULL where grad_req is "null"). The
+ * library keeps references to the gradient arrays; an array's earlier history is dropped. */
+WEFT_API weft_status_t weft_autograd_mark_variables(int num, weft_ndarray_t* const* vars,
+                                                   const char* const* grad_reqs, weft_ndarray_t* const* grads);
+
+/* Runs backward from num_heads recorded arrays. head_grads is NULL or has num_heads entries,
+ * NULL meaning ones. With num_variables == 0 every variable reached receives its gradient as
+ * its grad_req says and *num_outputs is 0; otherwise *outputs holds one new handle per
+ * variable (its gradient; the caller frees them; the array of handles stays valid until the
+ * thread's next autograd call) and no variable's gradient array is touched. retain_graph != 0
+ * keeps the recorded graph for another backward; create_graph != 0 records the backward
+ * itself (higher-order gradients); is_train sets the training mode of the backward. */
+WEFT_API weft_status_t weft_autograd_backward(int num_heads, weft_ndarray_t* const* heads,
+                                             weft_ndarray_t* const* head_grads, int num_variables,
+                                             weft_ndarray_t* const* variables, int retain_graph, int create_graph,
+                                             int is_train, int* num_outputs, weft_ndarray_t* const** outputs);
+
+/* *out = a new handle on the gradient array of a variable, or NULL when `arr` was not marked
+ * (or was marked with grad_req "null"). */
+WEFT_API weft_status_t weft_ndarray_get_grad(const weft_ndarray_t* arr, weft_ndarray_t** out);
+/* *out = 1 when `arr` has a recorded history (a variable or a recorded result), else 0. */
+WEFT_API weft_status_t weft_ndarray_has_history(const weft_ndarray_t* arr, int* out);
+/* *out = a new handle on the same memory without history: gradients stop there. */
+WEFT_API weft_status_t weft_ndarray_detach(const weft_ndarray_t* arr, weft_ndarray_t** out);
+
+/* A caller-defined gradient (autograd.Function). Called during a backward on the thread that
+ * runs it, with one gradient per output; writes one new array handle per input into
+ * in_grads (NULL for "no gradient"); the library takes ownership of those handles. Returns 0
+ * on success; any other value makes the backward fail. */
+typedef int (*weft_autograd_backward_fn)(int num_out_grads, weft_ndarray_t* const* out_grads, int num_in_grads,
+                                         weft_ndarray_t** in_grads, void* user_data);
+/* Called once when the recorded call is released (after a backward without retain_graph, or
+ * when no array refers to it any more); may be NULL. */
+typedef void (*weft_autograd_release_fn)(void* user_data);
+
+/* Records that `outputs` were computed from `inputs` by code the library did not see, with
+ * `backward` as the gradient. The output arrays (existing handles) get the history. `name`
+ * is used in error messages. Nothing is recorded when the thread is not recording or no
+ * input has a history (then `release` is called at once). */
+WEFT_API weft_status_t weft_autograd_record_function(const char* name, int num_inputs, weft_ndarray_t* const* inputs,
+                                                    int num_outputs, weft_ndarray_t* const* outputs,
+                                                    weft_autograd_backward_fn backward,
+                                                    weft_autograd_release_fn release, void* user_data);
+
 #ifdef __cplusplus
 }
 #endif

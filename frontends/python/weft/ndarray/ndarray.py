@@ -447,6 +447,30 @@ class NDArray(_fast.NDArrayBase):
     def __abs__(self):
         return invoke("abs", [self])
 
+    # ---------------------------------------------------------------- autograd
+    def attach_grad(self, grad_req="write", stype=None):
+        """Marks this array as a variable for autograd, with a zero gradient array of its shape
+        ('write' overwrites it at each backward, 'add' accumulates, 'null' computes none)."""
+        if stype not in (None, "default"):
+            raise ValueError("attach_grad: only dense gradients (stype 'default') exist, got %r" % (stype,))
+        grad = zeros(self.shape, ctx=self.context, dtype=self.dtype)
+        _api.weft_autograd_mark_variables(1, [self], [grad_req], [grad])
+
+    @property
+    def grad(self):
+        """The gradient array attached by attach_grad (None if none)."""
+        h = _api.weft_ndarray_get_grad(self)
+        return None if h is None else NDArray(h)
+
+    def backward(self, out_grad=None, retain_graph=False, train_mode=True):
+        """Computes the gradient of this array with respect to the marked variables."""
+        from .. import autograd
+        autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+
+    def detach(self):
+        """The same values, with no history: gradients do not flow through the result."""
+        return NDArray(_api.weft_ndarray_detach(self))
+
     # ---------------------------------------------------------------- exchange
     def __dlpack__(self, stream=None):
         return _api.weft_ndarray_to_dlpack(self)

@@ -1,0 +1,169 @@
+// The autograd functions of the C API (c_api.h, "autograd").
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "c_api/src/c_api_common.h"
+#include "core/imperative/autograd.h"
+
+using namespace weft;        // NOLINT
+using namespace weft::capi;  // NOLINT
+
+namespace {
+
+// The arrays behind `handles`; NULL entries give none arrays.
+std::vector<NDArray> ReadOptionalArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
+  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
+  std::vector<NDArray> r(n);
+  if (handles == nullptr) return r;
+  for (int i = 0; i < n; ++i) {
+    if (handles[i] == nullptr) continue;
+    std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
+    r[i] = Arr(handles[i], arg.c_str(), fn);
+  }
+  return r;
+}
+
+std::vector<NDArray> ReadArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
+  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
+  std::vector<NDArray> r = ReadOptionalArrays(n, handles, what, fn);
+  for (int i = 0; i < n; ++i)
+    WEFT_CHECK(handles[i] != nullptr, kValue, fn, ": ", what, "[", i, "] is NULL");
+  return r;
+}
+
+OpReq ParseGradReq(const char* req, int i, const char* fn) {
+  WEFT_CHECK(req != nullptr, kValue, fn, ": grad_reqs[", i, "] is NULL");
+  std::string r = req;
+  if (r == "null") return OpReq::kNullOp;
+  if (r == "write") return OpReq::kWriteTo;
+  if (r == "add") return OpReq::kAddTo;
+  Throw(ErrorKind::kValue, fn, ": grad_reqs[", i, "]: expected 'null', 'write' or 'add', got '", r, "'");
+}
+
+// Owns the user data of a recorded function: released with the recorded call.
+struct UserData {
+  void* data;
+  weft_autograd_release_fn release;
+  ~UserData() {
+    if (release) release(data);
+  }
+};
+
+}  // namespace
+
+extern "C" {
+
+weft_status_t weft_autograd_set_is_recording(int is_recording, int* out) {
+  WEFT_API_BEGIN
+  bool prev = autograd::SetIsRecording(is_recording != 0);
+  if (out) *out = prev ? 1 : 0;
+  WEFT_API_END
+}
+
+weft_status_t weft_autograd_is_recording(int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = autograd::IsRecording() ? 1 : 0;
+  WEFT_API_END
+}
+
+weft_status_t weft_autograd_mark_variables(int num, weft_ndarray_t* const* vars, const char* const* grad_reqs,
+                                           weft_ndarray_t* const* grads) {
+  WEFT_API_BEGIN
+  ReadArrays(num, vars, "vars", __func__);
+  WEFT_CHECK(num == 0 || grad_reqs != nullptr, kValue, __func__, ": 'grad_reqs' is NULL but num is ", num);
+  std::vector<NDArray*> targets;
+  std::vector<OpReq> reqs;
+  for (int i = 0; i < num; ++i) {
+    std::string arg = "vars[" + std::to_string(i) + "]";
+    targets.push_back(&Arr(vars[i], arg.c_str(), __func__));
+    reqs.push_back(ParseGradReq(grad_reqs[i], i, __func__));
+  }
+  autograd::MarkVariables(targets, ReadOptionalArrays(num, grads, "grads", __func__), reqs);
+  WEFT_API_END
+}
+
+weft_status_t weft_autograd_backward(int num_heads, weft_ndarray_t* const* heads, weft_ndarray_t* const* head_grads,
+                                     int num_variables, weft_ndarray_t* const* variables, int retain_graph,
+                                     int create_graph, int is_train, int* num_outputs,
+                                     weft_ndarray_t* const** outputs) {
+  WEFT_API_BEGIN
+  WEFT_OUT(num_outputs);
+  WEFT_OUT(outputs);
+  std::vector<NDArray> h = ReadArrays(num_heads, heads, "heads", __func__);
+  std::vector<NDArray> hg = ReadOptionalArrays(num_heads, head_grads, "head_grads", __func__);
+  std::vector<NDArray> v = ReadArrays(num_variables, variables, "variables", __func__);
+  std::vector<NDArray> grads =
+      autograd::Backward(h, hg, v, retain_graph != 0, create_graph != 0, is_train != 0);
+  thread_local std::vector<weft_ndarray_t*> result;
+  result.clear();
+  for (auto& g : grads) result.push_back(NewArrHandle(std::move(g)));
+  *num_outputs = static_cast<int>(result.size());
+  *outputs = result.data();
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_get_grad(const weft_ndarray_t* arr, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  const auto& node = a.ag_node();
+  bool has = node && node->is_variable() && node->grad_req != OpReq::kNullOp && !node->grad.is_none();
+  *out = has ? NewArrHandle(node->grad) : nullptr;
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_has_history(const weft_ndarray_t* arr, int* out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = a.ag_node() ? 1 : 0;
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_detach(const weft_ndarray_t* arr, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  NDArray a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  a.set_ag(nullptr, 0);
+  *out = NewArrHandle(std::move(a));
+  WEFT_API_END
+}
+
+weft_status_t weft_autograd_record_function(const char* name, int num_inputs, weft_ndarray_t* const* inputs,
+                                            int num_outputs, weft_ndarray_t* const* outputs,
+                                            weft_autograd_backward_fn backward, weft_autograd_release_fn release,
+                                            void* user_data) {
+  std::shared_ptr<UserData> user(new UserData{user_data, release});
+  WEFT_API_BEGIN
+  WEFT_CHECK(name != nullptr, kValue, __func__, ": 'name' is NULL");
+  WEFT_CHECK(backward != nullptr, kValue, __func__, ": 'backward' is NULL");
+  std::vector<NDArray> ins = ReadArrays(num_inputs, inputs, "inputs", __func__);
+  std::vector<NDArray> outs = ReadArrays(num_outputs, outputs, "outputs", __func__);
+  bool any = false;
+  for (const auto& a : ins) any = any || a.ag_node() != nullptr;
+  if (!autograd::IsRecording() || !any) return WEFT_OK;
+  std::string fn_name = name;
+  autograd::RecordCustom(
+      fn_name, ins, &outs,
+      [backward, user, fn_name, num_inputs](const std::vector<NDArray>& out_grads) {
+        std::vector<weft_ndarray_t*> og;
+        for (const auto& g : out_grads) og.push_back(NewArrHandle(g));
+        std::vector<weft_ndarray_t*> ig(num_inputs, nullptr);
+        int rc = backward(static_cast<int>(og.size()), og.data(), num_inputs, ig.data(), user->data);
+        for (auto* h : og) NDArrayTable::Get().Free(h, "out_grads", "autograd backward");
+        std::vector<NDArray> r(num_inputs);
+        for (int i = 0; i < num_inputs; ++i) {
+          if (ig[i] == nullptr) continue;
+          if (rc == 0) r[i] = Arr(ig[i], "in_grads", "autograd backward");
+          NDArrayTable::Get().Free(ig[i], "in_grads", "autograd backward");
+        }
+        WEFT_CHECK(rc == 0, kRuntime, "the backward of autograd.Function '", fn_name, "' failed (status ", rc, ")");
+        return r;
+      });
+  for (int i = 0; i < num_outputs; ++i) Arr(outputs[i], "outputs", __func__).set_ag(outs[i].ag_node(), outs[i].ag_index());
+  WEFT_API_END
+}
+
+}  // extern "C"

@@ -1,0 +1,280 @@
+#include "core/imperative/autograd.h"
+
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "core/base/error.h"
+#include "core/imperative/imperative.h"
+
+namespace weft {
+namespace autograd {
+namespace {
+
+thread_local bool tls_recording = false;
+
+// Restores the thread's recording state when a backward ends, also by an exception.
+class RecordingScope {
+ public:
+  explicit RecordingScope(bool on) : prev_(SetIsRecording(on)) {}
+  ~RecordingScope() { SetIsRecording(prev_); }
+
+ private:
+  bool prev_;
+};
+
+NDArray Apply(const char* op_name, const std::vector<NDArray>& inputs, const KwArgs& params = {}) {
+  NodeAttrs attrs = imperative::MakeAttrs(Op::Get(op_name), params);
+  std::vector<NDArray> outs;
+  imperative::Invoke(attrs, inputs, &outs, nullptr, nullptr, true);
+  return outs[0];
+}
+
+// One value of the graph: an output of a Node.
+struct EntryKey {
+  const Node* node;
+  uint32_t index;
+  bool operator==(const EntryKey& o) const { return node == o.node && index == o.index; }
+};
+struct EntryHash {
+  size_t operator()(const EntryKey& k) const {
+    return std::hash<const void*>()(k.node) ^ (static_cast<size_t>(k.index) * 0x9E3779B97F4A7C15ull);
+  }
+};
+
+// Gradients flowing into each value, summed as they arrive.
+class GradSums {
+ public:
+  void Add(const Node* node, uint32_t index, const NDArray& g) {
+    if (g.is_none()) return;
+    NDArray& slot = sums_[EntryKey{node, index}];
+    slot = slot.is_none() ? g : Apply("elemwise_add", {slot, g});
+  }
+  NDArray Get(const Node* node, uint32_t index) const {
+    auto it = sums_.find(EntryKey{node, index});
+    return it == sums_.end() ? NDArray() : it->second;
+  }
+
+ private:
+  std::unordered_map<EntryKey, NDArray, EntryHash> sums_;
+};
+
+// Every Node reachable from `heads`, each after all Nodes that consume its outputs.
+std::vector<std::shared_ptr<Node>> ReverseTopological(const std::vector<NDArray>& heads) {
+  std::vector<std::shared_ptr<Node>> post_order;
+  std::unordered_set<const Node*> seen;
+  // Iterative depth-first search: recorded graphs can be deep (a long RNN unroll).
+  std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;
+  for (const auto& h : heads) {
+    if (!h.ag_node() || !seen.insert(h.ag_node().get()).second) continue;
+    stack.emplace_back(h.ag_node(), 0);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      if (next < node->inputs.size()) {
+        const auto& in = node->inputs[next++];
+        if (in.ag_node() && seen.insert(in.ag_node().get()).second) stack.emplace_back(in.ag_node(), 0);
+      } else {
+        post_order.push_back(node);
+        stack.pop_back();
+      }
+    }
+  }
+  return {post_order.rbegin(), post_order.rend()};
+}
+
+std::string NodeName(const Node& n) {
+  if (n.custom) return "autograd.Function '" + n.custom_name + "'";
+  return "operator '" + n.attrs.op->name + "'";
+}
+
+// The gradient of each input of `node`, given the gradient of each of its outputs.
+std::vector<NDArray> NodeGradient(const std::shared_ptr<Node>& node, std::vector<NDArray> out_grads,
+                                  bool create_graph) {
+  for (size_t i = 0; i < out_grads.size(); ++i)
+    if (out_grads[i].is_none()) out_grads[i] = Apply("zeros_like", {node->outputs[i]});
+  if (node->custom) {
+    std::vector<NDArray> g = node->custom(out_grads);
+    WEFT_CHECK(g.size() == node->inputs.size(), kValue, "autograd: the backward of ", NodeName(*node), " returned ",
+               g.size(), " gradients for ", node->inputs.size(), " inputs");
+    for (size_t i = 0; i < g.size(); ++i)
+      WEFT_CHECK(g[i].is_none() || g[i].shape() == node->inputs[i].shape(), kShape, "autograd: the backward of ",
+                 NodeName(*node), " returned a gradient of shape ", g[i].shape().ToString(), " for input ", i,
+                 " of shape ", node->inputs[i].shape().ToString());
+    return g;
+  }
+  static const auto& grad_fns = Op::GetAttr<FGradient>("FGradient");
+  WEFT_CHECK(grad_fns.Contains(node->attrs.op), kUnsupported, "autograd: ", NodeName(*node),
+             " has no gradient, but a gradient flows into its output; compute it under autograd.pause() or on "
+             "detached inputs");
+  std::vector<NDArray> outputs = node->outputs;
+  // Recording the backward needs the forward outputs connected to their Node; the copies
+  // made here live only during this call, so they create no lasting cycle.
+  if (create_graph)
+    for (size_t i = 0; i < outputs.size(); ++i) outputs[i].set_ag(node, static_cast<uint32_t>(i));
+  return imperative::Gradient(node->attrs, node->inputs, outputs, out_grads);
+}
+
+// Makes `node` the history of `outputs`, saving what its gradient will read.
+void Connect(const std::shared_ptr<Node>& node, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs) {
+  node->inputs = inputs;
+  node->outputs.reserve(outputs->size());
+  for (auto& out : *outputs) {
+    NDArray saved = out;
+    saved.set_ag(nullptr, 0);
+    node->outputs.push_back(std::move(saved));
+  }
+  for (size_t i = 0; i < outputs->size(); ++i) (*outputs)[i].set_ag(node, static_cast<uint32_t>(i));
+}
+
+void Release(Node* node) {
+  node->inputs.clear();
+  node->outputs.clear();
+  node->custom = nullptr;
+  node->freed = true;
+}
+
+}  // namespace
+
+bool IsRecording() { return tls_recording; }
+
+bool SetIsRecording(bool on) {
+  bool prev = tls_recording;
+  tls_recording = on;
+  return prev;
+}
+
+void MarkVariables(const std::vector<NDArray*>& vars, const std::vector<NDArray>& grads,
+                   const std::vector<OpReq>& reqs) {
+  WEFT_CHECK(vars.size() == grads.size() && vars.size() == reqs.size(), kValue,
+             "autograd.mark_variables: expected as many gradient arrays and grad_reqs as variables (", vars.size(),
+             "), got ", grads.size(), " and ", reqs.size());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    WEFT_CHECK(!vars[i]->is_none(), kValue, "autograd.mark_variables: variable ", i, " is an empty (none) array");
+    if (reqs[i] != OpReq::kNullOp) {
+      WEFT_CHECK(!grads[i].is_none(), kValue, "autograd.mark_variables: variable ", i, " has no gradient array");
+      WEFT_CHECK(grads[i].shape() == vars[i]->shape(), kShape, "autograd.mark_variables: variable ", i,
+                 " has shape ", vars[i]->shape().ToString(), " but its gradient array has shape ",
+                 grads[i].shape().ToString());
+    }
+    auto node = std::make_shared<Node>();
+    node->grad = grads[i];
+    node->grad_req = reqs[i];
+    vars[i]->set_ag(std::move(node), 0);
+  }
+}
+
+void RecordOp(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
+              bool is_train) {
+  bool any = false;
+  for (const auto& in : inputs) any = any || in.ag_node() != nullptr;
+  if (!any) return;
+  for (const auto& out : *outputs) {
+    WEFT_CHECK(!(out.ag_node() && out.ag_node()->is_variable()), kValue, "autograd: operator '", attrs.op->name,
+               "' writes into an array marked for gradients (attach_grad) while recording; assign to it outside "
+               "autograd.record()");
+    // Overwriting an array the graph already uses would change a saved value under it.
+    for (const auto& in : inputs)
+      WEFT_CHECK(!out.SameChunk(in) || out.byte_offset() != in.byte_offset() || !in.ag_node(), kValue,
+                 "autograd: operator '", attrs.op->name,
+                 "' writes into one of its own inputs while recording (an in-place update such as += or out=x); "
+                 "the gradient needs the old value, so write to a new array instead");
+  }
+  auto node = std::make_shared<Node>();
+  node->attrs = attrs;
+  node->is_train = is_train;
+  Connect(node, inputs, outputs);
+}
+
+void RecordView(const std::string& op_name, const KwArgs& params, const NDArray& src, NDArray* view) {
+  if (!tls_recording || !src.ag_node()) return;
+  auto node = std::make_shared<Node>();
+  node->attrs = imperative::MakeAttrs(Op::Get(op_name), params);
+  std::vector<NDArray> outs{*view};
+  Connect(node, {src}, &outs);
+  *view = outs[0];
+}
+
+void RecordCustom(const std::string& name, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
+                  CustomBackward backward) {
+  auto node = std::make_shared<Node>();
+  node->custom = std::move(backward);
+  node->custom_name = name;
+  Connect(node, inputs, outputs);
+}
+
+std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& head_grads,
+                              const std::vector<NDArray>& variables, bool retain_graph, bool create_graph,
+                              bool is_train) {
+  WEFT_CHECK(!heads.empty(), kValue, "autograd.backward: no heads given");
+  WEFT_CHECK(head_grads.empty() || head_grads.size() == heads.size(), kValue,
+             "autograd.backward: expected one head gradient per head (", heads.size(), "), got ", head_grads.size());
+  for (size_t i = 0; i < heads.size(); ++i)
+    WEFT_CHECK(heads[i].ag_node() != nullptr, kValue, "autograd.backward: head ", i, " (shape ",
+               heads[i].shape().ToString(),
+               ") was not computed from arrays marked for gradients inside autograd.record(); call attach_grad() "
+               "on the inputs and compute the head while recording");
+  for (size_t i = 0; i < variables.size(); ++i)
+    WEFT_CHECK(variables[i].ag_node() != nullptr, kValue, "autograd.grad: variable ", i, " (shape ",
+               variables[i].shape().ToString(), ") has no history: mark it with attach_grad() before recording");
+
+  RecordingScope recording(create_graph);
+  bool prev_train = imperative::SetIsTraining(is_train);
+  struct TrainRestore {
+    bool prev;
+    ~TrainRestore() { imperative::SetIsTraining(prev); }
+  } train_restore{prev_train};
+
+  GradSums sums;
+  for (size_t i = 0; i < heads.size(); ++i) {
+    NDArray g = head_grads.empty() || head_grads[i].is_none() ? Apply("ones_like", {heads[i]}) : head_grads[i];
+    WEFT_CHECK(g.shape() == heads[i].shape(), kShape, "autograd.backward: head ", i, " has shape ",
+               heads[i].shape().ToString(), " but its gradient has shape ", g.shape().ToString());
+    sums.Add(heads[i].ag_node().get(), heads[i].ag_index(), g);
+  }
+
+  std::vector<std::shared_ptr<Node>> order = ReverseTopological(heads);
+  for (const auto& node : order) {
+    if (node->is_variable()) continue;
+    WEFT_CHECK(!node->freed, kValue, "autograd.backward: the graph through ", NodeName(*node),
+               " was freed by an earlier backward; pass retain_graph=True to the first backward to run another");
+    std::vector<NDArray> out_grads(node->outputs.size());
+    bool any = false;
+    for (size_t i = 0; i < out_grads.size(); ++i) {
+      out_grads[i] = sums.Get(node.get(), static_cast<uint32_t>(i));
+      any = any || !out_grads[i].is_none();
+    }
+    if (!any) continue;
+    std::vector<NDArray> in_grads = NodeGradient(node, std::move(out_grads), create_graph);
+    for (size_t i = 0; i < in_grads.size(); ++i) {
+      const NDArray& in = node->inputs[i];
+      if (in.ag_node()) sums.Add(in.ag_node().get(), in.ag_index(), in_grads[i]);
+    }
+  }
+
+  std::vector<NDArray> result;
+  if (variables.empty()) {
+    for (const auto& node : order) {
+      if (!node->is_variable() || node->grad_req == OpReq::kNullOp) continue;
+      NDArray g = sums.Get(node.get(), 0);
+      if (g.is_none()) continue;
+      std::vector<NDArray> out{node->grad};
+      std::vector<OpReq> req{node->grad_req == OpReq::kAddTo ? OpReq::kAddTo : OpReq::kWriteTo};
+      NodeAttrs copy = imperative::MakeAttrs(Op::Get("_copy"), {});
+      // The .grad arrays are leaves: writing them must not be recorded even under create_graph.
+      RecordingScope off(false);
+      imperative::Invoke(copy, {g}, &out, nullptr, &req, true);
+    }
+  } else {
+    for (const auto& v : variables) {
+      NDArray g = sums.Get(v.ag_node().get(), v.ag_index());
+      result.push_back(g.is_none() ? Apply("zeros_like", {v}) : g);
+    }
+  }
+  if (!retain_graph)
+    for (const auto& node : order)
+      if (!node->is_variable()) Release(node.get());
+  return result;
+}
+
+}  // namespace autograd
+}  // namespace weft

@@ -1,0 +1,86 @@
+// Autograd: the recording layer of the imperative path (DESIGN.md point 5).
+//
+// While the calling thread records, every operator call that reads an array with a history
+// (a variable marked for gradients, or the output of an earlier recorded call) leaves a
+// Node: the operator, the arrays it read and the arrays it made. Each output array points to
+// its Node (NDArray::ag_node). Backward walks the Nodes from the heads in reverse order and
+// runs each operator's registered gradient (the same FGradient the symbolic gradient pass
+// uses) eagerly, so imperative and symbolic gradients agree by construction.
+//
+// A Node keeps the arrays it read and made alive until a backward without retain_graph frees
+// them; Nodes keep their inputs' Nodes alive, and outputs hold their Node, so a graph lives as
+// long as some array that came out of it.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ndarray/ndarray.h"
+#include "core/op/registry.h"
+
+namespace weft {
+namespace autograd {
+
+// A custom gradient (autograd.Function): given one gradient per output, returns one per
+// input (a none array for "no gradient").
+using CustomBackward = std::function<std::vector<NDArray>(const std::vector<NDArray>& out_grads)>;
+
+struct Node {
+  // The operator that ran; nullptr for a variable (an array marked for gradients) and for a
+  // custom function.
+  NodeAttrs attrs;
+  bool is_train = false;
+  // The arrays the call read, with their own histories (the edges of the graph).
+  std::vector<NDArray> inputs;
+  // The arrays the call made, with no history: an output pointing to its own Node would keep
+  // it alive forever.
+  std::vector<NDArray> outputs;
+  CustomBackward custom;
+  std::string custom_name;
+  // Set by a backward without retain_graph: the saved arrays are gone.
+  bool freed = false;
+
+  // Variables only: where gradients go and how (kWriteTo, kAddTo or kNullOp).
+  NDArray grad;
+  OpReq grad_req = OpReq::kNullOp;
+
+  bool is_variable() const { return attrs.op == nullptr && !custom; }
+};
+
+// The calling thread's recording state (off at start). SetIsRecording returns the previous one.
+bool IsRecording();
+bool SetIsRecording(bool on);
+
+// Marks `vars` as variables: gradients computed by Backward go to grads[i] per reqs[i].
+// Replaces any history the arrays had (they become leaves).
+void MarkVariables(const std::vector<NDArray*>& vars, const std::vector<NDArray>& grads,
+                   const std::vector<OpReq>& reqs);
+
+// Records one operator call when the thread records and some input has a history; sets the
+// outputs' history. Called by imperative::Invoke after it pushed the computation.
+void RecordOp(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
+              bool is_train);
+
+// Records that `view` (sharing memory with `src`) is op_name(src, params), for the views
+// NDArray makes without an operator (reshape, slice along axis 0): `view`'s gradient flows
+// back through that operator's gradient. Does nothing unless recording and src has a history.
+void RecordView(const std::string& op_name, const KwArgs& params, const NDArray& src, NDArray* view);
+
+// Records a call with a caller-defined gradient (autograd.Function); `name` appears in errors.
+void RecordCustom(const std::string& name, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
+                  CustomBackward backward);
+
+// Propagates gradients from `heads` (head_grads[i] none, or the array of ones when empty:
+// the gradient of a loss). With `variables` empty, every variable reached receives its
+// gradient per its grad_req and the result is empty; otherwise the result holds the gradient
+// of each array in `variables` (which must have a history) and no .grad is touched.
+// create_graph records the backward computation itself, for higher-order gradients.
+// Without retain_graph the Nodes walked release their saved arrays.
+std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& head_grads,
+                              const std::vector<NDArray>& variables, bool retain_graph, bool create_graph,
+                              bool is_train);
+
+}  // namespace autograd
+}  // namespace weft
