@@ -111,7 +111,7 @@ std::vector<NDArray> NodeGradient(const std::shared_ptr<Node>& node, std::vector
   // made here live only during this call, so they create no lasting cycle.
   if (create_graph)
     for (size_t i = 0; i < outputs.size(); ++i) outputs[i].set_ag(node, static_cast<uint32_t>(i));
-  return imperative::Gradient(node->attrs, node->inputs, outputs, out_grads);
+  return imperative::Gradient(node->attrs, node->inputs, outputs, out_grads, node->is_train);
 }
 
 // Makes `node` the history of `outputs`, saving what its gradient will read.

@@ -266,7 +266,7 @@ namespace {
 // Runs gradient expressions eagerly: every value is an array.
 class EagerGradBuilder : public GradBuilder {
  public:
-  explicit EagerGradBuilder(Context ctx) : ctx_(ctx) {}
+  EagerGradBuilder(Context ctx, bool is_train) : ctx_(ctx), is_train_(is_train) {}
   std::vector<NDArray> values;
 
   GradValue Add(const NDArray& a) {
@@ -284,7 +284,7 @@ class EagerGradBuilder : public GradBuilder {
       in_arrays.push_back(values.at(v.id));
     }
     std::vector<NDArray> outs;
-    Invoke(attrs, in_arrays, &outs, &ctx_, nullptr, true);
+    Invoke(attrs, in_arrays, &outs, &ctx_, nullptr, is_train_);
     std::vector<GradValue> r;
     for (const auto& o : outs) r.push_back(Add(o));
     return r;
@@ -292,16 +292,18 @@ class EagerGradBuilder : public GradBuilder {
 
  private:
   Context ctx_;
+  bool is_train_;
 };
 
 }  // namespace
 
 std::vector<NDArray> Gradient(const NodeAttrs& attrs, const std::vector<NDArray>& inputs,
-                              const std::vector<NDArray>& outputs, const std::vector<NDArray>& out_grads) {
+                              const std::vector<NDArray>& outputs, const std::vector<NDArray>& out_grads,
+                              bool is_train) {
   static const auto& grad_fns = Op::GetAttr<FGradient>("FGradient");
   if (!grad_fns.Contains(attrs.op))
     Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "' is not differentiable (it registers no gradient)");
-  EagerGradBuilder b(inputs.empty() ? Context::CPU() : inputs[0].ctx());
+  EagerGradBuilder b(inputs.empty() ? Context::CPU() : inputs[0].ctx(), is_train);
   GradArgs args;
   for (const auto& a : inputs) args.inputs.push_back(b.Add(a));
   for (const auto& a : outputs) args.outputs.push_back(b.Add(a));

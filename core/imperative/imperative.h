@@ -35,9 +35,11 @@ void InferShapeType(const NodeAttrs& attrs, std::vector<Shape>* in_shapes, std::
                     std::vector<Shape>* out_shapes, std::vector<DType>* out_types);
 
 // Runs `attrs.op`'s registered gradient eagerly: returns one gradient array per input
-// (none where the operator defines no gradient for that input).
+// (none where the operator defines no gradient for that input). `is_train` is the mode the
+// forward ran in (BatchNorm's gradient differs when it used its running statistics).
 std::vector<NDArray> Gradient(const NodeAttrs& attrs, const std::vector<NDArray>& inputs,
-                              const std::vector<NDArray>& outputs, const std::vector<NDArray>& out_grads);
+                              const std::vector<NDArray>& outputs, const std::vector<NDArray>& out_grads,
+                              bool is_train = true);
 
 }  // namespace imperative
 }  // namespace weft

@@ -221,18 +221,23 @@ class Function:
             outputs = self.forward(*inputs)
         single = isinstance(outputs, NDArray)
         outs = [outputs] if single else list(outputs)
-        if not is_recording():
-            return outputs
-        lib = _library()
-        with _live_lock:
-            key = _next_function_id[0]
-            _next_function_id[0] += 1
-            _live_functions[key] = self
-        ins = (ctypes.c_uint64 * max(len(inputs), 1))(*[x.handle for x in inputs])
-        ous = (ctypes.c_uint64 * max(len(outs), 1))(*[x.handle for x in outs])
-        status = lib.weft_autograd_record_function(type(self).__name__.encode(), len(inputs), ins, len(outs), ous,
-                                                   _BACKWARD_C, _RELEASE_C, ctypes.c_void_p(key))
-        if status != 0:
-            from .base import error
-            raise error(status, lib.weft_get_last_error().decode())
+        if is_recording():
+            _record_function(self, inputs, outs)
         return outputs
+
+
+def _record_function(fn, inputs, outputs):
+    # Records `outputs` as computed from `inputs` with fn.backward as the gradient (used by
+    # Function and by hybridized blocks, whose backward runs their executor).
+    lib = _library()
+    with _live_lock:
+        key = _next_function_id[0]
+        _next_function_id[0] += 1
+        _live_functions[key] = fn
+    ins = (ctypes.c_uint64 * max(len(inputs), 1))(*[x.handle for x in inputs])
+    ous = (ctypes.c_uint64 * max(len(outputs), 1))(*[x.handle for x in outputs])
+    status = lib.weft_autograd_record_function(type(fn).__name__.encode(), len(inputs), ins, len(outputs), ous,
+                                               _BACKWARD_C, _RELEASE_C, ctypes.c_void_p(key))
+    if status != 0:
+        from .base import error
+        raise error(status, lib.weft_get_last_error().decode())

@@ -467,6 +467,9 @@ class NDArray(_fast.NDArrayBase):
         from .. import autograd
         autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
 
+    def _has_history(self):
+        return bool(_api.weft_ndarray_has_history(self))
+
     def detach(self):
         """The same values, with no history: gradients do not flow through the result."""
         return NDArray(_api.weft_ndarray_detach(self))

@@ -1,0 +1,597 @@
+"""Blocks, as MXNet 1.x's `gluon.Block`, `HybridBlock` and `SymbolBlock`.
+
+A Block is a piece of a network with parameters and child blocks; `forward` runs it on
+arrays. A HybridBlock writes its computation once, as `hybrid_forward(F, x, ...)` with F
+either `weft.nd` (run now) or `weft.sym` (build a graph). `hybridize()` makes later calls
+trace the block into a Symbol and run it through a bound executor (memory planning,
+fusion), cached per input shapes, dtypes, context and training mode.
+
+Every call of a hybridized block traces it again (symbol composition only, nothing runs)
+and compares the graph with the cached one: when Python control flow in hybrid_forward took
+another path than when the graph was cached (a flag flipped, say), the call raises an error
+naming the first differing node instead of silently running the stale graph.
+"""
+import re
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from .. import autograd
+from .. import name as _name
+from .. import ndarray
+from .. import symbol
+from ..ndarray import NDArray
+from ..symbol import Symbol
+from .parameter import Parameter, ParameterDict, DeferredInitializationError
+
+__all__ = ["Block", "HybridBlock", "SymbolBlock"]
+
+
+class _BlockScope:
+    """The naming scope of a block: children created inside `with block.name_scope()` get
+    the block's prefix and a counter per kind (dense0_, dense1_, ...)."""
+    _current = threading.local()
+    _global_counter = {}
+    _global_lock = threading.Lock()
+
+    def __init__(self, block):
+        self._block = block
+        self._counter = {}
+        self._old_scope = None
+        self._name_scope = None
+
+    @staticmethod
+    def create(prefix, params, hint):
+        current = getattr(_BlockScope._current, "value", None)
+        if current is None:
+            if prefix is None:
+                with _BlockScope._global_lock:
+                    count = _BlockScope._global_counter.get(hint, 0)
+                    _BlockScope._global_counter[hint] = count + 1
+                prefix = "%s%d_" % (hint, count)
+            params = ParameterDict(prefix) if params is None else ParameterDict(params.prefix, params)
+            return prefix, params
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            prefix = "%s%d_" % (hint, count)
+            current._counter[hint] = count + 1
+        if params is None:
+            parent = current._block.params
+            params = ParameterDict(parent.prefix + prefix, parent._shared)
+        else:
+            params = ParameterDict(params.prefix, params)
+        return current._block.prefix + prefix, params
+
+    def __enter__(self):
+        if self._block._empty_prefix:
+            return self
+        self._old_scope = getattr(_BlockScope._current, "value", None)
+        _BlockScope._current.value = self
+        self._name_scope = _name.Prefix(self._block.prefix)
+        self._name_scope.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        if self._block._empty_prefix:
+            return
+        self._name_scope.__exit__(*exc)
+        self._name_scope = None
+        _BlockScope._current.value = self._old_scope
+
+
+def _flatten(args, what):
+    flat = []
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            raise TypeError("%s: nested lists of inputs are not supported; pass arrays as separate arguments" % what)
+        flat.append(a)
+    return flat
+
+
+class Block:
+    """The base of every layer and model: parameters, children, naming and (de)serialisation."""
+
+    def __init__(self, prefix=None, params=None):
+        self._empty_prefix = prefix == ""
+        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
+        self._scope = _BlockScope(self)
+        self._children = OrderedDict()
+        self._reg_params = {}
+        self._forward_hooks = OrderedDict()
+        self._forward_pre_hooks = OrderedDict()
+
+    def __repr__(self):
+        lines = ["%s(" % type(self).__name__]
+        for key, child in self._children.items():
+            body = repr(child).replace("\n", "\n  ")
+            lines.append("  (%s): %s" % (key, body))
+        return "\n".join(lines) + "\n)" if len(lines) > 1 else lines[0] + ")"
+
+    def __setattr__(self, name, value):
+        if hasattr(self, "_children"):
+            existing = self.__dict__.get(name)
+            if isinstance(existing, (Block, Parameter)) and not isinstance(value, type(existing)):
+                raise TypeError("Changing attribute '%s' of %s from %s to %s is not allowed"
+                                % (name, self.name, type(existing).__name__, type(value).__name__))
+            if isinstance(value, Block):
+                self.register_child(value, name)
+            elif isinstance(value, Parameter):
+                if name in self._reg_params and self._reg_params[name] is not value:
+                    raise ValueError("Overriding Parameter attribute '%s' of %s is not allowed" % (name, self.name))
+                self._reg_params[name] = value
+        super().__setattr__(name, value)
+
+    def _alias(self):
+        return type(self).__name__.lower()
+
+    @property
+    def prefix(self):
+        return self._prefix
+
+    @property
+    def name(self):
+        return self._name
+
+    @property
+    def params(self):
+        """This block's own ParameterDict (children's parameters not included)."""
+        return self._params
+
+    def name_scope(self):
+        """Context manager in which children and parameters get this block's prefix."""
+        return self._scope
+
+    def collect_params(self, select=None):
+        """A ParameterDict of this block's and all its children's parameters, optionally
+        filtered by a regular expression on the names."""
+        ret = ParameterDict(self._params.prefix)
+        if select is None:
+            ret.update(self._params)
+            for p in self._reg_params.values():
+                if p.name not in ret:
+                    ret._params[p.name] = p
+        else:
+            rx = re.compile(select)
+            ret.update({k: v for k, v in self._params.items() if rx.match(k)})
+            for p in self._reg_params.values():
+                if rx.match(p.name) and p.name not in ret:
+                    ret._params[p.name] = p
+        for child in self._children.values():
+            ret.update(child.collect_params(select))
+        return ret
+
+    def _collect_params_with_prefix(self, prefix=""):
+        if prefix:
+            prefix += "."
+        ret = {prefix + key: p for key, p in self._reg_params.items()}
+        for name, child in self._children.items():
+            ret.update(child._collect_params_with_prefix(prefix + name))
+        return ret
+
+    def register_child(self, block, name=None):
+        """Adds `block` as a child (attribute assignment does this too)."""
+        if name is None:
+            name = str(len(self._children))
+        self._children[name] = block
+
+    def register_forward_pre_hook(self, hook):
+        key = object()
+        self._forward_pre_hooks[key] = hook
+        return _HookHandle(self._forward_pre_hooks, key)
+
+    def register_forward_hook(self, hook):
+        key = object()
+        self._forward_hooks[key] = hook
+        return _HookHandle(self._forward_hooks, key)
+
+    def apply(self, fn):
+        """Calls fn on every child, recursively, then on this block; returns self."""
+        for child in self._children.values():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def initialize(self, init=None, ctx=None, verbose=False, force_reinit=False):
+        """Initialises every parameter (default init: Uniform) on `ctx`."""
+        from .. import initializer
+        self.collect_params().initialize(initializer.Uniform() if init is None else init, ctx, verbose,
+                                         force_reinit)
+
+    def hybridize(self, active=True, **kwargs):
+        """Turns hybridization on (or off) for every HybridBlock among the children."""
+        for child in self._children.values():
+            child.hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        """Converts every parameter to `dtype`."""
+        for child in self._children.values():
+            child.cast(dtype)
+        for p in self._reg_params.values():
+            p.cast(dtype)
+
+    def reset_ctx(self, ctx):
+        self.collect_params().reset_ctx(ctx)
+
+    def zero_grad(self):
+        self.collect_params().zero_grad()
+
+    # ---------------------------------------------------------------- files
+    def save_parameters(self, filename, deduplicate=False):
+        """Saves the parameters under structural names ('features.0.weight'), as MXNet."""
+        params = self._collect_params_with_prefix()
+        arrays = {}
+        seen = {}
+        for key, p in params.items():
+            if deduplicate and id(p) in seen:
+                continue
+            seen[id(p)] = key
+            arrays[key] = p.data()
+        ndarray.save(filename, arrays)
+
+    def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False, cast_dtype=False,
+                        dtype_source="current"):
+        """Loads parameters saved by save_parameters (or, for files with prefixed names, by
+        save_params / ParameterDict.save)."""
+        loaded = ndarray.load(filename)
+        if not isinstance(loaded, dict):
+            raise ValueError("load_parameters: %s holds an unnamed array list; expected named parameters" % filename)
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if not any("." in k for k in loaded):
+            # Files written with full names (save_params, ParameterDict.save, Module checkpoints).
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix)
+            return
+        if not allow_missing:
+            for name in params:
+                if name not in loaded:
+                    raise ValueError("Parameter '%s' is missing in file %s, which contains %s (pass "
+                                     "allow_missing=True to skip it)" % (name, filename, sorted(loaded)))
+        for name, value in loaded.items():
+            if name not in params:
+                if not ignore_extra:
+                    raise ValueError("Parameter '%s' loaded from %s is not present in this block (pass "
+                                     "ignore_extra=True to skip it)" % (name, filename))
+                continue
+            p = params[name]
+            if cast_dtype and dtype_source == "saved":
+                p.cast(value.dtype)
+            elif cast_dtype:
+                value = value.astype(p.dtype)
+            if p._data is None and p._deferred_init is None:
+                p.shape = value.shape
+                p.initialize(ctx=ctx)
+            elif p._data is None:
+                p.shape = value.shape
+            p.set_data(value)
+
+    def save_params(self, filename):
+        """Saves with full parameter names (MXNet's older form); prefer save_parameters."""
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_params(self, filename, ctx=None, allow_missing=False, ignore_extra=False):
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
+
+    # ---------------------------------------------------------------- running
+    def __call__(self, *args):
+        for hook in self._forward_pre_hooks.values():
+            hook(self, args)
+        out = self.forward(*args)
+        for hook in self._forward_hooks.values():
+            hook(self, args, out)
+        return out
+
+    def forward(self, *args):
+        raise NotImplementedError("%s must define forward" % type(self).__name__)
+
+    def summary(self, *inputs):
+        """Prints each layer's output shape and parameter count for one forward on `inputs`."""
+        rows = []
+
+        def hook(block, _, out):
+            outs = out if isinstance(out, (list, tuple)) else [out]
+            n = sum(int(np.prod(p.shape)) for p in block._reg_params.values() if p.shape)
+            rows.append((block.name, type(block).__name__, [tuple(o.shape) for o in outs], n))
+
+        handles = []
+        self.apply(lambda b: handles.append(b.register_forward_hook(hook)))
+        try:
+            self(*inputs)
+        finally:
+            for h in handles:
+                h.detach()
+        total = 0
+        print("%-30s %-40s %12s" % ("Layer (type)", "Output shape", "Params"))
+        for name, kind, shapes, n in rows:
+            print("%-30s %-40s %12d" % ("%s (%s)" % (name, kind), shapes, n))
+            total += n
+        print("Parameters in layers: %d" % total)
+
+
+class _HookHandle:
+    def __init__(self, hooks, key):
+        self._hooks = hooks
+        self._key = key
+
+    def detach(self):
+        self._hooks.pop(self._key, None)
+
+
+class _CachedGraph:
+    """One traced graph of a hybridized block bound to an executor, for one input signature."""
+
+    def __init__(self, block, sym, input_names, num_outputs, args, ctx, input_grads):
+        self.json = sym.tojson()
+        self.sym = sym
+        self.input_names = input_names
+        self.num_outputs = num_outputs
+        params = {p.name: p for p in block.collect_params().values()}
+        arg_arrays, grad_arrays, reqs = {}, {}, {}
+        self.bound_params = []
+        for i, name in enumerate(input_names):
+            arg_arrays[name] = ndarray.empty(args[i].shape, ctx=ctx, dtype=args[i].dtype)
+            if input_grads[i]:
+                grad_arrays[name] = ndarray.zeros(args[i].shape, ctx=ctx, dtype=args[i].dtype)
+                reqs[name] = "write"
+            else:
+                reqs[name] = "null"
+        for name in sym.list_arguments():
+            if name in arg_arrays:
+                continue
+            if name not in params:
+                raise RuntimeError("hybridize: the graph of %s reads a variable '%s' that is neither an input nor one "
+                                   "of its parameters" % (block.name, name))
+            p = params[name]
+            arg_arrays[name] = p.data(ctx)
+            self.bound_params.append(arg_arrays[name])
+            reqs[name] = p.grad_req
+            if p.grad_req != "null":
+                grad_arrays[name] = p.grad(ctx)
+        aux = {}
+        for name in sym.list_auxiliary_states():
+            aux[name] = params[name].data(ctx)
+            self.bound_params.append(aux[name])
+        self.param_list = [params[n] for n in sym.list_arguments() if n in params] + \
+                          [params[n] for n in sym.list_auxiliary_states()]
+        self.ctx = ctx
+        self.exe = sym.bind(ctx, arg_arrays, args_grad=grad_arrays, grad_req=reqs, aux_states=aux)
+        self.generation = 0
+
+    def still_bound(self):
+        # Casting or moving parameters replaces their arrays: the executor must be rebuilt.
+        current = [p.data(self.ctx) for p in self.param_list]
+        return all(a is b or a.handle == b.handle for a, b in zip(current, self.bound_params))
+
+
+def _first_difference(json_a, json_b):
+    import json
+    na = json.loads(json_a)["nodes"]
+    nb = json.loads(json_b)["nodes"]
+    for i in range(max(len(na), len(nb))):
+        a = na[i] if i < len(na) else None
+        b = nb[i] if i < len(nb) else None
+        if a != b:
+            def show(n):
+                return "none" if n is None else "%s '%s' %s" % (n["op"], n["name"], n.get("attrs", {}))
+            return "node %d: cached %s, now %s" % (i, show(a), show(b))
+    heads_a, heads_b = json.loads(json_a)["heads"], json.loads(json_b)["heads"]
+    return "outputs: cached %s, now %s" % (heads_a, heads_b)
+
+
+class _CachedGraphBackward:
+    # The gradient of one hybridized call: runs the executor's backward. Parameter
+    # gradients are written by the executor into the parameters' own gradient arrays, so
+    # only the inputs' gradients go back to autograd.
+    def __init__(self, graph, generation, num_inputs, num_params):
+        self.graph = graph
+        self.generation = generation
+        self.num_inputs = num_inputs
+        self.num_params = num_params
+
+    def backward(self, *out_grads):
+        g = self.graph
+        if g.generation != self.generation:
+            raise RuntimeError("hybridized block: its graph ran forward again before the backward of an earlier call; "
+                               "a hybridized block keeps the state of its latest call only (call backward before the "
+                               "next forward, or use one block per branch)")
+        g.exe.backward(list(out_grads))
+        grads = []
+        for name in g.input_names:
+            grads.append(g.exe.grad_dict[name].copy() if name in g.exe.grad_dict else None)
+        return grads + [None] * self.num_params
+
+
+class HybridBlock(Block):
+    """A block written as hybrid_forward(F, x, *args, **params) that runs imperatively or,
+    after hybridize(), as a cached, planned graph."""
+
+    def __init__(self, prefix=None, params=None):
+        super().__init__(prefix, params)
+        self._active = False
+        self._cached = {}
+
+    def hybridize(self, active=True, **kwargs):
+        self._active = active
+        self._cached = {}
+        super().hybridize(active, **kwargs)
+
+    def cast(self, dtype):
+        self._cached = {}
+        super().cast(dtype)
+
+    def register_child(self, block, name=None):
+        if not isinstance(block, HybridBlock):
+            raise ValueError("Children of a HybridBlock must be HybridBlocks too, but %s has type %s; use Block "
+                             "(or HybridLambda) instead" % (block.name if isinstance(block, Block) else block,
+                                                            type(block).__name__))
+        super().register_child(block, name)
+        self._cached = {}
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError("%s must define hybrid_forward" % type(self).__name__)
+
+    # ---------------------------------------------------------------- tracing
+    def _input_names(self, n):
+        return ["data"] if n == 1 else ["data%d" % i for i in range(n)]
+
+    def _get_graph(self, *args):
+        names = self._input_names(len(args))
+        inputs = [symbol.var(n) for n in names]
+        with self.name_scope():
+            params = {k: v.var() for k, v in self._reg_params.items()}
+            out = self.hybrid_forward(symbol, *inputs, **params)
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        multi = isinstance(out, (list, tuple))
+        return names, (symbol.Group(outs) if len(outs) > 1 else outs[0]), len(outs), multi
+
+    def infer_shape(self, *args):
+        """Fills in the unknown parameter shapes from the shapes of `args`."""
+        names, sym, _, _ = self._get_graph(*args)
+        known = {n: tuple(a.shape) for n, a in zip(names, args)}
+        arg_shapes, _, aux_shapes = sym.infer_shape(**known)
+        if arg_shapes is None:
+            raise ValueError("%s: cannot infer the parameter shapes from inputs %s" % (self.name, known))
+        shapes = dict(zip(sym.list_arguments(), arg_shapes))
+        shapes.update(zip(sym.list_auxiliary_states(), aux_shapes))
+        for p in self.collect_params().values():
+            if p.name in shapes:
+                p.shape = shapes[p.name]
+
+    def _finish_deferred(self, *args):
+        params = self.collect_params().values()
+        if any(p._data is None and p._deferred_init is not None for p in params):
+            self.infer_shape(*args)
+            for p in params:
+                p._finish_deferred_init()
+
+    # ---------------------------------------------------------------- running
+    def forward(self, x, *args):
+        args = _flatten((x,) + args, self.name)
+        if isinstance(args[0], Symbol):
+            with self.name_scope():
+                params = {k: v.var() for k, v in self._reg_params.items()}
+                return self.hybrid_forward(symbol, *args, **params)
+        if self._active:
+            return self._call_cached(args)
+        ctx = args[0].context
+        try:
+            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+        except DeferredInitializationError:
+            self._finish_deferred(*args)
+            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+        return self.hybrid_forward(ndarray, *args, **params)
+
+    def _call_cached(self, args):
+        for i, a in enumerate(args):
+            if not isinstance(a, NDArray):
+                raise TypeError("%s: a hybridized block takes NDArrays, but input %d is %s"
+                                % (self.name, i, type(a).__name__))
+        ctx = args[0].context
+        recording = autograd.is_recording()
+        input_grads = tuple(recording and a._has_history() for a in args)
+        key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), ctx, autograd.is_training(), input_grads)
+        names, sym, num_outputs, multi = self._get_graph(*args)
+        graph = self._cached.get(key)
+        if graph is not None:
+            if graph.json != sym.tojson():
+                raise RuntimeError(
+                    "hybridized block %s: the Python code of hybrid_forward took another path than when its graph was "
+                    "traced for these input shapes (%s). The cached graph would be stale, so it is not run. First "
+                    "difference: %s. Call hybridize() again after changing the block's behaviour."
+                    % (self.name, ", ".join(str(s) for s, _ in key[0]), _first_difference(graph.json, sym.tojson())))
+            if not graph.still_bound():
+                graph = None
+        if graph is None:
+            self._finish_deferred(*args)
+            graph = _CachedGraph(self, sym, names, num_outputs, args, ctx, input_grads)
+            self._cached[key] = graph
+        exe = graph.exe
+        for name, a in zip(names, args):
+            a.copyto(exe.arg_dict[name])
+        exe.forward(is_train=autograd.is_training())
+        graph.generation += 1
+        outs = [o.copy() for o in exe.outputs]
+        if recording:
+            params = [p.data(ctx) for p in graph.param_list]
+            autograd._record_function(_CachedGraphBackward(graph, graph.generation, len(args), len(params)),
+                                      list(args) + params, outs)
+        return outs if multi else outs[0]
+
+    def export(self, path, epoch=0, remove_amp_cast=True):
+        """Writes path-symbol.json and path-%04d.params (arg:/aux: names), loadable by the
+        Module API, SymbolBlock.imports and MXNet 1.x. Needs one earlier forward."""
+        if not self._cached:
+            raise RuntimeError("export: run a forward pass of the hybridized block %s first, so that its graph "
+                               "is known" % self.name)
+        graph = next(iter(self._cached.values()))
+        graph.sym.save("%s-symbol.json" % path)
+        arg_names = set(graph.sym.list_arguments())
+        aux_names = set(graph.sym.list_auxiliary_states())
+        arrays = {}
+        for p in self.collect_params().values():
+            if p.name in arg_names:
+                arrays["arg:%s" % p.name] = p.data()
+            elif p.name in aux_names:
+                arrays["aux:%s" % p.name] = p.data()
+        ndarray.save("%s-%04d.params" % (path, epoch), arrays)
+        return "%s-symbol.json" % path, "%s-%04d.params" % (path, epoch)
+
+
+class SymbolBlock(HybridBlock):
+    """A block made from a Symbol: its free variables other than `inputs` become parameters."""
+
+    def __init__(self, outputs, inputs, params=None):
+        super().__init__(prefix="", params=None)
+        self._prefix = ""
+        self._params = ParameterDict("", params)
+        if isinstance(inputs, Symbol) and len(inputs.list_outputs()) == 1:
+            inputs = [inputs]
+        if isinstance(outputs, (list, tuple)):
+            outputs = symbol.Group(list(outputs))
+        self._input_names_given = [i.name for i in inputs]
+        self._sym = outputs
+        arg_params = [n for n in outputs.list_arguments() if n not in self._input_names_given]
+        for name in arg_params:
+            self._reg_params[name] = self._params.get(name, allow_deferred_init=True)
+        for name in outputs.list_auxiliary_states():
+            self._reg_params[name] = self._params.get(name, grad_req="null", allow_deferred_init=True)
+
+    @staticmethod
+    def imports(symbol_file, input_names, param_file=None, ctx=None):
+        """A SymbolBlock from files written by export (or Module.save_checkpoint)."""
+        sym = symbol.load(symbol_file)
+        if isinstance(input_names, str):
+            input_names = [input_names]
+        inputs = [symbol.var(n) for n in input_names]
+        block = SymbolBlock(sym, inputs)
+        if param_file is not None:
+            block.collect_params().load(param_file, ctx=ctx, allow_missing=False, ignore_extra=True)
+        return block
+
+    def _input_names(self, n):
+        if n != len(self._input_names_given):
+            raise ValueError("SymbolBlock: expected %d inputs (%s), got %d"
+                             % (len(self._input_names_given), ", ".join(self._input_names_given), n))
+        return list(self._input_names_given)
+
+    def _get_graph(self, *args):
+        names = self._input_names(len(args))
+        n = len(self._sym.list_outputs())
+        return names, self._sym, n, n > 1
+
+    def forward(self, x, *args):
+        args = _flatten((x,) + args, "SymbolBlock")
+        if isinstance(args[0], Symbol):
+            return self._sym(**dict(zip(self._input_names_given, args)))
+        # A SymbolBlock always runs its graph: it has no Python hybrid_forward.
+        return self._call_cached(args)
+
+    def hybrid_forward(self, F, x, *args, **kwargs):
+        raise NotImplementedError("SymbolBlock runs its symbol; hybrid_forward is not used")
+
+    def cast(self, dtype):
+        self._cached = {}
+        for p in self._reg_params.values():
+            p.cast(dtype)

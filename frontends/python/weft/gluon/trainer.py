@@ -1,0 +1,156 @@
+"""The Gluon Trainer, as MXNet 1.x's `gluon.Trainer`: applies an optimizer to a set of
+parameters, reducing their gradients over contexts (and workers) first."""
+from .. import optimizer as opt
+from .parameter import Parameter, ParameterDict
+
+__all__ = ["Trainer"]
+
+
+class Trainer:
+    """Updates `params` with `optimizer` (a name or an Optimizer) at each `step`.
+
+    With several contexts the gradients are summed over them before the update (through a
+    KVStore when `kvstore` names one, 'device' and 'local' included), so every context keeps
+    identical parameters. A distributed kvstore ('dist_sync', ...) sums over workers too.
+    """
+
+    def __init__(self, params, optimizer, optimizer_params=None, kvstore="device", compression_params=None,
+                 update_on_kvstore=None):
+        if isinstance(params, (dict, ParameterDict)):
+            params = list(params.values())
+        if not isinstance(params, (list, tuple)):
+            raise ValueError("Trainer: params must be a ParameterDict, a dict or a list of Parameters, got %s"
+                             % type(params).__name__)
+        self._params = []
+        seen = set()
+        for p in params:
+            if not isinstance(p, Parameter):
+                raise ValueError("Trainer: params must hold Parameters, got %s" % type(p).__name__)
+            if id(p) not in seen:
+                seen.add(id(p))
+                self._params.append(p)
+        self._compression_params = compression_params
+        self._kvstore_type = kvstore
+        self._update_on_kvstore = update_on_kvstore
+        self._kvstore = None
+        self._kv_initialized = False
+        self._scale = 1.0
+        self._init_optimizer(optimizer, optimizer_params or {})
+
+    def _init_optimizer(self, optimizer, optimizer_params):
+        param_dict = {i: p for i, p in enumerate(self._params)}
+        if isinstance(optimizer, opt.Optimizer):
+            if optimizer_params:
+                raise ValueError("Trainer: optimizer_params must be empty when optimizer is an Optimizer instance")
+            self._optimizer = optimizer
+            self._optimizer.param_dict = param_dict
+        else:
+            self._optimizer = opt.create(optimizer, param_dict=param_dict, **optimizer_params)
+        self._scale = self._optimizer.rescale_grad
+        self._updaters = {}
+
+    def _contexts(self):
+        ctxs = None
+        for p in self._params:
+            c = p.list_ctx()
+            if ctxs is not None and c != ctxs:
+                raise RuntimeError("Trainer: all parameters must live on the same contexts, but %s is on %s and "
+                                   "others on %s" % (p.name, c, ctxs))
+            ctxs = c
+        return ctxs or []
+
+    def _init_kvstore(self):
+        self._kv_initialized = True
+        ctxs = self._contexts()
+        kv_type = self._kvstore_type
+        if kv_type is None or kv_type is False:
+            return
+        if not isinstance(kv_type, str):
+            self._kvstore = kv_type
+        elif len(ctxs) > 1 or "dist" in kv_type:
+            from .. import kvstore as kvs
+            self._kvstore = kvs.create(kv_type)
+        if self._kvstore is None:
+            return
+        if self._compression_params:
+            self._kvstore.set_gradient_compression(self._compression_params)
+        for i, p in enumerate(self._params):
+            if p.grad_req != "null":
+                self._kvstore.init(i, p.list_data()[0])
+
+    @property
+    def learning_rate(self):
+        return self._optimizer.learning_rate
+
+    @property
+    def optimizer(self):
+        return self._optimizer
+
+    def set_learning_rate(self, lr):
+        self._optimizer.set_learning_rate(lr)
+
+    def step(self, batch_size, ignore_stale_grad=False):
+        """One update: gradients scaled by 1/batch_size, reduced, then applied."""
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self.allreduce_grads()
+        self._update(ignore_stale_grad)
+
+    def allreduce_grads(self):
+        """Sums each parameter's gradients over contexts (and workers), leaving the sum on every context."""
+        if not self._kv_initialized:
+            self._init_kvstore()
+        for i, p in enumerate(self._params):
+            if p.grad_req == "null":
+                continue
+            grads = p.list_grad()
+            if self._kvstore is not None:
+                self._kvstore.push(i, grads)
+                self._kvstore.pull(i, grads)
+            elif len(grads) > 1:
+                total = grads[0].copy()
+                for g in grads[1:]:
+                    total += g.as_in_context(total.context)
+                for g in grads:
+                    total.copyto(g)
+
+    def update(self, batch_size, ignore_stale_grad=False):
+        """Applies the optimizer to already reduced gradients (after allreduce_grads)."""
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self._update(ignore_stale_grad)
+
+    def _update(self, ignore_stale_grad):
+        ctxs = self._contexts()
+        for k, ctx in enumerate(ctxs):
+            updater = self._updaters.get(ctx)
+            if updater is None:
+                updater = self._updaters[ctx] = opt.get_updater(self._optimizer)
+            indices, grads, weights = [], [], []
+            for i, p in enumerate(self._params):
+                if p.grad_req == "null":
+                    continue
+                indices.append(i)
+                grads.append(p.list_grad()[k])
+                weights.append(p.list_data()[k])
+            if indices:
+                updater(indices, grads, weights)
+
+    def save_states(self, fname):
+        """Writes the optimizer states (with the optimizer) to `fname`."""
+        if not self._updaters:
+            self._updaters[self._contexts()[0]] = opt.get_updater(self._optimizer)
+        with open(fname, "wb") as f:
+            f.write(next(iter(self._updaters.values())).get_states(dump_optimizer=True))
+
+    def load_states(self, fname):
+        """Restores what save_states wrote; every context gets the states."""
+        with open(fname, "rb") as f:
+            states = f.read()
+        ctxs = self._contexts()
+        for ctx in ctxs:
+            updater = self._updaters.get(ctx) or opt.get_updater(self._optimizer)
+            updater.set_states(states)
+            self._updaters[ctx] = updater
+        self._optimizer = next(iter(self._updaters.values())).optimizer
+        self._optimizer.param_dict = {i: p for i, p in enumerate(self._params)}
+        for updater in self._updaters.values():
+            updater.optimizer = self._optimizer

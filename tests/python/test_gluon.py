@@ -1,0 +1,239 @@
+"""Gluon core: Parameter, Block/HybridBlock (hybridize), nn layers, Trainer, files."""
+import numpy as np
+import pytest
+
+import weft
+from weft import autograd, gluon, nd
+from weft.gluon import nn
+
+
+def _lenet():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Conv2D(6, 5, activation="relu"), nn.MaxPool2D(2), nn.Conv2D(16, 3), nn.BatchNorm(),
+                nn.Activation("relu"), nn.MaxPool2D(2), nn.Flatten(), nn.Dense(32, activation="tanh"),
+                nn.Dropout(0.3), nn.Dense(10))
+    return net
+
+
+def _data(n=8, seed=0):
+    rng = np.random.RandomState(seed)
+    return (nd.array(rng.rand(n, 1, 20, 20).astype(np.float32)),
+            nd.array(rng.randint(0, 10, n).astype(np.float32)))
+
+
+def test_names_prefixes_and_collect_params():
+    net = nn.HybridSequential(prefix="model_")
+    with net.name_scope():
+        net.add(nn.Dense(4), nn.Dense(3, in_units=4))
+    names = list(net.collect_params().keys())
+    assert names == ["model_dense0_weight", "model_dense0_bias", "model_dense1_weight", "model_dense1_bias"]
+    assert list(net.collect_params(".*bias").keys()) == ["model_dense0_bias", "model_dense1_bias"]
+    assert net[1].weight.shape == (3, 4)
+    assert net[0].weight.shape == (4, 0)  # inferred at the first forward
+
+
+def test_deferred_init_and_dense_matches_numpy():
+    net = nn.Dense(5, activation="relu")
+    net.initialize(weft.init.Xavier())
+    with pytest.raises(gluon.DeferredInitializationError, match="first forward"):
+        net.weight.data()
+    x = np.random.RandomState(1).randn(3, 2, 4).astype(np.float32)
+    y = net(nd.array(x)).asnumpy()
+    w, b = net.weight.data().asnumpy(), net.bias.data().asnumpy()
+    assert w.shape == (5, 8)
+    np.testing.assert_allclose(y, np.maximum(x.reshape(3, 8) @ w.T + b, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b, 0)
+
+
+def test_uninitialized_and_bad_child_errors():
+    net = nn.Dense(2, in_units=3)
+    with pytest.raises(RuntimeError, match="has not been initialized"):
+        net(nd.ones((1, 3)))
+    with pytest.raises(ValueError, match="must be HybridBlocks"):
+        nn.HybridSequential().add(nn.Lambda(lambda x: x))
+    with pytest.raises(ValueError, match="grad_req must be"):
+        gluon.Parameter("p", grad_req="sometimes")
+
+
+def test_hybridized_equals_imperative_outputs_and_gradients():
+    x, y = _data()
+    net = _lenet()
+    net.initialize(weft.init.Xavier(magnitude=2.0))
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    out_imp = net(x).asnumpy()  # prediction mode: Dropout is the identity, BatchNorm uses running stats
+
+    def grads(training):
+        with autograd.record(train_mode=training):
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        return loss.asnumpy(), {k: p.grad().asnumpy().copy() for k, p in net.collect_params().items()
+                                if p.grad_req != "null"}
+
+    # Dropout draws differ between runs, so the gradient comparison runs in prediction mode.
+    loss_imp, g_imp = grads(False)
+    net.hybridize()
+    out_hyb = net(x).asnumpy()
+    np.testing.assert_allclose(out_hyb, out_imp, rtol=1e-5, atol=1e-6)
+    loss_hyb, g_hyb = grads(False)
+    np.testing.assert_allclose(loss_hyb, loss_imp, rtol=1e-5, atol=1e-6)
+    for k in g_imp:
+        np.testing.assert_allclose(g_hyb[k], g_imp[k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+def test_hybridized_training_updates_running_stats_and_retraces_on_new_shapes():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.BatchNorm(in_channels=3))
+    net.initialize()
+    net.hybridize()
+    x = nd.array(np.random.RandomState(2).randn(4, 3, 2, 2).astype(np.float32) * 2 + 1)
+    with autograd.record():
+        net(x)
+    rm = net[0].running_mean.data().asnumpy()
+    np.testing.assert_allclose(rm, 0.1 * x.asnumpy().mean(axis=(0, 2, 3)), rtol=1e-4, atol=1e-6)
+    out = net(nd.ones((1, 3, 5, 5)))  # another shape: traced and bound again
+    assert out.shape == (1, 3, 5, 5)
+    assert len(net._cached) == 2
+
+
+def test_divergent_control_flow_is_an_error():
+    class Switch(nn.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.double = False
+
+        def hybrid_forward(self, F, x):
+            return x * 2 if self.double else x + 1
+
+    net = Switch()
+    net.hybridize()
+    x = nd.ones((2,))
+    np.testing.assert_allclose(net(x).asnumpy(), [2, 2])
+    net.double = True
+    with pytest.raises(RuntimeError, match="took another path.*_plus_scalar.*_mul_scalar"):
+        net(x)
+    net.hybridize()  # re-hybridizing accepts the new path
+    np.testing.assert_allclose(net(x).asnumpy(), [2, 2])
+
+
+def test_trainer_sgd_momentum_matches_formula():
+    p = gluon.Parameter("w", shape=(3,))
+    p.initialize(weft.init.Constant(1.0))
+    trainer = gluon.Trainer([p], "sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01})
+    w = np.ones(3, dtype=np.float32)
+    mom = np.zeros(3, dtype=np.float32)
+    for step in range(3):
+        g = np.array([1.0, -2.0, 0.5], dtype=np.float32) * (step + 1)
+        p.grad()[:] = g
+        trainer.step(4)
+        mom = 0.9 * mom - 0.1 * (g / 4 + 0.01 * w)
+        w = w + mom
+        np.testing.assert_allclose(p.data().asnumpy(), w, rtol=1e-5)
+
+
+def test_training_reduces_loss_and_states_round_trip(tmp_path):
+    x, y = _data(32, seed=3)
+    net = _lenet()
+    net.initialize(weft.init.Xavier())
+    net.hybridize()
+    trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    losses = []
+    for _ in range(15):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(32)
+        losses.append(float(loss.mean().asscalar()))
+    assert losses[-1] < 0.5 * losses[0]
+    trainer.save_states(str(tmp_path / "t.states"))
+    other = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.5})
+    other.load_states(str(tmp_path / "t.states"))
+    assert other.learning_rate == pytest.approx(0.01)
+
+
+def test_save_load_parameters_and_export_imports(tmp_path):
+    x, _ = _data()
+    net = _lenet()
+    net.initialize(weft.init.Xavier())
+    net.hybridize()
+    ref = net(x).asnumpy()
+    net.save_parameters(str(tmp_path / "net.params"))
+    saved = nd.load(str(tmp_path / "net.params"))
+    assert "0.weight" in saved and "3.running_mean" in saved
+    net2 = _lenet()
+    net2.load_parameters(str(tmp_path / "net.params"))
+    np.testing.assert_allclose(net2(x).asnumpy(), ref, rtol=1e-5, atol=1e-6)
+
+    sym_file, params_file = net.export(str(tmp_path / "lenet"), epoch=3)
+    assert params_file.endswith("lenet-0003.params")
+    names = set(nd.load(params_file))
+    prefix = net.prefix
+    assert "arg:%sconv0_weight" % prefix in names and "aux:%sbatchnorm0_running_var" % prefix in names
+    block = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+    np.testing.assert_allclose(block(x).asnumpy(), ref, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="is missing in file"):
+        nn.Dense(3, in_units=2, prefix="other_").load_parameters(str(tmp_path / "net.params"))
+
+
+def test_two_cpu_contexts_match_one():
+    ctxs = [weft.cpu(0), weft.cpu(1)]
+    x, y = _data(8, seed=4)
+    results = []
+    for contexts in ([weft.cpu(0)], ctxs):
+        net = nn.HybridSequential(prefix="m_")
+        with net.name_scope():
+            net.add(nn.Dense(16, activation="relu", in_units=400), nn.Dense(10, in_units=16))
+        net.initialize(weft.init.Constant(0.01), ctx=contexts)
+        for i, p in enumerate(net.collect_params().values()):
+            p.set_data(nd.array(np.random.RandomState(i).randn(*p.shape).astype(np.float32) * 0.1))
+        trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, kvstore=None)
+        loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+        for _ in range(3):
+            xs = gluon.utils.split_and_load(x.reshape((8, 400)), contexts)
+            ys = gluon.utils.split_and_load(y, contexts)
+            with autograd.record():
+                losses = [loss_fn(net(a), b) for a, b in zip(xs, ys)]
+            for loss in losses:
+                loss.backward()
+            trainer.step(8)
+        params = [p.list_data() for p in net.collect_params().values()]
+        for copies in params:
+            for c in copies[1:]:
+                np.testing.assert_allclose(c.asnumpy(), copies[0].asnumpy())
+        results.append([c[0].asnumpy() for c in params])
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_split_and_load_errors():
+    with pytest.raises(ValueError, match="cannot be split evenly"):
+        gluon.utils.split_and_load(nd.ones((5, 2)), [weft.cpu(0), weft.cpu(1)])
+
+
+def test_layers_against_numpy():
+    x = np.random.RandomState(5).randn(2, 3, 6, 6).astype(np.float32)
+    pool = nn.MaxPool2D(pool_size=2)
+    np.testing.assert_allclose(pool(nd.array(x)).asnumpy(), x.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)))
+    gap = nn.GlobalAvgPool2D()
+    np.testing.assert_allclose(gap(nd.array(x)).asnumpy()[:, :, 0, 0], x.mean(axis=(2, 3)), rtol=1e-5, atol=1e-6)
+    conv = nn.Conv2D(4, kernel_size=3, padding=1, in_channels=3, use_bias=False)
+    conv.initialize()
+    assert conv(nd.array(x)).shape == (2, 4, 6, 6)
+    deconv = nn.Conv2DTranspose(2, kernel_size=2, strides=2, in_channels=3)
+    deconv.initialize()
+    assert deconv(nd.array(x)).shape == (2, 2, 12, 12)
+    emb = nn.Embedding(10, 3)
+    emb.initialize()
+    idx = nd.array([[1, 4], [9, 0]])
+    np.testing.assert_allclose(emb(idx).asnumpy(), emb.weight.data().asnumpy()[[[1, 4], [9, 0]]])
+    act = nn.LeakyReLU(0.1)
+    np.testing.assert_allclose(act(nd.array([-2.0, 3.0])).asnumpy(), [-0.2, 3.0], rtol=1e-6)
+    lam = nn.HybridLambda(lambda F, v: F.relu(v) * 2)
+    np.testing.assert_allclose(lam(nd.array([-1.0, 1.5])).asnumpy(), [0.0, 3.0])
+    ln = nn.LayerNorm(in_channels=6)
+    ln.initialize()
+    out = ln(nd.array(x)).asnumpy()
+    ref = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-5)
