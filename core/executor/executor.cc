@@ -129,7 +129,7 @@ Executor::FusedChain Executor::FuseChain(const IndexedGraph& g, const std::vecto
 // end) are never freed. With planning off every value gets its own block.
 void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& order, const std::vector<Shape>& shapes,
                           const std::vector<DType>& types, const std::vector<bool>& persistent,
-                          std::vector<NDArray>* entry) {
+                          const std::vector<bool>& computed_once, std::vector<NDArray>* entry) {
   static const auto& inplace_fns = Op::GetAttr<FInplaceOption>("FInplaceOption");
   constexpr int kForever = INT32_MAX;
   std::vector<int> last_use(g.num_entries(), -1);
@@ -157,6 +157,7 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
       naive_bytes_ += bytes_of(e);
       int block = -1;
       for (const auto& io : inplace) {
+        if (computed_once[e]) break;
         if (io.second != i || io.first < 0 || static_cast<size_t>(io.first) >= g[id].inputs.size() || taken[io.first])
           continue;
         const auto& in = g[id].inputs[io.first];
@@ -170,7 +171,9 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
           break;
         }
       }
-      if (block < 0 && plan && !free_blocks.empty()) {
+      // A value computed once at bind (a folded constant) must own its memory: a block freed
+      // earlier in the order is rewritten by its first owner at every run.
+      if (block < 0 && plan && !free_blocks.empty() && !computed_once[e]) {
         auto best = free_blocks.end();
         for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it) {
           bool fits = block_bytes[*it] >= bytes_of(e);
@@ -338,6 +341,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   // Nodes that depend on no variable compute the same values at every run: they run once,
   // here, and keep their outputs (random and state-changing operators excepted).
   std::unordered_set<const graph::Node*> constant;
+  std::vector<bool> computed_once(g.num_entries(), false);
   if (FoldingEnabled()) {
     static const auto& resources = Op::GetAttr<FResourceRequest>("FResourceRequest");
     static const auto& mutates = Op::GetAttr<FMutateInputs>("FMutateInputs");
@@ -349,7 +353,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       for (const auto& in : g[id].inputs) folds &= constant.count(g[in.node_id].source) > 0;
       if (!folds) continue;
       constant.insert(n);
-      for (int i = 0; i < n->num_outputs(); ++i) persistent[g.entry_id(id, i)] = true;
+      for (int i = 0; i < n->num_outputs(); ++i) persistent[g.entry_id(id, i)] = computed_once[g.entry_id(id, i)] = true;
     }
   }
   // Chains of pointwise nodes whose links nothing else reads run as one fused node each, at
@@ -376,7 +380,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     }
     order = std::move(moved);
   }
-  PlanMemory(g, order, shapes, types, persistent, &entry);
+  PlanMemory(g, order, shapes, types, persistent, computed_once, &entry);
 
   std::vector<Step> folded;
   for (uint32_t id : order) {

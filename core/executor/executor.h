@@ -61,7 +61,8 @@ class Executor {
   };
   static FusedChain FuseChain(const graph::IndexedGraph& g, const std::vector<uint32_t>& chain);
   void PlanMemory(const graph::IndexedGraph& g, const std::vector<uint32_t>& order, const std::vector<Shape>& shapes,
-                  const std::vector<DType>& types, const std::vector<bool>& persistent, std::vector<NDArray>* entry);
+                  const std::vector<DType>& types, const std::vector<bool>& persistent,
+                  const std::vector<bool>& computed_once, std::vector<NDArray>* entry);
 
   graph::Symbol sym_;  // a private copy: the steps point into its nodes, which nobody else can change
   std::vector<graph::NodeEntry> grad_entries_;

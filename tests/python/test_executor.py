@@ -189,3 +189,18 @@ def test_the_fused_operator_cannot_be_called_directly():
         mx.nd._internal._fused_pointwise(mx.nd.ones(3))
     with pytest.raises(WeftError, match="made by the executor's fusion pass"):
         mx.sym._internal._fused_pointwise(mx.sym.Variable("x"))
+
+
+def test_folded_constant_keeps_its_memory_across_runs():
+    # The constant (zeros + 1) comes after `a` dies in the order; sharing a's memory would
+    # let every forward overwrite it with exp(x).
+    x = mx.sym.var("x")
+    a = mx.sym.exp(x)
+    b = a * 2
+    c = mx.sym.broadcast_like(mx.sym._internal._zeros(shape=(1, 4)) + 1, b)
+    out = b + c
+    xv = np.random.RandomState(0).rand(3, 4).astype(np.float32)
+    exe = out.bind(mx.cpu(), {"x": mx.nd.array(xv)})
+    for _ in range(2):
+        got = exe.forward()[0].asnumpy()
+        np.testing.assert_allclose(got, 2 * np.exp(xv) + 1, rtol=1e-6)
