@@ -5,6 +5,7 @@ import json
 import os
 import pickle
 
+import numpy as np
 import pytest
 
 import weft as mx
@@ -212,3 +213,22 @@ def test_malformed_json_is_a_clear_error(text, message):
 def test_missing_file_is_an_error(tmp_path):
     with pytest.raises(WeftError, match="cannot open"):
         mx.sym.load(str(tmp_path / "absent.json"))
+
+
+def test_methods_comparisons_and_constants():
+    x = mx.sym.var("x")
+    out = mx.sym.Group([x.reshape((3, 2)), x.sum(axis=1), (x > 0.5) + (x <= 0.25), x.astype("float64"),
+                        mx.sym.maximum(x, 0.5), mx.sym.minimum(x, x * 2), mx.sym.zeros((2, 3)) + mx.sym.ones((2, 3))])
+    xv = np.array([[0.1, 0.7, 0.3], [0.9, 0.2, 0.6]], dtype=np.float32)
+    res = [r.asnumpy() for r in out.eval(ctx=mx.cpu(), x=mx.nd.array(xv))]
+    np.testing.assert_allclose(res[0], xv.reshape(3, 2))
+    np.testing.assert_allclose(res[1], xv.sum(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(res[2], (xv > 0.5) + (xv <= 0.25))
+    assert res[3].dtype == np.float64
+    np.testing.assert_allclose(res[4], np.maximum(xv, 0.5))
+    np.testing.assert_allclose(res[5], np.minimum(xv, 2 * xv))
+    np.testing.assert_allclose(res[6], np.ones((2, 3)))
+    with pytest.raises(AttributeError, match="no attribute 'not_an_operator'"):
+        x.not_an_operator()
+    np.testing.assert_allclose(mx.nd.maximum(mx.nd.array(xv), 0.5).asnumpy(), np.maximum(xv, 0.5))
+    np.testing.assert_allclose(mx.nd.minimum(0.5, mx.nd.array(xv)).asnumpy(), np.minimum(xv, 0.5))

@@ -15,3 +15,20 @@ _internal = _types.ModuleType("weft.ndarray._internal", "Every operator, interna
 _ops.populate(globals(), _internal.__dict__)
 
 from . import random  # noqa: E402  (its samplers call the generated operators)
+
+
+def _elementwise_pair(array_op, scalar_op):
+    def fn(lhs, rhs):
+        if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+            return _ops.get(array_op)(lhs, rhs)
+        if isinstance(lhs, NDArray):
+            return _ops.get(scalar_op)(lhs, scalar=float(rhs))
+        if isinstance(rhs, NDArray):
+            return _ops.get(scalar_op)(rhs, scalar=float(lhs))
+        return max(lhs, rhs) if array_op == "broadcast_maximum" else min(lhs, rhs)
+    fn.__doc__ = "Elementwise %s of two arrays (broadcast) or of an array and a number." % array_op[10:]
+    return fn
+
+
+maximum = _elementwise_pair("broadcast_maximum", "_maximum_scalar")
+minimum = _elementwise_pair("broadcast_minimum", "_minimum_scalar")

@@ -11,3 +11,29 @@ from . import _ops
 
 _internal = _types.ModuleType("weft.symbol._internal", "Every operator, internal names included.")
 _ops.populate(globals(), _internal.__dict__)
+
+
+def zeros(shape, dtype=None, **kwargs):
+    """A symbol of zeros of `shape`."""
+    return _ops.get("_zeros")(shape=shape, dtype=dtype, **kwargs)
+
+
+def ones(shape, dtype=None, **kwargs):
+    """A symbol of ones of `shape`."""
+    return _ops.get("_ones")(shape=shape, dtype=dtype, **kwargs)
+
+
+def _elementwise_pair(array_op, scalar_op, scalar_rop):
+    def fn(lhs, rhs):
+        if isinstance(lhs, Symbol) and isinstance(rhs, Symbol):
+            return _ops.get(array_op)(lhs, rhs)
+        if isinstance(lhs, Symbol):
+            return _ops.get(scalar_op)(lhs, scalar=float(rhs))
+        if isinstance(rhs, Symbol):
+            return _ops.get(scalar_rop)(rhs, scalar=float(lhs))
+        raise TypeError("expected at least one Symbol, got %s and %s" % (type(lhs).__name__, type(rhs).__name__))
+    return fn
+
+
+maximum = _elementwise_pair("broadcast_maximum", "_maximum_scalar", "_maximum_scalar")
+minimum = _elementwise_pair("broadcast_minimum", "_minimum_scalar", "_minimum_scalar")

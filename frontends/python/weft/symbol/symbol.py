@@ -280,6 +280,37 @@ class Symbol:
         from . import _ops
         return _ops.get("negative")(self)
 
+    # Comparisons build graph nodes (1 where true, 0 elsewhere), as MXNet's Symbol. `==` keeps
+    # Python's identity meaning: symbols are used as dictionary keys and in lists.
+    def __gt__(self, o): return self._binary(o, "_greater", "_greater_scalar")  # noqa: E704
+    def __ge__(self, o): return self._binary(o, "_greater_equal", "_greater_equal_scalar")  # noqa: E704
+    def __lt__(self, o): return self._binary(o, "_lesser", "_lesser_scalar")  # noqa: E704
+    def __le__(self, o): return self._binary(o, "_lesser_equal", "_lesser_equal_scalar")  # noqa: E704
+
+    def reshape(self, *shape, **kwargs):
+        """The reshape operator on this symbol; MXNet's codes 0, -1, -2, -3, -4 and `reverse` apply."""
+        from . import _ops
+        if "shape" in kwargs:
+            shape = kwargs.pop("shape")
+        elif len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+            shape = shape[0]
+        return _ops.get("reshape")(self, shape=tuple(shape), **kwargs)
+
+    def astype(self, dtype):
+        from . import _ops
+        from ..ndarray.ndarray import _dtype_name
+        return _ops.get("cast")(self, dtype=_dtype_name(dtype))
+
+    def __getattr__(self, name):
+        # Operators as methods (s.sum(axis=1), s.transpose(), ...), as MXNet's Symbol has.
+        if name.startswith("_"):
+            raise AttributeError("'Symbol' object has no attribute '%s'" % name)
+        from . import _ops
+        fn = _ops._functions.get(name)
+        if fn is None:
+            raise AttributeError("'Symbol' object has no attribute '%s'" % name)
+        return lambda *args, **kwargs: fn(self, *args, **kwargs)
+
 
 def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None, stype=None, **kwargs):
     """A variable symbol; the keywords become its "__shape__", "__dtype__", ... attributes."""
