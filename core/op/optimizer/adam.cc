@@ -1,0 +1,305 @@
+// Adam-style update operators with MXNet 1.x's names, parameters and formulas:
+//
+//   adam_update:   g = clip(rescale_grad*grad + wd*weight)
+//                  mean = beta1*mean + (1-beta1)*g;  var = beta2*var + (1-beta2)*g^2
+//                  weight -= lr * mean / (sqrt(var) + epsilon)
+//                  (bias correction is the caller's: the optimizer folds it into lr)
+//   _adamw_update (also adamw_update): decoupled weight decay, scaled by eta:
+//                  g = clip(rescale_grad*grad); mean, var as Adam
+//                  weight -= eta * (lr * mean / (sqrt(var) + epsilon) + wd*weight)
+//                  rescale_grad is a one-element array, as in MXNet, so that a loss scaler
+//                  can hand over a value it computed on the device; when it is not finite
+//                  or zero the update is skipped (weight and states unchanged).
+//   lamb_update_phase1: g = clip(rescale_grad*grad); mean, var as Adam;
+//                  out = mean_hat / (sqrt(var_hat) + epsilon) + wd*weight, where the hats
+//                  divide by (1 - beta^t) when bias_correction is on
+//   lamb_update_phase2: r1 = norm(weight) bounded to [lower_bound, upper_bound] (negative
+//                  bounds are off), r2 = norm(g); weight -= lr * (r1/r2 or 1 when either is
+//                  zero) * g
+#include "core/op/optimizer/optimizer_op.h"
+
+namespace weft {
+namespace op {
+
+struct AdamParam {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, wd = 0, rescale_grad = 1, clip_gradient = -1;
+  bool lazy_update = true;
+};
+
+struct AdamWParam {
+  double lr = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, wd = 0, eta = 0, clip_gradient = -1;
+};
+
+struct LambPhase1Param {
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6;
+  int t = 0;
+  bool bias_correction = true;
+  double wd = 0, rescale_grad = 1, clip_gradient = -1;
+};
+
+struct LambPhase2Param {
+  double lr = 0, lower_bound = -1, upper_bound = -1;
+};
+
+WEFT_PARAM_SCHEMA(AdamParam, s) {
+  s.Field("lr", &AdamParam::lr).Describe("Learning rate.");
+  s.Field("beta1", &AdamParam::beta1).Default(0.9).Describe("Decay of the first moment.");
+  s.Field("beta2", &AdamParam::beta2).Default(0.999).Describe("Decay of the second moment.");
+  s.Field("epsilon", &AdamParam::epsilon).Default(1e-8).Describe("Added to the root of the second moment.");
+  s.Field("wd", &AdamParam::wd).Default(0.0).Describe("Weight decay, added to the gradient.");
+  s.Field("rescale_grad", &AdamParam::rescale_grad).Default(1.0).Describe("Multiplies the gradient first.");
+  s.Field("clip_gradient", &AdamParam::clip_gradient)
+      .Default(-1.0)
+      .Describe("Clips the rescaled, decayed gradient to [-clip_gradient, clip_gradient]; negative turns it off.");
+  s.Field("lazy_update", &AdamParam::lazy_update)
+      .Default(true)
+      .Describe("For row-sparse gradients only (dense arrays always update every row).");
+}
+
+WEFT_PARAM_SCHEMA(AdamWParam, s) {
+  s.Field("lr", &AdamWParam::lr).Describe("Learning rate (scales the Adam step, not the weight decay).");
+  s.Field("beta1", &AdamWParam::beta1).Default(0.9).Describe("Decay of the first moment.");
+  s.Field("beta2", &AdamWParam::beta2).Default(0.999).Describe("Decay of the second moment.");
+  s.Field("epsilon", &AdamWParam::epsilon).Default(1e-8).Describe("Added to the root of the second moment.");
+  s.Field("wd", &AdamWParam::wd).Default(0.0).Describe("Decoupled weight decay.");
+  s.Field("eta", &AdamWParam::eta).Describe("Schedule multiplier of the whole step.");
+  s.Field("clip_gradient", &AdamWParam::clip_gradient)
+      .Default(-1.0)
+      .Describe("Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.");
+}
+
+WEFT_PARAM_SCHEMA(LambPhase1Param, s) {
+  s.Field("beta1", &LambPhase1Param::beta1).Default(0.9).Describe("Decay of the first moment.");
+  s.Field("beta2", &LambPhase1Param::beta2).Default(0.999).Describe("Decay of the second moment.");
+  s.Field("epsilon", &LambPhase1Param::epsilon).Default(1e-6).Describe("Added to the root of the second moment.");
+  s.Field("t", &LambPhase1Param::t).Min(1).Describe("Number of the update (from 1), for the bias correction.");
+  s.Field("bias_correction", &LambPhase1Param::bias_correction).Default(true).Describe("Correct the moments' bias.");
+  s.Field("wd", &LambPhase1Param::wd).Describe("Weight decay, added to the step.");
+  s.Field("rescale_grad", &LambPhase1Param::rescale_grad).Default(1.0).Describe("Multiplies the gradient first.");
+  s.Field("clip_gradient", &LambPhase1Param::clip_gradient)
+      .Default(-1.0)
+      .Describe("Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.");
+}
+
+WEFT_PARAM_SCHEMA(LambPhase2Param, s) {
+  s.Field("lr", &LambPhase2Param::lr).Describe("Learning rate.");
+  s.Field("lower_bound", &LambPhase2Param::lower_bound).Default(-1.0).Describe("Lower bound of the weight norm; negative is off.");
+  s.Field("upper_bound", &LambPhase2Param::upper_bound).Default(-1.0).Describe("Upper bound of the weight norm; negative is off.");
+}
+
+namespace {
+
+using optim::Clip;
+using optim::ClipBound;
+using optim::ForEach;
+using optim::Put;
+
+void AdamUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<AdamParam>();
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'adam_update'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* mean = in[2].ptr<T>();
+    T* var = in[3].ptr<T>();
+    T* o = out[0].ptr<T>();
+    const A lr = static_cast<A>(p.lr), b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2);
+    const A eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
+    const A cb = ClipBound<A>(p.clip_gradient);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const A wi = static_cast<A>(w[i]);
+      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
+      const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
+      const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+      mean[i] = static_cast<T>(m);
+      var[i] = static_cast<T>(v);
+      Put(o, i, wi - lr * m / (std::sqrt(v) + eps), add);
+    });
+  });
+}
+
+bool AdamWShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  return optim::UpdateShape(attrs, in, out, 4);
+}
+
+// Weight, grad and states share one floating dtype; the rescale array may be any
+// floating dtype (it is read as one number).
+bool AdamWType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  std::vector<DType> first(in->begin(), in->begin() + 4);
+  bool known = optim::UpdateType(attrs, &first, out);
+  std::copy(first.begin(), first.end(), in->begin());
+  DType r = (*in)[4];
+  if (r != DType::kUnknown && !IsFloatDType(r))
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': input 'rescale_grad' must be a floating-point array, got ",
+          DTypeName(r));
+  return known && r != DType::kUnknown;
+}
+
+void AdamWUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                        const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<AdamWParam>();
+  double scale = 0;
+  WEFT_FLOAT_TYPE_SWITCH(in[4].dtype, R, "Operator '_adamw_update'", {
+    scale = static_cast<double>(static_cast<typename AccType<R>::type>(in[4].ptr<R>()[0]));
+  });
+  // A non-finite or zero scale marks a step whose gradients overflowed: skip it.
+  if (!std::isfinite(scale) || scale == 0) {
+    CopyWithReq(in[0], out[0], req[0]);
+    return;
+  }
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator '_adamw_update'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* mean = in[2].ptr<T>();
+    T* var = in[3].ptr<T>();
+    T* o = out[0].ptr<T>();
+    const A lr = static_cast<A>(p.lr), b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2);
+    const A eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd), eta = static_cast<A>(p.eta);
+    const A rs = static_cast<A>(scale), cb = ClipBound<A>(p.clip_gradient);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const A wi = static_cast<A>(w[i]);
+      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
+      const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
+      const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+      mean[i] = static_cast<T>(m);
+      var[i] = static_cast<T>(v);
+      Put(o, i, wi - eta * (lr * m / (std::sqrt(v) + eps) + wd * wi), add);
+    });
+  });
+}
+
+void LambPhase1Compute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<LambPhase1Param>();
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'lamb_update_phase1'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* mean = in[2].ptr<T>();
+    T* var = in[3].ptr<T>();
+    T* o = out[0].ptr<T>();
+    const A b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2), eps = static_cast<A>(p.epsilon);
+    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    // Dividing by the correction factors once per call instead of per element.
+    const A c1 = p.bias_correction ? static_cast<A>(1.0 / (1.0 - std::pow(p.beta1, p.t))) : A(1);
+    const A c2 = p.bias_correction ? static_cast<A>(1.0 / (1.0 - std::pow(p.beta2, p.t))) : A(1);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
+      const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
+      const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+      mean[i] = static_cast<T>(m);
+      var[i] = static_cast<T>(v);
+      Put(o, i, (m * c1) / (std::sqrt(v * c2) + eps) + wd * static_cast<A>(w[i]), add);
+    });
+  });
+}
+
+// r1 and r2 are norms: one element each, of shape (1,) or ().
+bool LambPhase2Shape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  for (size_t i = 2; i < 4; ++i) {
+    const Shape& r = (*in)[i];
+    if (r.is_known() && r.Size() != 1)
+      Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input '", i == 2 ? "r1" : "r2",
+            "' must hold one value (a norm), got shape ", r.ToString());
+  }
+  std::vector<Shape> first(in->begin(), in->begin() + 2);
+  bool known = optim::UpdateShape(attrs, &first, out, 2);
+  std::copy(first.begin(), first.end(), in->begin());
+  for (size_t i = 2; i < 4; ++i) {
+    if (!(*in)[i].known_ndim()) (*in)[i] = Shape{1};
+    known = known && (*in)[i].is_known();
+  }
+  return known;
+}
+
+void LambPhase2Compute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<LambPhase2Param>();
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'lamb_update_phase2'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* o = out[0].ptr<T>();
+    A r1 = static_cast<A>(in[2].ptr<T>()[0]);
+    const A r2 = static_cast<A>(in[3].ptr<T>()[0]);
+    if (p.lower_bound >= 0) r1 = std::max(r1, static_cast<A>(p.lower_bound));
+    if (p.upper_bound >= 0) r1 = std::min(r1, static_cast<A>(p.upper_bound));
+    const A ratio = (r1 == A(0) || r2 == A(0)) ? A(1) : r1 / r2;
+    const A step = static_cast<A>(p.lr) * ratio;
+    ForEach(in[0].Size(), [=](int64_t i) { Put(o, i, static_cast<A>(w[i]) - step * static_cast<A>(g[i]), add); });
+  });
+}
+
+}  // namespace
+
+WEFT_REGISTER_OP(adam_update)
+    .Describe("Adam update: g = clip(rescale_grad*grad + wd*weight); mean = beta1*mean + (1-beta1)*g; "
+              "var = beta2*var + (1-beta2)*g^2; weight -= lr*mean/(sqrt(var) + epsilon).")
+    .SetNumInputs(4)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("mean", "NDArray-or-Symbol", "First moment (updated in place)")
+    .AddArgument("var", "NDArray-or-Symbol", "Second moment (updated in place)")
+    .SetParams<AdamParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return std::vector<int>{2, 3}; })
+    .SetAttr<FCompute>("FCompute<cpu>", AdamUpdateCompute);
+
+WEFT_REGISTER_OP(_adamw_update)
+    .AddAlias("adamw_update")
+    .Describe("AdamW update with decoupled weight decay: g = clip(rescale_grad*grad); mean, var as Adam; "
+              "weight -= eta*(lr*mean/(sqrt(var) + epsilon) + wd*weight). rescale_grad is a one-element array; "
+              "when it is not finite or zero the update is skipped.")
+    .SetNumInputs(5)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("mean", "NDArray-or-Symbol", "First moment (updated in place)")
+    .AddArgument("var", "NDArray-or-Symbol", "Second moment (updated in place)")
+    .AddArgument("rescale_grad", "NDArray-or-Symbol", "One-element array multiplying the gradient")
+    .SetParams<AdamWParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return std::vector<int>{2, 3}; })
+    .SetAttr<FInferShape>("FInferShape", AdamWShape)
+    .SetAttr<FInferType>("FInferType", AdamWType)
+    .SetAttr<FCompute>("FCompute<cpu>", AdamWUpdateCompute);
+
+WEFT_REGISTER_OP(lamb_update_phase1)
+    .Describe("First phase of LAMB: updates mean and var like Adam and returns the step direction "
+              "mean_hat/(sqrt(var_hat) + epsilon) + wd*weight (the weight is not changed).")
+    .SetNumInputs(4)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("mean", "NDArray-or-Symbol", "First moment (updated in place)")
+    .AddArgument("var", "NDArray-or-Symbol", "Second moment (updated in place)")
+    .SetParams<LambPhase1Param>()
+    .Include("OptimizerUpdate")
+    // The output is a new direction, not the weight: phase 2 still needs the weight.
+    .SetAttr<FInplaceOption>("FInplaceOption", [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{}; })
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return std::vector<int>{2, 3}; })
+    .SetAttr<FCompute>("FCompute<cpu>", LambPhase1Compute);
+
+WEFT_REGISTER_OP(lamb_update_phase2)
+    .Describe("Second phase of LAMB: weight -= lr * (r1/r2) * g, with r1 = norm(weight) bounded to "
+              "[lower_bound, upper_bound] and r2 = norm(g); the ratio is 1 when either norm is 0.")
+    .SetNumInputs(4)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("g", "NDArray-or-Symbol", "Output of lamb_update_phase1")
+    .AddArgument("r1", "NDArray-or-Symbol", "Norm of the weight (one element)")
+    .AddArgument("r2", "NDArray-or-Symbol", "Norm of g (one element)")
+    .SetParams<LambPhase2Param>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FInferShape>("FInferShape", LambPhase2Shape)
+    .SetAttr<FCompute>("FCompute<cpu>", LambPhase2Compute);
+
+}  // namespace op
+}  // namespace weft

@@ -1,0 +1,371 @@
+// Update operators with per-element adaptive step sizes, with MXNet 1.x's names,
+// parameters and formulas. Throughout, g = clip(rescale_grad*grad (+ wd*weight where
+// noted), clip_gradient):
+//
+//   rmsprop_update (g includes wd*weight):
+//       n = (1-gamma1)*g^2 + gamma1*n;  weight -= lr * g / sqrt(n + epsilon)
+//   rmspropalex_update (centred RMSProp, Graves 2013; g includes wd*weight):
+//       n = (1-gamma1)*g^2 + gamma1*n;  gm = (1-gamma1)*g + gamma1*gm
+//       delta = gamma2*delta - lr * g / sqrt(n - gm^2 + epsilon);  weight += delta
+//     both then clip the weight to [-clip_weights, clip_weights] when clip_weights >= 0.
+//   adagrad_update (the dense form of MXNet's _sparse_adagrad_update and of its Python
+//     AdaGrad's dense path): history += g^2;  weight -= lr * (g / sqrt(history + epsilon) + wd*weight)
+//   adadelta_update (MXNet 1.x's AdaDelta, which has no learning rate):
+//       acc_g = rho*acc_g + (1-rho)*g^2
+//       d = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * g
+//       acc_delta = rho*acc_delta + (1-rho)*d^2;  weight -= d + wd*weight
+//   ftrl_update (FTRL-proximal, McMahan et al. 2013):
+//       z += g - (sqrt(n + g^2) - sqrt(n)) * weight / lr;  n += g^2
+//       weight = (sign(z)*lamda1 - z) / ((beta + sqrt(n)) / lr + wd) where |z| > lamda1, else 0
+//   ftml_update (Follow the Moving Leader, Zheng & Kwok 2017; g includes wd*weight, and the
+//     clipping parameter is named clip_grad as in MXNet):
+//       v = beta2*v + (1-beta2)*g^2
+//       d_t = (1 - beta1^t) / lr * (sqrt(v / (1 - beta2^t)) + epsilon)
+//       z = beta1*z + (1-beta1)*g - (d_t - beta1*d)*weight;  d = d_t;  weight = -z / d_t
+#include "core/op/optimizer/optimizer_op.h"
+
+namespace weft {
+namespace op {
+
+struct RMSPropParam {
+  double lr = 0, gamma1 = 0.95, epsilon = 1e-8, wd = 0, rescale_grad = 1, clip_gradient = -1, clip_weights = -1;
+};
+
+struct RMSPropAlexParam {
+  double lr = 0, gamma1 = 0.95, gamma2 = 0.9, epsilon = 1e-8, wd = 0, rescale_grad = 1, clip_gradient = -1,
+         clip_weights = -1;
+};
+
+struct AdagradParam {
+  double lr = 0, epsilon = 1e-7, wd = 0, rescale_grad = 1, clip_gradient = -1;
+};
+
+struct AdaDeltaParam {
+  double rho = 0.9, epsilon = 1e-5, wd = 0, rescale_grad = 1, clip_gradient = -1;
+};
+
+struct FtrlParam {
+  double lr = 0, lamda1 = 0.01, beta = 1, wd = 0, rescale_grad = 1, clip_gradient = -1;
+};
+
+struct FtmlParam {
+  double lr = 0, beta1 = 0.6, beta2 = 0.999, epsilon = 1e-8;
+  int t = 0;
+  double wd = 0, rescale_grad = 1, clip_grad = -1;
+};
+
+template <typename P>
+void GradFields(ParamSchema<P>& s, double P::*wd, double P::*rescale, double P::*clip,
+                const char* clip_name = "clip_gradient") {
+  s.Field("wd", wd).Default(0.0).Describe("Weight decay (L2 penalty coefficient).");
+  s.Field("rescale_grad", rescale).Default(1.0).Describe("Multiplies the gradient first.");
+  s.Field(clip_name, clip)
+      .Default(-1.0)
+      .Describe("Clips the gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.");
+}
+
+WEFT_PARAM_SCHEMA(RMSPropParam, s) {
+  s.Field("lr", &RMSPropParam::lr).Describe("Learning rate.");
+  s.Field("gamma1", &RMSPropParam::gamma1).Default(0.95).Describe("Decay of the mean square of the gradient.");
+  s.Field("epsilon", &RMSPropParam::epsilon).Default(1e-8).Describe("Added under the square root.");
+  GradFields(s, &RMSPropParam::wd, &RMSPropParam::rescale_grad, &RMSPropParam::clip_gradient);
+  s.Field("clip_weights", &RMSPropParam::clip_weights)
+      .Default(-1.0)
+      .Describe("Clips the new weight to [-clip_weights, clip_weights]; negative turns it off.");
+}
+
+WEFT_PARAM_SCHEMA(RMSPropAlexParam, s) {
+  s.Field("lr", &RMSPropAlexParam::lr).Describe("Learning rate.");
+  s.Field("gamma1", &RMSPropAlexParam::gamma1).Default(0.95).Describe("Decay of the gradient's mean and mean square.");
+  s.Field("gamma2", &RMSPropAlexParam::gamma2).Default(0.9).Describe("Momentum of the step.");
+  s.Field("epsilon", &RMSPropAlexParam::epsilon).Default(1e-8).Describe("Added under the square root.");
+  GradFields(s, &RMSPropAlexParam::wd, &RMSPropAlexParam::rescale_grad, &RMSPropAlexParam::clip_gradient);
+  s.Field("clip_weights", &RMSPropAlexParam::clip_weights)
+      .Default(-1.0)
+      .Describe("Clips the new weight to [-clip_weights, clip_weights]; negative turns it off.");
+}
+
+WEFT_PARAM_SCHEMA(AdagradParam, s) {
+  s.Field("lr", &AdagradParam::lr).Describe("Learning rate.");
+  s.Field("epsilon", &AdagradParam::epsilon).Default(1e-7).Describe("Added under the square root.");
+  GradFields(s, &AdagradParam::wd, &AdagradParam::rescale_grad, &AdagradParam::clip_gradient);
+}
+
+WEFT_PARAM_SCHEMA(AdaDeltaParam, s) {
+  s.Field("rho", &AdaDeltaParam::rho).Default(0.9).Range(0, 1).Describe("Decay of the accumulated squares.");
+  s.Field("epsilon", &AdaDeltaParam::epsilon).Default(1e-5).Describe("Added under the square roots.");
+  GradFields(s, &AdaDeltaParam::wd, &AdaDeltaParam::rescale_grad, &AdaDeltaParam::clip_gradient);
+}
+
+WEFT_PARAM_SCHEMA(FtrlParam, s) {
+  s.Field("lr", &FtrlParam::lr).Describe("Learning rate.");
+  s.Field("lamda1", &FtrlParam::lamda1).Default(0.01).Describe("L1 regularisation coefficient.");
+  s.Field("beta", &FtrlParam::beta).Default(1.0).Describe("Per-coordinate learning-rate offset.");
+  GradFields(s, &FtrlParam::wd, &FtrlParam::rescale_grad, &FtrlParam::clip_gradient);
+}
+
+WEFT_PARAM_SCHEMA(FtmlParam, s) {
+  s.Field("lr", &FtmlParam::lr).Describe("Learning rate.");
+  s.Field("beta1", &FtmlParam::beta1).Default(0.6).Range(0, 1).Describe("Decay of z and d.");
+  s.Field("beta2", &FtmlParam::beta2).Default(0.999).Range(0, 1).Describe("Decay of the second moment.");
+  s.Field("epsilon", &FtmlParam::epsilon).Default(1e-8).Describe("Added to the root of the second moment.");
+  s.Field("t", &FtmlParam::t).Min(1).Describe("Number of the update (from 1), for the bias correction.");
+  GradFields(s, &FtmlParam::wd, &FtmlParam::rescale_grad, &FtmlParam::clip_grad, "clip_grad");
+}
+
+namespace {
+
+using optim::Clip;
+using optim::ClipBound;
+using optim::ForEach;
+using optim::Put;
+using optim::Sign;
+
+void RMSPropCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<RMSPropParam>();
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'rmsprop_update'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* n = in[2].ptr<T>();
+    T* o = out[0].ptr<T>();
+    const A lr = static_cast<A>(p.lr), g1 = static_cast<A>(p.gamma1), eps = static_cast<A>(p.epsilon);
+    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
+    const A cb = ClipBound<A>(p.clip_gradient), cw = ClipBound<A>(p.clip_weights);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const A wi = static_cast<A>(w[i]);
+      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
+      const A ni = (A(1) - g1) * gr * gr + g1 * static_cast<A>(n[i]);
+      n[i] = static_cast<T>(ni);
+      Put(o, i, Clip(wi - lr * gr / std::sqrt(ni + eps), cw), add);
+    });
+  });
+}
+
+void RMSPropAlexCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                        const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<RMSPropAlexParam>();
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'rmspropalex_update'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* n = in[2].ptr<T>();
+    T* gm = in[3].ptr<T>();
+    T* delta = in[4].ptr<T>();
+    T* o = out[0].ptr<T>();
+    const A lr = static_cast<A>(p.lr), g1 = static_cast<A>(p.gamma1), g2 = static_cast<A>(p.gamma2);
+    const A eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
+    const A cb = ClipBound<A>(p.clip_gradient), cw = ClipBound<A>(p.clip_weights);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const A wi = static_cast<A>(w[i]);
+      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
+      const A ni = (A(1) - g1) * gr * gr + g1 * static_cast<A>(n[i]);
+      const A gi = (A(1) - g1) * gr + g1 * static_cast<A>(gm[i]);
+      const A di = g2 * static_cast<A>(delta[i]) - lr * gr / std::sqrt(ni - gi * gi + eps);
+      n[i] = static_cast<T>(ni);
+      gm[i] = static_cast<T>(gi);
+      delta[i] = static_cast<T>(di);
+      Put(o, i, Clip(wi + di, cw), add);
+    });
+  });
+}
+
+void AdagradCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<AdagradParam>();
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'adagrad_update'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* h = in[2].ptr<T>();
+    T* o = out[0].ptr<T>();
+    const A lr = static_cast<A>(p.lr), eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd);
+    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const A wi = static_cast<A>(w[i]);
+      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
+      const A hi = static_cast<A>(h[i]) + gr * gr;
+      h[i] = static_cast<T>(hi);
+      Put(o, i, wi - lr * (gr / std::sqrt(hi + eps) + wd * wi), add);
+    });
+  });
+}
+
+void AdaDeltaCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<AdaDeltaParam>();
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'adadelta_update'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* acc_g = in[2].ptr<T>();
+    T* acc_d = in[3].ptr<T>();
+    T* o = out[0].ptr<T>();
+    const A rho = static_cast<A>(p.rho), eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd);
+    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const A wi = static_cast<A>(w[i]);
+      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
+      const A ag = rho * static_cast<A>(acc_g[i]) + (A(1) - rho) * gr * gr;
+      const A d = std::sqrt(static_cast<A>(acc_d[i]) + eps) / std::sqrt(ag + eps) * gr;
+      acc_g[i] = static_cast<T>(ag);
+      acc_d[i] = static_cast<T>(rho * static_cast<A>(acc_d[i]) + (A(1) - rho) * d * d);
+      Put(o, i, wi - d - wd * wi, add);
+    });
+  });
+}
+
+void FtrlCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                 const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<FtrlParam>();
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'ftrl_update'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* z = in[2].ptr<T>();
+    T* n = in[3].ptr<T>();
+    T* o = out[0].ptr<T>();
+    const A lr = static_cast<A>(p.lr), l1 = static_cast<A>(p.lamda1), beta = static_cast<A>(p.beta);
+    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
+      const A ni = static_cast<A>(n[i]);
+      const A nn = ni + gr * gr;
+      const A zi = static_cast<A>(z[i]) + gr - (std::sqrt(nn) - std::sqrt(ni)) * static_cast<A>(w[i]) / lr;
+      z[i] = static_cast<T>(zi);
+      n[i] = static_cast<T>(nn);
+      const A nw = std::abs(zi) > l1 ? (Sign(zi) * l1 - zi) / ((beta + std::sqrt(nn)) / lr + wd) : A(0);
+      Put(o, i, nw, add);
+    });
+  });
+}
+
+void FtmlCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                 const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<FtmlParam>();
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'ftml_update'", {
+    using A = typename AccType<T>::type;
+    const T* w = in[0].ptr<T>();
+    const T* g = in[1].ptr<T>();
+    T* d = in[2].ptr<T>();
+    T* v = in[3].ptr<T>();
+    T* z = in[4].ptr<T>();
+    T* o = out[0].ptr<T>();
+    const A b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2), eps = static_cast<A>(p.epsilon);
+    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_grad);
+    // The bias corrections, once per call.
+    const A d_scale = static_cast<A>((1.0 - std::pow(p.beta1, p.t)) / p.lr);
+    const A v_scale = static_cast<A>(1.0 / (1.0 - std::pow(p.beta2, p.t)));
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const A wi = static_cast<A>(w[i]);
+      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
+      const A vi = b2 * static_cast<A>(v[i]) + (A(1) - b2) * gr * gr;
+      const A dt = d_scale * (std::sqrt(vi * v_scale) + eps);
+      const A zi = b1 * static_cast<A>(z[i]) + (A(1) - b1) * gr - (dt - b1 * static_cast<A>(d[i])) * wi;
+      v[i] = static_cast<T>(vi);
+      z[i] = static_cast<T>(zi);
+      d[i] = static_cast<T>(dt);
+      Put(o, i, -zi / dt, add);
+    });
+  });
+}
+
+std::vector<int> States(std::initializer_list<int> v) { return std::vector<int>(v); }
+
+}  // namespace
+
+WEFT_REGISTER_OP(rmsprop_update)
+    .Describe("RMSProp (Tieleman & Hinton): n = (1-gamma1)*g^2 + gamma1*n; weight -= lr*g/sqrt(n + epsilon), "
+              "g = clip(rescale_grad*grad + wd*weight); then weight is clipped to clip_weights when set.")
+    .SetNumInputs(3)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("n", "NDArray-or-Symbol", "Mean square of the gradient (updated in place)")
+    .SetParams<RMSPropParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return States({2}); })
+    .SetAttr<FCompute>("FCompute<cpu>", RMSPropCompute);
+
+WEFT_REGISTER_OP(rmspropalex_update)
+    .Describe("Centred RMSProp (Graves 2013): n and g track the gradient's mean square and mean; "
+              "delta = gamma2*delta - lr*grad/sqrt(n - g^2 + epsilon); weight += delta.")
+    .SetNumInputs(5)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("n", "NDArray-or-Symbol", "Mean square of the gradient (updated in place)")
+    .AddArgument("g", "NDArray-or-Symbol", "Mean of the gradient (updated in place)")
+    .AddArgument("delta", "NDArray-or-Symbol", "Step momentum (updated in place)")
+    .SetParams<RMSPropAlexParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return States({2, 3, 4}); })
+    .SetAttr<FCompute>("FCompute<cpu>", RMSPropAlexCompute);
+
+WEFT_REGISTER_OP(adagrad_update)
+    .Describe("AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), "
+              "g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.")
+    .SetNumInputs(3)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("history", "NDArray-or-Symbol", "Sum of squared gradients (updated in place)")
+    .SetParams<AdagradParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return States({2}); })
+    .SetAttr<FCompute>("FCompute<cpu>", AdagradCompute);
+
+WEFT_REGISTER_OP(adadelta_update)
+    .Describe("AdaDelta (Zeiler 2012), as MXNet 1.x's AdaDelta: acc_g = rho*acc_g + (1-rho)*g^2; "
+              "d = sqrt(acc_delta + epsilon)/sqrt(acc_g + epsilon)*g; acc_delta = rho*acc_delta + (1-rho)*d^2; "
+              "weight -= d + wd*weight.")
+    .SetNumInputs(4)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("acc_g", "NDArray-or-Symbol", "Accumulated squared gradients (updated in place)")
+    .AddArgument("acc_delta", "NDArray-or-Symbol", "Accumulated squared steps (updated in place)")
+    .SetParams<AdaDeltaParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return States({2, 3}); })
+    .SetAttr<FCompute>("FCompute<cpu>", AdaDeltaCompute);
+
+WEFT_REGISTER_OP(ftrl_update)
+    .Describe("FTRL-proximal: z += g - (sqrt(n + g^2) - sqrt(n))*weight/lr; n += g^2; "
+              "weight = (sign(z)*lamda1 - z)/((beta + sqrt(n))/lr + wd) where |z| > lamda1, else 0.")
+    .SetNumInputs(4)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("z", "NDArray-or-Symbol", "z state (updated in place)")
+    .AddArgument("n", "NDArray-or-Symbol", "Sum of squared gradients (updated in place)")
+    .SetParams<FtrlParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return States({2, 3}); })
+    .SetAttr<FCompute>("FCompute<cpu>", FtrlCompute);
+
+WEFT_REGISTER_OP(ftml_update)
+    .Describe("FTML (Follow the Moving Leader): v = beta2*v + (1-beta2)*g^2; "
+              "d_t = (1-beta1^t)/lr*(sqrt(v/(1-beta2^t)) + epsilon); z = beta1*z + (1-beta1)*g - (d_t - beta1*d)*weight; "
+              "weight = -z/d_t, g = clip(rescale_grad*grad + wd*weight, clip_grad).")
+    .SetNumInputs(5)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("d", "NDArray-or-Symbol", "d state (updated in place)")
+    .AddArgument("v", "NDArray-or-Symbol", "Second moment (updated in place)")
+    .AddArgument("z", "NDArray-or-Symbol", "z state (updated in place)")
+    .SetParams<FtmlParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return States({2, 3, 4}); })
+    .SetAttr<FCompute>("FCompute<cpu>", FtmlCompute);
+
+}  // namespace op
+}  // namespace weft
