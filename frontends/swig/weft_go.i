@@ -124,6 +124,9 @@ WEFT_GO_HANDLE(weft_bytes_t, SwigcptrStruct_SS_weft_bytes)
 WEFT_GO_HANDLE(weft_op_t, SwigcptrStruct_SS_weft_op)
 WEFT_GO_HANDLE(weft_symbol_t, SwigcptrStruct_SS_weft_symbol)
 WEFT_GO_HANDLE(weft_executor_t, SwigcptrStruct_SS_weft_executor)
+WEFT_GO_HANDLE(weft_dataiter_t, SwigcptrStruct_SS_weft_dataiter)
+WEFT_GO_HANDLE(weft_recordio_t, SwigcptrStruct_SS_weft_recordio)
+WEFT_GO_HANDLE(weft_kvstore_t, SwigcptrStruct_SS_weft_kvstore)
 
 /* A slice of handles in; nil is NULL. */
 %typemap(gotype) weft_ndarray_t* const* "[]SwigcptrStruct_SS_weft_ndarray"

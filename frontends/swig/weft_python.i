@@ -159,6 +159,9 @@ WEFT_PY_HANDLE(weft_bytes_t)
 WEFT_PY_HANDLE(weft_op_t)
 WEFT_PY_HANDLE(weft_symbol_t)
 WEFT_PY_HANDLE(weft_executor_t)
+WEFT_PY_HANDLE(weft_dataiter_t)
+WEFT_PY_HANDLE(weft_recordio_t)
+WEFT_PY_HANDLE(weft_kvstore_t)
 
 %typemap(in) weft_ndarray_t* const* (weft_ndarray_t** arr = NULL) {
   if (weft_py_handle_array($input, &arr) != 0) SWIG_fail;
@@ -368,3 +371,68 @@ WEFT_PY_RELEASE_GIL(weft_ndarray_copy_from_host)
 WEFT_PY_RELEASE_GIL(weft_ndarray_save)
 WEFT_PY_RELEASE_GIL(weft_ndarray_load)
 WEFT_PY_RELEASE_GIL(weft_ndarray_to_dlpack)
+/* Data iterators block while a batch is prepared or a worker thread stops. */
+WEFT_PY_RELEASE_GIL(weft_dataiter_create)
+WEFT_PY_RELEASE_GIL(weft_dataiter_next)
+WEFT_PY_RELEASE_GIL(weft_dataiter_reset)
+WEFT_PY_RELEASE_GIL(weft_dataiter_free)
+
+/* ---------------------------------------------------------------- key-value store callbacks */
+/* The updater and the server's command handler are Python callables (None for NULL), called
+ * back with the GIL taken: updater(key: str, merged: int handle, stored: int handle) and
+ * controller(head: int, body: bytes). The caller keeps the callable alive (weft.kvstore
+ * holds it on the store). An exception is printed and reported to the library as a failure. */
+%{
+static int weft_py_kv_updater(const char* key, weft_ndarray_t* merged, weft_ndarray_t* stored, void* user) {
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* r = PyObject_CallFunction((PyObject*)user, "sNN", key, weft_py_from_handle(merged),
+                                      weft_py_from_handle(stored));
+  int rc = 0;
+  if (r == NULL) {
+    PyErr_Print();
+    rc = -1;
+  }
+  Py_XDECREF(r);
+  PyGILState_Release(g);
+  return rc;
+}
+static int weft_py_kv_controller(int head, const void* body, size_t size, void* user) {
+  PyGILState_STATE g = PyGILState_Ensure();
+  PyObject* r = PyObject_CallFunction((PyObject*)user, "iN", head,
+                                      PyBytes_FromStringAndSize((const char*)body, (Py_ssize_t)size));
+  int rc = 0;
+  if (r == NULL) {
+    PyErr_Print();
+    rc = -1;
+  }
+  Py_XDECREF(r);
+  PyGILState_Release(g);
+  return rc;
+}
+%}
+%typemap(in) (weft_kvstore_updater_t updater, void* user) {
+  if ($input != Py_None && !PyCallable_Check($input)) {
+    PyErr_SetString(PyExc_TypeError, "expected the updater to be callable or None");
+    SWIG_fail;
+  }
+  $1 = $input == Py_None ? NULL : weft_py_kv_updater;
+  $2 = (void*)$input;
+}
+%typemap(in) (weft_kvstore_controller_t controller, void* user) {
+  if ($input != Py_None && !PyCallable_Check($input)) {
+    PyErr_SetString(PyExc_TypeError, "expected the command handler to be callable or None");
+    SWIG_fail;
+  }
+  $1 = $input == Py_None ? NULL : weft_py_kv_controller;
+  $2 = (void*)$input;
+}
+WEFT_PY_RELEASE_GIL(weft_kvstore_create)
+WEFT_PY_RELEASE_GIL(weft_kvstore_free)
+WEFT_PY_RELEASE_GIL(weft_kvstore_init)
+WEFT_PY_RELEASE_GIL(weft_kvstore_barrier)
+WEFT_PY_RELEASE_GIL(weft_kvstore_send_command_to_servers)
+WEFT_PY_RELEASE_GIL(weft_kvstore_run_server)
+WEFT_PY_RELEASE_GIL(weft_kvstore_run_scheduler)
+WEFT_PY_RELEASE_GIL(weft_image_decode)
+WEFT_PY_RELEASE_GIL(weft_image_encode)
+WEFT_PY_RELEASE_GIL(weft_image_resize)

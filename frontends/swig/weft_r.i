@@ -98,6 +98,9 @@ WEFT_R_HANDLE(weft_bytes_t)
 WEFT_R_HANDLE(weft_op_t)
 WEFT_R_HANDLE(weft_symbol_t)
 WEFT_R_HANDLE(weft_executor_t)
+WEFT_R_HANDLE(weft_dataiter_t)
+WEFT_R_HANDLE(weft_recordio_t)
+WEFT_R_HANDLE(weft_kvstore_t)
 
 /* Arrays beside their count; the count arguments are named as in c_api.h, which is also
  * the name of the wrapper's SEXP argument. */
@@ -130,6 +133,11 @@ WEFT_R_HANDLES(arrays, num)
 WEFT_R_STRINGS(keys, num_params)
 WEFT_R_STRINGS(vals, num_params)
 WEFT_R_STRINGS(names, num)
+WEFT_R_STRINGS(key_names, num)
+WEFT_R_STRINGS(pull_key_names, num_pull)
+WEFT_R_HANDLES(values, num)
+WEFT_R_HANDLES(outs, num)
+WEFT_R_HANDLES(pull_outs, num_pull)
 
 /* weft_imperative_invoke's outputs: one list of handles. */
 %typemap(in, numinputs=0) (int* num_outputs, weft_ndarray_t* const** outputs)

@@ -1,0 +1,99 @@
+// The augmentations of ImageRecordIter (MXNet's default image augmenter and normaliser):
+// resize of the shorter side, random / random-resized / centre crop to data_shape, mirror,
+// brightness, contrast and saturation jitter, then (x - mean) / std * scale into CHW floats.
+//
+// The crop is planned on the image's dimensions before decoding, so a JPEG whose crop
+// will be shrunk at least 2x is decoded at 1/2, 1/4 or 1/8 scale by libjpeg-turbo (its DCT
+// does the first part of the downscaling); the crop covers the same part of the picture.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+
+#include "core/base/param.h"
+#include "core/io/image_codec.h"
+
+namespace weft {
+namespace io {
+
+struct ImageAugParam {
+  int resize = -1;
+  bool rand_crop = false;
+  bool random_resized_crop = false;
+  float min_random_area = 1.f;
+  float max_random_area = 1.f;
+  float max_aspect_ratio = 0.f;
+  std::optional<double> min_aspect_ratio;
+  float brightness = 0.f;
+  float contrast = 0.f;
+  float saturation = 0.f;
+  bool rand_mirror = false;
+  bool mirror = false;
+  float mean_r = 0.f, mean_g = 0.f, mean_b = 0.f;
+  float std_r = 1.f, std_g = 1.f, std_b = 1.f;
+  float scale = 1.f;
+  int inter_method = 1;
+};
+WEFT_PARAM_SCHEMA(ImageAugParam, s) {
+  s.Field("resize", &ImageAugParam::resize).Default(-1)
+      .Describe("Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize).");
+  s.Field("rand_crop", &ImageAugParam::rand_crop).Default(false)
+      .Describe("Augmentation Param: crop data_shape at a random position (else at the centre).");
+  s.Field("random_resized_crop", &ImageAugParam::random_resized_crop).Default(false)
+      .Describe("Augmentation Param: crop a random area and aspect ratio, then resize it to data_shape "
+                "(10 tries, then a centre crop).");
+  s.Field("min_random_area", &ImageAugParam::min_random_area).Default(1.f).Range(0, 1)
+      .Describe("Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop).");
+  s.Field("max_random_area", &ImageAugParam::max_random_area).Default(1.f).Range(0, 1)
+      .Describe("Augmentation Param: largest crop area as a fraction of the image (random_resized_crop).");
+  s.Field("max_aspect_ratio", &ImageAugParam::max_aspect_ratio).Default(0.f).Min(0)
+      .Describe("Augmentation Param: crop aspect ratio (width/height) drawn from [min_aspect_ratio, "
+                "max_aspect_ratio], or [1 - max, 1 + max] when min_aspect_ratio is None.");
+  s.Field("min_aspect_ratio", &ImageAugParam::min_aspect_ratio).Default(std::nullopt)
+      .Describe("Augmentation Param: lower bound of the crop aspect ratio (see max_aspect_ratio).");
+  s.Field("brightness", &ImageAugParam::brightness).Default(0.f).Min(0)
+      .Describe("Augmentation Param: brightness factor drawn from [1 - b, 1 + b].");
+  s.Field("contrast", &ImageAugParam::contrast).Default(0.f).Min(0)
+      .Describe("Augmentation Param: contrast factor drawn from [1 - c, 1 + c] (blend with the mean grey).");
+  s.Field("saturation", &ImageAugParam::saturation).Default(0.f).Min(0)
+      .Describe("Augmentation Param: saturation factor drawn from [1 - s, 1 + s] (blend with each pixel's grey).");
+  s.Field("rand_mirror", &ImageAugParam::rand_mirror).Default(false)
+      .Describe("Augmentation Param: flip left-right with probability 0.5.");
+  s.Field("mirror", &ImageAugParam::mirror).Default(false).Describe("Augmentation Param: always flip left-right.");
+  s.Field("mean_r", &ImageAugParam::mean_r).Default(0.f).Describe("Normalize Param: mean of the R channel.");
+  s.Field("mean_g", &ImageAugParam::mean_g).Default(0.f).Describe("Normalize Param: mean of the G channel.");
+  s.Field("mean_b", &ImageAugParam::mean_b).Default(0.f).Describe("Normalize Param: mean of the B channel.");
+  s.Field("std_r", &ImageAugParam::std_r).Default(1.f).Describe("Normalize Param: std of the R channel.");
+  s.Field("std_g", &ImageAugParam::std_g).Default(1.f).Describe("Normalize Param: std of the G channel.");
+  s.Field("std_b", &ImageAugParam::std_b).Default(1.f).Describe("Normalize Param: std of the B channel.");
+  s.Field("scale", &ImageAugParam::scale).Default(1.f).Describe("Normalize Param: multiplier after normalisation.");
+  s.Field("inter_method", &ImageAugParam::inter_method).Default(1).Range(0, 3)
+      .Describe("Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area.");
+}
+
+// What one sample's augmentation does, drawn before decoding. The crop window is in the
+// pixels of the stored image.
+struct AugPlan {
+  double x = 0, y = 0, w = 0, h = 0;
+  bool mirror = false;
+  float brightness = 1.f, contrast = 1.f, saturation = 1.f;
+};
+
+// Checks the parameters' consistency; kValue naming the parameter otherwise.
+void CheckImageAugParam(const ImageAugParam& p);
+
+AugPlan PlanAugment(const ImageAugParam& p, int src_h, int src_w, int out_h, int out_w, std::mt19937* rng);
+
+// Decodes an encoded image, applies `plan` and writes out_c x out_h x out_w floats to dst
+// (CHW; RGB for 3 channels, grey for 1).
+void ApplyAugment(const ImageAugParam& p, const AugPlan& plan, const uint8_t* data, size_t size, int out_c, int out_h,
+                  int out_w, float* dst);
+
+// Both steps with the sample's own random stream.
+void DecodeAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int out_c, int out_h, int out_w,
+                   uint64_t seed, float* dst);
+
+}  // namespace io
+}  // namespace weft

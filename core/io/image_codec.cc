@@ -1,0 +1,504 @@
+#include "core/io/image_codec.h"
+
+#include <png.h>
+#include <setjmp.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+// jpeglib.h needs size_t and FILE declared first.
+#include <jpeglib.h>
+#include <jerror.h>
+
+#include "core/base/error.h"
+
+namespace weft {
+namespace io {
+
+namespace {
+
+bool IsJpeg(const uint8_t* p, size_t n) { return n >= 3 && p[0] == 0xFF && p[1] == 0xD8 && p[2] == 0xFF; }
+bool IsPng(const uint8_t* p, size_t n) {
+  static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return n >= 8 && std::memcmp(p, sig, 8) == 0;
+}
+
+[[noreturn]] void UnknownFormat(const uint8_t* p, size_t n) {
+  char head[40] = {0};
+  size_t k = std::min<size_t>(n, 8);
+  for (size_t i = 0; i < k; ++i) std::snprintf(head + 3 * i, 4, "%02x ", p[i]);
+  Throw(ErrorKind::kIO, "image decode: data of ", n, " bytes is neither JPEG (ff d8 ff) nor PNG (89 50 4e 47); it starts with ",
+        n == 0 ? "nothing" : head);
+}
+
+void CheckFlag(int flag) {
+  WEFT_CHECK(flag == -1 || flag == 0 || flag == 1, kValue, "image decode: flag must be 1 (colour), 0 (grey) or -1 (unchanged), got ",
+             flag);
+}
+
+// ---------------------------------------------------------------- JPEG
+
+// libjpeg reports fatal errors through error_exit, which must not return: jump back to the
+// caller's setjmp with the message kept.
+struct JpegError {
+  jpeg_error_mgr mgr;
+  jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void JpegErrorExit(j_common_ptr cinfo) {
+  JpegError* e = reinterpret_cast<JpegError*>(cinfo->err);
+  (*cinfo->err->format_message)(cinfo, e->message);
+  longjmp(e->jump, 1);
+}
+
+// Warnings would go to stderr. Recoverable damage (e.g. extraneous bytes before a marker)
+// decodes as OpenCV does, silently; data that ends early is an error, since libjpeg would
+// fill the missing rows with grey and a truncated file would pass for an image.
+void JpegQuiet(j_common_ptr) {}
+void JpegEmit(j_common_ptr cinfo, int level) {
+  if (level < 0 && cinfo->err->msg_code == JWRN_JPEG_EOF) cinfo->err->error_exit(cinfo);
+}
+
+Image DecodeJpeg(const uint8_t* data, size_t size, int flag, bool to_rgb, int min_h, int min_w) {
+  Image out;
+  jpeg_decompress_struct cinfo;
+  JpegError err;
+  cinfo.err = jpeg_std_error(&err.mgr);
+  err.mgr.error_exit = JpegErrorExit;
+  err.mgr.output_message = JpegQuiet;
+  err.mgr.emit_message = JpegEmit;
+  err.message[0] = '\0';
+  // Only POD state and objects constructed above live across the jump.
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    Throw(ErrorKind::kIO, "image decode: corrupt JPEG (", size, " bytes): ", err.message);
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, const_cast<unsigned char*>(data), static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
+  const bool grey_src = cinfo.num_components == 1;
+  int channels;
+  if (flag == 0 || (flag == -1 && grey_src)) {
+    cinfo.out_color_space = JCS_GRAYSCALE;
+    channels = 1;
+  } else if (cmyk) {
+    cinfo.out_color_space = JCS_CMYK;
+    channels = 3;
+  } else {
+    cinfo.out_color_space = to_rgb ? JCS_RGB : JCS_EXT_BGR;
+    channels = 3;
+  }
+  if (min_h > 0 && min_w > 0) {
+    for (int denom : {8, 4, 2}) {
+      int h = static_cast<int>((cinfo.image_height + denom - 1) / denom);
+      int w = static_cast<int>((cinfo.image_width + denom - 1) / denom);
+      if (h >= min_h && w >= min_w) {
+        cinfo.scale_num = 1;
+        cinfo.scale_denom = denom;
+        break;
+      }
+    }
+  }
+  jpeg_start_decompress(&cinfo);
+  out.height = static_cast<int>(cinfo.output_height);
+  out.width = static_cast<int>(cinfo.output_width);
+  out.channels = channels;
+  const int comps = cinfo.output_components;
+  std::vector<uint8_t>& buf = out.data;
+  buf.resize(static_cast<size_t>(out.height) * out.width * std::max(comps, channels));
+  const size_t row_bytes = static_cast<size_t>(out.width) * comps;
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW row = buf.data() + cinfo.output_scanline * row_bytes;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  if (cmyk && channels == 3) {
+    // Adobe writes CMYK JPEGs inverted; colour = inverted ink times inverted black.
+    const size_t n = static_cast<size_t>(out.height) * out.width;
+    for (size_t i = 0; i < n; ++i) {
+      const uint8_t* s = buf.data() + 4 * i;
+      uint8_t r = static_cast<uint8_t>((s[0] * s[3] + 127) / 255), g = static_cast<uint8_t>((s[1] * s[3] + 127) / 255),
+              b = static_cast<uint8_t>((s[2] * s[3] + 127) / 255);
+      uint8_t* d = buf.data() + 3 * i;
+      d[0] = to_rgb ? r : b;
+      d[1] = g;
+      d[2] = to_rgb ? b : r;
+    }
+    buf.resize(n * 3);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- PNG
+
+struct PngSource {
+  const uint8_t* data;
+  size_t size;
+  size_t pos;
+};
+
+void PngRead(png_structp png, png_bytep dst, png_size_t n) {
+  PngSource* s = static_cast<PngSource*>(png_get_io_ptr(png));
+  if (s->pos + n > s->size) png_error(png, "data ends before the image does (truncated PNG)");
+  std::memcpy(dst, s->data + s->pos, n);
+  s->pos += n;
+}
+
+struct PngMessage {
+  char text[256];
+};
+
+void PngErrorFn(png_structp png, png_const_charp msg) {
+  PngMessage* m = static_cast<PngMessage*>(png_get_error_ptr(png));
+  std::snprintf(m->text, sizeof(m->text), "%s", msg);
+  png_longjmp(png, 1);
+}
+void PngWarnFn(png_structp, png_const_charp) {}
+
+Image DecodePng(const uint8_t* data, size_t size, int flag, bool to_rgb) {
+  Image out;
+  std::vector<png_bytep> rows;
+  PngMessage msg;
+  msg.text[0] = '\0';
+  PngSource src{data, size, 0};
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &msg, PngErrorFn, PngWarnFn);
+  WEFT_CHECK(png != nullptr, kRuntime, "image decode: libpng could not create a reader");
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr) {
+    png_destroy_read_struct(&png, nullptr, nullptr);
+    Throw(ErrorKind::kRuntime, "image decode: libpng could not create an info struct");
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    Throw(ErrorKind::kIO, "image decode: corrupt PNG (", size, " bytes): ", msg.text);
+  }
+  png_set_read_fn(png, &src, PngRead);
+  png_read_info(png, info);
+  const int color = png_get_color_type(png, info);
+  const int depth = png_get_bit_depth(png, info);
+  const bool has_trns = png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+  if (depth == 16) png_set_strip_16(png);
+  if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
+  if (color == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
+  const bool src_grey = color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_GRAY_ALPHA;
+  if (flag == -1) {
+    if (has_trns) png_set_tRNS_to_alpha(png);
+    // cv2 gives grey+alpha as 4 channels; plain grey stays one channel.
+    if (color == PNG_COLOR_TYPE_GRAY_ALPHA || (src_grey && has_trns)) png_set_gray_to_rgb(png);
+  } else {
+    if ((color & PNG_COLOR_MASK_ALPHA) != 0) png_set_strip_alpha(png);
+    if (flag == 1 && src_grey) png_set_gray_to_rgb(png);
+  }
+  if (!to_rgb) png_set_bgr(png);
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  out.height = static_cast<int>(png_get_image_height(png, info));
+  out.width = static_cast<int>(png_get_image_width(png, info));
+  out.channels = png_get_channels(png, info);
+  const size_t row_bytes = png_get_rowbytes(png, info);
+  if (row_bytes != static_cast<size_t>(out.width) * out.channels) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    Throw(ErrorKind::kInternal, "image decode: PNG rows of ", row_bytes, " bytes for width ", out.width, " x ",
+          out.channels, " channels");
+  }
+  out.data.resize(row_bytes * out.height);
+  rows.resize(out.height);
+  for (int y = 0; y < out.height; ++y) rows[y] = out.data.data() + row_bytes * y;
+  png_read_image(png, rows.data());
+  png_read_end(png, nullptr);
+  png_destroy_read_struct(&png, &info, nullptr);
+  if (flag == 0 && out.channels == 3) {
+    // libpng's own rgb_to_gray works in linear light; OpenCV (and libjpeg) weight the stored
+    // values with BT.601's 0.299/0.587/0.114, in 14-bit fixed point.
+    const size_t n = static_cast<size_t>(out.height) * out.width;
+    uint8_t* d = out.data.data();
+    const int r = to_rgb ? 0 : 2, b = to_rgb ? 2 : 0;
+    for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>((d[3 * i + r] * 4899 + d[3 * i + 1] * 9617 + d[3 * i + b] * 1868 + 8192) >> 14);
+    out.data.resize(n);
+    out.channels = 1;
+  }
+  return out;
+}
+
+void PngWrite(png_structp png, png_bytep src, png_size_t n) {
+  static_cast<std::string*>(png_get_io_ptr(png))->append(reinterpret_cast<const char*>(src), n);
+}
+void PngFlush(png_structp) {}
+
+std::string EncodePng(const ImageView& img, int level, bool is_bgr) {
+  std::string out;
+  std::vector<png_bytep> rows(img.height);
+  PngMessage msg;
+  msg.text[0] = '\0';
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &msg, PngErrorFn, PngWarnFn);
+  WEFT_CHECK(png != nullptr, kRuntime, "image encode: libpng could not create a writer");
+  png_infop info = png_create_info_struct(png);
+  if (info == nullptr) {
+    png_destroy_write_struct(&png, nullptr);
+    Throw(ErrorKind::kRuntime, "image encode: libpng could not create an info struct");
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    Throw(ErrorKind::kIO, "image encode: PNG: ", msg.text);
+  }
+  static const int kTypes[5] = {0, PNG_COLOR_TYPE_GRAY, PNG_COLOR_TYPE_GRAY_ALPHA, PNG_COLOR_TYPE_RGB,
+                                PNG_COLOR_TYPE_RGB_ALPHA};
+  png_set_write_fn(png, &out, PngWrite, PngFlush);
+  png_set_IHDR(png, info, img.width, img.height, 8, kTypes[img.channels], PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  png_set_compression_level(png, std::min(std::max(level, 0), 9));
+  png_write_info(png, info);
+  if (is_bgr && img.channels >= 3) png_set_bgr(png);
+  for (int y = 0; y < img.height; ++y) rows[y] = const_cast<png_bytep>(img.data + img.stride * y);
+  png_write_image(png, rows.data());
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  return out;
+}
+
+std::string EncodeJpeg(const ImageView& img, int quality, bool is_bgr) {
+  WEFT_CHECK(img.channels != 2, kValue, "image encode: JPEG cannot hold a 2-channel (grey + alpha) image");
+  WEFT_CHECK(quality >= 0 && quality <= 100, kValue, "image encode: JPEG quality must be in [0, 100], got ", quality);
+  jpeg_compress_struct cinfo;
+  JpegError err;
+  unsigned char* mem = nullptr;
+  unsigned long mem_size = 0;
+  cinfo.err = jpeg_std_error(&err.mgr);
+  err.mgr.error_exit = JpegErrorExit;
+  err.mgr.output_message = JpegQuiet;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_compress(&cinfo);
+    std::free(mem);
+    Throw(ErrorKind::kIO, "image encode: JPEG: ", err.message);
+  }
+  jpeg_create_compress(&cinfo);
+  jpeg_mem_dest(&cinfo, &mem, &mem_size);
+  cinfo.image_width = img.width;
+  cinfo.image_height = img.height;
+  cinfo.input_components = img.channels;
+  // Alpha has no place in a JPEG: the 4th byte is read and ignored, as cv2.imencode does.
+  if (img.channels == 1)
+    cinfo.in_color_space = JCS_GRAYSCALE;
+  else if (img.channels == 3)
+    cinfo.in_color_space = is_bgr ? JCS_EXT_BGR : JCS_RGB;
+  else
+    cinfo.in_color_space = is_bgr ? JCS_EXT_BGRX : JCS_EXT_RGBX;
+  jpeg_set_defaults(&cinfo);
+  jpeg_set_quality(&cinfo, quality, TRUE);
+  jpeg_start_compress(&cinfo, TRUE);
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = const_cast<JSAMPROW>(img.data + img.stride * cinfo.next_scanline);
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  std::string out(reinterpret_cast<const char*>(mem), mem_size);
+  jpeg_destroy_compress(&cinfo);
+  std::free(mem);
+  return out;
+}
+
+// ---------------------------------------------------------------- resize
+
+// Separable resampling: for every output coordinate, `k` source indices (already clamped to
+// the image) and their weights.
+struct Taps {
+  int k = 1;
+  std::vector<int> idx;
+  std::vector<float> w;
+};
+
+float CubicWeight(float x) {
+  // Keys' kernel with a = -0.75, as cv2.
+  const float a = -0.75f;
+  x = std::fabs(x);
+  if (x <= 1.f) return ((a + 2.f) * x - (a + 3.f)) * x * x + 1.f;
+  if (x < 2.f) return ((a * x - 5.f * a) * x + 8.f * a) * x - 4.f * a;
+  return 0.f;
+}
+
+Taps MakeTaps(int in, int out, int interp) {
+  Taps t;
+  const double scale = static_cast<double>(in) / out;
+  auto clampi = [in](int i) { return std::min(std::max(i, 0), in - 1); };
+  if (interp == 3 && scale > 1.0) {
+    // Area: each output pixel averages the source interval it covers, with fractional
+    // weights at the ends.
+    t.k = static_cast<int>(std::ceil(scale)) + 1;
+    t.idx.assign(static_cast<size_t>(out) * t.k, 0);
+    t.w.assign(static_cast<size_t>(out) * t.k, 0.f);
+    for (int d = 0; d < out; ++d) {
+      double s0 = d * scale, s1 = std::min((d + 1) * scale, static_cast<double>(in));
+      int first = static_cast<int>(std::floor(s0));
+      for (int j = 0; j < t.k; ++j) {
+        int i = first + j;
+        double lo = std::max(s0, static_cast<double>(i)), hi = std::min(s1, static_cast<double>(i + 1));
+        t.idx[d * t.k + j] = clampi(i);
+        t.w[d * t.k + j] = hi > lo ? static_cast<float>((hi - lo) / (s1 - s0)) : 0.f;
+      }
+    }
+    return t;
+  }
+  if (interp == 0) {
+    t.k = 1;
+    t.idx.resize(out);
+    t.w.assign(out, 1.f);
+    for (int d = 0; d < out; ++d) t.idx[d] = clampi(static_cast<int>(std::floor(d * scale)));
+    return t;
+  }
+  if (interp == 2) {
+    t.k = 4;
+    t.idx.resize(static_cast<size_t>(out) * 4);
+    t.w.resize(static_cast<size_t>(out) * 4);
+    for (int d = 0; d < out; ++d) {
+      double f = (d + 0.5) * scale - 0.5;
+      int s = static_cast<int>(std::floor(f));
+      float fx = static_cast<float>(f - s);
+      float sum = 0.f;
+      for (int j = 0; j < 4; ++j) {
+        t.idx[d * 4 + j] = clampi(s - 1 + j);
+        t.w[d * 4 + j] = CubicWeight(fx - (j - 1));
+        sum += t.w[d * 4 + j];
+      }
+      for (int j = 0; j < 4; ++j) t.w[d * 4 + j] /= sum;
+    }
+    return t;
+  }
+  // Bilinear (and area when enlarging, where cv2 also interpolates).
+  t.k = 2;
+  t.idx.resize(static_cast<size_t>(out) * 2);
+  t.w.resize(static_cast<size_t>(out) * 2);
+  for (int d = 0; d < out; ++d) {
+    double f = (d + 0.5) * scale - 0.5;
+    int s = static_cast<int>(std::floor(f));
+    float fx = static_cast<float>(f - s);
+    if (s < 0) {
+      s = 0;
+      fx = 0.f;
+    }
+    if (s >= in - 1) {
+      s = in - 1;
+      fx = 0.f;
+    }
+    t.idx[d * 2] = s;
+    t.idx[d * 2 + 1] = clampi(s + 1);
+    t.w[d * 2] = 1.f - fx;
+    t.w[d * 2 + 1] = fx;
+  }
+  return t;
+}
+
+}  // namespace
+
+ImageView ImageView::Crop(int x, int y, int w, int h) const {
+  WEFT_CHECK(x >= 0 && y >= 0 && w > 0 && h > 0 && x + w <= width && y + h <= height, kValue, "image crop: window (x=", x,
+             ", y=", y, ", w=", w, ", h=", h, ") does not fit in a ", width, "x", height, " image");
+  return ImageView{data + stride * y + static_cast<size_t>(x) * channels, h, w, channels, stride};
+}
+
+Image DecodeImage(const void* data, size_t size, int flag, bool to_rgb, int min_height, int min_width) {
+  CheckFlag(flag);
+  WEFT_CHECK(data != nullptr || size == 0, kValue, "image decode: data is NULL");
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  if (IsJpeg(p, size)) return DecodeJpeg(p, size, flag, to_rgb, min_height, min_width);
+  if (IsPng(p, size)) return DecodePng(p, size, flag, to_rgb);
+  UnknownFormat(p, size);
+}
+
+void PeekImageSize(const void* data, size_t size, int* height, int* width, int* channels) {
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  if (IsPng(p, size)) {
+    // IHDR is always the first chunk: width and height big-endian at bytes 16 and 20.
+    WEFT_CHECK(size >= 26, kIO, "image decode: PNG of ", size, " bytes is too short for its header");
+    auto be = [p](size_t o) { return (uint32_t{p[o]} << 24) | (uint32_t{p[o + 1]} << 16) | (uint32_t{p[o + 2]} << 8) | p[o + 3]; };
+    *width = static_cast<int>(be(16));
+    *height = static_cast<int>(be(20));
+    static const int kChannels[7] = {1, 0, 3, 1, 2, 0, 4};
+    *channels = p[25] <= 6 ? kChannels[p[25]] : 0;
+    return;
+  }
+  if (!IsJpeg(p, size)) UnknownFormat(p, size);
+  jpeg_decompress_struct cinfo;
+  JpegError err;
+  cinfo.err = jpeg_std_error(&err.mgr);
+  err.mgr.error_exit = JpegErrorExit;
+  err.mgr.output_message = JpegQuiet;
+  if (setjmp(err.jump)) {
+    jpeg_destroy_decompress(&cinfo);
+    Throw(ErrorKind::kIO, "image decode: corrupt JPEG (", size, " bytes): ", err.message);
+  }
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, const_cast<unsigned char*>(p), static_cast<unsigned long>(size));
+  jpeg_read_header(&cinfo, TRUE);
+  *height = static_cast<int>(cinfo.image_height);
+  *width = static_cast<int>(cinfo.image_width);
+  *channels = cinfo.num_components == 1 ? 1 : 3;
+  jpeg_destroy_decompress(&cinfo);
+}
+
+std::string EncodeImage(const ImageView& img, const std::string& format, int quality, bool is_bgr) {
+  WEFT_CHECK(img.height > 0 && img.width > 0, kValue, "image encode: empty image (", img.height, "x", img.width, ")");
+  WEFT_CHECK(img.channels >= 1 && img.channels <= 4, kValue, "image encode: expected 1, 3 or 4 channels, got ",
+             img.channels);
+  std::string f = format;
+  std::transform(f.begin(), f.end(), f.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (!f.empty() && f[0] != '.') f = "." + f;
+  if (f == ".jpg" || f == ".jpeg") return EncodeJpeg(img, quality, is_bgr);
+  if (f == ".png") return EncodePng(img, quality, is_bgr);
+  Throw(ErrorKind::kValue, "image encode: format must be '.jpg', '.jpeg' or '.png', got '", format, "'");
+}
+
+Image ResizeImage(const ImageView& src, int out_width, int out_height, int interp) {
+  WEFT_CHECK(out_width > 0 && out_height > 0, kValue, "image resize: target size must be positive, got ", out_width, "x",
+             out_height);
+  WEFT_CHECK(src.width > 0 && src.height > 0, kValue, "image resize: empty source image");
+  WEFT_CHECK(interp >= 0 && interp <= 3, kValue,
+             "image resize: interp must be 0 (nearest), 1 (bilinear), 2 (bicubic) or 3 (area), got ", interp);
+  const int c = src.channels;
+  Image out;
+  out.height = out_height;
+  out.width = out_width;
+  out.channels = c;
+  out.data.resize(static_cast<size_t>(out_height) * out_width * c);
+  const Taps tx = MakeTaps(src.width, out_width, interp);
+  const Taps ty = MakeTaps(src.height, out_height, interp);
+  // Horizontal pass over the source rows the vertical pass reads, kept as floats.
+  std::vector<char> used(src.height, 0);
+  for (int i : ty.idx) used[i] = 1;
+  const size_t tmp_row = static_cast<size_t>(out_width) * c;
+  std::vector<float> tmp(static_cast<size_t>(src.height) * tmp_row);
+  for (int y = 0; y < src.height; ++y) {
+    if (!used[y]) continue;
+    const uint8_t* s = src.data + src.stride * y;
+    float* d = tmp.data() + tmp_row * y;
+    for (int x = 0; x < out_width; ++x) {
+      const int* ix = &tx.idx[static_cast<size_t>(x) * tx.k];
+      const float* wx = &tx.w[static_cast<size_t>(x) * tx.k];
+      for (int ch = 0; ch < c; ++ch) {
+        float acc = 0.f;
+        for (int j = 0; j < tx.k; ++j) acc += wx[j] * s[ix[j] * c + ch];
+        d[x * c + ch] = acc;
+      }
+    }
+  }
+  for (int y = 0; y < out_height; ++y) {
+    const int* iy = &ty.idx[static_cast<size_t>(y) * ty.k];
+    const float* wy = &ty.w[static_cast<size_t>(y) * ty.k];
+    uint8_t* d = out.row(y);
+    for (size_t x = 0; x < tmp_row; ++x) {
+      float acc = 0.f;
+      for (int j = 0; j < ty.k; ++j) acc += wy[j] * tmp[tmp_row * iy[j] + x];
+      d[x] = static_cast<uint8_t>(std::min(std::max(std::lround(acc), 0L), 255L));
+    }
+  }
+  return out;
+}
+
+}  // namespace io
+}  // namespace weft

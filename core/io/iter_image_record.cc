@@ -1,0 +1,235 @@
+// ImageRecordIter: batches of decoded, augmented images from a RecordIO file of image
+// records (what im2rec writes), as MXNet's ImageRecordIter.
+//
+// The record offsets of this part of the file are found once (from the .idx when given,
+// else by one pass over the records). Each batch reads its records in the loader's thread,
+// then decodes and augments them on `preprocess_threads` OpenMP threads straight into the
+// batch array; the prefetcher runs all of this ahead of the consumer. Every sample draws
+// its random augmentation from a stream seeded by (seed, epoch, position), so a run is
+// reproducible whatever the thread count.
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <numeric>
+#include <random>
+
+#include "core/io/data_iter.h"
+#include "core/io/image_aug.h"
+#include "core/io/recordio.h"
+#include "core/op/tblob.h"
+
+namespace weft {
+namespace io {
+
+struct ImageRecParam {
+  std::string path_imgrec;
+  std::string path_imgidx;
+  Shape data_shape;
+  int label_width = 1;
+  int batch_size = 1;
+  bool shuffle = false;
+  int seed = 0;
+  bool round_batch = true;
+  int num_parts = 1;
+  int part_index = 0;
+  int preprocess_threads = 4;
+  std::string data_name = "data";
+  std::string label_name = "softmax_label";
+};
+WEFT_PARAM_SCHEMA(ImageRecParam, s) {
+  s.Field("path_imgrec", &ImageRecParam::path_imgrec).Describe("Dataset Param: path to the image RecordIO (.rec) file.");
+  s.Field("path_imgidx", &ImageRecParam::path_imgidx).Default("")
+      .Describe("Dataset Param: path to its .idx file (optional; saves a pass over the file).");
+  s.Field("data_shape", &ImageRecParam::data_shape).Describe("Dataset Param: shape of one image, (channels, height, width).");
+  s.Field("label_width", &ImageRecParam::label_width).Default(1).Min(1)
+      .Describe("Dataset Param: number of labels per image.");
+  s.Field("batch_size", &ImageRecParam::batch_size).Min(1).Describe("Batch Param: batch size.");
+  s.Field("shuffle", &ImageRecParam::shuffle).Default(false)
+      .Describe("Augmentation Param: whether to shuffle the samples (again at every reset).");
+  s.Field("seed", &ImageRecParam::seed).Default(0).Describe("Augmentation Param: random seed (shuffling and augmentation).");
+  s.Field("round_batch", &ImageRecParam::round_batch).Default(true)
+      .Describe("Batch Param: fill the last batch with samples from the start of the epoch (pad counts them) "
+                "instead of zeros.");
+  s.Field("num_parts", &ImageRecParam::num_parts).Default(1).Min(1)
+      .Describe("Partition the data into this many parts (distributed training).");
+  s.Field("part_index", &ImageRecParam::part_index).Default(0).Min(0).Describe("The part this iterator reads.");
+  s.Field("preprocess_threads", &ImageRecParam::preprocess_threads).Default(4).Range(1, 1024)
+      .Describe("Backend Param: number of threads decoding and augmenting images.");
+  s.Field("data_name", &ImageRecParam::data_name).Default("data").Describe("Name of the data array.");
+  s.Field("label_name", &ImageRecParam::label_name).Default("softmax_label").Describe("Name of the label array.");
+}
+
+namespace {
+
+uint64_t Mix64(uint64_t x) {
+  // splitmix64's finaliser: neighbouring inputs give unrelated seeds.
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+class ImageRecordIter : public DataIter {
+ public:
+  ImageRecordIter(const ImageRecParam& p, const ImageAugParam& aug) : p_(p), aug_(aug), reader_(p.path_imgrec) {
+    WEFT_CHECK(p.data_shape.ndim() == 3, kValue, "ImageRecordIter: data_shape must be (channels, height, width), got ",
+               p.data_shape.ndim(), " dims");
+    c_ = static_cast<int>(p.data_shape[0]);
+    h_ = static_cast<int>(p.data_shape[1]);
+    w_ = static_cast<int>(p.data_shape[2]);
+    WEFT_CHECK(c_ == 1 || c_ == 3, kValue, "ImageRecordIter: data_shape must have 1 or 3 channels, got ", c_);
+    WEFT_CHECK(h_ > 0 && w_ > 0, kValue, "ImageRecordIter: data_shape height and width must be positive");
+    WEFT_CHECK(p.part_index < p.num_parts, kValue, "ImageRecordIter: part_index (", p.part_index,
+               ") must be below num_parts (", p.num_parts, ")");
+    CheckImageAugParam(aug);
+    reader_.SetPart(p.part_index, p.num_parts);
+    const uint64_t begin = reader_.Tell(), end = reader_.RangeEnd();
+    if (!p.path_imgidx.empty()) {
+      for (const auto& e : ReadRecordIndex(p.path_imgidx))
+        if (e.second >= begin && e.second < end) offsets_.push_back(e.second);
+      std::sort(offsets_.begin(), offsets_.end());
+      for (uint64_t off : offsets_)
+        WEFT_CHECK(off < reader_.FileSize(), kIO, "ImageRecordIter: index '", p.path_imgidx, "' has offset ", off,
+                   " beyond the end of '", p.path_imgrec, "' (", reader_.FileSize(), " bytes)");
+    } else {
+      std::string rec;
+      for (;;) {
+        uint64_t off = reader_.Tell();
+        if (!reader_.Next(&rec)) break;
+        offsets_.push_back(off);
+      }
+    }
+    WEFT_CHECK(!offsets_.empty(), kValue, "ImageRecordIter: part ", p.part_index, " of ", p.num_parts, " of '",
+               p.path_imgrec, "' holds no records");
+    data_shape_ = Shape{p.batch_size, c_, h_, w_};
+    label_shape_ = p.label_width == 1 ? Shape{p.batch_size} : Shape{p.batch_size, p.label_width};
+    order_.resize(offsets_.size());
+    epoch_ = -1;
+    Reset();
+  }
+
+  void Reset() override {
+    ++epoch_;
+    std::iota(order_.begin(), order_.end(), size_t{0});
+    if (p_.shuffle) {
+      std::mt19937 rng(static_cast<uint32_t>(Mix64(static_cast<uint64_t>(p_.seed) * 1000003ull + epoch_)));
+      std::shuffle(order_.begin(), order_.end(), rng);
+    }
+    cursor_ = 0;
+  }
+
+  bool Next() override {
+    const size_t n = order_.size();
+    if (cursor_ >= n) return false;
+    const int batch = p_.batch_size;
+    const size_t take = std::min<size_t>(batch, n - cursor_);
+    const int pad = batch - static_cast<int>(take);
+    const size_t filled = p_.round_batch ? static_cast<size_t>(batch) : take;
+    records_.resize(filled);
+    positions_.resize(filled);
+    for (size_t i = 0; i < filled; ++i) {
+      // Past the end of the epoch, round_batch reuses samples from its start.
+      const size_t pos = (cursor_ + i) % n;
+      positions_[i] = pos;
+      reader_.Seek(offsets_[order_[pos]]);
+      WEFT_CHECK(reader_.Next(&records_[i]), kIO, "ImageRecordIter: no record at offset ", offsets_[order_[pos]], " of '",
+                 p_.path_imgrec, "'");
+    }
+    NDArray data(data_shape_, Context::CPU(), DType::kFloat32);
+    NDArray label(label_shape_, Context::CPU(), DType::kFloat32);
+    float* dptr = data.data().ptr<float>();
+    float* lptr = label.data().ptr<float>();
+    const size_t sample = static_cast<size_t>(c_) * h_ * w_;
+    std::fill(dptr + filled * sample, dptr + batch * sample, 0.f);
+    std::fill(lptr + filled * p_.label_width, lptr + static_cast<size_t>(batch) * p_.label_width, 0.f);
+    std::vector<uint64_t> index(batch, 0);
+    std::exception_ptr error;
+    std::atomic<bool> failed{false};
+    const uint64_t epoch_seed = Mix64(static_cast<uint64_t>(p_.seed) ^ (static_cast<uint64_t>(epoch_) << 32));
+#pragma omp parallel for num_threads(p_.preprocess_threads) schedule(dynamic, 1)
+    for (long i = 0; i < static_cast<long>(filled); ++i) {
+      if (failed.load(std::memory_order_relaxed)) continue;
+      try {
+        const uint64_t off = offsets_[order_[positions_[i]]];
+        ImageRecordView v = UnpackImageRecord(records_[i].data(), records_[i].size(),
+                                              "'" + p_.path_imgrec + "' at offset " + std::to_string(off));
+        float* lab = lptr + static_cast<size_t>(i) * p_.label_width;
+        if (v.header.flag == 0) {
+          WEFT_CHECK(p_.label_width == 1, kValue, "ImageRecordIter: the record at offset ", off, " of '", p_.path_imgrec,
+                     "' has one label but label_width is ", p_.label_width);
+          lab[0] = v.header.label;
+        } else {
+          WEFT_CHECK(v.labels.size() >= static_cast<size_t>(p_.label_width), kValue, "ImageRecordIter: the record at offset ",
+                     off, " of '", p_.path_imgrec, "' has ", v.labels.size(), " labels but label_width is ", p_.label_width);
+          std::copy(v.labels.begin(), v.labels.begin() + p_.label_width, lab);
+        }
+        index[i] = v.header.id;
+        try {
+          DecodeAugment(aug_, v.data, v.size, c_, h_, w_, Mix64(epoch_seed + positions_[i]), dptr + i * sample);
+        } catch (const Error& e) {
+          Throw(e.kind(), "ImageRecordIter: record at offset ", off, " of '", p_.path_imgrec, "': ", e.what());
+        }
+      } catch (...) {
+#pragma omp critical(weft_image_record_error)
+        {
+          if (!error) error = std::current_exception();
+        }
+        failed.store(true, std::memory_order_relaxed);
+      }
+    }
+    if (error) std::rethrow_exception(error);
+    cursor_ += take;
+    out_.data = {data};
+    out_.label = {label};
+    out_.pad = pad;
+    out_.index = std::move(index);
+    return true;
+  }
+
+  const DataBatch& Value() const override { return out_; }
+  std::vector<DataDesc> ProvideData() const override { return {DataDesc{p_.data_name, data_shape_, DType::kFloat32}}; }
+  std::vector<DataDesc> ProvideLabel() const override {
+    return {DataDesc{p_.label_name, label_shape_, DType::kFloat32}};
+  }
+
+ private:
+  ImageRecParam p_;
+  ImageAugParam aug_;
+  RecordIOReader reader_;
+  int c_ = 3, h_ = 0, w_ = 0;
+  Shape data_shape_, label_shape_;
+  std::vector<uint64_t> offsets_;  // record starts of this part, in file order
+  std::vector<size_t> order_;      // this epoch's order of offsets_
+  size_t cursor_ = 0;
+  int64_t epoch_ = 0;
+  std::vector<std::string> records_;
+  std::vector<size_t> positions_;
+  DataBatch out_;
+};
+
+std::unique_ptr<DataIter> MakeImageRecordIter(const KwArgs& kwargs) {
+  KwArgs rest = kwargs;
+  auto p = ParseIterParams<ImageRecParam>("ImageRecordIter", &rest);
+  auto aug = ParseIterParams<ImageAugParam>("ImageRecordIter", &rest);
+  auto pf = ParseIterParams<PrefetchParam>("ImageRecordIter", &rest);
+  CheckNoUnknownParams("ImageRecordIter", rest);
+  return MakePrefetcher(std::make_unique<ImageRecordIter>(*p, *aug), *pf);
+}
+
+}  // namespace
+
+WEFT_REGISTER_DATA_ITER(ImageRecordIter)
+    .Describe("Iterates on image RecordIO files (made by im2rec).\n\n"
+              "Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and "
+              "returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape "
+              "(batch_size,) or (batch_size, label_width). Augmentations run in the order: resize of the "
+              "shorter edge, crop (random_resized_crop, rand_crop or centre), brightness/contrast/saturation "
+              "jitter, mirror, then (x - mean) / std * scale. num_parts/part_index read a share of the file.")
+    .AddParams<ImageRecParam>()
+    .AddParams<ImageAugParam>()
+    .AddParams<PrefetchParam>()
+    .SetFactory(MakeImageRecordIter);
+
+}  // namespace io
+}  // namespace weft

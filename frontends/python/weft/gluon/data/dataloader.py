@@ -1,0 +1,455 @@
+"""DataLoader: batches of a Dataset, loaded in the calling thread or by parallel workers,
+with MXNet 1.x's arguments and behaviour.
+
+How workers are made, and why
+-----------------------------
+Weft's engine runs operators on C++ worker threads. A process made by fork() inherits the
+engine's state (queues, locks that another thread may hold at that instant) but none of its
+threads, so a forked child that touches an NDArray can wait forever. Datasets routinely
+return NDArrays (vision.MNIST, ArrayDataset over NDArrays, image decoding), so forked
+workers are not an option once the engine has been used, which is always the case by the
+time a DataLoader runs. Hence, with num_workers > 0:
+
+* By default (thread_pool=False) the workers are processes started with the 'spawn'
+  method: fresh interpreters with their own engine (the synchronous NaiveEngine unless
+  WEFT_ENGINE_TYPE says otherwise: a worker has no use for a thread pool of its own). The
+  dataset and batchify_fn are pickled to them once, when the first epoch starts, and the
+  workers live as long as the DataLoader. A worker sends each batch back as numpy arrays
+  (every NDArray in it turned into numpy) and the parent makes them NDArrays again, so no
+  engine object crosses a process boundary. As with any spawned worker, a script creating
+  a DataLoader with workers needs the usual `if __name__ == "__main__":` guard.
+* thread_pool=True runs the workers as threads of this process, which share the engine
+  (its API is thread-safe). That suits datasets whose work releases the GIL (decoding,
+  numpy, weft operators) and needs nothing to be picklable. It is also what a DataLoader
+  falls back to, with a warning, when the dataset or batchify_fn cannot be pickled
+  (lambdas, local functions), so MXNet code written for fork() keeps working.
+
+Batches come back in sampler order whatever the worker that made them. Abandoning an
+iteration midway is safe: the batches still in flight are dropped when they arrive. A
+worker that dies or a batch that takes longer than `timeout` seconds raises an error instead
+of hanging, and the workers are shut down when the DataLoader is garbage-collected or the
+interpreter exits.
+"""
+import collections
+import itertools
+import multiprocessing
+import os
+import pickle
+import queue
+import random
+import signal
+import threading
+import time
+import traceback
+import warnings
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as _FutureTimeout
+
+import numpy as np
+
+from ... import ndarray as nd
+from ...context import cpu_pinned
+from ...ndarray import NDArray
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+__all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
+
+
+def _check_same_shapes(arrays, who):
+    first = arrays[0].shape
+    for i, a in enumerate(arrays):
+        if a.shape != first:
+            raise ValueError("%s: samples must have one shape to be stacked into a batch; sample 0 "
+                             "has shape %s but sample %d has shape %s" % (who, first, i, a.shape))
+
+
+def default_batchify_fn(data):
+    """Collates a list of samples into a batch: NDArrays are stacked on a new first axis,
+    tuples are collated element by element into a list, anything else goes through
+    numpy.asarray into an NDArray of the same dtype."""
+    if isinstance(data[0], NDArray):
+        _check_same_shapes(data, "default_batchify_fn")
+        return nd.stack(*data, num_args=len(data))
+    if isinstance(data[0], tuple):
+        return [default_batchify_fn(list(field)) for field in zip(*data)]
+    data = np.asarray(data)
+    return nd.array(data, dtype=data.dtype)
+
+
+def default_mp_batchify_fn(data):
+    """The collation MXNet uses in worker processes; in weft it is default_batchify_fn (a
+    worker process runs its numpy form and the parent receives NDArrays either way)."""
+    return default_batchify_fn(data)
+
+
+class _Wire:
+    """An array on its way from a worker process, to be made an NDArray in the parent."""
+
+    def __init__(self, array):
+        self.array = array
+
+
+def _numpy_batchify(data):
+    """default_batchify_fn for a worker process: the same collation, with numpy results
+    marked to become NDArrays in the parent."""
+    if isinstance(data[0], NDArray):
+        _check_same_shapes(data, "default_batchify_fn")
+        # Copying each sample out and stacking in numpy beats a stack operator followed by
+        # a copy of the whole batch: the samples are small and the copies need no launch.
+        return _Wire(np.stack([d.asnumpy() for d in data]))
+    if isinstance(data[0], tuple):
+        return [_numpy_batchify(list(field)) for field in zip(*data)]
+    return _Wire(np.asarray(data))
+
+
+def _map_leaves(obj, fn):
+    if isinstance(obj, list):
+        return [_map_leaves(x, fn) for x in obj]
+    if type(obj) is tuple:
+        return tuple(_map_leaves(x, fn) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _map_leaves(v, fn) for k, v in obj.items()}
+    return fn(obj)
+
+
+def _to_wire(obj):
+    return _map_leaves(obj, lambda x: _Wire(x.asnumpy()) if isinstance(x, NDArray) else x)
+
+
+def _from_wire(obj):
+    return _map_leaves(obj, lambda x: nd.array(x.array, dtype=x.array.dtype) if isinstance(x, _Wire) else x)
+
+
+def _as_in_context(obj, ctx):
+    return _map_leaves(obj, lambda x: x.as_in_context(ctx) if isinstance(x, NDArray) else x)
+
+
+class _RemoteTraceback(Exception):
+    """Carries a worker's traceback as the cause of the error re-raised in the parent."""
+
+    def __init__(self, tb):
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self):
+        return "\n(in a DataLoader worker process)\n" + self.tb
+
+
+def _picklable_error(exc):
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:  # an exception type that cannot travel: keep its type name and message
+        return RuntimeError("%s: %s" % (type(exc).__name__, exc))
+
+
+# ------------------------------------------------------------------------ worker processes
+def _worker_loop(payload, task_queue, result_queue, seed):
+    """The body of a worker process: loads the batches it is sent until it is sent None or
+    its parent is gone."""
+    # Before anything touches the engine, which reads this on first use.
+    os.environ.setdefault("WEFT_ENGINE_TYPE", "NaiveEngine")
+    # Ctrl-C reaches the whole process group: the parent handles it and stops the workers.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    from ... import random as weft_random
+    random.seed(seed)
+    np.random.seed(seed)
+    weft_random.seed(seed)
+    try:
+        dataset, batchify_fn = pickle.loads(payload)
+    except Exception as exc:
+        result_queue.put((None, None, (_picklable_error(exc), traceback.format_exc())))
+        result_queue.cancel_join_thread()
+        return
+    parent = multiprocessing.parent_process()
+    while True:
+        try:
+            task = task_queue.get(timeout=1.0)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():
+                break
+            continue
+        if task is None:
+            break
+        key, indices = task
+        try:
+            samples = [dataset[i] for i in indices]
+            if batchify_fn is None:
+                batch = _numpy_batchify(samples)
+            else:
+                batch = _to_wire(batchify_fn(samples))
+            # Pickled here rather than by the queue's feeder thread, which would only print
+            # the error of a batch that cannot be pickled and leave the parent waiting.
+            result_queue.put((key, pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL), None))
+        except Exception as exc:
+            result_queue.put((key, None, (_picklable_error(exc), traceback.format_exc())))
+    # Results nobody will read must not keep this process alive at exit.
+    result_queue.cancel_join_thread()
+
+
+def _shutdown_processes(workers, task_queue, result_queue):
+    for _ in workers:
+        try:
+            task_queue.put(None)
+        except (OSError, ValueError):
+            break
+    deadline = time.monotonic() + 2.0
+    for w in workers:
+        w.join(timeout=max(0.0, deadline - time.monotonic()))
+    for w in workers:
+        if w.is_alive():
+            w.terminate()
+            w.join(timeout=1.0)
+    for q in (task_queue, result_queue):
+        q.cancel_join_thread()
+        q.close()
+
+
+class _ProcessWorkers:
+    """Spawned worker processes sharing one task queue and one result queue."""
+
+    def __init__(self, payload, num_workers):
+        ctx = multiprocessing.get_context("spawn")
+        self._tasks = ctx.Queue()
+        self._results = ctx.Queue()
+        # Drawn from numpy's generator so that np.random.seed makes the workers' random
+        # augmentations reproducible; one seed per worker so they differ from each other.
+        base = int(np.random.randint(0, 2 ** 31 - num_workers))
+        self._workers = [ctx.Process(target=_worker_loop, args=(payload, self._tasks, self._results, base + i),
+                                     daemon=True, name="weft-dataloader-%d" % i) for i in range(num_workers)]
+        for w in self._workers:
+            w.start()
+        self._finalizer = weakref.finalize(self, _shutdown_processes, self._workers, self._tasks, self._results)
+        self._serials = itertools.count()
+        self._live = set()
+        self._arrived = {}
+        # Epochs iterated from several threads share the result queue. Reentrant because
+        # an abandoned iterator's __del__ (close) may run inside result() on this thread.
+        self._lock = threading.RLock()
+
+    def open(self):
+        with self._lock:
+            serial = next(self._serials)
+            self._live.add(serial)
+            return serial
+
+    def close(self, serial):
+        with self._lock:
+            self._live.discard(serial)
+            for key in list(self._arrived):
+                if key[0] == serial:
+                    self._arrived.pop(key, None)
+
+    def submit(self, serial, seq, indices):
+        self._tasks.put(((serial, seq), indices))
+        return (serial, seq)
+
+    def result(self, key, timeout):
+        with self._lock:
+            return self._result(key, timeout)
+
+    def _result(self, key, timeout):
+        deadline = time.monotonic() + timeout
+        while key not in self._arrived:
+            dead = [w for w in self._workers if not w.is_alive()]
+            if dead:
+                raise RuntimeError("DataLoader: worker process %s (pid %d) exited unexpectedly with code %s"
+                                   % (dead[0].name, dead[0].pid, dead[0].exitcode))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise multiprocessing.TimeoutError(
+                    "DataLoader: no batch from the worker processes within timeout=%gs" % timeout)
+            try:
+                rkey, batch, error = self._results.get(timeout=min(remaining, 0.5))
+            except queue.Empty:
+                continue
+            if rkey is None:
+                self._raise(error, "could not load the dataset in a worker process")
+            if rkey[0] in self._live:
+                self._arrived[rkey] = (batch, error)
+        batch, error = self._arrived.pop(key)
+        if error is not None:
+            self._raise(error, None)
+        return _from_wire(pickle.loads(batch))
+
+    @staticmethod
+    def _raise(error, context):
+        exc, tb = error
+        if context is not None:
+            raise RuntimeError("DataLoader: %s: %s" % (context, exc)) from _RemoteTraceback(tb)
+        raise exc from _RemoteTraceback(tb)
+
+    def shutdown(self):
+        self._finalizer()
+
+
+# ------------------------------------------------------------------------ worker threads
+def _load_batch(dataset, batchify_fn, indices):
+    return batchify_fn([dataset[i] for i in indices])
+
+
+class _ThreadWorkers:
+    """A pool of threads of this process calling the dataset and batchify_fn directly."""
+
+    def __init__(self, dataset, batchify_fn, num_workers):
+        self._dataset = dataset
+        self._batchify_fn = batchify_fn
+        self._executor = ThreadPoolExecutor(num_workers, thread_name_prefix="weft-dataloader")
+        self._finalizer = weakref.finalize(self, self._executor.shutdown, wait=False, cancel_futures=True)
+
+    def open(self):
+        return None
+
+    def close(self, serial):
+        pass
+
+    def submit(self, serial, seq, indices):
+        return self._executor.submit(_load_batch, self._dataset, self._batchify_fn, indices)
+
+    def result(self, future, timeout):
+        try:
+            return future.result(timeout)
+        except _FutureTimeout:
+            raise multiprocessing.TimeoutError(
+                "DataLoader: no batch from the worker threads within timeout=%gs" % timeout) from None
+
+    def shutdown(self):
+        self._finalizer()
+
+
+class _MultiWorkerIter:
+    """One epoch over workers: keeps up to `prefetch` batches in flight, yields in order."""
+
+    def __init__(self, pool, batch_sampler, prefetch, timeout, pin_ctx):
+        self._pool = pool
+        self._serial = pool.open()
+        self._batches = iter(batch_sampler)
+        self._pending = collections.deque()
+        self._timeout = timeout
+        self._pin_ctx = pin_ctx
+        self._sent = 0
+        for _ in range(prefetch):
+            self._push_next()
+
+    def _push_next(self):
+        indices = next(self._batches, None)
+        if indices is None:
+            return
+        self._pending.append(self._pool.submit(self._serial, self._sent, indices))
+        self._sent += 1
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self._pending:
+            self.close()
+            raise StopIteration
+        handle = self._pending.popleft()
+        try:
+            batch = self._pool.result(handle, self._timeout)
+        except BaseException:
+            self.close()
+            raise
+        self._push_next()
+        if self._pin_ctx is not None:
+            batch = _as_in_context(batch, self._pin_ctx)
+        return batch
+
+    def close(self):
+        self._pending.clear()
+        self._pool.close(self._serial)
+
+    def __del__(self):
+        self.close()
+
+
+class DataLoader:
+    """Loads batches from `dataset`.
+
+    Parameters (as MXNet 1.x's gluon.data.DataLoader)
+    ----------
+    dataset : Dataset
+    batch_size : int, required unless batch_sampler is given
+    shuffle : bool, draw the samples in a random order each epoch
+    sampler : Sampler of sample indices (not with shuffle)
+    last_batch : 'keep' (default), 'discard' or 'rollover': what happens to a final short batch
+    batch_sampler : Sampler of lists of indices (excludes batch_size, shuffle, sampler, last_batch)
+    batchify_fn : collates a list of samples into a batch (default_batchify_fn)
+    num_workers : int, workers loading batches in parallel (0: load in the calling thread)
+    pin_memory : bool, return batches in page-locked memory (cpu_pinned)
+    pin_device_id : int, the device whose pinned memory is used
+    prefetch : int, batches kept in flight (default 2 * num_workers)
+    thread_pool : bool, workers are threads rather than processes (see the module's docstring)
+    timeout : seconds to wait for one batch from the workers before raising
+    """
+
+    def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
+                 batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False, pin_device_id=0,
+                 prefetch=None, thread_pool=False, timeout=120):
+        self._dataset = dataset
+        self._pin_memory = bool(pin_memory)
+        self._pin_device_id = pin_device_id
+        self._thread_pool = bool(thread_pool)
+        self._timeout = timeout
+        if batch_sampler is None:
+            if batch_size is None:
+                raise ValueError("DataLoader: batch_size must be specified unless batch_sampler is specified")
+            if sampler is None:
+                sampler = RandomSampler(len(dataset)) if shuffle else SequentialSampler(len(dataset))
+            elif shuffle:
+                raise ValueError("DataLoader: shuffle must not be specified if sampler is specified")
+            batch_sampler = BatchSampler(sampler, batch_size, last_batch if last_batch else "keep")
+        elif batch_size is not None or shuffle or sampler is not None or last_batch is not None:
+            raise ValueError("DataLoader: batch_size, shuffle, sampler and last_batch must not be "
+                             "specified if batch_sampler is specified")
+        self._batch_sampler = batch_sampler
+        if isinstance(num_workers, bool) or not isinstance(num_workers, (int, np.integer)):
+            raise ValueError("DataLoader: expected num_workers to be an int, got %r" % (num_workers,))
+        self._num_workers = max(0, int(num_workers))
+        self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
+        self._user_batchify_fn = batchify_fn
+        self._batchify_fn = default_batchify_fn if batchify_fn is None else batchify_fn
+        self._workers = None
+
+    def _start_workers(self):
+        if not self._thread_pool:
+            # The default collation runs in its numpy form in a worker (None says so).
+            worker_fn = self._user_batchify_fn
+            if worker_fn in (default_batchify_fn, default_mp_batchify_fn):
+                worker_fn = None
+            try:
+                payload = pickle.dumps((self._dataset, worker_fn), protocol=pickle.HIGHEST_PROTOCOL)
+            except (pickle.PicklingError, AttributeError, TypeError) as exc:
+                warnings.warn("DataLoader: the dataset or batchify_fn cannot be pickled to worker processes "
+                              "(%s); using %d worker threads instead (thread_pool=True)" % (exc, self._num_workers),
+                              RuntimeWarning, stacklevel=3)
+            else:
+                return _ProcessWorkers(payload, self._num_workers)
+        return _ThreadWorkers(self._dataset, self._batchify_fn, self._num_workers)
+
+    def __iter__(self):
+        pin_ctx = cpu_pinned(self._pin_device_id) if self._pin_memory else None
+        if self._num_workers == 0:
+            return self._same_thread_iter(pin_ctx)
+        if self._workers is None:
+            self._workers = self._start_workers()
+        return _MultiWorkerIter(self._workers, self._batch_sampler, max(1, self._prefetch), self._timeout, pin_ctx)
+
+    def _same_thread_iter(self, pin_ctx):
+        for indices in self._batch_sampler:
+            batch = self._batchify_fn([self._dataset[i] for i in indices])
+            if pin_ctx is not None:
+                batch = _as_in_context(batch, pin_ctx)
+            yield batch
+
+    def __len__(self):
+        return len(self._batch_sampler)
+
+    def close(self):
+        """Stops the workers now rather than when the DataLoader is garbage-collected; a
+        later iteration starts new ones."""
+        if self._workers is not None:
+            self._workers.shutdown()
+            self._workers = None

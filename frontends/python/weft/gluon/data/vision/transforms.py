@@ -1,0 +1,369 @@
+"""Image transforms of gluon.data.vision, as in MXNet 1.x.
+
+Images are (H, W, C) arrays (batches (N, H, W, C)) until ToTensor makes them (C, H, W)
+float32. Each transform takes an NDArray and returns one on the same context, or takes a
+numpy array and returns numpy. They are plain callables (they hold no parameters), so
+they work in Dataset.transform and in DataLoader worker processes alike. ToTensor,
+Normalize, Cast and a single image's flips run as weft operators on NDArrays (about five
+times faster per sample than a round trip through numpy, and asynchronous); the others
+compute in numpy.
+
+Resizing follows OpenCV's cv2.resize, which MXNet uses: interpolation 1 is bilinear with
+half-pixel centres and edge clamping, 0 is nearest (floor(dst * src_size / dst_size));
+uint8 results are rounded half up (OpenCV's fixed-point arithmetic can differ by 1 on
+some pixels). The random transforms draw from Python's `random` module, as
+mx.image.random_size_crop does, so random.seed makes them reproducible.
+"""
+import math
+import numbers
+import random
+
+import numpy as np
+
+from .... import ndarray as nd
+from ....ndarray import NDArray
+
+__all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "RandomResizedCrop",
+           "RandomFlipLeftRight", "RandomFlipTopBottom"]
+
+_INTERP_NAMES = {0: "nearest", 1: "bilinear"}
+
+
+class _Transform:
+    """Calls forward(x) on the data; subclasses implement _apply on numpy arrays and may
+    implement _apply_nd with operators on NDArrays (returning None where they do not)."""
+
+    def __call__(self, x):
+        return self.forward(x)
+
+    def forward(self, x):
+        if isinstance(x, NDArray):
+            out = self._apply_nd(x)
+            if out is not None:
+                return out
+            out = self._apply(x.asnumpy())
+            return nd.array(out, ctx=x.context, dtype=out.dtype)
+        if isinstance(x, np.ndarray):
+            return self._apply(x)
+        raise TypeError("%s: expected an NDArray or a numpy array, got %s" % (type(self).__name__, type(x).__name__))
+
+    def _apply(self, a):
+        raise NotImplementedError("%s must implement _apply" % type(self).__name__)
+
+    def _apply_nd(self, x):
+        return None
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, ", ".join("%s=%r" % kv for kv in self._repr_args()))
+
+    def _repr_args(self):
+        return []
+
+
+def _check_ndim(a, ndims, layout, who):
+    if a.ndim not in ndims:
+        expected = " or ".join("(%s)" % ", ".join(layout[-n:]) for n in ndims)
+        raise ValueError("%s: expected data of shape %s, got shape %s" % (who, expected, a.shape))
+
+
+def _check_interp(interpolation, who):
+    if interpolation not in _INTERP_NAMES:
+        raise ValueError("%s: interpolation %r is not supported; expected 0 (nearest) or 1 (bilinear)"
+                         % (who, interpolation))
+    return interpolation
+
+
+def _wh(size, who):
+    """(width, height) from an int or a (width, height) pair, both positive."""
+    if isinstance(size, numbers.Integral):
+        size = (size, size)
+    if len(size) != 2 or not all(isinstance(s, numbers.Integral) and s > 0 for s in size):
+        raise ValueError("%s: expected size to be a positive int or (width, height), got %r" % (who, size))
+    return int(size[0]), int(size[1])
+
+
+def _linear_taps(n_in, n_out):
+    """For each output position: the two source positions and the weight of the second."""
+    f = (np.arange(n_out, dtype=np.float64) + 0.5) * (n_in / n_out) - 0.5
+    i0 = np.floor(f).astype(np.int64)
+    w = f - i0
+    low = i0 < 0
+    i0[low], w[low] = 0, 0.0
+    high = i0 >= n_in - 1
+    i0[high], w[high] = n_in - 1, 0.0
+    return i0, np.minimum(i0 + 1, n_in - 1), w
+
+
+def _resize(a, width, height, interpolation):
+    """a (H, W, C) or (N, H, W, C) resized to height x width, keeping its dtype."""
+    y_axis = a.ndim - 3
+    h, w = a.shape[y_axis], a.shape[y_axis + 1]
+    if (h, w) == (height, width):
+        return a.copy()
+    if interpolation == 0:
+        ys = np.minimum(np.floor(np.arange(height) * (h / height)).astype(np.int64), h - 1)
+        xs = np.minimum(np.floor(np.arange(width) * (w / width)).astype(np.int64), w - 1)
+        return a.take(ys, axis=y_axis).take(xs, axis=y_axis + 1)
+    ftype = np.float32 if a.dtype in (np.float32, np.float16) else np.float64
+    src = a.astype(ftype, copy=False)
+    y0, y1, wy = _linear_taps(h, height)
+    x0, x1, wx = _linear_taps(w, width)
+    wy = wy.astype(ftype).reshape(-1, 1, 1)
+    wx = wx.astype(ftype).reshape(-1, 1)
+    rows = src.take(y0, axis=y_axis) * (1 - wy) + src.take(y1, axis=y_axis) * wy
+    out = rows.take(x0, axis=y_axis + 1) * (1 - wx) + rows.take(x1, axis=y_axis + 1) * wx
+    if np.issubdtype(a.dtype, np.integer):
+        info = np.iinfo(a.dtype)
+        out = np.clip(np.floor(out + 0.5), info.min, info.max)
+    return out.astype(a.dtype)
+
+
+def _crop_resize(a, x0, y0, w, h, size, interpolation):
+    """The w x h region at (x0, y0) of an (H, W, C) / (N, H, W, C) array, resized to size
+    (width, height) when it differs."""
+    y_axis = a.ndim - 3
+    index = [slice(None)] * a.ndim
+    index[y_axis] = slice(y0, y0 + h)
+    index[y_axis + 1] = slice(x0, x0 + w)
+    out = a[tuple(index)]
+    if (w, h) != tuple(size):
+        return _resize(out, size[0], size[1], interpolation)
+    return np.ascontiguousarray(out)
+
+
+def _scale_down(src_size, size):
+    """mx.image.scale_down: `size` (w, h) shrunk, keeping its aspect ratio, to fit src_size."""
+    w, h = size
+    sw, sh = src_size
+    if sh < h:
+        w, h = float(w * sh) / h, sh
+    if sw < w:
+        w, h = sw, float(h * sw) / w
+    return int(w), int(h)
+
+
+class Compose:
+    """Applies the transforms one after the other."""
+
+    def __init__(self, transforms):
+        self._transforms = list(transforms)
+        for t in self._transforms:
+            if not callable(t):
+                raise TypeError("Compose: expected callable transforms, got %r" % (t,))
+
+    def __call__(self, x):
+        for t in self._transforms:
+            x = t(x)
+        return x
+
+    def __len__(self):
+        return len(self._transforms)
+
+    def __getitem__(self, i):
+        return self._transforms[i]
+
+    def __repr__(self):
+        return "Compose(\n%s\n)" % "\n".join("  " + repr(t) for t in self._transforms)
+
+
+class Cast(_Transform):
+    """The data as `dtype` (default float32)."""
+
+    def __init__(self, dtype="float32"):
+        self._dtype = np.dtype(dtype)
+
+    def forward(self, x):
+        if isinstance(x, NDArray):
+            return x.astype(self._dtype)
+        return super().forward(x)
+
+    def _apply(self, a):
+        return a.astype(self._dtype)
+
+    def _repr_args(self):
+        return [("dtype", self._dtype.name)]
+
+
+class ToTensor(_Transform):
+    """(H, W, C) in [0, 255] to (C, H, W) float32 in [0, 1]; batches (N, H, W, C) to
+    (N, C, H, W)."""
+
+    @staticmethod
+    def _axes(x):
+        _check_ndim(x, (3, 4), ("N", "H", "W", "C"), "ToTensor")
+        return (2, 0, 1) if x.ndim == 3 else (0, 3, 1, 2)
+
+    def _apply(self, a):
+        axes = self._axes(a)
+        return np.ascontiguousarray((a.astype(np.float32) / np.float32(255)).transpose(axes))
+
+    def _apply_nd(self, x):
+        axes = self._axes(x)
+        return nd.transpose(x.astype(np.float32) / 255, axes=axes)
+
+
+class Normalize(_Transform):
+    """(x - mean[c]) / std[c] on (C, H, W) or (N, C, H, W) float data; mean and std are one
+    value for all channels or one per channel."""
+
+    def __init__(self, mean=0.0, std=1.0):
+        self._mean = np.atleast_1d(np.asarray(mean, dtype=np.float64))
+        self._std = np.atleast_1d(np.asarray(std, dtype=np.float64))
+        for name, v in (("mean", self._mean), ("std", self._std)):
+            if v.ndim != 1 or v.size == 0:
+                raise ValueError("Normalize: expected %s to be a number or a sequence of numbers, got %r"
+                                 % (name, mean if name == "mean" else std))
+        if np.any(self._std == 0):
+            raise ValueError("Normalize: std must not contain zeros, got %r" % (std,))
+        # The statistics as (C, 1, 1) NDArrays, by dtype, context and channel count.
+        self._nd_stats = {}
+
+    def _stats(self, x):
+        """mean and std as (C, 1, 1) numpy arrays of x's dtype, C its channels."""
+        _check_ndim(x, (3, 4), ("N", "C", "H", "W"), "Normalize")
+        dtype = np.dtype(x.dtype)
+        if not np.issubdtype(dtype, np.floating):
+            raise TypeError("Normalize: expected float data (apply ToTensor first), got %s" % dtype)
+        channels = x.shape[-3]
+        stats = []
+        for name, v in (("mean", self._mean), ("std", self._std)):
+            if v.size not in (1, channels):
+                raise ValueError("Normalize: %s has %d values but the data has %d channels (shape %s)"
+                                 % (name, v.size, channels, x.shape))
+            stats.append(np.broadcast_to(v.astype(dtype), (channels,)).reshape(-1, 1, 1))
+        return stats
+
+    def _apply(self, a):
+        mean, std = self._stats(a)
+        return (a - mean) / std
+
+    def _apply_nd(self, x):
+        key = (np.dtype(x.dtype).name, str(x.context), x.shape[-3] if x.ndim in (3, 4) else None)
+        if key not in self._nd_stats:
+            self._nd_stats[key] = [nd.array(v, ctx=x.context, dtype=v.dtype) for v in self._stats(x)]
+        mean, std = self._nd_stats[key]
+        return nd.broadcast_div(nd.broadcast_sub(x, mean), std)
+
+    def _repr_args(self):
+        return [("mean", self._mean.tolist()), ("std", self._std.tolist())]
+
+
+class Resize(_Transform):
+    """Resizes (H, W, C) images or (N, H, W, C) batches to `size`: (width, height), or an
+    int for a square, or with keep_ratio an int for the short side (the long side scaled
+    in proportion, rounded down)."""
+
+    def __init__(self, size, keep_ratio=False, interpolation=1):
+        if isinstance(size, numbers.Integral):
+            if size <= 0:
+                raise ValueError("Resize: expected a positive size, got %r" % (size,))
+            self._size = int(size)
+        else:
+            self._size = _wh(size, "Resize")
+        self._keep = keep_ratio
+        self._interpolation = _check_interp(interpolation, "Resize")
+
+    def _target(self, h, w):
+        if not isinstance(self._size, int):
+            return self._size
+        if not self._keep:
+            return self._size, self._size
+        if h > w:
+            return self._size, h * self._size // w
+        return w * self._size // h, self._size
+
+    def _apply(self, a):
+        _check_ndim(a, (3, 4), ("N", "H", "W", "C"), "Resize")
+        width, height = self._target(a.shape[-3], a.shape[-2])
+        return _resize(a, width, height, self._interpolation)
+
+    def _repr_args(self):
+        return [("size", self._size), ("keep_ratio", self._keep), ("interpolation", self._interpolation)]
+
+
+class CenterCrop(_Transform):
+    """The centre of an (H, W, C) image (or of each image of a batch) at size (width,
+    height), or an int for a square. An image smaller than size gives the largest centred
+    region of size's aspect ratio, resized up to size."""
+
+    def __init__(self, size, interpolation=1):
+        self._size = _wh(size, "CenterCrop")
+        self._interpolation = _check_interp(interpolation, "CenterCrop")
+
+    def _apply(self, a):
+        _check_ndim(a, (3, 4), ("N", "H", "W", "C"), "CenterCrop")
+        h, w = a.shape[-3], a.shape[-2]
+        new_w, new_h = _scale_down((w, h), self._size)
+        x0, y0 = int((w - new_w) / 2), int((h - new_h) / 2)
+        return _crop_resize(a, x0, y0, new_w, new_h, self._size, self._interpolation)
+
+    def _repr_args(self):
+        return [("size", self._size), ("interpolation", self._interpolation)]
+
+
+class RandomResizedCrop(_Transform):
+    """A random region of an (H, W, C) image, covering a fraction of its area drawn
+    uniformly from `scale` with an aspect ratio (width / height) drawn log-uniformly from
+    `ratio`, resized to `size`. After ten draws that do not fit it falls back to
+    CenterCrop(size)."""
+
+    def __init__(self, size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0), interpolation=1):
+        self._size = _wh(size, "RandomResizedCrop")
+        if isinstance(scale, numbers.Number):
+            scale = (scale, 1.0)
+        if len(scale) != 2 or not 0 < scale[0] <= scale[1]:
+            raise ValueError("RandomResizedCrop: expected scale=(min, max) with 0 < min <= max, got %r" % (scale,))
+        if len(ratio) != 2 or not 0 < ratio[0] <= ratio[1]:
+            raise ValueError("RandomResizedCrop: expected ratio=(min, max) with 0 < min <= max, got %r" % (ratio,))
+        self._scale = tuple(scale)
+        self._ratio = tuple(ratio)
+        self._interpolation = _check_interp(interpolation, "RandomResizedCrop")
+
+    def _apply(self, a):
+        _check_ndim(a, (3,), ("H", "W", "C"), "RandomResizedCrop")
+        h, w = a.shape[0], a.shape[1]
+        log_ratio = (math.log(self._ratio[0]), math.log(self._ratio[1]))
+        for _ in range(10):
+            target_area = random.uniform(*self._scale) * h * w
+            aspect = math.exp(random.uniform(*log_ratio))
+            new_w = int(round(math.sqrt(target_area * aspect)))
+            new_h = int(round(math.sqrt(target_area / aspect)))
+            if new_w <= w and new_h <= h:
+                x0 = random.randint(0, w - new_w)
+                y0 = random.randint(0, h - new_h)
+                return _crop_resize(a, x0, y0, new_w, new_h, self._size, self._interpolation)
+        new_w, new_h = _scale_down((w, h), self._size)
+        return _crop_resize(a, int((w - new_w) / 2), int((h - new_h) / 2), new_w, new_h, self._size,
+                            self._interpolation)
+
+    def _repr_args(self):
+        return [("size", self._size), ("scale", self._scale), ("ratio", self._ratio),
+                ("interpolation", self._interpolation)]
+
+
+class _RandomFlip(_Transform):
+    _axis = None
+
+    def _apply_nd(self, x):
+        if x.ndim != 3:
+            return None
+        return nd.flip(x, axis=self._axis) if random.random() < 0.5 else x.copy()
+
+    def _apply(self, a):
+        _check_ndim(a, (3, 4), ("N", "H", "W", "C"), type(self).__name__)
+        if a.ndim == 3:
+            return np.flip(a, self._axis).copy() if random.random() < 0.5 else a.copy()
+        # Each image of a batch gets its own draw.
+        return np.stack([np.flip(img, self._axis) if random.random() < 0.5 else img for img in a])
+
+
+class RandomFlipLeftRight(_RandomFlip):
+    """Mirrors an (H, W, C) image left to right with probability 0.5 (each image of a
+    batch independently)."""
+    _axis = 1
+
+
+class RandomFlipTopBottom(_RandomFlip):
+    """Flips an (H, W, C) image upside down with probability 0.5 (each image of a batch
+    independently)."""
+    _axis = 0

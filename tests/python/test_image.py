@@ -1,0 +1,273 @@
+"""weft.image (decode/encode/resize) against PIL and torch, tools/im2rec on a generated
+folder, and ImageRecordIter's augmentations on known images."""
+import io as _io
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import weft
+from weft import recordio
+
+PIL = pytest.importorskip("PIL.Image")
+torch = pytest.importorskip("torch")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+IM2REC = os.path.join(HERE, "..", "..", "tools", "im2rec")
+
+
+def photo_like(h, w, seed=0):
+    rng = np.random.RandomState(seed)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    img = np.stack([128 + 90 * np.sin(x / 11.0 + seed), 128 + 90 * np.cos(y / 8.0 + seed),
+                    (x + y) * 200.0 / (h + w) + 20], axis=2)
+    img += rng.normal(0, 3, img.shape)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def pil_bytes(arr, fmt, **kw):
+    buf = _io.BytesIO()
+    PIL.fromarray(arr).save(buf, format=fmt, **kw)
+    return buf.getvalue()
+
+
+def test_png_decode_matches_pil_exactly():
+    rgb = photo_like(33, 47)
+    np.testing.assert_array_equal(weft.image.imdecode(pil_bytes(rgb, "PNG")).asnumpy(), rgb)
+    bgr = weft.image.imdecode(pil_bytes(rgb, "PNG"), to_rgb=0).asnumpy()
+    np.testing.assert_array_equal(bgr, rgb[:, :, ::-1])
+    rgba = np.concatenate([rgb, rgb[:, :, :1]], axis=2)
+    data = pil_bytes(rgba, "PNG")
+    np.testing.assert_array_equal(weft.image.imdecode(data, flag=-1).asnumpy(), rgba)
+    np.testing.assert_array_equal(weft.image.imdecode(data, flag=1).asnumpy(), rgb)
+    grey = rgb[:, :, 0].copy()
+    g = weft.image.imdecode(pil_bytes(grey, "PNG"), flag=0).asnumpy()
+    assert g.shape == (33, 47, 1)
+    np.testing.assert_array_equal(g[:, :, 0], grey)
+    # Colour to grey with BT.601 weights (cv2's).
+    want = (rgb[..., 0] * 0.299 + rgb[..., 1] * 0.587 + rgb[..., 2] * 0.114)
+    got = weft.image.imdecode(pil_bytes(rgb, "PNG"), flag=0).asnumpy()[:, :, 0]
+    assert np.abs(got - want).max() <= 1.0
+
+
+def test_jpeg_decode_matches_pil():
+    rgb = photo_like(64, 80, seed=2)
+    data = pil_bytes(rgb, "JPEG", quality=90)
+    ours = weft.image.imdecode(data).asnumpy().astype(int)
+    theirs = np.asarray(PIL.open(_io.BytesIO(data)).convert("RGB")).astype(int)
+    assert ours.shape == theirs.shape
+    # Both are libjpeg-turbo with the same IDCT and upsampling.
+    assert np.abs(ours - theirs).max() <= 1
+    assert np.abs(ours - rgb).mean() < 4
+
+
+def test_encode_read_by_pil(tmp_path):
+    rgb = photo_like(30, 20, seed=3)
+    s = recordio.pack_img((0, 0.0, 0, 0), rgb[:, :, ::-1], img_fmt=".png")
+    png = recordio.unpack(s)[1]
+    np.testing.assert_array_equal(np.asarray(PIL.open(_io.BytesIO(png))), rgb)
+    s = recordio.pack_img((0, 0.0, 0, 0), rgb[:, :, ::-1], quality=98, img_fmt=".jpg")
+    jpg = np.asarray(PIL.open(_io.BytesIO(recordio.unpack(s)[1]))).astype(int)
+    assert np.abs(jpg - rgb).mean() < 3
+    path = str(tmp_path / "x.png")
+    PIL.fromarray(rgb).save(path)
+    np.testing.assert_array_equal(weft.image.imread(path).asnumpy(), rgb)
+
+
+def _torch_resize(img, w, h, mode):
+    t = torch.from_numpy(img.astype(np.float32)).permute(2, 0, 1)[None]
+    kw = {} if mode in ("nearest", "area") else {"align_corners": False}
+    out = torch.nn.functional.interpolate(t, size=(h, w), mode=mode, **kw)
+    return out[0].permute(1, 2, 0).numpy()
+
+
+@pytest.mark.parametrize("interp,mode,size", [(0, "nearest", (37, 23)), (1, "bilinear", (50, 41)),
+                                              (1, "bilinear", (17, 13)), (2, "bicubic", (45, 38)),
+                                              (3, "area", (10, 8))])
+def test_resize_matches_torch(interp, mode, size):
+    img = photo_like(24, 30, seed=4)
+    w, h = size
+    ours = weft.image.imresize(weft.nd.array(img, dtype=np.uint8), w, h, interp=interp).asnumpy()
+    assert ours.shape == (h, w, 3) and ours.dtype == np.uint8
+    ref = np.clip(np.round(_torch_resize(img, w, h, mode)), 0, 255)
+    assert np.abs(ours.astype(int) - ref).max() <= 1, mode
+
+
+def test_image_errors():
+    with pytest.raises(weft.base.WeftIOError, match="neither JPEG"):
+        weft.image.imdecode(b"GIF89a....")
+    data = pil_bytes(photo_like(40, 40), "JPEG")
+    with pytest.raises(weft.base.WeftIOError, match="corrupt JPEG"):
+        weft.image.imdecode(data[:len(data) // 2])
+    with pytest.raises(ValueError, match="flag"):
+        weft.image.imdecode(data, flag=3)
+    img = weft.nd.array(photo_like(8, 8), dtype=np.uint8)
+    with pytest.raises(weft.base.WeftValueError, match="interp"):
+        weft.image.imresize(img, 4, 4, interp=7)
+    with pytest.raises(weft.base.WeftTypeError, match="uint8"):
+        weft.image.imresize(weft.nd.ones((4, 4, 3)), 2, 2)
+
+
+def _make_folder(root):
+    """3 classes of 4 images each, PNG and JPEG, of varied sizes; returns {relpath: array}."""
+    images = {}
+    for c, cls in enumerate(["cat", "dog", "eel"]):
+        os.makedirs(os.path.join(root, cls))
+        for k in range(4):
+            arr = photo_like(20 + 3 * k, 26 - 2 * k, seed=10 * c + k)
+            ext = ".png" if k % 2 == 0 else ".jpg"
+            rel = os.path.join(cls, "img%d%s" % (k, ext))
+            PIL.fromarray(arr).save(os.path.join(root, rel), quality=95)
+            images[rel] = arr
+    with open(os.path.join(root, "cat", "notes.txt"), "w") as f:
+        f.write("not an image")
+    return images
+
+
+def _im2rec(*args):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(weft.__file__))
+    env["PYTHON"] = sys.executable
+    out = subprocess.run([IM2REC] + list(args), env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def _read_lst(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            rows.append((int(parts[0]), float(parts[1]), parts[2]))
+    return rows
+
+
+def test_im2rec_list_and_pack(tmp_path):
+    root = str(tmp_path / "imgs")
+    images = _make_folder(root)
+    prefix = str(tmp_path / "data")
+    out = _im2rec("--list", "--recursive", "--train-ratio", "0.75", prefix, root)
+    assert "cat 0" in out and "eel 2" in out
+    train, val = _read_lst(prefix + "_train.lst"), _read_lst(prefix + "_val.lst")
+    assert len(train) == 9 and len(val) == 3
+    rows = train + val
+    assert sorted(r[2] for r in rows) == sorted(images)
+    assert sorted(r[0] for r in rows) == list(range(12))
+    for _, label, rel in rows:
+        assert label == ["cat", "dog", "eel"].index(rel.split(os.sep)[0])
+
+    split = str(tmp_path / "split")
+    # --exts takes several values, so the positional arguments go first (as with MXNet's tool).
+    _im2rec(split, root, "--list", "--recursive", "--train-ratio", "0.5", "--test-ratio", "0.25", "--exts", ".png")
+    parts = [_read_lst(split + suffix) for suffix in ("_train.lst", "_test.lst", "_val.lst")]
+    assert [len(p) for p in parts] == [3, 1, 2]
+    assert sorted(r[2] for p in parts for r in p) == sorted(k for k in images if k.endswith(".png"))
+
+    # Pass-through keeps the file bytes; records follow the list order.
+    _im2rec("--pass-through", "--num-thread", "2", prefix + "_train", root)
+    rec = recordio.MXIndexedRecordIO(prefix + "_train.idx", prefix + "_train.rec", "r")
+    assert rec.keys == [r[0] for r in train]
+    for idx, label, rel in train:
+        header, payload = recordio.unpack(rec.read_idx(idx))
+        assert header.label == label and header.id == idx
+        with open(os.path.join(root, rel), "rb") as f:
+            assert payload == f.read()
+    rec.close()
+
+    # Re-encoded as PNG with the shorter side resized to 12 and centre-cropped to a square.
+    _im2rec("--resize", "12", "--center-crop", "--encoding", ".png", "--num-thread", "3", prefix + "_val", root)
+    rec = recordio.MXIndexedRecordIO(prefix + "_val.idx", prefix + "_val.rec", "r")
+    for idx, label, rel in val:
+        header, img = recordio.unpack_img(rec.read_idx(idx))
+        assert header.label == label
+        assert img.shape == (12, 12, 3)
+        src = images[rel]
+        h, w = src.shape[:2]
+        m = abs(h - w) // 2
+        sq = src[m:m + w] if h > w else src[:, m:m + h]
+        ref = weft.image.imresize(weft.nd.array(np.ascontiguousarray(sq), dtype=np.uint8), 12, 12).asnumpy()
+        tol = 0 if rel.endswith(".png") else 12
+        assert np.abs(img[:, :, ::-1].astype(int) - ref.astype(int)).mean() <= tol, rel
+    rec.close()
+
+
+def test_image_record_iter_on_im2rec_output(tmp_path):
+    wio = pytest.importorskip("weft.io")
+    if not hasattr(wio, "ImageRecordIter"):
+        pytest.skip("weft.io has no ImageRecordIter in this build")
+    root = str(tmp_path / "imgs")
+    images = _make_folder(root)
+    prefix = str(tmp_path / "all")
+    _im2rec("--list", "--recursive", "--no-shuffle", prefix, root)
+    _im2rec("--resize", "16", "--center-crop", "--encoding", ".png", prefix, root)
+    rows = _read_lst(prefix + ".lst")
+    it = wio.ImageRecordIter(path_imgrec=prefix + ".rec", path_imgidx=prefix + ".idx", data_shape=(3, 12, 12),
+                             batch_size=5, mean_r=10.0, std_b=2.0, mirror=True, preprocess_threads=2)
+    seen = []
+    for batch in it:
+        data = batch.data[0].asnumpy()
+        label = batch.label[0].asnumpy()
+        for i in range(5 - batch.pad):
+            seen.append(int(label[i]))
+        assert data.shape == (5, 3, 12, 12)
+    assert sorted(seen) == sorted(int(r[1]) for r in rows)
+    # The first record's sample, recomputed: centre 12x12 of the stored 16x16, mirrored,
+    # R - 10, B / 2.
+    rec = recordio.MXIndexedRecordIO(prefix + ".idx", prefix + ".rec", "r")
+    _, stored = recordio.unpack_img(rec.read_idx(rows[0][0]))
+    rgb = stored[:, :, ::-1].astype(np.float32)[2:14, 2:14, :][:, ::-1, :]
+    it.reset()
+    first = it.next().data[0].asnumpy()[0]
+    np.testing.assert_allclose(first[0], rgb[:, :, 0] - 10)
+    np.testing.assert_allclose(first[1], rgb[:, :, 1])
+    np.testing.assert_allclose(first[2], rgb[:, :, 2] / 2)
+    # resize=8 shrinks the stored 16x16 to 8x8 (bilinear, as imresize), which is then the whole crop.
+    small = wio.ImageRecordIter(path_imgrec=prefix + ".rec", data_shape=(3, 8, 8), batch_size=1, resize=8)
+    want = weft.image.imresize(weft.nd.array(np.ascontiguousarray(stored[:, :, ::-1]), dtype=np.uint8), 8, 8)
+    got = small.next().data[0].asnumpy()[0]
+    np.testing.assert_array_equal(got, want.asnumpy().transpose(2, 0, 1).astype(np.float32))
+
+
+def test_image_record_iter_random_augment_is_seeded(tmp_path):
+    wio = pytest.importorskip("weft.io")
+    if not hasattr(wio, "ImageRecordIter"):
+        pytest.skip("weft.io has no ImageRecordIter in this build")
+    path = str(tmp_path / "r.rec")
+    w = recordio.MXRecordIO(path, "w")
+    for i in range(6):
+        w.write(recordio.pack_img((0, float(i), i, 0), photo_like(40, 60, seed=i), quality=95))
+    w.close()
+
+    def first_batch(seed, threads=3, **kw):
+        it = wio.ImageRecordIter(path_imgrec=path, data_shape=(3, 24, 24), batch_size=6, seed=seed,
+                                 random_resized_crop=True, min_random_area=0.2, max_aspect_ratio=4 / 3.,
+                                 min_aspect_ratio=3 / 4., rand_mirror=True, brightness=0.3, contrast=0.3,
+                                 saturation=0.3, preprocess_threads=threads, **kw)
+        return it.next().data[0].asnumpy()
+
+    a, b, c = first_batch(1), first_batch(1, threads=1), first_batch(2)
+    assert a.shape == (6, 3, 24, 24)
+    np.testing.assert_array_equal(a, b)  # the same seed gives the same augmentations, whatever the threads
+    assert np.abs(a - c).mean() > 1
+    assert a.min() >= 0 and a.max() <= 255
+    with pytest.raises(weft.MXNetError, match="no_such"):
+        wio.ImageRecordIter(path_imgrec=path, data_shape=(3, 24, 24), batch_size=2, no_such=1)
+    with pytest.raises(weft.MXNetError, match="min_random_area"):
+        first_batch(1, max_random_area=0.1)
+
+
+def test_resize_short_and_center_crop():
+    img = weft.nd.array(photo_like(30, 50), dtype=np.uint8)
+    short = weft.image.resize_short(img, 15, interp=1)
+    assert short.shape == (15, 25, 3)
+    np.testing.assert_array_equal(short.asnumpy(), weft.image.imresize(img, 25, 15, interp=1).asnumpy())
+    out, (x0, y0, w, h) = weft.image.center_crop(img, (20, 10))
+    assert (x0, y0, w, h) == (15, 10, 20, 10)
+    np.testing.assert_array_equal(out.asnumpy(), img.asnumpy()[10:20, 15:35])
+    # A window larger than the image is scaled down to fit, then resized to the size asked.
+    out, (x0, y0, w, h) = weft.image.center_crop(img, (60, 30))
+    assert (w, h) == (50, 25) and out.shape == (30, 60, 3)
+    with pytest.raises(ValueError, match="does not fit"):
+        weft.image.fixed_crop(img, 40, 0, 20, 10)
