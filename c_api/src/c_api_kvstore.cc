@@ -1,0 +1,195 @@
+// The key-value store functions of the C API (c_api.h, "key-value stores").
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "c_api/src/c_api_common.h"
+#include "core/kvstore/kvstore.h"
+#if WEFT_USE_DIST
+#include "core/kvstore/dist/dist.h"
+#endif
+
+using namespace weft;        // NOLINT
+using namespace weft::capi;  // NOLINT
+using weft::kvstore::KVStore;
+
+namespace {
+
+using KVStoreTable = HandleTable<std::unique_ptr<KVStore>, HandleKind::kKVStore>;
+
+KVStore& Store(const weft_kvstore_t* h, const char* arg, const char* fn) { return *KVStoreTable::Get().Ref(h, arg, fn); }
+#define WEFT_KV(h) Store((h), #h, __func__)
+
+std::vector<std::string> ReadKeys(int n, const char* const* keys, const char* what, const char* fn) {
+  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
+  WEFT_CHECK(n == 0 || keys != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
+  std::vector<std::string> r;
+  for (int i = 0; i < n; ++i) {
+    WEFT_CHECK(keys[i] != nullptr, kValue, fn, ": ", what, "[", i, "] is NULL");
+    r.emplace_back(keys[i]);
+  }
+  return r;
+}
+
+std::vector<NDArray> ReadArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
+  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
+  std::vector<NDArray> r;
+  for (int i = 0; i < n; ++i) {
+    std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
+    r.push_back(Arr(handles[i], arg.c_str(), fn));
+  }
+  return r;
+}
+
+}  // namespace
+
+extern "C" {
+
+weft_status_t weft_kvstore_create(const char* type, weft_kvstore_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  WEFT_CHECK(type != nullptr, kValue, __func__, ": 'type' is NULL");
+  auto kv = KVStore::Create(type);
+  *out = reinterpret_cast<weft_kvstore_t*>(KVStoreTable::Get().Create(std::move(kv)));
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_free(weft_kvstore_t* kv) {
+  WEFT_API_BEGIN
+  KVStoreTable::Get().Free(kv, "kv", __func__);
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_get_type(const weft_kvstore_t* kv, const char** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = WEFT_KV(kv).type().c_str();
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_init(weft_kvstore_t* kv, int num, const char* const* key_names,
+                                weft_ndarray_t* const* values) {
+  WEFT_API_BEGIN
+  KVStore& s = WEFT_KV(kv);
+  s.Init(ReadKeys(num, key_names, "key_names", __func__), ReadArrays(num, values, "values", __func__));
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_push(weft_kvstore_t* kv, int num, const char* const* key_names,
+                                weft_ndarray_t* const* values, int priority) {
+  WEFT_API_BEGIN
+  KVStore& s = WEFT_KV(kv);
+  s.Push(ReadKeys(num, key_names, "key_names", __func__), ReadArrays(num, values, "values", __func__), priority);
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* const* key_names,
+                                weft_ndarray_t* const* outs, int priority) {
+  WEFT_API_BEGIN
+  KVStore& s = WEFT_KV(kv);
+  s.Pull(ReadKeys(num, key_names, "key_names", __func__), ReadArrays(num, outs, "outs", __func__), priority);
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_pushpull(weft_kvstore_t* kv, int num, const char* const* key_names,
+                                    weft_ndarray_t* const* values, int num_pull, const char* const* pull_key_names,
+                                    weft_ndarray_t* const* pull_outs, int priority) {
+  WEFT_API_BEGIN
+  KVStore& s = WEFT_KV(kv);
+  s.PushPull(ReadKeys(num, key_names, "key_names", __func__), ReadArrays(num, values, "values", __func__),
+             ReadKeys(num_pull, pull_key_names, "pull_key_names", __func__),
+             ReadArrays(num_pull, pull_outs, "pull_outs", __func__), priority);
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_set_updater(weft_kvstore_t* kv, weft_kvstore_updater_t updater, void* user) {
+  WEFT_API_BEGIN
+  KVStore& s = WEFT_KV(kv);
+  if (updater == nullptr) {
+    s.SetUpdater(nullptr);
+  } else {
+    s.SetUpdater([updater, user](int, const std::string& key, const NDArray& merged, NDArray* stored) {
+      weft_ndarray_t* m = NewArrHandle(merged);
+      weft_ndarray_t* st = NewArrHandle(*stored);
+      int rc = updater(key.c_str(), m, st, user);
+      WEFT_CHECK(rc == 0, kRuntime, "kvstore: the updater failed on key '", key, "' (it returned ", rc, ")");
+    });
+  }
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_set_gradient_compression(weft_kvstore_t* kv, int num_params, const char* const* keys,
+                                                    const char* const* vals) {
+  WEFT_API_BEGIN
+  KVStore& s = WEFT_KV(kv);
+  auto k = ReadKeys(num_params, keys, "keys", __func__);
+  auto v = ReadKeys(num_params, vals, "vals", __func__);
+  KwArgs params;
+  for (int i = 0; i < num_params; ++i) params.emplace_back(k[i], v[i]);
+  s.SetGradientCompression(params);
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_get_rank(const weft_kvstore_t* kv, int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = WEFT_KV(kv).Rank();
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_get_num_workers(const weft_kvstore_t* kv, int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = WEFT_KV(kv).NumWorkers();
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_barrier(weft_kvstore_t* kv) {
+  WEFT_API_BEGIN
+  WEFT_KV(kv).Barrier();
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_send_command_to_servers(weft_kvstore_t* kv, int head, const void* data, size_t size) {
+  WEFT_API_BEGIN
+  KVStore& s = WEFT_KV(kv);
+  WEFT_CHECK(size == 0 || data != nullptr, kValue, __func__, ": 'data' is NULL but 'size' is ", size);
+  s.SendCommandToServers(head, std::string(static_cast<const char*>(data ? data : ""), size));
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_run_server(weft_kvstore_t* kv, weft_kvstore_controller_t controller, void* user) {
+  WEFT_API_BEGIN
+  KVStore& s = WEFT_KV(kv);
+  s.RunServer([controller, user](int head, const std::string& body) {
+    if (controller == nullptr) return;
+    int rc = controller(head, body.data(), body.size(), user);
+    WEFT_CHECK(rc == 0, kRuntime, "kvstore: the server's command handler failed on command ", head,
+               " (it returned ", rc, ")");
+  });
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_run_scheduler(void) {
+  WEFT_API_BEGIN
+#if WEFT_USE_DIST
+  kvstore::dist::RunScheduler();
+#else
+  Throw(ErrorKind::kUnsupported, "weft_kvstore_run_scheduler: this build has no distributed store (WEFT_USE_DIST=OFF)");
+#endif
+  WEFT_API_END
+}
+
+weft_status_t weft_kvstore_get_role(const char** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+#if WEFT_USE_DIST
+  std::string role = kvstore::dist::RoleFromEnv();
+  *out = role == "server" ? "server" : role == "scheduler" ? "scheduler" : "worker";
+#else
+  *out = "worker";
+#endif
+  WEFT_API_END
+}
+
+}  // extern "C"

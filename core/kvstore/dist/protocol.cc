@@ -1,0 +1,343 @@
+#include "core/kvstore/dist/protocol.h"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/base/dtype.h"
+#include "core/base/error.h"
+#include "core/base/logging.h"
+#include "core/kvstore/dist/dist.h"
+
+namespace weft {
+namespace kvstore {
+namespace dist {
+
+namespace {
+
+const char* Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
+}
+
+int EnvInt(const char* name, int min_value) {
+  const char* v = Env(name);
+  WEFT_CHECK(v != nullptr, kValue, "kvstore dist: the environment variable ", name,
+             " is not set (tools/launch.py sets it)");
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  WEFT_CHECK(*end == '\0' && x >= min_value && x < (1 << 20), kValue, "kvstore dist: expected ", name,
+             " to be an integer >= ", min_value, ", got '", v, "'");
+  return static_cast<int>(x);
+}
+
+double EnvSeconds(const char* name, double fallback) {
+  const char* v = Env(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  double x = std::strtod(v, &end);
+  WEFT_CHECK(*end == '\0' && x > 0, kValue, "kvstore dist: expected ", name, " to be a number of seconds > 0, got '",
+             v, "'");
+  return x;
+}
+
+// The IPv4 address of a network interface, by name.
+std::string InterfaceAddress(const std::string& name) {
+  ifaddrs* list = nullptr;
+  WEFT_CHECK(getifaddrs(&list) == 0, kRuntime, "kvstore dist: cannot list the network interfaces");
+  std::string found;
+  for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET || name != a->ifa_name) continue;
+    char buf[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof(buf));
+    found = buf;
+    break;
+  }
+  freeifaddrs(list);
+  WEFT_CHECK(!found.empty(), kValue, "kvstore dist: DMLC_INTERFACE='", name,
+             "' names no network interface with an IPv4 address");
+  return found;
+}
+
+// ZeroMQ binds numeric addresses only: host names are resolved here.
+std::string Resolve(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  addrinfo* res = nullptr;
+  WEFT_CHECK(getaddrinfo(host.c_str(), nullptr, &hints, &res) == 0 && res != nullptr, kValue,
+             "kvstore dist: cannot resolve the host '", host, "'");
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr, buf, sizeof(buf));
+  freeaddrinfo(res);
+  return buf;
+}
+
+}  // namespace
+
+std::string RoleFromEnv() {
+  const char* r = Env("DMLC_ROLE");
+  std::string role = r ? r : "worker";
+  WEFT_CHECK(role == "worker" || role == "server" || role == "scheduler", kValue,
+             "kvstore dist: expected DMLC_ROLE to be worker, server or scheduler, got '", role, "'");
+  return role;
+}
+
+Config Config::FromEnv() {
+  Config c;
+  c.role = RoleFromEnv();
+  const char* uri = Env("DMLC_PS_ROOT_URI");
+  WEFT_CHECK(uri != nullptr, kValue, "kvstore dist: the environment variable DMLC_PS_ROOT_URI is not set "
+             "(tools/launch.py sets it)");
+  c.root_uri = Resolve(uri);
+  c.root_port = EnvInt("DMLC_PS_ROOT_PORT", 1);
+  c.num_servers = EnvInt("DMLC_NUM_SERVER", 1);
+  c.num_workers = EnvInt("DMLC_NUM_WORKER", 1);
+  // Nodes listen on loopback unless told where: an explicit host, or an interface.
+  if (const char* h = Env("DMLC_NODE_HOST")) {
+    c.host = Resolve(h);
+  } else if (const char* i = Env("DMLC_INTERFACE")) {
+    c.host = InterfaceAddress(i);
+  } else {
+    c.host = "127.0.0.1";
+  }
+  c.heartbeat_timeout = EnvSeconds("WEFT_KVSTORE_HEARTBEAT_TIMEOUT", EnvSeconds("PS_HEARTBEAT_TIMEOUT", 60));
+  c.heartbeat_interval = std::clamp(c.heartbeat_timeout / 5, 0.05, 1.0);
+  const char* bound = Env("MXNET_KVSTORE_BIGARRAY_BOUND");
+  if (const char* b = Env("WEFT_KVSTORE_BIGARRAY_BOUND")) bound = b;
+  if (bound != nullptr) {
+    char* end = nullptr;
+    long long x = std::strtoll(bound, &end, 10);
+    WEFT_CHECK(*end == '\0' && x > 0, kValue, "kvstore dist: expected the big-array bound to be an integer > 0, got '",
+               bound, "'");
+    c.bigarray_bound = x;
+  }
+  return c;
+}
+
+std::string Config::SchedulerEndpoint() const { return "tcp://" + root_uri + ":" + std::to_string(root_port); }
+
+const char* MsgTypeName(uint16_t type) {
+  switch (static_cast<MsgType>(type)) {
+    case MsgType::kRegister: return "register";
+    case MsgType::kAddressBook: return "address book";
+    case MsgType::kHeartbeat: return "heartbeat";
+    case MsgType::kHeartbeatAck: return "heartbeat ack";
+    case MsgType::kBarrier: return "barrier";
+    case MsgType::kBarrierDone: return "barrier done";
+    case MsgType::kExit: return "exit";
+    case MsgType::kBye: return "bye";
+    case MsgType::kTerminate: return "terminate";
+    case MsgType::kNodeLost: return "node lost";
+    case MsgType::kInit: return "init";
+    case MsgType::kPush: return "push";
+    case MsgType::kPull: return "pull";
+    case MsgType::kCommand: return "command";
+    case MsgType::kAck: return "ack";
+    case MsgType::kPullReply: return "pull reply";
+    case MsgType::kError: return "error";
+  }
+  return nullptr;
+}
+
+Frames::~Frames() {
+  for (auto& m : parts_) zmq_msg_close(&m);
+}
+
+bool Frames::Recv(void* socket) {
+  for (auto& m : parts_) zmq_msg_close(&m);
+  parts_.clear();
+  while (true) {
+    parts_.emplace_back();
+    zmq_msg_init(&parts_.back());
+    if (zmq_msg_recv(&parts_.back(), socket, parts_.size() == 1 ? ZMQ_DONTWAIT : 0) < 0) {
+      zmq_msg_close(&parts_.back());
+      parts_.pop_back();
+      return false;
+    }
+    if (!zmq_msg_more(&parts_.back())) return true;
+    // A sender may pile up frames; a message of more than a handful is malformed, but its
+    // parts must still be read so that the next message starts clean.
+  }
+}
+
+bool ParseMessage(Frames& f, size_t first, Header* h, const void** payload, size_t* payload_bytes, std::string* why) {
+  if (f.size() < first + 1 || f.size() > first + 2) {
+    *why = "expected a header and at most one payload frame, got " + std::to_string(f.size() - std::min(f.size(), first)) +
+           " frames";
+    return false;
+  }
+  if (f.bytes(first) != sizeof(Header)) {
+    *why = "header of " + std::to_string(f.bytes(first)) + " bytes, expected " + std::to_string(sizeof(Header));
+    return false;
+  }
+  std::memcpy(h, f.data(first), sizeof(Header));
+  if (h->magic != kMagic) {
+    *why = "bad magic number";
+    return false;
+  }
+  if (h->version != kVersion) {
+    *why = "protocol version " + std::to_string(h->version) + ", expected " + std::to_string(kVersion);
+    return false;
+  }
+  if (MsgTypeName(h->type) == nullptr) {
+    *why = "unknown message type " + std::to_string(h->type);
+    return false;
+  }
+  size_t got = f.size() == first + 2 ? f.bytes(first + 1) : 0;
+  if (got != h->payload_bytes) {
+    *why = "the header announces " + std::to_string(h->payload_bytes) + " payload bytes, the message has " +
+           std::to_string(got);
+    return false;
+  }
+  if (h->offset > h->total || h->count > h->total - h->offset) {
+    *why = "range [" + std::to_string(h->offset) + ", +" + std::to_string(h->count) + ") outside a key of " +
+           std::to_string(h->total) + " elements";
+    return false;
+  }
+  *payload = got ? f.data(first + 1) : nullptr;
+  *payload_bytes = got;
+  return true;
+}
+
+namespace {
+void ReleaseKeep(void*, void* hint) { delete static_cast<std::shared_ptr<void>*>(hint); }
+}  // namespace
+
+bool SendMessage(void* socket, const std::string* identity, const Header& h, const void* payload,
+                 size_t payload_bytes, std::shared_ptr<void> keep) {
+  Header hh = h;
+  hh.magic = kMagic;
+  hh.version = kVersion;
+  hh.payload_bytes = payload_bytes;
+  if (identity != nullptr && zmq_send(socket, identity->data(), identity->size(), ZMQ_SNDMORE) < 0) return false;
+  if (zmq_send(socket, &hh, sizeof(hh), payload_bytes ? ZMQ_SNDMORE : 0) < 0) return false;
+  if (payload_bytes == 0) return true;
+  zmq_msg_t m;
+  if (keep) {
+    auto* hint = new std::shared_ptr<void>(std::move(keep));
+    if (zmq_msg_init_data(&m, const_cast<void*>(payload), payload_bytes, ReleaseKeep, hint) != 0) {
+      delete hint;
+      return false;
+    }
+  } else {
+    if (zmq_msg_init_size(&m, payload_bytes) != 0) return false;
+    std::memcpy(zmq_msg_data(&m), payload, payload_bytes);
+  }
+  if (zmq_msg_send(&m, socket, 0) < 0) {
+    zmq_msg_close(&m);
+    return false;
+  }
+  return true;
+}
+
+Curve Curve::FromEnv() {
+  Curve c;
+  const char* pub = Env("WEFT_KVSTORE_CURVE_PUBLIC_KEY");
+  const char* sec = Env("WEFT_KVSTORE_CURVE_SECRET_KEY");
+  if (pub == nullptr && sec == nullptr) return c;
+  WEFT_CHECK(pub != nullptr && sec != nullptr, kValue, "kvstore dist: CURVE needs both WEFT_KVSTORE_CURVE_PUBLIC_KEY "
+             "and WEFT_KVSTORE_CURVE_SECRET_KEY, got only ", pub ? "the public key" : "the secret key");
+  WEFT_CHECK(zmq_has("curve"), kUnsupported, "kvstore dist: CURVE keys are set but this libzmq has no CURVE support");
+  uint8_t raw[32];
+  WEFT_CHECK(std::strlen(pub) == 40 && std::strlen(sec) == 40 && zmq_z85_decode(raw, pub) != nullptr &&
+                 zmq_z85_decode(raw, sec) != nullptr, kValue,
+             "kvstore dist: expected the CURVE keys as 40 characters of Z85 text each (zmq_curve_keypair)");
+  char derived[41];
+  WEFT_CHECK(zmq_curve_public(derived, sec) == 0 && std::string(derived) == pub, kValue,
+             "kvstore dist: WEFT_KVSTORE_CURVE_PUBLIC_KEY is not the public key of WEFT_KVSTORE_CURVE_SECRET_KEY");
+  c.on = true;
+  c.public_key = pub;
+  c.secret_key = sec;
+  return c;
+}
+
+void CurveListen(void* socket, const Curve& curve) {
+  if (!curve.on) return;
+  int one = 1;
+  zmq_setsockopt(socket, ZMQ_CURVE_SERVER, &one, sizeof(one));
+  zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, curve.secret_key.c_str(), 40);
+  // The domain turns authentication on for this socket.
+  zmq_setsockopt(socket, ZMQ_ZAP_DOMAIN, "weft", 4);
+}
+
+void CurveConnect(void* socket, const Curve& curve) {
+  if (!curve.on) return;
+  zmq_setsockopt(socket, ZMQ_CURVE_SERVERKEY, curve.public_key.c_str(), 40);
+  zmq_setsockopt(socket, ZMQ_CURVE_PUBLICKEY, curve.public_key.c_str(), 40);
+  zmq_setsockopt(socket, ZMQ_CURVE_SECRETKEY, curve.secret_key.c_str(), 40);
+}
+
+ZapHandler::ZapHandler(void* ctx, const Curve& curve, std::string who) {
+  if (!curve.on) return;
+  socket_ = zmq_socket(ctx, ZMQ_REP);
+  WEFT_CHECK(socket_ != nullptr && zmq_bind(socket_, "inproc://zeromq.zap.01") == 0, kRuntime,
+             "kvstore dist: cannot start the CURVE authenticator: ", zmq_strerror(zmq_errno()));
+  uint8_t job_key[32];
+  zmq_z85_decode(job_key, curve.public_key.c_str());
+  std::string expected(reinterpret_cast<char*>(job_key), 32);
+  thread_ = std::thread([this, expected, who] {
+    while (true) {
+      Frames f;
+      zmq_pollitem_t item{socket_, 0, ZMQ_POLLIN, 0};
+      if (zmq_poll(&item, 1, -1) < 0 && zmq_errno() == ETERM) break;
+      if (!f.Recv(socket_)) {
+        if (zmq_errno() == ETERM) break;
+        continue;
+      }
+      // ZAP 1.0 request: version, request id, domain, address, identity, mechanism, key.
+      if (f.size() < 6) continue;
+      std::string request_id = f.str(1);
+      bool ok = f.size() == 7 && f.str(5) == "CURVE" && f.str(6) == expected;
+      if (!ok) {
+        WEFT_LOG(Warning) << "kvstore " << who << ": refused a connection from " << f.str(3)
+                          << " (not the job's CURVE key)";
+      }
+      const std::string reply[] = {"1.0", request_id, ok ? "200" : "400", ok ? "OK" : "unknown key", "", ""};
+      for (int i = 0; i < 6; ++i) zmq_send(socket_, reply[i].data(), reply[i].size(), i < 5 ? ZMQ_SNDMORE : 0);
+    }
+    int zero = 0;
+    zmq_setsockopt(socket_, ZMQ_LINGER, &zero, sizeof(zero));
+    zmq_close(socket_);
+  });
+}
+
+void ZapHandler::Join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+void* NewSocket(void* ctx, int type) {
+  void* s = zmq_socket(ctx, type);
+  WEFT_CHECK(s != nullptr, kRuntime, "kvstore dist: cannot create a ZeroMQ socket: ", zmq_strerror(zmq_errno()));
+  int zero = 0;
+  zmq_setsockopt(s, ZMQ_LINGER, &zero, sizeof(zero));
+  // No high-water marks: a ROUTER drops what goes over one, and every request here is
+  // answered, so the number in flight is bounded by the program, not by the socket.
+  zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof(zero));
+  zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof(zero));
+  return s;
+}
+
+void CloseSocket(void* socket, int linger_ms) {
+  if (socket == nullptr) return;
+  zmq_setsockopt(socket, ZMQ_LINGER, &linger_ms, sizeof(linger_ms));
+  zmq_close(socket);
+}
+
+double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string SecondsText(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g s", s);
+  return buf;
+}
+
+}  // namespace dist
+}  // namespace kvstore
+}  // namespace weft

@@ -1,0 +1,155 @@
+// The wire format and the process environment of the distributed store.
+//
+// Every message is a ZeroMQ multipart message: one fixed-size, versioned binary header and,
+// for messages that carry data, one payload frame sent without copying. A message whose
+// header or sizes do not check out is dropped and logged, never trusted.
+#pragma once
+
+#include <zmq.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace weft {
+namespace kvstore {
+namespace dist {
+
+constexpr uint32_t kMagic = 0x4B564657;  // "WFVK" read as little-endian bytes
+constexpr uint16_t kVersion = 1;
+
+enum class MsgType : uint16_t {
+  // node <-> scheduler
+  kRegister = 1,      // payload: role \n endpoint \n host \n pid
+  kAddressBook = 2,   // head = rank; payload: server endpoints, one a line, by server rank
+  kHeartbeat = 3,
+  kHeartbeatAck = 4,
+  kBarrier = 5,
+  kBarrierDone = 6,
+  kExit = 7,          // a worker is done
+  kBye = 8,           // to workers: the job is over
+  kTerminate = 9,     // to servers: stop serving
+  kNodeLost = 10,     // payload: which node was lost
+  // worker -> server
+  kInit = 20,
+  kPush = 21,
+  kPull = 22,
+  kCommand = 23,      // head = command; payload = body
+  // server -> worker
+  kAck = 40,
+  kPullReply = 41,
+  kError = 42,        // payload: the message
+};
+
+enum MsgFlags : uint32_t {
+  kFlagSync = 1,        // dist_sync: sum every worker's push before updating
+  kFlagCompressed = 2,  // payload is 2-bit compressed (GradientCompression)
+  kFlagPullBack = 4,    // push+pull: answer the push with the updated value (a pull reply)
+};
+
+struct Header {
+  uint32_t magic = kMagic;
+  uint16_t version = kVersion;
+  uint16_t type = 0;
+  int32_t sender = -1;        // rank of the sending worker (-1 for others)
+  uint32_t flags = 0;
+  uint64_t request = 0;       // the request a reply answers
+  int64_t key = 0;
+  uint64_t offset = 0;        // first element of the range of the key this message is about
+  uint64_t count = 0;         // elements in the range
+  uint64_t total = 0;         // elements of the whole key
+  int32_t dtype = 0;
+  int32_t head = 0;
+  float threshold = 0.f;      // compression threshold
+  uint32_t reserved = 0;
+  uint64_t payload_bytes = 0; // size of the payload frame (0: none)
+};
+static_assert(sizeof(Header) == 80, "the header layout is part of the wire format");
+
+const char* MsgTypeName(uint16_t type);
+
+// What the launcher's environment says about the job.
+struct Config {
+  std::string role;           // worker, server, scheduler
+  std::string root_uri;       // the scheduler's address (an IPv4 address or a host name)
+  int root_port = 0;
+  int num_servers = 0;
+  int num_workers = 0;
+  std::string host;           // the address this node binds (loopback unless configured)
+  double heartbeat_timeout = 60;   // seconds without news after which a node is lost
+  double heartbeat_interval = 1;
+  int64_t bigarray_bound = 1000000;  // keys with at least this many elements are split
+
+  static Config FromEnv();
+  std::string SchedulerEndpoint() const;
+};
+
+// A received multipart message.
+class Frames {
+ public:
+  Frames() = default;
+  Frames(const Frames&) = delete;
+  Frames& operator=(const Frames&) = delete;
+  ~Frames();
+  // Receives every part of the next message; false when none is waiting (non-blocking) or
+  // on an error.
+  bool Recv(void* socket);
+  size_t size() const { return parts_.size(); }
+  const void* data(size_t i) { return zmq_msg_data(&parts_[i]); }
+  size_t bytes(size_t i) { return zmq_msg_size(&parts_[i]); }
+  std::string str(size_t i) { return std::string(static_cast<const char*>(data(i)), bytes(i)); }
+
+ private:
+  std::vector<zmq_msg_t> parts_;
+};
+
+// Checks frames [first, first+1(+1)) as header + optional payload; on success fills *h and
+// *payload/*payload_bytes, else says why in *why.
+bool ParseMessage(Frames& f, size_t first, Header* h, const void** payload, size_t* payload_bytes, std::string* why);
+
+// Sends [identity?] header [payload]. The payload is sent without copying when `keep` is
+// given (it holds the memory alive until ZeroMQ is done), else copied. Returns false when
+// the socket refused the message.
+bool SendMessage(void* socket, const std::string* identity, const Header& h, const void* payload = nullptr,
+                 size_t payload_bytes = 0, std::shared_ptr<void> keep = nullptr);
+
+// Optional CURVE encryption and authentication. When WEFT_KVSTORE_CURVE_PUBLIC_KEY and
+// WEFT_KVSTORE_CURVE_SECRET_KEY (the job's key pair, Z85 text as zmq_curve_keypair makes)
+// are set, every connection is encrypted and a listening node accepts only peers that
+// prove they hold the job's secret key; others are refused and logged.
+struct Curve {
+  bool on = false;
+  std::string public_key, secret_key;  // Z85, 40 characters each
+  static Curve FromEnv();
+};
+void CurveListen(void* socket, const Curve& curve);
+void CurveConnect(void* socket, const Curve& curve);
+
+// Answers ZeroMQ's authentication requests (ZAP) for the sockets of `ctx`: only the job's
+// public key passes. Bound before the call returns; the thread ends when the context is
+// terminated (join it after zmq_ctx_term).
+class ZapHandler {
+ public:
+  ZapHandler(void* ctx, const Curve& curve, std::string who);
+  void Join();
+  ~ZapHandler() { Join(); }
+
+ private:
+  void* socket_ = nullptr;
+  std::thread thread_;
+};
+
+void* NewSocket(void* ctx, int type);
+void CloseSocket(void* socket, int linger_ms);
+
+using Clock = std::chrono::steady_clock;
+double SecondsSince(Clock::time_point t);
+// "2.5 s": seconds as messages show them.
+std::string SecondsText(double s);
+
+}  // namespace dist
+}  // namespace kvstore
+}  // namespace weft

@@ -1,0 +1,252 @@
+// The server: holds a range of each key it is given, sums the workers' pushes (dist_sync)
+// or applies each as it comes (dist_async), runs the updater, answers pulls.
+#include <unistd.h>
+
+#include <cstring>
+#include <unordered_map>
+
+#include "core/base/error.h"
+#include "core/base/logging.h"
+#include "core/kvstore/dist/dist.h"
+#include "core/kvstore/dist/protocol.h"
+#include "core/kvstore/dist/server_store.h"
+
+namespace weft {
+namespace kvstore {
+namespace dist {
+
+namespace {
+
+struct Waiting {
+  std::string identity;
+  uint64_t request;
+  bool pull_back;
+};
+
+struct KeyState {
+  NDArray stored, merged;  // 1-D over this server's range
+  uint64_t offset = 0, count = 0, total = 0;
+  int pushes = 0;
+  std::vector<Waiting> waiting;
+};
+
+}  // namespace
+
+ServerStore::ServerStore(const std::string& type) : KVStore(type) {}
+
+void ServerStore::Init(const std::vector<std::string>&, const std::vector<NDArray>&) { NotWorker(); }
+void ServerStore::Push(const std::vector<std::string>&, const std::vector<NDArray>&, int) { NotWorker(); }
+void ServerStore::Pull(const std::vector<std::string>&, const std::vector<NDArray>&, int) { NotWorker(); }
+
+void ServerStore::NotWorker() const {
+  Throw(ErrorKind::kUnsupported, "kvstore: this process is a server (DMLC_ROLE=server); push, pull and init are "
+        "for workers, a server only runs its loop");
+}
+
+void ServerStore::RunServer(Controller controller) {
+  Config cfg = Config::FromEnv();
+  Curve curve = Curve::FromEnv();
+  void* ctx = zmq_ctx_new();
+  ZapHandler zap(ctx, curve, "server");
+  void* router = NewSocket(ctx, ZMQ_ROUTER);
+  void* sched = NewSocket(ctx, ZMQ_DEALER);
+  CurveListen(router, curve);
+  CurveConnect(sched, curve);
+  std::string bind = "tcp://" + cfg.host + ":*";
+  std::string failure;
+  char endpoint[256] = {0};
+  size_t len = sizeof(endpoint);
+  if (zmq_bind(router, bind.c_str()) != 0 || zmq_getsockopt(router, ZMQ_LAST_ENDPOINT, endpoint, &len) != 0 ||
+      zmq_connect(sched, cfg.SchedulerEndpoint().c_str()) != 0) {
+    failure = std::string("cannot bind ") + bind + " or reach the scheduler: " + zmq_strerror(zmq_errno());
+  }
+  char hostname[256] = {0};
+  gethostname(hostname, sizeof(hostname) - 1);
+  Header reg;
+  reg.type = static_cast<uint16_t>(MsgType::kRegister);
+  std::string info = std::string("server\n") + endpoint + "\n" + hostname + "\n" + std::to_string(getpid()) + "\n";
+  if (failure.empty()) SendMessage(sched, nullptr, reg, info.data(), info.size());
+
+  std::unordered_map<int64_t, KeyState> keys;
+  int rank = -1;
+  auto last_heartbeat = Clock::now(), last_heard = Clock::now();
+
+  auto reply = [&](const std::string& id, const Header& req, MsgType type, const void* data = nullptr, size_t n = 0,
+                   std::shared_ptr<void> keep = nullptr) {
+    Header h;
+    h.type = static_cast<uint16_t>(type);
+    h.request = req.request;
+    h.key = req.key;
+    h.offset = req.offset;
+    h.count = req.count;
+    h.total = req.total;
+    h.dtype = req.dtype;
+    SendMessage(router, &id, h, data, n, std::move(keep));
+  };
+  auto reply_error = [&](const std::string& id, const Header& req, const std::string& msg) {
+    std::string text = "server " + std::to_string(rank) + ": " + msg;
+    reply(id, req, MsgType::kError, text.data(), text.size());
+  };
+  auto apply = [&](int64_t key, KeyState& ks) {
+    if (updater_) {
+      updater_(static_cast<int>(key), std::to_string(key), ks.merged, &ks.stored);
+    } else {
+      ks.stored.WaitToWrite();
+      AddInto(ks.stored.data().dptr, ks.merged.data().dptr, static_cast<int64_t>(ks.count), ks.stored.dtype(), true,
+              false);
+    }
+  };
+
+  // Handles one request from a worker; errors go back to the worker as error replies.
+  auto handle = [&](const std::string& id, const Header& h, const void* payload, size_t nbytes) {
+    auto type = static_cast<MsgType>(h.type);
+    if (type == MsgType::kCommand) {
+      controller(h.head, std::string(static_cast<const char*>(payload ? payload : ""), nbytes));
+      reply(id, h, MsgType::kAck);
+      return;
+    }
+    WEFT_CHECK(type == MsgType::kInit || type == MsgType::kPush || type == MsgType::kPull, kValue,
+               "unexpected ", MsgTypeName(h.type), " message");
+    WEFT_CHECK(IsValidDType(h.dtype), kType, "unknown dtype code ", h.dtype);
+    DType dtype = static_cast<DType>(h.dtype);
+    const size_t elem = DTypeSize(dtype);
+    if (type == MsgType::kInit) {
+      WEFT_CHECK(nbytes == h.count * elem, kValue, "init of key ", h.key, ": expected ", h.count * elem,
+                 " bytes, got ", nbytes);
+      KeyState ks;
+      ks.offset = h.offset;
+      ks.count = h.count;
+      ks.total = h.total;
+      ks.stored = NDArray(Shape{static_cast<int64_t>(h.count)}, Context::CPU(), dtype);
+      ks.merged = NDArray(Shape{static_cast<int64_t>(h.count)}, Context::CPU(), dtype);
+      if (nbytes) std::memcpy(ks.stored.data().dptr, payload, nbytes);
+      keys[h.key] = std::move(ks);
+      reply(id, h, MsgType::kAck);
+      return;
+    }
+    auto it = keys.find(h.key);
+    WEFT_CHECK(it != keys.end(), kNotFound, "key ", h.key, " was never initialised");
+    KeyState& ks = it->second;
+    WEFT_CHECK(ks.offset == h.offset && ks.count == h.count && ks.total == h.total &&
+                   ks.stored.dtype() == dtype, kValue, "key ", h.key, ": the request's range or dtype [",
+               h.offset, ", +", h.count, ") of ", h.total, " ", DTypeName(dtype), " differs from the stored [",
+               ks.offset, ", +", ks.count, ") of ", ks.total, " ", DTypeName(ks.stored.dtype()));
+    if (type == MsgType::kPull) {
+      ks.stored.WaitToRead();
+      TBlob b = ks.stored.data();
+      // In sync mode the stored range changes only once every worker has pushed again,
+      // which each does only after its pull is complete: it can go out without a copy.
+      std::shared_ptr<void> keep;
+      if (h.flags & kFlagSync) keep = ks.stored.chunk();
+      reply(id, h, MsgType::kPullReply, b.dptr, b.Bytes(), std::move(keep));
+      return;
+    }
+    const bool compressed = h.flags & kFlagCompressed;
+    if (compressed) {
+      WEFT_CHECK(dtype == DType::kFloat32 && nbytes == GradientCompression::CompressedBytes(h.count), kValue,
+                 "compressed push of key ", h.key, ": expected ", GradientCompression::CompressedBytes(h.count),
+                 " bytes of float32, got ", nbytes);
+    } else {
+      WEFT_CHECK(nbytes == h.count * elem, kValue, "push of key ", h.key, ": expected ", h.count * elem,
+                 " bytes, got ", nbytes);
+    }
+    const bool sync = h.flags & kFlagSync;
+    const bool first = !sync || ks.pushes == 0;
+    if (first) ks.merged.WaitToWrite();
+    void* dst = ks.merged.data().dptr;
+    if (compressed) {
+      GradientCompression::Dequantize(static_cast<const uint8_t*>(payload), static_cast<float*>(dst),
+                                      static_cast<int64_t>(h.count), h.threshold, first);
+    } else {
+      AddInto(dst, payload, static_cast<int64_t>(h.count), dtype, first, false);
+    }
+    const bool pull_back = h.flags & kFlagPullBack;
+    if (!sync) {
+      apply(h.key, ks);
+      if (pull_back) {
+        ks.stored.WaitToRead();
+        TBlob b = ks.stored.data();
+        reply(id, h, MsgType::kPullReply, b.dptr, b.Bytes());
+      } else {
+        reply(id, h, MsgType::kAck);
+      }
+      return;
+    }
+    ks.waiting.push_back({id, h.request, pull_back});
+    if (++ks.pushes < cfg.num_workers) return;
+    apply(h.key, ks);
+    ks.pushes = 0;
+    Header ack = h;
+    for (const Waiting& w : ks.waiting) {
+      ack.request = w.request;
+      if (w.pull_back) {
+        // As for pulls in sync mode: the stored range stays as it is until every worker,
+        // this one included, has pushed again, so it goes out without a copy.
+        ks.stored.WaitToRead();
+        TBlob b = ks.stored.data();
+        reply(w.identity, ack, MsgType::kPullReply, b.dptr, b.Bytes(), ks.stored.chunk());
+      } else {
+        reply(w.identity, ack, MsgType::kAck);
+      }
+    }
+    ks.waiting.clear();
+  };
+
+  while (failure.empty()) {
+    zmq_pollitem_t items[2] = {{router, 0, ZMQ_POLLIN, 0}, {sched, 0, ZMQ_POLLIN, 0}};
+    zmq_poll(items, 2, static_cast<long>(cfg.heartbeat_interval * 1000));
+    bool stop = false;
+    for (Frames f; f.Recv(sched);) {
+      Header h;
+      const void* payload = nullptr;
+      size_t nbytes = 0;
+      std::string why;
+      if (!ParseMessage(f, 0, &h, &payload, &nbytes, &why)) {
+        WEFT_LOG(Warning) << "kvstore server: dropped a malformed message from the scheduler: " << why;
+        continue;
+      }
+      last_heard = Clock::now();
+      auto type = static_cast<MsgType>(h.type);
+      if (type == MsgType::kAddressBook) rank = h.head;
+      if (type == MsgType::kTerminate) stop = true;
+      if (type == MsgType::kNodeLost) failure = std::string(static_cast<const char*>(payload), nbytes);
+    }
+    if (stop || !failure.empty()) break;
+    for (Frames f; f.Recv(router);) {
+      Header h;
+      const void* payload = nullptr;
+      size_t nbytes = 0;
+      std::string why;
+      if (f.size() < 2 || !ParseMessage(f, 1, &h, &payload, &nbytes, &why)) {
+        WEFT_LOG(Warning) << "kvstore server: dropped a malformed message: " << (why.empty() ? "no header" : why);
+        continue;
+      }
+      std::string id = f.str(0);
+      try {
+        handle(id, h, payload, nbytes);
+      } catch (const std::exception& e) {
+        reply_error(id, h, e.what());
+      }
+    }
+    if (SecondsSince(last_heartbeat) >= cfg.heartbeat_interval) {
+      Header hb;
+      hb.type = static_cast<uint16_t>(MsgType::kHeartbeat);
+      SendMessage(sched, nullptr, hb);
+      last_heartbeat = Clock::now();
+    }
+    if (SecondsSince(last_heard) > cfg.heartbeat_timeout)
+      failure = "lost the scheduler at " + cfg.SchedulerEndpoint() + ": no answer for " +
+                SecondsText(cfg.heartbeat_timeout);
+  }
+  // Pending updates read the stored arrays: let them finish before the memory goes.
+  for (auto& [k, ks] : keys) ks.stored.WaitToRead();
+  CloseSocket(router, 0);
+  CloseSocket(sched, 0);
+  zmq_ctx_term(ctx);
+  zap.Join();
+  WEFT_CHECK(failure.empty(), kRuntime, "kvstore server: ", failure);
+}
+
+}  // namespace dist
+}  // namespace kvstore
+}  // namespace weft

@@ -1,0 +1,4 @@
+"""Key-value stores for parameter synchronisation (MXNet's ``mx.kv``)."""
+from .kvstore import KVStore, KVStoreServer, create, _run_role
+
+__all__ = ["KVStore", "KVStoreServer", "create"]

@@ -1,0 +1,243 @@
+"""KVStore: parameter synchronisation by key, as MXNet 1.x's ``mx.kv``.
+
+``create('local')`` sums on the CPU, ``create('device')`` where the values live,
+``create('dist_sync')`` / ``'dist_async'`` across processes through servers (launched by
+tools/launch.py with the DMLC_* environment). Push and pull return at once; reading
+the pulled arrays waits.
+"""
+import atexit
+import pickle
+import weakref
+
+from ..base import _api
+from ..ndarray.ndarray import NDArray
+
+__all__ = ["KVStore", "create", "KVStoreServer"]
+
+
+def _key_text(key):
+    if isinstance(key, bool) or not isinstance(key, (int, str)):
+        raise TypeError("kvstore: a key must be an int or a str, got %s" % type(key).__name__)
+    if isinstance(key, int) and key < 0:
+        raise ValueError("kvstore: an int key must be >= 0, got %d" % key)
+    return str(key)
+
+
+def _as_list(value, what):
+    if isinstance(value, NDArray):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, NDArray) for v in value) and value:
+        return list(value)
+    raise TypeError("kvstore %s: expected an NDArray or a non-empty list of NDArrays, got %s"
+                    % (what, type(value).__name__))
+
+
+def _flatten(key, value, what):
+    """Keys and values as flat, aligned lists: a key repeats once per value it has."""
+    if isinstance(key, (list, tuple)):
+        if not isinstance(value, (list, tuple)) or len(value) != len(key):
+            raise ValueError("kvstore %s: expected a list of %d values for the %d keys, got %r"
+                             % (what, len(key), len(key), type(value).__name__))
+        keys, vals = [], []
+        for k, v in zip(key, value):
+            vs = _as_list(v, what)
+            keys.extend([_key_text(k)] * len(vs))
+            vals.extend(vs)
+        return keys, vals
+    vs = _as_list(value, what)
+    return [_key_text(key)] * len(vs), vs
+
+
+def _key_back(text):
+    return int(text) if text.isdigit() else text
+
+
+class KVStore(object):
+    """A key-value store (see ``create``)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        self._updater = None
+        self._updater_cb = None
+        _live.add(self)
+
+    def __del__(self):
+        self.close()
+
+    def close(self):
+        """Frees the store now; a dist worker leaves the job (waiting for its pending work)."""
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle is not None and _api is not None:
+            _api.weft_kvstore_free(handle)
+
+    # ---------------------------------------------------------------- properties
+    @property
+    def type(self):
+        """The type given to ``create``."""
+        return _api.weft_kvstore_get_type(self.handle)
+
+    @property
+    def rank(self):
+        """This worker's rank (0 outside dist)."""
+        return _api.weft_kvstore_get_rank(self.handle)
+
+    @property
+    def num_workers(self):
+        """Number of workers (1 outside dist)."""
+        return _api.weft_kvstore_get_num_workers(self.handle)
+
+    # ---------------------------------------------------------------- data
+    def init(self, key, value):
+        """Initialises key(s) with value(s): an int or str key and an NDArray, or lists."""
+        keys, vals = _flatten(key, value, "init")
+        _api.weft_kvstore_init(self.handle, len(keys), keys, vals)
+
+    def push(self, key, value, priority=0):
+        """Pushes value(s): per key an NDArray or a list of NDArrays (one per device),
+        which are summed; the sum updates the stored value (through the updater, if set)."""
+        keys, vals = _flatten(key, value, "push")
+        _api.weft_kvstore_push(self.handle, len(keys), keys, vals, priority)
+
+    def pull(self, key, out=None, priority=0, ignore_sparse=True):
+        """Copies the stored value of key(s) into out (an NDArray or a list, one per device)."""
+        if out is None:
+            raise ValueError("kvstore pull: 'out' is required")
+        keys, outs = _flatten(key, out, "pull")
+        _api.weft_kvstore_pull(self.handle, len(keys), keys, outs, priority)
+
+    def pushpull(self, key, value, out=None, priority=0):
+        """Push then pull in one call; without ``out`` the pulled value goes into ``value``."""
+        keys, vals = _flatten(key, value, "pushpull")
+        pkeys, outs = _flatten(key, value if out is None else out, "pushpull")
+        _api.weft_kvstore_pushpull(self.handle, len(keys), keys, vals, len(pkeys), pkeys, outs, priority)
+
+    # ---------------------------------------------------------------- updates
+    def set_optimizer(self, optimizer):
+        """Runs ``optimizer`` on the store: on the servers for a dist store (rank 0 sends it
+        pickled, every worker waits until the servers have it), here otherwise."""
+        if "dist" in self.type:
+            body = pickle.dumps(optimizer)
+            if self.rank == 0:
+                self._send_command_to_servers(_SET_OPTIMIZER, body)
+            self._barrier()
+        else:
+            from .. import optimizer as opt
+            self._set_updater(opt.get_updater(optimizer))
+
+    def _set_updater(self, updater):
+        """Sets ``updater(key, merged, stored)``, which changes ``stored`` in place (None: the
+        pushed sum replaces the stored value)."""
+        if updater is None:
+            cb = None
+        else:
+            def cb(key, merged, stored):
+                updater(_key_back(key), NDArray(merged), NDArray(stored))
+        _api.weft_kvstore_set_updater(self.handle, cb)
+        # The library calls back through these: they live as long as the store uses them.
+        self._updater, self._updater_cb = updater, cb
+
+    set_updater = _set_updater
+
+    def set_gradient_compression(self, compression_params):
+        """``{'type': '2bit', 'threshold': 0.5}``: pushed gradients are quantized to
+        +-threshold or 0 with error feedback (device and dist stores)."""
+        if not isinstance(compression_params, dict):
+            raise TypeError("kvstore: compression_params must be a dict, got %s" % type(compression_params).__name__)
+        keys = [str(k) for k in compression_params]
+        vals = [str(v) for v in compression_params.values()]
+        _api.weft_kvstore_set_gradient_compression(self.handle, len(keys), keys, vals)
+
+    def save_optimizer_states(self, fname, dump_optimizer=False):
+        """Saves the updater's states (and the optimizer when dump_optimizer) to fname."""
+        if self._updater is None or not hasattr(self._updater, "get_states"):
+            raise RuntimeError("kvstore: no optimizer states to save (set_optimizer on a non-dist store first; "
+                               "dist stores keep the states on the servers)")
+        with open(fname, "wb") as f:
+            f.write(self._updater.get_states(dump_optimizer))
+
+    def load_optimizer_states(self, fname):
+        """Loads states saved by save_optimizer_states."""
+        if self._updater is None or not hasattr(self._updater, "set_states"):
+            raise RuntimeError("kvstore: no updater to load optimizer states into (set_optimizer first)")
+        with open(fname, "rb") as f:
+            self._updater.set_states(f.read())
+
+    # ---------------------------------------------------------------- dist
+    def _barrier(self):
+        """Blocks until every worker has reached it."""
+        _api.weft_kvstore_barrier(self.handle)
+
+    barrier = _barrier
+
+    def _send_command_to_servers(self, head, body):
+        """Sends (head, body bytes) to every server's command handler and waits."""
+        if isinstance(body, str):
+            body = body.encode()
+        _api.weft_kvstore_send_command_to_servers(self.handle, head, bytes(body))
+
+
+# Command heads understood by KVStoreServer.
+_SET_OPTIMIZER = 0
+
+_live = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    # A dist worker must leave the job before the interpreter goes, or the others wait.
+    for kv in list(_live):
+        kv.close()
+
+
+def create(name="local"):
+    """A new store: 'local', 'device', 'nccl', 'dist_sync' (= 'dist'), 'dist_async',
+    'dist_device_sync'."""
+    if not isinstance(name, str):
+        raise TypeError("kvstore: name must be a str, got %s" % type(name).__name__)
+    return KVStore(_api.weft_kvstore_create(name))
+
+
+class KVStoreServer(object):
+    """The server side of a dist store: runs the updates the workers' optimizer asks for."""
+
+    def __init__(self, kvstore):
+        self.kvstore = kvstore
+        self._controller_cb = self._controller()
+
+    def _controller(self):
+        def control(head, body):
+            if head == _SET_OPTIMIZER:
+                optimizer = pickle.loads(body)
+                if callable(optimizer) and not hasattr(optimizer, "create_state"):
+                    self.kvstore._set_updater(optimizer)
+                else:
+                    from .. import optimizer as opt
+                    self.kvstore._set_updater(opt.get_updater(optimizer))
+            else:
+                raise ValueError("kvstore server: unknown command %d" % head)
+        return control
+
+    def run(self):
+        """Serves until every worker has left; raises naming the lost node if the job breaks."""
+        _api.weft_kvstore_run_server(self.kvstore.handle, self._controller_cb)
+
+
+def _run_role():
+    """In a server or scheduler process (DMLC_ROLE), runs that role and exits, so that the
+    launcher can start the same command for every role (as MXNet)."""
+    import sys
+    role = _api.weft_kvstore_get_role()
+    if role == "worker":
+        return
+    try:
+        if role == "scheduler":
+            _api.weft_kvstore_run_scheduler()
+        else:
+            kv = create("dist")
+            KVStoreServer(kv).run()
+            kv.close()
+    except Exception as e:  # the message names the lost node; a traceback adds nothing
+        sys.stderr.write("weft %s: %s\n" % (role, e))
+        sys.stderr.flush()
+        sys.exit(1)
+    sys.exit(0)

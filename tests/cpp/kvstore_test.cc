@@ -1,0 +1,253 @@
+// The local key-value store (sums, broadcast, updater semantics, string keys, errors), 2-bit
+// gradient compression, the same through the C API with a C updater callback, and the
+// distributed store's message parsing (the processes themselves are tested from Python:
+// tests/python/test_kvstore_dist.py).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/base/error.h"
+#include "core/kvstore/kvstore.h"
+#include "weft/c_api.h"
+#if WEFT_USE_DIST
+#include "core/kvstore/dist/protocol.h"
+#endif
+
+namespace weft {
+namespace {
+
+NDArray Filled(const std::vector<float>& v) {
+  NDArray a(Shape{static_cast<int64_t>(v.size())}, Context::CPU());
+  a.SyncCopyFromCPU(v.data(), v.size() * sizeof(float));
+  return a;
+}
+
+std::vector<float> Host(const NDArray& a) {
+  std::vector<float> v(static_cast<size_t>(a.Size()));
+  a.SyncCopyToCPU(v.data(), v.size() * sizeof(float));
+  return v;
+}
+
+TEST(KVStoreLocal, PushSumsEveryDeviceValueAndPullBroadcasts) {
+  auto kv = kvstore::KVStore::Create("local");
+  kv->Init({"3"}, {Filled({1, 2, 3})});
+  kv->Push({"3", "3", "3"}, {Filled({1, 1, 1}), Filled({10, 20, 30}), Filled({100, 200, 300})}, 0);
+  NDArray o1 = Filled({0, 0, 0}), o2 = Filled({0, 0, 0});
+  kv->Pull({"3", "3"}, {o1, o2}, 0);
+  // Without an updater the sum replaces the stored value.
+  EXPECT_EQ(Host(o1), (std::vector<float>{111, 221, 331}));
+  EXPECT_EQ(Host(o2), Host(o1));
+}
+
+TEST(KVStoreLocal, LargeParallelSumIsExact) {
+  auto kv = kvstore::KVStore::Create("device");
+  const int n = 1 << 20;
+  std::vector<float> a(n), b(n), c(n);
+  for (int i = 0; i < n; ++i) {
+    a[i] = static_cast<float>(i % 97);
+    b[i] = static_cast<float>(i % 13) * 2;
+    c[i] = -1;
+  }
+  kv->Init({"w"}, {Filled(a)});
+  kv->Push({"w", "w", "w"}, {Filled(a), Filled(b), Filled(c)}, 0);
+  NDArray out(Shape{n}, Context::CPU());
+  kv->Pull({"w"}, {out}, 0);
+  auto got = Host(out);
+  for (int i = 0; i < n; i += 4099) ASSERT_EQ(got[i], a[i] + b[i] + c[i]) << i;
+}
+
+TEST(KVStoreLocal, UpdaterGetsMergedAndChangesStored) {
+  auto kv = kvstore::KVStore::Create("local");
+  kv->Init({"0", "bias"}, {Filled({1, 1}), Filled({5, 5})});
+  std::vector<std::string> seen;
+  // stored -= 0.5 * merged, run on the engine like a real update.
+  kv->SetUpdater([&](int, const std::string& key, const NDArray& merged, NDArray* stored) {
+    seen.push_back(key);
+    NDArray s = *stored;
+    engine::Engine::Get()->PushSync([merged, s](engine::RunContext) {
+      float* w = s.data().ptr<float>();
+      const float* g = merged.data().ptr<float>();
+      for (int64_t i = 0; i < s.Size(); ++i) w[i] -= 0.5f * g[i];
+    }, Context::CPU(), {merged.var()}, {s.var()});
+  });
+  kv->Push({"0", "0", "bias"}, {Filled({2, 4}), Filled({2, 0}), Filled({2, 2})}, 0);
+  NDArray o = Filled({0, 0}), ob = Filled({0, 0});
+  kv->Pull({"0", "bias"}, {o, ob}, 0);
+  EXPECT_EQ(Host(o), (std::vector<float>{-1, -1}));
+  EXPECT_EQ(Host(ob), (std::vector<float>{4, 4}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"0", "bias"}));
+}
+
+TEST(KVStoreLocal, ErrorsNameTheKeyAndWhatCame) {
+  auto kv = kvstore::KVStore::Create("local");
+  kv->Init({"1"}, {Filled({1, 2})});
+  try {
+    kv->Push({"1"}, {Filled({1, 2, 3})}, 0);
+    FAIL() << "a push of the wrong shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::kShape);
+    EXPECT_NE(std::string(e.what()).find("(2,)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(3,)"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(kv->Pull({"nope"}, {Filled({0, 0})}, 0), Error);
+  EXPECT_THROW(kv->Init({"1"}, {Filled({1, 2})}), Error);
+  EXPECT_THROW(kvstore::KVStore::Create("cloud"), Error);
+  // MXNet refuses compression on the plain local store.
+  EXPECT_THROW(kv->SetGradientCompression({{"type", "2bit"}}), Error);
+}
+
+TEST(KVStoreCompression, TwoBitWithErrorFeedbackLosesNothingOverSteps) {
+  const float t = 0.5f;
+  std::vector<float> grad = {0.3f, -0.7f, 1.2f, 0.0f, -0.2f};
+  std::vector<float> residual(5, 0.f), sent(5, 0.f);
+  std::vector<uint8_t> packed(kvstore::GradientCompression::CompressedBytes(5));
+  kvstore::GradientCompression::Quantize(grad.data(), residual.data(), packed.data(), 5, t);
+  kvstore::GradientCompression::Dequantize(packed.data(), sent.data(), 5, t, true);
+  EXPECT_EQ(sent, (std::vector<float>{0, -0.5f, 0.5f, 0, 0}));
+  for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(sent[i] + residual[i], grad[i]);
+  // The device store applies it to each pushed value before the sum.
+  auto kv = kvstore::KVStore::Create("device");
+  kv->SetGradientCompression({{"type", "2bit"}, {"threshold", "0.5"}});
+  kv->Init({"g"}, {Filled({0, 0, 0})});
+  kv->Push({"g", "g"}, {Filled({0.6f, 0.2f, -1.f}), Filled({0.6f, 0.2f, 0.f})}, 0);
+  NDArray o = Filled({9, 9, 9});
+  kv->Pull({"g"}, {o}, 0);
+  EXPECT_EQ(Host(o), (std::vector<float>{1.0f, 0.f, -0.5f}));
+  EXPECT_THROW(kv->SetGradientCompression({{"type", "1bit"}}), Error);
+}
+
+// The C API: a C updater with a user pointer.
+int CountingUpdater(const char* key, weft_ndarray_t* merged, weft_ndarray_t* stored, void* user) {
+  ++*static_cast<int*>(user);
+  // stored = 2 * merged, through host copies (the updater runs on the pushing thread, so
+  // it may wait).
+  float buf[2];
+  if (weft_ndarray_copy_to_host(merged, buf, sizeof(buf)) != WEFT_OK) return 1;
+  buf[0] *= 2;
+  buf[1] *= 2;
+  int rc = weft_ndarray_copy_from_host(stored, buf, sizeof(buf)) == WEFT_OK ? 0 : 1;
+  weft_ndarray_free(merged);
+  weft_ndarray_free(stored);
+  return std::string(key) == "7" ? rc : 1;
+}
+
+TEST(KVStoreCApi, CreatePushPullWithACUpdater) {
+  weft_kvstore_t* kv = nullptr;
+  ASSERT_EQ(weft_kvstore_create("local", &kv), WEFT_OK) << weft_get_last_error();
+  const char* type = nullptr;
+  ASSERT_EQ(weft_kvstore_get_type(kv, &type), WEFT_OK);
+  EXPECT_STREQ(type, "local");
+  int calls = 0;
+  ASSERT_EQ(weft_kvstore_set_updater(kv, CountingUpdater, &calls), WEFT_OK);
+  int64_t shape[1] = {2};
+  weft_context_t cpu = {WEFT_DEVICE_CPU, 0};
+  weft_ndarray_t *a = nullptr, *out = nullptr;
+  ASSERT_EQ(weft_ndarray_create(shape, 1, WEFT_DTYPE_FLOAT32, cpu, &a), WEFT_OK);
+  ASSERT_EQ(weft_ndarray_create(shape, 1, WEFT_DTYPE_FLOAT32, cpu, &out), WEFT_OK);
+  float v[2] = {1.5f, -2.f};
+  ASSERT_EQ(weft_ndarray_copy_from_host(a, v, sizeof(v)), WEFT_OK);
+  const char* keys[] = {"7", "7"};
+  weft_ndarray_t* vals[] = {a, a};
+  ASSERT_EQ(weft_kvstore_init(kv, 1, keys, vals), WEFT_OK) << weft_get_last_error();
+  ASSERT_EQ(weft_kvstore_push(kv, 2, keys, vals, 0), WEFT_OK) << weft_get_last_error();
+  ASSERT_EQ(weft_kvstore_pull(kv, 1, keys, &out, 0), WEFT_OK) << weft_get_last_error();
+  float got[2];
+  ASSERT_EQ(weft_ndarray_copy_to_host(out, got, sizeof(got)), WEFT_OK);
+  EXPECT_EQ(calls, 1);
+  EXPECT_FLOAT_EQ(got[0], 6.f);
+  EXPECT_FLOAT_EQ(got[1], -8.f);
+  int rank = -1, n = -1;
+  ASSERT_EQ(weft_kvstore_get_rank(kv, &rank), WEFT_OK);
+  ASSERT_EQ(weft_kvstore_get_num_workers(kv, &n), WEFT_OK);
+  EXPECT_EQ(rank, 0);
+  EXPECT_EQ(n, 1);
+  // Errors: a count without keys, a freed handle, a dist-only call.
+  EXPECT_EQ(weft_kvstore_push(kv, 1, nullptr, vals, 0), WEFT_ERR_VALUE);
+  EXPECT_EQ(weft_kvstore_send_command_to_servers(kv, 0, "x", 1), WEFT_ERR_UNSUPPORTED);
+  EXPECT_EQ(weft_kvstore_create("nope", nullptr), WEFT_ERR_VALUE);
+  ASSERT_EQ(weft_kvstore_free(kv), WEFT_OK);
+  EXPECT_EQ(weft_kvstore_barrier(kv), WEFT_ERR_HANDLE);
+  weft_ndarray_free(a);
+  weft_ndarray_free(out);
+}
+
+}  // namespace
+}  // namespace weft
+
+#if WEFT_USE_DIST
+namespace weft {
+namespace {
+
+// Messages through an inproc pair, parsed as a node parses what it receives.
+class KVStoreProtocol : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ctx_ = zmq_ctx_new();
+    a_ = kvstore::dist::NewSocket(ctx_, ZMQ_PAIR);
+    b_ = kvstore::dist::NewSocket(ctx_, ZMQ_PAIR);
+    ASSERT_EQ(zmq_bind(a_, "inproc://kv-protocol-test"), 0);
+    ASSERT_EQ(zmq_connect(b_, "inproc://kv-protocol-test"), 0);
+  }
+  void TearDown() override {
+    kvstore::dist::CloseSocket(a_, 0);
+    kvstore::dist::CloseSocket(b_, 0);
+    zmq_ctx_term(ctx_);
+  }
+  // Sends raw frames and returns why parsing refused them ("" when accepted).
+  std::string Refusal(const std::vector<std::string>& frames, kvstore::dist::Header* h = nullptr) {
+    for (size_t i = 0; i < frames.size(); ++i)
+      zmq_send(a_, frames[i].data(), frames[i].size(), i + 1 < frames.size() ? ZMQ_SNDMORE : 0);
+    zmq_pollitem_t item{b_, 0, ZMQ_POLLIN, 0};
+    zmq_poll(&item, 1, 1000);
+    kvstore::dist::Frames f;
+    EXPECT_TRUE(f.Recv(b_));
+    kvstore::dist::Header parsed;
+    const void* payload = nullptr;
+    size_t n = 0;
+    std::string why;
+    bool ok = kvstore::dist::ParseMessage(f, 0, &parsed, &payload, &n, &why);
+    if (h != nullptr) *h = parsed;
+    return ok ? "" : why;
+  }
+  static std::string Bytes(const kvstore::dist::Header& h) {
+    return std::string(reinterpret_cast<const char*>(&h), sizeof(h));
+  }
+  void* ctx_ = nullptr;
+  void* a_ = nullptr;
+  void* b_ = nullptr;
+};
+
+TEST_F(KVStoreProtocol, WellFormedMessagesParseAndMalformedOnesSayWhy) {
+  kvstore::dist::Header h;
+  h.type = static_cast<uint16_t>(kvstore::dist::MsgType::kPush);
+  h.key = 4;
+  h.total = 10;
+  h.offset = 2;
+  h.count = 2;
+  h.payload_bytes = 8;
+  kvstore::dist::Header got;
+  EXPECT_EQ(Refusal({Bytes(h), std::string(8, 'x')}, &got), "");
+  EXPECT_EQ(got.key, 4);
+  EXPECT_EQ(got.count, 2u);
+  EXPECT_EQ(Refusal({"abc"}), "header of 3 bytes, expected 80");
+  kvstore::dist::Header bad = h;
+  bad.magic = 1;
+  EXPECT_EQ(Refusal({Bytes(bad), std::string(8, 'x')}), "bad magic number");
+  bad = h;
+  bad.version = 9;
+  EXPECT_EQ(Refusal({Bytes(bad), std::string(8, 'x')}), "protocol version 9, expected 1");
+  bad = h;
+  bad.type = 999;
+  EXPECT_EQ(Refusal({Bytes(bad), std::string(8, 'x')}), "unknown message type 999");
+  EXPECT_EQ(Refusal({Bytes(h), std::string(5, 'x')}), "the header announces 8 payload bytes, the message has 5");
+  bad = h;
+  bad.count = 9;
+  EXPECT_EQ(Refusal({Bytes(bad), std::string(8, 'x')}), "range [2, +9) outside a key of 10 elements");
+  EXPECT_EQ(Refusal({Bytes(h), "a", "b"}), "expected a header and at most one payload frame, got 3 frames");
+}
+
+}  // namespace
+}  // namespace weft
+#endif

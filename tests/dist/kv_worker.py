@@ -1,0 +1,143 @@
+"""The worker program of the distributed key-value store tests (tests/python/
+test_kvstore_dist.py starts it through tools/launch.py; servers and the scheduler run the
+same command and never get past `import weft`).
+
+    kv_worker.py sync OUTDIR    exact sums: small, big (split over servers), string keys;
+                                SGD on the servers; 2-bit compression
+    kv_worker.py async OUTDIR   dist_async: SGD on a quadratic converges
+    kv_worker.py mlp OUTDIR BATCH STEPS   MLP training; parameters saved after every step
+    kv_worker.py kill OUTDIR    pushes and pulls until the job breaks
+
+Each worker writes what it saw under OUTDIR (rank-named files) for the test to compare.
+"""
+import gzip
+import os
+import sys
+import time
+
+import numpy as np
+
+import weft as mx
+
+MODE, OUT = sys.argv[1], sys.argv[2]
+
+
+def arr(x):
+    return mx.nd.array(np.asarray(x, dtype=np.float32))
+
+
+def pulled(kv, key, shape):
+    out = mx.nd.zeros(shape)
+    kv.pull(key, out=out)
+    return out.asnumpy()
+
+
+def run_sync():
+    kv = mx.kv.create("dist_sync")
+    rank, n = kv.rank, kv.num_workers
+    small, big = (3, 4), (1200, 1000)  # big: 1.2M elements, over the split bound
+    kv.init(5, arr(np.zeros(small)))
+    kv.init("big", arr(np.zeros(big)))
+    kv.init("name", arr(np.arange(6)))
+    results = {}
+    for step in range(3):
+        # Every worker pushes values that depend on its rank and the step: the servers'
+        # answer must be their exact sum.
+        kv.push(5, arr(np.full(small, (rank + 1) * (step + 1))))
+        kv.push("big", arr(np.arange(np.prod(big)).reshape(big) % 7 + rank))
+        kv.push("name", [arr(np.ones(6)), arr(np.full(6, rank))])  # two "devices"
+        results["small%d" % step] = pulled(kv, 5, small)
+        results["big%d" % step] = pulled(kv, "big", big)
+        results["name%d" % step] = pulled(kv, "name", (6,))
+    # pushpull: the servers answer the push with the new value (into another array, and
+    # into the pushed array itself).
+    pp = mx.nd.zeros(big)
+    kv.pushpull("big", arr(np.full(big, rank + 1.0)), out=pp)
+    results["pushpull_big"] = pp.asnumpy()
+    mine = arr(np.full(small, rank + 10.0))
+    kv.pushpull(5, mine)
+    results["pushpull_self"] = mine.asnumpy()
+    # The optimizer runs on the servers from here on: weight -= lr * sum of gradients.
+    kv.init("w", arr(np.ones(4)))
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.1))
+    kv.push("w", arr(np.full(4, rank + 1.0)))
+    results["w"] = pulled(kv, "w", (4,))
+    kv.init(77, arr(np.zeros(1000)))
+    kv.set_gradient_compression({"type": "2bit", "threshold": 0.25})
+    kv.push(77, arr(np.full(1000, 0.3)))
+    results["compressed"] = pulled(kv, 77, (1000,))
+    out = mx.nd.zeros((1000,))
+    kv.pushpull(77, arr(np.full(1000, 0.3)), out=out)
+    results["compressed_pushpull"] = out.asnumpy()
+    results["rank"] = np.array([rank, n])
+    np.savez(os.path.join(OUT, "sync-%d.npz" % rank), **results)
+
+
+def run_async():
+    kv = mx.kv.create("dist_async")
+    target = np.linspace(-1, 1, 10).astype(np.float32)
+    kv.init(0, arr(np.zeros(10)))
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.05))
+    w = np.zeros(10, np.float32)
+    for _ in range(150):
+        kv.push(0, arr(w - target))  # the gradient of |w - target|^2 / 2
+        w = pulled(kv, 0, (10,))
+    kv._barrier()
+    np.save(os.path.join(OUT, "async-%d.npy" % kv.rank), pulled(kv, 0, (10,)))
+
+
+def load_fashion(n):
+    root = "/usr/share/datasets/fashion-mnist"
+    with gzip.open(os.path.join(root, "train-images-idx3-ubyte.gz")) as f:
+        images = np.frombuffer(f.read(), np.uint8, offset=16)[: n * 784].reshape(n, 784)
+    with gzip.open(os.path.join(root, "train-labels-idx1-ubyte.gz")) as f:
+        labels = np.frombuffer(f.read(), np.uint8, offset=8)[:n]
+    return images.astype(np.float32) / 255.0, labels.astype(np.float32)
+
+
+def run_mlp():
+    batch, steps = int(sys.argv[3]), int(sys.argv[4])
+    kv = mx.kv.create("dist_sync")
+    rank, n = kv.rank, kv.num_workers
+    total = batch * n
+    data = mx.sym.var("data")
+    net = mx.sym.FullyConnected(data, num_hidden=32, name="fc1")
+    net = mx.sym.Activation(net, act_type="relu")
+    net = mx.sym.FullyConnected(net, num_hidden=10, name="fc2")
+    net = mx.sym.SoftmaxOutput(net, mx.sym.var("softmax_label"), normalization="null", name="softmax")
+    ex = net.simple_bind(mx.cpu(), data=(batch, 784), softmax_label=(batch,))
+    names = ["fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"]
+    rng = np.random.default_rng(42)  # the same start on every worker; rank 0's reaches the servers
+    for i, name in enumerate(names):
+        shape = ex.arg_dict[name].shape
+        ex.arg_dict[name][:] = arr(rng.normal(0, 0.05, shape))
+        kv.init(i, ex.arg_dict[name])
+    # The summed gradient of the whole (doubled) batch, averaged: as 1 worker with it.
+    kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.5, momentum=0.9, rescale_grad=1.0 / total))
+    x, y = load_fashion(total * steps)
+    history = []
+    for step in range(steps):
+        lo = step * total + rank * batch
+        ex.arg_dict["data"][:] = arr(x[lo:lo + batch])
+        ex.arg_dict["softmax_label"][:] = arr(y[lo:lo + batch])
+        ex.forward(is_train=True)
+        ex.backward()
+        for i, name in enumerate(names):
+            kv.push(i, ex.grad_dict[name], priority=-i)
+            kv.pull(i, out=ex.arg_dict[name], priority=-i)
+        history.append(np.concatenate([ex.arg_dict[k].asnumpy().ravel() for k in names]))
+    np.save(os.path.join(OUT, "mlp-%d-of-%d.npy" % (rank, n)), np.stack(history))
+
+
+def run_kill():
+    kv = mx.kv.create("dist_sync")
+    with open(os.path.join(OUT, "pid-%d" % kv.rank), "w") as f:
+        f.write(str(os.getpid()))
+    kv.init(0, arr(np.zeros(100)))
+    while True:
+        kv.push(0, arr(np.ones(100)))
+        pulled(kv, 0, (100,))
+        time.sleep(0.01)
+
+
+{"sync": run_sync, "async": run_async, "mlp": run_mlp, "kill": run_kill}[MODE]()
