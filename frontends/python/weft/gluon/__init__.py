@@ -1,0 +1,13 @@
+"""Gluon: the imperative, define-by-run interface (MXNet 1.x's mx.gluon)."""
+from .parameter import Parameter, Constant, ParameterDict, DeferredInitializationError
+from .block import Block, HybridBlock, SymbolBlock
+from .trainer import Trainer
+from . import nn
+from . import utils
+from . import data
+from . import loss
+from . import rnn
+from . import model_zoo
+
+__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "Block", "HybridBlock",
+           "SymbolBlock", "Trainer", "nn", "utils", "data", "loss", "rnn", "model_zoo"]
