@@ -379,6 +379,22 @@ weft_status_t weft_executor_outputs(weft_executor_t* exec, int* num_outputs, wef
   WEFT_API_END
 }
 
+weft_status_t weft_executor_set_monitor_callback(weft_executor_t* exec, weft_executor_monitor_fn callback,
+                                                void* user_data, int monitor_all) {
+  WEFT_API_BEGIN
+  Executor& e = WEFT_EXEC(exec);
+  if (callback == nullptr) {
+    e.SetMonitorCallback(nullptr, false);
+  } else {
+    e.SetMonitorCallback(
+        [callback, user_data](const std::string& name, const NDArray& value) {
+          callback(name.c_str(), NewArrHandle(value), user_data);
+        },
+        monitor_all != 0);
+  }
+  WEFT_API_END
+}
+
 weft_status_t weft_executor_debug_str(weft_executor_t* exec, const char** out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);

@@ -22,6 +22,17 @@ using graph::NodePtr;
 
 namespace {
 
+// The name of graph value `e` (a variable's name, or "<node>_output"), found by its node:
+// used only at bind, for the monitor's names of a fused chain's inputs.
+std::string EntryName(const IndexedGraph& g, uint32_t e) {
+  for (uint32_t id = 0; id < g.num_nodes(); ++id) {
+    uint32_t first = g.entry_id(id, 0);
+    uint32_t n = static_cast<uint32_t>(g[id].source->num_outputs());
+    if (e >= first && e < first + std::max<uint32_t>(n, 1)) return graph::OutputName(*g[id].source, e - first);
+  }
+  return "value" + std::to_string(e);
+}
+
 void CheckCount(size_t got, size_t want, const char* what, const std::vector<std::string>& names) {
   if (got == want) return;
   std::string list;
@@ -390,16 +401,24 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     auto fused = fused_at.find(id);
     if (fused != fused_at.end()) {
       s.attrs = &fused->second->attrs;
-      for (uint32_t e : fused->second->inputs) s.inputs.push_back(entry[e]);
+      for (uint32_t e : fused->second->inputs) {
+        s.inputs.push_back(entry[e]);
+        s.input_names.push_back(EntryName(g, e));
+      }
       s.outputs.push_back(entry[g.entry_id(id, 0)]);
+      s.output_names.push_back(graph::OutputName(*n, 0));
       s.req.push_back(entry_req[g.entry_id(id, 0)]);
       (in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
       continue;
     }
     s.attrs = &n->attrs;
-    for (const auto& in : g[id].inputs) s.inputs.push_back(entry[g.entry_id(in.node_id, in.index)]);
+    for (const auto& in : g[id].inputs) {
+      s.inputs.push_back(entry[g.entry_id(in.node_id, in.index)]);
+      s.input_names.push_back(graph::OutputName(*g[in.node_id].source, in.index));
+    }
     for (int i = 0; i < n->num_outputs(); ++i) {
       s.outputs.push_back(entry[g.entry_id(id, i)]);
+      s.output_names.push_back(graph::OutputName(*n, i));
       s.req.push_back(entry_req[g.entry_id(id, i)]);
     }
     (constant.count(n) ? folded : in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
@@ -420,8 +439,20 @@ std::string Executor::DebugString() const {
   return r + line;
 }
 
+void Executor::SetMonitorCallback(MonitorCallback callback, bool monitor_all) {
+  monitor_ = std::move(callback);
+  monitor_all_ = monitor_all;
+}
+
 void Executor::Run(std::vector<Step>& steps, bool is_train) {
-  for (Step& s : steps) imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &ctx_, &s.req, is_train);
+  for (Step& s : steps) {
+    imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &ctx_, &s.req, is_train);
+    if (!monitor_) continue;
+    if (monitor_all_)
+      for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
+    for (size_t i = 0; i < s.outputs.size(); ++i)
+      if (s.req[i] != OpReq::kNullOp) monitor_(s.output_names[i], s.outputs[i]);
+  }
 }
 
 void Executor::Forward(bool is_train) {

@@ -2,6 +2,7 @@
 // the engine with outputs allocated once at bind time.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,14 @@ class Executor {
   // The graph, one line per node, then "Total N MB allocated" as MXNet's debug_str.
   std::string DebugString() const;
 
+  // Called, on the pushing thread, right after each node is pushed, forward and backward,
+  // with the name of each output ("fc1_output") and the array that will hold it (read it
+  // through the engine, as any array: the value is ready when the node has run). With
+  // monitor_all the node's inputs come first, named by the values they are. A fused chain
+  // reports its last node. An empty callback removes it.
+  using MonitorCallback = std::function<void(const std::string& name, const NDArray& value)>;
+  void SetMonitorCallback(MonitorCallback callback, bool monitor_all);
+
  private:
   // One node to run: its attributes, its input and output arrays and output requests,
   // built once at bind time.
@@ -51,6 +60,7 @@ class Executor {
     const NodeAttrs* attrs;
     std::vector<NDArray> inputs, outputs;
     std::vector<OpReq> req;
+    std::vector<std::string> input_names, output_names;  // for the monitor
   };
   void Run(std::vector<Step>& steps, bool is_train);
   // A chain of pointwise nodes run as one "_fused_pointwise" node: its attributes (holding
@@ -64,6 +74,8 @@ class Executor {
                   const std::vector<DType>& types, const std::vector<bool>& persistent,
                   const std::vector<bool>& computed_once, std::vector<NDArray>* entry);
 
+  MonitorCallback monitor_;
+  bool monitor_all_ = false;
   graph::Symbol sym_;  // a private copy: the steps point into its nodes, which nobody else can change
   std::vector<graph::NodeEntry> grad_entries_;
   Context ctx_;

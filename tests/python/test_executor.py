@@ -204,3 +204,41 @@ def test_folded_constant_keeps_its_memory_across_runs():
     for _ in range(2):
         got = exe.forward()[0].asnumpy()
         np.testing.assert_allclose(got, 2 * np.exp(xv) + 1, rtol=1e-6)
+
+
+def test_monitor_callback_and_monitor():
+    x = mx.sym.var("x")
+    fc = mx.sym.FullyConnected(x, num_hidden=3, name="fc1")
+    out = mx.sym.Activation(fc, act_type="relu", name="relu1")
+    exe = out.simple_bind(mx.cpu(), x=(2, 4))
+    rng = np.random.RandomState(0)
+    for name in ("x", "fc1_weight", "fc1_bias"):
+        exe.arg_dict[name][:] = rng.randn(*exe.arg_dict[name].shape).astype(np.float32)
+    seen = {}
+    exe.set_monitor_callback(lambda name, arr: seen.__setitem__(name, arr.asnumpy().copy()))
+    exe.forward()
+    x_, w, b = (exe.arg_dict[n].asnumpy() for n in ("x", "fc1_weight", "fc1_bias"))
+    assert set(seen) == {"fc1_output", "relu1_output"}
+    np.testing.assert_allclose(seen["fc1_output"], x_ @ w.T + b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(seen["relu1_output"], np.maximum(x_ @ w.T + b, 0), rtol=1e-5, atol=1e-6)
+    seen.clear()
+    exe.set_monitor_callback(lambda name, arr: seen.__setitem__(name, 1), monitor_all=True)
+    exe.forward()
+    assert {"x", "fc1_weight", "fc1_bias", "fc1_output", "relu1_output"} <= set(seen)
+    exe.set_monitor_callback(None)
+    seen.clear()
+    exe.forward()
+    assert not seen
+
+    mon = mx.monitor.Monitor(2, pattern="fc1.*", sort=True)
+    mon.install(exe)
+    results = []
+    for _ in range(3):
+        mon.tic()
+        exe.forward()
+        results.append(mon.toc())
+    assert results[1] == []  # only every second batch is collected
+    names = [name for _, name, _ in results[0]]
+    assert names == sorted(["fc1_output", "fc1_weight", "fc1_bias"])
+    stat = dict((name, float(text)) for _, name, text in results[0])
+    np.testing.assert_allclose(stat["fc1_weight"], np.linalg.norm(w) / np.sqrt(w.size), rtol=1e-5)

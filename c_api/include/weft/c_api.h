@@ -404,6 +404,14 @@ WEFT_API weft_status_t weft_executor_outputs(weft_executor_t* exec, int* num_out
  * internal memory) and "Total M MB without memory sharing"; valid until the thread's next
  * symbol or executor call. */
 WEFT_API weft_status_t weft_executor_debug_str(weft_executor_t* exec, const char** out);
+/* The monitor: called on the thread that pushes forward or backward, right after each node
+ * is pushed, with the name of each output ("fc1_output") and a new handle (the callee frees
+ * it) on the array that will hold the value; reading it waits for the node. With
+ * monitor_all != 0 the node's inputs are reported first. callback NULL removes the monitor.
+ * user_data is passed back unchanged and must outlive the executor or the next call. */
+typedef void (*weft_executor_monitor_fn)(const char* name, weft_ndarray_t* value, void* user_data);
+WEFT_API weft_status_t weft_executor_set_monitor_callback(weft_executor_t* exec, weft_executor_monitor_fn callback,
+                                                         void* user_data, int monitor_all);
 /* NULL is accepted. Pending work on the executor's arrays still completes. */
 WEFT_API weft_status_t weft_executor_free(weft_executor_t* exec);
 
@@ -461,6 +469,196 @@ WEFT_API weft_status_t weft_autograd_record_function(const char* name, int num_i
                                                     int num_outputs, weft_ndarray_t* const* outputs,
                                                     weft_autograd_backward_fn backward,
                                                     weft_autograd_release_fn release, void* user_data);
+
+/* ------------------------------------------------------------------ RecordIO files */
+
+/* A dmlc RecordIO file (MXNet's `.rec`), opened for reading or for writing. */
+typedef struct weft_recordio weft_recordio_t;
+
+/* Creates (or truncates) `path` for writing records. */
+WEFT_API weft_status_t weft_recordio_writer_create(const char* path, weft_recordio_t** out);
+/* Opens `path` for reading records from its start. */
+WEFT_API weft_status_t weft_recordio_reader_create(const char* path, weft_recordio_t** out);
+/* Appends one record (split and padded as dmlc RecordIO writes it; at most 2^29-1 bytes). */
+WEFT_API weft_status_t weft_recordio_write(weft_recordio_t* rec, const void* data, size_t size);
+/* Reads the next record: *out = new bytes, or NULL at the end of the file. A corrupt or
+ * truncated record (bad magic, bad length, a continuation without a start) gives
+ * WEFT_ERR_IO naming the file and the byte offset. */
+WEFT_API weft_status_t weft_recordio_read(weft_recordio_t* rec, weft_bytes_t** out);
+/* *out = the byte offset of the next record (what `.idx` files store). */
+WEFT_API weft_status_t weft_recordio_tell(const weft_recordio_t* rec, int64_t* out);
+/* Moves a reader to `pos`, the offset of a record's start (from tell or an `.idx` file). */
+WEFT_API weft_status_t weft_recordio_seek(weft_recordio_t* rec, int64_t pos);
+/* Closes the file (flushing a writer; a failed flush is reported, the handle is freed
+ * anyway). NULL is accepted. */
+WEFT_API weft_status_t weft_recordio_free(weft_recordio_t* rec);
+
+/* ------------------------------------------------------------------ images */
+
+/* Decodes a JPEG or PNG into a new uint8 CPU array of shape (H, W, C). flag as
+ * cv2.imdecode: 1 colour (C = 3), 0 grey (C = 1), -1 as stored (1, 3 or 4). Colour is RGB
+ * when to_rgb != 0, else BGR (OpenCV's order). Data that is not a JPEG/PNG or is corrupt
+ * gives WEFT_ERR_IO. */
+WEFT_API weft_status_t weft_image_decode(const void* data, size_t size, int flag, int to_rgb, weft_ndarray_t** out);
+/* Encodes a uint8 image of shape (H, W) or (H, W, C), C in 1, 3, 4, as `format` ".jpg"
+ * (quality 0..100) or ".png" (quality = zlib level, clamped to 0..9). is_bgr != 0 says the
+ * channels are in OpenCV's order. */
+WEFT_API weft_status_t weft_image_encode(const weft_ndarray_t* img, const char* format, int quality, int is_bgr,
+                                         weft_bytes_t** out);
+/* Resizes a uint8 (H, W[, C]) image to width x height; interp as cv2: 0 nearest,
+ * 1 bilinear, 2 bicubic, 3 area. */
+WEFT_API weft_status_t weft_image_resize(const weft_ndarray_t* img, int width, int height, int interp,
+                                         weft_ndarray_t** out);
+
+/* ------------------------------------------------------------------ key-value stores */
+
+/* A key-value store for parameter synchronisation (MXNet's KVStore). Keys are strings: a
+ * key whose text is a non-negative decimal integer below 2^30 ("3") is that integer key;
+ * any other text is a string key. Keys may repeat within one call: pushed values of one
+ * key are summed (one value per device), pulled ones are all written (broadcast).
+ * push, pull and pushpull return at once: the work runs on the engine, and reading the
+ * outputs waits for it (errors, e.g. a lost node, are reported by that wait). */
+typedef struct weft_kvstore weft_kvstore_t;
+
+/* The updater: called by push (on the pushing thread, or on a server's thread) as
+ * update(key, merged, stored, user). `key` is the key's text (valid during the call);
+ * `merged` is the sum of the pushed values and `stored` the array held for the key, which
+ * the updater changes in place (with operators: they run on the engine). Both handles
+ * are new and owned by the callee, which frees them with weft_ndarray_free. `user` is the
+ * pointer given to weft_kvstore_set_updater. Return 0 on success, non-zero on failure
+ * (the push then fails with WEFT_ERR_RUNTIME naming the key). */
+typedef int (*weft_kvstore_updater_t)(const char* key, weft_ndarray_t* merged, weft_ndarray_t* stored, void* user);
+
+/* A server's command handler: called on the server's thread for each command a worker
+ * sends (weft_kvstore_send_command_to_servers) with its head, its body (`size` bytes,
+ * valid during the call) and `user`. Return 0 on success, non-zero on failure (the
+ * sending worker's call then fails). */
+typedef int (*weft_kvstore_controller_t)(int head, const void* body, size_t size, void* user);
+
+/* Creates a store. `type`: "local" (sum on the CPU), "device" (sum where the values are;
+ * on the CPU in a build without GPUs), "nccl" (as device), "dist_sync"/"dist" (sum of
+ * every worker's push applied once), "dist_async" (each push applied when it arrives),
+ * "dist_device_sync". A dist type reads the DMLC_* environment: in a worker it registers
+ * with the scheduler and returns once every node has joined; in a server it gives the
+ * store whose weft_kvstore_run_server runs the server. */
+WEFT_API weft_status_t weft_kvstore_create(const char* type, weft_kvstore_t** out);
+/* Frees the store; a dist worker waits for its pending pushes and pulls and leaves the job
+ * (the scheduler ends the job once every worker has left). NULL is accepted. */
+WEFT_API weft_status_t weft_kvstore_free(weft_kvstore_t* kv);
+/* *out = the type given at creation; valid while the store lives. */
+WEFT_API weft_status_t weft_kvstore_get_type(const weft_kvstore_t* kv, const char** out);
+
+/* Initialises `num` keys (new ones): key_names[i] (the key texts) with values[i] (copied;
+ * in a dist store rank 0's value reaches the servers and every worker waits for it). */
+WEFT_API weft_status_t weft_kvstore_init(weft_kvstore_t* kv, int num, const char* const* key_names,
+                                         weft_ndarray_t* const* values);
+/* Pushes values[i] for key_names[i] (i < num); the values of one key are summed, then the
+ * updater (if any) or a copy updates the stored value. priority: higher runs earlier. */
+WEFT_API weft_status_t weft_kvstore_push(weft_kvstore_t* kv, int num, const char* const* key_names,
+                                         weft_ndarray_t* const* values, int priority);
+/* Copies the stored value of key_names[i] into outs[i] (i < num; same shape). */
+WEFT_API weft_status_t weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* const* key_names,
+                                         weft_ndarray_t* const* outs, int priority);
+/* Push of `num` (key_names, values) then pull of num_pull (pull_key_names, pull_outs), in
+ * one call. */
+WEFT_API weft_status_t weft_kvstore_pushpull(weft_kvstore_t* kv, int num, const char* const* key_names,
+                                             weft_ndarray_t* const* values, int num_pull,
+                                             const char* const* pull_key_names, weft_ndarray_t* const* pull_outs,
+                                             int priority);
+
+/* Sets the updater (see weft_kvstore_updater_t; NULL removes it: stored = merged) and the
+ * pointer passed to it. `user` must stay valid while the store may call the updater. A
+ * dist worker refuses (the update runs on the servers). */
+WEFT_API weft_status_t weft_kvstore_set_updater(weft_kvstore_t* kv, weft_kvstore_updater_t updater, void* user);
+
+/* Gradient compression with string parameters keys[i] = vals[i] (i < num_params):
+ * "type" ("2bit" or "none"), "threshold" (> 0, default 0.5). Device and dist stores only. */
+WEFT_API weft_status_t weft_kvstore_set_gradient_compression(weft_kvstore_t* kv, int num_params,
+                                                             const char* const* keys, const char* const* vals);
+
+/* *out = this worker's rank (0 outside dist), the number of workers (1 outside dist). */
+WEFT_API weft_status_t weft_kvstore_get_rank(const weft_kvstore_t* kv, int* out);
+WEFT_API weft_status_t weft_kvstore_get_num_workers(const weft_kvstore_t* kv, int* out);
+/* Blocks until every worker has reached the barrier (returns at once outside dist). */
+WEFT_API weft_status_t weft_kvstore_barrier(weft_kvstore_t* kv);
+
+/* Sends a command (head, `size` bytes of body at `data`) to every server and waits until
+ * all have handled it. Dist workers only. */
+WEFT_API weft_status_t weft_kvstore_send_command_to_servers(weft_kvstore_t* kv, int head, const void* data,
+                                                            size_t size);
+/* Runs the server loop of a dist store in a server process until the job ends; commands go
+ * to `controller` with `user` (controller may be NULL: commands are acknowledged and
+ * ignored). Fails with WEFT_ERR_RUNTIME naming the lost node when the job breaks. */
+WEFT_API weft_status_t weft_kvstore_run_server(weft_kvstore_t* kv, weft_kvstore_controller_t controller,
+                                               void* user);
+/* Runs the scheduler of a dist job (DMLC_ROLE=scheduler, from the DMLC_* environment)
+ * until every worker has left; fails naming the lost node when one dies. */
+WEFT_API weft_status_t weft_kvstore_run_scheduler(void);
+/* *out = this process's role from DMLC_ROLE: "worker" (also when unset), "server" or
+ * "scheduler"; static storage. */
+WEFT_API weft_status_t weft_kvstore_get_role(const char** out);
+
+/* ------------------------------------------------------------------ data iterators */
+
+/* A data iterator (MNISTIter, CSVIter, LibSVMIter, ImageRecordIter, ...): yields batches of
+ * data and label arrays; most run a background thread that prepares the next batches while
+ * the caller computes. Created by name from string parameters, freed by weft_dataiter_free. */
+typedef struct weft_dataiter weft_dataiter_t;
+
+/* The registry of iterator types, for front ends to generate constructors (as for operators).
+ * *out = number of registered iterator types. */
+WEFT_API weft_status_t weft_dataiter_type_count(int* out);
+/* *out = the name of the i-th type (0 <= i < count), in order of name. */
+WEFT_API weft_status_t weft_dataiter_type_name(int i, const char** out);
+/* *out = the documentation of the type `name`; WEFT_ERR_NOT_FOUND when unknown. */
+WEFT_API weft_status_t weft_dataiter_type_doc(const char* name, const char** out);
+/* Parameters of the type `name`: *out = how many; then for parameter i: its name, type
+ * description ("int, in [1, inf]", "boolean", "Shape(tuple)", "{'a', 'b'}"), default (""
+ * when required), doc, and whether it is required. Any out-pointer of
+ * weft_dataiter_type_param may be NULL. Strings of these four functions live as long as the
+ * library. */
+WEFT_API weft_status_t weft_dataiter_type_num_params(const char* name, int* out);
+WEFT_API weft_status_t weft_dataiter_type_param(const char* iter, int i, const char** name, const char** type,
+                                                const char** default_value, const char** doc, int* required);
+
+/* Creates an iterator of type `name` with string parameters keys[i] = vals[i] (i < num_params;
+ * e.g. "batch_size" = "64", "data_shape" = "(3, 28, 28)", "shuffle" = "1"). Files are opened
+ * and checked here: a missing file is WEFT_ERR_NOT_FOUND, a corrupt one WEFT_ERR_IO, a bad or
+ * unknown parameter WEFT_ERR_VALUE, each message naming the file or parameter. The caller owns
+ * *out. */
+WEFT_API weft_status_t weft_dataiter_create(const char* name, int num_params, const char* const* keys,
+                                            const char* const* vals, weft_dataiter_t** out);
+/* Stops the iterator's threads and frees it (NULL is accepted). Arrays obtained from it stay
+ * valid: they are separate handles. */
+WEFT_API weft_status_t weft_dataiter_free(weft_dataiter_t* it);
+/* Starts a new epoch (discarding prepared batches). */
+WEFT_API weft_status_t weft_dataiter_reset(weft_dataiter_t* it);
+/* Moves to the next batch: *out = 1, or 0 at the end of the epoch. Blocks until the batch is
+ * ready; a failure while preparing it (e.g. a corrupt record) is reported by this call. */
+WEFT_API weft_status_t weft_dataiter_next(weft_dataiter_t* it, int* out);
+
+/* The current batch (after weft_dataiter_next gave 1). Arrays come as new handles the caller
+ * owns and frees; every batch has its own arrays, so they stay valid after the next call. */
+WEFT_API weft_status_t weft_dataiter_get_num_data(const weft_dataiter_t* it, int* out);
+WEFT_API weft_status_t weft_dataiter_get_data(const weft_dataiter_t* it, int i, weft_ndarray_t** out);
+WEFT_API weft_status_t weft_dataiter_get_num_label(const weft_dataiter_t* it, int* out);
+WEFT_API weft_status_t weft_dataiter_get_label(const weft_dataiter_t* it, int i, weft_ndarray_t** out);
+/* *out = how many trailing samples of the batch are padding (filler, or samples reused to
+ * complete the last batch). */
+WEFT_API weft_status_t weft_dataiter_get_pad(const weft_dataiter_t* it, int* out);
+/* *out = the number of sample indices of the batch (the batch size; 0 when none). */
+WEFT_API weft_status_t weft_dataiter_get_index_size(const weft_dataiter_t* it, int* out);
+/* Copies the dataset index of every sample of the batch into `data` as uint64 values;
+ * nbytes must equal 8 * weft_dataiter_get_index_size. */
+WEFT_API weft_status_t weft_dataiter_get_index(const weft_dataiter_t* it, void* data, size_t nbytes);
+
+/* What every batch holds, known before the first batch: *out = the number of data arrays
+ * (is_label = 0) or label arrays (is_label = 1); for array i, its name ("data",
+ * "softmax_label"; valid while the iterator lives), its batch shape (dims[0..*ndim), at most
+ * `capacity` written) and its dtype (*out, a weft_dtype_t). */
+WEFT_API weft_status_t weft_dataiter_get_num_descs(const weft_dataiter_t* it, int is_label, int* out);
+WEFT_API weft_status_t weft_dataiter_get_desc(const weft_dataiter_t* it, int is_label, int i, const char** name,
+                                              int64_t* dims, int capacity, int* ndim, int* out);
 
 #ifdef __cplusplus
 }

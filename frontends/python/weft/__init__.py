@@ -7,6 +7,8 @@
 Arrays live on an engine that runs operators asynchronously; reading values back
 (asnumpy, asscalar, wait_to_read) waits for what they depend on.
 """
+import atexit as _atexit
+
 from .base import WeftError, MXNetError, __version__
 from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
 from . import ndarray
@@ -17,12 +19,50 @@ from . import name
 from . import symbol
 from . import symbol as sym
 from . import executor
+from . import monitor
+from . import monitor as mon
 from . import test_utils
+from . import model
+from . import module
+from . import module as mod
+from . import initializer
+from . import initializer as init
+from . import metric
+from . import callback
+from . import recordio
+from . import image
+from . import optimizer
+from . import lr_scheduler
+from . import gluon
+from . import kvstore
+from . import kvstore as kv
+from . import io
 
 __all__ = ["WeftError", "MXNetError", "__version__", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "test_utils", "waitall"]
+           "current_context", "num_gpus", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "monitor", "mon", "test_utils", "waitall",
+           "model", "module", "mod",
+           "initializer", "init", "metric", "callback", "recordio", "image",
+           "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io"]
 
 
 def waitall():
     """Blocks until every operation pushed so far has finished."""
     nd.waitall()
+
+
+# A server or scheduler process (DMLC_ROLE, set by tools/launch.py) runs its role here and
+# exits, so that one command line serves every role, as in MXNet.
+kvstore._run_role()
+
+
+def _wait_at_exit():
+    # Work still queued on the engine uses objects (oneDNN's engine, caches) that are
+    # destroyed with the process's static objects: let it finish first. An error it raises
+    # was never read by the program, so it is not reported now either.
+    try:
+        nd.waitall()
+    except WeftError:
+        pass
+
+
+_atexit.register(_wait_at_exit)

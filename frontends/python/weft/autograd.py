@@ -14,7 +14,6 @@ statistics); `record()` turns it on by default, `pause()` off.
 """
 import contextlib
 import ctypes
-import os
 import threading
 
 from .base import _api
@@ -144,23 +143,16 @@ _function_errors = threading.local()
 _live_functions = {}
 _live_lock = threading.Lock()
 _next_function_id = [1]
-_lib = None
-
-
 def _library():
-    global _lib  # pylint: disable=global-statement
-    if _lib is None:
-        here = os.path.dirname(os.path.abspath(__file__))
-        names = sorted(n for n in os.listdir(here) if n.startswith("libweft.so"))
-        if not names:
-            raise RuntimeError("autograd.Function: libweft is not in the package folder %s" % here)
-        _lib = ctypes.CDLL(os.path.join(here, names[0]))
-        _lib.weft_autograd_record_function.restype = ctypes.c_int
-        _lib.weft_autograd_record_function.argtypes = [
+    from .base import ctypes_library
+    lib = ctypes_library()
+    if not getattr(lib, "_weft_autograd_ready", False):
+        lib.weft_autograd_record_function.restype = ctypes.c_int
+        lib.weft_autograd_record_function.argtypes = [
             ctypes.c_char_p, ctypes.c_int, ctypes.POINTER(ctypes.c_uint64), ctypes.c_int,
             ctypes.POINTER(ctypes.c_uint64), _BACKWARD_FN, _RELEASE_FN, ctypes.c_void_p]
-        _lib.weft_get_last_error.restype = ctypes.c_char_p
-    return _lib
+        lib._weft_autograd_ready = True
+    return lib
 
 
 def _function_backward(num_out_grads, out_grads, num_in_grads, in_grads, user_data):

@@ -129,3 +129,23 @@ def _library_version():
 
 
 __version__ = _library_version()
+
+
+_ctypes_lib = None
+
+
+def ctypes_library():
+    """libweft as a ctypes library, for the few C API entry points that take C callbacks
+    (SWIG does not turn Python callables into function pointers). It is the library the
+    SWIG module already loaded, so it shares all state."""
+    global _ctypes_lib  # pylint: disable=global-statement
+    if _ctypes_lib is None:
+        import ctypes
+        import os
+        here = os.path.dirname(os.path.abspath(__file__))
+        names = sorted(n for n in os.listdir(here) if n.startswith("libweft.so"))
+        if not names:
+            raise RuntimeError("libweft is not in the package folder %s" % here)
+        _ctypes_lib = ctypes.CDLL(os.path.join(here, names[0]))
+        _ctypes_lib.weft_get_last_error.restype = ctypes.c_char_p
+    return _ctypes_lib

@@ -1,9 +1,13 @@
 """Executor: a Symbol bound to arrays, as MXNet 1.x's `mx.executor.Executor`."""
-from .base import _api
+import ctypes
+
+from .base import _api, ctypes_library, error
 from .context import Context
 from .ndarray.ndarray import NDArray
 
 __all__ = ["Executor"]
+
+_MONITOR_FN = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_uint64, ctypes.c_void_p)
 
 
 class Executor:
@@ -30,6 +34,24 @@ class Executor:
         if getattr(self, "handle", None) is not None:
             _api.weft_executor_free(self.handle)
             self.handle = None
+
+    def set_monitor_callback(self, callback, monitor_all=False):
+        """Calls callback(name, array) for every node output as forward and backward push
+        it (and for the node's inputs too with monitor_all); None removes the callback."""
+        lib = ctypes_library()
+        lib.weft_executor_set_monitor_callback.restype = ctypes.c_int
+        lib.weft_executor_set_monitor_callback.argtypes = [ctypes.c_uint64, _MONITOR_FN, ctypes.c_void_p, ctypes.c_int]
+        if callback is None:
+            self._monitor = None
+            fn = ctypes.cast(None, _MONITOR_FN)
+        else:
+            def on_value(name, handle, _):
+                callback(name.decode(), NDArray(handle))
+            self._monitor = _MONITOR_FN(on_value)  # kept alive as long as the executor may call it
+            fn = self._monitor
+        status = lib.weft_executor_set_monitor_callback(self.handle, fn, None, 1 if monitor_all else 0)
+        if status != 0:
+            raise error(status, lib.weft_get_last_error().decode())
 
     def forward(self, is_train=False, **kwargs):
         """Runs the forward pass after copying the keyword arrays into arg_dict; returns
