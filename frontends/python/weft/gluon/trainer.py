@@ -35,6 +35,7 @@ class Trainer:
         self._kvstore = None
         self._kv_initialized = False
         self._scale = 1.0
+        self._in_flight = []
         self._init_optimizer(optimizer, optimizer_params or {})
 
     def _init_optimizer(self, optimizer, optimizer_params):
@@ -119,6 +120,14 @@ class Trainer:
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad):
+        # The engine runs behind Python. Imperative code allocates new arrays at every call,
+        # so a loop that never reads a value would queue step after step and hold all their
+        # memory: a step waits for the updates of the step two before it (one step of lag
+        # keeps Python's work overlapped with the engine's).
+        if len(self._in_flight) >= 2:
+            for w in self._in_flight.pop(0):
+                w.wait_to_read()
+        self._in_flight.append([])
         ctxs = self._contexts()
         for k, ctx in enumerate(ctxs):
             updater = self._updaters.get(ctx)
@@ -133,6 +142,7 @@ class Trainer:
                 weights.append(p.list_data()[k])
             if indices:
                 updater(indices, grads, weights)
+                self._in_flight[-1].extend(weights)
 
     def save_states(self, fname):
         """Writes the optimizer states (with the optimizer) to `fname`."""

@@ -1,0 +1,240 @@
+"""Training throughput on Fashion-MNIST, Weft (hybridized Gluon, Module, imperative Gluon)
+side by side with PyTorch, and the time each takes to reach 89 % test accuracy with LeNet.
+
+Models: MLP 784-512-512-10 (ReLU) and LeNet (conv 20@5x5, pool, conv 50@5x5, pool, fc 500,
+fc 10), SGD with momentum 0.9, batch 128 and 64. The batches are prepared in memory for
+both frameworks, so the figures are the training step alone. Issue 5's targets: hybridized
+Gluon and Module >= 1.3x PyTorch's samples/s, imperative Gluon >= 1.0x.
+
+    python bench/training_bench.py [--steps N] [--skip-time-to-accuracy]
+"""
+import argparse
+import gzip
+import os
+import struct
+import sys
+import time
+
+import peer  # noqa: F401  (sets the peer's environment before torch and weft load)
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "python"))
+import weft as mx  # noqa: E402
+from weft import autograd, gluon, nd  # noqa: E402
+from weft.gluon import nn  # noqa: E402
+
+DATA = "/usr/share/datasets/fashion-mnist"
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") as f:
+        raw = f.read()
+    ndim = raw[3]
+    dims = struct.unpack(">" + "I" * ndim, raw[4:4 + 4 * ndim])
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
+
+
+def load(split):
+    x = read_idx(os.path.join(DATA, "%s-images-idx3-ubyte.gz" % split)).astype(np.float32)[:, None] / 255.0
+    y = read_idx(os.path.join(DATA, "%s-labels-idx1-ubyte.gz" % split)).astype(np.int64)
+    return x, y
+
+
+# ------------------------------------------------------------------------------- Weft
+def weft_net(kind):
+    net = nn.HybridSequential(prefix="%s_" % kind)
+    with net.name_scope():
+        if kind == "mlp":
+            net.add(nn.Flatten(), nn.Dense(512, activation="relu"), nn.Dense(512, activation="relu"), nn.Dense(10))
+        else:
+            net.add(nn.Conv2D(20, 5, activation="relu"), nn.MaxPool2D(2, 2), nn.Conv2D(50, 5, activation="relu"),
+                    nn.MaxPool2D(2, 2), nn.Flatten(), nn.Dense(500, activation="relu"), nn.Dense(10))
+    net.initialize(mx.init.Xavier(magnitude=2.24))
+    return net
+
+
+def weft_symbol(kind):
+    s = mx.sym
+    h = s.var("data")
+    if kind == "mlp":
+        h = s.Activation(s.FullyConnected(s.Flatten(h), num_hidden=512, name="fc1"), act_type="relu")
+        h = s.Activation(s.FullyConnected(h, num_hidden=512, name="fc2"), act_type="relu")
+        h = s.FullyConnected(h, num_hidden=10, name="fc3")
+    else:
+        h = s.Pooling(s.Activation(s.Convolution(h, kernel=(5, 5), num_filter=20, name="conv1"), act_type="relu"),
+                      pool_type="max", kernel=(2, 2), stride=(2, 2))
+        h = s.Pooling(s.Activation(s.Convolution(h, kernel=(5, 5), num_filter=50, name="conv2"), act_type="relu"),
+                      pool_type="max", kernel=(2, 2), stride=(2, 2))
+        h = s.Activation(s.FullyConnected(s.Flatten(h), num_hidden=500, name="fc1"), act_type="relu")
+        h = s.FullyConnected(h, num_hidden=10, name="fc2")
+    return s.SoftmaxOutput(h, name="softmax")
+
+
+def weft_gluon_steps(kind, batches, hybridize, lr=0.05):
+    net = weft_net(kind)
+    if hybridize:
+        net.hybridize()
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": lr, "momentum": 0.9, "wd": 1e-4})
+
+    def step(i):
+        x, y = batches[i % len(batches)]
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(x.shape[0])
+    return step, net
+
+
+def weft_module_steps(kind, batches, lr=0.05):
+    batch = batches[0][0].shape[0]
+    mod = mx.mod.Module(weft_symbol(kind), data_names=["data"], label_names=["softmax_label"], context=mx.cpu())
+    mod.bind(data_shapes=[("data", batches[0][0].shape)], label_shapes=[("softmax_label", (batch,))])
+    mod.init_params(mx.init.Xavier(magnitude=2.24))
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": lr, "momentum": 0.9, "wd": 1e-4})
+    dbs = [mx.io.DataBatch([x], [y]) for x, y in batches]
+
+    def step(i):
+        mod.forward_backward(dbs[i % len(dbs)])
+        mod.update()
+    return step, mod
+
+
+# ------------------------------------------------------------------------------- PyTorch
+def torch_net(kind):
+    if kind == "mlp":
+        return torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 512), torch.nn.ReLU(),
+                                   torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+    return torch.nn.Sequential(torch.nn.Conv2d(1, 20, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2, 2),
+                               torch.nn.Conv2d(20, 50, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2, 2),
+                               torch.nn.Flatten(), torch.nn.Linear(800, 500), torch.nn.ReLU(),
+                               torch.nn.Linear(500, 10))
+
+
+def torch_steps(kind, batches, lr=0.05):
+    net = torch_net(kind)
+    opt = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step(i):
+        x, y = batches[i % len(batches)]
+        opt.zero_grad()
+        loss = loss_fn(net(x), y)
+        loss.backward()
+        opt.step()
+    return step, net
+
+
+def samples_per_second(step, batch, steps, sync):
+    # The first steps create oneDNN's primitives and grow the memory pools: not timed.
+    for i in range(30):
+        step(i)
+    sync()
+    start = time.perf_counter()
+    for i in range(steps):
+        step(i)
+    sync()
+    return steps * batch / (time.perf_counter() - start)
+
+
+def throughput(train_x, train_y, steps):
+    print("%-6s %5s %14s %14s %14s %14s %8s %8s %8s" % ("model", "batch", "gluon-hybrid", "module",
+                                                      "gluon-imper.", "pytorch", "hyb/pt", "mod/pt", "imp/pt"))
+    for kind in ("mlp", "lenet"):
+        for batch in (128, 64):
+            n = batch * 20
+            wb = [(nd.array(train_x[i:i + batch]), nd.array(train_y[i:i + batch].astype(np.float32)))
+                  for i in range(0, n, batch)]
+            tb = [(torch.from_numpy(train_x[i:i + batch]), torch.from_numpy(train_y[i:i + batch]))
+                  for i in range(0, n, batch)]
+            hyb = samples_per_second(weft_gluon_steps(kind, wb, True)[0], batch, steps, nd.waitall)
+            mod = samples_per_second(weft_module_steps(kind, wb)[0], batch, steps, nd.waitall)
+            imp = samples_per_second(weft_gluon_steps(kind, wb, False)[0], batch, steps, nd.waitall)
+            pt = samples_per_second(torch_steps(kind, tb)[0], batch, steps, lambda: None)
+            print("%-6s %5d %14.0f %14.0f %14.0f %14.0f %8.2f %8.2f %8.2f"
+                  % (kind, batch, hyb, mod, imp, pt, hyb / pt, mod / pt, imp / pt), flush=True)
+
+
+def time_to_accuracy(train_x, train_y, test_x, test_y, target=0.89, max_epochs=8, batch=64):
+    """Seconds of training (evaluation excluded) until LeNet's test accuracy reaches target,
+    checked after each epoch; same recipe for both: SGD lr 0.05 x 0.7 per epoch, momentum
+    0.9, wd 1e-4, batch 64, shuffled each epoch with the same permutation."""
+    rng = np.random.RandomState(0)
+    perms = [rng.permutation(len(train_x)) for _ in range(max_epochs)]
+    results = {}
+
+    # Weft, hybridized Gluon.
+    step_data = [None]
+    net = weft_net("lenet")
+    net.hybridize()
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-4})
+    test_w = [nd.array(test_x[i:i + 1000]) for i in range(0, len(test_x), 1000)]
+    trained = 0.0
+    for epoch in range(max_epochs):
+        trainer.set_learning_rate(0.05 * 0.7 ** epoch)
+        p = perms[epoch]
+        start = time.perf_counter()
+        for i in range(0, len(p) - batch + 1, batch):
+            idx = p[i:i + batch]
+            x, y = nd.array(train_x[idx]), nd.array(train_y[idx].astype(np.float32))
+            with autograd.record():
+                loss = loss_fn(net(x), y)
+            loss.backward()
+            trainer.step(batch)
+        nd.waitall()
+        trained += time.perf_counter() - start
+        pred = np.concatenate([net(x).asnumpy().argmax(1) for x in test_w])
+        acc = float((pred == test_y).mean())
+        if acc >= target:
+            results["weft"] = (trained, epoch + 1, acc)
+            break
+    step_data[0] = None
+
+    tnet = torch_net("lenet")
+    opt = torch.optim.SGD(tnet.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
+    tloss = torch.nn.CrossEntropyLoss()
+    trained = 0.0
+    tx, ty = torch.from_numpy(train_x), torch.from_numpy(train_y)
+    for epoch in range(max_epochs):
+        for g in opt.param_groups:
+            g["lr"] = 0.05 * 0.7 ** epoch
+        p = torch.from_numpy(perms[epoch])
+        start = time.perf_counter()
+        for i in range(0, len(p) - batch + 1, batch):
+            idx = p[i:i + batch]
+            opt.zero_grad()
+            tloss(tnet(tx[idx]), ty[idx]).backward()
+            opt.step()
+        trained += time.perf_counter() - start
+        with torch.no_grad():
+            acc = float((tnet(torch.from_numpy(test_x)).argmax(1).numpy() == test_y).mean())
+        if acc >= target:
+            results["pytorch"] = (trained, epoch + 1, acc)
+            break
+    for name in ("weft", "pytorch"):
+        if name in results:
+            t, e, a = results[name]
+            print("%-8s reached %.2f%% after %d epochs, %.1f s of training" % (name, 100 * a, e, t))
+        else:
+            print("%-8s did not reach %.0f%% in %d epochs" % (name, 100 * target, max_epochs))
+    if len(results) == 2:
+        print("time to %.0f%%: PyTorch / Weft = %.2f" % (100 * target, results["pytorch"][0] / results["weft"][0]))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=100, help="timed training steps per configuration")
+    p.add_argument("--skip-time-to-accuracy", action="store_true")
+    args = p.parse_args()
+    train_x, train_y = load("train")
+    test_x, test_y = load("t10k")
+    print("samples/s of one training step (data already in memory), %d steps each" % args.steps)
+    throughput(train_x, train_y, args.steps)
+    if not args.skip_time_to_accuracy:
+        time_to_accuracy(train_x, train_y, test_x, test_y)
+
+
+if __name__ == "__main__":
+    main()
