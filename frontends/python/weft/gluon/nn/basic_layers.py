@@ -8,57 +8,42 @@ __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "B
            "LayerNorm", "GroupNorm", "Flatten", "Lambda", "HybridLambda"]
 
 
-class Sequential(Block):
-    """Runs its children one after the other."""
+class _Stack:
+    """What Sequential and HybridSequential share: children added in order, indexable."""
 
     def add(self, *blocks):
         for b in blocks:
             self.register_child(b)
+
+    def __getitem__(self, key):
+        layers = list(self._children.values())[key]
+        if isinstance(layers, list):
+            net = type(self)(prefix=self._prefix)
+            with net.name_scope():
+                net.add(*layers)
+            return net
+        return layers
+
+    def __len__(self):
+        return len(self._children)
+
+
+class Sequential(_Stack, Block):
+    """Runs its children one after the other."""
 
     def forward(self, x):
         for block in self._children.values():
             x = block(x)
         return x
 
-    def __getitem__(self, key):
-        layers = list(self._children.values())[key]
-        if isinstance(layers, list):
-            net = type(self)(prefix=self._prefix)
-            with net.name_scope():
-                net.add(*layers)
-            return net
-        return layers
 
-    def __len__(self):
-        return len(self._children)
-
-    def hybridize(self, active=True, **kwargs):
-        super().hybridize(active, **kwargs)
-
-
-class HybridSequential(HybridBlock):
+class HybridSequential(_Stack, HybridBlock):
     """Sequential for HybridBlocks: hybridizes as one graph."""
-
-    def add(self, *blocks):
-        for b in blocks:
-            self.register_child(b)
 
     def hybrid_forward(self, F, x):
         for block in self._children.values():
             x = block(x)
         return x
-
-    def __getitem__(self, key):
-        layers = list(self._children.values())[key]
-        if isinstance(layers, list):
-            net = type(self)(prefix=self._prefix)
-            with net.name_scope():
-                net.add(*layers)
-            return net
-        return layers
-
-    def __len__(self):
-        return len(self._children)
 
 
 class Dense(HybridBlock):
