@@ -278,3 +278,32 @@ def test_fashion_mnist_subset_training_reaches_accuracy():
             break
         metric.update([batch.label[0]], [net(batch.data[0])])
     assert metric.get()[1] > 0.75
+
+
+def test_lr_mult_and_wd_mult_reach_the_optimizer():
+    frozen = gluon.Parameter("frozen_weight", shape=(2,))
+    half = gluon.Parameter("half_weight", shape=(2,))
+    for p in (frozen, half):
+        p.initialize(weft.init.Constant(1.0))
+        p.grad()[:] = 1.0
+    frozen.lr_mult = 0.0
+    half.lr_mult = 0.5
+    trainer = gluon.Trainer([frozen, half], "sgd", {"learning_rate": 0.2})
+    trainer.step(1)
+    np.testing.assert_allclose(frozen.data().asnumpy(), [1.0, 1.0])
+    np.testing.assert_allclose(half.data().asnumpy(), [0.9, 0.9], rtol=1e-6)
+
+
+def test_hybridized_block_traces_once_per_mode():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(3, in_units=2), nn.Dropout(0.5))
+    net.initialize()
+    net.hybridize()
+    x = nd.ones((4, 2))
+    net(x)
+    net(x)
+    assert len(net._cached) == 1
+    with autograd.train_mode():
+        net(x)
+    assert len(net._cached) == 2
