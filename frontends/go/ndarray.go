@@ -104,15 +104,7 @@ func Invoke(op string, inputs []*NDArray, params map[string]string) ([]*NDArray,
 	for i, in := range inputs {
 		handles[i] = in.handle
 	}
-	keys := make([]string, 0, len(params))
-	for k := range params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	vals := make([]string, len(keys))
-	for i, k := range keys {
-		vals[i] = params[k]
-	}
+	keys, vals := sortedParams(params)
 	count := []int{0}
 	var outputs uintptr
 	if err := Weft_imperative_invoke(opHandle, len(handles), handles, len(keys), keys, vals, 0, nil, count, &outputs); err != nil {
@@ -123,6 +115,21 @@ func Invoke(op string, inputs []*NDArray, params map[string]string) ([]*NDArray,
 		result[i] = &NDArray{handle: SwigcptrStruct_SS_weft_ndarray(Weft_go_handle_at(outputs, i).Swigcptr())}
 	}
 	return result, nil
+}
+
+// sortedParams splits string parameters into parallel key and value slices, keys sorted so
+// that calls are reproducible.
+func sortedParams(params map[string]string) ([]string, []string) {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	vals := make([]string, len(keys))
+	for i, k := range keys {
+		vals[i] = params[k]
+	}
+	return keys, vals
 }
 
 // float32Bytes is the little-endian byte image of values, the layout the C API copies.
