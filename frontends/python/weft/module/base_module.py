@@ -1,0 +1,257 @@
+"""BaseModule: the training loop, scoring and prediction shared by every module
+(MXNet 1.x's mx.mod.BaseModule). Subclasses supply bind, init_params, init_optimizer,
+forward, backward, update, update_metric, get_outputs and the parameter accessors."""
+import logging
+import time
+
+import numpy as np
+
+from .. import ndarray as nd
+from ..context import cpu
+from ..model import BatchEndParam, _split_params
+
+__all__ = ["BaseModule", "ModuleStateError"]
+
+
+class ModuleStateError(RuntimeError, AssertionError):
+    """A module method was called before the step it depends on (bind, init_params,
+    init_optimizer). An AssertionError too, as MXNet raises for these."""
+
+
+def _require(cond, what, step):
+    if not cond:
+        raise ModuleStateError("%s needs %s first" % (what, step))
+
+
+def _as_list(obj):
+    if obj is None:
+        return []
+    return list(obj) if isinstance(obj, (list, tuple)) else [obj]
+
+
+class _DefaultInitializer:
+    """Stands for MXNet's default initializer, Uniform(0.01), made when first needed (the
+    initializer module is loaded lazily)."""
+
+    def __repr__(self):
+        return "Uniform(0.01)"
+
+
+DEFAULT_INITIALIZER = _DefaultInitializer()
+
+
+def _resolve_initializer(initializer):
+    if isinstance(initializer, _DefaultInitializer):
+        from .. import initializer as init
+        return init.Uniform(0.01)
+    return initializer
+
+
+def _metric(eval_metric):
+    from .. import metric
+    if isinstance(eval_metric, metric.EvalMetric):
+        return eval_metric
+    return metric.create(eval_metric)
+
+
+def _run_callbacks(callbacks, *args):
+    for callback in _as_list(callbacks):
+        callback(*args)
+
+
+class BaseModule:
+    """A computation and its parameters, with the high-level fit/score/predict loops."""
+
+    def __init__(self, logger=logging):
+        self.logger = logger
+        self.binded = False
+        self.for_training = False
+        self.inputs_need_grad = False
+        self.params_initialized = False
+        self.optimizer_initialized = False
+        self._symbol = None
+        self._total_exec_bytes = 0
+
+    # ------------------------------------------------------------------ high level
+    def forward_backward(self, data_batch):
+        """A training forward pass then a backward pass."""
+        self.forward(data_batch, is_train=True)
+        self.backward()
+
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        """Work to do before a batch's forward pass: Weft's dense parameters need none."""
+        if sparse_row_id_fn is not None:
+            raise NotImplementedError("sparse_row_id_fn is for row-sparse parameters, which Weft's modules do "
+                                      "not hold")
+
+    def _check_ready(self, what):
+        _require(self.binded, what, "bind()")
+        _require(self.params_initialized, what, "init_params()")
+
+    def score(self, eval_data, eval_metric, num_batch=None, batch_end_callback=None, score_end_callback=None,
+              reset=True, epoch=0, sparse_row_id_fn=None):
+        """Runs the data through the model and returns eval_metric.get_name_value()."""
+        self._check_ready("score")
+        if reset:
+            eval_data.reset()
+        eval_metric = _metric(eval_metric)
+        eval_metric.reset()
+        actual_num_batch = 0
+        for nbatch, eval_batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(eval_batch, is_train=False)
+            if isinstance(eval_batch, list):
+                self.update_metric(eval_metric, [eb.label for eb in eval_batch], pre_sliced=True)
+            else:
+                self.update_metric(eval_metric, eval_batch.label)
+            if batch_end_callback is not None:
+                _run_callbacks(batch_end_callback, BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric,
+                                                                 locals=locals()))
+            actual_num_batch += 1
+        if score_end_callback:
+            _run_callbacks(score_end_callback, BatchEndParam(epoch=epoch, nbatch=actual_num_batch,
+                                                             eval_metric=eval_metric, locals=locals()))
+        return eval_metric.get_name_value()
+
+    def _unpadded_outputs(self, batch):
+        pad = getattr(batch, "pad", 0) or 0
+        return [out[0:out.shape[0] - pad].copy() for out in self.get_outputs()]
+
+    def iter_predict(self, eval_data, num_batch=None, reset=True, sparse_row_id_fn=None):
+        """Yields (outputs, nbatch, batch) for each batch, padding removed."""
+        self._check_ready("iter_predict")
+        if reset:
+            eval_data.reset()
+        for nbatch, eval_batch in enumerate(eval_data):
+            if num_batch is not None and nbatch == num_batch:
+                break
+            self.prepare(eval_batch, sparse_row_id_fn=sparse_row_id_fn)
+            self.forward(eval_batch, is_train=False)
+            yield self._unpadded_outputs(eval_batch), nbatch, eval_batch
+
+    def predict(self, eval_data, num_batch=None, merge_batches=True, reset=True, always_output_list=False,
+                sparse_row_id_fn=None):
+        """The outputs over a data iterator (padding removed). With merge_batches, each output
+        is one array joined over the batches, and a single output is returned bare unless
+        always_output_list; otherwise a list (per batch) of lists (per output). An NDArray or
+        numpy array is run as one batch and its first output returned."""
+        self._check_ready("predict")
+        from ..io import DataBatch
+        if isinstance(eval_data, (nd.NDArray, np.ndarray)):
+            if isinstance(eval_data, np.ndarray):
+                eval_data = nd.array(eval_data)
+            self.forward(DataBatch([eval_data]), is_train=False)
+            return self.get_outputs()[0]
+        if not hasattr(eval_data, "reset") or not hasattr(eval_data, "__iter__"):
+            raise ValueError("predict: eval_data must be an NDArray, a numpy array or a DataIter, got %s"
+                             % type(eval_data).__name__)
+        output_list = [outputs for outputs, _, _ in self.iter_predict(eval_data, num_batch, reset, sparse_row_id_fn)]
+        if not output_list or not merge_batches:
+            return output_list
+        num_outputs = len(output_list[0])
+        for outputs in output_list:
+            if len(outputs) != num_outputs:
+                raise ValueError("predict cannot merge batches with different numbers of outputs (%d and %d); "
+                                 "pass merge_batches=False (bucketing?)" % (num_outputs, len(outputs)))
+        merged = [nd.concatenate([outputs[i] for outputs in output_list]) for i in range(num_outputs)]
+        if num_outputs == 1 and not always_output_list:
+            return merged[0]
+        return merged
+
+    def fit(self, train_data, eval_data=None, eval_metric="acc", epoch_end_callback=None, batch_end_callback=None,
+            kvstore="local", optimizer="sgd", optimizer_params=(("learning_rate", 0.01),), eval_end_callback=None,
+            eval_batch_end_callback=None, initializer=DEFAULT_INITIALIZER, arg_params=None, aux_params=None,
+            allow_missing=False, force_rebind=False, force_init=False, begin_epoch=0, num_epoch=None,
+            validation_metric=None, monitor=None, sparse_row_id_fn=None):
+        """Trains for epochs begin_epoch .. num_epoch-1: binds, initialises parameters (from
+        arg_params/aux_params when given, the initializer for the rest), sets up the optimizer,
+        then per batch forward, backward, update and the metric; callbacks after each batch
+        and epoch; evaluation on eval_data after each epoch."""
+        if num_epoch is None:
+            raise ValueError("fit needs num_epoch (the epoch to stop before)")
+        self.bind(data_shapes=train_data.provide_data, label_shapes=train_data.provide_label, for_training=True,
+                  force_rebind=force_rebind)
+        if monitor is not None:
+            self.install_monitor(monitor)
+        self.init_params(initializer=initializer, arg_params=arg_params, aux_params=aux_params,
+                         allow_missing=allow_missing, force_init=force_init)
+        self.init_optimizer(kvstore=kvstore, optimizer=optimizer, optimizer_params=optimizer_params)
+        if validation_metric is None:
+            validation_metric = eval_metric
+        eval_metric = _metric(eval_metric)
+
+        for epoch in range(begin_epoch, num_epoch):
+            tic = time.time()
+            eval_metric.reset()
+            nbatch = 0
+            data_iter = iter(train_data)
+            end_of_batch = False
+            next_data_batch = next(data_iter)
+            while not end_of_batch:
+                data_batch = next_data_batch
+                if monitor is not None:
+                    monitor.tic()
+                self.forward_backward(data_batch)
+                self.update()
+                if isinstance(data_batch, list):
+                    self.update_metric(eval_metric, [db.label for db in data_batch], pre_sliced=True)
+                else:
+                    self.update_metric(eval_metric, data_batch.label)
+                try:
+                    # Fetched before the callbacks so the iterator's prefetch overlaps them.
+                    next_data_batch = next(data_iter)
+                    self.prepare(next_data_batch, sparse_row_id_fn=sparse_row_id_fn)
+                except StopIteration:
+                    end_of_batch = True
+                if monitor is not None:
+                    monitor.toc_print()
+                if batch_end_callback is not None:
+                    _run_callbacks(batch_end_callback, BatchEndParam(epoch=epoch, nbatch=nbatch,
+                                                                     eval_metric=eval_metric, locals=locals()))
+                nbatch += 1
+
+            for name, val in eval_metric.get_name_value():
+                self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
+            self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
+
+            # Brings the devices' parameters back to the module's copies (what callbacks see).
+            arg_params, aux_params = self.get_params()
+            self.set_params(arg_params, aux_params)
+            _run_callbacks(epoch_end_callback, epoch, self.symbol, arg_params, aux_params)
+
+            if eval_data:
+                res = self.score(eval_data, validation_metric, score_end_callback=eval_end_callback,
+                                 batch_end_callback=eval_batch_end_callback, epoch=epoch)
+                for name, val in res:
+                    self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
+            train_data.reset()
+
+    # ------------------------------------------------------------------ parameters
+    def get_params(self):
+        raise NotImplementedError("%s does not implement get_params" % type(self).__name__)
+
+    def set_params(self, arg_params, aux_params, allow_missing=False, force_init=True, allow_extra=False):
+        """Assigns parameter values (through init_params without an initializer)."""
+        self.init_params(initializer=None, arg_params=arg_params, aux_params=aux_params, allow_missing=allow_missing,
+                         force_init=force_init, allow_extra=allow_extra)
+
+    def save_params(self, fname):
+        """Writes the parameters to fname with 'arg:'/'aux:' names."""
+        arg_params, aux_params = self.get_params()
+        save_dict = {"arg:%s" % k: v.as_in_context(cpu()) for k, v in arg_params.items()}
+        save_dict.update({"aux:%s" % k: v.as_in_context(cpu()) for k, v in aux_params.items()})
+        nd.save(fname, save_dict)
+
+    def load_params(self, fname):
+        """Loads parameters written by save_params (or save_checkpoint's .params file)."""
+        arg_params, aux_params = _split_params(nd.load(fname), fname)
+        self.set_params(arg_params, aux_params)
+
+    def install_monitor(self, mon):
+        raise NotImplementedError("%s does not implement install_monitor" % type(self).__name__)
+
+    @property
+    def symbol(self):
+        return self._symbol
