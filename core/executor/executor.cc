@@ -425,7 +425,8 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   }
   static const NodeAttrs copy_attrs = imperative::MakeAttrs(Op::Get("_copy"), {});
   for (const auto& c : copies)
-    backward_.push_back(Step{&copy_attrs, {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]}});
+    backward_.push_back(Step{&copy_attrs, {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
+                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}});
   for (const auto& e : sym_.outputs) outputs_.push_back(entry[g.entry_id(e)]);
   Run(folded, false);
   num_folded_ = folded.size();

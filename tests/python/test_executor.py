@@ -242,3 +242,19 @@ def test_monitor_callback_and_monitor():
     assert names == sorted(["fc1_output", "fc1_weight", "fc1_bias"])
     stat = dict((name, float(text)) for _, name, text in results[0])
     np.testing.assert_allclose(stat["fc1_weight"], np.linalg.norm(w) / np.sqrt(w.size), rtol=1e-5)
+
+
+def test_monitor_sees_the_backward_too():
+    x = mx.sym.var("x")
+    y = mx.sym.var("y")
+    out = mx.sym.Group([mx.sym.relu(x * 2, name="r"), y])  # y's gradient is a copy of its head gradient
+    exe = out.simple_bind(mx.cpu(), x=(3,), y=(3,))
+    exe.arg_dict["x"][:] = np.array([1.0, -2.0, 3.0], dtype=np.float32)
+    exe.arg_dict["y"][:] = np.array([2.0, 2.0, 2.0], dtype=np.float32)
+    names = []
+    exe.set_monitor_callback(lambda name, arr: names.append(name), monitor_all=True)
+    exe.forward(is_train=True)
+    exe.backward([mx.nd.ones((3,)), mx.nd.full((3,), 5.0)])
+    assert "r_output" in names and "y_grad" in names
+    np.testing.assert_allclose(exe.grad_dict["y"].asnumpy(), [5.0, 5.0, 5.0])
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), [2.0, 0.0, 2.0])
