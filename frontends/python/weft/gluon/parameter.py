@@ -45,7 +45,7 @@ class Parameter:
                              % (name, stype, grad_stype))
         self.name = name
         self._shape = None if shape is None else tuple(int(d) for d in ((shape,) if np.isscalar(shape) else shape))
-        self.dtype = np.dtype(dtype).type if not isinstance(dtype, str) else np.dtype(dtype).type
+        self.dtype = np.dtype(dtype).type
         self.lr_mult = lr_mult
         self.wd_mult = wd_mult
         self.init = init
@@ -216,7 +216,7 @@ class Parameter:
             self._finish_deferred_init()
         with autograd.pause():
             for arr in self._data.values():
-                data.copyto(arr) if data.dtype == arr.dtype else arr.__setitem__(slice(None), data.astype(arr.dtype))
+                (data if data.dtype == arr.dtype else data.astype(arr.dtype)).copyto(arr)
 
     def zero_grad(self):
         """Sets the gradient arrays to 0."""
