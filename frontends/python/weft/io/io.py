@@ -91,15 +91,15 @@ class DataIter(object):
 
     def iter_next(self):
         """Moves to the next batch; False at the end of the epoch."""
-        raise NotImplementedError()
+        raise NotImplementedError("%s must define iter_next" % type(self).__name__)
 
     def getdata(self):
         """The data of the current batch."""
-        raise NotImplementedError()
+        raise NotImplementedError("%s must define getdata" % type(self).__name__)
 
     def getlabel(self):
         """The label of the current batch."""
-        raise NotImplementedError()
+        raise NotImplementedError("%s must define getlabel" % type(self).__name__)
 
     def getindex(self):
         """The indices of the current batch's samples, or None."""
@@ -107,7 +107,7 @@ class DataIter(object):
 
     def getpad(self):
         """How many trailing samples of the current batch are padding."""
-        raise NotImplementedError()
+        raise NotImplementedError("%s must define getpad" % type(self).__name__)
 
 
 class ResizeIter(DataIter):
