@@ -349,6 +349,15 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   std::vector<bool> persistent(g.num_entries(), false);
   for (const auto& e : sym_.outputs) persistent[g.entry_id(e)] = true;
   for (const auto& c : copies) persistent[c.first] = true;
+  // A backward output nobody reads is the gradient of something that needs none (the data
+  // of a first convolution, a label): its operator is told to skip it.
+  for (uint32_t id : order) {
+    if (in_forward.count(g[id].source)) continue;
+    for (int i = 0; i < g[id].source->num_outputs(); ++i) {
+      uint32_t e = g.entry_id(id, i);
+      if (uses[e] == 0 && !persistent[e]) entry_req[e] = OpReq::kNullOp;
+    }
+  }
   // Nodes that depend on no variable compute the same values at every run: they run once,
   // here, and keep their outputs (random and state-changing operators excepted).
   std::unordered_set<const graph::Node*> constant;

@@ -258,3 +258,29 @@ def test_monitor_sees_the_backward_too():
     assert "r_output" in names and "y_grad" in names
     np.testing.assert_allclose(exe.grad_dict["y"].asnumpy(), [5.0, 5.0, 5.0])
     np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), [2.0, 0.0, 2.0])
+
+
+def test_backward_skips_gradients_nobody_needs():
+    # With no gradient wanted for the data, the convolution's backward is told not to
+    # compute it (the monitor sees only the outputs that are written), and the weight
+    # gradients are unchanged.
+    x = mx.sym.var("data")
+    y = mx.sym.Convolution(x, kernel=(3, 3), num_filter=2, name="c")
+    rng = np.random.RandomState(0)
+    data = rng.rand(1, 1, 5, 5).astype(np.float32)
+    weight = rng.rand(2, 1, 3, 3).astype(np.float32)
+    results = {}
+    for req in ("null", "write"):
+        exe = y.simple_bind(mx.cpu(), data=(1, 1, 5, 5), grad_req={"data": req, "c_weight": "write", "c_bias": "write"})
+        exe.arg_dict["data"][:] = data
+        exe.arg_dict["c_weight"][:] = weight
+        names = []
+        exe.set_monitor_callback(lambda name, arr: names.append(name))
+        exe.forward(is_train=True)
+        exe.backward([mx.nd.ones((1, 2, 3, 3))])
+        results[req] = (names, exe.grad_dict["c_weight"].asnumpy())
+    assert "c_backward_output0" not in results["null"][0]
+    assert "c_backward_output0" in results["write"][0]
+    np.testing.assert_allclose(results["null"][1], results["write"][1])
+    expect = np.stack([sum(data[0, 0, i:i + 3, j:j + 3] for i in range(3) for j in range(3))] * 2)[:, None]
+    np.testing.assert_allclose(results["null"][1], expect, rtol=1e-5)
