@@ -111,7 +111,10 @@ std::vector<NDArray> NodeGradient(const std::shared_ptr<Node>& node, std::vector
   // made here live only during this call, so they create no lasting cycle.
   if (create_graph)
     for (size_t i = 0; i < outputs.size(); ++i) outputs[i].set_ag(node, static_cast<uint32_t>(i));
-  return imperative::Gradient(node->attrs, node->inputs, outputs, out_grads, node->is_train);
+  // Inputs without a history (the data, a label) need no gradient: their work is skipped.
+  std::vector<bool> wanted(node->inputs.size());
+  for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = node->inputs[i].ag_node() != nullptr;
+  return imperative::Gradient(node->attrs, node->inputs, outputs, out_grads, node->is_train, &wanted);
 }
 
 // Makes `node` the history of `outputs`, saving what its gradient will read.

@@ -263,43 +263,78 @@ void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vec
 
 namespace {
 
-// Runs gradient expressions eagerly: every value is an array.
+// Records a gradient expression, then runs only the calls that lead to the gradients
+// wanted, telling each operator to skip the outputs nobody needs (the gradient of a
+// convolution's data when the data needs none, for instance).
 class EagerGradBuilder : public GradBuilder {
  public:
   EagerGradBuilder(Context ctx, bool is_train) : ctx_(ctx), is_train_(is_train) {}
-  std::vector<NDArray> values;
 
   GradValue Add(const NDArray& a) {
-    values.push_back(a);
-    return GradValue{static_cast<int64_t>(values.size() - 1)};
+    values_.push_back(a);
+    return GradValue{static_cast<int64_t>(values_.size() - 1)};
   }
 
   std::vector<GradValue> Call(const std::string& op_name, const std::vector<GradValue>& ins,
                               const KwArgs& params) override {
     const weft::Op* op = weft::Op::Get(op_name);
-    NodeAttrs attrs = MakeAttrs(op, params);
-    std::vector<NDArray> in_arrays;
+    CallRecord rec{MakeAttrs(op, params), {}, {}};
     for (const auto& v : ins) {
       if (!v.defined()) Throw(ErrorKind::kInternal, "gradient of an operator passes an undefined value to '", op_name, "'");
-      in_arrays.push_back(values.at(v.id));
+      rec.inputs.push_back(v.id);
     }
-    std::vector<NDArray> outs;
-    Invoke(attrs, in_arrays, &outs, &ctx_, nullptr, is_train_);
     std::vector<GradValue> r;
-    for (const auto& o : outs) r.push_back(Add(o));
+    for (int i = 0, n = op->NumOutputs(rec.attrs); i < n; ++i) {
+      r.push_back(Add(NDArray()));
+      rec.outputs.push_back(r.back().id);
+    }
+    calls_.push_back(std::move(rec));
+    return r;
+  }
+
+  // Runs what `wanted` depends on; returns the array of each wanted value (none where
+  // undefined or not wanted).
+  std::vector<NDArray> Run(const std::vector<GradValue>& grads, const std::vector<bool>& wanted) {
+    std::vector<bool> need(values_.size(), false);
+    for (size_t i = 0; i < grads.size(); ++i)
+      if (grads[i].defined() && wanted[i]) need[grads[i].id] = true;
+    std::vector<bool> run(calls_.size(), false);
+    for (size_t c = calls_.size(); c-- > 0;) {
+      for (int64_t o : calls_[c].outputs) run[c] = run[c] || need[o];
+      if (run[c])
+        for (int64_t i : calls_[c].inputs) need[i] = true;
+    }
+    for (size_t c = 0; c < calls_.size(); ++c) {
+      if (!run[c]) continue;
+      std::vector<NDArray> in_arrays, outs;
+      std::vector<OpReq> req;
+      for (int64_t i : calls_[c].inputs) in_arrays.push_back(values_[i]);
+      for (int64_t o : calls_[c].outputs) req.push_back(need[o] ? OpReq::kWriteTo : OpReq::kNullOp);
+      Invoke(calls_[c].attrs, in_arrays, &outs, &ctx_, &req, is_train_);
+      for (size_t k = 0; k < outs.size(); ++k) values_[calls_[c].outputs[k]] = outs[k];
+    }
+    std::vector<NDArray> r;
+    for (size_t i = 0; i < grads.size(); ++i)
+      r.push_back(grads[i].defined() && wanted[i] ? values_[grads[i].id] : NDArray());
     return r;
   }
 
  private:
+  struct CallRecord {
+    NodeAttrs attrs;
+    std::vector<int64_t> inputs, outputs;
+  };
   Context ctx_;
   bool is_train_;
+  std::vector<NDArray> values_;
+  std::vector<CallRecord> calls_;
 };
 
 }  // namespace
 
 std::vector<NDArray> Gradient(const NodeAttrs& attrs, const std::vector<NDArray>& inputs,
                               const std::vector<NDArray>& outputs, const std::vector<NDArray>& out_grads,
-                              bool is_train) {
+                              bool is_train, const std::vector<bool>* wanted) {
   static const auto& grad_fns = Op::GetAttr<FGradient>("FGradient");
   if (!grad_fns.Contains(attrs.op))
     Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "' is not differentiable (it registers no gradient)");
@@ -312,9 +347,7 @@ std::vector<NDArray> Gradient(const NodeAttrs& attrs, const std::vector<NDArray>
   if (grads.size() != inputs.size())
     Throw(ErrorKind::kInternal, "Operator '", attrs.op->name, "': gradient returned ", grads.size(), " values for ",
           inputs.size(), " inputs");
-  std::vector<NDArray> r;
-  for (const auto& g : grads) r.push_back(g.defined() ? b.values[g.id] : NDArray());
-  return r;
+  return b.Run(grads, wanted ? *wanted : std::vector<bool>(inputs.size(), true));
 }
 
 }  // namespace imperative

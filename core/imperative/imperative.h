@@ -37,9 +37,11 @@ void InferShapeType(const NodeAttrs& attrs, std::vector<Shape>* in_shapes, std::
 // Runs `attrs.op`'s registered gradient eagerly: returns one gradient array per input
 // (none where the operator defines no gradient for that input). `is_train` is the mode the
 // forward ran in (BatchNorm's gradient differs when it used its running statistics).
+// `wanted`, when given, says which inputs need a gradient: only the work leading to those
+// runs, and the others come back none.
 std::vector<NDArray> Gradient(const NodeAttrs& attrs, const std::vector<NDArray>& inputs,
                               const std::vector<NDArray>& outputs, const std::vector<NDArray>& out_grads,
-                              bool is_train = true);
+                              bool is_train = true, const std::vector<bool>* wanted = nullptr);
 
 }  // namespace imperative
 }  // namespace weft

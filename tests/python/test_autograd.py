@@ -245,3 +245,31 @@ def test_errors():
         with autograd.record():
             y = v * 2
         autograd.grad(y, [nd.ones((2,))])
+
+
+def test_backward_skips_inputs_without_history():
+    # The data of a convolution has no history, so its gradient is skipped: the weight
+    # gradient computed that way equals the executor's, and a data gradient that is asked
+    # for is still computed and correct.
+    rng = np.random.RandomState(3)
+    data = nd.array(rng.rand(2, 1, 6, 6).astype(np.float32))
+    w = _var(rng.rand(3, 1, 3, 3))
+    with autograd.record():
+        y = nd.Convolution(data, w, kernel=(3, 3), num_filter=3, no_bias=True)
+    y.backward()
+    sym = weft.sym.Convolution(weft.sym.var("data"), weft.sym.var("w"), kernel=(3, 3), num_filter=3, no_bias=True)
+    exe = sym.bind(weft.cpu(), {"data": data, "w": w.detach()}, args_grad={"w": nd.zeros((3, 1, 3, 3))},
+                   grad_req={"data": "null", "w": "write"})
+    exe.forward(is_train=True)
+    exe.backward([nd.ones(y.shape)])
+    np.testing.assert_allclose(w.grad.asnumpy(), exe.grad_dict["w"].asnumpy(), rtol=1e-5)
+    d = _var(data.asnumpy())
+    with autograd.record():
+        y = nd.Convolution(d, w, kernel=(3, 3), num_filter=3, no_bias=True)
+    gd = autograd.grad(y, [d])[0].asnumpy()
+    expect = np.zeros((2, 1, 6, 6), dtype=np.float32)
+    wv = w.asnumpy()
+    for i in range(4):
+        for j in range(4):
+            expect[:, 0, i:i + 3, j:j + 3] += wv[:, 0].sum(axis=0)
+    np.testing.assert_allclose(gd, expect, rtol=1e-5)
