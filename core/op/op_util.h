@@ -115,6 +115,20 @@ inline void AssignType(const NodeAttrs& attrs, std::vector<DType>* types, size_t
   }
 }
 
+// Every input and output has one floating-point dtype (the first known one).
+inline bool SameFloatType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  DType t = DType::kUnknown;
+  for (DType x : *in) if (x != DType::kUnknown) { t = x; break; }
+  if (t == DType::kUnknown)
+    for (DType x : *out) if (x != DType::kUnknown) { t = x; break; }
+  if (t == DType::kUnknown) return false;
+  if (!IsFloatDType(t))
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': expected a floating-point input, got ", DTypeName(t));
+  for (size_t i = 0; i < in->size(); ++i) AssignType(attrs, in, i, t, "input");
+  for (size_t i = 0; i < out->size(); ++i) AssignType(attrs, out, i, t, "output");
+  return true;
+}
+
 // Shape rule of operators whose one output has the shape of input 0 (and inputs agree).
 inline bool SameShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   // Every input and the output contribute what they know (a graph may know the batch size

@@ -490,7 +490,7 @@ WEFT_REGISTER_OP(Activation)
     .AddArgument("data", "NDArray-or-Symbol", "The input array")
     .SetParams<ActivationParam>()
     .SetAttr<FInferShape>("FInferShape", SameShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<FInplaceOption>("FInplaceOption",
                              [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{{0, 0}}; })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kElemwise)
@@ -504,7 +504,7 @@ WEFT_REGISTER_OP(_backward_Activation)
     .AddArgument("data", "NDArray-or-Symbol", "The forward input")
     .SetParams<ActivationParam>()
     .SetAttr<FInferShape>("FInferShape", SameShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kElemwise)
     .SetAttr<FCompute>("FCompute<cpu>", ActivationBackwardCompute);
 
@@ -523,7 +523,7 @@ WEFT_REGISTER_OP(LeakyReLU)
                                             : std::vector<ResourceRequest>{};
                                })
     .SetAttr<FInferShape>("FInferShape", LeakyReLUShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", LeakyReLUCompute)
     .SetAttr<FGradient>("FGradient", LeakyReLUGrad);
@@ -537,7 +537,7 @@ WEFT_REGISTER_OP(_backward_LeakyReLU)
     .AddArgument("extra", "NDArray-or-Symbol", "prelu's gamma or rrelu's slopes")
     .SetParams<LeakyReLUParam>()
     .SetAttr<FInferShape>("FInferShape", LeakyReLUBackwardShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", LeakyReLUBackwardCompute);
 

@@ -238,7 +238,7 @@ WEFT_REGISTER_OP(BatchNorm)
                          [](const NodeAttrs&) { return std::vector<std::string>{"output", "mean", "var"}; })
     .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return std::vector<int>{3, 4}; })
     .SetAttr<FInferShape>("FInferShape", BatchNormShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", BatchNormCompute)
     .SetAttr<FGradient>("FGradient", BatchNormGrad);
@@ -254,7 +254,7 @@ WEFT_REGISTER_OP(_backward_BatchNorm)
     .AddArgument("var", "NDArray-or-Symbol", "The variance the forward used")
     .SetParams<BatchNormParam>()
     .SetAttr<FInferShape>("FInferShape", BatchNormBackwardShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", BatchNormBackwardCompute);
 

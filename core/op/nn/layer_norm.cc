@@ -297,7 +297,7 @@ std::vector<GradValue> NormGrad(GradBuilder& b, const NodeAttrs& attrs, const Gr
       .SetAttr<FListNames>("FListOutputNames",                                                     \
                            [](const NodeAttrs&) { return std::vector<std::string>{"output", "mean", "std"}; }) \
       .SetAttr<FInferShape>("FInferShape", NormShape)                                              \
-      .SetAttr<FInferType>("FInferType", nn::SameFloatType)                                        \
+      .SetAttr<FInferType>("FInferType", SameFloatType)                                        \
       .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)                                       \
       .SetAttr<FCompute>("FCompute<cpu>", NormCompute)                                             \
       .SetAttr<FGradient>("FGradient", NormGrad);                                                  \
@@ -312,7 +312,7 @@ std::vector<GradValue> NormGrad(GradBuilder& b, const NodeAttrs& attrs, const Gr
       .AddArgument("std", "NDArray-or-Symbol", "The forward std")                                  \
       .SetParams<P>()                                                                              \
       .SetAttr<FInferShape>("FInferShape", NormBackwardShape)                                      \
-      .SetAttr<FInferType>("FInferType", nn::SameFloatType)                                        \
+      .SetAttr<FInferType>("FInferType", SameFloatType)                                        \
       .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)                                       \
       .SetAttr<FCompute>("FCompute<cpu>", NormBackwardCompute)
 

@@ -512,7 +512,7 @@ WEFT_REGISTER_OP(MakeLoss)
     .AddArgument("data", "NDArray-or-Symbol", "The loss")
     .SetParams<MakeLossParam>()
     .SetAttr<FInferShape>("FInferShape", SameShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", IdentityCompute)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
@@ -525,7 +525,7 @@ WEFT_REGISTER_OP(_backward_MakeLoss)
     .AddArgument("output", "NDArray-or-Symbol", "The forward output")
     .SetParams<MakeLossParam>()
     .SetAttr<FInferShape>("FInferShape", SameShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", MakeLossBackwardCompute);
 

@@ -27,20 +27,6 @@ using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
         got);
 }
 
-// Every input and output has one floating-point dtype (the first known one).
-inline bool SameFloatType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
-  DType t = DType::kUnknown;
-  for (DType x : *in) if (x != DType::kUnknown) { t = x; break; }
-  if (t == DType::kUnknown)
-    for (DType x : *out) if (x != DType::kUnknown) { t = x; break; }
-  if (t == DType::kUnknown) return false;
-  if (!IsFloatDType(t))
-    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': expected a floating-point input, got ", DTypeName(t));
-  for (size_t i = 0; i < in->size(); ++i) AssignType(attrs, in, i, t, "input");
-  for (size_t i = 0; i < out->size(); ++i) AssignType(attrs, out, i, t, "output");
-  return true;
-}
-
 // The data shape split around one axis: outer x n x inner.
 struct AxisSplit {
   int64_t outer = 1, n = 1, inner = 1;

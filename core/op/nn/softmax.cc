@@ -399,7 +399,7 @@ WEFT_REGISTER_OP(SoftmaxActivation)
     .AddArgument("data", "NDArray-or-Symbol", "The input array")
     .SetParams<SoftmaxActivationParam>()
     .SetAttr<FInferShape>("FInferShape", SoftmaxActivationShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", SoftmaxActivationCompute)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
@@ -413,7 +413,7 @@ WEFT_REGISTER_OP(_backward_SoftmaxActivation)
     .AddArgument("output", "NDArray-or-Symbol", "The forward output")
     .SetParams<SoftmaxActivationParam>()
     .SetAttr<FInferShape>("FInferShape", SameShape)
-    .SetAttr<FInferType>("FInferType", nn::SameFloatType)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", SoftmaxActivationBackwardCompute);
 

@@ -129,7 +129,7 @@ bool AdamWShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shap
 // floating dtype (it is read as one number).
 bool AdamWType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
   std::vector<DType> first(in->begin(), in->begin() + 4);
-  bool known = optim::UpdateType(attrs, &first, out);
+  bool known = SameFloatType(attrs, &first, out);
   std::copy(first.begin(), first.end(), in->begin());
   DType r = (*in)[4];
   if (r != DType::kUnknown && !IsFloatDType(r))

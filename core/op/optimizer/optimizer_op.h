@@ -71,20 +71,6 @@ inline bool UpdateShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vec
   return s.is_known();
 }
 
-// Type rule where every input and output has one floating-point dtype.
-inline bool UpdateType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
-  DType t = DType::kUnknown;
-  for (DType x : *in) if (x != DType::kUnknown) { t = x; break; }
-  if (t == DType::kUnknown)
-    for (DType x : *out) if (x != DType::kUnknown) { t = x; break; }
-  if (t == DType::kUnknown) return false;
-  if (!IsFloatDType(t))
-    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': expected floating-point weights, got ", DTypeName(t));
-  for (size_t i = 0; i < in->size(); ++i) AssignType(attrs, in, i, t, "input");
-  for (size_t i = 0; i < out->size(); ++i) AssignType(attrs, out, i, t, "output");
-  return true;
-}
-
 // Type rule of the multi-precision updates: weight and grad (inputs 0, 1) and the output
 // share the weight's dtype; the states from input 2 on (momentum, master weight) are
 // float32.

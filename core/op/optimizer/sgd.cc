@@ -456,7 +456,7 @@ WEFT_REGISTER_OP_GROUP(OptimizerUpdate)
     .SetAttr<FInplaceOption>("FInplaceOption",
                              [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{{0, 0}}; })
     .SetAttr<FInferShape>("FInferShape", Shape2)
-    .SetAttr<FInferType>("FInferType", optim::UpdateType);
+    .SetAttr<FInferType>("FInferType", SameFloatType);
 
 WEFT_REGISTER_OP(sgd_update)
     .Describe("SGD update, in place when out=weight: weight = (1 - lr*wd)*weight - lr*clip(rescale_grad*grad).")
