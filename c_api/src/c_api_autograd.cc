@@ -11,36 +11,6 @@ using namespace weft::capi;  // NOLINT
 
 namespace {
 
-// The arrays behind `handles`; NULL entries give none arrays.
-std::vector<NDArray> ReadOptionalArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
-  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
-  std::vector<NDArray> r(n);
-  if (handles == nullptr) return r;
-  for (int i = 0; i < n; ++i) {
-    if (handles[i] == nullptr) continue;
-    std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
-    r[i] = Arr(handles[i], arg.c_str(), fn);
-  }
-  return r;
-}
-
-std::vector<NDArray> ReadArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
-  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
-  std::vector<NDArray> r = ReadOptionalArrays(n, handles, what, fn);
-  for (int i = 0; i < n; ++i)
-    WEFT_CHECK(handles[i] != nullptr, kValue, fn, ": ", what, "[", i, "] is NULL");
-  return r;
-}
-
-OpReq ParseGradReq(const char* req, int i, const char* fn) {
-  WEFT_CHECK(req != nullptr, kValue, fn, ": grad_reqs[", i, "] is NULL");
-  std::string r = req;
-  if (r == "null") return OpReq::kNullOp;
-  if (r == "write") return OpReq::kWriteTo;
-  if (r == "add") return OpReq::kAddTo;
-  Throw(ErrorKind::kValue, fn, ": grad_reqs[", i, "]: expected 'null', 'write' or 'add', got '", r, "'");
-}
-
 // Owns the user data of a recorded function: released with the recorded call.
 struct UserData {
   void* data;
@@ -71,16 +41,17 @@ weft_status_t weft_autograd_is_recording(int* out) {
 weft_status_t weft_autograd_mark_variables(int num, weft_ndarray_t* const* vars, const char* const* grad_reqs,
                                            weft_ndarray_t* const* grads) {
   WEFT_API_BEGIN
-  ReadArrays(num, vars, "vars", __func__);
+  ReadArrayList(num, vars, false, "vars", __func__);
   WEFT_CHECK(num == 0 || grad_reqs != nullptr, kValue, __func__, ": 'grad_reqs' is NULL but num is ", num);
   std::vector<NDArray*> targets;
   std::vector<OpReq> reqs;
   for (int i = 0; i < num; ++i) {
     std::string arg = "vars[" + std::to_string(i) + "]";
     targets.push_back(&Arr(vars[i], arg.c_str(), __func__));
-    reqs.push_back(ParseGradReq(grad_reqs[i], i, __func__));
+    reqs.push_back(ParseGradReq(grad_reqs[i], "grad_reqs", i, __func__));
   }
-  autograd::MarkVariables(targets, ReadOptionalArrays(num, grads, "grads", __func__), reqs);
+  std::vector<NDArray> g = grads ? ReadArrayList(num, grads, true, "grads", __func__) : std::vector<NDArray>(num);
+  autograd::MarkVariables(targets, g, reqs);
   WEFT_API_END
 }
 
@@ -91,9 +62,10 @@ weft_status_t weft_autograd_backward(int num_heads, weft_ndarray_t* const* heads
   WEFT_API_BEGIN
   WEFT_OUT(num_outputs);
   WEFT_OUT(outputs);
-  std::vector<NDArray> h = ReadArrays(num_heads, heads, "heads", __func__);
-  std::vector<NDArray> hg = ReadOptionalArrays(num_heads, head_grads, "head_grads", __func__);
-  std::vector<NDArray> v = ReadArrays(num_variables, variables, "variables", __func__);
+  std::vector<NDArray> h = ReadArrayList(num_heads, heads, false, "heads", __func__);
+  std::vector<NDArray> hg = head_grads ? ReadArrayList(num_heads, head_grads, true, "head_grads", __func__)
+                                       : std::vector<NDArray>(h.size());
+  std::vector<NDArray> v = ReadArrayList(num_variables, variables, false, "variables", __func__);
   std::vector<NDArray> grads =
       autograd::Backward(h, hg, v, retain_graph != 0, create_graph != 0, is_train != 0);
   thread_local std::vector<weft_ndarray_t*> result;
@@ -139,8 +111,8 @@ weft_status_t weft_autograd_record_function(const char* name, int num_inputs, we
   WEFT_API_BEGIN
   WEFT_CHECK(name != nullptr, kValue, __func__, ": 'name' is NULL");
   WEFT_CHECK(backward != nullptr, kValue, __func__, ": 'backward' is NULL");
-  std::vector<NDArray> ins = ReadArrays(num_inputs, inputs, "inputs", __func__);
-  std::vector<NDArray> outs = ReadArrays(num_outputs, outputs, "outputs", __func__);
+  std::vector<NDArray> ins = ReadArrayList(num_inputs, inputs, false, "inputs", __func__);
+  std::vector<NDArray> outs = ReadArrayList(num_outputs, outputs, false, "outputs", __func__);
   bool any = false;
   for (const auto& a : ins) any = any || a.ag_node() != nullptr;
   if (!autograd::IsRecording() || !any) return WEFT_OK;

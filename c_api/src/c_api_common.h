@@ -21,6 +21,7 @@
 #include "core/base/dtype.h"
 #include "core/base/error.h"
 #include "core/ndarray/ndarray.h"
+#include "core/op/registry.h"
 #include "weft/c_api.h"
 
 namespace weft {
@@ -165,6 +166,15 @@ inline NDArray& Arr(const weft_ndarray_t* h, const char* arg, const char* fn) {
 inline weft_ndarray_t* NewArrHandle(NDArray a) {
   return reinterpret_cast<weft_ndarray_t*>(NDArrayTable::Get().Create(std::move(a)));
 }
+
+// The n arrays behind `handles`; with allow_null, NULL entries give none arrays. Errors
+// name the function, the argument and the element.
+std::vector<NDArray> ReadArrayList(int n, weft_ndarray_t* const* handles, bool allow_null, const char* what,
+                                   const char* fn);
+
+// A gradient request as the C API spells it ("null", "write" or "inplace", "add");
+// errors name what[i].
+OpReq ParseGradReq(const char* req, const char* what, int i, const char* fn);
 
 // The operator behind a handle; errors name the argument and the function.
 const Op* OpRef(const weft_op_t* h, const char* arg, const char* fn);

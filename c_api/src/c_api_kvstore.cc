@@ -31,16 +31,6 @@ std::vector<std::string> ReadKeys(int n, const char* const* keys, const char* wh
   return r;
 }
 
-std::vector<NDArray> ReadArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
-  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
-  std::vector<NDArray> r;
-  for (int i = 0; i < n; ++i) {
-    std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
-    r.push_back(Arr(handles[i], arg.c_str(), fn));
-  }
-  return r;
-}
-
 }  // namespace
 
 extern "C" {
@@ -71,7 +61,7 @@ weft_status_t weft_kvstore_init(weft_kvstore_t* kv, int num, const char* const* 
                                 weft_ndarray_t* const* values) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  s.Init(ReadKeys(num, key_names, "key_names", __func__), ReadArrays(num, values, "values", __func__));
+  s.Init(ReadKeys(num, key_names, "key_names", __func__), ReadArrayList(num, values, false, "values", __func__));
   WEFT_API_END
 }
 
@@ -79,7 +69,7 @@ weft_status_t weft_kvstore_push(weft_kvstore_t* kv, int num, const char* const* 
                                 weft_ndarray_t* const* values, int priority) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  s.Push(ReadKeys(num, key_names, "key_names", __func__), ReadArrays(num, values, "values", __func__), priority);
+  s.Push(ReadKeys(num, key_names, "key_names", __func__), ReadArrayList(num, values, false, "values", __func__), priority);
   WEFT_API_END
 }
 
@@ -87,7 +77,7 @@ weft_status_t weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* const* 
                                 weft_ndarray_t* const* outs, int priority) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  s.Pull(ReadKeys(num, key_names, "key_names", __func__), ReadArrays(num, outs, "outs", __func__), priority);
+  s.Pull(ReadKeys(num, key_names, "key_names", __func__), ReadArrayList(num, outs, false, "outs", __func__), priority);
   WEFT_API_END
 }
 
@@ -96,9 +86,9 @@ weft_status_t weft_kvstore_pushpull(weft_kvstore_t* kv, int num, const char* con
                                     weft_ndarray_t* const* pull_outs, int priority) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  s.PushPull(ReadKeys(num, key_names, "key_names", __func__), ReadArrays(num, values, "values", __func__),
+  s.PushPull(ReadKeys(num, key_names, "key_names", __func__), ReadArrayList(num, values, false, "values", __func__),
              ReadKeys(num_pull, pull_key_names, "pull_key_names", __func__),
-             ReadArrays(num_pull, pull_outs, "pull_outs", __func__), priority);
+             ReadArrayList(num_pull, pull_outs, false, "pull_outs", __func__), priority);
   WEFT_API_END
 }
 

@@ -136,11 +136,7 @@ void ReadArraysInto(int n, weft_ndarray_t* const* handles, const char* what, con
   }
 }
 
-std::vector<NDArray> ReadArrays(int n, weft_ndarray_t* const* handles, const char* what, const char* fn) {
-  std::vector<NDArray> r;
-  ReadArraysInto(n, handles, what, fn, &r);
-  return r;
-}
+
 
 // The array lists of one weft_imperative_invoke, reused by the thread's next call.
 struct InvokeArrays {
@@ -152,6 +148,35 @@ struct InvokeArrays {
 };
 
 }  // namespace
+
+OpReq weft::capi::ParseGradReq(const char* req, const char* what, int i, const char* fn) {
+  WEFT_CHECK(req != nullptr, kValue, fn, ": ", what, "[", i, "] is NULL");
+  std::string r = req;
+  if (r == "null") return OpReq::kNullOp;
+  if (r == "write" || r == "inplace") return OpReq::kWriteTo;
+  if (r == "add") return OpReq::kAddTo;
+  Throw(ErrorKind::kValue, fn, ": ", what, "[", i, "]: expected 'null', 'write' or 'add', got '", r, "'");
+}
+
+std::vector<NDArray> weft::capi::ReadArrayList(int n, weft_ndarray_t* const* handles, bool allow_null,
+                                               const char* what, const char* fn) {
+  std::vector<NDArray> r;
+  if (!allow_null) {
+    ReadArraysInto(n, handles, what, fn, &r);
+    return r;
+  }
+  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
+  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
+  for (int i = 0; i < n; ++i) {
+    if (handles[i] == nullptr) {
+      r.emplace_back();
+      continue;
+    }
+    std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
+    r.push_back(Arr(handles[i], arg.c_str(), fn));
+  }
+  return r;
+}
 
 extern "C" {
 
@@ -324,9 +349,9 @@ weft_status_t weft_imperative_gradient(const weft_op_t* op, int num_inputs, weft
   const Op* o = WEFT_OP(op);
   WEFT_CHECK(num_inputs == 0 || in_grads != nullptr, kValue, __func__, ": 'in_grads' is NULL but num_inputs is ",
              num_inputs);
-  std::vector<NDArray> ins = ReadArrays(num_inputs, inputs, "inputs", __func__);
-  std::vector<NDArray> outs = ReadArrays(num_outputs, outputs, "outputs", __func__);
-  std::vector<NDArray> ograds = ReadArrays(num_outputs, out_grads, "out_grads", __func__);
+  std::vector<NDArray> ins = ReadArrayList(num_inputs, inputs, false, "inputs", __func__);
+  std::vector<NDArray> outs = ReadArrayList(num_outputs, outputs, false, "outputs", __func__);
+  std::vector<NDArray> ograds = ReadArrayList(num_outputs, out_grads, false, "out_grads", __func__);
   Context ctx_hint = Context::CPU();
   bool has_ctx = false;
   NodeAttrs attrs = BuildAttrs(o, num_inputs, num_params, keys, vals, &ctx_hint, &has_ctx, __func__);

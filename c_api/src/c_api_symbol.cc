@@ -33,23 +33,6 @@ Executor& Exec(const weft_executor_t* h, const char* arg, const char* fn) {
 }
 #define WEFT_EXEC(h) Exec((h), #h, __func__)
 
-// The arrays behind `handles` (NULL entries give none arrays when `allow_null`).
-std::vector<NDArray> ReadArrayList(int n, weft_ndarray_t* const* handles, bool allow_null, const char* what,
-                                   const char* fn) {
-  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
-  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
-  std::vector<NDArray> r;
-  for (int i = 0; i < n; ++i) {
-    std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
-    if (allow_null && handles[i] == nullptr) {
-      r.emplace_back();
-      continue;
-    }
-    r.push_back(Arr(handles[i], arg.c_str(), fn));
-  }
-  return r;
-}
-
 // The thread's returned string (valid until its next symbol call).
 const char* Return(std::string s) {
   thread_local std::string held;
@@ -341,12 +324,7 @@ weft_status_t weft_executor_bind(const weft_symbol_t* sym, weft_context_t ctx, i
       req.push_back(g[i].is_none() ? OpReq::kNullOp : OpReq::kWriteTo);
       continue;
     }
-    WEFT_CHECK(grad_req[i] != nullptr, kValue, __func__, ": grad_req[", i, "] is NULL");
-    std::string r = grad_req[i];
-    if (r == "null") req.push_back(OpReq::kNullOp);
-    else if (r == "write" || r == "inplace") req.push_back(OpReq::kWriteTo);
-    else if (r == "add") req.push_back(OpReq::kAddTo);
-    else Throw(ErrorKind::kValue, __func__, ": grad_req[", i, "]: expected 'null', 'write' or 'add', got '", r, "'");
+    req.push_back(ParseGradReq(grad_req[i], "grad_req", i, __func__));
   }
   auto ex = std::make_unique<Executor>(s, c, std::move(a), std::move(g), std::move(req), std::move(x));
   *out = reinterpret_cast<weft_executor_t*>(ExecutorTable::Get().Create(std::move(ex)));

@@ -425,7 +425,7 @@ WEFT_API weft_status_t weft_autograd_set_is_recording(int is_recording, int* out
 WEFT_API weft_status_t weft_autograd_is_recording(int* out);
 
 /* Marks num arrays as variables (leaves of recorded graphs). grad_reqs has num strings among
- * "null", "write" (a backward overwrites the gradient) and "add" (it accumulates); grads has
+ * "null", "write" or "inplace" (a backward overwrites the gradient) and "add" (it accumulates); grads has
  * num arrays of the variables' shapes (an entry may be NULL where grad_req is "null"). The
  * library keeps references to the gradient arrays; an array's earlier history is dropped. */
 WEFT_API weft_status_t weft_autograd_mark_variables(int num, weft_ndarray_t* const* vars,
