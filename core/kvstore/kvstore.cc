@@ -114,7 +114,21 @@ void AddKernel(T* dst, const T* src, int64_t n, bool assign, bool parallel) {
   for (int64_t i = 0; i < n; ++i)
     dst[i] = assign ? src[i] : static_cast<T>(static_cast<A>(dst[i]) + static_cast<A>(src[i]));
 }
+
+template <typename T>
+void SumKernel(T* dst, const T* a, const T* b, int64_t n, bool parallel) {
+  using A = typename AccType<T>::type;
+#pragma omp parallel for schedule(static) if (parallel && n > 32768)
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(static_cast<A>(a[i]) + static_cast<A>(b[i]));
+}
 }  // namespace
+
+void SumInto(void* dst, const void* a, const void* b, int64_t n, DType dtype, bool parallel) {
+  WEFT_CHECK(dtype != DType::kBool, kType, "kvstore: cannot sum bool arrays");
+  WEFT_TYPE_SWITCH(dtype, T, {
+    SumKernel(static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), n, parallel);
+  });
+}
 
 void AddInto(void* dst, const void* src, int64_t n, DType dtype, bool assign, bool parallel) {
   WEFT_CHECK(dtype != DType::kBool, kType, "kvstore: cannot sum bool arrays");

@@ -10,8 +10,9 @@
 // that integer key; any other text is a string key, given an id of its own on first init
 // (so every worker must init string keys in the same order, as in MXNet).
 //
-// Types: "local" (reduce on the CPU), "device" (reduce where the values are; on a machine
-// without GPUs it is "local"), "dist_sync", "dist_async", "dist_device_sync" and "dist"
+// Types: "local" (reduce on the CPU), "device" (values on GPUs are reduced on a GPU, with
+// NCCL where built in; host values as "local": core/kvstore/local.h), "dist_sync",
+// "dist_async", "dist_device_sync" and "dist"
 // (= dist_sync) over ZeroMQ (core/kvstore/dist), built when WEFT_USE_DIST is on.
 #pragma once
 
@@ -109,6 +110,10 @@ void ReduceSum(const std::vector<NDArray>& srcs, const NDArray& dst, int priorit
 // own thread, since several servers and workers often share a machine's cores and the
 // sum is memory-bound anyway.
 void AddInto(void* dst, const void* src, int64_t n, DType dtype, bool assign, bool parallel = true);
+
+// dst[i] = a[i] + b[i] over n elements of dtype, in one pass (a server adds the first two
+// pushes of a round so, instead of copying the first and adding the second).
+void SumInto(void* dst, const void* a, const void* b, int64_t n, DType dtype, bool parallel = true);
 
 // True when `text` is a non-negative decimal integer that fits an int below 2^30.
 bool ParseIntKey(const std::string& text, int* out);

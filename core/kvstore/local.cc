@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/base/error.h"
+#include "core/kvstore/device_comm.h"
 
 namespace weft {
 namespace kvstore {
@@ -67,8 +68,22 @@ void LocalStore::Push(const std::vector<std::string>& keys, const std::vector<ND
                  KeyText(g.key), "' holds ", e.stored.shape().ToString(), " ", DTypeName(e.stored.dtype()),
                  ", got a value of ", v.shape().ToString(), " ", DTypeName(v.dtype()));
     std::vector<NDArray> vals = compression_.active() ? Compress(&e, g.arrays, priority) : g.arrays;
+    // Once a key is summed on a GPU, later pushes are too, host values included.
+    const bool on_gpu = device_mode_ && (e.stored.ctx().is_gpu() || std::any_of(vals.begin(), vals.end(),
+                                                                                  [](const NDArray& v) {
+                                                                                    return v.ctx().is_gpu();
+                                                                                  }));
     NDArray merged;
-    if (vals.size() == 1) {
+    if (on_gpu) {
+      merged = SumOnKeyGPU(&e, vals, priority);
+      // The stored array follows the sum to its GPU once, so that the updater's operators
+      // see both on one device (as MXNet's device store) and pulls copy from there.
+      if (e.stored.ctx() != merged.ctx()) {
+        NDArray moved(e.stored.shape(), merged.ctx(), e.stored.dtype());
+        CopyFromTo(e.stored, moved, priority);
+        e.stored = moved;
+      }
+    } else if (vals.size() == 1) {
       merged = vals[0];
     } else {
       if (e.merge_buf.is_none()) e.merge_buf = NDArray(e.stored.shape(), Context::CPU(), e.stored.dtype());
@@ -83,6 +98,58 @@ void LocalStore::Push(const std::vector<std::string>& keys, const std::vector<ND
   }
 }
 
+NDArray LocalStore::SumOnKeyGPU(Entry* e, const std::vector<NDArray>& vals, int priority) {
+#if WEFT_USE_CUDA
+  const NDArray& ref = e->stored;
+  if (e->merge_gpu < 0) {
+    // The values' GPU that sums the fewest bytes so far, so that the keys spread evenly.
+    int best = -1;
+    for (const NDArray& v : vals) {
+      if (!v.ctx().is_gpu()) continue;
+      const int d = v.ctx().dev_id;
+      if (best < 0 || gpu_bytes_[d] < gpu_bytes_[best]) best = d;
+    }
+    e->merge_gpu = best;
+    gpu_bytes_[best] += static_cast<int64_t>(ref.Size() * DTypeSize(ref.dtype()));
+    e->gpu_merge = NDArray(ref.shape(), Context::GPU(best), ref.dtype());
+  }
+#if WEFT_USE_NCCL
+  std::vector<int> devs;
+  bool distinct = vals.size() > 1 && NcclSupports(ref.dtype());
+  for (const NDArray& v : vals) {
+    distinct = distinct && v.ctx().is_gpu() && std::find(devs.begin(), devs.end(), v.ctx().dev_id) == devs.end();
+    devs.push_back(v.ctx().dev_id);
+  }
+  if (distinct && std::find(devs.begin(), devs.end(), e->merge_gpu) != devs.end()) {
+    NcclReduce(vals, e->gpu_merge, priority);
+    return e->gpu_merge;
+  }
+#endif
+  return kvstore::ReduceOnGPU(vals, e->gpu_merge, &e->gpu_copies, priority);
+#else
+  Throw(ErrorKind::kUnsupported, "kvstore '", type_, "': values on a GPU need a build with WEFT_USE_CUDA");
+#endif
+}
+
+void LocalStore::Broadcast(const Entry& e, const std::vector<NDArray>& outs, int priority) {
+#if WEFT_USE_NCCL
+  if (device_mode_ && outs.size() > 1 && e.stored.ctx().is_gpu() && NcclSupports(e.stored.dtype())) {
+    std::vector<int> devs;
+    bool distinct = true;
+    for (const NDArray& o : outs) {
+      distinct = distinct && o.ctx().is_gpu() && o.dtype() == e.stored.dtype() &&
+                 std::find(devs.begin(), devs.end(), o.ctx().dev_id) == devs.end();
+      devs.push_back(o.ctx().dev_id);
+    }
+    if (distinct && std::find(devs.begin(), devs.end(), e.stored.ctx().dev_id) != devs.end()) {
+      NcclBroadcast(e.stored, outs, priority);
+      return;
+    }
+  }
+#endif
+  for (const NDArray& o : outs) CopyFromTo(e.stored, o, priority);
+}
+
 void LocalStore::Pull(const std::vector<std::string>& keys, const std::vector<NDArray>& outs, int priority) {
   for (Group& g : GroupByKey(keys, outs, "pull", /*create=*/false)) {
     auto it = store_.find(g.key);
@@ -90,8 +157,8 @@ void LocalStore::Pull(const std::vector<std::string>& keys, const std::vector<ND
     for (const NDArray& o : g.arrays) {
       WEFT_CHECK(o.shape() == it->second.stored.shape(), kShape, "kvstore pull: key '", KeyText(g.key), "' holds ",
                  it->second.stored.shape().ToString(), ", the destination has shape ", o.shape().ToString());
-      CopyFromTo(it->second.stored, o, priority);
     }
+    Broadcast(it->second, g.arrays, priority);
   }
 }
 

@@ -1,13 +1,22 @@
-// The single-machine stores: "local" and "device".
+// The single-machine stores: "local" and "device" (also "nccl", "local_allreduce_device").
 //
-// Values pushed for a key are summed on the CPU in one parallel engine operation (values
-// on a GPU are copied to the host first), the sum goes to the updater or replaces the
-// stored array, and pulls copy the stored array back to every destination. The "device"
-// type also accepts 2-bit gradient compression, applied to each pushed value before the
-// sum as MXNet's device store does. There is no GPU reduce kernel yet: "device" (and
-// "nccl") copy values that live on a GPU to the host and sum them there, like "local".
+// local: values pushed for a key are summed on the CPU in one parallel engine operation
+// (values on a GPU are copied to the host first), the sum goes to the updater or replaces
+// the stored array, and pulls copy the stored array to every destination.
+//
+// device: values that all live on the host are summed as local does. When a value lives
+// on a GPU, the key's values are summed on one GPU, chosen per key among the values' GPUs
+// so that the keys' sums spread evenly over them (the first push decides): with NCCL
+// (WEFT_USE_NCCL) and one value per distinct GPU, one ncclReduce per GPU in a group; else
+// values elsewhere are copied there (peer copies between GPUs) and one kernel sums them.
+// The stored array then moves to that GPU, so the updater runs there and a pull is a copy
+// from it to each destination, or, with NCCL and one destination per distinct GPU
+// (the stored array's GPU among them), one ncclBroadcast per GPU in a group. 2-bit
+// gradient compression (device only, as MXNet) quantizes each value on the CPU with error
+// feedback before the sum.
 #pragma once
 
+#include <map>
 #include <unordered_map>
 
 #include "core/kvstore/kvstore.h"
@@ -26,15 +35,23 @@ class LocalStore : public KVStore {
  private:
   struct Entry {
     NDArray stored;
-    NDArray merge_buf;                // the sum of several values
+    NDArray merge_buf;                // the sum of several values on the CPU
     std::vector<NDArray> residuals;   // compression error feedback, per pushed value
     std::vector<NDArray> decompressed;
+    int merge_gpu = -1;               // device mode: the GPU the key is summed on
+    NDArray gpu_merge;                // the sum there
+    std::vector<NDArray> gpu_copies;  // values from elsewhere, copied there
   };
   // The values as the servers of compression would see them: quantized with error feedback.
   std::vector<NDArray> Compress(Entry* e, const std::vector<NDArray>& values, int priority);
+  // Device mode, some value on a GPU: the sum of vals on the key's GPU.
+  NDArray SumOnKeyGPU(Entry* e, const std::vector<NDArray>& vals, int priority);
+  // Copies the stored array into every out (a grouped NCCL broadcast where it applies).
+  void Broadcast(const Entry& e, const std::vector<NDArray>& outs, int priority);
 
   bool device_mode_;
   std::unordered_map<int, Entry> store_;
+  std::map<int, int64_t> gpu_bytes_;  // bytes of the keys summed on each GPU
 };
 
 }  // namespace kvstore

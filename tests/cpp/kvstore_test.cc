@@ -118,6 +118,82 @@ TEST(KVStoreCompression, TwoBitWithErrorFeedbackLosesNothingOverSteps) {
   EXPECT_THROW(kv->SetGradientCompression({{"type", "1bit"}}), Error);
 }
 
+// The servers' kernels: a + b in one pass (first two pushes of a round) and the running sum.
+TEST(KVStoreKernels, SumIntoAndAddIntoAreExactPerDtype) {
+  std::vector<float> a = {1.5f, -2.f, 3.25f}, b = {0.5f, 2.f, -0.25f}, out(3, 99.f);
+  kvstore::SumInto(out.data(), a.data(), b.data(), 3, DType::kFloat32, false);
+  EXPECT_EQ(out, (std::vector<float>{2.f, 0.f, 3.f}));
+  kvstore::AddInto(out.data(), a.data(), 3, DType::kFloat32, /*assign=*/false, false);
+  EXPECT_EQ(out, (std::vector<float>{3.5f, -2.f, 6.25f}));
+  const int64_t n = 100003;  // over the parallel bound, odd
+  std::vector<int32_t> ia(n), ib(n), io(n);
+  for (int64_t i = 0; i < n; ++i) {
+    ia[i] = static_cast<int32_t>(i);
+    ib[i] = static_cast<int32_t>(-2 * i + 7);
+  }
+  kvstore::SumInto(io.data(), ia.data(), ib.data(), n, DType::kInt32);
+  for (int64_t i = 0; i < n; i += 997) ASSERT_EQ(io[i], 7 - i) << i;
+  bool flags[2] = {true, false};
+  EXPECT_THROW(kvstore::SumInto(flags, flags, flags, 2, DType::kBool), Error);
+}
+
+// The device store with host values reduces as local does: several keys at once, the
+// updater, pushpull.
+TEST(KVStoreDevice, HostValuesSumUpdateAndPushPullOverSeveralKeys) {
+  auto kv = kvstore::KVStore::Create("device");
+  kv->Init({"a", "4"}, {Filled({1, 2, 3}), Filled({10, 20})});
+  kv->Push({"a", "4", "a", "4", "a"},
+           {Filled({1, 1, 1}), Filled({1, 2}), Filled({2, 3, 4}), Filled({3, 4}), Filled({-1, 0, 1})}, 0);
+  NDArray oa1 = Filled({0, 0, 0}), oa2 = Filled({0, 0, 0}), o4 = Filled({0, 0});
+  kv->Pull({"a", "4", "a"}, {oa1, o4, oa2}, 0);
+  EXPECT_EQ(Host(oa1), (std::vector<float>{2, 4, 6}));
+  EXPECT_EQ(Host(oa2), Host(oa1));
+  EXPECT_EQ(Host(o4), (std::vector<float>{4, 6}));
+  // stored += merged, on the engine.
+  kv->SetUpdater([](int, const std::string&, const NDArray& merged, NDArray* stored) {
+    NDArray s = *stored;
+    engine::Engine::Get()->PushSync([merged, s](engine::RunContext) {
+      float* w = s.data().ptr<float>();
+      const float* g = merged.data().ptr<float>();
+      for (int64_t i = 0; i < s.Size(); ++i) w[i] += g[i];
+    }, Context::CPU(), {merged.var()}, {s.var()});
+  });
+  NDArray p1 = Filled({0, 0}), p2 = Filled({0, 0});
+  kv->PushPull({"4", "4"}, {Filled({1, 1}), Filled({2, 2})}, {"4", "4"}, {p1, p2}, 0);
+  EXPECT_EQ(Host(p1), (std::vector<float>{7, 9}));
+  EXPECT_EQ(Host(p2), (std::vector<float>{7, 9}));
+  EXPECT_THROW(kv->Push({"a"}, {Filled({1, 1})}, 0), Error);
+}
+
+// Values on GPUs: summed on a GPU, the stored array moves there, pulls reach GPU and host
+// destinations. Skips where no GPU is visible.
+TEST(KVStoreDevice, GpuValuesAreSummedOnAGpu) {
+  if (NumGPUs() == 0) GTEST_SKIP() << "no GPU is visible";
+  const int n = NumGPUs();
+  auto kv = kvstore::KVStore::Create("device");
+  const int64_t len = 100000;
+  std::vector<float> init(len, 1.f);
+  kv->Init({"w"}, {Filled(init)});
+  std::vector<NDArray> vals;
+  std::vector<float> expect(len, 0.f);
+  // Two values on gpu(0), one on every other GPU and one on the host.
+  std::vector<Context> ctxs = {Context::GPU(0), Context::GPU(0), Context::CPU()};
+  for (int d = 1; d < n; ++d) ctxs.push_back(Context::GPU(d));
+  for (size_t k = 0; k < ctxs.size(); ++k) {
+    std::vector<float> v(len);
+    for (int64_t i = 0; i < len; ++i) v[i] = static_cast<float>((i * (k + 3)) % 11) - 5.f;
+    for (int64_t i = 0; i < len; ++i) expect[i] += v[i];
+    NDArray a(Shape{len}, ctxs[k]);
+    a.SyncCopyFromCPU(v.data(), v.size() * sizeof(float));
+    vals.push_back(a);
+  }
+  kv->Push(std::vector<std::string>(vals.size(), "w"), vals, 0);
+  std::vector<NDArray> outs = {NDArray(Shape{len}, Context::CPU())};
+  for (int d = 0; d < n; ++d) outs.emplace_back(Shape{len}, Context::GPU(d));
+  kv->Pull(std::vector<std::string>(outs.size(), "w"), outs, 0);
+  for (const NDArray& o : outs) EXPECT_EQ(Host(o), expect) << o.ctx().ToString();
+}
+
 // The C API: a C updater with a user pointer.
 int CountingUpdater(const char* key, weft_ndarray_t* merged, weft_ndarray_t* stored, void* user) {
   ++*static_cast<int*>(user);

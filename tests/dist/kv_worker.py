@@ -5,6 +5,7 @@ same command and never get past `import weft`).
     kv_worker.py sync OUTDIR    exact sums: small, big (split over servers), string keys;
                                 SGD on the servers; 2-bit compression
     kv_worker.py async OUTDIR   dist_async: SGD on a quadratic converges
+    kv_worker.py device OUTDIR  dist_device_sync: per-device values summed, then over workers
     kv_worker.py mlp OUTDIR BATCH STEPS   MLP training; parameters saved after every step
     kv_worker.py kill OUTDIR    pushes and pulls until the job breaks
 
@@ -49,6 +50,16 @@ def run_sync():
         results["small%d" % step] = pulled(kv, 5, small)
         results["big%d" % step] = pulled(kv, "big", big)
         results["name%d" % step] = pulled(kv, "name", (6,))
+    # A pull goes out right behind its push and the servers hold it until the round is
+    # summed: with one worker pushing late, the other's pull, already waiting on the
+    # servers, must still read the sum of both pushes (and not the previous round's).
+    for step in range(2):
+        if rank == step % 2:
+            time.sleep(0.3)
+        kv.push("big", arr(np.full(big, step + rank + 1.0)))
+        kv.push(5, arr(np.full(small, step + rank + 1.0)))
+        results["late_big%d" % step] = pulled(kv, "big", big)
+        results["late_small%d" % step] = pulled(kv, 5, small)
     # pushpull: the servers answer the push with the new value (into another array, and
     # into the pushed array itself).
     pp = mx.nd.zeros(big)
@@ -84,6 +95,27 @@ def run_async():
         w = pulled(kv, 0, (10,))
     kv._barrier()
     np.save(os.path.join(OUT, "async-%d.npy" % kv.rank), pulled(kv, 0, (10,)))
+
+
+def run_device():
+    """dist_device_sync: each worker pushes one value per device (GPUs where there are any,
+    else the host), summed on the worker (on a GPU when the values are there) and then
+    over the workers on the servers."""
+    kv = mx.kv.create("dist_device_sync")
+    rank = kv.rank
+    ctxs = [mx.gpu(i) for i in range(mx.num_gpus())] or [mx.cpu(), mx.cpu()]
+    shape = (1100, 1000)  # split over the servers
+    kv.init("d", arr(np.zeros(shape)))
+    results = {}
+    for step in range(2):
+        vals = [mx.nd.array(np.full(shape, (rank + 1) * (i + 1) + step, np.float32), ctx=c)
+                for i, c in enumerate(ctxs)]
+        kv.push("d", vals)
+        outs = [mx.nd.zeros(shape, ctx=c) for c in ctxs]
+        kv.pull("d", out=outs)
+        results["step%d" % step] = np.stack([o.asnumpy() for o in outs])
+    results["devices"] = np.array([len(ctxs)])
+    np.savez(os.path.join(OUT, "device-%d.npz" % rank), **results)
 
 
 def load_fashion(n):
@@ -140,4 +172,4 @@ def run_kill():
         time.sleep(0.01)
 
 
-{"sync": run_sync, "async": run_async, "mlp": run_mlp, "kill": run_kill}[MODE]()
+{"sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill}[MODE]()

@@ -162,3 +162,102 @@ def test_dist_without_a_launcher_says_what_is_missing(monkeypatch):
         mx.kv.create("dist_async")
     with pytest.raises(mx.WeftError, match="unknown dist type 'dist_fast'"):
         mx.kv.create("dist_fast")
+
+
+# ------------------------------------------------------------------ the device store
+@pytest.mark.parametrize("kind", ["device", "nccl", "local_allreduce_device"])
+def test_device_store_on_cpu_values_sums_updates_and_pushpulls(kind):
+    """With host values the device store reduces as local does: exact sums, several keys at
+    once, MXNet's updater semantics and pushpull."""
+    rng = np.random.default_rng(1)
+    kv = mx.kv.create(kind)
+    assert kv.type == kind
+    shapes = {"w0": (3, 4), "w1": (7,), 5: (2, 2)}
+    inits = {k: rng.standard_normal(s).astype(np.float32) for k, s in shapes.items()}
+    kv.init(list(shapes), [arr(inits[k]) for k in shapes])
+    grads = {k: [rng.standard_normal(s).astype(np.float32) for _ in range(3)] for k, s in shapes.items()}
+    kv.push(list(shapes), [[arr(g) for g in grads[k]] for k in shapes])
+    outs = {k: [mx.nd.zeros(s), mx.nd.zeros(s)] for k, s in shapes.items()}
+    kv.pull(list(shapes), out=[outs[k] for k in shapes])
+    for k in shapes:
+        for o in outs[k]:
+            np.testing.assert_allclose(o.asnumpy(), sum(grads[k]), rtol=1e-5, atol=1e-6)
+
+    seen = []
+
+    def update(key, merged, stored):
+        seen.append(key)
+        stored[:] = stored - 0.5 * merged
+
+    kv._set_updater(update)
+    before = {k: outs[k][0].asnumpy() for k in shapes}
+    kv.push(list(shapes), [[arr(g) for g in grads[k]] for k in shapes])
+    kv.pull(list(shapes), out=[outs[k][0] for k in shapes])
+    for k in shapes:
+        np.testing.assert_allclose(outs[k][0].asnumpy(), before[k] - 0.5 * sum(grads[k]), rtol=1e-5, atol=1e-6)
+    assert sorted(map(str, seen)) == sorted(map(str, shapes))
+    # pushpull: the update, then the new value into every out.
+    g = np.full((7,), 2.0, np.float32)
+    o1, o2 = mx.nd.zeros((7,)), mx.nd.zeros((7,))
+    expect = outs["w1"][0].asnumpy() - 0.5 * 2 * g
+    kv.pushpull("w1", [arr(g), arr(g)], out=[o1, o2])
+    np.testing.assert_allclose(o1.asnumpy(), expect, rtol=1e-6)
+    np.testing.assert_allclose(o2.asnumpy(), expect, rtol=1e-6)
+
+
+def test_device_store_keeps_integer_dtypes_exact():
+    kv = mx.kv.create("device")
+    kv.init(0, mx.nd.array(np.zeros(5), dtype="int32"))
+    vals = [np.arange(5, dtype=np.int32) * (i + 1) for i in range(4)]
+    kv.push(0, [mx.nd.array(v, dtype="int32") for v in vals])
+    out = mx.nd.zeros((5,), dtype="int32")
+    kv.pull(0, out=out)
+    assert out.dtype == np.int32
+    np.testing.assert_array_equal(out.asnumpy(), sum(vals))
+
+
+def _gpus():
+    return mx.num_gpus()
+
+
+@pytest.mark.skipif(_gpus() == 0, reason="no GPU is visible")
+def test_device_store_reduces_gpu_values_on_a_gpu():
+    """Values on every GPU (two on gpu(0)) and one on the host: the sum reaches GPU and host
+    outs; the updater then runs where the sum is."""
+    n = _gpus()
+    rng = np.random.default_rng(2)
+    shape = (64, 33)
+    kv = mx.kv.create("device")
+    kv.init("w", arr(np.ones(shape)))
+    ctxs = [mx.gpu(0), mx.gpu(0)] + [mx.gpu(i) for i in range(1, n)] + [mx.cpu()]
+    vals = [rng.standard_normal(shape).astype(np.float32) for _ in ctxs]
+    kv.push("w", [mx.nd.array(v, ctx=c) for v, c in zip(vals, ctxs)])
+    outs = [mx.nd.zeros(shape, ctx=mx.gpu(i)) for i in range(n)] + [mx.nd.zeros(shape)]
+    kv.pull("w", out=outs)
+    for o in outs:
+        np.testing.assert_allclose(o.asnumpy(), sum(vals), rtol=1e-5, atol=1e-5)
+
+    def update(key, merged, stored):
+        assert merged.context == stored.context and merged.context.device_type == "gpu"
+        stored[:] = stored - 0.25 * merged
+
+    kv._set_updater(update)
+    kv.push("w", [mx.nd.array(v, ctx=c) for v, c in zip(vals, ctxs)])
+    kv.pull("w", out=outs)
+    for o in outs:
+        np.testing.assert_allclose(o.asnumpy(), 0.75 * sum(vals), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(_gpus() < 2, reason="needs two GPUs")
+def test_device_store_one_value_per_gpu_reduce_and_broadcast():
+    """One value per GPU and one out per GPU: the grouped NCCL reduce and broadcast where
+    NCCL is built in, peer copies otherwise; either way the exact sum everywhere."""
+    n = _gpus()
+    kv = mx.kv.create("nccl")
+    kv.init(1, mx.nd.zeros((1000,)))
+    vals = [np.full(1000, i + 1, np.float32) for i in range(n)]
+    outs = [mx.nd.zeros((1000,), ctx=mx.gpu(i)) for i in range(n)]
+    for _ in range(2):
+        kv.pushpull(1, [mx.nd.array(v, ctx=mx.gpu(i)) for i, v in enumerate(vals)], out=outs)
+    for o in outs:
+        np.testing.assert_array_equal(o.asnumpy(), sum(vals))

@@ -52,6 +52,9 @@ def test_dist_sync_sums_split_keys_string_keys_and_server_optimizer(tmp_path):
             np.testing.assert_array_equal(g["small%d" % step], np.full((3, 4), 3.0 * (step + 1)))
             np.testing.assert_array_equal(g["big%d" % step], 2 * base + 1)  # ranks 0 and 1
             np.testing.assert_array_equal(g["name%d" % step], np.full(6, 1 + 1 + 0 + 1))
+        for step in range(2):  # ranks 0 and 1 push step + rank + 1
+            np.testing.assert_array_equal(g["late_big%d" % step], np.full(big, 2.0 * step + 3))
+            np.testing.assert_array_equal(g["late_small%d" % step], np.full((3, 4), 2.0 * step + 3))
         np.testing.assert_array_equal(g["pushpull_big"], np.full(big, 1.0 + 2.0))
         np.testing.assert_array_equal(g["pushpull_self"], np.full((3, 4), 10.0 + 11.0))
         # SGD on the servers, once on the sum of both workers' gradients.
@@ -60,6 +63,19 @@ def test_dist_sync_sums_split_keys_string_keys_and_server_optimizer(tmp_path):
         np.testing.assert_allclose(g["compressed"], np.full(1000, -0.05), rtol=1e-6)
         # Next push: 0.3 + residual 0.05 is still one step of 0.25 each.
         np.testing.assert_allclose(g["compressed_pushpull"], np.full(1000, -0.1), rtol=1e-6)
+    assert not no_process_left(str(tmp_path))
+
+
+def test_dist_device_sync_sums_per_device_values_then_over_workers(tmp_path):
+    rc, out = launch(["device", tmp_path])
+    assert rc == 0, out
+    for r in range(2):
+        got = np.load(tmp_path / ("device-%d.npz" % r))
+        d = int(got["devices"][0])
+        for step in range(2):
+            # sum over ranks 0, 1 and devices i of (rank + 1) * (i + 1) + step
+            expect = sum((rank + 1) * (i + 1) + step for rank in range(2) for i in range(d))
+            np.testing.assert_array_equal(got["step%d" % step], np.full((d, 1100, 1000), float(expect)))
     assert not no_process_left(str(tmp_path))
 
 

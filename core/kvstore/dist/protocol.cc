@@ -150,6 +150,16 @@ Frames::~Frames() {
   for (auto& m : parts_) zmq_msg_close(&m);
 }
 
+std::shared_ptr<zmq_msg_t> Frames::Take(size_t i) {
+  std::shared_ptr<zmq_msg_t> m(new zmq_msg_t, [](zmq_msg_t* p) {
+    zmq_msg_close(p);
+    delete p;
+  });
+  zmq_msg_init(m.get());
+  zmq_msg_move(m.get(), &parts_[i]);
+  return m;
+}
+
 bool Frames::Recv(void* socket) {
   for (auto& m : parts_) zmq_msg_close(&m);
   parts_.clear();

@@ -101,6 +101,9 @@ class Frames {
   const void* data(size_t i) { return zmq_msg_data(&parts_[i]); }
   size_t bytes(size_t i) { return zmq_msg_size(&parts_[i]); }
   std::string str(size_t i) { return std::string(static_cast<const char*>(data(i)), bytes(i)); }
+  // Moves part i out (it is left empty): the message lives, and its data stays where it
+  // is, until the last copy of the result goes.
+  std::shared_ptr<zmq_msg_t> Take(size_t i);
 
  private:
   std::vector<zmq_msg_t> parts_;

@@ -2,8 +2,10 @@
 // or applies each as it comes (dist_async), runs the updater, answers pulls.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <unordered_map>
+#include <utility>
 
 #include "core/base/error.h"
 #include "core/base/logging.h"
@@ -17,6 +19,8 @@ namespace dist {
 
 namespace {
 
+// A request answered once every worker has pushed in the round: a push (answered with an
+// ack, or with the new value when pull_back) or a pull that came behind its sender's push.
 struct Waiting {
   std::string identity;
   uint64_t request;
@@ -27,6 +31,7 @@ struct KeyState {
   NDArray stored, merged;  // 1-D over this server's range
   uint64_t offset = 0, count = 0, total = 0;
   int pushes = 0;
+  std::shared_ptr<zmq_msg_t> held;  // the round's first push, until the second comes
   std::vector<Waiting> waiting;
 };
 
@@ -91,14 +96,18 @@ void ServerStore::RunServer(Controller controller) {
     if (updater_) {
       updater_(static_cast<int>(key), std::to_string(key), ks.merged, &ks.stored);
     } else {
+      // The sum becomes the stored value by trading buffers, not by copying. The old stored
+      // buffer is written again only by the first push of the next round; in sync mode
+      // every answer that went out from it without a copy (the previous round's) has
+      // arrived by then, since each worker pushes only after its pulls are answered.
       ks.stored.WaitToWrite();
-      AddInto(ks.stored.data().dptr, ks.merged.data().dptr, static_cast<int64_t>(ks.count), ks.stored.dtype(), true,
-              false);
+      std::swap(ks.stored, ks.merged);
     }
   };
 
   // Handles one request from a worker; errors go back to the worker as error replies.
-  auto handle = [&](const std::string& id, const Header& h, const void* payload, size_t nbytes) {
+  auto handle = [&](const std::string& id, const Header& h, const void* payload, size_t nbytes, Frames& frames,
+                    size_t payload_part) {
     auto type = static_cast<MsgType>(h.type);
     if (type == MsgType::kCommand) {
       controller(h.head, std::string(static_cast<const char*>(payload ? payload : ""), nbytes));
@@ -132,10 +141,18 @@ void ServerStore::RunServer(Controller controller) {
                h.offset, ", +", h.count, ") of ", h.total, " ", DTypeName(dtype), " differs from the stored [",
                ks.offset, ", +", ks.count, ") of ", ks.total, " ", DTypeName(ks.stored.dtype()));
     if (type == MsgType::kPull) {
+      // A worker sends its pull right behind its push, without waiting for the answer to
+      // the push: while that push waits for the other workers', the pull waits with it
+      // and is answered with the summed value.
+      if ((h.flags & kFlagSync) &&
+          std::any_of(ks.waiting.begin(), ks.waiting.end(), [&](const Waiting& w) { return w.identity == id; })) {
+        ks.waiting.push_back({id, h.request, /*pull_back=*/true});
+        return;
+      }
       ks.stored.WaitToRead();
       TBlob b = ks.stored.data();
-      // In sync mode the stored range changes only once every worker has pushed again,
-      // which each does only after its pull is complete: it can go out without a copy.
+      // In sync mode the stored buffer changes only once every worker has pushed again,
+      // which each does only after its pulls are complete: it can go out without a copy.
       std::shared_ptr<void> keep;
       if (h.flags & kFlagSync) keep = ks.stored.chunk();
       reply(id, h, MsgType::kPullReply, b.dptr, b.Bytes(), std::move(keep));
@@ -152,13 +169,32 @@ void ServerStore::RunServer(Controller controller) {
     }
     const bool sync = h.flags & kFlagSync;
     const bool first = !sync || ks.pushes == 0;
-    if (first) ks.merged.WaitToWrite();
-    void* dst = ks.merged.data().dptr;
-    if (compressed) {
-      GradientCompression::Dequantize(static_cast<const uint8_t*>(payload), static_cast<float*>(dst),
-                                      static_cast<int64_t>(h.count), h.threshold, first);
+    const int64_t n = static_cast<int64_t>(h.count);
+    if (sync && first && !compressed && nbytes > 0 && cfg.num_workers > 1) {
+      // The first push of a round stays in its message and the second is added to it in
+      // one pass (merged = first + second) instead of copying the first into merged and
+      // adding the second: three passes over the range instead of five for two workers.
+      ks.held = frames.Take(payload_part);
+    } else if (ks.held && !compressed) {
+      ks.merged.WaitToWrite();
+      SumInto(ks.merged.data().dptr, zmq_msg_data(ks.held.get()), payload, n, dtype, false);
+      ks.held.reset();
     } else {
-      AddInto(dst, payload, static_cast<int64_t>(h.count), dtype, first, false);
+      bool assign = first;
+      if (first || ks.held) ks.merged.WaitToWrite();
+      void* dst = ks.merged.data().dptr;
+      if (ks.held) {
+        // A compressed push after a plain one (compression switched on mid-round).
+        AddInto(dst, zmq_msg_data(ks.held.get()), n, dtype, /*assign=*/true, false);
+        ks.held.reset();
+        assign = false;
+      }
+      if (compressed) {
+        GradientCompression::Dequantize(static_cast<const uint8_t*>(payload), static_cast<float*>(dst), n,
+                                        h.threshold, assign);
+      } else {
+        AddInto(dst, payload, n, dtype, assign, false);
+      }
     }
     const bool pull_back = h.flags & kFlagPullBack;
     if (!sync) {
@@ -223,7 +259,7 @@ void ServerStore::RunServer(Controller controller) {
       }
       std::string id = f.str(0);
       try {
-        handle(id, h, payload, nbytes);
+        handle(id, h, payload, nbytes, f, 2);
       } catch (const std::exception& e) {
         reply_error(id, h, e.what());
       }

@@ -2,6 +2,7 @@
 // requests and complete when the servers have answered.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "core/kvstore/dist/dist.h"
 #include "core/kvstore/dist/protocol.h"
 #include "core/kvstore/dist/server_store.h"
+#include "core/kvstore/device_comm.h"
 
 namespace weft {
 namespace kvstore {
@@ -368,11 +370,20 @@ class Van {
   std::string lost_;
 };
 
+// Pushes and pulls only hand a request to the network thread (or register for its
+// answer) and complete later through the callback: the pushing thread runs them at once
+// when nothing is in their way, which spares a wake-up of an engine worker per request.
+constexpr engine::FnProperty kHandOff = engine::FnProperty::kCPUInline;
+
 // The worker's store.
 class WorkerStore : public KVStore {
  public:
   WorkerStore(const std::string& type, Config cfg)
-      : KVStore(type), cfg_(cfg), sync_(type.find("async") == std::string::npos), van_(std::move(cfg)) {
+      : KVStore(type),
+        cfg_(cfg),
+        sync_(type.find("async") == std::string::npos),
+        device_(type.find("device") != std::string::npos),
+        van_(std::move(cfg)) {
     van_.Start();
   }
 
@@ -387,7 +398,10 @@ class WorkerStore : public KVStore {
       }
     }
     van_.Stop(!van_.dead());
-    for (auto& [k, info] : keys_) engine::Engine::Get()->DeleteVariable({}, Context::CPU(), info.var);
+    for (auto& [k, info] : keys_) {
+      engine::Engine::Get()->DeleteVariable({}, Context::CPU(), info.var);
+      engine::Engine::Get()->DeleteVariable({}, Context::CPU(), info.ack_var);
+    }
   }
 
   int Rank() const override { return van_.rank(); }
@@ -433,6 +447,7 @@ class WorkerStore : public KVStore {
       info.size = values[i].Size();
       info.ranges = Split(id, info.size);
       info.var = engine::Engine::Get()->NewVariable();
+      info.ack_var = engine::Engine::Get()->NewVariable();
       auto& stored = keys_.emplace(id, std::move(info)).first->second;
       if (Rank() != 0) continue;
       // Rank 0's value is the initial value on the servers (as MXNet).
@@ -483,7 +498,17 @@ class WorkerStore : public KVStore {
         src = g.arrays[0];
       } else {
         if (info.merge_buf.is_none()) info.merge_buf = NDArray(info.shape, Context::CPU(), info.dtype);
-        ReduceSum(g.arrays, info.merge_buf, priority);
+        bool summed = false;
+#if WEFT_USE_CUDA
+        auto gpu = std::find_if(g.arrays.begin(), g.arrays.end(), [](const NDArray& v) { return v.ctx().is_gpu(); });
+        if (device_ && gpu != g.arrays.end()) {
+          // dist_device_sync: the values are summed on a GPU, only the sum crosses to the host.
+          if (info.gpu_merge.is_none()) info.gpu_merge = NDArray(info.shape, gpu->ctx(), info.dtype);
+          CopyFromTo(ReduceOnGPU(g.arrays, info.gpu_merge, &info.gpu_copies, priority), info.merge_buf, priority);
+          summed = true;
+        }
+#endif
+        if (!summed) ReduceSum(g.arrays, info.merge_buf, priority);
         src = info.merge_buf;
       }
       const bool compressed = compression_.active();
@@ -495,22 +520,52 @@ class WorkerStore : public KVStore {
                        (dst.is_none() ? 0u : uint32_t{kFlagPullBack});
       float threshold = compression_.threshold();
       Van* van = &van_;
-      std::vector<engine::VarHandle> reads, writes = {info.var};
-      if (!dst.is_none()) writes.push_back(dst.var());
-      // Pushing an array and pulling into it (pushpull without out) reads and writes one
-      // variable: the write covers both.
-      if (dst.is_none() || !src.SameChunk(dst)) reads.push_back(src.var());
+      if (!dst.is_none()) {
+        // pushpull: one operation, complete when the answer (the new value) is in dst.
+        std::vector<engine::VarHandle> reads, writes = {info.var, info.ack_var, dst.var()};
+        // Pushing an array and pulling into it (pushpull without out) reads and writes one
+        // variable: the write covers both.
+        if (!src.SameChunk(dst)) reads.push_back(src.var());
+        engine::Engine::Get()->PushAsync(
+            [van, key, ip, src, dst, flags, threshold, this](engine::RunContext, engine::CallbackOnComplete cb) {
+              auto r = MakeRequest(MsgType::kPush, key, *ip, src.data().dptr, dst.data().dptr, src.chunk());
+              r->flags = flags;
+              r->threshold = threshold;
+              r->done = [cb](const std::string& e) { Complete(cb, e); };
+              van->Submit(r);
+            },
+            Context::CPU(), reads, writes, kHandOff, priority, "KVStoreDistPushPull");
+        continue;
+      }
+      // A push is two operations so that a pull behind it need not wait for its answer:
+      // "send" hands the request to the network thread and is over at once (a pull, which
+      // also writes info.var, goes out right behind it on the same ordered connections and
+      // the servers hold its answer until the round it follows is summed); "ack" holds
+      // the read of src (sent without a copy) until the servers have answered. The next
+      // send writes ack_var, so it waits for that answer (a server counts one push per
+      // worker and round), and info.var, so it waits for the pulls before it: the
+      // servers' stored range may change only after every pull of the round has its
+      // answer (they answer without copying).
+      auto state = std::make_shared<PushState>();
+      std::vector<engine::VarHandle> reads = {src.var()};
       engine::Engine::Get()->PushAsync(
-          [van, key, ip, src, dst, flags, threshold, this](engine::RunContext, engine::CallbackOnComplete cb) {
-            auto r = MakeRequest(MsgType::kPush, key, *ip, src.data().dptr, dst.is_none() ? nullptr : dst.data().dptr,
-                                 src.chunk());
-            r->flags = flags;
-            r->threshold = threshold;
-            r->done = [cb](const std::string& e) { Complete(cb, e); };
-            van->Submit(r);
+          [van, key, ip, src, flags, threshold, state, this](engine::RunContext, engine::CallbackOnComplete cb) {
+            try {
+              auto r = MakeRequest(MsgType::kPush, key, *ip, src.data().dptr, nullptr, src.chunk());
+              r->flags = flags;
+              r->threshold = threshold;
+              r->done = [state](const std::string& e) { state->Finish(e); };
+              van->Submit(r);
+            } catch (const std::exception& e) {
+              state->Finish(e.what());
+              throw;
+            }
+            cb();
           },
-          Context::CPU(), reads, writes, engine::FnProperty::kAsync, priority,
-          dst.is_none() ? "KVStoreDistPush" : "KVStoreDistPushPull");
+          Context::CPU(), reads, {info.var, info.ack_var}, kHandOff, priority, "KVStoreDistPush");
+      engine::Engine::Get()->PushAsync(
+          [state](engine::RunContext, engine::CallbackOnComplete cb) { state->Wait(cb); },
+          Context::CPU(), reads, {info.ack_var}, kHandOff, priority, "KVStoreDistPushAck");
     }
   }
 
@@ -538,7 +593,7 @@ class WorkerStore : public KVStore {
             r->done = [cb](const std::string& e) { Complete(cb, e); };
             van->Submit(r);
           },
-          Context::CPU(), {}, {info.var, dst.var()}, engine::FnProperty::kAsync, priority, "KVStoreDistPull");
+          Context::CPU(), {}, {info.var, dst.var()}, kHandOff, priority, "KVStoreDistPull");
       if (!direct)
         for (const NDArray& o : g.arrays) CopyFromTo(dst, o, priority);
     }
@@ -554,8 +609,49 @@ class WorkerStore : public KVStore {
     DType dtype;
     int64_t size = 0;
     std::vector<Range> ranges;
-    engine::VarHandle var = nullptr;
+    // var orders what goes to the servers for the key (pushes are sent, pulls answered,
+    // in the order they were called); ack_var is written by the wait for a push's answer.
+    engine::VarHandle var = nullptr, ack_var = nullptr;
     NDArray merge_buf, residual, packed;
+    NDArray gpu_merge;                // dist_device_sync: the sum on a GPU
+    std::vector<NDArray> gpu_copies;  // and the values copied there
+  };
+
+  // Hands the servers' answer to a push to the operation that waits for it, whichever
+  // of the two comes first.
+  class PushState {
+   public:
+    void Finish(const std::string& error) {
+      engine::CallbackOnComplete cb;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (done_) return;
+        done_ = true;
+        error_ = error;
+        if (!waiting_) return;
+        cb = cb_;
+      }
+      Complete(cb, error);
+    }
+    void Wait(const engine::CallbackOnComplete& cb) {
+      std::string error;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!done_) {
+          waiting_ = true;
+          cb_ = cb;
+          return;
+        }
+        error = error_;
+      }
+      Complete(cb, error);
+    }
+
+   private:
+    std::mutex mu_;
+    bool done_ = false, waiting_ = false;
+    std::string error_;
+    engine::CallbackOnComplete cb_;
   };
 
   static void Complete(const engine::CallbackOnComplete& cb, const std::string& e) {
@@ -643,6 +739,7 @@ class WorkerStore : public KVStore {
 
   Config cfg_;
   bool sync_;
+  bool device_;  // dist_device_sync: values on GPUs are summed on a GPU before sending
   Van van_;
   std::unordered_map<int, KeyInfo> keys_;
 };

@@ -190,8 +190,9 @@ def _close_all():
 
 
 def create(name="local"):
-    """A new store: 'local', 'device', 'nccl', 'dist_sync' (= 'dist'), 'dist_async',
-    'dist_device_sync'."""
+    """A new store: 'local' (sums on the CPU), 'device' (sums values on GPUs on a GPU, with
+    NCCL where built in; host values as 'local'), 'nccl' (as 'device'), 'dist_sync'
+    (= 'dist'), 'dist_async', 'dist_device_sync' (sums on a GPU before sending)."""
     if not isinstance(name, str):
         raise TypeError("kvstore: name must be a str, got %s" % type(name).__name__)
     return KVStore(_api.weft_kvstore_create(name))
