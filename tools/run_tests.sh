@@ -3,8 +3,9 @@
 #   1. CTest in build/: the C++ GoogleTest binary, the C embedding test, the R and Go smoke
 #      tests and the install checks;
 #   2. pytest on tests/python with the venv's interpreter;
-#   3. when CI=true or WEFT_CI_CUDA=1: a CUDA build (sm_90) in build-cuda/, compiled and
-#      linked only, since CI machines have no GPU.
+#   3. when CI=true or WEFT_CI_CUDA=1: a CUDA build (sm_90) in build-cuda/, then the tests
+#      of its C++ binary that need no GPU (the CUDA ones skip themselves without one; the
+#      fusion kernels compile with NVRTC, which needs no GPU either). CI machines have none.
 # Exits non-zero when any step fails and ends with one summary line.
 set -uo pipefail
 
@@ -82,6 +83,19 @@ build_cuda() {
   else
     tail -40 "$log"
     record cuda-build FAIL "see $log"
+    return
+  fi
+  local filter="${WEFT_CUDA_TEST_FILTER:-Fused*:Cuda*:Gpu*}"
+  local test_log="$cuda_build_dir/cuda-tests.log"
+  "$cuda_build_dir/tests/weft_cpp_tests" --gtest_filter="$filter" >"$test_log" 2>&1
+  rc=$?
+  local summary
+  summary="$(grep -E '^\[  PASSED  \]' "$test_log" | tail -1)"
+  if [[ $rc -eq 0 ]]; then
+    record cuda-tests PASS "${summary:-passed} ($filter)"
+  else
+    tail -40 "$test_log"
+    record cuda-tests FAIL "see $test_log"
   fi
 }
 

@@ -1,6 +1,9 @@
 // Pointwise fusion: chains of elementwise nodes found in run order, each made one
-// "_fused_pointwise" node.
+// "_fused_pointwise" node (a tile loop on the CPU, a kernel generated and compiled with
+// NVRTC on a GPU).
 #include <algorithm>
+#include <functional>
+#include <string>
 #include <unordered_map>
 
 #include "core/executor/executor.h"
@@ -16,14 +19,18 @@ std::vector<std::vector<uint32_t>> PointwiseChains(const IndexedGraph& g, const 
                                                    const std::vector<DType>& types, const std::vector<int>& uses,
                                                    const std::vector<bool>& persistent,
                                                    const std::unordered_set<const graph::Node*>& constant,
-                                                   const std::unordered_set<const graph::Node*>& in_forward) {
+                                                   const std::unordered_set<const graph::Node*>& in_forward,
+                                                   const std::function<Context(uint32_t)>& context_of) {
   static const auto& pointwise = Op::GetAttr<PointwiseFn>("FPointwise");
+  static const auto& cuda_body = Op::GetAttr<std::string>("FPointwiseCuda");
   constexpr size_t kMaxChain = 32;
   std::vector<std::vector<uint32_t>> chains;
   std::unordered_map<uint32_t, size_t> open;  // last node -> chain
   for (uint32_t id : order) {
     const graph::Node* n = g[id].source;
     if (!pointwise.Contains(n->op()) || n->num_outputs() != 1 || constant.count(n)) continue;
+    const Context ctx = context_of(id);
+    if (!op::FusibleOn(ctx, cuda_body.Get(n->op(), std::string()))) continue;
     DType t = types[g.entry_id(id, 0)];
     if (t != DType::kFloat32 && t != DType::kFloat64) continue;
     bool same_type = true;
@@ -35,6 +42,7 @@ std::vector<std::vector<uint32_t>> PointwiseChains(const IndexedGraph& g, const 
       uint32_t e = g.entry_id(in.node_id, in.index);
       if (it == open.end() || uses[e] != 1 || persistent[e] || chains[it->second].size() >= kMaxChain) continue;
       if (in_forward.count(g[in.node_id].source) != in_forward.count(n)) continue;
+      if (context_of(in.node_id) != ctx) continue;
       joined = it->second;
       open.erase(it);
       break;
@@ -53,6 +61,7 @@ std::vector<std::vector<uint32_t>> PointwiseChains(const IndexedGraph& g, const 
 // one of the fused node's inputs (entries from outside the chain, each listed once).
 Executor::FusedChain Executor::FuseChain(const IndexedGraph& g, const std::vector<uint32_t>& chain) {
   static const auto& pointwise = Op::GetAttr<PointwiseFn>("FPointwise");
+  static const auto& cuda_body = Op::GetAttr<std::string>("FPointwiseCuda");
   auto program = std::make_shared<op::FusedProgram>();
   FusedChain fc;
   std::string name = "fused";
@@ -61,6 +70,8 @@ Executor::FusedChain Executor::FuseChain(const IndexedGraph& g, const std::vecto
     const graph::Node& n = *g[id].source;
     op::FusedProgram::Step step;
     step.fn = pointwise[n.op()];
+    step.cuda = cuda_body.Get(n.op(), std::string());
+    step.op = n.op()->name;
     std::vector<op::FusedProgram::Ref> refs;
     for (const auto& in : g[id].inputs) {
       op::FusedProgram::Ref r;

@@ -2,9 +2,12 @@
 // line per operator registration (`UnaryCompute<exp_op>`), every dtype dispatched here.
 #pragma once
 
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/op/elemwise/broadcast_kernel.h"
+#include "core/op/elemwise/functors.h"
 #include "core/op/elemwise/kernels.h"
 #include "core/op/elemwise/math.h"
 #include "core/op/elemwise/scalar_param.h"
@@ -75,6 +78,24 @@ struct PointwiseTile {
     f.f64 = &Run<double>;
     if constexpr (kKind == PointwiseKind::kScalar) f.scalar = &Scalar;
     return f;
+  }
+};
+
+// The FPointwiseCuda attribute beside FPointwise: the functor's kCuda (functors.h), with the
+// arguments swapped for Reversed<OP>; empty for a functor without one.
+template <typename OP, typename = void>
+struct CudaBodyOf {
+  static std::string Get() { return {}; }
+};
+template <typename OP>
+struct CudaBodyOf<OP, std::void_t<decltype(OP::kCuda)>> {
+  static std::string Get() { return OP::kCuda; }
+};
+template <typename OP>
+struct CudaBodyOf<Reversed<OP>> {
+  static std::string Get() {
+    std::string body = CudaBodyOf<OP>::Get();
+    return body.empty() ? body : "T swapped_ = a; a = b; b = swapped_; " + body;
   }
 };
 

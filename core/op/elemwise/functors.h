@@ -19,6 +19,11 @@
 //     truncated real result: 1 for base 1, +-1 for base -1, 0 otherwise (0 for base 0);
 //   - floating-point functions compute in double and convert back (see math.h).
 // Floating maximum and minimum propagate NaN, as numpy's do; so do sign and relu.
+//
+// kCuda, where present, is the float/double case of Map as CUDA C++ (the body of
+// `T f(T a, T b)`, b unused by unary functors): the GPU fusion pass compiles chains of these
+// at run time with NVRTC (core/op/fused/fused_codegen.h), where the `math` overloads below
+// exist as device functions.
 #pragma once
 
 #include <type_traits>
@@ -31,14 +36,17 @@ namespace op {
 
 // ---------------------------------------------------------------- unary
 struct identity_op {
+  static constexpr const char* kCuda = "return a;";
   template <typename T> static WEFT_XINLINE T Map(T a) { return a; }
 };
 
 struct negative_op {
+  static constexpr const char* kCuda = "return -a;";
   template <typename T> static WEFT_XINLINE T Map(T a) { return WrapNeg(a); }
 };
 
 struct abs_op {
+  static constexpr const char* kCuda = "return math::abs(a);";
   template <typename T> static WEFT_XINLINE T Map(T a) {
     if constexpr (std::is_floating_point_v<T>) return math::abs(a);
     else if constexpr (std::is_signed_v<T>) return a < T(0) ? WrapNeg(a) : a;
@@ -47,6 +55,7 @@ struct abs_op {
 };
 
 struct sign_op {
+  static constexpr const char* kCuda = "return a > T(0) ? T(1) : (a < T(0) ? T(-1) : a);";
   template <typename T> static WEFT_XINLINE T Map(T a) {
     if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) return static_cast<T>(a != T(0));
     else return a > T(0) ? T(1) : (a < T(0) ? T(-1) : a);  // keeps 0 and NaN
@@ -54,10 +63,12 @@ struct sign_op {
 };
 
 struct square_op {
+  static constexpr const char* kCuda = "return a * a;";
   template <typename T> static WEFT_XINLINE T Map(T a) { return WrapMul(a, a); }
 };
 
 struct relu_op {
+  static constexpr const char* kCuda = "return a < T(0) ? T(0) : a;";
   template <typename T> static WEFT_XINLINE T Map(T a) {
     if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) return a;
     else return a < T(0) ? T(0) : a;
@@ -65,12 +76,14 @@ struct relu_op {
 };
 
 struct logical_not_op {
+  static constexpr const char* kCuda = "return T(a == T(0));";
   template <typename T> static WEFT_XINLINE T Map(T a) { return static_cast<T>(a == T(0)); }
 };
 
 // Rounding is the identity on integers.
 #define WEFT_ROUNDING_FUNCTOR(name, fn)                      \
   struct name {                                              \
+    static constexpr const char* kCuda = "return " #fn "(a);"; \
     template <typename T> static WEFT_XINLINE T Map(T a) {   \
       if constexpr (std::is_floating_point_v<T>) return fn(a); \
       else return a;                                         \
@@ -86,6 +99,7 @@ WEFT_ROUNDING_FUNCTOR(trunc_op, math::trunc)  // also `fix`
 // f(x) computed in MathT<T> and converted back.
 #define WEFT_MATH_FUNCTOR(name, expr)                            \
   struct name {                                                  \
+    static constexpr const char* kCuda = "typedef T M; M x = a; return " #expr ";"; \
     template <typename T> static WEFT_XINLINE T Map(T a) {       \
       using M = MathT<T>;                                        \
       M x = ToMath(a);                                           \
@@ -126,18 +140,22 @@ WEFT_MATH_FUNCTOR(radians_op, x * M(math::kPi / 180.0))
 
 // ---------------------------------------------------------------- binary
 struct add_op {
+  static constexpr const char* kCuda = "return a + b;";
   template <typename T> static WEFT_XINLINE T Map(T a, T b) { return WrapAdd(a, b); }
 };
 
 struct sub_op {
+  static constexpr const char* kCuda = "return a - b;";
   template <typename T> static WEFT_XINLINE T Map(T a, T b) { return WrapSub(a, b); }
 };
 
 struct mul_op {
+  static constexpr const char* kCuda = "return a * b;";
   template <typename T> static WEFT_XINLINE T Map(T a, T b) { return WrapMul(a, b); }
 };
 
 struct div_op {
+  static constexpr const char* kCuda = "return a / b;";
   template <typename T> static WEFT_XINLINE T Map(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) {
       return a / b;
@@ -152,6 +170,7 @@ struct div_op {
 };
 
 struct reciprocal_op {
+  static constexpr const char* kCuda = "return T(1) / a;";
   template <typename T> static WEFT_XINLINE T Map(T a) {
     if constexpr (std::is_floating_point_v<T>) return T(1) / a;
     else return div_op::Map(T(1), a);
@@ -160,6 +179,9 @@ struct reciprocal_op {
 
 // The remainder with the sign of the divisor (Python's %).
 struct mod_op {
+  static constexpr const char* kCuda =
+      "if (b == T(0)) return T(0); T r = math::fmod(a, b); if (r == T(0)) return math::copysign(T(0), b); "
+      "return ((r < T(0)) != (b < T(0))) ? r + b : r;";
   template <typename T> static WEFT_XINLINE T Map(T a, T b) {
     if (b == T(0)) return T(0);
     if constexpr (std::is_floating_point_v<T>) {
@@ -177,6 +199,7 @@ struct mod_op {
 };
 
 struct power_op {
+  static constexpr const char* kCuda = "return math::pow(a, b);";
   template <typename T> static WEFT_XINLINE T Map(T a, T b) {
     if constexpr (std::is_floating_point_v<T>) {
       return math::pow(a, b);
@@ -201,14 +224,17 @@ struct power_op {
 };
 
 struct maximum_op {
+  static constexpr const char* kCuda = "return (a > b || !(a == a)) ? a : b;";
   template <typename T> static WEFT_XINLINE T Map(T a, T b) { return (a > b || !(a == a)) ? a : b; }
 };
 
 struct minimum_op {
+  static constexpr const char* kCuda = "return (a < b || !(a == a)) ? a : b;";
   template <typename T> static WEFT_XINLINE T Map(T a, T b) { return (a < b || !(a == a)) ? a : b; }
 };
 
 struct hypot_op {
+  static constexpr const char* kCuda = "return math::hypot(a, b);";
   template <typename T> static WEFT_XINLINE T Map(T a, T b) {
     return SaturateCast<T>(math::hypot(ToMath(a), ToMath(b)));
   }
@@ -217,6 +243,7 @@ struct hypot_op {
 // Comparisons and logic give 1 or 0 in the inputs' dtype (MXNet 1.x).
 #define WEFT_PREDICATE_FUNCTOR(name, expr)                       \
   struct name {                                                  \
+    static constexpr const char* kCuda = "return T(" #expr ");"; \
     template <typename T> static WEFT_XINLINE T Map(T a, T b) {  \
       return static_cast<T>(expr);                               \
     }                                                            \

@@ -18,7 +18,8 @@
       .Include("ElemwiseUnary")                                                \
       .SetAttr<::weft::FCompute>("FCompute<cpu>", ::weft::op::UnaryCompute<OP>) \
       .SetAttr<::weft::PointwiseFn>(                                           \
-          "FPointwise", ::weft::op::PointwiseTile<OP, ::weft::op::PointwiseKind::kUnary>::Fn())
+          "FPointwise", ::weft::op::PointwiseTile<OP, ::weft::op::PointwiseKind::kUnary>::Fn()) \
+      .SetAttr<std::string>("FPointwiseCuda", ::weft::op::CudaBodyOf<OP>::Get())
 
 #define WEFT_ELEMWISE_BINARY_OP(name, OP)                                      \
   WEFT_REGISTER_OP(name)                                                       \
@@ -28,7 +29,8 @@
       .Include("ElemwiseBinary")                                               \
       .SetAttr<::weft::FCompute>("FCompute<cpu>", ::weft::op::BinaryCompute<OP>) \
       .SetAttr<::weft::PointwiseFn>(                                           \
-          "FPointwise", ::weft::op::PointwiseTile<OP, ::weft::op::PointwiseKind::kBinary>::Fn())
+          "FPointwise", ::weft::op::PointwiseTile<OP, ::weft::op::PointwiseKind::kBinary>::Fn()) \
+      .SetAttr<std::string>("FPointwiseCuda", ::weft::op::CudaBodyOf<OP>::Get())
 
 #define WEFT_BINARY_SCALAR_OP(name, OP)                                        \
   WEFT_REGISTER_OP(name)                                                       \
@@ -38,7 +40,8 @@
       .Include("BinaryScalar")                                                 \
       .SetAttr<::weft::FCompute>("FCompute<cpu>", ::weft::op::ScalarCompute<OP>) \
       .SetAttr<::weft::PointwiseFn>(                                           \
-          "FPointwise", ::weft::op::PointwiseTile<OP, ::weft::op::PointwiseKind::kScalar>::Fn())
+          "FPointwise", ::weft::op::PointwiseTile<OP, ::weft::op::PointwiseKind::kScalar>::Fn()) \
+      .SetAttr<std::string>("FPointwiseCuda", ::weft::op::CudaBodyOf<OP>::Get())
 
 #define WEFT_BROADCAST_BINARY_OP(name, OP)                                     \
   WEFT_REGISTER_OP(name)                                                       \

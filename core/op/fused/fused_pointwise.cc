@@ -72,6 +72,15 @@ NodeAttrs MakeFusedAttrs(std::shared_ptr<const FusedProgram> program, const std:
   return attrs;
 }
 
+bool FusibleOn(const Context& ctx, const std::string& cuda_body) {
+  if (!ctx.is_gpu()) return true;
+#ifdef WEFT_USE_CUDA
+  return !cuda_body.empty();
+#else
+  return false;
+#endif
+}
+
 WEFT_REGISTER_OP(_fused_pointwise)
     .Describe("A chain of pointwise operators run as one loop (made by the executor's fusion pass; not for "
               "direct use).")

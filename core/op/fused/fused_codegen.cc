@@ -1,0 +1,120 @@
+#include "core/op/fused/fused_codegen.h"
+
+#include <sstream>
+
+#include "core/base/error.h"
+
+namespace weft {
+namespace op {
+namespace {
+
+// The device side of core/op/elemwise/math.h: the `math::` overloads the functors' kCuda
+// bodies call, for float and double, mapped onto CUDA's math library (which NVRTC provides
+// without includes). T is the element type of the kernel.
+constexpr const char* kPrelude = R"(namespace weft_fused {
+typedef WEFT_FUSED_T T;
+namespace math {
+constexpr double kPi = 3.14159265358979323846;
+#define WEFT_MATH_UNARY(name, float_fn, double_fn) \
+  __device__ __forceinline__ float name(float x) { return ::float_fn(x); } \
+  __device__ __forceinline__ double name(double x) { return ::double_fn(x); }
+#define WEFT_MATH_BINARY(name, float_fn, double_fn) \
+  __device__ __forceinline__ float name(float x, float y) { return ::float_fn(x, y); } \
+  __device__ __forceinline__ double name(double x, double y) { return ::double_fn(x, y); }
+WEFT_MATH_UNARY(abs, fabsf, fabs)
+WEFT_MATH_UNARY(exp, expf, exp)
+WEFT_MATH_UNARY(expm1, expm1f, expm1)
+WEFT_MATH_UNARY(log, logf, log)
+WEFT_MATH_UNARY(log1p, log1pf, log1p)
+WEFT_MATH_UNARY(log2, log2f, log2)
+WEFT_MATH_UNARY(log10, log10f, log10)
+WEFT_MATH_UNARY(sqrt, sqrtf, sqrt)
+WEFT_MATH_UNARY(cbrt, cbrtf, cbrt)
+WEFT_MATH_UNARY(sin, sinf, sin)
+WEFT_MATH_UNARY(cos, cosf, cos)
+WEFT_MATH_UNARY(tan, tanf, tan)
+WEFT_MATH_UNARY(asin, asinf, asin)
+WEFT_MATH_UNARY(acos, acosf, acos)
+WEFT_MATH_UNARY(atan, atanf, atan)
+WEFT_MATH_UNARY(sinh, sinhf, sinh)
+WEFT_MATH_UNARY(cosh, coshf, cosh)
+WEFT_MATH_UNARY(tanh, tanhf, tanh)
+WEFT_MATH_UNARY(asinh, asinhf, asinh)
+WEFT_MATH_UNARY(acosh, acoshf, acosh)
+WEFT_MATH_UNARY(atanh, atanhf, atanh)
+WEFT_MATH_UNARY(erf, erff, erf)
+WEFT_MATH_UNARY(erfinv, erfinvf, erfinv)
+WEFT_MATH_UNARY(floor, floorf, floor)
+WEFT_MATH_UNARY(ceil, ceilf, ceil)
+WEFT_MATH_UNARY(round, roundf, round)
+WEFT_MATH_UNARY(rint, rintf, rint)
+WEFT_MATH_UNARY(trunc, truncf, trunc)
+WEFT_MATH_UNARY(tgamma, tgammaf, tgamma)
+WEFT_MATH_UNARY(lgamma, lgammaf, lgamma)
+WEFT_MATH_BINARY(fmod, fmodf, fmod)
+WEFT_MATH_BINARY(pow, powf, pow)
+WEFT_MATH_BINARY(hypot, hypotf, hypot)
+WEFT_MATH_BINARY(copysign, copysignf, copysign)
+#undef WEFT_MATH_UNARY
+#undef WEFT_MATH_BINARY
+}  // namespace math
+)";
+
+bool HasScalar(const FusedProgram::Step& s) { return !s.binary && s.fn.scalar != nullptr; }
+
+}  // namespace
+
+std::vector<double> FusedScalars(const FusedProgram& program) {
+  std::vector<double> scalars;
+  for (const auto& s : program.steps)
+    if (HasScalar(s)) scalars.push_back(s.scalar);
+  return scalars;
+}
+
+std::string FusedCudaSource(const FusedProgram& program, DType dtype, bool add_to, const std::string& name) {
+  WEFT_CHECK(dtype == DType::kFloat32 || dtype == DType::kFloat64, kType, "_fused_pointwise '", name,
+             "': GPU kernels are generated for float32 and float64, got ", DTypeName(dtype));
+  WEFT_CHECK(!program.steps.empty(), kInternal, "_fused_pointwise '", name, "': the program has no steps");
+  // The node's name stays out of the source (NVRTC's messages get it as the file name), so
+  // that chains of the same operators share one compiled kernel.
+  std::ostringstream src;
+  src << "#define WEFT_FUSED_T " << (dtype == DType::kFloat32 ? "float" : "double") << "\n" << kPrelude;
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const auto& s = program.steps[i];
+    WEFT_CHECK(!s.cuda.empty(), kUnsupported, "_fused_pointwise '", name, "': step ", i, " (operator ",
+               s.op.empty() ? std::string("?") : s.op, ") has no CUDA code (FPointwiseCuda), so the chain cannot run on a GPU");
+    src << "// step " << i << ": " << s.op << "\n";
+    src << "__device__ __forceinline__ T step" << i << "(T a, T b) { " << s.cuda << " }\n";
+  }
+  src << "}  // namespace weft_fused\n\n";
+
+  src << "extern \"C\" __global__ void " << kFusedKernelName << "(long long n, weft_fused::T* out";
+  for (int k = 0; k < program.num_inputs; ++k) src << ", const weft_fused::T* in" << k;
+  for (size_t i = 0; i < program.steps.size(); ++i)
+    if (HasScalar(program.steps[i])) src << ", double s" << i;
+  src << ") {\n";
+  src << "  typedef weft_fused::T T;\n";
+  src << "  const long long stride = (long long)gridDim.x * blockDim.x;\n";
+  src << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {\n";
+  auto value = [&](const FusedProgram::Ref& r, size_t step) {
+    if (r.input) {
+      WEFT_CHECK(r.index >= 0 && r.index < program.num_inputs, kInternal, "_fused_pointwise '", name, "': step ",
+                 step, " reads input ", r.index, " of ", program.num_inputs);
+      return "in" + std::to_string(r.index) + "[i]";
+    }
+    WEFT_CHECK(r.index >= 0 && static_cast<size_t>(r.index) < step, kInternal, "_fused_pointwise '", name,
+               "': step ", step, " reads the result of step ", r.index);
+    return "v" + std::to_string(r.index);
+  };
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const auto& s = program.steps[i];
+    std::string b = s.binary ? value(s.b, i) : HasScalar(s) ? "T(s" + std::to_string(i) + ")" : "T(0)";
+    src << "    const T v" << i << " = weft_fused::step" << i << "(" << value(s.a, i) << ", " << b << ");\n";
+  }
+  src << "    out[i] " << (add_to ? "+=" : "=") << " v" << program.steps.size() - 1 << ";\n";
+  src << "  }\n}\n";
+  return src.str();
+}
+
+}  // namespace op
+}  // namespace weft
