@@ -1,5 +1,7 @@
 // The symbol and executor functions of the C API (c_api.h, "symbols", "executors").
+#include <algorithm>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -11,6 +13,7 @@
 #include "core/graph/infer.h"
 #include "core/graph/json.h"
 #include "core/graph/symbol.h"
+#include "core/imperative/autograd.h"
 
 using namespace weft;        // NOLINT
 using namespace weft::capi;  // NOLINT
@@ -26,7 +29,8 @@ Symbol& Sym(const weft_symbol_t* h, const char* arg, const char* fn) { return Sy
 
 weft_symbol_t* NewSymHandle(Symbol s) { return reinterpret_cast<weft_symbol_t*>(SymbolTable::Get().Create(std::move(s))); }
 
-using ExecutorTable = HandleTable<std::unique_ptr<Executor>, HandleKind::kExecutor>;
+// Shared: a call recorded by weft_executor_invoke keeps its executor for the backward.
+using ExecutorTable = HandleTable<std::shared_ptr<Executor>, HandleKind::kExecutor>;
 
 Executor& Exec(const weft_executor_t* h, const char* arg, const char* fn) {
   return *ExecutorTable::Get().Ref(h, arg, fn);
@@ -61,6 +65,98 @@ nlohmann::json ParseKnown(const char* known, const char* fn) {
   }
   WEFT_CHECK(j.is_object(), kValue, fn, ": 'known' must be a JSON object {name: value}, got ", j.dump());
   return j;
+}
+
+// A JSON object argument of the executor functions (NULL or "" is an empty object).
+nlohmann::json ParseObject(const char* text, const char* what, const char* fn) {
+  if (text == nullptr || *text == '\0') return nlohmann::json::object();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    Throw(ErrorKind::kValue, fn, ": '", what, "' is not valid JSON: ", e.what());
+  }
+  WEFT_CHECK(j.is_object(), kValue, fn, ": '", what, "' must be a JSON object {name: value}, got ", j.dump());
+  return j;
+}
+
+// group2ctx: {group: [device_type, device_id]}.
+std::map<std::string, Context> ParseGroup2Ctx(const char* text, const char* fn) {
+  std::map<std::string, Context> r;
+  nlohmann::json j = ParseObject(text, "group2ctx", fn);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& v = it.value();
+    WEFT_CHECK(v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer(), kValue, fn,
+               ": the context of group '", it.key(), "' must be [device_type, device_id], got ", v.dump());
+    weft_context_t c{v[0].get<int32_t>(), v[1].get<int32_t>()};
+    r[it.key()] = ToContext(c, fn);
+  }
+  return r;
+}
+
+// Fully known shapes by input name: {name: [dims]}.
+std::unordered_map<std::string, Shape> ParseShapes(const char* text, const char* fn) {
+  std::unordered_map<std::string, Shape> r;
+  nlohmann::json j = ParseObject(text, "shapes", fn);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& v = it.value();
+    WEFT_CHECK(v.is_array(), kValue, fn, ": the shape of '", it.key(), "' must be a list of dims, got ", v.dump());
+    std::vector<int64_t> dims;
+    for (const auto& d : v) {
+      WEFT_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0, kValue, fn, ": the shape of '", it.key(),
+                 "' must hold integers >= 0, got ", v.dump());
+      dims.push_back(d.get<int64_t>());
+    }
+    r[it.key()] = Shape(dims);
+  }
+  return r;
+}
+
+// One request for every argument ("write", ...), or {argument name: request} with the
+// others "null"; NULL or "" means "write".
+std::vector<OpReq> ParseSimpleBindReq(const char* text, const std::vector<std::string>& args, const char* fn) {
+  if (text == nullptr || *text == '\0') return {OpReq::kWriteTo};
+  if (*text != '{') return {ParseGradReq(text, "grad_req", 0, fn)};
+  nlohmann::json j = ParseObject(text, "grad_req", fn);
+  std::vector<OpReq> r(args.size(), OpReq::kNullOp);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    auto a = std::find(args.begin(), args.end(), it.key());
+    WEFT_CHECK(a != args.end(), kValue, fn, ": grad_req names '", it.key(), "', which is not an argument");
+    WEFT_CHECK(it.value().is_string(), kValue, fn, ": the grad_req of '", it.key(), "' must be a string, got ",
+               it.value().dump());
+    std::string req = it.value().get<std::string>();
+    r[a - args.begin()] = ParseGradReq(req.c_str(), "grad_req", static_cast<int>(a - args.begin()), fn);
+  }
+  return r;
+}
+
+weft_executor_t* NewExecHandle(std::shared_ptr<Executor> ex) {
+  return reinterpret_cast<weft_executor_t*>(ExecutorTable::Get().Create(std::move(ex)));
+}
+
+weft_status_t Bind(const weft_symbol_t* sym, weft_context_t ctx, const char* group2ctx, int num_args,
+                   weft_ndarray_t* const* args, weft_ndarray_t* const* arg_grads, const char* const* grad_req,
+                   int num_aux, weft_ndarray_t* const* aux, weft_executor_t** out, const char* fn) {
+  WEFT_API_BEGIN
+  CheckOut(out, "out", fn);
+  const Symbol& s = Sym(sym, "sym", fn);
+  Context c = ToContext(ctx, fn);
+  std::map<std::string, Context> groups = ParseGroup2Ctx(group2ctx, fn);
+  std::vector<NDArray> a = ReadArrayList(num_args, args, false, "args", fn);
+  std::vector<NDArray> g = arg_grads ? ReadArrayList(num_args, arg_grads, true, "arg_grads", fn)
+                                     : std::vector<NDArray>(a.size());
+  std::vector<NDArray> x = ReadArrayList(num_aux, aux, false, "aux", fn);
+  std::vector<OpReq> req;
+  for (int i = 0; i < num_args; ++i) {
+    if (grad_req == nullptr) {
+      req.push_back(g[i].is_none() ? OpReq::kNullOp : OpReq::kWriteTo);
+      continue;
+    }
+    req.push_back(ParseGradReq(grad_req[i], "grad_req", i, fn));
+  }
+  *out = NewExecHandle(
+      std::make_shared<Executor>(s, c, std::move(a), std::move(g), std::move(req), std::move(x), std::move(groups)));
+  WEFT_API_END
 }
 
 }  // namespace
@@ -310,24 +406,66 @@ weft_status_t weft_executor_bind(const weft_symbol_t* sym, weft_context_t ctx, i
                                  weft_ndarray_t* const* args, weft_ndarray_t* const* arg_grads,
                                  const char* const* grad_req, int num_aux, weft_ndarray_t* const* aux,
                                  weft_executor_t** out) {
+  return Bind(sym, ctx, nullptr, num_args, args, arg_grads, grad_req, num_aux, aux, out, __func__);
+}
+
+weft_status_t weft_executor_bind_ex(const weft_symbol_t* sym, weft_context_t ctx, const char* group2ctx,
+                                    int num_args, weft_ndarray_t* const* args, weft_ndarray_t* const* arg_grads,
+                                    const char* const* grad_req, int num_aux, weft_ndarray_t* const* aux,
+                                    weft_executor_t** out) {
+  return Bind(sym, ctx, group2ctx, num_args, args, arg_grads, grad_req, num_aux, aux, out, __func__);
+}
+
+weft_status_t weft_executor_simple_bind(const weft_symbol_t* sym, weft_context_t ctx, const char* group2ctx,
+                                        const char* shapes, const char* dtypes, const char* grad_req,
+                                        weft_executor_t** out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);
   const Symbol& s = WEFT_SYM(sym);
-  Context c = ToContext(ctx, __func__);
-  std::vector<NDArray> a = ReadArrayList(num_args, args, false, "args", __func__);
-  std::vector<NDArray> g = arg_grads ? ReadArrayList(num_args, arg_grads, true, "arg_grads", __func__)
-                                     : std::vector<NDArray>(a.size());
-  std::vector<NDArray> x = ReadArrayList(num_aux, aux, false, "aux", __func__);
-  std::vector<OpReq> req;
-  for (int i = 0; i < num_args; ++i) {
-    if (grad_req == nullptr) {
-      req.push_back(g[i].is_none() ? OpReq::kNullOp : OpReq::kWriteTo);
-      continue;
-    }
-    req.push_back(ParseGradReq(grad_req[i], "grad_req", i, __func__));
+  std::unordered_map<std::string, DType> types;
+  nlohmann::json t = ParseObject(dtypes, "dtypes", __func__);
+  for (auto it = t.begin(); it != t.end(); ++it) {
+    WEFT_CHECK(it.value().is_number_integer(), kValue, __func__, ": the dtype of '", it.key(),
+               "' must be a dtype code, got ", it.value().dump());
+    types[it.key()] = ToDType(it.value().get<int>(), __func__);
   }
-  auto ex = std::make_unique<Executor>(s, c, std::move(a), std::move(g), std::move(req), std::move(x));
-  *out = reinterpret_cast<weft_executor_t*>(ExecutorTable::Get().Create(std::move(ex)));
+  std::shared_ptr<Executor> ex =
+      Executor::SimpleBind(s, ToContext(ctx, __func__), ParseGroup2Ctx(group2ctx, __func__),
+                           ParseShapes(shapes, __func__), types, ParseSimpleBindReq(grad_req, s.ListArguments(), __func__));
+  *out = NewExecHandle(std::move(ex));
+  WEFT_API_END
+}
+
+weft_status_t weft_executor_reshape(weft_executor_t* exec, const char* shapes, int partial_shaping,
+                                    int allow_up_sizing, weft_executor_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  std::shared_ptr<Executor> ex =
+      WEFT_EXEC(exec).Reshape(ParseShapes(shapes, __func__), partial_shaping != 0, allow_up_sizing != 0);
+  *out = NewExecHandle(std::move(ex));
+  WEFT_API_END
+}
+
+weft_status_t weft_executor_arrays(weft_executor_t* exec, int kind, int* num_outputs,
+                                   weft_ndarray_t* const** outputs) {
+  WEFT_API_BEGIN
+  WEFT_OUT(num_outputs);
+  WEFT_OUT(outputs);
+  const Executor& e = WEFT_EXEC(exec);
+  const std::vector<NDArray>* arrays = nullptr;
+  switch (kind) {
+    case WEFT_EXECUTOR_ARGUMENTS: arrays = &e.arg_arrays(); break;
+    case WEFT_EXECUTOR_GRADIENTS: arrays = &e.grad_arrays(); break;
+    case WEFT_EXECUTOR_AUXILIARY: arrays = &e.aux_arrays(); break;
+    default:
+      Throw(ErrorKind::kValue, __func__, ": 'kind' must be 0 (arguments), 1 (gradients) or 2 (auxiliary states), got ",
+            kind);
+  }
+  thread_local std::vector<weft_ndarray_t*> result;
+  result.clear();
+  for (const auto& a : *arrays) result.push_back(a.is_none() ? nullptr : NewArrHandle(a));
+  *num_outputs = static_cast<int>(result.size());
+  *outputs = result.data();
   WEFT_API_END
 }
 
@@ -383,6 +521,63 @@ weft_status_t weft_executor_debug_str(weft_executor_t* exec, const char** out) {
 weft_status_t weft_executor_free(weft_executor_t* exec) {
   WEFT_API_BEGIN
   ExecutorTable::Get().Free(exec, "exec", __func__);
+  WEFT_API_END
+}
+
+weft_status_t weft_symbol_same_graph(const weft_symbol_t* a, const weft_symbol_t* b, int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = WEFT_SYM(a).SameGraph(WEFT_SYM(b)) ? 1 : 0;
+  WEFT_API_END
+}
+
+weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_ndarray_t* const* inputs,
+                                  weft_ndarray_t* const* bound_inputs, weft_ndarray_t* const* input_grads,
+                                  int num_params, weft_ndarray_t* const* params, int is_train, int* num_outputs,
+                                  weft_ndarray_t* const** outputs) {
+  WEFT_API_BEGIN
+  WEFT_OUT(num_outputs);
+  WEFT_OUT(outputs);
+  std::shared_ptr<Executor> ex = ExecutorTable::Get().Ref(exec, "exec", __func__);
+  std::vector<NDArray> ins = ReadArrayList(num_inputs, inputs, false, "inputs", __func__);
+  std::vector<NDArray> bound = ReadArrayList(num_inputs, bound_inputs, false, "bound_inputs", __func__);
+  std::vector<NDArray> in_grads = ReadArrayList(num_inputs, input_grads, true, "input_grads", __func__);
+  std::vector<NDArray> ps = ReadArrayList(num_params, params, false, "params", __func__);
+  for (int i = 0; i < num_inputs; ++i) {
+    WEFT_CHECK(ins[i].shape() == bound[i].shape(), kShape, __func__, ": input ", i, " has shape ",
+               ins[i].shape().ToString(), " but the executor was bound with ", bound[i].shape().ToString());
+    CopyFromTo(ins[i], bound[i]);
+  }
+  ex->Forward(is_train != 0);
+  // The executor rewrites its outputs at the next forward: the caller gets copies.
+  std::vector<NDArray> outs;
+  for (const auto& o : ex->outputs()) outs.push_back(o.Copy(o.ctx()));
+
+  std::vector<NDArray> recorded = ins;
+  recorded.insert(recorded.end(), ps.begin(), ps.end());
+  bool any = false;
+  for (const auto& a : recorded) any = any || a.ag_node() != nullptr;
+  if (autograd::IsRecording() && any) {
+    uint64_t generation = ex->num_forwards();
+    autograd::RecordCustom(
+        "hybridized block", recorded, &outs,
+        [ex, generation, in_grads, num_params](const std::vector<NDArray>& out_grads) {
+          WEFT_CHECK(ex->num_forwards() == generation, kRuntime,
+                     "hybridized block: its graph ran forward again before the backward of an earlier call; a "
+                     "hybridized block keeps the state of its latest call only (call backward before the next "
+                     "forward, or use one block per branch)");
+          ex->Backward(out_grads);
+          std::vector<NDArray> grads;
+          for (const auto& g : in_grads) grads.push_back(g.is_none() ? NDArray() : g.Copy(g.ctx()));
+          grads.resize(grads.size() + num_params);
+          return grads;
+        });
+  }
+  thread_local std::vector<weft_ndarray_t*> result;
+  result.clear();
+  for (auto& o : outs) result.push_back(NewArrHandle(std::move(o)));
+  *num_outputs = static_cast<int>(result.size());
+  *outputs = result.data();
   WEFT_API_END
 }
 

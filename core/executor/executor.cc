@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <set>
+#include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -41,6 +43,30 @@ void CheckCount(size_t got, size_t want, const char* what, const std::vector<std
 }
 
 bool FoldingEnabled() { return Enabled("WEFT_EXEC_FOLD_CONSTANTS"); }
+
+// The placement part of debug_str when the graph spans several contexts: the nodes run on
+// each context (in run order) and every copy between them.
+std::string PlacementText(const IndexedGraph& g, const std::vector<uint32_t>& order, const std::vector<Context>& node_ctx,
+                          const Placement& placed, const std::unordered_set<const graph::Node*>& in_forward) {
+  std::set<Context> used(node_ctx.begin(), node_ctx.end());
+  if (used.size() < 2) return "";
+  std::ostringstream os;
+  os << "Placement:\n";
+  for (Context c : used) {
+    os << "\t" << c.ToString() << ":";
+    for (uint32_t id : order)
+      if (node_ctx[id] == c) os << " " << g[id].source->attrs.name;
+    os << "\n";
+  }
+  os << "Copies:\n";
+  for (const auto& c : placed.copies) {
+    const NodeEntry& from = c->inputs[0];
+    os << "\t" << c->attrs.name << ": " << graph::OutputName(*from.node, from.index) << " from "
+       << placed.ctx.at(from.node.get()).ToString() << " to " << placed.ctx.at(c.get()).ToString() << " ("
+       << (in_forward.count(c.get()) ? "forward" : "backward") << ")\n";
+  }
+  return os.str();
+}
 bool FusionEnabled() { return Enabled("WEFT_EXEC_FUSE"); }
 
 }  // namespace
@@ -52,9 +78,9 @@ bool Enabled(const char* var) {
 
 
 Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> args, std::vector<NDArray> arg_grads,
-                   std::vector<OpReq> grad_req, std::vector<NDArray> aux)
-    : sym_(sym.Copy()), ctx_(ctx), args_(std::move(args)), arg_grads_(std::move(arg_grads)), aux_(std::move(aux)),
-      grad_req_(std::move(grad_req)) {
+                   std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx)
+    : sym_(sym.Copy()), source_(sym.Copy()), group2ctx_(std::move(group2ctx)), ctx_(ctx), args_(std::move(args)),
+      arg_grads_(std::move(arg_grads)), aux_(std::move(aux)), grad_req_(std::move(grad_req)) {
   std::vector<std::string> arg_names = sym_.ListArguments(), aux_names = sym_.ListAuxiliaryStates();
   CheckCount(args_.size(), arg_names.size(), "arguments", arg_names);
   CheckCount(aux_.size(), aux_names.size(), "auxiliary states", aux_names);
@@ -96,15 +122,34 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   // Head gradients are variables of the backward graph.
   std::vector<NodeEntry> heads;
   std::vector<std::string> out_names = sym_.ListOutputs();
+  std::unordered_map<const graph::Node*, const graph::Node*> made_for;
   if (!xs.empty()) {
     for (size_t i = 0; i < sym_.outputs.size(); ++i)
       heads.push_back(graph::Symbol::Variable(out_names[i] + "_head_grad").outputs[0]);
-    grad_entries_ = graph::Gradient(sym_.outputs, xs, heads);
+    grad_entries_ = graph::Gradient(sym_.outputs, xs, heads, &made_for, graph::MirrorOptions::FromEnv());
   }
 
   std::vector<NodeEntry> all = sym_.outputs;
   all.insert(all.end(), grad_entries_.begin(), grad_entries_.end());
+  // Placement (group2ctx): every node's context, with copies where a value crosses
+  // contexts; head gradients sit with their outputs, gradients end on their arrays'.
+  std::unordered_set<const graph::Node*> in_forward;
+  for (size_t id = 0; id < fwd.num_nodes(); ++id) in_forward.insert(fwd[id].source);
+  PlacementInputs where;
+  where.group2ctx = group2ctx_;
+  where.default_ctx = ctx_;
+  for (const auto& b : bound) where.variable_ctx[b.first] = b.second.ctx();
+  where.made_for = std::move(made_for);
+  for (size_t i = 0; i < heads.size(); ++i) where.made_for[heads[i].node.get()] = sym_.outputs[i].node.get();
+  where.forward = in_forward;
+  for (size_t k = 0; k < grad_entries_.size(); ++k)
+    where.output_ctx.emplace_back(sym_.outputs.size() + k, arg_grads_[x_args[k]].ctx());
+  Placement placed = PlaceDevices(&all, where);
+  std::copy(all.begin() + sym_.outputs.size(), all.end(), grad_entries_.begin());
+  in_forward.insert(placed.forward_copies.begin(), placed.forward_copies.end());
   IndexedGraph g(all);
+  std::vector<Context> node_ctx(g.num_nodes());
+  for (uint32_t id = 0; id < g.num_nodes(); ++id) node_ctx[id] = placed.ctx.at(g[id].source);
 
   // Shapes and types from the bound arrays; head gradients have their output's.
   std::vector<Shape> fwd_shapes;
@@ -121,7 +166,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   }
   for (size_t i = 0; i < heads.size(); ++i) {
     uint32_t e = fwd.entry_id(sym_.outputs[i]);
-    head_grads_.emplace_back(fwd_shapes[e], ctx_, fwd_types[e]);
+    head_grads_.emplace_back(fwd_shapes[e], placed.ctx.at(sym_.outputs[i].node.get()), fwd_types[e]);
     bound[heads[i].node.get()] = head_grads_.back();
   }
   std::vector<Shape> in_shapes, shapes;
@@ -148,7 +193,10 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     size_t a = x_args[k];
     WEFT_CHECK(arg_grads_[a].shape() == shapes[e], kShape, "bind: the gradient array of '", arg_names[a],
                "' has shape ", arg_grads_[a].shape().ToString(), " but the gradient has ", shapes[e].ToString());
-    if (!grad_entries_[k].node->is_variable() && uses[e] == 1 && entry[e].is_none()) {
+    // (A copy between devices can only write: one adding to its gradient copies first.)
+    bool writes_only = IsCrossDeviceCopy(*grad_entries_[k].node);
+    if (!grad_entries_[k].node->is_variable() && uses[e] == 1 && entry[e].is_none() &&
+        !(writes_only && grad_req_[a] == OpReq::kAddTo)) {
       entry[e] = arg_grads_[a];
       entry_req[e] = grad_req_[a];
     } else {
@@ -158,8 +206,6 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   for (uint32_t id : g.input_nodes()) entry[g.entry_id(id, 0)] = bound.at(g[id].source);
 
   // Run order: the forward nodes, then the backward ones (each part in graph order).
-  std::unordered_set<const graph::Node*> in_forward;
-  for (size_t id = 0; id < fwd.num_nodes(); ++id) in_forward.insert(fwd[id].source);
   std::vector<uint32_t> order;
   for (int pass = 0; pass < 2; ++pass)
     for (uint32_t id = 0; id < g.num_nodes(); ++id)
@@ -195,6 +241,17 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       for (int i = 0; i < n->num_outputs(); ++i) persistent[g.entry_id(id, i)] = computed_once[g.entry_id(id, i)] = true;
     }
   }
+  // Without gradients, Forward(false) runs regions of oneDNN operators as one node each
+  // (infer_fuse.cc): their members are grouped in the run order (the planner then keeps
+  // each region's inputs alive through it) and stay out of the pointwise chains.
+  std::unordered_set<const graph::Node*> unchained = constant;
+  bool all_host = std::all_of(node_ctx.begin(), node_ctx.end(), [](Context c) { return c.is_host(); });
+  if (grad_entries_.empty() && all_host && Enabled("WEFT_EXEC_DNNL_FUSE")) {
+    regions_ = DnnlRegions(g, order, shapes, types, uses, persistent, constant);
+    if (!regions_.empty()) order = GroupRegions(g, order, regions_);
+    for (const auto& r : regions_)
+      for (uint32_t id : r->members) unchained.insert(g[id].source);
+  }
   // Chains of pointwise nodes whose links nothing else reads run as one fused node each, at
   // the place of their last node. The planner sees each chain's nodes moved together there
   // (nothing outside a chain reads its links, so the order stays valid): the chain's inputs
@@ -203,7 +260,8 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   std::unordered_set<uint32_t> fused_away;                   // the other nodes of the chains
   if (FusionEnabled()) {
     std::unordered_map<uint32_t, const std::vector<uint32_t>*> chain_of_last;
-    auto chains = PointwiseChains(g, order, types, uses, persistent, constant, in_forward);
+    auto chains = PointwiseChains(g, order, types, uses, persistent, unchained, in_forward,
+                                  [&node_ctx](uint32_t id) { return node_ctx[id]; });
     for (const auto& chain : chains) {
       fused_.push_back(std::make_unique<FusedChain>(FuseChain(g, chain)));
       fused_at[chain.back()] = fused_.back().get();
@@ -219,13 +277,18 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     }
     order = std::move(moved);
   }
-  PlanMemory(g, order, shapes, types, persistent, computed_once, &entry);
+  std::vector<Context> entry_ctx(g.num_entries());
+  for (uint32_t id = 0; id < g.num_nodes(); ++id)
+    for (int i = 0; i < g[id].source->num_outputs(); ++i) entry_ctx[g.entry_id(id, i)] = node_ctx[id];
+  PlanMemory(g, order, shapes, types, persistent, computed_once, entry_ctx, &entry);
 
   std::vector<Step> folded;
   for (uint32_t id : order) {
     if (fused_away.count(id)) continue;
     const graph::Node* n = g[id].source;
     Step s;
+    s.ctx = node_ctx[id];
+    s.cross_copy = IsCrossDeviceCopy(*n);
     auto fused = fused_at.find(id);
     if (fused != fused_at.end()) {
       s.attrs = &fused->second->attrs;
@@ -254,8 +317,16 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   static const NodeAttrs copy_attrs = imperative::MakeAttrs(Op::Get("_copy"), {});
   for (const auto& c : copies)
     backward_.push_back(Step{&copy_attrs, {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
-                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}});
+                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx()});
   for (const auto& e : sym_.outputs) outputs_.push_back(entry[g.entry_id(e)]);
+  if (!regions_.empty()) {
+    std::vector<uint32_t> forward_nodes;
+    for (uint32_t id : order)
+      if (!fused_away.count(id) && !constant.count(g[id].source) && in_forward.count(g[id].source))
+        forward_nodes.push_back(id);
+    BuildInferSteps(forward_nodes, entry, entry_req);
+  }
+  placement_ = PlacementText(g, order, node_ctx, placed, in_forward);
   Run(folded, false);
   num_folded_ = folded.size();
 }
@@ -263,9 +334,11 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
 std::string Executor::DebugString() const {
   char line[96];
   std::snprintf(line, sizeof(line), "Total %zu MB allocated\n", (planned_bytes_ + (1 << 20) - 1) >> 20);
-  std::string r = sym_.DebugString() + line;
+  std::string r = sym_.DebugString() + placement_ + line;
   std::snprintf(line, sizeof(line), "Total %zu MB without memory sharing\n", (naive_bytes_ + (1 << 20) - 1) >> 20);
-  return r + line;
+  r += line;
+  for (const auto& reg : regions_) r += RegionLine(*reg);
+  return r;
 }
 
 void Executor::SetMonitorCallback(MonitorCallback callback, bool monitor_all) {
@@ -275,7 +348,8 @@ void Executor::SetMonitorCallback(MonitorCallback callback, bool monitor_all) {
 
 void Executor::Run(std::vector<Step>& steps, bool is_train) {
   for (Step& s : steps) {
-    imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &ctx_, &s.req, is_train);
+    if (!s.cross_copy) imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &s.ctx, &s.req, is_train);
+    else if (s.req[0] != OpReq::kNullOp) CopyFromTo(s.inputs[0], s.outputs[0]);
     if (!monitor_) continue;
     if (monitor_all_)
       for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
@@ -286,7 +360,8 @@ void Executor::Run(std::vector<Step>& steps, bool is_train) {
 
 void Executor::Forward(bool is_train) {
   is_train_ = is_train;
-  Run(forward_, is_train);
+  ++num_forwards_;
+  Run(is_train || infer_.empty() ? forward_ : infer_, is_train);
 }
 
 void Executor::Backward(const std::vector<NDArray>& head_grads) {

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <unordered_map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,15 +16,43 @@
 namespace weft {
 namespace executor {
 
+struct InferRegion;
+
 class Executor {
  public:
-  // `args` in list_arguments order, `aux` in list_auxiliary_states order, all on `ctx`.
+  // `args` in list_arguments order, `aux` in list_auxiliary_states order (on `ctx`, or see below).
   // `arg_grads` has one array per argument (none where no gradient is wanted) and
   // `grad_req` one request per argument: kNullOp (no gradient), kWriteTo, or kAddTo
   // (accumulate into arg_grads). Shapes and dtypes come from the bound arrays; a
   // mismatch with the graph is an error naming the node.
+  //
+  // `group2ctx` places parts of the graph on other contexts (MXNet's group2ctx): a node
+  // whose "__ctx_group__" attribute names a group runs on that group's context (a group
+  // missing from a non-empty group2ctx is an error); the arrays may then be on several
+  // contexts, and each variable is where its array is. Nodes without a group run where
+  // their first input was made, gradient nodes where their forward node runs; a value
+  // read on another context is copied there by an inserted "_CrossDeviceCopy" node, and a
+  // gradient lands on its gradient array's context. Memory is planned per context.
   Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> args, std::vector<NDArray> arg_grads,
-           std::vector<OpReq> grad_req, std::vector<NDArray> aux);
+           std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx = {});
+
+  // MXNet's simple_bind: allocates zeroed arguments, gradients (where grad_req is not
+  // kNullOp) and auxiliary states from `shapes` and `dtypes` by input name (dtypes not
+  // given are float32 unless a variable declares its own), each on its variable's group
+  // context (group2ctx) or `ctx`, and binds them. `grad_req` has one request per argument,
+  // or one for all. Unknown names, and shapes that leave some shape of the graph unknown,
+  // are errors naming them.
+  static std::unique_ptr<Executor> SimpleBind(const graph::Symbol& sym, Context ctx,
+                                              std::map<std::string, Context> group2ctx,
+                                              const std::unordered_map<std::string, Shape>& shapes,
+                                              const std::unordered_map<std::string, DType>& dtypes,
+                                              const std::vector<OpReq>& grad_req);
+  // MXNet's Executor.reshape: a new executor of the same symbol, contexts and requests for
+  // new input shapes (by name). An array whose shape stays is shared; one that shrinks is a
+  // view of the old memory; one that grows is new memory only with allow_up_sizing. Arrays
+  // other than the named inputs may change shape only with partial_shaping.
+  std::unique_ptr<Executor> Reshape(const std::unordered_map<std::string, Shape>& shapes, bool partial_shaping,
+                                    bool allow_up_sizing) const;
 
   // Pushes the forward nodes; `is_train` reaches the operators (Dropout, BatchNorm).
   void Forward(bool is_train);
@@ -31,9 +61,14 @@ class Executor {
   void Backward(const std::vector<NDArray>& head_grads);
 
   const std::vector<NDArray>& outputs() const { return outputs_; }
+  // Forward calls so far: a gradient taken for one forward is stale after the next.
+  uint64_t num_forwards() const { return num_forwards_; }
   const std::vector<NDArray>& arg_arrays() const { return args_; }
   const std::vector<NDArray>& grad_arrays() const { return arg_grads_; }
   const std::vector<NDArray>& aux_arrays() const { return aux_; }
+  const std::vector<OpReq>& grad_req() const { return grad_req_; }
+  Context context() const { return ctx_; }
+  const std::map<std::string, Context>& group2ctx() const { return group2ctx_; }
   // Bytes of the internal values: as planned (shared blocks), and with one buffer each.
   size_t planned_bytes() const { return planned_bytes_; }
   size_t naive_bytes() const { return naive_bytes_; }
@@ -42,6 +77,9 @@ class Executor {
   size_t num_folded_nodes() const { return num_folded_; }
   // Chains of pointwise nodes each run as one fused node.
   size_t num_fused_chains() const { return fused_.size(); }
+  // Regions of oneDNN operators each run as one node by Forward(is_train=false) (formed
+  // when no gradient is asked for; WEFT_EXEC_DNNL_FUSE=0 turns them off).
+  size_t num_dnnl_regions() const { return regions_.size(); }
   // The graph, one line per node, then "Total N MB allocated" as MXNet's debug_str.
   std::string DebugString() const;
 
@@ -61,6 +99,8 @@ class Executor {
     std::vector<NDArray> inputs, outputs;
     std::vector<OpReq> req;
     std::vector<std::string> input_names, output_names;  // for the monitor
+    Context ctx;              // where it runs
+    bool cross_copy = false;  // a "_CrossDeviceCopy": run as a copy between contexts
   };
   void Run(std::vector<Step>& steps, bool is_train);
   // A chain of pointwise nodes run as one "_fused_pointwise" node: its attributes (holding
@@ -70,20 +110,31 @@ class Executor {
     std::vector<uint32_t> inputs;
   };
   static FusedChain FuseChain(const graph::IndexedGraph& g, const std::vector<uint32_t>& chain);
+  // infer_: the steps of forward_ (run on `order`'s nodes with a forward step, in order)
+  // with each region's members replaced by the region node (infer_fuse.cc).
+  void BuildInferSteps(const std::vector<uint32_t>& forward_nodes, const std::vector<NDArray>& entry,
+                       const std::vector<OpReq>& entry_req);
   void PlanMemory(const graph::IndexedGraph& g, const std::vector<uint32_t>& order, const std::vector<Shape>& shapes,
                   const std::vector<DType>& types, const std::vector<bool>& persistent,
-                  const std::vector<bool>& computed_once, std::vector<NDArray>* entry);
+                  const std::vector<bool>& computed_once, const std::vector<Context>& ctx_of,
+                  std::vector<NDArray>* entry);
 
   MonitorCallback monitor_;
   bool monitor_all_ = false;
   graph::Symbol sym_;  // a private copy: the steps point into its nodes, which nobody else can change
+  graph::Symbol source_;  // the symbol as bound (sym_ gets the copies placement inserts): for Reshape
+  std::map<std::string, Context> group2ctx_;
+  std::string placement_;  // debug_str's placement part (empty on one context)
   std::vector<graph::NodeEntry> grad_entries_;
   Context ctx_;
   std::vector<NDArray> args_, arg_grads_, aux_, outputs_, head_grads_;
   std::vector<OpReq> grad_req_;
   std::vector<Step> forward_, backward_;
+  std::vector<Step> infer_;  // Forward(false) when regions were formed
+  std::vector<std::shared_ptr<InferRegion>> regions_;
   std::vector<std::unique_ptr<FusedChain>> fused_;
   bool is_train_ = false;
+  uint64_t num_forwards_ = 0;
   size_t planned_bytes_ = 0, naive_bytes_ = 0, num_folded_ = 0;
 };
 

@@ -1,13 +1,23 @@
 // The executor's graph passes, each in its own file: shared by executor.cc only.
 #pragma once
 
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <memory>
 #include <unordered_set>
 #include <vector>
 
+#include "core/base/context.h"
 #include "core/base/dtype.h"
+#include "core/base/shape.h"
 #include "core/graph/node.h"
 
 namespace weft {
+namespace op {
+class DnnlRegion;
+}
 namespace executor {
 
 // An optimisation switch read at each bind (unset or anything but "0" means on), so that
@@ -17,12 +27,69 @@ bool Enabled(const char* var);
 // Longest chains first found in run order: a pointwise node (one output, float32 or
 // float64, inputs of its dtype) extends the chain whose last node produced one of its
 // inputs, when nothing else reads that value and it must not be kept. Chains never cross
-// from the forward to the backward pass, nor include folded constants.
+// from the forward to the backward pass, nor include folded constants. `context_of` gives
+// the device of a node: chains stay on one device, and on a GPU take only operators with
+// CUDA code (FPointwiseCuda) in CUDA builds.
 std::vector<std::vector<uint32_t>> PointwiseChains(const graph::IndexedGraph& g, const std::vector<uint32_t>& order,
                                                    const std::vector<DType>& types, const std::vector<int>& uses,
                                                    const std::vector<bool>& persistent,
                                                    const std::unordered_set<const graph::Node*>& constant,
-                                                   const std::unordered_set<const graph::Node*>& in_forward);
+                                                   const std::unordered_set<const graph::Node*>& in_forward,
+                                                   const std::function<Context(uint32_t)>& context_of);
+
+// Device placement (place_device.cc), for group2ctx. What the executor knows at bind:
+struct PlacementInputs {
+  std::map<std::string, Context> group2ctx;  // "__ctx_group__" value -> context
+  Context default_ctx;                       // the bind context
+  // Variables' contexts (their bound arrays').
+  std::unordered_map<const graph::Node*, Context> variable_ctx;
+  // The gradient pass's record of what each backward node was made for, plus each head
+  // gradient variable -> the node of its output.
+  std::unordered_map<const graph::Node*, const graph::Node*> made_for;
+  std::unordered_set<const graph::Node*> forward;  // nodes of the forward pass
+  std::vector<std::pair<size_t, Context>> output_ctx;  // outputs that must end on a context
+};
+struct Placement {
+  std::unordered_map<const graph::Node*, Context> ctx;  // every node's, the copies' included
+  std::vector<graph::NodePtr> copies;                    // in the order they were made
+  std::unordered_set<const graph::Node*> forward_copies;  // copies that a forward node reads
+};
+// Gives every node of the graph of `outputs` a context: variables their arrays'; a node
+// with a "__ctx_group__" attribute its group's (an unmapped group is an error, as in
+// MXNet, when group2ctx is not empty); a gradient node the context of the node it was
+// made for; any other node that of its first input, or of its first reader. Then every
+// input read on another context than its producer's is replaced by a "_CrossDeviceCopy"
+// node (one per value and destination) and the outputs listed in output_ctx are copied
+// where they must end. An operator updating a state (an auxiliary array) on another
+// context is an error. Nodes are changed in place: the graph must be the caller's own.
+Placement PlaceDevices(std::vector<graph::NodeEntry>* outputs, const PlacementInputs& in);
+bool IsCrossDeviceCopy(const graph::Node& n);
+
+// A region of oneDNN operators run as one "_dnnl_region" node at inference
+// (infer_fuse.cc).
+struct InferRegion {
+  NodeAttrs attrs;  // the region node's
+  std::shared_ptr<op::DnnlRegion> region;
+  std::vector<uint32_t> members;          // node ids, in run order
+  std::vector<uint32_t> inputs, outputs;  // entries the node reads and writes
+  std::vector<std::string> input_names, output_names;  // the values' names, for the monitor
+  std::vector<std::string> member_names;
+};
+// "oneDNN region <name>: <n> nodes (a, b, ...)\n", for debug_str.
+std::string RegionLine(const InferRegion& r);
+
+// The regions of float32 NCHW Convolution (2-D), BatchNorm (channel axis 1), Activation
+// (relu, sigmoid, tanh, softrelu), elemwise_add and Pooling (max/avg, valid or global)
+// nodes, connected through their data inputs, with parameters that are variables; each
+// is convex and has two or more nodes. Folded constants are left out. Empty without oneDNN.
+std::vector<std::shared_ptr<InferRegion>> DnnlRegions(const graph::IndexedGraph& g, const std::vector<uint32_t>& order,
+                                                      const std::vector<Shape>& shapes, const std::vector<DType>& types,
+                                                      const std::vector<int>& uses, const std::vector<bool>& persistent,
+                                                      const std::unordered_set<const graph::Node*>& constant);
+// `order` changed so that each region's members run one after the other (still a valid
+// run order); the regions' member lists follow it.
+std::vector<uint32_t> GroupRegions(const graph::IndexedGraph& g, const std::vector<uint32_t>& order,
+                                   const std::vector<std::shared_ptr<InferRegion>>& regions);
 
 }  // namespace executor
 }  // namespace weft

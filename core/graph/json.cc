@@ -230,13 +230,15 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
     }
     if (n->op()) {
       std::vector<std::string> names = InputNamesOf(*n);
-      // Before 0.9 auxiliary states were not saved: they become variables here.
+      // Before 0.9 auxiliary states were not saved: they become variables here, with a
+      // copy of the node's attributes once its legacy keys are upgraded (below), as in
+      // MXNet, where this step runs after the upgrade ("__ctx_group__" included).
+      std::vector<NodePtr> made;
       if (version < 900) {
         for (size_t k = n->inputs.size(); k < names.size(); ++k) {
-          NodePtr v = Node::Create();
-          v->attrs.name = n->attrs.name + "_" + names[k];
-          v->attrs.dict = n->attrs.dict;
-          n->inputs.push_back({v, 0, 0});
+          made.push_back(Node::Create());
+          made.back()->attrs.name = n->attrs.name + "_" + names[k];
+          n->inputs.push_back({made.back(), 0, 0});
         }
       }
       if (n->inputs.size() != names.size())
@@ -258,6 +260,7 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
         if (!moved) n->attrs.dict.push_back(std::move(kv));
       }
       if (!legacy.empty()) Parse(r, n.get(), label);
+      for (const NodePtr& v : made) v->attrs.dict = n->attrs.dict;
     } else {
       for (auto& kv : legacy) {
         if (kv.first == LegacySuffix(kv.first)) n->SetAttr("__" + kv.first + "__", kv.second);

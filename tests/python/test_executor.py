@@ -1,5 +1,9 @@
 """Symbol.bind / simple_bind / eval and the Executor: results equal the imperative path's,
-gradients match finite differences, grad_req add accumulates."""
+gradients match finite differences, grad_req add accumulates; group2ctx placement on
+several CPU contexts equals one context bit for bit."""
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -284,3 +288,198 @@ def test_backward_skips_gradients_nobody_needs():
     np.testing.assert_allclose(results["null"][1], results["write"][1])
     expect = np.stack([sum(data[0, 0, i:i + 3, j:j + 3] for i in range(3) for j in range(3))] * 2)[:, None]
     np.testing.assert_allclose(results["null"][1], expect, rtol=1e-5)
+
+
+# ---------------------------------------------------------------- group2ctx, AttrScope
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "data", "mxnet", "upstream")
+
+
+def staged_mlp():
+    """MXNet's test_ctx_group network: two ctx_groups, BatchNorm state in the second."""
+    with mx.AttrScope(ctx_group="stage1"):
+        data = mx.sym.Variable("data", lr_mult=0.2)
+        fc1_weight = mx.sym.Variable("fc1_weight", lr_mult=1.2)
+        fc1 = mx.sym.FullyConnected(data=data, weight=fc1_weight, name="fc1", num_hidden=128, attr={"wd_mult": "0.3"})
+        act1 = mx.sym.Activation(data=fc1, name="relu1", act_type="relu")
+    with mx.AttrScope(ctx_group="stage2"):
+        fc2 = mx.sym.FullyConnected(data=act1, name="fc2", num_hidden=64, attr={"lr_mult": "0.01"})
+        act2 = mx.sym.Activation(data=fc2, name="relu2", act_type="relu")
+        fc3 = mx.sym.FullyConnected(data=act2, name="fc3", num_hidden=10)
+        fc3 = mx.sym.BatchNorm(fc3, name="batchnorm0")
+        mlp = mx.sym.SoftmaxOutput(data=fc3, name="softmax")
+    return act1, mlp
+
+
+def fill_same(executors, rng, label_classes=10):
+    for name in executors[0].arg_dict:
+        shape = executors[0].arg_dict[name].shape
+        v = rng.randint(0, label_classes, shape).astype(np.float32) if name.endswith("label") else \
+            rng.randn(*shape).astype(np.float32)
+        for ex in executors:
+            ex.arg_dict[name][:] = v
+
+
+def run(ex, steps=1):
+    for _ in range(steps):
+        ex.forward(is_train=True)
+        ex.backward()
+    return [o.asnumpy() for o in ex.outputs], {n: g.asnumpy() for n, g in ex.grad_dict.items()}, \
+        {n: a.asnumpy() for n, a in ex.aux_dict.items()}
+
+
+def assert_same_run(a, b):
+    for x, y in zip(a[0], b[0]):
+        assert np.array_equal(x, y)
+    for part in (1, 2):
+        assert a[part].keys() == b[part].keys()
+        for k in a[part]:
+            assert np.array_equal(a[part][k], b[part][k]), k
+
+
+@pytest.mark.parametrize("grad_req", ["write", "add"])
+def test_group2ctx_places_arrays_and_matches_one_context(grad_req):
+    act1, mlp = staged_mlp()
+    stage1 = set(act1.list_arguments())
+    group2ctx = {"stage1": mx.cpu(1), "stage2": mx.cpu(2)}
+    ex = mlp.simple_bind(mx.cpu(0), group2ctx=group2ctx, grad_req=grad_req, data=(4, 20))
+    for name in mlp.list_arguments():
+        want = group2ctx["stage1" if name in stage1 else "stage2"]
+        assert ex.arg_dict[name].context == want, name
+        assert ex.grad_dict[name].context == want, name
+    for arr in ex.aux_arrays:
+        assert arr.context == mx.cpu(2)
+    assert ex.outputs[0].context == mx.cpu(2)
+    one = mlp.simple_bind(mx.cpu(0), grad_req=grad_req, data=(4, 20))
+    fill_same([ex, one], np.random.RandomState(3))
+    got, want = run(ex, steps=2), run(one, steps=2)
+    assert_same_run(got, want)
+    assert np.abs(got[1]["fc1_weight"]).sum() > 0  # gradients crossed back to stage1
+
+
+def test_group2ctx_debug_str_shows_placement_and_copies():
+    _, mlp = staged_mlp()
+    ex = mlp.simple_bind(mx.cpu(0), group2ctx={"stage1": mx.cpu(1), "stage2": mx.cpu(2)}, data=(4, 20))
+    text = ex.debug_str()
+    assert "Placement:\n\tcpu(1): fc1 relu1 " in text
+    assert "\tcpu(2): relu1_output_copy_to_cpu(2) fc2 relu2 fc3 batchnorm0 softmax " in text
+    assert "Op:_CrossDeviceCopy, Name=relu1_output_copy_to_cpu(2)" in text
+    assert "relu1_output_copy_to_cpu(2): relu1_output from cpu(1) to cpu(2) (forward)" in text
+    assert "from cpu(2) to cpu(1) (backward)" in text
+    assert text.rstrip().endswith("MB without memory sharing")
+    # One context: no placement section, no copies.
+    plain = mlp.simple_bind(mx.cpu(0), data=(4, 20)).debug_str()
+    assert "Placement:" not in plain and "_CrossDeviceCopy" not in plain
+
+
+def test_group2ctx_with_bind_and_ungrouped_nodes():
+    # "scale" has no group: it runs where its input (stage a) is; the loss reads both.
+    with mx.AttrScope(ctx_group="a"):
+        x = mx.sym.Variable("x")
+        ya = mx.sym.exp(x, name="ya")
+    scale = mx.sym.elemwise_mul(ya, ya, name="scale")
+    with mx.AttrScope(ctx_group="b"):
+        w = mx.sym.Variable("w")
+        yb = mx.sym.elemwise_mul(scale, w, name="yb")
+    loss = mx.sym.sum(yb, name="loss")
+    rng = np.random.RandomState(0)
+    xv, wv = rng.randn(3, 4).astype(np.float32), rng.randn(3, 4).astype(np.float32)
+    ctxs = {"a": mx.cpu(1), "b": mx.cpu(2)}
+    args = {"x": mx.nd.array(xv, ctx=mx.cpu(1)), "w": mx.nd.array(wv, ctx=mx.cpu(2))}
+    grads = {"x": mx.nd.zeros((3, 4), ctx=mx.cpu(1)), "w": mx.nd.zeros((3, 4), ctx=mx.cpu(2))}
+    ex = loss.bind(mx.cpu(0), args, args_grad=grads, group2ctx=ctxs)
+    assert ex.arg_dict["x"] is args["x"] and ex.grad_dict["w"] is grads["w"]
+    ex.forward(is_train=True)
+    ex.backward()
+    np.testing.assert_allclose(ex.outputs[0].asnumpy(), (np.exp(2 * xv) * wv).sum(), rtol=1e-5)
+    np.testing.assert_allclose(grads["x"].asnumpy(), 2 * np.exp(2 * xv) * wv, rtol=1e-5)
+    np.testing.assert_allclose(grads["w"].asnumpy(), np.exp(2 * xv), rtol=1e-5)
+    assert "\tcpu(1): ya scale" in ex.debug_str()
+
+
+def test_group2ctx_errors():
+    _, mlp = staged_mlp()
+    with pytest.raises(ValueError, match="node 'fc2' is in context group 'stage2', which group2ctx does not map"):
+        mlp.simple_bind(mx.cpu(0), group2ctx={"stage1": mx.cpu(1)}, data=(4, 20))
+    # An operator's state cannot be copied: BatchNorm on cpu(2) with its moving mean elsewhere.
+    ex = mlp.simple_bind(mx.cpu(0), data=(4, 20))
+    aux = dict(ex.aux_dict)
+    aux["batchnorm0_moving_mean"] = mx.nd.zeros(aux["batchnorm0_moving_mean"].shape, ctx=mx.cpu(0))
+    with pytest.raises(ValueError, match="'batchnorm0' runs on cpu\\(2\\) but updates 'batchnorm0_moving_mean'"):
+        mlp.bind(mx.cpu(0), ex.arg_dict, aux_states=aux, group2ctx={"stage1": mx.cpu(1), "stage2": mx.cpu(2)})
+
+
+def test_attr_scope_nests_and_saves_ctx_group_as_mxnet():
+    with mx.AttrScope(ctx_group="dev1", __mark__="m"):
+        a = mx.sym.Variable("a")
+        with mx.AttrScope(ctx_group="dev2"):
+            b = mx.sym.Variable("b", attr={"__mark__": "own"})
+            fc = mx.sym.FullyConnected(b, num_hidden=2, name="fc")
+        c = a + mx.sym.Variable("c")
+    d = mx.sym.Variable("d")
+    attrs = mx.sym.Group([c, fc, d]).attr_dict()
+    assert attrs["a"] == {"__ctx_group__": "dev1", "__mark__": "m"}
+    assert attrs["b"] == {"__ctx_group__": "dev2", "__mark__": "own"}
+    assert attrs["fc"]["__ctx_group__"] == "dev2" and attrs["fc_weight"]["__ctx_group__"] == "dev2"
+    assert attrs[c.name]["__ctx_group__"] == "dev1"
+    assert "d" not in attrs
+    assert a.attr("ctx_group") == "dev1" and a.attr("__ctx_group__") == "dev1"
+    nodes = {n["name"]: n for n in json.loads(fc.tojson())["nodes"]}
+    assert nodes["fc"]["attrs"]["__ctx_group__"] == "dev2"
+    assert mx.attribute.current().get(None) == {}
+    with pytest.raises(ValueError, match="strings"):
+        mx.AttrScope(ctx_group=1)
+
+
+def test_legacy_0_8_network_runs_on_its_groups():
+    """MXNet's test_load_000800: the 0.8 file and the same network built in code carry the
+    same attributes and give the same results bound with group2ctx."""
+    loaded = mx.sym.load(os.path.join(FIXTURES, "save_000800.json"))
+    _, built = staged_mlp_0800()
+    want = built.attr_dict()
+    got = loaded.attr_dict()
+    for node, kv in want.items():
+        for k, v in kv.items():
+            if k.startswith("__"):
+                assert got[node][k] == v, (node, k)
+    group2ctx = {"stage1": mx.cpu(1), "stage2": mx.cpu(2)}
+    exes = [s.simple_bind(mx.cpu(0), group2ctx=group2ctx, data=(1, 200)) for s in (loaded, built)]
+    fill_same(exes, np.random.RandomState(1))
+    assert_same_run(run(exes[0]), run(exes[1]))
+
+
+def staged_mlp_0800():
+    with mx.AttrScope(ctx_group="stage1"):
+        data = mx.sym.Variable("data", lr_mult=0.2)
+        weight = mx.sym.Variable("fc1_weight", lr_mult=1.2)
+        fc1 = mx.sym.FullyConnected(data=data, weight=weight, name="fc1", num_hidden=128, wd_mult=0.3)
+        act1 = mx.sym.Activation(data=fc1, name="relu1", act_type="relu")
+    with mx.AttrScope(ctx_group="stage2"):
+        fc2 = mx.sym.FullyConnected(data=act1, name="fc2", num_hidden=64, lr_mult=0.01)
+        act2 = mx.sym.Activation(data=fc2, name="relu2", act_type="relu")
+        fc3 = mx.sym.FullyConnected(data=act2, name="fc3", num_hidden=10)
+        fc3 = mx.sym.BatchNorm(fc3, name="batchnorm0")
+        mlp = mx.sym.SoftmaxOutput(data=fc3, name="softmax")
+    return act1, mlp
+
+
+def test_simple_bind_and_reshape_through_the_c_api():
+    s = net()
+    ex = s.simple_bind(mx.cpu(), grad_req={"fc_weight": "add"}, type_dict={"data": np.float64}, data=(3, 4))
+    assert ex.arg_dict["data"].dtype == np.float64 and ex.arg_dict["fc_weight"].dtype == np.float64
+    assert list(ex.grad_dict) == ["fc_weight"]
+    assert not ex.arg_dict["fc_bias"].asnumpy().any()
+    ex2 = s.simple_bind(mx.cpu(), grad_req=["null", "write", "null"], data=(3, 4))
+    assert list(ex2.grad_dict) == ["fc_weight"]
+    with pytest.raises(ValueError, match="'label' \\(given a shape\\) is not an input"):
+        s.simple_bind(mx.cpu(), data=(3, 4), label=(3,))
+    with pytest.raises(ValueError, match="expected 3 grad_req values"):
+        s.simple_bind(mx.cpu(), grad_req=["write"], data=(3, 4))
+    with pytest.raises(ValueError, match="is not an input"):
+        ex.reshape(label=(2,))
+    # Reshape keeps group2ctx placement.
+    _, mlp = staged_mlp()
+    staged = mlp.simple_bind(mx.cpu(0), group2ctx={"stage1": mx.cpu(1), "stage2": mx.cpu(2)}, data=(4, 20))
+    small = staged.reshape(data=(2, 20), softmax_label=(2,))
+    assert small.arg_dict["fc1_weight"] is staged.arg_dict["fc1_weight"]
+    assert small.arg_dict["data"].context == mx.cpu(1) and small.outputs[0].context == mx.cpu(2)
+    assert "_CrossDeviceCopy" in small.debug_str()

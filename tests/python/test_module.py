@@ -187,6 +187,35 @@ def test_two_contexts_equal_one_context():
     assert one[0]._kvstore is None
 
 
+def test_group2ctxs_places_layers_and_trains_as_one_context():
+    def grouped():
+        data = mx.sym.var("data")
+        with mx.AttrScope(ctx_group="dev1"):
+            act = mx.sym.Activation(mx.sym.FullyConnected(data, num_hidden=16, name="fc1"), act_type="relu")
+        with mx.AttrScope(ctx_group="dev2"):
+            fc2 = mx.sym.FullyConnected(act, num_hidden=3, name="fc2")
+        return mx.sym.SoftmaxOutput(fc2, name="softmax")
+
+    x, y = separable(n=60)
+    results = []
+    for group2ctxs in (None, {"dev1": mx.cpu(1), "dev2": mx.cpu(2)}):
+        mod = mx.mod.Module(grouped(), context=mx.cpu(0), group2ctxs=group2ctxs)
+        mod.bind(data_shapes=[("data", (30, 10))], label_shapes=[("softmax_label", (30,))])
+        mod.init_params(arg_params=init_values(grouped(), (30, 10)))
+        mod.init_optimizer(optimizer_params={"learning_rate": 0.1})
+        for i in (0, 30, 0):
+            batch = mx.io.DataBatch([mx.nd.array(x[i:i + 30])], [mx.nd.array(y[i:i + 30])])
+            mod.forward_backward(batch)
+            mod.update()
+        results.append((mod, params_np(mod)))
+    placed = results[1][0]._exec_group.execs[0].debug_str()
+    assert "cpu(1)" in placed and "cpu(2)" in placed
+    for k, v in results[0][1].items():
+        np.testing.assert_array_equal(results[1][1][k], v, err_msg=k)
+    with pytest.raises(ValueError, match="group2ctxs has 2 entries for 1 contexts"):
+        mx.mod.Module(grouped(), group2ctxs=[{}, {}])
+
+
 def test_two_contexts_other_reductions(monkeypatch):
     one = train_steps([mx.cpu(0)])
     # No store: the module sums the devices' gradients itself.

@@ -415,6 +415,51 @@ WEFT_API weft_status_t weft_executor_set_monitor_callback(weft_executor_t* exec,
 /* NULL is accepted. Pending work on the executor's arrays still completes. */
 WEFT_API weft_status_t weft_executor_free(weft_executor_t* exec);
 
+/* As weft_executor_bind, with parts of the graph on other contexts (MXNet's group2ctx).
+ * group2ctx (NULL or "": none) is a JSON object {group: [device_type, device_id]}: a node
+ * whose "__ctx_group__" attribute names a group runs on that group's context (a group it
+ * does not map is an error naming the node and the group). The arrays may then be on any
+ * context; each variable is where its array is. A node without a group runs where its
+ * first input was made, a gradient node where its forward node runs; a value read on
+ * another context is copied there by an inserted "_CrossDeviceCopy" node (debug_str lists
+ * the placement and the copies), and each gradient lands on its gradient array's context.
+ * Memory is planned per context. */
+WEFT_API weft_status_t weft_executor_bind_ex(const weft_symbol_t* sym, weft_context_t ctx, const char* group2ctx,
+                                             int num_args, weft_ndarray_t* const* args,
+                                             weft_ndarray_t* const* arg_grads, const char* const* grad_req,
+                                             int num_aux, weft_ndarray_t* const* aux, weft_executor_t** out);
+/* MXNet's simple_bind: infers every shape from `shapes` ({input name: [dims]}) and every
+ * dtype from `dtypes` (NULL or {input name: dtype code}; float32 where neither it nor the
+ * variable's "__dtype__" says otherwise), allocates zeroed arguments, gradients and
+ * auxiliary states, each on its variable's group context (group2ctx, as in
+ * weft_executor_bind_ex) or on ctx, and binds them. grad_req: NULL or "" ("write"), one request
+ * for every argument ("null", "write", "add"), or a JSON object {argument: request} (the
+ * others "null"); arguments with "null" get no gradient array. Read the arrays with
+ * weft_executor_arrays. An unknown name, or shapes that leave some shape unknown, is an
+ * error naming them. */
+WEFT_API weft_status_t weft_executor_simple_bind(const weft_symbol_t* sym, weft_context_t ctx, const char* group2ctx,
+                                                 const char* shapes, const char* dtypes, const char* grad_req,
+                                                 weft_executor_t** out);
+/* MXNet's Executor.reshape: a new executor of the same symbol, contexts and gradient
+ * requests for new input shapes (`shapes`, {input name: [dims]}). An array whose shape
+ * does not change is shared with `exec`; one that shrinks is a view of its old memory; one
+ * that grows is an error unless allow_up_sizing != 0 (it then gets new zeroed memory).
+ * Arrays other than the inputs named may change shape only with partial_shaping != 0.
+ * `exec` stays usable; the new executor shares its memory, so run one at a time. */
+WEFT_API weft_status_t weft_executor_reshape(weft_executor_t* exec, const char* shapes, int partial_shaping,
+                                             int allow_up_sizing, weft_executor_t** out);
+/* Which arrays weft_executor_arrays gives. Append-only. */
+typedef enum weft_executor_array_kind {
+  WEFT_EXECUTOR_ARGUMENTS = 0, /* list_arguments order */
+  WEFT_EXECUTOR_GRADIENTS = 1, /* one per argument, NULL where it has no gradient */
+  WEFT_EXECUTOR_AUXILIARY = 2  /* list_auxiliary_states order */
+} weft_executor_array_kind_t;
+/* The bound arrays of one kind: *outputs points to *num_outputs new handles (NULL entries
+ * for gradients not asked for), which the caller frees; the array of handles itself stays
+ * valid until the thread's next executor call. */
+WEFT_API weft_status_t weft_executor_arrays(weft_executor_t* exec, int kind, int* num_outputs,
+                                            weft_ndarray_t* const** outputs);
+
 /* ------------------------------------------------------------------ autograd */
 
 /* Recording state of the calling thread (off at start). While it is on, every operator call
@@ -469,6 +514,28 @@ WEFT_API weft_status_t weft_autograd_record_function(const char* name, int num_i
                                                     int num_outputs, weft_ndarray_t* const* outputs,
                                                     weft_autograd_backward_fn backward,
                                                     weft_autograd_release_fn release, void* user_data);
+
+/* ------------------------------------------------------------------ cached graphs (hybridize) */
+
+/* *out = 1 when the two symbols are the same graph (the same operators with the same
+ * parameters and attributes, the same variable and node names, the same wiring and the same
+ * outputs), else 0. Cheaper than comparing their JSON: a hybridized block compares each
+ * call's trace with the graph it cached. */
+WEFT_API weft_status_t weft_symbol_same_graph(const weft_symbol_t* a, const weft_symbol_t* b, int* out);
+
+/* Runs a bound executor as one imperative call, as a hybridized block does: copies inputs[i]
+ * into bound_inputs[i] (arrays the executor was bound with), runs forward with is_train, and
+ * returns new arrays holding copies of the outputs (*outputs holds *num_outputs new handles
+ * the caller frees; the array of handles stays valid until the thread's next call). While
+ * the thread records and some of inputs or params (the executor's parameters, read by the
+ * call) has a history, the call is recorded as one node whose gradient runs the executor's
+ * backward: the parameters' gradients go to the arrays bound as the executor's gradients,
+ * and input i gets a copy of input_grads[i] (NULL entries: no gradient). A backward must
+ * come before the executor's next forward, which would overwrite what it reads. */
+WEFT_API weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_ndarray_t* const* inputs,
+                                           weft_ndarray_t* const* bound_inputs, weft_ndarray_t* const* input_grads,
+                                           int num_params, weft_ndarray_t* const* params, int is_train,
+                                           int* num_outputs, weft_ndarray_t* const** outputs);
 
 /* ------------------------------------------------------------------ RecordIO files */
 
@@ -535,8 +602,8 @@ typedef int (*weft_kvstore_updater_t)(const char* key, weft_ndarray_t* merged, w
  * sending worker's call then fails). */
 typedef int (*weft_kvstore_controller_t)(int head, const void* body, size_t size, void* user);
 
-/* Creates a store. `type`: "local" (sum on the CPU), "device" (sum where the values are;
- * on the CPU in a build without GPUs), "nccl" (as device), "dist_sync"/"dist" (sum of
+/* Creates a store. `type`: "local" (sum on the CPU), "device" (values on GPUs summed on a
+ * GPU, with NCCL where built in; host values on the CPU), "nccl" (as device), "dist_sync"/"dist" (sum of
  * every worker's push applied once), "dist_async" (each push applied when it arrives),
  * "dist_device_sync". A dist type reads the DMLC_* environment: in a worker it registers
  * with the scheduler and returns once every node has joined; in a server it gives the

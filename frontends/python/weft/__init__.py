@@ -16,6 +16,8 @@ from . import ndarray as nd
 from . import random
 from . import autograd
 from . import name
+from . import attribute
+from .attribute import AttrScope
 from . import symbol
 from . import symbol as sym
 from . import executor
@@ -39,7 +41,7 @@ from . import kvstore as kv
 from . import io
 
 __all__ = ["WeftError", "MXNetError", "__version__", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "monitor", "mon", "test_utils", "waitall",
+           "current_context", "num_gpus", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "monitor", "mon", "test_utils", "waitall",
            "model", "module", "mod",
            "initializer", "init", "metric", "callback", "recordio", "image",
            "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io"]

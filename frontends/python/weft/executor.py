@@ -1,5 +1,6 @@
 """Executor: a Symbol bound to arrays, as MXNet 1.x's `mx.executor.Executor`."""
 import ctypes
+import json
 
 from .base import _api, ctypes_library, error
 from .context import Context
@@ -14,15 +15,27 @@ class Executor:
     """Made by Symbol.bind / Symbol.simple_bind. Arrays are shared with the caller: writing
     arg_dict values changes the next forward's inputs; grad_dict receives gradients."""
 
-    def __init__(self, symbol, ctx, args, args_grad, grad_req, aux_states):
+    _ARGUMENTS, _GRADIENTS, _AUXILIARY = 0, 1, 2
+
+    def __init__(self, handle, symbol, ctx, group2ctx=None, bound=None):
+        """Wraps a bound executor handle (see Symbol.bind); the arrays are read back from it.
+        `bound` (arg, grad and aux lists) gives the NDArray objects the executor was bound
+        with, or those of the executor it was reshaped from: the arrays that kept their shape
+        are those same arrays, and stay the same Python objects, as in MXNet."""
+        self.handle = handle
         self._symbol = symbol
         self._ctx = ctx
-        self.arg_arrays = list(args)
-        self.grad_arrays = list(args_grad)
-        self.aux_arrays = list(aux_states)
-        self._grad_req = list(grad_req)
-        self.handle = _api.weft_executor_bind(symbol.handle, ctx._as_tuple(), len(args), self.arg_arrays,
-                                              self.grad_arrays, grad_req, len(self.aux_arrays), self.aux_arrays)
+        self._group2ctx = group2ctx
+
+        def arrays(kind):
+            new = [h if h is None else NDArray(h) for h in _api.weft_executor_arrays(handle, kind)]
+            if bound is None:
+                return new
+            return [o if o is not None and n is not None and o.shape == n.shape else n
+                    for o, n in zip(bound[kind], new)]
+        self.arg_arrays = arrays(self._ARGUMENTS)
+        self.grad_arrays = arrays(self._GRADIENTS)
+        self.aux_arrays = arrays(self._AUXILIARY)
         self.outputs = [NDArray(h) for h in _api.weft_executor_outputs(self.handle)]
         names = symbol.list_arguments()
         self.arg_dict = dict(zip(names, self.arg_arrays))
@@ -90,32 +103,11 @@ class Executor:
         shape stays are shared; one whose shape changes reuses this executor's memory when
         it fits, and is new memory only with allow_up_sizing. Arrays other than the given
         inputs may change shape only with partial_shaping."""
-        from . import ndarray as nd
-        arg_shapes, _, aux_shapes = self._symbol.infer_shape(**kwargs)
-        if arg_shapes is None:
-            raise ValueError("reshape: the shapes %s do not determine every shape of the graph" % kwargs)
-
-        def resized(name, arr, shape):
-            if arr is None or tuple(arr.shape) == tuple(shape):
-                return arr
-            if name not in kwargs and not partial_shaping:
-                raise ValueError("reshape: %r would change shape from %s to %s; pass partial_shaping=True to allow "
-                                 "it" % (name, arr.shape, shape))
-            size = 1
-            for d in shape:
-                size *= d
-            if size <= arr.size:
-                return arr.reshape((-1,))[:size].reshape(shape)
-            if not allow_up_sizing:
-                raise ValueError("reshape: %r grows from %s to %s; pass allow_up_sizing=True to allocate new memory"
-                                 % (name, arr.shape, shape))
-            return nd.zeros(shape, ctx=arr.context, dtype=arr.dtype)
-
-        names = self._symbol.list_arguments()
-        args = [resized(n, a, s) for n, a, s in zip(names, self.arg_arrays, arg_shapes)]
-        grads = [resized(n, g, s) for n, g, s in zip(names, self.grad_arrays, arg_shapes)]
-        aux = [resized(n, a, s) for n, a, s in zip(self._symbol.list_auxiliary_states(), self.aux_arrays, aux_shapes)]
-        return Executor(self._symbol, self._ctx, args, grads, self._grad_req, aux)
+        shapes = json.dumps({k: [int(d) for d in v] for k, v in kwargs.items()})
+        handle = _api.weft_executor_reshape(self.handle, shapes, 1 if partial_shaping else 0,
+                                            1 if allow_up_sizing else 0)
+        return Executor(handle, self._symbol, self._ctx, self._group2ctx,
+                        (self.arg_arrays, self.grad_arrays, self.aux_arrays))
 
     def debug_str(self):
         """The bound graph, then "Total N MB allocated" for its planned internal memory."""

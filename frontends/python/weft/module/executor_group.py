@@ -80,8 +80,9 @@ class DataParallelExecutorGroup:
 
     def __init__(self, symbol, contexts, workload, data_shapes, label_shapes, param_names, for_training,
                  inputs_need_grad, shared_group=None, logger=None, fixed_param_names=None, grad_req="write",
-                 state_names=None):
+                 state_names=None, group2ctxs=None):
         self.param_names = list(param_names)
+        self.group2ctxs = list(group2ctxs) if group2ctxs is not None else [None] * len(contexts)
         self.arg_names = symbol.list_arguments()
         self.aux_names = symbol.list_auxiliary_states()
         self.symbol = symbol
@@ -198,7 +199,8 @@ class DataParallelExecutorGroup:
         shared_aux = shared_exec.aux_dict if shared_exec is not None else None
         aux = [reuse(shared_aux, name, shape, dtype)
                for name, shape, dtype in zip(self.aux_names, aux_shapes, aux_types)]
-        return self.symbol.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
+        return self.symbol.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux,
+                                group2ctx=self.group2ctxs[i])
 
     def bind_exec(self, data_shapes, label_shapes, shared_group=None, reshape=False):
         """Binds (or, with reshape, re-shapes from the first binding) one executor per context."""

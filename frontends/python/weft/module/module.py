@@ -73,8 +73,12 @@ class Module(BaseModule):
         if len(work_load_list) != len(self._context):
             raise ValueError("work_load_list has %d entries for %d contexts"
                              % (len(work_load_list), len(self._context)))
-        if group2ctxs is not None:
-            raise NotImplementedError("group2ctxs (model parallelism) is not supported by Weft's modules")
+        # One {ctx_group: context} dict per context (a single dict serves them all), as MXNet.
+        if group2ctxs is None or isinstance(group2ctxs, dict):
+            group2ctxs = [group2ctxs] * len(self._context)
+        if len(group2ctxs) != len(self._context):
+            raise ValueError("group2ctxs has %d entries for %d contexts" % (len(group2ctxs), len(self._context)))
+        self._group2ctxs = list(group2ctxs)
         self._work_load_list = list(work_load_list)
         self._symbol = symbol
         self._compression_params = compression_params
@@ -263,7 +267,8 @@ class Module(BaseModule):
         self._exec_group = DataParallelExecutorGroup(
             self._symbol, self._context, self._work_load_list, self._data_shapes, self._label_shapes,
             self._param_names, for_training, inputs_need_grad, shared_group, logger=self.logger,
-            fixed_param_names=self._fixed_param_names, grad_req=grad_req, state_names=self._state_names)
+            fixed_param_names=self._fixed_param_names, grad_req=grad_req, state_names=self._state_names,
+            group2ctxs=self._group2ctxs)
 
         if shared_module is not None:
             self.params_initialized = True

@@ -14,6 +14,7 @@ from ..ndarray import _ops as _nd_ops
 from ..ndarray._ops import _docstring, _safe
 from ..ndarray.ndarray import _param_str
 from .. import name as _name
+from .. import attribute as _attribute
 from .symbol import Symbol
 
 _functions = {}
@@ -27,14 +28,15 @@ def _make_function(info, fname):
 
     def fn(*args, **kwargs):
         name = kwargs.pop("name", None)
-        attr = kwargs.pop("attr", None) or {}
+        attr = _attribute.current().get(kwargs.pop("attr", None))
         inputs, keys, vals = {}, [], []
         for k, v in kwargs.items():
             if isinstance(v, Symbol):
                 inputs[k] = v
             elif v is not None:
-                # A parameter named like a Python keyword is passed with a trailing "_".
-                keys.append(k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else k)
+                # A parameter named like a Python keyword is passed with a trailing "_";
+                # MXNet's hidden keys (lr_mult, ctx_group, ...) become node attributes.
+                keys.append(k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else _attribute.hidden_key(k))
                 vals.append(_param_str(v))
         for i, a in enumerate(args):
             if not isinstance(a, Symbol):

@@ -4,6 +4,7 @@ import json
 import numpy as np
 
 from ..base import _api
+from .. import attribute as _attribute
 from ..ndarray.ndarray import dtype_id, _ID_TO_NP
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"]
@@ -100,8 +101,11 @@ class Symbol:
 
     # ------------------------------------------------------------- attributes
     def attr(self, key):
-        """The attribute `key` of this (one-output) symbol's node, or None."""
+        """The attribute `key` of this (one-output) symbol's node, or None; MXNet's hidden
+        keys may be named without their underscores (attr('ctx_group'))."""
         value, found = _api.weft_symbol_get_attr(self.handle, key)
+        if not found and _attribute.hidden_key(key) != key:
+            value, found = _api.weft_symbol_get_attr(self.handle, _attribute.hidden_key(key))
         return value if found else None
 
     def list_attr(self, recursive=False):
@@ -182,11 +186,14 @@ class Symbol:
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
              shared_exec=None):
         """Binds arrays (lists in list_arguments order, or dicts by name) and returns an
-        Executor. grad_req is "write", "add", "null", or a list/dict of them."""
+        Executor. grad_req is "write", "add", "null", or a list/dict of them. group2ctx
+        ({group: Context}) runs the nodes made in `AttrScope(ctx_group=group)` on that
+        context; the arrays may then be on several contexts, and values crossing contexts
+        are copied automatically (debug_str shows the placement and the copies)."""
         from ..executor import Executor
         from ..context import Context
-        if group2ctx is not None or shared_exec is not None:
-            raise NotImplementedError("bind: group2ctx and shared_exec are not supported yet")
+        if shared_exec is not None:
+            raise NotImplementedError("bind: shared_exec is not supported")
         names = self.list_arguments()
         args = self._arrays(args, names, "args")
         grads = self._arrays(args_grad, names, "args_grad", allow_missing=True)
@@ -197,35 +204,33 @@ class Symbol:
             reqs = [grad_req.get(n, "null") if g is not None else "null" for n, g in zip(names, grads)]
         else:
             reqs = list(grad_req)
-        return Executor(self, Context(ctx), args, grads, reqs, aux)
+        ctx = Context(ctx)
+        handle = _api.weft_executor_bind_ex(self.handle, ctx._as_tuple(), _group2ctx_json(group2ctx), len(args), args,
+                                            grads, reqs, len(aux), aux)
+        return Executor(handle, self, ctx, group2ctx, (args, grads, aux))
 
     def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None, group2ctx=None,
                     shared_arg_names=None, shared_exec=None, shared_buffer=None, **kwargs):
         """Infers every shape from the given input shapes (and dtypes from type_dict,
-        float32 by default), allocates zeroed arrays and gradients, and binds."""
-        from .. import ndarray as nd
-        arg_shapes, _, aux_shapes = self.infer_shape(**kwargs)
-        if arg_shapes is None:
-            raise ValueError("simple_bind: the shapes %s do not determine every shape of the graph; partial result %s"
-                             % (kwargs, self.infer_shape_partial(**kwargs)))
-        types = dict(type_dict or {})
+        float32 by default), allocates zeroed arrays and gradients, and binds. With
+        group2ctx, each variable's arrays are on its ctx_group's context."""
+        from ..executor import Executor
+        from ..context import Context
+        if shared_exec is not None or shared_buffer is not None or shared_arg_names is not None:
+            raise NotImplementedError("simple_bind: shared_exec, shared_buffer and shared_arg_names are not supported")
         names = self.list_arguments()
-        declared = self.attr_dict()
-        known = {n: types.get(n, "float32") for n in names
-                 if n in types or "__dtype__" not in declared.get(n, {})}
-        arg_types, _, aux_types = self.infer_type(**known)
-        if arg_types is None:
-            raise ValueError("simple_bind: the dtypes %s do not determine every dtype of the graph" % known)
-        args = [nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(arg_shapes, arg_types)]
-        if isinstance(grad_req, str):
-            wants = [grad_req != "null"] * len(names)
-        elif isinstance(grad_req, dict):
-            wants = [grad_req.get(n, "null") != "null" for n in names]
-        else:
-            wants = [r != "null" for r in grad_req]
-        grads = [nd.zeros(s, ctx=ctx, dtype=t) if w else None for s, t, w in zip(arg_shapes, arg_types, wants)]
-        aux = [nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(aux_shapes, aux_types)]
-        return self.bind(ctx, args, grads, grad_req, aux)
+        if isinstance(grad_req, (list, tuple)):
+            if len(grad_req) != len(names):
+                raise ValueError("simple_bind: expected %d grad_req values (%s), got %d"
+                                 % (len(names), names, len(grad_req)))
+            grad_req = dict(zip(names, grad_req))
+        reqs = json.dumps(grad_req) if isinstance(grad_req, dict) else grad_req
+        shapes = json.dumps({k: [int(d) for d in v] for k, v in kwargs.items()})
+        types = json.dumps({k: dtype_id(v) for k, v in (type_dict or {}).items()})
+        ctx = Context(ctx)
+        handle = _api.weft_executor_simple_bind(self.handle, ctx._as_tuple(), _group2ctx_json(group2ctx), shapes,
+                                                types, reqs)
+        return Executor(handle, self, ctx, group2ctx)
 
     def eval(self, ctx=None, **kwargs):
         """Binds the given arrays and runs forward; returns the outputs."""
@@ -234,6 +239,11 @@ class Symbol:
         return ex.forward()
 
     # ------------------------------------------------------------- files
+    def _same_graph(self, other):
+        """True when `other` is the same graph (operators, parameters, names, wiring and
+        outputs), compared in C++: cheaper than comparing tojson() texts."""
+        return bool(_api.weft_symbol_same_graph(self.handle, other.handle))
+
     def tojson(self):
         return _api.weft_symbol_to_json(self.handle)
 
@@ -312,12 +322,21 @@ class Symbol:
         return lambda *args, **kwargs: fn(self, *args, **kwargs)
 
 
+def _group2ctx_json(group2ctx):
+    """group2ctx ({group: Context}) as the C API takes it: {group: [device_type, device_id]}."""
+    from ..context import Context
+    if not group2ctx:
+        return None
+    return json.dumps({g: list(Context(c)._as_tuple()) for g, c in group2ctx.items()})
+
+
 def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None, stype=None, **kwargs):
-    """A variable symbol; the keywords become its "__shape__", "__dtype__", ... attributes."""
+    """A variable symbol; the keywords become its "__shape__", "__dtype__", ... attributes,
+    after those of the AttrScope in effect."""
     if not isinstance(name, str) or not name:
         raise TypeError("Variable: expected a non-empty name, got %r" % (name,))
     s = Symbol(_api.weft_symbol_create_variable(name))
-    attrs = dict(attr or {})
+    attrs = _attribute.current().get(attr)
     if shape is not None:
         attrs["__shape__"] = str(tuple(shape))
     if lr_mult is not None:
