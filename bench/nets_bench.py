@@ -2,7 +2,9 @@
 run: LeNet training step at batch 64; ResNet-50 inference at batch 32 and 1 and a training
 step at batch 16; ResNet-18 alongside. Throughput in images/s, and for ResNets the share of
 the machine's FP32 peak (455 GFLOP/s on these 2 cores), counting a ResNet-50 forward as 4.1
-GFLOP and ResNet-18 as 1.8 (a training step as 3 forwards), as the issue does."""
+GFLOP and ResNet-18 as 1.8 (a training step as 3 forwards), as the issue does. --unfused
+adds Weft's inference with the oneDNN regions off, for comparison."""
+import argparse
 import os
 import sys
 
@@ -51,9 +53,19 @@ class TorchLeNet(torch.nn.Module):
         return self.f2(torch.relu(self.f1(x.flatten(1))))
 
 
-def weft_runner(net, shape, batch, train):
-    ex = net.simple_bind(mx.cpu(), grad_req="write" if train else "null", data=(batch,) + shape,
-                         softmax_label=(batch,))
+def weft_runner(net, shape, batch, train, dnnl_fuse=True):
+    # The executor reads WEFT_EXEC_DNNL_FUSE when it binds: off, inference runs every
+    # operator on its own instead of oneDNN regions.
+    old = os.environ.get("WEFT_EXEC_DNNL_FUSE")
+    os.environ["WEFT_EXEC_DNNL_FUSE"] = "1" if dnnl_fuse else "0"
+    try:
+        ex = net.simple_bind(mx.cpu(), grad_req="write" if train else "null", data=(batch,) + shape,
+                             softmax_label=(batch,))
+    finally:
+        if old is None:
+            del os.environ["WEFT_EXEC_DNNL_FUSE"]
+        else:
+            os.environ["WEFT_EXEC_DNNL_FUSE"] = old
     rng = np.random.RandomState(0)
     for name, arr in ex.arg_dict.items():
         if name != "softmax_label":
@@ -94,23 +106,37 @@ def images_per_s(step, batch, min_time=3.0, min_steps=3):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", default="", help="run the cases whose name contains this (e.g. 'infer')")
+    parser.add_argument("--batch", type=int, default=0, help="run only the cases of this batch size")
+    parser.add_argument("--unfused", action="store_true",
+                        help="also time inference with the oneDNN regions off (WEFT_EXEC_DNNL_FUSE=0)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="minimum timed seconds per measurement")
+    args = parser.parse_args()
     cases = [
-        ("LeNet train", lenet(), TorchLeNet(), (1, 28, 28), 64, True, None),
-        ("ResNet-50 infer", resnet50(), torchvision.models.resnet50(), (3, 224, 224), 32, False, "resnet50"),
-        ("ResNet-50 infer", resnet50(), torchvision.models.resnet50(), (3, 224, 224), 1, False, "resnet50"),
-        ("ResNet-50 train", resnet50(), torchvision.models.resnet50(), (3, 224, 224), 16, True, "resnet50"),
-        ("ResNet-18 infer", resnet18(), torchvision.models.resnet18(), (3, 224, 224), 32, False, "resnet18"),
-        ("ResNet-18 train", resnet18(), torchvision.models.resnet18(), (3, 224, 224), 16, True, "resnet18"),
+        ("LeNet train", lenet, TorchLeNet, (1, 28, 28), 64, True, None),
+        ("ResNet-50 infer", resnet50, torchvision.models.resnet50, (3, 224, 224), 32, False, "resnet50"),
+        ("ResNet-50 infer", resnet50, torchvision.models.resnet50, (3, 224, 224), 1, False, "resnet50"),
+        ("ResNet-50 train", resnet50, torchvision.models.resnet50, (3, 224, 224), 16, True, "resnet50"),
+        ("ResNet-18 infer", resnet18, torchvision.models.resnet18, (3, 224, 224), 32, False, "resnet18"),
+        ("ResNet-18 infer", resnet18, torchvision.models.resnet18, (3, 224, 224), 1, False, "resnet18"),
+        ("ResNet-18 train", resnet18, torchvision.models.resnet18, (3, 224, 224), 16, True, "resnet18"),
     ]
-    print("%-16s %5s %12s %12s %10s %12s" % ("case", "batch", "Weft img/s", "torch img/s", "Weft/torch",
-                                            "Weft % peak"))
+    print("%-16s %5s %12s %12s %10s %12s%s" % ("case", "batch", "Weft img/s", "torch img/s", "Weft/torch",
+                                              "Weft % peak", "  unfused img/s" if args.unfused else ""))
     for name, net, model, shape, batch, train, flops_key in cases:
-        w = images_per_s(weft_runner(net, shape, batch, train), batch)
-        t = images_per_s(torch_runner(model, shape, batch, train), batch)
+        if args.only not in name or (args.batch and batch != args.batch):
+            continue
+        w = images_per_s(weft_runner(net(), shape, batch, train), batch, args.seconds)
+        t = images_per_s(torch_runner(model(), shape, batch, train), batch, args.seconds)
         peak = ""
         if flops_key:
             peak = "%.0f%%" % (100 * w * GFLOP[flops_key] * (3 if train else 1) / PEAK)
-        print("%-16s %5d %12.1f %12.1f %10.2f %12s" % (name, batch, w, t, w / t, peak), flush=True)
+        unfused = ""
+        if args.unfused and not train:
+            unfused = "%15.1f" % images_per_s(weft_runner(net(), shape, batch, train, dnnl_fuse=False), batch,
+                                              args.seconds)
+        print("%-16s %5d %12.1f %12.1f %10.2f %12s%s" % (name, batch, w, t, w / t, peak, unfused), flush=True)
 
 
 if __name__ == "__main__":

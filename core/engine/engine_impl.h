@@ -2,6 +2,8 @@
 // variable and operator types from these.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <exception>
 #include <mutex>
 
@@ -14,6 +16,10 @@ struct Var {
   virtual ~Var() = default;
   // The error left by the last operation that wrote this variable, raised at waits.
   std::exception_ptr error;
+  // Operations that wrote this variable and have completed: a reader that caches
+  // something derived from the data (a oneDNN region's reordered weights) compares it to
+  // know whether the data changed.
+  std::atomic<uint64_t> writes{0};
 };
 
 struct Opr {

@@ -120,7 +120,10 @@ class NaiveEngine : public Engine {
       c.cv.wait(lock, [&] { return c.done; });
       error = c.error;
     }
-    for (VarHandle v : mutable_vars) v->error = error;
+    for (VarHandle v : mutable_vars) {
+      v->error = error;
+      v->writes.fetch_add(1, std::memory_order_release);
+    }
     if (error && !first_error_) first_error_ = error;
   }
 

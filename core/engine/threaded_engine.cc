@@ -410,6 +410,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       VarSlot& s = blk->slots[i];
       // The writer still holds the variable, so nobody else reads or writes its error.
       if (s.write && (error || s.var->error)) s.var->error = error;
+      if (s.write) s.var->writes.fetch_add(1, std::memory_order_release);
       s.var->Release(s.write, &ready);
     }
     for (OprBlock* b = ready.head; b != nullptr;) {

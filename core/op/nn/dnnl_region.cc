@@ -1,0 +1,526 @@
+#include "core/op/nn/dnnl_region.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <mutex>
+
+#include "core/engine/engine_impl.h"
+
+#if defined(WEFT_USE_ONEDNN)
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace weft {
+namespace op {
+
+#if defined(WEFT_USE_ONEDNN)
+namespace {
+
+using dnnl::memory;
+using Kind = DnnlRegionSpec::Kind;
+using Act = DnnlRegionSpec::Act;
+
+dnnl::engine& Engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+size_t Align(size_t b) { return (b + 63) / 64 * 64; }
+
+memory::desc Plain(const Shape& s) {
+  return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nchw);
+}
+memory::desc Any(const Shape& s) {
+  return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::any);
+}
+
+// The layout a convolution's source and destination are created with. From batch 4 on,
+// oneDNN's blocked nChw16c: its direct and Winograd kernels there ran ResNet-50 at batch 32
+// about 1.2x faster than the layout oneDNN picks when asked (nhwc, for its brgconv
+// kernels), which in turn was 1.2x faster at batch 1.
+memory::desc ConvLayout(const Shape& s) {
+  if (s[0] >= 4 && s[1] % 16 == 0)
+    return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nChw16c);
+  return Any(s);
+}
+
+// Winograd F(4x4, 3x3) for 3x3 convolutions with unit stride and dilation from batch 4 on
+// (oneDNN's own threshold): it rounds a little differently from the direct kernel (about
+// 1e-6 of the output's scale), so WEFT_CONV_WINOGRAD=0 turns it off, as for the operators.
+bool WinogradWanted() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("WEFT_CONV_WINOGRAD");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return enabled;
+}
+
+dnnl::algorithm EltwiseAlg(Act a) {
+  switch (a) {
+    case Act::kRelu: return dnnl::algorithm::eltwise_relu;
+    case Act::kSigmoid: return dnnl::algorithm::eltwise_logistic;
+    case Act::kTanh: return dnnl::algorithm::eltwise_tanh;
+    case Act::kSoftRelu: return dnnl::algorithm::eltwise_soft_relu;
+    case Act::kNone: break;
+  }
+  Throw(ErrorKind::kInternal, "_dnnl_region: no oneDNN function for this activation");
+}
+
+// Where an argument's memory is at run time.
+struct Loc {
+  enum K { kIn, kOut, kArena, kWeights, kBias, kScratch } k = kArena;
+  int index = 0;      // kIn/kOut: the node input/output; kWeights/kBias: the unit; kArena: the block
+  size_t offset = 0;  // kArena: set once every block is sized
+};
+struct Arg {
+  int arg;
+  memory::desc md;
+  Loc loc;
+};
+struct Exec {
+  dnnl::primitive prim;
+  std::vector<Arg> args;
+  int output = -1;  // a copy to this node output (skipped when its request is kNullOp)
+};
+
+// A convolution's folded parameters and its weights in the primitive's layout, kept
+// between calls while the weights and the folded scale stay the same.
+struct ConvState {
+  memory::desc plain_w, prim_w;
+  int64_t out_channels = 0, per_channel = 0;  // weights: out_channels rows of per_channel
+  bool has_bias = false;
+  std::vector<float> scale, bias, scaled, cached_scale;
+  std::unique_ptr<char, decltype(&std::free)> weights{nullptr, &std::free};
+  const void* cached_ptr = nullptr;
+  uint64_t cached_writes = 0;
+  bool valid = false;
+};
+
+char* AlignedAlloc(size_t bytes) {
+  char* p = static_cast<char*>(std::aligned_alloc(64, Align(std::max<size_t>(bytes, 64))));
+  WEFT_CHECK(p != nullptr, kRuntime, "_dnnl_region: out of memory allocating ", bytes, " bytes");
+  return p;
+}
+
+bool ParseAttrBool(const std::string& v) { return v == "True" || v == "true" || v == "1"; }
+
+}  // namespace
+
+struct DnnlRegion::Impl {
+  DnnlRegionSpec spec;
+  std::vector<memory::desc> md;  // per value: the layout it lives in
+  std::vector<Exec> execs;
+  std::vector<ConvState> conv;  // per unit (used by convolutions)
+  size_t arena_bytes = 0, scratch_bytes = 0;
+  std::unique_ptr<char, decltype(&std::free)> arena{nullptr, &std::free}, scratch{nullptr, &std::free};
+  std::vector<NDArray> watched;
+  std::mutex mu;
+  size_t weight_reorders = 0;
+
+  // Arena blocks, planned as the units are emitted: an internal value or a temporary holds
+  // a block while it is live; blocks grow to their largest tenant.
+  std::vector<size_t> block_bytes;
+  std::vector<int> free_blocks;
+  std::vector<int> block_of;  // per value, while it is live
+
+  int Alloc(size_t bytes) {
+    int best = -1;
+    for (int b : free_blocks)
+      if (block_bytes[b] >= bytes && (best < 0 || block_bytes[b] < block_bytes[best])) best = b;
+    if (best < 0)
+      for (int b : free_blocks)
+        if (best < 0 || block_bytes[b] > block_bytes[best]) best = b;
+    if (best < 0) {
+      block_bytes.push_back(0);
+      best = static_cast<int>(block_bytes.size()) - 1;
+    } else {
+      free_blocks.erase(std::find(free_blocks.begin(), free_blocks.end(), best));
+    }
+    block_bytes[best] = std::max(block_bytes[best], Align(bytes));
+    return best;
+  }
+  static Arg Block(int arg, const memory::desc& d, int block) { return {arg, d, Loc{Loc::kArena, block, 0}}; }
+  Arg ValueArg(int arg, int v) const {
+    const auto& val = spec.values[v];
+    if (val.input >= 0) return {arg, md[v], Loc{Loc::kIn, val.input, 0}};
+    return Block(arg, md[v], block_of[v]);
+  }
+  void AddScratch(Exec* e, const memory::desc& d) {
+    scratch_bytes = std::max(scratch_bytes, d.get_size());
+    e->args.push_back({DNNL_ARG_SCRATCHPAD, d, Loc{Loc::kScratch, 0, 0}});
+  }
+  // Gives `prim` value v in layout `want`: v itself when it has that layout, else a copy
+  // reordered into a temporary block (appended to *seq, freed after the unit).
+  void Source(Exec* prim, int arg, int v, const memory::desc& want, std::vector<Exec>* seq, std::vector<int>* temps) {
+    if (md[v] == want) {
+      prim->args.push_back(ValueArg(arg, v));
+      return;
+    }
+    int block = Alloc(want.get_size());
+    temps->push_back(block);
+    Exec r;
+    r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[v], Engine(), want));
+    r.args = {ValueArg(DNNL_ARG_FROM, v), Block(DNNL_ARG_TO, want, block)};
+    seq->push_back(std::move(r));
+    prim->args.push_back(Block(arg, want, block));
+  }
+
+  void Build();
+  void EmitUnit(size_t u, const std::vector<int>& last_use);
+  void Prepare(const std::vector<TBlob>& in);
+};
+
+void DnnlRegion::Impl::Build() {
+  const size_t nv = spec.values.size();
+  md.resize(nv);
+  block_of.assign(nv, -1);
+  conv.resize(spec.units.size());
+  for (size_t v = 0; v < nv; ++v)
+    if (spec.values[v].input >= 0) md[v] = Plain(spec.values[v].shape);
+  std::vector<int> last_use(nv, -1);
+  for (size_t u = 0; u < spec.units.size(); ++u) {
+    const auto& un = spec.units[u];
+    last_use[un.src] = static_cast<int>(u);
+    if (un.src2 >= 0) last_use[un.src2] = static_cast<int>(u);
+  }
+  for (size_t u = 0; u < spec.units.size(); ++u) EmitUnit(u, last_use);
+  std::vector<size_t> offset(block_bytes.size());
+  for (size_t b = 0; b < block_bytes.size(); ++b) {
+    offset[b] = arena_bytes;
+    arena_bytes += block_bytes[b];
+  }
+  for (Exec& e : execs)
+    for (Arg& a : e.args)
+      if (a.loc.k == Loc::kArena) a.loc.offset = offset[a.loc.index];
+}
+
+void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
+  const auto& un = spec.units[u];
+  const Shape& ds = spec.values[un.dst].shape;
+  const Shape& ss = spec.values[un.src].shape;
+  std::vector<int> temps;
+  std::vector<Exec> seq;  // what the unit runs, in order
+  Exec prim;
+  // The destination gets its own block, except that a convolution adding value s may take
+  // over s's block when s is an internal value read last here in the same layout and not
+  // the convolution's own source (the sum post-op then accumulates in place); otherwise s
+  // is first copied into the destination.
+  auto place_dst = [&](const memory::desc& d) {
+    md[un.dst] = d;
+    if (un.sum) {
+      int s = un.src2;
+      if (spec.values[s].input < 0 && last_use[s] == static_cast<int>(u) && md[s] == d && s != un.src) {
+        block_of[un.dst] = block_of[s];
+        block_of[s] = -1;
+        return;
+      }
+      block_of[un.dst] = Alloc(d.get_size());
+      Exec r;
+      r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[s], Engine(), d));
+      r.args = {ValueArg(DNNL_ARG_FROM, s), Block(DNNL_ARG_TO, d, block_of[un.dst])};
+      seq.push_back(std::move(r));
+      return;
+    }
+    block_of[un.dst] = Alloc(d.get_size());
+  };
+
+  if (un.kind == Kind::kConv) {
+    const ConvolutionParam& p = un.conv;
+    ConvState& cs = conv[u];
+    int64_t g = p.num_group, f = ds[1], c = ss[1];
+    memory::dims kd{p.kernel[0], p.kernel[1]};
+    memory::dims strides{1, 1}, dil{0, 0}, pl{0, 0}, pr{0, 0};
+    for (int i = 0; i < 2; ++i) {
+      int64_t s = p.stride.ndim() ? p.stride[i] : 1, d = p.dilate.ndim() ? p.dilate[i] : 1;
+      int64_t pad = p.pad.ndim() ? p.pad[i] : 0;
+      strides[i] = s;
+      dil[i] = d - 1;
+      pl[i] = pad;
+      // oneDNN checks dst = (src + pad_l + pad_r - extent) / stride + 1 with integer
+      // division, so a last window that stops short of the input's end is a right pad of 0.
+      pr[i] = std::max<int64_t>(0, (ds[2 + i] - 1) * s + (kd[i] - 1) * d + 1 - ss[2 + i] - pad);
+    }
+    if (g == 1) cs.plain_w = memory::desc({f, c, kd[0], kd[1]}, memory::data_type::f32, memory::format_tag::oihw);
+    else
+      cs.plain_w = memory::desc({g, f / g, c / g, kd[0], kd[1]}, memory::data_type::f32, memory::format_tag::goihw);
+    cs.out_channels = f;
+    cs.per_channel = c / g * kd[0] * kd[1];
+    cs.has_bias = un.bn || un.bias >= 0;
+    memory::desc any_w(cs.plain_w.dims(), memory::data_type::f32, memory::format_tag::any);
+    memory::desc bias_md = cs.has_bias ? memory::desc({f}, memory::data_type::f32, memory::format_tag::x) : memory::desc();
+    dnnl::post_ops po;
+    if (un.sum) po.append_sum(1.f);
+    if (un.act != Act::kNone) po.append_eltwise(1.f, EltwiseAlg(un.act), 0.f, 0.f);
+    dnnl::primitive_attr attr;
+    attr.set_post_ops(po);
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    auto make_pd = [&](dnnl::algorithm alg) {
+      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, ConvLayout(ss), any_w, bias_md,
+                                           ConvLayout(ds), strides, dil, pl, pr);
+      return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
+    };
+    dnnl::convolution_forward::primitive_desc pd;
+    bool wino = WinogradWanted() && g == 1 && ss[0] >= 4 && kd[0] == 3 && kd[1] == 3 && strides[0] == 1 &&
+                strides[1] == 1 && dil[0] == 0 && dil[1] == 0;
+    if (wino) {
+      try {
+        pd = make_pd(dnnl::algorithm::convolution_winograd);
+      } catch (const dnnl::error&) {
+        wino = false;  // not for this shape or machine
+      }
+    }
+    if (!wino) pd = make_pd(dnnl::algorithm::convolution_direct);
+    cs.prim_w = pd.weights_desc();
+    cs.weights.reset(AlignedAlloc(cs.prim_w.get_size()));
+    prim.prim = dnnl::convolution_forward(pd);
+    Source(&prim, DNNL_ARG_SRC, un.src, pd.src_desc(), &seq, &temps);
+    prim.args.push_back({DNNL_ARG_WEIGHTS, cs.prim_w, Loc{Loc::kWeights, static_cast<int>(u), 0}});
+    if (cs.has_bias) prim.args.push_back({DNNL_ARG_BIAS, bias_md, Loc{Loc::kBias, static_cast<int>(u), 0}});
+    place_dst(pd.dst_desc());
+    AddScratch(&prim, pd.scratchpad_desc());
+  } else if (un.kind == Kind::kPool) {
+    const PoolingParam& p = un.pool;
+    memory::dims kd, strides{1, 1}, pl{0, 0}, pr{0, 0};
+    if (p.global_pool) {
+      kd = {ss[2], ss[3]};
+    } else {
+      kd = {p.kernel[0], p.kernel[1]};
+      for (int i = 0; i < 2; ++i) {
+        strides[i] = p.stride.ndim() ? p.stride[i] : 1;
+        pl[i] = p.pad.ndim() ? p.pad[i] : 0;
+        pr[i] = std::max<int64_t>(0, (ds[2 + i] - 1) * strides[i] + kd[i] - ss[2 + i] - pl[i]);
+      }
+    }
+    bool include_pad = p.count_include_pad == "None" || ParseAttrBool(p.count_include_pad);
+    dnnl::algorithm alg = p.pool_type == "max"  ? dnnl::algorithm::pooling_max
+                          : include_pad         ? dnnl::algorithm::pooling_avg_include_padding
+                                                : dnnl::algorithm::pooling_avg_exclude_padding;
+    dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, md[un.src], Any(ds), strides, kd, pl,
+                                     pr);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::pooling_forward::primitive_desc pd(desc, attr, Engine());
+    prim.prim = dnnl::pooling_forward(pd);
+    Source(&prim, DNNL_ARG_SRC, un.src, pd.src_desc(), &seq, &temps);
+    place_dst(pd.dst_desc());
+    AddScratch(&prim, pd.scratchpad_desc());
+  } else if (un.kind == Kind::kEltwise) {
+    dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, EltwiseAlg(un.act), md[un.src], 0.f, 0.f);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::eltwise_forward::primitive_desc pd(desc, attr, Engine());
+    prim.prim = dnnl::eltwise_forward(pd);
+    Source(&prim, DNNL_ARG_SRC, un.src, pd.src_desc(), &seq, &temps);
+    place_dst(pd.dst_desc());
+    AddScratch(&prim, pd.scratchpad_desc());
+  } else if (un.kind == Kind::kCopy) {
+    memory::desc d = Plain(ds);
+    prim.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[un.src], Engine(), d));
+    Source(&prim, DNNL_ARG_FROM, un.src, md[un.src], &seq, &temps);
+    place_dst(d);
+  } else {  // kAdd
+    const memory::desc& a = md[un.src];
+    dnnl::binary::desc desc(dnnl::algorithm::binary_add, a, a, a);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::binary::primitive_desc pd(desc, attr, Engine());
+    prim.prim = dnnl::binary(pd);
+    Source(&prim, DNNL_ARG_SRC_0, un.src, a, &seq, &temps);
+    Source(&prim, DNNL_ARG_SRC_1, un.src2, a, &seq, &temps);
+    place_dst(pd.dst_desc());
+    AddScratch(&prim, pd.scratchpad_desc());
+  }
+  prim.args.push_back(Block(DNNL_ARG_DST, md[un.dst], block_of[un.dst]));
+  seq.push_back(std::move(prim));
+  int out = spec.values[un.dst].output;
+  if (out >= 0) {
+    Exec r;
+    r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[un.dst], Engine(), Plain(ds)));
+    r.output = out;
+    r.args = {Block(DNNL_ARG_FROM, md[un.dst], block_of[un.dst]), Arg{DNNL_ARG_TO, Plain(ds), Loc{Loc::kOut, out, 0}}};
+    seq.push_back(std::move(r));
+  }
+  for (Exec& e : seq) execs.push_back(std::move(e));
+  for (int b : temps) free_blocks.push_back(b);
+  for (int v : {un.src, un.src2})
+    if (v >= 0 && last_use[v] == static_cast<int>(u) && block_of[v] >= 0) {
+      free_blocks.push_back(block_of[v]);
+      block_of[v] = -1;
+    }
+  // A value nothing inside reads (a region output only) is dead once copied out.
+  if (last_use[un.dst] < 0) {
+    free_blocks.push_back(block_of[un.dst]);
+    block_of[un.dst] = -1;
+  }
+}
+
+// Folds each convolution's BatchNorm from the current parameters and brings its weights
+// into the primitive's layout when they (or the folded scale) changed.
+void DnnlRegion::Impl::Prepare(const std::vector<TBlob>& in) {
+  for (size_t u = 0; u < spec.units.size(); ++u) {
+    const auto& un = spec.units[u];
+    if (un.kind != Kind::kConv) continue;
+    ConvState& cs = conv[u];
+    const int64_t f = cs.out_channels;
+    const float* b = un.bias >= 0 ? in[un.bias].ptr<float>() : nullptr;
+    cs.scale.clear();
+    if (un.bn) {
+      const float* gamma = in[un.gamma].ptr<float>();
+      const float* beta = in[un.beta].ptr<float>();
+      const float* mean = in[un.mean].ptr<float>();
+      const float* var = in[un.var].ptr<float>();
+      cs.scale.resize(f);
+      cs.bias.resize(f);
+      for (int64_t o = 0; o < f; ++o) {
+        double s = (un.fix_gamma ? 1.0 : gamma[o]) / std::sqrt(static_cast<double>(var[o]) + un.eps);
+        cs.scale[o] = static_cast<float>(s);
+        cs.bias[o] = static_cast<float>(((b ? b[o] : 0.0) - mean[o]) * s + beta[o]);
+      }
+    } else if (b) {
+      cs.bias.assign(b, b + f);
+    }
+    const TBlob& w = in[un.weight];
+    uint64_t writes = 0;
+    bool watched_w = static_cast<size_t>(un.weight) < watched.size();
+    if (watched_w) writes = watched[un.weight].var()->writes.load(std::memory_order_acquire);
+    if (cs.valid && watched_w && cs.cached_ptr == w.dptr && cs.cached_writes == writes && cs.cached_scale == cs.scale)
+      continue;
+    const float* src = w.ptr<float>();
+    if (!cs.scale.empty()) {
+      cs.scaled.resize(static_cast<size_t>(f * cs.per_channel));
+      for (int64_t o = 0; o < f; ++o)
+        for (int64_t k = 0; k < cs.per_channel; ++k) cs.scaled[o * cs.per_channel + k] = src[o * cs.per_channel + k] * cs.scale[o];
+      src = cs.scaled.data();
+    }
+    static thread_local dnnl::stream strm(Engine());
+    memory from(cs.plain_w, Engine(), const_cast<float*>(src));
+    memory to(cs.prim_w, Engine(), cs.weights.get());
+    dnnl::reorder(from, to).execute(strm, from, to);
+    strm.wait();
+    ++weight_reorders;
+    cs.valid = true;
+    cs.cached_ptr = w.dptr;
+    cs.cached_writes = writes;
+    cs.cached_scale = cs.scale;
+  }
+}
+
+DnnlRegion::DnnlRegion(DnnlRegionSpec spec) : impl_(std::make_unique<Impl>()) {
+  impl_->spec = std::move(spec);
+  try {
+    impl_->Build();
+  } catch (const dnnl::error& e) {
+    Throw(ErrorKind::kUnsupported, "_dnnl_region: oneDNN refused a primitive: ", e.what());
+  }
+}
+
+void DnnlRegion::Run(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  for (const auto& v : m.spec.values)
+    WEFT_CHECK(v.input < 0 || in[v.input].shape == v.shape, kShape, "_dnnl_region: input ", v.input,
+               " has shape ", in[v.input].shape.ToString(), " but the region was made for ", v.shape.ToString());
+  for (size_t i = 0; i < req.size(); ++i)
+    WEFT_CHECK(req[i] != OpReq::kAddTo, kUnsupported, "_dnnl_region: output ", i,
+               " asks to be added to; a region only writes its outputs");
+  if (!m.arena) {
+    m.arena.reset(AlignedAlloc(m.arena_bytes));
+    m.scratch.reset(AlignedAlloc(m.scratch_bytes));
+  }
+  m.Prepare(in);
+  static thread_local dnnl::stream strm(Engine());
+  std::unordered_map<int, memory> args;
+  for (const Exec& e : m.execs) {
+    if (e.output >= 0 && req[e.output] == OpReq::kNullOp) continue;
+    args.clear();
+    for (const Arg& a : e.args) {
+      void* p = nullptr;
+      switch (a.loc.k) {
+        case Loc::kIn: p = in[a.loc.index].dptr; break;
+        case Loc::kOut: p = out[a.loc.index].dptr; break;
+        case Loc::kArena: p = m.arena.get() + a.loc.offset; break;
+        case Loc::kWeights: p = m.conv[a.loc.index].weights.get(); break;
+        case Loc::kBias: p = m.conv[a.loc.index].bias.data(); break;
+        case Loc::kScratch: p = m.scratch.get(); break;
+      }
+      args.emplace(a.arg, memory(a.md, Engine(), p));
+    }
+    e.prim.execute(strm, args);
+  }
+  strm.wait();
+}
+
+size_t DnnlRegion::internal_bytes() const { return impl_->arena_bytes + impl_->scratch_bytes; }
+size_t DnnlRegion::weight_reorders() const { return impl_->weight_reorders; }
+
+bool DnnlRegionsAvailable() { return true; }
+
+#else  // no oneDNN: the pass makes no regions
+
+struct DnnlRegion::Impl {
+  DnnlRegionSpec spec;
+  std::vector<NDArray> watched;
+};
+
+DnnlRegion::DnnlRegion(DnnlRegionSpec spec) : impl_(std::make_unique<Impl>()) {
+  impl_->spec = std::move(spec);
+  Throw(ErrorKind::kUnsupported, "_dnnl_region: Weft was built without oneDNN");
+}
+void DnnlRegion::Run(const std::vector<TBlob>&, const std::vector<OpReq>&, const std::vector<TBlob>&) {
+  Throw(ErrorKind::kUnsupported, "_dnnl_region: Weft was built without oneDNN");
+}
+size_t DnnlRegion::internal_bytes() const { return 0; }
+size_t DnnlRegion::weight_reorders() const { return 0; }
+bool DnnlRegionsAvailable() { return false; }
+
+#endif
+
+DnnlRegion::~DnnlRegion() = default;
+const DnnlRegionSpec& DnnlRegion::spec() const { return impl_->spec; }
+void DnnlRegion::Watch(std::vector<NDArray> inputs) { impl_->watched = std::move(inputs); }
+
+namespace {
+
+DnnlRegion& RegionOf(const NodeAttrs& attrs) {
+  WEFT_CHECK(attrs.parsed != nullptr, kUnsupported,
+             "_dnnl_region is made by the executor's inference pass from a region of oneDNN operators; it cannot "
+             "be called or composed directly");
+  return *const_cast<DnnlRegion*>(static_cast<const DnnlRegion*>(attrs.parsed.get()));
+}
+
+}  // namespace
+
+NodeAttrs MakeDnnlRegionAttrs(std::shared_ptr<DnnlRegion> region, const std::string& name) {
+  NodeAttrs attrs;
+  attrs.op = Op::Get("_dnnl_region");
+  attrs.name = name;
+  attrs.parsed = std::move(region);
+  return attrs;
+}
+
+WEFT_REGISTER_OP(_dnnl_region)
+    .Describe("A region of convolution, batch-norm, activation, add and pooling nodes run by oneDNN at inference "
+              "(made by the executor's inference pass; not for direct use).")
+    .SetNumInputs([](const NodeAttrs& attrs) { return RegionOf(attrs).spec().num_inputs; })
+    .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(RegionOf(attrs).spec().outputs.size()); })
+    .AddArgument("data", "NDArray-or-Symbol[]", "The inputs of the region")
+    .SetAttr<FInferShape>("FInferShape",
+                          [](const NodeAttrs& attrs, std::vector<Shape>*, std::vector<Shape>* out) {
+                            const auto& s = RegionOf(attrs).spec();
+                            for (size_t i = 0; i < out->size(); ++i) (*out)[i] = s.values[s.outputs[i]].shape;
+                            return true;
+                          })
+    .SetAttr<FInferType>("FInferType",
+                         [](const NodeAttrs&, std::vector<DType>* in, std::vector<DType>* out) {
+                           for (auto& t : *in) t = DType::kFloat32;
+                           for (auto& t : *out) t = DType::kFloat32;
+                           return true;
+                         })
+    .SetAttr<FCompute>("FCompute<cpu>", [](const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                                           const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+      RegionOf(attrs).Run(in, req, out);
+    });
+
+}  // namespace op
+}  // namespace weft
