@@ -1,4 +1,4 @@
-// Memory planning: every internal value gets a view of a shared storage block.
+// Memory planning: every internal value gets a view of a shared storage chunk.
 #include <algorithm>
 #include <climits>
 #include <unordered_map>
@@ -12,15 +12,70 @@ namespace executor {
 
 using graph::IndexedGraph;
 
-// Gives every operator output that has no array yet a view of a storage block. Walking
-// the run order, an output takes over an input's block when the operator allows it in
-// place and that input is dead after this step; otherwise the smallest free block that
-// fits (or the largest free one, grown); a block goes back to the free list after the
-// last step that reads its value. Persistent values (outputs, gradients copied at the
-// end) are never freed. With planning off every value gets its own block.
+namespace {
+
+// Offsets are kept at cache-line (and AVX-512 vector) boundaries.
+constexpr size_t kAlign = 64;
+
+// Memory that one value, or a chain of values computed in place one from the other,
+// occupies from the step that writes it first to the step that reads it last.
+struct Storage {
+  size_t bytes;
+  int start, end;  // steps of the run order, inclusive
+  Context ctx;
+  size_t offset = 0;  // in the context's arena
+};
+
+bool Overlap(const Storage& a, const Storage& b) { return a.start <= b.end && b.start <= a.end; }
+
+// Gives each storage of `ids` an offset in one arena so that storages live at the same
+// time never overlap: the largest first, each in the smallest gap between the storages
+// already placed that are live with it, else above them all (greedy by size, which on
+// networks comes close to the peak of the bytes live at once).
+void PlaceBySize(std::vector<Storage>* st, std::vector<int> ids) {
+  std::sort(ids.begin(), ids.end(), [&](int a, int b) {
+    const Storage &x = (*st)[a], &y = (*st)[b];
+    return x.bytes != y.bytes ? x.bytes > y.bytes : x.start < y.start;
+  });
+  std::vector<int> placed;  // by offset
+  for (int id : ids) {
+    Storage& s = (*st)[id];
+    size_t cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
+    for (int p : placed) {
+      const Storage& o = (*st)[p];
+      if (!Overlap(s, o)) continue;
+      if (o.offset >= cursor) {
+        size_t gap = o.offset - cursor;
+        if (gap >= s.bytes && gap < best_gap) {
+          best = cursor;
+          best_gap = gap;
+        }
+      }
+      cursor = std::max(cursor, o.offset + o.bytes);
+    }
+    s.offset = best != SIZE_MAX ? best : cursor;
+    auto at = std::upper_bound(placed.begin(), placed.end(), s.offset,
+                               [&](size_t off, int p) { return off < (*st)[p].offset; });
+    placed.insert(at, id);
+  }
+}
+
+}  // namespace
+
+// Gives every operator output that has no array yet a view of a storage chunk. Walking the
+// run order, an output takes over an input's storage when the operator allows it in place
+// and that input is dead after this step. Each storage then lives from its first write to
+// its last read (persistent values, the outputs and gradients copied at the end, to the
+// end; a constant folded at bind from the start, as it is written once and read at every
+// run), and gets an offset in its context's arena such that storages live at the same
+// time do not overlap (PlaceBySize). The arena is allocated as chunks, its maximal address
+// ranges covered by overlapping storages: values that share memory share a chunk, hence an
+// engine variable, so the engine orders them; values in different chunks may still run in
+// parallel. With planning off every value gets its own chunk.
 void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& order, const std::vector<Shape>& shapes,
                           const std::vector<DType>& types, const std::vector<bool>& persistent,
-                          const std::vector<bool>& computed_once, std::vector<NDArray>* entry) {
+                          const std::vector<bool>& computed_once, const std::vector<Context>& ctx_of,
+                          std::vector<NDArray>* entry) {
   static const auto& inplace_fns = Op::GetAttr<FInplaceOption>("FInplaceOption");
   constexpr int kForever = INT32_MAX;
   std::vector<int> last_use(g.num_entries(), -1);
@@ -30,13 +85,13 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
     if (persistent[e]) last_use[e] = kForever;
 
   bool plan = Enabled("WEFT_EXEC_PLAN_MEMORY");
-  std::vector<size_t> block_bytes;
-  std::vector<int> block_of(g.num_entries(), -1);  // the block of each live value
-  std::vector<int> home(g.num_entries(), -1);      // the block each value was given
-  std::vector<int> free_blocks;
   auto bytes_of = [&](uint32_t e) { return static_cast<size_t>(shapes[e].Size()) * DTypeSize(types[e]); };
+  std::vector<Storage> st;
+  std::vector<int> storage_of(g.num_entries(), -1);
+  std::vector<bool> handed(g.num_entries(), false);  // a value whose storage an in-place output took over
   naive_bytes_ = 0;
   for (size_t k = 0; k < order.size(); ++k) {
+    const int step = static_cast<int>(k);
     uint32_t id = order[k];
     const graph::Node* n = g[id].source;
     std::vector<std::pair<int, int>> inplace;
@@ -46,7 +101,7 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
       uint32_t e = g.entry_id(id, i);
       if (!(*entry)[e].is_none()) continue;
       naive_bytes_ += bytes_of(e);
-      int block = -1;
+      int s = -1;
       for (const auto& io : inplace) {
         if (computed_once[e]) break;
         if (io.second != i || io.first < 0 || static_cast<size_t>(io.first) >= g[id].inputs.size() || taken[io.first])
@@ -55,61 +110,78 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
         uint32_t ie = g.entry_id(in.node_id, in.index);
         int uses_here = 0;
         for (const auto& other : g[id].inputs) uses_here += g.entry_id(other.node_id, other.index) == ie;
-        if (block_of[ie] >= 0 && last_use[ie] == static_cast<int>(k) && uses_here == 1 && bytes_of(ie) == bytes_of(e)) {
-          block = block_of[ie];
-          block_of[ie] = -1;  // handed over: not freed after this step
+        if (storage_of[ie] >= 0 && !handed[ie] && last_use[ie] == step && uses_here == 1 &&
+            bytes_of(ie) == bytes_of(e) && st[storage_of[ie]].ctx == ctx_of[e]) {
+          s = storage_of[ie];
+          handed[ie] = true;
           taken[io.first] = true;
           break;
         }
       }
-      // A value computed once at bind (a folded constant) must own its memory: a block freed
-      // earlier in the order is rewritten by its first owner at every run.
-      if (block < 0 && plan && !free_blocks.empty() && !computed_once[e]) {
-        auto best = free_blocks.end();
-        for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it) {
-          bool fits = block_bytes[*it] >= bytes_of(e);
-          if (best == free_blocks.end()) {
-            best = it;
-            continue;
-          }
-          bool best_fits = block_bytes[*best] >= bytes_of(e);
-          if (fits ? (!best_fits || block_bytes[*it] < block_bytes[*best]) : (!best_fits && block_bytes[*it] > block_bytes[*best]))
-            best = it;
-        }
-        block = *best;
-        free_blocks.erase(best);
+      if (s < 0) {
+        s = static_cast<int>(st.size());
+        // Unplanned, a value's chunk is its own size, so that both counts agree.
+        size_t bytes = plan ? (bytes_of(e) + kAlign - 1) / kAlign * kAlign : bytes_of(e);
+        st.push_back(Storage{bytes, computed_once[e] ? 0 : step, step, ctx_of[e]});
       }
-      if (block < 0) {
-        block = static_cast<int>(block_bytes.size());
-        block_bytes.push_back(0);
-      }
-      block_bytes[block] = std::max(block_bytes[block], bytes_of(e));
-      block_of[e] = block;
-      home[e] = block;
-    }
-    if (!plan) continue;
-    // Values read for the last time here, and outputs nobody reads, free their blocks.
-    for (const auto& in : g[id].inputs) {
-      uint32_t ie = g.entry_id(in.node_id, in.index);
-      if (block_of[ie] >= 0 && last_use[ie] == static_cast<int>(k)) {
-        free_blocks.push_back(block_of[ie]);
-        block_of[ie] = -1;
-      }
-    }
-    for (int i = 0; i < n->num_outputs(); ++i) {
-      uint32_t e = g.entry_id(id, i);
-      if (block_of[e] >= 0 && last_use[e] < 0) free_blocks.push_back(block_of[e]);
+      st[s].end = std::max(st[s].end, last_use[e] < 0 ? step : last_use[e]);
+      storage_of[e] = s;
     }
   }
 
-  std::vector<NDArray> blocks;
+  // Chunks: per context, the arena's address ranges covered by overlapping storages.
+  std::vector<int> chunk_of(st.size(), -1);
+  std::vector<size_t> chunk_start;
+  std::vector<NDArray> chunks;
   planned_bytes_ = 0;
-  for (size_t b : block_bytes) {
-    blocks.emplace_back(Shape{static_cast<int64_t>(std::max<size_t>(b, 1))}, ctx_, DType::kUint8);
-    planned_bytes_ += b;
+  auto add_chunk = [&](size_t start, size_t end, Context ctx) {
+    chunk_start.push_back(start);
+    chunks.emplace_back(Shape{static_cast<int64_t>(std::max<size_t>(end - start, 1))}, ctx, DType::kUint8);
+    planned_bytes_ += end - start;
+  };
+  if (!plan) {
+    for (size_t s = 0; s < st.size(); ++s) {
+      chunk_of[s] = static_cast<int>(chunks.size());
+      add_chunk(0, st[s].bytes, st[s].ctx);
+    }
+  } else {
+    std::vector<Context> contexts;
+    for (const Storage& s : st)
+      if (std::find(contexts.begin(), contexts.end(), s.ctx) == contexts.end()) contexts.push_back(s.ctx);
+    for (const Context& ctx : contexts) {
+      std::vector<int> ids;
+      for (size_t s = 0; s < st.size(); ++s)
+        if (st[s].ctx == ctx) ids.push_back(static_cast<int>(s));
+      PlaceBySize(&st, ids);
+      std::sort(ids.begin(), ids.end(), [&](int a, int b) { return st[a].offset < st[b].offset; });
+      size_t start = 0, end = 0;
+      bool open = false;
+      std::vector<int> members;
+      for (int s : ids) {
+        if (open && st[s].offset >= end) {
+          add_chunk(start, end, ctx);
+          for (int m : members) chunk_of[m] = static_cast<int>(chunks.size()) - 1;
+          members.clear();
+          open = false;
+        }
+        if (!open) start = end = st[s].offset;
+        open = true;
+        end = std::max(end, st[s].offset + st[s].bytes);
+        members.push_back(s);
+      }
+      if (open) {
+        add_chunk(start, end, ctx);
+        for (int m : members) chunk_of[m] = static_cast<int>(chunks.size()) - 1;
+      }
+    }
   }
-  for (size_t e = 0; e < home.size(); ++e)
-    if (home[e] >= 0) (*entry)[e] = blocks[home[e]].View(shapes[e], types[e]);
+  for (size_t e = 0; e < storage_of.size(); ++e) {
+    int s = storage_of[e];
+    if (s < 0) continue;
+    int c = chunk_of[s];
+    auto begin = static_cast<int64_t>(st[s].offset - chunk_start[c]);
+    (*entry)[e] = chunks[c].Slice(begin, begin + static_cast<int64_t>(bytes_of(e))).View(shapes[e], types[e]);
+  }
 }
 
 }  // namespace executor

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -279,6 +280,65 @@ TEST(ExecutorFusion, TrainingKeepsWhatTheBackwardNeedsAndAccumulates) {
   for (size_t i = 0; i < fused.gx.size(); i += 997) EXPECT_FLOAT_EQ(fused.gx[i], plain.gx[i]) << i;
   // The forward values the gradients read are materialised, so fewer chains fuse.
   EXPECT_LT(fused.nodes + fused.chains, plain.nodes + 1);
+}
+
+}  // namespace
+}  // namespace executor
+}  // namespace weft
+
+namespace weft {
+namespace executor {
+namespace {
+
+// Every node of the graph computing `heads`, by name.
+std::map<std::string, graph::NodePtr> NodesByName(const std::vector<graph::NodeEntry>& heads) {
+  std::map<std::string, graph::NodePtr> r;
+  graph::DFSVisit(heads, [&](const graph::NodePtr& n) { r[n->attrs.name] = n; });
+  return r;
+}
+
+TEST(GradientMirror, RecomputesCheapNodesUpToTheDepthAndNeverDropout) {
+  // x -> BatchNorm -> relu -> Dropout -> exp -> exp -> exp -> sum.
+  Symbol x = Symbol::Variable("x");
+  Symbol bn = Call("BatchNorm", {x, Symbol::Variable("g"), Symbol::Variable("b"), Symbol::Variable("mm"),
+                                 Symbol::Variable("mv")},
+                   "bn");
+  Symbol h = Call("Dropout", {Call("Activation", {bn}, "relu", {{"act_type", "relu"}})}, "drop", {{"p", "0.5"}});
+  for (int i = 0; i < 3; ++i) h = Call("exp", {h}, "e" + std::to_string(i));
+  Symbol y = Call("sum", {h}, "y");
+  Symbol head = Symbol::Variable("head");
+
+  auto off = NodesByName(graph::Gradient(y.outputs, x.outputs, head.outputs));
+  for (const auto& kv : off) EXPECT_EQ(kv.first.find("_mirror"), std::string::npos) << kv.first;
+
+  graph::MirrorOptions opt;
+  opt.enabled = true;
+  opt.max_depth = 2;
+  std::unordered_map<const graph::Node*, const graph::Node*> made_for;
+  auto on = NodesByName(graph::Gradient(y.outputs, x.outputs, head.outputs, &made_for, opt));
+  // The exp chain restarts after Dropout (never recomputed: a new mask): e0 and e1 are
+  // within depth 2, e2 is kept.
+  EXPECT_EQ(on.count("drop_mirror"), 0u);
+  EXPECT_EQ(on.count("e0_mirror"), 1u);
+  EXPECT_EQ(on.count("e1_mirror"), 1u);
+  EXPECT_EQ(on.count("e2_mirror"), 0u);
+  EXPECT_EQ(on.at("e1_mirror")->inputs[0].node, on.at("e0_mirror"));
+  EXPECT_EQ(on.at("e0_mirror")->inputs[0].node, on.at("drop"));
+  // Each mirror runs after the gradient flowing into the node that first reads it.
+  EXPECT_FALSE(on.at("e1_mirror")->control_deps.empty());
+  EXPECT_EQ(made_for.at(on.at("e1_mirror").get()), on.at("e1").get());
+  // BatchNorm's backward reads the data and the saved statistics, not the output: the
+  // BatchNorm is recomputed only for the relu's gradient, from the statistics the forward
+  // saved, with use_global_stats so that the moving statistics are not updated again.
+  ASSERT_EQ(on.count("bn_mirror"), 1u);
+  const graph::NodePtr& m = on.at("bn_mirror");
+  ASSERT_NE(m->FindAttr("use_global_stats"), nullptr);
+  EXPECT_EQ(*m->FindAttr("use_global_stats"), "True");
+  EXPECT_EQ(m->inputs[3].node, on.at("bn"));
+  EXPECT_EQ(m->inputs[3].index, 1u);
+  EXPECT_EQ(m->inputs[4].index, 2u);
+  EXPECT_EQ(on.at("relu_backward")->inputs[1].node, on.at("relu_mirror"));
+  EXPECT_EQ(on.at("bn_backward")->inputs[1].node, x.outputs[0].node);
 }
 
 }  // namespace
