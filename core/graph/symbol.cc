@@ -1,5 +1,6 @@
 #include "core/graph/symbol.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <sstream>
@@ -219,6 +220,52 @@ Symbol Symbol::GetChildren() const {
   Symbol s;
   for (const auto& e : outputs) s.outputs.insert(s.outputs.end(), e.node->inputs.begin(), e.node->inputs.end());
   return s;
+}
+
+namespace {
+
+// Parameter lists compare as sets of pairs: the same call may list them in another order.
+bool SameDict(const KwArgs& a, const KwArgs& b) {
+  if (a == b) return true;
+  if (a.size() != b.size()) return false;
+  KwArgs x = a, y = b;
+  std::sort(x.begin(), x.end());
+  std::sort(y.begin(), y.end());
+  return x == y;
+}
+
+}  // namespace
+
+bool Symbol::SameGraph(const Symbol& other) const {
+  if (outputs.size() != other.outputs.size()) return false;
+  // Walks both graphs together, pairing node for node; a node paired twice must meet the
+  // same partner both times, in both directions, so shared and duplicated nodes differ.
+  std::unordered_map<const Node*, const Node*> forward, backward;
+  std::vector<std::pair<const Node*, const Node*>> todo;
+  auto pair = [&](const Node* x, const Node* y) {
+    auto f = forward.emplace(x, y);
+    auto b = backward.emplace(y, x);
+    if (!f.second || !b.second) return f.first->second == y && b.first->second == x;
+    todo.emplace_back(x, y);
+    return true;
+  };
+  auto pair_entry = [&](const NodeEntry& x, const NodeEntry& y) {
+    return x.index == y.index && x.version == y.version && pair(x.node.get(), y.node.get());
+  };
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (!pair_entry(outputs[i], other.outputs[i])) return false;
+  while (!todo.empty()) {
+    auto [x, y] = todo.back();
+    todo.pop_back();
+    if (x->attrs.op != y->attrs.op || x->attrs.name != y->attrs.name || x->inputs.size() != y->inputs.size() ||
+        x->control_deps.size() != y->control_deps.size() || !SameDict(x->attrs.dict, y->attrs.dict))
+      return false;
+    for (size_t i = 0; i < x->inputs.size(); ++i)
+      if (!pair_entry(x->inputs[i], y->inputs[i])) return false;
+    for (size_t i = 0; i < x->control_deps.size(); ++i)
+      if (!pair(x->control_deps[i].get(), y->control_deps[i].get())) return false;
+  }
+  return true;
 }
 
 Symbol Symbol::Copy() const {

@@ -47,6 +47,9 @@ class Symbol {
   Symbol GetChildren() const;
   // A copy sharing no node with this one.
   Symbol Copy() const;
+  // True when `other` is the same graph: operators, parameters and attributes, node names,
+  // wiring and outputs all equal (nodes may be different objects).
+  bool SameGraph(const Symbol& other) const;
 
   // Attributes of the single output node (an error for a grouped symbol).
   bool GetAttr(const std::string& key, std::string* out) const;

@@ -117,6 +117,68 @@ def test_divergent_control_flow_is_an_error():
     np.testing.assert_allclose(net(x).asnumpy(), [2, 2])
 
 
+def test_same_graph_compares_structure_not_objects():
+    sym = weft.sym
+
+    def net(act="relu", shared=True):
+        x = sym.var("x")
+        h = sym.FullyConnected(x, num_hidden=4, name="fc")
+        a = sym.Activation(h, act_type=act, name="act")
+        b = a if shared else sym.Activation(h, act_type=act, name="act")
+        return sym.elemwise_add(a, b, name="sum")
+
+    assert net()._same_graph(net())
+    assert not net()._same_graph(net(act="tanh"))  # a parameter differs
+    assert not net()._same_graph(net(shared=False))  # one node read twice vs two equal nodes
+    x = sym.var("x")
+    one, two = sym.Activation(x, act_type="relu", name="p"), sym.Activation(x, act_type="tanh", name="m")
+    assert sym.Group([one, two])._same_graph(sym.Group([one, two]))
+    assert not sym.Group([one, two])._same_graph(sym.Group([two, one]))  # output order
+    assert not one._same_graph(sym.Activation(x, act_type="relu", name="q"))  # a name differs
+    assert not sym.var("x")._same_graph(sym.var("y"))
+
+
+def test_hybridized_block_passes_input_gradients_and_refuses_stale_backward():
+    class Scale(nn.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            with self.name_scope():
+                self.w = self.params.get("w", shape=(3,), init=weft.init.Constant(2.0))
+
+        def hybrid_forward(self, F, x, w):
+            return F.broadcast_mul(x, w) * x
+
+    net = Scale()
+    net.initialize()
+    net.hybridize()
+    xv = np.array([[1.0, -2.0, 3.0]], dtype=np.float32)
+    x = nd.array(xv)
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 4 * xv)  # d(w x^2)/dx = 2 w x
+    np.testing.assert_allclose(net.w.grad().asnumpy(), (xv ** 2)[0])
+    with autograd.record():
+        first = net(x)
+        net(x)  # a second forward overwrites what the first one's backward reads
+    with pytest.raises(weft.base.WeftError, match="ran forward again before the backward"):
+        first.backward()
+
+
+def test_hybridized_block_rebinds_when_parameter_arrays_change():
+    net = nn.Dense(2, in_units=3)
+    net.initialize(weft.init.One())
+    net.hybridize()
+    x = nd.ones((1, 3))
+    np.testing.assert_allclose(net(x).asnumpy(), [[3, 3]])
+    net.cast("float64")  # new arrays: the cached executor must not keep the old ones
+    net.collect_params().initialize(weft.init.Constant(2.0), force_reinit=True)
+    out = net(nd.ones((1, 3), dtype="float64"))
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.asnumpy(), [[6, 6]])
+
+
 def test_trainer_sgd_momentum_matches_formula():
     p = gluon.Parameter("w", shape=(3,))
     p.initialize(weft.init.Constant(1.0))

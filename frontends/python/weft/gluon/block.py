@@ -21,9 +21,10 @@ from .. import autograd
 from .. import name as _name
 from .. import ndarray
 from .. import symbol
+from ..base import _api
 from ..ndarray import NDArray
 from ..symbol import Symbol
-from .parameter import Parameter, ParameterDict, DeferredInitializationError
+from .parameter import Parameter, ParameterDict, DeferredInitializationError, arrays_version
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -323,13 +324,13 @@ class _CachedGraph:
     """One traced graph of a hybridized block bound to an executor, for one input signature."""
 
     def __init__(self, block, sym, input_names, num_outputs, args, ctx, input_grads):
-        self.json = sym.tojson()
         self.sym = sym
         self.input_names = input_names
         self.num_outputs = num_outputs
+        self.arrays_version = arrays_version()
         params = {p.name: p for p in block.collect_params().values()}
         arg_arrays, grad_arrays, reqs = {}, {}, {}
-        self.bound_params = []
+        bound_params = []
         for i, name in enumerate(input_names):
             arg_arrays[name] = ndarray.empty(args[i].shape, ctx=ctx, dtype=args[i].dtype)
             if input_grads[i]:
@@ -345,24 +346,29 @@ class _CachedGraph:
                                    "of its parameters" % (block.name, name))
             p = params[name]
             arg_arrays[name] = p.data(ctx)
-            self.bound_params.append(arg_arrays[name])
+            bound_params.append(arg_arrays[name])
             reqs[name] = p.grad_req
             if p.grad_req != "null":
                 grad_arrays[name] = p.grad(ctx)
         aux = {}
         for name in sym.list_auxiliary_states():
             aux[name] = params[name].data(ctx)
-            self.bound_params.append(aux[name])
-        self.param_list = [params[n] for n in sym.list_arguments() if n in params] + \
-                          [params[n] for n in sym.list_auxiliary_states()]
-        self.ctx = ctx
+            bound_params.append(aux[name])
         self.exe = sym.bind(ctx, arg_arrays, args_grad=grad_arrays, grad_req=reqs, aux_states=aux)
-        self.generation = 0
+        self.bound_inputs = [arg_arrays[n] for n in input_names]
+        self.input_grads = [grad_arrays.get(n) for n in input_names]
+        self.bound_params = bound_params
 
     def still_bound(self):
         # Casting or moving parameters replaces their arrays: the executor must be rebuilt.
-        current = [p.data(self.ctx) for p in self.param_list]
-        return all(a is b or a.handle == b.handle for a, b in zip(current, self.bound_params))
+        return self.arrays_version == arrays_version()
+
+    def run(self, args, is_train):
+        # One C call copies the inputs in, runs forward, copies the outputs out and, while
+        # autograd records, records the call with the executor's backward as its gradient.
+        return [NDArray(h) for h in _api.weft_executor_invoke(
+            self.exe.handle, len(args), args, self.bound_inputs, self.input_grads, len(self.bound_params),
+            self.bound_params, 1 if is_train else 0)]
 
 
 def _first_difference(json_a, json_b):
@@ -378,29 +384,6 @@ def _first_difference(json_a, json_b):
             return "node %d: cached %s, now %s" % (i, show(a), show(b))
     heads_a, heads_b = json.loads(json_a)["heads"], json.loads(json_b)["heads"]
     return "outputs: cached %s, now %s" % (heads_a, heads_b)
-
-
-class _CachedGraphBackward:
-    # The gradient of one hybridized call: runs the executor's backward. Parameter
-    # gradients are written by the executor into the parameters' own gradient arrays, so
-    # only the inputs' gradients go back to autograd.
-    def __init__(self, graph, generation, num_inputs, num_params):
-        self.graph = graph
-        self.generation = generation
-        self.num_inputs = num_inputs
-        self.num_params = num_params
-
-    def backward(self, *out_grads):
-        g = self.graph
-        if g.generation != self.generation:
-            raise RuntimeError("hybridized block: its graph ran forward again before the backward of an earlier call; "
-                               "a hybridized block keeps the state of its latest call only (call backward before the "
-                               "next forward, or use one block per branch)")
-        g.exe.backward(list(out_grads))
-        grads = []
-        for name in g.input_names:
-            grads.append(g.exe.grad_dict[name].copy() if name in g.exe.grad_dict else None)
-        return grads + [None] * self.num_params
 
 
 class HybridBlock(Block):
@@ -495,28 +478,20 @@ class HybridBlock(Block):
         names, sym, num_outputs, multi = self._get_graph(*args)
         graph = self._cached.get(key)
         if graph is not None:
-            if graph.json != sym.tojson():
+            if not graph.sym._same_graph(sym):
                 raise RuntimeError(
                     "hybridized block %s: the Python code of hybrid_forward took another path than when its graph was "
                     "traced for these input shapes (%s). The cached graph would be stale, so it is not run. First "
                     "difference: %s. Call hybridize() again after changing the block's behaviour."
-                    % (self.name, ", ".join(str(s) for s, _ in key[0]), _first_difference(graph.json, sym.tojson())))
+                    % (self.name, ", ".join(str(s) for s, _ in key[0]), _first_difference(graph.sym.tojson(),
+                                                                                         sym.tojson())))
             if not graph.still_bound():
                 graph = None
         if graph is None:
             self._finish_deferred(*args)
             graph = _CachedGraph(self, sym, names, num_outputs, args, ctx, input_grads)
             self._cached[key] = graph
-        exe = graph.exe
-        for name, a in zip(names, args):
-            a.copyto(exe.arg_dict[name])
-        exe.forward(is_train=autograd.is_training())
-        graph.generation += 1
-        outs = [o.copy() for o in exe.outputs]
-        if recording:
-            params = [p.data(ctx) for p in graph.param_list]
-            autograd._record_function(_CachedGraphBackward(graph, graph.generation, len(args), len(params)),
-                                      list(args) + params, outs)
+        outs = graph.run(args, autograd.is_training())
         return outs if multi else outs[0]
 
     def export(self, path, epoch=0, remove_amp_cast=True):

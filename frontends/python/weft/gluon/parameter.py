@@ -33,8 +33,39 @@ def _shape_known(shape):
     return shape is not None and all(int(d) > 0 for d in shape)
 
 
+# Counts every replacement of a Parameter's data or gradient arrays (initialisation, cast,
+# reset_ctx, a new grad_req): a hybridized block's executor, bound to the arrays of the time,
+# is rebuilt when this moved, and comparing one number per call is cheaper than checking
+# each parameter's arrays.
+_arrays_version = 0
+
+
+def arrays_version():
+    return _arrays_version
+
+
 class Parameter:
     """A weight of a block: data and gradient arrays on one or more contexts."""
+
+    @property
+    def _data(self):
+        return self.__data
+
+    @_data.setter
+    def _data(self, arrays):
+        global _arrays_version
+        _arrays_version += 1
+        self.__data = arrays
+
+    @property
+    def _grad(self):
+        return self.__grad
+
+    @_grad.setter
+    def _grad(self, arrays):
+        global _arrays_version
+        _arrays_version += 1
+        self.__grad = arrays
 
     def __init__(self, name, grad_req="write", shape=None, dtype=np.float32, lr_mult=1.0, wd_mult=1.0, init=None,
                  allow_deferred_init=False, differentiable=True, stype="default", grad_stype="default"):
