@@ -87,6 +87,122 @@ def test_convolution_vs_torch(case, dtype):
     compare("Convolution", arrays, conv_params(nf, k, s, p, d, g, bias), ref, dtype)
 
 
+# Shapes that take the float32 oneDNN paths chosen by geometry in conv_kernels.cc (which
+# one each takes is checked by test_convolution_fast_paths_taken): Winograd for 3x3 /
+# stride 1 at batch >= 4, blocked 1x1 for outputs of at most 16x16 cells, NCHW gemm 1x1
+# above that, NCHW gemm for the data gradient of a few-channel input (the 7x7 stem).
+FAST_PATH_CASES = [
+    ((4, 16, 12, 12), 32, (3, 3), (1, 1), (1, 1), True),    # Winograd
+    ((5, 32, 9, 13), 16, (3, 3), (1, 1), (1, 1), False),    # Winograd, odd sizes
+    ((4, 16, 8, 8), 16, (3, 3), (1, 1), (0, 0), True),      # Winograd, no padding
+    ((3, 32, 7, 7), 48, (1, 1), (1, 1), (0, 0), True),      # blocked 1x1
+    ((1, 16, 13, 15), 32, (1, 1), (1, 1), (0, 0), False),   # blocked 1x1, batch 1, odd
+    ((2, 16, 20, 17), 32, (1, 1), (1, 1), (0, 0), True),    # NCHW gemm 1x1
+    ((2, 3, 23, 21), 16, (7, 7), (2, 2), (3, 3), False),    # stem: NCHW data gradient
+    ((1, 3, 16, 16), 16, (7, 7), (2, 2), (3, 3), True),     # stem, batch 1
+]
+
+
+@pytest.mark.parametrize("case", FAST_PATH_CASES)
+def test_convolution_fast_paths_vs_torch(case):
+    shape, nf, k, s, p, bias = case
+    arrays = [rand(*shape), rand(nf, shape[1], *k, lo=-0.3, hi=0.3)] + ([rand(nf)] if bias else [])
+
+    def ref(x, w, b=None):
+        return F.conv2d(x, w, b, stride=s, padding=p)
+
+    # Winograd rounds differently from a direct sum; 1e-4 of the output scale (about 1-5)
+    # still catches any wrong index.
+    compare("Convolution", arrays, conv_params(nf, k, s, p, (1, 1), 1, bias), ref, np.float32, rtol=1e-4,
+            atol=2e-4)
+
+
+def test_convolution_fast_path_accumulates():
+    # grad_req "add" on the Winograd and blocked 1x1 paths: two backward passes give twice
+    # torch's gradients; out= overwrites whatever the output held.
+    from weft import autograd
+    for shape, nf, k, p in [((4, 16, 10, 10), 16, (3, 3), (1, 1)), ((2, 32, 7, 7), 16, (1, 1), (0, 0))]:
+        x_np, w_np = rand(*shape), rand(nf, shape[1], *k, lo=-0.3, hi=0.3)
+        head = rand(shape[0], nf, *shape[2:])
+        xt, wt = torch.tensor(x_np, requires_grad=True), torch.tensor(w_np, requires_grad=True)
+        yt = F.conv2d(xt, wt, padding=p)
+        yt.backward(torch.tensor(head))
+        x, w = nd.array(x_np), nd.array(w_np)
+        x.attach_grad(grad_req="add")
+        w.attach_grad(grad_req="add")
+        for _ in range(2):
+            with autograd.record():
+                y = nd.Convolution(x, w, kernel=k, pad=p, num_filter=nf, no_bias=True)
+            y.backward(nd.array(head))
+        assert_almost_equal(x.grad.asnumpy(), 2 * xt.grad.numpy(), rtol=1e-4, atol=2e-4)
+        assert_almost_equal(w.grad.asnumpy(), 2 * wt.grad.numpy(), rtol=1e-4, atol=2e-4)
+        out = nd.array(rand(*y.shape))
+        nd.Convolution(x, w, kernel=k, pad=p, num_filter=nf, no_bias=True, out=out)
+        assert_almost_equal(out.asnumpy(), yt.detach().numpy(), rtol=1e-4, atol=2e-4)
+
+
+def _dnnl_verbose(code, env=None):
+    """Runs `code` (with weft imported) in a child with oneDNN's verbose log on; returns the
+    implementations of the convolution primitives it ran, as (pass, implementation)."""
+    import os
+    import subprocess
+    import sys
+    full_env = dict(os.environ, DNNL_VERBOSE="1", **(env or {}))
+    out = subprocess.run([sys.executable, "-c", "import numpy as np\nfrom weft import nd\n" + code],
+                         env=full_env, capture_output=True, text=True, check=True).stdout
+    runs = set()
+    for line in out.splitlines():
+        f = line.split(",")
+        if len(f) > 5 and f[1] == "exec" and f[3] == "convolution":
+            runs.add((f[5], f[4]))
+        elif len(f) > 5 and f[1] == "exec" and f[3] == "reorder" and "src_f32::blocked:abcd" in f[6]:
+            runs.add(("reorder in", f[-2]))
+    return runs
+
+
+_PATH_CODE = """
+x = nd.array(np.ones({shape}, np.float32)); w = nd.array(np.ones(({nf}, {c}) + {k}, np.float32))
+p = dict(kernel={k}, stride={s}, pad={p}, num_filter={nf}, no_bias=True)
+y = nd.Convolution(x, w, **p)
+nd.invoke("_backward_Convolution", [nd.ones(y.shape), x, w], p)
+nd.waitall()
+"""
+
+
+def _paths(shape, nf, k, s, p, env=None):
+    return _dnnl_verbose(_PATH_CODE.format(shape=shape, nf=nf, c=shape[1], k=k, s=s, p=p), env)
+
+
+def test_convolution_fast_paths_taken():
+    passes = {"forward_training", "backward_data", "backward_weights"}
+    wino = _paths((4, 16, 12, 12), 32, (3, 3), (1, 1), (1, 1))
+    assert {ps for ps, impl in wino if "wino" in impl} == passes, wino
+    # Off by the environment, and below batch 4: the direct kernel.
+    for runs in [_paths((4, 16, 12, 12), 32, (3, 3), (1, 1), (1, 1), {"WEFT_CONV_WINOGRAD": "0"}),
+                 _paths((3, 16, 12, 12), 32, (3, 3), (1, 1), (1, 1))]:
+        assert runs and not any("wino" in impl for _, impl in runs), runs
+    small = _paths((3, 32, 7, 7), 48, (1, 1), (1, 1), (0, 0))
+    assert {ps for ps, impl in small if impl.startswith("jit_1x1")} == passes, small
+    big = _paths((2, 16, 20, 17), 32, (1, 1), (1, 1), (0, 0))
+    assert {ps for ps, impl in big if "gemm" in impl} == passes, big
+    # The backward reorders dy (4x32x12x12) once for both passes. Every reorder of a plain
+    # array is seen once in the set; with two the verbose log would list it twice, so count.
+    code = _PATH_CODE.format(shape=(4, 16, 12, 12), nf=32, c=16, k=(3, 3), s=(1, 1), p=(1, 1))
+    code = code.replace('nd.invoke("_backward_Convolution"', 'nd.waitall(); print("BACKWARD")\n'
+                        'nd.invoke("_backward_Convolution"')
+    import os
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "import numpy as np\nfrom weft import nd\n" + code],
+                         env=dict(os.environ, DNNL_VERBOSE="1"), capture_output=True, text=True,
+                         check=True).stdout.split("BACKWARD")[1]
+    dy_in = [l for l in out.splitlines() if ",reorder," in l and "src_f32::blocked:abcd" in l
+             and l.split(",")[-2] == "4x32x12x12"]
+    assert len(dy_in) == 1, dy_in
+    stem = dict(_paths((2, 3, 23, 21), 16, (7, 7), (2, 2), (3, 3)))
+    assert "gemm" in stem["backward_data"] and "gemm" not in stem["forward_training"], stem
+
+
 # (data shape, num_filter, kernel, stride, pad, adj, dilate, groups, bias)
 DECONV_CASES = [
     ((2, 3, 7), 4, (3,), (2,), (1,), (1,), (1,), 1, True),

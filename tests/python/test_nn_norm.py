@@ -52,6 +52,26 @@ def test_batch_norm_train_matches_torch_and_updates_moving_stats(shape, fix_gamm
     assert_almost_equal(args[3], rm.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("offset", [0.0, 100.0, -3e3])
+def test_batch_norm_batch_stats_large_offset(offset):
+    # The statistics come from one pass over shifted values: a mean far larger than the
+    # spread (activations of ResNet shapes, 16 x 8 x 56 x 56 per channel) must not lose
+    # the variance to cancellation.
+    C = 8
+    x = (offset + RNG.uniform(0.5, 2.0, (1, C, 1, 1)) * randn(16, C, 56, 56)).astype(np.float32)
+    x[0, :, 0, 0] = offset + 5.0  # the first value of each channel, the shift, is an outlier
+    args = [nd.array(v) for v in (x, np.ones(C, np.float32), np.zeros(C, np.float32),
+                                  np.zeros(C, np.float32), np.ones(C, np.float32))]
+    with mx.autograd.train_mode():
+        out = nd.BatchNorm(*args, eps=1e-5, fix_gamma=False, output_mean_var=True)
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(axis=(0, 2, 3)), x64.var(axis=(0, 2, 3))
+    assert_almost_equal(out[1], mean, rtol=1e-5, atol=1e-4)
+    assert_almost_equal(out[2], var, rtol=2e-3, atol=1e-4)
+    ref = (x64 - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
+    assert_almost_equal(out[0], ref, rtol=1e-3, atol=2e-3)
+
+
 @pytest.mark.parametrize("shape", BN_SHAPES)
 def test_batch_norm_inference_and_global_stats(shape):
     C = shape[1]

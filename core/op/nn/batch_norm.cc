@@ -12,6 +12,7 @@
 // `inner` values, so one thread handles whole channels and the inner loops vectorise.
 // (oneDNN 2.6's batch_normalization was slower than these loops for training forward +
 // backward on ResNet shapes here, so it is not used.)
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -87,23 +88,24 @@ void Forward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>
     for (int64_t c = cb; c < ce; ++c) {
       A mean, var;
       if (batch_stats) {
-        A sum = 0;
+        // One pass for both moments (the data is read twice in all, not three times: this
+        // loop is memory-bound). The values are shifted by the channel's first one so that
+        // E[d^2] - E[d]^2 does not cancel catastrophically when the mean is large against
+        // the spread.
+        const A shift = count > 0 ? static_cast<A>(x[c * inner]) : A(0);
+        A sum = 0, sq = 0;
         for (int64_t o = 0; o < outer; ++o) {
           const T* xr = x + o * stride + c * inner;
-#pragma omp simd reduction(+ : sum)
-          for (int64_t i = 0; i < inner; ++i) sum += static_cast<A>(xr[i]);
-        }
-        mean = count > 0 ? sum / count : A(0);
-        A sq = 0;
-        for (int64_t o = 0; o < outer; ++o) {
-          const T* xr = x + o * stride + c * inner;
-#pragma omp simd reduction(+ : sq)
+#pragma omp simd reduction(+ : sum, sq)
           for (int64_t i = 0; i < inner; ++i) {
-            A d = static_cast<A>(xr[i]) - mean;
+            A d = static_cast<A>(xr[i]) - shift;
+            sum += d;
             sq += d * d;
           }
         }
-        var = count > 0 ? sq / count : A(0);
+        A md = count > 0 ? sum / count : A(0);
+        mean = shift + md;
+        var = count > 0 ? std::max(A(0), sq / count - md * md) : A(0);
         mmean[c] = static_cast<T>(static_cast<A>(mmean[c]) * mom + mean * (A(1) - mom));
         mvar[c] = static_cast<T>(static_cast<A>(mvar[c]) * mom + var * (A(1) - mom));
       } else {

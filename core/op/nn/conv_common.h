@@ -129,6 +129,10 @@ void ConvBackwardData(const char* op, const OpContext& ctx, const ConvGeom& g, D
 // dw (f, c/g, k...) and, when db is given, db (f,) from x and dy.
 void ConvBackwardWeights(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* x,
                          const void* dy, void* dw, OpReq req_w, void* db, OpReq req_b);
+// Both gradients of a convolution: ConvBackwardData then ConvBackwardWeights, with dy
+// reordered to oneDNN's blocked layout once for the two passes where both use it.
+void ConvBackward(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* dy, const void* x,
+                  const void* w, void* dx, OpReq req_d, void* dw, OpReq req_w, void* db, OpReq req_b);
 // y[:, ch, ...] += bias[ch].
 void AddBias(DType dt, void* y, const void* bias, int64_t n, int64_t channels, int64_t spatial);
 // db[ch] = (or +=) the sum of dy[:, ch, ...].

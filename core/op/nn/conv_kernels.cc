@@ -1,6 +1,7 @@
 // The CPU kernels of conv_common.h: oneDNN convolution primitives for float32, im2col +
 // Gemm for everything else.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -249,10 +250,17 @@ void AddScratchpad(DnnlPlan* p, const memory::desc& md) {
   p->args.push_back(a);
 }
 
-// `ptrs` holds the caller's arrays in the order of plan.args (the scratchpad's is ignored);
-// `temp` has plan.temp_bytes.
-void RunPlan(const DnnlPlan& plan, const std::vector<void*>& ptrs, char* temp) {
+dnnl::stream& Stream() {
   static thread_local dnnl::stream strm(Engine());
+  return strm;
+}
+
+// `ptrs` holds the caller's arrays in the order of plan.args (the scratchpad's is ignored);
+// `temp` has plan.temp_bytes. `ready`, when given, holds per argument either nullptr or an
+// input already in the primitive's layout (reordered once for two plans), used as is.
+void RunPlan(const DnnlPlan& plan, const std::vector<void*>& ptrs, char* temp,
+             const std::vector<void*>* ready = nullptr) {
+  dnnl::stream& strm = Stream();
   std::unordered_map<int, memory> margs;
   std::vector<std::pair<const DnnlArg*, memory>> outs;
   for (size_t i = 0; i < plan.args.size(); ++i) {
@@ -261,6 +269,8 @@ void RunPlan(const DnnlPlan& plan, const std::vector<void*>& ptrs, char* temp) {
       margs.emplace(a.arg, memory(a.prim, Engine(), temp + a.offset));
     } else if (!a.reorder) {
       margs.emplace(a.arg, memory(a.prim, Engine(), ptrs[i]));
+    } else if (!a.output && ready && (*ready)[i]) {
+      margs.emplace(a.arg, memory(a.prim, Engine(), (*ready)[i]));
     } else {
       memory inner(a.prim, Engine(), temp + a.offset);
       memory user(a.user, Engine(), ptrs[i]);
@@ -273,8 +283,6 @@ void RunPlan(const DnnlPlan& plan, const std::vector<void*>& ptrs, char* temp) {
   for (auto& o : outs) o.first->re.execute(strm, margs.at(o.first->arg), o.second);
   strm.wait();
 }
-
-enum class ConvPass { kForward, kBackwardData, kBackwardWeights, kBackwardWeightsBias };
 
 memory::dims Dims(int64_t a, int64_t b, const int64_t* sp, int nd) {
   memory::dims d{a, b};
@@ -302,24 +310,57 @@ memory::desc PlainWeights(const ConvGeom& g) {
   return memory::desc(d, memory::data_type::f32, tags[nd - 1]);
 }
 
-// The layout the primitive is created with. Pointwise convolutions keep the plain layout:
-// on NCHW they are plain matrix products, and measured at batch 32 (ResNet's 1x1 layers)
-// they run 1.2-3x faster than with the reorders to and from a blocked layout. Other
-// kernels let oneDNN pick its blocked layout, which repays the reorders 2-3x.
+// The layout the primitive is created with: the caller's plain one, or format_tag::any so
+// that oneDNN picks its blocked layout (nChw16c here) and the plan reorders around it.
 memory::desc Layout(const memory::desc& plain, bool blocked) {
   if (!blocked) return plain;
   return memory::desc(plain.dims(), memory::data_type::f32, memory::format_tag::any);
 }
 
+enum class ConvPass { kForward, kBackwardData, kBackwardWeights, kBackwardWeightsBias };
+
+// Whether a pass runs on blocked layouts. The rules come from timing oneDNN 2.6 on this
+// machine's AVX-512 cores on ResNet shapes (bench/conv_direct_bench.py), reorders included:
+// - Pointwise convolutions on NCHW are plain matrix products (oneDNN's gemm convolution).
+//   Down to 28x28 outputs they beat the blocked 1x1 kernel plus its reorders by 1.2-1.45x
+//   (forward + both gradients, batch 16); at 14x14 the two are even and at 7x7 (ResNet's
+//   last stage: many channels, small images, small reorders) the blocked kernel wins by
+//   1.3-1.6x.
+// - The data gradient of a convolution with few input channels (ResNet's 7x7 stem on RGB)
+//   runs 1.8x faster as a gemm convolution on NCHW than on a padded blocked layout.
+// - Everything else is 2-3x faster blocked, reorders included.
+bool UseBlocked(const ConvGeom& g, ConvPass pass) {
+  if (IsPointwise(g)) return g.OutSize() <= 256;
+  if (pass == ConvPass::kBackwardData && g.g == 1 && g.c < 16) return false;
+  return true;
+}
+
+// Winograd (oneDNN's F(4x4, 3x3)) for 2-D 3x3 convolutions with unit stride and dilation:
+// 1.5-2x faster than the direct kernel in all three passes at batch 16-32 on ResNet's 3x3
+// layers. It rounds differently (on a 64-channel 3x3 layer, a largest error of 1.5e-6 of
+// the output's scale against 3e-7 for the direct kernel), so WEFT_CONV_WINOGRAD=0 turns it
+// off. Small batches keep the direct kernel, which
+// is faster there (oneDNN's own heuristic draws the line at 4).
+bool WinogradWanted(const ConvGeom& g) {
+  static const bool enabled = [] {
+    const char* v = std::getenv("WEFT_CONV_WINOGRAD");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return enabled && g.g == 1 && g.n >= 4 && g.k[0] == 1 && g.k[1] == 3 && g.k[2] == 3 && g.s[1] == 1 &&
+         g.s[2] == 1 && g.d[1] == 1 && g.d[2] == 1 && g.in[0] == 1;
+}
+
 struct ConvDescs {
   bool blocked = true;
+  dnnl::algorithm alg = dnnl::algorithm::convolution_direct;
   memory::desc src, wei, bias, dst;
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
-ConvDescs MakeDescs(const ConvGeom& g) {
+ConvDescs MakeDescs(const ConvGeom& g, ConvPass pass, bool winograd) {
   ConvDescs d;
-  d.blocked = !IsPointwise(g);
+  d.blocked = UseBlocked(g, pass);
+  if (winograd) d.alg = dnnl::algorithm::convolution_winograd;
   d.src = PlainData(g.n, g.c, g.in, g.nd);
   d.dst = PlainData(g.n, g.f, g.out, g.nd);
   d.wei = PlainWeights(g);
@@ -336,7 +377,7 @@ ConvDescs MakeDescs(const ConvGeom& g) {
 }
 
 dnnl::convolution_forward::primitive_desc ForwardPd(const ConvDescs& d, bool bias) {
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, d.alg,
                                        Layout(d.src, d.blocked), Layout(d.wei, d.blocked), bias ? d.bias : memory::desc(), Layout(d.dst, d.blocked), d.strides,
                                        d.dilates, d.pad_l, d.pad_r);
   dnnl::primitive_attr attr;
@@ -344,8 +385,8 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const ConvDescs& d, bool bia
   return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
 }
 
-std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bias) {
-  ConvDescs d = MakeDescs(g);
+std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bias, bool winograd) {
+  ConvDescs d = MakeDescs(g, pass, winograd);
   auto plan = std::make_shared<DnnlPlan>();
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -359,7 +400,7 @@ std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bi
     AddScratchpad(plan.get(), pd.scratchpad_desc());
   } else if (pass == ConvPass::kBackwardData) {
     auto hint = ForwardPd(d, false);
-    dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, Layout(d.src, d.blocked), Layout(d.wei, d.blocked),
+    dnnl::convolution_backward_data::desc desc(d.alg, Layout(d.src, d.blocked), Layout(d.wei, d.blocked),
                                                Layout(d.dst, d.blocked), d.strides, d.dilates, d.pad_l, d.pad_r);
     dnnl::convolution_backward_data::primitive_desc pd(desc, attr, Engine(), hint);
     plan->prim = dnnl::convolution_backward_data(pd);
@@ -369,7 +410,7 @@ std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bi
     AddScratchpad(plan.get(), pd.scratchpad_desc());
   } else {
     auto hint = ForwardPd(d, bias);
-    dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, Layout(d.src, d.blocked), Layout(d.wei, d.blocked),
+    dnnl::convolution_backward_weights::desc desc(d.alg, Layout(d.src, d.blocked), Layout(d.wei, d.blocked),
                                                   bias ? d.bias : memory::desc(), Layout(d.dst, d.blocked), d.strides, d.dilates,
                                                   d.pad_l, d.pad_r);
     dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, Engine(), hint);
@@ -383,8 +424,9 @@ std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bi
   return plan;
 }
 
-// Plans by geometry and pass; a geometry oneDNN refuses is remembered as nullptr so that
-// the plain path takes it without asking again.
+// Plans by geometry and pass; Winograd where wanted and oneDNN takes it, else the direct
+// algorithm; a geometry oneDNN refuses is remembered as nullptr so that the plain path
+// takes it without asking again.
 std::shared_ptr<DnnlPlan> GetConvPlan(const ConvGeom& g, ConvPass pass, bool bias) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<DnnlPlan>> cache;
@@ -397,10 +439,19 @@ std::shared_ptr<DnnlPlan> GetConvPlan(const ConvGeom& g, ConvPass pass, bool bia
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   std::shared_ptr<DnnlPlan> plan;
-  try {
-    plan = MakeConvPlan(g, pass, bias);
-  } catch (const dnnl::error&) {
-    plan = nullptr;
+  if (WinogradWanted(g)) {
+    try {
+      plan = MakeConvPlan(g, pass, bias, true);
+    } catch (const dnnl::error&) {
+      plan = nullptr;
+    }
+  }
+  if (!plan) {
+    try {
+      plan = MakeConvPlan(g, pass, bias, false);
+    } catch (const dnnl::error&) {
+      plan = nullptr;
+    }
   }
   cache.emplace(key, plan);
   return plan;
@@ -486,6 +537,51 @@ void ConvForward(const char* op, const OpContext& ctx, const ConvGeom& g, DType 
   });
 }
 
+#if defined(WEFT_USE_ONEDNN)
+namespace {
+
+// The data-gradient plan run into dx under `req`: kAddTo goes through a plain temporary
+// after the plan's own temp space. `ready_dy`: dy already in the plan's layout, or null.
+size_t DataTempBytes(const DnnlPlan& plan, const ConvGeom& g, OpReq req) {
+  return plan.temp_bytes + (req == OpReq::kAddTo ? Align(sizeof(float) * g.n * g.c * g.InSize()) : 0);
+}
+
+void RunData(const DnnlPlan& plan, const ConvGeom& g, const void* dy, const void* w, void* dx, OpReq req, char* temp,
+             void* ready_dy) {
+  bool add = req == OpReq::kAddTo;
+  void* target = add ? temp + plan.temp_bytes : dx;
+  std::vector<void*> ready{ready_dy, nullptr, nullptr, nullptr};
+  RunPlan(plan, {const_cast<void*>(dy), const_cast<void*>(w), target, nullptr}, temp, &ready);
+  if (add) AddInto(static_cast<float*>(dx), static_cast<const float*>(target), g.n * g.c * g.InSize());
+}
+
+// The weight-gradient plan (with the bias gradient when db is given), likewise.
+size_t WeightsTempBytes(const DnnlPlan& plan, const ConvGeom& g, OpReq req_w, bool bias, OpReq req_b) {
+  size_t w_elems = g.f * (g.c / g.g) * g.KSize();
+  return plan.temp_bytes + (req_w == OpReq::kAddTo ? Align(sizeof(float) * w_elems) : 0) +
+         (bias && req_b == OpReq::kAddTo ? Align(sizeof(float) * g.f) : 0);
+}
+
+void RunWeights(const DnnlPlan& plan, const ConvGeom& g, const void* x, const void* dy, void* dw, OpReq req_w, void* db,
+                OpReq req_b, char* temp, void* ready_dy) {
+  bool add_w = req_w == OpReq::kAddTo, add_b = db && req_b == OpReq::kAddTo;
+  size_t w_elems = g.f * (g.c / g.g) * g.KSize();
+  size_t extra_w = add_w ? Align(sizeof(float) * w_elems) : 0;
+  void* wt = add_w ? temp + plan.temp_bytes : dw;
+  void* bt = add_b ? temp + plan.temp_bytes + extra_w : db;
+  std::vector<void*> ptrs{const_cast<void*>(x), const_cast<void*>(dy), wt};
+  if (db) ptrs.push_back(bt);
+  ptrs.push_back(nullptr);
+  std::vector<void*> ready(ptrs.size(), nullptr);
+  ready[1] = ready_dy;
+  RunPlan(plan, ptrs, temp, &ready);
+  if (add_w) AddInto(static_cast<float*>(dw), static_cast<const float*>(wt), w_elems);
+  if (add_b) AddInto(static_cast<float*>(db), static_cast<const float*>(bt), g.f);
+}
+
+}  // namespace
+#endif
+
 void ConvBackwardData(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* dy,
                       const void* w, void* dx, OpReq req) {
   if (req == OpReq::kNullOp) return;
@@ -493,12 +589,7 @@ void ConvBackwardData(const char* op, const OpContext& ctx, const ConvGeom& g, D
   if (dt == DType::kFloat32 && g.n > 0) {
     auto plan = GetConvPlan(g, ConvPass::kBackwardData, false);
     if (plan) {
-      bool add = req == OpReq::kAddTo;
-      size_t out_bytes = add ? Align(sizeof(float) * g.n * g.c * g.InSize()) : 0;
-      char* temp = TempBytes(ctx, plan->temp_bytes + out_bytes);
-      void* target = add ? temp + plan->temp_bytes : dx;
-      RunPlan(*plan, {const_cast<void*>(dy), const_cast<void*>(w), target, nullptr}, temp);
-      if (add) AddInto(static_cast<float*>(dx), static_cast<const float*>(target), g.n * g.c * g.InSize());
+      RunData(*plan, g, dy, w, dx, req, TempBytes(ctx, DataTempBytes(*plan, g, req)), nullptr);
       return;
     }
   }
@@ -523,19 +614,8 @@ void ConvBackwardWeights(const char* op, const OpContext& ctx, const ConvGeom& g
   if (dt == DType::kFloat32 && g.n > 0) {
     auto plan = GetConvPlan(g, db ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, db != nullptr);
     if (plan) {
-      bool add_w = req_w == OpReq::kAddTo, add_b = db && req_b == OpReq::kAddTo;
-      size_t w_elems = g.f * (g.c / g.g) * g.KSize();
-      size_t extra_w = add_w ? Align(sizeof(float) * w_elems) : 0;
-      size_t extra_b = add_b ? Align(sizeof(float) * g.f) : 0;
-      char* temp = TempBytes(ctx, plan->temp_bytes + extra_w + extra_b);
-      void* wt = add_w ? temp + plan->temp_bytes : dw;
-      void* bt = add_b ? temp + plan->temp_bytes + extra_w : db;
-      std::vector<void*> ptrs{const_cast<void*>(x), const_cast<void*>(dy), wt};
-      if (db) ptrs.push_back(bt);
-      ptrs.push_back(nullptr);
-      RunPlan(*plan, ptrs, temp);
-      if (add_w) AddInto(static_cast<float*>(dw), static_cast<const float*>(wt), w_elems);
-      if (add_b) AddInto(static_cast<float*>(db), static_cast<const float*>(bt), g.f);
+      RunWeights(*plan, g, x, dy, dw, req_w, db, req_b,
+                 TempBytes(ctx, WeightsTempBytes(*plan, g, req_w, db != nullptr, req_b)), nullptr);
       return;
     }
   }
@@ -548,6 +628,33 @@ void ConvBackwardWeights(const char* op, const OpContext& ctx, const ConvGeom& g
     }
   });
   if (db) BiasGrad(dt, dy, db, req_b, g.n, g.f, g.OutSize());
+}
+
+void ConvBackward(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* dy, const void* x,
+                  const void* w, void* dx, OpReq req_d, void* dw, OpReq req_w, void* db, OpReq req_b) {
+#if defined(WEFT_USE_ONEDNN)
+  if (dt == DType::kFloat32 && g.n > 0 && req_d != OpReq::kNullOp && req_w != OpReq::kNullOp) {
+    bool bias = db != nullptr && req_b != OpReq::kNullOp;
+    auto pd = GetConvPlan(g, ConvPass::kBackwardData, false);
+    auto pw = GetConvPlan(g, bias ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, bias);
+    // diff_dst is argument 0 of the data plan and 1 of the weights plan (MakeConvPlan).
+    if (pd && pw && pd->args[0].reorder && pw->args[1].reorder && pd->args[0].prim == pw->args[1].prim) {
+      // Both passes read dy in the same blocked layout: reorder it once, in front of the
+      // temp space the two plans use one after the other.
+      const DnnlArg& a = pd->args[0];
+      size_t shared = Align(a.prim.get_size());
+      size_t need = shared + std::max(DataTempBytes(*pd, g, req_d), WeightsTempBytes(*pw, g, req_w, bias, req_b));
+      char* temp = TempBytes(ctx, need);
+      memory user(a.user, Engine(), const_cast<void*>(dy)), inner(a.prim, Engine(), temp);
+      a.re.execute(Stream(), user, inner);
+      RunData(*pd, g, dy, w, dx, req_d, temp + shared, temp);
+      RunWeights(*pw, g, x, dy, dw, req_w, bias ? db : nullptr, req_b, temp + shared, temp);
+      return;
+    }
+  }
+#endif
+  ConvBackwardData(op, ctx, g, dt, dy, w, dx, req_d);
+  ConvBackwardWeights(op, ctx, g, dt, x, dy, dw, req_w, db, req_b);
 }
 
 }  // namespace op

@@ -105,9 +105,8 @@ void ConvolutionBackward(const NodeAttrs& attrs, const OpContext& ctx, const std
   ConvGeom g = ConvolutionGeom(attrs, in[1].shape);
   const char* op = attrs.op->name.c_str();
   DType dt = in[0].dtype;
-  ConvBackwardData(op, ctx, g, dt, in[0].dptr, in[2].dptr, out[0].dptr, req[0]);
-  ConvBackwardWeights(op, ctx, g, dt, in[1].dptr, in[0].dptr, out[1].dptr, req[1],
-                      p.no_bias ? nullptr : out[2].dptr, p.no_bias ? OpReq::kNullOp : req[2]);
+  ConvBackward(op, ctx, g, dt, in[0].dptr, in[1].dptr, in[2].dptr, out[0].dptr, req[0], out[1].dptr, req[1],
+               p.no_bias ? nullptr : out[2].dptr, p.no_bias ? OpReq::kNullOp : req[2]);
 }
 
 std::vector<ResourceRequest> ConvTempSpace(const NodeAttrs&) { return {ResourceRequest{ResourceType::kTempSpace}}; }
