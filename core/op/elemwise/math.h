@@ -90,46 +90,50 @@ constexpr double kPi = 3.14159265358979323846;
 constexpr double kLn2 = 0.69314718055994530942;
 constexpr double kLn10 = 2.30258509299404568402;
 
+// The math functions that are one C library call per type (float_fn for float, double_fn
+// for double), listed once: expanded below for host and device code, and into the CUDA
+// source of fused kernels, which NVRTC compiles (core/op/fused/fused_codegen.cc).
+#define WEFT_MATH_FUNCTIONS(UNARY, BINARY) \
+  UNARY(abs, fabsf, fabs) \
+  UNARY(exp, expf, exp) \
+  UNARY(expm1, expm1f, expm1) \
+  UNARY(log, logf, log) \
+  UNARY(log1p, log1pf, log1p) \
+  UNARY(log2, log2f, log2) \
+  UNARY(log10, log10f, log10) \
+  UNARY(sqrt, sqrtf, sqrt) \
+  UNARY(cbrt, cbrtf, cbrt) \
+  UNARY(sin, sinf, sin) \
+  UNARY(cos, cosf, cos) \
+  UNARY(tan, tanf, tan) \
+  UNARY(asin, asinf, asin) \
+  UNARY(acos, acosf, acos) \
+  UNARY(atan, atanf, atan) \
+  UNARY(sinh, sinhf, sinh) \
+  UNARY(cosh, coshf, cosh) \
+  UNARY(tanh, tanhf, tanh) \
+  UNARY(asinh, asinhf, asinh) \
+  UNARY(acosh, acoshf, acosh) \
+  UNARY(atanh, atanhf, atanh) \
+  UNARY(erf, erff, erf) \
+  UNARY(floor, floorf, floor) \
+  UNARY(ceil, ceilf, ceil) \
+  UNARY(round, roundf, round) \
+  UNARY(rint, rintf, rint) \
+  UNARY(trunc, truncf, trunc) \
+  UNARY(tgamma, tgammaf, tgamma) \
+  BINARY(fmod, fmodf, fmod) \
+  BINARY(pow, powf, pow) \
+  BINARY(hypot, hypotf, hypot) \
+  BINARY(copysign, copysignf, copysign)
+
 #define WEFT_MATH_UNARY(name, float_fn, double_fn)                       \
   WEFT_XINLINE float name(float x) { return ::float_fn(x); }             \
   WEFT_XINLINE double name(double x) { return ::double_fn(x); }
 #define WEFT_MATH_BINARY(name, float_fn, double_fn)                              \
   WEFT_XINLINE float name(float x, float y) { return ::float_fn(x, y); }         \
   WEFT_XINLINE double name(double x, double y) { return ::double_fn(x, y); }
-
-WEFT_MATH_UNARY(abs, fabsf, fabs)
-WEFT_MATH_UNARY(exp, expf, exp)
-WEFT_MATH_UNARY(expm1, expm1f, expm1)
-WEFT_MATH_UNARY(log, logf, log)
-WEFT_MATH_UNARY(log1p, log1pf, log1p)
-WEFT_MATH_UNARY(log2, log2f, log2)
-WEFT_MATH_UNARY(log10, log10f, log10)
-WEFT_MATH_UNARY(sqrt, sqrtf, sqrt)
-WEFT_MATH_UNARY(cbrt, cbrtf, cbrt)
-WEFT_MATH_UNARY(sin, sinf, sin)
-WEFT_MATH_UNARY(cos, cosf, cos)
-WEFT_MATH_UNARY(tan, tanf, tan)
-WEFT_MATH_UNARY(asin, asinf, asin)
-WEFT_MATH_UNARY(acos, acosf, acos)
-WEFT_MATH_UNARY(atan, atanf, atan)
-WEFT_MATH_UNARY(sinh, sinhf, sinh)
-WEFT_MATH_UNARY(cosh, coshf, cosh)
-WEFT_MATH_UNARY(tanh, tanhf, tanh)
-WEFT_MATH_UNARY(asinh, asinhf, asinh)
-WEFT_MATH_UNARY(acosh, acoshf, acosh)
-WEFT_MATH_UNARY(atanh, atanhf, atanh)
-WEFT_MATH_UNARY(erf, erff, erf)
-WEFT_MATH_UNARY(floor, floorf, floor)
-WEFT_MATH_UNARY(ceil, ceilf, ceil)
-WEFT_MATH_UNARY(round, roundf, round)
-WEFT_MATH_UNARY(rint, rintf, rint)
-WEFT_MATH_UNARY(trunc, truncf, trunc)
-WEFT_MATH_UNARY(tgamma, tgammaf, tgamma)
-WEFT_MATH_BINARY(fmod, fmodf, fmod)
-WEFT_MATH_BINARY(pow, powf, pow)
-WEFT_MATH_BINARY(hypot, hypotf, hypot)
-WEFT_MATH_BINARY(copysign, copysignf, copysign)
-
+WEFT_MATH_FUNCTIONS(WEFT_MATH_UNARY, WEFT_MATH_BINARY)
 #undef WEFT_MATH_UNARY
 #undef WEFT_MATH_BINARY
 

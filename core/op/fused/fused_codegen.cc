@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "core/base/error.h"
+#include "core/op/elemwise/math.h"
 
 namespace weft {
 namespace op {
@@ -10,55 +11,25 @@ namespace {
 
 // The device side of core/op/elemwise/math.h: the `math::` overloads the functors' kCuda
 // bodies call, for float and double, mapped onto CUDA's math library (which NVRTC provides
-// without includes). T is the element type of the kernel.
-constexpr const char* kPrelude = R"(namespace weft_fused {
-typedef WEFT_FUSED_T T;
-namespace math {
-constexpr double kPi = 3.14159265358979323846;
-#define WEFT_MATH_UNARY(name, float_fn, double_fn) \
-  __device__ __forceinline__ float name(float x) { return ::float_fn(x); } \
-  __device__ __forceinline__ double name(double x) { return ::double_fn(x); }
-#define WEFT_MATH_BINARY(name, float_fn, double_fn) \
-  __device__ __forceinline__ float name(float x, float y) { return ::float_fn(x, y); } \
-  __device__ __forceinline__ double name(double x, double y) { return ::double_fn(x, y); }
-WEFT_MATH_UNARY(abs, fabsf, fabs)
-WEFT_MATH_UNARY(exp, expf, exp)
-WEFT_MATH_UNARY(expm1, expm1f, expm1)
-WEFT_MATH_UNARY(log, logf, log)
-WEFT_MATH_UNARY(log1p, log1pf, log1p)
-WEFT_MATH_UNARY(log2, log2f, log2)
-WEFT_MATH_UNARY(log10, log10f, log10)
-WEFT_MATH_UNARY(sqrt, sqrtf, sqrt)
-WEFT_MATH_UNARY(cbrt, cbrtf, cbrt)
-WEFT_MATH_UNARY(sin, sinf, sin)
-WEFT_MATH_UNARY(cos, cosf, cos)
-WEFT_MATH_UNARY(tan, tanf, tan)
-WEFT_MATH_UNARY(asin, asinf, asin)
-WEFT_MATH_UNARY(acos, acosf, acos)
-WEFT_MATH_UNARY(atan, atanf, atan)
-WEFT_MATH_UNARY(sinh, sinhf, sinh)
-WEFT_MATH_UNARY(cosh, coshf, cosh)
-WEFT_MATH_UNARY(tanh, tanhf, tanh)
-WEFT_MATH_UNARY(asinh, asinhf, asinh)
-WEFT_MATH_UNARY(acosh, acoshf, acosh)
-WEFT_MATH_UNARY(atanh, atanhf, atanh)
-WEFT_MATH_UNARY(erf, erff, erf)
-WEFT_MATH_UNARY(erfinv, erfinvf, erfinv)
-WEFT_MATH_UNARY(floor, floorf, floor)
-WEFT_MATH_UNARY(ceil, ceilf, ceil)
-WEFT_MATH_UNARY(round, roundf, round)
-WEFT_MATH_UNARY(rint, rintf, rint)
-WEFT_MATH_UNARY(trunc, truncf, trunc)
-WEFT_MATH_UNARY(tgamma, tgammaf, tgamma)
-WEFT_MATH_UNARY(lgamma, lgammaf, lgamma)
-WEFT_MATH_BINARY(fmod, fmodf, fmod)
-WEFT_MATH_BINARY(pow, powf, pow)
-WEFT_MATH_BINARY(hypot, hypotf, hypot)
-WEFT_MATH_BINARY(copysign, copysignf, copysign)
-#undef WEFT_MATH_UNARY
-#undef WEFT_MATH_BINARY
-}  // namespace math
-)";
+// without includes). T is the element type of the kernel. erfinv and lgamma, which the host
+// computes its own way, are plain CUDA calls here.
+#define WEFT_DEVICE_UNARY(name, float_fn, double_fn)                                             \
+  "__device__ __forceinline__ float " #name "(float x) { return ::" #float_fn "(x); }\n"       \
+  "__device__ __forceinline__ double " #name "(double x) { return ::" #double_fn "(x); }\n"
+#define WEFT_DEVICE_BINARY(name, float_fn, double_fn)                                                     \
+  "__device__ __forceinline__ float " #name "(float x, float y) { return ::" #float_fn "(x, y); }\n"     \
+  "__device__ __forceinline__ double " #name "(double x, double y) { return ::" #double_fn "(x, y); }\n"
+constexpr const char* kPrelude =
+    "namespace weft_fused {\n"
+    "typedef WEFT_FUSED_T T;\n"
+    "namespace math {\n"
+    "constexpr double kPi = 3.14159265358979323846;\n"
+    WEFT_MATH_FUNCTIONS(WEFT_DEVICE_UNARY, WEFT_DEVICE_BINARY)
+    WEFT_DEVICE_UNARY(erfinv, erfinvf, erfinv)
+    WEFT_DEVICE_UNARY(lgamma, lgammaf, lgamma)
+    "}  // namespace math\n";
+#undef WEFT_DEVICE_UNARY
+#undef WEFT_DEVICE_BINARY
 
 bool HasScalar(const FusedProgram::Step& s) { return !s.binary && s.fn.scalar != nullptr; }
 
