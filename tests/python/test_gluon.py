@@ -194,6 +194,34 @@ def test_trainer_sgd_momentum_matches_formula():
         np.testing.assert_allclose(p.data().asnumpy(), w, rtol=1e-5)
 
 
+def test_trainer_follows_replaced_arrays_and_grad_req():
+    # The Trainer keeps its per-step lists of arrays between steps; replacing a Parameter's
+    # arrays (re-initialisation, cast) or switching its grad_req must be seen at the next step.
+    a = gluon.Parameter("a_weight", shape=(2,))
+    b = gluon.Parameter("b_weight", shape=(2,))
+    for p in (a, b):
+        p.initialize(weft.init.Constant(1.0))
+    trainer = gluon.Trainer([a, b], "sgd", {"learning_rate": 0.5})
+    for p in (a, b):
+        p.grad()[:] = 1.0
+    trainer.step(1)
+    np.testing.assert_allclose(a.data().asnumpy(), [0.5, 0.5])
+    a.initialize(weft.init.Constant(3.0), force_reinit=True)
+    b.grad_req = "null"
+    a.grad()[:] = 2.0
+    trainer.step(1)
+    np.testing.assert_allclose(a.data().asnumpy(), [2.0, 2.0])
+    np.testing.assert_allclose(b.data().asnumpy(), [0.5, 0.5])
+    b.grad_req = "write"
+    b.grad()[:] = 1.0
+    a.cast("float64")
+    a.grad()[:] = 2.0
+    trainer.step(1)
+    assert a.data().dtype == np.float64
+    np.testing.assert_allclose(a.data().asnumpy(), [1.0, 1.0])
+    np.testing.assert_allclose(b.data().asnumpy(), [0.0, 0.0])
+
+
 def test_training_reduces_loss_and_states_round_trip(tmp_path):
     x, y = _data(32, seed=3)
     net = _lenet()

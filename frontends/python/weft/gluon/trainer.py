@@ -1,7 +1,7 @@
 """The Gluon Trainer, as MXNet 1.x's `gluon.Trainer`: applies an optimizer to a set of
 parameters, reducing their gradients over contexts (and workers) first."""
 from .. import optimizer as opt
-from .parameter import Parameter, ParameterDict
+from .parameter import Parameter, ParameterDict, arrays_version
 
 __all__ = ["Trainer"]
 
@@ -36,6 +36,8 @@ class Trainer:
         self._kv_initialized = False
         self._scale = 1.0
         self._in_flight = []
+        self._lists = None
+        self._lists_version = None
         self._init_optimizer(optimizer, optimizer_params or {})
 
     def _init_optimizer(self, optimizer, optimizer_params):
@@ -96,14 +98,29 @@ class Trainer:
         self.allreduce_grads()
         self._update(ignore_stale_grad)
 
+    def _step_lists(self):
+        """Per context: (context, indices, gradients, weights) of the parameters that have
+        gradients. Built again only when some Parameter's arrays were replaced (the arrays
+        version moved), since walking every parameter at each step costs more than a small
+        network's update."""
+        version = arrays_version()
+        if self._lists is None or self._lists_version != version:
+            trained = [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+            per_ctx = [(i, p.list_grad(), p.list_data()) for i, p in trained]
+            self._lists = [(ctx, [i for i, _, _ in per_ctx], [g[k] for _, g, _ in per_ctx],
+                            [w[k] for _, _, w in per_ctx]) for k, ctx in enumerate(self._contexts())]
+            self._reduce = [(i, g) for i, g, _ in per_ctx]
+            self._lists_version = version
+        return self._lists
+
     def allreduce_grads(self):
         """Sums each parameter's gradients over contexts (and workers), leaving the sum on every context."""
         if not self._kv_initialized:
             self._init_kvstore()
-        for i, p in enumerate(self._params):
-            if p.grad_req == "null":
-                continue
-            grads = p.list_grad()
+        lists = self._step_lists()
+        if self._kvstore is None and len(lists) <= 1:
+            return
+        for i, grads in self._reduce:
             if self._kvstore is not None:
                 self._kvstore.push(i, grads)
                 self._kvstore.pull(i, grads)
@@ -128,18 +145,10 @@ class Trainer:
             for w in self._in_flight.pop(0):
                 w.wait_to_read()
         self._in_flight.append([])
-        ctxs = self._contexts()
-        for k, ctx in enumerate(ctxs):
+        for ctx, indices, grads, weights in self._step_lists():
             updater = self._updaters.get(ctx)
             if updater is None:
                 updater = self._updaters[ctx] = opt.get_updater(self._optimizer)
-            indices, grads, weights = [], [], []
-            for i, p in enumerate(self._params):
-                if p.grad_req == "null":
-                    continue
-                indices.append(i)
-                grads.append(p.list_grad()[k])
-                weights.append(p.list_data()[k])
             if indices:
                 updater(indices, grads, weights)
                 self._in_flight[-1].extend(weights)

@@ -54,7 +54,13 @@ def _dtype_name(dtype):
 
 
 def _param_str(value):
-    # Operator parameters travel as strings that the core parses.
+    # Operator parameters travel as strings that the core parses. The common plain types
+    # come first: this runs for every parameter of every call.
+    kind = type(value)
+    if kind is str:
+        return value
+    if kind is int or kind is float or kind is bool:
+        return str(value)
     if isinstance(value, Context):
         return str(value)
     if isinstance(value, (np.dtype, type)) and not isinstance(value, bool):

@@ -724,6 +724,7 @@ class Updater(object):
         self.states = {}
         self.states_synced = {}
         self.aggregate_updates = optimizer.aggregate_num > 0
+        self._plans = {}
 
     def __call__(self, index, grad, weight):
         if isinstance(index, (list, tuple)):
@@ -733,8 +734,33 @@ class Updater(object):
         if not (len(indices) == len(grads) == len(weights)):
             raise ValueError("Updater: got %d indices, %d gradients and %d weights; they must match"
                              % (len(indices), len(grads), len(weights)))
-        if weights:
-            self.optimizer._set_current_context(weights[0].context.device_id)
+        if not weights:
+            return
+        # A training loop hands over the same parameters at every step: what depends only on
+        # them (states, the grouping by dtype, the device) is worked out once per set of
+        # weights. The plan keeps the weights alive, so their ids cannot be reused.
+        key = (tuple(indices), tuple(map(id, weights)))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(indices, weights)
+            if len(self._plans) >= 64:
+                self._plans.clear()
+            self._plans[key] = plan
+        _, device_id, chunks = plan
+        self.optimizer._set_current_context(device_id)
+        for idxs, positions in chunks:
+            ws, gs = [weights[k] for k in positions], [grads[k] for k in positions]
+            states = [self.states[i] for i in idxs]
+            if len(positions) == 1 and not self.aggregate_updates:
+                self.optimizer.update_multi_precision(idxs[0], ws[0], gs[0], states[0])
+            else:
+                self.optimizer.update_multi_precision(idxs, ws, gs, states)
+
+    def _plan(self, indices, weights):
+        """(weights, device id, [(indices, positions)]): the states of new indices are
+        created (or moved to their weight's device), and the calls to make are listed: one
+        per parameter, or with an aggregating optimizer one per group of up to
+        aggregate_num parameters of one dtype."""
         for k, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 idx = indices[k] = idx.decode()
@@ -745,20 +771,15 @@ class Updater(object):
                 self.states[idx] = self.sync_state_context(self.states[idx], weights[k].context)
                 self.states_synced[idx] = True
         if not self.aggregate_updates:
-            for idx, w, g in zip(indices, weights, grads):
-                self.optimizer.update_multi_precision(idx, w, g, self.states[idx])
-            return
-        # Aggregated updates take parameters of one dtype per call.
-        by_dtype = {}
-        for entry in zip(indices, weights, grads):
-            by_dtype.setdefault(numpy.dtype(entry[1].dtype), []).append(entry)
-        step = self.optimizer.aggregate_num
-        for entries in by_dtype.values():
-            for start in range(0, len(entries), step):
-                chunk = entries[start:start + step]
-                idxs = [e[0] for e in chunk]
-                self.optimizer.update_multi_precision(idxs, [e[1] for e in chunk], [e[2] for e in chunk],
-                                                      [self.states[i] for i in idxs])
+            chunks = [([idx], [k]) for k, idx in enumerate(indices)]
+        else:
+            by_dtype = {}
+            for k, w in enumerate(weights):
+                by_dtype.setdefault(numpy.dtype(w.dtype), []).append(k)
+            step = self.optimizer.aggregate_num
+            chunks = [([indices[k] for k in ks[start:start + step]], ks[start:start + step])
+                      for ks in by_dtype.values() for start in range(0, len(ks), step)]
+        return list(weights), weights[0].context.device_id, chunks
 
     def sync_state_context(self, state, context):
         """The state with every NDArray in it moved to ``context``."""
@@ -779,6 +800,7 @@ class Updater(object):
             self.states = loaded
         # States may come from another device: they move to each weight's on next use.
         self.states_synced = dict.fromkeys(self.states.keys(), False)
+        self._plans = {}
 
     def get_states(self, dump_optimizer=False):
         """The states pickled to bytes, with the optimizer when dump_optimizer is True."""
