@@ -291,6 +291,32 @@ def test_hybridized_equals_imperative(case):
     np.testing.assert_allclose(block(*inputs).asnumpy(), want, rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("axis,shape", [(-1, (6, 5)), (1, (4, 3, 2))])
+def test_softmax_ce_gradient_hybridized_equals_imperative(axis, shape):
+    # Imperatively the loss runs as one fused operator; hybridized, as MXNet's log_softmax,
+    # pick and negative. Values and gradients must agree.
+    rng = _rng(7)
+    pred = rng.randn(*shape).astype(np.float32)
+    label_shape = shape[:1] + shape[2:] if axis == 1 else shape[:-1]
+    label = rng.randint(0, shape[axis], size=label_shape).astype(np.float32)
+    sw = rng.rand(shape[0], *([1] * (len(shape) - 1))).astype(np.float32)
+    grads, values = [], []
+    for hybrid in (False, True):
+        block = gloss.SoftmaxCrossEntropyLoss(axis=axis)
+        if hybrid:
+            block.hybridize()
+        x = mx.nd.array(pred)
+        x.attach_grad()
+        with autograd.record():
+            loss = block(x, mx.nd.array(label), mx.nd.array(sw))
+        loss.backward()
+        values.append(loss.asnumpy())
+        grads.append(x.grad.asnumpy())
+    np.testing.assert_allclose(values[0], values[1], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(values[0], ref_sce(pred, label, sw, axis=axis), rtol=1e-5, atol=1e-6)
+
+
 # --- errors ----------------------------------------------------------------------------------
 
 def test_bad_weight_is_rejected():

@@ -278,6 +278,43 @@ def test_softmax_cross_entropy_matches_torch(shape):
         nd.softmax_cross_entropy(nd.ones((2, 3, 4)), nd.ones((2,)))
 
 
+@pytest.mark.parametrize("shape,axis", [((4, 5), -1), ((1, 3), 1), ((3, 4, 2), 1), ((2, 3, 5), -1), ((6,), 0)])
+def test_sparse_softmax_cross_entropy(shape, axis):
+    x = randn(*shape)
+    a = axis % len(shape)
+    out_shape = shape[:a] + (1,) + shape[a + 1:]
+    n = shape[a]
+    # Labels out of range are clipped, as pick's default mode does.
+    label = RNG.randint(-1, n + 1, size=out_shape).astype(np.float32)
+    out = nd._internal._sparse_softmax_cross_entropy(nd.array(x), nd.array(label), axis=axis)
+    ref = -nd.pick(nd.log_softmax(nd.array(x), axis=axis), nd.array(label), axis=axis, keepdims=True)
+    assert out.shape == out_shape
+    assert_almost_equal(out, ref.asnumpy(), rtol=1e-5, atol=1e-6)
+    idx = np.clip(label, 0, n - 1).astype(np.int64)
+    ls = x - x.max(axis=a, keepdims=True)
+    ls = ls - np.log(np.exp(ls).sum(axis=a, keepdims=True))
+    assert_almost_equal(out, -np.take_along_axis(ls, idx, axis=a), rtol=1e-5, atol=1e-6)
+    # Labels without the class axis are accepted too (Gluon passes (N,) for (N, C) data).
+    flat = nd._internal._sparse_softmax_cross_entropy(nd.array(x), nd.array(label.reshape(-1)), axis=axis)
+    assert_almost_equal(flat, out.asnumpy())
+    og = randn(*out_shape)
+    g = op_grad("_sparse_softmax_cross_entropy", [x, label], {"axis": axis}, [og])
+    soft = np.exp(ls)
+    onehot = np.zeros_like(x)
+    np.put_along_axis(onehot, idx, 1.0, axis=a)
+    assert_almost_equal(g[0], (soft - onehot) * og, rtol=1e-5, atol=1e-6)
+    numeric_check("_sparse_softmax_cross_entropy", [RNG.randn(*shape), label], {"axis": axis}, [0])
+
+
+def test_sparse_softmax_cross_entropy_errors():
+    with pytest.raises(mx.base.WeftError, match=r"_sparse_softmax_cross_entropy.*label.*\(5,\).*\(4,3\).*4 in all"):
+        nd._internal._sparse_softmax_cross_entropy(nd.ones((4, 3)), nd.ones((5,)))
+    with pytest.raises(mx.base.WeftError, match=r"_sparse_softmax_cross_entropy.*axis"):
+        nd._internal._sparse_softmax_cross_entropy(nd.ones((4, 3)), nd.ones((4,)), axis=2)
+    with pytest.raises(mx.base.WeftError, match=r"_sparse_softmax_cross_entropy.*floating-point"):
+        nd._internal._sparse_softmax_cross_entropy(nd.ones((4, 3), dtype="int32"), nd.ones((4,)))
+
+
 @pytest.mark.parametrize("normalization,expect", [("null", 0.5), ("batch", 0.5 / 4), ("valid", 0.5 / 5)])
 def test_make_loss(normalization, expect):
     x = np.array([[1, -1, 2], [0, 3, -2], [4, 5, -1], [0, 0, 0]], dtype=np.float32)  # 5 elements > 0

@@ -1,14 +1,16 @@
 // Loss layers whose gradient ignores the incoming head gradient, as in MXNet 1.x:
 // SoftmaxOutput, LinearRegressionOutput, LogisticRegressionOutput, MAERegressionOutput and
 // MakeLoss (alias make_loss); softmax_cross_entropy (a scalar loss, differentiated through
-// its head gradient); BlockGrad (alias stop_gradient), the identity with zero gradient.
-// Labels get no gradient.
+// its head gradient); _sparse_softmax_cross_entropy (the same per position, for Gluon's
+// SoftmaxCrossEntropyLoss); BlockGrad (alias stop_gradient), the identity with zero
+// gradient. Labels get no gradient.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "core/op/indexing/index_mode.h"
 #include "core/op/nn/norm_util.h"
 
 namespace weft {
@@ -46,6 +48,14 @@ WEFT_PARAM_SCHEMA(SoftmaxOutputParam, s) {
       .Default(0.0)
       .Range(0, 1)
       .Describe("Label smoothing: the target is 1 - alpha at the label and alpha / (C - 1) elsewhere.");
+}
+
+struct SparseCEParam {
+  int axis = -1;
+};
+
+WEFT_PARAM_SCHEMA(SparseCEParam, s) {
+  s.Field("axis", &SparseCEParam::axis).Default(-1).Describe("The class axis; negative counts from the end.");
 }
 
 struct RegressionOutputParam {
@@ -396,6 +406,92 @@ bool CrossEntropyBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, s
   return true;
 }
 
+// ------------------------------------------------------------------ _sparse_softmax_cross_entropy
+// -log(softmax(data, axis))[label] at every position of the other axes, the value of
+// -pick(log_softmax(data, axis), label, axis, keepdims=True) (labels clipped into range as
+// pick's default mode does) in one pass instead of three operators and their gradients.
+nn::AxisSplit SparseCESplit(const NodeAttrs& attrs, const Shape& data) {
+  return nn::SplitAt(data, CheckAxis(attrs, attrs.Params<SparseCEParam>().axis, data.ndim()));
+}
+
+bool SparseCEShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape& d = (*in)[0];
+  if (!d.is_known()) return false;
+  nn::CheckMinNdim(attrs, d, 1);
+  int axis = CheckAxis(attrs, attrs.Params<SparseCEParam>().axis, d.ndim());
+  Shape o = d;
+  o[axis] = 1;
+  const Shape& label = (*in)[1];
+  // Labels come shaped like the loss or with the class axis left out: only the count matters.
+  if (label.is_known() && label.Size() != o.Size())
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input 'label' has shape ", label.ToString(), " (",
+          label.Size(), " labels) but data of shape ", d.ToString(), " needs one label per position, ", o.Size(),
+          " in all");
+  if (!label.is_known()) {
+    std::vector<int64_t> dims;
+    for (int k = 0; k < d.ndim(); ++k)
+      if (k != axis) dims.push_back(d[k]);
+    if (dims.empty()) dims.push_back(1);
+    AssignShape(attrs, in, 1, Shape(dims), "input");
+  }
+  AssignShape(attrs, out, 0, o, "output");
+  return true;
+}
+
+// Per position: the log-sum-exp along the axis; `grad`, when given, receives
+// (softmax - one_hot(label)) * ograd[position] under `req`.
+template <typename T>
+void SparseCERows(const TBlob& data, const std::vector<int64_t>& label, const nn::AxisSplit& sp, T* loss, T* grad,
+                  const T* ograd, OpReq req) {
+  using A = Acc<T>;
+  const T* x = data.ptr<T>();
+  const int64_t n = sp.n, inner = sp.inner;
+  ParallelFor(sp.outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t pos = b; pos < e; ++pos) {
+      const int64_t o = pos / inner, i = pos % inner;
+      const T* xr = x + o * n * inner + i;
+      A mx = -std::numeric_limits<A>::infinity();
+      for (int64_t k = 0; k < n; ++k) mx = std::max(mx, static_cast<A>(xr[k * inner]));
+      A sum = 0;
+      for (int64_t k = 0; k < n; ++k) sum += std::exp(static_cast<A>(xr[k * inner]) - mx);
+      const A lse = mx + std::log(sum);
+      const int64_t li = label[static_cast<size_t>(pos)];
+      if (loss) loss[pos] = static_cast<T>(lse - static_cast<A>(xr[li * inner]));
+      if (grad) {
+        const A g = static_cast<A>(ograd[pos]);
+        T* gr = grad + o * n * inner + i;
+        for (int64_t k = 0; k < n; ++k) {
+          A p = std::exp(static_cast<A>(xr[k * inner]) - lse);
+          Put(gr + k * inner, req, (p - (k == li ? A(1) : A(0))) * g);
+        }
+      }
+    }
+  });
+}
+
+void SparseCECompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  WEFT_CHECK(req[0] == OpReq::kWriteTo || req[0] == OpReq::kWriteInplace, kValue, "Operator '", attrs.op->name,
+             "': the loss output only supports write requests");
+  nn::AxisSplit sp = SparseCESplit(attrs, in[0].shape);
+  std::vector<int64_t> label = ResolveIndices(in[1], sp.n, IndexMode::kClip, attrs, 0);
+  WEFT_NN_FLOAT_SWITCH(attrs, in[0].dtype, T, {
+    SparseCERows<T>(in[0], label, sp, out[0].ptr<T>(), nullptr, nullptr, OpReq::kWriteTo);
+  });
+}
+
+// Inputs: out_grad (the loss's shape), data, label.
+void SparseCEBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                             const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  nn::AxisSplit sp = SparseCESplit(attrs, in[1].shape);
+  std::vector<int64_t> label = ResolveIndices(in[2], sp.n, IndexMode::kClip, attrs, 0);
+  WEFT_NN_FLOAT_SWITCH(attrs, in[1].dtype, T, {
+    SparseCERows<T>(in[1], label, sp, nullptr, out[0].ptr<T>(), in[0].ptr<T>(), req[0]);
+  });
+}
+
 // ------------------------------------------------------------------ MakeLoss, BlockGrad
 void MakeLossBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                              const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
@@ -504,6 +600,35 @@ WEFT_REGISTER_OP(_backward_softmax_cross_entropy)
     .SetAttr<FInferType>("FInferType", BackwardTypeFromInput1)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", CrossEntropyBackwardCompute);
+
+WEFT_REGISTER_OP(_sparse_softmax_cross_entropy)
+    .Describe("-log(softmax(data, axis))[label] at every other position, shaped like data with the axis kept as 1; "
+              "labels are clipped into [0, classes).")
+    .SetNumInputs(2)
+    .AddArgument("data", "NDArray-or-Symbol", "Input scores")
+    .AddArgument("label", "NDArray-or-Symbol", "Class indices, one per position (any dtype; fractions truncate)")
+    .SetParams<SparseCEParam>()
+    .SetAttr<FInferShape>("FInferShape", SparseCEShape)
+    .SetAttr<FInferType>("FInferType", DataTypeLabelAny)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FCompute>("FCompute<cpu>", SparseCECompute)
+    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+      return std::vector<GradValue>{
+          b.Op("_backward_sparse_softmax_cross_entropy", {a.out_grads[0], a.inputs[0], a.inputs[1]}, attrs.dict),
+          GradValue()};
+    });
+
+WEFT_REGISTER_OP(_backward_sparse_softmax_cross_entropy)
+    .Describe("Gradient of _sparse_softmax_cross_entropy: (out_grad, data, label) -> (softmax - one_hot) * out_grad.")
+    .SetNumInputs(3)
+    .AddArgument("out_grad", "NDArray-or-Symbol", "Gradient of the loss")
+    .AddArgument("data", "NDArray-or-Symbol", "The forward data")
+    .AddArgument("label", "NDArray-or-Symbol", "Class indices")
+    .SetParams<SparseCEParam>()
+    .SetAttr<FInferShape>("FInferShape", CrossEntropyBackwardShape)
+    .SetAttr<FInferType>("FInferType", BackwardTypeFromInput1)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FCompute>("FCompute<cpu>", SparseCEBackwardCompute);
 
 WEFT_REGISTER_OP(MakeLoss)
     .AddAlias("make_loss")

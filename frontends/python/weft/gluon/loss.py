@@ -8,6 +8,7 @@ per sample, as MXNet gives it.
 import math
 import numbers
 
+from .. import ndarray
 from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
@@ -134,6 +135,12 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if self._sparse_label and not self._from_logits and F is ndarray:
+            # Imperatively, one fused operator (and one gradient) instead of log_softmax, pick
+            # and negative: at small sizes their per-call cost dominates the loss. Graphs keep
+            # MXNet's operators, so exported symbols load in MXNet.
+            loss = F._internal._sparse_softmax_cross_entropy(pred, label, axis=self._axis)
+            return _batch_mean(F, _apply_weighting(F, loss, self._weight, sample_weight), self._batch_axis)
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         if self._sparse_label:
