@@ -149,13 +149,13 @@ def samples_per_second(step, batch, steps, sync):
     return steps * batch / (time.perf_counter() - start)
 
 
-def throughput(train_x, train_y, steps, rounds):
+def throughput(train_x, train_y, steps, rounds, models=("mlp", "lenet"), batches=(128, 64)):
     # The machine's speed drifts by tens of percent within a minute, so the frameworks take
     # turns: `rounds` timed runs of each, interleaved, and the best run of each is reported.
     print("%-6s %5s %14s %14s %14s %14s %8s %8s %8s" % ("model", "batch", "gluon-hybrid", "module",
                                                       "gluon-imper.", "pytorch", "hyb/pt", "mod/pt", "imp/pt"))
-    for kind in ("mlp", "lenet"):
-        for batch in (128, 64):
+    for kind in models:
+        for batch in batches:
             n = batch * 20
             wb = [(nd.array(train_x[i:i + batch]), nd.array(train_y[i:i + batch].astype(np.float32)))
                   for i in range(0, n, batch)]
@@ -274,14 +274,19 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=100, help="timed training steps per run")
     p.add_argument("--rounds", type=int, default=5, help="interleaved timed runs per framework (the best is shown)")
+    p.add_argument("--models", default="mlp,lenet", help="comma-separated: mlp, lenet")
+    p.add_argument("--batches", default="128,64", help="comma-separated batch sizes")
+    p.add_argument("--skip-conv-layers", action="store_true", help="leave out LeNet's convolutions timed alone")
     p.add_argument("--skip-time-to-accuracy", action="store_true")
     args = p.parse_args()
     train_x, train_y = load("train")
     test_x, test_y = load("t10k")
     print("samples/s of one training step (data already in memory), best of %d interleaved runs of %d steps"
           % (args.rounds, args.steps))
-    throughput(train_x, train_y, args.steps, args.rounds)
-    lenet_conv_layers()
+    throughput(train_x, train_y, args.steps, args.rounds, args.models.split(","),
+               [int(b) for b in args.batches.split(",")])
+    if not args.skip_conv_layers:
+        lenet_conv_layers()
     if not args.skip_time_to_accuracy:
         time_to_accuracy(train_x, train_y, test_x, test_y)
 
