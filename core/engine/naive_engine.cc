@@ -84,6 +84,8 @@ class NaiveEngine : public Engine {
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       e = var->error;
+      // Raised here, it is not raised again by WaitForAll (as the threaded engine does).
+      if (e && first_error_ == e) first_error_ = nullptr;
     }
     if (e) std::rethrow_exception(e);
   }

@@ -240,7 +240,10 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       w.cv.wait(lock, [&] { return w.done; });
       error = w.error;
     }
-    if (error) std::rethrow_exception(error);
+    if (error) {
+      ForgetReported(error);
+      std::rethrow_exception(error);
+    }
   }
 
   void WaitForAll() override {
@@ -449,6 +452,13 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   void RecordError(const std::exception_ptr& error) {
     std::lock_guard<std::mutex> lock(error_mu_);
     if (!first_error_) first_error_ = error;
+  }
+
+  // An error WaitForVar raised is not raised again by WaitForAll (as MXNet does): the
+  // caller has seen it, and a later, unrelated wait must not fail for it.
+  void ForgetReported(const std::exception_ptr& error) {
+    std::lock_guard<std::mutex> lock(error_mu_);
+    if (first_error_ == error) first_error_ = nullptr;
   }
 
   std::atomic<int64_t> pending_{0};  // pushed and not yet completed

@@ -207,7 +207,7 @@ TEST(CApiTest, AsynchronousErrorIsReportedAtTheNextWait) {
   std::vector<char> host(static_cast<size_t>(size) * elem);
   EXPECT_EQ(weft_ndarray_copy_to_host(out, host.data(), host.size()), WEFT_ERR_VALUE);
   EXPECT_TRUE(Contains(LastError(), "to sum to 1")) << LastError();
-  EXPECT_EQ(weft_wait_all(), WEFT_ERR_VALUE);
+  // Reported already by the waits above: wait_all does not report it again.
   EXPECT_OK(weft_wait_all());
   // The input was only read: it is fine.
   EXPECT_OK(weft_ndarray_wait_to_read(probs));

@@ -90,8 +90,8 @@ TEST(EngineInline, ErrorOfAnInlineOperationIsRaisedAtTheWait) {
   // The push does not throw, even though the operation ran inside it.
   EXPECT_NO_THROW(eng->PushSync([](RunContext) { throw std::runtime_error("inline failure"); }, Context::CPU(), {},
                                 {v}, FnProperty::kCPUInline));
-  EXPECT_THROW(eng->WaitForVar(v), std::runtime_error);
   EXPECT_THROW(eng->WaitForAll(), std::runtime_error);
+  EXPECT_THROW(eng->WaitForVar(v), std::runtime_error);
   eng->DeleteVariable({}, Context::CPU(), v);
   eng->WaitForAll();
 }
@@ -199,7 +199,8 @@ TEST(EngineRunNow, ErrorsFlowAsForAPush) {
   EXPECT_TRUE(eng->RunNowIfIdle(Context::CPU(), {a}, {b}, SyncFnRef(fn)));
   EXPECT_FALSE(ran);
   EXPECT_THROW(eng->WaitForVar(b), std::runtime_error);
-  EXPECT_THROW(eng->WaitForAll(), std::runtime_error);
+  // The waits above raised it: WaitForAll does not raise it again.
+  EXPECT_NO_THROW(eng->WaitForAll());
   eng->DeleteVariable({}, Context::CPU(), a);
   eng->DeleteVariable({}, Context::CPU(), b);
   eng->WaitForAll();

@@ -348,6 +348,20 @@ def test_waitall_and_wait_to_read():
     assert a.asnumpy()[0, 0] == 11
 
 
+def test_an_error_is_raised_by_the_wait_that_sees_it_first_and_not_again_by_waitall():
+    bad = nd.softmax_cross_entropy(nd.ones((2, 3)), nd.array([0, 9]))  # label 9 of 3 classes
+    with pytest.raises(mx.MXNetError, match="label 9"):
+        bad.asnumpy()
+    with pytest.raises(mx.MXNetError, match="label 9"):  # the array stays broken
+        bad.wait_to_read()
+    nd.waitall()  # already reported: a later waitall does not fail for it
+    unseen = nd.softmax_cross_entropy(nd.ones((2, 3)), nd.array([0, 4]))
+    with pytest.raises(mx.MXNetError, match="label 4"):
+        nd.waitall()
+    nd.waitall()
+    del unseen
+
+
 def test_random_seed_reproducible():
     mx.random.seed(42)
     a = nd.random.uniform(0, 1, shape=(1000,)).asnumpy()

@@ -158,7 +158,7 @@ WEFT_API weft_status_t weft_ndarray_reshape(const weft_ndarray_t* arr, const int
 WEFT_API weft_status_t weft_ndarray_shares_memory(const weft_ndarray_t* a, const weft_ndarray_t* b, int* out);
 
 /* Block until every operation pushed so far has finished; report the first error since the
- * last call. */
+ * last call that no wait on an array has reported already. */
 WEFT_API weft_status_t weft_wait_all(void);
 
 /* ------------------------------------------------------------------ NDArray lists and files */

@@ -606,7 +606,8 @@ def moveaxis(tensor, source, destination):
 
 
 def waitall():
-    """Blocks until every operation pushed so far has finished; raises the first error."""
+    """Blocks until every operation pushed so far has finished; raises the first error that
+    no wait on an array has raised already."""
     _api.weft_wait_all()
 
 
