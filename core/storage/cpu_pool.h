@@ -32,6 +32,9 @@ class BlockPool {
   void* Alloc(size_t size, bool* os_alloc);
   // Takes back a block obtained from Alloc(size).
   void Free(void* ptr, size_t size);
+  // Returns a block obtained from Alloc(size) to the OS or driver at once, skipping the
+  // cache: for a block that nothing of its size will ask for again (a grown buffer's old one).
+  void FreeToSystem(void* ptr, size_t size) { raw_free_(ptr, BucketSize(size)); }
   // Returns every cached block to the OS or driver.
   void ReleaseAll();
   size_t pooled_bytes() const { return pooled_bytes_; }

@@ -63,6 +63,16 @@ class PooledStorage : public Storage {
     pc->stats.bytes_pooled = static_cast<int64_t>(pc->pool->pooled_bytes());
   }
 
+  void FreeToSystem(StorageHandle h) override {
+    if (h.dptr == nullptr) return;
+    PerContext* pc = Find(h.ctx);
+    WEFT_CHECK(pc != nullptr && h.size > 0, kInternal, "Storage::FreeToSystem: block of ", h.size,
+               " bytes was not allocated on ", h.ctx.ToString());
+    std::lock_guard<std::mutex> lock(pc->mu);
+    pc->pool->FreeToSystem(h.dptr, h.size);
+    pc->stats.bytes_in_use -= static_cast<int64_t>(h.size);
+  }
+
   void ReleaseAll(Context ctx) override {
     PerContext* pc = Find(ctx);
     if (pc == nullptr) return;

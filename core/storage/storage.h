@@ -37,6 +37,9 @@ class Storage {
   // Returns the block to its pool; `handle` must be the one Alloc returned (its size picks
   // the bucket). A null dptr is ignored.
   virtual void Free(StorageHandle handle) = 0;
+  // Like Free, but the block goes back to the OS or driver instead of the pool: for blocks
+  // replaced by a larger one (a growing workspace), which the pool would keep for nothing.
+  virtual void FreeToSystem(StorageHandle handle) = 0;
   // Returns every pooled but unused block to the OS or driver.
   virtual void ReleaseAll(Context ctx) = 0;
   virtual StorageStats Stats(Context ctx) const = 0;
