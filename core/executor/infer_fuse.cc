@@ -416,7 +416,9 @@ std::vector<uint32_t> GroupRegions(const IndexedGraph& g, const std::vector<uint
 std::string RegionLine(const InferRegion& r) {
   std::string line = "oneDNN region " + r.attrs.name + ": " + std::to_string(r.members.size()) + " nodes (";
   for (size_t i = 0; i < r.member_names.size(); ++i) line += (i ? ", " : "") + r.member_names[i];
-  return line + ")\n";
+  line += ")\n";
+  for (const std::string& p : r.region->primitives()) line += "  " + p + "\n";
+  return line;
 }
 
 void Executor::BuildInferSteps(const std::vector<uint32_t>& forward_nodes, const std::vector<NDArray>& entry,

@@ -75,7 +75,8 @@ struct InferRegion {
   std::vector<std::string> input_names, output_names;  // the values' names, for the monitor
   std::vector<std::string> member_names;
 };
-// "oneDNN region <name>: <n> nodes (a, b, ...)\n", for debug_str.
+// "oneDNN region <name>: <n> nodes (a, b, ...)\n", for debug_str, then one indented line
+// per primitive the region runs (DnnlRegion::primitives()).
 std::string RegionLine(const InferRegion& r);
 
 // The regions of float32 NCHW Convolution (2-D), BatchNorm (channel axis 1), Activation

@@ -167,6 +167,22 @@ TEST(DnnlRegion, ARegionMadeForOtherShapesRefusesTheCall) {
   }
 }
 
+TEST(DnnlRegion, PrimitivesNameEachUnitItsImplementationAndLayouts) {
+  if (!DnnlRegionsAvailable()) GTEST_SKIP() << "built without oneDNN";
+  ConvBnRelu t;
+  DnnlRegion r(t.Spec());
+  // The input reordered into the layout oneDNN picked for the convolution (when that is
+  // not plain NCHW), the convolution, and its result copied out to the plain output.
+  std::vector<std::string> p = r.primitives();
+  ASSERT_GE(p.size(), 2u);
+  ASSERT_LE(p.size(), 3u);
+  if (p.size() == 3) EXPECT_EQ(p[0], "conv: reorder nchw -> " + p[1].substr(p[1].rfind(' ') + 1) + " (an operand)");
+  const std::string& c = p[p.size() - 2];
+  EXPECT_EQ(c.rfind("conv: convolution ", 0), 0u) << c;
+  EXPECT_NE(c.find(p.size() == 3 ? " -> " : " nchw -> "), std::string::npos) << c;
+  EXPECT_EQ(p.back(), "conv: reorder " + c.substr(c.rfind(' ') + 1) + " -> nchw (output 0)");
+}
+
 }  // namespace
 }  // namespace op
 }  // namespace weft

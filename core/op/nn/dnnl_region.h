@@ -75,6 +75,10 @@ class DnnlRegion {
   // Convolution weights brought into their primitive's layout so far (for tests: a call
   // with unchanged weights and folded scale adds none).
   size_t weight_reorders() const;
+  // What the region runs, one line per primitive in run order: the unit's node, the
+  // primitive, oneDNN's implementation and the layouts in and out, e.g.
+  // "c2: convolution jit_wino_4x3:avx512_core nChw16c -> nChw16c" (for debug_str, tests).
+  std::vector<std::string> primitives() const;
 
  private:
   struct Impl;
