@@ -10,6 +10,7 @@
 
 #include "core/base/error.h"
 #include "core/executor/passes.h"
+#include "core/executor/train_fuse.h"
 #include "core/graph/gradient.h"
 #include "core/graph/infer.h"
 #include "core/imperative/imperative.h"
@@ -96,6 +97,9 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   }
   for (size_t i = 0; i < aux_.size(); ++i)
     WEFT_CHECK(!aux_[i].is_none(), kValue, "bind: auxiliary state '", aux_names[i], "' has no array");
+  // Regions of oneDNN operators in training replace their nodes before the gradient pass
+  // (train_fuse.cc).
+  FuseTrainRegions(&sym_, ctx_, group2ctx_, args_, grad_req_, aux_);
 
   // The variables, by node, and which arguments want gradients.
   IndexedGraph fwd(sym_.outputs);

@@ -1,0 +1,1211 @@
+#include "core/op/nn/dnnl_train_region.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/op/op_util.h"
+
+#if defined(WEFT_USE_ONEDNN)
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace weft {
+namespace op {
+
+#if defined(WEFT_USE_ONEDNN)
+namespace {
+
+using dnnl::memory;
+using Kind = TrainRegionSpec::Kind;
+
+dnnl::engine& Engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+size_t Align(size_t b) { return (b + 63) / 64 * 64; }
+
+memory::desc Plain(const Shape& s) {
+  return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nchw);
+}
+memory::desc Vec(int64_t n) { return memory::desc({n}, memory::data_type::f32, memory::format_tag::x); }
+
+// The layout convolutions are created with: nChw16c from batch 4 on where the channels
+// allow it (the layout the inference regions found fastest here, and the one BatchNorm,
+// relu and add then run on), else oneDNN's choice.
+memory::desc ConvLayout(const Shape& s) {
+  memory::format_tag tag = s[0] >= 4 && s[1] % 16 == 0 ? memory::format_tag::nChw16c : memory::format_tag::any;
+  return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, tag);
+}
+
+// Winograd for 3x3 unit-stride convolutions from batch 4 on, under the same switch as the
+// Convolution operator (WEFT_CONV_WINOGRAD=0 turns it off), so that a region computes
+// what the unfused graph computes.
+bool WinogradWanted() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("WEFT_CONV_WINOGRAD");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  return enabled;
+}
+
+char* AlignedAlloc(size_t bytes) {
+  char* p = static_cast<char*>(std::aligned_alloc(64, Align(std::max<size_t>(bytes, 64))));
+  WEFT_CHECK(p != nullptr, kRuntime, "_dnnl_train_region: out of memory allocating ", bytes, " bytes");
+  return p;
+}
+
+// BatchNorm on nChw16c, by channel block: oneDNN 2.6's own batch normalisation took about
+// 60 % of a ResNet-50 training step here (57 ms forward, 100 ms backward per layer at
+// batch 16), these loops a small part of that. The arithmetic is the BatchNorm operator's
+// (batch_norm.cc): one shifted pass for both moments, biased variance; a folded relu
+// masks the gradient where its result is 0.
+constexpr int kLanes = 16;
+struct BnGeom {
+  int64_t n = 0, c = 0, hw = 0;
+  float eps = 1e-3f;
+  bool relu = false;
+  size_t At(int64_t b, int64_t cb) const { return static_cast<size_t>((b * (c / kLanes) + cb) * hw * kLanes); }
+};
+
+// y from x; mean and var written (batch statistics) or read (moving ones).
+void BnForward(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
+               const float* gamma, const float* beta) {
+  const float count = static_cast<float>(g.n * g.hw);
+  ParallelFor(g.c / kLanes, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t cb = lo; cb < hi; ++cb) {
+      float m[kLanes], v[kLanes], scale[kLanes], shift[kLanes];
+      const int64_t c0 = cb * kLanes;
+      if (batch_stats) {
+        float sh[kLanes], sum[kLanes] = {}, sq[kLanes] = {};
+        for (int l = 0; l < kLanes; ++l) sh[l] = count > 0 ? x[g.At(0, cb) + l] : 0.f;
+        for (int64_t b = 0; b < g.n; ++b) {
+          const float* xr = x + g.At(b, cb);
+          for (int64_t i = 0; i < g.hw; ++i) {
+#pragma omp simd
+            for (int l = 0; l < kLanes; ++l) {
+              float d = xr[i * kLanes + l] - sh[l];
+              sum[l] += d;
+              sq[l] += d * d;
+            }
+          }
+        }
+        for (int l = 0; l < kLanes; ++l) {
+          float md = count > 0 ? sum[l] / count : 0.f;
+          m[l] = sh[l] + md;
+          v[l] = count > 0 ? std::max(0.f, sq[l] / count - md * md) : 0.f;
+          mean[c0 + l] = m[l];
+          var[c0 + l] = v[l];
+        }
+      } else {
+        for (int l = 0; l < kLanes; ++l) {
+          m[l] = mean[c0 + l];
+          v[l] = var[c0 + l];
+        }
+      }
+      for (int l = 0; l < kLanes; ++l) {
+        scale[l] = (gamma ? gamma[c0 + l] : 1.f) / std::sqrt(v[l] + g.eps);
+        shift[l] = beta[c0 + l] - m[l] * scale[l];
+      }
+      const float lo_clip = g.relu ? 0.f : -INFINITY;
+      for (int64_t b = 0; b < g.n; ++b) {
+        const float* xr = x + g.At(b, cb);
+        float* yr = y + g.At(b, cb);
+        for (int64_t i = 0; i < g.hw; ++i) {
+#pragma omp simd
+          for (int l = 0; l < kLanes; ++l) yr[i * kLanes + l] = std::max(lo_clip, xr[i * kLanes + l] * scale[l] + shift[l]);
+        }
+      }
+    }
+  });
+}
+
+// dx (written) and the gamma and beta gradients from dy, x, y (for the relu's mask) and
+// the batch statistics.
+void BnBackward(const BnGeom& g, const float* x, const float* y, const float* dy, float* dx, const float* mean,
+                const float* var, const float* gamma, float* dgamma, float* dbeta) {
+  const float count = static_cast<float>(g.n * g.hw);
+  ParallelFor(g.c / kLanes, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t cb = lo; cb < hi; ++cb) {
+      const int64_t c0 = cb * kLanes;
+      float m[kLanes], rstd[kLanes], sdy[kLanes] = {}, sdx[kLanes] = {};
+      for (int l = 0; l < kLanes; ++l) {
+        m[l] = mean[c0 + l];
+        rstd[l] = 1.f / std::sqrt(var[c0 + l] + g.eps);
+      }
+      for (int64_t b = 0; b < g.n; ++b) {
+        const float* xr = x + g.At(b, cb);
+        const float* yr = y + g.At(b, cb);
+        const float* gr = dy + g.At(b, cb);
+        for (int64_t i = 0; i < g.hw; ++i) {
+#pragma omp simd
+          for (int l = 0; l < kLanes; ++l) {
+            float gv = g.relu && yr[i * kLanes + l] <= 0.f ? 0.f : gr[i * kLanes + l];
+            sdy[l] += gv;
+            sdx[l] += gv * (xr[i * kLanes + l] - m[l]);
+          }
+        }
+      }
+      float k[kLanes], mdy[kLanes], mdx[kLanes];
+      for (int l = 0; l < kLanes; ++l) {
+        sdx[l] *= rstd[l];
+        dgamma[c0 + l] = sdx[l];
+        dbeta[c0 + l] = sdy[l];
+        k[l] = (gamma ? gamma[c0 + l] : 1.f) * rstd[l];
+        mdy[l] = count > 0 ? sdy[l] / count : 0.f;
+        mdx[l] = count > 0 ? sdx[l] / count * rstd[l] : 0.f;
+      }
+      for (int64_t b = 0; b < g.n; ++b) {
+        const float* xr = x + g.At(b, cb);
+        const float* yr = y + g.At(b, cb);
+        const float* gr = dy + g.At(b, cb);
+        float* dr = dx + g.At(b, cb);
+        for (int64_t i = 0; i < g.hw; ++i) {
+#pragma omp simd
+          for (int l = 0; l < kLanes; ++l) {
+            float gv = g.relu && yr[i * kLanes + l] <= 0.f ? 0.f : gr[i * kLanes + l];
+            dr[i * kLanes + l] = k[l] * (gv - mdy[l] - (xr[i * kLanes + l] - m[l]) * mdx[l]);
+          }
+        }
+      }
+    }
+  });
+}
+
+bool IsBlocked16(const memory::desc& d, const Shape& s) {
+  return s[1] % kLanes == 0 &&
+         d == memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nChw16c);
+}
+
+dnnl::reorder MakeReorder(const memory::desc& from, const memory::desc& to, bool sum) {
+  dnnl::primitive_attr attr;
+  if (sum) {
+    dnnl::post_ops po;
+    po.append_sum(1.f);
+    attr.set_post_ops(po);
+  }
+  return dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), from, Engine(), to, attr));
+}
+
+dnnl::primitive_attr UserScratch() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// Where an argument's memory is at run time.
+struct Loc {
+  enum K { kIn, kOut, kSaved, kArena, kScratch, kOnes } k = kArena;
+  int index = 0;      // kIn/kOut: the node input/output; kArena: the block
+  size_t offset = 0;  // kSaved: into the saved output; kArena: set once blocks are sized
+};
+struct Arg {
+  int arg;
+  memory::desc md;
+  Loc loc;
+};
+
+// One step of a pass: a primitive, or one of the small host loops around them.
+struct Exec {
+  enum Type { kPrim, kMovingStats, kStore, kZero, kBnForward, kBnBackward, kCopy } type = kPrim;
+  dnnl::primitive prim;
+  dnnl::primitive prim_add;  // a reorder to a node output that adds (kAddTo, or a later contribution)
+  std::vector<Arg> args;
+  int gate = -1;       // the node output this step serves: skipped when its request is kNullOp
+  bool first = true;   // the first write to that output (later ones add whatever the request)
+  int mode = 0;        // forward only: 0 always, 1 in training, 2 at inference
+  int64_t count = 0;   // kMovingStats, kStore, kZero: floats
+  float momentum = 0;  // kMovingStats
+  std::string unit;    // the graph node it serves, for error messages
+  BnGeom bn;           // kBnForward, kBnBackward
+  bool fix_gamma = false, batch_stats = true;
+  bool sum = false;    // kCopy: adds instead of writing
+};
+
+// Blocks of a pass's temporary arena, reused once free; each grows to its largest tenant.
+struct Blocks {
+  std::vector<size_t> bytes;
+  std::vector<int> free;
+  int Alloc(size_t b) {
+    int best = -1;
+    for (int k : free)
+      if (bytes[k] >= b && (best < 0 || bytes[k] < bytes[best])) best = k;
+    if (best < 0)
+      for (int k : free)
+        if (best < 0 || bytes[k] > bytes[best]) best = k;
+    if (best < 0) {
+      bytes.push_back(0);
+      best = static_cast<int>(bytes.size()) - 1;
+    } else {
+      free.erase(std::find(free.begin(), free.end(), best));
+    }
+    bytes[best] = std::max(bytes[best], Align(b));
+    return best;
+  }
+  void Free(int k) { free.push_back(k); }
+};
+
+struct ConvPds {
+  dnnl::convolution_forward::primitive_desc fwd;
+  dnnl::convolution_backward_data::primitive_desc bwd_data;
+  dnnl::convolution_backward_weights::primitive_desc bwd_weights;
+};
+
+}  // namespace
+
+struct DnnlTrainRegion::Impl {
+  TrainRegionSpec spec;
+  int num_out = 0;  // visible outputs
+  std::vector<memory::desc> md;      // per value: its layout
+  std::vector<Loc> loc;              // per value: where the forward keeps it
+  std::vector<std::vector<std::pair<memory::desc, size_t>>> views;  // per value: saved copies in other layouts
+  std::vector<bool> kept;      // per value: the backward reads it (it lives in saved, else in the arena)
+  std::vector<int> fwd_block;  // per value in the arena: its block while live, or -1
+  std::vector<int> fwd_last;   // per value: the last unit reading it in the forward, or -1
+  size_t saved_bytes = 0;
+  std::vector<Exec> fwd, bwd;
+  Blocks fwd_blocks, bwd_blocks;
+  size_t arena_bytes = 0, scratch_bytes = 0;
+  int64_t ones_count = 0;
+  std::unique_ptr<char, decltype(&std::free)> arena{nullptr, &std::free}, scratch{nullptr, &std::free};
+  std::vector<float> ones;
+  std::mutex mu;
+
+  // Forward-pass state.
+  std::vector<ConvPds> conv;                       // per unit (convolutions)
+  std::vector<dnnl::batch_normalization_forward::primitive_desc> bn;  // per unit (BatchNorms)
+  std::vector<dnnl::eltwise_forward::primitive_desc> relu;           // per unit (relus)
+  std::vector<size_t> bn_mean, bn_var, bn_ws;      // per unit: saved offsets
+  std::vector<bool> bn_own;                        // per unit: a BatchNorm run by the loops above
+
+  // Backward-pass state.
+  std::vector<int> diff_block;         // per value: its gradient's block, or -1
+  std::vector<memory::desc> diff_md;   // per value: its gradient's layout
+  std::vector<bool> input_stored;      // per node input: a gradient was written to it already
+
+  size_t Save(size_t bytes) {
+    size_t at = saved_bytes;
+    saved_bytes += Align(bytes);
+    return at;
+  }
+  void Scratch(Exec* e, const memory::desc& d) {
+    scratch_bytes = std::max(scratch_bytes, d.get_size());
+    e->args.push_back({DNNL_ARG_SCRATCHPAD, d, Loc{Loc::kScratch, 0, 0}});
+  }
+  static Loc In(int i) { return Loc{Loc::kIn, i, 0}; }
+  static Loc Saved(size_t off) { return Loc{Loc::kSaved, 0, off}; }
+  static Loc Block(int b) { return Loc{Loc::kArena, b, 0}; }
+
+  // Where the forward puts value v (its layout md[v] known): the saved output when the
+  // backward reads it, else an arena block freed after its last reader.
+  Loc Place(int v) {
+    if (kept[v]) return Saved(Save(md[v].get_size()));
+    fwd_block[v] = fwd_blocks.Alloc(md[v].get_size());
+    return Block(fwd_block[v]);
+  }
+  // Value v in layout `want` for the forward: v itself, or a copy reordered into a block
+  // freed after the unit (with `temps`), else into the saved buffer, once (the backward
+  // reads the same copy).
+  Loc View(int v, const memory::desc& want, std::vector<int>* temps = nullptr) {
+    if (md[v] == want) return loc[v];
+    if (temps) {
+      int b = fwd_blocks.Alloc(want.get_size());
+      temps->push_back(b);
+      Exec r;
+      r.prim = MakeReorder(md[v], want, false);
+      r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, Block(b)}};
+      fwd.push_back(std::move(r));
+      return Block(b);
+    }
+    for (const auto& w : views[v])
+      if (w.first == want) return Saved(w.second);
+    size_t off = Save(want.get_size());
+    views[v].emplace_back(want, off);
+    Exec r;
+    r.prim = MakeReorder(md[v], want, false);
+    r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, Saved(off)}};
+    fwd.push_back(std::move(r));
+    return Saved(off);
+  }
+  // Where the backward reads forward value v in layout `want`: the forward's copy in that
+  // layout if there is one, else a reorder into a temporary block (added to *temps).
+  Loc BackView(int v, const memory::desc& want, std::vector<int>* temps) {
+    if (md[v] == want) return BackLoc(loc[v]);
+    for (const auto& w : views[v])
+      if (w.first == want) return Saved(w.second);
+    int b = bwd_blocks.Alloc(want.get_size());
+    temps->push_back(b);
+    Exec r;
+    r.prim = MakeReorder(md[v], want, false);
+    r.args = {{DNNL_ARG_FROM, md[v], BackLoc(loc[v])}, {DNNL_ARG_TO, want, Block(b)}};
+    bwd.push_back(std::move(r));
+    return Block(b);
+  }
+  // A forward location as the backward node sees it: node inputs come after the output
+  // gradients and saved.
+  Loc BackLoc(Loc l) const {
+    WEFT_CHECK(l.k != Loc::kArena, kInternal, "_dnnl_train_region: the backward reads a value the forward did not keep");
+    if (l.k == Loc::kIn) l.index += num_out + 1;
+    return l;
+  }
+  // The gradient of value v in layout `want` for a primitive to read.
+  Loc DiffView(int v, const memory::desc& want, std::vector<int>* temps) {
+    if (diff_md[v] == want) return Block(diff_block[v]);
+    int b = bwd_blocks.Alloc(want.get_size());
+    temps->push_back(b);
+    Exec r;
+    r.prim = MakeReorder(diff_md[v], want, false);
+    r.args = {{DNNL_ARG_FROM, diff_md[v], Block(diff_block[v])}, {DNNL_ARG_TO, want, Block(b)}};
+    bwd.push_back(std::move(r));
+    return Block(b);
+  }
+  // Where a primitive writes its contribution to the gradient of v (in layout `wrote`):
+  // the gradient itself for the first contribution, else a temporary that *after adds in.
+  Loc Contribute(int v, const memory::desc& wrote, int gate, std::vector<Exec>* after, std::vector<int>* temps) {
+    if (diff_block[v] < 0) {
+      diff_block[v] = bwd_blocks.Alloc(wrote.get_size());
+      diff_md[v] = wrote;
+      return Block(diff_block[v]);
+    }
+    int b = bwd_blocks.Alloc(wrote.get_size());
+    temps->push_back(b);
+    after->push_back(Transfer(wrote, Block(b), diff_md[v], Block(diff_block[v]), true, gate));
+    return Block(b);
+  }
+  // The request gate of v's gradient: a node input's gradient may be unwanted.
+  int GateOf(int v) const { return spec.values[v].input; }
+  // A step that writes (or, with `sum`, adds) `from` into `to`: a parallel host loop when
+  // both have one layout (oneDNN's reorder takes a slow generic kernel for that), else a
+  // reorder.
+  Exec Transfer(const memory::desc& from_md, Loc from, const memory::desc& to_md, Loc to, bool sum, int gate) const {
+    Exec r;
+    r.gate = gate;
+    if (from_md == to_md) {
+      r.type = Exec::kCopy;
+      r.sum = sum;
+      r.count = static_cast<int64_t>(from_md.get_size() / sizeof(float));
+      r.args = {{0, from_md, from}, {1, to_md, to}};
+      return r;
+    }
+    r.prim = MakeReorder(from_md, to_md, sum);
+    r.args = {{DNNL_ARG_FROM, from_md, from}, {DNNL_ARG_TO, to_md, to}};
+    return r;
+  }
+  // Writes a gradient in layout `from` at `src` to node output `out` (plain layout `to`).
+  void StoreOut(int out, const memory::desc& from, Loc src, const memory::desc& to) {
+    Exec r;
+    r.prim = MakeReorder(from, to, false);
+    r.prim_add = MakeReorder(from, to, true);
+    r.gate = out;
+    r.first = !input_stored[out];
+    input_stored[out] = true;
+    r.args = {{DNNL_ARG_FROM, from, src}, {DNNL_ARG_TO, to, Loc{Loc::kOut, out, 0}}};
+    bwd.push_back(std::move(r));
+  }
+  // A host copy of `count` floats (or zeros, with no source) to node output `out`.
+  void StoreHost(int out, const Loc* src, int64_t count) {
+    Exec s;
+    s.type = src ? Exec::kStore : Exec::kZero;
+    s.gate = out;
+    s.first = !input_stored[out];
+    input_stored[out] = true;
+    s.count = count;
+    if (src) s.args.push_back({0, Vec(count), *src});
+    s.args.push_back({1, Vec(count), Loc{Loc::kOut, out, 0}});
+    bwd.push_back(std::move(s));
+  }
+
+  void Build();
+  void ForwardUnit(size_t u);
+  void BackwardUnit(size_t u, const std::vector<int>& first_reader);
+  void Export(int v);
+  void Run(const std::vector<Exec>& seq, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
+           const std::vector<TBlob>& out, char* saved, int mode);
+};
+
+void DnnlTrainRegion::Impl::Export(int v) {
+  int o = spec.values[v].output;
+  if (o < 0) return;
+  Exec r;
+  memory::desc plain = Plain(spec.values[v].shape);
+  r.prim = MakeReorder(md[v], plain, false);
+  r.gate = o;
+  r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, plain, Loc{Loc::kOut, o, 0}}};
+  fwd.push_back(std::move(r));
+}
+
+void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
+  const auto& un = spec.units[u];
+  const Shape& ss = spec.values[un.src].shape;
+  const Shape& ds = spec.values[un.dst].shape;
+  std::vector<int> temps;
+  Exec prim;
+  if (un.kind == Kind::kConv) {
+    const ConvolutionParam& p = un.conv;
+    int64_t g = p.num_group, f = ds[1], c = ss[1];
+    memory::dims kd{p.kernel[0], p.kernel[1]}, strides{1, 1}, dil{0, 0}, pl{0, 0}, pr{0, 0};
+    for (int i = 0; i < 2; ++i) {
+      int64_t s = p.stride.ndim() ? p.stride[i] : 1, d = p.dilate.ndim() ? p.dilate[i] : 1;
+      int64_t pad = p.pad.ndim() ? p.pad[i] : 0;
+      strides[i] = s;
+      dil[i] = d - 1;
+      pl[i] = pad;
+      pr[i] = std::max<int64_t>(0, (ds[2 + i] - 1) * s + (kd[i] - 1) * d + 1 - ss[2 + i] - pad);
+    }
+    memory::desc plain_w =
+        g == 1 ? memory::desc({f, c, kd[0], kd[1]}, memory::data_type::f32, memory::format_tag::oihw)
+               : memory::desc({g, f / g, c / g, kd[0], kd[1]}, memory::data_type::f32, memory::format_tag::goihw);
+    memory::desc any_w(plain_w.dims(), memory::data_type::f32, memory::format_tag::any);
+    memory::desc bias_md = un.bias >= 0 ? Vec(f) : memory::desc();
+    auto make = [&](dnnl::algorithm alg) {
+      ConvPds pds;
+      dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, ConvLayout(ss), any_w, bias_md,
+                                         ConvLayout(ds), strides, dil, pl, pr);
+      pds.fwd = dnnl::convolution_forward::primitive_desc(fd, UserScratch(), Engine());
+      dnnl::convolution_backward_data::desc dd(alg, ConvLayout(ss), any_w, ConvLayout(ds), strides, dil, pl, pr);
+      pds.bwd_data = dnnl::convolution_backward_data::primitive_desc(dd, UserScratch(), Engine(), pds.fwd);
+      dnnl::convolution_backward_weights::desc wd(alg, ConvLayout(ss), any_w, bias_md, ConvLayout(ds), strides, dil,
+                                                  pl, pr);
+      pds.bwd_weights = dnnl::convolution_backward_weights::primitive_desc(wd, UserScratch(), Engine(), pds.fwd);
+      return pds;
+    };
+    bool wino = WinogradWanted() && g == 1 && ss[0] >= 4 && kd[0] == 3 && kd[1] == 3 && strides[0] == 1 &&
+                strides[1] == 1 && dil[0] == 0 && dil[1] == 0;
+    ConvPds pds;
+    if (wino) {
+      try {
+        pds = make(dnnl::algorithm::convolution_winograd);
+      } catch (const dnnl::error&) {
+        wino = false;  // not for this shape or machine
+      }
+    }
+    if (!wino) pds = make(dnnl::algorithm::convolution_direct);
+    conv[u] = pds;
+    Loc src = View(un.src, pds.fwd.src_desc());
+    // The weights are reordered at every call: training changes them between calls.
+    int wb = fwd_blocks.Alloc(pds.fwd.weights_desc().get_size());
+    Exec wr;
+    wr.prim = MakeReorder(plain_w, pds.fwd.weights_desc(), false);
+    wr.args = {{DNNL_ARG_FROM, plain_w, In(un.weight)}, {DNNL_ARG_TO, pds.fwd.weights_desc(), Block(wb)}};
+    fwd.push_back(std::move(wr));
+    md[un.dst] = pds.fwd.dst_desc();
+    loc[un.dst] = Place(un.dst);
+    prim.prim = dnnl::convolution_forward(pds.fwd);
+    prim.args = {{DNNL_ARG_SRC, pds.fwd.src_desc(), src},
+                 {DNNL_ARG_WEIGHTS, pds.fwd.weights_desc(), Block(wb)},
+                 {DNNL_ARG_DST, md[un.dst], loc[un.dst]}};
+    if (un.bias >= 0) prim.args.push_back({DNNL_ARG_BIAS, bias_md, In(un.bias)});
+    Scratch(&prim, pds.fwd.scratchpad_desc());
+    fwd.push_back(std::move(prim));
+    fwd_blocks.Free(wb);
+  } else if (un.kind == Kind::kBatchNorm && IsBlocked16(md[un.src], ss)) {
+    int64_t c = ss[1];
+    bn_own[u] = true;
+    md[un.dst] = md[un.src];
+    loc[un.dst] = Place(un.dst);
+    bn_mean[u] = Save(c * sizeof(float));
+    bn_var[u] = Save(c * sizeof(float));
+    Exec k;
+    k.type = Exec::kBnForward;
+    k.mode = 1;
+    k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu};
+    k.fix_gamma = un.fix_gamma;
+    Loc gamma = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : In(un.gamma);
+    k.args = {{0, md[un.src], loc[un.src]}, {1, md[un.dst], loc[un.dst]}, {2, Vec(c), Saved(bn_mean[u])},
+              {3, Vec(c), Saved(bn_var[u])},  {4, Vec(c), gamma},                {5, Vec(c), In(un.beta)}};
+    Exec inf = k;
+    fwd.push_back(std::move(k));
+    Exec stats;
+    stats.type = Exec::kMovingStats;
+    stats.mode = 1;
+    stats.count = c;
+    stats.momentum = static_cast<float>(un.momentum);
+    stats.args = {{0, Vec(c), Saved(bn_mean[u])},
+                  {1, Vec(c), Saved(bn_var[u])},
+                  {2, Vec(c), In(un.moving_mean)},
+                  {3, Vec(c), In(un.moving_var)}};
+    fwd.push_back(std::move(stats));
+    // At inference (a Forward(is_train=false) of a training executor): the moving statistics.
+    inf.mode = 2;
+    inf.batch_stats = false;
+    inf.args[2].loc = In(un.moving_mean);
+    inf.args[3].loc = In(un.moving_var);
+    fwd.push_back(std::move(inf));
+  } else if (un.kind == Kind::kBatchNorm) {
+    const memory::desc& s = md[un.src];
+    int64_t c = ss[1];
+    ones_count = std::max(ones_count, c);
+    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (un.relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
+    float eps = static_cast<float>(un.eps);
+    dnnl::batch_normalization_forward::desc td(dnnl::prop_kind::forward_training, s, eps, flags);
+    bn[u] = dnnl::batch_normalization_forward::primitive_desc(td, UserScratch(), Engine());
+    const auto& pd = bn[u];
+    md[un.dst] = pd.dst_desc();
+    loc[un.dst] = Place(un.dst);
+    bn_mean[u] = Save(pd.mean_desc().get_size());
+    bn_var[u] = Save(pd.variance_desc().get_size());
+    Loc scale = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : In(un.gamma);
+    prim.prim = dnnl::batch_normalization_forward(pd);
+    prim.mode = 1;
+    prim.args = {{DNNL_ARG_SRC, s, loc[un.src]},
+                 {DNNL_ARG_DST, md[un.dst], loc[un.dst]},
+                 {DNNL_ARG_MEAN, pd.mean_desc(), Saved(bn_mean[u])},
+                 {DNNL_ARG_VARIANCE, pd.variance_desc(), Saved(bn_var[u])},
+                 {DNNL_ARG_SCALE, Vec(c), scale},
+                 {DNNL_ARG_SHIFT, Vec(c), In(un.beta)}};
+    if (un.relu) {
+      bn_ws[u] = Save(pd.workspace_desc().get_size());
+      prim.args.push_back({DNNL_ARG_WORKSPACE, pd.workspace_desc(), Saved(bn_ws[u])});
+    }
+    Scratch(&prim, pd.scratchpad_desc());
+    fwd.push_back(std::move(prim));
+    Exec stats;
+    stats.type = Exec::kMovingStats;
+    stats.mode = 1;
+    stats.count = c;
+    stats.momentum = static_cast<float>(un.momentum);
+    stats.args = {{0, Vec(c), Saved(bn_mean[u])},
+                  {1, Vec(c), Saved(bn_var[u])},
+                  {2, Vec(c), In(un.moving_mean)},
+                  {3, Vec(c), In(un.moving_var)}};
+    fwd.push_back(std::move(stats));
+    // At inference (a Forward(is_train=false) of a training executor): the moving statistics.
+    dnnl::batch_normalization_forward::desc id(dnnl::prop_kind::forward_inference, s, eps,
+                                               flags | dnnl::normalization_flags::use_global_stats);
+    dnnl::batch_normalization_forward::primitive_desc ipd(id, UserScratch(), Engine());
+    Exec inf;
+    inf.prim = dnnl::batch_normalization_forward(ipd);
+    inf.mode = 2;
+    inf.args = {{DNNL_ARG_SRC, s, loc[un.src]},
+                {DNNL_ARG_DST, md[un.dst], loc[un.dst]},
+                {DNNL_ARG_MEAN, ipd.mean_desc(), In(un.moving_mean)},
+                {DNNL_ARG_VARIANCE, ipd.variance_desc(), In(un.moving_var)},
+                {DNNL_ARG_SCALE, Vec(c), scale},
+                {DNNL_ARG_SHIFT, Vec(c), In(un.beta)}};
+    Scratch(&inf, ipd.scratchpad_desc());
+    fwd.push_back(std::move(inf));
+  } else if (un.kind == Kind::kRelu) {
+    // relu's gradient from its result: the value the next operator reads anyway.
+    dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::eltwise_relu_use_dst_for_bwd,
+                                  md[un.src], 0.f, 0.f);
+    relu[u] = dnnl::eltwise_forward::primitive_desc(d, UserScratch(), Engine());
+    md[un.dst] = relu[u].dst_desc();
+    loc[un.dst] = Place(un.dst);
+    prim.prim = dnnl::eltwise_forward(relu[u]);
+    prim.args = {{DNNL_ARG_SRC, md[un.src], loc[un.src]}, {DNNL_ARG_DST, md[un.dst], loc[un.dst]}};
+    Scratch(&prim, relu[u].scratchpad_desc());
+    fwd.push_back(std::move(prim));
+  } else {  // kAdd
+    const memory::desc& a = md[un.src];
+    Loc second = View(un.src2, a, &temps);
+    dnnl::binary::desc d(dnnl::algorithm::binary_add, a, a, a);
+    dnnl::primitive_attr attr = UserScratch();
+    if (un.relu) {
+      dnnl::post_ops po;
+      po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
+      attr.set_post_ops(po);
+    }
+    dnnl::binary::primitive_desc pd(d, attr, Engine());
+    md[un.dst] = pd.dst_desc();
+    loc[un.dst] = Place(un.dst);
+    prim.prim = dnnl::binary(pd);
+    prim.args = {{DNNL_ARG_SRC_0, a, loc[un.src]}, {DNNL_ARG_SRC_1, a, second}, {DNNL_ARG_DST, md[un.dst], loc[un.dst]}};
+    Scratch(&prim, pd.scratchpad_desc());
+    fwd.push_back(std::move(prim));
+  }
+  Export(un.dst);
+  for (int b : temps) fwd_blocks.Free(b);
+  for (int v : {un.src, un.src2, un.dst})
+    if (v >= 0 && fwd_block[v] >= 0 && fwd_last[v] <= static_cast<int>(u)) {
+      fwd_blocks.Free(fwd_block[v]);
+      fwd_block[v] = -1;
+    }
+}
+
+void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first_reader) {
+  const auto& un = spec.units[u];
+  std::vector<int> temps;
+  std::vector<Exec> after;
+  const int dst = un.dst;
+  // The gradient flowing in from outside the region joins last.
+  int o = spec.values[dst].output;
+  if (o >= 0) {
+    memory::desc plain = Plain(spec.values[dst].shape);
+    Loc from = In(o);
+    if (diff_block[dst] < 0) {
+      diff_block[dst] = bwd_blocks.Alloc(md[dst].get_size());
+      diff_md[dst] = md[dst];
+      Exec r;
+      r.prim = MakeReorder(plain, md[dst], false);
+      r.args = {{DNNL_ARG_FROM, plain, from}, {DNNL_ARG_TO, md[dst], Block(diff_block[dst])}};
+      bwd.push_back(std::move(r));
+    } else {
+      Exec r;
+      r.prim = MakeReorder(plain, diff_md[dst], true);
+      r.args = {{DNNL_ARG_FROM, plain, from}, {DNNL_ARG_TO, diff_md[dst], Block(diff_block[dst])}};
+      bwd.push_back(std::move(r));
+    }
+  }
+  if (diff_block[dst] < 0) {  // nothing reads the value: its gradient is zero
+    diff_block[dst] = bwd_blocks.Alloc(md[dst].get_size());
+    diff_md[dst] = md[dst];
+    Exec z;
+    z.type = Exec::kZero;
+    z.count = static_cast<int64_t>(md[dst].get_size() / sizeof(float));
+    z.args = {{1, md[dst], Block(diff_block[dst])}};
+    bwd.push_back(std::move(z));
+  }
+  Exec prim;
+  if (un.kind == Kind::kConv) {
+    const ConvPds& pds = conv[u];
+    const Shape& ds = spec.values[dst].shape;
+    int64_t g = un.conv.num_group, f = ds[1];
+    memory::dims wdims = pds.fwd.weights_desc().dims();
+    memory::desc plain_w(wdims, memory::data_type::f32, g == 1 ? memory::format_tag::oihw : memory::format_tag::goihw);
+    // The weight and bias gradients, then the data gradient.
+    Loc dy_w = DiffView(dst, pds.bwd_weights.diff_dst_desc(), &temps);
+    Loc x = BackView(un.src, pds.bwd_weights.src_desc(), &temps);
+    int dw = bwd_blocks.Alloc(pds.bwd_weights.diff_weights_desc().get_size());
+    int db = un.bias >= 0 ? bwd_blocks.Alloc(f * sizeof(float)) : -1;
+    Exec w;
+    w.prim = dnnl::convolution_backward_weights(pds.bwd_weights);
+    w.args = {{DNNL_ARG_SRC, pds.bwd_weights.src_desc(), x},
+              {DNNL_ARG_DIFF_DST, pds.bwd_weights.diff_dst_desc(), dy_w},
+              {DNNL_ARG_DIFF_WEIGHTS, pds.bwd_weights.diff_weights_desc(), Block(dw)}};
+    if (db >= 0) w.args.push_back({DNNL_ARG_DIFF_BIAS, Vec(f), Block(db)});
+    Scratch(&w, pds.bwd_weights.scratchpad_desc());
+    bwd.push_back(std::move(w));
+    StoreOut(un.weight, pds.bwd_weights.diff_weights_desc(), Block(dw), plain_w);
+    if (db >= 0) {
+      Loc b = Block(db);
+      StoreHost(un.bias, &b, f);
+      bwd_blocks.Free(db);
+    }
+    bwd_blocks.Free(dw);
+    // The data gradient (unless the source is a node input whose gradient nobody wants).
+    int wb = bwd_blocks.Alloc(pds.bwd_data.weights_desc().get_size());
+    int gate = GateOf(un.src);
+    Exec wr;
+    wr.prim = MakeReorder(plain_w, pds.bwd_data.weights_desc(), false);
+    wr.gate = gate;
+    wr.args = {{DNNL_ARG_FROM, plain_w, BackLoc(In(un.weight))},
+               {DNNL_ARG_TO, pds.bwd_data.weights_desc(), Block(wb)}};
+    bwd.push_back(std::move(wr));
+    Loc dy_d = DiffView(dst, pds.bwd_data.diff_dst_desc(), &temps);
+    prim.prim = dnnl::convolution_backward_data(pds.bwd_data);
+    prim.gate = gate;
+    prim.args = {{DNNL_ARG_DIFF_DST, pds.bwd_data.diff_dst_desc(), dy_d},
+                 {DNNL_ARG_WEIGHTS, pds.bwd_data.weights_desc(), Block(wb)},
+                 {DNNL_ARG_DIFF_SRC, pds.bwd_data.diff_src_desc(),
+                  Contribute(un.src, pds.bwd_data.diff_src_desc(), gate, &after, &temps)}};
+    Scratch(&prim, pds.bwd_data.scratchpad_desc());
+    bwd.push_back(std::move(prim));
+    temps.push_back(wb);
+  } else if (un.kind == Kind::kBatchNorm && bn_own[u]) {
+    int64_t c = spec.values[un.src].shape[1];
+    Loc dy = DiffView(dst, md[dst], &temps);
+    int ds = bwd_blocks.Alloc(c * sizeof(float)), dh = bwd_blocks.Alloc(c * sizeof(float));
+    const Shape& ss = spec.values[un.src].shape;
+    Exec k;
+    k.type = Exec::kBnBackward;
+    k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu};
+    k.fix_gamma = un.fix_gamma;
+    Loc gamma = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
+    k.args = {{0, md[un.src], BackLoc(loc[un.src])},
+              // y masks the gradient of a folded relu (without one it is not read).
+              {1, md[dst], un.relu ? BackLoc(loc[dst]) : BackLoc(loc[un.src])},
+              {2, md[dst], dy},
+              {3, md[un.src], Contribute(un.src, md[un.src], GateOf(un.src), &after, &temps)},
+              {4, Vec(c), Saved(bn_mean[u])},
+              {5, Vec(c), Saved(bn_var[u])},
+              {6, Vec(c), gamma},
+              {7, Vec(c), Block(ds)},
+              {8, Vec(c), Block(dh)}};
+    bwd.push_back(std::move(k));
+    for (Exec& e : after) bwd.push_back(std::move(e));
+    after.clear();
+    Loc sc = Block(ds), sh = Block(dh);
+    StoreHost(un.gamma, un.fix_gamma ? nullptr : &sc, c);
+    StoreHost(un.beta, &sh, c);
+    temps.push_back(ds);
+    temps.push_back(dh);
+  } else if (un.kind == Kind::kBatchNorm) {
+    const auto& fpd = bn[u];
+    int64_t c = spec.values[un.src].shape[1];
+    auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+    if (un.relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
+    dnnl::batch_normalization_backward::desc d(dnnl::prop_kind::backward, md[dst], md[un.src],
+                                               static_cast<float>(un.eps), flags);
+    dnnl::batch_normalization_backward::primitive_desc pd(d, UserScratch(), Engine(), fpd);
+    Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
+    int ds = bwd_blocks.Alloc(c * sizeof(float)), dh = bwd_blocks.Alloc(c * sizeof(float));
+    Loc scale = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
+    prim.prim = dnnl::batch_normalization_backward(pd);
+    prim.args = {{DNNL_ARG_SRC, md[un.src], BackLoc(loc[un.src])},
+                 {DNNL_ARG_MEAN, fpd.mean_desc(), Saved(bn_mean[u])},
+                 {DNNL_ARG_VARIANCE, fpd.variance_desc(), Saved(bn_var[u])},
+                 {DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), dy},
+                 {DNNL_ARG_SCALE, Vec(c), scale},
+                 // oneDNN 2.6 refuses to run the backward without the shift (it does not read it).
+                 {DNNL_ARG_SHIFT, Vec(c), BackLoc(In(un.beta))},
+                 {DNNL_ARG_DIFF_SCALE, Vec(c), Block(ds)},
+                 {DNNL_ARG_DIFF_SHIFT, Vec(c), Block(dh)}};
+    if (un.relu) prim.args.push_back({DNNL_ARG_WORKSPACE, fpd.workspace_desc(), Saved(bn_ws[u])});
+    prim.args.push_back(
+        {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), Contribute(un.src, pd.diff_src_desc(), GateOf(un.src), &after, &temps)});
+    Scratch(&prim, pd.scratchpad_desc());
+    bwd.push_back(std::move(prim));
+    for (Exec& e : after) bwd.push_back(std::move(e));
+    after.clear();
+    // fix_gamma: gamma is treated as 1 and gets a zero gradient, as the operator gives it.
+    Loc s = Block(ds), h = Block(dh);
+    StoreHost(un.gamma, un.fix_gamma ? nullptr : &s, c);
+    StoreHost(un.beta, &h, c);
+    temps.push_back(ds);
+    temps.push_back(dh);
+  } else if (un.kind == Kind::kRelu) {
+    dnnl::eltwise_backward::desc d(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], md[dst], 0.f, 0.f);
+    dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), Engine(), relu[u]);
+    Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
+    prim.prim = dnnl::eltwise_backward(pd);
+    prim.args = {{DNNL_ARG_DST, md[dst], BackLoc(loc[dst])},
+                 {DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), dy},
+                 {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(),
+                  Contribute(un.src, pd.diff_src_desc(), GateOf(un.src), &after, &temps)}};
+    Scratch(&prim, pd.scratchpad_desc());
+    bwd.push_back(std::move(prim));
+  } else {  // kAdd: both operands receive the incoming gradient
+    if (un.relu) {  // the folded relu's gradient first, from its result
+      dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training,
+                                     dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], 0.f, 0.f);
+      dnnl::eltwise_forward::primitive_desc fpd(fd, UserScratch(), Engine());
+      dnnl::eltwise_backward::desc d(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], md[dst], 0.f, 0.f);
+      dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), Engine(), fpd);
+      Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
+      int g = bwd_blocks.Alloc(pd.diff_src_desc().get_size());
+      Exec r;
+      r.prim = dnnl::eltwise_backward(pd);
+      r.args = {{DNNL_ARG_DST, md[dst], BackLoc(loc[dst])},
+                {DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), dy},
+                {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), Block(g)}};
+      Scratch(&r, pd.scratchpad_desc());
+      bwd.push_back(std::move(r));
+      bwd_blocks.Free(diff_block[dst]);
+      diff_block[dst] = g;
+      diff_md[dst] = pd.diff_src_desc();
+    }
+    // The second operand's share is copied (or added); the first one's then takes the
+    // incoming gradient's block over when it has no gradient yet.
+    for (int v : {un.src2, un.src}) {
+      int gate = GateOf(v);
+      if (v == un.src && diff_block[v] < 0) {
+        diff_block[v] = diff_block[dst];
+        diff_md[v] = diff_md[dst];
+        diff_block[dst] = -1;
+        continue;
+      }
+      bool sum = diff_block[v] >= 0;
+      if (!sum) {
+        diff_block[v] = bwd_blocks.Alloc(diff_md[dst].get_size());
+        diff_md[v] = diff_md[dst];
+      }
+      bwd.push_back(Transfer(diff_md[dst], Block(diff_block[dst]), diff_md[v], Block(diff_block[v]), sum, gate));
+    }
+  }
+  for (Exec& e : after) bwd.push_back(std::move(e));
+  for (int b : temps) bwd_blocks.Free(b);
+  if (diff_block[dst] >= 0) bwd_blocks.Free(diff_block[dst]);
+  diff_block[dst] = -1;
+  // A node input's gradient is complete once its first reader in the forward is done.
+  for (int v : {un.src, un.src2}) {
+    if (v < 0 || spec.values[v].input < 0 || first_reader[v] != static_cast<int>(u) || diff_block[v] < 0) continue;
+    StoreOut(spec.values[v].input, diff_md[v], Block(diff_block[v]), Plain(spec.values[v].shape));
+    bwd_blocks.Free(diff_block[v]);
+    diff_block[v] = -1;
+  }
+}
+
+void DnnlTrainRegion::Impl::Build() {
+  const size_t nv = spec.values.size(), nu = spec.units.size();
+  num_out = static_cast<int>(spec.outputs.size());
+  md.resize(nv);
+  loc.resize(nv);
+  views.resize(nv);
+  conv.resize(nu);
+  bn.resize(nu);
+  relu.resize(nu);
+  bn_mean.assign(nu, 0);
+  bn_var.assign(nu, 0);
+  bn_ws.assign(nu, 0);
+  bn_own.assign(nu, false);
+  for (size_t v = 0; v < nv; ++v)
+    if (spec.values[v].input >= 0) {
+      md[v] = Plain(spec.values[v].shape);
+      loc[v] = In(spec.values[v].input);
+    }
+  kept.assign(nv, false);
+  fwd_block.assign(nv, -1);
+  fwd_last.assign(nv, -1);
+  for (size_t u = 0; u < nu; ++u) {
+    const auto& un = spec.units[u];
+    for (int v : {un.src, un.src2})
+      if (v >= 0) fwd_last[v] = static_cast<int>(u);
+    if (un.kind == Kind::kConv || un.kind == Kind::kBatchNorm) kept[un.src] = true;
+    if (un.kind == Kind::kRelu || un.relu) kept[un.dst] = true;
+  }
+  for (size_t u = 0; u < nu; ++u) {
+    size_t at = fwd.size();
+    ForwardUnit(u);
+    for (size_t k = at; k < fwd.size(); ++k) fwd[k].unit = spec.units[u].name;
+  }
+  std::vector<int> first_reader(nv, -1);
+  for (size_t u = nu; u-- > 0;)
+    for (int v : {spec.units[u].src, spec.units[u].src2})
+      if (v >= 0) first_reader[v] = static_cast<int>(u);
+  diff_block.assign(nv, -1);
+  diff_md.resize(nv);
+  input_stored.assign(spec.num_inputs, false);
+  for (size_t u = nu; u-- > 0;) {
+    size_t at = bwd.size();
+    BackwardUnit(u, first_reader);
+    for (size_t k = at; k < bwd.size(); ++k) bwd[k].unit = spec.units[u].name + " (backward)";
+  }
+  // The two passes never run at once: their temporaries share one arena.
+  size_t fwd_total = 0, bwd_total = 0;
+  std::vector<size_t> fwd_off, bwd_off;
+  for (size_t b : fwd_blocks.bytes) {
+    fwd_off.push_back(fwd_total);
+    fwd_total += b;
+  }
+  for (size_t b : bwd_blocks.bytes) {
+    bwd_off.push_back(bwd_total);
+    bwd_total += b;
+  }
+  arena_bytes = std::max(fwd_total, bwd_total);
+  for (Exec& e : fwd)
+    for (Arg& a : e.args)
+      if (a.loc.k == Loc::kArena) a.loc.offset = fwd_off[a.loc.index];
+  for (Exec& e : bwd)
+    for (Arg& a : e.args)
+      if (a.loc.k == Loc::kArena) a.loc.offset = bwd_off[a.loc.index];
+  ones.assign(static_cast<size_t>(std::max<int64_t>(ones_count, 1)), 1.f);
+}
+
+void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<TBlob>& in,
+                                const std::vector<OpReq>& req, const std::vector<TBlob>& out, char* saved, int mode) {
+  if (!arena) {
+    arena.reset(AlignedAlloc(arena_bytes));
+    scratch.reset(AlignedAlloc(scratch_bytes));
+  }
+  static thread_local dnnl::stream strm(Engine());
+  std::unordered_map<int, memory> args;
+  auto ptr = [&](const Loc& l) -> void* {
+    switch (l.k) {
+      case Loc::kIn: return in[l.index].dptr;
+      case Loc::kOut: return out[l.index].dptr;
+      case Loc::kSaved: return saved + l.offset;
+      case Loc::kArena: return arena.get() + l.offset;
+      case Loc::kScratch: return scratch.get();
+      case Loc::kOnes: return ones.data();
+    }
+    return nullptr;
+  };
+  for (const Exec& e : seq) {
+    if (e.mode != 0 && e.mode != mode) continue;
+    OpReq r = e.gate >= 0 ? req[e.gate] : OpReq::kWriteTo;
+    if (r == OpReq::kNullOp) continue;
+    bool add = !e.first || r == OpReq::kAddTo;
+    if (e.type == Exec::kPrim) {
+      args.clear();
+      for (const Arg& a : e.args) args.emplace(a.arg, memory(a.md, Engine(), ptr(a.loc)));
+      try {
+        (add && e.prim_add ? e.prim_add : e.prim).execute(strm, args);
+      } catch (const dnnl::error& err) {
+        Throw(ErrorKind::kRuntime, "_dnnl_train_region: oneDNN failed on node '", e.unit, "': ", err.what());
+      }
+      continue;
+    }
+    strm.wait();  // the host loops read what the primitives before them wrote
+    if (e.type == Exec::kMovingStats) {
+      const float* mean = static_cast<const float*>(ptr(e.args[0].loc));
+      const float* var = static_cast<const float*>(ptr(e.args[1].loc));
+      float* mm = static_cast<float*>(ptr(e.args[2].loc));
+      float* mv = static_cast<float*>(ptr(e.args[3].loc));
+      for (int64_t c = 0; c < e.count; ++c) {
+        mm[c] = mm[c] * e.momentum + mean[c] * (1.f - e.momentum);
+        mv[c] = mv[c] * e.momentum + var[c] * (1.f - e.momentum);
+      }
+    } else if (e.type == Exec::kCopy) {
+      const float* from = static_cast<const float*>(ptr(e.args[0].loc));
+      float* to = static_cast<float*>(ptr(e.args[1].loc));
+      const bool sum = e.sum;
+      ParallelFor(e.count, kElemGrain, [&](int64_t lo, int64_t hi) {
+        if (sum) {
+#pragma omp simd
+          for (int64_t i = lo; i < hi; ++i) to[i] += from[i];
+        } else {
+          std::memcpy(to + lo, from + lo, (hi - lo) * sizeof(float));
+        }
+      });
+    } else if (e.type == Exec::kBnForward) {
+      auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
+      BnForward(e.bn, e.batch_stats, f(0), f(1), f(2), f(3), e.fix_gamma ? nullptr : f(4), f(5));
+    } else if (e.type == Exec::kBnBackward) {
+      auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
+      BnBackward(e.bn, f(0), f(1), f(2), f(3), f(4), f(5), e.fix_gamma ? nullptr : f(6), f(7), f(8));
+    } else if (e.type == Exec::kStore) {
+      const float* from = static_cast<const float*>(ptr(e.args[0].loc));
+      float* to = static_cast<float*>(ptr(e.args[1].loc));
+      for (int64_t c = 0; c < e.count; ++c) to[c] = add ? to[c] + from[c] : from[c];
+    } else {  // kZero: a zero gradient adds nothing
+      if (e.gate < 0 || !add) std::memset(ptr(e.args.back().loc), 0, e.count * sizeof(float));
+    }
+  }
+  strm.wait();
+}
+
+DnnlTrainRegion::DnnlTrainRegion(TrainRegionSpec spec) : impl_(std::make_unique<Impl>()) {
+  impl_->spec = std::move(spec);
+  try {
+    impl_->Build();
+  } catch (const dnnl::error& e) {
+    Throw(ErrorKind::kUnsupported, "_dnnl_train_region: oneDNN refused a primitive: ", e.what());
+  }
+}
+
+void DnnlTrainRegion::Forward(const std::vector<TBlob>& in, const std::vector<OpReq>& req,
+                              const std::vector<TBlob>& out, bool is_train) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  for (const auto& v : m.spec.values)
+    WEFT_CHECK(v.input < 0 || in[v.input].shape == v.shape, kShape, "_dnnl_train_region: input ", v.input,
+               " has shape ", in[v.input].shape.ToString(), " but the region was made for ", v.shape.ToString());
+  for (int i = 0; i < m.num_out; ++i)
+    WEFT_CHECK(req[i] != OpReq::kAddTo, kUnsupported, "_dnnl_train_region: output ", i,
+               " asks to be added to; a region only writes its outputs");
+  m.Run(m.fwd, in, req, out, static_cast<char*>(out.back().dptr), is_train ? 1 : 2);
+}
+
+void DnnlTrainRegion::Backward(const std::vector<TBlob>& in, const std::vector<OpReq>& req,
+                               const std::vector<TBlob>& out) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lock(m.mu);
+  m.Run(m.bwd, in, req, out, static_cast<char*>(in[m.num_out].dptr), 0);
+}
+
+int64_t DnnlTrainRegion::saved_floats() const { return static_cast<int64_t>(impl_->saved_bytes / sizeof(float)); }
+size_t DnnlTrainRegion::internal_bytes() const { return impl_->arena_bytes + impl_->scratch_bytes; }
+bool DnnlTrainRegionsAvailable() { return true; }
+
+#else  // no oneDNN: the pass makes no regions
+
+struct DnnlTrainRegion::Impl {
+  TrainRegionSpec spec;
+};
+
+DnnlTrainRegion::DnnlTrainRegion(TrainRegionSpec spec) : impl_(std::make_unique<Impl>()) {
+  impl_->spec = std::move(spec);
+  Throw(ErrorKind::kUnsupported, "_dnnl_train_region: Weft was built without oneDNN");
+}
+void DnnlTrainRegion::Forward(const std::vector<TBlob>&, const std::vector<OpReq>&, const std::vector<TBlob>&, bool) {
+  Throw(ErrorKind::kUnsupported, "_dnnl_train_region: Weft was built without oneDNN");
+}
+void DnnlTrainRegion::Backward(const std::vector<TBlob>&, const std::vector<OpReq>&, const std::vector<TBlob>&) {
+  Throw(ErrorKind::kUnsupported, "_dnnl_train_region: Weft was built without oneDNN");
+}
+int64_t DnnlTrainRegion::saved_floats() const { return 0; }
+size_t DnnlTrainRegion::internal_bytes() const { return 0; }
+bool DnnlTrainRegionsAvailable() { return false; }
+
+#endif
+
+DnnlTrainRegion::~DnnlTrainRegion() = default;
+const TrainRegionSpec& DnnlTrainRegion::spec() const { return impl_->spec; }
+
+namespace {
+
+// The backward node is made by the gradient pass from string parameters only, so it names
+// its region by a number; regions are looked up here (they live as long as the forward
+// node, which the backward node reads).
+struct RegionTable {
+  std::mutex mu;
+  int64_t next = 1;
+  std::unordered_map<int64_t, std::pair<std::weak_ptr<DnnlTrainRegion>, const DnnlTrainRegion*>> regions;
+  std::unordered_map<const DnnlTrainRegion*, int64_t> ids;
+};
+RegionTable& Table() {
+  static RegionTable* t = new RegionTable();
+  return *t;
+}
+
+struct TrainRegionGradParam {
+  int64_t region = 0;
+};
+WEFT_PARAM_SCHEMA(TrainRegionGradParam, s) {
+  s.Field("region", &TrainRegionGradParam::region).Min(1).Describe("The training region (made by the executor).");
+}
+
+DnnlTrainRegion& RegionOf(const NodeAttrs& attrs) {
+  WEFT_CHECK(attrs.parsed != nullptr, kUnsupported,
+             "_dnnl_train_region is made by the executor's training pass from a region of oneDNN operators; it "
+             "cannot be called or composed directly");
+  return *const_cast<DnnlTrainRegion*>(static_cast<const DnnlTrainRegion*>(attrs.parsed.get()));
+}
+
+std::shared_ptr<DnnlTrainRegion> GradRegionOf(const NodeAttrs& attrs) {
+  int64_t id = attrs.Params<TrainRegionGradParam>().region;
+  RegionTable& t = Table();
+  std::lock_guard<std::mutex> lock(t.mu);
+  auto it = t.regions.find(id);
+  std::shared_ptr<DnnlTrainRegion> r = it == t.regions.end() ? nullptr : it->second.first.lock();
+  WEFT_CHECK(r != nullptr, kValue, "_backward_dnnl_train_region: no training region ", id,
+             " (the node is made by the executor's gradient pass, not for direct use)");
+  return r;
+}
+
+std::vector<int> AuxInputs(const TrainRegionSpec& s) {
+  std::vector<int> aux;
+  for (const auto& u : s.units)
+    if (u.kind == TrainRegionSpec::Kind::kBatchNorm) {
+      aux.push_back(u.moving_mean);
+      aux.push_back(u.moving_var);
+    }
+  std::sort(aux.begin(), aux.end());
+  aux.erase(std::unique(aux.begin(), aux.end()), aux.end());
+  return aux;
+}
+
+std::vector<Shape> InputShapes(const TrainRegionSpec& s) {
+  std::vector<Shape> shapes(s.num_inputs);
+  for (const auto& v : s.values)
+    if (v.input >= 0) shapes[v.input] = v.shape;
+  for (const auto& u : s.units) {
+    if (u.kind == TrainRegionSpec::Kind::kConv) {
+      const Shape& x = s.values[u.src].shape;
+      const Shape& y = s.values[u.dst].shape;
+      int64_t g = u.conv.num_group;
+      shapes[u.weight] = Shape{y[1], x[1] / g, u.conv.kernel[0], u.conv.kernel[1]};
+      if (u.bias >= 0) shapes[u.bias] = Shape{y[1]};
+    } else if (u.kind == TrainRegionSpec::Kind::kBatchNorm) {
+      Shape c{s.values[u.src].shape[1]};
+      for (int i : {u.gamma, u.beta, u.moving_mean, u.moving_var}) shapes[i] = c;
+    }
+  }
+  return shapes;
+}
+
+bool AllFloat(const NodeAttrs&, std::vector<DType>* in, std::vector<DType>* out) {
+  for (auto& t : *in) t = DType::kFloat32;
+  for (auto& t : *out) t = DType::kFloat32;
+  return true;
+}
+
+}  // namespace
+
+NodeAttrs MakeDnnlTrainRegionAttrs(std::shared_ptr<DnnlTrainRegion> region, const std::string& name) {
+  RegionTable& t = Table();
+  {
+    std::lock_guard<std::mutex> lock(t.mu);
+    // Forget regions that are gone, so the table stays as small as the live executors.
+    for (auto it = t.regions.begin(); it != t.regions.end();) {
+      if (it->second.first.expired()) {
+        t.ids.erase(it->second.second);
+        it = t.regions.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    int64_t id = t.next++;
+    t.regions[id] = {region, region.get()};
+    t.ids[region.get()] = id;
+  }
+  NodeAttrs attrs;
+  attrs.op = Op::Get("_dnnl_train_region");
+  attrs.name = name;
+  attrs.parsed = std::move(region);
+  return attrs;
+}
+
+WEFT_REGISTER_OP(_dnnl_train_region)
+    .Describe("A region of convolution, batch-norm, relu and add nodes run by oneDNN in training (made by the "
+              "executor's training pass; not for direct use). The last output holds what the gradient reads.")
+    .SetNumInputs([](const NodeAttrs& attrs) { return RegionOf(attrs).spec().num_inputs; })
+    .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(RegionOf(attrs).spec().outputs.size()) + 1; })
+    .AddArgument("data", "NDArray-or-Symbol[]", "The inputs of the region")
+    .SetAttr<FNumVisibleOutputs>("FNumVisibleOutputs",
+                                 [](const NodeAttrs& attrs) {
+                                   return static_cast<int>(RegionOf(attrs).spec().outputs.size());
+                                 })
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs& attrs) { return AuxInputs(RegionOf(attrs).spec()); })
+    .SetAttr<FInferShape>("FInferShape",
+                          [](const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+                            const DnnlTrainRegion& r = RegionOf(attrs);
+                            const auto& s = r.spec();
+                            std::vector<Shape> want = InputShapes(s);
+                            for (size_t i = 0; i < in->size(); ++i) {
+                              WEFT_CHECK(!(*in)[i].is_known() || (*in)[i] == want[i], kShape, "_dnnl_train_region '",
+                                         attrs.name, "': input ", i, " has shape ", (*in)[i].ToString(),
+                                         " but the region was made for ", want[i].ToString());
+                              (*in)[i] = want[i];
+                            }
+                            for (size_t i = 0; i + 1 < out->size(); ++i) (*out)[i] = s.values[s.outputs[i]].shape;
+                            out->back() = Shape{r.saved_floats()};
+                            return true;
+                          })
+    .SetAttr<FInferType>("FInferType", AllFloat)
+    .SetAttr<FCompute>("FCompute<cpu>",
+                       [](const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                          const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+                         RegionOf(attrs).Forward(in, req, out, ctx.is_train);
+                       })
+    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+      DnnlTrainRegion& r = RegionOf(attrs);
+      const auto& s = r.spec();
+      int64_t id;
+      {
+        RegionTable& t = Table();
+        std::lock_guard<std::mutex> lock(t.mu);
+        id = t.ids.at(&r);
+      }
+      std::vector<GradValue> ins(a.out_grads.begin(), a.out_grads.begin() + s.outputs.size());
+      ins.push_back(a.outputs.back());
+      ins.insert(ins.end(), a.inputs.begin(), a.inputs.end());
+      std::vector<GradValue> g = b.Call("_backward_dnnl_train_region", ins, {{"region", std::to_string(id)}});
+      for (int i : AuxInputs(s)) g[i] = GradValue();
+      return g;
+    });
+
+WEFT_REGISTER_OP(_backward_dnnl_train_region)
+    .Describe("The gradient of a _dnnl_train_region (made by the executor's gradient pass; not for direct use).")
+    .SetNumInputs([](const NodeAttrs& attrs) {
+      const auto& s = GradRegionOf(attrs)->spec();
+      return static_cast<int>(s.outputs.size()) + 1 + s.num_inputs;
+    })
+    .SetNumOutputs([](const NodeAttrs& attrs) { return GradRegionOf(attrs)->spec().num_inputs; })
+    .AddArgument("data", "NDArray-or-Symbol[]", "Output gradients, the saved values, then the region's inputs")
+    .SetParams<TrainRegionGradParam>()
+    .SetAttr<FInferShape>("FInferShape",
+                          [](const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+                            auto r = GradRegionOf(attrs);
+                            const auto& s = r->spec();
+                            std::vector<Shape> want = InputShapes(s);
+                            size_t k = s.outputs.size();
+                            for (size_t i = 0; i < k; ++i) (*in)[i] = s.values[s.outputs[i]].shape;
+                            (*in)[k] = Shape{r->saved_floats()};
+                            for (size_t i = 0; i < want.size(); ++i) (*in)[k + 1 + i] = (*out)[i] = want[i];
+                            return true;
+                          })
+    .SetAttr<FInferType>("FInferType", AllFloat)
+    .SetAttr<FCompute>("FCompute<cpu>", [](const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                                           const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+      GradRegionOf(attrs)->Backward(in, req, out);
+    });
+
+}  // namespace op
+}  // namespace weft

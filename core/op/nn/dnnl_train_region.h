@@ -1,0 +1,91 @@
+// A region of a training graph run by oneDNN as two nodes: "_dnnl_train_region" for the
+// forward and "_backward_dnnl_train_region" for its gradient. The executor's training pass
+// (core/executor/train_fuse.cc) makes them from connected Convolution, BatchNorm (batch
+// statistics), Activation(relu) and elementwise-add nodes before the gradient pass runs, so
+// that the gradient pass sees one differentiable node.
+//
+// Inside the region every value stays in the layout its primitive picked (blocked nChw16c
+// on AVX-512): the forward converts only the region's inputs and the values read outside
+// it, and the backward only the gradients flowing in and out. The forward writes the
+// blocked values that the backward reads (a convolution's source, a BatchNorm's source and
+// statistics, a relu's result) into one extra hidden output, "saved": an ordinary graph
+// value that the memory planner sizes and keeps from the forward to the backward; values
+// the backward does not read live in the region's own arena only while the forward needs
+// them. A relu after a BatchNorm or an add is folded into it, both ways. BatchNorm on
+// nChw16c runs on the region's own loops (oneDNN 2.6's was several times slower here),
+// elsewhere on oneDNN's primitive.
+// Primitives are created once, when the region is made; a call only binds memory.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/ndarray/ndarray.h"
+#include "core/op/nn/conv_common.h"
+#include "core/op/registry.h"
+
+namespace weft {
+namespace op {
+
+// What the region computes, in the terms of the graph it came from. Every value is a 4-D
+// float32 array (N, C, H, W).
+struct TrainRegionSpec {
+  struct Value {
+    Shape shape;
+    int input = -1;   // the node input it is, or -1 for a value a unit computes
+    int output = -1;  // the node output it is copied to (read outside the region), or -1
+  };
+  enum class Kind { kConv, kBatchNorm, kRelu, kAdd };
+  struct Unit {
+    Kind kind = Kind::kConv;
+    std::string name;  // the graph node
+    int src = -1, src2 = -1, dst = -1;  // values; src2 only for kAdd
+    // kConv
+    ConvolutionParam conv;
+    int weight = -1, bias = -1;  // node inputs
+    // kBatchNorm (training with batch statistics; the moving ones are updated)
+    int gamma = -1, beta = -1, moving_mean = -1, moving_var = -1;  // node inputs
+    double eps = 1e-3, momentum = 0.9;
+    bool fix_gamma = true;
+    // kBatchNorm and kAdd: a relu on the result folded in (dst is the relu's value)
+    bool relu = false;
+  };
+  std::vector<Value> values;
+  std::vector<Unit> units;   // in run order
+  int num_inputs = 0;
+  std::vector<int> outputs;  // the value of each visible node output
+};
+
+class DnnlTrainRegion {
+ public:
+  // Creates every primitive of both passes and lays out the saved buffer; throws
+  // kUnsupported when oneDNN refuses a geometry (the pass then leaves the nodes alone).
+  explicit DnnlTrainRegion(TrainRegionSpec spec);
+  ~DnnlTrainRegion();
+  const TrainRegionSpec& spec() const;
+  // Floats of the hidden "saved" output (the forward's last output).
+  int64_t saved_floats() const;
+  // in: the region's inputs; out: its visible outputs, then saved. With is_train false the
+  // BatchNorms use (and leave alone) the moving statistics.
+  void Forward(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out,
+               bool is_train);
+  // in: a gradient per visible output, saved, then the region's inputs; out: the gradient
+  // of each input (moving statistics get none), written or added per req.
+  void Backward(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out);
+  // Bytes the region holds itself (its temporaries and scratch space).
+  size_t internal_bytes() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether training regions can be built (Weft built with oneDNN).
+bool DnnlTrainRegionsAvailable();
+
+// The attributes of a "_dnnl_train_region" node running `region`.
+NodeAttrs MakeDnnlTrainRegionAttrs(std::shared_ptr<DnnlTrainRegion> region, const std::string& name);
+
+}  // namespace op
+}  // namespace weft

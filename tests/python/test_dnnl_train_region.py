@@ -1,0 +1,187 @@
+"""The executor's training pass (oneDNN training regions): with a gradient asked for,
+connected Convolution/BatchNorm/relu/add nodes run as one "_dnnl_train_region" node and its
+"_backward_dnnl_train_region", keeping blocked layouts between them. Outputs, every gradient
+and the moving statistics must equal the same executor built with the pass off
+(WEFT_EXEC_DNNL_TRAIN_FUSE=0), which runs every operator on its own."""
+import os
+
+import numpy as np
+import pytest
+
+import weft as mx
+from weft.base import WeftError
+
+sym = mx.sym
+
+
+def conv_bn(x, name, filters, kernel, stride=(1, 1), pad=(0, 0), relu=True, fix_gamma=False, bias=False,
+            groups=1):
+    x = sym.Convolution(x, num_filter=filters, kernel=kernel, stride=stride, pad=pad, no_bias=not bias,
+                        num_group=groups, name=name)
+    x = sym.BatchNorm(x, fix_gamma=fix_gamma, eps=2e-5, momentum=0.8, name=name + "_bn")
+    return sym.Activation(x, act_type="relu", name=name + "_relu") if relu else x
+
+
+def bottleneck(x, name, width, stride, project, fix_gamma=False, bias=False):
+    y = conv_bn(x, name + "_c1", width, (1, 1), fix_gamma=fix_gamma)
+    y = conv_bn(y, name + "_c2", width, (3, 3), stride, (1, 1), bias=bias)
+    y = conv_bn(y, name + "_c3", width * 4, (1, 1), relu=False)
+    sc = conv_bn(x, name + "_sc", width * 4, (1, 1), stride, relu=False) if project else x
+    return sym.Activation(y + sc, act_type="relu", name=name + "_out")
+
+
+def small_resnet(width=16, fix_gamma=False, bias=False):
+    x = conv_bn(sym.Variable("data"), "stem", width, (3, 3), pad=(1, 1), bias=bias)
+    x = bottleneck(x, "b1", width // 2 if width >= 32 else width, (1, 1), True, fix_gamma, bias)
+    x = bottleneck(x, "b2", width // 2 if width >= 32 else width, (2, 2), True)
+    x = bottleneck(x, "b3", width // 2 if width >= 32 else width, (1, 1), False)
+    x = sym.Pooling(x, pool_type="avg", global_pool=True, kernel=(1, 1))
+    x = sym.FullyConnected(sym.Flatten(x), num_hidden=5, name="fc")
+    return sym.SoftmaxOutput(x, name="softmax")
+
+
+def bind(net, shape, fuse, grad_req="write"):
+    old = os.environ.get("WEFT_EXEC_DNNL_TRAIN_FUSE")
+    os.environ["WEFT_EXEC_DNNL_TRAIN_FUSE"] = "1" if fuse else "0"
+    try:
+        return net.simple_bind(mx.cpu(), grad_req=grad_req, data=shape)
+    finally:
+        if old is None:
+            del os.environ["WEFT_EXEC_DNNL_TRAIN_FUSE"]
+        else:
+            os.environ["WEFT_EXEC_DNNL_TRAIN_FUSE"] = old
+
+
+def regions(ex):
+    return [l for l in ex.debug_str().splitlines() if l.startswith("Op:_dnnl_train_region")]
+
+
+def pair(net, shape, grad_req="write", seed=0):
+    fused, plain = bind(net, shape, True, grad_req), bind(net, shape, False, grad_req)
+    rng = np.random.RandomState(seed)
+    for name, arr in fused.arg_dict.items():
+        if name == "softmax_label":
+            v = rng.randint(0, 5, arr.shape).astype(np.float32)
+        else:
+            v = rng.normal(0, 0.5, arr.shape).astype(np.float32)
+        arr[:] = v
+        plain.arg_dict[name][:] = v
+    for name, arr in fused.aux_dict.items():
+        v = rng.uniform(0.5, 2.0, arr.shape) if name.endswith("var") else rng.normal(0, 0.3, arr.shape)
+        arr[:] = v.astype(np.float32)
+        plain.aux_dict[name][:] = v.astype(np.float32)
+    for ex in (fused, plain):
+        for name, g in ex.grad_dict.items():
+            if g is not None:
+                g[:] = 0.25  # kAddTo adds onto this; kWriteTo must overwrite it
+    return fused, plain
+
+
+def close(a, b, what):
+    scale = max(1.0, float(np.abs(b).max()))
+    np.testing.assert_allclose(a, b, rtol=2e-4, atol=2e-4 * scale, err_msg=what)
+
+
+def step_and_compare(fused, plain, steps=1, is_train=True):
+    for _ in range(steps):
+        for ex in (fused, plain):
+            ex.forward(is_train=is_train)
+            if is_train:
+                ex.backward()
+    for a, b in zip(fused.outputs, plain.outputs):
+        close(a.asnumpy(), b.asnumpy(), "output")
+    for name, g in plain.grad_dict.items():
+        if g is not None:
+            close(fused.grad_dict[name].asnumpy(), g.asnumpy(), "gradient of " + name)
+    for name, a in plain.aux_dict.items():
+        close(fused.aux_dict[name].asnumpy(), a.asnumpy(), name)
+
+
+@pytest.mark.parametrize("batch,width", [(4, 16), (4, 32), (2, 16), (5, 8)])
+def test_training_step_matches_the_operators_alone(batch, width):
+    # (4, 16/32): blocked nChw16c with the region's own BatchNorm loops; batch 2 and 8
+    # channels: layouts oneDNN picks, with its BatchNorm primitives.
+    fused, plain = pair(small_resnet(width), (batch, 3, 12, 12))
+    assert len(regions(fused)) >= 1 and regions(plain) == []
+    step_and_compare(fused, plain, steps=2)
+
+
+def test_fix_gamma_and_convolution_bias():
+    fused, plain = pair(small_resnet(16, fix_gamma=True, bias=True), (4, 3, 8, 8))
+    assert regions(fused)
+    step_and_compare(fused, plain)
+    assert "b1_c2_bias" in fused.grad_dict
+    # fix_gamma: gamma gets a zero gradient, as from the operator.
+    assert np.all(fused.grad_dict["b1_c1_bn_gamma"].asnumpy() == 0)
+
+
+@pytest.mark.parametrize("channels", [3, 16])
+def test_grad_req_add_accumulates(channels):
+    # With 16 channels the stem convolution reads the data inside the region, which then
+    # adds the data's gradient into its array.
+    fused, plain = pair(small_resnet(16), (4, channels, 8, 8), grad_req="add")
+    assert regions(fused)
+    step_and_compare(fused, plain, steps=2)
+
+
+def test_grad_req_null_for_some_arguments():
+    net = small_resnet(16)
+    req = {n: "write" for n in net.list_arguments()}
+    req["data"] = "null"
+    req["b2_c2_weight"] = "null"
+    req["stem_bn_gamma"] = "add"
+    fused, plain = pair(net, (4, 3, 8, 8), grad_req=req)
+    assert regions(fused)
+    assert fused.grad_dict.get("data") is None
+    step_and_compare(fused, plain)
+
+
+def test_forward_at_inference_uses_the_moving_statistics():
+    fused, plain = pair(small_resnet(16), (4, 3, 8, 8))
+    step_and_compare(fused, plain, is_train=False)
+    step_and_compare(fused, plain, is_train=True)
+
+
+def test_outputs_read_inside_and_outside_a_region():
+    # relu1's output feeds the next convolution and is also an output of the symbol's
+    # graph through a second head: the region exports it in NCHW and takes its gradient in.
+    data = sym.Variable("data")
+    a = conv_bn(data, "c1", 16, (3, 3), pad=(1, 1))
+    b = conv_bn(a, "c2", 16, (3, 3), pad=(1, 1))
+    c = sym.Convolution(b, num_filter=16, kernel=(1, 1), no_bias=True, name="c3")
+    side = sym.sum(sym.square(a), name="side")
+    net = sym.Group([sym.sum(c, name="main"), side])
+    fused, plain = pair(net, (4, 16, 6, 6))
+    assert len(regions(fused)) == 1
+    for ex in (fused, plain):
+        ex.forward(is_train=True)
+        ex.backward([mx.nd.array([1.0]), mx.nd.array([0.5])])
+    for n, g in plain.grad_dict.items():
+        close(fused.grad_dict[n].asnumpy(), g.asnumpy(), n)
+
+
+def test_switch_off_and_mirroring_leave_the_graph_alone(monkeypatch):
+    net = small_resnet(16)
+    assert regions(bind(net, (4, 3, 8, 8), False)) == []
+    assert regions(bind(net, (4, 3, 8, 8), True, grad_req="null")) == []  # inference: the other pass
+    monkeypatch.setenv("WEFT_BACKWARD_DO_MIRROR", "1")
+    assert regions(bind(net, (4, 3, 8, 8), True)) == []
+
+
+def test_image_stem_convolution_stays_out():
+    ex = bind(small_resnet(16), (4, 3, 8, 8), True)
+    debug = ex.debug_str()
+    assert "Op:Convolution, Name=stem" in debug and "Name=dnnl_train_region_b1_c1" in debug
+
+
+def test_float64_graphs_are_left_alone():
+    net = small_resnet(16)
+    ex = net.simple_bind(mx.cpu(), grad_req="write", type_dict={"data": np.float64}, data=(4, 3, 8, 8))
+    assert regions(ex) == []
+
+
+def test_region_nodes_cannot_be_called_directly():
+    with pytest.raises(WeftError, match="made by the executor's training pass"):
+        mx.nd._internal._dnnl_train_region(mx.nd.zeros((1, 1, 2, 2)))
+    with pytest.raises(WeftError, match="no training region 12345"):
+        mx.nd._internal._backward_dnnl_train_region(mx.nd.zeros((1,)), region=12345)
