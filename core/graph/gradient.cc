@@ -27,6 +27,13 @@ class Mirror {
     if (!opt.enabled) return;
     std::unordered_set<const Node*> outputs;
     for (const auto& y : ys) outputs.insert(y.node.get());
+    if (opt.segment > 0) {
+      // Segment checkpointing: everything that may be recomputed is, except the kept cuts.
+      std::unordered_set<const Node*> kept = Checkpoints(order, outputs, opt.segment);
+      for (const NodePtr& n : order)
+        if (!outputs.count(n.get()) && !kept.count(n.get()) && Replayable(*n)) mirrored_.insert(n.get());
+      return;
+    }
     std::unordered_set<const Node*> conv_links = opt.mirror_convolutions ? ConvLinks(order, outputs)
                                                                           : std::unordered_set<const Node*>{};
     // The depth of a recomputed value: how many cheap operators lie between it and the
@@ -101,20 +108,55 @@ class Mirror {
     return links;
   }
 
-  // Deterministic operators without side effects that are cheap next to the convolutions
-  // and products whose outputs they read.
-  static bool Recomputable(const Node& n) {
+  // The cuts of the forward in topological order: operators whose outputs are all that
+  // the later operators read of the earlier ones (a residual block's output, each layer of
+  // a plain chain), so that a segment between two kept cuts is recomputed from the first
+  // alone. Of these, every `stride`-th is returned, to be kept; operators that cannot be
+  // recomputed are kept anyway, and the outputs are never cuts (they live to the end).
+  static std::unordered_set<const Node*> Checkpoints(const std::vector<NodePtr>& order,
+                                                     const std::unordered_set<const Node*>& outputs, int stride) {
+    std::unordered_map<const Node*, size_t> last_read;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Node* n = order[i].get();
+      if (n->is_variable()) continue;
+      last_read[n] = outputs.count(n) ? order.size() : i;
+      for (const auto& in : n->inputs) {
+        auto it = last_read.find(in.node.get());
+        if (it != last_read.end() && it->second < order.size()) it->second = std::max(it->second, i);
+      }
+    }
+    std::unordered_set<const Node*> kept;
+    size_t reach = 0;  // the last position that reads an operator before the current one
+    int cuts = 0;
+    for (size_t i = 0; i < order.size(); ++i) {
+      const Node* n = order[i].get();
+      if (n->is_variable()) continue;
+      if (reach <= i && !outputs.count(n) && ++cuts % stride == 0) kept.insert(n);
+      reach = std::max(reach, last_read[n]);
+    }
+    return kept;
+  }
+
+  // Deterministic operators without side effects: the same inputs give the same bits.
+  // BatchNorm is one when recomputed from the statistics its forward saved (Copy).
+  static bool Replayable(const Node& n) {
     static const auto& resources = Op::GetAttr<FResourceRequest>("FResourceRequest");
     static const auto& mutates = Op::GetAttr<FMutateInputs>("FMutateInputs");
-    static const auto& patterns = Op::GetAttr<TOpPattern>("TOpPattern");
     if (n.is_variable() || n.inputs.empty()) return false;
     const Op* op = n.op();
     if (resources.Contains(op))
       for (const auto& r : resources[op](n.attrs))
         if (r.type == ResourceType::kRandom) return false;  // a new mask, a new sample
-    bool batch_norm = op->name == "BatchNorm";
-    if (mutates.Contains(op) && !batch_norm) return false;
-    if (batch_norm || op->name == "Pooling" || IsTrue(n.FindAttr("__force_mirroring__"))) return true;
+    return !mutates.Contains(op) || op->name == "BatchNorm";
+  }
+
+  // Replayable operators that are cheap next to the convolutions and products whose
+  // outputs they read.
+  static bool Recomputable(const Node& n) {
+    static const auto& patterns = Op::GetAttr<TOpPattern>("TOpPattern");
+    if (!Replayable(n)) return false;
+    const Op* op = n.op();
+    if (op->name == "BatchNorm" || op->name == "Pooling" || IsTrue(n.FindAttr("__force_mirroring__"))) return true;
     if (!patterns.Contains(op)) return false;
     OpPattern p = patterns[op];
     return p == OpPattern::kElemwise || p == OpPattern::kBroadcast || p == OpPattern::kInjective;
@@ -242,6 +284,7 @@ MirrorOptions MirrorOptions::FromEnv() {
   o.enabled = EnvInt("WEFT_BACKWARD_DO_MIRROR", EnvInt("MXNET_BACKWARD_DO_MIRROR", 0)) != 0;
   o.max_depth = EnvInt("WEFT_BACKWARD_MIRROR_DEPTH", o.max_depth);
   o.mirror_convolutions = EnvInt("WEFT_BACKWARD_MIRROR_CONV", 0) != 0;
+  o.segment = EnvInt("WEFT_BACKWARD_MIRROR_SEGMENT", 0);
   return o;
 }
 

@@ -26,9 +26,18 @@ struct MirrorOptions {
   // reaches, through cheap operators, only one other convolution), at most two in a row:
   // less memory again, for about one more forward of those convolutions.
   bool mirror_convolutions = false;
+  // Segment checkpointing (Chen et al., "Training Deep Nets with Sublinear Memory Cost"),
+  // when > 0: of the forward's cuts (operators whose outputs are all that later operators
+  // read of earlier ones: a residual block's output), every segment-th is kept and every
+  // other replayable operator (deterministic, no side effect; convolutions included) is
+  // recomputed from the kept cut before it, a segment at a time, as the backward reaches
+  // it. About one more forward for the least memory; max_depth and mirror_convolutions
+  // then play no part.
+  int segment = 0;
   // WEFT_BACKWARD_DO_MIRROR (or MXNet's MXNET_BACKWARD_DO_MIRROR) = 1 enables it;
   // WEFT_BACKWARD_MIRROR_DEPTH sets max_depth, WEFT_BACKWARD_MIRROR_CONV=1
-  // mirror_convolutions. A malformed value is a kValue error naming the variable.
+  // mirror_convolutions, WEFT_BACKWARD_MIRROR_SEGMENT segment. A malformed value is a
+  // kValue error naming the variable.
   static MirrorOptions FromEnv();
 };
 

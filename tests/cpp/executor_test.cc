@@ -341,6 +341,54 @@ TEST(GradientMirror, RecomputesCheapNodesUpToTheDepthAndNeverDropout) {
   EXPECT_EQ(on.at("bn_backward")->inputs[1].node, x.outputs[0].node);
 }
 
+TEST(GradientMirror, SegmentsKeepEveryKthCutAndRecomputeTheRestConvolutionsIncluded) {
+  // x -> c0 -> s0 -> c1 -> r = c1 + s0 -> s1 -> Dropout -> c2 -> s2 -> sum: conv c1 is no
+  // cut (s0 is read after it), the other operators are.
+  Symbol x = Symbol::Variable("x");
+  KwArgs conv{{"kernel", "(1,1)"}, {"num_filter", "2"}, {"no_bias", "True"}};
+  Symbol c0 = Call("Convolution", {x, Symbol::Variable("w0")}, "c0", conv);
+  Symbol s0 = Call("sin", {c0}, "s0");
+  Symbol c1 = Call("Convolution", {s0, Symbol::Variable("w1")}, "c1", conv);
+  Symbol r = Call("elemwise_add", {c1, s0}, "r");
+  Symbol s1 = Call("sin", {r}, "s1");
+  Symbol drop = Call("Dropout", {s1}, "drop", {{"p", "0.5"}});
+  Symbol c2 = Call("Convolution", {drop, Symbol::Variable("w2")}, "c2", conv);
+  Symbol s2 = Call("sin", {c2}, "s2");
+  Symbol y = Call("sum", {s2}, "y");
+  Symbol head = Symbol::Variable("head");
+  auto reads = [](const graph::NodePtr& n, const graph::NodePtr& value) {
+    for (const auto& in : n->inputs)
+      if (in.node == value) return true;
+    return false;
+  };
+
+  // The cuts, in order: c0, s0, r, s1, drop, c2, s2. Every second is kept (s0, s1, c2),
+  // Dropout as well (never recomputed: a new mask); the others are recomputed where a
+  // gradient reads them, c1 included.
+  graph::MirrorOptions opt;
+  opt.enabled = true;
+  opt.segment = 2;
+  auto on = NodesByName(graph::Gradient(y.outputs, x.outputs, head.outputs, nullptr, opt));
+  for (const char* name : {"c0_mirror", "c1_mirror", "r_mirror"}) EXPECT_EQ(on.count(name), 1u) << name;
+  for (const char* name : {"s0_mirror", "s1_mirror", "drop_mirror", "c2_mirror", "y_mirror"})
+    EXPECT_EQ(on.count(name), 0u) << name;
+  // sin's gradient reads its input: s1's the sum recomputed from the recomputed c1 and
+  // the kept s0, s0's the recomputed c0, s2's the kept c2.
+  EXPECT_TRUE(reads(on.at("s1_backward"), on.at("r_mirror")));
+  EXPECT_TRUE(reads(on.at("r_mirror"), on.at("c1_mirror")));
+  EXPECT_TRUE(reads(on.at("r_mirror"), on.at("s0")));
+  EXPECT_TRUE(reads(on.at("c1_mirror"), on.at("s0")));
+  EXPECT_TRUE(reads(on.at("s0_backward"), on.at("c0_mirror")));
+  EXPECT_TRUE(reads(on.at("c0_mirror"), on.at("x")));
+  EXPECT_TRUE(reads(on.at("s2_backward"), on.at("c2")));
+  EXPECT_TRUE(reads(on.at("c2_backward"), on.at("drop")));
+
+  // Every cut kept: c1, the one operator left, is read by no gradient: nothing recomputed.
+  opt.segment = 1;
+  auto all = NodesByName(graph::Gradient(y.outputs, x.outputs, head.outputs, nullptr, opt));
+  for (const auto& kv : all) EXPECT_EQ(kv.first.find("_mirror"), std::string::npos) << kv.first;
+}
+
 }  // namespace
 }  // namespace executor
 }  // namespace weft

@@ -43,19 +43,42 @@ def dropout_net():
     return sym.SoftmaxOutput(x, name="softmax")
 
 
+def resnet_like(blocks=4, width=8):
+    """A stem and `blocks` residual blocks (two 3x3 convolutions with BatchNorm, the second
+    block of each pair strided with a projected shortcut), pooled into a classifier."""
+    x = sym.Pooling(conv_bn(sym.Variable("data"), "stem", width), pool_type="max", kernel=(2, 2), stride=(2, 2),
+                    name="stem_pool")
+    for b in range(blocks):
+        stride = (2, 2) if b % 2 else (1, 1)
+        name = "b%d" % b
+        y = sym.Convolution(x, num_filter=width, kernel=(3, 3), pad=(1, 1), stride=stride, no_bias=True,
+                            name=name + "_c1")
+        y = sym.Activation(sym.BatchNorm(y, fix_gamma=False, name=name + "_c1_bn"), act_type="relu",
+                           name=name + "_c1_relu")
+        y = conv_bn(y, name + "_c2", width, act=False)
+        if b % 2:
+            x = sym.Convolution(x, num_filter=width, kernel=(1, 1), stride=stride, no_bias=True, name=name + "_proj")
+        x = sym.Activation(x + y, act_type="relu", name=name + "_relu")
+    x = sym.Pooling(x, pool_type="avg", global_pool=True, kernel=(1, 1), name="gpool")
+    x = sym.FullyConnected(sym.Flatten(x), num_hidden=5, name="fc")
+    return sym.SoftmaxOutput(x, name="softmax")
+
+
 NETS = {
     "mlp": (mlp, (6, 10), 4),
     "residual": (residual, (4, 3, 8, 8), 5),
     "dropout": (dropout_net, (8, 12), 3),
+    "resnet_like": (resnet_like, (4, 3, 16, 16), 5),
 }
 
 
-def run(net, data_shape, classes, mirror, monkeypatch, steps=2, convs=False):
-    """Binds with mirroring on or off (and convolutions recomputed or not), runs `steps`
-    training steps (Dropout seeded the same) and returns the outputs, gradients and
-    auxiliary states, and the names the monitor saw."""
+def run(net, data_shape, classes, mirror, monkeypatch, steps=2, convs=False, segment=0):
+    """Binds with mirroring on or off (and convolutions recomputed or not, segments of
+    `segment` cuts or not), runs `steps` training steps (Dropout seeded the same) and
+    returns the outputs, gradients and auxiliary states, and the names the monitor saw."""
     monkeypatch.setenv("WEFT_BACKWARD_DO_MIRROR", "1" if mirror else "0")
     monkeypatch.setenv("WEFT_BACKWARD_MIRROR_CONV", "1" if convs else "0")
+    monkeypatch.setenv("WEFT_BACKWARD_MIRROR_SEGMENT", str(segment))
     # Bit-identical only with the same kernels: mirroring turns the oneDNN training regions off.
     monkeypatch.setenv("WEFT_EXEC_DNNL_TRAIN_FUSE", "0")
     ex = net().simple_bind(mx.cpu(), data=data_shape)
@@ -114,6 +137,50 @@ def test_recomputing_the_links_of_convolution_chains_changes_no_bit(monkeypatch)
     # c2 the sum: kept.
     assert "c1_mirror_output" in seen
     assert not any(n.startswith(("c0_mirror", "c2_mirror")) for n in seen)
+
+
+@pytest.mark.parametrize("name", sorted(NETS))
+@pytest.mark.parametrize("segment", [1, 2, 3])
+def test_segment_checkpointing_gives_bit_identical_outputs_gradients_and_aux(name, segment, monkeypatch):
+    build, shape, classes = NETS[name]
+    off, _ = run(build, shape, classes, False, monkeypatch)
+    on, seen = run(build, shape, classes, True, monkeypatch, segment=segment)
+    assert sorted(on) == sorted(off)
+    for key in off:
+        assert off[key].dtype == on[key].dtype and np.array_equal(off[key], on[key]), key
+    mirrors = {n for n in seen if "_mirror" in n}
+    # In a plain chain every operator is a cut, and which are recomputed depends on the
+    # stride; a residual block's inner operators are no cuts: always recomputed.
+    if name in ("residual", "resnet_like"):
+        assert mirrors
+    assert not any(n.startswith(("drop_mirror", "softmax")) for n in mirrors)
+    if name == "resnet_like":
+        # The cuts: the stem's convolution, BatchNorm, ReLU and pooling (1-4), each
+        # block's sum and output ReLU (b0's 5 and 6, b1's 7 and 8, ...), then the global
+        # pooling, Flatten and fc. Every segment-th is kept: b0_relu for strides 1, 2 and
+        # 3, b1_relu for 1 and 2 only. Convolutions inside the segments are recomputed.
+        assert any(n.startswith("b1_c1_mirror") for n in mirrors), sorted(mirrors)
+        assert not any(n.startswith("b0_relu_mirror") for n in mirrors), sorted(mirrors)
+        assert any(n.startswith("b1_relu_mirror") for n in mirrors) == (segment == 3), sorted(mirrors)
+
+
+def test_segment_checkpointing_plans_less_memory_than_recomputing_cheap_operators(monkeypatch):
+    planned = {}
+    for mode, env in (("mirror+conv", {"WEFT_BACKWARD_MIRROR_CONV": "1", "WEFT_BACKWARD_MIRROR_SEGMENT": "0"}),
+                      ("segments", {"WEFT_BACKWARD_MIRROR_CONV": "0", "WEFT_BACKWARD_MIRROR_SEGMENT": "2"})):
+        monkeypatch.setenv("WEFT_BACKWARD_DO_MIRROR", "1")
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        ex = resnet_like(blocks=8, width=16).simple_bind(mx.cpu(), data=(32, 3, 64, 64))
+        planned[mode] = planned_mb(ex)
+    assert planned["segments"] < planned["mirror+conv"], planned
+
+
+def test_a_bad_segment_stride_is_an_error(monkeypatch):
+    monkeypatch.setenv("WEFT_BACKWARD_DO_MIRROR", "1")
+    monkeypatch.setenv("WEFT_BACKWARD_MIRROR_SEGMENT", "-2")
+    with pytest.raises(WeftError, match="WEFT_BACKWARD_MIRROR_SEGMENT: expected an integer.*got '-2'"):
+        mlp().simple_bind(mx.cpu(), data=(2, 10))
 
 
 def test_mirrored_batchnorm_updates_the_moving_statistics_once(monkeypatch):
