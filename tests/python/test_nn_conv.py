@@ -217,6 +217,10 @@ def test_convolution_fast_paths_taken():
     assert len(dy_in) == 1, dy_in
     stem = dict(_paths((2, 3, 23, 21), 16, (7, 7), (2, 2), (3, 3)))
     assert "gemm" in stem["backward_data"] and "gemm" not in stem["forward_training"], stem
+    assert "gemm" not in stem["backward_weights"], stem
+    # One channel (a grayscale image): the weight gradient is a gemm convolution too.
+    gray = dict(_paths((2, 1, 16, 16), 8, (5, 5), (1, 1), (0, 0)))
+    assert "gemm" in gray["backward_weights"] and "gemm" not in gray["forward_training"], gray
 
 
 # (data shape, num_filter, kernel, stride, pad, adj, dilate, groups, bias)
@@ -275,6 +279,13 @@ POOL_CASES = [
     ("max", (1, 4, 8, 7), (2, 3), (2, 1), (0, 1), "valid", True),
     ("max", (2, 3, 10, 10), (3, 3), (2, 2), (0, 0), "full", True),
     ("max", (1, 2, 5, 6, 7), (2, 3, 2), (2, 1, 2), (1, 1, 0), "valid", True),
+    # 2-D by output row (pooling.cc): LeNet's 2x2 stride 2, overlapping windows at stride 1,
+    # a stride of 3 (no compile-time stride), an even kernel padded by half of it.
+    ("max", (3, 5, 12, 12), (2, 2), (2, 2), (0, 0), "valid", True),
+    ("max", (2, 3, 7, 9), (3, 3), (1, 1), (1, 1), "valid", True),
+    ("max", (2, 3, 13, 11), (3, 2), (3, 3), (1, 1), "valid", True),
+    ("avg", (2, 3, 13, 11), (3, 2), (3, 3), (1, 1), "valid", False),
+    ("avg", (2, 3, 7, 9), (4, 3), (1, 1), (2, 1), "valid", True),
     ("avg", (2, 3, 11), (3,), (2,), (1,), "valid", True),
     ("avg", (2, 3, 9, 10), (3, 3), (2, 2), (1, 1), "valid", True),
     ("avg", (2, 3, 9, 10), (3, 3), (2, 2), (1, 1), "valid", False),
@@ -304,6 +315,27 @@ def test_lp_pooling_vs_torch(p, dtype):
 
     compare("Pooling", [x], dict(kernel=(3, 2), stride=(2, 2), pool_type="lp", p_value=p), ref, dtype,
             rtol=1e-4 if dtype == np.float32 else 1e-7)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["max", "avg"])
+def test_pooling_gradient_adds_and_gives_ties_to_the_first_maximum(kind, dtype):
+    x = rand(2, 3, 6, 6, dtype=dtype)
+    x[:, :, 0:2, 0:2] = 0.5  # a window of four equal values: the first in scan order wins
+    net = weft.sym.Pooling(weft.sym.Variable("data"), kernel=(2, 2), stride=(2, 2), pool_type=kind)
+    ex = net.simple_bind(weft.cpu(), grad_req="add", data=x.shape, type_dict={"data": dtype})
+    ex.arg_dict["data"][:] = x
+    ex.grad_dict["data"][:] = np.ones(x.shape, dtype)
+    head = nd.array(np.ones((2, 3, 3, 3), dtype), dtype=dtype)
+    for _ in range(2):
+        ex.forward(is_train=True)
+        ex.backward([head])
+    g = (ex.grad_dict["data"].asnumpy() - 1.0) / 2  # one step's gradient
+    if kind == "max":
+        assert np.all(g[:, :, 0, 0] == 1.0) and np.all(g[:, :, 0:2, 0:2].sum(axis=(2, 3)) == 1.0)
+        assert g.sum() == 2 * 3 * 3 * 3
+    else:
+        assert_almost_equal(g, np.full(x.shape, 0.25, dtype), rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("kind", ["max", "avg", "sum"])
