@@ -3,69 +3,84 @@ run: LeNet training step at batch 64; ResNet-50 inference at batch 32 and 1 and 
 step at batch 16; ResNet-18 alongside. Throughput in images/s, and for ResNets the share of
 the machine's FP32 peak (455 GFLOP/s on these 2 cores), counting a ResNet-50 forward as 4.1
 GFLOP and ResNet-18 as 1.8 (a training step as 3 forwards), as the issue does. --unfused
-adds Weft's inference with the oneDNN regions off, for comparison."""
+adds Weft's inference with the oneDNN regions off, for comparison.
+
+Each measurement runs in a process of its own, started by this script one after the other:
+PyTorch's threads in the same process slowed Weft's figures (ResNet-50 by about 15 %,
+LeNet training 2.5x). Both libraries' OpenMP threads sleep when idle (OMP_WAIT_POLICY=
+PASSIVE, as peer.py sets it for PyTorch; set OMP_WAIT_POLICY to try another for Weft):
+threads that spin while other jobs want the cores cost Weft up to 5x on LeNet on this
+shared machine. The table is printed as the measurements come in, with the load average
+before and after, since other work on the machine moves every figure. With --cpu-clock,
+time is the process's CPU time divided by the thread count instead of the wall clock: on a
+machine shared with other jobs that estimates the time alone, leaving out the time the
+threads waited for a core."""
 import argparse
 import os
+import subprocess
 import sys
-
-import peer  # noqa: F401  (first: it sets the environment the libraries read)
-
-import time  # noqa: E402
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torchvision  # noqa: E402
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import weft as mx  # noqa: E402
-from models import lenet, resnet50, conv_bn_relu, head  # noqa: E402
 
 PEAK = 455e9
 GFLOP = {"resnet50": 4.1e9, "resnet18": 1.8e9}
 
-
-def resnet18(classes=1000):
-    sym = mx.sym
-    x = conv_bn_relu(sym.Variable("data"), "conv0", 64, (7, 7), (2, 2), (3, 3))
-    x = sym.Pooling(x, pool_type="max", kernel=(3, 3), stride=(2, 2), pad=(1, 1))
-    for stage, width in enumerate((64, 128, 256, 512)):
-        for b in range(2):
-            name = "s%d_u%d" % (stage, b)
-            stride = (2, 2) if b == 0 and stage > 0 else (1, 1)
-            y = conv_bn_relu(x, name + "_c1", width, (3, 3), stride, (1, 1))
-            y = conv_bn_relu(y, name + "_c2", width, (3, 3), (1, 1), (1, 1), relu=False)
-            sc = conv_bn_relu(x, name + "_sc", width, (1, 1), stride, relu=False) if stage > 0 and b == 0 else x
-            x = sym.Activation(y + sc, act_type="relu")
-    x = sym.Pooling(x, pool_type="avg", global_pool=True, kernel=(7, 7))
-    return head(x, classes)
+# name, network, input shape, batch, training, FLOP key
+CASES = [
+    ("LeNet train", "lenet", (1, 28, 28), 64, True, None),
+    ("ResNet-50 infer", "resnet50", (3, 224, 224), 32, False, "resnet50"),
+    ("ResNet-50 infer", "resnet50", (3, 224, 224), 1, False, "resnet50"),
+    ("ResNet-50 train", "resnet50", (3, 224, 224), 16, True, "resnet50"),
+    ("ResNet-18 infer", "resnet18", (3, 224, 224), 32, False, "resnet18"),
+    ("ResNet-18 infer", "resnet18", (3, 224, 224), 1, False, "resnet18"),
+    ("ResNet-18 train", "resnet18", (3, 224, 224), 16, True, "resnet18"),
+]
 
 
-class TorchLeNet(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.c1, self.c2 = torch.nn.Conv2d(1, 20, 5), torch.nn.Conv2d(20, 50, 5)
-        self.f1, self.f2 = torch.nn.Linear(800, 500), torch.nn.Linear(500, 10)
-
-    def forward(self, x):
-        x = torch.max_pool2d(torch.relu(self.c1(x)), 2)
-        x = torch.max_pool2d(torch.relu(self.c2(x)), 2)
-        return self.f2(torch.relu(self.f1(x.flatten(1))))
+THREADS = 2  # the peer's torch.set_num_threads; Weft's oneDNN uses every core (2 here)
 
 
-def weft_runner(net, shape, batch, train, dnnl_fuse=True):
+def images_per_s(step, batch, min_time=3.0, min_steps=3, cpu_clock=False):
+    step()  # warm-up: primitive creation, first allocations
+    steps, start, cpu = 0, time.perf_counter(), time.process_time()
+    while steps < min_steps or time.perf_counter() - start < min_time:
+        step()
+        steps += 1
+    if cpu_clock:
+        return steps * batch / ((time.process_time() - cpu) / THREADS)
+    return steps * batch / (time.perf_counter() - start)
+
+
+def weft_net(name):
+    import weft as mx
+    from models import lenet, resnet50, conv_bn_relu, head
+
+    def resnet18(classes=1000):
+        sym = mx.sym
+        x = conv_bn_relu(sym.Variable("data"), "conv0", 64, (7, 7), (2, 2), (3, 3))
+        x = sym.Pooling(x, pool_type="max", kernel=(3, 3), stride=(2, 2), pad=(1, 1))
+        for stage, width in enumerate((64, 128, 256, 512)):
+            for b in range(2):
+                name = "s%d_u%d" % (stage, b)
+                stride = (2, 2) if b == 0 and stage > 0 else (1, 1)
+                y = conv_bn_relu(x, name + "_c1", width, (3, 3), stride, (1, 1))
+                y = conv_bn_relu(y, name + "_c2", width, (3, 3), (1, 1), (1, 1), relu=False)
+                sc = conv_bn_relu(x, name + "_sc", width, (1, 1), stride, relu=False) if stage > 0 and b == 0 else x
+                x = sym.Activation(y + sc, act_type="relu")
+        x = sym.Pooling(x, pool_type="avg", global_pool=True, kernel=(7, 7))
+        return head(x, classes)
+    return {"lenet": lenet, "resnet50": resnet50, "resnet18": resnet18}[name]()
+
+
+def weft_step(net, shape, batch, train, dnnl_fuse):
     # The executor reads WEFT_EXEC_DNNL_FUSE when it binds: off, inference runs every
     # operator on its own instead of oneDNN regions.
-    old = os.environ.get("WEFT_EXEC_DNNL_FUSE")
     os.environ["WEFT_EXEC_DNNL_FUSE"] = "1" if dnnl_fuse else "0"
-    try:
-        ex = net.simple_bind(mx.cpu(), grad_req="write" if train else "null", data=(batch,) + shape,
-                             softmax_label=(batch,))
-    finally:
-        if old is None:
-            del os.environ["WEFT_EXEC_DNNL_FUSE"]
-        else:
-            os.environ["WEFT_EXEC_DNNL_FUSE"] = old
+    import numpy as np
+    import weft as mx
+    ex = weft_net(net).simple_bind(mx.cpu(), grad_req="write" if train else "null", data=(batch,) + shape,
+                                   softmax_label=(batch,))
     rng = np.random.RandomState(0)
     for name, arr in ex.arg_dict.items():
         if name != "softmax_label":
@@ -81,7 +96,24 @@ def weft_runner(net, shape, batch, train, dnnl_fuse=True):
     return step
 
 
-def torch_runner(model, shape, batch, train):
+def torch_step(net, shape, batch, train):
+    import peer  # noqa: F401  (first: it sets the environment the libraries read)
+    import torch
+    import torchvision
+
+    class TorchLeNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = torch.nn.Conv2d(1, 20, 5), torch.nn.Conv2d(20, 50, 5)
+            self.f1, self.f2 = torch.nn.Linear(800, 500), torch.nn.Linear(500, 10)
+
+        def forward(self, x):
+            x = torch.max_pool2d(torch.relu(self.c1(x)), 2)
+            x = torch.max_pool2d(torch.relu(self.c2(x)), 2)
+            return self.f2(torch.relu(self.f1(x.flatten(1))))
+
+    model = {"lenet": TorchLeNet, "resnet50": torchvision.models.resnet50,
+             "resnet18": torchvision.models.resnet18}[net]()
     x = torch.rand((batch,) + shape)
     y = torch.zeros(batch, dtype=torch.long)
     model.train(train)
@@ -96,13 +128,25 @@ def torch_runner(model, shape, batch, train):
     return step
 
 
-def images_per_s(step, batch, min_time=3.0, min_steps=3):
-    step()  # warm-up: primitive creation, first allocations
-    steps, start = 0, time.perf_counter()
-    while steps < min_steps or time.perf_counter() - start < min_time:
-        step()
-        steps += 1
-    return steps * batch / (time.perf_counter() - start)
+def worker(args):
+    """One measurement (in a process of its own): prints images/s as the last line."""
+    name, net, shape, batch, train, _ = CASES[args.case]
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before OpenMP loads (peer.py forces it for torch)
+    if args.worker == "torch":
+        step = torch_step(net, shape, batch, train)
+    else:
+        step = weft_step(net, shape, batch, train, dnnl_fuse=args.worker == "weft")
+    print("%.6f" % images_per_s(step, batch, args.seconds, cpu_clock=args.cpu_clock), flush=True)
+
+
+def measure(case, who, args):
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", who, "--case", str(case), "--seconds",
+           str(args.seconds)] + (["--cpu-clock"] if args.cpu_clock else [])
+    run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if run.returncode != 0:
+        sys.exit("nets_bench: the %s measurement of '%s' failed (exit %d):\n%s" %
+                 (who, CASES[case][0], run.returncode, run.stderr[-4000:]))
+    return float(run.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -112,31 +156,31 @@ def main():
     parser.add_argument("--unfused", action="store_true",
                         help="also time inference with the oneDNN regions off (WEFT_EXEC_DNNL_FUSE=0)")
     parser.add_argument("--seconds", type=float, default=3.0, help="minimum timed seconds per measurement")
+    parser.add_argument("--cpu-clock", action="store_true",
+                        help="time by process CPU time / threads (estimates the unloaded time on a busy machine)")
+    parser.add_argument("--worker", choices=("weft", "weft-unfused", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--case", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    cases = [
-        ("LeNet train", lenet, TorchLeNet, (1, 28, 28), 64, True, None),
-        ("ResNet-50 infer", resnet50, torchvision.models.resnet50, (3, 224, 224), 32, False, "resnet50"),
-        ("ResNet-50 infer", resnet50, torchvision.models.resnet50, (3, 224, 224), 1, False, "resnet50"),
-        ("ResNet-50 train", resnet50, torchvision.models.resnet50, (3, 224, 224), 16, True, "resnet50"),
-        ("ResNet-18 infer", resnet18, torchvision.models.resnet18, (3, 224, 224), 32, False, "resnet18"),
-        ("ResNet-18 infer", resnet18, torchvision.models.resnet18, (3, 224, 224), 1, False, "resnet18"),
-        ("ResNet-18 train", resnet18, torchvision.models.resnet18, (3, 224, 224), 16, True, "resnet18"),
-    ]
+    if args.worker:
+        worker(args)
+        return
+    print("load average at start: %.2f %.2f %.2f%s" % (os.getloadavg() + (
+        ("; clock: CPU time / %d threads" % THREADS) if args.cpu_clock else "",)))
     print("%-16s %5s %12s %12s %10s %12s%s" % ("case", "batch", "Weft img/s", "torch img/s", "Weft/torch",
-                                              "Weft % peak", "  unfused img/s" if args.unfused else ""))
-    for name, net, model, shape, batch, train, flops_key in cases:
+                                              "Weft % peak", "  unfused img/s" if args.unfused else ""), flush=True)
+    for i, (name, _, _, batch, train, flops_key) in enumerate(CASES):
         if args.only not in name or (args.batch and batch != args.batch):
             continue
-        w = images_per_s(weft_runner(net(), shape, batch, train), batch, args.seconds)
-        t = images_per_s(torch_runner(model(), shape, batch, train), batch, args.seconds)
+        w = measure(i, "weft", args)
+        t = measure(i, "torch", args)
         peak = ""
         if flops_key:
             peak = "%.0f%%" % (100 * w * GFLOP[flops_key] * (3 if train else 1) / PEAK)
         unfused = ""
         if args.unfused and not train:
-            unfused = "%15.1f" % images_per_s(weft_runner(net(), shape, batch, train, dnnl_fuse=False), batch,
-                                              args.seconds)
+            unfused = "%15.1f" % measure(i, "weft-unfused", args)
         print("%-16s %5d %12.1f %12.1f %10.2f %12s%s" % (name, batch, w, t, w / t, peak, unfused), flush=True)
+    print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":

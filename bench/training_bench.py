@@ -7,23 +7,46 @@ fc 10), SGD with momentum 0.9, batch 128 and 64. The batches are prepared in mem
 both frameworks, so the figures are the training step alone. Issue 5's targets: hybridized
 Gluon and Module >= 1.3x PyTorch's samples/s, imperative Gluon >= 1.0x.
 
-    python bench/training_bench.py [--steps N] [--rounds R] [--skip-time-to-accuracy]
+Each framework runs in a process of its own (worker.py), kept up for the whole run: PyTorch
+set up as peer.py sets it (OMP_WAIT_POLICY=PASSIVE, 2 threads), Weft with the environment
+this script was started with. The machine's speed drifts within a minute, so the two take
+turns: `rounds` interleaved timed runs of each, the best of each reported, with the load
+average printed before and after.
+
+    python bench/training_bench.py [--steps N] [--rounds R] [--models mlp,lenet]
+        [--batches 128,64] [--skip-conv-layers] [--skip-time-to-accuracy]
 """
 import argparse
 import gzip
+import importlib
 import os
 import struct
 import sys
 import time
 
-import peer  # noqa: F401  (sets the peer's environment before torch and weft load)
 import numpy as np
-import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "python"))
-import weft as mx  # noqa: E402
-from weft import autograd, gluon, nd  # noqa: E402
-from weft.gluon import nn  # noqa: E402
+BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH)
+import worker  # noqa: E402
+
+# The framework a worker runs, imported when the worker starts (never both in one process).
+mx = autograd = gluon = nd = nn = torch = None
+
+
+def import_weft():
+    global mx, autograd, gluon, nd, nn
+    sys.path.insert(0, os.path.join(BENCH, "..", "build", "python"))
+    mx = importlib.import_module("weft")
+    autograd, gluon, nd = mx.autograd, mx.gluon, mx.nd
+    nn = mx.gluon.nn
+
+
+def import_torch():
+    global torch
+    importlib.import_module("peer")  # first: it sets the environment OpenMP and OpenBLAS read
+    torch = importlib.import_module("torch")
+
 
 DATA = "/usr/share/datasets/fashion-mnist"
 
@@ -149,125 +172,177 @@ def samples_per_second(step, batch, steps, sync):
     return steps * batch / (time.perf_counter() - start)
 
 
-def throughput(train_x, train_y, steps, rounds, models=("mlp", "lenet"), batches=(128, 64)):
-    # The machine's speed drifts by tens of percent within a minute, so the frameworks take
-    # turns: `rounds` timed runs of each, interleaved, and the best run of each is reported.
+def batches_for(framework, kind, batch, train_x, train_y):
+    """The runs a worker times for one model and batch: (step, sync) pairs."""
+    n = batch * 20
+    if framework == "weft":
+        wb = [(nd.array(train_x[i:i + batch]), nd.array(train_y[i:i + batch].astype(np.float32)))
+              for i in range(0, n, batch)]
+        return [(weft_gluon_steps(kind, wb, True)[0], nd.waitall), (weft_module_steps(kind, wb)[0], nd.waitall),
+                (weft_gluon_steps(kind, wb, False)[0], nd.waitall)]
+    tb = [(torch.from_numpy(train_x[i:i + batch]), torch.from_numpy(train_y[i:i + batch]))
+          for i in range(0, n, batch)]
+    return [(torch_steps(kind, tb)[0], lambda: None)]
+
+
+def throughput(weft_w, torch_w, steps, rounds, models, batches):
     print("%-6s %5s %14s %14s %14s %14s %8s %8s %8s" % ("model", "batch", "gluon-hybrid", "module",
                                                       "gluon-imper.", "pytorch", "hyb/pt", "mod/pt", "imp/pt"))
     for kind in models:
         for batch in batches:
-            n = batch * 20
-            wb = [(nd.array(train_x[i:i + batch]), nd.array(train_y[i:i + batch].astype(np.float32)))
-                  for i in range(0, n, batch)]
-            tb = [(torch.from_numpy(train_x[i:i + batch]), torch.from_numpy(train_y[i:i + batch]))
-                  for i in range(0, n, batch)]
-            runs = [(weft_gluon_steps(kind, wb, True)[0], nd.waitall), (weft_module_steps(kind, wb)[0], nd.waitall),
-                    (weft_gluon_steps(kind, wb, False)[0], nd.waitall), (torch_steps(kind, tb)[0], lambda: None)]
-            for step, sync in runs:
-                warm_up(step, sync)
+            runs = [(weft_w, k) for k in range(int(weft_w.ask("setup", kind, batch)[0]))]
+            runs += [(torch_w, k) for k in range(int(torch_w.ask("setup", kind, batch)[0]))]
             best = [0.0] * len(runs)
             for _ in range(rounds):
-                for k, (step, sync) in enumerate(runs):
-                    best[k] = max(best[k], samples_per_second(step, batch, steps, sync))
+                for k, (w, index) in enumerate(runs):
+                    best[k] = max(best[k], float(w.ask("time", index, steps)[0]))
             hyb, mod, imp, pt = best
             print("%-6s %5d %14.0f %14.0f %14.0f %14.0f %8.2f %8.2f %8.2f"
                   % (kind, batch, hyb, mod, imp, pt, hyb / pt, mod / pt, imp / pt), flush=True)
 
 
-def time_to_accuracy(train_x, train_y, test_x, test_y, target=0.89, max_epochs=8, batch=64):
-    """Seconds of training (evaluation excluded) until LeNet's test accuracy reaches target,
-    checked after each epoch; same recipe for both: SGD lr 0.05 x 0.7 per epoch, momentum
-    0.9, wd 1e-4, batch 64, shuffled each epoch with the same permutation."""
-    rng = np.random.RandomState(0)
-    perms = [rng.permutation(len(train_x)) for _ in range(max_epochs)]
-    results = {}
+# Time to accuracy: the same recipe for both, SGD lr 0.05 x 0.7 per epoch, momentum 0.9,
+# wd 1e-4, batch 64, shuffled each epoch with the same permutations; seconds of training
+# (evaluation excluded) until LeNet's test accuracy reaches the target, checked after each
+# epoch.
+TARGET, MAX_EPOCHS, TTA_BATCH = 0.89, 8, 64
 
-    # Weft, hybridized Gluon.
-    step_data = [None]
+
+def permutations(n):
+    rng = np.random.RandomState(0)
+    return [rng.permutation(n) for _ in range(MAX_EPOCHS)]
+
+
+def weft_time_to_accuracy(train_x, train_y, test_x, test_y):
     net = weft_net("lenet")
     net.hybridize()
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.05, "momentum": 0.9, "wd": 1e-4})
     test_w = [nd.array(test_x[i:i + 1000]) for i in range(0, len(test_x), 1000)]
     trained = 0.0
-    for epoch in range(max_epochs):
+    for epoch, p in enumerate(permutations(len(train_x))):
         trainer.set_learning_rate(0.05 * 0.7 ** epoch)
-        p = perms[epoch]
         start = time.perf_counter()
-        for i in range(0, len(p) - batch + 1, batch):
-            idx = p[i:i + batch]
+        for i in range(0, len(p) - TTA_BATCH + 1, TTA_BATCH):
+            idx = p[i:i + TTA_BATCH]
             x, y = nd.array(train_x[idx]), nd.array(train_y[idx].astype(np.float32))
             with autograd.record():
                 loss = loss_fn(net(x), y)
             loss.backward()
-            trainer.step(batch)
+            trainer.step(TTA_BATCH)
         nd.waitall()
         trained += time.perf_counter() - start
         pred = np.concatenate([net(x).asnumpy().argmax(1) for x in test_w])
         acc = float((pred == test_y).mean())
-        if acc >= target:
-            results["weft"] = (trained, epoch + 1, acc)
-            break
-    step_data[0] = None
+        if acc >= TARGET:
+            return trained, epoch + 1, acc
+    return None
 
+
+def torch_time_to_accuracy(train_x, train_y, test_x, test_y):
     tnet = torch_net("lenet")
     opt = torch.optim.SGD(tnet.parameters(), lr=0.05, momentum=0.9, weight_decay=1e-4)
     tloss = torch.nn.CrossEntropyLoss()
     trained = 0.0
     tx, ty = torch.from_numpy(train_x), torch.from_numpy(train_y)
-    for epoch in range(max_epochs):
+    for epoch, p in enumerate(permutations(len(train_x))):
         for g in opt.param_groups:
             g["lr"] = 0.05 * 0.7 ** epoch
-        p = torch.from_numpy(perms[epoch])
+        p = torch.from_numpy(p)
         start = time.perf_counter()
-        for i in range(0, len(p) - batch + 1, batch):
-            idx = p[i:i + batch]
+        for i in range(0, len(p) - TTA_BATCH + 1, TTA_BATCH):
+            idx = p[i:i + TTA_BATCH]
             opt.zero_grad()
             tloss(tnet(tx[idx]), ty[idx]).backward()
             opt.step()
         trained += time.perf_counter() - start
         with torch.no_grad():
             acc = float((tnet(torch.from_numpy(test_x)).argmax(1).numpy() == test_y).mean())
-        if acc >= target:
-            results["pytorch"] = (trained, epoch + 1, acc)
-            break
+        if acc >= TARGET:
+            return trained, epoch + 1, acc
+    return None
+
+
+def time_to_accuracy(weft_w, torch_w):
+    results = {}
+    for name, w in (("weft", weft_w), ("pytorch", torch_w)):
+        answer = w.ask("tta")
+        if answer != ["none"]:
+            results[name] = (float(answer[0]), int(answer[1]), float(answer[2]))
     for name in ("weft", "pytorch"):
         if name in results:
             t, e, a = results[name]
             print("%-8s reached %.2f%% after %d epochs, %.1f s of training" % (name, 100 * a, e, t))
         else:
-            print("%-8s did not reach %.0f%% in %d epochs" % (name, 100 * target, max_epochs))
+            print("%-8s did not reach %.0f%% in %d epochs" % (name, 100 * TARGET, MAX_EPOCHS))
     if len(results) == 2:
-        print("time to %.0f%%: PyTorch / Weft = %.2f" % (100 * target, results["pytorch"][0] / results["weft"][0]))
+        print("time to %.0f%%: PyTorch / Weft = %.2f" % (100 * TARGET, results["pytorch"][0] / results["weft"][0]))
 
 
-def lenet_conv_layers(batch=128):
-    """LeNet's two convolutions at `batch`: forward plus weight and bias gradients (the data
-    needs none, as in training), Weft's executor beside PyTorch."""
-    from peer import seconds_per_call
-    for c, f, hw in ((1, 20, 28), (20, 50, 12)):
-        conv = mx.sym.Convolution(mx.sym.var("data"), kernel=(5, 5), num_filter=f, name="c")
-        exe = conv.simple_bind(mx.cpu(), data=(batch, c, hw, hw),
-                               grad_req={"data": "null", "c_weight": "write", "c_bias": "write"})
-        exe.arg_dict["data"][:] = np.random.rand(batch, c, hw, hw).astype(np.float32)
-        head = nd.ones(exe.outputs[0].shape)
+# LeNet's two convolutions at batch 128: forward plus weight and bias gradients (the data
+# needs none, as in training), Weft's executor beside PyTorch.
+CONV_LAYERS, CONV_BATCH = ((1, 20, 28), (20, 50, 12)), 128
 
-        def weft_step():
-            exe.forward(is_train=True)
-            exe.backward([head])
-            exe.grad_dict["c_weight"].wait_to_read()
 
-        tx = torch.rand(batch, c, hw, hw)
-        tw = torch.rand(f, c, 5, 5, requires_grad=True)
-        tb = torch.zeros(f, requires_grad=True)
-        tg = torch.ones(batch, f, hw - 4, hw - 4)
+def weft_conv_step(c, f, hw):
+    conv = mx.sym.Convolution(mx.sym.var("data"), kernel=(5, 5), num_filter=f, name="c")
+    exe = conv.simple_bind(mx.cpu(), data=(CONV_BATCH, c, hw, hw),
+                           grad_req={"data": "null", "c_weight": "write", "c_bias": "write"})
+    exe.arg_dict["data"][:] = np.random.rand(CONV_BATCH, c, hw, hw).astype(np.float32)
+    head = nd.ones(exe.outputs[0].shape)
 
-        def torch_step():
-            torch.autograd.grad(torch.nn.functional.conv2d(tx, tw, tb), [tw, tb], tg)
+    def step():
+        exe.forward(is_train=True)
+        exe.backward([head])
+        exe.grad_dict["c_weight"].wait_to_read()
+    return step
 
-        w, t = seconds_per_call(weft_step), seconds_per_call(torch_step)
+
+def torch_conv_step(c, f, hw):
+    tx = torch.rand(CONV_BATCH, c, hw, hw)
+    tw = torch.rand(f, c, 5, 5, requires_grad=True)
+    tb = torch.zeros(f, requires_grad=True)
+    tg = torch.ones(CONV_BATCH, f, hw - 4, hw - 4)
+    return lambda: torch.autograd.grad(torch.nn.functional.conv2d(tx, tw, tb), [tw, tb], tg)
+
+
+def lenet_conv_layers(weft_w, torch_w):
+    for i, (c, f, hw) in enumerate(CONV_LAYERS):
+        w, t = float(weft_w.ask("conv", i)[0]), float(torch_w.ask("conv", i)[0])
         print("conv %2d->%2d on %dx%d, batch %d, forward + weight gradients: Weft %.2f ms, PyTorch %.2f ms, "
-              "PyTorch/Weft %.2f" % (c, f, hw, hw, batch, w * 1e3, t * 1e3, t / w))
+              "PyTorch/Weft %.2f" % (c, f, hw, hw, CONV_BATCH, w * 1e3, t * 1e3, t / w))
+
+
+def serve(framework):
+    """A worker's loop: the commands throughput(), time_to_accuracy() and
+    lenet_conv_layers() send."""
+    from timing import seconds_per_call
+    (import_weft if framework == "weft" else import_torch)()
+    train_x, train_y = load("train")
+    test_x, test_y = load("t10k")
+    state = {"runs": [], "batch": 0}
+
+    def answer(words):
+        cmd = words[0]
+        if cmd == "setup":
+            state["runs"] = []  # the last model's arrays go before the next model's come
+            kind, batch = words[1], int(words[2])
+            state["runs"], state["batch"] = batches_for(framework, kind, batch, train_x, train_y), batch
+            for step, sync in state["runs"]:
+                warm_up(step, sync)
+            return [len(state["runs"])]
+        if cmd == "time":
+            step, sync = state["runs"][int(words[1])]
+            return ["%.3f" % samples_per_second(step, state["batch"], int(words[2]), sync)]
+        if cmd == "tta":
+            run = weft_time_to_accuracy if framework == "weft" else torch_time_to_accuracy
+            result = run(train_x, train_y, test_x, test_y)
+            return ["none"] if result is None else ["%.3f" % result[0], result[1], "%.5f" % result[2]]
+        if cmd == "conv":
+            make = weft_conv_step if framework == "weft" else torch_conv_step
+            return ["%.6e" % seconds_per_call(make(*CONV_LAYERS[int(words[1])]))]
+        raise ValueError("training_bench worker: unknown command %r" % words)
+    worker.serve(answer)
 
 
 def main():
@@ -278,17 +353,27 @@ def main():
     p.add_argument("--batches", default="128,64", help="comma-separated batch sizes")
     p.add_argument("--skip-conv-layers", action="store_true", help="leave out LeNet's convolutions timed alone")
     p.add_argument("--skip-time-to-accuracy", action="store_true")
+    p.add_argument("--worker", choices=("weft", "torch"), help=argparse.SUPPRESS)
     args = p.parse_args()
-    train_x, train_y = load("train")
-    test_x, test_y = load("t10k")
-    print("samples/s of one training step (data already in memory), best of %d interleaved runs of %d steps"
-          % (args.rounds, args.steps))
-    throughput(train_x, train_y, args.steps, args.rounds, args.models.split(","),
-               [int(b) for b in args.batches.split(",")])
-    if not args.skip_conv_layers:
-        lenet_conv_layers()
-    if not args.skip_time_to_accuracy:
-        time_to_accuracy(train_x, train_y, test_x, test_y)
+    if args.worker:
+        serve(args.worker)
+        return
+    print("load average at start: %.2f %.2f %.2f" % os.getloadavg())
+    print("OMP_WAIT_POLICY for Weft: %s; PyTorch: PASSIVE" % os.environ.get("OMP_WAIT_POLICY", "(unset)"))
+    weft_w, torch_w = worker.Worker(__file__, ["weft"]), worker.Worker(__file__, ["torch"])
+    try:
+        print("samples/s of one training step (data already in memory), best of %d interleaved runs of %d steps"
+              % (args.rounds, args.steps), flush=True)
+        throughput(weft_w, torch_w, args.steps, args.rounds, args.models.split(","),
+                   [int(b) for b in args.batches.split(",")])
+        if not args.skip_conv_layers:
+            lenet_conv_layers(weft_w, torch_w)
+        if not args.skip_time_to_accuracy:
+            time_to_accuracy(weft_w, torch_w)
+    finally:
+        weft_w.close()
+        torch_w.close()
+    print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":
