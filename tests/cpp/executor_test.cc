@@ -4,14 +4,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "core/base/error.h"
 #include "core/executor/executor.h"
+#include "core/executor/train_fuse.h"
 #include "core/graph/gradient.h"
 #include "core/graph/symbol.h"
+#include "core/op/nn/dnnl_train_region.h"
 
 namespace weft {
 namespace executor {
@@ -389,6 +392,114 @@ TEST(GradientMirror, SegmentsKeepEveryKthCutAndRecomputeTheRestConvolutionsInclu
   for (const auto& kv : all) EXPECT_EQ(kv.first.find("_mirror"), std::string::npos) << kv.first;
 }
 
+// ------------------------------------------------------------------ the training pass
+// data -> c1 -> bn1 -> r1 -> c2 -> bn2 -> (+ data) -> out -> sum: one region of seven nodes
+// (train_fuse.cc); the sum, the symbol's output, stays outside.
+struct TrainNet {
+  Symbol y, bn2;
+  explicit TrainNet(int64_t channels) {
+    KwArgs conv{{"kernel", "(3,3)"}, {"pad", "(1,1)"}, {"num_filter", std::to_string(channels)}, {"no_bias", "True"}};
+    auto bn = [](const Symbol& x, const std::string& name) {
+      return Call("BatchNorm",
+                  {x, Symbol::Variable(name + "_gamma"), Symbol::Variable(name + "_beta"),
+                   Symbol::Variable(name + "_moving_mean"), Symbol::Variable(name + "_moving_var")},
+                  name, {{"fix_gamma", "False"}});
+    };
+    Symbol data = Symbol::Variable("data");
+    Symbol c1 = Call("Convolution", {data, Symbol::Variable("c1_weight")}, "c1", conv);
+    Symbol r1 = Call("Activation", {bn(c1, "bn1")}, "r1", {{"act_type", "relu"}});
+    Symbol c2 = Call("Convolution", {r1, Symbol::Variable("c2_weight")}, "c2", conv);
+    bn2 = bn(c2, "bn2");
+    Symbol out = Call("Activation", {Call("elemwise_add", {bn2, data}, "add")}, "out", {{"act_type", "relu"}});
+    y = Call("sum", {out}, "y");
+  }
+};
+
+// Arrays of the right shapes (the pass reads only shapes and types) in list order.
+struct TrainArrays {
+  std::vector<NDArray> args, aux;
+  std::vector<OpReq> req;
+  TrainArrays(const Symbol& sym, int64_t channels, OpReq r = OpReq::kWriteTo) {
+    for (const std::string& name : sym.ListArguments()) {
+      Shape s = name == "data" ? Shape{4, channels, 6, 6}
+                : name.find("weight") != std::string::npos ? Shape{channels, channels, 3, 3}
+                                                           : Shape{channels};
+      args.emplace_back(s, Context::CPU(), DType::kFloat32);
+      req.push_back(r);
+    }
+    for (size_t i = 0; i < sym.ListAuxiliaryStates().size(); ++i)
+      aux.emplace_back(Shape{channels}, Context::CPU(), DType::kFloat32);
+  }
+};
+
+TEST(TrainFuse, ARegionReplacesItsNodesAndKeepsTheArgumentOrder) {
+  if (!op::DnnlTrainRegionsAvailable()) GTEST_SKIP() << "built without oneDNN";
+  TrainNet net(16);
+  Symbol sym = net.y.Copy();
+  TrainArrays a(sym, 16);
+  auto args = sym.ListArguments(), aux = sym.ListAuxiliaryStates();
+  ASSERT_EQ(FuseTrainRegions(&sym, Context::CPU(), {}, a.args, a.req, a.aux), 1u);
+  EXPECT_EQ(sym.ListArguments(), args);
+  EXPECT_EQ(sym.ListAuxiliaryStates(), aux);
+  auto nodes = NodesByName(sym.outputs);
+  for (const char* name : {"c1", "bn1", "r1", "c2", "bn2", "add", "out"}) EXPECT_EQ(nodes.count(name), 0u) << name;
+  ASSERT_EQ(nodes.count("dnnl_train_region_c1"), 1u);
+  const graph::NodePtr& region = nodes.at("dnnl_train_region_c1");
+  EXPECT_EQ(region->op()->name, "_dnnl_train_region");
+  // The sum reads the region's one visible output; the region reads the data, both weights
+  // and each BatchNorm's gamma, beta and moving statistics.
+  EXPECT_EQ(nodes.at("y")->inputs.at(0).node, region);
+  EXPECT_EQ(region->inputs.size(), 1u + 2u + 8u);
+  // The caller's symbol is untouched.
+  EXPECT_EQ(NodesByName(net.y.outputs).count("c1"), 1u);
+}
+
+TEST(TrainFuse, NothingChangesWithoutGradientsWhenOffOrPlaced) {
+  if (!op::DnnlTrainRegionsAvailable()) GTEST_SKIP() << "built without oneDNN";
+  TrainNet net(16);
+  auto unchanged = [](const Symbol& sym) { return NodesByName(sym.outputs).count("c1") == 1; };
+  {
+    Symbol sym = net.y.Copy();
+    TrainArrays a(sym, 16, OpReq::kNullOp);
+    EXPECT_EQ(FuseTrainRegions(&sym, Context::CPU(), {}, a.args, a.req, a.aux), 0u);
+    EXPECT_TRUE(unchanged(sym));
+  }
+  {
+    Symbol sym = net.y.Copy();
+    TrainArrays a(sym, 16);
+    EXPECT_EQ(FuseTrainRegions(&sym, Context::CPU(), {{"group1", Context::CPU(1)}}, a.args, a.req, a.aux), 0u);
+    EXPECT_TRUE(unchanged(sym));
+  }
+  for (auto var : {std::make_pair("WEFT_EXEC_DNNL_TRAIN_FUSE", "0"), std::make_pair("WEFT_BACKWARD_DO_MIRROR", "1")}) {
+    Symbol sym = net.y.Copy();
+    TrainArrays a(sym, 16);
+    setenv(var.first, var.second, 1);
+    size_t made = FuseTrainRegions(&sym, Context::CPU(), {}, a.args, a.req, a.aux);
+    unsetenv(var.first);
+    EXPECT_EQ(made, 0u) << var.first;
+    EXPECT_TRUE(unchanged(sym)) << var.first;
+  }
+}
+
+TEST(TrainFuse, FewChannelsAndSymbolOutputsStayOutside) {
+  if (!op::DnnlTrainRegionsAvailable()) GTEST_SKIP() << "built without oneDNN";
+  // 4 channels: neither convolution reads 8 or more, so no region starts.
+  {
+    TrainNet net(4);
+    Symbol sym = net.y.Copy();
+    TrainArrays a(sym, 4);
+    EXPECT_EQ(FuseTrainRegions(&sym, Context::CPU(), {}, a.args, a.req, a.aux), 0u);
+  }
+  // bn2 is also an output of the symbol: it stays, and the region ends before it.
+  TrainNet net(16);
+  Symbol sym = Symbol::Group({net.y, net.bn2}).Copy();
+  TrainArrays a(sym, 16);
+  ASSERT_EQ(FuseTrainRegions(&sym, Context::CPU(), {}, a.args, a.req, a.aux), 1u);
+  auto nodes = NodesByName(sym.outputs);
+  for (const char* name : {"bn2", "add", "out"}) EXPECT_EQ(nodes.count(name), 1u) << name;
+  for (const char* name : {"c1", "bn1", "r1", "c2"}) EXPECT_EQ(nodes.count(name), 0u) << name;
+  EXPECT_EQ(nodes.at("bn2")->inputs.at(0).node, nodes.at("dnnl_train_region_c1"));
+}
 }  // namespace
 }  // namespace executor
 }  // namespace weft
