@@ -1,7 +1,8 @@
 """Which oneDNN primitives the inference regions pick, and that each choice computes what
 the graph means: Winograd for 3x3 stride-1 convolutions from batch 4 on (off with
 WEFT_CONV_WINOGRAD=0), oneDNN's own layout (nhwc on AVX-512) for strided convolutions with
-a window, nChw16c elsewhere, with reorders only where two layouts meet. The executor's
+a window, the CPU's blocked layout elsewhere (nChw16c with AVX-512, nChw8c on AVX2), with
+reorders only where two layouts meet. The executor's
 debug_str lists every primitive of a region under its "oneDNN region" line."""
 import os
 import subprocess
@@ -114,6 +115,21 @@ def test_stride_2_bottleneck_at_batch_4_matches_the_operators_alone():
     if avx512(prims):
         assert "jit_wino" in prims["u1_c2"][-1]
         assert any("nhwc -> nhwc" in w for w in prims["u0_c2"])
+    assert_same(fused, plain)
+
+
+def test_no_region_convolution_falls_back_to_onednns_reference_kernel():
+    # The blocked layout must be the one this CPU's kernels use (nChw16c with AVX-512,
+    # nChw8c on AVX2); forcing the other leaves oneDNN only its reference convolution.
+    x = conv_bn(sym.Variable("data"), "stem", 32, (3, 3), (1, 1), (1, 1))
+    x = bottleneck(x, "u0", 16, (2, 2), True)
+    x = bottleneck(x, "u1", 16, (1, 1), False)
+    fused, plain = pair(x, (8, 16, 12, 12), seed=25)
+    convs = [w for ws in primitives(fused).values() for w in ws if w.startswith("convolution")]
+    assert len(convs) >= 8
+    assert not any(w.split()[1].startswith("ref") for w in convs), convs
+    block = "nChw16c" if avx512(primitives(fused)) else "nChw8c"
+    assert any(w.endswith("-> " + block) for w in convs), convs
     assert_same(fused, plain)
 
 

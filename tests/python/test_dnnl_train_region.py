@@ -4,6 +4,8 @@ connected Convolution/BatchNorm/relu/add nodes run as one "_dnnl_train_region" n
 and the moving statistics must equal the same executor built with the pass off
 (WEFT_EXEC_DNNL_TRAIN_FUSE=0), which runs every operator on its own."""
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -185,3 +187,29 @@ def test_region_nodes_cannot_be_called_directly():
         mx.nd._internal._dnnl_train_region(mx.nd.zeros((1, 1, 2, 2)))
     with pytest.raises(WeftError, match="no training region 12345"):
         mx.nd._internal._backward_dnnl_train_region(mx.nd.zeros((1,)), region=12345)
+
+
+def test_no_region_primitive_falls_back_to_onednns_reference_kernels():
+    # The regions' blocked layout must be the CPU's (nChw16c with AVX-512, nChw8c on AVX2):
+    # forcing the other leaves oneDNN only its reference convolutions. oneDNN's log of the
+    # primitives a training step runs, in a child process (the log is set when oneDNN loads).
+    code = "\n".join([
+        "import sys",
+        "sys.path.insert(0, %r)" % os.path.dirname(os.path.abspath(__file__)),
+        "from test_dnnl_train_region import small_resnet, pair, regions",
+        "fused, _ = pair(small_resnet(16), (8, 3, 12, 12))",
+        "assert regions(fused)",
+        "print('STEP', flush=True)",
+        "fused.forward(is_train=True)",
+        "fused.backward()",
+        "mx = sys.modules['weft']",
+        "mx.nd.waitall()",
+    ])
+    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, DNNL_VERBOSE="1"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.returncode == 0, run.stderr
+    step = run.stdout.split("STEP", 1)[1]
+    convs = [ln.split(",") for ln in step.splitlines() if ",exec," in ln and ",convolution," in ln]
+    passes = {f[5] for f in convs}
+    assert {"forward_training", "backward_data", "backward_weights"} <= passes, passes
+    assert not any(f[4].startswith("ref") for f in convs), sorted({f[4] for f in convs})

@@ -9,6 +9,8 @@
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/op/nn/dnnl_layout.h"
 #endif
 
 namespace weft {
@@ -36,17 +38,18 @@ memory::desc Any(const Shape& s) {
 }
 
 // The layout a convolution's source and destination are created with. From batch 4 on,
-// oneDNN's blocked nChw16c: its direct and Winograd kernels there ran ResNet-50 at batch 32
-// about 1.2x faster than the layout oneDNN picks when asked (nhwc, for its brgconv
-// kernels), which in turn was 1.2x faster at batch 1. The exception is a convolution with
+// oneDNN's blocked layout (nChw16c with AVX-512, nChw8c on AVX2: dnnl_layout.h): with
+// AVX-512 its direct and Winograd kernels there ran ResNet-50 at batch 32 about 1.2x
+// faster than the layout oneDNN picks when asked (nhwc, for its brgconv kernels), which in
+// turn was 1.2x faster at batch 1. The exception is a convolution with
 // a kernel larger than 1x1 and a stride: oneDNN's nChw16c kernel for those is its slowest
 // (3x3 stride 2 on ResNet-50's shapes at batch 32: 210-310 GFLOP/s against 360 for brgconv
 // on nhwc), so such a convolution gets the layout oneDNN picks, which pays for the reorder
 // of its source into nhwc and of its (four times smaller) result back: ResNet-18 at batch
 // 32 ran about 3 % faster, ResNet-50 (fewer such layers) about 1 %.
 memory::desc ConvLayout(const Shape& s, bool strided_window) {
-  if (s[0] >= 4 && s[1] % 16 == 0 && !strided_window)
-    return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nChw16c);
+  if (s[0] >= 4 && s[1] % DnnlChannelBlock() == 0 && !strided_window)
+    return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, DnnlBlockedTag());
   return Any(s);
 }
 
@@ -289,7 +292,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     // Not for grouped convolutions (no brgconv kernel for them), nor for one reading a
     // few channels (a network's first: its plain source suits oneDNN's kernel for it).
     bool strided_window =
-        g == 1 && (kd[0] > 1 || kd[1] > 1) && (strides[0] > 1 || strides[1] > 1) && c % 16 == 0;
+        g == 1 && (kd[0] > 1 || kd[1] > 1) && (strides[0] > 1 || strides[1] > 1) && c % DnnlChannelBlock() == 0;
     auto make_pd = [&](dnnl::algorithm alg) {
       dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, ConvLayout(ss, strided_window),
                                            any_w, bias_md, ConvLayout(ds, strided_window), strides, dil, pl, pr);

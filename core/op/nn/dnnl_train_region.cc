@@ -12,6 +12,8 @@
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/op/nn/dnnl_layout.h"
 #endif
 
 namespace weft {
@@ -35,11 +37,12 @@ memory::desc Plain(const Shape& s) {
 }
 memory::desc Vec(int64_t n) { return memory::desc({n}, memory::data_type::f32, memory::format_tag::x); }
 
-// The layout convolutions are created with: nChw16c from batch 4 on where the channels
-// allow it (the layout the inference regions found fastest here, and the one BatchNorm,
-// relu and add then run on), else oneDNN's choice.
+// The layout convolutions are created with: oneDNN's blocked one (nChw16c with AVX-512,
+// nChw8c on AVX2: dnnl_layout.h) from batch 4 on where the channels allow it (the layout
+// the inference regions found fastest, and the one BatchNorm, relu and add then run on),
+// else oneDNN's choice.
 memory::desc ConvLayout(const Shape& s) {
-  memory::format_tag tag = s[0] >= 4 && s[1] % 16 == 0 ? memory::format_tag::nChw16c : memory::format_tag::any;
+  memory::format_tag tag = s[0] >= 4 && s[1] % DnnlChannelBlock() == 0 ? DnnlBlockedTag() : memory::format_tag::any;
   return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, tag);
 }
 
@@ -60,21 +63,23 @@ char* AlignedAlloc(size_t bytes) {
   return p;
 }
 
-// BatchNorm on nChw16c, by channel block: oneDNN 2.6's own batch normalisation took about
+// BatchNorm on the blocked layout (nChw16c or nChw8c), by channel block of kLanes: oneDNN
+// 2.6's own batch normalisation on nChw16c took about
 // 60 % of a ResNet-50 training step here (57 ms forward, 100 ms backward per layer at
 // batch 16), these loops a small part of that. The arithmetic is the BatchNorm operator's
 // (batch_norm.cc): one shifted pass for both moments, biased variance; a folded relu
 // masks the gradient where its result is 0.
-constexpr int kLanes = 16;
 struct BnGeom {
   int64_t n = 0, c = 0, hw = 0;
   float eps = 1e-3f;
   bool relu = false;
-  size_t At(int64_t b, int64_t cb) const { return static_cast<size_t>((b * (c / kLanes) + cb) * hw * kLanes); }
+  int lanes = 16;  // the channel block
+  size_t At(int64_t b, int64_t cb) const { return static_cast<size_t>((b * (c / lanes) + cb) * hw * lanes); }
 };
 
 // y from x; mean and var written (batch statistics) or read (moving ones).
-void BnForward(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
+template <int kLanes>
+void BnForwardBlocked(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
                const float* gamma, const float* beta) {
   const float count = static_cast<float>(g.n * g.hw);
   ParallelFor(g.c / kLanes, 1, [&](int64_t lo, int64_t hi) {
@@ -127,7 +132,8 @@ void BnForward(const BnGeom& g, bool batch_stats, const float* x, float* y, floa
 
 // dx (written) and the gamma and beta gradients from dy, x, y (for the relu's mask) and
 // the batch statistics.
-void BnBackward(const BnGeom& g, const float* x, const float* y, const float* dy, float* dx, const float* mean,
+template <int kLanes>
+void BnBackwardBlocked(const BnGeom& g, const float* x, const float* y, const float* dy, float* dx, const float* mean,
                 const float* var, const float* gamma, float* dgamma, float* dbeta) {
   const float count = static_cast<float>(g.n * g.hw);
   ParallelFor(g.c / kLanes, 1, [&](int64_t lo, int64_t hi) {
@@ -177,9 +183,21 @@ void BnBackward(const BnGeom& g, const float* x, const float* y, const float* dy
   });
 }
 
-bool IsBlocked16(const memory::desc& d, const Shape& s) {
-  return s[1] % kLanes == 0 &&
-         d == memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nChw16c);
+void BnForward(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
+               const float* gamma, const float* beta) {
+  if (g.lanes == 16) BnForwardBlocked<16>(g, batch_stats, x, y, mean, var, gamma, beta);
+  else BnForwardBlocked<8>(g, batch_stats, x, y, mean, var, gamma, beta);
+}
+
+void BnBackward(const BnGeom& g, const float* x, const float* y, const float* dy, float* dx, const float* mean,
+                const float* var, const float* gamma, float* dgamma, float* dbeta) {
+  if (g.lanes == 16) BnBackwardBlocked<16>(g, x, y, dy, dx, mean, var, gamma, dgamma, dbeta);
+  else BnBackwardBlocked<8>(g, x, y, dy, dx, mean, var, gamma, dgamma, dbeta);
+}
+
+bool IsBlocked(const memory::desc& d, const Shape& s) {
+  return s[1] % DnnlChannelBlock() == 0 &&
+         d == memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, DnnlBlockedTag());
 }
 
 dnnl::reorder MakeReorder(const memory::desc& from, const memory::desc& to, bool sum) {
@@ -503,7 +521,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     Scratch(&prim, pds.fwd.scratchpad_desc());
     fwd.push_back(std::move(prim));
     fwd_blocks.Free(wb);
-  } else if (un.kind == Kind::kBatchNorm && IsBlocked16(md[un.src], ss)) {
+  } else if (un.kind == Kind::kBatchNorm && IsBlocked(md[un.src], ss)) {
     int64_t c = ss[1];
     bn_own[u] = true;
     md[un.dst] = md[un.src];
@@ -513,7 +531,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     Exec k;
     k.type = Exec::kBnForward;
     k.mode = 1;
-    k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu};
+    k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu, DnnlChannelBlock()};
     k.fix_gamma = un.fix_gamma;
     Loc gamma = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : In(un.gamma);
     k.args = {{0, md[un.src], loc[un.src]}, {1, md[un.dst], loc[un.dst]}, {2, Vec(c), Saved(bn_mean[u])},
@@ -714,7 +732,7 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     const Shape& ss = spec.values[un.src].shape;
     Exec k;
     k.type = Exec::kBnBackward;
-    k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu};
+    k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu, DnnlChannelBlock()};
     k.fix_gamma = un.fix_gamma;
     Loc gamma = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
     k.args = {{0, md[un.src], BackLoc(loc[un.src])},
