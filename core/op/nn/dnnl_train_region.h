@@ -4,15 +4,15 @@
 // statistics), Activation(relu) and elementwise-add nodes before the gradient pass runs, so
 // that the gradient pass sees one differentiable node.
 //
-// Inside the region every value stays in the layout its primitive picked (blocked nChw16c
-// on AVX-512): the forward converts only the region's inputs and the values read outside
+// Inside the region every value stays in the layout its primitive picked (the CPU's blocked
+// layout, nChw16c on AVX-512 and nChw8c on AVX2): the forward converts only the region's inputs and the values read outside
 // it, and the backward only the gradients flowing in and out. The forward writes the
 // blocked values that the backward reads (a convolution's source, a BatchNorm's source and
 // statistics, a relu's result) into one extra hidden output, "saved": an ordinary graph
 // value that the memory planner sizes and keeps from the forward to the backward; values
 // the backward does not read live in the region's own arena only while the forward needs
 // them. A relu after a BatchNorm or an add is folded into it, both ways. BatchNorm on
-// nChw16c runs on the region's own loops (oneDNN 2.6's was several times slower here),
+// the blocked layout runs on the region's own loops (oneDNN 2.6's was several times slower here),
 // elsewhere on oneDNN's primitive.
 // Primitives are created once, when the region is made; a call only binds memory.
 #pragma once
