@@ -3,8 +3,8 @@ shapes of bench/models.py: the 7x7 stem and every distinct 1x1 and 3x3 layer) ag
 oneDNN called directly (weft_conv_direct_bench, the C++ program of
 bench/conv_direct_bench.cc) and PyTorch, same thread count, float32.
 
-Per layer: GFLOP/s of each, Weft's share of the machine's FP32 peak (455 GFLOP/s on
-these 2 cores) and Weft's speed as a fraction of oneDNN's (direct time / Weft time, so 1.0
+Per layer: GFLOP/s of each, Weft's share of the machine's FP32 peak (timing.peak_flops:
+455 GFLOP/s on 2 AVX-512 cores, 157 on 2 AVX2 cores at 2.45 GHz) and Weft's speed as a fraction of oneDNN's (direct time / Weft time, so 1.0
 is parity; the issue asks for >= 0.9). oneDNN is timed twice: "dnnl" with every tensor in
 its own blocked layout (the best case, what a graph that keeps blocked layouts between
 layers sees) and "dnnl-nchw" reading and writing plain NCHW arrays with the reorders timed
@@ -40,8 +40,9 @@ import torch.nn.functional as F  # noqa: E402
 
 import weft  # noqa: E402
 from weft import nd  # noqa: E402
+from timing import peak_flops  # noqa: E402
 
-PEAK = 455e9
+PEAK = peak_flops()[0]  # this machine's FP32 peak (timing.py)
 BATCH = 32
 THREADS = 2  # torch.set_num_threads(2) in peer; oneDNN's OpenMP pool on these 2 cores
 # (name, count in ResNet-50, in channels, height/width, out channels, kernel, stride, pad)

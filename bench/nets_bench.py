@@ -1,7 +1,8 @@
 """Whole networks, Weft (symbol + executor) beside PyTorch 1.13, same thread count, in one
 run: LeNet training step at batch 64; ResNet-50 inference at batch 32 and 1 and a training
 step at batch 16; ResNet-18 alongside. Throughput in images/s, and for ResNets the share of
-the machine's FP32 peak (455 GFLOP/s on these 2 cores), counting a ResNet-50 forward as 4.1
+the machine's FP32 peak (timing.peak_flops: 455 GFLOP/s on the 2 AVX-512 cores the issue
+was written on, 157 on 2 AVX2 cores at 2.45 GHz; --peak overrides), counting a ResNet-50 forward as 4.1
 GFLOP and ResNet-18 as 1.8 (a training step as 3 forwards), as the issue does. --unfused
 adds Weft's inference with the oneDNN regions off, for comparison.
 
@@ -22,8 +23,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import peak_flops  # noqa: E402
 
-PEAK = 455e9
 GFLOP = {"resnet50": 4.1e9, "resnet18": 1.8e9}
 
 # name, network, input shape, batch, training, FLOP key
@@ -158,6 +159,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=3.0, help="minimum timed seconds per measurement")
     parser.add_argument("--cpu-clock", action="store_true",
                         help="time by process CPU time / threads (estimates the unloaded time on a busy machine)")
+    parser.add_argument("--peak", type=float, default=0,
+                        help="the FP32 peak in GFLOP/s for the %% column (default: reckoned from /proc/cpuinfo)")
     parser.add_argument("--worker", choices=("weft", "weft-unfused", "torch"), help=argparse.SUPPRESS)
     parser.add_argument("--case", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -166,6 +169,8 @@ def main():
         return
     print("load average at start: %.2f %.2f %.2f%s" % (os.getloadavg() + (
         ("; clock: CPU time / %d threads" % THREADS) if args.cpu_clock else "",)))
+    peak, how = (args.peak * 1e9, "given") if args.peak else peak_flops()
+    print("FP32 peak: %.0f GFLOP/s (%s)" % (peak / 1e9, how))
     print("%-16s %5s %12s %12s %10s %12s%s" % ("case", "batch", "Weft img/s", "torch img/s", "Weft/torch",
                                               "Weft % peak", "  unfused img/s" if args.unfused else ""), flush=True)
     for i, (name, _, _, batch, train, flops_key) in enumerate(CASES):
@@ -173,13 +178,13 @@ def main():
             continue
         w = measure(i, "weft", args)
         t = measure(i, "torch", args)
-        peak = ""
+        share = ""
         if flops_key:
-            peak = "%.0f%%" % (100 * w * GFLOP[flops_key] * (3 if train else 1) / PEAK)
+            share = "%.0f%%" % (100 * w * GFLOP[flops_key] * (3 if train else 1) / peak)
         unfused = ""
         if args.unfused and not train:
             unfused = "%15.1f" % measure(i, "weft-unfused", args)
-        print("%-16s %5d %12.1f %12.1f %10.2f %12s%s" % (name, batch, w, t, w / t, peak, unfused), flush=True)
+        print("%-16s %5d %12.1f %12.1f %10.2f %12s%s" % (name, batch, w, t, w / t, share, unfused), flush=True)
     print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
 
 
