@@ -8,10 +8,12 @@ adds Weft's inference with the oneDNN regions off, for comparison.
 
 Each measurement runs in a process of its own, started by this script one after the other:
 PyTorch's threads in the same process slowed Weft's figures (ResNet-50 by about 15 %,
-LeNet training 2.5x). Both libraries' OpenMP threads sleep when idle (OMP_WAIT_POLICY=
-PASSIVE, as peer.py sets it for PyTorch; set OMP_WAIT_POLICY to try another for Weft):
-threads that spin while other jobs want the cores cost Weft up to 5x on LeNet on this
-shared machine. The table is printed as the measurements come in, with the load average
+LeNet training 2.5x). PyTorch runs as peer.py sets it up (OMP_WAIT_POLICY=PASSIVE), Weft
+with the environment this script was started with, as its users run it: on a quiet
+machine OpenMP's default (threads spin a little before they sleep) ran LeNet's step 1.8x
+faster than PASSIVE (3637 against 1993 images/s), while on a machine busy with other jobs
+spinning threads cost Weft up to 5x there (export OMP_WAIT_POLICY=PASSIVE then). The
+table is printed as the measurements come in, with the load average
 before and after, since other work on the machine moves every figure. With --cpu-clock,
 time is the process's CPU time divided by the thread count instead of the wall clock: on a
 machine shared with other jobs that estimates the time alone, leaving out the time the
@@ -132,7 +134,6 @@ def torch_step(net, shape, batch, train):
 def worker(args):
     """One measurement (in a process of its own): prints images/s as the last line."""
     name, net, shape, batch, train, _ = CASES[args.case]
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before OpenMP loads (peer.py forces it for torch)
     if args.worker == "torch":
         step = torch_step(net, shape, batch, train)
     else:
