@@ -82,8 +82,11 @@ def weft_step(net, shape, batch, train, dnnl_fuse):
     os.environ["WEFT_EXEC_DNNL_FUSE"] = "1" if dnnl_fuse else "0"
     import numpy as np
     import weft as mx
-    ex = weft_net(net).simple_bind(mx.cpu(), grad_req="write" if train else "null", data=(batch,) + shape,
-                                   softmax_label=(batch,))
+    sym = weft_net(net)
+    # Gradients of the parameters only: PyTorch computes none for its input batch either.
+    grad_req = {name: "write" if train and name not in ("data", "softmax_label") else "null"
+                for name in sym.list_arguments()}
+    ex = sym.simple_bind(mx.cpu(), grad_req=grad_req, data=(batch,) + shape, softmax_label=(batch,))
     rng = np.random.RandomState(0)
     for name, arr in ex.arg_dict.items():
         if name != "softmax_label":
