@@ -11,6 +11,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/op/nn/dnnl_layout.h"
+#include "core/op/nn/region_arena.h"
 #endif
 
 namespace weft {
@@ -28,7 +29,6 @@ dnnl::engine& Engine() {
   return eng;
 }
 
-size_t Align(size_t b) { return (b + 63) / 64 * 64; }
 
 memory::desc Plain(const Shape& s) {
   return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nchw);
@@ -129,12 +129,6 @@ struct ConvState {
   bool valid = false;
 };
 
-char* AlignedAlloc(size_t bytes) {
-  char* p = static_cast<char*>(std::aligned_alloc(64, Align(std::max<size_t>(bytes, 64))));
-  WEFT_CHECK(p != nullptr, kRuntime, "_dnnl_region: out of memory allocating ", bytes, " bytes");
-  return p;
-}
-
 bool ParseAttrBool(const std::string& v) { return v == "True" || v == "true" || v == "1"; }
 
 }  // namespace
@@ -152,26 +146,9 @@ struct DnnlRegion::Impl {
 
   // Arena blocks, planned as the units are emitted: an internal value or a temporary holds
   // a block while it is live; blocks grow to their largest tenant.
-  std::vector<size_t> block_bytes;
-  std::vector<int> free_blocks;
+  ArenaBlocks blocks;
   std::vector<int> block_of;  // per value, while it is live
 
-  int Alloc(size_t bytes) {
-    int best = -1;
-    for (int b : free_blocks)
-      if (block_bytes[b] >= bytes && (best < 0 || block_bytes[b] < block_bytes[best])) best = b;
-    if (best < 0)
-      for (int b : free_blocks)
-        if (best < 0 || block_bytes[b] > block_bytes[best]) best = b;
-    if (best < 0) {
-      block_bytes.push_back(0);
-      best = static_cast<int>(block_bytes.size()) - 1;
-    } else {
-      free_blocks.erase(std::find(free_blocks.begin(), free_blocks.end(), best));
-    }
-    block_bytes[best] = std::max(block_bytes[best], Align(bytes));
-    return best;
-  }
   static Arg Block(int arg, const memory::desc& d, int block) { return {arg, d, Loc{Loc::kArena, block, 0}}; }
   Arg ValueArg(int arg, int v) const {
     const auto& val = spec.values[v];
@@ -189,7 +166,7 @@ struct DnnlRegion::Impl {
       prim->args.push_back(ValueArg(arg, v));
       return;
     }
-    int block = Alloc(want.get_size());
+    int block = blocks.Alloc(want.get_size());
     temps->push_back(block);
     Exec r;
     r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[v], Engine(), want));
@@ -218,10 +195,10 @@ void DnnlRegion::Impl::Build() {
     if (un.src2 >= 0) last_use[un.src2] = static_cast<int>(u);
   }
   for (size_t u = 0; u < spec.units.size(); ++u) EmitUnit(u, last_use);
-  std::vector<size_t> offset(block_bytes.size());
-  for (size_t b = 0; b < block_bytes.size(); ++b) {
+  std::vector<size_t> offset(blocks.bytes.size());
+  for (size_t b = 0; b < blocks.bytes.size(); ++b) {
     offset[b] = arena_bytes;
-    arena_bytes += block_bytes[b];
+    arena_bytes += blocks.bytes[b];
   }
   for (Exec& e : execs)
     for (Arg& a : e.args)
@@ -248,7 +225,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
         block_of[s] = -1;
         return;
       }
-      block_of[un.dst] = Alloc(d.get_size());
+      block_of[un.dst] = blocks.Alloc(d.get_size());
       Exec r;
       r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[s], Engine(), d));
       r.args = {ValueArg(DNNL_ARG_FROM, s), Block(DNNL_ARG_TO, d, block_of[un.dst])};
@@ -256,7 +233,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
       seq.push_back(std::move(r));
       return;
     }
-    block_of[un.dst] = Alloc(d.get_size());
+    block_of[un.dst] = blocks.Alloc(d.get_size());
   };
 
   if (un.kind == Kind::kConv) {
@@ -310,7 +287,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     }
     if (!wino) pd = make_pd(dnnl::algorithm::convolution_direct);
     cs.prim_w = pd.weights_desc();
-    cs.weights.reset(AlignedAlloc(cs.prim_w.get_size()));
+    cs.weights.reset(AlignedAlloc(cs.prim_w.get_size(), "_dnnl_region"));
     prim.prim = dnnl::convolution_forward(pd);
     Source(&prim, DNNL_ARG_SRC, un.src, pd.src_desc(), &seq, &temps);
     prim.args.push_back({DNNL_ARG_WEIGHTS, cs.prim_w, Loc{Loc::kWeights, static_cast<int>(u), 0}});
@@ -387,15 +364,15 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     e.what = un.name + ": " + e.what;
     execs.push_back(std::move(e));
   }
-  for (int b : temps) free_blocks.push_back(b);
+  for (int b : temps) blocks.Free(b);
   for (int v : {un.src, un.src2})
     if (v >= 0 && last_use[v] == static_cast<int>(u) && block_of[v] >= 0) {
-      free_blocks.push_back(block_of[v]);
+      blocks.Free(block_of[v]);
       block_of[v] = -1;
     }
   // A value nothing inside reads (a region output only) is dead once copied out.
   if (last_use[un.dst] < 0) {
-    free_blocks.push_back(block_of[un.dst]);
+    blocks.Free(block_of[un.dst]);
     block_of[un.dst] = -1;
   }
 }
@@ -470,8 +447,8 @@ void DnnlRegion::Run(const std::vector<TBlob>& in, const std::vector<OpReq>& req
     WEFT_CHECK(req[i] != OpReq::kAddTo, kUnsupported, "_dnnl_region: output ", i,
                " asks to be added to; a region only writes its outputs");
   if (!m.arena) {
-    m.arena.reset(AlignedAlloc(m.arena_bytes));
-    m.scratch.reset(AlignedAlloc(m.scratch_bytes));
+    m.arena.reset(AlignedAlloc(m.arena_bytes, "_dnnl_region"));
+    m.scratch.reset(AlignedAlloc(m.scratch_bytes, "_dnnl_region"));
   }
   m.Prepare(in);
   static thread_local dnnl::stream strm(Engine());

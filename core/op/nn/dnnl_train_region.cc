@@ -14,6 +14,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "core/op/nn/dnnl_layout.h"
+#include "core/op/nn/region_arena.h"
 #endif
 
 namespace weft {
@@ -29,8 +30,6 @@ dnnl::engine& Engine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   return eng;
 }
-
-size_t Align(size_t b) { return (b + 63) / 64 * 64; }
 
 memory::desc Plain(const Shape& s) {
   return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nchw);
@@ -55,12 +54,6 @@ bool WinogradWanted() {
     return v == nullptr || std::string(v) != "0";
   }();
   return enabled;
-}
-
-char* AlignedAlloc(size_t bytes) {
-  char* p = static_cast<char*>(std::aligned_alloc(64, Align(std::max<size_t>(bytes, 64))));
-  WEFT_CHECK(p != nullptr, kRuntime, "_dnnl_train_region: out of memory allocating ", bytes, " bytes");
-  return p;
 }
 
 // BatchNorm on the blocked layout (nChw16c or nChw8c), by channel block of kLanes: oneDNN
@@ -245,29 +238,6 @@ struct Exec {
   bool sum = false;    // kCopy: adds instead of writing
 };
 
-// Blocks of a pass's temporary arena, reused once free; each grows to its largest tenant.
-struct Blocks {
-  std::vector<size_t> bytes;
-  std::vector<int> free;
-  int Alloc(size_t b) {
-    int best = -1;
-    for (int k : free)
-      if (bytes[k] >= b && (best < 0 || bytes[k] < bytes[best])) best = k;
-    if (best < 0)
-      for (int k : free)
-        if (best < 0 || bytes[k] > bytes[best]) best = k;
-    if (best < 0) {
-      bytes.push_back(0);
-      best = static_cast<int>(bytes.size()) - 1;
-    } else {
-      free.erase(std::find(free.begin(), free.end(), best));
-    }
-    bytes[best] = std::max(bytes[best], Align(b));
-    return best;
-  }
-  void Free(int k) { free.push_back(k); }
-};
-
 struct ConvPds {
   dnnl::convolution_forward::primitive_desc fwd;
   dnnl::convolution_backward_data::primitive_desc bwd_data;
@@ -287,7 +257,7 @@ struct DnnlTrainRegion::Impl {
   std::vector<int> fwd_last;   // per value: the last unit reading it in the forward, or -1
   size_t saved_bytes = 0;
   std::vector<Exec> fwd, bwd;
-  Blocks fwd_blocks, bwd_blocks;
+  ArenaBlocks fwd_blocks, bwd_blocks;  // a pass's temporary arena
   size_t arena_bytes = 0, scratch_bytes = 0;
   int64_t ones_count = 0;
   std::unique_ptr<char, decltype(&std::free)> arena{nullptr, &std::free}, scratch{nullptr, &std::free};
@@ -308,7 +278,7 @@ struct DnnlTrainRegion::Impl {
 
   size_t Save(size_t bytes) {
     size_t at = saved_bytes;
-    saved_bytes += Align(bytes);
+    saved_bytes += Align64(bytes);
     return at;
   }
   void Scratch(Exec* e, const memory::desc& d) {
@@ -438,6 +408,22 @@ struct DnnlTrainRegion::Impl {
     bwd.push_back(std::move(s));
   }
 
+  // The moving statistics of BatchNorm unit u (c channels) updated from the batch's, which
+  // its forward saved, in training.
+  void PushMovingStats(size_t u, int64_t c) {
+    const auto& un = spec.units[u];
+    Exec stats;
+    stats.type = Exec::kMovingStats;
+    stats.mode = 1;
+    stats.count = c;
+    stats.momentum = static_cast<float>(un.momentum);
+    stats.args = {{0, Vec(c), Saved(bn_mean[u])},
+                  {1, Vec(c), Saved(bn_var[u])},
+                  {2, Vec(c), In(un.moving_mean)},
+                  {3, Vec(c), In(un.moving_var)}};
+    fwd.push_back(std::move(stats));
+  }
+
   void Build();
   void ForwardUnit(size_t u);
   void BackwardUnit(size_t u, const std::vector<int>& first_reader);
@@ -538,16 +524,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
               {3, Vec(c), Saved(bn_var[u])},  {4, Vec(c), gamma},                {5, Vec(c), In(un.beta)}};
     Exec inf = k;
     fwd.push_back(std::move(k));
-    Exec stats;
-    stats.type = Exec::kMovingStats;
-    stats.mode = 1;
-    stats.count = c;
-    stats.momentum = static_cast<float>(un.momentum);
-    stats.args = {{0, Vec(c), Saved(bn_mean[u])},
-                  {1, Vec(c), Saved(bn_var[u])},
-                  {2, Vec(c), In(un.moving_mean)},
-                  {3, Vec(c), In(un.moving_var)}};
-    fwd.push_back(std::move(stats));
+    PushMovingStats(u, c);
     // At inference (a Forward(is_train=false) of a training executor): the moving statistics.
     inf.mode = 2;
     inf.batch_stats = false;
@@ -583,16 +560,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     }
     Scratch(&prim, pd.scratchpad_desc());
     fwd.push_back(std::move(prim));
-    Exec stats;
-    stats.type = Exec::kMovingStats;
-    stats.mode = 1;
-    stats.count = c;
-    stats.momentum = static_cast<float>(un.momentum);
-    stats.args = {{0, Vec(c), Saved(bn_mean[u])},
-                  {1, Vec(c), Saved(bn_var[u])},
-                  {2, Vec(c), In(un.moving_mean)},
-                  {3, Vec(c), In(un.moving_var)}};
-    fwd.push_back(std::move(stats));
+    PushMovingStats(u, c);
     // At inference (a Forward(is_train=false) of a training executor): the moving statistics.
     dnnl::batch_normalization_forward::desc id(dnnl::prop_kind::forward_inference, s, eps,
                                                flags | dnnl::normalization_flags::use_global_stats);
@@ -918,8 +886,8 @@ void DnnlTrainRegion::Impl::Build() {
 void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<TBlob>& in,
                                 const std::vector<OpReq>& req, const std::vector<TBlob>& out, char* saved, int mode) {
   if (!arena) {
-    arena.reset(AlignedAlloc(arena_bytes));
-    scratch.reset(AlignedAlloc(scratch_bytes));
+    arena.reset(AlignedAlloc(arena_bytes, "_dnnl_train_region"));
+    scratch.reset(AlignedAlloc(scratch_bytes, "_dnnl_train_region"));
   }
   static thread_local dnnl::stream strm(Engine());
   std::unordered_map<int, memory> args;
