@@ -18,19 +18,21 @@ namespace executor {
 using graph::IndexedGraph;
 using op::DnnlRegionSpec;
 
-namespace {
-
-enum class Kind { kNone, kConv, kBatchNorm, kAct, kAdd, kPool };
-
-std::string Attr(const NodeAttrs& attrs, const char* key, const std::string& def) {
+std::string NodeAttr(const NodeAttrs& attrs, const char* key, const std::string& def) {
   for (const auto& kv : attrs.dict)
     if (kv.first == key) return kv.second;
   return def;
 }
-bool AttrBool(const NodeAttrs& attrs, const char* key, bool def) {
-  std::string v = Attr(attrs, key, def ? "True" : "False");
+
+bool NodeAttrBool(const NodeAttrs& attrs, const char* key, bool def) {
+  std::string v = NodeAttr(attrs, key, def ? "True" : "False");
   return v == "True" || v == "true" || v == "1";
 }
+
+namespace {
+
+enum class Kind { kNone, kConv, kBatchNorm, kAct, kAdd, kPool };
+
 
 DnnlRegionSpec::Act ActOf(const std::string& t) {
   if (t == "relu") return DnnlRegionSpec::Act::kRelu;
@@ -43,19 +45,10 @@ DnnlRegionSpec::Act ActOf(const std::string& t) {
 DnnlRegionSpec::Act NodeAct(const graph::Node& n) {
   static const Op* relu = Op::Find("relu");
   if (n.op() == relu) return DnnlRegionSpec::Act::kRelu;
-  return ActOf(Attr(n.attrs, "act_type", ""));
+  return ActOf(NodeAttr(n.attrs, "act_type", ""));
 }
 
-struct Graph {
-  const IndexedGraph& g;
-  const std::vector<Shape>& shapes;
-  const std::vector<DType>& types;
-  const std::vector<int>& uses;
-  const std::vector<bool>& persistent;
-
-  uint32_t In(uint32_t id, size_t i) const { return g.entry_id(g[id].inputs[i].node_id, g[id].inputs[i].index); }
-  uint32_t InNode(uint32_t id, size_t i) const { return g[id].inputs[i].node_id; }
-  bool Image(uint32_t e) const { return shapes[e].ndim() == 4 && types[e] == DType::kFloat32; }
+struct Graph : RegionGraph {
   // A float32 variable (a parameter the region reads as an input).
   bool Param(uint32_t id, size_t i) const {
     return g[InNode(id, i)].source->is_variable() && types[In(id, i)] == DType::kFloat32;
@@ -92,7 +85,7 @@ struct Graph {
       return Kind::kPool;
     }
     if (o == bn) {
-      std::string axis = Attr(n.attrs, "axis", "1");
+      std::string axis = NodeAttr(n.attrs, "axis", "1");
       if ((axis != "1" && axis != "-3") || n.num_outputs() != 3 || g[id].inputs.size() != 5) return Kind::kNone;
       for (int i = 1; i < 3; ++i)
         if (uses[g.entry_id(id, i)] != 0 || persistent[g.entry_id(id, i)]) return Kind::kNone;
@@ -275,8 +268,8 @@ std::shared_ptr<InferRegion> MakeRegion(const Graph& G, const std::vector<uint32
       c->beta = input(G.In(id, 2));
       c->mean = input(G.In(id, 3));
       c->var = input(G.In(id, 4));
-      c->eps = std::stod(Attr(n.attrs, "eps", "0.001"));
-      c->fix_gamma = AttrBool(n.attrs, "fix_gamma", true);
+      c->eps = std::stod(NodeAttr(n.attrs, "eps", "0.001"));
+      c->fix_gamma = NodeAttrBool(n.attrs, "fix_gamma", true);
       fold(c, id, x);
     } else if (k == Kind::kAct) {
       DnnlRegionSpec::Unit* c = foldable_conv(x);
@@ -344,7 +337,7 @@ std::vector<std::shared_ptr<InferRegion>> DnnlRegions(const IndexedGraph& g, con
                                                       const std::unordered_set<const graph::Node*>& constant) {
   std::vector<std::shared_ptr<InferRegion>> made;
   if (!op::DnnlRegionsAvailable()) return made;
-  Graph G{g, shapes, types, uses, persistent};
+  Graph G{{g, shapes, types, uses, persistent}};
   for (const auto& members : FindRegions(G, order, constant)) {
     if (members.size() < 2) continue;  // one operator gains nothing from a region
     try {

@@ -65,6 +65,26 @@ struct Placement {
 Placement PlaceDevices(std::vector<graph::NodeEntry>* outputs, const PlacementInputs& in);
 bool IsCrossDeviceCopy(const graph::Node& n);
 
+// A node's attribute as written (def when absent), and as a boolean ("True", "true", "1").
+std::string NodeAttr(const NodeAttrs& attrs, const char* key, const std::string& def);
+bool NodeAttrBool(const NodeAttrs& attrs, const char* key, bool def);
+
+// A graph with its inferred shapes and types, as the oneDNN region passes (infer_fuse.cc,
+// train_fuse.cc) read it when they classify its nodes.
+struct RegionGraph {
+  const graph::IndexedGraph& g;
+  const std::vector<Shape>& shapes;
+  const std::vector<DType>& types;
+  const std::vector<int>& uses;         // readers of each entry, the symbol's outputs counted
+  const std::vector<bool>& persistent;  // entries that are the symbol's outputs
+
+  // Node id's input i, as an entry and as the node that makes it.
+  uint32_t In(uint32_t id, size_t i) const { return g.entry_id(g[id].inputs[i].node_id, g[id].inputs[i].index); }
+  uint32_t InNode(uint32_t id, size_t i) const { return g[id].inputs[i].node_id; }
+  // A 4-D float32 entry (N, C, H, W), what the regions compute on.
+  bool Image(uint32_t e) const { return shapes[e].ndim() == 4 && types[e] == DType::kFloat32; }
+};
+
 // A region of oneDNN operators run as one "_dnnl_region" node at inference
 // (infer_fuse.cc).
 struct InferRegion {

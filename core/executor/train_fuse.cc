@@ -27,26 +27,8 @@ namespace {
 
 enum class Kind { kNone, kConv, kBatchNorm, kRelu, kAdd };
 
-std::string Attr(const NodeAttrs& attrs, const char* key, const std::string& def) {
-  for (const auto& kv : attrs.dict)
-    if (kv.first == key) return kv.second;
-  return def;
-}
-bool AttrBool(const NodeAttrs& attrs, const char* key, bool def) {
-  std::string v = Attr(attrs, key, def ? "True" : "False");
-  return v == "True" || v == "true" || v == "1";
-}
 
-struct Graph {
-  const IndexedGraph& g;
-  const std::vector<Shape>& shapes;
-  const std::vector<DType>& types;
-  const std::vector<int>& uses;
-  const std::vector<bool>& persistent;
-
-  uint32_t In(uint32_t id, size_t i) const { return g.entry_id(g[id].inputs[i].node_id, g[id].inputs[i].index); }
-  uint32_t InNode(uint32_t id, size_t i) const { return g[id].inputs[i].node_id; }
-  bool Image(uint32_t e) const { return shapes[e].ndim() == 4 && types[e] == DType::kFloat32; }
+struct Graph : RegionGraph {
   bool Float(uint32_t id, size_t i) const { return types[In(id, i)] == DType::kFloat32; }
 
   // What node `id` is to a region, after checking that the region computes it as the
@@ -76,9 +58,9 @@ struct Graph {
       return Kind::kConv;
     }
     if (o == bn) {
-      std::string axis = Attr(n.attrs, "axis", "1");
+      std::string axis = NodeAttr(n.attrs, "axis", "1");
       if ((axis != "1" && axis != "-3") || n.num_outputs() != 3 || g[id].inputs.size() != 5) return Kind::kNone;
-      if (AttrBool(n.attrs, "use_global_stats", false)) return Kind::kNone;
+      if (NodeAttrBool(n.attrs, "use_global_stats", false)) return Kind::kNone;
       for (int i = 1; i < 3; ++i)
         if (uses[g.entry_id(id, i)] != 0) return Kind::kNone;
       for (size_t i = 1; i < 5; ++i)
@@ -87,7 +69,7 @@ struct Graph {
         if (!g[InNode(id, i)].source->is_variable()) return Kind::kNone;
       return Kind::kBatchNorm;
     }
-    if (o == act && Attr(n.attrs, "act_type", "") == "relu") return Kind::kRelu;
+    if (o == act && NodeAttr(n.attrs, "act_type", "") == "relu") return Kind::kRelu;
     if (relu && o == relu) return Kind::kRelu;
     if (o == add && g[id].inputs.size() == 2 && Image(In(id, 1)) && shapes[In(id, 0)] == shapes[In(id, 1)])
       return Kind::kAdd;
@@ -202,9 +184,9 @@ Made MakeSpec(const Graph& G, const std::vector<uint32_t>& members) {
       u.beta = input_of.at(G.In(id, 2));
       u.moving_mean = input_of.at(G.In(id, 3));
       u.moving_var = input_of.at(G.In(id, 4));
-      u.eps = std::stod(Attr(n.attrs, "eps", "0.001"));
-      u.momentum = std::stod(Attr(n.attrs, "momentum", "0.9"));
-      u.fix_gamma = AttrBool(n.attrs, "fix_gamma", true);
+      u.eps = std::stod(NodeAttr(n.attrs, "eps", "0.001"));
+      u.momentum = std::stod(NodeAttr(n.attrs, "momentum", "0.9"));
+      u.fix_gamma = NodeAttrBool(n.attrs, "fix_gamma", true);
       foldable[out] = spec.units.size();
     } else if (k == Kind::kRelu) {
       // A relu that alone reads a BatchNorm's or an add's result runs inside that unit.
@@ -284,7 +266,7 @@ size_t FuseTrainRegions(graph::Symbol* sym, Context ctx, const std::map<std::str
     ++uses[g.entry_id(e)];
     persistent[g.entry_id(e)] = true;
   }
-  Graph G{g, shapes, types, uses, persistent};
+  Graph G{{g, shapes, types, uses, persistent}};
 
   std::unordered_map<const graph::Node*, NodePtr> owner;
   graph::DFSVisit(sym->outputs, [&](const NodePtr& n) { owner[n.get()] = n; });
