@@ -29,7 +29,6 @@ dnnl::engine& Engine() {
   return eng;
 }
 
-
 memory::desc Plain(const Shape& s) {
   return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nchw);
 }
