@@ -1,9 +1,12 @@
 // The blocked activation layout oneDNN's convolution kernels run on with this CPU, which
 // the oneDNN regions (dnnl_region.cc, dnnl_train_region.cc) keep values in between
-// primitives. Include only where WEFT_USE_ONEDNN is defined.
+// primitives, and what else both regions build their primitives with. Include only where
+// WEFT_USE_ONEDNN is defined.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/base/shape.h"
 
 namespace weft {
 namespace op {
@@ -24,6 +27,17 @@ inline int DnnlChannelBlock() {
 
 inline dnnl::memory::format_tag DnnlBlockedTag() {
   return DnnlChannelBlock() == 16 ? dnnl::memory::format_tag::nChw16c : dnnl::memory::format_tag::nChw8c;
+}
+
+// The CPU engine the regions' primitives are created on and run with.
+inline dnnl::engine& RegionEngine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+// A float32 NCHW array of shape s (4-D), as the graph holds its values.
+inline dnnl::memory::desc PlainNchw(const Shape& s) {
+  return dnnl::memory::desc({s[0], s[1], s[2], s[3]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nchw);
 }
 
 }  // namespace op

@@ -24,14 +24,6 @@ using dnnl::memory;
 using Kind = DnnlRegionSpec::Kind;
 using Act = DnnlRegionSpec::Act;
 
-dnnl::engine& Engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
-
-memory::desc Plain(const Shape& s) {
-  return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nchw);
-}
 memory::desc Any(const Shape& s) {
   return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::any);
 }
@@ -168,7 +160,7 @@ struct DnnlRegion::Impl {
     int block = blocks.Alloc(want.get_size());
     temps->push_back(block);
     Exec r;
-    r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[v], Engine(), want));
+    r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), md[v], RegionEngine(), want));
     r.args = {ValueArg(DNNL_ARG_FROM, v), Block(DNNL_ARG_TO, want, block)};
     r.what = Reorder(md[v], want) + " (an operand)";
     seq->push_back(std::move(r));
@@ -186,7 +178,7 @@ void DnnlRegion::Impl::Build() {
   block_of.assign(nv, -1);
   conv.resize(spec.units.size());
   for (size_t v = 0; v < nv; ++v)
-    if (spec.values[v].input >= 0) md[v] = Plain(spec.values[v].shape);
+    if (spec.values[v].input >= 0) md[v] = PlainNchw(spec.values[v].shape);
   std::vector<int> last_use(nv, -1);
   for (size_t u = 0; u < spec.units.size(); ++u) {
     const auto& un = spec.units[u];
@@ -226,7 +218,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
       }
       block_of[un.dst] = blocks.Alloc(d.get_size());
       Exec r;
-      r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[s], Engine(), d));
+      r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), md[s], RegionEngine(), d));
       r.args = {ValueArg(DNNL_ARG_FROM, s), Block(DNNL_ARG_TO, d, block_of[un.dst])};
       r.what = Reorder(md[s], d) + " (the value added)";
       seq.push_back(std::move(r));
@@ -272,7 +264,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     auto make_pd = [&](dnnl::algorithm alg) {
       dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, ConvLayout(ss, strided_window),
                                            any_w, bias_md, ConvLayout(ds, strided_window), strides, dil, pl, pr);
-      return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
+      return dnnl::convolution_forward::primitive_desc(desc, attr, RegionEngine());
     };
     dnnl::convolution_forward::primitive_desc pd;
     bool wino = WinogradWanted() && g == 1 && ss[0] >= 4 && kd[0] == 3 && kd[1] == 3 && strides[0] == 1 &&
@@ -314,7 +306,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
                                      pr);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::pooling_forward::primitive_desc pd(desc, attr, Engine());
+    dnnl::pooling_forward::primitive_desc pd(desc, attr, RegionEngine());
     prim.prim = dnnl::pooling_forward(pd);
     Source(&prim, DNNL_ARG_SRC, un.src, pd.src_desc(), &seq, &temps);
     place_dst(pd.dst_desc());
@@ -323,14 +315,14 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     dnnl::eltwise_forward::desc desc(dnnl::prop_kind::forward_inference, EltwiseAlg(un.act), md[un.src], 0.f, 0.f);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::eltwise_forward::primitive_desc pd(desc, attr, Engine());
+    dnnl::eltwise_forward::primitive_desc pd(desc, attr, RegionEngine());
     prim.prim = dnnl::eltwise_forward(pd);
     Source(&prim, DNNL_ARG_SRC, un.src, pd.src_desc(), &seq, &temps);
     place_dst(pd.dst_desc());
     AddScratch(&prim, pd.scratchpad_desc());
   } else if (un.kind == Kind::kCopy) {
-    memory::desc d = Plain(ds);
-    prim.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[un.src], Engine(), d));
+    memory::desc d = PlainNchw(ds);
+    prim.prim = dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), md[un.src], RegionEngine(), d));
     Source(&prim, DNNL_ARG_FROM, un.src, md[un.src], &seq, &temps);
     place_dst(d);
   } else {  // kAdd
@@ -338,7 +330,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     dnnl::binary::desc desc(dnnl::algorithm::binary_add, a, a, a);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    dnnl::binary::primitive_desc pd(desc, attr, Engine());
+    dnnl::binary::primitive_desc pd(desc, attr, RegionEngine());
     prim.prim = dnnl::binary(pd);
     Source(&prim, DNNL_ARG_SRC_0, un.src, a, &seq, &temps);
     Source(&prim, DNNL_ARG_SRC_1, un.src2, a, &seq, &temps);
@@ -353,10 +345,10 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
   int out = spec.values[un.dst].output;
   if (out >= 0) {
     Exec r;
-    r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), md[un.dst], Engine(), Plain(ds)));
-    r.what = Reorder(md[un.dst], Plain(ds)) + " (output " + std::to_string(out) + ")";
+    r.prim = dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), md[un.dst], RegionEngine(), PlainNchw(ds)));
+    r.what = Reorder(md[un.dst], PlainNchw(ds)) + " (output " + std::to_string(out) + ")";
     r.output = out;
-    r.args = {Block(DNNL_ARG_FROM, md[un.dst], block_of[un.dst]), Arg{DNNL_ARG_TO, Plain(ds), Loc{Loc::kOut, out, 0}}};
+    r.args = {Block(DNNL_ARG_FROM, md[un.dst], block_of[un.dst]), Arg{DNNL_ARG_TO, PlainNchw(ds), Loc{Loc::kOut, out, 0}}};
     seq.push_back(std::move(r));
   }
   for (Exec& e : seq) {
@@ -414,9 +406,9 @@ void DnnlRegion::Impl::Prepare(const std::vector<TBlob>& in) {
         for (int64_t k = 0; k < cs.per_channel; ++k) cs.scaled[o * cs.per_channel + k] = src[o * cs.per_channel + k] * cs.scale[o];
       src = cs.scaled.data();
     }
-    static thread_local dnnl::stream strm(Engine());
-    memory from(cs.plain_w, Engine(), const_cast<float*>(src));
-    memory to(cs.prim_w, Engine(), cs.weights.get());
+    static thread_local dnnl::stream strm(RegionEngine());
+    memory from(cs.plain_w, RegionEngine(), const_cast<float*>(src));
+    memory to(cs.prim_w, RegionEngine(), cs.weights.get());
     dnnl::reorder(from, to).execute(strm, from, to);
     strm.wait();
     ++weight_reorders;
@@ -450,7 +442,7 @@ void DnnlRegion::Run(const std::vector<TBlob>& in, const std::vector<OpReq>& req
     m.scratch.reset(AlignedAlloc(m.scratch_bytes, "_dnnl_region"));
   }
   m.Prepare(in);
-  static thread_local dnnl::stream strm(Engine());
+  static thread_local dnnl::stream strm(RegionEngine());
   std::unordered_map<int, memory> args;
   for (const Exec& e : m.execs) {
     if (e.output >= 0 && req[e.output] == OpReq::kNullOp) continue;
@@ -465,7 +457,7 @@ void DnnlRegion::Run(const std::vector<TBlob>& in, const std::vector<OpReq>& req
         case Loc::kBias: p = m.conv[a.loc.index].bias.data(); break;
         case Loc::kScratch: p = m.scratch.get(); break;
       }
-      args.emplace(a.arg, memory(a.md, Engine(), p));
+      args.emplace(a.arg, memory(a.md, RegionEngine(), p));
     }
     e.prim.execute(strm, args);
   }

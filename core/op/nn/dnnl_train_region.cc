@@ -26,14 +26,6 @@ namespace {
 using dnnl::memory;
 using Kind = TrainRegionSpec::Kind;
 
-dnnl::engine& Engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
-
-memory::desc Plain(const Shape& s) {
-  return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::nchw);
-}
 memory::desc Vec(int64_t n) { return memory::desc({n}, memory::data_type::f32, memory::format_tag::x); }
 
 // The layout convolutions are created with: oneDNN's blocked one (nChw16c with AVX-512,
@@ -200,7 +192,7 @@ dnnl::reorder MakeReorder(const memory::desc& from, const memory::desc& to, bool
     po.append_sum(1.f);
     attr.set_post_ops(po);
   }
-  return dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), from, Engine(), to, attr));
+  return dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), from, RegionEngine(), to, attr));
 }
 
 dnnl::primitive_attr UserScratch() {
@@ -436,7 +428,7 @@ void DnnlTrainRegion::Impl::Export(int v) {
   int o = spec.values[v].output;
   if (o < 0) return;
   Exec r;
-  memory::desc plain = Plain(spec.values[v].shape);
+  memory::desc plain = PlainNchw(spec.values[v].shape);
   r.prim = MakeReorder(md[v], plain, false);
   r.gate = o;
   r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, plain, Loc{Loc::kOut, o, 0}}};
@@ -470,12 +462,12 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
       ConvPds pds;
       dnnl::convolution_forward::desc fd(dnnl::prop_kind::forward_training, alg, ConvLayout(ss), any_w, bias_md,
                                          ConvLayout(ds), strides, dil, pl, pr);
-      pds.fwd = dnnl::convolution_forward::primitive_desc(fd, UserScratch(), Engine());
+      pds.fwd = dnnl::convolution_forward::primitive_desc(fd, UserScratch(), RegionEngine());
       dnnl::convolution_backward_data::desc dd(alg, ConvLayout(ss), any_w, ConvLayout(ds), strides, dil, pl, pr);
-      pds.bwd_data = dnnl::convolution_backward_data::primitive_desc(dd, UserScratch(), Engine(), pds.fwd);
+      pds.bwd_data = dnnl::convolution_backward_data::primitive_desc(dd, UserScratch(), RegionEngine(), pds.fwd);
       dnnl::convolution_backward_weights::desc wd(alg, ConvLayout(ss), any_w, bias_md, ConvLayout(ds), strides, dil,
                                                   pl, pr);
-      pds.bwd_weights = dnnl::convolution_backward_weights::primitive_desc(wd, UserScratch(), Engine(), pds.fwd);
+      pds.bwd_weights = dnnl::convolution_backward_weights::primitive_desc(wd, UserScratch(), RegionEngine(), pds.fwd);
       return pds;
     };
     bool wino = WinogradWanted() && g == 1 && ss[0] >= 4 && kd[0] == 3 && kd[1] == 3 && strides[0] == 1 &&
@@ -539,7 +531,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     if (un.relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
     float eps = static_cast<float>(un.eps);
     dnnl::batch_normalization_forward::desc td(dnnl::prop_kind::forward_training, s, eps, flags);
-    bn[u] = dnnl::batch_normalization_forward::primitive_desc(td, UserScratch(), Engine());
+    bn[u] = dnnl::batch_normalization_forward::primitive_desc(td, UserScratch(), RegionEngine());
     const auto& pd = bn[u];
     md[un.dst] = pd.dst_desc();
     loc[un.dst] = Place(un.dst);
@@ -564,7 +556,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     // At inference (a Forward(is_train=false) of a training executor): the moving statistics.
     dnnl::batch_normalization_forward::desc id(dnnl::prop_kind::forward_inference, s, eps,
                                                flags | dnnl::normalization_flags::use_global_stats);
-    dnnl::batch_normalization_forward::primitive_desc ipd(id, UserScratch(), Engine());
+    dnnl::batch_normalization_forward::primitive_desc ipd(id, UserScratch(), RegionEngine());
     Exec inf;
     inf.prim = dnnl::batch_normalization_forward(ipd);
     inf.mode = 2;
@@ -580,7 +572,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     // relu's gradient from its result: the value the next operator reads anyway.
     dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_training, dnnl::algorithm::eltwise_relu_use_dst_for_bwd,
                                   md[un.src], 0.f, 0.f);
-    relu[u] = dnnl::eltwise_forward::primitive_desc(d, UserScratch(), Engine());
+    relu[u] = dnnl::eltwise_forward::primitive_desc(d, UserScratch(), RegionEngine());
     md[un.dst] = relu[u].dst_desc();
     loc[un.dst] = Place(un.dst);
     prim.prim = dnnl::eltwise_forward(relu[u]);
@@ -597,7 +589,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
       po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
       attr.set_post_ops(po);
     }
-    dnnl::binary::primitive_desc pd(d, attr, Engine());
+    dnnl::binary::primitive_desc pd(d, attr, RegionEngine());
     md[un.dst] = pd.dst_desc();
     loc[un.dst] = Place(un.dst);
     prim.prim = dnnl::binary(pd);
@@ -619,10 +611,23 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
   std::vector<int> temps;
   std::vector<Exec> after;
   const int dst = un.dst;
+  // After a BatchNorm's backward (its steps in bwd): the steps that place its data gradient,
+  // then its gamma and beta gradients (blocks ds and dh, c floats) stored to the node's
+  // outputs. fix_gamma: gamma is treated as 1 and gets a zero gradient, as the operator
+  // gives it.
+  auto finish_batch_norm = [&](int ds, int dh, int64_t c) {
+    for (Exec& e : after) bwd.push_back(std::move(e));
+    after.clear();
+    Loc dgamma = Block(ds), dbeta = Block(dh);
+    StoreHost(un.gamma, un.fix_gamma ? nullptr : &dgamma, c);
+    StoreHost(un.beta, &dbeta, c);
+    temps.push_back(ds);
+    temps.push_back(dh);
+  };
   // The gradient flowing in from outside the region joins last.
   int o = spec.values[dst].output;
   if (o >= 0) {
-    memory::desc plain = Plain(spec.values[dst].shape);
+    memory::desc plain = PlainNchw(spec.values[dst].shape);
     Loc from = In(o);
     if (diff_block[dst] < 0) {
       diff_block[dst] = bwd_blocks.Alloc(md[dst].get_size());
@@ -714,13 +719,7 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
               {7, Vec(c), Block(ds)},
               {8, Vec(c), Block(dh)}};
     bwd.push_back(std::move(k));
-    for (Exec& e : after) bwd.push_back(std::move(e));
-    after.clear();
-    Loc sc = Block(ds), sh = Block(dh);
-    StoreHost(un.gamma, un.fix_gamma ? nullptr : &sc, c);
-    StoreHost(un.beta, &sh, c);
-    temps.push_back(ds);
-    temps.push_back(dh);
+    finish_batch_norm(ds, dh, c);
   } else if (un.kind == Kind::kBatchNorm) {
     const auto& fpd = bn[u];
     int64_t c = spec.values[un.src].shape[1];
@@ -728,7 +727,7 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     if (un.relu) flags |= dnnl::normalization_flags::fuse_norm_relu;
     dnnl::batch_normalization_backward::desc d(dnnl::prop_kind::backward, md[dst], md[un.src],
                                                static_cast<float>(un.eps), flags);
-    dnnl::batch_normalization_backward::primitive_desc pd(d, UserScratch(), Engine(), fpd);
+    dnnl::batch_normalization_backward::primitive_desc pd(d, UserScratch(), RegionEngine(), fpd);
     Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
     int ds = bwd_blocks.Alloc(c * sizeof(float)), dh = bwd_blocks.Alloc(c * sizeof(float));
     Loc scale = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
@@ -747,17 +746,10 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
         {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), Contribute(un.src, pd.diff_src_desc(), GateOf(un.src), &after, &temps)});
     Scratch(&prim, pd.scratchpad_desc());
     bwd.push_back(std::move(prim));
-    for (Exec& e : after) bwd.push_back(std::move(e));
-    after.clear();
-    // fix_gamma: gamma is treated as 1 and gets a zero gradient, as the operator gives it.
-    Loc s = Block(ds), h = Block(dh);
-    StoreHost(un.gamma, un.fix_gamma ? nullptr : &s, c);
-    StoreHost(un.beta, &h, c);
-    temps.push_back(ds);
-    temps.push_back(dh);
+    finish_batch_norm(ds, dh, c);
   } else if (un.kind == Kind::kRelu) {
     dnnl::eltwise_backward::desc d(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], md[dst], 0.f, 0.f);
-    dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), Engine(), relu[u]);
+    dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), RegionEngine(), relu[u]);
     Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
     prim.prim = dnnl::eltwise_backward(pd);
     prim.args = {{DNNL_ARG_DST, md[dst], BackLoc(loc[dst])},
@@ -770,9 +762,9 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     if (un.relu) {  // the folded relu's gradient first, from its result
       dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training,
                                      dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], 0.f, 0.f);
-      dnnl::eltwise_forward::primitive_desc fpd(fd, UserScratch(), Engine());
+      dnnl::eltwise_forward::primitive_desc fpd(fd, UserScratch(), RegionEngine());
       dnnl::eltwise_backward::desc d(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], md[dst], 0.f, 0.f);
-      dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), Engine(), fpd);
+      dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), RegionEngine(), fpd);
       Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
       int g = bwd_blocks.Alloc(pd.diff_src_desc().get_size());
       Exec r;
@@ -811,7 +803,7 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
   // A node input's gradient is complete once its first reader in the forward is done.
   for (int v : {un.src, un.src2}) {
     if (v < 0 || spec.values[v].input < 0 || first_reader[v] != static_cast<int>(u) || diff_block[v] < 0) continue;
-    StoreOut(spec.values[v].input, diff_md[v], Block(diff_block[v]), Plain(spec.values[v].shape));
+    StoreOut(spec.values[v].input, diff_md[v], Block(diff_block[v]), PlainNchw(spec.values[v].shape));
     bwd_blocks.Free(diff_block[v]);
     diff_block[v] = -1;
   }
@@ -832,7 +824,7 @@ void DnnlTrainRegion::Impl::Build() {
   bn_own.assign(nu, false);
   for (size_t v = 0; v < nv; ++v)
     if (spec.values[v].input >= 0) {
-      md[v] = Plain(spec.values[v].shape);
+      md[v] = PlainNchw(spec.values[v].shape);
       loc[v] = In(spec.values[v].input);
     }
   kept.assign(nv, false);
@@ -889,7 +881,7 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
     arena.reset(AlignedAlloc(arena_bytes, "_dnnl_train_region"));
     scratch.reset(AlignedAlloc(scratch_bytes, "_dnnl_train_region"));
   }
-  static thread_local dnnl::stream strm(Engine());
+  static thread_local dnnl::stream strm(RegionEngine());
   std::unordered_map<int, memory> args;
   auto ptr = [&](const Loc& l) -> void* {
     switch (l.k) {
@@ -909,7 +901,7 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
     bool add = !e.first || r == OpReq::kAddTo;
     if (e.type == Exec::kPrim) {
       args.clear();
-      for (const Arg& a : e.args) args.emplace(a.arg, memory(a.md, Engine(), ptr(a.loc)));
+      for (const Arg& a : e.args) args.emplace(a.arg, memory(a.md, RegionEngine(), ptr(a.loc)));
       try {
         (add && e.prim_add ? e.prim_add : e.prim).execute(strm, args);
       } catch (const dnnl::error& err) {

@@ -298,6 +298,18 @@ inline void WithStride(int64_t s, F&& f) {
 // The input cells of a window along one axis (none when it lies in the padding).
 inline int64_t Cells(const AxisWindow& a) { return std::max<int64_t>(a.e - a.b, 0); }
 
+// Each output row's and column's window, and each output's average divisor.
+struct Windows2D {
+  std::vector<AxisWindow> rows, cols;
+  explicit Windows2D(const PoolGeom& g) : rows(g.out[1]), cols(g.out[2]) {
+    for (int64_t o = 0; o < g.out[1]; ++o) rows[o] = WindowOnAxis(g, 1, o);
+    for (int64_t o = 0; o < g.out[2]; ++o) cols[o] = WindowOnAxis(g, 2, o);
+  }
+  int64_t AvgDivisor(const PoolGeom& g, int64_t oh, int64_t ow) const {
+    return g.include_pad ? rows[oh].span * cols[ow].span : Cells(rows[oh]) * Cells(cols[ow]);
+  }
+};
+
 bool Fast2D(const PoolGeom& g) { return g.nd == 2 && (g.kind == PoolKind::kMax || g.kind == PoolKind::kAvg); }
 
 template <typename T>
@@ -305,9 +317,8 @@ void Pool2DForward(const PoolGeom& g, const T* x, T* y, OpReq req) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], sw = g.s[2];
   const bool max = g.kind == PoolKind::kMax;
-  std::vector<AxisWindow> rows(OH), cols(OW);
-  for (int64_t o = 0; o < OH; ++o) rows[o] = WindowOnAxis(g, 1, o);
-  for (int64_t o = 0; o < OW; ++o) cols[o] = WindowOnAxis(g, 2, o);
+  const Windows2D win(g);
+  const std::vector<AxisWindow>& rows = win.rows;
   ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(H * W, 1)), [&](int64_t lo, int64_t hi) {
     std::vector<A> acc(OW);
     for (int64_t plane = lo; plane < hi; ++plane) {
@@ -331,7 +342,7 @@ void Pool2DForward(const PoolGeom& g, const T* x, T* y, OpReq req) {
         for (int64_t ow = 0; ow < OW; ++ow) {
           A v = acc[ow];
           if (!max) {
-            int64_t div = g.include_pad ? rows[oh].span * cols[ow].span : Cells(rows[oh]) * Cells(cols[ow]);
+            int64_t div = win.AvgDivisor(g, oh, ow);
             v = div > 0 ? v / static_cast<A>(div) : A(0);
           }
           Store(yp + oh * OW + ow, req, v);
@@ -346,9 +357,8 @@ void Pool2DBackward(const PoolGeom& g, const T* dy, const T* x, T* dx, OpReq req
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], sw = g.s[2];
   const bool max = g.kind == PoolKind::kMax;
-  std::vector<AxisWindow> rows(OH), cols(OW);
-  for (int64_t o = 0; o < OH; ++o) rows[o] = WindowOnAxis(g, 1, o);
-  for (int64_t o = 0; o < OW; ++o) cols[o] = WindowOnAxis(g, 2, o);
+  const Windows2D win(g);
+  const std::vector<AxisWindow>& rows = win.rows;
   ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(H * W, 1)), [&](int64_t lo, int64_t hi) {
     std::vector<A> best(OW), scale(OW);
     std::vector<int64_t> where(OW);
@@ -383,7 +393,7 @@ void Pool2DBackward(const PoolGeom& g, const T* dy, const T* x, T* dx, OpReq req
           continue;
         }
         for (int64_t ow = 0; ow < OW; ++ow) {
-          int64_t div = g.include_pad ? r.span * cols[ow].span : Cells(r) * Cells(cols[ow]);
+          int64_t div = win.AvgDivisor(g, oh, ow);
           scale[ow] = div > 0 ? static_cast<A>(dyp[oh * OW + ow]) / static_cast<A>(div) : A(0);
         }
         for (int64_t h = r.b; h < r.e; ++h)
