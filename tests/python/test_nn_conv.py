@@ -66,6 +66,11 @@ CONV_CASES = [
     ((1, 3, 7, 5), 2, (7, 5), (1, 1), (0, 0), (1, 1), 1, True),       # kernel = input
     ((2, 2, 5, 6, 7), 4, (3, 2, 3), (1, 2, 1), (1, 0, 1), (1, 1, 2), 2, True),
     ((1, 32, 14, 14), 32, (3, 3), (1, 1), (1, 1), (1, 1), 1, True),
+    # One input channel: the weight gradient runs OneChannelWeightsGrad (conv_kernels.cc).
+    ((3, 1, 14, 13), 5, (5, 5), (1, 1), (0, 0), (1, 1), 1, True),     # LeNet's first layer
+    ((2, 1, 11, 12), 4, (3, 4), (2, 3), (1, 2), (2, 1), 1, False),    # strided, padded, dilated
+    ((1, 1, 6, 5), 2, (3, 3), (1, 1), (2, 2), (1, 1), 1, True),       # taps reading only padding
+    ((2, 1, 15), 3, (4,), (2,), (3,), (1,), 1, True),                 # 1-D
 ]
 
 
@@ -218,9 +223,10 @@ def test_convolution_fast_paths_taken():
     stem = dict(_paths((2, 3, 23, 21), 16, (7, 7), (2, 2), (3, 3)))
     assert "gemm" in stem["backward_data"] and "gemm" not in stem["forward_training"], stem
     assert "gemm" not in stem["backward_weights"], stem
-    # One channel (a grayscale image): the weight gradient is a gemm convolution too.
+    # One channel (a grayscale image): the weight gradient is Weft's own loop
+    # (OneChannelWeightsGrad), so oneDNN runs no backward_weights primitive.
     gray = dict(_paths((2, 1, 16, 16), 8, (5, 5), (1, 1), (0, 0)))
-    assert "gemm" in gray["backward_weights"] and "gemm" not in gray["forward_training"], gray
+    assert "backward_weights" not in gray and "gemm" not in gray["forward_training"], gray
 
 
 # (data shape, num_filter, kernel, stride, pad, adj, dilate, groups, bias)
@@ -284,6 +290,13 @@ POOL_CASES = [
     ("max", (3, 5, 12, 12), (2, 2), (2, 2), (0, 0), "valid", True),
     ("max", (2, 3, 7, 9), (3, 3), (1, 1), (1, 1), "valid", True),
     ("max", (2, 3, 13, 11), (3, 2), (3, 3), (1, 1), "valid", True),
+    # Windows that tile the input (kernel == stride, no padding: TiledMaxBackward), with rows
+    # and columns left past the last window; and 'full' windows overhanging the input.
+    ("max", (2, 3, 13, 11), (2, 2), (2, 2), (0, 0), "valid", True),
+    ("max", (2, 2, 9, 10), (3, 3), (3, 3), (0, 0), "valid", True),
+    ("max", (1, 3, 8, 9), (2, 3), (2, 3), (0, 0), "valid", True),
+    ("max", (1, 2, 7, 7), (2, 2), (2, 2), (0, 0), "full", True),
+    ("max", (2, 3, 10, 34), (2, 2), (2, 2), (0, 0), "valid", True),   # rows of 17: 8, 8 and 1
     ("avg", (2, 3, 13, 11), (3, 2), (3, 3), (1, 1), "valid", False),
     ("avg", (2, 3, 7, 9), (4, 3), (1, 1), (2, 1), "valid", True),
     ("avg", (2, 3, 11), (3,), (2,), (1,), "valid", True),
@@ -338,6 +351,34 @@ def test_pooling_gradient_adds_and_gives_ties_to_the_first_maximum(kind, dtype):
         assert_almost_equal(g, np.full(x.shape, 0.25, dtype), rtol=1e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiled_max_pooling_gradient_adds_and_leaves_the_remainder(dtype):
+    # 2x2/2 on 7x25: the last row and column are in no window; a row's 12 windows go 8 and
+    # 4 at a time in float32 vectors. With grad_req add, two backward passes add twice the
+    # torch gradient to the starting ones and leave the remainder cells at 1. Ties (all
+    # four cells, the last three, the middle two) go to the first maximum, as in torch.
+    x = rand(2, 3, 7, 25, dtype=dtype)
+    x[:, :, 0:2, 0:2] = 0.5
+    x[:, :, 2:4, 16:18] = 0.75
+    x[:, :, 2, 16] = -0.5
+    x[:, :, 4, 6:8] = 0.25
+    x[:, :, 5, 6:8] = [0.9, -0.9]
+    x[:, :, 4, 7] = 0.9
+    head = rand(2, 3, 3, 12, dtype=dtype)
+    t = torch.tensor(x, requires_grad=True)
+    F.max_pool2d(t, 2, 2).backward(torch.tensor(head))
+    net = weft.sym.Pooling(weft.sym.Variable("data"), kernel=(2, 2), stride=(2, 2), pool_type="max")
+    ex = net.simple_bind(weft.cpu(), grad_req="add", data=x.shape, type_dict={"data": dtype})
+    ex.arg_dict["data"][:] = x
+    ex.grad_dict["data"][:] = np.ones(x.shape, dtype)
+    for _ in range(2):
+        ex.forward(is_train=True)
+        ex.backward([nd.array(head, dtype=dtype)])
+    g = ex.grad_dict["data"].asnumpy()
+    assert_almost_equal(g, 1.0 + 2 * t.grad.numpy(), rtol=1e-6, atol=1e-6)
+    assert np.all(g[:, :, 6, :] == 1.0) and np.all(g[:, :, :, 24] == 1.0)
+
+
 @pytest.mark.parametrize("kind", ["max", "avg", "sum"])
 def test_global_pooling(kind):
     x = rand(2, 3, 5, 7)
@@ -386,6 +427,13 @@ def test_numeric_gradient_convolution():
     x1, w1 = rand(2, 2, 7, dtype=np.float64), rand(3, 2, 3, dtype=np.float64)
     check_numeric_gradient("Convolution", [x1, w1],
                            params=dict(kernel=(3,), num_filter=3, dilate=(2,), no_bias=True))
+
+
+def test_numeric_gradient_one_channel_convolution():
+    # The one-channel weight gradient (OneChannelWeightsGrad), with stride, padding and dilation.
+    x, w, b = rand(2, 1, 7, 6, dtype=np.float64), rand(3, 1, 3, 2, dtype=np.float64), rand(3, dtype=np.float64)
+    check_numeric_gradient("Convolution", [x, w, b],
+                           params=dict(kernel=(3, 2), num_filter=3, stride=(2, 1), pad=(1, 1), dilate=(1, 2)))
 
 
 def test_numeric_gradient_deconvolution():

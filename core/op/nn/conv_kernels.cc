@@ -193,6 +193,125 @@ void PlainBackwardWeights(const char* op, const ConvGeom& g, const T* x, const T
   if (g.n == 0 && req != OpReq::kAddTo) std::fill_n(dw, g.f * cg * K, T(0));
 }
 
+// The weight gradient of a 1-D or 2-D convolution of one input channel (a grayscale image:
+// LeNet's first layer). Both oneDNN kernels do poorly there: the blocked one pads the
+// channel to 8 or 16, and the gemm one multiplies a (filters x oh*ow) by an (oh*ow x taps)
+// matrix, both thin (LeNet's first layer at batch 64: 2.4 ms, 15 GFLOP/s). Here each
+// thread takes whole filters. Per image, every input row is first laid out once per
+// column tap as the row of inputs that tap reads for each output column (zeros for padding
+// and for the columns past the output's width up to a whole number of vectors); then each
+// tap's sum over the output rows is a run of vector multiply-adds in registers.
+bool OneChannelWeights(const ConvGeom& g) { return g.g == 1 && g.c == 1 && g.k[0] == 1 && g.in[0] == 1; }
+
+// One 32-byte vector of A (an AVX register: 8 floats or 4 doubles).
+template <typename A>
+struct Lanes {
+  typedef A V __attribute__((vector_size(32)));
+  static constexpr int64_t kN = 32 / sizeof(A);
+  static V Load(const A* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  }
+};
+
+// out[j][l] += the sum over `rows` rows r and the row's vectors c of d[r][c] * t[r][j][c],
+// for J taps at once: J taps, each with two accumulators (even and odd vectors), keep 2J
+// multiply-add chains going, where one tap at a time waits on each add's latency.
+template <int J, typename A>
+void TapBlock(const A* d, int64_t d_stride, const A* t, int64_t t_stride, int64_t tap_stride, int64_t rows,
+              int64_t width, A* out) {
+  using L = Lanes<A>;
+  typename L::V even[J] = {}, odd[J] = {};
+  for (int64_t r = 0; r < rows; ++r) {
+    const A* dr = d + r * d_stride;
+    const A* tr = t + r * t_stride;
+    int64_t c = 0;
+    for (; c + 2 * L::kN <= width; c += 2 * L::kN) {
+      typename L::V a = L::Load(dr + c), b = L::Load(dr + c + L::kN);
+#pragma GCC unroll 8
+      for (int j = 0; j < J; ++j) {
+        even[j] += a * L::Load(tr + j * tap_stride + c);
+        odd[j] += b * L::Load(tr + j * tap_stride + c + L::kN);
+      }
+    }
+    if (c < width) {
+      typename L::V a = L::Load(dr + c);
+#pragma GCC unroll 8
+      for (int j = 0; j < J; ++j) even[j] += a * L::Load(tr + j * tap_stride + c);
+    }
+  }
+  for (int j = 0; j < J; ++j) {
+    typename L::V sum = even[j] + odd[j];
+    for (int64_t l = 0; l < L::kN; ++l) out[j * L::kN + l] += sum[l];
+  }
+}
+
+template <typename T>
+void OneChannelWeightsGrad(const ConvGeom& g, const T* x, const T* dy, T* dw, OpReq req) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  constexpr int64_t L = Lanes<A>::kN;
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], KH = g.k[1], KW = g.k[2];
+  const int64_t sh = g.s[1], sw = g.s[2], dh = g.d[1], dwc = g.d[2], ph = g.pl[1], pw = g.pl[2];
+  const int64_t OWp = (OW + L - 1) / L * L;
+  ParallelFor(g.f, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<A> taps(static_cast<size_t>(H * KW * OWp));  // [ih][kw][ow]
+    std::vector<A> grad(static_cast<size_t>(OH * OWp), A(0));  // dy of one filter, rows padded
+    std::vector<A> acc(static_cast<size_t>((hi - lo) * KH * KW * L), A(0));
+    for (int64_t n = 0; n < g.n; ++n) {
+      const T* xp = x + n * H * W;
+      for (int64_t ih = 0; ih < H; ++ih)
+        for (int64_t kw = 0; kw < KW; ++kw) {
+          A* row = taps.data() + (ih * KW + kw) * OWp;
+          for (int64_t ow = 0; ow < OWp; ++ow) {
+            int64_t col = ow * sw + kw * dwc - pw;
+            row[ow] = ow < OW && col >= 0 && col < W ? static_cast<A>(xp[ih * W + col]) : A(0);
+          }
+        }
+      for (int64_t f = lo; f < hi; ++f) {
+        const T* dyp = dy + (n * g.f + f) * OH * OW;
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) grad[oh * OWp + ow] = static_cast<A>(dyp[oh * OW + ow]);
+        for (int64_t kh = 0; kh < KH; ++kh) {
+          // The output rows whose tap kh reads a row inside the input.
+          int64_t off = kh * dh - ph;
+          int64_t oh_lo = off >= 0 ? 0 : (-off + sh - 1) / sh;
+          int64_t oh_hi = H - 1 - off < 0 ? 0 : std::min(OH, (H - 1 - off) / sh + 1);
+          if (oh_hi <= oh_lo) continue;
+          const A* d = grad.data() + oh_lo * OWp;
+          A* out = acc.data() + ((f - lo) * KH + kh) * KW * L;
+          auto block = [&](auto taps_at_once, int64_t kw) {
+            constexpr int J = decltype(taps_at_once)::value;
+            TapBlock<J>(d, OWp, taps.data() + ((oh_lo * sh + off) * KW + kw) * OWp, sh * KW * OWp, OWp,
+                        oh_hi - oh_lo, OWp, out + kw * L);
+          };
+          // A kernel row of up to 6 taps at once (12 accumulators fit AVX's 16 registers with
+          // the two gradient vectors); longer rows by 4 and the rest.
+          for (int64_t kw = 0; kw < KW;) {
+            int64_t rest = KW - kw, j = rest <= 6 ? rest : 4;
+            switch (j) {
+              case 1: block(std::integral_constant<int, 1>(), kw); break;
+              case 2: block(std::integral_constant<int, 2>(), kw); break;
+              case 3: block(std::integral_constant<int, 3>(), kw); break;
+              case 4: block(std::integral_constant<int, 4>(), kw); break;
+              case 5: block(std::integral_constant<int, 5>(), kw); break;
+              default: block(std::integral_constant<int, 6>(), kw); break;
+            }
+            kw += j;
+          }
+        }
+      }
+    }
+    for (int64_t f = lo; f < hi; ++f)
+      for (int64_t t = 0; t < KH * KW; ++t) {
+        const A* a = acc.data() + ((f - lo) * KH * KW + t) * L;
+        double total = 0;
+        for (int64_t l = 0; l < L; ++l) total += a[l];
+        Store(dw + f * KH * KW + t, req, total);
+      }
+  });
+}
+
 // ---------------------------------------------------------------- oneDNN
 #if defined(WEFT_USE_ONEDNN)
 using dnnl::memory;
@@ -330,8 +449,9 @@ enum class ConvPass { kForward, kBackwardData, kBackwardWeights, kBackwardWeight
 //   runs 1.8x faster as a gemm convolution on NCHW than on a padded blocked layout.
 // - So does the weight gradient of a convolution of one channel (a grayscale image), which
 //   the blocked kernel pads to 8 or 16: LeNet's first layer at batch 64-128 took 1.7-2x
-//   less time as a gemm convolution (timed on an AVX2 machine). With RGB's three channels
-//   the blocked kernel stayed ahead (ResNet's stem at batch 16: 100 against 115 ms for both
+//   less time as a gemm convolution (timed on an AVX2 machine). Only 3-D ones get here: 1-D
+//   and 2-D ones run OneChannelWeightsGrad, faster still. With RGB's three channels the
+//   blocked kernel stayed ahead (ResNet's stem at batch 16: 100 against 115 ms for both
 //   gradients).
 // - Everything else is 2-3x faster blocked, reorders included.
 bool UseBlocked(const ConvGeom& g, ConvPass pass) {
@@ -493,6 +613,21 @@ void AddBias(DType dt, void* y, const void* bias, int64_t n, int64_t channels, i
   });
 }
 
+namespace {
+
+// A row summed in vector lanes of its own precision (float for the narrower types): a
+// double sum element by element is one add chain, 4 cycles per element.
+template <typename T>
+double RowSum(const T* row, int64_t n) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  A sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<A>(row[i]);
+  return sum;
+}
+
+}  // namespace
+
 void BiasGrad(DType dt, const void* dy, void* db, OpReq req, int64_t n, int64_t channels, int64_t spatial) {
   if (req == OpReq::kNullOp) return;
   WEFT_TYPE_SWITCH(dt, T, {
@@ -503,7 +638,7 @@ void BiasGrad(DType dt, const void* dy, void* db, OpReq req, int64_t n, int64_t 
         double acc = 0;
         for (int64_t b = 0; b < n; ++b) {
           const T* row = g + (b * channels + ch) * spatial;
-          for (int64_t i = 0; i < spatial; ++i) acc += static_cast<double>(row[i]);
+          acc += RowSum(row, spatial);
         }
         Store(out + ch, req, acc);
       }
@@ -617,6 +752,14 @@ void ConvBackwardWeights(const char* op, const OpContext& ctx, const ConvGeom& g
     if (db) BiasGrad(dt, dy, db, req_b, g.n, g.f, g.OutSize());
     return;
   }
+  if (OneChannelWeights(g) && dt != DType::kBool) {
+    WEFT_TYPE_SWITCH(dt, T, {
+      if constexpr (!std::is_same_v<T, bool>)
+        OneChannelWeightsGrad<T>(g, static_cast<const T*>(x), static_cast<const T*>(dy), static_cast<T*>(dw), req_w);
+    });
+    if (db) BiasGrad(dt, dy, db, req_b, g.n, g.f, g.OutSize());
+    return;
+  }
 #if defined(WEFT_USE_ONEDNN)
   if (dt == DType::kFloat32 && g.n > 0) {
     auto plan = GetConvPlan(g, db ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, db != nullptr);
@@ -640,7 +783,8 @@ void ConvBackwardWeights(const char* op, const OpContext& ctx, const ConvGeom& g
 void ConvBackward(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* dy, const void* x,
                   const void* w, void* dx, OpReq req_d, void* dw, OpReq req_w, void* db, OpReq req_b) {
 #if defined(WEFT_USE_ONEDNN)
-  if (dt == DType::kFloat32 && g.n > 0 && req_d != OpReq::kNullOp && req_w != OpReq::kNullOp) {
+  if (dt == DType::kFloat32 && g.n > 0 && req_d != OpReq::kNullOp && req_w != OpReq::kNullOp &&
+      !OneChannelWeights(g)) {
     bool bias = db != nullptr && req_b != OpReq::kNullOp;
     auto pd = GetConvPlan(g, ConvPass::kBackwardData, false);
     auto pw = GetConvPlan(g, bias ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, bias);

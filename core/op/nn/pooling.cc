@@ -8,6 +8,7 @@
 // 'full' counts only the padded input), without it by the input cells inside the window.
 // float32 max and average pooling run on oneDNN; the rest on the loops below.
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -411,6 +412,198 @@ void Pool2DBackward(const PoolGeom& g, const T* dy, const T* x, T* dx, OpReq req
   });
 }
 
+// Max pooling whose windows tile the input, without overlap or padding (kernel == stride,
+// as LeNet's and VGG's 2x2/2): each input cell lies in at most one window. So the gradient
+// is written once per cell (the window's first maximum takes its gradient, the other cells
+// 0) instead of zeroing the plane and scattering into it, and both passes go window by
+// window with the taps unrolled for 2x2: the row loops above spend most of their time
+// setting up short strided loops there. Same results as those loops.
+bool TiledMax2D(const PoolGeom& g) {
+  return g.nd == 2 && g.kind == PoolKind::kMax && g.k[1] == g.s[1] && g.k[2] == g.s[2] && g.pl[1] == 0 &&
+         g.pl[2] == 0 && g.out[1] * g.k[1] <= g.in[1] && g.out[2] * g.k[2] <= g.in[2];
+}
+
+// Runs f(kh, kw) with both compile-time 2 for 2x2 windows.
+template <typename F>
+void WithTiles(const PoolGeom& g, F&& f) {
+  if (g.k[1] == 2 && g.k[2] == 2) f(std::integral_constant<int64_t, 2>(), std::integral_constant<int64_t, 2>());
+  else f(g.k[1], g.k[2]);
+}
+
+template <typename T>
+void TiledMaxForward(const PoolGeom& g, const T* x, T* y, OpReq req) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
+  WithTiles(g, [&](auto kh, auto kw) {
+    ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(H * W, 1)),
+                [&](int64_t lo, int64_t hi) {
+                  for (int64_t plane = lo; plane < hi; ++plane)
+                    for (int64_t oh = 0; oh < OH; ++oh) {
+                      const T* x0 = x + plane * H * W + oh * kh * W;
+                      T* yr = y + (plane * OH + oh) * OW;
+                      for (int64_t ow = 0; ow < OW; ++ow) {
+                        A m = std::numeric_limits<A>::lowest();
+                        for (int64_t i = 0; i < kh; ++i)
+                          for (int64_t j = 0; j < kw; ++j) m = std::max(m, static_cast<A>(x0[i * W + ow * kw + j]));
+                        Store(yr + ow, req, m);
+                      }
+                    }
+                });
+  });
+}
+
+// One output row of 2x2 windows: the four cells' first maximum by selects, never by
+// branches (on real data the compiler's branches were mispredicted about half the time,
+// 5x the forward's time). float32 runs 8 or 4 windows per step in vectors: each input
+// row's cells deinterleaved into left and right, the gradients interleaved back.
+template <typename A>
+inline void FirstMax4(A a, A b, A c, A d, A g, A* va, A* vb, A* vc, A* vd) {
+  bool tb = b > a;
+  A m = tb ? b : a;
+  bool tc = c > m;
+  m = tc ? c : m;
+  bool td = d > m;
+  tc = tc && !td;
+  tb = tb && !tc && !td;
+  *va = !tb && !tc && !td ? g : A(0);
+  *vb = tb ? g : A(0);
+  *vc = tc ? g : A(0);
+  *vd = td ? g : A(0);
+}
+
+// Windows [ow, ow + N * k) of a row in float32 vectors of N lanes, k steps of N; returns
+// the first window left over.
+template <int N>
+struct FloatVectors {
+  typedef float V __attribute__((vector_size(4 * N)));
+  typedef int32_t I __attribute__((vector_size(4 * N)));
+};
+
+template <int N, bool Add>
+int64_t Tiled2x2Vectors(const float* r0, const float* r1, const float* g, float* d0, float* d1, int64_t ow,
+                        int64_t OW) {
+  using V = typename FloatVectors<N>::V;
+  using I = typename FloatVectors<N>::I;
+  auto load = [](const float* p) {
+    V v;
+    std::memcpy(&v, p, sizeof(V));
+    return v;
+  };
+  auto store = [](float* p, V v) { std::memcpy(p, &v, sizeof(V)); };
+  I even, odd, lo, hi;  // deinterleave two vectors; interleave two back (low and high halves)
+  for (int i = 0; i < N; ++i) {
+    even[i] = 2 * i;
+    odd[i] = 2 * i + 1;
+    lo[i] = i % 2 == 0 ? i / 2 : N + i / 2;
+    hi[i] = i % 2 == 0 ? N / 2 + i / 2 : N + N / 2 + i / 2;
+  }
+  const V zero{};
+  for (; ow + N <= OW; ow += N) {
+    V p0 = load(r0 + 2 * ow), p1 = load(r0 + 2 * ow + N), q0 = load(r1 + 2 * ow), q1 = load(r1 + 2 * ow + N);
+    V a = __builtin_shuffle(p0, p1, even), b = __builtin_shuffle(p0, p1, odd);
+    V c = __builtin_shuffle(q0, q1, even), d = __builtin_shuffle(q0, q1, odd);
+    I tb = b > a;
+    V m = tb ? b : a;
+    I tc = c > m;
+    m = tc ? c : m;
+    I td = d > m;
+    tc = tc & ~td;
+    tb = tb & ~tc & ~td;
+    I ta = ~(tb | tc | td);
+    V gv = load(g + ow);
+    V va = ta ? gv : zero, vb = tb ? gv : zero, vc = tc ? gv : zero, vd = td ? gv : zero;
+    V o0 = __builtin_shuffle(va, vb, lo), o1 = __builtin_shuffle(va, vb, hi);
+    V o2 = __builtin_shuffle(vc, vd, lo), o3 = __builtin_shuffle(vc, vd, hi);
+    if (Add) {
+      o0 += load(d0 + 2 * ow);
+      o1 += load(d0 + 2 * ow + N);
+      o2 += load(d1 + 2 * ow);
+      o3 += load(d1 + 2 * ow + N);
+    }
+    store(d0 + 2 * ow, o0);
+    store(d0 + 2 * ow + N, o1);
+    store(d1 + 2 * ow, o2);
+    store(d1 + 2 * ow + N, o3);
+  }
+  return ow;
+}
+
+template <bool Add, typename T>
+void Tiled2x2BackwardRow(const T* r0, const T* r1, const T* g, T* d0, T* d1, int64_t OW) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  int64_t ow = 0;
+  if constexpr (std::is_same_v<T, float>) {
+    ow = Tiled2x2Vectors<8, Add>(r0, r1, g, d0, d1, ow, OW);
+    ow = Tiled2x2Vectors<4, Add>(r0, r1, g, d0, d1, ow, OW);
+  }
+  for (; ow < OW; ++ow) {
+    A va, vb, vc, vd;
+    FirstMax4<A>(static_cast<A>(r0[2 * ow]), static_cast<A>(r0[2 * ow + 1]), static_cast<A>(r1[2 * ow]),
+                 static_cast<A>(r1[2 * ow + 1]), static_cast<A>(g[ow]), &va, &vb, &vc, &vd);
+    if (Add) {
+      va += static_cast<A>(d0[2 * ow]);
+      vb += static_cast<A>(d0[2 * ow + 1]);
+      vc += static_cast<A>(d1[2 * ow]);
+      vd += static_cast<A>(d1[2 * ow + 1]);
+    }
+    d0[2 * ow] = static_cast<T>(va);
+    d0[2 * ow + 1] = static_cast<T>(vb);
+    d1[2 * ow] = static_cast<T>(vc);
+    d1[2 * ow + 1] = static_cast<T>(vd);
+  }
+}
+
+template <typename T>
+void TiledMaxBackward(const PoolGeom& g, const T* dy, const T* x, T* dx, OpReq req) {
+  using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], kh = g.k[1], kw = g.k[2];
+  const bool add = req == OpReq::kAddTo, two = kh == 2 && kw == 2;
+  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(H * W, 1)), [&](int64_t lo, int64_t hi) {
+    for (int64_t plane = lo; plane < hi; ++plane) {
+      const T* xp = x + plane * H * W;
+      const T* dyp = dy + plane * OH * OW;
+      T* dxp = dx + plane * H * W;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const T* x0 = xp + oh * kh * W;
+        T* d0 = dxp + oh * kh * W;
+        const T* gr = dyp + oh * OW;
+        if (two && add) {
+          Tiled2x2BackwardRow<true, T>(x0, x0 + W, gr, d0, d0 + W, OW);
+        } else if (two) {
+          Tiled2x2BackwardRow<false, T>(x0, x0 + W, gr, d0, d0 + W, OW);
+        } else {
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            // Scan order as Pool2DBackward: row by row, the first cell always taken, later
+            // ones only when greater (so a NaN in first place keeps the gradient).
+            const T* win = x0 + ow * kw;
+            A best = static_cast<A>(win[0]);
+            int64_t at = 0;
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                A v = static_cast<A>(win[i * W + j]);
+                if (v > best) {
+                  best = v;
+                  at = i * kw + j;
+                }
+              }
+            const A grad = static_cast<A>(gr[ow]);
+            T* cell = d0 + ow * kw;
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) {
+                A v = i * kw + j == at ? grad : A(0);
+                cell[i * W + j] = static_cast<T>(add ? static_cast<A>(cell[i * W + j]) + v : v);
+              }
+          }
+        }
+        // Columns past the last window get no gradient.
+        if (!add)
+          for (int64_t i = 0; i < kh; ++i) std::fill(d0 + i * W + OW * kw, d0 + (i + 1) * W, T(0));
+      }
+      if (!add) std::fill(dxp + OH * kh * W, dxp + H * W, T(0));
+    }
+  });
+}
+
 // ---------------------------------------------------------------- oneDNN
 #if defined(WEFT_USE_ONEDNN)
 using dnnl::memory;
@@ -531,6 +724,8 @@ void PoolingCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
   WEFT_TYPE_SWITCH(in[0].dtype, T, {
     if constexpr (std::is_same_v<T, bool>) {
       Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': bool arrays are not supported");
+    } else if (TiledMax2D(g)) {
+      TiledMaxForward<T>(g, in[0].ptr<T>(), out[0].ptr<T>(), req[0]);
     } else if (Fast2D(g)) {
       Pool2DForward<T>(g, in[0].ptr<T>(), out[0].ptr<T>(), req[0]);
     } else {
@@ -586,6 +781,8 @@ void PoolingBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
   WEFT_TYPE_SWITCH(in[0].dtype, T, {
     if constexpr (std::is_same_v<T, bool>) {
       Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': bool arrays are not supported");
+    } else if (TiledMax2D(g)) {
+      TiledMaxBackward<T>(g, in[0].ptr<T>(), in[1].ptr<T>(), out[0].ptr<T>(), req[0]);
     } else if (Fast2D(g)) {
       Pool2DBackward<T>(g, in[0].ptr<T>(), in[1].ptr<T>(), out[0].ptr<T>(), req[0]);
     } else {
