@@ -384,6 +384,41 @@ def test_lr_mult_and_wd_mult_reach_the_optimizer():
     np.testing.assert_allclose(half.data().asnumpy(), [0.9, 0.9], rtol=1e-6)
 
 
+def test_hybridized_prediction_binds_no_gradients_and_follows_training():
+    # Outside autograd.record() a hybridized block runs an executor bound without gradients:
+    # its oneDNN regions fold BatchNorm into the convolutions and keep the reordered weights
+    # between calls. A training step in between changes the weights and the running
+    # statistics, and the next prediction must see both.
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Conv2D(8, 3, padding=1), nn.BatchNorm(), nn.Activation("relu"), nn.Conv2D(4, 3), nn.BatchNorm())
+    net.initialize(weft.init.Xavier())
+    net.hybridize()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.5})
+    x = nd.array(np.random.RandomState(3).rand(4, 3, 10, 10).astype(np.float32))
+
+    def reference():
+        h = x
+        for conv, bn, relu in ((net[0], net[1], True), (net[3], net[4], False)):
+            h = nd.Convolution(h, conv.weight.data(), conv.bias.data(), kernel=conv._kwargs["kernel"],
+                               pad=conv._kwargs["pad"], num_filter=conv._channels)
+            h = nd.BatchNorm(h, bn.gamma.data(), bn.beta.data(), bn.running_mean.data(), bn.running_var.data(),
+                             eps=1e-5, fix_gamma=False, use_global_stats=True)
+            h = nd.relu(h) if relu else h
+        return h.asnumpy()
+
+    for _ in range(3):
+        np.testing.assert_allclose(net(x).asnumpy(), reference(), rtol=1e-4, atol=1e-5)
+        with autograd.record():
+            loss = (net(x) ** 2).mean()
+        loss.backward()
+        trainer.step(1)
+    graphs = {key[-1]: graph for key, graph in net._cached.items()}  # by whether autograd recorded
+    assert sorted(graphs) == [False, True]
+    assert not any(g is not None for g in graphs[False].exe.grad_arrays)
+    assert any(g is not None for g in graphs[True].exe.grad_arrays)
+
+
 def test_hybridized_block_traces_once_per_mode():
     net = nn.HybridSequential()
     with net.name_scope():

@@ -321,9 +321,12 @@ class _HookHandle:
 
 
 class _CachedGraph:
-    """One traced graph of a hybridized block bound to an executor, for one input signature."""
+    """One traced graph of a hybridized block bound to an executor, for one input signature.
+    `grads`: bind the parameters' gradients (calls under autograd.record()). Without them
+    the executor is an inference one: in predict mode it runs its oneDNN regions (BatchNorm
+    folded into the convolutions, weights reordered once, not at every call)."""
 
-    def __init__(self, block, sym, input_names, num_outputs, args, ctx, input_grads):
+    def __init__(self, block, sym, input_names, num_outputs, args, ctx, input_grads, grads):
         self.sym = sym
         self.input_names = input_names
         self.num_outputs = num_outputs
@@ -347,8 +350,8 @@ class _CachedGraph:
             p = params[name]
             arg_arrays[name] = p.data(ctx)
             bound_params.append(arg_arrays[name])
-            reqs[name] = p.grad_req
-            if p.grad_req != "null":
+            reqs[name] = p.grad_req if grads else "null"
+            if reqs[name] != "null":
                 grad_arrays[name] = p.grad(ctx)
         aux = {}
         for name in sym.list_auxiliary_states():
@@ -474,7 +477,8 @@ class HybridBlock(Block):
         ctx = args[0].context
         recording = autograd.is_recording()
         input_grads = tuple(recording and a._has_history() for a in args)
-        key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), ctx, autograd.is_training(), input_grads)
+        key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), ctx, autograd.is_training(), input_grads,
+               recording)
         names, sym, num_outputs, multi = self._get_graph(*args)
         graph = self._cached.get(key)
         if graph is not None:
@@ -489,7 +493,7 @@ class HybridBlock(Block):
                 graph = None
         if graph is None:
             self._finish_deferred(*args)
-            graph = _CachedGraph(self, sym, names, num_outputs, args, ctx, input_grads)
+            graph = _CachedGraph(self, sym, names, num_outputs, args, ctx, input_grads, recording)
             self._cached[key] = graph
         outs = graph.run(args, autograd.is_training())
         return outs if multi else outs[0]
