@@ -15,6 +15,7 @@
 #include "core/graph/infer.h"
 #include "core/imperative/imperative.h"
 #include "core/op/fused/fused_pointwise.h"
+#include "core/op/nn/dnnl_train_region.h"
 
 namespace weft {
 namespace executor {
@@ -316,6 +317,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       s.output_names.push_back(graph::OutputName(*n, i));
       s.req.push_back(entry_req[g.entry_id(id, i)]);
     }
+    op::WatchDnnlTrainRegion(n->attrs, s.inputs);
     (constant.count(n) ? folded : in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
   }
   static const NodeAttrs copy_attrs = imperative::MakeAttrs(Op::Get("_copy"), {});

@@ -213,3 +213,57 @@ def test_no_region_primitive_falls_back_to_onednns_reference_kernels():
     passes = {f[5] for f in convs}
     assert {"forward_training", "backward_data", "backward_weights"} <= passes, passes
     assert not any(f[4].startswith("ref") for f in convs), sorted({f[4] for f in convs})
+
+
+def test_predictions_follow_weights_written_between_calls():
+    # At inference a region keeps its reordered weights between calls and reorders one again
+    # only after its array was written: by assignment here, by an optimizer in training. The
+    # output is the feature map itself (a softmax would saturate and hide stale weights).
+    x = conv_bn(sym.Variable("data"), "stem", 16, (3, 3), pad=(1, 1))
+    fused, plain = pair(bottleneck(x, "b1", 16, (1, 1), True), (4, 3, 8, 8))
+    assert regions(fused)
+    rng = np.random.RandomState(5)
+    head = mx.nd.array(rng.normal(0, 1, fused.outputs[0].shape).astype(np.float32))
+    for step in range(3):
+        step_and_compare(fused, plain, is_train=False)
+        if step == 1:
+            for ex in (fused, plain):
+                ex.forward(is_train=True)
+                ex.backward([head])
+            step_and_compare(fused, plain, is_train=False)
+        v = rng.normal(0, 0.5, fused.arg_dict["b1_c2_weight"].shape).astype(np.float32)
+        for ex in (fused, plain):
+            ex.arg_dict["b1_c2_weight"][:] = v
+
+
+def test_predictions_reorder_weights_only_when_they_change():
+    # oneDNN's log of the reorders of each prediction, in a child process.
+    code = "\n".join([
+        "import sys",
+        "import numpy as np",
+        "sys.path.insert(0, %r)" % os.path.dirname(os.path.abspath(__file__)),
+        "from test_dnnl_train_region import small_resnet, pair, regions",
+        "fused, _ = pair(small_resnet(16), (8, 3, 12, 12))",
+        "assert regions(fused)",
+        "mx = sys.modules['weft']",
+        # The stem reads 3 channels: it stays out of the regions (its operator reorders at each call).
+        "shapes = {'x'.join(map(str, a.shape)): n for n, a in fused.arg_dict.items()",
+        "          if n.endswith('_weight') and n != 'stem_weight'}",
+        "print('SHAPES', ' '.join(shapes), flush=True)",
+        "for step in range(4):",
+        "    if step == 3:",
+        "        fused.arg_dict['b1_c2_weight'][:] = 0.5",
+        "    print('STEP', flush=True)",
+        "    fused.forward(is_train=False)",
+        "    mx.nd.waitall()",
+    ])
+    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, DNNL_VERBOSE="1"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert run.returncode == 0, run.stderr
+    shapes = set(run.stdout.split("SHAPES ", 1)[1].splitlines()[0].split())
+    steps = run.stdout.split("STEP")[1:]
+    reordered = [[ln.split(",")[-2] for ln in s.splitlines() if ",exec," in ln and ",reorder," in ln
+                  and ln.split(",")[-2] in shapes] for s in steps]
+    assert len(reordered[0]) >= 4, reordered[0]      # every region convolution's weights, once
+    assert reordered[1] == reordered[2] == [], reordered
+    assert reordered[3] == ["16x16x3x3"], reordered[3]  # b1_c2's alone

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/engine/engine_impl.h"
 #include "core/op/op_util.h"
 
 #if defined(WEFT_USE_ONEDNN)
@@ -203,9 +204,12 @@ dnnl::primitive_attr UserScratch() {
 
 // Where an argument's memory is at run time.
 struct Loc {
-  enum K { kIn, kOut, kSaved, kArena, kScratch, kOnes } k = kArena;
-  int index = 0;      // kIn/kOut: the node input/output; kArena: the block
-  size_t offset = 0;  // kSaved: into the saved output; kArena: set once blocks are sized
+  // kWeights: a convolution's weights in its primitive's layout: an arena block in
+  // training, a buffer of their own kept between calls at inference.
+  enum K { kIn, kOut, kSaved, kArena, kScratch, kOnes, kWeights } k = kArena;
+  int index = 0;      // kIn/kOut: the node input/output; kArena, kWeights: the block
+  size_t offset = 0;  // kSaved: into the saved output; kArena, kWeights: set once blocks are sized
+  size_t kept = 0;    // kWeights: into the inference buffer
 };
 struct Arg {
   int arg;
@@ -228,6 +232,15 @@ struct Exec {
   BnGeom bn;           // kBnForward, kBnBackward
   bool fix_gamma = false, batch_stats = true;
   bool sum = false;    // kCopy: adds instead of writing
+  int weights = -1;    // a weight reorder: the node input it reads (skipped at inference while unchanged)
+  int cache = -1;      // ... and its entry in weight_cache
+};
+
+// What a convolution's weights were last reordered from at inference.
+struct WeightCache {
+  const void* ptr = nullptr;
+  uint64_t writes = 0;
+  bool valid = false;
 };
 
 struct ConvPds {
@@ -255,6 +268,15 @@ struct DnnlTrainRegion::Impl {
   std::unique_ptr<char, decltype(&std::free)> arena{nullptr, &std::free}, scratch{nullptr, &std::free};
   std::vector<float> ones;
   std::mutex mu;
+  // At inference (Forward with is_train false: a training executor's predictions) the
+  // weights are reordered into a buffer of their own, allocated at the first such call,
+  // and again only after the engine has written the weights' array (as the inference
+  // regions do): a training step changes them, a prediction does not.
+  size_t kept_weight_bytes = 0;
+  std::unique_ptr<char, decltype(&std::free)> kept_weights{nullptr, &std::free};
+  std::vector<WeightCache> weight_cache;
+  std::vector<NDArray> watched;  // the node's input arrays, when the executor gave them
+  size_t weight_reorders = 0;
 
   // Forward-pass state.
   std::vector<ConvPds> conv;                       // per unit (convolutions)
@@ -483,22 +505,27 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     if (!wino) pds = make(dnnl::algorithm::convolution_direct);
     conv[u] = pds;
     Loc src = View(un.src, pds.fwd.src_desc());
-    // The weights are reordered at every call: training changes them between calls.
-    int wb = fwd_blocks.Alloc(pds.fwd.weights_desc().get_size());
+    // In training the weights are reordered at every call: each step changes them.
+    size_t wbytes = pds.fwd.weights_desc().get_size();
+    Loc wl{Loc::kWeights, fwd_blocks.Alloc(wbytes), 0, kept_weight_bytes};
+    kept_weight_bytes += Align64(wbytes);
     Exec wr;
     wr.prim = MakeReorder(plain_w, pds.fwd.weights_desc(), false);
-    wr.args = {{DNNL_ARG_FROM, plain_w, In(un.weight)}, {DNNL_ARG_TO, pds.fwd.weights_desc(), Block(wb)}};
+    wr.args = {{DNNL_ARG_FROM, plain_w, In(un.weight)}, {DNNL_ARG_TO, pds.fwd.weights_desc(), wl}};
+    wr.weights = un.weight;
+    wr.cache = static_cast<int>(weight_cache.size());
+    weight_cache.emplace_back();
     fwd.push_back(std::move(wr));
     md[un.dst] = pds.fwd.dst_desc();
     loc[un.dst] = Place(un.dst);
     prim.prim = dnnl::convolution_forward(pds.fwd);
     prim.args = {{DNNL_ARG_SRC, pds.fwd.src_desc(), src},
-                 {DNNL_ARG_WEIGHTS, pds.fwd.weights_desc(), Block(wb)},
+                 {DNNL_ARG_WEIGHTS, pds.fwd.weights_desc(), wl},
                  {DNNL_ARG_DST, md[un.dst], loc[un.dst]}};
     if (un.bias >= 0) prim.args.push_back({DNNL_ARG_BIAS, bias_md, In(un.bias)});
     Scratch(&prim, pds.fwd.scratchpad_desc());
     fwd.push_back(std::move(prim));
-    fwd_blocks.Free(wb);
+    fwd_blocks.Free(wl.index);
   } else if (un.kind == Kind::kBatchNorm && IsBlocked(md[un.src], ss)) {
     int64_t c = ss[1];
     bn_own[u] = true;
@@ -868,7 +895,7 @@ void DnnlTrainRegion::Impl::Build() {
   arena_bytes = std::max(fwd_total, bwd_total);
   for (Exec& e : fwd)
     for (Arg& a : e.args)
-      if (a.loc.k == Loc::kArena) a.loc.offset = fwd_off[a.loc.index];
+      if (a.loc.k == Loc::kArena || a.loc.k == Loc::kWeights) a.loc.offset = fwd_off[a.loc.index];
   for (Exec& e : bwd)
     for (Arg& a : e.args)
       if (a.loc.k == Loc::kArena) a.loc.offset = bwd_off[a.loc.index];
@@ -881,6 +908,8 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
     arena.reset(AlignedAlloc(arena_bytes, "_dnnl_train_region"));
     scratch.reset(AlignedAlloc(scratch_bytes, "_dnnl_train_region"));
   }
+  const bool inference = mode == 2;
+  if (inference && !kept_weights) kept_weights.reset(AlignedAlloc(kept_weight_bytes, "_dnnl_train_region"));
   static thread_local dnnl::stream strm(RegionEngine());
   std::unordered_map<int, memory> args;
   auto ptr = [&](const Loc& l) -> void* {
@@ -891,6 +920,7 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
       case Loc::kArena: return arena.get() + l.offset;
       case Loc::kScratch: return scratch.get();
       case Loc::kOnes: return ones.data();
+      case Loc::kWeights: return inference ? kept_weights.get() + l.kept : arena.get() + l.offset;
     }
     return nullptr;
   };
@@ -899,6 +929,15 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
     OpReq r = e.gate >= 0 ? req[e.gate] : OpReq::kWriteTo;
     if (r == OpReq::kNullOp) continue;
     bool add = !e.first || r == OpReq::kAddTo;
+    if (e.weights >= 0 && inference) {
+      const void* w = in[e.weights].dptr;
+      bool known = static_cast<size_t>(e.weights) < watched.size();
+      uint64_t writes = known ? watched[e.weights].var()->writes.load(std::memory_order_acquire) : 0;
+      WeightCache& c = weight_cache[e.cache];
+      if (known && c.valid && c.ptr == w && c.writes == writes) continue;
+      c = WeightCache{w, writes, known};
+      ++weight_reorders;
+    }
     if (e.type == Exec::kPrim) {
       args.clear();
       for (const Arg& a : e.args) args.emplace(a.arg, memory(a.md, RegionEngine(), ptr(a.loc)));
@@ -978,7 +1017,14 @@ void DnnlTrainRegion::Backward(const std::vector<TBlob>& in, const std::vector<O
 }
 
 int64_t DnnlTrainRegion::saved_floats() const { return static_cast<int64_t>(impl_->saved_bytes / sizeof(float)); }
-size_t DnnlTrainRegion::internal_bytes() const { return impl_->arena_bytes + impl_->scratch_bytes; }
+size_t DnnlTrainRegion::internal_bytes() const {
+  return impl_->arena_bytes + impl_->scratch_bytes + (impl_->kept_weights ? impl_->kept_weight_bytes : 0);
+}
+void DnnlTrainRegion::Watch(std::vector<NDArray> inputs) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->watched = std::move(inputs);
+}
+size_t DnnlTrainRegion::weight_reorders() const { return impl_->weight_reorders; }
 bool DnnlTrainRegionsAvailable() { return true; }
 
 #else  // no oneDNN: the pass makes no regions
@@ -999,6 +1045,8 @@ void DnnlTrainRegion::Backward(const std::vector<TBlob>&, const std::vector<OpRe
 }
 int64_t DnnlTrainRegion::saved_floats() const { return 0; }
 size_t DnnlTrainRegion::internal_bytes() const { return 0; }
+void DnnlTrainRegion::Watch(std::vector<NDArray>) {}
+size_t DnnlTrainRegion::weight_reorders() const { return 0; }
 bool DnnlTrainRegionsAvailable() { return false; }
 
 #endif
@@ -1108,6 +1156,11 @@ NodeAttrs MakeDnnlTrainRegionAttrs(std::shared_ptr<DnnlTrainRegion> region, cons
   attrs.name = name;
   attrs.parsed = std::move(region);
   return attrs;
+}
+
+void WatchDnnlTrainRegion(const NodeAttrs& attrs, std::vector<NDArray> inputs) {
+  static const Op* op = Op::Get("_dnnl_train_region");
+  if (attrs.op == op && attrs.parsed) RegionOf(attrs).Watch(std::move(inputs));
 }
 
 WEFT_REGISTER_OP(_dnnl_train_region)

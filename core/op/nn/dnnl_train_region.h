@@ -73,8 +73,15 @@ class DnnlTrainRegion {
   // in: a gradient per visible output, saved, then the region's inputs; out: the gradient
   // of each input (moving statistics get none), written or added per req.
   void Backward(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out);
-  // Bytes the region holds itself (its temporaries and scratch space).
+  // Bytes the region holds itself (its temporaries and scratch space, and its weights
+  // kept for inference once it has run one).
   size_t internal_bytes() const;
+  // The arrays the node will read, in input order: at inference (is_train false) a
+  // convolution's weights are then reordered again only after the engine has written
+  // their array since the last inference call. Without them, at every call.
+  void Watch(std::vector<NDArray> inputs);
+  // Convolution weights reordered at inference so far (for tests).
+  size_t weight_reorders() const;
 
  private:
   struct Impl;
@@ -83,6 +90,10 @@ class DnnlTrainRegion {
 
 // Whether training regions can be built (Weft built with oneDNN).
 bool DnnlTrainRegionsAvailable();
+
+// Gives a "_dnnl_train_region" node's region the arrays its inputs are read from (see
+// DnnlTrainRegion::Watch); does nothing for other nodes.
+void WatchDnnlTrainRegion(const NodeAttrs& attrs, std::vector<NDArray> inputs);
 
 // The attributes of a "_dnnl_train_region" node running `region`.
 NodeAttrs MakeDnnlTrainRegionAttrs(std::shared_ptr<DnnlTrainRegion> region, const std::string& name);
