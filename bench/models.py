@@ -1,6 +1,6 @@
 """Symbol definitions of the networks the benchmarks use: MLP, LeNet, VGG-16, ResNet-50
-(v1, bottleneck blocks) and Inception-BN (BN-Inception, Ioffe & Szegedy 2015), written
-from the papers' layer tables."""
+(v1, bottleneck blocks), Inception-BN (BN-Inception, Ioffe & Szegedy 2015) and MobileNet
+v1, written from the papers' layer tables."""
 import weft as mx
 
 sym = mx.sym
@@ -104,10 +104,28 @@ def inception_bn(classes=1000):
     return head(x, classes)
 
 
+def mobilenet(classes=1000):
+    """MobileNet v1 (Howard et al. 2017), width 1.0: a 3x3 convolution, then 13 depthwise
+    separable blocks (a 3x3 convolution per channel, a 1x1 across them, each with BatchNorm
+    and relu)."""
+    x = conv_bn_relu(sym.Variable("data"), "conv0", 32, (3, 3), (2, 2), (1, 1))
+    channels = 32
+    for i, (filters, stride) in enumerate(((64, 1), (128, 2), (128, 1), (256, 2), (256, 1), (512, 2), (512, 1),
+                                           (512, 1), (512, 1), (512, 1), (512, 1), (1024, 2), (1024, 1))):
+        x = sym.Convolution(x, num_filter=channels, num_group=channels, kernel=(3, 3), stride=(stride, stride),
+                            pad=(1, 1), no_bias=True, name="dw%d" % i)
+        x = sym.Activation(sym.BatchNorm(x, fix_gamma=False, eps=2e-5, name="dw%d_bn" % i), act_type="relu")
+        x = conv_bn_relu(x, "pw%d" % i, filters, (1, 1))
+        channels = filters
+    x = sym.Pooling(x, pool_type="avg", global_pool=True, kernel=(7, 7))
+    return head(x, classes)
+
+
 NETWORKS = {
     "mlp": (mlp, (784,)),
     "lenet": (lenet, (1, 28, 28)),
     "vgg16": (vgg16, (3, 224, 224)),
     "resnet50": (resnet50, (3, 224, 224)),
     "inception_bn": (inception_bn, (3, 224, 224)),
+    "mobilenet": (mobilenet, (3, 224, 224)),
 }

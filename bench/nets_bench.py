@@ -1,10 +1,15 @@
 """Whole networks, Weft (symbol + executor) beside PyTorch 1.13, same thread count, in one
 run: LeNet training step at batch 64; ResNet-50 inference at batch 32 and 1 and a training
-step at batch 16; ResNet-18 alongside. Throughput in images/s, and for ResNets the share of
-the machine's FP32 peak (timing.peak_flops: 455 GFLOP/s on the 2 AVX-512 cores the issue
-was written on, 157 on 2 AVX2 cores at 2.45 GHz; --peak overrides), counting a ResNet-50 forward as 4.1
-GFLOP and ResNet-18 as 1.8 (a training step as 3 forwards), as the issue does. --unfused
-adds Weft's inference with the oneDNN regions off, for comparison.
+step at batch 16; ResNet-18 alongside; VGG-16, Inception-BN and MobileNet v1 inference and
+training. Throughput in images/s, and the share of the machine's FP32 peak
+(timing.peak_flops: 455 GFLOP/s on the 2 AVX-512 cores the issue was written on, 157 on 2
+AVX2 cores at 2.45 GHz; --peak overrides), counting a forward's multiply-adds as the issue
+counts ResNet-50's 4.1 "GFLOP" (ResNet-18 1.8, VGG-16 15.5, Inception-BN 2.0, MobileNet
+0.57; a training step as 3 forwards): a multiply-add is two floating-point operations, so
+the column is half the share of peak by FLOPs. PyTorch runs its own LeNet, torchvision's
+ResNets, and for VGG, Inception-BN and MobileNet the network of bench/models.py translated
+node by node from Weft's graph of it (torch_from_symbol), so both run the same layers.
+--unfused adds Weft's inference with the oneDNN regions off, for comparison.
 
 Each measurement runs in a process of its own, started by this script one after the other:
 PyTorch's threads in the same process slowed Weft's figures (ResNet-50 by about 15 %,
@@ -27,7 +32,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import peak_flops  # noqa: E402
 
-GFLOP = {"resnet50": 4.1e9, "resnet18": 1.8e9}
+# Multiply-adds per image, as the issue counts ResNet-50's "4.1 GFLOP".
+GFLOP = {"resnet50": 4.1e9, "resnet18": 1.8e9, "vgg16": 15.5e9, "inception_bn": 2.0e9, "mobilenet": 0.57e9}
 
 # name, network, input shape, batch, training, FLOP key
 CASES = [
@@ -38,6 +44,12 @@ CASES = [
     ("ResNet-18 infer", "resnet18", (3, 224, 224), 32, False, "resnet18"),
     ("ResNet-18 infer", "resnet18", (3, 224, 224), 1, False, "resnet18"),
     ("ResNet-18 train", "resnet18", (3, 224, 224), 16, True, "resnet18"),
+    ("VGG-16 infer", "vgg16", (3, 224, 224), 16, False, "vgg16"),
+    ("VGG-16 train", "vgg16", (3, 224, 224), 8, True, "vgg16"),
+    ("Inception-BN inf", "inception_bn", (3, 224, 224), 32, False, "inception_bn"),
+    ("Inception-BN tr", "inception_bn", (3, 224, 224), 16, True, "inception_bn"),
+    ("MobileNet infer", "mobilenet", (3, 224, 224), 32, False, "mobilenet"),
+    ("MobileNet train", "mobilenet", (3, 224, 224), 16, True, "mobilenet"),
 ]
 
 
@@ -57,7 +69,7 @@ def images_per_s(step, batch, min_time=3.0, min_steps=3, cpu_clock=False):
 
 def weft_net(name):
     import weft as mx
-    from models import lenet, resnet50, conv_bn_relu, head
+    from models import NETWORKS, conv_bn_relu, head
 
     def resnet18(classes=1000):
         sym = mx.sym
@@ -73,7 +85,7 @@ def weft_net(name):
                 x = sym.Activation(y + sc, act_type="relu")
         x = sym.Pooling(x, pool_type="avg", global_pool=True, kernel=(7, 7))
         return head(x, classes)
-    return {"lenet": lenet, "resnet50": resnet50, "resnet18": resnet18}[name]()
+    return resnet18() if name == "resnet18" else NETWORKS[name][0]()
 
 
 def weft_step(net, shape, batch, train, dnnl_fuse):
@@ -102,6 +114,86 @@ def weft_step(net, shape, batch, train, dnnl_fuse):
     return step
 
 
+def dump_graph(net, shape):
+    """Prints bench/models.py's network `net` as JSON: its graph and its arguments' shapes
+    (for the PyTorch worker, which does not load Weft)."""
+    import json
+    sym = weft_net(net)
+    arg_shapes, _, _ = sym.infer_shape(data=(1,) + shape)
+    print(json.dumps({"graph": json.loads(sym.tojson()), "shapes": dict(zip(sym.list_arguments(), arg_shapes))}))
+
+
+def torch_from_symbol(net, shape):
+    """A PyTorch module computing bench/models.py's network `net` (up to its SoftmaxOutput)
+    node by node from Weft's graph of it: PyTorch then runs the very network Weft runs,
+    with its own convolution, BatchNorm and linear modules. The graph comes from a Weft
+    process (dump_graph)."""
+    import json
+    import torch
+    import torch.nn.functional as F
+
+    run = subprocess.run([sys.executable, os.path.abspath(__file__), "--dump-graph", net], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, check=True)
+    dumped = json.loads(run.stdout)
+    graph, shapes = dumped["graph"], {k: tuple(v) for k, v in dumped["shapes"].items()}
+    nodes = graph["nodes"]
+
+    def tup(text):
+        return tuple(int(v) for v in text.strip("()").split(",") if v.strip())
+
+    class FromSymbol(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = torch.nn.ModuleDict()
+            for i, n in enumerate(nodes):
+                a, op = n.get("attrs", {}), n["op"]
+                weight = nodes[n["inputs"][1][0]]["name"] if len(n.get("inputs", [])) > 1 else None
+                if op == "Convolution":
+                    f, c = shapes[weight][0], shapes[weight][1] * int(a.get("num_group", 1))
+                    self.layers[str(i)] = torch.nn.Conv2d(
+                        c, f, tup(a["kernel"]), tup(a.get("stride", "(1,1)")), tup(a.get("pad", "(0,0)")),
+                        groups=int(a.get("num_group", 1)), bias=a.get("no_bias", "False") != "True")
+                elif op == "BatchNorm":
+                    self.layers[str(i)] = torch.nn.BatchNorm2d(shapes[weight][0], eps=float(a.get("eps", 1e-3)))
+                elif op == "FullyConnected":
+                    self.layers[str(i)] = torch.nn.Linear(shapes[weight][1], int(a["num_hidden"]))
+                elif op == "Dropout":
+                    self.layers[str(i)] = torch.nn.Dropout(float(a.get("p", 0.5)))
+
+        def forward(self, x):
+            vals = {}
+            for i, n in enumerate(nodes):
+                op, a = n["op"], n.get("attrs", {})
+                ins = [vals.get((j, k)) for j, k, *_ in n.get("inputs", [])]
+                if op == "null":
+                    out = x if n["name"] == "data" else None
+                elif str(i) in self.layers:
+                    out = self.layers[str(i)](ins[0])
+                elif op == "Activation":
+                    out = F.relu(ins[0])
+                elif op == "Pooling":
+                    if a.get("global_pool") == "True":
+                        out = F.adaptive_avg_pool2d(ins[0], 1) if a["pool_type"] == "avg" else \
+                            F.adaptive_max_pool2d(ins[0], 1)
+                    else:
+                        pool = F.max_pool2d if a["pool_type"] == "max" else F.avg_pool2d
+                        out = pool(ins[0], tup(a["kernel"]), tup(a.get("stride", "(1,1)")),
+                                   tup(a.get("pad", "(0,0)")))
+                elif op == "Concat":
+                    out = torch.cat(ins, dim=int(a.get("dim", 1)))
+                elif op in ("elemwise_add", "_Plus", "_plus"):
+                    out = ins[0] + ins[1]
+                elif op == "Flatten":
+                    out = ins[0].flatten(1)
+                elif op == "SoftmaxOutput":
+                    out = ins[0]  # logits: the step adds the loss
+                else:
+                    raise ValueError("torch_from_symbol: no translation for %s" % op)
+                vals[(i, 0)] = out
+            return vals[tuple(graph["heads"][0][:2])]
+    return FromSymbol()
+
+
 def torch_step(net, shape, batch, train):
     import peer  # noqa: F401  (first: it sets the environment the libraries read)
     import torch
@@ -118,8 +210,8 @@ def torch_step(net, shape, batch, train):
             x = torch.max_pool2d(torch.relu(self.c2(x)), 2)
             return self.f2(torch.relu(self.f1(x.flatten(1))))
 
-    model = {"lenet": TorchLeNet, "resnet50": torchvision.models.resnet50,
-             "resnet18": torchvision.models.resnet18}[net]()
+    zoo = {"lenet": TorchLeNet, "resnet50": torchvision.models.resnet50, "resnet18": torchvision.models.resnet18}
+    model = zoo[net]() if net in zoo else torch_from_symbol(net, shape)
     x = torch.rand((batch,) + shape)
     y = torch.zeros(batch, dtype=torch.long)
     model.train(train)
@@ -167,7 +259,11 @@ def main():
                         help="the FP32 peak in GFLOP/s for the %% column (default: reckoned from /proc/cpuinfo)")
     parser.add_argument("--worker", choices=("weft", "weft-unfused", "torch"), help=argparse.SUPPRESS)
     parser.add_argument("--case", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--dump-graph", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.dump_graph:
+        dump_graph(args.dump_graph, next(c[2] for c in CASES if c[1] == args.dump_graph))
+        return
     if args.worker:
         worker(args)
         return

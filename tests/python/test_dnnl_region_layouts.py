@@ -164,3 +164,18 @@ def test_winograd_switch_turns_it_off_in_regions():
                          text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("pool", ["avg", "max"])
+def test_pooling_of_a_region_input_runs_blocked(pool):
+    # Inception's pooling branch: a pooling reads the region's plain NCHW input (a concat's
+    # result). It takes the input reordered into the blocked layout: on plain NCHW oneDNN
+    # has only its reference kernel on AVX2.
+    p = sym.Pooling(sym.Variable("data"), pool_type=pool, kernel=(3, 3), stride=(1, 1), pad=(1, 1), name="pool")
+    fused, plain = pair(conv_bn(p, "proj", 16, (1, 1)), (4, 16, 9, 9), seed=26)
+    prims = primitives(fused)
+    pooling = [w for w in prims["pool"] if w.startswith("pooling")]
+    assert len(pooling) == 1 and not pooling[0].split()[1].startswith(("ref", "simple")), prims["pool"]
+    block = "nChw16c" if avx512(prims) else "nChw8c"
+    assert prims["pool"][0] == "reorder nchw -> %s (an operand)" % block, prims["pool"]
+    assert_same(fused, plain)
