@@ -19,6 +19,10 @@ from weft.test_utils import assert_almost_equal, check_numeric_gradient
 
 GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
+# As the other comparisons with PyTorch: importing it left OpenMP one thread here, which
+# would leave the operators' threaded paths (the RNN's split of sequences) untested.
+torch.set_num_threads(2)
+
 
 def torch_module(mode, I, H, L, bidir, proj=0):
     if mode == "lstm":
@@ -70,6 +74,10 @@ CASES = [
     ("gru", 5, 3, 4, 6, 1, False),
     ("gru", 4, 2, 5, 3, 2, True),
     ("rnn_tanh", 7, 5, 9, 11, 1, False),
+    # From 16 sequences each thread runs the time loop on its own rows (OverSequences).
+    ("lstm", 4, 17, 5, 6, 2, True),
+    ("gru", 3, 20, 4, 5, 2, True),
+    ("rnn_relu", 3, 16, 3, 4, 1, False),
 ]
 
 
@@ -109,9 +117,10 @@ def test_rnn_vs_torch(mode, T, N, I, H, L, bidir):
         assert_almost_equal(grads[3], c0.grad.numpy(), rtol=1e-3, atol=1e-4)
 
 
-def test_lstm_projection_vs_torch():
+@pytest.mark.parametrize("N", [3, 18])
+def test_lstm_projection_vs_torch(N):
     torch.manual_seed(7)
-    T, N, I, H, P, L = 4, 3, 5, 6, 3, 2
+    T, I, H, P, L = 4, 5, 6, 3, 2
     m = torch_module("lstm", I, H, L, True, proj=P)
     tensors = torch_params(m, L, True)
     x = torch.randn(T, N, I, requires_grad=True)
@@ -145,10 +154,10 @@ def test_state_outputs_off_gives_one_output():
     assert_almost_equal(out, ref.detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
-def test_sequence_length_matches_packed_sequence():
+@pytest.mark.parametrize("lens", [[5, 2, 3], [5, 2, 3, 1, 4, 5, 5, 2, 3, 4, 1, 1, 5, 3, 2, 4, 5]])
+def test_sequence_length_matches_packed_sequence(lens):
     torch.manual_seed(3)
-    T, N, I, H = 5, 3, 4, 5
-    lens = [5, 2, 3]
+    T, N, I, H = 5, len(lens), 4, 5
     m = torch_module("lstm", I, H, 1, True)
     x = torch.randn(T, N, I)
     h0 = torch.randn(2, N, H)
@@ -188,6 +197,12 @@ def test_numeric_gradient_float64(mode):
 def test_numeric_gradient_two_layers_bidirectional(mode):
     check_numeric_gradient("RNN", tiny_location(mode, L=2, bidir=True, seed=1),
                            params=rnn_kwargs(mode, 4, 2, True), numeric_eps=1e-5, rtol=1e-5, atol=1e-7)
+
+
+def test_numeric_gradient_sequences_split_across_threads():
+    # 16 sequences: each thread runs the time loop on its own rows, forward and backward.
+    check_numeric_gradient("RNN", tiny_location("lstm", L=2, bidir=True, T=2, N=16, I=2, H=3, seed=4),
+                           params=rnn_kwargs("lstm", 3, 2, True), numeric_eps=1e-5, rtol=1e-5, atol=1e-7)
 
 
 def test_numeric_gradient_without_state_outputs():
