@@ -128,9 +128,7 @@ def main():
     if args.worker:
         serve(args.worker)
         return
-    print("load average at start: %.2f %.2f %.2f" % os.getloadavg())
-    print("OMP_WAIT_POLICY for Weft: %s; PyTorch: PASSIVE" % os.environ.get("OMP_WAIT_POLICY", "(unset)"))
-    weft_w, torch_w = worker.Worker(__file__, ["weft"]), worker.Worker(__file__, ["torch"])
+    weft_w, torch_w = worker.start_pair(__file__)
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for i, cfg in enumerate(CONFIGS):

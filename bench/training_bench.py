@@ -358,9 +358,7 @@ def main():
     if args.worker:
         serve(args.worker)
         return
-    print("load average at start: %.2f %.2f %.2f" % os.getloadavg())
-    print("OMP_WAIT_POLICY for Weft: %s; PyTorch: PASSIVE" % os.environ.get("OMP_WAIT_POLICY", "(unset)"))
-    weft_w, torch_w = worker.Worker(__file__, ["weft"]), worker.Worker(__file__, ["torch"])
+    weft_w, torch_w = worker.start_pair(__file__)
     try:
         print("samples/s of one training step (data already in memory), best of %d interleaved runs of %d steps"
               % (args.rounds, args.steps), flush=True)

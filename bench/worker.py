@@ -39,3 +39,11 @@ def serve(answer):
     """The worker's loop: answer(words) -> list of values, for each line until stdin closes."""
     for line in sys.stdin:
         print(" ".join(str(v) for v in answer(line.split())), flush=True)
+
+
+def start_pair(script):
+    """Prints the load average and each framework's OpenMP wait policy, then starts
+    `script`'s two workers: (Weft's, PyTorch's)."""
+    print("load average at start: %.2f %.2f %.2f" % os.getloadavg())
+    print("OMP_WAIT_POLICY for Weft: %s; PyTorch: PASSIVE" % os.environ.get("OMP_WAIT_POLICY", "(unset)"))
+    return Worker(script, ["weft"]), Worker(script, ["torch"])

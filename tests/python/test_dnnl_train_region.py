@@ -189,26 +189,34 @@ def test_region_nodes_cannot_be_called_directly():
         mx.nd._internal._backward_dnnl_train_region(mx.nd.zeros((1,)), region=12345)
 
 
-def test_no_region_primitive_falls_back_to_onednns_reference_kernels():
-    # The regions' blocked layout must be the CPU's (nChw16c with AVX-512, nChw8c on AVX2):
-    # forcing the other leaves oneDNN only its reference convolutions. oneDNN's log of the
-    # primitives a training step runs, in a child process (the log is set when oneDNN loads).
+def onednn_log(lines):
+    """oneDNN's log (DNNL_VERBOSE) of `lines` run in a child process (the log is set when
+    oneDNN loads) after binding `fused`, small_resnet(16) at batch 8 with its training
+    regions; `mx` is weft there."""
     code = "\n".join([
         "import sys",
         "sys.path.insert(0, %r)" % os.path.dirname(os.path.abspath(__file__)),
         "from test_dnnl_train_region import small_resnet, pair, regions",
         "fused, _ = pair(small_resnet(16), (8, 3, 12, 12))",
         "assert regions(fused)",
-        "print('STEP', flush=True)",
-        "fused.forward(is_train=True)",
-        "fused.backward()",
         "mx = sys.modules['weft']",
-        "mx.nd.waitall()",
-    ])
+    ] + lines)
     run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, DNNL_VERBOSE="1"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert run.returncode == 0, run.stderr
-    step = run.stdout.split("STEP", 1)[1]
+    return run.stdout
+
+
+def test_no_region_primitive_falls_back_to_onednns_reference_kernels():
+    # The regions' blocked layout must be the CPU's (nChw16c with AVX-512, nChw8c on AVX2):
+    # forcing the other leaves oneDNN only its reference convolutions. oneDNN's log of the
+    # primitives a training step runs, in a child process (the log is set when oneDNN loads).
+    step = onednn_log([
+        "print('STEP', flush=True)",
+        "fused.forward(is_train=True)",
+        "fused.backward()",
+        "mx.nd.waitall()",
+    ]).split("STEP", 1)[1]
     convs = [ln.split(",") for ln in step.splitlines() if ",exec," in ln and ",convolution," in ln]
     passes = {f[5] for f in convs}
     assert {"forward_training", "backward_data", "backward_weights"} <= passes, passes
@@ -238,14 +246,7 @@ def test_predictions_follow_weights_written_between_calls():
 
 def test_predictions_reorder_weights_only_when_they_change():
     # oneDNN's log of the reorders of each prediction, in a child process.
-    code = "\n".join([
-        "import sys",
-        "import numpy as np",
-        "sys.path.insert(0, %r)" % os.path.dirname(os.path.abspath(__file__)),
-        "from test_dnnl_train_region import small_resnet, pair, regions",
-        "fused, _ = pair(small_resnet(16), (8, 3, 12, 12))",
-        "assert regions(fused)",
-        "mx = sys.modules['weft']",
+    log = onednn_log([
         # The stem reads 3 channels: it stays out of the regions (its operator reorders at each call).
         "shapes = {'x'.join(map(str, a.shape)): n for n, a in fused.arg_dict.items()",
         "          if n.endswith('_weight') and n != 'stem_weight'}",
@@ -257,11 +258,8 @@ def test_predictions_reorder_weights_only_when_they_change():
         "    fused.forward(is_train=False)",
         "    mx.nd.waitall()",
     ])
-    run = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, DNNL_VERBOSE="1"),
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert run.returncode == 0, run.stderr
-    shapes = set(run.stdout.split("SHAPES ", 1)[1].splitlines()[0].split())
-    steps = run.stdout.split("STEP")[1:]
+    shapes = set(log.split("SHAPES ", 1)[1].splitlines()[0].split())
+    steps = log.split("STEP")[1:]
     reordered = [[ln.split(",")[-2] for ln in s.splitlines() if ",exec," in ln and ",reorder," in ln
                   and ln.split(",")[-2] in shapes] for s in steps]
     assert len(reordered[0]) >= 4, reordered[0]      # every region convolution's weights, once
