@@ -471,14 +471,15 @@ inline void FirstMax4(A a, A b, A c, A d, A g, A* va, A* vb, A* vc, A* vd) {
   *vd = td ? g : A(0);
 }
 
-// Windows [ow, ow + N * k) of a row in float32 vectors of N lanes, k steps of N; returns
-// the first window left over.
+// float32 vectors of N lanes and their comparison masks (GCC's vector extensions).
 template <int N>
 struct FloatVectors {
   typedef float V __attribute__((vector_size(4 * N)));
   typedef int32_t I __attribute__((vector_size(4 * N)));
 };
 
+// The windows of a row from `ow` on, N at a time while N remain; returns the first window
+// left over.
 template <int N, bool Add>
 int64_t Tiled2x2Vectors(const float* r0, const float* r1, const float* g, float* d0, float* d1, int64_t ow,
                         int64_t OW) {
