@@ -1,7 +1,8 @@
 """LSTM language-model layer: Weft's fused RNN operator against torch.nn.LSTM, float32,
 same thread count, in milliseconds per call and as a Weft/torch ratio (below 1 means Weft
-is faster). Forward alone and forward + backward are timed; Weft's backward is the
-operator's gradient `_backward_RNN` (what autograd runs), which recomputes the forward.
+is faster). Forward alone (inference) and forward + backward are timed, the latter through
+each framework's autograd as training runs it: the gradients of the input, the initial
+states and the weights, Weft's backward starting from the training forward's reserve.
 
 Each framework runs in a process of its own (worker.py), as training_bench.py does:
 PyTorch set up as peer.py sets it (OMP_WAIT_POLICY=PASSIVE, 2 threads), Weft with the
@@ -75,17 +76,18 @@ def weft_runs(cfg, path):
     difference of its output from PyTorch's."""
     sys.path.insert(0, os.path.join(BENCH, "..", "build", "python"))
     import weft
-    from weft import nd
+    from weft import autograd, nd
     _, mode, T, N, I, H, L, bidir = cfg
     data = np.load(path)
     kw = dict(state_size=H, num_layers=L, bidirectional=bidir, mode=mode)
     ins = [nd.array(data["x"]), nd.array(data["params"]), nd.array(data["h0"])]
     if mode == "lstm":
         ins.append(nd.array(data["c0"]))
+    for a in ins:
+        a.attach_grad()
     dy = nd.array(data["dy"])
-    # Outputs written in place each call, so allocation is not what is timed.
+    # The forward's output written in place each call, so allocation is not what is timed.
     out = nd.RNN(*ins, **kw)
-    grads = nd.invoke("_backward_RNN", ins + [dy], kw)
     err = float(np.abs(out.asnumpy() - data["ref"]).max())
 
     def fwd():
@@ -93,8 +95,9 @@ def weft_runs(cfg, path):
         weft.nd.waitall()
 
     def fwd_bwd():
-        nd.invoke("RNN", ins, kw, out=[out])
-        nd.invoke("_backward_RNN", ins + [dy], kw, out=grads)
+        with autograd.record():
+            y = nd.RNN(*ins, **kw)
+        y.backward(dy)
         weft.nd.waitall()
     return fwd, fwd_bwd, err
 

@@ -359,12 +359,25 @@ weft_status_t weft_imperative_gradient(const weft_op_t* op, int num_inputs, weft
   WEFT_CHECK(num_inputs == want_in, kValue, "Operator '", o->name, "': expected ", want_in, " forward inputs, got ",
              num_inputs);
   int want_out = o->NumOutputs(attrs);
-  WEFT_CHECK(num_outputs == want_out, kValue, "Operator '", o->name, "': expected ", want_out,
+  static const auto& visible_fns = Op::GetAttr<FNumVisibleOutputs>("FNumVisibleOutputs");
+  int visible = visible_fns.Contains(o) ? visible_fns[o](attrs) : want_out;
+  WEFT_CHECK(num_outputs == want_out || num_outputs == visible, kValue, "Operator '", o->name, "': expected ",
+             want_out, visible < want_out ? " (or its " + std::to_string(visible) + " visible)" : std::string(),
              " forward outputs (with their gradients), got ", num_outputs);
   for (int i = 0; i < num_outputs; ++i)
     WEFT_CHECK(ograds[i].shape() == outs[i].shape(), kShape, "Operator '", o->name, "': out_grads[", i,
                "] has shape ", ograds[i].shape().ToString(), " but output ", i, " has shape ",
                outs[i].shape().ToString());
+  if (num_outputs < want_out) {
+    // Hidden outputs (a dropout mask, an RNN's reserve) come from running the operator once
+    // more in training mode, as autograd would have recorded it.
+    std::vector<NDArray> again;
+    imperative::Invoke(attrs, ins, &again, has_ctx ? &ctx_hint : nullptr, nullptr, true);
+    for (int i = num_outputs; i < want_out; ++i) {
+      outs.push_back(again[i]);
+      ograds.push_back(NDArray());
+    }
+  }
   std::vector<NDArray> grads = imperative::Gradient(attrs, ins, outs, ograds);
   // Handles are made only once every gradient exists, so a failure leaks nothing.
   for (int i = 0; i < num_inputs; ++i)

@@ -280,7 +280,9 @@ def test_backward_op_with_mask_and_add_to():
     mask = (rng.uniform(size=(L - 1, T, N, H)) > 0.4) / 0.6
     dy = rng.uniform(-1, 1, (T, N, H))
     dhy = rng.uniform(-1, 1, (L, N, H))
-    grads = nd.invoke("_backward_RNN", arrays + [nd.array(mask), nd.array(dy), nd.array(dhy)], kw)
+    # A one-element reserve is no training forward's: the backward recomputes the forward.
+    reserve = nd.zeros((1,), dtype=np.float64)
+    grads = nd.invoke("_backward_RNN", arrays + [nd.array(mask), reserve, nd.array(dy), nd.array(dhy)], kw)
 
     # Reference: numeric gradient of sum(y * dy) + sum(hy * dhy) with the mask applied by
     # running the layers one at a time.
@@ -305,7 +307,7 @@ def test_backward_op_with_mask_and_add_to():
 
     # kAddTo: writing into given gradients adds.
     base = [nd.array(np.ones(a.shape)) for a in loc[:3]]
-    nd.invoke("_backward_RNN", arrays + [nd.array(mask), nd.array(dy), nd.array(dhy)], kw, out=base)
+    nd.invoke("_backward_RNN", arrays + [nd.array(mask), reserve, nd.array(dy), nd.array(dhy)], kw, out=base)
     for b, g in zip(base, grads):
         assert_almost_equal(b, g.asnumpy(), rtol=1e-6, atol=1e-8)
 
@@ -360,3 +362,32 @@ def test_error_sequence_length_out_of_range():
     arrays = [nd.array(a) for a in loc[:3]] + [nd.array(loc[3], dtype=np.int32)]
     with pytest.raises(weft.base.WeftError, match=r"sequence_length\[1\] = 4 is not in \[0, 3\]"):
         nd.RNN(*arrays, **rnn_kwargs("gru", 4, 1, False, use_sequence_length=True))[0].asnumpy()
+
+
+def test_training_backward_reads_the_reserve_with_dropout():
+    # Through autograd a training forward leaves its activations, dropout-masked layer
+    # outputs included, in the reserve, and the backward starts from them. Seeded, the
+    # dropout draws the same masks at every forward, so central differences of the training
+    # forward check that gradient.
+    T, N, I, H, L = 3, 2, 3, 4, 2
+    loc = tiny_location("lstm", L=L, T=T, N=N, I=I, H=H, seed=12)
+    kw = rnn_kwargs("lstm", H, L, False, p=0.5)
+    dy = np.random.RandomState(1).uniform(-1, 1, (T, N, H))
+    rest = [nd.array(v, dtype=np.float64) for v in loc[1:]]
+
+    def objective(values):
+        weft.random.seed(21)
+        with weft.autograd.train_mode():
+            y = nd.RNN(nd.array(values[0], dtype=np.float64), *rest, **kw)[0]
+        return float(np.sum(y.asnumpy() * dy))
+
+    x = nd.array(loc[0], dtype=np.float64)
+    x.attach_grad()
+    weft.random.seed(21)
+    with weft.autograd.record():
+        y = nd.RNN(x, *rest, **kw)[0]
+    y.backward(nd.array(dy, dtype=np.float64))
+    from weft.test_utils import numeric_grad
+    num = numeric_grad(objective, [loc[0].copy()], eps=1e-5)[0]
+    assert not np.allclose(objective([loc[0]]), float(np.sum(nd.RNN(x, *rest, **kw)[0].asnumpy() * dy)))
+    assert_almost_equal(x.grad.asnumpy(), num, rtol=1e-5, atol=1e-7)

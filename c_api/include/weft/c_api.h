@@ -264,8 +264,11 @@ WEFT_API weft_status_t weft_imperative_invoke(const weft_op_t* op, int num_input
 
 /* Runs the registered gradient of `op` once, eagerly: given the forward inputs, the forward
  * outputs and a gradient for each output, writes one new handle per input into in_grads
- * (NULL where the operator has no gradient for that input, e.g. an integer index). The caller
- * frees the non-NULL handles. WEFT_ERR_UNSUPPORTED when the operator is not differentiable. */
+ * (NULL where the operator has no gradient for that input, e.g. an integer index). The
+ * outputs may be all of them or only the visible ones (what weft_imperative_invoke returns):
+ * the hidden ones (a dropout mask, an RNN's reserve) then come from running the operator once
+ * more in training mode. The caller frees the non-NULL handles. WEFT_ERR_UNSUPPORTED when
+ * the operator is not differentiable. */
 WEFT_API weft_status_t weft_imperative_gradient(const weft_op_t* op, int num_inputs, weft_ndarray_t* const* inputs,
                                                 int num_outputs, weft_ndarray_t* const* outputs,
                                                 weft_ndarray_t* const* out_grads, int num_params,

@@ -4,12 +4,13 @@
 //
 // Each layer and direction does its input projection for all time steps as one GEMM
 // (T*N x G*H), then per step one GEMM for the recurrent part and a vectorised gate loop.
-// The backward recomputes the forward (keeping the gate activations and states in
-// temporary space), then walks back through time: per step one GEMM for the recurrent
-// gradient, and once per layer and direction the weight gradients as single GEMMs over
-// all time steps. Recomputing keeps the operator free of a saved workspace output; only
-// the dropout masks (which must be reproduced exactly) are a hidden output, present when
-// p > 0.
+// The backward walks back through time from the forward's gate activations and states:
+// per step one GEMM for the recurrent gradient, and once per layer and direction the
+// weight gradients as single GEMMs over all time steps. A training forward leaves those
+// activations and states in a hidden output, the reserve, which the backward reads; after
+// a forward that did not fill it (inference, or a reserve given by hand) the backward
+// recomputes them. The dropout masks (which must be reproduced exactly) are another hidden
+// output, present when p > 0.
 //
 // Sequence lengths: a sequence n stops at len[n]; past it the output is 0 and the state
 // is carried unchanged, so the reverse direction starts at len[n] - 1 and the final
@@ -71,6 +72,8 @@ bool IsLstm(const RNNParam& p) { return p.mode == "lstm"; }
 int NumVisibleOutputs(const RNNParam& p) { return p.state_outputs ? (IsLstm(p) ? 3 : 2) : 1; }
 bool HasMask(const RNNParam& p) { return p.p > 0; }
 int NumForwardInputs(const RNNParam& p) { return 3 + (IsLstm(p) ? 1 : 0) + (p.use_sequence_length ? 1 : 0); }
+// Outputs: the visible ones, the dropout mask (p > 0), then the reserve.
+int NumForwardOutputs(const RNNParam& p) { return NumVisibleOutputs(p) + (HasMask(p) ? 1 : 0) + 1; }
 
 // Positions of the optional inputs: state_cell then sequence_length follow state.
 int CellInput(const RNNParam& p) { return IsLstm(p) ? 3 : -1; }
@@ -262,6 +265,14 @@ RnnLayout MakeLayout(const RnnDims& d, bool dropout, bool backward) {
   return w;
 }
 
+// The reserve: a training forward's whole workspace, whose start (everything before the
+// per-step product `gh`) is the start of the backward's workspace, then one flag, 1 when
+// the forward filled it. Dropout between layers adds the masked layer outputs.
+bool ReserveDropout(const RNNParam& p, const RnnDims& d) { return p.p > 0 && d.L > 1; }
+int64_t ReserveFloats(const RNNParam& p, const RnnDims& d) {
+  return MakeLayout(d, ReserveDropout(p, d), false).total + 1;
+}
+
 template <typename DT>
 void StoreArray(DT* dst, const DT* src, int64_t n, OpReq req) {
   if (req == OpReq::kNullOp) return;
@@ -304,6 +315,12 @@ class RnnRunner {
         });
       }
     }
+  }
+
+  // Instead of Forward: the forward's workspace start, saved by a training forward.
+  void Restore(const DT* saved, int64_t floats, const std::vector<int64_t>& lens) {
+    lens_ = &lens;
+    std::memcpy(ws_, saved, sizeof(DT) * floats);
   }
 
   const DT* Output() const { return ws_ + w_.y[d_.L - 1]; }
@@ -648,7 +665,8 @@ bool RnnShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>
     AssignShape(attrs, out, k++, Shape({d.L * d.D, d.N, d.Hout}), "output");
     if (IsLstm(p)) AssignShape(attrs, out, k++, Shape({d.L * d.D, d.N, d.H}), "output");
   }
-  if (HasMask(p)) AssignShape(attrs, out, k, MaskShape(d), "output");
+  if (HasMask(p)) AssignShape(attrs, out, k++, MaskShape(d), "output");
+  AssignShape(attrs, out, k, Shape({ReserveFloats(p, d)}), "output");
   return true;
 }
 
@@ -732,12 +750,16 @@ void RnnForward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<
   const bool has_mask = HasMask(p);
   const bool dropout = has_mask && ctx.is_train && d.L > 1;
   RnnLayout w = MakeLayout(d, dropout, false);
+  const TBlob& reserve = out.back();
+  // A training forward works in the reserve itself (its layout is the workspace's start);
+  // otherwise in temporary space, and the reserve says it holds nothing.
+  const bool keep = ctx.is_train && req.back() != OpReq::kNullOp;
   WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, DT, "Operator 'RNN': input 'data'", {
     if constexpr (std::is_same_v<DT, float> || std::is_same_v<DT, double>) {
-      DT* ws = static_cast<DT*>(Temp(ctx)->Get(sizeof(DT) * std::max<int64_t>(w.total, 1)));
+      DT* ws = keep ? reserve.ptr<DT>() : static_cast<DT*>(Temp(ctx)->Get(sizeof(DT) * std::max<int64_t>(w.total, 1)));
       const DT* mask = nullptr;
       if (has_mask) {
-        const TBlob& m = out.back();
+        const TBlob& m = out[out.size() - 2];
         DT* mp = m.ptr<DT>();
         // The mask is the record the backward replays: ones when nothing is dropped.
         if (dropout) DrawMask(attrs, ctx, p.p, mp, m.Size());
@@ -747,6 +769,7 @@ void RnnForward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<
       RnnRunner<DT> run(attrs, d, w, ws, in[1].ptr<DT>());
       const DT* c0 = CellInput(p) >= 0 ? in[CellInput(p)].ptr<DT>() : nullptr;
       run.Forward(in[0].ptr<DT>(), in[2].ptr<DT>(), c0, lens, mask);
+      if (req.back() != OpReq::kNullOp) reserve.ptr<DT>()[reserve.Size() - 1] = keep ? DT(1) : DT(0);
       StoreArray(out[0].ptr<DT>(), run.Output(), out[0].Size(), req[0]);
       if (p.state_outputs) {
         for (int64_t ld = 0; ld < d.L * d.D; ++ld) {
@@ -760,8 +783,9 @@ void RnnForward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<
   });
 }
 
-// _backward_RNN inputs: the forward inputs, the dropout mask (p > 0), then the gradients
-// of the visible outputs. Outputs: gradients of data, parameters, state (and state_cell).
+// _backward_RNN inputs: the forward inputs, the dropout mask (p > 0), the reserve, then the
+// gradients of the visible outputs. Outputs: gradients of data, parameters, state (and
+// state_cell).
 void RnnBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                  const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<RNNParam>();
@@ -769,6 +793,7 @@ void RnnBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector
   std::vector<int64_t> lens = ReadLengths(attrs, d, in);
   int k = NumForwardInputs(p);
   const TBlob* mask_blob = HasMask(p) ? &in[k++] : nullptr;
+  const TBlob& reserve = in[k++];
   const TBlob& dy = in[k++];
   const TBlob* dhy = p.state_outputs ? &in[k++] : nullptr;
   const TBlob* dcy = p.state_outputs && IsLstm(p) ? &in[k++] : nullptr;
@@ -780,7 +805,14 @@ void RnnBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector
       const DT* mask = dropout ? mask_blob->ptr<DT>() : nullptr;
       RnnRunner<DT> run(attrs, d, w, ws, in[1].ptr<DT>());
       const DT* c0 = CellInput(p) >= 0 ? in[CellInput(p)].ptr<DT>() : nullptr;
-      run.Forward(in[0].ptr<DT>(), in[2].ptr<DT>(), c0, lens, mask);
+      // The reserve of a training forward with these arguments holds what the backward's
+      // workspace starts with; the masked outputs' place depends on dropout, which both
+      // sides agree on here.
+      const int64_t flag = ReserveFloats(p, d) - 1;
+      if (dropout == ReserveDropout(p, d) && reserve.Size() == flag + 1 && reserve.ptr<DT>()[flag] == DT(1))
+        run.Restore(reserve.ptr<DT>(), w.gh, lens);
+      else
+        run.Forward(in[0].ptr<DT>(), in[2].ptr<DT>(), c0, lens, mask);
       DT* dc0 = IsLstm(p) ? out[3].ptr<DT>() : nullptr;
       run.Backward(in[0].ptr<DT>(), dy.ptr<DT>(), dhy ? dhy->ptr<DT>() : nullptr, dcy ? dcy->ptr<DT>() : nullptr,
                    mask, out[0].ptr<DT>(), req[0], out[1].ptr<DT>(), req[1], out[2].ptr<DT>(), req[2], dc0,
@@ -796,11 +828,17 @@ bool RnnBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vecto
   const auto& p = attrs.Params<RNNParam>();
   int nin = NumForwardInputs(p);
   std::vector<Shape> fin(in->begin(), in->begin() + nin);
-  std::vector<Shape> fout(NumVisibleOutputs(p) + (HasMask(p) ? 1 : 0));
+  std::vector<Shape> fout(NumForwardOutputs(p));
   if (!RnnShape(attrs, &fin, &fout)) return false;
   for (int i = 0; i < nin; ++i) (*in)[i] = fin[i];
   int k = nin;
-  if (HasMask(p)) AssignShape(attrs, in, k++, fout.back(), "input");
+  if (HasMask(p)) AssignShape(attrs, in, k++, fout[NumVisibleOutputs(p)], "input");
+  // Any vector passes as the reserve: one that is not a training forward's makes the
+  // backward recompute the forward.
+  Shape& reserve = (*in)[k++];
+  if (!reserve.known_ndim()) reserve = fout.back();
+  WEFT_CHECK(reserve.ndim() == 1, kShape, "Operator '_backward_RNN': input 'reserve' must be a vector, got ",
+             reserve.ToString());
   for (int i = 0; i < NumVisibleOutputs(p); ++i) AssignShape(attrs, in, k++, fout[i], "input");
   for (int i = 0; i < static_cast<int>(out->size()); ++i) AssignShape(attrs, out, i, fin[i], "output");
   return true;
@@ -810,7 +848,7 @@ bool RnnBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector
   const auto& p = attrs.Params<RNNParam>();
   int nin = NumForwardInputs(p);
   std::vector<DType> fin(in->begin(), in->begin() + nin);
-  std::vector<DType> fout(NumVisibleOutputs(p) + (HasMask(p) ? 1 : 0), DType::kUnknown);
+  std::vector<DType> fout(NumForwardOutputs(p), DType::kUnknown);
   if (!RnnType(attrs, &fin, &fout)) return false;
   for (int i = 0; i < nin; ++i) (*in)[i] = fin[i];
   for (size_t i = nin; i < in->size(); ++i) AssignType(attrs, in, i, fin[0], "input");
@@ -823,6 +861,7 @@ std::vector<GradValue> RnnGrad(GradBuilder& b, const NodeAttrs& attrs, const Gra
   int nin = NumForwardInputs(p);
   std::vector<GradValue> ins(a.inputs.begin(), a.inputs.begin() + nin);
   if (HasMask(p)) ins.push_back(a.outputs[NumVisibleOutputs(p)]);
+  ins.push_back(a.outputs[NumForwardOutputs(p) - 1]);
   for (int i = 0; i < NumVisibleOutputs(p); ++i) ins.push_back(a.out_grads[i]);
   std::vector<GradValue> g = b.Call("_backward_RNN", ins, attrs.dict);
   std::vector<GradValue> r(nin);
@@ -843,10 +882,7 @@ WEFT_REGISTER_OP(RNN)
         "a (T, N, C) sequence. All weights and biases come packed in one vector, laid out as MXNet lays it out.")
     .SetParams<RNNParam>()
     .SetNumInputs([](const NodeAttrs& attrs) { return NumForwardInputs(attrs.Params<RNNParam>()); })
-    .SetNumOutputs([](const NodeAttrs& attrs) {
-      const auto& p = attrs.Params<RNNParam>();
-      return NumVisibleOutputs(p) + (HasMask(p) ? 1 : 0);
-    })
+    .SetNumOutputs([](const NodeAttrs& attrs) { return NumForwardOutputs(attrs.Params<RNNParam>()); })
     .SetAttr<FNumVisibleOutputs>("FNumVisibleOutputs",
                                  [](const NodeAttrs& attrs) { return NumVisibleOutputs(attrs.Params<RNNParam>()); })
     .SetAttr<FListNames>("FListOutputNames",
@@ -858,6 +894,7 @@ WEFT_REGISTER_OP(RNN)
                              if (IsLstm(p)) names.push_back("state_cell");
                            }
                            if (HasMask(p)) names.push_back("dropout_mask");
+                           names.push_back("reserve");
                            return names;
                          })
     .AddArgument("data", "NDArray-or-Symbol", "Input sequence (T, N, C), layout TNC.")
@@ -873,11 +910,12 @@ WEFT_REGISTER_OP(RNN)
     .SetAttr<FGradient>("FGradient", RnnGrad);
 
 WEFT_REGISTER_OP(_backward_RNN)
-    .Describe("Gradient of RNN: recomputes the forward, then backpropagates through time.")
+    .Describe("Gradient of RNN: backpropagates through time from the training forward's reserve (or recomputes "
+              "the forward when the reserve is not one).")
     .SetParams<RNNParam>()
     .SetNumInputs([](const NodeAttrs& attrs) {
       const auto& p = attrs.Params<RNNParam>();
-      return NumForwardInputs(p) + (HasMask(p) ? 1 : 0) + NumVisibleOutputs(p);
+      return NumForwardInputs(p) + (HasMask(p) ? 1 : 0) + 1 + NumVisibleOutputs(p);
     })
     .SetNumOutputs([](const NodeAttrs& attrs) { return IsLstm(attrs.Params<RNNParam>()) ? 4 : 3; })
     .SetAttr<FInferShape>("FInferShape", RnnBackwardShape)
