@@ -3,7 +3,8 @@ run: LeNet training step at batch 64; ResNet-50 inference at batch 32 and 1 and 
 step at batch 16; ResNet-18 alongside; VGG-16, Inception-BN and MobileNet v1 inference and
 training. Throughput in images/s, and the share of the machine's FP32 peak
 (timing.peak_flops: 455 GFLOP/s on the 2 AVX-512 cores the issue was written on, 157 on 2
-AVX2 cores at 2.45 GHz; --peak overrides), counting a forward's multiply-adds as the issue
+AVX2 cores at 2.45 GHz; --peak overrides, e.g. with what build/weft_fma_peak measures the
+cores to sustain), counting a forward's multiply-adds as the issue
 counts ResNet-50's 4.1 "GFLOP" (ResNet-18 1.8, VGG-16 15.5, Inception-BN 2.0, MobileNet
 0.57; a training step as 3 forwards): a multiply-add is two floating-point operations, so
 the column is half the share of peak by FLOPs. PyTorch runs its own LeNet, torchvision's

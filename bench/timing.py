@@ -23,7 +23,10 @@ def peak_flops():
     """This machine's FP32 peak in FLOP/s and how it was reckoned: cores x FMA lanes (16
     floats with AVX-512, 8 with AVX2) x 2 FMA units x 2 FLOP x the clock /proc/cpuinfo
     gives. The 2-core AVX-512 machine the issues were written on comes to about 455 GFLOP/s,
-    a 2-core AVX2 one at 2.45 GHz to 157 (where oneDNN's sgemm reaches 155)."""
+    a 2-core AVX2 one at 2.45 GHz to 157 (where oneDNN's sgemm reaches 155). The clock
+    /proc/cpuinfo shows can be below the one the cores run at: the C++ program
+    weft_fma_peak (bench/fma_peak.cc) measures what they sustain (175-202 GFLOP/s on that
+    AVX2 machine); nets_bench.py --peak takes its figure."""
     import os
     flags, mhz = set(), 0.0
     with open("/proc/cpuinfo") as f:

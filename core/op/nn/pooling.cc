@@ -45,6 +45,13 @@ struct PoolGeom {
   int64_t OutSize() const { return out[0] * out[1] * out[2]; }
 };
 
+// Runs f(lo, hi) over the planes [lo, hi) of the n * c (image, channel) planes, split
+// across threads so that each takes at least kElemGrain input cells.
+template <typename F>
+void OverPlanes(const PoolGeom& g, F&& f) {
+  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(g.InSize(), 1)), f);
+}
+
 PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data) {
   const auto& prm = attrs.Params<PoolingParam>();
   const std::string& op = attrs.op->name;
@@ -187,7 +194,7 @@ template <typename T>
 void PlainPoolForward(const PoolGeom& g, const T* x, T* y, OpReq req) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t I = g.InSize(), O = g.OutSize();
-  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(I, 1)), [&](int64_t lo, int64_t hi) {
+  OverPlanes(g, [&](int64_t lo, int64_t hi) {
     for (int64_t plane = lo; plane < hi; ++plane) {
       const T* xp = x + plane * I;
       T* yp = y + plane * O;
@@ -222,7 +229,7 @@ template <typename T>
 void PlainPoolBackward(const PoolGeom& g, const T* dy, const T* x, const T* y, T* dx, OpReq req) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t I = g.InSize(), O = g.OutSize();
-  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(I, 1)), [&](int64_t lo, int64_t hi) {
+  OverPlanes(g, [&](int64_t lo, int64_t hi) {
     for (int64_t plane = lo; plane < hi; ++plane) {
       const T* xp = x + plane * I;
       const T* dyp = dy + plane * O;
@@ -320,7 +327,7 @@ void Pool2DForward(const PoolGeom& g, const T* x, T* y, OpReq req) {
   const bool max = g.kind == PoolKind::kMax;
   const Windows2D win(g);
   const std::vector<AxisWindow>& rows = win.rows;
-  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(H * W, 1)), [&](int64_t lo, int64_t hi) {
+  OverPlanes(g, [&](int64_t lo, int64_t hi) {
     std::vector<A> acc(OW);
     for (int64_t plane = lo; plane < hi; ++plane) {
       const T* xp = x + plane * H * W;
@@ -360,7 +367,7 @@ void Pool2DBackward(const PoolGeom& g, const T* dy, const T* x, T* dx, OpReq req
   const bool max = g.kind == PoolKind::kMax;
   const Windows2D win(g);
   const std::vector<AxisWindow>& rows = win.rows;
-  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(H * W, 1)), [&](int64_t lo, int64_t hi) {
+  OverPlanes(g, [&](int64_t lo, int64_t hi) {
     std::vector<A> best(OW), scale(OW);
     std::vector<int64_t> where(OW);
     for (int64_t plane = lo; plane < hi; ++plane) {
@@ -435,20 +442,19 @@ void TiledMaxForward(const PoolGeom& g, const T* x, T* y, OpReq req) {
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2];
   WithTiles(g, [&](auto kh, auto kw) {
-    ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(H * W, 1)),
-                [&](int64_t lo, int64_t hi) {
-                  for (int64_t plane = lo; plane < hi; ++plane)
-                    for (int64_t oh = 0; oh < OH; ++oh) {
-                      const T* x0 = x + plane * H * W + oh * kh * W;
-                      T* yr = y + (plane * OH + oh) * OW;
-                      for (int64_t ow = 0; ow < OW; ++ow) {
-                        A m = std::numeric_limits<A>::lowest();
-                        for (int64_t i = 0; i < kh; ++i)
-                          for (int64_t j = 0; j < kw; ++j) m = std::max(m, static_cast<A>(x0[i * W + ow * kw + j]));
-                        Store(yr + ow, req, m);
-                      }
-                    }
-                });
+    OverPlanes(g, [&](int64_t lo, int64_t hi) {
+      for (int64_t plane = lo; plane < hi; ++plane)
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const T* x0 = x + plane * H * W + oh * kh * W;
+          T* yr = y + (plane * OH + oh) * OW;
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            A m = std::numeric_limits<A>::lowest();
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j) m = std::max(m, static_cast<A>(x0[i * W + ow * kw + j]));
+            Store(yr + ow, req, m);
+          }
+        }
+    });
   });
 }
 
@@ -559,7 +565,7 @@ void TiledMaxBackward(const PoolGeom& g, const T* dy, const T* x, T* dx, OpReq r
   using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
   const int64_t H = g.in[1], W = g.in[2], OH = g.out[1], OW = g.out[2], kh = g.k[1], kw = g.k[2];
   const bool add = req == OpReq::kAddTo, two = kh == 2 && kw == 2;
-  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(H * W, 1)), [&](int64_t lo, int64_t hi) {
+  OverPlanes(g, [&](int64_t lo, int64_t hi) {
     for (int64_t plane = lo; plane < hi; ++plane) {
       const T* xp = x + plane * H * W;
       const T* dyp = dy + plane * OH * OW;
