@@ -117,6 +117,95 @@ def test_divergent_control_flow_is_an_error():
     np.testing.assert_allclose(net(x).asnumpy(), [2, 2])
 
 
+def _count_traces(monkeypatch):
+    calls = []
+    trace = gluon.block.HybridBlock._get_graph
+
+    def counted(self, *args):
+        calls.append(self.name)
+        return trace(self, *args)
+    monkeypatch.setattr(gluon.block.HybridBlock, "_get_graph", counted)
+    return calls
+
+
+def test_tree_of_weft_layers_is_traced_only_after_a_change(monkeypatch):
+    calls = _count_traces(monkeypatch)
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(4, activation="relu"), nn.Dropout(0.0), nn.Dense(3))
+    net.initialize()
+    net.hybridize()
+    x = nd.array(np.random.RandomState(0).randn(2, 5).astype(np.float32))
+    expected = net(x).asnumpy()
+    with autograd.record():
+        net(x)
+    assert len(calls) >= 2  # the first call of each cached graph traces (deferred init too)
+    del calls[:]
+    for _ in range(3):
+        with autograd.record():
+            out = net(x)
+        out.backward()
+        np.testing.assert_allclose(net(x).asnumpy(), expected, rtol=1e-6)
+    assert calls == []
+    # Any block set anew makes the next call trace (and check) again, once.
+    other = nn.Dense(2)
+    other.flag = 1
+    net(x)
+    net(x)
+    assert len(calls) == 1
+    # A layer's attribute changed under the cached graph: the check runs and catches it.
+    net[1]._rate = 0.5
+    with pytest.raises(RuntimeError, match="took another path.*_copy.*Dropout"):
+        net(x)
+
+
+def test_trees_with_user_code_or_hooks_are_traced_at_every_call(monkeypatch):
+    class Switch(nn.HybridBlock):
+        def __init__(self):
+            super().__init__()
+            self.double = False
+
+        def hybrid_forward(self, F, x):
+            return x * 2 if self.double else x + 1
+
+    class Logged(nn.Dense):
+        def forward(self, x):
+            return super().forward(x)
+
+    calls = _count_traces(monkeypatch)
+    x = nd.ones((2, 3))
+    for make in (lambda: Switch(), lambda: Logged(3, in_units=3)):
+        net = nn.HybridSequential()
+        net.add(nn.Dense(3, in_units=3), make())
+        net.initialize()
+        net.hybridize()
+        del calls[:]
+        for _ in range(3):
+            net(x)
+        assert len(calls) == 3
+    switch = nn.HybridSequential()
+    switch.add(nn.Dense(3, in_units=3), Switch())
+    switch.initialize()
+    switch.hybridize()
+    switch(x)
+    switch[1].__dict__["double"] = True  # no attribute hook on the way: only the trace sees it
+    with pytest.raises(RuntimeError, match="took another path"):
+        switch(x)
+    seen = []
+    net = nn.HybridSequential()
+    net.add(nn.Dense(3, in_units=3))
+    net.initialize()
+    net.hybridize()
+    net(x)
+    handle = net[0].register_forward_hook(lambda block, args, out: seen.append(type(out).__name__))
+    net(x)
+    net(x)
+    assert seen == ["Symbol", "Symbol"]  # hooks of a hybridized block run in its trace
+    handle.detach()
+    net(x)
+    assert len(seen) == 2
+
+
 def test_same_graph_compares_structure_not_objects():
     sym = weft.sym
 

@@ -9,7 +9,9 @@ fusion), cached per input shapes, dtypes, context and training mode.
 Every call of a hybridized block traces it again (symbol composition only, nothing runs)
 and compares the graph with the cached one: when Python control flow in hybrid_forward took
 another path than when the graph was cached (a flag flipped, say), the call raises an error
-naming the first differing node instead of silently running the stale graph.
+naming the first differing node instead of silently running the stale graph. Trees made only
+of Weft's own layers (their hybrid_forward marked `_fixed_graph`) skip that trace while no
+block has changed since their graph was last checked.
 """
 import re
 import threading
@@ -81,6 +83,26 @@ class _BlockScope:
         _BlockScope._current.value = self._old_scope
 
 
+# Moves at every change to any block that a trace can depend on: an attribute set, a child
+# added, a hook registered or removed. Weft's layers set nothing while they run, so in a
+# training loop it stands still.
+_blocks_version = 0
+
+
+def _touch_blocks():
+    global _blocks_version
+    _blocks_version += 1
+
+
+def _fixed_graph(hybrid_forward):
+    """Marks a hybrid_forward whose graph is a function of its block's attributes and
+    children and of the inputs alone: it reads no global state, calls no method a subclass
+    could override, and calls only registered children. The trace of a tree of such blocks
+    cannot take another path while no block has changed (_blocks_version)."""
+    hybrid_forward._weft_fixed_graph = True
+    return hybrid_forward
+
+
 def _flatten(args, what):
     flat = []
     for a in args:
@@ -111,6 +133,7 @@ class Block:
         return "\n".join(lines) + "\n)" if len(lines) > 1 else lines[0] + ")"
 
     def __setattr__(self, name, value):
+        _touch_blocks()
         if hasattr(self, "_children"):
             existing = self.__dict__.get(name)
             if isinstance(existing, (Block, Parameter)) and not isinstance(value, type(existing)):
@@ -176,15 +199,18 @@ class Block:
         if name is None:
             name = str(len(self._children))
         self._children[name] = block
+        _touch_blocks()
 
     def register_forward_pre_hook(self, hook):
         key = object()
         self._forward_pre_hooks[key] = hook
+        _touch_blocks()
         return _HookHandle(self._forward_pre_hooks, key)
 
     def register_forward_hook(self, hook):
         key = object()
         self._forward_hooks[key] = hook
+        _touch_blocks()
         return _HookHandle(self._forward_hooks, key)
 
     def apply(self, fn):
@@ -318,6 +344,7 @@ class _HookHandle:
 
     def detach(self):
         self._hooks.pop(self._key, None)
+        _touch_blocks()
 
 
 class _CachedGraph:
@@ -326,10 +353,14 @@ class _CachedGraph:
     the executor is an inference one: in predict mode it runs its oneDNN regions (BatchNorm
     folded into the convolutions, weights reordered once, not at every call)."""
 
-    def __init__(self, block, sym, input_names, num_outputs, args, ctx, input_grads, grads):
+    def __init__(self, block, sym, input_names, num_outputs, multi, args, ctx, input_grads, grads):
         self.sym = sym
         self.input_names = input_names
         self.num_outputs = num_outputs
+        self.multi = multi
+        # The _blocks_version at which a trace last matched this graph, when the block's
+        # whole tree is made of _fixed_graph layers; None otherwise.
+        self.checked_at = None
         self.arrays_version = arrays_version()
         params = {p.name: p for p in block.collect_params().values()}
         arg_arrays, grad_arrays, reqs = {}, {}, {}
@@ -479,8 +510,12 @@ class HybridBlock(Block):
         input_grads = tuple(recording and a._has_history() for a in args)
         key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), ctx, autograd.is_training(), input_grads,
                recording)
-        names, sym, num_outputs, multi = self._get_graph(*args)
         graph = self._cached.get(key)
+        if graph is not None and graph.checked_at == _blocks_version and graph.still_bound():
+            # Nothing a trace reads has changed since one matched this graph: it would again.
+            outs = graph.run(args, autograd.is_training())
+            return outs if graph.multi else outs[0]
+        names, sym, num_outputs, multi = self._get_graph(*args)
         if graph is not None:
             if not graph.sym._same_graph(sym):
                 raise RuntimeError(
@@ -493,10 +528,21 @@ class HybridBlock(Block):
                 graph = None
         if graph is None:
             self._finish_deferred(*args)
-            graph = _CachedGraph(self, sym, names, num_outputs, args, ctx, input_grads, recording)
+            graph = _CachedGraph(self, sym, names, num_outputs, multi, args, ctx, input_grads, recording)
             self._cached[key] = graph
+        graph.checked_at = _blocks_version if self._fixed_tree() else None
         outs = graph.run(args, autograd.is_training())
         return outs if multi else outs[0]
+
+    def _fixed_tree(self):
+        """Whether every block of this tree traces through _fixed_graph code alone: no
+        subclass's forward or __call__ in the way, and no hooks (they run in the trace)."""
+        cls = type(self)
+        if not getattr(cls.hybrid_forward, "_weft_fixed_graph", False) or cls.forward is not HybridBlock.forward \
+                or cls.__call__ is not Block.__call__ or cls._get_graph is not HybridBlock._get_graph \
+                or self._forward_hooks or self._forward_pre_hooks:
+            return False
+        return all(c._fixed_tree() for c in self._children.values())
 
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes path-symbol.json and path-%04d.params (arg:/aux: names), loadable by the

@@ -1,5 +1,5 @@
 """Activation layers, as MXNet 1.x's `gluon.nn.activations`."""
-from ..block import HybridBlock
+from ..block import HybridBlock, _fixed_graph
 
 __all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "Swish", "GELU"]
 
@@ -14,6 +14,7 @@ class Activation(HybridBlock):
     def _alias(self):
         return self._act_type
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.Activation(x, act_type=self._act_type, name="fwd")
 
@@ -30,6 +31,7 @@ class LeakyReLU(HybridBlock):
         super().__init__(**kwargs)
         self._alpha = alpha
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.LeakyReLU(x, act_type="leaky", slope=self._alpha, name="fwd")
 
@@ -44,6 +46,7 @@ class PReLU(HybridBlock):
             self.alpha = self.params.get("alpha", shape=(in_channels,),
                                          init=alpha_initializer or initializer.Constant(0.25))
 
+    @_fixed_graph
     def hybrid_forward(self, F, x, alpha):
         return F.LeakyReLU(x, gamma=alpha, act_type="prelu", name="fwd")
 
@@ -53,16 +56,19 @@ class ELU(HybridBlock):
         super().__init__(**kwargs)
         self._alpha = alpha
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.LeakyReLU(x, act_type="elu", slope=self._alpha)
 
 
 class SELU(HybridBlock):
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.LeakyReLU(x, act_type="selu", name="fwd")
 
 
 class GELU(HybridBlock):
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.LeakyReLU(x, act_type="gelu", name="fwd")
 
@@ -74,5 +80,6 @@ class Swish(HybridBlock):
         super().__init__(**kwargs)
         self._beta = beta
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return x * F.sigmoid(self._beta * x, name="fwd")

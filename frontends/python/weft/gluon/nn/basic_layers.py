@@ -1,7 +1,7 @@
 """Basic layers, as MXNet 1.x's `gluon.nn.basic_layers`."""
 import numpy as np
 
-from ..block import Block, HybridBlock
+from ..block import Block, HybridBlock, _fixed_graph
 from .activations import Activation
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "BatchNorm", "InstanceNorm",
@@ -40,6 +40,7 @@ class Sequential(_Stack, Block):
 class HybridSequential(_Stack, HybridBlock):
     """Sequential for HybridBlocks: hybridizes as one graph."""
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         for block in self._children.values():
             x = block(x)
@@ -62,6 +63,7 @@ class Dense(HybridBlock):
                                         allow_deferred_init=True) if use_bias else None
             self.act = Activation(activation, prefix=activation + "_") if activation is not None else None
 
+    @_fixed_graph
     def hybrid_forward(self, F, x, weight, bias=None):
         if bias is None:
             act = F.FullyConnected(x, weight, no_bias=True, num_hidden=self._units, flatten=self._flatten, name="fwd")
@@ -83,6 +85,7 @@ class Dropout(HybridBlock):
         self._rate = rate
         self._axes = axes
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         if self._rate > 0:
             return F.Dropout(x, p=self._rate, axes=self._axes, name="fwd")
@@ -115,6 +118,7 @@ class BatchNorm(HybridBlock):
             dtype = "float32"  # the statistics stay in float32, as MXNet
         super().cast(dtype)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
@@ -131,6 +135,7 @@ class InstanceNorm(HybridBlock):
         self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(in_channels,),
                                     init=beta_initializer, allow_deferred_init=True)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x, gamma, beta):
         return F.InstanceNorm(x, gamma, beta, name="fwd", **self._kwargs)
 
@@ -145,6 +150,7 @@ class LayerNorm(HybridBlock):
         self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(in_channels,),
                                     init=beta_initializer, allow_deferred_init=True)
 
+    @_fixed_graph
     def hybrid_forward(self, F, data, gamma, beta):
         return F.LayerNorm(data, gamma=gamma, beta=beta, **self._kwargs)
 
@@ -159,6 +165,7 @@ class GroupNorm(HybridBlock):
         self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(in_channels,),
                                     init=beta_initializer, allow_deferred_init=True)
 
+    @_fixed_graph
     def hybrid_forward(self, F, data, gamma, beta):
         return F.GroupNorm(data, gamma=gamma, beta=beta, **self._kwargs)
 
@@ -174,6 +181,7 @@ class Embedding(HybridBlock):
         self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer, dtype=dtype,
                                       allow_deferred_init=True)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x, weight):
         return F.Embedding(x, weight, name="fwd", **self._kwargs)
 
@@ -181,6 +189,7 @@ class Embedding(HybridBlock):
 class Flatten(HybridBlock):
     """(N, d1, d2, ...) -> (N, d1*d2*...)."""
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.Flatten(x)
 

@@ -1,5 +1,5 @@
 """Convolution and pooling layers, as MXNet 1.x's `gluon.nn.conv_layers`."""
-from ..block import HybridBlock
+from ..block import HybridBlock, _fixed_graph
 from .activations import Activation
 
 __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "Conv3DTranspose", "MaxPool1D",
@@ -48,6 +48,7 @@ class _Conv(HybridBlock):
     def _alias(self):
         return "conv"
 
+    @_fixed_graph
     def hybrid_forward(self, F, x, weight, bias=None):
         op = getattr(F, self._op_name)
         if bias is None:
@@ -112,6 +113,7 @@ class _Pooling(HybridBlock):
     def _alias(self):
         return "pool"
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.Pooling(x, name="fwd", **self._kwargs)
 
@@ -163,5 +165,6 @@ class ReflectionPad2D(HybridBlock):
             raise ValueError("ReflectionPad2D: expected an int or 8 pad widths, got %s" % (padding,))
         self._padding = tuple(padding)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.pad(x, mode="reflect", pad_width=self._padding)

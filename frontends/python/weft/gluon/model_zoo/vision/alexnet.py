@@ -1,6 +1,6 @@
 """AlexNet (Krizhevsky et al. 2012, single-tower), as MXNet 1.x's zoo; 224x224 inputs."""
 from ... import nn
-from ...block import HybridBlock
+from ...block import HybridBlock, _fixed_graph
 from ._common import check_pretrained
 
 __all__ = ["AlexNet", "alexnet"]
@@ -29,6 +29,7 @@ class AlexNet(HybridBlock):
                 self.features.add(nn.Dropout(0.5))
             self.output = nn.Dense(classes)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 

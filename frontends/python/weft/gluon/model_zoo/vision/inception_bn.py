@@ -6,7 +6,7 @@ Every convolution is conv (with bias) - BatchNorm (gamma fixed at 1, eps 1e-5 + 
 momentum 0.9, as the example) - ReLU.
 """
 from ... import nn
-from ...block import HybridBlock
+from ...block import HybridBlock, _fixed_graph
 from ._common import check_pretrained
 
 __all__ = ["InceptionBN", "inception_bn"]
@@ -38,6 +38,7 @@ class _InceptionA(HybridBlock):
             pooling = (nn.AvgPool2D if pool == "avg" else nn.MaxPool2D)(pool_size=3, strides=1, padding=1)
             self.bpool = _branch(pooling, _conv(proj, 1))
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.concat(self.b1x1(x), self.b3x3(x), self.bd3x3(x), self.bpool(x), dim=1)
 
@@ -53,6 +54,7 @@ class _InceptionB(HybridBlock):
                                  _conv(num_d3x3, 3, stride=2, pad=1))
             self.bpool = nn.MaxPool2D(pool_size=3, strides=2, padding=1)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.concat(self.b3x3(x), self.bd3x3(x), self.bpool(x), dim=1)
 
@@ -88,6 +90,7 @@ class InceptionBN(HybridBlock):
                 f.add(nn.Flatten())
             self.output = nn.Dense(classes)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 

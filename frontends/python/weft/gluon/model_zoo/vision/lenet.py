@@ -1,6 +1,6 @@
 """LeNet-5 as MXNet's examples build it (not in MXNet's Gluon zoo): for 28x28 images."""
 from ... import nn
-from ...block import HybridBlock
+from ...block import HybridBlock, _fixed_graph
 from ._common import check_pretrained
 
 __all__ = ["LeNet", "lenet"]
@@ -23,6 +23,7 @@ class LeNet(HybridBlock):
                                   nn.Dense(500, activation=activation))
             self.output = nn.Dense(classes)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 

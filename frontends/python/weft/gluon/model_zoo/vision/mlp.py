@@ -1,6 +1,6 @@
 """Multi-layer perceptron (not in MXNet's zoo; the 784-512-512-10 network of the benchmarks)."""
 from ... import nn
-from ...block import HybridBlock
+from ...block import HybridBlock, _fixed_graph
 from ._common import check_pretrained
 
 __all__ = ["MLP", "mlp"]
@@ -22,6 +22,7 @@ class MLP(HybridBlock):
                     self.features.add(nn.Dense(units, activation=activation))
             self.output = nn.Dense(classes)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 

@@ -1,7 +1,7 @@
 """MobileNet v1 (Howard et al. 2017) and v2 (Sandler et al. 2018) with width multipliers,
 as MXNet 1.x's zoo builds them; 224x224 inputs."""
 from ... import nn
-from ...block import HybridBlock
+from ...block import HybridBlock, _fixed_graph
 from ._common import check_pretrained
 
 __all__ = ["MobileNet", "MobileNetV2", "RELU6", "LinearBottleneck", "get_mobilenet", "get_mobilenet_v2",
@@ -12,6 +12,7 @@ __all__ = ["MobileNet", "MobileNetV2", "RELU6", "LinearBottleneck", "get_mobilen
 class RELU6(HybridBlock):
     """min(max(x, 0), 6)."""
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.clip(x, a_min=0, a_max=6, name="relu6")
 
@@ -44,6 +45,7 @@ class LinearBottleneck(HybridBlock):
                       relu6=True)
             _add_conv(self.out, channels, active=False, relu6=True)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         out = self.out(x)
         if self.use_shortcut:
@@ -76,6 +78,7 @@ class MobileNet(HybridBlock):
                 self.features.add(nn.Flatten())
             self.output = nn.Dense(classes)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 
@@ -106,6 +109,7 @@ class MobileNetV2(HybridBlock):
             with self.output.name_scope():
                 self.output.add(nn.Conv2D(classes, 1, use_bias=False, prefix="pred_"), nn.Flatten())
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 

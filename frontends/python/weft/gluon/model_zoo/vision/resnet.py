@@ -2,7 +2,7 @@
 builds them (block structure and parameter names alike); 224x224 inputs, or 32x32 with
 `thumbnail=True` (a 3x3 stem without pooling, for CIFAR-sized images)."""
 from ... import nn
-from ...block import HybridBlock
+from ...block import HybridBlock, _fixed_graph
 from ._common import check_pretrained
 
 __all__ = ["ResNetV1", "ResNetV2", "BasicBlockV1", "BasicBlockV2", "BottleneckV1", "BottleneckV2",
@@ -35,6 +35,7 @@ class BasicBlockV1(HybridBlock):
         else:
             self.downsample = None
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         residual = self.downsample(x) if self.downsample is not None else x
         return F.Activation(self.body(x) + residual, act_type="relu")
@@ -64,6 +65,7 @@ class BottleneckV1(HybridBlock):
         else:
             self.downsample = None
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         residual = self.downsample(x) if self.downsample is not None else x
         return F.Activation(self.body(x) + residual, act_type="relu")
@@ -84,6 +86,7 @@ class BasicBlockV2(HybridBlock):
         else:
             self.downsample = None
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         residual = x
         x = F.Activation(self.bn1(x), act_type="relu")
@@ -111,6 +114,7 @@ class BottleneckV2(HybridBlock):
         else:
             self.downsample = None
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         residual = x
         x = F.Activation(self.bn1(x), act_type="relu")
@@ -161,6 +165,7 @@ class ResNetV1(HybridBlock):
             self.features.add(nn.GlobalAvgPool2D())
             self.output = nn.Dense(classes, in_units=channels[-1])
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 
@@ -193,6 +198,7 @@ class ResNetV2(HybridBlock):
             self.features.add(nn.Flatten())
             self.output = nn.Dense(classes, in_units=in_channels)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 

@@ -1,7 +1,7 @@
 """SqueezeNet 1.0 and 1.1 (Iandola et al. 2016), as MXNet 1.x's zoo builds them; 224x224
 inputs (the final 13x13 average pool expects them)."""
 from ... import nn
-from ...block import HybridBlock
+from ...block import HybridBlock, _fixed_graph
 from ._common import check_pretrained
 
 __all__ = ["SqueezeNet", "get_squeezenet", "squeezenet1_0", "squeezenet1_1"]
@@ -19,6 +19,7 @@ class _Concurrent(HybridBlock):
         for block in blocks:
             self.register_child(block)
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.concat(*[block(x) for block in self._children.values()], dim=self._axis)
 
@@ -87,6 +88,7 @@ class SqueezeNet(HybridBlock):
             self.output.add(nn.AvgPool2D(13))
             self.output.add(nn.Flatten())
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 

@@ -2,7 +2,7 @@
 zoo builds them; 224x224 inputs."""
 from .... import initializer
 from ... import nn
-from ...block import HybridBlock
+from ...block import HybridBlock, _fixed_graph
 from ._common import check_pretrained
 
 __all__ = ["VGG", "get_vgg", "vgg11", "vgg13", "vgg16", "vgg19", "vgg11_bn", "vgg13_bn", "vgg16_bn",
@@ -44,6 +44,7 @@ class VGG(HybridBlock):
             featurizer.add(nn.MaxPool2D(strides=2))
         return featurizer
 
+    @_fixed_graph
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 
