@@ -99,16 +99,19 @@ def test_hybridized_training_updates_running_stats_and_retraces_on_new_shapes():
     assert len(net._cached) == 2
 
 
+class _Switch(nn.HybridBlock):
+    """User code whose path hangs on a flag: x * 2 when `double`, else x + 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.double = False
+
+    def hybrid_forward(self, F, x):
+        return x * 2 if self.double else x + 1
+
+
 def test_divergent_control_flow_is_an_error():
-    class Switch(nn.HybridBlock):
-        def __init__(self):
-            super().__init__()
-            self.double = False
-
-        def hybrid_forward(self, F, x):
-            return x * 2 if self.double else x + 1
-
-    net = Switch()
+    net = _Switch()
     net.hybridize()
     x = nd.ones((2,))
     np.testing.assert_allclose(net(x).asnumpy(), [2, 2])
@@ -162,21 +165,13 @@ def test_tree_of_weft_layers_is_traced_only_after_a_change(monkeypatch):
 
 
 def test_trees_with_user_code_or_hooks_are_traced_at_every_call(monkeypatch):
-    class Switch(nn.HybridBlock):
-        def __init__(self):
-            super().__init__()
-            self.double = False
-
-        def hybrid_forward(self, F, x):
-            return x * 2 if self.double else x + 1
-
     class Logged(nn.Dense):
         def forward(self, x):
             return super().forward(x)
 
     calls = _count_traces(monkeypatch)
     x = nd.ones((2, 3))
-    for make in (lambda: Switch(), lambda: Logged(3, in_units=3)):
+    for make in (lambda: _Switch(), lambda: Logged(3, in_units=3)):
         net = nn.HybridSequential()
         net.add(nn.Dense(3, in_units=3), make())
         net.initialize()
@@ -186,7 +181,7 @@ def test_trees_with_user_code_or_hooks_are_traced_at_every_call(monkeypatch):
             net(x)
         assert len(calls) == 3
     switch = nn.HybridSequential()
-    switch.add(nn.Dense(3, in_units=3), Switch())
+    switch.add(nn.Dense(3, in_units=3), _Switch())
     switch.initialize()
     switch.hybridize()
     switch(x)
