@@ -172,4 +172,19 @@ def run_kill():
         time.sleep(0.01)
 
 
+def wait_for_gate():
+    """A test that must see the scheduler handle something first (an intruder's messages)
+    names a file in WEFT_TEST_GATE and creates it once it has: until then no worker
+    registers, so the job cannot end before it."""
+    gate = os.environ.get("WEFT_TEST_GATE")
+    if not gate:
+        return
+    deadline = time.monotonic() + 30
+    while not os.path.exists(gate):
+        if time.monotonic() > deadline:
+            sys.exit("kv_worker: the gate file %s did not appear within 30 s" % gate)
+        time.sleep(0.02)
+
+
+wait_for_gate()
 {"sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill}[MODE]()

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import ctypes
@@ -185,50 +186,61 @@ def free_port():
         return s.getsockname()[1]
 
 
-def test_malformed_messages_are_dropped_and_logged(tmp_path):
+def gated_job_with_intruder(tmp_path, args, messages, expect, curve=None, env=None):
+    """Runs a job whose workers wait for a gate file, sends an intruder's messages to the
+    scheduler, waits until its output shows each of `expect`, then opens the gate. The
+    scheduler therefore always lives long enough to receive them: a short job left the
+    intruder's reconnects (every 100-200 ms) no window on a loaded machine."""
     port = free_port()
-    proc = launch(["async", tmp_path], port=port, wait=False)
-    intruder = Intruder(port)
+    gate = tmp_path / "gate"
+    proc = launch(args, port=port, wait=False, env=dict(env or {}, WEFT_TEST_GATE=str(gate)))
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    intruder = Intruder(port, curve=curve)
     try:
-        intruder.send(b"xyz")                               # no header
-        intruder.send(b"\0" * 80)                          # bad magic
-        header = bytearray(80)
-        header[0:4] = (0x4B564657).to_bytes(4, "little")
-        header[4:6] = (1).to_bytes(2, "little")
-        header[6:8] = (3).to_bytes(2, "little")             # a heartbeat...
-        header[72:80] = (100).to_bytes(8, "little")         # ...announcing a missing payload
-        intruder.send(bytes(header))
-        out, _ = proc.communicate(timeout=40)
+        for m in messages:
+            intruder.send(m)
+        deadline = time.monotonic() + 30
+        while not all(any(e in l for l in list(lines)) for e in expect) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        gate.touch()
+        proc.wait(timeout=40)
+        reader.join(timeout=10)
     finally:
         intruder.close()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-    assert proc.returncode == 0, out
-    assert "dropped a malformed message: header of 3 bytes" in out, out
-    assert "dropped a malformed message: bad magic number" in out, out
-    assert "announces 100 payload bytes, the message has 0" in out, out
+            proc.wait()
+    return proc.returncode, "".join(lines)
+
+
+def test_malformed_messages_are_dropped_and_logged(tmp_path):
+    header = bytearray(80)
+    header[0:4] = (0x4B564657).to_bytes(4, "little")
+    header[4:6] = (1).to_bytes(2, "little")
+    header[6:8] = (3).to_bytes(2, "little")             # a heartbeat...
+    header[72:80] = (100).to_bytes(8, "little")         # ...announcing a missing payload
+    expect = ["dropped a malformed message: header of 3 bytes",
+              "dropped a malformed message: bad magic number",
+              "announces 100 payload bytes, the message has 0"]
+    rc, out = gated_job_with_intruder(tmp_path, ["async", tmp_path],
+                                      [b"xyz", b"\0" * 80, bytes(header)], expect)  # no header; bad magic
+    assert rc == 0, out
+    for e in expect:
+        assert e in out, out
     np.testing.assert_allclose(np.load(tmp_path / "async-0.npy"), np.linspace(-1, 1, 10), atol=1e-3)
 
 
 def test_curve_authentication_admits_the_job_and_refuses_others(tmp_path):
     public, secret = curve_keypair()
-    port = free_port()
-    proc = launch(["sync", tmp_path], port=port, wait=False,
-                  env={"WEFT_KVSTORE_CURVE_PUBLIC_KEY": public.decode(),
-                       "WEFT_KVSTORE_CURVE_SECRET_KEY": secret.decode()})
+    keys = {"WEFT_KVSTORE_CURVE_PUBLIC_KEY": public.decode(), "WEFT_KVSTORE_CURVE_SECRET_KEY": secret.decode()}
     other_public, other_secret = curve_keypair()
-    intruder = Intruder(port, curve=(public, other_public, other_secret))
-    try:
-        intruder.send(b"\0" * 80)
-        out, _ = proc.communicate(timeout=40)
-    finally:
-        intruder.close()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-    assert proc.returncode == 0, out
-    assert "scheduler: refused a connection from 127.0.0.1 (not the job's CURVE key)" in out, out
+    refused = "scheduler: refused a connection from 127.0.0.1 (not the job's CURVE key)"
+    rc, out = gated_job_with_intruder(tmp_path, ["sync", tmp_path], [b"\0" * 80], [refused],
+                                      curve=(public, other_public, other_secret), env=keys)
+    assert rc == 0, out
+    assert refused in out, out
     # The intruder's message never reached the scheduler's loop.
     assert "malformed" not in out, out
     g = np.load(tmp_path / "sync-0.npz")
