@@ -176,5 +176,25 @@ TEST(CudaOps, DotOnIntegersIsUnsupportedOnGpus) {
       ErrorKind::kUnsupported, {"dot", "int32"});
 }
 
+// The executor's backward makes head gradients with ones_like, so training on a GPU needs
+// the fills there; the parameterised ones take their context from the call.
+TEST(CudaOps, FillsMatchTheCpu) {
+  REQUIRE_GPU();
+  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kInt32, DType::kInt64}) {
+    std::string dtype = DTypeName(t);
+    NDArray x = MakeArray({3, 1001}, RandomValues(3003, -5, 5, 3), t);
+    ExpectGpuMatchesCpu("ones_like", {x}, {}, 0, 0, "ones_like " + dtype);
+    ExpectGpuMatchesCpu("zeros_like", {x}, {}, 0, 0, "zeros_like " + dtype);
+    KwArgs shaped{{"shape", "(4, 257)"}, {"dtype", dtype}};
+    ExpectGpuMatchesCpu("_ones", {}, shaped, 0, 0, "_ones " + dtype);
+    ExpectGpuMatchesCpu("_zeros", {}, shaped, 0, 0, "_zeros " + dtype);
+    shaped.emplace_back("value", "-7");
+    std::vector<NDArray> full = RunOn(Context::GPU(0), "_full", {}, shaped);
+    ASSERT_EQ(full.size(), 1u);
+    EXPECT_EQ(full[0].ctx(), Context::GPU(0));
+    ExpectAllNear(ToVector(full[0]), std::vector<double>(4 * 257, -7.0), 0, 0, "_full " + dtype);
+  }
+}
+
 }  // namespace
 }  // namespace weft

@@ -2,6 +2,7 @@
 // ones_like (shaped like their input).
 #include <algorithm>
 
+#include "core/op/init/fill_param.h"
 #include "core/op/op_util.h"
 
 namespace weft {
@@ -17,20 +18,6 @@ WEFT_PARAM_SCHEMA(InitParam, s) {
   s.Field("shape", &InitParam::shape).Default(Shape::Scalar()).Describe("The shape of the output.");
   s.Field("ctx", &InitParam::ctx).Default("").Describe("The context of the output (set by the front end).");
   s.Field("dtype", &InitParam::dtype).Default(DType::kFloat32).Describe("The dtype of the output.");
-}
-
-struct FullParam {
-  Shape shape = Shape::Scalar();
-  std::string ctx;
-  DType dtype = DType::kFloat32;
-  double value = 0;
-};
-
-WEFT_PARAM_SCHEMA(FullParam, s) {
-  s.Field("shape", &FullParam::shape).Default(Shape::Scalar()).Describe("The shape of the output.");
-  s.Field("ctx", &FullParam::ctx).Default("").Describe("The context of the output (set by the front end).");
-  s.Field("dtype", &FullParam::dtype).Default(DType::kFloat32).Describe("The dtype of the output.");
-  s.Field("value", &FullParam::value).Describe("The value to fill with.");
 }
 
 namespace {
