@@ -379,6 +379,37 @@ def test_tiled_max_pooling_gradient_adds_and_leaves_the_remainder(dtype):
     assert np.all(g[:, :, 6, :] == 1.0) and np.all(g[:, :, :, 24] == 1.0)
 
 
+def test_tiled_max_pooling_runs_its_own_loops():
+    # Windows that tile the input stay off oneDNN even where it has a JIT kernel for plain
+    # NCHW (AVX-512): its backward would run the training forward again first. Overlapping
+    # windows still go to oneDNN there, which shows the log is read.
+    import os
+    import subprocess
+    import sys
+    code = """import numpy as np
+from weft import nd
+x = nd.array(np.random.rand(8, 20, 24, 24).astype(np.float32))
+for k, st, pad in [((2, 2), (2, 2), (0, 0)), ((3, 3), (2, 2), (1, 1))]:
+    p = dict(kernel=k, stride=st, pad=pad, pool_type="max")
+    y = nd.Pooling(x, **p)
+    nd.waitall()
+    print("BEGIN", k[0])
+    nd.invoke("_backward_Pooling", [nd.ones(y.shape), x, y], p)
+    nd.Pooling(x, **p)
+    nd.waitall()
+    print("END")
+"""
+    out = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, DNNL_VERBOSE="1"),
+                         capture_output=True, text=True, check=True).stdout
+    runs = {}
+    for part in out.split("BEGIN ")[1:]:
+        body = part.split("END")[0]
+        runs[int(part[0])] = [l for l in body.splitlines() if ",exec," in l and ",pooling" in l]
+    assert runs[2] == [], runs[2]
+    if HAS_AVX512_CORE:
+        assert runs[3], "the overlapping pooling ran no oneDNN primitive"
+
+
 @pytest.mark.parametrize("kind", ["max", "avg", "sum"])
 def test_global_pooling(kind):
     x = rand(2, 3, 5, 7)

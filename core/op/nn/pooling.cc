@@ -634,8 +634,12 @@ struct PoolPlan {
 
 // oneDNN divides include-pad averages by the whole kernel, so windows that overhang the
 // padded input ('full' convention) stay on the plain loops; sum and lp have no primitive.
+// Tiled max pooling stays on its own loops even where oneDNN has a JIT kernel for plain
+// NCHW (AVX-512): with no overlap they write each gradient cell once, where oneDNN's
+// backward runs the training forward again for its argmax record first. LeNet's first
+// pooling (64x20x24x24): backward 0.59 -> 0.15 ms, forward 0.23 -> 0.12 ms on Zen 4.
 bool OneDnnFits(const PoolGeom& g) {
-  if (g.kind == PoolKind::kSum || g.kind == PoolKind::kLp) return false;
+  if (g.kind == PoolKind::kSum || g.kind == PoolKind::kLp || TiledMax2D(g)) return false;
   if (g.kind == PoolKind::kAvg && g.include_pad)
     for (int i = 0; i < 3; ++i)
       if ((g.out[i] - 1) * g.s[i] - g.pl[i] + g.k[i] > g.limit[i]) return false;
