@@ -195,7 +195,12 @@ def gated_job_with_intruder(tmp_path, args, messages, expect, curve=None, env=No
     gate = tmp_path / "gate"
     proc = launch(args, port=port, wait=False, env=dict(env or {}, WEFT_TEST_GATE=str(gate)))
     lines = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+
+    def read():  # line by line, so that the loop below sees each as it comes
+        for line in iter(proc.stdout.readline, ""):
+            lines.append(line)
+
+    reader = threading.Thread(target=read, daemon=True)
     reader.start()
     intruder = Intruder(port, curve=curve)
     try:
