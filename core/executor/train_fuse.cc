@@ -53,6 +53,8 @@ struct Graph : RegionGraph {
       // operator runs its data gradient as an NCHW gemm, about twice as fast as oneDNN's
       // blocked kernel with the channels padded to 16.
       if (shapes[In(id, 0)][1] < 8) return Kind::kNone;
+      // So does one whose channels oneDNN would pad to blocks wastefully (LeNet's second).
+      if (op::ConvPadsChannelsWastefully(shapes[In(id, 0)][1], p.num_filter, p.num_group)) return Kind::kNone;
       for (size_t i = 1; i < g[id].inputs.size(); ++i)
         if (!Float(id, i)) return Kind::kNone;
       return Kind::kConv;

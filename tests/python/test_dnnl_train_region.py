@@ -12,6 +12,7 @@ import pytest
 
 import weft as mx
 from weft.base import WeftError
+from test_nn_conv import HAS_AVX512_CORE
 
 sym = mx.sym
 
@@ -106,6 +107,19 @@ def test_training_step_matches_the_operators_alone(batch, width):
     fused, plain = pair(small_resnet(width), (batch, 3, 12, 12))
     assert len(regions(fused)) >= 1 and regions(plain) == []
     step_and_compare(fused, plain, steps=2)
+
+
+def test_convolution_with_padded_channels_stays_out():
+    # 20 -> 50 channels: 32 x 64 in AVX-512's 16-channel blocks, which the operator's gemm
+    # convolution avoids; 32 -> 48 fills its blocks and joins. With 8-channel blocks
+    # (24 x 56) both join.
+    for cin, cout in [(20, 50), (32, 48)]:
+        x = sym.Convolution(sym.Variable("data"), num_filter=cout, kernel=(3, 3), pad=(1, 1), name="c")
+        net = sym.Activation(sym.BatchNorm(x, name="bn"), act_type="relu")
+        fused, plain = pair(net, (4, cin, 6, 6))
+        joined = bool(regions(fused))
+        assert joined == (cin == 32 or not HAS_AVX512_CORE), (cin, cout, regions(fused))
+        step_and_compare(fused, plain)
 
 
 def test_fix_gamma_and_convolution_bias():

@@ -71,6 +71,8 @@ CONV_CASES = [
     ((2, 1, 11, 12), 4, (3, 4), (2, 3), (1, 2), (2, 1), 1, False),    # strided, padded, dilated
     ((1, 1, 6, 5), 2, (3, 3), (1, 1), (2, 2), (1, 1), 1, True),       # taps reading only padding
     ((2, 1, 15), 3, (4,), (2,), (3,), (1,), 1, True),                 # 1-D
+    # Channels oneDNN pads to 32 x 64 on AVX-512: a gemm convolution there (conv_kernels.cc).
+    ((3, 20, 12, 12), 50, (5, 5), (1, 1), (0, 0), (1, 1), 1, True),   # LeNet's second layer
 ]
 
 
@@ -220,6 +222,11 @@ def test_convolution_fast_paths_taken():
     dy_in = [l for l in out.splitlines() if ",reorder," in l and "src_f32::blocked:abcd" in l
              and l.split(",")[-2] == "4x32x12x12"]
     assert len(dy_in) == 1, dy_in
+    # LeNet's second layer: 20 -> 50 channels are 32 x 64 in 16-channel blocks, 24 x 56 in
+    # 8-channel ones, so only AVX-512 sends it to the gemm convolution.
+    lenet2 = _paths((4, 20, 12, 12), 50, (5, 5), (1, 1), (0, 0))
+    kind = "gemm" if HAS_AVX512_CORE else "jit:"
+    assert {ps for ps, impl in lenet2 if kind in impl} == passes, lenet2
     stem = dict(_paths((2, 3, 23, 21), 16, (7, 7), (2, 2), (3, 3)))
     assert "gemm" in stem["backward_data"] and "gemm" not in stem["forward_training"], stem
     assert "gemm" not in stem["backward_weights"], stem

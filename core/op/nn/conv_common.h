@@ -120,6 +120,16 @@ struct ConvGeom {
   int64_t PadRight(int i) const { return (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - in[i] - pl[i]; }
 };
 
+// Whether oneDNN's blocked kernels would pad this ungrouped convolution's channels to
+// whole blocks of the CPU (16 with AVX-512, 8 otherwise) wastefully: neither side a whole
+// number of blocks and the padded input times output channels at least 1.5x the real
+// ones, from 16 input channels up (fewer have rules of their own). LeNet's 20 -> 50 on
+// AVX-512 computes 32 x 64, 2.05x, the case this was measured on. Such a
+// convolution runs as oneDNN's gemm convolution on NCHW in all three passes and stays out
+// of the training regions: 5.3 against 5.9 ms for its three passes at batch 64 on Zen 4,
+// and the reorders around it saved. False without oneDNN.
+bool ConvPadsChannelsWastefully(int64_t c, int64_t f, int64_t groups);
+
 // y (n, f, out...) = conv(x, w) (+ bias) written or added per `req`.
 void ConvForward(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* x, const void* w,
                  const void* bias, void* y, OpReq req);

@@ -15,6 +15,8 @@
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/op/nn/dnnl_layout.h"
 #endif
 
 namespace weft {
@@ -456,6 +458,7 @@ enum class ConvPass { kForward, kBackwardData, kBackwardWeights, kBackwardWeight
 // - Everything else is 2-3x faster blocked, reorders included.
 bool UseBlocked(const ConvGeom& g, ConvPass pass) {
   if (IsPointwise(g)) return g.OutSize() <= 256;
+  if (ConvPadsChannelsWastefully(g.c, g.f, g.g)) return false;
   if (pass == ConvPass::kBackwardData && g.g == 1 && g.c < 16) return false;
   if ((pass == ConvPass::kBackwardWeights || pass == ConvPass::kBackwardWeightsBias) && g.g == 1 && g.c == 1)
     return false;
@@ -723,6 +726,17 @@ void RunWeights(const DnnlPlan& plan, const ConvGeom& g, const void* x, const vo
 
 }  // namespace
 #endif
+
+bool ConvPadsChannelsWastefully(int64_t c, int64_t f, int64_t groups) {
+#if defined(WEFT_USE_ONEDNN)
+  const int64_t b = DnnlChannelBlock();
+  if (groups != 1 || c < 16 || c % b == 0 || f % b == 0) return false;
+  return 2 * ((c + b - 1) / b * b) * ((f + b - 1) / b * b) >= 3 * c * f;
+#else
+  (void)c, (void)f, (void)groups;
+  return false;
+#endif
+}
 
 void ConvBackwardData(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* dy,
                       const void* w, void* dx, OpReq req) {
