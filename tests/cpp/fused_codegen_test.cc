@@ -76,11 +76,21 @@ TEST(FusedCodegen, KernelFollowsTheProgram) {
   EXPECT_TRUE(Contains(src, "__device__ __forceinline__ T step5(T a, T b) { typedef T M; M x = a; return math::tanh(x); }"))
       << src;
   EXPECT_TRUE(Contains(src, "i += stride")) << src;  // a grid-stride loop
+  // Its main part: four elements a stride apart, every load before the first step.
+  EXPECT_TRUE(Contains(src, "for (; i + 3 * stride < n; i += 4 * stride) {")) << src;
+  size_t last_load = src.find("const T x2_3 = in2[i + 3 * stride];"), first_step = src.find("const T v0_0 = ");
+  ASSERT_NE(last_load, std::string::npos) << src;
+  ASSERT_NE(first_step, std::string::npos) << src;
+  EXPECT_LT(last_load, first_step) << src;
+  EXPECT_TRUE(Contains(src, "const T v0_0 = weft_fused::step0(x0_0, T(0));")) << src;
+  EXPECT_TRUE(Contains(src, "const T v2_1 = weft_fused::step2(v1_1, x1_1);")) << src;
+  EXPECT_TRUE(Contains(src, "out[i + 2 * stride] = v5_2;")) << src;
   EXPECT_EQ(op::FusedScalars(p), std::vector<double>{2.0});
 
   std::string dbl = op::FusedCudaSource(p, DType::kFloat64, true, "n");
   EXPECT_TRUE(Contains(dbl, "#define WEFT_FUSED_T double\n"));
   EXPECT_TRUE(Contains(dbl, "out[i] += v5;"));
+  EXPECT_TRUE(Contains(dbl, "out[i + 3 * stride] += v5_3;"));
   EXPECT_FALSE(Contains(dbl, "out[i] = v5;"));
 }
 

@@ -1,5 +1,6 @@
 #include "core/op/fused/fused_codegen.h"
 
+#include <functional>
 #include <sstream>
 
 #include "core/base/error.h"
@@ -66,23 +67,47 @@ std::string FusedCudaSource(const FusedProgram& program, DType dtype, bool add_t
   src << ") {\n";
   src << "  typedef weft_fused::T T;\n";
   src << "  const long long stride = (long long)gridDim.x * blockDim.x;\n";
-  src << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {\n";
-  auto value = [&](const FusedProgram::Ref& r, size_t step) {
-    if (r.input) {
-      WEFT_CHECK(r.index >= 0 && r.index < program.num_inputs, kInternal, "_fused_pointwise '", name, "': step ",
-                 step, " reads input ", r.index, " of ", program.num_inputs);
-      return "in" + std::to_string(r.index) + "[i]";
+  src << "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  // The steps of one element. Input k of element u is `input(k, u)`, its values are
+  // v<step><suffix>, and the result goes to out[index].
+  auto element = [&](const std::function<std::string(int)>& input, const std::string& suffix,
+                     const std::string& index, const char* indent) {
+    auto value = [&](const FusedProgram::Ref& r, size_t step) {
+      if (r.input) {
+        WEFT_CHECK(r.index >= 0 && r.index < program.num_inputs, kInternal, "_fused_pointwise '", name, "': step ",
+                   step, " reads input ", r.index, " of ", program.num_inputs);
+        return input(r.index);
+      }
+      WEFT_CHECK(r.index >= 0 && static_cast<size_t>(r.index) < step, kInternal, "_fused_pointwise '", name,
+                 "': step ", step, " reads the result of step ", r.index);
+      return "v" + std::to_string(r.index) + suffix;
+    };
+    for (size_t i = 0; i < program.steps.size(); ++i) {
+      const auto& s = program.steps[i];
+      std::string b = s.binary ? value(s.b, i) : HasScalar(s) ? "T(s" + std::to_string(i) + ")" : "T(0)";
+      src << indent << "const T v" << i << suffix << " = weft_fused::step" << i << "(" << value(s.a, i) << ", " << b
+          << ");\n";
     }
-    WEFT_CHECK(r.index >= 0 && static_cast<size_t>(r.index) < step, kInternal, "_fused_pointwise '", name,
-               "': step ", step, " reads the result of step ", r.index);
-    return "v" + std::to_string(r.index);
+    src << indent << "out[" << index << "] " << (add_to ? "+=" : "=") << " v" << program.steps.size() - 1 << suffix
+        << ";\n";
   };
-  for (size_t i = 0; i < program.steps.size(); ++i) {
-    const auto& s = program.steps[i];
-    std::string b = s.binary ? value(s.b, i) : HasScalar(s) ? "T(s" + std::to_string(i) + ")" : "T(0)";
-    src << "    const T v" << i << " = weft_fused::step" << i << "(" << value(s.a, i) << ", " << b << ");\n";
-  }
-  src << "    out[i] " << (add_to ? "+=" : "=") << " v" << program.steps.size() - 1 << ";\n";
+  // kFusedUnroll elements a stride apart per pass, every load issued before the first
+  // store: a thread then keeps that many elements' bytes in flight, which large arrays need
+  // to come near the memory's bandwidth (the compiler cannot hoist the loads itself, since
+  // the output may alias an input; the elements' indices differ, so loading first is safe).
+  const int u_max = kFusedUnroll;
+  auto at = [](int u) { return u == 0 ? std::string("i") : "i + " + std::to_string(u) + " * stride"; };
+  src << "  for (; i + " << u_max - 1 << " * stride < n; i += " << u_max << " * stride) {\n";
+  for (int u = 0; u < u_max; ++u)
+    for (int k = 0; k < program.num_inputs; ++k)
+      src << "    const T x" << k << "_" << u << " = in" << k << "[" << at(u) << "];\n";
+  for (int u = 0; u < u_max; ++u)
+    element([&](int k) { return "x" + std::to_string(k) + "_" + std::to_string(u); }, "_" + std::to_string(u), at(u),
+            "    ");
+  src << "  }\n";
+  // The rest, one element per pass.
+  src << "  for (; i < n; i += stride) {\n";
+  element([](int k) { return "in" + std::to_string(k) + "[i]"; }, "", "i", "    ");
   src << "  }\n}\n";
   return src.str();
 }

@@ -14,8 +14,13 @@ namespace op {
 // The one kernel every generated source defines (extern "C", so the name is not mangled).
 constexpr const char* kFusedKernelName = "weft_fused_pointwise";
 
+// Elements each thread of a generated kernel takes per pass of its main loop; a launch
+// wants about n / kFusedUnroll threads.
+constexpr int kFusedUnroll = 4;
+
 // The source of a kernel computing `program` over n elements of `dtype` (float32 or
-// float64), one thread per element in a grid-stride loop:
+// float64) in a grid-stride loop that takes kFusedUnroll elements a stride apart per pass
+// (all their loads first), then the remaining ones one per pass:
 //
 //   extern "C" __global__ void weft_fused_pointwise(long long n, T* out, const T* in0, ...,
 //                                                   const T* in<num_inputs-1>, double s0, ...)

@@ -63,7 +63,8 @@ void FusedComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
   std::vector<void*> args{&n, &out_ptr};
   for (auto& ptr : in_ptrs) args.push_back(&ptr);
   for (auto& s : scalars) args.push_back(&s);
-  WEFT_CUDA_CALL_ON(ctx.run_ctx.ctx, cudaLaunchKernel(kernel, dim3(cuda::GridFor(n)), dim3(cuda::kBlockThreads),
+  const long long threads = (n + kFusedUnroll - 1) / kFusedUnroll;
+  WEFT_CUDA_CALL_ON(ctx.run_ctx.ctx, cudaLaunchKernel(kernel, dim3(cuda::GridFor(threads)), dim3(cuda::kBlockThreads),
                                                       args.data(), 0, cuda::StreamOf(ctx.run_ctx.stream)));
 }
 
