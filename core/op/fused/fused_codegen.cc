@@ -68,8 +68,8 @@ std::string FusedCudaSource(const FusedProgram& program, DType dtype, bool add_t
   src << "  typedef weft_fused::T T;\n";
   src << "  const long long stride = (long long)gridDim.x * blockDim.x;\n";
   src << "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
-  // The steps of one element. Input k of element u is `input(k, u)`, its values are
-  // v<step><suffix>, and the result goes to out[index].
+  // The steps of one element: it reads input k as `input(k)`, names its values
+  // v<step><suffix> and writes its result to out[index].
   auto element = [&](const std::function<std::string(int)>& input, const std::string& suffix,
                      const std::string& index, const char* indent) {
     auto value = [&](const FusedProgram::Ref& r, size_t step) {
