@@ -24,7 +24,8 @@ mostly measures the load.
 Usage: /usr/bin/python3 bench/conv_direct_bench.py [--bin PATH] [--train] [--seconds S]
        [--only SUBSTRING] [--cpu]
 The binary is built with: cmake --build <dir> --target weft_conv_direct_bench; by default
-it is looked for in the build directory whose python/ holds the weft package imported.
+it is looked for in the build directory whose python/ holds the weft package imported,
+then in the repository's build/.
 """
 import argparse
 import os
@@ -89,9 +90,13 @@ def spec(layer):
 
 
 def default_bin():
-    # weft is imported from <build>/python/weft; the program sits in <build>.
+    # weft imported from <build>/python/weft: the program sits in <build>; imported from the
+    # venv tools/build.sh installs into, it sits in the repository's build/.
     build = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(weft.__file__))))
-    return os.path.join(build, "weft_conv_direct_bench")
+    here = os.path.join(build, "weft_conv_direct_bench")
+    repo_build = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build",
+                              "weft_conv_direct_bench")
+    return here if os.path.exists(here) or not os.path.exists(repo_build) else repo_build
 
 
 def direct_times(binary, layers, seconds, cpu):
