@@ -126,7 +126,7 @@ weft_status_t weft_ndarray_copy_to(const weft_ndarray_t* src, weft_ndarray_t* ds
   CopyFromTo(s, d);
   if (autograd::IsRecording() && s.ag_node() && s.shape() == d.shape()) {
     std::vector<NDArray> outs{d};
-    autograd::RecordOp(imperative::MakeAttrs(Op::Get("_copy"), {}), {s}, &outs, imperative::IsTraining());
+    autograd::RecordOp(MakeAttrs(Op::Get("_copy"), {}), {s}, &outs, imperative::IsTraining());
     WEFT_ARR(dst).set_ag(outs[0].ag_node(), outs[0].ag_index());
   }
   WEFT_API_END

@@ -116,7 +116,7 @@ NodeAttrs BuildAttrs(const Op* op, int num_inputs, int num_params, const char* c
   }
   if (!has_count && !op->key_var_num_args.empty() && HasParam(op, op->key_var_num_args))
     kwargs.emplace_back(op->key_var_num_args, std::to_string(num_inputs));
-  return imperative::MakeAttrs(op, std::move(kwargs));
+  return MakeAttrs(op, std::move(kwargs));
 }
 
 // Appends the arrays behind `handles` to *out.

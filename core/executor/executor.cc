@@ -15,7 +15,7 @@
 #include "core/graph/infer.h"
 #include "core/imperative/imperative.h"
 #include "core/op/fused/fused_pointwise.h"
-#include "core/op/nn/dnnl_train_region.h"
+#include "core/op/dnnl/dnnl_train_region.h"
 
 namespace weft {
 namespace executor {
@@ -320,7 +320,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     op::WatchDnnlTrainRegion(n->attrs, s.inputs);
     (constant.count(n) ? folded : in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
   }
-  static const NodeAttrs copy_attrs = imperative::MakeAttrs(Op::Get("_copy"), {});
+  static const NodeAttrs copy_attrs = MakeAttrs(Op::Get("_copy"), {});
   for (const auto& c : copies)
     backward_.push_back(Step{&copy_attrs, {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
                              {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx()});
@@ -375,7 +375,7 @@ void Executor::Backward(const std::vector<NDArray>& head_grads) {
   if (grad_entries_.empty()) return;  // no argument asked for a gradient
   WEFT_CHECK(head_grads.empty() || head_grads.size() == head_grads_.size(), kValue, "backward: expected ",
              head_grads_.size(), " head gradients (one per output) or none, got ", head_grads.size());
-  static const NodeAttrs ones = imperative::MakeAttrs(Op::Get("ones_like"), {});
+  static const NodeAttrs ones = MakeAttrs(Op::Get("ones_like"), {});
   for (size_t i = 0; i < head_grads_.size(); ++i) {
     std::vector<NDArray> out{head_grads_[i]};
     if (head_grads.empty()) {

@@ -1,6 +1,6 @@
 // The inference pass: connected regions of nodes that oneDNN runs (Convolution, BatchNorm
 // on moving statistics, Activation, elementwise add, Pooling) each become one
-// "_dnnl_region" node (core/op/nn/dnnl_region.h), whose values between its primitives
+// "_dnnl_region" node (core/op/dnnl/dnnl_region.h), whose values between its primitives
 // stay in oneDNN's blocked layouts and whose BatchNorm, activation and residual add are
 // folded into the convolutions.
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include "core/executor/passes.h"
 #include "core/graph/symbol.h"
 #include "core/op/nn/conv_common.h"
-#include "core/op/nn/dnnl_region.h"
+#include "core/op/dnnl/dnnl_region.h"
 
 namespace weft {
 namespace executor {

@@ -129,7 +129,7 @@ Placement PlaceDevices(std::vector<NodeEntry>* outputs, const PlacementInputs& i
     NodePtr& c = made[std::make_tuple(src, e.index, to)];
     if (c == nullptr) {
       c = Node::Create();
-      c->attrs = imperative::MakeAttrs(copy_op, {});
+      c->attrs = MakeAttrs(copy_op, {});
       c->attrs.name = graph::OutputName(*e.node, e.index) + "_copy_to_" + to.ToString();
       c->inputs.push_back(e);
       r.ctx[c.get()] = to;

@@ -13,7 +13,7 @@
 #include "core/executor/passes.h"
 #include "core/graph/gradient.h"
 #include "core/graph/infer.h"
-#include "core/op/nn/dnnl_train_region.h"
+#include "core/op/dnnl/dnnl_train_region.h"
 
 namespace weft {
 namespace executor {

@@ -1,5 +1,5 @@
 // The training pass (train_fuse.cc): regions of oneDNN operators in a graph that is about
-// to be differentiated become "_dnnl_train_region" nodes (core/op/nn/dnnl_train_region.h).
+// to be differentiated become "_dnnl_train_region" nodes (core/op/dnnl/dnnl_train_region.h).
 #pragma once
 
 #include <map>

@@ -9,7 +9,7 @@
 #include <unordered_set>
 
 #include "core/base/error.h"
-#include "core/imperative/imperative.h"
+#include "core/op/registry.h"
 
 namespace weft {
 namespace graph {
@@ -172,7 +172,7 @@ class Mirror {
       // Normalise with the statistics the forward computed and saved (outputs 1 and 2):
       // the forward's arithmetic on the same values, leaving the moving statistics alone.
       m->SetAttr("use_global_stats", "True");
-      m->attrs = imperative::MakeAttrs(n->op(), m->attrs.dict);
+      m->attrs = MakeAttrs(n->op(), m->attrs.dict);
       m->inputs[3] = {n, 1, 0};
       m->inputs[4] = {n, 2, 0};
     }
@@ -208,7 +208,7 @@ class GraphGradBuilder : public GradBuilder {
   std::vector<GradValue> Call(const std::string& op_name, const std::vector<GradValue>& ins,
                               const KwArgs& params) override {
     NodePtr n = Node::Create();
-    n->attrs = imperative::MakeAttrs(Op::Get(op_name), params);
+    n->attrs = MakeAttrs(Op::Get(op_name), params);
     n->attrs.name = prefix_ + (calls_ == 0 ? "" : std::to_string(calls_));
     if (made_for_) (*made_for_)[n.get()] = forward_;
     ++calls_;
@@ -241,7 +241,7 @@ struct EntryKey {
 
 NodeEntry MakeNode(const std::string& op, const std::string& name, std::vector<NodeEntry> inputs) {
   NodePtr n = Node::Create();
-  n->attrs = imperative::MakeAttrs(Op::Get(op), {});
+  n->attrs = MakeAttrs(Op::Get(op), {});
   n->attrs.name = name;
   n->inputs = std::move(inputs);
   return {n, 0, 0};

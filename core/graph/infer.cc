@@ -1,7 +1,7 @@
 #include "core/graph/infer.h"
 
 #include "core/base/error.h"
-#include "core/imperative/imperative.h"
+#include "core/op/registry.h"
 
 namespace weft {
 namespace graph {
@@ -64,7 +64,7 @@ struct Traits<DType> {
   static bool Infer(const Node& n, std::vector<DType>* in, std::vector<DType>* out) {
     static const auto& fns = Op::GetAttr<FInferType>("FInferType");
     return fns.Contains(n.op()) ? fns[n.op()](n.attrs, in, out)
-                                : imperative::SameTypeEverywhere(n.attrs, in, out);
+                                : SameTypeEverywhere(n.attrs, in, out);
   }
 };
 

@@ -6,7 +6,7 @@
 
 #include "core/base/error.h"
 #include "core/base/logging.h"
-#include "core/imperative/imperative.h"
+#include "core/op/registry.h"
 
 namespace weft {
 namespace graph {
@@ -95,7 +95,7 @@ NodeEntry ReadEntry(const Reader& r, const json& v, const std::vector<NodePtr>& 
 void Parse(const Reader& r, Node* n, const std::string& label) {
   try {
     std::string name = n->attrs.name;
-    n->attrs = imperative::MakeAttrs(n->op(), std::move(n->attrs.dict));
+    n->attrs = MakeAttrs(n->op(), std::move(n->attrs.dict));
     n->attrs.name = std::move(name);
   } catch (const Error& e) {
     r.Fail(label, ": ", e.what());

@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "core/base/error.h"
-#include "core/imperative/imperative.h"
+#include "core/op/registry.h"
 
 namespace weft {
 namespace graph {
@@ -35,7 +35,7 @@ std::string Join(const std::vector<std::string>& v) {
 // Parses the node's parameters (after its dict changed); errors name the operator.
 void Reparse(Node* n) {
   std::string name = n->attrs.name;
-  n->attrs = imperative::MakeAttrs(n->op(), std::move(n->attrs.dict));
+  n->attrs = MakeAttrs(n->op(), std::move(n->attrs.dict));
   n->attrs.name = std::move(name);
 }
 

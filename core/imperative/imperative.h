@@ -16,12 +16,6 @@ namespace imperative {
 bool IsTraining();
 bool SetIsTraining(bool on);
 
-// The type rule of operators without FInferType: every input and output shares one dtype.
-bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out);
-
-// Builds parsed attributes for `op` from string parameters.
-NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs);
-
 // Infers shapes and types, allocates the outputs that are none, requests resources and
 // pushes the compute function to the engine. `outputs` may hold preallocated arrays (an
 // `out=` argument) or be empty, in which case it is filled. `ctx_hint` is used when the

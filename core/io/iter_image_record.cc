@@ -17,7 +17,7 @@
 #include "core/io/data_iter.h"
 #include "core/io/image_aug.h"
 #include "core/io/recordio.h"
-#include "core/op/tblob.h"
+#include "core/base/tblob.h"
 
 namespace weft {
 namespace io {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "core/engine/engine.h"
-#include "core/op/tblob.h"
+#include "core/base/tblob.h"
 
 namespace weft {
 

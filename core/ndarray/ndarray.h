@@ -11,7 +11,7 @@
 #include "core/base/dtype.h"
 #include "core/base/shape.h"
 #include "core/engine/engine.h"
-#include "core/op/tblob.h"
+#include "core/base/tblob.h"
 #include "core/storage/storage.h"
 
 namespace weft {

@@ -14,7 +14,7 @@
 #include "core/base/error.h"
 #include "core/base/shape.h"
 #include "core/op/registry.h"
-#include "core/op/tblob.h"
+#include "core/base/tblob.h"
 
 namespace weft {
 namespace op {

@@ -106,4 +106,40 @@ const Op* Op::Get(const std::string& name) {
 
 std::vector<std::string> Op::ListNames() { return OpRegistry::Get()->ListNames(); }
 
+NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs) {
+  NodeAttrs attrs;
+  attrs.op = op;
+  attrs.dict = std::move(kwargs);
+  if (op->attr_parser) {
+    op->attr_parser(&attrs);
+  } else {
+    for (const auto& kv : attrs.dict) {
+      const std::string& k = kv.first;
+      bool hidden = k.size() > 4 && k.compare(0, 2, "__") == 0 && k.compare(k.size() - 2, 2, "__") == 0;
+      if (!hidden) Throw(ErrorKind::kValue, "Operator '", op->name, "': unknown parameter '", k, "' (it takes no parameters)");
+    }
+  }
+  return attrs;
+}
+
+bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  DType t = DType::kUnknown;
+  for (DType d : *in) if (d != DType::kUnknown) { t = d; break; }
+  if (t == DType::kUnknown) for (DType d : *out) if (d != DType::kUnknown) { t = d; break; }
+  if (t == DType::kUnknown) return false;
+  for (size_t i = 0; i < in->size(); ++i) {
+    if ((*in)[i] != DType::kUnknown && (*in)[i] != t)
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': input ", i, " has dtype ", DTypeName((*in)[i]),
+            " but expected ", DTypeName(t), " like the other inputs");
+    (*in)[i] = t;
+  }
+  for (auto& d : *out) {
+    if (d != DType::kUnknown && d != t)
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': output has dtype ", DTypeName(d), " but expected ",
+            DTypeName(t));
+    d = t;
+  }
+  return true;
+}
+
 }  // namespace weft

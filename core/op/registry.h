@@ -29,7 +29,7 @@
 #include "core/base/error.h"
 #include "core/base/param.h"
 #include "core/engine/engine.h"
-#include "core/op/tblob.h"
+#include "core/base/tblob.h"
 #include "core/resource/resource.h"
 
 namespace weft {
@@ -249,6 +249,15 @@ class OpRegistry {
   std::unordered_map<std::string, std::pair<std::type_index, std::unique_ptr<OpMapBase>>> maps_;
   bool finalized_ = false;
 };
+
+// Builds the parsed attributes of a call of `op` from string parameters (its parameter
+// struct's parser, or a refusal of any non-hidden key for an operator without parameters).
+// Every layer that makes nodes or calls (graphs, JSON, gradients, the imperative path)
+// goes through it.
+NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs);
+
+// The type rule of operators without FInferType: every input and output shares one dtype.
+bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out);
 
 // ---------------------------------------------------------------- templates
 template <typename T>

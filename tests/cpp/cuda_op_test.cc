@@ -21,7 +21,7 @@ using test::ToVector;
 
 std::vector<NDArray> RunOn(Context ctx, const std::string& op, const std::vector<NDArray>& inputs,
                            const KwArgs& params) {
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get(op), params);
+  NodeAttrs attrs = MakeAttrs(Op::Get(op), params);
   std::vector<NDArray> on_ctx, outs;
   for (const NDArray& a : inputs) on_ctx.push_back(a.Copy(ctx));
   imperative::Invoke(attrs, on_ctx, &outs, &ctx);
@@ -97,7 +97,7 @@ TEST(CudaOps, ReductionGradientsMatchTheCpu) {
   std::vector<double> v = {0.5, 0, 2, 2, -1, 3, 0, 0, 1.5, 2, 2, -3};
   for (const char* op : {"sum", "mean", "prod", "nansum", "nanprod", "max", "min"})
     for (const KwArgs& params : {KwArgs{{"axis", "1"}}, KwArgs{{"axis", "0"}, {"keepdims", "True"}}, KwArgs{}}) {
-      NodeAttrs attrs = imperative::MakeAttrs(Op::Get(op), params);
+      NodeAttrs attrs = MakeAttrs(Op::Get(op), params);
       std::vector<std::vector<double>> grads;
       for (Context ctx : {Context::CPU(), Context::GPU(0)}) {
         NDArray x = MakeArray({3, 4}, v, DType::kFloat64).Copy(ctx);
@@ -144,7 +144,7 @@ TEST(CudaOps, DotGradientMatchesTheCpu) {
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
       KwArgs params = {{"transpose_a", ta ? "True" : "False"}, {"transpose_b", tb ? "True" : "False"}};
-      NodeAttrs attrs = imperative::MakeAttrs(Op::Get("dot"), params);
+      NodeAttrs attrs = MakeAttrs(Op::Get("dot"), params);
       Shape sa = ta ? Shape{4, 3} : Shape{3, 4}, sb = tb ? Shape{5, 4} : Shape{4, 5};
       std::vector<std::vector<double>> results;
       for (Context ctx : {Context::CPU(), Context::GPU(0)}) {
@@ -170,7 +170,7 @@ TEST(CudaOps, DotOnIntegersIsUnsupportedOnGpus) {
       [&] {
         std::vector<NDArray> outs;
         Context gpu = Context::GPU(0);
-        imperative::Invoke(imperative::MakeAttrs(Op::Get("dot"), {}), {a, a}, &outs, &gpu);
+        imperative::Invoke(MakeAttrs(Op::Get("dot"), {}), {a, a}, &outs, &gpu);
         outs[0].WaitToRead();
       },
       ErrorKind::kUnsupported, {"dot", "int32"});

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/imperative/imperative.h"
-#include "core/op/nn/dnnl_region.h"
+#include "core/op/dnnl/dnnl_region.h"
 
 namespace weft {
 namespace op {
@@ -59,7 +59,7 @@ struct ConvBnRelu {
     DnnlRegionSpec::Unit u;
     u.kind = DnnlRegionSpec::Kind::kConv;
     u.name = "conv";
-    NodeAttrs attrs = imperative::MakeAttrs(
+    NodeAttrs attrs = MakeAttrs(
         Op::Get("Convolution"), {{"kernel", "(3,3)"}, {"pad", "(1,1)"}, {"num_filter", "4"}, {"no_bias", "True"}});
     u.conv = attrs.Params<ConvolutionParam>();
     u.src = 0;

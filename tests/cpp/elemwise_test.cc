@@ -262,7 +262,7 @@ TEST(ElemwiseUnary, GradientsMatchFiniteDifferences) {
 TEST(ElemwiseUnary, PiecewiseConstantOpsHaveZeroGradient) {
   for (const std::string name : {"sign", "floor", "ceil", "round", "rint", "trunc", "fix", "logical_not"}) {
     NDArray x = MakeArray({5}, {-1.5, -0.5, 0, 0.5, 2});
-    NodeAttrs attrs = imperative::MakeAttrs(Op::Get(name), {});
+    NodeAttrs attrs = MakeAttrs(Op::Get(name), {});
     NDArray y = Run1(name, {x});
     std::vector<NDArray> g = imperative::Gradient(attrs, {x}, {y}, {MakeArray({5}, {1, 2, 3, 4, 5})});
     ExpectAllNear(ToVector(g[0]), {0, 0, 0, 0, 0}, 0, 0, name);
@@ -402,7 +402,7 @@ TEST(ElemwiseBinary, PredicatesHaveZeroGradient) {
     if (!c.predicate) continue;
     for (const std::string& name : {c.elemwise, c.broadcast}) {
       NDArray a = MakeArray({3}, {1, 2, 3}), b = MakeArray({3}, {1, 0, 5});
-      NodeAttrs attrs = imperative::MakeAttrs(Op::Get(name), {});
+      NodeAttrs attrs = MakeAttrs(Op::Get(name), {});
       NDArray y = Run1(name, {a, b});
       std::vector<NDArray> g = imperative::Gradient(attrs, {a, b}, {y}, {MakeArray({3}, {1, 1, 1})});
       ExpectAllNear(ToVector(g[0]), {0, 0, 0}, 0, 0, name);
@@ -667,7 +667,7 @@ TEST(Elemwise, WriteRequestsAreHonoured) {
                  const KwArgs& params = {}) {
     std::vector<NDArray> outs = {out};
     std::vector<OpReq> reqs = {req};
-    imperative::Invoke(imperative::MakeAttrs(Op::Get(op), params), in, &outs, &cpu, &reqs);
+    imperative::Invoke(MakeAttrs(Op::Get(op), params), in, &outs, &cpu, &reqs);
   };
   for (DType t : {DType::kFloat32, DType::kFloat16, DType::kInt32}) {
     std::string what = DTypeName(t);

@@ -14,7 +14,7 @@
 #include "core/executor/train_fuse.h"
 #include "core/graph/gradient.h"
 #include "core/graph/symbol.h"
-#include "core/op/nn/dnnl_train_region.h"
+#include "core/op/dnnl/dnnl_train_region.h"
 
 namespace weft {
 namespace executor {

@@ -1,13 +1,14 @@
-// The index arithmetic behind the GPU kernels (core/op/cuda/), checked on the CPU against
-// plain numpy-style indexing so that it is tested without a GPU.
+// The index arithmetic behind the GPU kernels (core/op/elemwise/broadcast_index.h,
+// core/op/reduce/reduce_axis_set.h), checked on the CPU against plain numpy-style indexing
+// so that it is tested without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/op/cuda/broadcast_index.h"
-#include "core/op/cuda/reduce_axes.h"
+#include "core/op/elemwise/broadcast_index.h"
+#include "core/op/reduce/reduce_axis_set.h"
 
 namespace weft {
 namespace cuda {

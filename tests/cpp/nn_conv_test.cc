@@ -33,7 +33,7 @@ void CheckRequests(const Case& c, DType dt) {
   // The last output of a multi-output operator is skipped; the others accumulate.
   std::vector<OpReq> reqs(n, OpReq::kAddTo);
   if (n > 1) reqs.back() = OpReq::kNullOp;
-  imperative::Invoke(imperative::MakeAttrs(Op::Get(c.op), c.params), in, &outs, &cpu, &reqs);
+  imperative::Invoke(MakeAttrs(Op::Get(c.op), c.params), in, &outs, &cpu, &reqs);
   double tol = dt == DType::kFloat32 ? 1e-4 : 1e-10;
   for (size_t i = 0; i < n; ++i) {
     std::vector<double> expect = before[i];

@@ -23,7 +23,7 @@ void CheckRequests(const std::string& op, const std::vector<NDArray>& inputs, co
     before.push_back(ToVector(outs.back()));
   }
   Context cpu = Context::CPU();
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get(op), params);
+  NodeAttrs attrs = MakeAttrs(Op::Get(op), params);
   std::vector<OpReq> add(written.size(), OpReq::kAddTo);
   imperative::Invoke(attrs, inputs, &outs, &cpu, &add);
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -29,7 +29,7 @@ void CheckRequests(const Case& c, DType dtype) {
   std::vector<NDArray> ins;
   for (size_t i = 0; i < c.inputs.size(); ++i)
     ins.push_back(RandomArray(c.inputs[i], dtype, 0.1, 1.0, static_cast<uint32_t>(7 + i)));
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get(c.op), c.params);
+  NodeAttrs attrs = MakeAttrs(Op::Get(c.op), c.params);
   Context cpu = Context::CPU();
   std::vector<NDArray> written;
   imperative::Invoke(attrs, ins, &written, &cpu, nullptr, c.is_train);

@@ -51,7 +51,7 @@ inline std::vector<double> ToVector(const NDArray& a) {
 // Runs operator `op` (name or alias) and returns all of its outputs.
 inline std::vector<NDArray> Run(const std::string& op, const std::vector<NDArray>& inputs, const KwArgs& params = {},
                                 bool is_train = false) {
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get(op), params);
+  NodeAttrs attrs = MakeAttrs(Op::Get(op), params);
   std::vector<NDArray> outs;
   Context cpu = Context::CPU();
   imperative::Invoke(attrs, inputs, &outs, &cpu, nullptr, is_train);
@@ -86,7 +86,7 @@ struct GradCheckOptions {
 // differences are accurate.
 inline void CheckNumericGradient(const std::string& op, const KwArgs& params, const std::vector<NDArray>& inputs,
                                  const GradCheckOptions& opt = GradCheckOptions()) {
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get(op), params);
+  NodeAttrs attrs = MakeAttrs(Op::Get(op), params);
   Context cpu = Context::CPU();
   auto forward = [&](const std::vector<NDArray>& in) {
     std::vector<NDArray> outs;

@@ -54,7 +54,7 @@ TEST(OptimizerOps, DeclareWrittenStatesAndNoGradient) {
   const auto& pattern = Op::GetAttr<TOpPattern>("TOpPattern");
   for (const auto& c : cases) {
     SCOPED_TRACE(c.op);
-    NodeAttrs attrs = imperative::MakeAttrs(Op::Get(c.op), c.params);
+    NodeAttrs attrs = MakeAttrs(Op::Get(c.op), c.params);
     EXPECT_TRUE(compute.Contains(attrs.op));
     EXPECT_FALSE(grad.Contains(attrs.op));
     EXPECT_EQ(pattern.Get(attrs.op, OpPattern::kElemwise), OpPattern::kOpaque);
@@ -64,7 +64,7 @@ TEST(OptimizerOps, DeclareWrittenStatesAndNoGradient) {
 }
 
 TEST(OptimizerOps, MultiTensorInplacePairsEveryWeightWithItsOutput) {
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get("multi_mp_sgd_mom_update"),
+  NodeAttrs attrs = MakeAttrs(Op::Get("multi_mp_sgd_mom_update"),
                                           {{"lrs", "(1,1,1)"}, {"wds", "(0,0,0)"}, {"num_weights", "3"}});
   EXPECT_EQ(attrs.op->NumInputs(attrs), 12);
   EXPECT_EQ(attrs.op->NumOutputs(attrs), 3);
@@ -81,7 +81,7 @@ TEST(OptimizerOps, QueuedInplaceStepsSeeEachOthersWrites) {
   NDArray w = MakeArray(Shape{n}, std::vector<double>(n, 1.0), DType::kFloat32);
   NDArray g = MakeArray(Shape{n}, std::vector<double>(n, 0.5), DType::kFloat32);
   NDArray mom = MakeArray(Shape{n}, std::vector<double>(n, 0.0), DType::kFloat32);
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get("sgd_mom_update"), {{"lr", "0.1"}, {"momentum", "0.5"}});
+  NodeAttrs attrs = MakeAttrs(Op::Get("sgd_mom_update"), {{"lr", "0.1"}, {"momentum", "0.5"}});
   double w_ref = 1.0, m_ref = 0.0;
   Context cpu = Context::CPU();
   for (int step = 0; step < 8; ++step) {

@@ -235,7 +235,7 @@ TEST(Random, SameSeedSameDrawsNextDrawDiffers) {
 // Calls the CPU kernel directly, with a generator state of its own, so that the OpenMP
 // thread count of this thread is the one the kernel sees.
 std::vector<double> KernelDraw(const std::string& op, const KwArgs& params, const Shape& shape, DType dtype, int threads) {
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get(op), params);
+  NodeAttrs attrs = MakeAttrs(Op::Get(op), params);
   RandomState state;
   state.seed = 1234;
   state.offset = 77;
@@ -335,7 +335,7 @@ TEST(Random, ShuffleIsARowPermutation) {
   Seed(21);
   std::vector<NDArray> outs = {x};
   Context cpu = Context::CPU();
-  imperative::Invoke(imperative::MakeAttrs(Op::Get("_shuffle"), {}), {x}, &outs, &cpu, nullptr, false);
+  imperative::Invoke(MakeAttrs(Op::Get("_shuffle"), {}), {x}, &outs, &cpu, nullptr, false);
   ExpectAllNear(ToVector(x), a, 0, 0, "in place");
 
   // int32, 1-D.

@@ -236,7 +236,7 @@ TEST(Reduce, ProdGradientAtZeros) {
   NDArray a = MakeArray(Shape{2, 3}, {2, 0, 3, 0, 0, 5});
   NDArray out = Run1("prod", {a}, {{"axis", "1"}});
   NDArray head = MakeArray(Shape{2}, {1, 1});
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get("prod"), {{"axis", "1"}});
+  NodeAttrs attrs = MakeAttrs(Op::Get("prod"), {{"axis", "1"}});
   std::vector<NDArray> g = imperative::Gradient(attrs, {a}, {out}, {head});
   ExpectAllNear(ToVector(g[0]), {0, 6, 0, 0, 0, 0}, 0, 0, "prod gradient with zeros");
 }

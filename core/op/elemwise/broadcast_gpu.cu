@@ -1,7 +1,7 @@
 // GPU versions of the broadcast operators (broadcast.cc), broadcast comparisons (logic.cc)
 // and `_reduce_sum_to` (reduce_sum_to.cc), which returns their gradients to the inputs'
 // shapes.
-#include "core/op/cuda/reduce_kernels.cuh"
+#include "core/op/reduce/reduce_kernels.cuh"
 #include "core/op/elemwise/compute_gpu.cuh"
 #include "core/op/elemwise/functors.h"
 

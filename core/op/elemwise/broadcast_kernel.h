@@ -12,7 +12,7 @@
 
 #include "core/base/shape.h"
 #include "core/op/elemwise/kernels.h"
-#include "core/op/tblob.h"
+#include "core/base/tblob.h"
 
 namespace weft {
 namespace op {

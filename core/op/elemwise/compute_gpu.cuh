@@ -7,8 +7,8 @@
 
 #include <vector>
 
-#include "core/op/cuda/broadcast_kernels.cuh"
-#include "core/op/cuda/elemwise_kernels.cuh"
+#include "core/op/elemwise/broadcast_kernels.cuh"
+#include "core/op/elemwise/elemwise_kernels.cuh"
 #include "core/op/elemwise/math.h"
 #include "core/op/elemwise/scalar_param.h"
 #include "core/op/registry.h"

@@ -1,5 +1,5 @@
 // What each elementwise operator computes, one small struct per function, shared by the CPU
-// kernels (kernels.h) and the CUDA ones (core/op/cuda/elemwise_kernels.cuh):
+// kernels (kernels.h) and the CUDA ones (core/op/elemwise/elemwise_kernels.cuh):
 //
 //   struct exp_op { template <typename T> static WEFT_XINLINE T Map(T a); };      // unary
 //   struct add_op { template <typename T> static WEFT_XINLINE T Map(T a, T b); }; // binary

@@ -3,7 +3,7 @@
 // graph trained on a GPU needs them there.
 #include <vector>
 
-#include "core/op/cuda/elemwise_kernels.cuh"
+#include "core/op/elemwise/elemwise_kernels.cuh"
 #include "core/op/init/fill_param.h"
 #include "core/op/registry.h"
 

@@ -16,7 +16,7 @@
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "core/op/nn/dnnl_layout.h"
+#include "core/op/dnnl/dnnl_layout.h"
 #endif
 
 namespace weft {

@@ -1,7 +1,7 @@
 // GPU versions of the axis reductions (sum, mean, prod, nansum, nanprod, max, min) and of
 // their `_backward_*` operators, with the CPU versions' reducers and gradient rules.
-#include "core/op/cuda/broadcast_index.h"
-#include "core/op/cuda/reduce_kernels.cuh"
+#include "core/op/elemwise/broadcast_index.h"
+#include "core/op/reduce/reduce_kernels.cuh"
 #include "core/op/reduce/reduce_axes.h"
 
 namespace weft {

@@ -17,7 +17,7 @@
 
 #include "core/op/op_util.h"
 #include "core/op/reduce/reducers.h"
-#include "core/op/tblob.h"
+#include "core/base/tblob.h"
 
 namespace weft {
 namespace op {

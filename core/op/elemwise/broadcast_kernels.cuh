@@ -3,8 +3,8 @@
 // ones (see elemwise_kernels.cuh); core/op/elemwise/compute_gpu.cuh registers them.
 #pragma once
 
-#include "core/op/cuda/broadcast_index.h"
-#include "core/op/cuda/elemwise_kernels.cuh"
+#include "core/op/elemwise/broadcast_index.h"
+#include "core/op/elemwise/elemwise_kernels.cuh"
 
 namespace weft {
 namespace cuda {

@@ -18,8 +18,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/op/cuda/elemwise_kernels.cuh"
-#include "core/op/cuda/reduce_axes.h"
+#include "core/op/elemwise/elemwise_kernels.cuh"
+#include "core/op/reduce/reduce_axis_set.h"
 #include "core/op/reduce/reducers.h"
 
 namespace weft {

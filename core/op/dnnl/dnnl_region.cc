@@ -1,4 +1,4 @@
-#include "core/op/nn/dnnl_region.h"
+#include "core/op/dnnl/dnnl_region.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "core/op/nn/dnnl_layout.h"
-#include "core/op/nn/region_arena.h"
+#include "core/op/dnnl/dnnl_layout.h"
+#include "core/op/dnnl/region_arena.h"
 #endif
 
 namespace weft {
