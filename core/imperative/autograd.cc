@@ -24,7 +24,7 @@ class RecordingScope {
 };
 
 NDArray Apply(const char* op_name, const std::vector<NDArray>& inputs, const KwArgs& params = {}) {
-  NodeAttrs attrs = imperative::MakeAttrs(Op::Get(op_name), params);
+  NodeAttrs attrs = MakeAttrs(Op::Get(op_name), params);
   std::vector<NDArray> outs;
   imperative::Invoke(attrs, inputs, &outs, nullptr, nullptr, true);
   return outs[0];
@@ -188,10 +188,29 @@ void RecordOp(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::v
   Connect(node, inputs, outputs);
 }
 
+namespace {
+
+class RecordStage final : public imperative::Transformation {
+ public:
+  const char* name() const override { return "autograd"; }
+  bool Enabled(const imperative::Call&) const override { return tls_recording; }
+  void Apply(imperative::Call& call, const imperative::Next& next) override {
+    RecordOp(*call.attrs, *call.inputs, call.outputs, call.is_train);
+    next(call);
+  }
+};
+
+}  // namespace
+
+imperative::Transformation* RecordTransformation() {
+  static RecordStage stage;
+  return &stage;
+}
+
 void RecordView(const std::string& op_name, const KwArgs& params, const NDArray& src, NDArray* view) {
   if (!tls_recording || !src.ag_node()) return;
   auto node = std::make_shared<Node>();
-  node->attrs = imperative::MakeAttrs(Op::Get(op_name), params);
+  node->attrs = MakeAttrs(Op::Get(op_name), params);
   std::vector<NDArray> outs{*view};
   Connect(node, {src}, &outs);
   *view = outs[0];
@@ -262,7 +281,7 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
       if (g.is_none()) continue;
       std::vector<NDArray> out{node->grad};
       std::vector<OpReq> req{node->grad_req == OpReq::kAddTo ? OpReq::kAddTo : OpReq::kWriteTo};
-      NodeAttrs copy = imperative::MakeAttrs(Op::Get("_copy"), {});
+      NodeAttrs copy = MakeAttrs(Op::Get("_copy"), {});
       // The .grad arrays are leaves: writing them must not be recorded even under create_graph.
       RecordingScope off(false);
       imperative::Invoke(copy, {g}, &out, nullptr, &req, true);

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/imperative/transformation.h"
 #include "core/ndarray/ndarray.h"
 #include "core/op/registry.h"
 
@@ -58,8 +59,13 @@ bool SetIsRecording(bool on);
 void MarkVariables(const std::vector<NDArray*>& vars, const std::vector<NDArray>& grads,
                    const std::vector<OpReq>& reqs);
 
+// The recording stage of the imperative stack (Stage::kRecord): enabled while the thread
+// records, it passes each call to RecordOp before the call runs.
+imperative::Transformation* RecordTransformation();
+
 // Records one operator call when the thread records and some input has a history; sets the
-// outputs' history. Called by imperative::Invoke after it pushed the computation.
+// outputs' history. Refuses (before anything runs) a call that would overwrite a value the
+// recorded graph needs.
 void RecordOp(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
               bool is_train);
 

@@ -5,7 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/base/scratch.h"
-#include "core/imperative/autograd.h"
+#include "core/imperative/transformation.h"
 
 namespace weft {
 namespace imperative {
@@ -23,29 +23,7 @@ void AddUnique(std::vector<engine::VarHandle>* v, engine::VarHandle var) {
 
 }  // namespace
 
-bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
-  DType t = DType::kUnknown;
-  for (DType d : *in) if (d != DType::kUnknown) { t = d; break; }
-  if (t == DType::kUnknown) for (DType d : *out) if (d != DType::kUnknown) { t = d; break; }
-  if (t == DType::kUnknown) return false;
-  for (size_t i = 0; i < in->size(); ++i) {
-    if ((*in)[i] != DType::kUnknown && (*in)[i] != t)
-      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': input ", i, " has dtype ", DTypeName((*in)[i]),
-            " but expected ", DTypeName(t), " like the other inputs");
-    (*in)[i] = t;
-  }
-  for (auto& d : *out) {
-    if (d != DType::kUnknown && d != t)
-      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': output has dtype ", DTypeName(d), " but expected ",
-            DTypeName(t));
-    d = t;
-  }
-  return true;
-}
-
-namespace {
-
-// The buffers of one Invoke call, reused by the thread's next call.
+// The buffers of one call, from kInfer to kDispatch, reused by the thread's next call.
 struct InvokeScratch {
   std::vector<Shape> in_shapes, out_shapes;
   std::vector<DType> in_types, out_types;
@@ -53,6 +31,7 @@ struct InvokeScratch {
   std::vector<Resource> resources;
   std::vector<TBlob> in_blobs, out_blobs;
   std::vector<OpReq> reqs;
+  const FCompute* fn = nullptr;
 
   void Clear() {
     reads.clear();
@@ -61,8 +40,11 @@ struct InvokeScratch {
     in_blobs.clear();
     out_blobs.clear();
     reqs.clear();
+    fn = nullptr;
   }
 };
+
+namespace {
 
 // Operations touching at most this many bytes (inputs plus outputs) run on the pushing
 // thread when their inputs are ready: below it, waking a worker costs more than the work.
@@ -80,10 +62,8 @@ int64_t InlineMaxBytes() {
   return limit;
 }
 
-}  // namespace
-
-namespace {
 thread_local bool tls_is_training = false;
+
 }  // namespace
 
 bool IsTraining() { return tls_is_training; }
@@ -92,22 +72,6 @@ bool SetIsTraining(bool on) {
   bool prev = tls_is_training;
   tls_is_training = on;
   return prev;
-}
-
-NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs) {
-  NodeAttrs attrs;
-  attrs.op = op;
-  attrs.dict = std::move(kwargs);
-  if (op->attr_parser) {
-    op->attr_parser(&attrs);
-  } else {
-    for (const auto& kv : attrs.dict) {
-      const std::string& k = kv.first;
-      bool hidden = k.size() > 4 && k.compare(0, 2, "__") == 0 && k.compare(k.size() - 2, 2, "__") == 0;
-      if (!hidden) Throw(ErrorKind::kValue, "Operator '", op->name, "': unknown parameter '", k, "' (it takes no parameters)");
-    }
-  }
-  return attrs;
 }
 
 void InferShapeType(const NodeAttrs& attrs, std::vector<Shape>* in_shapes, std::vector<DType>* in_types,
@@ -131,134 +95,183 @@ void InferShapeType(const NodeAttrs& attrs, std::vector<Shape>* in_shapes, std::
   if (!types_known) Throw(ErrorKind::kType, "Operator '", op->name, "': cannot infer the output dtypes");
 }
 
-void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
-            const Context* ctx_hint, const std::vector<OpReq>* req, bool is_train) {
-  const Op* op = attrs.op;
-  int num_in = op->NumInputs(attrs);
-  int num_out = op->NumOutputs(attrs);
-  if (static_cast<int>(inputs.size()) != num_in)
-    Throw(ErrorKind::kValue, "Operator '", op->name, "': expected ", num_in, " input", num_in == 1 ? "" : "s",
-          op->arguments.empty() ? std::string() : " (" + ArgList(op) + ")", ", got ", inputs.size());
-  static const auto& visible_fns = Op::GetAttr<FNumVisibleOutputs>("FNumVisibleOutputs");
-  int num_visible = visible_fns.Contains(op) ? visible_fns[op](attrs) : num_out;
-  if (outputs->empty()) {
-    outputs->resize(num_out);
-  } else if (static_cast<int>(outputs->size()) == num_visible && num_visible < num_out) {
-    outputs->resize(num_out);  // hidden outputs (a dropout mask, say) are made here
-  } else if (static_cast<int>(outputs->size()) != num_out) {
-    Throw(ErrorKind::kValue, "Operator '", op->name, "': expected ", num_visible, " output array",
-          num_visible == 1 ? "" : "s", ", got ", outputs->size());
-  }
+namespace {
 
-  Context ctx = ctx_hint ? *ctx_hint : Context::CPU();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].is_none())
-      Throw(ErrorKind::kValue, "Operator '", op->name, "': input ", i, " is an empty (none) array");
-    if (i == 0) ctx = inputs[0].ctx();
-    else if (inputs[i].ctx() != ctx)
-      Throw(ErrorKind::kValue, "Operator '", op->name, "': all inputs must be on one context, but input 0 is on ",
-            ctx.ToString(), " and input ", i, " on ", inputs[i].ctx().ToString());
-  }
-  if (inputs.empty()) {
-    for (const auto& o : *outputs) if (!o.is_none()) { ctx = o.ctx(); break; }
-  }
+// kInfer: resolves the call completely before anything is recorded or run: the counts of
+// inputs and outputs, one context for all arrays, shapes and dtypes (inferred, then checked
+// against the arrays given), the outputs allocated, and the compute function of the device.
+class InferStage final : public Transformation {
+ public:
+  const char* name() const override { return "infer"; }
 
-  ScratchLease<InvokeScratch> s;
-  s->in_shapes.resize(inputs.size());
-  s->in_types.resize(inputs.size());
-  s->out_shapes.assign(num_out, Shape());
-  s->out_types.assign(num_out, DType::kUnknown);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    s->in_shapes[i] = inputs[i].shape();
-    s->in_types[i] = inputs[i].dtype();
-  }
-  for (int i = 0; i < num_out; ++i) {
-    if (!(*outputs)[i].is_none()) {
-      s->out_shapes[i] = (*outputs)[i].shape();
-      s->out_types[i] = (*outputs)[i].dtype();
+  void Apply(Call& call, const Next& next) override {
+    const NodeAttrs& attrs = *call.attrs;
+    const std::vector<NDArray>& inputs = *call.inputs;
+    std::vector<NDArray>* outputs = call.outputs;
+    const Op* op = attrs.op;
+    int num_in = op->NumInputs(attrs);
+    int num_out = op->NumOutputs(attrs);
+    if (static_cast<int>(inputs.size()) != num_in)
+      Throw(ErrorKind::kValue, "Operator '", op->name, "': expected ", num_in, " input", num_in == 1 ? "" : "s",
+            op->arguments.empty() ? std::string() : " (" + ArgList(op) + ")", ", got ", inputs.size());
+    static const auto& visible_fns = Op::GetAttr<FNumVisibleOutputs>("FNumVisibleOutputs");
+    int num_visible = visible_fns.Contains(op) ? visible_fns[op](attrs) : num_out;
+    if (outputs->empty()) {
+      outputs->resize(num_out);
+    } else if (static_cast<int>(outputs->size()) == num_visible && num_visible < num_out) {
+      outputs->resize(num_out);  // hidden outputs (a dropout mask, say) are made here
+    } else if (static_cast<int>(outputs->size()) != num_out) {
+      Throw(ErrorKind::kValue, "Operator '", op->name, "': expected ", num_visible, " output array",
+            num_visible == 1 ? "" : "s", ", got ", outputs->size());
     }
-  }
-  InferShapeType(attrs, &s->in_shapes, &s->in_types, &s->out_shapes, &s->out_types);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (s->in_shapes[i] != inputs[i].shape())
-      Throw(ErrorKind::kShape, "Operator '", op->name, "': input ", i, " has shape ", inputs[i].shape().ToString(),
-            " but the operator expects ", s->in_shapes[i].ToString());
-    if (s->in_types[i] != inputs[i].dtype())
-      Throw(ErrorKind::kType, "Operator '", op->name, "': input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
-            " but the operator expects ", DTypeName(s->in_types[i]));
-  }
-  for (int i = 0; i < num_out; ++i) {
-    NDArray& o = (*outputs)[i];
-    if (o.is_none()) {
-      o = NDArray(s->out_shapes[i], ctx, s->out_types[i]);
-    } else {
-      if (o.ctx() != ctx)
+
+    Context ctx = call.ctx_hint ? *call.ctx_hint : Context::CPU();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].is_none())
+        Throw(ErrorKind::kValue, "Operator '", op->name, "': input ", i, " is an empty (none) array");
+      if (i == 0) ctx = inputs[0].ctx();
+      else if (inputs[i].ctx() != ctx)
+        Throw(ErrorKind::kValue, "Operator '", op->name, "': all inputs must be on one context, but input 0 is on ",
+              ctx.ToString(), " and input ", i, " on ", inputs[i].ctx().ToString());
+    }
+    if (inputs.empty()) {
+      for (const auto& o : *outputs) if (!o.is_none()) { ctx = o.ctx(); break; }
+    }
+
+    ScratchLease<InvokeScratch> s;
+    s->in_shapes.resize(inputs.size());
+    s->in_types.resize(inputs.size());
+    s->out_shapes.assign(num_out, Shape());
+    s->out_types.assign(num_out, DType::kUnknown);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      s->in_shapes[i] = inputs[i].shape();
+      s->in_types[i] = inputs[i].dtype();
+    }
+    for (int i = 0; i < num_out; ++i) {
+      if (!(*outputs)[i].is_none()) {
+        s->out_shapes[i] = (*outputs)[i].shape();
+        s->out_types[i] = (*outputs)[i].dtype();
+      }
+    }
+    InferShapeType(attrs, &s->in_shapes, &s->in_types, &s->out_shapes, &s->out_types);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (s->in_shapes[i] != inputs[i].shape())
+        Throw(ErrorKind::kShape, "Operator '", op->name, "': input ", i, " has shape ", inputs[i].shape().ToString(),
+              " but the operator expects ", s->in_shapes[i].ToString());
+      if (s->in_types[i] != inputs[i].dtype())
+        Throw(ErrorKind::kType, "Operator '", op->name, "': input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
+              " but the operator expects ", DTypeName(s->in_types[i]));
+    }
+    for (int i = 0; i < num_out; ++i) {
+      NDArray& o = (*outputs)[i];
+      if (o.is_none()) {
+        o = NDArray(s->out_shapes[i], ctx, s->out_types[i]);
+      } else if (o.ctx() != ctx) {
         Throw(ErrorKind::kValue, "Operator '", op->name, "': output ", i, " is on ", o.ctx().ToString(),
               " but the inputs are on ", ctx.ToString());
+      }
     }
+
+    static const auto& fcompute_cpu = Op::GetAttr<FCompute>("FCompute<cpu>");
+    static const auto& fcompute_gpu = Op::GetAttr<FCompute>("FCompute<gpu>");
+    const auto& fcompute = ctx.is_gpu() ? fcompute_gpu : fcompute_cpu;
+    if (!fcompute.Contains(op))
+      Throw(ErrorKind::kUnsupported, "Operator '", op->name, "' has no implementation for ",
+            ctx.is_gpu() ? "gpu" : "cpu");
+    s->fn = &fcompute[op];
+    call.ctx = ctx;
+    call.scratch = &*s;
+    next(call);
   }
+};
 
-  static const auto& fcompute_cpu = Op::GetAttr<FCompute>("FCompute<cpu>");
-  static const auto& fcompute_gpu = Op::GetAttr<FCompute>("FCompute<gpu>");
-  const auto& fcompute = ctx.is_gpu() ? fcompute_gpu : fcompute_cpu;
-  if (!fcompute.Contains(op))
-    Throw(ErrorKind::kUnsupported, "Operator '", op->name, "' has no implementation for ", ctx.is_gpu() ? "gpu" : "cpu");
-  const FCompute& fn = fcompute[op];
+// kDispatch: requests the operator's resources and hands the work to the engine with the
+// variables it reads and writes; small CPU work whose inputs are ready runs here and now.
+class DispatchStage final : public Transformation {
+ public:
+  const char* name() const override { return "dispatch"; }
 
-  static const auto& resource_fns = Op::GetAttr<FResourceRequest>("FResourceRequest");
-  static const auto& mutate_fns = Op::GetAttr<FMutateInputs>("FMutateInputs");
-  std::vector<engine::VarHandle>& reads = s->reads;
-  std::vector<engine::VarHandle>& writes = s->writes;
-  if (resource_fns.Contains(op)) {
-    for (const auto& r : resource_fns[op](attrs)) {
-      s->resources.push_back(ResourceManager::Get()->Request(ctx, r));
-      AddUnique(&writes, s->resources.back().var);
+  void Apply(Call& call, const Next&) override {
+    const NodeAttrs& attrs = *call.attrs;
+    const std::vector<NDArray>& inputs = *call.inputs;
+    const std::vector<NDArray>& outputs = *call.outputs;
+    const Op* op = attrs.op;
+    const Context ctx = call.ctx;
+    const bool is_train = call.is_train;
+    InvokeScratch* s = call.scratch;
+    const FCompute& fn = *s->fn;
+    int num_out = static_cast<int>(outputs.size());
+
+    static const auto& resource_fns = Op::GetAttr<FResourceRequest>("FResourceRequest");
+    static const auto& mutate_fns = Op::GetAttr<FMutateInputs>("FMutateInputs");
+    std::vector<engine::VarHandle>& reads = s->reads;
+    std::vector<engine::VarHandle>& writes = s->writes;
+    if (resource_fns.Contains(op)) {
+      for (const auto& r : resource_fns[op](attrs)) {
+        s->resources.push_back(ResourceManager::Get()->Request(ctx, r));
+        AddUnique(&writes, s->resources.back().var);
+      }
     }
-  }
-  for (const auto& o : *outputs) AddUnique(&writes, o.var());
-  if (mutate_fns.Contains(op))
-    for (int i : mutate_fns[op](attrs)) AddUnique(&writes, inputs.at(i).var());
-  for (const auto& in : inputs)
-    if (std::find(writes.begin(), writes.end(), in.var()) == writes.end()) AddUnique(&reads, in.var());
+    for (const auto& o : outputs) AddUnique(&writes, o.var());
+    if (mutate_fns.Contains(op))
+      for (int i : mutate_fns[op](attrs)) AddUnique(&writes, inputs.at(i).var());
+    for (const auto& in : inputs)
+      if (std::find(writes.begin(), writes.end(), in.var()) == writes.end()) AddUnique(&reads, in.var());
 
-  int64_t bytes = 0;
-  for (const auto& in : inputs) s->in_blobs.push_back(in.data());
-  for (const auto& o : *outputs) s->out_blobs.push_back(o.data());
-  for (const auto& b : s->in_blobs) bytes += static_cast<int64_t>(b.Bytes());
-  for (const auto& b : s->out_blobs) bytes += static_cast<int64_t>(b.Bytes());
-  if (req) s->reqs = *req;
-  if (static_cast<int>(s->reqs.size()) < num_out) s->reqs.resize(num_out, OpReq::kWriteTo);
+    int64_t bytes = 0;
+    for (const auto& in : inputs) s->in_blobs.push_back(in.data());
+    for (const auto& o : outputs) s->out_blobs.push_back(o.data());
+    for (const auto& b : s->in_blobs) bytes += static_cast<int64_t>(b.Bytes());
+    for (const auto& b : s->out_blobs) bytes += static_cast<int64_t>(b.Bytes());
+    if (call.req) s->reqs = *call.req;
+    if (static_cast<int>(s->reqs.size()) < num_out) s->reqs.resize(num_out, OpReq::kWriteTo);
 
-  // The recording layer: it checks the call before anything runs, so a refused in-place
-  // update leaves the arrays untouched.
-  if (autograd::IsRecording()) autograd::RecordOp(attrs, inputs, outputs, is_train);
-
-  engine::Engine* engine = engine::Engine::Get();
-  bool small = !ctx.is_gpu() && bytes <= InlineMaxBytes();
-  if (small) {
-    // Ready small work runs here and now, on the buffers above, with no copies at all.
-    OpContext octx;
-    octx.is_train = is_train;
-    octx.requested.swap(s->resources);
-    auto run = [&](engine::RunContext rctx) {
-      octx.run_ctx = rctx;
-      fn(attrs, octx, s->in_blobs, s->reqs, s->out_blobs);
-    };
-    bool ran = engine->RunNowIfIdle(ctx, reads, writes, engine::SyncFnRef(run));
-    octx.requested.swap(s->resources);
-    if (ran) return;
-  }
-  engine->PushAsync(
-      [fn, attrs, in_blobs = s->in_blobs, out_blobs = s->out_blobs, reqs = s->reqs, resources = s->resources,
-       is_train](engine::RunContext rctx, engine::CallbackOnComplete done) {
-        OpContext octx;
-        octx.is_train = is_train;
+    engine::Engine* engine = engine::Engine::Get();
+    bool small = !ctx.is_gpu() && bytes <= InlineMaxBytes();
+    if (small) {
+      // Ready small work runs here and now, on the buffers above, with no copies at all.
+      OpContext octx;
+      octx.is_train = is_train;
+      octx.requested.swap(s->resources);
+      auto run = [&](engine::RunContext rctx) {
         octx.run_ctx = rctx;
-        octx.requested = resources;
-        fn(attrs, octx, in_blobs, reqs, out_blobs);
-        done();
-      },
-      ctx, reads, writes, small ? engine::FnProperty::kCPUInline : engine::FnProperty::kNormal, 0, op->name.c_str());
+        fn(attrs, octx, s->in_blobs, s->reqs, s->out_blobs);
+      };
+      bool ran = engine->RunNowIfIdle(ctx, reads, writes, engine::SyncFnRef(run));
+      octx.requested.swap(s->resources);
+      if (ran) return;
+    }
+    engine->PushAsync(
+        [fn, attrs, in_blobs = s->in_blobs, out_blobs = s->out_blobs, reqs = s->reqs, resources = s->resources,
+         is_train](engine::RunContext rctx, engine::CallbackOnComplete done) {
+          OpContext octx;
+          octx.is_train = is_train;
+          octx.run_ctx = rctx;
+          octx.requested = resources;
+          fn(attrs, octx, in_blobs, reqs, out_blobs);
+          done();
+        },
+        ctx, reads, writes, small ? engine::FnProperty::kCPUInline : engine::FnProperty::kNormal, 0,
+        op->name.c_str());
+  }
+};
+
+}  // namespace
+
+Transformation* InferTransformation() {
+  static InferStage stage;
+  return &stage;
+}
+
+Transformation* DispatchTransformation() {
+  static DispatchStage stage;
+  return &stage;
+}
+
+void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
+            const Context* ctx_hint, const std::vector<OpReq>* req, bool is_train) {
+  Call call{&attrs, &inputs, outputs, ctx_hint, req, is_train, Context::CPU()};
+  RunStack(call);
 }
 
 namespace {
