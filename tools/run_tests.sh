@@ -3,7 +3,11 @@
 #   1. CTest in build/: the C++ GoogleTest binary, the C embedding test, the R and Go smoke
 #      tests and the install checks;
 #   2. pytest on tests/python with the venv's interpreter;
-#   3. when CI=true or WEFT_CI_CUDA=1: a CUDA build (sm_90) in build-cuda/, then the tests
+#   3. the layer check (tools/check_layers.py: no include or import runs up the layer tables
+#      of docs/architecture.md) and the generated-code check (tools/codegen/generate.py
+#      --check: the committed registry dump and every front end's generated files are what
+#      this build's registry and c_api.h give);
+#   4. when CI=true or WEFT_CI_CUDA=1: a CUDA build (sm_90) in build-cuda/, then the tests
 #      of its C++ binary that need no GPU (the CUDA ones skip themselves without one; the
 #      fusion kernels compile with NVRTC, which needs no GPU either). CI machines have none.
 # Exits non-zero when any step fails and ends with one summary line.
@@ -66,6 +70,21 @@ run_pytest() {
   fi
 }
 
+run_checks() {
+  if /usr/bin/python3 "$repo/tools/check_layers.py"; then
+    record layers PASS
+  else
+    record layers FAIL "an include or import runs up docs/architecture.md's layer tables"
+  fi
+  if [[ ! -f "$build_dir/libweft.so" ]]; then
+    record codegen FAIL "no $build_dir/libweft.so: run tools/build.sh first"
+  elif /usr/bin/python3 "$repo/tools/codegen/generate.py" --lib "$build_dir/libweft.so" --check; then
+    record codegen PASS
+  else
+    record codegen FAIL "generated front-end files are stale: run tools/codegen/generate.py"
+  fi
+}
+
 build_cuda() {
   if [[ "${CI:-}" != true && "${WEFT_CI_CUDA:-0}" != 1 ]]; then
     record cuda-build SKIP "set CI=true or WEFT_CI_CUDA=1 to run it"
@@ -102,6 +121,7 @@ build_cuda() {
 start=$SECONDS
 run_ctest
 run_pytest
+run_checks
 build_cuda
 
 echo
