@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "c_api/src/c_api_common.h"
+#include "core/base/checked_size.h"
 #include "core/imperative/autograd.h"
 #include "core/imperative/imperative.h"
 
@@ -180,7 +181,7 @@ weft_status_t weft_ndarray_reshape(const weft_ndarray_t* arr, const int64_t* sha
   int64_t known = 1;
   for (int i = 0; i < ndim; ++i) {
     if (s[i] == -1) unknown = i;
-    else known *= s[i];
+    else known = CheckedMul(known, s[i], std::string(__func__) + ": shape " + s.ToString());
   }
   if (unknown >= 0) {
     WEFT_CHECK(known != 0 && a.Size() % known == 0, kShape, __func__, ": cannot reshape an array of shape ",

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "c_api/src/c_api_common.h"
+#include "core/base/atomic_file.h"
+#include "core/base/json_parse.h"
 #include "core/executor/executor.h"
 #include "core/graph/infer.h"
 #include "core/graph/json.h"
@@ -59,11 +61,11 @@ nlohmann::json ParseKnown(const char* known, const char* fn) {
   if (known == nullptr || *known == '\0') return nlohmann::json::object();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(known);
+    j = ParseJSONWithLimits(known, std::string(fn) + ": 'known'");
   } catch (const nlohmann::json::exception& e) {
     Throw(ErrorKind::kValue, fn, ": 'known' is not valid JSON: ", e.what());
   }
-  WEFT_CHECK(j.is_object(), kValue, fn, ": 'known' must be a JSON object {name: value}, got ", j.dump());
+  WEFT_CHECK(j.is_object(), kValue, fn, ": 'known' must be a JSON object {name: value}, got ", JSONExcerpt(j));
   return j;
 }
 
@@ -72,11 +74,11 @@ nlohmann::json ParseObject(const char* text, const char* what, const char* fn) {
   if (text == nullptr || *text == '\0') return nlohmann::json::object();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(text);
+    j = ParseJSONWithLimits(text, std::string(fn) + ": '" + what + "'");
   } catch (const nlohmann::json::exception& e) {
     Throw(ErrorKind::kValue, fn, ": '", what, "' is not valid JSON: ", e.what());
   }
-  WEFT_CHECK(j.is_object(), kValue, fn, ": '", what, "' must be a JSON object {name: value}, got ", j.dump());
+  WEFT_CHECK(j.is_object(), kValue, fn, ": '", what, "' must be a JSON object {name: value}, got ", JSONExcerpt(j));
   return j;
 }
 
@@ -87,7 +89,7 @@ std::map<std::string, Context> ParseGroup2Ctx(const char* text, const char* fn) 
   for (auto it = j.begin(); it != j.end(); ++it) {
     const auto& v = it.value();
     WEFT_CHECK(v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer(), kValue, fn,
-               ": the context of group '", it.key(), "' must be [device_type, device_id], got ", v.dump());
+               ": the context of group '", it.key(), "' must be [device_type, device_id], got ", JSONExcerpt(v));
     weft_context_t c{v[0].get<int32_t>(), v[1].get<int32_t>()};
     r[it.key()] = ToContext(c, fn);
   }
@@ -100,11 +102,11 @@ std::unordered_map<std::string, Shape> ParseShapes(const char* text, const char*
   nlohmann::json j = ParseObject(text, "shapes", fn);
   for (auto it = j.begin(); it != j.end(); ++it) {
     const auto& v = it.value();
-    WEFT_CHECK(v.is_array(), kValue, fn, ": the shape of '", it.key(), "' must be a list of dims, got ", v.dump());
+    WEFT_CHECK(v.is_array(), kValue, fn, ": the shape of '", it.key(), "' must be a list of dims, got ", JSONExcerpt(v));
     std::vector<int64_t> dims;
     for (const auto& d : v) {
       WEFT_CHECK(d.is_number_integer() && d.get<int64_t>() >= 0, kValue, fn, ": the shape of '", it.key(),
-                 "' must hold integers >= 0, got ", v.dump());
+                 "' must hold integers >= 0, got ", JSONExcerpt(v));
       dims.push_back(d.get<int64_t>());
     }
     r[it.key()] = Shape(dims);
@@ -123,7 +125,7 @@ std::vector<OpReq> ParseSimpleBindReq(const char* text, const std::vector<std::s
     auto a = std::find(args.begin(), args.end(), it.key());
     WEFT_CHECK(a != args.end(), kValue, fn, ": grad_req names '", it.key(), "', which is not an argument");
     WEFT_CHECK(it.value().is_string(), kValue, fn, ": the grad_req of '", it.key(), "' must be a string, got ",
-               it.value().dump());
+               JSONExcerpt(it.value()));
     std::string req = it.value().get<std::string>();
     r[a - args.begin()] = ParseGradReq(req.c_str(), "grad_req", static_cast<int>(a - args.begin()), fn);
   }
@@ -326,11 +328,7 @@ weft_status_t weft_symbol_save_file(const weft_symbol_t* sym, const char* path) 
   WEFT_API_BEGIN
   WEFT_CHECK(path != nullptr, kValue, __func__, ": 'path' is NULL");
   std::string text = graph::SaveJSON(WEFT_SYM(sym));
-  std::ofstream f(path, std::ios::binary);
-  WEFT_CHECK(f.good(), kIO, __func__, ": cannot open '", path, "' for writing");
-  f << text;
-  f.close();
-  WEFT_CHECK(!f.fail(), kIO, __func__, ": writing '", path, "' failed");
+  WriteFileAtomically(path, text.data(), text.size());
   WEFT_API_END
 }
 
@@ -354,11 +352,11 @@ weft_status_t weft_symbol_infer_shape(const weft_symbol_t* sym, const char* know
   nlohmann::json k = ParseKnown(known, __func__);
   for (auto it = k.begin(); it != k.end(); ++it) {
     const auto& v = it.value();
-    WEFT_CHECK(v.is_array(), kValue, __func__, ": the shape of '", it.key(), "' must be a list of dims, got ", v.dump());
+    WEFT_CHECK(v.is_array(), kValue, __func__, ": the shape of '", it.key(), "' must be a list of dims, got ", JSONExcerpt(v));
     std::vector<int64_t> dims;
     for (const auto& d : v) {
       WEFT_CHECK(d.is_number_integer() && d.get<int64_t>() >= -1, kValue, __func__, ": the shape of '", it.key(),
-                 "' must hold integers >= -1, got ", v.dump());
+                 "' must hold integers >= -1, got ", JSONExcerpt(v));
       dims.push_back(d.get<int64_t>());
     }
     given[it.key()] = Shape(dims);
@@ -385,7 +383,7 @@ weft_status_t weft_symbol_infer_type(const weft_symbol_t* sym, const char* known
   nlohmann::json k = ParseKnown(known, __func__);
   for (auto it = k.begin(); it != k.end(); ++it) {
     WEFT_CHECK(it.value().is_number_integer(), kValue, __func__, ": the dtype of '", it.key(),
-               "' must be a dtype code, got ", it.value().dump());
+               "' must be a dtype code, got ", JSONExcerpt(it.value()));
     given[it.key()] = ToDType(it.value().get<int>(), __func__);
   }
   auto r = graph::InferType(s, given);
@@ -426,7 +424,7 @@ weft_status_t weft_executor_simple_bind(const weft_symbol_t* sym, weft_context_t
   nlohmann::json t = ParseObject(dtypes, "dtypes", __func__);
   for (auto it = t.begin(); it != t.end(); ++it) {
     WEFT_CHECK(it.value().is_number_integer(), kValue, __func__, ": the dtype of '", it.key(),
-               "' must be a dtype code, got ", it.value().dump());
+               "' must be a dtype code, got ", JSONExcerpt(it.value()));
     types[it.key()] = ToDType(it.value().get<int>(), __func__);
   }
   std::shared_ptr<Executor> ex =

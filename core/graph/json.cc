@@ -5,6 +5,8 @@
 #include <set>
 
 #include "core/base/error.h"
+#include "core/base/json_parse.h"
+#include "core/base/limits.h"
 #include "core/base/logging.h"
 #include "core/op/registry.h"
 
@@ -63,13 +65,15 @@ void ReadStringMap(const Reader& r, const json& m, const std::string& field, con
   for (auto it = m.begin(); it != m.end(); ++it) {
     if (!it.value().is_string())
       r.Fail(label, ": attribute '", it.key(), "' must be a string, got ", it.value().type_name());
+    CheckLimit(Limit::kAttrBytes, static_cast<int64_t>(it.value().get_ref<const std::string&>().size()),
+               "Symbol JSON (" + r.where + "): " + label + " attribute '" + it.key() + "'");
     dict->emplace_back(it.key(), it.value().get<std::string>());
   }
 }
 
 uint32_t ReadIndex(const Reader& r, const json& v, const std::string& what) {
   if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX)
-    r.Fail(what, ": expected a non-negative integer, got ", v.dump());
+    r.Fail(what, ": expected a non-negative integer, got ", JSONExcerpt(v));
   return static_cast<uint32_t>(v.get<int64_t>());
 }
 
@@ -78,7 +82,7 @@ uint32_t ReadIndex(const Reader& r, const json& v, const std::string& what) {
 NodeEntry ReadEntry(const Reader& r, const json& v, const std::vector<NodePtr>& nodes, size_t limit,
                     const std::string& what) {
   if (!v.is_array() || v.size() < 2 || v.size() > 3)
-    r.Fail(what, ": expected [node, index] or [node, index, version], got ", v.dump());
+    r.Fail(what, ": expected [node, index] or [node, index, version], got ", JSONExcerpt(v));
   uint32_t id = ReadIndex(r, v[0], what + " node");
   uint32_t index = ReadIndex(r, v[1], what + " output index");
   uint32_t version = v.size() == 3 ? ReadIndex(r, v[2], what + " version") : 0;
@@ -139,7 +143,7 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
   Reader r{where};
   json top;
   try {
-    top = json::parse(text);
+    top = ParseJSONWithLimits(text, "Symbol JSON (" + where + ")");
   } catch (const json::exception& e) {
     r.Fail("not valid JSON: ", e.what());
   }
@@ -159,7 +163,7 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
     if (attrs.contains("mxnet_version")) {
       const json& v = attrs["mxnet_version"];
       if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer())
-        r.Fail("attrs.mxnet_version must be [\"int\", version], got ", v.dump());
+        r.Fail("attrs.mxnet_version must be [\"int\", version], got ", JSONExcerpt(v));
       version = v[1].get<int>();
     }
   }
@@ -172,6 +176,7 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
                                                    "attr", "param",        "control_deps", "subgraphs",
                                                    "backward_source_id"};
   const json& jnodes = top["nodes"];
+  CheckLimit(Limit::kGraphNodes, static_cast<int64_t>(jnodes.size()), "Symbol JSON (" + where + ")");
   std::vector<NodePtr> nodes;
   for (size_t i = 0; i < jnodes.size(); ++i) {
     const json& jn = jnodes[i];
@@ -229,6 +234,12 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
       }
     }
     if (n->op()) {
+      // The input count comes from a parameter (Concat's num_args, say): check the claim
+      // before anything is sized by it.
+      const int count = n->op()->NumInputs(n->attrs);
+      CheckLimit(Limit::kVariadicInputs, count, "Symbol JSON (" + where + "): " + label);
+      if (version >= 900 && n->inputs.size() != static_cast<size_t>(count))
+        r.Fail(label, ": operator '", n->op()->name, "' takes ", count, " inputs, got ", n->inputs.size());
       std::vector<std::string> names = InputNamesOf(*n);
       // Before 0.9 auxiliary states were not saved: they become variables here, with a
       // copy of the node's attributes once its legacy keys are upgraded (below), as in

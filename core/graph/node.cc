@@ -6,6 +6,28 @@
 namespace weft {
 namespace graph {
 
+Node::~Node() {
+  // Inputs and control dependencies that die with this node are emptied before their own
+  // destructors run, so each runs with nothing left to release: the chain is walked here,
+  // with a work list, instead of by nested destructor calls.
+  std::vector<NodePtr> pending;
+  auto detach = [&pending](Node* n) {
+    for (NodeEntry& e : n->inputs)
+      if (e.node) pending.push_back(std::move(e.node));
+    for (NodePtr& d : n->control_deps)
+      if (d) pending.push_back(std::move(d));
+    n->inputs.clear();
+    n->control_deps.clear();
+  };
+  detach(this);
+  while (!pending.empty()) {
+    NodePtr p = std::move(pending.back());
+    pending.pop_back();
+    // Only a node nothing else holds dies here; one still shared keeps its inputs.
+    if (p.use_count() == 1) detach(p.get());
+  }
+}
+
 int Node::num_visible_outputs() const {
   if (is_variable()) return 1;
   static const auto& visible = Op::GetAttr<FNumVisibleOutputs>("FNumVisibleOutputs");

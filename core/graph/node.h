@@ -35,6 +35,13 @@ struct Node {
   // Nodes that must run before this one without feeding it a value.
   std::vector<NodePtr> control_deps;
 
+  Node() = default;
+  Node(const Node&) = default;
+  Node& operator=(const Node&) = default;
+  // Releases the nodes only this one keeps alive without recursing into them, so that
+  // freeing a graph of a million chained nodes does not exhaust the stack.
+  ~Node();
+
   static NodePtr Create() { return std::make_shared<Node>(); }
   bool is_variable() const { return attrs.op == nullptr; }
   const Op* op() const { return attrs.op; }

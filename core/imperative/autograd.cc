@@ -138,6 +138,29 @@ void Release(Node* node) {
 
 }  // namespace
 
+Node::~Node() {
+  // The inputs' histories that die with this node are cut from their arrays first, so each
+  // of their destructors runs with nothing left to release: a work list instead of nested
+  // destructor calls down the chain.
+  std::vector<std::shared_ptr<Node>> pending;
+  auto detach = [&pending](Node* n) {
+    for (NDArray& a : n->inputs) {
+      if (a.ag_node()) {
+        pending.push_back(a.ag_node());
+        a.set_ag(nullptr, 0);
+      }
+    }
+    n->inputs.clear();
+  };
+  detach(this);
+  while (!pending.empty()) {
+    std::shared_ptr<Node> p = std::move(pending.back());
+    pending.pop_back();
+    // Only a node nothing else holds dies here; one still shared keeps its history.
+    if (p.use_count() == 1) detach(p.get());
+  }
+}
+
 bool IsRecording() { return tls_recording; }
 
 bool SetIsRecording(bool on) {

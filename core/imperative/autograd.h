@@ -48,6 +48,13 @@ struct Node {
   OpReq grad_req = OpReq::kNullOp;
 
   bool is_variable() const { return attrs.op == nullptr && !custom; }
+
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  // Releases the recorded history only this node keeps alive without recursing into it, so
+  // that freeing the result of a million recorded calls does not exhaust the stack.
+  ~Node();
 };
 
 // The calling thread's recording state (off at start). SetIsRecording returns the previous one.

@@ -8,6 +8,8 @@
 #include <cstring>
 #include <utility>
 
+#include "core/base/limits.h"
+
 namespace weft {
 namespace io {
 
@@ -156,6 +158,12 @@ std::string ReadFileMaybeGzip(const std::string& path, const std::string& what) 
     }
     if (got == 0) break;
     used += static_cast<size_t>(got);
+    // A gzip bomb inflates a few kilobytes into gigabytes: stop at the limit, not at the
+    // machine's memory.
+    if (used > static_cast<size_t>(LimitValue(Limit::kDecompressedBytes))) {
+      gzclose(f);
+      CheckLimit(Limit::kDecompressedBytes, static_cast<int64_t>(used), "reading " + what + " '" + path + "'");
+    }
   }
   out.resize(used);
   // zlib reports a gzip stream cut short only here, as Z_BUF_ERROR from gzclose_r.

@@ -15,6 +15,7 @@
 #include <jerror.h>
 
 #include "core/base/error.h"
+#include "core/base/limits.h"
 
 namespace weft {
 namespace io {
@@ -81,6 +82,14 @@ Image DecodeJpeg(const uint8_t* data, size_t size, int flag, bool to_rgb, int mi
   jpeg_create_decompress(&cinfo);
   jpeg_mem_src(&cinfo, const_cast<unsigned char*>(data), static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
+  // The header's dimensions are only a claim: check them before the decoder allocates.
+  const int64_t jpeg_pixels = static_cast<int64_t>(cinfo.image_width) * cinfo.image_height;
+  if (jpeg_pixels > LimitValue(Limit::kImagePixels)) {
+    const std::string where = "image decode: JPEG header (" + std::to_string(size) + " bytes) of " +
+                              std::to_string(cinfo.image_width) + "x" + std::to_string(cinfo.image_height);
+    jpeg_destroy_decompress(&cinfo);
+    CheckLimit(Limit::kImagePixels, jpeg_pixels, where);
+  }
   const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   const bool grey_src = cinfo.num_components == 1;
   int channels;
@@ -181,6 +190,14 @@ Image DecodePng(const uint8_t* data, size_t size, int flag, bool to_rgb) {
   }
   png_set_read_fn(png, &src, PngRead);
   png_read_info(png, info);
+  const uint32_t png_w = png_get_image_width(png, info), png_h = png_get_image_height(png, info);
+  const int64_t png_pixels = static_cast<int64_t>(png_w) * png_h;
+  if (png_pixels > LimitValue(Limit::kImagePixels)) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    CheckLimit(Limit::kImagePixels, png_pixels,
+               "image decode: PNG header (" + std::to_string(size) + " bytes) of " + std::to_string(png_w) + "x" +
+                   std::to_string(png_h));
+  }
   const int color = png_get_color_type(png, info);
   const int depth = png_get_bit_depth(png, info);
   const bool has_trns = png_get_valid(png, info, PNG_INFO_tRNS) != 0;

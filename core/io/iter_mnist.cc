@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include "core/base/checked_size.h"
 #include "core/base/logging.h"
 #include "core/io/dense_batch_iter.h"
 
@@ -63,14 +64,15 @@ std::vector<uint32_t> ParseIdxHeader(const std::string& bytes, int ndim, const s
           " (unsigned bytes, ", ndim, " dims)");
   }
   std::vector<uint32_t> dims(ndim);
-  uint64_t payload = 1;
+  int64_t payload = 1;
   for (int i = 0; i < ndim; ++i) {
     dims[i] = BigEndian32(p + 4 + 4 * i);
-    payload *= dims[i];
+    payload = CheckedMul(payload, dims[i], std::string("MNISTIter: the header of ") + what + " file '" + path + "'");
   }
-  if (bytes.size() - header != payload)
+  if (bytes.size() - header != static_cast<uint64_t>(payload))
     Throw(ErrorKind::kIO, "MNISTIter: ", what, " file '", path, "' is ",
-          bytes.size() - header < payload ? "truncated" : "longer than its header says", ": expected ", payload,
+          bytes.size() - header < static_cast<uint64_t>(payload) ? "truncated" : "longer than its header says",
+          ": expected ", payload,
           " bytes of data after the header, the file holds ", bytes.size() - header);
   return dims;
 }

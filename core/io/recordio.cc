@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "core/base/error.h"
+#include "core/base/limits.h"
 
 namespace weft {
 namespace io {
@@ -173,6 +174,9 @@ bool RecordIOReader::Next(std::string* out) {
       StoreU32(kRecordIOMagic, out);
       base += 4;
     }
+    // A record of many chunks may span the whole file: bound what one record may take.
+    CheckLimit(Limit::kRecordBytes, static_cast<int64_t>(base + padded),
+               "RecordIO: the record at offset " + std::to_string(start) + " of '" + path_ + "'");
     out->resize(base + padded);
     if (!ReadExact(&(*out)[base], padded, &got))
       Throw(ErrorKind::kIO, "RecordIO: reading '", path_, "' at offset ", chunk + 8, " failed after ", got, " of ",

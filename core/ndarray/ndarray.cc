@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/base/checked_size.h"
 #include "core/base/error.h"
 #include "core/ndarray/copy.h"
 
@@ -32,18 +33,15 @@ NDArray::Chunk::~Chunk() {
 
 NDArray::NDArray(const Shape& shape, Context ctx, DType dtype, bool delay_alloc)
     : shape_(shape), dtype_(dtype) {
-  WEFT_CHECK(shape.is_known(), kShape, "NDArray: expected a fully known shape, got ", shape.ToString());
-  for (int64_t d : shape)
-    WEFT_CHECK(d >= 0, kShape, "NDArray: dimensions must be non-negative, got ", shape.ToString());
-  chunk_ = std::make_shared<Chunk>(static_cast<size_t>(shape.Size()) * DTypeSize(dtype), ctx, delay_alloc);
+  chunk_ = std::make_shared<Chunk>(CheckedBytes(shape, dtype, "NDArray"), ctx, delay_alloc);
 }
 
 NDArray NDArray::FromExternal(void* dptr, const Shape& shape, DType dtype, Context ctx, std::function<void()> release) {
-  WEFT_CHECK(shape.is_known(), kShape, "NDArray::FromExternal: expected a fully known shape, got ", shape.ToString());
+  size_t bytes = CheckedBytes(shape, dtype, "NDArray::FromExternal");
   NDArray r;
   r.shape_ = shape;
   r.dtype_ = dtype;
-  r.chunk_ = std::make_shared<Chunk>(static_cast<size_t>(shape.Size()) * DTypeSize(dtype), ctx, true);
+  r.chunk_ = std::make_shared<Chunk>(bytes, ctx, true);
   r.chunk_->handle.dptr = dptr;
   r.chunk_->handle.size = r.chunk_->bytes;
   r.chunk_->handle.ctx = ctx;
@@ -82,8 +80,9 @@ NDArray NDArray::At(int64_t index) const {
 }
 
 NDArray NDArray::Reshape(const Shape& shape) const {
-  WEFT_CHECK(shape.is_known() && shape.Size() == shape_.Size(), kShape, "NDArray::Reshape: cannot reshape an array of shape ",
-             shape_.ToString(), " (", shape_.Size(), " elements) into ", shape.ToString());
+  WEFT_CHECK(shape.is_known() && CheckedNumElements(shape, "NDArray::Reshape") == shape_.Size(), kShape,
+             "NDArray::Reshape: cannot reshape an array of shape ", shape_.ToString(), " (", shape_.Size(),
+             " elements) into ", shape.ToString());
   NDArray r = *this;
   r.set_ag(nullptr, 0);
   r.shape_ = shape;
@@ -92,7 +91,7 @@ NDArray NDArray::Reshape(const Shape& shape) const {
 
 NDArray NDArray::View(const Shape& shape, DType dtype) const {
   WEFT_CHECK(shape.is_known(), kShape, "NDArray::View: the shape ", shape.ToString(), " is not fully known");
-  size_t need = static_cast<size_t>(shape.Size()) * DTypeSize(dtype);
+  size_t need = CheckedBytes(shape, dtype, "NDArray::View");
   size_t have = static_cast<size_t>(shape_.Size()) * DTypeSize(dtype_);
   WEFT_CHECK(need <= have, kShape, "NDArray::View: ", shape.ToString(), " of ", DTypeName(dtype), " needs ", need,
              " bytes but the array has ", have);

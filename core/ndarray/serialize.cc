@@ -6,6 +6,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "core/base/atomic_file.h"
 #include "core/base/context.h"
 #include "core/base/error.h"
 
@@ -260,11 +261,7 @@ NDArray LoadNDArrayRaw(const void* data, size_t size, const std::string& source,
 void SaveNDArrayListFile(const std::string& fname, const std::vector<NDArray>& arrays,
                          const std::vector<std::string>& names) {
   std::string bytes = SaveNDArrayList(arrays, names);
-  std::ofstream out(fname, std::ios::binary | std::ios::trunc);
-  if (!out) Throw(ErrorKind::kIO, "cannot open file '", fname, "' for writing: ", std::strerror(errno));
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) Throw(ErrorKind::kIO, "error writing file '", fname, "': ", std::strerror(errno));
+  WriteFileAtomically(fname, bytes.data(), bytes.size());
 }
 
 NDArrayFile LoadNDArrayListFile(const std::string& fname, const NDArrayLoadOptions& opts) {

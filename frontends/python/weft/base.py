@@ -4,6 +4,8 @@
 with handles as ints, out-parameters as results and failures raised as exceptions built
 by `_error_from_status`. `_fast` is the hand-written hot path (frontends/python/src).
 """
+import os
+
 from . import _fast
 from . import weft_swig as _api
 
@@ -149,3 +151,21 @@ def ctypes_library():
         _ctypes_lib = ctypes.CDLL(os.path.join(here, names[0]))
         _ctypes_lib.weft_get_last_error.restype = ctypes.c_char_p
     return _ctypes_lib
+
+
+def atomic_write(fname, data):
+    """Writes the bytes `data` to `fname` as the C library writes `.params` files: into a
+    temporary file in the same folder, flushed to the disk, then renamed over `fname`, so
+    that a crash or a kill midway leaves the previous file intact instead of a truncated one."""
+    fname = os.fspath(fname)
+    tmp = "%s.tmp.%d" % (fname, os.getpid())
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, fname)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -3,6 +3,7 @@ parameters, reducing their gradients over contexts (and workers) first."""
 import time
 
 from .. import optimizer as opt
+from ..base import atomic_write
 from .parameter import Parameter, ParameterDict, arrays_version
 
 __all__ = ["Trainer"]
@@ -177,8 +178,7 @@ class Trainer:
         """Writes the optimizer states (with the optimizer) to `fname`."""
         if not self._updaters:
             self._updaters[self._contexts()[0]] = opt.get_updater(self._optimizer)
-        with open(fname, "wb") as f:
-            f.write(next(iter(self._updaters.values())).get_states(dump_optimizer=True))
+        atomic_write(fname, next(iter(self._updaters.values())).get_states(dump_optimizer=True))
 
     def load_states(self, fname):
         """Restores what save_states wrote; every context gets the states."""

@@ -5,6 +5,7 @@ import warnings
 from .. import ndarray as nd
 from ..context import Context, cpu
 from .. import model as _model
+from ..base import atomic_write
 from .base_module import BaseModule, DEFAULT_INITIALIZER, _require, _resolve_initializer
 from .executor_group import DataParallelExecutorGroup
 
@@ -373,8 +374,7 @@ class Module(BaseModule):
         if self._update_on_kvstore:
             self._kvstore.save_optimizer_states(fname)
         else:
-            with open(fname, "wb") as f:
-                f.write(self._updater.get_states())
+            atomic_write(fname, self._updater.get_states())
 
     def load_optimizer_states(self, fname):
         _require(self.optimizer_initialized, "load_optimizer_states", "init_optimizer()")

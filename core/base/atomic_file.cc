@@ -1,0 +1,71 @@
+#include "core/base/atomic_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "core/base/error.h"
+
+namespace weft {
+namespace {
+
+std::string DirName(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// A name no other writer of the same target uses: the process id and a counter.
+std::string TempName(const std::string& path) {
+  static std::atomic<unsigned> counter{0};
+  return path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
+}
+
+[[noreturn]] void Fail(const std::string& path, const std::string& tmp, const char* step, int err) {
+  if (!tmp.empty()) ::unlink(tmp.c_str());
+  Throw(err == ENOENT ? ErrorKind::kNotFound : ErrorKind::kIO, "cannot write file '", path, "': ", step, " failed: ",
+        std::strerror(err));
+}
+
+}  // namespace
+
+void WriteFileAtomically(const std::string& path, const void* data, size_t size) {
+  WEFT_CHECK(!path.empty(), kValue, "cannot write a file with an empty name");
+  const std::string tmp = TempName(path);
+  // 0666 as fopen would, so the user's umask decides the permissions as for any new file.
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  if (fd < 0) Fail(path, "", "creating a temporary file beside it", errno);
+  const char* p = static_cast<const char*>(data);
+  size_t left = size;
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      Fail(path, tmp, "writing", err);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    Fail(path, tmp, "flushing to disk", err);
+  }
+  if (::close(fd) != 0) Fail(path, tmp, "closing", errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) Fail(path, tmp, "renaming the temporary file over it", errno);
+  // The rename itself is durable once the folder's entry is flushed; a folder that cannot
+  // be opened for that (permissions) still has the complete file in place.
+  int dir = ::open(DirName(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir >= 0) {
+    ::fsync(dir);
+    ::close(dir);
+  }
+}
+
+}  // namespace weft
