@@ -49,7 +49,11 @@ def test_creation_functions():
     assert same(nd.arange(3, repeat=2).asnumpy(), np.array([0, 0, 1, 1, 2, 2], np.float32))
     assert nd.empty((0, 3)).shape == (0, 3)
     assert nd.array([[1, 2], [3, 4]]).dtype == np.float32
-    assert nd.array(np.arange(3, dtype=np.int64)).dtype == np.int64
+    # MXNet's rule: float32 unless the source is an NDArray or a dtype is given.
+    assert nd.array(np.arange(3, dtype=np.int64)).dtype == np.float32
+    assert nd.array(np.arange(3.0)).dtype == np.float32
+    assert nd.array(np.arange(3, dtype=np.int64), dtype="int64").dtype == np.int64
+    assert nd.array(nd.array([1, 2], dtype="int32")).dtype == np.int32
 
 
 def test_zero_size_arrays():
@@ -84,7 +88,7 @@ def test_arithmetic_with_scalars_both_sides(op, ref):
 
 
 def test_integer_arithmetic_keeps_dtype():
-    a = nd.array(np.array([7, -7, 9], np.int32))
+    a = nd.array(np.array([7, -7, 9], np.int32), dtype=np.int32)
     assert (a + 1).dtype == np.int32
     assert same((a * 3).asnumpy(), np.array([21, -21, 27], np.int32))
 
@@ -295,7 +299,7 @@ def test_raw_bytes_and_pickle():
         raw = f.read()
     a = nd.ndarray._from_raw_bytes(raw)
     assert same(a.asnumpy(), np.array([[1, 2, 3]], np.float32))
-    b = pickle.loads(pickle.dumps(nd.array(np.arange(6, dtype=np.int32).reshape(2, 3))))
+    b = pickle.loads(pickle.dumps(nd.array(np.arange(6).reshape(2, 3), dtype=np.int32)))
     assert b.dtype == np.int32 and same(b.asnumpy(), np.arange(6).reshape(2, 3))
 
 

@@ -17,6 +17,14 @@ from weft.base import _api
 from weft.ndarray.ndarray import NDArray
 from weft.test_utils import assert_almost_equal, check_numeric_gradient
 
+
+def np_array(x, **kwargs):
+    """nd.array keeping a numpy source's dtype: these tests compare float64 runs with
+    torch's, where MXNet's nd.array would make float32 of the data."""
+    kwargs.setdefault("dtype", getattr(x, "dtype", None))
+    return nd.array(x, **kwargs)
+
+
 GATES = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}
 
 # As the other comparisons with PyTorch: importing it left OpenMP one thread here, which
@@ -100,16 +108,16 @@ def test_rnn_vs_torch(mode, T, N, I, H, L, bidir):
     torch.autograd.backward(touts, heads)
 
     kw = rnn_kwargs(mode, H, L, bidir)
-    ins = [nd.array(x.detach().numpy()), nd.array(pack(tensors)), nd.array(h0.detach().numpy())]
+    ins = [np_array(x.detach().numpy()), np_array(pack(tensors)), np_array(h0.detach().numpy())]
     if mode == "lstm":
-        ins.append(nd.array(c0.detach().numpy()))
+        ins.append(np_array(c0.detach().numpy()))
     outs = nd.RNN(*ins, **kw)
     assert len(outs) == len(touts)
     for o, t in zip(outs, touts):
         assert o.shape == tuple(t.shape)
         assert_almost_equal(o, t.detach().numpy(), rtol=1e-4, atol=1e-5)
 
-    grads = weft_grads(ins, outs, [nd.array(h.numpy()) for h in heads], kw)
+    grads = weft_grads(ins, outs, [np_array(h.numpy()) for h in heads], kw)
     assert_almost_equal(grads[0], x.grad.numpy(), rtol=1e-3, atol=1e-4)
     assert_almost_equal(grads[1], pack([t.grad for t in tensors]), rtol=1e-3, atol=1e-4)
     assert_almost_equal(grads[2], h0.grad.numpy(), rtol=1e-3, atol=1e-4)
@@ -130,12 +138,12 @@ def test_lstm_projection_vs_torch(N):
     heads = [torch.randn_like(o) for o in (y, hy, cy)]
     torch.autograd.backward([y, hy, cy], heads)
     kw = rnn_kwargs("lstm", H, L, True, projection_size=P)
-    ins = [nd.array(x.detach().numpy()), nd.array(pack(tensors)), nd.array(h0.detach().numpy()),
-           nd.array(c0.detach().numpy())]
+    ins = [np_array(x.detach().numpy()), np_array(pack(tensors)), np_array(h0.detach().numpy()),
+           np_array(c0.detach().numpy())]
     outs = nd.RNN(*ins, **kw)
     for o, t in zip(outs, (y, hy, cy)):
         assert_almost_equal(o, t.detach().numpy(), rtol=1e-4, atol=1e-5)
-    grads = weft_grads(ins, outs, [nd.array(h.numpy()) for h in heads], kw)
+    grads = weft_grads(ins, outs, [np_array(h.numpy()) for h in heads], kw)
     for g, t in zip(grads, (x.grad, None, h0.grad, c0.grad)):
         if t is not None:
             assert_almost_equal(g, t.numpy(), rtol=1e-3, atol=1e-4)
@@ -147,7 +155,7 @@ def test_state_outputs_off_gives_one_output():
     m = torch_module("gru", I, H, 1, False)
     x = np.random.randn(T, N, I).astype(np.float32)
     h0 = np.zeros((1, N, H), np.float32)
-    out = nd.RNN(nd.array(x), nd.array(pack(torch_params(m, 1, False))), nd.array(h0), state_size=H,
+    out = nd.RNN(np_array(x), np_array(pack(torch_params(m, 1, False))), np_array(h0), state_size=H,
                  num_layers=1, mode="gru")
     assert isinstance(out, NDArray) and out.shape == (T, N, H)
     ref, _ = m(torch.from_numpy(x), torch.from_numpy(h0))
@@ -165,8 +173,8 @@ def test_sequence_length_matches_packed_sequence(lens):
     packed = torch.nn.utils.rnn.pack_padded_sequence(x, lens, enforce_sorted=False)
     py, (hy, cy) = m(packed, (h0, c0))
     y, _ = torch.nn.utils.rnn.pad_packed_sequence(py, total_length=T)
-    outs = nd.RNN(nd.array(x.numpy()), nd.array(pack(torch_params(m, 1, True))), nd.array(h0.numpy()),
-                  nd.array(c0.numpy()), nd.array(np.array(lens, np.int32), dtype=np.int32),
+    outs = nd.RNN(np_array(x.numpy()), np_array(pack(torch_params(m, 1, True))), np_array(h0.numpy()),
+                  np_array(c0.numpy()), np_array(np.array(lens, np.int32), dtype=np.int32),
                   **rnn_kwargs("lstm", H, 1, True, use_sequence_length=True))
     assert_almost_equal(outs[0], y.detach().numpy(), rtol=1e-4, atol=1e-5)
     assert_almost_equal(outs[1], hy.detach().numpy(), rtol=1e-4, atol=1e-5)
@@ -232,7 +240,7 @@ def test_numeric_gradient_lstm_clip_and_lengths():
 def test_lstm_state_clip_bounds_cell():
     loc = tiny_location("lstm", seed=4)
     loc[3] *= 4
-    out = nd.RNN(*[nd.array(a) for a in loc], **rnn_kwargs("lstm", 4, 1, False, lstm_state_clip_min=-0.25,
+    out = nd.RNN(*[np_array(a) for a in loc], **rnn_kwargs("lstm", 4, 1, False, lstm_state_clip_min=-0.25,
                                                         lstm_state_clip_max=0.3))
     cy = out[2].asnumpy()
     assert cy.min() >= -0.25 and cy.max() <= 0.3
@@ -242,7 +250,7 @@ def test_lstm_state_clip_bounds_cell():
 def test_lstm_state_clip_nan():
     loc = tiny_location("lstm", seed=12)
     loc[3][0, 1, 2] = np.nan
-    arrays = [nd.array(a) for a in loc]
+    arrays = [np_array(a) for a in loc]
     clipped = nd.RNN(*arrays, **rnn_kwargs("lstm", 4, 1, False, lstm_state_clip_min=-0.5, lstm_state_clip_max=0.5,
                                            lstm_state_clip_nan=True))
     assert np.isfinite(clipped[0].asnumpy()).all()
@@ -254,7 +262,7 @@ def test_lstm_state_clip_nan():
 def test_dropout_between_layers():
     T, N, I, H, L = 4, 3, 5, 6, 2
     loc = tiny_location("lstm", L=L, T=T, N=N, I=I, H=H, seed=5)
-    arrays = [nd.array(a, dtype=np.float32) for a in loc]
+    arrays = [np_array(a, dtype=np.float32) for a in loc]
     kw = rnn_kwargs("lstm", H, L, False, p=0.5)
     ref = nd.RNN(*arrays, **rnn_kwargs("lstm", H, L, False))
     # Inference ignores dropout.
@@ -274,7 +282,7 @@ def test_dropout_between_layers():
 def test_backward_op_with_mask_and_add_to():
     T, N, I, H, L = 3, 2, 3, 4, 2
     loc = tiny_location("gru", L=L, T=T, N=N, I=I, H=H, seed=6)
-    arrays = [nd.array(a) for a in loc]
+    arrays = [np_array(a) for a in loc]
     kw = rnn_kwargs("gru", H, L, False, p=0.4)
     rng = np.random.RandomState(0)
     mask = (rng.uniform(size=(L - 1, T, N, H)) > 0.4) / 0.6
@@ -282,7 +290,7 @@ def test_backward_op_with_mask_and_add_to():
     dhy = rng.uniform(-1, 1, (L, N, H))
     # A one-element reserve is no training forward's: the backward recomputes the forward.
     reserve = nd.zeros((1,), dtype=np.float64)
-    grads = nd.invoke("_backward_RNN", arrays + [nd.array(mask), reserve, nd.array(dy), nd.array(dhy)], kw)
+    grads = nd.invoke("_backward_RNN", arrays + [np_array(mask), reserve, np_array(dy), np_array(dhy)], kw)
 
     # Reference: numeric gradient of sum(y * dy) + sum(hy * dhy) with the mask applied by
     # running the layers one at a time.
@@ -295,9 +303,9 @@ def test_backward_op_with_mask_and_add_to():
         p0 = np.concatenate([w0, bias[:6 * H]])
         p1 = np.concatenate([w1, bias[6 * H:]])
         k1 = rnn_kwargs("gru", H, 1, False)
-        y0, h0y = nd.RNN(nd.array(x), nd.array(p0), nd.array(h0[:1]), **k1)
+        y0, h0y = nd.RNN(np_array(x), np_array(p0), np_array(h0[:1]), **k1)
         x1 = y0.asnumpy() * mask[0]
-        y1, h1y = nd.RNN(nd.array(x1), nd.array(p1), nd.array(h0[1:]), **k1)
+        y1, h1y = nd.RNN(np_array(x1), np_array(p1), np_array(h0[1:]), **k1)
         return float(np.sum(y1.asnumpy() * dy) + np.sum(h0y.asnumpy() * dhy[0]) + np.sum(h1y.asnumpy() * dhy[1]))
 
     from weft.test_utils import numeric_grad
@@ -306,8 +314,8 @@ def test_backward_op_with_mask_and_add_to():
         assert_almost_equal(g, n, rtol=1e-5, atol=1e-7)
 
     # kAddTo: writing into given gradients adds.
-    base = [nd.array(np.ones(a.shape)) for a in loc[:3]]
-    nd.invoke("_backward_RNN", arrays + [nd.array(mask), reserve, nd.array(dy), nd.array(dhy)], kw, out=base)
+    base = [np_array(np.ones(a.shape)) for a in loc[:3]]
+    nd.invoke("_backward_RNN", arrays + [np_array(mask), reserve, np_array(dy), np_array(dhy)], kw, out=base)
     for b, g in zip(base, grads):
         assert_almost_equal(b, g.asnumpy(), rtol=1e-6, atol=1e-8)
 
@@ -315,8 +323,8 @@ def test_backward_op_with_mask_and_add_to():
 def test_float64_forward_matches_float32():
     loc = tiny_location("lstm", L=2, bidir=True, seed=8)
     kw = rnn_kwargs("lstm", 4, 2, True)
-    a = nd.RNN(*[nd.array(v, dtype=np.float64) for v in loc], **kw)
-    b = nd.RNN(*[nd.array(v, dtype=np.float32) for v in loc], **kw)
+    a = nd.RNN(*[np_array(v, dtype=np.float64) for v in loc], **kw)
+    b = nd.RNN(*[np_array(v, dtype=np.float32) for v in loc], **kw)
     assert a[0].dtype == np.float64
     for x, y in zip(a, b):
         assert_almost_equal(x.asnumpy().astype(np.float32), y, rtol=1e-4, atol=1e-5)
@@ -326,40 +334,40 @@ def test_error_wrong_parameter_length():
     loc = tiny_location("lstm")
     loc[1] = loc[1][:-3]
     with pytest.raises(weft.base.WeftError, match=r"'parameters' must be a vector of length 144 for mode=.lstm., num_layers=1.*got shape \(141,\)"):
-        nd.RNN(*[nd.array(a) for a in loc], **rnn_kwargs("lstm", 4, 1, False))
+        nd.RNN(*[np_array(a) for a in loc], **rnn_kwargs("lstm", 4, 1, False))
 
 
 def test_error_wrong_state_shape():
     loc = tiny_location("gru")
     loc[2] = np.zeros((2, 2, 4))
     with pytest.raises(weft.base.WeftError, match=r"input 'state' has shape \(2,2,4\).*expects \(1,2,4\)"):
-        nd.RNN(*[nd.array(a) for a in loc], **rnn_kwargs("gru", 4, 1, False))
+        nd.RNN(*[np_array(a) for a in loc], **rnn_kwargs("gru", 4, 1, False))
 
 
 def test_error_wrong_cell_shape():
     loc = tiny_location("lstm")
     loc[3] = np.zeros((1, 2, 5))
     with pytest.raises(weft.base.WeftError, match=r"input 'state_cell' has shape \(1,2,5\)"):
-        nd.RNN(*[nd.array(a) for a in loc], **rnn_kwargs("lstm", 4, 1, False))
+        nd.RNN(*[np_array(a) for a in loc], **rnn_kwargs("lstm", 4, 1, False))
 
 
 def test_error_projection_needs_lstm():
     loc = tiny_location("gru")
     with pytest.raises(weft.base.WeftError, match=r"'projection_size' is only supported with mode='lstm'.*'gru'"):
-        nd.RNN(*[nd.array(a) for a in loc], **rnn_kwargs("gru", 4, 1, False, projection_size=2))
+        nd.RNN(*[np_array(a) for a in loc], **rnn_kwargs("gru", 4, 1, False, projection_size=2))
 
 
 def test_error_bad_mode_and_data_rank():
     loc = tiny_location("gru")
     with pytest.raises(weft.base.WeftError, match=r"mode.*expected one of.*got 'lstmm'"):
-        nd.RNN(*[nd.array(a) for a in loc], **rnn_kwargs("lstmm", 4, 1, False))
+        nd.RNN(*[np_array(a) for a in loc], **rnn_kwargs("lstmm", 4, 1, False))
     with pytest.raises(weft.base.WeftError, match=r"'data' must be 3-D.*got \(3,2\)"):
-        nd.RNN(nd.array(np.zeros((3, 2))), *[nd.array(a) for a in loc[1:]], **rnn_kwargs("gru", 4, 1, False))
+        nd.RNN(np_array(np.zeros((3, 2))), *[np_array(a) for a in loc[1:]], **rnn_kwargs("gru", 4, 1, False))
 
 
 def test_error_sequence_length_out_of_range():
     loc = tiny_location("gru") + [np.array([2, 4], np.int32)]
-    arrays = [nd.array(a) for a in loc[:3]] + [nd.array(loc[3], dtype=np.int32)]
+    arrays = [np_array(a) for a in loc[:3]] + [np_array(loc[3], dtype=np.int32)]
     with pytest.raises(weft.base.WeftError, match=r"sequence_length\[1\] = 4 is not in \[0, 3\]"):
         nd.RNN(*arrays, **rnn_kwargs("gru", 4, 1, False, use_sequence_length=True))[0].asnumpy()
 
@@ -373,20 +381,20 @@ def test_training_backward_reads_the_reserve_with_dropout():
     loc = tiny_location("lstm", L=L, T=T, N=N, I=I, H=H, seed=12)
     kw = rnn_kwargs("lstm", H, L, False, p=0.5)
     dy = np.random.RandomState(1).uniform(-1, 1, (T, N, H))
-    rest = [nd.array(v, dtype=np.float64) for v in loc[1:]]
+    rest = [np_array(v, dtype=np.float64) for v in loc[1:]]
 
     def objective(values):
         weft.random.seed(21)
         with weft.autograd.train_mode():
-            y = nd.RNN(nd.array(values[0], dtype=np.float64), *rest, **kw)[0]
+            y = nd.RNN(np_array(values[0], dtype=np.float64), *rest, **kw)[0]
         return float(np.sum(y.asnumpy() * dy))
 
-    x = nd.array(loc[0], dtype=np.float64)
+    x = np_array(loc[0], dtype=np.float64)
     x.attach_grad()
     weft.random.seed(21)
     with weft.autograd.record():
         y = nd.RNN(x, *rest, **kw)[0]
-    y.backward(nd.array(dy, dtype=np.float64))
+    y.backward(np_array(dy, dtype=np.float64))
     from weft.test_utils import numeric_grad
     num = numeric_grad(objective, [loc[0].copy()], eps=1e-5)[0]
     assert not np.allclose(objective([loc[0]]), float(np.sum(nd.RNN(x, *rest, **kw)[0].asnumpy() * dy)))

@@ -9,6 +9,14 @@ import pytest
 import weft as mx
 from weft.base import WeftError
 
+
+def np_array(x, **kwargs):
+    """nd.array keeping a numpy source's dtype: these tests run each kernel in the dtype of
+    their data, where MXNet's nd.array would make float32 of it."""
+    kwargs.setdefault("dtype", getattr(x, "dtype", None))
+    return mx.nd.array(x, **kwargs)
+
+
 STEPS = 4
 SHAPE = (5, 7)
 
@@ -151,14 +159,14 @@ def run_steps(name, n_states, ref, params, dtype, seed=0):
     rng = np.random.default_rng(seed)
     w = rng.standard_normal(SHAPE).astype(dtype)
     states = [s.astype(dtype) for s in initial_states(name, n_states, rng)]
-    w_nd = mx.nd.array(w, dtype=dtype)
-    s_nd = [mx.nd.array(s, dtype=dtype) for s in states]
+    w_nd = np_array(w, dtype=dtype)
+    s_nd = [np_array(s, dtype=dtype) for s in states]
     w_ref = w.astype(np.float64)
     s_ref = [s.astype(np.float64) for s in states]
     op = getattr(mx.nd, name)
     for _ in range(STEPS):
         g = rng.standard_normal(SHAPE).astype(dtype)
-        res = op(w_nd, mx.nd.array(g, dtype=dtype), *s_nd, out=w_nd, **params)
+        res = op(w_nd, np_array(g, dtype=dtype), *s_nd, out=w_nd, **params)
         assert res is w_nd
         w_ref = ref(w_ref, g.astype(np.float64), s_ref, **params)
     assert w_nd.dtype == dtype
@@ -186,16 +194,16 @@ def test_rmsprop_clip_weights(dtype):
 def test_adamw_matches_numpy(dtype, common):
     rng = np.random.default_rng(3)
     w = rng.standard_normal(SHAPE).astype(dtype)
-    w_nd = mx.nd.array(w)
+    w_nd = np_array(w)
     mean, var = mx.nd.zeros(SHAPE, dtype=dtype), mx.nd.zeros(SHAPE, dtype=dtype)
     s_ref = [np.zeros(SHAPE), np.zeros(SHAPE)]
     w_ref = w.astype(np.float64)
     rescale = common.get("rescale_grad", 1.0)
     kw = {k: v for k, v in common.items() if k != "rescale_grad"}
-    scale = mx.nd.array(np.array([rescale], dtype=dtype))
+    scale = np_array(np.array([rescale], dtype=dtype))
     for _ in range(STEPS):
         g = rng.standard_normal(SHAPE).astype(dtype)
-        mx.nd.adamw_update(w_nd, mx.nd.array(g), mean, var, scale, out=w_nd, lr=0.01, eta=0.5, **kw)
+        mx.nd.adamw_update(w_nd, np_array(g), mean, var, scale, out=w_nd, lr=0.01, eta=0.5, **kw)
         w_ref = ref_adamw(w_ref, g.astype(np.float64), s_ref, lr=0.01, eta=0.5, rescale_grad=rescale, **kw)
     np.testing.assert_allclose(w_nd.asnumpy(), w_ref, **TOL[dtype])
     np.testing.assert_allclose(mean.asnumpy(), s_ref[0], **TOL[dtype])
@@ -208,15 +216,15 @@ def test_adamw_both_names_and_skip_on_overflow():
     g = rng.standard_normal(SHAPE).astype(np.float32)
     results = []
     for op in (mx.nd.adamw_update, mx.nd._internal._adamw_update):
-        w_nd, m, v = mx.nd.array(w), mx.nd.zeros(SHAPE), mx.nd.zeros(SHAPE)
-        op(w_nd, mx.nd.array(g), m, v, mx.nd.array([1.0]), out=w_nd, lr=0.1, eta=1.0, wd=0.01)
+        w_nd, m, v = np_array(w), mx.nd.zeros(SHAPE), mx.nd.zeros(SHAPE)
+        op(w_nd, np_array(g), m, v, np_array([1.0]), out=w_nd, lr=0.1, eta=1.0, wd=0.01)
         results.append(w_nd.asnumpy())
     np.testing.assert_array_equal(results[0], results[1])
     assert not np.allclose(results[0], w)
     # A non-finite scale (an overflowed fp16 step) leaves weight and states untouched.
     for bad in (np.inf, np.nan, 0.0):
-        w_nd, m, v = mx.nd.array(w), mx.nd.zeros(SHAPE), mx.nd.zeros(SHAPE)
-        mx.nd.adamw_update(w_nd, mx.nd.array(g), m, v, mx.nd.array([bad]), out=w_nd, lr=0.1, eta=1.0)
+        w_nd, m, v = np_array(w), mx.nd.zeros(SHAPE), mx.nd.zeros(SHAPE)
+        mx.nd.adamw_update(w_nd, np_array(g), m, v, np_array([bad]), out=w_nd, lr=0.1, eta=1.0)
         np.testing.assert_array_equal(w_nd.asnumpy(), w)
         assert not m.asnumpy().any() and not v.asnumpy().any()
 
@@ -226,13 +234,13 @@ def test_adamw_both_names_and_skip_on_overflow():
 def test_ftml_matches_numpy(dtype, extra):
     rng = np.random.default_rng(16)
     w = rng.standard_normal(SHAPE).astype(dtype)
-    w_nd = mx.nd.array(w)
+    w_nd = np_array(w)
     st_nd = [mx.nd.zeros(SHAPE, dtype=dtype) for _ in range(3)]
     st_ref = [np.zeros(SHAPE) for _ in range(3)]
     w_ref = w.astype(np.float64)
     for t in range(1, STEPS + 1):
         g = rng.standard_normal(SHAPE).astype(dtype)
-        mx.nd.ftml_update(w_nd, mx.nd.array(g), *st_nd, out=w_nd, lr=0.05, t=t, beta1=0.7, **extra)
+        mx.nd.ftml_update(w_nd, np_array(g), *st_nd, out=w_nd, lr=0.05, t=t, beta1=0.7, **extra)
         w_ref = ref_ftml(w_ref, g.astype(np.float64), st_ref, t=t, lr=0.05, beta1=0.7, **extra)
     np.testing.assert_allclose(w_nd.asnumpy(), w_ref, **TOL[dtype])
     for a, b in zip(st_nd, st_ref):
@@ -264,14 +272,14 @@ def ref_lamb(w, g, st, t, lr, wd, beta1=0.9, beta2=0.999, epsilon=1e-6, bias_cor
 def test_lamb_phases_match_numpy(dtype, extra):
     rng = np.random.default_rng(5)
     w = rng.standard_normal(SHAPE).astype(dtype)
-    w_nd, mean, var = mx.nd.array(w), mx.nd.zeros(SHAPE, dtype=dtype), mx.nd.zeros(SHAPE, dtype=dtype)
+    w_nd, mean, var = np_array(w), mx.nd.zeros(SHAPE, dtype=dtype), mx.nd.zeros(SHAPE, dtype=dtype)
     s_ref = [np.zeros(SHAPE), np.zeros(SHAPE)]
     w_ref = w.astype(np.float64)
     p1 = {k: v for k, v in extra.items() if k not in ("lower_bound", "upper_bound")}
     p2 = {k: v for k, v in extra.items() if k in ("lower_bound", "upper_bound")}
     for t in range(1, STEPS + 1):
         g = rng.standard_normal(SHAPE).astype(dtype)
-        d = mx.nd.lamb_update_phase1(w_nd, mx.nd.array(g), mean, var, t=t, wd=0.01, **p1)
+        d = mx.nd.lamb_update_phase1(w_nd, np_array(g), mean, var, t=t, wd=0.01, **p1)
         assert d.shape == SHAPE and d.dtype == dtype
         mx.nd.lamb_update_phase2(w_nd, d, mx.nd.norm(w_nd), mx.nd.norm(d), out=w_nd, lr=0.05, **p2)
         w_ref = ref_lamb(w_ref, g.astype(np.float64), s_ref, t=t, lr=0.05, wd=0.01, **extra)
@@ -280,14 +288,14 @@ def test_lamb_phases_match_numpy(dtype, extra):
 
 
 def test_lamb_phase2_zero_norm_uses_ratio_one():
-    w = mx.nd.array(np.zeros((3,), np.float32))
-    g = mx.nd.array(np.array([1.0, -2.0, 3.0], np.float32))
+    w = np_array(np.zeros((3,), np.float32))
+    g = np_array(np.array([1.0, -2.0, 3.0], np.float32))
     mx.nd.lamb_update_phase2(w, g, mx.nd.norm(w), mx.nd.norm(g), out=w, lr=0.5)
     np.testing.assert_allclose(w.asnumpy(), [-0.5, 1.0, -1.5])
 
 
 def test_update_without_out_leaves_weight_and_updates_state():
-    w = mx.nd.array(np.ones((4,), np.float32))
+    w = np_array(np.ones((4,), np.float32))
     mom = mx.nd.zeros((4,))
     new = mx.nd.sgd_mom_update(w, mx.nd.ones((4,)), mom, lr=0.5, momentum=0.9)
     np.testing.assert_array_equal(w.asnumpy(), np.ones(4))
@@ -300,8 +308,8 @@ def test_large_array_parallel_path():
     n = 1 << 18
     rng = np.random.default_rng(6)
     w, g, m = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
-    w_nd, m_nd = mx.nd.array(w), mx.nd.array(m)
-    mx.nd.sgd_mom_update(w_nd, mx.nd.array(g), m_nd, lr=0.1, momentum=0.9, wd=0.01, clip_gradient=1.0, out=w_nd)
+    w_nd, m_nd = np_array(w), np_array(m)
+    mx.nd.sgd_mom_update(w_nd, np_array(g), m_nd, lr=0.1, momentum=0.9, wd=0.01, clip_gradient=1.0, out=w_nd)
     m_ref = 0.9 * m.astype(np.float64) - 0.1 * 0.01 * w - 0.1 * np.clip(g, -1, 1)
     np.testing.assert_allclose(m_nd.asnumpy(), m_ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(w_nd.asnumpy(), w + m_ref, rtol=1e-5, atol=1e-6)
@@ -313,18 +321,18 @@ def test_large_array_parallel_path():
 def test_mp_sgd_updates_master_copy(momentum):
     rng = np.random.default_rng(7)
     w32 = rng.standard_normal(SHAPE).astype(np.float32)
-    w16_nd = mx.nd.array(w32.astype(np.float16))
-    w32_nd = mx.nd.array(w32)
+    w16_nd = np_array(w32.astype(np.float16))
+    w32_nd = np_array(w32)
     mom_nd = mx.nd.zeros(SHAPE)
     w_ref, mom_ref = w32.astype(np.float64), [np.zeros(SHAPE)]
     kw = dict(lr=0.1, wd=0.01, rescale_grad=0.5, clip_gradient=0.4)
     for _ in range(STEPS):
         g16 = rng.standard_normal(SHAPE).astype(np.float16)
         if momentum:
-            mx.nd.mp_sgd_mom_update(w16_nd, mx.nd.array(g16), mom_nd, w32_nd, out=w16_nd, momentum=momentum, **kw)
+            mx.nd.mp_sgd_mom_update(w16_nd, np_array(g16), mom_nd, w32_nd, out=w16_nd, momentum=momentum, **kw)
             w_ref = ref_sgd_mom(w_ref, g16.astype(np.float64), mom_ref, momentum=momentum, **kw)
         else:
-            mx.nd.mp_sgd_update(w16_nd, mx.nd.array(g16), w32_nd, out=w16_nd, **kw)
+            mx.nd.mp_sgd_update(w16_nd, np_array(g16), w32_nd, out=w16_nd, **kw)
             w_ref = ref_sgd(w_ref, g16.astype(np.float64), [], **kw)
     assert w16_nd.dtype == np.float16 and w32_nd.dtype == np.float32
     np.testing.assert_allclose(w32_nd.asnumpy(), w_ref, rtol=1e-5, atol=1e-6)
@@ -335,12 +343,12 @@ def test_mp_sgd_updates_master_copy(momentum):
 def test_mp_nag_updates_master_copy():
     rng = np.random.default_rng(15)
     w32 = rng.standard_normal(SHAPE).astype(np.float32)
-    w16_nd, w32_nd, mom_nd = mx.nd.array(w32.astype(np.float16)), mx.nd.array(w32), mx.nd.zeros(SHAPE)
+    w16_nd, w32_nd, mom_nd = np_array(w32.astype(np.float16)), np_array(w32), mx.nd.zeros(SHAPE)
     w_ref, mom_ref = w32.astype(np.float64), [np.zeros(SHAPE)]
     kw = dict(lr=0.1, momentum=0.9, wd=0.01, rescale_grad=0.5, clip_gradient=0.4)
     for _ in range(STEPS):
         g16 = rng.standard_normal(SHAPE).astype(np.float16)
-        mx.nd.mp_nag_mom_update(w16_nd, mx.nd.array(g16), mom_nd, w32_nd, out=w16_nd, **kw)
+        mx.nd.mp_nag_mom_update(w16_nd, np_array(g16), mom_nd, w32_nd, out=w16_nd, **kw)
         w_ref = ref_nag(w_ref, g16.astype(np.float64), mom_ref, **kw)
     np.testing.assert_allclose(w32_nd.asnumpy(), w_ref, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(mom_nd.asnumpy(), mom_ref[0], rtol=1e-5, atol=1e-6)
@@ -364,12 +372,12 @@ def test_multi_sgd_equals_per_tensor(dtype, momentum):
     lrs, wds = [0.1, 0.2, 0.05, 0.3], [0.0, 0.01, 0.1, 0.02]
     common = dict(rescale_grad=0.5, clip_gradient=0.6)
     ws = [rng.standard_normal(s).astype(dtype) for s in SHAPES]
-    multi_w = [mx.nd.array(w) for w in ws]
-    single_w = [mx.nd.array(w) for w in ws]
+    multi_w = [np_array(w) for w in ws]
+    single_w = [np_array(w) for w in ws]
     multi_m = [mx.nd.zeros(s, dtype=dtype) for s in SHAPES]
     single_m = [mx.nd.zeros(s, dtype=dtype) for s in SHAPES]
     for _ in range(STEPS):
-        gs = [mx.nd.array(rng.standard_normal(s).astype(dtype)) for s in SHAPES]
+        gs = [np_array(rng.standard_normal(s).astype(dtype)) for s in SHAPES]
         if momentum:
             args = [x for trio in zip(multi_w, gs, multi_m) for x in trio]
             res = mx.nd.multi_sgd_mom_update(*args, out=multi_w, num_weights=4, lrs=lrs, wds=wds, momentum=momentum,
@@ -394,11 +402,11 @@ def test_multi_mp_sgd_equals_per_tensor(momentum):
     w32s = [rng.standard_normal(s).astype(np.float32) for s in SHAPES]
     sets = []
     for _ in range(2):
-        sets.append(dict(w=[mx.nd.array(w.astype(np.float16)) for w in w32s], w32=[mx.nd.array(w) for w in w32s],
+        sets.append(dict(w=[np_array(w.astype(np.float16)) for w in w32s], w32=[np_array(w) for w in w32s],
                          m=[mx.nd.zeros(s) for s in SHAPES]))
     multi, single = sets
     for _ in range(STEPS):
-        gs = [mx.nd.array(rng.standard_normal(s).astype(np.float16)) for s in SHAPES]
+        gs = [np_array(rng.standard_normal(s).astype(np.float16)) for s in SHAPES]
         if momentum:
             args = [x for q in zip(multi["w"], gs, multi["m"], multi["w32"]) for x in q]
             mx.nd.multi_mp_sgd_mom_update(*args, out=multi["w"], num_weights=4, lrs=lrs, wds=wds, momentum=momentum)
@@ -567,10 +575,10 @@ def test_optimizer_matches_numpy(kind, kw, dtype):
     opt.set_lr_mult({"fc1_weight": 0.5, 2: 2.0})
     opt.set_wd_mult({"bn_beta": 3.0})
     updater = mx.optimizer.get_updater(opt)
-    nd_w = {i: mx.nd.array(v.astype(dtype)) for i, v in weights.items()}
+    nd_w = {i: np_array(v.astype(dtype)) for i, v in weights.items()}
     for grads in steps:
         for i in sorted(grads):
-            updater(i, mx.nd.array(grads[i].astype(dtype)), nd_w[i])
+            updater(i, np_array(grads[i].astype(dtype)), nd_w[i])
 
     lr_mult = {0: 0.5, 1: 1.0, 2: 2.0, 3: 1.0}
     # fc1_bias ends in neither _weight nor _gamma: wd_mult 0; bn_beta's is set explicitly.
@@ -591,11 +599,11 @@ def test_optimizer_matches_numpy(kind, kw, dtype):
 def test_adamw_follows_changing_rescale_grad():
     opt = mx.optimizer.AdamW(learning_rate=0.1, wd=0.01, correct_bias=False)
     upd = mx.optimizer.get_updater(opt)
-    w = mx.nd.array(np.array([1.0, -2.0], np.float32))
+    w = np_array(np.array([1.0, -2.0], np.float32))
     w_ref, st = np.array([1.0, -2.0]), [np.zeros(2), np.zeros(2)]
     for scale in (1.0, 0.25, 0.25, 2.0):
         opt.rescale_grad = scale
-        upd(0, mx.nd.array(np.array([0.5, 0.3], np.float32)), w)
+        upd(0, np_array(np.array([0.5, 0.3], np.float32)), w)
         w_ref = ref_adamw(w_ref, np.array([0.5, 0.3]), st, lr=1.0, eta=0.1, epsilon=1e-6, wd=0.01, rescale_grad=scale)
     np.testing.assert_allclose(w.asnumpy(), w_ref, rtol=1e-4, atol=1e-5)
 
@@ -649,10 +657,10 @@ def test_sgd_aggregated_equals_one_by_one(momentum):
         opt = mx.optimizer.SGD(learning_rate=0.1, momentum=momentum, wd=0.01, rescale_grad=0.5, clip_gradient=0.9)
         opt.aggregate_num = agg
         upd = mx.optimizer.Updater(opt)
-        ws = [mx.nd.array(x) for x in init]
+        ws = [np_array(x) for x in init]
         g_rng = np.random.default_rng(12)
         for _ in range(3):
-            gs = [mx.nd.array(g_rng.standard_normal(s).astype(np.float32)) for s in shapes]
+            gs = [np_array(g_rng.standard_normal(s).astype(np.float32)) for s in shapes]
             upd(list(range(len(ws))), gs, ws)
         results.append([w.asnumpy() for w in ws])
     for a, b in zip(*results):
@@ -688,11 +696,11 @@ def test_multi_precision_float16(kind, momentum):
     opt = mx.optimizer.create(kind, learning_rate=0.05, multi_precision=True, wd=0.01, **extra)
     ref_opt = mx.optimizer.create(kind, learning_rate=0.05, wd=0.01, **extra)
     upd, ref_upd = mx.optimizer.get_updater(opt), mx.optimizer.get_updater(ref_opt)
-    w16, w32 = mx.nd.array(w0.astype(np.float16)), mx.nd.array(w0)
+    w16, w32 = np_array(w0.astype(np.float16)), np_array(w0)
     for _ in range(3):
         g = rng.standard_normal((6,)).astype(np.float16)
-        upd(0, mx.nd.array(g), w16)
-        ref_upd(0, mx.nd.array(g.astype(np.float32)), w32)
+        upd(0, np_array(g), w16)
+        ref_upd(0, np_array(g.astype(np.float32)), w32)
     assert w16.dtype == np.float16
     master = upd.states[0][1] if kind in ("sgd", "nag") else upd.states[0][0]
     assert master.dtype == np.float32
@@ -709,11 +717,11 @@ def test_updater_states_round_trip(kind, kw, dump_optimizer):
     shapes = {0: (3, 2), 1: (4,)}
     opt = mx.optimizer.create(kind, learning_rate=0.05, **kw)
     upd = mx.optimizer.get_updater(opt)
-    ws = {i: mx.nd.array(rng.standard_normal(s).astype(np.float32)) for i, s in shapes.items()}
+    ws = {i: np_array(rng.standard_normal(s).astype(np.float32)) for i, s in shapes.items()}
     grads = [{i: rng.standard_normal(s).astype(np.float32) for i, s in shapes.items()} for _ in range(6)]
     for step in grads[:3]:
         for i in shapes:
-            upd(i, mx.nd.array(step[i]), ws[i])
+            upd(i, np_array(step[i]), ws[i])
     blob = upd.get_states(dump_optimizer=dump_optimizer)
     assert isinstance(blob, bytes)
 
@@ -726,8 +734,8 @@ def test_updater_states_round_trip(kind, kw, dump_optimizer):
     ws2 = {i: ws[i].copy() for i in ws}
     for step in grads[3:]:
         for i in shapes:
-            upd(i, mx.nd.array(step[i]), ws[i])
-            restored(i, mx.nd.array(step[i]), ws2[i])
+            upd(i, np_array(step[i]), ws[i])
+            restored(i, np_array(step[i]), ws2[i])
     for i in shapes:
         np.testing.assert_array_equal(ws[i].asnumpy(), ws2[i].asnumpy())
 
@@ -741,7 +749,7 @@ def test_optimizer_pickles_with_protocol_0(kind):
 
     opt = mx.optimizer.create(kind, learning_rate=0.05, wd=0.01, rescale_grad=0.5, param_dict={0: LocalParam()})
     upd = mx.optimizer.get_updater(opt)
-    w = mx.nd.array(np.arange(4, dtype=np.float32))
+    w = np_array(np.arange(4, dtype=np.float32))
     upd(0, mx.nd.ones((4,)), w)
     clone = pickle.loads(pickle.dumps(opt, 0))
     assert type(clone) is type(opt) and clone.param_dict == {}

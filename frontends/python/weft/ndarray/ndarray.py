@@ -570,13 +570,14 @@ def arange(start, stop=None, step=1.0, repeat=1, ctx=None, dtype=np.float32):
 
 def array(source_array, ctx=None, dtype=None):
     """An array from a numpy array, an NDArray, a list or a number. The dtype defaults to
-    the source's for numpy arrays and NDArrays, float32 otherwise (as in MXNet)."""
+    the source's for an NDArray and to float32 for anything else, numpy arrays included:
+    MXNet's rule, on which scripts rely (`nd.array(np.random.rand(3))` is float32)."""
     if isinstance(source_array, NDArray):
         dtype = source_array.dtype if dtype is None else dtype
         src = source_array.asnumpy()
     else:
         if dtype is None:
-            dtype = source_array.dtype if isinstance(source_array, np.ndarray) else np.float32
+            dtype = np.float32
         src = source_array
     np_dtype = dtype_np(dtype)
     host = np.ascontiguousarray(np.asarray(src, dtype=np_dtype if np_dtype != bfloat16 else np.float32))
