@@ -7,7 +7,10 @@
 #      of docs/architecture.md) and the generated-code check (tools/codegen/generate.py
 #      --check: the committed registry dump and every front end's generated files are what
 #      this build's registry and c_api.h give);
-#   4. when CI=true or WEFT_CI_CUDA=1: a CUDA build (sm_90) in build-cuda/, then the tests
+#   4. when CI=true or WEFT_CI_SANITIZE=1: a clang build with ASan and UBSan in build-asan/
+#      (tools/fuzz.sh's), the C++ suite under it, then every fuzz target for a few seconds
+#      on its corpus (tools/fuzz.sh --smoke);
+#   5. when CI=true or WEFT_CI_CUDA=1: a CUDA build (sm_90) in build-cuda/, then the tests
 #      of its C++ binary that need no GPU (the CUDA ones skip themselves without one; the
 #      fusion kernels compile with NVRTC, which needs no GPU either). CI machines have none.
 # Exits non-zero when any step fails and ends with one summary line.
@@ -85,6 +88,43 @@ run_checks() {
   fi
 }
 
+run_sanitized() {
+  if [[ "${CI:-}" != true && "${WEFT_CI_SANITIZE:-0}" != 1 ]]; then
+    record sanitizers SKIP "set CI=true or WEFT_CI_SANITIZE=1 to run it"
+    return
+  fi
+  local asan_dir="$repo/build-asan" log="$repo/build-asan.log"
+  {
+    if [[ ! -f "$asan_dir/CMakeCache.txt" ]]; then
+      CC=clang CXX=clang++ cmake -S "$repo" -B "$asan_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DWEFT_SANITIZE=address,undefined -DWEFT_BUILD_FUZZERS=ON -DWEFT_USE_CUDA=OFF \
+        -DWEFT_BUILD_PYTHON=OFF -DWEFT_BUILD_R=OFF -DWEFT_BUILD_GO=OFF
+    fi &&
+      cmake --build "$asan_dir" -j"$(nproc)" --target weft_cpp_tests weft_fuzzers
+  } >"$log" 2>&1
+  if [[ $? -ne 0 ]]; then
+    tail -40 "$log"
+    record sanitizers FAIL "the ASan/UBSan build failed, see $log"
+    return
+  fi
+  local test_log="$asan_dir/asan-tests.log"
+  # The engine stress tests run a tenth of their operations under the sanitizers' cost.
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 WEFT_STRESS_OPS=100000 \
+    "$asan_dir/tests/weft_cpp_tests" --gtest_filter='-Cuda*:Gpu*:Fused*Gpu*' >"$test_log" 2>&1
+  local rc=$?
+  if [[ $rc -eq 0 ]]; then
+    record sanitizers PASS "$(grep -E '^\[  PASSED  \]' "$test_log" | tail -1) under ASan+UBSan"
+  else
+    grep -E 'ERROR: AddressSanitizer|runtime error|FAILED' "$test_log" | head -20
+    record sanitizers FAIL "see $test_log"
+  fi
+  if bash "$repo/tools/fuzz.sh" --smoke; then
+    record fuzz PASS "every target 10 s on its corpus"
+  else
+    record fuzz FAIL "a fuzz target found a defect, see build-asan/fuzz-work/"
+  fi
+}
+
 build_cuda() {
   if [[ "${CI:-}" != true && "${WEFT_CI_CUDA:-0}" != 1 ]]; then
     record cuda-build SKIP "set CI=true or WEFT_CI_CUDA=1 to run it"
@@ -122,6 +162,7 @@ start=$SECONDS
 run_ctest
 run_pytest
 run_checks
+run_sanitized
 build_cuda
 
 echo

@@ -16,6 +16,9 @@ packages=(
   dataset-fashion-mnist
   # The neural-network operator tests compare with PyTorch's functions and autograd.
   python3-torch
+  # The sanitizer run of the C++ suite and the libFuzzer targets (tools/fuzz.sh) build
+  # with clang, its sanitizer and fuzzer runtimes and its OpenMP.
+  clang libclang-rt-14-dev libomp-14-dev
 )
 
 case "${1:-}" in
