@@ -230,3 +230,38 @@ function Base.show(io::IO, s::SymbolicNode)
     name = get_name(s)
     print(io, "SymbolicNode ", name == Symbol("") ? "group(" * join(list_outputs(s), ", ") * ")" : name)
 end
+
+"""
+    @chain a => f(params...) => g(params...)
+
+Composes layers left to right: each call gets the previous expression as its first
+positional input, so the line above is `g(f(a; params...); params...)` (MXNet.jl's
+`@mx.chain`).
+"""
+macro chain(layers)
+    items = Any[]
+    _flatten_chain!(items, layers)
+    length(items) >= 2 || throw(ArgumentError("@chain needs at least two layers joined by =>"))
+    result = items[1]
+    for item in items[2:end]
+        (item isa Expr && item.head === :call) ||
+            throw(ArgumentError("@chain: every layer after the first must be a call, got $item"))
+        args = copy(item.args)
+        # After the function and a `;` parameters block, if any.
+        at = length(args) >= 2 && args[2] isa Expr && args[2].head === :parameters ? 3 : 2
+        insert!(args, at, result)
+        result = Expr(:call, args...)
+    end
+    return esc(result)
+end
+
+# `a => b => c` parses as a => (b => c): the items in order.
+function _flatten_chain!(items, ex)
+    if ex isa Expr && ex.head === :call && length(ex.args) == 3 && ex.args[1] === :(=>)
+        _flatten_chain!(items, ex.args[2])
+        _flatten_chain!(items, ex.args[3])
+    else
+        push!(items, ex)
+    end
+    return items
+end
