@@ -83,9 +83,7 @@ end
 # Calls f(pointers) with the C strings of `strs`, kept alive during the call.
 function _with_cstrings(f, strs::Vector{String})
     ptrs = _cstring_ptrs(strs)
-    GC.@preserve strs ptrs begin
-        return f(ptrs)
-    end
+    return GC.@preserve strs ptrs f(ptrs)
 end
 
 # A library-owned `const char*` out-parameter read into a Julia String.

@@ -66,9 +66,9 @@ XavierInitializer(; distribution::Symbol=:uniform, regularization::Symbol=:avg, 
 function init_weight(self::XavierInitializer, name::Symbol, a::NDArray)
     dims = size(a)  # Julia order: (inputs per unit..., outputs)
     length(dims) >= 2 || throw(ArgumentError("Weft: Xavier needs a weight of 2 or more dims; $name has size $dims"))
-    fan_out = dims[end]
     receptive = prod(dims[1:end-2]; init=1)
     fan_in = dims[end-1] * receptive
+    fan_out = dims[end] * receptive
     factor = self.regularization === :in ? fan_in : self.regularization === :out ? fan_out : (fan_in + fan_out) / 2
     scale = sqrt(self.magnitude / factor)
     values = self.distribution === :uniform ? (rand(dims...) .* 2 .- 1) .* scale : randn(dims...) .* scale

@@ -94,14 +94,18 @@ function MXDataProvider(name::AbstractString; data_name=nothing, label_name=noth
             check(weft_dataiter_create(name, length(keys_), kp, vp, out))
         end
     end
-    h = out[]
-    dnames, dshapes = _descs(h, false)
-    lnames, lshapes = _descs(h, true)
-    data_name === nothing || "data_name" in declared || isempty(dnames) || (dnames[1] = Symbol(data_name))
-    label_name === nothing || "label_name" in declared || isempty(lnames) || (lnames[1] = Symbol(label_name))
-    batch = isempty(dshapes) ? 0 : dshapes[1][end]
-    p = MXDataProvider(h, name, dnames, lnames, dshapes, lshapes, batch)
+    # Owned (and freed) by the struct from here on, also if reading the descriptions fails.
+    p = MXDataProvider(out[], name, Symbol[], Symbol[], Tuple[], Tuple[], 0)
     finalizer(_free_dataiter, p)
+    p.data_names, p.data_shapes = _descs(p.handle, false)
+    p.label_names, p.label_shapes = _descs(p.handle, true)
+    if data_name !== nothing && !("data_name" in declared) && !isempty(p.data_names)
+        p.data_names[1] = Symbol(data_name)
+    end
+    if label_name !== nothing && !("label_name" in declared) && !isempty(p.label_names)
+        p.label_names[1] = Symbol(label_name)
+    end
+    p.batch_size = isempty(p.data_shapes) ? 0 : p.data_shapes[1][end]
     return p
 end
 

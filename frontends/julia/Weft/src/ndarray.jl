@@ -12,7 +12,6 @@ BFloat16(x::Float32) = reinterpret(BFloat16, _bf16_round(reinterpret(UInt32, x))
 BFloat16(x::Real) = BFloat16(Float32(x))
 Base.Float32(x::BFloat16) = reinterpret(Float32, UInt32(reinterpret(UInt16, x)) << 16)
 Base.Float64(x::BFloat16) = Float64(Float32(x))
-Base.convert(::Type{BFloat16}, x::Real) = BFloat16(x)
 Base.promote_rule(::Type{BFloat16}, ::Type{Float32}) = Float32
 Base.show(io::IO, x::BFloat16) = print(io, "BFloat16(", Float32(x), ")")
 

@@ -51,13 +51,10 @@ The outputs of every node, as one symbol.
 """
 function Group(nodes::SymbolicNode...)
     handles = Ptr{weft_symbol_t}[n.handle for n in nodes]
-    GC.@preserve nodes begin
-        return _symbol_out(o -> weft_symbol_group(length(handles), handles, o))
-    end
+    return GC.@preserve nodes _symbol_out(o -> weft_symbol_group(length(handles), handles, o))
 end
 
 Base.copy(s::SymbolicNode) = _symbol_out(o -> weft_symbol_copy(s, o))
-Base.deepcopy(s::SymbolicNode) = copy(s)
 
 """
     get_internals(s) -> SymbolicNode
