@@ -133,7 +133,6 @@ end
 
 # Writing: only what the package sends (string keys, strings, integers, lists, objects).
 _json_write(io::IO, s::AbstractString) = (print(io, '"'); _json_escape(io, s); print(io, '"'))
-_json_write(io::IO, s::Symbol) = _json_write(io, String(s))
 _json_write(io::IO, v::Integer) = print(io, Int64(v))
 function _json_write(io::IO, v::Union{Tuple,AbstractVector})
     print(io, '[')

@@ -5,8 +5,8 @@
 const _Operand = Union{NDArray,SymbolicNode}
 
 # Same-size NDArrays take the elementwise operator; others the broadcasting one.
+# SymbolicNodes have no shapes before binding: they always take the elementwise one.
 _pick(elem::OpDef, bcast::OpDef, a::NDArray, b::NDArray) = size(a) == size(b) ? elem : bcast
-_pick(elem::OpDef, bcast::OpDef, a::SymbolicNode, b::SymbolicNode) = elem
 
 _apply(op::OpDef, a::NDArray, b::NDArray) = _invoke_op(op, (a, b))
 _apply(op::OpDef, a::SymbolicNode, b::SymbolicNode) = _compose_op(op, (a, b))
