@@ -101,7 +101,7 @@ def _arg_name(name):
 
 
 def _doc_block(doc, signature, indent=""):
-    lines = ['%s"""' % indent, "%s    %s" % (indent, signature)]
+    lines = ['%s"""' % indent, "%s    %s" % (indent, _jl_string(signature))]
     if doc:
         lines.append("")
         lines += [(indent + _jl_string(line)).rstrip() for line in doc.splitlines()]
@@ -188,6 +188,11 @@ def _user_ops(registry):
         yield op
 
 
+def _default(p):
+    # An empty default (the context of creation operators) shows as an empty string.
+    return p["default"] if p["default"] != "" else '""'
+
+
 def _op_doc(op, fname):
     variadic = any(i["type"].endswith("[]") for i in op["inputs"])
     inputs = "args..." if variadic else ", ".join(i["name"] for i in op["inputs"])
@@ -195,7 +200,7 @@ def _op_doc(op, fname):
     sig_params = []
     for p in params:
         pname = p["name"] + "_" if p["name"] in JULIA_KEYWORDS else p["name"]
-        sig_params.append(pname if p["required"] else "%s=%s" % (pname, p["default"]))
+        sig_params.append(pname if p["required"] else "%s=%s" % (pname, _default(p)))
     sig = "%s(%s%s)" % (fname, inputs, "; " + ", ".join(sig_params) if sig_params else "")
     lines = [op["doc"].strip() or op["name"], ""]
     if op["inputs"]:
@@ -208,7 +213,7 @@ def _op_doc(op, fname):
         lines.append("# Parameters")
         for p in params:
             pname = p["name"] + "_" if p["name"] in JULIA_KEYWORDS else p["name"]
-            state = "required" if p["required"] else "default `%s`" % p["default"]
+            state = "required" if p["required"] else "default `%s`" % _default(p)
             lines.append("- `%s` (%s; %s)%s" % (pname, p["type"], state, ": " + p["doc"] if p["doc"] else ""))
         lines.append("")
     if fname != op["name"]:
@@ -223,7 +228,7 @@ def gen_ops(registry):
 # One function per registered operator and alias, MXNet.jl's names. Calling convention
 # (implemented by _invoke_op, _compose_op and _call_op in operators.jl):
 #   f(x::NDArray...; params..., out=nothing)          runs at once, returns NDArray(s)
-#   f(s::SymbolicNode...; params..., name=, attrs=)   builds a node, returns a SymbolicNode
+#   f(s::SymbolicNode...; params..., name, attrs)     builds a node, returns a SymbolicNode
 #   f(; input=..., params...)                         inputs by name (not for Base's names)
 # Parameters are keywords whose values are converted to the strings the core parses;
 # a parameter named like a Julia keyword takes a trailing underscore (`end_`).
@@ -288,12 +293,12 @@ def gen_io(registry):
     for it in registry["data_iterators"]:
         lines = [it["doc"].strip() or it["name"], "", "# Parameters"]
         for p in it["params"]:
-            state = "required" if p["required"] else "default `%s`" % p["default"]
+            state = "required" if p["required"] else "default `%s`" % _default(p)
             lines.append("- `%s` (%s; %s)%s" % (p["name"], p["type"], state, ": " + p["doc"] if p["doc"] else ""))
         lines += ["", "Also `data_name` and `label_name` (Symbols; default the iterator's own names) name",
                   "the arrays of `provide_data`/`provide_label`."]
         name, prov = it["name"], _provider_name(it["name"])
-        sig_params = ", ".join(p["name"] if p["required"] else "%s=%s" % (p["name"], p["default"])
+        sig_params = ", ".join(p["name"] if p["required"] else "%s=%s" % (p["name"], _default(p))
                                for p in it["params"])
         out += _doc_block("\n".join(lines), "%s(; %s)" % (name, sig_params))
         out.append('%s(; kwargs...) = MXDataProvider("%s"; kwargs...)' % (name, name))
@@ -322,7 +327,7 @@ def gen_reference(registry):
         for p in op["params"]:
             if p["name"] == op["key_var_num_args"]:
                 continue
-            state = "required" if p["required"] else "default `%s`" % p["default"]
+            state = "required" if p["required"] else "default `%s`" % _default(p)
             out.append("- `%s` (%s; %s)%s" % (p["name"], p["type"], state, ": " + p["doc"] if p["doc"] else ""))
         out.append("")
     out.append("## Data iterators")

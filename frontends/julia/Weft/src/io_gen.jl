@@ -33,7 +33,7 @@ The same iterator as `CSVIter` (MXNet.jl's name).
 CSVProvider(; kwargs...) = CSVIter(; kwargs...)
 
 """
-    ImageRecordIter(; path_imgrec, path_imgidx=, data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, data_name=data, label_name=softmax_label, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, inter_method=1, prefetch_buffer=4)
+    ImageRecordIter(; path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, data_name=data, label_name=softmax_label, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, inter_method=1, prefetch_buffer=4)
 
 Iterates on image RecordIO files (made by im2rec).
 
@@ -41,7 +41,7 @@ Reads JPEG/PNG image records, decodes and augments them on preprocess_threads th
 
 # Parameters
 - `path_imgrec` (string; required): Dataset Param: path to the image RecordIO (.rec) file.
-- `path_imgidx` (string; default ``): Dataset Param: path to its .idx file (optional; saves a pass over the file).
+- `path_imgidx` (string; default `\"\"`): Dataset Param: path to its .idx file (optional; saves a pass over the file).
 - `data_shape` (Shape(tuple); required): Dataset Param: shape of one image, (channels, height, width).
 - `label_width` (int, in [1, inf]; default `1`): Dataset Param: number of labels per image.
 - `batch_size` (int, in [1, inf]; required): Batch Param: batch size.

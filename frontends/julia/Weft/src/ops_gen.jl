@@ -4,7 +4,7 @@
 # One function per registered operator and alias, MXNet.jl's names. Calling convention
 # (implemented by _invoke_op, _compose_op and _call_op in operators.jl):
 #   f(x::NDArray...; params..., out=nothing)          runs at once, returns NDArray(s)
-#   f(s::SymbolicNode...; params..., name=, attrs=)   builds a node, returns a SymbolicNode
+#   f(s::SymbolicNode...; params..., name, attrs)     builds a node, returns a SymbolicNode
 #   f(; input=..., params...)                         inputs by name (not for Base's names)
 # Parameters are keywords whose values are converted to the strings the core parses;
 # a parameter named like a Julia keyword takes a trailing underscore (`end_`).
@@ -915,7 +915,7 @@ adamw_update(; kwargs...) = _call_op(_op_adamw_update; kwargs...)
 
 const _op__arange = OpDef("_arange", [], false, "")
 """
-    _arange(; start, stop=None, step=1, repeat=1, infer_range=False, ctx=, dtype=float32)
+    _arange(; start, stop=None, step=1, repeat=1, infer_range=False, ctx=\"\", dtype=float32)
 
 Evenly spaced values in [start, stop) (in [0, start) when stop is None), each repeated `repeat` times.
 
@@ -925,7 +925,7 @@ Evenly spaced values in [start, stop) (in [0, start) when stop is None), each re
 - `step` (double; default `1`): Spacing between values.
 - `repeat` (int, in [1, inf]; default `1`): How many times each value is repeated.
 - `infer_range` (boolean; default `False`): In a graph, infer the length from the shape the output must have when stop is None.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -1073,7 +1073,7 @@ _EqualScalar(; kwargs...) = _call_op(_op__EqualScalar; kwargs...)
 
 const _op__eye = OpDef("_eye", [], false, "")
 """
-    _eye(; N, M=0, k=0, ctx=, dtype=float32)
+    _eye(; N, M=0, k=0, ctx=\"\", dtype=float32)
 
 An N x M matrix with ones on diagonal k and zeros elsewhere.
 
@@ -1081,7 +1081,7 @@ An N x M matrix with ones on diagonal k and zeros elsewhere.
 - `N` (long, in [0, inf]; required): Number of rows.
 - `M` (long, in [0, inf]; default `0`): Number of columns; 0 means N.
 - `k` (long; default `0`): Index of the diagonal: 0 the main one, positive above it, negative below it.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -1093,13 +1093,13 @@ _eye(; kwargs...) = _call_op(_op__eye; kwargs...)
 
 const _op__full = OpDef("_full", [], false, "")
 """
-    _full(; shape=(), ctx=, dtype=float32, value)
+    _full(; shape=(), ctx=\"\", dtype=float32, value)
 
 An array of the given shape and dtype filled with value.
 
 # Parameters
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
 - `value` (double; required): The value to fill with.
 
@@ -1502,7 +1502,7 @@ _LesserScalar(; kwargs...) = _call_op(_op__LesserScalar; kwargs...)
 
 const _op__linspace = OpDef("_linspace", [], false, "")
 """
-    _linspace(; start, stop, num, endpoint=True, ctx=, dtype=float32)
+    _linspace(; start, stop, num, endpoint=True, ctx=\"\", dtype=float32)
 
 num evenly spaced values from start to stop (stop excluded when endpoint is false).
 
@@ -1511,7 +1511,7 @@ num evenly spaced values from start to stop (stop excluded when endpoint is fals
 - `stop` (double; required): The last value (included when endpoint is true).
 - `num` (int, in [0, inf]; required): How many values.
 - `endpoint` (boolean; default `True`): Whether stop is the last value.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2153,13 +2153,13 @@ _NotEqualScalar(; kwargs...) = _call_op(_op__NotEqualScalar; kwargs...)
 
 const _op__ones = OpDef("_ones", [], false, "")
 """
-    _ones(; shape=(), ctx=, dtype=float32)
+    _ones(; shape=(), ctx=\"\", dtype=float32)
 
 An array of ones of the given shape and dtype.
 
 # Parameters
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2291,14 +2291,14 @@ _PowerScalar(; kwargs...) = _call_op(_op__PowerScalar; kwargs...)
 
 const _op__random_exponential = OpDef("_random_exponential", [], false, "")
 """
-    _random_exponential(; lam=1, shape=(), ctx=, dtype=None)
+    _random_exponential(; lam=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the exponential distribution with rate lam (mean 1 / lam).
 
 # Parameters
 - `lam` (double; default `1`): Rate (lambda) of the distribution; the mean is 1 / lam.
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2310,14 +2310,14 @@ _random_exponential(; kwargs...) = _call_op(_op__random_exponential; kwargs...)
 
 const _op_random_exponential = OpDef("random_exponential", [], false, "")
 """
-    random_exponential(; lam=1, shape=(), ctx=, dtype=None)
+    random_exponential(; lam=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the exponential distribution with rate lam (mean 1 / lam).
 
 # Parameters
 - `lam` (double; default `1`): Rate (lambda) of the distribution; the mean is 1 / lam.
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 Alias of `_random_exponential`.
@@ -2331,7 +2331,7 @@ random_exponential(; kwargs...) = _call_op(_op_random_exponential; kwargs...)
 
 const _op__random_gamma = OpDef("_random_gamma", [], false, "")
 """
-    _random_gamma(; alpha=1, beta=1, shape=(), ctx=, dtype=None)
+    _random_gamma(; alpha=1, beta=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the gamma distribution with shape alpha and scale beta (mean alpha * beta).
 
@@ -2339,7 +2339,7 @@ Samples from the gamma distribution with shape alpha and scale beta (mean alpha 
 - `alpha` (double; default `1`): Shape (alpha) of the distribution.
 - `beta` (double; default `1`): Scale (beta) of the distribution; the mean is alpha * beta.
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2351,7 +2351,7 @@ _random_gamma(; kwargs...) = _call_op(_op__random_gamma; kwargs...)
 
 const _op_random_gamma = OpDef("random_gamma", [], false, "")
 """
-    random_gamma(; alpha=1, beta=1, shape=(), ctx=, dtype=None)
+    random_gamma(; alpha=1, beta=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the gamma distribution with shape alpha and scale beta (mean alpha * beta).
 
@@ -2359,7 +2359,7 @@ Samples from the gamma distribution with shape alpha and scale beta (mean alpha 
 - `alpha` (double; default `1`): Shape (alpha) of the distribution.
 - `beta` (double; default `1`): Scale (beta) of the distribution; the mean is alpha * beta.
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 Alias of `_random_gamma`.
@@ -2373,7 +2373,7 @@ random_gamma(; kwargs...) = _call_op(_op_random_gamma; kwargs...)
 
 const _op__random_normal = OpDef("_random_normal", [], false, "")
 """
-    _random_normal(; loc=0, scale=1, shape=(), ctx=, dtype=None)
+    _random_normal(; loc=0, scale=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the normal distribution with mean loc and standard deviation scale.
 
@@ -2381,7 +2381,7 @@ Samples from the normal distribution with mean loc and standard deviation scale.
 - `loc` (double; default `0`): Mean of the distribution.
 - `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2393,7 +2393,7 @@ _random_normal(; kwargs...) = _call_op(_op__random_normal; kwargs...)
 
 const _op_normal = OpDef("normal", [], false, "")
 """
-    normal(; loc=0, scale=1, shape=(), ctx=, dtype=None)
+    normal(; loc=0, scale=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the normal distribution with mean loc and standard deviation scale.
 
@@ -2401,7 +2401,7 @@ Samples from the normal distribution with mean loc and standard deviation scale.
 - `loc` (double; default `0`): Mean of the distribution.
 - `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 Alias of `_random_normal`.
@@ -2415,7 +2415,7 @@ normal(; kwargs...) = _call_op(_op_normal; kwargs...)
 
 const _op_random_normal = OpDef("random_normal", [], false, "")
 """
-    random_normal(; loc=0, scale=1, shape=(), ctx=, dtype=None)
+    random_normal(; loc=0, scale=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the normal distribution with mean loc and standard deviation scale.
 
@@ -2423,7 +2423,7 @@ Samples from the normal distribution with mean loc and standard deviation scale.
 - `loc` (double; default `0`): Mean of the distribution.
 - `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 Alias of `_random_normal`.
@@ -2437,14 +2437,14 @@ random_normal(; kwargs...) = _call_op(_op_random_normal; kwargs...)
 
 const _op__random_poisson = OpDef("_random_poisson", [], false, "")
 """
-    _random_poisson(; lam=1, shape=(), ctx=, dtype=None)
+    _random_poisson(; lam=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 
 # Parameters
 - `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2456,14 +2456,14 @@ _random_poisson(; kwargs...) = _call_op(_op__random_poisson; kwargs...)
 
 const _op_random_poisson = OpDef("random_poisson", [], false, "")
 """
-    random_poisson(; lam=1, shape=(), ctx=, dtype=None)
+    random_poisson(; lam=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 
 # Parameters
 - `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 Alias of `_random_poisson`.
@@ -2477,7 +2477,7 @@ random_poisson(; kwargs...) = _call_op(_op_random_poisson; kwargs...)
 
 const _op__random_randint = OpDef("_random_randint", [], false, "")
 """
-    _random_randint(; low, high, shape=(), ctx=, dtype=None)
+    _random_randint(; low, high, shape=(), ctx=\"\", dtype=None)
 
 Samples integers uniformly from [low, high).
 
@@ -2485,7 +2485,7 @@ Samples integers uniformly from [low, high).
 - `low` (long; required): Lower bound of the distribution (inclusive).
 - `high` (long; required): Upper bound of the distribution (exclusive).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: int32 or int64 (None: int32).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2497,7 +2497,7 @@ _random_randint(; kwargs...) = _call_op(_op__random_randint; kwargs...)
 
 const _op_random_randint = OpDef("random_randint", [], false, "")
 """
-    random_randint(; low, high, shape=(), ctx=, dtype=None)
+    random_randint(; low, high, shape=(), ctx=\"\", dtype=None)
 
 Samples integers uniformly from [low, high).
 
@@ -2505,7 +2505,7 @@ Samples integers uniformly from [low, high).
 - `low` (long; required): Lower bound of the distribution (inclusive).
 - `high` (long; required): Upper bound of the distribution (exclusive).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: int32 or int64 (None: int32).
 
 Alias of `_random_randint`.
@@ -2519,7 +2519,7 @@ random_randint(; kwargs...) = _call_op(_op_random_randint; kwargs...)
 
 const _op__random_uniform = OpDef("_random_uniform", [], false, "")
 """
-    _random_uniform(; low=0, high=1, shape=(), ctx=, dtype=None)
+    _random_uniform(; low=0, high=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the uniform distribution on [low, high).
 
@@ -2527,7 +2527,7 @@ Samples from the uniform distribution on [low, high).
 - `low` (double; default `0`): Lower bound of the distribution (inclusive).
 - `high` (double; default `1`): Upper bound of the distribution (exclusive).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2539,7 +2539,7 @@ _random_uniform(; kwargs...) = _call_op(_op__random_uniform; kwargs...)
 
 const _op_random_uniform = OpDef("random_uniform", [], false, "")
 """
-    random_uniform(; low=0, high=1, shape=(), ctx=, dtype=None)
+    random_uniform(; low=0, high=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the uniform distribution on [low, high).
 
@@ -2547,7 +2547,7 @@ Samples from the uniform distribution on [low, high).
 - `low` (double; default `0`): Lower bound of the distribution (inclusive).
 - `high` (double; default `1`): Upper bound of the distribution (exclusive).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 Alias of `_random_uniform`.
@@ -2561,7 +2561,7 @@ random_uniform(; kwargs...) = _call_op(_op_random_uniform; kwargs...)
 
 const _op_uniform = OpDef("uniform", [], false, "")
 """
-    uniform(; low=0, high=1, shape=(), ctx=, dtype=None)
+    uniform(; low=0, high=1, shape=(), ctx=\"\", dtype=None)
 
 Samples from the uniform distribution on [low, high).
 
@@ -2569,7 +2569,7 @@ Samples from the uniform distribution on [low, high).
 - `low` (double; default `0`): Lower bound of the distribution (inclusive).
 - `high` (double; default `1`): Upper bound of the distribution (exclusive).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
 
 Alias of `_random_uniform`.
@@ -2866,13 +2866,13 @@ _sparse_softmax_cross_entropy(; kwargs...) = _call_op(_op__sparse_softmax_cross_
 
 const _op__zeros = OpDef("_zeros", [], false, "")
 """
-    _zeros(; shape=(), ctx=, dtype=float32)
+    _zeros(; shape=(), ctx=\"\", dtype=float32)
 
 An array of zeros of the given shape and dtype.
 
 # Parameters
 - `shape` (Shape(tuple); default `()`): The shape of the output.
-- `ctx` (string; default ``): The context of the output (set by the front end).
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
