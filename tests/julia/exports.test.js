@@ -1,7 +1,8 @@
-// Every name the Weft module exports is defined in the package, and every package-internal
+// Every name the Weft module exports is defined in the package, every package-internal
 // name the code calls or refers to (`_helpers`, `weft_*` C wrappers, `_op_*` operator
-// definitions, `_fp_*` pointers) is defined somewhere in it: a typo in a name Julia would
-// only report when the line runs is caught here.
+// definitions, `_fp_*` pointers) is defined somewhere in it, and every `mx.name` /
+// `Weft.name` of the tests and examples is: a typo in a name, which Julia would only report
+// when the line runs, is caught here.
 'use strict';
 
 const test = require('node:test');
@@ -82,6 +83,17 @@ async function definitions() {
 
 const collected = definitions();
 
+// Base functions the package adds methods to (`Base.sum(x::NDArray, ...) = ...`), which
+// `mx.sum` also reaches.
+async function baseExtensions() {
+  const names = new Set();
+  for (const file of juliaFiles('frontends/julia/Weft/src')) {
+    const { text } = await parseFile(file);
+    for (const m of text.matchAll(/^(?:function\s+)?Base\.(?:Broadcast\.)?(\w+!?|:\S+?)\(/gm)) names.add(m[1]);
+  }
+  return names;
+}
+
 test('the module exports names', async () => {
   const { exported } = await collected;
   for (const name of ['mx', 'NDArray', 'SymbolicNode', 'Executor', 'KVStore', 'WeftError', 'FeedForward']) {
@@ -107,4 +119,31 @@ test('the module includes every source file, and only existing ones', async () =
   const included = [...text.matchAll(/^include\("([^"]+)"\)/gm)].map((m) => m[1]).sort();
   const files = juliaFiles('frontends/julia/Weft/src').map((f) => path.basename(f)).filter((f) => f !== 'Weft.jl').sort();
   assert.deepStrictEqual(included, files);
+});
+
+test('every mx.<name> and Weft.<name> in the tests and examples is defined in the package', async () => {
+  const { defined } = await collected;
+  const extended = await baseExtensions();
+  const problems = [];
+  let count = 0;
+  for (const file of juliaFiles('frontends/julia/Weft/test', 'examples/julia')) {
+    const { tree } = await parseFile(file);
+    for (const node of walk(tree.rootNode)) {
+      let name = null;
+      if (node.type === 'field_expression') {
+        const value = node.childForFieldName('value') || node.namedChild(0);
+        if (value && value.type === 'identifier' && (value.text === 'mx' || value.text === 'Weft')) {
+          name = node.namedChild(node.namedChildCount - 1).text;
+        }
+      } else if (node.type === 'macro_identifier') {
+        const m = /^@(mx|Weft)\.(\w+)$/.exec(node.text);
+        if (m) name = '@' + m[2];
+      }
+      if (name === null) continue;
+      count += 1;
+      if (!defined.has(name) && !extended.has(name)) problems.push(`${where(file, node)}: ${node.text}`);
+    }
+  }
+  assert.ok(count > 50, `only ${count} mx./Weft. references found`);
+  assert.deepStrictEqual(problems, [], `not defined in the package:\n${problems.join('\n')}`);
 });
