@@ -330,6 +330,49 @@ end
     end
 end
 
+@testset "RecordIO, images and ImageRecordIter" begin
+    path = joinpath(mktempdir(), "img.rec")
+    w = mx.MXRecordIO(path, :w)
+    for i in 0:2
+        img = Base.zeros(UInt8, 3, 8, 8)        # Julia (C, W, H): Weft's (H, W, C) image
+        for c in 1:3
+            img[c, :, :] .= 10i + c
+        end
+        img[:, 2, 1] .= 200                      # row 0, column 1
+        png = mx.imencode(NDArray(img), ".png")
+        @test copy(mx.imdecode(png)) == img      # PNG is lossless, channels stay RGB
+        write(w, mx.pack(i + 5, i, png))
+    end
+    close(w)
+
+    r = mx.MXRecordIO(path, :r)
+    rec1 = mx.unpack(read(r))
+    @test rec1.label == 5 && rec1.id == 0 && copy(mx.imdecode(rec1.payload))[:, 2, 1] == UInt8[200, 200, 200]
+    second = position(r)
+    @test mx.unpack(read(r)).id == 1
+    @test mx.unpack(read(r)).id == 2
+    @test read(r) === nothing
+    seek(r, second)
+    @test mx.unpack(read(r)).label == 6
+    close(r)
+    multi = mx.unpack(mx.pack([1, 2, 3], 7, UInt8[0x61]))
+    @test multi.label == Float32[1, 2, 3] && multi.id == 7 && multi.payload == UInt8[0x61]
+
+    # Batches of Weft shape (2, 3, 8, 8) = Julia (W, H, C, N); the last batch wraps around.
+    it = mx.ImageRecordIter(path_imgrec=path, data_shape=(3, 8, 8), batch_size=2)
+    @test mx.provide_data(it) == [(:data, (8, 8, 3, 2))]
+    batches = collect(it)
+    @test length(batches) == 2 && batches[1].pad == 0 && batches[2].pad == 1
+    @test copy(batches[1].label[1]) == Float32[5, 6]
+    @test copy(batches[2].label[1]) == Float32[7, 5]
+    d = copy(batches[1].data[1])
+    @test d[1, 1, :, 1] == Float32[1, 2, 3]
+    @test d[2, 1, :, 1] == Float32[200, 200, 200]
+    @test d[5, 7, :, 2] == Float32[11, 12, 13]
+    err = try mx.MXRecordIO(joinpath(mktempdir(), "missing.rec"), :r); nothing catch e; e end
+    @test err isa WeftError
+end
+
 @testset "training: Fashion-MNIST MLP, checkpoints" begin
     if !isfile(joinpath(FASHION, "train-images-idx3-ubyte.gz"))
         @warn "Fashion-MNIST is not installed (Debian dataset-fashion-mnist): training not tested"
