@@ -424,6 +424,29 @@ end
     end
 end
 
+@testset "a checkpoint written by Python" begin
+    python = get(ENV, "WEFT_PYTHON", "")
+    if isempty(python)
+        @warn "WEFT_PYTHON is not set: reading a Python checkpoint not tested"
+    else
+        # Python's weight (2, 3) is Julia's (3, 2) W below: unit 1 reads features 1 and 3.
+        prefix = joinpath(mktempdir(), "py")
+        script = "import sys, numpy as np, weft as mx\n" *
+                 "net = mx.sym.FullyConnected(mx.sym.Variable('data'), num_hidden=2, name='fc')\n" *
+                 "args = {'fc_weight': mx.nd.array(np.array([[1, 0, 1], [0, 1, 1]], np.float32)),\n" *
+                 "        'fc_bias': mx.nd.array(np.array([0.5, -1], np.float32))}\n" *
+                 "mx.model.save_checkpoint(sys.argv[1], 1, net, args, {})\n"
+        run(`$python -c $script $prefix`)
+        sym, args, aux = mx.load_checkpoint(prefix, 1)
+        @test mx.list_arguments(sym) == [:data, :fc_weight, :fc_bias]
+        @test copy(args[:fc_weight]) == Float32[1 0; 0 1; 1 1]
+        @test isempty(aux)
+        model = mx.load_checkpoint(prefix, 1, FeedForward)
+        X = Float32[1 2; 3 4; 5 6]
+        @test mx.predict(model, ArrayDataProvider(X)) == Float32[6.5 8.5; 7 9]
+    end
+end
+
 @testset "bad input: WeftErrors carrying Weft's message" begin
     x = NDArray(Float32[1 2 3; 4 5 6])          # Weft shape (3, 2)
     err = try mx.FullyConnected(x, Weft.ones(4, 2), Weft.ones(2); num_hidden=2); nothing catch e; e end
