@@ -316,7 +316,9 @@ def gen_reference(registry):
            "with positional NDArray or SymbolicNode inputs.", ""]
     for op in _user_ops(registry):
         names = [op["name"]] + [a for a in op["aliases"] if a not in BASE_FUNCTIONS and a not in SKIPPED_ALIASES]
-        shown = ", ".join(("**%s**" if n in BASE_FUNCTIONS else "`%s`") % n for n in names)
+        shown = ", ".join("**%s**" % n if n in BASE_FUNCTIONS else
+                          "`%s_` (the operator `%s`)" % (n, n) if n in JULIA_INFIX_WORDS else "`%s`" % n
+                          for n in names)
         out.append("## %s" % shown)
         out.append("")
         out.append(re.sub(r"\s+", " ", op["doc"].strip() or op["name"]))
