@@ -14,12 +14,20 @@ packages=(
   python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
   zlib1g-dev libpng-dev libjpeg62-turbo-dev
   dataset-fashion-mnist
+  # The Julia package's checks (tests/julia) run under node; npm installs their parser.
+  nodejs
   # The neural-network operator tests compare with PyTorch's functions and autograd.
   python3-torch
   # The sanitizer run of the C++ suite and the libFuzzer targets (tools/fuzz.sh) build
   # with clang, its sanitizer and fuzzer runtimes and its OpenMP.
   clang libclang-rt-14-dev libomp-14-dev
 )
+
+# Debian ships npm as its own package; a node from elsewhere (NodeSource) bundles it, and
+# Debian's npm would then conflict with that node.
+if ! command -v npm >/dev/null; then
+  packages+=(npm)
+fi
 
 case "${1:-}" in
   "") ;;
