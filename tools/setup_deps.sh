@@ -18,6 +18,8 @@ packages=(
   nodejs
   # The neural-network operator tests compare with PyTorch's functions and autograd.
   python3-torch
+  # mx.viz draws graphs through graphviz (the Python package and the dot program).
+  python3-graphviz graphviz
   # The sanitizer run of the C++ suite and the libFuzzer targets (tools/fuzz.sh) build
   # with clang, its sanitizer and fuzzer runtimes and its OpenMP.
   clang libclang-rt-14-dev libomp-14-dev

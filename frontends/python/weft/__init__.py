@@ -39,12 +39,14 @@ from . import gluon
 from . import kvstore
 from . import kvstore as kv
 from . import io
+from . import visualization
+from . import visualization as viz
 
 __all__ = ["WeftError", "MXNetError", "__version__", "Context", "cpu", "gpu", "cpu_pinned",
            "current_context", "num_gpus", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "monitor", "mon", "test_utils", "waitall",
            "model", "module", "mod",
            "initializer", "init", "metric", "callback", "recordio", "image",
-           "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io"]
+           "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io", "visualization", "viz"]
 
 
 def waitall():
