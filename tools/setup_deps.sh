@@ -10,7 +10,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache pkg-config
   libdnnl-dev nlohmann-json3-dev libzmq3-dev cppzmq-dev libgtest-dev
-  swig golang-go r-base-dev
+  swig golang-go r-base-dev r-cran-testthat r-cran-jsonlite
   python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
   zlib1g-dev libpng-dev libjpeg62-turbo-dev
   dataset-fashion-mnist
