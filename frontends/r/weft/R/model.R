@@ -152,8 +152,8 @@ print.MXFeedForwardModel <- function(x, ...) {
 
 mx.model.save <- function(model, prefix, iteration) {
   mx.symbol.save(model$symbol, sprintf("%s-symbol.json", prefix))
-  params <- c(model$arg.params, model$aux.params)
-  names(params) <- c(paste0("arg:", names(model$arg.params)), paste0("aux:", names(model$aux.params)))
+  prefixed <- function(p, kind) if (length(p)) stats::setNames(p, paste0(kind, names(p))) else list()
+  params <- c(prefixed(model$arg.params, "arg:"), prefixed(model$aux.params, "aux:"))
   mx.nd.save(params, sprintf("%s-%04d.params", prefix, iteration))
   invisible(NULL)
 }
