@@ -38,10 +38,3 @@ mx.init.Xavier <- function(rnd_type = "uniform", factor_type = "avg", magnitude 
            stop(sprintf("mx.init.Xavier: unknown rnd_type '%s'", rnd_type), call. = FALSE))
   }
 }
-
-# Every argument but the inputs, and every auxiliary state, initialised from their shapes.
-mx.init.create <- function(initializer, shape.array, ctx = mx.cpu(), skip.unknown = TRUE) {
-  out <- lapply(names(shape.array), function(n) initializer(n, shape.array[[n]], ctx))
-  names(out) <- names(shape.array)
-  out
-}
