@@ -3,18 +3,23 @@
 # engine's update operators.
 
 mx.opt.sgd <- function(learning.rate = 0.01, momentum = 0, wd = 0, rescale.grad = 1, clip.gradient = -1) {
-  common <- function() c(lr = .weft_number(learning.rate), wd = .weft_number(wd),
-                         rescale_grad = .weft_number(rescale.grad), clip_gradient = .weft_number(clip.gradient))
+  # The operators and their parameter strings are found once: update runs for every weight
+  # at every step, and goes straight to the generated routine (which checks the handles).
+  keys <- c("lr", "wd", "rescale_grad", "clip_gradient")
+  vals <- c(.weft_number(learning.rate), .weft_number(wd), .weft_number(rescale.grad), .weft_number(clip.gradient))
+  mom_keys <- c(keys, "momentum")
+  mom_vals <- c(vals, .weft_number(momentum))
+  sgd <- .weft_op_handle("sgd_update")
+  sgd_mom <- .weft_op_handle("sgd_mom_update")
   list(
     create.state = function(index, weight) {
       if (momentum == 0) NULL else mx.nd.zeros(dim(weight), weft_ndarray_get_context(weight))
     },
     update = function(index, weight, grad, state) {
       if (is.null(state)) {
-        .weft_nd_invoke("sgd_update", list(weight, grad), common(), NULL, weight)
+        weft_imperative_invoke(sgd, list(weight, grad), keys, vals, list(weight))
       } else {
-        .weft_nd_invoke("sgd_mom_update", list(weight, grad, state),
-                        c(common(), momentum = .weft_number(momentum)), NULL, weight)
+        weft_imperative_invoke(sgd_mom, list(weight, grad, state), mom_keys, mom_vals, list(weight))
       }
       invisible(weight)
     })
