@@ -601,8 +601,31 @@ def _iterators(registry):
     return files
 
 
+def _operator_list(registry):
+    """docs/frontends/r_operators.md: every generated R function with its operator's summary."""
+    lines = ["<!-- " + GENERATED_MARK + " -->", "",
+             "# R operator reference",
+             "",
+             "Every operator of the registry as `mx.nd.<name>` (imperative) and `mx.symbol.<name>`",
+             "(symbolic); `?mx.nd.<name>` in R shows its parameters. Parameters are given in Weft's",
+             "(row-major) order, see [r.md](r.md).",
+             "",
+             "| R name | operator | summary |",
+             "|---|---|---|"]
+    for op in _user_ops(registry):
+        names = [op["name"]] + [a for a in op["aliases"] if not a.startswith("_")]
+        summary = (op["doc"] or "").strip().splitlines()[0] if (op["doc"] or "").strip() else ""
+        lines.append("| %s | `%s` | %s |" % (", ".join("`%s`" % _op_r_name(n) for n in names), op["name"],
+                                             summary.replace("|", "\\|")))
+    lines += ["", "## Data iterators", "", "| R function | summary |", "|---|---|"]
+    for it in registry["data_iterators"]:
+        lines.append("| `mx.io.%s(...)` | %s |" % (it["name"], it["doc"].strip().splitlines()[0].replace("|", "\\|")))
+    return {"docs/frontends/r_operators.md": "\n".join(lines) + "\n"}
+
+
 def generate(registry, header):
     files = {}
+    files.update(_operator_list(registry))
     files.update(_raw_layer(header))
     files.update(_ops(registry))
     files.update(_iterators(registry))
