@@ -60,7 +60,7 @@ def _handle_type(ctype):
     return base if base in HANDLE_CLASSES else None
 
 
-def _classify(fn, handles):
+def _classify(fn):
     """How each parameter of `fn` travels: a list of dicts with 'kind' and details, or None
     when the function has a parameter without a generic R form."""
     ps = fn.params
@@ -314,7 +314,7 @@ def _raw_layer(header):
     for fn in header.functions:
         if fn.name in NOT_GENERATED:
             continue
-        spec = _classify(fn, handles)
+        spec = _classify(fn)
         if spec is None:
             skipped.append(fn.name)
             continue

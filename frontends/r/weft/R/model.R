@@ -76,14 +76,16 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.cpu(), beg
     v <- if (!is.null(aux.params[[n]])) aux.params[[n]] else initializer(n, dim(exec$aux.arrays[[n]]), ctx)
     mx.exec.update.aux.arrays(exec, stats::setNames(list(v), n), match.name = TRUE)
   }
-  if (is.character(optimizer)) optimizer <- mx.opt.create(optimizer, rescale.grad = 1 / batch.size, ...)
-  # A dist store sums every worker's gradients; each worker then applies the same update.
+  # A non-local store sums every worker's gradients; each worker then applies the same
+  # update to the same weights (rank 0's initial values, which init gives every worker).
   kv <- if (inherits(kvstore, "MXKVStore")) kvstore else if (kvstore != "local") mx.kv.create(kvstore) else NULL
+  workers <- 1
   if (!is.null(kv)) {
-    kv$init(seq_along(param.names), exec$arg.arrays[param.names])
-    kv$pull(seq_along(param.names), exec$arg.arrays[param.names])
-    if (kv$num.workers > 1) optimizer <- mx.opt.create("sgd", rescale.grad = 1 / (batch.size * kv$num.workers), ...)
+    kv$init(param.names, exec$arg.arrays[param.names])
+    kv$pull(param.names, exec$arg.arrays[param.names])
+    workers <- kv$num.workers
   }
+  if (is.character(optimizer)) optimizer <- mx.opt.create(optimizer, rescale.grad = 1 / (batch.size * workers), ...)
   updater <- mx.opt.get.updater(optimizer, exec$arg.arrays[param.names])
   env <- new.env(parent = emptyenv())
   env$metric <- eval.metric
@@ -98,10 +100,7 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.cpu(), beg
       if (!is.null(label.name)) weft_ndarray_copy_to(b$label, exec$arg.arrays[[label.name]])
       mx.exec.forward(exec, is.train = TRUE)
       mx.exec.backward(exec)
-      if (!is.null(kv)) {
-        keys <- seq_along(param.names)
-        kv$pushpull(keys, exec$grad.arrays[param.names], exec$grad.arrays[param.names])
-      }
+      if (!is.null(kv)) kv$pushpull(param.names, exec$grad.arrays[param.names], exec$grad.arrays[param.names])
       updater(exec$arg.arrays[param.names], exec$grad.arrays[param.names])
       if (!is.null(eval.metric)) {
         keep <- batch.size - train$num.pad()

@@ -22,10 +22,12 @@ SEXP weft_r_init(SEXP handler) {
 void weft_r_raise(weft_status_t status, const char* function) {
   const char* message = weft_get_last_error();
   if (error_handler == NULL) Rf_error("%s: %s (status %d)", function, message, (int)status);
-  SEXP call = PROTECT(Rf_lang4(error_handler, Rf_ScalarInteger((int)status), Rf_mkString(message),
-                               Rf_mkString(function)));
+  SEXP s_status = PROTECT(Rf_ScalarInteger((int)status));
+  SEXP s_message = PROTECT(Rf_mkString(message));
+  SEXP s_function = PROTECT(Rf_mkString(function));
+  SEXP call = PROTECT(Rf_lang4(error_handler, s_status, s_message, s_function));
   Rf_eval(call, R_GlobalEnv);
-  UNPROTECT(1);
+  UNPROTECT(4);
   Rf_error("%s: %s", function, message); /* the handler always signals; this is not reached */
 }
 
@@ -358,10 +360,13 @@ SEXP weft_r_nd_to_r(SEXP s_arr) {
  * fun(key, merged, stored); it runs on the pushing thread, which for a local store is R's. */
 static int r_updater(const char* key, weft_ndarray_t* merged, weft_ndarray_t* stored, void* user) {
   SEXP fun = (SEXP)user;
-  SEXP call = PROTECT(Rf_lang4(fun, Rf_mkString(key), weft_r_wrap_ndarray(merged), weft_r_wrap_ndarray(stored)));
+  SEXP s_key = PROTECT(Rf_mkString(key));
+  SEXP s_merged = PROTECT(weft_r_wrap_ndarray(merged));
+  SEXP s_stored = PROTECT(weft_r_wrap_ndarray(stored));
+  SEXP call = PROTECT(Rf_lang4(fun, s_key, s_merged, s_stored));
   int failed = 0;
   R_tryEval(call, R_GlobalEnv, &failed);
-  UNPROTECT(1);
+  UNPROTECT(4);
   return failed;
 }
 

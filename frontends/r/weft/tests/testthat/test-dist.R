@@ -24,4 +24,10 @@ test_that("a dist_sync job of R workers sums their pushes (tools/launch.py, 2 wo
     expect_equal(as.array(got$pushpull), array(c(1, 2, 3, 4) * 3))
   }
   expect_equal(sort(ranks), c(0, 1))
+  # Both workers trained the same weights (summed gradients, rank 0's initial values), away
+  # from the 0.01-scale initial draws.
+  w <- lapply(0:1, function(r) mx.nd.load(file.path(out, sprintf("worker-%d.params", r))))
+  expect_equal(as.array(w[[1]]$fc_weight), as.array(w[[2]]$fc_weight), tolerance = 1e-6)
+  expect_equal(as.array(w[[1]]$fc_bias), as.array(w[[2]]$fc_bias), tolerance = 1e-6)
+  expect_gt(max(abs(as.array(w[[1]]$fc_weight))), 0.1)
 })
