@@ -138,3 +138,20 @@ test_that("freed and foreign handles give errors with Weft's message, not crashe
   expect_error(mx.nd.copyto(mx.symbol.Variable("v")), "expected a weft_ndarray_t handle")
   gc()
 })
+
+test_that("the garbage collector and mx.free give the memory back", {
+  in_use <- function() {
+    mx.nd.waitall()
+    weft:::weft_storage_get_stat(mx.cpu(), 0L)
+  }
+  gc()
+  before <- in_use()
+  x <- mx.nd.zeros(c(1000, 1000))
+  y <- mx.nd.ones(c(1000, 1000))
+  expect_gte(in_use() - before, 8e6)
+  mx.free(y)
+  expect_lt(in_use() - before, 4.5e6)
+  rm(x)
+  gc()
+  expect_lt(in_use() - before, 0.5e6)
+})
