@@ -3,9 +3,15 @@
 # the engine's sgd_mom_update operator (lr 0.1, momentum 0.9). Prints one JSON line with the
 # mean milliseconds per step over --steps steps after --warmup steps.
 #
-#   R_LIBS=build/tests/r/lib Rscript bench/frontend_step/r_step.R --batch 128 --steps 50 --warmup 5
+#   Rscript bench/frontend_step/r_step.R --batch 128 --steps 50 --warmup 5
 #
-# (the r.install test installs the package into build/tests/r/lib).
+# The package is loaded from R's libraries, else from where the r.install test puts it:
+# <build>/tests/r/lib, with <build> = $WEFT_BUILD_DIR or the repository's build/.
+if (!requireNamespace("weft", quietly = TRUE)) {
+  script <- sub("^--file=", "", grep("^--file=", commandArgs(), value = TRUE)[1])
+  build <- Sys.getenv("WEFT_BUILD_DIR", file.path(dirname(dirname(dirname(normalizePath(script)))), "build"))
+  .libPaths(c(file.path(build, "tests", "r", "lib"), .libPaths()))
+}
 suppressPackageStartupMessages(library(weft))
 
 arg <- function(name, default) {
