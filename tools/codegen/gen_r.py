@@ -18,8 +18,8 @@ from generate import GENERATED_MARK
 
 PKG = "frontends/r/weft/"
 
-# Handle type -> (R class of its external pointer, free function or None when the library
-# owns the handle).
+# Handle type -> the R class of its external pointers. A handle type with a weft_<kind>_free
+# gets a finalizer calling it; the others (operators) belong to the library.
 HANDLE_CLASSES = {
     "weft_ndarray_t": "MXNDArray",
     "weft_symbol_t": "MXSymbol",
@@ -71,8 +71,7 @@ def _classify(fn):
         t = p.ctype
         nxt = ps[i + 1] if i + 1 < len(ps) else None
         h = _handle_type(t)
-        if t in ("int", "int32_t") and nxt is not None and (nxt.ctype.endswith("const*") or nxt.ctype == "const char* const*") \
-                and (p.name.startswith("num") or p.name == "num"):
+        if t in ("int", "int32_t") and p.name.startswith("num") and nxt is not None and nxt.ctype.endswith("const*"):
             # A count: the length of the array parameters that follow it.
             members = []
             j = i + 1
@@ -124,7 +123,8 @@ def _classify(fn):
         elif h and t.endswith("**") and p.name == "out":
             out.append(dict(kind="handle_out", name=p.name, htype=h, const=t.startswith("const")))
         elif h and t.endswith("**"):
-            # An array of new handles, one per element of an earlier count ("in_grads").
+            # An array the function fills with one new handle per input (weft_imperative_gradient's
+            # in_grads), sized by its num_inputs count.
             sized = [c for c in out if c["kind"] == "count" and c["name"] == "num_inputs"]
             if not sized:
                 return None
@@ -161,7 +161,6 @@ def _gen_routine(fn, spec):
     call = []
     outs = []
     counts = {c["name"]: c for c in spec if c["kind"] == "count"}
-    member_of = {m: c["name"] for c in counts.values() for m in c["members"]}
     for c in spec:
         k, n = c["kind"], c["name"]
         if k == "count":
@@ -239,7 +238,7 @@ def _gen_routine(fn, spec):
             borrowed = BORROWED_OUTPUTS.get(fn.name)
             if borrowed:
                 wrap = "(%s > 0 ? R_NilValue : weft_r_wrap_%s_many(%s, %s))" % (
-                    borrowed_count(spec, borrowed), c["htype"][len("weft_"):-2], n, c["count"])
+                    _borrowed_count(spec, borrowed), c["htype"][len("weft_"):-2], n, c["count"])
             else:
                 wrap = "weft_r_wrap_%s_many(%s, %s)" % (c["htype"][len("weft_"):-2], n, c["count"])
             outs.append((n, wrap))
@@ -297,7 +296,7 @@ def _gen_routine(fn, spec):
     return "\n".join(lines), [c["name"] for c in r_args]
 
 
-def borrowed_count(spec, member):
+def _borrowed_count(spec, member):
     for c in spec:
         if c["kind"] == "count" and member in c["members"]:
             return c["name"]
