@@ -10,10 +10,12 @@ set -euo pipefail
 packages=(
   build-essential cmake ccache pkg-config
   libdnnl-dev nlohmann-json3-dev libzmq3-dev cppzmq-dev libgtest-dev
-  swig golang-go r-base-dev r-cran-testthat r-cran-jsonlite
+  swig golang-go r-base-dev
   python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
   zlib1g-dev libpng-dev libjpeg62-turbo-dev
   dataset-fashion-mnist
+  # The R package imports jsonlite; its tests use testthat.
+  r-cran-jsonlite r-cran-testthat
   # The neural-network operator tests compare with PyTorch's functions and autograd.
   python3-torch
 )
