@@ -52,6 +52,7 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
   state$order <- seq_len(n)
   state$pos <- 0L
   state$current <- NULL
+  state$pad <- 0L
   take <- function(idx) {
     if (length(d) == 2) return(data[, idx, drop = FALSE])
     args <- c(list(data), rep(list(quote(expr = )), length(d) - 1), list(idx), drop = FALSE)
@@ -65,7 +66,7 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
   it$iter.next <- function() {
     if (state$pos >= n) return(FALSE)
     idx <- state$pos + seq_len(batch.size)
-    state$pad <- sum(idx > n)
+    state$pad <- as.integer(sum(idx > n))
     idx <- state$order[((idx - 1L) %% n) + 1L]
     state$pos <- state$pos + batch.size
     state$current <- idx
