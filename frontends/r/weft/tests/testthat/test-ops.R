@@ -90,3 +90,26 @@ test_that("unknown operators, bad parameters and wrong shapes are R errors with 
   expect_error(mx.nd.sum(x, nonsense = 1), "unused argument")
   expect_error(mx.nd.relu("a"), "input 1 is a character")
 })
+
+test_that("the elementwise math operators agree with R's functions", {
+  v <- c(0.1, 0.35, 0.5, 0.75, 0.9)
+  x <- mx.nd.array(v, dtype = "float64")
+  ref <- list(abs = abs, ceil = ceiling, floor = floor, trunc = trunc, exp = exp, expm1 = expm1, log = log,
+              log10 = log10, log1p = log1p, log2 = log2, sqrt = sqrt, rsqrt = function(a) 1 / sqrt(a),
+              cbrt = function(a) a^(1 / 3), rcbrt = function(a) a^(-1 / 3), square = function(a) a^2,
+              reciprocal = function(a) 1 / a, negative = function(a) -a, sign = sign,
+              sigmoid = function(a) 1 / (1 + exp(-a)), relu = function(a) pmax(a, 0),
+              softsign = function(a) a / (1 + abs(a)), sin = sin, cos = cos, tan = tan, sinh = sinh, cosh = cosh,
+              tanh = tanh, arcsin = asin, arccos = acos, arctan = atan, arcsinh = asinh,
+              arctanh = atanh, gamma = gamma, gammaln = lgamma, degrees = function(a) a * 180 / pi,
+              radians = function(a) a * pi / 180, erf = function(a) 2 * pnorm(a * sqrt(2)) - 1,
+              erfinv = function(a) qnorm((a + 1) / 2) / sqrt(2), rint = round,
+              fix = trunc)
+  ns <- asNamespace("weft")
+  for (op in names(ref)) {
+    got <- as.array(ns[[paste0("mx.nd.", op)]](x))
+    expect_equal(as.numeric(got), ref[[op]](v), tolerance = 1e-7, info = op)
+  }
+  expect_equal(as.numeric(as.array(mx.nd.arccosh(x + 1))), acosh(v + 1), tolerance = 1e-7)
+  expect_equal(as.numeric(as.array(mx.nd.round(mx.nd.array(c(0.4, 1.6, -2.2))))), c(0, 2, -2))
+})
