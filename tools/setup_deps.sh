@@ -16,6 +16,8 @@ packages=(
   dataset-fashion-mnist
   # The Julia package's checks (tests/julia) run under node; npm installs their parser.
   nodejs
+  # The R package imports jsonlite; its tests use testthat.
+  r-cran-jsonlite r-cran-testthat
   # The neural-network operator tests compare with PyTorch's functions and autograd.
   python3-torch
   # mx.viz draws graphs through graphviz (the Python package and the dot program).

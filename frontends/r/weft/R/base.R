@@ -1,0 +1,121 @@
+# Loading, errors, contexts and the conversion of R values into the strings that the
+# engine parses as operator and iterator parameters.
+
+.weft_state <- new.env(parent = emptyenv())
+.weft_ops <- new.env(parent = emptyenv())
+
+.onLoad <- function(libname, pkgname) {
+  .Call(C_weft_r_init, .weft_signal)
+  v <- weft_get_version()
+  .weft_check_abi(v$abi, sprintf("%d.%d.%d", v$major, v$minor, v$patch))
+  role <- weft_kvstore_get_role()
+  if (role != "worker") .weft_run_role(role)
+  # Work still queued at exit would run while the library's static objects are destroyed.
+  reg.finalizer(.weft_state, function(e) try(weft_wait_all(), silent = TRUE), onexit = TRUE)
+}
+
+# Refuses a libweft whose ABI differs from the one c_api.h had when this package was made.
+.weft_check_abi <- function(abi, version) {
+  if (!identical(as.integer(abi), .weft_abi_version)) {
+    stop(sprintf(paste("weft: the loaded libweft %s has ABI version %d, but this package was generated",
+                       "for ABI version %d (c_api.h %s): rebuild the package against this libweft"),
+                 version, as.integer(abi), .weft_abi_version, .weft_header_version), call. = FALSE)
+  }
+  invisible(TRUE)
+}
+
+# A server or scheduler process of a dist job (tools/launch.py runs the same command for
+# every role, with DMLC_ROLE set) serves its role when the package loads, then ends.
+.weft_run_role <- function(role) {
+  status <- tryCatch({
+    if (role == "scheduler") {
+      weft_kvstore_run_scheduler()
+    } else {
+      kv <- weft_kvstore_create("dist")
+      .Call(C_weft_r_kvstore_run_server, kv)
+      weft_kvstore_free(kv)
+    }
+    0L
+  }, error = function(e) {
+    message(sprintf("weft %s: %s", role, conditionMessage(e)))
+    1L
+  })
+  quit(save = "no", status = status)
+}
+
+# Called by the C glue on every failed C API call: an R condition of class
+# c("weft_error", "error", "condition") with the status code, its name and Weft's message.
+.weft_signal <- function(status, message, fun) {
+  cond <- structure(class = c("weft_error", "error", "condition"),
+                    list(message = message, call = NULL, status = status,
+                         status.name = names(.weft_status_names)[.weft_status_names == status],
+                         c.function = fun))
+  stop(cond)
+}
+
+mx.cpu <- function(dev.id = 0L) structure(c(1L, as.integer(dev.id)), class = "MXContext")
+mx.gpu <- function(dev.id = 0L) structure(c(2L, as.integer(dev.id)), class = "MXContext")
+
+print.MXContext <- function(x, ...) {
+  cat(.weft_ctx_str(x), "\n", sep = "")
+  invisible(x)
+}
+
+.weft_ctx_str <- function(ctx) {
+  sprintf("%s(%d)", c("cpu", "gpu", "cpu_pinned")[ctx[1]], ctx[2])
+}
+
+mx.set.seed <- function(seed) invisible(weft_random_seed(seed))
+
+# One parameter value as the engine parses it; NULL stays NULL (the default applies).
+.weft_param <- function(x) {
+  if (is.null(x)) return(NULL)
+  if (inherits(x, "MXContext")) return(.weft_ctx_str(x))
+  if (is.character(x) && length(x) == 1) return(x)
+  if (length(x) != 1) return(.weft_shape_param(x))
+  if (is.logical(x)) return(if (isTRUE(x)) "True" else "False")
+  .weft_number(x)
+}
+
+# A tuple parameter ("(2, 3)", "(5,)"); NA elements are None.
+.weft_shape_param <- function(x) {
+  if (is.null(x)) return(NULL)
+  if (is.character(x) && length(x) == 1) return(x)
+  items <- vapply(seq_along(x), function(i) if (is.na(x[i])) "None" else .weft_number(x[i]), "")
+  paste0("(", paste(items, collapse = ", "), if (length(x) == 1) "," else "", ")")
+}
+
+.weft_number <- function(v) {
+  if (is.logical(v)) return(if (isTRUE(v)) "True" else "False")
+  if (is.numeric(v) && is.finite(v) && v == round(v) && abs(v) < 2^53) return(sprintf("%.0f", v))
+  as.character(v)
+}
+
+.weft_op_handle <- function(name) {
+  h <- .weft_ops[[name]]
+  if (is.null(h)) {
+    h <- weft_op_get(name)
+    assign(name, h, envir = .weft_ops)
+  }
+  h
+}
+
+# Inputs given as ... or as one list.
+.weft_dots <- function(...) {
+  args <- list(...)
+  if (length(args) == 1 && is.list(args[[1]]) && !is.object(args[[1]])) args <- args[[1]]
+  args
+}
+
+mx.free <- function(x) {
+  if (inherits(x, "MXNDArray")) {
+    weft_ndarray_free(x)
+  } else if (inherits(x, "MXSymbol")) {
+    weft_symbol_free(x)
+  } else if (inherits(x, c("MXExecutor", "MXKVStore", "MXDataIter"))) {
+    x$free()
+  } else {
+    stop("mx.free: expected an MXNDArray, MXSymbol, MXExecutor, MXKVStore or MXDataIter")
+  }
+  invisible(NULL)
+}

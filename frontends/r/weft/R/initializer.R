@@ -1,0 +1,40 @@
+# Initializers: function(name, shape, ctx) giving the MXNDArray of a parameter (shape in
+# R's dim order). Biases and BatchNorm's beta and moving mean start at 0, gamma and moving
+# variance at 1; weights are drawn by the engine's generators (mx.set.seed repeats them).
+
+.weft_init_fixed <- function(name, shape, ctx) {
+  if (grepl("(bias|beta|moving_mean)$", name)) return(mx.nd.zeros(shape, ctx))
+  if (grepl("(gamma|moving_var)$", name)) return(mx.nd.ones(shape, ctx))
+  NULL
+}
+
+mx.init.uniform <- function(scale) {
+  function(name, shape, ctx = mx.cpu()) {
+    fixed <- .weft_init_fixed(name, shape, ctx)
+    if (!is.null(fixed)) fixed else mx.runif(shape, -scale, scale, ctx)
+  }
+}
+
+mx.init.normal <- function(sd) {
+  function(name, shape, ctx = mx.cpu()) {
+    fixed <- .weft_init_fixed(name, shape, ctx)
+    if (!is.null(fixed)) fixed else mx.rnorm(shape, 0, sd, ctx)
+  }
+}
+
+# Glorot's scale: fan_in and fan_out from the weight's Weft shape (out, in, kernel...).
+mx.init.Xavier <- function(rnd_type = "uniform", factor_type = "avg", magnitude = 3) {
+  function(name, shape, ctx = mx.cpu()) {
+    fixed <- .weft_init_fixed(name, shape, ctx)
+    if (!is.null(fixed)) return(fixed)
+    wshape <- rev(shape)
+    receptive <- if (length(wshape) > 2) prod(wshape[-(1:2)]) else 1
+    fan_out <- wshape[1] * receptive
+    fan_in <- if (length(wshape) > 1) wshape[2] * receptive else wshape[1]
+    factor <- switch(factor_type, avg = (fan_in + fan_out) / 2, "in" = fan_in, out = fan_out,
+                     stop(sprintf("mx.init.Xavier: unknown factor_type '%s'", factor_type), call. = FALSE))
+    scale <- sqrt(magnitude / factor)
+    switch(rnd_type, uniform = mx.runif(shape, -scale, scale, ctx), gaussian = mx.rnorm(shape, 0, scale, ctx),
+           stop(sprintf("mx.init.Xavier: unknown rnd_type '%s'", rnd_type), call. = FALSE))
+  }
+}

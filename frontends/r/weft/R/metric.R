@@ -1,0 +1,21 @@
+# Evaluation metrics: list(init(), update(label, pred, state), get(state)) over R values
+# (label a vector, pred a matrix with one column per sample), as in MXNet's R package.
+
+mx.metric.custom <- function(name, feval) {
+  list(
+    init = function() c(0, 0),
+    update = function(label, pred, state) c(state[1] + feval(label, pred), state[2] + 1),
+    get = function(state) list(name = name, value = state[1] / state[2]))
+}
+
+# Counts correct predictions, so that batches of any size weigh by their samples.
+mx.metric.accuracy <- list(
+  init = function() c(0, 0),
+  update = function(label, pred, state) {
+    label <- as.numeric(label)
+    pred <- if (is.null(dim(pred)) || nrow(pred) == 1) round(as.numeric(pred)) else max.col(t(pred)) - 1
+    c(state[1] + sum(pred == label), state[2] + length(label))
+  },
+  get = function(state) list(name = "accuracy", value = state[1] / state[2]))
+
+mx.metric.rmse <- mx.metric.custom("rmse", function(label, pred) sqrt(mean((as.numeric(label) - as.numeric(pred))^2)))

@@ -1,0 +1,4 @@
+library(testthat)
+library(weft)
+
+test_check("weft")

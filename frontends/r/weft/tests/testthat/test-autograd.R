@@ -1,0 +1,18 @@
+test_that("recorded operators give gradients", {
+  x <- mx.nd.array(c(1, 2, 3))
+  mx.autograd.mark.variables(x)
+  y <- mx.autograd.record(x * x + 2 * x)
+  expect_false(mx.autograd.is.recording())
+  mx.autograd.backward(y)
+  expect_equal(as.array(mx.autograd.get.grad(x)), array(c(4, 6, 8)))
+  w <- mx.nd.array(matrix(c(1, 2, 3, 4), 2))
+  v <- mx.nd.array(c(1, -1))
+  mx.autograd.mark.variables(list(w, v))
+  z <- mx.autograd.record(mx.nd.sum(mx.nd.dot(w, v)))
+  mx.autograd.backward(z, mx.nd.array(2))
+  # Weft W = [[1,2],[3,4]]; z = sum(W v), so dz/dv = 2 * column sums of W = 2 * (1+3, 2+4).
+  expect_equal(as.array(mx.autograd.get.grad(v)), array(c(8, 12)))
+  expect_equal(as.array(mx.autograd.get.grad(w)), matrix(c(2, -2, 2, -2), 2))
+  expect_null(mx.autograd.get.grad(mx.nd.array(1)))
+  expect_error(mx.autograd.backward(mx.nd.array(1)), class = "weft_error")
+})

@@ -1,0 +1,118 @@
+# Two Gaussian blobs in 4-D: an MLP separates them in a few epochs.
+blobs <- function(n) {
+  set.seed(7)
+  y <- rep(0:1, length.out = n)
+  x <- matrix(rnorm(4 * n, sd = 0.5), 4) + rbind(2 * y - 1, 1 - 2 * y, 0, 0)
+  list(x = x, y = y)
+}
+
+test_that("mx.mlp trains on R arrays, predicts, and checkpoints round-trip", {
+  d <- blobs(400)
+  mx.set.seed(3)
+  logger <- mx.metric.logger()
+  prefix <- file.path(tempdir(), "blobs")
+  model <- mx.mlp(d$x, d$y, hidden_node = 8, out_node = 2, activation = "relu", num.round = 3,
+                  array.batch.size = 20, learning.rate = 0.1, momentum = 0.9, eval.metric = mx.metric.accuracy,
+                  eval.data = list(data = d$x, label = d$y), initializer = mx.init.Xavier(),
+                  epoch.end.callback = mx.callback.save.checkpoint(prefix),
+                  batch.end.callback = mx.callback.log.train.metric(5, logger), verbose = FALSE)
+  expect_s3_class(model, "MXFeedForwardModel")
+  expect_gt(length(logger$train), 3)
+  pred <- predict(model, d$x, array.batch.size = 30)
+  expect_equal(dim(pred), c(2L, 400L))
+  expect_equal(colSums(pred), rep(1, 400), tolerance = 1e-5)
+  expect_gt(mean(max.col(t(pred)) - 1 == d$y), 0.95)
+  expect_true(all(file.exists(sprintf("%s-%04d.params", prefix, 1:3))))
+  loaded <- mx.model.load(prefix, 3)
+  expect_equal(sort(names(loaded$arg.params)), sort(names(model$arg.params)))
+  expect_equal(predict(loaded, d$x), pred, tolerance = 1e-6)
+  expect_error(mx.model.load(prefix, 9), class = "weft_error")
+})
+
+test_that("an MLP reaches 85 % test accuracy on Fashion-MNIST, and Python reads its checkpoint", {
+  skip_unless_long()
+  d <- fashion_dir()
+  train <- mx.io.MNISTIter(image = file.path(d, "train-images-idx3-ubyte.gz"),
+                           label = file.path(d, "train-labels-idx1-ubyte.gz"),
+                           batch.size = 100, flat = TRUE, shuffle = TRUE, silent = TRUE)
+  test <- mx.io.MNISTIter(image = file.path(d, "t10k-images-idx3-ubyte.gz"),
+                          label = file.path(d, "t10k-labels-idx1-ubyte.gz"),
+                          batch.size = 100, flat = TRUE, shuffle = FALSE, silent = TRUE)
+  mx.set.seed(0)
+  data <- mx.symbol.Variable("data")
+  net <- mx.symbol.FullyConnected(data, num_hidden = 128, name = "fc1")
+  net <- mx.symbol.Activation(net, act_type = "relu", name = "relu1")
+  net <- mx.symbol.FullyConnected(net, num_hidden = 64, name = "fc2")
+  net <- mx.symbol.Activation(net, act_type = "relu", name = "relu2")
+  net <- mx.symbol.FullyConnected(net, num_hidden = 10, name = "fc3")
+  net <- mx.symbol.SoftmaxOutput(net, name = "softmax")
+  model <- mx.model.FeedForward.create(net, X = train, num.round = 8, learning.rate = 0.05, momentum = 0.9,
+                                       eval.metric = mx.metric.accuracy, initializer = mx.init.Xavier(),
+                                       verbose = FALSE)
+  pred <- predict(model, test)
+  labels <- numeric(0)
+  test$reset()
+  while (test$iter.next()) labels <- c(labels, as.array(test$value()$label))
+  acc <- mean(max.col(t(pred)) - 1 == labels)
+  message(sprintf("Fashion-MNIST test accuracy: %.4f", acc))
+  expect_equal(length(labels), 10000)
+  expect_gte(acc, 0.85)
+
+  prefix <- file.path(tempdir(), "fashion")
+  mx.model.save(model, prefix, 8)
+  first <- pred[, 1:20]
+  csv <- tempfile(fileext = ".csv")
+  run_python(c("import gzip, numpy as np, weft as mx",
+               sprintf("sym, arg, aux = mx.model.load_checkpoint(%s, 8)", deparse(prefix)),
+               sprintf("raw = gzip.open(%s).read()", deparse(file.path(d, "t10k-images-idx3-ubyte.gz"))),
+               "x = np.frombuffer(raw, np.uint8, 20 * 784, 16).reshape(20, 784).astype(np.float32) / 256",
+               "ex = sym.simple_bind(mx.cpu(), data=(20, 784), grad_req='null')",
+               "ex.copy_params_from(arg, aux, allow_extra_params=True)",
+               "ex.arg_dict['data'][:] = x",
+               "out = ex.forward(is_train=False)[0].asnumpy()",
+               sprintf("np.savetxt(%s, out, delimiter=',')", deparse(csv))))
+  py <- t(as.matrix(utils::read.csv(csv, header = FALSE)))
+  expect_equal(unname(py), first, tolerance = 1e-5)
+})
+
+test_that("a checkpoint written by Python loads and predicts in R", {
+  skip_if(Sys.getenv("WEFT_PYTHON") == "")
+  prefix <- file.path(tempdir(), "pymodel")
+  out <- run_python(c("import numpy as np, weft as mx",
+                      "d = mx.sym.Variable('data')",
+                      "fc = mx.sym.FullyConnected(d, num_hidden=3, name='fc')",
+                      "net = mx.sym.SoftmaxOutput(fc, name='softmax')",
+                      "w = mx.nd.array(np.array([[1, 0], [0, 1], [1, 1]], dtype=np.float32))",
+                      "b = mx.nd.array(np.array([0, 0.5, -1], dtype=np.float32))",
+                      sprintf("mx.model.save_checkpoint(%s, 2, net, {'fc_weight': w, 'fc_bias': b}, {})",
+                              deparse(prefix)),
+                      "print('saved')"))
+  expect_equal(out, "saved")
+  model <- mx.model.load(prefix, 2)
+  expect_equal(names(model$arg.params), c("fc_weight", "fc_bias"))
+  expect_equal(as.array(model$arg.params$fc_weight), matrix(c(1, 0, 0, 1, 1, 1), 2))
+  x <- matrix(c(1, 2, 0, 0), 2)  # samples (1, 2) and (0, 0)
+  p <- predict(model, x, array.batch.size = 2)
+  z1 <- c(1, 2.5, 2)
+  z2 <- c(0, 0.5, -1)
+  expect_equal(p, cbind(exp(z1) / sum(exp(z1)), exp(z2) / sum(exp(z2))), tolerance = 1e-6)
+})
+
+test_that("optimizers and metrics give hand-computed values", {
+  w <- mx.nd.array(c(1, 2))
+  opt <- mx.opt.create("sgd", learning.rate = 0.5, wd = 0.1)
+  opt$update(1, w, mx.nd.array(c(1, -1)), opt$create.state(1, w))
+  expect_equal(as.array(w), array(c(1 - 0.5 * (1 + 0.1), 2 - 0.5 * (-1 + 0.2))), tolerance = 1e-6)
+  a <- mx.nd.array(c(1, 1))
+  adam <- mx.opt.create("adam", learning.rate = 0.1)
+  st <- adam$create.state(1, a)
+  adam$update(1, a, mx.nd.array(c(2, -3)), st)
+  # Adam's first step moves each weight by lr against the gradient's sign.
+  expect_equal(as.array(a), array(c(0.9, 1.1)), tolerance = 1e-4)
+  expect_error(mx.opt.create("nope"), "unknown optimizer 'nope'")
+  s <- mx.metric.accuracy$init()
+  s <- mx.metric.accuracy$update(c(0, 1, 1), matrix(c(0.9, 0.1, 0.2, 0.8, 0.7, 0.3), 2), s)
+  expect_equal(mx.metric.accuracy$get(s)$value, 2 / 3)
+  r <- mx.metric.rmse$update(c(1, 2), c(1, 4), mx.metric.rmse$init())
+  expect_equal(mx.metric.rmse$get(r)$value, sqrt(2))
+})

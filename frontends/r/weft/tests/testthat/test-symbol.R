@@ -1,0 +1,76 @@
+mlp_symbol <- function() {
+  data <- mx.symbol.Variable("data")
+  fc1 <- mx.symbol.FullyConnected(data, num_hidden = 16, name = "fc1")
+  act <- mx.symbol.Activation(fc1, act_type = "relu", name = "relu1")
+  fc2 <- mx.symbol.FullyConnected(act, num_hidden = 4, name = "fc2")
+  mx.symbol.SoftmaxOutput(fc2, name = "softmax")
+}
+
+test_that("composition names arguments, outputs and internals as MXNet does", {
+  net <- mlp_symbol()
+  expect_equal(arguments(net), c("data", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias", "softmax_label"))
+  expect_equal(outputs(net), "softmax_output")
+  int <- internals(net)
+  expect_true(all(c("fc1_output", "relu1_output", "fc2_output") %in% outputs(int)))
+  fc1 <- int[["fc1_output"]]
+  expect_equal(arguments(fc1), c("data", "fc1_weight", "fc1_bias"))
+  expect_equal(outputs(int[[1]]), "data")
+  expect_error(int[["nope"]], "no output named 'nope'")
+  expect_equal(outputs(children(fc1)), c("data", "fc1_weight", "fc1_bias"))
+  g <- mx.symbol.Group(fc1, net)
+  expect_equal(outputs(g), c("fc1_output", "softmax_output"))
+  expect_output(print(net), "softmax_output")
+  # Inputs given by name; a missing one becomes a variable.
+  w <- mx.symbol.Variable("shared_w")
+  fc <- mx.symbol.FullyConnected(data = mx.symbol.Variable("x"), weight = w, num_hidden = 3, name = "fc")
+  expect_equal(arguments(fc), c("x", "shared_w", "fc_bias"))
+  # Arithmetic on symbols builds nodes.
+  s <- (mx.symbol.Variable("a") + mx.symbol.Variable("b")) * 2 - 1
+  expect_equal(arguments(s), c("a", "b"))
+})
+
+test_that("infer.shape gives shapes in R's order", {
+  shapes <- mx.symbol.infer.shape(mlp_symbol(), data = c(10, 32))
+  expect_equal(shapes$arg.shapes$fc1_weight, c(10L, 16L))
+  expect_equal(shapes$arg.shapes$fc2_bias, 4L)
+  expect_equal(shapes$arg.shapes$softmax_label, 32L)
+  expect_equal(shapes$out.shapes$softmax_output, c(4L, 32L))
+  expect_length(shapes$aux.shapes, 0)
+  expect_null(mx.symbol.infer.shape(mlp_symbol()))
+  bn <- mx.symbol.BatchNorm(mx.symbol.Variable("data"), name = "bn")
+  expect_equal(mx.symbol.infer.shape(bn, data = c(5, 5, 3, 2))$aux.shapes,
+               list(bn_moving_mean = 3L, bn_moving_var = 3L))
+  err <- tryCatch(mx.symbol.infer.shape(mlp_symbol(), data = c(10, 32), fc1_weight = c(11, 16)), error = function(e) e)
+  expect_s3_class(err, "weft_error")
+  expect_match(conditionMessage(err), "fc1")
+})
+
+test_that("JSON round-trips in R and with Python", {
+  net <- mlp_symbol()
+  json <- mx.symbol.tojson(net)
+  back <- mx.symbol.load.json(json)
+  expect_equal(mx.symbol.tojson(back), json)
+  f <- tempfile(fileext = ".json")
+  mx.symbol.save(net, f)
+  expect_equal(arguments(mx.symbol.load(f)), arguments(net))
+  expect_error(mx.symbol.load.json("{not json"), class = "weft_error")
+  expect_error(mx.symbol.load(tempfile()), class = "weft_error")
+  skip_if(Sys.getenv("WEFT_PYTHON") == "")
+  g <- tempfile(fileext = ".json")
+  out <- run_python(c("import weft as mx",
+                      sprintf("s = mx.sym.load(%s)", deparse(f)),
+                      "print(','.join(s.list_arguments()))",
+                      "print(s.infer_shape(data=(32, 10))[1][0])",
+                      sprintf("s.save(%s)", deparse(g))))
+  expect_equal(out, c(paste(arguments(net), collapse = ","), "(32, 4)"))
+  expect_equal(mx.symbol.tojson(mx.symbol.load(g)), json)
+  # A graph made in Python.
+  h <- tempfile(fileext = ".json")
+  run_python(c("import weft as mx",
+               "d = mx.sym.Variable('data')",
+               "c = mx.sym.Convolution(d, kernel=(3, 3), num_filter=2, name='conv')",
+               sprintf("mx.sym.Pooling(c, kernel=(2, 2), pool_type='max', name='pool').save(%s)", deparse(h))))
+  py <- mx.symbol.load(h)
+  expect_equal(arguments(py), c("data", "conv_weight", "conv_bias"))
+  expect_equal(mx.symbol.infer.shape(py, data = c(8, 8, 1, 1))$out.shapes$pool_output, c(5L, 5L, 2L, 1L))  # 3x3 conv, then 2x2 pooling at stride 1
+})
