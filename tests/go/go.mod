@@ -1,3 +1,0 @@
-module weft/tests/go
-
-go 1.19
