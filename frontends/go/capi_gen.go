@@ -1539,24 +1539,34 @@ type Status int
 
 // StatusOK is WEFT_OK.
 const StatusOK Status = 0
+
 // StatusValue is WEFT_ERR_VALUE.
 const StatusValue Status = 1
+
 // StatusType is WEFT_ERR_TYPE.
 const StatusType Status = 2
+
 // StatusIndex is WEFT_ERR_INDEX.
 const StatusIndex Status = 3
+
 // StatusShape is WEFT_ERR_SHAPE.
 const StatusShape Status = 4
+
 // StatusIO is WEFT_ERR_IO.
 const StatusIO Status = 5
+
 // StatusNotFound is WEFT_ERR_NOT_FOUND.
 const StatusNotFound Status = 6
+
 // StatusUnsupported is WEFT_ERR_UNSUPPORTED.
 const StatusUnsupported Status = 7
+
 // StatusRuntime is WEFT_ERR_RUNTIME.
 const StatusRuntime Status = 8
+
 // StatusInternal is WEFT_ERR_INTERNAL.
 const StatusInternal Status = 9
+
 // StatusHandle is WEFT_ERR_HANDLE.
 const StatusHandle Status = 10
 
@@ -1565,8 +1575,10 @@ type DeviceType int
 
 // DeviceTypeCPU is WEFT_DEVICE_CPU.
 const DeviceTypeCPU DeviceType = 1
+
 // DeviceTypeGPU is WEFT_DEVICE_GPU.
 const DeviceTypeGPU DeviceType = 2
+
 // DeviceTypeCPUPinned is WEFT_DEVICE_CPU_PINNED.
 const DeviceTypeCPUPinned DeviceType = 3
 
@@ -1575,20 +1587,28 @@ type DType int
 
 // DTypeFloat32 is WEFT_DTYPE_FLOAT32.
 const DTypeFloat32 DType = 0
+
 // DTypeFloat64 is WEFT_DTYPE_FLOAT64.
 const DTypeFloat64 DType = 1
+
 // DTypeFloat16 is WEFT_DTYPE_FLOAT16.
 const DTypeFloat16 DType = 2
+
 // DTypeUint8 is WEFT_DTYPE_UINT8.
 const DTypeUint8 DType = 3
+
 // DTypeInt32 is WEFT_DTYPE_INT32.
 const DTypeInt32 DType = 4
+
 // DTypeInt8 is WEFT_DTYPE_INT8.
 const DTypeInt8 DType = 5
+
 // DTypeInt64 is WEFT_DTYPE_INT64.
 const DTypeInt64 DType = 6
+
 // DTypeBool is WEFT_DTYPE_BOOL.
 const DTypeBool DType = 7
+
 // DTypeBFloat16 is WEFT_DTYPE_BFLOAT16.
 const DTypeBFloat16 DType = 12
 
@@ -1597,12 +1617,16 @@ type StorageStat int
 
 // StorageStatBytesInUse is WEFT_STORAGE_BYTES_IN_USE.
 const StorageStatBytesInUse StorageStat = 0
+
 // StorageStatPeakBytes is WEFT_STORAGE_PEAK_BYTES.
 const StorageStatPeakBytes StorageStat = 1
+
 // StorageStatBytesPooled is WEFT_STORAGE_BYTES_POOLED.
 const StorageStatBytesPooled StorageStat = 2
+
 // StorageStatNumAllocs is WEFT_STORAGE_NUM_ALLOCS.
 const StorageStatNumAllocs StorageStat = 3
+
 // StorageStatNumOsAllocs is WEFT_STORAGE_NUM_OS_ALLOCS.
 const StorageStatNumOsAllocs StorageStat = 4
 
@@ -1611,10 +1635,13 @@ type SymbolListKind int
 
 // SymbolListKindArguments is WEFT_SYMBOL_ARGUMENTS.
 const SymbolListKindArguments SymbolListKind = 0
+
 // SymbolListKindOutputs is WEFT_SYMBOL_OUTPUTS.
 const SymbolListKindOutputs SymbolListKind = 1
+
 // SymbolListKindAuxiliary is WEFT_SYMBOL_AUXILIARY.
 const SymbolListKindAuxiliary SymbolListKind = 2
+
 // SymbolListKindInputs is WEFT_SYMBOL_INPUTS.
 const SymbolListKindInputs SymbolListKind = 3
 
@@ -1623,8 +1650,10 @@ type ExecutorArrayKind int
 
 // ExecutorArrayKindArguments is WEFT_EXECUTOR_ARGUMENTS.
 const ExecutorArrayKindArguments ExecutorArrayKind = 0
+
 // ExecutorArrayKindGradients is WEFT_EXECUTOR_GRADIENTS.
 const ExecutorArrayKindGradients ExecutorArrayKind = 1
+
 // ExecutorArrayKindAuxiliary is WEFT_EXECUTOR_AUXILIARY.
 const ExecutorArrayKindAuxiliary ExecutorArrayKind = 2
 

@@ -288,7 +288,9 @@ func desc(name string, a *NDArray, batch int) ([]DataDesc, error) {
 func (it *ArrayIter) ProvideData() ([]DataDesc, error) { return desc(it.dataName, it.data, it.batch) }
 
 // ProvideLabel describes the label of every batch ("softmax_label").
-func (it *ArrayIter) ProvideLabel() ([]DataDesc, error) { return desc(it.labelName, it.label, it.batch) }
+func (it *ArrayIter) ProvideLabel() ([]DataDesc, error) {
+	return desc(it.labelName, it.label, it.batch)
+}
 
 // Close does nothing: the arrays belong to the caller.
 func (it *ArrayIter) Close() error { return nil }

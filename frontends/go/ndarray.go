@@ -382,16 +382,24 @@ func (a *NDArray) binary(b *NDArray, elem, bcast string) (*NDArray, error) {
 }
 
 // Add is a + b, elementwise, broadcasting shapes that differ.
-func (a *NDArray) Add(b *NDArray) (*NDArray, error) { return a.binary(b, "elemwise_add", "broadcast_add") }
+func (a *NDArray) Add(b *NDArray) (*NDArray, error) {
+	return a.binary(b, "elemwise_add", "broadcast_add")
+}
 
 // Sub is a - b.
-func (a *NDArray) Sub(b *NDArray) (*NDArray, error) { return a.binary(b, "elemwise_sub", "broadcast_sub") }
+func (a *NDArray) Sub(b *NDArray) (*NDArray, error) {
+	return a.binary(b, "elemwise_sub", "broadcast_sub")
+}
 
 // Mul is a * b (elementwise).
-func (a *NDArray) Mul(b *NDArray) (*NDArray, error) { return a.binary(b, "elemwise_mul", "broadcast_mul") }
+func (a *NDArray) Mul(b *NDArray) (*NDArray, error) {
+	return a.binary(b, "elemwise_mul", "broadcast_mul")
+}
 
 // Div is a / b (elementwise).
-func (a *NDArray) Div(b *NDArray) (*NDArray, error) { return a.binary(b, "elemwise_div", "broadcast_div") }
+func (a *NDArray) Div(b *NDArray) (*NDArray, error) {
+	return a.binary(b, "elemwise_div", "broadcast_div")
+}
 
 func (a *NDArray) scalar(op string, v float64) (*NDArray, error) {
 	return invoke1(op, []*NDArray{a}, []string{"scalar"}, []string{FormatParam(v)})
@@ -416,4 +424,6 @@ func (a *NDArray) DivScalar(v float64) (*NDArray, error) { return a.scalar("_div
 func (a *NDArray) RDivScalar(v float64) (*NDArray, error) { return a.scalar("_rdiv_scalar", v) }
 
 // Dot is the matrix product of a and b.
-func (a *NDArray) Dot(b *NDArray) (*NDArray, error) { return invoke1("dot", []*NDArray{a, b}, nil, nil) }
+func (a *NDArray) Dot(b *NDArray) (*NDArray, error) {
+	return invoke1("dot", []*NDArray{a, b}, nil, nil)
+}

@@ -63,7 +63,10 @@ def lower_camel(name):
 def go_comment(text, indent=""):
     lines = []
     for line in (text or "").strip().splitlines():
-        lines.append((indent + "// " + line.rstrip()).rstrip())
+        line = (indent + "// " + line.rstrip()).rstrip()
+        if line == indent + "//" and lines and lines[-1] == line:
+            continue
+        lines.append(line)
     return "\n".join(lines)
 
 
@@ -194,8 +197,8 @@ def _enum_go(name, values):
             rest = rest[1:]
         gname = tname + camel("_".join(rest).lower(), initialisms=True)
         names.append((gname, c, v))
-        lines.append("// %s is %s.\nconst %s %s = %d" % (gname, c, gname, tname, v))
-    return tname, names, "\n".join(lines)
+        lines.append("// %s is %s.\nconst %s %s = %d\n" % (gname, c, gname, tname, v))
+    return tname, names, "\n".join(lines).rstrip()
 
 
 def gen_capi(header):
@@ -409,19 +412,23 @@ class _OpSig:
         if op["doc"].strip():
             lines += [op["doc"].strip(), ""]
         if op["inputs"]:
-            lines.append("Inputs (%s; nil leaves an input out):" % kind)
+            lines += ["", "Inputs (%s; nil leaves an input out):" % kind]
             for (n, g), i in zip(self.inputs, op["inputs"]):
                 lines.append("  - %s: %s%s" % (g, i["doc"] or n, " (any number)" if i["type"].endswith("[]") else ""))
         if self.required:
-            lines.append("Required parameters:")
+            lines += ["", "Required parameters:"]
             for p, g, t in self.required:
                 lines.append("  - %s %s: %s" % (g, t, p["doc"] or p["name"]))
         if self.optional:
-            lines.append("Options:")
+            lines += ["", "Options:"]
             for p, t in self.optional:
                 lines.append("  - With%s(%s): %s (default %s)" % (camel(p["name"]), t, p["doc"] or p["name"],
                                                                  p["default"] or "none"))
         return go_comment("\n".join(lines))
+
+
+# Options of op/call.go and iter/call.go, which no parameter's option may shadow.
+_HAND_WRITTEN_OPTIONS = {"WithName", "WithAttr", "WithOut", "WithParam"}
 
 
 def _options(sigs_params):
@@ -429,6 +436,9 @@ def _options(sigs_params):
     opts = {}
     for p, t in sigs_params:
         g = "With" + camel(p["name"])
+        if g in _HAND_WRITTEN_OPTIONS:
+            raise ValueError("gen_go: the parameter %s would give the option %s, which op/call.go defines"
+                             % (p["name"], g))
         key, types, doc = opts.get(g, (p["name"], [], p["doc"]))
         if key != p["name"]:
             raise ValueError("gen_go: parameters %s and %s both map to the option %s" % (key, p["name"], g))
@@ -464,7 +474,7 @@ def gen_ops(registry):
     for g in sorted(names):
         op, reg = names[g]
         s = sigs[op["name"]]
-        refs.append('\top%s = weft.NewOperator("%s")' % (g, reg))
+        refs.append('var op%s = weft.NewOperator("%s")' % (g, reg))
         funcs.append("%s\nfunc %s(%s) (*weft.NDArray, error) {\n%s\n}"
                      % (s.doc(g, reg, "nd"), g, s.params_go("*weft.NDArray"), s.body("nd")))
         funcs.append("%s\nfunc Sym%s(%s) (*weft.Symbol, error) {\n%s\n}"
@@ -486,9 +496,7 @@ package op
 import "weft.dev/weft"
 
 // The operators, looked up in the registry at their first call.
-var (
 %s
-)
 
 %s
 
@@ -519,10 +527,10 @@ def gen_iters(registry):
         if it["doc"].strip():
             lines += [it["doc"].strip(), ""]
         if req:
-            lines.append("Required parameters:")
+            lines += ["", "Required parameters:"]
             lines += ["  - %s %s: %s" % (g, t, p["doc"] or p["name"]) for p, g, t in req]
         if opt:
-            lines.append("Options:")
+            lines += ["", "Options:"]
             lines += ["  - With%s(%s): %s (default %s)" % (camel(p["name"]), t, p["doc"] or p["name"],
                                                           p["default"] or "none") for p, t in opt]
         sig = ", ".join(["%s %s" % (g, t) for _, g, t in req] + ["opts ...Option"])

@@ -15,6 +15,7 @@ import "weft.dev/weft"
 //   - dataCsv string: Dataset Param: Data csv path.
 //   - dataShape []int: Dataset Param: Shape of the data.
 //   - batchSize int: Batch size.
+//
 // Options:
 //   - WithLabelCsv(string): Dataset Param: Label csv path. If is NULL, all labels will be returned as 0 (default NULL)
 //   - WithLabelShape([]int): Dataset Param: Shape of the label. (default (1,))
@@ -38,6 +39,7 @@ func CSVIter(dataCsv string, dataShape []int, batchSize int, opts ...Option) (*w
 //   - pathImgrec string: Dataset Param: path to the image RecordIO (.rec) file.
 //   - dataShape []int: Dataset Param: shape of one image, (channels, height, width).
 //   - batchSize int: Batch Param: batch size.
+//
 // Options:
 //   - WithPathImgidx(string): Dataset Param: path to its .idx file (optional; saves a pass over the file). (default none)
 //   - WithLabelWidth(int): Dataset Param: number of labels per image. (default 1)
@@ -88,6 +90,7 @@ func ImageRecordIter(pathImgrec string, dataShape []int, batchSize int, opts ...
 //   - dataLibsvm string: The input zero-base indexed LibSVM data file or a directory path.
 //   - dataShape []int: The shape of one example: (number of features,).
 //   - batchSize int: Batch size.
+//
 // Options:
 //   - WithLabelLibsvm(string): The input LibSVM label file or a directory path. If NULL, the labels are the first field of each line of data_libsvm. (default NULL)
 //   - WithLabelShape([]int): The shape of one label. (default (1,))

@@ -6,220 +6,218 @@ package op
 import "weft.dev/weft"
 
 // The operators, looked up in the registry at their first call.
-var (
-	opAbs = weft.NewOperator("abs")
-	opActivation = weft.NewOperator("Activation")
-	opAdadeltaUpdate = weft.NewOperator("adadelta_update")
-	opAdagradUpdate = weft.NewOperator("adagrad_update")
-	opAdamUpdate = weft.NewOperator("adam_update")
-	opArccos = weft.NewOperator("arccos")
-	opArccosh = weft.NewOperator("arccosh")
-	opArcsin = weft.NewOperator("arcsin")
-	opArcsinh = weft.NewOperator("arcsinh")
-	opArctan = weft.NewOperator("arctan")
-	opArctanh = weft.NewOperator("arctanh")
-	opArgmax = weft.NewOperator("argmax")
-	opArgmaxChannel = weft.NewOperator("argmax_channel")
-	opArgmin = weft.NewOperator("argmin")
-	opBatchDot = weft.NewOperator("batch_dot")
-	opBatchNorm = weft.NewOperator("BatchNorm")
-	opBlockGrad = weft.NewOperator("BlockGrad")
-	opBroadcastAdd = weft.NewOperator("broadcast_add")
-	opBroadcastAxis = weft.NewOperator("broadcast_axis")
-	opBroadcastDiv = weft.NewOperator("broadcast_div")
-	opBroadcastEqual = weft.NewOperator("broadcast_equal")
-	opBroadcastGreater = weft.NewOperator("broadcast_greater")
-	opBroadcastGreaterEqual = weft.NewOperator("broadcast_greater_equal")
-	opBroadcastHypot = weft.NewOperator("broadcast_hypot")
-	opBroadcastLesser = weft.NewOperator("broadcast_lesser")
-	opBroadcastLesserEqual = weft.NewOperator("broadcast_lesser_equal")
-	opBroadcastLike = weft.NewOperator("broadcast_like")
-	opBroadcastLogicalAnd = weft.NewOperator("broadcast_logical_and")
-	opBroadcastLogicalOr = weft.NewOperator("broadcast_logical_or")
-	opBroadcastLogicalXor = weft.NewOperator("broadcast_logical_xor")
-	opBroadcastMaximum = weft.NewOperator("broadcast_maximum")
-	opBroadcastMinimum = weft.NewOperator("broadcast_minimum")
-	opBroadcastMod = weft.NewOperator("broadcast_mod")
-	opBroadcastMul = weft.NewOperator("broadcast_mul")
-	opBroadcastNotEqual = weft.NewOperator("broadcast_not_equal")
-	opBroadcastPower = weft.NewOperator("broadcast_power")
-	opBroadcastSub = weft.NewOperator("broadcast_sub")
-	opBroadcastTo = weft.NewOperator("broadcast_to")
-	opCast = weft.NewOperator("Cast")
-	opCbrt = weft.NewOperator("cbrt")
-	opCeil = weft.NewOperator("ceil")
-	opClip = weft.NewOperator("clip")
-	opConcat = weft.NewOperator("Concat")
-	opConvolution = weft.NewOperator("Convolution")
-	opCos = weft.NewOperator("cos")
-	opCosh = weft.NewOperator("cosh")
-	opDeconvolution = weft.NewOperator("Deconvolution")
-	opDegrees = weft.NewOperator("degrees")
-	opDot = weft.NewOperator("dot")
-	opDropout = weft.NewOperator("Dropout")
-	opElemwiseAdd = weft.NewOperator("elemwise_add")
-	opElemwiseDiv = weft.NewOperator("elemwise_div")
-	opElemwiseMul = weft.NewOperator("elemwise_mul")
-	opElemwiseSub = weft.NewOperator("elemwise_sub")
-	opEmbedding = weft.NewOperator("Embedding")
-	opErf = weft.NewOperator("erf")
-	opErfinv = weft.NewOperator("erfinv")
-	opExp = weft.NewOperator("exp")
-	opExpandDims = weft.NewOperator("expand_dims")
-	opExpm1 = weft.NewOperator("expm1")
-	opFix = weft.NewOperator("fix")
-	opFlatten = weft.NewOperator("Flatten")
-	opFlip = weft.NewOperator("flip")
-	opFloor = weft.NewOperator("floor")
-	opFtmlUpdate = weft.NewOperator("ftml_update")
-	opFtrlUpdate = weft.NewOperator("ftrl_update")
-	opFullyConnected = weft.NewOperator("FullyConnected")
-	opGamma = weft.NewOperator("gamma")
-	opGammaln = weft.NewOperator("gammaln")
-	opGroupNorm = weft.NewOperator("GroupNorm")
-	opInstanceNorm = weft.NewOperator("InstanceNorm")
-	opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
-	opInternalArange = weft.NewOperator("_arange")
-	opInternalCopy = weft.NewOperator("_copy")
-	opInternalDivScalar = weft.NewOperator("_div_scalar")
-	opInternalEqual = weft.NewOperator("_equal")
-	opInternalEqualScalar = weft.NewOperator("_equal_scalar")
-	opInternalEye = weft.NewOperator("_eye")
-	opInternalFull = weft.NewOperator("_full")
-	opInternalGreater = weft.NewOperator("_greater")
-	opInternalGreaterEqual = weft.NewOperator("_greater_equal")
-	opInternalGreaterEqualScalar = weft.NewOperator("_greater_equal_scalar")
-	opInternalGreaterScalar = weft.NewOperator("_greater_scalar")
-	opInternalHypot = weft.NewOperator("_hypot")
-	opInternalHypotScalar = weft.NewOperator("_hypot_scalar")
-	opInternalLesser = weft.NewOperator("_lesser")
-	opInternalLesserEqual = weft.NewOperator("_lesser_equal")
-	opInternalLesserEqualScalar = weft.NewOperator("_lesser_equal_scalar")
-	opInternalLesserScalar = weft.NewOperator("_lesser_scalar")
-	opInternalLinspace = weft.NewOperator("_linspace")
-	opInternalLogicalAnd = weft.NewOperator("_logical_and")
-	opInternalLogicalAndScalar = weft.NewOperator("_logical_and_scalar")
-	opInternalLogicalOr = weft.NewOperator("_logical_or")
-	opInternalLogicalOrScalar = weft.NewOperator("_logical_or_scalar")
-	opInternalLogicalXor = weft.NewOperator("_logical_xor")
-	opInternalLogicalXorScalar = weft.NewOperator("_logical_xor_scalar")
-	opInternalMaximum = weft.NewOperator("_maximum")
-	opInternalMaximumScalar = weft.NewOperator("_maximum_scalar")
-	opInternalMinimum = weft.NewOperator("_minimum")
-	opInternalMinimumScalar = weft.NewOperator("_minimum_scalar")
-	opInternalMinusScalar = weft.NewOperator("_minus_scalar")
-	opInternalMod = weft.NewOperator("_mod")
-	opInternalModScalar = weft.NewOperator("_mod_scalar")
-	opInternalMulScalar = weft.NewOperator("_mul_scalar")
-	opInternalNotEqual = weft.NewOperator("_not_equal")
-	opInternalNotEqualScalar = weft.NewOperator("_not_equal_scalar")
-	opInternalOnes = weft.NewOperator("_ones")
-	opInternalPlusScalar = weft.NewOperator("_plus_scalar")
-	opInternalPower = weft.NewOperator("_power")
-	opInternalPowerScalar = weft.NewOperator("_power_scalar")
-	opInternalRandomExponential = weft.NewOperator("_random_exponential")
-	opInternalRandomGamma = weft.NewOperator("_random_gamma")
-	opInternalRandomNormal = weft.NewOperator("_random_normal")
-	opInternalRandomPoisson = weft.NewOperator("_random_poisson")
-	opInternalRandomRandint = weft.NewOperator("_random_randint")
-	opInternalRandomUniform = weft.NewOperator("_random_uniform")
-	opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
-	opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
-	opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
-	opInternalRmodScalar = weft.NewOperator("_rmod_scalar")
-	opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
-	opInternalSampleMultinomial = weft.NewOperator("_sample_multinomial")
-	opInternalShuffle = weft.NewOperator("_shuffle")
-	opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
-	opInternalZeros = weft.NewOperator("_zeros")
-	opL2Normalization = weft.NewOperator("L2Normalization")
-	opLRN = weft.NewOperator("LRN")
-	opLambUpdatePhase1 = weft.NewOperator("lamb_update_phase1")
-	opLambUpdatePhase2 = weft.NewOperator("lamb_update_phase2")
-	opLayerNorm = weft.NewOperator("LayerNorm")
-	opLeakyReLU = weft.NewOperator("LeakyReLU")
-	opLinearRegressionOutput = weft.NewOperator("LinearRegressionOutput")
-	opLog = weft.NewOperator("log")
-	opLog10 = weft.NewOperator("log10")
-	opLog1p = weft.NewOperator("log1p")
-	opLog2 = weft.NewOperator("log2")
-	opLogSoftmax = weft.NewOperator("log_softmax")
-	opLogicalNot = weft.NewOperator("logical_not")
-	opLogisticRegressionOutput = weft.NewOperator("LogisticRegressionOutput")
-	opMAERegressionOutput = weft.NewOperator("MAERegressionOutput")
-	opMakeLoss = weft.NewOperator("MakeLoss")
-	opMax = weft.NewOperator("max")
-	opMean = weft.NewOperator("mean")
-	opMin = weft.NewOperator("min")
-	opMpNagMomUpdate = weft.NewOperator("mp_nag_mom_update")
-	opMpSgdMomUpdate = weft.NewOperator("mp_sgd_mom_update")
-	opMpSgdUpdate = weft.NewOperator("mp_sgd_update")
-	opMultiMpSgdMomUpdate = weft.NewOperator("multi_mp_sgd_mom_update")
-	opMultiMpSgdUpdate = weft.NewOperator("multi_mp_sgd_update")
-	opMultiSgdMomUpdate = weft.NewOperator("multi_sgd_mom_update")
-	opMultiSgdUpdate = weft.NewOperator("multi_sgd_update")
-	opNagMomUpdate = weft.NewOperator("nag_mom_update")
-	opNanprod = weft.NewOperator("nanprod")
-	opNansum = weft.NewOperator("nansum")
-	opNegative = weft.NewOperator("negative")
-	opNorm = weft.NewOperator("norm")
-	opOneHot = weft.NewOperator("one_hot")
-	opOnesLike = weft.NewOperator("ones_like")
-	opPad = weft.NewOperator("Pad")
-	opPick = weft.NewOperator("pick")
-	opPooling = weft.NewOperator("Pooling")
-	opProd = weft.NewOperator("prod")
-	opRNN = weft.NewOperator("RNN")
-	opRadians = weft.NewOperator("radians")
-	opRcbrt = weft.NewOperator("rcbrt")
-	opReciprocal = weft.NewOperator("reciprocal")
-	opRelu = weft.NewOperator("relu")
-	opRepeat = weft.NewOperator("repeat")
-	opReshape = weft.NewOperator("reshape")
-	opReshapeLike = weft.NewOperator("reshape_like")
-	opRint = weft.NewOperator("rint")
-	opRmspropUpdate = weft.NewOperator("rmsprop_update")
-	opRmspropalexUpdate = weft.NewOperator("rmspropalex_update")
-	opRound = weft.NewOperator("round")
-	opRsqrt = weft.NewOperator("rsqrt")
-	opSequenceLast = weft.NewOperator("SequenceLast")
-	opSequenceMask = weft.NewOperator("SequenceMask")
-	opSequenceReverse = weft.NewOperator("SequenceReverse")
-	opSgdMomUpdate = weft.NewOperator("sgd_mom_update")
-	opSgdUpdate = weft.NewOperator("sgd_update")
-	opShapeArray = weft.NewOperator("shape_array")
-	opSigmoid = weft.NewOperator("sigmoid")
-	opSign = weft.NewOperator("sign")
-	opSignsgdUpdate = weft.NewOperator("signsgd_update")
-	opSignumUpdate = weft.NewOperator("signum_update")
-	opSin = weft.NewOperator("sin")
-	opSinh = weft.NewOperator("sinh")
-	opSizeArray = weft.NewOperator("size_array")
-	opSlice = weft.NewOperator("slice")
-	opSliceAxis = weft.NewOperator("slice_axis")
-	opSoftmax = weft.NewOperator("softmax")
-	opSoftmaxActivation = weft.NewOperator("SoftmaxActivation")
-	opSoftmaxCrossEntropy = weft.NewOperator("softmax_cross_entropy")
-	opSoftmaxOutput = weft.NewOperator("SoftmaxOutput")
-	opSoftmin = weft.NewOperator("softmin")
-	opSoftsign = weft.NewOperator("softsign")
-	opSplit = weft.NewOperator("split")
-	opSqrt = weft.NewOperator("sqrt")
-	opSquare = weft.NewOperator("square")
-	opSqueeze = weft.NewOperator("squeeze")
-	opStack = weft.NewOperator("stack")
-	opSum = weft.NewOperator("sum")
-	opSwapAxis = weft.NewOperator("SwapAxis")
-	opTake = weft.NewOperator("take")
-	opTan = weft.NewOperator("tan")
-	opTanh = weft.NewOperator("tanh")
-	opTile = weft.NewOperator("tile")
-	opTranspose = weft.NewOperator("transpose")
-	opTrunc = weft.NewOperator("trunc")
-	opUpSampling = weft.NewOperator("UpSampling")
-	opWhere = weft.NewOperator("where")
-	opZerosLike = weft.NewOperator("zeros_like")
-)
+var opAbs = weft.NewOperator("abs")
+var opActivation = weft.NewOperator("Activation")
+var opAdadeltaUpdate = weft.NewOperator("adadelta_update")
+var opAdagradUpdate = weft.NewOperator("adagrad_update")
+var opAdamUpdate = weft.NewOperator("adam_update")
+var opArccos = weft.NewOperator("arccos")
+var opArccosh = weft.NewOperator("arccosh")
+var opArcsin = weft.NewOperator("arcsin")
+var opArcsinh = weft.NewOperator("arcsinh")
+var opArctan = weft.NewOperator("arctan")
+var opArctanh = weft.NewOperator("arctanh")
+var opArgmax = weft.NewOperator("argmax")
+var opArgmaxChannel = weft.NewOperator("argmax_channel")
+var opArgmin = weft.NewOperator("argmin")
+var opBatchDot = weft.NewOperator("batch_dot")
+var opBatchNorm = weft.NewOperator("BatchNorm")
+var opBlockGrad = weft.NewOperator("BlockGrad")
+var opBroadcastAdd = weft.NewOperator("broadcast_add")
+var opBroadcastAxis = weft.NewOperator("broadcast_axis")
+var opBroadcastDiv = weft.NewOperator("broadcast_div")
+var opBroadcastEqual = weft.NewOperator("broadcast_equal")
+var opBroadcastGreater = weft.NewOperator("broadcast_greater")
+var opBroadcastGreaterEqual = weft.NewOperator("broadcast_greater_equal")
+var opBroadcastHypot = weft.NewOperator("broadcast_hypot")
+var opBroadcastLesser = weft.NewOperator("broadcast_lesser")
+var opBroadcastLesserEqual = weft.NewOperator("broadcast_lesser_equal")
+var opBroadcastLike = weft.NewOperator("broadcast_like")
+var opBroadcastLogicalAnd = weft.NewOperator("broadcast_logical_and")
+var opBroadcastLogicalOr = weft.NewOperator("broadcast_logical_or")
+var opBroadcastLogicalXor = weft.NewOperator("broadcast_logical_xor")
+var opBroadcastMaximum = weft.NewOperator("broadcast_maximum")
+var opBroadcastMinimum = weft.NewOperator("broadcast_minimum")
+var opBroadcastMod = weft.NewOperator("broadcast_mod")
+var opBroadcastMul = weft.NewOperator("broadcast_mul")
+var opBroadcastNotEqual = weft.NewOperator("broadcast_not_equal")
+var opBroadcastPower = weft.NewOperator("broadcast_power")
+var opBroadcastSub = weft.NewOperator("broadcast_sub")
+var opBroadcastTo = weft.NewOperator("broadcast_to")
+var opCast = weft.NewOperator("Cast")
+var opCbrt = weft.NewOperator("cbrt")
+var opCeil = weft.NewOperator("ceil")
+var opClip = weft.NewOperator("clip")
+var opConcat = weft.NewOperator("Concat")
+var opConvolution = weft.NewOperator("Convolution")
+var opCos = weft.NewOperator("cos")
+var opCosh = weft.NewOperator("cosh")
+var opDeconvolution = weft.NewOperator("Deconvolution")
+var opDegrees = weft.NewOperator("degrees")
+var opDot = weft.NewOperator("dot")
+var opDropout = weft.NewOperator("Dropout")
+var opElemwiseAdd = weft.NewOperator("elemwise_add")
+var opElemwiseDiv = weft.NewOperator("elemwise_div")
+var opElemwiseMul = weft.NewOperator("elemwise_mul")
+var opElemwiseSub = weft.NewOperator("elemwise_sub")
+var opEmbedding = weft.NewOperator("Embedding")
+var opErf = weft.NewOperator("erf")
+var opErfinv = weft.NewOperator("erfinv")
+var opExp = weft.NewOperator("exp")
+var opExpandDims = weft.NewOperator("expand_dims")
+var opExpm1 = weft.NewOperator("expm1")
+var opFix = weft.NewOperator("fix")
+var opFlatten = weft.NewOperator("Flatten")
+var opFlip = weft.NewOperator("flip")
+var opFloor = weft.NewOperator("floor")
+var opFtmlUpdate = weft.NewOperator("ftml_update")
+var opFtrlUpdate = weft.NewOperator("ftrl_update")
+var opFullyConnected = weft.NewOperator("FullyConnected")
+var opGamma = weft.NewOperator("gamma")
+var opGammaln = weft.NewOperator("gammaln")
+var opGroupNorm = weft.NewOperator("GroupNorm")
+var opInstanceNorm = weft.NewOperator("InstanceNorm")
+var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
+var opInternalArange = weft.NewOperator("_arange")
+var opInternalCopy = weft.NewOperator("_copy")
+var opInternalDivScalar = weft.NewOperator("_div_scalar")
+var opInternalEqual = weft.NewOperator("_equal")
+var opInternalEqualScalar = weft.NewOperator("_equal_scalar")
+var opInternalEye = weft.NewOperator("_eye")
+var opInternalFull = weft.NewOperator("_full")
+var opInternalGreater = weft.NewOperator("_greater")
+var opInternalGreaterEqual = weft.NewOperator("_greater_equal")
+var opInternalGreaterEqualScalar = weft.NewOperator("_greater_equal_scalar")
+var opInternalGreaterScalar = weft.NewOperator("_greater_scalar")
+var opInternalHypot = weft.NewOperator("_hypot")
+var opInternalHypotScalar = weft.NewOperator("_hypot_scalar")
+var opInternalLesser = weft.NewOperator("_lesser")
+var opInternalLesserEqual = weft.NewOperator("_lesser_equal")
+var opInternalLesserEqualScalar = weft.NewOperator("_lesser_equal_scalar")
+var opInternalLesserScalar = weft.NewOperator("_lesser_scalar")
+var opInternalLinspace = weft.NewOperator("_linspace")
+var opInternalLogicalAnd = weft.NewOperator("_logical_and")
+var opInternalLogicalAndScalar = weft.NewOperator("_logical_and_scalar")
+var opInternalLogicalOr = weft.NewOperator("_logical_or")
+var opInternalLogicalOrScalar = weft.NewOperator("_logical_or_scalar")
+var opInternalLogicalXor = weft.NewOperator("_logical_xor")
+var opInternalLogicalXorScalar = weft.NewOperator("_logical_xor_scalar")
+var opInternalMaximum = weft.NewOperator("_maximum")
+var opInternalMaximumScalar = weft.NewOperator("_maximum_scalar")
+var opInternalMinimum = weft.NewOperator("_minimum")
+var opInternalMinimumScalar = weft.NewOperator("_minimum_scalar")
+var opInternalMinusScalar = weft.NewOperator("_minus_scalar")
+var opInternalMod = weft.NewOperator("_mod")
+var opInternalModScalar = weft.NewOperator("_mod_scalar")
+var opInternalMulScalar = weft.NewOperator("_mul_scalar")
+var opInternalNotEqual = weft.NewOperator("_not_equal")
+var opInternalNotEqualScalar = weft.NewOperator("_not_equal_scalar")
+var opInternalOnes = weft.NewOperator("_ones")
+var opInternalPlusScalar = weft.NewOperator("_plus_scalar")
+var opInternalPower = weft.NewOperator("_power")
+var opInternalPowerScalar = weft.NewOperator("_power_scalar")
+var opInternalRandomExponential = weft.NewOperator("_random_exponential")
+var opInternalRandomGamma = weft.NewOperator("_random_gamma")
+var opInternalRandomNormal = weft.NewOperator("_random_normal")
+var opInternalRandomPoisson = weft.NewOperator("_random_poisson")
+var opInternalRandomRandint = weft.NewOperator("_random_randint")
+var opInternalRandomUniform = weft.NewOperator("_random_uniform")
+var opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
+var opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
+var opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
+var opInternalRmodScalar = weft.NewOperator("_rmod_scalar")
+var opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
+var opInternalSampleMultinomial = weft.NewOperator("_sample_multinomial")
+var opInternalShuffle = weft.NewOperator("_shuffle")
+var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
+var opInternalZeros = weft.NewOperator("_zeros")
+var opL2Normalization = weft.NewOperator("L2Normalization")
+var opLRN = weft.NewOperator("LRN")
+var opLambUpdatePhase1 = weft.NewOperator("lamb_update_phase1")
+var opLambUpdatePhase2 = weft.NewOperator("lamb_update_phase2")
+var opLayerNorm = weft.NewOperator("LayerNorm")
+var opLeakyReLU = weft.NewOperator("LeakyReLU")
+var opLinearRegressionOutput = weft.NewOperator("LinearRegressionOutput")
+var opLog = weft.NewOperator("log")
+var opLog10 = weft.NewOperator("log10")
+var opLog1p = weft.NewOperator("log1p")
+var opLog2 = weft.NewOperator("log2")
+var opLogSoftmax = weft.NewOperator("log_softmax")
+var opLogicalNot = weft.NewOperator("logical_not")
+var opLogisticRegressionOutput = weft.NewOperator("LogisticRegressionOutput")
+var opMAERegressionOutput = weft.NewOperator("MAERegressionOutput")
+var opMakeLoss = weft.NewOperator("MakeLoss")
+var opMax = weft.NewOperator("max")
+var opMean = weft.NewOperator("mean")
+var opMin = weft.NewOperator("min")
+var opMpNagMomUpdate = weft.NewOperator("mp_nag_mom_update")
+var opMpSgdMomUpdate = weft.NewOperator("mp_sgd_mom_update")
+var opMpSgdUpdate = weft.NewOperator("mp_sgd_update")
+var opMultiMpSgdMomUpdate = weft.NewOperator("multi_mp_sgd_mom_update")
+var opMultiMpSgdUpdate = weft.NewOperator("multi_mp_sgd_update")
+var opMultiSgdMomUpdate = weft.NewOperator("multi_sgd_mom_update")
+var opMultiSgdUpdate = weft.NewOperator("multi_sgd_update")
+var opNagMomUpdate = weft.NewOperator("nag_mom_update")
+var opNanprod = weft.NewOperator("nanprod")
+var opNansum = weft.NewOperator("nansum")
+var opNegative = weft.NewOperator("negative")
+var opNorm = weft.NewOperator("norm")
+var opOneHot = weft.NewOperator("one_hot")
+var opOnesLike = weft.NewOperator("ones_like")
+var opPad = weft.NewOperator("Pad")
+var opPick = weft.NewOperator("pick")
+var opPooling = weft.NewOperator("Pooling")
+var opProd = weft.NewOperator("prod")
+var opRNN = weft.NewOperator("RNN")
+var opRadians = weft.NewOperator("radians")
+var opRcbrt = weft.NewOperator("rcbrt")
+var opReciprocal = weft.NewOperator("reciprocal")
+var opRelu = weft.NewOperator("relu")
+var opRepeat = weft.NewOperator("repeat")
+var opReshape = weft.NewOperator("reshape")
+var opReshapeLike = weft.NewOperator("reshape_like")
+var opRint = weft.NewOperator("rint")
+var opRmspropUpdate = weft.NewOperator("rmsprop_update")
+var opRmspropalexUpdate = weft.NewOperator("rmspropalex_update")
+var opRound = weft.NewOperator("round")
+var opRsqrt = weft.NewOperator("rsqrt")
+var opSequenceLast = weft.NewOperator("SequenceLast")
+var opSequenceMask = weft.NewOperator("SequenceMask")
+var opSequenceReverse = weft.NewOperator("SequenceReverse")
+var opSgdMomUpdate = weft.NewOperator("sgd_mom_update")
+var opSgdUpdate = weft.NewOperator("sgd_update")
+var opShapeArray = weft.NewOperator("shape_array")
+var opSigmoid = weft.NewOperator("sigmoid")
+var opSign = weft.NewOperator("sign")
+var opSignsgdUpdate = weft.NewOperator("signsgd_update")
+var opSignumUpdate = weft.NewOperator("signum_update")
+var opSin = weft.NewOperator("sin")
+var opSinh = weft.NewOperator("sinh")
+var opSizeArray = weft.NewOperator("size_array")
+var opSlice = weft.NewOperator("slice")
+var opSliceAxis = weft.NewOperator("slice_axis")
+var opSoftmax = weft.NewOperator("softmax")
+var opSoftmaxActivation = weft.NewOperator("SoftmaxActivation")
+var opSoftmaxCrossEntropy = weft.NewOperator("softmax_cross_entropy")
+var opSoftmaxOutput = weft.NewOperator("SoftmaxOutput")
+var opSoftmin = weft.NewOperator("softmin")
+var opSoftsign = weft.NewOperator("softsign")
+var opSplit = weft.NewOperator("split")
+var opSqrt = weft.NewOperator("sqrt")
+var opSquare = weft.NewOperator("square")
+var opSqueeze = weft.NewOperator("squeeze")
+var opStack = weft.NewOperator("stack")
+var opSum = weft.NewOperator("sum")
+var opSwapAxis = weft.NewOperator("SwapAxis")
+var opTake = weft.NewOperator("take")
+var opTan = weft.NewOperator("tan")
+var opTanh = weft.NewOperator("tanh")
+var opTile = weft.NewOperator("tile")
+var opTranspose = weft.NewOperator("transpose")
+var opTrunc = weft.NewOperator("trunc")
+var opUpSampling = weft.NewOperator("UpSampling")
+var opWhere = weft.NewOperator("where")
+var opZerosLike = weft.NewOperator("zeros_like")
 
 // Abs runs the operator abs.
 //
@@ -249,6 +247,7 @@ func SymAbs(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Required parameters:
 //   - actType string: The activation function.
 func Activation(data *weft.NDArray, actType string, opts ...Option) (*weft.NDArray, error) {
@@ -263,6 +262,7 @@ func Activation(data *weft.NDArray, actType string, opts ...Option) (*weft.NDArr
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Required parameters:
 //   - actType string: The activation function.
 func SymActivation(data *weft.Symbol, actType string, opts ...Option) (*weft.Symbol, error) {
@@ -280,6 +280,7 @@ func SymActivation(data *weft.Symbol, actType string, opts ...Option) (*weft.Sym
 //   - grad: Gradient
 //   - accG: Accumulated squared gradients (updated in place)
 //   - accDelta: Accumulated squared steps (updated in place)
+//
 // Options:
 //   - WithRho(float64): Decay of the accumulated squares. (default 0.9)
 //   - WithEpsilon(float64): Added under the square roots. (default 1e-05)
@@ -300,6 +301,7 @@ func AdadeltaUpdate(weight, grad, accG, accDelta *weft.NDArray, opts ...Option) 
 //   - grad: Gradient
 //   - accG: Accumulated squared gradients (updated in place)
 //   - accDelta: Accumulated squared steps (updated in place)
+//
 // Options:
 //   - WithRho(float64): Decay of the accumulated squares. (default 0.9)
 //   - WithEpsilon(float64): Added under the square roots. (default 1e-05)
@@ -319,8 +321,10 @@ func SymAdadeltaUpdate(weight, grad, accG, accDelta *weft.Symbol, opts ...Option
 //   - weight: Weight
 //   - grad: Gradient
 //   - history: Sum of squared gradients (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithEpsilon(float64): Added under the square root. (default 1e-07)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -340,8 +344,10 @@ func AdagradUpdate(weight, grad, history *weft.NDArray, lr float64, opts ...Opti
 //   - weight: Weight
 //   - grad: Gradient
 //   - history: Sum of squared gradients (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithEpsilon(float64): Added under the square root. (default 1e-07)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -362,8 +368,10 @@ func SymAdagradUpdate(weight, grad, history *weft.Symbol, lr float64, opts ...Op
 //   - grad: Gradient
 //   - mean: First moment (updated in place)
 //   - var_: Second moment (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithBeta1(float64): Decay of the first moment. (default 0.9)
 //   - WithBeta2(float64): Decay of the second moment. (default 0.999)
@@ -387,8 +395,10 @@ func AdamUpdate(weight, grad, mean, var_ *weft.NDArray, lr float64, opts ...Opti
 //   - grad: Gradient
 //   - mean: First moment (updated in place)
 //   - var_: Second moment (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithBeta1(float64): Decay of the first moment. (default 0.9)
 //   - WithBeta2(float64): Decay of the second moment. (default 0.999)
@@ -541,6 +551,7 @@ func SymArctanh(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis(int): The axis to search along (negative counts from the end); None searches the flattened input. (default None)
 //   - WithKeepdims(bool): Keep the searched axis as an axis of size 1. (default False)
@@ -555,6 +566,7 @@ func Argmax(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis(int): The axis to search along (negative counts from the end); None searches the flattened input. (default None)
 //   - WithKeepdims(bool): Keep the searched axis as an axis of size 1. (default False)
@@ -591,6 +603,7 @@ func SymArgmaxChannel(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis(int): The axis to search along (negative counts from the end); None searches the flattened input. (default None)
 //   - WithKeepdims(bool): Keep the searched axis as an axis of size 1. (default False)
@@ -605,6 +618,7 @@ func Argmin(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis(int): The axis to search along (negative counts from the end); None searches the flattened input. (default None)
 //   - WithKeepdims(bool): Keep the searched axis as an axis of size 1. (default False)
@@ -620,6 +634,7 @@ func SymArgmin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Inputs (NDArray; nil leaves an input out):
 //   - lhs: The first batch of matrices
 //   - rhs: The second batch of matrices
+//
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
@@ -636,6 +651,7 @@ func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Inputs (Symbol; nil leaves an input out):
 //   - lhs: The first batch of matrices
 //   - rhs: The second batch of matrices
+//
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
@@ -655,6 +671,7 @@ func SymBatchDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - beta: Shift, one per channel
 //   - movingMean: Moving mean (auxiliary state)
 //   - movingVar: Moving variance (auxiliary state)
+//
 // Options:
 //   - WithEps(float64): Added to the variance before the square root. (default 0.001)
 //   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
@@ -678,6 +695,7 @@ func BatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...O
 //   - beta: Shift, one per channel
 //   - movingMean: Moving mean (auxiliary state)
 //   - movingVar: Moving variance (auxiliary state)
+//
 // Options:
 //   - WithEps(float64): Added to the variance before the square root. (default 0.001)
 //   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
@@ -743,6 +761,7 @@ func SymBroadcastAdd(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axes to broadcast (each of size 1). (default ())
 //   - WithSize([]int): The target size of each axis. (default ())
@@ -757,6 +776,7 @@ func BroadcastAxis(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axes to broadcast (each of size 1). (default ())
 //   - WithSize([]int): The target size of each axis. (default ())
@@ -940,6 +960,7 @@ func SymBroadcastLesserEqual(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbo
 // Inputs (NDArray; nil leaves an input out):
 //   - lhs: The array to broadcast
 //   - rhs: The array whose shape is used
+//
 // Options:
 //   - WithLhsAxes([]int): Axes of lhs to broadcast (None: all, to rhs's shape). (default None)
 //   - WithRhsAxes([]int): Axes of rhs whose sizes lhs_axes take. (default None)
@@ -955,6 +976,7 @@ func BroadcastLike(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error
 // Inputs (Symbol; nil leaves an input out):
 //   - lhs: The array to broadcast
 //   - rhs: The array whose shape is used
+//
 // Options:
 //   - WithLhsAxes([]int): Axes of lhs to broadcast (None: all, to rhs's shape). (default None)
 //   - WithRhsAxes([]int): Axes of rhs whose sizes lhs_axes take. (default None)
@@ -1209,6 +1231,7 @@ func SymBroadcastSub(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - shape []int: The target shape, aligned to the input's last axes; 0 keeps the input's dim.
 func BroadcastTo(data *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray, error) {
@@ -1223,6 +1246,7 @@ func BroadcastTo(data *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - shape []int: The target shape, aligned to the input's last axes; 0 keeps the input's dim.
 func SymBroadcastTo(data *weft.Symbol, shape []int, opts ...Option) (*weft.Symbol, error) {
@@ -1237,6 +1261,7 @@ func SymBroadcastTo(data *weft.Symbol, shape []int, opts ...Option) (*weft.Symbo
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - dtype weft.DType: The dtype of the output.
 func Cast(data *weft.NDArray, dtype weft.DType, opts ...Option) (*weft.NDArray, error) {
@@ -1251,6 +1276,7 @@ func Cast(data *weft.NDArray, dtype weft.DType, opts ...Option) (*weft.NDArray, 
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - dtype weft.DType: The dtype of the output.
 func SymCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol, error) {
@@ -1309,6 +1335,7 @@ func SymCeil(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - aMin float64: Minimum value
 //   - aMax float64: Maximum value
@@ -1325,6 +1352,7 @@ func Clip(data *weft.NDArray, aMin float64, aMax float64, opts ...Option) (*weft
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - aMin float64: Minimum value
 //   - aMax float64: Maximum value
@@ -1341,6 +1369,7 @@ func SymClip(data *weft.Symbol, aMin float64, aMax float64, opts ...Option) (*we
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The arrays to join (any number)
+//
 // Options:
 //   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
 func Concat(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -1354,6 +1383,7 @@ func Concat(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The arrays to join (any number)
+//
 // Options:
 //   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
 func SymConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -1369,9 +1399,11 @@ func SymConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - data: Input data
 //   - weight: Weight matrix
 //   - bias: Bias parameter
+//
 // Required parameters:
 //   - kernel []int: Convolution kernel size: (w,), (h, w) or (d, h, w).
 //   - numFilter int: Number of output channels.
+//
 // Options:
 //   - WithStride([]int): Stride; 1 per axis when empty. (default ())
 //   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
@@ -1397,9 +1429,11 @@ func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, 
 //   - data: Input data
 //   - weight: Weight matrix
 //   - bias: Bias parameter
+//
 // Required parameters:
 //   - kernel []int: Convolution kernel size: (w,), (h, w) or (d, h, w).
 //   - numFilter int: Number of output channels.
+//
 // Options:
 //   - WithStride([]int): Stride; 1 per axis when empty. (default ())
 //   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
@@ -1469,9 +1503,11 @@ func SymCosh(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - data: Input data
 //   - weight: Weights representing the kernel
 //   - bias: Bias added to the result
+//
 // Required parameters:
 //   - kernel []int: Deconvolution kernel size: (w,), (h, w) or (d, h, w).
 //   - numFilter int: Number of output channels.
+//
 // Options:
 //   - WithStride([]int): Stride; 1 per axis when empty. (default ())
 //   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
@@ -1499,9 +1535,11 @@ func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int
 //   - data: Input data
 //   - weight: Weights representing the kernel
 //   - bias: Bias added to the result
+//
 // Required parameters:
 //   - kernel []int: Deconvolution kernel size: (w,), (h, w) or (d, h, w).
 //   - numFilter int: Number of output channels.
+//
 // Options:
 //   - WithStride([]int): Stride; 1 per axis when empty. (default ())
 //   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
@@ -1550,6 +1588,7 @@ func SymDegrees(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Inputs (NDArray; nil leaves an input out):
 //   - lhs: The first input
 //   - rhs: The second input
+//
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
@@ -1566,6 +1605,7 @@ func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Inputs (Symbol; nil leaves an input out):
 //   - lhs: The first input
 //   - rhs: The second input
+//
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
@@ -1581,6 +1621,7 @@ func SymDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input array
+//
 // Options:
 //   - WithP(float64): Fraction of the input that is dropped. (default 0.5)
 //   - WithMode(string): 'training': drop only in training mode; 'always': drop in prediction mode too. (default training)
@@ -1597,6 +1638,7 @@ func Dropout(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input array
+//
 // Options:
 //   - WithP(float64): Fraction of the input that is dropped. (default 0.5)
 //   - WithMode(string): 'training': drop only in training mode; 'always': drop in prediction mode too. (default training)
@@ -1710,9 +1752,11 @@ func SymElemwiseSub(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error)
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The indices (any dtype; floating values are truncated)
 //   - weight: The embedding matrix (input_dim, output_dim)
+//
 // Required parameters:
 //   - inputDim int: Number of rows of the weight (vocabulary size).
 //   - outputDim int: Length of each embedding vector.
+//
 // Options:
 //   - WithDtype(weft.DType): The dtype of the weight and output. (default float32)
 //   - WithSparseGrad(bool): Accepted for compatibility; the weight gradient is always dense here. (default False)
@@ -1730,9 +1774,11 @@ func Embedding(data, weight *weft.NDArray, inputDim int, outputDim int, opts ...
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The indices (any dtype; floating values are truncated)
 //   - weight: The embedding matrix (input_dim, output_dim)
+//
 // Required parameters:
 //   - inputDim int: Number of rows of the weight (vocabulary size).
 //   - outputDim int: Length of each embedding vector.
+//
 // Options:
 //   - WithDtype(weft.DType): The dtype of the weight and output. (default float32)
 //   - WithSparseGrad(bool): Accepted for compatibility; the weight gradient is always dense here. (default False)
@@ -1815,6 +1861,7 @@ func SymExp(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - axis int: Position of the new axis in the result, in [-ndim-1, ndim]; negative counts from the end.
 func ExpandDims(data *weft.NDArray, axis int, opts ...Option) (*weft.NDArray, error) {
@@ -1829,6 +1876,7 @@ func ExpandDims(data *weft.NDArray, axis int, opts ...Option) (*weft.NDArray, er
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - axis int: Position of the new axis in the result, in [-ndim-1, ndim]; negative counts from the end.
 func SymExpandDims(data *weft.Symbol, axis int, opts ...Option) (*weft.Symbol, error) {
@@ -1909,6 +1957,7 @@ func SymFlatten(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - axis []int: The axis or axes to reverse; negative counts from the end.
 func Flip(data *weft.NDArray, axis []int, opts ...Option) (*weft.NDArray, error) {
@@ -1923,6 +1972,7 @@ func Flip(data *weft.NDArray, axis []int, opts ...Option) (*weft.NDArray, error)
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - axis []int: The axis or axes to reverse; negative counts from the end.
 func SymFlip(data *weft.Symbol, axis []int, opts ...Option) (*weft.Symbol, error) {
@@ -1963,9 +2013,11 @@ func SymFloor(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - d: d state (updated in place)
 //   - v: Second moment (updated in place)
 //   - z: z state (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
 //   - t int: Number of the update (from 1), for the bias correction.
+//
 // Options:
 //   - WithBeta1(float64): Decay of z and d. (default 0.6)
 //   - WithBeta2(float64): Decay of the second moment. (default 0.999)
@@ -1990,9 +2042,11 @@ func FtmlUpdate(weight, grad, d, v, z *weft.NDArray, lr float64, t int, opts ...
 //   - d: d state (updated in place)
 //   - v: Second moment (updated in place)
 //   - z: z state (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
 //   - t int: Number of the update (from 1), for the bias correction.
+//
 // Options:
 //   - WithBeta1(float64): Decay of z and d. (default 0.6)
 //   - WithBeta2(float64): Decay of the second moment. (default 0.999)
@@ -2016,8 +2070,10 @@ func SymFtmlUpdate(weight, grad, d, v, z *weft.Symbol, lr float64, t int, opts .
 //   - grad: Gradient
 //   - z: z state (updated in place)
 //   - n: Sum of squared gradients (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithLamda1(float64): L1 regularisation coefficient. (default 0.01)
 //   - WithBeta(float64): Per-coordinate learning-rate offset. (default 1)
@@ -2039,8 +2095,10 @@ func FtrlUpdate(weight, grad, z, n *weft.NDArray, lr float64, opts ...Option) (*
 //   - grad: Gradient
 //   - z: z state (updated in place)
 //   - n: Sum of squared gradients (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithLamda1(float64): L1 regularisation coefficient. (default 0.01)
 //   - WithBeta(float64): Per-coordinate learning-rate offset. (default 1)
@@ -2061,8 +2119,10 @@ func SymFtrlUpdate(weight, grad, z, n *weft.Symbol, lr float64, opts ...Option) 
 //   - data: Input data
 //   - weight: Weight matrix (num_hidden, input size)
 //   - bias: Bias (num_hidden,); absent with no_bias=True
+//
 // Required parameters:
 //   - numHidden int: Number of hidden units (output size).
+//
 // Options:
 //   - WithNoBias(bool): Whether to leave out the bias. (default False)
 //   - WithFlatten(bool): Whether to collapse every axis of the data but the first; otherwise only the last axis is used. (default True)
@@ -2080,8 +2140,10 @@ func FullyConnected(data, weight, bias *weft.NDArray, numHidden int, opts ...Opt
 //   - data: Input data
 //   - weight: Weight matrix (num_hidden, input size)
 //   - bias: Bias (num_hidden,); absent with no_bias=True
+//
 // Required parameters:
 //   - numHidden int: Number of hidden units (output size).
+//
 // Options:
 //   - WithNoBias(bool): Whether to leave out the bias. (default False)
 //   - WithFlatten(bool): Whether to collapse every axis of the data but the first; otherwise only the last axis is used. (default True)
@@ -2143,6 +2205,7 @@ func SymGammaln(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - data: Input data
 //   - gamma: Scale
 //   - beta: Shift
+//
 // Options:
 //   - WithNumGroups(int): Number of channel groups. (default 1)
 //   - WithEps(float64): Added to the variance before the square root. (default 1e-05)
@@ -2160,6 +2223,7 @@ func GroupNorm(data, gamma, beta *weft.NDArray, opts ...Option) (*weft.NDArray, 
 //   - data: Input data
 //   - gamma: Scale
 //   - beta: Shift
+//
 // Options:
 //   - WithNumGroups(int): Number of channel groups. (default 1)
 //   - WithEps(float64): Added to the variance before the square root. (default 1e-05)
@@ -2177,6 +2241,7 @@ func SymGroupNorm(data, gamma, beta *weft.Symbol, opts ...Option) (*weft.Symbol,
 //   - data: Input data
 //   - gamma: Scale
 //   - beta: Shift
+//
 // Options:
 //   - WithEps(float64): Added to the variance before the square root. (default 0.001)
 func InstanceNorm(data, gamma, beta *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -2192,6 +2257,7 @@ func InstanceNorm(data, gamma, beta *weft.NDArray, opts ...Option) (*weft.NDArra
 //   - data: Input data
 //   - gamma: Scale
 //   - beta: Shift
+//
 // Options:
 //   - WithEps(float64): Added to the variance before the square root. (default 0.001)
 func SymInstanceNorm(data, gamma, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -2209,9 +2275,11 @@ func SymInstanceNorm(data, gamma, beta *weft.Symbol, opts ...Option) (*weft.Symb
 //   - mean: First moment (updated in place)
 //   - var_: Second moment (updated in place)
 //   - rescaleGrad: One-element array multiplying the gradient
+//
 // Required parameters:
 //   - lr float64: Learning rate (scales the Adam step, not the weight decay).
 //   - eta float64: Schedule multiplier of the whole step.
+//
 // Options:
 //   - WithBeta1(float64): Decay of the first moment. (default 0.9)
 //   - WithBeta2(float64): Decay of the second moment. (default 0.999)
@@ -2235,9 +2303,11 @@ func InternalAdamwUpdate(weight, grad, mean, var_, rescaleGrad *weft.NDArray, lr
 //   - mean: First moment (updated in place)
 //   - var_: Second moment (updated in place)
 //   - rescaleGrad: One-element array multiplying the gradient
+//
 // Required parameters:
 //   - lr float64: Learning rate (scales the Adam step, not the weight decay).
 //   - eta float64: Schedule multiplier of the whole step.
+//
 // Options:
 //   - WithBeta1(float64): Decay of the first moment. (default 0.9)
 //   - WithBeta2(float64): Decay of the second moment. (default 0.999)
@@ -2257,6 +2327,7 @@ func SymInternalAdamwUpdate(weight, grad, mean, var_, rescaleGrad *weft.Symbol, 
 //
 // Required parameters:
 //   - start float64: Start of the interval; the end when stop is None (start is 0 then).
+//
 // Options:
 //   - WithStop(float64): End of the interval (excluded). (default None)
 //   - WithStep(float64): Spacing between values. (default 1)
@@ -2276,6 +2347,7 @@ func InternalArange(start float64, opts ...Option) (*weft.NDArray, error) {
 //
 // Required parameters:
 //   - start float64: Start of the interval; the end when stop is None (start is 0 then).
+//
 // Options:
 //   - WithStop(float64): End of the interval (excluded). (default None)
 //   - WithStep(float64): Spacing between values. (default 1)
@@ -2317,6 +2389,7 @@ func SymInternalCopy(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2331,6 +2404,7 @@ func InternalDivScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, error
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2369,6 +2443,7 @@ func SymInternalEqual(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2383,6 +2458,7 @@ func InternalEqualScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2397,6 +2473,7 @@ func SymInternalEqualScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, er
 //
 // Required parameters:
 //   - n int: Number of rows.
+//
 // Options:
 //   - WithM(int): Number of columns; 0 means N. (default 0)
 //   - WithK(int): Index of the diagonal: 0 the main one, positive above it, negative below it. (default 0)
@@ -2414,6 +2491,7 @@ func InternalEye(n int, opts ...Option) (*weft.NDArray, error) {
 //
 // Required parameters:
 //   - n int: Number of rows.
+//
 // Options:
 //   - WithM(int): Number of columns; 0 means N. (default 0)
 //   - WithK(int): Index of the diagonal: 0 the main one, positive above it, negative below it. (default 0)
@@ -2431,6 +2509,7 @@ func SymInternalEye(n int, opts ...Option) (*weft.Symbol, error) {
 //
 // Required parameters:
 //   - value float64: The value to fill with.
+//
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
@@ -2447,6 +2526,7 @@ func InternalFull(value float64, opts ...Option) (*weft.NDArray, error) {
 //
 // Required parameters:
 //   - value float64: The value to fill with.
+//
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
@@ -2511,6 +2591,7 @@ func SymInternalGreaterEqual(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbo
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2525,6 +2606,7 @@ func InternalGreaterEqualScalar(data *weft.NDArray, opts ...Option) (*weft.NDArr
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2539,6 +2621,7 @@ func SymInternalGreaterEqualScalar(data *weft.Symbol, opts ...Option) (*weft.Sym
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2553,6 +2636,7 @@ func InternalGreaterScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, e
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2591,6 +2675,7 @@ func SymInternalHypot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2605,6 +2690,7 @@ func InternalHypotScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2667,6 +2753,7 @@ func SymInternalLesserEqual(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2681,6 +2768,7 @@ func InternalLesserEqualScalar(data *weft.NDArray, opts ...Option) (*weft.NDArra
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2695,6 +2783,7 @@ func SymInternalLesserEqualScalar(data *weft.Symbol, opts ...Option) (*weft.Symb
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2709,6 +2798,7 @@ func InternalLesserScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, er
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2725,6 +2815,7 @@ func SymInternalLesserScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, e
 //   - start float64: The first value.
 //   - stop float64: The last value (included when endpoint is true).
 //   - num int: How many values.
+//
 // Options:
 //   - WithEndpoint(bool): Whether stop is the last value. (default True)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
@@ -2745,6 +2836,7 @@ func InternalLinspace(start float64, stop float64, num int, opts ...Option) (*we
 //   - start float64: The first value.
 //   - stop float64: The last value (included when endpoint is true).
 //   - num int: How many values.
+//
 // Options:
 //   - WithEndpoint(bool): Whether stop is the last value. (default True)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
@@ -2787,6 +2879,7 @@ func SymInternalLogicalAnd(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol,
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2801,6 +2894,7 @@ func InternalLogicalAndScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2839,6 +2933,7 @@ func SymInternalLogicalOr(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, 
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2853,6 +2948,7 @@ func InternalLogicalOrScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray,
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2891,6 +2987,7 @@ func SymInternalLogicalXor(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol,
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2905,6 +3002,7 @@ func InternalLogicalXorScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2943,6 +3041,7 @@ func SymInternalMaximum(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, er
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2957,6 +3056,7 @@ func InternalMaximumScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, e
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -2995,6 +3095,7 @@ func SymInternalMinimum(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, er
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3009,6 +3110,7 @@ func InternalMinimumScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, e
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3023,6 +3125,7 @@ func SymInternalMinimumScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, 
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3037,6 +3140,7 @@ func InternalMinusScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3075,6 +3179,7 @@ func SymInternalMod(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error)
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3089,6 +3194,7 @@ func InternalModScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, error
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3103,6 +3209,7 @@ func SymInternalModScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3117,6 +3224,7 @@ func InternalMulScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, error
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3155,6 +3263,7 @@ func SymInternalNotEqual(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, e
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3169,6 +3278,7 @@ func InternalNotEqualScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, 
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3209,6 +3319,7 @@ func SymInternalOnes(opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3223,6 +3334,7 @@ func InternalPlusScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, erro
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3261,6 +3373,7 @@ func SymInternalPower(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3275,6 +3388,7 @@ func InternalPowerScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3406,6 +3520,7 @@ func SymInternalRandomPoisson(opts ...Option) (*weft.Symbol, error) {
 // Required parameters:
 //   - low int: Lower bound of the distribution (inclusive).
 //   - high int: Upper bound of the distribution (exclusive).
+//
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
@@ -3424,6 +3539,7 @@ func InternalRandomRandint(low int, high int, opts ...Option) (*weft.NDArray, er
 // Required parameters:
 //   - low int: Lower bound of the distribution (inclusive).
 //   - high int: Upper bound of the distribution (exclusive).
+//
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
@@ -3471,6 +3587,7 @@ func SymInternalRandomUniform(opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3485,6 +3602,7 @@ func InternalRdivScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, erro
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3523,6 +3641,7 @@ func SymInternalReduceSumTo(data, like *weft.Symbol, opts ...Option) (*weft.Symb
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3537,6 +3656,7 @@ func InternalRminusScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, er
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3551,6 +3671,7 @@ func SymInternalRminusScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, e
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3565,6 +3686,7 @@ func InternalRmodScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, erro
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3579,6 +3701,7 @@ func SymInternalRmodScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, err
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3593,6 +3716,7 @@ func InternalRpowerScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, er
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
 //   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
@@ -3607,6 +3731,7 @@ func SymInternalRpowerScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, e
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Probabilities; the last axis is the distribution
+//
 // Options:
 //   - WithShape([]int): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape. (default ())
 //   - WithGetProb(bool): Also return the log probability of each sample (a second output, in data's dtype). (default False)
@@ -3622,6 +3747,7 @@ func InternalSampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArra
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Probabilities; the last axis is the distribution
+//
 // Options:
 //   - WithShape([]int): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape. (default ())
 //   - WithGetProb(bool): Also return the log probability of each sample (a second output, in data's dtype). (default False)
@@ -3660,6 +3786,7 @@ func SymInternalShuffle(data *weft.Symbol, opts ...Option) (*weft.Symbol, error)
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input scores
 //   - label: Class indices, one per position (any dtype; fractions truncate)
+//
 // Options:
 //   - WithAxis(int): The class axis; negative counts from the end. (default -1)
 func InternalSparseSoftmaxCrossEntropy(data, label *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -3674,6 +3801,7 @@ func InternalSparseSoftmaxCrossEntropy(data, label *weft.NDArray, opts ...Option
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input scores
 //   - label: Class indices, one per position (any dtype; fractions truncate)
+//
 // Options:
 //   - WithAxis(int): The class axis; negative counts from the end. (default -1)
 func SymInternalSparseSoftmaxCrossEntropy(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -3713,6 +3841,7 @@ func SymInternalZeros(opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
+//
 // Options:
 //   - WithEps(float64): Added to the sum of squares. (default 1e-10)
 //   - WithMode(string): Normalise over all but axis 0, over axis 1, or over the axes after 1. (default instance)
@@ -3727,6 +3856,7 @@ func L2Normalization(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) 
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
+//
 // Options:
 //   - WithEps(float64): Added to the sum of squares. (default 1e-10)
 //   - WithMode(string): Normalise over all but axis 0, over axis 1, or over the axes after 1. (default instance)
@@ -3741,8 +3871,10 @@ func SymL2Normalization(data *weft.Symbol, opts ...Option) (*weft.Symbol, error)
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data (N, C, ...)
+//
 // Required parameters:
 //   - nsize int: Number of channels in the window.
+//
 // Options:
 //   - WithAlpha(float64): Scale of the sum of squares (divided by nsize). (default 0.0001)
 //   - WithBeta(float64): Exponent. (default 0.75)
@@ -3759,8 +3891,10 @@ func LRN(data *weft.NDArray, nsize int, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data (N, C, ...)
+//
 // Required parameters:
 //   - nsize int: Number of channels in the window.
+//
 // Options:
 //   - WithAlpha(float64): Scale of the sum of squares (divided by nsize). (default 0.0001)
 //   - WithBeta(float64): Exponent. (default 0.75)
@@ -3780,9 +3914,11 @@ func SymLRN(data *weft.Symbol, nsize int, opts ...Option) (*weft.Symbol, error) 
 //   - grad: Gradient
 //   - mean: First moment (updated in place)
 //   - var_: Second moment (updated in place)
+//
 // Required parameters:
 //   - t int: Number of the update (from 1), for the bias correction.
 //   - wd float64: Weight decay, added to the step.
+//
 // Options:
 //   - WithBeta1(float64): Decay of the first moment. (default 0.9)
 //   - WithBeta2(float64): Decay of the second moment. (default 0.999)
@@ -3806,9 +3942,11 @@ func LambUpdatePhase1(weight, grad, mean, var_ *weft.NDArray, t int, wd float64,
 //   - grad: Gradient
 //   - mean: First moment (updated in place)
 //   - var_: Second moment (updated in place)
+//
 // Required parameters:
 //   - t int: Number of the update (from 1), for the bias correction.
 //   - wd float64: Weight decay, added to the step.
+//
 // Options:
 //   - WithBeta1(float64): Decay of the first moment. (default 0.9)
 //   - WithBeta2(float64): Decay of the second moment. (default 0.999)
@@ -3832,8 +3970,10 @@ func SymLambUpdatePhase1(weight, grad, mean, var_ *weft.Symbol, t int, wd float6
 //   - g: Output of lamb_update_phase1
 //   - r1: Norm of the weight (one element)
 //   - r2: Norm of g (one element)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
 //   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
@@ -3852,8 +3992,10 @@ func LambUpdatePhase2(weight, g, r1, r2 *weft.NDArray, lr float64, opts ...Optio
 //   - g: Output of lamb_update_phase1
 //   - r1: Norm of the weight (one element)
 //   - r2: Norm of g (one element)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
 //   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
@@ -3871,6 +4013,7 @@ func SymLambUpdatePhase2(weight, g, r1, r2 *weft.Symbol, lr float64, opts ...Opt
 //   - data: Input data
 //   - gamma: Scale
 //   - beta: Shift
+//
 // Options:
 //   - WithAxis(int): The axis to normalise over. (default -1)
 //   - WithEps(float64): Added to the variance before the square root. (default 1e-05)
@@ -3888,6 +4031,7 @@ func LayerNorm(data, gamma, beta *weft.NDArray, opts ...Option) (*weft.NDArray, 
 //   - data: Input data
 //   - gamma: Scale
 //   - beta: Shift
+//
 // Options:
 //   - WithAxis(int): The axis to normalise over. (default -1)
 //   - WithEps(float64): Added to the variance before the square root. (default 1e-05)
@@ -3904,6 +4048,7 @@ func SymLayerNorm(data, gamma, beta *weft.Symbol, opts ...Option) (*weft.Symbol,
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
 //   - gamma: prelu's slopes: one, or one per channel
+//
 // Options:
 //   - WithActType(string): The activation function. (default leaky)
 //   - WithSlope(float64): Negative slope (leaky) or alpha (elu). (default 0.25)
@@ -3921,6 +4066,7 @@ func LeakyReLU(data, gamma *weft.NDArray, opts ...Option) (*weft.NDArray, error)
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
 //   - gamma: prelu's slopes: one, or one per channel
+//
 // Options:
 //   - WithActType(string): The activation function. (default leaky)
 //   - WithSlope(float64): Negative slope (leaky) or alpha (elu). (default 0.25)
@@ -3938,6 +4084,7 @@ func SymLeakyReLU(data, gamma *weft.Symbol, opts ...Option) (*weft.Symbol, error
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
 //   - label: Targets, one per data element
+//
 // Options:
 //   - WithGradScale(float64): Scales the gradient. (default 1)
 func LinearRegressionOutput(data, label *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -3952,6 +4099,7 @@ func LinearRegressionOutput(data, label *weft.NDArray, opts ...Option) (*weft.ND
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
 //   - label: Targets, one per data element
+//
 // Options:
 //   - WithGradScale(float64): Scales the gradient. (default 1)
 func SymLinearRegressionOutput(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -4054,6 +4202,7 @@ func SymLog2(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
 //   - length: Row lengths (with use_length)
+//
 // Options:
 //   - WithAxis(int): The axis along which to compute. (default -1)
 //   - WithTemperature(float64): Temperature (None: 1). (default None)
@@ -4071,6 +4220,7 @@ func LogSoftmax(data, length *weft.NDArray, opts ...Option) (*weft.NDArray, erro
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
 //   - length: Row lengths (with use_length)
+//
 // Options:
 //   - WithAxis(int): The axis along which to compute. (default -1)
 //   - WithTemperature(float64): Temperature (None: 1). (default None)
@@ -4110,6 +4260,7 @@ func SymLogicalNot(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
 //   - label: Targets, one per data element
+//
 // Options:
 //   - WithGradScale(float64): Scales the gradient. (default 1)
 func LogisticRegressionOutput(data, label *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -4124,6 +4275,7 @@ func LogisticRegressionOutput(data, label *weft.NDArray, opts ...Option) (*weft.
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
 //   - label: Targets, one per data element
+//
 // Options:
 //   - WithGradScale(float64): Scales the gradient. (default 1)
 func SymLogisticRegressionOutput(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -4138,6 +4290,7 @@ func SymLogisticRegressionOutput(data, label *weft.Symbol, opts ...Option) (*wef
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
 //   - label: Targets, one per data element
+//
 // Options:
 //   - WithGradScale(float64): Scales the gradient. (default 1)
 func MAERegressionOutput(data, label *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -4152,6 +4305,7 @@ func MAERegressionOutput(data, label *weft.NDArray, opts ...Option) (*weft.NDArr
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
 //   - label: Targets, one per data element
+//
 // Options:
 //   - WithGradScale(float64): Scales the gradient. (default 1)
 func SymMAERegressionOutput(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -4165,6 +4319,7 @@ func SymMAERegressionOutput(data, label *weft.Symbol, opts ...Option) (*weft.Sym
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The loss
+//
 // Options:
 //   - WithGradScale(float64): The gradient of every element. (default 1)
 //   - WithValidThresh(float64): With normalization 'valid', elements above it are counted. (default 0)
@@ -4180,6 +4335,7 @@ func MakeLoss(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The loss
+//
 // Options:
 //   - WithGradScale(float64): The gradient of every element. (default 1)
 //   - WithValidThresh(float64): With normalization 'valid', elements above it are counted. (default 0)
@@ -4195,6 +4351,7 @@ func SymMakeLoss(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4210,6 +4367,7 @@ func Max(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4225,6 +4383,7 @@ func SymMax(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4240,6 +4399,7 @@ func Mean(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4255,6 +4415,7 @@ func SymMean(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4270,6 +4431,7 @@ func Min(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4288,8 +4450,10 @@ func SymMin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - grad: Gradient, the weight's dtype
 //   - mom: float32 momentum (updated in place)
 //   - weight32: float32 master copy of the weight (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -4310,8 +4474,10 @@ func MpNagMomUpdate(weight, grad, mom, weight32 *weft.NDArray, lr float64, opts 
 //   - grad: Gradient, the weight's dtype
 //   - mom: float32 momentum (updated in place)
 //   - weight32: float32 master copy of the weight (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -4332,8 +4498,10 @@ func SymMpNagMomUpdate(weight, grad, mom, weight32 *weft.Symbol, lr float64, opt
 //   - grad: Gradient, the weight's dtype
 //   - mom: float32 momentum (updated in place)
 //   - weight32: float32 master copy of the weight (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -4355,8 +4523,10 @@ func MpSgdMomUpdate(weight, grad, mom, weight32 *weft.NDArray, lr float64, opts 
 //   - grad: Gradient, the weight's dtype
 //   - mom: float32 momentum (updated in place)
 //   - weight32: float32 master copy of the weight (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -4377,8 +4547,10 @@ func SymMpSgdMomUpdate(weight, grad, mom, weight32 *weft.Symbol, lr float64, opt
 //   - weight: Weight (float16 usually)
 //   - grad: Gradient, the weight's dtype
 //   - weight32: float32 master copy of the weight (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -4398,8 +4570,10 @@ func MpSgdUpdate(weight, grad, weight32 *weft.NDArray, lr float64, opts ...Optio
 //   - weight: Weight (float16 usually)
 //   - grad: Gradient, the weight's dtype
 //   - weight32: float32 master copy of the weight (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -4417,9 +4591,11 @@ func SymMpSgdUpdate(weight, grad, weight32 *weft.Symbol, lr float64, opts ...Opt
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Weights, gradients, float32 momenta and master weights, interleaved (any number)
+//
 // Required parameters:
 //   - lrs []float64: Learning rate of each weight.
 //   - wds []float64: Weight decay of each weight.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum states. (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -4438,9 +4614,11 @@ func MultiMpSgdMomUpdate(data []*weft.NDArray, lrs []float64, wds []float64, opt
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Weights, gradients, float32 momenta and master weights, interleaved (any number)
+//
 // Required parameters:
 //   - lrs []float64: Learning rate of each weight.
 //   - wds []float64: Weight decay of each weight.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum states. (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -4459,9 +4637,11 @@ func SymMultiMpSgdMomUpdate(data []*weft.Symbol, lrs []float64, wds []float64, o
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Weights, gradients and float32 master weights, interleaved (any number)
+//
 // Required parameters:
 //   - lrs []float64: Learning rate of each weight.
 //   - wds []float64: Weight decay of each weight.
+//
 // Options:
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
 //   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
@@ -4479,9 +4659,11 @@ func MultiMpSgdUpdate(data []*weft.NDArray, lrs []float64, wds []float64, opts .
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Weights, gradients and float32 master weights, interleaved (any number)
+//
 // Required parameters:
 //   - lrs []float64: Learning rate of each weight.
 //   - wds []float64: Weight decay of each weight.
+//
 // Options:
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
 //   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
@@ -4499,9 +4681,11 @@ func SymMultiMpSgdUpdate(data []*weft.Symbol, lrs []float64, wds []float64, opts
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Weights, gradients and momenta, interleaved (any number)
+//
 // Required parameters:
 //   - lrs []float64: Learning rate of each weight.
 //   - wds []float64: Weight decay of each weight.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum states. (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -4520,9 +4704,11 @@ func MultiSgdMomUpdate(data []*weft.NDArray, lrs []float64, wds []float64, opts 
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Weights, gradients and momenta, interleaved (any number)
+//
 // Required parameters:
 //   - lrs []float64: Learning rate of each weight.
 //   - wds []float64: Weight decay of each weight.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum states. (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -4541,9 +4727,11 @@ func SymMultiSgdMomUpdate(data []*weft.Symbol, lrs []float64, wds []float64, opt
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Weights and gradients, interleaved (any number)
+//
 // Required parameters:
 //   - lrs []float64: Learning rate of each weight.
 //   - wds []float64: Weight decay of each weight.
+//
 // Options:
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
 //   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
@@ -4561,9 +4749,11 @@ func MultiSgdUpdate(data []*weft.NDArray, lrs []float64, wds []float64, opts ...
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Weights and gradients, interleaved (any number)
+//
 // Required parameters:
 //   - lrs []float64: Learning rate of each weight.
 //   - wds []float64: Weight decay of each weight.
+//
 // Options:
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
 //   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
@@ -4583,8 +4773,10 @@ func SymMultiSgdUpdate(data []*weft.Symbol, lrs []float64, wds []float64, opts .
 //   - weight: Weight
 //   - grad: Gradient
 //   - mom: Momentum (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -4604,8 +4796,10 @@ func NagMomUpdate(weight, grad, mom *weft.NDArray, lr float64, opts ...Option) (
 //   - weight: Weight
 //   - grad: Gradient
 //   - mom: Momentum (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -4623,6 +4817,7 @@ func SymNagMomUpdate(weight, grad, mom *weft.Symbol, lr float64, opts ...Option)
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4638,6 +4833,7 @@ func Nanprod(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4653,6 +4849,7 @@ func SymNanprod(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4668,6 +4865,7 @@ func Nansum(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4705,6 +4903,7 @@ func SymNegative(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithOrd(int): Order of the norm: 1 or 2. (default 2)
 //   - WithAxis([]int): The axis or axes to compute the norm over; None means all (the Frobenius norm of a matrix for ord=2). (default None)
@@ -4721,6 +4920,7 @@ func Norm(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithOrd(int): Order of the norm: 1 or 2. (default 2)
 //   - WithAxis([]int): The axis or axes to compute the norm over; None means all (the Frobenius norm of a matrix for ord=2). (default None)
@@ -4737,8 +4937,10 @@ func SymNorm(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - indices: The indices (any dtype; fractions truncate)
+//
 // Required parameters:
 //   - depth int: Length of the one-hot axis.
+//
 // Options:
 //   - WithOnValue(float64): The value at the index. (default 1)
 //   - WithOffValue(float64): The value elsewhere. (default 0)
@@ -4755,8 +4957,10 @@ func OneHot(indices *weft.NDArray, depth int, opts ...Option) (*weft.NDArray, er
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - indices: The indices (any dtype; fractions truncate)
+//
 // Required parameters:
 //   - depth int: Length of the one-hot axis.
+//
 // Options:
 //   - WithOnValue(float64): The value at the index. (default 1)
 //   - WithOffValue(float64): The value elsewhere. (default 0)
@@ -4795,8 +4999,10 @@ func SymOnesLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: 4-D or 5-D input
+//
 // Required parameters:
 //   - padWidth []int: (before, after) pairs for every axis; the batch and channel pairs must be 0.
+//
 // Options:
 //   - WithMode(string): 'constant': pad with constant_value; 'edge': repeat the border; 'reflect': mirror the data. (default constant)
 //   - WithConstantValue(float64): The value of 'constant' padding. (default 0)
@@ -4812,8 +5018,10 @@ func Pad(data *weft.NDArray, padWidth []int, opts ...Option) (*weft.NDArray, err
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: 4-D or 5-D input
+//
 // Required parameters:
 //   - padWidth []int: (before, after) pairs for every axis; the batch and channel pairs must be 0.
+//
 // Options:
 //   - WithMode(string): 'constant': pad with constant_value; 'edge': repeat the border; 'reflect': mirror the data. (default constant)
 //   - WithConstantValue(float64): The value of 'constant' padding. (default 0)
@@ -4830,6 +5038,7 @@ func SymPad(data *weft.Symbol, padWidth []int, opts ...Option) (*weft.Symbol, er
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
 //   - index: The index of the element to pick (any dtype; fractions truncate)
+//
 // Options:
 //   - WithAxis(int): The axis to pick along; negative counts from the end; None picks from the flattened input. (default -1)
 //   - WithKeepdims(bool): Keep the picked axis as an axis of size 1. (default False)
@@ -4846,6 +5055,7 @@ func Pick(data, index *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
 //   - index: The index of the element to pick (any dtype; fractions truncate)
+//
 // Options:
 //   - WithAxis(int): The axis to pick along; negative counts from the end; None picks from the flattened input. (default -1)
 //   - WithKeepdims(bool): Keep the picked axis as an axis of size 1. (default False)
@@ -4861,6 +5071,7 @@ func SymPick(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data to the pooling operator.
+//
 // Options:
 //   - WithKernel([]int): Pooling kernel size: (w,), (h, w) or (d, h, w). (default ())
 //   - WithPoolType(string): Pooling type. (default max)
@@ -4883,6 +5094,7 @@ func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data to the pooling operator.
+//
 // Options:
 //   - WithKernel([]int): Pooling kernel size: (w,), (h, w) or (d, h, w). (default ())
 //   - WithPoolType(string): Pooling type. (default max)
@@ -4905,6 +5117,7 @@ func SymPooling(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4920,6 +5133,7 @@ func Prod(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -4939,10 +5153,12 @@ func SymProd(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - state: Initial hidden state (num_layers * directions, N, state_size).
 //   - stateCell: Initial LSTM cell state (lstm only).
 //   - sequenceLength: Valid length of each sequence (use_sequence_length).
+//
 // Required parameters:
 //   - stateSize int: Size of the hidden state of each layer.
 //   - numLayers int: Number of stacked layers.
 //   - mode string: The recurrent cell.
+//
 // Options:
 //   - WithBidirectional(bool): Whether each layer runs both ways. (default False)
 //   - WithP(float64): Dropout probability on the outputs of every layer but the last (training only). (default 0)
@@ -4970,10 +5186,12 @@ func RNN(data, parameters, state, stateCell, sequenceLength *weft.NDArray, state
 //   - state: Initial hidden state (num_layers * directions, N, state_size).
 //   - stateCell: Initial LSTM cell state (lstm only).
 //   - sequenceLength: Valid length of each sequence (use_sequence_length).
+//
 // Required parameters:
 //   - stateSize int: Size of the hidden state of each layer.
 //   - numLayers int: Number of stacked layers.
 //   - mode string: The recurrent cell.
+//
 // Options:
 //   - WithBidirectional(bool): Whether each layer runs both ways. (default False)
 //   - WithP(float64): Dropout probability on the outputs of every layer but the last (training only). (default 0)
@@ -5085,8 +5303,10 @@ func SymRelu(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - repeats int: How many times each element is repeated.
+//
 // Options:
 //   - WithAxis(int): The axis to repeat along; None repeats the elements of the flattened input. (default None)
 func Repeat(data *weft.NDArray, repeats int, opts ...Option) (*weft.NDArray, error) {
@@ -5101,8 +5321,10 @@ func Repeat(data *weft.NDArray, repeats int, opts ...Option) (*weft.NDArray, err
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - repeats int: How many times each element is repeated.
+//
 // Options:
 //   - WithAxis(int): The axis to repeat along; None repeats the elements of the flattened input. (default None)
 func SymRepeat(data *weft.Symbol, repeats int, opts ...Option) (*weft.Symbol, error) {
@@ -5117,6 +5339,7 @@ func SymRepeat(data *weft.Symbol, repeats int, opts ...Option) (*weft.Symbol, er
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithShape([]int): The target shape, with the special codes 0, -1, -2, -3 and -4. (default ())
 //   - WithReverse(bool): Apply the special codes from right to left. (default False)
@@ -5133,6 +5356,7 @@ func Reshape(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithShape([]int): The target shape, with the special codes 0, -1, -2, -3 and -4. (default ())
 //   - WithReverse(bool): Apply the special codes from right to left. (default False)
@@ -5150,6 +5374,7 @@ func SymReshape(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Inputs (NDArray; nil leaves an input out):
 //   - lhs: The array to reshape
 //   - rhs: The array whose shape is used
+//
 // Options:
 //   - WithLhsBegin(int): First lhs axis replaced (None: 0). (default None)
 //   - WithLhsEnd(int): End of the lhs axes replaced (None: all). (default None)
@@ -5167,6 +5392,7 @@ func ReshapeLike(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) 
 // Inputs (Symbol; nil leaves an input out):
 //   - lhs: The array to reshape
 //   - rhs: The array whose shape is used
+//
 // Options:
 //   - WithLhsBegin(int): First lhs axis replaced (None: 0). (default None)
 //   - WithLhsEnd(int): End of the lhs axes replaced (None: all). (default None)
@@ -5207,8 +5433,10 @@ func SymRint(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - weight: Weight
 //   - grad: Gradient
 //   - n: Mean square of the gradient (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithGamma1(float64): Decay of the mean square of the gradient. (default 0.95)
 //   - WithEpsilon(float64): Added under the square root. (default 1e-08)
@@ -5230,8 +5458,10 @@ func RmspropUpdate(weight, grad, n *weft.NDArray, lr float64, opts ...Option) (*
 //   - weight: Weight
 //   - grad: Gradient
 //   - n: Mean square of the gradient (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithGamma1(float64): Decay of the mean square of the gradient. (default 0.95)
 //   - WithEpsilon(float64): Added under the square root. (default 1e-08)
@@ -5255,8 +5485,10 @@ func SymRmspropUpdate(weight, grad, n *weft.Symbol, lr float64, opts ...Option) 
 //   - n: Mean square of the gradient (updated in place)
 //   - g: Mean of the gradient (updated in place)
 //   - delta: Step momentum (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithGamma1(float64): Decay of the gradient's mean and mean square. (default 0.95)
 //   - WithGamma2(float64): Momentum of the step. (default 0.9)
@@ -5281,8 +5513,10 @@ func RmspropalexUpdate(weight, grad, n, g, delta *weft.NDArray, lr float64, opts
 //   - n: Mean square of the gradient (updated in place)
 //   - g: Mean of the gradient (updated in place)
 //   - delta: Step momentum (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithGamma1(float64): Decay of the gradient's mean and mean square. (default 0.95)
 //   - WithGamma2(float64): Momentum of the step. (default 0.9)
@@ -5348,6 +5582,7 @@ func SymRsqrt(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The padded sequences
 //   - sequenceLength: The length of each sequence (B,)
+//
 // Options:
 //   - WithUseSequenceLength(bool): Whether the second input gives the lengths; otherwise every sequence is full. (default False)
 //   - WithAxis(int): The time axis: 0 or 1. (default 0)
@@ -5363,6 +5598,7 @@ func SequenceLast(data, sequenceLength *weft.NDArray, opts ...Option) (*weft.NDA
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The padded sequences
 //   - sequenceLength: The length of each sequence (B,)
+//
 // Options:
 //   - WithUseSequenceLength(bool): Whether the second input gives the lengths; otherwise every sequence is full. (default False)
 //   - WithAxis(int): The time axis: 0 or 1. (default 0)
@@ -5378,6 +5614,7 @@ func SymSequenceLast(data, sequenceLength *weft.Symbol, opts ...Option) (*weft.S
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The padded sequences
 //   - sequenceLength: The length of each sequence (B,)
+//
 // Options:
 //   - WithUseSequenceLength(bool): Whether the second input gives the lengths; otherwise every sequence is full. (default False)
 //   - WithValue(float64): The value written past each length. (default 0)
@@ -5394,6 +5631,7 @@ func SequenceMask(data, sequenceLength *weft.NDArray, opts ...Option) (*weft.NDA
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The padded sequences
 //   - sequenceLength: The length of each sequence (B,)
+//
 // Options:
 //   - WithUseSequenceLength(bool): Whether the second input gives the lengths; otherwise every sequence is full. (default False)
 //   - WithValue(float64): The value written past each length. (default 0)
@@ -5410,6 +5648,7 @@ func SymSequenceMask(data, sequenceLength *weft.Symbol, opts ...Option) (*weft.S
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The padded sequences (T, B, ...)
 //   - sequenceLength: The length of each sequence (B,)
+//
 // Options:
 //   - WithUseSequenceLength(bool): Whether the second input gives the lengths; otherwise every sequence is full. (default False)
 //   - WithAxis(int): The time axis: only 0. (default 0)
@@ -5425,6 +5664,7 @@ func SequenceReverse(data, sequenceLength *weft.NDArray, opts ...Option) (*weft.
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The padded sequences (T, B, ...)
 //   - sequenceLength: The length of each sequence (B,)
+//
 // Options:
 //   - WithUseSequenceLength(bool): Whether the second input gives the lengths; otherwise every sequence is full. (default False)
 //   - WithAxis(int): The time axis: only 0. (default 0)
@@ -5441,8 +5681,10 @@ func SymSequenceReverse(data, sequenceLength *weft.Symbol, opts ...Option) (*wef
 //   - weight: Weight
 //   - grad: Gradient
 //   - mom: Momentum (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -5463,8 +5705,10 @@ func SgdMomUpdate(weight, grad, mom *weft.NDArray, lr float64, opts ...Option) (
 //   - weight: Weight
 //   - grad: Gradient
 //   - mom: Momentum (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
@@ -5484,8 +5728,10 @@ func SymSgdMomUpdate(weight, grad, mom *weft.Symbol, lr float64, opts ...Option)
 // Inputs (NDArray; nil leaves an input out):
 //   - weight: Weight
 //   - grad: Gradient
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -5504,8 +5750,10 @@ func SgdUpdate(weight, grad *weft.NDArray, lr float64, opts ...Option) (*weft.ND
 // Inputs (Symbol; nil leaves an input out):
 //   - weight: Weight
 //   - grad: Gradient
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -5590,8 +5838,10 @@ func SymSign(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Inputs (NDArray; nil leaves an input out):
 //   - weight: Weight
 //   - grad: Gradient
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -5609,8 +5859,10 @@ func SignsgdUpdate(weight, grad *weft.NDArray, lr float64, opts ...Option) (*wef
 // Inputs (Symbol; nil leaves an input out):
 //   - weight: Weight
 //   - grad: Gradient
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
 //   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
@@ -5629,8 +5881,10 @@ func SymSignsgdUpdate(weight, grad *weft.Symbol, lr float64, opts ...Option) (*w
 //   - weight: Weight
 //   - grad: Gradient
 //   - mom: Momentum (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay, applied through the momentum. (default 0)
@@ -5651,8 +5905,10 @@ func SignumUpdate(weight, grad, mom *weft.NDArray, lr float64, opts ...Option) (
 //   - weight: Weight
 //   - grad: Gradient
 //   - mom: Momentum (updated in place)
+//
 // Required parameters:
 //   - lr float64: Learning rate.
+//
 // Options:
 //   - WithMomentum(float64): Decay of the momentum state. (default 0)
 //   - WithWd(float64): Weight decay, applied through the momentum. (default 0)
@@ -5737,9 +5993,11 @@ func SymSizeArray(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - begin string: Starting indices, a tuple of int or None, e.g. (0, None, -2).
 //   - end string: Ending indices (excluded), a tuple of int or None.
+//
 // Options:
 //   - WithStep(string): Steps, a tuple of int or None (1); () means all 1. (default ())
 func Slice(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
@@ -5755,9 +6013,11 @@ func Slice(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - begin string: Starting indices, a tuple of int or None, e.g. (0, None, -2).
 //   - end string: Ending indices (excluded), a tuple of int or None.
+//
 // Options:
 //   - WithStep(string): Steps, a tuple of int or None (1); () means all 1. (default ())
 func SymSlice(data *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
@@ -5773,6 +6033,7 @@ func SymSlice(data *weft.Symbol, begin string, end string, opts ...Option) (*wef
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - axis int: The axis to slice; negative counts from the end.
 //   - begin int: First index kept; negative counts from the end.
@@ -5791,6 +6052,7 @@ func SliceAxis(data *weft.NDArray, axis int, begin int, end int, opts ...Option)
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - axis int: The axis to slice; negative counts from the end.
 //   - begin int: First index kept; negative counts from the end.
@@ -5810,6 +6072,7 @@ func SymSliceAxis(data *weft.Symbol, axis int, begin int, end int, opts ...Optio
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
 //   - length: Row lengths (with use_length)
+//
 // Options:
 //   - WithAxis(int): The axis along which to compute. (default -1)
 //   - WithTemperature(float64): Temperature (None: 1). (default None)
@@ -5827,6 +6090,7 @@ func Softmax(data, length *weft.NDArray, opts ...Option) (*weft.NDArray, error) 
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
 //   - length: Row lengths (with use_length)
+//
 // Options:
 //   - WithAxis(int): The axis along which to compute. (default -1)
 //   - WithTemperature(float64): Temperature (None: 1). (default None)
@@ -5843,6 +6107,7 @@ func SymSoftmax(data, length *weft.Symbol, opts ...Option) (*weft.Symbol, error)
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithMode(string): instance: over all axes but the first; channel: over axis 1. (default instance)
 func SoftmaxActivation(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -5856,6 +6121,7 @@ func SoftmaxActivation(data *weft.NDArray, opts ...Option) (*weft.NDArray, error
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
+//
 // Options:
 //   - WithMode(string): instance: over all axes but the first; channel: over axis 1. (default instance)
 func SymSoftmaxActivation(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -5894,6 +6160,7 @@ func SymSoftmaxCrossEntropy(data, label *weft.Symbol, opts ...Option) (*weft.Sym
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input scores
 //   - label: Class labels
+//
 // Options:
 //   - WithGradScale(float64): Scales the gradient. (default 1)
 //   - WithIgnoreLabel(float64): The label whose positions get no gradient (with use_ignore). (default -1)
@@ -5915,6 +6182,7 @@ func SoftmaxOutput(data, label *weft.NDArray, opts ...Option) (*weft.NDArray, er
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input scores
 //   - label: Class labels
+//
 // Options:
 //   - WithGradScale(float64): Scales the gradient. (default 1)
 //   - WithIgnoreLabel(float64): The label whose positions get no gradient (with use_ignore). (default -1)
@@ -5936,6 +6204,7 @@ func SymSoftmaxOutput(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, e
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
 //   - length: Row lengths (with use_length)
+//
 // Options:
 //   - WithAxis(int): The axis along which to compute. (default -1)
 //   - WithTemperature(float64): Temperature (None: 1). (default None)
@@ -5953,6 +6222,7 @@ func Softmin(data, length *weft.NDArray, opts ...Option) (*weft.NDArray, error) 
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
 //   - length: Row lengths (with use_length)
+//
 // Options:
 //   - WithAxis(int): The axis along which to compute. (default -1)
 //   - WithTemperature(float64): Temperature (None: 1). (default None)
@@ -5991,8 +6261,10 @@ func SymSoftsign(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - numOutputs int: Number of pieces.
+//
 // Options:
 //   - WithAxis(int): The axis to split along; negative counts from the end. (default 1)
 //   - WithSqueezeAxis(bool): Remove the split axis from the pieces (its size must equal num_outputs). (default False)
@@ -6008,8 +6280,10 @@ func Split(data *weft.NDArray, numOutputs int, opts ...Option) (*weft.NDArray, e
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - numOutputs int: Number of pieces.
+//
 // Options:
 //   - WithAxis(int): The axis to split along; negative counts from the end. (default 1)
 //   - WithSqueezeAxis(bool): Remove the split axis from the pieces (its size must equal num_outputs). (default False)
@@ -6069,6 +6343,7 @@ func SymSquare(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axes to remove (each must have size 1); None removes every axis of size 1. (default None)
 func Squeeze(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -6082,6 +6357,7 @@ func Squeeze(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axes to remove (each must have size 1); None removes every axis of size 1. (default None)
 func SymSqueeze(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -6095,6 +6371,7 @@ func SymSqueeze(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The arrays to stack (any number)
+//
 // Options:
 //   - WithAxis(int): Position of the new axis in the result, in [-ndim-1, ndim]; negative counts from the end. (default 0)
 func Stack(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -6108,6 +6385,7 @@ func Stack(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The arrays to stack (any number)
+//
 // Options:
 //   - WithAxis(int): Position of the new axis in the result, in [-ndim-1, ndim]; negative counts from the end. (default 0)
 func SymStack(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -6121,6 +6399,7 @@ func SymStack(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -6136,6 +6415,7 @@ func Sum(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
 //   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
@@ -6151,6 +6431,7 @@ func SymSum(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input array
+//
 // Options:
 //   - WithDim1(int): The first axis to swap. (default 0)
 //   - WithDim2(int): The second axis to swap. (default 0)
@@ -6165,6 +6446,7 @@ func SwapAxis(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input array
+//
 // Options:
 //   - WithDim1(int): The first axis to swap. (default 0)
 //   - WithDim2(int): The second axis to swap. (default 0)
@@ -6180,6 +6462,7 @@ func SymSwapAxis(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Inputs (NDArray; nil leaves an input out):
 //   - a: The array to take from
 //   - indices: The indices (any dtype; fractions truncate)
+//
 // Options:
 //   - WithAxis(int): The axis to take along; negative counts from the end. (default 0)
 //   - WithMode(string): Out-of-range indices: clip to the ends, wrap around, or raise an error. (default clip)
@@ -6195,6 +6478,7 @@ func Take(a, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Inputs (Symbol; nil leaves an input out):
 //   - a: The array to take from
 //   - indices: The indices (any dtype; fractions truncate)
+//
 // Options:
 //   - WithAxis(int): The axis to take along; negative counts from the end. (default 0)
 //   - WithMode(string): Out-of-range indices: clip to the ends, wrap around, or raise an error. (default clip)
@@ -6253,6 +6537,7 @@ func SymTanh(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - reps []int: Repetitions per axis; aligned to the input's last axes (missing ones are 1, extra ones add axes).
 func Tile(data *weft.NDArray, reps []int, opts ...Option) (*weft.NDArray, error) {
@@ -6267,6 +6552,7 @@ func Tile(data *weft.NDArray, reps []int, opts ...Option) (*weft.NDArray, error)
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Required parameters:
 //   - reps []int: Repetitions per axis; aligned to the input's last axes (missing ones are 1, extra ones add axes).
 func SymTile(data *weft.Symbol, reps []int, opts ...Option) (*weft.Symbol, error) {
@@ -6281,6 +6567,7 @@ func SymTile(data *weft.Symbol, reps []int, opts ...Option) (*weft.Symbol, error
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxes([]int): The permutation: output axis i is input axis axes[i]; () reverses the axes. (default ())
 func Transpose(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
@@ -6294,6 +6581,7 @@ func Transpose(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input
+//
 // Options:
 //   - WithAxes([]int): The permutation: output axis i is input axis axes[i]; () reverses the axes. (default ())
 func SymTranspose(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
@@ -6329,9 +6617,11 @@ func SymTrunc(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The arrays to up-sample ('nearest') or data and weight ('bilinear') (any number)
+//
 // Required parameters:
 //   - scale int: Up-sampling factor of each spatial axis.
 //   - sampleType string: Up-sampling method.
+//
 // Options:
 //   - WithNumFilter(int): 'bilinear': the number of channels (0: taken from the data). (default 0)
 //   - WithMultiInputMode(string): 'nearest' with several inputs: concatenate them along the channels or add them. (default concat)
@@ -6349,9 +6639,11 @@ func UpSampling(data []*weft.NDArray, scale int, sampleType string, opts ...Opti
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The arrays to up-sample ('nearest') or data and weight ('bilinear') (any number)
+//
 // Required parameters:
 //   - scale int: Up-sampling factor of each spatial axis.
 //   - sampleType string: Up-sampling method.
+//
 // Options:
 //   - WithNumFilter(int): 'bilinear': the number of channels (0: taken from the data). (default 0)
 //   - WithMultiInputMode(string): 'nearest' with several inputs: concatenate them along the channels or add them. (default concat)
