@@ -185,10 +185,7 @@ func (kv *KVStore) PushAll(keys []string, values []*NDArray, priority int) error
 	defer k.free()
 	err := weft_kvstore_push(kv.ptr(), C.int(len(keys)), k.ptr(), handlePtr(h), C.int(priority))
 	keepAlive(kv, values)
-	if err == nil && kv.updater != nil {
-		err = kv.updater.takeErr()
-	}
-	return err
+	return kv.withUpdaterErr(err)
 }
 
 // Pull copies the value of key into every out.
@@ -217,10 +214,23 @@ func (kv *KVStore) PushPull(key string, values, outs []*NDArray) error {
 	err := weft_kvstore_pushpull(kv.ptr(), C.int(len(v)), pk.ptr(), handlePtr(v), C.int(len(o)), qk.ptr(),
 		handlePtr(o), 0)
 	keepAlive(kv, values, outs)
-	if err == nil && kv.updater != nil {
-		err = kv.updater.takeErr()
+	return kv.withUpdaterErr(err)
+}
+
+// withUpdaterErr adds what the Go updater reported to the failure of the push it failed.
+func (kv *KVStore) withUpdaterErr(err error) error {
+	if kv.updater == nil {
+		return err
 	}
-	return err
+	uerr := kv.updater.takeErr()
+	if uerr == nil {
+		return err
+	}
+	werr, isWeft := err.(*Error)
+	if !isWeft {
+		return errorf(StatusRuntime, "KVStore.Push", "the updater failed: %v", uerr)
+	}
+	return &Error{Status: werr.Status, Func: werr.Func, Message: werr.Message + ": " + uerr.Error()}
 }
 
 // SetUpdater makes fn update stored values on push (nil: stored = merged). A dist worker
