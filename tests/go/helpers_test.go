@@ -43,6 +43,9 @@ func near(t *testing.T, what string, got, want []float32, tol float64) {
 	}
 	for i := range got {
 		if math.Abs(float64(got[i]-want[i])) > tol*(1+math.Abs(float64(want[i]))) {
+			if len(got) > 16 {
+				t.Fatalf("%s: element %d is %g, want %g", what, i, got[i], want[i])
+			}
 			t.Fatalf("%s: element %d is %g, want %g\ngot  %v\nwant %v", what, i, got[i], want[i], got, want)
 		}
 	}
