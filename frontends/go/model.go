@@ -147,7 +147,7 @@ func (m *Model) Close() {
 // FitOptions are Fit's settings.
 type FitOptions struct {
 	Epochs    int
-	Optimizer *SGD        // default: SGD with learning rate 0.1, momentum 0.9
+	Optimizer *SGD        // default: SGD with learning rate 0.1, momentum 0.5
 	Init      Initializer // default: Xavier
 	// Begin starts from these parameters (a checkpoint) instead of Init.
 	Begin *Model
@@ -241,7 +241,7 @@ func Fit(sym *Symbol, train Iterator, opts FitOptions) (*Model, error) {
 	}
 	opt := opts.Optimizer
 	if opt == nil {
-		opt = &SGD{LearningRate: 0.1, Momentum: 0.9}
+		opt = &SGD{LearningRate: 0.1, Momentum: 0.5}
 	}
 	if opt.RescaleGrad == 0 {
 		opt.RescaleGrad = 1 / float64(batch)

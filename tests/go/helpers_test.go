@@ -88,3 +88,5 @@ func python(t *testing.T, script string, args ...string) string {
 }
 
 const fashion = "/usr/share/datasets/fashion-mnist"
+
+func osWrite(path, text string) error { return os.WriteFile(path, []byte(text), 0o644) }
