@@ -279,7 +279,11 @@ func Fit(sym *Symbol, train Iterator, opts FitOptions) (*Model, error) {
 		}
 		evalAcc := math.NaN()
 		if opts.EvalData != nil {
-			m := &Model{Symbol: sym, Ctx: opts.Ctx, ArgParams: args, AuxParams: aux}
+			current := map[string]*NDArray{}
+			for _, n := range params {
+				current[n] = args[n]
+			}
+			m := &Model{Symbol: sym, Ctx: opts.Ctx, ArgParams: current, AuxParams: aux}
 			if evalAcc, err = m.Score(opts.EvalData); err != nil {
 				return nil, err
 			}

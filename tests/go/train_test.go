@@ -44,7 +44,7 @@ func TestTrainFashionMNISTMLPAndCheckpointsAcrossPython(t *testing.T) {
 	net := mlp3(t)
 	start := time.Now()
 	model := ok(weft.Fit(net, train, weft.FitOptions{
-		Epochs:    4,
+		Epochs:    5,
 		Optimizer: &weft.SGD{LearningRate: 0.1, Momentum: 0.5},
 		EpochEnd: func(epoch int, trainAcc, _ float64) error {
 			t.Logf("epoch %d: train accuracy %.4f (%.1f s)", epoch, trainAcc, time.Since(start).Seconds())
@@ -61,8 +61,8 @@ func TestTrainFashionMNISTMLPAndCheckpointsAcrossPython(t *testing.T) {
 	// The checkpoint, read back in Go: same predictions.
 	dir := t.TempDir()
 	prefix := filepath.Join(dir, "mlp")
-	check(t, model.SaveCheckpoint(prefix, 3))
-	back := ok(weft.LoadCheckpoint(prefix, 3))
+	check(t, model.SaveCheckpoint(prefix, 5))
+	back := ok(weft.LoadCheckpoint(prefix, 5))
 	defer back.Close()
 	if len(back.ArgParams) != 6 || len(back.AuxParams) != 0 {
 		t.Fatalf("checkpoint holds %d arg and %d aux params", len(back.ArgParams), len(back.AuxParams))
@@ -88,7 +88,7 @@ func TestTrainFashionMNISTMLPAndCheckpointsAcrossPython(t *testing.T) {
 	out := python(t, `
 import sys, numpy as np, weft as mx
 prefix = sys.argv[1]
-sym, arg, aux = mx.model.load_checkpoint(prefix, 3)
+sym, arg, aux = mx.model.load_checkpoint(prefix, 5)
 images = mx.nd.load(prefix + "-images.params")[0]
 gopred = mx.nd.load(prefix + "-pred.params")[0].asnumpy()
 exe = sym.simple_bind(mx.cpu(), grad_req="null", data=images.shape)
