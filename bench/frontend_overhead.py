@@ -9,7 +9,9 @@ Every step program takes --batch N --steps K --warmup W and prints one JSON line
 {"lang": ..., "ms_per_step": ...}. The languages run in turn, --rounds times; each keeps its
 best round. The overhead of a binding is its time per step over Python's, minus one; the
 target is under 5 % at batch 128. The Go program is built against this repository's build/
-(PKG_CONFIG_PATH=build/pkgconfig), offline.
+(PKG_CONFIG_PATH=build/pkgconfig), offline. OMP_NUM_THREADS defaults to 1: what differs
+between the languages is host time per step, which OpenMP threads spinning on a busy machine
+would drown in noise (set it to compare with more threads).
 """
 import argparse
 import json
@@ -42,8 +44,9 @@ def build_go(build, outdir):
 
 
 def run(cmd, args):
+    env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     out = subprocess.run(cmd + ["--batch", str(args.batch), "--steps", str(args.steps), "--warmup", str(args.warmup)],
-                         check=True, capture_output=True, text=True).stdout
+                         check=True, capture_output=True, text=True, env=env).stdout
     lines = [line for line in out.splitlines() if line.startswith("{")]
     if not lines:
         raise SystemExit("frontend_overhead: %s printed no JSON line:\n%s" % (" ".join(cmd), out))
@@ -66,7 +69,7 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--build", default=os.path.join(REPO, "build"), help="the build folder (default build/)")
     args = ap.parse_args()
 
@@ -86,7 +89,7 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
     print("one training step, MLP 784-128-64-10, batch %d, best of %d rounds of %d steps; %s, OMP_NUM_THREADS=%s"
-          % (args.batch, args.rounds, args.steps, cpu_model(), os.environ.get("OMP_NUM_THREADS", "unset")))
+          % (args.batch, args.rounds, args.steps, cpu_model(), os.environ.get("OMP_NUM_THREADS", "1")))
     print("%-8s %12s %12s" % ("binding", "ms/step", "vs Python"))
     base = best["python"]
     for lang, ms in best.items():
