@@ -15,6 +15,9 @@ import (
 // them. Recording is a property of the OS thread in Weft, so Record locks the goroutine to
 // its thread while fn runs; fn must not hand the work to other goroutines.
 func Record(fn func() error) error {
+	if fn == nil {
+		return errorf(StatusValue, "Record", "nil function")
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var prevRec, prevTrain C.int

@@ -141,6 +141,9 @@ func (e *Executor) Backward(headGrads ...*NDArray) error {
 
 // Outputs is the output arrays (rewritten by each Forward).
 func (e *Executor) Outputs() ([]*NDArray, error) {
+	if e == nil {
+		return nil, errorf(StatusHandle, "Executor.Outputs", "nil executor")
+	}
 	if e.outputs == nil {
 		var n C.int
 		var outs []*C.weft_ndarray_t
@@ -163,6 +166,9 @@ func wrapAll(h []*C.weft_ndarray_t) []*NDArray {
 }
 
 func (e *Executor) arrays(kind C.int, cache *[]*NDArray) ([]*NDArray, error) {
+	if e == nil {
+		return nil, errorf(StatusHandle, "Executor.arrays", "nil executor")
+	}
 	if *cache == nil {
 		var n C.int
 		var outs []*C.weft_ndarray_t
@@ -177,13 +183,28 @@ func (e *Executor) arrays(kind C.int, cache *[]*NDArray) ([]*NDArray, error) {
 }
 
 // Args is the argument arrays, in ListArguments order.
-func (e *Executor) Args() ([]*NDArray, error) { return e.arrays(C.WEFT_EXECUTOR_ARGUMENTS, &e.args) }
+func (e *Executor) Args() ([]*NDArray, error) {
+	if e == nil {
+		return e.arrays(C.WEFT_EXECUTOR_ARGUMENTS, nil)
+	}
+	return e.arrays(C.WEFT_EXECUTOR_ARGUMENTS, &e.args)
+}
 
 // Grads is the gradient arrays, one per argument (nil where none was asked for).
-func (e *Executor) Grads() ([]*NDArray, error) { return e.arrays(C.WEFT_EXECUTOR_GRADIENTS, &e.grads) }
+func (e *Executor) Grads() ([]*NDArray, error) {
+	if e == nil {
+		return e.arrays(C.WEFT_EXECUTOR_GRADIENTS, nil)
+	}
+	return e.arrays(C.WEFT_EXECUTOR_GRADIENTS, &e.grads)
+}
 
 // Aux is the auxiliary state arrays, in ListAuxiliaryStates order.
-func (e *Executor) Aux() ([]*NDArray, error) { return e.arrays(C.WEFT_EXECUTOR_AUXILIARY, &e.aux) }
+func (e *Executor) Aux() ([]*NDArray, error) {
+	if e == nil {
+		return e.arrays(C.WEFT_EXECUTOR_AUXILIARY, nil)
+	}
+	return e.arrays(C.WEFT_EXECUTOR_AUXILIARY, &e.aux)
+}
 
 func dict(names []string, arrays []*NDArray, err error) (map[string]*NDArray, error) {
 	if err != nil {
@@ -201,26 +222,45 @@ func dict(names []string, arrays []*NDArray, err error) (map[string]*NDArray, er
 // ArgDict is the argument arrays by name.
 func (e *Executor) ArgDict() (map[string]*NDArray, error) {
 	a, err := e.Args()
-	return dict(e.argNames, a, err)
+	if err != nil {
+		return nil, err
+	}
+	return dict(e.argNames, a, nil)
 }
 
 // GradDict is the gradient arrays by argument name (arguments without one left out).
 func (e *Executor) GradDict() (map[string]*NDArray, error) {
 	g, err := e.Grads()
-	return dict(e.argNames, g, err)
+	if err != nil {
+		return nil, err
+	}
+	return dict(e.argNames, g, nil)
 }
 
 // AuxDict is the auxiliary state arrays by name.
 func (e *Executor) AuxDict() (map[string]*NDArray, error) {
 	a, err := e.Aux()
-	return dict(e.auxNames, a, err)
+	if err != nil {
+		return nil, err
+	}
+	return dict(e.auxNames, a, nil)
 }
 
 // ArgNames is the symbol's ListArguments at bind time.
-func (e *Executor) ArgNames() []string { return append([]string(nil), e.argNames...) }
+func (e *Executor) ArgNames() []string {
+	if e == nil {
+		return nil
+	}
+	return append([]string(nil), e.argNames...)
+}
 
 // AuxNames is the symbol's ListAuxiliaryStates at bind time.
-func (e *Executor) AuxNames() []string { return append([]string(nil), e.auxNames...) }
+func (e *Executor) AuxNames() []string {
+	if e == nil {
+		return nil
+	}
+	return append([]string(nil), e.auxNames...)
+}
 
 // DebugStr is the bound graph and its planned memory.
 func (e *Executor) DebugStr() (string, error) {

@@ -219,7 +219,7 @@ func (kv *KVStore) PushPull(key string, values, outs []*NDArray) error {
 
 // withUpdaterErr adds what the Go updater reported to the failure of the push it failed.
 func (kv *KVStore) withUpdaterErr(err error) error {
-	if kv.updater == nil {
+	if kv == nil || kv.updater == nil {
 		return err
 	}
 	uerr := kv.updater.takeErr()
@@ -236,6 +236,9 @@ func (kv *KVStore) withUpdaterErr(err error) error {
 // SetUpdater makes fn update stored values on push (nil: stored = merged). A dist worker
 // refuses: the servers update.
 func (kv *KVStore) SetUpdater(fn Updater) error {
+	if kv == nil {
+		return errorf(StatusHandle, "KVStore.SetUpdater", "nil store")
+	}
 	if fn == nil {
 		err := weft_kvstore_set_updater(kv.ptr(), nil, nil)
 		runtime.KeepAlive(kv)
@@ -266,6 +269,9 @@ func (kv *KVStore) SetUpdater(fn Updater) error {
 
 // SetOptimizer makes the store run opt's update on every push (see SGD).
 func (kv *KVStore) SetOptimizer(opt *SGD) error {
+	if opt == nil {
+		return errorf(StatusValue, "KVStore.SetOptimizer", "nil optimizer")
+	}
 	return kv.SetUpdater(opt.Update)
 }
 
@@ -339,6 +345,9 @@ func (s *serverState) command(head int, body []byte) error {
 // processes) update the values with opt: rank 0 sends it, and every worker waits until the
 // servers have it.
 func SetServerOptimizer(kv *KVStore, opt *SGD) error {
+	if opt == nil {
+		return errorf(StatusValue, "SetServerOptimizer", "nil optimizer")
+	}
 	rank, err := kv.Rank()
 	if err != nil {
 		return err

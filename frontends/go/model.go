@@ -27,6 +27,9 @@ type SGD struct {
 // Update applies one step to weight given grad, in place; key names the parameter, whose
 // momentum the optimizer keeps.
 func (o *SGD) Update(key string, grad, weight *NDArray) error {
+	if o == nil {
+		return errorf(StatusValue, "SGD.Update", "nil optimizer")
+	}
 	rescale := o.RescaleGrad
 	if rescale == 0 {
 		rescale = 1
@@ -139,6 +142,9 @@ type Model struct {
 
 // Close closes the symbol and the parameters.
 func (m *Model) Close() {
+	if m == nil {
+		return
+	}
 	m.Symbol.Close()
 	CloseAll(m.ArgParams)
 	CloseAll(m.AuxParams)
@@ -190,6 +196,9 @@ func Fit(sym *Symbol, train Iterator, opts FitOptions) (*Model, error) {
 	}
 	if len(inputs) == 0 {
 		return nil, errorf(StatusValue, "Fit", "the iterator describes no data")
+	}
+	if len(shapes[inputs[0]]) == 0 {
+		return nil, errorf(StatusShape, "Fit", "the iterator's %s has no batch axis", inputs[0])
 	}
 	batch := shapes[inputs[0]][0]
 	argNames, err := sym.ListArguments()
@@ -407,6 +416,9 @@ func batchAccuracy(exec *Executor, b *Batch) (int, int, error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	if len(outs) == 0 {
+		return 0, 0, errorf(StatusValue, "Fit", "the network has no output")
+	}
 	rows, err := rowsOf(outs[0])
 	if err != nil {
 		return 0, 0, err
@@ -447,6 +459,9 @@ func rowsOf(a *NDArray) ([][]float32, error) {
 
 // bindFor binds the model for inference on the iterator's batches.
 func (m *Model) bindFor(it Iterator) (*Executor, []string, error) {
+	if m == nil {
+		return nil, nil, errorf(StatusHandle, "Model", "nil model")
+	}
 	shapes, inputs, err := inputShapes(it)
 	if err != nil {
 		return nil, nil, err
@@ -555,11 +570,18 @@ func (m *Model) Predict(it Iterator) ([][]float32, error) {
 		if err != nil {
 			return err
 		}
+		if len(outs) == 0 {
+			return errorf(StatusValue, "Predict", "the network has no output")
+		}
 		rows, err := rowsOf(outs[0])
 		if err != nil {
 			return err
 		}
-		out = append(out, rows[:len(rows)-b.Pad]...)
+		keep := len(rows) - b.Pad
+		if keep < 0 {
+			keep = 0
+		}
+		out = append(out, rows[:keep]...)
 		return nil
 	})
 	return out, err

@@ -59,6 +59,19 @@ func TestErrorsClosedHandlesOfEveryKind(t *testing.T) {
 	var nilArray *weft.NDArray
 	_, err = nilArray.Size()
 	wantErr(t, "nil array", err, weft.ErrHandle)
+	var nilExec *weft.Executor
+	_, err = nilExec.Outputs()
+	wantErr(t, "nil executor", err, weft.ErrHandle)
+	_, err = nilExec.ArgDict()
+	wantErr(t, "nil executor's arguments", err, weft.ErrHandle)
+	var nilStore *weft.KVStore
+	wantErr(t, "nil store", nilStore.Push("k", ok(weft.Zeros(1))), weft.ErrHandle)
+	var nilModel *weft.Model
+	_, err = nilModel.Score(ok(weft.NewArrayIter(ok(weft.Zeros(2, 2)), nil, 1, false)))
+	wantErr(t, "nil model", err, weft.ErrHandle)
+	var nilSGD *weft.SGD
+	wantErr(t, "nil optimizer", nilSGD.Update("w", ok(weft.Zeros(1)), ok(weft.Zeros(1))), weft.ErrValue)
+	wantErr(t, "Record(nil)", weft.Record(nil), weft.ErrValue)
 }
 
 func writeCSV(t *testing.T) string {
