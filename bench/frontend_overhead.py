@@ -7,7 +7,7 @@ bench/frontend_step/r_step.R exists, R, each in its own process on the same grap
 
 Every step program takes --batch N --steps K --warmup W and prints one JSON line
 {"lang": ..., "ms_per_step": ...}. The languages run in turn, --rounds times; each keeps its
-best round. The overhead of a binding is its time per step over Python's, minus one; the
+best round (the median is printed beside it). The overhead of a binding is its time per step over Python's, minus one; the
 target is under 5 % at batch 128. The Go program is built against this repository's build/
 (PKG_CONFIG_PATH=build/pkgconfig), offline. OMP_NUM_THREADS defaults to 1: what differs
 between the languages is host time per step, which OpenMP threads spinning on a busy machine
@@ -80,21 +80,22 @@ def main():
         r_step = os.path.join(STEPS, "r_step.R")
         if os.path.exists(r_step) and shutil.which("Rscript"):
             programs["r"] = ["Rscript", r_step]
-        best = {}
+        times = {lang: [] for lang in programs}
         for _ in range(args.rounds):
             for lang, cmd in programs.items():
-                ms = run(cmd, args)
-                best[lang] = min(best.get(lang, ms), ms)
+                times[lang].append(run(cmd, args))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
     print("one training step, MLP 784-128-64-10, batch %d, best of %d rounds of %d steps; %s, OMP_NUM_THREADS=%s"
           % (args.batch, args.rounds, args.steps, cpu_model(), os.environ.get("OMP_NUM_THREADS", "1")))
-    print("%-8s %12s %12s" % ("binding", "ms/step", "vs Python"))
+    best = {lang: min(t) for lang, t in times.items()}
+    median = {lang: sorted(t)[len(t) // 2] for lang, t in times.items()}
+    print("%-8s %12s %12s %14s" % ("binding", "best ms/step", "vs Python", "median ms/step"))
     base = best["python"]
     for lang, ms in best.items():
         rel = "" if lang == "python" else "%+.1f %%" % (100 * (ms / base - 1))
-        print("%-8s %12.3f %12s" % (lang, ms, rel))
+        print("%-8s %12.3f %12s %14.3f" % (lang, ms, rel, median[lang]))
     worst = max((ms / base - 1 for lang, ms in best.items() if lang != "python"), default=0)
     print("binding overhead target: < 5 %% per step at batch 128: %s" % ("met" if worst < 0.05 else "NOT met"))
 
