@@ -32,7 +32,10 @@ func (o *Operator) handle() (*C.weft_op_t, error) {
 	o.once.Do(func() {
 		n := newCStrings([]string{o.name})
 		defer n.free()
-		o.err = weft_op_get(n.ptrs[0], &o.h)
+		// A local, not &o.h: cgo refuses a pointer into a struct that holds Go pointers.
+		var h *C.weft_op_t
+		o.err = weft_op_get(n.ptrs[0], &h)
+		o.h = h
 	})
 	return o.h, o.err
 }
