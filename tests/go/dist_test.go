@@ -32,6 +32,7 @@ func TestDistSyncWithGoWorkers(t *testing.T) {
 		t.Fatalf("launch.py: %v\n%s", err, out)
 	}
 	ranks := map[int]bool{}
+	var sums []float64
 	for i := 0; i < 2; i++ {
 		text, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("worker-%d.json", i)))
 		if err != nil {
@@ -40,6 +41,8 @@ func TestDistSyncWithGoWorkers(t *testing.T) {
 		var r struct {
 			Rank, Workers  int
 			Init, Sum, SGD []float32
+			FitSum         float64 `json:"fit_sum"`
+			FitAcc         float64 `json:"fit_acc"`
 		}
 		check(t, json.Unmarshal(text, &r))
 		ranks[r.Rank] = true
@@ -52,6 +55,15 @@ func TestDistSyncWithGoWorkers(t *testing.T) {
 		near(t, "sum", r.Sum, []float32{3, 2, 1}, 0)
 		// w = 1 - 0.1 * (1 + 2)
 		near(t, "sgd", r.SGD, []float32{0.7, 0.7, 0.7, 0.7}, 1e-6)
+		if r.FitAcc < 0.85 {
+			t.Fatalf("worker %d: accuracy %.3f after Fit through the servers", r.Rank, r.FitAcc)
+		}
+		t.Logf("worker %d: accuracy %.3f after Fit, weights summing to %g", r.Rank, r.FitAcc, r.FitSum)
+		sums = append(sums, r.FitSum)
+	}
+	// Both workers pulled the same weights from the servers.
+	if sums[0] != sums[1] {
+		t.Fatalf("the workers ended with different weights (sums %v)", sums)
 	}
 	if !ranks[0] || !ranks[1] {
 		t.Fatalf("ranks %v", ranks)

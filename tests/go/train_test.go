@@ -118,3 +118,65 @@ mx.model.save_checkpoint(prefix + "-py", 1, sym, {k: v * 0.5 for k, v in arg.ite
 		t.Fatalf("Python's symbol has arguments %v", args)
 	}
 }
+
+// separable is n samples of 4 features whose class (of 3) is the largest of the first
+// three features.
+func separable(n int, seed int64) (*weft.NDArray, *weft.NDArray) {
+	x := make([]float32, 4*n)
+	y := make([]float32, n)
+	s := uint64(seed)
+	next := func() float32 {
+		s = s*6364136223846793005 + 1442695040888963407
+		return float32(s>>40) / float32(1<<24)
+	}
+	for i := 0; i < n; i++ {
+		best := 0
+		for j := 0; j < 4; j++ {
+			x[4*i+j] = next()
+			if j < 3 && x[4*i+j] > x[4*i+best] {
+				best = j
+			}
+		}
+		y[i] = float32(best)
+	}
+	xa, _ := weft.NewFrom(x, n, 4)
+	ya, _ := weft.NewFrom(y)
+	return xa, ya
+}
+
+// fixedInit gives every parameter the same small deterministic values, so that two fits
+// start alike.
+func fixedInit(name string, arr *weft.NDArray) error {
+	n, err := arr.Size()
+	if err != nil {
+		return err
+	}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32((i*7+len(name))%11-5) / 50
+	}
+	return weft.CopyFrom(arr, v)
+}
+
+func TestTrainFitThroughALocalKVStoreMatchesFitWithout(t *testing.T) {
+	x, y := separable(600, 1)
+	net := mlp(t, 16, 3)
+	fit := func(kv *weft.KVStore) *weft.Model {
+		it := ok(weft.NewArrayIter(x, y, 50, false))
+		return ok(weft.Fit(net, it, weft.FitOptions{Epochs: 30, Init: fixedInit, KVStore: kv,
+			Optimizer: &weft.SGD{LearningRate: 0.5, Momentum: 0.5}}))
+	}
+	direct := fit(nil)
+	defer direct.Close()
+	kv := ok(weft.CreateKVStore("local"))
+	defer kv.Close()
+	viaStore := fit(kv)
+	defer viaStore.Close()
+	for name, a := range direct.ArgParams {
+		near(t, name+" through the store", f32(t, viaStore.ArgParams[name]), f32(t, a), 1e-5)
+	}
+	acc := ok(direct.Score(ok(weft.NewArrayIter(x, y, 50, false))))
+	if acc < 0.9 {
+		t.Fatalf("training accuracy %.3f on separable data", acc)
+	}
+}

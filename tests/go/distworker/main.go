@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"weft.dev/weft"
+	"weft.dev/weft/op"
 )
 
 func main() {
@@ -71,9 +72,93 @@ func run() error {
 		return err
 	}
 	result["sgd"], _ = w.Float32s()
+
+	// Fit on this worker's own data through the store: the servers apply every worker's
+	// gradients, so all end with the same weights.
+	sum, acc, err := fit(kv, int64(rank))
+	if err != nil {
+		return err
+	}
+	result["fit_sum"], result["fit_acc"] = sum, acc
 	if err := kv.Barrier(); err != nil {
 		return err
 	}
 	text, _ := json.Marshal(result)
 	return os.WriteFile(filepath.Join(os.Args[1], fmt.Sprintf("worker-%d.json", rank)), text, 0o644)
+}
+
+// separable is n samples of 4 features whose class (of 3) is the largest of the first three.
+func separable(n int, seed int64) (*weft.NDArray, *weft.NDArray, error) {
+	x := make([]float32, 4*n)
+	y := make([]float32, n)
+	s := uint64(seed)*2654435761 + 1
+	for i := 0; i < n; i++ {
+		best := 0
+		for j := 0; j < 4; j++ {
+			s = s*6364136223846793005 + 1442695040888963407
+			x[4*i+j] = float32(s>>40) / float32(1<<24)
+			if j < 3 && x[4*i+j] > x[4*i+best] {
+				best = j
+			}
+		}
+		y[i] = float32(best)
+	}
+	xa, err := weft.NewFrom(x, n, 4)
+	if err != nil {
+		return nil, nil, err
+	}
+	ya, err := weft.NewFrom(y)
+	return xa, ya, err
+}
+
+func fit(kv *weft.KVStore, seed int64) (float64, float64, error) {
+	data, err := weft.Variable("data")
+	if err != nil {
+		return 0, 0, err
+	}
+	fc1, err := op.SymFullyConnected(data, nil, nil, 16, op.WithName("fc1"))
+	if err != nil {
+		return 0, 0, err
+	}
+	act, err := op.SymActivation(fc1, "relu", op.WithName("relu1"))
+	if err != nil {
+		return 0, 0, err
+	}
+	fc2, err := op.SymFullyConnected(act, nil, nil, 3, op.WithName("fc2"))
+	if err != nil {
+		return 0, 0, err
+	}
+	net, err := op.SymSoftmaxOutput(fc2, nil, op.WithName("softmax"))
+	if err != nil {
+		return 0, 0, err
+	}
+	x, y, err := separable(600, seed)
+	if err != nil {
+		return 0, 0, err
+	}
+	it, err := weft.NewArrayIter(x, y, 50, false)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := weft.RandomSeed(seed); err != nil {
+		return 0, 0, err
+	}
+	model, err := weft.Fit(net, it, weft.FitOptions{Epochs: 20, KVStore: kv,
+		Optimizer: &weft.SGD{LearningRate: 0.25, Momentum: 0.5}})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer model.Close()
+	sum := 0.0
+	for _, a := range model.ArgParams {
+		v, err := a.Float32s()
+		if err != nil {
+			return 0, 0, err
+		}
+		for _, f := range v {
+			sum += float64(f)
+		}
+	}
+	acc, err := model.Score(it)
+	return sum, acc, err
 }
