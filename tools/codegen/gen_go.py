@@ -552,6 +552,12 @@ import "weft.dev/weft"
 
 # ----------------------------------------------------------------------------- the reference
 
+def _first_sentence(text):
+    text = " ".join((text or "").split())
+    end = text.find(". ")
+    return text if end < 0 else text[:end + 1]
+
+
 def _md(text):
     return " ".join((text or "").split()).replace("|", "\\|")
 
@@ -568,17 +574,25 @@ def gen_docs(registry):
            "parameters, are positional; optional parameters are options `op.With<Param>(value)`.",
            "See [go.md](go.md) for the rules.", "",
            "## Operators", "",
-           "| Go | operator | positional | options |", "|---|---|---|---|"]
+           "| Go | operator | positional | options | what |", "|---|---|---|---|---|"]
     for g in sorted(names):
         op, reg = names[g]
         s = sigs[op["name"]]
         pos = ([s.inputs[0][1] + " []" + "NDArray"] if s.variadic else [i for _, i in s.inputs]) + \
               ["%s %s" % (i, t) for _, i, t in s.required]
         opt = ", ".join("With" + camel(p["name"]) for p, _ in s.optional)
-        out.append("| `%s`, `Sym%s` | `%s` | %s | %s |" % (g, g, reg, _md(", ".join("`%s`" % x for x in pos)),
-                                                         _md(opt)))
+        out.append("| `%s`, `Sym%s` | `%s` | %s | %s | %s |" % (g, g, reg, _md(", ".join("`%s`" % x for x in pos)),
+                                                              _md(opt), _md(_first_sentence(op["doc"]))))
     out += ["", "Aliases (same functions under the operator's other names):", ""]
     out += ["- `%s` (`%s`): `%s`" % (g, a, go_op_name(op["name"])) for g, (op, a) in sorted(aliases.items())]
+    out += ["", "## Options", "",
+            "One option per parameter name, for every operator that has it; a generic option takes "
+            "any of the types its operators use.", "",
+            "| option | parameter | Go type |", "|---|---|---|"]
+    opts = _options([(p, t) for sig in sigs.values() for p, t in sig.optional])
+    for g in sorted(opts):
+        key, types, _ = opts[g]
+        out.append("| `op.%s` | `%s` | %s |" % (g, key, _md(" or ".join("`%s`" % t for t in sorted(types)))))
     out += ["", "## Data iterators", ""]
     for it in registry["data_iterators"]:
         out.append("### `iter.%s`" % camel(it["name"], initialisms=True))
