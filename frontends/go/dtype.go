@@ -76,17 +76,17 @@ func Float16FromFloat32(f float32) Float16 {
 		return Float16(sign | 0x7c00)
 	case exp-127+15 >= 0x1f: // too large: inf
 		return Float16(sign | 0x7c00)
-	case exp-127+15 <= 0: // subnormal or zero
-		shift := uint(14 - (exp - 127 + 15) - 0)
+	case exp-127+15 <= 0: // a subnormal half (or zero): m * 2^(exp-150) in units of 2^-24
+		shift := uint(14 - (exp - 127 + 15))
 		if shift > 24 {
 			return Float16(sign)
 		}
 		m := mant | 0x800000
-		half := m >> (shift + 10)
-		rest := m & ((1 << (shift + 10)) - 1)
-		mid := uint32(1) << (shift + 9)
+		half := m >> shift
+		rest := m & ((1 << shift) - 1)
+		mid := uint32(1) << (shift - 1)
 		if rest > mid || (rest == mid && half&1 == 1) {
-			half++
+			half++ // may become the smallest normal, which is the right rounding
 		}
 		return Float16(sign | uint16(half))
 	}

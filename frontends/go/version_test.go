@@ -50,6 +50,15 @@ func TestFloat16AndBFloat16Conversions(t *testing.T) {
 		{1, 0x3c00, 0x3f80}, {-2, 0xc000, 0xc000}, {0.5, 0x3800, 0x3f00}, {65504, 0x7bff, 0x4780},
 		{0, 0, 0}, {1e6, 0x7c00, 0x4974}, {5.960464477539063e-08, 0x0001, 0x3380},
 	}
+	// Subnormal halves, as numpy's astype(float16) rounds them.
+	for _, c := range []struct {
+		f float32
+		h uint16
+	}{{1e-7, 0x2}, {6.1e-5, 0x3ff}, {3e-5, 0x1f7}, {2.98e-8, 0}, {1.5 * 5.960464477539063e-08, 0x2}} {
+		if got := Float16FromFloat32(c.f); uint16(got) != c.h {
+			t.Errorf("Float16FromFloat32(%g) = %#04x, want %#04x", c.f, uint16(got), c.h)
+		}
+	}
 	for _, c := range cases {
 		if got := Float16FromFloat32(c.f); uint16(got) != c.h {
 			t.Errorf("Float16FromFloat32(%g) = %#04x, want %#04x", c.f, uint16(got), c.h)

@@ -157,3 +157,28 @@ mx.nd.save(sys.argv[3], {"x": mx.nd.array([[0.5, 1.5], [2.5, 3.5]]), "y": mx.nd.
 		t.Fatalf("y from Python: %v", got)
 	}
 }
+
+func TestNDArrayHalfConversionsMatchTheLibrary(t *testing.T) {
+	var vals []float32
+	for v := 1e-8; v < 7e4; v *= 1.037 {
+		vals = append(vals, float32(v), float32(-v))
+	}
+	a := ok(weft.NewFrom(vals))
+	h := ok(weft.Values[weft.Float16](ok(a.AsType(weft.DTypeFloat16))))
+	b := ok(weft.Values[weft.BFloat16](ok(a.AsType(weft.DTypeBFloat16))))
+	for i, v := range vals {
+		if got := weft.Float16FromFloat32(v); got != h[i] {
+			t.Fatalf("float16 of %g: Go %#04x, library %#04x", v, uint16(got), uint16(h[i]))
+		}
+		if got := weft.BFloat16FromFloat32(v); got != b[i] {
+			t.Fatalf("bfloat16 of %g: Go %#04x, library %#04x", v, uint16(got), uint16(b[i]))
+		}
+	}
+	// And back: the library widens what Go narrowed as Go does.
+	back := f32(t, ok(ok(weft.NewFrom(h)).AsType(weft.DTypeFloat32)))
+	for i := range h {
+		if back[i] != h[i].Float32() {
+			t.Fatalf("float16 %#04x widens to %g in the library, %g in Go", uint16(h[i]), back[i], h[i].Float32())
+		}
+	}
+}
