@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Front-end overhead: one training step of the MLP 784-128-64-10 (executor forward and
-backward, an sgd_mom_update per parameter, a wait) timed from Python, Go and, when
+"""Front-end overhead: one training step of the MLP 784-512-512-10 (executor forward and
+backward, an sgd_mom_update per parameter) timed from Python, Go and, when
 bench/frontend_step/r_step.R exists, R, each in its own process on the same graph.
 
     python3 bench/frontend_overhead.py [--batch 128] [--steps 200] [--warmup 20] [--rounds 3]
@@ -10,8 +10,8 @@ Every step program takes --batch N --steps K --warmup W and prints one JSON line
 best round (the median is printed beside it). The overhead of a binding is its time per step over Python's, minus one; the
 target is under 5 % at batch 128. The Go program is built against this repository's build/
 (PKG_CONFIG_PATH=build/pkgconfig), offline. OMP_NUM_THREADS defaults to 1: what differs
-between the languages is host time per step, which OpenMP threads spinning on a busy machine
-would drown in noise (set it to compare with more threads).
+between the languages is host time per step, which OpenMP threads contending on a busy
+machine would drown in noise (set it to compare with more threads).
 """
 import argparse
 import json
@@ -87,7 +87,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print("one training step, MLP 784-128-64-10, batch %d, best of %d rounds of %d steps; %s, OMP_NUM_THREADS=%s"
+    print("one training step, MLP 784-512-512-10, batch %d, best of %d rounds of %d steps; %s, OMP_NUM_THREADS=%s"
           % (args.batch, args.rounds, args.steps, cpu_model(), os.environ.get("OMP_NUM_THREADS", "1")))
     best = {lang: min(t) for lang, t in times.items()}
     median = {lang: sorted(t)[len(t) // 2] for lang, t in times.items()}

@@ -16,7 +16,7 @@ import (
 	"weft.dev/weft/op"
 )
 
-var hidden = []int{128, 64}
+var hidden = []int{512, 512}
 
 func mlp() (*weft.Symbol, error) {
 	x, err := weft.Variable("data")
@@ -110,18 +110,24 @@ func run(batch, steps, warmup int) (float64, error) {
 				return err
 			}
 		}
-		return weft.WaitAll()
+		return nil
 	}
 	for i := 0; i < warmup; i++ {
 		if err := step(); err != nil {
 			return 0, err
 		}
 	}
+	if err := weft.WaitAll(); err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	for i := 0; i < steps; i++ {
 		if err := step(); err != nil {
 			return 0, err
 		}
+	}
+	if err := weft.WaitAll(); err != nil {
+		return 0, err
 	}
 	return float64(time.Since(start).Microseconds()) / 1000 / float64(steps), nil
 }
