@@ -1,0 +1,7 @@
+module weft.dev/weft/bench
+
+go 1.19
+
+require weft.dev/weft v0.0.0
+
+replace weft.dev/weft => ../../../frontends/go
