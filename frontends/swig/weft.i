@@ -1,15 +1,14 @@
-/* The SWIG interface of Weft's C API, shared by every SWIG front end (Python, R, Go).
+/* The SWIG interface of Weft's C API for the Python front end (the R, Go and Julia
+ * packages have their raw layers generated from c_api.h by tools/codegen, which serves
+ * those languages better than SWIG's output: R's registered .Call routines, Go's cgo shims
+ * that copy thread-bound results inside the call, Julia's ccall table).
  *
  * The functions are the C API's, one for one, with the same names and argument order;
- * counts stay explicit arguments in every language. What differs per language is only
- * how arguments and results cross: each language has its typemap block below.
- *  - The status: Python raises (through an error factory the package installs), R raises
- *    an R error, Go returns an `error`. The message is read on the calling thread, right
- *    after the failing call, inside the wrapper.
- *  - Out-parameters become results (Python: appended to the return value; R: elements of
- *    the returned list after the status; Go: slices or pointers, as the Go code passes).
- *  - Handles: Python carries them as ints (the C API's handles are encoded integers), R
- *    and Go as SWIG pointer objects.
+ * counts stay explicit arguments. How arguments and results cross is in weft_python.i:
+ *  - A failing status raises, through an error factory the package installs; the message
+ *    is read on the calling thread, right after the failing call, inside the wrapper.
+ *  - Out-parameters become results appended to the return value.
+ *  - Handles are carried as ints (the C API's handles are encoded integers).
  */
 %module(package="weft") weft_swig
 
@@ -27,12 +26,6 @@
 
 #ifdef SWIGPYTHON
 %include "weft_python.i"
-#endif
-#ifdef SWIGR
-%include "weft_r.i"
-#endif
-#ifdef SWIGGO
-%include "weft_go.i"
 #endif
 
 %include "weft/c_api.h"
