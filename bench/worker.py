@@ -12,9 +12,9 @@ import sys
 class Worker:
     """A child running `script --worker <args...>`, which answers with serve()."""
 
-    def __init__(self, script, args, env=None):
+    def __init__(self, script, args, env=None, drop=()):
         self.name = " ".join(args)
-        full_env = dict(os.environ)
+        full_env = {k: v for k, v in os.environ.items() if k not in drop}
         full_env.update(env or {})
         # stderr is the parent's: a worker's traceback reaches the terminal as it happens.
         self.proc = subprocess.Popen([sys.executable, os.path.abspath(script), "--worker"] + list(args),
@@ -43,7 +43,15 @@ def serve(answer):
 
 def start_pair(script):
     """Prints the load average and each framework's OpenMP wait policy, then starts
-    `script`'s two workers: (Weft's, PyTorch's)."""
+    `script`'s two workers: (Weft's, PyTorch's). PyTorch's starts with the peer's
+    environment (peer_env.py) already set: a worker script imports numpy, and with it
+    OpenBLAS, before it imports peer.py, and OpenBLAS reads its core only when it loads."""
+    import peer_env
     print("load average at start: %.2f %.2f %.2f" % os.getloadavg())
     print("OMP_WAIT_POLICY for Weft: %s; PyTorch: PASSIVE" % os.environ.get("OMP_WAIT_POLICY", "(unset)"))
-    return Worker(script, ["weft"]), Worker(script, ["torch"])
+    print("peer: " + peer_env.BLAS_LINE)
+    torch_env = dict(peer_env.environment())
+    # peer.py's report goes to stderr there: the worker's stdout is the line protocol.
+    torch_env["WEFT_BENCH_WORKER"] = "1"
+    return (Worker(script, ["weft"]),
+            Worker(script, ["torch"], torch_env, drop=("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")))
