@@ -42,6 +42,20 @@ long EnvPositive(const char* name, long fallback) {
   return v;
 }
 
+// How many operations pushed for one pool may be pending (queued or running) before a
+// thread pushing from outside the engine waits for some to finish: without a bound, a loop
+// that never reads a result queues without end, its memory growing, and a final wait takes
+// as long as everything queued. 0 turns the bound off.
+int64_t EnvMaxPending() {
+  const char* s = std::getenv("WEFT_ENGINE_MAX_PENDING");
+  if (s == nullptr || *s == '\0') return 4096;
+  char* end = nullptr;
+  long long v = std::strtoll(s, &end, 10);
+  WEFT_CHECK(*end == '\0' && v >= 0, kValue, "WEFT_ENGINE_MAX_PENDING: expected a non-negative integer, got '", s,
+             "'");
+  return v;
+}
+
 int EnvThreads(const char* name, int fallback) {
   long v = EnvPositive(name, fallback);
   WEFT_CHECK(v > 0, kValue, name, ": expected at least 1 thread, got ", v);
@@ -153,6 +167,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     WEFT_CHECK(op != nullptr, kValue, "Push: expected an operator, got a null handle");
     auto* opr = static_cast<ThreadedOpr*>(op);
     WorkerPool* pool = PoolFor(ctx, opr->prop);
+    WaitForRoom(pool);
     auto* blk = new OprBlock(static_cast<uint32_t>(opr->slots.size()));
     blk->nslots = static_cast<uint32_t>(opr->slots.size());
     std::copy(opr->slots.begin(), opr->slots.end(), blk->slots);
@@ -169,6 +184,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     CheckUsable();
     WEFT_CHECK(fn != nullptr, kValue, "PushAsync: expected a function, got an empty one");
     WorkerPool* pool = PoolFor(ctx, prop);
+    WaitForRoom(pool);
     auto blk = std::make_unique<OprBlock>(static_cast<uint32_t>(const_vars.size() + mutable_vars.size()));
     blk->nslots = BuildSlots(const_vars, mutable_vars, blk->slots);
     blk->fn = std::move(fn);
@@ -365,9 +381,24 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     return prop == FnProperty::kCPUPrioritized ? cpu_priority_pool_.get() : cpu_pool_.get();
   }
 
+  // The backpressure: a thread outside the engine that finds `pool` full waits until it is
+  // three quarters full, so that it then pushes a batch without waiting at every push. A
+  // worker's own pushes never wait: the operations it would wait for may need its thread.
+  void WaitForRoom(WorkerPool* pool) {
+    if (max_pending_ == 0 || pool->pending.load(std::memory_order_relaxed) < max_pending_ ||
+        CurrentWorkerOwner() == this)
+      return;
+    const int64_t resume = max_pending_ - max_pending_ / 4;
+    std::unique_lock<std::mutex> lock(room_mu_);
+    room_waiters_.fetch_add(1);
+    room_cv_.wait(lock, [&] { return pool->pending.load() < resume || shut_down_.load(); });
+    room_waiters_.fetch_sub(1);
+  }
+
   // Queues the block on its variables and dispatches it when nothing is in its way.
   void Submit(OprBlock* blk) {
     pending_.fetch_add(1);
+    if (blk->pool && !blk->internal) blk->pool->pending.fetch_add(1, std::memory_order_relaxed);
     uint32_t n = blk->nslots;
     // The extra 1 keeps the block from running before it is queued everywhere.
     blk->wait.store(static_cast<int>(n) + 1, std::memory_order_relaxed);
@@ -423,11 +454,17 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     }
     ThreadedVar* dead = blk->delete_var;
     ThreadedOpr* opr = blk->opr;
+    WorkerPool* pool = blk->on_stack || blk->internal ? nullptr : blk->pool;
     // Freeing the block destroys what its function captured, which may push more work
     // (an array's last reference deleting its variable): pending_ covers that first.
     if (!blk->on_stack) delete blk;
     if (dead) FreeVariable(dead);
     if (opr && opr->refs.fetch_sub(2, std::memory_order_acq_rel) == 3) delete opr;
+    if (pool && pool->pending.fetch_sub(1, std::memory_order_acq_rel) - 1 == max_pending_ - max_pending_ / 4 - 1 &&
+        room_waiters_.load() > 0) {
+      std::lock_guard<std::mutex> lock(room_mu_);
+      room_cv_.notify_all();
+    }
     FinishOne();
   }
 
@@ -462,6 +499,10 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   }
 
   std::atomic<int64_t> pending_{0};  // pushed and not yet completed
+  const int64_t max_pending_ = EnvMaxPending();
+  std::atomic<int> room_waiters_{0};
+  std::mutex room_mu_;
+  std::condition_variable room_cv_;
   std::atomic<int> waiters_{0};
   std::mutex wait_mu_;
   std::condition_variable wait_cv_;

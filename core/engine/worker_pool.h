@@ -4,6 +4,7 @@
 // hands it to the operations it runs.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -43,6 +44,11 @@ class WorkerPool {
   void Stop();
 
   const std::string& name() const { return name_; }
+
+  // Operations pushed for this pool and not yet complete: the engine bounds it
+  // (WEFT_ENGINE_MAX_PENDING) so that a thread that pushes without ever waiting cannot run
+  // arbitrarily far ahead of the workers.
+  std::atomic<int64_t> pending{0};
 
  private:
   OprBlock* Pop();
