@@ -7,9 +7,13 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
+#include <sstream>
 
 #include "core/base/dtype.h"
 #include "core/base/error.h"
@@ -46,6 +50,30 @@ double EnvSeconds(const char* name, double fallback) {
   WEFT_CHECK(*end == '\0' && x > 0, kValue, "kvstore dist: expected ", name, " to be a number of seconds > 0, got '",
              v, "'");
   return x;
+}
+
+int64_t EnvInt64(const char* name, int64_t fallback, int64_t min_value, int64_t max_value) {
+  const char* v = Env(name);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v, &end, 10);
+  WEFT_CHECK(*end == '\0' && errno == 0 && x >= min_value && x <= max_value, kValue, "kvstore dist: expected ", name,
+             " to be an integer in [", min_value, ", ", max_value, "], got '", v, "'");
+  return x;
+}
+
+// a * b, or false when it does not fit in 64 bits.
+bool MulFits(uint64_t a, uint64_t b, uint64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+
+bool IsLoopback(const std::string& address) {
+  std::string host = address;
+  if (host.rfind("tcp://", 0) == 0) {
+    host = host.substr(6);
+    host = host.substr(0, host.rfind(':'));
+  }
+  in_addr a{};
+  return inet_pton(AF_INET, host.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
 // The IPv4 address of a network interface, by name.
@@ -107,8 +135,14 @@ Config Config::FromEnv() {
   } else {
     c.host = "127.0.0.1";
   }
-  c.heartbeat_timeout = EnvSeconds("WEFT_KVSTORE_HEARTBEAT_TIMEOUT", EnvSeconds("PS_HEARTBEAT_TIMEOUT", 60));
+  c.heartbeat_timeout = EnvSeconds("WEFT_KVSTORE_HEARTBEAT_TIMEOUT", EnvSeconds("PS_HEARTBEAT_TIMEOUT", 20));
   c.heartbeat_interval = std::clamp(c.heartbeat_timeout / 5, 0.05, 1.0);
+  c.register_timeout = EnvSeconds("WEFT_KVSTORE_REGISTER_TIMEOUT", 60);
+  c.request_timeout = EnvSeconds("WEFT_KVSTORE_REQUEST_TIMEOUT", 600);
+  c.max_message_bytes = EnvInt64("WEFT_KVSTORE_MAX_MESSAGE_BYTES", c.max_message_bytes, 1024, int64_t{1} << 40);
+  c.queue_limit = static_cast<int>(EnvInt64("WEFT_KVSTORE_QUEUE_LIMIT", c.queue_limit, 16, 1 << 24));
+  const char* plain = Env("WEFT_KVSTORE_ALLOW_PLAINTEXT");
+  c.allow_plaintext = plain != nullptr && std::string(plain) == "1";
   const char* bound = Env("MXNET_KVSTORE_BIGARRAY_BOUND");
   if (const char* b = Env("WEFT_KVSTORE_BIGARRAY_BOUND")) bound = b;
   if (bound != nullptr) {
@@ -146,6 +180,11 @@ const char* MsgTypeName(uint16_t type) {
   return nullptr;
 }
 
+std::string Frames::PeerAddress(size_t i) {
+  const char* a = i < parts_.size() ? zmq_msg_gets(&parts_[i], "Peer-Address") : nullptr;
+  return a != nullptr ? a : "an unknown address";
+}
+
 Frames::~Frames() {
   for (auto& m : parts_) zmq_msg_close(&m);
 }
@@ -174,6 +213,110 @@ bool Frames::Recv(void* socket) {
     if (!zmq_msg_more(&parts_.back())) return true;
     // A sender may pile up frames; a message of more than a handful is malformed, but its
     // parts must still be read so that the next message starts clean.
+  }
+}
+
+bool CheckDataRequest(const Header& h, size_t payload_bytes, const Config& cfg, std::string* why) {
+  auto type = static_cast<MsgType>(h.type);
+  if (type != MsgType::kInit && type != MsgType::kPush && type != MsgType::kPull && type != MsgType::kCommand) {
+    *why = std::string("a ") + MsgTypeName(h.type) + " message is not a request to a server";
+    return false;
+  }
+  if (payload_bytes > static_cast<uint64_t>(cfg.max_message_bytes)) {
+    *why = "a payload of " + std::to_string(payload_bytes) + " bytes, over the limit of " +
+           std::to_string(cfg.max_message_bytes) + " (WEFT_KVSTORE_MAX_MESSAGE_BYTES)";
+    return false;
+  }
+  if (type == MsgType::kCommand) return true;
+  if (h.flags & ~uint32_t{kKnownFlags}) {
+    *why = "unknown flags " + std::to_string(h.flags & ~uint32_t{kKnownFlags});
+    return false;
+  }
+  if (h.key < 0 || h.key >= kMaxKey) {
+    *why = "key " + std::to_string(h.key) + " outside [0, 2^31)";
+    return false;
+  }
+  if (!IsValidDType(h.dtype)) {
+    *why = "unknown dtype code " + std::to_string(h.dtype);
+    return false;
+  }
+  const uint64_t elem = DTypeSize(static_cast<DType>(h.dtype));
+  uint64_t range_bytes = 0, total_bytes = 0;
+  if (!MulFits(h.count, elem, &range_bytes) || range_bytes > static_cast<uint64_t>(cfg.max_message_bytes)) {
+    *why = "key " + std::to_string(h.key) + ": a range of " + std::to_string(h.count) + " elements of " +
+           std::to_string(elem) + " bytes is over the limit of " + std::to_string(cfg.max_message_bytes) +
+           " bytes (WEFT_KVSTORE_MAX_MESSAGE_BYTES)";
+    return false;
+  }
+  if (!MulFits(h.total, elem, &total_bytes) || total_bytes >= (uint64_t{1} << 62)) {
+    *why = "key " + std::to_string(h.key) + ": a key of " + std::to_string(h.total) + " elements has no byte size";
+    return false;
+  }
+  uint64_t expected = type == MsgType::kPull ? 0 : range_bytes;
+  if (type == MsgType::kPush && (h.flags & kFlagCompressed)) {
+    if (static_cast<DType>(h.dtype) != DType::kFloat32 || !std::isfinite(h.threshold) || h.threshold <= 0) {
+      *why = "key " + std::to_string(h.key) + ": a compressed push needs float32 values and a finite threshold > 0";
+      return false;
+    }
+    expected = (h.count + 3) / 4;  // 2 bits an element (GradientCompression::CompressedBytes)
+  }
+  if (payload_bytes != expected) {
+    *why = std::string(MsgTypeName(h.type)) + " of key " + std::to_string(h.key) + " [" + std::to_string(h.offset) +
+           ", +" + std::to_string(h.count) + ") of " + DTypeName(static_cast<DType>(h.dtype)) + ": expected " +
+           std::to_string(expected) + " payload bytes, got " + std::to_string(payload_bytes);
+    return false;
+  }
+  return true;
+}
+
+std::string AddressBook::Text() const {
+  std::string out;
+  for (size_t i = 0; i < servers.size(); ++i) out += "server " + std::to_string(i) + " " + servers[i] + "\n";
+  for (const auto& [rank, token] : workers) out += "worker " + std::to_string(rank) + " " + token + "\n";
+  return out;
+}
+
+bool AddressBook::Parse(const std::string& text, AddressBook* out, std::string* why) {
+  std::istringstream is(text);
+  std::string line;
+  *out = AddressBook();
+  while (std::getline(is, line)) {
+    std::istringstream ls(line);
+    std::string kind, value, extra;
+    int rank = -1;
+    if (!(ls >> kind >> rank >> value) || (ls >> extra) || rank < 0 || value.empty()) {
+      *why = "malformed address book line '" + line.substr(0, 80) + "'";
+      return false;
+    }
+    if (kind == "server" && rank == static_cast<int>(out->servers.size())) {
+      out->servers.push_back(value);
+    } else if (kind == "worker") {
+      out->workers.emplace_back(rank, value);
+    } else {
+      *why = "unexpected address book line '" + line.substr(0, 80) + "'";
+      return false;
+    }
+  }
+  if (out->servers.empty()) {
+    *why = "the address book lists no server";
+    return false;
+  }
+  return true;
+}
+
+std::string WorkerRoutingId(int rank, const std::string& token) { return "W" + std::to_string(rank) + "." + token; }
+
+void CheckTransport(const Config& cfg, bool curve_on, const std::vector<std::string>& addresses, const char* who) {
+  if (curve_on) return;
+  for (const std::string& a : addresses) {
+    if (IsLoopback(a)) continue;
+    WEFT_CHECK(cfg.allow_plaintext, kValue, "kvstore ", who, ": refusing to talk in plaintext over ", a,
+               ", which is not a loopback address: anyone who reaches it could join the job and send it data. "
+               "Set the job's CURVE keys (WEFT_KVSTORE_CURVE_PUBLIC_KEY and WEFT_KVSTORE_CURVE_SECRET_KEY; "
+               "tools/launch.py makes them), or WEFT_KVSTORE_ALLOW_PLAINTEXT=1 on a network you trust");
+    WEFT_LOG(Warning) << "kvstore " << who << ": WARNING: talking in plaintext over " << a
+                      << " (WEFT_KVSTORE_ALLOW_PLAINTEXT=1): any host that reaches it can join the job and send it data";
+    return;
   }
 }
 
@@ -332,6 +475,24 @@ void* NewSocket(void* ctx, int type) {
   zmq_setsockopt(s, ZMQ_SNDHWM, &zero, sizeof(zero));
   zmq_setsockopt(s, ZMQ_RCVHWM, &zero, sizeof(zero));
   return s;
+}
+
+void LimitInbound(void* socket, int64_t max_bytes, int queue_limit) {
+  // ZMQ_MAXMSGSIZE bounds each part: a larger one ends the peer's connection unread.
+  zmq_setsockopt(socket, ZMQ_MAXMSGSIZE, &max_bytes, sizeof(max_bytes));
+  zmq_setsockopt(socket, ZMQ_RCVHWM, &queue_limit, sizeof(queue_limit));
+}
+
+std::string RandomHex(size_t bytes) {
+  std::random_device rd;  // /dev/urandom on Linux
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < bytes; ++i) {
+    unsigned b = rd() & 0xff;
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
 }
 
 void CloseSocket(void* socket, int linger_ms) {

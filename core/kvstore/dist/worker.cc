@@ -51,6 +51,7 @@ struct Request {
   // Kept by the van.
   int outstanding = 0;
   std::string error;
+  Clock::time_point issued;
 };
 
 // The lost node or the failure that ended the job, as the process reports it on its way out.
@@ -68,6 +69,7 @@ class Van {
   // Registers with the scheduler and waits for the address book (or for the failure).
   void Start() {
     curve_ = Curve::FromEnv();
+    CheckTransport(cfg_, curve_.on, {cfg_.root_uri, cfg_.host}, "worker");
     ctx_ = zmq_ctx_new();
     wake_send_ = NewSocket(ctx_, ZMQ_PAIR);
     wake_recv_ = NewSocket(ctx_, ZMQ_PAIR);
@@ -180,6 +182,7 @@ class Van {
   }
 
   void Issue(const std::shared_ptr<Request>& r) {
+    r->issued = Clock::now();
     if (r->type == MsgType::kBarrier || r->type == MsgType::kExit) {
       scheduler_waits_.push_back(r);
       SendToScheduler(r->type);
@@ -258,19 +261,28 @@ class Van {
       case MsgType::kAddressBook: {
         if (started_) break;
         rank_ = h.head;
-        size_t pos = 0;
+        AddressBook book;
         std::string err;
-        while (pos < text.size()) {
-          size_t nl = text.find('\n', pos);
-          if (nl == std::string::npos) nl = text.size();
-          std::string ep = text.substr(pos, nl - pos);
-          pos = nl + 1;
+        if (!AddressBook::Parse(text, &book, &err)) {
+          err = "the scheduler's address book is malformed: " + err;
+        } else if (book.workers.size() != 1 || book.workers[0].first != rank_) {
+          err = "the scheduler's address book does not give this worker its token";
+        } else {
+          try {
+            CheckTransport(cfg_, curve_.on, book.servers, "worker");
+          } catch (const std::exception& e) {
+            err = e.what();
+          }
+        }
+        // The servers hear this worker under its rank and secret token only.
+        std::string routing_id = err.empty() ? WorkerRoutingId(rank_, book.workers[0].second) : "";
+        for (size_t i = 0; err.empty() && i < book.servers.size(); ++i) {
           void* s = NewSocket(ctx_, ZMQ_DEALER);
+          zmq_setsockopt(s, ZMQ_ROUTING_ID, routing_id.data(), routing_id.size());
           CurveConnect(s, curve_);
-          if (zmq_connect(s, ep.c_str()) != 0) err = "cannot connect to server at " + ep;
+          if (zmq_connect(s, book.servers[i].c_str()) != 0) err = "cannot connect to server at " + book.servers[i];
           servers_.push_back(s);
         }
-        if (servers_.empty()) err = "the address book lists no server";
         started_ = true;
         ready_.set_value(err);
         break;
@@ -295,6 +307,28 @@ class Van {
     }
   }
 
+  // What has waited past its deadline ("" when nothing): the address book, a request to a
+  // server, a barrier. Leaving the job (exit) has none: the other workers may still train
+  // for long, and the heartbeats tell whether they live.
+  std::string Overdue(Clock::time_point started_at) const {
+    if (!started_ && SecondsSince(started_at) > cfg_.register_timeout + cfg_.heartbeat_timeout)
+      return "no address book from the scheduler at " + cfg_.SchedulerEndpoint() + " within " +
+             SecondsText(cfg_.register_timeout + cfg_.heartbeat_timeout) + " (WEFT_KVSTORE_REGISTER_TIMEOUT)";
+    for (const auto& [id, p] : pending_) {
+      const Request& r = *p.first;
+      if (SecondsSince(r.issued) > cfg_.request_timeout)
+        return std::string("request timeout: server ") + std::to_string(r.pieces[p.second].server) +
+               " did not answer the " + MsgTypeName(static_cast<uint16_t>(r.type)) + " of key " +
+               std::to_string(r.key) + " within " + SecondsText(cfg_.request_timeout) +
+               " (WEFT_KVSTORE_REQUEST_TIMEOUT)";
+    }
+    for (const auto& r : scheduler_waits_)
+      if (r->type == MsgType::kBarrier && SecondsSince(r->issued) > cfg_.request_timeout)
+        return "barrier timeout: the other workers did not reach the barrier within " +
+               SecondsText(cfg_.request_timeout) + " (WEFT_KVSTORE_REQUEST_TIMEOUT)";
+    return "";
+  }
+
   void OnLost(const std::string& msg) {
     if (!lost_.empty()) return;
     lost_ = msg;
@@ -316,7 +350,8 @@ class Van {
                       std::string("worker\n\n") + hostname + "\n" + std::to_string(getpid()) + "\n");
     }
     last_heard_ = Clock::now();
-    auto last_heartbeat = Clock::now();
+    const auto started_at = Clock::now();
+    auto last_heartbeat = Clock::now(), last_deadline_check = Clock::now();
     while (!stop_) {
       std::vector<zmq_pollitem_t> items = {{wake_recv_, 0, ZMQ_POLLIN, 0}, {sched_, 0, ZMQ_POLLIN, 0}};
       for (void* s : servers_) items.push_back({s, 0, ZMQ_POLLIN, 0});
@@ -339,6 +374,11 @@ class Van {
       if (lost_.empty() && SecondsSince(last_heard_) > cfg_.heartbeat_timeout)
         OnLost("lost the scheduler at " + cfg_.SchedulerEndpoint() + ": no answer for " +
                SecondsText(cfg_.heartbeat_timeout));
+      if (lost_.empty() && SecondsSince(last_deadline_check) >= cfg_.heartbeat_interval) {
+        last_deadline_check = Clock::now();
+        std::string late = Overdue(started_at);
+        if (!late.empty()) OnLost(late);
+      }
       if (!lost_.empty() && SecondsSince(lost_at_) > 2.0) DieAfterLoss(lost_);
     }
     for (void* s : servers_) CloseSocket(s, 0);
