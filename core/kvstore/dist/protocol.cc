@@ -185,6 +185,8 @@ std::string Frames::PeerAddress(size_t i) {
   return a != nullptr ? a : "an unknown address";
 }
 
+int Frames::SourceFd(size_t i) { return i < parts_.size() ? zmq_msg_get(&parts_[i], ZMQ_SRCFD) : -1; }
+
 Frames::~Frames() {
   for (auto& m : parts_) zmq_msg_close(&m);
 }
@@ -464,6 +466,37 @@ ZapHandler::ZapHandler(void* ctx, const Curve& curve, std::string who) {
 void ZapHandler::Join() {
   if (thread_.joinable()) thread_.join();
 }
+
+ConnectionWatch::ConnectionWatch(void* ctx, void* socket) {
+  std::string endpoint = "inproc://weft-kv-watch-" + std::to_string(reinterpret_cast<uintptr_t>(socket));
+  WEFT_CHECK(zmq_socket_monitor(socket, endpoint.c_str(), ZMQ_EVENT_DISCONNECTED) == 0, kRuntime,
+             "kvstore dist: cannot watch a socket's connections: ", zmq_strerror(zmq_errno()));
+  pair_ = NewSocket(ctx, ZMQ_PAIR);
+  WEFT_CHECK(zmq_connect(pair_, endpoint.c_str()) == 0, kRuntime,
+             "kvstore dist: cannot watch a socket's connections: ", zmq_strerror(zmq_errno()));
+}
+
+void ConnectionWatch::Close() {
+  CloseSocket(pair_, 0);
+  pair_ = nullptr;
+}
+
+std::vector<int> ConnectionWatch::Closed() {
+  std::vector<int> fds;
+  // An event is two parts: 2 bytes of event id and 4 of value (the descriptor), then the
+  // endpoint.
+  for (Frames f; f.Recv(pair_);) {
+    if (f.size() != 2 || f.bytes(0) != 6) continue;
+    uint16_t event;
+    int32_t fd;
+    std::memcpy(&event, f.data(0), 2);
+    std::memcpy(&fd, static_cast<const char*>(f.data(0)) + 2, 4);
+    if (event == ZMQ_EVENT_DISCONNECTED) fds.push_back(fd);
+  }
+  return fds;
+}
+
+double CloseGrace(const Config& cfg) { return std::max(2 * cfg.heartbeat_interval, 0.5); }
 
 void* NewSocket(void* ctx, int type) {
   void* s = zmq_socket(ctx, type);

@@ -131,6 +131,9 @@ class Frames {
   std::string str(size_t i) { return std::string(static_cast<const char*>(data(i)), bytes(i)); }
   // The IP address the message came from, for logs.
   std::string PeerAddress(size_t i);
+  // The descriptor of the connection part i came through (-1 when unknown), to match
+  // the connection to ConnectionWatch's closes.
+  int SourceFd(size_t i);
   // Moves part i out (it is left empty): the message lives, and its data stays where it
   // is, until the last copy of the result goes.
   std::shared_ptr<zmq_msg_t> Take(size_t i);
@@ -198,6 +201,30 @@ class ZapHandler {
   void* socket_ = nullptr;
   std::thread thread_;
 };
+
+// Tells when the connections of a socket close. A killed process's connections close at
+// once (the kernel closes its sockets), while the heartbeats take their whole timeout to
+// notice it: this is how a dead peer is found within seconds. A host that vanishes without
+// closing them is still found by the heartbeats.
+class ConnectionWatch {
+ public:
+  ConnectionWatch(void* ctx, void* socket);
+  ConnectionWatch(const ConnectionWatch&) = delete;
+  ConnectionWatch& operator=(const ConnectionWatch&) = delete;
+  ~ConnectionWatch() { Close(); }
+  // Closes the watch's socket: before zmq_ctx_term, which waits for every socket.
+  void Close();
+  // The socket to poll for events.
+  void* events() const { return pair_; }
+  // The descriptors of the connections that closed since the last call.
+  std::vector<int> Closed();
+
+ private:
+  void* pair_ = nullptr;
+};
+// How long a node waits after a peer's connection closed before it calls the peer lost:
+// the messages the peer sent before it left (the end of the job) are read first.
+double CloseGrace(const Config& cfg);
 
 void* NewSocket(void* ctx, int type);
 // Bounds what a listening socket takes from each peer: messages larger than max_bytes

@@ -24,6 +24,9 @@ struct NodeRecord {
   std::string token;  // a worker's secret towards the servers
   int rank = -1;
   Clock::time_point last_seen;
+  int fd = -1;                          // its connection's descriptor
+  bool closed = false;                  // its connection closed at closed_at
+  Clock::time_point closed_at;
   bool exited = false;
   std::string Name() const {
     return role + (rank >= 0 ? " " + std::to_string(rank) : std::string(" (not yet ranked)")) + " (host " + host +
@@ -67,6 +70,7 @@ void RunScheduler() {
   void* sock = NewSocket(ctx, ZMQ_ROUTER);
   CurveListen(sock, curve);
   LimitInbound(sock, kMaxSchedulerMessageBytes, cfg.queue_limit);
+  ConnectionWatch watch(ctx, sock);
   std::string endpoint = cfg.SchedulerEndpoint();
   if (zmq_bind(sock, endpoint.c_str()) != 0) {
     std::string err = zmq_strerror(zmq_errno());
@@ -98,8 +102,8 @@ void RunScheduler() {
   };
 
   while (true) {
-    zmq_pollitem_t item{sock, 0, ZMQ_POLLIN, 0};
-    zmq_poll(&item, 1, static_cast<long>(cfg.heartbeat_interval * 1000));
+    zmq_pollitem_t items[2] = {{sock, 0, ZMQ_POLLIN, 0}, {watch.events(), 0, ZMQ_POLLIN, 0}};
+    zmq_poll(items, 2, static_cast<long>(cfg.heartbeat_interval * 1000));
     while (true) {
       Frames f;
       if (!f.Recv(sock)) break;
@@ -138,6 +142,7 @@ void RunScheduler() {
         n.pid = lines[3];
         if (n.role == "worker") n.token = RandomHex(16);
         n.last_seen = Clock::now();
+        n.fd = f.SourceFd(1);
         ++registered[n.role];
         nodes.emplace(id, n);
         order.push_back(id);
@@ -150,6 +155,7 @@ void RunScheduler() {
       }
       NodeRecord& node = it->second;
       node.last_seen = Clock::now();
+      node.fd = f.SourceFd(1);
       switch (type) {
         case MsgType::kHeartbeat:
           send(id, MsgType::kHeartbeatAck);
@@ -206,13 +212,29 @@ void RunScheduler() {
       broadcast("worker", MsgType::kBye);
       break;
     }
+    for (int fd : watch.Closed())
+      for (auto& [id, n] : nodes)
+        if (n.fd == fd && !n.closed) {
+          n.closed = true;
+          n.closed_at = Clock::now();
+        }
+    std::string why;
     for (auto& [id, n] : nodes) {
-      if (n.exited || SecondsSince(n.last_seen) <= cfg.heartbeat_timeout) continue;
+      if (n.exited) continue;
+      // A closed connection counts once the node has stayed silent past the grace: a
+      // descriptor can be reused by a later connection, and a living node keeps talking.
+      if (n.closed && SecondsSince(n.closed_at) > CloseGrace(cfg) && n.last_seen <= n.closed_at) {
+        why = "its connection closed";
+      } else if (SecondsSince(n.last_seen) > cfg.heartbeat_timeout) {
+        why = "no heartbeat for " + SecondsText(cfg.heartbeat_timeout);
+      } else {
+        continue;
+      }
       lost = n.Name();
       break;
     }
     if (!lost.empty()) {
-      std::string msg = "lost " + lost + ": no heartbeat for " + SecondsText(cfg.heartbeat_timeout);
+      std::string msg = "lost " + lost + ": " + why;
       for (auto& [id, n] : nodes)
         if (n.Name() != lost) send(id, MsgType::kNodeLost, msg);
       lost = msg;
@@ -220,6 +242,7 @@ void RunScheduler() {
     }
   }
   // Linger so that the last messages reach the nodes before the process goes.
+  watch.Close();
   CloseSocket(sock, 2000);
   zmq_ctx_term(ctx);
   zap.Join();

@@ -64,6 +64,7 @@ void ServerStore::RunServer(Controller controller) {
   CurveListen(router, curve);
   LimitInbound(router, cfg.max_message_bytes, cfg.queue_limit);
   CurveConnect(sched, curve);
+  ConnectionWatch sched_watch(ctx, sched);
   std::string bind = "tcp://" + cfg.host + ":*";
   std::string failure;
   char endpoint[256] = {0};
@@ -84,6 +85,8 @@ void ServerStore::RunServer(Controller controller) {
   int rank = -1;
   const auto started = Clock::now();
   auto last_heartbeat = Clock::now(), last_heard = Clock::now();
+  bool sched_closed = false;
+  Clock::time_point sched_closed_at;
 
   auto reply = [&](const std::string& id, const Header& req, MsgType type, const void* data = nullptr, size_t n = 0,
                    std::shared_ptr<void> keep = nullptr) {
@@ -240,8 +243,9 @@ void ServerStore::RunServer(Controller controller) {
 
   while (failure.empty()) {
     // Workers' requests wait in the socket until the address book says who the workers are.
-    zmq_pollitem_t items[2] = {{sched, 0, ZMQ_POLLIN, 0}, {router, 0, ZMQ_POLLIN, 0}};
-    zmq_poll(items, rank >= 0 ? 2 : 1, static_cast<long>(cfg.heartbeat_interval * 1000));
+    zmq_pollitem_t items[3] = {{sched, 0, ZMQ_POLLIN, 0}, {sched_watch.events(), 0, ZMQ_POLLIN, 0},
+                               {router, 0, ZMQ_POLLIN, 0}};
+    zmq_poll(items, rank >= 0 ? 3 : 2, static_cast<long>(cfg.heartbeat_interval * 1000));
     bool stop = false;
     for (Frames f; f.Recv(sched);) {
       Header h;
@@ -307,6 +311,14 @@ void ServerStore::RunServer(Controller controller) {
       SendMessage(sched, nullptr, hb);
       last_heartbeat = Clock::now();
     }
+    if (!sched_watch.Closed().empty() && !sched_closed) {
+      sched_closed = true;
+      sched_closed_at = Clock::now();
+    }
+    // The scheduler closes its connections when the job ends, right after the terminate
+    // message: that message is read within the grace.
+    if (sched_closed && SecondsSince(sched_closed_at) > CloseGrace(cfg))
+      failure = "lost the scheduler at " + cfg.SchedulerEndpoint() + ": its connection closed";
     if (SecondsSince(last_heard) > cfg.heartbeat_timeout)
       failure = "lost the scheduler at " + cfg.SchedulerEndpoint() + ": no answer for " +
                 SecondsText(cfg.heartbeat_timeout);
@@ -316,6 +328,7 @@ void ServerStore::RunServer(Controller controller) {
   }
   // Pending updates read the stored arrays: let them finish before the memory goes.
   for (auto& [k, ks] : keys) ks.stored.WaitToRead();
+  sched_watch.Close();
   CloseSocket(router, 0);
   CloseSocket(sched, 0);
   zmq_ctx_term(ctx);

@@ -184,6 +184,8 @@ class Van {
   void Issue(const std::shared_ptr<Request>& r) {
     r->issued = Clock::now();
     if (r->type == MsgType::kBarrier || r->type == MsgType::kExit) {
+      // Once this worker leaves, the servers may end (and close) before the goodbye comes.
+      if (r->type == MsgType::kExit) leaving_ = true;
       scheduler_waits_.push_back(r);
       SendToScheduler(r->type);
       return;
@@ -280,6 +282,7 @@ class Van {
           void* s = NewSocket(ctx_, ZMQ_DEALER);
           zmq_setsockopt(s, ZMQ_ROUTING_ID, routing_id.data(), routing_id.size());
           CurveConnect(s, curve_);
+          Watch(s, "server " + std::to_string(i) + " at " + book.servers[i]);
           if (zmq_connect(s, book.servers[i].c_str()) != 0) err = "cannot connect to server at " + book.servers[i];
           servers_.push_back(s);
         }
@@ -338,9 +341,31 @@ class Van {
     lost_at_ = Clock::now();
   }
 
+  // Follows the connections of `socket` to the peer `who` (see ConnectionWatch).
+  void Watch(void* socket, const std::string& who) {
+    watches_.push_back({std::make_unique<ConnectionWatch>(ctx_, socket), who, false, {}});
+  }
+
+  // The peer whose connection closed and stayed closed past the grace ("" when none).
+  // The scheduler (watches_[0]) closes its connections only after its goodbye, the
+  // servers only after every worker has left.
+  std::string ClosedPeer() {
+    for (size_t i = 0; i < watches_.size(); ++i) {
+      PeerWatch& w = watches_[i];
+      if (!w.watch->Closed().empty() && !w.closed) {
+        w.closed = true;
+        w.closed_at = Clock::now();
+      }
+      if (w.closed && (i == 0 || !leaving_) && SecondsSince(w.closed_at) > CloseGrace(cfg_))
+        return "lost " + w.who + ": its connection closed";
+    }
+    return "";
+  }
+
   void Loop() {
     sched_ = NewSocket(ctx_, ZMQ_DEALER);
     CurveConnect(sched_, curve_);
+    Watch(sched_, "the scheduler at " + cfg_.SchedulerEndpoint());
     if (zmq_connect(sched_, cfg_.SchedulerEndpoint().c_str()) != 0) {
       Fail("cannot connect to the scheduler at " + cfg_.SchedulerEndpoint());
     } else {
@@ -355,6 +380,7 @@ class Van {
     while (!stop_) {
       std::vector<zmq_pollitem_t> items = {{wake_recv_, 0, ZMQ_POLLIN, 0}, {sched_, 0, ZMQ_POLLIN, 0}};
       for (void* s : servers_) items.push_back({s, 0, ZMQ_POLLIN, 0});
+      for (const PeerWatch& w : watches_) items.push_back({w.watch->events(), 0, ZMQ_POLLIN, 0});
       zmq_poll(items.data(), static_cast<int>(items.size()), static_cast<long>(cfg_.heartbeat_interval * 1000));
       for (Frames f; f.Recv(wake_recv_);) {
       }
@@ -374,6 +400,10 @@ class Van {
       if (lost_.empty() && SecondsSince(last_heard_) > cfg_.heartbeat_timeout)
         OnLost("lost the scheduler at " + cfg_.SchedulerEndpoint() + ": no answer for " +
                SecondsText(cfg_.heartbeat_timeout));
+      if (lost_.empty()) {
+        std::string closed = ClosedPeer();
+        if (!closed.empty()) OnLost(closed);
+      }
       if (lost_.empty() && SecondsSince(last_deadline_check) >= cfg_.heartbeat_interval) {
         last_deadline_check = Clock::now();
         std::string late = Overdue(started_at);
@@ -381,6 +411,7 @@ class Van {
       }
       if (!lost_.empty() && SecondsSince(lost_at_) > 2.0) DieAfterLoss(lost_);
     }
+    watches_.clear();
     for (void* s : servers_) CloseSocket(s, 0);
     servers_.clear();
     CloseSocket(sched_, 500);
@@ -395,6 +426,14 @@ class Van {
   void* wake_recv_ = nullptr;
   void* sched_ = nullptr;
   std::vector<void*> servers_;
+  struct PeerWatch {
+    std::unique_ptr<ConnectionWatch> watch;
+    std::string who;
+    bool closed;
+    Clock::time_point closed_at;
+  };
+  std::vector<PeerWatch> watches_;  // the scheduler's first, then the servers'
+  bool leaving_ = false;
   std::mutex mu_, wake_mu_;
   std::deque<std::shared_ptr<Request>> queue_;
   std::string dead_;
