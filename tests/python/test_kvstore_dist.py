@@ -346,11 +346,14 @@ def test_ssh_launcher_runs_each_node_through_ssh(tmp_path):
     bin_dir.mkdir()
     fake = bin_dir / "ssh"
     fake.write_text('#!/bin/sh\nwhile [ "$1" = "-o" ]; do shift 2; done\n'
-                    'echo "ssh to $1" >> "%s"\nshift\nexec sh -c "$1"\n' % (tmp_path / "ssh.log"))
+                    'echo "ssh to $1" >> "%s"\necho "$2" >> "%s"\nshift\nexec sh -c "$1"\n'
+                    % (tmp_path / "ssh.log", tmp_path / "remote.log"))
     fake.chmod(0o755)
     hosts = tmp_path / "hosts"
     hosts.write_text("# two names for this machine\n127.0.0.1\nlocalhost\n")
-    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ["PATH"]), WEFT_KVSTORE_HEARTBEAT_TIMEOUT="10")
+    public, secret = wire.curve_keypair()
+    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ["PATH"]), WEFT_KVSTORE_HEARTBEAT_TIMEOUT="10",
+               WEFT_KVSTORE_CURVE_PUBLIC_KEY=public, WEFT_KVSTORE_CURVE_SECRET_KEY=secret)
     res = subprocess.run([sys.executable, LAUNCH, "-n", "2", "-s", "2", "--launcher", "ssh", "-H", str(hosts),
                           sys.executable, WORKER, "async", str(tmp_path)],
                          env=env, capture_output=True, text=True, timeout=40)
@@ -359,6 +362,10 @@ def test_ssh_launcher_runs_each_node_through_ssh(tmp_path):
     # Servers and workers go round-robin over the hosts; the scheduler runs here.
     assert sorted(l for l in log if l) == ["ssh to 127.0.0.1", "ssh to 127.0.0.1", "ssh to localhost",
                                            "ssh to localhost"]
+    # The secret key reached every node (the job ran with CURVE) but no command line,
+    # which every user of the remote host can read: it came through ssh's input.
+    remote = (tmp_path / "remote.log").read_text()
+    assert remote.count(public) == 4 and secret not in remote, remote
     np.testing.assert_allclose(np.load(tmp_path / "async-1.npy"), np.linspace(-1, 1, 10), atol=1e-3)
 
 
