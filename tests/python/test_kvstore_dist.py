@@ -4,13 +4,11 @@ bounded in time and uses a free port."""
 import os
 import pickle
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
-
-import ctypes
-import socket
 
 import numpy as np
 import pytest
@@ -183,45 +181,6 @@ def test_launch_reports_failure_and_bad_arguments(tmp_path):
     assert bad.returncode != 0 and "-n must be >= 1" in bad.stderr
 
 
-class Intruder(object):
-    """A raw ZeroMQ DEALER (libzmq through ctypes) aimed at the scheduler's port."""
-
-    def __init__(self, port, curve=None):
-        self.lib = lib = ctypes.CDLL("libzmq.so.5")
-        lib.zmq_ctx_new.restype = ctypes.c_void_p
-        lib.zmq_socket.restype = ctypes.c_void_p
-        lib.zmq_socket.argtypes = [ctypes.c_void_p, ctypes.c_int]
-        lib.zmq_connect.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        lib.zmq_send.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int]
-        lib.zmq_setsockopt.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
-        lib.zmq_close.argtypes = [ctypes.c_void_p]
-        lib.zmq_ctx_term.argtypes = [ctypes.c_void_p]
-        self.ctx = lib.zmq_ctx_new()
-        self.sock = lib.zmq_socket(self.ctx, 5)  # ZMQ_DEALER
-        if curve is not None:
-            server_key, public, secret = curve
-            lib.zmq_setsockopt(self.sock, 50, server_key, 40)  # ZMQ_CURVE_SERVERKEY
-            lib.zmq_setsockopt(self.sock, 48, public, 40)      # ZMQ_CURVE_PUBLICKEY
-            lib.zmq_setsockopt(self.sock, 49, secret, 40)      # ZMQ_CURVE_SECRETKEY
-        lib.zmq_connect(self.sock, b"tcp://127.0.0.1:%d" % port)
-
-    def send(self, *frames):
-        for i, f in enumerate(frames):
-            self.lib.zmq_send(self.sock, f, len(f), 2 if i + 1 < len(frames) else 0)  # ZMQ_SNDMORE
-
-    def close(self):
-        self.lib.zmq_setsockopt(self.sock, 17, (0).to_bytes(4, "little"), 4)  # ZMQ_LINGER = 0
-        self.lib.zmq_close(self.sock)
-        self.lib.zmq_ctx_term(self.ctx)
-
-
-def curve_keypair():
-    lib = ctypes.CDLL("libzmq.so.5")
-    public, secret = ctypes.create_string_buffer(41), ctypes.create_string_buffer(41)
-    assert lib.zmq_curve_keypair(public, secret) == 0
-    return public.value, secret.value
-
-
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -248,10 +207,10 @@ def gated_job_with_intruder(tmp_path, args, messages, expect, curve=None, env=No
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    intruder = Intruder(port, curve=curve)
+    intruder = wire.Peer("tcp://127.0.0.1:%d" % port, *((curve[0], curve[1:]) if curve else (None, None)))
     try:
         for m in messages:
-            intruder.send(m)
+            intruder.send_frames([m])
         deadline = time.monotonic() + 30
         while not all(any(e in l for l in list(lines)) for e in expect) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -274,7 +233,7 @@ def scheduler_keys(tmp_path):
             if role == "scheduler":
                 with open("/proc/%d/environ" % pid, "rb") as f:
                     env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
-                return env[b"WEFT_KVSTORE_CURVE_PUBLIC_KEY"], env[b"WEFT_KVSTORE_CURVE_SECRET_KEY"]
+                return env[b"WEFT_KVSTORE_CURVE_PUBLIC_KEY"].decode(), env[b"WEFT_KVSTORE_CURVE_SECRET_KEY"].decode()
         time.sleep(0.05)
     pytest.fail("the scheduler did not start")
 
@@ -299,9 +258,9 @@ def test_malformed_messages_are_dropped_and_logged(tmp_path):
 
 
 def test_curve_authentication_admits_the_job_and_refuses_others(tmp_path):
-    public, secret = curve_keypair()
-    keys = {"WEFT_KVSTORE_CURVE_PUBLIC_KEY": public.decode(), "WEFT_KVSTORE_CURVE_SECRET_KEY": secret.decode()}
-    other_public, other_secret = curve_keypair()
+    public, secret = wire.curve_keypair()
+    keys = {"WEFT_KVSTORE_CURVE_PUBLIC_KEY": public, "WEFT_KVSTORE_CURVE_SECRET_KEY": secret}
+    other_public, other_secret = wire.curve_keypair()
     refused = "scheduler: refused a connection from 127.0.0.1 (not the job's CURVE key)"
     rc, out = gated_job_with_intruder(tmp_path, ["sync", tmp_path], [b"\0" * 80], [refused],
                                       curve=(public, other_public, other_secret), env=keys)
@@ -312,7 +271,7 @@ def test_curve_authentication_admits_the_job_and_refuses_others(tmp_path):
     g = np.load(tmp_path / "sync-0.npz")
     np.testing.assert_array_equal(g["small2"], np.full((3, 4), 9.0))
     bad = subprocess.run([sys.executable, LAUNCH, "-n", "1", "true"], capture_output=True, text=True, timeout=30,
-                         env=dict(os.environ, WEFT_KVSTORE_CURVE_PUBLIC_KEY=public.decode()))
+                         env=dict(os.environ, WEFT_KVSTORE_CURVE_PUBLIC_KEY=public))
     assert bad.returncode != 0 and "only one of WEFT_KVSTORE_CURVE_PUBLIC_KEY" in bad.stderr, bad.stderr
 
 
@@ -324,7 +283,7 @@ def test_launch_gives_each_job_its_own_keys_and_strangers_are_refused(tmp_path):
 
     def stranger(public, secret):
         seen.append((public, secret))
-        other_public, other_secret = curve_keypair()
+        other_public, other_secret = wire.curve_keypair()
         return public, other_public, other_secret
 
     rc, out = gated_job_with_intruder(tmp_path, ["async", tmp_path], [wire.header(wire.REGISTER)], [refused],
@@ -336,7 +295,7 @@ def test_launch_gives_each_job_its_own_keys_and_strangers_are_refused(tmp_path):
     printed = subprocess.run([sys.executable, LAUNCH, "--print-keys"], capture_output=True, text=True, timeout=30)
     lines = printed.stdout.split()
     assert [l.split("=", 1)[0] for l in lines] == ["WEFT_KVSTORE_CURVE_PUBLIC_KEY", "WEFT_KVSTORE_CURVE_SECRET_KEY"]
-    assert public.decode() not in printed.stdout  # a new pair every time
+    assert public not in printed.stdout  # a new pair every time
 
 
 def test_ssh_launcher_runs_each_node_through_ssh(tmp_path):
