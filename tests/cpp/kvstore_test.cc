@@ -377,6 +377,14 @@ TEST_F(KVStoreProtocol, DataRequestsAreCheckedBeforeAnythingIsAllocated) {
   EXPECT_EQ(why, "a payload of 1048577 bytes, over the limit of 1048576 (WEFT_KVSTORE_MAX_MESSAGE_BYTES)");
 }
 
+// A flood of bad messages must not become a flood of log lines.
+TEST(KVStoreLogLimit, LetsTwentyWarningsASecondThrough) {
+  kvstore::dist::LogLimit limit;
+  int allowed = 0;
+  for (int i = 0; i < 1000; ++i) allowed += limit.Allow();
+  EXPECT_EQ(allowed, 20);
+}
+
 TEST(KVStoreAddressBook, RoundTripsAndRefusesMalformedLines) {
   kvstore::dist::AddressBook book;
   book.servers = {"tcp://127.0.0.1:5000", "tcp://127.0.0.1:5001"};

@@ -438,6 +438,7 @@ ZapHandler::ZapHandler(void* ctx, const Curve& curve, std::string who) {
   zmq_z85_decode(job_key, curve.public_key.c_str());
   std::string expected(reinterpret_cast<char*>(job_key), 32);
   thread_ = std::thread([this, expected, who] {
+    LogLimit limit;
     while (true) {
       Frames f;
       zmq_pollitem_t item{socket_, 0, ZMQ_POLLIN, 0};
@@ -450,7 +451,7 @@ ZapHandler::ZapHandler(void* ctx, const Curve& curve, std::string who) {
       if (f.size() < 6) continue;
       std::string request_id = f.str(1);
       bool ok = f.size() == 7 && f.str(5) == "CURVE" && f.str(6) == expected;
-      if (!ok) {
+      if (!ok && limit.Allow()) {
         WEFT_LOG(Warning) << "kvstore " << who << ": refused a connection from " << f.str(3)
                           << " (not the job's CURVE key)";
       }
@@ -532,6 +533,25 @@ void CloseSocket(void* socket, int linger_ms) {
   if (socket == nullptr) return;
   zmq_setsockopt(socket, ZMQ_LINGER, &linger_ms, sizeof(linger_ms));
   zmq_close(socket);
+}
+
+bool LogLimit::Allow() {
+  constexpr int kBurst = 20;
+  if (SecondsSince(window_) >= 1.0) {
+    if (suppressed_ > 0) {
+      WEFT_LOG(Warning) << "kvstore: " << suppressed_ << " more warnings about peers were not logged (over " << kBurst
+                        << " a second)";
+    }
+    window_ = Clock::now();
+    count_ = 0;
+    suppressed_ = 0;
+  }
+  if (count_ < kBurst) {
+    ++count_;
+    return true;
+  }
+  ++suppressed_;
+  return false;
 }
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }

@@ -236,6 +236,20 @@ void CloseSocket(void* socket, int linger_ms);
 
 using Clock = std::chrono::steady_clock;
 double SecondsSince(Clock::time_point t);
+
+// Bounds the warnings a node logs about what peers send: a stranger reconnecting in a loop
+// or a member sending bad messages must not fill the disk with logs. Up to 20 a second
+// are logged; the rest are counted and the count logged with the first warning after.
+class LogLimit {
+ public:
+  // True when a warning may be logged now.
+  bool Allow();
+
+ private:
+  Clock::time_point window_;
+  int count_ = 0;
+  int64_t suppressed_ = 0;
+};
 // "2.5 s": seconds as messages show them.
 std::string SecondsText(double s);
 

@@ -71,6 +71,7 @@ void RunScheduler() {
   CurveListen(sock, curve);
   LimitInbound(sock, kMaxSchedulerMessageBytes, cfg.queue_limit);
   ConnectionWatch watch(ctx, sock);
+  LogLimit limit;
   std::string endpoint = cfg.SchedulerEndpoint();
   if (zmq_bind(sock, endpoint.c_str()) != 0) {
     std::string err = zmq_strerror(zmq_errno());
@@ -112,7 +113,9 @@ void RunScheduler() {
       size_t nbytes = 0;
       std::string why;
       if (f.size() < 2 || !ParseMessage(f, 1, &h, &payload, &nbytes, &why)) {
-        WEFT_LOG(Warning) << "kvstore scheduler: dropped a malformed message: " << (why.empty() ? "no header" : why);
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore scheduler: dropped a malformed message: " << (why.empty() ? "no header" : why);
+        }
         continue;
       }
       std::string id = f.str(0);
@@ -129,8 +132,10 @@ void RunScheduler() {
         if (refused.empty() && registered[lines[0]] >= wanted.at(lines[0]))
           refused = "all " + std::to_string(wanted.at(lines[0])) + " " + lines[0] + "s of the job have registered";
         if (!refused.empty()) {
-          WEFT_LOG(Warning) << "kvstore scheduler: refused a registration from " << f.PeerAddress(1) << ": "
-                            << refused;
+          if (limit.Allow()) {
+            WEFT_LOG(Warning) << "kvstore scheduler: refused a registration from " << f.PeerAddress(1) << ": "
+                              << refused;
+          }
           send(id, MsgType::kNodeLost, "the scheduler refused this node's registration: " + refused);
           continue;
         }
@@ -150,7 +155,9 @@ void RunScheduler() {
         continue;
       }
       if (it == nodes.end()) {
-        WEFT_LOG(Warning) << "kvstore scheduler: dropped a " << MsgTypeName(h.type) << " from an unregistered node";
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore scheduler: dropped a " << MsgTypeName(h.type) << " from an unregistered node";
+        }
         continue;
       }
       NodeRecord& node = it->second;
@@ -163,7 +170,9 @@ void RunScheduler() {
         case MsgType::kBarrier:
           // One entry per worker and barrier: a repeated one would release the others early.
           if (node.role != "worker" || !book_sent || !in_barrier.insert(id).second) {
-            WEFT_LOG(Warning) << "kvstore scheduler: dropped an unexpected barrier from " << node.Name();
+            if (limit.Allow()) {
+              WEFT_LOG(Warning) << "kvstore scheduler: dropped an unexpected barrier from " << node.Name();
+            }
             break;
           }
           if (static_cast<int>(in_barrier.size()) == cfg.num_workers) {
@@ -177,8 +186,10 @@ void RunScheduler() {
           ++exited_workers;
           break;
         default:
-          WEFT_LOG(Warning) << "kvstore scheduler: dropped an unexpected " << MsgTypeName(h.type) << " from "
-                            << node.Name();
+          if (limit.Allow()) {
+            WEFT_LOG(Warning) << "kvstore scheduler: dropped an unexpected " << MsgTypeName(h.type) << " from "
+                              << node.Name();
+          }
       }
     }
     if (!book_sent && static_cast<int>(nodes.size()) == expected) {

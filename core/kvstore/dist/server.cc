@@ -65,6 +65,7 @@ void ServerStore::RunServer(Controller controller) {
   LimitInbound(router, cfg.max_message_bytes, cfg.queue_limit);
   CurveConnect(sched, curve);
   ConnectionWatch sched_watch(ctx, sched);
+  LogLimit limit;
   std::string bind = "tcp://" + cfg.host + ":*";
   std::string failure;
   char endpoint[256] = {0};
@@ -277,25 +278,33 @@ void ServerStore::RunServer(Controller controller) {
       size_t nbytes = 0;
       std::string why;
       if (f.size() < 2 || !ParseMessage(f, 1, &h, &payload, &nbytes, &why)) {
-        WEFT_LOG(Warning) << "kvstore server " << rank << ": dropped a malformed message from " << f.PeerAddress(1)
-                          << ": " << (why.empty() ? "no header" : why);
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore server " << rank << ": dropped a malformed message from " << f.PeerAddress(1)
+                            << ": " << (why.empty() ? "no header" : why);
+        }
         continue;
       }
       std::string id = f.str(0);
       auto w = workers.find(id);
       if (w == workers.end()) {
-        WEFT_LOG(Warning) << "kvstore server " << rank << ": dropped a " << MsgTypeName(h.type) << " from "
-                          << f.PeerAddress(1) << ", which is no registered worker";
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore server " << rank << ": dropped a " << MsgTypeName(h.type) << " from "
+                            << f.PeerAddress(1) << ", which is no registered worker";
+        }
         continue;
       }
       if (h.sender != w->second) {
-        WEFT_LOG(Warning) << "kvstore server " << rank << ": dropped a " << MsgTypeName(h.type) << " from worker "
-                          << w->second << " that claims to come from worker " << h.sender;
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore server " << rank << ": dropped a " << MsgTypeName(h.type) << " from worker "
+                            << w->second << " that claims to come from worker " << h.sender;
+        }
         continue;
       }
       if (!CheckDataRequest(h, nbytes, cfg, &why)) {
-        WEFT_LOG(Warning) << "kvstore server " << rank << ": refused " << MsgTypeName(h.type) << " from worker "
-                          << w->second << ": " << why;
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore server " << rank << ": refused " << MsgTypeName(h.type) << " from worker "
+                            << w->second << ": " << why;
+        }
         reply_error(id, h, "refused " + std::string(MsgTypeName(h.type)) + ": " + why);
         continue;
       }
