@@ -22,6 +22,7 @@ assert _HEADER.size == 80
 _ZMQ_DEALER, _ZMQ_SNDMORE, _ZMQ_RCVMORE = 5, 2, 13
 _ZMQ_ROUTING_ID, _ZMQ_LINGER, _ZMQ_RCVTIMEO = 5, 17, 27
 _ZMQ_CURVE_PUBLICKEY, _ZMQ_CURVE_SECRETKEY, _ZMQ_CURVE_SERVERKEY = 48, 49, 50
+_ZMQ_PLAIN_USERNAME, _ZMQ_PLAIN_PASSWORD = 45, 46
 
 _lib = None
 
@@ -63,13 +64,18 @@ def parse(frame):
 
 
 class Peer(object):
-    """A DEALER connected to `endpoint`, with the job's CURVE keys when given (server_key:
-    the listener's public key; keys: this peer's (public, secret)), and a routing id."""
+    """A DEALER connected to `endpoint`, proving a key as the nodes do: over loopback a
+    PLAIN password (`password`: the job's secret key, or a guess), elsewhere (or with
+    WEFT_KVSTORE_LOOPBACK_CURVE=1) CURVE keys (server_key: the listener's public key; keys:
+    this peer's (public, secret)); and a routing id."""
 
-    def __init__(self, endpoint, server_key=None, keys=None, routing_id=None):
+    def __init__(self, endpoint, server_key=None, keys=None, routing_id=None, password=None):
         z = lib()
         self.ctx = z.zmq_ctx_new()
         self.sock = z.zmq_socket(self.ctx, _ZMQ_DEALER)
+        if password is not None:
+            self._opt(_ZMQ_PLAIN_USERNAME, b"weft")
+            self._opt(_ZMQ_PLAIN_PASSWORD, password.encode())
         if server_key is not None:
             self._opt(_ZMQ_CURVE_SERVERKEY, server_key.encode())
             self._opt(_ZMQ_CURVE_PUBLICKEY, keys[0].encode())

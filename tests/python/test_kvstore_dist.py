@@ -192,8 +192,8 @@ def gated_job_with_intruder(tmp_path, args, messages, expect, curve=None, env=No
     scheduler, waits until its output shows each of `expect`, then opens the gate. The
     scheduler therefore always lives long enough to receive them: a short job left the
     intruder's reconnects (every 100-200 ms) no window on a loaded machine. `curve`: the
-    intruder's (server key, public, secret), or a function of the job's (public, secret)
-    keys (read from the scheduler's environment) that gives them."""
+    intruder's wire.Peer keywords (password, or server_key and keys), or a function of the
+    job's (public, secret) keys (read from the scheduler's environment) that gives them."""
     port = free_port()
     gate = tmp_path / "gate"
     proc = launch(args, port=port, wait=False, env=dict(env or {}, WEFT_TEST_GATE=str(gate)))
@@ -207,7 +207,7 @@ def gated_job_with_intruder(tmp_path, args, messages, expect, curve=None, env=No
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    intruder = wire.Peer("tcp://127.0.0.1:%d" % port, *((curve[0], curve[1:]) if curve else (None, None)))
+    intruder = wire.Peer("tcp://127.0.0.1:%d" % port, **(curve or {}))
     try:
         for m in messages:
             intruder.send_frames([m])
@@ -250,7 +250,7 @@ def test_malformed_messages_are_dropped_and_logged(tmp_path):
     # The intruder holds the job's keys: this is what a broken member could send.
     rc, out = gated_job_with_intruder(tmp_path, ["async", tmp_path],
                                       [b"xyz", b"\0" * 80, bytes(header)], expect,  # no header; bad magic
-                                      curve=lambda public, secret: (public, public, secret))
+                                      curve=lambda public, secret: {"password": secret})
     assert rc == 0, out
     for e in expect:
         assert e in out, out
@@ -261,9 +261,11 @@ def test_curve_authentication_admits_the_job_and_refuses_others(tmp_path):
     public, secret = wire.curve_keypair()
     keys = {"WEFT_KVSTORE_CURVE_PUBLIC_KEY": public, "WEFT_KVSTORE_CURVE_SECRET_KEY": secret}
     other_public, other_secret = wire.curve_keypair()
-    refused = "scheduler: refused a connection from 127.0.0.1 (not the job's CURVE key)"
+    refused = "scheduler: refused a connection from 127.0.0.1 (without the job's key)"
+    # CURVE on loopback too (it is otherwise for other addresses, which tests cannot use).
     rc, out = gated_job_with_intruder(tmp_path, ["sync", tmp_path], [b"\0" * 80], [refused],
-                                      curve=(public, other_public, other_secret), env=keys)
+                                      curve={"server_key": public, "keys": (other_public, other_secret)},
+                                      env=dict(keys, WEFT_KVSTORE_LOOPBACK_CURVE="1"))
     assert rc == 0, out
     assert refused in out, out
     # The intruder's message never reached the scheduler's loop.
@@ -276,15 +278,14 @@ def test_curve_authentication_admits_the_job_and_refuses_others(tmp_path):
 
 
 def test_launch_gives_each_job_its_own_keys_and_strangers_are_refused(tmp_path):
-    # No keys given: launch.py makes a pair for the job; a stranger with the job's public
-    # key but its own pair is refused before anything it sends is read.
-    refused = "scheduler: refused a connection from 127.0.0.1 (not the job's CURVE key)"
+    # No keys given: launch.py makes a pair for the job; a stranger with a wrong key is
+    # refused before anything it sends is read.
+    refused = "scheduler: refused a connection from 127.0.0.1 (without the job's key)"
     seen = []
 
     def stranger(public, secret):
         seen.append((public, secret))
-        other_public, other_secret = wire.curve_keypair()
-        return public, other_public, other_secret
+        return {"password": wire.curve_keypair()[1]}
 
     rc, out = gated_job_with_intruder(tmp_path, ["async", tmp_path], [wire.header(wire.REGISTER)], [refused],
                                       curve=stranger)
@@ -380,18 +381,18 @@ def test_servers_check_every_request_and_hear_only_registered_workers(tmp_path):
     marker = tmp_path / "pickle-ran"
     peers = []
     try:
-        sched = wire.Peer("tcp://127.0.0.1:%d" % port, keys[0], keys)
+        sched = wire.Peer("tcp://127.0.0.1:%d" % port, password=keys[1])
         peers.append(sched)
         wire.register(sched)
         got = sched.recv_type(wire.ADDRESS_BOOK, timeout=30)
         assert got is not None, "no address book"
         book = wire.read_book(got[1])
         assert got[0]["head"] == 0 and list(book["workers"]) == [0] and len(book["servers"]) == 1, book
-        server = wire.Peer(book["servers"][0], keys[0], keys, routing_id="W0." + book["workers"][0])
+        server = wire.Peer(book["servers"][0], routing_id="W0." + book["workers"][0], password=keys[1])
         peers.append(server)
         # A member of the job without a worker's token (or with a wrong one) is not heard.
         for rid in (None, "W0." + "0" * 32):
-            other = wire.Peer(book["servers"][0], keys[0], keys, routing_id=rid)
+            other = wire.Peer(book["servers"][0], routing_id=rid, password=keys[1])
             peers.append(other)
             other.send(wire.PULL, sender=0, key=1, count=4, total=4, request=1)
             assert other.recv(timeout=1.0) is None
@@ -451,10 +452,10 @@ def test_scheduler_admits_each_role_up_to_its_count_once_and_only_members(tmp_pa
     endpoint = "tcp://127.0.0.1:%d" % port
     peers = []
     try:
-        stranger = wire.Peer(endpoint, keys[0], wire.curve_keypair())
+        stranger = wire.Peer(endpoint, password=wire.curve_keypair()[1])
         peers.append(stranger)
         wire.register(stranger, "server", "tcp://127.0.0.1:1")
-        members = [wire.Peer(endpoint, keys[0], keys) for _ in range(3)]
+        members = [wire.Peer(endpoint, password=keys[1]) for _ in range(3)]
         peers.extend(members)
         for m in members[:2]:
             wire.register(m)
@@ -484,7 +485,7 @@ def test_scheduler_admits_each_role_up_to_its_count_once_and_only_members(tmp_pa
         finish(procs, timeout=5)
     rc, log = outs["scheduler"]
     assert rc != 0 and "registration timeout: after 4 s (WEFT_KVSTORE_REGISTER_TIMEOUT)" in log, log
-    assert "refused a connection from 127.0.0.1 (not the job's CURVE key)" in log, log
+    assert "refused a connection from 127.0.0.1 (without the job's key)" in log, log
     assert log.count("refused a registration") == 3, log
     assert took < 10, took
 

@@ -61,9 +61,9 @@ void ServerStore::RunServer(Controller controller) {
   ZapHandler zap(ctx, curve, "server");
   void* router = NewSocket(ctx, ZMQ_ROUTER);
   void* sched = NewSocket(ctx, ZMQ_DEALER);
-  CurveListen(router, curve);
+  AuthListen(router, curve, cfg.host);
   LimitInbound(router, cfg.max_message_bytes, cfg.queue_limit);
-  CurveConnect(sched, curve);
+  AuthConnect(sched, curve, cfg.root_uri);
   ConnectionWatch sched_watch(ctx, sched);
   LogLimit limit;
   std::string bind = "tcp://" + cfg.host + ":*";
