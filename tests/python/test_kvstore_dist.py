@@ -509,11 +509,18 @@ def test_plaintext_only_on_loopback_unless_allowed(tmp_path):
     assert rc != 0 and "registration timeout" in log, log
 
 
-def test_a_barrier_nobody_else_reaches_times_out_with_a_named_error(tmp_path):
-    rc, out = launch(["late_barrier", tmp_path], timeout=60, heartbeat=3, env={"WEFT_KVSTORE_REQUEST_TIMEOUT": "2"})
+@pytest.mark.parametrize("what", ["barrier", "push"])
+def test_a_request_nobody_answers_times_out_with_a_named_error(tmp_path, what):
+    started = time.monotonic()
+    rc, out = launch(["late_" + what, tmp_path], timeout=60, env={"WEFT_KVSTORE_REQUEST_TIMEOUT": "2"})
     assert rc != 0
-    assert "barrier timeout: the other workers did not reach the barrier within 2 s (WEFT_KVSTORE_REQUEST_TIMEOUT)" \
-        in out, out
+    expected = {"barrier": "barrier timeout: the other workers did not reach the barrier within 2 s "
+                           "(WEFT_KVSTORE_REQUEST_TIMEOUT)",
+                "push": "did not answer the push of key 3 within 2 s (WEFT_KVSTORE_REQUEST_TIMEOUT)"}[what]
+    assert expected in out, out
+    # The worker that timed out leaves; the others learn it from its closed connections.
+    assert "its connection closed" in out, out
+    assert time.monotonic() - started < 30
 
 
 # ------------------------------------------------------------------ optimizers as data

@@ -317,13 +317,15 @@ class Van {
     if (!started_ && SecondsSince(started_at) > cfg_.register_timeout + cfg_.heartbeat_timeout)
       return "no address book from the scheduler at " + cfg_.SchedulerEndpoint() + " within " +
              SecondsText(cfg_.register_timeout + cfg_.heartbeat_timeout) + " (WEFT_KVSTORE_REGISTER_TIMEOUT)";
-    for (const auto& [id, p] : pending_) {
-      const Request& r = *p.first;
-      if (SecondsSince(r.issued) > cfg_.request_timeout)
-        return std::string("request timeout: server ") + std::to_string(r.pieces[p.second].server) +
-               " did not answer the " + MsgTypeName(static_cast<uint16_t>(r.type)) + " of key " +
-               std::to_string(r.key) + " within " + SecondsText(cfg_.request_timeout) +
-               " (WEFT_KVSTORE_REQUEST_TIMEOUT)";
+    // The first one sent is named: those behind it (a pull behind its push) wait for it.
+    uint64_t first = 0;
+    for (const auto& [id, p] : pending_)
+      if (SecondsSince(p.first->issued) > cfg_.request_timeout && (first == 0 || id < first)) first = id;
+    if (first != 0) {
+      const auto& [r, piece] = pending_.at(first);
+      return std::string("request timeout: server ") + std::to_string(r->pieces[piece].server) + " did not answer the " +
+             MsgTypeName(static_cast<uint16_t>(r->type)) + " of key " + std::to_string(r->key) + " within " +
+             SecondsText(cfg_.request_timeout) + " (WEFT_KVSTORE_REQUEST_TIMEOUT)";
     }
     for (const auto& r : scheduler_waits_)
       if (r->type == MsgType::kBarrier && SecondsSince(r->issued) > cfg_.request_timeout)
