@@ -64,10 +64,10 @@ def parse(frame):
 
 
 class Peer(object):
-    """A DEALER connected to `endpoint`, proving a key as the nodes do: over loopback a
-    PLAIN password (`password`: the job's secret key, or a guess), elsewhere (or with
-    WEFT_KVSTORE_LOOPBACK_CURVE=1) CURVE keys (server_key: the listener's public key; keys:
-    this peer's (public, secret)); and a routing id."""
+    """A DEALER connected to `endpoint`, proving a key as the nodes do: to the scheduler
+    CURVE keys (server_key: the listener's public key; keys: this peer's (public, secret)),
+    to a server on loopback a PLAIN password (`password`: the job's secret key, or a
+    guess); and a routing id."""
 
     def __init__(self, endpoint, server_key=None, keys=None, routing_id=None, password=None):
         z = lib()

@@ -250,7 +250,7 @@ def test_malformed_messages_are_dropped_and_logged(tmp_path):
     # The intruder holds the job's keys: this is what a broken member could send.
     rc, out = gated_job_with_intruder(tmp_path, ["async", tmp_path],
                                       [b"xyz", b"\0" * 80, bytes(header)], expect,  # no header; bad magic
-                                      curve=lambda public, secret: {"password": secret})
+                                      curve=lambda public, secret: {"server_key": public, "keys": (public, secret)})
     assert rc == 0, out
     for e in expect:
         assert e in out, out
@@ -262,7 +262,7 @@ def test_curve_authentication_admits_the_job_and_refuses_others(tmp_path):
     keys = {"WEFT_KVSTORE_CURVE_PUBLIC_KEY": public, "WEFT_KVSTORE_CURVE_SECRET_KEY": secret}
     other_public, other_secret = wire.curve_keypair()
     refused = "scheduler: refused a connection from 127.0.0.1 (without the job's key)"
-    # CURVE on loopback too (it is otherwise for other addresses, which tests cannot use).
+    # CURVE between workers and servers on loopback too (the scheduler always uses it).
     rc, out = gated_job_with_intruder(tmp_path, ["sync", tmp_path], [b"\0" * 80], [refused],
                                       curve={"server_key": public, "keys": (other_public, other_secret)},
                                       env=dict(keys, WEFT_KVSTORE_LOOPBACK_CURVE="1"))
@@ -285,7 +285,7 @@ def test_launch_gives_each_job_its_own_keys_and_strangers_are_refused(tmp_path):
 
     def stranger(public, secret):
         seen.append((public, secret))
-        return {"password": wire.curve_keypair()[1]}
+        return {"server_key": public, "keys": wire.curve_keypair()}
 
     rc, out = gated_job_with_intruder(tmp_path, ["async", tmp_path], [wire.header(wire.REGISTER)], [refused],
                                       curve=stranger)
@@ -381,7 +381,7 @@ def test_servers_check_every_request_and_hear_only_registered_workers(tmp_path):
     marker = tmp_path / "pickle-ran"
     peers = []
     try:
-        sched = wire.Peer("tcp://127.0.0.1:%d" % port, password=keys[1])
+        sched = wire.Peer("tcp://127.0.0.1:%d" % port, keys[0], keys)
         peers.append(sched)
         wire.register(sched)
         got = sched.recv_type(wire.ADDRESS_BOOK, timeout=30)
@@ -390,6 +390,12 @@ def test_servers_check_every_request_and_hear_only_registered_workers(tmp_path):
         assert got[0]["head"] == 0 and list(book["workers"]) == [0] and len(book["servers"]) == 1, book
         server = wire.Peer(book["servers"][0], routing_id="W0." + book["workers"][0], password=keys[1])
         peers.append(server)
+        # Someone without the job's key is refused at the connection.
+        guesser = wire.Peer(book["servers"][0], routing_id="W0." + book["workers"][0],
+                            password=wire.curve_keypair()[1])
+        peers.append(guesser)
+        guesser.send(wire.PULL, sender=0, key=1, count=4, total=4, request=1)
+        assert guesser.recv(timeout=1.0) is None
         # A member of the job without a worker's token (or with a wrong one) is not heard.
         for rid in (None, "W0." + "0" * 32):
             other = wire.Peer(book["servers"][0], routing_id=rid, password=keys[1])
@@ -438,6 +444,7 @@ def test_servers_check_every_request_and_hear_only_registered_workers(tmp_path):
     for role, (rc, text) in outs.items():
         assert rc == 0, "%s: %s" % (role, text)
     log = outs["server"][1]
+    assert "server: refused a connection from 127.0.0.1 (without the job's key)" in log, log
     assert "dropped a pull from 127.0.0.1, which is no registered worker" in log, log
     assert "dropped a pull from worker 0 that claims to come from worker 3" in log, log
     assert "pickled optimizers are refused" in log, log
@@ -452,10 +459,10 @@ def test_scheduler_admits_each_role_up_to_its_count_once_and_only_members(tmp_pa
     endpoint = "tcp://127.0.0.1:%d" % port
     peers = []
     try:
-        stranger = wire.Peer(endpoint, password=wire.curve_keypair()[1])
+        stranger = wire.Peer(endpoint, keys[0], wire.curve_keypair())
         peers.append(stranger)
         wire.register(stranger, "server", "tcp://127.0.0.1:1")
-        members = [wire.Peer(endpoint, password=keys[1]) for _ in range(3)]
+        members = [wire.Peer(endpoint, keys[0], keys) for _ in range(3)]
         peers.extend(members)
         for m in members[:2]:
             wire.register(m)

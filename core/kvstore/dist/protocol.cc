@@ -415,12 +415,14 @@ Curve Curve::FromEnv() {
   return c;
 }
 
-bool Curve::Plain(const std::string& address) const { return !loopback_curve && IsLoopback(address); }
+bool Curve::Plain(const std::string& address, bool bulk) const {
+  return bulk && !loopback_curve && IsLoopback(address);
+}
 
-void AuthListen(void* socket, const Curve& curve, const std::string& address) {
+void AuthListen(void* socket, const Curve& curve, const std::string& address, bool bulk) {
   if (!curve.on) return;
   int one = 1;
-  if (curve.Plain(address)) {
+  if (curve.Plain(address, bulk)) {
     zmq_setsockopt(socket, ZMQ_PLAIN_SERVER, &one, sizeof(one));
   } else {
     zmq_setsockopt(socket, ZMQ_CURVE_SERVER, &one, sizeof(one));
@@ -430,9 +432,9 @@ void AuthListen(void* socket, const Curve& curve, const std::string& address) {
   zmq_setsockopt(socket, ZMQ_ZAP_DOMAIN, "weft", 4);
 }
 
-void AuthConnect(void* socket, const Curve& curve, const std::string& address) {
+void AuthConnect(void* socket, const Curve& curve, const std::string& address, bool bulk) {
   if (!curve.on) return;
-  if (curve.Plain(address)) {
+  if (curve.Plain(address, bulk)) {
     zmq_setsockopt(socket, ZMQ_PLAIN_USERNAME, "weft", 4);
     zmq_setsockopt(socket, ZMQ_PLAIN_PASSWORD, curve.secret_key.c_str(), curve.secret_key.size());
     return;

@@ -178,25 +178,28 @@ bool SendMessage(void* socket, const std::string* identity, const Header& h, con
 // Authentication with the job's key pair: WEFT_KVSTORE_CURVE_PUBLIC_KEY and
 // WEFT_KVSTORE_CURVE_SECRET_KEY (Z85 text as zmq_curve_keypair makes; tools/launch.py
 // makes one per job). A listening node admits only peers that prove they hold the secret
-// key; others are refused and logged. Connections to addresses other than loopback use
-// CURVE (encrypted, the key never sent). Loopback connections send the secret key as a
-// PLAIN password instead, unencrypted: only the local root can read loopback traffic, and
-// it can read the processes' environment anyway, while CURVE's encryption would cost a
-// single-host job about 3/4 of its throughput (WEFT_KVSTORE_LOOPBACK_CURVE=1 uses CURVE
-// there too). Both ends of a connection choose by the same address. Without keys,
-// CheckTransport allows loopback addresses only.
+// key; others are refused and logged. Connections use CURVE (encrypted, the key never
+// sent, and the listener proves it holds the key too), except the bulk ones, between
+// workers and servers, on loopback: those send the secret key as a PLAIN password,
+// unencrypted, since CURVE would cost a single-host job about 3/4 of its throughput and
+// only the local root, which can read the processes' environment anyway, can read
+// loopback traffic. A server binds its port before the (CURVE-authenticated) scheduler
+// publishes it, so no one else can be listening there when a worker sends the password.
+// WEFT_KVSTORE_LOOPBACK_CURVE=1 uses CURVE for those too. Both ends of a connection choose
+// by the same address. Without keys, CheckTransport allows loopback addresses only.
 struct Curve {
   bool on = false;
   bool loopback_curve = false;
   std::string public_key, secret_key;  // Z85, 40 characters each
   static Curve FromEnv();
-  // Whether a connection to `address` (IPv4 number or tcp:// endpoint) uses PLAIN.
-  bool Plain(const std::string& address) const;
+  // Whether a connection to `address` (IPv4 number or tcp:// endpoint) uses PLAIN; `bulk`:
+  // between a worker and a server.
+  bool Plain(const std::string& address, bool bulk) const;
 };
 // Makes `socket` authenticate what connects to it (bound at `address`), or prove the job's
 // key to what it connects to at `address`. Nothing without keys.
-void AuthListen(void* socket, const Curve& curve, const std::string& address);
-void AuthConnect(void* socket, const Curve& curve, const std::string& address);
+void AuthListen(void* socket, const Curve& curve, const std::string& address, bool bulk);
+void AuthConnect(void* socket, const Curve& curve, const std::string& address, bool bulk);
 
 // Answers ZeroMQ's authentication requests (ZAP) for the sockets of `ctx`: only the job's
 // public key passes. Bound before the call returns; the thread ends when the context is

@@ -68,7 +68,7 @@ void RunScheduler() {
   void* ctx = zmq_ctx_new();
   ZapHandler zap(ctx, curve, "scheduler");
   void* sock = NewSocket(ctx, ZMQ_ROUTER);
-  AuthListen(sock, curve, cfg.root_uri);
+  AuthListen(sock, curve, cfg.root_uri, /*bulk=*/false);
   LimitInbound(sock, kMaxSchedulerMessageBytes, cfg.queue_limit);
   ConnectionWatch watch(ctx, sock);
   LogLimit limit;

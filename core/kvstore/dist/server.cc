@@ -61,9 +61,9 @@ void ServerStore::RunServer(Controller controller) {
   ZapHandler zap(ctx, curve, "server");
   void* router = NewSocket(ctx, ZMQ_ROUTER);
   void* sched = NewSocket(ctx, ZMQ_DEALER);
-  AuthListen(router, curve, cfg.host);
+  AuthListen(router, curve, cfg.host, /*bulk=*/true);
   LimitInbound(router, cfg.max_message_bytes, cfg.queue_limit);
-  AuthConnect(sched, curve, cfg.root_uri);
+  AuthConnect(sched, curve, cfg.root_uri, /*bulk=*/false);
   ConnectionWatch sched_watch(ctx, sched);
   LogLimit limit;
   std::string bind = "tcp://" + cfg.host + ":*";

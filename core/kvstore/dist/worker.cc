@@ -281,7 +281,7 @@ class Van {
         for (size_t i = 0; err.empty() && i < book.servers.size(); ++i) {
           void* s = NewSocket(ctx_, ZMQ_DEALER);
           zmq_setsockopt(s, ZMQ_ROUTING_ID, routing_id.data(), routing_id.size());
-          AuthConnect(s, curve_, book.servers[i]);
+          AuthConnect(s, curve_, book.servers[i], /*bulk=*/true);
           Watch(s, "server " + std::to_string(i) + " at " + book.servers[i]);
           if (zmq_connect(s, book.servers[i].c_str()) != 0) err = "cannot connect to server at " + book.servers[i];
           servers_.push_back(s);
@@ -366,7 +366,7 @@ class Van {
 
   void Loop() {
     sched_ = NewSocket(ctx_, ZMQ_DEALER);
-    AuthConnect(sched_, curve_, cfg_.root_uri);
+    AuthConnect(sched_, curve_, cfg_.root_uri, /*bulk=*/false);
     Watch(sched_, "the scheduler at " + cfg_.SchedulerEndpoint());
     if (zmq_connect(sched_, cfg_.SchedulerEndpoint().c_str()) != 0) {
       Fail("cannot connect to the scheduler at " + cfg_.SchedulerEndpoint());
