@@ -281,6 +281,10 @@ class Van {
         for (size_t i = 0; err.empty() && i < book.servers.size(); ++i) {
           void* s = NewSocket(ctx_, ZMQ_DEALER);
           zmq_setsockopt(s, ZMQ_ROUTING_ID, routing_id.data(), routing_id.size());
+          // No reconnection: a server's port, once its server is gone, may belong to
+          // anyone, who must not receive the password (and a lost server ends the job).
+          int never = -1;
+          zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &never, sizeof(never));
           AuthConnect(s, curve_, book.servers[i], /*bulk=*/true);
           Watch(s, "server " + std::to_string(i) + " at " + book.servers[i]);
           if (zmq_connect(s, book.servers[i].c_str()) != 0) err = "cannot connect to server at " + book.servers[i];
