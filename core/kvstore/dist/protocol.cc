@@ -371,8 +371,12 @@ bool SendMessage(void* socket, const std::string* identity, const Header& h, con
   hh.magic = kMagic;
   hh.version = kVersion;
   hh.payload_bytes = payload_bytes;
-  if (identity != nullptr && zmq_send(socket, identity->data(), identity->size(), ZMQ_SNDMORE) < 0) return false;
-  if (zmq_send(socket, &hh, sizeof(hh), payload_bytes ? ZMQ_SNDMORE : 0) < 0) return false;
+  // Never blocking: a DEALER whose peer is gone for good (no reconnection) would wait
+  // forever; the caller learns of the refusal instead. Nothing else refuses a message,
+  // since no socket here has a high-water mark for sending.
+  if (identity != nullptr && zmq_send(socket, identity->data(), identity->size(), ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+    return false;
+  if (zmq_send(socket, &hh, sizeof(hh), (payload_bytes ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT) < 0) return false;
   if (payload_bytes == 0) return true;
   zmq_msg_t m;
   if (keep) {
@@ -385,7 +389,7 @@ bool SendMessage(void* socket, const std::string* identity, const Header& h, con
     if (zmq_msg_init_size(&m, payload_bytes) != 0) return false;
     std::memcpy(zmq_msg_data(&m), payload, payload_bytes);
   }
-  if (zmq_msg_send(&m, socket, 0) < 0) {
+  if (zmq_msg_send(&m, socket, ZMQ_DONTWAIT) < 0) {
     zmq_msg_close(&m);
     return false;
   }

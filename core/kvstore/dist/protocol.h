@@ -170,8 +170,8 @@ void CheckTransport(const Config& cfg, bool curve_on, const std::vector<std::str
 bool ParseMessage(Frames& f, size_t first, Header* h, const void** payload, size_t* payload_bytes, std::string* why);
 
 // Sends [identity?] header [payload]. The payload is sent without copying when `keep` is
-// given (it holds the memory alive until ZeroMQ is done), else copied. Returns false when
-// the socket refused the message.
+// given (it holds the memory alive until ZeroMQ is done), else copied. Never blocks:
+// returns false when the socket refused the message (a DEALER with no peer left).
 bool SendMessage(void* socket, const std::string* identity, const Header& h, const void* payload = nullptr,
                  size_t payload_bytes = 0, std::shared_ptr<void> keep = nullptr);
 

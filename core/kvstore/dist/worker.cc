@@ -210,8 +210,11 @@ class Van {
       h.dtype = r->dtype;
       h.head = r->head;
       h.threshold = r->threshold;
-      if (!SendMessage(servers_[p.server], nullptr, h, p.send, p.send_bytes, p.send_bytes ? r->keep : nullptr))
-        Fail("cannot send to server " + std::to_string(p.server) + ": " + zmq_strerror(zmq_errno()));
+      if (!SendMessage(servers_[p.server], nullptr, h, p.send, p.send_bytes, p.send_bytes ? r->keep : nullptr)) {
+        // The only refusal: the connection is gone (workers never reconnect to a server).
+        OnLost("lost " + watches_[p.server + 1].who + ": its connection closed");
+        return;
+      }
     }
   }
 
