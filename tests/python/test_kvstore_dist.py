@@ -172,6 +172,38 @@ def test_killing_any_node_ends_the_job_with_an_error_naming_it(tmp_path, role):
     assert not no_process_left(str(tmp_path))
 
 
+def test_a_hung_node_is_lost_after_the_heartbeat_timeout(tmp_path):
+    # A stopped process keeps its connections open: only the heartbeats tell.
+    proc = launch(["kill", tmp_path], heartbeat=2, wait=False)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    victim = None
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pid-1").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        victim = int((tmp_path / "pid-1").read_text())
+        os.kill(victim, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        while not any("no heartbeat" in l for l in list(lines)) and time.monotonic() < stopped_at + 20:
+            time.sleep(0.05)
+        took = time.monotonic() - stopped_at
+        os.kill(victim, signal.SIGKILL)
+        proc.wait(timeout=30)
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    out = "".join(lines)
+    assert "[scheduler] weft scheduler: kvstore scheduler: lost worker 1 (host" in out, out
+    assert "pid %d): no heartbeat for 2 s" % victim in out, out
+    # Its last heartbeat went out up to one interval (0.4 s) before it stopped.
+    assert 2 - 0.5 <= took < 2 + 5, took
+
+
 def test_launch_reports_failure_and_bad_arguments(tmp_path):
     rc = subprocess.run([sys.executable, LAUNCH, "-n", "1", "-s", "1", sys.executable, "-c",
                          "import sys; sys.exit(3)"], capture_output=True, text=True, timeout=30)
