@@ -1,6 +1,8 @@
 """The distributed key-value store with real processes on loopback: 1 scheduler, 2 servers
-and 2 workers started by tools/launch.py running tests/dist/kv_worker.py. Every job is
-bounded in time and uses a free port."""
+and 2 workers started by tools/launch.py running tests/dist/kv_worker.py, or a scheduler
+and a server started directly with the test playing the other nodes by hand
+(tests/dist/wire.py: strangers, forged messages, a pickle). Every job is bounded in time
+and uses a free port."""
 import os
 import pickle
 import signal
