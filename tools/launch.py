@@ -7,11 +7,19 @@ runs its role when it imports weft, then exits).
     tools/launch.py -n 4 -s 2 --launcher ssh -H hosts.txt python3 train.py
 
 Every line a process prints is forwarded with its role and rank ("[worker 1] ...").
+Each job gets its own CURVE key pair (from libzmq), handed to the processes it starts in
+WEFT_KVSTORE_CURVE_PUBLIC_KEY / WEFT_KVSTORE_CURVE_SECRET_KEY (over ssh the secret goes
+through the connection's input, not the command line): only holders of the secret key
+can join the job, and all traffic is encrypted. Keys already set in launch.py's own
+environment are used instead. `launch.py --print-keys` prints a fresh pair for other
+launchers (Kubernetes operators, schedulers) to put in every node's environment.
 The exit status is 0 when every process succeeded, else the first failure's status (or 1).
 When one process fails, the others are given --grace seconds to end by themselves (they
 do: the scheduler tells them which node was lost) before they are killed.
 """
 import argparse
+import ctypes
+import ctypes.util
 import os
 import shlex
 import signal
@@ -38,6 +46,25 @@ def local_ip_towards(host):
             return "127.0.0.1"
 
 
+KEY_VARS = ("WEFT_KVSTORE_CURVE_PUBLIC_KEY", "WEFT_KVSTORE_CURVE_SECRET_KEY")
+
+
+def job_keys():
+    """The job's CURVE key pair (public, secret) as Z85 text: the caller's when both are
+    in the environment, else a new one from libzmq's zmq_curve_keypair."""
+    given = [os.environ.get(v, "") for v in KEY_VARS]
+    if all(given):
+        return tuple(given)
+    if any(given):
+        raise SystemExit("launch.py: only one of %s and %s is set; set both, or neither for a new pair" % KEY_VARS)
+    lib = ctypes.CDLL(ctypes.util.find_library("zmq") or "libzmq.so.5")
+    public, secret = ctypes.create_string_buffer(41), ctypes.create_string_buffer(41)
+    if lib.zmq_curve_keypair(public, secret) != 0:
+        raise SystemExit("launch.py: this libzmq cannot make CURVE keys (built without CURVE support), so the "
+                         "job cannot be authenticated; install a libzmq with CURVE (Debian's has it)")
+    return public.value.decode(), secret.value.decode()
+
+
 def read_hosts(path):
     hosts = []
     with open(path) as f:
@@ -62,15 +89,23 @@ def forward(stream, prefix, out, lock):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-n", "--num-workers", type=int, required=True, help="number of worker processes")
+    p.add_argument("-n", "--num-workers", type=int, help="number of worker processes (required)")
     p.add_argument("-s", "--num-servers", type=int, default=None, help="number of servers (default: workers)")
     p.add_argument("--launcher", choices=["local", "ssh"], default="local")
     p.add_argument("-H", "--hostfile", help="ssh: a file with one host a line; nodes go round-robin")
     p.add_argument("--port", type=int, default=0, help="the scheduler's port (default: a free one)")
     p.add_argument("--grace", type=float, default=30.0,
                    help="seconds the others get to end by themselves after a failure")
+    p.add_argument("--print-keys", action="store_true",
+                   help="print a new CURVE key pair as VAR=VALUE lines for another launcher, and exit")
     p.add_argument("command", nargs=argparse.REMAINDER, help="the command every process runs")
     args = p.parse_args(argv)
+    if args.print_keys:
+        for var, value in zip(KEY_VARS, job_keys()):
+            print("%s=%s" % (var, value))
+        return 0
+    if args.num_workers is None:
+        p.error("-n/--num-workers is required")
     if not args.command:
         p.error("a command to run is required")
     if args.num_workers < 1:
@@ -84,6 +119,7 @@ def main(argv=None):
     hosts = read_hosts(args.hostfile) if args.launcher == "ssh" else None
     root = local_ip_towards(hosts[0]) if hosts else "127.0.0.1"
     port = args.port or free_port()
+    public_key, secret_key = job_keys()
     base = {
         "DMLC_PS_ROOT_URI": root,
         "DMLC_PS_ROOT_PORT": str(port),
@@ -96,19 +132,29 @@ def main(argv=None):
     procs = []
     for k, (role, rank) in enumerate(roles):
         env_vars = dict(base, DMLC_ROLE=role)
+        stdin = None
         if hosts and role != "scheduler":
             host = hosts[(k - 1) % len(hosts)]
             env_vars["DMLC_NODE_HOST"] = host
+            env_vars[KEY_VARS[0]] = public_key
             exports = " ".join("%s=%s" % (key, shlex.quote(v)) for key, v in env_vars.items())
-            remote = "cd %s && env %s %s" % (shlex.quote(os.getcwd()), exports,
-                                             " ".join(shlex.quote(c) for c in args.command))
+            # The secret key comes as the first line of the input, so that no command line
+            # (visible to every user of the remote host) carries it.
+            remote = "cd %s && IFS= read -r %s && export %s && env %s %s" % (
+                shlex.quote(os.getcwd()), KEY_VARS[1], KEY_VARS[1], exports,
+                " ".join(shlex.quote(c) for c in args.command))
             cmd = ["ssh", "-o", "StrictHostKeyChecking=no", "-o", "BatchMode=yes", host, remote]
             env = os.environ.copy()
+            stdin = subprocess.PIPE
         else:
             cmd = args.command
             env = dict(os.environ, **env_vars)
-        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            env.update(zip(KEY_VARS, (public_key, secret_key)))
+        proc = subprocess.Popen(cmd, env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True)
+        if stdin is not None:
+            proc.stdin.write((secret_key + "\n").encode())
+            proc.stdin.close()
         prefix = role if role == "scheduler" else "%s %d" % (role, rank)
         t = threading.Thread(target=forward, args=(proc.stdout, prefix, sys.stdout, lock), daemon=True)
         t.start()

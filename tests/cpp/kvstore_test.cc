@@ -313,7 +313,7 @@ TEST_F(KVStoreProtocol, WellFormedMessagesParseAndMalformedOnesSayWhy) {
   EXPECT_EQ(Refusal({Bytes(bad), std::string(8, 'x')}), "bad magic number");
   bad = h;
   bad.version = 9;
-  EXPECT_EQ(Refusal({Bytes(bad), std::string(8, 'x')}), "protocol version 9, expected 1");
+  EXPECT_EQ(Refusal({Bytes(bad), std::string(8, 'x')}), "protocol version 9, expected 2");
   bad = h;
   bad.type = 999;
   EXPECT_EQ(Refusal({Bytes(bad), std::string(8, 'x')}), "unknown message type 999");
@@ -322,6 +322,85 @@ TEST_F(KVStoreProtocol, WellFormedMessagesParseAndMalformedOnesSayWhy) {
   bad.count = 9;
   EXPECT_EQ(Refusal({Bytes(bad), std::string(8, 'x')}), "range [2, +9) outside a key of 10 elements");
   EXPECT_EQ(Refusal({Bytes(h), "a", "b"}), "expected a header and at most one payload frame, got 3 frames");
+}
+
+// What a server checks before it allocates or touches anything for a worker's request.
+TEST_F(KVStoreProtocol, DataRequestsAreCheckedBeforeAnythingIsAllocated) {
+  using kvstore::dist::MsgType;
+  kvstore::dist::Config cfg;
+  cfg.max_message_bytes = 1 << 20;
+  kvstore::dist::Header h;
+  h.type = static_cast<uint16_t>(MsgType::kInit);
+  h.key = 7;
+  h.count = h.total = 1000;
+  h.dtype = 0;  // float32
+  std::string why;
+  EXPECT_TRUE(kvstore::dist::CheckDataRequest(h, 4000, cfg, &why)) << why;
+  // The forged init of issue 22: 2^62 elements of 4 bytes wrap to 0 bytes, "matching" an
+  // empty payload.
+  kvstore::dist::Header bad = h;
+  bad.count = bad.total = uint64_t{1} << 62;
+  EXPECT_FALSE(kvstore::dist::CheckDataRequest(bad, 0, cfg, &why));
+  EXPECT_EQ(why, "key 7: a range of 4611686018427387904 elements of 4 bytes is over the limit of 1048576 bytes "
+                 "(WEFT_KVSTORE_MAX_MESSAGE_BYTES)");
+  EXPECT_FALSE(kvstore::dist::CheckDataRequest(h, 0, cfg, &why));
+  EXPECT_EQ(why, "init of key 7 [0, +1000) of float32: expected 4000 payload bytes, got 0");
+  bad = h;
+  bad.dtype = 99;
+  EXPECT_FALSE(kvstore::dist::CheckDataRequest(bad, 4000, cfg, &why));
+  EXPECT_EQ(why, "unknown dtype code 99");
+  bad = h;
+  bad.key = -1;
+  EXPECT_FALSE(kvstore::dist::CheckDataRequest(bad, 4000, cfg, &why));
+  EXPECT_EQ(why, "key -1 outside [0, 2^31)");
+  bad = h;
+  bad.flags = 64;
+  EXPECT_FALSE(kvstore::dist::CheckDataRequest(bad, 4000, cfg, &why));
+  EXPECT_EQ(why, "unknown flags 64");
+  bad = h;
+  bad.type = static_cast<uint16_t>(MsgType::kPush);
+  bad.flags = kvstore::dist::kFlagCompressed;
+  bad.threshold = std::nanf("");
+  EXPECT_FALSE(kvstore::dist::CheckDataRequest(bad, 250, cfg, &why));
+  EXPECT_EQ(why, "key 7: a compressed push needs float32 values and a finite threshold > 0");
+  bad.threshold = 0.5f;
+  EXPECT_TRUE(kvstore::dist::CheckDataRequest(bad, 250, cfg, &why)) << why;
+  bad = h;
+  bad.type = static_cast<uint16_t>(MsgType::kPull);
+  EXPECT_TRUE(kvstore::dist::CheckDataRequest(bad, 0, cfg, &why)) << why;
+  EXPECT_FALSE(kvstore::dist::CheckDataRequest(bad, 4, cfg, &why));
+  bad.type = static_cast<uint16_t>(MsgType::kHeartbeat);
+  EXPECT_FALSE(kvstore::dist::CheckDataRequest(bad, 0, cfg, &why));
+  EXPECT_EQ(why, "a heartbeat message is not a request to a server");
+  bad.type = static_cast<uint16_t>(MsgType::kCommand);
+  EXPECT_FALSE(kvstore::dist::CheckDataRequest(bad, (1 << 20) + 1, cfg, &why));
+  EXPECT_EQ(why, "a payload of 1048577 bytes, over the limit of 1048576 (WEFT_KVSTORE_MAX_MESSAGE_BYTES)");
+}
+
+// A flood of bad messages must not become a flood of log lines.
+TEST(KVStoreLogLimit, LetsTwentyWarningsASecondThrough) {
+  kvstore::dist::LogLimit limit;
+  int allowed = 0;
+  for (int i = 0; i < 1000; ++i) allowed += limit.Allow();
+  EXPECT_EQ(allowed, 20);
+}
+
+TEST(KVStoreAddressBook, RoundTripsAndRefusesMalformedLines) {
+  kvstore::dist::AddressBook book;
+  book.servers = {"tcp://127.0.0.1:5000", "tcp://127.0.0.1:5001"};
+  book.workers = {{0, "ab12"}, {1, "cd34"}};
+  kvstore::dist::AddressBook back;
+  std::string why;
+  ASSERT_TRUE(kvstore::dist::AddressBook::Parse(book.Text(), &back, &why)) << why;
+  EXPECT_EQ(back.servers, book.servers);
+  EXPECT_EQ(back.workers, book.workers);
+  EXPECT_FALSE(kvstore::dist::AddressBook::Parse("server 1 tcp://x:1\n", &back, &why));
+  EXPECT_EQ(why, "unexpected address book line 'server 1 tcp://x:1'");
+  EXPECT_FALSE(kvstore::dist::AddressBook::Parse("worker 0 a b\n", &back, &why));
+  EXPECT_EQ(why, "malformed address book line 'worker 0 a b'");
+  EXPECT_FALSE(kvstore::dist::AddressBook::Parse("", &back, &why));
+  EXPECT_EQ(why, "the address book lists no server");
+  EXPECT_EQ(kvstore::dist::WorkerRoutingId(3, "ab"), "W3.ab");
 }
 
 }  // namespace

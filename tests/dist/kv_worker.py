@@ -8,6 +8,8 @@ same command and never get past `import weft`).
     kv_worker.py device OUTDIR  dist_device_sync: per-device values summed, then over workers
     kv_worker.py mlp OUTDIR BATCH STEPS   MLP training; parameters saved after every step
     kv_worker.py kill OUTDIR    pushes and pulls until the job breaks
+    kv_worker.py late_barrier OUTDIR   worker 1 reaches the barrier long after worker 0
+    kv_worker.py late_push OUTDIR      worker 1 pushes long after worker 0
 
 Each worker writes what it saw under OUTDIR (rank-named files) for the test to compare.
 """
@@ -172,6 +174,22 @@ def run_kill():
         time.sleep(0.01)
 
 
+def run_late_barrier():
+    kv = mx.kv.create("dist_sync")
+    if kv.rank == 1:
+        time.sleep(8)  # longer than the test's WEFT_KVSTORE_REQUEST_TIMEOUT
+    kv._barrier()
+
+
+def run_late_push():
+    kv = mx.kv.create("dist_sync")
+    kv.init(3, arr(np.zeros(10)))
+    if kv.rank == 1:
+        time.sleep(8)  # longer than the test's WEFT_KVSTORE_REQUEST_TIMEOUT
+    kv.push(3, arr(np.ones(10)))
+    pulled(kv, 3, (10,))
+
+
 def wait_for_gate():
     """A test that must see the scheduler handle something first (an intruder's messages)
     names a file in WEFT_TEST_GATE and creates it once it has: until then no worker
@@ -187,4 +205,6 @@ def wait_for_gate():
 
 
 wait_for_gate()
-{"sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill}[MODE]()
+{"sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill,
+ "late_barrier": run_late_barrier,
+ "late_push": run_late_push}[MODE]()

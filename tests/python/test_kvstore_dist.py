@@ -1,26 +1,37 @@
 """The distributed key-value store with real processes on loopback: 1 scheduler, 2 servers
-and 2 workers started by tools/launch.py running tests/dist/kv_worker.py. Every job is
-bounded in time and uses a free port."""
+and 2 workers started by tools/launch.py running tests/dist/kv_worker.py, or a scheduler
+and a server started directly with the test playing the other nodes by hand
+(tests/dist/wire.py: strangers, forged messages, a pickle). Every job is bounded in time
+and uses a free port."""
 import os
+import pickle
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 
-import ctypes
-import socket
-
 import numpy as np
 import pytest
+
+import weft as mx
+from weft import lr_scheduler
+from weft.kvstore import optimizer_wire
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LAUNCH = os.path.join(ROOT, "tools", "launch.py")
 WORKER = os.path.join(ROOT, "tests", "dist", "kv_worker.py")
+sys.path.insert(0, os.path.join(ROOT, "tests", "dist"))
+import wire  # noqa: E402  (the protocol spoken by hand, beside kv_worker.py)
 
 
 def launch(args, workers=2, servers=2, timeout=40, heartbeat=10, wait=True, port=0, env=None):
-    env = dict(os.environ, WEFT_KVSTORE_HEARTBEAT_TIMEOUT=str(heartbeat), OMP_NUM_THREADS="1", **(env or {}))
+    """Runs kv_worker.py through launch.py (heartbeat None: the default timeout)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", **(env or {}))
+    env.pop("WEFT_KVSTORE_HEARTBEAT_TIMEOUT", None)
+    if heartbeat is not None:
+        env["WEFT_KVSTORE_HEARTBEAT_TIMEOUT"] = str(heartbeat)
     cmd = [sys.executable, LAUNCH, "-n", str(workers), "-s", str(servers), "--grace", "20", "--port", str(port),
            sys.executable, WORKER] + [str(a) for a in args]
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -105,31 +116,94 @@ def test_two_worker_mlp_keeps_workers_identical_and_matches_one_worker(tmp_path)
     assert np.abs(w0[-1] - w0[0]).max() > 1e-3
 
 
-def test_killing_a_worker_ends_the_job_with_an_error_naming_it(tmp_path):
-    proc = launch(["kill", tmp_path], heartbeat=2, wait=False)
+def job_processes(tag):
+    """{pid: DMLC_ROLE} of the processes whose command line holds `tag` (a test's folder)."""
+    found = {}
+    for pid in no_process_left(tag):
+        try:
+            with open("/proc/%s/environ" % pid, "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        except OSError:
+            continue
+        if b"DMLC_ROLE" in env:
+            found[int(pid)] = env[b"DMLC_ROLE"].decode()
+    return found
+
+
+@pytest.mark.parametrize("role", ["worker", "server", "scheduler"])
+def test_killing_any_node_ends_the_job_with_an_error_naming_it(tmp_path, role):
+    # The default timeouts: a killed process's connections close, which its peers notice
+    # within seconds, long before the 20 s heartbeat timeout.
+    proc = launch(["kill", tmp_path], heartbeat=None, wait=False)
     try:
-        pid_file = tmp_path / "pid-1"
         deadline = time.monotonic() + 30
-        while not pid_file.exists() and time.monotonic() < deadline:
+        while not all((tmp_path / ("pid-%d" % r)).exists() for r in range(2)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert pid_file.exists(), "worker 1 never started"
-        time.sleep(0.5)
-        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        assert (tmp_path / "pid-1").exists(), "the workers never started training"
+        time.sleep(0.5)  # mid-training: both workers are pushing and pulling
+        if role == "worker":
+            victim = int((tmp_path / "pid-1").read_text())
+        else:
+            victim = min(pid for pid, r in job_processes(str(tmp_path)).items() if r == role)
+        os.kill(victim, signal.SIGKILL)
         killed_at = time.monotonic()
-        out, _ = proc.communicate(timeout=20)
+        out, _ = proc.communicate(timeout=30)
         took = time.monotonic() - killed_at
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
+    print("killed the %s: the job ended %.1f s later" % (role, took))
     assert proc.returncode != 0
-    # The scheduler names the lost worker, and every other process exits with that error.
-    assert "lost worker 1" in out, out
-    for role in ("scheduler", "server 0", "server 1", "worker"):
-        assert any(line.startswith("[%s" % role) and "lost worker 1" in line for line in out.splitlines()), out
+    # Every other process exits with an error naming the lost node.
+    named = {"worker": "lost worker 1", "server": "lost server", "scheduler": "lost the scheduler"}[role]
+    # The launcher numbers processes in start order, not by rank: count them by kind.
+    survivors = {"scheduler": 0 if role == "scheduler" else 1, "server": 1 if role == "server" else 2,
+                 "worker": 1 if role == "worker" else 2}
+    for kind, n in survivors.items():
+        reporting = {l.split("]")[0] for l in out.splitlines() if l.startswith("[" + kind) and named in l}
+        assert len(reporting) == n, "expected %d %s(s) to report '%s', got %s:\n%s" % (n, kind, named,
+                                                                                      sorted(reporting), out)
+    if role == "server":
+        assert "pid %d" % victim in out, out
     assert "killing" not in out, out  # nobody had to be killed by the launcher
-    assert took < 2 + 2 + 4, "the job took %.1f s to end after the kill" % took
+    assert "its connection closed" in out, out
+    # Detection (the 2 s grace after the close), the notice, and each process's 2 s to
+    # fail on its own, with room for a loaded machine: far below the heartbeat timeout.
+    assert took < 2 + 2 + 6, "the job took %.1f s to end after the kill" % took
     assert not no_process_left(str(tmp_path))
+
+
+def test_a_hung_node_is_lost_after_the_heartbeat_timeout(tmp_path):
+    # A stopped process keeps its connections open: only the heartbeats tell.
+    proc = launch(["kill", tmp_path], heartbeat=2, wait=False)
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")), daemon=True)
+    reader.start()
+    victim = None
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "pid-1").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        victim = int((tmp_path / "pid-1").read_text())
+        os.kill(victim, signal.SIGSTOP)
+        stopped_at = time.monotonic()
+        while not any("no heartbeat" in l for l in list(lines)) and time.monotonic() < stopped_at + 20:
+            time.sleep(0.05)
+        took = time.monotonic() - stopped_at
+        os.kill(victim, signal.SIGKILL)
+        proc.wait(timeout=30)
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    out = "".join(lines)
+    assert "[scheduler] weft scheduler: kvstore scheduler: lost worker 1 (host" in out, out
+    assert "pid %d): no heartbeat for 2 s" % victim in out, out
+    # Its last heartbeat went out up to one interval (0.4 s) before it stopped.
+    assert 2 - 0.5 <= took < 2 + 5, took
 
 
 def test_launch_reports_failure_and_bad_arguments(tmp_path):
@@ -139,45 +213,6 @@ def test_launch_reports_failure_and_bad_arguments(tmp_path):
     assert rc.returncode == 3, rc.stdout + rc.stderr
     bad = subprocess.run([sys.executable, LAUNCH, "-n", "0", "true"], capture_output=True, text=True, timeout=30)
     assert bad.returncode != 0 and "-n must be >= 1" in bad.stderr
-
-
-class Intruder(object):
-    """A raw ZeroMQ DEALER (libzmq through ctypes) aimed at the scheduler's port."""
-
-    def __init__(self, port, curve=None):
-        self.lib = lib = ctypes.CDLL("libzmq.so.5")
-        lib.zmq_ctx_new.restype = ctypes.c_void_p
-        lib.zmq_socket.restype = ctypes.c_void_p
-        lib.zmq_socket.argtypes = [ctypes.c_void_p, ctypes.c_int]
-        lib.zmq_connect.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
-        lib.zmq_send.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_int]
-        lib.zmq_setsockopt.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
-        lib.zmq_close.argtypes = [ctypes.c_void_p]
-        lib.zmq_ctx_term.argtypes = [ctypes.c_void_p]
-        self.ctx = lib.zmq_ctx_new()
-        self.sock = lib.zmq_socket(self.ctx, 5)  # ZMQ_DEALER
-        if curve is not None:
-            server_key, public, secret = curve
-            lib.zmq_setsockopt(self.sock, 50, server_key, 40)  # ZMQ_CURVE_SERVERKEY
-            lib.zmq_setsockopt(self.sock, 48, public, 40)      # ZMQ_CURVE_PUBLICKEY
-            lib.zmq_setsockopt(self.sock, 49, secret, 40)      # ZMQ_CURVE_SECRETKEY
-        lib.zmq_connect(self.sock, b"tcp://127.0.0.1:%d" % port)
-
-    def send(self, *frames):
-        for i, f in enumerate(frames):
-            self.lib.zmq_send(self.sock, f, len(f), 2 if i + 1 < len(frames) else 0)  # ZMQ_SNDMORE
-
-    def close(self):
-        self.lib.zmq_setsockopt(self.sock, 17, (0).to_bytes(4, "little"), 4)  # ZMQ_LINGER = 0
-        self.lib.zmq_close(self.sock)
-        self.lib.zmq_ctx_term(self.ctx)
-
-
-def curve_keypair():
-    lib = ctypes.CDLL("libzmq.so.5")
-    public, secret = ctypes.create_string_buffer(41), ctypes.create_string_buffer(41)
-    assert lib.zmq_curve_keypair(public, secret) == 0
-    return public.value, secret.value
 
 
 def free_port():
@@ -190,10 +225,14 @@ def gated_job_with_intruder(tmp_path, args, messages, expect, curve=None, env=No
     """Runs a job whose workers wait for a gate file, sends an intruder's messages to the
     scheduler, waits until its output shows each of `expect`, then opens the gate. The
     scheduler therefore always lives long enough to receive them: a short job left the
-    intruder's reconnects (every 100-200 ms) no window on a loaded machine."""
+    intruder's reconnects (every 100-200 ms) no window on a loaded machine. `curve`: the
+    intruder's wire.Peer keywords (password, or server_key and keys), or a function of the
+    job's (public, secret) keys (read from the scheduler's environment) that gives them."""
     port = free_port()
     gate = tmp_path / "gate"
     proc = launch(args, port=port, wait=False, env=dict(env or {}, WEFT_TEST_GATE=str(gate)))
+    if callable(curve):
+        curve = curve(*scheduler_keys(tmp_path))
     lines = []
 
     def read():  # line by line, so that the loop below sees each as it comes
@@ -202,10 +241,10 @@ def gated_job_with_intruder(tmp_path, args, messages, expect, curve=None, env=No
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    intruder = Intruder(port, curve=curve)
+    intruder = wire.Peer("tcp://127.0.0.1:%d" % port, **(curve or {}))
     try:
         for m in messages:
-            intruder.send(m)
+            intruder.send_frames([m])
         deadline = time.monotonic() + 30
         while not all(any(e in l for l in list(lines)) for e in expect) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -220,17 +259,32 @@ def gated_job_with_intruder(tmp_path, args, messages, expect, curve=None, env=No
     return proc.returncode, "".join(lines)
 
 
+def scheduler_keys(tmp_path):
+    """The CURVE keys launch.py gave the scheduler of the job running in tmp_path."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        for pid, role in job_processes(str(tmp_path)).items():
+            if role == "scheduler":
+                with open("/proc/%d/environ" % pid, "rb") as f:
+                    env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+                return env[b"WEFT_KVSTORE_CURVE_PUBLIC_KEY"].decode(), env[b"WEFT_KVSTORE_CURVE_SECRET_KEY"].decode()
+        time.sleep(0.05)
+    pytest.fail("the scheduler did not start")
+
+
 def test_malformed_messages_are_dropped_and_logged(tmp_path):
     header = bytearray(80)
     header[0:4] = (0x4B564657).to_bytes(4, "little")
-    header[4:6] = (1).to_bytes(2, "little")
+    header[4:6] = (wire.VERSION).to_bytes(2, "little")
     header[6:8] = (3).to_bytes(2, "little")             # a heartbeat...
     header[72:80] = (100).to_bytes(8, "little")         # ...announcing a missing payload
     expect = ["dropped a malformed message: header of 3 bytes",
               "dropped a malformed message: bad magic number",
               "announces 100 payload bytes, the message has 0"]
+    # The intruder holds the job's keys: this is what a broken member could send.
     rc, out = gated_job_with_intruder(tmp_path, ["async", tmp_path],
-                                      [b"xyz", b"\0" * 80, bytes(header)], expect)  # no header; bad magic
+                                      [b"xyz", b"\0" * 80, bytes(header)], expect,  # no header; bad magic
+                                      curve=lambda public, secret: {"server_key": public, "keys": (public, secret)})
     assert rc == 0, out
     for e in expect:
         assert e in out, out
@@ -238,20 +292,45 @@ def test_malformed_messages_are_dropped_and_logged(tmp_path):
 
 
 def test_curve_authentication_admits_the_job_and_refuses_others(tmp_path):
-    public, secret = curve_keypair()
-    keys = {"WEFT_KVSTORE_CURVE_PUBLIC_KEY": public.decode(), "WEFT_KVSTORE_CURVE_SECRET_KEY": secret.decode()}
-    other_public, other_secret = curve_keypair()
-    refused = "scheduler: refused a connection from 127.0.0.1 (not the job's CURVE key)"
+    public, secret = wire.curve_keypair()
+    keys = {"WEFT_KVSTORE_CURVE_PUBLIC_KEY": public, "WEFT_KVSTORE_CURVE_SECRET_KEY": secret}
+    other_public, other_secret = wire.curve_keypair()
+    refused = "scheduler: refused a connection from 127.0.0.1 (without the job's key)"
+    # CURVE between workers and servers on loopback too (the scheduler always uses it).
     rc, out = gated_job_with_intruder(tmp_path, ["sync", tmp_path], [b"\0" * 80], [refused],
-                                      curve=(public, other_public, other_secret), env=keys)
+                                      curve={"server_key": public, "keys": (other_public, other_secret)},
+                                      env=dict(keys, WEFT_KVSTORE_LOOPBACK_CURVE="1"))
     assert rc == 0, out
     assert refused in out, out
     # The intruder's message never reached the scheduler's loop.
     assert "malformed" not in out, out
     g = np.load(tmp_path / "sync-0.npz")
     np.testing.assert_array_equal(g["small2"], np.full((3, 4), 9.0))
-    bad = launch(["sync", tmp_path], env={"WEFT_KVSTORE_CURVE_PUBLIC_KEY": public.decode()}, timeout=30)
-    assert bad[0] != 0 and "CURVE needs both" in bad[1], bad[1]
+    bad = subprocess.run([sys.executable, LAUNCH, "-n", "1", "true"], capture_output=True, text=True, timeout=30,
+                         env=dict(os.environ, WEFT_KVSTORE_CURVE_PUBLIC_KEY=public))
+    assert bad.returncode != 0 and "only one of WEFT_KVSTORE_CURVE_PUBLIC_KEY" in bad.stderr, bad.stderr
+
+
+def test_launch_gives_each_job_its_own_keys_and_strangers_are_refused(tmp_path):
+    # No keys given: launch.py makes a pair for the job; a stranger with a wrong key is
+    # refused before anything it sends is read.
+    refused = "scheduler: refused a connection from 127.0.0.1 (without the job's key)"
+    seen = []
+
+    def stranger(public, secret):
+        seen.append((public, secret))
+        return {"server_key": public, "keys": wire.curve_keypair()}
+
+    rc, out = gated_job_with_intruder(tmp_path, ["async", tmp_path], [wire.header(wire.REGISTER)], [refused],
+                                      curve=stranger)
+    assert rc == 0, out
+    assert refused in out and "registration" not in out, out
+    (public, secret), = seen
+    assert len(public) == 40 and len(secret) == 40
+    printed = subprocess.run([sys.executable, LAUNCH, "--print-keys"], capture_output=True, text=True, timeout=30)
+    lines = printed.stdout.split()
+    assert [l.split("=", 1)[0] for l in lines] == ["WEFT_KVSTORE_CURVE_PUBLIC_KEY", "WEFT_KVSTORE_CURVE_SECRET_KEY"]
+    assert public not in printed.stdout  # a new pair every time
 
 
 def test_ssh_launcher_runs_each_node_through_ssh(tmp_path):
@@ -261,11 +340,14 @@ def test_ssh_launcher_runs_each_node_through_ssh(tmp_path):
     bin_dir.mkdir()
     fake = bin_dir / "ssh"
     fake.write_text('#!/bin/sh\nwhile [ "$1" = "-o" ]; do shift 2; done\n'
-                    'echo "ssh to $1" >> "%s"\nshift\nexec sh -c "$1"\n' % (tmp_path / "ssh.log"))
+                    'echo "ssh to $1" >> "%s"\necho "$2" >> "%s"\nshift\nexec sh -c "$1"\n'
+                    % (tmp_path / "ssh.log", tmp_path / "remote.log"))
     fake.chmod(0o755)
     hosts = tmp_path / "hosts"
     hosts.write_text("# two names for this machine\n127.0.0.1\nlocalhost\n")
-    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ["PATH"]), WEFT_KVSTORE_HEARTBEAT_TIMEOUT="10")
+    public, secret = wire.curve_keypair()
+    env = dict(os.environ, PATH="%s:%s" % (bin_dir, os.environ["PATH"]), WEFT_KVSTORE_HEARTBEAT_TIMEOUT="10",
+               WEFT_KVSTORE_CURVE_PUBLIC_KEY=public, WEFT_KVSTORE_CURVE_SECRET_KEY=secret)
     res = subprocess.run([sys.executable, LAUNCH, "-n", "2", "-s", "2", "--launcher", "ssh", "-H", str(hosts),
                           sys.executable, WORKER, "async", str(tmp_path)],
                          env=env, capture_output=True, text=True, timeout=40)
@@ -274,4 +356,283 @@ def test_ssh_launcher_runs_each_node_through_ssh(tmp_path):
     # Servers and workers go round-robin over the hosts; the scheduler runs here.
     assert sorted(l for l in log if l) == ["ssh to 127.0.0.1", "ssh to 127.0.0.1", "ssh to localhost",
                                            "ssh to localhost"]
+    # The secret key reached every node (the job ran with CURVE) but no command line,
+    # which every user of the remote host can read: it came through ssh's input.
+    remote = (tmp_path / "remote.log").read_text()
+    assert remote.count(public) == 4 and secret not in remote, remote
     np.testing.assert_allclose(np.load(tmp_path / "async-1.npy"), np.linspace(-1, 1, 10), atol=1e-3)
+
+
+# ------------------------------------------------------------------ nodes played by hand
+
+def start_nodes(tmp_path, roles, workers=1, servers=1, keys=None, uri="127.0.0.1", env=None):
+    """Starts the scheduler and/or servers of a job as real processes (they run their role
+    when they import weft); the test plays the other nodes through `wire`. Returns the
+    scheduler's port and {role: process}."""
+    port = free_port()
+    base = {k: v for k, v in os.environ.items() if not k.startswith("WEFT_KVSTORE_CURVE")}
+    base.update(DMLC_PS_ROOT_URI=uri, DMLC_PS_ROOT_PORT=str(port), DMLC_NUM_SERVER=str(servers),
+                DMLC_NUM_WORKER=str(workers), OMP_NUM_THREADS="1", WEFT_KVSTORE_HEARTBEAT_TIMEOUT="30")
+    if keys is not None:
+        base.update(WEFT_KVSTORE_CURVE_PUBLIC_KEY=keys[0], WEFT_KVSTORE_CURVE_SECRET_KEY=keys[1])
+    base.update(env or {})
+    procs = {}
+    for role in roles:
+        procs[role] = subprocess.Popen([sys.executable, "-c", "import weft", str(tmp_path)],
+                                       env=dict(base, DMLC_ROLE=role), stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    return port, procs
+
+
+def finish(procs, timeout=30):
+    """{role: (exit status, output)} once every process has ended (killed after `timeout`)."""
+    out = {}
+    deadline = time.monotonic() + timeout
+    for role, p in procs.items():
+        try:
+            text, _ = p.communicate(timeout=max(1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            text, _ = p.communicate()
+            text += "\n(killed by the test after %d s)" % timeout
+        out[role] = (p.returncode, text)
+    return out
+
+
+class _Pickled(object):
+    """Unpickling this runs `touch PATH`: what an attacker would send as an optimizer."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (os.system, ("touch %s" % self.path,))
+
+
+def test_servers_check_every_request_and_hear_only_registered_workers(tmp_path):
+    keys = wire.curve_keypair()
+    port, procs = start_nodes(tmp_path, ["scheduler", "server"], keys=keys)
+    marker = tmp_path / "pickle-ran"
+    peers = []
+    try:
+        sched = wire.Peer("tcp://127.0.0.1:%d" % port, keys[0], keys)
+        peers.append(sched)
+        wire.register(sched)
+        got = sched.recv_type(wire.ADDRESS_BOOK, timeout=30)
+        assert got is not None, "no address book"
+        book = wire.read_book(got[1])
+        assert got[0]["head"] == 0 and list(book["workers"]) == [0] and len(book["servers"]) == 1, book
+        server = wire.Peer(book["servers"][0], routing_id="W0." + book["workers"][0], password=keys[1])
+        peers.append(server)
+        # Someone without the job's key is refused at the connection.
+        guesser = wire.Peer(book["servers"][0], routing_id="W0." + book["workers"][0],
+                            password=wire.curve_keypair()[1])
+        peers.append(guesser)
+        guesser.send(wire.PULL, sender=0, key=1, count=4, total=4, request=1)
+        assert guesser.recv(timeout=1.0) is None
+        # A member of the job without a worker's token (or with a wrong one) is not heard.
+        for rid in (None, "W0." + "0" * 32):
+            other = wire.Peer(book["servers"][0], routing_id=rid, password=keys[1])
+            peers.append(other)
+            other.send(wire.PULL, sender=0, key=1, count=4, total=4, request=1)
+            assert other.recv(timeout=1.0) is None
+
+        def ask(type, payload=b"", **fields):
+            server.send(type, payload, sender=0, **fields)
+            answer = server.recv(timeout=10)
+            assert answer is not None, "the server did not answer (did it crash?)"
+            return answer[0]["type"], answer[1]
+
+        # The forged init of issue 22: a huge count and no payload (count * 4 wraps to 0).
+        kind, text = ask(wire.INIT, key=1, count=1 << 62, total=1 << 62, request=2)
+        assert kind == wire.ERROR and b"elements of 4 bytes is over the limit of 2147483648 bytes" in text, text
+        kind, text = ask(wire.INIT, key=1, count=1000, total=1000, request=3)
+        assert kind == wire.ERROR and b"expected 4000 payload bytes, got 0" in text, text
+        kind, text = ask(wire.INIT, b"\0" * 8, key=1, count=2, total=2, dtype=99, request=4)
+        assert kind == wire.ERROR and b"unknown dtype code 99" in text, text
+        kind, text = ask(wire.PUSH, b"\0" * 8, key=-3, count=2, total=2, request=5)
+        assert kind == wire.ERROR and b"key -3 outside [0, 2^31)" in text, text
+        # A pickle as the optimizer: refused, never loaded.
+        kind, text = ask(wire.COMMAND, pickle.dumps(_Pickled(marker)), head=0, request=6)
+        assert kind == wire.ERROR and b"command handler failed on command 0" in text, text
+        # A worker's message claiming another rank is dropped.
+        server.send(wire.PULL, sender=3, key=1, count=4, total=4, request=7)
+        assert server.recv(timeout=1.0) is None
+        # The server still serves the job, exactly.
+        vals = np.arange(4, dtype=np.float32)
+        assert ask(wire.INIT, vals.tobytes(), key=1, count=4, total=4, request=8)[0] == wire.ACK
+        kind, text = ask(wire.INIT, vals.tobytes(), key=1, count=4, total=4, request=9)
+        assert kind == wire.ERROR and b"the key is initialised already" in text, text
+        assert ask(wire.PUSH, (vals * 3).tobytes(), key=1, count=4, total=4, flags=wire.FLAG_SYNC,
+                   request=10)[0] == wire.ACK
+        kind, data = ask(wire.PULL, key=1, count=4, total=4, flags=wire.FLAG_SYNC, request=11)
+        assert kind == wire.PULL_REPLY
+        np.testing.assert_array_equal(np.frombuffer(data, np.float32), vals * 3)
+        sched.send(wire.EXIT, sender=0)
+        outs = finish(procs)
+    finally:
+        for p in peers:
+            p.close()
+        finish(procs, timeout=5)
+    assert not marker.exists(), "the pickle was loaded: it ran its command"
+    for role, (rc, text) in outs.items():
+        assert rc == 0, "%s: %s" % (role, text)
+    log = outs["server"][1]
+    assert "server: refused a connection from 127.0.0.1 (without the job's key)" in log, log
+    assert "dropped a pull from 127.0.0.1, which is no registered worker" in log, log
+    assert "dropped a pull from worker 0 that claims to come from worker 3" in log, log
+    assert "pickled optimizers are refused" in log, log
+
+
+def test_scheduler_admits_each_role_up_to_its_count_once_and_only_members(tmp_path):
+    keys = wire.curve_keypair()
+    # No server is started: the address book cannot go out, so every registration below
+    # meets the scheduler in the same state whatever the timing.
+    port, procs = start_nodes(tmp_path, ["scheduler"], workers=2, keys=keys,
+                              env={"WEFT_KVSTORE_REGISTER_TIMEOUT": "4"})
+    endpoint = "tcp://127.0.0.1:%d" % port
+    peers = []
+    try:
+        stranger = wire.Peer(endpoint, keys[0], wire.curve_keypair())
+        peers.append(stranger)
+        wire.register(stranger, "server", "tcp://127.0.0.1:1")
+        members = [wire.Peer(endpoint, keys[0], keys) for _ in range(3)]
+        peers.extend(members)
+        for m in members[:2]:
+            wire.register(m)
+            assert m.recv_type(wire.HEARTBEAT_ACK) is not None
+        wire.register(members[2])
+        lost = members[2].recv_type(wire.NODE_LOST)
+        assert lost is not None and b"all 2 workers of the job have registered" in lost[1], lost
+        wire.register(members[0])
+        lost = members[0].recv_type(wire.NODE_LOST)
+        assert lost is not None and b"this connection has registered already" in lost[1], lost
+        wire.register(members[1], "scheduler")
+        lost = members[1].recv_type(wire.NODE_LOST)
+        assert lost is not None and b"the role 'scheduler' is not worker or server" in lost[1], lost
+        assert stranger.recv(timeout=0.5) is None
+        # The server never registers: the job fails within the registration timeout, and
+        # the registered nodes are told why.
+        started = time.monotonic()
+        for m in members[:2]:
+            lost = m.recv_type(wire.NODE_LOST, timeout=15)
+            assert lost is not None and b"registration timeout" in lost[1], lost
+            assert b"0 of 1 servers and 2 of 2 workers had registered" in lost[1], lost[1]
+        outs = finish(procs, timeout=15)
+        took = time.monotonic() - started
+    finally:
+        for p in peers:
+            p.close()
+        finish(procs, timeout=5)
+    rc, log = outs["scheduler"]
+    assert rc != 0 and "registration timeout: after 4 s (WEFT_KVSTORE_REGISTER_TIMEOUT)" in log, log
+    assert "refused a connection from 127.0.0.1 (without the job's key)" in log, log
+    assert log.count("refused a registration") == 3, log
+    assert took < 10, took
+
+
+def test_plaintext_only_on_loopback_unless_allowed(tmp_path):
+    # Loopback without keys: the job runs (here it fails for want of a worker, in time).
+    port, procs = start_nodes(tmp_path, ["scheduler", "server"], env={"WEFT_KVSTORE_REGISTER_TIMEOUT": "5"})
+    outs = finish(procs, timeout=30)
+    for role in ("scheduler", "server"):
+        rc, log = outs[role]
+        assert rc != 0 and "0 of 1 workers had registered" in log, log
+        assert "plaintext" not in log, log
+    # Any other address needs the keys, or an explicit, loudly logged permission.
+    port, procs = start_nodes(tmp_path, ["scheduler"], uri="0.0.0.0")
+    rc, log = finish(procs, timeout=20)["scheduler"]
+    assert rc != 0 and "refusing to talk in plaintext over 0.0.0.0, which is not a loopback address" in log, log
+    port, procs = start_nodes(tmp_path, ["scheduler"], uri="0.0.0.0",
+                              env={"WEFT_KVSTORE_ALLOW_PLAINTEXT": "1", "WEFT_KVSTORE_REGISTER_TIMEOUT": "1"})
+    rc, log = finish(procs, timeout=20)["scheduler"]
+    assert "WARNING: talking in plaintext over 0.0.0.0 (WEFT_KVSTORE_ALLOW_PLAINTEXT=1)" in log, log
+    assert rc != 0 and "registration timeout" in log, log
+
+
+@pytest.mark.parametrize("what", ["barrier", "push"])
+def test_a_request_nobody_answers_times_out_with_a_named_error(tmp_path, what):
+    started = time.monotonic()
+    rc, out = launch(["late_" + what, tmp_path], timeout=60, env={"WEFT_KVSTORE_REQUEST_TIMEOUT": "2"})
+    assert rc != 0
+    expected = {"barrier": "barrier timeout: the other workers did not reach the barrier within 2 s "
+                           "(WEFT_KVSTORE_REQUEST_TIMEOUT)",
+                "push": "did not answer the push of key 3 within 2 s (WEFT_KVSTORE_REQUEST_TIMEOUT)"}[what]
+    assert expected in out, out
+    # The worker that timed out leaves; the others learn it from its closed connections.
+    assert "its connection closed" in out, out
+    assert time.monotonic() - started < 30
+
+
+# ------------------------------------------------------------------ optimizers as data
+
+def test_every_builtin_optimizer_and_scheduler_crosses_the_wire_unchanged():
+    for name in sorted(mx.optimizer.Optimizer.opt_registry):
+        o = mx.optimizer.create(name, learning_rate=0.05, wd=1e-4, rescale_grad=0.5, clip_gradient=2.0,
+                                param_idx2name={0: "fc_weight", 1: "fc_bias"})
+        o.set_lr_mult({"fc_weight": 2.0, 1: 0.5})
+        r = optimizer_wire.rebuild(optimizer_wire.describe(o))
+        assert type(r) is type(o)
+        assert vars(r) == vars(o), name
+        assert r._get_wd(1) == 0.0 and r._get_lr(0) == pytest.approx(0.1)
+    schedulers = [lr_scheduler.FactorScheduler(step=5, factor=0.9, base_lr=0.2),
+                  lr_scheduler.MultiFactorScheduler(step=[10, 20], factor=0.5, base_lr=0.2),
+                  lr_scheduler.PolyScheduler(100, base_lr=0.2, pwr=3, warmup_steps=5),
+                  lr_scheduler.CosineScheduler(100, base_lr=0.2, final_lr=0.01)]
+    for sched in schedulers:
+        sched(30)  # moved on: its counters travel too
+        o = mx.optimizer.SGD(momentum=0.9, lr_scheduler=sched)
+        r = optimizer_wire.rebuild(optimizer_wire.describe(o))
+        assert type(r.lr_scheduler) is type(sched) and vars(r.lr_scheduler) == vars(sched)
+        assert [r.lr_scheduler(t) for t in (31, 60, 120)] == [sched(t) for t in (31, 60, 120)]
+
+
+def test_what_cannot_be_described_as_data_is_refused_by_name():
+    class Mine(mx.optimizer.SGD):
+        pass
+
+    with pytest.raises(ValueError, match="Mine cannot be sent to the servers"):
+        optimizer_wire.describe(Mine())
+
+    class Steps(lr_scheduler.LRScheduler):
+        def __call__(self, n):
+            return 0.1
+
+    with pytest.raises(ValueError, match="the lr_scheduler .*Steps cannot be sent"):
+        optimizer_wire.describe(mx.optimizer.SGD(lr_scheduler=Steps()))
+    with pytest.raises(ValueError, match="optimizer SGD parameter 'momentum' holds .*cannot be described"):
+        optimizer_wire.describe(mx.optimizer.SGD(momentum=object()))
+    with pytest.raises(ValueError, match="parameter 'wd' is nan: only finite numbers"):
+        optimizer_wire.describe(mx.optimizer.SGD(wd=float("nan")))
+    kv = mx.kv.create("local")
+    kv.set_optimizer(Mine())  # a local store runs it here: any optimizer will do
+
+
+def test_malformed_optimizer_descriptions_are_refused_before_anything_is_built(tmp_path):
+    good = optimizer_wire.describe(mx.optimizer.SGD(momentum=0.9))
+
+    def edited(**change):
+        import json
+        d = json.loads(good)
+        d.update(change)
+        return json.dumps(d).encode()
+
+    cases = [
+        (pickle.dumps(_Pickled(tmp_path / "ran")), "not one .*pickled optimizers are refused"),
+        (b"[" * 100000 + b"]" * 100000, "not one"),
+        (edited(name="os.system"), "unknown optimizer 'os.system'"),
+        (edited(params={"momentum": "0.9"}), "parameter 'momentum': expected a number .*got a text"),
+        (edited(params={"shell": 1}), "unknown field\\(s\\) 'shell'"),
+        (edited(state={"update": 1}), "unknown attribute 'update'"),
+        (edited(state={"_index_update_count": {}}), "unknown attribute '_index_update_count'"),
+        (edited(extra=1), "unknown field\\(s\\) 'extra'"),
+        (edited(format="pickle"), "format 'pickle', expected"),
+        (edited(lr_scheduler={"name": "LRScheduler", "params": {}}), "unknown lr_scheduler 'LRScheduler'"),
+        (edited(lr_mult=[["w", [1]]]), "lr_mult: expected \\[key, number\\] pairs"),
+        (good.replace(b'"wd": 0.0', b'"wd": NaN'), "NaN is not a finite number"),
+        (b"x" * (optimizer_wire.MAX_BYTES + 1), "over the limit"),
+    ]
+    for text, why in cases:
+        with pytest.raises(ValueError, match=why):
+            optimizer_wire.rebuild(text)
+    assert not (tmp_path / "ran").exists()

@@ -25,7 +25,12 @@ struct Waiting {
   std::string identity;
   uint64_t request;
   bool pull_back;
+  bool push;  // the sender's push of the round (else a pull held behind it)
 };
+
+// Requests held per key while a sync round fills, per worker: a worker has at most its
+// push and a pull or two behind it waiting, so more is a broken or hostile peer.
+constexpr size_t kMaxHeldPerWorker = 64;
 
 struct KeyState {
   NDArray stored, merged;  // 1-D over this server's range
@@ -51,12 +56,16 @@ void ServerStore::NotWorker() const {
 void ServerStore::RunServer(Controller controller) {
   Config cfg = Config::FromEnv();
   Curve curve = Curve::FromEnv();
+  CheckTransport(cfg, curve.on, {cfg.root_uri, cfg.host}, "server");
   void* ctx = zmq_ctx_new();
   ZapHandler zap(ctx, curve, "server");
   void* router = NewSocket(ctx, ZMQ_ROUTER);
   void* sched = NewSocket(ctx, ZMQ_DEALER);
-  CurveListen(router, curve);
-  CurveConnect(sched, curve);
+  AuthListen(router, curve, cfg.host, /*bulk=*/true);
+  LimitInbound(router, cfg.max_message_bytes, cfg.queue_limit);
+  AuthConnect(sched, curve, cfg.root_uri, /*bulk=*/false);
+  ConnectionWatch sched_watch(ctx, sched);
+  LogLimit limit;
   std::string bind = "tcp://" + cfg.host + ":*";
   std::string failure;
   char endpoint[256] = {0};
@@ -73,8 +82,12 @@ void ServerStore::RunServer(Controller controller) {
   if (failure.empty()) SendMessage(sched, nullptr, reg, info.data(), info.size());
 
   std::unordered_map<int64_t, KeyState> keys;
+  std::unordered_map<std::string, int> workers;  // routing id -> rank, from the address book
   int rank = -1;
+  const auto started = Clock::now();
   auto last_heartbeat = Clock::now(), last_heard = Clock::now();
+  bool sched_closed = false;
+  Clock::time_point sched_closed_at;
 
   auto reply = [&](const std::string& id, const Header& req, MsgType type, const void* data = nullptr, size_t n = 0,
                    std::shared_ptr<void> keep = nullptr) {
@@ -106,22 +119,20 @@ void ServerStore::RunServer(Controller controller) {
   };
 
   // Handles one request from a worker; errors go back to the worker as error replies.
-  auto handle = [&](const std::string& id, const Header& h, const void* payload, size_t nbytes, Frames& frames,
-                    size_t payload_part) {
+  // The request has passed CheckDataRequest: its sizes are consistent and within limits.
+  auto handle = [&](const std::string& id, int sender, const Header& h, const void* payload, size_t nbytes,
+                    Frames& frames, size_t payload_part) {
     auto type = static_cast<MsgType>(h.type);
     if (type == MsgType::kCommand) {
       controller(h.head, std::string(static_cast<const char*>(payload ? payload : ""), nbytes));
       reply(id, h, MsgType::kAck);
       return;
     }
-    WEFT_CHECK(type == MsgType::kInit || type == MsgType::kPush || type == MsgType::kPull, kValue,
-               "unexpected ", MsgTypeName(h.type), " message");
-    WEFT_CHECK(IsValidDType(h.dtype), kType, "unknown dtype code ", h.dtype);
     DType dtype = static_cast<DType>(h.dtype);
-    const size_t elem = DTypeSize(dtype);
     if (type == MsgType::kInit) {
-      WEFT_CHECK(nbytes == h.count * elem, kValue, "init of key ", h.key, ": expected ", h.count * elem,
-                 " bytes, got ", nbytes);
+      // Rank 0 alone sets the initial values, once per key (as every worker's store does).
+      WEFT_CHECK(sender == 0, kValue, "init of key ", h.key, " from worker ", sender, ": only worker 0 initialises");
+      WEFT_CHECK(keys.find(h.key) == keys.end(), kValue, "init of key ", h.key, ": the key is initialised already");
       KeyState ks;
       ks.offset = h.offset;
       ks.count = h.count;
@@ -146,7 +157,11 @@ void ServerStore::RunServer(Controller controller) {
       // and is answered with the summed value.
       if ((h.flags & kFlagSync) &&
           std::any_of(ks.waiting.begin(), ks.waiting.end(), [&](const Waiting& w) { return w.identity == id; })) {
-        ks.waiting.push_back({id, h.request, /*pull_back=*/true});
+        WEFT_CHECK(std::count_if(ks.waiting.begin(), ks.waiting.end(),
+                                 [&](const Waiting& w) { return w.identity == id; }) < int(kMaxHeldPerWorker),
+                   kValue, "pull of key ", h.key, " from worker ", sender, ": over ", kMaxHeldPerWorker,
+                   " requests of this worker are held already");
+        ks.waiting.push_back({id, h.request, /*pull_back=*/true, /*push=*/false});
         return;
       }
       ks.stored.WaitToRead();
@@ -159,15 +174,14 @@ void ServerStore::RunServer(Controller controller) {
       return;
     }
     const bool compressed = h.flags & kFlagCompressed;
-    if (compressed) {
-      WEFT_CHECK(dtype == DType::kFloat32 && nbytes == GradientCompression::CompressedBytes(h.count), kValue,
-                 "compressed push of key ", h.key, ": expected ", GradientCompression::CompressedBytes(h.count),
-                 " bytes of float32, got ", nbytes);
-    } else {
-      WEFT_CHECK(nbytes == h.count * elem, kValue, "push of key ", h.key, ": expected ", h.count * elem,
-                 " bytes, got ", nbytes);
-    }
     const bool sync = h.flags & kFlagSync;
+    if (sync) {
+      // One push per worker and round: a second one would be counted as another worker's.
+      WEFT_CHECK(std::none_of(ks.waiting.begin(), ks.waiting.end(),
+                              [&](const Waiting& w) { return w.identity == id && w.push; }),
+                 kValue, "push of key ", h.key, " from worker ", sender,
+                 ": this worker's push of the current round is still waiting for the others'");
+    }
     const bool first = !sync || ks.pushes == 0;
     const int64_t n = static_cast<int64_t>(h.count);
     if (sync && first && !compressed && nbytes > 0 && cfg.num_workers > 1) {
@@ -208,7 +222,7 @@ void ServerStore::RunServer(Controller controller) {
       }
       return;
     }
-    ks.waiting.push_back({id, h.request, pull_back});
+    ks.waiting.push_back({id, h.request, pull_back, /*push=*/true});
     if (++ks.pushes < cfg.num_workers) return;
     apply(h.key, ks);
     ks.pushes = 0;
@@ -229,8 +243,10 @@ void ServerStore::RunServer(Controller controller) {
   };
 
   while (failure.empty()) {
-    zmq_pollitem_t items[2] = {{router, 0, ZMQ_POLLIN, 0}, {sched, 0, ZMQ_POLLIN, 0}};
-    zmq_poll(items, 2, static_cast<long>(cfg.heartbeat_interval * 1000));
+    // Workers' requests wait in the socket until the address book says who the workers are.
+    zmq_pollitem_t items[3] = {{sched, 0, ZMQ_POLLIN, 0}, {sched_watch.events(), 0, ZMQ_POLLIN, 0},
+                               {router, 0, ZMQ_POLLIN, 0}};
+    zmq_poll(items, rank >= 0 ? 3 : 2, static_cast<long>(cfg.heartbeat_interval * 1000));
     bool stop = false;
     for (Frames f; f.Recv(sched);) {
       Header h;
@@ -243,23 +259,57 @@ void ServerStore::RunServer(Controller controller) {
       }
       last_heard = Clock::now();
       auto type = static_cast<MsgType>(h.type);
-      if (type == MsgType::kAddressBook) rank = h.head;
+      if (type == MsgType::kAddressBook && rank < 0) {
+        AddressBook book;
+        if (!AddressBook::Parse(std::string(static_cast<const char*>(payload ? payload : ""), nbytes), &book, &why)) {
+          failure = "the scheduler's address book is malformed: " + why;
+          break;
+        }
+        rank = h.head;
+        for (const auto& [r, token] : book.workers) workers[WorkerRoutingId(r, token)] = r;
+      }
       if (type == MsgType::kTerminate) stop = true;
       if (type == MsgType::kNodeLost) failure = std::string(static_cast<const char*>(payload), nbytes);
     }
     if (stop || !failure.empty()) break;
-    for (Frames f; f.Recv(router);) {
+    for (Frames f; rank >= 0 && f.Recv(router);) {
       Header h;
       const void* payload = nullptr;
       size_t nbytes = 0;
       std::string why;
       if (f.size() < 2 || !ParseMessage(f, 1, &h, &payload, &nbytes, &why)) {
-        WEFT_LOG(Warning) << "kvstore server: dropped a malformed message: " << (why.empty() ? "no header" : why);
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore server " << rank << ": dropped a malformed message from " << f.PeerAddress(1)
+                            << ": " << (why.empty() ? "no header" : why);
+        }
         continue;
       }
       std::string id = f.str(0);
+      auto w = workers.find(id);
+      if (w == workers.end()) {
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore server " << rank << ": dropped a " << MsgTypeName(h.type) << " from "
+                            << f.PeerAddress(1) << ", which is no registered worker";
+        }
+        continue;
+      }
+      if (h.sender != w->second) {
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore server " << rank << ": dropped a " << MsgTypeName(h.type) << " from worker "
+                            << w->second << " that claims to come from worker " << h.sender;
+        }
+        continue;
+      }
+      if (!CheckDataRequest(h, nbytes, cfg, &why)) {
+        if (limit.Allow()) {
+          WEFT_LOG(Warning) << "kvstore server " << rank << ": refused " << MsgTypeName(h.type) << " from worker "
+                            << w->second << ": " << why;
+        }
+        reply_error(id, h, "refused " + std::string(MsgTypeName(h.type)) + ": " + why);
+        continue;
+      }
       try {
-        handle(id, h, payload, nbytes, f, 2);
+        handle(id, w->second, h, payload, nbytes, f, 2);
       } catch (const std::exception& e) {
         reply_error(id, h, e.what());
       }
@@ -270,12 +320,24 @@ void ServerStore::RunServer(Controller controller) {
       SendMessage(sched, nullptr, hb);
       last_heartbeat = Clock::now();
     }
+    if (!sched_watch.Closed().empty() && !sched_closed) {
+      sched_closed = true;
+      sched_closed_at = Clock::now();
+    }
+    // The scheduler closes its connections when the job ends, right after the terminate
+    // message: that message is read within the grace.
+    if (sched_closed && SecondsSince(sched_closed_at) > CloseGrace(cfg))
+      failure = "lost the scheduler at " + cfg.SchedulerEndpoint() + ": its connection closed";
     if (SecondsSince(last_heard) > cfg.heartbeat_timeout)
       failure = "lost the scheduler at " + cfg.SchedulerEndpoint() + ": no answer for " +
                 SecondsText(cfg.heartbeat_timeout);
+    if (rank < 0 && SecondsSince(started) > cfg.register_timeout + cfg.heartbeat_timeout)
+      failure = "no address book from the scheduler at " + cfg.SchedulerEndpoint() + " within " +
+                SecondsText(cfg.register_timeout + cfg.heartbeat_timeout) + " (WEFT_KVSTORE_REGISTER_TIMEOUT)";
   }
   // Pending updates read the stored arrays: let them finish before the memory goes.
   for (auto& [k, ks] : keys) ks.stored.WaitToRead();
+  sched_watch.Close();
   CloseSocket(router, 0);
   CloseSocket(sched, 0);
   zmq_ctx_term(ctx);

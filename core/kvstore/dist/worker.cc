@@ -51,6 +51,7 @@ struct Request {
   // Kept by the van.
   int outstanding = 0;
   std::string error;
+  Clock::time_point issued;
 };
 
 // The lost node or the failure that ended the job, as the process reports it on its way out.
@@ -68,6 +69,7 @@ class Van {
   // Registers with the scheduler and waits for the address book (or for the failure).
   void Start() {
     curve_ = Curve::FromEnv();
+    CheckTransport(cfg_, curve_.on, {cfg_.root_uri, cfg_.host}, "worker");
     ctx_ = zmq_ctx_new();
     wake_send_ = NewSocket(ctx_, ZMQ_PAIR);
     wake_recv_ = NewSocket(ctx_, ZMQ_PAIR);
@@ -180,7 +182,10 @@ class Van {
   }
 
   void Issue(const std::shared_ptr<Request>& r) {
+    r->issued = Clock::now();
     if (r->type == MsgType::kBarrier || r->type == MsgType::kExit) {
+      // Once this worker leaves, the servers may end (and close) before the goodbye comes.
+      if (r->type == MsgType::kExit) leaving_ = true;
       scheduler_waits_.push_back(r);
       SendToScheduler(r->type);
       return;
@@ -205,8 +210,11 @@ class Van {
       h.dtype = r->dtype;
       h.head = r->head;
       h.threshold = r->threshold;
-      if (!SendMessage(servers_[p.server], nullptr, h, p.send, p.send_bytes, p.send_bytes ? r->keep : nullptr))
-        Fail("cannot send to server " + std::to_string(p.server) + ": " + zmq_strerror(zmq_errno()));
+      if (!SendMessage(servers_[p.server], nullptr, h, p.send, p.send_bytes, p.send_bytes ? r->keep : nullptr)) {
+        // The only refusal: the connection is gone (workers never reconnect to a server).
+        OnLost("lost " + watches_[p.server + 1].who + ": its connection closed");
+        return;
+      }
     }
   }
 
@@ -258,19 +266,33 @@ class Van {
       case MsgType::kAddressBook: {
         if (started_) break;
         rank_ = h.head;
-        size_t pos = 0;
+        AddressBook book;
         std::string err;
-        while (pos < text.size()) {
-          size_t nl = text.find('\n', pos);
-          if (nl == std::string::npos) nl = text.size();
-          std::string ep = text.substr(pos, nl - pos);
-          pos = nl + 1;
+        if (!AddressBook::Parse(text, &book, &err)) {
+          err = "the scheduler's address book is malformed: " + err;
+        } else if (book.workers.size() != 1 || book.workers[0].first != rank_) {
+          err = "the scheduler's address book does not give this worker its token";
+        } else {
+          try {
+            CheckTransport(cfg_, curve_.on, book.servers, "worker");
+          } catch (const std::exception& e) {
+            err = e.what();
+          }
+        }
+        // The servers hear this worker under its rank and secret token only.
+        std::string routing_id = err.empty() ? WorkerRoutingId(rank_, book.workers[0].second) : "";
+        for (size_t i = 0; err.empty() && i < book.servers.size(); ++i) {
           void* s = NewSocket(ctx_, ZMQ_DEALER);
-          CurveConnect(s, curve_);
-          if (zmq_connect(s, ep.c_str()) != 0) err = "cannot connect to server at " + ep;
+          zmq_setsockopt(s, ZMQ_ROUTING_ID, routing_id.data(), routing_id.size());
+          // No reconnection: a server's port, once its server is gone, may belong to
+          // anyone, who must not receive the password (and a lost server ends the job).
+          int never = -1;
+          zmq_setsockopt(s, ZMQ_RECONNECT_IVL, &never, sizeof(never));
+          AuthConnect(s, curve_, book.servers[i], /*bulk=*/true);
+          Watch(s, "server " + std::to_string(i) + " at " + book.servers[i]);
+          if (zmq_connect(s, book.servers[i].c_str()) != 0) err = "cannot connect to server at " + book.servers[i];
           servers_.push_back(s);
         }
-        if (servers_.empty()) err = "the address book lists no server";
         started_ = true;
         ready_.set_value(err);
         break;
@@ -295,6 +317,30 @@ class Van {
     }
   }
 
+  // What has waited past its deadline ("" when nothing): the address book, a request to a
+  // server, a barrier. Leaving the job (exit) has none: the other workers may still train
+  // for long, and the heartbeats tell whether they live.
+  std::string Overdue(Clock::time_point started_at) const {
+    if (!started_ && SecondsSince(started_at) > cfg_.register_timeout + cfg_.heartbeat_timeout)
+      return "no address book from the scheduler at " + cfg_.SchedulerEndpoint() + " within " +
+             SecondsText(cfg_.register_timeout + cfg_.heartbeat_timeout) + " (WEFT_KVSTORE_REGISTER_TIMEOUT)";
+    // The first one sent is named: those behind it (a pull behind its push) wait for it.
+    uint64_t first = 0;
+    for (const auto& [id, p] : pending_)
+      if (SecondsSince(p.first->issued) > cfg_.request_timeout && (first == 0 || id < first)) first = id;
+    if (first != 0) {
+      const auto& [r, piece] = pending_.at(first);
+      return std::string("request timeout: server ") + std::to_string(r->pieces[piece].server) + " did not answer the " +
+             MsgTypeName(static_cast<uint16_t>(r->type)) + " of key " + std::to_string(r->key) + " within " +
+             SecondsText(cfg_.request_timeout) + " (WEFT_KVSTORE_REQUEST_TIMEOUT)";
+    }
+    for (const auto& r : scheduler_waits_)
+      if (r->type == MsgType::kBarrier && SecondsSince(r->issued) > cfg_.request_timeout)
+        return "barrier timeout: the other workers did not reach the barrier within " +
+               SecondsText(cfg_.request_timeout) + " (WEFT_KVSTORE_REQUEST_TIMEOUT)";
+    return "";
+  }
+
   void OnLost(const std::string& msg) {
     if (!lost_.empty()) return;
     lost_ = msg;
@@ -304,9 +350,31 @@ class Van {
     lost_at_ = Clock::now();
   }
 
+  // Follows the connections of `socket` to the peer `who` (see ConnectionWatch).
+  void Watch(void* socket, const std::string& who) {
+    watches_.push_back({std::make_unique<ConnectionWatch>(ctx_, socket), who, false, {}});
+  }
+
+  // The peer whose connection closed and stayed closed past the grace ("" when none).
+  // The scheduler (watches_[0]) closes its connections only after its goodbye, the
+  // servers only after every worker has left.
+  std::string ClosedPeer() {
+    for (size_t i = 0; i < watches_.size(); ++i) {
+      PeerWatch& w = watches_[i];
+      if (!w.watch->Closed().empty() && !w.closed) {
+        w.closed = true;
+        w.closed_at = Clock::now();
+      }
+      if (w.closed && (i == 0 || !leaving_) && SecondsSince(w.closed_at) > CloseGrace(cfg_))
+        return "lost " + w.who + ": its connection closed";
+    }
+    return "";
+  }
+
   void Loop() {
     sched_ = NewSocket(ctx_, ZMQ_DEALER);
-    CurveConnect(sched_, curve_);
+    AuthConnect(sched_, curve_, cfg_.root_uri, /*bulk=*/false);
+    Watch(sched_, "the scheduler at " + cfg_.SchedulerEndpoint());
     if (zmq_connect(sched_, cfg_.SchedulerEndpoint().c_str()) != 0) {
       Fail("cannot connect to the scheduler at " + cfg_.SchedulerEndpoint());
     } else {
@@ -316,10 +384,12 @@ class Van {
                       std::string("worker\n\n") + hostname + "\n" + std::to_string(getpid()) + "\n");
     }
     last_heard_ = Clock::now();
-    auto last_heartbeat = Clock::now();
+    const auto started_at = Clock::now();
+    auto last_heartbeat = Clock::now(), last_deadline_check = Clock::now();
     while (!stop_) {
       std::vector<zmq_pollitem_t> items = {{wake_recv_, 0, ZMQ_POLLIN, 0}, {sched_, 0, ZMQ_POLLIN, 0}};
       for (void* s : servers_) items.push_back({s, 0, ZMQ_POLLIN, 0});
+      for (const PeerWatch& w : watches_) items.push_back({w.watch->events(), 0, ZMQ_POLLIN, 0});
       zmq_poll(items.data(), static_cast<int>(items.size()), static_cast<long>(cfg_.heartbeat_interval * 1000));
       for (Frames f; f.Recv(wake_recv_);) {
       }
@@ -339,8 +409,18 @@ class Van {
       if (lost_.empty() && SecondsSince(last_heard_) > cfg_.heartbeat_timeout)
         OnLost("lost the scheduler at " + cfg_.SchedulerEndpoint() + ": no answer for " +
                SecondsText(cfg_.heartbeat_timeout));
+      if (lost_.empty()) {
+        std::string closed = ClosedPeer();
+        if (!closed.empty()) OnLost(closed);
+      }
+      if (lost_.empty() && SecondsSince(last_deadline_check) >= cfg_.heartbeat_interval) {
+        last_deadline_check = Clock::now();
+        std::string late = Overdue(started_at);
+        if (!late.empty()) OnLost(late);
+      }
       if (!lost_.empty() && SecondsSince(lost_at_) > 2.0) DieAfterLoss(lost_);
     }
+    watches_.clear();
     for (void* s : servers_) CloseSocket(s, 0);
     servers_.clear();
     CloseSocket(sched_, 500);
@@ -355,6 +435,14 @@ class Van {
   void* wake_recv_ = nullptr;
   void* sched_ = nullptr;
   std::vector<void*> servers_;
+  struct PeerWatch {
+    std::unique_ptr<ConnectionWatch> watch;
+    std::string who;
+    bool closed;
+    Clock::time_point closed_at;
+  };
+  std::vector<PeerWatch> watches_;  // the scheduler's first, then the servers'
+  bool leaving_ = false;
   std::mutex mu_, wake_mu_;
   std::deque<std::shared_ptr<Request>> queue_;
   std::string dead_;

@@ -6,11 +6,11 @@ tools/launch.py with the DMLC_* environment). Push and pull return at once; read
 the pulled arrays waits.
 """
 import atexit
-import pickle
 import weakref
 
 from ..base import _api
 from ..ndarray.ndarray import NDArray
+from . import optimizer_wire
 
 __all__ = ["KVStore", "create", "KVStoreServer"]
 
@@ -113,10 +113,15 @@ class KVStore(object):
 
     # ---------------------------------------------------------------- updates
     def set_optimizer(self, optimizer):
-        """Runs ``optimizer`` on the store: on the servers for a dist store (rank 0 sends it
-        pickled, every worker waits until the servers have it), here otherwise."""
+        """Runs ``optimizer`` on the store: on the servers for a dist store (rank 0 sends a
+        JSON description of it, see optimizer_wire; every worker waits until the servers
+        have it), here otherwise. A dist store takes Weft's registered optimizers and
+        schedulers, with plain parameters; anything else is refused with an error naming it."""
         if "dist" in self.type:
-            body = pickle.dumps(optimizer)
+            body = optimizer_wire.describe(optimizer)
+            # Checked here as the servers will check it, so that a problem is reported
+            # where the optimizer was made.
+            optimizer_wire.rebuild(body)
             if self.rank == 0:
                 self._send_command_to_servers(_SET_OPTIMIZER, body)
             self._barrier()
@@ -176,7 +181,8 @@ class KVStore(object):
         _api.weft_kvstore_send_command_to_servers(self.handle, head, bytes(body))
 
 
-# Command heads understood by KVStoreServer.
+# Command heads understood by KVStoreServer. The body of _SET_OPTIMIZER is JSON
+# (optimizer_wire); pickles, which older versions sent, are refused.
 _SET_OPTIMIZER = 0
 
 _live = weakref.WeakSet()
@@ -208,14 +214,11 @@ class KVStoreServer(object):
     def _controller(self):
         def control(head, body):
             if head == _SET_OPTIMIZER:
-                optimizer = pickle.loads(body)
-                if callable(optimizer) and not hasattr(optimizer, "create_state"):
-                    self.kvstore._set_updater(optimizer)
-                else:
-                    from .. import optimizer as opt
-                    self.kvstore._set_updater(opt.get_updater(optimizer))
+                from .. import optimizer as opt
+                self.kvstore._set_updater(opt.get_updater(optimizer_wire.rebuild(body)))
             else:
-                raise ValueError("kvstore server: unknown command %d" % head)
+                raise ValueError("kvstore server: unknown command %d (expected %d, set optimizer)"
+                                 % (head, _SET_OPTIMIZER))
         return control
 
     def run(self):
