@@ -140,7 +140,8 @@ struct RandomOp {
   int priority = 0;
   // 0 PushSync, 1 PushAsync completing inline, 2 PushSync on the prioritized pool,
   // 3 PushSync as kCPUInline (may run on the pushing thread), 4 RunNowIfIdle, pushed
-  // as kCPUInline when refused (as the imperative path does)
+  // as kCPUInline when refused (as the imperative path does), 5 a pre-created operator
+  // pushed once and deleted at once (the deletion waits for the push to finish)
   int how = 0;
 };
 
@@ -154,7 +155,7 @@ void Apply(const RandomOp& op, uint64_t* vals) {
 
 std::vector<RandomOp> MakeOps(int n, int nvars, int var_base, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), var(0, nvars - 1), prio(-2, 2), how(0, 4);
+  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), var(0, nvars - 1), prio(-2, 2), how(0, 5);
   std::vector<RandomOp> ops(n);
   for (int i = 0; i < n; ++i) {
     RandomOp& op = ops[i];
@@ -201,10 +202,21 @@ void PushOp(Engine* eng, const RandomOp& op, const std::vector<VarHandle>& vars,
       eng->PushSync([p, vals](RunContext) { Apply(*p, vals); }, Context::CPU(), reads, writes,
                     FnProperty::kCPUInline, op.priority, "stress_inline");
       break;
-    default: {
+    case 4: {
       auto fn = [p, vals](RunContext) { Apply(*p, vals); };
       if (!eng->RunNowIfIdle(Context::CPU(), reads, writes, SyncFnRef(fn)))
         eng->PushSync(fn, Context::CPU(), reads, writes, FnProperty::kCPUInline, op.priority, "stress_run_now");
+      break;
+    }
+    default: {
+      OprHandle opr = eng->NewOperator(
+          [p, vals](RunContext, CallbackOnComplete done) {
+            Apply(*p, vals);
+            done();
+          },
+          reads, writes, FnProperty::kNormal, "stress_opr");
+      eng->Push(opr, Context::CPU(), op.priority);
+      eng->DeleteOperator(opr);
       break;
     }
   }
@@ -222,7 +234,7 @@ int StressOps() {
   return static_cast<int>(n);
 }
 
-// 10^6 random operations (reads, writes, every push path, priorities in [-1000, 1000]) on a
+// 10^6 random operations (reads, writes, every way to push, priorities in [-1000, 1000]) on a
 // pool of variables that keeps changing: now and then a variable is deleted while
 // operations on it are still pending and a new one takes its place, the test waits on one
 // variable, or on everything, mid-stream. Every operation is also applied at once to a
@@ -260,7 +272,7 @@ TEST_P(EngineTest, StressMatchesSequentialExecution) {
   };
 
   std::mt19937_64 rng(20261127);
-  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), slot(0, kSlots - 1), prio(-1000, 1000), how(0, 4),
+  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), slot(0, kSlots - 1), prio(-1000, 1000), how(0, 5),
       event(0, 999);
   int64_t var_waits = 0, all_waits = 0, deletions = 0;
   // Sixteen waits for everything, spread over the run.
