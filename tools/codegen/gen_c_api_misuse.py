@@ -8,7 +8,8 @@ passes valid values for every parameter (fixtures from tests/cpp/c_api_misuse_fi
 except the one a case spoils:
   - a handle: NULL, freed, of another kind, or a forged pointer   -> WEFT_ERR_HANDLE
   - an array of handles: NULL, or an element NULL/freed/other kind -> error / WEFT_ERR_HANDLE
-  - a count: -1, WEFT_MAX_COUNT + 1 (WEFT_MAX_NDIM + 1 for ranks), INT_MAX -> error
+  - a count: -1, WEFT_MAX_COUNT + 1 (WEFT_MAX_NDIM + 1 for ranks), INT_MAX -> error (an
+    output capacity only -1: the library writes at most what it has, so a large one is fine)
   - a byte size: 2^62 (over WEFT_MAX_BUFFER_BYTES); its buffer NULL -> error
   - an out-pointer, a string, a callback: NULL                     -> error
   - an index: -1 and INT_MAX; an enum or dtype code: 999; a context: unknown device type
