@@ -42,7 +42,10 @@ inline int ControllerFn(int, const void*, size_t, void*) { return 0; }
 
 struct Fixtures {
   // Live handles. ndarray is float32 (2, 3); image is uint8 (4, 4, 3); exec_arg and
-  // exec_grad are what executor is bound with (symbol = _plus_scalar(x, scalar=1)); the
+  // exec_grad are what executor is bound with (symbol = _plus_scalar(x, scalar=1)); ag_var
+  // is a variable marked with the gradient ag_grad and ag_head = _plus_scalar(ag_var) was
+  // recorded from it (a backward from ag_head with retain_graph works again and again);
+  // ag_mark is for the marking calls, which would drop ag_var's history; the
   // kvstore ("local") holds key "3"; dataiter (CSVIter, batch 2, data_shape (3,)) has a
   // current batch; recordio reads a file of one record, recordio_writer writes one.
   weft_ndarray_t* ndarray = nullptr;
@@ -51,6 +54,8 @@ struct Fixtures {
   weft_ndarray_t* exec_grad = nullptr;
   weft_ndarray_t* ag_var = nullptr;
   weft_ndarray_t* ag_grad = nullptr;
+  weft_ndarray_t* ag_head = nullptr;
+  weft_ndarray_t* ag_mark = nullptr;
   weft_ndarray_list_t* ndarray_list = nullptr;
   weft_bytes_t* bytes = nullptr;
   weft_symbol_t* symbol = nullptr;
@@ -111,7 +116,7 @@ struct Fixtures {
     const weft_context_t cpu{WEFT_DEVICE_CPU, 0};
     const int64_t shape[] = {2, 3}, img_shape[] = {4, 4, 3};
     const float vals[6] = {1, 2, 3, 4, 5, 6};
-    for (weft_ndarray_t** a : {&ndarray, &exec_arg, &exec_grad, &ag_var, &ag_grad, &freed_ndarray}) {
+    for (weft_ndarray_t** a : {&ndarray, &exec_arg, &exec_grad, &ag_var, &ag_grad, &ag_mark, &freed_ndarray}) {
       MISUSE_OK(weft_ndarray_create(shape, 2, WEFT_DTYPE_FLOAT32, cpu, a));
       MISUSE_OK(weft_ndarray_copy_from_host(*a, vals, sizeof(vals)));
     }
@@ -136,10 +141,21 @@ struct Fixtures {
     MISUSE_OK(weft_ndarray_save(params_path.c_str(), 1, &ndarray, names));
 
     MISUSE_OK(weft_op_get("_plus_scalar", &op));
-    weft_symbol_t* x = nullptr;
-    MISUSE_OK(weft_symbol_create_variable("x", &x));
     const char* scalar_key[] = {"scalar"};
     const char* scalar_val[] = {"1"};
+    const char* write_req[] = {"write"};
+    MISUSE_OK(weft_autograd_mark_variables(1, &ag_var, write_req, &ag_grad));
+    MISUSE_OK(weft_autograd_set_is_recording(1, nullptr));
+    int nout = 0;
+    weft_ndarray_t* const* outs = nullptr;
+    const weft_status_t recorded = weft_imperative_invoke(op, 1, &ag_var, 1, scalar_key, scalar_val, 0, nullptr, &nout,
+                                                          &outs);
+    MISUSE_OK(weft_autograd_set_is_recording(0, nullptr));
+    MISUSE_OK(recorded);
+    ASSERT_EQ(nout, 1);
+    ag_head = outs[0];
+    weft_symbol_t* x = nullptr;
+    MISUSE_OK(weft_symbol_create_variable("x", &x));
     MISUSE_OK(weft_symbol_create_atomic(op, 1, scalar_key, scalar_val, &symbol));
     MISUSE_OK(weft_symbol_compose(symbol, "plus", 1, nullptr, &x));
     MISUSE_OK(weft_symbol_free(x));
@@ -196,7 +212,7 @@ struct Fixtures {
     EXPECT_EQ(weft_symbol_free(symbol), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_bytes_free(bytes), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_ndarray_list_free(ndarray_list), WEFT_OK) << weft_get_last_error();
-    for (weft_ndarray_t* a : {ndarray, image, exec_arg, exec_grad, ag_var, ag_grad})
+    for (weft_ndarray_t* a : {ndarray, image, exec_arg, exec_grad, ag_var, ag_grad, ag_head, ag_mark})
       EXPECT_EQ(weft_ndarray_free(a), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_wait_all(), WEFT_OK) << weft_get_last_error();
     std::string cmd = "rm -rf '" + dir + "'";

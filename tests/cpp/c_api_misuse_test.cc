@@ -4,15 +4,13 @@
 // argument. 139 functions, 878 calls:
 //       1 NULL DLPack tensor
 //      46 NULL array
-//       7 NULL array (documented: OK)
-//       1 NULL array (documented: any status)
+//       8 NULL array (documented: OK)
 //       8 NULL buffer
 //       1 NULL callback
 //       3 NULL callback (documented: OK)
 //       1 NULL callback (documented: any status)
 //     119 NULL handle
-//      11 NULL handle (documented: OK)
-//       2 NULL handle (documented: any status)
+//      13 NULL handle (documented: OK)
 //     102 NULL out-pointer
 //      22 NULL out-pointer (documented: OK)
 //      42 NULL string
@@ -5801,7 +5799,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
   int forged = 0;
   (void)forged;
   {  // num = -1
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(-1, a_vars, a_grad_reqs, a_grads);
@@ -5809,7 +5807,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"num"});
   }
   {  // num = WEFT_MAX_COUNT + 1
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(WEFT_MAX_COUNT + 1, a_vars, a_grad_reqs, a_grads);
@@ -5817,7 +5815,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"num"});
   }
   {  // num = INT_MAX
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(INT_MAX, a_vars, a_grad_reqs, a_grads);
@@ -5825,7 +5823,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"num"});
   }
   {  // vars = NULL with num = 1
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(1, nullptr, a_grad_reqs, a_grads);
@@ -5833,7 +5831,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"vars", "num"});
   }
   {  // vars[0] = NULL
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(
@@ -5845,7 +5843,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"vars"});
   }
   {  // vars[0] = a freed handle
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(
@@ -5857,7 +5855,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"vars"});
   }
   {  // vars[0] = a handle of another kind
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(
@@ -5869,7 +5867,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"vars"});
   }
   {  // grad_reqs = NULL with num = 1
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(1, a_vars, nullptr, a_grads);
@@ -5877,7 +5875,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"grad_reqs", "num"});
   }
   {  // grad_reqs[0] = NULL
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(
@@ -5889,27 +5887,27 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"grad_reqs"});
   }
   {  // grads = NULL with num = 1
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(1, a_vars, a_grad_reqs, nullptr);
     Check(st, Want::kError, "weft_autograd_mark_variables", "grads = NULL with num = 1",
           {"grads", "num"});
   }
-  {  // grads[0] = NULL
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+  {  // grads[0] = NULL and grad_reqs = {null}
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(
         1,
         a_vars,
-        a_grad_reqs,
+        std::vector<const char*>{"null"}.data(),
         std::vector<weft_ndarray_t*>{nullptr}.data());
-    Check(st, Want::kAny, "weft_autograd_mark_variables", "grads[0] = NULL",
+    Check(st, Want::kOk, "weft_autograd_mark_variables", "grads[0] = NULL and grad_reqs = {null}",
           {"grads"});
   }
   {  // grads[0] = a freed handle
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(
@@ -5921,7 +5919,7 @@ TEST_F(CApiMisuse, weft_autograd_mark_variables) {
           {"grads"});
   }
   {  // grads[0] = a handle of another kind
-    weft_ndarray_t* a_vars[] = {fx.ag_var};
+    weft_ndarray_t* a_vars[] = {fx.ag_mark};
     const char* a_grad_reqs[] = {"write"};
     weft_ndarray_t* a_grads[] = {fx.ag_grad};
     const weft_status_t st = weft_autograd_mark_variables(
@@ -5939,7 +5937,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
   int forged = 0;
   (void)forged;
   {  // num_heads = -1
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -5950,7 +5948,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -5960,7 +5958,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // num_heads = WEFT_MAX_COUNT + 1
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -5971,7 +5969,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -5981,7 +5979,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // num_heads = INT_MAX
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -5992,7 +5990,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6002,7 +6000,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // heads = NULL with num_heads = 1
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6013,7 +6011,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6023,7 +6021,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // heads[0] = NULL
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6034,7 +6032,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6044,7 +6042,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // heads[0] = a freed handle
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6055,7 +6053,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6065,7 +6063,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // heads[0] = a handle of another kind
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6076,7 +6074,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6086,7 +6084,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // head_grads = NULL with num_heads = 1
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6097,17 +6095,17 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         nullptr,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
         &a_outputs);
-    Check(st, Want::kAny, "weft_autograd_backward", "head_grads = NULL with num_heads = 1",
+    Check(st, Want::kOk, "weft_autograd_backward", "head_grads = NULL with num_heads = 1",
           {"head_grads", "num_heads"});
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // head_grads[0] = NULL
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6118,17 +6116,17 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         std::vector<weft_ndarray_t*>{nullptr}.data(),
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
         &a_outputs);
-    Check(st, Want::kAny, "weft_autograd_backward", "head_grads[0] = NULL",
+    Check(st, Want::kOk, "weft_autograd_backward", "head_grads[0] = NULL",
           {"head_grads"});
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // head_grads[0] = a freed handle
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6139,7 +6137,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         std::vector<weft_ndarray_t*>{fx.freed_ndarray}.data(),
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6149,7 +6147,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // head_grads[0] = a handle of another kind
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6160,7 +6158,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         std::vector<weft_ndarray_t*>{reinterpret_cast<weft_ndarray_t*>(fx.symbol)}.data(),
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6170,7 +6168,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // num_variables = -1
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6181,7 +6179,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         -1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6191,7 +6189,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // num_variables = WEFT_MAX_COUNT + 1
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6202,7 +6200,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         WEFT_MAX_COUNT + 1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6212,7 +6210,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // num_variables = INT_MAX
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6223,7 +6221,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         INT_MAX,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6233,7 +6231,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // variables = NULL with num_variables = 1
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6244,7 +6242,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         nullptr,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6254,7 +6252,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // variables[0] = NULL
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6265,7 +6263,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         std::vector<weft_ndarray_t*>{nullptr}.data(),
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6275,7 +6273,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // variables[0] = a freed handle
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6286,7 +6284,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         std::vector<weft_ndarray_t*>{fx.freed_ndarray}.data(),
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6296,7 +6294,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // variables[0] = a handle of another kind
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6307,7 +6305,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         std::vector<weft_ndarray_t*>{reinterpret_cast<weft_ndarray_t*>(fx.symbol)}.data(),
-        0,
+        1,
         0,
         0,
         &a_num_outputs,
@@ -6317,7 +6315,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // num_outputs = NULL
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6328,7 +6326,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         nullptr,
@@ -6338,7 +6336,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
     if (st == WEFT_OK) ReleaseAll(a_num_outputs, a_outputs);
   }
   {  // outputs = NULL
-    weft_ndarray_t* a_heads[] = {fx.ndarray};
+    weft_ndarray_t* a_heads[] = {fx.ag_head};
     weft_ndarray_t* a_head_grads[] = {fx.ndarray};
     weft_ndarray_t* a_variables[] = {fx.ag_var};
     int a_num_outputs = 0;
@@ -6349,7 +6347,7 @@ TEST_F(CApiMisuse, weft_autograd_backward) {
         a_head_grads,
         1,
         a_variables,
-        0,
+        1,
         0,
         0,
         &a_num_outputs,

@@ -46,6 +46,9 @@ INT_VALUES = {
     "head": "0", "priority": "0", "is_label": "0", "is_train": "0", "is_training": "0", "is_recording": "0",
     "retain_graph": "0", "create_graph": "0", "monitor_all": "0", "partial_shaping": "0", "allow_up_sizing": "0",
 }
+# Plain int values of a valid call that differ by function: the graph must survive the
+# backward for the next case.
+INT_BY_FN = {("weft_autograd_backward", "retain_graph"): "1"}
 # int parameters that pick from a closed set: a valid value, and 999 must be refused.
 ENUMS = {"dtype": "WEFT_DTYPE_FLOAT32", "kind": "0", "stat": "0"}
 INT64_VALUES = {"begin": "0", "end": "1", "index": "0", "pos": "0", "seed": "42"}
@@ -90,9 +93,9 @@ ARRAYS = {
     ("weft_executor_bind_ex", "grad_req"): ['"write"'], ("weft_executor_bind_ex", "aux"): [],
     ("weft_executor_invoke", "bound_inputs"): ["fx.exec_arg"],
     ("weft_executor_invoke", "input_grads"): ["fx.exec_grad"],
-    ("weft_autograd_mark_variables", "vars"): ["fx.ag_var"], ("weft_autograd_mark_variables", "grads"): ["fx.ag_grad"],
+    ("weft_autograd_mark_variables", "vars"): ["fx.ag_mark"], ("weft_autograd_mark_variables", "grads"): ["fx.ag_grad"],
     ("weft_autograd_mark_variables", "grad_reqs"): ['"write"'],
-    ("weft_autograd_backward", "variables"): ["fx.ag_var"],
+    ("weft_autograd_backward", "heads"): ["fx.ag_head"], ("weft_autograd_backward", "variables"): ["fx.ag_var"],
     ("weft_kvstore_init", "key_names"): ['"3"'], ("weft_kvstore_push", "key_names"): ['"3"'],
     ("weft_kvstore_pull", "key_names"): ['"3"'], ("weft_kvstore_pushpull", "key_names"): ['"3"'],
     ("weft_kvstore_pushpull", "pull_key_names"): ['"3"'],
@@ -151,9 +154,9 @@ NULLABLE = {
     ("weft_executor_invoke", "input_grads[]"): ("kOk", "weft_executor_invoke", "NULL entries: no gradient"),
     ("weft_executor_set_monitor_callback", "callback"): ("kOk", "weft_executor_monitor_fn",
                                                          "callback NULL removes"),
-    ("weft_autograd_backward", "head_grads"): ("kAny", "weft_autograd_backward", "head_grads is NULL"),
-    ("weft_autograd_backward", "head_grads[]"): ("kAny", "weft_autograd_backward", "NULL meaning ones"),
-    ("weft_autograd_mark_variables", "grads[]"): ("kAny", "weft_autograd_mark_variables", "an entry may be NULL"),
+    ("weft_autograd_backward", "head_grads"): ("kOk", "weft_autograd_backward", "head_grads is NULL"),
+    ("weft_autograd_backward", "head_grads[]"): ("kOk", "weft_autograd_backward", "NULL meaning ones"),
+    ("weft_autograd_mark_variables", "grads[]"): ("kOk", "weft_autograd_mark_variables", "an entry may be NULL"),
     ("weft_autograd_record_function", "release"): ("kOk", "weft_autograd_release_fn", "may be NULL"),
     ("weft_kvstore_set_updater", "updater"): ("kOk", "weft_kvstore_set_updater", "NULL removes it"),
     # A local store has no server loop to run, as documented: any status.
@@ -161,11 +164,14 @@ NULLABLE = {
 }
 # A documented NULL that is valid only together with other arguments: what they become in
 # that case (a gradient array left out must not be asked for by grad_req).
+# Each value: parameter -> (expression, how the case's label shows it).
 NULL_WITH = {
-    ("weft_executor_bind", "arg_grads"): {"grad_req": "nullptr"},
-    ("weft_executor_bind", "arg_grads[]"): {"grad_req": "nullptr"},
-    ("weft_executor_bind_ex", "arg_grads"): {"grad_req": "nullptr"},
-    ("weft_executor_bind_ex", "arg_grads[]"): {"grad_req": "nullptr"},
+    ("weft_executor_bind", "arg_grads"): {"grad_req": ("nullptr", "NULL")},
+    ("weft_executor_bind", "arg_grads[]"): {"grad_req": ("nullptr", "NULL")},
+    ("weft_executor_bind_ex", "arg_grads"): {"grad_req": ("nullptr", "NULL")},
+    ("weft_executor_bind_ex", "arg_grads[]"): {"grad_req": ("nullptr", "NULL")},
+    ("weft_autograd_mark_variables", "grads[]"): {"grad_reqs": ('std::vector<const char*>{"null"}.data()',
+                                                                "{null}")},
 }
 ANY_OUT_NULL = {
     "weft_get_version": "weft_get_version",
@@ -220,7 +226,7 @@ def _classify(fn, p, header):
     if t == "int" and n in ENUMS:
         return Role("enum", value=ENUMS[n])
     if t == "int" and n in INT_VALUES:
-        return Role("value", value=INT_VALUES[n])
+        return Role("value", value=INT_BY_FN.get((fn.name, n), INT_VALUES[n]))
     if t == "int64_t" and n in INT64_VALUES:
         return Role("value", value=INT64_VALUES[n])
     if t == "const int64_t*" and n == "shape":
@@ -437,12 +443,12 @@ def _want_null(fn, pname, docs):
 
 def _with(fn, key, spoiled):
     """spoiled, plus what NULL_WITH says the other arguments become for this case."""
-    return dict(spoiled, **NULL_WITH.get((fn.name, key), {}))
+    return dict(spoiled, **{k: v[0] for k, v in NULL_WITH.get((fn.name, key), {}).items()})
 
 
 def _with_label(fn, key):
     extra = NULL_WITH.get((fn.name, key), {})
-    return "".join(" and %s = %s" % (k, "NULL" if v == "nullptr" else v) for k, v in sorted(extra.items()))
+    return "".join(" and %s = %s" % (k, v[1]) for k, v in sorted(extra.items()))
 
 
 def _cases(fn, roles, call, header, docs):
