@@ -41,7 +41,7 @@ weft_status_t weft_autograd_is_recording(int* out) {
 weft_status_t weft_autograd_mark_variables(int num, weft_ndarray_t* const* vars, const char* const* grad_reqs,
                                            weft_ndarray_t* const* grads) {
   WEFT_API_BEGIN
-  ReadArrayList(num, vars, false, "vars", __func__);
+  ReadArrayList(num, "num", vars, false, "vars", __func__);
   WEFT_CHECK(num == 0 || grad_reqs != nullptr, kValue, __func__, ": 'grad_reqs' is NULL but num is ", num);
   std::vector<NDArray*> targets;
   std::vector<OpReq> reqs;
@@ -50,7 +50,14 @@ weft_status_t weft_autograd_mark_variables(int num, weft_ndarray_t* const* vars,
     targets.push_back(&Arr(vars[i], arg.c_str(), __func__));
     reqs.push_back(ParseGradReq(grad_reqs[i], "grad_reqs", i, __func__));
   }
-  std::vector<NDArray> g = grads ? ReadArrayList(num, grads, true, "grads", __func__) : std::vector<NDArray>(num);
+  if (grads == nullptr) {
+    // Allowed only where no gradient is asked for; say so here, naming the argument.
+    for (int i = 0; i < num; ++i)
+      WEFT_CHECK(reqs[i] == OpReq::kNullOp, kValue, __func__, ": 'grads' is NULL but grad_reqs[", i, "] is '",
+                 grad_reqs[i], "' (only \"null\" needs no gradient array)");
+  }
+  std::vector<NDArray> g =
+      grads ? ReadArrayList(num, "num", grads, true, "grads", __func__) : std::vector<NDArray>(num);
   autograd::MarkVariables(targets, g, reqs);
   WEFT_API_END
 }
@@ -62,10 +69,10 @@ weft_status_t weft_autograd_backward(int num_heads, weft_ndarray_t* const* heads
   WEFT_API_BEGIN
   WEFT_OUT(num_outputs);
   WEFT_OUT(outputs);
-  std::vector<NDArray> h = ReadArrayList(num_heads, heads, false, "heads", __func__);
-  std::vector<NDArray> hg = head_grads ? ReadArrayList(num_heads, head_grads, true, "head_grads", __func__)
+  std::vector<NDArray> h = ReadArrayList(num_heads, "num_heads", heads, false, "heads", __func__);
+  std::vector<NDArray> hg = head_grads ? ReadArrayList(num_heads, "num_heads", head_grads, true, "head_grads", __func__)
                                        : std::vector<NDArray>(h.size());
-  std::vector<NDArray> v = ReadArrayList(num_variables, variables, false, "variables", __func__);
+  std::vector<NDArray> v = ReadArrayList(num_variables, "num_variables", variables, false, "variables", __func__);
   std::vector<NDArray> grads =
       autograd::Backward(h, hg, v, retain_graph != 0, create_graph != 0, is_train != 0);
   thread_local std::vector<weft_ndarray_t*> result;
@@ -111,8 +118,8 @@ weft_status_t weft_autograd_record_function(const char* name, int num_inputs, we
   WEFT_API_BEGIN
   WEFT_CHECK(name != nullptr, kValue, __func__, ": 'name' is NULL");
   WEFT_CHECK(backward != nullptr, kValue, __func__, ": 'backward' is NULL");
-  std::vector<NDArray> ins = ReadArrayList(num_inputs, inputs, false, "inputs", __func__);
-  std::vector<NDArray> outs = ReadArrayList(num_outputs, outputs, false, "outputs", __func__);
+  std::vector<NDArray> ins = ReadArrayList(num_inputs, "num_inputs", inputs, false, "inputs", __func__);
+  std::vector<NDArray> outs = ReadArrayList(num_outputs, "num_outputs", outputs, false, "outputs", __func__);
   bool any = false;
   for (const auto& a : ins) any = any || a.ag_node() != nullptr;
   if (!autograd::IsRecording() || !any) return WEFT_OK;

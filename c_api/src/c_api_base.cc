@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "c_api/src/c_api_common.h"
 #include "core/engine/engine.h"
@@ -72,6 +73,30 @@ Context ToContext(weft_context_t c, const char* fn) {
 
 weft_context_t FromContext(Context c) {
   return weft_context_t{static_cast<int32_t>(c.dev_type), static_cast<int32_t>(c.dev_id)};
+}
+
+void CheckCount(int n, const void* array, const char* what, const char* count, const char* fn) {
+  WEFT_CHECK(n >= 0 && n <= WEFT_MAX_COUNT, kValue, fn, ": expected ", count, " in [0, ", WEFT_MAX_COUNT,
+             "] (the length of '", what, "'), got ", n);
+  WEFT_CHECK(n == 0 || array != nullptr, kValue, fn, ": '", what, "' is NULL but ", count, " is ", n);
+}
+
+void CheckBuffer(const void* data, size_t size, const char* what, const char* size_name, const char* fn) {
+  WEFT_CHECK(size <= WEFT_MAX_BUFFER_BYTES, kValue, fn, ": expected ", size_name, " <= ", WEFT_MAX_BUFFER_BYTES,
+             " bytes (the size of '", what, "'), got ", size);
+  WEFT_CHECK(size == 0 || data != nullptr, kValue, fn, ": '", what, "' is NULL but ", size_name, " is ", size);
+}
+
+std::vector<std::string> ReadStrings(int n, const char* const* strs, const char* what, const char* count,
+                                     const char* fn) {
+  CheckCount(n, strs, what, count, fn);
+  std::vector<std::string> r;
+  r.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    WEFT_CHECK(strs[i] != nullptr, kValue, fn, ": ", what, "[", i, "] is NULL");
+    r.emplace_back(strs[i]);
+  }
+  return r;
 }
 
 DType ToDType(int code, const char* fn) {

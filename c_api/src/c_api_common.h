@@ -167,10 +167,23 @@ inline weft_ndarray_t* NewArrHandle(NDArray a) {
   return reinterpret_cast<weft_ndarray_t*>(NDArrayTable::Get().Create(std::move(a)));
 }
 
-// The n arrays behind `handles`; with allow_null, NULL entries give none arrays. Errors
-// name the function, the argument and the element.
-std::vector<NDArray> ReadArrayList(int n, weft_ndarray_t* const* handles, bool allow_null, const char* what,
-                                   const char* fn);
+// Checks what the caller says about an array it passes before anything of it is read: the
+// count is in [0, WEFT_MAX_COUNT] (c_api.h) and the array is not NULL unless the count is 0.
+// `what` names the array, `count` its count parameter.
+void CheckCount(int n, const void* array, const char* what, const char* count, const char* fn);
+
+// The same for a buffer of `size` bytes: at most WEFT_MAX_BUFFER_BYTES, NULL only when empty.
+void CheckBuffer(const void* data, size_t size, const char* what, const char* size_name, const char* fn);
+
+// The n strings of `strs` (none NULL), checked as above; errors name what[i].
+std::vector<std::string> ReadStrings(int n, const char* const* strs, const char* what, const char* count,
+                                     const char* fn);
+
+// The n arrays behind `handles` (n checked by CheckCount; `count` names its parameter); with
+// allow_null, NULL entries give none arrays. Errors name the function, the argument and the
+// element.
+std::vector<NDArray> ReadArrayList(int n, const char* count, weft_ndarray_t* const* handles, bool allow_null,
+                                   const char* what, const char* fn);
 
 // A gradient request as the C API spells it ("null", "write" or "inplace", "add");
 // errors name what[i].

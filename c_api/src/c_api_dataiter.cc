@@ -106,14 +106,10 @@ weft_status_t weft_dataiter_create(const char* name, int num_params, const char*
   WEFT_API_BEGIN
   WEFT_OUT(out);
   const DataIterReg& reg = Reg(name, __func__);
-  WEFT_CHECK(num_params >= 0, kValue, __func__, ": expected num_params >= 0, got ", num_params);
-  WEFT_CHECK(num_params == 0 || (keys != nullptr && vals != nullptr), kValue, __func__,
-             ": keys or vals is NULL but num_params is ", num_params);
+  std::vector<std::string> ks = ReadStrings(num_params, keys, "keys", "num_params", __func__);
+  std::vector<std::string> vs = ReadStrings(num_params, vals, "vals", "num_params", __func__);
   KwArgs kwargs;
-  for (int i = 0; i < num_params; ++i) {
-    WEFT_CHECK(keys[i] != nullptr && vals[i] != nullptr, kValue, __func__, ": keys[", i, "] or vals[", i, "] is NULL");
-    kwargs.emplace_back(keys[i], vals[i]);
-  }
+  for (int i = 0; i < num_params; ++i) kwargs.emplace_back(std::move(ks[i]), std::move(vs[i]));
   DataIterObj obj;
   obj.iter = io::CreateDataIter(reg.name, kwargs);
   obj.data_desc = obj.iter->ProvideData();
@@ -199,7 +195,7 @@ weft_status_t weft_dataiter_get_index(const weft_dataiter_t* it, void* data, siz
   const DataIterObj& o = WEFT_ITER(it);
   const auto& index = Batch(o, __func__).index;
   const size_t want = index.size() * sizeof(uint64_t);
-  WEFT_CHECK(nbytes == want, kValue, __func__, ": expected a buffer of ", want, " bytes (", index.size(),
+  WEFT_CHECK(nbytes == want, kValue, __func__, ": expected nbytes = ", want, " (", index.size(),
              " uint64 indices), got ", nbytes);
   WEFT_CHECK(want == 0 || data != nullptr, kValue, __func__, ": 'data' is NULL");
   if (want) std::memcpy(data, index.data(), want);

@@ -22,18 +22,8 @@ const std::string& BytesRef(const weft_bytes_t* h, const char* arg, const char* 
 // The arrays and names of a save call, checked.
 void ReadSaveArgs(int num, weft_ndarray_t* const* arrays, const char* const* names, const char* fn,
                   std::vector<NDArray>* out_arrays, std::vector<std::string>* out_names) {
-  WEFT_CHECK(num >= 0, kValue, fn, ": expected num >= 0, got ", num);
-  WEFT_CHECK(num == 0 || arrays != nullptr, kValue, fn, ": 'arrays' is NULL but num is ", num);
-  for (int i = 0; i < num; ++i) {
-    std::string arg = "arrays[" + std::to_string(i) + "]";
-    out_arrays->push_back(Arr(arrays[i], arg.c_str(), fn));
-  }
-  if (names != nullptr) {
-    for (int i = 0; i < num; ++i) {
-      WEFT_CHECK(names[i] != nullptr, kValue, fn, ": names[", i, "] is NULL");
-      out_names->emplace_back(names[i]);
-    }
-  }
+  *out_arrays = ReadArrayList(num, "num", arrays, false, "arrays", fn);
+  if (names != nullptr) *out_names = ReadStrings(num, names, "names", "num", fn);
 }
 
 weft_ndarray_list_t* NewListHandle(NDArrayFile file) {
@@ -126,6 +116,7 @@ weft_status_t weft_ndarray_load(const char* fname, weft_ndarray_list_t** out) {
 weft_status_t weft_ndarray_load_from_bytes(const void* data, size_t size, weft_ndarray_list_t** out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);
+  CheckBuffer(data, size, "data", "size", __func__);
   *out = NewListHandle(LoadNDArrayList(data, size, "buffer"));
   WEFT_API_END
 }
@@ -141,6 +132,7 @@ weft_status_t weft_ndarray_save_raw_bytes(const weft_ndarray_t* arr, weft_bytes_
 weft_status_t weft_ndarray_load_raw_bytes(const void* data, size_t size, weft_ndarray_t** out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);
+  CheckBuffer(data, size, "data", "size", __func__);
   NDArray a = LoadNDArrayRaw(data, size, "buffer");
   WEFT_CHECK(!a.is_none(), kValue, __func__, ": the bytes hold an uninitialised (none) array");
   *out = NewArrHandle(std::move(a));

@@ -20,17 +20,6 @@ using KVStoreTable = HandleTable<std::unique_ptr<KVStore>, HandleKind::kKVStore>
 KVStore& Store(const weft_kvstore_t* h, const char* arg, const char* fn) { return *KVStoreTable::Get().Ref(h, arg, fn); }
 #define WEFT_KV(h) Store((h), #h, __func__)
 
-std::vector<std::string> ReadKeys(int n, const char* const* keys, const char* what, const char* fn) {
-  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
-  WEFT_CHECK(n == 0 || keys != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
-  std::vector<std::string> r;
-  for (int i = 0; i < n; ++i) {
-    WEFT_CHECK(keys[i] != nullptr, kValue, fn, ": ", what, "[", i, "] is NULL");
-    r.emplace_back(keys[i]);
-  }
-  return r;
-}
-
 }  // namespace
 
 extern "C" {
@@ -61,7 +50,8 @@ weft_status_t weft_kvstore_init(weft_kvstore_t* kv, int num, const char* const* 
                                 weft_ndarray_t* const* values) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  s.Init(ReadKeys(num, key_names, "key_names", __func__), ReadArrayList(num, values, false, "values", __func__));
+  s.Init(ReadStrings(num, key_names, "key_names", "num", __func__),
+         ReadArrayList(num, "num", values, false, "values", __func__));
   WEFT_API_END
 }
 
@@ -69,7 +59,8 @@ weft_status_t weft_kvstore_push(weft_kvstore_t* kv, int num, const char* const* 
                                 weft_ndarray_t* const* values, int priority) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  s.Push(ReadKeys(num, key_names, "key_names", __func__), ReadArrayList(num, values, false, "values", __func__), priority);
+  s.Push(ReadStrings(num, key_names, "key_names", "num", __func__),
+         ReadArrayList(num, "num", values, false, "values", __func__), priority);
   WEFT_API_END
 }
 
@@ -77,7 +68,8 @@ weft_status_t weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* const* 
                                 weft_ndarray_t* const* outs, int priority) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  s.Pull(ReadKeys(num, key_names, "key_names", __func__), ReadArrayList(num, outs, false, "outs", __func__), priority);
+  s.Pull(ReadStrings(num, key_names, "key_names", "num", __func__),
+         ReadArrayList(num, "num", outs, false, "outs", __func__), priority);
   WEFT_API_END
 }
 
@@ -86,9 +78,10 @@ weft_status_t weft_kvstore_pushpull(weft_kvstore_t* kv, int num, const char* con
                                     weft_ndarray_t* const* pull_outs, int priority) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  s.PushPull(ReadKeys(num, key_names, "key_names", __func__), ReadArrayList(num, values, false, "values", __func__),
-             ReadKeys(num_pull, pull_key_names, "pull_key_names", __func__),
-             ReadArrayList(num_pull, pull_outs, false, "pull_outs", __func__), priority);
+  s.PushPull(ReadStrings(num, key_names, "key_names", "num", __func__),
+             ReadArrayList(num, "num", values, false, "values", __func__),
+             ReadStrings(num_pull, pull_key_names, "pull_key_names", "num_pull", __func__),
+             ReadArrayList(num_pull, "num_pull", pull_outs, false, "pull_outs", __func__), priority);
   WEFT_API_END
 }
 
@@ -112,8 +105,8 @@ weft_status_t weft_kvstore_set_gradient_compression(weft_kvstore_t* kv, int num_
                                                     const char* const* vals) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  auto k = ReadKeys(num_params, keys, "keys", __func__);
-  auto v = ReadKeys(num_params, vals, "vals", __func__);
+  auto k = ReadStrings(num_params, keys, "keys", "num_params", __func__);
+  auto v = ReadStrings(num_params, vals, "vals", "num_params", __func__);
   KwArgs params;
   for (int i = 0; i < num_params; ++i) params.emplace_back(k[i], v[i]);
   s.SetGradientCompression(params);
@@ -143,7 +136,7 @@ weft_status_t weft_kvstore_barrier(weft_kvstore_t* kv) {
 weft_status_t weft_kvstore_send_command_to_servers(weft_kvstore_t* kv, int head, const void* data, size_t size) {
   WEFT_API_BEGIN
   KVStore& s = WEFT_KV(kv);
-  WEFT_CHECK(size == 0 || data != nullptr, kValue, __func__, ": 'data' is NULL but 'size' is ", size);
+  CheckBuffer(data, size, "data", "size", __func__);
   s.SendCommandToServers(head, std::string(static_cast<const char*>(data ? data : ""), size));
   WEFT_API_END
 }

@@ -15,7 +15,8 @@ namespace {
 
 // Reads a caller's shape, checking rank and dims; -1 is allowed once when `allow_infer`.
 Shape ReadShape(const int64_t* dims, int ndim, bool allow_infer, const char* fn) {
-  WEFT_CHECK(ndim >= 0, kShape, fn, ": expected ndim >= 0, got ", ndim);
+  WEFT_CHECK(ndim >= 0 && ndim <= WEFT_MAX_NDIM, kShape, fn, ": expected ndim in [0, ", WEFT_MAX_NDIM, "], got ",
+             ndim);
   WEFT_CHECK(ndim == 0 || dims != nullptr, kValue, fn, ": 'shape' is NULL but ndim is ", ndim);
   Shape s(ndim, static_cast<int64_t>(0));
   int inferred = 0;

@@ -96,16 +96,14 @@ bool HasParam(const Op* op, const std::string& key) {
 // parameter is filled in from the number of inputs when the caller leaves it out.
 NodeAttrs BuildAttrs(const Op* op, int num_inputs, int num_params, const char* const* keys, const char* const* vals,
                      Context* ctx_hint, bool* has_ctx, const char* fn) {
-  WEFT_CHECK(num_params >= 0, kValue, fn, ": expected num_params >= 0, got ", num_params);
-  WEFT_CHECK(num_params == 0 || (keys != nullptr && vals != nullptr), kValue, fn,
-             ": 'keys' or 'vals' is NULL but num_params is ", num_params);
+  std::vector<std::string> ks = ReadStrings(num_params, keys, "keys", "num_params", fn);
+  std::vector<std::string> vs = ReadStrings(num_params, vals, "vals", "num_params", fn);
   KwArgs kwargs;
   bool has_count = false;
   *has_ctx = false;
   for (int i = 0; i < num_params; ++i) {
-    WEFT_CHECK(keys[i] != nullptr && vals[i] != nullptr, kValue, "Operator '", op->name, "': parameter ", i,
-               " has a NULL key or value");
-    std::string k = keys[i], v = vals[i];
+    std::string& k = ks[i];
+    std::string& v = vs[i];
     if (k == "ctx") {
       *ctx_hint = ParseContext(v, op->name);
       *has_ctx = true;
@@ -119,11 +117,10 @@ NodeAttrs BuildAttrs(const Op* op, int num_inputs, int num_params, const char* c
   return MakeAttrs(op, std::move(kwargs));
 }
 
-// Appends the arrays behind `handles` to *out.
-void ReadArraysInto(int n, weft_ndarray_t* const* handles, const char* what, const char* fn,
+// Appends the arrays behind `handles` to *out; `count` names n's parameter.
+void ReadArraysInto(int n, const char* count, weft_ndarray_t* const* handles, const char* what, const char* fn,
                     std::vector<NDArray>* out) {
-  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
-  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
+  CheckCount(n, handles, what, count, fn);
   out->reserve(out->size() + n);
   for (int i = 0; i < n; ++i) {
     try {
@@ -158,15 +155,14 @@ OpReq weft::capi::ParseGradReq(const char* req, const char* what, int i, const c
   Throw(ErrorKind::kValue, fn, ": ", what, "[", i, "]: expected 'null', 'write' or 'add', got '", r, "'");
 }
 
-std::vector<NDArray> weft::capi::ReadArrayList(int n, weft_ndarray_t* const* handles, bool allow_null,
-                                               const char* what, const char* fn) {
+std::vector<NDArray> weft::capi::ReadArrayList(int n, const char* count, weft_ndarray_t* const* handles,
+                                               bool allow_null, const char* what, const char* fn) {
   std::vector<NDArray> r;
   if (!allow_null) {
-    ReadArraysInto(n, handles, what, fn, &r);
+    ReadArraysInto(n, count, handles, what, fn, &r);
     return r;
   }
-  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
-  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
+  CheckCount(n, handles, what, count, fn);
   for (int i = 0; i < n; ++i) {
     if (handles[i] == nullptr) {
       r.emplace_back();
@@ -303,8 +299,8 @@ weft_status_t weft_imperative_invoke(const weft_op_t* op, int num_inputs, weft_n
   ScratchLease<InvokeArrays> arrays;
   std::vector<NDArray>& ins = arrays->ins;
   std::vector<NDArray>& outs = arrays->outs;
-  ReadArraysInto(num_inputs, inputs, "inputs", __func__, &ins);
-  ReadArraysInto(num_given, given, "given", __func__, &outs);
+  ReadArraysInto(num_inputs, "num_inputs", inputs, "inputs", __func__, &ins);
+  ReadArraysInto(num_given, "num_given", given, "given", __func__, &outs);
   Context ctx_hint = Context::CPU();
   bool has_ctx = false;
   NodeAttrs attrs = BuildAttrs(o, num_inputs, num_params, keys, vals, &ctx_hint, &has_ctx, __func__);
@@ -349,9 +345,9 @@ weft_status_t weft_imperative_gradient(const weft_op_t* op, int num_inputs, weft
   const Op* o = WEFT_OP(op);
   WEFT_CHECK(num_inputs == 0 || in_grads != nullptr, kValue, __func__, ": 'in_grads' is NULL but num_inputs is ",
              num_inputs);
-  std::vector<NDArray> ins = ReadArrayList(num_inputs, inputs, false, "inputs", __func__);
-  std::vector<NDArray> outs = ReadArrayList(num_outputs, outputs, false, "outputs", __func__);
-  std::vector<NDArray> ograds = ReadArrayList(num_outputs, out_grads, false, "out_grads", __func__);
+  std::vector<NDArray> ins = ReadArrayList(num_inputs, "num_inputs", inputs, false, "inputs", __func__);
+  std::vector<NDArray> outs = ReadArrayList(num_outputs, "num_outputs", outputs, false, "outputs", __func__);
+  std::vector<NDArray> ograds = ReadArrayList(num_outputs, "num_outputs", out_grads, false, "out_grads", __func__);
   Context ctx_hint = Context::CPU();
   bool has_ctx = false;
   NodeAttrs attrs = BuildAttrs(o, num_inputs, num_params, keys, vals, &ctx_hint, &has_ctx, __func__);

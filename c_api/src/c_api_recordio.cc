@@ -85,6 +85,7 @@ weft_status_t weft_recordio_reader_create(const char* path, weft_recordio_t** ou
 weft_status_t weft_recordio_write(weft_recordio_t* rec, const void* data, size_t size) {
   WEFT_API_BEGIN
   RecordIOObj& r = WEFT_REC(rec);
+  CheckBuffer(data, size, "data", "size", __func__);
   WEFT_CHECK(r.writer != nullptr, kValue, __func__, ": the file was opened for reading");
   r.writer->Write(data, size);
   WEFT_API_END
@@ -137,6 +138,7 @@ weft_status_t weft_recordio_free(weft_recordio_t* rec) {
 weft_status_t weft_image_decode(const void* data, size_t size, int flag, int to_rgb, weft_ndarray_t** out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);
+  CheckBuffer(data, size, "data", "size", __func__);
   io::Image im = io::DecodeImage(data, size, flag, to_rgb != 0);
   *out = NewImageArray(im, false);
   WEFT_API_END

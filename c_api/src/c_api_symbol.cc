@@ -46,9 +46,9 @@ const char* Return(std::string s) {
   return held.c_str();
 }
 
-std::vector<Symbol> ReadSymbols(int n, weft_symbol_t* const* handles, const char* what, const char* fn) {
-  WEFT_CHECK(n >= 0, kValue, fn, ": expected a count >= 0 for '", what, "', got ", n);
-  WEFT_CHECK(n == 0 || handles != nullptr, kValue, fn, ": '", what, "' is NULL but its count is ", n);
+std::vector<Symbol> ReadSymbols(int n, const char* count, weft_symbol_t* const* handles, const char* what,
+                                const char* fn) {
+  CheckCount(n, handles, what, count, fn);
   std::vector<Symbol> r;
   for (int i = 0; i < n; ++i) {
     std::string arg = std::string(what) + "[" + std::to_string(i) + "]";
@@ -144,10 +144,10 @@ weft_status_t Bind(const weft_symbol_t* sym, weft_context_t ctx, const char* gro
   const Symbol& s = Sym(sym, "sym", fn);
   Context c = ToContext(ctx, fn);
   std::map<std::string, Context> groups = ParseGroup2Ctx(group2ctx, fn);
-  std::vector<NDArray> a = ReadArrayList(num_args, args, false, "args", fn);
-  std::vector<NDArray> g = arg_grads ? ReadArrayList(num_args, arg_grads, true, "arg_grads", fn)
+  std::vector<NDArray> a = ReadArrayList(num_args, "num_args", args, false, "args", fn);
+  std::vector<NDArray> g = arg_grads ? ReadArrayList(num_args, "num_args", arg_grads, true, "arg_grads", fn)
                                      : std::vector<NDArray>(a.size());
-  std::vector<NDArray> x = ReadArrayList(num_aux, aux, false, "aux", fn);
+  std::vector<NDArray> x = ReadArrayList(num_aux, "num_aux", aux, false, "aux", fn);
   std::vector<OpReq> req;
   for (int i = 0; i < num_args; ++i) {
     if (grad_req == nullptr) {
@@ -178,15 +178,10 @@ weft_status_t weft_symbol_create_atomic(const weft_op_t* op, int num_params, con
   WEFT_API_BEGIN
   const Op* o = WEFT_OP(op);
   WEFT_OUT(out);
-  WEFT_CHECK(num_params >= 0, kValue, __func__, ": expected num_params >= 0, got ", num_params);
-  WEFT_CHECK(num_params == 0 || (keys != nullptr && vals != nullptr), kValue, __func__,
-             ": 'keys' or 'vals' is NULL but num_params is ", num_params);
+  std::vector<std::string> ks = ReadStrings(num_params, keys, "keys", "num_params", __func__);
+  std::vector<std::string> vs = ReadStrings(num_params, vals, "vals", "num_params", __func__);
   KwArgs params;
-  for (int i = 0; i < num_params; ++i) {
-    WEFT_CHECK(keys[i] != nullptr && vals[i] != nullptr, kValue, "Operator '", o->name, "': parameter ", i,
-               " has a NULL key or value");
-    params.emplace_back(keys[i], vals[i]);
-  }
+  for (int i = 0; i < num_params; ++i) params.emplace_back(std::move(ks[i]), std::move(vs[i]));
   *out = NewSymHandle(Symbol::CreateFunctor(o, std::move(params)));
   WEFT_API_END
 }
@@ -195,7 +190,7 @@ weft_status_t weft_symbol_compose(weft_symbol_t* sym, const char* name, int num_
                                   weft_symbol_t* const* args) {
   WEFT_API_BEGIN
   Symbol& s = WEFT_SYM(sym);
-  std::vector<Symbol> values = ReadSymbols(num_args, args, "args", __func__);
+  std::vector<Symbol> values = ReadSymbols(num_args, "num_args", args, "args", __func__);
   std::vector<Symbol> positional;
   std::vector<std::pair<std::string, Symbol>> named;
   for (int i = 0; i < num_args; ++i) {
@@ -220,7 +215,7 @@ weft_status_t weft_symbol_copy(const weft_symbol_t* sym, weft_symbol_t** out) {
 weft_status_t weft_symbol_group(int num, weft_symbol_t* const* syms, weft_symbol_t** out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);
-  *out = NewSymHandle(Symbol::Group(ReadSymbols(num, syms, "syms", __func__)));
+  *out = NewSymHandle(Symbol::Group(ReadSymbols(num, "num", syms, "syms", __func__)));
   WEFT_API_END
 }
 
@@ -438,6 +433,7 @@ weft_status_t weft_executor_reshape(weft_executor_t* exec, const char* shapes, i
                                     int allow_up_sizing, weft_executor_t** out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);
+  WEFT_CHECK(shapes != nullptr, kValue, __func__, ": 'shapes' is NULL (expected {input name: [dims]})");
   std::shared_ptr<Executor> ex =
       WEFT_EXEC(exec).Reshape(ParseShapes(shapes, __func__), partial_shaping != 0, allow_up_sizing != 0);
   *out = NewExecHandle(std::move(ex));
@@ -476,7 +472,7 @@ weft_status_t weft_executor_forward(weft_executor_t* exec, int is_train) {
 weft_status_t weft_executor_backward(weft_executor_t* exec, int num_heads, weft_ndarray_t* const* head_grads) {
   WEFT_API_BEGIN
   Executor& ex = WEFT_EXEC(exec);
-  ex.Backward(ReadArrayList(num_heads, head_grads, false, "head_grads", __func__));
+  ex.Backward(ReadArrayList(num_heads, "num_heads", head_grads, false, "head_grads", __func__));
   WEFT_API_END
 }
 
@@ -537,10 +533,10 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
   WEFT_OUT(num_outputs);
   WEFT_OUT(outputs);
   std::shared_ptr<Executor> ex = ExecutorTable::Get().Ref(exec, "exec", __func__);
-  std::vector<NDArray> ins = ReadArrayList(num_inputs, inputs, false, "inputs", __func__);
-  std::vector<NDArray> bound = ReadArrayList(num_inputs, bound_inputs, false, "bound_inputs", __func__);
-  std::vector<NDArray> in_grads = ReadArrayList(num_inputs, input_grads, true, "input_grads", __func__);
-  std::vector<NDArray> ps = ReadArrayList(num_params, params, false, "params", __func__);
+  std::vector<NDArray> ins = ReadArrayList(num_inputs, "num_inputs", inputs, false, "inputs", __func__);
+  std::vector<NDArray> bound = ReadArrayList(num_inputs, "num_inputs", bound_inputs, false, "bound_inputs", __func__);
+  std::vector<NDArray> in_grads = ReadArrayList(num_inputs, "num_inputs", input_grads, true, "input_grads", __func__);
+  std::vector<NDArray> ps = ReadArrayList(num_params, "num_params", params, false, "params", __func__);
   for (int i = 0; i < num_inputs; ++i) {
     WEFT_CHECK(ins[i].shape() == bound[i].shape(), kShape, __func__, ": input ", i, " has shape ",
                ins[i].shape().ToString(), " but the executor was bound with ", bound[i].shape().ToString());

@@ -140,7 +140,8 @@ struct RandomOp {
   int priority = 0;
   // 0 PushSync, 1 PushAsync completing inline, 2 PushSync on the prioritized pool,
   // 3 PushSync as kCPUInline (may run on the pushing thread), 4 RunNowIfIdle, pushed
-  // as kCPUInline when refused (as the imperative path does)
+  // as kCPUInline when refused (as the imperative path does), 5 a pre-created operator
+  // pushed once and deleted at once (the deletion waits for the push to finish)
   int how = 0;
 };
 
@@ -154,7 +155,7 @@ void Apply(const RandomOp& op, uint64_t* vals) {
 
 std::vector<RandomOp> MakeOps(int n, int nvars, int var_base, uint32_t seed) {
   std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), var(0, nvars - 1), prio(-2, 2), how(0, 4);
+  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), var(0, nvars - 1), prio(-2, 2), how(0, 5);
   std::vector<RandomOp> ops(n);
   for (int i = 0; i < n; ++i) {
     RandomOp& op = ops[i];
@@ -177,7 +178,9 @@ void PushOp(Engine* eng, const RandomOp& op, const std::vector<VarHandle>& vars,
   std::vector<VarHandle> reads, writes;
   for (int r : op.reads) reads.push_back(vars[r]);
   for (int w : op.writes) writes.push_back(vars[w]);
-  const RandomOp* p = &op;
+  // Captured by value: the long stress test generates its operations on the fly and keeps
+  // none of them, so each closure carries its own copy.
+  auto p = std::make_shared<const RandomOp>(op);
   switch (op.how) {
     case 0:
       eng->PushSync([p, vals](RunContext) { Apply(*p, vals); }, Context::CPU(), reads, writes, FnProperty::kNormal,
@@ -199,39 +202,145 @@ void PushOp(Engine* eng, const RandomOp& op, const std::vector<VarHandle>& vars,
       eng->PushSync([p, vals](RunContext) { Apply(*p, vals); }, Context::CPU(), reads, writes,
                     FnProperty::kCPUInline, op.priority, "stress_inline");
       break;
-    default: {
+    case 4: {
       auto fn = [p, vals](RunContext) { Apply(*p, vals); };
       if (!eng->RunNowIfIdle(Context::CPU(), reads, writes, SyncFnRef(fn)))
         eng->PushSync(fn, Context::CPU(), reads, writes, FnProperty::kCPUInline, op.priority, "stress_run_now");
       break;
     }
+    default: {
+      OprHandle opr = eng->NewOperator(
+          [p, vals](RunContext, CallbackOnComplete done) {
+            Apply(*p, vals);
+            done();
+          },
+          reads, writes, FnProperty::kNormal, "stress_opr");
+      eng->Push(opr, Context::CPU(), op.priority);
+      eng->DeleteOperator(opr);
+      break;
+    }
   }
 }
 
-TEST_P(EngineTest, StressMatchesSequentialExecution) {
-  constexpr int kVars = 32;
-  constexpr int kOps = 100000;
-  std::vector<RandomOp> ops = MakeOps(kOps, kVars, 0, 20261123);
-  std::vector<uint64_t> vals(kVars), ref(kVars);
-  for (int i = 0; i < kVars; ++i) vals[i] = ref[i] = 1000003ull * (i + 1);
-  std::vector<VarHandle> vars;
-  for (int i = 0; i < kVars; ++i) vars.push_back(engine_->NewVariable());
+// How many operations the long stress test pushes: WEFT_STRESS_OPS, default 10^6. The
+// sanitizer builds of CI set it lower, since ASan and TSan slow every push tenfold.
+int StressOps() {
+  const char* s = std::getenv("WEFT_STRESS_OPS");
+  if (s == nullptr || *s == '\0') return 1000000;
+  char* end = nullptr;
+  long n = std::strtol(s, &end, 10);
+  if (*end != '\0' || n < 10000 || n > 100000000)
+    throw std::invalid_argument(std::string("WEFT_STRESS_OPS: expected an integer in [1e4, 1e8], got '") + s + "'");
+  return static_cast<int>(n);
+}
 
-  std::mt19937 rng(7);
+// 10^6 random operations (reads, writes, every way to push, priorities in [-1000, 1000]) on a
+// pool of variables that keeps changing: now and then a variable is deleted while
+// operations on it are still pending and a new one takes its place, the test waits on one
+// variable, or on everything, mid-stream. Every operation is also applied at once to a
+// sequential reference; each variable incarnation has its own value cell, so the value a
+// deleted variable's on_delete sees must be the reference's final value for it (every
+// pending operation on it ran first, none after), a waited variable must match the
+// reference as of the wait, and everything must match at the end, bit for bit.
+TEST_P(EngineTest, StressMatchesSequentialExecution) {
+  const int kOps = StressOps();
+  constexpr int kSlots = 48;
+  // Incarnation ids: the first kSlots variables, then one per deletion (at most one per op).
+  const size_t kCells = kSlots + static_cast<size_t>(kOps);
+  std::vector<uint64_t> vals(kCells), ref(kCells), seen(kCells);
+  std::vector<char> deleted(kCells, 0), ran_on_delete(kCells, 0);
+  auto init = [](size_t id) { return 0x9E3779B97F4A7C15ull * (id + 1) + 12345; };
+  // Operations name variables by incarnation id; a slot holds the id of its live variable.
+  std::vector<VarHandle> var_of_id(kCells, nullptr);
+  std::vector<int> id_of(kSlots);
+  int next_id = 0;
+  auto fresh = [&](int s) {
+    var_of_id[next_id] = engine_->NewVariable();
+    id_of[s] = next_id;
+    vals[next_id] = ref[next_id] = init(next_id);
+    ++next_id;
+  };
+  for (int s = 0; s < kSlots; ++s) fresh(s);
+  // Checks the on_delete values of every deletion so far; call after a WaitForAll.
+  auto check_deleted = [&](const char* when) {
+    for (int id = 0; id < next_id; ++id) {
+      if (!deleted[id]) continue;
+      ASSERT_TRUE(ran_on_delete[id]) << "incarnation " << id << ": on_delete had not run " << when;
+      ASSERT_EQ(seen[id], ref[id]) << "incarnation " << id << ": on_delete saw another value than the "
+                                   << "sequential one " << when;
+    }
+  };
+
+  std::mt19937_64 rng(20261127);
+  std::uniform_int_distribution<int> nread(0, 4), nwrite(1, 3), slot(0, kSlots - 1), prio(-1000, 1000), how(0, 5),
+      event(0, 999);
+  int64_t var_waits = 0, all_waits = 0, deletions = 0;
+  // Sixteen waits for everything, spread over the run.
+  const int wait_all_every = kOps / 16;
+  uint64_t* cells = vals.data();
   for (int i = 0; i < kOps; ++i) {
-    PushOp(engine_.get(), ops[i], vars, vals.data());
-    Apply(ops[i], ref.data());
-    // Now and then read one variable back mid-stream: once its pending writes are done it
-    // must hold the sequential value as of this point.
-    if (i % 5000 == 4999) {
-      int v = static_cast<int>(rng() % kVars);
-      engine_->WaitForVar(vars[v]);
-      EXPECT_EQ(vals[v], ref[v]) << "variable " << v << " after op " << i;
+    RandomOp op;
+    for (int k = nread(rng); k > 0; --k) op.reads.push_back(id_of[slot(rng)]);
+    for (int k = nwrite(rng); k > 0; --k) op.writes.push_back(id_of[slot(rng)]);
+    std::sort(op.writes.begin(), op.writes.end());
+    op.writes.erase(std::unique(op.writes.begin(), op.writes.end()), op.writes.end());
+    op.salt = rng();
+    op.priority = prio(rng);
+    op.how = how(rng);
+    PushOp(engine_.get(), op, var_of_id, cells);
+    Apply(op, ref.data());
+
+    int e = event(rng);
+    if (e < 4) {
+      // Delete a variable with its last operations possibly still queued; on_delete runs
+      // as a write after them and records what it finds.
+      int s = slot(rng);
+      int old = id_of[s];
+      deleted[old] = 1;
+      ++deletions;
+      if (e < 3) {
+        engine_->DeleteVariable(
+            [cells, old, &seen, &ran_on_delete](RunContext) {
+              seen[old] = cells[old];
+              ran_on_delete[old] = 1;
+            },
+            Context::CPU(), var_of_id[old]);
+      } else {
+        // Without on_delete: record the value by an ordinary read pushed just before.
+        engine_->PushSync(
+            [cells, old, &seen, &ran_on_delete](RunContext) {
+              seen[old] = cells[old];
+              ran_on_delete[old] = 1;
+            },
+            Context::CPU(), {var_of_id[old]}, {}, FnProperty::kNormal, prio(rng), "stress_last_read");
+        engine_->DeleteVariable(nullptr, Context::CPU(), var_of_id[old]);
+      }
+      var_of_id[old] = nullptr;
+      fresh(s);
+    } else if (e < 6) {
+      int s = slot(rng);
+      engine_->WaitForVar(var_of_id[id_of[s]]);
+      ++var_waits;
+      ASSERT_EQ(vals[id_of[s]], ref[id_of[s]]) << "slot " << s << " (incarnation " << id_of[s] << ") after op " << i;
+    }
+    if (i % wait_all_every == wait_all_every - 1) {
+      ASSERT_TRUE(WaitAllWithin(seconds(120))) << "WaitForAll did not return within 120 s at op " << i << ": deadlock";
+      ++all_waits;
+      for (int s = 0; s < kSlots; ++s) ASSERT_EQ(vals[id_of[s]], ref[id_of[s]]) << "slot " << s << " after op " << i;
+      check_deleted("at a WaitForAll mid-stream");
+      if (HasFatalFailure()) return;
     }
   }
-  ASSERT_TRUE(WaitAllWithin(seconds(60))) << "WaitForAll did not return within 60 s: deadlock";
-  for (int i = 0; i < kVars; ++i) EXPECT_EQ(vals[i], ref[i]) << "variable " << i;
-  for (VarHandle v : vars) engine_->DeleteVariable(nullptr, Context::CPU(), v);
+  ASSERT_TRUE(WaitAllWithin(seconds(120))) << "WaitForAll did not return within 120 s: deadlock";
+  for (int s = 0; s < kSlots; ++s) EXPECT_EQ(vals[id_of[s]], ref[id_of[s]]) << "slot " << s;
+  check_deleted("at the end");
+  if (HasFatalFailure()) return;
+  // The schedule must really have exercised what it claims to (about kOps / 250 deletions and
+  // kOps / 500 waits on one variable are expected).
+  EXPECT_GT(deletions, kOps / 1000);
+  EXPECT_GT(var_waits, kOps / 2000);
+  EXPECT_EQ(all_waits, 16);
+  for (int s = 0; s < kSlots; ++s) engine_->DeleteVariable(nullptr, Context::CPU(), var_of_id[id_of[s]]);
   ASSERT_TRUE(WaitAllWithin(seconds(60)));
 }
 

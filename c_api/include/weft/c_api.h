@@ -17,6 +17,12 @@
  *    it wrote.
  *  - The ABI only grows: enums are append-only and no signature changes within a major version.
  *    The library's SONAME is libweft.so.WEFT_ABI_VERSION.
+ *  - Counts and sizes are checked before the arrays they describe are read: a count of arrays,
+ *    handles, strings or keys is in [0, WEFT_MAX_COUNT], a rank (ndim) in [0, WEFT_MAX_NDIM], and
+ *    the size of a buffer the caller passes at most WEFT_MAX_BUFFER_BYTES; beyond that (or
+ *    negative) the call fails with WEFT_ERR_VALUE naming the argument and reads nothing. A count
+ *    within the bound must still match the array the caller gives: the library cannot check
+ *    that.
  */
 #ifndef WEFT_C_API_H_
 #define WEFT_C_API_H_
@@ -33,6 +39,11 @@ extern "C" {
 #define WEFT_VERSION_PATCH 0
 /* The ABI version; the library's SONAME carries it. */
 #define WEFT_ABI_VERSION 0
+
+/* Bounds on counts, ranks and buffer sizes (see the rules above): 2^24, 32 and 2^48. */
+#define WEFT_MAX_COUNT 16777216
+#define WEFT_MAX_NDIM 32
+#define WEFT_MAX_BUFFER_BYTES 281474976710656ULL
 
 #if defined(__GNUC__)
 #define WEFT_API __attribute__((visibility("default")))
@@ -368,13 +379,14 @@ WEFT_API weft_status_t weft_symbol_from_json(const char* json, weft_symbol_t** o
 WEFT_API weft_status_t weft_symbol_save_file(const weft_symbol_t* sym, const char* path);
 WEFT_API weft_status_t weft_symbol_load_file(const char* path, weft_symbol_t** out);
 
-/* Shape inference. `known` is a JSON object {input name: [dims...]} (unknown dims -1).
+/* Shape inference. `known` is a JSON object {input name: [dims...]} (unknown dims -1), or
+ * NULL or "" for none.
  * *out = {"arguments": [...], "outputs": [...], "auxiliary": [...], "complete": bool}
  * with each shape a list of dims, or null when its rank is unknown. A conflict is an error
  * naming the node and both shapes. */
 WEFT_API weft_status_t weft_symbol_infer_shape(const weft_symbol_t* sym, const char* known, const char** out);
-/* Type inference: `known` is {input name: dtype code}; *out as for shapes, with dtype
- * codes (-1 unknown). */
+/* Type inference: `known` is {input name: dtype code}, or NULL or "" for none; *out as for
+ * shapes, with dtype codes (-1 unknown). */
 WEFT_API weft_status_t weft_symbol_infer_type(const weft_symbol_t* sym, const char* known, const char** out);
 
 /* ------------------------------------------------------------------ executors */
@@ -474,8 +486,9 @@ WEFT_API weft_status_t weft_autograd_is_recording(int* out);
 
 /* Marks num arrays as variables (leaves of recorded graphs). grad_reqs has num strings among
  * "null", "write" or "inplace" (a backward overwrites the gradient) and "add" (it accumulates); grads has
- * num arrays of the variables' shapes (an entry may be NULL where grad_req is "null"). The
- * library keeps references to the gradient arrays; an array's earlier history is dropped. */
+ * num arrays of the variables' shapes (an entry may be NULL where grad_req is "null", and grads
+ * itself NULL when every grad_req is "null"). The library keeps references to the gradient
+ * arrays; an array's earlier history is dropped. */
 WEFT_API weft_status_t weft_autograd_mark_variables(int num, weft_ndarray_t* const* vars,
                                                    const char* const* grad_reqs, weft_ndarray_t* const* grads);
 
@@ -725,7 +738,8 @@ WEFT_API weft_status_t weft_dataiter_get_index(const weft_dataiter_t* it, void* 
 /* What every batch holds, known before the first batch: *out = the number of data arrays
  * (is_label = 0) or label arrays (is_label = 1); for array i, its name ("data",
  * "softmax_label"; valid while the iterator lives), its batch shape (dims[0..*ndim), at most
- * `capacity` written) and its dtype (*out, a weft_dtype_t). */
+ * `capacity` written) and its dtype (*out, a weft_dtype_t). Any out-pointer of
+ * weft_dataiter_get_desc (name, ndim, out) may be NULL; dims may be NULL when capacity is 0. */
 WEFT_API weft_status_t weft_dataiter_get_num_descs(const weft_dataiter_t* it, int is_label, int* out);
 WEFT_API weft_status_t weft_dataiter_get_desc(const weft_dataiter_t* it, int is_label, int i, const char** name,
                                               int64_t* dims, int capacity, int* ndim, int* out);
