@@ -1,9 +1,18 @@
 """Helpers of MXNet 1.x's `gluon.utils`."""
+import hashlib
+import os
+import ssl
+import urllib.error
+import urllib.request
+import uuid
+import warnings
+
 import numpy as np
 
 from .. import ndarray as nd
 
-__all__ = ["split_data", "split_and_load", "clip_global_norm"]
+__all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download", "replace_file",
+           "shape_is_known"]
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
@@ -49,3 +58,86 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
         for a in arrays:
             a *= scale
     return norm
+
+
+def check_sha1(filename, sha1_hash):
+    """Whether the SHA-1 of the file `filename` is `sha1_hash` (hex digits; a shorter prefix
+    compares only that many, as MXNet's model store names files by hash prefixes)."""
+    sha1 = hashlib.sha1()
+    with open(filename, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            sha1.update(chunk)
+    digest = sha1.hexdigest()
+    n = min(len(digest), len(sha1_hash))
+    return digest[:n] == sha1_hash[:n].lower()
+
+
+def replace_file(src, dst):
+    """Moves `src` over `dst` atomically (dst may exist)."""
+    os.replace(src, dst)
+
+
+def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
+    """Downloads `url` to `path` and returns the file's name.
+
+    `path` is a file name or an existing folder (the URL's last part is the name); None is
+    that name in the current folder. A file already there is kept, not downloaded again,
+    unless `overwrite`, or `sha1_hash` is given and the file's SHA-1 differs. The bytes go to
+    a temporary file renamed at the end, so an interrupted download leaves no partial file.
+    `retries` more attempts follow a failed one; when all fail, the error names the URL.
+    """
+    if path is None:
+        fname = url.split("/")[-1]
+        if not fname:
+            raise ValueError("download: cannot name the file from the URL '%s'; give `path`" % url)
+    else:
+        path = os.path.expanduser(os.fspath(path))
+        fname = os.path.join(path, url.split("/")[-1]) if os.path.isdir(path) else path
+    if not isinstance(retries, int) or retries < 0:
+        raise ValueError("download: expected retries >= 0, got %r" % (retries,))
+    if not verify_ssl:
+        warnings.warn("download: the SSL certificate of '%s' will not be verified" % url, stacklevel=2)
+    if not overwrite and os.path.exists(fname) and (sha1_hash is None or check_sha1(fname, sha1_hash)):
+        return fname
+
+    folder = os.path.dirname(os.path.abspath(fname))
+    os.makedirs(folder, exist_ok=True)
+    context = None
+    if not verify_ssl:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    attempts = retries + 1
+    last_error = None
+    for _ in range(attempts):
+        tmp = "%s.%s" % (fname, uuid.uuid4().hex)
+        try:
+            with urllib.request.urlopen(url, context=context, timeout=60) as response, open(tmp, "wb") as out:
+                for chunk in iter(lambda: response.read(1 << 20), b""):
+                    out.write(chunk)
+            if sha1_hash and not check_sha1(tmp, sha1_hash):
+                raise UserWarning("download: the file downloaded from '%s' has a SHA-1 hash that is not %s: the "
+                                  "server may hold a different version, or the download was corrupted"
+                                  % (url, sha1_hash))
+            replace_file(tmp, fname)
+            return fname
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            last_error = e
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    raise RuntimeError("download: could not download '%s' to %s after %d attempt(s): %s (no network here, or "
+                       "the URL is wrong; put the file at that path by hand to use it)"
+                       % (url, fname, attempts, last_error))
+
+
+def shape_is_known(shape):
+    """Whether every dimension of `shape` is known (no 0 or -1; under NumPy shape
+    semantics 0 is a real size)."""
+    if shape is None:
+        return False
+    from ..util import is_np_shape
+    unknown = -1 if is_np_shape() else 0
+    if len(shape) == 0:
+        return is_np_shape()
+    return all(d != unknown and d != -1 for d in shape)
