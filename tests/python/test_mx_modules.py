@@ -1,5 +1,6 @@
 """MXNet 1.9's small public modules under `import weft as mx`: base, util, runtime, the
 cpu_shared context, nd.random.randn, kv.KVStoreBase and gluon.utils.download."""
+import collections
 import hashlib
 import http.server
 import os
@@ -316,7 +317,7 @@ def test_download_checks_sha1_and_skips_good_files(http_server, tmp_path):
     dest.mkdir()
     fname = download(base + "/data.bin", path=str(dest), sha1_hash=sha1)
     assert fname == str(dest / "data.bin") and open(fname, "rb").read() == body
-    assert check_sha1(fname, sha1) and check_sha1(fname, sha1[:8]) and not check_sha1(fname, "0" * 40)
+    assert check_sha1(fname, sha1) and check_sha1(fname, sha1.upper()) and not check_sha1(fname, "0" * 40)
     assert len(hits) == 1
     # The right file is there: no second request.
     assert download(base + "/data.bin", path=fname, sha1_hash=sha1) == fname and len(hits) == 1
@@ -347,3 +348,25 @@ def test_download_file_url_and_failures(tmp_path):
     assert not os.path.exists(tmp_path / "m.params")
     with pytest.raises(RuntimeError, match="missing.bin"):
         download("file://" + str(tmp_path / "missing.bin"), path=str(tmp_path / "x"), retries=0)
+
+
+def test_gluon_utils_repo_urls_and_hook_handle(monkeypatch):
+    from weft.gluon import utils
+    monkeypatch.delenv("MXNET_GLUON_REPO", raising=False)
+    assert utils._get_repo_url() == "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/"
+    monkeypatch.setenv("MXNET_GLUON_REPO", "http://127.0.0.1:8000/mirror")
+    assert utils._get_repo_file_url("gluon/models", "a.zip") == "http://127.0.0.1:8000/mirror/gluon/models/a.zip"
+    assert utils._brief_print_list(range(3)) == "'0', '1', '2'"
+    assert utils._brief_print_list(range(20)) == "'0', '1', '2', ..., '16', '17', '18', '19'"
+    hooks = collections.OrderedDict()  # weakly referenced, as a Block's hook dicts
+    hook = lambda *a: None  # noqa: E731
+    with utils.HookHandle() as h:
+        h.attach(hooks, hook)
+        assert list(hooks.values()) == [hook]
+        with pytest.raises(RuntimeError, match="already attached"):
+            h.attach(hooks, hook)
+    assert len(hooks) == 0
+    for shape, known in (((2, 3), True), ((0, 3), False), ((), False), (None, False)):
+        assert utils.shape_is_known(shape) is known
+    with mx.np_shape(True):
+        assert utils.shape_is_known((0, 3)) and utils.shape_is_known(()) and not utils.shape_is_known((-1, 3))

@@ -1,4 +1,5 @@
 """Helpers of MXNet 1.x's `gluon.utils`."""
+import collections
 import hashlib
 import os
 import ssl
@@ -6,13 +7,14 @@ import urllib.error
 import urllib.request
 import uuid
 import warnings
+import weakref
 
 import numpy as np
 
 from .. import ndarray as nd
 
 __all__ = ["split_data", "split_and_load", "clip_global_norm", "check_sha1", "download", "replace_file",
-           "shape_is_known"]
+           "shape_is_known", "HookHandle"]
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
@@ -61,15 +63,12 @@ def clip_global_norm(arrays, max_norm, check_isfinite=True):
 
 
 def check_sha1(filename, sha1_hash):
-    """Whether the SHA-1 of the file `filename` is `sha1_hash` (hex digits; a shorter prefix
-    compares only that many, as MXNet's model store names files by hash prefixes)."""
+    """Whether the SHA-1 of the file `filename` is `sha1_hash` (40 hex digits, either case)."""
     sha1 = hashlib.sha1()
     with open(filename, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             sha1.update(chunk)
-    digest = sha1.hexdigest()
-    n = min(len(digest), len(sha1_hash))
-    return digest[:n] == sha1_hash[:n].lower()
+    return sha1.hexdigest() == sha1_hash.lower()
 
 
 def replace_file(src, dst):
@@ -141,3 +140,63 @@ def shape_is_known(shape):
     if len(shape) == 0:
         return is_np_shape()
     return all(d != unknown and d != -1 for d in shape)
+
+
+def _get_repo_url():
+    """The base URL of the data sets and models Gluon downloads: $MXNET_GLUON_REPO, else
+    MXNet's public repository; always ends with '/'."""
+    url = os.environ.get("MXNET_GLUON_REPO", "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/")
+    return url if url.endswith("/") else url + "/"
+
+
+def _get_repo_file_url(namespace, filename):
+    """The URL of `filename` under `namespace` in the Gluon repository."""
+    return "%s%s/%s" % (_get_repo_url(), namespace, filename)
+
+
+def _brief_print_list(lst, limit=7):
+    """The elements of `lst`, quoted and comma-separated, with the middle elided past
+    `limit` of them."""
+    lst = list(lst)
+    if len(lst) > limit:
+        return _brief_print_list(lst[:limit // 2], limit) + ", ..., " + _brief_print_list(lst[-limit // 2:], limit)
+    return ", ".join("'%s'" % str(i) for i in lst)
+
+
+class HookHandle(object):
+    """Attaches a hook to a dict of hooks (by the hook's id) and detaches it again, also
+    on leaving a `with` block. The dict is held weakly: a handle does not keep its owner
+    alive."""
+
+    def __init__(self):
+        self._hooks_dict_ref = None
+        self._id = None
+
+    def attach(self, hooks_dict, hook):
+        """Adds `hook` to `hooks_dict`; a handle attaches once."""
+        if self._hooks_dict_ref is not None:
+            raise RuntimeError("HookHandle.attach: this handle is already attached; use a new one")
+        self._id = id(hook)
+        hooks_dict[self._id] = hook
+        self._hooks_dict_ref = weakref.ref(hooks_dict)
+
+    def detach(self):
+        """Removes the hook (nothing happens if it, or its dict, is gone)."""
+        hooks_dict = self._hooks_dict_ref() if self._hooks_dict_ref is not None else None
+        if hooks_dict is not None and self._id in hooks_dict:
+            del hooks_dict[self._id]
+
+    def __getstate__(self):
+        return (self._hooks_dict_ref() if self._hooks_dict_ref is not None else None, self._id)
+
+    def __setstate__(self, state):
+        # A weak reference does not pickle: the dict travels in the state instead.
+        hooks = state[0] if state[0] is not None else collections.OrderedDict()
+        self._hooks_dict_ref = weakref.ref(hooks)
+        self._id = state[1]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, ptype, value, trace):
+        self.detach()
