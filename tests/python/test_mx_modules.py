@@ -223,7 +223,9 @@ def test_randn_signature_and_distribution():
     nd.random.randn(2, 3, out=out)
     assert out.asnumpy().std() > 0
     with pytest.raises(TypeError, match="expected a number for loc"):
-        nd.random.randn(2, loc=nd.ones((2,)))
+        nd.random.randn(2, loc="0")
+    with pytest.raises(NotImplementedError, match="_sample_normal"):
+        nd.random.randn(2, scale=nd.ones((2,)))
     with pytest.raises(TypeError, match="unexpected keyword arguments"):
         nd.random.randn(2, mean=1)
 

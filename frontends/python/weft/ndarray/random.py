@@ -1,7 +1,7 @@
 """Random samplers of weft.nd.random, with MXNet 1.x's signatures. Seed them with
 weft.random.seed."""
 from ..context import current_context, Context
-from .ndarray import invoke, _dtype_name
+from .ndarray import NDArray, invoke, _dtype_name
 
 __all__ = ["uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson", "multinomial", "shuffle"]
 
@@ -46,6 +46,11 @@ def randn(*shape, **kwargs):
         raise TypeError("randn: unexpected keyword arguments %s (expected loc, scale, dtype, ctx, out)"
                         % sorted(kwargs))
     for what, v in (("loc", loc), ("scale", scale)):
+        if isinstance(v, NDArray):
+            # MXNet draws per element of NDArray parameters with _sample_normal.
+            raise NotImplementedError("randn: %s as an NDArray (one distribution per element) needs the "
+                                      "_sample_normal operator, which Weft does not have yet; pass a number"
+                                      % what)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise TypeError("randn: expected a number for %s, got %s" % (what, type(v).__name__))
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
