@@ -28,6 +28,7 @@ def test_base_names():
     assert isinstance(np.int64(3), base.integer_types) and not isinstance(1.5, base.integer_types)
     assert base.mx_real_t is np.float32
     assert base._Null is not None and not base._Null and repr(base._Null) == "_Null"
+    assert base._as_list([1]) == [1] and base._as_list((1,)) == [(1,)]
     assert base.c_str("ab").value == b"ab"
     assert list(base.c_array(__import__("ctypes").c_int64, [3, 4])) == [3, 4]
     err = base.NotImplementedForSymbol(base.py_str, "asnumpy")

@@ -226,6 +226,11 @@ class _NullType(object):
 _Null = _NullType()
 
 
+def _as_list(obj):
+    """`obj` if it is a list, else [obj] (MXNet's helper, imported by Gluon libraries)."""
+    return obj if isinstance(obj, list) else [obj]
+
+
 def py_str(x):
     """A str from the bytes a C function returned (UTF-8); a str is returned as is."""
     if isinstance(x, bytes):
