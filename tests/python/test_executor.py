@@ -124,7 +124,9 @@ def test_symbolic_check_helpers():
         check_symbolic_forward(s, [xv, yv], [xv * yv], rtol=1e-5)
     results = check_consistency(s, [{"ctx": mx.cpu(), "x": (2,), "y": (2,), "type_dict": {"x": np.float64, "y": np.float64}},
                                     {"ctx": mx.cpu(), "x": (2,), "y": (2,), "type_dict": {"x": np.float32, "y": np.float32}}])
-    assert len(results) == 2
+    # As MXNet's: the reference (float64) outputs and gradients by name.
+    assert sorted(results) == sorted(s.list_outputs() + ["x", "y"])
+    assert all(v.dtype == np.float64 for v in results.values())
 
 
 def test_debug_str_reports_planned_memory():

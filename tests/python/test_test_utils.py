@@ -37,7 +37,8 @@ def test_random_shapes_and_arrays():
         assert len(s3) == 3 and len(sn) == 4 and all(1 <= d <= 3 for d in sn)
     r = tu.rand_ndarray((3, 4), dtype=np.float64)
     assert r.shape == (3, 4) and r.dtype == np.float64
-    assert 0 <= r.asnumpy().min() and r.asnumpy().max() < 1
+    # Standard normal values, as MXNet's rand_ndarray (it draws through random_arrays).
+    assert np.all(np.isfinite(r.asnumpy())) and r.asnumpy().std() > 0
     one = tu.random_arrays((2, 3))
     assert isinstance(one, np.ndarray) and one.shape == (2, 3)
     two = tu.random_arrays((2,), (3, 1))

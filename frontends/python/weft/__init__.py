@@ -8,9 +8,15 @@ Arrays live on an engine that runs operators asynchronously; reading values back
 (asnumpy, asscalar, wait_to_read) waits for what they depend on.
 """
 import atexit as _atexit
+import sys as _sys
 
 from .base import WeftError, MXNetError, __version__
-from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
+from . import base
+from .context import Context, cpu, gpu, cpu_pinned, cpu_shared, current_context, num_gpus
+from . import util
+from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_array, np_array,
+                   use_np_array, use_np)
+from . import runtime
 from . import ndarray
 from . import ndarray as nd
 from . import random
@@ -42,11 +48,16 @@ from . import io
 from . import visualization
 from . import visualization as viz
 
-__all__ = ["WeftError", "MXNetError", "__version__", "Context", "cpu", "gpu", "cpu_pinned",
-           "current_context", "num_gpus", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "monitor", "mon", "test_utils", "waitall",
+__all__ = ["WeftError", "MXNetError", "__version__", "base", "Context", "cpu", "gpu", "cpu_pinned",
+           "cpu_shared", "current_context", "num_gpus", "util", "runtime", "is_np_shape", "set_np_shape",
+           "np_shape", "use_np_shape", "is_np_array", "np_array", "use_np_array", "use_np", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "monitor", "mon", "test_utils", "waitall",
            "model", "module", "mod",
            "initializer", "init", "metric", "callback", "recordio", "image",
            "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io", "visualization", "viz"]
+
+
+# MXNet's test_utils hands the package to `from mxnet.test_utils import *` as `mx`.
+test_utils.mx = _sys.modules[__name__]
 
 
 def waitall():

@@ -4,12 +4,21 @@
 with handles as ints, out-parameters as results and failures raised as exceptions built
 by `_error_from_status`. `_fast` is the hand-written hot path (frontends/python/src).
 """
+import ctypes as _ctypes
 import os
+
+import numpy as _np
 
 from . import _fast
 from . import weft_swig as _api
 
-__all__ = ["WeftError", "MXNetError", "check_call", "error", "__version__"]
+__all__ = ["WeftError", "MXNetError", "check_call", "error", "__version__", "py_str", "c_str",
+           "c_array", "data_dir", "data_dir_default", "string_types", "numeric_types",
+           "integer_types", "mx_real_t", "mx_uint", "mx_int", "mx_float", "NotImplementedForSymbol",
+           "NotSupportedForSparseNDArray", "NDArrayHandle", "SymbolHandle", "ExecutorHandle",
+           "KVStoreHandle", "OpHandle", "CachedOpHandle", "DataIterHandle",
+           "DataIterCreatorHandle", "RecordIOHandle", "FunctionHandle", "ProfileHandle",
+           "DLPackHandle", "classproperty"]
 
 # The C API's status codes (weft_status_t).
 OK = 0
@@ -169,3 +178,160 @@ def atomic_write(fname, data):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+# ---------------------------------------------------------------- MXNet's base names
+# Scripts and libraries written for MXNet import these from `mxnet.base`.
+
+string_types = (str,)
+# numpy's scalars count as numbers, as in MXNet.
+numeric_types = (float, int, _np.generic)
+integer_types = (int, _np.int32, _np.int64)
+# The default element type of arrays.
+mx_real_t = _np.float32
+# The C types MXNet's ctypes calls used; Weft's C API takes the same widths.
+mx_uint = _ctypes.c_uint
+mx_int = _ctypes.c_int
+mx_float = _ctypes.c_float
+
+# Weft's handles cross into Python through SWIG as plain ints (the opaque pointer's address,
+# checked by the C API on every call), not ctypes.c_void_p as in MXNet: these aliases are the
+# type a handle attribute (`NDArray.handle`, `Symbol.handle`, ...) really has, so that
+# `isinstance(x.handle, NDArrayHandle)` holds.
+NDArrayHandle = int
+SymbolHandle = int
+ExecutorHandle = int
+KVStoreHandle = int
+OpHandle = int
+CachedOpHandle = int
+DataIterHandle = int
+DataIterCreatorHandle = int
+RecordIOHandle = int
+FunctionHandle = int
+ProfileHandle = int
+DLPackHandle = int
+
+
+class _NullType(object):
+    """The placeholder for an argument left out (MXNet's `_Null`): distinct from None,
+    which can be a meaningful value of an operator parameter."""
+
+    def __repr__(self):
+        return "_Null"
+
+    def __bool__(self):
+        return False
+
+
+_Null = _NullType()
+
+
+def _as_list(obj):
+    """`obj` if it is a list, else [obj] (MXNet's helper, imported by Gluon libraries)."""
+    return obj if isinstance(obj, list) else [obj]
+
+
+def py_str(x):
+    """A str from the bytes a C function returned (UTF-8); a str is returned as is."""
+    if isinstance(x, bytes):
+        return x.decode("utf-8")
+    if isinstance(x, str):
+        return x
+    raise TypeError("py_str: expected bytes or str, got %s" % type(x).__name__)
+
+
+def c_str(string):
+    """`string` as a NUL-terminated C string (ctypes.c_char_p), for the ctypes entry points
+    of `ctypes_library()`."""
+    if not isinstance(string, (str, bytes)):
+        raise TypeError("c_str: expected a str, got %s" % type(string).__name__)
+    return _ctypes.c_char_p(string.encode("utf-8") if isinstance(string, str) else string)
+
+
+def c_str_array(strings):
+    """A ctypes array of C strings (char*[]) holding `strings`."""
+    arr = (_ctypes.c_char_p * len(strings))()
+    arr[:] = [s.encode("utf-8") if isinstance(s, str) else s for s in strings]
+    return arr
+
+
+def c_array(ctype, values):
+    """A ctypes array of `ctype` holding `values`, for the ctypes entry points of
+    `ctypes_library()` (e.g. c_array(ctypes.c_int64, shape))."""
+    values = list(values)
+    out = (ctype * len(values))()
+    out[:] = values
+    return out
+
+
+def c_array_buf(ctype, buf):
+    """A ctypes array of `ctype` over the buffer `buf` (no copy)."""
+    return (ctype * len(buf)).from_buffer(buf)
+
+
+def c_handle_array(objs):
+    """A ctypes array of void pointers holding the `.handle` of each object."""
+    arr = (_ctypes.c_void_p * len(objs))()
+    arr[:] = [o.handle for o in objs]
+    return arr
+
+
+def data_dir_default():
+    """Where data sets and models go when MXNET_HOME is not set: ~/.mxnet, as MXNet, so that
+    files MXNet downloaded are found (%APPDATA%\\mxnet on Windows)."""
+    if os.name == "nt":
+        return os.path.join(os.environ.get("APPDATA", os.path.expanduser("~")), "mxnet")
+    return os.path.join(os.path.expanduser("~"), ".mxnet")
+
+
+def data_dir():
+    """The folder for data sets and pretrained models: $MXNET_HOME, else data_dir_default()."""
+    return os.getenv("MXNET_HOME", data_dir_default())
+
+
+class NotImplementedForSymbol(NotImplementedError):
+    """An NDArray method or operator that a Symbol cannot have (e.g. asnumpy)."""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = "Function {}".format(self.function)
+        if self.alias:
+            msg += " (namely operator \"{}\")".format(self.alias)
+        if self.args:
+            msg += " with arguments ({})".format(", ".join(self.args))
+        msg += " is not implemented for Symbol and only available in NDArray."
+        return msg
+
+
+class NotSupportedForSparseNDArray(NotImplementedError):
+    """An operation that a sparse NDArray does not support."""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = "Function {}".format(self.function)
+        if self.alias:
+            msg += " (namely operator \"{}\")".format(self.alias)
+        if self.args:
+            msg += " with arguments ({})".format(", ".join(self.args))
+        msg += " is not supported for SparseNDArray and only available in NDArray."
+        return msg
+
+
+class classproperty(object):  # pylint: disable=invalid-name
+    """A read-only property of a class (MXNet's base.classproperty)."""
+
+    def __init__(self, func):
+        self.func = func
+
+    def __get__(self, obj, owner):
+        return self.func(owner)

@@ -1,4 +1,4 @@
-"""Devices: Context, cpu(), gpu(i), cpu_pinned() and the default context.
+"""Devices: Context, cpu(), gpu(i), cpu_pinned(), cpu_shared() and the default context.
 
 `with weft.gpu(0):` makes arrays created inside the block default to that context, as in
 MXNet; the default is per thread.
@@ -7,17 +7,23 @@ import threading
 
 from .base import _api
 
-__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"]
+__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context", "num_gpus"]
+
+# MXNet's cpu_shared (device type 5) is host memory that other processes can map, which its
+# DataLoader workers fill. Weft's C API has no such device type yet: a cpu_shared context is
+# passed to the library as the CPU, so arrays made there are ordinary (private) CPU arrays,
+# and report cpu(id) as their context.
+_CPU_SHARED = 5
 
 
 class Context:
     """A device: a type ('cpu', 'gpu', 'cpu_pinned') and an id.
 
     Context('gpu', 1), Context(other_context), and MXNet's numeric device types
-    (1 cpu, 2 gpu, 3 cpu_pinned) are accepted."""
+    (1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared) are accepted."""
 
-    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned"}
-    devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3}
+    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
     _default_ctx = threading.local()
 
     __slots__ = ("device_typeid", "device_id", "_old_ctx")
@@ -45,8 +51,15 @@ class Context:
         return self.devtype2str[self.device_typeid]
 
     def _as_tuple(self):
-        # The C API's weft_context_t as the SWIG typemap takes it.
+        # The C API's weft_context_t as the SWIG typemap takes it (cpu_shared as the CPU:
+        # see _CPU_SHARED).
+        if self.device_typeid == _CPU_SHARED:
+            return (1, self.device_id)
         return (self.device_typeid, self.device_id)
+
+    def _param_text(self):
+        # The context as an operator parameter, in the device types the library knows.
+        return "%s(%d)" % (self.devtype2str[self._as_tuple()[0]], self.device_id)
 
     def __hash__(self):
         return hash((self.device_typeid, self.device_id))
@@ -97,6 +110,13 @@ def gpu(device_id=0):
 def cpu_pinned(device_id=0):
     """Page-locked host memory, for fast copies to and from GPUs."""
     return Context("cpu_pinned", device_id)
+
+
+def cpu_shared(device_id=0):
+    """MXNet's shared-memory CPU context. In Weft, arrays made there are plain CPU arrays in
+    this process's memory (no shared memory is used) and report cpu(device_id) as their
+    context; use it where MXNet code names it."""
+    return Context("cpu_shared", device_id)
 
 
 def num_gpus():

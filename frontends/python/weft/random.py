@@ -5,10 +5,10 @@ seeds one context only.
 """
 from .base import _api
 from .context import Context
-from .ndarray.random import (uniform, normal, randint, exponential, gamma, poisson,
+from .ndarray.random import (uniform, normal, randn, randint, exponential, gamma, poisson,
                              multinomial, shuffle)
 
-__all__ = ["seed", "uniform", "normal", "randint", "exponential", "gamma", "poisson",
+__all__ = ["seed", "uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson",
            "multinomial", "shuffle"]
 
 

@@ -1,43 +1,136 @@
-"""Helpers for tests, with the names and behaviour MXNet 1.x's test suites rely on."""
+"""Helpers for tests, with the names, signatures and default tolerances of MXNet 1.9's
+`mxnet.test_utils`.
+
+As MXNet's module, this one has no `__all__`: `from weft.test_utils import *` gives every
+public name, the modules it imports included (`np`, `mx`, `nd`, `os`, ...), which MXNet's
+test files rely on.
+
+Sparse storage (`row_sparse`, `csr`) does not exist in Weft yet: the helpers that make
+sparse arrays raise NotImplementedError saying so.
+"""
+# The standard modules MXNet's test_utils imports are part of what `import *` gives.
+import bz2
 import contextlib
+import errno
 import functools
+import gzip
+import json
+import logging
+import math
+import numbers
 import os
+import platform
+import struct
 import sys
+import time
+import traceback
+import zipfile
+from collections import OrderedDict
+from contextlib import contextmanager
 
 import numpy as np
+import numpy.random as rnd
+import numpy.testing as npt
 
+from . import autograd as _autograd
+from . import io as _io
 from . import ndarray as nd
 from .base import _api
-from .context import Context
+from .context import Context, current_context
+from .ndarray import array
 from .ndarray.ndarray import NDArray
+from .runtime import Features
+from .symbol import Symbol
+from .util import use_np, getenv, setenv
 
-__all__ = ["default_context", "set_default_context", "default_dtype", "get_rtol", "get_atol",
-           "almost_equal", "assert_almost_equal", "same", "rand_shape_2d", "rand_shape_3d",
-           "rand_shape_nd", "rand_ndarray", "random_arrays", "np_reduce", "check_numeric_gradient",
-           "numeric_grad", "check_symbolic_forward", "check_symbolic_backward", "check_consistency",
-           "assert_exception", "environment", "discard_stderr", "retry"]
+try:  # scipy is optional, as for MXNet: chi_square_check computes its p-value without it
+    import scipy.stats as ss
+except ImportError:
+    ss = None
 
-_default_ctx = [None]
+# `mx` is the weft package, as MXNet's test_utils has `import mxnet as mx` for
+# `from mxnet.test_utils import *`. This module sits below the package's root in the layer
+# table (docs/architecture.md), so it does not import the root: weft/__init__.py sets `mx`
+# here once the package is assembled.
+mx = None
 
-# Tolerances by dtype when a test gives none: what each precision can honestly promise.
+_SPARSE_MISSING = ("sparse storage ('row_sparse', 'csr') is not implemented in Weft yet; only dense "
+                   "(stype='default') arrays exist")
+
+# Tolerances by dtype when a test gives none (MXNet's default_rtols/default_atols): what each
+# precision can honestly promise; integers and booleans compare exactly.
 _RTOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4, np.dtype(np.float64): 1e-5}
 _ATOL = {np.dtype(np.float16): 1e-1, np.dtype(np.float32): 1e-3, np.dtype(np.float64): 1e-20}
+for _t in (np.bool_, np.int8, np.uint8, np.int32, np.uint32, np.int64, np.uint64):
+    _RTOL[np.dtype(_t)] = 0
+    _ATOL[np.dtype(_t)] = 0
 
 
 def default_context():
-    """The context tests run on: set_default_context's, else the current one."""
-    if _default_ctx[0] is not None:
-        return _default_ctx[0]
-    from .context import current_context
+    """The context tests run on: the current context of this thread."""
     return current_context()
 
 
 def set_default_context(ctx):
-    _default_ctx[0] = Context(ctx)
+    """Makes `ctx` the default context (of this thread), as `with ctx:` does inside a block."""
+    Context._default_ctx.value = Context(ctx)
 
 
 def default_dtype():
+    """The dtype of random test data."""
     return np.float32
+
+
+def default_rtols():
+    """The relative tolerance of each dtype when a comparison gives none."""
+    return dict(_RTOL)
+
+
+def default_atols():
+    """The absolute tolerance of each dtype when a comparison gives none."""
+    return dict(_ATOL)
+
+
+def default_numeric_eps():
+    """The finite-difference step of each float dtype: powers of two, so that adding the
+    step to an input drops no bits."""
+    return {np.dtype(np.float16): 1.0 / 2 ** 6, np.dtype(np.float32): 1.0 / 2 ** 9,
+            np.dtype(np.float64): 1.0 / 2 ** 14}
+
+
+def effective_dtype(dat):
+    """The dtype whose tolerance fits results computed from `dat` (a numpy array or an
+    NDArray). MXNet lowers float32 to float16 on Ampere GPUs, whose GEMMs round inputs to
+    TF32; Weft's cuBLAS calls keep the default (full float32) math mode, so the dtype is the
+    data's own."""
+    return np.dtype(dat.dtype)
+
+
+def get_tolerance(dat, tol, default_tol):
+    """`tol` if it is a number; else the entry of `tol` (a dict by dtype) or of
+    `default_tol` for the effective dtype of `dat`."""
+    if isinstance(tol, numbers.Number):
+        return tol
+    dtype = effective_dtype(dat)
+    tol = {} if tol is None else tol
+    return tol.get(dtype, default_tol[dtype])
+
+
+def get_tols(x, y, rtol, atol):
+    """(rtol, atol) for comparing x with y: the given ones, else the larger default of their
+    two dtypes."""
+    if isinstance(x, numbers.Number):
+        x = np.array(x)
+    if isinstance(y, numbers.Number):
+        y = np.array(y)
+    rtol = max(get_tolerance(x, rtol, _RTOL), get_tolerance(y, rtol, _RTOL))
+    atol = max(get_tolerance(x, atol, _ATOL), get_tolerance(y, atol, _ATOL))
+    return rtol, atol
+
+
+def get_etol(etol=None):
+    """The tolerated fraction of mismatching elements (0 unless given)."""
+    return 0 if etol is None else etol
 
 
 def _as_numpy(a):
@@ -53,12 +146,14 @@ def _tolerance(table, dtypes, given, fallback):
     return max(vals) if vals else fallback
 
 
-def get_rtol(rtol=None, dtype=np.float32):
-    return _tolerance(_RTOL, [np.dtype(dtype)], rtol, 1e-5)
+def get_rtol(rtol=None, dtype=np.dtype(np.float64)):
+    """`rtol`, else the default relative tolerance of `dtype`."""
+    return _RTOL[np.dtype(dtype)] if rtol is None else rtol
 
 
-def get_atol(atol=None, dtype=np.float32):
-    return _tolerance(_ATOL, [np.dtype(dtype)], atol, 1e-20)
+def get_atol(atol=None, dtype=np.dtype(np.float64)):
+    """`atol`, else the default absolute tolerance of `dtype`."""
+    return _ATOL[np.dtype(dtype)] if atol is None else atol
 
 
 def almost_equal(a, b, rtol=None, atol=None, equal_nan=False, use_broadcast=True):
@@ -101,35 +196,128 @@ def same(a, b):
     return bool(np.array_equal(_as_numpy(a), _as_numpy(b)))
 
 
-def rand_shape_2d(dim0=10, dim1=10):
-    return np.random.randint(1, dim0 + 1), np.random.randint(1, dim1 + 1)
+def rand_shape_2d(dim0=10, dim1=10, allow_zero_size=False):
+    """A random 2-D shape, each dim in [1, dimN] ([0, dimN] with allow_zero_size)."""
+    low = 0 if allow_zero_size else 1
+    return int(rnd.randint(low, dim0 + 1)), int(rnd.randint(low, dim1 + 1))
 
 
-def rand_shape_3d(dim0=10, dim1=10, dim2=10):
-    return np.random.randint(1, dim0 + 1), np.random.randint(1, dim1 + 1), np.random.randint(1, dim2 + 1)
+def rand_shape_3d(dim0=10, dim1=10, dim2=10, allow_zero_size=False):
+    """A random 3-D shape, each dim in [1, dimN] ([0, dimN] with allow_zero_size)."""
+    low = 0 if allow_zero_size else 1
+    return int(rnd.randint(low, dim0 + 1)), int(rnd.randint(low, dim1 + 1)), int(rnd.randint(low, dim2 + 1))
 
 
-def rand_shape_nd(num_dim, dim=10):
-    return tuple(np.random.randint(1, dim + 1, size=num_dim).tolist())
+def rand_shape_nd(num_dim, dim=10, allow_zero_size=False):
+    """A random shape of num_dim dims, each in [1, dim] ([0, dim] with allow_zero_size)."""
+    low = 0 if allow_zero_size else 1
+    return tuple(int(d) for d in rnd.randint(low, dim + 1, size=num_dim))
 
 
-def rand_ndarray(shape, stype="default", density=None, dtype=None, ctx=None, **kwargs):
-    """An NDArray of uniform random values in [0, 1) (dense storage only)."""
+def rand_coord_2d(x_low, x_high, y_low, y_high):
+    """A random integer point with x in [x_low, x_high] and y in [y_low, y_high]."""
+    return int(rnd.randint(x_low, x_high + 1)), int(rnd.randint(y_low, y_high + 1))
+
+
+def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
+                 shuffle_csr_indices=False, distribution=None, ctx=None):
+    """A dense NDArray of standard normal values (random_arrays) in `dtype` (float32 when
+    None) on `ctx` (the default context). Sparse stypes raise NotImplementedError."""
     if stype != "default":
-        raise ValueError("rand_ndarray: only stype='default' is supported, got '%s'" % stype)
-    dtype = np.float32 if dtype is None else dtype
-    values = np.random.uniform(0, 1, size=shape)
-    if density is not None:
-        values *= np.random.uniform(0, 1, size=shape) < density
-    return nd.array(values.astype(dtype), ctx=ctx or default_context(), dtype=dtype)
+        raise NotImplementedError("rand_ndarray(stype='%s'): %s" % (stype, _SPARSE_MISSING))
+    ctx = ctx if ctx else default_context()
+    return nd.array(random_arrays(shape), dtype=dtype, ctx=ctx)
+
+
+def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None, data_init=None,
+                        rsp_indices=None, modifier_func=None, shuffle_csr_indices=False, ctx=None):
+    """MXNet's random sparse arrays: not available (no sparse storage in Weft yet)."""
+    raise NotImplementedError("rand_sparse_ndarray(stype='%s'): %s" % (stype, _SPARSE_MISSING))
+
+
+def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=None, modifier_func=None,
+                        density=0.5, shuffle_csr_indices=False):
+    """MXNet's sparse array maker: not available (no sparse storage in Weft yet)."""
+    raise NotImplementedError("create_sparse_array(stype='%s'): %s" % (stype, _SPARSE_MISSING))
+
+
+def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=None, dtype=None,
+                           modifier_func=None, shuffle_csr_indices=False):
+    """MXNet's sparse array maker for zero-size shapes: not available (no sparse storage)."""
+    raise NotImplementedError("create_sparse_array_zd(stype='%s'): %s" % (stype, _SPARSE_MISSING))
+
+
+def shuffle_csr_column_indices(csr):
+    """MXNet's csr index shuffle: not available (no sparse storage in Weft yet)."""
+    raise NotImplementedError("shuffle_csr_column_indices: %s" % _SPARSE_MISSING)
 
 
 def random_arrays(*shapes):
-    """numpy float32 arrays of standard normal values, one per shape (a lone shape gives
-    one array, not a list)."""
-    arrays = [np.array(np.random.randn(), dtype=np.float32) if len(s) == 0
-              else np.random.randn(*s).astype(np.float32) for s in shapes]
+    """numpy arrays of standard normal values in default_dtype(), one per shape (a lone
+    shape gives one array, not a list; () gives a 0-d array)."""
+    arrays = [np.array(np.random.randn(), dtype=default_dtype()) if len(s) == 0
+              else np.random.randn(*s).astype(default_dtype()) for s in shapes]
     return arrays[0] if len(arrays) == 1 else arrays
+
+
+def random_uniform_arrays(*shapes, **kwargs):
+    """A list of numpy arrays of uniform values in [low, high) (keywords low=0.0, high=1.0,
+    dtype=default_dtype()), one per shape."""
+    low = kwargs.pop("low", 0.0)
+    high = kwargs.pop("high", 1.0)
+    dtype = kwargs.pop("dtype", default_dtype())
+    if kwargs:
+        raise TypeError("random_uniform_arrays: unexpected keyword arguments %s (expected low, high, dtype)"
+                        % sorted(kwargs))
+    return [np.random.uniform(low, high, size=s).astype(dtype) for s in shapes]
+
+
+def random_sample(population, k):
+    """k elements of the sequence `population`, drawn without replacement in random order
+    (numpy's generator, so np.random.seed makes it reproducible)."""
+    if not 0 <= k <= len(population):
+        raise ValueError("random_sample: expected 0 <= k <= %d, got k=%r" % (len(population), k))
+    population_copy = list(population)
+    np.random.shuffle(population_copy)
+    return population_copy[0:k]
+
+
+def assign_each(the_input, function):
+    """numpy array of function(x) for each element x of `the_input` (same shape)."""
+    if function is None:
+        return np.array(the_input)
+    return np.vectorize(function)(the_input)
+
+
+def assign_each2(input1, input2, function):
+    """numpy array of function(x, y) for the elements of two arrays of the same shape."""
+    if np.shape(input1) != np.shape(input2):
+        raise ValueError("assign_each2: shapes differ: %s vs %s" % (np.shape(input1), np.shape(input2)))
+    if function is None:
+        return np.array(input1)
+    return np.vectorize(function)(input1, input2)
+
+
+def create_2d_tensor(rows, columns, dtype=np.int64):
+    """NDArray of shape (rows, columns) whose row i holds i everywhere."""
+    a = np.arange(0, rows, dtype=dtype).reshape(rows, 1)
+    return nd.array(np.broadcast_to(a, (rows, columns)), dtype=dtype)
+
+
+def create_vector(size, dtype=np.int64):
+    """NDArray [0, 1, ..., size - 1]."""
+    return nd.array(np.arange(0, size, dtype=dtype), dtype=dtype)
+
+
+def get_identity_mat(size):
+    """The size x size identity as an NDArray."""
+    return nd.array(np.eye(size, dtype=np.float32))
+
+
+def get_identity_mat_batch(size):
+    """Two size x size identities stacked: an NDArray of shape (2, size, size)."""
+    eye = np.eye(size, dtype=np.float32)
+    return nd.array(np.stack([eye, eye]))
 
 
 def np_reduce(dat, axis, keepdims, numpy_reduce_func):
@@ -166,9 +354,17 @@ def _forward(op, arrays, params, ctx, dtype):
     return inputs, out if isinstance(out, list) else [out]
 
 
-def numeric_grad(f, inputs, eps=1e-4):
-    """Central-difference gradients of the scalar function f(list of float64 arrays) with
-    respect to each input."""
+def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_train=True, dtype=default_dtype()):
+    """Central-difference gradients.
+
+    As MXNet's: `executor` is a bound Executor and `location` a dict of argument name ->
+    numpy value; the result maps each float argument to the derivative of the sum of the
+    executor's first output (aux_states, a dict, are reset before each forward). `executor`
+    may also be a Python function f(list of float64 arrays) -> float, `location` the list
+    of its inputs (changed in place and restored); the result is then a list."""
+    if hasattr(executor, "arg_dict"):
+        return _executor_numeric_grad(executor, location, aux_states, eps, use_forward_train, dtype)
+    f, inputs = executor, location
     grads = []
     for x in inputs:
         g = np.zeros_like(x, dtype=np.float64)
@@ -185,16 +381,143 @@ def numeric_grad(f, inputs, eps=1e-4):
     return grads
 
 
-def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=1e-3, rtol=1e-2, atol=None,
-                           grad_nodes=None, use_forward_train=True, ctx=None, grad_stype_dict=None,
-                           dtype=np.float64, params=None):
-    """Checks an operator's registered gradient against central differences.
+def _executor_numeric_grad(executor, location, aux_states, eps, use_forward_train, dtype):
+    location = {k: np.array(v, order="C") for k, v in location.items()}
+    for k, v in location.items():
+        executor.arg_dict[k][:] = v.astype(dtype)
 
-    `sym` names the operator (a string or a weft.nd operator function); `location` is the
-    list of input values (numpy arrays); `params` its parameters. The check projects the
-    outputs on fixed random directions, so one scalar's derivatives test the whole Jacobian
-    product the backward computes. `grad_nodes` (indices) restricts which inputs are checked.
+    def first_output_sum():
+        if aux_states is not None:
+            for key, val in aux_states.items():
+                executor.aux_dict[key][:] = val
+        executor.forward(is_train=use_forward_train)
+        return executor.outputs[0].asnumpy().astype(np.float64)
+
+    grads = {}
+    for k, v in location.items():
+        grads[k] = np.zeros(v.shape, dtype=dtype)
+        if v.dtype.kind != "f":
+            continue
+        flat = v.reshape(-1)
+        for i in range(flat.size):
+            old = flat[i]
+            flat[i] = old + eps / 2.0
+            executor.arg_dict[k][:] = v.astype(dtype)
+            f_plus = first_output_sum()
+            flat[i] = old - eps / 2.0
+            executor.arg_dict[k][:] = v.astype(dtype)
+            f_minus = first_output_sum()
+            grads[k].reshape(-1)[i] = (f_plus - f_minus).sum() / eps
+            flat[i] = old
+        executor.arg_dict[k][:] = v.astype(dtype)
+    return grads
+
+
+def _check_symbol_numeric_gradient(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
+                                   use_forward_train, ctx, dtype):
+    """MXNet's check: the gradient of sum(output * P), P a random projection with elements
+    in [0.1, 1.1), computed by the executor's backward (head gradient P) and by central
+    differences of forward runs."""
+    names = sym.list_arguments()
+    if isinstance(location, dict):
+        missing = [n for n in names if n not in location]
+        if missing:
+            raise ValueError("check_numeric_gradient: location lacks %s (the symbol's arguments are %s)"
+                             % (missing, names))
+    else:
+        if len(location) != len(names):
+            raise ValueError("check_numeric_gradient: expected %d values (%s), got %d"
+                             % (len(names), names, len(location)))
+        location = dict(zip(names, location))
+    location = {k: _as_numpy(v).astype(dtype) for k, v in location.items()}
+    aux_names = sym.list_auxiliary_states()
+    if aux_states is not None and not isinstance(aux_states, dict):
+        aux_states = dict(zip(aux_names, aux_states))
+    aux_np = None if aux_states is None else {k: _as_numpy(v).astype(dtype) for k, v in aux_states.items()}
+    if grad_nodes is None:
+        grad_req = {k: "write" for k in names}
+    elif isinstance(grad_nodes, dict):
+        grad_req = dict(grad_nodes)
+    elif isinstance(grad_nodes, (list, tuple)):
+        grad_req = {k: "write" for k in grad_nodes}
+    else:
+        raise ValueError("check_numeric_gradient: grad_nodes must be None, a list of names or a dict of "
+                         "name -> grad_req, got %r" % (grad_nodes,))
+    for k, req in grad_req.items():
+        if req not in ("write", "add", "null"):
+            raise ValueError("check_numeric_gradient: invalid grad_req %r for argument %s" % (req, k))
+    _, out_shapes, _ = sym.infer_shape(**{k: v.shape for k, v in location.items()})
+    if out_shapes is None:
+        raise ValueError("check_numeric_gradient: the output shape cannot be inferred from %s"
+                         % {k: v.shape for k, v in location.items()})
+    proj = np.random.rand(*out_shapes[0]) + 0.1
+    start = {k: np.random.normal(0, 0.01, size=location[k].shape) for k in grad_req}
+    args = {k: nd.array(v, ctx=ctx, dtype=dtype) for k, v in location.items()}
+    grads = {k: nd.array(start[k], ctx=ctx, dtype=dtype) for k in grad_req}
+    reqs = {k: grad_req.get(k, "null") for k in names}
+    aux = None if aux_np is None else {k: nd.array(v, ctx=ctx, dtype=dtype) for k, v in aux_np.items()}
+    exe = sym.bind(ctx, args=args, args_grad=grads, grad_req=reqs, aux_states=aux)
+    exe.forward(is_train=True)
+    exe.backward([nd.array(proj, ctx=ctx, dtype=dtype)] + [nd.zeros(s, ctx=ctx, dtype=dtype)
+                                                            for s in out_shapes[1:]])
+    symbolic = {k: g.asnumpy() for k, g in grads.items()}
+    eps = get_tolerance(exe.outputs[0], numeric_eps, default_numeric_eps())
+    if np.dtype(dtype) in (np.dtype(np.float32), np.dtype(np.float16)) and eps < 1e-5:
+        raise ValueError("check_numeric_gradient: numeric_eps=%g is too small for %s finite differences "
+                         "(at least 1e-5)" % (eps, np.dtype(dtype).name))
+
+    # The projected first output, whose derivative the backward computed.
+    class _Projected(object):
+        def __init__(self):
+            self.arg_dict, self.aux_dict = exe.arg_dict, exe.aux_dict
+
+        def forward(self, is_train):
+            exe.forward(is_train=is_train)
+
+        @property
+        def outputs(self):
+            return [nd.array(exe.outputs[0].asnumpy().astype(np.float64) * proj, dtype="float64")]
+
+    numeric = _executor_numeric_grad(_Projected(), {k: location[k] for k in grad_req}, aux_np, eps,
+                                     use_forward_train, dtype)
+    for name, req in grad_req.items():
+        label = ("NUMERICAL_%s" % name, "BACKWARD_%s" % name)
+        if req == "write":
+            assert_almost_equal(numeric[name], symbolic[name], rtol, atol, label)
+        elif req == "add":
+            assert_almost_equal(numeric[name], symbolic[name] - start[name].astype(dtype), rtol, atol, label)
+        else:
+            assert_almost_equal(start[name].astype(dtype), symbolic[name], rtol, atol, label)
+
+
+def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rtol=None, atol=None,
+                           grad_nodes=None, use_forward_train=True, ctx=None, grad_stype_dict=None,
+                           dtype=None, params=None):
+    """Checks a gradient against central differences.
+
+    `sym` is a Symbol (MXNet's use): `location` gives every argument (a list in
+    list_arguments order or a dict by name), `grad_nodes` the names to check (a list) or
+    their grad_req (a dict: 'write', 'add', 'null'); the values are in `dtype` (float32
+    when None), the step is `numeric_eps` (default_numeric_eps() by dtype when None) and
+    the tolerances are assert_almost_equal's by dtype when None.
+
+    `sym` may also name an operator (a string or a weft.nd operator function), Weft's
+    shorter form for one operator: `location` is the list of its inputs, `params` its
+    parameters, `grad_nodes` the indices of the inputs to check; values are float64 unless
+    `dtype` says otherwise, numeric_eps defaults to 1e-3, rtol to 1e-2 and atol to 1e-4. The
+    outputs are projected on fixed random directions, so one scalar's derivatives test the
+    whole Jacobian product the backward computes.
     """
+    if grad_stype_dict and any(v != "default" for v in grad_stype_dict.values()):
+        raise NotImplementedError("check_numeric_gradient(grad_stype_dict=%r): %s" % (grad_stype_dict, _SPARSE_MISSING))
+    if isinstance(sym, Symbol):
+        _check_symbol_numeric_gradient(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
+                                       use_forward_train, ctx or default_context(),
+                                       default_dtype() if dtype is None else dtype)
+        return
+    dtype = np.float64 if dtype is None else dtype
+    numeric_eps = 1e-3 if numeric_eps is None else numeric_eps
+    rtol = 1e-2 if rtol is None else rtol
     op = _op_name(sym)
     ctx = ctx or default_context()
     params = dict(params or {})
@@ -297,11 +620,13 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
 
 
 def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=None, aux_params=None, rtol=None,
-                      atol=None, raise_on_err=True, equal_nan=False, use_uniform=False,
+                      atol=None, raise_on_err=True, ground_truth=None, equal_nan=False, use_uniform=False,
                       rand_type=np.float64):
     """Runs `sym` forward and backward under each entry of `ctx_list` (dicts with 'ctx',
     input shapes by name and an optional 'type_dict') on the same random values, and checks
-    that outputs and gradients agree with those of the most precise entry."""
+    that outputs and gradients agree with those of the most precise entry, or with
+    `ground_truth` (numpy arrays by output and argument name). Returns the reference as
+    such a dict, as MXNet's."""
     rng = np.random.RandomState(1234)
     first = ctx_list[0]
     shapes = {k: v for k, v in first.items() if k not in ("ctx", "type_dict")}
@@ -328,23 +653,33 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
         ex.backward([nd.ones(o.shape, ctx=entry["ctx"], dtype=o.dtype) for o in outs])
         grads = {n: g.asnumpy() for n, g in ex.grad_dict.items()}
         results.append((dtype, outs, grads))
-    reference = max(range(len(results)), key=lambda i: results[i][0].itemsize)
-    _, ref_outs, ref_grads = results[reference]
+    out_names = sym.list_outputs()
+    if ground_truth is None:
+        # The most precise entry is the reference the others must match.
+        reference = max(range(len(results)), key=lambda i: results[i][0].itemsize)
+        _, ref_outs, ref_grads = results[reference]
+        gt = dict(zip(out_names, ref_outs))
+        gt.update(ref_grads)
+    else:
+        reference = None
+        gt = {k: None if v is None else _as_numpy(v) for k, v in ground_truth.items()}
     for i, (dtype, outs, grads) in enumerate(results):
         if i == reference:
             continue
+        rt = get_rtol(rtol, dtype) if not isinstance(rtol, dict) else rtol.get(dtype, _RTOL[dtype])
+        at = get_atol(atol, dtype) if not isinstance(atol, dict) else atol.get(dtype, _ATOL[dtype])
+        checks = list(zip(out_names, outs)) + list(grads.items())
         try:
-            for a, b in zip(outs, ref_outs):
-                assert_almost_equal(a, b.astype(a.dtype), rtol or get_rtol(dtype=dtype), atol or get_atol(dtype=dtype),
-                                    names=("output %d" % i, "reference"), equal_nan=equal_nan)
-            for n, g in grads.items():
-                assert_almost_equal(g, ref_grads[n].astype(g.dtype), rtol or get_rtol(dtype=dtype),
-                                    atol or get_atol(dtype=dtype), names=("gradient of %s, entry %d" % (n, i),
-                                                                          "reference"), equal_nan=equal_nan)
+            for name, got in checks:
+                if gt.get(name) is None:
+                    continue
+                assert_almost_equal(got, gt[name].astype(got.dtype), rt, at,
+                                    names=("%s (entry %d)" % (name, i), "reference"), equal_nan=equal_nan)
         except AssertionError:
             if raise_on_err:
                 raise
-    return results
+            traceback.print_exc()
+    return gt
 
 
 def assert_exception(f, exception_type, *args, **kwargs):
@@ -375,6 +710,8 @@ def environment(*args):
                 os.environ[k] = str(v)
         yield
     finally:
+        # Operators queued in the block may read the variables when they run.
+        nd.waitall()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -414,3 +751,594 @@ def retry(n):
                         raise
         return wrapper
     return decorate
+
+
+# ---------------------------------------------------------------- comparisons
+def _find_max_violation(a, b, rtol, atol):
+    # Where |a - b| exceeds atol + rtol * |b| the most, and by what factor (inf == inf is
+    # no violation, as in np.allclose).
+    absdiff = np.where(np.equal(a, b), 0, np.abs(a - b))
+    violation = absdiff / (atol + rtol * np.abs(b) + 1e-20)
+    loc = int(np.argmax(violation))
+    return np.unravel_index(loc, violation.shape), float(np.max(violation))
+
+
+def checkShapes(a, b):  # pylint: disable=invalid-name
+    """Raises AssertionError naming both shapes when a and b differ in shape."""
+    if a.shape != b.shape:
+        raise AssertionError("a.shape = %s and b.shape = %s are not equal" % (a.shape, b.shape))
+
+
+def locationError(a, b, index, names, maxError=False):  # pylint: disable=invalid-name
+    """The message naming the element at `index` of a and b."""
+    return "Location of %serror: %s, %s=%.8f, %s=%.8f" % ("maximum " if maxError else "", index, names[0],
+                                                          a[index], names[1], b[index])
+
+
+def assert_allclose(a, b, rtol=1e-07, atol=0, equal_nan=True):
+    """numpy.testing.assert_allclose on numpy arrays or NDArrays."""
+    npt.assert_allclose(_as_numpy(a), _as_numpy(b), rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def assert_almost_equal_with_err(a, b, rtol=None, atol=None, etol=None, names=("a", "b"), equal_nan=False,
+                                 mismatches=(10, 10)):
+    """As assert_almost_equal, but passes while at most a fraction `etol` of the elements
+    differ beyond atol + rtol * |b| (etol 0 or None: none may)."""
+    etol = get_etol(etol)
+    if etol <= 0:
+        assert_almost_equal(a, b, rtol=rtol, atol=atol, names=names, equal_nan=equal_nan, mismatches=mismatches)
+        return
+    rtol, atol = get_tols(a, b, rtol, atol)
+    a, b = _as_numpy(a), _as_numpy(b)
+    equals = np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    err = 1 - np.count_nonzero(equals) / equals.size
+    if err > etol:
+        index, rel = _find_max_violation(a, b, rtol, atol)
+        raise AssertionError("Error %f exceeds tolerance rtol=%e, atol=%e: %.4f%% of the elements differ, more "
+                             "than etol=%g allows.\n%s" % (rel, rtol, atol, 100 * err, etol,
+                                                           locationError(a, b, index, names, maxError=True)))
+
+
+def assert_almost_equal_ignore_nan(a, b, rtol=None, atol=None, names=("a", "b")):
+    """assert_almost_equal over the elements where neither a nor b is NaN."""
+    a = np.copy(_as_numpy(a))
+    b = np.copy(_as_numpy(b))
+    nan_mask = np.logical_or(np.isnan(a), np.isnan(b))
+    a[nan_mask] = 0
+    b[nan_mask] = 0
+    assert_almost_equal(a, b, rtol, atol, names)
+
+
+def same_array(array1, array2):
+    """Whether two NDArrays share memory: a change made through array1 shows in array2
+    (array1 is restored afterwards)."""
+    array1[:] += 1
+    if not same(array1.asnumpy(), array2.asnumpy()):
+        array1[:] -= 1
+        return False
+    array1[:] -= 1
+    return same(array1.asnumpy(), array2.asnumpy())
+
+
+def compare_ndarray_tuple(t1, t2, rtol=None, atol=None):
+    """assert_almost_equal over two (nested) tuples of arrays; None on either side skips."""
+    if t1 is None or t2 is None:
+        return
+    if isinstance(t1, tuple):
+        for s1, s2 in zip(t1, t2):
+            compare_ndarray_tuple(s1, s2, rtol, atol)
+    else:
+        assert_almost_equal(t1, t2, rtol=rtol, atol=atol)
+
+
+def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="default", rtol=1e-4, atol=1e-5,
+                      compare_states=True, ntensors=1):
+    """Runs one update of two optimizers on the same random weights and gradients and checks
+    that states and weights agree. A list of shapes updates `ntensors` weights at once
+    through opt2 (its multi-tensor path) and one by one through opt1."""
+    if w_stype != "default" or g_stype != "default":
+        raise NotImplementedError("compare_optimizer(w_stype='%s', g_stype='%s'): %s"
+                                  % (w_stype, g_stype, _SPARSE_MISSING))
+    ctx = default_context()
+    if not isinstance(shape, list):
+        if ntensors != 1:
+            raise ValueError("compare_optimizer: one shape goes with ntensors=1, got %r" % (ntensors,))
+        w2 = nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+        w1 = w2.copyto(ctx)
+        g2 = nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+        g1 = g2.copyto(ctx)
+        state1 = opt1.create_state_multi_precision(0, w1)
+        state2 = opt2.create_state_multi_precision(0, w2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2)
+        opt1.update_multi_precision(0, w1, g1, state1)
+        opt2.update_multi_precision(0, w2, g2, state2)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2, rtol=rtol, atol=atol)
+        assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
+        return
+    w1 = tuple(nd.random.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shape)
+    g1 = tuple(nd.random.uniform(shape=s, ctx=ctx, dtype=dtype) for s in shape)
+    w2 = tuple(w.copy() for w in w1)
+    g2 = tuple(g.copy() for g in g1)
+    state2 = [opt2.create_state_multi_precision(0, w2[i]) for i in range(ntensors)]
+    opt2.update_multi_precision(list(range(ntensors)), w2, g2, state2)
+    for i in range(ntensors):
+        state1 = opt1.create_state_multi_precision(i, w1[i])
+        opt1.update_multi_precision(i, w1[i], g1[i], state1)
+        if compare_states:
+            compare_ndarray_tuple(state1, state2[i], rtol, atol)
+        compare_ndarray_tuple(w1[i], w2[i], rtol, atol)
+
+
+def same_symbol_structure(sym1, sym2):
+    """Whether the nodes of two symbols run the same operators, node by node."""
+    nodes1 = json.loads(sym1.tojson())["nodes"]
+    nodes2 = json.loads(sym2.tojson())["nodes"]
+    return all(n1["op"] == n2["op"] for n1, n2 in zip(nodes1, nodes2))
+
+
+def collapse_sum_like(a, shape):
+    """numpy array `a` summed over the axes that `shape` lacks or has as 1 (the gradient of
+    broadcasting to a.shape)."""
+    if len(a.shape) < len(shape):
+        raise ValueError("collapse_sum_like: shape %s has more dims than the array's %s" % (shape, a.shape))
+    if np.prod(shape) == 0 or a.size == 0:
+        return np.zeros(shape, dtype=a.dtype)
+    ndim_diff = len(a.shape) - len(shape)
+    axes = list(range(ndim_diff))
+    for i, s in enumerate(shape):
+        if s != a.shape[i + ndim_diff]:
+            if s != 1:
+                raise ValueError("collapse_sum_like: shape %s does not broadcast to %s" % (shape, a.shape))
+            axes.append(i + ndim_diff)
+    return np.sum(a, axis=tuple(axes)).reshape(shape)
+
+
+# ---------------------------------------------------------------- running symbols and blocks
+def simple_forward(sym, ctx=None, is_train=False, **inputs):
+    """Runs `sym` forward on numpy inputs given by argument name; returns the output as a
+    numpy array (a list of them for several outputs)."""
+    ctx = ctx or default_context()
+    args = {k: array(v, ctx=ctx) for k, v in inputs.items()}
+    exe = sym.bind(ctx, args=args)
+    exe.forward(is_train=is_train)
+    outputs = [x.asnumpy() for x in exe.outputs]
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole", **kwargs):
+    """Seconds one run of `sym` takes, averaged over N runs after a warm-up: forward and
+    backward (typ='whole') or forward only (typ='forward'). `location` maps argument names
+    to numpy values; without it, shapes come from kwargs and values are random normal."""
+    if typ not in ("whole", "forward"):
+        raise ValueError("check_speed: typ must be 'whole' or 'forward', got %r" % (typ,))
+    ctx = ctx or default_context()
+    grad_req = grad_req or "write"
+    if location is None:
+        exe = sym.simple_bind(grad_req=grad_req, ctx=ctx, **kwargs)
+        location = {k: np.random.normal(size=arr.shape, scale=1.0) for k, arr in exe.arg_dict.items()}
+    else:
+        if not isinstance(location, dict):
+            raise TypeError("check_speed: expected location as a dict of name -> numpy array, got %s"
+                            % type(location).__name__)
+        exe = sym.simple_bind(grad_req=grad_req, ctx=ctx, **{k: v.shape for k, v in location.items()})
+    for name, value in location.items():
+        exe.arg_dict[name][:] = value.astype(exe.arg_dict[name].dtype)
+    train = typ == "whole"
+
+    def run():
+        exe.forward(is_train=train)
+        if train:
+            exe.backward(out_grads=exe.outputs)
+
+    run()
+    nd.waitall()
+    tic = time.time()
+    for _ in range(N):
+        run()
+    nd.waitall()
+    return (time.time() - tic) / N
+
+
+def check_gluon_hybridize_consistency(net_builder, data_l, numpy_func=None, test_grad=True, rtol=1e-4,
+                                      atol=1e-4):
+    """Checks that the block net_builder(prefix='net_') gives the same outputs (and input
+    gradients, with test_grad) imperatively and hybridized, from the same initial
+    parameters, and the same as numpy_func(*inputs) when given. The block must not draw
+    random numbers."""
+    saved_out = None
+    saved_grads = None
+    init_values = None
+    for hybridize in (False, True):
+        for use_autograd in ((False, True) if test_grad else (False,)):
+            net = net_builder(prefix="net_")
+            net.initialize()
+            if init_values is not None:
+                for name, p in net.collect_params().items():
+                    p.set_data(nd.array(init_values[name], dtype=init_values[name].dtype))
+            if hybridize:
+                net.hybridize()
+            inputs = [x.copy() for x in data_l]
+            if use_autograd:
+                for x in inputs:
+                    x.attach_grad()
+                with _autograd.record():
+                    out = net(*inputs)
+                out.backward(out)
+            else:
+                out = net(*inputs)
+            if init_values is None:
+                init_values = {k: v.data().asnumpy() for k, v in net.collect_params().items()}
+            if saved_out is None:
+                saved_out = out.asnumpy()
+            else:
+                assert_almost_equal(out.asnumpy(), saved_out, rtol=rtol, atol=atol,
+                                    names=("output (hybridize=%s)" % hybridize, "first output"))
+            if use_autograd:
+                grads = [x.grad.asnumpy() for x in inputs]
+                if saved_grads is None:
+                    saved_grads = grads
+                else:
+                    for g, want in zip(grads, saved_grads):
+                        assert_almost_equal(g, want, rtol=rtol, atol=atol)
+    if numpy_func is not None:
+        assert_almost_equal(saved_out, numpy_func(*[x.asnumpy() for x in data_l]), rtol=rtol, atol=atol)
+
+
+# ---------------------------------------------------------------- random generators
+def gen_buckets_probs_with_ppf(ppf, nbuckets):
+    """`nbuckets` buckets of equal probability from the quantile function `ppf`:
+    ([(ppf(i/n), ppf((i+1)/n)) ...], [1/n] * n)."""
+    if nbuckets <= 0:
+        raise ValueError("gen_buckets_probs_with_ppf: expected nbuckets > 0, got %r" % (nbuckets,))
+    probs = [1.0 / nbuckets for _ in range(nbuckets)]
+    buckets = [(ppf(i / float(nbuckets)), ppf((i + 1) / float(nbuckets))) for i in range(nbuckets)]
+    return buckets, probs
+
+
+def mean_check(generator, mu, sigma, nsamples=1000000):
+    """Whether the mean of generator(nsamples) lies within mu +- 3 sigma / sqrt(nsamples)."""
+    samples = _as_numpy(generator(nsamples))
+    mean = samples.mean()
+    bound = 3 * sigma / np.sqrt(nsamples)
+    return bool(mu - bound < mean < mu + bound)
+
+
+def var_check(generator, sigma, nsamples=1000000):
+    """Whether the sample variance of generator(nsamples) lies within
+    sigma^2 +- 3 sqrt(2 sigma^4 / (nsamples - 1))."""
+    samples = _as_numpy(generator(nsamples))
+    var = samples.var(ddof=1)
+    bound = 3 * np.sqrt(2 * sigma ** 4 / (nsamples - 1))
+    return bool(sigma ** 2 - bound < var < sigma ** 2 + bound)
+
+
+def _gamma_q(a, x):
+    """The regularised upper incomplete gamma function Q(a, x), so that the chi-square
+    p-value needs no scipy: the series of P for x < a + 1, Lentz's continued fraction of Q
+    beyond (both converge fast there)."""
+    if x <= 0:
+        return 1.0
+    log_prefix = a * math.log(x) - x - math.lgamma(a)
+    if x < a + 1:
+        term = total = 1.0 / a
+        n = a
+        for _ in range(10000):
+            n += 1
+            term *= x / n
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return max(0.0, 1.0 - total * math.exp(log_prefix))
+    tiny = 1e-300
+    b = x + 1 - a
+    c = 1 / tiny
+    d = 1 / b
+    h = d
+    for i in range(1, 10000):
+        an = -i * (i - a)
+        b += 2
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < 1e-15:
+            break
+    return math.exp(log_prefix) * h
+
+
+def _chisquare_p(obs, exp):
+    stat = float(np.sum((obs - exp) ** 2 / exp))
+    dof = len(obs) - 1
+    return _gamma_q(dof / 2.0, stat / 2.0)
+
+
+def chi_square_check(generator, buckets, probs, nsamples=1000000):
+    """The chi-square test of generator(nsamples) against the probabilities `probs` of
+    `buckets`: (min, max) ranges for a continuous distribution (ascending, disjoint), or
+    the values of a discrete one. Returns (p-value, observed counts, expected counts)."""
+    if not isinstance(buckets, list):
+        raise TypeError("chi_square_check: expected buckets as a list, got %s" % type(buckets).__name__)
+    if len(probs) != len(buckets):
+        raise ValueError("chi_square_check: %d probabilities for %d buckets" % (len(probs), len(buckets)))
+    samples = _as_numpy(generator(nsamples))
+    continuous = isinstance(buckets[0], (list, tuple))
+    expected = (nsamples * np.array(probs, dtype=np.float32)).astype(np.int32)
+    observed = np.zeros(len(buckets), dtype=np.int64)
+    if continuous:
+        edges = np.zeros(len(buckets) * 2, dtype=np.float32)
+        for i, (lo, hi) in enumerate(buckets):
+            if lo > hi or (i + 1 < len(buckets) and hi > buckets[i + 1][0]):
+                raise ValueError("chi_square_check: buckets must be ascending and disjoint, got %r" % (buckets,))
+            edges[2 * i], edges[2 * i + 1] = lo, hi
+        ids = np.searchsorted(edges, samples, side="right") // 2
+        for i in range(len(buckets)):
+            observed[i] = int((ids == i).sum())
+    else:
+        for i, value in enumerate(buckets):
+            observed[i] = int((samples == value).sum())
+    if ss is not None:
+        p = float(ss.chisquare(f_obs=observed, f_exp=expected)[1])
+    else:
+        p = _chisquare_p(observed.astype(np.float64), expected.astype(np.float64))
+    return p, observed, expected
+
+
+def verify_generator(generator, buckets, probs, nsamples=1000000, nrepeat=5, success_rate=0.2, alpha=0.05):
+    """Runs chi_square_check nrepeat times and raises AssertionError unless the p-value
+    exceeds alpha in at least a fraction success_rate of them. Returns the p-values."""
+    results = [chi_square_check(generator=generator, buckets=buckets, probs=probs, nsamples=nsamples)
+               for _ in range(nrepeat)]
+    pvalues = [r[0] for r in results]
+    if (np.array(pvalues) > alpha).sum() < nrepeat * success_rate:
+        raise AssertionError("Generator test fails, Chi-square p=%s, obs_freq=%s, expected_freq=%s.\n"
+                             "buckets=%s, probs=%s" % (pvalues, [r[1] for r in results], [r[2] for r in results],
+                                                        buckets, probs))
+    return pvalues
+
+
+# ---------------------------------------------------------------- machine and build
+def list_gpus():
+    """range(n) over the n usable GPUs (empty without any)."""
+    return range(_api.weft_get_gpu_count())
+
+
+def is_cd_run():
+    """Whether the tests run in a continuous-delivery job (CD_JOB=1)."""
+    return os.environ.get("CD_JOB", 0) == "1"
+
+
+def is_aarch64_run():
+    """Whether this machine is aarch64."""
+    return platform.machine() == "aarch64"
+
+
+def has_tvm_ops():
+    """Whether the build has TVM-generated operators (runtime feature TVM_OP)."""
+    return Features().is_enabled("TVM_OP")
+
+
+def is_op_runnable():
+    """Whether the operators of the build run in the current context: always on the CPU;
+    on a GPU too, since Weft has no TVM operators whose compute capability matters."""
+    return not (current_context().device_type == "gpu" and has_tvm_ops())
+
+
+def get_im2rec_path(home_env="MXNET_HOME"):
+    """The path of the im2rec tool: <$home_env>/tools/im2rec(.py), else the repository's
+    tools/ folder beside the package."""
+    root = os.environ.get(home_env, os.path.dirname(os.path.abspath(__file__)))
+    candidates = [os.path.join(root, "tools", "im2rec.py"), os.path.join(root, "tools", "im2rec"),
+                  os.path.join(root, "..", "..", "tools", "im2rec.py"), os.path.join(root, "..", "..", "tools", "im2rec")]
+    for path in candidates:
+        if os.path.isfile(path):
+            return path
+    raise IOError("Could not find the im2rec tool: looked for %s" % candidates)
+
+
+# ---------------------------------------------------------------- data
+def download(url, fname=None, dirname=None, overwrite=False, retries=5):
+    """Downloads `url` to `fname` (the URL's last part when None) in `dirname` (made if
+    missing) and returns the file's name; an existing file is kept unless `overwrite`.
+    Without network access the error names the URL."""
+    if retries < 0:
+        raise ValueError("download: expected retries >= 0, got %r" % (retries,))
+    if fname is None:
+        fname = url.split("/")[-1]
+    if dirname is None:
+        dirname = os.path.dirname(fname)
+    else:
+        fname = os.path.join(dirname, fname)
+    if dirname:
+        os.makedirs(dirname, exist_ok=True)
+    if not overwrite and os.path.exists(fname):
+        logging.info("%s exists, skipping download", fname)
+        return fname
+    from .gluon.utils import download as _gluon_download
+    return _gluon_download(url, path=fname, overwrite=True, retries=retries)
+
+
+def download_model(model_name, dst_dir="./", meta_info=None):
+    """Downloads the symbol and parameters of `model_name` (a key of meta_info: {'symbol':
+    url, 'params': url}) into dst_dir; returns (path prefix, epoch 0), or (None, 0) for an
+    unknown name. Without meta_info, MXNet's model zoo at data.mxnet.io is used."""
+    base = "http://data.mxnet.io/models/"
+    if meta_info is None:
+        meta_info = {
+            "imagenet1k-inception-bn": ("imagenet/inception-bn/Inception-BN", "0126"),
+            "imagenet1k-resnet-18": ("imagenet/resnet/18-layers/resnet-18", "0000"),
+            "imagenet1k-resnet-34": ("imagenet/resnet/34-layers/resnet-34", "0000"),
+            "imagenet1k-resnet-50": ("imagenet/resnet/50-layers/resnet-50", "0000"),
+            "imagenet1k-resnet-101": ("imagenet/resnet/101-layers/resnet-101", "0000"),
+            "imagenet1k-resnet-152": ("imagenet/resnet/152-layers/resnet-152", "0000"),
+            "imagenet1k-resnext-50": ("imagenet/resnext/50-layers/resnext-50", "0000"),
+            "imagenet1k-resnext-101": ("imagenet/resnext/101-layers/resnext-101", "0000"),
+            "imagenet1k-resnext-101-64x4d": ("imagenet/resnext/101-layers/resnext-101-64x4d", "0000"),
+            "imagenet11k-resnet-152": ("imagenet-11k/resnet-152/resnet-152", "0000"),
+            "imagenet11k-place365ch-resnet-152": ("imagenet-11k-place365-ch/resnet-152", "0000"),
+            "imagenet11k-place365ch-resnet-50": ("imagenet-11k-place365-ch/resnet-50", "0000"),
+        }
+        meta_info = {k: {"symbol": base + p + "-symbol.json", "params": base + "%s-%s.params" % (p, e)}
+                     for k, (p, e) in meta_info.items()}
+    meta_info = dict(meta_info)
+    if model_name not in meta_info:
+        return (None, 0)
+    os.makedirs(dst_dir, exist_ok=True)
+    meta = dict(meta_info[model_name])
+    for key in ("symbol", "params"):
+        if key not in meta:
+            raise ValueError("download_model: the entry of '%s' has no '%s' URL" % (model_name, key))
+    prefix = os.path.join(dst_dir, model_name)
+    download(meta["symbol"], prefix + "-symbol.json")
+    download(meta["params"], prefix + "-0000.params")
+    return (prefix, 0)
+
+
+_MNIST_URL = "http://data.mxnet.io/data/mnist/"
+
+
+def get_mnist():
+    """MNIST as numpy arrays: {'train_data', 'train_label', 'test_data', 'test_label'},
+    images (N, 1, 28, 28) float32 in [0, 1]. The four .gz files are read from the current
+    folder, downloaded there first when absent (the error names the URL without network)."""
+    def read_data(label_url, image_url):
+        with gzip.open(download(label_url)) as flbl:
+            struct.unpack(">II", flbl.read(8))
+            label = np.frombuffer(flbl.read(), dtype=np.int8)
+        with gzip.open(download(image_url), "rb") as fimg:
+            _, _, rows, cols = struct.unpack(">IIII", fimg.read(16))
+            image = np.frombuffer(fimg.read(), dtype=np.uint8).reshape(len(label), 1, rows, cols)
+        return label, image.astype(np.float32) / 255
+
+    train_lbl, train_img = read_data(_MNIST_URL + "train-labels-idx1-ubyte.gz",
+                                     _MNIST_URL + "train-images-idx3-ubyte.gz")
+    test_lbl, test_img = read_data(_MNIST_URL + "t10k-labels-idx1-ubyte.gz", _MNIST_URL + "t10k-images-idx3-ubyte.gz")
+    return {"train_data": train_img, "train_label": train_lbl, "test_data": test_img, "test_label": test_lbl}
+
+
+def get_mnist_pkl():
+    """Puts mnist.pkl.gz into ./data (downloaded when absent)."""
+    os.makedirs("data", exist_ok=True)
+    if not os.path.exists("data/mnist.pkl.gz"):
+        download("http://deeplearning.net/data/mnist/mnist.pkl.gz", dirname="data")
+
+
+def get_mnist_ubyte():
+    """Puts the four uncompressed MNIST files into ./data (from mnist.zip when one is
+    missing)."""
+    os.makedirs("data", exist_ok=True)
+    names = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+             "t10k-labels-idx1-ubyte"]
+    if not all(os.path.exists(os.path.join("data", n)) for n in names):
+        with zipfile.ZipFile(download("http://data.mxnet.io/mxnet/data/mnist.zip", dirname="data")) as zf:
+            zf.extractall("data")
+
+
+def get_cifar10():
+    """Puts CIFAR-10's RecordIO files into ./data/cifar (from cifar10.zip when one is
+    missing)."""
+    os.makedirs("data", exist_ok=True)
+    names = ["train.rec", "test.rec", "train.lst", "test.lst"]
+    if not all(os.path.exists(os.path.join("data", "cifar", n)) for n in names):
+        with zipfile.ZipFile(download("http://data.mxnet.io/mxnet/data/cifar10.zip", dirname="data")) as zf:
+            zf.extractall("data")
+
+
+def get_mnist_iterator(batch_size, input_shape, num_parts=1, part_index=0):
+    """(train, validation) MNISTIter over ./data (get_mnist_ubyte); flat images unless
+    input_shape has 3 dims."""
+    get_mnist_ubyte()
+    flat = len(input_shape) != 3
+    train = _io.MNISTIter(image="data/train-images-idx3-ubyte", label="data/train-labels-idx1-ubyte",
+                            input_shape=input_shape, batch_size=batch_size, shuffle=True, flat=flat,
+                            num_parts=num_parts, part_index=part_index)
+    val = _io.MNISTIter(image="data/t10k-images-idx3-ubyte", label="data/t10k-labels-idx1-ubyte",
+                          input_shape=input_shape, batch_size=batch_size, flat=flat, num_parts=num_parts,
+                          part_index=part_index)
+    return train, val
+
+
+def get_zip_data(data_dir, url, data_origin_name):
+    """Downloads the zip file `url` into data_dir as data_origin_name and extracts it there,
+    unless that file exists."""
+    path = os.path.join(data_dir, data_origin_name)
+    if not os.path.exists(path):
+        download(url, dirname=data_dir, overwrite=False)
+        with zipfile.ZipFile(path) as zf:
+            zf.extractall(path=data_dir)
+
+
+def get_bz2_data(data_dir, data_name, url, data_origin_name):
+    """Downloads the bz2 file `url` into data_dir and decompresses it to data_name (the
+    compressed file is removed), unless data_name exists."""
+    data_name = os.path.join(data_dir, data_name)
+    origin = os.path.join(data_dir, data_origin_name)
+    if not os.path.exists(data_name):
+        download(url, fname=data_origin_name, dirname=data_dir, overwrite=False)
+        with bz2.BZ2File(origin, "rb") as fin, open(data_name, "wb") as fout:
+            for chunk in iter(lambda: fin.read(1 << 20), b""):
+                fout.write(chunk)
+        os.remove(origin)
+
+
+class DummyIter(_io.DataIter):
+    """Gives the first batch of `real_iter` forever (for speed tests)."""
+
+    def __init__(self, real_iter):
+        super(DummyIter, self).__init__()
+        self.real_iter = real_iter
+        self.provide_data = real_iter.provide_data
+        self.provide_label = real_iter.provide_label
+        self.batch_size = real_iter.batch_size
+        self.the_batch = next(real_iter)
+
+    def __iter__(self):
+        return self
+
+    def next(self):
+        """The first batch of the real iterator, again; never StopIteration."""
+        return self.the_batch
+
+    __next__ = next
+
+
+# ---------------------------------------------------------------- matrices for linalg tests
+def new_matrix_with_real_eigvals_2d(n):
+    """A random n x n matrix with real eigenvalues in [-10, 10], well conditioned: Q^-1 D Q
+    with Q a Householder reflection scaled by a diagonal (condition number < 3)."""
+    while True:
+        diag = np.diag(np.random.uniform(-1.0, 1.0, n))
+        v = np.random.uniform(-1.0, 1.0, (n, 1))
+        v = v / np.linalg.norm(v)
+        q = np.matmul(np.eye(n) - 2 * np.matmul(v, v.T), diag)
+        if np.linalg.cond(q, 2) < 3:
+            break
+    return np.matmul(np.matmul(np.linalg.inv(q), np.diag(np.random.uniform(-10.0, 10.0, n))), q)
+
+
+def new_matrix_with_real_eigvals_nd(shape):
+    """A batch (shape[:-2]) of new_matrix_with_real_eigvals_2d matrices."""
+    count = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return np.array([new_matrix_with_real_eigvals_2d(shape[-1]) for _ in range(count)]).reshape(shape)
+
+
+def new_orthonormal_matrix_2d(n):
+    """A random n x n orthonormal matrix."""
+    x = np.random.randn(n, n)
+    return np.linalg.qr(np.matmul(x.T, x))[0]
+
+
+def new_sym_matrix_with_real_eigvals_2d(n):
+    """A random symmetric n x n matrix with eigenvalues in [-10, 10]."""
+    q = new_orthonormal_matrix_2d(n)
+    return np.matmul(np.matmul(q.T, np.diag(np.random.uniform(-10.0, 10.0, n))), q)
+
+
+def new_sym_matrix_with_real_eigvals_nd(shape):
+    """A batch (shape[:-2]) of new_sym_matrix_with_real_eigvals_2d matrices."""
+    count = int(np.prod(shape[:-2])) if len(shape) > 2 else 1
+    return np.array([new_sym_matrix_with_real_eigvals_2d(shape[-1]) for _ in range(count)]).reshape(shape)

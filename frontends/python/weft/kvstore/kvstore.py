@@ -11,6 +11,7 @@ import weakref
 from ..base import _api
 from ..ndarray.ndarray import NDArray
 from . import optimizer_wire
+from .base import KVStoreBase
 
 __all__ = ["KVStore", "create", "KVStoreServer"]
 
@@ -201,6 +202,9 @@ def create(name="local"):
     (= 'dist'), 'dist_async', 'dist_device_sync' (sums on a GPU before sending)."""
     if not isinstance(name, str):
         raise TypeError("kvstore: name must be a str, got %s" % type(name).__name__)
+    # A store registered with KVStoreBase.register comes first, as in MXNet.
+    if name.lower() in KVStoreBase.kv_registry:
+        return KVStoreBase.kv_registry[name.lower()]()
     return KVStore(_api.weft_kvstore_create(name))
 
 

@@ -62,7 +62,7 @@ def _param_str(value):
     if kind is int or kind is float or kind is bool:
         return str(value)
     if isinstance(value, Context):
-        return str(value)
+        return value._param_text()
     if isinstance(value, (np.dtype, type)) and not isinstance(value, bool):
         return _dtype_name(value)
     if isinstance(value, (list, tuple)):

@@ -1,9 +1,9 @@
 """Random samplers of weft.nd.random, with MXNet 1.x's signatures. Seed them with
 weft.random.seed."""
 from ..context import current_context, Context
-from .ndarray import invoke, _dtype_name
+from .ndarray import NDArray, invoke, _dtype_name
 
-__all__ = ["uniform", "normal", "randint", "exponential", "gamma", "poisson", "multinomial", "shuffle"]
+__all__ = ["uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson", "multinomial", "shuffle"]
 
 
 def _shape(shape):
@@ -31,6 +31,31 @@ def uniform(low=0, high=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs)
 def normal(loc=0, scale=1, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):
     """Samples from N(loc, scale^2)."""
     return _sample("_random_normal", {"loc": loc, "scale": scale}, shape, ctx, dtype, out)
+
+
+def randn(*shape, **kwargs):
+    """Samples from N(loc, scale^2) an array of shape `shape` (given as separate ints, as
+    numpy.random.randn; none gives shape (1,), as `normal`'s default). Keyword arguments:
+    loc=0, scale=1 (numbers), dtype, ctx, out."""
+    loc = kwargs.pop("loc", 0)
+    scale = kwargs.pop("scale", 1)
+    dtype = kwargs.pop("dtype", None)
+    ctx = kwargs.pop("ctx", None)
+    out = kwargs.pop("out", None)
+    if kwargs:
+        raise TypeError("randn: unexpected keyword arguments %s (expected loc, scale, dtype, ctx, out)"
+                        % sorted(kwargs))
+    for what, v in (("loc", loc), ("scale", scale)):
+        if isinstance(v, NDArray):
+            # MXNet draws per element of NDArray parameters with _sample_normal.
+            raise NotImplementedError("randn: %s as an NDArray (one distribution per element) needs the "
+                                      "_sample_normal operator, which Weft does not have yet; pass a number"
+                                      % what)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError("randn: expected a number for %s, got %s" % (what, type(v).__name__))
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    return normal(loc, scale, shape if shape else (1,), dtype=dtype, ctx=ctx, out=out)
 
 
 def randint(low, high, shape=(1,), dtype=None, ctx=None, out=None, **kwargs):

@@ -5,6 +5,7 @@ import numpy as np
 
 from ..base import _api
 from .. import attribute as _attribute
+from .. import util as _util
 from ..ndarray.ndarray import dtype_id, _ID_TO_NP
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"]
@@ -137,8 +138,13 @@ class Symbol:
         return json.dumps(known)
 
     def _infer_shape(self, args, kwargs):
+        np_shape = _util.is_np_shape()
+
         def convert(shape):
-            # MXNet 1.x writes unknown dims as 0.
+            # MXNet 1.x writes unknown dims as 0; under NumPy shape semantics 0 is a
+            # zero-size dim and -1 (or None) is unknown.
+            if np_shape:
+                return [-1 if d is None else int(d) for d in shape]
             return [-1 if d in (0, None) else int(d) for d in shape]
         return json.loads(_api.weft_symbol_infer_shape(self.handle, self._known(args, kwargs, convert)))
 
@@ -151,9 +157,13 @@ class Symbol:
         return tuple([tuple(s) for s in r[k]] for k in ("arguments", "outputs", "auxiliary"))
 
     def infer_shape_partial(self, *args, **kwargs):
-        """As infer_shape, with what stays unknown as () (unknown rank) or 0 dims."""
+        """As infer_shape, with what stays unknown as () (unknown rank) or 0 dims; under NumPy
+        shape semantics (weft.util.np_shape) as None and -1 dims."""
         r = self._infer_shape(args, kwargs)
-        fix = lambda s: () if s is None else tuple(0 if d < 0 else d for d in s)  # noqa: E731
+        if _util.is_np_shape():
+            fix = lambda s: None if s is None else tuple(s)  # noqa: E731
+        else:
+            fix = lambda s: () if s is None else tuple(0 if d < 0 else d for d in s)  # noqa: E731
         return tuple([fix(s) for s in r[k]] for k in ("arguments", "outputs", "auxiliary"))
 
     def infer_type(self, *args, **kwargs):
