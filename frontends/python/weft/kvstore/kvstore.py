@@ -8,7 +8,7 @@ the pulled arrays waits.
 import atexit
 import weakref
 
-from ..base import _api
+from ..base import _api, atomic_write
 from ..ndarray.ndarray import NDArray
 from . import optimizer_wire
 from .base import KVStoreBase
@@ -158,8 +158,7 @@ class KVStore(object):
         if self._updater is None or not hasattr(self._updater, "get_states"):
             raise RuntimeError("kvstore: no optimizer states to save (set_optimizer on a non-dist store first; "
                                "dist stores keep the states on the servers)")
-        with open(fname, "wb") as f:
-            f.write(self._updater.get_states(dump_optimizer))
+        atomic_write(fname, self._updater.get_states(dump_optimizer))
 
     def load_optimizer_states(self, fname):
         """Loads states saved by save_optimizer_states."""
