@@ -484,6 +484,46 @@ struct FloatVectors {
   typedef int32_t I __attribute__((vector_size(4 * N)));
 };
 
+// Lane shuffles of two vectors of N floats: the even and the odd lanes of (a, b), and the
+// low and high halves of a and b interleaved. GCC takes the lane indices as a vector, made
+// once here; clang (the sanitizer and fuzzing build) only as constants, spelled out.
+template <int N>
+struct Shuffles {
+  using V = typename FloatVectors<N>::V;
+#if defined(__clang__)
+  V Even(V a, V b) const {
+    if constexpr (N == 8) return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+    else return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+  }
+  V Odd(V a, V b) const {
+    if constexpr (N == 8) return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+    else return __builtin_shufflevector(a, b, 1, 3, 5, 7);
+  }
+  V Lo(V a, V b) const {
+    if constexpr (N == 8) return __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11);
+    else return __builtin_shufflevector(a, b, 0, 4, 1, 5);
+  }
+  V Hi(V a, V b) const {
+    if constexpr (N == 8) return __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15);
+    else return __builtin_shufflevector(a, b, 2, 6, 3, 7);
+  }
+#else
+  typename FloatVectors<N>::I even, odd, lo, hi;
+  Shuffles() {
+    for (int i = 0; i < N; ++i) {
+      even[i] = 2 * i;
+      odd[i] = 2 * i + 1;
+      lo[i] = i % 2 == 0 ? i / 2 : N + i / 2;
+      hi[i] = i % 2 == 0 ? N / 2 + i / 2 : N + N / 2 + i / 2;
+    }
+  }
+  V Even(V a, V b) const { return __builtin_shuffle(a, b, even); }
+  V Odd(V a, V b) const { return __builtin_shuffle(a, b, odd); }
+  V Lo(V a, V b) const { return __builtin_shuffle(a, b, lo); }
+  V Hi(V a, V b) const { return __builtin_shuffle(a, b, hi); }
+#endif
+};
+
 // The windows of a row from `ow` on, N at a time while N remain; returns the first window
 // left over.
 template <int N, bool Add>
@@ -497,18 +537,12 @@ int64_t Tiled2x2Vectors(const float* r0, const float* r1, const float* g, float*
     return v;
   };
   auto store = [](float* p, V v) { std::memcpy(p, &v, sizeof(V)); };
-  I even, odd, lo, hi;  // deinterleave two vectors; interleave two back (low and high halves)
-  for (int i = 0; i < N; ++i) {
-    even[i] = 2 * i;
-    odd[i] = 2 * i + 1;
-    lo[i] = i % 2 == 0 ? i / 2 : N + i / 2;
-    hi[i] = i % 2 == 0 ? N / 2 + i / 2 : N + N / 2 + i / 2;
-  }
+  const Shuffles<N> S;
   const V zero{};
   for (; ow + N <= OW; ow += N) {
     V p0 = load(r0 + 2 * ow), p1 = load(r0 + 2 * ow + N), q0 = load(r1 + 2 * ow), q1 = load(r1 + 2 * ow + N);
-    V a = __builtin_shuffle(p0, p1, even), b = __builtin_shuffle(p0, p1, odd);
-    V c = __builtin_shuffle(q0, q1, even), d = __builtin_shuffle(q0, q1, odd);
+    V a = S.Even(p0, p1), b = S.Odd(p0, p1);
+    V c = S.Even(q0, q1), d = S.Odd(q0, q1);
     I tb = b > a;
     V m = tb ? b : a;
     I tc = c > m;
@@ -519,8 +553,8 @@ int64_t Tiled2x2Vectors(const float* r0, const float* r1, const float* g, float*
     I ta = ~(tb | tc | td);
     V gv = load(g + ow);
     V va = ta ? gv : zero, vb = tb ? gv : zero, vc = tc ? gv : zero, vd = td ? gv : zero;
-    V o0 = __builtin_shuffle(va, vb, lo), o1 = __builtin_shuffle(va, vb, hi);
-    V o2 = __builtin_shuffle(vc, vd, lo), o3 = __builtin_shuffle(vc, vd, hi);
+    V o0 = S.Lo(va, vb), o1 = S.Hi(va, vb);
+    V o2 = S.Lo(vc, vd), o3 = S.Hi(vc, vd);
     if (Add) {
       o0 += load(d0 + 2 * ow);
       o1 += load(d0 + 2 * ow + N);
