@@ -107,8 +107,21 @@ def mnist():
     labels_bytes = fixture("synthetic", "tiny-labels-idx1-ubyte")
     split = len(images_bytes)
     put("fuzz_mnist", "plain", struct.pack(">H", split) + images_bytes + labels_bytes)
-    gz = gzip.compress(images_bytes)
+    gz = gzip.compress(images_bytes, mtime=0)
     put("fuzz_mnist", "gzip_images", struct.pack(">H", len(gz)) + gz + labels_bytes)
+
+
+def kvstore_wire():
+    """Well-formed requests (first byte 8: an 80-byte header frame, then the payload) and an
+    address book."""
+    def header(type_, flags=1, payload=16):
+        # magic, version, type, sender, flags, request, key, offset, count, total, dtype,
+        # head, threshold, reserved, payload bytes: protocol.h's Header.
+        return struct.pack("<IHHiIQqQQQiifIQ", 0x4B564657, 2, type_, 0, flags, 7, 3, 0, 4, 4, 0, 0, 0.0, 0, payload)
+    for name, h, body in (("push", header(21), bytes(16)), ("pull", header(22, payload=0), b""),
+                          ("init", header(20, flags=0), bytes(16)), ("compressed", header(21, 3, 4), bytes(4))):
+        put("fuzz_kvstore_wire", name, bytes([8]) + h + body)
+    put("fuzz_kvstore_wire", "address_book", b"server 0 tcp://127.0.0.1:9001\nworker 0 abcdef\nworker 1 123456\n")
 
 
 def c_api():
@@ -128,6 +141,7 @@ if __name__ == "__main__":
     recordio(images())
     text_iters()
     mnist()
+    kvstore_wire()
     c_api()
     for target in sorted(os.listdir(CORPUS)):
         print(target, len(os.listdir(os.path.join(CORPUS, target))), "inputs")
