@@ -1067,7 +1067,8 @@ end
 """
     weft_symbol_infer_shape(sym, known, out)
 
-Shape inference. `known` is a JSON object {input name: [dims...]} (unknown dims -1).
+Shape inference. `known` is a JSON object {input name: [dims...]} (unknown dims -1), or
+NULL or \"\" for none.
 *out = {\"arguments\": [...], \"outputs\": [...], \"auxiliary\": [...], \"complete\": bool}
 with each shape a list of dims, or null when its rank is unknown. A conflict is an error
 naming the node and both shapes.
@@ -1081,8 +1082,8 @@ end
 """
     weft_symbol_infer_type(sym, known, out)
 
-Type inference: `known` is {input name: dtype code}; *out as for shapes, with dtype
-codes (-1 unknown).
+Type inference: `known` is {input name: dtype code}, or NULL or \"\" for none; *out as for
+shapes, with dtype codes (-1 unknown).
 
 C: weft_status_t weft_symbol_infer_type(const weft_symbol_t* sym, const char* known, const char** out)
 """
@@ -1270,8 +1271,9 @@ end
 
 Marks num arrays as variables (leaves of recorded graphs). grad_reqs has num strings among
 \"null\", \"write\" or \"inplace\" (a backward overwrites the gradient) and \"add\" (it accumulates); grads has
-num arrays of the variables' shapes (an entry may be NULL where grad_req is \"null\"). The
-library keeps references to the gradient arrays; an array's earlier history is dropped.
+num arrays of the variables' shapes (an entry may be NULL where grad_req is \"null\", and grads
+itself NULL when every grad_req is \"null\"). The library keeps references to the gradient
+arrays; an array's earlier history is dropped.
 
 C: weft_status_t weft_autograd_mark_variables(int num, weft_ndarray_t* const* vars, const char* const* grad_reqs, weft_ndarray_t* const* grads)
 """
@@ -1875,7 +1877,8 @@ end
 What every batch holds, known before the first batch: *out = the number of data arrays
 (is_label = 0) or label arrays (is_label = 1); for array i, its name (\"data\",
 \"softmax_label\"; valid while the iterator lives), its batch shape (dims[0..*ndim), at most
-`capacity` written) and its dtype (*out, a weft_dtype_t).
+`capacity` written) and its dtype (*out, a weft_dtype_t). Any out-pointer of
+weft_dataiter_get_desc (name, ndim, out) may be NULL; dims may be NULL when capacity is 0.
 
 C: weft_status_t weft_dataiter_get_num_descs(const weft_dataiter_t* it, int is_label, int* out)
 """
