@@ -384,14 +384,27 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   // The backpressure: a thread outside the engine that finds `pool` full waits until it is
   // three quarters full, so that it then pushes a batch without waiting at every push. A
   // worker's own pushes never wait: the operations it would wait for may need its thread.
+  // Nor does a push to a stalled pool, one that completed nothing for kStallWait while its
+  // pusher waited: its work may be waiting for something this very thread does after the
+  // push (opening a gate, answering a callback), so waiting could be forever. The bound
+  // holds again from the pool's next completion.
   void WaitForRoom(WorkerPool* pool) {
     if (max_pending_ == 0 || pool->pending.load(std::memory_order_relaxed) < max_pending_ ||
         CurrentWorkerOwner() == this)
       return;
+    if (pool->stalled_at.load(std::memory_order_relaxed) == pool->completed.load(std::memory_order_relaxed)) return;
     const int64_t resume = max_pending_ - max_pending_ / 4;
+    auto has_room = [&] { return pool->pending.load() < resume || shut_down_.load(); };
     std::unique_lock<std::mutex> lock(room_mu_);
     room_waiters_.fetch_add(1);
-    room_cv_.wait(lock, [&] { return pool->pending.load() < resume || shut_down_.load(); });
+    for (;;) {
+      uint64_t before = pool->completed.load();
+      if (room_cv_.wait_for(lock, kStallWait, has_room)) break;
+      if (pool->completed.load() == before) {
+        pool->stalled_at.store(before);
+        break;
+      }
+    }
     room_waiters_.fetch_sub(1);
   }
 
@@ -460,6 +473,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     if (!blk->on_stack) delete blk;
     if (dead) FreeVariable(dead);
     if (opr && opr->refs.fetch_sub(2, std::memory_order_acq_rel) == 3) delete opr;
+    if (pool) pool->completed.fetch_add(1, std::memory_order_relaxed);
     if (pool && pool->pending.fetch_sub(1, std::memory_order_acq_rel) - 1 == max_pending_ - max_pending_ / 4 - 1 &&
         room_waiters_.load() > 0) {
       std::lock_guard<std::mutex> lock(room_mu_);
@@ -500,6 +514,9 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 
   std::atomic<int64_t> pending_{0};  // pushed and not yet completed
   const int64_t max_pending_ = EnvMaxPending();
+  // How long a full pool may go without completing anything before its pusher stops
+  // waiting for it: longer than one large operation normally takes on a CPU.
+  static constexpr std::chrono::milliseconds kStallWait{500};
   std::atomic<int> room_waiters_{0};
   std::mutex room_mu_;
   std::condition_variable room_cv_;

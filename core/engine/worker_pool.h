@@ -49,6 +49,11 @@ class WorkerPool {
   // (WEFT_ENGINE_MAX_PENDING) so that a thread that pushes without ever waiting cannot run
   // arbitrarily far ahead of the workers.
   std::atomic<int64_t> pending{0};
+  // Operations of this pool completed so far, and its value when a pusher last found the
+  // pool stalled (no progress while it waited): the backpressure then lets pushes through
+  // until the pool moves again, since its work may be waiting on the pushing thread itself.
+  std::atomic<uint64_t> completed{0};
+  std::atomic<uint64_t> stalled_at{~uint64_t{0}};
 
  private:
   OprBlock* Pop();

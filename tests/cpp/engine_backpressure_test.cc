@@ -89,6 +89,35 @@ TEST(EngineBackpressure, OperationsPushingFromWorkersNeverWait) {
   engine->DeleteVariable(nullptr, Context::CPU(), other);
 }
 
+TEST(EngineBackpressure, APoolWaitingOnItsPusherLetsThePushesThrough) {
+  // The first operation waits for a gate the pushing thread opens only after all its
+  // pushes: were the pusher held at the bound, neither could go on. It waits for the
+  // stalled pool about half a second, once, and then pushes on.
+  auto engine = EngineWithLimit("64");
+  VarHandle var = engine->NewVariable();
+  std::atomic<bool> open{false};
+  std::atomic<int> done{0};
+  engine->PushSync([&](RunContext) { while (!open.load()) std::this_thread::yield(); }, Context::CPU(), {}, {var});
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 1000; ++i) engine->PushSync([&](RunContext) { done++; }, Context::CPU(), {}, {var});
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  open = true;
+  engine->WaitForAll();
+  EXPECT_EQ(done.load(), 1000);
+  EXPECT_LT(waited, 5.0);
+  // Once the pool moves again, the bound holds again.
+  int64_t most_ahead = 0;
+  std::atomic<int> more{0};
+  for (int i = 0; i < 1000; ++i) {
+    engine->PushSync([&](RunContext) { std::this_thread::sleep_for(std::chrono::microseconds(20)); more++; },
+                     Context::CPU(), {}, {var});
+    most_ahead = std::max<int64_t>(most_ahead, i + 1 - more.load());
+  }
+  engine->WaitForAll();
+  EXPECT_LE(most_ahead, 65);
+  engine->DeleteVariable(nullptr, Context::CPU(), var);
+}
+
 TEST(EngineBackpressure, AMalformedLimitIsNamed) {
   setenv("WEFT_ENGINE_MAX_PENDING", "many", 1);
   try {
