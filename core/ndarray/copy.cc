@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/base/convert.h"
 #include "core/base/error.h"
 #include "core/ndarray/ndarray.h"
 
@@ -11,7 +12,7 @@ namespace {
 template <typename SrcT, typename DstT>
 void CastLoop(const SrcT* s, DstT* d, int64_t n) {
 #pragma omp parallel for if (n > 65536)
-  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<DstT>(static_cast<typename AccType<SrcT>::type>(s[i]));
+  for (int64_t i = 0; i < n; ++i) d[i] = ConvertValue<DstT>(s[i]);
 }
 }  // namespace
 

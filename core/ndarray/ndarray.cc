@@ -10,7 +10,15 @@ namespace weft {
 
 NDArray::Chunk::Chunk(size_t nbytes, Context c, bool delay_alloc) : ctx(c), bytes(nbytes) {
   var = engine::Engine::Get()->NewVariable();
-  if (!delay_alloc) Allocate();
+  if (delay_alloc) return;
+  try {
+    Allocate();
+  } catch (...) {
+    // No destructor runs for a constructor that throws: the variable goes here. Nothing is
+    // pending on it, and its context may be the very one that failed, so the host's.
+    engine::Engine::Get()->DeleteVariable({}, Context::CPU(), var);
+    throw;
+  }
 }
 
 void NDArray::Chunk::Allocate() {
@@ -131,6 +139,15 @@ void NDArray::SyncCopyFromCPU(const void* src, size_t bytes) const {
   WEFT_CHECK(bytes == need, kValue, "NDArray::SyncCopyFromCPU: expected ", need, " bytes for shape ", shape_.ToString(),
              " ", DTypeName(dtype_), ", got ", bytes);
   if (bytes == 0) return;
+  // A bool is one byte that holds 0 or 1, and kernels may rely on it: other bytes from
+  // outside (a file, a caller's buffer) become 1 on the way in.
+  std::vector<uint8_t> bools;
+  if (dtype_ == DType::kBool) {
+    const auto* p = static_cast<const uint8_t*>(src);
+    bools.resize(bytes);
+    for (size_t i = 0; i < bytes; ++i) bools[i] = p[i] != 0;
+    src = bools.data();
+  }
   TBlob dst = data();
   TBlob host(const_cast<void*>(src), shape_, dtype_, Context::CPU());
   engine::Engine* eng = engine::Engine::Get();

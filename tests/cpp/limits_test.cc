@@ -5,14 +5,17 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/base/atomic_file.h"
 #include "core/base/checked_size.h"
+#include "core/base/convert.h"
 #include "core/base/limits.h"
 #include "core/graph/node.h"
 #include "core/imperative/autograd.h"
@@ -46,6 +49,38 @@ TEST(CheckedSize, ArraysWithOverflowingShapesAreRefused) {
                     ErrorKind::kValue, {"more elements than a 64-bit size can count"});
   NDArray empty(Shape({0}), Context::CPU(), DType::kFloat32);
   test::ExpectError([&] { empty.Reshape(Shape({int64_t{1} << 62, 8})); }, ErrorKind::kValue, {"NDArray::Reshape"});
+}
+
+TEST(ConvertValue, OutOfRangeAndNaNFloatsSaturateInsteadOfBeingUndefined) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(ConvertValue<int8_t>(nan), 0);
+  EXPECT_EQ(ConvertValue<int8_t>(1e10), 127);
+  EXPECT_EQ(ConvertValue<int8_t>(-6.2e32), -128);
+  EXPECT_EQ(ConvertValue<uint8_t>(-3.5), 0);
+  EXPECT_EQ(ConvertValue<int32_t>(static_cast<float>(INT32_MAX)), INT32_MAX);
+  EXPECT_EQ(ConvertValue<int64_t>(inf), INT64_MAX);
+  EXPECT_EQ(ConvertValue<int64_t>(-inf), INT64_MIN);
+  EXPECT_EQ(ConvertValue<int32_t>(-7.9f), -7);
+  EXPECT_EQ(ConvertValue<int8_t>(bfloat16(300.0f)), 127);
+  EXPECT_EQ(ConvertValue<bool>(nan), true);
+  EXPECT_EQ(ConvertValue<float>(int64_t{3}), 3.0f);
+}
+
+TEST(ConvertValue, CopiesAndCastsBetweenDTypesSaturate) {
+  NDArray x = test::MakeArray(Shape({4}), {std::nan(""), 1e10, -1e10, 3.7}, DType::kFloat32);
+  NDArray y(Shape({4}), Context::CPU(), DType::kInt8);
+  CopyFromTo(x, y);
+  test::ExpectAllNear(test::ToVector(y), {0, 127, -128, 3});
+  test::ExpectAllNear(test::ToVector(test::Run1("Cast", {x}, {{"dtype", "int32"}})), {0, INT32_MAX, INT32_MIN, 3});
+}
+
+TEST(ConvertValue, BoolBytesFromOutsideBecomeZeroOrOne) {
+  NDArray b(Shape({4}), Context::CPU(), DType::kBool);
+  const uint8_t raw[4] = {0, 1, 190, 255};
+  b.SyncCopyFromCPU(raw, sizeof(raw));
+  uint8_t back[4];
+  b.SyncCopyToCPU(back, sizeof(back));
+  EXPECT_EQ(std::vector<int>(back, back + 4), (std::vector<int>{0, 1, 1, 1}));
 }
 
 TEST(Limits, ClaimsOverTheLimitNameItAndItsVariable) {

@@ -51,6 +51,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         weft_ndarray_t* a = nullptr;
         weft_context_t ctx{1 + prog.Small(3) / 2, 0};
         if (weft_ndarray_create(dims, ndim, kDTypes[prog.Small(10)], ctx, &a) == WEFT_OK) {
+          // New arrays are uninitialised (the header says so; reading them is the caller's
+          // bug): fill them with the program's bytes, whatever they mean in the dtype.
+          int64_t n = 0;
+          int dtype = 0;
+          size_t item = 0;
+          if (weft_ndarray_get_size(a, &n) == WEFT_OK && weft_ndarray_get_dtype(a, &dtype) == WEFT_OK &&
+              weft_dtype_size(dtype, &item) == WEFT_OK) {
+            std::vector<uint8_t> bytes(static_cast<size_t>(n) * item);
+            for (auto& b : bytes) b = prog.Byte();
+            weft_ndarray_copy_from_host(a, bytes.data(), bytes.size());
+          }
           live.push_back(a);
           pool.push_back(a);
         }
