@@ -119,7 +119,7 @@ run_sanitized() {
     record sanitizers FAIL "see $test_log"
   fi
   if bash "$repo/tools/fuzz.sh" --smoke; then
-    record fuzz PASS "every target 10 s on its corpus"
+    record fuzz PASS "every target replays its corpus and runs 3000 inputs from a fixed seed"
   else
     record fuzz FAIL "a fuzz target found a defect, see build-asan/fuzz-work/"
   fi
