@@ -30,6 +30,20 @@ def _str(p):
     return p.value.decode("utf-8") if p.value is not None else ""
 
 
+def _params(lib, get_param, owner, count):
+    """The `count` parameters of an operator or iterator type, read with its get_param
+    function (weft_op_get_param or weft_dataiter_type_param: same out-parameters)."""
+    params = []
+    for k in range(count):
+        pname, ptype, pdef, pdoc = (ctypes.c_char_p() for _ in range(4))
+        req = ctypes.c_int()
+        _check(lib, get_param(owner, k, ctypes.byref(pname), ctypes.byref(ptype), ctypes.byref(pdef),
+                              ctypes.byref(pdoc), ctypes.byref(req)), get_param.__name__)
+        params.append({"name": _str(pname), "type": _str(ptype), "default": _str(pdef), "doc": _str(pdoc),
+                       "required": bool(req.value)})
+    return params
+
+
 def dump_ops(lib):
     count = ctypes.c_int()
     _check(lib, lib.weft_op_count(ctypes.byref(count)), "weft_op_count")
@@ -58,14 +72,7 @@ def dump_ops(lib):
         _check(lib, lib.weft_op_get_key_var_num_args(op, ctypes.byref(s)), "weft_op_get_key_var_num_args")
         key_var_num_args = _str(s)
         _check(lib, lib.weft_op_get_num_params(op, ctypes.byref(n)), "weft_op_get_num_params")
-        params = []
-        for k in range(n.value):
-            pname, ptype, pdef, pdoc = (ctypes.c_char_p() for _ in range(4))
-            req = ctypes.c_int()
-            _check(lib, lib.weft_op_get_param(op, k, ctypes.byref(pname), ctypes.byref(ptype), ctypes.byref(pdef),
-                                              ctypes.byref(pdoc), ctypes.byref(req)), "weft_op_get_param")
-            params.append({"name": _str(pname), "type": _str(ptype), "default": _str(pdef), "doc": _str(pdoc),
-                           "required": bool(req.value)})
+        params = _params(lib, lib.weft_op_get_param, op, n.value)
         ops.append({"name": name, "aliases": sorted(aliases), "doc": doc, "inputs": inputs,
                     "key_var_num_args": key_var_num_args, "params": params})
     return sorted(ops, key=lambda o: o["name"])
@@ -83,15 +90,7 @@ def dump_iters(lib):
         doc = _str(s)
         n = ctypes.c_int()
         _check(lib, lib.weft_dataiter_type_num_params(name.encode(), ctypes.byref(n)), "weft_dataiter_type_num_params")
-        params = []
-        for k in range(n.value):
-            pname, ptype, pdef, pdoc = (ctypes.c_char_p() for _ in range(4))
-            req = ctypes.c_int()
-            _check(lib, lib.weft_dataiter_type_param(name.encode(), k, ctypes.byref(pname), ctypes.byref(ptype),
-                                                     ctypes.byref(pdef), ctypes.byref(pdoc), ctypes.byref(req)),
-                   "weft_dataiter_type_param")
-            params.append({"name": _str(pname), "type": _str(ptype), "default": _str(pdef), "doc": _str(pdoc),
-                           "required": bool(req.value)})
+        params = _params(lib, lib.weft_dataiter_type_param, name.encode(), n.value)
         iters.append({"name": name, "doc": doc, "params": params})
     return sorted(iters, key=lambda it: it["name"])
 

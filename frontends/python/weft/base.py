@@ -289,42 +289,35 @@ def data_dir():
     return os.getenv("MXNET_HOME", data_dir_default())
 
 
-class NotImplementedForSymbol(NotImplementedError):
+class _NotAvailable(NotImplementedError):
+    """A function called on a kind of array that lacks it: names the function, the operator
+    it stands for and the argument types; `_kind` and `_verb` say what is missing."""
+    _kind = ""
+    _verb = ""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        msg = "Function {}".format(self.function)
+        if self.alias:
+            msg += " (namely operator \"{}\")".format(self.alias)
+        if self.args:
+            msg += " with arguments ({})".format(", ".join(self.args))
+        return msg + " is not {} for {} and only available in NDArray.".format(self._verb, self._kind)
+
+
+class NotImplementedForSymbol(_NotAvailable):
     """An NDArray method or operator that a Symbol cannot have (e.g. asnumpy)."""
-
-    def __init__(self, function, alias, *args):
-        super().__init__()
-        self.function = getattr(function, "__name__", str(function))
-        self.alias = alias
-        self.args = [str(type(a)) for a in args]
-
-    def __str__(self):
-        msg = "Function {}".format(self.function)
-        if self.alias:
-            msg += " (namely operator \"{}\")".format(self.alias)
-        if self.args:
-            msg += " with arguments ({})".format(", ".join(self.args))
-        msg += " is not implemented for Symbol and only available in NDArray."
-        return msg
+    _kind, _verb = "Symbol", "implemented"
 
 
-class NotSupportedForSparseNDArray(NotImplementedError):
+class NotSupportedForSparseNDArray(_NotAvailable):
     """An operation that a sparse NDArray does not support."""
-
-    def __init__(self, function, alias, *args):
-        super().__init__()
-        self.function = getattr(function, "__name__", str(function))
-        self.alias = alias
-        self.args = [str(type(a)) for a in args]
-
-    def __str__(self):
-        msg = "Function {}".format(self.function)
-        if self.alias:
-            msg += " (namely operator \"{}\")".format(self.alias)
-        if self.args:
-            msg += " with arguments ({})".format(", ".join(self.args))
-        msg += " is not supported for SparseNDArray and only available in NDArray."
-        return msg
+    _kind, _verb = "SparseNDArray", "supported"
 
 
 class classproperty(object):  # pylint: disable=invalid-name
