@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/base/error.h"
@@ -31,10 +33,37 @@ std::string TempName(const std::string& path) {
         std::strerror(err));
 }
 
+// Writes straight into what `path` names (no temporary, no rename): for targets a rename
+// must not replace, such as a device (/dev/null) or a pipe.
+void WriteInPlace(const std::string& path, const void* data, size_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
+  if (fd < 0) Fail(path, "", "opening", errno);
+  const char* p = static_cast<const char*>(data);
+  for (size_t left = size; left > 0;) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      Fail(path, "", "writing", err);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) Fail(path, "", "closing", errno);
+}
+
 }  // namespace
 
-void WriteFileAtomically(const std::string& path, const void* data, size_t size) {
-  WEFT_CHECK(!path.empty(), kValue, "cannot write a file with an empty name");
+void WriteFileAtomically(const std::string& requested, const void* data, size_t size) {
+  WEFT_CHECK(!requested.empty(), kValue, "cannot write a file with an empty name");
+  // A symbolic link keeps pointing where it did: the file it names is the one replaced.
+  std::string path = requested;
+  char resolved[PATH_MAX];
+  struct stat st;
+  if (::lstat(requested.c_str(), &st) == 0 && S_ISLNK(st.st_mode) && ::realpath(requested.c_str(), resolved))
+    path = resolved;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return WriteInPlace(path, data, size);
   const std::string tmp = TempName(path);
   // 0666 as fopen would, so the user's umask decides the permissions as for any new file.
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

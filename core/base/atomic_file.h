@@ -11,6 +11,9 @@ namespace weft {
 
 // Writes `size` bytes to `path` atomically; an error (kIO, or kNotFound for a missing
 // folder) names the path and the system's reason, and leaves no temporary file behind.
+// A symbolic link stays a link: the file it points to is replaced. A path that names no
+// regular file (a device such as /dev/null, a pipe) is written in place, as it cannot be
+// replaced.
 void WriteFileAtomically(const std::string& path, const void* data, size_t size);
 
 }  // namespace weft

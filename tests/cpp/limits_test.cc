@@ -3,14 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/base/atomic_file.h"
@@ -140,14 +143,37 @@ TEST_F(AtomicFile, AMissingFolderIsNotFoundAndLeavesNothing) {
   EXPECT_TRUE(ListDir(dir_).empty());
 }
 
-TEST_F(AtomicFile, AFailedRenameRemovesTheTemporaryAndKeepsTheTarget) {
-  // A folder cannot be replaced by a file: the rename fails after the data was written.
+TEST_F(AtomicFile, AFolderIsNotReplacedAndNothingIsLeftBehind) {
   std::string target = dir_ + "/taken";
   ASSERT_EQ(mkdir(target.c_str(), 0700), 0);
   test::ExpectError([&] { WriteFileAtomically(target, "data", 4); }, ErrorKind::kIO,
-                    {"renaming the temporary file over it failed"});
+                    {"cannot write file '", "/taken'", "Is a directory"});
   EXPECT_EQ(ListDir(dir_), std::vector<std::string>{"taken"});
   rmdir(target.c_str());
+}
+
+TEST_F(AtomicFile, ALinkStaysALinkAndAPipeIsWrittenInPlace) {
+  std::string real = dir_ + "/real.params", link = dir_ + "/link.params";
+  WriteFileAtomically(real, "old", 3);
+  ASSERT_EQ(symlink(real.c_str(), link.c_str()), 0);
+  WriteFileAtomically(link, "new!", 4);
+  struct stat st;
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(ReadAll(real), "new!");
+
+  std::string fifo = dir_ + "/pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string got;
+  std::thread reader([&] { got = ReadAll(fifo); });
+  WriteFileAtomically(fifo, "through the pipe", 16);
+  reader.join();
+  EXPECT_EQ(got, "through the pipe");
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  std::vector<std::string> names = ListDir(dir_);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"link.params", "pipe", "real.params"}));
 }
 
 TEST(LongGraphs, AMillionChainedGraphNodesAreFreedWithoutRecursion) {

@@ -255,6 +255,36 @@ def test_symbol_json_and_trainer_states_are_written_through_a_renamed_temporary(
     assert sorted(os.listdir(tmp_path)) == ["s.json", "t.states"]
 
 
+def test_states_through_a_link_or_into_a_pipe_keep_the_link_and_the_pipe(tmp_path):
+    import threading
+    net = mx.gluon.nn.Dense(3, in_units=2)
+    net.initialize()
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
+    real, link = tmp_path / "real.states", tmp_path / "link.states"
+    real.write_bytes(b"old")
+    os.symlink(real, link)
+    trainer.save_states(str(link))
+    assert os.path.islink(link) and real.read_bytes() != b"old"
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader.start()
+    trainer.save_states(str(fifo))
+    reader.join()
+    assert got[0] == real.read_bytes() and __import__("stat").S_ISFIFO(os.stat(fifo).st_mode)
+    # The C library's writer follows the same rules.
+    fifo2 = tmp_path / "pipe2"
+    os.mkfifo(fifo2)
+    got2 = []
+    reader = threading.Thread(target=lambda: got2.append(open(fifo2, "rb").read()))
+    reader.start()
+    mx.nd.save(str(fifo2), {"w": mx.nd.ones((2,))})
+    reader.join()
+    assert mx.nd.load_frombuffer(got2[0])["w"].asnumpy().tolist() == [1.0, 1.0]
+    assert sorted(os.listdir(tmp_path)) == ["link.states", "pipe", "pipe2", "real.states"]
+
+
 def test_a_save_into_a_missing_folder_names_the_file(tmp_path):
     target = str(tmp_path / "no" / "such" / "x.params")
     with pytest.raises(mx.base.WeftError, match="cannot write file '.*x.params'"):

@@ -166,7 +166,12 @@ def atomic_write(fname, data):
     """Writes the bytes `data` to `fname` as the C library writes `.params` files: into a
     temporary file in the same folder, flushed to the disk, then renamed over `fname`, so
     that a crash or a kill midway leaves the previous file intact instead of a truncated one."""
-    fname = os.fspath(fname)
+    fname = os.path.realpath(os.fspath(fname))  # a link stays a link: its target is replaced
+    if os.path.exists(fname) and not os.path.isfile(fname):
+        # A device or a pipe (/dev/null) cannot be replaced by a rename: write into it.
+        with open(fname, "wb") as f:
+            f.write(data)
+        return
     tmp = "%s.tmp.%d" % (fname, os.getpid())
     try:
         with open(tmp, "wb") as f:
