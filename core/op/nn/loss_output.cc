@@ -400,6 +400,8 @@ void CrossEntropyBackwardCompute(const NodeAttrs& attrs, const OpContext&, const
 }
 
 bool CrossEntropyBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  // The forward's loss is one value, and so is its gradient, which the kernel reads.
+  AssignShape(attrs, in, 0, Shape({1}), "out_grad");
   const Shape& d = (*in)[1];
   if (!d.is_known()) return false;
   AssignShape(attrs, out, 0, d, "output");
@@ -435,6 +437,16 @@ bool SparseCEShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<S
     AssignShape(attrs, in, 1, Shape(dims), "input");
   }
   AssignShape(attrs, out, 0, o, "output");
+  return true;
+}
+
+// Inputs: out_grad (the loss's shape), data, label.
+bool SparseCEBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  std::vector<Shape> forward_in = {(*in)[1], (*in)[2]}, forward_out(1);
+  if (!SparseCEShape(attrs, &forward_in, &forward_out)) return false;
+  // The kernel reads one gradient per loss value: out_grad must be shaped like the loss.
+  AssignShape(attrs, in, 0, forward_out[0], "out_grad");
+  AssignShape(attrs, out, 0, (*in)[1], "output");
   return true;
 }
 
@@ -625,7 +637,7 @@ WEFT_REGISTER_OP(_backward_sparse_softmax_cross_entropy)
     .AddArgument("data", "NDArray-or-Symbol", "The forward data")
     .AddArgument("label", "NDArray-or-Symbol", "Class indices")
     .SetParams<SparseCEParam>()
-    .SetAttr<FInferShape>("FInferShape", CrossEntropyBackwardShape)
+    .SetAttr<FInferShape>("FInferShape", SparseCEBackwardShape)
     .SetAttr<FInferType>("FInferType", BackwardTypeFromInput1)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", SparseCEBackwardCompute);
