@@ -373,3 +373,17 @@ def test_gluon_utils_repo_urls_and_hook_handle(monkeypatch):
         assert utils.shape_is_known(shape) is known
     with mx.np_shape(True):
         assert utils.shape_is_known((0, 3)) and utils.shape_is_known(()) and not utils.shape_is_known((-1, 3))
+
+
+def test_operator_namespaces_hold_prefixed_operators():
+    import weft as mx
+    from weft.ndarray import _ops
+    names = [n for info in _ops.list_ops() for n in [info.name] + info.aliases]
+    for prefix, nd_ns, sym_ns in (("_contrib_", mx.nd.contrib, mx.sym.contrib),
+                                  ("_linalg_", mx.nd.linalg, mx.sym.linalg),
+                                  ("_image_", mx.nd.image, mx.sym.image)):
+        for n in names:
+            if n.startswith(prefix) and n.isidentifier():
+                short = n[len(prefix):]
+                assert getattr(nd_ns, short) is mx.nd._internal.__dict__[n] or n not in mx.nd._internal.__dict__
+                assert hasattr(sym_ns, short)

@@ -14,6 +14,8 @@ from . import _ops
 _internal = _types.ModuleType("weft.ndarray._internal", "Every operator, internal names included.")
 _ops.populate(globals(), _internal.__dict__)
 
+from . import contrib, linalg, image  # noqa: E402  (filled from the operators populated above)
+
 from . import random  # noqa: E402  (its samplers call the generated operators)
 
 

@@ -127,6 +127,16 @@ def populate(public, internal, make=None, functions=None):
                 public[fname] = fn
 
 
+def populate_namespace(namespace, prefix, functions=None):
+    """Puts every operator whose name (or alias) starts with `prefix` into the module dict
+    `namespace` under the name without the prefix, as MXNet's `nd.contrib`, `nd.linalg` and
+    `nd.image` hold `_contrib_*`, `_linalg_*` and `_image_*`. Call after `populate`."""
+    functions = _functions if functions is None else functions
+    for fname, fn in functions.items():
+        if fname.startswith(prefix) and len(fname) > len(prefix):
+            namespace.setdefault(fname[len(prefix):], fn)
+
+
 def method(name):
     """The operator function usable as NDArray method `name`, or None."""
     if name.startswith("_"):

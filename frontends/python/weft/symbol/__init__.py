@@ -12,6 +12,8 @@ from . import _ops
 _internal = _types.ModuleType("weft.symbol._internal", "Every operator, internal names included.")
 _ops.populate(globals(), _internal.__dict__)
 
+from . import contrib, linalg, image  # noqa: E402  (filled from the operators populated above)
+
 
 def zeros(shape, dtype=None, **kwargs):
     """A symbol of zeros of `shape`."""

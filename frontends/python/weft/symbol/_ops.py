@@ -88,6 +88,12 @@ def populate(public, internal):
     _nd_ops.populate(public, internal, _make_function, _functions)
 
 
+def populate_namespace(namespace, prefix):
+    """Puts the symbol function of every operator named `prefix`* into `namespace` under
+    the name without the prefix (see the NDArray version)."""
+    _nd_ops.populate_namespace(namespace, prefix, _functions)
+
+
 def get(name):
     """The symbol function of operator `name` (or alias); KeyError when none is registered."""
     return _functions[name]
