@@ -95,6 +95,23 @@ var opInternalLesser = weft.NewOperator("_lesser")
 var opInternalLesserEqual = weft.NewOperator("_lesser_equal")
 var opInternalLesserEqualScalar = weft.NewOperator("_lesser_equal_scalar")
 var opInternalLesserScalar = weft.NewOperator("_lesser_scalar")
+var opInternalLinalgDet = weft.NewOperator("_linalg_det")
+var opInternalLinalgExtractdiag = weft.NewOperator("_linalg_extractdiag")
+var opInternalLinalgExtracttrian = weft.NewOperator("_linalg_extracttrian")
+var opInternalLinalgGelqf = weft.NewOperator("_linalg_gelqf")
+var opInternalLinalgGemm = weft.NewOperator("_linalg_gemm")
+var opInternalLinalgGemm2 = weft.NewOperator("_linalg_gemm2")
+var opInternalLinalgInverse = weft.NewOperator("_linalg_inverse")
+var opInternalLinalgMakediag = weft.NewOperator("_linalg_makediag")
+var opInternalLinalgMaketrian = weft.NewOperator("_linalg_maketrian")
+var opInternalLinalgPotrf = weft.NewOperator("_linalg_potrf")
+var opInternalLinalgPotri = weft.NewOperator("_linalg_potri")
+var opInternalLinalgSlogdet = weft.NewOperator("_linalg_slogdet")
+var opInternalLinalgSumlogdiag = weft.NewOperator("_linalg_sumlogdiag")
+var opInternalLinalgSyevd = weft.NewOperator("_linalg_syevd")
+var opInternalLinalgSyrk = weft.NewOperator("_linalg_syrk")
+var opInternalLinalgTrmm = weft.NewOperator("_linalg_trmm")
+var opInternalLinalgTrsm = weft.NewOperator("_linalg_trsm")
 var opInternalLinspace = weft.NewOperator("_linspace")
 var opInternalLogicalAnd = weft.NewOperator("_logical_and")
 var opInternalLogicalAndScalar = weft.NewOperator("_logical_and_scalar")
@@ -2805,6 +2822,488 @@ func InternalLesserScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, er
 func SymInternalLesserScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalLesserScalar, []string{"data"}, data)
+}
+
+// InternalLinalgDet runs the operator _linalg_det.
+//
+// Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrix
+func InternalLinalgDet(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgDet, a)
+}
+
+// SymInternalLinalgDet runs the operator _linalg_det symbolically: it adds one node to the graph.
+//
+// Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrix
+func SymInternalLinalgDet(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgDet, []string{"A"}, a)
+}
+
+// InternalLinalgExtractdiag runs the operator _linalg_extractdiag.
+//
+// Extracts the diagonal entries of a square matrix (the diagonal `offset` above, or below when negative, the main one). Inputs of dimension n > 2 are batches of matrices on the trailing two dimensions; the result has dimension n - 1. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrices
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+func InternalLinalgExtractdiag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgExtractdiag, a)
+}
+
+// SymInternalLinalgExtractdiag runs the operator _linalg_extractdiag symbolically: it adds one node to the graph.
+//
+// Extracts the diagonal entries of a square matrix (the diagonal `offset` above, or below when negative, the main one). Inputs of dimension n > 2 are batches of matrices on the trailing two dimensions; the result has dimension n - 1. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrices
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+func SymInternalLinalgExtractdiag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgExtractdiag, []string{"A"}, a)
+}
+
+// InternalLinalgExtracttrian runs the operator _linalg_extracttrian.
+//
+// Extracts a triangle of a square matrix as a vector: with offset 0 the lower (lower=True) or upper triangle, row by row or column by column respectively; with offset k > 0 the upper triangle from the k-th diagonal above the main one, with k < 0 the lower triangle from the |k|-th below. Inputs of dimension n > 2 are batches; the result has dimension n - 1. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrices
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+//   - WithLower(bool): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0 (default True)
+func InternalLinalgExtracttrian(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgExtracttrian, a)
+}
+
+// SymInternalLinalgExtracttrian runs the operator _linalg_extracttrian symbolically: it adds one node to the graph.
+//
+// Extracts a triangle of a square matrix as a vector: with offset 0 the lower (lower=True) or upper triangle, row by row or column by column respectively; with offset k > 0 the upper triangle from the k-th diagonal above the main one, with k < 0 the lower triangle from the |k|-th below. Inputs of dimension n > 2 are batches; the result has dimension n - 1. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrices
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+//   - WithLower(bool): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0 (default True)
+func SymInternalLinalgExtracttrian(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgExtracttrian, []string{"A"}, a)
+}
+
+// InternalLinalgGelqf runs the operator _linalg_gelqf.
+//
+// LQ factorization of a general matrix: for A of shape (x, y) with x <= y and full rank, outputs Q (x, y) with orthonormal rows and L (x, x) lower triangular with A = L * Q, signs as LAPACK's gelqf. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices to be factorized
+func InternalLinalgGelqf(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgGelqf, a)
+}
+
+// SymInternalLinalgGelqf runs the operator _linalg_gelqf symbolically: it adds one node to the graph.
+//
+// LQ factorization of a general matrix: for A of shape (x, y) with x <= y and full rank, outputs Q (x, y) with orthonormal rows and L (x, x) lower triangular with A = L * Q, signs as LAPACK's gelqf. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices to be factorized
+func SymInternalLinalgGelqf(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgGelqf, []string{"A"}, a)
+}
+
+// InternalLinalgGemm runs the operator _linalg_gemm.
+//
+// Performs general matrix multiplication and accumulation: out = alpha * op(A) * op(B) + beta * C, op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices
+//   - b: Tensor of input matrices
+//   - c_: Tensor of input matrices
+//
+// Options:
+//   - WithTransposeA(bool): Multiply with transposed of first input (A). (default False)
+//   - WithTransposeB(bool): Multiply with transposed of second input (B). (default False)
+//   - WithAlpha(float64): Scalar factor multiplied with A*B. (default 1)
+//   - WithBeta(float64): Scalar factor multiplied with C. (default 1)
+//   - WithAxis(int): Axis corresponding to the matrix rows. (default -2)
+func InternalLinalgGemm(a, b, c_ *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgGemm, a, b, c_)
+}
+
+// SymInternalLinalgGemm runs the operator _linalg_gemm symbolically: it adds one node to the graph.
+//
+// Performs general matrix multiplication and accumulation: out = alpha * op(A) * op(B) + beta * C, op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices
+//   - b: Tensor of input matrices
+//   - c_: Tensor of input matrices
+//
+// Options:
+//   - WithTransposeA(bool): Multiply with transposed of first input (A). (default False)
+//   - WithTransposeB(bool): Multiply with transposed of second input (B). (default False)
+//   - WithAlpha(float64): Scalar factor multiplied with A*B. (default 1)
+//   - WithBeta(float64): Scalar factor multiplied with C. (default 1)
+//   - WithAxis(int): Axis corresponding to the matrix rows. (default -2)
+func SymInternalLinalgGemm(a, b, c_ *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgGemm, []string{"A", "B", "C"}, a, b, c_)
+}
+
+// InternalLinalgGemm2 runs the operator _linalg_gemm2.
+//
+// Performs general matrix multiplication: out = alpha * op(A) * op(B), op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices
+//   - b: Tensor of input matrices
+//
+// Options:
+//   - WithTransposeA(bool): Multiply with transposed of first input (A). (default False)
+//   - WithTransposeB(bool): Multiply with transposed of second input (B). (default False)
+//   - WithAlpha(float64): Scalar factor multiplied with A*B. (default 1)
+//   - WithAxis(int): Axis corresponding to the matrix row indices. (default -2)
+func InternalLinalgGemm2(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgGemm2, a, b)
+}
+
+// SymInternalLinalgGemm2 runs the operator _linalg_gemm2 symbolically: it adds one node to the graph.
+//
+// Performs general matrix multiplication: out = alpha * op(A) * op(B), op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices
+//   - b: Tensor of input matrices
+//
+// Options:
+//   - WithTransposeA(bool): Multiply with transposed of first input (A). (default False)
+//   - WithTransposeB(bool): Multiply with transposed of second input (B). (default False)
+//   - WithAlpha(float64): Scalar factor multiplied with A*B. (default 1)
+//   - WithAxis(int): Axis corresponding to the matrix row indices. (default -2)
+func SymInternalLinalgGemm2(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgGemm2, []string{"A", "B"}, a, b)
+}
+
+// InternalLinalgInverse runs the operator _linalg_inverse.
+//
+// Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrix
+func InternalLinalgInverse(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgInverse, a)
+}
+
+// SymInternalLinalgInverse runs the operator _linalg_inverse symbolically: it adds one node to the graph.
+//
+// Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrix
+func SymInternalLinalgInverse(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgInverse, []string{"A"}, a)
+}
+
+// InternalLinalgMakediag runs the operator _linalg_makediag.
+//
+// Constructs square matrices with the input as a diagonal (the diagonal `offset` above, or below when negative, the main one), zero elsewhere. An input of dimension n > 1 is a batch of diagonals; the result has dimension n + 1. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of diagonal entries
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+func InternalLinalgMakediag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgMakediag, a)
+}
+
+// SymInternalLinalgMakediag runs the operator _linalg_makediag symbolically: it adds one node to the graph.
+//
+// Constructs square matrices with the input as a diagonal (the diagonal `offset` above, or below when negative, the main one), zero elsewhere. An input of dimension n > 1 is a batch of diagonals; the result has dimension n + 1. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of diagonal entries
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+func SymInternalLinalgMakediag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgMakediag, []string{"A"}, a)
+}
+
+// InternalLinalgMaketrian runs the operator _linalg_maketrian.
+//
+// Constructs square matrices from vectors holding a triangle (the inverse of extracttrian, with the same offset and lower): zero outside the triangle, and |offset| further zero diagonals. An input of dimension n > 1 is a batch; the result has dimension n + 1. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of triangular matrices stored as vectors
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+//   - WithLower(bool): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0 (default True)
+func InternalLinalgMaketrian(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgMaketrian, a)
+}
+
+// SymInternalLinalgMaketrian runs the operator _linalg_maketrian symbolically: it adds one node to the graph.
+//
+// Constructs square matrices from vectors holding a triangle (the inverse of extracttrian, with the same offset and lower): zero outside the triangle, and |offset| further zero diagonals. An input of dimension n > 1 is a batch; the result has dimension n + 1. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of triangular matrices stored as vectors
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+//   - WithLower(bool): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0 (default True)
+func SymInternalLinalgMaketrian(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgMaketrian, []string{"A"}, a)
+}
+
+// InternalLinalgPotrf runs the operator _linalg_potrf.
+//
+// Performs Cholesky factorization of a symmetric positive-definite matrix: B with A = B B^T (lower=True; B lower triangular) or A = B^T B (lower=False; B upper triangular). Only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. A matrix that is not positive definite is an error. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices to be decomposed
+//
+// Options:
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+func InternalLinalgPotrf(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgPotrf, a)
+}
+
+// SymInternalLinalgPotrf runs the operator _linalg_potrf symbolically: it adds one node to the graph.
+//
+// Performs Cholesky factorization of a symmetric positive-definite matrix: B with A = B B^T (lower=True; B lower triangular) or A = B^T B (lower=False; B upper triangular). Only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. A matrix that is not positive definite is an error. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices to be decomposed
+//
+// Options:
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+func SymInternalLinalgPotrf(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgPotrf, []string{"A"}, a)
+}
+
+// InternalLinalgPotri runs the operator _linalg_potri.
+//
+// Performs matrix inversion from a Cholesky factorization: for a triangular A with positive diagonal, out = A^-T A^-1 (lower=True) or A^-1 A^-T (lower=False), the inverse of the matrix whose Cholesky factor A is. Inputs of dimension n > 2 are batches on the trailing two dimensions. A zero on the diagonal is an error. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//
+// Options:
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+func InternalLinalgPotri(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgPotri, a)
+}
+
+// SymInternalLinalgPotri runs the operator _linalg_potri symbolically: it adds one node to the graph.
+//
+// Performs matrix inversion from a Cholesky factorization: for a triangular A with positive diagonal, out = A^-T A^-1 (lower=True) or A^-1 A^-T (lower=False), the inverse of the matrix whose Cholesky factor A is. Inputs of dimension n > 2 are batches on the trailing two dimensions. A zero on the diagonal is an error. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//
+// Options:
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+func SymInternalLinalgPotri(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgPotri, []string{"A"}, a)
+}
+
+// InternalLinalgSlogdet runs the operator _linalg_slogdet.
+//
+// Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrix
+func InternalLinalgSlogdet(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgSlogdet, a)
+}
+
+// SymInternalLinalgSlogdet runs the operator _linalg_slogdet symbolically: it adds one node to the graph.
+//
+// Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrix
+func SymInternalLinalgSlogdet(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgSlogdet, []string{"A"}, a)
+}
+
+// InternalLinalgSumlogdiag runs the operator _linalg_sumlogdiag.
+//
+// Computes the sum of the natural logarithms of the diagonal elements of a square matrix; the result has shape (1,) for one matrix, the batch dimensions for a batch. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrices
+func InternalLinalgSumlogdiag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgSumlogdiag, a)
+}
+
+// SymInternalLinalgSumlogdiag runs the operator _linalg_sumlogdiag symbolically: it adds one node to the graph.
+//
+// Computes the sum of the natural logarithms of the diagonal elements of a square matrix; the result has shape (1,) for one matrix, the batch dimensions for a batch. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrices
+func SymInternalLinalgSumlogdiag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgSumlogdiag, []string{"A"}, a)
+}
+
+// InternalLinalgSyevd runs the operator _linalg_syevd.
+//
+// Eigendecomposition of a symmetric matrix (only its lower triangle is read): U (x, x) orthonormal with the eigenvectors as rows and L (x,) the eigenvalues in ascending order, so that U * A = diag(L) * U; each row of U has its entry of largest magnitude positive. Inputs of dimension n > 2 are batches on the trailing two dimensions. Gradients need distinct eigenvalues. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices to be factorized
+func InternalLinalgSyevd(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgSyevd, a)
+}
+
+// SymInternalLinalgSyevd runs the operator _linalg_syevd symbolically: it adds one node to the graph.
+//
+// Eigendecomposition of a symmetric matrix (only its lower triangle is read): U (x, x) orthonormal with the eigenvectors as rows and L (x,) the eigenvalues in ascending order, so that U * A = diag(L) * U; each row of U has its entry of largest magnitude positive. Inputs of dimension n > 2 are batches on the trailing two dimensions. Gradients need distinct eigenvalues. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices to be factorized
+func SymInternalLinalgSyevd(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgSyevd, []string{"A"}, a)
+}
+
+// InternalLinalgSyrk runs the operator _linalg_syrk.
+//
+// Multiplication of a matrix with its transpose: out = alpha * A * A^T (transpose=False) or alpha * A^T * A (transpose=True). Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transpose of input matrix. (default False)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func InternalLinalgSyrk(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgSyrk, a)
+}
+
+// SymInternalLinalgSyrk runs the operator _linalg_syrk symbolically: it adds one node to the graph.
+//
+// Multiplication of a matrix with its transpose: out = alpha * A * A^T (transpose=False) or alpha * A^T * A (transpose=True). Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transpose of input matrix. (default False)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func SymInternalLinalgSyrk(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgSyrk, []string{"A"}, a)
+}
+
+// InternalLinalgTrmm runs the operator _linalg_trmm.
+//
+// Performs multiplication with a triangular matrix: out = alpha * op(A) * B (rightside=False) or alpha * B * op(A) (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//   - b: Tensor of matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transposed of the triangular matrix (default False)
+//   - WithRightside(bool): Multiply triangular matrix from the right to non-triangular one. (default False)
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func InternalLinalgTrmm(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgTrmm, a, b)
+}
+
+// SymInternalLinalgTrmm runs the operator _linalg_trmm symbolically: it adds one node to the graph.
+//
+// Performs multiplication with a triangular matrix: out = alpha * op(A) * B (rightside=False) or alpha * B * op(A) (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//   - b: Tensor of matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transposed of the triangular matrix (default False)
+//   - WithRightside(bool): Multiply triangular matrix from the right to non-triangular one. (default False)
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func SymInternalLinalgTrmm(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgTrmm, []string{"A", "B"}, a, b)
+}
+
+// InternalLinalgTrsm runs the operator _linalg_trsm.
+//
+// Solves a matrix equation with a triangular matrix: out with op(A) * out = alpha * B (rightside=False) or out * op(A) = alpha * B (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//   - b: Tensor of matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transposed of the triangular matrix (default False)
+//   - WithRightside(bool): Multiply triangular matrix from the right to non-triangular one. (default False)
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func InternalLinalgTrsm(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgTrsm, a, b)
+}
+
+// SymInternalLinalgTrsm runs the operator _linalg_trsm symbolically: it adds one node to the graph.
+//
+// Solves a matrix equation with a triangular matrix: out with op(A) * out = alpha * B (rightside=False) or out * op(A) = alpha * B (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//   - b: Tensor of matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transposed of the triangular matrix (default False)
+//   - WithRightside(bool): Multiply triangular matrix from the right to non-triangular one. (default False)
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func SymInternalLinalgTrsm(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgTrsm, []string{"A", "B"}, a, b)
 }
 
 // InternalLinspace runs the operator _linspace.
@@ -6763,6 +7262,166 @@ func SymIdentity(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return SymInternalCopy(data, opts...)
 }
 
+// LinalgDet is InternalLinalgDet under its alias linalg_det.
+func LinalgDet(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgDet(a, opts...)
+}
+
+// SymLinalgDet is SymInternalLinalgDet under its alias linalg_det.
+func SymLinalgDet(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgDet(a, opts...)
+}
+
+// LinalgExtractdiag is InternalLinalgExtractdiag under its alias linalg_extractdiag.
+func LinalgExtractdiag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgExtractdiag(a, opts...)
+}
+
+// SymLinalgExtractdiag is SymInternalLinalgExtractdiag under its alias linalg_extractdiag.
+func SymLinalgExtractdiag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgExtractdiag(a, opts...)
+}
+
+// LinalgExtracttrian is InternalLinalgExtracttrian under its alias linalg_extracttrian.
+func LinalgExtracttrian(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgExtracttrian(a, opts...)
+}
+
+// SymLinalgExtracttrian is SymInternalLinalgExtracttrian under its alias linalg_extracttrian.
+func SymLinalgExtracttrian(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgExtracttrian(a, opts...)
+}
+
+// LinalgGelqf is InternalLinalgGelqf under its alias linalg_gelqf.
+func LinalgGelqf(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgGelqf(a, opts...)
+}
+
+// SymLinalgGelqf is SymInternalLinalgGelqf under its alias linalg_gelqf.
+func SymLinalgGelqf(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgGelqf(a, opts...)
+}
+
+// LinalgGemm is InternalLinalgGemm under its alias linalg_gemm.
+func LinalgGemm(a, b, c_ *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgGemm(a, b, c_, opts...)
+}
+
+// SymLinalgGemm is SymInternalLinalgGemm under its alias linalg_gemm.
+func SymLinalgGemm(a, b, c_ *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgGemm(a, b, c_, opts...)
+}
+
+// LinalgGemm2 is InternalLinalgGemm2 under its alias linalg_gemm2.
+func LinalgGemm2(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgGemm2(a, b, opts...)
+}
+
+// SymLinalgGemm2 is SymInternalLinalgGemm2 under its alias linalg_gemm2.
+func SymLinalgGemm2(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgGemm2(a, b, opts...)
+}
+
+// LinalgInverse is InternalLinalgInverse under its alias linalg_inverse.
+func LinalgInverse(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgInverse(a, opts...)
+}
+
+// SymLinalgInverse is SymInternalLinalgInverse under its alias linalg_inverse.
+func SymLinalgInverse(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgInverse(a, opts...)
+}
+
+// LinalgMakediag is InternalLinalgMakediag under its alias linalg_makediag.
+func LinalgMakediag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgMakediag(a, opts...)
+}
+
+// SymLinalgMakediag is SymInternalLinalgMakediag under its alias linalg_makediag.
+func SymLinalgMakediag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgMakediag(a, opts...)
+}
+
+// LinalgMaketrian is InternalLinalgMaketrian under its alias linalg_maketrian.
+func LinalgMaketrian(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgMaketrian(a, opts...)
+}
+
+// SymLinalgMaketrian is SymInternalLinalgMaketrian under its alias linalg_maketrian.
+func SymLinalgMaketrian(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgMaketrian(a, opts...)
+}
+
+// LinalgPotrf is InternalLinalgPotrf under its alias linalg_potrf.
+func LinalgPotrf(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgPotrf(a, opts...)
+}
+
+// SymLinalgPotrf is SymInternalLinalgPotrf under its alias linalg_potrf.
+func SymLinalgPotrf(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgPotrf(a, opts...)
+}
+
+// LinalgPotri is InternalLinalgPotri under its alias linalg_potri.
+func LinalgPotri(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgPotri(a, opts...)
+}
+
+// SymLinalgPotri is SymInternalLinalgPotri under its alias linalg_potri.
+func SymLinalgPotri(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgPotri(a, opts...)
+}
+
+// LinalgSlogdet is InternalLinalgSlogdet under its alias linalg_slogdet.
+func LinalgSlogdet(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgSlogdet(a, opts...)
+}
+
+// SymLinalgSlogdet is SymInternalLinalgSlogdet under its alias linalg_slogdet.
+func SymLinalgSlogdet(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgSlogdet(a, opts...)
+}
+
+// LinalgSumlogdiag is InternalLinalgSumlogdiag under its alias linalg_sumlogdiag.
+func LinalgSumlogdiag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgSumlogdiag(a, opts...)
+}
+
+// SymLinalgSumlogdiag is SymInternalLinalgSumlogdiag under its alias linalg_sumlogdiag.
+func SymLinalgSumlogdiag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgSumlogdiag(a, opts...)
+}
+
+// LinalgSyrk is InternalLinalgSyrk under its alias linalg_syrk.
+func LinalgSyrk(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgSyrk(a, opts...)
+}
+
+// SymLinalgSyrk is SymInternalLinalgSyrk under its alias linalg_syrk.
+func SymLinalgSyrk(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgSyrk(a, opts...)
+}
+
+// LinalgTrmm is InternalLinalgTrmm under its alias linalg_trmm.
+func LinalgTrmm(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgTrmm(a, b, opts...)
+}
+
+// SymLinalgTrmm is SymInternalLinalgTrmm under its alias linalg_trmm.
+func SymLinalgTrmm(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgTrmm(a, b, opts...)
+}
+
+// LinalgTrsm is InternalLinalgTrsm under its alias linalg_trsm.
+func LinalgTrsm(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgTrsm(a, b, opts...)
+}
+
+// SymLinalgTrsm is SymInternalLinalgTrsm under its alias linalg_trsm.
+func SymLinalgTrsm(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgTrsm(a, b, opts...)
+}
+
 // MaxAxis is Max under its alias max_axis.
 func MaxAxis(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	return Max(data, opts...)
@@ -7251,6 +7910,12 @@ func WithLow(v float64) Option {
 	return param("low", v)
 }
 
+// WithLower sets the parameter lower.
+// Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+func WithLower(v bool) Option {
+	return param("lower", v)
+}
+
 // WithLowerBound sets the parameter lower_bound.
 // Lower bound of rrelu's slope.
 func WithLowerBound(v float64) Option {
@@ -7345,6 +8010,12 @@ func WithNumWeights(v int) Option {
 // The value elsewhere.
 func WithOffValue(v float64) Option {
 	return param("off_value", v)
+}
+
+// WithOffset sets the parameter offset.
+// Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+func WithOffset(v int) Option {
+	return param("offset", v)
 }
 
 // WithOnValue sets the parameter on_value.
@@ -7461,6 +8132,12 @@ func WithRhsEnd(v int) Option {
 	return param("rhs_end", v)
 }
 
+// WithRightside sets the parameter rightside.
+// Multiply triangular matrix from the right to non-triangular one.
+func WithRightside(v bool) Option {
+	return param("rightside", v)
+}
+
 // WithScalar sets the parameter scalar.
 // The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
 func WithScalar(v float64) Option {
@@ -7545,14 +8222,20 @@ func WithTemperature(v float64) Option {
 	return param("temperature", v)
 }
 
+// WithTranspose sets the parameter transpose.
+// Use transpose of input matrix.
+func WithTranspose(v bool) Option {
+	return param("transpose", v)
+}
+
 // WithTransposeA sets the parameter transpose_a.
-// Use the transpose of the first input.
+// Multiply with transposed of first input (A).
 func WithTransposeA(v bool) Option {
 	return param("transpose_a", v)
 }
 
 // WithTransposeB sets the parameter transpose_b.
-// Use the transpose of the second input.
+// Multiply with transposed of second input (B).
 func WithTransposeB(v bool) Option {
 	return param("transpose_b", v)
 }

@@ -1500,6 +1500,728 @@ _LesserScalar(args::NDArray...; kwargs...) = _invoke_op(_op__LesserScalar, args;
 _LesserScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__LesserScalar, args; kwargs...)
 _LesserScalar(; kwargs...) = _call_op(_op__LesserScalar; kwargs...)
 
+const _op__linalg_det = OpDef("_linalg_det", ["A"], false, "")
+"""
+    _linalg_det(A)
+
+Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_det end
+_linalg_det(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_det, args; kwargs...)
+_linalg_det(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_det, args; kwargs...)
+_linalg_det(; kwargs...) = _call_op(_op__linalg_det; kwargs...)
+
+const _op__npi_det = OpDef("_npi_det", ["A"], false, "")
+"""
+    _npi_det(A)
+
+Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_det`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _npi_det end
+_npi_det(args::NDArray...; kwargs...) = _invoke_op(_op__npi_det, args; kwargs...)
+_npi_det(args::SymbolicNode...; kwargs...) = _compose_op(_op__npi_det, args; kwargs...)
+_npi_det(; kwargs...) = _call_op(_op__npi_det; kwargs...)
+
+const _op_linalg_det = OpDef("linalg_det", ["A"], false, "")
+"""
+    linalg_det(A)
+
+Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_det`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_det end
+linalg_det(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_det, args; kwargs...)
+linalg_det(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_det, args; kwargs...)
+linalg_det(; kwargs...) = _call_op(_op_linalg_det; kwargs...)
+
+const _op__linalg_extractdiag = OpDef("_linalg_extractdiag", ["A"], false, "")
+"""
+    _linalg_extractdiag(A; offset=0)
+
+Extracts the diagonal entries of a square matrix (the diagonal `offset` above, or below when negative, the main one). Inputs of dimension n > 2 are batches of matrices on the trailing two dimensions; the result has dimension n - 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_extractdiag end
+_linalg_extractdiag(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_extractdiag, args; kwargs...)
+_linalg_extractdiag(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_extractdiag, args; kwargs...)
+_linalg_extractdiag(; kwargs...) = _call_op(_op__linalg_extractdiag; kwargs...)
+
+const _op_linalg_extractdiag = OpDef("linalg_extractdiag", ["A"], false, "")
+"""
+    linalg_extractdiag(A; offset=0)
+
+Extracts the diagonal entries of a square matrix (the diagonal `offset` above, or below when negative, the main one). Inputs of dimension n > 2 are batches of matrices on the trailing two dimensions; the result has dimension n - 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+
+Alias of `_linalg_extractdiag`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_extractdiag end
+linalg_extractdiag(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_extractdiag, args; kwargs...)
+linalg_extractdiag(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_extractdiag, args; kwargs...)
+linalg_extractdiag(; kwargs...) = _call_op(_op_linalg_extractdiag; kwargs...)
+
+const _op__linalg_extracttrian = OpDef("_linalg_extracttrian", ["A"], false, "")
+"""
+    _linalg_extracttrian(A; offset=0, lower=True)
+
+Extracts a triangle of a square matrix as a vector: with offset 0 the lower (lower=True) or upper triangle, row by row or column by column respectively; with offset k > 0 the upper triangle from the k-th diagonal above the main one, with k < 0 the lower triangle from the |k|-th below. Inputs of dimension n > 2 are batches; the result has dimension n - 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+- `lower` (boolean; default `True`): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_extracttrian end
+_linalg_extracttrian(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_extracttrian, args; kwargs...)
+_linalg_extracttrian(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_extracttrian, args; kwargs...)
+_linalg_extracttrian(; kwargs...) = _call_op(_op__linalg_extracttrian; kwargs...)
+
+const _op_linalg_extracttrian = OpDef("linalg_extracttrian", ["A"], false, "")
+"""
+    linalg_extracttrian(A; offset=0, lower=True)
+
+Extracts a triangle of a square matrix as a vector: with offset 0 the lower (lower=True) or upper triangle, row by row or column by column respectively; with offset k > 0 the upper triangle from the k-th diagonal above the main one, with k < 0 the lower triangle from the |k|-th below. Inputs of dimension n > 2 are batches; the result has dimension n - 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+- `lower` (boolean; default `True`): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+
+Alias of `_linalg_extracttrian`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_extracttrian end
+linalg_extracttrian(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_extracttrian, args; kwargs...)
+linalg_extracttrian(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_extracttrian, args; kwargs...)
+linalg_extracttrian(; kwargs...) = _call_op(_op_linalg_extracttrian; kwargs...)
+
+const _op__linalg_gelqf = OpDef("_linalg_gelqf", ["A"], false, "")
+"""
+    _linalg_gelqf(A)
+
+LQ factorization of a general matrix: for A of shape (x, y) with x <= y and full rank, outputs Q (x, y) with orthonormal rows and L (x, x) lower triangular with A = L * Q, signs as LAPACK's gelqf. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be factorized
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_gelqf end
+_linalg_gelqf(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_gelqf, args; kwargs...)
+_linalg_gelqf(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_gelqf, args; kwargs...)
+_linalg_gelqf(; kwargs...) = _call_op(_op__linalg_gelqf; kwargs...)
+
+const _op_linalg_gelqf = OpDef("linalg_gelqf", ["A"], false, "")
+"""
+    linalg_gelqf(A)
+
+LQ factorization of a general matrix: for A of shape (x, y) with x <= y and full rank, outputs Q (x, y) with orthonormal rows and L (x, x) lower triangular with A = L * Q, signs as LAPACK's gelqf. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be factorized
+
+Alias of `_linalg_gelqf`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_gelqf end
+linalg_gelqf(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_gelqf, args; kwargs...)
+linalg_gelqf(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_gelqf, args; kwargs...)
+linalg_gelqf(; kwargs...) = _call_op(_op_linalg_gelqf; kwargs...)
+
+const _op__linalg_gemm = OpDef("_linalg_gemm", ["A", "B", "C"], false, "")
+"""
+    _linalg_gemm(A, B, C; transpose_a=False, transpose_b=False, alpha=1, beta=1, axis=-2)
+
+Performs general matrix multiplication and accumulation: out = alpha * op(A) * op(B) + beta * C, op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+- `B` (NDArray or SymbolicNode): Tensor of input matrices
+- `C` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose_a` (boolean; default `False`): Multiply with transposed of first input (A).
+- `transpose_b` (boolean; default `False`): Multiply with transposed of second input (B).
+- `alpha` (double; default `1`): Scalar factor multiplied with A*B.
+- `beta` (double; default `1`): Scalar factor multiplied with C.
+- `axis` (int; default `-2`): Axis corresponding to the matrix rows.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_gemm end
+_linalg_gemm(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_gemm, args; kwargs...)
+_linalg_gemm(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_gemm, args; kwargs...)
+_linalg_gemm(; kwargs...) = _call_op(_op__linalg_gemm; kwargs...)
+
+const _op_linalg_gemm = OpDef("linalg_gemm", ["A", "B", "C"], false, "")
+"""
+    linalg_gemm(A, B, C; transpose_a=False, transpose_b=False, alpha=1, beta=1, axis=-2)
+
+Performs general matrix multiplication and accumulation: out = alpha * op(A) * op(B) + beta * C, op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+- `B` (NDArray or SymbolicNode): Tensor of input matrices
+- `C` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose_a` (boolean; default `False`): Multiply with transposed of first input (A).
+- `transpose_b` (boolean; default `False`): Multiply with transposed of second input (B).
+- `alpha` (double; default `1`): Scalar factor multiplied with A*B.
+- `beta` (double; default `1`): Scalar factor multiplied with C.
+- `axis` (int; default `-2`): Axis corresponding to the matrix rows.
+
+Alias of `_linalg_gemm`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_gemm end
+linalg_gemm(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_gemm, args; kwargs...)
+linalg_gemm(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_gemm, args; kwargs...)
+linalg_gemm(; kwargs...) = _call_op(_op_linalg_gemm; kwargs...)
+
+const _op__linalg_gemm2 = OpDef("_linalg_gemm2", ["A", "B"], false, "")
+"""
+    _linalg_gemm2(A, B; transpose_a=False, transpose_b=False, alpha=1, axis=-2)
+
+Performs general matrix multiplication: out = alpha * op(A) * op(B), op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+- `B` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose_a` (boolean; default `False`): Multiply with transposed of first input (A).
+- `transpose_b` (boolean; default `False`): Multiply with transposed of second input (B).
+- `alpha` (double; default `1`): Scalar factor multiplied with A*B.
+- `axis` (int; default `-2`): Axis corresponding to the matrix row indices.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_gemm2 end
+_linalg_gemm2(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_gemm2, args; kwargs...)
+_linalg_gemm2(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_gemm2, args; kwargs...)
+_linalg_gemm2(; kwargs...) = _call_op(_op__linalg_gemm2; kwargs...)
+
+const _op_linalg_gemm2 = OpDef("linalg_gemm2", ["A", "B"], false, "")
+"""
+    linalg_gemm2(A, B; transpose_a=False, transpose_b=False, alpha=1, axis=-2)
+
+Performs general matrix multiplication: out = alpha * op(A) * op(B), op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+- `B` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose_a` (boolean; default `False`): Multiply with transposed of first input (A).
+- `transpose_b` (boolean; default `False`): Multiply with transposed of second input (B).
+- `alpha` (double; default `1`): Scalar factor multiplied with A*B.
+- `axis` (int; default `-2`): Axis corresponding to the matrix row indices.
+
+Alias of `_linalg_gemm2`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_gemm2 end
+linalg_gemm2(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_gemm2, args; kwargs...)
+linalg_gemm2(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_gemm2, args; kwargs...)
+linalg_gemm2(; kwargs...) = _call_op(_op_linalg_gemm2; kwargs...)
+
+const _op__linalg_inverse = OpDef("_linalg_inverse", ["A"], false, "")
+"""
+    _linalg_inverse(A)
+
+Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_inverse end
+_linalg_inverse(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_inverse, args; kwargs...)
+_linalg_inverse(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_inverse, args; kwargs...)
+_linalg_inverse(; kwargs...) = _call_op(_op__linalg_inverse; kwargs...)
+
+const _op__npi_inv = OpDef("_npi_inv", ["A"], false, "")
+"""
+    _npi_inv(A)
+
+Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_inverse`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _npi_inv end
+_npi_inv(args::NDArray...; kwargs...) = _invoke_op(_op__npi_inv, args; kwargs...)
+_npi_inv(args::SymbolicNode...; kwargs...) = _compose_op(_op__npi_inv, args; kwargs...)
+_npi_inv(; kwargs...) = _call_op(_op__npi_inv; kwargs...)
+
+const _op_linalg_inverse = OpDef("linalg_inverse", ["A"], false, "")
+"""
+    linalg_inverse(A)
+
+Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_inverse`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_inverse end
+linalg_inverse(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_inverse, args; kwargs...)
+linalg_inverse(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_inverse, args; kwargs...)
+linalg_inverse(; kwargs...) = _call_op(_op_linalg_inverse; kwargs...)
+
+const _op__linalg_makediag = OpDef("_linalg_makediag", ["A"], false, "")
+"""
+    _linalg_makediag(A; offset=0)
+
+Constructs square matrices with the input as a diagonal (the diagonal `offset` above, or below when negative, the main one), zero elsewhere. An input of dimension n > 1 is a batch of diagonals; the result has dimension n + 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of diagonal entries
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_makediag end
+_linalg_makediag(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_makediag, args; kwargs...)
+_linalg_makediag(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_makediag, args; kwargs...)
+_linalg_makediag(; kwargs...) = _call_op(_op__linalg_makediag; kwargs...)
+
+const _op_linalg_makediag = OpDef("linalg_makediag", ["A"], false, "")
+"""
+    linalg_makediag(A; offset=0)
+
+Constructs square matrices with the input as a diagonal (the diagonal `offset` above, or below when negative, the main one), zero elsewhere. An input of dimension n > 1 is a batch of diagonals; the result has dimension n + 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of diagonal entries
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+
+Alias of `_linalg_makediag`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_makediag end
+linalg_makediag(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_makediag, args; kwargs...)
+linalg_makediag(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_makediag, args; kwargs...)
+linalg_makediag(; kwargs...) = _call_op(_op_linalg_makediag; kwargs...)
+
+const _op__linalg_maketrian = OpDef("_linalg_maketrian", ["A"], false, "")
+"""
+    _linalg_maketrian(A; offset=0, lower=True)
+
+Constructs square matrices from vectors holding a triangle (the inverse of extracttrian, with the same offset and lower): zero outside the triangle, and |offset| further zero diagonals. An input of dimension n > 1 is a batch; the result has dimension n + 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of triangular matrices stored as vectors
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+- `lower` (boolean; default `True`): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_maketrian end
+_linalg_maketrian(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_maketrian, args; kwargs...)
+_linalg_maketrian(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_maketrian, args; kwargs...)
+_linalg_maketrian(; kwargs...) = _call_op(_op__linalg_maketrian; kwargs...)
+
+const _op_linalg_maketrian = OpDef("linalg_maketrian", ["A"], false, "")
+"""
+    linalg_maketrian(A; offset=0, lower=True)
+
+Constructs square matrices from vectors holding a triangle (the inverse of extracttrian, with the same offset and lower): zero outside the triangle, and |offset| further zero diagonals. An input of dimension n > 1 is a batch; the result has dimension n + 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of triangular matrices stored as vectors
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+- `lower` (boolean; default `True`): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+
+Alias of `_linalg_maketrian`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_maketrian end
+linalg_maketrian(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_maketrian, args; kwargs...)
+linalg_maketrian(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_maketrian, args; kwargs...)
+linalg_maketrian(; kwargs...) = _call_op(_op_linalg_maketrian; kwargs...)
+
+const _op__linalg_potrf = OpDef("_linalg_potrf", ["A"], false, "")
+"""
+    _linalg_potrf(A; lower=True)
+
+Performs Cholesky factorization of a symmetric positive-definite matrix: B with A = B B^T (lower=True; B lower triangular) or A = B^T B (lower=False; B upper triangular). Only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. A matrix that is not positive definite is an error. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be decomposed
+
+# Parameters
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_potrf end
+_linalg_potrf(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_potrf, args; kwargs...)
+_linalg_potrf(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_potrf, args; kwargs...)
+_linalg_potrf(; kwargs...) = _call_op(_op__linalg_potrf; kwargs...)
+
+const _op_linalg_potrf = OpDef("linalg_potrf", ["A"], false, "")
+"""
+    linalg_potrf(A; lower=True)
+
+Performs Cholesky factorization of a symmetric positive-definite matrix: B with A = B B^T (lower=True; B lower triangular) or A = B^T B (lower=False; B upper triangular). Only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. A matrix that is not positive definite is an error. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be decomposed
+
+# Parameters
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+
+Alias of `_linalg_potrf`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_potrf end
+linalg_potrf(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_potrf, args; kwargs...)
+linalg_potrf(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_potrf, args; kwargs...)
+linalg_potrf(; kwargs...) = _call_op(_op_linalg_potrf; kwargs...)
+
+const _op__linalg_potri = OpDef("_linalg_potri", ["A"], false, "")
+"""
+    _linalg_potri(A; lower=True)
+
+Performs matrix inversion from a Cholesky factorization: for a triangular A with positive diagonal, out = A^-T A^-1 (lower=True) or A^-1 A^-T (lower=False), the inverse of the matrix whose Cholesky factor A is. Inputs of dimension n > 2 are batches on the trailing two dimensions. A zero on the diagonal is an error. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+
+# Parameters
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_potri end
+_linalg_potri(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_potri, args; kwargs...)
+_linalg_potri(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_potri, args; kwargs...)
+_linalg_potri(; kwargs...) = _call_op(_op__linalg_potri; kwargs...)
+
+const _op_linalg_potri = OpDef("linalg_potri", ["A"], false, "")
+"""
+    linalg_potri(A; lower=True)
+
+Performs matrix inversion from a Cholesky factorization: for a triangular A with positive diagonal, out = A^-T A^-1 (lower=True) or A^-1 A^-T (lower=False), the inverse of the matrix whose Cholesky factor A is. Inputs of dimension n > 2 are batches on the trailing two dimensions. A zero on the diagonal is an error. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+
+# Parameters
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+
+Alias of `_linalg_potri`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_potri end
+linalg_potri(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_potri, args; kwargs...)
+linalg_potri(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_potri, args; kwargs...)
+linalg_potri(; kwargs...) = _call_op(_op_linalg_potri; kwargs...)
+
+const _op__linalg_slogdet = OpDef("_linalg_slogdet", ["A"], false, "")
+"""
+    _linalg_slogdet(A)
+
+Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_slogdet end
+_linalg_slogdet(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_slogdet, args; kwargs...)
+_linalg_slogdet(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_slogdet, args; kwargs...)
+_linalg_slogdet(; kwargs...) = _call_op(_op__linalg_slogdet; kwargs...)
+
+const _op__npi_slogdet = OpDef("_npi_slogdet", ["A"], false, "")
+"""
+    _npi_slogdet(A)
+
+Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_slogdet`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _npi_slogdet end
+_npi_slogdet(args::NDArray...; kwargs...) = _invoke_op(_op__npi_slogdet, args; kwargs...)
+_npi_slogdet(args::SymbolicNode...; kwargs...) = _compose_op(_op__npi_slogdet, args; kwargs...)
+_npi_slogdet(; kwargs...) = _call_op(_op__npi_slogdet; kwargs...)
+
+const _op_linalg_slogdet = OpDef("linalg_slogdet", ["A"], false, "")
+"""
+    linalg_slogdet(A)
+
+Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_slogdet`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_slogdet end
+linalg_slogdet(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_slogdet, args; kwargs...)
+linalg_slogdet(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_slogdet, args; kwargs...)
+linalg_slogdet(; kwargs...) = _call_op(_op_linalg_slogdet; kwargs...)
+
+const _op__linalg_sumlogdiag = OpDef("_linalg_sumlogdiag", ["A"], false, "")
+"""
+    _linalg_sumlogdiag(A)
+
+Computes the sum of the natural logarithms of the diagonal elements of a square matrix; the result has shape (1,) for one matrix, the batch dimensions for a batch. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_sumlogdiag end
+_linalg_sumlogdiag(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_sumlogdiag, args; kwargs...)
+_linalg_sumlogdiag(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_sumlogdiag, args; kwargs...)
+_linalg_sumlogdiag(; kwargs...) = _call_op(_op__linalg_sumlogdiag; kwargs...)
+
+const _op_linalg_sumlogdiag = OpDef("linalg_sumlogdiag", ["A"], false, "")
+"""
+    linalg_sumlogdiag(A)
+
+Computes the sum of the natural logarithms of the diagonal elements of a square matrix; the result has shape (1,) for one matrix, the batch dimensions for a batch. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+Alias of `_linalg_sumlogdiag`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_sumlogdiag end
+linalg_sumlogdiag(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_sumlogdiag, args; kwargs...)
+linalg_sumlogdiag(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_sumlogdiag, args; kwargs...)
+linalg_sumlogdiag(; kwargs...) = _call_op(_op_linalg_sumlogdiag; kwargs...)
+
+const _op__linalg_syevd = OpDef("_linalg_syevd", ["A"], false, "")
+"""
+    _linalg_syevd(A)
+
+Eigendecomposition of a symmetric matrix (only its lower triangle is read): U (x, x) orthonormal with the eigenvectors as rows and L (x,) the eigenvalues in ascending order, so that U * A = diag(L) * U; each row of U has its entry of largest magnitude positive. Inputs of dimension n > 2 are batches on the trailing two dimensions. Gradients need distinct eigenvalues. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be factorized
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_syevd end
+_linalg_syevd(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_syevd, args; kwargs...)
+_linalg_syevd(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_syevd, args; kwargs...)
+_linalg_syevd(; kwargs...) = _call_op(_op__linalg_syevd; kwargs...)
+
+const _op__linalg_syrk = OpDef("_linalg_syrk", ["A"], false, "")
+"""
+    _linalg_syrk(A; transpose=False, alpha=1)
+
+Multiplication of a matrix with its transpose: out = alpha * A * A^T (transpose=False) or alpha * A^T * A (transpose=True). Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transpose of input matrix.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_syrk end
+_linalg_syrk(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_syrk, args; kwargs...)
+_linalg_syrk(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_syrk, args; kwargs...)
+_linalg_syrk(; kwargs...) = _call_op(_op__linalg_syrk; kwargs...)
+
+const _op_linalg_syrk = OpDef("linalg_syrk", ["A"], false, "")
+"""
+    linalg_syrk(A; transpose=False, alpha=1)
+
+Multiplication of a matrix with its transpose: out = alpha * A * A^T (transpose=False) or alpha * A^T * A (transpose=True). Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transpose of input matrix.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+Alias of `_linalg_syrk`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_syrk end
+linalg_syrk(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_syrk, args; kwargs...)
+linalg_syrk(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_syrk, args; kwargs...)
+linalg_syrk(; kwargs...) = _call_op(_op_linalg_syrk; kwargs...)
+
+const _op__linalg_trmm = OpDef("_linalg_trmm", ["A", "B"], false, "")
+"""
+    _linalg_trmm(A, B; transpose=False, rightside=False, lower=True, alpha=1)
+
+Performs multiplication with a triangular matrix: out = alpha * op(A) * B (rightside=False) or alpha * B * op(A) (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+- `B` (NDArray or SymbolicNode): Tensor of matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transposed of the triangular matrix
+- `rightside` (boolean; default `False`): Multiply triangular matrix from the right to non-triangular one.
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_trmm end
+_linalg_trmm(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_trmm, args; kwargs...)
+_linalg_trmm(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_trmm, args; kwargs...)
+_linalg_trmm(; kwargs...) = _call_op(_op__linalg_trmm; kwargs...)
+
+const _op_linalg_trmm = OpDef("linalg_trmm", ["A", "B"], false, "")
+"""
+    linalg_trmm(A, B; transpose=False, rightside=False, lower=True, alpha=1)
+
+Performs multiplication with a triangular matrix: out = alpha * op(A) * B (rightside=False) or alpha * B * op(A) (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+- `B` (NDArray or SymbolicNode): Tensor of matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transposed of the triangular matrix
+- `rightside` (boolean; default `False`): Multiply triangular matrix from the right to non-triangular one.
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+Alias of `_linalg_trmm`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_trmm end
+linalg_trmm(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_trmm, args; kwargs...)
+linalg_trmm(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_trmm, args; kwargs...)
+linalg_trmm(; kwargs...) = _call_op(_op_linalg_trmm; kwargs...)
+
+const _op__linalg_trsm = OpDef("_linalg_trsm", ["A", "B"], false, "")
+"""
+    _linalg_trsm(A, B; transpose=False, rightside=False, lower=True, alpha=1)
+
+Solves a matrix equation with a triangular matrix: out with op(A) * out = alpha * B (rightside=False) or out * op(A) = alpha * B (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+- `B` (NDArray or SymbolicNode): Tensor of matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transposed of the triangular matrix
+- `rightside` (boolean; default `False`): Multiply triangular matrix from the right to non-triangular one.
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_trsm end
+_linalg_trsm(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_trsm, args; kwargs...)
+_linalg_trsm(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_trsm, args; kwargs...)
+_linalg_trsm(; kwargs...) = _call_op(_op__linalg_trsm; kwargs...)
+
+const _op_linalg_trsm = OpDef("linalg_trsm", ["A", "B"], false, "")
+"""
+    linalg_trsm(A, B; transpose=False, rightside=False, lower=True, alpha=1)
+
+Solves a matrix equation with a triangular matrix: out with op(A) * out = alpha * B (rightside=False) or out * op(A) = alpha * B (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+- `B` (NDArray or SymbolicNode): Tensor of matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transposed of the triangular matrix
+- `rightside` (boolean; default `False`): Multiply triangular matrix from the right to non-triangular one.
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+Alias of `_linalg_trsm`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_trsm end
+linalg_trsm(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_trsm, args; kwargs...)
+linalg_trsm(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_trsm, args; kwargs...)
+linalg_trsm(; kwargs...) = _call_op(_op_linalg_trsm; kwargs...)
+
 const _op__linspace = OpDef("_linspace", [], false, "")
 """
     _linspace(; start, stop, num, endpoint=True, ctx=\"\", dtype=float32)
@@ -5744,6 +6466,42 @@ const _OPERATOR_NAMES = [
     "_LesserEqualScalar",
     "_lesser_scalar",
     "_LesserScalar",
+    "_linalg_det",
+    "_npi_det",
+    "linalg_det",
+    "_linalg_extractdiag",
+    "linalg_extractdiag",
+    "_linalg_extracttrian",
+    "linalg_extracttrian",
+    "_linalg_gelqf",
+    "linalg_gelqf",
+    "_linalg_gemm",
+    "linalg_gemm",
+    "_linalg_gemm2",
+    "linalg_gemm2",
+    "_linalg_inverse",
+    "_npi_inv",
+    "linalg_inverse",
+    "_linalg_makediag",
+    "linalg_makediag",
+    "_linalg_maketrian",
+    "linalg_maketrian",
+    "_linalg_potrf",
+    "linalg_potrf",
+    "_linalg_potri",
+    "linalg_potri",
+    "_linalg_slogdet",
+    "_npi_slogdet",
+    "linalg_slogdet",
+    "_linalg_sumlogdiag",
+    "linalg_sumlogdiag",
+    "_linalg_syevd",
+    "_linalg_syrk",
+    "linalg_syrk",
+    "_linalg_trmm",
+    "linalg_trmm",
+    "_linalg_trsm",
+    "linalg_trsm",
     "_linspace",
     "_logical_and",
     "_Logical_And",

@@ -410,6 +410,237 @@ mx.symbol.internal.lesser.scalar <- function(data = NULL, scalar = NULL, is_int 
   .weft_symbol_op("_lesser_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.linalg.det <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_det", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.det <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.det <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_det", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.det <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.extractdiag <- function(A = NULL, offset = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_extractdiag", list(A), c(offset = .weft_param(offset)), NULL, out)
+}
+mx.symbol.internal.linalg.extractdiag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_extractdiag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
+}
+
+mx.nd.linalg.extractdiag <- function(A = NULL, offset = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_extractdiag", list(A), c(offset = .weft_param(offset)), NULL, out)
+}
+mx.symbol.linalg.extractdiag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_extractdiag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_extracttrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.internal.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_extracttrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_extracttrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_extracttrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.gelqf <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gelqf", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.gelqf <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gelqf", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.gelqf <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gelqf", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.gelqf <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gelqf", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gemm", list(A, B, C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gemm", list(A = A, B = B, C = C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gemm", list(A, B, C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gemm", list(A = A, B = B, C = C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gemm2", list(A, B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gemm2", list(A = A, B = B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gemm2", list(A, B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gemm2", list(A = A, B = B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.inverse <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_inverse", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.inverse <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.inverse <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_inverse", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.inverse <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.makediag <- function(A = NULL, offset = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_makediag", list(A), c(offset = .weft_param(offset)), NULL, out)
+}
+mx.symbol.internal.linalg.makediag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_makediag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
+}
+
+mx.nd.linalg.makediag <- function(A = NULL, offset = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_makediag", list(A), c(offset = .weft_param(offset)), NULL, out)
+}
+mx.symbol.linalg.makediag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_makediag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_maketrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.internal.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_maketrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_maketrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_maketrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.potrf <- function(A = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_potrf", list(A), c(lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.internal.linalg.potrf <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_potrf", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.linalg.potrf <- function(A = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_potrf", list(A), c(lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.linalg.potrf <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_potrf", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.potri <- function(A = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_potri", list(A), c(lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.internal.linalg.potri <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_potri", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.linalg.potri <- function(A = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_potri", list(A), c(lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.linalg.potri <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_potri", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.slogdet <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_slogdet", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.slogdet <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_slogdet", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.sumlogdiag <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_sumlogdiag", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.sumlogdiag <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_sumlogdiag", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.sumlogdiag <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_sumlogdiag", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.sumlogdiag <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_sumlogdiag", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.syevd <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_syevd", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.syevd <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_syevd", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_syrk", list(A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.internal.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_syrk", list(A = A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_syrk", list(A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_syrk", list(A = A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_trmm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.internal.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_trmm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_trmm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_trmm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_trsm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.internal.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_trsm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_trsm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_trsm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
 mx.nd.internal.linspace <- function(start, stop, num, endpoint = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_linspace", list(), c(start = .weft_param(start), stop = .weft_param(stop), num = .weft_param(num), endpoint = .weft_param(endpoint), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
 }
