@@ -20,6 +20,7 @@ var opArctanh = weft.NewOperator("arctanh")
 var opArgmax = weft.NewOperator("argmax")
 var opArgmaxChannel = weft.NewOperator("argmax_channel")
 var opArgmin = weft.NewOperator("argmin")
+var opArgsort = weft.NewOperator("argsort")
 var opBatchDot = weft.NewOperator("batch_dot")
 var opBatchNorm = weft.NewOperator("BatchNorm")
 var opBlockGrad = weft.NewOperator("BlockGrad")
@@ -202,6 +203,7 @@ var opSoftmaxCrossEntropy = weft.NewOperator("softmax_cross_entropy")
 var opSoftmaxOutput = weft.NewOperator("SoftmaxOutput")
 var opSoftmin = weft.NewOperator("softmin")
 var opSoftsign = weft.NewOperator("softsign")
+var opSort = weft.NewOperator("sort")
 var opSplit = weft.NewOperator("split")
 var opSqrt = weft.NewOperator("sqrt")
 var opSquare = weft.NewOperator("square")
@@ -213,6 +215,7 @@ var opTake = weft.NewOperator("take")
 var opTan = weft.NewOperator("tan")
 var opTanh = weft.NewOperator("tanh")
 var opTile = weft.NewOperator("tile")
+var opTopk = weft.NewOperator("topk")
 var opTranspose = weft.NewOperator("transpose")
 var opTrunc = weft.NewOperator("trunc")
 var opUpSampling = weft.NewOperator("UpSampling")
@@ -625,6 +628,38 @@ func Argmin(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymArgmin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opArgmin, []string{"data"}, data)
+}
+
+// Argsort runs the operator argsort.
+//
+// The indices that sort the input along an axis (the flattened input when axis is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+//   - WithDtype(weft.DType): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func Argsort(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opArgsort, data)
+}
+
+// SymArgsort runs the operator argsort symbolically: it adds one node to the graph.
+//
+// The indices that sort the input along an axis (the flattened input when axis is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+//   - WithDtype(weft.DType): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opArgsort, []string{"data"}, data)
 }
 
 // BatchDot runs the operator batch_dot.
@@ -6255,6 +6290,36 @@ func SymSoftsign(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opSoftsign, []string{"data"}, data)
 }
 
+// Sort runs the operator sort.
+//
+// A sorted copy of the input along an axis (of the flattened input when axis is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+func Sort(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSort, data)
+}
+
+// SymSort runs the operator sort symbolically: it adds one node to the graph.
+//
+// A sorted copy of the input along an axis (of the flattened input when axis is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+func SymSort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSort, []string{"data"}, data)
+}
+
 // Split runs the operator split.
 //
 // Splits the input into num_outputs equal pieces along axis (removing the axis with squeeze_axis).
@@ -6559,6 +6624,42 @@ func SymTile(data *weft.Symbol, reps []int, opts ...Option) (*weft.Symbol, error
 	c := newCall(opts)
 	c.set("reps", reps)
 	return c.compose(opTile, []string{"data"}, data)
+}
+
+// Topk runs the operator topk.
+//
+// The top k elements along an axis (of the flattened input when axis is None), largest first unless is_ascend: their indices, their values, a mask of their positions, or values and indices (ret_typ).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis along which to choose the top k indices; None uses the flattened input. (default -1)
+//   - WithK(int): Number of top elements to select; k <= 0 selects all of them. (default 1)
+//   - WithRetTyp(string): What to return: the values, their indices, a mask of their positions, or values and indices. (default indices)
+//   - WithIsAscend(bool): Choose the k smallest elements (true) or the k largest (false). (default False)
+//   - WithDtype(weft.DType): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func Topk(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opTopk, data)
+}
+
+// SymTopk runs the operator topk symbolically: it adds one node to the graph.
+//
+// The top k elements along an axis (of the flattened input when axis is None), largest first unless is_ascend: their indices, their values, a mask of their positions, or values and indices (ret_typ).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis along which to choose the top k indices; None uses the flattened input. (default -1)
+//   - WithK(int): Number of top elements to select; k <= 0 selects all of them. (default 1)
+//   - WithRetTyp(string): What to return: the values, their indices, a mask of their positions, or values and indices. (default indices)
+//   - WithIsAscend(bool): Choose the k smallest elements (true) or the k largest (false). (default False)
+//   - WithDtype(weft.DType): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func SymTopk(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opTopk, []string{"data"}, data)
 }
 
 // Transpose runs the operator transpose.
@@ -7161,6 +7262,12 @@ func WithInferRange(v bool) Option {
 	return param("infer_range", v)
 }
 
+// WithIsAscend sets the parameter is_ascend.
+// Sort in ascending or descending order.
+func WithIsAscend(v bool) Option {
+	return param("is_ascend", v)
+}
+
 // WithIsInt sets the parameter is_int.
 // Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
 func WithIsInt(v bool) Option {
@@ -7429,6 +7536,12 @@ func WithRepeat(v int) Option {
 // Multiplies the gradient first.
 func WithRescaleGrad(v float64) Option {
 	return param("rescale_grad", v)
+}
+
+// WithRetTyp sets the parameter ret_typ.
+// What to return: the values, their indices, a mask of their positions, or values and indices.
+func WithRetTyp(v string) Option {
+	return param("ret_typ", v)
 }
 
 // WithReverse sets the parameter reverse.

@@ -3127,6 +3127,27 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.argmin(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_argmin, (x, args...); kwargs...)
 Base.argmin(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_argmin, (x, args...); kwargs...)
 
+const _op_argsort = OpDef("argsort", ["data"], false, "")
+"""
+    argsort(data; axis=-1, is_ascend=True, dtype=float32)
+
+The indices that sort the input along an axis (the flattened input when axis is None).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `axis` (int or None; default `-1`): Axis to sort along; None sorts the flattened input.
+- `is_ascend` (boolean; default `True`): Sort in ascending or descending order.
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function argsort end
+argsort(args::NDArray...; kwargs...) = _invoke_op(_op_argsort, args; kwargs...)
+argsort(args::SymbolicNode...; kwargs...) = _compose_op(_op_argsort, args; kwargs...)
+argsort(; kwargs...) = _call_op(_op_argsort; kwargs...)
+
 const _op_batch_dot = OpDef("batch_dot", ["lhs", "rhs"], false, "")
 """
     batch_dot(lhs, rhs; transpose_a=False, transpose_b=False, forward_stype=None)
@@ -5378,6 +5399,26 @@ softsign(args::NDArray...; kwargs...) = _invoke_op(_op_softsign, args; kwargs...
 softsign(args::SymbolicNode...; kwargs...) = _compose_op(_op_softsign, args; kwargs...)
 softsign(; kwargs...) = _call_op(_op_softsign; kwargs...)
 
+const _op_sort = OpDef("sort", ["data"], false, "")
+"""
+    sort(data; axis=-1, is_ascend=True)
+
+A sorted copy of the input along an axis (of the flattened input when axis is None).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `axis` (int or None; default `-1`): Axis to sort along; None sorts the flattened input.
+- `is_ascend` (boolean; default `True`): Sort in ascending or descending order.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sort end
+sort(args::NDArray...; kwargs...) = _invoke_op(_op_sort, args; kwargs...)
+sort(args::SymbolicNode...; kwargs...) = _compose_op(_op_sort, args; kwargs...)
+sort(; kwargs...) = _call_op(_op_sort; kwargs...)
+
 const _op_split = OpDef("split", ["data"], false, "")
 # split is also Base's: these methods extend Base.split for Weft's types.
 """
@@ -5603,6 +5644,29 @@ tile(args::NDArray...; kwargs...) = _invoke_op(_op_tile, args; kwargs...)
 tile(args::SymbolicNode...; kwargs...) = _compose_op(_op_tile, args; kwargs...)
 tile(; kwargs...) = _call_op(_op_tile; kwargs...)
 
+const _op_topk = OpDef("topk", ["data"], false, "")
+"""
+    topk(data; axis=-1, k=1, ret_typ=indices, is_ascend=False, dtype=float32)
+
+The top k elements along an axis (of the flattened input when axis is None), largest first unless is_ascend: their indices, their values, a mask of their positions, or values and indices (ret_typ).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `axis` (int or None; default `-1`): Axis along which to choose the top k indices; None uses the flattened input.
+- `k` (int; default `1`): Number of top elements to select; k <= 0 selects all of them.
+- `ret_typ` ({'value', 'indices', 'mask', 'both'}; default `indices`): What to return: the values, their indices, a mask of their positions, or values and indices.
+- `is_ascend` (boolean; default `False`): Choose the k smallest elements (true) or the k largest (false).
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function topk end
+topk(args::NDArray...; kwargs...) = _invoke_op(_op_topk, args; kwargs...)
+topk(args::SymbolicNode...; kwargs...) = _compose_op(_op_topk, args; kwargs...)
+topk(; kwargs...) = _call_op(_op_topk; kwargs...)
+
 const _op_transpose = OpDef("transpose", ["data"], false, "")
 # transpose is also Base's: these methods extend Base.transpose for Weft's types.
 """
@@ -5826,6 +5890,7 @@ const _OPERATOR_NAMES = [
     "argmax",
     "argmax_channel",
     "argmin",
+    "argsort",
     "batch_dot",
     "broadcast_add",
     "broadcast_plus",
@@ -5943,6 +6008,7 @@ const _OPERATOR_NAMES = [
     "softmax_cross_entropy",
     "softmin",
     "softsign",
+    "sort",
     "split",
     "SliceChannel",
     "sqrt",
@@ -5955,6 +6021,7 @@ const _OPERATOR_NAMES = [
     "tan",
     "tanh",
     "tile",
+    "topk",
     "transpose",
     "trunc",
     "where_",

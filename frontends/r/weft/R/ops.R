@@ -823,6 +823,13 @@ mx.symbol.argmin <- function(data = NULL, axis = NULL, keepdims = NULL, name = N
   .weft_symbol_op("argmin", list(data = data), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims)), NULL, name, attr)
 }
 
+mx.nd.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("argsort", list(data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("argsort", list(data = data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
 mx.nd.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, out = NULL) {
   .weft_nd_invoke("batch_dot", list(lhs, rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, out)
 }
@@ -1579,6 +1586,13 @@ mx.symbol.softsign <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("softsign", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, out = NULL) {
+  .weft_nd_invoke("sort", list(data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend)), NULL, out)
+}
+mx.symbol.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sort", list(data = data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend)), NULL, name, attr)
+}
+
 mx.nd.split <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, out = NULL) {
   .weft_nd_invoke("split", list(data), c(num_outputs = .weft_param(num_outputs), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis)), NULL, out)
 }
@@ -1661,6 +1675,13 @@ mx.nd.tile <- function(data = NULL, reps, out = NULL) {
 }
 mx.symbol.tile <- function(data = NULL, reps, name = NULL, attr = NULL) {
   .weft_symbol_op("tile", list(data = data), c(reps = .weft_shape_param(reps)), NULL, name, attr)
+}
+
+mx.nd.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("topk", list(data), c(axis = .weft_param(axis), k = .weft_param(k), ret_typ = .weft_param(ret_typ), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("topk", list(data = data), c(axis = .weft_param(axis), k = .weft_param(k), ret_typ = .weft_param(ret_typ), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
 mx.nd.transpose <- function(data = NULL, axes = NULL, out = NULL) {
