@@ -134,3 +134,148 @@ def test_argsort_errors():
         nd.argsort(nd.zeros((2, 2)), axis=-3)
     with pytest.raises(mx.base.MXNetError, match="float16 cannot hold the index 2999"):
         nd.argsort(nd.zeros((3000,)), dtype="float16")
+
+
+# ---------------------------------------------------------------- gather_nd, scatter_nd
+def np_gather_nd(data, idx):
+    return data[tuple(idx.astype(np.int64))]
+
+
+@pytest.mark.parametrize("dshape,ishape", [((5,), (1, 4)), ((3, 4), (2, 5)), ((3, 4, 2), (1, 2, 3)),
+                                           ((2, 3, 4), (3, 6))])
+def test_gather_nd(dshape, ishape):
+    data = RNG.uniform(-1, 1, dshape)
+    idx = np.stack([RNG.randint(-dshape[j], dshape[j], ishape[1:]) for j in range(ishape[0])])
+    out = nd.gather_nd(nd.array(data, dtype=np.float64), nd.array(idx, dtype=np.int32))
+    assert_almost_equal(out.asnumpy(), np_gather_nd(data, idx))
+    # Repeated indices make the gradient sum.
+    check_numeric_gradient("gather_nd", [data, idx.astype(np.float64)], grad_nodes=[0])
+
+
+def test_gather_nd_errors():
+    with pytest.raises(mx.base.MXNetError, match="at least 2 dimensions"):
+        nd.gather_nd(nd.zeros((3, 4)), nd.zeros((2,)))
+    with pytest.raises(mx.base.MXNetError, match="address 3 axes"):
+        nd.gather_nd(nd.zeros((3, 4)), nd.zeros((3, 1)))
+    with pytest.raises(mx.base.MXNetError, match="index 3 is out of bounds for axis 0"):
+        nd.gather_nd(nd.zeros((3, 4)), nd.array([[3], [0]])).asnumpy()
+
+
+def test_backward_gather_nd_sums_repeats():
+    data = nd.array([2, 3, 0])
+    idx = nd.array([[1, 1, 0], [1, 1, 0]])
+    got = nd._internal._backward_gather_nd(data, idx, shape=(2, 2)).asnumpy()
+    want = np.zeros((2, 2))
+    np.add.at(want, (np.array([1, 1, 0]), np.array([1, 1, 0])), [2, 3, 0])
+    assert_almost_equal(got, want)
+    with pytest.raises(mx.base.MXNetError, match="need"):
+        nd._internal._backward_gather_nd(nd.zeros((4,)), idx, shape=(2, 2))
+    with pytest.raises(mx.base.MXNetError, match="expects"):
+        nd._internal._backward_gather_nd_like(nd.zeros((4,)), idx, nd.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("oshape,ishape", [((2, 2), (2, 3)), ((2, 2, 2, 2), (2, 2)), ((6,), (1, 4))])
+def test_scatter_nd(oshape, ishape):
+    m = ishape[0]
+    # Distinct destinations, so the result does not depend on the write order.
+    flat = RNG.permutation(int(np.prod(oshape[:m])))[:int(np.prod(ishape[1:]))]
+    idx = np.array(np.unravel_index(flat, oshape[:m])).reshape(ishape)
+    data = RNG.uniform(-1, 1, ishape[1:] + oshape[m:])
+    want = np.zeros(oshape)
+    want[tuple(idx)] = data
+    got = nd.scatter_nd(nd.array(data, dtype=np.float64), nd.array(idx), shape=oshape)
+    assert_almost_equal(got.asnumpy(), want)
+    check_numeric_gradient("scatter_nd", [data, idx.astype(np.float64)], params={"shape": oshape}, grad_nodes=[0])
+    lhs = RNG.uniform(-1, 1, oshape)
+    want_set = lhs.copy()
+    want_set[tuple(idx)] = data
+    got = nd._internal._scatter_set_nd(nd.array(lhs, dtype=np.float64), nd.array(data, dtype=np.float64),
+                                       nd.array(idx), shape=oshape)
+    assert_almost_equal(got.asnumpy(), want_set)
+
+
+def test_scatter_set_nd_writes_into_out():
+    out = nd.ones((2, 2))
+    nd._internal._scatter_set_nd(out, nd.array([2, 3]), nd.array([[1, 1], [0, 1]]), shape=(2, 2), out=out)
+    assert_almost_equal(out.asnumpy(), np.array([[1, 1], [2, 3]], dtype=np.float32))
+
+
+def test_scatter_nd_errors():
+    with pytest.raises(mx.base.MXNetError, match="input 'data' has shape"):
+        nd.scatter_nd(nd.zeros((4,)), nd.zeros((2, 3)), shape=(2, 2))
+    with pytest.raises(mx.base.MXNetError, match="address 3 axes"):
+        nd.scatter_nd(nd.zeros((3,)), nd.zeros((3, 3)), shape=(2, 2))
+    with pytest.raises(mx.base.MXNetError, match="out of bounds"):
+        nd.scatter_nd(nd.zeros((1,)), nd.array([[2], [0]]), shape=(2, 2)).asnumpy()
+
+
+# ---------------------------------------------------------------- batch_take, choose_element_0index
+def test_batch_take():
+    x = RNG.uniform(-1, 1, (2, 3, 4))
+    idx = np.array([[0, 3, 1], [5, -2, 2]])
+    want = np.take_along_axis(x.reshape(6, 4), np.clip(idx.reshape(6, 1), 0, 3), axis=1).reshape(2, 3)
+    assert_almost_equal(nd.batch_take(nd.array(x), nd.array(idx)).asnumpy(), want.astype(np.float32))
+    with pytest.raises(mx.base.MXNetError, match="has 4 elements, but input 'a' of shape"):
+        nd.batch_take(nd.array(x), nd.zeros((4,)))
+    with pytest.raises(mx.base.MXNetError, match="at least 2 dimensions"):
+        nd.batch_take(nd.zeros((4,)), nd.zeros((1,)))
+
+
+def test_choose_element_0index_is_pick():
+    x = RNG.uniform(-1, 1, (3, 4))
+    idx = np.array([1, 3, 0])
+    got = nd.choose_element_0index(nd.array(x), nd.array(idx))
+    assert_almost_equal(got.asnumpy(), x[np.arange(3), idx].astype(np.float32))
+
+
+# ---------------------------------------------------------------- ravel / unravel
+def test_ravel_unravel():
+    shape = (3, 4, 5)
+    coords = np.stack([RNG.randint(0, d, 7) for d in shape])
+    flat = nd.ravel_multi_index(nd.array(coords), shape=shape)
+    assert_almost_equal(flat.asnumpy(), np.ravel_multi_index(tuple(coords), shape).astype(np.float32))
+    assert_almost_equal(nd._internal._ravel_multi_index(nd.array(coords, dtype=np.int64), shape=shape).asnumpy(),
+                        np.ravel_multi_index(tuple(coords), shape))
+    back = nd.unravel_index(flat, shape=shape)
+    assert_almost_equal(back.asnumpy(), coords.astype(np.float32))
+    assert_almost_equal(nd._internal._unravel_index(nd.array([63], dtype=np.int64), shape=(3, 4)).asnumpy(),
+                        np.array([[15], [3]]))
+
+
+def test_ravel_errors():
+    with pytest.raises(mx.base.MXNetError, match=r"expected coordinates of shape \(2, N\)"):
+        nd.ravel_multi_index(nd.zeros((3, 4)), shape=(2, 2))
+    with pytest.raises(mx.base.MXNetError, match="at least one dimension"):
+        nd.unravel_index(nd.zeros((3,)))
+    with pytest.raises(mx.base.MXNetError, match="1-D array of flat indices"):
+        nd.unravel_index(nd.zeros((3, 1)), shape=(2, 2))
+
+
+# ---------------------------------------------------------------- contrib index_array, index_copy
+@pytest.mark.parametrize("shape,axes", [((3, 2), None), ((3, 2, 2), (1, 0)), ((2, 3, 4), (-1,))])
+def test_index_array(shape, axes):
+    grids = np.indices(shape)
+    ax = list(range(len(shape))) if axes is None else [a % len(shape) for a in axes]
+    want = np.stack([grids[a] for a in ax], axis=-1)
+    got = nd.contrib.index_array(nd.zeros(shape), axes=axes)
+    assert got.dtype == np.int64
+    assert_almost_equal(got.asnumpy(), want)
+    with pytest.raises(mx.base.MXNetError, match="'axes'"):
+        nd.contrib.index_array(nd.zeros(shape), axes=(len(shape),))
+
+
+def test_index_copy():
+    old = RNG.uniform(-1, 1, (5, 3))
+    new = RNG.uniform(-1, 1, (3, 3))
+    idx = np.array([0, 4, 2])
+    want = old.copy()
+    want[idx] = new
+    got = nd.contrib.index_copy(nd.array(old, dtype=np.float64), nd.array(idx), nd.array(new, dtype=np.float64))
+    assert_almost_equal(got.asnumpy(), want)
+    check_numeric_gradient("_contrib_index_copy", [old, idx.astype(np.float64), new], grad_nodes=[0, 2])
+    with pytest.raises(mx.base.MXNetError, match="index_vector"):
+        nd.contrib.index_copy(nd.zeros((5, 3)), nd.zeros((2,)), nd.zeros((3, 3)))
+    with pytest.raises(mx.base.MXNetError, match="index 5 is out of range for 5 rows"):
+        nd.contrib.index_copy(nd.zeros((5, 3)), nd.array([5]), nd.zeros((1, 3))).asnumpy()
+    with pytest.raises(mx.base.MXNetError, match="ograd"):
+        nd.contrib.backward_index_copy(nd.zeros((4, 3)), nd.zeros((5, 3)), nd.array([1]), nd.zeros((1, 3)))

@@ -23,6 +23,7 @@ var opArgmin = weft.NewOperator("argmin")
 var opArgsort = weft.NewOperator("argsort")
 var opBatchDot = weft.NewOperator("batch_dot")
 var opBatchNorm = weft.NewOperator("BatchNorm")
+var opBatchTake = weft.NewOperator("batch_take")
 var opBlockGrad = weft.NewOperator("BlockGrad")
 var opBroadcastAdd = weft.NewOperator("broadcast_add")
 var opBroadcastAxis = weft.NewOperator("broadcast_axis")
@@ -76,10 +77,14 @@ var opFtrlUpdate = weft.NewOperator("ftrl_update")
 var opFullyConnected = weft.NewOperator("FullyConnected")
 var opGamma = weft.NewOperator("gamma")
 var opGammaln = weft.NewOperator("gammaln")
+var opGatherNd = weft.NewOperator("gather_nd")
 var opGroupNorm = weft.NewOperator("GroupNorm")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribBackwardIndexCopy = weft.NewOperator("_contrib_backward_index_copy")
+var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
+var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
 var opInternalEqual = weft.NewOperator("_equal")
@@ -123,14 +128,17 @@ var opInternalRandomNormal = weft.NewOperator("_random_normal")
 var opInternalRandomPoisson = weft.NewOperator("_random_poisson")
 var opInternalRandomRandint = weft.NewOperator("_random_randint")
 var opInternalRandomUniform = weft.NewOperator("_random_uniform")
+var opInternalRavelMultiIndex = weft.NewOperator("_ravel_multi_index")
 var opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
 var opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
 var opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
 var opInternalRmodScalar = weft.NewOperator("_rmod_scalar")
 var opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
 var opInternalSampleMultinomial = weft.NewOperator("_sample_multinomial")
+var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalShuffle = weft.NewOperator("_shuffle")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
+var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
 var opL2Normalization = weft.NewOperator("L2Normalization")
 var opLRN = weft.NewOperator("LRN")
@@ -182,6 +190,7 @@ var opRmspropUpdate = weft.NewOperator("rmsprop_update")
 var opRmspropalexUpdate = weft.NewOperator("rmspropalex_update")
 var opRound = weft.NewOperator("round")
 var opRsqrt = weft.NewOperator("rsqrt")
+var opScatterNd = weft.NewOperator("scatter_nd")
 var opSequenceLast = weft.NewOperator("SequenceLast")
 var opSequenceMask = weft.NewOperator("SequenceMask")
 var opSequenceReverse = weft.NewOperator("SequenceReverse")
@@ -742,6 +751,30 @@ func BatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...O
 func SymBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// BatchTake runs the operator batch_take.
+//
+// One element per row of a (seen as rows x its last axis), at that row's index, clipped into range: output[i] = a[i, indices[i]]. Deprecated in MXNet in favour of pick.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: The input array
+//   - indices: The index array
+func BatchTake(a, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opBatchTake, a, indices)
+}
+
+// SymBatchTake runs the operator batch_take symbolically: it adds one node to the graph.
+//
+// One element per row of a (seen as rows x its last axis), at that row's index, clipped into range: output[i] = a[i, indices[i]]. Deprecated in MXNet in favour of pick.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: The input array
+//   - indices: The index array
+func SymBatchTake(a, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opBatchTake, []string{"a", "indices"}, a, indices)
 }
 
 // BlockGrad runs the operator BlockGrad.
@@ -2232,6 +2265,30 @@ func SymGammaln(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opGammaln, []string{"data"}, data)
 }
 
+// GatherNd runs the operator gather_nd.
+//
+// Gathers slices of data at N-dimensional indices: indices of shape (M, Y...) address data's first M axes (negative indices count from the end); the result has shape Y... + data.shape[M:].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+func GatherNd(data, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opGatherNd, data, indices)
+}
+
+// SymGatherNd runs the operator gather_nd symbolically: it adds one node to the graph.
+//
+// Gathers slices of data at N-dimensional indices: indices of shape (M, Y...) address data's first M axes (negative indices count from the end); the result has shape Y... + data.shape[M:].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+func SymGatherNd(data, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opGatherNd, []string{"data", "indices"}, data, indices)
+}
+
 // GroupNorm runs the operator GroupNorm.
 //
 // Group normalisation: each sample's channels (axis 1) in num_groups groups; per-channel gamma, beta.
@@ -2394,6 +2451,88 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
 	return c.compose(opInternalArange, nil)
+}
+
+// InternalContribBackwardIndexCopy runs the operator _contrib_backward_index_copy.
+//
+// Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - oldTensor: The forward old_tensor
+//   - indexVector: The forward index_vector
+//   - newTensor: The forward new_tensor
+func InternalContribBackwardIndexCopy(ograd, oldTensor, indexVector, newTensor *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardIndexCopy, ograd, oldTensor, indexVector, newTensor)
+}
+
+// SymInternalContribBackwardIndexCopy runs the operator _contrib_backward_index_copy symbolically: it adds one node to the graph.
+//
+// Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - oldTensor: The forward old_tensor
+//   - indexVector: The forward index_vector
+//   - newTensor: The forward new_tensor
+func SymInternalContribBackwardIndexCopy(ograd, oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardIndexCopy, []string{"ograd", "old_tensor", "index_vector", "new_tensor"}, ograd, oldTensor, indexVector, newTensor)
+}
+
+// InternalContribIndexArray runs the operator _contrib_index_array.
+//
+// For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithAxes([]int): The axes to include in the index array. Supports negative values. (default None)
+func InternalContribIndexArray(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIndexArray, data)
+}
+
+// SymInternalContribIndexArray runs the operator _contrib_index_array symbolically: it adds one node to the graph.
+//
+// For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithAxes([]int): The axes to include in the index array. Supports negative values. (default None)
+func SymInternalContribIndexArray(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIndexArray, []string{"data"}, data)
+}
+
+// InternalContribIndexCopy runs the operator _contrib_index_copy.
+//
+// old_tensor with row i of new_tensor written at row index_vector[i].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - oldTensor: Old tensor
+//   - indexVector: Index vector
+//   - newTensor: New tensor to be copied
+func InternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIndexCopy, oldTensor, indexVector, newTensor)
+}
+
+// SymInternalContribIndexCopy runs the operator _contrib_index_copy symbolically: it adds one node to the graph.
+//
+// old_tensor with row i of new_tensor written at row index_vector[i].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - oldTensor: Old tensor
+//   - indexVector: Index vector
+//   - newTensor: New tensor to be copied
+func SymInternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIndexCopy, []string{"old_tensor", "index_vector", "new_tensor"}, oldTensor, indexVector, newTensor)
 }
 
 // InternalCopy runs the operator _copy.
@@ -3616,6 +3755,34 @@ func SymInternalRandomUniform(opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalRandomUniform, nil)
 }
 
+// InternalRavelMultiIndex runs the operator _ravel_multi_index.
+//
+// The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Batch of multi-indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func InternalRavelMultiIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRavelMultiIndex, data)
+}
+
+// SymInternalRavelMultiIndex runs the operator _ravel_multi_index symbolically: it adds one node to the graph.
+//
+// The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Batch of multi-indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func SymInternalRavelMultiIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRavelMultiIndex, []string{"data"}, data)
+}
+
 // InternalRdivScalar runs the operator _rdiv_scalar.
 //
 // scalar / x (integers truncate; s / 0 is 0 for integers).
@@ -3792,6 +3959,40 @@ func SymInternalSampleMultinomial(data *weft.Symbol, opts ...Option) (*weft.Symb
 	return c.compose(opInternalSampleMultinomial, []string{"data"}, data)
 }
 
+// InternalScatterSetNd runs the operator _scatter_set_nd.
+//
+// lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: source input
+//   - rhs: value to assign
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func InternalScatterSetNd(lhs, rhs, indices *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.invoke(opInternalScatterSetNd, lhs, rhs, indices)
+}
+
+// SymInternalScatterSetNd runs the operator _scatter_set_nd symbolically: it adds one node to the graph.
+//
+// lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: source input
+//   - rhs: value to assign
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func SymInternalScatterSetNd(lhs, rhs, indices *weft.Symbol, shape []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.compose(opInternalScatterSetNd, []string{"lhs", "rhs", "indices"}, lhs, rhs, indices)
+}
+
 // InternalShuffle runs the operator _shuffle.
 //
 // Randomly permutes the input along its first axis; rows move whole.
@@ -3842,6 +4043,34 @@ func InternalSparseSoftmaxCrossEntropy(data, label *weft.NDArray, opts ...Option
 func SymInternalSparseSoftmaxCrossEntropy(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalSparseSoftmaxCrossEntropy, []string{"data", "label"}, data, label)
+}
+
+// InternalUnravelIndex runs the operator _unravel_index.
+//
+// The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Array of flat indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func InternalUnravelIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalUnravelIndex, data)
+}
+
+// SymInternalUnravelIndex runs the operator _unravel_index symbolically: it adds one node to the graph.
+//
+// The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Array of flat indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func SymInternalUnravelIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalUnravelIndex, []string{"data"}, data)
 }
 
 // InternalZeros runs the operator _zeros.
@@ -5610,6 +5839,38 @@ func SymRsqrt(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opRsqrt, []string{"data"}, data)
 }
 
+// ScatterNd runs the operator scatter_nd.
+//
+// Scatters data into zeros of the given shape at N-dimensional indices: indices of shape (M, Y...) address the output's first M axes and data has shape Y... + shape[M:]. With repeated indices the last write wins (and the gradient is not that of any one write).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func ScatterNd(data, indices *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.invoke(opScatterNd, data, indices)
+}
+
+// SymScatterNd runs the operator scatter_nd symbolically: it adds one node to the graph.
+//
+// Scatters data into zeros of the given shape at N-dimensional indices: indices of shape (M, Y...) address the output's first M axes and data has shape Y... + shape[M:]. With repeated indices the last write wins (and the gradient is not that of any one write).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func SymScatterNd(data, indices *weft.Symbol, shape []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.compose(opScatterNd, []string{"data", "indices"}, data, indices)
+}
+
 // SequenceLast runs the operator SequenceLast.
 //
 // Takes the last valid step of each sequence: data (T, B, ...) with axis=0 or (B, T, ...) with axis=1 gives (B, ...); without use_sequence_length the last step T-1.
@@ -6844,6 +7105,16 @@ func SymBroadcastPlus(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 	return SymBroadcastAdd(lhs, rhs, opts...)
 }
 
+// ChooseElement0index is Pick under its alias choose_element_0index.
+func ChooseElement0index(data, index *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return Pick(data, index, opts...)
+}
+
+// SymChooseElement0index is SymPick under its alias choose_element_0index.
+func SymChooseElement0index(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymPick(data, index, opts...)
+}
+
 // Crop is Slice under its alias crop.
 func Crop(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
 	return Slice(data, begin, end, opts...)
@@ -6954,6 +7225,16 @@ func SymRandomUniform(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomUniform(opts...)
 }
 
+// RavelMultiIndex is InternalRavelMultiIndex under its alias ravel_multi_index.
+func RavelMultiIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRavelMultiIndex(data, opts...)
+}
+
+// SymRavelMultiIndex is SymInternalRavelMultiIndex under its alias ravel_multi_index.
+func SymRavelMultiIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRavelMultiIndex(data, opts...)
+}
+
 // Reverse is Flip under its alias reverse.
 func Reverse(data *weft.NDArray, axis []int, opts ...Option) (*weft.NDArray, error) {
 	return Flip(data, axis, opts...)
@@ -7032,6 +7313,16 @@ func Uniform(opts ...Option) (*weft.NDArray, error) {
 // SymUniform is SymInternalRandomUniform under its alias uniform.
 func SymUniform(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomUniform(opts...)
+}
+
+// UnravelIndex is InternalUnravelIndex under its alias unravel_index.
+func UnravelIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalUnravelIndex(data, opts...)
+}
+
+// SymUnravelIndex is SymInternalUnravelIndex under its alias unravel_index.
+func SymUnravelIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalUnravelIndex(data, opts...)
 }
 
 // WithActType sets the parameter act_type.

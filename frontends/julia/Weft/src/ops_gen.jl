@@ -935,6 +935,62 @@ _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
 
+const _op__contrib_backward_index_copy = OpDef("_contrib_backward_index_copy", ["ograd", "old_tensor", "index_vector", "new_tensor"], false, "")
+"""
+    _contrib_backward_index_copy(ograd, old_tensor, index_vector, new_tensor)
+
+Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
+
+# Inputs
+- `ograd` (NDArray or SymbolicNode): Gradient of the output
+- `old_tensor` (NDArray or SymbolicNode): The forward old_tensor
+- `index_vector` (NDArray or SymbolicNode): The forward index_vector
+- `new_tensor` (NDArray or SymbolicNode): The forward new_tensor
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_index_copy end
+_contrib_backward_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_index_copy, args; kwargs...)
+_contrib_backward_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_index_copy, args; kwargs...)
+_contrib_backward_index_copy(; kwargs...) = _call_op(_op__contrib_backward_index_copy; kwargs...)
+
+const _op__contrib_index_array = OpDef("_contrib_index_array", ["data"], false, "")
+"""
+    _contrib_index_array(data; axes=None)
+
+For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+
+# Parameters
+- `axes` (Shape or None; default `None`): The axes to include in the index array. Supports negative values.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_index_array end
+_contrib_index_array(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_index_array, args; kwargs...)
+_contrib_index_array(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_index_array, args; kwargs...)
+_contrib_index_array(; kwargs...) = _call_op(_op__contrib_index_array; kwargs...)
+
+const _op__contrib_index_copy = OpDef("_contrib_index_copy", ["old_tensor", "index_vector", "new_tensor"], false, "")
+"""
+    _contrib_index_copy(old_tensor, index_vector, new_tensor)
+
+old_tensor with row i of new_tensor written at row index_vector[i].
+
+# Inputs
+- `old_tensor` (NDArray or SymbolicNode): Old tensor
+- `index_vector` (NDArray or SymbolicNode): Index vector
+- `new_tensor` (NDArray or SymbolicNode): New tensor to be copied
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_index_copy end
+_contrib_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_index_copy, args; kwargs...)
+_contrib_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_index_copy, args; kwargs...)
+_contrib_index_copy(; kwargs...) = _call_op(_op__contrib_index_copy; kwargs...)
+
 const _op__copy = OpDef("_copy", ["data"], false, "")
 """
     _copy(data)
@@ -2581,6 +2637,46 @@ uniform(args::NDArray...; kwargs...) = _invoke_op(_op_uniform, args; kwargs...)
 uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op_uniform, args; kwargs...)
 uniform(; kwargs...) = _call_op(_op_uniform; kwargs...)
 
+const _op__ravel_multi_index = OpDef("_ravel_multi_index", ["data"], false, "")
+"""
+    _ravel_multi_index(data; shape=None)
+
+The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Batch of multi-indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _ravel_multi_index end
+_ravel_multi_index(args::NDArray...; kwargs...) = _invoke_op(_op__ravel_multi_index, args; kwargs...)
+_ravel_multi_index(args::SymbolicNode...; kwargs...) = _compose_op(_op__ravel_multi_index, args; kwargs...)
+_ravel_multi_index(; kwargs...) = _call_op(_op__ravel_multi_index; kwargs...)
+
+const _op_ravel_multi_index = OpDef("ravel_multi_index", ["data"], false, "")
+"""
+    ravel_multi_index(data; shape=None)
+
+The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Batch of multi-indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+Alias of `_ravel_multi_index`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ravel_multi_index end
+ravel_multi_index(args::NDArray...; kwargs...) = _invoke_op(_op_ravel_multi_index, args; kwargs...)
+ravel_multi_index(args::SymbolicNode...; kwargs...) = _compose_op(_op_ravel_multi_index, args; kwargs...)
+ravel_multi_index(; kwargs...) = _call_op(_op_ravel_multi_index; kwargs...)
+
 const _op__rdiv_scalar = OpDef("_rdiv_scalar", ["data"], false, "")
 """
     _rdiv_scalar(data; scalar=1, is_int=True)
@@ -2810,6 +2906,27 @@ sample_multinomial(args::NDArray...; kwargs...) = _invoke_op(_op_sample_multinom
 sample_multinomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_multinomial, args; kwargs...)
 sample_multinomial(; kwargs...) = _call_op(_op_sample_multinomial; kwargs...)
 
+const _op__scatter_set_nd = OpDef("_scatter_set_nd", ["lhs", "rhs", "indices"], false, "")
+"""
+    _scatter_set_nd(lhs, rhs, indices; shape)
+
+lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): source input
+- `rhs` (NDArray or SymbolicNode): value to assign
+- `indices` (NDArray or SymbolicNode): indices
+
+# Parameters
+- `shape` (Shape(tuple); required): Shape of output.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_set_nd end
+_scatter_set_nd(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_set_nd, args; kwargs...)
+_scatter_set_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_set_nd, args; kwargs...)
+_scatter_set_nd(; kwargs...) = _call_op(_op__scatter_set_nd; kwargs...)
+
 const _op__shuffle = OpDef("_shuffle", ["data"], false, "")
 """
     _shuffle(data)
@@ -2863,6 +2980,46 @@ function _sparse_softmax_cross_entropy end
 _sparse_softmax_cross_entropy(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_softmax_cross_entropy, args; kwargs...)
 _sparse_softmax_cross_entropy(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_softmax_cross_entropy, args; kwargs...)
 _sparse_softmax_cross_entropy(; kwargs...) = _call_op(_op__sparse_softmax_cross_entropy; kwargs...)
+
+const _op__unravel_index = OpDef("_unravel_index", ["data"], false, "")
+"""
+    _unravel_index(data; shape=None)
+
+The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Array of flat indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _unravel_index end
+_unravel_index(args::NDArray...; kwargs...) = _invoke_op(_op__unravel_index, args; kwargs...)
+_unravel_index(args::SymbolicNode...; kwargs...) = _compose_op(_op__unravel_index, args; kwargs...)
+_unravel_index(; kwargs...) = _call_op(_op__unravel_index; kwargs...)
+
+const _op_unravel_index = OpDef("unravel_index", ["data"], false, "")
+"""
+    unravel_index(data; shape=None)
+
+The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Array of flat indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+Alias of `_unravel_index`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function unravel_index end
+unravel_index(args::NDArray...; kwargs...) = _invoke_op(_op_unravel_index, args; kwargs...)
+unravel_index(args::SymbolicNode...; kwargs...) = _compose_op(_op_unravel_index, args; kwargs...)
+unravel_index(; kwargs...) = _call_op(_op_unravel_index; kwargs...)
 
 const _op__zeros = OpDef("_zeros", [], false, "")
 """
@@ -3169,6 +3326,23 @@ function batch_dot end
 batch_dot(args::NDArray...; kwargs...) = _invoke_op(_op_batch_dot, args; kwargs...)
 batch_dot(args::SymbolicNode...; kwargs...) = _compose_op(_op_batch_dot, args; kwargs...)
 batch_dot(; kwargs...) = _call_op(_op_batch_dot; kwargs...)
+
+const _op_batch_take = OpDef("batch_take", ["a", "indices"], false, "")
+"""
+    batch_take(a, indices)
+
+One element per row of a (seen as rows x its last axis), at that row's index, clipped into range: output[i] = a[i, indices[i]]. Deprecated in MXNet in favour of pick.
+
+# Inputs
+- `a` (NDArray or SymbolicNode): The input array
+- `indices` (NDArray or SymbolicNode): The index array
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function batch_take end
+batch_take(args::NDArray...; kwargs...) = _invoke_op(_op_batch_take, args; kwargs...)
+batch_take(args::SymbolicNode...; kwargs...) = _compose_op(_op_batch_take, args; kwargs...)
+batch_take(; kwargs...) = _call_op(_op_batch_take; kwargs...)
 
 const _op_broadcast_add = OpDef("broadcast_add", ["lhs", "rhs"], false, "")
 """
@@ -4192,6 +4366,23 @@ gammaln(args::NDArray...; kwargs...) = _invoke_op(_op_gammaln, args; kwargs...)
 gammaln(args::SymbolicNode...; kwargs...) = _compose_op(_op_gammaln, args; kwargs...)
 gammaln(; kwargs...) = _call_op(_op_gammaln; kwargs...)
 
+const _op_gather_nd = OpDef("gather_nd", ["data", "indices"], false, "")
+"""
+    gather_nd(data, indices)
+
+Gathers slices of data at N-dimensional indices: indices of shape (M, Y...) address data's first M axes (negative indices count from the end); the result has shape Y... + data.shape[M:].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): data
+- `indices` (NDArray or SymbolicNode): indices
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function gather_nd end
+gather_nd(args::NDArray...; kwargs...) = _invoke_op(_op_gather_nd, args; kwargs...)
+gather_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op_gather_nd, args; kwargs...)
+gather_nd(; kwargs...) = _call_op(_op_gather_nd; kwargs...)
+
 const _op_lamb_update_phase1 = OpDef("lamb_update_phase1", ["weight", "grad", "mean", "var"], false, "")
 """
     lamb_update_phase1(weight, grad, mean, var; beta1=0.9, beta2=0.999, epsilon=1e-06, t, bias_correction=True, wd, rescale_grad=1, clip_gradient=-1)
@@ -4788,6 +4979,30 @@ pick(args::NDArray...; kwargs...) = _invoke_op(_op_pick, args; kwargs...)
 pick(args::SymbolicNode...; kwargs...) = _compose_op(_op_pick, args; kwargs...)
 pick(; kwargs...) = _call_op(_op_pick; kwargs...)
 
+const _op_choose_element_0index = OpDef("choose_element_0index", ["data", "index"], false, "")
+"""
+    choose_element_0index(data, index; axis=-1, keepdims=False, mode=clip)
+
+Picks one element along axis for every other position, at the index given by `index` (shaped like the result).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+- `index` (NDArray or SymbolicNode): The index of the element to pick (any dtype; fractions truncate)
+
+# Parameters
+- `axis` (int or None; default `-1`): The axis to pick along; negative counts from the end; None picks from the flattened input.
+- `keepdims` (boolean; default `False`): Keep the picked axis as an axis of size 1.
+- `mode` ({'clip', 'wrap'}; default `clip`): Out-of-range indices: clip to the ends or wrap around.
+
+Alias of `pick`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function choose_element_0index end
+choose_element_0index(args::NDArray...; kwargs...) = _invoke_op(_op_choose_element_0index, args; kwargs...)
+choose_element_0index(args::SymbolicNode...; kwargs...) = _compose_op(_op_choose_element_0index, args; kwargs...)
+choose_element_0index(; kwargs...) = _call_op(_op_choose_element_0index; kwargs...)
+
 const _op_prod = OpDef("prod", ["data"], false, "")
 # prod is also Base's: these methods extend Base.prod for Weft's types.
 """
@@ -5062,6 +5277,26 @@ function rsqrt end
 rsqrt(args::NDArray...; kwargs...) = _invoke_op(_op_rsqrt, args; kwargs...)
 rsqrt(args::SymbolicNode...; kwargs...) = _compose_op(_op_rsqrt, args; kwargs...)
 rsqrt(; kwargs...) = _call_op(_op_rsqrt; kwargs...)
+
+const _op_scatter_nd = OpDef("scatter_nd", ["data", "indices"], false, "")
+"""
+    scatter_nd(data, indices; shape)
+
+Scatters data into zeros of the given shape at N-dimensional indices: indices of shape (M, Y...) address the output's first M axes and data has shape Y... + shape[M:]. With repeated indices the last write wins (and the gradient is not that of any one write).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): data
+- `indices` (NDArray or SymbolicNode): indices
+
+# Parameters
+- `shape` (Shape(tuple); required): Shape of output.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function scatter_nd end
+scatter_nd(args::NDArray...; kwargs...) = _invoke_op(_op_scatter_nd, args; kwargs...)
+scatter_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op_scatter_nd, args; kwargs...)
+scatter_nd(; kwargs...) = _call_op(_op_scatter_nd; kwargs...)
 
 const _op_sgd_mom_update = OpDef("sgd_mom_update", ["weight", "grad", "mom"], false, "")
 """
@@ -5779,6 +6014,9 @@ const _OPERATOR_NAMES = [
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_backward_index_copy",
+    "_contrib_index_array",
+    "_contrib_index_copy",
     "_copy",
     "_div_scalar",
     "_DivScalar",
@@ -5862,6 +6100,8 @@ const _OPERATOR_NAMES = [
     "_random_uniform",
     "random_uniform",
     "uniform",
+    "_ravel_multi_index",
+    "ravel_multi_index",
     "_rdiv_scalar",
     "_RDivScalar",
     "_reduce_sum_to",
@@ -5873,9 +6113,12 @@ const _OPERATOR_NAMES = [
     "_RPowerScalar",
     "_sample_multinomial",
     "sample_multinomial",
+    "_scatter_set_nd",
     "_shuffle",
     "shuffle",
     "_sparse_softmax_cross_entropy",
+    "_unravel_index",
+    "unravel_index",
     "_zeros",
     "abs",
     "adadelta_update",
@@ -5892,6 +6135,7 @@ const _OPERATOR_NAMES = [
     "argmin",
     "argsort",
     "batch_dot",
+    "batch_take",
     "broadcast_add",
     "broadcast_plus",
     "broadcast_axis",
@@ -5949,6 +6193,7 @@ const _OPERATOR_NAMES = [
     "ftrl_update",
     "gamma",
     "gammaln",
+    "gather_nd",
     "lamb_update_phase1",
     "lamb_update_phase2",
     "log",
@@ -5977,6 +6222,7 @@ const _OPERATOR_NAMES = [
     "one_hot",
     "ones_like",
     "pick",
+    "choose_element_0index",
     "prod",
     "radians",
     "rcbrt",
@@ -5991,6 +6237,7 @@ const _OPERATOR_NAMES = [
     "rmspropalex_update",
     "round",
     "rsqrt",
+    "scatter_nd",
     "sgd_mom_update",
     "sgd_update",
     "shape_array",

@@ -291,6 +291,27 @@ mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ =
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_index_copy", list(ograd, old_tensor, index_vector, new_tensor), c(), NULL, out)
+}
+mx.symbol.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_index_copy", list(ograd = ograd, old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.index.array <- function(data = NULL, axes = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_index_array", list(data), c(axes = .weft_shape_param(axes)), NULL, out)
+}
+mx.symbol.internal.contrib.index.array <- function(data = NULL, axes = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_index_array", list(data = data), c(axes = .weft_shape_param(axes)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = NULL, new_tensor = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_index_copy", list(old_tensor, index_vector, new_tensor), c(), NULL, out)
+}
+mx.symbol.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = NULL, new_tensor = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_index_copy", list(old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
+}
+
 mx.nd.internal.copy <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_copy", list(data), c(), NULL, out)
 }
@@ -655,6 +676,20 @@ mx.symbol.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL,
   .weft_symbol_op("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.ravel.multi.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_ravel_multi_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.ravel.multi.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_ravel_multi_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.ravel.multi.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_ravel_multi_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.ravel.multi.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_ravel_multi_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
 mx.nd.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_rdiv_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
@@ -704,6 +739,13 @@ mx.symbol.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = N
   .weft_symbol_op("_sample_multinomial", list(data = data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.scatter.set.nd <- function(lhs = NULL, rhs = NULL, indices = NULL, shape, out = NULL) {
+  .weft_nd_invoke("_scatter_set_nd", list(lhs, rhs, indices), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.scatter.set.nd <- function(lhs = NULL, rhs = NULL, indices = NULL, shape, name = NULL, attr = NULL) {
+  .weft_symbol_op("_scatter_set_nd", list(lhs = lhs, rhs = rhs, indices = indices), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
 mx.nd.internal.shuffle <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_shuffle", list(data), c(), NULL, out)
 }
@@ -723,6 +765,20 @@ mx.nd.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NUL
 }
 mx.symbol.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NULL, axis = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sparse_softmax_cross_entropy", list(data = data, label = label), c(axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.internal.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_unravel_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_unravel_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
 mx.nd.internal.zeros <- function(shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
@@ -835,6 +891,13 @@ mx.nd.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpos
 }
 mx.symbol.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("batch_dot", list(lhs = lhs, rhs = rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, name, attr)
+}
+
+mx.nd.batch.take <- function(a = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("batch_take", list(a, indices), c(), NULL, out)
+}
+mx.symbol.batch.take <- function(a = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("batch_take", list(a = a, indices = indices), c(), NULL, name, attr)
 }
 
 mx.nd.broadcast.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
@@ -1173,6 +1236,13 @@ mx.symbol.gammaln <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gammaln", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.gather.nd <- function(data = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("gather_nd", list(data, indices), c(), NULL, out)
+}
+mx.symbol.gather.nd <- function(data = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("gather_nd", list(data = data, indices = indices), c(), NULL, name, attr)
+}
+
 mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("lamb_update_phase1", list(weight, grad, mean, var), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1369,6 +1439,13 @@ mx.symbol.pick <- function(data = NULL, index = NULL, axis = NULL, keepdims = NU
   .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
 }
 
+mx.nd.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, out = NULL) {
+  .weft_nd_invoke("pick", list(data, index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, out)
+}
+mx.symbol.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
+}
+
 mx.nd.prod <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("prod", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
 }
@@ -1465,6 +1542,13 @@ mx.nd.rsqrt <- function(data = NULL, out = NULL) {
 }
 mx.symbol.rsqrt <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("rsqrt", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.scatter.nd <- function(data = NULL, indices = NULL, shape, out = NULL) {
+  .weft_nd_invoke("scatter_nd", list(data, indices), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.scatter.nd <- function(data = NULL, indices = NULL, shape, name = NULL, attr = NULL) {
+  .weft_symbol_op("scatter_nd", list(data = data, indices = indices), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
 mx.nd.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
