@@ -279,3 +279,147 @@ def test_index_copy():
         nd.contrib.index_copy(nd.zeros((5, 3)), nd.array([5]), nd.zeros((1, 3))).asnumpy()
     with pytest.raises(mx.base.MXNetError, match="ograd"):
         nd.contrib.backward_index_copy(nd.zeros((4, 3)), nd.zeros((5, 3)), nd.array([1]), nd.zeros((1, 3)))
+
+
+# ---------------------------------------------------------------- diag
+@pytest.mark.parametrize("n,k", [(4, 0), (3, 2), (3, -1)])
+def test_diag_of_vector(n, k):
+    v = RNG.uniform(-1, 1, (n,))
+    assert_almost_equal(nd.diag(nd.array(v, dtype=np.float64), k=k).asnumpy(), np.diag(v, k))
+    check_numeric_gradient("diag", [v], params={"k": k})
+
+
+@pytest.mark.parametrize("shape,k,a1,a2", [((3, 4), 0, 0, 1), ((3, 4), 2, 0, 1), ((4, 3), -2, 0, 1),
+                                           ((2, 3, 4), 1, 1, 2), ((2, 3, 4), -1, 2, 0), ((3, 2, 4, 2), 0, -1, 0)])
+def test_diag_of_planes(shape, k, a1, a2):
+    x = RNG.uniform(-1, 1, shape)
+    got = nd.array(x, dtype=np.float64).diag(k=k, axis1=a1, axis2=a2)
+    assert_almost_equal(got.asnumpy(), np.diagonal(x, offset=k, axis1=a1, axis2=a2))
+    check_numeric_gradient("diag", [x], params={"k": k, "axis1": a1, "axis2": a2})
+
+
+def test_diag_errors():
+    with pytest.raises(mx.base.MXNetError, match="axis1 and axis2 both name axis 1"):
+        nd.diag(nd.zeros((2, 3)), axis1=1, axis2=-1)
+    with pytest.raises(mx.base.MXNetError, match="'axis2'"):
+        nd.diag(nd.zeros((2, 3)), axis2=2)
+    with pytest.raises(mx.base.MXNetError, match="diagonal k = 5 lies outside"):
+        nd.diag(nd.zeros((2, 3)), k=5)
+    with pytest.raises(mx.base.MXNetError, match="ograd"):
+        nd._internal._backward_diag(nd.zeros((3,)), nd.zeros((2, 3))).asnumpy()
+
+
+# ---------------------------------------------------------------- slice_like
+@pytest.mark.parametrize("dshape,lshape,axes", [((4, 5), (2, 3), ()), ((4, 5, 6), (3, 9), (0,)),
+                                                ((4, 5, 6), (9, 2, 3), (-1, 1))])
+def test_slice_like(dshape, lshape, axes):
+    x = RNG.uniform(-1, 1, dshape)
+    idx = [slice(None)] * len(dshape)
+    for a in (range(len(dshape)) if not axes else axes):
+        idx[a] = slice(0, lshape[a])
+    got = nd.array(x, dtype=np.float64).slice_like(nd.zeros(lshape), axes=axes)
+    assert_almost_equal(got.asnumpy(), x[tuple(idx)])
+    check_numeric_gradient("slice_like", [x, np.zeros(lshape)], params={"axes": axes}, grad_nodes=[0])
+
+
+def test_slice_like_errors():
+    with pytest.raises(mx.base.MXNetError, match="one rank"):
+        nd.slice_like(nd.zeros((4, 5)), nd.zeros((2,)))
+    with pytest.raises(mx.base.MXNetError, match="longer than that of data"):
+        nd.slice_like(nd.zeros((4, 5)), nd.zeros((2, 6)))
+    with pytest.raises(mx.base.MXNetError, match="out of range for shape_like"):
+        nd.slice_like(nd.zeros((4, 5)), nd.zeros((2,)), axes=(1,))
+
+
+# ---------------------------------------------------------------- depth_to_space, space_to_depth
+def np_depth_to_space(x, b):
+    n, c, h, w = x.shape
+    y = x.reshape(n, b, b, c // (b * b), h, w).transpose(0, 3, 4, 1, 5, 2)
+    return y.reshape(n, c // (b * b), h * b, w * b)
+
+
+def np_space_to_depth(x, b):
+    n, c, h, w = x.shape
+    y = x.reshape(n, c, h // b, b, w // b, b).transpose(0, 3, 5, 1, 2, 4)
+    return y.reshape(n, c * b * b, h // b, w // b)
+
+
+@pytest.mark.parametrize("b", [1, 2, 3])
+def test_depth_space(b):
+    x = RNG.uniform(-1, 1, (2, 2 * b * b, 3, 2))
+    got = nd.array(x, dtype=np.float64).depth_to_space(block_size=b)
+    assert_almost_equal(got.asnumpy(), np_depth_to_space(x, b))
+    back = nd.space_to_depth(got, block_size=b)
+    assert_almost_equal(back.asnumpy(), x)
+    z = RNG.uniform(-1, 1, (2, 3, 2 * b, 3 * b))
+    assert_almost_equal(nd.array(z, dtype=np.float64).space_to_depth(block_size=b).asnumpy(),
+                        np_space_to_depth(z, b))
+    check_numeric_gradient("depth_to_space", [x], params={"block_size": b})
+    check_numeric_gradient("space_to_depth", [z], params={"block_size": b})
+
+
+def test_depth_space_errors():
+    with pytest.raises(mx.base.MXNetError, match="4-D"):
+        nd.depth_to_space(nd.zeros((4, 2, 2)), block_size=2)
+    with pytest.raises(mx.base.MXNetError, match="not a multiple of block_size"):
+        nd.depth_to_space(nd.zeros((1, 6, 2, 2)), block_size=2)
+    with pytest.raises(mx.base.MXNetError, match="multiples of block_size"):
+        nd.space_to_depth(nd.zeros((1, 1, 3, 2)), block_size=2)
+    with pytest.raises(mx.base.MXNetError, match="positive"):
+        nd.space_to_depth(nd.zeros((1, 1, 2, 2)), block_size=0)
+
+
+# ---------------------------------------------------------------- _split_v2
+@pytest.mark.parametrize("shape,axis,indices,sections", [((3, 7), 1, (0, 2, 3), 0), ((6, 2), 0, (), 3),
+                                                         ((2, 7, 2), -2, (), 3), ((4, 5), 1, (0, 5), 0)])
+def test_split_v2(shape, axis, indices, sections):
+    x = RNG.uniform(-1, 1, shape)
+    outs = nd._internal._split_v2(nd.array(x, dtype=np.float64), indices=indices, axis=axis, sections=sections)
+    want = np.array_split(x, sections, axis=axis) if sections else np.split(x, list(indices[1:]), axis=axis)
+    assert len(outs) == len(want)
+    for o, w in zip(outs, want):
+        assert_almost_equal(o.asnumpy(), w)
+    check_numeric_gradient("_split_v2", [x], params={"indices": indices, "axis": axis, "sections": sections})
+
+
+def test_split_v2_squeeze_and_errors():
+    x = RNG.uniform(-1, 1, (2, 3))
+    outs = nd._internal._split_v2(nd.array(x), indices=(0, 1, 2), axis=1, squeeze_axis=True)
+    for i, o in enumerate(outs):
+        assert_almost_equal(o.asnumpy(), x[:, i].astype(np.float32))
+    with pytest.raises(mx.base.MXNetError, match="pieces of size 1"):
+        nd._internal._split_v2(nd.array(x), indices=(0, 1), axis=1, squeeze_axis=True)
+    with pytest.raises(mx.base.MXNetError, match="indices must rise"):
+        nd._internal._split_v2(nd.array(x), indices=(0, 2, 1), axis=1)
+    with pytest.raises(mx.base.MXNetError, match="first index must be 0"):
+        nd._internal._split_v2(nd.array(x), indices=(1, 2), axis=1)
+
+
+# ---------------------------------------------------------------- _slice_assign family
+@pytest.mark.parametrize("name", ["_slice_assign", "_crop_assign"])
+def test_slice_assign(name):
+    lhs = RNG.uniform(-1, 1, (4, 5, 3))
+    rhs = RNG.uniform(-1, 1, (2, 2, 3))
+    want = lhs.copy()
+    want[1:4:2, -1:0:-2] = rhs
+    fn = getattr(nd._internal, name)
+    got = fn(nd.array(lhs, dtype=np.float64), nd.array(rhs, dtype=np.float64), begin=(1, -1), end=(4, 0),
+             step=(2, -2))
+    assert_almost_equal(got.asnumpy(), want)
+    out = nd.array(lhs, dtype=np.float64)
+    fn(out, nd.array(rhs, dtype=np.float64), begin=(1, -1), end=(4, 0), step=(2, -2), out=out)
+    assert_almost_equal(out.asnumpy(), want)
+    with pytest.raises(mx.base.MXNetError, match="input 'rhs' has shape"):
+        fn(nd.zeros((4, 5)), nd.zeros((3, 5)), begin=(0,), end=(2,))
+
+
+@pytest.mark.parametrize("name", ["_slice_assign_scalar", "_crop_assign_scalar"])
+def test_slice_assign_scalar(name):
+    x = RNG.uniform(-1, 1, (4, 5))
+    want = x.copy()
+    want[1:3, ::2] = 2.5
+    got = getattr(nd._internal, name)(nd.array(x, dtype=np.float64), scalar=2.5, begin=(1, None), end=(3, None),
+                                      step=(1, 2))
+    assert_almost_equal(got.asnumpy(), want)
+    with pytest.raises(mx.base.MXNetError, match="begin"):
+        getattr(nd._internal, name)(nd.zeros((4,)), scalar=1, begin=(0, 0), end=(1, 1))

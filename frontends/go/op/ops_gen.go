@@ -56,6 +56,8 @@ var opCos = weft.NewOperator("cos")
 var opCosh = weft.NewOperator("cosh")
 var opDeconvolution = weft.NewOperator("Deconvolution")
 var opDegrees = weft.NewOperator("degrees")
+var opDepthToSpace = weft.NewOperator("depth_to_space")
+var opDiag = weft.NewOperator("diag")
 var opDot = weft.NewOperator("dot")
 var opDropout = weft.NewOperator("Dropout")
 var opElemwiseAdd = weft.NewOperator("elemwise_add")
@@ -137,7 +139,10 @@ var opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
 var opInternalSampleMultinomial = weft.NewOperator("_sample_multinomial")
 var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalShuffle = weft.NewOperator("_shuffle")
+var opInternalSliceAssign = weft.NewOperator("_slice_assign")
+var opInternalSliceAssignScalar = weft.NewOperator("_slice_assign_scalar")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
+var opInternalSplitV2 = weft.NewOperator("_split_v2")
 var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
 var opL2Normalization = weft.NewOperator("L2Normalization")
@@ -206,6 +211,7 @@ var opSinh = weft.NewOperator("sinh")
 var opSizeArray = weft.NewOperator("size_array")
 var opSlice = weft.NewOperator("slice")
 var opSliceAxis = weft.NewOperator("slice_axis")
+var opSliceLike = weft.NewOperator("slice_like")
 var opSoftmax = weft.NewOperator("softmax")
 var opSoftmaxActivation = weft.NewOperator("SoftmaxActivation")
 var opSoftmaxCrossEntropy = weft.NewOperator("softmax_cross_entropy")
@@ -213,6 +219,7 @@ var opSoftmaxOutput = weft.NewOperator("SoftmaxOutput")
 var opSoftmin = weft.NewOperator("softmin")
 var opSoftsign = weft.NewOperator("softsign")
 var opSort = weft.NewOperator("sort")
+var opSpaceToDepth = weft.NewOperator("space_to_depth")
 var opSplit = weft.NewOperator("split")
 var opSqrt = weft.NewOperator("sqrt")
 var opSquare = weft.NewOperator("square")
@@ -1647,6 +1654,68 @@ func Degrees(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymDegrees(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opDegrees, []string{"data"}, data)
+}
+
+// DepthToSpace runs the operator depth_to_space.
+//
+// Moves channel blocks of an NCHW input into block_size x block_size pixel blocks: (N, C, H, W) -> (N, C / block_size^2, H * block_size, W * block_size).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func DepthToSpace(data *weft.NDArray, blockSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.invoke(opDepthToSpace, data)
+}
+
+// SymDepthToSpace runs the operator depth_to_space symbolically: it adds one node to the graph.
+//
+// Moves channel blocks of an NCHW input into block_size x block_size pixel blocks: (N, C, H, W) -> (N, C / block_size^2, H * block_size, W * block_size).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func SymDepthToSpace(data *weft.Symbol, blockSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.compose(opDepthToSpace, []string{"data"}, data)
+}
+
+// Diag runs the operator diag.
+//
+// Of a 1-D input, the square matrix with it on diagonal k; of an N-D input, diagonal k of the planes spanned by axis1 and axis2, as the last axis of the result.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithK(int): Diagonal in question: 0 the main one, > 0 above it, < 0 below it. (default 0)
+//   - WithAxis1(int): The first axis of the planes (N-D input). (default 0)
+//   - WithAxis2(int): The second axis of the planes (N-D input). (default 1)
+func Diag(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opDiag, data)
+}
+
+// SymDiag runs the operator diag symbolically: it adds one node to the graph.
+//
+// Of a 1-D input, the square matrix with it on diagonal k; of an N-D input, diagonal k of the planes spanned by axis1 and axis2, as the last axis of the result.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithK(int): Diagonal in question: 0 the main one, > 0 above it, < 0 below it. (default 0)
+//   - WithAxis1(int): The first axis of the planes (N-D input). (default 0)
+//   - WithAxis2(int): The second axis of the planes (N-D input). (default 1)
+func SymDiag(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opDiag, []string{"data"}, data)
 }
 
 // Dot runs the operator dot.
@@ -4015,6 +4084,90 @@ func SymInternalShuffle(data *weft.Symbol, opts ...Option) (*weft.Symbol, error)
 	return c.compose(opInternalShuffle, []string{"data"}, data)
 }
 
+// InternalSliceAssign runs the operator _slice_assign.
+//
+// lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: Source input
+//   - rhs: value to assign
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None, e.g. (0, None, -2).
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithStep(string): Steps, a tuple of int or None (1); () means all 1. (default ())
+func InternalSliceAssign(lhs, rhs *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.invoke(opInternalSliceAssign, lhs, rhs)
+}
+
+// SymInternalSliceAssign runs the operator _slice_assign symbolically: it adds one node to the graph.
+//
+// lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: Source input
+//   - rhs: value to assign
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None, e.g. (0, None, -2).
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithStep(string): Steps, a tuple of int or None (1); () means all 1. (default ())
+func SymInternalSliceAssign(lhs, rhs *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.compose(opInternalSliceAssign, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
+// InternalSliceAssignScalar runs the operator _slice_assign_scalar.
+//
+// The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Source input
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None.
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithScalar(float64): The scalar value for assignment. (default 0)
+//   - WithStep(string): Steps, a tuple of int or None (1). (default ())
+func InternalSliceAssignScalar(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.invoke(opInternalSliceAssignScalar, data)
+}
+
+// SymInternalSliceAssignScalar runs the operator _slice_assign_scalar symbolically: it adds one node to the graph.
+//
+// The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Source input
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None.
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithScalar(float64): The scalar value for assignment. (default 0)
+//   - WithStep(string): Steps, a tuple of int or None (1). (default ())
+func SymInternalSliceAssignScalar(data *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.compose(opInternalSliceAssignScalar, []string{"data"}, data)
+}
+
 // InternalSparseSoftmaxCrossEntropy runs the operator _sparse_softmax_cross_entropy.
 //
 // -log(softmax(data, axis))[label] at every other position, shaped like data with the axis kept as 1; labels are clipped into [0, classes).
@@ -4043,6 +4196,46 @@ func InternalSparseSoftmaxCrossEntropy(data, label *weft.NDArray, opts ...Option
 func SymInternalSparseSoftmaxCrossEntropy(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalSparseSoftmaxCrossEntropy, []string{"data", "label"}, data, label)
+}
+
+// InternalSplitV2 runs the operator _split_v2.
+//
+// Splits the input along axis at the given start indices, or into `sections` near-equal pieces (removing the axis with squeeze_axis); what nd.split_v2 calls.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func InternalSplitV2(data *weft.NDArray, indices []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.invoke(opInternalSplitV2, data)
+}
+
+// SymInternalSplitV2 runs the operator _split_v2 symbolically: it adds one node to the graph.
+//
+// Splits the input along axis at the given start indices, or into `sections` near-equal pieces (removing the axis with squeeze_axis); what nd.split_v2 calls.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func SymInternalSplitV2(data *weft.Symbol, indices []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.compose(opInternalSplitV2, []string{"data"}, data)
 }
 
 // InternalUnravelIndex runs the operator _unravel_index.
@@ -6361,6 +6554,36 @@ func SymSliceAxis(data *weft.Symbol, axis int, begin int, end int, opts ...Optio
 	return c.compose(opSliceAxis, []string{"data"}, data)
 }
 
+// SliceLike runs the operator slice_like.
+//
+// The leading part of data with shape_like's sizes along axes (every axis when axes is ()).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Source input
+//   - shapeLike: Shape like input
+//
+// Options:
+//   - WithAxes([]int): The axes to slice to shape_like's sizes; () slices every axis (the inputs then need one rank). (default ())
+func SliceLike(data, shapeLike *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSliceLike, data, shapeLike)
+}
+
+// SymSliceLike runs the operator slice_like symbolically: it adds one node to the graph.
+//
+// The leading part of data with shape_like's sizes along axes (every axis when axes is ()).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Source input
+//   - shapeLike: Shape like input
+//
+// Options:
+//   - WithAxes([]int): The axes to slice to shape_like's sizes; () slices every axis (the inputs then need one rank). (default ())
+func SymSliceLike(data, shapeLike *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSliceLike, []string{"data", "shape_like"}, data, shapeLike)
+}
+
 // Softmax runs the operator softmax.
 //
 // Softmax along `axis`: exp(x / T) / sum(exp(x / T)).
@@ -6579,6 +6802,36 @@ func Sort(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymSort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opSort, []string{"data"}, data)
+}
+
+// SpaceToDepth runs the operator space_to_depth.
+//
+// Moves block_size x block_size pixel blocks of an NCHW input into channels: (N, C, H, W) -> (N, C * block_size^2, H / block_size, W / block_size).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func SpaceToDepth(data *weft.NDArray, blockSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.invoke(opSpaceToDepth, data)
+}
+
+// SymSpaceToDepth runs the operator space_to_depth symbolically: it adds one node to the graph.
+//
+// Moves block_size x block_size pixel blocks of an NCHW input into channels: (N, C, H, W) -> (N, C * block_size^2, H / block_size, W / block_size).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func SymSpaceToDepth(data *weft.Symbol, blockSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.compose(opSpaceToDepth, []string{"data"}, data)
 }
 
 // Split runs the operator split.
@@ -7355,6 +7608,18 @@ func WithAxis[T []int | int](v T) Option {
 	return param("axis", v)
 }
 
+// WithAxis1 sets the parameter axis1.
+// The first axis of the planes (N-D input).
+func WithAxis1(v int) Option {
+	return param("axis1", v)
+}
+
+// WithAxis2 sets the parameter axis2.
+// The second axis of the planes (N-D input).
+func WithAxis2(v int) Option {
+	return param("axis2", v)
+}
+
 // WithBeta sets the parameter beta.
 // Exponent.
 func WithBeta(v float64) Option {
@@ -7877,6 +8142,12 @@ func WithScale(v float64) Option {
 	return param("scale", v)
 }
 
+// WithSections sets the parameter sections.
+// Number of near-equal pieces; 0 splits at indices.
+func WithSections(v int) Option {
+	return param("sections", v)
+}
+
 // WithShape sets the parameter shape.
 // The shape of the output.
 func WithShape(v []int) Option {
@@ -7908,7 +8179,7 @@ func WithSparseGrad(v bool) Option {
 }
 
 // WithSqueezeAxis sets the parameter squeeze_axis.
-// Remove the split axis from the pieces (its size must equal num_outputs).
+// Remove the split axis from the pieces (every piece must then have size 1 along it).
 func WithSqueezeAxis(v bool) Option {
 	return param("squeeze_axis", v)
 }

@@ -2961,6 +2961,98 @@ shuffle(args::NDArray...; kwargs...) = _invoke_op(_op_shuffle, args; kwargs...)
 shuffle(args::SymbolicNode...; kwargs...) = _compose_op(_op_shuffle, args; kwargs...)
 shuffle(; kwargs...) = _call_op(_op_shuffle; kwargs...)
 
+const _op__slice_assign = OpDef("_slice_assign", ["lhs", "rhs"], false, "")
+"""
+    _slice_assign(lhs, rhs; begin_, end_, step=())
+
+lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): Source input
+- `rhs` (NDArray or SymbolicNode): value to assign
+
+# Parameters
+- `begin_` (string; required): Starting indices, a tuple of int or None, e.g. (0, None, -2).
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1); () means all 1.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _slice_assign end
+_slice_assign(args::NDArray...; kwargs...) = _invoke_op(_op__slice_assign, args; kwargs...)
+_slice_assign(args::SymbolicNode...; kwargs...) = _compose_op(_op__slice_assign, args; kwargs...)
+_slice_assign(; kwargs...) = _call_op(_op__slice_assign; kwargs...)
+
+const _op__crop_assign = OpDef("_crop_assign", ["lhs", "rhs"], false, "")
+"""
+    _crop_assign(lhs, rhs; begin_, end_, step=())
+
+lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): Source input
+- `rhs` (NDArray or SymbolicNode): value to assign
+
+# Parameters
+- `begin_` (string; required): Starting indices, a tuple of int or None, e.g. (0, None, -2).
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1); () means all 1.
+
+Alias of `_slice_assign`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _crop_assign end
+_crop_assign(args::NDArray...; kwargs...) = _invoke_op(_op__crop_assign, args; kwargs...)
+_crop_assign(args::SymbolicNode...; kwargs...) = _compose_op(_op__crop_assign, args; kwargs...)
+_crop_assign(; kwargs...) = _call_op(_op__crop_assign; kwargs...)
+
+const _op__slice_assign_scalar = OpDef("_slice_assign_scalar", ["data"], false, "")
+"""
+    _slice_assign_scalar(data; scalar=0, begin_, end_, step=())
+
+The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Source input
+
+# Parameters
+- `scalar` (double; default `0`): The scalar value for assignment.
+- `begin_` (string; required): Starting indices, a tuple of int or None.
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _slice_assign_scalar end
+_slice_assign_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__slice_assign_scalar, args; kwargs...)
+_slice_assign_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__slice_assign_scalar, args; kwargs...)
+_slice_assign_scalar(; kwargs...) = _call_op(_op__slice_assign_scalar; kwargs...)
+
+const _op__crop_assign_scalar = OpDef("_crop_assign_scalar", ["data"], false, "")
+"""
+    _crop_assign_scalar(data; scalar=0, begin_, end_, step=())
+
+The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Source input
+
+# Parameters
+- `scalar` (double; default `0`): The scalar value for assignment.
+- `begin_` (string; required): Starting indices, a tuple of int or None.
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1).
+
+Alias of `_slice_assign_scalar`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _crop_assign_scalar end
+_crop_assign_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__crop_assign_scalar, args; kwargs...)
+_crop_assign_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__crop_assign_scalar, args; kwargs...)
+_crop_assign_scalar(; kwargs...) = _call_op(_op__crop_assign_scalar; kwargs...)
+
 const _op__sparse_softmax_cross_entropy = OpDef("_sparse_softmax_cross_entropy", ["data", "label"], false, "")
 """
     _sparse_softmax_cross_entropy(data, label; axis=-1)
@@ -2980,6 +3072,28 @@ function _sparse_softmax_cross_entropy end
 _sparse_softmax_cross_entropy(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_softmax_cross_entropy, args; kwargs...)
 _sparse_softmax_cross_entropy(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_softmax_cross_entropy, args; kwargs...)
 _sparse_softmax_cross_entropy(; kwargs...) = _call_op(_op__sparse_softmax_cross_entropy; kwargs...)
+
+const _op__split_v2 = OpDef("_split_v2", ["data"], false, "")
+"""
+    _split_v2(data; indices, axis=1, squeeze_axis=False, sections=0)
+
+Splits the input along axis at the given start indices, or into `sections` near-equal pieces (removing the axis with squeeze_axis); what nd.split_v2 calls.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `indices` (Shape(tuple); required): Start of each piece along the axis (the first 0), or () with sections.
+- `axis` (int; default `1`): Axis along which to split.
+- `squeeze_axis` (boolean; default `False`): Remove the split axis from the pieces (every piece must then have size 1 along it).
+- `sections` (int, in [0, inf]; default `0`): Number of near-equal pieces; 0 splits at indices.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _split_v2 end
+_split_v2(args::NDArray...; kwargs...) = _invoke_op(_op__split_v2, args; kwargs...)
+_split_v2(args::SymbolicNode...; kwargs...) = _compose_op(_op__split_v2, args; kwargs...)
+_split_v2(; kwargs...) = _call_op(_op__split_v2; kwargs...)
 
 const _op__unravel_index = OpDef("_unravel_index", ["data"], false, "")
 """
@@ -3865,6 +3979,46 @@ function degrees end
 degrees(args::NDArray...; kwargs...) = _invoke_op(_op_degrees, args; kwargs...)
 degrees(args::SymbolicNode...; kwargs...) = _compose_op(_op_degrees, args; kwargs...)
 degrees(; kwargs...) = _call_op(_op_degrees; kwargs...)
+
+const _op_depth_to_space = OpDef("depth_to_space", ["data"], false, "")
+"""
+    depth_to_space(data; block_size)
+
+Moves channel blocks of an NCHW input into block_size x block_size pixel blocks: (N, C, H, W) -> (N, C / block_size^2, H * block_size, W * block_size).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `block_size` (int; required): Blocks of [block_size, block_size] are moved
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function depth_to_space end
+depth_to_space(args::NDArray...; kwargs...) = _invoke_op(_op_depth_to_space, args; kwargs...)
+depth_to_space(args::SymbolicNode...; kwargs...) = _compose_op(_op_depth_to_space, args; kwargs...)
+depth_to_space(; kwargs...) = _call_op(_op_depth_to_space; kwargs...)
+
+const _op_diag = OpDef("diag", ["data"], false, "")
+"""
+    diag(data; k=0, axis1=0, axis2=1)
+
+Of a 1-D input, the square matrix with it on diagonal k; of an N-D input, diagonal k of the planes spanned by axis1 and axis2, as the last axis of the result.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `k` (int; default `0`): Diagonal in question: 0 the main one, > 0 above it, < 0 below it.
+- `axis1` (int; default `0`): The first axis of the planes (N-D input).
+- `axis2` (int; default `1`): The second axis of the planes (N-D input).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function diag end
+diag(args::NDArray...; kwargs...) = _invoke_op(_op_diag, args; kwargs...)
+diag(args::SymbolicNode...; kwargs...) = _compose_op(_op_diag, args; kwargs...)
+diag(; kwargs...) = _call_op(_op_diag; kwargs...)
 
 const _op_dot = OpDef("dot", ["lhs", "rhs"], false, "")
 """
@@ -5555,6 +5709,26 @@ slice_axis(args::NDArray...; kwargs...) = _invoke_op(_op_slice_axis, args; kwarg
 slice_axis(args::SymbolicNode...; kwargs...) = _compose_op(_op_slice_axis, args; kwargs...)
 slice_axis(; kwargs...) = _call_op(_op_slice_axis; kwargs...)
 
+const _op_slice_like = OpDef("slice_like", ["data", "shape_like"], false, "")
+"""
+    slice_like(data, shape_like; axes=())
+
+The leading part of data with shape_like's sizes along axes (every axis when axes is ()).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Source input
+- `shape_like` (NDArray or SymbolicNode): Shape like input
+
+# Parameters
+- `axes` (Shape(tuple); default `()`): The axes to slice to shape_like's sizes; () slices every axis (the inputs then need one rank).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function slice_like end
+slice_like(args::NDArray...; kwargs...) = _invoke_op(_op_slice_like, args; kwargs...)
+slice_like(args::SymbolicNode...; kwargs...) = _compose_op(_op_slice_like, args; kwargs...)
+slice_like(; kwargs...) = _call_op(_op_slice_like; kwargs...)
+
 const _op_softmax = OpDef("softmax", ["data", "length"], false, "")
 """
     softmax(data, length; axis=-1, temperature=None, dtype=None, use_length=False)
@@ -5653,6 +5827,25 @@ function sort end
 sort(args::NDArray...; kwargs...) = _invoke_op(_op_sort, args; kwargs...)
 sort(args::SymbolicNode...; kwargs...) = _compose_op(_op_sort, args; kwargs...)
 sort(; kwargs...) = _call_op(_op_sort; kwargs...)
+
+const _op_space_to_depth = OpDef("space_to_depth", ["data"], false, "")
+"""
+    space_to_depth(data; block_size)
+
+Moves block_size x block_size pixel blocks of an NCHW input into channels: (N, C, H, W) -> (N, C * block_size^2, H / block_size, W / block_size).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `block_size` (int; required): Blocks of [block_size, block_size] are moved
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function space_to_depth end
+space_to_depth(args::NDArray...; kwargs...) = _invoke_op(_op_space_to_depth, args; kwargs...)
+space_to_depth(args::SymbolicNode...; kwargs...) = _compose_op(_op_space_to_depth, args; kwargs...)
+space_to_depth(; kwargs...) = _call_op(_op_space_to_depth; kwargs...)
 
 const _op_split = OpDef("split", ["data"], false, "")
 # split is also Base's: these methods extend Base.split for Weft's types.
@@ -6116,7 +6309,12 @@ const _OPERATOR_NAMES = [
     "_scatter_set_nd",
     "_shuffle",
     "shuffle",
+    "_slice_assign",
+    "_crop_assign",
+    "_slice_assign_scalar",
+    "_crop_assign_scalar",
     "_sparse_softmax_cross_entropy",
+    "_split_v2",
     "_unravel_index",
     "unravel_index",
     "_zeros",
@@ -6166,6 +6364,8 @@ const _OPERATOR_NAMES = [
     "cos",
     "cosh",
     "degrees",
+    "depth_to_space",
+    "diag",
     "dot",
     "elemwise_add",
     "_Plus",
@@ -6251,11 +6451,13 @@ const _OPERATOR_NAMES = [
     "slice",
     "crop",
     "slice_axis",
+    "slice_like",
     "softmax",
     "softmax_cross_entropy",
     "softmin",
     "softsign",
     "sort",
+    "space_to_depth",
     "split",
     "SliceChannel",
     "sqrt",

@@ -760,11 +760,32 @@ mx.symbol.shuffle <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_shuffle", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.slice.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign", list(lhs, rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.slice.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign", list(lhs = lhs, rhs = rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
+mx.nd.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign_scalar", list(data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
 mx.nd.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_sparse_softmax_cross_entropy", list(data, label), c(axis = .weft_param(axis)), NULL, out)
 }
 mx.symbol.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NULL, axis = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sparse_softmax_cross_entropy", list(data = data, label = label), c(axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, out = NULL) {
+  .weft_nd_invoke("_split_v2", list(data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, out)
+}
+mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_split_v2", list(data = data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
 }
 
 mx.nd.internal.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
@@ -1108,6 +1129,20 @@ mx.nd.degrees <- function(data = NULL, out = NULL) {
 }
 mx.symbol.degrees <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("degrees", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.depth.to.space <- function(data = NULL, block_size, out = NULL) {
+  .weft_nd_invoke("depth_to_space", list(data), c(block_size = .weft_param(block_size)), NULL, out)
+}
+mx.symbol.depth.to.space <- function(data = NULL, block_size, name = NULL, attr = NULL) {
+  .weft_symbol_op("depth_to_space", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
+}
+
+mx.nd.diag <- function(data = NULL, k = NULL, axis1 = NULL, axis2 = NULL, out = NULL) {
+  .weft_nd_invoke("diag", list(data), c(k = .weft_param(k), axis1 = .weft_param(axis1), axis2 = .weft_param(axis2)), NULL, out)
+}
+mx.symbol.diag <- function(data = NULL, k = NULL, axis1 = NULL, axis2 = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("diag", list(data = data), c(k = .weft_param(k), axis1 = .weft_param(axis1), axis2 = .weft_param(axis2)), NULL, name, attr)
 }
 
 mx.nd.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, out = NULL) {
@@ -1642,6 +1677,13 @@ mx.symbol.slice.axis <- function(data = NULL, axis, begin, end, name = NULL, att
   .weft_symbol_op("slice_axis", list(data = data), c(axis = .weft_param(axis), begin = .weft_param(begin), end = .weft_param(end)), NULL, name, attr)
 }
 
+mx.nd.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, out = NULL) {
+  .weft_nd_invoke("slice_like", list(data, shape_like), c(axes = .weft_shape_param(axes)), NULL, out)
+}
+mx.symbol.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("slice_like", list(data = data, shape_like = shape_like), c(axes = .weft_shape_param(axes)), NULL, name, attr)
+}
+
 mx.nd.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, out = NULL) {
   .weft_nd_invoke("softmax", list(data, length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, out)
 }
@@ -1675,6 +1717,13 @@ mx.nd.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, out = NULL) {
 }
 mx.symbol.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sort", list(data = data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend)), NULL, name, attr)
+}
+
+mx.nd.space.to.depth <- function(data = NULL, block_size, out = NULL) {
+  .weft_nd_invoke("space_to_depth", list(data), c(block_size = .weft_param(block_size)), NULL, out)
+}
+mx.symbol.space.to.depth <- function(data = NULL, block_size, name = NULL, attr = NULL) {
+  .weft_symbol_op("space_to_depth", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
 }
 
 mx.nd.split <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, out = NULL) {
