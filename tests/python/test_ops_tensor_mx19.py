@@ -423,3 +423,154 @@ def test_slice_assign_scalar(name):
     assert_almost_equal(got.asnumpy(), want)
     with pytest.raises(mx.base.MXNetError, match="begin"):
         getattr(nd._internal, name)(nd.zeros((4,)), scalar=1, begin=(0, 0), end=(1, 1))
+
+
+# ---------------------------------------------------------------- elementwise with parameters
+def np_smooth_l1(x, s):
+    inv = 1.0 / (s * s)
+    return np.where(x > inv, x - 0.5 * inv, np.where(x < -inv, -x - 0.5 * inv, 0.5 * x * x * s * s))
+
+
+@pytest.mark.parametrize("sigma", [1.0, 2.0, 0.5])
+def test_smooth_l1(sigma):
+    x = RNG.uniform(-3, 3, (4, 5))
+    got = nd.smooth_l1(nd.array(x, dtype=np.float64), scalar=sigma)
+    assert_almost_equal(got.asnumpy(), np_smooth_l1(x, sigma))
+    # Away from the kinks at +-1/sigma^2.
+    x = x[np.abs(np.abs(x) - 1 / sigma ** 2) > 1e-2]
+    check_numeric_gradient("smooth_l1", [x], params={"scalar": sigma}, numeric_eps=1e-5, rtol=1e-4, atol=1e-6)
+
+
+def test_smooth_l1_default_sigma_is_one():
+    got = nd.smooth_l1(nd.array([1, 2, 3, 4, 0.5, -0.5]))
+    assert_almost_equal(got.asnumpy(), np_smooth_l1(np.array([1, 2, 3, 4, 0.5, -0.5]), 1.0).astype(np.float32))
+
+
+@pytest.mark.parametrize("alpha,beta", [(0.2, 0.5), (1.0, 0.0)])
+def test_hard_sigmoid(alpha, beta):
+    x = RNG.uniform(-5, 5, (3, 7))
+    want = np.clip(alpha * x + beta, 0, 1)
+    kw = {} if (alpha, beta) == (0.2, 0.5) else {"alpha": alpha, "beta": beta}
+    assert_almost_equal(nd.hard_sigmoid(nd.array(x, dtype=np.float64), **kw).asnumpy(), want)
+    v = alpha * x + beta
+    x = x[(np.abs(v) > 1e-2) & (np.abs(v - 1) > 1e-2)]
+    check_numeric_gradient("hard_sigmoid", [x], params={"alpha": alpha, "beta": beta}, numeric_eps=1e-5, rtol=1e-4,
+                           atol=1e-6)
+
+
+def test_quadratic():
+    x = RNG.uniform(-2, 2, (3, 4))
+    got = nd.contrib.quadratic(nd.array(x, dtype=np.float64), a=1.5, b=-2, c=0.25)
+    assert_almost_equal(got.asnumpy(), 1.5 * x * x - 2 * x + 0.25)
+    assert_almost_equal(nd.contrib.quadratic(nd.array(x)).asnumpy(), np.zeros_like(x, dtype=np.float32))
+    check_numeric_gradient("_contrib_quadratic", [x], params={"a": 1.5, "b": -2, "c": 0.25})
+
+
+def test_gradientmultiplier():
+    x = nd.array(RNG.uniform(-1, 1, (3, 4)))
+    x.attach_grad()
+    with autograd.record():
+        y = nd.contrib.gradientmultiplier(x, scalar=-0.5) * 3
+    assert_almost_equal(y.asnumpy(), x.asnumpy() * 3)
+    y.backward()
+    assert_almost_equal(x.grad.asnumpy(), np.full((3, 4), -1.5, dtype=np.float32))
+
+
+def test_div_sqrt_dim():
+    x = RNG.uniform(-1, 1, (2, 3, 16))
+    assert_almost_equal(nd.contrib.div_sqrt_dim(nd.array(x, dtype=np.float64)).asnumpy(), x / 4.0)
+    check_numeric_gradient("_contrib_div_sqrt_dim", [x])
+    with pytest.raises(mx.base.MXNetError, match="at least 1 dimension"):
+        nd.contrib.div_sqrt_dim(nd.array(np.float32(3)).reshape(()))
+
+
+@pytest.mark.parametrize("name,fn", [("round_ste", lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5)),
+                                     ("sign_ste", np.sign)])
+def test_straight_through_estimators(name, fn):
+    x = np.array([[-2.5, -1.2, 0.0, 0.4], [0.5, 1.5, 2.49, -0.5]])
+    a = nd.array(x, dtype=np.float64)
+    a.attach_grad()
+    w = RNG.uniform(-1, 1, x.shape)
+    with autograd.record():
+        y = getattr(nd.contrib, name)(a) * nd.array(w, dtype=np.float64)
+    assert_almost_equal(y.asnumpy(), fn(x) * w)
+    y.backward()
+    assert_almost_equal(a.grad.asnumpy(), w)
+
+
+def test_backward_ops_check_ograd_shape():
+    for name in ["_backward_smooth_l1", "_backward_hard_sigmoid"]:
+        with pytest.raises(mx.base.MXNetError, match="has shape"):
+            getattr(nd._internal, name)(nd.zeros((2, 3)), nd.zeros((3, 2))).asnumpy()
+    with pytest.raises(mx.base.MXNetError, match="has shape"):
+        nd.contrib.backward_quadratic(nd.zeros((4,)), nd.zeros((3,))).asnumpy()
+
+
+# ---------------------------------------------------------------- add_n, _grad_add, identity_with_attr_like_rhs
+@pytest.mark.parametrize("n", [1, 2, 5])
+def test_add_n(n):
+    xs = [RNG.uniform(-1, 1, (3, 4)) for _ in range(n)]
+    got = nd.add_n(*[nd.array(x, dtype=np.float64) for x in xs])
+    assert_almost_equal(got.asnumpy(), sum(xs))
+    assert_almost_equal(nd.ElementWiseSum(*[nd.array(x, dtype=np.float64) for x in xs]).asnumpy(), sum(xs))
+    check_numeric_gradient("add_n", xs, params={"num_args": n})
+    s = mx.sym.add_n(*[mx.sym.Variable("x%d" % i) for i in range(n)])
+    assert len(s.list_arguments()) == n
+
+
+def test_add_n_errors():
+    with pytest.raises(mx.base.MXNetError, match="shape"):
+        nd.add_n(nd.zeros((2, 3)), nd.zeros((3, 2)))
+
+
+def test_grad_add_and_identity_like_rhs():
+    x, y = RNG.uniform(-1, 1, (2, 3)), RNG.uniform(-1, 1, (2, 3))
+    assert_almost_equal(nd._internal._grad_add(nd.array(x), nd.array(y)).asnumpy(), (x + y).astype(np.float32))
+    got = nd._internal._identity_with_attr_like_rhs(nd.array(x, dtype=np.float64), nd.zeros((5,), dtype=np.int32))
+    assert_almost_equal(got.asnumpy(), x)
+    check_numeric_gradient("_identity_with_attr_like_rhs", [x, np.zeros(5)], grad_nodes=[0])
+
+
+# ---------------------------------------------------------------- init-like
+def test_zeros_without_dtype():
+    out = nd.ones((2, 3), dtype=np.float64)
+    nd._internal._zeros_without_dtype(shape=(2, 3), out=out)
+    assert out.dtype == np.float64 and np.all(out.asnumpy() == 0)
+    z = nd._internal._zeros_without_dtype(shape=(4,), dtype=4)
+    assert z.dtype == np.int32 and np.all(z.asnumpy() == 0)
+    with pytest.raises(mx.base.MXNetError, match="dtype"):
+        nd._internal._zeros_without_dtype(shape=(4,))
+    with pytest.raises(mx.base.MXNetError, match="names no dtype"):
+        nd._internal._zeros_without_dtype(shape=(4,), dtype=9)
+    # In a graph the dtype comes from where the zeros are used.
+    s = mx.sym.Variable("x") + mx.sym._internal._zeros_without_dtype(shape=(2, 3))
+    _, out_types, _ = s.infer_type(x=np.float64)
+    assert out_types == [np.float64]
+
+
+@pytest.mark.parametrize("shape,kw", [((2, 3), {}), ((2, 3), {"start": 1.5, "step": 0.5, "repeat": 2}),
+                                      ((4, 5), {"axis": -1, "start": 2}), ((4, 5), {"axis": 0, "repeat": 3})])
+def test_arange_like(shape, kw):
+    x = nd.zeros(shape, dtype=np.float64)
+    got = nd.contrib.arange_like(x, **kw)
+    n = int(np.prod(shape)) if "axis" not in kw else shape[kw["axis"]]
+    want = kw.get("start", 0) + (np.arange(n) // kw.get("repeat", 1)) * kw.get("step", 1)
+    assert got.dtype == np.float64
+    assert_almost_equal(got.asnumpy(), want.reshape(shape if "axis" not in kw else (n,)))
+    with pytest.raises(mx.base.MXNetError, match="axis"):
+        nd.contrib.arange_like(x, axis=2)
+
+
+def test_allclose():
+    a = RNG.uniform(-1, 1, (3, 4))
+    got = nd.contrib.allclose(nd.array(a), nd.array(a + 1e-6), rtol=1e-5, atol=1e-8)
+    assert got.shape == () and got.dtype == np.uint8
+    assert got.asscalar() == int(np.allclose(a.astype(np.float32), (a + 1e-6).astype(np.float32), rtol=1e-5,
+                                             atol=1e-8))
+    assert nd.contrib.allclose(nd.array(a), nd.array(a + 1e-3)).asscalar() == 0
+    assert nd.contrib.allclose(nd.array(a), nd.array(a + 1e-3), atol=1e-2).asscalar() == 1
+    n = nd.array([1.0, np.nan])
+    assert nd.contrib.allclose(n, n).asscalar() == 1
+    assert nd.contrib.allclose(n, n, equal_nan=False).asscalar() == 0
+    with pytest.raises(mx.base.MXNetError, match="one shape"):
+        nd.contrib.allclose(nd.zeros((2,)), nd.zeros((3,)))

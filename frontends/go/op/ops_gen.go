@@ -11,6 +11,7 @@ var opActivation = weft.NewOperator("Activation")
 var opAdadeltaUpdate = weft.NewOperator("adadelta_update")
 var opAdagradUpdate = weft.NewOperator("adagrad_update")
 var opAdamUpdate = weft.NewOperator("adam_update")
+var opAddN = weft.NewOperator("add_n")
 var opArccos = weft.NewOperator("arccos")
 var opArccosh = weft.NewOperator("arccosh")
 var opArcsin = weft.NewOperator("arcsin")
@@ -81,24 +82,36 @@ var opGamma = weft.NewOperator("gamma")
 var opGammaln = weft.NewOperator("gammaln")
 var opGatherNd = weft.NewOperator("gather_nd")
 var opGroupNorm = weft.NewOperator("GroupNorm")
+var opHardSigmoid = weft.NewOperator("hard_sigmoid")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
+var opInternalContribArangeLike = weft.NewOperator("_contrib_arange_like")
+var opInternalContribBackwardGradientmultiplier = weft.NewOperator("_contrib_backward_gradientmultiplier")
 var opInternalContribBackwardIndexCopy = weft.NewOperator("_contrib_backward_index_copy")
+var opInternalContribBackwardQuadratic = weft.NewOperator("_contrib_backward_quadratic")
+var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
+var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
 var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
+var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
+var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
+var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
 var opInternalEqual = weft.NewOperator("_equal")
 var opInternalEqualScalar = weft.NewOperator("_equal_scalar")
 var opInternalEye = weft.NewOperator("_eye")
 var opInternalFull = weft.NewOperator("_full")
+var opInternalGradAdd = weft.NewOperator("_grad_add")
 var opInternalGreater = weft.NewOperator("_greater")
 var opInternalGreaterEqual = weft.NewOperator("_greater_equal")
 var opInternalGreaterEqualScalar = weft.NewOperator("_greater_equal_scalar")
 var opInternalGreaterScalar = weft.NewOperator("_greater_scalar")
 var opInternalHypot = weft.NewOperator("_hypot")
 var opInternalHypotScalar = weft.NewOperator("_hypot_scalar")
+var opInternalIdentityWithAttrLikeRhs = weft.NewOperator("_identity_with_attr_like_rhs")
 var opInternalLesser = weft.NewOperator("_lesser")
 var opInternalLesserEqual = weft.NewOperator("_lesser_equal")
 var opInternalLesserEqualScalar = weft.NewOperator("_lesser_equal_scalar")
@@ -145,6 +158,7 @@ var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cros
 var opInternalSplitV2 = weft.NewOperator("_split_v2")
 var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
+var opInternalZerosWithoutDtype = weft.NewOperator("_zeros_without_dtype")
 var opL2Normalization = weft.NewOperator("L2Normalization")
 var opLRN = weft.NewOperator("LRN")
 var opLambUpdatePhase1 = weft.NewOperator("lamb_update_phase1")
@@ -212,6 +226,7 @@ var opSizeArray = weft.NewOperator("size_array")
 var opSlice = weft.NewOperator("slice")
 var opSliceAxis = weft.NewOperator("slice_axis")
 var opSliceLike = weft.NewOperator("slice_like")
+var opSmoothL1 = weft.NewOperator("smooth_l1")
 var opSoftmax = weft.NewOperator("softmax")
 var opSoftmaxActivation = weft.NewOperator("SoftmaxActivation")
 var opSoftmaxCrossEntropy = weft.NewOperator("softmax_cross_entropy")
@@ -430,6 +445,28 @@ func SymAdamUpdate(weight, grad, mean, var_ *weft.Symbol, lr float64, opts ...Op
 	c := newCall(opts)
 	c.set("lr", lr)
 	return c.compose(opAdamUpdate, []string{"weight", "grad", "mean", "var"}, weight, grad, mean, var_)
+}
+
+// AddN runs the operator add_n.
+//
+// Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - args: Positional input arguments (any number)
+func AddN(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opAddN, "num_args", args)
+}
+
+// SymAddN runs the operator add_n symbolically: it adds one node to the graph.
+//
+// Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - args: Positional input arguments (any number)
+func SymAddN(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opAddN, "num_args", args)
 }
 
 // Arccos runs the operator arccos.
@@ -2394,6 +2431,36 @@ func SymGroupNorm(data, gamma, beta *weft.Symbol, opts ...Option) (*weft.Symbol,
 	return c.compose(opGroupNorm, []string{"data", "gamma", "beta"}, data, gamma, beta)
 }
 
+// HardSigmoid runs the operator hard_sigmoid.
+//
+// max(0, min(1, alpha * x + beta)) of each element.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithAlpha(float64): Slope of hard sigmoid (default 0.2)
+//   - WithBeta(float64): Bias of hard sigmoid. (default 0.5)
+func HardSigmoid(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opHardSigmoid, data)
+}
+
+// SymHardSigmoid runs the operator hard_sigmoid symbolically: it adds one node to the graph.
+//
+// max(0, min(1, alpha * x + beta)) of each element.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithAlpha(float64): Slope of hard sigmoid (default 0.2)
+//   - WithBeta(float64): Bias of hard sigmoid. (default 0.5)
+func SymHardSigmoid(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opHardSigmoid, []string{"data"}, data)
+}
+
 // InstanceNorm runs the operator InstanceNorm.
 //
 // Instance normalisation: each sample's channel (axis 1) over its spatial axes; per-channel gamma, beta.
@@ -2522,6 +2589,106 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalArange, nil)
 }
 
+// InternalContribAllclose runs the operator _contrib_allclose.
+//
+// 1 when every |a - b| <= atol + rtol * |b| (NaNs matching NaNs when equal_nan), else 0; a uint8 scalar.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Input array a
+//   - b: Input array b
+//
+// Options:
+//   - WithRtol(float64): Relative tolerance. (default 1e-05)
+//   - WithAtol(float64): Absolute tolerance. (default 1e-08)
+//   - WithEqualNan(bool): Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array. (default True)
+func InternalContribAllclose(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribAllclose, a, b)
+}
+
+// SymInternalContribAllclose runs the operator _contrib_allclose symbolically: it adds one node to the graph.
+//
+// 1 when every |a - b| <= atol + rtol * |b| (NaNs matching NaNs when equal_nan), else 0; a uint8 scalar.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Input array a
+//   - b: Input array b
+//
+// Options:
+//   - WithRtol(float64): Relative tolerance. (default 1e-05)
+//   - WithAtol(float64): Absolute tolerance. (default 1e-08)
+//   - WithEqualNan(bool): Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array. (default True)
+func SymInternalContribAllclose(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribAllclose, []string{"a", "b"}, a, b)
+}
+
+// InternalContribArangeLike runs the operator _contrib_arange_like.
+//
+// Evenly spaced values (start, start + step, ..., each repeated `repeat` times) filling the input's shape, or as many as the input's `axis` is long; in the input's dtype.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithStart(float64): Start of the interval (included). (default 0)
+//   - WithStep(float64): Spacing between values. (default 1)
+//   - WithRepeat(int): How many times each value is repeated. (default 1)
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithAxis(int): Make a 1-D range as long as this axis of the input; None fills the input's whole shape. (default None)
+func InternalContribArangeLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribArangeLike, data)
+}
+
+// SymInternalContribArangeLike runs the operator _contrib_arange_like symbolically: it adds one node to the graph.
+//
+// Evenly spaced values (start, start + step, ..., each repeated `repeat` times) filling the input's shape, or as many as the input's `axis` is long; in the input's dtype.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithStart(float64): Start of the interval (included). (default 0)
+//   - WithStep(float64): Spacing between values. (default 1)
+//   - WithRepeat(int): How many times each value is repeated. (default 1)
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithAxis(int): Make a 1-D range as long as this axis of the input; None fills the input's whole shape. (default None)
+func SymInternalContribArangeLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribArangeLike, []string{"data"}, data)
+}
+
+// InternalContribBackwardGradientmultiplier runs the operator _contrib_backward_gradientmultiplier.
+//
+// Gradient of gradientmultiplier: the output gradient times scalar.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Gradient of the output
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalContribBackwardGradientmultiplier(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardGradientmultiplier, data)
+}
+
+// SymInternalContribBackwardGradientmultiplier runs the operator _contrib_backward_gradientmultiplier symbolically: it adds one node to the graph.
+//
+// Gradient of gradientmultiplier: the output gradient times scalar.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Gradient of the output
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalContribBackwardGradientmultiplier(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardGradientmultiplier, []string{"data"}, data)
+}
+
 // InternalContribBackwardIndexCopy runs the operator _contrib_backward_index_copy.
 //
 // Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
@@ -2548,6 +2715,92 @@ func InternalContribBackwardIndexCopy(ograd, oldTensor, indexVector, newTensor *
 func SymInternalContribBackwardIndexCopy(ograd, oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribBackwardIndexCopy, []string{"ograd", "old_tensor", "index_vector", "new_tensor"}, ograd, oldTensor, indexVector, newTensor)
+}
+
+// InternalContribBackwardQuadratic runs the operator _contrib_backward_quadratic.
+//
+// Gradient of quadratic: ograd times 2 a x + b.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - data: The forward input
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func InternalContribBackwardQuadratic(ograd, data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardQuadratic, ograd, data)
+}
+
+// SymInternalContribBackwardQuadratic runs the operator _contrib_backward_quadratic symbolically: it adds one node to the graph.
+//
+// Gradient of quadratic: ograd times 2 a x + b.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - data: The forward input
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func SymInternalContribBackwardQuadratic(ograd, data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardQuadratic, []string{"ograd", "data"}, ograd, data)
+}
+
+// InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
+//
+// The input divided by the square root of its last axis' length (attention score scaling).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+func InternalContribDivSqrtDim(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribDivSqrtDim, data)
+}
+
+// SymInternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim symbolically: it adds one node to the graph.
+//
+// The input divided by the square root of its last axis' length (attention score scaling).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+func SymInternalContribDivSqrtDim(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribDivSqrtDim, []string{"data"}, data)
+}
+
+// InternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier.
+//
+// The identity, whose gradient is the output gradient times scalar (a negative scalar reverses gradients, as in domain-adversarial training).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalContribGradientmultiplier(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribGradientmultiplier, data)
+}
+
+// SymInternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier symbolically: it adds one node to the graph.
+//
+// The identity, whose gradient is the output gradient times scalar (a negative scalar reverses gradients, as in domain-adversarial training).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalContribGradientmultiplier(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribGradientmultiplier, []string{"data"}, data)
 }
 
 // InternalContribIndexArray runs the operator _contrib_index_array.
@@ -2602,6 +2855,82 @@ func InternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.NDArray, o
 func SymInternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribIndexCopy, []string{"old_tensor", "index_vector", "new_tensor"}, oldTensor, indexVector, newTensor)
+}
+
+// InternalContribQuadratic runs the operator _contrib_quadratic.
+//
+// a * x^2 + b * x + c of each element.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func InternalContribQuadratic(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuadratic, data)
+}
+
+// SymInternalContribQuadratic runs the operator _contrib_quadratic symbolically: it adds one node to the graph.
+//
+// a * x^2 + b * x + c of each element.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func SymInternalContribQuadratic(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuadratic, []string{"data"}, data)
+}
+
+// InternalContribRoundSte runs the operator _contrib_round_ste.
+//
+// Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+func InternalContribRoundSte(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribRoundSte, data)
+}
+
+// SymInternalContribRoundSte runs the operator _contrib_round_ste symbolically: it adds one node to the graph.
+//
+// Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+func SymInternalContribRoundSte(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribRoundSte, []string{"data"}, data)
+}
+
+// InternalContribSignSte runs the operator _contrib_sign_ste.
+//
+// The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+func InternalContribSignSte(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribSignSte, data)
+}
+
+// SymInternalContribSignSte runs the operator _contrib_sign_ste symbolically: it adds one node to the graph.
+//
+// The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+func SymInternalContribSignSte(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribSignSte, []string{"data"}, data)
 }
 
 // InternalCopy runs the operator _copy.
@@ -2780,6 +3109,30 @@ func SymInternalFull(value float64, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalFull, nil)
 }
 
+// InternalGradAdd runs the operator _grad_add.
+//
+// lhs + rhs elementwise, for gradient accumulation.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func InternalGradAdd(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalGradAdd, lhs, rhs)
+}
+
+// SymInternalGradAdd runs the operator _grad_add symbolically: it adds one node to the graph.
+//
+// lhs + rhs elementwise, for gradient accumulation.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func SymInternalGradAdd(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalGradAdd, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
 // InternalGreater runs the operator _greater.
 //
 // lhs > rhs, elementwise, for arrays of one shape: 1 where true, 0 elsewhere.
@@ -2940,6 +3293,30 @@ func InternalHypotScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 func SymInternalHypotScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalHypotScalar, []string{"data"}, data)
+}
+
+// InternalIdentityWithAttrLikeRhs runs the operator _identity_with_attr_like_rhs.
+//
+// lhs unchanged; rhs lends only its attributes (its storage type in MXNet).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: First input.
+//   - rhs: Second input.
+func InternalIdentityWithAttrLikeRhs(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalIdentityWithAttrLikeRhs, lhs, rhs)
+}
+
+// SymInternalIdentityWithAttrLikeRhs runs the operator _identity_with_attr_like_rhs symbolically: it adds one node to the graph.
+//
+// lhs unchanged; rhs lends only its attributes (its storage type in MXNet).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: First input.
+//   - rhs: Second input.
+func SymInternalIdentityWithAttrLikeRhs(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalIdentityWithAttrLikeRhs, []string{"lhs", "rhs"}, lhs, rhs)
 }
 
 // InternalLesser runs the operator _lesser.
@@ -4290,6 +4667,32 @@ func InternalZeros(opts ...Option) (*weft.NDArray, error) {
 func SymInternalZeros(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalZeros, nil)
+}
+
+// InternalZerosWithoutDtype runs the operator _zeros_without_dtype.
+//
+// An array of zeros of the given shape, its dtype given by number or left to the graph.
+//
+// Options:
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(int): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used. (default -1)
+func InternalZerosWithoutDtype(opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalZerosWithoutDtype)
+}
+
+// SymInternalZerosWithoutDtype runs the operator _zeros_without_dtype symbolically: it adds one node to the graph.
+//
+// An array of zeros of the given shape, its dtype given by number or left to the graph.
+//
+// Options:
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(int): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used. (default -1)
+func SymInternalZerosWithoutDtype(opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalZerosWithoutDtype, nil)
 }
 
 // L2Normalization runs the operator L2Normalization.
@@ -6584,6 +6987,36 @@ func SymSliceLike(data, shapeLike *weft.Symbol, opts ...Option) (*weft.Symbol, e
 	return c.compose(opSliceLike, []string{"data", "shape_like"}, data, shapeLike)
 }
 
+// SmoothL1 runs the operator smooth_l1.
+//
+// Smooth L1 loss of each element with sigma = scalar: (sigma x)^2 / 2 where |x| < 1 / sigma^2, |x| - 0.5 / sigma^2 elsewhere.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: source input
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SmoothL1(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSmoothL1, data)
+}
+
+// SymSmoothL1 runs the operator smooth_l1 symbolically: it adds one node to the graph.
+//
+// Smooth L1 loss of each element with sigma = scalar: (sigma x)^2 / 2 where |x| < 1 / sigma^2, |x| - 0.5 / sigma^2 elsewhere.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: source input
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymSmoothL1(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSmoothL1, []string{"data"}, data)
+}
+
 // Softmax runs the operator softmax.
 //
 // Softmax along `axis`: exp(x / T) / sum(exp(x / T)).
@@ -7378,6 +7811,16 @@ func SymCrop(data *weft.Symbol, begin string, end string, opts ...Option) (*weft
 	return SymSlice(data, begin, end, opts...)
 }
 
+// ElementWiseSum is AddN under its alias ElementWiseSum.
+func ElementWiseSum(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return AddN(args, opts...)
+}
+
+// SymElementWiseSum is SymAddN under its alias ElementWiseSum.
+func SymElementWiseSum(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymAddN(args, opts...)
+}
+
 // Identity is InternalCopy under its alias identity.
 func Identity(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	return InternalCopy(data, opts...)
@@ -7578,6 +8021,12 @@ func SymUnravelIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return SymInternalUnravelIndex(data, opts...)
 }
 
+// WithA sets the parameter a.
+// Coefficient of the quadratic term in the quadratic function.
+func WithA(v float64) Option {
+	return param("a", v)
+}
+
 // WithActType sets the parameter act_type.
 // The activation function.
 func WithActType(v string) Option {
@@ -7594,6 +8043,12 @@ func WithAdj(v []int) Option {
 // Scale of the sum of squares (divided by nsize).
 func WithAlpha(v float64) Option {
 	return param("alpha", v)
+}
+
+// WithAtol sets the parameter atol.
+// Absolute tolerance.
+func WithAtol(v float64) Option {
+	return param("atol", v)
 }
 
 // WithAxes sets the parameter axes.
@@ -7618,6 +8073,12 @@ func WithAxis1(v int) Option {
 // The second axis of the planes (N-D input).
 func WithAxis2(v int) Option {
 	return param("axis2", v)
+}
+
+// WithB sets the parameter b.
+// Coefficient of the linear term in the quadratic function.
+func WithB(v float64) Option {
+	return param("b", v)
 }
 
 // WithBeta sets the parameter beta.
@@ -7648,6 +8109,12 @@ func WithBiasCorrection(v bool) Option {
 // Whether each layer runs both ways.
 func WithBidirectional(v bool) Option {
 	return param("bidirectional", v)
+}
+
+// WithC sets the parameter c.
+// Constant term in the quadratic function.
+func WithC(v float64) Option {
+	return param("c", v)
 }
 
 // WithClipGrad sets the parameter clip_grad.
@@ -7722,9 +8189,9 @@ func WithDim2(v int) Option {
 	return param("dim2", v)
 }
 
-// WithDtype sets the parameter dtype.
+// WithDtype sets the parameter dtype (its type depends on the operator).
 // The dtype of the weight and output.
-func WithDtype(v weft.DType) Option {
+func WithDtype[T int | weft.DType](v T) Option {
 	return param("dtype", v)
 }
 
@@ -7744,6 +8211,12 @@ func WithEps(v float64) Option {
 // Added to the root of the second moment.
 func WithEpsilon(v float64) Option {
 	return param("epsilon", v)
+}
+
+// WithEqualNan sets the parameter equal_nan.
+// Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array.
+func WithEqualNan(v bool) Option {
+	return param("equal_nan", v)
 }
 
 // WithExclude sets the parameter exclude.
@@ -8130,6 +8603,12 @@ func WithRhsEnd(v int) Option {
 	return param("rhs_end", v)
 }
 
+// WithRtol sets the parameter rtol.
+// Relative tolerance.
+func WithRtol(v float64) Option {
+	return param("rtol", v)
+}
+
 // WithScalar sets the parameter scalar.
 // The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
 func WithScalar(v float64) Option {
@@ -8182,6 +8661,12 @@ func WithSparseGrad(v bool) Option {
 // Remove the split axis from the pieces (every piece must then have size 1 along it).
 func WithSqueezeAxis(v bool) Option {
 	return param("squeeze_axis", v)
+}
+
+// WithStart sets the parameter start.
+// Start of the interval (included).
+func WithStart(v float64) Option {
+	return param("start", v)
 }
 
 // WithStateOutputs sets the parameter state_outputs.

@@ -935,6 +935,71 @@ _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
 
+const _op__contrib_allclose = OpDef("_contrib_allclose", ["a", "b"], false, "")
+"""
+    _contrib_allclose(a, b; rtol=1e-05, atol=1e-08, equal_nan=True)
+
+1 when every |a - b| <= atol + rtol * |b| (NaNs matching NaNs when equal_nan), else 0; a uint8 scalar.
+
+# Inputs
+- `a` (NDArray or SymbolicNode): Input array a
+- `b` (NDArray or SymbolicNode): Input array b
+
+# Parameters
+- `rtol` (double; default `1e-05`): Relative tolerance.
+- `atol` (double; default `1e-08`): Absolute tolerance.
+- `equal_nan` (boolean; default `True`): Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_allclose end
+_contrib_allclose(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_allclose, args; kwargs...)
+_contrib_allclose(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_allclose, args; kwargs...)
+_contrib_allclose(; kwargs...) = _call_op(_op__contrib_allclose; kwargs...)
+
+const _op__contrib_arange_like = OpDef("_contrib_arange_like", ["data"], false, "")
+"""
+    _contrib_arange_like(data; start=0, step=1, repeat=1, ctx=\"\", axis=None)
+
+Evenly spaced values (start, start + step, ..., each repeated `repeat` times) filling the input's shape, or as many as the input's `axis` is long; in the input's dtype.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `start` (double; default `0`): Start of the interval (included).
+- `step` (double; default `1`): Spacing between values.
+- `repeat` (int, in [1, inf]; default `1`): How many times each value is repeated.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `axis` (int or None; default `None`): Make a 1-D range as long as this axis of the input; None fills the input's whole shape.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_arange_like end
+_contrib_arange_like(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_arange_like, args; kwargs...)
+_contrib_arange_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_arange_like, args; kwargs...)
+_contrib_arange_like(; kwargs...) = _call_op(_op__contrib_arange_like; kwargs...)
+
+const _op__contrib_backward_gradientmultiplier = OpDef("_contrib_backward_gradientmultiplier", ["data"], false, "")
+"""
+    _contrib_backward_gradientmultiplier(data; scalar=1, is_int=True)
+
+Gradient of gradientmultiplier: the output gradient times scalar.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Gradient of the output
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_gradientmultiplier end
+_contrib_backward_gradientmultiplier(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
+_contrib_backward_gradientmultiplier(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
+_contrib_backward_gradientmultiplier(; kwargs...) = _call_op(_op__contrib_backward_gradientmultiplier; kwargs...)
+
 const _op__contrib_backward_index_copy = OpDef("_contrib_backward_index_copy", ["ograd", "old_tensor", "index_vector", "new_tensor"], false, "")
 """
     _contrib_backward_index_copy(ograd, old_tensor, index_vector, new_tensor)
@@ -953,6 +1018,64 @@ function _contrib_backward_index_copy end
 _contrib_backward_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_index_copy, args; kwargs...)
 _contrib_backward_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_index_copy, args; kwargs...)
 _contrib_backward_index_copy(; kwargs...) = _call_op(_op__contrib_backward_index_copy; kwargs...)
+
+const _op__contrib_backward_quadratic = OpDef("_contrib_backward_quadratic", ["ograd", "data"], false, "")
+"""
+    _contrib_backward_quadratic(ograd, data; a=0, b=0, c=0)
+
+Gradient of quadratic: ograd times 2 a x + b.
+
+# Inputs
+- `ograd` (NDArray or SymbolicNode): Gradient of the output
+- `data` (NDArray or SymbolicNode): The forward input
+
+# Parameters
+- `a` (double; default `0`): Coefficient of the quadratic term in the quadratic function.
+- `b` (double; default `0`): Coefficient of the linear term in the quadratic function.
+- `c` (double; default `0`): Constant term in the quadratic function.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_quadratic end
+_contrib_backward_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_quadratic, args; kwargs...)
+_contrib_backward_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_quadratic, args; kwargs...)
+_contrib_backward_quadratic(; kwargs...) = _call_op(_op__contrib_backward_quadratic; kwargs...)
+
+const _op__contrib_div_sqrt_dim = OpDef("_contrib_div_sqrt_dim", ["data"], false, "")
+"""
+    _contrib_div_sqrt_dim(data)
+
+The input divided by the square root of its last axis' length (attention score scaling).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_div_sqrt_dim end
+_contrib_div_sqrt_dim(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_div_sqrt_dim, args; kwargs...)
+_contrib_div_sqrt_dim(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_div_sqrt_dim, args; kwargs...)
+_contrib_div_sqrt_dim(; kwargs...) = _call_op(_op__contrib_div_sqrt_dim; kwargs...)
+
+const _op__contrib_gradientmultiplier = OpDef("_contrib_gradientmultiplier", ["data"], false, "")
+"""
+    _contrib_gradientmultiplier(data; scalar=1, is_int=True)
+
+The identity, whose gradient is the output gradient times scalar (a negative scalar reverses gradients, as in domain-adversarial training).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_gradientmultiplier end
+_contrib_gradientmultiplier(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_gradientmultiplier, args; kwargs...)
+_contrib_gradientmultiplier(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_gradientmultiplier, args; kwargs...)
+_contrib_gradientmultiplier(; kwargs...) = _call_op(_op__contrib_gradientmultiplier; kwargs...)
 
 const _op__contrib_index_array = OpDef("_contrib_index_array", ["data"], false, "")
 """
@@ -990,6 +1113,59 @@ function _contrib_index_copy end
 _contrib_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_index_copy, args; kwargs...)
 _contrib_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_index_copy, args; kwargs...)
 _contrib_index_copy(; kwargs...) = _call_op(_op__contrib_index_copy; kwargs...)
+
+const _op__contrib_quadratic = OpDef("_contrib_quadratic", ["data"], false, "")
+"""
+    _contrib_quadratic(data; a=0, b=0, c=0)
+
+a * x^2 + b * x + c of each element.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `a` (double; default `0`): Coefficient of the quadratic term in the quadratic function.
+- `b` (double; default `0`): Coefficient of the linear term in the quadratic function.
+- `c` (double; default `0`): Constant term in the quadratic function.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quadratic end
+_contrib_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quadratic, args; kwargs...)
+_contrib_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quadratic, args; kwargs...)
+_contrib_quadratic(; kwargs...) = _call_op(_op__contrib_quadratic; kwargs...)
+
+const _op__contrib_round_ste = OpDef("_contrib_round_ste", ["data"], false, "")
+"""
+    _contrib_round_ste(data)
+
+Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_round_ste end
+_contrib_round_ste(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_round_ste, args; kwargs...)
+_contrib_round_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_round_ste, args; kwargs...)
+_contrib_round_ste(; kwargs...) = _call_op(_op__contrib_round_ste; kwargs...)
+
+const _op__contrib_sign_ste = OpDef("_contrib_sign_ste", ["data"], false, "")
+"""
+    _contrib_sign_ste(data)
+
+The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_sign_ste end
+_contrib_sign_ste(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_sign_ste, args; kwargs...)
+_contrib_sign_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_sign_ste, args; kwargs...)
+_contrib_sign_ste(; kwargs...) = _call_op(_op__contrib_sign_ste; kwargs...)
 
 const _op__copy = OpDef("_copy", ["data"], false, "")
 """
@@ -1165,6 +1341,23 @@ function _full end
 _full(args::NDArray...; kwargs...) = _invoke_op(_op__full, args; kwargs...)
 _full(args::SymbolicNode...; kwargs...) = _compose_op(_op__full, args; kwargs...)
 _full(; kwargs...) = _call_op(_op__full; kwargs...)
+
+const _op__grad_add = OpDef("_grad_add", ["lhs", "rhs"], false, "")
+"""
+    _grad_add(lhs, rhs)
+
+lhs + rhs elementwise, for gradient accumulation.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _grad_add end
+_grad_add(args::NDArray...; kwargs...) = _invoke_op(_op__grad_add, args; kwargs...)
+_grad_add(args::SymbolicNode...; kwargs...) = _compose_op(_op__grad_add, args; kwargs...)
+_grad_add(; kwargs...) = _call_op(_op__grad_add; kwargs...)
 
 const _op__greater = OpDef("_greater", ["lhs", "rhs"], false, "")
 """
@@ -1399,6 +1592,23 @@ function _HypotScalar end
 _HypotScalar(args::NDArray...; kwargs...) = _invoke_op(_op__HypotScalar, args; kwargs...)
 _HypotScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__HypotScalar, args; kwargs...)
 _HypotScalar(; kwargs...) = _call_op(_op__HypotScalar; kwargs...)
+
+const _op__identity_with_attr_like_rhs = OpDef("_identity_with_attr_like_rhs", ["lhs", "rhs"], false, "")
+"""
+    _identity_with_attr_like_rhs(lhs, rhs)
+
+lhs unchanged; rhs lends only its attributes (its storage type in MXNet).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): First input.
+- `rhs` (NDArray or SymbolicNode): Second input.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _identity_with_attr_like_rhs end
+_identity_with_attr_like_rhs(args::NDArray...; kwargs...) = _invoke_op(_op__identity_with_attr_like_rhs, args; kwargs...)
+_identity_with_attr_like_rhs(args::SymbolicNode...; kwargs...) = _compose_op(_op__identity_with_attr_like_rhs, args; kwargs...)
+_identity_with_attr_like_rhs(; kwargs...) = _call_op(_op__identity_with_attr_like_rhs; kwargs...)
 
 const _op__lesser = OpDef("_lesser", ["lhs", "rhs"], false, "")
 """
@@ -3153,6 +3363,24 @@ _zeros(args::NDArray...; kwargs...) = _invoke_op(_op__zeros, args; kwargs...)
 _zeros(args::SymbolicNode...; kwargs...) = _compose_op(_op__zeros, args; kwargs...)
 _zeros(; kwargs...) = _call_op(_op__zeros; kwargs...)
 
+const _op__zeros_without_dtype = OpDef("_zeros_without_dtype", [], false, "")
+"""
+    _zeros_without_dtype(; shape=(), ctx=\"\", dtype=-1)
+
+An array of zeros of the given shape, its dtype given by number or left to the graph.
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (int; default `-1`): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _zeros_without_dtype end
+_zeros_without_dtype(args::NDArray...; kwargs...) = _invoke_op(_op__zeros_without_dtype, args; kwargs...)
+_zeros_without_dtype(args::SymbolicNode...; kwargs...) = _compose_op(_op__zeros_without_dtype, args; kwargs...)
+_zeros_without_dtype(; kwargs...) = _call_op(_op__zeros_without_dtype; kwargs...)
+
 const _op_abs = OpDef("abs", ["data"], false, "")
 # abs is also Base's: these methods extend Base.abs for Weft's types.
 """
@@ -3247,6 +3475,40 @@ function adam_update end
 adam_update(args::NDArray...; kwargs...) = _invoke_op(_op_adam_update, args; kwargs...)
 adam_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_adam_update, args; kwargs...)
 adam_update(; kwargs...) = _call_op(_op_adam_update; kwargs...)
+
+const _op_add_n = OpDef("add_n", String[], true, "num_args")
+"""
+    add_n(args...)
+
+Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input arguments
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function add_n end
+add_n(args::NDArray...; kwargs...) = _invoke_op(_op_add_n, args; kwargs...)
+add_n(args::SymbolicNode...; kwargs...) = _compose_op(_op_add_n, args; kwargs...)
+add_n(; kwargs...) = _call_op(_op_add_n; kwargs...)
+
+const _op_ElementWiseSum = OpDef("ElementWiseSum", String[], true, "num_args")
+"""
+    ElementWiseSum(args...)
+
+Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input arguments
+
+Alias of `add_n`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ElementWiseSum end
+ElementWiseSum(args::NDArray...; kwargs...) = _invoke_op(_op_ElementWiseSum, args; kwargs...)
+ElementWiseSum(args::SymbolicNode...; kwargs...) = _compose_op(_op_ElementWiseSum, args; kwargs...)
+ElementWiseSum(; kwargs...) = _call_op(_op_ElementWiseSum; kwargs...)
 
 const _op_arccos = OpDef("arccos", ["data"], false, "")
 """
@@ -4537,6 +4799,26 @@ gather_nd(args::NDArray...; kwargs...) = _invoke_op(_op_gather_nd, args; kwargs.
 gather_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op_gather_nd, args; kwargs...)
 gather_nd(; kwargs...) = _call_op(_op_gather_nd; kwargs...)
 
+const _op_hard_sigmoid = OpDef("hard_sigmoid", ["data"], false, "")
+"""
+    hard_sigmoid(data; alpha=0.2, beta=0.5)
+
+max(0, min(1, alpha * x + beta)) of each element.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+# Parameters
+- `alpha` (double; default `0.2`): Slope of hard sigmoid
+- `beta` (double; default `0.5`): Bias of hard sigmoid.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function hard_sigmoid end
+hard_sigmoid(args::NDArray...; kwargs...) = _invoke_op(_op_hard_sigmoid, args; kwargs...)
+hard_sigmoid(args::SymbolicNode...; kwargs...) = _compose_op(_op_hard_sigmoid, args; kwargs...)
+hard_sigmoid(; kwargs...) = _call_op(_op_hard_sigmoid; kwargs...)
+
 const _op_lamb_update_phase1 = OpDef("lamb_update_phase1", ["weight", "grad", "mean", "var"], false, "")
 """
     lamb_update_phase1(weight, grad, mean, var; beta1=0.9, beta2=0.999, epsilon=1e-06, t, bias_correction=True, wd, rescale_grad=1, clip_gradient=-1)
@@ -5729,6 +6011,26 @@ slice_like(args::NDArray...; kwargs...) = _invoke_op(_op_slice_like, args; kwarg
 slice_like(args::SymbolicNode...; kwargs...) = _compose_op(_op_slice_like, args; kwargs...)
 slice_like(; kwargs...) = _call_op(_op_slice_like; kwargs...)
 
+const _op_smooth_l1 = OpDef("smooth_l1", ["data"], false, "")
+"""
+    smooth_l1(data; scalar=1, is_int=True)
+
+Smooth L1 loss of each element with sigma = scalar: (sigma x)^2 / 2 where |x| < 1 / sigma^2, |x| - 0.5 / sigma^2 elsewhere.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): source input
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function smooth_l1 end
+smooth_l1(args::NDArray...; kwargs...) = _invoke_op(_op_smooth_l1, args; kwargs...)
+smooth_l1(args::SymbolicNode...; kwargs...) = _compose_op(_op_smooth_l1, args; kwargs...)
+smooth_l1(; kwargs...) = _call_op(_op_smooth_l1; kwargs...)
+
 const _op_softmax = OpDef("softmax", ["data", "length"], false, "")
 """
     softmax(data, length; axis=-1, temperature=None, dtype=None, use_length=False)
@@ -6207,9 +6509,18 @@ const _OPERATOR_NAMES = [
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_allclose",
+    "_contrib_arange_like",
+    "_contrib_backward_gradientmultiplier",
     "_contrib_backward_index_copy",
+    "_contrib_backward_quadratic",
+    "_contrib_div_sqrt_dim",
+    "_contrib_gradientmultiplier",
     "_contrib_index_array",
     "_contrib_index_copy",
+    "_contrib_quadratic",
+    "_contrib_round_ste",
+    "_contrib_sign_ste",
     "_copy",
     "_div_scalar",
     "_DivScalar",
@@ -6219,6 +6530,7 @@ const _OPERATOR_NAMES = [
     "_EqualScalar",
     "_eye",
     "_full",
+    "_grad_add",
     "_greater",
     "_Greater",
     "_greater_equal",
@@ -6231,6 +6543,7 @@ const _OPERATOR_NAMES = [
     "_Hypot",
     "_hypot_scalar",
     "_HypotScalar",
+    "_identity_with_attr_like_rhs",
     "_lesser",
     "_Lesser",
     "_lesser_equal",
@@ -6318,10 +6631,13 @@ const _OPERATOR_NAMES = [
     "_unravel_index",
     "unravel_index",
     "_zeros",
+    "_zeros_without_dtype",
     "abs",
     "adadelta_update",
     "adagrad_update",
     "adam_update",
+    "add_n",
+    "ElementWiseSum",
     "arccos",
     "arccosh",
     "arcsin",
@@ -6394,6 +6710,7 @@ const _OPERATOR_NAMES = [
     "gamma",
     "gammaln",
     "gather_nd",
+    "hard_sigmoid",
     "lamb_update_phase1",
     "lamb_update_phase2",
     "log",
@@ -6452,6 +6769,7 @@ const _OPERATOR_NAMES = [
     "crop",
     "slice_axis",
     "slice_like",
+    "smooth_l1",
     "softmax",
     "softmax_cross_entropy",
     "softmin",

@@ -291,11 +291,53 @@ mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ =
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_allclose", list(a, b), c(rtol = .weft_param(rtol), atol = .weft_param(atol), equal_nan = .weft_param(equal_nan)), NULL, out)
+}
+mx.symbol.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_allclose", list(a = a, b = b), c(rtol = .weft_param(rtol), atol = .weft_param(atol), equal_nan = .weft_param(equal_nan)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_arange_like", list(data), c(start = .weft_param(start), step = .weft_param(step), `repeat` = .weft_param(repeat_), ctx = .weft_param(ctx), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_arange_like", list(data = data), c(start = .weft_param(start), step = .weft_param(step), `repeat` = .weft_param(repeat_), ctx = .weft_param(ctx), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_gradientmultiplier", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_backward_index_copy", list(ograd, old_tensor, index_vector, new_tensor), c(), NULL, out)
 }
 mx.symbol.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_backward_index_copy", list(ograd = ograd, old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.quadratic <- function(ograd = NULL, data = NULL, a = NULL, b = NULL, c = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_quadratic", list(ograd, data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, out)
+}
+mx.symbol.internal.contrib.backward.quadratic <- function(ograd = NULL, data = NULL, a = NULL, b = NULL, c = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_quadratic", list(ograd = ograd, data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_div_sqrt_dim", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.div.sqrt.dim <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_div_sqrt_dim", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_gradientmultiplier", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.index.array <- function(data = NULL, axes = NULL, out = NULL) {
@@ -310,6 +352,27 @@ mx.nd.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = 
 }
 mx.symbol.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = NULL, new_tensor = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_index_copy", list(old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quadratic", list(data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, out)
+}
+mx.symbol.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quadratic", list(data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.round.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_round_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.round.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_round_ste", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.sign.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_sign_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.sign.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_sign_ste", list(data = data), c(), NULL, name, attr)
 }
 
 mx.nd.internal.copy <- function(data = NULL, out = NULL) {
@@ -361,6 +424,13 @@ mx.symbol.internal.full <- function(shape = NULL, ctx = NULL, dtype = NULL, valu
   .weft_symbol_op("_full", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype), value = .weft_param(value)), NULL, name, attr)
 }
 
+mx.nd.internal.grad.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_grad_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.grad.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_grad_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.greater <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_greater", list(lhs, rhs), c(), NULL, out)
 }
@@ -401,6 +471,13 @@ mx.nd.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NUL
 }
 mx.symbol.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_hypot_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.identity.with.attr.like.rhs <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_identity_with_attr_like_rhs", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.identity.with.attr.like.rhs <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_identity_with_attr_like_rhs", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
 mx.nd.internal.lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
@@ -809,6 +886,13 @@ mx.symbol.internal.zeros <- function(shape = NULL, ctx = NULL, dtype = NULL, nam
   .weft_symbol_op("_zeros", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.zeros.without.dtype <- function(shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_zeros_without_dtype", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.zeros.without.dtype <- function(shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_zeros_without_dtype", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
 mx.nd.abs <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("abs", list(data), c(), NULL, out)
 }
@@ -835,6 +919,20 @@ mx.nd.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NUL
 }
 mx.symbol.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("adam_update", list(weight = weight, grad = grad, mean = mean, var = var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
+mx.nd.add.n <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.add.n <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
+}
+
+mx.nd.ElementWiseSum <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.ElementWiseSum <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
 }
 
 mx.nd.arccos <- function(data = NULL, out = NULL) {
@@ -1278,6 +1376,13 @@ mx.symbol.gather.nd <- function(data = NULL, indices = NULL, name = NULL, attr =
   .weft_symbol_op("gather_nd", list(data = data, indices = indices), c(), NULL, name, attr)
 }
 
+mx.nd.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, out = NULL) {
+  .weft_nd_invoke("hard_sigmoid", list(data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, out)
+}
+mx.symbol.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("hard_sigmoid", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, name, attr)
+}
+
 mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("lamb_update_phase1", list(weight, grad, mean, var), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1682,6 +1787,13 @@ mx.nd.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, out = 
 }
 mx.symbol.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("slice_like", list(data = data, shape_like = shape_like), c(axes = .weft_shape_param(axes)), NULL, name, attr)
+}
+
+mx.nd.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("smooth_l1", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("smooth_l1", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
 mx.nd.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, out = NULL) {
