@@ -574,3 +574,119 @@ def test_allclose():
     assert nd.contrib.allclose(n, n, equal_nan=False).asscalar() == 0
     with pytest.raises(mx.base.MXNetError, match="one shape"):
         nd.contrib.allclose(nd.zeros((2,)), nd.zeros((3,)))
+
+
+# ---------------------------------------------------------------- moments
+@pytest.mark.parametrize("shape,axes,keepdims", [((3, 4), (1,), False), ((2, 3, 4), (0, 2), True),
+                                                 ((2, 3, 4), (0, 1, 2), False), ((5, 2), (-2,), True)])
+def test_moments(shape, axes, keepdims):
+    x = RNG.uniform(-1, 1, shape)
+    mean, var = nd.moments(nd.array(x, dtype=np.float64), axes=axes, keepdims=keepdims)
+    assert_almost_equal(mean.asnumpy(), np.mean(x, axis=axes, keepdims=keepdims))
+    assert_almost_equal(var.asnumpy(), np.var(x, axis=axes, keepdims=keepdims))
+    check_numeric_gradient("moments", [x], params={"axes": axes, "keepdims": keepdims})
+
+
+def test_moments_gradient_of_one_output():
+    x = nd.array(RNG.uniform(-1, 1, (3, 4)), dtype=np.float64)
+    x.attach_grad()
+    with autograd.record():
+        _, var = nd.moments(x, axes=(1,))
+        loss = var.sum()
+    loss.backward()
+    xn = x.asnumpy()
+    assert_almost_equal(x.grad.asnumpy(), 2 * (xn - xn.mean(axis=1, keepdims=True)) / 4)
+
+
+def test_moments_errors():
+    with pytest.raises(mx.base.MXNetError, match="empty axes"):
+        nd.moments(nd.zeros((2, 3)))
+    with pytest.raises(mx.base.MXNetError, match="'axes'"):
+        nd.moments(nd.zeros((2, 3)), axes=(2,))
+    with pytest.raises(mx.base.MXNetError, match="has shape"):
+        nd._internal._backward_moments(nd.zeros((3,)), nd.zeros((2,)), nd.zeros((2, 3)), nd.zeros((2,)),
+                                       nd.zeros((2,)), axes=(1,)).asnumpy()
+
+
+# ---------------------------------------------------------------- all_finite, multi_*, reset_arrays
+def test_all_finite():
+    good = nd.array(RNG.uniform(-1, 1, (3, 4)))
+    bad = nd.array([[1.0, np.inf], [0.0, 2.0]])
+    nan = nd.array([np.nan, 1.0], dtype=np.float64)
+    assert nd.all_finite(good).shape == (1,) and nd.all_finite(good).dtype == np.float32
+    assert nd.all_finite(good).asscalar() == 1 and nd.all_finite(bad).asscalar() == 0
+    assert nd.multi_all_finite(good, good, num_arrays=2).asscalar() == 1
+    assert nd.multi_all_finite(good, nan.astype(np.float32), num_arrays=2).asscalar() == 0
+    assert nd.all_finite(nan).asscalar() == 0
+    # Without init_output the flag keeps its value when everything is finite.
+    out = nd.zeros((1,))
+    nd.all_finite(good, init_output=False, out=out)
+    assert out.asscalar() == 0
+    with pytest.raises(mx.base.MXNetError, match="floating-point"):
+        nd.all_finite(nd.zeros((2,), dtype=np.int32))
+
+
+def test_multi_sum_sq_and_lars():
+    arrays = [RNG.uniform(-1, 1, s) for s in [(3, 4), (5,), (2, 2, 2)]]
+    got = nd.multi_sum_sq(*[nd.array(a) for a in arrays], num_arrays=3)
+    assert got.dtype == np.float32
+    assert_almost_equal(got.asnumpy(), np.array([np.sum(a.astype(np.float32) ** 2) for a in arrays]), rtol=1e-5)
+    lrs = np.array([0.1, 0.2, 0.3, 0.4], dtype=np.float32)
+    wss = np.array([4.0, 0.0, 9.0, 1.0], dtype=np.float32)
+    gss = np.array([1.0, 1.0, 0.0, 16.0], dtype=np.float32)
+    wds = np.array([0.01, 0.0, 0.1, 0.5], dtype=np.float32)
+    eta, eps, rescale = 0.5, 1e-6, 2.0
+    w, g = np.sqrt(wss), np.sqrt(gss)
+    want = np.where((w > 0) & (g > 0), lrs * eta * w / (g * rescale + wds * w + eps), lrs)
+    got = nd.multi_lars(nd.array(lrs), nd.array(wss), nd.array(gss), nd.array(wds), eta=eta, eps=eps,
+                        rescale_grad=rescale)
+    assert_almost_equal(got.asnumpy(), want.astype(np.float32), rtol=1e-5)
+    with pytest.raises(mx.base.MXNetError, match="1-D"):
+        nd.multi_lars(nd.zeros((2, 2)), nd.zeros((2, 2)), nd.zeros((2, 2)), nd.zeros((2, 2)), eta=1, eps=0)
+    with pytest.raises(mx.base.MXNetError, match="eta"):
+        nd.multi_lars(nd.zeros((2,)), nd.zeros((2,)), nd.zeros((2,)), nd.zeros((2,)), eps=0)
+
+
+def test_reset_arrays():
+    a, b = nd.ones((3, 4)), nd.ones((5,), dtype=np.int32)
+    nd.reset_arrays(a, b, num_arrays=2)
+    assert np.all(a.asnumpy() == 0) and np.all(b.asnumpy() == 0)
+
+
+# ---------------------------------------------------------------- khatri_rao
+def test_khatri_rao():
+    mats = [RNG.uniform(-1, 1, (r, 3)) for r in (2, 4, 3)]
+    want = np.stack([np.kron(np.kron(mats[0][:, j], mats[1][:, j]), mats[2][:, j]) for j in range(3)], axis=1)
+    got = nd.khatri_rao(*[nd.array(m, dtype=np.float64) for m in mats])
+    assert_almost_equal(got.asnumpy(), want)
+    assert_almost_equal(nd.khatri_rao(nd.array(mats[0], dtype=np.float64)).asnumpy(), mats[0])
+    with pytest.raises(mx.base.MXNetError, match="columns"):
+        nd.khatri_rao(nd.zeros((2, 3)), nd.zeros((2, 4)))
+    with pytest.raises(mx.base.MXNetError, match="shape"):
+        nd.khatri_rao(nd.zeros((2, 3, 1)))
+
+
+# ---------------------------------------------------------------- _histogram
+def test_histogram_counts():
+    x = RNG.uniform(-1, 6, (5, 7))
+    counts, edges = nd._internal._histogram(nd.array(x, dtype=np.float64), bin_cnt=5, range=(0, 5))
+    want_c, want_e = np.histogram(x, bins=5, range=(0, 5))
+    assert counts.dtype == np.int64
+    assert_almost_equal(counts.asnumpy(), want_c)
+    assert_almost_equal(edges.asnumpy(), want_e)
+    bins = np.array([0.0, 2.1, 3.0, 5.5])
+    counts, edges = nd._internal._histogram(nd.array(x, dtype=np.float64), nd.array(bins, dtype=np.float64))
+    assert_almost_equal(counts.asnumpy(), np.histogram(x, bins=bins)[0])
+    assert_almost_equal(edges.asnumpy(), bins)
+    # The last bin includes its right edge.
+    c, _ = nd._internal._histogram(nd.array([0, 1, 2, 2, 3, 4]), bin_cnt=4, range=(0, 4))
+    assert_almost_equal(c.asnumpy(), np.histogram([0, 1, 2, 2, 3, 4], bins=4, range=(0, 4))[0])
+
+
+def test_histogram_errors():
+    with pytest.raises(mx.base.MXNetError, match="together"):
+        nd._internal._histogram(nd.zeros((3,)), bin_cnt=3)
+    with pytest.raises(mx.base.MXNetError, match="at least 2 edges"):
+        nd._internal._histogram(nd.zeros((3,)), nd.zeros((1,)))
+    with pytest.raises(mx.base.MXNetError, match="monotonically"):
+        nd._internal._histogram(nd.zeros((3,)), nd.array([0, 2, 1]))[0].asnumpy()

@@ -12,6 +12,7 @@ var opAdadeltaUpdate = weft.NewOperator("adadelta_update")
 var opAdagradUpdate = weft.NewOperator("adagrad_update")
 var opAdamUpdate = weft.NewOperator("adam_update")
 var opAddN = weft.NewOperator("add_n")
+var opAllFinite = weft.NewOperator("all_finite")
 var opArccos = weft.NewOperator("arccos")
 var opArccosh = weft.NewOperator("arccosh")
 var opArcsin = weft.NewOperator("arcsin")
@@ -109,6 +110,7 @@ var opInternalGreater = weft.NewOperator("_greater")
 var opInternalGreaterEqual = weft.NewOperator("_greater_equal")
 var opInternalGreaterEqualScalar = weft.NewOperator("_greater_equal_scalar")
 var opInternalGreaterScalar = weft.NewOperator("_greater_scalar")
+var opInternalHistogram = weft.NewOperator("_histogram")
 var opInternalHypot = weft.NewOperator("_hypot")
 var opInternalHypotScalar = weft.NewOperator("_hypot_scalar")
 var opInternalIdentityWithAttrLikeRhs = weft.NewOperator("_identity_with_attr_like_rhs")
@@ -159,6 +161,7 @@ var opInternalSplitV2 = weft.NewOperator("_split_v2")
 var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
 var opInternalZerosWithoutDtype = weft.NewOperator("_zeros_without_dtype")
+var opKhatriRao = weft.NewOperator("khatri_rao")
 var opL2Normalization = weft.NewOperator("L2Normalization")
 var opLRN = weft.NewOperator("LRN")
 var opLambUpdatePhase1 = weft.NewOperator("lamb_update_phase1")
@@ -178,13 +181,17 @@ var opMakeLoss = weft.NewOperator("MakeLoss")
 var opMax = weft.NewOperator("max")
 var opMean = weft.NewOperator("mean")
 var opMin = weft.NewOperator("min")
+var opMoments = weft.NewOperator("moments")
 var opMpNagMomUpdate = weft.NewOperator("mp_nag_mom_update")
 var opMpSgdMomUpdate = weft.NewOperator("mp_sgd_mom_update")
 var opMpSgdUpdate = weft.NewOperator("mp_sgd_update")
+var opMultiAllFinite = weft.NewOperator("multi_all_finite")
+var opMultiLars = weft.NewOperator("multi_lars")
 var opMultiMpSgdMomUpdate = weft.NewOperator("multi_mp_sgd_mom_update")
 var opMultiMpSgdUpdate = weft.NewOperator("multi_mp_sgd_update")
 var opMultiSgdMomUpdate = weft.NewOperator("multi_sgd_mom_update")
 var opMultiSgdUpdate = weft.NewOperator("multi_sgd_update")
+var opMultiSumSq = weft.NewOperator("multi_sum_sq")
 var opNagMomUpdate = weft.NewOperator("nag_mom_update")
 var opNanprod = weft.NewOperator("nanprod")
 var opNansum = weft.NewOperator("nansum")
@@ -202,6 +209,7 @@ var opRcbrt = weft.NewOperator("rcbrt")
 var opReciprocal = weft.NewOperator("reciprocal")
 var opRelu = weft.NewOperator("relu")
 var opRepeat = weft.NewOperator("repeat")
+var opResetArrays = weft.NewOperator("reset_arrays")
 var opReshape = weft.NewOperator("reshape")
 var opReshapeLike = weft.NewOperator("reshape_like")
 var opRint = weft.NewOperator("rint")
@@ -467,6 +475,34 @@ func AddN(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymAddN(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.composeList(opAddN, "num_args", args)
+}
+
+// AllFinite runs the operator all_finite.
+//
+// A float32 flag of shape (1,): 1 when every element of data is finite, 0 otherwise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Array
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1; false keeps what the output holds unless a non-finite value is found. (default True)
+func AllFinite(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opAllFinite, data)
+}
+
+// SymAllFinite runs the operator all_finite symbolically: it adds one node to the graph.
+//
+// A float32 flag of shape (1,): 1 when every element of data is finite, 0 otherwise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Array
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1; false keeps what the output holds unless a non-finite value is found. (default True)
+func SymAllFinite(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opAllFinite, []string{"data"}, data)
 }
 
 // Arccos runs the operator arccos.
@@ -3241,6 +3277,38 @@ func SymInternalGreaterScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, 
 	return c.compose(opInternalGreaterScalar, []string{"data"}, data)
 }
 
+// InternalHistogram runs the operator _histogram.
+//
+// Counts of data's elements per bin (int64) and the bin edges: bin_cnt equal bins over range, or the edges given as bins; every bin but the last excludes its right edge, as in numpy.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//   - bins: Input ndarray
+//
+// Options:
+//   - WithBinCnt(int): Number of bins for uniform case (default None)
+//   - WithRange([]float64): The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given. (default ())
+func InternalHistogram(data, bins *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalHistogram, data, bins)
+}
+
+// SymInternalHistogram runs the operator _histogram symbolically: it adds one node to the graph.
+//
+// Counts of data's elements per bin (int64) and the bin edges: bin_cnt equal bins over range, or the edges given as bins; every bin but the last excludes its right edge, as in numpy.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//   - bins: Input ndarray
+//
+// Options:
+//   - WithBinCnt(int): Number of bins for uniform case (default None)
+//   - WithRange([]float64): The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given. (default ())
+func SymInternalHistogram(data, bins *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalHistogram, []string{"data", "bins"}, data, bins)
+}
+
 // InternalHypot runs the operator _hypot.
 //
 // sqrt(lhs^2 + rhs^2), elementwise, without undue overflow.
@@ -4695,6 +4763,28 @@ func SymInternalZerosWithoutDtype(opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalZerosWithoutDtype, nil)
 }
 
+// KhatriRao runs the operator khatri_rao.
+//
+// The column-wise Kronecker (Khatri-Rao) product of matrices with one column count: the result has the product of their row counts as rows.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - args: Positional input matrices (any number)
+func KhatriRao(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opKhatriRao, "num_args", args)
+}
+
+// SymKhatriRao runs the operator khatri_rao symbolically: it adds one node to the graph.
+//
+// The column-wise Kronecker (Khatri-Rao) product of matrices with one column count: the result has the product of their row counts as rows.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - args: Positional input matrices (any number)
+func SymKhatriRao(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opKhatriRao, "num_args", args)
+}
+
 // L2Normalization runs the operator L2Normalization.
 //
 // Divides by the L2 norm over all but axis 0 (instance), axis 1 (channel) or the axes after 1 (spatial).
@@ -5301,6 +5391,36 @@ func SymMin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opMin, []string{"data"}, data)
 }
 
+// Moments runs the operator moments.
+//
+// The mean and the variance of data over axes (two outputs).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithAxes([]int): Array of ints. Axes along which to compute mean and variance (all of them for global moments). (default None)
+//   - WithKeepdims(bool): produce moments with the same dimensionality as the input. (default False)
+func Moments(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opMoments, data)
+}
+
+// SymMoments runs the operator moments symbolically: it adds one node to the graph.
+//
+// The mean and the variance of data over axes (two outputs).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithAxes([]int): Array of ints. Axes along which to compute mean and variance (all of them for global moments). (default None)
+//   - WithKeepdims(bool): produce moments with the same dimensionality as the input. (default False)
+func SymMoments(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opMoments, []string{"data"}, data)
+}
+
 // MpNagMomUpdate runs the operator mp_nag_mom_update.
 //
 // Multi-precision Nesterov momentum on the float32 master copy weight32 and float32 momentum.
@@ -5443,6 +5563,80 @@ func SymMpSgdUpdate(weight, grad, weight32 *weft.Symbol, lr float64, opts ...Opt
 	c := newCall(opts)
 	c.set("lr", lr)
 	return c.compose(opMpSgdUpdate, []string{"weight", "grad", "weight32"}, weight, grad, weight32)
+}
+
+// MultiAllFinite runs the operator multi_all_finite.
+//
+// A float32 flag of shape (1,): 1 when every element of every array is finite, 0 otherwise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Arrays (any number)
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1 (multi_all_finite only). (default True)
+func MultiAllFinite(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opMultiAllFinite, "num_arrays", data)
+}
+
+// SymMultiAllFinite runs the operator multi_all_finite symbolically: it adds one node to the graph.
+//
+// A float32 flag of shape (1,): 1 when every element of every array is finite, 0 otherwise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Arrays (any number)
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1 (multi_all_finite only). (default True)
+func SymMultiAllFinite(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opMultiAllFinite, "num_arrays", data)
+}
+
+// MultiLars runs the operator multi_lars.
+//
+// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lrs: Learning rates to scale by LARS coefficient
+//   - weightsSumSq: sum of square of weights arrays
+//   - gradsSumSq: sum of square of gradients arrays
+//   - wds: weight decays
+//
+// Required parameters:
+//   - eta float64: LARS eta
+//   - eps float64: LARS eps
+//
+// Options:
+//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
+func MultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.NDArray, eta float64, eps float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("eta", eta)
+	c.set("eps", eps)
+	return c.invoke(opMultiLars, lrs, weightsSumSq, gradsSumSq, wds)
+}
+
+// SymMultiLars runs the operator multi_lars symbolically: it adds one node to the graph.
+//
+// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lrs: Learning rates to scale by LARS coefficient
+//   - weightsSumSq: sum of square of weights arrays
+//   - gradsSumSq: sum of square of gradients arrays
+//   - wds: weight decays
+//
+// Required parameters:
+//   - eta float64: LARS eta
+//   - eps float64: LARS eps
+//
+// Options:
+//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
+func SymMultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.Symbol, eta float64, eps float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("eta", eta)
+	c.set("eps", eps)
+	return c.compose(opMultiLars, []string{"lrs", "weights_sum_sq", "grads_sum_sq", "wds"}, lrs, weightsSumSq, gradsSumSq, wds)
 }
 
 // MultiMpSgdMomUpdate runs the operator multi_mp_sgd_mom_update.
@@ -5623,6 +5817,28 @@ func SymMultiSgdUpdate(data []*weft.Symbol, lrs []float64, wds []float64, opts .
 	c.set("lrs", lrs)
 	c.set("wds", wds)
 	return c.composeList(opMultiSgdUpdate, "", data)
+}
+
+// MultiSumSq runs the operator multi_sum_sq.
+//
+// The sum of squares of each array, as a float32 vector of num_arrays entries.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Arrays (any number)
+func MultiSumSq(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opMultiSumSq, "num_arrays", data)
+}
+
+// SymMultiSumSq runs the operator multi_sum_sq symbolically: it adds one node to the graph.
+//
+// The sum of squares of each array, as a float32 vector of num_arrays entries.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Arrays (any number)
+func SymMultiSumSq(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opMultiSumSq, "num_arrays", data)
 }
 
 // NagMomUpdate runs the operator nag_mom_update.
@@ -6191,6 +6407,28 @@ func SymRepeat(data *weft.Symbol, repeats int, opts ...Option) (*weft.Symbol, er
 	c := newCall(opts)
 	c.set("repeats", repeats)
 	return c.compose(opRepeat, []string{"data"}, data)
+}
+
+// ResetArrays runs the operator reset_arrays.
+//
+// Sets every element of every input array to zero, in place.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Arrays (any number)
+func ResetArrays(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opResetArrays, "num_arrays", data)
+}
+
+// SymResetArrays runs the operator reset_arrays symbolically: it adds one node to the graph.
+//
+// Sets every element of every input array to zero, in place.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Arrays (any number)
+func SymResetArrays(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opResetArrays, "num_arrays", data)
 }
 
 // Reshape runs the operator reshape.
@@ -8111,6 +8349,12 @@ func WithBidirectional(v bool) Option {
 	return param("bidirectional", v)
 }
 
+// WithBinCnt sets the parameter bin_cnt.
+// Number of bins for uniform case
+func WithBinCnt(v int) Option {
+	return param("bin_cnt", v)
+}
+
 // WithC sets the parameter c.
 // Constant term in the quadratic function.
 func WithC(v float64) Option {
@@ -8289,6 +8533,12 @@ func WithIgnoreLabel(v float64) Option {
 // In a graph, infer the length from the shape the output must have when stop is None.
 func WithInferRange(v bool) Option {
 	return param("infer_range", v)
+}
+
+// WithInitOutput sets the parameter init_output.
+// Initialize output to 1; false keeps what the output holds unless a non-finite value is found.
+func WithInitOutput(v bool) Option {
+	return param("init_output", v)
 }
 
 // WithIsAscend sets the parameter is_ascend.
@@ -8553,6 +8803,12 @@ func WithPreserveShape(v bool) Option {
 // Size of the LSTM's projected hidden state (lstm only).
 func WithProjectionSize(v int) Option {
 	return param("projection_size", v)
+}
+
+// WithRange sets the parameter range.
+// The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given.
+func WithRange(v []float64) Option {
+	return param("range", v)
 }
 
 // WithRepeat sets the parameter repeat.

@@ -1515,6 +1515,27 @@ _GreaterScalar(args::NDArray...; kwargs...) = _invoke_op(_op__GreaterScalar, arg
 _GreaterScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__GreaterScalar, args; kwargs...)
 _GreaterScalar(; kwargs...) = _call_op(_op__GreaterScalar; kwargs...)
 
+const _op__histogram = OpDef("_histogram", ["data", "bins"], false, "")
+"""
+    _histogram(data, bins; bin_cnt=None, range=())
+
+Counts of data's elements per bin (int64) and the bin edges: bin_cnt equal bins over range, or the edges given as bins; every bin but the last excludes its right edge, as in numpy.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+- `bins` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `bin_cnt` (int or None; default `None`): Number of bins for uniform case
+- `range` (tuple of float; default `()`): The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _histogram end
+_histogram(args::NDArray...; kwargs...) = _invoke_op(_op__histogram, args; kwargs...)
+_histogram(args::SymbolicNode...; kwargs...) = _compose_op(_op__histogram, args; kwargs...)
+_histogram(; kwargs...) = _call_op(_op__histogram; kwargs...)
+
 const _op__hypot = OpDef("_hypot", ["lhs", "rhs"], false, "")
 """
     _hypot(lhs, rhs)
@@ -3510,6 +3531,25 @@ ElementWiseSum(args::NDArray...; kwargs...) = _invoke_op(_op_ElementWiseSum, arg
 ElementWiseSum(args::SymbolicNode...; kwargs...) = _compose_op(_op_ElementWiseSum, args; kwargs...)
 ElementWiseSum(; kwargs...) = _call_op(_op_ElementWiseSum; kwargs...)
 
+const _op_all_finite = OpDef("all_finite", ["data"], false, "")
+"""
+    all_finite(data; init_output=True)
+
+A float32 flag of shape (1,): 1 when every element of data is finite, 0 otherwise.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Array
+
+# Parameters
+- `init_output` (boolean; default `True`): Initialize output to 1; false keeps what the output holds unless a non-finite value is found.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function all_finite end
+all_finite(args::NDArray...; kwargs...) = _invoke_op(_op_all_finite, args; kwargs...)
+all_finite(args::SymbolicNode...; kwargs...) = _compose_op(_op_all_finite, args; kwargs...)
+all_finite(; kwargs...) = _call_op(_op_all_finite; kwargs...)
+
 const _op_arccos = OpDef("arccos", ["data"], false, "")
 """
     arccos(data)
@@ -4819,6 +4859,22 @@ hard_sigmoid(args::NDArray...; kwargs...) = _invoke_op(_op_hard_sigmoid, args; k
 hard_sigmoid(args::SymbolicNode...; kwargs...) = _compose_op(_op_hard_sigmoid, args; kwargs...)
 hard_sigmoid(; kwargs...) = _call_op(_op_hard_sigmoid; kwargs...)
 
+const _op_khatri_rao = OpDef("khatri_rao", String[], true, "num_args")
+"""
+    khatri_rao(args...)
+
+The column-wise Kronecker (Khatri-Rao) product of matrices with one column count: the result has the product of their row counts as rows.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input matrices
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function khatri_rao end
+khatri_rao(args::NDArray...; kwargs...) = _invoke_op(_op_khatri_rao, args; kwargs...)
+khatri_rao(args::SymbolicNode...; kwargs...) = _compose_op(_op_khatri_rao, args; kwargs...)
+khatri_rao(; kwargs...) = _call_op(_op_khatri_rao; kwargs...)
+
 const _op_lamb_update_phase1 = OpDef("lamb_update_phase1", ["weight", "grad", "mean", "var"], false, "")
 """
     lamb_update_phase1(weight, grad, mean, var; beta1=0.9, beta2=0.999, epsilon=1e-06, t, bias_correction=True, wd, rescale_grad=1, clip_gradient=-1)
@@ -5078,6 +5134,26 @@ min_axis(args::NDArray...; kwargs...) = _invoke_op(_op_min_axis, args; kwargs...
 min_axis(args::SymbolicNode...; kwargs...) = _compose_op(_op_min_axis, args; kwargs...)
 min_axis(; kwargs...) = _call_op(_op_min_axis; kwargs...)
 
+const _op_moments = OpDef("moments", ["data"], false, "")
+"""
+    moments(data; axes=None, keepdims=False)
+
+The mean and the variance of data over axes (two outputs).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `axes` (Shape or None; default `None`): Array of ints. Axes along which to compute mean and variance (all of them for global moments).
+- `keepdims` (boolean; default `False`): produce moments with the same dimensionality as the input.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function moments end
+moments(args::NDArray...; kwargs...) = _invoke_op(_op_moments, args; kwargs...)
+moments(args::SymbolicNode...; kwargs...) = _compose_op(_op_moments, args; kwargs...)
+moments(; kwargs...) = _call_op(_op_moments; kwargs...)
+
 const _op_mp_nag_mom_update = OpDef("mp_nag_mom_update", ["weight", "grad", "mom", "weight32"], false, "")
 """
     mp_nag_mom_update(weight, grad, mom, weight32; lr, momentum=0, wd=0, rescale_grad=1, clip_gradient=-1)
@@ -5155,6 +5231,49 @@ function mp_sgd_update end
 mp_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_mp_sgd_update, args; kwargs...)
 mp_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_sgd_update, args; kwargs...)
 mp_sgd_update(; kwargs...) = _call_op(_op_mp_sgd_update; kwargs...)
+
+const _op_multi_all_finite = OpDef("multi_all_finite", String[], true, "num_arrays")
+"""
+    multi_all_finite(args...; init_output=True)
+
+A float32 flag of shape (1,): 1 when every element of every array is finite, 0 otherwise.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Arrays
+
+# Parameters
+- `init_output` (boolean; default `True`): Initialize output to 1 (multi_all_finite only).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function multi_all_finite end
+multi_all_finite(args::NDArray...; kwargs...) = _invoke_op(_op_multi_all_finite, args; kwargs...)
+multi_all_finite(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_all_finite, args; kwargs...)
+multi_all_finite(; kwargs...) = _call_op(_op_multi_all_finite; kwargs...)
+
+const _op_multi_lars = OpDef("multi_lars", ["lrs", "weights_sum_sq", "grads_sum_sq", "wds"], false, "")
+"""
+    multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds; eta, eps, rescale_grad=1)
+
+LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+
+# Inputs
+- `lrs` (NDArray or SymbolicNode): Learning rates to scale by LARS coefficient
+- `weights_sum_sq` (NDArray or SymbolicNode): sum of square of weights arrays
+- `grads_sum_sq` (NDArray or SymbolicNode): sum of square of gradients arrays
+- `wds` (NDArray or SymbolicNode): weight decays
+
+# Parameters
+- `eta` (double; required): LARS eta
+- `eps` (double; required): LARS eps
+- `rescale_grad` (double; default `1`): Gradient rescaling factor
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function multi_lars end
+multi_lars(args::NDArray...; kwargs...) = _invoke_op(_op_multi_lars, args; kwargs...)
+multi_lars(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_lars, args; kwargs...)
+multi_lars(; kwargs...) = _call_op(_op_multi_lars; kwargs...)
 
 const _op_multi_mp_sgd_mom_update = OpDef("multi_mp_sgd_mom_update", String[], true, "")
 """
@@ -5249,6 +5368,22 @@ function multi_sgd_update end
 multi_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_multi_sgd_update, args; kwargs...)
 multi_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_sgd_update, args; kwargs...)
 multi_sgd_update(; kwargs...) = _call_op(_op_multi_sgd_update; kwargs...)
+
+const _op_multi_sum_sq = OpDef("multi_sum_sq", String[], true, "num_arrays")
+"""
+    multi_sum_sq(args...)
+
+The sum of squares of each array, as a float32 vector of num_arrays entries.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Arrays
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function multi_sum_sq end
+multi_sum_sq(args::NDArray...; kwargs...) = _invoke_op(_op_multi_sum_sq, args; kwargs...)
+multi_sum_sq(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_sum_sq, args; kwargs...)
+multi_sum_sq(; kwargs...) = _call_op(_op_multi_sum_sq; kwargs...)
 
 const _op_nag_mom_update = OpDef("nag_mom_update", ["weight", "grad", "mom"], false, "")
 """
@@ -5541,6 +5676,22 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.repeat(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_repeat, (x, args...); kwargs...)
 Base.repeat(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_repeat, (x, args...); kwargs...)
+
+const _op_reset_arrays = OpDef("reset_arrays", String[], true, "num_arrays")
+"""
+    reset_arrays(args...)
+
+Sets every element of every input array to zero, in place.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Arrays
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function reset_arrays end
+reset_arrays(args::NDArray...; kwargs...) = _invoke_op(_op_reset_arrays, args; kwargs...)
+reset_arrays(args::SymbolicNode...; kwargs...) = _compose_op(_op_reset_arrays, args; kwargs...)
+reset_arrays(; kwargs...) = _call_op(_op_reset_arrays; kwargs...)
 
 const _op_reshape = OpDef("reshape", ["data"], false, "")
 # reshape is also Base's: these methods extend Base.reshape for Weft's types.
@@ -6539,6 +6690,7 @@ const _OPERATOR_NAMES = [
     "_GreaterEqualScalar",
     "_greater_scalar",
     "_GreaterScalar",
+    "_histogram",
     "_hypot",
     "_Hypot",
     "_hypot_scalar",
@@ -6638,6 +6790,7 @@ const _OPERATOR_NAMES = [
     "adam_update",
     "add_n",
     "ElementWiseSum",
+    "all_finite",
     "arccos",
     "arccosh",
     "arcsin",
@@ -6711,6 +6864,7 @@ const _OPERATOR_NAMES = [
     "gammaln",
     "gather_nd",
     "hard_sigmoid",
+    "khatri_rao",
     "lamb_update_phase1",
     "lamb_update_phase2",
     "log",
@@ -6724,13 +6878,17 @@ const _OPERATOR_NAMES = [
     "mean",
     "min",
     "min_axis",
+    "moments",
     "mp_nag_mom_update",
     "mp_sgd_mom_update",
     "mp_sgd_update",
+    "multi_all_finite",
+    "multi_lars",
     "multi_mp_sgd_mom_update",
     "multi_mp_sgd_update",
     "multi_sgd_mom_update",
     "multi_sgd_update",
+    "multi_sum_sq",
     "nag_mom_update",
     "nanprod",
     "nansum",
@@ -6746,6 +6904,7 @@ const _OPERATOR_NAMES = [
     "reciprocal",
     "relu",
     "repeat",
+    "reset_arrays",
     "reshape",
     "Reshape",
     "reshape_like",

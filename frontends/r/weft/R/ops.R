@@ -459,6 +459,13 @@ mx.symbol.internal.greater.scalar <- function(data = NULL, scalar = NULL, is_int
   .weft_symbol_op("_greater_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, out = NULL) {
+  .weft_nd_invoke("_histogram", list(data, bins), c(bin_cnt = .weft_param(bin_cnt), range = .weft_shape_param(range)), NULL, out)
+}
+mx.symbol.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_histogram", list(data = data, bins = bins), c(bin_cnt = .weft_param(bin_cnt), range = .weft_shape_param(range)), NULL, name, attr)
+}
+
 mx.nd.internal.hypot <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_hypot", list(lhs, rhs), c(), NULL, out)
 }
@@ -935,6 +942,13 @@ mx.symbol.ElementWiseSum <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
 }
 
+mx.nd.all.finite <- function(data = NULL, init_output = NULL, out = NULL) {
+  .weft_nd_invoke("all_finite", list(data), c(init_output = .weft_param(init_output)), NULL, out)
+}
+mx.symbol.all.finite <- function(data = NULL, init_output = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("all_finite", list(data = data), c(init_output = .weft_param(init_output)), NULL, name, attr)
+}
+
 mx.nd.arccos <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arccos", list(data), c(), NULL, out)
 }
@@ -1383,6 +1397,13 @@ mx.symbol.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, name 
   .weft_symbol_op("hard_sigmoid", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, name, attr)
 }
 
+mx.nd.khatri.rao <- function(..., out = NULL) {
+  .weft_nd_invoke("khatri_rao", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.khatri.rao <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("khatri_rao", .weft_dots(...), c(), "num_args", name, attr)
+}
+
 mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("lamb_update_phase1", list(weight, grad, mean, var), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1474,6 +1495,13 @@ mx.symbol.min.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclud
   .weft_symbol_op("min", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
+mx.nd.moments <- function(data = NULL, axes = NULL, keepdims = NULL, out = NULL) {
+  .weft_nd_invoke("moments", list(data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, out)
+}
+mx.symbol.moments <- function(data = NULL, axes = NULL, keepdims = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("moments", list(data = data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, name, attr)
+}
+
 mx.nd.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("mp_nag_mom_update", list(weight, grad, mom, weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1493,6 +1521,20 @@ mx.nd.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr,
 }
 mx.symbol.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mp_sgd_update", list(weight = weight, grad = grad, weight32 = weight32), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
+mx.nd.multi.all.finite <- function(..., init_output = NULL, out = NULL) {
+  .weft_nd_invoke("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", out)
+}
+mx.symbol.multi.all.finite <- function(..., init_output = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", name, attr)
+}
+
+mx.nd.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, out = NULL) {
+  .weft_nd_invoke("multi_lars", list(lrs, weights_sum_sq, grads_sum_sq, wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, out)
+}
+mx.symbol.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("multi_lars", list(lrs = lrs, weights_sum_sq = weights_sum_sq, grads_sum_sq = grads_sum_sq, wds = wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, name, attr)
 }
 
 mx.nd.multi.mp.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
@@ -1521,6 +1563,13 @@ mx.nd.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_grad
 }
 mx.symbol.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.multi.sum.sq <- function(..., out = NULL) {
+  .weft_nd_invoke("multi_sum_sq", .weft_dots(...), c(), "num_arrays", out)
+}
+mx.symbol.multi.sum.sq <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("multi_sum_sq", .weft_dots(...), c(), "num_arrays", name, attr)
 }
 
 mx.nd.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
@@ -1626,6 +1675,13 @@ mx.nd.repeat <- function(data = NULL, repeats, axis = NULL, out = NULL) {
 }
 mx.symbol.repeat <- function(data = NULL, repeats, axis = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("repeat", list(data = data), c(repeats = .weft_param(repeats), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.reset.arrays <- function(..., out = NULL) {
+  .weft_nd_invoke("reset_arrays", .weft_dots(...), c(), "num_arrays", out)
+}
+mx.symbol.reset.arrays <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("reset_arrays", .weft_dots(...), c(), "num_arrays", name, attr)
 }
 
 mx.nd.reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, out = NULL) {
