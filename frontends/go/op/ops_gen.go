@@ -11,6 +11,8 @@ var opActivation = weft.NewOperator("Activation")
 var opAdadeltaUpdate = weft.NewOperator("adadelta_update")
 var opAdagradUpdate = weft.NewOperator("adagrad_update")
 var opAdamUpdate = weft.NewOperator("adam_update")
+var opAddN = weft.NewOperator("add_n")
+var opAllFinite = weft.NewOperator("all_finite")
 var opArccos = weft.NewOperator("arccos")
 var opArccosh = weft.NewOperator("arccosh")
 var opArcsin = weft.NewOperator("arcsin")
@@ -20,8 +22,10 @@ var opArctanh = weft.NewOperator("arctanh")
 var opArgmax = weft.NewOperator("argmax")
 var opArgmaxChannel = weft.NewOperator("argmax_channel")
 var opArgmin = weft.NewOperator("argmin")
+var opArgsort = weft.NewOperator("argsort")
 var opBatchDot = weft.NewOperator("batch_dot")
 var opBatchNorm = weft.NewOperator("BatchNorm")
+var opBatchTake = weft.NewOperator("batch_take")
 var opBlockGrad = weft.NewOperator("BlockGrad")
 var opBroadcastAdd = weft.NewOperator("broadcast_add")
 var opBroadcastAxis = weft.NewOperator("broadcast_axis")
@@ -54,6 +58,8 @@ var opCos = weft.NewOperator("cos")
 var opCosh = weft.NewOperator("cosh")
 var opDeconvolution = weft.NewOperator("Deconvolution")
 var opDegrees = weft.NewOperator("degrees")
+var opDepthToSpace = weft.NewOperator("depth_to_space")
+var opDiag = weft.NewOperator("diag")
 var opDot = weft.NewOperator("dot")
 var opDropout = weft.NewOperator("Dropout")
 var opElemwiseAdd = weft.NewOperator("elemwise_add")
@@ -75,22 +81,39 @@ var opFtrlUpdate = weft.NewOperator("ftrl_update")
 var opFullyConnected = weft.NewOperator("FullyConnected")
 var opGamma = weft.NewOperator("gamma")
 var opGammaln = weft.NewOperator("gammaln")
+var opGatherNd = weft.NewOperator("gather_nd")
 var opGroupNorm = weft.NewOperator("GroupNorm")
+var opHardSigmoid = weft.NewOperator("hard_sigmoid")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
+var opInternalContribArangeLike = weft.NewOperator("_contrib_arange_like")
+var opInternalContribBackwardGradientmultiplier = weft.NewOperator("_contrib_backward_gradientmultiplier")
+var opInternalContribBackwardIndexCopy = weft.NewOperator("_contrib_backward_index_copy")
+var opInternalContribBackwardQuadratic = weft.NewOperator("_contrib_backward_quadratic")
+var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
+var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
+var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
+var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
+var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
+var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
+var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
 var opInternalEqual = weft.NewOperator("_equal")
 var opInternalEqualScalar = weft.NewOperator("_equal_scalar")
 var opInternalEye = weft.NewOperator("_eye")
 var opInternalFull = weft.NewOperator("_full")
+var opInternalGradAdd = weft.NewOperator("_grad_add")
 var opInternalGreater = weft.NewOperator("_greater")
 var opInternalGreaterEqual = weft.NewOperator("_greater_equal")
 var opInternalGreaterEqualScalar = weft.NewOperator("_greater_equal_scalar")
 var opInternalGreaterScalar = weft.NewOperator("_greater_scalar")
+var opInternalHistogram = weft.NewOperator("_histogram")
 var opInternalHypot = weft.NewOperator("_hypot")
 var opInternalHypotScalar = weft.NewOperator("_hypot_scalar")
+var opInternalIdentityWithAttrLikeRhs = weft.NewOperator("_identity_with_attr_like_rhs")
 var opInternalLesser = weft.NewOperator("_lesser")
 var opInternalLesserEqual = weft.NewOperator("_lesser_equal")
 var opInternalLesserEqualScalar = weft.NewOperator("_lesser_equal_scalar")
@@ -139,15 +162,23 @@ var opInternalRandomNormal = weft.NewOperator("_random_normal")
 var opInternalRandomPoisson = weft.NewOperator("_random_poisson")
 var opInternalRandomRandint = weft.NewOperator("_random_randint")
 var opInternalRandomUniform = weft.NewOperator("_random_uniform")
+var opInternalRavelMultiIndex = weft.NewOperator("_ravel_multi_index")
 var opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
 var opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
 var opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
 var opInternalRmodScalar = weft.NewOperator("_rmod_scalar")
 var opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
 var opInternalSampleMultinomial = weft.NewOperator("_sample_multinomial")
+var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalShuffle = weft.NewOperator("_shuffle")
+var opInternalSliceAssign = weft.NewOperator("_slice_assign")
+var opInternalSliceAssignScalar = weft.NewOperator("_slice_assign_scalar")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
+var opInternalSplitV2 = weft.NewOperator("_split_v2")
+var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
+var opInternalZerosWithoutDtype = weft.NewOperator("_zeros_without_dtype")
+var opKhatriRao = weft.NewOperator("khatri_rao")
 var opL2Normalization = weft.NewOperator("L2Normalization")
 var opLRN = weft.NewOperator("LRN")
 var opLambUpdatePhase1 = weft.NewOperator("lamb_update_phase1")
@@ -167,13 +198,17 @@ var opMakeLoss = weft.NewOperator("MakeLoss")
 var opMax = weft.NewOperator("max")
 var opMean = weft.NewOperator("mean")
 var opMin = weft.NewOperator("min")
+var opMoments = weft.NewOperator("moments")
 var opMpNagMomUpdate = weft.NewOperator("mp_nag_mom_update")
 var opMpSgdMomUpdate = weft.NewOperator("mp_sgd_mom_update")
 var opMpSgdUpdate = weft.NewOperator("mp_sgd_update")
+var opMultiAllFinite = weft.NewOperator("multi_all_finite")
+var opMultiLars = weft.NewOperator("multi_lars")
 var opMultiMpSgdMomUpdate = weft.NewOperator("multi_mp_sgd_mom_update")
 var opMultiMpSgdUpdate = weft.NewOperator("multi_mp_sgd_update")
 var opMultiSgdMomUpdate = weft.NewOperator("multi_sgd_mom_update")
 var opMultiSgdUpdate = weft.NewOperator("multi_sgd_update")
+var opMultiSumSq = weft.NewOperator("multi_sum_sq")
 var opNagMomUpdate = weft.NewOperator("nag_mom_update")
 var opNanprod = weft.NewOperator("nanprod")
 var opNansum = weft.NewOperator("nansum")
@@ -191,6 +226,7 @@ var opRcbrt = weft.NewOperator("rcbrt")
 var opReciprocal = weft.NewOperator("reciprocal")
 var opRelu = weft.NewOperator("relu")
 var opRepeat = weft.NewOperator("repeat")
+var opResetArrays = weft.NewOperator("reset_arrays")
 var opReshape = weft.NewOperator("reshape")
 var opReshapeLike = weft.NewOperator("reshape_like")
 var opRint = weft.NewOperator("rint")
@@ -198,6 +234,7 @@ var opRmspropUpdate = weft.NewOperator("rmsprop_update")
 var opRmspropalexUpdate = weft.NewOperator("rmspropalex_update")
 var opRound = weft.NewOperator("round")
 var opRsqrt = weft.NewOperator("rsqrt")
+var opScatterNd = weft.NewOperator("scatter_nd")
 var opSequenceLast = weft.NewOperator("SequenceLast")
 var opSequenceMask = weft.NewOperator("SequenceMask")
 var opSequenceReverse = weft.NewOperator("SequenceReverse")
@@ -213,12 +250,16 @@ var opSinh = weft.NewOperator("sinh")
 var opSizeArray = weft.NewOperator("size_array")
 var opSlice = weft.NewOperator("slice")
 var opSliceAxis = weft.NewOperator("slice_axis")
+var opSliceLike = weft.NewOperator("slice_like")
+var opSmoothL1 = weft.NewOperator("smooth_l1")
 var opSoftmax = weft.NewOperator("softmax")
 var opSoftmaxActivation = weft.NewOperator("SoftmaxActivation")
 var opSoftmaxCrossEntropy = weft.NewOperator("softmax_cross_entropy")
 var opSoftmaxOutput = weft.NewOperator("SoftmaxOutput")
 var opSoftmin = weft.NewOperator("softmin")
 var opSoftsign = weft.NewOperator("softsign")
+var opSort = weft.NewOperator("sort")
+var opSpaceToDepth = weft.NewOperator("space_to_depth")
 var opSplit = weft.NewOperator("split")
 var opSqrt = weft.NewOperator("sqrt")
 var opSquare = weft.NewOperator("square")
@@ -230,6 +271,7 @@ var opTake = weft.NewOperator("take")
 var opTan = weft.NewOperator("tan")
 var opTanh = weft.NewOperator("tanh")
 var opTile = weft.NewOperator("tile")
+var opTopk = weft.NewOperator("topk")
 var opTranspose = weft.NewOperator("transpose")
 var opTrunc = weft.NewOperator("trunc")
 var opUpSampling = weft.NewOperator("UpSampling")
@@ -428,6 +470,56 @@ func SymAdamUpdate(weight, grad, mean, var_ *weft.Symbol, lr float64, opts ...Op
 	c := newCall(opts)
 	c.set("lr", lr)
 	return c.compose(opAdamUpdate, []string{"weight", "grad", "mean", "var"}, weight, grad, mean, var_)
+}
+
+// AddN runs the operator add_n.
+//
+// Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - args: Positional input arguments (any number)
+func AddN(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opAddN, "num_args", args)
+}
+
+// SymAddN runs the operator add_n symbolically: it adds one node to the graph.
+//
+// Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - args: Positional input arguments (any number)
+func SymAddN(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opAddN, "num_args", args)
+}
+
+// AllFinite runs the operator all_finite.
+//
+// A float32 flag of shape (1,): 1 when every element of data is finite, 0 otherwise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Array
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1; false keeps what the output holds unless a non-finite value is found. (default True)
+func AllFinite(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opAllFinite, data)
+}
+
+// SymAllFinite runs the operator all_finite symbolically: it adds one node to the graph.
+//
+// A float32 flag of shape (1,): 1 when every element of data is finite, 0 otherwise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Array
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1; false keeps what the output holds unless a non-finite value is found. (default True)
+func SymAllFinite(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opAllFinite, []string{"data"}, data)
 }
 
 // Arccos runs the operator arccos.
@@ -644,6 +736,38 @@ func SymArgmin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opArgmin, []string{"data"}, data)
 }
 
+// Argsort runs the operator argsort.
+//
+// The indices that sort the input along an axis (the flattened input when axis is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+//   - WithDtype(weft.DType): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func Argsort(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opArgsort, data)
+}
+
+// SymArgsort runs the operator argsort symbolically: it adds one node to the graph.
+//
+// The indices that sort the input along an axis (the flattened input when axis is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+//   - WithDtype(weft.DType): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opArgsort, []string{"data"}, data)
+}
+
 // BatchDot runs the operator batch_dot.
 //
 // Batched matrix product: for inputs (..., M, K) and (..., K, N) (with transpose flags applied to the last two axes), the (..., M, N) products of matching matrices.
@@ -724,6 +848,30 @@ func BatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...O
 func SymBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// BatchTake runs the operator batch_take.
+//
+// One element per row of a (seen as rows x its last axis), at that row's index, clipped into range: output[i] = a[i, indices[i]]. Deprecated in MXNet in favour of pick.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: The input array
+//   - indices: The index array
+func BatchTake(a, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opBatchTake, a, indices)
+}
+
+// SymBatchTake runs the operator batch_take symbolically: it adds one node to the graph.
+//
+// One element per row of a (seen as rows x its last axis), at that row's index, clipped into range: output[i] = a[i, indices[i]]. Deprecated in MXNet in favour of pick.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: The input array
+//   - indices: The index array
+func SymBatchTake(a, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opBatchTake, []string{"a", "indices"}, a, indices)
 }
 
 // BlockGrad runs the operator BlockGrad.
@@ -1598,6 +1746,68 @@ func SymDegrees(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opDegrees, []string{"data"}, data)
 }
 
+// DepthToSpace runs the operator depth_to_space.
+//
+// Moves channel blocks of an NCHW input into block_size x block_size pixel blocks: (N, C, H, W) -> (N, C / block_size^2, H * block_size, W * block_size).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func DepthToSpace(data *weft.NDArray, blockSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.invoke(opDepthToSpace, data)
+}
+
+// SymDepthToSpace runs the operator depth_to_space symbolically: it adds one node to the graph.
+//
+// Moves channel blocks of an NCHW input into block_size x block_size pixel blocks: (N, C, H, W) -> (N, C / block_size^2, H * block_size, W * block_size).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func SymDepthToSpace(data *weft.Symbol, blockSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.compose(opDepthToSpace, []string{"data"}, data)
+}
+
+// Diag runs the operator diag.
+//
+// Of a 1-D input, the square matrix with it on diagonal k; of an N-D input, diagonal k of the planes spanned by axis1 and axis2, as the last axis of the result.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithK(int): Diagonal in question: 0 the main one, > 0 above it, < 0 below it. (default 0)
+//   - WithAxis1(int): The first axis of the planes (N-D input). (default 0)
+//   - WithAxis2(int): The second axis of the planes (N-D input). (default 1)
+func Diag(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opDiag, data)
+}
+
+// SymDiag runs the operator diag symbolically: it adds one node to the graph.
+//
+// Of a 1-D input, the square matrix with it on diagonal k; of an N-D input, diagonal k of the planes spanned by axis1 and axis2, as the last axis of the result.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithK(int): Diagonal in question: 0 the main one, > 0 above it, < 0 below it. (default 0)
+//   - WithAxis1(int): The first axis of the planes (N-D input). (default 0)
+//   - WithAxis2(int): The second axis of the planes (N-D input). (default 1)
+func SymDiag(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opDiag, []string{"data"}, data)
+}
+
 // Dot runs the operator dot.
 //
 // Dot product of two arrays: the last axis of lhs contracts with the first axis of rhs (matrix product for 2-D inputs, inner product with shape (1,) for two vectors). transpose_a / transpose_b use an input transposed (for N-D inputs: the first axis of lhs, the last axis of rhs contract instead).
@@ -2214,6 +2424,30 @@ func SymGammaln(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opGammaln, []string{"data"}, data)
 }
 
+// GatherNd runs the operator gather_nd.
+//
+// Gathers slices of data at N-dimensional indices: indices of shape (M, Y...) address data's first M axes (negative indices count from the end); the result has shape Y... + data.shape[M:].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+func GatherNd(data, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opGatherNd, data, indices)
+}
+
+// SymGatherNd runs the operator gather_nd symbolically: it adds one node to the graph.
+//
+// Gathers slices of data at N-dimensional indices: indices of shape (M, Y...) address data's first M axes (negative indices count from the end); the result has shape Y... + data.shape[M:].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+func SymGatherNd(data, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opGatherNd, []string{"data", "indices"}, data, indices)
+}
+
 // GroupNorm runs the operator GroupNorm.
 //
 // Group normalisation: each sample's channels (axis 1) in num_groups groups; per-channel gamma, beta.
@@ -2248,6 +2482,36 @@ func GroupNorm(data, gamma, beta *weft.NDArray, opts ...Option) (*weft.NDArray, 
 func SymGroupNorm(data, gamma, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opGroupNorm, []string{"data", "gamma", "beta"}, data, gamma, beta)
+}
+
+// HardSigmoid runs the operator hard_sigmoid.
+//
+// max(0, min(1, alpha * x + beta)) of each element.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithAlpha(float64): Slope of hard sigmoid (default 0.2)
+//   - WithBeta(float64): Bias of hard sigmoid. (default 0.5)
+func HardSigmoid(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opHardSigmoid, data)
+}
+
+// SymHardSigmoid runs the operator hard_sigmoid symbolically: it adds one node to the graph.
+//
+// max(0, min(1, alpha * x + beta)) of each element.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithAlpha(float64): Slope of hard sigmoid (default 0.2)
+//   - WithBeta(float64): Bias of hard sigmoid. (default 0.5)
+func SymHardSigmoid(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opHardSigmoid, []string{"data"}, data)
 }
 
 // InstanceNorm runs the operator InstanceNorm.
@@ -2376,6 +2640,350 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
 	return c.compose(opInternalArange, nil)
+}
+
+// InternalContribAllclose runs the operator _contrib_allclose.
+//
+// 1 when every |a - b| <= atol + rtol * |b| (NaNs matching NaNs when equal_nan), else 0; a uint8 scalar.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Input array a
+//   - b: Input array b
+//
+// Options:
+//   - WithRtol(float64): Relative tolerance. (default 1e-05)
+//   - WithAtol(float64): Absolute tolerance. (default 1e-08)
+//   - WithEqualNan(bool): Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array. (default True)
+func InternalContribAllclose(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribAllclose, a, b)
+}
+
+// SymInternalContribAllclose runs the operator _contrib_allclose symbolically: it adds one node to the graph.
+//
+// 1 when every |a - b| <= atol + rtol * |b| (NaNs matching NaNs when equal_nan), else 0; a uint8 scalar.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Input array a
+//   - b: Input array b
+//
+// Options:
+//   - WithRtol(float64): Relative tolerance. (default 1e-05)
+//   - WithAtol(float64): Absolute tolerance. (default 1e-08)
+//   - WithEqualNan(bool): Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array. (default True)
+func SymInternalContribAllclose(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribAllclose, []string{"a", "b"}, a, b)
+}
+
+// InternalContribArangeLike runs the operator _contrib_arange_like.
+//
+// Evenly spaced values (start, start + step, ..., each repeated `repeat` times) filling the input's shape, or as many as the input's `axis` is long; in the input's dtype.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithStart(float64): Start of the interval (included). (default 0)
+//   - WithStep(float64): Spacing between values. (default 1)
+//   - WithRepeat(int): How many times each value is repeated. (default 1)
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithAxis(int): Make a 1-D range as long as this axis of the input; None fills the input's whole shape. (default None)
+func InternalContribArangeLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribArangeLike, data)
+}
+
+// SymInternalContribArangeLike runs the operator _contrib_arange_like symbolically: it adds one node to the graph.
+//
+// Evenly spaced values (start, start + step, ..., each repeated `repeat` times) filling the input's shape, or as many as the input's `axis` is long; in the input's dtype.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithStart(float64): Start of the interval (included). (default 0)
+//   - WithStep(float64): Spacing between values. (default 1)
+//   - WithRepeat(int): How many times each value is repeated. (default 1)
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithAxis(int): Make a 1-D range as long as this axis of the input; None fills the input's whole shape. (default None)
+func SymInternalContribArangeLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribArangeLike, []string{"data"}, data)
+}
+
+// InternalContribBackwardGradientmultiplier runs the operator _contrib_backward_gradientmultiplier.
+//
+// Gradient of gradientmultiplier: the output gradient times scalar.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Gradient of the output
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalContribBackwardGradientmultiplier(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardGradientmultiplier, data)
+}
+
+// SymInternalContribBackwardGradientmultiplier runs the operator _contrib_backward_gradientmultiplier symbolically: it adds one node to the graph.
+//
+// Gradient of gradientmultiplier: the output gradient times scalar.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Gradient of the output
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalContribBackwardGradientmultiplier(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardGradientmultiplier, []string{"data"}, data)
+}
+
+// InternalContribBackwardIndexCopy runs the operator _contrib_backward_index_copy.
+//
+// Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - oldTensor: The forward old_tensor
+//   - indexVector: The forward index_vector
+//   - newTensor: The forward new_tensor
+func InternalContribBackwardIndexCopy(ograd, oldTensor, indexVector, newTensor *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardIndexCopy, ograd, oldTensor, indexVector, newTensor)
+}
+
+// SymInternalContribBackwardIndexCopy runs the operator _contrib_backward_index_copy symbolically: it adds one node to the graph.
+//
+// Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - oldTensor: The forward old_tensor
+//   - indexVector: The forward index_vector
+//   - newTensor: The forward new_tensor
+func SymInternalContribBackwardIndexCopy(ograd, oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardIndexCopy, []string{"ograd", "old_tensor", "index_vector", "new_tensor"}, ograd, oldTensor, indexVector, newTensor)
+}
+
+// InternalContribBackwardQuadratic runs the operator _contrib_backward_quadratic.
+//
+// Gradient of quadratic: ograd times 2 a x + b.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - data: The forward input
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func InternalContribBackwardQuadratic(ograd, data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardQuadratic, ograd, data)
+}
+
+// SymInternalContribBackwardQuadratic runs the operator _contrib_backward_quadratic symbolically: it adds one node to the graph.
+//
+// Gradient of quadratic: ograd times 2 a x + b.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - data: The forward input
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func SymInternalContribBackwardQuadratic(ograd, data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardQuadratic, []string{"ograd", "data"}, ograd, data)
+}
+
+// InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
+//
+// The input divided by the square root of its last axis' length (attention score scaling).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+func InternalContribDivSqrtDim(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribDivSqrtDim, data)
+}
+
+// SymInternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim symbolically: it adds one node to the graph.
+//
+// The input divided by the square root of its last axis' length (attention score scaling).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+func SymInternalContribDivSqrtDim(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribDivSqrtDim, []string{"data"}, data)
+}
+
+// InternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier.
+//
+// The identity, whose gradient is the output gradient times scalar (a negative scalar reverses gradients, as in domain-adversarial training).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalContribGradientmultiplier(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribGradientmultiplier, data)
+}
+
+// SymInternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier symbolically: it adds one node to the graph.
+//
+// The identity, whose gradient is the output gradient times scalar (a negative scalar reverses gradients, as in domain-adversarial training).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalContribGradientmultiplier(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribGradientmultiplier, []string{"data"}, data)
+}
+
+// InternalContribIndexArray runs the operator _contrib_index_array.
+//
+// For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithAxes([]int): The axes to include in the index array. Supports negative values. (default None)
+func InternalContribIndexArray(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIndexArray, data)
+}
+
+// SymInternalContribIndexArray runs the operator _contrib_index_array symbolically: it adds one node to the graph.
+//
+// For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithAxes([]int): The axes to include in the index array. Supports negative values. (default None)
+func SymInternalContribIndexArray(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIndexArray, []string{"data"}, data)
+}
+
+// InternalContribIndexCopy runs the operator _contrib_index_copy.
+//
+// old_tensor with row i of new_tensor written at row index_vector[i].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - oldTensor: Old tensor
+//   - indexVector: Index vector
+//   - newTensor: New tensor to be copied
+func InternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIndexCopy, oldTensor, indexVector, newTensor)
+}
+
+// SymInternalContribIndexCopy runs the operator _contrib_index_copy symbolically: it adds one node to the graph.
+//
+// old_tensor with row i of new_tensor written at row index_vector[i].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - oldTensor: Old tensor
+//   - indexVector: Index vector
+//   - newTensor: New tensor to be copied
+func SymInternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIndexCopy, []string{"old_tensor", "index_vector", "new_tensor"}, oldTensor, indexVector, newTensor)
+}
+
+// InternalContribQuadratic runs the operator _contrib_quadratic.
+//
+// a * x^2 + b * x + c of each element.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func InternalContribQuadratic(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuadratic, data)
+}
+
+// SymInternalContribQuadratic runs the operator _contrib_quadratic symbolically: it adds one node to the graph.
+//
+// a * x^2 + b * x + c of each element.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func SymInternalContribQuadratic(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuadratic, []string{"data"}, data)
+}
+
+// InternalContribRoundSte runs the operator _contrib_round_ste.
+//
+// Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+func InternalContribRoundSte(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribRoundSte, data)
+}
+
+// SymInternalContribRoundSte runs the operator _contrib_round_ste symbolically: it adds one node to the graph.
+//
+// Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+func SymInternalContribRoundSte(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribRoundSte, []string{"data"}, data)
+}
+
+// InternalContribSignSte runs the operator _contrib_sign_ste.
+//
+// The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+func InternalContribSignSte(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribSignSte, data)
+}
+
+// SymInternalContribSignSte runs the operator _contrib_sign_ste symbolically: it adds one node to the graph.
+//
+// The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+func SymInternalContribSignSte(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribSignSte, []string{"data"}, data)
 }
 
 // InternalCopy runs the operator _copy.
@@ -2554,6 +3162,30 @@ func SymInternalFull(value float64, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalFull, nil)
 }
 
+// InternalGradAdd runs the operator _grad_add.
+//
+// lhs + rhs elementwise, for gradient accumulation.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func InternalGradAdd(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalGradAdd, lhs, rhs)
+}
+
+// SymInternalGradAdd runs the operator _grad_add symbolically: it adds one node to the graph.
+//
+// lhs + rhs elementwise, for gradient accumulation.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func SymInternalGradAdd(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalGradAdd, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
 // InternalGreater runs the operator _greater.
 //
 // lhs > rhs, elementwise, for arrays of one shape: 1 where true, 0 elsewhere.
@@ -2662,6 +3294,38 @@ func SymInternalGreaterScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, 
 	return c.compose(opInternalGreaterScalar, []string{"data"}, data)
 }
 
+// InternalHistogram runs the operator _histogram.
+//
+// Counts of data's elements per bin (int64) and the bin edges: bin_cnt equal bins over range, or the edges given as bins; every bin but the last excludes its right edge, as in numpy.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//   - bins: Input ndarray
+//
+// Options:
+//   - WithBinCnt(int): Number of bins for uniform case (default None)
+//   - WithRange([]float64): The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given. (default ())
+func InternalHistogram(data, bins *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalHistogram, data, bins)
+}
+
+// SymInternalHistogram runs the operator _histogram symbolically: it adds one node to the graph.
+//
+// Counts of data's elements per bin (int64) and the bin edges: bin_cnt equal bins over range, or the edges given as bins; every bin but the last excludes its right edge, as in numpy.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//   - bins: Input ndarray
+//
+// Options:
+//   - WithBinCnt(int): Number of bins for uniform case (default None)
+//   - WithRange([]float64): The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given. (default ())
+func SymInternalHistogram(data, bins *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalHistogram, []string{"data", "bins"}, data, bins)
+}
+
 // InternalHypot runs the operator _hypot.
 //
 // sqrt(lhs^2 + rhs^2), elementwise, without undue overflow.
@@ -2714,6 +3378,30 @@ func InternalHypotScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 func SymInternalHypotScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalHypotScalar, []string{"data"}, data)
+}
+
+// InternalIdentityWithAttrLikeRhs runs the operator _identity_with_attr_like_rhs.
+//
+// lhs unchanged; rhs lends only its attributes (its storage type in MXNet).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: First input.
+//   - rhs: Second input.
+func InternalIdentityWithAttrLikeRhs(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalIdentityWithAttrLikeRhs, lhs, rhs)
+}
+
+// SymInternalIdentityWithAttrLikeRhs runs the operator _identity_with_attr_like_rhs symbolically: it adds one node to the graph.
+//
+// lhs unchanged; rhs lends only its attributes (its storage type in MXNet).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: First input.
+//   - rhs: Second input.
+func SymInternalIdentityWithAttrLikeRhs(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalIdentityWithAttrLikeRhs, []string{"lhs", "rhs"}, lhs, rhs)
 }
 
 // InternalLesser runs the operator _lesser.
@@ -4080,6 +4768,34 @@ func SymInternalRandomUniform(opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalRandomUniform, nil)
 }
 
+// InternalRavelMultiIndex runs the operator _ravel_multi_index.
+//
+// The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Batch of multi-indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func InternalRavelMultiIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRavelMultiIndex, data)
+}
+
+// SymInternalRavelMultiIndex runs the operator _ravel_multi_index symbolically: it adds one node to the graph.
+//
+// The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Batch of multi-indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func SymInternalRavelMultiIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRavelMultiIndex, []string{"data"}, data)
+}
+
 // InternalRdivScalar runs the operator _rdiv_scalar.
 //
 // scalar / x (integers truncate; s / 0 is 0 for integers).
@@ -4256,6 +4972,40 @@ func SymInternalSampleMultinomial(data *weft.Symbol, opts ...Option) (*weft.Symb
 	return c.compose(opInternalSampleMultinomial, []string{"data"}, data)
 }
 
+// InternalScatterSetNd runs the operator _scatter_set_nd.
+//
+// lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: source input
+//   - rhs: value to assign
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func InternalScatterSetNd(lhs, rhs, indices *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.invoke(opInternalScatterSetNd, lhs, rhs, indices)
+}
+
+// SymInternalScatterSetNd runs the operator _scatter_set_nd symbolically: it adds one node to the graph.
+//
+// lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: source input
+//   - rhs: value to assign
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func SymInternalScatterSetNd(lhs, rhs, indices *weft.Symbol, shape []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.compose(opInternalScatterSetNd, []string{"lhs", "rhs", "indices"}, lhs, rhs, indices)
+}
+
 // InternalShuffle runs the operator _shuffle.
 //
 // Randomly permutes the input along its first axis; rows move whole.
@@ -4276,6 +5026,90 @@ func InternalShuffle(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) 
 func SymInternalShuffle(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalShuffle, []string{"data"}, data)
+}
+
+// InternalSliceAssign runs the operator _slice_assign.
+//
+// lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: Source input
+//   - rhs: value to assign
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None, e.g. (0, None, -2).
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithStep(string): Steps, a tuple of int or None (1); () means all 1. (default ())
+func InternalSliceAssign(lhs, rhs *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.invoke(opInternalSliceAssign, lhs, rhs)
+}
+
+// SymInternalSliceAssign runs the operator _slice_assign symbolically: it adds one node to the graph.
+//
+// lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: Source input
+//   - rhs: value to assign
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None, e.g. (0, None, -2).
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithStep(string): Steps, a tuple of int or None (1); () means all 1. (default ())
+func SymInternalSliceAssign(lhs, rhs *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.compose(opInternalSliceAssign, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
+// InternalSliceAssignScalar runs the operator _slice_assign_scalar.
+//
+// The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Source input
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None.
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithScalar(float64): The scalar value for assignment. (default 0)
+//   - WithStep(string): Steps, a tuple of int or None (1). (default ())
+func InternalSliceAssignScalar(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.invoke(opInternalSliceAssignScalar, data)
+}
+
+// SymInternalSliceAssignScalar runs the operator _slice_assign_scalar symbolically: it adds one node to the graph.
+//
+// The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Source input
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None.
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithScalar(float64): The scalar value for assignment. (default 0)
+//   - WithStep(string): Steps, a tuple of int or None (1). (default ())
+func SymInternalSliceAssignScalar(data *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.compose(opInternalSliceAssignScalar, []string{"data"}, data)
 }
 
 // InternalSparseSoftmaxCrossEntropy runs the operator _sparse_softmax_cross_entropy.
@@ -4308,6 +5142,74 @@ func SymInternalSparseSoftmaxCrossEntropy(data, label *weft.Symbol, opts ...Opti
 	return c.compose(opInternalSparseSoftmaxCrossEntropy, []string{"data", "label"}, data, label)
 }
 
+// InternalSplitV2 runs the operator _split_v2.
+//
+// Splits the input along axis at the given start indices, or into `sections` near-equal pieces (removing the axis with squeeze_axis); what nd.split_v2 calls.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func InternalSplitV2(data *weft.NDArray, indices []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.invoke(opInternalSplitV2, data)
+}
+
+// SymInternalSplitV2 runs the operator _split_v2 symbolically: it adds one node to the graph.
+//
+// Splits the input along axis at the given start indices, or into `sections` near-equal pieces (removing the axis with squeeze_axis); what nd.split_v2 calls.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func SymInternalSplitV2(data *weft.Symbol, indices []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.compose(opInternalSplitV2, []string{"data"}, data)
+}
+
+// InternalUnravelIndex runs the operator _unravel_index.
+//
+// The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Array of flat indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func InternalUnravelIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalUnravelIndex, data)
+}
+
+// SymInternalUnravelIndex runs the operator _unravel_index symbolically: it adds one node to the graph.
+//
+// The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Array of flat indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func SymInternalUnravelIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalUnravelIndex, []string{"data"}, data)
+}
+
 // InternalZeros runs the operator _zeros.
 //
 // An array of zeros of the given shape and dtype.
@@ -4332,6 +5234,54 @@ func InternalZeros(opts ...Option) (*weft.NDArray, error) {
 func SymInternalZeros(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalZeros, nil)
+}
+
+// InternalZerosWithoutDtype runs the operator _zeros_without_dtype.
+//
+// An array of zeros of the given shape, its dtype given by number or left to the graph.
+//
+// Options:
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(int): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used. (default -1)
+func InternalZerosWithoutDtype(opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalZerosWithoutDtype)
+}
+
+// SymInternalZerosWithoutDtype runs the operator _zeros_without_dtype symbolically: it adds one node to the graph.
+//
+// An array of zeros of the given shape, its dtype given by number or left to the graph.
+//
+// Options:
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(int): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used. (default -1)
+func SymInternalZerosWithoutDtype(opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalZerosWithoutDtype, nil)
+}
+
+// KhatriRao runs the operator khatri_rao.
+//
+// The column-wise Kronecker (Khatri-Rao) product of matrices with one column count: the result has the product of their row counts as rows.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - args: Positional input matrices (any number)
+func KhatriRao(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opKhatriRao, "num_args", args)
+}
+
+// SymKhatriRao runs the operator khatri_rao symbolically: it adds one node to the graph.
+//
+// The column-wise Kronecker (Khatri-Rao) product of matrices with one column count: the result has the product of their row counts as rows.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - args: Positional input matrices (any number)
+func SymKhatriRao(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opKhatriRao, "num_args", args)
 }
 
 // L2Normalization runs the operator L2Normalization.
@@ -4940,6 +5890,36 @@ func SymMin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opMin, []string{"data"}, data)
 }
 
+// Moments runs the operator moments.
+//
+// The mean and the variance of data over axes (two outputs).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithAxes([]int): Array of ints. Axes along which to compute mean and variance (all of them for global moments). (default None)
+//   - WithKeepdims(bool): produce moments with the same dimensionality as the input. (default False)
+func Moments(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opMoments, data)
+}
+
+// SymMoments runs the operator moments symbolically: it adds one node to the graph.
+//
+// The mean and the variance of data over axes (two outputs).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithAxes([]int): Array of ints. Axes along which to compute mean and variance (all of them for global moments). (default None)
+//   - WithKeepdims(bool): produce moments with the same dimensionality as the input. (default False)
+func SymMoments(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opMoments, []string{"data"}, data)
+}
+
 // MpNagMomUpdate runs the operator mp_nag_mom_update.
 //
 // Multi-precision Nesterov momentum on the float32 master copy weight32 and float32 momentum.
@@ -5082,6 +6062,80 @@ func SymMpSgdUpdate(weight, grad, weight32 *weft.Symbol, lr float64, opts ...Opt
 	c := newCall(opts)
 	c.set("lr", lr)
 	return c.compose(opMpSgdUpdate, []string{"weight", "grad", "weight32"}, weight, grad, weight32)
+}
+
+// MultiAllFinite runs the operator multi_all_finite.
+//
+// A float32 flag of shape (1,): 1 when every element of every array is finite, 0 otherwise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Arrays (any number)
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1 (multi_all_finite only). (default True)
+func MultiAllFinite(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opMultiAllFinite, "num_arrays", data)
+}
+
+// SymMultiAllFinite runs the operator multi_all_finite symbolically: it adds one node to the graph.
+//
+// A float32 flag of shape (1,): 1 when every element of every array is finite, 0 otherwise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Arrays (any number)
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1 (multi_all_finite only). (default True)
+func SymMultiAllFinite(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opMultiAllFinite, "num_arrays", data)
+}
+
+// MultiLars runs the operator multi_lars.
+//
+// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lrs: Learning rates to scale by LARS coefficient
+//   - weightsSumSq: sum of square of weights arrays
+//   - gradsSumSq: sum of square of gradients arrays
+//   - wds: weight decays
+//
+// Required parameters:
+//   - eta float64: LARS eta
+//   - eps float64: LARS eps
+//
+// Options:
+//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
+func MultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.NDArray, eta float64, eps float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("eta", eta)
+	c.set("eps", eps)
+	return c.invoke(opMultiLars, lrs, weightsSumSq, gradsSumSq, wds)
+}
+
+// SymMultiLars runs the operator multi_lars symbolically: it adds one node to the graph.
+//
+// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lrs: Learning rates to scale by LARS coefficient
+//   - weightsSumSq: sum of square of weights arrays
+//   - gradsSumSq: sum of square of gradients arrays
+//   - wds: weight decays
+//
+// Required parameters:
+//   - eta float64: LARS eta
+//   - eps float64: LARS eps
+//
+// Options:
+//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
+func SymMultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.Symbol, eta float64, eps float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("eta", eta)
+	c.set("eps", eps)
+	return c.compose(opMultiLars, []string{"lrs", "weights_sum_sq", "grads_sum_sq", "wds"}, lrs, weightsSumSq, gradsSumSq, wds)
 }
 
 // MultiMpSgdMomUpdate runs the operator multi_mp_sgd_mom_update.
@@ -5262,6 +6316,28 @@ func SymMultiSgdUpdate(data []*weft.Symbol, lrs []float64, wds []float64, opts .
 	c.set("lrs", lrs)
 	c.set("wds", wds)
 	return c.composeList(opMultiSgdUpdate, "", data)
+}
+
+// MultiSumSq runs the operator multi_sum_sq.
+//
+// The sum of squares of each array, as a float32 vector of num_arrays entries.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Arrays (any number)
+func MultiSumSq(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opMultiSumSq, "num_arrays", data)
+}
+
+// SymMultiSumSq runs the operator multi_sum_sq symbolically: it adds one node to the graph.
+//
+// The sum of squares of each array, as a float32 vector of num_arrays entries.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Arrays (any number)
+func SymMultiSumSq(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opMultiSumSq, "num_arrays", data)
 }
 
 // NagMomUpdate runs the operator nag_mom_update.
@@ -5832,6 +6908,28 @@ func SymRepeat(data *weft.Symbol, repeats int, opts ...Option) (*weft.Symbol, er
 	return c.compose(opRepeat, []string{"data"}, data)
 }
 
+// ResetArrays runs the operator reset_arrays.
+//
+// Sets every element of every input array to zero, in place.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Arrays (any number)
+func ResetArrays(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opResetArrays, "num_arrays", data)
+}
+
+// SymResetArrays runs the operator reset_arrays symbolically: it adds one node to the graph.
+//
+// Sets every element of every input array to zero, in place.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Arrays (any number)
+func SymResetArrays(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opResetArrays, "num_arrays", data)
+}
+
 // Reshape runs the operator reshape.
 //
 // The input with a new shape and the same elements in the same order; see the special codes 0, -1, -2, -3, -4 and reverse.
@@ -6072,6 +7170,38 @@ func Rsqrt(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymRsqrt(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opRsqrt, []string{"data"}, data)
+}
+
+// ScatterNd runs the operator scatter_nd.
+//
+// Scatters data into zeros of the given shape at N-dimensional indices: indices of shape (M, Y...) address the output's first M axes and data has shape Y... + shape[M:]. With repeated indices the last write wins (and the gradient is not that of any one write).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func ScatterNd(data, indices *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.invoke(opScatterNd, data, indices)
+}
+
+// SymScatterNd runs the operator scatter_nd symbolically: it adds one node to the graph.
+//
+// Scatters data into zeros of the given shape at N-dimensional indices: indices of shape (M, Y...) address the output's first M axes and data has shape Y... + shape[M:]. With repeated indices the last write wins (and the gradient is not that of any one write).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func SymScatterNd(data, indices *weft.Symbol, shape []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.compose(opScatterNd, []string{"data", "indices"}, data, indices)
 }
 
 // SequenceLast runs the operator SequenceLast.
@@ -6564,6 +7694,66 @@ func SymSliceAxis(data *weft.Symbol, axis int, begin int, end int, opts ...Optio
 	return c.compose(opSliceAxis, []string{"data"}, data)
 }
 
+// SliceLike runs the operator slice_like.
+//
+// The leading part of data with shape_like's sizes along axes (every axis when axes is ()).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Source input
+//   - shapeLike: Shape like input
+//
+// Options:
+//   - WithAxes([]int): The axes to slice to shape_like's sizes; () slices every axis (the inputs then need one rank). (default ())
+func SliceLike(data, shapeLike *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSliceLike, data, shapeLike)
+}
+
+// SymSliceLike runs the operator slice_like symbolically: it adds one node to the graph.
+//
+// The leading part of data with shape_like's sizes along axes (every axis when axes is ()).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Source input
+//   - shapeLike: Shape like input
+//
+// Options:
+//   - WithAxes([]int): The axes to slice to shape_like's sizes; () slices every axis (the inputs then need one rank). (default ())
+func SymSliceLike(data, shapeLike *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSliceLike, []string{"data", "shape_like"}, data, shapeLike)
+}
+
+// SmoothL1 runs the operator smooth_l1.
+//
+// Smooth L1 loss of each element with sigma = scalar: (sigma x)^2 / 2 where |x| < 1 / sigma^2, |x| - 0.5 / sigma^2 elsewhere.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: source input
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SmoothL1(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSmoothL1, data)
+}
+
+// SymSmoothL1 runs the operator smooth_l1 symbolically: it adds one node to the graph.
+//
+// Smooth L1 loss of each element with sigma = scalar: (sigma x)^2 / 2 where |x| < 1 / sigma^2, |x| - 0.5 / sigma^2 elsewhere.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: source input
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymSmoothL1(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSmoothL1, []string{"data"}, data)
+}
+
 // Softmax runs the operator softmax.
 //
 // Softmax along `axis`: exp(x / T) / sum(exp(x / T)).
@@ -6752,6 +7942,66 @@ func Softsign(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymSoftsign(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opSoftsign, []string{"data"}, data)
+}
+
+// Sort runs the operator sort.
+//
+// A sorted copy of the input along an axis (of the flattened input when axis is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+func Sort(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSort, data)
+}
+
+// SymSort runs the operator sort symbolically: it adds one node to the graph.
+//
+// A sorted copy of the input along an axis (of the flattened input when axis is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+func SymSort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSort, []string{"data"}, data)
+}
+
+// SpaceToDepth runs the operator space_to_depth.
+//
+// Moves block_size x block_size pixel blocks of an NCHW input into channels: (N, C, H, W) -> (N, C * block_size^2, H / block_size, W / block_size).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func SpaceToDepth(data *weft.NDArray, blockSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.invoke(opSpaceToDepth, data)
+}
+
+// SymSpaceToDepth runs the operator space_to_depth symbolically: it adds one node to the graph.
+//
+// Moves block_size x block_size pixel blocks of an NCHW input into channels: (N, C, H, W) -> (N, C * block_size^2, H / block_size, W / block_size).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func SymSpaceToDepth(data *weft.Symbol, blockSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.compose(opSpaceToDepth, []string{"data"}, data)
 }
 
 // Split runs the operator split.
@@ -7060,6 +8310,42 @@ func SymTile(data *weft.Symbol, reps []int, opts ...Option) (*weft.Symbol, error
 	return c.compose(opTile, []string{"data"}, data)
 }
 
+// Topk runs the operator topk.
+//
+// The top k elements along an axis (of the flattened input when axis is None), largest first unless is_ascend: their indices, their values, a mask of their positions, or values and indices (ret_typ).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis along which to choose the top k indices; None uses the flattened input. (default -1)
+//   - WithK(int): Number of top elements to select; k <= 0 selects all of them. (default 1)
+//   - WithRetTyp(string): What to return: the values, their indices, a mask of their positions, or values and indices. (default indices)
+//   - WithIsAscend(bool): Choose the k smallest elements (true) or the k largest (false). (default False)
+//   - WithDtype(weft.DType): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func Topk(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opTopk, data)
+}
+
+// SymTopk runs the operator topk symbolically: it adds one node to the graph.
+//
+// The top k elements along an axis (of the flattened input when axis is None), largest first unless is_ascend: their indices, their values, a mask of their positions, or values and indices (ret_typ).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis along which to choose the top k indices; None uses the flattened input. (default -1)
+//   - WithK(int): Number of top elements to select; k <= 0 selects all of them. (default 1)
+//   - WithRetTyp(string): What to return: the values, their indices, a mask of their positions, or values and indices. (default indices)
+//   - WithIsAscend(bool): Choose the k smallest elements (true) or the k largest (false). (default False)
+//   - WithDtype(weft.DType): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func SymTopk(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opTopk, []string{"data"}, data)
+}
+
 // Transpose runs the operator transpose.
 //
 // Permutes the axes: output axis i is input axis axes[i]; reverses them when axes is ().
@@ -7242,6 +8528,16 @@ func SymBroadcastPlus(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 	return SymBroadcastAdd(lhs, rhs, opts...)
 }
 
+// ChooseElement0index is Pick under its alias choose_element_0index.
+func ChooseElement0index(data, index *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return Pick(data, index, opts...)
+}
+
+// SymChooseElement0index is SymPick under its alias choose_element_0index.
+func SymChooseElement0index(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymPick(data, index, opts...)
+}
+
 // Crop is Slice under its alias crop.
 func Crop(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
 	return Slice(data, begin, end, opts...)
@@ -7250,6 +8546,16 @@ func Crop(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.N
 // SymCrop is SymSlice under its alias crop.
 func SymCrop(data *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
 	return SymSlice(data, begin, end, opts...)
+}
+
+// ElementWiseSum is AddN under its alias ElementWiseSum.
+func ElementWiseSum(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return AddN(args, opts...)
+}
+
+// SymElementWiseSum is SymAddN under its alias ElementWiseSum.
+func SymElementWiseSum(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymAddN(args, opts...)
 }
 
 // Identity is InternalCopy under its alias identity.
@@ -7512,6 +8818,16 @@ func SymRandomUniform(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomUniform(opts...)
 }
 
+// RavelMultiIndex is InternalRavelMultiIndex under its alias ravel_multi_index.
+func RavelMultiIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRavelMultiIndex(data, opts...)
+}
+
+// SymRavelMultiIndex is SymInternalRavelMultiIndex under its alias ravel_multi_index.
+func SymRavelMultiIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRavelMultiIndex(data, opts...)
+}
+
 // Reverse is Flip under its alias reverse.
 func Reverse(data *weft.NDArray, axis []int, opts ...Option) (*weft.NDArray, error) {
 	return Flip(data, axis, opts...)
@@ -7592,6 +8908,22 @@ func SymUniform(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomUniform(opts...)
 }
 
+// UnravelIndex is InternalUnravelIndex under its alias unravel_index.
+func UnravelIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalUnravelIndex(data, opts...)
+}
+
+// SymUnravelIndex is SymInternalUnravelIndex under its alias unravel_index.
+func SymUnravelIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalUnravelIndex(data, opts...)
+}
+
+// WithA sets the parameter a.
+// Coefficient of the quadratic term in the quadratic function.
+func WithA(v float64) Option {
+	return param("a", v)
+}
+
 // WithActType sets the parameter act_type.
 // The activation function.
 func WithActType(v string) Option {
@@ -7610,6 +8942,12 @@ func WithAlpha(v float64) Option {
 	return param("alpha", v)
 }
 
+// WithAtol sets the parameter atol.
+// Absolute tolerance.
+func WithAtol(v float64) Option {
+	return param("atol", v)
+}
+
 // WithAxes sets the parameter axes.
 // Axes along which one mask value is shared (variational dropout).
 func WithAxes(v []int) Option {
@@ -7620,6 +8958,24 @@ func WithAxes(v []int) Option {
 // The channel axis.
 func WithAxis[T []int | int](v T) Option {
 	return param("axis", v)
+}
+
+// WithAxis1 sets the parameter axis1.
+// The first axis of the planes (N-D input).
+func WithAxis1(v int) Option {
+	return param("axis1", v)
+}
+
+// WithAxis2 sets the parameter axis2.
+// The second axis of the planes (N-D input).
+func WithAxis2(v int) Option {
+	return param("axis2", v)
+}
+
+// WithB sets the parameter b.
+// Coefficient of the linear term in the quadratic function.
+func WithB(v float64) Option {
+	return param("b", v)
 }
 
 // WithBeta sets the parameter beta.
@@ -7650,6 +9006,18 @@ func WithBiasCorrection(v bool) Option {
 // Whether each layer runs both ways.
 func WithBidirectional(v bool) Option {
 	return param("bidirectional", v)
+}
+
+// WithBinCnt sets the parameter bin_cnt.
+// Number of bins for uniform case
+func WithBinCnt(v int) Option {
+	return param("bin_cnt", v)
+}
+
+// WithC sets the parameter c.
+// Constant term in the quadratic function.
+func WithC(v float64) Option {
+	return param("c", v)
 }
 
 // WithClipGrad sets the parameter clip_grad.
@@ -7724,9 +9092,9 @@ func WithDim2(v int) Option {
 	return param("dim2", v)
 }
 
-// WithDtype sets the parameter dtype.
+// WithDtype sets the parameter dtype (its type depends on the operator).
 // The dtype of the weight and output.
-func WithDtype(v weft.DType) Option {
+func WithDtype[T int | weft.DType](v T) Option {
 	return param("dtype", v)
 }
 
@@ -7746,6 +9114,12 @@ func WithEps(v float64) Option {
 // Added to the root of the second moment.
 func WithEpsilon(v float64) Option {
 	return param("epsilon", v)
+}
+
+// WithEqualNan sets the parameter equal_nan.
+// Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array.
+func WithEqualNan(v bool) Option {
+	return param("equal_nan", v)
 }
 
 // WithExclude sets the parameter exclude.
@@ -7818,6 +9192,18 @@ func WithIgnoreLabel(v float64) Option {
 // In a graph, infer the length from the shape the output must have when stop is None.
 func WithInferRange(v bool) Option {
 	return param("infer_range", v)
+}
+
+// WithInitOutput sets the parameter init_output.
+// Initialize output to 1; false keeps what the output holds unless a non-finite value is found.
+func WithInitOutput(v bool) Option {
+	return param("init_output", v)
+}
+
+// WithIsAscend sets the parameter is_ascend.
+// Sort in ascending or descending order.
+func WithIsAscend(v bool) Option {
+	return param("is_ascend", v)
 }
 
 // WithIsInt sets the parameter is_int.
@@ -8090,6 +9476,12 @@ func WithProjectionSize(v int) Option {
 	return param("projection_size", v)
 }
 
+// WithRange sets the parameter range.
+// The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given.
+func WithRange(v []float64) Option {
+	return param("range", v)
+}
+
 // WithRepeat sets the parameter repeat.
 // How many times each value is repeated.
 func WithRepeat(v int) Option {
@@ -8100,6 +9492,12 @@ func WithRepeat(v int) Option {
 // Multiplies the gradient first.
 func WithRescaleGrad(v float64) Option {
 	return param("rescale_grad", v)
+}
+
+// WithRetTyp sets the parameter ret_typ.
+// What to return: the values, their indices, a mask of their positions, or values and indices.
+func WithRetTyp(v string) Option {
+	return param("ret_typ", v)
 }
 
 // WithReverse sets the parameter reverse.
@@ -8138,6 +9536,12 @@ func WithRightside(v bool) Option {
 	return param("rightside", v)
 }
 
+// WithRtol sets the parameter rtol.
+// Relative tolerance.
+func WithRtol(v float64) Option {
+	return param("rtol", v)
+}
+
 // WithScalar sets the parameter scalar.
 // The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
 func WithScalar(v float64) Option {
@@ -8148,6 +9552,12 @@ func WithScalar(v float64) Option {
 // Standard deviation of the distribution.
 func WithScale(v float64) Option {
 	return param("scale", v)
+}
+
+// WithSections sets the parameter sections.
+// Number of near-equal pieces; 0 splits at indices.
+func WithSections(v int) Option {
+	return param("sections", v)
 }
 
 // WithShape sets the parameter shape.
@@ -8181,9 +9591,15 @@ func WithSparseGrad(v bool) Option {
 }
 
 // WithSqueezeAxis sets the parameter squeeze_axis.
-// Remove the split axis from the pieces (its size must equal num_outputs).
+// Remove the split axis from the pieces (every piece must then have size 1 along it).
 func WithSqueezeAxis(v bool) Option {
 	return param("squeeze_axis", v)
+}
+
+// WithStart sets the parameter start.
+// Start of the interval (included).
+func WithStart(v float64) Option {
+	return param("start", v)
 }
 
 // WithStateOutputs sets the parameter state_outputs.

@@ -935,6 +935,238 @@ _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
 
+const _op__contrib_allclose = OpDef("_contrib_allclose", ["a", "b"], false, "")
+"""
+    _contrib_allclose(a, b; rtol=1e-05, atol=1e-08, equal_nan=True)
+
+1 when every |a - b| <= atol + rtol * |b| (NaNs matching NaNs when equal_nan), else 0; a uint8 scalar.
+
+# Inputs
+- `a` (NDArray or SymbolicNode): Input array a
+- `b` (NDArray or SymbolicNode): Input array b
+
+# Parameters
+- `rtol` (double; default `1e-05`): Relative tolerance.
+- `atol` (double; default `1e-08`): Absolute tolerance.
+- `equal_nan` (boolean; default `True`): Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_allclose end
+_contrib_allclose(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_allclose, args; kwargs...)
+_contrib_allclose(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_allclose, args; kwargs...)
+_contrib_allclose(; kwargs...) = _call_op(_op__contrib_allclose; kwargs...)
+
+const _op__contrib_arange_like = OpDef("_contrib_arange_like", ["data"], false, "")
+"""
+    _contrib_arange_like(data; start=0, step=1, repeat=1, ctx=\"\", axis=None)
+
+Evenly spaced values (start, start + step, ..., each repeated `repeat` times) filling the input's shape, or as many as the input's `axis` is long; in the input's dtype.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `start` (double; default `0`): Start of the interval (included).
+- `step` (double; default `1`): Spacing between values.
+- `repeat` (int, in [1, inf]; default `1`): How many times each value is repeated.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `axis` (int or None; default `None`): Make a 1-D range as long as this axis of the input; None fills the input's whole shape.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_arange_like end
+_contrib_arange_like(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_arange_like, args; kwargs...)
+_contrib_arange_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_arange_like, args; kwargs...)
+_contrib_arange_like(; kwargs...) = _call_op(_op__contrib_arange_like; kwargs...)
+
+const _op__contrib_backward_gradientmultiplier = OpDef("_contrib_backward_gradientmultiplier", ["data"], false, "")
+"""
+    _contrib_backward_gradientmultiplier(data; scalar=1, is_int=True)
+
+Gradient of gradientmultiplier: the output gradient times scalar.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Gradient of the output
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_gradientmultiplier end
+_contrib_backward_gradientmultiplier(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
+_contrib_backward_gradientmultiplier(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
+_contrib_backward_gradientmultiplier(; kwargs...) = _call_op(_op__contrib_backward_gradientmultiplier; kwargs...)
+
+const _op__contrib_backward_index_copy = OpDef("_contrib_backward_index_copy", ["ograd", "old_tensor", "index_vector", "new_tensor"], false, "")
+"""
+    _contrib_backward_index_copy(ograd, old_tensor, index_vector, new_tensor)
+
+Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
+
+# Inputs
+- `ograd` (NDArray or SymbolicNode): Gradient of the output
+- `old_tensor` (NDArray or SymbolicNode): The forward old_tensor
+- `index_vector` (NDArray or SymbolicNode): The forward index_vector
+- `new_tensor` (NDArray or SymbolicNode): The forward new_tensor
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_index_copy end
+_contrib_backward_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_index_copy, args; kwargs...)
+_contrib_backward_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_index_copy, args; kwargs...)
+_contrib_backward_index_copy(; kwargs...) = _call_op(_op__contrib_backward_index_copy; kwargs...)
+
+const _op__contrib_backward_quadratic = OpDef("_contrib_backward_quadratic", ["ograd", "data"], false, "")
+"""
+    _contrib_backward_quadratic(ograd, data; a=0, b=0, c=0)
+
+Gradient of quadratic: ograd times 2 a x + b.
+
+# Inputs
+- `ograd` (NDArray or SymbolicNode): Gradient of the output
+- `data` (NDArray or SymbolicNode): The forward input
+
+# Parameters
+- `a` (double; default `0`): Coefficient of the quadratic term in the quadratic function.
+- `b` (double; default `0`): Coefficient of the linear term in the quadratic function.
+- `c` (double; default `0`): Constant term in the quadratic function.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_quadratic end
+_contrib_backward_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_quadratic, args; kwargs...)
+_contrib_backward_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_quadratic, args; kwargs...)
+_contrib_backward_quadratic(; kwargs...) = _call_op(_op__contrib_backward_quadratic; kwargs...)
+
+const _op__contrib_div_sqrt_dim = OpDef("_contrib_div_sqrt_dim", ["data"], false, "")
+"""
+    _contrib_div_sqrt_dim(data)
+
+The input divided by the square root of its last axis' length (attention score scaling).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_div_sqrt_dim end
+_contrib_div_sqrt_dim(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_div_sqrt_dim, args; kwargs...)
+_contrib_div_sqrt_dim(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_div_sqrt_dim, args; kwargs...)
+_contrib_div_sqrt_dim(; kwargs...) = _call_op(_op__contrib_div_sqrt_dim; kwargs...)
+
+const _op__contrib_gradientmultiplier = OpDef("_contrib_gradientmultiplier", ["data"], false, "")
+"""
+    _contrib_gradientmultiplier(data; scalar=1, is_int=True)
+
+The identity, whose gradient is the output gradient times scalar (a negative scalar reverses gradients, as in domain-adversarial training).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_gradientmultiplier end
+_contrib_gradientmultiplier(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_gradientmultiplier, args; kwargs...)
+_contrib_gradientmultiplier(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_gradientmultiplier, args; kwargs...)
+_contrib_gradientmultiplier(; kwargs...) = _call_op(_op__contrib_gradientmultiplier; kwargs...)
+
+const _op__contrib_index_array = OpDef("_contrib_index_array", ["data"], false, "")
+"""
+    _contrib_index_array(data; axes=None)
+
+For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+
+# Parameters
+- `axes` (Shape or None; default `None`): The axes to include in the index array. Supports negative values.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_index_array end
+_contrib_index_array(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_index_array, args; kwargs...)
+_contrib_index_array(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_index_array, args; kwargs...)
+_contrib_index_array(; kwargs...) = _call_op(_op__contrib_index_array; kwargs...)
+
+const _op__contrib_index_copy = OpDef("_contrib_index_copy", ["old_tensor", "index_vector", "new_tensor"], false, "")
+"""
+    _contrib_index_copy(old_tensor, index_vector, new_tensor)
+
+old_tensor with row i of new_tensor written at row index_vector[i].
+
+# Inputs
+- `old_tensor` (NDArray or SymbolicNode): Old tensor
+- `index_vector` (NDArray or SymbolicNode): Index vector
+- `new_tensor` (NDArray or SymbolicNode): New tensor to be copied
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_index_copy end
+_contrib_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_index_copy, args; kwargs...)
+_contrib_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_index_copy, args; kwargs...)
+_contrib_index_copy(; kwargs...) = _call_op(_op__contrib_index_copy; kwargs...)
+
+const _op__contrib_quadratic = OpDef("_contrib_quadratic", ["data"], false, "")
+"""
+    _contrib_quadratic(data; a=0, b=0, c=0)
+
+a * x^2 + b * x + c of each element.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `a` (double; default `0`): Coefficient of the quadratic term in the quadratic function.
+- `b` (double; default `0`): Coefficient of the linear term in the quadratic function.
+- `c` (double; default `0`): Constant term in the quadratic function.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quadratic end
+_contrib_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quadratic, args; kwargs...)
+_contrib_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quadratic, args; kwargs...)
+_contrib_quadratic(; kwargs...) = _call_op(_op__contrib_quadratic; kwargs...)
+
+const _op__contrib_round_ste = OpDef("_contrib_round_ste", ["data"], false, "")
+"""
+    _contrib_round_ste(data)
+
+Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_round_ste end
+_contrib_round_ste(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_round_ste, args; kwargs...)
+_contrib_round_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_round_ste, args; kwargs...)
+_contrib_round_ste(; kwargs...) = _call_op(_op__contrib_round_ste; kwargs...)
+
+const _op__contrib_sign_ste = OpDef("_contrib_sign_ste", ["data"], false, "")
+"""
+    _contrib_sign_ste(data)
+
+The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_sign_ste end
+_contrib_sign_ste(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_sign_ste, args; kwargs...)
+_contrib_sign_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_sign_ste, args; kwargs...)
+_contrib_sign_ste(; kwargs...) = _call_op(_op__contrib_sign_ste; kwargs...)
+
 const _op__copy = OpDef("_copy", ["data"], false, "")
 """
     _copy(data)
@@ -1110,6 +1342,23 @@ _full(args::NDArray...; kwargs...) = _invoke_op(_op__full, args; kwargs...)
 _full(args::SymbolicNode...; kwargs...) = _compose_op(_op__full, args; kwargs...)
 _full(; kwargs...) = _call_op(_op__full; kwargs...)
 
+const _op__grad_add = OpDef("_grad_add", ["lhs", "rhs"], false, "")
+"""
+    _grad_add(lhs, rhs)
+
+lhs + rhs elementwise, for gradient accumulation.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _grad_add end
+_grad_add(args::NDArray...; kwargs...) = _invoke_op(_op__grad_add, args; kwargs...)
+_grad_add(args::SymbolicNode...; kwargs...) = _compose_op(_op__grad_add, args; kwargs...)
+_grad_add(; kwargs...) = _call_op(_op__grad_add; kwargs...)
+
 const _op__greater = OpDef("_greater", ["lhs", "rhs"], false, "")
 """
     _greater(lhs, rhs)
@@ -1266,6 +1515,27 @@ _GreaterScalar(args::NDArray...; kwargs...) = _invoke_op(_op__GreaterScalar, arg
 _GreaterScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__GreaterScalar, args; kwargs...)
 _GreaterScalar(; kwargs...) = _call_op(_op__GreaterScalar; kwargs...)
 
+const _op__histogram = OpDef("_histogram", ["data", "bins"], false, "")
+"""
+    _histogram(data, bins; bin_cnt=None, range=())
+
+Counts of data's elements per bin (int64) and the bin edges: bin_cnt equal bins over range, or the edges given as bins; every bin but the last excludes its right edge, as in numpy.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+- `bins` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `bin_cnt` (int or None; default `None`): Number of bins for uniform case
+- `range` (tuple of float; default `()`): The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _histogram end
+_histogram(args::NDArray...; kwargs...) = _invoke_op(_op__histogram, args; kwargs...)
+_histogram(args::SymbolicNode...; kwargs...) = _compose_op(_op__histogram, args; kwargs...)
+_histogram(; kwargs...) = _call_op(_op__histogram; kwargs...)
+
 const _op__hypot = OpDef("_hypot", ["lhs", "rhs"], false, "")
 """
     _hypot(lhs, rhs)
@@ -1343,6 +1613,23 @@ function _HypotScalar end
 _HypotScalar(args::NDArray...; kwargs...) = _invoke_op(_op__HypotScalar, args; kwargs...)
 _HypotScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__HypotScalar, args; kwargs...)
 _HypotScalar(; kwargs...) = _call_op(_op__HypotScalar; kwargs...)
+
+const _op__identity_with_attr_like_rhs = OpDef("_identity_with_attr_like_rhs", ["lhs", "rhs"], false, "")
+"""
+    _identity_with_attr_like_rhs(lhs, rhs)
+
+lhs unchanged; rhs lends only its attributes (its storage type in MXNet).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): First input.
+- `rhs` (NDArray or SymbolicNode): Second input.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _identity_with_attr_like_rhs end
+_identity_with_attr_like_rhs(args::NDArray...; kwargs...) = _invoke_op(_op__identity_with_attr_like_rhs, args; kwargs...)
+_identity_with_attr_like_rhs(args::SymbolicNode...; kwargs...) = _compose_op(_op__identity_with_attr_like_rhs, args; kwargs...)
+_identity_with_attr_like_rhs(; kwargs...) = _call_op(_op__identity_with_attr_like_rhs; kwargs...)
 
 const _op__lesser = OpDef("_lesser", ["lhs", "rhs"], false, "")
 """
@@ -3303,6 +3590,46 @@ uniform(args::NDArray...; kwargs...) = _invoke_op(_op_uniform, args; kwargs...)
 uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op_uniform, args; kwargs...)
 uniform(; kwargs...) = _call_op(_op_uniform; kwargs...)
 
+const _op__ravel_multi_index = OpDef("_ravel_multi_index", ["data"], false, "")
+"""
+    _ravel_multi_index(data; shape=None)
+
+The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Batch of multi-indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _ravel_multi_index end
+_ravel_multi_index(args::NDArray...; kwargs...) = _invoke_op(_op__ravel_multi_index, args; kwargs...)
+_ravel_multi_index(args::SymbolicNode...; kwargs...) = _compose_op(_op__ravel_multi_index, args; kwargs...)
+_ravel_multi_index(; kwargs...) = _call_op(_op__ravel_multi_index; kwargs...)
+
+const _op_ravel_multi_index = OpDef("ravel_multi_index", ["data"], false, "")
+"""
+    ravel_multi_index(data; shape=None)
+
+The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Batch of multi-indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+Alias of `_ravel_multi_index`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ravel_multi_index end
+ravel_multi_index(args::NDArray...; kwargs...) = _invoke_op(_op_ravel_multi_index, args; kwargs...)
+ravel_multi_index(args::SymbolicNode...; kwargs...) = _compose_op(_op_ravel_multi_index, args; kwargs...)
+ravel_multi_index(; kwargs...) = _call_op(_op_ravel_multi_index; kwargs...)
+
 const _op__rdiv_scalar = OpDef("_rdiv_scalar", ["data"], false, "")
 """
     _rdiv_scalar(data; scalar=1, is_int=True)
@@ -3532,6 +3859,27 @@ sample_multinomial(args::NDArray...; kwargs...) = _invoke_op(_op_sample_multinom
 sample_multinomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_multinomial, args; kwargs...)
 sample_multinomial(; kwargs...) = _call_op(_op_sample_multinomial; kwargs...)
 
+const _op__scatter_set_nd = OpDef("_scatter_set_nd", ["lhs", "rhs", "indices"], false, "")
+"""
+    _scatter_set_nd(lhs, rhs, indices; shape)
+
+lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): source input
+- `rhs` (NDArray or SymbolicNode): value to assign
+- `indices` (NDArray or SymbolicNode): indices
+
+# Parameters
+- `shape` (Shape(tuple); required): Shape of output.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_set_nd end
+_scatter_set_nd(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_set_nd, args; kwargs...)
+_scatter_set_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_set_nd, args; kwargs...)
+_scatter_set_nd(; kwargs...) = _call_op(_op__scatter_set_nd; kwargs...)
+
 const _op__shuffle = OpDef("_shuffle", ["data"], false, "")
 """
     _shuffle(data)
@@ -3566,6 +3914,98 @@ shuffle(args::NDArray...; kwargs...) = _invoke_op(_op_shuffle, args; kwargs...)
 shuffle(args::SymbolicNode...; kwargs...) = _compose_op(_op_shuffle, args; kwargs...)
 shuffle(; kwargs...) = _call_op(_op_shuffle; kwargs...)
 
+const _op__slice_assign = OpDef("_slice_assign", ["lhs", "rhs"], false, "")
+"""
+    _slice_assign(lhs, rhs; begin_, end_, step=())
+
+lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): Source input
+- `rhs` (NDArray or SymbolicNode): value to assign
+
+# Parameters
+- `begin_` (string; required): Starting indices, a tuple of int or None, e.g. (0, None, -2).
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1); () means all 1.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _slice_assign end
+_slice_assign(args::NDArray...; kwargs...) = _invoke_op(_op__slice_assign, args; kwargs...)
+_slice_assign(args::SymbolicNode...; kwargs...) = _compose_op(_op__slice_assign, args; kwargs...)
+_slice_assign(; kwargs...) = _call_op(_op__slice_assign; kwargs...)
+
+const _op__crop_assign = OpDef("_crop_assign", ["lhs", "rhs"], false, "")
+"""
+    _crop_assign(lhs, rhs; begin_, end_, step=())
+
+lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): Source input
+- `rhs` (NDArray or SymbolicNode): value to assign
+
+# Parameters
+- `begin_` (string; required): Starting indices, a tuple of int or None, e.g. (0, None, -2).
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1); () means all 1.
+
+Alias of `_slice_assign`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _crop_assign end
+_crop_assign(args::NDArray...; kwargs...) = _invoke_op(_op__crop_assign, args; kwargs...)
+_crop_assign(args::SymbolicNode...; kwargs...) = _compose_op(_op__crop_assign, args; kwargs...)
+_crop_assign(; kwargs...) = _call_op(_op__crop_assign; kwargs...)
+
+const _op__slice_assign_scalar = OpDef("_slice_assign_scalar", ["data"], false, "")
+"""
+    _slice_assign_scalar(data; scalar=0, begin_, end_, step=())
+
+The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Source input
+
+# Parameters
+- `scalar` (double; default `0`): The scalar value for assignment.
+- `begin_` (string; required): Starting indices, a tuple of int or None.
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _slice_assign_scalar end
+_slice_assign_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__slice_assign_scalar, args; kwargs...)
+_slice_assign_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__slice_assign_scalar, args; kwargs...)
+_slice_assign_scalar(; kwargs...) = _call_op(_op__slice_assign_scalar; kwargs...)
+
+const _op__crop_assign_scalar = OpDef("_crop_assign_scalar", ["data"], false, "")
+"""
+    _crop_assign_scalar(data; scalar=0, begin_, end_, step=())
+
+The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Source input
+
+# Parameters
+- `scalar` (double; default `0`): The scalar value for assignment.
+- `begin_` (string; required): Starting indices, a tuple of int or None.
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1).
+
+Alias of `_slice_assign_scalar`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _crop_assign_scalar end
+_crop_assign_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__crop_assign_scalar, args; kwargs...)
+_crop_assign_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__crop_assign_scalar, args; kwargs...)
+_crop_assign_scalar(; kwargs...) = _call_op(_op__crop_assign_scalar; kwargs...)
+
 const _op__sparse_softmax_cross_entropy = OpDef("_sparse_softmax_cross_entropy", ["data", "label"], false, "")
 """
     _sparse_softmax_cross_entropy(data, label; axis=-1)
@@ -3586,6 +4026,68 @@ _sparse_softmax_cross_entropy(args::NDArray...; kwargs...) = _invoke_op(_op__spa
 _sparse_softmax_cross_entropy(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_softmax_cross_entropy, args; kwargs...)
 _sparse_softmax_cross_entropy(; kwargs...) = _call_op(_op__sparse_softmax_cross_entropy; kwargs...)
 
+const _op__split_v2 = OpDef("_split_v2", ["data"], false, "")
+"""
+    _split_v2(data; indices, axis=1, squeeze_axis=False, sections=0)
+
+Splits the input along axis at the given start indices, or into `sections` near-equal pieces (removing the axis with squeeze_axis); what nd.split_v2 calls.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `indices` (Shape(tuple); required): Start of each piece along the axis (the first 0), or () with sections.
+- `axis` (int; default `1`): Axis along which to split.
+- `squeeze_axis` (boolean; default `False`): Remove the split axis from the pieces (every piece must then have size 1 along it).
+- `sections` (int, in [0, inf]; default `0`): Number of near-equal pieces; 0 splits at indices.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _split_v2 end
+_split_v2(args::NDArray...; kwargs...) = _invoke_op(_op__split_v2, args; kwargs...)
+_split_v2(args::SymbolicNode...; kwargs...) = _compose_op(_op__split_v2, args; kwargs...)
+_split_v2(; kwargs...) = _call_op(_op__split_v2; kwargs...)
+
+const _op__unravel_index = OpDef("_unravel_index", ["data"], false, "")
+"""
+    _unravel_index(data; shape=None)
+
+The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Array of flat indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _unravel_index end
+_unravel_index(args::NDArray...; kwargs...) = _invoke_op(_op__unravel_index, args; kwargs...)
+_unravel_index(args::SymbolicNode...; kwargs...) = _compose_op(_op__unravel_index, args; kwargs...)
+_unravel_index(; kwargs...) = _call_op(_op__unravel_index; kwargs...)
+
+const _op_unravel_index = OpDef("unravel_index", ["data"], false, "")
+"""
+    unravel_index(data; shape=None)
+
+The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Array of flat indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+Alias of `_unravel_index`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function unravel_index end
+unravel_index(args::NDArray...; kwargs...) = _invoke_op(_op_unravel_index, args; kwargs...)
+unravel_index(args::SymbolicNode...; kwargs...) = _compose_op(_op_unravel_index, args; kwargs...)
+unravel_index(; kwargs...) = _call_op(_op_unravel_index; kwargs...)
+
 const _op__zeros = OpDef("_zeros", [], false, "")
 """
     _zeros(; shape=(), ctx=\"\", dtype=float32)
@@ -3603,6 +4105,24 @@ function _zeros end
 _zeros(args::NDArray...; kwargs...) = _invoke_op(_op__zeros, args; kwargs...)
 _zeros(args::SymbolicNode...; kwargs...) = _compose_op(_op__zeros, args; kwargs...)
 _zeros(; kwargs...) = _call_op(_op__zeros; kwargs...)
+
+const _op__zeros_without_dtype = OpDef("_zeros_without_dtype", [], false, "")
+"""
+    _zeros_without_dtype(; shape=(), ctx=\"\", dtype=-1)
+
+An array of zeros of the given shape, its dtype given by number or left to the graph.
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (int; default `-1`): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _zeros_without_dtype end
+_zeros_without_dtype(args::NDArray...; kwargs...) = _invoke_op(_op__zeros_without_dtype, args; kwargs...)
+_zeros_without_dtype(args::SymbolicNode...; kwargs...) = _compose_op(_op__zeros_without_dtype, args; kwargs...)
+_zeros_without_dtype(; kwargs...) = _call_op(_op__zeros_without_dtype; kwargs...)
 
 const _op_abs = OpDef("abs", ["data"], false, "")
 # abs is also Base's: these methods extend Base.abs for Weft's types.
@@ -3698,6 +4218,59 @@ function adam_update end
 adam_update(args::NDArray...; kwargs...) = _invoke_op(_op_adam_update, args; kwargs...)
 adam_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_adam_update, args; kwargs...)
 adam_update(; kwargs...) = _call_op(_op_adam_update; kwargs...)
+
+const _op_add_n = OpDef("add_n", String[], true, "num_args")
+"""
+    add_n(args...)
+
+Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input arguments
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function add_n end
+add_n(args::NDArray...; kwargs...) = _invoke_op(_op_add_n, args; kwargs...)
+add_n(args::SymbolicNode...; kwargs...) = _compose_op(_op_add_n, args; kwargs...)
+add_n(; kwargs...) = _call_op(_op_add_n; kwargs...)
+
+const _op_ElementWiseSum = OpDef("ElementWiseSum", String[], true, "num_args")
+"""
+    ElementWiseSum(args...)
+
+Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input arguments
+
+Alias of `add_n`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ElementWiseSum end
+ElementWiseSum(args::NDArray...; kwargs...) = _invoke_op(_op_ElementWiseSum, args; kwargs...)
+ElementWiseSum(args::SymbolicNode...; kwargs...) = _compose_op(_op_ElementWiseSum, args; kwargs...)
+ElementWiseSum(; kwargs...) = _call_op(_op_ElementWiseSum; kwargs...)
+
+const _op_all_finite = OpDef("all_finite", ["data"], false, "")
+"""
+    all_finite(data; init_output=True)
+
+A float32 flag of shape (1,): 1 when every element of data is finite, 0 otherwise.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Array
+
+# Parameters
+- `init_output` (boolean; default `True`): Initialize output to 1; false keeps what the output holds unless a non-finite value is found.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function all_finite end
+all_finite(args::NDArray...; kwargs...) = _invoke_op(_op_all_finite, args; kwargs...)
+all_finite(args::SymbolicNode...; kwargs...) = _compose_op(_op_all_finite, args; kwargs...)
+all_finite(; kwargs...) = _call_op(_op_all_finite; kwargs...)
 
 const _op_arccos = OpDef("arccos", ["data"], false, "")
 """
@@ -3849,6 +4422,27 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.argmin(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_argmin, (x, args...); kwargs...)
 Base.argmin(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_argmin, (x, args...); kwargs...)
 
+const _op_argsort = OpDef("argsort", ["data"], false, "")
+"""
+    argsort(data; axis=-1, is_ascend=True, dtype=float32)
+
+The indices that sort the input along an axis (the flattened input when axis is None).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `axis` (int or None; default `-1`): Axis to sort along; None sorts the flattened input.
+- `is_ascend` (boolean; default `True`): Sort in ascending or descending order.
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function argsort end
+argsort(args::NDArray...; kwargs...) = _invoke_op(_op_argsort, args; kwargs...)
+argsort(args::SymbolicNode...; kwargs...) = _compose_op(_op_argsort, args; kwargs...)
+argsort(; kwargs...) = _call_op(_op_argsort; kwargs...)
+
 const _op_batch_dot = OpDef("batch_dot", ["lhs", "rhs"], false, "")
 """
     batch_dot(lhs, rhs; transpose_a=False, transpose_b=False, forward_stype=None)
@@ -3870,6 +4464,23 @@ function batch_dot end
 batch_dot(args::NDArray...; kwargs...) = _invoke_op(_op_batch_dot, args; kwargs...)
 batch_dot(args::SymbolicNode...; kwargs...) = _compose_op(_op_batch_dot, args; kwargs...)
 batch_dot(; kwargs...) = _call_op(_op_batch_dot; kwargs...)
+
+const _op_batch_take = OpDef("batch_take", ["a", "indices"], false, "")
+"""
+    batch_take(a, indices)
+
+One element per row of a (seen as rows x its last axis), at that row's index, clipped into range: output[i] = a[i, indices[i]]. Deprecated in MXNet in favour of pick.
+
+# Inputs
+- `a` (NDArray or SymbolicNode): The input array
+- `indices` (NDArray or SymbolicNode): The index array
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function batch_take end
+batch_take(args::NDArray...; kwargs...) = _invoke_op(_op_batch_take, args; kwargs...)
+batch_take(args::SymbolicNode...; kwargs...) = _compose_op(_op_batch_take, args; kwargs...)
+batch_take(; kwargs...) = _call_op(_op_batch_take; kwargs...)
 
 const _op_broadcast_add = OpDef("broadcast_add", ["lhs", "rhs"], false, "")
 """
@@ -4393,6 +5004,46 @@ degrees(args::NDArray...; kwargs...) = _invoke_op(_op_degrees, args; kwargs...)
 degrees(args::SymbolicNode...; kwargs...) = _compose_op(_op_degrees, args; kwargs...)
 degrees(; kwargs...) = _call_op(_op_degrees; kwargs...)
 
+const _op_depth_to_space = OpDef("depth_to_space", ["data"], false, "")
+"""
+    depth_to_space(data; block_size)
+
+Moves channel blocks of an NCHW input into block_size x block_size pixel blocks: (N, C, H, W) -> (N, C / block_size^2, H * block_size, W * block_size).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `block_size` (int; required): Blocks of [block_size, block_size] are moved
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function depth_to_space end
+depth_to_space(args::NDArray...; kwargs...) = _invoke_op(_op_depth_to_space, args; kwargs...)
+depth_to_space(args::SymbolicNode...; kwargs...) = _compose_op(_op_depth_to_space, args; kwargs...)
+depth_to_space(; kwargs...) = _call_op(_op_depth_to_space; kwargs...)
+
+const _op_diag = OpDef("diag", ["data"], false, "")
+"""
+    diag(data; k=0, axis1=0, axis2=1)
+
+Of a 1-D input, the square matrix with it on diagonal k; of an N-D input, diagonal k of the planes spanned by axis1 and axis2, as the last axis of the result.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `k` (int; default `0`): Diagonal in question: 0 the main one, > 0 above it, < 0 below it.
+- `axis1` (int; default `0`): The first axis of the planes (N-D input).
+- `axis2` (int; default `1`): The second axis of the planes (N-D input).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function diag end
+diag(args::NDArray...; kwargs...) = _invoke_op(_op_diag, args; kwargs...)
+diag(args::SymbolicNode...; kwargs...) = _compose_op(_op_diag, args; kwargs...)
+diag(; kwargs...) = _call_op(_op_diag; kwargs...)
+
 const _op_dot = OpDef("dot", ["lhs", "rhs"], false, "")
 """
     dot(lhs, rhs; transpose_a=False, transpose_b=False, forward_stype=None)
@@ -4893,6 +5544,59 @@ gammaln(args::NDArray...; kwargs...) = _invoke_op(_op_gammaln, args; kwargs...)
 gammaln(args::SymbolicNode...; kwargs...) = _compose_op(_op_gammaln, args; kwargs...)
 gammaln(; kwargs...) = _call_op(_op_gammaln; kwargs...)
 
+const _op_gather_nd = OpDef("gather_nd", ["data", "indices"], false, "")
+"""
+    gather_nd(data, indices)
+
+Gathers slices of data at N-dimensional indices: indices of shape (M, Y...) address data's first M axes (negative indices count from the end); the result has shape Y... + data.shape[M:].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): data
+- `indices` (NDArray or SymbolicNode): indices
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function gather_nd end
+gather_nd(args::NDArray...; kwargs...) = _invoke_op(_op_gather_nd, args; kwargs...)
+gather_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op_gather_nd, args; kwargs...)
+gather_nd(; kwargs...) = _call_op(_op_gather_nd; kwargs...)
+
+const _op_hard_sigmoid = OpDef("hard_sigmoid", ["data"], false, "")
+"""
+    hard_sigmoid(data; alpha=0.2, beta=0.5)
+
+max(0, min(1, alpha * x + beta)) of each element.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+# Parameters
+- `alpha` (double; default `0.2`): Slope of hard sigmoid
+- `beta` (double; default `0.5`): Bias of hard sigmoid.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function hard_sigmoid end
+hard_sigmoid(args::NDArray...; kwargs...) = _invoke_op(_op_hard_sigmoid, args; kwargs...)
+hard_sigmoid(args::SymbolicNode...; kwargs...) = _compose_op(_op_hard_sigmoid, args; kwargs...)
+hard_sigmoid(; kwargs...) = _call_op(_op_hard_sigmoid; kwargs...)
+
+const _op_khatri_rao = OpDef("khatri_rao", String[], true, "num_args")
+"""
+    khatri_rao(args...)
+
+The column-wise Kronecker (Khatri-Rao) product of matrices with one column count: the result has the product of their row counts as rows.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input matrices
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function khatri_rao end
+khatri_rao(args::NDArray...; kwargs...) = _invoke_op(_op_khatri_rao, args; kwargs...)
+khatri_rao(args::SymbolicNode...; kwargs...) = _compose_op(_op_khatri_rao, args; kwargs...)
+khatri_rao(; kwargs...) = _call_op(_op_khatri_rao; kwargs...)
+
 const _op_lamb_update_phase1 = OpDef("lamb_update_phase1", ["weight", "grad", "mean", "var"], false, "")
 """
     lamb_update_phase1(weight, grad, mean, var; beta1=0.9, beta2=0.999, epsilon=1e-06, t, bias_correction=True, wd, rescale_grad=1, clip_gradient=-1)
@@ -5152,6 +5856,26 @@ min_axis(args::NDArray...; kwargs...) = _invoke_op(_op_min_axis, args; kwargs...
 min_axis(args::SymbolicNode...; kwargs...) = _compose_op(_op_min_axis, args; kwargs...)
 min_axis(; kwargs...) = _call_op(_op_min_axis; kwargs...)
 
+const _op_moments = OpDef("moments", ["data"], false, "")
+"""
+    moments(data; axes=None, keepdims=False)
+
+The mean and the variance of data over axes (two outputs).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `axes` (Shape or None; default `None`): Array of ints. Axes along which to compute mean and variance (all of them for global moments).
+- `keepdims` (boolean; default `False`): produce moments with the same dimensionality as the input.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function moments end
+moments(args::NDArray...; kwargs...) = _invoke_op(_op_moments, args; kwargs...)
+moments(args::SymbolicNode...; kwargs...) = _compose_op(_op_moments, args; kwargs...)
+moments(; kwargs...) = _call_op(_op_moments; kwargs...)
+
 const _op_mp_nag_mom_update = OpDef("mp_nag_mom_update", ["weight", "grad", "mom", "weight32"], false, "")
 """
     mp_nag_mom_update(weight, grad, mom, weight32; lr, momentum=0, wd=0, rescale_grad=1, clip_gradient=-1)
@@ -5229,6 +5953,49 @@ function mp_sgd_update end
 mp_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_mp_sgd_update, args; kwargs...)
 mp_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_sgd_update, args; kwargs...)
 mp_sgd_update(; kwargs...) = _call_op(_op_mp_sgd_update; kwargs...)
+
+const _op_multi_all_finite = OpDef("multi_all_finite", String[], true, "num_arrays")
+"""
+    multi_all_finite(args...; init_output=True)
+
+A float32 flag of shape (1,): 1 when every element of every array is finite, 0 otherwise.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Arrays
+
+# Parameters
+- `init_output` (boolean; default `True`): Initialize output to 1 (multi_all_finite only).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function multi_all_finite end
+multi_all_finite(args::NDArray...; kwargs...) = _invoke_op(_op_multi_all_finite, args; kwargs...)
+multi_all_finite(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_all_finite, args; kwargs...)
+multi_all_finite(; kwargs...) = _call_op(_op_multi_all_finite; kwargs...)
+
+const _op_multi_lars = OpDef("multi_lars", ["lrs", "weights_sum_sq", "grads_sum_sq", "wds"], false, "")
+"""
+    multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds; eta, eps, rescale_grad=1)
+
+LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+
+# Inputs
+- `lrs` (NDArray or SymbolicNode): Learning rates to scale by LARS coefficient
+- `weights_sum_sq` (NDArray or SymbolicNode): sum of square of weights arrays
+- `grads_sum_sq` (NDArray or SymbolicNode): sum of square of gradients arrays
+- `wds` (NDArray or SymbolicNode): weight decays
+
+# Parameters
+- `eta` (double; required): LARS eta
+- `eps` (double; required): LARS eps
+- `rescale_grad` (double; default `1`): Gradient rescaling factor
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function multi_lars end
+multi_lars(args::NDArray...; kwargs...) = _invoke_op(_op_multi_lars, args; kwargs...)
+multi_lars(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_lars, args; kwargs...)
+multi_lars(; kwargs...) = _call_op(_op_multi_lars; kwargs...)
 
 const _op_multi_mp_sgd_mom_update = OpDef("multi_mp_sgd_mom_update", String[], true, "")
 """
@@ -5323,6 +6090,22 @@ function multi_sgd_update end
 multi_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_multi_sgd_update, args; kwargs...)
 multi_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_sgd_update, args; kwargs...)
 multi_sgd_update(; kwargs...) = _call_op(_op_multi_sgd_update; kwargs...)
+
+const _op_multi_sum_sq = OpDef("multi_sum_sq", String[], true, "num_arrays")
+"""
+    multi_sum_sq(args...)
+
+The sum of squares of each array, as a float32 vector of num_arrays entries.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Arrays
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function multi_sum_sq end
+multi_sum_sq(args::NDArray...; kwargs...) = _invoke_op(_op_multi_sum_sq, args; kwargs...)
+multi_sum_sq(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_sum_sq, args; kwargs...)
+multi_sum_sq(; kwargs...) = _call_op(_op_multi_sum_sq; kwargs...)
 
 const _op_nag_mom_update = OpDef("nag_mom_update", ["weight", "grad", "mom"], false, "")
 """
@@ -5489,6 +6272,30 @@ pick(args::NDArray...; kwargs...) = _invoke_op(_op_pick, args; kwargs...)
 pick(args::SymbolicNode...; kwargs...) = _compose_op(_op_pick, args; kwargs...)
 pick(; kwargs...) = _call_op(_op_pick; kwargs...)
 
+const _op_choose_element_0index = OpDef("choose_element_0index", ["data", "index"], false, "")
+"""
+    choose_element_0index(data, index; axis=-1, keepdims=False, mode=clip)
+
+Picks one element along axis for every other position, at the index given by `index` (shaped like the result).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+- `index` (NDArray or SymbolicNode): The index of the element to pick (any dtype; fractions truncate)
+
+# Parameters
+- `axis` (int or None; default `-1`): The axis to pick along; negative counts from the end; None picks from the flattened input.
+- `keepdims` (boolean; default `False`): Keep the picked axis as an axis of size 1.
+- `mode` ({'clip', 'wrap'}; default `clip`): Out-of-range indices: clip to the ends or wrap around.
+
+Alias of `pick`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function choose_element_0index end
+choose_element_0index(args::NDArray...; kwargs...) = _invoke_op(_op_choose_element_0index, args; kwargs...)
+choose_element_0index(args::SymbolicNode...; kwargs...) = _compose_op(_op_choose_element_0index, args; kwargs...)
+choose_element_0index(; kwargs...) = _call_op(_op_choose_element_0index; kwargs...)
+
 const _op_prod = OpDef("prod", ["data"], false, "")
 # prod is also Base's: these methods extend Base.prod for Weft's types.
 """
@@ -5591,6 +6398,22 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.repeat(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_repeat, (x, args...); kwargs...)
 Base.repeat(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_repeat, (x, args...); kwargs...)
+
+const _op_reset_arrays = OpDef("reset_arrays", String[], true, "num_arrays")
+"""
+    reset_arrays(args...)
+
+Sets every element of every input array to zero, in place.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Arrays
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function reset_arrays end
+reset_arrays(args::NDArray...; kwargs...) = _invoke_op(_op_reset_arrays, args; kwargs...)
+reset_arrays(args::SymbolicNode...; kwargs...) = _compose_op(_op_reset_arrays, args; kwargs...)
+reset_arrays(; kwargs...) = _call_op(_op_reset_arrays; kwargs...)
 
 const _op_reshape = OpDef("reshape", ["data"], false, "")
 # reshape is also Base's: these methods extend Base.reshape for Weft's types.
@@ -5763,6 +6586,26 @@ function rsqrt end
 rsqrt(args::NDArray...; kwargs...) = _invoke_op(_op_rsqrt, args; kwargs...)
 rsqrt(args::SymbolicNode...; kwargs...) = _compose_op(_op_rsqrt, args; kwargs...)
 rsqrt(; kwargs...) = _call_op(_op_rsqrt; kwargs...)
+
+const _op_scatter_nd = OpDef("scatter_nd", ["data", "indices"], false, "")
+"""
+    scatter_nd(data, indices; shape)
+
+Scatters data into zeros of the given shape at N-dimensional indices: indices of shape (M, Y...) address the output's first M axes and data has shape Y... + shape[M:]. With repeated indices the last write wins (and the gradient is not that of any one write).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): data
+- `indices` (NDArray or SymbolicNode): indices
+
+# Parameters
+- `shape` (Shape(tuple); required): Shape of output.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function scatter_nd end
+scatter_nd(args::NDArray...; kwargs...) = _invoke_op(_op_scatter_nd, args; kwargs...)
+scatter_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op_scatter_nd, args; kwargs...)
+scatter_nd(; kwargs...) = _call_op(_op_scatter_nd; kwargs...)
 
 const _op_sgd_mom_update = OpDef("sgd_mom_update", ["weight", "grad", "mom"], false, "")
 """
@@ -6021,6 +6864,46 @@ slice_axis(args::NDArray...; kwargs...) = _invoke_op(_op_slice_axis, args; kwarg
 slice_axis(args::SymbolicNode...; kwargs...) = _compose_op(_op_slice_axis, args; kwargs...)
 slice_axis(; kwargs...) = _call_op(_op_slice_axis; kwargs...)
 
+const _op_slice_like = OpDef("slice_like", ["data", "shape_like"], false, "")
+"""
+    slice_like(data, shape_like; axes=())
+
+The leading part of data with shape_like's sizes along axes (every axis when axes is ()).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Source input
+- `shape_like` (NDArray or SymbolicNode): Shape like input
+
+# Parameters
+- `axes` (Shape(tuple); default `()`): The axes to slice to shape_like's sizes; () slices every axis (the inputs then need one rank).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function slice_like end
+slice_like(args::NDArray...; kwargs...) = _invoke_op(_op_slice_like, args; kwargs...)
+slice_like(args::SymbolicNode...; kwargs...) = _compose_op(_op_slice_like, args; kwargs...)
+slice_like(; kwargs...) = _call_op(_op_slice_like; kwargs...)
+
+const _op_smooth_l1 = OpDef("smooth_l1", ["data"], false, "")
+"""
+    smooth_l1(data; scalar=1, is_int=True)
+
+Smooth L1 loss of each element with sigma = scalar: (sigma x)^2 / 2 where |x| < 1 / sigma^2, |x| - 0.5 / sigma^2 elsewhere.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): source input
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function smooth_l1 end
+smooth_l1(args::NDArray...; kwargs...) = _invoke_op(_op_smooth_l1, args; kwargs...)
+smooth_l1(args::SymbolicNode...; kwargs...) = _compose_op(_op_smooth_l1, args; kwargs...)
+smooth_l1(; kwargs...) = _call_op(_op_smooth_l1; kwargs...)
+
 const _op_softmax = OpDef("softmax", ["data", "length"], false, "")
 """
     softmax(data, length; axis=-1, temperature=None, dtype=None, use_length=False)
@@ -6099,6 +6982,45 @@ function softsign end
 softsign(args::NDArray...; kwargs...) = _invoke_op(_op_softsign, args; kwargs...)
 softsign(args::SymbolicNode...; kwargs...) = _compose_op(_op_softsign, args; kwargs...)
 softsign(; kwargs...) = _call_op(_op_softsign; kwargs...)
+
+const _op_sort = OpDef("sort", ["data"], false, "")
+"""
+    sort(data; axis=-1, is_ascend=True)
+
+A sorted copy of the input along an axis (of the flattened input when axis is None).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `axis` (int or None; default `-1`): Axis to sort along; None sorts the flattened input.
+- `is_ascend` (boolean; default `True`): Sort in ascending or descending order.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sort end
+sort(args::NDArray...; kwargs...) = _invoke_op(_op_sort, args; kwargs...)
+sort(args::SymbolicNode...; kwargs...) = _compose_op(_op_sort, args; kwargs...)
+sort(; kwargs...) = _call_op(_op_sort; kwargs...)
+
+const _op_space_to_depth = OpDef("space_to_depth", ["data"], false, "")
+"""
+    space_to_depth(data; block_size)
+
+Moves block_size x block_size pixel blocks of an NCHW input into channels: (N, C, H, W) -> (N, C * block_size^2, H / block_size, W / block_size).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `block_size` (int; required): Blocks of [block_size, block_size] are moved
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function space_to_depth end
+space_to_depth(args::NDArray...; kwargs...) = _invoke_op(_op_space_to_depth, args; kwargs...)
+space_to_depth(args::SymbolicNode...; kwargs...) = _compose_op(_op_space_to_depth, args; kwargs...)
+space_to_depth(; kwargs...) = _call_op(_op_space_to_depth; kwargs...)
 
 const _op_split = OpDef("split", ["data"], false, "")
 # split is also Base's: these methods extend Base.split for Weft's types.
@@ -6325,6 +7247,29 @@ tile(args::NDArray...; kwargs...) = _invoke_op(_op_tile, args; kwargs...)
 tile(args::SymbolicNode...; kwargs...) = _compose_op(_op_tile, args; kwargs...)
 tile(; kwargs...) = _call_op(_op_tile; kwargs...)
 
+const _op_topk = OpDef("topk", ["data"], false, "")
+"""
+    topk(data; axis=-1, k=1, ret_typ=indices, is_ascend=False, dtype=float32)
+
+The top k elements along an axis (of the flattened input when axis is None), largest first unless is_ascend: their indices, their values, a mask of their positions, or values and indices (ret_typ).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `axis` (int or None; default `-1`): Axis along which to choose the top k indices; None uses the flattened input.
+- `k` (int; default `1`): Number of top elements to select; k <= 0 selects all of them.
+- `ret_typ` ({'value', 'indices', 'mask', 'both'}; default `indices`): What to return: the values, their indices, a mask of their positions, or values and indices.
+- `is_ascend` (boolean; default `False`): Choose the k smallest elements (true) or the k largest (false).
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function topk end
+topk(args::NDArray...; kwargs...) = _invoke_op(_op_topk, args; kwargs...)
+topk(args::SymbolicNode...; kwargs...) = _compose_op(_op_topk, args; kwargs...)
+topk(; kwargs...) = _call_op(_op_topk; kwargs...)
+
 const _op_transpose = OpDef("transpose", ["data"], false, "")
 # transpose is also Base's: these methods extend Base.transpose for Weft's types.
 """
@@ -6437,6 +7382,18 @@ const _OPERATOR_NAMES = [
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_allclose",
+    "_contrib_arange_like",
+    "_contrib_backward_gradientmultiplier",
+    "_contrib_backward_index_copy",
+    "_contrib_backward_quadratic",
+    "_contrib_div_sqrt_dim",
+    "_contrib_gradientmultiplier",
+    "_contrib_index_array",
+    "_contrib_index_copy",
+    "_contrib_quadratic",
+    "_contrib_round_ste",
+    "_contrib_sign_ste",
     "_copy",
     "_div_scalar",
     "_DivScalar",
@@ -6446,6 +7403,7 @@ const _OPERATOR_NAMES = [
     "_EqualScalar",
     "_eye",
     "_full",
+    "_grad_add",
     "_greater",
     "_Greater",
     "_greater_equal",
@@ -6454,10 +7412,12 @@ const _OPERATOR_NAMES = [
     "_GreaterEqualScalar",
     "_greater_scalar",
     "_GreaterScalar",
+    "_histogram",
     "_hypot",
     "_Hypot",
     "_hypot_scalar",
     "_HypotScalar",
+    "_identity_with_attr_like_rhs",
     "_lesser",
     "_Lesser",
     "_lesser_equal",
@@ -6556,6 +7516,8 @@ const _OPERATOR_NAMES = [
     "_random_uniform",
     "random_uniform",
     "uniform",
+    "_ravel_multi_index",
+    "ravel_multi_index",
     "_rdiv_scalar",
     "_RDivScalar",
     "_reduce_sum_to",
@@ -6567,14 +7529,26 @@ const _OPERATOR_NAMES = [
     "_RPowerScalar",
     "_sample_multinomial",
     "sample_multinomial",
+    "_scatter_set_nd",
     "_shuffle",
     "shuffle",
+    "_slice_assign",
+    "_crop_assign",
+    "_slice_assign_scalar",
+    "_crop_assign_scalar",
     "_sparse_softmax_cross_entropy",
+    "_split_v2",
+    "_unravel_index",
+    "unravel_index",
     "_zeros",
+    "_zeros_without_dtype",
     "abs",
     "adadelta_update",
     "adagrad_update",
     "adam_update",
+    "add_n",
+    "ElementWiseSum",
+    "all_finite",
     "arccos",
     "arccosh",
     "arcsin",
@@ -6584,7 +7558,9 @@ const _OPERATOR_NAMES = [
     "argmax",
     "argmax_channel",
     "argmin",
+    "argsort",
     "batch_dot",
+    "batch_take",
     "broadcast_add",
     "broadcast_plus",
     "broadcast_axis",
@@ -6615,6 +7591,8 @@ const _OPERATOR_NAMES = [
     "cos",
     "cosh",
     "degrees",
+    "depth_to_space",
+    "diag",
     "dot",
     "elemwise_add",
     "_Plus",
@@ -6642,6 +7620,9 @@ const _OPERATOR_NAMES = [
     "ftrl_update",
     "gamma",
     "gammaln",
+    "gather_nd",
+    "hard_sigmoid",
+    "khatri_rao",
     "lamb_update_phase1",
     "lamb_update_phase2",
     "log",
@@ -6655,13 +7636,17 @@ const _OPERATOR_NAMES = [
     "mean",
     "min",
     "min_axis",
+    "moments",
     "mp_nag_mom_update",
     "mp_sgd_mom_update",
     "mp_sgd_update",
+    "multi_all_finite",
+    "multi_lars",
     "multi_mp_sgd_mom_update",
     "multi_mp_sgd_update",
     "multi_sgd_mom_update",
     "multi_sgd_update",
+    "multi_sum_sq",
     "nag_mom_update",
     "nanprod",
     "nansum",
@@ -6670,12 +7655,14 @@ const _OPERATOR_NAMES = [
     "one_hot",
     "ones_like",
     "pick",
+    "choose_element_0index",
     "prod",
     "radians",
     "rcbrt",
     "reciprocal",
     "relu",
     "repeat",
+    "reset_arrays",
     "reshape",
     "Reshape",
     "reshape_like",
@@ -6684,6 +7671,7 @@ const _OPERATOR_NAMES = [
     "rmspropalex_update",
     "round",
     "rsqrt",
+    "scatter_nd",
     "sgd_mom_update",
     "sgd_update",
     "shape_array",
@@ -6697,10 +7685,14 @@ const _OPERATOR_NAMES = [
     "slice",
     "crop",
     "slice_axis",
+    "slice_like",
+    "smooth_l1",
     "softmax",
     "softmax_cross_entropy",
     "softmin",
     "softsign",
+    "sort",
+    "space_to_depth",
     "split",
     "SliceChannel",
     "sqrt",
@@ -6713,6 +7705,7 @@ const _OPERATOR_NAMES = [
     "tan",
     "tanh",
     "tile",
+    "topk",
     "transpose",
     "trunc",
     "where_",

@@ -291,6 +291,90 @@ mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ =
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_allclose", list(a, b), c(rtol = .weft_param(rtol), atol = .weft_param(atol), equal_nan = .weft_param(equal_nan)), NULL, out)
+}
+mx.symbol.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_allclose", list(a = a, b = b), c(rtol = .weft_param(rtol), atol = .weft_param(atol), equal_nan = .weft_param(equal_nan)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_arange_like", list(data), c(start = .weft_param(start), step = .weft_param(step), `repeat` = .weft_param(repeat_), ctx = .weft_param(ctx), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_arange_like", list(data = data), c(start = .weft_param(start), step = .weft_param(step), `repeat` = .weft_param(repeat_), ctx = .weft_param(ctx), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_gradientmultiplier", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_index_copy", list(ograd, old_tensor, index_vector, new_tensor), c(), NULL, out)
+}
+mx.symbol.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_index_copy", list(ograd = ograd, old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.quadratic <- function(ograd = NULL, data = NULL, a = NULL, b = NULL, c = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_quadratic", list(ograd, data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, out)
+}
+mx.symbol.internal.contrib.backward.quadratic <- function(ograd = NULL, data = NULL, a = NULL, b = NULL, c = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_quadratic", list(ograd = ograd, data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_div_sqrt_dim", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.div.sqrt.dim <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_div_sqrt_dim", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_gradientmultiplier", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.index.array <- function(data = NULL, axes = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_index_array", list(data), c(axes = .weft_shape_param(axes)), NULL, out)
+}
+mx.symbol.internal.contrib.index.array <- function(data = NULL, axes = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_index_array", list(data = data), c(axes = .weft_shape_param(axes)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = NULL, new_tensor = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_index_copy", list(old_tensor, index_vector, new_tensor), c(), NULL, out)
+}
+mx.symbol.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = NULL, new_tensor = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_index_copy", list(old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quadratic", list(data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, out)
+}
+mx.symbol.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quadratic", list(data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.round.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_round_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.round.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_round_ste", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.sign.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_sign_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.sign.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_sign_ste", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.internal.copy <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_copy", list(data), c(), NULL, out)
 }
@@ -340,6 +424,13 @@ mx.symbol.internal.full <- function(shape = NULL, ctx = NULL, dtype = NULL, valu
   .weft_symbol_op("_full", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype), value = .weft_param(value)), NULL, name, attr)
 }
 
+mx.nd.internal.grad.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_grad_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.grad.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_grad_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.greater <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_greater", list(lhs, rhs), c(), NULL, out)
 }
@@ -368,6 +459,13 @@ mx.symbol.internal.greater.scalar <- function(data = NULL, scalar = NULL, is_int
   .weft_symbol_op("_greater_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, out = NULL) {
+  .weft_nd_invoke("_histogram", list(data, bins), c(bin_cnt = .weft_param(bin_cnt), range = .weft_shape_param(range)), NULL, out)
+}
+mx.symbol.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_histogram", list(data = data, bins = bins), c(bin_cnt = .weft_param(bin_cnt), range = .weft_shape_param(range)), NULL, name, attr)
+}
+
 mx.nd.internal.hypot <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_hypot", list(lhs, rhs), c(), NULL, out)
 }
@@ -380,6 +478,13 @@ mx.nd.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NUL
 }
 mx.symbol.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_hypot_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.identity.with.attr.like.rhs <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_identity_with_attr_like_rhs", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.identity.with.attr.like.rhs <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_identity_with_attr_like_rhs", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
 mx.nd.internal.lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
@@ -886,6 +991,20 @@ mx.symbol.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL,
   .weft_symbol_op("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.ravel.multi.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_ravel_multi_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.ravel.multi.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_ravel_multi_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.ravel.multi.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_ravel_multi_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.ravel.multi.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_ravel_multi_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
 mx.nd.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_rdiv_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
@@ -935,6 +1054,13 @@ mx.symbol.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = N
   .weft_symbol_op("_sample_multinomial", list(data = data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.scatter.set.nd <- function(lhs = NULL, rhs = NULL, indices = NULL, shape, out = NULL) {
+  .weft_nd_invoke("_scatter_set_nd", list(lhs, rhs, indices), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.scatter.set.nd <- function(lhs = NULL, rhs = NULL, indices = NULL, shape, name = NULL, attr = NULL) {
+  .weft_symbol_op("_scatter_set_nd", list(lhs = lhs, rhs = rhs, indices = indices), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
 mx.nd.internal.shuffle <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_shuffle", list(data), c(), NULL, out)
 }
@@ -949,6 +1075,20 @@ mx.symbol.shuffle <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_shuffle", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.slice.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign", list(lhs, rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.slice.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign", list(lhs = lhs, rhs = rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
+mx.nd.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign_scalar", list(data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
 mx.nd.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_sparse_softmax_cross_entropy", list(data, label), c(axis = .weft_param(axis)), NULL, out)
 }
@@ -956,11 +1096,39 @@ mx.symbol.internal.sparse.softmax.cross.entropy <- function(data = NULL, label =
   .weft_symbol_op("_sparse_softmax_cross_entropy", list(data = data, label = label), c(axis = .weft_param(axis)), NULL, name, attr)
 }
 
+mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, out = NULL) {
+  .weft_nd_invoke("_split_v2", list(data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, out)
+}
+mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_split_v2", list(data = data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
+}
+
+mx.nd.internal.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_unravel_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_unravel_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
 mx.nd.internal.zeros <- function(shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_zeros", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
 }
 mx.symbol.internal.zeros <- function(shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_zeros", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.zeros.without.dtype <- function(shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_zeros_without_dtype", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.zeros.without.dtype <- function(shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_zeros_without_dtype", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
 mx.nd.abs <- function(data = NULL, out = NULL) {
@@ -989,6 +1157,27 @@ mx.nd.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NUL
 }
 mx.symbol.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("adam_update", list(weight = weight, grad = grad, mean = mean, var = var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
+mx.nd.add.n <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.add.n <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
+}
+
+mx.nd.ElementWiseSum <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.ElementWiseSum <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
+}
+
+mx.nd.all.finite <- function(data = NULL, init_output = NULL, out = NULL) {
+  .weft_nd_invoke("all_finite", list(data), c(init_output = .weft_param(init_output)), NULL, out)
+}
+mx.symbol.all.finite <- function(data = NULL, init_output = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("all_finite", list(data = data), c(init_output = .weft_param(init_output)), NULL, name, attr)
 }
 
 mx.nd.arccos <- function(data = NULL, out = NULL) {
@@ -1054,11 +1243,25 @@ mx.symbol.argmin <- function(data = NULL, axis = NULL, keepdims = NULL, name = N
   .weft_symbol_op("argmin", list(data = data), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims)), NULL, name, attr)
 }
 
+mx.nd.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("argsort", list(data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("argsort", list(data = data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
 mx.nd.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, out = NULL) {
   .weft_nd_invoke("batch_dot", list(lhs, rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, out)
 }
 mx.symbol.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("batch_dot", list(lhs = lhs, rhs = rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, name, attr)
+}
+
+mx.nd.batch.take <- function(a = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("batch_take", list(a, indices), c(), NULL, out)
+}
+mx.symbol.batch.take <- function(a = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("batch_take", list(a = a, indices = indices), c(), NULL, name, attr)
 }
 
 mx.nd.broadcast.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
@@ -1271,6 +1474,20 @@ mx.symbol.degrees <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("degrees", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.depth.to.space <- function(data = NULL, block_size, out = NULL) {
+  .weft_nd_invoke("depth_to_space", list(data), c(block_size = .weft_param(block_size)), NULL, out)
+}
+mx.symbol.depth.to.space <- function(data = NULL, block_size, name = NULL, attr = NULL) {
+  .weft_symbol_op("depth_to_space", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
+}
+
+mx.nd.diag <- function(data = NULL, k = NULL, axis1 = NULL, axis2 = NULL, out = NULL) {
+  .weft_nd_invoke("diag", list(data), c(k = .weft_param(k), axis1 = .weft_param(axis1), axis2 = .weft_param(axis2)), NULL, out)
+}
+mx.symbol.diag <- function(data = NULL, k = NULL, axis1 = NULL, axis2 = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("diag", list(data = data), c(k = .weft_param(k), axis1 = .weft_param(axis1), axis2 = .weft_param(axis2)), NULL, name, attr)
+}
+
 mx.nd.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, out = NULL) {
   .weft_nd_invoke("dot", list(lhs, rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, out)
 }
@@ -1397,6 +1614,27 @@ mx.symbol.gammaln <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gammaln", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.gather.nd <- function(data = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("gather_nd", list(data, indices), c(), NULL, out)
+}
+mx.symbol.gather.nd <- function(data = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("gather_nd", list(data = data, indices = indices), c(), NULL, name, attr)
+}
+
+mx.nd.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, out = NULL) {
+  .weft_nd_invoke("hard_sigmoid", list(data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, out)
+}
+mx.symbol.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("hard_sigmoid", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, name, attr)
+}
+
+mx.nd.khatri.rao <- function(..., out = NULL) {
+  .weft_nd_invoke("khatri_rao", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.khatri.rao <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("khatri_rao", .weft_dots(...), c(), "num_args", name, attr)
+}
+
 mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("lamb_update_phase1", list(weight, grad, mean, var), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1488,6 +1726,13 @@ mx.symbol.min.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclud
   .weft_symbol_op("min", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
+mx.nd.moments <- function(data = NULL, axes = NULL, keepdims = NULL, out = NULL) {
+  .weft_nd_invoke("moments", list(data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, out)
+}
+mx.symbol.moments <- function(data = NULL, axes = NULL, keepdims = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("moments", list(data = data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, name, attr)
+}
+
 mx.nd.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("mp_nag_mom_update", list(weight, grad, mom, weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1507,6 +1752,20 @@ mx.nd.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr,
 }
 mx.symbol.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mp_sgd_update", list(weight = weight, grad = grad, weight32 = weight32), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
+mx.nd.multi.all.finite <- function(..., init_output = NULL, out = NULL) {
+  .weft_nd_invoke("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", out)
+}
+mx.symbol.multi.all.finite <- function(..., init_output = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", name, attr)
+}
+
+mx.nd.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, out = NULL) {
+  .weft_nd_invoke("multi_lars", list(lrs, weights_sum_sq, grads_sum_sq, wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, out)
+}
+mx.symbol.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("multi_lars", list(lrs = lrs, weights_sum_sq = weights_sum_sq, grads_sum_sq = grads_sum_sq, wds = wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, name, attr)
 }
 
 mx.nd.multi.mp.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
@@ -1535,6 +1794,13 @@ mx.nd.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_grad
 }
 mx.symbol.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.multi.sum.sq <- function(..., out = NULL) {
+  .weft_nd_invoke("multi_sum_sq", .weft_dots(...), c(), "num_arrays", out)
+}
+mx.symbol.multi.sum.sq <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("multi_sum_sq", .weft_dots(...), c(), "num_arrays", name, attr)
 }
 
 mx.nd.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
@@ -1593,6 +1859,13 @@ mx.symbol.pick <- function(data = NULL, index = NULL, axis = NULL, keepdims = NU
   .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
 }
 
+mx.nd.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, out = NULL) {
+  .weft_nd_invoke("pick", list(data, index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, out)
+}
+mx.symbol.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
+}
+
 mx.nd.prod <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("prod", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
 }
@@ -1633,6 +1906,13 @@ mx.nd.repeat <- function(data = NULL, repeats, axis = NULL, out = NULL) {
 }
 mx.symbol.repeat <- function(data = NULL, repeats, axis = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("repeat", list(data = data), c(repeats = .weft_param(repeats), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.reset.arrays <- function(..., out = NULL) {
+  .weft_nd_invoke("reset_arrays", .weft_dots(...), c(), "num_arrays", out)
+}
+mx.symbol.reset.arrays <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("reset_arrays", .weft_dots(...), c(), "num_arrays", name, attr)
 }
 
 mx.nd.reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, out = NULL) {
@@ -1689,6 +1969,13 @@ mx.nd.rsqrt <- function(data = NULL, out = NULL) {
 }
 mx.symbol.rsqrt <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("rsqrt", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.scatter.nd <- function(data = NULL, indices = NULL, shape, out = NULL) {
+  .weft_nd_invoke("scatter_nd", list(data, indices), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.scatter.nd <- function(data = NULL, indices = NULL, shape, name = NULL, attr = NULL) {
+  .weft_symbol_op("scatter_nd", list(data = data, indices = indices), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
 mx.nd.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
@@ -1782,6 +2069,20 @@ mx.symbol.slice.axis <- function(data = NULL, axis, begin, end, name = NULL, att
   .weft_symbol_op("slice_axis", list(data = data), c(axis = .weft_param(axis), begin = .weft_param(begin), end = .weft_param(end)), NULL, name, attr)
 }
 
+mx.nd.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, out = NULL) {
+  .weft_nd_invoke("slice_like", list(data, shape_like), c(axes = .weft_shape_param(axes)), NULL, out)
+}
+mx.symbol.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("slice_like", list(data = data, shape_like = shape_like), c(axes = .weft_shape_param(axes)), NULL, name, attr)
+}
+
+mx.nd.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("smooth_l1", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("smooth_l1", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, out = NULL) {
   .weft_nd_invoke("softmax", list(data, length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, out)
 }
@@ -1808,6 +2109,20 @@ mx.nd.softsign <- function(data = NULL, out = NULL) {
 }
 mx.symbol.softsign <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("softsign", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, out = NULL) {
+  .weft_nd_invoke("sort", list(data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend)), NULL, out)
+}
+mx.symbol.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sort", list(data = data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend)), NULL, name, attr)
+}
+
+mx.nd.space.to.depth <- function(data = NULL, block_size, out = NULL) {
+  .weft_nd_invoke("space_to_depth", list(data), c(block_size = .weft_param(block_size)), NULL, out)
+}
+mx.symbol.space.to.depth <- function(data = NULL, block_size, name = NULL, attr = NULL) {
+  .weft_symbol_op("space_to_depth", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
 }
 
 mx.nd.split <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, out = NULL) {
@@ -1892,6 +2207,13 @@ mx.nd.tile <- function(data = NULL, reps, out = NULL) {
 }
 mx.symbol.tile <- function(data = NULL, reps, name = NULL, attr = NULL) {
   .weft_symbol_op("tile", list(data = data), c(reps = .weft_shape_param(reps)), NULL, name, attr)
+}
+
+mx.nd.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("topk", list(data), c(axis = .weft_param(axis), k = .weft_param(k), ret_typ = .weft_param(ret_typ), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("topk", list(data = data), c(axis = .weft_param(axis), k = .weft_param(k), ret_typ = .weft_param(ret_typ), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
 mx.nd.transpose <- function(data = NULL, axes = NULL, out = NULL) {
