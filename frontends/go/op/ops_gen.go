@@ -11,6 +11,8 @@ var opActivation = weft.NewOperator("Activation")
 var opAdadeltaUpdate = weft.NewOperator("adadelta_update")
 var opAdagradUpdate = weft.NewOperator("adagrad_update")
 var opAdamUpdate = weft.NewOperator("adam_update")
+var opAmpCast = weft.NewOperator("amp_cast")
+var opAmpMulticast = weft.NewOperator("amp_multicast")
 var opArccos = weft.NewOperator("arccos")
 var opArccosh = weft.NewOperator("arccosh")
 var opArcsin = weft.NewOperator("arcsin")
@@ -22,6 +24,7 @@ var opArgmaxChannel = weft.NewOperator("argmax_channel")
 var opArgmin = weft.NewOperator("argmin")
 var opBatchDot = weft.NewOperator("batch_dot")
 var opBatchNorm = weft.NewOperator("BatchNorm")
+var opBatchNormV1 = weft.NewOperator("BatchNorm_v1")
 var opBlockGrad = weft.NewOperator("BlockGrad")
 var opBroadcastAdd = weft.NewOperator("broadcast_add")
 var opBroadcastAxis = weft.NewOperator("broadcast_axis")
@@ -50,6 +53,7 @@ var opCeil = weft.NewOperator("ceil")
 var opClip = weft.NewOperator("clip")
 var opConcat = weft.NewOperator("Concat")
 var opConvolution = weft.NewOperator("Convolution")
+var opConvolutionV1 = weft.NewOperator("Convolution_v1")
 var opCos = weft.NewOperator("cos")
 var opCosh = weft.NewOperator("cosh")
 var opDeconvolution = weft.NewOperator("Deconvolution")
@@ -76,9 +80,12 @@ var opFullyConnected = weft.NewOperator("FullyConnected")
 var opGamma = weft.NewOperator("gamma")
 var opGammaln = weft.NewOperator("gammaln")
 var opGroupNorm = weft.NewOperator("GroupNorm")
+var opIdentityAttachKLSparseReg = weft.NewOperator("IdentityAttachKLSparseReg")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribBatchNormWithReLU = weft.NewOperator("_contrib_BatchNormWithReLU")
+var opInternalContribSyncBatchNorm = weft.NewOperator("_contrib_SyncBatchNorm")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
 var opInternalEqual = weft.NewOperator("_equal")
@@ -167,6 +174,7 @@ var opOnesLike = weft.NewOperator("ones_like")
 var opPad = weft.NewOperator("Pad")
 var opPick = weft.NewOperator("pick")
 var opPooling = weft.NewOperator("Pooling")
+var opPoolingV1 = weft.NewOperator("Pooling_v1")
 var opProd = weft.NewOperator("prod")
 var opRNN = weft.NewOperator("RNN")
 var opRadians = weft.NewOperator("radians")
@@ -181,6 +189,7 @@ var opRmspropUpdate = weft.NewOperator("rmsprop_update")
 var opRmspropalexUpdate = weft.NewOperator("rmspropalex_update")
 var opRound = weft.NewOperator("round")
 var opRsqrt = weft.NewOperator("rsqrt")
+var opSVMOutput = weft.NewOperator("SVMOutput")
 var opSequenceLast = weft.NewOperator("SequenceLast")
 var opSequenceMask = weft.NewOperator("SequenceMask")
 var opSequenceReverse = weft.NewOperator("SequenceReverse")
@@ -411,6 +420,64 @@ func SymAdamUpdate(weight, grad, mean, var_ *weft.Symbol, lr float64, opts ...Op
 	c := newCall(opts)
 	c.set("lr", lr)
 	return c.compose(opAdamUpdate, []string{"weight", "grad", "mean", "var"}, weight, grad, mean, var_)
+}
+
+// AmpCast runs the operator amp_cast.
+//
+// Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (used by AMP).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - dtype weft.DType: The dtype floating-point data is converted to.
+func AmpCast(data *weft.NDArray, dtype weft.DType, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("dtype", dtype)
+	return c.invoke(opAmpCast, data)
+}
+
+// SymAmpCast runs the operator amp_cast symbolically: it adds one node to the graph.
+//
+// Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (used by AMP).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - dtype weft.DType: The dtype floating-point data is converted to.
+func SymAmpCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("dtype", dtype)
+	return c.compose(opAmpCast, []string{"data"}, data)
+}
+
+// AmpMulticast runs the operator amp_multicast.
+//
+// Casts its floating-point inputs to one type, the widest present (or with cast_narrow the narrowest); other dtypes pass unchanged (used by AMP).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The inputs (any number)
+//
+// Options:
+//   - WithCastNarrow(bool): Cast to the narrowest floating type present instead of the widest. (default False)
+func AmpMulticast(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opAmpMulticast, "num_outputs", data)
+}
+
+// SymAmpMulticast runs the operator amp_multicast symbolically: it adds one node to the graph.
+//
+// Casts its floating-point inputs to one type, the widest present (or with cast_narrow the narrowest); other dtypes pass unchanged (used by AMP).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The inputs (any number)
+//
+// Options:
+//   - WithCastNarrow(bool): Cast to the narrowest floating type present instead of the widest. (default False)
+func SymAmpMulticast(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opAmpMulticast, "num_outputs", data)
 }
 
 // Arccos runs the operator arccos.
@@ -707,6 +774,50 @@ func BatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...O
 func SymBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// BatchNormV1 runs the operator BatchNorm_v1.
+//
+// Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+func BatchNormV1(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opBatchNormV1, data, gamma, beta, movingMean, movingVar)
+}
+
+// SymBatchNormV1 runs the operator BatchNorm_v1 symbolically: it adds one node to the graph.
+//
+// Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+func SymBatchNormV1(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opBatchNormV1, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
 }
 
 // BlockGrad runs the operator BlockGrad.
@@ -1449,6 +1560,66 @@ func SymConvolution(data, weight, bias *weft.Symbol, kernel []int, numFilter int
 	c.set("kernel", kernel)
 	c.set("num_filter", numFilter)
 	return c.compose(opConvolution, []string{"data", "weight", "bias"}, data, weight, bias)
+}
+
+// ConvolutionV1 runs the operator Convolution_v1.
+//
+// Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Convolution's kernels.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCHW and NCDHW are supported. (default None)
+func ConvolutionV1(data, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opConvolutionV1, data, weight, bias)
+}
+
+// SymConvolutionV1 runs the operator Convolution_v1 symbolically: it adds one node to the graph.
+//
+// Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Convolution's kernels.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCHW and NCDHW are supported. (default None)
+func SymConvolutionV1(data, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opConvolutionV1, []string{"data", "weight", "bias"}, data, weight, bias)
 }
 
 // Cos runs the operator cos.
@@ -2233,6 +2404,40 @@ func SymGroupNorm(data, gamma, beta *weft.Symbol, opts ...Option) (*weft.Symbol,
 	return c.compose(opGroupNorm, []string{"data", "gamma", "beta"}, data, gamma, beta)
 }
 
+// IdentityAttachKLSparseReg runs the operator IdentityAttachKLSparseReg.
+//
+// Identity whose gradient adds a KL sparseness penalty pulling each unit's moving average activation towards sparseness_target; data (batch, units) of sigmoid activations.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (batch, units)
+//   - movingAvg: Moving average activation per unit (auxiliary state)
+//
+// Options:
+//   - WithSparsenessTarget(float64): The target mean activation rho. (default 0.1)
+//   - WithPenalty(float64): Weight of the sparseness penalty. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving average activation. (default 0.9)
+func IdentityAttachKLSparseReg(data, movingAvg *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opIdentityAttachKLSparseReg, data, movingAvg)
+}
+
+// SymIdentityAttachKLSparseReg runs the operator IdentityAttachKLSparseReg symbolically: it adds one node to the graph.
+//
+// Identity whose gradient adds a KL sparseness penalty pulling each unit's moving average activation towards sparseness_target; data (batch, units) of sigmoid activations.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (batch, units)
+//   - movingAvg: Moving average activation per unit (auxiliary state)
+//
+// Options:
+//   - WithSparsenessTarget(float64): The target mean activation rho. (default 0.1)
+//   - WithPenalty(float64): Weight of the sparseness penalty. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving average activation. (default 0.9)
+func SymIdentityAttachKLSparseReg(data, movingAvg *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opIdentityAttachKLSparseReg, []string{"data", "moving_avg"}, data, movingAvg)
+}
+
 // InstanceNorm runs the operator InstanceNorm.
 //
 // Instance normalisation: each sample's channel (axis 1) over its spatial axes; per-channel gamma, beta.
@@ -2359,6 +2564,112 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
 	return c.compose(opInternalArange, nil)
+}
+
+// InternalContribBatchNormWithReLU runs the operator _contrib_BatchNormWithReLU.
+//
+// relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): Calibrated minimum of the output, for quantisation (unused here). (default None)
+//   - WithMaxCalibRange(float64): Calibrated maximum of the output, for quantisation (unused here). (default None)
+func InternalContribBatchNormWithReLU(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBatchNormWithReLU, data, gamma, beta, movingMean, movingVar)
+}
+
+// SymInternalContribBatchNormWithReLU runs the operator _contrib_BatchNormWithReLU symbolically: it adds one node to the graph.
+//
+// relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): Calibrated minimum of the output, for quantisation (unused here). (default None)
+//   - WithMaxCalibRange(float64): Calibrated maximum of the output, for quantisation (unused here). (default None)
+func SymInternalContribBatchNormWithReLU(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBatchNormWithReLU, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// InternalContribSyncBatchNorm runs the operator _contrib_SyncBatchNorm.
+//
+// Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one device it is BatchNorm over every axis but 1.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Required parameters:
+//   - key string: The key that the devices of one layer share for synchronisation.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithNdev(int): The number of devices whose statistics are synchronised. (default 1)
+func InternalContribSyncBatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, key string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("key", key)
+	return c.invoke(opInternalContribSyncBatchNorm, data, gamma, beta, movingMean, movingVar)
+}
+
+// SymInternalContribSyncBatchNorm runs the operator _contrib_SyncBatchNorm symbolically: it adds one node to the graph.
+//
+// Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one device it is BatchNorm over every axis but 1.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Required parameters:
+//   - key string: The key that the devices of one layer share for synchronisation.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithNdev(int): The number of devices whose statistics are synchronised. (default 1)
+func SymInternalContribSyncBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, key string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("key", key)
+	return c.compose(opInternalContribSyncBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
 }
 
 // InternalCopy runs the operator _copy.
@@ -5111,6 +5422,44 @@ func SymPooling(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opPooling, []string{"data"}, data)
 }
 
+// PoolingV1 runs the operator Pooling_v1.
+//
+// Max, average or sum pooling with MXNet's first parameter set; runs Pooling's kernels.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (y, x) or (d, y, x). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor) or full (ceil). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+func PoolingV1(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opPoolingV1, data)
+}
+
+// SymPoolingV1 runs the operator Pooling_v1 symbolically: it adds one node to the graph.
+//
+// Max, average or sum pooling with MXNet's first parameter set; runs Pooling's kernels.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (y, x) or (d, y, x). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor) or full (ceil). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+func SymPoolingV1(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opPoolingV1, []string{"data"}, data)
+}
+
 // Prod runs the operator prod.
 //
 // Product of array elements over the given axes. axis=None (or ()) reduces every axis; negative axes count from the end; keepdims keeps reduced axes as size 1; exclude reduces the axes not listed. A result with no axis left has shape (1,).
@@ -5573,6 +5922,40 @@ func Rsqrt(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymRsqrt(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opRsqrt, []string{"data"}, data)
+}
+
+// SVMOutput runs the operator SVMOutput.
+//
+// Identity on the scores whose gradient is that of the (L2 or L1) SVM hinge loss with label; the head gradient is ignored.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input scores, classes on the last axis
+//   - label: Class labels, one per row (data.shape[:-1])
+//
+// Options:
+//   - WithMargin(float64): Scores inside this margin are penalised. (default 1)
+//   - WithRegularizationCoefficient(float64): Weight of the loss (the trade-off between coefficient size and error). (default 1)
+//   - WithUseLinear(bool): Use the L1-SVM loss instead of L2-SVM. (default False)
+func SVMOutput(data, label *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSVMOutput, data, label)
+}
+
+// SymSVMOutput runs the operator SVMOutput symbolically: it adds one node to the graph.
+//
+// Identity on the scores whose gradient is that of the (L2 or L1) SVM hinge loss with label; the head gradient is ignored.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input scores, classes on the last axis
+//   - label: Class labels, one per row (data.shape[:-1])
+//
+// Options:
+//   - WithMargin(float64): Scores inside this margin are penalised. (default 1)
+//   - WithRegularizationCoefficient(float64): Weight of the loss (the trade-off between coefficient size and error). (default 1)
+//   - WithUseLinear(bool): Use the L1-SVM loss instead of L2-SVM. (default False)
+func SymSVMOutput(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSVMOutput, []string{"data", "label"}, data, label)
 }
 
 // SequenceLast runs the operator SequenceLast.
@@ -6993,6 +7376,12 @@ func WithBidirectional(v bool) Option {
 	return param("bidirectional", v)
 }
 
+// WithCastNarrow sets the parameter cast_narrow.
+// Cast to the narrowest floating type present instead of the widest.
+func WithCastNarrow(v bool) Option {
+	return param("cast_narrow", v)
+}
+
 // WithClipGrad sets the parameter clip_grad.
 // Clips the gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
 func WithClipGrad(v float64) Option {
@@ -7281,6 +7670,24 @@ func WithM(v int) Option {
 	return param("M", v)
 }
 
+// WithMargin sets the parameter margin.
+// Scores inside this margin are penalised.
+func WithMargin(v float64) Option {
+	return param("margin", v)
+}
+
+// WithMaxCalibRange sets the parameter max_calib_range.
+// Calibrated maximum of the output, for quantisation (unused here).
+func WithMaxCalibRange(v float64) Option {
+	return param("max_calib_range", v)
+}
+
+// WithMinCalibRange sets the parameter min_calib_range.
+// Calibrated minimum of the output, for quantisation (unused here).
+func WithMinCalibRange(v float64) Option {
+	return param("min_calib_range", v)
+}
+
 // WithMode sets the parameter mode.
 // 'training': drop only in training mode; 'always': drop in prediction mode too.
 func WithMode(v string) Option {
@@ -7303,6 +7710,12 @@ func WithMultiInputMode(v string) Option {
 // Softmax over axis 1 of (N, C, ...) data, with labels (N, ...).
 func WithMultiOutput(v bool) Option {
 	return param("multi_output", v)
+}
+
+// WithNdev sets the parameter ndev.
+// The number of devices whose statistics are synchronised.
+func WithNdev(v int) Option {
+	return param("ndev", v)
 }
 
 // WithNoBias sets the parameter no_bias.
@@ -7395,6 +7808,12 @@ func WithPad(v []int) Option {
 	return param("pad", v)
 }
 
+// WithPenalty sets the parameter penalty.
+// Weight of the sparseness penalty.
+func WithPenalty(v float64) Option {
+	return param("penalty", v)
+}
+
 // WithPoolType sets the parameter pool_type.
 // Pooling type.
 func WithPoolType(v string) Option {
@@ -7417,6 +7836,12 @@ func WithPreserveShape(v bool) Option {
 // Size of the LSTM's projected hidden state (lstm only).
 func WithProjectionSize(v int) Option {
 	return param("projection_size", v)
+}
+
+// WithRegularizationCoefficient sets the parameter regularization_coefficient.
+// Weight of the loss (the trade-off between coefficient size and error).
+func WithRegularizationCoefficient(v float64) Option {
+	return param("regularization_coefficient", v)
 }
 
 // WithRepeat sets the parameter repeat.
@@ -7503,6 +7928,12 @@ func WithSparseGrad(v bool) Option {
 	return param("sparse_grad", v)
 }
 
+// WithSparsenessTarget sets the parameter sparseness_target.
+// The target mean activation rho.
+func WithSparsenessTarget(v float64) Option {
+	return param("sparseness_target", v)
+}
+
 // WithSqueezeAxis sets the parameter squeeze_axis.
 // Remove the split axis from the pieces (its size must equal num_outputs).
 func WithSqueezeAxis(v bool) Option {
@@ -7579,6 +8010,12 @@ func WithUseIgnore(v bool) Option {
 // Mask each row beyond `length`.
 func WithUseLength(v bool) Option {
 	return param("use_length", v)
+}
+
+// WithUseLinear sets the parameter use_linear.
+// Use the L1-SVM loss instead of L2-SVM.
+func WithUseLinear(v bool) Option {
+	return param("use_linear", v)
 }
 
 // WithUseSequenceLength sets the parameter use_sequence_length.

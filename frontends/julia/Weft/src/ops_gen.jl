@@ -57,6 +57,33 @@ BatchNorm(args::NDArray...; kwargs...) = _invoke_op(_op_BatchNorm, args; kwargs.
 BatchNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op_BatchNorm, args; kwargs...)
 BatchNorm(; kwargs...) = _call_op(_op_BatchNorm; kwargs...)
 
+const _op_BatchNorm_v1 = OpDef("BatchNorm_v1", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
+"""
+    BatchNorm_v1(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False)
+
+Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `moving_mean` (NDArray or SymbolicNode): Moving mean (auxiliary state)
+- `moving_var` (NDArray or SymbolicNode): Moving variance (auxiliary state)
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function BatchNorm_v1 end
+BatchNorm_v1(args::NDArray...; kwargs...) = _invoke_op(_op_BatchNorm_v1, args; kwargs...)
+BatchNorm_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_BatchNorm_v1, args; kwargs...)
+BatchNorm_v1(; kwargs...) = _call_op(_op_BatchNorm_v1; kwargs...)
+
 const _op_BlockGrad = OpDef("BlockGrad", ["data"], false, "")
 """
     BlockGrad(data)
@@ -201,6 +228,37 @@ function Convolution end
 Convolution(args::NDArray...; kwargs...) = _invoke_op(_op_Convolution, args; kwargs...)
 Convolution(args::SymbolicNode...; kwargs...) = _compose_op(_op_Convolution, args; kwargs...)
 Convolution(; kwargs...) = _call_op(_op_Convolution; kwargs...)
+
+const _op_Convolution_v1 = OpDef("Convolution_v1", ["data", "weight", "bias"], false, "")
+"""
+    Convolution_v1(data, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None)
+
+Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Convolution's kernels.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `weight` (NDArray or SymbolicNode): Weight matrix
+- `bias` (NDArray or SymbolicNode): Bias parameter
+
+# Parameters
+- `kernel` (Shape(tuple); required): Convolution kernel size: (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Dilation; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+- `num_filter` (int, in [1, 100000]; required): Number of output channels.
+- `num_group` (int, in [1, 100000]; default `1`): Number of groups.
+- `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
+- `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
+- `layout` ({'None', 'NCHW', 'NHWC', 'NCDHW', 'NDHWC'}; default `None`): Data layout; NCHW and NCDHW are supported.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Convolution_v1 end
+Convolution_v1(args::NDArray...; kwargs...) = _invoke_op(_op_Convolution_v1, args; kwargs...)
+Convolution_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_Convolution_v1, args; kwargs...)
+Convolution_v1(; kwargs...) = _call_op(_op_Convolution_v1; kwargs...)
 
 const _op_Deconvolution = OpDef("Deconvolution", ["data", "weight", "bias"], false, "")
 """
@@ -359,6 +417,28 @@ function GroupNorm end
 GroupNorm(args::NDArray...; kwargs...) = _invoke_op(_op_GroupNorm, args; kwargs...)
 GroupNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op_GroupNorm, args; kwargs...)
 GroupNorm(; kwargs...) = _call_op(_op_GroupNorm; kwargs...)
+
+const _op_IdentityAttachKLSparseReg = OpDef("IdentityAttachKLSparseReg", ["data", "moving_avg"], false, "")
+"""
+    IdentityAttachKLSparseReg(data, moving_avg; sparseness_target=0.1, penalty=0.001, momentum=0.9)
+
+Identity whose gradient adds a KL sparseness penalty pulling each unit's moving average activation towards sparseness_target; data (batch, units) of sigmoid activations.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (batch, units)
+- `moving_avg` (NDArray or SymbolicNode): Moving average activation per unit (auxiliary state)
+
+# Parameters
+- `sparseness_target` (double, in [0, 1]; default `0.1`): The target mean activation rho.
+- `penalty` (double; default `0.001`): Weight of the sparseness penalty.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving average activation.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function IdentityAttachKLSparseReg end
+IdentityAttachKLSparseReg(args::NDArray...; kwargs...) = _invoke_op(_op_IdentityAttachKLSparseReg, args; kwargs...)
+IdentityAttachKLSparseReg(args::SymbolicNode...; kwargs...) = _compose_op(_op_IdentityAttachKLSparseReg, args; kwargs...)
+IdentityAttachKLSparseReg(; kwargs...) = _call_op(_op_IdentityAttachKLSparseReg; kwargs...)
 
 const _op_InstanceNorm = OpDef("InstanceNorm", ["data", "gamma", "beta"], false, "")
 """
@@ -645,6 +725,30 @@ Pooling(args::NDArray...; kwargs...) = _invoke_op(_op_Pooling, args; kwargs...)
 Pooling(args::SymbolicNode...; kwargs...) = _compose_op(_op_Pooling, args; kwargs...)
 Pooling(; kwargs...) = _call_op(_op_Pooling; kwargs...)
 
+const _op_Pooling_v1 = OpDef("Pooling_v1", ["data"], false, "")
+"""
+    Pooling_v1(data; kernel=(), pool_type=max, global_pool=False, pooling_convention=valid, stride=(), pad=())
+
+Max, average or sum pooling with MXNet's first parameter set; runs Pooling's kernels.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+
+# Parameters
+- `kernel` (Shape(tuple); default `()`): Pooling kernel size: (y, x) or (d, y, x).
+- `pool_type` ({'max', 'avg', 'sum'}; default `max`): Pooling type.
+- `global_pool` (boolean; default `False`): Pool over the whole spatial extent, ignoring kernel, stride and pad.
+- `pooling_convention` ({'full', 'valid'}; default `valid`): How the output size is rounded: valid (floor) or full (ceil).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Pooling_v1 end
+Pooling_v1(args::NDArray...; kwargs...) = _invoke_op(_op_Pooling_v1, args; kwargs...)
+Pooling_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_Pooling_v1, args; kwargs...)
+Pooling_v1(; kwargs...) = _call_op(_op_Pooling_v1; kwargs...)
+
 const _op_RNN = OpDef("RNN", ["data", "parameters", "state", "state_cell", "sequence_length"], false, "")
 """
     RNN(data, parameters, state, state_cell, sequence_length; state_size, num_layers, bidirectional=False, mode, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False)
@@ -677,6 +781,28 @@ function RNN end
 RNN(args::NDArray...; kwargs...) = _invoke_op(_op_RNN, args; kwargs...)
 RNN(args::SymbolicNode...; kwargs...) = _compose_op(_op_RNN, args; kwargs...)
 RNN(; kwargs...) = _call_op(_op_RNN; kwargs...)
+
+const _op_SVMOutput = OpDef("SVMOutput", ["data", "label"], false, "")
+"""
+    SVMOutput(data, label; margin=1, regularization_coefficient=1, use_linear=False)
+
+Identity on the scores whose gradient is that of the (L2 or L1) SVM hinge loss with label; the head gradient is ignored.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input scores, classes on the last axis
+- `label` (NDArray or SymbolicNode): Class labels, one per row (data.shape[:-1])
+
+# Parameters
+- `margin` (double; default `1`): Scores inside this margin are penalised.
+- `regularization_coefficient` (double; default `1`): Weight of the loss (the trade-off between coefficient size and error).
+- `use_linear` (boolean; default `False`): Use the L1-SVM loss instead of L2-SVM.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function SVMOutput end
+SVMOutput(args::NDArray...; kwargs...) = _invoke_op(_op_SVMOutput, args; kwargs...)
+SVMOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_SVMOutput, args; kwargs...)
+SVMOutput(; kwargs...) = _call_op(_op_SVMOutput; kwargs...)
 
 const _op_SequenceLast = OpDef("SequenceLast", ["data", "sequence_length"], false, "")
 """
@@ -787,6 +913,35 @@ function SoftmaxOutput end
 SoftmaxOutput(args::NDArray...; kwargs...) = _invoke_op(_op_SoftmaxOutput, args; kwargs...)
 SoftmaxOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_SoftmaxOutput, args; kwargs...)
 SoftmaxOutput(; kwargs...) = _call_op(_op_SoftmaxOutput; kwargs...)
+
+const _op_Softmax = OpDef("Softmax", ["data", "label"], false, "")
+"""
+    Softmax(data, label; grad_scale=1, ignore_label=-1, multi_output=False, use_ignore=False, preserve_shape=False, normalization=null, out_grad=False, smooth_alpha=0)
+
+Softmax with a cross-entropy gradient: d data = (softmax - one_hot(label)) * grad_scale / norm; the head gradient is ignored unless out_grad.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input scores
+- `label` (NDArray or SymbolicNode): Class labels
+
+# Parameters
+- `grad_scale` (double; default `1`): Scales the gradient.
+- `ignore_label` (double; default `-1`): The label whose positions get no gradient (with use_ignore).
+- `multi_output` (boolean; default `False`): Softmax over axis 1 of (N, C, ...) data, with labels (N, ...).
+- `use_ignore` (boolean; default `False`): Honour ignore_label.
+- `preserve_shape` (boolean; default `False`): Softmax over the last axis, with labels of the data's shape without it.
+- `normalization` ({'null', 'batch', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of labels not ignored.
+- `out_grad` (boolean; default `False`): Multiply by the head gradient.
+- `smooth_alpha` (double, in [0, 1]; default `0`): Label smoothing: the target is 1 - alpha at the label and alpha / (C - 1) elsewhere.
+
+Alias of `SoftmaxOutput`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Softmax end
+Softmax(args::NDArray...; kwargs...) = _invoke_op(_op_Softmax, args; kwargs...)
+Softmax(args::SymbolicNode...; kwargs...) = _compose_op(_op_Softmax, args; kwargs...)
+Softmax(; kwargs...) = _call_op(_op_Softmax; kwargs...)
 
 const _op_SwapAxis = OpDef("SwapAxis", ["data"], false, "")
 """
@@ -934,6 +1089,66 @@ function _arange end
 _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
+
+const _op__contrib_BatchNormWithReLU = OpDef("_contrib_BatchNormWithReLU", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
+"""
+    _contrib_BatchNormWithReLU(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
+
+relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `moving_mean` (NDArray or SymbolicNode): Moving mean (auxiliary state)
+- `moving_var` (NDArray or SymbolicNode): Moving variance (auxiliary state)
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `axis` (int; default `1`): The channel axis.
+- `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): Calibrated minimum of the output, for quantisation (unused here).
+- `max_calib_range` (double or None; default `None`): Calibrated maximum of the output, for quantisation (unused here).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_BatchNormWithReLU end
+_contrib_BatchNormWithReLU(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_BatchNormWithReLU, args; kwargs...)
+_contrib_BatchNormWithReLU(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BatchNormWithReLU, args; kwargs...)
+_contrib_BatchNormWithReLU(; kwargs...) = _call_op(_op__contrib_BatchNormWithReLU; kwargs...)
+
+const _op__contrib_SyncBatchNorm = OpDef("_contrib_SyncBatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
+"""
+    _contrib_SyncBatchNorm(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key)
+
+Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one device it is BatchNorm over every axis but 1.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `moving_mean` (NDArray or SymbolicNode): Moving mean (auxiliary state)
+- `moving_var` (NDArray or SymbolicNode): Moving variance (auxiliary state)
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `ndev` (int, in [1, 1024]; default `1`): The number of devices whose statistics are synchronised.
+- `key` (string; required): The key that the devices of one layer share for synchronisation.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_SyncBatchNorm end
+_contrib_SyncBatchNorm(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_SyncBatchNorm, args; kwargs...)
+_contrib_SyncBatchNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_SyncBatchNorm, args; kwargs...)
+_contrib_SyncBatchNorm(; kwargs...) = _call_op(_op__contrib_SyncBatchNorm; kwargs...)
 
 const _op__copy = OpDef("_copy", ["data"], false, "")
 """
@@ -2976,6 +3191,44 @@ function adam_update end
 adam_update(args::NDArray...; kwargs...) = _invoke_op(_op_adam_update, args; kwargs...)
 adam_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_adam_update, args; kwargs...)
 adam_update(; kwargs...) = _call_op(_op_adam_update; kwargs...)
+
+const _op_amp_cast = OpDef("amp_cast", ["data"], false, "")
+"""
+    amp_cast(data; dtype)
+
+Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (used by AMP).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; required): The dtype floating-point data is converted to.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function amp_cast end
+amp_cast(args::NDArray...; kwargs...) = _invoke_op(_op_amp_cast, args; kwargs...)
+amp_cast(args::SymbolicNode...; kwargs...) = _compose_op(_op_amp_cast, args; kwargs...)
+amp_cast(; kwargs...) = _call_op(_op_amp_cast; kwargs...)
+
+const _op_amp_multicast = OpDef("amp_multicast", String[], true, "num_outputs")
+"""
+    amp_multicast(args...; cast_narrow=False)
+
+Casts its floating-point inputs to one type, the widest present (or with cast_narrow the narrowest); other dtypes pass unchanged (used by AMP).
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The inputs
+
+# Parameters
+- `cast_narrow` (boolean; default `False`): Cast to the narrowest floating type present instead of the widest.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function amp_multicast end
+amp_multicast(args::NDArray...; kwargs...) = _invoke_op(_op_amp_multicast, args; kwargs...)
+amp_multicast(args::SymbolicNode...; kwargs...) = _compose_op(_op_amp_multicast, args; kwargs...)
+amp_multicast(; kwargs...) = _call_op(_op_amp_multicast; kwargs...)
 
 const _op_arccos = OpDef("arccos", ["data"], false, "")
 """
@@ -5676,6 +5929,7 @@ zeros_like(; kwargs...) = _call_op(_op_zeros_like; kwargs...)
 const _OPERATOR_NAMES = [
     "Activation",
     "BatchNorm",
+    "BatchNorm_v1",
     "BlockGrad",
     "stop_gradient",
     "Cast",
@@ -5683,6 +5937,7 @@ const _OPERATOR_NAMES = [
     "Concat",
     "concat",
     "Convolution",
+    "Convolution_v1",
     "Deconvolution",
     "Dropout",
     "Embedding",
@@ -5690,6 +5945,7 @@ const _OPERATOR_NAMES = [
     "flatten",
     "FullyConnected",
     "GroupNorm",
+    "IdentityAttachKLSparseReg",
     "InstanceNorm",
     "L2Normalization",
     "LRN",
@@ -5703,18 +5959,23 @@ const _OPERATOR_NAMES = [
     "Pad",
     "pad",
     "Pooling",
+    "Pooling_v1",
     "RNN",
+    "SVMOutput",
     "SequenceLast",
     "SequenceMask",
     "SequenceReverse",
     "SoftmaxActivation",
     "SoftmaxOutput",
+    "Softmax",
     "SwapAxis",
     "swapaxes",
     "UpSampling",
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_BatchNormWithReLU",
+    "_contrib_SyncBatchNorm",
     "_copy",
     "_div_scalar",
     "_DivScalar",
@@ -5817,6 +6078,8 @@ const _OPERATOR_NAMES = [
     "adadelta_update",
     "adagrad_update",
     "adam_update",
+    "amp_cast",
+    "amp_multicast",
     "arccos",
     "arccosh",
     "arcsin",

@@ -18,6 +18,13 @@ mx.symbol.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_m
   .weft_symbol_op("BatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
 }
 
+mx.nd.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, out = NULL) {
+  .weft_nd_invoke("BatchNorm_v1", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, out)
+}
+mx.symbol.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("BatchNorm_v1", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
+}
+
 mx.nd.BlockGrad <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("BlockGrad", list(data), c(), NULL, out)
 }
@@ -67,6 +74,13 @@ mx.symbol.Convolution <- function(data = NULL, weight = NULL, bias = NULL, kerne
   .weft_symbol_op("Convolution", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
 }
 
+mx.nd.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
+  .weft_nd_invoke("Convolution_v1", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
+}
+mx.symbol.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Convolution_v1", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
+}
+
 mx.nd.Deconvolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, adj = NULL, target_shape = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
   .weft_nd_invoke("Deconvolution", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), adj = .weft_shape_param(adj), target_shape = .weft_shape_param(target_shape), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
 }
@@ -114,6 +128,13 @@ mx.nd.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups =
 }
 mx.symbol.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups = NULL, eps = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("GroupNorm", list(data = data, gamma = gamma, beta = beta), c(num_groups = .weft_param(num_groups), eps = .weft_param(eps), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
+}
+
+mx.nd.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, out = NULL) {
+  .weft_nd_invoke("IdentityAttachKLSparseReg", list(data, moving_avg), c(sparseness_target = .weft_param(sparseness_target), penalty = .weft_param(penalty), momentum = .weft_param(momentum)), NULL, out)
+}
+mx.symbol.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("IdentityAttachKLSparseReg", list(data = data, moving_avg = moving_avg), c(sparseness_target = .weft_param(sparseness_target), penalty = .weft_param(penalty), momentum = .weft_param(momentum)), NULL, name, attr)
 }
 
 mx.nd.InstanceNorm <- function(data = NULL, gamma = NULL, beta = NULL, eps = NULL, out = NULL) {
@@ -207,11 +228,25 @@ mx.symbol.Pooling <- function(data = NULL, kernel = NULL, pool_type = NULL, glob
   .weft_symbol_op("Pooling", list(data = data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, name, attr)
 }
 
+mx.nd.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, out = NULL) {
+  .weft_nd_invoke("Pooling_v1", list(data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad)), NULL, out)
+}
+mx.symbol.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Pooling_v1", list(data = data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad)), NULL, name, attr)
+}
+
 mx.nd.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, out = NULL) {
   .weft_nd_invoke("RNN", list(data, parameters, state, state_cell, sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, out)
 }
 mx.symbol.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("RNN", list(data = data, parameters = parameters, state = state, state_cell = state_cell, sequence_length = sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, name, attr)
+}
+
+mx.nd.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, out = NULL) {
+  .weft_nd_invoke("SVMOutput", list(data, label), c(margin = .weft_param(margin), regularization_coefficient = .weft_param(regularization_coefficient), use_linear = .weft_param(use_linear)), NULL, out)
+}
+mx.symbol.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("SVMOutput", list(data = data, label = label), c(margin = .weft_param(margin), regularization_coefficient = .weft_param(regularization_coefficient), use_linear = .weft_param(use_linear)), NULL, name, attr)
 }
 
 mx.nd.SequenceLast <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, out = NULL) {
@@ -246,6 +281,13 @@ mx.nd.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ig
   .weft_nd_invoke("SoftmaxOutput", list(data, label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, out)
 }
 mx.symbol.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
+}
+
+mx.nd.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, out = NULL) {
+  .weft_nd_invoke("SoftmaxOutput", list(data, label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, out)
+}
+mx.symbol.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
 }
 
@@ -289,6 +331,20 @@ mx.nd.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NUL
 }
 mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NULL, infer_range = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_BatchNormWithReLU", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_BatchNormWithReLU", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, out = NULL) {
+  .weft_nd_invoke("_contrib_SyncBatchNorm", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, out)
+}
+mx.symbol.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_SyncBatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, name, attr)
 }
 
 mx.nd.internal.copy <- function(data = NULL, out = NULL) {
@@ -758,6 +814,20 @@ mx.nd.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NUL
 }
 mx.symbol.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("adam_update", list(weight = weight, grad = grad, mean = mean, var = var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
+mx.nd.amp.cast <- function(data = NULL, dtype, out = NULL) {
+  .weft_nd_invoke("amp_cast", list(data), c(dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.amp.cast <- function(data = NULL, dtype, name = NULL, attr = NULL) {
+  .weft_symbol_op("amp_cast", list(data = data), c(dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.amp.multicast <- function(..., cast_narrow = NULL, out = NULL) {
+  .weft_nd_invoke("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", out)
+}
+mx.symbol.amp.multicast <- function(..., cast_narrow = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", name, attr)
 }
 
 mx.nd.arccos <- function(data = NULL, out = NULL) {

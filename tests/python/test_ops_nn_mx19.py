@@ -1,0 +1,264 @@
+"""MXNet 1.9's legacy neural-network and image operators: the _v1 variants, SyncBatchNorm,
+BatchNormWithReLU, Softmax, SVMOutput, IdentityAttachKLSparseReg, amp_cast/amp_multicast,
+Crop, im2col/col2im, Correlation, AdaptiveAvgPooling2D, BilinearResize2D and the _image_*
+operators: forward against numpy or PyTorch, gradients against central differences or the
+loss they differentiate, and error paths."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import weft as mx
+from weft import autograd, nd
+from weft.test_utils import assert_almost_equal, check_numeric_gradient
+
+torch.set_num_threads(1)
+RNG = np.random.RandomState(7)
+
+
+def rand(*shape, dtype=np.float32, lo=-1.0, hi=1.0):
+    return RNG.uniform(lo, hi, size=shape).astype(dtype)
+
+
+def grads_of(fn, arrays, head):
+    """Runs fn on NDArrays made from `arrays` under autograd; returns (output, input grads)."""
+    xs = [nd.array(a) for a in arrays]
+    for x in xs:
+        x.attach_grad()
+    with autograd.record():
+        y = fn(*xs)
+    y.backward(nd.array(head))
+    return y.asnumpy(), [x.grad.asnumpy() for x in xs]
+
+
+# ------------------------------------------------------------------ Convolution_v1, Pooling_v1
+def test_convolution_v1_matches_torch_forward_and_backward():
+    x, w, b = rand(2, 4, 7, 6), rand(6, 2, 3, 2), rand(6)
+    params = dict(kernel=(3, 2), num_filter=6, num_group=2, stride=(2, 1), pad=(1, 1), dilate=(1, 2))
+    out = nd.Convolution_v1(nd.array(x), nd.array(w), nd.array(b), **params).asnumpy()
+    xt, wt, bt = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    ref = F.conv2d(xt, wt, bt, stride=(2, 1), padding=(1, 1), dilation=(1, 2), groups=2)
+    assert_almost_equal(out, ref.detach().numpy(), rtol=1e-4, atol=1e-5)
+    head = rand(*out.shape)
+    _, (gx, gw, gb) = grads_of(lambda a, c, d: nd.Convolution_v1(a, c, d, **params), [x, w, b], head)
+    ref.backward(torch.tensor(head))
+    for got, want in ((gx, xt.grad), (gw, wt.grad), (gb, bt.grad)):
+        assert_almost_equal(got, want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_convolution_v1_numeric_gradient_and_errors():
+    x, w = rand(1, 2, 5, 4, dtype=np.float64), rand(3, 2, 3, 3, dtype=np.float64)
+    check_numeric_gradient("Convolution_v1", [x, w], params=dict(kernel=(3, 3), num_filter=3, no_bias=True, pad=(1, 1)))
+    with pytest.raises(mx.base.MXNetError, match="Convolution_v1.*kernel must be"):
+        nd.Convolution_v1(nd.ones((1, 2, 5)), nd.ones((3, 2, 3)), kernel=(3,), num_filter=3, no_bias=True)
+    with pytest.raises(mx.base.MXNetError, match="layout"):
+        nd.Convolution_v1(nd.ones((1, 2, 5, 5)), nd.ones((3, 2, 3, 3)), kernel=(3, 3), num_filter=3, no_bias=True,
+                          layout="NCW")
+    # A backward called by hand with an ill-fitting weight is refused.
+    with pytest.raises(mx.base.MXNetError, match="Convolution_v1"):
+        nd.invoke("_backward_Convolution_v1", [nd.ones((1, 3, 3, 3)), nd.ones((1, 2, 5, 5)), nd.ones((3, 2, 2, 2))],
+                  dict(kernel=(3, 3), num_filter=3, no_bias=True))
+
+
+@pytest.mark.parametrize("pool_type", ["max", "avg", "sum"])
+def test_pooling_v1_matches_numpy(pool_type):
+    x = rand(2, 3, 6, 6)
+    out = nd.Pooling_v1(nd.array(x), kernel=(2, 2), stride=(2, 2), pool_type=pool_type).asnumpy()
+    win = x.reshape(2, 3, 3, 2, 3, 2)
+    ref = {"max": win.max(axis=(3, 5)), "avg": win.mean(axis=(3, 5)), "sum": win.sum(axis=(3, 5))}[pool_type]
+    assert_almost_equal(out, ref, rtol=1e-5, atol=1e-6)
+    g = nd.Pooling_v1(nd.array(x), global_pool=True, pool_type=pool_type, kernel=(1, 1)).asnumpy()
+    assert g.shape == (2, 3, 1, 1)
+    check_numeric_gradient("Pooling_v1", [rand(1, 2, 5, 5, dtype=np.float64)],
+                           params=dict(kernel=(3, 3), stride=(2, 2), pool_type=pool_type, pooling_convention="full"),
+                           numeric_eps=1e-5)
+
+
+def test_pooling_v1_refuses_what_v1_lacks():
+    with pytest.raises(mx.base.MXNetError, match="pool_type"):
+        nd.Pooling_v1(nd.ones((1, 1, 4, 4)), kernel=(2, 2), pool_type="lp")
+    with pytest.raises(mx.base.MXNetError, match="pooling_convention"):
+        nd.Pooling_v1(nd.ones((1, 1, 4, 4)), kernel=(2, 2), pooling_convention="same")
+
+
+# ------------------------------------------------------------------ the BatchNorm variants
+def bn_inputs(shape=(3, 4, 5, 2)):
+    C = shape[1]
+    return [rand(*shape), rand(C), rand(C), rand(C), rand(C, lo=0.5, hi=1.5)]
+
+
+def torch_bn_train(x, g, b, eps):
+    xt, gt, bt = (torch.tensor(a, requires_grad=True) for a in (x, g, b))
+    y = F.batch_norm(xt, None, None, gt, bt, training=True, eps=eps)
+    return y, (xt, gt, bt)
+
+
+@pytest.mark.parametrize("op,extra", [("BatchNorm_v1", {}), ("_contrib_SyncBatchNorm", {"key": "bn0", "ndev": 1})])
+def test_batch_norm_variants_train_like_torch(op, extra):
+    x, g, b, mm, mv = bn_inputs()
+    args = [nd.array(v) for v in (x, g, b, mm, mv)]
+    for a in args[:3]:
+        a.attach_grad()
+    with autograd.record(train_mode=True):
+        y = nd.invoke(op, args, dict(eps=1e-3, momentum=0.7, fix_gamma=False, **extra))
+    head = rand(*x.shape)
+    y.backward(nd.array(head))
+    ref, leaves = torch_bn_train(x, g, b, 1e-3)
+    ref.backward(torch.tensor(head))
+    assert_almost_equal(y.asnumpy(), ref.detach().numpy(), rtol=1e-4, atol=1e-4)
+    for a, t in zip(args[:3], leaves):
+        assert_almost_equal(a.grad.asnumpy(), t.grad.numpy(), rtol=1e-3, atol=1e-3)
+    axes = (0, 2, 3)
+    assert_almost_equal(args[3].asnumpy(), 0.7 * mm + 0.3 * x.mean(axis=axes), rtol=1e-5, atol=1e-5)
+    assert_almost_equal(args[4].asnumpy(), 0.7 * mv + 0.3 * x.var(axis=axes), rtol=1e-4, atol=1e-5)
+
+
+def test_batch_norm_variants_inference_and_params():
+    x, g, b, mm, mv = bn_inputs()
+    ref = (x - mm[None, :, None, None]) / np.sqrt(mv[None, :, None, None] + 1e-3) * g[None, :, None, None] \
+        + b[None, :, None, None]
+    args = [nd.array(v) for v in (x, g, b, mm, mv)]
+    out = nd.BatchNorm_v1(*args, fix_gamma=False).asnumpy()
+    assert_almost_equal(out, ref, rtol=1e-4, atol=1e-5)
+    out = nd.contrib.SyncBatchNorm(*args, fix_gamma=False, key="k", output_mean_var=True)
+    assert len(out) == 3
+    assert_almost_equal(out[0].asnumpy(), ref, rtol=1e-4, atol=1e-5)
+    sym = mx.sym.contrib.SyncBatchNorm(mx.sym.var("data"), key="k", name="sbn")
+    assert sym.list_auxiliary_states() == ["sbn_moving_mean", "sbn_moving_var"]
+    with pytest.raises(mx.base.MXNetError, match="key"):
+        nd.contrib.SyncBatchNorm(*args)
+    with pytest.raises(mx.base.MXNetError, match="axis"):
+        nd.BatchNorm_v1(*args, axis=2)
+
+
+def test_batch_norm_with_relu_forward_backward():
+    x, g, b, mm, mv = bn_inputs((2, 3, 4))
+    args = [nd.array(v) for v in (x, g, b, mm, mv)]
+    for a in args[:3]:
+        a.attach_grad()
+    with autograd.record(train_mode=True):
+        y = nd.contrib.BatchNormWithReLU(*args, fix_gamma=False, eps=1e-4)
+    head = rand(*x.shape)
+    y.backward(nd.array(head))
+    ref, leaves = torch_bn_train(x, g, b, 1e-4)
+    ref = torch.relu(ref)
+    ref.backward(torch.tensor(head))
+    assert_almost_equal(y.asnumpy(), ref.detach().numpy(), rtol=1e-4, atol=1e-4)
+    assert (y.asnumpy() >= 0).all() and (y.asnumpy() == 0).any()
+    for a, t in zip(args[:3], leaves):
+        assert_almost_equal(a.grad.asnumpy(), t.grad.numpy(), rtol=1e-3, atol=1e-3)
+    # With the moving statistics (which the forward and backward of one call both use), by central
+    # differences.
+    x64 = [v.astype(np.float64) for v in (x, g, b, mm, mv)]
+    check_numeric_gradient("_contrib_BatchNormWithReLU", x64, params=dict(fix_gamma=False, use_global_stats=True),
+                           grad_nodes=[0, 1, 2],
+                           numeric_eps=1e-5)
+    with pytest.raises(mx.base.MXNetError, match="output"):
+        nd.invoke("_backward_contrib_BatchNormWithReLU",
+                  [nd.ones((2, 3, 4)), nd.ones((2, 3, 5)), nd.ones((2, 3, 4)), nd.ones(3), nd.ones(3), nd.ones(3)], {})
+
+
+# ------------------------------------------------------------------ Softmax, SVMOutput
+def test_softmax_is_softmax_output():
+    x, label = rand(4, 5), np.array([0, 3, 1, 4], np.float32)
+    out, (gx, _) = grads_of(lambda a, l: nd.Softmax(a, l, grad_scale=2.0), [x, label], np.ones((4, 5), np.float32))
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    p = e / e.sum(axis=1, keepdims=True)
+    assert_almost_equal(out, p, rtol=1e-5, atol=1e-6)
+    assert_almost_equal(gx, 2.0 * (p - np.eye(5, dtype=np.float32)[label.astype(int)]), rtol=1e-5, atol=1e-6)
+    assert mx.sym.Softmax(mx.sym.var("d"), name="s").list_arguments() == ["d", "s_label"]
+
+
+def svm_loss(x, label, margin, reg, linear):
+    y = -np.ones_like(x)
+    y[np.arange(x.shape[0]), label] = 1
+    slack = np.maximum(0, margin - y * x)
+    return reg * (slack.sum() if linear else (slack ** 2).sum())
+
+
+@pytest.mark.parametrize("linear", [False, True])
+def test_svm_output_gradient_is_the_hinge_loss_derivative(linear):
+    x = rand(6, 4, lo=-2, hi=2).astype(np.float64)
+    label = RNG.randint(0, 4, size=6)
+    params = dict(margin=0.7, regularization_coefficient=1.5, use_linear=linear)
+    out, (gx, gl) = grads_of(lambda a, l: nd.SVMOutput(a, l, **params), [x, label.astype(np.float64)],
+                             rand(6, 4))  # the head gradient is ignored
+    assert_almost_equal(out, x, rtol=0, atol=1e-6)
+    eps, num = 1e-6, np.zeros_like(x)
+    for i in np.ndindex(*x.shape):
+        xp, xm = x.copy(), x.copy()
+        xp[i] += eps
+        xm[i] -= eps
+        num[i] = (svm_loss(xp, label, 0.7, 1.5, linear) - svm_loss(xm, label, 0.7, 1.5, linear)) / (2 * eps)
+    assert_almost_equal(gx, num, rtol=1e-4, atol=1e-4)
+    assert np.abs(gx).sum() > 0
+
+
+def test_svm_output_errors():
+    with pytest.raises(mx.base.MXNetError, match="label"):
+        nd.SVMOutput(nd.ones((3, 4)), nd.ones((4,)))
+    with pytest.raises(mx.base.MXNetError, match="label"):
+        nd.invoke("_backward_SVMOutput", [nd.ones((3, 4)), nd.ones((2,))], {})
+    with pytest.raises(mx.base.MXNetError, match="floating-point"):
+        nd.SVMOutput(nd.ones((3, 4), dtype="int32"), nd.ones((3,)))
+
+
+# ------------------------------------------------------------------ IdentityAttachKLSparseReg
+def test_identity_attach_kl_sparse_reg_updates_average_and_adds_penalty():
+    x = rand(5, 3, lo=0.1, hi=0.9)
+    avg0 = np.array([0.2, 0.5, 0.7], np.float32)
+    data, avg = nd.array(x), nd.array(avg0)
+    data.attach_grad()
+    head = rand(5, 3)
+    with autograd.record():
+        y = nd.IdentityAttachKLSparseReg(data, avg, sparseness_target=0.2, penalty=0.01, momentum=0.8)
+    y.backward(nd.array(head))
+    assert_almost_equal(y.asnumpy(), x, rtol=0, atol=0)
+    m = 0.8 * avg0 + 0.2 * x.mean(axis=0)
+    assert_almost_equal(avg.asnumpy(), m, rtol=1e-6, atol=1e-6)
+    assert_almost_equal(data.grad.asnumpy(), head + 0.01 * (-0.2 / m + 0.8 / (1 - m)), rtol=1e-5, atol=1e-6)
+
+
+def test_identity_attach_kl_sparse_reg_errors():
+    with pytest.raises(mx.base.MXNetError, match="2-D"):
+        nd.IdentityAttachKLSparseReg(nd.ones((2, 3, 4)), nd.ones(3))
+    with pytest.raises(mx.base.MXNetError, match="moving_avg"):
+        nd.IdentityAttachKLSparseReg(nd.ones((2, 3)), nd.ones(4))
+    with pytest.raises(mx.base.MXNetError, match="moving_avg|shape"):
+        nd.invoke("_backward_IdentityAttachKLSparseReg", [nd.ones((2, 3)), nd.ones((2, 3)), nd.ones(2)], {})
+
+
+# ------------------------------------------------------------------ amp_cast, amp_multicast
+def test_amp_cast_casts_floats_only():
+    x = rand(3, 4)
+    y = nd.amp_cast(nd.array(x), dtype="float16")
+    assert y.dtype == np.float16
+    assert_almost_equal(y.asnumpy(), x.astype(np.float16), rtol=0, atol=0)
+    i = nd.amp_cast(nd.array([1, 2, 3], dtype="int32"), dtype="float16")
+    assert i.dtype == np.int32
+    xh = nd.array(x, dtype="float16")
+    xh.attach_grad()
+    with autograd.record():
+        z = nd.amp_cast(xh, dtype="float32")
+    z.backward(nd.array(x * 3))
+    assert z.dtype == np.float32 and xh.grad.dtype == np.float16
+    assert_almost_equal(xh.grad.asnumpy(), (x * 3).astype(np.float16), rtol=0, atol=0)
+
+
+def test_amp_multicast_widest_and_narrowest():
+    a, b = nd.array(rand(2, 2), dtype="float16"), nd.array(rand(3), dtype="float32")
+    c = nd.array([1, 2], dtype="int64")
+    wide = nd.amp_multicast(a, b, c, num_outputs=3)
+    assert [o.dtype for o in wide] == [np.float32, np.float32, np.int64]
+    assert_almost_equal(wide[0].asnumpy(), a.asnumpy().astype(np.float32), rtol=0, atol=0)
+    narrow = nd.amp_multicast(a, b, c, num_outputs=3, cast_narrow=True)
+    assert [o.dtype for o in narrow] == [np.float16, np.float16, np.int64]
+    assert_almost_equal(narrow[1].asnumpy(), b.asnumpy().astype(np.float16), rtol=0, atol=0)
+    a.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        o = nd.amp_multicast(a, b, num_outputs=2)
+    autograd.backward(o, [nd.ones((2, 2)), nd.ones(3) * 2])
+    assert a.grad.dtype == np.float16 and (a.grad.asnumpy() == 1).all() and (b.grad.asnumpy() == 2).all()
+    with pytest.raises(mx.base.MXNetError, match="num_outputs|input"):
+        nd.amp_multicast(a, b, num_outputs=3)
