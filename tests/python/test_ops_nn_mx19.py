@@ -262,3 +262,139 @@ def test_amp_multicast_widest_and_narrowest():
     assert a.grad.dtype == np.float16 and (a.grad.asnumpy() == 1).all() and (b.grad.asnumpy() == 2).all()
     with pytest.raises(mx.base.MXNetError, match="num_outputs|input"):
         nd.amp_multicast(a, b, num_outputs=3)
+
+
+# ------------------------------------------------------------------ Crop
+def test_crop_one_input_offset_and_center():
+    x = rand(2, 3, 7, 9)
+    out = nd.Crop(nd.array(x), num_args=1, h_w=(4, 5), offset=(2, 3)).asnumpy()
+    assert_almost_equal(out, x[:, :, 2:6, 3:8], rtol=0, atol=0)
+    out = nd.Crop(nd.array(x), num_args=1, h_w=(4, 4), center_crop=True).asnumpy()
+    assert_almost_equal(out, x[:, :, 1:5, 2:6], rtol=0, atol=0)
+    head = rand(2, 3, 4, 5)
+    _, (gx,) = grads_of(lambda a: nd.Crop(a, num_args=1, h_w=(4, 5), offset=(2, 3)), [x], head)
+    want = np.zeros_like(x)
+    want[:, :, 2:6, 3:8] = head
+    assert_almost_equal(gx, want, rtol=0, atol=0)
+    check_numeric_gradient("Crop", [rand(1, 2, 5, 5, dtype=np.float64)], params=dict(num_args=1, h_w=(2, 3),
+                                                                                     offset=(1, 2)))
+
+
+def test_crop_like_second_input():
+    x, like = rand(1, 2, 6, 6), rand(1, 5, 3, 2)
+    out, (gx, gl) = grads_of(lambda a, b: nd.Crop(a, b, num_args=2, offset=(1, 4)), [x, like], rand(1, 2, 3, 2))
+    assert_almost_equal(out, x[:, :, 1:4, 4:6], rtol=0, atol=0)
+    assert (gl == 0).all() and gx[:, :, 1:4, 4:6].any() and not gx[:, :, :1].any()
+    sym = mx.sym.Crop(mx.sym.var("a"), mx.sym.var("b"), num_args=2, center_crop=True)
+    _, out_shapes, _ = sym.infer_shape(a=(1, 2, 6, 6), b=(1, 5, 3, 2))
+    assert out_shapes == [(1, 2, 3, 2)]
+
+
+def test_crop_errors():
+    x = nd.ones((1, 1, 4, 4))
+    with pytest.raises(mx.base.MXNetError, match="larger than"):
+        nd.Crop(x, num_args=1, h_w=(5, 2))
+    with pytest.raises(mx.base.MXNetError, match="offset"):
+        nd.Crop(x, num_args=1, h_w=(2, 2), offset=(3, 0))
+    with pytest.raises(mx.base.MXNetError, match="4-D"):
+        nd.Crop(nd.ones((4, 4)), num_args=1, h_w=(2, 2))
+    with pytest.raises(mx.base.MXNetError, match="h_w"):
+        nd.Crop(x, num_args=1)
+    with pytest.raises(mx.base.MXNetError, match="window"):
+        nd.invoke("_backward_Crop", [nd.ones((1, 1, 5, 2)), x], dict(num_args=1, h_w=(5, 2)))
+    with pytest.raises(mx.base.MXNetError, match="h_w"):
+        nd.invoke("_backward_Crop", [nd.ones((1, 1, 3, 2)), x], dict(num_args=1, h_w=(2, 2)))
+
+
+# ------------------------------------------------------------------ im2col, col2im
+@pytest.mark.parametrize("params", [dict(kernel=(3, 2), stride=(2, 1), pad=(1, 1), dilate=(1, 2)),
+                                    dict(kernel=(2, 2)), dict(kernel=(3, 3), pad=(2, 0), stride=(1, 3))])
+def test_im2col_col2im_match_torch_unfold_fold(params):
+    x = rand(2, 3, 6, 7)
+    kw = dict(kernel_size=params["kernel"], stride=params.get("stride", 1), padding=params.get("pad", 0),
+              dilation=params.get("dilate", 1))
+    cols = nd.im2col(nd.array(x), **params).asnumpy()
+    ref = F.unfold(torch.tensor(x), **kw).numpy()
+    assert_almost_equal(cols, ref, rtol=0, atol=0)
+    c = rand(*cols.shape)
+    img = nd.col2im(nd.array(c), output_size=(6, 7), **params).asnumpy()
+    assert_almost_equal(img, F.fold(torch.tensor(c), output_size=(6, 7), **kw).numpy(), rtol=1e-5, atol=1e-5)
+    check_numeric_gradient("im2col", [rand(1, 2, 6, 7, dtype=np.float64)], params=params)
+    check_numeric_gradient("col2im", [c[:1, :].astype(np.float64)], params=dict(output_size=(6, 7), **params))
+
+
+def test_im2col_1d_and_3d():
+    x = rand(2, 2, 9)
+    cols = nd.im2col(nd.array(x), kernel=(3,), stride=(2,), pad=(1,)).asnumpy()
+    ref = F.unfold(torch.tensor(x[:, :, None, :]), kernel_size=(1, 3), stride=(1, 2), padding=(0, 1)).numpy()
+    assert_almost_equal(cols, ref, rtol=0, atol=0)
+    x3 = rand(1, 2, 3, 4, 4)
+    cols3 = nd.im2col(nd.array(x3), kernel=(2, 2, 2)).asnumpy()
+    assert cols3.shape == (1, 16, 2 * 3 * 3)
+    # Column (c=1, tap (1, 0, 1)) at block (1, 2, 0) reads x3[0, 1, 2, 2, 1].
+    assert cols3[0, 8 + 5, (1 * 3 + 2) * 3 + 0] == x3[0, 1, 2, 2, 1]
+
+
+def test_im2col_col2im_errors():
+    with pytest.raises(mx.base.MXNetError, match="rank"):
+        nd.im2col(nd.ones((1, 2, 5)), kernel=(2, 2))
+    with pytest.raises(mx.base.MXNetError, match="larger than the padded"):
+        nd.im2col(nd.ones((1, 2, 3, 3)), kernel=(4, 2))
+    with pytest.raises(mx.base.MXNetError, match="block positions"):
+        nd.col2im(nd.ones((1, 8, 5)), output_size=(3, 3), kernel=(2, 2))
+    with pytest.raises(mx.base.MXNetError, match="multiple"):
+        nd.col2im(nd.ones((1, 7, 4)), output_size=(3, 3), kernel=(2, 2))
+    with pytest.raises(mx.base.MXNetError, match="same number of axes"):
+        nd.col2im(nd.ones((1, 8, 4)), output_size=(3, 3, 3), kernel=(2, 2))
+    with pytest.raises(mx.base.MXNetError, match="out_grad"):
+        nd.invoke("_backward_im2col", [nd.ones((1, 8, 5)), nd.ones((1, 2, 3, 3))], dict(kernel=(2, 2)))
+    with pytest.raises(mx.base.MXNetError, match="output_size"):
+        nd.invoke("_backward_col2im", [nd.ones((1, 2, 4, 3))], dict(output_size=(3, 3), kernel=(2, 2)))
+
+
+# ------------------------------------------------------------------ Correlation
+def correlation_ref(a, b, k, md, s1, s2, pad, mul):
+    n, c, H, W = a.shape
+    pa = np.pad(a, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    pb = np.pad(b, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    border = md + (k - 1) // 2
+    th = -(-(H + 2 * pad - 2 * border) // s1)
+    tw = -(-(W + 2 * pad - 2 * border) // s1)
+    r = md // s2
+    grid = 2 * r + 1
+    out = np.zeros((n, grid * grid, th, tw))
+    for i in range(th):
+        for j in range(tw):
+            y1, x1 = i * s1 + md, j * s1 + md
+            p1 = pa[:, :, y1:y1 + k, x1:x1 + k]
+            for t in range(grid * grid):
+                y2, x2 = y1 + (t // grid - r) * s2, x1 + (t % grid - r) * s2
+                p2 = pb[:, :, y2:y2 + k, x2:x2 + k]
+                v = p1 * p2 if mul else np.abs(p1 - p2)
+                out[:, t, i, j] = v.sum(axis=(1, 2, 3)) / (k * k * c)
+    return out
+
+
+@pytest.mark.parametrize("k,md,s1,s2,pad,mul", [(1, 1, 1, 1, 0, True), (3, 2, 2, 1, 2, True), (3, 4, 1, 2, 4, False),
+                                                (1, 2, 1, 1, 2, False)])
+def test_correlation_matches_reference(k, md, s1, s2, pad, mul):
+    a, b = rand(2, 3, 7, 8), rand(2, 3, 7, 8)
+    params = dict(kernel_size=k, max_displacement=md, stride1=s1, stride2=s2, pad_size=pad, is_multiply=mul)
+    out = nd.Correlation(nd.array(a), nd.array(b), **params).asnumpy()
+    assert_almost_equal(out, correlation_ref(a, b, k, md, s1, s2, pad, mul), rtol=1e-5, atol=1e-6)
+    a64, b64 = rand(1, 2, 5, 6, dtype=np.float64), rand(1, 2, 5, 6, dtype=np.float64)
+    check_numeric_gradient("Correlation", [a64, b64], params=params, numeric_eps=1e-6)
+
+
+def test_correlation_errors():
+    a = nd.ones((1, 2, 4, 4))
+    with pytest.raises(mx.base.MXNetError, match="odd"):
+        nd.Correlation(a, a, kernel_size=2)
+    with pytest.raises(mx.base.MXNetError, match="too small"):
+        nd.Correlation(a, a, max_displacement=2)
+    with pytest.raises(mx.base.MXNetError, match="data2"):
+        nd.Correlation(a, nd.ones((1, 2, 4, 5)))
+    with pytest.raises(mx.base.MXNetError, match="4-D"):
+        nd.Correlation(nd.ones((2, 4, 4)), nd.ones((2, 4, 4)))
+    with pytest.raises(mx.base.MXNetError, match="out_grad"):
+        nd.invoke("_backward_Correlation", [nd.ones((1, 9, 3, 3)), a, a], {})

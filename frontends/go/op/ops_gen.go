@@ -51,11 +51,14 @@ var opCast = weft.NewOperator("Cast")
 var opCbrt = weft.NewOperator("cbrt")
 var opCeil = weft.NewOperator("ceil")
 var opClip = weft.NewOperator("clip")
+var opCol2im = weft.NewOperator("col2im")
 var opConcat = weft.NewOperator("Concat")
 var opConvolution = weft.NewOperator("Convolution")
 var opConvolutionV1 = weft.NewOperator("Convolution_v1")
+var opCorrelation = weft.NewOperator("Correlation")
 var opCos = weft.NewOperator("cos")
 var opCosh = weft.NewOperator("cosh")
+var opCrop = weft.NewOperator("Crop")
 var opDeconvolution = weft.NewOperator("Deconvolution")
 var opDegrees = weft.NewOperator("degrees")
 var opDot = weft.NewOperator("dot")
@@ -81,6 +84,7 @@ var opGamma = weft.NewOperator("gamma")
 var opGammaln = weft.NewOperator("gammaln")
 var opGroupNorm = weft.NewOperator("GroupNorm")
 var opIdentityAttachKLSparseReg = weft.NewOperator("IdentityAttachKLSparseReg")
+var opIm2col = weft.NewOperator("im2col")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
@@ -1474,6 +1478,50 @@ func SymClip(data *weft.Symbol, aMin float64, aMax float64, opts ...Option) (*we
 	return c.compose(opClip, []string{"data"}, data)
 }
 
+// Col2im runs the operator col2im.
+//
+// Adds columns (n, c * prod(kernel), block positions) back into images (n, c, output_size...), the adjoint of im2col.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input array of columns
+//
+// Required parameters:
+//   - outputSize []int: Spatial shape of the image: (w,), (h, w) or (d, h, w).
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func Col2im(data *weft.NDArray, outputSize []int, kernel []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("output_size", outputSize)
+	c.set("kernel", kernel)
+	return c.invoke(opCol2im, data)
+}
+
+// SymCol2im runs the operator col2im symbolically: it adds one node to the graph.
+//
+// Adds columns (n, c * prod(kernel), block positions) back into images (n, c, output_size...), the adjoint of im2col.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input array of columns
+//
+// Required parameters:
+//   - outputSize []int: Spatial shape of the image: (w,), (h, w) or (d, h, w).
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func SymCol2im(data *weft.Symbol, outputSize []int, kernel []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("output_size", outputSize)
+	c.set("kernel", kernel)
+	return c.compose(opCol2im, []string{"data"}, data)
+}
+
 // Concat runs the operator Concat.
 //
 // Joins the inputs along axis dim; they must agree on every other axis.
@@ -1622,6 +1670,46 @@ func SymConvolutionV1(data, weight, bias *weft.Symbol, kernel []int, numFilter i
 	return c.compose(opConvolutionV1, []string{"data", "weight", "bias"}, data, weight, bias)
 }
 
+// Correlation runs the operator Correlation.
+//
+// Correlation of the patches of data1 with the displaced patches of data2 (FlowNet): one output channel per displacement, the mean over a patch and the channels of products or absolute differences.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data1: First input (n, c, h, w)
+//   - data2: Second input, the shape of data1
+//
+// Options:
+//   - WithKernelSize(int): Patch size (odd). (default 1)
+//   - WithMaxDisplacement(int): Largest displacement compared. (default 1)
+//   - WithStride1(int): Stride of the patches of data1. (default 1)
+//   - WithStride2(int): Stride of the displacements around each patch. (default 1)
+//   - WithPadSize(int): Zero padding on every side of both inputs. (default 0)
+//   - WithIsMultiply(bool): Sum products (true) or absolute differences (false). (default True)
+func Correlation(data1, data2 *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opCorrelation, data1, data2)
+}
+
+// SymCorrelation runs the operator Correlation symbolically: it adds one node to the graph.
+//
+// Correlation of the patches of data1 with the displaced patches of data2 (FlowNet): one output channel per displacement, the mean over a patch and the channels of products or absolute differences.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data1: First input (n, c, h, w)
+//   - data2: Second input, the shape of data1
+//
+// Options:
+//   - WithKernelSize(int): Patch size (odd). (default 1)
+//   - WithMaxDisplacement(int): Largest displacement compared. (default 1)
+//   - WithStride1(int): Stride of the patches of data1. (default 1)
+//   - WithStride2(int): Stride of the displacements around each patch. (default 1)
+//   - WithPadSize(int): Zero padding on every side of both inputs. (default 0)
+//   - WithIsMultiply(bool): Sum products (true) or absolute differences (false). (default True)
+func SymCorrelation(data1, data2 *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opCorrelation, []string{"data1", "data2"}, data1, data2)
+}
+
 // Cos runs the operator cos.
 //
 // Cosine (radians).
@@ -1664,6 +1752,38 @@ func Cosh(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymCosh(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opCosh, []string{"data"}, data)
+}
+
+// Crop runs the operator Crop.
+//
+// Crops the height and width of NCHW data to h_w (one input) or to the second input's height and width (crop_like), from offset or the centre.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The data to crop, then (with num_args=2) the array whose height and width the crop takes (any number)
+//
+// Options:
+//   - WithOffset([]int): Crop offset (y, x). (default (0,0))
+//   - WithHW([]int): Crop height and width (h, w), used with one input. (default (0,0))
+//   - WithCenterCrop(bool): Centre the window instead of starting it at offset. (default False)
+func Crop(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opCrop, "num_args", data)
+}
+
+// SymCrop runs the operator Crop symbolically: it adds one node to the graph.
+//
+// Crops the height and width of NCHW data to h_w (one input) or to the second input's height and width (crop_like), from offset or the centre.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The data to crop, then (with num_args=2) the array whose height and width the crop takes (any number)
+//
+// Options:
+//   - WithOffset([]int): Crop offset (y, x). (default (0,0))
+//   - WithHW([]int): Crop height and width (h, w), used with one input. (default (0,0))
+//   - WithCenterCrop(bool): Centre the window instead of starting it at offset. (default False)
+func SymCrop(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opCrop, "num_args", data)
 }
 
 // Deconvolution runs the operator Deconvolution.
@@ -2436,6 +2556,46 @@ func IdentityAttachKLSparseReg(data, movingAvg *weft.NDArray, opts ...Option) (*
 func SymIdentityAttachKLSparseReg(data, movingAvg *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opIdentityAttachKLSparseReg, []string{"data", "moving_avg"}, data, movingAvg)
+}
+
+// Im2col runs the operator im2col.
+//
+// Lays the sliding blocks of data (n, c, spatial...) out as columns: (n, c * prod(kernel), number of block positions).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input array to extract sliding blocks from
+//
+// Required parameters:
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func Im2col(data *weft.NDArray, kernel []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	return c.invoke(opIm2col, data)
+}
+
+// SymIm2col runs the operator im2col symbolically: it adds one node to the graph.
+//
+// Lays the sliding blocks of data (n, c, spatial...) out as columns: (n, c * prod(kernel), number of block positions).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input array to extract sliding blocks from
+//
+// Required parameters:
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func SymIm2col(data *weft.Symbol, kernel []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	return c.compose(opIm2col, []string{"data"}, data)
 }
 
 // InstanceNorm runs the operator InstanceNorm.
@@ -7126,16 +7286,6 @@ func SymBroadcastPlus(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 	return SymBroadcastAdd(lhs, rhs, opts...)
 }
 
-// Crop is Slice under its alias crop.
-func Crop(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
-	return Slice(data, begin, end, opts...)
-}
-
-// SymCrop is SymSlice under its alias crop.
-func SymCrop(data *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
-	return SymSlice(data, begin, end, opts...)
-}
-
 // Identity is InternalCopy under its alias identity.
 func Identity(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	return InternalCopy(data, opts...)
@@ -7382,6 +7532,12 @@ func WithCastNarrow(v bool) Option {
 	return param("cast_narrow", v)
 }
 
+// WithCenterCrop sets the parameter center_crop.
+// Centre the window instead of starting it at offset.
+func WithCenterCrop(v bool) Option {
+	return param("center_crop", v)
+}
+
 // WithClipGrad sets the parameter clip_grad.
 // Clips the gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
 func WithClipGrad(v float64) Option {
@@ -7532,6 +7688,12 @@ func WithGradScale(v float64) Option {
 	return param("grad_scale", v)
 }
 
+// WithHW sets the parameter h_w.
+// Crop height and width (h, w), used with one input.
+func WithHW(v []int) Option {
+	return param("h_w", v)
+}
+
 // WithHigh sets the parameter high.
 // Upper bound of the distribution (exclusive).
 func WithHigh(v float64) Option {
@@ -7556,6 +7718,12 @@ func WithIsInt(v bool) Option {
 	return param("is_int", v)
 }
 
+// WithIsMultiply sets the parameter is_multiply.
+// Sum products (true) or absolute differences (false).
+func WithIsMultiply(v bool) Option {
+	return param("is_multiply", v)
+}
+
 // WithK sets the parameter k.
 // Index of the diagonal: 0 the main one, positive above it, negative below it.
 func WithK(v int) Option {
@@ -7578,6 +7746,12 @@ func WithKeepdims(v bool) Option {
 // Pooling kernel size: (w,), (h, w) or (d, h, w).
 func WithKernel(v []int) Option {
 	return param("kernel", v)
+}
+
+// WithKernelSize sets the parameter kernel_size.
+// Patch size (odd).
+func WithKernelSize(v int) Option {
+	return param("kernel_size", v)
 }
 
 // WithKnorm sets the parameter knorm.
@@ -7682,6 +7856,12 @@ func WithMaxCalibRange(v float64) Option {
 	return param("max_calib_range", v)
 }
 
+// WithMaxDisplacement sets the parameter max_displacement.
+// Largest displacement compared.
+func WithMaxDisplacement(v int) Option {
+	return param("max_displacement", v)
+}
+
 // WithMinCalibRange sets the parameter min_calib_range.
 // Calibrated minimum of the output, for quantisation (unused here).
 func WithMinCalibRange(v float64) Option {
@@ -7760,6 +7940,12 @@ func WithOffValue(v float64) Option {
 	return param("off_value", v)
 }
 
+// WithOffset sets the parameter offset.
+// Crop offset (y, x).
+func WithOffset(v []int) Option {
+	return param("offset", v)
+}
+
 // WithOnValue sets the parameter on_value.
 // The value at the index.
 func WithOnValue(v float64) Option {
@@ -7806,6 +7992,12 @@ func WithPValue(v int) Option {
 // Zero padding on both sides; 0 when empty.
 func WithPad(v []int) Option {
 	return param("pad", v)
+}
+
+// WithPadSize sets the parameter pad_size.
+// Zero padding on every side of both inputs.
+func WithPadSize(v int) Option {
+	return param("pad_size", v)
 }
 
 // WithPenalty sets the parameter penalty.
@@ -7962,6 +8154,18 @@ func WithStop(v float64) Option {
 // Stride; 1 per axis when empty.
 func WithStride(v []int) Option {
 	return param("stride", v)
+}
+
+// WithStride1 sets the parameter stride1.
+// Stride of the patches of data1.
+func WithStride1(v int) Option {
+	return param("stride1", v)
+}
+
+// WithStride2 sets the parameter stride2.
+// Stride of the displacements around each patch.
+func WithStride2(v int) Option {
+	return param("stride2", v)
 }
 
 // WithTargetShape sets the parameter target_shape.

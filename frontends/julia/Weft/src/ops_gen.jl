@@ -260,6 +260,52 @@ Convolution_v1(args::NDArray...; kwargs...) = _invoke_op(_op_Convolution_v1, arg
 Convolution_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_Convolution_v1, args; kwargs...)
 Convolution_v1(; kwargs...) = _call_op(_op_Convolution_v1; kwargs...)
 
+const _op_Correlation = OpDef("Correlation", ["data1", "data2"], false, "")
+"""
+    Correlation(data1, data2; kernel_size=1, max_displacement=1, stride1=1, stride2=1, pad_size=0, is_multiply=True)
+
+Correlation of the patches of data1 with the displaced patches of data2 (FlowNet): one output channel per displacement, the mean over a patch and the channels of products or absolute differences.
+
+# Inputs
+- `data1` (NDArray or SymbolicNode): First input (n, c, h, w)
+- `data2` (NDArray or SymbolicNode): Second input, the shape of data1
+
+# Parameters
+- `kernel_size` (int, in [1, 65536]; default `1`): Patch size (odd).
+- `max_displacement` (int, in [0, 65536]; default `1`): Largest displacement compared.
+- `stride1` (int, in [1, 65536]; default `1`): Stride of the patches of data1.
+- `stride2` (int, in [1, 65536]; default `1`): Stride of the displacements around each patch.
+- `pad_size` (int, in [0, 65536]; default `0`): Zero padding on every side of both inputs.
+- `is_multiply` (boolean; default `True`): Sum products (true) or absolute differences (false).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Correlation end
+Correlation(args::NDArray...; kwargs...) = _invoke_op(_op_Correlation, args; kwargs...)
+Correlation(args::SymbolicNode...; kwargs...) = _compose_op(_op_Correlation, args; kwargs...)
+Correlation(; kwargs...) = _call_op(_op_Correlation; kwargs...)
+
+const _op_Crop = OpDef("Crop", String[], true, "num_args")
+"""
+    Crop(args...; offset=(0,0), h_w=(0,0), center_crop=False)
+
+Crops the height and width of NCHW data to h_w (one input) or to the second input's height and width (crop_like), from offset or the centre.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The data to crop, then (with num_args=2) the array whose height and width the crop takes
+
+# Parameters
+- `offset` (Shape(tuple); default `(0,0)`): Crop offset (y, x).
+- `h_w` (Shape(tuple); default `(0,0)`): Crop height and width (h, w), used with one input.
+- `center_crop` (boolean; default `False`): Centre the window instead of starting it at offset.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Crop end
+Crop(args::NDArray...; kwargs...) = _invoke_op(_op_Crop, args; kwargs...)
+Crop(args::SymbolicNode...; kwargs...) = _compose_op(_op_Crop, args; kwargs...)
+Crop(; kwargs...) = _call_op(_op_Crop; kwargs...)
+
 const _op_Deconvolution = OpDef("Deconvolution", ["data", "weight", "bias"], false, "")
 """
     Deconvolution(data, weight, bias; kernel, stride=(), dilate=(), pad=(), adj=(), target_shape=(), num_filter, num_group=1, workspace=512, no_bias=True, cudnn_tune=None, cudnn_off=False, layout=None)
@@ -3878,6 +3924,29 @@ clip(args::NDArray...; kwargs...) = _invoke_op(_op_clip, args; kwargs...)
 clip(args::SymbolicNode...; kwargs...) = _compose_op(_op_clip, args; kwargs...)
 clip(; kwargs...) = _call_op(_op_clip; kwargs...)
 
+const _op_col2im = OpDef("col2im", ["data"], false, "")
+"""
+    col2im(data; output_size, kernel, stride=(), dilate=(), pad=())
+
+Adds columns (n, c * prod(kernel), block positions) back into images (n, c, output_size...), the adjoint of im2col.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input array of columns
+
+# Parameters
+- `output_size` (Shape(tuple); required): Spatial shape of the image: (w,), (h, w) or (d, h, w).
+- `kernel` (Shape(tuple); required): Sliding kernel size: (w,), (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride between blocks; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Spacing between kernel taps; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function col2im end
+col2im(args::NDArray...; kwargs...) = _invoke_op(_op_col2im, args; kwargs...)
+col2im(args::SymbolicNode...; kwargs...) = _compose_op(_op_col2im, args; kwargs...)
+col2im(; kwargs...) = _call_op(_op_col2im; kwargs...)
+
 const _op_cos = OpDef("cos", ["data"], false, "")
 # cos is also Base's: these methods extend Base.cos for Weft's types.
 """
@@ -4423,6 +4492,28 @@ function gammaln end
 gammaln(args::NDArray...; kwargs...) = _invoke_op(_op_gammaln, args; kwargs...)
 gammaln(args::SymbolicNode...; kwargs...) = _compose_op(_op_gammaln, args; kwargs...)
 gammaln(; kwargs...) = _call_op(_op_gammaln; kwargs...)
+
+const _op_im2col = OpDef("im2col", ["data"], false, "")
+"""
+    im2col(data; kernel, stride=(), dilate=(), pad=())
+
+Lays the sliding blocks of data (n, c, spatial...) out as columns: (n, c * prod(kernel), number of block positions).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input array to extract sliding blocks from
+
+# Parameters
+- `kernel` (Shape(tuple); required): Sliding kernel size: (w,), (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride between blocks; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Spacing between kernel taps; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function im2col end
+im2col(args::NDArray...; kwargs...) = _invoke_op(_op_im2col, args; kwargs...)
+im2col(args::SymbolicNode...; kwargs...) = _compose_op(_op_im2col, args; kwargs...)
+im2col(; kwargs...) = _call_op(_op_im2col; kwargs...)
 
 const _op_lamb_update_phase1 = OpDef("lamb_update_phase1", ["weight", "grad", "mean", "var"], false, "")
 """
@@ -5938,6 +6029,8 @@ const _OPERATOR_NAMES = [
     "concat",
     "Convolution",
     "Convolution_v1",
+    "Correlation",
+    "Crop",
     "Deconvolution",
     "Dropout",
     "Embedding",
@@ -6117,6 +6210,7 @@ const _OPERATOR_NAMES = [
     "cbrt",
     "ceil",
     "clip",
+    "col2im",
     "cos",
     "cosh",
     "degrees",
@@ -6147,6 +6241,7 @@ const _OPERATOR_NAMES = [
     "ftrl_update",
     "gamma",
     "gammaln",
+    "im2col",
     "lamb_update_phase1",
     "lamb_update_phase2",
     "log",

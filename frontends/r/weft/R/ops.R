@@ -81,6 +81,20 @@ mx.symbol.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, ke
   .weft_symbol_op("Convolution_v1", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
 }
 
+mx.nd.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, out = NULL) {
+  .weft_nd_invoke("Correlation", list(data1, data2), c(kernel_size = .weft_param(kernel_size), max_displacement = .weft_param(max_displacement), stride1 = .weft_param(stride1), stride2 = .weft_param(stride2), pad_size = .weft_param(pad_size), is_multiply = .weft_param(is_multiply)), NULL, out)
+}
+mx.symbol.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Correlation", list(data1 = data1, data2 = data2), c(kernel_size = .weft_param(kernel_size), max_displacement = .weft_param(max_displacement), stride1 = .weft_param(stride1), stride2 = .weft_param(stride2), pad_size = .weft_param(pad_size), is_multiply = .weft_param(is_multiply)), NULL, name, attr)
+}
+
+mx.nd.Crop <- function(..., offset = NULL, h_w = NULL, center_crop = NULL, out = NULL) {
+  .weft_nd_invoke("Crop", .weft_dots(...), c(offset = .weft_shape_param(offset), h_w = .weft_shape_param(h_w), center_crop = .weft_param(center_crop)), "num_args", out)
+}
+mx.symbol.Crop <- function(..., offset = NULL, h_w = NULL, center_crop = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Crop", .weft_dots(...), c(offset = .weft_shape_param(offset), h_w = .weft_shape_param(h_w), center_crop = .weft_param(center_crop)), "num_args", name, attr)
+}
+
 mx.nd.Deconvolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, adj = NULL, target_shape = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
   .weft_nd_invoke("Deconvolution", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), adj = .weft_shape_param(adj), target_shape = .weft_shape_param(target_shape), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
 }
@@ -1089,6 +1103,13 @@ mx.symbol.clip <- function(data = NULL, a_min, a_max, name = NULL, attr = NULL) 
   .weft_symbol_op("clip", list(data = data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, name, attr)
 }
 
+mx.nd.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, out = NULL) {
+  .weft_nd_invoke("col2im", list(data), c(output_size = .weft_shape_param(output_size), kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, out)
+}
+mx.symbol.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("col2im", list(data = data), c(output_size = .weft_shape_param(output_size), kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, name, attr)
+}
+
 mx.nd.cos <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("cos", list(data), c(), NULL, out)
 }
@@ -1234,6 +1255,13 @@ mx.nd.gammaln <- function(data = NULL, out = NULL) {
 }
 mx.symbol.gammaln <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gammaln", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.im2col <- function(data = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, out = NULL) {
+  .weft_nd_invoke("im2col", list(data), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, out)
+}
+mx.symbol.im2col <- function(data = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("im2col", list(data = data), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, name, attr)
 }
 
 mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
