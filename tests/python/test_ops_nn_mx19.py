@@ -398,3 +398,80 @@ def test_correlation_errors():
         nd.Correlation(nd.ones((2, 4, 4)), nd.ones((2, 4, 4)))
     with pytest.raises(mx.base.MXNetError, match="out_grad"):
         nd.invoke("_backward_Correlation", [nd.ones((1, 9, 3, 3)), a, a], {})
+
+
+# ------------------------------------------------------------------ BilinearResize2D
+@pytest.mark.parametrize("align", [True, False])
+@pytest.mark.parametrize("hw", [(9, 4), (3, 11), (5, 6)])
+def test_bilinear_resize_matches_torch(align, hw):
+    x = rand(2, 3, 5, 6)
+    out = nd.contrib.BilinearResize2D(nd.array(x), height=hw[0], width=hw[1], align_corners=align).asnumpy()
+    xt = torch.tensor(x, requires_grad=True)
+    ref = F.interpolate(xt, size=hw, mode="bilinear", align_corners=align)
+    assert_almost_equal(out, ref.detach().numpy(), rtol=1e-5, atol=1e-5)
+    head = rand(*out.shape)
+    _, (gx,) = grads_of(lambda a: nd.contrib.BilinearResize2D(a, height=hw[0], width=hw[1], align_corners=align),
+                        [x], head)
+    ref.backward(torch.tensor(head))
+    assert_almost_equal(gx, xt.grad.numpy(), rtol=1e-4, atol=1e-5)
+    check_numeric_gradient("_contrib_BilinearResize2D", [rand(1, 2, 4, 3, dtype=np.float64)],
+                           params=dict(height=hw[0], width=hw[1], align_corners=align))
+
+
+@pytest.mark.parametrize("mode,params,want", [
+    ("size", dict(scale_height=2.0, scale_width=0.5), (10, 3)),
+    ("odd_scale", dict(scale_height=2.0, scale_width=2.0), (9, 12)),
+    ("to_even_down", {}, (4, 6)), ("to_even_up", {}, (6, 6)),
+    ("to_odd_down", {}, (5, 5)), ("to_odd_up", {}, (5, 7))])
+def test_bilinear_resize_modes(mode, params, want):
+    x = rand(1, 2, 5, 6)
+    out = nd.contrib.BilinearResize2D(nd.array(x), mode=mode, **params).asnumpy()
+    assert out.shape == (1, 2) + want
+    ref = F.interpolate(torch.tensor(x), size=want, mode="bilinear", align_corners=True).numpy()
+    assert_almost_equal(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_bilinear_resize_like_and_errors():
+    x, like = rand(1, 2, 4, 4), rand(3, 1, 6, 2)
+    out, (gx, gl) = grads_of(lambda a, b: nd.contrib.BilinearResize2D(a, b, mode="like"), [x, like], rand(1, 2, 6, 2))
+    ref = F.interpolate(torch.tensor(x), size=(6, 2), mode="bilinear", align_corners=True).numpy()
+    assert_almost_equal(out, ref, rtol=1e-5, atol=1e-5)
+    assert (gl == 0).all() and np.abs(gx).sum() > 0
+    with pytest.raises(mx.base.MXNetError, match="scale_height"):
+        nd.contrib.BilinearResize2D(nd.array(x), mode="odd_scale", scale_width=2.0)
+    with pytest.raises(mx.base.MXNetError, match="4-D"):
+        nd.contrib.BilinearResize2D(nd.ones((2, 4, 4)), height=2, width=2)
+    with pytest.raises(mx.base.MXNetError, match="mode"):
+        nd.contrib.BilinearResize2D(nd.array(x), mode="scale")
+    with pytest.raises(mx.base.MXNetError, match="floating-point"):
+        nd.contrib.BilinearResize2D(nd.ones((1, 1, 2, 2), dtype="int32"), height=3, width=3)
+    with pytest.raises(mx.base.MXNetError, match="out_grad|input"):
+        nd.invoke("_backward_contrib_BilinearResize2D", [nd.ones((1, 2, 3, 3)), nd.array(x)], dict(height=4, width=4))
+
+
+# ------------------------------------------------------------------ AdaptiveAvgPooling2D
+@pytest.mark.parametrize("size,want", [((3, 2), (3, 2)), (4, (4, 4)), ((), (1, 1)), ((7, 5), (7, 5))])
+def test_adaptive_avg_pooling_matches_torch(size, want):
+    x = rand(2, 3, 7, 9)
+    params = {} if size == () else dict(output_size=size)
+    out = nd.contrib.AdaptiveAvgPooling2D(nd.array(x), **params).asnumpy()
+    xt = torch.tensor(x, requires_grad=True)
+    ref = F.adaptive_avg_pool2d(xt, want)
+    assert_almost_equal(out, ref.detach().numpy(), rtol=1e-5, atol=1e-6)
+    head = rand(*out.shape)
+    _, (gx,) = grads_of(lambda a: nd.contrib.AdaptiveAvgPooling2D(a, **params), [x], head)
+    ref.backward(torch.tensor(head))
+    assert_almost_equal(gx, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+    check_numeric_gradient("_contrib_AdaptiveAvgPooling2D", [rand(1, 2, 5, 4, dtype=np.float64)], params=params)
+
+
+def test_adaptive_avg_pooling_errors():
+    with pytest.raises(mx.base.MXNetError, match="4-D"):
+        nd.contrib.AdaptiveAvgPooling2D(nd.ones((2, 3, 4)), output_size=2)
+    with pytest.raises(mx.base.MXNetError, match="output_size"):
+        nd.contrib.AdaptiveAvgPooling2D(nd.ones((1, 1, 4, 4)), output_size=(1, 2, 3))
+    with pytest.raises(mx.base.MXNetError, match="positive"):
+        nd.contrib.AdaptiveAvgPooling2D(nd.ones((1, 1, 4, 4)), output_size=(0, 2))
+    with pytest.raises(mx.base.MXNetError, match="out_grad|input"):
+        nd.invoke("_backward_contrib_AdaptiveAvgPooling2D", [nd.ones((1, 1, 3, 3)), nd.ones((1, 1, 4, 4))],
+                  dict(output_size=2))

@@ -88,7 +88,9 @@ var opIm2col = weft.NewOperator("im2col")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveAvgPooling2D")
 var opInternalContribBatchNormWithReLU = weft.NewOperator("_contrib_BatchNormWithReLU")
+var opInternalContribBilinearResize2D = weft.NewOperator("_contrib_BilinearResize2D")
 var opInternalContribSyncBatchNorm = weft.NewOperator("_contrib_SyncBatchNorm")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
@@ -2726,6 +2728,34 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalArange, nil)
 }
 
+// InternalContribAdaptiveAvgPooling2D runs the operator _contrib_AdaptiveAvgPooling2D.
+//
+// Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//
+// Options:
+//   - WithOutputSize([]int): Output (height, width), or one size for both; (1, 1) when empty. (default ())
+func InternalContribAdaptiveAvgPooling2D(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribAdaptiveAvgPooling2D, data)
+}
+
+// SymInternalContribAdaptiveAvgPooling2D runs the operator _contrib_AdaptiveAvgPooling2D symbolically: it adds one node to the graph.
+//
+// Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//
+// Options:
+//   - WithOutputSize([]int): Output (height, width), or one size for both; (1, 1) when empty. (default ())
+func SymInternalContribAdaptiveAvgPooling2D(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribAdaptiveAvgPooling2D, []string{"data"}, data)
+}
+
 // InternalContribBatchNormWithReLU runs the operator _contrib_BatchNormWithReLU.
 //
 // relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
@@ -2776,6 +2806,46 @@ func InternalContribBatchNormWithReLU(data, gamma, beta, movingMean, movingVar *
 func SymInternalContribBatchNormWithReLU(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribBatchNormWithReLU, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// InternalContribBilinearResize2D runs the operator _contrib_BilinearResize2D.
+//
+// Bilinear resizing of the height and width of NCHW data; the output size comes from mode (size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - like: With mode 'like': the array whose height and width to take
+//
+// Options:
+//   - WithHeight(int): Output height (mode 'size' without scale_height). (default 1)
+//   - WithWidth(int): Output width (mode 'size' without scale_width). (default 1)
+//   - WithScaleHeight(float64): Scale of the height (modes 'size' and 'odd_scale'). (default None)
+//   - WithScaleWidth(float64): Scale of the width (modes 'size' and 'odd_scale'). (default None)
+//   - WithMode(string): How the output size is chosen (see the operator's description). (default size)
+//   - WithAlignCorners(bool): Line up the corner cells of input and output instead of scaling cell areas. (default True)
+func InternalContribBilinearResize2D(data, like *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBilinearResize2D, data, like)
+}
+
+// SymInternalContribBilinearResize2D runs the operator _contrib_BilinearResize2D symbolically: it adds one node to the graph.
+//
+// Bilinear resizing of the height and width of NCHW data; the output size comes from mode (size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - like: With mode 'like': the array whose height and width to take
+//
+// Options:
+//   - WithHeight(int): Output height (mode 'size' without scale_height). (default 1)
+//   - WithWidth(int): Output width (mode 'size' without scale_width). (default 1)
+//   - WithScaleHeight(float64): Scale of the height (modes 'size' and 'odd_scale'). (default None)
+//   - WithScaleWidth(float64): Scale of the width (modes 'size' and 'odd_scale'). (default None)
+//   - WithMode(string): How the output size is chosen (see the operator's description). (default size)
+//   - WithAlignCorners(bool): Line up the corner cells of input and output instead of scaling cell areas. (default True)
+func SymInternalContribBilinearResize2D(data, like *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBilinearResize2D, []string{"data", "like"}, data, like)
 }
 
 // InternalContribSyncBatchNorm runs the operator _contrib_SyncBatchNorm.
@@ -7478,6 +7548,12 @@ func WithAdj(v []int) Option {
 	return param("adj", v)
 }
 
+// WithAlignCorners sets the parameter align_corners.
+// Line up the corner cells of input and output instead of scaling cell areas.
+func WithAlignCorners(v bool) Option {
+	return param("align_corners", v)
+}
+
 // WithAlpha sets the parameter alpha.
 // Scale of the sum of squares (divided by nsize).
 func WithAlpha(v float64) Option {
@@ -7692,6 +7768,12 @@ func WithGradScale(v float64) Option {
 // Crop height and width (h, w), used with one input.
 func WithHW(v []int) Option {
 	return param("h_w", v)
+}
+
+// WithHeight sets the parameter height.
+// Output height (mode 'size' without scale_height).
+func WithHeight(v int) Option {
+	return param("height", v)
 }
 
 // WithHigh sets the parameter high.
@@ -7976,6 +8058,12 @@ func WithOutputMeanVar(v bool) Option {
 	return param("output_mean_var", v)
 }
 
+// WithOutputSize sets the parameter output_size.
+// Output (height, width), or one size for both; (1, 1) when empty.
+func WithOutputSize(v []int) Option {
+	return param("output_size", v)
+}
+
 // WithP sets the parameter p.
 // Fraction of the input that is dropped.
 func WithP(v float64) Option {
@@ -8088,6 +8176,18 @@ func WithScalar(v float64) Option {
 // Standard deviation of the distribution.
 func WithScale(v float64) Option {
 	return param("scale", v)
+}
+
+// WithScaleHeight sets the parameter scale_height.
+// Scale of the height (modes 'size' and 'odd_scale').
+func WithScaleHeight(v float64) Option {
+	return param("scale_height", v)
+}
+
+// WithScaleWidth sets the parameter scale_width.
+// Scale of the width (modes 'size' and 'odd_scale').
+func WithScaleWidth(v float64) Option {
+	return param("scale_width", v)
 }
 
 // WithShape sets the parameter shape.
@@ -8250,6 +8350,12 @@ func WithWd(v float64) Option {
 // Decoupled weight decay applied to the weight directly.
 func WithWdLh(v float64) Option {
 	return param("wd_lh", v)
+}
+
+// WithWidth sets the parameter width.
+// Output width (mode 'size' without scale_width).
+func WithWidth(v int) Option {
+	return param("width", v)
 }
 
 // WithWorkspace sets the parameter workspace.

@@ -1136,6 +1136,25 @@ _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
 
+const _op__contrib_AdaptiveAvgPooling2D = OpDef("_contrib_AdaptiveAvgPooling2D", ["data"], false, "")
+"""
+    _contrib_AdaptiveAvgPooling2D(data; output_size=())
+
+Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+
+# Parameters
+- `output_size` (Shape(tuple); default `()`): Output (height, width), or one size for both; (1, 1) when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_AdaptiveAvgPooling2D end
+_contrib_AdaptiveAvgPooling2D(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_AdaptiveAvgPooling2D, args; kwargs...)
+_contrib_AdaptiveAvgPooling2D(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_AdaptiveAvgPooling2D, args; kwargs...)
+_contrib_AdaptiveAvgPooling2D(; kwargs...) = _call_op(_op__contrib_AdaptiveAvgPooling2D; kwargs...)
+
 const _op__contrib_BatchNormWithReLU = OpDef("_contrib_BatchNormWithReLU", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
 """
     _contrib_BatchNormWithReLU(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
@@ -1166,6 +1185,31 @@ function _contrib_BatchNormWithReLU end
 _contrib_BatchNormWithReLU(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_BatchNormWithReLU, args; kwargs...)
 _contrib_BatchNormWithReLU(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BatchNormWithReLU, args; kwargs...)
 _contrib_BatchNormWithReLU(; kwargs...) = _call_op(_op__contrib_BatchNormWithReLU; kwargs...)
+
+const _op__contrib_BilinearResize2D = OpDef("_contrib_BilinearResize2D", ["data", "like"], false, "")
+"""
+    _contrib_BilinearResize2D(data, like; height=1, width=1, scale_height=None, scale_width=None, mode=size, align_corners=True)
+
+Bilinear resizing of the height and width of NCHW data; the output size comes from mode (size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+- `like` (NDArray or SymbolicNode): With mode 'like': the array whose height and width to take
+
+# Parameters
+- `height` (int, in [1, 1073741824]; default `1`): Output height (mode 'size' without scale_height).
+- `width` (int, in [1, 1073741824]; default `1`): Output width (mode 'size' without scale_width).
+- `scale_height` (double or None; default `None`): Scale of the height (modes 'size' and 'odd_scale').
+- `scale_width` (double or None; default `None`): Scale of the width (modes 'size' and 'odd_scale').
+- `mode` ({'size', 'odd_scale', 'like', 'to_even_down', 'to_even_up', 'to_odd_down', 'to_odd_up'}; default `size`): How the output size is chosen (see the operator's description).
+- `align_corners` (boolean; default `True`): Line up the corner cells of input and output instead of scaling cell areas.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_BilinearResize2D end
+_contrib_BilinearResize2D(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_BilinearResize2D, args; kwargs...)
+_contrib_BilinearResize2D(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BilinearResize2D, args; kwargs...)
+_contrib_BilinearResize2D(; kwargs...) = _call_op(_op__contrib_BilinearResize2D; kwargs...)
 
 const _op__contrib_SyncBatchNorm = OpDef("_contrib_SyncBatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
 """
@@ -6067,7 +6111,9 @@ const _OPERATOR_NAMES = [
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_AdaptiveAvgPooling2D",
     "_contrib_BatchNormWithReLU",
+    "_contrib_BilinearResize2D",
     "_contrib_SyncBatchNorm",
     "_copy",
     "_div_scalar",

@@ -347,11 +347,25 @@ mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ =
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_AdaptiveAvgPooling2D", list(data), c(output_size = .weft_shape_param(output_size)), NULL, out)
+}
+mx.symbol.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_AdaptiveAvgPooling2D", list(data = data), c(output_size = .weft_shape_param(output_size)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_BatchNormWithReLU", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
 mx.symbol.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_BatchNormWithReLU", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_BilinearResize2D", list(data, like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, out)
+}
+mx.symbol.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_BilinearResize2D", list(data = data, like = like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, out = NULL) {
