@@ -475,3 +475,221 @@ def test_adaptive_avg_pooling_errors():
     with pytest.raises(mx.base.MXNetError, match="out_grad|input"):
         nd.invoke("_backward_contrib_AdaptiveAvgPooling2D", [nd.ones((1, 1, 3, 3)), nd.ones((1, 1, 4, 4))],
                   dict(output_size=2))
+
+
+# ------------------------------------------------------------------ image: to_tensor, normalize
+def image_u8(h=5, w=6, c=3, n=None):
+    shape = (h, w, c) if n is None else (n, h, w, c)
+    return RNG.randint(0, 256, size=shape).astype(np.uint8)
+
+
+def test_image_to_tensor():
+    x = image_u8()
+    out = nd.image.to_tensor(nd.array(x, dtype="uint8"))
+    assert out.dtype == np.float32
+    assert_almost_equal(out.asnumpy(), x.transpose(2, 0, 1).astype(np.float32) / 255, rtol=1e-6, atol=1e-7)
+    xb = image_u8(n=2, c=1)
+    out = nd.image.to_tensor(nd.array(xb, dtype="uint8")).asnumpy()
+    assert_almost_equal(out, xb.transpose(0, 3, 1, 2).astype(np.float32) / 255, rtol=1e-6, atol=1e-7)
+    with pytest.raises(mx.base.MXNetError, match="height, width, channels"):
+        nd.image.to_tensor(nd.ones((4, 4)))
+
+
+def test_image_normalize_forward_gradient_errors():
+    x = rand(3, 4, 5)
+    mean, std = (0.1, 0.2, 0.3), (0.5, 0.25, 2.0)
+    out = nd.image.normalize(nd.array(x), mean=mean, std=std).asnumpy()
+    ref = (x - np.array(mean, np.float32)[:, None, None]) / np.array(std, np.float32)[:, None, None]
+    assert_almost_equal(out, ref, rtol=1e-5, atol=1e-6)
+    xb = rand(2, 1, 3, 3)
+    assert_almost_equal(nd.image.normalize(nd.array(xb), mean=0.5, std=0.5).asnumpy(), (xb - 0.5) / 0.5,
+                        rtol=1e-5, atol=1e-6)
+    assert_almost_equal(nd.image.normalize(nd.array(x)).asnumpy(), x, rtol=0, atol=0)  # MXNet's defaults
+    check_numeric_gradient("_image_normalize", [x.astype(np.float64)], params=dict(mean=mean, std=std))
+    with pytest.raises(mx.base.MXNetError, match="mean has 2 values"):
+        nd.image.normalize(nd.array(x), mean=(0.1, 0.2))
+    with pytest.raises(mx.base.MXNetError, match="std must not be 0"):
+        nd.image.normalize(nd.array(x), std=(1, 0, 1))
+    with pytest.raises(mx.base.MXNetError, match="channels, height, width"):
+        nd.image.normalize(nd.ones((4, 4)))
+    with pytest.raises(mx.base.MXNetError, match="out_grad|input"):
+        nd.invoke("_backward_image_normalize", [nd.ones((3, 4, 4)), nd.array(x)], {})
+
+
+# ------------------------------------------------------------------ image: flips, crop
+@pytest.mark.parametrize("h", [4, 5])
+def test_image_flips(h):
+    x = image_u8(h=h, w=h + 2)
+    xa = nd.array(x, dtype="uint8")
+    assert (nd.image.flip_left_right(xa).asnumpy() == x[:, ::-1]).all()
+    assert (nd.image.flip_top_bottom(xa).asnumpy() == x[::-1]).all()
+    xf = rand(h, 3, 1, dtype=np.float64)
+    check_numeric_gradient("_image_flip_left_right", [xf])
+    check_numeric_gradient("_image_flip_top_bottom", [xf])
+
+
+@pytest.mark.parametrize("op,flip", [("random_flip_left_right", lambda a: a[:, ::-1]),
+                                     ("random_flip_top_bottom", lambda a: a[::-1])])
+def test_image_random_flips_are_seeded(op, flip):
+    x = image_u8()
+    fn = getattr(nd.image, op)
+
+    def run(seed):
+        mx.random.seed(seed)
+        return [fn(nd.array(x, dtype="uint8")).asnumpy() for _ in range(24)]
+
+    first, again = run(3), run(3)
+    flipped = [bool((o == flip(x)).all()) for o in first]
+    assert all((o == x).all() or f for o, f in zip(first, flipped))
+    assert 0 < sum(flipped) < len(flipped)
+    assert all((a == b).all() for a, b in zip(first, again))
+    assert [bool((o == flip(x)).all()) for o in run(4)] != flipped
+
+
+def test_image_crop_forward_backward_errors():
+    x = image_u8(h=6, w=7)
+    out = nd.image.crop(nd.array(x, dtype="uint8"), x=2, y=1, width=4, height=3).asnumpy()
+    assert (out == x[1:4, 2:6]).all()
+    xb = rand(2, 6, 7, 3)
+    outb = nd.image.crop(nd.array(xb), x=0, y=3, width=7, height=3).asnumpy()
+    assert_almost_equal(outb, xb[:, 3:6], rtol=0, atol=0)
+    check_numeric_gradient("_image_crop", [rand(2, 5, 4, 3, dtype=np.float64)], params=dict(x=1, y=2, width=2, height=3))
+    with pytest.raises(mx.base.MXNetError, match="does not fit"):
+        nd.image.crop(nd.array(x, dtype="uint8"), x=4, y=0, width=4, height=2)
+    with pytest.raises(mx.base.MXNetError, match="positive"):
+        nd.image.crop(nd.array(x, dtype="uint8"), x=0, y=0, width=0, height=2)
+    with pytest.raises(mx.base.MXNetError, match="out_grad|input"):
+        nd.invoke("_backward_image_crop", [nd.ones((3, 3, 3)), nd.ones((6, 7, 3))], dict(x=0, y=0, width=4, height=3))
+
+
+# ------------------------------------------------------------------ image: colour
+GREY = np.array([0.299, 0.587, 0.114], np.float32)
+
+
+def test_image_random_brightness_contrast_saturation():
+    x = rand(5, 6, 3, lo=0, hi=255)
+    xa = nd.array(x)
+    out = nd.image.random_brightness(xa, min_factor=0.6, max_factor=0.6).asnumpy()
+    assert_almost_equal(out, x * np.float32(0.6), rtol=1e-6, atol=1e-4)
+    out = nd.image.random_contrast(xa, min_factor=0.3, max_factor=0.3).asnumpy()
+    assert_almost_equal(out, x * 0.3 + 0.7 * (x * GREY).sum(axis=2).mean(), rtol=1e-5, atol=1e-3)
+    out = nd.image.random_saturation(xa, min_factor=1.7, max_factor=1.7).asnumpy()
+    assert_almost_equal(out, x * 1.7 - 0.7 * (x * GREY).sum(axis=2, keepdims=True), rtol=1e-5, atol=1e-3)
+    # uint8 images saturate and truncate.
+    u = image_u8()
+    out = nd.image.random_brightness(nd.array(u, dtype="uint8"), min_factor=1.5, max_factor=1.5)
+    assert out.dtype == np.uint8
+    assert (out.asnumpy() == np.clip(u.astype(np.float32) * 1.5, 0, 255).astype(np.uint8)).all()
+    grey = image_u8(c=1)
+    assert (nd.image.random_saturation(nd.array(grey, dtype="uint8"), min_factor=0.2, max_factor=0.2).asnumpy()
+            == grey).all()
+
+
+def test_image_random_factor_is_drawn_in_range_and_seeded():
+    x = nd.array(rand(3, 3, 3, lo=1, hi=255))
+    ratios = []
+    for seed in (1, 1, 2):
+        mx.random.seed(seed)
+        ratios.append([float((nd.image.random_brightness(x, min_factor=0.5, max_factor=2.0) / x).asnumpy().mean())
+                       for _ in range(8)])
+    assert ratios[0] == ratios[1] and ratios[0] != ratios[2]
+    assert all(0.5 <= r < 2.0 for r in ratios[0] + ratios[2]) and len(set(ratios[0])) == 8
+    with pytest.raises(mx.base.MXNetError, match="min_factor"):
+        nd.image.random_brightness(x, min_factor=2.0, max_factor=1.0)
+    with pytest.raises(mx.base.MXNetError, match="1 or 3 channels"):
+        nd.image.random_contrast(nd.ones((3, 3, 2)), min_factor=1, max_factor=1)
+    with pytest.raises(mx.base.MXNetError, match="height, width, channels"):
+        nd.image.random_hue(nd.ones((2, 3, 3, 3)), min_factor=0, max_factor=0.1)
+
+
+def hue_ref(x, turn):
+    import colorsys
+    out = np.empty_like(x)
+    for idx in np.ndindex(*x.shape[:2]):
+        h, l, s = colorsys.rgb_to_hls(*(x[idx] / 255.0))
+        out[idx] = np.array(colorsys.hls_to_rgb((h + turn) % 1.0, l, s)) * 255
+    return out
+
+
+@pytest.mark.parametrize("turn", [0.1, 0.35, 0.5, 0.9])
+def test_image_random_hue_matches_colorsys(turn):
+    x = rand(4, 5, 3, lo=0, hi=255)
+    out = nd.image.random_hue(nd.array(x), min_factor=turn, max_factor=turn).asnumpy()
+    assert_almost_equal(out, hue_ref(x, turn), rtol=1e-4, atol=2e-2)
+    grey = rand(3, 3, 1, lo=0, hi=255)
+    assert (nd.image.random_hue(nd.array(grey), min_factor=turn, max_factor=turn).asnumpy() == grey).all()
+
+
+def test_image_random_color_jitter_seeded_and_bounded():
+    x = nd.array(rand(4, 4, 3, lo=10, hi=200))
+
+    def run(seed):
+        mx.random.seed(seed)
+        return [nd.image.random_color_jitter(x, brightness=0.3, contrast=0.3, saturation=0.3, hue=0.1).asnumpy()
+                for _ in range(4)]
+
+    a, b, c = run(5), run(5), run(6)
+    assert all((p == q).all() for p, q in zip(a, b))
+    assert any(not np.allclose(p, q) for p, q in zip(a, c))
+    ratio = nd.image.random_color_jitter(x, brightness=0.25, contrast=0, saturation=0, hue=0).asnumpy() / x.asnumpy()
+    assert np.allclose(ratio, ratio.flat[0], rtol=1e-5) and 0.75 <= ratio.flat[0] <= 1.25
+    # Nothing to jitter: the image unchanged.
+    same = nd.image.random_color_jitter(x, brightness=0, contrast=0, saturation=0, hue=0).asnumpy()
+    assert (same == x.asnumpy()).all()
+    with pytest.raises(mx.base.MXNetError, match="brightness"):
+        nd.image.random_color_jitter(x, brightness=-1, contrast=0, saturation=0, hue=0)
+
+
+EIGVAL = np.array([55.46, 4.794, 1.148])
+EIGVEC = np.array([[-0.5675, 0.7192, 0.4009], [-0.5808, -0.0045, -0.8140], [-0.5836, -0.6948, 0.4203]])
+
+
+def test_image_lighting():
+    x = rand(3, 4, 3, lo=0, hi=255)
+    alpha = (0.02, -0.05, 0.1)
+    out = nd.image.adjust_lighting(nd.array(x), alpha=alpha).asnumpy()
+    assert_almost_equal(out, x + EIGVEC @ (np.array(alpha) * EIGVAL), rtol=1e-5, atol=1e-3)
+    mx.random.seed(9)
+    r1 = nd.image.random_lighting(nd.array(x), alpha_std=0.1).asnumpy()
+    mx.random.seed(9)
+    r2 = nd.image.random_lighting(nd.array(x), alpha_std=0.1).asnumpy()
+    assert (r1 == r2).all() and not np.allclose(r1, x)
+    shift = (r1 - x).reshape(-1, 3)
+    assert np.allclose(shift, shift[0], atol=1e-3)  # one colour shift for the whole image
+    assert (nd.image.random_lighting(nd.array(x), alpha_std=0).asnumpy() == x).all()
+    with pytest.raises(mx.base.MXNetError, match="3 values"):
+        nd.image.adjust_lighting(nd.array(x), alpha=(0.1, 0.2))
+
+
+# ------------------------------------------------------------------ image: resize
+@pytest.mark.parametrize("size,keep,want", [((8, 3), False, (3, 8)), (4, False, (4, 4)), (3, True, (3, 4)),
+                                            ((5, 5), False, (5, 5))])
+def test_image_resize_bilinear_matches_torch(size, keep, want):
+    x = rand(2, 5, 7, 3, lo=0, hi=255)
+    out = nd.image.resize(nd.array(x), size=size, keep_ratio=keep).asnumpy()
+    assert out.shape == (2,) + want + (3,)
+    ref = F.interpolate(torch.tensor(x).permute(0, 3, 1, 2), size=want, mode="bilinear", align_corners=False)
+    assert_almost_equal(out, ref.permute(0, 2, 3, 1).numpy(), rtol=1e-5, atol=1e-3)
+    u = image_u8(h=5, w=7)
+    outu = nd.image.resize(nd.array(u, dtype="uint8"), size=size, keep_ratio=keep)
+    assert outu.dtype == np.uint8
+    refu = F.interpolate(torch.tensor(u.astype(np.float32)).permute(2, 0, 1)[None], size=want, mode="bilinear",
+                         align_corners=False)[0].permute(1, 2, 0).numpy()
+    assert np.abs(outu.asnumpy().astype(np.float32) - np.floor(refu + 0.5)).max() <= 1
+
+
+def test_image_resize_nearest_and_errors():
+    u = image_u8(h=5, w=7)
+    out = nd.image.resize(nd.array(u, dtype="uint8"), size=(10, 3), interp=0).asnumpy()
+    ys = np.floor(np.arange(3) * 5 / 3).astype(int)
+    xs = np.floor(np.arange(10) * 7 / 10).astype(int)
+    assert (out == u[ys][:, xs]).all()
+    x = nd.array(u, dtype="uint8")
+    with pytest.raises(mx.base.MXNetError, match="interp=3"):
+        nd.image.resize(x, size=4, interp=3)
+    with pytest.raises(mx.base.MXNetError, match="size"):
+        nd.image.resize(x)
+    with pytest.raises(mx.base.MXNetError, match="positive"):
+        nd.image.resize(x, size=(0, 4))
+    with pytest.raises(mx.base.MXNetError, match="height, width, channels"):
+        nd.image.resize(nd.ones((4, 4)), size=2)

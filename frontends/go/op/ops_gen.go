@@ -104,6 +104,21 @@ var opInternalGreaterEqualScalar = weft.NewOperator("_greater_equal_scalar")
 var opInternalGreaterScalar = weft.NewOperator("_greater_scalar")
 var opInternalHypot = weft.NewOperator("_hypot")
 var opInternalHypotScalar = weft.NewOperator("_hypot_scalar")
+var opInternalImageAdjustLighting = weft.NewOperator("_image_adjust_lighting")
+var opInternalImageCrop = weft.NewOperator("_image_crop")
+var opInternalImageFlipLeftRight = weft.NewOperator("_image_flip_left_right")
+var opInternalImageFlipTopBottom = weft.NewOperator("_image_flip_top_bottom")
+var opInternalImageNormalize = weft.NewOperator("_image_normalize")
+var opInternalImageRandomBrightness = weft.NewOperator("_image_random_brightness")
+var opInternalImageRandomColorJitter = weft.NewOperator("_image_random_color_jitter")
+var opInternalImageRandomContrast = weft.NewOperator("_image_random_contrast")
+var opInternalImageRandomFlipLeftRight = weft.NewOperator("_image_random_flip_left_right")
+var opInternalImageRandomFlipTopBottom = weft.NewOperator("_image_random_flip_top_bottom")
+var opInternalImageRandomHue = weft.NewOperator("_image_random_hue")
+var opInternalImageRandomLighting = weft.NewOperator("_image_random_lighting")
+var opInternalImageRandomSaturation = weft.NewOperator("_image_random_saturation")
+var opInternalImageResize = weft.NewOperator("_image_resize")
+var opInternalImageToTensor = weft.NewOperator("_image_to_tensor")
 var opInternalLesser = weft.NewOperator("_lesser")
 var opInternalLesserEqual = weft.NewOperator("_lesser_equal")
 var opInternalLesserEqualScalar = weft.NewOperator("_lesser_equal_scalar")
@@ -3238,6 +3253,456 @@ func InternalHypotScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 func SymInternalHypotScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalHypotScalar, []string{"data"}, data)
+}
+
+// InternalImageAdjustLighting runs the operator _image_adjust_lighting.
+//
+// Adjusts the lighting level of the image (AlexNet's PCA lighting).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - alpha []float64: The lighting alphas for the R, G, B channels.
+func InternalImageAdjustLighting(data *weft.NDArray, alpha []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("alpha", alpha)
+	return c.invoke(opInternalImageAdjustLighting, data)
+}
+
+// SymInternalImageAdjustLighting runs the operator _image_adjust_lighting symbolically: it adds one node to the graph.
+//
+// Adjusts the lighting level of the image (AlexNet's PCA lighting).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - alpha []float64: The lighting alphas for the R, G, B channels.
+func SymInternalImageAdjustLighting(data *weft.Symbol, alpha []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("alpha", alpha)
+	return c.compose(opInternalImageAdjustLighting, []string{"data"}, data)
+}
+
+// InternalImageCrop runs the operator _image_crop.
+//
+// Crops the window (x, y, width, height) out of an image (H, W, C) or batch (N, H, W, C).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image
+//
+// Required parameters:
+//   - x int: Left boundary of the cropping area.
+//   - y int: Top boundary of the cropping area.
+//   - width int: Width of the cropping area.
+//   - height int: Height of the cropping area.
+func InternalImageCrop(data *weft.NDArray, x int, y int, width int, height int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("x", x)
+	c.set("y", y)
+	c.set("width", width)
+	c.set("height", height)
+	return c.invoke(opInternalImageCrop, data)
+}
+
+// SymInternalImageCrop runs the operator _image_crop symbolically: it adds one node to the graph.
+//
+// Crops the window (x, y, width, height) out of an image (H, W, C) or batch (N, H, W, C).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image
+//
+// Required parameters:
+//   - x int: Left boundary of the cropping area.
+//   - y int: Top boundary of the cropping area.
+//   - width int: Width of the cropping area.
+//   - height int: Height of the cropping area.
+func SymInternalImageCrop(data *weft.Symbol, x int, y int, width int, height int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("x", x)
+	c.set("y", y)
+	c.set("width", width)
+	c.set("height", height)
+	return c.compose(opInternalImageCrop, []string{"data"}, data)
+}
+
+// InternalImageFlipLeftRight runs the operator _image_flip_left_right.
+//
+// Reverses the columns of an image (H, W, C).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageFlipLeftRight(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageFlipLeftRight, data)
+}
+
+// SymInternalImageFlipLeftRight runs the operator _image_flip_left_right symbolically: it adds one node to the graph.
+//
+// Reverses the columns of an image (H, W, C).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageFlipLeftRight(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageFlipLeftRight, []string{"data"}, data)
+}
+
+// InternalImageFlipTopBottom runs the operator _image_flip_top_bottom.
+//
+// Reverses the rows of an image (H, W, C).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageFlipTopBottom(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageFlipTopBottom, data)
+}
+
+// SymInternalImageFlipTopBottom runs the operator _image_flip_top_bottom symbolically: it adds one node to the graph.
+//
+// Reverses the rows of an image (H, W, C).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageFlipTopBottom(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageFlipTopBottom, []string{"data"}, data)
+}
+
+// InternalImageNormalize runs the operator _image_normalize.
+//
+// Normalises a tensor (C, H, W) or (N, C, H, W) channel by channel: (data - mean[c]) / std[c].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input tensor
+//
+// Options:
+//   - WithMean([]float64): Mean of each channel (one value for all, or at least one per channel; the first C are used). (default (0, 0, 0, 0))
+//   - WithStd([]float64): Standard deviation of each channel (one value for all, or at least one per channel). (default (1, 1, 1, 1))
+func InternalImageNormalize(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageNormalize, data)
+}
+
+// SymInternalImageNormalize runs the operator _image_normalize symbolically: it adds one node to the graph.
+//
+// Normalises a tensor (C, H, W) or (N, C, H, W) channel by channel: (data - mean[c]) / std[c].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input tensor
+//
+// Options:
+//   - WithMean([]float64): Mean of each channel (one value for all, or at least one per channel; the first C are used). (default (0, 0, 0, 0))
+//   - WithStd([]float64): Standard deviation of each channel (one value for all, or at least one per channel). (default (1, 1, 1, 1))
+func SymInternalImageNormalize(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageNormalize, []string{"data"}, data)
+}
+
+// InternalImageRandomBrightness runs the operator _image_random_brightness.
+//
+// Scales the image by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomBrightness(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomBrightness, data)
+}
+
+// SymInternalImageRandomBrightness runs the operator _image_random_brightness symbolically: it adds one node to the graph.
+//
+// Scales the image by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomBrightness(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomBrightness, []string{"data"}, data)
+}
+
+// InternalImageRandomColorJitter runs the operator _image_random_color_jitter.
+//
+// Random brightness, contrast, saturation and hue adjustments in a random order.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - brightness float64: How much to jitter brightness.
+//   - contrast float64: How much to jitter contrast.
+//   - saturation float64: How much to jitter saturation.
+//   - hue float64: How much to jitter hue.
+func InternalImageRandomColorJitter(data *weft.NDArray, brightness float64, contrast float64, saturation float64, hue float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("brightness", brightness)
+	c.set("contrast", contrast)
+	c.set("saturation", saturation)
+	c.set("hue", hue)
+	return c.invoke(opInternalImageRandomColorJitter, data)
+}
+
+// SymInternalImageRandomColorJitter runs the operator _image_random_color_jitter symbolically: it adds one node to the graph.
+//
+// Random brightness, contrast, saturation and hue adjustments in a random order.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - brightness float64: How much to jitter brightness.
+//   - contrast float64: How much to jitter contrast.
+//   - saturation float64: How much to jitter saturation.
+//   - hue float64: How much to jitter hue.
+func SymInternalImageRandomColorJitter(data *weft.Symbol, brightness float64, contrast float64, saturation float64, hue float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("brightness", brightness)
+	c.set("contrast", contrast)
+	c.set("saturation", saturation)
+	c.set("hue", hue)
+	return c.compose(opInternalImageRandomColorJitter, []string{"data"}, data)
+}
+
+// InternalImageRandomContrast runs the operator _image_random_contrast.
+//
+// Blends the image with its mean grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomContrast(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomContrast, data)
+}
+
+// SymInternalImageRandomContrast runs the operator _image_random_contrast symbolically: it adds one node to the graph.
+//
+// Blends the image with its mean grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomContrast(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomContrast, []string{"data"}, data)
+}
+
+// InternalImageRandomFlipLeftRight runs the operator _image_random_flip_left_right.
+//
+// Reverses the columns of an image (H, W, C) with probability 1/2.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageRandomFlipLeftRight(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageRandomFlipLeftRight, data)
+}
+
+// SymInternalImageRandomFlipLeftRight runs the operator _image_random_flip_left_right symbolically: it adds one node to the graph.
+//
+// Reverses the columns of an image (H, W, C) with probability 1/2.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageRandomFlipLeftRight(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageRandomFlipLeftRight, []string{"data"}, data)
+}
+
+// InternalImageRandomFlipTopBottom runs the operator _image_random_flip_top_bottom.
+//
+// Reverses the rows of an image (H, W, C) with probability 1/2.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageRandomFlipTopBottom(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageRandomFlipTopBottom, data)
+}
+
+// SymInternalImageRandomFlipTopBottom runs the operator _image_random_flip_top_bottom symbolically: it adds one node to the graph.
+//
+// Reverses the rows of an image (H, W, C) with probability 1/2.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageRandomFlipTopBottom(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageRandomFlipTopBottom, []string{"data"}, data)
+}
+
+// InternalImageRandomHue runs the operator _image_random_hue.
+//
+// Turns the hue by a factor uniform in [min_factor, max_factor) of a full turn.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomHue(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomHue, data)
+}
+
+// SymInternalImageRandomHue runs the operator _image_random_hue symbolically: it adds one node to the graph.
+//
+// Turns the hue by a factor uniform in [min_factor, max_factor) of a full turn.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomHue(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomHue, []string{"data"}, data)
+}
+
+// InternalImageRandomLighting runs the operator _image_random_lighting.
+//
+// Adds AlexNet's PCA lighting noise with alphas normal(0, alpha_std).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Options:
+//   - WithAlphaStd(float64): Level of the lighting noise. (default 0.05)
+func InternalImageRandomLighting(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageRandomLighting, data)
+}
+
+// SymInternalImageRandomLighting runs the operator _image_random_lighting symbolically: it adds one node to the graph.
+//
+// Adds AlexNet's PCA lighting noise with alphas normal(0, alpha_std).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Options:
+//   - WithAlphaStd(float64): Level of the lighting noise. (default 0.05)
+func SymInternalImageRandomLighting(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageRandomLighting, []string{"data"}, data)
+}
+
+// InternalImageRandomSaturation runs the operator _image_random_saturation.
+//
+// Blends each pixel with its grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomSaturation(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomSaturation, data)
+}
+
+// SymInternalImageRandomSaturation runs the operator _image_random_saturation symbolically: it adds one node to the graph.
+//
+// Blends each pixel with its grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomSaturation(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomSaturation, []string{"data"}, data)
+}
+
+// InternalImageResize runs the operator _image_resize.
+//
+// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image
+//
+// Options:
+//   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
+//   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported). (default 1)
+func InternalImageResize(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageResize, data)
+}
+
+// SymInternalImageResize runs the operator _image_resize symbolically: it adds one node to the graph.
+//
+// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image
+//
+// Options:
+//   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
+//   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported). (default 1)
+func SymInternalImageResize(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageResize, []string{"data"}, data)
+}
+
+// InternalImageToTensor runs the operator _image_to_tensor.
+//
+// Converts an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32 tensor (C, H, W) or (N, C, H, W) with values in [0, 1].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image
+func InternalImageToTensor(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageToTensor, data)
+}
+
+// SymInternalImageToTensor runs the operator _image_to_tensor symbolically: it adds one node to the graph.
+//
+// Converts an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32 tensor (C, H, W) or (N, C, H, W) with values in [0, 1].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image
+func SymInternalImageToTensor(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageToTensor, []string{"data"}, data)
 }
 
 // InternalLesser runs the operator _lesser.
@@ -7560,6 +8025,12 @@ func WithAlpha(v float64) Option {
 	return param("alpha", v)
 }
 
+// WithAlphaStd sets the parameter alpha_std.
+// Level of the lighting noise.
+func WithAlphaStd(v float64) Option {
+	return param("alpha_std", v)
+}
+
 // WithAxes sets the parameter axes.
 // Axes along which one mask value is shared (variational dropout).
 func WithAxes(v []int) Option {
@@ -7794,6 +8265,12 @@ func WithInferRange(v bool) Option {
 	return param("infer_range", v)
 }
 
+// WithInterp sets the parameter interp.
+// Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported).
+func WithInterp(v int) Option {
+	return param("interp", v)
+}
+
 // WithIsInt sets the parameter is_int.
 // Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
 func WithIsInt(v bool) Option {
@@ -7816,6 +8293,12 @@ func WithK(v int) Option {
 // (Deprecated) with target_shape: keep the first input dim and reshape the rest.
 func WithKeepHighest(v bool) Option {
 	return param("keep_highest", v)
+}
+
+// WithKeepRatio sets the parameter keep_ratio.
+// With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.
+func WithKeepRatio(v bool) Option {
+	return param("keep_ratio", v)
 }
 
 // WithKeepdims sets the parameter keepdims.
@@ -7942,6 +8425,12 @@ func WithMaxCalibRange(v float64) Option {
 // Largest displacement compared.
 func WithMaxDisplacement(v int) Option {
 	return param("max_displacement", v)
+}
+
+// WithMean sets the parameter mean.
+// Mean of each channel (one value for all, or at least one per channel; the first C are used).
+func WithMean(v []float64) Option {
+	return param("mean", v)
 }
 
 // WithMinCalibRange sets the parameter min_calib_range.
@@ -8197,7 +8686,7 @@ func WithShape(v []int) Option {
 }
 
 // WithSize sets the parameter size.
-// The target size of each axis.
+// Size of the new image: (width, height) or (size).
 func WithSize(v []int) Option {
 	return param("size", v)
 }
@@ -8236,6 +8725,12 @@ func WithSqueezeAxis(v bool) Option {
 // Whether the final states are outputs too.
 func WithStateOutputs(v bool) Option {
 	return param("state_outputs", v)
+}
+
+// WithStd sets the parameter std.
+// Standard deviation of each channel (one value for all, or at least one per channel).
+func WithStd(v []float64) Option {
+	return param("std", v)
 }
 
 // WithStep sets the parameter step (its type depends on the operator).

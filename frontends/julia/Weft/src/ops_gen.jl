@@ -1649,6 +1649,289 @@ _HypotScalar(args::NDArray...; kwargs...) = _invoke_op(_op__HypotScalar, args; k
 _HypotScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__HypotScalar, args; kwargs...)
 _HypotScalar(; kwargs...) = _call_op(_op__HypotScalar; kwargs...)
 
+const _op__image_adjust_lighting = OpDef("_image_adjust_lighting", ["data"], false, "")
+"""
+    _image_adjust_lighting(data; alpha)
+
+Adjusts the lighting level of the image (AlexNet's PCA lighting).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `alpha` (tuple of float; required): The lighting alphas for the R, G, B channels.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_adjust_lighting end
+_image_adjust_lighting(args::NDArray...; kwargs...) = _invoke_op(_op__image_adjust_lighting, args; kwargs...)
+_image_adjust_lighting(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_adjust_lighting, args; kwargs...)
+_image_adjust_lighting(; kwargs...) = _call_op(_op__image_adjust_lighting; kwargs...)
+
+const _op__image_crop = OpDef("_image_crop", ["data"], false, "")
+"""
+    _image_crop(data; x, y, width, height)
+
+Crops the window (x, y, width, height) out of an image (H, W, C) or batch (N, H, W, C).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image
+
+# Parameters
+- `x` (int; required): Left boundary of the cropping area.
+- `y` (int; required): Top boundary of the cropping area.
+- `width` (int; required): Width of the cropping area.
+- `height` (int; required): Height of the cropping area.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_crop end
+_image_crop(args::NDArray...; kwargs...) = _invoke_op(_op__image_crop, args; kwargs...)
+_image_crop(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_crop, args; kwargs...)
+_image_crop(; kwargs...) = _call_op(_op__image_crop; kwargs...)
+
+const _op__image_flip_left_right = OpDef("_image_flip_left_right", ["data"], false, "")
+"""
+    _image_flip_left_right(data)
+
+Reverses the columns of an image (H, W, C).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_flip_left_right end
+_image_flip_left_right(args::NDArray...; kwargs...) = _invoke_op(_op__image_flip_left_right, args; kwargs...)
+_image_flip_left_right(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_flip_left_right, args; kwargs...)
+_image_flip_left_right(; kwargs...) = _call_op(_op__image_flip_left_right; kwargs...)
+
+const _op__image_flip_top_bottom = OpDef("_image_flip_top_bottom", ["data"], false, "")
+"""
+    _image_flip_top_bottom(data)
+
+Reverses the rows of an image (H, W, C).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_flip_top_bottom end
+_image_flip_top_bottom(args::NDArray...; kwargs...) = _invoke_op(_op__image_flip_top_bottom, args; kwargs...)
+_image_flip_top_bottom(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_flip_top_bottom, args; kwargs...)
+_image_flip_top_bottom(; kwargs...) = _call_op(_op__image_flip_top_bottom; kwargs...)
+
+const _op__image_normalize = OpDef("_image_normalize", ["data"], false, "")
+"""
+    _image_normalize(data; mean=(0, 0, 0, 0), std=(1, 1, 1, 1))
+
+Normalises a tensor (C, H, W) or (N, C, H, W) channel by channel: (data - mean[c]) / std[c].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input tensor
+
+# Parameters
+- `mean` (tuple of float; default `(0, 0, 0, 0)`): Mean of each channel (one value for all, or at least one per channel; the first C are used).
+- `std` (tuple of float; default `(1, 1, 1, 1)`): Standard deviation of each channel (one value for all, or at least one per channel).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_normalize end
+_image_normalize(args::NDArray...; kwargs...) = _invoke_op(_op__image_normalize, args; kwargs...)
+_image_normalize(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_normalize, args; kwargs...)
+_image_normalize(; kwargs...) = _call_op(_op__image_normalize; kwargs...)
+
+const _op__image_random_brightness = OpDef("_image_random_brightness", ["data"], false, "")
+"""
+    _image_random_brightness(data; min_factor, max_factor)
+
+Scales the image by a factor uniform in [min_factor, max_factor).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_brightness end
+_image_random_brightness(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_brightness, args; kwargs...)
+_image_random_brightness(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_brightness, args; kwargs...)
+_image_random_brightness(; kwargs...) = _call_op(_op__image_random_brightness; kwargs...)
+
+const _op__image_random_color_jitter = OpDef("_image_random_color_jitter", ["data"], false, "")
+"""
+    _image_random_color_jitter(data; brightness, contrast, saturation, hue)
+
+Random brightness, contrast, saturation and hue adjustments in a random order.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `brightness` (double, in [0, inf]; required): How much to jitter brightness.
+- `contrast` (double, in [0, inf]; required): How much to jitter contrast.
+- `saturation` (double, in [0, inf]; required): How much to jitter saturation.
+- `hue` (double, in [0, inf]; required): How much to jitter hue.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_color_jitter end
+_image_random_color_jitter(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_color_jitter, args; kwargs...)
+_image_random_color_jitter(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_color_jitter, args; kwargs...)
+_image_random_color_jitter(; kwargs...) = _call_op(_op__image_random_color_jitter; kwargs...)
+
+const _op__image_random_contrast = OpDef("_image_random_contrast", ["data"], false, "")
+"""
+    _image_random_contrast(data; min_factor, max_factor)
+
+Blends the image with its mean grey level, by a factor uniform in [min_factor, max_factor).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_contrast end
+_image_random_contrast(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_contrast, args; kwargs...)
+_image_random_contrast(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_contrast, args; kwargs...)
+_image_random_contrast(; kwargs...) = _call_op(_op__image_random_contrast; kwargs...)
+
+const _op__image_random_flip_left_right = OpDef("_image_random_flip_left_right", ["data"], false, "")
+"""
+    _image_random_flip_left_right(data)
+
+Reverses the columns of an image (H, W, C) with probability 1/2.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_flip_left_right end
+_image_random_flip_left_right(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_flip_left_right, args; kwargs...)
+_image_random_flip_left_right(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_flip_left_right, args; kwargs...)
+_image_random_flip_left_right(; kwargs...) = _call_op(_op__image_random_flip_left_right; kwargs...)
+
+const _op__image_random_flip_top_bottom = OpDef("_image_random_flip_top_bottom", ["data"], false, "")
+"""
+    _image_random_flip_top_bottom(data)
+
+Reverses the rows of an image (H, W, C) with probability 1/2.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_flip_top_bottom end
+_image_random_flip_top_bottom(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_flip_top_bottom, args; kwargs...)
+_image_random_flip_top_bottom(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_flip_top_bottom, args; kwargs...)
+_image_random_flip_top_bottom(; kwargs...) = _call_op(_op__image_random_flip_top_bottom; kwargs...)
+
+const _op__image_random_hue = OpDef("_image_random_hue", ["data"], false, "")
+"""
+    _image_random_hue(data; min_factor, max_factor)
+
+Turns the hue by a factor uniform in [min_factor, max_factor) of a full turn.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_hue end
+_image_random_hue(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_hue, args; kwargs...)
+_image_random_hue(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_hue, args; kwargs...)
+_image_random_hue(; kwargs...) = _call_op(_op__image_random_hue; kwargs...)
+
+const _op__image_random_lighting = OpDef("_image_random_lighting", ["data"], false, "")
+"""
+    _image_random_lighting(data; alpha_std=0.05)
+
+Adds AlexNet's PCA lighting noise with alphas normal(0, alpha_std).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `alpha_std` (double, in [0, inf]; default `0.05`): Level of the lighting noise.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_lighting end
+_image_random_lighting(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_lighting, args; kwargs...)
+_image_random_lighting(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_lighting, args; kwargs...)
+_image_random_lighting(; kwargs...) = _call_op(_op__image_random_lighting; kwargs...)
+
+const _op__image_random_saturation = OpDef("_image_random_saturation", ["data"], false, "")
+"""
+    _image_random_saturation(data; min_factor, max_factor)
+
+Blends each pixel with its grey level, by a factor uniform in [min_factor, max_factor).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_saturation end
+_image_random_saturation(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_saturation, args; kwargs...)
+_image_random_saturation(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_saturation, args; kwargs...)
+_image_random_saturation(; kwargs...) = _call_op(_op__image_random_saturation; kwargs...)
+
+const _op__image_resize = OpDef("_image_resize", ["data"], false, "")
+"""
+    _image_resize(data; size=(), keep_ratio=False, interp=1)
+
+Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image
+
+# Parameters
+- `size` (Shape(tuple); default `()`): Size of the new image: (width, height) or (size).
+- `keep_ratio` (boolean; default `False`): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.
+- `interp` (int; default `1`): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_resize end
+_image_resize(args::NDArray...; kwargs...) = _invoke_op(_op__image_resize, args; kwargs...)
+_image_resize(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_resize, args; kwargs...)
+_image_resize(; kwargs...) = _call_op(_op__image_resize; kwargs...)
+
+const _op__image_to_tensor = OpDef("_image_to_tensor", ["data"], false, "")
+"""
+    _image_to_tensor(data)
+
+Converts an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32 tensor (C, H, W) or (N, C, H, W) with values in [0, 1].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_to_tensor end
+_image_to_tensor(args::NDArray...; kwargs...) = _invoke_op(_op__image_to_tensor, args; kwargs...)
+_image_to_tensor(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_to_tensor, args; kwargs...)
+_image_to_tensor(; kwargs...) = _call_op(_op__image_to_tensor; kwargs...)
+
 const _op__lesser = OpDef("_lesser", ["lhs", "rhs"], false, "")
 """
     _lesser(lhs, rhs)
@@ -6136,6 +6419,21 @@ const _OPERATOR_NAMES = [
     "_Hypot",
     "_hypot_scalar",
     "_HypotScalar",
+    "_image_adjust_lighting",
+    "_image_crop",
+    "_image_flip_left_right",
+    "_image_flip_top_bottom",
+    "_image_normalize",
+    "_image_random_brightness",
+    "_image_random_color_jitter",
+    "_image_random_contrast",
+    "_image_random_flip_left_right",
+    "_image_random_flip_top_bottom",
+    "_image_random_hue",
+    "_image_random_lighting",
+    "_image_random_saturation",
+    "_image_resize",
+    "_image_to_tensor",
     "_lesser",
     "_Lesser",
     "_lesser_equal",

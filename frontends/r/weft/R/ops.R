@@ -466,6 +466,111 @@ mx.symbol.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int =
   .weft_symbol_op("_hypot_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.image.adjust.lighting <- function(data = NULL, alpha, out = NULL) {
+  .weft_nd_invoke("_image_adjust_lighting", list(data), c(alpha = .weft_shape_param(alpha)), NULL, out)
+}
+mx.symbol.internal.image.adjust.lighting <- function(data = NULL, alpha, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_adjust_lighting", list(data = data), c(alpha = .weft_shape_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.internal.image.crop <- function(data = NULL, x, y, width, height, out = NULL) {
+  .weft_nd_invoke("_image_crop", list(data), c(x = .weft_param(x), y = .weft_param(y), width = .weft_param(width), height = .weft_param(height)), NULL, out)
+}
+mx.symbol.internal.image.crop <- function(data = NULL, x, y, width, height, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_crop", list(data = data), c(x = .weft_param(x), y = .weft_param(y), width = .weft_param(width), height = .weft_param(height)), NULL, name, attr)
+}
+
+mx.nd.internal.image.flip.left.right <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_flip_left_right", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.flip.left.right <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_flip_left_right", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.flip.top.bottom <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_flip_top_bottom", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.flip.top.bottom <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_flip_top_bottom", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.normalize <- function(data = NULL, mean = NULL, std = NULL, out = NULL) {
+  .weft_nd_invoke("_image_normalize", list(data), c(mean = .weft_shape_param(mean), std = .weft_shape_param(std)), NULL, out)
+}
+mx.symbol.internal.image.normalize <- function(data = NULL, mean = NULL, std = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_normalize", list(data = data), c(mean = .weft_shape_param(mean), std = .weft_shape_param(std)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_brightness", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_brightness", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.color.jitter <- function(data = NULL, brightness, contrast, saturation, hue, out = NULL) {
+  .weft_nd_invoke("_image_random_color_jitter", list(data), c(brightness = .weft_param(brightness), contrast = .weft_param(contrast), saturation = .weft_param(saturation), hue = .weft_param(hue)), NULL, out)
+}
+mx.symbol.internal.image.random.color.jitter <- function(data = NULL, brightness, contrast, saturation, hue, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_color_jitter", list(data = data), c(brightness = .weft_param(brightness), contrast = .weft_param(contrast), saturation = .weft_param(saturation), hue = .weft_param(hue)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_contrast", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_contrast", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.flip.left.right <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_random_flip_left_right", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.random.flip.left.right <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_flip_left_right", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.flip.top.bottom <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_random_flip_top_bottom", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.random.flip.top.bottom <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_flip_top_bottom", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_hue", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_hue", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, out = NULL) {
+  .weft_nd_invoke("_image_random_lighting", list(data), c(alpha_std = .weft_param(alpha_std)), NULL, out)
+}
+mx.symbol.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_lighting", list(data = data), c(alpha_std = .weft_param(alpha_std)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_saturation", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_saturation", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, out = NULL) {
+  .weft_nd_invoke("_image_resize", list(data), c(size = .weft_shape_param(size), keep_ratio = .weft_param(keep_ratio), interp = .weft_param(interp)), NULL, out)
+}
+mx.symbol.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_resize", list(data = data), c(size = .weft_shape_param(size), keep_ratio = .weft_param(keep_ratio), interp = .weft_param(interp)), NULL, name, attr)
+}
+
+mx.nd.internal.image.to.tensor <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_to_tensor", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.to.tensor <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_to_tensor", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.internal.lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_lesser", list(lhs, rhs), c(), NULL, out)
 }
