@@ -693,3 +693,51 @@ def test_image_resize_nearest_and_errors():
         nd.image.resize(x, size=(0, 4))
     with pytest.raises(mx.base.MXNetError, match="height, width, channels"):
         nd.image.resize(nd.ones((4, 4)), size=2)
+
+
+# ------------------------------------------------------------------ graphs of the legacy operators
+def test_legacy_network_binds_and_matches_current_operators():
+    def net(conv, bn, pool):
+        d = mx.sym.var("data")
+        x = conv(d, kernel=(3, 3), num_filter=4, pad=(1, 1), name="c")
+        x = bn(x, fix_gamma=False, name="bn")
+        x = pool(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="p")
+        return mx.sym.SVMOutput(mx.sym.flatten(x), name="svm")
+
+    old = net(mx.sym.Convolution_v1, mx.sym.BatchNorm_v1, mx.sym.Pooling_v1)
+    new = net(mx.sym.Convolution, mx.sym.BatchNorm, mx.sym.Pooling)
+    assert old.list_arguments() == new.list_arguments()
+    assert old.list_auxiliary_states() == ["bn_moving_mean", "bn_moving_var"]
+    old = mx.sym.load_json(old.tojson())
+    values = {n: rand(*s) for n, s in zip(old.list_arguments(),
+                                          old.infer_shape(data=(2, 3, 6, 6), svm_label=(2,))[0])}
+    values["svm_label"] = np.array([1, 7], np.float32)
+    results = []
+    for sym in (old, new):
+        ex = sym.simple_bind(mx.cpu(), data=(2, 3, 6, 6), svm_label=(2,))
+        for n, v in values.items():
+            ex.arg_dict[n][:] = v
+        ex.aux_dict["bn_moving_var"][:] = 1
+        ex.forward(is_train=True)
+        ex.backward()
+        results.append([ex.outputs[0].asnumpy()] + [ex.grad_dict[n].asnumpy() for n in ("data", "c_weight", "bn_gamma")]
+                       + [ex.aux_dict["bn_moving_mean"].asnumpy()])
+    for a, b in zip(*results):
+        assert_almost_equal(a, b, rtol=1e-5, atol=1e-6)
+    assert np.abs(results[0][1]).sum() > 0
+
+
+def test_kl_sparse_reg_in_a_graph_updates_its_auxiliary_state():
+    s = mx.sym.IdentityAttachKLSparseReg(mx.sym.sigmoid(mx.sym.var("data")), momentum=0.5, penalty=0.1, name="kl")
+    assert s.list_auxiliary_states() == ["kl_moving_avg"]
+    ex = s.simple_bind(mx.cpu(), data=(4, 3))
+    x = rand(4, 3)
+    ex.arg_dict["data"][:] = x
+    ex.aux_dict["kl_moving_avg"][:] = 0.5
+    ex.forward(is_train=True)
+    ex.backward(nd.ones((4, 3)))
+    sig = 1 / (1 + np.exp(-x))
+    m = 0.25 + 0.5 * sig.mean(axis=0)
+    assert_almost_equal(ex.aux_dict["kl_moving_avg"].asnumpy(), m, rtol=1e-5, atol=1e-6)
+    want = (1 + 0.1 * (-0.1 / m + 0.9 / (1 - m))) * sig * (1 - sig)
+    assert_almost_equal(ex.grad_dict["data"].asnumpy(), want, rtol=1e-4, atol=1e-6)

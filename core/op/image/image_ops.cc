@@ -110,7 +110,8 @@ bool NormalizeShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<
   return SameShape(attrs, in, out);
 }
 
-// y = (x - mean[c]) / std[c], or for the backward (mean unused) dx = dy / std[c].
+// y = (x - mean[c]) / std[c], or for the backward (mean 0) dx = dy / std[c]; divided, not
+// multiplied by a reciprocal, so that float32 results equal numpy's float32 arithmetic.
 template <typename T>
 void PerChannelAffine(const Shape& s, const std::vector<double>& mean, const std::vector<double>& std, const T* x,
                       T* y, OpReq req) {
@@ -120,8 +121,8 @@ void PerChannelAffine(const Shape& s, const std::vector<double>& mean, const std
   ParallelFor(n * c, 1, [&](int64_t qb, int64_t qe) {
     for (int64_t q = qb; q < qe; ++q) {
       const size_t ch = static_cast<size_t>(q % c);
-      const A m = static_cast<A>(mean[ch]), inv = static_cast<A>(1.0 / std[ch]);
-      for (int64_t i = q * plane; i < (q + 1) * plane; ++i) nn::Put(y + i, req, (static_cast<A>(x[i]) - m) * inv);
+      const A m = static_cast<A>(mean[ch]), sd = static_cast<A>(std[ch]);
+      for (int64_t i = q * plane; i < (q + 1) * plane; ++i) nn::Put(y + i, req, (static_cast<A>(x[i]) - m) / sd);
     }
   });
 }
