@@ -741,3 +741,26 @@ def test_kl_sparse_reg_in_a_graph_updates_its_auxiliary_state():
     assert_almost_equal(ex.aux_dict["kl_moving_avg"].asnumpy(), m, rtol=1e-5, atol=1e-6)
     want = (1 + 0.1 * (-0.1 / m + 0.9 / (1 - m))) * sig * (1 - sig)
     assert_almost_equal(ex.grad_dict["data"].asnumpy(), want, rtol=1e-4, atol=1e-6)
+
+
+def test_remove_amp_cast_and_save_checkpoint(tmp_path):
+    d, w = mx.sym.var("data"), mx.sym.var("w")
+    cast = mx.sym.amp_multicast(mx.sym.amp_cast(d, dtype="float32", name="c0"), w, num_outputs=2, name="mc")
+    fc = mx.sym.FullyConnected(cast[0], cast[1], num_hidden=3, no_bias=True, name="fc")
+    net = mx.sym.Group([fc, mx.sym.amp_cast(fc, dtype="float16", name="c1")])
+    plain = net.remove_amp_cast()
+    ops = [n["op"] for n in __import__("json").loads(plain.tojson())["nodes"]]
+    assert ops == ["null", "null", "FullyConnected"]
+    assert plain.list_arguments() == ["data", "w"] and len(plain.list_outputs()) == 2
+    x, wv = rand(2, 4), rand(3, 4)
+    want = x @ wv.T
+    for sym in (net, plain):
+        outs = sym.eval(data=nd.array(x), w=nd.array(wv))
+        assert_almost_equal(outs[0].asnumpy(), want, rtol=1e-5, atol=1e-5)
+    mx.model.save_checkpoint(str(tmp_path / "a"), 0, net, {"w": nd.array(wv)}, {})
+    mx.model.save_checkpoint(str(tmp_path / "b"), 0, net, {"w": nd.array(wv)}, {}, remove_amp_cast=False)
+    assert "amp_cast" not in (tmp_path / "a-symbol.json").read_text()
+    assert "amp_multicast" in (tmp_path / "b-symbol.json").read_text()
+    assert mx.sym.load(str(tmp_path / "a-symbol.json")).list_outputs() == plain.list_outputs()
+    bare = mx.sym.FullyConnected(d, w, num_hidden=3, no_bias=True)
+    assert bare.remove_amp_cast() is bare  # nothing to remove
