@@ -13,6 +13,8 @@ var opAdagradUpdate = weft.NewOperator("adagrad_update")
 var opAdamUpdate = weft.NewOperator("adam_update")
 var opAddN = weft.NewOperator("add_n")
 var opAllFinite = weft.NewOperator("all_finite")
+var opAmpCast = weft.NewOperator("amp_cast")
+var opAmpMulticast = weft.NewOperator("amp_multicast")
 var opArccos = weft.NewOperator("arccos")
 var opArccosh = weft.NewOperator("arccosh")
 var opArcsin = weft.NewOperator("arcsin")
@@ -25,6 +27,7 @@ var opArgmin = weft.NewOperator("argmin")
 var opArgsort = weft.NewOperator("argsort")
 var opBatchDot = weft.NewOperator("batch_dot")
 var opBatchNorm = weft.NewOperator("BatchNorm")
+var opBatchNormV1 = weft.NewOperator("BatchNorm_v1")
 var opBatchTake = weft.NewOperator("batch_take")
 var opBlockGrad = weft.NewOperator("BlockGrad")
 var opBroadcastAdd = weft.NewOperator("broadcast_add")
@@ -52,10 +55,14 @@ var opCast = weft.NewOperator("Cast")
 var opCbrt = weft.NewOperator("cbrt")
 var opCeil = weft.NewOperator("ceil")
 var opClip = weft.NewOperator("clip")
+var opCol2im = weft.NewOperator("col2im")
 var opConcat = weft.NewOperator("Concat")
 var opConvolution = weft.NewOperator("Convolution")
+var opConvolutionV1 = weft.NewOperator("Convolution_v1")
+var opCorrelation = weft.NewOperator("Correlation")
 var opCos = weft.NewOperator("cos")
 var opCosh = weft.NewOperator("cosh")
+var opCrop = weft.NewOperator("Crop")
 var opDeconvolution = weft.NewOperator("Deconvolution")
 var opDegrees = weft.NewOperator("degrees")
 var opDepthToSpace = weft.NewOperator("depth_to_space")
@@ -84,14 +91,19 @@ var opGammaln = weft.NewOperator("gammaln")
 var opGatherNd = weft.NewOperator("gather_nd")
 var opGroupNorm = weft.NewOperator("GroupNorm")
 var opHardSigmoid = weft.NewOperator("hard_sigmoid")
+var opIdentityAttachKLSparseReg = weft.NewOperator("IdentityAttachKLSparseReg")
+var opIm2col = weft.NewOperator("im2col")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveAvgPooling2D")
 var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
 var opInternalContribArangeLike = weft.NewOperator("_contrib_arange_like")
 var opInternalContribBackwardGradientmultiplier = weft.NewOperator("_contrib_backward_gradientmultiplier")
 var opInternalContribBackwardIndexCopy = weft.NewOperator("_contrib_backward_index_copy")
 var opInternalContribBackwardQuadratic = weft.NewOperator("_contrib_backward_quadratic")
+var opInternalContribBatchNormWithReLU = weft.NewOperator("_contrib_BatchNormWithReLU")
+var opInternalContribBilinearResize2D = weft.NewOperator("_contrib_BilinearResize2D")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
@@ -99,6 +111,7 @@ var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
 var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
 var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
+var opInternalContribSyncBatchNorm = weft.NewOperator("_contrib_SyncBatchNorm")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
 var opInternalEqual = weft.NewOperator("_equal")
@@ -114,6 +127,21 @@ var opInternalHistogram = weft.NewOperator("_histogram")
 var opInternalHypot = weft.NewOperator("_hypot")
 var opInternalHypotScalar = weft.NewOperator("_hypot_scalar")
 var opInternalIdentityWithAttrLikeRhs = weft.NewOperator("_identity_with_attr_like_rhs")
+var opInternalImageAdjustLighting = weft.NewOperator("_image_adjust_lighting")
+var opInternalImageCrop = weft.NewOperator("_image_crop")
+var opInternalImageFlipLeftRight = weft.NewOperator("_image_flip_left_right")
+var opInternalImageFlipTopBottom = weft.NewOperator("_image_flip_top_bottom")
+var opInternalImageNormalize = weft.NewOperator("_image_normalize")
+var opInternalImageRandomBrightness = weft.NewOperator("_image_random_brightness")
+var opInternalImageRandomColorJitter = weft.NewOperator("_image_random_color_jitter")
+var opInternalImageRandomContrast = weft.NewOperator("_image_random_contrast")
+var opInternalImageRandomFlipLeftRight = weft.NewOperator("_image_random_flip_left_right")
+var opInternalImageRandomFlipTopBottom = weft.NewOperator("_image_random_flip_top_bottom")
+var opInternalImageRandomHue = weft.NewOperator("_image_random_hue")
+var opInternalImageRandomLighting = weft.NewOperator("_image_random_lighting")
+var opInternalImageRandomSaturation = weft.NewOperator("_image_random_saturation")
+var opInternalImageResize = weft.NewOperator("_image_resize")
+var opInternalImageToTensor = weft.NewOperator("_image_to_tensor")
 var opInternalLesser = weft.NewOperator("_lesser")
 var opInternalLesserEqual = weft.NewOperator("_lesser_equal")
 var opInternalLesserEqualScalar = weft.NewOperator("_lesser_equal_scalar")
@@ -219,6 +247,7 @@ var opOnesLike = weft.NewOperator("ones_like")
 var opPad = weft.NewOperator("Pad")
 var opPick = weft.NewOperator("pick")
 var opPooling = weft.NewOperator("Pooling")
+var opPoolingV1 = weft.NewOperator("Pooling_v1")
 var opProd = weft.NewOperator("prod")
 var opRNN = weft.NewOperator("RNN")
 var opRadians = weft.NewOperator("radians")
@@ -234,6 +263,7 @@ var opRmspropUpdate = weft.NewOperator("rmsprop_update")
 var opRmspropalexUpdate = weft.NewOperator("rmspropalex_update")
 var opRound = weft.NewOperator("round")
 var opRsqrt = weft.NewOperator("rsqrt")
+var opSVMOutput = weft.NewOperator("SVMOutput")
 var opScatterNd = weft.NewOperator("scatter_nd")
 var opSequenceLast = weft.NewOperator("SequenceLast")
 var opSequenceMask = weft.NewOperator("SequenceMask")
@@ -520,6 +550,64 @@ func AllFinite(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymAllFinite(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opAllFinite, []string{"data"}, data)
+}
+
+// AmpCast runs the operator amp_cast.
+//
+// Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (used by AMP).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - dtype weft.DType: The dtype floating-point data is converted to.
+func AmpCast(data *weft.NDArray, dtype weft.DType, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("dtype", dtype)
+	return c.invoke(opAmpCast, data)
+}
+
+// SymAmpCast runs the operator amp_cast symbolically: it adds one node to the graph.
+//
+// Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (used by AMP).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - dtype weft.DType: The dtype floating-point data is converted to.
+func SymAmpCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("dtype", dtype)
+	return c.compose(opAmpCast, []string{"data"}, data)
+}
+
+// AmpMulticast runs the operator amp_multicast.
+//
+// Casts its floating-point inputs to one type, the widest present (or with cast_narrow the narrowest); other dtypes pass unchanged (used by AMP).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The inputs (any number)
+//
+// Options:
+//   - WithCastNarrow(bool): Cast to the narrowest floating type present instead of the widest. (default False)
+func AmpMulticast(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opAmpMulticast, "num_outputs", data)
+}
+
+// SymAmpMulticast runs the operator amp_multicast symbolically: it adds one node to the graph.
+//
+// Casts its floating-point inputs to one type, the widest present (or with cast_narrow the narrowest); other dtypes pass unchanged (used by AMP).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The inputs (any number)
+//
+// Options:
+//   - WithCastNarrow(bool): Cast to the narrowest floating type present instead of the widest. (default False)
+func SymAmpMulticast(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opAmpMulticast, "num_outputs", data)
 }
 
 // Arccos runs the operator arccos.
@@ -848,6 +936,50 @@ func BatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...O
 func SymBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// BatchNormV1 runs the operator BatchNorm_v1.
+//
+// Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+func BatchNormV1(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opBatchNormV1, data, gamma, beta, movingMean, movingVar)
+}
+
+// SymBatchNormV1 runs the operator BatchNorm_v1 symbolically: it adds one node to the graph.
+//
+// Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+func SymBatchNormV1(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opBatchNormV1, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
 }
 
 // BatchTake runs the operator batch_take.
@@ -1528,6 +1660,50 @@ func SymClip(data *weft.Symbol, aMin float64, aMax float64, opts ...Option) (*we
 	return c.compose(opClip, []string{"data"}, data)
 }
 
+// Col2im runs the operator col2im.
+//
+// Adds columns (n, c * prod(kernel), block positions) back into images (n, c, output_size...), the adjoint of im2col.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input array of columns
+//
+// Required parameters:
+//   - outputSize []int: Spatial shape of the image: (w,), (h, w) or (d, h, w).
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func Col2im(data *weft.NDArray, outputSize []int, kernel []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("output_size", outputSize)
+	c.set("kernel", kernel)
+	return c.invoke(opCol2im, data)
+}
+
+// SymCol2im runs the operator col2im symbolically: it adds one node to the graph.
+//
+// Adds columns (n, c * prod(kernel), block positions) back into images (n, c, output_size...), the adjoint of im2col.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input array of columns
+//
+// Required parameters:
+//   - outputSize []int: Spatial shape of the image: (w,), (h, w) or (d, h, w).
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func SymCol2im(data *weft.Symbol, outputSize []int, kernel []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("output_size", outputSize)
+	c.set("kernel", kernel)
+	return c.compose(opCol2im, []string{"data"}, data)
+}
+
 // Concat runs the operator Concat.
 //
 // Joins the inputs along axis dim; they must agree on every other axis.
@@ -1616,6 +1792,106 @@ func SymConvolution(data, weight, bias *weft.Symbol, kernel []int, numFilter int
 	return c.compose(opConvolution, []string{"data", "weight", "bias"}, data, weight, bias)
 }
 
+// ConvolutionV1 runs the operator Convolution_v1.
+//
+// Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Convolution's kernels.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCHW and NCDHW are supported. (default None)
+func ConvolutionV1(data, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opConvolutionV1, data, weight, bias)
+}
+
+// SymConvolutionV1 runs the operator Convolution_v1 symbolically: it adds one node to the graph.
+//
+// Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Convolution's kernels.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCHW and NCDHW are supported. (default None)
+func SymConvolutionV1(data, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opConvolutionV1, []string{"data", "weight", "bias"}, data, weight, bias)
+}
+
+// Correlation runs the operator Correlation.
+//
+// Correlation of the patches of data1 with the displaced patches of data2 (FlowNet): one output channel per displacement, the mean over a patch and the channels of products or absolute differences.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data1: First input (n, c, h, w)
+//   - data2: Second input, the shape of data1
+//
+// Options:
+//   - WithKernelSize(int): Patch size (odd). (default 1)
+//   - WithMaxDisplacement(int): Largest displacement compared. (default 1)
+//   - WithStride1(int): Stride of the patches of data1. (default 1)
+//   - WithStride2(int): Stride of the displacements around each patch. (default 1)
+//   - WithPadSize(int): Zero padding on every side of both inputs. (default 0)
+//   - WithIsMultiply(bool): Sum products (true) or absolute differences (false). (default True)
+func Correlation(data1, data2 *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opCorrelation, data1, data2)
+}
+
+// SymCorrelation runs the operator Correlation symbolically: it adds one node to the graph.
+//
+// Correlation of the patches of data1 with the displaced patches of data2 (FlowNet): one output channel per displacement, the mean over a patch and the channels of products or absolute differences.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data1: First input (n, c, h, w)
+//   - data2: Second input, the shape of data1
+//
+// Options:
+//   - WithKernelSize(int): Patch size (odd). (default 1)
+//   - WithMaxDisplacement(int): Largest displacement compared. (default 1)
+//   - WithStride1(int): Stride of the patches of data1. (default 1)
+//   - WithStride2(int): Stride of the displacements around each patch. (default 1)
+//   - WithPadSize(int): Zero padding on every side of both inputs. (default 0)
+//   - WithIsMultiply(bool): Sum products (true) or absolute differences (false). (default True)
+func SymCorrelation(data1, data2 *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opCorrelation, []string{"data1", "data2"}, data1, data2)
+}
+
 // Cos runs the operator cos.
 //
 // Cosine (radians).
@@ -1658,6 +1934,38 @@ func Cosh(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymCosh(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opCosh, []string{"data"}, data)
+}
+
+// Crop runs the operator Crop.
+//
+// Crops the height and width of NCHW data to h_w (one input) or to the second input's height and width (crop_like), from offset or the centre.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The data to crop, then (with num_args=2) the array whose height and width the crop takes (any number)
+//
+// Options:
+//   - WithOffset([]int): Crop offset (y, x). (default (0,0))
+//   - WithHW([]int): Crop height and width (h, w), used with one input. (default (0,0))
+//   - WithCenterCrop(bool): Centre the window instead of starting it at offset. (default False)
+func Crop(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opCrop, "num_args", data)
+}
+
+// SymCrop runs the operator Crop symbolically: it adds one node to the graph.
+//
+// Crops the height and width of NCHW data to h_w (one input) or to the second input's height and width (crop_like), from offset or the centre.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The data to crop, then (with num_args=2) the array whose height and width the crop takes (any number)
+//
+// Options:
+//   - WithOffset([]int): Crop offset (y, x). (default (0,0))
+//   - WithHW([]int): Crop height and width (h, w), used with one input. (default (0,0))
+//   - WithCenterCrop(bool): Centre the window instead of starting it at offset. (default False)
+func SymCrop(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opCrop, "num_args", data)
 }
 
 // Deconvolution runs the operator Deconvolution.
@@ -2514,6 +2822,80 @@ func SymHardSigmoid(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opHardSigmoid, []string{"data"}, data)
 }
 
+// IdentityAttachKLSparseReg runs the operator IdentityAttachKLSparseReg.
+//
+// Identity whose gradient adds a KL sparseness penalty pulling each unit's moving average activation towards sparseness_target; data (batch, units) of sigmoid activations.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (batch, units)
+//   - movingAvg: Moving average activation per unit (auxiliary state)
+//
+// Options:
+//   - WithSparsenessTarget(float64): The target mean activation rho. (default 0.1)
+//   - WithPenalty(float64): Weight of the sparseness penalty. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving average activation. (default 0.9)
+func IdentityAttachKLSparseReg(data, movingAvg *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opIdentityAttachKLSparseReg, data, movingAvg)
+}
+
+// SymIdentityAttachKLSparseReg runs the operator IdentityAttachKLSparseReg symbolically: it adds one node to the graph.
+//
+// Identity whose gradient adds a KL sparseness penalty pulling each unit's moving average activation towards sparseness_target; data (batch, units) of sigmoid activations.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (batch, units)
+//   - movingAvg: Moving average activation per unit (auxiliary state)
+//
+// Options:
+//   - WithSparsenessTarget(float64): The target mean activation rho. (default 0.1)
+//   - WithPenalty(float64): Weight of the sparseness penalty. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving average activation. (default 0.9)
+func SymIdentityAttachKLSparseReg(data, movingAvg *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opIdentityAttachKLSparseReg, []string{"data", "moving_avg"}, data, movingAvg)
+}
+
+// Im2col runs the operator im2col.
+//
+// Lays the sliding blocks of data (n, c, spatial...) out as columns: (n, c * prod(kernel), number of block positions).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input array to extract sliding blocks from
+//
+// Required parameters:
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func Im2col(data *weft.NDArray, kernel []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	return c.invoke(opIm2col, data)
+}
+
+// SymIm2col runs the operator im2col symbolically: it adds one node to the graph.
+//
+// Lays the sliding blocks of data (n, c, spatial...) out as columns: (n, c * prod(kernel), number of block positions).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input array to extract sliding blocks from
+//
+// Required parameters:
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func SymIm2col(data *weft.Symbol, kernel []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	return c.compose(opIm2col, []string{"data"}, data)
+}
+
 // InstanceNorm runs the operator InstanceNorm.
 //
 // Instance normalisation: each sample's channel (axis 1) over its spatial axes; per-channel gamma, beta.
@@ -2640,6 +3022,34 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
 	return c.compose(opInternalArange, nil)
+}
+
+// InternalContribAdaptiveAvgPooling2D runs the operator _contrib_AdaptiveAvgPooling2D.
+//
+// Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//
+// Options:
+//   - WithOutputSize([]int): Output (height, width), or one size for both; (1, 1) when empty. (default ())
+func InternalContribAdaptiveAvgPooling2D(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribAdaptiveAvgPooling2D, data)
+}
+
+// SymInternalContribAdaptiveAvgPooling2D runs the operator _contrib_AdaptiveAvgPooling2D symbolically: it adds one node to the graph.
+//
+// Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//
+// Options:
+//   - WithOutputSize([]int): Output (height, width), or one size for both; (1, 1) when empty. (default ())
+func SymInternalContribAdaptiveAvgPooling2D(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribAdaptiveAvgPooling2D, []string{"data"}, data)
 }
 
 // InternalContribAllclose runs the operator _contrib_allclose.
@@ -2802,6 +3212,98 @@ func InternalContribBackwardQuadratic(ograd, data *weft.NDArray, opts ...Option)
 func SymInternalContribBackwardQuadratic(ograd, data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribBackwardQuadratic, []string{"ograd", "data"}, ograd, data)
+}
+
+// InternalContribBatchNormWithReLU runs the operator _contrib_BatchNormWithReLU.
+//
+// relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): Calibrated minimum of the output, for quantisation (unused here). (default None)
+//   - WithMaxCalibRange(float64): Calibrated maximum of the output, for quantisation (unused here). (default None)
+func InternalContribBatchNormWithReLU(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBatchNormWithReLU, data, gamma, beta, movingMean, movingVar)
+}
+
+// SymInternalContribBatchNormWithReLU runs the operator _contrib_BatchNormWithReLU symbolically: it adds one node to the graph.
+//
+// relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): Calibrated minimum of the output, for quantisation (unused here). (default None)
+//   - WithMaxCalibRange(float64): Calibrated maximum of the output, for quantisation (unused here). (default None)
+func SymInternalContribBatchNormWithReLU(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBatchNormWithReLU, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// InternalContribBilinearResize2D runs the operator _contrib_BilinearResize2D.
+//
+// Bilinear resizing of the height and width of NCHW data; the output size comes from mode (size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - like: With mode 'like': the array whose height and width to take
+//
+// Options:
+//   - WithHeight(int): Output height (mode 'size' without scale_height). (default 1)
+//   - WithWidth(int): Output width (mode 'size' without scale_width). (default 1)
+//   - WithScaleHeight(float64): Scale of the height (modes 'size' and 'odd_scale'). (default None)
+//   - WithScaleWidth(float64): Scale of the width (modes 'size' and 'odd_scale'). (default None)
+//   - WithMode(string): How the output size is chosen (see the operator's description). (default size)
+//   - WithAlignCorners(bool): Line up the corner cells of input and output instead of scaling cell areas. (default True)
+func InternalContribBilinearResize2D(data, like *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBilinearResize2D, data, like)
+}
+
+// SymInternalContribBilinearResize2D runs the operator _contrib_BilinearResize2D symbolically: it adds one node to the graph.
+//
+// Bilinear resizing of the height and width of NCHW data; the output size comes from mode (size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - like: With mode 'like': the array whose height and width to take
+//
+// Options:
+//   - WithHeight(int): Output height (mode 'size' without scale_height). (default 1)
+//   - WithWidth(int): Output width (mode 'size' without scale_width). (default 1)
+//   - WithScaleHeight(float64): Scale of the height (modes 'size' and 'odd_scale'). (default None)
+//   - WithScaleWidth(float64): Scale of the width (modes 'size' and 'odd_scale'). (default None)
+//   - WithMode(string): How the output size is chosen (see the operator's description). (default size)
+//   - WithAlignCorners(bool): Line up the corner cells of input and output instead of scaling cell areas. (default True)
+func SymInternalContribBilinearResize2D(data, like *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBilinearResize2D, []string{"data", "like"}, data, like)
 }
 
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
@@ -2984,6 +3486,60 @@ func InternalContribSignSte(data *weft.NDArray, opts ...Option) (*weft.NDArray, 
 func SymInternalContribSignSte(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribSignSte, []string{"data"}, data)
+}
+
+// InternalContribSyncBatchNorm runs the operator _contrib_SyncBatchNorm.
+//
+// Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one device it is BatchNorm over every axis but 1.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Required parameters:
+//   - key string: The key that the devices of one layer share for synchronisation.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithNdev(int): The number of devices whose statistics are synchronised. (default 1)
+func InternalContribSyncBatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, key string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("key", key)
+	return c.invoke(opInternalContribSyncBatchNorm, data, gamma, beta, movingMean, movingVar)
+}
+
+// SymInternalContribSyncBatchNorm runs the operator _contrib_SyncBatchNorm symbolically: it adds one node to the graph.
+//
+// Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one device it is BatchNorm over every axis but 1.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Required parameters:
+//   - key string: The key that the devices of one layer share for synchronisation.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithNdev(int): The number of devices whose statistics are synchronised. (default 1)
+func SymInternalContribSyncBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, key string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("key", key)
+	return c.compose(opInternalContribSyncBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
 }
 
 // InternalCopy runs the operator _copy.
@@ -3402,6 +3958,456 @@ func InternalIdentityWithAttrLikeRhs(lhs, rhs *weft.NDArray, opts ...Option) (*w
 func SymInternalIdentityWithAttrLikeRhs(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalIdentityWithAttrLikeRhs, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
+// InternalImageAdjustLighting runs the operator _image_adjust_lighting.
+//
+// Adjusts the lighting level of the image (AlexNet's PCA lighting).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - alpha []float64: The lighting alphas for the R, G, B channels.
+func InternalImageAdjustLighting(data *weft.NDArray, alpha []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("alpha", alpha)
+	return c.invoke(opInternalImageAdjustLighting, data)
+}
+
+// SymInternalImageAdjustLighting runs the operator _image_adjust_lighting symbolically: it adds one node to the graph.
+//
+// Adjusts the lighting level of the image (AlexNet's PCA lighting).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - alpha []float64: The lighting alphas for the R, G, B channels.
+func SymInternalImageAdjustLighting(data *weft.Symbol, alpha []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("alpha", alpha)
+	return c.compose(opInternalImageAdjustLighting, []string{"data"}, data)
+}
+
+// InternalImageCrop runs the operator _image_crop.
+//
+// Crops the window (x, y, width, height) out of an image (H, W, C) or batch (N, H, W, C).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image
+//
+// Required parameters:
+//   - x int: Left boundary of the cropping area.
+//   - y int: Top boundary of the cropping area.
+//   - width int: Width of the cropping area.
+//   - height int: Height of the cropping area.
+func InternalImageCrop(data *weft.NDArray, x int, y int, width int, height int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("x", x)
+	c.set("y", y)
+	c.set("width", width)
+	c.set("height", height)
+	return c.invoke(opInternalImageCrop, data)
+}
+
+// SymInternalImageCrop runs the operator _image_crop symbolically: it adds one node to the graph.
+//
+// Crops the window (x, y, width, height) out of an image (H, W, C) or batch (N, H, W, C).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image
+//
+// Required parameters:
+//   - x int: Left boundary of the cropping area.
+//   - y int: Top boundary of the cropping area.
+//   - width int: Width of the cropping area.
+//   - height int: Height of the cropping area.
+func SymInternalImageCrop(data *weft.Symbol, x int, y int, width int, height int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("x", x)
+	c.set("y", y)
+	c.set("width", width)
+	c.set("height", height)
+	return c.compose(opInternalImageCrop, []string{"data"}, data)
+}
+
+// InternalImageFlipLeftRight runs the operator _image_flip_left_right.
+//
+// Reverses the columns of an image (H, W, C).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageFlipLeftRight(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageFlipLeftRight, data)
+}
+
+// SymInternalImageFlipLeftRight runs the operator _image_flip_left_right symbolically: it adds one node to the graph.
+//
+// Reverses the columns of an image (H, W, C).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageFlipLeftRight(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageFlipLeftRight, []string{"data"}, data)
+}
+
+// InternalImageFlipTopBottom runs the operator _image_flip_top_bottom.
+//
+// Reverses the rows of an image (H, W, C).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageFlipTopBottom(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageFlipTopBottom, data)
+}
+
+// SymInternalImageFlipTopBottom runs the operator _image_flip_top_bottom symbolically: it adds one node to the graph.
+//
+// Reverses the rows of an image (H, W, C).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageFlipTopBottom(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageFlipTopBottom, []string{"data"}, data)
+}
+
+// InternalImageNormalize runs the operator _image_normalize.
+//
+// Normalises a tensor (C, H, W) or (N, C, H, W) channel by channel: (data - mean[c]) / std[c].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input tensor
+//
+// Options:
+//   - WithMean([]float64): Mean of each channel (one value for all, or at least one per channel; the first C are used). (default (0, 0, 0, 0))
+//   - WithStd([]float64): Standard deviation of each channel (one value for all, or at least one per channel). (default (1, 1, 1, 1))
+func InternalImageNormalize(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageNormalize, data)
+}
+
+// SymInternalImageNormalize runs the operator _image_normalize symbolically: it adds one node to the graph.
+//
+// Normalises a tensor (C, H, W) or (N, C, H, W) channel by channel: (data - mean[c]) / std[c].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input tensor
+//
+// Options:
+//   - WithMean([]float64): Mean of each channel (one value for all, or at least one per channel; the first C are used). (default (0, 0, 0, 0))
+//   - WithStd([]float64): Standard deviation of each channel (one value for all, or at least one per channel). (default (1, 1, 1, 1))
+func SymInternalImageNormalize(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageNormalize, []string{"data"}, data)
+}
+
+// InternalImageRandomBrightness runs the operator _image_random_brightness.
+//
+// Scales the image by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomBrightness(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomBrightness, data)
+}
+
+// SymInternalImageRandomBrightness runs the operator _image_random_brightness symbolically: it adds one node to the graph.
+//
+// Scales the image by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomBrightness(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomBrightness, []string{"data"}, data)
+}
+
+// InternalImageRandomColorJitter runs the operator _image_random_color_jitter.
+//
+// Random brightness, contrast, saturation and hue adjustments in a random order.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - brightness float64: How much to jitter brightness.
+//   - contrast float64: How much to jitter contrast.
+//   - saturation float64: How much to jitter saturation.
+//   - hue float64: How much to jitter hue.
+func InternalImageRandomColorJitter(data *weft.NDArray, brightness float64, contrast float64, saturation float64, hue float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("brightness", brightness)
+	c.set("contrast", contrast)
+	c.set("saturation", saturation)
+	c.set("hue", hue)
+	return c.invoke(opInternalImageRandomColorJitter, data)
+}
+
+// SymInternalImageRandomColorJitter runs the operator _image_random_color_jitter symbolically: it adds one node to the graph.
+//
+// Random brightness, contrast, saturation and hue adjustments in a random order.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - brightness float64: How much to jitter brightness.
+//   - contrast float64: How much to jitter contrast.
+//   - saturation float64: How much to jitter saturation.
+//   - hue float64: How much to jitter hue.
+func SymInternalImageRandomColorJitter(data *weft.Symbol, brightness float64, contrast float64, saturation float64, hue float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("brightness", brightness)
+	c.set("contrast", contrast)
+	c.set("saturation", saturation)
+	c.set("hue", hue)
+	return c.compose(opInternalImageRandomColorJitter, []string{"data"}, data)
+}
+
+// InternalImageRandomContrast runs the operator _image_random_contrast.
+//
+// Blends the image with its mean grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomContrast(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomContrast, data)
+}
+
+// SymInternalImageRandomContrast runs the operator _image_random_contrast symbolically: it adds one node to the graph.
+//
+// Blends the image with its mean grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomContrast(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomContrast, []string{"data"}, data)
+}
+
+// InternalImageRandomFlipLeftRight runs the operator _image_random_flip_left_right.
+//
+// Reverses the columns of an image (H, W, C) with probability 1/2.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageRandomFlipLeftRight(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageRandomFlipLeftRight, data)
+}
+
+// SymInternalImageRandomFlipLeftRight runs the operator _image_random_flip_left_right symbolically: it adds one node to the graph.
+//
+// Reverses the columns of an image (H, W, C) with probability 1/2.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageRandomFlipLeftRight(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageRandomFlipLeftRight, []string{"data"}, data)
+}
+
+// InternalImageRandomFlipTopBottom runs the operator _image_random_flip_top_bottom.
+//
+// Reverses the rows of an image (H, W, C) with probability 1/2.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageRandomFlipTopBottom(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageRandomFlipTopBottom, data)
+}
+
+// SymInternalImageRandomFlipTopBottom runs the operator _image_random_flip_top_bottom symbolically: it adds one node to the graph.
+//
+// Reverses the rows of an image (H, W, C) with probability 1/2.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageRandomFlipTopBottom(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageRandomFlipTopBottom, []string{"data"}, data)
+}
+
+// InternalImageRandomHue runs the operator _image_random_hue.
+//
+// Turns the hue by a factor uniform in [min_factor, max_factor) of a full turn.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomHue(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomHue, data)
+}
+
+// SymInternalImageRandomHue runs the operator _image_random_hue symbolically: it adds one node to the graph.
+//
+// Turns the hue by a factor uniform in [min_factor, max_factor) of a full turn.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomHue(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomHue, []string{"data"}, data)
+}
+
+// InternalImageRandomLighting runs the operator _image_random_lighting.
+//
+// Adds AlexNet's PCA lighting noise with alphas normal(0, alpha_std).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Options:
+//   - WithAlphaStd(float64): Level of the lighting noise. (default 0.05)
+func InternalImageRandomLighting(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageRandomLighting, data)
+}
+
+// SymInternalImageRandomLighting runs the operator _image_random_lighting symbolically: it adds one node to the graph.
+//
+// Adds AlexNet's PCA lighting noise with alphas normal(0, alpha_std).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Options:
+//   - WithAlphaStd(float64): Level of the lighting noise. (default 0.05)
+func SymInternalImageRandomLighting(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageRandomLighting, []string{"data"}, data)
+}
+
+// InternalImageRandomSaturation runs the operator _image_random_saturation.
+//
+// Blends each pixel with its grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomSaturation(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomSaturation, data)
+}
+
+// SymInternalImageRandomSaturation runs the operator _image_random_saturation symbolically: it adds one node to the graph.
+//
+// Blends each pixel with its grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomSaturation(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomSaturation, []string{"data"}, data)
+}
+
+// InternalImageResize runs the operator _image_resize.
+//
+// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image
+//
+// Options:
+//   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
+//   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported). (default 1)
+func InternalImageResize(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageResize, data)
+}
+
+// SymInternalImageResize runs the operator _image_resize symbolically: it adds one node to the graph.
+//
+// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image
+//
+// Options:
+//   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
+//   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported). (default 1)
+func SymInternalImageResize(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageResize, []string{"data"}, data)
+}
+
+// InternalImageToTensor runs the operator _image_to_tensor.
+//
+// Converts an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32 tensor (C, H, W) or (N, C, H, W) with values in [0, 1].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image
+func InternalImageToTensor(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageToTensor, data)
+}
+
+// SymInternalImageToTensor runs the operator _image_to_tensor symbolically: it adds one node to the graph.
+//
+// Converts an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32 tensor (C, H, W) or (N, C, H, W) with values in [0, 1].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image
+func SymInternalImageToTensor(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageToTensor, []string{"data"}, data)
 }
 
 // InternalLesser runs the operator _lesser.
@@ -6686,6 +7692,44 @@ func SymPooling(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opPooling, []string{"data"}, data)
 }
 
+// PoolingV1 runs the operator Pooling_v1.
+//
+// Max, average or sum pooling with MXNet's first parameter set; runs Pooling's kernels.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (y, x) or (d, y, x). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor) or full (ceil). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+func PoolingV1(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opPoolingV1, data)
+}
+
+// SymPoolingV1 runs the operator Pooling_v1 symbolically: it adds one node to the graph.
+//
+// Max, average or sum pooling with MXNet's first parameter set; runs Pooling's kernels.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (y, x) or (d, y, x). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor) or full (ceil). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+func SymPoolingV1(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opPoolingV1, []string{"data"}, data)
+}
+
 // Prod runs the operator prod.
 //
 // Product of array elements over the given axes. axis=None (or ()) reduces every axis; negative axes count from the end; keepdims keeps reduced axes as size 1; exclude reduces the axes not listed. A result with no axis left has shape (1,).
@@ -7170,6 +8214,40 @@ func Rsqrt(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymRsqrt(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opRsqrt, []string{"data"}, data)
+}
+
+// SVMOutput runs the operator SVMOutput.
+//
+// Identity on the scores whose gradient is that of the (L2 or L1) SVM hinge loss with label; the head gradient is ignored.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input scores, classes on the last axis
+//   - label: Class labels, one per row (data.shape[:-1])
+//
+// Options:
+//   - WithMargin(float64): Scores inside this margin are penalised. (default 1)
+//   - WithRegularizationCoefficient(float64): Weight of the loss (the trade-off between coefficient size and error). (default 1)
+//   - WithUseLinear(bool): Use the L1-SVM loss instead of L2-SVM. (default False)
+func SVMOutput(data, label *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSVMOutput, data, label)
+}
+
+// SymSVMOutput runs the operator SVMOutput symbolically: it adds one node to the graph.
+//
+// Identity on the scores whose gradient is that of the (L2 or L1) SVM hinge loss with label; the head gradient is ignored.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input scores, classes on the last axis
+//   - label: Class labels, one per row (data.shape[:-1])
+//
+// Options:
+//   - WithMargin(float64): Scores inside this margin are penalised. (default 1)
+//   - WithRegularizationCoefficient(float64): Weight of the loss (the trade-off between coefficient size and error). (default 1)
+//   - WithUseLinear(bool): Use the L1-SVM loss instead of L2-SVM. (default False)
+func SymSVMOutput(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSVMOutput, []string{"data", "label"}, data, label)
 }
 
 // ScatterNd runs the operator scatter_nd.
@@ -8538,16 +9616,6 @@ func SymChooseElement0index(data, index *weft.Symbol, opts ...Option) (*weft.Sym
 	return SymPick(data, index, opts...)
 }
 
-// Crop is Slice under its alias crop.
-func Crop(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
-	return Slice(data, begin, end, opts...)
-}
-
-// SymCrop is SymSlice under its alias crop.
-func SymCrop(data *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
-	return SymSlice(data, begin, end, opts...)
-}
-
 // ElementWiseSum is AddN under its alias ElementWiseSum.
 func ElementWiseSum(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	return AddN(args, opts...)
@@ -8936,10 +10004,22 @@ func WithAdj(v []int) Option {
 	return param("adj", v)
 }
 
+// WithAlignCorners sets the parameter align_corners.
+// Line up the corner cells of input and output instead of scaling cell areas.
+func WithAlignCorners(v bool) Option {
+	return param("align_corners", v)
+}
+
 // WithAlpha sets the parameter alpha.
 // Scale of the sum of squares (divided by nsize).
 func WithAlpha(v float64) Option {
 	return param("alpha", v)
+}
+
+// WithAlphaStd sets the parameter alpha_std.
+// Level of the lighting noise.
+func WithAlphaStd(v float64) Option {
+	return param("alpha_std", v)
 }
 
 // WithAtol sets the parameter atol.
@@ -9018,6 +10098,18 @@ func WithBinCnt(v int) Option {
 // Constant term in the quadratic function.
 func WithC(v float64) Option {
 	return param("c", v)
+}
+
+// WithCastNarrow sets the parameter cast_narrow.
+// Cast to the narrowest floating type present instead of the widest.
+func WithCastNarrow(v bool) Option {
+	return param("cast_narrow", v)
+}
+
+// WithCenterCrop sets the parameter center_crop.
+// Centre the window instead of starting it at offset.
+func WithCenterCrop(v bool) Option {
+	return param("center_crop", v)
 }
 
 // WithClipGrad sets the parameter clip_grad.
@@ -9176,6 +10268,18 @@ func WithGradScale(v float64) Option {
 	return param("grad_scale", v)
 }
 
+// WithHW sets the parameter h_w.
+// Crop height and width (h, w), used with one input.
+func WithHW(v []int) Option {
+	return param("h_w", v)
+}
+
+// WithHeight sets the parameter height.
+// Output height (mode 'size' without scale_height).
+func WithHeight(v int) Option {
+	return param("height", v)
+}
+
 // WithHigh sets the parameter high.
 // Upper bound of the distribution (exclusive).
 func WithHigh(v float64) Option {
@@ -9200,6 +10304,12 @@ func WithInitOutput(v bool) Option {
 	return param("init_output", v)
 }
 
+// WithInterp sets the parameter interp.
+// Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported).
+func WithInterp(v int) Option {
+	return param("interp", v)
+}
+
 // WithIsAscend sets the parameter is_ascend.
 // Sort in ascending or descending order.
 func WithIsAscend(v bool) Option {
@@ -9210,6 +10320,12 @@ func WithIsAscend(v bool) Option {
 // Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
 func WithIsInt(v bool) Option {
 	return param("is_int", v)
+}
+
+// WithIsMultiply sets the parameter is_multiply.
+// Sum products (true) or absolute differences (false).
+func WithIsMultiply(v bool) Option {
+	return param("is_multiply", v)
 }
 
 // WithK sets the parameter k.
@@ -9224,6 +10340,12 @@ func WithKeepHighest(v bool) Option {
 	return param("keep_highest", v)
 }
 
+// WithKeepRatio sets the parameter keep_ratio.
+// With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.
+func WithKeepRatio(v bool) Option {
+	return param("keep_ratio", v)
+}
+
 // WithKeepdims sets the parameter keepdims.
 // Keep the searched axis as an axis of size 1.
 func WithKeepdims(v bool) Option {
@@ -9234,6 +10356,12 @@ func WithKeepdims(v bool) Option {
 // Pooling kernel size: (w,), (h, w) or (d, h, w).
 func WithKernel(v []int) Option {
 	return param("kernel", v)
+}
+
+// WithKernelSize sets the parameter kernel_size.
+// Patch size (odd).
+func WithKernelSize(v int) Option {
+	return param("kernel_size", v)
 }
 
 // WithKnorm sets the parameter knorm.
@@ -9332,6 +10460,36 @@ func WithM(v int) Option {
 	return param("M", v)
 }
 
+// WithMargin sets the parameter margin.
+// Scores inside this margin are penalised.
+func WithMargin(v float64) Option {
+	return param("margin", v)
+}
+
+// WithMaxCalibRange sets the parameter max_calib_range.
+// Calibrated maximum of the output, for quantisation (unused here).
+func WithMaxCalibRange(v float64) Option {
+	return param("max_calib_range", v)
+}
+
+// WithMaxDisplacement sets the parameter max_displacement.
+// Largest displacement compared.
+func WithMaxDisplacement(v int) Option {
+	return param("max_displacement", v)
+}
+
+// WithMean sets the parameter mean.
+// Mean of each channel (one value for all, or at least one per channel; the first C are used).
+func WithMean(v []float64) Option {
+	return param("mean", v)
+}
+
+// WithMinCalibRange sets the parameter min_calib_range.
+// Calibrated minimum of the output, for quantisation (unused here).
+func WithMinCalibRange(v float64) Option {
+	return param("min_calib_range", v)
+}
+
 // WithMode sets the parameter mode.
 // 'training': drop only in training mode; 'always': drop in prediction mode too.
 func WithMode(v string) Option {
@@ -9354,6 +10512,12 @@ func WithMultiInputMode(v string) Option {
 // Softmax over axis 1 of (N, C, ...) data, with labels (N, ...).
 func WithMultiOutput(v bool) Option {
 	return param("multi_output", v)
+}
+
+// WithNdev sets the parameter ndev.
+// The number of devices whose statistics are synchronised.
+func WithNdev(v int) Option {
+	return param("ndev", v)
 }
 
 // WithNoBias sets the parameter no_bias.
@@ -9398,9 +10562,9 @@ func WithOffValue(v float64) Option {
 	return param("off_value", v)
 }
 
-// WithOffset sets the parameter offset.
-// Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
-func WithOffset(v int) Option {
+// WithOffset sets the parameter offset (its type depends on the operator).
+// Crop offset (y, x).
+func WithOffset[T []int | int](v T) Option {
 	return param("offset", v)
 }
 
@@ -9434,6 +10598,12 @@ func WithOutputMeanVar(v bool) Option {
 	return param("output_mean_var", v)
 }
 
+// WithOutputSize sets the parameter output_size.
+// Output (height, width), or one size for both; (1, 1) when empty.
+func WithOutputSize(v []int) Option {
+	return param("output_size", v)
+}
+
 // WithP sets the parameter p.
 // Fraction of the input that is dropped.
 func WithP(v float64) Option {
@@ -9450,6 +10620,18 @@ func WithPValue(v int) Option {
 // Zero padding on both sides; 0 when empty.
 func WithPad(v []int) Option {
 	return param("pad", v)
+}
+
+// WithPadSize sets the parameter pad_size.
+// Zero padding on every side of both inputs.
+func WithPadSize(v int) Option {
+	return param("pad_size", v)
+}
+
+// WithPenalty sets the parameter penalty.
+// Weight of the sparseness penalty.
+func WithPenalty(v float64) Option {
+	return param("penalty", v)
 }
 
 // WithPoolType sets the parameter pool_type.
@@ -9480,6 +10662,12 @@ func WithProjectionSize(v int) Option {
 // The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given.
 func WithRange(v []float64) Option {
 	return param("range", v)
+}
+
+// WithRegularizationCoefficient sets the parameter regularization_coefficient.
+// Weight of the loss (the trade-off between coefficient size and error).
+func WithRegularizationCoefficient(v float64) Option {
+	return param("regularization_coefficient", v)
 }
 
 // WithRepeat sets the parameter repeat.
@@ -9554,6 +10742,18 @@ func WithScale(v float64) Option {
 	return param("scale", v)
 }
 
+// WithScaleHeight sets the parameter scale_height.
+// Scale of the height (modes 'size' and 'odd_scale').
+func WithScaleHeight(v float64) Option {
+	return param("scale_height", v)
+}
+
+// WithScaleWidth sets the parameter scale_width.
+// Scale of the width (modes 'size' and 'odd_scale').
+func WithScaleWidth(v float64) Option {
+	return param("scale_width", v)
+}
+
 // WithSections sets the parameter sections.
 // Number of near-equal pieces; 0 splits at indices.
 func WithSections(v int) Option {
@@ -9567,7 +10767,7 @@ func WithShape(v []int) Option {
 }
 
 // WithSize sets the parameter size.
-// The target size of each axis.
+// Size of the new image: (width, height) or (size).
 func WithSize(v []int) Option {
 	return param("size", v)
 }
@@ -9590,6 +10790,12 @@ func WithSparseGrad(v bool) Option {
 	return param("sparse_grad", v)
 }
 
+// WithSparsenessTarget sets the parameter sparseness_target.
+// The target mean activation rho.
+func WithSparsenessTarget(v float64) Option {
+	return param("sparseness_target", v)
+}
+
 // WithSqueezeAxis sets the parameter squeeze_axis.
 // Remove the split axis from the pieces (every piece must then have size 1 along it).
 func WithSqueezeAxis(v bool) Option {
@@ -9608,6 +10814,12 @@ func WithStateOutputs(v bool) Option {
 	return param("state_outputs", v)
 }
 
+// WithStd sets the parameter std.
+// Standard deviation of each channel (one value for all, or at least one per channel).
+func WithStd(v []float64) Option {
+	return param("std", v)
+}
+
 // WithStep sets the parameter step (its type depends on the operator).
 // Spacing between values.
 func WithStep[T float64 | string](v T) Option {
@@ -9624,6 +10836,18 @@ func WithStop(v float64) Option {
 // Stride; 1 per axis when empty.
 func WithStride(v []int) Option {
 	return param("stride", v)
+}
+
+// WithStride1 sets the parameter stride1.
+// Stride of the patches of data1.
+func WithStride1(v int) Option {
+	return param("stride1", v)
+}
+
+// WithStride2 sets the parameter stride2.
+// Stride of the displacements around each patch.
+func WithStride2(v int) Option {
+	return param("stride2", v)
 }
 
 // WithTargetShape sets the parameter target_shape.
@@ -9680,6 +10904,12 @@ func WithUseLength(v bool) Option {
 	return param("use_length", v)
 }
 
+// WithUseLinear sets the parameter use_linear.
+// Use the L1-SVM loss instead of L2-SVM.
+func WithUseLinear(v bool) Option {
+	return param("use_linear", v)
+}
+
 // WithUseSequenceLength sets the parameter use_sequence_length.
 // Whether the input sequence_length (N,) gives each sequence's valid length.
 func WithUseSequenceLength(v bool) Option {
@@ -9708,6 +10938,12 @@ func WithWd(v float64) Option {
 // Decoupled weight decay applied to the weight directly.
 func WithWdLh(v float64) Option {
 	return param("wd_lh", v)
+}
+
+// WithWidth sets the parameter width.
+// Output width (mode 'size' without scale_width).
+func WithWidth(v int) Option {
+	return param("width", v)
 }
 
 // WithWorkspace sets the parameter workspace.

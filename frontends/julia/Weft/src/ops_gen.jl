@@ -57,6 +57,33 @@ BatchNorm(args::NDArray...; kwargs...) = _invoke_op(_op_BatchNorm, args; kwargs.
 BatchNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op_BatchNorm, args; kwargs...)
 BatchNorm(; kwargs...) = _call_op(_op_BatchNorm; kwargs...)
 
+const _op_BatchNorm_v1 = OpDef("BatchNorm_v1", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
+"""
+    BatchNorm_v1(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False)
+
+Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `moving_mean` (NDArray or SymbolicNode): Moving mean (auxiliary state)
+- `moving_var` (NDArray or SymbolicNode): Moving variance (auxiliary state)
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function BatchNorm_v1 end
+BatchNorm_v1(args::NDArray...; kwargs...) = _invoke_op(_op_BatchNorm_v1, args; kwargs...)
+BatchNorm_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_BatchNorm_v1, args; kwargs...)
+BatchNorm_v1(; kwargs...) = _call_op(_op_BatchNorm_v1; kwargs...)
+
 const _op_BlockGrad = OpDef("BlockGrad", ["data"], false, "")
 """
     BlockGrad(data)
@@ -201,6 +228,83 @@ function Convolution end
 Convolution(args::NDArray...; kwargs...) = _invoke_op(_op_Convolution, args; kwargs...)
 Convolution(args::SymbolicNode...; kwargs...) = _compose_op(_op_Convolution, args; kwargs...)
 Convolution(; kwargs...) = _call_op(_op_Convolution; kwargs...)
+
+const _op_Convolution_v1 = OpDef("Convolution_v1", ["data", "weight", "bias"], false, "")
+"""
+    Convolution_v1(data, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None)
+
+Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Convolution's kernels.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `weight` (NDArray or SymbolicNode): Weight matrix
+- `bias` (NDArray or SymbolicNode): Bias parameter
+
+# Parameters
+- `kernel` (Shape(tuple); required): Convolution kernel size: (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Dilation; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+- `num_filter` (int, in [1, 100000]; required): Number of output channels.
+- `num_group` (int, in [1, 100000]; default `1`): Number of groups.
+- `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
+- `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
+- `layout` ({'None', 'NCHW', 'NHWC', 'NCDHW', 'NDHWC'}; default `None`): Data layout; NCHW and NCDHW are supported.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Convolution_v1 end
+Convolution_v1(args::NDArray...; kwargs...) = _invoke_op(_op_Convolution_v1, args; kwargs...)
+Convolution_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_Convolution_v1, args; kwargs...)
+Convolution_v1(; kwargs...) = _call_op(_op_Convolution_v1; kwargs...)
+
+const _op_Correlation = OpDef("Correlation", ["data1", "data2"], false, "")
+"""
+    Correlation(data1, data2; kernel_size=1, max_displacement=1, stride1=1, stride2=1, pad_size=0, is_multiply=True)
+
+Correlation of the patches of data1 with the displaced patches of data2 (FlowNet): one output channel per displacement, the mean over a patch and the channels of products or absolute differences.
+
+# Inputs
+- `data1` (NDArray or SymbolicNode): First input (n, c, h, w)
+- `data2` (NDArray or SymbolicNode): Second input, the shape of data1
+
+# Parameters
+- `kernel_size` (int, in [1, 65536]; default `1`): Patch size (odd).
+- `max_displacement` (int, in [0, 65536]; default `1`): Largest displacement compared.
+- `stride1` (int, in [1, 65536]; default `1`): Stride of the patches of data1.
+- `stride2` (int, in [1, 65536]; default `1`): Stride of the displacements around each patch.
+- `pad_size` (int, in [0, 65536]; default `0`): Zero padding on every side of both inputs.
+- `is_multiply` (boolean; default `True`): Sum products (true) or absolute differences (false).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Correlation end
+Correlation(args::NDArray...; kwargs...) = _invoke_op(_op_Correlation, args; kwargs...)
+Correlation(args::SymbolicNode...; kwargs...) = _compose_op(_op_Correlation, args; kwargs...)
+Correlation(; kwargs...) = _call_op(_op_Correlation; kwargs...)
+
+const _op_Crop = OpDef("Crop", String[], true, "num_args")
+"""
+    Crop(args...; offset=(0,0), h_w=(0,0), center_crop=False)
+
+Crops the height and width of NCHW data to h_w (one input) or to the second input's height and width (crop_like), from offset or the centre.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The data to crop, then (with num_args=2) the array whose height and width the crop takes
+
+# Parameters
+- `offset` (Shape(tuple); default `(0,0)`): Crop offset (y, x).
+- `h_w` (Shape(tuple); default `(0,0)`): Crop height and width (h, w), used with one input.
+- `center_crop` (boolean; default `False`): Centre the window instead of starting it at offset.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Crop end
+Crop(args::NDArray...; kwargs...) = _invoke_op(_op_Crop, args; kwargs...)
+Crop(args::SymbolicNode...; kwargs...) = _compose_op(_op_Crop, args; kwargs...)
+Crop(; kwargs...) = _call_op(_op_Crop; kwargs...)
 
 const _op_Deconvolution = OpDef("Deconvolution", ["data", "weight", "bias"], false, "")
 """
@@ -359,6 +463,28 @@ function GroupNorm end
 GroupNorm(args::NDArray...; kwargs...) = _invoke_op(_op_GroupNorm, args; kwargs...)
 GroupNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op_GroupNorm, args; kwargs...)
 GroupNorm(; kwargs...) = _call_op(_op_GroupNorm; kwargs...)
+
+const _op_IdentityAttachKLSparseReg = OpDef("IdentityAttachKLSparseReg", ["data", "moving_avg"], false, "")
+"""
+    IdentityAttachKLSparseReg(data, moving_avg; sparseness_target=0.1, penalty=0.001, momentum=0.9)
+
+Identity whose gradient adds a KL sparseness penalty pulling each unit's moving average activation towards sparseness_target; data (batch, units) of sigmoid activations.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (batch, units)
+- `moving_avg` (NDArray or SymbolicNode): Moving average activation per unit (auxiliary state)
+
+# Parameters
+- `sparseness_target` (double, in [0, 1]; default `0.1`): The target mean activation rho.
+- `penalty` (double; default `0.001`): Weight of the sparseness penalty.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving average activation.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function IdentityAttachKLSparseReg end
+IdentityAttachKLSparseReg(args::NDArray...; kwargs...) = _invoke_op(_op_IdentityAttachKLSparseReg, args; kwargs...)
+IdentityAttachKLSparseReg(args::SymbolicNode...; kwargs...) = _compose_op(_op_IdentityAttachKLSparseReg, args; kwargs...)
+IdentityAttachKLSparseReg(; kwargs...) = _call_op(_op_IdentityAttachKLSparseReg; kwargs...)
 
 const _op_InstanceNorm = OpDef("InstanceNorm", ["data", "gamma", "beta"], false, "")
 """
@@ -645,6 +771,30 @@ Pooling(args::NDArray...; kwargs...) = _invoke_op(_op_Pooling, args; kwargs...)
 Pooling(args::SymbolicNode...; kwargs...) = _compose_op(_op_Pooling, args; kwargs...)
 Pooling(; kwargs...) = _call_op(_op_Pooling; kwargs...)
 
+const _op_Pooling_v1 = OpDef("Pooling_v1", ["data"], false, "")
+"""
+    Pooling_v1(data; kernel=(), pool_type=max, global_pool=False, pooling_convention=valid, stride=(), pad=())
+
+Max, average or sum pooling with MXNet's first parameter set; runs Pooling's kernels.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+
+# Parameters
+- `kernel` (Shape(tuple); default `()`): Pooling kernel size: (y, x) or (d, y, x).
+- `pool_type` ({'max', 'avg', 'sum'}; default `max`): Pooling type.
+- `global_pool` (boolean; default `False`): Pool over the whole spatial extent, ignoring kernel, stride and pad.
+- `pooling_convention` ({'full', 'valid'}; default `valid`): How the output size is rounded: valid (floor) or full (ceil).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Pooling_v1 end
+Pooling_v1(args::NDArray...; kwargs...) = _invoke_op(_op_Pooling_v1, args; kwargs...)
+Pooling_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_Pooling_v1, args; kwargs...)
+Pooling_v1(; kwargs...) = _call_op(_op_Pooling_v1; kwargs...)
+
 const _op_RNN = OpDef("RNN", ["data", "parameters", "state", "state_cell", "sequence_length"], false, "")
 """
     RNN(data, parameters, state, state_cell, sequence_length; state_size, num_layers, bidirectional=False, mode, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False)
@@ -677,6 +827,28 @@ function RNN end
 RNN(args::NDArray...; kwargs...) = _invoke_op(_op_RNN, args; kwargs...)
 RNN(args::SymbolicNode...; kwargs...) = _compose_op(_op_RNN, args; kwargs...)
 RNN(; kwargs...) = _call_op(_op_RNN; kwargs...)
+
+const _op_SVMOutput = OpDef("SVMOutput", ["data", "label"], false, "")
+"""
+    SVMOutput(data, label; margin=1, regularization_coefficient=1, use_linear=False)
+
+Identity on the scores whose gradient is that of the (L2 or L1) SVM hinge loss with label; the head gradient is ignored.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input scores, classes on the last axis
+- `label` (NDArray or SymbolicNode): Class labels, one per row (data.shape[:-1])
+
+# Parameters
+- `margin` (double; default `1`): Scores inside this margin are penalised.
+- `regularization_coefficient` (double; default `1`): Weight of the loss (the trade-off between coefficient size and error).
+- `use_linear` (boolean; default `False`): Use the L1-SVM loss instead of L2-SVM.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function SVMOutput end
+SVMOutput(args::NDArray...; kwargs...) = _invoke_op(_op_SVMOutput, args; kwargs...)
+SVMOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_SVMOutput, args; kwargs...)
+SVMOutput(; kwargs...) = _call_op(_op_SVMOutput; kwargs...)
 
 const _op_SequenceLast = OpDef("SequenceLast", ["data", "sequence_length"], false, "")
 """
@@ -787,6 +959,35 @@ function SoftmaxOutput end
 SoftmaxOutput(args::NDArray...; kwargs...) = _invoke_op(_op_SoftmaxOutput, args; kwargs...)
 SoftmaxOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_SoftmaxOutput, args; kwargs...)
 SoftmaxOutput(; kwargs...) = _call_op(_op_SoftmaxOutput; kwargs...)
+
+const _op_Softmax = OpDef("Softmax", ["data", "label"], false, "")
+"""
+    Softmax(data, label; grad_scale=1, ignore_label=-1, multi_output=False, use_ignore=False, preserve_shape=False, normalization=null, out_grad=False, smooth_alpha=0)
+
+Softmax with a cross-entropy gradient: d data = (softmax - one_hot(label)) * grad_scale / norm; the head gradient is ignored unless out_grad.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input scores
+- `label` (NDArray or SymbolicNode): Class labels
+
+# Parameters
+- `grad_scale` (double; default `1`): Scales the gradient.
+- `ignore_label` (double; default `-1`): The label whose positions get no gradient (with use_ignore).
+- `multi_output` (boolean; default `False`): Softmax over axis 1 of (N, C, ...) data, with labels (N, ...).
+- `use_ignore` (boolean; default `False`): Honour ignore_label.
+- `preserve_shape` (boolean; default `False`): Softmax over the last axis, with labels of the data's shape without it.
+- `normalization` ({'null', 'batch', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of labels not ignored.
+- `out_grad` (boolean; default `False`): Multiply by the head gradient.
+- `smooth_alpha` (double, in [0, 1]; default `0`): Label smoothing: the target is 1 - alpha at the label and alpha / (C - 1) elsewhere.
+
+Alias of `SoftmaxOutput`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Softmax end
+Softmax(args::NDArray...; kwargs...) = _invoke_op(_op_Softmax, args; kwargs...)
+Softmax(args::SymbolicNode...; kwargs...) = _compose_op(_op_Softmax, args; kwargs...)
+Softmax(; kwargs...) = _call_op(_op_Softmax; kwargs...)
 
 const _op_SwapAxis = OpDef("SwapAxis", ["data"], false, "")
 """
@@ -934,6 +1135,110 @@ function _arange end
 _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
+
+const _op__contrib_AdaptiveAvgPooling2D = OpDef("_contrib_AdaptiveAvgPooling2D", ["data"], false, "")
+"""
+    _contrib_AdaptiveAvgPooling2D(data; output_size=())
+
+Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+
+# Parameters
+- `output_size` (Shape(tuple); default `()`): Output (height, width), or one size for both; (1, 1) when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_AdaptiveAvgPooling2D end
+_contrib_AdaptiveAvgPooling2D(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_AdaptiveAvgPooling2D, args; kwargs...)
+_contrib_AdaptiveAvgPooling2D(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_AdaptiveAvgPooling2D, args; kwargs...)
+_contrib_AdaptiveAvgPooling2D(; kwargs...) = _call_op(_op__contrib_AdaptiveAvgPooling2D; kwargs...)
+
+const _op__contrib_BatchNormWithReLU = OpDef("_contrib_BatchNormWithReLU", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
+"""
+    _contrib_BatchNormWithReLU(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
+
+relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `moving_mean` (NDArray or SymbolicNode): Moving mean (auxiliary state)
+- `moving_var` (NDArray or SymbolicNode): Moving variance (auxiliary state)
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `axis` (int; default `1`): The channel axis.
+- `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): Calibrated minimum of the output, for quantisation (unused here).
+- `max_calib_range` (double or None; default `None`): Calibrated maximum of the output, for quantisation (unused here).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_BatchNormWithReLU end
+_contrib_BatchNormWithReLU(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_BatchNormWithReLU, args; kwargs...)
+_contrib_BatchNormWithReLU(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BatchNormWithReLU, args; kwargs...)
+_contrib_BatchNormWithReLU(; kwargs...) = _call_op(_op__contrib_BatchNormWithReLU; kwargs...)
+
+const _op__contrib_BilinearResize2D = OpDef("_contrib_BilinearResize2D", ["data", "like"], false, "")
+"""
+    _contrib_BilinearResize2D(data, like; height=1, width=1, scale_height=None, scale_width=None, mode=size, align_corners=True)
+
+Bilinear resizing of the height and width of NCHW data; the output size comes from mode (size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+- `like` (NDArray or SymbolicNode): With mode 'like': the array whose height and width to take
+
+# Parameters
+- `height` (int, in [1, 1073741824]; default `1`): Output height (mode 'size' without scale_height).
+- `width` (int, in [1, 1073741824]; default `1`): Output width (mode 'size' without scale_width).
+- `scale_height` (double or None; default `None`): Scale of the height (modes 'size' and 'odd_scale').
+- `scale_width` (double or None; default `None`): Scale of the width (modes 'size' and 'odd_scale').
+- `mode` ({'size', 'odd_scale', 'like', 'to_even_down', 'to_even_up', 'to_odd_down', 'to_odd_up'}; default `size`): How the output size is chosen (see the operator's description).
+- `align_corners` (boolean; default `True`): Line up the corner cells of input and output instead of scaling cell areas.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_BilinearResize2D end
+_contrib_BilinearResize2D(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_BilinearResize2D, args; kwargs...)
+_contrib_BilinearResize2D(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BilinearResize2D, args; kwargs...)
+_contrib_BilinearResize2D(; kwargs...) = _call_op(_op__contrib_BilinearResize2D; kwargs...)
+
+const _op__contrib_SyncBatchNorm = OpDef("_contrib_SyncBatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
+"""
+    _contrib_SyncBatchNorm(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key)
+
+Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one device it is BatchNorm over every axis but 1.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `moving_mean` (NDArray or SymbolicNode): Moving mean (auxiliary state)
+- `moving_var` (NDArray or SymbolicNode): Moving variance (auxiliary state)
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `ndev` (int, in [1, 1024]; default `1`): The number of devices whose statistics are synchronised.
+- `key` (string; required): The key that the devices of one layer share for synchronisation.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_SyncBatchNorm end
+_contrib_SyncBatchNorm(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_SyncBatchNorm, args; kwargs...)
+_contrib_SyncBatchNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_SyncBatchNorm, args; kwargs...)
+_contrib_SyncBatchNorm(; kwargs...) = _call_op(_op__contrib_SyncBatchNorm; kwargs...)
 
 const _op__contrib_allclose = OpDef("_contrib_allclose", ["a", "b"], false, "")
 """
@@ -1630,6 +1935,289 @@ function _identity_with_attr_like_rhs end
 _identity_with_attr_like_rhs(args::NDArray...; kwargs...) = _invoke_op(_op__identity_with_attr_like_rhs, args; kwargs...)
 _identity_with_attr_like_rhs(args::SymbolicNode...; kwargs...) = _compose_op(_op__identity_with_attr_like_rhs, args; kwargs...)
 _identity_with_attr_like_rhs(; kwargs...) = _call_op(_op__identity_with_attr_like_rhs; kwargs...)
+
+const _op__image_adjust_lighting = OpDef("_image_adjust_lighting", ["data"], false, "")
+"""
+    _image_adjust_lighting(data; alpha)
+
+Adjusts the lighting level of the image (AlexNet's PCA lighting).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `alpha` (tuple of float; required): The lighting alphas for the R, G, B channels.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_adjust_lighting end
+_image_adjust_lighting(args::NDArray...; kwargs...) = _invoke_op(_op__image_adjust_lighting, args; kwargs...)
+_image_adjust_lighting(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_adjust_lighting, args; kwargs...)
+_image_adjust_lighting(; kwargs...) = _call_op(_op__image_adjust_lighting; kwargs...)
+
+const _op__image_crop = OpDef("_image_crop", ["data"], false, "")
+"""
+    _image_crop(data; x, y, width, height)
+
+Crops the window (x, y, width, height) out of an image (H, W, C) or batch (N, H, W, C).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image
+
+# Parameters
+- `x` (int; required): Left boundary of the cropping area.
+- `y` (int; required): Top boundary of the cropping area.
+- `width` (int; required): Width of the cropping area.
+- `height` (int; required): Height of the cropping area.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_crop end
+_image_crop(args::NDArray...; kwargs...) = _invoke_op(_op__image_crop, args; kwargs...)
+_image_crop(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_crop, args; kwargs...)
+_image_crop(; kwargs...) = _call_op(_op__image_crop; kwargs...)
+
+const _op__image_flip_left_right = OpDef("_image_flip_left_right", ["data"], false, "")
+"""
+    _image_flip_left_right(data)
+
+Reverses the columns of an image (H, W, C).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_flip_left_right end
+_image_flip_left_right(args::NDArray...; kwargs...) = _invoke_op(_op__image_flip_left_right, args; kwargs...)
+_image_flip_left_right(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_flip_left_right, args; kwargs...)
+_image_flip_left_right(; kwargs...) = _call_op(_op__image_flip_left_right; kwargs...)
+
+const _op__image_flip_top_bottom = OpDef("_image_flip_top_bottom", ["data"], false, "")
+"""
+    _image_flip_top_bottom(data)
+
+Reverses the rows of an image (H, W, C).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_flip_top_bottom end
+_image_flip_top_bottom(args::NDArray...; kwargs...) = _invoke_op(_op__image_flip_top_bottom, args; kwargs...)
+_image_flip_top_bottom(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_flip_top_bottom, args; kwargs...)
+_image_flip_top_bottom(; kwargs...) = _call_op(_op__image_flip_top_bottom; kwargs...)
+
+const _op__image_normalize = OpDef("_image_normalize", ["data"], false, "")
+"""
+    _image_normalize(data; mean=(0, 0, 0, 0), std=(1, 1, 1, 1))
+
+Normalises a tensor (C, H, W) or (N, C, H, W) channel by channel: (data - mean[c]) / std[c].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input tensor
+
+# Parameters
+- `mean` (tuple of float; default `(0, 0, 0, 0)`): Mean of each channel (one value for all, or at least one per channel; the first C are used).
+- `std` (tuple of float; default `(1, 1, 1, 1)`): Standard deviation of each channel (one value for all, or at least one per channel).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_normalize end
+_image_normalize(args::NDArray...; kwargs...) = _invoke_op(_op__image_normalize, args; kwargs...)
+_image_normalize(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_normalize, args; kwargs...)
+_image_normalize(; kwargs...) = _call_op(_op__image_normalize; kwargs...)
+
+const _op__image_random_brightness = OpDef("_image_random_brightness", ["data"], false, "")
+"""
+    _image_random_brightness(data; min_factor, max_factor)
+
+Scales the image by a factor uniform in [min_factor, max_factor).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_brightness end
+_image_random_brightness(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_brightness, args; kwargs...)
+_image_random_brightness(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_brightness, args; kwargs...)
+_image_random_brightness(; kwargs...) = _call_op(_op__image_random_brightness; kwargs...)
+
+const _op__image_random_color_jitter = OpDef("_image_random_color_jitter", ["data"], false, "")
+"""
+    _image_random_color_jitter(data; brightness, contrast, saturation, hue)
+
+Random brightness, contrast, saturation and hue adjustments in a random order.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `brightness` (double, in [0, inf]; required): How much to jitter brightness.
+- `contrast` (double, in [0, inf]; required): How much to jitter contrast.
+- `saturation` (double, in [0, inf]; required): How much to jitter saturation.
+- `hue` (double, in [0, inf]; required): How much to jitter hue.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_color_jitter end
+_image_random_color_jitter(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_color_jitter, args; kwargs...)
+_image_random_color_jitter(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_color_jitter, args; kwargs...)
+_image_random_color_jitter(; kwargs...) = _call_op(_op__image_random_color_jitter; kwargs...)
+
+const _op__image_random_contrast = OpDef("_image_random_contrast", ["data"], false, "")
+"""
+    _image_random_contrast(data; min_factor, max_factor)
+
+Blends the image with its mean grey level, by a factor uniform in [min_factor, max_factor).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_contrast end
+_image_random_contrast(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_contrast, args; kwargs...)
+_image_random_contrast(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_contrast, args; kwargs...)
+_image_random_contrast(; kwargs...) = _call_op(_op__image_random_contrast; kwargs...)
+
+const _op__image_random_flip_left_right = OpDef("_image_random_flip_left_right", ["data"], false, "")
+"""
+    _image_random_flip_left_right(data)
+
+Reverses the columns of an image (H, W, C) with probability 1/2.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_flip_left_right end
+_image_random_flip_left_right(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_flip_left_right, args; kwargs...)
+_image_random_flip_left_right(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_flip_left_right, args; kwargs...)
+_image_random_flip_left_right(; kwargs...) = _call_op(_op__image_random_flip_left_right; kwargs...)
+
+const _op__image_random_flip_top_bottom = OpDef("_image_random_flip_top_bottom", ["data"], false, "")
+"""
+    _image_random_flip_top_bottom(data)
+
+Reverses the rows of an image (H, W, C) with probability 1/2.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_flip_top_bottom end
+_image_random_flip_top_bottom(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_flip_top_bottom, args; kwargs...)
+_image_random_flip_top_bottom(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_flip_top_bottom, args; kwargs...)
+_image_random_flip_top_bottom(; kwargs...) = _call_op(_op__image_random_flip_top_bottom; kwargs...)
+
+const _op__image_random_hue = OpDef("_image_random_hue", ["data"], false, "")
+"""
+    _image_random_hue(data; min_factor, max_factor)
+
+Turns the hue by a factor uniform in [min_factor, max_factor) of a full turn.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_hue end
+_image_random_hue(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_hue, args; kwargs...)
+_image_random_hue(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_hue, args; kwargs...)
+_image_random_hue(; kwargs...) = _call_op(_op__image_random_hue; kwargs...)
+
+const _op__image_random_lighting = OpDef("_image_random_lighting", ["data"], false, "")
+"""
+    _image_random_lighting(data; alpha_std=0.05)
+
+Adds AlexNet's PCA lighting noise with alphas normal(0, alpha_std).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `alpha_std` (double, in [0, inf]; default `0.05`): Level of the lighting noise.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_lighting end
+_image_random_lighting(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_lighting, args; kwargs...)
+_image_random_lighting(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_lighting, args; kwargs...)
+_image_random_lighting(; kwargs...) = _call_op(_op__image_random_lighting; kwargs...)
+
+const _op__image_random_saturation = OpDef("_image_random_saturation", ["data"], false, "")
+"""
+    _image_random_saturation(data; min_factor, max_factor)
+
+Blends each pixel with its grey level, by a factor uniform in [min_factor, max_factor).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_saturation end
+_image_random_saturation(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_saturation, args; kwargs...)
+_image_random_saturation(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_saturation, args; kwargs...)
+_image_random_saturation(; kwargs...) = _call_op(_op__image_random_saturation; kwargs...)
+
+const _op__image_resize = OpDef("_image_resize", ["data"], false, "")
+"""
+    _image_resize(data; size=(), keep_ratio=False, interp=1)
+
+Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image
+
+# Parameters
+- `size` (Shape(tuple); default `()`): Size of the new image: (width, height) or (size).
+- `keep_ratio` (boolean; default `False`): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.
+- `interp` (int; default `1`): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_resize end
+_image_resize(args::NDArray...; kwargs...) = _invoke_op(_op__image_resize, args; kwargs...)
+_image_resize(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_resize, args; kwargs...)
+_image_resize(; kwargs...) = _call_op(_op__image_resize; kwargs...)
+
+const _op__image_to_tensor = OpDef("_image_to_tensor", ["data"], false, "")
+"""
+    _image_to_tensor(data)
+
+Converts an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32 tensor (C, H, W) or (N, C, H, W) with values in [0, 1].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_to_tensor end
+_image_to_tensor(args::NDArray...; kwargs...) = _invoke_op(_op__image_to_tensor, args; kwargs...)
+_image_to_tensor(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_to_tensor, args; kwargs...)
+_image_to_tensor(; kwargs...) = _call_op(_op__image_to_tensor; kwargs...)
 
 const _op__lesser = OpDef("_lesser", ["lhs", "rhs"], false, "")
 """
@@ -4272,6 +4860,44 @@ all_finite(args::NDArray...; kwargs...) = _invoke_op(_op_all_finite, args; kwarg
 all_finite(args::SymbolicNode...; kwargs...) = _compose_op(_op_all_finite, args; kwargs...)
 all_finite(; kwargs...) = _call_op(_op_all_finite; kwargs...)
 
+const _op_amp_cast = OpDef("amp_cast", ["data"], false, "")
+"""
+    amp_cast(data; dtype)
+
+Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (used by AMP).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; required): The dtype floating-point data is converted to.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function amp_cast end
+amp_cast(args::NDArray...; kwargs...) = _invoke_op(_op_amp_cast, args; kwargs...)
+amp_cast(args::SymbolicNode...; kwargs...) = _compose_op(_op_amp_cast, args; kwargs...)
+amp_cast(; kwargs...) = _call_op(_op_amp_cast; kwargs...)
+
+const _op_amp_multicast = OpDef("amp_multicast", String[], true, "num_outputs")
+"""
+    amp_multicast(args...; cast_narrow=False)
+
+Casts its floating-point inputs to one type, the widest present (or with cast_narrow the narrowest); other dtypes pass unchanged (used by AMP).
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The inputs
+
+# Parameters
+- `cast_narrow` (boolean; default `False`): Cast to the narrowest floating type present instead of the widest.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function amp_multicast end
+amp_multicast(args::NDArray...; kwargs...) = _invoke_op(_op_amp_multicast, args; kwargs...)
+amp_multicast(args::SymbolicNode...; kwargs...) = _compose_op(_op_amp_multicast, args; kwargs...)
+amp_multicast(; kwargs...) = _call_op(_op_amp_multicast; kwargs...)
+
 const _op_arccos = OpDef("arccos", ["data"], false, "")
 """
     arccos(data)
@@ -4958,6 +5584,29 @@ clip(args::NDArray...; kwargs...) = _invoke_op(_op_clip, args; kwargs...)
 clip(args::SymbolicNode...; kwargs...) = _compose_op(_op_clip, args; kwargs...)
 clip(; kwargs...) = _call_op(_op_clip; kwargs...)
 
+const _op_col2im = OpDef("col2im", ["data"], false, "")
+"""
+    col2im(data; output_size, kernel, stride=(), dilate=(), pad=())
+
+Adds columns (n, c * prod(kernel), block positions) back into images (n, c, output_size...), the adjoint of im2col.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input array of columns
+
+# Parameters
+- `output_size` (Shape(tuple); required): Spatial shape of the image: (w,), (h, w) or (d, h, w).
+- `kernel` (Shape(tuple); required): Sliding kernel size: (w,), (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride between blocks; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Spacing between kernel taps; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function col2im end
+col2im(args::NDArray...; kwargs...) = _invoke_op(_op_col2im, args; kwargs...)
+col2im(args::SymbolicNode...; kwargs...) = _compose_op(_op_col2im, args; kwargs...)
+col2im(; kwargs...) = _call_op(_op_col2im; kwargs...)
+
 const _op_cos = OpDef("cos", ["data"], false, "")
 # cos is also Base's: these methods extend Base.cos for Weft's types.
 """
@@ -5580,6 +6229,28 @@ function hard_sigmoid end
 hard_sigmoid(args::NDArray...; kwargs...) = _invoke_op(_op_hard_sigmoid, args; kwargs...)
 hard_sigmoid(args::SymbolicNode...; kwargs...) = _compose_op(_op_hard_sigmoid, args; kwargs...)
 hard_sigmoid(; kwargs...) = _call_op(_op_hard_sigmoid; kwargs...)
+
+const _op_im2col = OpDef("im2col", ["data"], false, "")
+"""
+    im2col(data; kernel, stride=(), dilate=(), pad=())
+
+Lays the sliding blocks of data (n, c, spatial...) out as columns: (n, c * prod(kernel), number of block positions).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input array to extract sliding blocks from
+
+# Parameters
+- `kernel` (Shape(tuple); required): Sliding kernel size: (w,), (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride between blocks; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Spacing between kernel taps; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function im2col end
+im2col(args::NDArray...; kwargs...) = _invoke_op(_op_im2col, args; kwargs...)
+im2col(args::SymbolicNode...; kwargs...) = _compose_op(_op_im2col, args; kwargs...)
+im2col(; kwargs...) = _call_op(_op_im2col; kwargs...)
 
 const _op_khatri_rao = OpDef("khatri_rao", String[], true, "num_args")
 """
@@ -7343,6 +8014,7 @@ zeros_like(; kwargs...) = _call_op(_op_zeros_like; kwargs...)
 const _OPERATOR_NAMES = [
     "Activation",
     "BatchNorm",
+    "BatchNorm_v1",
     "BlockGrad",
     "stop_gradient",
     "Cast",
@@ -7350,6 +8022,9 @@ const _OPERATOR_NAMES = [
     "Concat",
     "concat",
     "Convolution",
+    "Convolution_v1",
+    "Correlation",
+    "Crop",
     "Deconvolution",
     "Dropout",
     "Embedding",
@@ -7357,6 +8032,7 @@ const _OPERATOR_NAMES = [
     "flatten",
     "FullyConnected",
     "GroupNorm",
+    "IdentityAttachKLSparseReg",
     "InstanceNorm",
     "L2Normalization",
     "LRN",
@@ -7370,18 +8046,25 @@ const _OPERATOR_NAMES = [
     "Pad",
     "pad",
     "Pooling",
+    "Pooling_v1",
     "RNN",
+    "SVMOutput",
     "SequenceLast",
     "SequenceMask",
     "SequenceReverse",
     "SoftmaxActivation",
     "SoftmaxOutput",
+    "Softmax",
     "SwapAxis",
     "swapaxes",
     "UpSampling",
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_AdaptiveAvgPooling2D",
+    "_contrib_BatchNormWithReLU",
+    "_contrib_BilinearResize2D",
+    "_contrib_SyncBatchNorm",
     "_contrib_allclose",
     "_contrib_arange_like",
     "_contrib_backward_gradientmultiplier",
@@ -7418,6 +8101,21 @@ const _OPERATOR_NAMES = [
     "_hypot_scalar",
     "_HypotScalar",
     "_identity_with_attr_like_rhs",
+    "_image_adjust_lighting",
+    "_image_crop",
+    "_image_flip_left_right",
+    "_image_flip_top_bottom",
+    "_image_normalize",
+    "_image_random_brightness",
+    "_image_random_color_jitter",
+    "_image_random_contrast",
+    "_image_random_flip_left_right",
+    "_image_random_flip_top_bottom",
+    "_image_random_hue",
+    "_image_random_lighting",
+    "_image_random_saturation",
+    "_image_resize",
+    "_image_to_tensor",
     "_lesser",
     "_Lesser",
     "_lesser_equal",
@@ -7549,6 +8247,8 @@ const _OPERATOR_NAMES = [
     "add_n",
     "ElementWiseSum",
     "all_finite",
+    "amp_cast",
+    "amp_multicast",
     "arccos",
     "arccosh",
     "arcsin",
@@ -7588,6 +8288,7 @@ const _OPERATOR_NAMES = [
     "cbrt",
     "ceil",
     "clip",
+    "col2im",
     "cos",
     "cosh",
     "degrees",
@@ -7622,6 +8323,7 @@ const _OPERATOR_NAMES = [
     "gammaln",
     "gather_nd",
     "hard_sigmoid",
+    "im2col",
     "khatri_rao",
     "lamb_update_phase1",
     "lamb_update_phase2",

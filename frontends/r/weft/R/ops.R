@@ -18,6 +18,13 @@ mx.symbol.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_m
   .weft_symbol_op("BatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
 }
 
+mx.nd.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, out = NULL) {
+  .weft_nd_invoke("BatchNorm_v1", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, out)
+}
+mx.symbol.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("BatchNorm_v1", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
+}
+
 mx.nd.BlockGrad <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("BlockGrad", list(data), c(), NULL, out)
 }
@@ -67,6 +74,27 @@ mx.symbol.Convolution <- function(data = NULL, weight = NULL, bias = NULL, kerne
   .weft_symbol_op("Convolution", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
 }
 
+mx.nd.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
+  .weft_nd_invoke("Convolution_v1", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
+}
+mx.symbol.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Convolution_v1", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
+}
+
+mx.nd.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, out = NULL) {
+  .weft_nd_invoke("Correlation", list(data1, data2), c(kernel_size = .weft_param(kernel_size), max_displacement = .weft_param(max_displacement), stride1 = .weft_param(stride1), stride2 = .weft_param(stride2), pad_size = .weft_param(pad_size), is_multiply = .weft_param(is_multiply)), NULL, out)
+}
+mx.symbol.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Correlation", list(data1 = data1, data2 = data2), c(kernel_size = .weft_param(kernel_size), max_displacement = .weft_param(max_displacement), stride1 = .weft_param(stride1), stride2 = .weft_param(stride2), pad_size = .weft_param(pad_size), is_multiply = .weft_param(is_multiply)), NULL, name, attr)
+}
+
+mx.nd.Crop <- function(..., offset = NULL, h_w = NULL, center_crop = NULL, out = NULL) {
+  .weft_nd_invoke("Crop", .weft_dots(...), c(offset = .weft_shape_param(offset), h_w = .weft_shape_param(h_w), center_crop = .weft_param(center_crop)), "num_args", out)
+}
+mx.symbol.Crop <- function(..., offset = NULL, h_w = NULL, center_crop = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Crop", .weft_dots(...), c(offset = .weft_shape_param(offset), h_w = .weft_shape_param(h_w), center_crop = .weft_param(center_crop)), "num_args", name, attr)
+}
+
 mx.nd.Deconvolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, adj = NULL, target_shape = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
   .weft_nd_invoke("Deconvolution", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), adj = .weft_shape_param(adj), target_shape = .weft_shape_param(target_shape), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
 }
@@ -114,6 +142,13 @@ mx.nd.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups =
 }
 mx.symbol.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups = NULL, eps = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("GroupNorm", list(data = data, gamma = gamma, beta = beta), c(num_groups = .weft_param(num_groups), eps = .weft_param(eps), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
+}
+
+mx.nd.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, out = NULL) {
+  .weft_nd_invoke("IdentityAttachKLSparseReg", list(data, moving_avg), c(sparseness_target = .weft_param(sparseness_target), penalty = .weft_param(penalty), momentum = .weft_param(momentum)), NULL, out)
+}
+mx.symbol.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("IdentityAttachKLSparseReg", list(data = data, moving_avg = moving_avg), c(sparseness_target = .weft_param(sparseness_target), penalty = .weft_param(penalty), momentum = .weft_param(momentum)), NULL, name, attr)
 }
 
 mx.nd.InstanceNorm <- function(data = NULL, gamma = NULL, beta = NULL, eps = NULL, out = NULL) {
@@ -207,11 +242,25 @@ mx.symbol.Pooling <- function(data = NULL, kernel = NULL, pool_type = NULL, glob
   .weft_symbol_op("Pooling", list(data = data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, name, attr)
 }
 
+mx.nd.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, out = NULL) {
+  .weft_nd_invoke("Pooling_v1", list(data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad)), NULL, out)
+}
+mx.symbol.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Pooling_v1", list(data = data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad)), NULL, name, attr)
+}
+
 mx.nd.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, out = NULL) {
   .weft_nd_invoke("RNN", list(data, parameters, state, state_cell, sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, out)
 }
 mx.symbol.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("RNN", list(data = data, parameters = parameters, state = state, state_cell = state_cell, sequence_length = sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, name, attr)
+}
+
+mx.nd.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, out = NULL) {
+  .weft_nd_invoke("SVMOutput", list(data, label), c(margin = .weft_param(margin), regularization_coefficient = .weft_param(regularization_coefficient), use_linear = .weft_param(use_linear)), NULL, out)
+}
+mx.symbol.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("SVMOutput", list(data = data, label = label), c(margin = .weft_param(margin), regularization_coefficient = .weft_param(regularization_coefficient), use_linear = .weft_param(use_linear)), NULL, name, attr)
 }
 
 mx.nd.SequenceLast <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, out = NULL) {
@@ -246,6 +295,13 @@ mx.nd.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ig
   .weft_nd_invoke("SoftmaxOutput", list(data, label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, out)
 }
 mx.symbol.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
+}
+
+mx.nd.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, out = NULL) {
+  .weft_nd_invoke("SoftmaxOutput", list(data, label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, out)
+}
+mx.symbol.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
 }
 
@@ -289,6 +345,34 @@ mx.nd.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NUL
 }
 mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NULL, infer_range = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_AdaptiveAvgPooling2D", list(data), c(output_size = .weft_shape_param(output_size)), NULL, out)
+}
+mx.symbol.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_AdaptiveAvgPooling2D", list(data = data), c(output_size = .weft_shape_param(output_size)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_BatchNormWithReLU", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_BatchNormWithReLU", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_BilinearResize2D", list(data, like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, out)
+}
+mx.symbol.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_BilinearResize2D", list(data = data, like = like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, out = NULL) {
+  .weft_nd_invoke("_contrib_SyncBatchNorm", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, out)
+}
+mx.symbol.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_SyncBatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, out = NULL) {
@@ -485,6 +569,111 @@ mx.nd.internal.identity.with.attr.like.rhs <- function(lhs = NULL, rhs = NULL, o
 }
 mx.symbol.internal.identity.with.attr.like.rhs <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_identity_with_attr_like_rhs", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.adjust.lighting <- function(data = NULL, alpha, out = NULL) {
+  .weft_nd_invoke("_image_adjust_lighting", list(data), c(alpha = .weft_shape_param(alpha)), NULL, out)
+}
+mx.symbol.internal.image.adjust.lighting <- function(data = NULL, alpha, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_adjust_lighting", list(data = data), c(alpha = .weft_shape_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.internal.image.crop <- function(data = NULL, x, y, width, height, out = NULL) {
+  .weft_nd_invoke("_image_crop", list(data), c(x = .weft_param(x), y = .weft_param(y), width = .weft_param(width), height = .weft_param(height)), NULL, out)
+}
+mx.symbol.internal.image.crop <- function(data = NULL, x, y, width, height, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_crop", list(data = data), c(x = .weft_param(x), y = .weft_param(y), width = .weft_param(width), height = .weft_param(height)), NULL, name, attr)
+}
+
+mx.nd.internal.image.flip.left.right <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_flip_left_right", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.flip.left.right <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_flip_left_right", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.flip.top.bottom <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_flip_top_bottom", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.flip.top.bottom <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_flip_top_bottom", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.normalize <- function(data = NULL, mean = NULL, std = NULL, out = NULL) {
+  .weft_nd_invoke("_image_normalize", list(data), c(mean = .weft_shape_param(mean), std = .weft_shape_param(std)), NULL, out)
+}
+mx.symbol.internal.image.normalize <- function(data = NULL, mean = NULL, std = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_normalize", list(data = data), c(mean = .weft_shape_param(mean), std = .weft_shape_param(std)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_brightness", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_brightness", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.color.jitter <- function(data = NULL, brightness, contrast, saturation, hue, out = NULL) {
+  .weft_nd_invoke("_image_random_color_jitter", list(data), c(brightness = .weft_param(brightness), contrast = .weft_param(contrast), saturation = .weft_param(saturation), hue = .weft_param(hue)), NULL, out)
+}
+mx.symbol.internal.image.random.color.jitter <- function(data = NULL, brightness, contrast, saturation, hue, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_color_jitter", list(data = data), c(brightness = .weft_param(brightness), contrast = .weft_param(contrast), saturation = .weft_param(saturation), hue = .weft_param(hue)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_contrast", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_contrast", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.flip.left.right <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_random_flip_left_right", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.random.flip.left.right <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_flip_left_right", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.flip.top.bottom <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_random_flip_top_bottom", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.random.flip.top.bottom <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_flip_top_bottom", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_hue", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_hue", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, out = NULL) {
+  .weft_nd_invoke("_image_random_lighting", list(data), c(alpha_std = .weft_param(alpha_std)), NULL, out)
+}
+mx.symbol.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_lighting", list(data = data), c(alpha_std = .weft_param(alpha_std)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_saturation", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_saturation", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, out = NULL) {
+  .weft_nd_invoke("_image_resize", list(data), c(size = .weft_shape_param(size), keep_ratio = .weft_param(keep_ratio), interp = .weft_param(interp)), NULL, out)
+}
+mx.symbol.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_resize", list(data = data), c(size = .weft_shape_param(size), keep_ratio = .weft_param(keep_ratio), interp = .weft_param(interp)), NULL, name, attr)
+}
+
+mx.nd.internal.image.to.tensor <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_to_tensor", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.to.tensor <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_to_tensor", list(data = data), c(), NULL, name, attr)
 }
 
 mx.nd.internal.lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
@@ -1180,6 +1369,20 @@ mx.symbol.all.finite <- function(data = NULL, init_output = NULL, name = NULL, a
   .weft_symbol_op("all_finite", list(data = data), c(init_output = .weft_param(init_output)), NULL, name, attr)
 }
 
+mx.nd.amp.cast <- function(data = NULL, dtype, out = NULL) {
+  .weft_nd_invoke("amp_cast", list(data), c(dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.amp.cast <- function(data = NULL, dtype, name = NULL, attr = NULL) {
+  .weft_symbol_op("amp_cast", list(data = data), c(dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.amp.multicast <- function(..., cast_narrow = NULL, out = NULL) {
+  .weft_nd_invoke("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", out)
+}
+mx.symbol.amp.multicast <- function(..., cast_narrow = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", name, attr)
+}
+
 mx.nd.arccos <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arccos", list(data), c(), NULL, out)
 }
@@ -1453,6 +1656,13 @@ mx.symbol.clip <- function(data = NULL, a_min, a_max, name = NULL, attr = NULL) 
   .weft_symbol_op("clip", list(data = data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, name, attr)
 }
 
+mx.nd.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, out = NULL) {
+  .weft_nd_invoke("col2im", list(data), c(output_size = .weft_shape_param(output_size), kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, out)
+}
+mx.symbol.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("col2im", list(data = data), c(output_size = .weft_shape_param(output_size), kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, name, attr)
+}
+
 mx.nd.cos <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("cos", list(data), c(), NULL, out)
 }
@@ -1626,6 +1836,13 @@ mx.nd.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, out = NUL
 }
 mx.symbol.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("hard_sigmoid", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, name, attr)
+}
+
+mx.nd.im2col <- function(data = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, out = NULL) {
+  .weft_nd_invoke("im2col", list(data), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, out)
+}
+mx.symbol.im2col <- function(data = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("im2col", list(data = data), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, name, attr)
 }
 
 mx.nd.khatri.rao <- function(..., out = NULL) {
