@@ -79,6 +79,7 @@ var opGroupNorm = weft.NewOperator("GroupNorm")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
 var opInternalEqual = weft.NewOperator("_equal")
@@ -109,7 +110,12 @@ var opInternalMinimumScalar = weft.NewOperator("_minimum_scalar")
 var opInternalMinusScalar = weft.NewOperator("_minus_scalar")
 var opInternalMod = weft.NewOperator("_mod")
 var opInternalModScalar = weft.NewOperator("_mod_scalar")
+var opInternalMpAdamwUpdate = weft.NewOperator("_mp_adamw_update")
 var opInternalMulScalar = weft.NewOperator("_mul_scalar")
+var opInternalMultiAdamwUpdate = weft.NewOperator("_multi_adamw_update")
+var opInternalMultiLambUpdate = weft.NewOperator("_multi_lamb_update")
+var opInternalMultiMpAdamwUpdate = weft.NewOperator("_multi_mp_adamw_update")
+var opInternalMultiMpLambUpdate = weft.NewOperator("_multi_mp_lamb_update")
 var opInternalNotEqual = weft.NewOperator("_not_equal")
 var opInternalNotEqualScalar = weft.NewOperator("_not_equal_scalar")
 var opInternalOnes = weft.NewOperator("_ones")
@@ -150,13 +156,17 @@ var opMakeLoss = weft.NewOperator("MakeLoss")
 var opMax = weft.NewOperator("max")
 var opMean = weft.NewOperator("mean")
 var opMin = weft.NewOperator("min")
+var opMpLambUpdatePhase1 = weft.NewOperator("mp_lamb_update_phase1")
+var opMpLambUpdatePhase2 = weft.NewOperator("mp_lamb_update_phase2")
 var opMpNagMomUpdate = weft.NewOperator("mp_nag_mom_update")
 var opMpSgdMomUpdate = weft.NewOperator("mp_sgd_mom_update")
 var opMpSgdUpdate = weft.NewOperator("mp_sgd_update")
+var opMultiLars = weft.NewOperator("multi_lars")
 var opMultiMpSgdMomUpdate = weft.NewOperator("multi_mp_sgd_mom_update")
 var opMultiMpSgdUpdate = weft.NewOperator("multi_mp_sgd_update")
 var opMultiSgdMomUpdate = weft.NewOperator("multi_sgd_mom_update")
 var opMultiSgdUpdate = weft.NewOperator("multi_sgd_update")
+var opMultiSumSq = weft.NewOperator("multi_sum_sq")
 var opNagMomUpdate = weft.NewOperator("nag_mom_update")
 var opNanprod = weft.NewOperator("nanprod")
 var opNansum = weft.NewOperator("nansum")
@@ -167,6 +177,10 @@ var opOnesLike = weft.NewOperator("ones_like")
 var opPad = weft.NewOperator("Pad")
 var opPick = weft.NewOperator("pick")
 var opPooling = weft.NewOperator("Pooling")
+var opPreloadedMultiMpSgdMomUpdate = weft.NewOperator("preloaded_multi_mp_sgd_mom_update")
+var opPreloadedMultiMpSgdUpdate = weft.NewOperator("preloaded_multi_mp_sgd_update")
+var opPreloadedMultiSgdMomUpdate = weft.NewOperator("preloaded_multi_sgd_mom_update")
+var opPreloadedMultiSgdUpdate = weft.NewOperator("preloaded_multi_sgd_update")
 var opProd = weft.NewOperator("prod")
 var opRNN = weft.NewOperator("RNN")
 var opRadians = weft.NewOperator("radians")
@@ -2361,6 +2375,50 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalArange, nil)
 }
 
+// InternalContribGroupAdagradUpdate runs the operator _contrib_group_adagrad_update.
+//
+// AdaGrad with one history value per row: g = clip(rescale_grad*grad); history[r] += mean(g[r]^2); weight[r] -= lr * g[r] / sqrt(history[r] + epsilon).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Weight
+//   - grad: Gradient
+//   - history: History, one value per row (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithEpsilon(float64): Added to the history under the root. (default 1e-05)
+func InternalContribGroupAdagradUpdate(weight, grad, history *weft.NDArray, lr float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.invoke(opInternalContribGroupAdagradUpdate, weight, grad, history)
+}
+
+// SymInternalContribGroupAdagradUpdate runs the operator _contrib_group_adagrad_update symbolically: it adds one node to the graph.
+//
+// AdaGrad with one history value per row: g = clip(rescale_grad*grad); history[r] += mean(g[r]^2); weight[r] -= lr * g[r] / sqrt(history[r] + epsilon).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Weight
+//   - grad: Gradient
+//   - history: History, one value per row (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithEpsilon(float64): Added to the history under the root. (default 1e-05)
+func SymInternalContribGroupAdagradUpdate(weight, grad, history *weft.Symbol, lr float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.compose(opInternalContribGroupAdagradUpdate, []string{"weight", "grad", "history"}, weight, grad, history)
+}
+
 // InternalCopy runs the operator _copy.
 //
 // Returns a copy of the input.
@@ -3203,6 +3261,64 @@ func SymInternalModScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 	return c.compose(opInternalModScalar, []string{"data"}, data)
 }
 
+// InternalMpAdamwUpdate runs the operator _mp_adamw_update.
+//
+// Multi-precision AdamW: the _adamw_update rule on the float32 master copy weight32 with float32 moments; the weight receives the master copy. rescale_grad is a one-element float32 array; when it is not finite or zero the update is skipped.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - grad: Gradient, the weight's dtype
+//   - mean: float32 first moment (updated in place)
+//   - var_: float32 second moment (updated in place)
+//   - weight32: float32 master copy of the weight (updated in place)
+//   - rescaleGrad: One-element float32 array multiplying the gradient
+//
+// Required parameters:
+//   - lr float64: Learning rate (scales the Adam step, not the weight decay).
+//   - eta float64: Schedule multiplier of the whole step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithWd(float64): Decoupled weight decay. (default 0)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+func InternalMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad *weft.NDArray, lr float64, eta float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	c.set("eta", eta)
+	return c.invoke(opInternalMpAdamwUpdate, weight, grad, mean, var_, weight32, rescaleGrad)
+}
+
+// SymInternalMpAdamwUpdate runs the operator _mp_adamw_update symbolically: it adds one node to the graph.
+//
+// Multi-precision AdamW: the _adamw_update rule on the float32 master copy weight32 with float32 moments; the weight receives the master copy. rescale_grad is a one-element float32 array; when it is not finite or zero the update is skipped.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - grad: Gradient, the weight's dtype
+//   - mean: float32 first moment (updated in place)
+//   - var_: float32 second moment (updated in place)
+//   - weight32: float32 master copy of the weight (updated in place)
+//   - rescaleGrad: One-element float32 array multiplying the gradient
+//
+// Required parameters:
+//   - lr float64: Learning rate (scales the Adam step, not the weight decay).
+//   - eta float64: Schedule multiplier of the whole step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithWd(float64): Decoupled weight decay. (default 0)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+func SymInternalMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad *weft.Symbol, lr float64, eta float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	c.set("eta", eta)
+	return c.compose(opInternalMpAdamwUpdate, []string{"weight", "grad", "mean", "var", "weight32", "rescale_grad"}, weight, grad, mean, var_, weight32, rescaleGrad)
+}
+
 // InternalMulScalar runs the operator _mul_scalar.
 //
 // x * scalar.
@@ -3231,6 +3347,230 @@ func InternalMulScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, error
 func SymInternalMulScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalMulScalar, []string{"data"}, data)
+}
+
+// InternalMultiAdamwUpdate runs the operator _multi_adamw_update.
+//
+// _adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight1, ..., then one rescale_grad array (float32, one value) for all; when it is not finite or zero nothing is updated. Outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, means and variances, interleaved; rescale_grad (any number)
+//
+// Required parameters:
+//   - lrs []float64: Learning rate of each weight.
+//   - wds []float64: Decoupled weight decay of each weight.
+//   - etas []float64: Schedule multiplier of each weight's step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func InternalMultiAdamwUpdate(data []*weft.NDArray, lrs []float64, wds []float64, etas []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lrs", lrs)
+	c.set("wds", wds)
+	c.set("etas", etas)
+	return c.invokeList(opInternalMultiAdamwUpdate, "", data)
+}
+
+// SymInternalMultiAdamwUpdate runs the operator _multi_adamw_update symbolically: it adds one node to the graph.
+//
+// _adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight1, ..., then one rescale_grad array (float32, one value) for all; when it is not finite or zero nothing is updated. Outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, means and variances, interleaved; rescale_grad (any number)
+//
+// Required parameters:
+//   - lrs []float64: Learning rate of each weight.
+//   - wds []float64: Decoupled weight decay of each weight.
+//   - etas []float64: Schedule multiplier of each weight's step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymInternalMultiAdamwUpdate(data []*weft.Symbol, lrs []float64, wds []float64, etas []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lrs", lrs)
+	c.set("wds", wds)
+	c.set("etas", etas)
+	return c.composeList(opInternalMultiAdamwUpdate, "", data)
+}
+
+// InternalMultiLambUpdate runs the operator _multi_lamb_update.
+//
+// Both LAMB phases for num_tensors tensors in one call: each tensor's direction g = mean_hat/(sqrt(var_hat) + epsilon) + wd*weight, then weight -= lr * (r1/r2) * g with r1 = norm(weight) (bounded), r2 = norm(g). Inputs: weight0, grad0, mean0, var0, weight1, ...; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, means and variances, interleaved (any number)
+//
+// Required parameters:
+//   - learningRates []float64: Learning rate of each tensor.
+//   - wds []float64: Weight decay of each tensor, added to the step direction.
+//   - stepCount []float64: Number of the update (from 1) of each tensor.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithRescaleGrad(float64): Multiplies the gradients first. (default 1)
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithNumTensors(int): Number of tensors updated. (default 1)
+func InternalMultiLambUpdate(data []*weft.NDArray, learningRates []float64, wds []float64, stepCount []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("learning_rates", learningRates)
+	c.set("wds", wds)
+	c.set("step_count", stepCount)
+	return c.invokeList(opInternalMultiLambUpdate, "", data)
+}
+
+// SymInternalMultiLambUpdate runs the operator _multi_lamb_update symbolically: it adds one node to the graph.
+//
+// Both LAMB phases for num_tensors tensors in one call: each tensor's direction g = mean_hat/(sqrt(var_hat) + epsilon) + wd*weight, then weight -= lr * (r1/r2) * g with r1 = norm(weight) (bounded), r2 = norm(g). Inputs: weight0, grad0, mean0, var0, weight1, ...; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, means and variances, interleaved (any number)
+//
+// Required parameters:
+//   - learningRates []float64: Learning rate of each tensor.
+//   - wds []float64: Weight decay of each tensor, added to the step direction.
+//   - stepCount []float64: Number of the update (from 1) of each tensor.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithRescaleGrad(float64): Multiplies the gradients first. (default 1)
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithNumTensors(int): Number of tensors updated. (default 1)
+func SymInternalMultiLambUpdate(data []*weft.Symbol, learningRates []float64, wds []float64, stepCount []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("learning_rates", learningRates)
+	c.set("wds", wds)
+	c.set("step_count", stepCount)
+	return c.composeList(opInternalMultiLambUpdate, "", data)
+}
+
+// InternalMultiMpAdamwUpdate runs the operator _multi_mp_adamw_update.
+//
+// _mp_adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ..., then one rescale_grad array for all; moments and master weights are float32. Outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, means, variances and float32 master weights, interleaved; rescale_grad (any number)
+//
+// Required parameters:
+//   - lrs []float64: Learning rate of each weight.
+//   - wds []float64: Decoupled weight decay of each weight.
+//   - etas []float64: Schedule multiplier of each weight's step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func InternalMultiMpAdamwUpdate(data []*weft.NDArray, lrs []float64, wds []float64, etas []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lrs", lrs)
+	c.set("wds", wds)
+	c.set("etas", etas)
+	return c.invokeList(opInternalMultiMpAdamwUpdate, "", data)
+}
+
+// SymInternalMultiMpAdamwUpdate runs the operator _multi_mp_adamw_update symbolically: it adds one node to the graph.
+//
+// _mp_adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ..., then one rescale_grad array for all; moments and master weights are float32. Outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, means, variances and float32 master weights, interleaved; rescale_grad (any number)
+//
+// Required parameters:
+//   - lrs []float64: Learning rate of each weight.
+//   - wds []float64: Decoupled weight decay of each weight.
+//   - etas []float64: Schedule multiplier of each weight's step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymInternalMultiMpAdamwUpdate(data []*weft.Symbol, lrs []float64, wds []float64, etas []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lrs", lrs)
+	c.set("wds", wds)
+	c.set("etas", etas)
+	return c.composeList(opInternalMultiMpAdamwUpdate, "", data)
+}
+
+// InternalMultiMpLambUpdate runs the operator _multi_mp_lamb_update.
+//
+// _multi_lamb_update on float32 master weights with float32 moments. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ...; outputs: the new weights (the master weights rounded).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, means, variances and float32 master weights, interleaved (any number)
+//
+// Required parameters:
+//   - learningRates []float64: Learning rate of each tensor.
+//   - wds []float64: Weight decay of each tensor, added to the step direction.
+//   - stepCount []float64: Number of the update (from 1) of each tensor.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithRescaleGrad(float64): Multiplies the gradients first. (default 1)
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithNumTensors(int): Number of tensors updated. (default 1)
+func InternalMultiMpLambUpdate(data []*weft.NDArray, learningRates []float64, wds []float64, stepCount []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("learning_rates", learningRates)
+	c.set("wds", wds)
+	c.set("step_count", stepCount)
+	return c.invokeList(opInternalMultiMpLambUpdate, "", data)
+}
+
+// SymInternalMultiMpLambUpdate runs the operator _multi_mp_lamb_update symbolically: it adds one node to the graph.
+//
+// _multi_lamb_update on float32 master weights with float32 moments. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ...; outputs: the new weights (the master weights rounded).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, means, variances and float32 master weights, interleaved (any number)
+//
+// Required parameters:
+//   - learningRates []float64: Learning rate of each tensor.
+//   - wds []float64: Weight decay of each tensor, added to the step direction.
+//   - stepCount []float64: Number of the update (from 1) of each tensor.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithRescaleGrad(float64): Multiplies the gradients first. (default 1)
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithNumTensors(int): Number of tensors updated. (default 1)
+func SymInternalMultiMpLambUpdate(data []*weft.Symbol, learningRates []float64, wds []float64, stepCount []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("learning_rates", learningRates)
+	c.set("wds", wds)
+	c.set("step_count", stepCount)
+	return c.composeList(opInternalMultiMpLambUpdate, "", data)
 }
 
 // InternalNotEqual runs the operator _not_equal.
@@ -4441,6 +4781,110 @@ func SymMin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opMin, []string{"data"}, data)
 }
 
+// MpLambUpdatePhase1 runs the operator mp_lamb_update_phase1.
+//
+// Multi-precision first phase of LAMB: float32 moments updated like Adam; returns the float32 direction mean_hat/(sqrt(var_hat) + epsilon) + wd*weight32.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - grad: Gradient, the weight's dtype
+//   - mean: float32 first moment (updated in place)
+//   - var_: float32 second moment (updated in place)
+//   - weight32: float32 master copy of the weight
+//
+// Required parameters:
+//   - t int: Number of the update (from 1), for the bias correction.
+//   - wd float64: Weight decay, added to the step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+func MpLambUpdatePhase1(weight, grad, mean, var_, weight32 *weft.NDArray, t int, wd float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("t", t)
+	c.set("wd", wd)
+	return c.invoke(opMpLambUpdatePhase1, weight, grad, mean, var_, weight32)
+}
+
+// SymMpLambUpdatePhase1 runs the operator mp_lamb_update_phase1 symbolically: it adds one node to the graph.
+//
+// Multi-precision first phase of LAMB: float32 moments updated like Adam; returns the float32 direction mean_hat/(sqrt(var_hat) + epsilon) + wd*weight32.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - grad: Gradient, the weight's dtype
+//   - mean: float32 first moment (updated in place)
+//   - var_: float32 second moment (updated in place)
+//   - weight32: float32 master copy of the weight
+//
+// Required parameters:
+//   - t int: Number of the update (from 1), for the bias correction.
+//   - wd float64: Weight decay, added to the step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+func SymMpLambUpdatePhase1(weight, grad, mean, var_, weight32 *weft.Symbol, t int, wd float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("t", t)
+	c.set("wd", wd)
+	return c.compose(opMpLambUpdatePhase1, []string{"weight", "grad", "mean", "var", "weight32"}, weight, grad, mean, var_, weight32)
+}
+
+// MpLambUpdatePhase2 runs the operator mp_lamb_update_phase2.
+//
+// Multi-precision second phase of LAMB: weight32 -= lr * (r1/r2) * g with r1 bounded to [lower_bound, upper_bound] (ratio 1 when either norm is 0); the weight receives weight32.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - g: Output of mp_lamb_update_phase1 (float32)
+//   - r1: Norm of the weight (one float32 value)
+//   - r2: Norm of g (one float32 value)
+//   - weight32: float32 master copy of the weight (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+func MpLambUpdatePhase2(weight, g, r1, r2, weight32 *weft.NDArray, lr float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.invoke(opMpLambUpdatePhase2, weight, g, r1, r2, weight32)
+}
+
+// SymMpLambUpdatePhase2 runs the operator mp_lamb_update_phase2 symbolically: it adds one node to the graph.
+//
+// Multi-precision second phase of LAMB: weight32 -= lr * (r1/r2) * g with r1 bounded to [lower_bound, upper_bound] (ratio 1 when either norm is 0); the weight receives weight32.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - g: Output of mp_lamb_update_phase1 (float32)
+//   - r1: Norm of the weight (one float32 value)
+//   - r2: Norm of g (one float32 value)
+//   - weight32: float32 master copy of the weight (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+func SymMpLambUpdatePhase2(weight, g, r1, r2, weight32 *weft.Symbol, lr float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.compose(opMpLambUpdatePhase2, []string{"weight", "g", "r1", "r2", "weight32"}, weight, g, r1, r2, weight32)
+}
+
 // MpNagMomUpdate runs the operator mp_nag_mom_update.
 //
 // Multi-precision Nesterov momentum on the float32 master copy weight32 and float32 momentum.
@@ -4583,6 +5027,52 @@ func SymMpSgdUpdate(weight, grad, weight32 *weft.Symbol, lr float64, opts ...Opt
 	c := newCall(opts)
 	c.set("lr", lr)
 	return c.compose(opMpSgdUpdate, []string{"weight", "grad", "weight32"}, weight, grad, weight32)
+}
+
+// MultiLars runs the operator multi_lars.
+//
+// LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lrs: Learning rates (float32)
+//   - weightsSumSq: Sums of squares of the weights
+//   - gradsSumSq: Sums of squares of the gradients
+//   - wds: Weight decays
+//
+// Required parameters:
+//   - eta float64: LARS coefficient.
+//   - eps float64: Added to the denominator.
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient norms. (default 1)
+func MultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.NDArray, eta float64, eps float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("eta", eta)
+	c.set("eps", eps)
+	return c.invoke(opMultiLars, lrs, weightsSumSq, gradsSumSq, wds)
+}
+
+// SymMultiLars runs the operator multi_lars symbolically: it adds one node to the graph.
+//
+// LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lrs: Learning rates (float32)
+//   - weightsSumSq: Sums of squares of the weights
+//   - gradsSumSq: Sums of squares of the gradients
+//   - wds: Weight decays
+//
+// Required parameters:
+//   - eta float64: LARS coefficient.
+//   - eps float64: Added to the denominator.
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient norms. (default 1)
+func SymMultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.Symbol, eta float64, eps float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("eta", eta)
+	c.set("eps", eps)
+	return c.compose(opMultiLars, []string{"lrs", "weights_sum_sq", "grads_sum_sq", "wds"}, lrs, weightsSumSq, gradsSumSq, wds)
 }
 
 // MultiMpSgdMomUpdate runs the operator multi_mp_sgd_mom_update.
@@ -4763,6 +5253,28 @@ func SymMultiSgdUpdate(data []*weft.Symbol, lrs []float64, wds []float64, opts .
 	c.set("lrs", lrs)
 	c.set("wds", wds)
 	return c.composeList(opMultiSgdUpdate, "", data)
+}
+
+// MultiSumSq runs the operator multi_sum_sq.
+//
+// The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Arrays (any number)
+func MultiSumSq(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opMultiSumSq, "num_arrays", data)
+}
+
+// SymMultiSumSq runs the operator multi_sum_sq symbolically: it adds one node to the graph.
+//
+// The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Arrays (any number)
+func SymMultiSumSq(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opMultiSumSq, "num_arrays", data)
 }
 
 // NagMomUpdate runs the operator nag_mom_update.
@@ -5109,6 +5621,138 @@ func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymPooling(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opPooling, []string{"data"}, data)
+}
+
+// PreloadedMultiMpSgdMomUpdate runs the operator preloaded_multi_mp_sgd_mom_update.
+//
+// mp_sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, weight32_0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, float32 momenta and master weights, then lrs and wds (any number)
+//
+// Options:
+//   - WithMomentum(float64): Decay of the momentum states. (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func PreloadedMultiMpSgdMomUpdate(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opPreloadedMultiMpSgdMomUpdate, "", data)
+}
+
+// SymPreloadedMultiMpSgdMomUpdate runs the operator preloaded_multi_mp_sgd_mom_update symbolically: it adds one node to the graph.
+//
+// mp_sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, weight32_0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, float32 momenta and master weights, then lrs and wds (any number)
+//
+// Options:
+//   - WithMomentum(float64): Decay of the momentum states. (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymPreloadedMultiMpSgdMomUpdate(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opPreloadedMultiMpSgdMomUpdate, "", data)
+}
+
+// PreloadedMultiMpSgdUpdate runs the operator preloaded_multi_mp_sgd_update.
+//
+// mp_sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight32_0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients and float32 master weights, then lrs and wds (any number)
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func PreloadedMultiMpSgdUpdate(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opPreloadedMultiMpSgdUpdate, "", data)
+}
+
+// SymPreloadedMultiMpSgdUpdate runs the operator preloaded_multi_mp_sgd_update symbolically: it adds one node to the graph.
+//
+// mp_sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight32_0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients and float32 master weights, then lrs and wds (any number)
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymPreloadedMultiMpSgdUpdate(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opPreloadedMultiMpSgdUpdate, "", data)
+}
+
+// PreloadedMultiSgdMomUpdate runs the operator preloaded_multi_sgd_mom_update.
+//
+// sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients and momenta, interleaved, then lrs and wds (any number)
+//
+// Options:
+//   - WithMomentum(float64): Decay of the momentum states. (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func PreloadedMultiSgdMomUpdate(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opPreloadedMultiSgdMomUpdate, "", data)
+}
+
+// SymPreloadedMultiSgdMomUpdate runs the operator preloaded_multi_sgd_mom_update symbolically: it adds one node to the graph.
+//
+// sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients and momenta, interleaved, then lrs and wds (any number)
+//
+// Options:
+//   - WithMomentum(float64): Decay of the momentum states. (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymPreloadedMultiSgdMomUpdate(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opPreloadedMultiSgdMomUpdate, "", data)
+}
+
+// PreloadedMultiSgdUpdate runs the operator preloaded_multi_sgd_update.
+//
+// sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight1, grad1, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights and gradients, interleaved, then lrs and wds (float32) (any number)
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func PreloadedMultiSgdUpdate(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opPreloadedMultiSgdUpdate, "", data)
+}
+
+// SymPreloadedMultiSgdUpdate runs the operator preloaded_multi_sgd_update symbolically: it adds one node to the graph.
+//
+// sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight1, grad1, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights and gradients, interleaved, then lrs and wds (float32) (any number)
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymPreloadedMultiSgdUpdate(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opPreloadedMultiSgdUpdate, "", data)
 }
 
 // Prod runs the operator prod.
@@ -6783,6 +7427,16 @@ func SymMinAxis(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return SymMin(data, opts...)
 }
 
+// MpAdamwUpdate is InternalMpAdamwUpdate under its alias mp_adamw_update.
+func MpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad *weft.NDArray, lr float64, eta float64, opts ...Option) (*weft.NDArray, error) {
+	return InternalMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad, lr, eta, opts...)
+}
+
+// SymMpAdamwUpdate is SymInternalMpAdamwUpdate under its alias mp_adamw_update.
+func SymMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad *weft.Symbol, lr float64, eta float64, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad, lr, eta, opts...)
+}
+
 // Normal is InternalRandomNormal under its alias normal.
 func Normal(opts ...Option) (*weft.NDArray, error) {
 	return InternalRandomNormal(opts...)
@@ -7333,6 +7987,12 @@ func WithNumGroup(v int) Option {
 // Number of channel groups.
 func WithNumGroups(v int) Option {
 	return param("num_groups", v)
+}
+
+// WithNumTensors sets the parameter num_tensors.
+// Number of tensors updated.
+func WithNumTensors(v int) Option {
+	return param("num_tensors", v)
 }
 
 // WithNumWeights sets the parameter num_weights.

@@ -935,6 +935,30 @@ _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
 
+const _op__contrib_group_adagrad_update = OpDef("_contrib_group_adagrad_update", ["weight", "grad", "history"], false, "")
+"""
+    _contrib_group_adagrad_update(weight, grad, history; lr, rescale_grad=1, clip_gradient=-1, epsilon=1e-05)
+
+AdaGrad with one history value per row: g = clip(rescale_grad*grad); history[r] += mean(g[r]^2); weight[r] -= lr * g[r] / sqrt(history[r] + epsilon).
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight
+- `grad` (NDArray or SymbolicNode): Gradient
+- `history` (NDArray or SymbolicNode): History, one value per row (updated in place)
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `rescale_grad` (double; default `1`): Multiplies the gradient first.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `epsilon` (double; default `1e-05`): Added to the history under the root.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_group_adagrad_update end
+_contrib_group_adagrad_update(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_group_adagrad_update, args; kwargs...)
+_contrib_group_adagrad_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_group_adagrad_update, args; kwargs...)
+_contrib_group_adagrad_update(; kwargs...) = _call_op(_op__contrib_group_adagrad_update; kwargs...)
+
 const _op__copy = OpDef("_copy", ["data"], false, "")
 """
     _copy(data)
@@ -2031,6 +2055,68 @@ _ModScalar(args::NDArray...; kwargs...) = _invoke_op(_op__ModScalar, args; kwarg
 _ModScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__ModScalar, args; kwargs...)
 _ModScalar(; kwargs...) = _call_op(_op__ModScalar; kwargs...)
 
+const _op__mp_adamw_update = OpDef("_mp_adamw_update", ["weight", "grad", "mean", "var", "weight32", "rescale_grad"], false, "")
+"""
+    _mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad; lr, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, eta, clip_gradient=-1)
+
+Multi-precision AdamW: the _adamw_update rule on the float32 master copy weight32 with float32 moments; the weight receives the master copy. rescale_grad is a one-element float32 array; when it is not finite or zero the update is skipped.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight (float16 usually)
+- `grad` (NDArray or SymbolicNode): Gradient, the weight's dtype
+- `mean` (NDArray or SymbolicNode): float32 first moment (updated in place)
+- `var` (NDArray or SymbolicNode): float32 second moment (updated in place)
+- `weight32` (NDArray or SymbolicNode): float32 master copy of the weight (updated in place)
+- `rescale_grad` (NDArray or SymbolicNode): One-element float32 array multiplying the gradient
+
+# Parameters
+- `lr` (double; required): Learning rate (scales the Adam step, not the weight decay).
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-08`): Added to the root of the second moment.
+- `wd` (double; default `0`): Decoupled weight decay.
+- `eta` (double; required): Schedule multiplier of the whole step.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _mp_adamw_update end
+_mp_adamw_update(args::NDArray...; kwargs...) = _invoke_op(_op__mp_adamw_update, args; kwargs...)
+_mp_adamw_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__mp_adamw_update, args; kwargs...)
+_mp_adamw_update(; kwargs...) = _call_op(_op__mp_adamw_update; kwargs...)
+
+const _op_mp_adamw_update = OpDef("mp_adamw_update", ["weight", "grad", "mean", "var", "weight32", "rescale_grad"], false, "")
+"""
+    mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad; lr, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, eta, clip_gradient=-1)
+
+Multi-precision AdamW: the _adamw_update rule on the float32 master copy weight32 with float32 moments; the weight receives the master copy. rescale_grad is a one-element float32 array; when it is not finite or zero the update is skipped.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight (float16 usually)
+- `grad` (NDArray or SymbolicNode): Gradient, the weight's dtype
+- `mean` (NDArray or SymbolicNode): float32 first moment (updated in place)
+- `var` (NDArray or SymbolicNode): float32 second moment (updated in place)
+- `weight32` (NDArray or SymbolicNode): float32 master copy of the weight (updated in place)
+- `rescale_grad` (NDArray or SymbolicNode): One-element float32 array multiplying the gradient
+
+# Parameters
+- `lr` (double; required): Learning rate (scales the Adam step, not the weight decay).
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-08`): Added to the root of the second moment.
+- `wd` (double; default `0`): Decoupled weight decay.
+- `eta` (double; required): Schedule multiplier of the whole step.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+
+Alias of `_mp_adamw_update`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function mp_adamw_update end
+mp_adamw_update(args::NDArray...; kwargs...) = _invoke_op(_op_mp_adamw_update, args; kwargs...)
+mp_adamw_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_adamw_update, args; kwargs...)
+mp_adamw_update(; kwargs...) = _call_op(_op_mp_adamw_update; kwargs...)
+
 const _op__mul_scalar = OpDef("_mul_scalar", ["data"], false, "")
 """
     _mul_scalar(data; scalar=1, is_int=True)
@@ -2072,6 +2158,118 @@ function _MulScalar end
 _MulScalar(args::NDArray...; kwargs...) = _invoke_op(_op__MulScalar, args; kwargs...)
 _MulScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__MulScalar, args; kwargs...)
 _MulScalar(; kwargs...) = _call_op(_op__MulScalar; kwargs...)
+
+const _op__multi_adamw_update = OpDef("_multi_adamw_update", String[], true, "")
+"""
+    _multi_adamw_update(args...; lrs, beta1=0.9, beta2=0.999, epsilon=1e-08, wds, etas, clip_gradient=-1, num_weights=1)
+
+_adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight1, ..., then one rescale_grad array (float32, one value) for all; when it is not finite or zero nothing is updated. Outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, means and variances, interleaved; rescale_grad
+
+# Parameters
+- `lrs` (tuple of float; required): Learning rate of each weight.
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-08`): Added to the root of the second moment.
+- `wds` (tuple of float; required): Decoupled weight decay of each weight.
+- `etas` (tuple of float; required): Schedule multiplier of each weight's step.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _multi_adamw_update end
+_multi_adamw_update(args::NDArray...; kwargs...) = _invoke_op(_op__multi_adamw_update, args; kwargs...)
+_multi_adamw_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__multi_adamw_update, args; kwargs...)
+_multi_adamw_update(; kwargs...) = _call_op(_op__multi_adamw_update; kwargs...)
+
+const _op__multi_lamb_update = OpDef("_multi_lamb_update", String[], true, "")
+"""
+    _multi_lamb_update(args...; learning_rates, beta1=0.9, beta2=0.999, epsilon=1e-06, wds, rescale_grad=1, lower_bound=-1, upper_bound=-1, clip_gradient=-1, bias_correction=True, step_count, num_tensors=1)
+
+Both LAMB phases for num_tensors tensors in one call: each tensor's direction g = mean_hat/(sqrt(var_hat) + epsilon) + wd*weight, then weight -= lr * (r1/r2) * g with r1 = norm(weight) (bounded), r2 = norm(g). Inputs: weight0, grad0, mean0, var0, weight1, ...; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, means and variances, interleaved
+
+# Parameters
+- `learning_rates` (tuple of float; required): Learning rate of each tensor.
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-06`): Added to the root of the second moment.
+- `wds` (tuple of float; required): Weight decay of each tensor, added to the step direction.
+- `rescale_grad` (double; default `1`): Multiplies the gradients first.
+- `lower_bound` (double; default `-1`): Lower bound of the weight norm; negative is off.
+- `upper_bound` (double; default `-1`): Upper bound of the weight norm; negative is off.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `bias_correction` (boolean; default `True`): Correct the moments' bias.
+- `step_count` (tuple of float; required): Number of the update (from 1) of each tensor.
+- `num_tensors` (int, in [1, inf]; default `1`): Number of tensors updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _multi_lamb_update end
+_multi_lamb_update(args::NDArray...; kwargs...) = _invoke_op(_op__multi_lamb_update, args; kwargs...)
+_multi_lamb_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__multi_lamb_update, args; kwargs...)
+_multi_lamb_update(; kwargs...) = _call_op(_op__multi_lamb_update; kwargs...)
+
+const _op__multi_mp_adamw_update = OpDef("_multi_mp_adamw_update", String[], true, "")
+"""
+    _multi_mp_adamw_update(args...; lrs, beta1=0.9, beta2=0.999, epsilon=1e-08, wds, etas, clip_gradient=-1, num_weights=1)
+
+_mp_adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ..., then one rescale_grad array for all; moments and master weights are float32. Outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, means, variances and float32 master weights, interleaved; rescale_grad
+
+# Parameters
+- `lrs` (tuple of float; required): Learning rate of each weight.
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-08`): Added to the root of the second moment.
+- `wds` (tuple of float; required): Decoupled weight decay of each weight.
+- `etas` (tuple of float; required): Schedule multiplier of each weight's step.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _multi_mp_adamw_update end
+_multi_mp_adamw_update(args::NDArray...; kwargs...) = _invoke_op(_op__multi_mp_adamw_update, args; kwargs...)
+_multi_mp_adamw_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__multi_mp_adamw_update, args; kwargs...)
+_multi_mp_adamw_update(; kwargs...) = _call_op(_op__multi_mp_adamw_update; kwargs...)
+
+const _op__multi_mp_lamb_update = OpDef("_multi_mp_lamb_update", String[], true, "")
+"""
+    _multi_mp_lamb_update(args...; learning_rates, beta1=0.9, beta2=0.999, epsilon=1e-06, wds, rescale_grad=1, lower_bound=-1, upper_bound=-1, clip_gradient=-1, bias_correction=True, step_count, num_tensors=1)
+
+_multi_lamb_update on float32 master weights with float32 moments. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ...; outputs: the new weights (the master weights rounded).
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, means, variances and float32 master weights, interleaved
+
+# Parameters
+- `learning_rates` (tuple of float; required): Learning rate of each tensor.
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-06`): Added to the root of the second moment.
+- `wds` (tuple of float; required): Weight decay of each tensor, added to the step direction.
+- `rescale_grad` (double; default `1`): Multiplies the gradients first.
+- `lower_bound` (double; default `-1`): Lower bound of the weight norm; negative is off.
+- `upper_bound` (double; default `-1`): Upper bound of the weight norm; negative is off.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `bias_correction` (boolean; default `True`): Correct the moments' bias.
+- `step_count` (tuple of float; required): Number of the update (from 1) of each tensor.
+- `num_tensors` (int, in [1, inf]; default `1`): Number of tensors updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _multi_mp_lamb_update end
+_multi_mp_lamb_update(args::NDArray...; kwargs...) = _invoke_op(_op__multi_mp_lamb_update, args; kwargs...)
+_multi_mp_lamb_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__multi_mp_lamb_update, args; kwargs...)
+_multi_mp_lamb_update(; kwargs...) = _call_op(_op__multi_mp_lamb_update; kwargs...)
 
 const _op__not_equal = OpDef("_not_equal", ["lhs", "rhs"], false, "")
 """
@@ -4430,6 +4628,61 @@ min_axis(args::NDArray...; kwargs...) = _invoke_op(_op_min_axis, args; kwargs...
 min_axis(args::SymbolicNode...; kwargs...) = _compose_op(_op_min_axis, args; kwargs...)
 min_axis(; kwargs...) = _call_op(_op_min_axis; kwargs...)
 
+const _op_mp_lamb_update_phase1 = OpDef("mp_lamb_update_phase1", ["weight", "grad", "mean", "var", "weight32"], false, "")
+"""
+    mp_lamb_update_phase1(weight, grad, mean, var, weight32; beta1=0.9, beta2=0.999, epsilon=1e-06, t, bias_correction=True, wd, rescale_grad=1, clip_gradient=-1)
+
+Multi-precision first phase of LAMB: float32 moments updated like Adam; returns the float32 direction mean_hat/(sqrt(var_hat) + epsilon) + wd*weight32.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight (float16 usually)
+- `grad` (NDArray or SymbolicNode): Gradient, the weight's dtype
+- `mean` (NDArray or SymbolicNode): float32 first moment (updated in place)
+- `var` (NDArray or SymbolicNode): float32 second moment (updated in place)
+- `weight32` (NDArray or SymbolicNode): float32 master copy of the weight
+
+# Parameters
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-06`): Added to the root of the second moment.
+- `t` (int, in [1, inf]; required): Number of the update (from 1), for the bias correction.
+- `bias_correction` (boolean; default `True`): Correct the moments' bias.
+- `wd` (double; required): Weight decay, added to the step.
+- `rescale_grad` (double; default `1`): Multiplies the gradient first.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function mp_lamb_update_phase1 end
+mp_lamb_update_phase1(args::NDArray...; kwargs...) = _invoke_op(_op_mp_lamb_update_phase1, args; kwargs...)
+mp_lamb_update_phase1(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_lamb_update_phase1, args; kwargs...)
+mp_lamb_update_phase1(; kwargs...) = _call_op(_op_mp_lamb_update_phase1; kwargs...)
+
+const _op_mp_lamb_update_phase2 = OpDef("mp_lamb_update_phase2", ["weight", "g", "r1", "r2", "weight32"], false, "")
+"""
+    mp_lamb_update_phase2(weight, g, r1, r2, weight32; lr, lower_bound=-1, upper_bound=-1)
+
+Multi-precision second phase of LAMB: weight32 -= lr * (r1/r2) * g with r1 bounded to [lower_bound, upper_bound] (ratio 1 when either norm is 0); the weight receives weight32.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight (float16 usually)
+- `g` (NDArray or SymbolicNode): Output of mp_lamb_update_phase1 (float32)
+- `r1` (NDArray or SymbolicNode): Norm of the weight (one float32 value)
+- `r2` (NDArray or SymbolicNode): Norm of g (one float32 value)
+- `weight32` (NDArray or SymbolicNode): float32 master copy of the weight (updated in place)
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `lower_bound` (double; default `-1`): Lower bound of the weight norm; negative is off.
+- `upper_bound` (double; default `-1`): Upper bound of the weight norm; negative is off.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function mp_lamb_update_phase2 end
+mp_lamb_update_phase2(args::NDArray...; kwargs...) = _invoke_op(_op_mp_lamb_update_phase2, args; kwargs...)
+mp_lamb_update_phase2(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_lamb_update_phase2, args; kwargs...)
+mp_lamb_update_phase2(; kwargs...) = _call_op(_op_mp_lamb_update_phase2; kwargs...)
+
 const _op_mp_nag_mom_update = OpDef("mp_nag_mom_update", ["weight", "grad", "mom", "weight32"], false, "")
 """
     mp_nag_mom_update(weight, grad, mom, weight32; lr, momentum=0, wd=0, rescale_grad=1, clip_gradient=-1)
@@ -4507,6 +4760,30 @@ function mp_sgd_update end
 mp_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_mp_sgd_update, args; kwargs...)
 mp_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_sgd_update, args; kwargs...)
 mp_sgd_update(; kwargs...) = _call_op(_op_mp_sgd_update; kwargs...)
+
+const _op_multi_lars = OpDef("multi_lars", ["lrs", "weights_sum_sq", "grads_sum_sq", "wds"], false, "")
+"""
+    multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds; eta, eps, rescale_grad=1)
+
+LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
+
+# Inputs
+- `lrs` (NDArray or SymbolicNode): Learning rates (float32)
+- `weights_sum_sq` (NDArray or SymbolicNode): Sums of squares of the weights
+- `grads_sum_sq` (NDArray or SymbolicNode): Sums of squares of the gradients
+- `wds` (NDArray or SymbolicNode): Weight decays
+
+# Parameters
+- `eta` (double; required): LARS coefficient.
+- `eps` (double; required): Added to the denominator.
+- `rescale_grad` (double; default `1`): Multiplies the gradient norms.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function multi_lars end
+multi_lars(args::NDArray...; kwargs...) = _invoke_op(_op_multi_lars, args; kwargs...)
+multi_lars(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_lars, args; kwargs...)
+multi_lars(; kwargs...) = _call_op(_op_multi_lars; kwargs...)
 
 const _op_multi_mp_sgd_mom_update = OpDef("multi_mp_sgd_mom_update", String[], true, "")
 """
@@ -4601,6 +4878,22 @@ function multi_sgd_update end
 multi_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_multi_sgd_update, args; kwargs...)
 multi_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_sgd_update, args; kwargs...)
 multi_sgd_update(; kwargs...) = _call_op(_op_multi_sgd_update; kwargs...)
+
+const _op_multi_sum_sq = OpDef("multi_sum_sq", String[], true, "num_arrays")
+"""
+    multi_sum_sq(args...)
+
+The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Arrays
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function multi_sum_sq end
+multi_sum_sq(args::NDArray...; kwargs...) = _invoke_op(_op_multi_sum_sq, args; kwargs...)
+multi_sum_sq(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_sum_sq, args; kwargs...)
+multi_sum_sq(; kwargs...) = _call_op(_op_multi_sum_sq; kwargs...)
 
 const _op_nag_mom_update = OpDef("nag_mom_update", ["weight", "grad", "mom"], false, "")
 """
@@ -4766,6 +5059,92 @@ function pick end
 pick(args::NDArray...; kwargs...) = _invoke_op(_op_pick, args; kwargs...)
 pick(args::SymbolicNode...; kwargs...) = _compose_op(_op_pick, args; kwargs...)
 pick(; kwargs...) = _call_op(_op_pick; kwargs...)
+
+const _op_preloaded_multi_mp_sgd_mom_update = OpDef("preloaded_multi_mp_sgd_mom_update", String[], true, "")
+"""
+    preloaded_multi_mp_sgd_mom_update(args...; momentum=0, rescale_grad=1, clip_gradient=-1, num_weights=1)
+
+mp_sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, weight32_0, ..., lrs, wds; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, float32 momenta and master weights, then lrs and wds
+
+# Parameters
+- `momentum` (double; default `0`): Decay of the momentum states.
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function preloaded_multi_mp_sgd_mom_update end
+preloaded_multi_mp_sgd_mom_update(args::NDArray...; kwargs...) = _invoke_op(_op_preloaded_multi_mp_sgd_mom_update, args; kwargs...)
+preloaded_multi_mp_sgd_mom_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_preloaded_multi_mp_sgd_mom_update, args; kwargs...)
+preloaded_multi_mp_sgd_mom_update(; kwargs...) = _call_op(_op_preloaded_multi_mp_sgd_mom_update; kwargs...)
+
+const _op_preloaded_multi_mp_sgd_update = OpDef("preloaded_multi_mp_sgd_update", String[], true, "")
+"""
+    preloaded_multi_mp_sgd_update(args...; rescale_grad=1, clip_gradient=-1, num_weights=1)
+
+mp_sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight32_0, ..., lrs, wds; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients and float32 master weights, then lrs and wds
+
+# Parameters
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function preloaded_multi_mp_sgd_update end
+preloaded_multi_mp_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_preloaded_multi_mp_sgd_update, args; kwargs...)
+preloaded_multi_mp_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_preloaded_multi_mp_sgd_update, args; kwargs...)
+preloaded_multi_mp_sgd_update(; kwargs...) = _call_op(_op_preloaded_multi_mp_sgd_update; kwargs...)
+
+const _op_preloaded_multi_sgd_mom_update = OpDef("preloaded_multi_sgd_mom_update", String[], true, "")
+"""
+    preloaded_multi_sgd_mom_update(args...; momentum=0, rescale_grad=1, clip_gradient=-1, num_weights=1)
+
+sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, ..., lrs, wds; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients and momenta, interleaved, then lrs and wds
+
+# Parameters
+- `momentum` (double; default `0`): Decay of the momentum states.
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function preloaded_multi_sgd_mom_update end
+preloaded_multi_sgd_mom_update(args::NDArray...; kwargs...) = _invoke_op(_op_preloaded_multi_sgd_mom_update, args; kwargs...)
+preloaded_multi_sgd_mom_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_preloaded_multi_sgd_mom_update, args; kwargs...)
+preloaded_multi_sgd_mom_update(; kwargs...) = _call_op(_op_preloaded_multi_sgd_mom_update; kwargs...)
+
+const _op_preloaded_multi_sgd_update = OpDef("preloaded_multi_sgd_update", String[], true, "")
+"""
+    preloaded_multi_sgd_update(args...; rescale_grad=1, clip_gradient=-1, num_weights=1)
+
+sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight1, grad1, ..., lrs, wds; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights and gradients, interleaved, then lrs and wds (float32)
+
+# Parameters
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function preloaded_multi_sgd_update end
+preloaded_multi_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_preloaded_multi_sgd_update, args; kwargs...)
+preloaded_multi_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_preloaded_multi_sgd_update, args; kwargs...)
+preloaded_multi_sgd_update(; kwargs...) = _call_op(_op_preloaded_multi_sgd_update; kwargs...)
 
 const _op_prod = OpDef("prod", ["data"], false, "")
 # prod is also Base's: these methods extend Base.prod for Weft's types.
@@ -5715,6 +6094,7 @@ const _OPERATOR_NAMES = [
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_group_adagrad_update",
     "_copy",
     "_div_scalar",
     "_DivScalar",
@@ -5771,8 +6151,14 @@ const _OPERATOR_NAMES = [
     "_Mod",
     "_mod_scalar",
     "_ModScalar",
+    "_mp_adamw_update",
+    "mp_adamw_update",
     "_mul_scalar",
     "_MulScalar",
+    "_multi_adamw_update",
+    "_multi_lamb_update",
+    "_multi_mp_adamw_update",
+    "_multi_mp_lamb_update",
     "_not_equal",
     "_Not_Equal",
     "_not_equal_scalar",
@@ -5897,13 +6283,17 @@ const _OPERATOR_NAMES = [
     "mean",
     "min",
     "min_axis",
+    "mp_lamb_update_phase1",
+    "mp_lamb_update_phase2",
     "mp_nag_mom_update",
     "mp_sgd_mom_update",
     "mp_sgd_update",
+    "multi_lars",
     "multi_mp_sgd_mom_update",
     "multi_mp_sgd_update",
     "multi_sgd_mom_update",
     "multi_sgd_update",
+    "multi_sum_sq",
     "nag_mom_update",
     "nanprod",
     "nansum",
@@ -5912,6 +6302,10 @@ const _OPERATOR_NAMES = [
     "one_hot",
     "ones_like",
     "pick",
+    "preloaded_multi_mp_sgd_mom_update",
+    "preloaded_multi_mp_sgd_update",
+    "preloaded_multi_sgd_mom_update",
+    "preloaded_multi_sgd_update",
     "prod",
     "radians",
     "rcbrt",

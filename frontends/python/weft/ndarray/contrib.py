@@ -3,3 +3,65 @@
 from . import _ops
 
 _ops.populate_namespace(globals(), "_contrib_")
+
+
+def _rescale_array(rescale_grad, like):
+    # The AdamW operators read rescale_grad from a one-element float32 array (so a loss
+    # scaler can hand over a value computed on the device); numbers are wrapped here.
+    from .ndarray import NDArray, full
+    if isinstance(rescale_grad, NDArray):
+        return rescale_grad.as_in_context(like.context)
+    return full((1,), float(rescale_grad), ctx=like.context, dtype="float32")
+
+
+def _interleave(*lists):
+    return [x for group in zip(*lists) for x in group]
+
+
+def adamw_update(weight, grad, mean, var, rescale_grad, lr, eta, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0,
+                 clip_gradient=-1, out=None, **kwargs):
+    """_adamw_update with rescale_grad given as a number or a one-element array."""
+    return _ops.get("_adamw_update")(weight, grad, mean, var, _rescale_array(rescale_grad, weight), lr=lr, eta=eta,
+                                     beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd, clip_gradient=clip_gradient,
+                                     out=out, **kwargs)
+
+
+def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr, eta, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                    wd=0, clip_gradient=-1, out=None, **kwargs):
+    """_mp_adamw_update with rescale_grad given as a number or a one-element array."""
+    return _ops.get("_mp_adamw_update")(weight, grad, mean, var, weight32, _rescale_array(rescale_grad, weight),
+                                        lr=lr, eta=eta, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd,
+                                        clip_gradient=clip_gradient, out=out, **kwargs)
+
+
+def multi_adamw_update(weights, grads, mean, var, rescale_grad, lrs, wds, etas, out=None, size=0, **kwargs):
+    """_multi_adamw_update over lists of weights, gradients, means and variances."""
+    n = size or len(weights)
+    args = _interleave(weights, grads, mean, var) + [_rescale_array(rescale_grad, weights[0])]
+    return _ops.get("_multi_adamw_update")(*args, out=out, num_weights=n, lrs=lrs, wds=wds, etas=etas, **kwargs)
+
+
+def multi_mp_adamw_update(weights, grads, mean, var, weights32, rescale_grad, lrs, wds, etas, out=None, size=0,
+                          **kwargs):
+    """_multi_mp_adamw_update over lists of weights, gradients, means, variances and master weights."""
+    n = size or len(weights)
+    args = _interleave(weights, grads, mean, var, weights32) + [_rescale_array(rescale_grad, weights[0])]
+    return _ops.get("_multi_mp_adamw_update")(*args, out=out, num_weights=n, lrs=lrs, wds=wds, etas=etas, **kwargs)
+
+
+def multi_lamb_update(weights, grads, mean, var, step_count, lrs, wds, out=None, num_tensors=0, **kwargs):
+    """_multi_lamb_update over lists of weights, gradients, means and variances; step_count,
+    lrs and wds hold one value per tensor."""
+    n = num_tensors or len(weights)
+    return _ops.get("_multi_lamb_update")(*_interleave(weights, grads, mean, var), out=out, num_tensors=n,
+                                          step_count=step_count, learning_rates=lrs, wds=wds, **kwargs)
+
+
+def multi_mp_lamb_update(weights, grads, mean, var, weights32, step_count, lrs, wds, out=None, num_tensors=0,
+                         **kwargs):
+    """_multi_mp_lamb_update over lists of weights, gradients, float32 means, variances and
+    master weights."""
+    n = num_tensors or len(weights)
+    return _ops.get("_multi_mp_lamb_update")(*_interleave(weights, grads, mean, var, weights32), out=out,
+                                             num_tensors=n, step_count=step_count, learning_rates=lrs, wds=wds,
+                                             **kwargs)

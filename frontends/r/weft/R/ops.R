@@ -291,6 +291,13 @@ mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ =
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_group_adagrad_update", list(weight, grad, history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, out)
+}
+mx.symbol.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_group_adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, name, attr)
+}
+
 mx.nd.internal.copy <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_copy", list(data), c(), NULL, out)
 }
@@ -508,11 +515,53 @@ mx.symbol.internal.mod.scalar <- function(data = NULL, scalar = NULL, is_int = N
   .weft_symbol_op("_mod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
+  .weft_nd_invoke("_mp_adamw_update", list(weight, grad, mean, var, weight32, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.internal.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_mp_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+}
+
+mx.nd.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
+  .weft_nd_invoke("_mp_adamw_update", list(weight, grad, mean, var, weight32, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_mp_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+}
+
 mx.nd.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_mul_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_mul_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.multi.adamw.update <- function(..., lrs, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, etas, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("_multi_adamw_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), etas = .weft_shape_param(etas), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.internal.multi.adamw.update <- function(..., lrs, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, etas, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_multi_adamw_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), etas = .weft_shape_param(etas), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.internal.multi.lamb.update <- function(..., learning_rates, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, rescale_grad = NULL, lower_bound = NULL, upper_bound = NULL, clip_gradient = NULL, bias_correction = NULL, step_count, num_tensors = NULL, out = NULL) {
+  .weft_nd_invoke("_multi_lamb_update", .weft_dots(...), c(learning_rates = .weft_shape_param(learning_rates), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound), clip_gradient = .weft_param(clip_gradient), bias_correction = .weft_param(bias_correction), step_count = .weft_shape_param(step_count), num_tensors = .weft_param(num_tensors)), NULL, out)
+}
+mx.symbol.internal.multi.lamb.update <- function(..., learning_rates, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, rescale_grad = NULL, lower_bound = NULL, upper_bound = NULL, clip_gradient = NULL, bias_correction = NULL, step_count, num_tensors = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_multi_lamb_update", .weft_dots(...), c(learning_rates = .weft_shape_param(learning_rates), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound), clip_gradient = .weft_param(clip_gradient), bias_correction = .weft_param(bias_correction), step_count = .weft_shape_param(step_count), num_tensors = .weft_param(num_tensors)), NULL, name, attr)
+}
+
+mx.nd.internal.multi.mp.adamw.update <- function(..., lrs, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, etas, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("_multi_mp_adamw_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), etas = .weft_shape_param(etas), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.internal.multi.mp.adamw.update <- function(..., lrs, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, etas, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_multi_mp_adamw_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), etas = .weft_shape_param(etas), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.internal.multi.mp.lamb.update <- function(..., learning_rates, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, rescale_grad = NULL, lower_bound = NULL, upper_bound = NULL, clip_gradient = NULL, bias_correction = NULL, step_count, num_tensors = NULL, out = NULL) {
+  .weft_nd_invoke("_multi_mp_lamb_update", .weft_dots(...), c(learning_rates = .weft_shape_param(learning_rates), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound), clip_gradient = .weft_param(clip_gradient), bias_correction = .weft_param(bias_correction), step_count = .weft_shape_param(step_count), num_tensors = .weft_param(num_tensors)), NULL, out)
+}
+mx.symbol.internal.multi.mp.lamb.update <- function(..., learning_rates, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, rescale_grad = NULL, lower_bound = NULL, upper_bound = NULL, clip_gradient = NULL, bias_correction = NULL, step_count, num_tensors = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_multi_mp_lamb_update", .weft_dots(...), c(learning_rates = .weft_shape_param(learning_rates), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound), clip_gradient = .weft_param(clip_gradient), bias_correction = .weft_param(bias_correction), step_count = .weft_shape_param(step_count), num_tensors = .weft_param(num_tensors)), NULL, name, attr)
 }
 
 mx.nd.internal.not.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
@@ -1257,6 +1306,20 @@ mx.symbol.min.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclud
   .weft_symbol_op("min", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
+mx.nd.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+  .weft_nd_invoke("mp_lamb_update_phase1", list(weight, grad, mean, var, weight32), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("mp_lamb_update_phase1", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+}
+
+mx.nd.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, out = NULL) {
+  .weft_nd_invoke("mp_lamb_update_phase2", list(weight, g, r1, r2, weight32), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, out)
+}
+mx.symbol.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("mp_lamb_update_phase2", list(weight = weight, g = g, r1 = r1, r2 = r2, weight32 = weight32), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, name, attr)
+}
+
 mx.nd.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("mp_nag_mom_update", list(weight, grad, mom, weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1276,6 +1339,13 @@ mx.nd.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr,
 }
 mx.symbol.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mp_sgd_update", list(weight = weight, grad = grad, weight32 = weight32), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
+mx.nd.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, out = NULL) {
+  .weft_nd_invoke("multi_lars", list(lrs, weights_sum_sq, grads_sum_sq, wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, out)
+}
+mx.symbol.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("multi_lars", list(lrs = lrs, weights_sum_sq = weights_sum_sq, grads_sum_sq = grads_sum_sq, wds = wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, name, attr)
 }
 
 mx.nd.multi.mp.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
@@ -1304,6 +1374,13 @@ mx.nd.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_grad
 }
 mx.symbol.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.multi.sum.sq <- function(..., out = NULL) {
+  .weft_nd_invoke("multi_sum_sq", .weft_dots(...), c(), "num_arrays", out)
+}
+mx.symbol.multi.sum.sq <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("multi_sum_sq", .weft_dots(...), c(), "num_arrays", name, attr)
 }
 
 mx.nd.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
@@ -1360,6 +1437,34 @@ mx.nd.pick <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, 
 }
 mx.symbol.pick <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
+}
+
+mx.nd.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("preloaded_multi_mp_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("preloaded_multi_mp_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("preloaded_multi_mp_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("preloaded_multi_mp_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("preloaded_multi_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("preloaded_multi_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("preloaded_multi_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("preloaded_multi_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
 
 mx.nd.prod <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
