@@ -123,17 +123,42 @@ var opInternalPlusScalar = weft.NewOperator("_plus_scalar")
 var opInternalPower = weft.NewOperator("_power")
 var opInternalPowerScalar = weft.NewOperator("_power_scalar")
 var opInternalRandomExponential = weft.NewOperator("_random_exponential")
+var opInternalRandomExponentialLike = weft.NewOperator("_random_exponential_like")
 var opInternalRandomGamma = weft.NewOperator("_random_gamma")
+var opInternalRandomGammaLike = weft.NewOperator("_random_gamma_like")
+var opInternalRandomGeneralizedNegativeBinomial = weft.NewOperator("_random_generalized_negative_binomial")
+var opInternalRandomGeneralizedNegativeBinomialLike = weft.NewOperator("_random_generalized_negative_binomial_like")
+var opInternalRandomNegativeBinomial = weft.NewOperator("_random_negative_binomial")
+var opInternalRandomNegativeBinomialLike = weft.NewOperator("_random_negative_binomial_like")
 var opInternalRandomNormal = weft.NewOperator("_random_normal")
+var opInternalRandomNormalLike = weft.NewOperator("_random_normal_like")
+var opInternalRandomPdfDirichlet = weft.NewOperator("_random_pdf_dirichlet")
+var opInternalRandomPdfExponential = weft.NewOperator("_random_pdf_exponential")
+var opInternalRandomPdfGamma = weft.NewOperator("_random_pdf_gamma")
+var opInternalRandomPdfGeneralizedNegativeBinomial = weft.NewOperator("_random_pdf_generalized_negative_binomial")
+var opInternalRandomPdfNegativeBinomial = weft.NewOperator("_random_pdf_negative_binomial")
+var opInternalRandomPdfNormal = weft.NewOperator("_random_pdf_normal")
+var opInternalRandomPdfPoisson = weft.NewOperator("_random_pdf_poisson")
+var opInternalRandomPdfUniform = weft.NewOperator("_random_pdf_uniform")
 var opInternalRandomPoisson = weft.NewOperator("_random_poisson")
+var opInternalRandomPoissonLike = weft.NewOperator("_random_poisson_like")
 var opInternalRandomRandint = weft.NewOperator("_random_randint")
 var opInternalRandomUniform = weft.NewOperator("_random_uniform")
+var opInternalRandomUniformLike = weft.NewOperator("_random_uniform_like")
 var opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
 var opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
 var opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
 var opInternalRmodScalar = weft.NewOperator("_rmod_scalar")
 var opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
+var opInternalSampleExponential = weft.NewOperator("_sample_exponential")
+var opInternalSampleGamma = weft.NewOperator("_sample_gamma")
+var opInternalSampleGeneralizedNegativeBinomial = weft.NewOperator("_sample_generalized_negative_binomial")
 var opInternalSampleMultinomial = weft.NewOperator("_sample_multinomial")
+var opInternalSampleNegativeBinomial = weft.NewOperator("_sample_negative_binomial")
+var opInternalSampleNormal = weft.NewOperator("_sample_normal")
+var opInternalSamplePoisson = weft.NewOperator("_sample_poisson")
+var opInternalSampleUniform = weft.NewOperator("_sample_uniform")
+var opInternalSampleUniqueZipfian = weft.NewOperator("_sample_unique_zipfian")
 var opInternalShuffle = weft.NewOperator("_shuffle")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
 var opInternalZeros = weft.NewOperator("_zeros")
@@ -3765,6 +3790,34 @@ func SymInternalRandomExponential(opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalRandomExponential, nil)
 }
 
+// InternalRandomExponentialLike runs the operator _random_exponential_like.
+//
+// Samples from the exponential (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLam(float64): Rate (lambda) of the distribution; the mean is 1 / lam. (default 1)
+func InternalRandomExponentialLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomExponentialLike, data)
+}
+
+// SymInternalRandomExponentialLike runs the operator _random_exponential_like symbolically: it adds one node to the graph.
+//
+// Samples from the exponential (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLam(float64): Rate (lambda) of the distribution; the mean is 1 / lam. (default 1)
+func SymInternalRandomExponentialLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomExponentialLike, []string{"data"}, data)
+}
+
 // InternalRandomGamma runs the operator _random_gamma.
 //
 // Samples from the gamma distribution with shape alpha and scale beta (mean alpha * beta).
@@ -3793,6 +3846,156 @@ func InternalRandomGamma(opts ...Option) (*weft.NDArray, error) {
 func SymInternalRandomGamma(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomGamma, nil)
+}
+
+// InternalRandomGammaLike runs the operator _random_gamma_like.
+//
+// Samples from the gamma (shape alpha, scale beta) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithAlpha(float64): Shape (alpha) of the distribution. (default 1)
+//   - WithBeta(float64): Scale (beta) of the distribution; the mean is alpha * beta. (default 1)
+func InternalRandomGammaLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomGammaLike, data)
+}
+
+// SymInternalRandomGammaLike runs the operator _random_gamma_like symbolically: it adds one node to the graph.
+//
+// Samples from the gamma (shape alpha, scale beta) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithAlpha(float64): Shape (alpha) of the distribution. (default 1)
+//   - WithBeta(float64): Scale (beta) of the distribution; the mean is alpha * beta. (default 1)
+func SymInternalRandomGammaLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomGammaLike, []string{"data"}, data)
+}
+
+// InternalRandomGeneralizedNegativeBinomial runs the operator _random_generalized_negative_binomial.
+//
+// Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
+//
+// Options:
+//   - WithMu(float64): Mean of the distribution. (default 1)
+//   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
+func InternalRandomGeneralizedNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomGeneralizedNegativeBinomial)
+}
+
+// SymInternalRandomGeneralizedNegativeBinomial runs the operator _random_generalized_negative_binomial symbolically: it adds one node to the graph.
+//
+// Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
+//
+// Options:
+//   - WithMu(float64): Mean of the distribution. (default 1)
+//   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
+func SymInternalRandomGeneralizedNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomGeneralizedNegativeBinomial, nil)
+}
+
+// InternalRandomGeneralizedNegativeBinomialLike runs the operator _random_generalized_negative_binomial_like.
+//
+// Samples from the generalized negative binomial (mean mu, dispersion alpha) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithMu(float64): Mean of the distribution. (default 1)
+//   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
+func InternalRandomGeneralizedNegativeBinomialLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomGeneralizedNegativeBinomialLike, data)
+}
+
+// SymInternalRandomGeneralizedNegativeBinomialLike runs the operator _random_generalized_negative_binomial_like symbolically: it adds one node to the graph.
+//
+// Samples from the generalized negative binomial (mean mu, dispersion alpha) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithMu(float64): Mean of the distribution. (default 1)
+//   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
+func SymInternalRandomGeneralizedNegativeBinomialLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomGeneralizedNegativeBinomialLike, []string{"data"}, data)
+}
+
+// InternalRandomNegativeBinomial runs the operator _random_negative_binomial.
+//
+// Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
+//
+// Options:
+//   - WithK(int): Number of successes to wait for (k > 0). (default 1)
+//   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
+func InternalRandomNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomNegativeBinomial)
+}
+
+// SymInternalRandomNegativeBinomial runs the operator _random_negative_binomial symbolically: it adds one node to the graph.
+//
+// Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
+//
+// Options:
+//   - WithK(int): Number of successes to wait for (k > 0). (default 1)
+//   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
+func SymInternalRandomNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomNegativeBinomial, nil)
+}
+
+// InternalRandomNegativeBinomialLike runs the operator _random_negative_binomial_like.
+//
+// Samples from the negative binomial (k successes, success probability p) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithK(int): Number of successes to wait for (k > 0). (default 1)
+//   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
+func InternalRandomNegativeBinomialLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomNegativeBinomialLike, data)
+}
+
+// SymInternalRandomNegativeBinomialLike runs the operator _random_negative_binomial_like symbolically: it adds one node to the graph.
+//
+// Samples from the negative binomial (k successes, success probability p) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithK(int): Number of successes to wait for (k > 0). (default 1)
+//   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
+func SymInternalRandomNegativeBinomialLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomNegativeBinomialLike, []string{"data"}, data)
 }
 
 // InternalRandomNormal runs the operator _random_normal.
@@ -3825,6 +4028,286 @@ func SymInternalRandomNormal(opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalRandomNormal, nil)
 }
 
+// InternalRandomNormalLike runs the operator _random_normal_like.
+//
+// Samples from the normal (mean loc, standard deviation scale) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLoc(float64): Mean of the distribution. (default 0)
+//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+func InternalRandomNormalLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomNormalLike, data)
+}
+
+// SymInternalRandomNormalLike runs the operator _random_normal_like symbolically: it adds one node to the graph.
+//
+// Samples from the normal (mean loc, standard deviation scale) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLoc(float64): Mean of the distribution. (default 0)
+//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+func SymInternalRandomNormalLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomNormalLike, []string{"data"}, data)
+}
+
+// InternalRandomPdfDirichlet runs the operator _random_pdf_dirichlet.
+//
+// The density of each sample under the Dirichlet (concentrations alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - alpha: Concentrations of the distributions (the last axis is the vector)
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfDirichlet(sample, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfDirichlet, sample, alpha)
+}
+
+// SymInternalRandomPdfDirichlet runs the operator _random_pdf_dirichlet symbolically: it adds one node to the graph.
+//
+// The density of each sample under the Dirichlet (concentrations alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - alpha: Concentrations of the distributions (the last axis is the vector)
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfDirichlet(sample, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfDirichlet, []string{"sample", "alpha"}, sample, alpha)
+}
+
+// InternalRandomPdfExponential runs the operator _random_pdf_exponential.
+//
+// The density of each sample under the exponential (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfExponential(sample, lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfExponential, sample, lam)
+}
+
+// SymInternalRandomPdfExponential runs the operator _random_pdf_exponential symbolically: it adds one node to the graph.
+//
+// The density of each sample under the exponential (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfExponential(sample, lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfExponential, []string{"sample", "lam"}, sample, lam)
+}
+
+// InternalRandomPdfGamma runs the operator _random_pdf_gamma.
+//
+// The density of each sample under the gamma (shape alpha, rate beta) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - alpha: Shapes (alpha) of the distributions
+//   - beta: Rates (beta) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfGamma(sample, alpha, beta *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfGamma, sample, alpha, beta)
+}
+
+// SymInternalRandomPdfGamma runs the operator _random_pdf_gamma symbolically: it adds one node to the graph.
+//
+// The density of each sample under the gamma (shape alpha, rate beta) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - alpha: Shapes (alpha) of the distributions
+//   - beta: Rates (beta) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfGamma(sample, alpha, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfGamma, []string{"sample", "alpha", "beta"}, sample, alpha, beta)
+}
+
+// InternalRandomPdfGeneralizedNegativeBinomial runs the operator _random_pdf_generalized_negative_binomial.
+//
+// The density of each sample under the generalized negative binomial (mean mu, dispersion alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - mu: Means of the distributions
+//   - alpha: Dispersions of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfGeneralizedNegativeBinomial, sample, mu, alpha)
+}
+
+// SymInternalRandomPdfGeneralizedNegativeBinomial runs the operator _random_pdf_generalized_negative_binomial symbolically: it adds one node to the graph.
+//
+// The density of each sample under the generalized negative binomial (mean mu, dispersion alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - mu: Means of the distributions
+//   - alpha: Dispersions of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfGeneralizedNegativeBinomial, []string{"sample", "mu", "alpha"}, sample, mu, alpha)
+}
+
+// InternalRandomPdfNegativeBinomial runs the operator _random_pdf_negative_binomial.
+//
+// The density of each sample under the negative binomial (k successes, success probability p) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - k: Numbers of successes to wait for
+//   - p: Success probabilities of each trial
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfNegativeBinomial(sample, k, p *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfNegativeBinomial, sample, k, p)
+}
+
+// SymInternalRandomPdfNegativeBinomial runs the operator _random_pdf_negative_binomial symbolically: it adds one node to the graph.
+//
+// The density of each sample under the negative binomial (k successes, success probability p) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - k: Numbers of successes to wait for
+//   - p: Success probabilities of each trial
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfNegativeBinomial(sample, k, p *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfNegativeBinomial, []string{"sample", "k", "p"}, sample, k, p)
+}
+
+// InternalRandomPdfNormal runs the operator _random_pdf_normal.
+//
+// The density of each sample under the normal distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - mu: Means of the distributions
+//   - sigma: Standard deviations of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfNormal(sample, mu, sigma *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfNormal, sample, mu, sigma)
+}
+
+// SymInternalRandomPdfNormal runs the operator _random_pdf_normal symbolically: it adds one node to the graph.
+//
+// The density of each sample under the normal distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - mu: Means of the distributions
+//   - sigma: Standard deviations of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfNormal(sample, mu, sigma *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfNormal, []string{"sample", "mu", "sigma"}, sample, mu, sigma)
+}
+
+// InternalRandomPdfPoisson runs the operator _random_pdf_poisson.
+//
+// The density of each sample under the Poisson (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfPoisson(sample, lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfPoisson, sample, lam)
+}
+
+// SymInternalRandomPdfPoisson runs the operator _random_pdf_poisson symbolically: it adds one node to the graph.
+//
+// The density of each sample under the Poisson (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfPoisson(sample, lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfPoisson, []string{"sample", "lam"}, sample, lam)
+}
+
+// InternalRandomPdfUniform runs the operator _random_pdf_uniform.
+//
+// The density of each sample under the uniform [low, high) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - low: Lower bounds of the distributions
+//   - high: Upper bounds of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfUniform(sample, low, high *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfUniform, sample, low, high)
+}
+
+// SymInternalRandomPdfUniform runs the operator _random_pdf_uniform symbolically: it adds one node to the graph.
+//
+// The density of each sample under the uniform [low, high) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - low: Lower bounds of the distributions
+//   - high: Upper bounds of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfUniform(sample, low, high *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfUniform, []string{"sample", "low", "high"}, sample, low, high)
+}
+
 // InternalRandomPoisson runs the operator _random_poisson.
 //
 // Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
@@ -3851,6 +4334,34 @@ func InternalRandomPoisson(opts ...Option) (*weft.NDArray, error) {
 func SymInternalRandomPoisson(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomPoisson, nil)
+}
+
+// InternalRandomPoissonLike runs the operator _random_poisson_like.
+//
+// Samples from the Poisson (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+func InternalRandomPoissonLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPoissonLike, data)
+}
+
+// SymInternalRandomPoissonLike runs the operator _random_poisson_like symbolically: it adds one node to the graph.
+//
+// Samples from the Poisson (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+func SymInternalRandomPoissonLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPoissonLike, []string{"data"}, data)
 }
 
 // InternalRandomRandint runs the operator _random_randint.
@@ -3919,6 +4430,36 @@ func InternalRandomUniform(opts ...Option) (*weft.NDArray, error) {
 func SymInternalRandomUniform(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomUniform, nil)
+}
+
+// InternalRandomUniformLike runs the operator _random_uniform_like.
+//
+// Samples from the uniform [low, high) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLow(float64): Lower bound of the distribution (inclusive). (default 0)
+//   - WithHigh(float64): Upper bound of the distribution (exclusive). (default 1)
+func InternalRandomUniformLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomUniformLike, data)
+}
+
+// SymInternalRandomUniformLike runs the operator _random_uniform_like symbolically: it adds one node to the graph.
+//
+// Samples from the uniform [low, high) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLow(float64): Lower bound of the distribution (inclusive). (default 0)
+//   - WithHigh(float64): Upper bound of the distribution (exclusive). (default 1)
+func SymInternalRandomUniformLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomUniformLike, []string{"data"}, data)
 }
 
 // InternalRdivScalar runs the operator _rdiv_scalar.
@@ -4065,6 +4606,100 @@ func SymInternalRpowerScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, e
 	return c.compose(opInternalRpowerScalar, []string{"data"}, data)
 }
 
+// InternalSampleExponential runs the operator _sample_exponential.
+//
+// Samples from exponential (rate lam) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleExponential(lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleExponential, lam)
+}
+
+// SymInternalSampleExponential runs the operator _sample_exponential symbolically: it adds one node to the graph.
+//
+// Samples from exponential (rate lam) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleExponential(lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleExponential, []string{"lam"}, lam)
+}
+
+// InternalSampleGamma runs the operator _sample_gamma.
+//
+// Samples from gamma (shape alpha, scale beta) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - alpha: Shapes (alpha) of the distributions
+//   - beta: Scales (beta) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleGamma(alpha, beta *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleGamma, alpha, beta)
+}
+
+// SymInternalSampleGamma runs the operator _sample_gamma symbolically: it adds one node to the graph.
+//
+// Samples from gamma (shape alpha, scale beta) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - alpha: Shapes (alpha) of the distributions
+//   - beta: Scales (beta) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleGamma(alpha, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleGamma, []string{"alpha", "beta"}, alpha, beta)
+}
+
+// InternalSampleGeneralizedNegativeBinomial runs the operator _sample_generalized_negative_binomial.
+//
+// Samples from generalized negative binomial (mean mu, dispersion alpha) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - mu: Means of the distributions
+//   - alpha: Dispersions of the distributions (variance mu + alpha mu^2)
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleGeneralizedNegativeBinomial(mu, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleGeneralizedNegativeBinomial, mu, alpha)
+}
+
+// SymInternalSampleGeneralizedNegativeBinomial runs the operator _sample_generalized_negative_binomial symbolically: it adds one node to the graph.
+//
+// Samples from generalized negative binomial (mean mu, dispersion alpha) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - mu: Means of the distributions
+//   - alpha: Dispersions of the distributions (variance mu + alpha mu^2)
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleGeneralizedNegativeBinomial(mu, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleGeneralizedNegativeBinomial, []string{"mu", "alpha"}, mu, alpha)
+}
+
 // InternalSampleMultinomial runs the operator _sample_multinomial.
 //
 // Samples category indices from the multinomial distributions in the last axis of data.
@@ -4095,6 +4730,162 @@ func InternalSampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArra
 func SymInternalSampleMultinomial(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalSampleMultinomial, []string{"data"}, data)
+}
+
+// InternalSampleNegativeBinomial runs the operator _sample_negative_binomial.
+//
+// Samples from negative binomial (failures before the k-th success) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - k: Numbers of successes to wait for
+//   - p: Success probabilities of each trial
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleNegativeBinomial(k, p *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleNegativeBinomial, k, p)
+}
+
+// SymInternalSampleNegativeBinomial runs the operator _sample_negative_binomial symbolically: it adds one node to the graph.
+//
+// Samples from negative binomial (failures before the k-th success) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - k: Numbers of successes to wait for
+//   - p: Success probabilities of each trial
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleNegativeBinomial(k, p *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleNegativeBinomial, []string{"k", "p"}, k, p)
+}
+
+// InternalSampleNormal runs the operator _sample_normal.
+//
+// Samples from normal distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - mu: Means of the distributions
+//   - sigma: Standard deviations of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleNormal(mu, sigma *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleNormal, mu, sigma)
+}
+
+// SymInternalSampleNormal runs the operator _sample_normal symbolically: it adds one node to the graph.
+//
+// Samples from normal distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - mu: Means of the distributions
+//   - sigma: Standard deviations of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleNormal(mu, sigma *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleNormal, []string{"mu", "sigma"}, mu, sigma)
+}
+
+// InternalSamplePoisson runs the operator _sample_poisson.
+//
+// Samples from Poisson (rate lam; counts in a floating dtype) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSamplePoisson(lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSamplePoisson, lam)
+}
+
+// SymInternalSamplePoisson runs the operator _sample_poisson symbolically: it adds one node to the graph.
+//
+// Samples from Poisson (rate lam; counts in a floating dtype) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSamplePoisson(lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSamplePoisson, []string{"lam"}, lam)
+}
+
+// InternalSampleUniform runs the operator _sample_uniform.
+//
+// Samples from uniform [low, high) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - low: Lower bounds of the distributions
+//   - high: Upper bounds of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleUniform(low, high *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleUniform, low, high)
+}
+
+// SymInternalSampleUniform runs the operator _sample_uniform symbolically: it adds one node to the graph.
+//
+// Samples from uniform [low, high) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - low: Lower bounds of the distributions
+//   - high: Upper bounds of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleUniform(low, high *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleUniform, []string{"low", "high"}, low, high)
+}
+
+// InternalSampleUniqueZipfian runs the operator _sample_unique_zipfian.
+//
+// Draws, for each of batch_size rows, num_sampled distinct integers of [0, range_max) from the approximately log-uniform (Zipfian) distribution P(c) = (log(c + 2) - log(c + 1)) / log(range_max + 1), without replacement; the second output is the number of draws each row took.
+//
+// Required parameters:
+//   - rangeMax int: The samples are drawn from [0, range_max).
+//
+// Options:
+//   - WithShape([]int): (batch_size, num_sampled): num_sampled distinct samples per row. (default ())
+func InternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("range_max", rangeMax)
+	return c.invoke(opInternalSampleUniqueZipfian)
+}
+
+// SymInternalSampleUniqueZipfian runs the operator _sample_unique_zipfian symbolically: it adds one node to the graph.
+//
+// Draws, for each of batch_size rows, num_sampled distinct integers of [0, range_max) from the approximately log-uniform (Zipfian) distribution P(c) = (log(c + 2) - log(c + 1)) / log(range_max + 1), without replacement; the second output is the number of draws each row took.
+//
+// Required parameters:
+//   - rangeMax int: The samples are drawn from [0, range_max).
+//
+// Options:
+//   - WithShape([]int): (batch_size, num_sampled): num_sampled distinct samples per row. (default ())
+func SymInternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("range_max", rangeMax)
+	return c.compose(opInternalSampleUniqueZipfian, nil)
 }
 
 // InternalShuffle runs the operator _shuffle.
@@ -7467,6 +8258,26 @@ func SymRandomGamma(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomGamma(opts...)
 }
 
+// RandomGeneralizedNegativeBinomial is InternalRandomGeneralizedNegativeBinomial under its alias random_generalized_negative_binomial.
+func RandomGeneralizedNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomGeneralizedNegativeBinomial(opts...)
+}
+
+// SymRandomGeneralizedNegativeBinomial is SymInternalRandomGeneralizedNegativeBinomial under its alias random_generalized_negative_binomial.
+func SymRandomGeneralizedNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomGeneralizedNegativeBinomial(opts...)
+}
+
+// RandomNegativeBinomial is InternalRandomNegativeBinomial under its alias random_negative_binomial.
+func RandomNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomNegativeBinomial(opts...)
+}
+
+// SymRandomNegativeBinomial is SymInternalRandomNegativeBinomial under its alias random_negative_binomial.
+func SymRandomNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomNegativeBinomial(opts...)
+}
+
 // RandomNormal is InternalRandomNormal under its alias random_normal.
 func RandomNormal(opts ...Option) (*weft.NDArray, error) {
 	return InternalRandomNormal(opts...)
@@ -7475,6 +8286,86 @@ func RandomNormal(opts ...Option) (*weft.NDArray, error) {
 // SymRandomNormal is SymInternalRandomNormal under its alias random_normal.
 func SymRandomNormal(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomNormal(opts...)
+}
+
+// RandomPdfDirichlet is InternalRandomPdfDirichlet under its alias random_pdf_dirichlet.
+func RandomPdfDirichlet(sample, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfDirichlet(sample, alpha, opts...)
+}
+
+// SymRandomPdfDirichlet is SymInternalRandomPdfDirichlet under its alias random_pdf_dirichlet.
+func SymRandomPdfDirichlet(sample, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfDirichlet(sample, alpha, opts...)
+}
+
+// RandomPdfExponential is InternalRandomPdfExponential under its alias random_pdf_exponential.
+func RandomPdfExponential(sample, lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfExponential(sample, lam, opts...)
+}
+
+// SymRandomPdfExponential is SymInternalRandomPdfExponential under its alias random_pdf_exponential.
+func SymRandomPdfExponential(sample, lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfExponential(sample, lam, opts...)
+}
+
+// RandomPdfGamma is InternalRandomPdfGamma under its alias random_pdf_gamma.
+func RandomPdfGamma(sample, alpha, beta *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfGamma(sample, alpha, beta, opts...)
+}
+
+// SymRandomPdfGamma is SymInternalRandomPdfGamma under its alias random_pdf_gamma.
+func SymRandomPdfGamma(sample, alpha, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfGamma(sample, alpha, beta, opts...)
+}
+
+// RandomPdfGeneralizedNegativeBinomial is InternalRandomPdfGeneralizedNegativeBinomial under its alias random_pdf_generalized_negative_binomial.
+func RandomPdfGeneralizedNegativeBinomial(sample, mu, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha, opts...)
+}
+
+// SymRandomPdfGeneralizedNegativeBinomial is SymInternalRandomPdfGeneralizedNegativeBinomial under its alias random_pdf_generalized_negative_binomial.
+func SymRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha, opts...)
+}
+
+// RandomPdfNegativeBinomial is InternalRandomPdfNegativeBinomial under its alias random_pdf_negative_binomial.
+func RandomPdfNegativeBinomial(sample, k, p *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfNegativeBinomial(sample, k, p, opts...)
+}
+
+// SymRandomPdfNegativeBinomial is SymInternalRandomPdfNegativeBinomial under its alias random_pdf_negative_binomial.
+func SymRandomPdfNegativeBinomial(sample, k, p *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfNegativeBinomial(sample, k, p, opts...)
+}
+
+// RandomPdfNormal is InternalRandomPdfNormal under its alias random_pdf_normal.
+func RandomPdfNormal(sample, mu, sigma *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfNormal(sample, mu, sigma, opts...)
+}
+
+// SymRandomPdfNormal is SymInternalRandomPdfNormal under its alias random_pdf_normal.
+func SymRandomPdfNormal(sample, mu, sigma *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfNormal(sample, mu, sigma, opts...)
+}
+
+// RandomPdfPoisson is InternalRandomPdfPoisson under its alias random_pdf_poisson.
+func RandomPdfPoisson(sample, lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfPoisson(sample, lam, opts...)
+}
+
+// SymRandomPdfPoisson is SymInternalRandomPdfPoisson under its alias random_pdf_poisson.
+func SymRandomPdfPoisson(sample, lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfPoisson(sample, lam, opts...)
+}
+
+// RandomPdfUniform is InternalRandomPdfUniform under its alias random_pdf_uniform.
+func RandomPdfUniform(sample, low, high *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfUniform(sample, low, high, opts...)
+}
+
+// SymRandomPdfUniform is SymInternalRandomPdfUniform under its alias random_pdf_uniform.
+func SymRandomPdfUniform(sample, low, high *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfUniform(sample, low, high, opts...)
 }
 
 // RandomPoisson is InternalRandomPoisson under its alias random_poisson.
@@ -7517,6 +8408,36 @@ func SymReverse(data *weft.Symbol, axis []int, opts ...Option) (*weft.Symbol, er
 	return SymFlip(data, axis, opts...)
 }
 
+// SampleExponential is InternalSampleExponential under its alias sample_exponential.
+func SampleExponential(lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleExponential(lam, opts...)
+}
+
+// SymSampleExponential is SymInternalSampleExponential under its alias sample_exponential.
+func SymSampleExponential(lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleExponential(lam, opts...)
+}
+
+// SampleGamma is InternalSampleGamma under its alias sample_gamma.
+func SampleGamma(alpha, beta *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleGamma(alpha, beta, opts...)
+}
+
+// SymSampleGamma is SymInternalSampleGamma under its alias sample_gamma.
+func SymSampleGamma(alpha, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleGamma(alpha, beta, opts...)
+}
+
+// SampleGeneralizedNegativeBinomial is InternalSampleGeneralizedNegativeBinomial under its alias sample_generalized_negative_binomial.
+func SampleGeneralizedNegativeBinomial(mu, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleGeneralizedNegativeBinomial(mu, alpha, opts...)
+}
+
+// SymSampleGeneralizedNegativeBinomial is SymInternalSampleGeneralizedNegativeBinomial under its alias sample_generalized_negative_binomial.
+func SymSampleGeneralizedNegativeBinomial(mu, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleGeneralizedNegativeBinomial(mu, alpha, opts...)
+}
+
 // SampleMultinomial is InternalSampleMultinomial under its alias sample_multinomial.
 func SampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	return InternalSampleMultinomial(data, opts...)
@@ -7525,6 +8446,46 @@ func SampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArray, error
 // SymSampleMultinomial is SymInternalSampleMultinomial under its alias sample_multinomial.
 func SymSampleMultinomial(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return SymInternalSampleMultinomial(data, opts...)
+}
+
+// SampleNegativeBinomial is InternalSampleNegativeBinomial under its alias sample_negative_binomial.
+func SampleNegativeBinomial(k, p *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleNegativeBinomial(k, p, opts...)
+}
+
+// SymSampleNegativeBinomial is SymInternalSampleNegativeBinomial under its alias sample_negative_binomial.
+func SymSampleNegativeBinomial(k, p *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleNegativeBinomial(k, p, opts...)
+}
+
+// SampleNormal is InternalSampleNormal under its alias sample_normal.
+func SampleNormal(mu, sigma *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleNormal(mu, sigma, opts...)
+}
+
+// SymSampleNormal is SymInternalSampleNormal under its alias sample_normal.
+func SymSampleNormal(mu, sigma *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleNormal(mu, sigma, opts...)
+}
+
+// SamplePoisson is InternalSamplePoisson under its alias sample_poisson.
+func SamplePoisson(lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSamplePoisson(lam, opts...)
+}
+
+// SymSamplePoisson is SymInternalSamplePoisson under its alias sample_poisson.
+func SymSamplePoisson(lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSamplePoisson(lam, opts...)
+}
+
+// SampleUniform is InternalSampleUniform under its alias sample_uniform.
+func SampleUniform(low, high *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleUniform(low, high, opts...)
+}
+
+// SymSampleUniform is SymInternalSampleUniform under its alias sample_uniform.
+func SymSampleUniform(low, high *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleUniform(low, high, opts...)
 }
 
 // Shuffle is InternalShuffle under its alias shuffle.
@@ -7821,6 +8782,12 @@ func WithIsInt(v bool) Option {
 	return param("is_int", v)
 }
 
+// WithIsLog sets the parameter is_log.
+// Compute the logarithm of the density instead of the density.
+func WithIsLog(v bool) Option {
+	return param("is_log", v)
+}
+
 // WithK sets the parameter k.
 // Index of the diagonal: 0 the main one, positive above it, negative below it.
 func WithK(v int) Option {
@@ -7945,6 +8912,12 @@ func WithMode(v string) Option {
 // Decay of the moving statistics.
 func WithMomentum(v float64) Option {
 	return param("momentum", v)
+}
+
+// WithMu sets the parameter mu.
+// Mean of the distribution.
+func WithMu(v float64) Option {
+	return param("mu", v)
 }
 
 // WithMultiInputMode sets the parameter multi_input_mode.

@@ -2527,6 +2527,25 @@ random_exponential(args::NDArray...; kwargs...) = _invoke_op(_op_random_exponent
 random_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_exponential, args; kwargs...)
 random_exponential(; kwargs...) = _call_op(_op_random_exponential; kwargs...)
 
+const _op__random_exponential_like = OpDef("_random_exponential_like", ["data"], false, "")
+"""
+    _random_exponential_like(data; lam=1)
+
+Samples from the exponential (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `lam` (double; default `1`): Rate (lambda) of the distribution; the mean is 1 / lam.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_exponential_like end
+_random_exponential_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_exponential_like, args; kwargs...)
+_random_exponential_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_exponential_like, args; kwargs...)
+_random_exponential_like(; kwargs...) = _call_op(_op__random_exponential_like; kwargs...)
+
 const _op__random_gamma = OpDef("_random_gamma", [], false, "")
 """
     _random_gamma(; alpha=1, beta=1, shape=(), ctx=\"\", dtype=None)
@@ -2568,6 +2587,150 @@ function random_gamma end
 random_gamma(args::NDArray...; kwargs...) = _invoke_op(_op_random_gamma, args; kwargs...)
 random_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_gamma, args; kwargs...)
 random_gamma(; kwargs...) = _call_op(_op_random_gamma; kwargs...)
+
+const _op__random_gamma_like = OpDef("_random_gamma_like", ["data"], false, "")
+"""
+    _random_gamma_like(data; alpha=1, beta=1)
+
+Samples from the gamma (shape alpha, scale beta) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `alpha` (double; default `1`): Shape (alpha) of the distribution.
+- `beta` (double; default `1`): Scale (beta) of the distribution; the mean is alpha * beta.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_gamma_like end
+_random_gamma_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_gamma_like, args; kwargs...)
+_random_gamma_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_gamma_like, args; kwargs...)
+_random_gamma_like(; kwargs...) = _call_op(_op__random_gamma_like; kwargs...)
+
+const _op__random_generalized_negative_binomial = OpDef("_random_generalized_negative_binomial", [], false, "")
+"""
+    _random_generalized_negative_binomial(; mu=1, alpha=1, shape=(), ctx=\"\", dtype=None)
+
+Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
+
+# Parameters
+- `mu` (double; default `1`): Mean of the distribution.
+- `alpha` (double; default `1`): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)).
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_generalized_negative_binomial end
+_random_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__random_generalized_negative_binomial, args; kwargs...)
+_random_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_generalized_negative_binomial, args; kwargs...)
+_random_generalized_negative_binomial(; kwargs...) = _call_op(_op__random_generalized_negative_binomial; kwargs...)
+
+const _op_random_generalized_negative_binomial = OpDef("random_generalized_negative_binomial", [], false, "")
+"""
+    random_generalized_negative_binomial(; mu=1, alpha=1, shape=(), ctx=\"\", dtype=None)
+
+Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
+
+# Parameters
+- `mu` (double; default `1`): Mean of the distribution.
+- `alpha` (double; default `1`): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)).
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
+
+Alias of `_random_generalized_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_generalized_negative_binomial end
+random_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_random_generalized_negative_binomial, args; kwargs...)
+random_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_generalized_negative_binomial, args; kwargs...)
+random_generalized_negative_binomial(; kwargs...) = _call_op(_op_random_generalized_negative_binomial; kwargs...)
+
+const _op__random_generalized_negative_binomial_like = OpDef("_random_generalized_negative_binomial_like", ["data"], false, "")
+"""
+    _random_generalized_negative_binomial_like(data; mu=1, alpha=1)
+
+Samples from the generalized negative binomial (mean mu, dispersion alpha) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `mu` (double; default `1`): Mean of the distribution.
+- `alpha` (double; default `1`): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_generalized_negative_binomial_like end
+_random_generalized_negative_binomial_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_generalized_negative_binomial_like, args; kwargs...)
+_random_generalized_negative_binomial_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_generalized_negative_binomial_like, args; kwargs...)
+_random_generalized_negative_binomial_like(; kwargs...) = _call_op(_op__random_generalized_negative_binomial_like; kwargs...)
+
+const _op__random_negative_binomial = OpDef("_random_negative_binomial", [], false, "")
+"""
+    _random_negative_binomial(; k=1, p=1, shape=(), ctx=\"\", dtype=None)
+
+Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
+
+# Parameters
+- `k` (int; default `1`): Number of successes to wait for (k > 0).
+- `p` (double; default `1`): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p.
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_negative_binomial end
+_random_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__random_negative_binomial, args; kwargs...)
+_random_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_negative_binomial, args; kwargs...)
+_random_negative_binomial(; kwargs...) = _call_op(_op__random_negative_binomial; kwargs...)
+
+const _op_random_negative_binomial = OpDef("random_negative_binomial", [], false, "")
+"""
+    random_negative_binomial(; k=1, p=1, shape=(), ctx=\"\", dtype=None)
+
+Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
+
+# Parameters
+- `k` (int; default `1`): Number of successes to wait for (k > 0).
+- `p` (double; default `1`): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p.
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
+
+Alias of `_random_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_negative_binomial end
+random_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_random_negative_binomial, args; kwargs...)
+random_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_negative_binomial, args; kwargs...)
+random_negative_binomial(; kwargs...) = _call_op(_op_random_negative_binomial; kwargs...)
+
+const _op__random_negative_binomial_like = OpDef("_random_negative_binomial_like", ["data"], false, "")
+"""
+    _random_negative_binomial_like(data; k=1, p=1)
+
+Samples from the negative binomial (k successes, success probability p) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `k` (int; default `1`): Number of successes to wait for (k > 0).
+- `p` (double; default `1`): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_negative_binomial_like end
+_random_negative_binomial_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_negative_binomial_like, args; kwargs...)
+_random_negative_binomial_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_negative_binomial_like, args; kwargs...)
+_random_negative_binomial_like(; kwargs...) = _call_op(_op__random_negative_binomial_like; kwargs...)
 
 const _op__random_normal = OpDef("_random_normal", [], false, "")
 """
@@ -2633,6 +2796,372 @@ random_normal(args::NDArray...; kwargs...) = _invoke_op(_op_random_normal, args;
 random_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_normal, args; kwargs...)
 random_normal(; kwargs...) = _call_op(_op_random_normal; kwargs...)
 
+const _op__random_normal_like = OpDef("_random_normal_like", ["data"], false, "")
+"""
+    _random_normal_like(data; loc=0, scale=1)
+
+Samples from the normal (mean loc, standard deviation scale) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `loc` (double; default `0`): Mean of the distribution.
+- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_normal_like end
+_random_normal_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_normal_like, args; kwargs...)
+_random_normal_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_normal_like, args; kwargs...)
+_random_normal_like(; kwargs...) = _call_op(_op__random_normal_like; kwargs...)
+
+const _op__random_pdf_dirichlet = OpDef("_random_pdf_dirichlet", ["sample", "alpha"], false, "")
+"""
+    _random_pdf_dirichlet(sample, alpha; is_log=False)
+
+The density of each sample under the Dirichlet (concentrations alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `alpha` (NDArray or SymbolicNode): Concentrations of the distributions (the last axis is the vector)
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_dirichlet end
+_random_pdf_dirichlet(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_dirichlet, args; kwargs...)
+_random_pdf_dirichlet(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_dirichlet, args; kwargs...)
+_random_pdf_dirichlet(; kwargs...) = _call_op(_op__random_pdf_dirichlet; kwargs...)
+
+const _op_random_pdf_dirichlet = OpDef("random_pdf_dirichlet", ["sample", "alpha"], false, "")
+"""
+    random_pdf_dirichlet(sample, alpha; is_log=False)
+
+The density of each sample under the Dirichlet (concentrations alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `alpha` (NDArray or SymbolicNode): Concentrations of the distributions (the last axis is the vector)
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_dirichlet`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_dirichlet end
+random_pdf_dirichlet(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_dirichlet, args; kwargs...)
+random_pdf_dirichlet(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_dirichlet, args; kwargs...)
+random_pdf_dirichlet(; kwargs...) = _call_op(_op_random_pdf_dirichlet; kwargs...)
+
+const _op__random_pdf_exponential = OpDef("_random_pdf_exponential", ["sample", "lam"], false, "")
+"""
+    _random_pdf_exponential(sample, lam; is_log=False)
+
+The density of each sample under the exponential (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_exponential end
+_random_pdf_exponential(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_exponential, args; kwargs...)
+_random_pdf_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_exponential, args; kwargs...)
+_random_pdf_exponential(; kwargs...) = _call_op(_op__random_pdf_exponential; kwargs...)
+
+const _op_random_pdf_exponential = OpDef("random_pdf_exponential", ["sample", "lam"], false, "")
+"""
+    random_pdf_exponential(sample, lam; is_log=False)
+
+The density of each sample under the exponential (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_exponential`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_exponential end
+random_pdf_exponential(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_exponential, args; kwargs...)
+random_pdf_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_exponential, args; kwargs...)
+random_pdf_exponential(; kwargs...) = _call_op(_op_random_pdf_exponential; kwargs...)
+
+const _op__random_pdf_gamma = OpDef("_random_pdf_gamma", ["sample", "alpha", "beta"], false, "")
+"""
+    _random_pdf_gamma(sample, alpha, beta; is_log=False)
+
+The density of each sample under the gamma (shape alpha, rate beta) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `alpha` (NDArray or SymbolicNode): Shapes (alpha) of the distributions
+- `beta` (NDArray or SymbolicNode): Rates (beta) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_gamma end
+_random_pdf_gamma(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_gamma, args; kwargs...)
+_random_pdf_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_gamma, args; kwargs...)
+_random_pdf_gamma(; kwargs...) = _call_op(_op__random_pdf_gamma; kwargs...)
+
+const _op_random_pdf_gamma = OpDef("random_pdf_gamma", ["sample", "alpha", "beta"], false, "")
+"""
+    random_pdf_gamma(sample, alpha, beta; is_log=False)
+
+The density of each sample under the gamma (shape alpha, rate beta) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `alpha` (NDArray or SymbolicNode): Shapes (alpha) of the distributions
+- `beta` (NDArray or SymbolicNode): Rates (beta) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_gamma`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_gamma end
+random_pdf_gamma(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_gamma, args; kwargs...)
+random_pdf_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_gamma, args; kwargs...)
+random_pdf_gamma(; kwargs...) = _call_op(_op_random_pdf_gamma; kwargs...)
+
+const _op__random_pdf_generalized_negative_binomial = OpDef("_random_pdf_generalized_negative_binomial", ["sample", "mu", "alpha"], false, "")
+"""
+    _random_pdf_generalized_negative_binomial(sample, mu, alpha; is_log=False)
+
+The density of each sample under the generalized negative binomial (mean mu, dispersion alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `alpha` (NDArray or SymbolicNode): Dispersions of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_generalized_negative_binomial end
+_random_pdf_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_generalized_negative_binomial, args; kwargs...)
+_random_pdf_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_generalized_negative_binomial, args; kwargs...)
+_random_pdf_generalized_negative_binomial(; kwargs...) = _call_op(_op__random_pdf_generalized_negative_binomial; kwargs...)
+
+const _op_random_pdf_generalized_negative_binomial = OpDef("random_pdf_generalized_negative_binomial", ["sample", "mu", "alpha"], false, "")
+"""
+    random_pdf_generalized_negative_binomial(sample, mu, alpha; is_log=False)
+
+The density of each sample under the generalized negative binomial (mean mu, dispersion alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `alpha` (NDArray or SymbolicNode): Dispersions of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_generalized_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_generalized_negative_binomial end
+random_pdf_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_generalized_negative_binomial, args; kwargs...)
+random_pdf_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_generalized_negative_binomial, args; kwargs...)
+random_pdf_generalized_negative_binomial(; kwargs...) = _call_op(_op_random_pdf_generalized_negative_binomial; kwargs...)
+
+const _op__random_pdf_negative_binomial = OpDef("_random_pdf_negative_binomial", ["sample", "k", "p"], false, "")
+"""
+    _random_pdf_negative_binomial(sample, k, p; is_log=False)
+
+The density of each sample under the negative binomial (k successes, success probability p) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `k` (NDArray or SymbolicNode): Numbers of successes to wait for
+- `p` (NDArray or SymbolicNode): Success probabilities of each trial
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_negative_binomial end
+_random_pdf_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_negative_binomial, args; kwargs...)
+_random_pdf_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_negative_binomial, args; kwargs...)
+_random_pdf_negative_binomial(; kwargs...) = _call_op(_op__random_pdf_negative_binomial; kwargs...)
+
+const _op_random_pdf_negative_binomial = OpDef("random_pdf_negative_binomial", ["sample", "k", "p"], false, "")
+"""
+    random_pdf_negative_binomial(sample, k, p; is_log=False)
+
+The density of each sample under the negative binomial (k successes, success probability p) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `k` (NDArray or SymbolicNode): Numbers of successes to wait for
+- `p` (NDArray or SymbolicNode): Success probabilities of each trial
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_negative_binomial end
+random_pdf_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_negative_binomial, args; kwargs...)
+random_pdf_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_negative_binomial, args; kwargs...)
+random_pdf_negative_binomial(; kwargs...) = _call_op(_op_random_pdf_negative_binomial; kwargs...)
+
+const _op__random_pdf_normal = OpDef("_random_pdf_normal", ["sample", "mu", "sigma"], false, "")
+"""
+    _random_pdf_normal(sample, mu, sigma; is_log=False)
+
+The density of each sample under the normal distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `sigma` (NDArray or SymbolicNode): Standard deviations of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_normal end
+_random_pdf_normal(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_normal, args; kwargs...)
+_random_pdf_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_normal, args; kwargs...)
+_random_pdf_normal(; kwargs...) = _call_op(_op__random_pdf_normal; kwargs...)
+
+const _op_random_pdf_normal = OpDef("random_pdf_normal", ["sample", "mu", "sigma"], false, "")
+"""
+    random_pdf_normal(sample, mu, sigma; is_log=False)
+
+The density of each sample under the normal distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `sigma` (NDArray or SymbolicNode): Standard deviations of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_normal`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_normal end
+random_pdf_normal(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_normal, args; kwargs...)
+random_pdf_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_normal, args; kwargs...)
+random_pdf_normal(; kwargs...) = _call_op(_op_random_pdf_normal; kwargs...)
+
+const _op__random_pdf_poisson = OpDef("_random_pdf_poisson", ["sample", "lam"], false, "")
+"""
+    _random_pdf_poisson(sample, lam; is_log=False)
+
+The density of each sample under the Poisson (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_poisson end
+_random_pdf_poisson(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_poisson, args; kwargs...)
+_random_pdf_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_poisson, args; kwargs...)
+_random_pdf_poisson(; kwargs...) = _call_op(_op__random_pdf_poisson; kwargs...)
+
+const _op_random_pdf_poisson = OpDef("random_pdf_poisson", ["sample", "lam"], false, "")
+"""
+    random_pdf_poisson(sample, lam; is_log=False)
+
+The density of each sample under the Poisson (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_poisson`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_poisson end
+random_pdf_poisson(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_poisson, args; kwargs...)
+random_pdf_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_poisson, args; kwargs...)
+random_pdf_poisson(; kwargs...) = _call_op(_op_random_pdf_poisson; kwargs...)
+
+const _op__random_pdf_uniform = OpDef("_random_pdf_uniform", ["sample", "low", "high"], false, "")
+"""
+    _random_pdf_uniform(sample, low, high; is_log=False)
+
+The density of each sample under the uniform [low, high) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `low` (NDArray or SymbolicNode): Lower bounds of the distributions
+- `high` (NDArray or SymbolicNode): Upper bounds of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_uniform end
+_random_pdf_uniform(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_uniform, args; kwargs...)
+_random_pdf_uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_uniform, args; kwargs...)
+_random_pdf_uniform(; kwargs...) = _call_op(_op__random_pdf_uniform; kwargs...)
+
+const _op_random_pdf_uniform = OpDef("random_pdf_uniform", ["sample", "low", "high"], false, "")
+"""
+    random_pdf_uniform(sample, low, high; is_log=False)
+
+The density of each sample under the uniform [low, high) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `low` (NDArray or SymbolicNode): Lower bounds of the distributions
+- `high` (NDArray or SymbolicNode): Upper bounds of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_uniform`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_uniform end
+random_pdf_uniform(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_uniform, args; kwargs...)
+random_pdf_uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_uniform, args; kwargs...)
+random_pdf_uniform(; kwargs...) = _call_op(_op_random_pdf_uniform; kwargs...)
+
 const _op__random_poisson = OpDef("_random_poisson", [], false, "")
 """
     _random_poisson(; lam=1, shape=(), ctx=\"\", dtype=None)
@@ -2672,6 +3201,25 @@ function random_poisson end
 random_poisson(args::NDArray...; kwargs...) = _invoke_op(_op_random_poisson, args; kwargs...)
 random_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_poisson, args; kwargs...)
 random_poisson(; kwargs...) = _call_op(_op_random_poisson; kwargs...)
+
+const _op__random_poisson_like = OpDef("_random_poisson_like", ["data"], false, "")
+"""
+    _random_poisson_like(data; lam=1)
+
+Samples from the Poisson (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_poisson_like end
+_random_poisson_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_poisson_like, args; kwargs...)
+_random_poisson_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_poisson_like, args; kwargs...)
+_random_poisson_like(; kwargs...) = _call_op(_op__random_poisson_like; kwargs...)
 
 const _op__random_randint = OpDef("_random_randint", [], false, "")
 """
@@ -2778,6 +3326,26 @@ function uniform end
 uniform(args::NDArray...; kwargs...) = _invoke_op(_op_uniform, args; kwargs...)
 uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op_uniform, args; kwargs...)
 uniform(; kwargs...) = _call_op(_op_uniform; kwargs...)
+
+const _op__random_uniform_like = OpDef("_random_uniform_like", ["data"], false, "")
+"""
+    _random_uniform_like(data; low=0, high=1)
+
+Samples from the uniform [low, high) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `low` (double; default `0`): Lower bound of the distribution (inclusive).
+- `high` (double; default `1`): Upper bound of the distribution (exclusive).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_uniform_like end
+_random_uniform_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_uniform_like, args; kwargs...)
+_random_uniform_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_uniform_like, args; kwargs...)
+_random_uniform_like(; kwargs...) = _call_op(_op__random_uniform_like; kwargs...)
 
 const _op__rdiv_scalar = OpDef("_rdiv_scalar", ["data"], false, "")
 """
@@ -2964,6 +3532,136 @@ _RPowerScalar(args::NDArray...; kwargs...) = _invoke_op(_op__RPowerScalar, args;
 _RPowerScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__RPowerScalar, args; kwargs...)
 _RPowerScalar(; kwargs...) = _call_op(_op__RPowerScalar; kwargs...)
 
+const _op__sample_exponential = OpDef("_sample_exponential", ["lam"], false, "")
+"""
+    _sample_exponential(lam; shape=(), dtype=None)
+
+Samples from exponential (rate lam) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_exponential end
+_sample_exponential(args::NDArray...; kwargs...) = _invoke_op(_op__sample_exponential, args; kwargs...)
+_sample_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_exponential, args; kwargs...)
+_sample_exponential(; kwargs...) = _call_op(_op__sample_exponential; kwargs...)
+
+const _op_sample_exponential = OpDef("sample_exponential", ["lam"], false, "")
+"""
+    sample_exponential(lam; shape=(), dtype=None)
+
+Samples from exponential (rate lam) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_exponential`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_exponential end
+sample_exponential(args::NDArray...; kwargs...) = _invoke_op(_op_sample_exponential, args; kwargs...)
+sample_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_exponential, args; kwargs...)
+sample_exponential(; kwargs...) = _call_op(_op_sample_exponential; kwargs...)
+
+const _op__sample_gamma = OpDef("_sample_gamma", ["alpha", "beta"], false, "")
+"""
+    _sample_gamma(alpha, beta; shape=(), dtype=None)
+
+Samples from gamma (shape alpha, scale beta) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `alpha` (NDArray or SymbolicNode): Shapes (alpha) of the distributions
+- `beta` (NDArray or SymbolicNode): Scales (beta) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_gamma end
+_sample_gamma(args::NDArray...; kwargs...) = _invoke_op(_op__sample_gamma, args; kwargs...)
+_sample_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_gamma, args; kwargs...)
+_sample_gamma(; kwargs...) = _call_op(_op__sample_gamma; kwargs...)
+
+const _op_sample_gamma = OpDef("sample_gamma", ["alpha", "beta"], false, "")
+"""
+    sample_gamma(alpha, beta; shape=(), dtype=None)
+
+Samples from gamma (shape alpha, scale beta) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `alpha` (NDArray or SymbolicNode): Shapes (alpha) of the distributions
+- `beta` (NDArray or SymbolicNode): Scales (beta) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_gamma`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_gamma end
+sample_gamma(args::NDArray...; kwargs...) = _invoke_op(_op_sample_gamma, args; kwargs...)
+sample_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_gamma, args; kwargs...)
+sample_gamma(; kwargs...) = _call_op(_op_sample_gamma; kwargs...)
+
+const _op__sample_generalized_negative_binomial = OpDef("_sample_generalized_negative_binomial", ["mu", "alpha"], false, "")
+"""
+    _sample_generalized_negative_binomial(mu, alpha; shape=(), dtype=None)
+
+Samples from generalized negative binomial (mean mu, dispersion alpha) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `alpha` (NDArray or SymbolicNode): Dispersions of the distributions (variance mu + alpha mu^2)
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_generalized_negative_binomial end
+_sample_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__sample_generalized_negative_binomial, args; kwargs...)
+_sample_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_generalized_negative_binomial, args; kwargs...)
+_sample_generalized_negative_binomial(; kwargs...) = _call_op(_op__sample_generalized_negative_binomial; kwargs...)
+
+const _op_sample_generalized_negative_binomial = OpDef("sample_generalized_negative_binomial", ["mu", "alpha"], false, "")
+"""
+    sample_generalized_negative_binomial(mu, alpha; shape=(), dtype=None)
+
+Samples from generalized negative binomial (mean mu, dispersion alpha) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `alpha` (NDArray or SymbolicNode): Dispersions of the distributions (variance mu + alpha mu^2)
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_generalized_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_generalized_negative_binomial end
+sample_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_sample_generalized_negative_binomial, args; kwargs...)
+sample_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_generalized_negative_binomial, args; kwargs...)
+sample_generalized_negative_binomial(; kwargs...) = _call_op(_op_sample_generalized_negative_binomial; kwargs...)
+
 const _op__sample_multinomial = OpDef("_sample_multinomial", ["data"], false, "")
 """
     _sample_multinomial(data; shape=(), get_prob=False, dtype=int32)
@@ -3007,6 +3705,197 @@ function sample_multinomial end
 sample_multinomial(args::NDArray...; kwargs...) = _invoke_op(_op_sample_multinomial, args; kwargs...)
 sample_multinomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_multinomial, args; kwargs...)
 sample_multinomial(; kwargs...) = _call_op(_op_sample_multinomial; kwargs...)
+
+const _op__sample_negative_binomial = OpDef("_sample_negative_binomial", ["k", "p"], false, "")
+"""
+    _sample_negative_binomial(k, p; shape=(), dtype=None)
+
+Samples from negative binomial (failures before the k-th success) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `k` (NDArray or SymbolicNode): Numbers of successes to wait for
+- `p` (NDArray or SymbolicNode): Success probabilities of each trial
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_negative_binomial end
+_sample_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__sample_negative_binomial, args; kwargs...)
+_sample_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_negative_binomial, args; kwargs...)
+_sample_negative_binomial(; kwargs...) = _call_op(_op__sample_negative_binomial; kwargs...)
+
+const _op_sample_negative_binomial = OpDef("sample_negative_binomial", ["k", "p"], false, "")
+"""
+    sample_negative_binomial(k, p; shape=(), dtype=None)
+
+Samples from negative binomial (failures before the k-th success) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `k` (NDArray or SymbolicNode): Numbers of successes to wait for
+- `p` (NDArray or SymbolicNode): Success probabilities of each trial
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_negative_binomial end
+sample_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_sample_negative_binomial, args; kwargs...)
+sample_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_negative_binomial, args; kwargs...)
+sample_negative_binomial(; kwargs...) = _call_op(_op_sample_negative_binomial; kwargs...)
+
+const _op__sample_normal = OpDef("_sample_normal", ["mu", "sigma"], false, "")
+"""
+    _sample_normal(mu, sigma; shape=(), dtype=None)
+
+Samples from normal distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `sigma` (NDArray or SymbolicNode): Standard deviations of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_normal end
+_sample_normal(args::NDArray...; kwargs...) = _invoke_op(_op__sample_normal, args; kwargs...)
+_sample_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_normal, args; kwargs...)
+_sample_normal(; kwargs...) = _call_op(_op__sample_normal; kwargs...)
+
+const _op_sample_normal = OpDef("sample_normal", ["mu", "sigma"], false, "")
+"""
+    sample_normal(mu, sigma; shape=(), dtype=None)
+
+Samples from normal distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `sigma` (NDArray or SymbolicNode): Standard deviations of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_normal`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_normal end
+sample_normal(args::NDArray...; kwargs...) = _invoke_op(_op_sample_normal, args; kwargs...)
+sample_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_normal, args; kwargs...)
+sample_normal(; kwargs...) = _call_op(_op_sample_normal; kwargs...)
+
+const _op__sample_poisson = OpDef("_sample_poisson", ["lam"], false, "")
+"""
+    _sample_poisson(lam; shape=(), dtype=None)
+
+Samples from Poisson (rate lam; counts in a floating dtype) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_poisson end
+_sample_poisson(args::NDArray...; kwargs...) = _invoke_op(_op__sample_poisson, args; kwargs...)
+_sample_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_poisson, args; kwargs...)
+_sample_poisson(; kwargs...) = _call_op(_op__sample_poisson; kwargs...)
+
+const _op_sample_poisson = OpDef("sample_poisson", ["lam"], false, "")
+"""
+    sample_poisson(lam; shape=(), dtype=None)
+
+Samples from Poisson (rate lam; counts in a floating dtype) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_poisson`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_poisson end
+sample_poisson(args::NDArray...; kwargs...) = _invoke_op(_op_sample_poisson, args; kwargs...)
+sample_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_poisson, args; kwargs...)
+sample_poisson(; kwargs...) = _call_op(_op_sample_poisson; kwargs...)
+
+const _op__sample_uniform = OpDef("_sample_uniform", ["low", "high"], false, "")
+"""
+    _sample_uniform(low, high; shape=(), dtype=None)
+
+Samples from uniform [low, high) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `low` (NDArray or SymbolicNode): Lower bounds of the distributions
+- `high` (NDArray or SymbolicNode): Upper bounds of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_uniform end
+_sample_uniform(args::NDArray...; kwargs...) = _invoke_op(_op__sample_uniform, args; kwargs...)
+_sample_uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_uniform, args; kwargs...)
+_sample_uniform(; kwargs...) = _call_op(_op__sample_uniform; kwargs...)
+
+const _op_sample_uniform = OpDef("sample_uniform", ["low", "high"], false, "")
+"""
+    sample_uniform(low, high; shape=(), dtype=None)
+
+Samples from uniform [low, high) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `low` (NDArray or SymbolicNode): Lower bounds of the distributions
+- `high` (NDArray or SymbolicNode): Upper bounds of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_uniform`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_uniform end
+sample_uniform(args::NDArray...; kwargs...) = _invoke_op(_op_sample_uniform, args; kwargs...)
+sample_uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_uniform, args; kwargs...)
+sample_uniform(; kwargs...) = _call_op(_op_sample_uniform; kwargs...)
+
+const _op__sample_unique_zipfian = OpDef("_sample_unique_zipfian", [], false, "")
+"""
+    _sample_unique_zipfian(; range_max, shape=())
+
+Draws, for each of batch_size rows, num_sampled distinct integers of [0, range_max) from the approximately log-uniform (Zipfian) distribution P(c) = (log(c + 2) - log(c + 1)) / log(range_max + 1), without replacement; the second output is the number of draws each row took.
+
+# Parameters
+- `range_max` (long; required): The samples are drawn from [0, range_max).
+- `shape` (Shape(tuple); default `()`): (batch_size, num_sampled): num_sampled distinct samples per row.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_unique_zipfian end
+_sample_unique_zipfian(args::NDArray...; kwargs...) = _invoke_op(_op__sample_unique_zipfian, args; kwargs...)
+_sample_unique_zipfian(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_unique_zipfian, args; kwargs...)
+_sample_unique_zipfian(; kwargs...) = _call_op(_op__sample_unique_zipfian; kwargs...)
 
 const _op__shuffle = OpDef("_shuffle", ["data"], false, "")
 """
@@ -6172,18 +7061,45 @@ const _OPERATOR_NAMES = [
     "_PowerScalar",
     "_random_exponential",
     "random_exponential",
+    "_random_exponential_like",
     "_random_gamma",
     "random_gamma",
+    "_random_gamma_like",
+    "_random_generalized_negative_binomial",
+    "random_generalized_negative_binomial",
+    "_random_generalized_negative_binomial_like",
+    "_random_negative_binomial",
+    "random_negative_binomial",
+    "_random_negative_binomial_like",
     "_random_normal",
     "normal",
     "random_normal",
+    "_random_normal_like",
+    "_random_pdf_dirichlet",
+    "random_pdf_dirichlet",
+    "_random_pdf_exponential",
+    "random_pdf_exponential",
+    "_random_pdf_gamma",
+    "random_pdf_gamma",
+    "_random_pdf_generalized_negative_binomial",
+    "random_pdf_generalized_negative_binomial",
+    "_random_pdf_negative_binomial",
+    "random_pdf_negative_binomial",
+    "_random_pdf_normal",
+    "random_pdf_normal",
+    "_random_pdf_poisson",
+    "random_pdf_poisson",
+    "_random_pdf_uniform",
+    "random_pdf_uniform",
     "_random_poisson",
     "random_poisson",
+    "_random_poisson_like",
     "_random_randint",
     "random_randint",
     "_random_uniform",
     "random_uniform",
     "uniform",
+    "_random_uniform_like",
     "_rdiv_scalar",
     "_RDivScalar",
     "_reduce_sum_to",
@@ -6193,8 +7109,23 @@ const _OPERATOR_NAMES = [
     "_RModScalar",
     "_rpower_scalar",
     "_RPowerScalar",
+    "_sample_exponential",
+    "sample_exponential",
+    "_sample_gamma",
+    "sample_gamma",
+    "_sample_generalized_negative_binomial",
+    "sample_generalized_negative_binomial",
     "_sample_multinomial",
     "sample_multinomial",
+    "_sample_negative_binomial",
+    "sample_negative_binomial",
+    "_sample_normal",
+    "sample_normal",
+    "_sample_poisson",
+    "sample_poisson",
+    "_sample_uniform",
+    "sample_uniform",
+    "_sample_unique_zipfian",
     "_shuffle",
     "shuffle",
     "_sparse_softmax_cross_entropy",

@@ -620,6 +620,13 @@ mx.symbol.random.exponential <- function(lam = NULL, shape = NULL, ctx = NULL, d
   .weft_symbol_op("_random_exponential", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.random.exponential.like <- function(data = NULL, lam = NULL, out = NULL) {
+  .weft_nd_invoke("_random_exponential_like", list(data), c(lam = .weft_param(lam)), NULL, out)
+}
+mx.symbol.internal.random.exponential.like <- function(data = NULL, lam = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_exponential_like", list(data = data), c(lam = .weft_param(lam)), NULL, name, attr)
+}
+
 mx.nd.internal.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_gamma", list(), c(alpha = .weft_param(alpha), beta = .weft_param(beta), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
 }
@@ -632,6 +639,55 @@ mx.nd.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NU
 }
 mx.symbol.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_gamma", list(), c(alpha = .weft_param(alpha), beta = .weft_param(beta), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.random.gamma.like <- function(data = NULL, alpha = NULL, beta = NULL, out = NULL) {
+  .weft_nd_invoke("_random_gamma_like", list(data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, out)
+}
+mx.symbol.internal.random.gamma.like <- function(data = NULL, alpha = NULL, beta = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_gamma_like", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, name, attr)
+}
+
+mx.nd.internal.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.random.generalized.negative.binomial.like <- function(data = NULL, mu = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_random_generalized_negative_binomial_like", list(data), c(mu = .weft_param(mu), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.internal.random.generalized.negative.binomial.like <- function(data = NULL, mu = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_generalized_negative_binomial_like", list(data = data), c(mu = .weft_param(mu), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.internal.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.random.negative.binomial.like <- function(data = NULL, k = NULL, p = NULL, out = NULL) {
+  .weft_nd_invoke("_random_negative_binomial_like", list(data), c(k = .weft_param(k), p = .weft_param(p)), NULL, out)
+}
+mx.symbol.internal.random.negative.binomial.like <- function(data = NULL, k = NULL, p = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_negative_binomial_like", list(data = data), c(k = .weft_param(k), p = .weft_param(p)), NULL, name, attr)
 }
 
 mx.nd.internal.random.normal <- function(loc = NULL, scale = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
@@ -655,6 +711,125 @@ mx.symbol.random.normal <- function(loc = NULL, scale = NULL, shape = NULL, ctx 
   .weft_symbol_op("_random_normal", list(), c(loc = .weft_param(loc), scale = .weft_param(scale), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.random.normal.like <- function(data = NULL, loc = NULL, scale = NULL, out = NULL) {
+  .weft_nd_invoke("_random_normal_like", list(data), c(loc = .weft_param(loc), scale = .weft_param(scale)), NULL, out)
+}
+mx.symbol.internal.random.normal.like <- function(data = NULL, loc = NULL, scale = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_normal_like", list(data = data), c(loc = .weft_param(loc), scale = .weft_param(scale)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_dirichlet", list(sample, alpha), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_dirichlet", list(sample = sample, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_dirichlet", list(sample, alpha), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_dirichlet", list(sample = sample, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_exponential", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_exponential", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_exponential", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_exponential", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_gamma", list(sample, alpha, beta), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_gamma", list(sample = sample, alpha = alpha, beta = beta), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_gamma", list(sample, alpha, beta), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_gamma", list(sample = sample, alpha = alpha, beta = beta), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_generalized_negative_binomial", list(sample, mu, alpha), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_generalized_negative_binomial", list(sample = sample, mu = mu, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_generalized_negative_binomial", list(sample, mu, alpha), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_generalized_negative_binomial", list(sample = sample, mu = mu, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_negative_binomial", list(sample, k, p), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_negative_binomial", list(sample = sample, k = k, p = p), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_negative_binomial", list(sample, k, p), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_negative_binomial", list(sample = sample, k = k, p = p), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_normal", list(sample, mu, sigma), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_normal", list(sample = sample, mu = mu, sigma = sigma), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_normal", list(sample, mu, sigma), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_normal", list(sample = sample, mu = mu, sigma = sigma), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_poisson", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_poisson", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_poisson", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_poisson", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_uniform", list(sample, low, high), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_uniform", list(sample = sample, low = low, high = high), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_uniform", list(sample, low, high), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_uniform", list(sample = sample, low = low, high = high), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
 mx.nd.internal.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_poisson", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
 }
@@ -667,6 +842,13 @@ mx.nd.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = N
 }
 mx.symbol.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_poisson", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.random.poisson.like <- function(data = NULL, lam = NULL, out = NULL) {
+  .weft_nd_invoke("_random_poisson_like", list(data), c(lam = .weft_param(lam)), NULL, out)
+}
+mx.symbol.internal.random.poisson.like <- function(data = NULL, lam = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_poisson_like", list(data = data), c(lam = .weft_param(lam)), NULL, name, attr)
 }
 
 mx.nd.internal.random.randint <- function(low, high, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
@@ -704,6 +886,13 @@ mx.symbol.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL,
   .weft_symbol_op("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.random.uniform.like <- function(data = NULL, low = NULL, high = NULL, out = NULL) {
+  .weft_nd_invoke("_random_uniform_like", list(data), c(low = .weft_param(low), high = .weft_param(high)), NULL, out)
+}
+mx.symbol.internal.random.uniform.like <- function(data = NULL, low = NULL, high = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_uniform_like", list(data = data), c(low = .weft_param(low), high = .weft_param(high)), NULL, name, attr)
+}
+
 mx.nd.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_rdiv_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
@@ -739,6 +928,48 @@ mx.symbol.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int 
   .weft_symbol_op("_rpower_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_exponential", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_exponential", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_exponential", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_exponential", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_gamma", list(alpha, beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_gamma", list(alpha = alpha, beta = beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_gamma", list(alpha, beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_gamma", list(alpha = alpha, beta = beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_generalized_negative_binomial", list(mu, alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_generalized_negative_binomial", list(mu = mu, alpha = alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_generalized_negative_binomial", list(mu, alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_generalized_negative_binomial", list(mu = mu, alpha = alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
 mx.nd.internal.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_multinomial", list(data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, out)
 }
@@ -751,6 +982,69 @@ mx.nd.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL,
 }
 mx.symbol.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_multinomial", list(data = data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_negative_binomial", list(k, p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_negative_binomial", list(k = k, p = p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_negative_binomial", list(k, p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_negative_binomial", list(k = k, p = p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_normal", list(mu, sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_normal", list(mu = mu, sigma = sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_normal", list(mu, sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_normal", list(mu = mu, sigma = sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_poisson", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_poisson", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_poisson", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_poisson", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_uniform", list(low, high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_uniform", list(low = low, high = high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_uniform", list(low, high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_uniform", list(low = low, high = high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.unique.zipfian <- function(range_max, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_unique_zipfian", list(), c(range_max = .weft_param(range_max), shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.sample.unique.zipfian <- function(range_max, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_unique_zipfian", list(), c(range_max = .weft_param(range_max), shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
 mx.nd.internal.shuffle <- function(data = NULL, out = NULL) {
