@@ -364,7 +364,7 @@ def test_nd_random_dispatches_on_arrays():
         arrays = [mx.nd.array([[a, a]]) for a in args]
         assert fn(*arrays, shape=4).shape == (1, 2, 4)
         assert fn(*args, shape=(2, 2)).shape == (2, 2)
-    with pytest.raises(TypeError, match="all be NDArrays"):
+    with pytest.raises(TypeError, match="all be NDArrays or all numbers"):
         mx.nd.random.normal(mx.nd.array([0.0]), 1.0)
     with pytest.raises(TypeError, match="number or an NDArray"):
         mx.nd.random.uniform("a", 1)
@@ -382,5 +382,5 @@ def test_sym_random_dispatches_on_symbols():
     assert g.infer_shape()[1] == [(2, 2)]
     p = mx.sym.random.pdf_normal(mx.sym.var("x"), mu, sigma)
     assert p.infer_shape(x=(3, 4), mu=(3,), sigma=(3,))[1] == [(3, 4)]
-    with pytest.raises(TypeError, match="all be Symbols"):
+    with pytest.raises(TypeError, match="all be Symbols or all numbers"):
         mx.sym.random.uniform(mu, 1.0)

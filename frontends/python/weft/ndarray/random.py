@@ -47,11 +47,11 @@ def _per_element(op, params, shape, dtype, out):
 def _dispatch(fname, generator, sampler, names, values, shape, dtype, ctx, out, to_scalar=None):
     """Numbers go to the `generator` operator, NDArrays to the per-element `sampler`; the
     parameters must be all numbers or all NDArrays, as MXNet requires."""
-    if isinstance(values[0], NDArray):
-        for n, v in zip(names[1:], values[1:]):
-            if not isinstance(v, NDArray):
-                raise TypeError("%s: the distribution parameters must all be NDArrays or all numbers; %s is an "
-                                "NDArray but %s is %s" % (fname, names[0], n, type(v).__name__))
+    arrays = [isinstance(v, NDArray) for v in values]
+    if any(arrays):
+        if not all(arrays):
+            raise TypeError("%s: the distribution parameters must all be NDArrays or all numbers, got %s"
+                            % (fname, ", ".join("%s: %s" % (n, type(v).__name__) for n, v in zip(names, values))))
         return _per_element(sampler, values, shape, dtype, out)
     for n, v in zip(names, values):
         if isinstance(v, bool) or not isinstance(v, numbers.Number):

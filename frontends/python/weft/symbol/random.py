@@ -16,11 +16,11 @@ _ops.populate_namespace(globals(), "_random_")
 
 
 def _dispatch(fname, generator, sampler, names, values, shape, dtype, kwargs, to_scalar=None):
-    if isinstance(values[0], Symbol):
-        for n, v in zip(names[1:], values[1:]):
-            if not isinstance(v, Symbol):
-                raise TypeError("%s: the distribution parameters must all be Symbols or all numbers; %s is a "
-                                "Symbol but %s is %s" % (fname, names[0], n, type(v).__name__))
+    symbols = [isinstance(v, Symbol) for v in values]
+    if any(symbols):
+        if not all(symbols):
+            raise TypeError("%s: the distribution parameters must all be Symbols or all numbers, got %s"
+                            % (fname, ", ".join("%s: %s" % (n, type(v).__name__) for n, v in zip(names, values))))
         return _ops.get(sampler)(*values, shape=shape, dtype=dtype, **kwargs)
     for n, v in zip(names, values):
         if isinstance(v, bool) or not isinstance(v, numbers.Number):
