@@ -384,3 +384,22 @@ def test_sym_random_dispatches_on_symbols():
     assert p.infer_shape(x=(3, 4), mu=(3,), sigma=(3,))[1] == [(3, 4)]
     with pytest.raises(TypeError, match="all be Symbols or all numbers"):
         mx.sym.random.uniform(mu, 1.0)
+
+
+def test_rand_zipfian_nd_and_sym():
+    mx.random.seed(2)
+    true = mx.nd.array([0, 3, 9])
+    s, et, es = mx.nd.contrib.rand_zipfian(true, N, 10)
+    v = s.asnumpy()
+    assert s.dtype == np.int64 and v.shape == (N,) and v.min() >= 0 and v.max() < 10
+    prob = lambda c: np.log((c + 2.0) / (c + 1.0)) / math.log(11)
+    for c in range(10):
+        p = prob(c)
+        assert abs(np.mean(v == c) - p) < 5 * math.sqrt(p * (1 - p) / N), c
+    np.testing.assert_allclose(et.asnumpy(), prob(np.array([0.0, 3.0, 9.0])) * N, rtol=1e-12)
+    np.testing.assert_allclose(es.asnumpy(), prob(v.astype(np.float64)) * N, rtol=1e-12)
+    t = mx.sym.var("t")
+    outs = mx.sym.Group(list(mx.sym.contrib.rand_zipfian(t, 6, 4)))
+    got = outs.bind(mx.cpu(), {"t": mx.nd.array([1.0])}).forward()
+    assert got[0].dtype == np.int64 and got[0].shape == (6,) and got[0].asnumpy().max() < 4
+    np.testing.assert_allclose(got[1].asnumpy(), [math.log(1.5) / math.log(5) * 6], rtol=1e-12)

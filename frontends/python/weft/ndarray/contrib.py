@@ -65,3 +65,24 @@ def multi_mp_lamb_update(weights, grads, mean, var, weights32, step_count, lrs, 
     return _ops.get("_multi_mp_lamb_update")(*_interleave(weights, grads, mean, var, weights32), out=out,
                                              num_tensors=n, step_count=step_count, learning_rates=lrs, wds=wds,
                                              **kwargs)
+
+
+def rand_zipfian(true_classes, num_sampled, range_max, ctx=None):
+    """Draws num_sampled classes of [0, range_max), with replacement, from the approximately
+    log-uniform distribution P(c) = log((c + 2) / (c + 1)) / log(range_max + 1); returns the
+    samples (int64), and the expected counts (float64) of the true classes and of the
+    samples in num_sampled draws."""
+    import math
+    from ..context import current_context
+    from . import random
+    ctx = current_context() if ctx is None else ctx
+    log_range = math.log(range_max + 1)
+    u = random.uniform(0, log_range, shape=(num_sampled,), dtype="float64", ctx=ctx)
+    # exp(u) - 1 lies in [0, range_max); the modulo guards against rounding up to range_max.
+    samples = (u.exp() - 1).astype("int64") % range_max
+
+    def expected(cls):
+        c = cls.astype("float64")
+        return ((c + 2.0) / (c + 1.0)).log() / log_range * num_sampled
+
+    return samples, expected(true_classes.as_in_context(ctx)), expected(samples)
