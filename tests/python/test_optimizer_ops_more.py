@@ -116,6 +116,15 @@ def test_multi_adamw_python_wrappers_and_skip():
     np.testing.assert_allclose(w[0].asnumpy(), ew, rtol=1e-5)
 
 
+def test_multi_adamw_float64_with_float64_scale():
+    w, g = mx.nd.ones((3,), dtype="float64"), mx.nd.full((3,), 0.5, dtype="float64")
+    m, v = mx.nd.zeros((3,), dtype="float64"), mx.nd.zeros((3,), dtype="float64")
+    mx.nd._internal._multi_adamw_update(w, g, m, v, mx.nd.array([2.0], dtype="float64"), num_weights=1, lrs=[0.1],
+                                        wds=[0.0], etas=[1.0], out=[w])
+    ew, _, _ = ref_adamw(np.ones(3), np.full(3, 0.5), 0, 0, 0.1, 1.0, 0.0, 2.0)
+    np.testing.assert_allclose(w.asnumpy(), ew, rtol=1e-12)
+
+
 def test_multi_adamw_errors():
     w = mx.nd.ones((3,))
     with pytest.raises(mx.base.MXNetError, match="etas"):

@@ -4,7 +4,8 @@
 //                         the weight receives the master copy rounded to its dtype.
 //   _multi_adamw_update / _multi_mp_adamw_update: the same for num_weights weights in one
 //                         call (groups weight, grad, mean, var[, weight32], then one
-//                         rescale_grad array shared by all); per-weight lrs, wds and etas.
+//                         rescale_grad array of any floating dtype shared by all);
+//                         per-weight lrs, wds and etas.
 //                         A non-finite or zero rescale_grad skips the whole update.
 //   mp_lamb_update_phase1: lamb_update_phase1 with float32 moments and the weight decay
 //                         applied to weight32; the direction it returns is float32.
@@ -180,7 +181,14 @@ bool GroupType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType
     for (int j = 0; j < (mp ? 2 : k); ++j) AssignType(attrs, in, w * k + j, t, "input");
     AssignType(attrs, out, w, t, "output");
   }
-  if (scale) AssignType(attrs, in, n * k, DType::kFloat32, "input");
+  if (scale) {
+    // Read as one number: any floating dtype will do (float32 unless given).
+    DType& r = (*in)[n * k];
+    if (r != DType::kUnknown && !IsFloatDType(r))
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': input 'rescale_grad' must be a floating-point array, got ",
+            DTypeName(r));
+    if (r == DType::kUnknown) r = DType::kFloat32;
+  }
   return known;
 }
 
@@ -197,10 +205,14 @@ std::vector<std::pair<int, int>> WeightsInPlace(int n, int k) {
   return r;
 }
 
-// The rescale factor of the AdamW updates, from its one-element float32 array.
+// The rescale factor of the AdamW updates, from its one-element floating array.
 double ReadScale(const NodeAttrs& attrs, const TBlob& b, size_t index) {
-  if (b.dtype != DType::kFloat32 || b.Size() != 1) BadInput(attrs, index, "a float32 array of one value", b);
-  return static_cast<double>(b.ptr<float>()[0]);
+  if (!IsFloatDType(b.dtype) || b.Size() != 1) BadInput(attrs, index, "a floating-point array of one value", b);
+  double v = 0;
+  WEFT_FLOAT_TYPE_SWITCH(b.dtype, R, "Operator '" + attrs.op->name + "': input 'rescale_grad'", {
+    v = static_cast<double>(static_cast<typename AccType<R>::type>(b.ptr<R>()[0]));
+  });
+  return v;
 }
 
 // One AdamW step over `n` elements; M is the moments' (and the master copy's) type.
