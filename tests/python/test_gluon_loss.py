@@ -346,3 +346,55 @@ def test_mismatched_label_size_is_an_error():
 
 def test_repr_names_the_loss():
     assert repr(gloss.L2Loss()) == "L2Loss(batch_axis=0, w=1.0)"
+
+
+def _sdml_reference(x1, x2, s):
+    n = x1.shape[0]
+    d = ((x1[:, None, :] - x2[None, :, :]) ** 2).sum(axis=2).astype(np.float64)
+    z = -d - (-d).max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    labels = np.full((n, n), s / (n - 1))
+    np.fill_diagonal(labels, 1 - s)
+    return (labels * (np.log(labels + 1e-12) - logp)).mean(axis=1)
+
+
+@pytest.mark.parametrize("s", [0.3, 0.0, 0.9])
+def test_sdml_loss_matches_numpy(s):
+    rng = np.random.default_rng(0)
+    x1 = rng.standard_normal((5, 4)).astype(np.float32)
+    x2 = rng.standard_normal((5, 4)).astype(np.float32)
+    loss = mx.gluon.loss.SDMLLoss(smoothing_parameter=s)
+    out = loss(mx.nd.array(x1), mx.nd.array(x2))
+    assert out.shape == (5,)
+    np.testing.assert_allclose(out.asnumpy(), _sdml_reference(x1, x2, s), rtol=1e-4, atol=1e-6)
+    half = mx.gluon.loss.SDMLLoss(smoothing_parameter=s, weight=0.5)(mx.nd.array(x1), mx.nd.array(x2))
+    np.testing.assert_allclose(half.asnumpy(), 0.5 * _sdml_reference(x1, x2, s), rtol=1e-4, atol=1e-6)
+
+
+def test_sdml_loss_hybridized_gradient_and_errors():
+    rng = np.random.default_rng(1)
+    x1 = rng.standard_normal((4, 3)).astype(np.float32)
+    x2 = rng.standard_normal((4, 3)).astype(np.float32)
+    loss = mx.gluon.loss.SDMLLoss()
+    loss.hybridize()
+    np.testing.assert_allclose(loss(mx.nd.array(x1), mx.nd.array(x2)).asnumpy(), _sdml_reference(x1, x2, 0.3),
+                               rtol=1e-4, atol=1e-6)
+    a = mx.nd.array(x1)
+    a.attach_grad()
+    with mx.autograd.record():
+        total = mx.nd.sum(mx.gluon.loss.SDMLLoss()(a, mx.nd.array(x2)))
+    total.backward()
+    eps = 1e-3
+    num = np.zeros_like(x1, dtype=np.float64)
+    for idx in np.ndindex(*x1.shape):
+        p, m = x1.astype(np.float64).copy(), x1.astype(np.float64).copy()
+        p[idx] += eps
+        m[idx] -= eps
+        num[idx] = (_sdml_reference(p, x2, 0.3).sum() - _sdml_reference(m, x2, 0.3).sum()) / (2 * eps)
+    np.testing.assert_allclose(a.grad.asnumpy(), num, rtol=1e-2, atol=1e-3)
+    with pytest.raises(ValueError, match="smoothing_parameter"):
+        mx.gluon.loss.SDMLLoss(smoothing_parameter=1.0)
+    with pytest.raises(ValueError, match="at least 2"):
+        mx.gluon.loss.SDMLLoss()(mx.nd.ones((1, 3)), mx.nd.ones((1, 3)))
+    with pytest.raises(ValueError, match="batch_size, dim"):
+        mx.gluon.loss.SDMLLoss()(mx.nd.ones((2, 3)), mx.nd.ones((2, 4)))

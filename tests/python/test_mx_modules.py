@@ -223,9 +223,12 @@ def test_randn_signature_and_distribution():
     out = nd.zeros((2, 3))
     nd.random.randn(2, 3, out=out)
     assert out.asnumpy().std() > 0
-    with pytest.raises(TypeError, match="expected a number for loc"):
+    with pytest.raises(TypeError, match="expected a number or an NDArray for loc"):
         nd.random.randn(2, loc="0")
-    with pytest.raises(NotImplementedError, match="_sample_normal"):
+    # Array parameters draw per element (_sample_normal), as MXNet's randn does.
+    z = nd.random.randn(2, loc=nd.array([0.0, 100.0]), scale=nd.ones((2,)))
+    assert z.shape == (2, 2) and abs(z.asnumpy()[1].mean() - 100) < 10
+    with pytest.raises(TypeError, match="all be NDArrays or all numbers"):
         nd.random.randn(2, scale=nd.ones((2,)))
     with pytest.raises(TypeError, match="unexpected keyword arguments"):
         nd.random.randn(2, mean=1)

@@ -16,6 +16,8 @@
 //   lamb_update_phase2: r1 = norm(weight) bounded to [lower_bound, upper_bound] (negative
 //                  bounds are off), r2 = norm(g); weight -= lr * (r1/r2 or 1 when either is
 //                  zero) * g
+//   _mp_adamw_update, mp_lamb_update_phase1/2: the same on a float32 master copy weight32
+//                  with float32 moments (float16 weights).
 #include "core/op/optimizer/optimizer_op.h"
 
 namespace weft {
@@ -240,6 +242,160 @@ void LambPhase2Compute(const NodeAttrs& attrs, const OpContext&, const std::vect
   });
 }
 
+// ---------------------------------------------------------------- multi-precision forms
+// float16 (or any floating) weight and gradient; the moments and the master copy weight32
+// are float32 and the arithmetic is float32 throughout.
+
+// Each input the kernels read is checked against the weight: a hand-called operator with
+// ill-fitting arrays must fail rather than read out of bounds.
+void CheckMPInputs(const NodeAttrs& attrs, const std::vector<TBlob>& in, size_t first_f32, size_t count) {
+  for (size_t i = 1; i < count; ++i) {
+    const DType want = i >= first_f32 ? DType::kFloat32 : in[0].dtype;
+    if (in[i].Size() != in[0].Size() || in[i].dtype != want)
+      Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input ", i, ": expected ", DTypeName(want),
+            " of the weight's shape ", in[0].shape.ToString(), ", got ", DTypeName(in[i].dtype), " of shape ",
+            in[i].shape.ToString());
+  }
+}
+
+bool MPAdamWShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  return optim::UpdateShape(attrs, in, out, 5);
+}
+
+bool MPAdamWType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  std::vector<DType> first(in->begin(), in->begin() + 5);
+  bool known = optim::MPUpdateType(attrs, &first, out);
+  std::copy(first.begin(), first.end(), in->begin());
+  AssignType(attrs, in, 5, DType::kFloat32, "input");
+  return known;
+}
+
+void MPAdamWUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                          const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<AdamWParam>();
+  CheckMPInputs(attrs, in, 2, 5);
+  if (in[5].dtype != DType::kFloat32 || in[5].Size() != 1)
+    Throw(ErrorKind::kShape, "Operator '_mp_adamw_update': input 'rescale_grad': expected float32 of one value, got ",
+          DTypeName(in[5].dtype), " of shape ", in[5].shape.ToString());
+  const double scale = static_cast<double>(in[5].ptr<float>()[0]);
+  if (!std::isfinite(scale) || scale == 0) {
+    CopyWithReq(in[0], out[0], req[0]);
+    return;
+  }
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator '_mp_adamw_update'", {
+    const T* g = in[1].ptr<T>();
+    float* mean = in[2].ptr<float>();
+    float* var = in[3].ptr<float>();
+    float* w32 = in[4].ptr<float>();
+    T* o = out[0].ptr<T>();
+    const float lr = static_cast<float>(p.lr), b1 = static_cast<float>(p.beta1), b2 = static_cast<float>(p.beta2);
+    const float eps = static_cast<float>(p.epsilon), wd = static_cast<float>(p.wd), eta = static_cast<float>(p.eta);
+    const float rs = static_cast<float>(scale), cb = ClipBound<float>(p.clip_gradient);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const float wi = w32[i];
+      const float gr = Clip(rs * static_cast<float>(g[i]), cb);
+      const float m = b1 * mean[i] + (1.f - b1) * gr;
+      const float v = b2 * var[i] + (1.f - b2) * gr * gr;
+      mean[i] = m;
+      var[i] = v;
+      const float nw = wi - eta * (lr * m / (std::sqrt(v) + eps) + wd * wi);
+      w32[i] = nw;
+      Put(o, i, nw, add);
+    });
+  });
+}
+
+bool MPLambPhase1Type(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  std::vector<DType> tmp_out{DType::kUnknown};
+  bool known = optim::MPUpdateType(attrs, in, &tmp_out);
+  AssignType(attrs, out, 0, DType::kFloat32, "output");
+  return known;
+}
+
+void MPLambPhase1Compute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<LambPhase1Param>();
+  CheckMPInputs(attrs, in, 2, 5);
+  const bool add = req[0] == OpReq::kAddTo;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'mp_lamb_update_phase1'", {
+    const T* g = in[1].ptr<T>();
+    float* mean = in[2].ptr<float>();
+    float* var = in[3].ptr<float>();
+    const float* w32 = in[4].ptr<float>();
+    float* o = out[0].ptr<float>();
+    const float b1 = static_cast<float>(p.beta1), b2 = static_cast<float>(p.beta2), eps = static_cast<float>(p.epsilon);
+    const float wd = static_cast<float>(p.wd), rs = static_cast<float>(p.rescale_grad);
+    const float cb = ClipBound<float>(p.clip_gradient);
+    const float c1 = p.bias_correction ? static_cast<float>(1.0 / (1.0 - std::pow(p.beta1, p.t))) : 1.f;
+    const float c2 = p.bias_correction ? static_cast<float>(1.0 / (1.0 - std::pow(p.beta2, p.t))) : 1.f;
+    ForEach(in[0].Size(), [=](int64_t i) {
+      const float gr = Clip(rs * static_cast<float>(g[i]), cb);
+      const float m = b1 * mean[i] + (1.f - b1) * gr;
+      const float v = b2 * var[i] + (1.f - b2) * gr * gr;
+      mean[i] = m;
+      var[i] = v;
+      Put(o, i, (m * c1) / (std::sqrt(v * c2) + eps) + wd * w32[i], add);
+    });
+  });
+}
+
+bool MPLambPhase2Shape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  std::vector<Shape> four(in->begin(), in->begin() + 4);
+  bool known = LambPhase2Shape(attrs, &four, out);
+  std::copy(four.begin(), four.end(), in->begin());
+  const Shape s = (*out)[0];
+  if (s.known_ndim()) AssignShape(attrs, in, 4, s, "input");
+  return known && (*in)[4].is_known();
+}
+
+bool MPLambPhase2Type(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  DType t = (*in)[0] != DType::kUnknown ? (*in)[0] : (*out)[0];
+  for (size_t i = 1; i < 5; ++i) AssignType(attrs, in, i, DType::kFloat32, "input");
+  if (t == DType::kUnknown) return false;
+  if (!IsFloatDType(t))
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': expected floating-point weights, got ", DTypeName(t));
+  AssignType(attrs, in, 0, t, "input");
+  AssignType(attrs, out, 0, t, "output");
+  return true;
+}
+
+// Unlike MXNet 1.9.1's kernel, which leaves weight32 as it was although the operator is
+// declared to update it (so a float16 LAMB never moves its master copy), the master copy
+// takes the step too, as the operator's documented rule says.
+void MPLambPhase2Compute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<LambPhase2Param>();
+  const int64_t n = in[0].Size();
+  for (size_t i : {size_t{1}, size_t{4}})
+    if (in[i].Size() != n || in[i].dtype != DType::kFloat32)
+      Throw(ErrorKind::kShape, "Operator 'mp_lamb_update_phase2': input ", i, ": expected float32 of the weight's shape ",
+            in[0].shape.ToString(), ", got ", DTypeName(in[i].dtype), " of shape ", in[i].shape.ToString());
+  for (size_t i : {size_t{2}, size_t{3}})
+    if (in[i].Size() != 1 || in[i].dtype != DType::kFloat32)
+      Throw(ErrorKind::kShape, "Operator 'mp_lamb_update_phase2': input '", i == 2 ? "r1" : "r2",
+            "': expected float32 of one value, got ", DTypeName(in[i].dtype), " of shape ", in[i].shape.ToString());
+  const bool add = req[0] == OpReq::kAddTo;
+  float r1 = in[2].ptr<float>()[0];
+  const float r2 = in[3].ptr<float>()[0];
+  if (p.lower_bound >= 0) r1 = std::max(r1, static_cast<float>(p.lower_bound));
+  if (p.upper_bound >= 0) r1 = std::min(r1, static_cast<float>(p.upper_bound));
+  const float step = static_cast<float>(p.lr) * ((r1 == 0.f || r2 == 0.f) ? 1.f : r1 / r2);
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'mp_lamb_update_phase2'", {
+    const float* g = in[1].ptr<float>();
+    float* w32 = in[4].ptr<float>();
+    T* o = out[0].ptr<T>();
+    ForEach(n, [=](int64_t i) {
+      const float nw = w32[i] - step * g[i];
+      w32[i] = nw;
+      Put(o, i, nw, add);
+    });
+  });
+}
+
 }  // namespace
 
 WEFT_REGISTER_OP(adam_update)
@@ -300,6 +456,58 @@ WEFT_REGISTER_OP(lamb_update_phase2)
     .Include("OptimizerUpdate")
     .SetAttr<FInferShape>("FInferShape", LambPhase2Shape)
     .SetAttr<FCompute>("FCompute<cpu>", LambPhase2Compute);
+
+WEFT_REGISTER_OP(_mp_adamw_update)
+    .AddAlias("mp_adamw_update")
+    .Describe("Multi-precision AdamW: the _adamw_update rule on the float32 master copy weight32 with float32 "
+              "moments; the weight receives the master copy. rescale_grad is a one-element float32 array; when it "
+              "is not finite or zero the update is skipped.")
+    .SetNumInputs(6)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight (float16 usually)")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient, the weight's dtype")
+    .AddArgument("mean", "NDArray-or-Symbol", "float32 first moment (updated in place)")
+    .AddArgument("var", "NDArray-or-Symbol", "float32 second moment (updated in place)")
+    .AddArgument("weight32", "NDArray-or-Symbol", "float32 master copy of the weight (updated in place)")
+    .AddArgument("rescale_grad", "NDArray-or-Symbol", "One-element float32 array multiplying the gradient")
+    .SetParams<AdamWParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return std::vector<int>{2, 3, 4}; })
+    .SetAttr<FInferShape>("FInferShape", MPAdamWShape)
+    .SetAttr<FInferType>("FInferType", MPAdamWType)
+    .SetAttr<FCompute>("FCompute<cpu>", MPAdamWUpdateCompute);
+
+WEFT_REGISTER_OP(mp_lamb_update_phase1)
+    .Describe("Multi-precision first phase of LAMB: float32 moments updated like Adam; returns the float32 "
+              "direction mean_hat/(sqrt(var_hat) + epsilon) + wd*weight32.")
+    .SetNumInputs(5)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight (float16 usually)")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient, the weight's dtype")
+    .AddArgument("mean", "NDArray-or-Symbol", "float32 first moment (updated in place)")
+    .AddArgument("var", "NDArray-or-Symbol", "float32 second moment (updated in place)")
+    .AddArgument("weight32", "NDArray-or-Symbol", "float32 master copy of the weight")
+    .SetParams<LambPhase1Param>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FInplaceOption>("FInplaceOption", [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{}; })
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return std::vector<int>{2, 3}; })
+    .SetAttr<FInferShape>("FInferShape", MPAdamWShape)
+    .SetAttr<FInferType>("FInferType", MPLambPhase1Type)
+    .SetAttr<FCompute>("FCompute<cpu>", MPLambPhase1Compute);
+
+WEFT_REGISTER_OP(mp_lamb_update_phase2)
+    .Describe("Multi-precision second phase of LAMB: weight32 -= lr * (r1/r2) * g with r1 bounded to "
+              "[lower_bound, upper_bound] (ratio 1 when either norm is 0); the weight receives weight32.")
+    .SetNumInputs(5)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight (float16 usually)")
+    .AddArgument("g", "NDArray-or-Symbol", "Output of mp_lamb_update_phase1 (float32)")
+    .AddArgument("r1", "NDArray-or-Symbol", "Norm of the weight (one float32 value)")
+    .AddArgument("r2", "NDArray-or-Symbol", "Norm of g (one float32 value)")
+    .AddArgument("weight32", "NDArray-or-Symbol", "float32 master copy of the weight (updated in place)")
+    .SetParams<LambPhase2Param>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return std::vector<int>{4}; })
+    .SetAttr<FInferShape>("FInferShape", MPLambPhase2Shape)
+    .SetAttr<FInferType>("FInferType", MPLambPhase2Type)
+    .SetAttr<FCompute>("FCompute<cpu>", MPLambPhase2Compute);
 
 }  // namespace op
 }  // namespace weft

@@ -3,7 +3,9 @@
 // mp_sgd_mom_update (float16 weights, float32 master copy and momentum), nag_mom_update,
 // signsgd_update, signum_update, and the multi-tensor forms multi_sgd_update,
 // multi_sgd_mom_update, multi_mp_sgd_update and multi_mp_sgd_mom_update that update
-// num_weights parameters in one call (one operator launch for many small parameters).
+// num_weights parameters in one call (one operator launch for many small parameters), and
+// their preloaded_multi_* forms, which read the learning rates and weight decays from two
+// float32 arrays instead of parameters (LARS computes them with multi_lars).
 //
 // With g = clip(rescale_grad * grad, clip_gradient):
 //   sgd:     w = (1 - lr*wd) * w - lr * g
@@ -48,6 +50,18 @@ struct MultiSGDParam {
 
 struct MultiSGDMomParam {
   std::vector<double> lrs, wds;
+  double momentum = 0, rescale_grad = 1, clip_gradient = -1;
+  int num_weights = 1;
+};
+
+// preloaded_multi_*: as multi_*, with the learning rates and weight decays given as two
+// float32 arrays of num_weights values after the groups (LARS computes them on the device).
+struct PreloadedMultiSGDParam {
+  double rescale_grad = 1, clip_gradient = -1;
+  int num_weights = 1;
+};
+
+struct PreloadedMultiSGDMomParam {
   double momentum = 0, rescale_grad = 1, clip_gradient = -1;
   int num_weights = 1;
 };
@@ -115,6 +129,20 @@ WEFT_PARAM_SCHEMA(MultiSGDMomParam, s) {
   s.Field("momentum", &MultiSGDMomParam::momentum).Default(0.0).Describe("Decay of the momentum states.");
   CommonGradFields(s, &MultiSGDMomParam::rescale_grad, &MultiSGDMomParam::clip_gradient);
   s.Field("num_weights", &MultiSGDMomParam::num_weights).Default(1).Min(1).Describe("Number of weights updated.");
+}
+
+WEFT_PARAM_SCHEMA(PreloadedMultiSGDParam, s) {
+  CommonGradFields(s, &PreloadedMultiSGDParam::rescale_grad, &PreloadedMultiSGDParam::clip_gradient);
+  s.Field("num_weights", &PreloadedMultiSGDParam::num_weights).Default(1).Min(1).Describe("Number of weights updated.");
+}
+
+WEFT_PARAM_SCHEMA(PreloadedMultiSGDMomParam, s) {
+  s.Field("momentum", &PreloadedMultiSGDMomParam::momentum).Default(0.0).Describe("Decay of the momentum states.");
+  CommonGradFields(s, &PreloadedMultiSGDMomParam::rescale_grad, &PreloadedMultiSGDMomParam::clip_gradient);
+  s.Field("num_weights", &PreloadedMultiSGDMomParam::num_weights)
+      .Default(1)
+      .Min(1)
+      .Describe("Number of weights updated.");
 }
 
 namespace {
@@ -449,6 +477,119 @@ bool Shape2(const NodeAttrs& a, std::vector<Shape>* in, std::vector<Shape>* out)
   return optim::UpdateShape(a, in, out, in->size());
 }
 
+// ---------------------------------------------------------------- preloaded multi-tensor operators
+// Groups of `K` inputs per weight, then lrs and wds: float32 arrays of num_weights values.
+
+template <int K>
+bool PreloadedShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const int64_t n = static_cast<int64_t>(out->size());
+  for (size_t j = 0; j < 2; ++j) {
+    const size_t idx = static_cast<size_t>(n * K) + j;
+    const Shape& s = (*in)[idx];
+    if (s.is_known() && s.Size() != n)
+      Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input '", j == 0 ? "lrs" : "wds",
+            "' must hold one value per weight (num_weights = ", n, "), got shape ", s.ToString());
+    if (!s.known_ndim()) (*in)[idx] = Shape{n};
+  }
+  std::vector<Shape> groups(in->begin(), in->begin() + n * K);
+  bool known = true;
+  for (int64_t w = 0; w < n; ++w) {
+    Shape s = (*out)[w];
+    for (int j = 0; j < K && !s.known_ndim(); ++j) s = groups[w * K + j];
+    if (!s.known_ndim()) {
+      known = false;
+      continue;
+    }
+    for (int j = 0; j < K; ++j) AssignShape(attrs, &groups, w * K + j, s, "input");
+    AssignShape(attrs, out, w, s, "output");
+    known = known && s.is_known();
+  }
+  std::copy(groups.begin(), groups.end(), in->begin());
+  return known;
+}
+
+template <int K, bool MP>
+bool PreloadedType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  const size_t n = out->size();
+  std::vector<DType> groups(in->begin(), in->begin() + n * K);
+  bool known = MultiType<K, MP>(attrs, &groups, out);
+  std::copy(groups.begin(), groups.end(), in->begin());
+  AssignType(attrs, in, n * K, DType::kFloat32, "input");
+  AssignType(attrs, in, n * K + 1, DType::kFloat32, "input");
+  return known;
+}
+
+// The per-weight rates, read from the two arrays after the groups; every input the kernels
+// read is checked here, so a hand-called operator with ill-fitting arrays errors.
+std::pair<const float*, const float*> PreloadedRates(const NodeAttrs& attrs, const std::vector<TBlob>& in, int n,
+                                                      int k) {
+  const TBlob& lrs = in[static_cast<size_t>(n) * k];
+  const TBlob& wds = in[static_cast<size_t>(n) * k + 1];
+  for (const TBlob* b : {&lrs, &wds})
+    if (b->dtype != DType::kFloat32 || b->Size() != n)
+      Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': input '", b == &lrs ? "lrs" : "wds",
+            "' must be a float32 array of ", n, " values, got ", DTypeName(b->dtype), " of shape ",
+            b->shape.ToString());
+  for (int w = 0; w < n; ++w)
+    for (int j = 1; j < k; ++j)
+      if (in[w * k + j].Size() != in[w * k].Size())
+        Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input ", w * k + j, " has shape ",
+              in[w * k + j].shape.ToString(), ", expected the shape of weight ", w, ", ", in[w * k].shape.ToString());
+  return {lrs.ptr<float>(), wds.ptr<float>()};
+}
+
+void PreloadedSGDCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& p = attrs.Params<PreloadedMultiSGDParam>();
+  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 2);
+  for (int k = 0; k < p.num_weights; ++k) {
+    if (req[k] == OpReq::kNullOp) continue;
+    WEFT_FLOAT_TYPE_SWITCH(in[2 * k].dtype, T, "Operator 'preloaded_multi_sgd_update'", {
+      SGDKernel<T>(in[2 * k], in[2 * k + 1], out[k], req[k] == OpReq::kAddTo, lrs[k], wds[k], p.rescale_grad,
+                   p.clip_gradient);
+    });
+  }
+}
+
+void PreloadedSGDMomCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                            const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& p = attrs.Params<PreloadedMultiSGDMomParam>();
+  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 3);
+  for (int k = 0; k < p.num_weights; ++k) {
+    if (req[k] == OpReq::kNullOp) continue;
+    WEFT_FLOAT_TYPE_SWITCH(in[3 * k].dtype, T, "Operator 'preloaded_multi_sgd_mom_update'", {
+      SGDMomKernel<T>(in[3 * k], in[3 * k + 1], in[3 * k + 2], out[k], req[k] == OpReq::kAddTo, lrs[k], p.momentum,
+                      wds[k], p.rescale_grad, p.clip_gradient);
+    });
+  }
+}
+
+void PreloadedMPSGDCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                           const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& p = attrs.Params<PreloadedMultiSGDParam>();
+  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 3);
+  for (int k = 0; k < p.num_weights; ++k) {
+    if (req[k] == OpReq::kNullOp) continue;
+    WEFT_FLOAT_TYPE_SWITCH(in[3 * k].dtype, T, "Operator 'preloaded_multi_mp_sgd_update'", {
+      MPSGDKernel<T>(in[3 * k + 1], in[3 * k + 2], out[k], req[k] == OpReq::kAddTo, lrs[k], wds[k], p.rescale_grad,
+                     p.clip_gradient);
+    });
+  }
+}
+
+void PreloadedMPSGDMomCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                              const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& p = attrs.Params<PreloadedMultiSGDMomParam>();
+  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 4);
+  for (int k = 0; k < p.num_weights; ++k) {
+    if (req[k] == OpReq::kNullOp) continue;
+    WEFT_FLOAT_TYPE_SWITCH(in[4 * k].dtype, T, "Operator 'preloaded_multi_mp_sgd_mom_update'", {
+      MPSGDMomKernel<T>(in[4 * k + 1], in[4 * k + 2], in[4 * k + 3], out[k], req[k] == OpReq::kAddTo, lrs[k],
+                        p.momentum, wds[k], p.rescale_grad, p.clip_gradient);
+    });
+  }
+}
+
 }  // namespace
 
 WEFT_REGISTER_OP_GROUP(OptimizerUpdate)
@@ -610,6 +751,70 @@ WEFT_REGISTER_OP(multi_mp_sgd_mom_update)
     .SetAttr<FInferShape>("FInferShape", MultiShape<MultiSGDMomParam, 4>)
     .SetAttr<FInferType>("FInferType", MultiType<4, true>)
     .SetAttr<FCompute>("FCompute<cpu>", MultiMPSGDMomCompute);
+
+
+WEFT_REGISTER_OP(preloaded_multi_sgd_update)
+    .Describe("sgd_update of num_weights weights in one call, the learning rates and weight decays given as "
+              "arrays. Inputs: weight0, grad0, weight1, grad1, ..., lrs, wds; outputs: the new weights.")
+    .SetNumInputs([](const NodeAttrs& a) { return 2 * NumWeights<PreloadedMultiSGDParam>(a) + 2; })
+    .SetNumOutputs([](const NodeAttrs& a) { return NumWeights<PreloadedMultiSGDParam>(a); })
+    .AddArgument("data", "NDArray-or-Symbol[]", "Weights and gradients, interleaved, then lrs and wds (float32)")
+    .SetParams<PreloadedMultiSGDParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FInplaceOption>("FInplaceOption",
+                             [](const NodeAttrs& a) { return GroupInplace(NumWeights<PreloadedMultiSGDParam>(a), 2); })
+    .SetAttr<FInferShape>("FInferShape", PreloadedShape<2>)
+    .SetAttr<FInferType>("FInferType", PreloadedType<2, false>)
+    .SetAttr<FCompute>("FCompute<cpu>", PreloadedSGDCompute);
+
+WEFT_REGISTER_OP(preloaded_multi_sgd_mom_update)
+    .Describe("sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as "
+              "arrays. Inputs: weight0, grad0, mom0, ..., lrs, wds; outputs: the new weights.")
+    .SetNumInputs([](const NodeAttrs& a) { return 3 * NumWeights<PreloadedMultiSGDMomParam>(a) + 2; })
+    .SetNumOutputs([](const NodeAttrs& a) { return NumWeights<PreloadedMultiSGDMomParam>(a); })
+    .AddArgument("data", "NDArray-or-Symbol[]", "Weights, gradients and momenta, interleaved, then lrs and wds")
+    .SetParams<PreloadedMultiSGDMomParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FInplaceOption>("FInplaceOption",
+                             [](const NodeAttrs& a) { return GroupInplace(NumWeights<PreloadedMultiSGDMomParam>(a), 3); })
+    .SetAttr<FMutateInputs>("FMutateInputs",
+                            [](const NodeAttrs& a) { return GroupStates(NumWeights<PreloadedMultiSGDMomParam>(a), 3, 2); })
+    .SetAttr<FInferShape>("FInferShape", PreloadedShape<3>)
+    .SetAttr<FInferType>("FInferType", PreloadedType<3, false>)
+    .SetAttr<FCompute>("FCompute<cpu>", PreloadedSGDMomCompute);
+
+WEFT_REGISTER_OP(preloaded_multi_mp_sgd_update)
+    .Describe("mp_sgd_update of num_weights weights in one call, the learning rates and weight decays given as "
+              "arrays. Inputs: weight0, grad0, weight32_0, ..., lrs, wds; outputs: the new weights.")
+    .SetNumInputs([](const NodeAttrs& a) { return 3 * NumWeights<PreloadedMultiSGDParam>(a) + 2; })
+    .SetNumOutputs([](const NodeAttrs& a) { return NumWeights<PreloadedMultiSGDParam>(a); })
+    .AddArgument("data", "NDArray-or-Symbol[]", "Weights, gradients and float32 master weights, then lrs and wds")
+    .SetParams<PreloadedMultiSGDParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FInplaceOption>("FInplaceOption",
+                             [](const NodeAttrs& a) { return GroupInplace(NumWeights<PreloadedMultiSGDParam>(a), 3); })
+    .SetAttr<FMutateInputs>("FMutateInputs",
+                            [](const NodeAttrs& a) { return GroupStates(NumWeights<PreloadedMultiSGDParam>(a), 3, 2); })
+    .SetAttr<FInferShape>("FInferShape", PreloadedShape<3>)
+    .SetAttr<FInferType>("FInferType", PreloadedType<3, true>)
+    .SetAttr<FCompute>("FCompute<cpu>", PreloadedMPSGDCompute);
+
+WEFT_REGISTER_OP(preloaded_multi_mp_sgd_mom_update)
+    .Describe("mp_sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given "
+              "as arrays. Inputs: weight0, grad0, mom0, weight32_0, ..., lrs, wds; outputs: the new weights.")
+    .SetNumInputs([](const NodeAttrs& a) { return 4 * NumWeights<PreloadedMultiSGDMomParam>(a) + 2; })
+    .SetNumOutputs([](const NodeAttrs& a) { return NumWeights<PreloadedMultiSGDMomParam>(a); })
+    .AddArgument("data", "NDArray-or-Symbol[]",
+                 "Weights, gradients, float32 momenta and master weights, then lrs and wds")
+    .SetParams<PreloadedMultiSGDMomParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FInplaceOption>("FInplaceOption",
+                             [](const NodeAttrs& a) { return GroupInplace(NumWeights<PreloadedMultiSGDMomParam>(a), 4); })
+    .SetAttr<FMutateInputs>("FMutateInputs",
+                            [](const NodeAttrs& a) { return GroupStates(NumWeights<PreloadedMultiSGDMomParam>(a), 4, 2); })
+    .SetAttr<FInferShape>("FInferShape", PreloadedShape<4>)
+    .SetAttr<FInferType>("FInferType", PreloadedType<4, true>)
+    .SetAttr<FCompute>("FCompute<cpu>", PreloadedMPSGDMomCompute);
 
 }  // namespace op
 }  // namespace weft

@@ -1,8 +1,10 @@
 // Random generators with MXNet 1.x names and parameters: _random_uniform, _random_normal,
-// _random_randint, _random_exponential, _random_gamma and _random_poisson. They take no
+// _random_randint, _random_exponential, _random_gamma, _random_poisson,
+// _random_negative_binomial and _random_generalized_negative_binomial. They take no
 // inputs, make an array of `shape` and `dtype`, draw from the context's random resource
 // (so `random.seed` reproduces them, whatever the thread count) and have no gradient, as
-// in MXNet.
+// in MXNet. Their _like forms (_random_uniform_like, ...) take the shape and dtype of an
+// input array instead, whose values they ignore (its gradient is zero).
 #include <cmath>
 #include <optional>
 #include <string>
@@ -55,6 +57,82 @@ struct PoissonParam {
   std::optional<DType> dtype;
 };
 
+struct NegBinomialParam {
+  int k = 1;
+  double p = 1;
+  Shape shape = Shape::Scalar();
+  std::string ctx;
+  std::optional<DType> dtype;
+};
+
+struct GenNegBinomialParam {
+  double mu = 1, alpha = 1;
+  Shape shape = Shape::Scalar();
+  std::string ctx;
+  std::optional<DType> dtype;
+};
+
+// The _like forms: the distribution's fields alone.
+struct UniformLikeParam {
+  double low = 0, high = 1;
+};
+struct NormalLikeParam {
+  double loc = 0, scale = 1;
+};
+struct GammaLikeParam {
+  double alpha = 1, beta = 1;
+};
+struct ExponentialLikeParam {
+  double lam = 1;
+};
+struct PoissonLikeParam {
+  double lam = 1;
+};
+struct NegBinomialLikeParam {
+  int k = 1;
+  double p = 1;
+};
+struct GenNegBinomialLikeParam {
+  double mu = 1, alpha = 1;
+};
+
+// Each distribution's fields, shared by the generator and its _like form.
+template <typename P>
+void UniformFields(ParamSchema<P>& s) {
+  s.Field("low", &P::low).Default(0.0).Describe("Lower bound of the distribution (inclusive).");
+  s.Field("high", &P::high).Default(1.0).Describe("Upper bound of the distribution (exclusive).");
+}
+template <typename P>
+void NormalFields(ParamSchema<P>& s) {
+  s.Field("loc", &P::loc).Default(0.0).Describe("Mean of the distribution.");
+  s.Field("scale", &P::scale).Default(1.0).Min(0).Describe("Standard deviation of the distribution.");
+}
+template <typename P>
+void GammaFields(ParamSchema<P>& s) {
+  s.Field("alpha", &P::alpha).Default(1.0).Describe("Shape (alpha) of the distribution.");
+  s.Field("beta", &P::beta).Default(1.0).Describe("Scale (beta) of the distribution; the mean is alpha * beta.");
+}
+template <typename P>
+void ExponentialFields(ParamSchema<P>& s) {
+  s.Field("lam", &P::lam).Default(1.0).Describe("Rate (lambda) of the distribution; the mean is 1 / lam.");
+}
+template <typename P>
+void PoissonFields(ParamSchema<P>& s) {
+  s.Field("lam", &P::lam).Default(1.0).Min(0).Describe("Rate (lambda) of the distribution.");
+}
+template <typename P>
+void NegBinomialFields(ParamSchema<P>& s) {
+  s.Field("k", &P::k).Default(1).Describe("Number of successes to wait for (k > 0).");
+  s.Field("p", &P::p).Default(1.0).Describe("Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p.");
+}
+template <typename P>
+void GenNegBinomialFields(ParamSchema<P>& s) {
+  s.Field("mu", &P::mu).Default(1.0).Describe("Mean of the distribution.");
+  s.Field("alpha", &P::alpha)
+      .Default(1.0)
+      .Describe("Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)).");
+}
+
 // The fields every generator shares, after its distribution's own.
 template <typename P>
 void CommonFields(ParamSchema<P>& s, const char* dtype_doc) {
@@ -66,14 +144,12 @@ void CommonFields(ParamSchema<P>& s, const char* dtype_doc) {
 constexpr const char* kFloatDTypeDoc = "The dtype of the output: float16, float32 or float64 (None: float32).";
 
 WEFT_PARAM_SCHEMA(UniformParam, s) {
-  s.Field("low", &UniformParam::low).Default(0.0).Describe("Lower bound of the distribution (inclusive).");
-  s.Field("high", &UniformParam::high).Default(1.0).Describe("Upper bound of the distribution (exclusive).");
+  UniformFields(s);
   CommonFields(s, kFloatDTypeDoc);
 }
 
 WEFT_PARAM_SCHEMA(NormalParam, s) {
-  s.Field("loc", &NormalParam::loc).Default(0.0).Describe("Mean of the distribution.");
-  s.Field("scale", &NormalParam::scale).Default(1.0).Min(0).Describe("Standard deviation of the distribution.");
+  NormalFields(s);
   CommonFields(s, kFloatDTypeDoc);
 }
 
@@ -84,20 +160,37 @@ WEFT_PARAM_SCHEMA(RandIntParam, s) {
 }
 
 WEFT_PARAM_SCHEMA(ExponentialParam, s) {
-  s.Field("lam", &ExponentialParam::lam).Default(1.0).Describe("Rate (lambda) of the distribution; the mean is 1 / lam.");
+  ExponentialFields(s);
   CommonFields(s, kFloatDTypeDoc);
 }
 
 WEFT_PARAM_SCHEMA(GammaParam, s) {
-  s.Field("alpha", &GammaParam::alpha).Default(1.0).Describe("Shape (alpha) of the distribution.");
-  s.Field("beta", &GammaParam::beta).Default(1.0).Describe("Scale (beta) of the distribution; the mean is alpha * beta.");
+  GammaFields(s);
   CommonFields(s, kFloatDTypeDoc);
 }
 
 WEFT_PARAM_SCHEMA(PoissonParam, s) {
-  s.Field("lam", &PoissonParam::lam).Default(1.0).Min(0).Describe("Rate (lambda) of the distribution.");
+  PoissonFields(s);
   CommonFields(s, kFloatDTypeDoc);
 }
+
+WEFT_PARAM_SCHEMA(NegBinomialParam, s) {
+  NegBinomialFields(s);
+  CommonFields(s, kFloatDTypeDoc);
+}
+
+WEFT_PARAM_SCHEMA(GenNegBinomialParam, s) {
+  GenNegBinomialFields(s);
+  CommonFields(s, kFloatDTypeDoc);
+}
+
+WEFT_PARAM_SCHEMA(UniformLikeParam, s) { UniformFields(s); }
+WEFT_PARAM_SCHEMA(NormalLikeParam, s) { NormalFields(s); }
+WEFT_PARAM_SCHEMA(GammaLikeParam, s) { GammaFields(s); }
+WEFT_PARAM_SCHEMA(ExponentialLikeParam, s) { ExponentialFields(s); }
+WEFT_PARAM_SCHEMA(PoissonLikeParam, s) { PoissonFields(s); }
+WEFT_PARAM_SCHEMA(NegBinomialLikeParam, s) { NegBinomialFields(s); }
+WEFT_PARAM_SCHEMA(GenNegBinomialLikeParam, s) { GenNegBinomialFields(s); }
 
 namespace {
 
@@ -117,16 +210,62 @@ void CheckFinite(const NodeAttrs& attrs, const char* key, double v) {
 
 // Distribution parameters are checked here, where every call (imperative or graph) passes
 // before anything runs, so a bad value fails at the call rather than inside the engine.
-void CheckParams(const NodeAttrs& attrs, const UniformParam& p) {
+// Each check reads the distribution's fields, which the generator and its _like form share.
+template <typename P>
+void CheckUniform(const NodeAttrs& attrs, const P& p) {
   CheckFinite(attrs, "low", p.low);
   CheckFinite(attrs, "high", p.high);
   if (!(p.low < p.high))
     BadParam(attrs, "high", "high > low = " + param_parse::Format(p.low), param_parse::Format(p.high));
 }
-void CheckParams(const NodeAttrs& attrs, const NormalParam& p) {
+template <typename P>
+void CheckNormal(const NodeAttrs& attrs, const P& p) {
   CheckFinite(attrs, "loc", p.loc);
   CheckFinite(attrs, "scale", p.scale);
 }
+template <typename P>
+void CheckExponential(const NodeAttrs& attrs, const P& p) {
+  CheckPositive(attrs, "lam", p.lam);
+  CheckFinite(attrs, "lam", p.lam);
+}
+template <typename P>
+void CheckGamma(const NodeAttrs& attrs, const P& p) {
+  CheckPositive(attrs, "alpha", p.alpha);
+  CheckFinite(attrs, "alpha", p.alpha);
+  CheckPositive(attrs, "beta", p.beta);
+  CheckFinite(attrs, "beta", p.beta);
+}
+template <typename P>
+void CheckPoisson(const NodeAttrs& attrs, const P& p) {
+  CheckFinite(attrs, "lam", p.lam);
+}
+template <typename P>
+void CheckNegBinomial(const NodeAttrs& attrs, const P& p) {
+  if (p.k <= 0) BadParam(attrs, "k", "a value > 0", param_parse::Format(p.k));
+  if (!(p.p > 0 && p.p <= 1)) BadParam(attrs, "p", "a probability in (0, 1]", param_parse::Format(p.p));
+}
+template <typename P>
+void CheckGenNegBinomial(const NodeAttrs& attrs, const P& p) {
+  CheckFinite(attrs, "mu", p.mu);
+  CheckFinite(attrs, "alpha", p.alpha);
+  if (!(p.mu >= 0)) BadParam(attrs, "mu", "a value >= 0", param_parse::Format(p.mu));
+  if (!(p.alpha >= 0)) BadParam(attrs, "alpha", "a value >= 0", param_parse::Format(p.alpha));
+}
+
+void CheckParams(const NodeAttrs& a, const UniformParam& p) { CheckUniform(a, p); }
+void CheckParams(const NodeAttrs& a, const UniformLikeParam& p) { CheckUniform(a, p); }
+void CheckParams(const NodeAttrs& a, const NormalParam& p) { CheckNormal(a, p); }
+void CheckParams(const NodeAttrs& a, const NormalLikeParam& p) { CheckNormal(a, p); }
+void CheckParams(const NodeAttrs& a, const ExponentialParam& p) { CheckExponential(a, p); }
+void CheckParams(const NodeAttrs& a, const ExponentialLikeParam& p) { CheckExponential(a, p); }
+void CheckParams(const NodeAttrs& a, const GammaParam& p) { CheckGamma(a, p); }
+void CheckParams(const NodeAttrs& a, const GammaLikeParam& p) { CheckGamma(a, p); }
+void CheckParams(const NodeAttrs& a, const PoissonParam& p) { CheckPoisson(a, p); }
+void CheckParams(const NodeAttrs& a, const PoissonLikeParam& p) { CheckPoisson(a, p); }
+void CheckParams(const NodeAttrs& a, const NegBinomialParam& p) { CheckNegBinomial(a, p); }
+void CheckParams(const NodeAttrs& a, const NegBinomialLikeParam& p) { CheckNegBinomial(a, p); }
+void CheckParams(const NodeAttrs& a, const GenNegBinomialParam& p) { CheckGenNegBinomial(a, p); }
+void CheckParams(const NodeAttrs& a, const GenNegBinomialLikeParam& p) { CheckGenNegBinomial(a, p); }
 void CheckParams(const NodeAttrs& attrs, const RandIntParam& p) {
   if (!(p.low < p.high))
     BadParam(attrs, "high", "high > low = " + param_parse::Format(p.low), param_parse::Format(p.high));
@@ -137,17 +276,22 @@ void CheckParams(const NodeAttrs& attrs, const RandIntParam& p) {
       BadParam(attrs, "high", "a value <= 2147483648 for dtype int32", param_parse::Format(p.high));
   }
 }
-void CheckParams(const NodeAttrs& attrs, const ExponentialParam& p) {
-  CheckPositive(attrs, "lam", p.lam);
-  CheckFinite(attrs, "lam", p.lam);
-}
-void CheckParams(const NodeAttrs& attrs, const GammaParam& p) {
-  CheckPositive(attrs, "alpha", p.alpha);
-  CheckFinite(attrs, "alpha", p.alpha);
-  CheckPositive(attrs, "beta", p.beta);
-  CheckFinite(attrs, "beta", p.beta);
-}
-void CheckParams(const NodeAttrs& attrs, const PoissonParam& p) { CheckFinite(attrs, "lam", p.lam); }
+
+// The distribution a generator's (or _like form's) parameters describe.
+random::UniformDist DistOf(const UniformParam& p) { return {p.low, p.high}; }
+random::UniformDist DistOf(const UniformLikeParam& p) { return {p.low, p.high}; }
+random::NormalDist DistOf(const NormalParam& p) { return {p.loc, p.scale}; }
+random::NormalDist DistOf(const NormalLikeParam& p) { return {p.loc, p.scale}; }
+random::ExponentialDist DistOf(const ExponentialParam& p) { return {p.lam}; }
+random::ExponentialDist DistOf(const ExponentialLikeParam& p) { return {p.lam}; }
+random::GammaDist DistOf(const GammaParam& p) { return {p.alpha, p.beta}; }
+random::GammaDist DistOf(const GammaLikeParam& p) { return {p.alpha, p.beta}; }
+random::PoissonDist DistOf(const PoissonParam& p) { return {p.lam}; }
+random::PoissonDist DistOf(const PoissonLikeParam& p) { return {p.lam}; }
+random::NegBinomialDist DistOf(const NegBinomialParam& p) { return {static_cast<double>(p.k), p.p}; }
+random::NegBinomialDist DistOf(const NegBinomialLikeParam& p) { return {static_cast<double>(p.k), p.p}; }
+random::GenNegBinomialDist DistOf(const GenNegBinomialParam& p) { return {p.mu, p.alpha}; }
+random::GenNegBinomialDist DistOf(const GenNegBinomialLikeParam& p) { return {p.mu, p.alpha}; }
 
 template <typename P>
 bool GeneratorShape(const NodeAttrs& attrs, std::vector<Shape>*, std::vector<Shape>* out) {
@@ -193,29 +337,17 @@ void FillSamples(const NodeAttrs& attrs, const OpContext& ctx, const TBlob& out,
   });
 }
 
-template <typename Sample>
-void FillFloat(const NodeAttrs& attrs, const OpContext& ctx, const TBlob& out, OpReq req, Sample sample) {
-  WEFT_FLOAT_TYPE_SWITCH(out.dtype, T, "Operator '" + attrs.op->name + "': output", {
-    FillSamples<T>(attrs, ctx, out, req, sample, [](double v) { return static_cast<T>(v); });
-  });
-}
-
-void UniformCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
-                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  const auto& p = attrs.Params<UniformParam>();
-  const double low = p.low, high = p.high, width = p.high - p.low;
+// The generators of the floating distributions and their _like forms: one draw per
+// element of the output, in its floating dtype.
+template <typename P>
+void DistCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
+                 const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto dist = DistOf(attrs.Params<P>());
   WEFT_FLOAT_TYPE_SWITCH(out[0].dtype, T, "Operator '" + attrs.op->name + "': output", {
     FillSamples<T>(
-        attrs, ctx, out[0], req[0], [&](random::ElementStream& s) { return low + width * s.Uniform(); },
-        [&](double v) { return random::BelowHigh<T>(v, low, high); });
+        attrs, ctx, out[0], req[0], [&](random::ElementStream& s) { return dist.Draw(s); },
+        [&](double v) { return dist.template Convert<T>(v); });
   });
-}
-
-void NormalCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
-                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  const auto& p = attrs.Params<NormalParam>();
-  const double loc = p.loc, scale = p.scale;
-  FillFloat(attrs, ctx, out[0], req[0], [&](random::ElementStream& s) { return loc + scale * s.Normal(); });
 }
 
 void RandIntCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
@@ -235,24 +367,26 @@ void RandIntCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
   }
 }
 
-void ExponentialCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
-                        const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  const double inv_lam = 1.0 / attrs.Params<ExponentialParam>().lam;
-  FillFloat(attrs, ctx, out[0], req[0],
-            [&](random::ElementStream& s) { return -std::log(s.UniformPositive()) * inv_lam; });
+// _like forms: the output takes the input's shape and floating dtype.
+template <typename P>
+bool LikeShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  CheckParams(attrs, attrs.Params<P>());
+  return SameShape(attrs, in, out);
 }
 
-void GammaCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
-                  const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  const auto& p = attrs.Params<GammaParam>();
-  const double alpha = p.alpha, beta = p.beta;
-  FillFloat(attrs, ctx, out[0], req[0], [&](random::ElementStream& s) { return random::Gamma(s, alpha) * beta; });
+bool LikeType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  const DType t = (*in)[0] != DType::kUnknown ? (*in)[0] : (*out)[0];
+  if (t == DType::kUnknown) return false;
+  if (!IsFloatDType(t))
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name,
+          "': input 'data': expected a floating-point array (the samples take its dtype), got ", DTypeName(t));
+  AssignType(attrs, in, 0, t, "input");
+  AssignType(attrs, out, 0, t, "output");
+  return true;
 }
 
-void PoissonCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
-                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  const double lam = attrs.Params<PoissonParam>().lam;
-  FillFloat(attrs, ctx, out[0], req[0], [&](random::ElementStream& s) { return random::Poisson(s, lam); });
+std::vector<GradValue> ZeroGrad(GradBuilder& b, const NodeAttrs&, const GradArgs& a) {
+  return {b.Op("zeros_like", {a.inputs[0]})};
 }
 
 }  // namespace
@@ -267,12 +401,12 @@ void PoissonCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
       .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque) \
       .SetAttr<FCompute>("FCompute<cpu>", compute)
 
-WEFT_RANDOM_GENERATOR(_random_uniform, UniformParam, FloatGeneratorType<UniformParam>, UniformCompute)
+WEFT_RANDOM_GENERATOR(_random_uniform, UniformParam, FloatGeneratorType<UniformParam>, DistCompute<UniformParam>)
     .AddAlias("random_uniform")
     .AddAlias("uniform")
     .Describe("Samples from the uniform distribution on [low, high).");
 
-WEFT_RANDOM_GENERATOR(_random_normal, NormalParam, FloatGeneratorType<NormalParam>, NormalCompute)
+WEFT_RANDOM_GENERATOR(_random_normal, NormalParam, FloatGeneratorType<NormalParam>, DistCompute<NormalParam>)
     .AddAlias("random_normal")
     .AddAlias("normal")
     .Describe("Samples from the normal distribution with mean loc and standard deviation scale.");
@@ -282,19 +416,57 @@ WEFT_RANDOM_GENERATOR(_random_randint, RandIntParam, RandIntType, RandIntCompute
     .Describe("Samples integers uniformly from [low, high).");
 
 WEFT_RANDOM_GENERATOR(_random_exponential, ExponentialParam, FloatGeneratorType<ExponentialParam>,
-                      ExponentialCompute)
+                      DistCompute<ExponentialParam>)
     .AddAlias("random_exponential")
     .Describe("Samples from the exponential distribution with rate lam (mean 1 / lam).");
 
-WEFT_RANDOM_GENERATOR(_random_gamma, GammaParam, FloatGeneratorType<GammaParam>, GammaCompute)
+WEFT_RANDOM_GENERATOR(_random_gamma, GammaParam, FloatGeneratorType<GammaParam>, DistCompute<GammaParam>)
     .AddAlias("random_gamma")
     .Describe("Samples from the gamma distribution with shape alpha and scale beta (mean alpha * beta).");
 
-WEFT_RANDOM_GENERATOR(_random_poisson, PoissonParam, FloatGeneratorType<PoissonParam>, PoissonCompute)
+WEFT_RANDOM_GENERATOR(_random_poisson, PoissonParam, FloatGeneratorType<PoissonParam>, DistCompute<PoissonParam>)
     .AddAlias("random_poisson")
     .Describe("Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.");
 
+WEFT_RANDOM_GENERATOR(_random_negative_binomial, NegBinomialParam, FloatGeneratorType<NegBinomialParam>,
+                      DistCompute<NegBinomialParam>)
+    .AddAlias("random_negative_binomial")
+    .Describe("Samples from the negative binomial distribution: failures before the k-th success, each trial "
+              "succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.");
+
+WEFT_RANDOM_GENERATOR(_random_generalized_negative_binomial, GenNegBinomialParam,
+                      FloatGeneratorType<GenNegBinomialParam>, DistCompute<GenNegBinomialParam>)
+    .AddAlias("random_generalized_negative_binomial")
+    .Describe("Samples from the generalized negative binomial distribution with mean mu and dispersion alpha "
+              "(variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.");
+
 #undef WEFT_RANDOM_GENERATOR
+
+#define WEFT_RANDOM_LIKE(name, P, what)                                                                \
+  WEFT_REGISTER_OP(name)                                                                              \
+      .Describe("Samples from the " what " distribution an array of the shape and dtype of data (whose " \
+                "values are not read).")                                                              \
+      .SetNumInputs(1)                                                                                \
+      .AddArgument("data", "NDArray-or-Symbol", "The array whose shape and dtype the output takes")   \
+      .SetParams<P>()                                                                                 \
+      .SetAttr<FInferShape>("FInferShape", LikeShape<P>)                                              \
+      .SetAttr<FInferType>("FInferType", LikeType)                                                    \
+      .SetAttr<FResourceRequest>("FResourceRequest", RandomResource)                                  \
+      .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)                                          \
+      .SetAttr<FGradient>("FGradient", ZeroGrad)                                                      \
+      .SetAttr<FCompute>("FCompute<cpu>", DistCompute<P>)
+
+WEFT_RANDOM_LIKE(_random_uniform_like, UniformLikeParam, "uniform [low, high)");
+WEFT_RANDOM_LIKE(_random_normal_like, NormalLikeParam, "normal (mean loc, standard deviation scale)");
+WEFT_RANDOM_LIKE(_random_gamma_like, GammaLikeParam, "gamma (shape alpha, scale beta)");
+WEFT_RANDOM_LIKE(_random_exponential_like, ExponentialLikeParam, "exponential (rate lam)");
+WEFT_RANDOM_LIKE(_random_poisson_like, PoissonLikeParam, "Poisson (rate lam)");
+WEFT_RANDOM_LIKE(_random_negative_binomial_like, NegBinomialLikeParam,
+                 "negative binomial (k successes, success probability p)");
+WEFT_RANDOM_LIKE(_random_generalized_negative_binomial_like, GenNegBinomialLikeParam,
+                 "generalized negative binomial (mean mu, dispersion alpha)");
+
+#undef WEFT_RANDOM_LIKE
 
 }  // namespace op
 }  // namespace weft

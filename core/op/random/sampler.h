@@ -153,6 +153,66 @@ T BelowHigh(double v, double low, double high) {
   return static_cast<double>(t) < low ? static_cast<T>(low) : t;
 }
 
+// The distributions, one struct each: Draw takes one value from an element's stream;
+// Convert<T> turns it into the output type (uniform keeps it below `high` after rounding).
+// The generators (_random_*), their _like forms and the per-element samplers (_sample_*)
+// share them, so one distribution draws the same way everywhere.
+struct UniformDist {
+  double low, high;
+  double Draw(ElementStream& s) const { return low + (high - low) * s.Uniform(); }
+  template <typename T>
+  T Convert(double v) const { return BelowHigh<T>(v, low, high); }
+};
+
+struct NormalDist {
+  double loc, scale;
+  double Draw(ElementStream& s) const { return loc + scale * s.Normal(); }
+  template <typename T>
+  T Convert(double v) const { return static_cast<T>(v); }
+};
+
+// Shape alpha, scale beta (mean alpha * beta).
+struct GammaDist {
+  double alpha, beta;
+  double Draw(ElementStream& s) const { return Gamma(s, alpha) * beta; }
+  template <typename T>
+  T Convert(double v) const { return static_cast<T>(v); }
+};
+
+struct ExponentialDist {
+  double lam;
+  double Draw(ElementStream& s) const { return -std::log(s.UniformPositive()) * (1.0 / lam); }
+  template <typename T>
+  T Convert(double v) const { return static_cast<T>(v); }
+};
+
+struct PoissonDist {
+  double lam;
+  double Draw(ElementStream& s) const { return Poisson(s, lam); }
+  template <typename T>
+  T Convert(double v) const { return static_cast<T>(v); }
+};
+
+// Failures before the k-th success with success probability p (mean k (1 - p) / p), as
+// the Poisson mixture Poisson(Gamma(k, (1 - p) / p)).
+struct NegBinomialDist {
+  double k, p;
+  double Draw(ElementStream& s) const { return Poisson(s, Gamma(s, k) * ((1 - p) / p)); }
+  template <typename T>
+  T Convert(double v) const { return static_cast<T>(v); }
+};
+
+// Mean mu, dispersion alpha (variance mu + alpha mu^2): Poisson(Gamma(1/alpha, alpha mu)),
+// Poisson(mu) when alpha is 0.
+struct GenNegBinomialDist {
+  double mu, alpha;
+  double Draw(ElementStream& s) const {
+    return Poisson(s, alpha == 0 ? mu : Gamma(s, 1 / alpha) * alpha * mu);
+  }
+  template <typename T>
+  T Convert(double v) const { return static_cast<T>(v); }
+};
+
 }  // namespace random
 }  // namespace op
 }  // namespace weft

@@ -106,6 +106,7 @@ var opInternalContribBatchNormWithReLU = weft.NewOperator("_contrib_BatchNormWit
 var opInternalContribBilinearResize2D = weft.NewOperator("_contrib_BilinearResize2D")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
+var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
 var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
@@ -177,7 +178,12 @@ var opInternalMinimumScalar = weft.NewOperator("_minimum_scalar")
 var opInternalMinusScalar = weft.NewOperator("_minus_scalar")
 var opInternalMod = weft.NewOperator("_mod")
 var opInternalModScalar = weft.NewOperator("_mod_scalar")
+var opInternalMpAdamwUpdate = weft.NewOperator("_mp_adamw_update")
 var opInternalMulScalar = weft.NewOperator("_mul_scalar")
+var opInternalMultiAdamwUpdate = weft.NewOperator("_multi_adamw_update")
+var opInternalMultiLambUpdate = weft.NewOperator("_multi_lamb_update")
+var opInternalMultiMpAdamwUpdate = weft.NewOperator("_multi_mp_adamw_update")
+var opInternalMultiMpLambUpdate = weft.NewOperator("_multi_mp_lamb_update")
 var opInternalNotEqual = weft.NewOperator("_not_equal")
 var opInternalNotEqualScalar = weft.NewOperator("_not_equal_scalar")
 var opInternalOnes = weft.NewOperator("_ones")
@@ -185,18 +191,43 @@ var opInternalPlusScalar = weft.NewOperator("_plus_scalar")
 var opInternalPower = weft.NewOperator("_power")
 var opInternalPowerScalar = weft.NewOperator("_power_scalar")
 var opInternalRandomExponential = weft.NewOperator("_random_exponential")
+var opInternalRandomExponentialLike = weft.NewOperator("_random_exponential_like")
 var opInternalRandomGamma = weft.NewOperator("_random_gamma")
+var opInternalRandomGammaLike = weft.NewOperator("_random_gamma_like")
+var opInternalRandomGeneralizedNegativeBinomial = weft.NewOperator("_random_generalized_negative_binomial")
+var opInternalRandomGeneralizedNegativeBinomialLike = weft.NewOperator("_random_generalized_negative_binomial_like")
+var opInternalRandomNegativeBinomial = weft.NewOperator("_random_negative_binomial")
+var opInternalRandomNegativeBinomialLike = weft.NewOperator("_random_negative_binomial_like")
 var opInternalRandomNormal = weft.NewOperator("_random_normal")
+var opInternalRandomNormalLike = weft.NewOperator("_random_normal_like")
+var opInternalRandomPdfDirichlet = weft.NewOperator("_random_pdf_dirichlet")
+var opInternalRandomPdfExponential = weft.NewOperator("_random_pdf_exponential")
+var opInternalRandomPdfGamma = weft.NewOperator("_random_pdf_gamma")
+var opInternalRandomPdfGeneralizedNegativeBinomial = weft.NewOperator("_random_pdf_generalized_negative_binomial")
+var opInternalRandomPdfNegativeBinomial = weft.NewOperator("_random_pdf_negative_binomial")
+var opInternalRandomPdfNormal = weft.NewOperator("_random_pdf_normal")
+var opInternalRandomPdfPoisson = weft.NewOperator("_random_pdf_poisson")
+var opInternalRandomPdfUniform = weft.NewOperator("_random_pdf_uniform")
 var opInternalRandomPoisson = weft.NewOperator("_random_poisson")
+var opInternalRandomPoissonLike = weft.NewOperator("_random_poisson_like")
 var opInternalRandomRandint = weft.NewOperator("_random_randint")
 var opInternalRandomUniform = weft.NewOperator("_random_uniform")
+var opInternalRandomUniformLike = weft.NewOperator("_random_uniform_like")
 var opInternalRavelMultiIndex = weft.NewOperator("_ravel_multi_index")
 var opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
 var opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
 var opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
 var opInternalRmodScalar = weft.NewOperator("_rmod_scalar")
 var opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
+var opInternalSampleExponential = weft.NewOperator("_sample_exponential")
+var opInternalSampleGamma = weft.NewOperator("_sample_gamma")
+var opInternalSampleGeneralizedNegativeBinomial = weft.NewOperator("_sample_generalized_negative_binomial")
 var opInternalSampleMultinomial = weft.NewOperator("_sample_multinomial")
+var opInternalSampleNegativeBinomial = weft.NewOperator("_sample_negative_binomial")
+var opInternalSampleNormal = weft.NewOperator("_sample_normal")
+var opInternalSamplePoisson = weft.NewOperator("_sample_poisson")
+var opInternalSampleUniform = weft.NewOperator("_sample_uniform")
+var opInternalSampleUniqueZipfian = weft.NewOperator("_sample_unique_zipfian")
 var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalShuffle = weft.NewOperator("_shuffle")
 var opInternalSliceAssign = weft.NewOperator("_slice_assign")
@@ -227,6 +258,8 @@ var opMax = weft.NewOperator("max")
 var opMean = weft.NewOperator("mean")
 var opMin = weft.NewOperator("min")
 var opMoments = weft.NewOperator("moments")
+var opMpLambUpdatePhase1 = weft.NewOperator("mp_lamb_update_phase1")
+var opMpLambUpdatePhase2 = weft.NewOperator("mp_lamb_update_phase2")
 var opMpNagMomUpdate = weft.NewOperator("mp_nag_mom_update")
 var opMpSgdMomUpdate = weft.NewOperator("mp_sgd_mom_update")
 var opMpSgdUpdate = weft.NewOperator("mp_sgd_update")
@@ -248,6 +281,10 @@ var opPad = weft.NewOperator("Pad")
 var opPick = weft.NewOperator("pick")
 var opPooling = weft.NewOperator("Pooling")
 var opPoolingV1 = weft.NewOperator("Pooling_v1")
+var opPreloadedMultiMpSgdMomUpdate = weft.NewOperator("preloaded_multi_mp_sgd_mom_update")
+var opPreloadedMultiMpSgdUpdate = weft.NewOperator("preloaded_multi_mp_sgd_update")
+var opPreloadedMultiSgdMomUpdate = weft.NewOperator("preloaded_multi_sgd_mom_update")
+var opPreloadedMultiSgdUpdate = weft.NewOperator("preloaded_multi_sgd_update")
 var opProd = weft.NewOperator("prod")
 var opRNN = weft.NewOperator("RNN")
 var opRadians = weft.NewOperator("radians")
@@ -3358,6 +3395,50 @@ func SymInternalContribGradientmultiplier(data *weft.Symbol, opts ...Option) (*w
 	return c.compose(opInternalContribGradientmultiplier, []string{"data"}, data)
 }
 
+// InternalContribGroupAdagradUpdate runs the operator _contrib_group_adagrad_update.
+//
+// AdaGrad with one history value per row: g = clip(rescale_grad*grad); history[r] += mean(g[r]^2); weight[r] -= lr * g[r] / sqrt(history[r] + epsilon).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Weight
+//   - grad: Gradient
+//   - history: History, one value per row (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithEpsilon(float64): Added to the history under the root. (default 1e-05)
+func InternalContribGroupAdagradUpdate(weight, grad, history *weft.NDArray, lr float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.invoke(opInternalContribGroupAdagradUpdate, weight, grad, history)
+}
+
+// SymInternalContribGroupAdagradUpdate runs the operator _contrib_group_adagrad_update symbolically: it adds one node to the graph.
+//
+// AdaGrad with one history value per row: g = clip(rescale_grad*grad); history[r] += mean(g[r]^2); weight[r] -= lr * g[r] / sqrt(history[r] + epsilon).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Weight
+//   - grad: Gradient
+//   - history: History, one value per row (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithEpsilon(float64): Added to the history under the root. (default 1e-05)
+func SymInternalContribGroupAdagradUpdate(weight, grad, history *weft.Symbol, lr float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.compose(opInternalContribGroupAdagradUpdate, []string{"weight", "grad", "history"}, weight, grad, history)
+}
+
 // InternalContribIndexArray runs the operator _contrib_index_array.
 //
 // For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
@@ -5396,6 +5477,64 @@ func SymInternalModScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 	return c.compose(opInternalModScalar, []string{"data"}, data)
 }
 
+// InternalMpAdamwUpdate runs the operator _mp_adamw_update.
+//
+// Multi-precision AdamW: the _adamw_update rule on the float32 master copy weight32 with float32 moments; the weight receives the master copy. rescale_grad is a one-element float32 array; when it is not finite or zero the update is skipped.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - grad: Gradient, the weight's dtype
+//   - mean: float32 first moment (updated in place)
+//   - var_: float32 second moment (updated in place)
+//   - weight32: float32 master copy of the weight (updated in place)
+//   - rescaleGrad: One-element float32 array multiplying the gradient
+//
+// Required parameters:
+//   - lr float64: Learning rate (scales the Adam step, not the weight decay).
+//   - eta float64: Schedule multiplier of the whole step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithWd(float64): Decoupled weight decay. (default 0)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+func InternalMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad *weft.NDArray, lr float64, eta float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	c.set("eta", eta)
+	return c.invoke(opInternalMpAdamwUpdate, weight, grad, mean, var_, weight32, rescaleGrad)
+}
+
+// SymInternalMpAdamwUpdate runs the operator _mp_adamw_update symbolically: it adds one node to the graph.
+//
+// Multi-precision AdamW: the _adamw_update rule on the float32 master copy weight32 with float32 moments; the weight receives the master copy. rescale_grad is a one-element float32 array; when it is not finite or zero the update is skipped.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - grad: Gradient, the weight's dtype
+//   - mean: float32 first moment (updated in place)
+//   - var_: float32 second moment (updated in place)
+//   - weight32: float32 master copy of the weight (updated in place)
+//   - rescaleGrad: One-element float32 array multiplying the gradient
+//
+// Required parameters:
+//   - lr float64: Learning rate (scales the Adam step, not the weight decay).
+//   - eta float64: Schedule multiplier of the whole step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithWd(float64): Decoupled weight decay. (default 0)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+func SymInternalMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad *weft.Symbol, lr float64, eta float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	c.set("eta", eta)
+	return c.compose(opInternalMpAdamwUpdate, []string{"weight", "grad", "mean", "var", "weight32", "rescale_grad"}, weight, grad, mean, var_, weight32, rescaleGrad)
+}
+
 // InternalMulScalar runs the operator _mul_scalar.
 //
 // x * scalar.
@@ -5424,6 +5563,230 @@ func InternalMulScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, error
 func SymInternalMulScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalMulScalar, []string{"data"}, data)
+}
+
+// InternalMultiAdamwUpdate runs the operator _multi_adamw_update.
+//
+// _adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight1, ..., then one rescale_grad array (float32, one value) for all; when it is not finite or zero nothing is updated. Outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, means and variances, interleaved; rescale_grad (any number)
+//
+// Required parameters:
+//   - lrs []float64: Learning rate of each weight.
+//   - wds []float64: Decoupled weight decay of each weight.
+//   - etas []float64: Schedule multiplier of each weight's step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func InternalMultiAdamwUpdate(data []*weft.NDArray, lrs []float64, wds []float64, etas []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lrs", lrs)
+	c.set("wds", wds)
+	c.set("etas", etas)
+	return c.invokeList(opInternalMultiAdamwUpdate, "", data)
+}
+
+// SymInternalMultiAdamwUpdate runs the operator _multi_adamw_update symbolically: it adds one node to the graph.
+//
+// _adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight1, ..., then one rescale_grad array (float32, one value) for all; when it is not finite or zero nothing is updated. Outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, means and variances, interleaved; rescale_grad (any number)
+//
+// Required parameters:
+//   - lrs []float64: Learning rate of each weight.
+//   - wds []float64: Decoupled weight decay of each weight.
+//   - etas []float64: Schedule multiplier of each weight's step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymInternalMultiAdamwUpdate(data []*weft.Symbol, lrs []float64, wds []float64, etas []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lrs", lrs)
+	c.set("wds", wds)
+	c.set("etas", etas)
+	return c.composeList(opInternalMultiAdamwUpdate, "", data)
+}
+
+// InternalMultiLambUpdate runs the operator _multi_lamb_update.
+//
+// Both LAMB phases for num_tensors tensors in one call: each tensor's direction g = mean_hat/(sqrt(var_hat) + epsilon) + wd*weight, then weight -= lr * (r1/r2) * g with r1 = norm(weight) (bounded), r2 = norm(g). Inputs: weight0, grad0, mean0, var0, weight1, ...; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, means and variances, interleaved (any number)
+//
+// Required parameters:
+//   - learningRates []float64: Learning rate of each tensor.
+//   - wds []float64: Weight decay of each tensor, added to the step direction.
+//   - stepCount []float64: Number of the update (from 1) of each tensor.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithRescaleGrad(float64): Multiplies the gradients first. (default 1)
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithNumTensors(int): Number of tensors updated. (default 1)
+func InternalMultiLambUpdate(data []*weft.NDArray, learningRates []float64, wds []float64, stepCount []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("learning_rates", learningRates)
+	c.set("wds", wds)
+	c.set("step_count", stepCount)
+	return c.invokeList(opInternalMultiLambUpdate, "", data)
+}
+
+// SymInternalMultiLambUpdate runs the operator _multi_lamb_update symbolically: it adds one node to the graph.
+//
+// Both LAMB phases for num_tensors tensors in one call: each tensor's direction g = mean_hat/(sqrt(var_hat) + epsilon) + wd*weight, then weight -= lr * (r1/r2) * g with r1 = norm(weight) (bounded), r2 = norm(g). Inputs: weight0, grad0, mean0, var0, weight1, ...; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, means and variances, interleaved (any number)
+//
+// Required parameters:
+//   - learningRates []float64: Learning rate of each tensor.
+//   - wds []float64: Weight decay of each tensor, added to the step direction.
+//   - stepCount []float64: Number of the update (from 1) of each tensor.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithRescaleGrad(float64): Multiplies the gradients first. (default 1)
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithNumTensors(int): Number of tensors updated. (default 1)
+func SymInternalMultiLambUpdate(data []*weft.Symbol, learningRates []float64, wds []float64, stepCount []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("learning_rates", learningRates)
+	c.set("wds", wds)
+	c.set("step_count", stepCount)
+	return c.composeList(opInternalMultiLambUpdate, "", data)
+}
+
+// InternalMultiMpAdamwUpdate runs the operator _multi_mp_adamw_update.
+//
+// _mp_adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ..., then one rescale_grad array for all; moments and master weights are float32. Outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, means, variances and float32 master weights, interleaved; rescale_grad (any number)
+//
+// Required parameters:
+//   - lrs []float64: Learning rate of each weight.
+//   - wds []float64: Decoupled weight decay of each weight.
+//   - etas []float64: Schedule multiplier of each weight's step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func InternalMultiMpAdamwUpdate(data []*weft.NDArray, lrs []float64, wds []float64, etas []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lrs", lrs)
+	c.set("wds", wds)
+	c.set("etas", etas)
+	return c.invokeList(opInternalMultiMpAdamwUpdate, "", data)
+}
+
+// SymInternalMultiMpAdamwUpdate runs the operator _multi_mp_adamw_update symbolically: it adds one node to the graph.
+//
+// _mp_adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ..., then one rescale_grad array for all; moments and master weights are float32. Outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, means, variances and float32 master weights, interleaved; rescale_grad (any number)
+//
+// Required parameters:
+//   - lrs []float64: Learning rate of each weight.
+//   - wds []float64: Decoupled weight decay of each weight.
+//   - etas []float64: Schedule multiplier of each weight's step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-08)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymInternalMultiMpAdamwUpdate(data []*weft.Symbol, lrs []float64, wds []float64, etas []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lrs", lrs)
+	c.set("wds", wds)
+	c.set("etas", etas)
+	return c.composeList(opInternalMultiMpAdamwUpdate, "", data)
+}
+
+// InternalMultiMpLambUpdate runs the operator _multi_mp_lamb_update.
+//
+// _multi_lamb_update on float32 master weights with float32 moments. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ...; outputs: the new weights (the master weights rounded).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, means, variances and float32 master weights, interleaved (any number)
+//
+// Required parameters:
+//   - learningRates []float64: Learning rate of each tensor.
+//   - wds []float64: Weight decay of each tensor, added to the step direction.
+//   - stepCount []float64: Number of the update (from 1) of each tensor.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithRescaleGrad(float64): Multiplies the gradients first. (default 1)
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithNumTensors(int): Number of tensors updated. (default 1)
+func InternalMultiMpLambUpdate(data []*weft.NDArray, learningRates []float64, wds []float64, stepCount []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("learning_rates", learningRates)
+	c.set("wds", wds)
+	c.set("step_count", stepCount)
+	return c.invokeList(opInternalMultiMpLambUpdate, "", data)
+}
+
+// SymInternalMultiMpLambUpdate runs the operator _multi_mp_lamb_update symbolically: it adds one node to the graph.
+//
+// _multi_lamb_update on float32 master weights with float32 moments. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ...; outputs: the new weights (the master weights rounded).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, means, variances and float32 master weights, interleaved (any number)
+//
+// Required parameters:
+//   - learningRates []float64: Learning rate of each tensor.
+//   - wds []float64: Weight decay of each tensor, added to the step direction.
+//   - stepCount []float64: Number of the update (from 1) of each tensor.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithRescaleGrad(float64): Multiplies the gradients first. (default 1)
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithNumTensors(int): Number of tensors updated. (default 1)
+func SymInternalMultiMpLambUpdate(data []*weft.Symbol, learningRates []float64, wds []float64, stepCount []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("learning_rates", learningRates)
+	c.set("wds", wds)
+	c.set("step_count", stepCount)
+	return c.composeList(opInternalMultiMpLambUpdate, "", data)
 }
 
 // InternalNotEqual runs the operator _not_equal.
@@ -5618,6 +5981,34 @@ func SymInternalRandomExponential(opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalRandomExponential, nil)
 }
 
+// InternalRandomExponentialLike runs the operator _random_exponential_like.
+//
+// Samples from the exponential (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLam(float64): Rate (lambda) of the distribution; the mean is 1 / lam. (default 1)
+func InternalRandomExponentialLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomExponentialLike, data)
+}
+
+// SymInternalRandomExponentialLike runs the operator _random_exponential_like symbolically: it adds one node to the graph.
+//
+// Samples from the exponential (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLam(float64): Rate (lambda) of the distribution; the mean is 1 / lam. (default 1)
+func SymInternalRandomExponentialLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomExponentialLike, []string{"data"}, data)
+}
+
 // InternalRandomGamma runs the operator _random_gamma.
 //
 // Samples from the gamma distribution with shape alpha and scale beta (mean alpha * beta).
@@ -5646,6 +6037,156 @@ func InternalRandomGamma(opts ...Option) (*weft.NDArray, error) {
 func SymInternalRandomGamma(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomGamma, nil)
+}
+
+// InternalRandomGammaLike runs the operator _random_gamma_like.
+//
+// Samples from the gamma (shape alpha, scale beta) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithAlpha(float64): Shape (alpha) of the distribution. (default 1)
+//   - WithBeta(float64): Scale (beta) of the distribution; the mean is alpha * beta. (default 1)
+func InternalRandomGammaLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomGammaLike, data)
+}
+
+// SymInternalRandomGammaLike runs the operator _random_gamma_like symbolically: it adds one node to the graph.
+//
+// Samples from the gamma (shape alpha, scale beta) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithAlpha(float64): Shape (alpha) of the distribution. (default 1)
+//   - WithBeta(float64): Scale (beta) of the distribution; the mean is alpha * beta. (default 1)
+func SymInternalRandomGammaLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomGammaLike, []string{"data"}, data)
+}
+
+// InternalRandomGeneralizedNegativeBinomial runs the operator _random_generalized_negative_binomial.
+//
+// Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
+//
+// Options:
+//   - WithMu(float64): Mean of the distribution. (default 1)
+//   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
+func InternalRandomGeneralizedNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomGeneralizedNegativeBinomial)
+}
+
+// SymInternalRandomGeneralizedNegativeBinomial runs the operator _random_generalized_negative_binomial symbolically: it adds one node to the graph.
+//
+// Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
+//
+// Options:
+//   - WithMu(float64): Mean of the distribution. (default 1)
+//   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
+func SymInternalRandomGeneralizedNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomGeneralizedNegativeBinomial, nil)
+}
+
+// InternalRandomGeneralizedNegativeBinomialLike runs the operator _random_generalized_negative_binomial_like.
+//
+// Samples from the generalized negative binomial (mean mu, dispersion alpha) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithMu(float64): Mean of the distribution. (default 1)
+//   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
+func InternalRandomGeneralizedNegativeBinomialLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomGeneralizedNegativeBinomialLike, data)
+}
+
+// SymInternalRandomGeneralizedNegativeBinomialLike runs the operator _random_generalized_negative_binomial_like symbolically: it adds one node to the graph.
+//
+// Samples from the generalized negative binomial (mean mu, dispersion alpha) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithMu(float64): Mean of the distribution. (default 1)
+//   - WithAlpha(float64): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)). (default 1)
+func SymInternalRandomGeneralizedNegativeBinomialLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomGeneralizedNegativeBinomialLike, []string{"data"}, data)
+}
+
+// InternalRandomNegativeBinomial runs the operator _random_negative_binomial.
+//
+// Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
+//
+// Options:
+//   - WithK(int): Number of successes to wait for (k > 0). (default 1)
+//   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
+func InternalRandomNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomNegativeBinomial)
+}
+
+// SymInternalRandomNegativeBinomial runs the operator _random_negative_binomial symbolically: it adds one node to the graph.
+//
+// Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
+//
+// Options:
+//   - WithK(int): Number of successes to wait for (k > 0). (default 1)
+//   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
+func SymInternalRandomNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomNegativeBinomial, nil)
+}
+
+// InternalRandomNegativeBinomialLike runs the operator _random_negative_binomial_like.
+//
+// Samples from the negative binomial (k successes, success probability p) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithK(int): Number of successes to wait for (k > 0). (default 1)
+//   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
+func InternalRandomNegativeBinomialLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomNegativeBinomialLike, data)
+}
+
+// SymInternalRandomNegativeBinomialLike runs the operator _random_negative_binomial_like symbolically: it adds one node to the graph.
+//
+// Samples from the negative binomial (k successes, success probability p) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithK(int): Number of successes to wait for (k > 0). (default 1)
+//   - WithP(float64): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p. (default 1)
+func SymInternalRandomNegativeBinomialLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomNegativeBinomialLike, []string{"data"}, data)
 }
 
 // InternalRandomNormal runs the operator _random_normal.
@@ -5678,6 +6219,286 @@ func SymInternalRandomNormal(opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalRandomNormal, nil)
 }
 
+// InternalRandomNormalLike runs the operator _random_normal_like.
+//
+// Samples from the normal (mean loc, standard deviation scale) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLoc(float64): Mean of the distribution. (default 0)
+//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+func InternalRandomNormalLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomNormalLike, data)
+}
+
+// SymInternalRandomNormalLike runs the operator _random_normal_like symbolically: it adds one node to the graph.
+//
+// Samples from the normal (mean loc, standard deviation scale) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLoc(float64): Mean of the distribution. (default 0)
+//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+func SymInternalRandomNormalLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomNormalLike, []string{"data"}, data)
+}
+
+// InternalRandomPdfDirichlet runs the operator _random_pdf_dirichlet.
+//
+// The density of each sample under the Dirichlet (concentrations alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - alpha: Concentrations of the distributions (the last axis is the vector)
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfDirichlet(sample, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfDirichlet, sample, alpha)
+}
+
+// SymInternalRandomPdfDirichlet runs the operator _random_pdf_dirichlet symbolically: it adds one node to the graph.
+//
+// The density of each sample under the Dirichlet (concentrations alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - alpha: Concentrations of the distributions (the last axis is the vector)
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfDirichlet(sample, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfDirichlet, []string{"sample", "alpha"}, sample, alpha)
+}
+
+// InternalRandomPdfExponential runs the operator _random_pdf_exponential.
+//
+// The density of each sample under the exponential (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfExponential(sample, lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfExponential, sample, lam)
+}
+
+// SymInternalRandomPdfExponential runs the operator _random_pdf_exponential symbolically: it adds one node to the graph.
+//
+// The density of each sample under the exponential (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfExponential(sample, lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfExponential, []string{"sample", "lam"}, sample, lam)
+}
+
+// InternalRandomPdfGamma runs the operator _random_pdf_gamma.
+//
+// The density of each sample under the gamma (shape alpha, rate beta) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - alpha: Shapes (alpha) of the distributions
+//   - beta: Rates (beta) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfGamma(sample, alpha, beta *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfGamma, sample, alpha, beta)
+}
+
+// SymInternalRandomPdfGamma runs the operator _random_pdf_gamma symbolically: it adds one node to the graph.
+//
+// The density of each sample under the gamma (shape alpha, rate beta) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - alpha: Shapes (alpha) of the distributions
+//   - beta: Rates (beta) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfGamma(sample, alpha, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfGamma, []string{"sample", "alpha", "beta"}, sample, alpha, beta)
+}
+
+// InternalRandomPdfGeneralizedNegativeBinomial runs the operator _random_pdf_generalized_negative_binomial.
+//
+// The density of each sample under the generalized negative binomial (mean mu, dispersion alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - mu: Means of the distributions
+//   - alpha: Dispersions of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfGeneralizedNegativeBinomial, sample, mu, alpha)
+}
+
+// SymInternalRandomPdfGeneralizedNegativeBinomial runs the operator _random_pdf_generalized_negative_binomial symbolically: it adds one node to the graph.
+//
+// The density of each sample under the generalized negative binomial (mean mu, dispersion alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - mu: Means of the distributions
+//   - alpha: Dispersions of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfGeneralizedNegativeBinomial, []string{"sample", "mu", "alpha"}, sample, mu, alpha)
+}
+
+// InternalRandomPdfNegativeBinomial runs the operator _random_pdf_negative_binomial.
+//
+// The density of each sample under the negative binomial (k successes, success probability p) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - k: Numbers of successes to wait for
+//   - p: Success probabilities of each trial
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfNegativeBinomial(sample, k, p *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfNegativeBinomial, sample, k, p)
+}
+
+// SymInternalRandomPdfNegativeBinomial runs the operator _random_pdf_negative_binomial symbolically: it adds one node to the graph.
+//
+// The density of each sample under the negative binomial (k successes, success probability p) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - k: Numbers of successes to wait for
+//   - p: Success probabilities of each trial
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfNegativeBinomial(sample, k, p *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfNegativeBinomial, []string{"sample", "k", "p"}, sample, k, p)
+}
+
+// InternalRandomPdfNormal runs the operator _random_pdf_normal.
+//
+// The density of each sample under the normal distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - mu: Means of the distributions
+//   - sigma: Standard deviations of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfNormal(sample, mu, sigma *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfNormal, sample, mu, sigma)
+}
+
+// SymInternalRandomPdfNormal runs the operator _random_pdf_normal symbolically: it adds one node to the graph.
+//
+// The density of each sample under the normal distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - mu: Means of the distributions
+//   - sigma: Standard deviations of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfNormal(sample, mu, sigma *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfNormal, []string{"sample", "mu", "sigma"}, sample, mu, sigma)
+}
+
+// InternalRandomPdfPoisson runs the operator _random_pdf_poisson.
+//
+// The density of each sample under the Poisson (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfPoisson(sample, lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfPoisson, sample, lam)
+}
+
+// SymInternalRandomPdfPoisson runs the operator _random_pdf_poisson symbolically: it adds one node to the graph.
+//
+// The density of each sample under the Poisson (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfPoisson(sample, lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfPoisson, []string{"sample", "lam"}, sample, lam)
+}
+
+// InternalRandomPdfUniform runs the operator _random_pdf_uniform.
+//
+// The density of each sample under the uniform [low, high) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - low: Lower bounds of the distributions
+//   - high: Upper bounds of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func InternalRandomPdfUniform(sample, low, high *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPdfUniform, sample, low, high)
+}
+
+// SymInternalRandomPdfUniform runs the operator _random_pdf_uniform symbolically: it adds one node to the graph.
+//
+// The density of each sample under the uniform [low, high) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - sample: Samples from the distributions
+//   - low: Lower bounds of the distributions
+//   - high: Upper bounds of the distributions
+//
+// Options:
+//   - WithIsLog(bool): Compute the logarithm of the density instead of the density. (default False)
+func SymInternalRandomPdfUniform(sample, low, high *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPdfUniform, []string{"sample", "low", "high"}, sample, low, high)
+}
+
 // InternalRandomPoisson runs the operator _random_poisson.
 //
 // Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
@@ -5704,6 +6525,34 @@ func InternalRandomPoisson(opts ...Option) (*weft.NDArray, error) {
 func SymInternalRandomPoisson(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomPoisson, nil)
+}
+
+// InternalRandomPoissonLike runs the operator _random_poisson_like.
+//
+// Samples from the Poisson (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+func InternalRandomPoissonLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomPoissonLike, data)
+}
+
+// SymInternalRandomPoissonLike runs the operator _random_poisson_like symbolically: it adds one node to the graph.
+//
+// Samples from the Poisson (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+func SymInternalRandomPoissonLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomPoissonLike, []string{"data"}, data)
 }
 
 // InternalRandomRandint runs the operator _random_randint.
@@ -5772,6 +6621,36 @@ func InternalRandomUniform(opts ...Option) (*weft.NDArray, error) {
 func SymInternalRandomUniform(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomUniform, nil)
+}
+
+// InternalRandomUniformLike runs the operator _random_uniform_like.
+//
+// Samples from the uniform [low, high) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLow(float64): Lower bound of the distribution (inclusive). (default 0)
+//   - WithHigh(float64): Upper bound of the distribution (exclusive). (default 1)
+func InternalRandomUniformLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRandomUniformLike, data)
+}
+
+// SymInternalRandomUniformLike runs the operator _random_uniform_like symbolically: it adds one node to the graph.
+//
+// Samples from the uniform [low, high) distribution an array of the shape and dtype of data (whose values are not read).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The array whose shape and dtype the output takes
+//
+// Options:
+//   - WithLow(float64): Lower bound of the distribution (inclusive). (default 0)
+//   - WithHigh(float64): Upper bound of the distribution (exclusive). (default 1)
+func SymInternalRandomUniformLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRandomUniformLike, []string{"data"}, data)
 }
 
 // InternalRavelMultiIndex runs the operator _ravel_multi_index.
@@ -5946,6 +6825,100 @@ func SymInternalRpowerScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, e
 	return c.compose(opInternalRpowerScalar, []string{"data"}, data)
 }
 
+// InternalSampleExponential runs the operator _sample_exponential.
+//
+// Samples from exponential (rate lam) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleExponential(lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleExponential, lam)
+}
+
+// SymInternalSampleExponential runs the operator _sample_exponential symbolically: it adds one node to the graph.
+//
+// Samples from exponential (rate lam) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleExponential(lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleExponential, []string{"lam"}, lam)
+}
+
+// InternalSampleGamma runs the operator _sample_gamma.
+//
+// Samples from gamma (shape alpha, scale beta) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - alpha: Shapes (alpha) of the distributions
+//   - beta: Scales (beta) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleGamma(alpha, beta *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleGamma, alpha, beta)
+}
+
+// SymInternalSampleGamma runs the operator _sample_gamma symbolically: it adds one node to the graph.
+//
+// Samples from gamma (shape alpha, scale beta) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - alpha: Shapes (alpha) of the distributions
+//   - beta: Scales (beta) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleGamma(alpha, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleGamma, []string{"alpha", "beta"}, alpha, beta)
+}
+
+// InternalSampleGeneralizedNegativeBinomial runs the operator _sample_generalized_negative_binomial.
+//
+// Samples from generalized negative binomial (mean mu, dispersion alpha) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - mu: Means of the distributions
+//   - alpha: Dispersions of the distributions (variance mu + alpha mu^2)
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleGeneralizedNegativeBinomial(mu, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleGeneralizedNegativeBinomial, mu, alpha)
+}
+
+// SymInternalSampleGeneralizedNegativeBinomial runs the operator _sample_generalized_negative_binomial symbolically: it adds one node to the graph.
+//
+// Samples from generalized negative binomial (mean mu, dispersion alpha) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - mu: Means of the distributions
+//   - alpha: Dispersions of the distributions (variance mu + alpha mu^2)
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleGeneralizedNegativeBinomial(mu, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleGeneralizedNegativeBinomial, []string{"mu", "alpha"}, mu, alpha)
+}
+
 // InternalSampleMultinomial runs the operator _sample_multinomial.
 //
 // Samples category indices from the multinomial distributions in the last axis of data.
@@ -5976,6 +6949,162 @@ func InternalSampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArra
 func SymInternalSampleMultinomial(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalSampleMultinomial, []string{"data"}, data)
+}
+
+// InternalSampleNegativeBinomial runs the operator _sample_negative_binomial.
+//
+// Samples from negative binomial (failures before the k-th success) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - k: Numbers of successes to wait for
+//   - p: Success probabilities of each trial
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleNegativeBinomial(k, p *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleNegativeBinomial, k, p)
+}
+
+// SymInternalSampleNegativeBinomial runs the operator _sample_negative_binomial symbolically: it adds one node to the graph.
+//
+// Samples from negative binomial (failures before the k-th success) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - k: Numbers of successes to wait for
+//   - p: Success probabilities of each trial
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleNegativeBinomial(k, p *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleNegativeBinomial, []string{"k", "p"}, k, p)
+}
+
+// InternalSampleNormal runs the operator _sample_normal.
+//
+// Samples from normal distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - mu: Means of the distributions
+//   - sigma: Standard deviations of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleNormal(mu, sigma *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleNormal, mu, sigma)
+}
+
+// SymInternalSampleNormal runs the operator _sample_normal symbolically: it adds one node to the graph.
+//
+// Samples from normal distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - mu: Means of the distributions
+//   - sigma: Standard deviations of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleNormal(mu, sigma *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleNormal, []string{"mu", "sigma"}, mu, sigma)
+}
+
+// InternalSamplePoisson runs the operator _sample_poisson.
+//
+// Samples from Poisson (rate lam; counts in a floating dtype) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSamplePoisson(lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSamplePoisson, lam)
+}
+
+// SymInternalSamplePoisson runs the operator _sample_poisson symbolically: it adds one node to the graph.
+//
+// Samples from Poisson (rate lam; counts in a floating dtype) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lam: Rates (lambda) of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSamplePoisson(lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSamplePoisson, []string{"lam"}, lam)
+}
+
+// InternalSampleUniform runs the operator _sample_uniform.
+//
+// Samples from uniform [low, high) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - low: Lower bounds of the distributions
+//   - high: Upper bounds of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func InternalSampleUniform(low, high *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSampleUniform, low, high)
+}
+
+// SymInternalSampleUniform runs the operator _sample_uniform symbolically: it adds one node to the graph.
+//
+// Samples from uniform [low, high) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - low: Lower bounds of the distributions
+//   - high: Upper bounds of the distributions
+//
+// Options:
+//   - WithShape([]int): The shape drawn from each distribution; the output shape is the parameters' shape + shape. (default ())
+//   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one). (default None)
+func SymInternalSampleUniform(low, high *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSampleUniform, []string{"low", "high"}, low, high)
+}
+
+// InternalSampleUniqueZipfian runs the operator _sample_unique_zipfian.
+//
+// Draws, for each of batch_size rows, num_sampled distinct integers of [0, range_max) from the approximately log-uniform (Zipfian) distribution P(c) = (log(c + 2) - log(c + 1)) / log(range_max + 1), without replacement; the second output is the number of draws each row took.
+//
+// Required parameters:
+//   - rangeMax int: The samples are drawn from [0, range_max).
+//
+// Options:
+//   - WithShape([]int): (batch_size, num_sampled): num_sampled distinct samples per row. (default ())
+func InternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("range_max", rangeMax)
+	return c.invoke(opInternalSampleUniqueZipfian)
+}
+
+// SymInternalSampleUniqueZipfian runs the operator _sample_unique_zipfian symbolically: it adds one node to the graph.
+//
+// Draws, for each of batch_size rows, num_sampled distinct integers of [0, range_max) from the approximately log-uniform (Zipfian) distribution P(c) = (log(c + 2) - log(c + 1)) / log(range_max + 1), without replacement; the second output is the number of draws each row took.
+//
+// Required parameters:
+//   - rangeMax int: The samples are drawn from [0, range_max).
+//
+// Options:
+//   - WithShape([]int): (batch_size, num_sampled): num_sampled distinct samples per row. (default ())
+func SymInternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("range_max", rangeMax)
+	return c.compose(opInternalSampleUniqueZipfian, nil)
 }
 
 // InternalScatterSetNd runs the operator _scatter_set_nd.
@@ -6926,6 +8055,110 @@ func SymMoments(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opMoments, []string{"data"}, data)
 }
 
+// MpLambUpdatePhase1 runs the operator mp_lamb_update_phase1.
+//
+// Multi-precision first phase of LAMB: float32 moments updated like Adam; returns the float32 direction mean_hat/(sqrt(var_hat) + epsilon) + wd*weight32.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - grad: Gradient, the weight's dtype
+//   - mean: float32 first moment (updated in place)
+//   - var_: float32 second moment (updated in place)
+//   - weight32: float32 master copy of the weight
+//
+// Required parameters:
+//   - t int: Number of the update (from 1), for the bias correction.
+//   - wd float64: Weight decay, added to the step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+func MpLambUpdatePhase1(weight, grad, mean, var_, weight32 *weft.NDArray, t int, wd float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("t", t)
+	c.set("wd", wd)
+	return c.invoke(opMpLambUpdatePhase1, weight, grad, mean, var_, weight32)
+}
+
+// SymMpLambUpdatePhase1 runs the operator mp_lamb_update_phase1 symbolically: it adds one node to the graph.
+//
+// Multi-precision first phase of LAMB: float32 moments updated like Adam; returns the float32 direction mean_hat/(sqrt(var_hat) + epsilon) + wd*weight32.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - grad: Gradient, the weight's dtype
+//   - mean: float32 first moment (updated in place)
+//   - var_: float32 second moment (updated in place)
+//   - weight32: float32 master copy of the weight
+//
+// Required parameters:
+//   - t int: Number of the update (from 1), for the bias correction.
+//   - wd float64: Weight decay, added to the step.
+//
+// Options:
+//   - WithBeta1(float64): Decay of the first moment. (default 0.9)
+//   - WithBeta2(float64): Decay of the second moment. (default 0.999)
+//   - WithEpsilon(float64): Added to the root of the second moment. (default 1e-06)
+//   - WithBiasCorrection(bool): Correct the moments' bias. (default True)
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off. (default -1)
+func SymMpLambUpdatePhase1(weight, grad, mean, var_, weight32 *weft.Symbol, t int, wd float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("t", t)
+	c.set("wd", wd)
+	return c.compose(opMpLambUpdatePhase1, []string{"weight", "grad", "mean", "var", "weight32"}, weight, grad, mean, var_, weight32)
+}
+
+// MpLambUpdatePhase2 runs the operator mp_lamb_update_phase2.
+//
+// Multi-precision second phase of LAMB: weight32 -= lr * (r1/r2) * g with r1 bounded to [lower_bound, upper_bound] (ratio 1 when either norm is 0); the weight receives weight32.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - g: Output of mp_lamb_update_phase1 (float32)
+//   - r1: Norm of the weight (one float32 value)
+//   - r2: Norm of g (one float32 value)
+//   - weight32: float32 master copy of the weight (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+func MpLambUpdatePhase2(weight, g, r1, r2, weight32 *weft.NDArray, lr float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.invoke(opMpLambUpdatePhase2, weight, g, r1, r2, weight32)
+}
+
+// SymMpLambUpdatePhase2 runs the operator mp_lamb_update_phase2 symbolically: it adds one node to the graph.
+//
+// Multi-precision second phase of LAMB: weight32 -= lr * (r1/r2) * g with r1 bounded to [lower_bound, upper_bound] (ratio 1 when either norm is 0); the weight receives weight32.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Weight (float16 usually)
+//   - g: Output of mp_lamb_update_phase1 (float32)
+//   - r1: Norm of the weight (one float32 value)
+//   - r2: Norm of g (one float32 value)
+//   - weight32: float32 master copy of the weight (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithLowerBound(float64): Lower bound of the weight norm; negative is off. (default -1)
+//   - WithUpperBound(float64): Upper bound of the weight norm; negative is off. (default -1)
+func SymMpLambUpdatePhase2(weight, g, r1, r2, weight32 *weft.Symbol, lr float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.compose(opMpLambUpdatePhase2, []string{"weight", "g", "r1", "r2", "weight32"}, weight, g, r1, r2, weight32)
+}
+
 // MpNagMomUpdate runs the operator mp_nag_mom_update.
 //
 // Multi-precision Nesterov momentum on the float32 master copy weight32 and float32 momentum.
@@ -7100,20 +8333,20 @@ func SymMultiAllFinite(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error
 
 // MultiLars runs the operator multi_lars.
 //
-// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+// LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
 //
 // Inputs (NDArray; nil leaves an input out):
-//   - lrs: Learning rates to scale by LARS coefficient
-//   - weightsSumSq: sum of square of weights arrays
-//   - gradsSumSq: sum of square of gradients arrays
-//   - wds: weight decays
+//   - lrs: Learning rates (float32)
+//   - weightsSumSq: Sums of squares of the weights
+//   - gradsSumSq: Sums of squares of the gradients
+//   - wds: Weight decays
 //
 // Required parameters:
-//   - eta float64: LARS eta
-//   - eps float64: LARS eps
+//   - eta float64: LARS coefficient.
+//   - eps float64: Added to the denominator.
 //
 // Options:
-//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
+//   - WithRescaleGrad(float64): Multiplies the gradient norms. (default 1)
 func MultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.NDArray, eta float64, eps float64, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("eta", eta)
@@ -7123,20 +8356,20 @@ func MultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.NDArray, eta float64, ep
 
 // SymMultiLars runs the operator multi_lars symbolically: it adds one node to the graph.
 //
-// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+// LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
 //
 // Inputs (Symbol; nil leaves an input out):
-//   - lrs: Learning rates to scale by LARS coefficient
-//   - weightsSumSq: sum of square of weights arrays
-//   - gradsSumSq: sum of square of gradients arrays
-//   - wds: weight decays
+//   - lrs: Learning rates (float32)
+//   - weightsSumSq: Sums of squares of the weights
+//   - gradsSumSq: Sums of squares of the gradients
+//   - wds: Weight decays
 //
 // Required parameters:
-//   - eta float64: LARS eta
-//   - eps float64: LARS eps
+//   - eta float64: LARS coefficient.
+//   - eps float64: Added to the denominator.
 //
 // Options:
-//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
+//   - WithRescaleGrad(float64): Multiplies the gradient norms. (default 1)
 func SymMultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.Symbol, eta float64, eps float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("eta", eta)
@@ -7326,7 +8559,7 @@ func SymMultiSgdUpdate(data []*weft.Symbol, lrs []float64, wds []float64, opts .
 
 // MultiSumSq runs the operator multi_sum_sq.
 //
-// The sum of squares of each array, as a float32 vector of num_arrays entries.
+// The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Arrays (any number)
@@ -7337,7 +8570,7 @@ func MultiSumSq(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 
 // SymMultiSumSq runs the operator multi_sum_sq symbolically: it adds one node to the graph.
 //
-// The sum of squares of each array, as a float32 vector of num_arrays entries.
+// The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Arrays (any number)
@@ -7728,6 +8961,138 @@ func PoolingV1(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymPoolingV1(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opPoolingV1, []string{"data"}, data)
+}
+
+// PreloadedMultiMpSgdMomUpdate runs the operator preloaded_multi_mp_sgd_mom_update.
+//
+// mp_sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, weight32_0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients, float32 momenta and master weights, then lrs and wds (any number)
+//
+// Options:
+//   - WithMomentum(float64): Decay of the momentum states. (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func PreloadedMultiMpSgdMomUpdate(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opPreloadedMultiMpSgdMomUpdate, "", data)
+}
+
+// SymPreloadedMultiMpSgdMomUpdate runs the operator preloaded_multi_mp_sgd_mom_update symbolically: it adds one node to the graph.
+//
+// mp_sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, weight32_0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients, float32 momenta and master weights, then lrs and wds (any number)
+//
+// Options:
+//   - WithMomentum(float64): Decay of the momentum states. (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymPreloadedMultiMpSgdMomUpdate(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opPreloadedMultiMpSgdMomUpdate, "", data)
+}
+
+// PreloadedMultiMpSgdUpdate runs the operator preloaded_multi_mp_sgd_update.
+//
+// mp_sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight32_0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients and float32 master weights, then lrs and wds (any number)
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func PreloadedMultiMpSgdUpdate(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opPreloadedMultiMpSgdUpdate, "", data)
+}
+
+// SymPreloadedMultiMpSgdUpdate runs the operator preloaded_multi_mp_sgd_update symbolically: it adds one node to the graph.
+//
+// mp_sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight32_0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients and float32 master weights, then lrs and wds (any number)
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymPreloadedMultiMpSgdUpdate(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opPreloadedMultiMpSgdUpdate, "", data)
+}
+
+// PreloadedMultiSgdMomUpdate runs the operator preloaded_multi_sgd_mom_update.
+//
+// sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights, gradients and momenta, interleaved, then lrs and wds (any number)
+//
+// Options:
+//   - WithMomentum(float64): Decay of the momentum states. (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func PreloadedMultiSgdMomUpdate(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opPreloadedMultiSgdMomUpdate, "", data)
+}
+
+// SymPreloadedMultiSgdMomUpdate runs the operator preloaded_multi_sgd_mom_update symbolically: it adds one node to the graph.
+//
+// sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights, gradients and momenta, interleaved, then lrs and wds (any number)
+//
+// Options:
+//   - WithMomentum(float64): Decay of the momentum states. (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymPreloadedMultiSgdMomUpdate(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opPreloadedMultiSgdMomUpdate, "", data)
+}
+
+// PreloadedMultiSgdUpdate runs the operator preloaded_multi_sgd_update.
+//
+// sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight1, grad1, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Weights and gradients, interleaved, then lrs and wds (float32) (any number)
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func PreloadedMultiSgdUpdate(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opPreloadedMultiSgdUpdate, "", data)
+}
+
+// SymPreloadedMultiSgdUpdate runs the operator preloaded_multi_sgd_update symbolically: it adds one node to the graph.
+//
+// sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight1, grad1, ..., lrs, wds; outputs: the new weights.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Weights and gradients, interleaved, then lrs and wds (float32) (any number)
+//
+// Options:
+//   - WithRescaleGrad(float64): Multiplies the gradient before anything else. (default 1)
+//   - WithClipGradient(float64): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+//   - WithNumWeights(int): Number of weights updated. (default 1)
+func SymPreloadedMultiSgdUpdate(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opPreloadedMultiSgdUpdate, "", data)
 }
 
 // Prod runs the operator prod.
@@ -9816,6 +11181,16 @@ func SymMinAxis(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return SymMin(data, opts...)
 }
 
+// MpAdamwUpdate is InternalMpAdamwUpdate under its alias mp_adamw_update.
+func MpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad *weft.NDArray, lr float64, eta float64, opts ...Option) (*weft.NDArray, error) {
+	return InternalMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad, lr, eta, opts...)
+}
+
+// SymMpAdamwUpdate is SymInternalMpAdamwUpdate under its alias mp_adamw_update.
+func SymMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad *weft.Symbol, lr float64, eta float64, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalMpAdamwUpdate(weight, grad, mean, var_, weight32, rescaleGrad, lr, eta, opts...)
+}
+
 // Normal is InternalRandomNormal under its alias normal.
 func Normal(opts ...Option) (*weft.NDArray, error) {
 	return InternalRandomNormal(opts...)
@@ -9846,6 +11221,26 @@ func SymRandomGamma(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomGamma(opts...)
 }
 
+// RandomGeneralizedNegativeBinomial is InternalRandomGeneralizedNegativeBinomial under its alias random_generalized_negative_binomial.
+func RandomGeneralizedNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomGeneralizedNegativeBinomial(opts...)
+}
+
+// SymRandomGeneralizedNegativeBinomial is SymInternalRandomGeneralizedNegativeBinomial under its alias random_generalized_negative_binomial.
+func SymRandomGeneralizedNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomGeneralizedNegativeBinomial(opts...)
+}
+
+// RandomNegativeBinomial is InternalRandomNegativeBinomial under its alias random_negative_binomial.
+func RandomNegativeBinomial(opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomNegativeBinomial(opts...)
+}
+
+// SymRandomNegativeBinomial is SymInternalRandomNegativeBinomial under its alias random_negative_binomial.
+func SymRandomNegativeBinomial(opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomNegativeBinomial(opts...)
+}
+
 // RandomNormal is InternalRandomNormal under its alias random_normal.
 func RandomNormal(opts ...Option) (*weft.NDArray, error) {
 	return InternalRandomNormal(opts...)
@@ -9854,6 +11249,86 @@ func RandomNormal(opts ...Option) (*weft.NDArray, error) {
 // SymRandomNormal is SymInternalRandomNormal under its alias random_normal.
 func SymRandomNormal(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomNormal(opts...)
+}
+
+// RandomPdfDirichlet is InternalRandomPdfDirichlet under its alias random_pdf_dirichlet.
+func RandomPdfDirichlet(sample, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfDirichlet(sample, alpha, opts...)
+}
+
+// SymRandomPdfDirichlet is SymInternalRandomPdfDirichlet under its alias random_pdf_dirichlet.
+func SymRandomPdfDirichlet(sample, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfDirichlet(sample, alpha, opts...)
+}
+
+// RandomPdfExponential is InternalRandomPdfExponential under its alias random_pdf_exponential.
+func RandomPdfExponential(sample, lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfExponential(sample, lam, opts...)
+}
+
+// SymRandomPdfExponential is SymInternalRandomPdfExponential under its alias random_pdf_exponential.
+func SymRandomPdfExponential(sample, lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfExponential(sample, lam, opts...)
+}
+
+// RandomPdfGamma is InternalRandomPdfGamma under its alias random_pdf_gamma.
+func RandomPdfGamma(sample, alpha, beta *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfGamma(sample, alpha, beta, opts...)
+}
+
+// SymRandomPdfGamma is SymInternalRandomPdfGamma under its alias random_pdf_gamma.
+func SymRandomPdfGamma(sample, alpha, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfGamma(sample, alpha, beta, opts...)
+}
+
+// RandomPdfGeneralizedNegativeBinomial is InternalRandomPdfGeneralizedNegativeBinomial under its alias random_pdf_generalized_negative_binomial.
+func RandomPdfGeneralizedNegativeBinomial(sample, mu, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha, opts...)
+}
+
+// SymRandomPdfGeneralizedNegativeBinomial is SymInternalRandomPdfGeneralizedNegativeBinomial under its alias random_pdf_generalized_negative_binomial.
+func SymRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfGeneralizedNegativeBinomial(sample, mu, alpha, opts...)
+}
+
+// RandomPdfNegativeBinomial is InternalRandomPdfNegativeBinomial under its alias random_pdf_negative_binomial.
+func RandomPdfNegativeBinomial(sample, k, p *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfNegativeBinomial(sample, k, p, opts...)
+}
+
+// SymRandomPdfNegativeBinomial is SymInternalRandomPdfNegativeBinomial under its alias random_pdf_negative_binomial.
+func SymRandomPdfNegativeBinomial(sample, k, p *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfNegativeBinomial(sample, k, p, opts...)
+}
+
+// RandomPdfNormal is InternalRandomPdfNormal under its alias random_pdf_normal.
+func RandomPdfNormal(sample, mu, sigma *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfNormal(sample, mu, sigma, opts...)
+}
+
+// SymRandomPdfNormal is SymInternalRandomPdfNormal under its alias random_pdf_normal.
+func SymRandomPdfNormal(sample, mu, sigma *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfNormal(sample, mu, sigma, opts...)
+}
+
+// RandomPdfPoisson is InternalRandomPdfPoisson under its alias random_pdf_poisson.
+func RandomPdfPoisson(sample, lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfPoisson(sample, lam, opts...)
+}
+
+// SymRandomPdfPoisson is SymInternalRandomPdfPoisson under its alias random_pdf_poisson.
+func SymRandomPdfPoisson(sample, lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfPoisson(sample, lam, opts...)
+}
+
+// RandomPdfUniform is InternalRandomPdfUniform under its alias random_pdf_uniform.
+func RandomPdfUniform(sample, low, high *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRandomPdfUniform(sample, low, high, opts...)
+}
+
+// SymRandomPdfUniform is SymInternalRandomPdfUniform under its alias random_pdf_uniform.
+func SymRandomPdfUniform(sample, low, high *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRandomPdfUniform(sample, low, high, opts...)
 }
 
 // RandomPoisson is InternalRandomPoisson under its alias random_poisson.
@@ -9906,6 +11381,36 @@ func SymReverse(data *weft.Symbol, axis []int, opts ...Option) (*weft.Symbol, er
 	return SymFlip(data, axis, opts...)
 }
 
+// SampleExponential is InternalSampleExponential under its alias sample_exponential.
+func SampleExponential(lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleExponential(lam, opts...)
+}
+
+// SymSampleExponential is SymInternalSampleExponential under its alias sample_exponential.
+func SymSampleExponential(lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleExponential(lam, opts...)
+}
+
+// SampleGamma is InternalSampleGamma under its alias sample_gamma.
+func SampleGamma(alpha, beta *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleGamma(alpha, beta, opts...)
+}
+
+// SymSampleGamma is SymInternalSampleGamma under its alias sample_gamma.
+func SymSampleGamma(alpha, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleGamma(alpha, beta, opts...)
+}
+
+// SampleGeneralizedNegativeBinomial is InternalSampleGeneralizedNegativeBinomial under its alias sample_generalized_negative_binomial.
+func SampleGeneralizedNegativeBinomial(mu, alpha *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleGeneralizedNegativeBinomial(mu, alpha, opts...)
+}
+
+// SymSampleGeneralizedNegativeBinomial is SymInternalSampleGeneralizedNegativeBinomial under its alias sample_generalized_negative_binomial.
+func SymSampleGeneralizedNegativeBinomial(mu, alpha *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleGeneralizedNegativeBinomial(mu, alpha, opts...)
+}
+
 // SampleMultinomial is InternalSampleMultinomial under its alias sample_multinomial.
 func SampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	return InternalSampleMultinomial(data, opts...)
@@ -9914,6 +11419,46 @@ func SampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArray, error
 // SymSampleMultinomial is SymInternalSampleMultinomial under its alias sample_multinomial.
 func SymSampleMultinomial(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return SymInternalSampleMultinomial(data, opts...)
+}
+
+// SampleNegativeBinomial is InternalSampleNegativeBinomial under its alias sample_negative_binomial.
+func SampleNegativeBinomial(k, p *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleNegativeBinomial(k, p, opts...)
+}
+
+// SymSampleNegativeBinomial is SymInternalSampleNegativeBinomial under its alias sample_negative_binomial.
+func SymSampleNegativeBinomial(k, p *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleNegativeBinomial(k, p, opts...)
+}
+
+// SampleNormal is InternalSampleNormal under its alias sample_normal.
+func SampleNormal(mu, sigma *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleNormal(mu, sigma, opts...)
+}
+
+// SymSampleNormal is SymInternalSampleNormal under its alias sample_normal.
+func SymSampleNormal(mu, sigma *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleNormal(mu, sigma, opts...)
+}
+
+// SamplePoisson is InternalSamplePoisson under its alias sample_poisson.
+func SamplePoisson(lam *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSamplePoisson(lam, opts...)
+}
+
+// SymSamplePoisson is SymInternalSamplePoisson under its alias sample_poisson.
+func SymSamplePoisson(lam *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSamplePoisson(lam, opts...)
+}
+
+// SampleUniform is InternalSampleUniform under its alias sample_uniform.
+func SampleUniform(low, high *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalSampleUniform(low, high, opts...)
+}
+
+// SymSampleUniform is SymInternalSampleUniform under its alias sample_uniform.
+func SymSampleUniform(low, high *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalSampleUniform(low, high, opts...)
 }
 
 // Shuffle is InternalShuffle under its alias shuffle.
@@ -10322,6 +11867,12 @@ func WithIsInt(v bool) Option {
 	return param("is_int", v)
 }
 
+// WithIsLog sets the parameter is_log.
+// Compute the logarithm of the density instead of the density.
+func WithIsLog(v bool) Option {
+	return param("is_log", v)
+}
+
 // WithIsMultiply sets the parameter is_multiply.
 // Sum products (true) or absolute differences (false).
 func WithIsMultiply(v bool) Option {
@@ -10502,6 +12053,12 @@ func WithMomentum(v float64) Option {
 	return param("momentum", v)
 }
 
+// WithMu sets the parameter mu.
+// Mean of the distribution.
+func WithMu(v float64) Option {
+	return param("mu", v)
+}
+
 // WithMultiInputMode sets the parameter multi_input_mode.
 // 'nearest' with several inputs: concatenate them along the channels or add them.
 func WithMultiInputMode(v string) Option {
@@ -10548,6 +12105,12 @@ func WithNumGroup(v int) Option {
 // Number of channel groups.
 func WithNumGroups(v int) Option {
 	return param("num_groups", v)
+}
+
+// WithNumTensors sets the parameter num_tensors.
+// Number of tensors updated.
+func WithNumTensors(v int) Option {
+	return param("num_tensors", v)
 }
 
 // WithNumWeights sets the parameter num_weights.

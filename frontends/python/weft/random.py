@@ -5,11 +5,11 @@ seeds one context only.
 """
 from .base import _api
 from .context import Context
-from .ndarray.random import (uniform, normal, randn, randint, exponential, gamma, poisson,
-                             multinomial, shuffle)
+from .ndarray.random import (uniform, normal, randn, randint, exponential, gamma, poisson, negative_binomial,
+                             generalized_negative_binomial, multinomial, shuffle)
 
-__all__ = ["seed", "uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson",
-           "multinomial", "shuffle"]
+__all__ = ["seed", "uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson", "negative_binomial",
+           "generalized_negative_binomial", "multinomial", "shuffle"]
 
 
 def seed(seed_state, ctx="all"):

@@ -1382,6 +1382,30 @@ _contrib_gradientmultiplier(args::NDArray...; kwargs...) = _invoke_op(_op__contr
 _contrib_gradientmultiplier(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_gradientmultiplier, args; kwargs...)
 _contrib_gradientmultiplier(; kwargs...) = _call_op(_op__contrib_gradientmultiplier; kwargs...)
 
+const _op__contrib_group_adagrad_update = OpDef("_contrib_group_adagrad_update", ["weight", "grad", "history"], false, "")
+"""
+    _contrib_group_adagrad_update(weight, grad, history; lr, rescale_grad=1, clip_gradient=-1, epsilon=1e-05)
+
+AdaGrad with one history value per row: g = clip(rescale_grad*grad); history[r] += mean(g[r]^2); weight[r] -= lr * g[r] / sqrt(history[r] + epsilon).
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight
+- `grad` (NDArray or SymbolicNode): Gradient
+- `history` (NDArray or SymbolicNode): History, one value per row (updated in place)
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `rescale_grad` (double; default `1`): Multiplies the gradient first.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `epsilon` (double; default `1e-05`): Added to the history under the root.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_group_adagrad_update end
+_contrib_group_adagrad_update(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_group_adagrad_update, args; kwargs...)
+_contrib_group_adagrad_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_group_adagrad_update, args; kwargs...)
+_contrib_group_adagrad_update(; kwargs...) = _call_op(_op__contrib_group_adagrad_update; kwargs...)
+
 const _op__contrib_index_array = OpDef("_contrib_index_array", ["data"], false, "")
 """
     _contrib_index_array(data; axes=None)
@@ -3628,6 +3652,68 @@ _ModScalar(args::NDArray...; kwargs...) = _invoke_op(_op__ModScalar, args; kwarg
 _ModScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__ModScalar, args; kwargs...)
 _ModScalar(; kwargs...) = _call_op(_op__ModScalar; kwargs...)
 
+const _op__mp_adamw_update = OpDef("_mp_adamw_update", ["weight", "grad", "mean", "var", "weight32", "rescale_grad"], false, "")
+"""
+    _mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad; lr, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, eta, clip_gradient=-1)
+
+Multi-precision AdamW: the _adamw_update rule on the float32 master copy weight32 with float32 moments; the weight receives the master copy. rescale_grad is a one-element float32 array; when it is not finite or zero the update is skipped.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight (float16 usually)
+- `grad` (NDArray or SymbolicNode): Gradient, the weight's dtype
+- `mean` (NDArray or SymbolicNode): float32 first moment (updated in place)
+- `var` (NDArray or SymbolicNode): float32 second moment (updated in place)
+- `weight32` (NDArray or SymbolicNode): float32 master copy of the weight (updated in place)
+- `rescale_grad` (NDArray or SymbolicNode): One-element float32 array multiplying the gradient
+
+# Parameters
+- `lr` (double; required): Learning rate (scales the Adam step, not the weight decay).
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-08`): Added to the root of the second moment.
+- `wd` (double; default `0`): Decoupled weight decay.
+- `eta` (double; required): Schedule multiplier of the whole step.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _mp_adamw_update end
+_mp_adamw_update(args::NDArray...; kwargs...) = _invoke_op(_op__mp_adamw_update, args; kwargs...)
+_mp_adamw_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__mp_adamw_update, args; kwargs...)
+_mp_adamw_update(; kwargs...) = _call_op(_op__mp_adamw_update; kwargs...)
+
+const _op_mp_adamw_update = OpDef("mp_adamw_update", ["weight", "grad", "mean", "var", "weight32", "rescale_grad"], false, "")
+"""
+    mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad; lr, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, eta, clip_gradient=-1)
+
+Multi-precision AdamW: the _adamw_update rule on the float32 master copy weight32 with float32 moments; the weight receives the master copy. rescale_grad is a one-element float32 array; when it is not finite or zero the update is skipped.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight (float16 usually)
+- `grad` (NDArray or SymbolicNode): Gradient, the weight's dtype
+- `mean` (NDArray or SymbolicNode): float32 first moment (updated in place)
+- `var` (NDArray or SymbolicNode): float32 second moment (updated in place)
+- `weight32` (NDArray or SymbolicNode): float32 master copy of the weight (updated in place)
+- `rescale_grad` (NDArray or SymbolicNode): One-element float32 array multiplying the gradient
+
+# Parameters
+- `lr` (double; required): Learning rate (scales the Adam step, not the weight decay).
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-08`): Added to the root of the second moment.
+- `wd` (double; default `0`): Decoupled weight decay.
+- `eta` (double; required): Schedule multiplier of the whole step.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+
+Alias of `_mp_adamw_update`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function mp_adamw_update end
+mp_adamw_update(args::NDArray...; kwargs...) = _invoke_op(_op_mp_adamw_update, args; kwargs...)
+mp_adamw_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_adamw_update, args; kwargs...)
+mp_adamw_update(; kwargs...) = _call_op(_op_mp_adamw_update; kwargs...)
+
 const _op__mul_scalar = OpDef("_mul_scalar", ["data"], false, "")
 """
     _mul_scalar(data; scalar=1, is_int=True)
@@ -3669,6 +3755,118 @@ function _MulScalar end
 _MulScalar(args::NDArray...; kwargs...) = _invoke_op(_op__MulScalar, args; kwargs...)
 _MulScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__MulScalar, args; kwargs...)
 _MulScalar(; kwargs...) = _call_op(_op__MulScalar; kwargs...)
+
+const _op__multi_adamw_update = OpDef("_multi_adamw_update", String[], true, "")
+"""
+    _multi_adamw_update(args...; lrs, beta1=0.9, beta2=0.999, epsilon=1e-08, wds, etas, clip_gradient=-1, num_weights=1)
+
+_adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight1, ..., then one rescale_grad array (float32, one value) for all; when it is not finite or zero nothing is updated. Outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, means and variances, interleaved; rescale_grad
+
+# Parameters
+- `lrs` (tuple of float; required): Learning rate of each weight.
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-08`): Added to the root of the second moment.
+- `wds` (tuple of float; required): Decoupled weight decay of each weight.
+- `etas` (tuple of float; required): Schedule multiplier of each weight's step.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _multi_adamw_update end
+_multi_adamw_update(args::NDArray...; kwargs...) = _invoke_op(_op__multi_adamw_update, args; kwargs...)
+_multi_adamw_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__multi_adamw_update, args; kwargs...)
+_multi_adamw_update(; kwargs...) = _call_op(_op__multi_adamw_update; kwargs...)
+
+const _op__multi_lamb_update = OpDef("_multi_lamb_update", String[], true, "")
+"""
+    _multi_lamb_update(args...; learning_rates, beta1=0.9, beta2=0.999, epsilon=1e-06, wds, rescale_grad=1, lower_bound=-1, upper_bound=-1, clip_gradient=-1, bias_correction=True, step_count, num_tensors=1)
+
+Both LAMB phases for num_tensors tensors in one call: each tensor's direction g = mean_hat/(sqrt(var_hat) + epsilon) + wd*weight, then weight -= lr * (r1/r2) * g with r1 = norm(weight) (bounded), r2 = norm(g). Inputs: weight0, grad0, mean0, var0, weight1, ...; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, means and variances, interleaved
+
+# Parameters
+- `learning_rates` (tuple of float; required): Learning rate of each tensor.
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-06`): Added to the root of the second moment.
+- `wds` (tuple of float; required): Weight decay of each tensor, added to the step direction.
+- `rescale_grad` (double; default `1`): Multiplies the gradients first.
+- `lower_bound` (double; default `-1`): Lower bound of the weight norm; negative is off.
+- `upper_bound` (double; default `-1`): Upper bound of the weight norm; negative is off.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `bias_correction` (boolean; default `True`): Correct the moments' bias.
+- `step_count` (tuple of float; required): Number of the update (from 1) of each tensor.
+- `num_tensors` (int, in [1, inf]; default `1`): Number of tensors updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _multi_lamb_update end
+_multi_lamb_update(args::NDArray...; kwargs...) = _invoke_op(_op__multi_lamb_update, args; kwargs...)
+_multi_lamb_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__multi_lamb_update, args; kwargs...)
+_multi_lamb_update(; kwargs...) = _call_op(_op__multi_lamb_update; kwargs...)
+
+const _op__multi_mp_adamw_update = OpDef("_multi_mp_adamw_update", String[], true, "")
+"""
+    _multi_mp_adamw_update(args...; lrs, beta1=0.9, beta2=0.999, epsilon=1e-08, wds, etas, clip_gradient=-1, num_weights=1)
+
+_mp_adamw_update of num_weights weights in one call. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ..., then one rescale_grad array for all; moments and master weights are float32. Outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, means, variances and float32 master weights, interleaved; rescale_grad
+
+# Parameters
+- `lrs` (tuple of float; required): Learning rate of each weight.
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-08`): Added to the root of the second moment.
+- `wds` (tuple of float; required): Decoupled weight decay of each weight.
+- `etas` (tuple of float; required): Schedule multiplier of each weight's step.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _multi_mp_adamw_update end
+_multi_mp_adamw_update(args::NDArray...; kwargs...) = _invoke_op(_op__multi_mp_adamw_update, args; kwargs...)
+_multi_mp_adamw_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__multi_mp_adamw_update, args; kwargs...)
+_multi_mp_adamw_update(; kwargs...) = _call_op(_op__multi_mp_adamw_update; kwargs...)
+
+const _op__multi_mp_lamb_update = OpDef("_multi_mp_lamb_update", String[], true, "")
+"""
+    _multi_mp_lamb_update(args...; learning_rates, beta1=0.9, beta2=0.999, epsilon=1e-06, wds, rescale_grad=1, lower_bound=-1, upper_bound=-1, clip_gradient=-1, bias_correction=True, step_count, num_tensors=1)
+
+_multi_lamb_update on float32 master weights with float32 moments. Inputs: weight0, grad0, mean0, var0, weight32_0, weight1, ...; outputs: the new weights (the master weights rounded).
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, means, variances and float32 master weights, interleaved
+
+# Parameters
+- `learning_rates` (tuple of float; required): Learning rate of each tensor.
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-06`): Added to the root of the second moment.
+- `wds` (tuple of float; required): Weight decay of each tensor, added to the step direction.
+- `rescale_grad` (double; default `1`): Multiplies the gradients first.
+- `lower_bound` (double; default `-1`): Lower bound of the weight norm; negative is off.
+- `upper_bound` (double; default `-1`): Upper bound of the weight norm; negative is off.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `bias_correction` (boolean; default `True`): Correct the moments' bias.
+- `step_count` (tuple of float; required): Number of the update (from 1) of each tensor.
+- `num_tensors` (int, in [1, inf]; default `1`): Number of tensors updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _multi_mp_lamb_update end
+_multi_mp_lamb_update(args::NDArray...; kwargs...) = _invoke_op(_op__multi_mp_lamb_update, args; kwargs...)
+_multi_mp_lamb_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__multi_mp_lamb_update, args; kwargs...)
+_multi_mp_lamb_update(; kwargs...) = _call_op(_op__multi_mp_lamb_update; kwargs...)
 
 const _op__not_equal = OpDef("_not_equal", ["lhs", "rhs"], false, "")
 """
@@ -3926,6 +4124,25 @@ random_exponential(args::NDArray...; kwargs...) = _invoke_op(_op_random_exponent
 random_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_exponential, args; kwargs...)
 random_exponential(; kwargs...) = _call_op(_op_random_exponential; kwargs...)
 
+const _op__random_exponential_like = OpDef("_random_exponential_like", ["data"], false, "")
+"""
+    _random_exponential_like(data; lam=1)
+
+Samples from the exponential (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `lam` (double; default `1`): Rate (lambda) of the distribution; the mean is 1 / lam.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_exponential_like end
+_random_exponential_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_exponential_like, args; kwargs...)
+_random_exponential_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_exponential_like, args; kwargs...)
+_random_exponential_like(; kwargs...) = _call_op(_op__random_exponential_like; kwargs...)
+
 const _op__random_gamma = OpDef("_random_gamma", [], false, "")
 """
     _random_gamma(; alpha=1, beta=1, shape=(), ctx=\"\", dtype=None)
@@ -3967,6 +4184,150 @@ function random_gamma end
 random_gamma(args::NDArray...; kwargs...) = _invoke_op(_op_random_gamma, args; kwargs...)
 random_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_gamma, args; kwargs...)
 random_gamma(; kwargs...) = _call_op(_op_random_gamma; kwargs...)
+
+const _op__random_gamma_like = OpDef("_random_gamma_like", ["data"], false, "")
+"""
+    _random_gamma_like(data; alpha=1, beta=1)
+
+Samples from the gamma (shape alpha, scale beta) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `alpha` (double; default `1`): Shape (alpha) of the distribution.
+- `beta` (double; default `1`): Scale (beta) of the distribution; the mean is alpha * beta.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_gamma_like end
+_random_gamma_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_gamma_like, args; kwargs...)
+_random_gamma_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_gamma_like, args; kwargs...)
+_random_gamma_like(; kwargs...) = _call_op(_op__random_gamma_like; kwargs...)
+
+const _op__random_generalized_negative_binomial = OpDef("_random_generalized_negative_binomial", [], false, "")
+"""
+    _random_generalized_negative_binomial(; mu=1, alpha=1, shape=(), ctx=\"\", dtype=None)
+
+Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
+
+# Parameters
+- `mu` (double; default `1`): Mean of the distribution.
+- `alpha` (double; default `1`): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)).
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_generalized_negative_binomial end
+_random_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__random_generalized_negative_binomial, args; kwargs...)
+_random_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_generalized_negative_binomial, args; kwargs...)
+_random_generalized_negative_binomial(; kwargs...) = _call_op(_op__random_generalized_negative_binomial; kwargs...)
+
+const _op_random_generalized_negative_binomial = OpDef("random_generalized_negative_binomial", [], false, "")
+"""
+    random_generalized_negative_binomial(; mu=1, alpha=1, shape=(), ctx=\"\", dtype=None)
+
+Samples from the generalized negative binomial distribution with mean mu and dispersion alpha (variance mu + alpha mu^2; Poisson(mu) when alpha is 0); counts are stored in a floating dtype.
+
+# Parameters
+- `mu` (double; default `1`): Mean of the distribution.
+- `alpha` (double; default `1`): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)).
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
+
+Alias of `_random_generalized_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_generalized_negative_binomial end
+random_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_random_generalized_negative_binomial, args; kwargs...)
+random_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_generalized_negative_binomial, args; kwargs...)
+random_generalized_negative_binomial(; kwargs...) = _call_op(_op_random_generalized_negative_binomial; kwargs...)
+
+const _op__random_generalized_negative_binomial_like = OpDef("_random_generalized_negative_binomial_like", ["data"], false, "")
+"""
+    _random_generalized_negative_binomial_like(data; mu=1, alpha=1)
+
+Samples from the generalized negative binomial (mean mu, dispersion alpha) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `mu` (double; default `1`): Mean of the distribution.
+- `alpha` (double; default `1`): Dispersion of the distribution (variance mu + alpha mu^2; 0 gives Poisson(mu)).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_generalized_negative_binomial_like end
+_random_generalized_negative_binomial_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_generalized_negative_binomial_like, args; kwargs...)
+_random_generalized_negative_binomial_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_generalized_negative_binomial_like, args; kwargs...)
+_random_generalized_negative_binomial_like(; kwargs...) = _call_op(_op__random_generalized_negative_binomial_like; kwargs...)
+
+const _op__random_negative_binomial = OpDef("_random_negative_binomial", [], false, "")
+"""
+    _random_negative_binomial(; k=1, p=1, shape=(), ctx=\"\", dtype=None)
+
+Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
+
+# Parameters
+- `k` (int; default `1`): Number of successes to wait for (k > 0).
+- `p` (double; default `1`): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p.
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_negative_binomial end
+_random_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__random_negative_binomial, args; kwargs...)
+_random_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_negative_binomial, args; kwargs...)
+_random_negative_binomial(; kwargs...) = _call_op(_op__random_negative_binomial; kwargs...)
+
+const _op_random_negative_binomial = OpDef("random_negative_binomial", [], false, "")
+"""
+    random_negative_binomial(; k=1, p=1, shape=(), ctx=\"\", dtype=None)
+
+Samples from the negative binomial distribution: failures before the k-th success, each trial succeeding with probability p (mean k (1 - p) / p); counts are stored in a floating dtype.
+
+# Parameters
+- `k` (int; default `1`): Number of successes to wait for (k > 0).
+- `p` (double; default `1`): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p.
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
+
+Alias of `_random_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_negative_binomial end
+random_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_random_negative_binomial, args; kwargs...)
+random_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_negative_binomial, args; kwargs...)
+random_negative_binomial(; kwargs...) = _call_op(_op_random_negative_binomial; kwargs...)
+
+const _op__random_negative_binomial_like = OpDef("_random_negative_binomial_like", ["data"], false, "")
+"""
+    _random_negative_binomial_like(data; k=1, p=1)
+
+Samples from the negative binomial (k successes, success probability p) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `k` (int; default `1`): Number of successes to wait for (k > 0).
+- `p` (double; default `1`): Success probability of each trial, in (0, 1]; the mean is k (1 - p) / p.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_negative_binomial_like end
+_random_negative_binomial_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_negative_binomial_like, args; kwargs...)
+_random_negative_binomial_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_negative_binomial_like, args; kwargs...)
+_random_negative_binomial_like(; kwargs...) = _call_op(_op__random_negative_binomial_like; kwargs...)
 
 const _op__random_normal = OpDef("_random_normal", [], false, "")
 """
@@ -4032,6 +4393,372 @@ random_normal(args::NDArray...; kwargs...) = _invoke_op(_op_random_normal, args;
 random_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_normal, args; kwargs...)
 random_normal(; kwargs...) = _call_op(_op_random_normal; kwargs...)
 
+const _op__random_normal_like = OpDef("_random_normal_like", ["data"], false, "")
+"""
+    _random_normal_like(data; loc=0, scale=1)
+
+Samples from the normal (mean loc, standard deviation scale) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `loc` (double; default `0`): Mean of the distribution.
+- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_normal_like end
+_random_normal_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_normal_like, args; kwargs...)
+_random_normal_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_normal_like, args; kwargs...)
+_random_normal_like(; kwargs...) = _call_op(_op__random_normal_like; kwargs...)
+
+const _op__random_pdf_dirichlet = OpDef("_random_pdf_dirichlet", ["sample", "alpha"], false, "")
+"""
+    _random_pdf_dirichlet(sample, alpha; is_log=False)
+
+The density of each sample under the Dirichlet (concentrations alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `alpha` (NDArray or SymbolicNode): Concentrations of the distributions (the last axis is the vector)
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_dirichlet end
+_random_pdf_dirichlet(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_dirichlet, args; kwargs...)
+_random_pdf_dirichlet(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_dirichlet, args; kwargs...)
+_random_pdf_dirichlet(; kwargs...) = _call_op(_op__random_pdf_dirichlet; kwargs...)
+
+const _op_random_pdf_dirichlet = OpDef("random_pdf_dirichlet", ["sample", "alpha"], false, "")
+"""
+    random_pdf_dirichlet(sample, alpha; is_log=False)
+
+The density of each sample under the Dirichlet (concentrations alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `alpha` (NDArray or SymbolicNode): Concentrations of the distributions (the last axis is the vector)
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_dirichlet`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_dirichlet end
+random_pdf_dirichlet(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_dirichlet, args; kwargs...)
+random_pdf_dirichlet(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_dirichlet, args; kwargs...)
+random_pdf_dirichlet(; kwargs...) = _call_op(_op_random_pdf_dirichlet; kwargs...)
+
+const _op__random_pdf_exponential = OpDef("_random_pdf_exponential", ["sample", "lam"], false, "")
+"""
+    _random_pdf_exponential(sample, lam; is_log=False)
+
+The density of each sample under the exponential (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_exponential end
+_random_pdf_exponential(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_exponential, args; kwargs...)
+_random_pdf_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_exponential, args; kwargs...)
+_random_pdf_exponential(; kwargs...) = _call_op(_op__random_pdf_exponential; kwargs...)
+
+const _op_random_pdf_exponential = OpDef("random_pdf_exponential", ["sample", "lam"], false, "")
+"""
+    random_pdf_exponential(sample, lam; is_log=False)
+
+The density of each sample under the exponential (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_exponential`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_exponential end
+random_pdf_exponential(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_exponential, args; kwargs...)
+random_pdf_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_exponential, args; kwargs...)
+random_pdf_exponential(; kwargs...) = _call_op(_op_random_pdf_exponential; kwargs...)
+
+const _op__random_pdf_gamma = OpDef("_random_pdf_gamma", ["sample", "alpha", "beta"], false, "")
+"""
+    _random_pdf_gamma(sample, alpha, beta; is_log=False)
+
+The density of each sample under the gamma (shape alpha, rate beta) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `alpha` (NDArray or SymbolicNode): Shapes (alpha) of the distributions
+- `beta` (NDArray or SymbolicNode): Rates (beta) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_gamma end
+_random_pdf_gamma(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_gamma, args; kwargs...)
+_random_pdf_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_gamma, args; kwargs...)
+_random_pdf_gamma(; kwargs...) = _call_op(_op__random_pdf_gamma; kwargs...)
+
+const _op_random_pdf_gamma = OpDef("random_pdf_gamma", ["sample", "alpha", "beta"], false, "")
+"""
+    random_pdf_gamma(sample, alpha, beta; is_log=False)
+
+The density of each sample under the gamma (shape alpha, rate beta) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `alpha` (NDArray or SymbolicNode): Shapes (alpha) of the distributions
+- `beta` (NDArray or SymbolicNode): Rates (beta) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_gamma`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_gamma end
+random_pdf_gamma(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_gamma, args; kwargs...)
+random_pdf_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_gamma, args; kwargs...)
+random_pdf_gamma(; kwargs...) = _call_op(_op_random_pdf_gamma; kwargs...)
+
+const _op__random_pdf_generalized_negative_binomial = OpDef("_random_pdf_generalized_negative_binomial", ["sample", "mu", "alpha"], false, "")
+"""
+    _random_pdf_generalized_negative_binomial(sample, mu, alpha; is_log=False)
+
+The density of each sample under the generalized negative binomial (mean mu, dispersion alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `alpha` (NDArray or SymbolicNode): Dispersions of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_generalized_negative_binomial end
+_random_pdf_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_generalized_negative_binomial, args; kwargs...)
+_random_pdf_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_generalized_negative_binomial, args; kwargs...)
+_random_pdf_generalized_negative_binomial(; kwargs...) = _call_op(_op__random_pdf_generalized_negative_binomial; kwargs...)
+
+const _op_random_pdf_generalized_negative_binomial = OpDef("random_pdf_generalized_negative_binomial", ["sample", "mu", "alpha"], false, "")
+"""
+    random_pdf_generalized_negative_binomial(sample, mu, alpha; is_log=False)
+
+The density of each sample under the generalized negative binomial (mean mu, dispersion alpha) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `alpha` (NDArray or SymbolicNode): Dispersions of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_generalized_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_generalized_negative_binomial end
+random_pdf_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_generalized_negative_binomial, args; kwargs...)
+random_pdf_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_generalized_negative_binomial, args; kwargs...)
+random_pdf_generalized_negative_binomial(; kwargs...) = _call_op(_op_random_pdf_generalized_negative_binomial; kwargs...)
+
+const _op__random_pdf_negative_binomial = OpDef("_random_pdf_negative_binomial", ["sample", "k", "p"], false, "")
+"""
+    _random_pdf_negative_binomial(sample, k, p; is_log=False)
+
+The density of each sample under the negative binomial (k successes, success probability p) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `k` (NDArray or SymbolicNode): Numbers of successes to wait for
+- `p` (NDArray or SymbolicNode): Success probabilities of each trial
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_negative_binomial end
+_random_pdf_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_negative_binomial, args; kwargs...)
+_random_pdf_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_negative_binomial, args; kwargs...)
+_random_pdf_negative_binomial(; kwargs...) = _call_op(_op__random_pdf_negative_binomial; kwargs...)
+
+const _op_random_pdf_negative_binomial = OpDef("random_pdf_negative_binomial", ["sample", "k", "p"], false, "")
+"""
+    random_pdf_negative_binomial(sample, k, p; is_log=False)
+
+The density of each sample under the negative binomial (k successes, success probability p) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `k` (NDArray or SymbolicNode): Numbers of successes to wait for
+- `p` (NDArray or SymbolicNode): Success probabilities of each trial
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_negative_binomial end
+random_pdf_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_negative_binomial, args; kwargs...)
+random_pdf_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_negative_binomial, args; kwargs...)
+random_pdf_negative_binomial(; kwargs...) = _call_op(_op_random_pdf_negative_binomial; kwargs...)
+
+const _op__random_pdf_normal = OpDef("_random_pdf_normal", ["sample", "mu", "sigma"], false, "")
+"""
+    _random_pdf_normal(sample, mu, sigma; is_log=False)
+
+The density of each sample under the normal distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `sigma` (NDArray or SymbolicNode): Standard deviations of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_normal end
+_random_pdf_normal(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_normal, args; kwargs...)
+_random_pdf_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_normal, args; kwargs...)
+_random_pdf_normal(; kwargs...) = _call_op(_op__random_pdf_normal; kwargs...)
+
+const _op_random_pdf_normal = OpDef("random_pdf_normal", ["sample", "mu", "sigma"], false, "")
+"""
+    random_pdf_normal(sample, mu, sigma; is_log=False)
+
+The density of each sample under the normal distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `sigma` (NDArray or SymbolicNode): Standard deviations of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_normal`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_normal end
+random_pdf_normal(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_normal, args; kwargs...)
+random_pdf_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_normal, args; kwargs...)
+random_pdf_normal(; kwargs...) = _call_op(_op_random_pdf_normal; kwargs...)
+
+const _op__random_pdf_poisson = OpDef("_random_pdf_poisson", ["sample", "lam"], false, "")
+"""
+    _random_pdf_poisson(sample, lam; is_log=False)
+
+The density of each sample under the Poisson (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_poisson end
+_random_pdf_poisson(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_poisson, args; kwargs...)
+_random_pdf_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_poisson, args; kwargs...)
+_random_pdf_poisson(; kwargs...) = _call_op(_op__random_pdf_poisson; kwargs...)
+
+const _op_random_pdf_poisson = OpDef("random_pdf_poisson", ["sample", "lam"], false, "")
+"""
+    random_pdf_poisson(sample, lam; is_log=False)
+
+The density of each sample under the Poisson (rate lam) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_poisson`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_poisson end
+random_pdf_poisson(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_poisson, args; kwargs...)
+random_pdf_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_poisson, args; kwargs...)
+random_pdf_poisson(; kwargs...) = _call_op(_op_random_pdf_poisson; kwargs...)
+
+const _op__random_pdf_uniform = OpDef("_random_pdf_uniform", ["sample", "low", "high"], false, "")
+"""
+    _random_pdf_uniform(sample, low, high; is_log=False)
+
+The density of each sample under the uniform [low, high) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `low` (NDArray or SymbolicNode): Lower bounds of the distributions
+- `high` (NDArray or SymbolicNode): Upper bounds of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_pdf_uniform end
+_random_pdf_uniform(args::NDArray...; kwargs...) = _invoke_op(_op__random_pdf_uniform, args; kwargs...)
+_random_pdf_uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_pdf_uniform, args; kwargs...)
+_random_pdf_uniform(; kwargs...) = _call_op(_op__random_pdf_uniform; kwargs...)
+
+const _op_random_pdf_uniform = OpDef("random_pdf_uniform", ["sample", "low", "high"], false, "")
+"""
+    random_pdf_uniform(sample, low, high; is_log=False)
+
+The density of each sample under the uniform [low, high) distribution of its parameters (the log-density with is_log); the samples' leading axes are the parameters' shape.
+
+# Inputs
+- `sample` (NDArray or SymbolicNode): Samples from the distributions
+- `low` (NDArray or SymbolicNode): Lower bounds of the distributions
+- `high` (NDArray or SymbolicNode): Upper bounds of the distributions
+
+# Parameters
+- `is_log` (boolean; default `False`): Compute the logarithm of the density instead of the density.
+
+Alias of `_random_pdf_uniform`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function random_pdf_uniform end
+random_pdf_uniform(args::NDArray...; kwargs...) = _invoke_op(_op_random_pdf_uniform, args; kwargs...)
+random_pdf_uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_pdf_uniform, args; kwargs...)
+random_pdf_uniform(; kwargs...) = _call_op(_op_random_pdf_uniform; kwargs...)
+
 const _op__random_poisson = OpDef("_random_poisson", [], false, "")
 """
     _random_poisson(; lam=1, shape=(), ctx=\"\", dtype=None)
@@ -4071,6 +4798,25 @@ function random_poisson end
 random_poisson(args::NDArray...; kwargs...) = _invoke_op(_op_random_poisson, args; kwargs...)
 random_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op_random_poisson, args; kwargs...)
 random_poisson(; kwargs...) = _call_op(_op_random_poisson; kwargs...)
+
+const _op__random_poisson_like = OpDef("_random_poisson_like", ["data"], false, "")
+"""
+    _random_poisson_like(data; lam=1)
+
+Samples from the Poisson (rate lam) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_poisson_like end
+_random_poisson_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_poisson_like, args; kwargs...)
+_random_poisson_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_poisson_like, args; kwargs...)
+_random_poisson_like(; kwargs...) = _call_op(_op__random_poisson_like; kwargs...)
 
 const _op__random_randint = OpDef("_random_randint", [], false, "")
 """
@@ -4177,6 +4923,26 @@ function uniform end
 uniform(args::NDArray...; kwargs...) = _invoke_op(_op_uniform, args; kwargs...)
 uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op_uniform, args; kwargs...)
 uniform(; kwargs...) = _call_op(_op_uniform; kwargs...)
+
+const _op__random_uniform_like = OpDef("_random_uniform_like", ["data"], false, "")
+"""
+    _random_uniform_like(data; low=0, high=1)
+
+Samples from the uniform [low, high) distribution an array of the shape and dtype of data (whose values are not read).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
+
+# Parameters
+- `low` (double; default `0`): Lower bound of the distribution (inclusive).
+- `high` (double; default `1`): Upper bound of the distribution (exclusive).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _random_uniform_like end
+_random_uniform_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_uniform_like, args; kwargs...)
+_random_uniform_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_uniform_like, args; kwargs...)
+_random_uniform_like(; kwargs...) = _call_op(_op__random_uniform_like; kwargs...)
 
 const _op__ravel_multi_index = OpDef("_ravel_multi_index", ["data"], false, "")
 """
@@ -4403,6 +5169,136 @@ _RPowerScalar(args::NDArray...; kwargs...) = _invoke_op(_op__RPowerScalar, args;
 _RPowerScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__RPowerScalar, args; kwargs...)
 _RPowerScalar(; kwargs...) = _call_op(_op__RPowerScalar; kwargs...)
 
+const _op__sample_exponential = OpDef("_sample_exponential", ["lam"], false, "")
+"""
+    _sample_exponential(lam; shape=(), dtype=None)
+
+Samples from exponential (rate lam) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_exponential end
+_sample_exponential(args::NDArray...; kwargs...) = _invoke_op(_op__sample_exponential, args; kwargs...)
+_sample_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_exponential, args; kwargs...)
+_sample_exponential(; kwargs...) = _call_op(_op__sample_exponential; kwargs...)
+
+const _op_sample_exponential = OpDef("sample_exponential", ["lam"], false, "")
+"""
+    sample_exponential(lam; shape=(), dtype=None)
+
+Samples from exponential (rate lam) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_exponential`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_exponential end
+sample_exponential(args::NDArray...; kwargs...) = _invoke_op(_op_sample_exponential, args; kwargs...)
+sample_exponential(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_exponential, args; kwargs...)
+sample_exponential(; kwargs...) = _call_op(_op_sample_exponential; kwargs...)
+
+const _op__sample_gamma = OpDef("_sample_gamma", ["alpha", "beta"], false, "")
+"""
+    _sample_gamma(alpha, beta; shape=(), dtype=None)
+
+Samples from gamma (shape alpha, scale beta) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `alpha` (NDArray or SymbolicNode): Shapes (alpha) of the distributions
+- `beta` (NDArray or SymbolicNode): Scales (beta) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_gamma end
+_sample_gamma(args::NDArray...; kwargs...) = _invoke_op(_op__sample_gamma, args; kwargs...)
+_sample_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_gamma, args; kwargs...)
+_sample_gamma(; kwargs...) = _call_op(_op__sample_gamma; kwargs...)
+
+const _op_sample_gamma = OpDef("sample_gamma", ["alpha", "beta"], false, "")
+"""
+    sample_gamma(alpha, beta; shape=(), dtype=None)
+
+Samples from gamma (shape alpha, scale beta) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `alpha` (NDArray or SymbolicNode): Shapes (alpha) of the distributions
+- `beta` (NDArray or SymbolicNode): Scales (beta) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_gamma`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_gamma end
+sample_gamma(args::NDArray...; kwargs...) = _invoke_op(_op_sample_gamma, args; kwargs...)
+sample_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_gamma, args; kwargs...)
+sample_gamma(; kwargs...) = _call_op(_op_sample_gamma; kwargs...)
+
+const _op__sample_generalized_negative_binomial = OpDef("_sample_generalized_negative_binomial", ["mu", "alpha"], false, "")
+"""
+    _sample_generalized_negative_binomial(mu, alpha; shape=(), dtype=None)
+
+Samples from generalized negative binomial (mean mu, dispersion alpha) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `alpha` (NDArray or SymbolicNode): Dispersions of the distributions (variance mu + alpha mu^2)
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_generalized_negative_binomial end
+_sample_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__sample_generalized_negative_binomial, args; kwargs...)
+_sample_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_generalized_negative_binomial, args; kwargs...)
+_sample_generalized_negative_binomial(; kwargs...) = _call_op(_op__sample_generalized_negative_binomial; kwargs...)
+
+const _op_sample_generalized_negative_binomial = OpDef("sample_generalized_negative_binomial", ["mu", "alpha"], false, "")
+"""
+    sample_generalized_negative_binomial(mu, alpha; shape=(), dtype=None)
+
+Samples from generalized negative binomial (mean mu, dispersion alpha) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `alpha` (NDArray or SymbolicNode): Dispersions of the distributions (variance mu + alpha mu^2)
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_generalized_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_generalized_negative_binomial end
+sample_generalized_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_sample_generalized_negative_binomial, args; kwargs...)
+sample_generalized_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_generalized_negative_binomial, args; kwargs...)
+sample_generalized_negative_binomial(; kwargs...) = _call_op(_op_sample_generalized_negative_binomial; kwargs...)
+
 const _op__sample_multinomial = OpDef("_sample_multinomial", ["data"], false, "")
 """
     _sample_multinomial(data; shape=(), get_prob=False, dtype=int32)
@@ -4446,6 +5342,197 @@ function sample_multinomial end
 sample_multinomial(args::NDArray...; kwargs...) = _invoke_op(_op_sample_multinomial, args; kwargs...)
 sample_multinomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_multinomial, args; kwargs...)
 sample_multinomial(; kwargs...) = _call_op(_op_sample_multinomial; kwargs...)
+
+const _op__sample_negative_binomial = OpDef("_sample_negative_binomial", ["k", "p"], false, "")
+"""
+    _sample_negative_binomial(k, p; shape=(), dtype=None)
+
+Samples from negative binomial (failures before the k-th success) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `k` (NDArray or SymbolicNode): Numbers of successes to wait for
+- `p` (NDArray or SymbolicNode): Success probabilities of each trial
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_negative_binomial end
+_sample_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op__sample_negative_binomial, args; kwargs...)
+_sample_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_negative_binomial, args; kwargs...)
+_sample_negative_binomial(; kwargs...) = _call_op(_op__sample_negative_binomial; kwargs...)
+
+const _op_sample_negative_binomial = OpDef("sample_negative_binomial", ["k", "p"], false, "")
+"""
+    sample_negative_binomial(k, p; shape=(), dtype=None)
+
+Samples from negative binomial (failures before the k-th success) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `k` (NDArray or SymbolicNode): Numbers of successes to wait for
+- `p` (NDArray or SymbolicNode): Success probabilities of each trial
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_negative_binomial`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_negative_binomial end
+sample_negative_binomial(args::NDArray...; kwargs...) = _invoke_op(_op_sample_negative_binomial, args; kwargs...)
+sample_negative_binomial(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_negative_binomial, args; kwargs...)
+sample_negative_binomial(; kwargs...) = _call_op(_op_sample_negative_binomial; kwargs...)
+
+const _op__sample_normal = OpDef("_sample_normal", ["mu", "sigma"], false, "")
+"""
+    _sample_normal(mu, sigma; shape=(), dtype=None)
+
+Samples from normal distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `sigma` (NDArray or SymbolicNode): Standard deviations of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_normal end
+_sample_normal(args::NDArray...; kwargs...) = _invoke_op(_op__sample_normal, args; kwargs...)
+_sample_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_normal, args; kwargs...)
+_sample_normal(; kwargs...) = _call_op(_op__sample_normal; kwargs...)
+
+const _op_sample_normal = OpDef("sample_normal", ["mu", "sigma"], false, "")
+"""
+    sample_normal(mu, sigma; shape=(), dtype=None)
+
+Samples from normal distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `mu` (NDArray or SymbolicNode): Means of the distributions
+- `sigma` (NDArray or SymbolicNode): Standard deviations of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_normal`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_normal end
+sample_normal(args::NDArray...; kwargs...) = _invoke_op(_op_sample_normal, args; kwargs...)
+sample_normal(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_normal, args; kwargs...)
+sample_normal(; kwargs...) = _call_op(_op_sample_normal; kwargs...)
+
+const _op__sample_poisson = OpDef("_sample_poisson", ["lam"], false, "")
+"""
+    _sample_poisson(lam; shape=(), dtype=None)
+
+Samples from Poisson (rate lam; counts in a floating dtype) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_poisson end
+_sample_poisson(args::NDArray...; kwargs...) = _invoke_op(_op__sample_poisson, args; kwargs...)
+_sample_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_poisson, args; kwargs...)
+_sample_poisson(; kwargs...) = _call_op(_op__sample_poisson; kwargs...)
+
+const _op_sample_poisson = OpDef("sample_poisson", ["lam"], false, "")
+"""
+    sample_poisson(lam; shape=(), dtype=None)
+
+Samples from Poisson (rate lam; counts in a floating dtype) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `lam` (NDArray or SymbolicNode): Rates (lambda) of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_poisson`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_poisson end
+sample_poisson(args::NDArray...; kwargs...) = _invoke_op(_op_sample_poisson, args; kwargs...)
+sample_poisson(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_poisson, args; kwargs...)
+sample_poisson(; kwargs...) = _call_op(_op_sample_poisson; kwargs...)
+
+const _op__sample_uniform = OpDef("_sample_uniform", ["low", "high"], false, "")
+"""
+    _sample_uniform(low, high; shape=(), dtype=None)
+
+Samples from uniform [low, high) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `low` (NDArray or SymbolicNode): Lower bounds of the distributions
+- `high` (NDArray or SymbolicNode): Upper bounds of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_uniform end
+_sample_uniform(args::NDArray...; kwargs...) = _invoke_op(_op__sample_uniform, args; kwargs...)
+_sample_uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_uniform, args; kwargs...)
+_sample_uniform(; kwargs...) = _call_op(_op__sample_uniform; kwargs...)
+
+const _op_sample_uniform = OpDef("sample_uniform", ["low", "high"], false, "")
+"""
+    sample_uniform(low, high; shape=(), dtype=None)
+
+Samples from uniform [low, high) distributions whose parameters are given as arrays of one shape; the output has that shape followed by `shape`, each `shape`-sized block drawn from the distribution of the parameters at its index.
+
+# Inputs
+- `low` (NDArray or SymbolicNode): Lower bounds of the distributions
+- `high` (NDArray or SymbolicNode): Upper bounds of the distributions
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape drawn from each distribution; the output shape is the parameters' shape + shape.
+- `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32 unless the output gives one).
+
+Alias of `_sample_uniform`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sample_uniform end
+sample_uniform(args::NDArray...; kwargs...) = _invoke_op(_op_sample_uniform, args; kwargs...)
+sample_uniform(args::SymbolicNode...; kwargs...) = _compose_op(_op_sample_uniform, args; kwargs...)
+sample_uniform(; kwargs...) = _call_op(_op_sample_uniform; kwargs...)
+
+const _op__sample_unique_zipfian = OpDef("_sample_unique_zipfian", [], false, "")
+"""
+    _sample_unique_zipfian(; range_max, shape=())
+
+Draws, for each of batch_size rows, num_sampled distinct integers of [0, range_max) from the approximately log-uniform (Zipfian) distribution P(c) = (log(c + 2) - log(c + 1)) / log(range_max + 1), without replacement; the second output is the number of draws each row took.
+
+# Parameters
+- `range_max` (long; required): The samples are drawn from [0, range_max).
+- `shape` (Shape(tuple); default `()`): (batch_size, num_sampled): num_sampled distinct samples per row.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sample_unique_zipfian end
+_sample_unique_zipfian(args::NDArray...; kwargs...) = _invoke_op(_op__sample_unique_zipfian, args; kwargs...)
+_sample_unique_zipfian(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_unique_zipfian, args; kwargs...)
+_sample_unique_zipfian(; kwargs...) = _call_op(_op__sample_unique_zipfian; kwargs...)
 
 const _op__scatter_set_nd = OpDef("_scatter_set_nd", ["lhs", "rhs", "indices"], false, "")
 """
@@ -6547,6 +7634,61 @@ moments(args::NDArray...; kwargs...) = _invoke_op(_op_moments, args; kwargs...)
 moments(args::SymbolicNode...; kwargs...) = _compose_op(_op_moments, args; kwargs...)
 moments(; kwargs...) = _call_op(_op_moments; kwargs...)
 
+const _op_mp_lamb_update_phase1 = OpDef("mp_lamb_update_phase1", ["weight", "grad", "mean", "var", "weight32"], false, "")
+"""
+    mp_lamb_update_phase1(weight, grad, mean, var, weight32; beta1=0.9, beta2=0.999, epsilon=1e-06, t, bias_correction=True, wd, rescale_grad=1, clip_gradient=-1)
+
+Multi-precision first phase of LAMB: float32 moments updated like Adam; returns the float32 direction mean_hat/(sqrt(var_hat) + epsilon) + wd*weight32.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight (float16 usually)
+- `grad` (NDArray or SymbolicNode): Gradient, the weight's dtype
+- `mean` (NDArray or SymbolicNode): float32 first moment (updated in place)
+- `var` (NDArray or SymbolicNode): float32 second moment (updated in place)
+- `weight32` (NDArray or SymbolicNode): float32 master copy of the weight
+
+# Parameters
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-06`): Added to the root of the second moment.
+- `t` (int, in [1, inf]; required): Number of the update (from 1), for the bias correction.
+- `bias_correction` (boolean; default `True`): Correct the moments' bias.
+- `wd` (double; required): Weight decay, added to the step.
+- `rescale_grad` (double; default `1`): Multiplies the gradient first.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function mp_lamb_update_phase1 end
+mp_lamb_update_phase1(args::NDArray...; kwargs...) = _invoke_op(_op_mp_lamb_update_phase1, args; kwargs...)
+mp_lamb_update_phase1(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_lamb_update_phase1, args; kwargs...)
+mp_lamb_update_phase1(; kwargs...) = _call_op(_op_mp_lamb_update_phase1; kwargs...)
+
+const _op_mp_lamb_update_phase2 = OpDef("mp_lamb_update_phase2", ["weight", "g", "r1", "r2", "weight32"], false, "")
+"""
+    mp_lamb_update_phase2(weight, g, r1, r2, weight32; lr, lower_bound=-1, upper_bound=-1)
+
+Multi-precision second phase of LAMB: weight32 -= lr * (r1/r2) * g with r1 bounded to [lower_bound, upper_bound] (ratio 1 when either norm is 0); the weight receives weight32.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight (float16 usually)
+- `g` (NDArray or SymbolicNode): Output of mp_lamb_update_phase1 (float32)
+- `r1` (NDArray or SymbolicNode): Norm of the weight (one float32 value)
+- `r2` (NDArray or SymbolicNode): Norm of g (one float32 value)
+- `weight32` (NDArray or SymbolicNode): float32 master copy of the weight (updated in place)
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `lower_bound` (double; default `-1`): Lower bound of the weight norm; negative is off.
+- `upper_bound` (double; default `-1`): Upper bound of the weight norm; negative is off.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function mp_lamb_update_phase2 end
+mp_lamb_update_phase2(args::NDArray...; kwargs...) = _invoke_op(_op_mp_lamb_update_phase2, args; kwargs...)
+mp_lamb_update_phase2(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_lamb_update_phase2, args; kwargs...)
+mp_lamb_update_phase2(; kwargs...) = _call_op(_op_mp_lamb_update_phase2; kwargs...)
+
 const _op_mp_nag_mom_update = OpDef("mp_nag_mom_update", ["weight", "grad", "mom", "weight32"], false, "")
 """
     mp_nag_mom_update(weight, grad, mom, weight32; lr, momentum=0, wd=0, rescale_grad=1, clip_gradient=-1)
@@ -6648,18 +7790,18 @@ const _op_multi_lars = OpDef("multi_lars", ["lrs", "weights_sum_sq", "grads_sum_
 """
     multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds; eta, eps, rescale_grad=1)
 
-LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
 
 # Inputs
-- `lrs` (NDArray or SymbolicNode): Learning rates to scale by LARS coefficient
-- `weights_sum_sq` (NDArray or SymbolicNode): sum of square of weights arrays
-- `grads_sum_sq` (NDArray or SymbolicNode): sum of square of gradients arrays
-- `wds` (NDArray or SymbolicNode): weight decays
+- `lrs` (NDArray or SymbolicNode): Learning rates (float32)
+- `weights_sum_sq` (NDArray or SymbolicNode): Sums of squares of the weights
+- `grads_sum_sq` (NDArray or SymbolicNode): Sums of squares of the gradients
+- `wds` (NDArray or SymbolicNode): Weight decays
 
 # Parameters
-- `eta` (double; required): LARS eta
-- `eps` (double; required): LARS eps
-- `rescale_grad` (double; default `1`): Gradient rescaling factor
+- `eta` (double; required): LARS coefficient.
+- `eps` (double; required): Added to the denominator.
+- `rescale_grad` (double; default `1`): Multiplies the gradient norms.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -6766,7 +7908,7 @@ const _op_multi_sum_sq = OpDef("multi_sum_sq", String[], true, "num_arrays")
 """
     multi_sum_sq(args...)
 
-The sum of squares of each array, as a float32 vector of num_arrays entries.
+The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
 
 # Inputs
 - `data` (NDArrays or SymbolicNodes, any number): Arrays
@@ -6966,6 +8108,92 @@ function choose_element_0index end
 choose_element_0index(args::NDArray...; kwargs...) = _invoke_op(_op_choose_element_0index, args; kwargs...)
 choose_element_0index(args::SymbolicNode...; kwargs...) = _compose_op(_op_choose_element_0index, args; kwargs...)
 choose_element_0index(; kwargs...) = _call_op(_op_choose_element_0index; kwargs...)
+
+const _op_preloaded_multi_mp_sgd_mom_update = OpDef("preloaded_multi_mp_sgd_mom_update", String[], true, "")
+"""
+    preloaded_multi_mp_sgd_mom_update(args...; momentum=0, rescale_grad=1, clip_gradient=-1, num_weights=1)
+
+mp_sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, weight32_0, ..., lrs, wds; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients, float32 momenta and master weights, then lrs and wds
+
+# Parameters
+- `momentum` (double; default `0`): Decay of the momentum states.
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function preloaded_multi_mp_sgd_mom_update end
+preloaded_multi_mp_sgd_mom_update(args::NDArray...; kwargs...) = _invoke_op(_op_preloaded_multi_mp_sgd_mom_update, args; kwargs...)
+preloaded_multi_mp_sgd_mom_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_preloaded_multi_mp_sgd_mom_update, args; kwargs...)
+preloaded_multi_mp_sgd_mom_update(; kwargs...) = _call_op(_op_preloaded_multi_mp_sgd_mom_update; kwargs...)
+
+const _op_preloaded_multi_mp_sgd_update = OpDef("preloaded_multi_mp_sgd_update", String[], true, "")
+"""
+    preloaded_multi_mp_sgd_update(args...; rescale_grad=1, clip_gradient=-1, num_weights=1)
+
+mp_sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight32_0, ..., lrs, wds; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients and float32 master weights, then lrs and wds
+
+# Parameters
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function preloaded_multi_mp_sgd_update end
+preloaded_multi_mp_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_preloaded_multi_mp_sgd_update, args; kwargs...)
+preloaded_multi_mp_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_preloaded_multi_mp_sgd_update, args; kwargs...)
+preloaded_multi_mp_sgd_update(; kwargs...) = _call_op(_op_preloaded_multi_mp_sgd_update; kwargs...)
+
+const _op_preloaded_multi_sgd_mom_update = OpDef("preloaded_multi_sgd_mom_update", String[], true, "")
+"""
+    preloaded_multi_sgd_mom_update(args...; momentum=0, rescale_grad=1, clip_gradient=-1, num_weights=1)
+
+sgd_mom_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, mom0, ..., lrs, wds; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights, gradients and momenta, interleaved, then lrs and wds
+
+# Parameters
+- `momentum` (double; default `0`): Decay of the momentum states.
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function preloaded_multi_sgd_mom_update end
+preloaded_multi_sgd_mom_update(args::NDArray...; kwargs...) = _invoke_op(_op_preloaded_multi_sgd_mom_update, args; kwargs...)
+preloaded_multi_sgd_mom_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_preloaded_multi_sgd_mom_update, args; kwargs...)
+preloaded_multi_sgd_mom_update(; kwargs...) = _call_op(_op_preloaded_multi_sgd_mom_update; kwargs...)
+
+const _op_preloaded_multi_sgd_update = OpDef("preloaded_multi_sgd_update", String[], true, "")
+"""
+    preloaded_multi_sgd_update(args...; rescale_grad=1, clip_gradient=-1, num_weights=1)
+
+sgd_update of num_weights weights in one call, the learning rates and weight decays given as arrays. Inputs: weight0, grad0, weight1, grad1, ..., lrs, wds; outputs: the new weights.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Weights and gradients, interleaved, then lrs and wds (float32)
+
+# Parameters
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `num_weights` (int, in [1, inf]; default `1`): Number of weights updated.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function preloaded_multi_sgd_update end
+preloaded_multi_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_preloaded_multi_sgd_update, args; kwargs...)
+preloaded_multi_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_preloaded_multi_sgd_update, args; kwargs...)
+preloaded_multi_sgd_update(; kwargs...) = _call_op(_op_preloaded_multi_sgd_update; kwargs...)
 
 const _op_prod = OpDef("prod", ["data"], false, "")
 # prod is also Base's: these methods extend Base.prod for Weft's types.
@@ -8072,6 +9300,7 @@ const _OPERATOR_NAMES = [
     "_contrib_backward_quadratic",
     "_contrib_div_sqrt_dim",
     "_contrib_gradientmultiplier",
+    "_contrib_group_adagrad_update",
     "_contrib_index_array",
     "_contrib_index_copy",
     "_contrib_quadratic",
@@ -8187,8 +9416,14 @@ const _OPERATOR_NAMES = [
     "_Mod",
     "_mod_scalar",
     "_ModScalar",
+    "_mp_adamw_update",
+    "mp_adamw_update",
     "_mul_scalar",
     "_MulScalar",
+    "_multi_adamw_update",
+    "_multi_lamb_update",
+    "_multi_mp_adamw_update",
+    "_multi_mp_lamb_update",
     "_not_equal",
     "_Not_Equal",
     "_not_equal_scalar",
@@ -8202,18 +9437,45 @@ const _OPERATOR_NAMES = [
     "_PowerScalar",
     "_random_exponential",
     "random_exponential",
+    "_random_exponential_like",
     "_random_gamma",
     "random_gamma",
+    "_random_gamma_like",
+    "_random_generalized_negative_binomial",
+    "random_generalized_negative_binomial",
+    "_random_generalized_negative_binomial_like",
+    "_random_negative_binomial",
+    "random_negative_binomial",
+    "_random_negative_binomial_like",
     "_random_normal",
     "normal",
     "random_normal",
+    "_random_normal_like",
+    "_random_pdf_dirichlet",
+    "random_pdf_dirichlet",
+    "_random_pdf_exponential",
+    "random_pdf_exponential",
+    "_random_pdf_gamma",
+    "random_pdf_gamma",
+    "_random_pdf_generalized_negative_binomial",
+    "random_pdf_generalized_negative_binomial",
+    "_random_pdf_negative_binomial",
+    "random_pdf_negative_binomial",
+    "_random_pdf_normal",
+    "random_pdf_normal",
+    "_random_pdf_poisson",
+    "random_pdf_poisson",
+    "_random_pdf_uniform",
+    "random_pdf_uniform",
     "_random_poisson",
     "random_poisson",
+    "_random_poisson_like",
     "_random_randint",
     "random_randint",
     "_random_uniform",
     "random_uniform",
     "uniform",
+    "_random_uniform_like",
     "_ravel_multi_index",
     "ravel_multi_index",
     "_rdiv_scalar",
@@ -8225,8 +9487,23 @@ const _OPERATOR_NAMES = [
     "_RModScalar",
     "_rpower_scalar",
     "_RPowerScalar",
+    "_sample_exponential",
+    "sample_exponential",
+    "_sample_gamma",
+    "sample_gamma",
+    "_sample_generalized_negative_binomial",
+    "sample_generalized_negative_binomial",
     "_sample_multinomial",
     "sample_multinomial",
+    "_sample_negative_binomial",
+    "sample_negative_binomial",
+    "_sample_normal",
+    "sample_normal",
+    "_sample_poisson",
+    "sample_poisson",
+    "_sample_uniform",
+    "sample_uniform",
+    "_sample_unique_zipfian",
     "_scatter_set_nd",
     "_shuffle",
     "shuffle",
@@ -8339,6 +9616,8 @@ const _OPERATOR_NAMES = [
     "min",
     "min_axis",
     "moments",
+    "mp_lamb_update_phase1",
+    "mp_lamb_update_phase2",
     "mp_nag_mom_update",
     "mp_sgd_mom_update",
     "mp_sgd_update",
@@ -8358,6 +9637,10 @@ const _OPERATOR_NAMES = [
     "ones_like",
     "pick",
     "choose_element_0index",
+    "preloaded_multi_mp_sgd_mom_update",
+    "preloaded_multi_mp_sgd_update",
+    "preloaded_multi_sgd_mom_update",
+    "preloaded_multi_sgd_update",
     "prod",
     "radians",
     "rcbrt",

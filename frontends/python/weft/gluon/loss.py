@@ -13,7 +13,8 @@ from .block import HybridBlock
 
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
            "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "HuberLoss", "HingeLoss",
-           "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "CosineEmbeddingLoss", "PoissonNLLLoss"]
+           "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "CosineEmbeddingLoss", "PoissonNLLLoss",
+           "SDMLLoss"]
 
 # Keeps log() finite where a probability given by the caller is exactly 0 or 1.
 _EPS = 1e-12
@@ -314,3 +315,45 @@ class PoissonNLLLoss(Loss):
             loss = loss + stirling * F._internal._greater_scalar(target, scalar=1.0)
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return F.mean(loss)
+
+
+class SDMLLoss(Loss):
+    r"""Smoothed deep metric learning loss (Bonadiman, Kumar and Mittal, 2019), called as
+    `loss(x1, x2)` with two (batch_size, dim) batches whose rows i form positive pairs and
+    whose other pairs serve as negatives. Each row i of x1 gets a distribution over the
+    rows of x2, softmax(-squared distances), compared by KL divergence with the smoothed
+    labels 1 - smoothing_parameter at j = i and smoothing_parameter / (batch_size - 1)
+    elsewhere; averaged over j as KLDivLoss does, so the result has shape (batch_size,).
+
+    The KL divergence is written through the diagonal alone (the labels take two values),
+    so no identity matrix of the batch size is built and the loss also hybridizes."""
+
+    def __init__(self, smoothing_parameter=0.3, weight=1., batch_axis=0, **kwargs):
+        super(SDMLLoss, self).__init__(weight, batch_axis, **kwargs)
+        if not 0 <= smoothing_parameter < 1:
+            raise ValueError("SDMLLoss: smoothing_parameter must be in [0, 1), got %r" % (smoothing_parameter,))
+        self.smoothing_parameter = smoothing_parameter
+
+    def hybrid_forward(self, F, x1, x2):
+        s = self.smoothing_parameter
+        if isinstance(x1, ndarray.NDArray):
+            if x1.ndim != 2 or x1.shape != x2.shape:
+                raise ValueError("SDMLLoss: expected two batches of shape (batch_size, dim), got %s and %s"
+                                 % (x1.shape, x2.shape))
+            if x1.shape[0] < 2:
+                raise ValueError("SDMLLoss: needs a batch of at least 2 pairs (the others are the negatives), "
+                                 "got %d" % x1.shape[0])
+        pair = F.sum(F.square(x1 - x2), axis=1)
+        dist = F.sum(F.square(F.broadcast_sub(F.expand_dims(x1, axis=1), F.expand_dims(x2, axis=0))), axis=2)
+        logp = F.log_softmax(-dist, axis=1)
+        # log-sum-exp of each row, the same for every column: -dist - logp.
+        lse = F.mean(-dist - logp, axis=1)
+        logp_diag = -pair - lse
+        n = F.sum(F.ones_like(pair))
+        off = F.broadcast_div(F.ones_like(n) * s, n - 1)
+        kl = (1 - s) * (math.log(1 - s + _EPS) - logp_diag)
+        kl = kl + F.broadcast_mul(off, F.broadcast_sub(F.broadcast_mul(n - 1, F.log(off + _EPS)),
+                                                       F.sum(logp, axis=1) - logp_diag))
+        loss = F.broadcast_div(kl, n)
+        return _apply_weighting(F, loss, self._weight)
+

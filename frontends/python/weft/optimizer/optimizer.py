@@ -24,7 +24,7 @@ from .. import ndarray as nd
 from ..ndarray import NDArray
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "AdamW", "RMSProp", "AdaGrad", "AdaDelta", "Ftrl", "FTRL", "FTML", "Adamax", "Nadam", "Signum",
-           "LAMB", "Updater", "get_updater", "create", "register"]
+           "LAMB", "LARS", "LBSGD", "DCASGD", "SGLD", "ccSGD", "Test", "Updater", "get_updater", "create", "register"]
 
 
 class Optimizer(object):
@@ -679,7 +679,12 @@ class Signum(Optimizer):
 class LAMB(Optimizer):
     """LAMB (You et al., 2019): an Adam direction (lamb_update_phase1) scaled per layer by
     the trust ratio norm(weight)/norm(direction) (lamb_update_phase2), with the weight
-    norm bounded by lower_bound / upper_bound when given."""
+    norm bounded by lower_bound / upper_bound when given.
+
+    As MXNet 1.9, an Updater hands it up to ``aggregate_num`` parameters at once
+    (MXNET_OPTIMIZER_AGGREGATION_SIZE, at most 45, default 45), updated by one
+    _multi_lamb_update call; with multi_precision, float16 weights are updated through
+    float32 master copies (mp_lamb_update_phase1/2, _multi_mp_lamb_update)."""
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-6, lower_bound=None, upper_bound=None,
                  bias_correction=True, **kwargs):
@@ -690,25 +695,354 @@ class LAMB(Optimizer):
         self.lower_bound = lower_bound
         self.upper_bound = upper_bound
         self.bias_correction = bias_correction
+        self.aggregate_num = max(1, min(45, int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "45"))))
 
     def create_state(self, index, weight):
         return (_zeros_like(weight), _zeros_like(weight))
 
-    def update(self, index, weight, grad, state):
-        _check_pair(index, weight, grad)
-        self._update_count(index)
-        lr, wd = self._get_lr(index), self._get_wd(index)
-        t = self._index_update_count[index]
-        mean, var = state
-        g = nd.lamb_update_phase1(weight, grad, mean, var, t=t, wd=wd, beta1=self.beta1, beta2=self.beta2,
-                                  epsilon=self.epsilon, bias_correction=self.bias_correction,
-                                  **self._common_kwargs())
+    def _bounds(self):
         bounds = {}
         if self.lower_bound:
             bounds["lower_bound"] = self.lower_bound
         if self.upper_bound:
             bounds["upper_bound"] = self.upper_bound
-        nd.lamb_update_phase2(weight, g, nd.norm(weight), nd.norm(g), out=weight, lr=lr, **bounds)
+        return bounds
+
+    def _update_impl(self, index, weight, grad, state, multi_precision):
+        kwargs = {"beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon,
+                  "bias_correction": self.bias_correction, "rescale_grad": self.rescale_grad}
+        if self.clip_gradient:
+            kwargs["clip_gradient"] = self.clip_gradient
+        if not isinstance(index, (list, tuple)) or self.aggregate_num <= 1:
+            if isinstance(index, (list, tuple)):
+                for i, w, g, st in zip(index, weight, grad, state):
+                    self._update_impl(i, w, g, st, multi_precision)
+                return
+            _check_pair(index, weight, grad)
+            self._update_count(index)
+            lr, wd = self._get_lr(index), self._get_wd(index)
+            t = self._index_update_count[index]
+            if multi_precision:
+                w32, (mean, var) = state
+                g = nd.mp_lamb_update_phase1(weight, grad, mean, var, w32, t=t, wd=wd, **kwargs)
+                nd.mp_lamb_update_phase2(weight, g, nd.norm(w32), nd.norm(g), w32, out=weight, lr=lr,
+                                         **self._bounds())
+            else:
+                mean, var = state
+                g = nd.lamb_update_phase1(weight, grad, mean, var, t=t, wd=wd, **kwargs)
+                nd.lamb_update_phase2(weight, g, nd.norm(weight), nd.norm(g), out=weight, lr=lr, **self._bounds())
+            return
+        for i, w, g in zip(index, weight, grad):
+            _check_pair(i, w, g)
+        self._update_count(list(index))
+        steps = [self._index_update_count[i] for i in index]
+        lrs, wds = self._get_lrs(index), self._get_wds(index)
+        kwargs.update(self._bounds())
+        for start in range(0, len(weight), self.aggregate_num):
+            sl = slice(start, start + self.aggregate_num)
+            ws, gs, sts = list(weight[sl]), list(grad[sl]), list(state[sl])
+            if multi_precision:
+                w32s = [st[0] for st in sts]
+                means = [st[1][0] for st in sts]
+                varis = [st[1][1] for st in sts]
+                nd.contrib.multi_mp_lamb_update(ws, gs, means, varis, w32s, steps[sl], lrs[sl], wds[sl], out=ws,
+                                                **kwargs)
+            else:
+                means = [st[0] for st in sts]
+                varis = [st[1] for st in sts]
+                nd.contrib.multi_lamb_update(ws, gs, means, varis, steps[sl], lrs[sl], wds[sl], out=ws, **kwargs)
+
+    def update(self, index, weight, grad, state):
+        self._update_impl(index, weight, grad, state, multi_precision=False)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        first = weight[0] if isinstance(weight, (list, tuple)) else weight
+        use_mp = self.multi_precision and first.dtype == numpy.float16
+        self._update_impl(index, weight, grad, state, multi_precision=use_mp)
+
+
+def _no_lars(name):
+    # LARS leaves the learning rate of biases and normalisation parameters alone.
+    return name.endswith("gamma") or name.endswith("beta") or name.endswith("bias")
+
+
+@register
+class LARS(Optimizer):
+    """LARS (You et al., 2017, "Large Batch Training of Convolutional Networks"): SGD with
+    momentum whose learning rate is scaled per layer by
+    eta * norm(w) / (norm(g) + wd*norm(w) + eps) (unscaled when either norm is 0, and for
+    parameters whose names end in gamma, beta or bias). As MXNet 1.9 it computes the norms
+    with multi_sum_sq, the rates with multi_lars and updates through the preloaded_multi_*
+    operators, up to ``aggregate_num`` parameters a call. With momentum_correction the
+    momentum is scaled by the change of the learning rate between steps."""
+
+    def __init__(self, momentum=0.0, lazy_update=True, eta=0.001, eps=0, momentum_correction=True, **kwargs):
+        super(LARS, self).__init__(**kwargs)
+        self.momentum = momentum
+        self.momentum_correction = momentum_correction
+        self.lazy_update = lazy_update
+        self.aggregate_num = int(os.getenv("MXNET_OPTIMIZER_AGGREGATION_SIZE", "4"))
+        self.eta = eta
+        self.eps = eps
+        self.skip = 0
+        self.last_lr = None
+        self.cur_lr = None
+
+    def _get_lrs(self, indices):
+        # Remembers the rate of the previous call for the momentum correction.
+        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler is not None else self.lr
+        self.last_lr = self.cur_lr if self.cur_lr is not None else lr
+        self.cur_lr = lr
+        return [lr * self._mult(i, self.lr_mult, "lr_mult") for i in indices]
+
+    def set_wd_mult(self, args_wd_mult):
+        """As Optimizer.set_wd_mult, but only names ending in '_weight' keep weight decay."""
+        self.wd_mult = {}
+        for n in self.idx2name.values():
+            if not n.endswith("_weight"):
+                self.wd_mult[n] = 0.0
+        if self.sym_info:
+            attrs, arg_names = self.sym_info
+            for n in arg_names:
+                if "__wd_mult__" in attrs.get(n, {}):
+                    self.wd_mult[n] = float(attrs[n]["__wd_mult__"])
+        self.wd_mult.update(args_wd_mult)
+
+    def create_state(self, index, weight):
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def create_state_multi_precision(self, index, weight):
+        if self.multi_precision and weight.dtype == numpy.float16:
+            master = weight.astype(numpy.float32)
+            return (self.create_state(index, master), master)
+        return super(LARS, self).create_state_multi_precision(index, weight)
+
+    def _update_impl(self, indices, weights, grads, states, multi_precision):
+        if not isinstance(indices, (list, tuple)):
+            indices, weights, grads, states = [indices], [weights], [grads], [states]
+        for i, w, g in zip(indices, weights, grads):
+            _check_pair(i, w, g)
+        self._update_count(list(indices))
+        lrs = self._get_lrs(indices)
+        wds = self._get_wds(indices)
+        kwargs = {"rescale_grad": self.rescale_grad}
+        if self.momentum > 0:
+            corrected = self.momentum_correction and self.last_lr != 0
+            kwargs["momentum"] = self.momentum * (self.cur_lr / self.last_lr) if corrected else self.momentum
+        if self.clip_gradient:
+            kwargs["clip_gradient"] = self.clip_gradient
+        names = [self.idx2name.get(i, str(i)) for i in indices]
+        # LARS parameters first, so that one multi_lars call scales a contiguous slice.
+        order = [k for k in range(len(indices)) if not _no_lars(names[k])] + \
+                [k for k in range(len(indices)) if _no_lars(names[k])]
+        nb_lars = sum(1 for k in order if not _no_lars(names[k]))
+        ctx = weights[0].context
+        new_lrs = nd.array([lrs[k] for k in order], ctx=ctx, dtype="float32")
+        new_wds = nd.array([wds[k] for k in order], ctx=ctx, dtype="float32")
+        ws = [weights[k] for k in order]
+        gs = [grads[k] for k in order]
+        sts = [states[k] for k in order]
+        if nb_lars > 0:
+            w_ss = nd.multi_sum_sq(*ws[:nb_lars], num_arrays=nb_lars)
+            g_ss = nd.multi_sum_sq(*gs[:nb_lars], num_arrays=nb_lars)
+            scaled = nd.multi_lars(new_lrs[:nb_lars], w_ss, g_ss, new_wds[:nb_lars], eta=self.eta, eps=self.eps,
+                                   rescale_grad=self.rescale_grad)
+            new_lrs = nd.concat(scaled, new_lrs[nb_lars:], dim=0) if nb_lars < len(order) else scaled
+        step = max(1, self.aggregate_num)
+        for start in range(0, len(ws), step):
+            sl = slice(start, start + step)
+            n = len(ws[sl])
+            rates = [new_lrs[sl], new_wds[sl]]
+            if multi_precision:
+                if self.momentum > 0:
+                    args = [x for w, g, (mom, w32) in zip(ws[sl], gs[sl], sts[sl]) for x in (w, g, mom, w32)]
+                    nd.preloaded_multi_mp_sgd_mom_update(*(args + rates), out=ws[sl], num_weights=n, **kwargs)
+                else:
+                    args = [x for w, g, (_, w32) in zip(ws[sl], gs[sl], sts[sl]) for x in (w, g, w32)]
+                    nd.preloaded_multi_mp_sgd_update(*(args + rates), out=ws[sl], num_weights=n, **kwargs)
+            elif self.momentum > 0:
+                args = [x for w, g, mom in zip(ws[sl], gs[sl], sts[sl]) for x in (w, g, mom)]
+                nd.preloaded_multi_sgd_mom_update(*(args + rates), out=ws[sl], num_weights=n, **kwargs)
+            else:
+                args = [x for w, g in zip(ws[sl], gs[sl]) for x in (w, g)]
+                nd.preloaded_multi_sgd_update(*(args + rates), out=ws[sl], num_weights=n, **kwargs)
+
+    def update(self, index, weight, grad, state):
+        self._update_impl(index, weight, grad, state, multi_precision=False)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        first = weight[0] if isinstance(weight, (list, tuple)) else weight
+        use_mp = self.multi_precision and first.dtype == numpy.float16
+        self._update_impl(index, weight, grad, state, multi_precision=use_mp)
+
+
+@register
+class LBSGD(Optimizer):
+    """Large-batch SGD: gradients are summed over ``batch_scale`` calls and applied once
+    (sgd_update / sgd_mom_update, or the mp_ forms with multi_precision) with the
+    learning rate times a warm-up multiplier that grows from 1 to batch_scale over
+    warmup_epochs * updates_per_epoch updates ('linear', 'power2', 'sqrt'), or times the
+    LARS ratio sqrt(|w|^2 / (|g|^2 + wd*|w|^2)) bounded to [0.01, 100] ('lars'). Calls
+    between two applications leave the weight unchanged."""
+
+    def __init__(self, momentum=0.0, multi_precision=False, warmup_strategy="linear", warmup_epochs=5, batch_scale=1,
+                 updates_per_epoch=32, begin_epoch=0, num_epochs=60, **kwargs):
+        super(LBSGD, self).__init__(multi_precision=multi_precision, **kwargs)
+        self.momentum = momentum
+        self.warmup_strategy = warmup_strategy
+        self.warmup_epochs = warmup_epochs
+        self.batch_scale = batch_scale
+        self.updates_per_epoch = updates_per_epoch
+        self.init_updates = begin_epoch * updates_per_epoch
+        self.num_epochs = num_epochs
+        self.cumgrads = {}
+
+    def create_state(self, index, weight):
+        if self.multi_precision and weight.dtype == numpy.float16:
+            master = weight.astype(numpy.float32)
+            mom = _zeros_like(master) if self.momentum != 0.0 else None
+            return (mom, master)
+        if weight.dtype == numpy.float16:
+            warnings.warn("Accumulating float16 weights in float16 can lose precision or stall training; consider "
+                          "multi_precision=True")
+        return _zeros_like(weight) if self.momentum != 0.0 else None
+
+    def create_state_multi_precision(self, index, weight):
+        # create_state already makes the master copy (MXNet's LBSGD keeps it there).
+        return self.create_state(index, weight)
+
+    def _get_lbmult(self, nup):
+        nwup = self.warmup_epochs * self.updates_per_epoch
+        maxmult = float(self.batch_scale)
+        if nup >= nwup:
+            return maxmult
+        if nwup <= 1:
+            return 1.0
+        if self.warmup_strategy == "linear":
+            return 1.0 + (maxmult - 1) * nup / nwup
+        if self.warmup_strategy == "power2":
+            return 1.0 + (maxmult - 1) * (nup * nup) / (nwup * nwup)
+        if self.warmup_strategy == "sqrt":
+            return 1.0 + (maxmult - 1) * math.sqrt(float(nup) / nwup)
+        return 1.0
+
+    def _get_lars(self, weight, g, wd):
+        w2 = float((weight * weight).asnumpy().sum())
+        g2 = float((g * g).asnumpy().sum())
+        lars = math.sqrt(w2 / (g2 + wd * w2 + 1e-18))
+        return min(max(lars, 0.01), 100.0)
+
+    def _cumulate_gradient(self, grad, index):
+        cgrad = self.cumgrads.get(index)
+        if cgrad and cgrad["num_cums"] > 0:
+            cgrad = {"cum_grad": cgrad["cum_grad"] + grad, "num_cums": cgrad["num_cums"] + 1}
+        else:
+            cgrad = {"cum_grad": grad.copy(), "num_cums": self.init_updates + 1}
+        self.cumgrads[index] = cgrad
+        return cgrad
+
+    def update(self, index, weight, grad, state):
+        _check_pair(index, weight, grad)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        self._update_count(index)
+        cgrad = self._cumulate_gradient(grad, index)
+        if cgrad["num_cums"] % self.batch_scale != 0:
+            return
+        grad = cgrad["cum_grad"] / self.batch_scale
+        if self.warmup_strategy == "lars":
+            lbmult = self._get_lars(weight, grad, wd)
+        else:
+            lbmult = self._get_lbmult(cgrad["num_cums"])
+        lr = lr * lbmult
+        kwargs = self._common_kwargs()
+        if self.momentum > 0:
+            kwargs["momentum"] = self.momentum
+        if isinstance(state, (list, tuple)):
+            mom, w32 = state
+            if mom is not None:
+                nd.mp_sgd_mom_update(weight, grad, mom, w32, out=weight, lr=lr, wd=wd, **kwargs)
+            else:
+                nd.mp_sgd_update(weight, grad, w32, out=weight, lr=lr, wd=wd, **kwargs)
+        elif state is not None:
+            nd.sgd_mom_update(weight, grad, state, out=weight, lr=lr, wd=wd, **kwargs)
+        else:
+            nd.sgd_update(weight, grad, out=weight, lr=lr, wd=wd, **kwargs)
+        self.cumgrads[index]["cum_grad"] = 0
+
+    def update_multi_precision(self, index, weight, grad, state):
+        self.update(index, weight, grad, state)
+
+
+def _clipped_grad(opt, grad):
+    g = grad * opt.rescale_grad
+    if opt.clip_gradient is not None:
+        g = nd.clip(g, -opt.clip_gradient, opt.clip_gradient)
+    return g
+
+
+@register
+class DCASGD(Optimizer):
+    """Delay-compensated asynchronous SGD (Zheng et al., 2016): the gradient is corrected
+    by lamda * g * g * (weight - previous weight) before an SGD step with optional
+    momentum: mom = momentum*mom - lr*(g + wd*w + lamda*g*g*(w - w_prev)); w += mom."""
+
+    def __init__(self, momentum=0.0, lamda=0.04, **kwargs):
+        super(DCASGD, self).__init__(**kwargs)
+        self.momentum = momentum
+        self.weight_previous = {}
+        self.lamda = lamda
+
+    def create_state(self, index, weight):
+        mom = _zeros_like(weight) if self.momentum != 0.0 else None
+        return (mom, weight.copy())
+
+    def update(self, index, weight, grad, state):
+        _check_pair(index, weight, grad)
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        g = _clipped_grad(self, grad)
+        mom, previous = state
+        step = (g + wd * weight + self.lamda * g * g * (weight - previous)) * (-lr)
+        if mom is not None:
+            mom[:] = mom * self.momentum + step
+            step = mom
+        previous[:] = weight
+        weight[:] = weight + step
+
+
+@register
+class SGLD(Optimizer):
+    """Stochastic gradient Langevin dynamics (Welling & Teh, 2011): a half SGD step plus
+    Gaussian noise of variance lr: w += -lr/2 * (g + wd*w) + N(0, lr). The noise comes
+    from weft.nd.random.normal, so weft.random.seed reproduces it."""
+
+    def create_state(self, index, weight):
+        return None
+
+    def update(self, index, weight, grad, state):
+        _check_pair(index, weight, grad)
+        self._update_count(index)
+        lr, wd = self._get_lr(index), self._get_wd(index)
+        g = _clipped_grad(self, grad)
+        noise = nd.random.normal(0, math.sqrt(lr), shape=weight.shape, dtype=weight.dtype, ctx=weight.context)
+        weight[:] = weight - (lr / 2) * (g + wd * weight) + noise
+
+
+@register
+class ccSGD(SGD):  # noqa: N801  (MXNet's name)
+    """Deprecated in MXNet: the same as SGD, kept so that old scripts creating 'ccsgd' run."""
+
+
+@register
+class Test(Optimizer):
+    """MXNet's test optimizer: w += rescale_grad * grad, and the state holds a copy of w."""
+
+    def create_state(self, index, weight):
+        return nd.zeros(weight.shape, weight.context)
+
+    def update(self, index, weight, grad, state):
+        weight[:] = weight + grad * self.rescale_grad
+        state[:] = weight
 
 
 class Updater(object):

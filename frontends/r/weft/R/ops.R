@@ -424,6 +424,13 @@ mx.symbol.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = 
   .weft_symbol_op("_contrib_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_group_adagrad_update", list(weight, grad, history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, out)
+}
+mx.symbol.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_group_adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.index.array <- function(data = NULL, axes = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_index_array", list(data), c(axes = .weft_shape_param(axes)), NULL, out)
 }
@@ -1033,11 +1040,53 @@ mx.symbol.internal.mod.scalar <- function(data = NULL, scalar = NULL, is_int = N
   .weft_symbol_op("_mod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
+  .weft_nd_invoke("_mp_adamw_update", list(weight, grad, mean, var, weight32, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.internal.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_mp_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+}
+
+mx.nd.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
+  .weft_nd_invoke("_mp_adamw_update", list(weight, grad, mean, var, weight32, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_mp_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+}
+
 mx.nd.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_mul_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_mul_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.multi.adamw.update <- function(..., lrs, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, etas, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("_multi_adamw_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), etas = .weft_shape_param(etas), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.internal.multi.adamw.update <- function(..., lrs, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, etas, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_multi_adamw_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), etas = .weft_shape_param(etas), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.internal.multi.lamb.update <- function(..., learning_rates, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, rescale_grad = NULL, lower_bound = NULL, upper_bound = NULL, clip_gradient = NULL, bias_correction = NULL, step_count, num_tensors = NULL, out = NULL) {
+  .weft_nd_invoke("_multi_lamb_update", .weft_dots(...), c(learning_rates = .weft_shape_param(learning_rates), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound), clip_gradient = .weft_param(clip_gradient), bias_correction = .weft_param(bias_correction), step_count = .weft_shape_param(step_count), num_tensors = .weft_param(num_tensors)), NULL, out)
+}
+mx.symbol.internal.multi.lamb.update <- function(..., learning_rates, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, rescale_grad = NULL, lower_bound = NULL, upper_bound = NULL, clip_gradient = NULL, bias_correction = NULL, step_count, num_tensors = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_multi_lamb_update", .weft_dots(...), c(learning_rates = .weft_shape_param(learning_rates), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound), clip_gradient = .weft_param(clip_gradient), bias_correction = .weft_param(bias_correction), step_count = .weft_shape_param(step_count), num_tensors = .weft_param(num_tensors)), NULL, name, attr)
+}
+
+mx.nd.internal.multi.mp.adamw.update <- function(..., lrs, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, etas, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("_multi_mp_adamw_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), etas = .weft_shape_param(etas), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.internal.multi.mp.adamw.update <- function(..., lrs, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, etas, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_multi_mp_adamw_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), etas = .weft_shape_param(etas), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.internal.multi.mp.lamb.update <- function(..., learning_rates, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, rescale_grad = NULL, lower_bound = NULL, upper_bound = NULL, clip_gradient = NULL, bias_correction = NULL, step_count, num_tensors = NULL, out = NULL) {
+  .weft_nd_invoke("_multi_mp_lamb_update", .weft_dots(...), c(learning_rates = .weft_shape_param(learning_rates), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound), clip_gradient = .weft_param(clip_gradient), bias_correction = .weft_param(bias_correction), step_count = .weft_shape_param(step_count), num_tensors = .weft_param(num_tensors)), NULL, out)
+}
+mx.symbol.internal.multi.mp.lamb.update <- function(..., learning_rates, beta1 = NULL, beta2 = NULL, epsilon = NULL, wds, rescale_grad = NULL, lower_bound = NULL, upper_bound = NULL, clip_gradient = NULL, bias_correction = NULL, step_count, num_tensors = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_multi_mp_lamb_update", .weft_dots(...), c(learning_rates = .weft_shape_param(learning_rates), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound), clip_gradient = .weft_param(clip_gradient), bias_correction = .weft_param(bias_correction), step_count = .weft_shape_param(step_count), num_tensors = .weft_param(num_tensors)), NULL, name, attr)
 }
 
 mx.nd.internal.not.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
@@ -1096,6 +1145,13 @@ mx.symbol.random.exponential <- function(lam = NULL, shape = NULL, ctx = NULL, d
   .weft_symbol_op("_random_exponential", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.random.exponential.like <- function(data = NULL, lam = NULL, out = NULL) {
+  .weft_nd_invoke("_random_exponential_like", list(data), c(lam = .weft_param(lam)), NULL, out)
+}
+mx.symbol.internal.random.exponential.like <- function(data = NULL, lam = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_exponential_like", list(data = data), c(lam = .weft_param(lam)), NULL, name, attr)
+}
+
 mx.nd.internal.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_gamma", list(), c(alpha = .weft_param(alpha), beta = .weft_param(beta), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
 }
@@ -1108,6 +1164,55 @@ mx.nd.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NU
 }
 mx.symbol.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_gamma", list(), c(alpha = .weft_param(alpha), beta = .weft_param(beta), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.random.gamma.like <- function(data = NULL, alpha = NULL, beta = NULL, out = NULL) {
+  .weft_nd_invoke("_random_gamma_like", list(data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, out)
+}
+mx.symbol.internal.random.gamma.like <- function(data = NULL, alpha = NULL, beta = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_gamma_like", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, name, attr)
+}
+
+mx.nd.internal.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.random.generalized.negative.binomial.like <- function(data = NULL, mu = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_random_generalized_negative_binomial_like", list(data), c(mu = .weft_param(mu), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.internal.random.generalized.negative.binomial.like <- function(data = NULL, mu = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_generalized_negative_binomial_like", list(data = data), c(mu = .weft_param(mu), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.internal.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.random.negative.binomial.like <- function(data = NULL, k = NULL, p = NULL, out = NULL) {
+  .weft_nd_invoke("_random_negative_binomial_like", list(data), c(k = .weft_param(k), p = .weft_param(p)), NULL, out)
+}
+mx.symbol.internal.random.negative.binomial.like <- function(data = NULL, k = NULL, p = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_negative_binomial_like", list(data = data), c(k = .weft_param(k), p = .weft_param(p)), NULL, name, attr)
 }
 
 mx.nd.internal.random.normal <- function(loc = NULL, scale = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
@@ -1131,6 +1236,125 @@ mx.symbol.random.normal <- function(loc = NULL, scale = NULL, shape = NULL, ctx 
   .weft_symbol_op("_random_normal", list(), c(loc = .weft_param(loc), scale = .weft_param(scale), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.random.normal.like <- function(data = NULL, loc = NULL, scale = NULL, out = NULL) {
+  .weft_nd_invoke("_random_normal_like", list(data), c(loc = .weft_param(loc), scale = .weft_param(scale)), NULL, out)
+}
+mx.symbol.internal.random.normal.like <- function(data = NULL, loc = NULL, scale = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_normal_like", list(data = data), c(loc = .weft_param(loc), scale = .weft_param(scale)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_dirichlet", list(sample, alpha), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_dirichlet", list(sample = sample, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_dirichlet", list(sample, alpha), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_dirichlet", list(sample = sample, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_exponential", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_exponential", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_exponential", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_exponential", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_gamma", list(sample, alpha, beta), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_gamma", list(sample = sample, alpha = alpha, beta = beta), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_gamma", list(sample, alpha, beta), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_gamma", list(sample = sample, alpha = alpha, beta = beta), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_generalized_negative_binomial", list(sample, mu, alpha), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_generalized_negative_binomial", list(sample = sample, mu = mu, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_generalized_negative_binomial", list(sample, mu, alpha), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_generalized_negative_binomial", list(sample = sample, mu = mu, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_negative_binomial", list(sample, k, p), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_negative_binomial", list(sample = sample, k = k, p = p), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_negative_binomial", list(sample, k, p), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_negative_binomial", list(sample = sample, k = k, p = p), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_normal", list(sample, mu, sigma), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_normal", list(sample = sample, mu = mu, sigma = sigma), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_normal", list(sample, mu, sigma), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_normal", list(sample = sample, mu = mu, sigma = sigma), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_poisson", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_poisson", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_poisson", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_poisson", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.internal.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_uniform", list(sample, low, high), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.internal.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_uniform", list(sample = sample, low = low, high = high), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
+mx.nd.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, out = NULL) {
+  .weft_nd_invoke("_random_pdf_uniform", list(sample, low, high), c(is_log = .weft_param(is_log)), NULL, out)
+}
+mx.symbol.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_pdf_uniform", list(sample = sample, low = low, high = high), c(is_log = .weft_param(is_log)), NULL, name, attr)
+}
+
 mx.nd.internal.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_poisson", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
 }
@@ -1143,6 +1367,13 @@ mx.nd.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = N
 }
 mx.symbol.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_poisson", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.random.poisson.like <- function(data = NULL, lam = NULL, out = NULL) {
+  .weft_nd_invoke("_random_poisson_like", list(data), c(lam = .weft_param(lam)), NULL, out)
+}
+mx.symbol.internal.random.poisson.like <- function(data = NULL, lam = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_poisson_like", list(data = data), c(lam = .weft_param(lam)), NULL, name, attr)
 }
 
 mx.nd.internal.random.randint <- function(low, high, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
@@ -1178,6 +1409,13 @@ mx.nd.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL, dty
 }
 mx.symbol.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.random.uniform.like <- function(data = NULL, low = NULL, high = NULL, out = NULL) {
+  .weft_nd_invoke("_random_uniform_like", list(data), c(low = .weft_param(low), high = .weft_param(high)), NULL, out)
+}
+mx.symbol.internal.random.uniform.like <- function(data = NULL, low = NULL, high = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_random_uniform_like", list(data = data), c(low = .weft_param(low), high = .weft_param(high)), NULL, name, attr)
 }
 
 mx.nd.internal.ravel.multi.index <- function(data = NULL, shape = NULL, out = NULL) {
@@ -1229,6 +1467,48 @@ mx.symbol.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int 
   .weft_symbol_op("_rpower_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_exponential", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_exponential", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_exponential", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_exponential", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_gamma", list(alpha, beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_gamma", list(alpha = alpha, beta = beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_gamma", list(alpha, beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_gamma", list(alpha = alpha, beta = beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_generalized_negative_binomial", list(mu, alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_generalized_negative_binomial", list(mu = mu, alpha = alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_generalized_negative_binomial", list(mu, alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_generalized_negative_binomial", list(mu = mu, alpha = alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
 mx.nd.internal.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_multinomial", list(data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, out)
 }
@@ -1241,6 +1521,69 @@ mx.nd.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL,
 }
 mx.symbol.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_multinomial", list(data = data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_negative_binomial", list(k, p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_negative_binomial", list(k = k, p = p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_negative_binomial", list(k, p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_negative_binomial", list(k = k, p = p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_normal", list(mu, sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_normal", list(mu = mu, sigma = sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_normal", list(mu, sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_normal", list(mu = mu, sigma = sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_poisson", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_poisson", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_poisson", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_poisson", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_uniform", list(low, high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_uniform", list(low = low, high = high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_uniform", list(low, high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_uniform", list(low = low, high = high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.sample.unique.zipfian <- function(range_max, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_sample_unique_zipfian", list(), c(range_max = .weft_param(range_max), shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.sample.unique.zipfian <- function(range_max, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sample_unique_zipfian", list(), c(range_max = .weft_param(range_max), shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
 mx.nd.internal.scatter.set.nd <- function(lhs = NULL, rhs = NULL, indices = NULL, shape, out = NULL) {
@@ -1950,6 +2293,20 @@ mx.symbol.moments <- function(data = NULL, axes = NULL, keepdims = NULL, name = 
   .weft_symbol_op("moments", list(data = data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, name, attr)
 }
 
+mx.nd.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+  .weft_nd_invoke("mp_lamb_update_phase1", list(weight, grad, mean, var, weight32), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("mp_lamb_update_phase1", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+}
+
+mx.nd.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, out = NULL) {
+  .weft_nd_invoke("mp_lamb_update_phase2", list(weight, g, r1, r2, weight32), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, out)
+}
+mx.symbol.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("mp_lamb_update_phase2", list(weight = weight, g = g, r1 = r1, r2 = r2, weight32 = weight32), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, name, attr)
+}
+
 mx.nd.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("mp_nag_mom_update", list(weight, grad, mom, weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -2081,6 +2438,34 @@ mx.nd.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, 
 }
 mx.symbol.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
+}
+
+mx.nd.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("preloaded_multi_mp_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("preloaded_multi_mp_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("preloaded_multi_mp_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("preloaded_multi_mp_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("preloaded_multi_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("preloaded_multi_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
+}
+
+mx.nd.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
+  .weft_nd_invoke("preloaded_multi_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
+}
+mx.symbol.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("preloaded_multi_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
 
 mx.nd.prod <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
