@@ -320,7 +320,7 @@ def _eigh_rows(a):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("batch", BATCHES)
-@pytest.mark.parametrize("n", [1, 2, 5])
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
 def test_syevd_forward(dtype, batch, n):
     a = RNG.uniform(-1, 1, size=batch + (n, n))
     a = (a + tr(a)).astype(dtype)
@@ -335,6 +335,33 @@ def test_syevd_forward(dtype, batch, n):
     assert_almost_equal(u, want_u, **tol)
     # U A = diag(L) U
     assert_almost_equal(u @ a.astype(np.float64), w[..., :, None] * u, **tol)
+
+
+@pytest.mark.parametrize("case", ["identity", "repeated", "diagonal", "zero", "tridiagonal", "large", "graded"])
+def test_syevd_special_matrices(case):
+    n = 40 if case == "large" else 6
+    if case == "identity":
+        a = np.eye(n)
+    elif case == "repeated":
+        q = np.linalg.qr(RNG.uniform(-1, 1, size=(n, n)))[0]
+        a = q @ np.diag([1.0, 1.0, 1.0, 2.0, 2.0, -3.0]) @ q.T
+    elif case == "diagonal":
+        a = np.diag(RNG.uniform(-1, 1, size=n))
+    elif case == "zero":
+        a = np.zeros((n, n))
+    elif case == "tridiagonal":
+        a = np.diag(RNG.uniform(-1, 1, n)) + np.diag(np.ones(n - 1), 1) + np.diag(np.ones(n - 1), -1)
+    elif case == "graded":
+        a = np.diag(10.0 ** np.arange(-6, 6, 2)) + 1e-3
+    else:
+        a = RNG.uniform(-1, 1, size=(n, n))
+        a = a + a.T
+    u, w = nd.linalg.syevd(arr(a, np.float64))
+    u, w = u.asnumpy(), w.asnumpy()
+    scale = max(1.0, np.abs(a).max())
+    assert_almost_equal(w, np.linalg.eigvalsh(a), rtol=1e-10, atol=1e-12 * scale)
+    assert_almost_equal(u @ u.T, np.eye(n), rtol=1e-10, atol=1e-12)
+    assert_almost_equal(u @ a, w[:, None] * u, rtol=1e-9, atol=1e-11 * scale)
 
 
 def test_syevd_documented_example():
@@ -491,6 +518,35 @@ def test_symbolic_cholesky_solve():
     assert out_shapes == [(2, 3, 4), (2, 3, 3)]
 
 
+def test_symbolic_inplace_candidates():
+    # Inputs that are intermediate values may share memory with the output (potrf, potri,
+    # inverse, gelqf, syevd in place of A, gemm of C, trmm/trsm of B).
+    a = spd((3,), 4)
+    b = RNG.uniform(-1, 1, size=(3, 4, 4))
+    A, B = mx.sym.Variable("A"), mx.sym.Variable("B")
+    outs = mx.sym.Group([
+        mx.sym.linalg.potri(mx.sym.linalg.potrf(A * 1.0)),
+        mx.sym.linalg.inverse(A * 1.0),
+        mx.sym.linalg.gemm(A, B, B * 2.0, alpha=0.5, beta=3.0),
+        mx.sym.linalg.trsm(mx.sym.linalg.potrf(A), B * 1.0),
+        mx.sym.linalg.trmm(mx.sym.linalg.potrf(A), B * 1.0),
+        mx.sym.linalg.syevd(A * 1.0)[1],
+        mx.sym.linalg.gelqf(B * 1.0)[1],
+    ])
+    exe = outs.bind(mx.cpu(), args={"A": arr(a, np.float64), "B": arr(b, np.float64)})
+    exe.forward()
+    got = [o.asnumpy() for o in exe.outputs]
+    low = np.linalg.cholesky(a)
+    tol = dict(rtol=1e-9, atol=1e-11)
+    assert_almost_equal(got[0], np.linalg.inv(a), **tol)
+    assert_almost_equal(got[1], np.linalg.inv(a), **tol)
+    assert_almost_equal(got[2], 0.5 * a @ b + 6.0 * b, **tol)
+    assert_almost_equal(got[3], np.linalg.solve(low, b), **tol)
+    assert_almost_equal(got[4], low @ b, **tol)
+    assert_almost_equal(got[5], np.linalg.eigvalsh(a), **tol)
+    assert_almost_equal(np.abs(got[6]), np.abs(tr(np.linalg.qr(tr(b))[1])), **tol)
+
+
 # ---------------------------------------------------------------- errors
 def _raises(match, fn):
     with pytest.raises(mx.base.MXNetError, match=match):
@@ -528,6 +584,7 @@ def test_shape_errors():
     _raises("more rows than columns", lambda: nd.linalg.gelqf(arr(np.ones((3, 2)), f)))
     _raises("offset", lambda: nd.linalg.extractdiag(arr(np.ones((3, 3)), f), offset=3))
     _raises("triangle", lambda: nd.linalg.maketrian(arr(np.ones(4), f)))
+    _raises("did not converge", lambda: nd.linalg.syevd(arr([[1.0, np.nan], [np.nan, 2.0]], f)))
     _raises("float32 and float64", lambda: nd.linalg.potrf(nd.array(np.eye(2), dtype="int32")))
     _raises("float32 and float64", lambda: nd.linalg.gemm2(nd.array(np.eye(2), dtype="float16"),
                                                            nd.array(np.eye(2), dtype="float16")))

@@ -106,17 +106,20 @@ bool SyevdShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shap
   return true;
 }
 
-void SyevdCompute(const NodeAttrs&, const OpContext&, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-                  const std::vector<TBlob>& out) {
-  int64_t n = Dim(in[0].shape, 1), nn = n * n, batch = la::BatchOf(in[0].shape);
-  la::ForEachMatrix(batch, 20.0 * nn * n, [&](int64_t b) -> int64_t {
+void SyevdCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                  const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  int64_t n = Dim(in[0].shape, 1), nn = n * n, batch = la::BatchOf(in[0].shape), failed = 0;
+  int64_t code = la::ForEachMatrix(batch, 9.0 * nn * n, [&](int64_t b) -> int64_t {
     std::vector<double> a = Load(in[0], b, nn), u(static_cast<size_t>(nn)), w(static_cast<size_t>(n));
     la::SymmetrizeFrom(a.data(), n, true);
-    la::SymmetricEigen(a.data(), n, u.data(), w.data());
+    if (!la::SymmetricEigen(a.data(), n, u.data(), w.data())) return 1;
     Save(out[0], req[0], b, nn, u.data());
     Save(out[1], req[1], b, n, w.data());
     return 0;
-  });
+  }, &failed);
+  if (code != 0)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': the eigenvalue iteration did not converge for ",
+          la::WhichMatrix(failed, batch), " (does it hold NaN or infinite values?)");
 }
 
 // Inputs (dU, dL, U, L): dA = U^T Y U with X = dU U^T, Y symmetric, Y_ii = dL_i and, for

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "core/op/linalg/gemm.h"
@@ -176,60 +177,138 @@ void LqFactor(const double* a, int64_t m, int64_t n, double* l, double* q) {
   }
 }
 
-void SymmetricEigen(const double* a, int64_t n, double* u, double* w) {
-  std::vector<double> s(a, a + n * n);
-  std::vector<double> v(static_cast<size_t>(n * n), 0.0);
-  for (int64_t i = 0; i < n; ++i) v[i * n + i] = 1.0;
-  double total = 0.0;
-  for (double x : s) total += x * x;
-  // Each sweep rotates every off-diagonal pair (p, q) to zero; the off-diagonal mass falls
-  // quadratically once small, so a few sweeps reach double precision.
-  for (int sweep = 0; sweep < 100; ++sweep) {
-    double off = 0.0;
-    for (int64_t p = 0; p < n; ++p)
-      for (int64_t q = p + 1; q < n; ++q) off += s[p * n + q] * s[p * n + q];
-    if (off <= 1e-32 * total || off == 0.0) break;
-    for (int64_t p = 0; p < n; ++p) {
-      for (int64_t q = p + 1; q < n; ++q) {
-        double apq = s[p * n + q];
-        if (std::fabs(apq) < 1e-300) continue;
-        double theta = (s[q * n + q] - s[p * n + p]) / (2.0 * apq);
-        double t = std::fabs(theta) > 1e150 ? 0.5 / theta
-                                             : std::copysign(1.0, theta) / (std::fabs(theta) + std::hypot(theta, 1.0));
-        double c = 1.0 / std::sqrt(t * t + 1.0), sn = t * c;
-        for (int64_t k = 0; k < n; ++k) {
-          double kp = s[k * n + p], kq = s[k * n + q];
-          s[k * n + p] = c * kp - sn * kq;
-          s[k * n + q] = sn * kp + c * kq;
-        }
-        for (int64_t k = 0; k < n; ++k) {
-          double pk = s[p * n + k], qk = s[q * n + k];
-          s[p * n + k] = c * pk - sn * qk;
-          s[q * n + k] = sn * pk + c * qk;
-        }
-        for (int64_t k = 0; k < n; ++k) {
-          double kp = v[k * n + p], kq = v[k * n + q];
-          v[k * n + p] = c * kp - sn * kq;
-          v[k * n + q] = sn * kp + c * kq;
-        }
-      }
+namespace {
+
+// Reduces the symmetric a (n x n, destroyed) to tridiagonal form t = h a h^T by Householder
+// reflections: diagonal d, off-diagonal e (e[i] couples i and i + 1, e[n-1] = 0), and
+// h (n x n, row-major) the product of the reflections, so that a = h^T t h.
+void Tridiagonalize(double* a, int64_t n, double* d, double* e, double* h) {
+  std::fill(h, h + n * n, 0.0);
+  for (int64_t i = 0; i < n; ++i) h[i * n + i] = 1.0;
+  std::vector<double> v(static_cast<size_t>(n)), p(static_cast<size_t>(n));
+  for (int64_t k = 0; k + 2 < n; ++k) {
+    // Column k below the diagonal is row k right of it, by symmetry.
+    const double* x = a + k * n + k + 1;
+    int64_t len = n - k - 1;
+    double tail = 0.0;
+    for (int64_t j = 1; j < len; ++j) tail = std::hypot(tail, x[j]);
+    if (tail == 0.0) continue;
+    double alpha = -std::copysign(std::hypot(x[0], tail), x[0]);
+    for (int64_t j = 0; j < len; ++j) v[j] = x[j];
+    v[0] -= alpha;
+    double vv = 0.0;
+    for (int64_t j = 0; j < len; ++j) vv += v[j] * v[j];
+    double beta = 2.0 / vv;
+    // The trailing block s becomes s - v w^T - w v^T with p = beta s v and
+    // w = p - (beta v^T p / 2) v: the two-sided reflection in one symmetric rank-2 update.
+    double* s = a + (k + 1) * n + k + 1;
+    for (int64_t r = 0; r < len; ++r) {
+      double acc = 0.0;
+      const double* sr = s + r * n;
+      for (int64_t j = 0; j < len; ++j) acc += sr[j] * v[j];
+      p[r] = beta * acc;
+    }
+    double vp = 0.0;
+    for (int64_t j = 0; j < len; ++j) vp += v[j] * p[j];
+    double kf = 0.5 * beta * vp;
+    for (int64_t j = 0; j < len; ++j) p[j] -= kf * v[j];
+    for (int64_t r = 0; r < len; ++r) {
+      double* sr = s + r * n;
+      for (int64_t j = 0; j < len; ++j) sr[j] -= v[r] * p[j] + p[r] * v[j];
+    }
+    a[(k + 1) * n + k] = a[k * n + k + 1] = alpha;
+    // h <- (I - beta v v^T) h on rows k+1.., so that h ends as H_last ... H_0.
+    double* hb = h + (k + 1) * n;
+    std::fill(p.begin(), p.end(), 0.0);
+    for (int64_t r = 0; r < len; ++r)
+      for (int64_t c = 0; c < n; ++c) p[c] += v[r] * hb[r * n + c];
+    for (int64_t r = 0; r < len; ++r) {
+      double f = beta * v[r];
+      for (int64_t c = 0; c < n; ++c) hb[r * n + c] -= f * p[c];
     }
   }
+  for (int64_t i = 0; i < n; ++i) {
+    d[i] = a[i * n + i];
+    e[i] = i + 1 < n ? a[(i + 1) * n + i] : 0.0;
+  }
+}
+
+// Eigenvalues of the tridiagonal (d, e) into d by implicit QL steps, applying every rotation
+// to the rows of z as well (rows i and i + 1 for a rotation in the plane (i, i + 1)).
+bool TridiagonalQl(double* d, double* e, int64_t n, double* z) {
+  const double eps = std::numeric_limits<double>::epsilon();
+  for (int64_t l = 0; l < n; ++l) {
+    for (int iter = 0;; ++iter) {
+      int64_t m = l;
+      for (; m + 1 < n; ++m)
+        if (std::fabs(e[m]) <= eps * (std::fabs(d[m]) + std::fabs(d[m + 1]))) break;
+      if (m == l) break;
+      if (iter == 60) return false;
+      // Wilkinson shift from the leading 2 x 2 block, folded into the first rotation.
+      double g = (d[l + 1] - d[l]) / (2.0 * e[l]);
+      double r = std::hypot(g, 1.0);
+      g = d[m] - d[l] + e[l] / (g + std::copysign(r, g));
+      double s = 1.0, c = 1.0, shift = 0.0;
+      bool deflated = false;
+      for (int64_t i = m - 1; i >= l; --i) {
+        double f = s * e[i], b = c * e[i];
+        r = std::hypot(f, g);
+        e[i + 1] = r;
+        if (r == 0.0) {
+          // An off-diagonal entry underflowed: the matrix splits here; restart the sweep.
+          d[i + 1] -= shift;
+          e[m] = 0.0;
+          deflated = true;
+          break;
+        }
+        s = f / r;
+        c = g / r;
+        g = d[i + 1] - shift;
+        r = (d[i] - g) * s + 2.0 * c * b;
+        shift = s * r;
+        d[i + 1] = g + shift;
+        g = c * r - b;
+        double* zi = z + i * n;
+        double* zj = z + (i + 1) * n;
+        for (int64_t k = 0; k < n; ++k) {
+          double t = zj[k];
+          zj[k] = s * zi[k] + c * t;
+          zi[k] = c * zi[k] - s * t;
+        }
+      }
+      if (deflated) continue;
+      d[l] -= shift;
+      e[l] = g;
+      e[m] = 0.0;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool SymmetricEigen(const double* a, int64_t n, double* u, double* w) {
+  std::vector<double> s(a, a + n * n), d(static_cast<size_t>(n)), e(static_cast<size_t>(n));
+  std::vector<double> z(static_cast<size_t>(n * n));
+  Tridiagonalize(s.data(), n, d.data(), e.data(), z.data());
+  // z's rows are h's: the eigenvectors of a are h^T times those of t, so rotating h's rows
+  // as the QL steps rotate t's eigenvector basis leaves a's eigenvectors in z's rows.
+  if (!TridiagonalQl(d.data(), e.data(), n, z.data())) return false;
   std::vector<int64_t> order(static_cast<size_t>(n));
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return s[x * n + x] < s[y * n + y]; });
+  std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return d[x] < d[y]; });
   for (int64_t i = 0; i < n; ++i) {
     int64_t src = order[i];
-    w[i] = s[src * n + src];
+    w[i] = d[src];
     double* row = u + i * n;
+    std::copy(z.begin() + src * n, z.begin() + (src + 1) * n, row);
     int64_t big = 0;
-    for (int64_t k = 0; k < n; ++k) {
-      row[k] = v[k * n + src];
+    for (int64_t k = 1; k < n; ++k)
       if (std::fabs(row[k]) > std::fabs(row[big])) big = k;
-    }
     if (row[big] < 0.0)
       for (int64_t k = 0; k < n; ++k) row[k] = -row[k];
   }
+  return true;
 }
 
 }  // namespace la

@@ -49,10 +49,12 @@ void LuInverse(const double* lu, const int32_t* piv, int64_t n, double* inv);
 // having orthonormal rows.
 void LqFactor(const double* a, int64_t m, int64_t n, double* l, double* q);
 
-// Eigendecomposition of the symmetric n x n matrix a (cyclic Jacobi rotations): eigenvalues
-// in ascending order into w, the matching unit eigenvectors as the rows of u, each signed so
-// that its entry of largest magnitude (the first such) is positive.
-void SymmetricEigen(const double* a, int64_t n, double* u, double* w);
+// Eigendecomposition of the symmetric n x n matrix a (Householder reduction to tridiagonal
+// form, then implicit QL steps with Wilkinson shifts): eigenvalues in ascending order into w,
+// the matching unit eigenvectors as the rows of u, each signed so that its entry of largest
+// magnitude (the first such) is positive. Returns false when the QL steps do not converge
+// (NaN or infinite input).
+bool SymmetricEigen(const double* a, int64_t n, double* u, double* w);
 
 }  // namespace la
 }  // namespace op
