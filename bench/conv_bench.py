@@ -3,7 +3,7 @@ _backward_Convolution and Pooling / _backward_Pooling against torch.nn.functiona
 autograd, float32, same thread count, in milliseconds per call and as a Weft/torch ratio
 (below 1 means Weft is faster). Forward and forward+backward are timed separately.
 """
-import peer  # noqa: F401  (first: it sets the environment the libraries read)
+import peer  # first: it sets the environment the libraries read
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -38,6 +38,7 @@ def report(name, what, t_weft, t_torch, flops=None):
         rate = "  %6.1f GFLOP/s" % (flops / t_weft / 1e9)
     print("%-22s %-8s weft %8.2f ms  torch %8.2f ms  ratio %5.2f%s"
           % (name, what, t_weft * 1e3, t_torch * 1e3, t_weft / t_torch, rate), flush=True)
+    peer.record("%s %s" % (name, what), t_weft * 1e3, t_torch * 1e3, "ms", False)
 
 
 def bench_conv(name, cin, cout, k, stride, pad, size):

@@ -1,7 +1,7 @@
 """Matrix product throughput: dot of float32 squares (512, 1024, 2048), Weft's `dot`
 against `torch.mm`, in GFLOP/s (2 n^3 floating-point operations per product).
 """
-import peer  # noqa: F401  (first: it sets the environment the libraries read)
+import peer  # first: it sets the environment the libraries read
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -54,6 +54,7 @@ def main():
         w, t = time_weft(a_np, b_np), time_torch(a_np, b_np)
         flops = 2.0 * n ** 3
         print(f"{n:>5} {flops / w / 1e9:>13.1f} {flops / t / 1e9:>14.1f} {t / w:>11.2f}")
+        peer.record(f"dot {n}x{n}", flops / w / 1e9, flops / t / 1e9, "GFLOP/s", True)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ F.linear with autograd (gradients for data, weight and bias), in milliseconds pe
 forward + backward, per layer and for the three layers in a row (best of 3 alternating rounds). Same thread
 count (2).
 """
-import peer  # noqa: F401  (first: it sets the environment the libraries read)
+import peer  # first: it sets the environment the libraries read
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -108,6 +108,7 @@ def main():
         for label, layers in rows:
             tw, tt = bench(batch, layers, rng)
             print(f"{batch:>5} {label:>16} {tw * 1e3:>9.3f} {tt * 1e3:>9.3f} {tt / tw:>11.2f}")
+            peer.record(f"FullyConnected {label} batch {batch}", tw * 1e3, tt * 1e3, "ms", False)
 
 
 if __name__ == "__main__":

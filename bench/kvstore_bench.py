@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 
+from timing import record
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = {"4MiB": 1 << 20, "64MiB": 16 << 20}  # float32 elements
 ROUNDS = {"4MiB": 20, "64MiB": 2}  # rounds per timed batch
@@ -241,6 +243,9 @@ def main():
     print("push+pull per worker, 2 workers x 2 servers on loopback (rank size: store, raw ZeroMQ, ratio)")
     for r in sorted(rows):
         print("  worker " + r)
+        rank, name, how, _, kv_gb, _, _, raw_gb = r.split()[:8]
+        if rank == "0":
+            record("%s %s, 2 workers x 2 servers" % (name, how), float(kv_gb), float(raw_gb), "GB/s", True)
     if "--no-mlp" in sys.argv:
         return
     one = launch(1, 2, ["mlp", 64, 30])

@@ -11,7 +11,7 @@ import re
 import subprocess
 import sys
 
-import peer  # noqa: F401  (first: it sets the environment the libraries read)
+import peer  # first: it sets the environment the libraries read
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -151,6 +151,7 @@ def step_table():
         rss, peak = step_mb(weft_src, env)
         print("%-22s %12s %12s %16s" % ("Weft" + mode, span(rss), span(peak),
                                         "%.2f-%.2f" % (rss[0] / torch_rss[1], rss[1] / torch_rss[0])), flush=True)
+        peer.record("ResNet-50 training step at batch %d, peak RSS%s" % (BATCH, mode), rss[0], torch_rss[0], "MB", False)
 
 
 def main():

@@ -31,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import peak_flops  # noqa: E402
+from timing import peak_flops, record  # noqa: E402
 
 # Multiply-adds per image, as the issue counts ResNet-50's "4.1 GFLOP".
 GFLOP = {"resnet50": 4.1e9, "resnet18": 1.8e9, "vgg16": 15.5e9, "inception_bn": 2.0e9, "mobilenet": 0.57e9}
@@ -286,6 +286,7 @@ def main():
         if args.unfused and not train:
             unfused = "%15.1f" % measure(i, "weft-unfused", args)
         print("%-16s %5d %12.1f %12.1f %10.2f %12s%s" % (name, batch, w, t, w / t, share, unfused), flush=True)
+        record("%s batch %d" % (name, batch), w, t, "images/s", True)
     print("load average at end: %.2f %.2f %.2f" % os.getloadavg())
 
 

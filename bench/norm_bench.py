@@ -2,7 +2,7 @@
 Weft against torch.nn.functional with autograd, float32, same thread count, in
 milliseconds per call and as a Weft/torch ratio (below 1 means Weft is faster).
 """
-import peer  # noqa: F401  (first: it sets the environment the libraries read)
+import peer  # first: it sets the environment the libraries read
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
@@ -27,6 +27,7 @@ def timed(run):
 def report(name, what, t_weft, t_torch):
     print("%-28s %-8s weft %8.2f ms  torch %8.2f ms  ratio %5.2f"
           % (name, what, t_weft * 1e3, t_torch * 1e3, t_weft / t_torch), flush=True)
+    peer.record("%s %s" % (name, what), t_weft * 1e3, t_torch * 1e3, "ms", False)
 
 
 def bench_batch_norm(c, size):

@@ -18,7 +18,7 @@ import torch  # noqa: E402
 
 torch.set_num_threads(2)
 
-from timing import seconds_per_call  # noqa: E402,F401  (the benchmarks take it from here)
+from timing import record, seconds_per_call  # noqa: E402,F401  (the benchmarks take them from here)
 
 
 def _loaded_core():

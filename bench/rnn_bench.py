@@ -24,6 +24,7 @@ import numpy as np
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 import worker  # noqa: E402
+from timing import record  # noqa: E402
 
 # (name, mode, T, N, I, H, layers, bidirectional)
 CONFIGS = [
@@ -147,6 +148,8 @@ def main():
                     print("  %-17s weft %8.2f ms   torch %8.2f ms   weft/torch %5.2f" % (
                         "forward" if what == "fwd" else "forward+backward", best["weft"] * 1e3,
                         best["torch"] * 1e3, best["weft"] / best["torch"]), flush=True)
+                    record("%s %s" % (cfg[0], "forward" if what == "fwd" else "forward+backward"),
+                           best["weft"] * 1e3, best["torch"] * 1e3, "ms", False)
     finally:
         weft_w.close()
         torch_w.close()

@@ -1,5 +1,23 @@
-"""The timing loop the benchmarks share, free of any framework (peer.py re-exports it)."""
+"""The timing loop the benchmarks share, free of any framework (peer.py re-exports it),
+and `record`, through which each benchmark hands its figures to bench/report.py."""
+import json
+import os
+import sys
 import time
+
+
+def record(case, weft, peer, unit, higher_is_better):
+    """Appends one figure (Weft's and its peer's value of `case`, in `unit`) as a JSON line
+    to the file $WEFT_BENCH_RECORD names; does nothing when it is unset. The speed ratio
+    (above 1: Weft is faster) is worked out from higher_is_better."""
+    path = os.environ.get("WEFT_BENCH_RECORD")
+    if not path:
+        return
+    speedup = (weft / peer if higher_is_better else peer / weft) if weft and peer else None
+    entry = {"bench": os.path.splitext(os.path.basename(sys.argv[0]))[0], "case": case, "unit": unit,
+             "weft": weft, "peer": peer, "higher_is_better": higher_is_better, "speedup": speedup}
+    with open(path, "a") as f:
+        f.write(json.dumps(entry) + "\n")
 
 
 def seconds_per_call(run, min_seconds=1.0, min_runs=1, sync=None):

@@ -29,6 +29,7 @@ import numpy as np
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 import worker  # noqa: E402
+from timing import record  # noqa: E402
 
 # The framework a worker runs, imported when the worker starts (never both in one process).
 mx = autograd = gluon = nd = nn = torch = None
@@ -199,6 +200,8 @@ def throughput(weft_w, torch_w, steps, rounds, models, batches):
             hyb, mod, imp, pt = best
             print("%-6s %5d %14.0f %14.0f %14.0f %14.0f %8.2f %8.2f %8.2f"
                   % (kind, batch, hyb, mod, imp, pt, hyb / pt, mod / pt, imp / pt), flush=True)
+            for how, value in (("Gluon hybridized", hyb), ("Module", mod), ("Gluon imperative", imp)):
+                record("%s batch %d, %s" % (kind, batch, how), value, pt, "samples/s", True)
 
 
 # Time to accuracy: the same recipe for both, SGD lr 0.05 x 0.7 per epoch, momentum 0.9,
@@ -277,6 +280,8 @@ def time_to_accuracy(weft_w, torch_w):
             print("%-8s did not reach %.0f%% in %d epochs" % (name, 100 * TARGET, MAX_EPOCHS))
     if len(results) == 2:
         print("time to %.0f%%: PyTorch / Weft = %.2f" % (100 * TARGET, results["pytorch"][0] / results["weft"][0]))
+        record("LeNet seconds to %.0f%% test accuracy" % (100 * TARGET), results["weft"][0], results["pytorch"][0],
+               "s", False)
 
 
 # LeNet's two convolutions at batch 128: forward plus weight and bias gradients (the data

@@ -43,7 +43,7 @@ case "${1:-}" in
   # Debian's PyTorch calls the system BLAS, which is the slow reference one unless OpenBLAS
   # is installed (it then takes over the libblas.so.3 alternative): without it the peer of
   # every GEMM benchmark would run far below its best.
-  --bench) packages+=(python3-torchvision libopenblas0-pthread) ;;
+  --bench) packages+=(python3-torchvision libopenblas0-pthread python3-matplotlib) ;;
   *) echo "setup_deps.sh: unknown argument '$1' (expected nothing or --bench)" >&2; exit 2 ;;
 esac
 
