@@ -22,6 +22,7 @@ var opArgmaxChannel = weft.NewOperator("argmax_channel")
 var opArgmin = weft.NewOperator("argmin")
 var opBatchDot = weft.NewOperator("batch_dot")
 var opBatchNorm = weft.NewOperator("BatchNorm")
+var opBilinearSampler = weft.NewOperator("BilinearSampler")
 var opBlockGrad = weft.NewOperator("BlockGrad")
 var opBroadcastAdd = weft.NewOperator("broadcast_add")
 var opBroadcastAxis = weft.NewOperator("broadcast_axis")
@@ -75,6 +76,7 @@ var opFtrlUpdate = weft.NewOperator("ftrl_update")
 var opFullyConnected = weft.NewOperator("FullyConnected")
 var opGamma = weft.NewOperator("gamma")
 var opGammaln = weft.NewOperator("gammaln")
+var opGridGenerator = weft.NewOperator("GridGenerator")
 var opGroupNorm = weft.NewOperator("GroupNorm")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
@@ -202,6 +204,7 @@ var opSoftmaxCrossEntropy = weft.NewOperator("softmax_cross_entropy")
 var opSoftmaxOutput = weft.NewOperator("SoftmaxOutput")
 var opSoftmin = weft.NewOperator("softmin")
 var opSoftsign = weft.NewOperator("softsign")
+var opSpatialTransformer = weft.NewOperator("SpatialTransformer")
 var opSplit = weft.NewOperator("split")
 var opSqrt = weft.NewOperator("sqrt")
 var opSquare = weft.NewOperator("square")
@@ -707,6 +710,36 @@ func BatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...O
 func SymBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// BilinearSampler runs the operator BilinearSampler.
+//
+// Samples data (batch, channel, h, w) at a grid (batch, 2, H, W) of normalised (x, y) coordinates, -1 and 1 being the centres of the first and last pixels, with bilinear interpolation; points outside read zeros. The output is (batch, channel, H, W); the second output, tmp (hidden), is the grid as (batch, H, W, 2).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The images to sample (batch, channel, h, w)
+//   - grid: Where to sample (batch, 2, H, W): channel 0 is x, channel 1 is y
+//
+// Options:
+//   - WithCudnnOff(int): Accepted for compatibility (no cuDNN path here): None, True or False. (default None)
+func BilinearSampler(data, grid *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opBilinearSampler, data, grid)
+}
+
+// SymBilinearSampler runs the operator BilinearSampler symbolically: it adds one node to the graph.
+//
+// Samples data (batch, channel, h, w) at a grid (batch, 2, H, W) of normalised (x, y) coordinates, -1 and 1 being the centres of the first and last pixels, with bilinear interpolation; points outside read zeros. The output is (batch, channel, H, W); the second output, tmp (hidden), is the grid as (batch, H, W, 2).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The images to sample (batch, channel, h, w)
+//   - grid: Where to sample (batch, 2, H, W): channel 0 is x, channel 1 is y
+//
+// Options:
+//   - WithCudnnOff(int): Accepted for compatibility (no cuDNN path here): None, True or False. (default None)
+func SymBilinearSampler(data, grid *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opBilinearSampler, []string{"data", "grid"}, data, grid)
 }
 
 // BlockGrad runs the operator BlockGrad.
@@ -2195,6 +2228,42 @@ func Gammaln(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymGammaln(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opGammaln, []string{"data"}, data)
+}
+
+// GridGenerator runs the operator GridGenerator.
+//
+// Makes a sampling grid (batch, 2, H, W) of normalised (x, y) source coordinates for BilinearSampler: from affine matrices (batch, 6) over a target_shape (H, W) grid, or from optical flows (batch, 2, H, W) in pixels. The second output, grid_dst (hidden), holds the target coordinates.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Affine matrices (batch, 6) or optical flows (batch, 2, h, w)
+//
+// Required parameters:
+//   - transformType string: The type of transformation: 'affine' takes affine matrices (batch, 6), 'warp' optical flows (batch, 2, h, w).
+//
+// Options:
+//   - WithTargetShape([]int): The output shape (H, W); required for 'affine', ignored for 'warp'. (default (0,0))
+func GridGenerator(data *weft.NDArray, transformType string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("transform_type", transformType)
+	return c.invoke(opGridGenerator, data)
+}
+
+// SymGridGenerator runs the operator GridGenerator symbolically: it adds one node to the graph.
+//
+// Makes a sampling grid (batch, 2, H, W) of normalised (x, y) source coordinates for BilinearSampler: from affine matrices (batch, 6) over a target_shape (H, W) grid, or from optical flows (batch, 2, H, W) in pixels. The second output, grid_dst (hidden), holds the target coordinates.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Affine matrices (batch, 6) or optical flows (batch, 2, h, w)
+//
+// Required parameters:
+//   - transformType string: The type of transformation: 'affine' takes affine matrices (batch, 6), 'warp' optical flows (batch, 2, h, w).
+//
+// Options:
+//   - WithTargetShape([]int): The output shape (H, W); required for 'affine', ignored for 'warp'. (default (0,0))
+func SymGridGenerator(data *weft.Symbol, transformType string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("transform_type", transformType)
+	return c.compose(opGridGenerator, []string{"data"}, data)
 }
 
 // GroupNorm runs the operator GroupNorm.
@@ -6255,6 +6324,50 @@ func SymSoftsign(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opSoftsign, []string{"data"}, data)
 }
 
+// SpatialTransformer runs the operator SpatialTransformer.
+//
+// Applies an affine transformation to data (batch, channel, h, w): the affine matrices loc (batch, 6) map a target_shape (H, W) grid of normalised coordinates into the data, which is sampled there bilinearly (GridGenerator then BilinearSampler). Hidden outputs: grid_dst (3, H*W) and grid_src (batch, 2, H*W).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The images to transform (batch, channel, h, w)
+//   - loc: The affine matrices (batch, 6), row-major 2x3, typically a localisation network's output
+//
+// Required parameters:
+//   - transformType string: The transformation type: only 'affine'.
+//   - samplerType string: The sampling type: only 'bilinear'.
+//
+// Options:
+//   - WithTargetShape([]int): The output shape (H, W). (default (0,0))
+//   - WithCudnnOff(int): Accepted for compatibility (no cuDNN path here): None, True or False. (default None)
+func SpatialTransformer(data, loc *weft.NDArray, transformType string, samplerType string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("transform_type", transformType)
+	c.set("sampler_type", samplerType)
+	return c.invoke(opSpatialTransformer, data, loc)
+}
+
+// SymSpatialTransformer runs the operator SpatialTransformer symbolically: it adds one node to the graph.
+//
+// Applies an affine transformation to data (batch, channel, h, w): the affine matrices loc (batch, 6) map a target_shape (H, W) grid of normalised coordinates into the data, which is sampled there bilinearly (GridGenerator then BilinearSampler). Hidden outputs: grid_dst (3, H*W) and grid_src (batch, 2, H*W).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The images to transform (batch, channel, h, w)
+//   - loc: The affine matrices (batch, 6), row-major 2x3, typically a localisation network's output
+//
+// Required parameters:
+//   - transformType string: The transformation type: only 'affine'.
+//   - samplerType string: The sampling type: only 'bilinear'.
+//
+// Options:
+//   - WithTargetShape([]int): The output shape (H, W). (default (0,0))
+//   - WithCudnnOff(int): Accepted for compatibility (no cuDNN path here): None, True or False. (default None)
+func SymSpatialTransformer(data, loc *weft.Symbol, transformType string, samplerType string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("transform_type", transformType)
+	c.set("sampler_type", samplerType)
+	return c.compose(opSpatialTransformer, []string{"data", "loc"}, data, loc)
+}
+
 // Split runs the operator split.
 //
 // Splits the input into num_outputs equal pieces along axis (removing the axis with squeeze_axis).
@@ -7029,9 +7142,9 @@ func WithCtx(v weft.Context) Option {
 	return param("ctx", v)
 }
 
-// WithCudnnOff sets the parameter cudnn_off.
+// WithCudnnOff sets the parameter cudnn_off (its type depends on the operator).
 // Do not use cuDNN (GPU only).
-func WithCudnnOff(v bool) Option {
+func WithCudnnOff[T bool | int](v T) Option {
 	return param("cudnn_off", v)
 }
 

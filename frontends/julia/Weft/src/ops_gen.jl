@@ -57,6 +57,26 @@ BatchNorm(args::NDArray...; kwargs...) = _invoke_op(_op_BatchNorm, args; kwargs.
 BatchNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op_BatchNorm, args; kwargs...)
 BatchNorm(; kwargs...) = _call_op(_op_BatchNorm; kwargs...)
 
+const _op_BilinearSampler = OpDef("BilinearSampler", ["data", "grid"], false, "")
+"""
+    BilinearSampler(data, grid; cudnn_off=None)
+
+Samples data (batch, channel, h, w) at a grid (batch, 2, H, W) of normalised (x, y) coordinates, -1 and 1 being the centres of the first and last pixels, with bilinear interpolation; points outside read zeros. The output is (batch, channel, H, W); the second output, tmp (hidden), is the grid as (batch, H, W, 2).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The images to sample (batch, channel, h, w)
+- `grid` (NDArray or SymbolicNode): Where to sample (batch, 2, H, W): channel 0 is x, channel 1 is y
+
+# Parameters
+- `cudnn_off` (int or None, in [0, 1]; default `None`): Accepted for compatibility (no cuDNN path here): None, True or False.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function BilinearSampler end
+BilinearSampler(args::NDArray...; kwargs...) = _invoke_op(_op_BilinearSampler, args; kwargs...)
+BilinearSampler(args::SymbolicNode...; kwargs...) = _compose_op(_op_BilinearSampler, args; kwargs...)
+BilinearSampler(; kwargs...) = _call_op(_op_BilinearSampler; kwargs...)
+
 const _op_BlockGrad = OpDef("BlockGrad", ["data"], false, "")
 """
     BlockGrad(data)
@@ -336,6 +356,26 @@ function FullyConnected end
 FullyConnected(args::NDArray...; kwargs...) = _invoke_op(_op_FullyConnected, args; kwargs...)
 FullyConnected(args::SymbolicNode...; kwargs...) = _compose_op(_op_FullyConnected, args; kwargs...)
 FullyConnected(; kwargs...) = _call_op(_op_FullyConnected; kwargs...)
+
+const _op_GridGenerator = OpDef("GridGenerator", ["data"], false, "")
+"""
+    GridGenerator(data; transform_type, target_shape=(0,0))
+
+Makes a sampling grid (batch, 2, H, W) of normalised (x, y) source coordinates for BilinearSampler: from affine matrices (batch, 6) over a target_shape (H, W) grid, or from optical flows (batch, 2, H, W) in pixels. The second output, grid_dst (hidden), holds the target coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Affine matrices (batch, 6) or optical flows (batch, 2, h, w)
+
+# Parameters
+- `transform_type` ({'affine', 'warp'}; required): The type of transformation: 'affine' takes affine matrices (batch, 6), 'warp' optical flows (batch, 2, h, w).
+- `target_shape` (Shape(tuple); default `(0,0)`): The output shape (H, W); required for 'affine', ignored for 'warp'.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function GridGenerator end
+GridGenerator(args::NDArray...; kwargs...) = _invoke_op(_op_GridGenerator, args; kwargs...)
+GridGenerator(args::SymbolicNode...; kwargs...) = _compose_op(_op_GridGenerator, args; kwargs...)
+GridGenerator(; kwargs...) = _call_op(_op_GridGenerator; kwargs...)
 
 const _op_GroupNorm = OpDef("GroupNorm", ["data", "gamma", "beta"], false, "")
 """
@@ -787,6 +827,29 @@ function SoftmaxOutput end
 SoftmaxOutput(args::NDArray...; kwargs...) = _invoke_op(_op_SoftmaxOutput, args; kwargs...)
 SoftmaxOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_SoftmaxOutput, args; kwargs...)
 SoftmaxOutput(; kwargs...) = _call_op(_op_SoftmaxOutput; kwargs...)
+
+const _op_SpatialTransformer = OpDef("SpatialTransformer", ["data", "loc"], false, "")
+"""
+    SpatialTransformer(data, loc; target_shape=(0,0), transform_type, sampler_type, cudnn_off=None)
+
+Applies an affine transformation to data (batch, channel, h, w): the affine matrices loc (batch, 6) map a target_shape (H, W) grid of normalised coordinates into the data, which is sampled there bilinearly (GridGenerator then BilinearSampler). Hidden outputs: grid_dst (3, H*W) and grid_src (batch, 2, H*W).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The images to transform (batch, channel, h, w)
+- `loc` (NDArray or SymbolicNode): The affine matrices (batch, 6), row-major 2x3, typically a localisation network's output
+
+# Parameters
+- `target_shape` (Shape(tuple); default `(0,0)`): The output shape (H, W).
+- `transform_type` ({'affine'}; required): The transformation type: only 'affine'.
+- `sampler_type` ({'bilinear'}; required): The sampling type: only 'bilinear'.
+- `cudnn_off` (int or None, in [0, 1]; default `None`): Accepted for compatibility (no cuDNN path here): None, True or False.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function SpatialTransformer end
+SpatialTransformer(args::NDArray...; kwargs...) = _invoke_op(_op_SpatialTransformer, args; kwargs...)
+SpatialTransformer(args::SymbolicNode...; kwargs...) = _compose_op(_op_SpatialTransformer, args; kwargs...)
+SpatialTransformer(; kwargs...) = _call_op(_op_SpatialTransformer; kwargs...)
 
 const _op_SwapAxis = OpDef("SwapAxis", ["data"], false, "")
 """
@@ -5676,6 +5739,7 @@ zeros_like(; kwargs...) = _call_op(_op_zeros_like; kwargs...)
 const _OPERATOR_NAMES = [
     "Activation",
     "BatchNorm",
+    "BilinearSampler",
     "BlockGrad",
     "stop_gradient",
     "Cast",
@@ -5689,6 +5753,7 @@ const _OPERATOR_NAMES = [
     "Flatten",
     "flatten",
     "FullyConnected",
+    "GridGenerator",
     "GroupNorm",
     "InstanceNorm",
     "L2Normalization",
@@ -5709,6 +5774,7 @@ const _OPERATOR_NAMES = [
     "SequenceReverse",
     "SoftmaxActivation",
     "SoftmaxOutput",
+    "SpatialTransformer",
     "SwapAxis",
     "swapaxes",
     "UpSampling",

@@ -18,6 +18,13 @@ mx.symbol.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_m
   .weft_symbol_op("BatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
 }
 
+mx.nd.BilinearSampler <- function(data = NULL, grid = NULL, cudnn_off = NULL, out = NULL) {
+  .weft_nd_invoke("BilinearSampler", list(data, grid), c(cudnn_off = .weft_param(cudnn_off)), NULL, out)
+}
+mx.symbol.BilinearSampler <- function(data = NULL, grid = NULL, cudnn_off = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("BilinearSampler", list(data = data, grid = grid), c(cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
+}
+
 mx.nd.BlockGrad <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("BlockGrad", list(data), c(), NULL, out)
 }
@@ -107,6 +114,13 @@ mx.nd.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hi
 }
 mx.symbol.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("FullyConnected", list(data = data, weight = weight, bias = bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, name, attr)
+}
+
+mx.nd.GridGenerator <- function(data = NULL, transform_type, target_shape = NULL, out = NULL) {
+  .weft_nd_invoke("GridGenerator", list(data), c(transform_type = .weft_param(transform_type), target_shape = .weft_shape_param(target_shape)), NULL, out)
+}
+mx.symbol.GridGenerator <- function(data = NULL, transform_type, target_shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("GridGenerator", list(data = data), c(transform_type = .weft_param(transform_type), target_shape = .weft_shape_param(target_shape)), NULL, name, attr)
 }
 
 mx.nd.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups = NULL, eps = NULL, output_mean_var = NULL, out = NULL) {
@@ -247,6 +261,13 @@ mx.nd.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ig
 }
 mx.symbol.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
+}
+
+mx.nd.SpatialTransformer <- function(data = NULL, loc = NULL, target_shape = NULL, transform_type, sampler_type, cudnn_off = NULL, out = NULL) {
+  .weft_nd_invoke("SpatialTransformer", list(data, loc), c(target_shape = .weft_shape_param(target_shape), transform_type = .weft_param(transform_type), sampler_type = .weft_param(sampler_type), cudnn_off = .weft_param(cudnn_off)), NULL, out)
+}
+mx.symbol.SpatialTransformer <- function(data = NULL, loc = NULL, target_shape = NULL, transform_type, sampler_type, cudnn_off = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("SpatialTransformer", list(data = data, loc = loc), c(target_shape = .weft_shape_param(target_shape), transform_type = .weft_param(transform_type), sampler_type = .weft_param(sampler_type), cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
 }
 
 mx.nd.SwapAxis <- function(data = NULL, dim1 = NULL, dim2 = NULL, out = NULL) {
