@@ -173,3 +173,165 @@ def test_spatial_transformer_in_autograd():
     assert_almost_equal(y.asnumpy(), data.asnumpy(), rtol=1e-5, atol=1e-6)
     assert_almost_equal(data.grad.asnumpy(), np.ones((1, 1, 4, 4)), rtol=1e-5, atol=1e-6)
     assert np.all(np.isfinite(loc.grad.asnumpy()))
+
+
+# ---------------------------------------------------------------- ROI pooling
+def roi_pool_ref(data, rois, ph, pw, scale):
+    n, c, h, w = data.shape
+    out = np.zeros((len(rois), c, ph, pw))
+    for r, roi in enumerate(rois):
+        b = int(roi[0])
+        if not 0 <= b < n:
+            continue
+        x1, y1, x2, y2 = [int(np.floor(v * scale + 0.5)) for v in roi[1:]]
+        rh, rw = max(y2 - y1 + 1, 1), max(x2 - x1 + 1, 1)
+        for i in range(ph):
+            hs = min(max(int(np.floor(i * rh / ph)) + y1, 0), h)
+            he = min(max(int(np.ceil((i + 1) * rh / ph)) + y1, 0), h)
+            for j in range(pw):
+                ws = min(max(int(np.floor(j * rw / pw)) + x1, 0), w)
+                we = min(max(int(np.ceil((j + 1) * rw / pw)) + x1, 0), w)
+                if he > hs and we > ws:
+                    out[r, :, i, j] = data[b, :, hs:he, ws:we].max(axis=(1, 2))
+    return out
+
+
+ROIS = np.array([[0, 0, 0, 7, 7], [1, 2, 4, 9, 13], [0, 5, 1, 6, 2], [1, -3, -2, 20, 25], [-1, 0, 0, 4, 4],
+                 [3, 0, 0, 4, 4], [1, 9, 9, 3, 3]], dtype=np.float64)
+
+
+def test_roi_pooling_forward():
+    data = RNG.uniform(-1, 1, (2, 3, 8, 10))
+    out = nd.ROIPooling(arr(data), arr(ROIS), pooled_size=(3, 2), spatial_scale=0.6)
+    assert out.shape == (7, 3, 3, 2)
+    assert_almost_equal(out.asnumpy(), roi_pool_ref(data, ROIS, 3, 2, 0.6), rtol=0, atol=0)
+
+
+def test_roi_pooling_gradient():
+    # Distinct values, so every bin has one maximum.
+    data = RNG.permutation(2 * 2 * 6 * 6).reshape(2, 2, 6, 6) / 10.0
+    rois = np.array([[0, 0, 0, 4, 4], [1, 1, 2, 5, 5], [0, 2, 2, 3, 5]])
+    check_numeric_gradient("ROIPooling", [data, rois], grad_nodes=[0], params={"pooled_size": (2, 2),
+                                                                               "spatial_scale": 1.0})
+    x, r = arr(data), arr(rois)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.ROIPooling(x, r, pooled_size=(2, 2), spatial_scale=1.0)
+    y.backward(nd.ones_like(y))
+    # Each output's gradient lands at its maximum.
+    want = np.zeros_like(data)
+    out = y.asnumpy()
+    for v in out.ravel():
+        want[data == v] += 1
+    assert_almost_equal(x.grad.asnumpy(), want, rtol=0, atol=0)
+
+
+def test_roi_pooling_errors():
+    with pytest.raises(mx.base.MXNetError, match=r"expected rois \(num_rois, 5\)"):
+        nd.ROIPooling(nd.zeros((1, 1, 4, 4)), nd.zeros((2, 4)), pooled_size=(2, 2), spatial_scale=1)
+    with pytest.raises(mx.base.MXNetError, match=r"expected data \(batch, channel, h, w\)"):
+        nd.ROIPooling(nd.zeros((1, 4, 4)), nd.zeros((2, 5)), pooled_size=(2, 2), spatial_scale=1)
+    with pytest.raises(mx.base.MXNetError, match="spatial_scale"):
+        nd.ROIPooling(nd.zeros((1, 1, 4, 4)), nd.zeros((2, 5)), pooled_size=(2, 2), spatial_scale=2)
+    with pytest.raises(mx.base.MXNetError, match="pooled_size"):
+        nd.ROIPooling(nd.zeros((1, 1, 4, 4)), nd.zeros((2, 5)), pooled_size=(2, 0), spatial_scale=1)
+    with pytest.raises(mx.base.MXNetError, match="ograd"):
+        nd._internal._backward_ROIPooling(nd.zeros((3, 1, 2, 2)), nd.zeros((1, 1, 4, 4)), nd.zeros((2, 5)),
+                                pooled_size=(2, 2), spatial_scale=1)
+
+
+def bilinear_roi_sample(img, y, x):
+    h, w = img.shape[-2:]
+    if y < -1 or y > h or x < -1 or x > w:
+        return np.zeros(img.shape[:-2])
+    y, x = max(y, 0.0), max(x, 0.0)
+    y0, x0 = int(y), int(x)
+    if y0 >= h - 1:
+        y0 = y1 = h - 1
+        y = float(y0)
+    else:
+        y1 = y0 + 1
+    if x0 >= w - 1:
+        x0 = x1 = w - 1
+        x = float(x0)
+    else:
+        x1 = x0 + 1
+    ly, lx = y - y0, x - x0
+    return ((1 - ly) * (1 - lx) * img[..., y0, x0] + (1 - ly) * lx * img[..., y0, x1] +
+            ly * (1 - lx) * img[..., y1, x0] + ly * lx * img[..., y1, x1])
+
+
+def roi_align_ref(data, rois, ph, pw, scale, sample_ratio=-1, position_sensitive=False, aligned=False):
+    n, c, h, w = data.shape
+    oc = c // (ph * pw) if position_sensitive else c
+    out = np.zeros((len(rois), oc, ph, pw))
+    off = 0.5 if aligned else 0.0
+    for r, roi in enumerate(rois):
+        b = int(roi[0])
+        if not 0 <= b < n:
+            continue
+        x1, y1, x2, y2 = roi[1:] * scale - off
+        rw, rh = x2 - x1, y2 - y1
+        if not aligned:
+            rw, rh = max(rw, 1.0), max(rh, 1.0)
+        bh, bw = rh / ph, rw / pw
+        gh = sample_ratio if sample_ratio > 0 else int(np.ceil(bh))
+        gw = sample_ratio if sample_ratio > 0 else int(np.ceil(bw))
+        for i in range(ph):
+            for j in range(pw):
+                acc = np.zeros(c)
+                for iy in range(gh):
+                    for ix in range(gw):
+                        acc += bilinear_roi_sample(data[b], y1 + i * bh + (iy + 0.5) * bh / gh,
+                                                   x1 + j * bw + (ix + 0.5) * bw / gw)
+                acc /= gh * gw
+                if position_sensitive:
+                    out[r, :, i, j] = acc[np.arange(oc) * ph * pw + i * pw + j]
+                else:
+                    out[r, :, i, j] = acc
+    return out
+
+
+@pytest.mark.parametrize("sample_ratio,aligned", [(-1, False), (2, False), (-1, True), (3, True)])
+def test_roi_align_forward(sample_ratio, aligned):
+    data = RNG.uniform(-1, 1, (2, 3, 9, 11))
+    rois = np.array([[0, 1.2, 0.7, 15.3, 12.1], [1, 3.3, 4.1, 9.8, 17.6], [1, -4, -3, 30, 25],
+                     [0, 6.1, 2.2, 6.9, 3.0], [-1, 0, 0, 4, 4]])
+    got = nd.contrib.ROIAlign(arr(data), arr(rois), pooled_size=(2, 3), spatial_scale=0.5,
+                              sample_ratio=sample_ratio, aligned=aligned)
+    want = roi_align_ref(data, rois, 2, 3, 0.5, sample_ratio, aligned=aligned)
+    assert_almost_equal(got.asnumpy(), want, rtol=1e-10, atol=1e-12)
+
+
+def test_roi_align_position_sensitive():
+    data = RNG.uniform(-1, 1, (1, 12, 6, 6))
+    rois = np.array([[0, 0.5, 0.5, 5.5, 4.5], [0, 1, 2, 3, 5]])
+    got = nd.contrib.ROIAlign(arr(data), arr(rois), pooled_size=(2, 3), spatial_scale=1.0, sample_ratio=2,
+                              position_sensitive=True)
+    assert got.shape == (2, 2, 2, 3)
+    want = roi_align_ref(data, rois, 2, 3, 1.0, 2, position_sensitive=True)
+    assert_almost_equal(got.asnumpy(), want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("position_sensitive", [False, True])
+def test_roi_align_gradient(position_sensitive):
+    data = RNG.uniform(-1, 1, (2, 4, 5, 6))
+    rois = np.array([[0, 0.3, 0.6, 4.4, 3.7], [1, 1.1, 0.2, 5.3, 4.9], [0, 2.2, 1.3, 3.1, 2.6]])
+    check_numeric_gradient("_contrib_ROIAlign", [data, rois], grad_nodes=[0],
+                           params={"pooled_size": (2, 2), "spatial_scale": 1.0, "sample_ratio": 2,
+                                   "position_sensitive": position_sensitive})
+
+
+def test_roi_align_errors():
+    with pytest.raises(mx.base.MXNetError, match="divisible by pooled_size"):
+        nd.contrib.ROIAlign(nd.zeros((1, 5, 4, 4)), nd.zeros((1, 5)), pooled_size=(2, 2), spatial_scale=1,
+                            position_sensitive=True)
+    with pytest.raises(mx.base.MXNetError, match="positive width"):
+        nd.contrib.ROIAlign(nd.zeros((1, 1, 4, 4)), nd.array([[0, 2, 2, 2, 3]]), pooled_size=(2, 2),
+                            spatial_scale=1, aligned=True).wait_to_read()
+    with pytest.raises(mx.base.MXNetError, match="not finite"):
+        nd.contrib.ROIAlign(nd.zeros((1, 1, 4, 4)), nd.array([[0, 0, 0, np.inf, 3]]), pooled_size=(2, 2),
+                            spatial_scale=1).wait_to_read()
+    with pytest.raises(mx.base.MXNetError, match="ograd"):
+        nd._internal._backward_ROIAlign(nd.zeros((2, 1, 3, 3)), nd.zeros((1, 1, 4, 4)), nd.zeros((2, 5)),
+                              pooled_size=(2, 2), spatial_scale=1)

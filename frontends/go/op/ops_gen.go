@@ -81,6 +81,7 @@ var opGroupNorm = weft.NewOperator("GroupNorm")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
 var opInternalEqual = weft.NewOperator("_equal")
@@ -171,6 +172,7 @@ var opPick = weft.NewOperator("pick")
 var opPooling = weft.NewOperator("Pooling")
 var opProd = weft.NewOperator("prod")
 var opRNN = weft.NewOperator("RNN")
+var opROIPooling = weft.NewOperator("ROIPooling")
 var opRadians = weft.NewOperator("radians")
 var opRcbrt = weft.NewOperator("rcbrt")
 var opReciprocal = weft.NewOperator("reciprocal")
@@ -2428,6 +2430,52 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
 	return c.compose(opInternalArange, nil)
+}
+
+// InternalContribROIAlign runs the operator _contrib_ROIAlign.
+//
+// Pools each region of interest of data (N, C, H, W) to pooled_size (h, w) without quantisation: each of the h x w bins of a scaled ROI [batch_index, x1, y1, x2, y2] averages bilinear samples taken on a regular grid inside it (sample_ratio per axis, or ceil(bin size)). An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w), or (R, C / (h*w), h, w) with position_sensitive.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSampleRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+//   - WithPositionSensitive(bool): Position-sensitive pooling (R-FCN): bin (i, j) of output channel c reads input channel (c * h + i) * w + j, so the output has C / (h * w) channels. (default False)
+//   - WithAligned(bool): Shift the scaled box by half a pixel (Detectron2's aligned ROIAlign); boxes must then be non-empty. (default False)
+func InternalContribROIAlign(data, rois *weft.NDArray, pooledSize []int, spatialScale float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.invoke(opInternalContribROIAlign, data, rois)
+}
+
+// SymInternalContribROIAlign runs the operator _contrib_ROIAlign symbolically: it adds one node to the graph.
+//
+// Pools each region of interest of data (N, C, H, W) to pooled_size (h, w) without quantisation: each of the h x w bins of a scaled ROI [batch_index, x1, y1, x2, y2] averages bilinear samples taken on a regular grid inside it (sample_ratio per axis, or ceil(bin size)). An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w), or (R, C / (h*w), h, w) with position_sensitive.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSampleRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+//   - WithPositionSensitive(bool): Position-sensitive pooling (R-FCN): bin (i, j) of output channel c reads input channel (c * h + i) * w + j, so the output has C / (h * w) channels. (default False)
+//   - WithAligned(bool): Shift the scaled box by half a pixel (Detectron2's aligned ROIAlign); boxes must then be non-empty. (default False)
+func SymInternalContribROIAlign(data, rois *weft.Symbol, pooledSize []int, spatialScale float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.compose(opInternalContribROIAlign, []string{"data", "rois"}, data, rois)
 }
 
 // InternalCopy runs the operator _copy.
@@ -5278,6 +5326,42 @@ func SymRNN(data, parameters, state, stateCell, sequenceLength *weft.Symbol, sta
 	return c.compose(opRNN, []string{"data", "parameters", "state", "state_cell", "sequence_length"}, data, parameters, state, stateCell, sequenceLength)
 }
 
+// ROIPooling runs the operator ROIPooling.
+//
+// Max-pools each region of interest of data (N, C, H, W) to pooled_size (h, w): rois (R, 5) rows [batch_index, x1, y1, x2, y2] are scaled by spatial_scale and rounded, split into h x w bins, and each bin's maximum taken. The output is (R, C, h, w); the second output, maxidx (hidden), holds the flat data index of each maximum (-1 for empty bins).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+func ROIPooling(data, rois *weft.NDArray, pooledSize []int, spatialScale float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.invoke(opROIPooling, data, rois)
+}
+
+// SymROIPooling runs the operator ROIPooling symbolically: it adds one node to the graph.
+//
+// Max-pools each region of interest of data (N, C, H, W) to pooled_size (h, w): rois (R, 5) rows [batch_index, x1, y1, x2, y2] are scaled by spatial_scale and rounded, split into h x w bins, and each bin's maximum taken. The output is (R, C, h, w); the second output, maxidx (hidden), holds the flat data index of each maximum (-1 for empty bins).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+func SymROIPooling(data, rois *weft.Symbol, pooledSize []int, spatialScale float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.compose(opROIPooling, []string{"data", "rois"}, data, rois)
+}
+
 // Radians runs the operator radians.
 //
 // Converts degrees to radians.
@@ -7058,6 +7142,12 @@ func WithAdj(v []int) Option {
 	return param("adj", v)
 }
 
+// WithAligned sets the parameter aligned.
+// Shift the scaled box by half a pixel (Detectron2's aligned ROIAlign); boxes must then be non-empty.
+func WithAligned(v bool) Option {
+	return param("aligned", v)
+}
+
 // WithAlpha sets the parameter alpha.
 // Scale of the sum of squares (divided by nsize).
 func WithAlpha(v float64) Option {
@@ -7520,6 +7610,12 @@ func WithPoolingConvention(v string) Option {
 	return param("pooling_convention", v)
 }
 
+// WithPositionSensitive sets the parameter position_sensitive.
+// Position-sensitive pooling (R-FCN): bin (i, j) of output channel c reads input channel (c * h + i) * w + j, so the output has C / (h * w) channels.
+func WithPositionSensitive(v bool) Option {
+	return param("position_sensitive", v)
+}
+
 // WithPreserveShape sets the parameter preserve_shape.
 // Softmax over the last axis, with labels of the data's shape without it.
 func WithPreserveShape(v bool) Option {
@@ -7572,6 +7668,12 @@ func WithRhsBegin(v int) Option {
 // End of the rhs axes used (None: all).
 func WithRhsEnd(v int) Option {
 	return param("rhs_end", v)
+}
+
+// WithSampleRatio sets the parameter sample_ratio.
+// Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
+func WithSampleRatio(v int) Option {
+	return param("sample_ratio", v)
 }
 
 // WithScalar sets the parameter scalar.

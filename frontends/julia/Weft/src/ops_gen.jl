@@ -718,6 +718,27 @@ RNN(args::NDArray...; kwargs...) = _invoke_op(_op_RNN, args; kwargs...)
 RNN(args::SymbolicNode...; kwargs...) = _compose_op(_op_RNN, args; kwargs...)
 RNN(; kwargs...) = _call_op(_op_RNN; kwargs...)
 
+const _op_ROIPooling = OpDef("ROIPooling", ["data", "rois"], false, "")
+"""
+    ROIPooling(data, rois; pooled_size, spatial_scale)
+
+Max-pools each region of interest of data (N, C, H, W) to pooled_size (h, w): rois (R, 5) rows [batch_index, x1, y1, x2, y2] are scaled by spatial_scale and rounded, split into h x w bins, and each bin's maximum taken. The output is (R, C, h, w); the second output, maxidx (hidden), holds the flat data index of each maximum (-1 for empty bins).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W)
+- `rois` (NDArray or SymbolicNode): The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+
+# Parameters
+- `pooled_size` (Shape(tuple); required): The output size of each ROI: (h, w).
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ROIPooling end
+ROIPooling(args::NDArray...; kwargs...) = _invoke_op(_op_ROIPooling, args; kwargs...)
+ROIPooling(args::SymbolicNode...; kwargs...) = _compose_op(_op_ROIPooling, args; kwargs...)
+ROIPooling(; kwargs...) = _call_op(_op_ROIPooling; kwargs...)
+
 const _op_SequenceLast = OpDef("SequenceLast", ["data", "sequence_length"], false, "")
 """
     SequenceLast(data, sequence_length; use_sequence_length=False, axis=0)
@@ -997,6 +1018,30 @@ function _arange end
 _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
+
+const _op__contrib_ROIAlign = OpDef("_contrib_ROIAlign", ["data", "rois"], false, "")
+"""
+    _contrib_ROIAlign(data, rois; pooled_size, spatial_scale, sample_ratio=-1, position_sensitive=False, aligned=False)
+
+Pools each region of interest of data (N, C, H, W) to pooled_size (h, w) without quantisation: each of the h x w bins of a scaled ROI [batch_index, x1, y1, x2, y2] averages bilinear samples taken on a regular grid inside it (sample_ratio per axis, or ceil(bin size)). An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w), or (R, C / (h*w), h, w) with position_sensitive.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W)
+- `rois` (NDArray or SymbolicNode): The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+
+# Parameters
+- `pooled_size` (Shape(tuple); required): The output size of each ROI: (h, w).
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+- `sample_ratio` (int; default `-1`): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
+- `position_sensitive` (boolean; default `False`): Position-sensitive pooling (R-FCN): bin (i, j) of output channel c reads input channel (c * h + i) * w + j, so the output has C / (h * w) channels.
+- `aligned` (boolean; default `False`): Shift the scaled box by half a pixel (Detectron2's aligned ROIAlign); boxes must then be non-empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_ROIAlign end
+_contrib_ROIAlign(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ROIAlign, args; kwargs...)
+_contrib_ROIAlign(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ROIAlign, args; kwargs...)
+_contrib_ROIAlign(; kwargs...) = _call_op(_op__contrib_ROIAlign; kwargs...)
 
 const _op__copy = OpDef("_copy", ["data"], false, "")
 """
@@ -5769,6 +5814,7 @@ const _OPERATOR_NAMES = [
     "pad",
     "Pooling",
     "RNN",
+    "ROIPooling",
     "SequenceLast",
     "SequenceMask",
     "SequenceReverse",
@@ -5781,6 +5827,7 @@ const _OPERATOR_NAMES = [
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_ROIAlign",
     "_copy",
     "_div_scalar",
     "_DivScalar",

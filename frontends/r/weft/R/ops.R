@@ -228,6 +228,13 @@ mx.symbol.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_ce
   .weft_symbol_op("RNN", list(data = data, parameters = parameters, state = state, state_cell = state_cell, sequence_length = sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, name, attr)
 }
 
+mx.nd.ROIPooling <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, out = NULL) {
+  .weft_nd_invoke("ROIPooling", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale)), NULL, out)
+}
+mx.symbol.ROIPooling <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, name = NULL, attr = NULL) {
+  .weft_symbol_op("ROIPooling", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale)), NULL, name, attr)
+}
+
 mx.nd.SequenceLast <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("SequenceLast", list(data, sequence_length), c(use_sequence_length = .weft_param(use_sequence_length), axis = .weft_param(axis)), NULL, out)
 }
@@ -310,6 +317,13 @@ mx.nd.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NUL
 }
 mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NULL, infer_range = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_ROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, out)
+}
+mx.symbol.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_ROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, name, attr)
 }
 
 mx.nd.internal.copy <- function(data = NULL, out = NULL) {
