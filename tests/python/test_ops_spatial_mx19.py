@@ -335,3 +335,149 @@ def test_roi_align_errors():
     with pytest.raises(mx.base.MXNetError, match="ograd"):
         nd._internal._backward_ROIAlign(nd.zeros((2, 1, 3, 3)), nd.zeros((1, 1, 4, 4)), nd.zeros((2, 5)),
                               pooled_size=(2, 2), spatial_scale=1)
+
+
+# ---------------------------------------------------------------- CTC
+def ctc_ref(acts, labels, data_lengths, blank):
+    """Negative log-likelihood per sequence by the forward recursion in probability space."""
+    t_max, b_size, a = acts.shape
+    e = np.exp(acts - acts.max(axis=2, keepdims=True))
+    probs = e / e.sum(axis=2, keepdims=True)
+    out = []
+    for b in range(b_size):
+        ext = [blank]
+        for lab in labels[b]:
+            ext += [lab, blank]
+        s_len, steps = len(ext), data_lengths[b]
+        alpha = np.zeros(s_len)
+        alpha[0] = probs[0, b, blank]
+        if s_len > 1:
+            alpha[1] = probs[0, b, ext[1]]
+        for t in range(1, steps):
+            prev = alpha.copy()
+            for s in range(s_len):
+                v = prev[s] + (prev[s - 1] if s >= 1 else 0)
+                if s >= 2 and ext[s] != blank and ext[s] != ext[s - 2]:
+                    v += prev[s - 2]
+                alpha[s] = v * probs[t, b, ext[s]]
+        p = alpha[-1] + (alpha[-2] if s_len > 1 else 0)
+        out.append(-np.log(p))
+    return np.array(out)
+
+
+def padded(labels, width, pad):
+    return np.array([list(l) + [pad] * (width - len(l)) for l in labels], dtype=np.float64)
+
+
+LABELS = [[1, 2, 2], [3], [2, 1, 3, 3], []]
+
+
+@pytest.mark.parametrize("blank_label", ["first", "last"])
+def test_ctc_loss_forward(blank_label):
+    acts = RNG.uniform(-2, 2, (9, 4, 5))
+    if blank_label == "first":
+        labels, pad, blank = LABELS, 0, 0
+    else:
+        labels, pad, blank = [[v - 1 for v in l] for l in LABELS], -1, 4
+    loss = nd.CTCLoss(arr(acts), arr(padded(labels, 4, pad)), blank_label=blank_label)
+    assert loss.shape == (4,)
+    assert_almost_equal(loss.asnumpy(), ctc_ref(acts, labels, [9] * 4, blank), rtol=1e-10, atol=1e-10)
+
+
+def test_ctc_loss_lengths_and_torch():
+    acts = RNG.uniform(-2, 2, (8, 3, 6))
+    labels = [[1, 2], [5, 5, 4], [3]]
+    data_len = np.array([8, 6, 3])
+    # Padding after label_lengths is not read, whatever its value.
+    label_mat = np.array([[1, 2, 4, 4], [5, 5, 4, 1], [3, 3, 3, 3]], dtype=np.float64)
+    label_len = np.array([2, 3, 1])
+    for fn in (nd.CTCLoss, nd.ctc_loss, nd.contrib.CTCLoss, nd.contrib.ctc_loss):
+        loss = fn(arr(acts), arr(label_mat), arr(data_len), arr(label_len), use_data_lengths=True,
+                  use_label_lengths=True)
+        assert_almost_equal(loss.asnumpy(), ctc_ref(acts, labels, data_len, 0), rtol=1e-10, atol=1e-10)
+    # Only label lengths: the third input is label_lengths.
+    loss = nd.CTCLoss(arr(acts), arr(label_mat), arr(label_len), use_label_lengths=True)
+    assert_almost_equal(loss.asnumpy(), ctc_ref(acts, labels, [8] * 3, 0), rtol=1e-10, atol=1e-10)
+    if torch is not None:
+        logp = torch.from_numpy(acts).log_softmax(2)
+        want = torch.nn.functional.ctc_loss(logp, torch.tensor([1, 2, 5, 5, 4, 3]), torch.tensor(data_len),
+                                            torch.tensor(label_len), blank=0, reduction="none")
+        got = nd.CTCLoss(arr(acts), arr(label_mat), arr(data_len), arr(label_len), use_data_lengths=True,
+                         use_label_lengths=True)
+        assert_almost_equal(got.asnumpy(), want.numpy(), rtol=1e-10, atol=1e-10)
+
+
+def test_ctc_loss_gradient():
+    acts = RNG.uniform(-1, 1, (6, 3, 4))
+    labels = padded([[1, 2], [3, 3], [2]], 2, 0)
+    check_numeric_gradient("CTCLoss", [acts, labels], grad_nodes=[0], numeric_eps=1e-5, rtol=1e-5, atol=1e-7)
+    check_numeric_gradient("CTCLoss", [acts, labels, np.array([6, 4, 2])], grad_nodes=[0], numeric_eps=1e-5,
+                           rtol=1e-5, atol=1e-7, params={"use_data_lengths": True})
+
+
+def test_ctc_loss_gradient_matches_torch_float32():
+    if torch is None:
+        pytest.skip("PyTorch is not installed")
+    acts = RNG.uniform(-2, 2, (7, 2, 5)).astype(np.float32)
+    label_mat = np.array([[1, 2, 0], [4, 4, 3]], dtype=np.float32)
+    x = nd.array(acts)
+    x.attach_grad()
+    with mx.autograd.record():
+        loss = nd.CTCLoss(x, nd.array(label_mat))
+    loss.backward()
+    t = torch.from_numpy(acts).requires_grad_()
+    want = torch.nn.functional.ctc_loss(t.log_softmax(2), torch.tensor([1, 2, 4, 4, 3]), torch.tensor([7, 7]),
+                                        torch.tensor([2, 3]), blank=0, reduction="sum")
+    want.backward()
+    assert_almost_equal(loss.asnumpy().sum(), want.item(), rtol=1e-5, atol=1e-5)
+    assert_almost_equal(x.grad.asnumpy(), t.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_ctc_loss_infeasible_is_infinite():
+    acts = RNG.uniform(-1, 1, (2, 1, 3))
+    # Two equal labels need a blank between them: three steps at least.
+    loss = nd.CTCLoss(arr(acts), arr([[1, 1]]))
+    assert np.isinf(loss.asnumpy()[0])
+
+
+def test_ctc_loss_errors():
+    with pytest.raises(mx.base.MXNetError, match=r"expected label \(2, label_sequence_length\)"):
+        nd.CTCLoss(nd.zeros((5, 2, 4)), nd.zeros((3, 2)))
+    with pytest.raises(mx.base.MXNetError, match="cannot be longer than the sequences"):
+        nd.CTCLoss(nd.zeros((2, 2, 4)), nd.zeros((2, 3)))
+    with pytest.raises(mx.base.MXNetError, match="is not a class of the alphabet"):
+        nd.CTCLoss(nd.zeros((5, 1, 4)), nd.array([[1, 7]])).wait_to_read()
+    with pytest.raises(mx.base.MXNetError, match="is not a class of the alphabet"):
+        nd.CTCLoss(nd.zeros((5, 1, 4)), nd.array([[1, 3]]), blank_label="last").wait_to_read()
+    with pytest.raises(mx.base.MXNetError, match=r"data_lengths\[0\] = 9"):
+        nd.CTCLoss(nd.zeros((5, 1, 4)), nd.array([[1, 2]]), nd.array([9]), use_data_lengths=True).wait_to_read()
+    with pytest.raises(mx.base.MXNetError, match="blank_label"):
+        nd.CTCLoss(nd.zeros((5, 1, 4)), nd.array([[1, 2]]), blank_label="middle")
+    with pytest.raises(mx.base.MXNetError, match="ograd"):
+        nd._internal._backward_ctc_loss(nd.zeros((3,)), nd.zeros((5, 2, 4)))
+
+
+@pytest.mark.parametrize("layout,label_layout", [("NTC", "NT"), ("TNC", "TN")])
+def test_gluon_ctc_loss(layout, label_layout):
+    acts = RNG.uniform(-2, 2, (3, 7, 5))  # (N, T, C)
+    labels = [[0, 1], [3, 3, 2], [2]]
+    label_mat = padded(labels, 3, -1)
+    pred = acts if layout == "NTC" else acts.transpose(1, 0, 2)
+    lab = label_mat if label_layout == "NT" else label_mat.T
+    loss_fn = mx.gluon.loss.CTCLoss(layout=layout, label_layout=label_layout)
+    want = ctc_ref(acts.transpose(1, 0, 2), labels, [7] * 3, 4)
+    got = loss_fn(nd.array(pred), nd.array(lab))
+    assert_almost_equal(got.asnumpy(), want, rtol=1e-5, atol=1e-5)
+    # Lengths, and the same through a hybridized block.
+    pred_len, lab_len = np.array([7, 5, 4]), np.array([2, 3, 1])
+    want = ctc_ref(acts.transpose(1, 0, 2), labels, pred_len, 4)
+    loss_fn.hybridize()
+    got = loss_fn(nd.array(pred), nd.array(lab), nd.array(pred_len), nd.array(lab_len))
+    assert_almost_equal(got.asnumpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_gluon_ctc_loss_layout_checks():
+    with pytest.raises(AssertionError, match="NTC"):
+        mx.gluon.loss.CTCLoss(layout="CTN")
+    with pytest.raises(AssertionError, match="NT"):
+        mx.gluon.loss.CTCLoss(label_layout="TT")

@@ -45,6 +45,7 @@ var opBroadcastNotEqual = weft.NewOperator("broadcast_not_equal")
 var opBroadcastPower = weft.NewOperator("broadcast_power")
 var opBroadcastSub = weft.NewOperator("broadcast_sub")
 var opBroadcastTo = weft.NewOperator("broadcast_to")
+var opCTCLoss = weft.NewOperator("CTCLoss")
 var opCast = weft.NewOperator("Cast")
 var opCbrt = weft.NewOperator("cbrt")
 var opCeil = weft.NewOperator("ceil")
@@ -1288,6 +1289,44 @@ func SymBroadcastTo(data *weft.Symbol, shape []int, opts ...Option) (*weft.Symbo
 	c := newCall(opts)
 	c.set("shape", shape)
 	return c.compose(opBroadcastTo, []string{"data"}, data)
+}
+
+// CTCLoss runs the operator CTCLoss.
+//
+// Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The activations (sequence_length, batch_size, alphabet_size)
+//   - label: The labellings (batch_size, label_sequence_length)
+//   - dataLengths: The length of each sequence (with use_data_lengths)
+//   - labelLengths: The length of each labelling (with use_label_lengths)
+//
+// Options:
+//   - WithUseDataLengths(bool): Whether the input data_lengths gives each sequence's length; otherwise all have T steps. (default False)
+//   - WithUseLabelLengths(bool): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last'). (default False)
+//   - WithBlankLabel(string): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1). (default first)
+func CTCLoss(data, label, dataLengths, labelLengths *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opCTCLoss, data, label, dataLengths, labelLengths)
+}
+
+// SymCTCLoss runs the operator CTCLoss symbolically: it adds one node to the graph.
+//
+// Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The activations (sequence_length, batch_size, alphabet_size)
+//   - label: The labellings (batch_size, label_sequence_length)
+//   - dataLengths: The length of each sequence (with use_data_lengths)
+//   - labelLengths: The length of each labelling (with use_label_lengths)
+//
+// Options:
+//   - WithUseDataLengths(bool): Whether the input data_lengths gives each sequence's length; otherwise all have T steps. (default False)
+//   - WithUseLabelLengths(bool): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last'). (default False)
+//   - WithBlankLabel(string): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1). (default first)
+func SymCTCLoss(data, label, dataLengths, labelLengths *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opCTCLoss, []string{"data", "label", "data_lengths", "label_lengths"}, data, label, dataLengths, labelLengths)
 }
 
 // Cast runs the operator Cast.
@@ -6950,6 +6989,16 @@ func SymCrop(data *weft.Symbol, begin string, end string, opts ...Option) (*weft
 	return SymSlice(data, begin, end, opts...)
 }
 
+// CtcLoss is CTCLoss under its alias ctc_loss.
+func CtcLoss(data, label, dataLengths, labelLengths *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return CTCLoss(data, label, dataLengths, labelLengths, opts...)
+}
+
+// SymCtcLoss is SymCTCLoss under its alias ctc_loss.
+func SymCtcLoss(data, label, dataLengths, labelLengths *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymCTCLoss(data, label, dataLengths, labelLengths, opts...)
+}
+
 // Identity is InternalCopy under its alias identity.
 func Identity(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	return InternalCopy(data, opts...)
@@ -7194,6 +7243,12 @@ func WithBiasCorrection(v bool) Option {
 // Whether each layer runs both ways.
 func WithBidirectional(v bool) Option {
 	return param("bidirectional", v)
+}
+
+// WithBlankLabel sets the parameter blank_label.
+// Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+func WithBlankLabel(v string) Option {
+	return param("blank_label", v)
 }
 
 // WithClipGrad sets the parameter clip_grad.
@@ -7778,6 +7833,12 @@ func WithUpperBound(v float64) Option {
 	return param("upper_bound", v)
 }
 
+// WithUseDataLengths sets the parameter use_data_lengths.
+// Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+func WithUseDataLengths(v bool) Option {
+	return param("use_data_lengths", v)
+}
+
 // WithUseGlobalStats sets the parameter use_global_stats.
 // Use the moving statistics in training too.
 func WithUseGlobalStats(v bool) Option {
@@ -7788,6 +7849,12 @@ func WithUseGlobalStats(v bool) Option {
 // Honour ignore_label.
 func WithUseIgnore(v bool) Option {
 	return param("use_ignore", v)
+}
+
+// WithUseLabelLengths sets the parameter use_label_lengths.
+// Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+func WithUseLabelLengths(v bool) Option {
+	return param("use_label_lengths", v)
 }
 
 // WithUseLength sets the parameter use_length.

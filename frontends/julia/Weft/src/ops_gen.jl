@@ -111,6 +111,108 @@ stop_gradient(args::NDArray...; kwargs...) = _invoke_op(_op_stop_gradient, args;
 stop_gradient(args::SymbolicNode...; kwargs...) = _compose_op(_op_stop_gradient, args; kwargs...)
 stop_gradient(; kwargs...) = _call_op(_op_stop_gradient; kwargs...)
 
+const _op_CTCLoss = OpDef("CTCLoss", ["data", "label", "data_lengths", "label_lengths"], false, "")
+"""
+    CTCLoss(data, label, data_lengths, label_lengths; use_data_lengths=False, use_label_lengths=False, blank_label=first)
+
+Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The activations (sequence_length, batch_size, alphabet_size)
+- `label` (NDArray or SymbolicNode): The labellings (batch_size, label_sequence_length)
+- `data_lengths` (NDArray or SymbolicNode): The length of each sequence (with use_data_lengths)
+- `label_lengths` (NDArray or SymbolicNode): The length of each labelling (with use_label_lengths)
+
+# Parameters
+- `use_data_lengths` (boolean; default `False`): Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+- `use_label_lengths` (boolean; default `False`): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+- `blank_label` ({'first', 'last'}; default `first`): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function CTCLoss end
+CTCLoss(args::NDArray...; kwargs...) = _invoke_op(_op_CTCLoss, args; kwargs...)
+CTCLoss(args::SymbolicNode...; kwargs...) = _compose_op(_op_CTCLoss, args; kwargs...)
+CTCLoss(; kwargs...) = _call_op(_op_CTCLoss; kwargs...)
+
+const _op__contrib_CTCLoss = OpDef("_contrib_CTCLoss", ["data", "label", "data_lengths", "label_lengths"], false, "")
+"""
+    _contrib_CTCLoss(data, label, data_lengths, label_lengths; use_data_lengths=False, use_label_lengths=False, blank_label=first)
+
+Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The activations (sequence_length, batch_size, alphabet_size)
+- `label` (NDArray or SymbolicNode): The labellings (batch_size, label_sequence_length)
+- `data_lengths` (NDArray or SymbolicNode): The length of each sequence (with use_data_lengths)
+- `label_lengths` (NDArray or SymbolicNode): The length of each labelling (with use_label_lengths)
+
+# Parameters
+- `use_data_lengths` (boolean; default `False`): Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+- `use_label_lengths` (boolean; default `False`): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+- `blank_label` ({'first', 'last'}; default `first`): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+
+Alias of `CTCLoss`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_CTCLoss end
+_contrib_CTCLoss(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_CTCLoss, args; kwargs...)
+_contrib_CTCLoss(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_CTCLoss, args; kwargs...)
+_contrib_CTCLoss(; kwargs...) = _call_op(_op__contrib_CTCLoss; kwargs...)
+
+const _op__contrib_ctc_loss = OpDef("_contrib_ctc_loss", ["data", "label", "data_lengths", "label_lengths"], false, "")
+"""
+    _contrib_ctc_loss(data, label, data_lengths, label_lengths; use_data_lengths=False, use_label_lengths=False, blank_label=first)
+
+Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The activations (sequence_length, batch_size, alphabet_size)
+- `label` (NDArray or SymbolicNode): The labellings (batch_size, label_sequence_length)
+- `data_lengths` (NDArray or SymbolicNode): The length of each sequence (with use_data_lengths)
+- `label_lengths` (NDArray or SymbolicNode): The length of each labelling (with use_label_lengths)
+
+# Parameters
+- `use_data_lengths` (boolean; default `False`): Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+- `use_label_lengths` (boolean; default `False`): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+- `blank_label` ({'first', 'last'}; default `first`): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+
+Alias of `CTCLoss`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_ctc_loss end
+_contrib_ctc_loss(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ctc_loss, args; kwargs...)
+_contrib_ctc_loss(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ctc_loss, args; kwargs...)
+_contrib_ctc_loss(; kwargs...) = _call_op(_op__contrib_ctc_loss; kwargs...)
+
+const _op_ctc_loss = OpDef("ctc_loss", ["data", "label", "data_lengths", "label_lengths"], false, "")
+"""
+    ctc_loss(data, label, data_lengths, label_lengths; use_data_lengths=False, use_label_lengths=False, blank_label=first)
+
+Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The activations (sequence_length, batch_size, alphabet_size)
+- `label` (NDArray or SymbolicNode): The labellings (batch_size, label_sequence_length)
+- `data_lengths` (NDArray or SymbolicNode): The length of each sequence (with use_data_lengths)
+- `label_lengths` (NDArray or SymbolicNode): The length of each labelling (with use_label_lengths)
+
+# Parameters
+- `use_data_lengths` (boolean; default `False`): Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+- `use_label_lengths` (boolean; default `False`): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+- `blank_label` ({'first', 'last'}; default `first`): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+
+Alias of `CTCLoss`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ctc_loss end
+ctc_loss(args::NDArray...; kwargs...) = _invoke_op(_op_ctc_loss, args; kwargs...)
+ctc_loss(args::SymbolicNode...; kwargs...) = _compose_op(_op_ctc_loss, args; kwargs...)
+ctc_loss(; kwargs...) = _call_op(_op_ctc_loss; kwargs...)
+
 const _op_Cast = OpDef("Cast", ["data"], false, "")
 """
     Cast(data; dtype)
@@ -5787,6 +5889,10 @@ const _OPERATOR_NAMES = [
     "BilinearSampler",
     "BlockGrad",
     "stop_gradient",
+    "CTCLoss",
+    "_contrib_CTCLoss",
+    "_contrib_ctc_loss",
+    "ctc_loss",
     "Cast",
     "cast",
     "Concat",

@@ -39,6 +39,20 @@ mx.symbol.stop.gradient <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("BlockGrad", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, out = NULL) {
+  .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
+}
+mx.symbol.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
+}
+
+mx.nd.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, out = NULL) {
+  .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
+}
+mx.symbol.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
+}
+
 mx.nd.Cast <- function(data = NULL, dtype, out = NULL) {
   .weft_nd_invoke("Cast", list(data), c(dtype = .weft_param(dtype)), NULL, out)
 }
