@@ -481,3 +481,415 @@ def test_gluon_ctc_loss_layout_checks():
         mx.gluon.loss.CTCLoss(layout="CTN")
     with pytest.raises(AssertionError, match="NT"):
         mx.gluon.loss.CTCLoss(label_layout="TT")
+
+
+# ---------------------------------------------------------------- detection
+def corners(b, fmt):
+    b = np.asarray(b, dtype=np.float64)
+    if fmt == "corner":
+        return b
+    return np.stack([b[..., 0] - b[..., 2] / 2, b[..., 1] - b[..., 3] / 2, b[..., 0] + b[..., 2] / 2,
+                     b[..., 1] + b[..., 3] / 2], axis=-1)
+
+
+def iou_ref(a, b, fmt="corner"):
+    a, b = corners(a, fmt).reshape(-1, 4), corners(b, fmt).reshape(-1, 4)
+    out = np.zeros((len(a), len(b)))
+    for i, p in enumerate(a):
+        for j, q in enumerate(b):
+            w = min(p[2], q[2]) - max(p[0], q[0])
+            h = min(p[3], q[3]) - max(p[1], q[1])
+            if w > 0 and h > 0:
+                area = lambda r: max(r[2] - r[0], 0) * max(r[3] - r[1], 0)
+                out[i, j] = w * h / (area(p) + area(q) - w * h)
+    return out
+
+
+def rand_boxes(n, fmt="corner"):
+    xy = RNG.uniform(0, 10, (n, 2))
+    wh = RNG.uniform(0.5, 5, (n, 2))
+    return np.concatenate([xy, xy + wh], 1) if fmt == "corner" else np.concatenate([xy, wh], 1)
+
+
+@pytest.mark.parametrize("fmt", ["corner", "center"])
+def test_box_iou(fmt):
+    a = rand_boxes(6, fmt).reshape(2, 3, 4)
+    b = rand_boxes(5, fmt)
+    got = nd.contrib.box_iou(arr(a), arr(b), format=fmt)
+    assert got.shape == (2, 3, 5)
+    assert_almost_equal(got.asnumpy().reshape(6, 5), iou_ref(a, b, fmt), rtol=1e-12, atol=1e-12)
+    with pytest.raises(mx.base.MXNetError, match=r"expected boxes \(\.\.\., 4\)"):
+        nd.contrib.box_iou(nd.zeros((3, 5)), nd.zeros((2, 4)))
+
+
+def nms_ref(data, overlap_thresh=0.5, valid_thresh=0, topk=-1, coord_start=2, score_index=1, id_index=-1,
+            background_id=-1, force_suppress=False, in_format="corner", out_format="corner"):
+    shape = data.shape
+    d = data.reshape(-1, shape[-2], shape[-1])
+    out = -np.ones_like(d)
+    for b in range(len(d)):
+        rows = d[b]
+        idx = [i for i in range(len(rows)) if rows[i, score_index] > valid_thresh and
+               (id_index < 0 or rows[i, id_index] != background_id)]
+        idx = sorted(idx, key=lambda i: -rows[i, score_index])
+        if topk >= 0:
+            idx = idx[:topk]
+        keep = []
+        for i in idx:
+            ok = True
+            for k in keep:
+                if id_index >= 0 and not force_suppress and rows[k, id_index] != rows[i, id_index]:
+                    continue
+                if iou_ref(rows[k, coord_start:coord_start + 4], rows[i, coord_start:coord_start + 4],
+                           in_format)[0, 0] > overlap_thresh:
+                    ok = False
+                    break
+            if ok:
+                keep.append(i)
+        for c, i in enumerate(keep):
+            out[b, c] = rows[i]
+            if in_format != out_format:
+                box = corners(rows[i, coord_start:coord_start + 4], in_format)
+                if out_format == "center":
+                    box = np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2, box[2] - box[0], box[3] - box[1]])
+                out[b, c, coord_start:coord_start + 4] = box
+    return out.reshape(shape)
+
+
+def rand_dets(batch, n, cls=3):
+    boxes = rand_boxes(batch * n).reshape(batch, n, 4)
+    # Clusters of overlapping boxes, so suppression happens.
+    boxes[:, 1::2] = boxes[:, 0:-1:2][:, :boxes[:, 1::2].shape[1]] + RNG.uniform(-0.3, 0.3, boxes[:, 1::2].shape)
+    ids = RNG.randint(0, cls, (batch, n, 1)).astype(np.float64)
+    scores = RNG.permutation(batch * n).reshape(batch, n, 1) / float(batch * n)
+    return np.concatenate([ids, scores, boxes], axis=2)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"overlap_thresh": 0.3, "topk": 5},
+    {"id_index": 0, "force_suppress": False},
+    {"id_index": 0, "force_suppress": True, "background_id": 1},
+    {"valid_thresh": 0.4, "out_format": "center"},
+    {"in_format": "center", "out_format": "corner"},
+])
+def test_box_nms(kwargs):
+    data = rand_dets(2, 10)
+    if kwargs.get("in_format") == "center":
+        c = corners(data[..., 2:6], "corner")
+        data[..., 2:6] = np.stack([(c[..., 0] + c[..., 2]) / 2, (c[..., 1] + c[..., 3]) / 2, c[..., 2] - c[..., 0],
+                                   c[..., 3] - c[..., 1]], -1)
+    got = nd.contrib.box_nms(arr(data), **kwargs)
+    assert_almost_equal(got.asnumpy(), nms_ref(data, **kwargs), rtol=1e-12, atol=1e-12)
+
+
+def test_box_nms_layout_params_and_alias():
+    # Score last, coordinates first, class in the middle; three leading batch axes.
+    data = rand_dets(6, 7)[:, :, [2, 3, 4, 5, 0, 1]].reshape(2, 3, 7, 6)
+    params = {"coord_start": 0, "score_index": 5, "id_index": 4, "overlap_thresh": 0.2}
+    got = nd.contrib.box_non_maximum_suppression(arr(data), **params)
+    assert_almost_equal(got.asnumpy(), nms_ref(data, **params), rtol=1e-12, atol=1e-12)
+    # topk=0 keeps the input as it is.
+    assert_almost_equal(nd.contrib.box_nms(arr(data), topk=0, **params).asnumpy(), data, rtol=0, atol=0)
+
+
+def test_box_nms_gradient():
+    data = rand_dets(2, 8)
+    x = arr(data)
+    x.attach_grad()
+    head = RNG.uniform(-1, 1, data.shape)
+    with mx.autograd.record():
+        y = nd.contrib.box_nms(x, overlap_thresh=0.4)
+    y.backward(arr(head))
+    out = y.asnumpy()
+    want = np.zeros_like(data)
+    for b in range(2):
+        for c in range(8):
+            if out[b, c, 0] < 0 and out[b, c, 1] < 0:
+                continue
+            i = [k for k in range(8) if np.array_equal(data[b, k], out[b, c])][0]
+            want[b, i] = head[b, c]
+    assert_almost_equal(x.grad.asnumpy(), want, rtol=0, atol=0)
+    check_numeric_gradient("_contrib_box_nms", [data], numeric_eps=1e-6, params={"overlap_thresh": 0.4})
+
+
+def test_box_nms_errors():
+    with pytest.raises(mx.base.MXNetError, match="at least 5 values"):
+        nd.contrib.box_nms(nd.zeros((3, 4)))
+    with pytest.raises(mx.base.MXNetError, match="at least 6 values"):
+        nd.contrib.box_nms(nd.zeros((3, 5)), id_index=0)
+    with pytest.raises(mx.base.MXNetError, match="score_index 3 must lie"):
+        nd.contrib.box_nms(nd.zeros((3, 6)), score_index=3)
+    with pytest.raises(mx.base.MXNetError, match="coord_start"):
+        nd.contrib.box_nms(nd.zeros((3, 6)), coord_start=3)
+    with pytest.raises(mx.base.MXNetError, match="in_format"):
+        nd.contrib.box_nms(nd.zeros((3, 6)), in_format="xywh")
+    with pytest.raises(mx.base.MXNetError, match=r"record\[0\] = 7 names no input box"):
+        nd._internal._backward_contrib_box_nms(nd.zeros((3, 6)), nd.array([[7], [0], [1]])).wait_to_read()
+    with pytest.raises(mx.base.MXNetError, match="record"):
+        nd._internal._backward_contrib_box_nms(nd.zeros((3, 6)), nd.zeros((2, 1)))
+
+
+def bipartite_ref(scores, threshold, is_ascend=False, topk=-1):
+    r, c = scores.shape
+    order = np.argsort(scores.ravel() if is_ascend else -scores.ravel(), kind="stable")
+    rows, cols, count = -np.ones(r), -np.ones(c), 0
+    for i in order:
+        a, b = divmod(i, c)
+        if rows[a] != -1 or cols[b] != -1:
+            continue
+        v = scores.ravel()[i]
+        if not (v < threshold if is_ascend else v > threshold):
+            break
+        rows[a], cols[b] = b, a
+        count += 1
+        if topk > 0 and count > topk:
+            break
+    return rows, cols
+
+
+@pytest.mark.parametrize("kwargs", [{"threshold": 0.1}, {"threshold": 0.6, "is_ascend": True},
+                                    {"threshold": 0.05, "topk": 2}])
+def test_bipartite_matching(kwargs):
+    scores = RNG.uniform(0, 1, (2, 5, 4))
+    rows, cols = nd.contrib.bipartite_matching(arr(scores), **kwargs)
+    assert rows.shape == (2, 5) and cols.shape == (2, 4)
+    for b in range(2):
+        want_r, want_c = bipartite_ref(scores[b], **kwargs)
+        assert_almost_equal(rows.asnumpy()[b], want_r, rtol=0, atol=0)
+        assert_almost_equal(cols.asnumpy()[b], want_c, rtol=0, atol=0)
+    with pytest.raises(mx.base.MXNetError, match="threshold"):
+        nd.contrib.bipartite_matching(arr(scores))
+
+
+def encode_ref(samples, matches, anchors, refs, means, stds):
+    out, mask = np.zeros(anchors.shape), np.zeros(anchors.shape)
+    for b in range(anchors.shape[0]):
+        for i in range(anchors.shape[1]):
+            if samples[b, i] <= 0.5:
+                continue
+            a, g = anchors[b, i], refs[b, int(matches[b, i])]
+            aw, ah, gw, gh = a[2] - a[0], a[3] - a[1], g[2] - g[0], g[3] - g[1]
+            t = np.array([(g[0] + gw / 2 - a[0] - aw / 2) / aw, (g[1] + gh / 2 - a[1] - ah / 2) / ah,
+                          np.log(gw / aw), np.log(gh / ah)])
+            out[b, i] = (t - means) / stds
+            mask[b, i] = 1
+    return out, mask
+
+
+def test_box_encode_decode():
+    anchors = rand_boxes(8).reshape(2, 4, 4)
+    refs = rand_boxes(6).reshape(2, 3, 4)
+    samples = np.array([[1, -1, 1, 0], [1, 1, -1, 1]], dtype=np.float64)
+    matches = np.array([[2, 0, 1, 1], [0, 2, 1, 1]], dtype=np.float64)
+    means, stds = np.array([0.1, -0.1, 0.0, 0.2]), np.array([0.1, 0.1, 0.2, 0.2])
+    t, m = nd.contrib.box_encode(arr(samples), arr(matches), arr(anchors), arr(refs), arr(means), arr(stds))
+    want_t, want_m = encode_ref(samples, matches, anchors, refs, means, stds)
+    assert_almost_equal(t.asnumpy(), want_t, rtol=1e-12, atol=1e-12)
+    assert_almost_equal(m.asnumpy(), want_m, rtol=0, atol=0)
+    # Decoding the targets (without the means) gives the matched references back.
+    t0, _ = nd.contrib.box_encode(arr(samples), arr(matches), arr(anchors), arr(refs), arr(np.zeros(4)),
+                                  arr(stds))
+    for b in range(2):
+        dec = nd.contrib.box_decode(t0[b:b + 1], arr(anchors[b:b + 1]), std0=0.1, std1=0.1, std2=0.2, std3=0.2,
+                                    format="corner").asnumpy()[0]
+        for i in range(4):
+            if samples[b, i] > 0.5:
+                assert_almost_equal(dec[i], refs[b, int(matches[b, i])], rtol=1e-10, atol=1e-10)
+    with pytest.raises(mx.base.MXNetError, match=r"matches\[0, 0\] = 5 names no reference box"):
+        nd.contrib.box_encode(arr(samples), arr(np.full((2, 4), 5.0)), arr(anchors), arr(refs), arr(means),
+                              arr(stds))[0].wait_to_read()
+    with pytest.raises(mx.base.MXNetError, match=r"expected refs \(2, M, 4\)"):
+        nd.contrib.box_encode(arr(samples), arr(matches), arr(anchors), arr(refs[:1]), arr(means), arr(stds))
+
+
+def decode_ref(x, anchors, stds, clip, fmt):
+    a = corners(anchors[0], fmt)
+    aw, ah = a[:, 2] - a[:, 0], a[:, 3] - a[:, 1]
+    ax, ay = a[:, 0] + aw / 2, a[:, 1] + ah / 2
+    ox, oy = x[..., 0] * stds[0] * aw + ax, x[..., 1] * stds[1] * ah + ay
+    dw, dh = x[..., 2] * stds[2], x[..., 3] * stds[3]
+    if clip > 0:
+        dw, dh = np.minimum(dw, clip), np.minimum(dh, clip)
+    w, h = np.exp(dw) * aw / 2, np.exp(dh) * ah / 2
+    return np.stack([ox - w, oy - h, ox + w, oy + h], -1)
+
+
+@pytest.mark.parametrize("fmt,clip", [("center", -1.0), ("corner", 0.3)])
+def test_box_decode(fmt, clip):
+    x = RNG.uniform(-1, 1, (2, 5, 4))
+    anchors = rand_boxes(5, fmt)[None]
+    stds = [0.1, 0.2, 0.3, 0.4]
+    got = nd.contrib.box_decode(arr(x), arr(anchors), std0=0.1, std1=0.2, std2=0.3, std3=0.4, clip=clip, format=fmt)
+    assert_almost_equal(got.asnumpy(), decode_ref(x, anchors, stds, clip, fmt), rtol=1e-12, atol=1e-12)
+    with pytest.raises(mx.base.MXNetError, match=r"expected anchors \(1, 5, 4\)"):
+        nd.contrib.box_decode(arr(x), arr(rand_boxes(4)[None]))
+
+
+def prior_ref(h, w, sizes, ratios, steps=(-1, -1), offsets=(0.5, 0.5), clip=False):
+    sy, sx = (1.0 / h, 1.0 / w) if steps[0] <= 0 else steps
+    out = []
+    for r in range(h):
+        for c in range(w):
+            cy, cx = (r + offsets[0]) * sy, (c + offsets[1]) * sx
+            for s, q in [(s, ratios[0]) for s in sizes] + [(sizes[0], q) for q in ratios[1:]]:
+                bw, bh = s * h / w * np.sqrt(q) / 2, s / np.sqrt(q) / 2
+                out.append([cx - bw, cy - bh, cx + bw, cy + bh])
+    out = np.array(out)[None]
+    return np.clip(out, 0, 1) if clip else out
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"sizes": (0.3, 0.6), "ratios": (1, 2, 0.5)},
+                                    {"sizes": (0.9,), "ratios": (1, 3), "clip": True, "steps": (0.2, 0.1),
+                                     "offsets": (0.25, 0.75)}])
+def test_multibox_prior(kwargs):
+    got = nd.contrib.MultiBoxPrior(nd.zeros((2, 3, 4, 5)), **kwargs)
+    want = prior_ref(4, 5, kwargs.get("sizes", (1,)), kwargs.get("ratios", (1,)), kwargs.get("steps", (-1, -1)),
+                     kwargs.get("offsets", (0.5, 0.5)), kwargs.get("clip", False))
+    assert got.shape == want.shape
+    assert_almost_equal(got.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    with pytest.raises(mx.base.MXNetError, match="offsets must lie in"):
+        nd.contrib.MultiBoxPrior(nd.zeros((1, 1, 2, 2)), offsets=(0.5, 1.5))
+    with pytest.raises(mx.base.MXNetError, match=r"expected data \(batch, channel, height, width\)"):
+        nd.contrib.MultiBoxPrior(nd.zeros((1, 2, 2)))
+
+
+def target_ref(anchors, labels, preds, overlap=0.5, ignore=-1.0, ratio=-1.0, mine_thresh=0.5,
+               var=(0.1, 0.1, 0.2, 0.2)):
+    a = anchors[0]
+    n_a = len(a)
+    loc, mask = np.zeros((len(labels), n_a * 4)), np.zeros((len(labels), n_a * 4))
+    cls = np.full((len(labels), n_a), ignore)
+    for b, lab in enumerate(labels):
+        g = [row for row in lab]
+        n_g = next((i for i, row in enumerate(lab) if row[0] == -1), len(lab))
+        if n_g == 0:
+            continue
+        g = lab[:n_g]
+        iou = np.zeros((n_a, n_g))
+        for j in range(n_a):
+            for k in range(n_g):
+                p, q = a[j], g[k, 1:5]
+                inter = max(0, min(p[2], q[2]) - max(p[0], q[0])) * max(0, min(p[3], q[3]) - max(p[1], q[1]))
+                uni = (p[2] - p[0]) * (p[3] - p[1]) + (q[2] - q[0]) * (q[3] - q[1]) - inter
+                iou[j, k] = inter / uni if uni != 0 else 0
+        flag, match = -np.ones(n_a, int), [(-1.0, -1)] * n_a
+        free = iou.copy()
+        for _ in range(n_g):
+            j, k = np.unravel_index(np.argmax(free), free.shape)
+            if free[j, k] <= 1e-6:
+                break
+            match[j], flag[j] = (free[j, k], k), 1
+            free[j, :] = -1
+            free[:, k] = -1
+        for j in range(n_a):
+            if flag[j] != 1 and overlap > 0:
+                match[j] = (iou[j].max(), int(np.argmax(iou[j])))
+                if match[j][0] > overlap:
+                    flag[j] = 1
+        if ratio > 0:
+            pos = int((flag == 1).sum())
+            want = min(int(pos * ratio), n_a - pos)
+            cand = []
+            for j in range(n_a):
+                if flag[j] == 1:
+                    continue
+                if iou[j].max() < mine_thresh:
+                    e = np.exp(preds[b, :, j] - preds[b, :, j].max())
+                    cand.append((e[0] / e.sum(), j))
+            cand.sort(key=lambda t: t[0])
+            for _, j in cand[:want]:
+                flag[j] = 0
+        else:
+            flag[flag != 1] = 0
+        for j in range(n_a):
+            if flag[j] == 0:
+                cls[b, j] = 0
+            elif flag[j] == 1:
+                q = g[match[j][1]]
+                cls[b, j] = q[0] + 1
+                p = a[j]
+                aw, ah, gw, gh = p[2] - p[0], p[3] - p[1], q[3] - q[1], q[4] - q[2]
+                loc[b, 4 * j:4 * j + 4] = [((q[1] + q[3]) / 2 - (p[0] + p[2]) / 2) / aw / var[0],
+                                           ((q[2] + q[4]) / 2 - (p[1] + p[3]) / 2) / ah / var[1],
+                                           np.log(gw / aw) / var[2], np.log(gh / ah) / var[3]]
+                mask[b, 4 * j:4 * j + 4] = 1
+    return loc, mask, cls
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"negative_mining_ratio": 2.0}, {"overlap_threshold": 0.2,
+                                                                        "ignore_label": -2.0}])
+def test_multibox_target(kwargs):
+    anchors = nd.contrib.MultiBoxPrior(nd.zeros((1, 1, 4, 4)), sizes=(0.3, 0.5), ratios=(1, 2)).asnumpy()
+    labels = np.array([[[1, 0.1, 0.1, 0.45, 0.4], [0, 0.5, 0.55, 0.9, 0.95], [-1, -1, -1, -1, -1]],
+                       [[2, 0.2, 0.3, 0.7, 0.6], [-1, -1, -1, -1, -1], [-1, -1, -1, -1, -1]]])
+    preds = RNG.uniform(-1, 1, (2, 3, anchors.shape[1]))
+    loc, mask, cls = nd.contrib.MultiBoxTarget(nd.array(anchors), nd.array(labels), nd.array(preds), **kwargs)
+    want = target_ref(anchors.astype(np.float64), labels, preds, kwargs.get("overlap_threshold", 0.5),
+                      kwargs.get("ignore_label", -1.0), kwargs.get("negative_mining_ratio", -1.0))
+    assert_almost_equal(cls.asnumpy(), want[2], rtol=0, atol=0)
+    assert_almost_equal(mask.asnumpy(), want[1], rtol=0, atol=0)
+    assert_almost_equal(loc.asnumpy(), want[0], rtol=1e-4, atol=1e-4)
+    with pytest.raises(mx.base.MXNetError, match=r"expected cls_pred \(2, num_classes, 48\)"):
+        nd.contrib.MultiBoxTarget(nd.array(anchors), nd.array(labels), nd.zeros((2, 3, 5)))
+
+
+def detection_ref(cls_prob, loc_pred, anchors, threshold=0.01, clip=True, nms_threshold=0.5, force_suppress=False,
+                  nms_topk=-1, var=(0.1, 0.1, 0.2, 0.2)):
+    b_size, _, n_a = cls_prob.shape
+    out = -np.ones((b_size, n_a, 6))
+    a = anchors[0]
+    for b in range(b_size):
+        rows = []
+        for i in range(n_a):
+            j = 1 + int(np.argmax(cls_prob[b, 1:, i]))
+            score = cls_prob[b, j, i]
+            if score < threshold:
+                continue
+            p, l = a[i], loc_pred[b, 4 * i:4 * i + 4]
+            aw, ah = p[2] - p[0], p[3] - p[1]
+            ox, oy = l[0] * var[0] * aw + (p[0] + p[2]) / 2, l[1] * var[1] * ah + (p[1] + p[3]) / 2
+            w, h = np.exp(l[2] * var[2]) * aw / 2, np.exp(l[3] * var[3]) * ah / 2
+            box = np.array([ox - w, oy - h, ox + w, oy + h])
+            rows.append([j - 1, score] + list(np.clip(box, 0, 1) if clip else box))
+        order = sorted(range(len(rows)), key=lambda i: -rows[i][1])
+        keep = len(order) if nms_topk <= 0 else min(nms_topk, len(order))
+        res = [list(rows[i]) for i in order[:keep]] + [[-1] + list(rows[i][1:]) for i in range(keep, len(rows))]
+        for i in range(keep):
+            if res[i][0] < 0:
+                continue
+            for j in range(i + 1, keep):
+                if res[j][0] >= 0 and (force_suppress or res[i][0] == res[j][0]):
+                    if iou_ref(res[i][2:], res[j][2:])[0, 0] >= nms_threshold:
+                        res[j][0] = -1
+        if res:
+            out[b, :len(res)] = res
+    return out
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"force_suppress": True, "nms_threshold": 0.3},
+                                    {"nms_topk": 5, "clip": False, "threshold": 0.3}])
+def test_multibox_detection(kwargs):
+    anchors = nd.contrib.MultiBoxPrior(nd.zeros((1, 1, 3, 3)), sizes=(0.4, 0.6), ratios=(1,)).asnumpy()
+    n_a = anchors.shape[1]
+    logits = RNG.uniform(-2, 2, (2, 4, n_a))
+    cls_prob = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    loc_pred = RNG.uniform(-1, 1, (2, n_a * 4))
+    got = nd.contrib.MultiBoxDetection(nd.array(cls_prob), nd.array(loc_pred), nd.array(anchors), **kwargs)
+    assert got.shape == (2, n_a, 6)
+    want = detection_ref(cls_prob.astype(np.float32).astype(np.float64), loc_pred, anchors.astype(np.float64),
+                         **kwargs)
+    assert_almost_equal(got.asnumpy(), want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(mx.base.MXNetError, match=r"expected loc_pred \(2, 72\)"):
+        nd.contrib.MultiBoxDetection(nd.array(cls_prob), nd.zeros((2, 8)), nd.array(anchors))
+
+
+def test_detection_ops_have_zero_gradients():
+    x = nd.array(rand_boxes(3))
+    y = nd.array(rand_boxes(2))
+    x.attach_grad()
+    y.attach_grad()
+    with mx.autograd.record():
+        z = nd.contrib.box_iou(x, y)
+    z.backward()
+    assert np.all(x.grad.asnumpy() == 0) and np.all(y.grad.asnumpy() == 0)

@@ -82,6 +82,14 @@ var opGroupNorm = weft.NewOperator("GroupNorm")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribBipartiteMatching = weft.NewOperator("_contrib_bipartite_matching")
+var opInternalContribBoxDecode = weft.NewOperator("_contrib_box_decode")
+var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
+var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
+var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
+var opInternalContribMultiBoxDetection = weft.NewOperator("_contrib_MultiBoxDetection")
+var opInternalContribMultiBoxPrior = weft.NewOperator("_contrib_MultiBoxPrior")
+var opInternalContribMultiBoxTarget = weft.NewOperator("_contrib_MultiBoxTarget")
 var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
@@ -2469,6 +2477,314 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
 	return c.compose(opInternalArange, nil)
+}
+
+// InternalContribBipartiteMatching runs the operator _contrib_bipartite_matching.
+//
+// Greedy bipartite matching of a score matrix (..., rows, cols): pairs are taken in order of score (descending, or ascending with is_ascend) while both ends are free and the score passes threshold. Outputs: the column matched to each row (..., rows) and the row matched to each column (..., cols), -1 where none.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The scores (..., rows, cols)
+//
+// Required parameters:
+//   - threshold float64: Scores must be above it to match (below it with is_ascend).
+//
+// Options:
+//   - WithIsAscend(bool): Match the lowest scores first (then scores must be below threshold). (default False)
+//   - WithTopk(int): Stop matching after topk matches; -1: no limit. (default -1)
+func InternalContribBipartiteMatching(data *weft.NDArray, threshold float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("threshold", threshold)
+	return c.invoke(opInternalContribBipartiteMatching, data)
+}
+
+// SymInternalContribBipartiteMatching runs the operator _contrib_bipartite_matching symbolically: it adds one node to the graph.
+//
+// Greedy bipartite matching of a score matrix (..., rows, cols): pairs are taken in order of score (descending, or ascending with is_ascend) while both ends are free and the score passes threshold. Outputs: the column matched to each row (..., rows) and the row matched to each column (..., cols), -1 where none.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The scores (..., rows, cols)
+//
+// Required parameters:
+//   - threshold float64: Scores must be above it to match (below it with is_ascend).
+//
+// Options:
+//   - WithIsAscend(bool): Match the lowest scores first (then scores must be below threshold). (default False)
+//   - WithTopk(int): Stop matching after topk matches; -1: no limit. (default -1)
+func SymInternalContribBipartiteMatching(data *weft.Symbol, threshold float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("threshold", threshold)
+	return c.compose(opInternalContribBipartiteMatching, []string{"data"}, data)
+}
+
+// InternalContribBoxDecode runs the operator _contrib_box_decode.
+//
+// Boxes (B, N, 4) in corner encoding from regression outputs data (B, N, 4) and anchors (1, N, 4): the inverse of box_encode with the offsets scaled by std0..std3 (and the log sizes clipped to clip when it is positive).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: (B, N, 4): the encoded offsets
+//   - anchors: (1, N, 4) in the encoding `format` says
+//
+// Options:
+//   - WithStd0(float64): Multiplies the first encoded value (x offset). (default 1)
+//   - WithStd1(float64): Multiplies the second encoded value (y offset). (default 1)
+//   - WithStd2(float64): Multiplies the third encoded value (log width). (default 1)
+//   - WithStd3(float64): Multiplies the fourth encoded value (log height). (default 1)
+//   - WithClip(float64): When positive, the log width and height offsets are clipped to it before exp. (default -1)
+//   - WithFormat(string): The anchors' encoding: 'corner' or 'center'. (default center)
+func InternalContribBoxDecode(data, anchors *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBoxDecode, data, anchors)
+}
+
+// SymInternalContribBoxDecode runs the operator _contrib_box_decode symbolically: it adds one node to the graph.
+//
+// Boxes (B, N, 4) in corner encoding from regression outputs data (B, N, 4) and anchors (1, N, 4): the inverse of box_encode with the offsets scaled by std0..std3 (and the log sizes clipped to clip when it is positive).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: (B, N, 4): the encoded offsets
+//   - anchors: (1, N, 4) in the encoding `format` says
+//
+// Options:
+//   - WithStd0(float64): Multiplies the first encoded value (x offset). (default 1)
+//   - WithStd1(float64): Multiplies the second encoded value (y offset). (default 1)
+//   - WithStd2(float64): Multiplies the third encoded value (log width). (default 1)
+//   - WithStd3(float64): Multiplies the fourth encoded value (log height). (default 1)
+//   - WithClip(float64): When positive, the log width and height offsets are clipped to it before exp. (default -1)
+//   - WithFormat(string): The anchors' encoding: 'corner' or 'center'. (default center)
+func SymInternalContribBoxDecode(data, anchors *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBoxDecode, []string{"data", "anchors"}, data, anchors)
+}
+
+// InternalContribBoxEncode runs the operator _contrib_box_encode.
+//
+// Regression targets of anchors (B, N, 4) towards their matched reference boxes refs (B, M, 4), both in corner encoding: ((dx / w, dy / h, log(w'/w), log(h'/h)) - means) / stds for samples above 0.5, zeros elsewhere. Outputs: the targets and their masks (B, N, 4).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - samples: (B, N): positive (> 0.5), negative or ignored samples
+//   - matches: (B, N): the reference box of each anchor, in [0, M)
+//   - anchors: (B, N, 4) in corner encoding
+//   - refs: (B, M, 4) in corner encoding
+//   - means: (4,): subtracted from the encoded values
+//   - stds: (4,): divide the encoded values
+func InternalContribBoxEncode(samples, matches, anchors, refs, means, stds *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBoxEncode, samples, matches, anchors, refs, means, stds)
+}
+
+// SymInternalContribBoxEncode runs the operator _contrib_box_encode symbolically: it adds one node to the graph.
+//
+// Regression targets of anchors (B, N, 4) towards their matched reference boxes refs (B, M, 4), both in corner encoding: ((dx / w, dy / h, log(w'/w), log(h'/h)) - means) / stds for samples above 0.5, zeros elsewhere. Outputs: the targets and their masks (B, N, 4).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - samples: (B, N): positive (> 0.5), negative or ignored samples
+//   - matches: (B, N): the reference box of each anchor, in [0, M)
+//   - anchors: (B, N, 4) in corner encoding
+//   - refs: (B, M, 4) in corner encoding
+//   - means: (4,): subtracted from the encoded values
+//   - stds: (4,): divide the encoded values
+func SymInternalContribBoxEncode(samples, matches, anchors, refs, means, stds *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBoxEncode, []string{"samples", "matches", "anchors", "refs", "means", "stds"}, samples, matches, anchors, refs, means, stds)
+}
+
+// InternalContribBoxIou runs the operator _contrib_box_iou.
+//
+// Intersection over union of every box of lhs (..., 4) with every box of rhs (..., 4): the output is lhs.shape[:-1] + rhs.shape[:-1].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: The first boxes (..., 4)
+//   - rhs: The second boxes (..., 4)
+//
+// Options:
+//   - WithFormat(string): The box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height]. (default corner)
+func InternalContribBoxIou(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBoxIou, lhs, rhs)
+}
+
+// SymInternalContribBoxIou runs the operator _contrib_box_iou symbolically: it adds one node to the graph.
+//
+// Intersection over union of every box of lhs (..., 4) with every box of rhs (..., 4): the output is lhs.shape[:-1] + rhs.shape[:-1].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: The first boxes (..., 4)
+//   - rhs: The second boxes (..., 4)
+//
+// Options:
+//   - WithFormat(string): The box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height]. (default corner)
+func SymInternalContribBoxIou(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBoxIou, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
+// InternalContribBoxNms runs the operator _contrib_box_nms.
+//
+// Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row holding a score, 4 coordinates and optionally a class id: boxes scoring above valid_thresh (and not of background_id) are sorted by score, the topk best kept, and each suppresses later ones overlapping it by more than overlap_thresh (of its class only, unless force_suppress). The survivors come first in score order; the other rows are -1. The hidden second output records each output row's input row for the gradient.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The boxes (..., num_boxes, box_width)
+//
+// Options:
+//   - WithOverlapThresh(float64): A box overlapping a higher-scored one by more than this IoU is suppressed. (default 0.5)
+//   - WithValidThresh(float64): Only boxes scoring above this take part. (default 0)
+//   - WithTopk(int): Only the topk best-scored boxes take part; -1: all. (default -1)
+//   - WithCoordStart(int): The index of the first of the 4 coordinates. (default 2)
+//   - WithScoreIndex(int): The index of the score. (default 1)
+//   - WithIdIndex(int): The index of the class id; -1: no class. (default -1)
+//   - WithBackgroundId(int): The class id of the background, whose boxes are dropped (with id_index). (default -1)
+//   - WithForceSuppress(bool): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other. (default False)
+//   - WithInFormat(string): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height]. (default corner)
+//   - WithOutFormat(string): The output box encoding: 'corner' or 'center'. (default corner)
+func InternalContribBoxNms(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBoxNms, data)
+}
+
+// SymInternalContribBoxNms runs the operator _contrib_box_nms symbolically: it adds one node to the graph.
+//
+// Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row holding a score, 4 coordinates and optionally a class id: boxes scoring above valid_thresh (and not of background_id) are sorted by score, the topk best kept, and each suppresses later ones overlapping it by more than overlap_thresh (of its class only, unless force_suppress). The survivors come first in score order; the other rows are -1. The hidden second output records each output row's input row for the gradient.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The boxes (..., num_boxes, box_width)
+//
+// Options:
+//   - WithOverlapThresh(float64): A box overlapping a higher-scored one by more than this IoU is suppressed. (default 0.5)
+//   - WithValidThresh(float64): Only boxes scoring above this take part. (default 0)
+//   - WithTopk(int): Only the topk best-scored boxes take part; -1: all. (default -1)
+//   - WithCoordStart(int): The index of the first of the 4 coordinates. (default 2)
+//   - WithScoreIndex(int): The index of the score. (default 1)
+//   - WithIdIndex(int): The index of the class id; -1: no class. (default -1)
+//   - WithBackgroundId(int): The class id of the background, whose boxes are dropped (with id_index). (default -1)
+//   - WithForceSuppress(bool): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other. (default False)
+//   - WithInFormat(string): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height]. (default corner)
+//   - WithOutFormat(string): The output box encoding: 'corner' or 'center'. (default corner)
+func SymInternalContribBoxNms(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBoxNms, []string{"data"}, data)
+}
+
+// InternalContribMultiBoxDetection runs the operator _contrib_MultiBoxDetection.
+//
+// SSD detections (batch, A, 6) of rows [class, score, xmin, ymin, xmax, ymax]: each anchor takes its best foreground class of cls_prob (batch, classes, A) (background when below threshold), its box decoded from loc_pred (batch, A * 4); foreground rows come first, sorted by score and suppressed (class -1) by non-maximum suppression; the remaining rows are -1.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - clsProb: The class probabilities (batch, classes, A)
+//   - locPred: The box regressions (batch, A * 4)
+//   - anchor: The anchors (1, A, 4)
+//
+// Options:
+//   - WithClip(bool): Clip the boxes to [0, 1]. (default True)
+//   - WithThreshold(float64): Detections scoring below this become background (class -1). (default 0.01)
+//   - WithBackgroundId(int): Accepted for compatibility: class 0 is the background, as in MXNet's CPU operator. (default 0)
+//   - WithNmsThreshold(float64): Suppress detections overlapping a better one by this IoU or more; outside (0, 1] no suppression. (default 0.5)
+//   - WithForceSuppress(bool): Suppress across classes; otherwise only detections of one class suppress each other. (default False)
+//   - WithVariances([]float64): The regression outputs are multiplied by these (x, y, w, h). (default (0.1, 0.1, 0.2, 0.2))
+//   - WithNmsTopk(int): Keep the nms_topk best detections before suppression; -1: all. (default -1)
+func InternalContribMultiBoxDetection(clsProb, locPred, anchor *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribMultiBoxDetection, clsProb, locPred, anchor)
+}
+
+// SymInternalContribMultiBoxDetection runs the operator _contrib_MultiBoxDetection symbolically: it adds one node to the graph.
+//
+// SSD detections (batch, A, 6) of rows [class, score, xmin, ymin, xmax, ymax]: each anchor takes its best foreground class of cls_prob (batch, classes, A) (background when below threshold), its box decoded from loc_pred (batch, A * 4); foreground rows come first, sorted by score and suppressed (class -1) by non-maximum suppression; the remaining rows are -1.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - clsProb: The class probabilities (batch, classes, A)
+//   - locPred: The box regressions (batch, A * 4)
+//   - anchor: The anchors (1, A, 4)
+//
+// Options:
+//   - WithClip(bool): Clip the boxes to [0, 1]. (default True)
+//   - WithThreshold(float64): Detections scoring below this become background (class -1). (default 0.01)
+//   - WithBackgroundId(int): Accepted for compatibility: class 0 is the background, as in MXNet's CPU operator. (default 0)
+//   - WithNmsThreshold(float64): Suppress detections overlapping a better one by this IoU or more; outside (0, 1] no suppression. (default 0.5)
+//   - WithForceSuppress(bool): Suppress across classes; otherwise only detections of one class suppress each other. (default False)
+//   - WithVariances([]float64): The regression outputs are multiplied by these (x, y, w, h). (default (0.1, 0.1, 0.2, 0.2))
+//   - WithNmsTopk(int): Keep the nms_topk best detections before suppression; -1: all. (default -1)
+func SymInternalContribMultiBoxDetection(clsProb, locPred, anchor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribMultiBoxDetection, []string{"cls_prob", "loc_pred", "anchor"}, clsProb, locPred, anchor)
+}
+
+// InternalContribMultiBoxPrior runs the operator _contrib_MultiBoxPrior.
+//
+// Anchor boxes (1, H * W * (len(sizes) + len(ratios) - 1), 4) for a feature map data (batch, channel, H, W): at every cell, one box per size with ratios[0], then one per further ratio with sizes[0], in normalised corner coordinates.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature map (batch, channel, height, width)
+//
+// Options:
+//   - WithSizes([]float64): The anchor sizes, as fractions of the image. (default (1))
+//   - WithRatios([]float64): The aspect ratios (width / height); the first is used with every size, the others with sizes[0]. (default (1))
+//   - WithClip(bool): Clip the anchors to [0, 1]. (default False)
+//   - WithSteps([]float64): The distance between anchor centres (y, x); -1 for 1 / the feature map's size. (default (-1, -1))
+//   - WithOffsets([]float64): The offset (y, x) of the first anchor centre, in steps, each in [0, 1]. (default (0.5, 0.5))
+func InternalContribMultiBoxPrior(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribMultiBoxPrior, data)
+}
+
+// SymInternalContribMultiBoxPrior runs the operator _contrib_MultiBoxPrior symbolically: it adds one node to the graph.
+//
+// Anchor boxes (1, H * W * (len(sizes) + len(ratios) - 1), 4) for a feature map data (batch, channel, H, W): at every cell, one box per size with ratios[0], then one per further ratio with sizes[0], in normalised corner coordinates.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature map (batch, channel, height, width)
+//
+// Options:
+//   - WithSizes([]float64): The anchor sizes, as fractions of the image. (default (1))
+//   - WithRatios([]float64): The aspect ratios (width / height); the first is used with every size, the others with sizes[0]. (default (1))
+//   - WithClip(bool): Clip the anchors to [0, 1]. (default False)
+//   - WithSteps([]float64): The distance between anchor centres (y, x); -1 for 1 / the feature map's size. (default (-1, -1))
+//   - WithOffsets([]float64): The offset (y, x) of the first anchor centre, in steps, each in [0, 1]. (default (0.5, 0.5))
+func SymInternalContribMultiBoxPrior(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribMultiBoxPrior, []string{"data"}, data)
+}
+
+// InternalContribMultiBoxTarget runs the operator _contrib_MultiBoxTarget.
+//
+// SSD training targets: anchors (1, A, 4) are matched to the ground truth of label (batch, L, >= 5) rows [class, xmin, ymin, xmax, ymax] (ending at the first class -1), each ground-truth box taking its best anchor and every anchor overlapping one by more than overlap_threshold; negatives are all other anchors or, with negative_mining_ratio, the hardest of them by cls_pred (batch, classes, A). Outputs: loc_target and loc_mask (batch, A * 4), cls_target (batch, A): class + 1, 0 for negatives, ignore_label otherwise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - anchor: The anchors (1, A, 4)
+//   - label: The ground truth (batch, L, >= 5)
+//   - clsPred: The class predictions (batch, classes, A)
+//
+// Options:
+//   - WithOverlapThreshold(float64): An anchor overlapping a ground-truth box by more than this IoU is a positive match. (default 0.5)
+//   - WithIgnoreLabel(float64): The class target of anchors that are neither positive nor negative. (default -1)
+//   - WithNegativeMiningRatio(float64): Negatives kept per positive, the hardest first; -1: every non-positive anchor is negative. (default -1)
+//   - WithNegativeMiningThresh(float64): Only anchors overlapping every ground-truth box by less than this may be mined as negatives. (default 0.5)
+//   - WithMinimumNegativeSamples(int): Accepted for compatibility; MXNet's CPU operator does not use it either. (default 0)
+//   - WithVariances([]float64): The regression targets are divided by these (x, y, w, h). (default (0.1, 0.1, 0.2, 0.2))
+func InternalContribMultiBoxTarget(anchor, label, clsPred *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribMultiBoxTarget, anchor, label, clsPred)
+}
+
+// SymInternalContribMultiBoxTarget runs the operator _contrib_MultiBoxTarget symbolically: it adds one node to the graph.
+//
+// SSD training targets: anchors (1, A, 4) are matched to the ground truth of label (batch, L, >= 5) rows [class, xmin, ymin, xmax, ymax] (ending at the first class -1), each ground-truth box taking its best anchor and every anchor overlapping one by more than overlap_threshold; negatives are all other anchors or, with negative_mining_ratio, the hardest of them by cls_pred (batch, classes, A). Outputs: loc_target and loc_mask (batch, A * 4), cls_target (batch, A): class + 1, 0 for negatives, ignore_label otherwise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - anchor: The anchors (1, A, 4)
+//   - label: The ground truth (batch, L, >= 5)
+//   - clsPred: The class predictions (batch, classes, A)
+//
+// Options:
+//   - WithOverlapThreshold(float64): An anchor overlapping a ground-truth box by more than this IoU is a positive match. (default 0.5)
+//   - WithIgnoreLabel(float64): The class target of anchors that are neither positive nor negative. (default -1)
+//   - WithNegativeMiningRatio(float64): Negatives kept per positive, the hardest first; -1: every non-positive anchor is negative. (default -1)
+//   - WithNegativeMiningThresh(float64): Only anchors overlapping every ground-truth box by less than this may be mined as negatives. (default 0.5)
+//   - WithMinimumNegativeSamples(int): Accepted for compatibility; MXNet's CPU operator does not use it either. (default 0)
+//   - WithVariances([]float64): The regression targets are divided by these (x, y, w, h). (default (0.1, 0.1, 0.2, 0.2))
+func SymInternalContribMultiBoxTarget(anchor, label, clsPred *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribMultiBoxTarget, []string{"anchor", "label", "cls_pred"}, anchor, label, clsPred)
 }
 
 // InternalContribROIAlign runs the operator _contrib_ROIAlign.
@@ -7215,6 +7531,12 @@ func WithAxis[T []int | int](v T) Option {
 	return param("axis", v)
 }
 
+// WithBackgroundId sets the parameter background_id.
+// Accepted for compatibility: class 0 is the background, as in MXNet's CPU operator.
+func WithBackgroundId(v int) Option {
+	return param("background_id", v)
+}
+
 // WithBeta sets the parameter beta.
 // Exponent.
 func WithBeta(v float64) Option {
@@ -7251,6 +7573,12 @@ func WithBlankLabel(v string) Option {
 	return param("blank_label", v)
 }
 
+// WithClip sets the parameter clip (its type depends on the operator).
+// Clip the boxes to [0, 1].
+func WithClip[T bool | float64](v T) Option {
+	return param("clip", v)
+}
+
 // WithClipGrad sets the parameter clip_grad.
 // Clips the gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
 func WithClipGrad(v float64) Option {
@@ -7273,6 +7601,12 @@ func WithClipWeights(v float64) Option {
 // The value of 'constant' padding.
 func WithConstantValue(v float64) Option {
 	return param("constant_value", v)
+}
+
+// WithCoordStart sets the parameter coord_start.
+// The index of the first of the 4 coordinates.
+func WithCoordStart(v int) Option {
+	return param("coord_start", v)
 }
 
 // WithCountIncludePad sets the parameter count_include_pad.
@@ -7365,6 +7699,18 @@ func WithFlatten(v bool) Option {
 	return param("flatten", v)
 }
 
+// WithForceSuppress sets the parameter force_suppress.
+// Suppress across classes; otherwise only detections of one class suppress each other.
+func WithForceSuppress(v bool) Option {
+	return param("force_suppress", v)
+}
+
+// WithFormat sets the parameter format.
+// The anchors' encoding: 'corner' or 'center'.
+func WithFormat(v string) Option {
+	return param("format", v)
+}
+
 // WithForwardStype sets the parameter forward_stype.
 // Storage type of the output; only dense ('None' or 'default') is supported.
 func WithForwardStype(v string) Option {
@@ -7407,16 +7753,34 @@ func WithHigh(v float64) Option {
 	return param("high", v)
 }
 
+// WithIdIndex sets the parameter id_index.
+// The index of the class id; -1: no class.
+func WithIdIndex(v int) Option {
+	return param("id_index", v)
+}
+
 // WithIgnoreLabel sets the parameter ignore_label.
 // The label whose positions get no gradient (with use_ignore).
 func WithIgnoreLabel(v float64) Option {
 	return param("ignore_label", v)
 }
 
+// WithInFormat sets the parameter in_format.
+// The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+func WithInFormat(v string) Option {
+	return param("in_format", v)
+}
+
 // WithInferRange sets the parameter infer_range.
 // In a graph, infer the length from the shape the output must have when stop is None.
 func WithInferRange(v bool) Option {
 	return param("infer_range", v)
+}
+
+// WithIsAscend sets the parameter is_ascend.
+// Match the lowest scores first (then scores must be below threshold).
+func WithIsAscend(v bool) Option {
+	return param("is_ascend", v)
 }
 
 // WithIsInt sets the parameter is_int.
@@ -7539,6 +7903,12 @@ func WithM(v int) Option {
 	return param("M", v)
 }
 
+// WithMinimumNegativeSamples sets the parameter minimum_negative_samples.
+// Accepted for compatibility; MXNet's CPU operator does not use it either.
+func WithMinimumNegativeSamples(v int) Option {
+	return param("minimum_negative_samples", v)
+}
+
 // WithMode sets the parameter mode.
 // 'training': drop only in training mode; 'always': drop in prediction mode too.
 func WithMode(v string) Option {
@@ -7561,6 +7931,30 @@ func WithMultiInputMode(v string) Option {
 // Softmax over axis 1 of (N, C, ...) data, with labels (N, ...).
 func WithMultiOutput(v bool) Option {
 	return param("multi_output", v)
+}
+
+// WithNegativeMiningRatio sets the parameter negative_mining_ratio.
+// Negatives kept per positive, the hardest first; -1: every non-positive anchor is negative.
+func WithNegativeMiningRatio(v float64) Option {
+	return param("negative_mining_ratio", v)
+}
+
+// WithNegativeMiningThresh sets the parameter negative_mining_thresh.
+// Only anchors overlapping every ground-truth box by less than this may be mined as negatives.
+func WithNegativeMiningThresh(v float64) Option {
+	return param("negative_mining_thresh", v)
+}
+
+// WithNmsThreshold sets the parameter nms_threshold.
+// Suppress detections overlapping a better one by this IoU or more; outside (0, 1] no suppression.
+func WithNmsThreshold(v float64) Option {
+	return param("nms_threshold", v)
+}
+
+// WithNmsTopk sets the parameter nms_topk.
+// Keep the nms_topk best detections before suppression; -1: all.
+func WithNmsTopk(v int) Option {
+	return param("nms_topk", v)
 }
 
 // WithNoBias sets the parameter no_bias.
@@ -7605,6 +7999,12 @@ func WithOffValue(v float64) Option {
 	return param("off_value", v)
 }
 
+// WithOffsets sets the parameter offsets.
+// The offset (y, x) of the first anchor centre, in steps, each in [0, 1].
+func WithOffsets(v []float64) Option {
+	return param("offsets", v)
+}
+
 // WithOnValue sets the parameter on_value.
 // The value at the index.
 func WithOnValue(v float64) Option {
@@ -7623,6 +8023,12 @@ func WithOutDtype(v weft.DType) Option {
 	return param("out_dtype", v)
 }
 
+// WithOutFormat sets the parameter out_format.
+// The output box encoding: 'corner' or 'center'.
+func WithOutFormat(v string) Option {
+	return param("out_format", v)
+}
+
 // WithOutGrad sets the parameter out_grad.
 // Multiply by the head gradient.
 func WithOutGrad(v bool) Option {
@@ -7633,6 +8039,18 @@ func WithOutGrad(v bool) Option {
 // Also output mean and var.
 func WithOutputMeanVar(v bool) Option {
 	return param("output_mean_var", v)
+}
+
+// WithOverlapThresh sets the parameter overlap_thresh.
+// A box overlapping a higher-scored one by more than this IoU is suppressed.
+func WithOverlapThresh(v float64) Option {
+	return param("overlap_thresh", v)
+}
+
+// WithOverlapThreshold sets the parameter overlap_threshold.
+// An anchor overlapping a ground-truth box by more than this IoU is a positive match.
+func WithOverlapThreshold(v float64) Option {
+	return param("overlap_threshold", v)
 }
 
 // WithP sets the parameter p.
@@ -7681,6 +8099,12 @@ func WithPreserveShape(v bool) Option {
 // Size of the LSTM's projected hidden state (lstm only).
 func WithProjectionSize(v int) Option {
 	return param("projection_size", v)
+}
+
+// WithRatios sets the parameter ratios.
+// The aspect ratios (width / height); the first is used with every size, the others with sizes[0].
+func WithRatios(v []float64) Option {
+	return param("ratios", v)
 }
 
 // WithRepeat sets the parameter repeat.
@@ -7743,6 +8167,12 @@ func WithScale(v float64) Option {
 	return param("scale", v)
 }
 
+// WithScoreIndex sets the parameter score_index.
+// The index of the score.
+func WithScoreIndex(v int) Option {
+	return param("score_index", v)
+}
+
 // WithShape sets the parameter shape.
 // The shape of the output.
 func WithShape(v []int) Option {
@@ -7753,6 +8183,12 @@ func WithShape(v []int) Option {
 // The target size of each axis.
 func WithSize(v []int) Option {
 	return param("size", v)
+}
+
+// WithSizes sets the parameter sizes.
+// The anchor sizes, as fractions of the image.
+func WithSizes(v []float64) Option {
+	return param("sizes", v)
 }
 
 // WithSlope sets the parameter slope.
@@ -7785,10 +8221,40 @@ func WithStateOutputs(v bool) Option {
 	return param("state_outputs", v)
 }
 
+// WithStd0 sets the parameter std0.
+// Multiplies the first encoded value (x offset).
+func WithStd0(v float64) Option {
+	return param("std0", v)
+}
+
+// WithStd1 sets the parameter std1.
+// Multiplies the second encoded value (y offset).
+func WithStd1(v float64) Option {
+	return param("std1", v)
+}
+
+// WithStd2 sets the parameter std2.
+// Multiplies the third encoded value (log width).
+func WithStd2(v float64) Option {
+	return param("std2", v)
+}
+
+// WithStd3 sets the parameter std3.
+// Multiplies the fourth encoded value (log height).
+func WithStd3(v float64) Option {
+	return param("std3", v)
+}
+
 // WithStep sets the parameter step (its type depends on the operator).
 // Spacing between values.
 func WithStep[T float64 | string](v T) Option {
 	return param("step", v)
+}
+
+// WithSteps sets the parameter steps.
+// The distance between anchor centres (y, x); -1 for 1 / the feature map's size.
+func WithSteps(v []float64) Option {
+	return param("steps", v)
 }
 
 // WithStop sets the parameter stop.
@@ -7813,6 +8279,18 @@ func WithTargetShape(v []int) Option {
 // Temperature (None: 1).
 func WithTemperature(v float64) Option {
 	return param("temperature", v)
+}
+
+// WithThreshold sets the parameter threshold.
+// Detections scoring below this become background (class -1).
+func WithThreshold(v float64) Option {
+	return param("threshold", v)
+}
+
+// WithTopk sets the parameter topk.
+// Stop matching after topk matches; -1: no limit.
+func WithTopk(v int) Option {
+	return param("topk", v)
 }
 
 // WithTransposeA sets the parameter transpose_a.
@@ -7879,6 +8357,12 @@ func WithValidThresh(v float64) Option {
 // The value written past each length.
 func WithValue(v float64) Option {
 	return param("value", v)
+}
+
+// WithVariances sets the parameter variances.
+// The regression outputs are multiplied by these (x, y, w, h).
+func WithVariances(v []float64) Option {
+	return param("variances", v)
 }
 
 // WithWd sets the parameter wd.

@@ -1121,6 +1121,82 @@ _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
 
+const _op__contrib_MultiBoxDetection = OpDef("_contrib_MultiBoxDetection", ["cls_prob", "loc_pred", "anchor"], false, "")
+"""
+    _contrib_MultiBoxDetection(cls_prob, loc_pred, anchor; clip=True, threshold=0.01, background_id=0, nms_threshold=0.5, force_suppress=False, variances=(0.1, 0.1, 0.2, 0.2), nms_topk=-1)
+
+SSD detections (batch, A, 6) of rows [class, score, xmin, ymin, xmax, ymax]: each anchor takes its best foreground class of cls_prob (batch, classes, A) (background when below threshold), its box decoded from loc_pred (batch, A * 4); foreground rows come first, sorted by score and suppressed (class -1) by non-maximum suppression; the remaining rows are -1.
+
+# Inputs
+- `cls_prob` (NDArray or SymbolicNode): The class probabilities (batch, classes, A)
+- `loc_pred` (NDArray or SymbolicNode): The box regressions (batch, A * 4)
+- `anchor` (NDArray or SymbolicNode): The anchors (1, A, 4)
+
+# Parameters
+- `clip` (boolean; default `True`): Clip the boxes to [0, 1].
+- `threshold` (double; default `0.01`): Detections scoring below this become background (class -1).
+- `background_id` (int; default `0`): Accepted for compatibility: class 0 is the background, as in MXNet's CPU operator.
+- `nms_threshold` (double; default `0.5`): Suppress detections overlapping a better one by this IoU or more; outside (0, 1] no suppression.
+- `force_suppress` (boolean; default `False`): Suppress across classes; otherwise only detections of one class suppress each other.
+- `variances` (tuple of float; default `(0.1, 0.1, 0.2, 0.2)`): The regression outputs are multiplied by these (x, y, w, h).
+- `nms_topk` (int; default `-1`): Keep the nms_topk best detections before suppression; -1: all.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_MultiBoxDetection end
+_contrib_MultiBoxDetection(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_MultiBoxDetection, args; kwargs...)
+_contrib_MultiBoxDetection(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiBoxDetection, args; kwargs...)
+_contrib_MultiBoxDetection(; kwargs...) = _call_op(_op__contrib_MultiBoxDetection; kwargs...)
+
+const _op__contrib_MultiBoxPrior = OpDef("_contrib_MultiBoxPrior", ["data"], false, "")
+"""
+    _contrib_MultiBoxPrior(data; sizes=(1), ratios=(1), clip=False, steps=(-1, -1), offsets=(0.5, 0.5))
+
+Anchor boxes (1, H * W * (len(sizes) + len(ratios) - 1), 4) for a feature map data (batch, channel, H, W): at every cell, one box per size with ratios[0], then one per further ratio with sizes[0], in normalised corner coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature map (batch, channel, height, width)
+
+# Parameters
+- `sizes` (tuple of float; default `(1)`): The anchor sizes, as fractions of the image.
+- `ratios` (tuple of float; default `(1)`): The aspect ratios (width / height); the first is used with every size, the others with sizes[0].
+- `clip` (boolean; default `False`): Clip the anchors to [0, 1].
+- `steps` (tuple of float; default `(-1, -1)`): The distance between anchor centres (y, x); -1 for 1 / the feature map's size.
+- `offsets` (tuple of float; default `(0.5, 0.5)`): The offset (y, x) of the first anchor centre, in steps, each in [0, 1].
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_MultiBoxPrior end
+_contrib_MultiBoxPrior(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_MultiBoxPrior, args; kwargs...)
+_contrib_MultiBoxPrior(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiBoxPrior, args; kwargs...)
+_contrib_MultiBoxPrior(; kwargs...) = _call_op(_op__contrib_MultiBoxPrior; kwargs...)
+
+const _op__contrib_MultiBoxTarget = OpDef("_contrib_MultiBoxTarget", ["anchor", "label", "cls_pred"], false, "")
+"""
+    _contrib_MultiBoxTarget(anchor, label, cls_pred; overlap_threshold=0.5, ignore_label=-1, negative_mining_ratio=-1, negative_mining_thresh=0.5, minimum_negative_samples=0, variances=(0.1, 0.1, 0.2, 0.2))
+
+SSD training targets: anchors (1, A, 4) are matched to the ground truth of label (batch, L, >= 5) rows [class, xmin, ymin, xmax, ymax] (ending at the first class -1), each ground-truth box taking its best anchor and every anchor overlapping one by more than overlap_threshold; negatives are all other anchors or, with negative_mining_ratio, the hardest of them by cls_pred (batch, classes, A). Outputs: loc_target and loc_mask (batch, A * 4), cls_target (batch, A): class + 1, 0 for negatives, ignore_label otherwise.
+
+# Inputs
+- `anchor` (NDArray or SymbolicNode): The anchors (1, A, 4)
+- `label` (NDArray or SymbolicNode): The ground truth (batch, L, >= 5)
+- `cls_pred` (NDArray or SymbolicNode): The class predictions (batch, classes, A)
+
+# Parameters
+- `overlap_threshold` (double; default `0.5`): An anchor overlapping a ground-truth box by more than this IoU is a positive match.
+- `ignore_label` (double; default `-1`): The class target of anchors that are neither positive nor negative.
+- `negative_mining_ratio` (double; default `-1`): Negatives kept per positive, the hardest first; -1: every non-positive anchor is negative.
+- `negative_mining_thresh` (double; default `0.5`): Only anchors overlapping every ground-truth box by less than this may be mined as negatives.
+- `minimum_negative_samples` (int; default `0`): Accepted for compatibility; MXNet's CPU operator does not use it either.
+- `variances` (tuple of float; default `(0.1, 0.1, 0.2, 0.2)`): The regression targets are divided by these (x, y, w, h).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_MultiBoxTarget end
+_contrib_MultiBoxTarget(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_MultiBoxTarget, args; kwargs...)
+_contrib_MultiBoxTarget(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiBoxTarget, args; kwargs...)
+_contrib_MultiBoxTarget(; kwargs...) = _call_op(_op__contrib_MultiBoxTarget; kwargs...)
+
 const _op__contrib_ROIAlign = OpDef("_contrib_ROIAlign", ["data", "rois"], false, "")
 """
     _contrib_ROIAlign(data, rois; pooled_size, spatial_scale, sample_ratio=-1, position_sensitive=False, aligned=False)
@@ -1144,6 +1220,151 @@ function _contrib_ROIAlign end
 _contrib_ROIAlign(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ROIAlign, args; kwargs...)
 _contrib_ROIAlign(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ROIAlign, args; kwargs...)
 _contrib_ROIAlign(; kwargs...) = _call_op(_op__contrib_ROIAlign; kwargs...)
+
+const _op__contrib_bipartite_matching = OpDef("_contrib_bipartite_matching", ["data"], false, "")
+"""
+    _contrib_bipartite_matching(data; is_ascend=False, threshold, topk=-1)
+
+Greedy bipartite matching of a score matrix (..., rows, cols): pairs are taken in order of score (descending, or ascending with is_ascend) while both ends are free and the score passes threshold. Outputs: the column matched to each row (..., rows) and the row matched to each column (..., cols), -1 where none.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The scores (..., rows, cols)
+
+# Parameters
+- `is_ascend` (boolean; default `False`): Match the lowest scores first (then scores must be below threshold).
+- `threshold` (double; required): Scores must be above it to match (below it with is_ascend).
+- `topk` (int; default `-1`): Stop matching after topk matches; -1: no limit.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_bipartite_matching end
+_contrib_bipartite_matching(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_bipartite_matching, args; kwargs...)
+_contrib_bipartite_matching(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_bipartite_matching, args; kwargs...)
+_contrib_bipartite_matching(; kwargs...) = _call_op(_op__contrib_bipartite_matching; kwargs...)
+
+const _op__contrib_box_decode = OpDef("_contrib_box_decode", ["data", "anchors"], false, "")
+"""
+    _contrib_box_decode(data, anchors; std0=1, std1=1, std2=1, std3=1, clip=-1, format=center)
+
+Boxes (B, N, 4) in corner encoding from regression outputs data (B, N, 4) and anchors (1, N, 4): the inverse of box_encode with the offsets scaled by std0..std3 (and the log sizes clipped to clip when it is positive).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): (B, N, 4): the encoded offsets
+- `anchors` (NDArray or SymbolicNode): (1, N, 4) in the encoding `format` says
+
+# Parameters
+- `std0` (double; default `1`): Multiplies the first encoded value (x offset).
+- `std1` (double; default `1`): Multiplies the second encoded value (y offset).
+- `std2` (double; default `1`): Multiplies the third encoded value (log width).
+- `std3` (double; default `1`): Multiplies the fourth encoded value (log height).
+- `clip` (double; default `-1`): When positive, the log width and height offsets are clipped to it before exp.
+- `format` ({'corner', 'center'}; default `center`): The anchors' encoding: 'corner' or 'center'.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_decode end
+_contrib_box_decode(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_decode, args; kwargs...)
+_contrib_box_decode(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_decode, args; kwargs...)
+_contrib_box_decode(; kwargs...) = _call_op(_op__contrib_box_decode; kwargs...)
+
+const _op__contrib_box_encode = OpDef("_contrib_box_encode", ["samples", "matches", "anchors", "refs", "means", "stds"], false, "")
+"""
+    _contrib_box_encode(samples, matches, anchors, refs, means, stds)
+
+Regression targets of anchors (B, N, 4) towards their matched reference boxes refs (B, M, 4), both in corner encoding: ((dx / w, dy / h, log(w'/w), log(h'/h)) - means) / stds for samples above 0.5, zeros elsewhere. Outputs: the targets and their masks (B, N, 4).
+
+# Inputs
+- `samples` (NDArray or SymbolicNode): (B, N): positive (> 0.5), negative or ignored samples
+- `matches` (NDArray or SymbolicNode): (B, N): the reference box of each anchor, in [0, M)
+- `anchors` (NDArray or SymbolicNode): (B, N, 4) in corner encoding
+- `refs` (NDArray or SymbolicNode): (B, M, 4) in corner encoding
+- `means` (NDArray or SymbolicNode): (4,): subtracted from the encoded values
+- `stds` (NDArray or SymbolicNode): (4,): divide the encoded values
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_encode end
+_contrib_box_encode(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_encode, args; kwargs...)
+_contrib_box_encode(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_encode, args; kwargs...)
+_contrib_box_encode(; kwargs...) = _call_op(_op__contrib_box_encode; kwargs...)
+
+const _op__contrib_box_iou = OpDef("_contrib_box_iou", ["lhs", "rhs"], false, "")
+"""
+    _contrib_box_iou(lhs, rhs; format=corner)
+
+Intersection over union of every box of lhs (..., 4) with every box of rhs (..., 4): the output is lhs.shape[:-1] + rhs.shape[:-1].
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first boxes (..., 4)
+- `rhs` (NDArray or SymbolicNode): The second boxes (..., 4)
+
+# Parameters
+- `format` ({'corner', 'center'}; default `corner`): The box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_iou end
+_contrib_box_iou(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_iou, args; kwargs...)
+_contrib_box_iou(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_iou, args; kwargs...)
+_contrib_box_iou(; kwargs...) = _call_op(_op__contrib_box_iou; kwargs...)
+
+const _op__contrib_box_nms = OpDef("_contrib_box_nms", ["data"], false, "")
+"""
+    _contrib_box_nms(data; overlap_thresh=0.5, valid_thresh=0, topk=-1, coord_start=2, score_index=1, id_index=-1, background_id=-1, force_suppress=False, in_format=corner, out_format=corner)
+
+Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row holding a score, 4 coordinates and optionally a class id: boxes scoring above valid_thresh (and not of background_id) are sorted by score, the topk best kept, and each suppresses later ones overlapping it by more than overlap_thresh (of its class only, unless force_suppress). The survivors come first in score order; the other rows are -1. The hidden second output records each output row's input row for the gradient.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The boxes (..., num_boxes, box_width)
+
+# Parameters
+- `overlap_thresh` (double; default `0.5`): A box overlapping a higher-scored one by more than this IoU is suppressed.
+- `valid_thresh` (double; default `0`): Only boxes scoring above this take part.
+- `topk` (int; default `-1`): Only the topk best-scored boxes take part; -1: all.
+- `coord_start` (int; default `2`): The index of the first of the 4 coordinates.
+- `score_index` (int; default `1`): The index of the score.
+- `id_index` (int; default `-1`): The index of the class id; -1: no class.
+- `background_id` (int; default `-1`): The class id of the background, whose boxes are dropped (with id_index).
+- `force_suppress` (boolean; default `False`): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other.
+- `in_format` ({'corner', 'center'}; default `corner`): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+- `out_format` ({'corner', 'center'}; default `corner`): The output box encoding: 'corner' or 'center'.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_nms end
+_contrib_box_nms(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_nms, args; kwargs...)
+_contrib_box_nms(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_nms, args; kwargs...)
+_contrib_box_nms(; kwargs...) = _call_op(_op__contrib_box_nms; kwargs...)
+
+const _op__contrib_box_non_maximum_suppression = OpDef("_contrib_box_non_maximum_suppression", ["data"], false, "")
+"""
+    _contrib_box_non_maximum_suppression(data; overlap_thresh=0.5, valid_thresh=0, topk=-1, coord_start=2, score_index=1, id_index=-1, background_id=-1, force_suppress=False, in_format=corner, out_format=corner)
+
+Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row holding a score, 4 coordinates and optionally a class id: boxes scoring above valid_thresh (and not of background_id) are sorted by score, the topk best kept, and each suppresses later ones overlapping it by more than overlap_thresh (of its class only, unless force_suppress). The survivors come first in score order; the other rows are -1. The hidden second output records each output row's input row for the gradient.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The boxes (..., num_boxes, box_width)
+
+# Parameters
+- `overlap_thresh` (double; default `0.5`): A box overlapping a higher-scored one by more than this IoU is suppressed.
+- `valid_thresh` (double; default `0`): Only boxes scoring above this take part.
+- `topk` (int; default `-1`): Only the topk best-scored boxes take part; -1: all.
+- `coord_start` (int; default `2`): The index of the first of the 4 coordinates.
+- `score_index` (int; default `1`): The index of the score.
+- `id_index` (int; default `-1`): The index of the class id; -1: no class.
+- `background_id` (int; default `-1`): The class id of the background, whose boxes are dropped (with id_index).
+- `force_suppress` (boolean; default `False`): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other.
+- `in_format` ({'corner', 'center'}; default `corner`): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+- `out_format` ({'corner', 'center'}; default `corner`): The output box encoding: 'corner' or 'center'.
+
+Alias of `_contrib_box_nms`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_non_maximum_suppression end
+_contrib_box_non_maximum_suppression(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_non_maximum_suppression, args; kwargs...)
+_contrib_box_non_maximum_suppression(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_non_maximum_suppression, args; kwargs...)
+_contrib_box_non_maximum_suppression(; kwargs...) = _call_op(_op__contrib_box_non_maximum_suppression; kwargs...)
 
 const _op__copy = OpDef("_copy", ["data"], false, "")
 """
@@ -5933,7 +6154,16 @@ const _OPERATOR_NAMES = [
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_MultiBoxDetection",
+    "_contrib_MultiBoxPrior",
+    "_contrib_MultiBoxTarget",
     "_contrib_ROIAlign",
+    "_contrib_bipartite_matching",
+    "_contrib_box_decode",
+    "_contrib_box_encode",
+    "_contrib_box_iou",
+    "_contrib_box_nms",
+    "_contrib_box_non_maximum_suppression",
     "_copy",
     "_div_scalar",
     "_DivScalar",

@@ -333,11 +333,67 @@ mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ =
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_MultiBoxDetection", list(cls_prob, loc_pred, anchor), c(clip = .weft_param(clip), threshold = .weft_param(threshold), background_id = .weft_param(background_id), nms_threshold = .weft_param(nms_threshold), force_suppress = .weft_param(force_suppress), variances = .weft_shape_param(variances), nms_topk = .weft_param(nms_topk)), NULL, out)
+}
+mx.symbol.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_MultiBoxDetection", list(cls_prob = cls_prob, loc_pred = loc_pred, anchor = anchor), c(clip = .weft_param(clip), threshold = .weft_param(threshold), background_id = .weft_param(background_id), nms_threshold = .weft_param(nms_threshold), force_suppress = .weft_param(force_suppress), variances = .weft_shape_param(variances), nms_topk = .weft_param(nms_topk)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.MultiBoxPrior <- function(data = NULL, sizes = NULL, ratios = NULL, clip = NULL, steps = NULL, offsets = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_MultiBoxPrior", list(data), c(sizes = .weft_shape_param(sizes), ratios = .weft_shape_param(ratios), clip = .weft_param(clip), steps = .weft_shape_param(steps), offsets = .weft_shape_param(offsets)), NULL, out)
+}
+mx.symbol.internal.contrib.MultiBoxPrior <- function(data = NULL, sizes = NULL, ratios = NULL, clip = NULL, steps = NULL, offsets = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_MultiBoxPrior", list(data = data), c(sizes = .weft_shape_param(sizes), ratios = .weft_shape_param(ratios), clip = .weft_param(clip), steps = .weft_shape_param(steps), offsets = .weft_shape_param(offsets)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NULL, cls_pred = NULL, overlap_threshold = NULL, ignore_label = NULL, negative_mining_ratio = NULL, negative_mining_thresh = NULL, minimum_negative_samples = NULL, variances = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_MultiBoxTarget", list(anchor, label, cls_pred), c(overlap_threshold = .weft_param(overlap_threshold), ignore_label = .weft_param(ignore_label), negative_mining_ratio = .weft_param(negative_mining_ratio), negative_mining_thresh = .weft_param(negative_mining_thresh), minimum_negative_samples = .weft_param(minimum_negative_samples), variances = .weft_shape_param(variances)), NULL, out)
+}
+mx.symbol.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NULL, cls_pred = NULL, overlap_threshold = NULL, ignore_label = NULL, negative_mining_ratio = NULL, negative_mining_thresh = NULL, minimum_negative_samples = NULL, variances = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_MultiBoxTarget", list(anchor = anchor, label = label, cls_pred = cls_pred), c(overlap_threshold = .weft_param(overlap_threshold), ignore_label = .weft_param(ignore_label), negative_mining_ratio = .weft_param(negative_mining_ratio), negative_mining_thresh = .weft_param(negative_mining_thresh), minimum_negative_samples = .weft_param(minimum_negative_samples), variances = .weft_shape_param(variances)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_ROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, out)
 }
 mx.symbol.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_ROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.bipartite.matching <- function(data = NULL, is_ascend = NULL, threshold, topk = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_bipartite_matching", list(data), c(is_ascend = .weft_param(is_ascend), threshold = .weft_param(threshold), topk = .weft_param(topk)), NULL, out)
+}
+mx.symbol.internal.contrib.bipartite.matching <- function(data = NULL, is_ascend = NULL, threshold, topk = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_bipartite_matching", list(data = data), c(is_ascend = .weft_param(is_ascend), threshold = .weft_param(threshold), topk = .weft_param(topk)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.box.decode <- function(data = NULL, anchors = NULL, std0 = NULL, std1 = NULL, std2 = NULL, std3 = NULL, clip = NULL, format = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_box_decode", list(data, anchors), c(std0 = .weft_param(std0), std1 = .weft_param(std1), std2 = .weft_param(std2), std3 = .weft_param(std3), clip = .weft_param(clip), format = .weft_param(format)), NULL, out)
+}
+mx.symbol.internal.contrib.box.decode <- function(data = NULL, anchors = NULL, std0 = NULL, std1 = NULL, std2 = NULL, std3 = NULL, clip = NULL, format = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_box_decode", list(data = data, anchors = anchors), c(std0 = .weft_param(std0), std1 = .weft_param(std1), std2 = .weft_param(std2), std3 = .weft_param(std3), clip = .weft_param(clip), format = .weft_param(format)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.box.encode <- function(samples = NULL, matches = NULL, anchors = NULL, refs = NULL, means = NULL, stds = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_box_encode", list(samples, matches, anchors, refs, means, stds), c(), NULL, out)
+}
+mx.symbol.internal.contrib.box.encode <- function(samples = NULL, matches = NULL, anchors = NULL, refs = NULL, means = NULL, stds = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_box_encode", list(samples = samples, matches = matches, anchors = anchors, refs = refs, means = means, stds = stds), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.box.iou <- function(lhs = NULL, rhs = NULL, format = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_box_iou", list(lhs, rhs), c(format = .weft_param(format)), NULL, out)
+}
+mx.symbol.internal.contrib.box.iou <- function(lhs = NULL, rhs = NULL, format = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_box_iou", list(lhs = lhs, rhs = rhs), c(format = .weft_param(format)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_box_nms", list(data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, out)
+}
+mx.symbol.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
 }
 
 mx.nd.internal.copy <- function(data = NULL, out = NULL) {
