@@ -337,6 +337,57 @@ def test_roi_align_errors():
                               pooled_size=(2, 2), spatial_scale=1)
 
 
+def psroi_ref(data, rois, scale, output_dim, pooled, group):
+    n, c, h, w = data.shape
+    out = np.zeros((len(rois), output_dim, pooled, pooled))
+    for r, roi in enumerate(rois):
+        b = int(roi[0])
+        if not 0 <= b < n:
+            continue
+        rnd = lambda v: np.sign(v) * np.floor(abs(v) + 0.5)
+        x1, y1 = rnd(roi[1]) * scale, rnd(roi[2]) * scale
+        x2, y2 = (rnd(roi[3]) + 1) * scale, (rnd(roi[4]) + 1) * scale
+        bh, bw = max(y2 - y1, 0.1) / pooled, max(x2 - x1, 0.1) / pooled
+        for i in range(pooled):
+            hs = min(max(int(np.floor(i * bh + y1)), 0), h)
+            he = min(max(int(np.ceil((i + 1) * bh + y1)), 0), h)
+            for j in range(pooled):
+                ws = min(max(int(np.floor(j * bw + x1)), 0), w)
+                we = min(max(int(np.ceil((j + 1) * bw + x1)), 0), w)
+                if he <= hs or we <= ws:
+                    continue
+                gi, gj = min(i * group // pooled, group - 1), min(j * group // pooled, group - 1)
+                for k in range(output_dim):
+                    out[r, k, i, j] = data[b, (k * group + gi) * group + gj, hs:he, ws:we].mean()
+    return out
+
+
+@pytest.mark.parametrize("group_size", [0, 2])
+def test_psroi_pooling(group_size):
+    pooled, group = 3, group_size or 3
+    data = RNG.uniform(-1, 1, (2, 2 * group * group, 7, 8))
+    rois = np.array([[0, 1, 2, 9, 11], [1, 0, 0, 15, 13], [1, 4.4, 3.6, 4.6, 3.4], [-1, 0, 0, 2, 2],
+                     [0, -5, -5, 30, 30]])
+    got = nd.contrib.PSROIPooling(arr(data), arr(rois), spatial_scale=0.5, output_dim=2, pooled_size=pooled,
+                                  group_size=group_size)
+    assert got.shape == (5, 2, pooled, pooled)
+    assert_almost_equal(got.asnumpy(), psroi_ref(data, rois, 0.5, 2, pooled, group), rtol=1e-12, atol=1e-12)
+    check_numeric_gradient("_contrib_PSROIPooling", [data, rois], grad_nodes=[0],
+                           params={"spatial_scale": 0.5, "output_dim": 2, "pooled_size": pooled,
+                                   "group_size": group_size})
+
+
+def test_psroi_pooling_errors():
+    with pytest.raises(mx.base.MXNetError, match=r"at least output_dim \* group_size\^2 = 18 channels"):
+        nd.contrib.PSROIPooling(nd.zeros((1, 8, 4, 4)), nd.zeros((1, 5)), spatial_scale=1, output_dim=2,
+                                pooled_size=3)
+    with pytest.raises(mx.base.MXNetError, match="output_dim"):
+        nd.contrib.PSROIPooling(nd.zeros((1, 8, 4, 4)), nd.zeros((1, 5)), spatial_scale=1, pooled_size=3)
+    with pytest.raises(mx.base.MXNetError, match="ograd"):
+        nd._internal._backward_PSROIPooling(nd.zeros((1, 2, 2, 2)), nd.zeros((1, 18, 4, 4)), nd.zeros((1, 5)),
+                                            spatial_scale=1, output_dim=2, pooled_size=3)
+
+
 # ---------------------------------------------------------------- CTC
 def ctc_ref(acts, labels, data_lengths, blank):
     """Negative log-likelihood per sequence by the forward recursion in probability space."""

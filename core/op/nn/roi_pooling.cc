@@ -1,6 +1,7 @@
-// Region-of-interest pooling: ROIPooling (max over quantised bins, Fast R-CNN) and
+// Region-of-interest pooling: ROIPooling (max over quantised bins, Fast R-CNN),
 // _contrib_ROIAlign (averages of bilinear samples over exact bins, Mask R-CNN; with
-// position_sensitive bins as in R-FCN and Detectron2's half-pixel `aligned` boxes). Data
+// position_sensitive bins as in R-FCN and Detectron2's half-pixel `aligned` boxes) and
+// _contrib_PSROIPooling (R-FCN's position-sensitive average over quantised bins). Data
 // is (N, C, H, W); each ROI is a row [batch_index, x1, y1, x2, y2] in image coordinates,
 // scaled to the feature map by spatial_scale. An ROI whose batch index is outside [0, N)
 // pools to zeros. Neither operator gives the ROIs a gradient (zeros, as in MXNet).
@@ -27,6 +28,25 @@ WEFT_PARAM_SCHEMA(ROIPoolingParam, s) {
   s.Field("spatial_scale", &ROIPoolingParam::spatial_scale)
       .Range(0, 1)
       .Describe("The feature map's size over the image's (the inverse of the network's total stride).");
+}
+
+struct PSROIPoolingParam {
+  double spatial_scale = 1;
+  int output_dim = 0;
+  int pooled_size = 0;
+  int group_size = 0;
+};
+
+WEFT_PARAM_SCHEMA(PSROIPoolingParam, s) {
+  s.Field("spatial_scale", &PSROIPoolingParam::spatial_scale)
+      .Range(0, 1)
+      .Describe("The feature map's size over the image's (the inverse of the network's total stride).");
+  s.Field("output_dim", &PSROIPoolingParam::output_dim).Min(1).Describe("The output channels.");
+  s.Field("pooled_size", &PSROIPoolingParam::pooled_size).Min(1).Describe("The output size of each ROI (square).");
+  s.Field("group_size", &PSROIPoolingParam::group_size)
+      .Default(0)
+      .Min(0)
+      .Describe("The side of the grid of position-sensitive channel groups; 0 means pooled_size.");
 }
 
 struct ROIAlignParam {
@@ -206,6 +226,113 @@ void ROIPoolingBackward(const NodeAttrs& attrs, const OpContext&, const std::vec
       // Serial: ROIs overlap, so bins of different ROIs may share a maximum.
       for (size_t o = 0; o < arg.size(); ++o)
         if (arg[o] >= 0) gd[arg[o]] = static_cast<T>(static_cast<double>(gd[arg[o]]) + static_cast<double>(g[o]));
+    }
+  });
+}
+
+// ---------------------------------------------------------------- PSROIPooling
+int PsGroup(const NodeAttrs& attrs) {
+  const auto& p = attrs.Params<PSROIPoolingParam>();
+  return p.group_size > 0 ? p.group_size : p.pooled_size;
+}
+
+bool PSROIPoolingShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape &d = (*in)[0], &r = (*in)[1];
+  if (!d.known_ndim() || !r.known_ndim()) return false;
+  CheckRoiInputs(attrs, d, r);
+  const auto& p = attrs.Params<PSROIPoolingParam>();
+  const int64_t g = PsGroup(attrs);
+  if (d[1] >= 0 && d[1] < p.output_dim * g * g)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': expected at least output_dim * group_size^2 = ",
+          p.output_dim * g * g, " channels, got data of shape ", d.ToString());
+  AssignShape(attrs, out, 0, Shape{r[0], p.output_dim, p.pooled_size, p.pooled_size}, "output");
+  return d.is_known() && r.is_known();
+}
+
+// Calls f(output index, input channel plane, [hs, he) x [ws, we)) for every output
+// element whose bin is not empty; the others are zero.
+template <typename T, typename F>
+void PsRoiBins(const NodeAttrs& attrs, const T* rois, int64_t N, int64_t C, int64_t H, int64_t W, int64_t R, F&& f) {
+  const auto& p = attrs.Params<PSROIPoolingParam>();
+  const int64_t P = p.pooled_size, D = p.output_dim, G = PsGroup(attrs);
+  // Bin edges far outside the map are clamped before the integer cast; they clip to it anyway.
+  auto edge = [](double v, int64_t n) {
+    return static_cast<int64_t>(std::isnan(v) ? 0.0 : std::min(std::max(v, 0.0), static_cast<double>(n)));
+  };
+  for (int64_t r = 0; r < R; ++r) {
+    const T* roi = rois + r * 5;
+    const int64_t n = RoiBatch(roi, N);
+    if (n < 0) continue;
+    const double x1 = std::round(static_cast<double>(roi[1])) * p.spatial_scale;
+    const double y1 = std::round(static_cast<double>(roi[2])) * p.spatial_scale;
+    const double x2 = (std::round(static_cast<double>(roi[3])) + 1) * p.spatial_scale;
+    const double y2 = (std::round(static_cast<double>(roi[4])) + 1) * p.spatial_scale;
+    // Boxes thinner than a tenth of a pixel are widened to it.
+    const double bh = std::max(y2 - y1, 0.1) / P, bw = std::max(x2 - x1, 0.1) / P;
+    for (int64_t ph = 0; ph < P; ++ph) {
+      const int64_t hs = edge(std::floor(ph * bh + y1), H), he = edge(std::ceil((ph + 1) * bh + y1), H);
+      const int64_t gh = std::min(std::max<int64_t>(ph * G / P, 0), G - 1);
+      for (int64_t pw = 0; pw < P; ++pw) {
+        const int64_t ws = edge(std::floor(pw * bw + x1), W), we = edge(std::ceil((pw + 1) * bw + x1), W);
+        if (he <= hs || we <= ws) continue;
+        const int64_t gw = std::min(std::max<int64_t>(pw * G / P, 0), G - 1);
+        for (int64_t c = 0; c < D; ++c)
+          f(((r * D + c) * P + ph) * P + pw, (n * C + (c * G + gh) * G + gw) * H * W, hs, he, ws, we);
+      }
+    }
+  }
+}
+
+void PSROIPoolingCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const Shape& d = in[0].shape;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "_contrib_PSROIPooling", {
+    const T* data = in[0].ptr<T>();
+    std::vector<double> y(static_cast<size_t>(out[0].Size()), 0.0);
+    PsRoiBins(attrs, in[1].ptr<T>(), d[0], d[1], d[2], d[3], in[1].shape[0],
+              [&](int64_t o, int64_t plane, int64_t hs, int64_t he, int64_t ws, int64_t we) {
+                double sum = 0;
+                for (int64_t h = hs; h < he; ++h)
+                  for (int64_t w = ws; w < we; ++w) sum += static_cast<double>(data[plane + h * d[3] + w]);
+                y[static_cast<size_t>(o)] = sum / static_cast<double>((he - hs) * (we - ws));
+              });
+    T* dst = out[0].ptr<T>();
+    for (size_t i = 0; i < y.size(); ++i) Store(dst + i, req[0], y[i]);
+  });
+}
+
+// Inputs: ograd, data, rois; outputs: the gradients of data and rois.
+bool PSROIPoolingBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape &d = (*in)[1], &r = (*in)[2];
+  if (!d.is_known() || !r.is_known()) return false;
+  std::vector<Shape> fwd_in = {d, r}, fwd_out = {Shape()};
+  PSROIPoolingShape(attrs, &fwd_in, &fwd_out);
+  AssignShape(attrs, in, 0, fwd_out[0], "input");
+  AssignShape(attrs, out, 0, d, "output");
+  AssignShape(attrs, out, 1, r, "output");
+  return true;
+}
+
+void PSROIPoolingBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                          const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const Shape& d = in[1].shape;
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "_backward_PSROIPooling", {
+    if (req[1] != OpReq::kNullOp && req[1] != OpReq::kAddTo)
+      std::fill(out[1].ptr<T>(), out[1].ptr<T>() + out[1].Size(), T(0));
+    if (req[0] != OpReq::kNullOp) {
+      const T* g = in[0].ptr<T>();
+      T* gd = out[0].ptr<T>();
+      if (req[0] != OpReq::kAddTo) std::fill(gd, gd + out[0].Size(), T(0));
+      PsRoiBins(attrs, in[2].ptr<T>(), d[0], d[1], d[2], d[3], in[2].shape[0],
+                [&](int64_t o, int64_t plane, int64_t hs, int64_t he, int64_t ws, int64_t we) {
+                  const double v = static_cast<double>(g[o]) / static_cast<double>((he - hs) * (we - ws));
+                  for (int64_t h = hs; h < he; ++h)
+                    for (int64_t w = ws; w < we; ++w) {
+                      T* x = gd + plane + h * d[3] + w;
+                      *x = static_cast<T>(static_cast<double>(*x) + v);
+                    }
+                });
     }
   });
 }
@@ -480,6 +607,34 @@ WEFT_REGISTER_OP(_backward_ROIAlign)
     .SetAttr<FInferShape>("FInferShape", ROIAlignBackwardShape)
     .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<FCompute>("FCompute<cpu>", ROIAlignBackward);
+
+WEFT_REGISTER_OP(_contrib_PSROIPooling)
+    .Describe(
+        "Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and "
+        "scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c "
+        "averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a "
+        "group_size grid. The output is (R, output_dim, pooled_size, pooled_size).")
+    .SetNumInputs(2)
+    .AddArgument("data", "NDArray-or-Symbol", "The feature maps (N, C, H, W), C >= output_dim * group_size^2")
+    .AddArgument("rois", "NDArray-or-Symbol", "The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates")
+    .SetParams<PSROIPoolingParam>()
+    .SetAttr<FInferShape>("FInferShape", PSROIPoolingShape)
+    .SetAttr<FInferType>("FInferType", RoiType)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FCompute>("FCompute<cpu>", PSROIPoolingCompute)
+    .SetAttr<FGradient>("FGradient", RoiGrad("_backward_PSROIPooling"));
+
+WEFT_REGISTER_OP(_backward_PSROIPooling)
+    .Describe("Gradient of _contrib_PSROIPooling: each bin's gradient spread evenly over its pixels; zeros for the rois.")
+    .SetNumInputs(3)
+    .SetNumOutputs(2)
+    .AddArgument("ograd", "NDArray-or-Symbol", "Gradient of the output")
+    .AddArgument("data", "NDArray-or-Symbol", "The forward data")
+    .AddArgument("rois", "NDArray-or-Symbol", "The forward rois")
+    .SetParams<PSROIPoolingParam>()
+    .SetAttr<FInferShape>("FInferShape", PSROIPoolingBackwardShape)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
+    .SetAttr<FCompute>("FCompute<cpu>", PSROIPoolingBackward);
 
 }  // namespace op
 }  // namespace weft

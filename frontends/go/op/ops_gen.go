@@ -90,6 +90,7 @@ var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
 var opInternalContribMultiBoxDetection = weft.NewOperator("_contrib_MultiBoxDetection")
 var opInternalContribMultiBoxPrior = weft.NewOperator("_contrib_MultiBoxPrior")
 var opInternalContribMultiBoxTarget = weft.NewOperator("_contrib_MultiBoxTarget")
+var opInternalContribPSROIPooling = weft.NewOperator("_contrib_PSROIPooling")
 var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
@@ -2785,6 +2786,52 @@ func InternalContribMultiBoxTarget(anchor, label, clsPred *weft.NDArray, opts ..
 func SymInternalContribMultiBoxTarget(anchor, label, clsPred *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribMultiBoxTarget, []string{"anchor", "label", "cls_pred"}, anchor, label, clsPred)
+}
+
+// InternalContribPSROIPooling runs the operator _contrib_PSROIPooling.
+//
+// Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (R, output_dim, pooled_size, pooled_size).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithGroupSize(int): The side of the grid of position-sensitive channel groups; 0 means pooled_size. (default 0)
+func InternalContribPSROIPooling(data, rois *weft.NDArray, spatialScale float64, outputDim int, pooledSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("pooled_size", pooledSize)
+	return c.invoke(opInternalContribPSROIPooling, data, rois)
+}
+
+// SymInternalContribPSROIPooling runs the operator _contrib_PSROIPooling symbolically: it adds one node to the graph.
+//
+// Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (R, output_dim, pooled_size, pooled_size).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithGroupSize(int): The side of the grid of position-sensitive channel groups; 0 means pooled_size. (default 0)
+func SymInternalContribPSROIPooling(data, rois *weft.Symbol, spatialScale float64, outputDim int, pooledSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("pooled_size", pooledSize)
+	return c.compose(opInternalContribPSROIPooling, []string{"data", "rois"}, data, rois)
 }
 
 // InternalContribROIAlign runs the operator _contrib_ROIAlign.
@@ -7745,6 +7792,12 @@ func WithGlobalPool(v bool) Option {
 // Scales the gradient.
 func WithGradScale(v float64) Option {
 	return param("grad_scale", v)
+}
+
+// WithGroupSize sets the parameter group_size.
+// The side of the grid of position-sensitive channel groups; 0 means pooled_size.
+func WithGroupSize(v int) Option {
+	return param("group_size", v)
 }
 
 // WithHigh sets the parameter high.

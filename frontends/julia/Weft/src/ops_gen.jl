@@ -1197,6 +1197,29 @@ _contrib_MultiBoxTarget(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_M
 _contrib_MultiBoxTarget(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiBoxTarget, args; kwargs...)
 _contrib_MultiBoxTarget(; kwargs...) = _call_op(_op__contrib_MultiBoxTarget; kwargs...)
 
+const _op__contrib_PSROIPooling = OpDef("_contrib_PSROIPooling", ["data", "rois"], false, "")
+"""
+    _contrib_PSROIPooling(data, rois; spatial_scale, output_dim, pooled_size, group_size=0)
+
+Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (R, output_dim, pooled_size, pooled_size).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W), C >= output_dim * group_size^2
+- `rois` (NDArray or SymbolicNode): The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+
+# Parameters
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+- `output_dim` (int, in [1, inf]; required): The output channels.
+- `pooled_size` (int, in [1, inf]; required): The output size of each ROI (square).
+- `group_size` (int, in [0, inf]; default `0`): The side of the grid of position-sensitive channel groups; 0 means pooled_size.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_PSROIPooling end
+_contrib_PSROIPooling(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_PSROIPooling, args; kwargs...)
+_contrib_PSROIPooling(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_PSROIPooling, args; kwargs...)
+_contrib_PSROIPooling(; kwargs...) = _call_op(_op__contrib_PSROIPooling; kwargs...)
+
 const _op__contrib_ROIAlign = OpDef("_contrib_ROIAlign", ["data", "rois"], false, "")
 """
     _contrib_ROIAlign(data, rois; pooled_size, spatial_scale, sample_ratio=-1, position_sensitive=False, aligned=False)
@@ -6157,6 +6180,7 @@ const _OPERATOR_NAMES = [
     "_contrib_MultiBoxDetection",
     "_contrib_MultiBoxPrior",
     "_contrib_MultiBoxTarget",
+    "_contrib_PSROIPooling",
     "_contrib_ROIAlign",
     "_contrib_bipartite_matching",
     "_contrib_box_decode",

@@ -354,6 +354,13 @@ mx.symbol.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NUL
   .weft_symbol_op("_contrib_MultiBoxTarget", list(anchor = anchor, label = label, cls_pred = cls_pred), c(overlap_threshold = .weft_param(overlap_threshold), ignore_label = .weft_param(ignore_label), negative_mining_ratio = .weft_param(negative_mining_ratio), negative_mining_thresh = .weft_param(negative_mining_thresh), minimum_negative_samples = .weft_param(minimum_negative_samples), variances = .weft_shape_param(variances)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_PSROIPooling", list(data, rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, out)
+}
+mx.symbol.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_PSROIPooling", list(data = data, rois = rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_ROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, out)
 }
