@@ -170,25 +170,51 @@ inline void Corners(const T* img, int64_t H, int64_t W, const Tap& t, double v[4
   }
 }
 
-// out (N, C, Ho, Wo) = data (N, C, H, W) sampled at grid (N, 2, Ho, Wo).
+// The four neighbours of a grid point as flat offsets and weights, a missing neighbour
+// having offset 0 and weight 0, so the per-channel loop has no branches.
+struct Taps4 {
+  int64_t off[4];
+  double w[4];
+};
+
+inline Taps4 Taps4At(double gx, double gy, int64_t H, int64_t W) {
+  Taps4 r{{0, 0, 0, 0}, {0, 0, 0, 0}};
+  Tap t = TapAt(gx, gy, H, W);
+  if (!t.inside) return r;
+  const double w[4] = {(1 - t.fy) * (1 - t.fx), (1 - t.fy) * t.fx, t.fy * (1 - t.fx), t.fy * t.fx};
+  for (int k = 0; k < 4; ++k) {
+    int64_t x = t.x0 + (k & 1), y = t.y0 + (k >> 1);
+    if (x >= 0 && x < W && y >= 0 && y < H) r.off[k] = y * W + x, r.w[k] = w[k];
+  }
+  return r;
+}
+
+// out (N, C, Ho, Wo) = data (N, C, H, W) sampled at grid (N, 2, Ho, Wo). Work goes by
+// blocks of grid points of one image: their taps are found once, then every channel
+// reads them.
 template <typename T>
 void BilinearForward(const T* data, const T* grid, int64_t N, int64_t C, int64_t H, int64_t W, int64_t Ho,
                      int64_t Wo, T* out, OpReq req) {
   const int64_t P = Ho * Wo;
-  ParallelFor(N * C, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(P, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t nc = b; nc < e; ++nc) {
-      int64_t n = nc / C;
-      const T* img = data + nc * H * W;
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (P + kBlock - 1) / kBlock;
+  ParallelFor(N * blocks, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(kBlock * C, 1)), [&](int64_t b, int64_t e) {
+    std::vector<Taps4> taps(static_cast<size_t>(kBlock));
+    for (int64_t nb = b; nb < e; ++nb) {
+      const int64_t n = nb / blocks, p0 = (nb % blocks) * kBlock, len = std::min(kBlock, P - p0);
       const T* gr = grid + n * 2 * P;
-      for (int64_t p = 0; p < P; ++p) {
-        Tap t = TapAt(static_cast<double>(gr[p]), static_cast<double>(gr[P + p]), H, W);
-        double r = 0;
-        if (t.inside) {
-          double v[4];
-          Corners(img, H, W, t, v);
-          r = v[0] * (1 - t.fy) * (1 - t.fx) + v[1] * (1 - t.fy) * t.fx + v[2] * t.fy * (1 - t.fx) + v[3] * t.fy * t.fx;
+      for (int64_t i = 0; i < len; ++i)
+        taps[static_cast<size_t>(i)] =
+            Taps4At(static_cast<double>(gr[p0 + i]), static_cast<double>(gr[P + p0 + i]), H, W);
+      for (int64_t c = 0; c < C; ++c) {
+        const T* img = data + (n * C + c) * H * W;
+        T* y = out + (n * C + c) * P + p0;
+        for (int64_t i = 0; i < len; ++i) {
+          const Taps4& t = taps[static_cast<size_t>(i)];
+          double r = t.w[0] * static_cast<double>(img[t.off[0]]) + t.w[1] * static_cast<double>(img[t.off[1]]) +
+                     t.w[2] * static_cast<double>(img[t.off[2]]) + t.w[3] * static_cast<double>(img[t.off[3]]);
+          Store(y + i, req, r);
         }
-        Store(out + nc * P + p, req, r);
       }
     }
   });
