@@ -52,6 +52,13 @@ inline double LogAdd(double a, double b) {
   return m + std::log1p(std::exp(-std::fabs(a - b)));
 }
 
+// log(e^a + e^b + e^c) with one logarithm.
+inline double LogSum3(double a, double b, double c) {
+  double m = std::max(a, std::max(b, c));
+  if (m == kNegInf) return kNegInf;
+  return m + std::log(std::exp(a - m) + std::exp(b - m) + std::exp(c - m));
+}
+
 int NumCtcInputs(const NodeAttrs& attrs) {
   const auto& p = attrs.Params<CTCLossParam>();
   return 2 + (p.use_data_lengths ? 1 : 0) + (p.use_label_lengths ? 1 : 0);
@@ -164,19 +171,19 @@ void CtcOne(const T* x, int64_t steps, int64_t step, int64_t A, const std::vecto
     if (S > 1) AL(0, 1) = LP(0, sym(1));
     for (int64_t t = 1; t < steps; ++t)
       for (int64_t s = 0; s < S; ++s) {
-        double a = AL(t - 1, s);
-        if (s >= 1) a = LogAdd(a, AL(t - 1, s - 1));
-        if (s >= 2 && sym(s) != blank && sym(s) != sym(s - 2)) a = LogAdd(a, AL(t - 1, s - 2));
+        double a = LogSum3(AL(t - 1, s), s >= 1 ? AL(t - 1, s - 1) : kNegInf,
+                           s >= 2 && sym(s) != blank && sym(s) != sym(s - 2) ? AL(t - 1, s - 2) : kNegInf);
         AL(t, s) = a == kNegInf ? kNegInf : a + LP(t, sym(s));
       }
     BE(steps - 1, S - 1) = 0;
     if (S > 1) BE(steps - 1, S - 2) = 0;
     for (int64_t t = steps - 2; t >= 0; --t)
       for (int64_t s = 0; s < S; ++s) {
-        double b = BE(t + 1, s) + LP(t + 1, sym(s));
-        if (s + 1 < S) b = LogAdd(b, BE(t + 1, s + 1) + LP(t + 1, sym(s + 1)));
-        if (s + 2 < S && sym(s + 2) != blank && sym(s + 2) != sym(s)) b = LogAdd(b, BE(t + 1, s + 2) + LP(t + 1, sym(s + 2)));
-        BE(t, s) = b;
+        BE(t, s) = LogSum3(BE(t + 1, s) + LP(t + 1, sym(s)),
+                           s + 1 < S ? BE(t + 1, s + 1) + LP(t + 1, sym(s + 1)) : kNegInf,
+                           s + 2 < S && sym(s + 2) != blank && sym(s + 2) != sym(s)
+                               ? BE(t + 1, s + 2) + LP(t + 1, sym(s + 2))
+                               : kNegInf);
       }
     ll = AL(steps - 1, S - 1);
     if (S > 1) ll = LogAdd(ll, AL(steps - 1, S - 2));
@@ -192,14 +199,11 @@ void CtcOne(const T* x, int64_t steps, int64_t step, int64_t A, const std::vecto
       for (int64_t k = 0; k < A; ++k) g[k] = T(0);
       continue;
     }
-    std::fill(occ.begin(), occ.end(), kNegInf);
-    for (int64_t s = 0; s < S; ++s) {
-      double& o = occ[static_cast<size_t>(sym(s))];
-      o = LogAdd(o, AL(t, s) + BE(t, s));
-    }
-    // d(-log p)/dx_k = softmax_k - (posterior occupancy of class k at t).
-    for (int64_t k = 0; k < A; ++k)
-      g[k] = static_cast<T>(std::exp(LP(t, k)) - std::exp(occ[static_cast<size_t>(k)] - ll));
+    // The posterior occupancy of each class at t, summed over its extended symbols.
+    std::fill(occ.begin(), occ.end(), 0.0);
+    for (int64_t s = 0; s < S; ++s) occ[static_cast<size_t>(sym(s))] += std::exp(AL(t, s) + BE(t, s) - ll);
+    // d(-log p)/dx_k = softmax_k - occupancy_k.
+    for (int64_t k = 0; k < A; ++k) g[k] = static_cast<T>(std::exp(LP(t, k)) - occ[static_cast<size_t>(k)]);
   }
 }
 
