@@ -944,3 +944,47 @@ def test_detection_ops_have_zero_gradients():
         z = nd.contrib.box_iou(x, y)
     z.backward()
     assert np.all(x.grad.asnumpy() == 0) and np.all(y.grad.asnumpy() == 0)
+
+
+# ---------------------------------------------------------------- graphs and dtypes
+def test_sampler_chain_in_an_executor():
+    theta, img = mx.sym.var("theta"), mx.sym.var("img")
+    sym = mx.sym.BilinearSampler(img, mx.sym.GridGenerator(theta, transform_type="affine", target_shape=(3, 4)))
+    assert sym.list_outputs() == [sym.name + "_output"]
+    location = {"theta": np.array([[0.93, 0.07, 0.03, -0.05, 0.88, 0.02]]), "img": RNG.rand(1, 2, 5, 5)}
+    check_numeric_gradient(sym, location, numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
+
+
+def test_roi_pooling_in_an_executor_matches_the_imperative_call():
+    data = RNG.permutation(72).reshape(2, 1, 6, 6).astype(np.float32)
+    rois = np.array([[0, 0, 0, 4, 4], [1, 1, 1, 5, 5]], np.float32)
+    sym = mx.sym.ROIPooling(mx.sym.var("data"), mx.sym.var("rois"), pooled_size=(2, 2), spatial_scale=1.0)
+    sym = mx.sym.load_json(sym.tojson())
+    ex = sym.bind(mx.cpu(), {"data": nd.array(data), "rois": nd.array(rois)},
+                  args_grad={"data": nd.zeros(data.shape), "rois": nd.zeros(rois.shape)})
+    out = ex.forward(is_train=True)[0]
+    ex.backward(nd.ones(out.shape))
+    want = nd.ROIPooling(nd.array(data), nd.array(rois), pooled_size=(2, 2), spatial_scale=1.0)
+    assert_almost_equal(out.asnumpy(), want.asnumpy(), rtol=0, atol=0)
+    assert ex.grad_dict["data"].asnumpy().sum() == out.size
+    assert not ex.grad_dict["rois"].asnumpy().any()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_low_precision_dtypes(dtype):
+    tol = 2e-2 if dtype == "float16" else 1e-5
+    data = RNG.uniform(-1, 1, (1, 2, 5, 6))
+    grid = RNG.uniform(-1.2, 1.2, (1, 2, 3, 4))
+    got = nd.BilinearSampler(nd.array(data, dtype=dtype), nd.array(grid, dtype=dtype))
+    assert got.dtype == np.dtype(dtype)
+    want = bilinear_ref(data, grid.astype(dtype).astype(np.float64))
+    assert_almost_equal(got.asnumpy().astype(np.float64), want, rtol=tol, atol=tol)
+    dets = rand_dets(1, 8)
+    got = nd.contrib.box_nms(nd.array(dets, dtype=dtype), overlap_thresh=0.45)
+    want = nms_ref(dets.astype(dtype).astype(np.float64), overlap_thresh=0.45)
+    assert_almost_equal(got.asnumpy().astype(np.float64), want, rtol=tol, atol=tol)
+    rois = np.array([[0, 0.5, 0.5, 5.5, 4.5]])
+    got = nd.contrib.ROIAlign(nd.array(data, dtype=dtype), nd.array(rois, dtype=dtype), pooled_size=(2, 2),
+                              spatial_scale=1.0)
+    want = roi_align_ref(data.astype(dtype).astype(np.float64), rois, 2, 2, 1.0)
+    assert_almost_equal(got.asnumpy().astype(np.float64), want, rtol=tol, atol=tol)
