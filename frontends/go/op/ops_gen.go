@@ -29,6 +29,7 @@ var opBatchDot = weft.NewOperator("batch_dot")
 var opBatchNorm = weft.NewOperator("BatchNorm")
 var opBatchNormV1 = weft.NewOperator("BatchNorm_v1")
 var opBatchTake = weft.NewOperator("batch_take")
+var opBilinearSampler = weft.NewOperator("BilinearSampler")
 var opBlockGrad = weft.NewOperator("BlockGrad")
 var opBroadcastAdd = weft.NewOperator("broadcast_add")
 var opBroadcastAxis = weft.NewOperator("broadcast_axis")
@@ -51,6 +52,7 @@ var opBroadcastNotEqual = weft.NewOperator("broadcast_not_equal")
 var opBroadcastPower = weft.NewOperator("broadcast_power")
 var opBroadcastSub = weft.NewOperator("broadcast_sub")
 var opBroadcastTo = weft.NewOperator("broadcast_to")
+var opCTCLoss = weft.NewOperator("CTCLoss")
 var opCast = weft.NewOperator("Cast")
 var opCbrt = weft.NewOperator("cbrt")
 var opCeil = weft.NewOperator("ceil")
@@ -89,6 +91,7 @@ var opFullyConnected = weft.NewOperator("FullyConnected")
 var opGamma = weft.NewOperator("gamma")
 var opGammaln = weft.NewOperator("gammaln")
 var opGatherNd = weft.NewOperator("gather_nd")
+var opGridGenerator = weft.NewOperator("GridGenerator")
 var opGroupNorm = weft.NewOperator("GroupNorm")
 var opHardSigmoid = weft.NewOperator("hard_sigmoid")
 var opIdentityAttachKLSparseReg = weft.NewOperator("IdentityAttachKLSparseReg")
@@ -104,12 +107,22 @@ var opInternalContribBackwardIndexCopy = weft.NewOperator("_contrib_backward_ind
 var opInternalContribBackwardQuadratic = weft.NewOperator("_contrib_backward_quadratic")
 var opInternalContribBatchNormWithReLU = weft.NewOperator("_contrib_BatchNormWithReLU")
 var opInternalContribBilinearResize2D = weft.NewOperator("_contrib_BilinearResize2D")
+var opInternalContribBipartiteMatching = weft.NewOperator("_contrib_bipartite_matching")
+var opInternalContribBoxDecode = weft.NewOperator("_contrib_box_decode")
+var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
+var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
+var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
 var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
+var opInternalContribMultiBoxDetection = weft.NewOperator("_contrib_MultiBoxDetection")
+var opInternalContribMultiBoxPrior = weft.NewOperator("_contrib_MultiBoxPrior")
+var opInternalContribMultiBoxTarget = weft.NewOperator("_contrib_MultiBoxTarget")
+var opInternalContribPSROIPooling = weft.NewOperator("_contrib_PSROIPooling")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
+var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
 var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
 var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
 var opInternalContribSyncBatchNorm = weft.NewOperator("_contrib_SyncBatchNorm")
@@ -287,6 +300,7 @@ var opPreloadedMultiSgdMomUpdate = weft.NewOperator("preloaded_multi_sgd_mom_upd
 var opPreloadedMultiSgdUpdate = weft.NewOperator("preloaded_multi_sgd_update")
 var opProd = weft.NewOperator("prod")
 var opRNN = weft.NewOperator("RNN")
+var opROIPooling = weft.NewOperator("ROIPooling")
 var opRadians = weft.NewOperator("radians")
 var opRcbrt = weft.NewOperator("rcbrt")
 var opReciprocal = weft.NewOperator("reciprocal")
@@ -327,6 +341,7 @@ var opSoftmin = weft.NewOperator("softmin")
 var opSoftsign = weft.NewOperator("softsign")
 var opSort = weft.NewOperator("sort")
 var opSpaceToDepth = weft.NewOperator("space_to_depth")
+var opSpatialTransformer = weft.NewOperator("SpatialTransformer")
 var opSplit = weft.NewOperator("split")
 var opSqrt = weft.NewOperator("sqrt")
 var opSquare = weft.NewOperator("square")
@@ -1043,6 +1058,36 @@ func SymBatchTake(a, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error)
 	return c.compose(opBatchTake, []string{"a", "indices"}, a, indices)
 }
 
+// BilinearSampler runs the operator BilinearSampler.
+//
+// Samples data (batch, channel, h, w) at a grid (batch, 2, H, W) of normalised (x, y) coordinates, -1 and 1 being the centres of the first and last pixels, with bilinear interpolation; points outside read zeros. The output is (batch, channel, H, W); the second output, tmp (hidden), is the grid as (batch, H, W, 2).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The images to sample (batch, channel, h, w)
+//   - grid: Where to sample (batch, 2, H, W): channel 0 is x, channel 1 is y
+//
+// Options:
+//   - WithCudnnOff(int): Accepted for compatibility (no cuDNN path here): None, True or False. (default None)
+func BilinearSampler(data, grid *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opBilinearSampler, data, grid)
+}
+
+// SymBilinearSampler runs the operator BilinearSampler symbolically: it adds one node to the graph.
+//
+// Samples data (batch, channel, h, w) at a grid (batch, 2, H, W) of normalised (x, y) coordinates, -1 and 1 being the centres of the first and last pixels, with bilinear interpolation; points outside read zeros. The output is (batch, channel, H, W); the second output, tmp (hidden), is the grid as (batch, H, W, 2).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The images to sample (batch, channel, h, w)
+//   - grid: Where to sample (batch, 2, H, W): channel 0 is x, channel 1 is y
+//
+// Options:
+//   - WithCudnnOff(int): Accepted for compatibility (no cuDNN path here): None, True or False. (default None)
+func SymBilinearSampler(data, grid *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opBilinearSampler, []string{"data", "grid"}, data, grid)
+}
+
 // BlockGrad runs the operator BlockGrad.
 //
 // Identity that stops the gradient: its input gets zero gradient.
@@ -1587,6 +1632,44 @@ func SymBroadcastTo(data *weft.Symbol, shape []int, opts ...Option) (*weft.Symbo
 	c := newCall(opts)
 	c.set("shape", shape)
 	return c.compose(opBroadcastTo, []string{"data"}, data)
+}
+
+// CTCLoss runs the operator CTCLoss.
+//
+// Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The activations (sequence_length, batch_size, alphabet_size)
+//   - label: The labellings (batch_size, label_sequence_length)
+//   - dataLengths: The length of each sequence (with use_data_lengths)
+//   - labelLengths: The length of each labelling (with use_label_lengths)
+//
+// Options:
+//   - WithUseDataLengths(bool): Whether the input data_lengths gives each sequence's length; otherwise all have T steps. (default False)
+//   - WithUseLabelLengths(bool): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last'). (default False)
+//   - WithBlankLabel(string): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1). (default first)
+func CTCLoss(data, label, dataLengths, labelLengths *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opCTCLoss, data, label, dataLengths, labelLengths)
+}
+
+// SymCTCLoss runs the operator CTCLoss symbolically: it adds one node to the graph.
+//
+// Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The activations (sequence_length, batch_size, alphabet_size)
+//   - label: The labellings (batch_size, label_sequence_length)
+//   - dataLengths: The length of each sequence (with use_data_lengths)
+//   - labelLengths: The length of each labelling (with use_label_lengths)
+//
+// Options:
+//   - WithUseDataLengths(bool): Whether the input data_lengths gives each sequence's length; otherwise all have T steps. (default False)
+//   - WithUseLabelLengths(bool): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last'). (default False)
+//   - WithBlankLabel(string): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1). (default first)
+func SymCTCLoss(data, label, dataLengths, labelLengths *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opCTCLoss, []string{"data", "label", "data_lengths", "label_lengths"}, data, label, dataLengths, labelLengths)
 }
 
 // Cast runs the operator Cast.
@@ -2793,6 +2876,42 @@ func SymGatherNd(data, indices *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 	return c.compose(opGatherNd, []string{"data", "indices"}, data, indices)
 }
 
+// GridGenerator runs the operator GridGenerator.
+//
+// Makes a sampling grid (batch, 2, H, W) of normalised (x, y) source coordinates for BilinearSampler: from affine matrices (batch, 6) over a target_shape (H, W) grid, or from optical flows (batch, 2, H, W) in pixels. The second output, grid_dst (hidden), holds the target coordinates.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Affine matrices (batch, 6) or optical flows (batch, 2, h, w)
+//
+// Required parameters:
+//   - transformType string: The type of transformation: 'affine' takes affine matrices (batch, 6), 'warp' optical flows (batch, 2, h, w).
+//
+// Options:
+//   - WithTargetShape([]int): The output shape (H, W); required for 'affine', ignored for 'warp'. (default (0,0))
+func GridGenerator(data *weft.NDArray, transformType string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("transform_type", transformType)
+	return c.invoke(opGridGenerator, data)
+}
+
+// SymGridGenerator runs the operator GridGenerator symbolically: it adds one node to the graph.
+//
+// Makes a sampling grid (batch, 2, H, W) of normalised (x, y) source coordinates for BilinearSampler: from affine matrices (batch, 6) over a target_shape (H, W) grid, or from optical flows (batch, 2, H, W) in pixels. The second output, grid_dst (hidden), holds the target coordinates.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Affine matrices (batch, 6) or optical flows (batch, 2, h, w)
+//
+// Required parameters:
+//   - transformType string: The type of transformation: 'affine' takes affine matrices (batch, 6), 'warp' optical flows (batch, 2, h, w).
+//
+// Options:
+//   - WithTargetShape([]int): The output shape (H, W); required for 'affine', ignored for 'warp'. (default (0,0))
+func SymGridGenerator(data *weft.Symbol, transformType string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("transform_type", transformType)
+	return c.compose(opGridGenerator, []string{"data"}, data)
+}
+
 // GroupNorm runs the operator GroupNorm.
 //
 // Group normalisation: each sample's channels (axis 1) in num_groups groups; per-channel gamma, beta.
@@ -3343,6 +3462,192 @@ func SymInternalContribBilinearResize2D(data, like *weft.Symbol, opts ...Option)
 	return c.compose(opInternalContribBilinearResize2D, []string{"data", "like"}, data, like)
 }
 
+// InternalContribBipartiteMatching runs the operator _contrib_bipartite_matching.
+//
+// Greedy bipartite matching of a score matrix (..., rows, cols): pairs are taken in order of score (descending, or ascending with is_ascend) while both ends are free and the score passes threshold. Outputs: the column matched to each row (..., rows) and the row matched to each column (..., cols), -1 where none.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The scores (..., rows, cols)
+//
+// Required parameters:
+//   - threshold float64: Scores must be above it to match (below it with is_ascend).
+//
+// Options:
+//   - WithIsAscend(bool): Match the lowest scores first (then scores must be below threshold). (default False)
+//   - WithTopk(int): Stop matching after topk matches; -1: no limit. (default -1)
+func InternalContribBipartiteMatching(data *weft.NDArray, threshold float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("threshold", threshold)
+	return c.invoke(opInternalContribBipartiteMatching, data)
+}
+
+// SymInternalContribBipartiteMatching runs the operator _contrib_bipartite_matching symbolically: it adds one node to the graph.
+//
+// Greedy bipartite matching of a score matrix (..., rows, cols): pairs are taken in order of score (descending, or ascending with is_ascend) while both ends are free and the score passes threshold. Outputs: the column matched to each row (..., rows) and the row matched to each column (..., cols), -1 where none.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The scores (..., rows, cols)
+//
+// Required parameters:
+//   - threshold float64: Scores must be above it to match (below it with is_ascend).
+//
+// Options:
+//   - WithIsAscend(bool): Match the lowest scores first (then scores must be below threshold). (default False)
+//   - WithTopk(int): Stop matching after topk matches; -1: no limit. (default -1)
+func SymInternalContribBipartiteMatching(data *weft.Symbol, threshold float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("threshold", threshold)
+	return c.compose(opInternalContribBipartiteMatching, []string{"data"}, data)
+}
+
+// InternalContribBoxDecode runs the operator _contrib_box_decode.
+//
+// Boxes (B, N, 4) in corner encoding from regression outputs data (B, N, 4) and anchors (1, N, 4): the inverse of box_encode with the offsets scaled by std0..std3 (and the log sizes clipped to clip when it is positive).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: (B, N, 4): the encoded offsets
+//   - anchors: (1, N, 4) in the encoding `format` says
+//
+// Options:
+//   - WithStd0(float64): Multiplies the first encoded value (x offset). (default 1)
+//   - WithStd1(float64): Multiplies the second encoded value (y offset). (default 1)
+//   - WithStd2(float64): Multiplies the third encoded value (log width). (default 1)
+//   - WithStd3(float64): Multiplies the fourth encoded value (log height). (default 1)
+//   - WithClip(float64): When positive, the log width and height offsets are clipped to it before exp. (default -1)
+//   - WithFormat(string): The anchors' encoding: 'corner' or 'center'. (default center)
+func InternalContribBoxDecode(data, anchors *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBoxDecode, data, anchors)
+}
+
+// SymInternalContribBoxDecode runs the operator _contrib_box_decode symbolically: it adds one node to the graph.
+//
+// Boxes (B, N, 4) in corner encoding from regression outputs data (B, N, 4) and anchors (1, N, 4): the inverse of box_encode with the offsets scaled by std0..std3 (and the log sizes clipped to clip when it is positive).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: (B, N, 4): the encoded offsets
+//   - anchors: (1, N, 4) in the encoding `format` says
+//
+// Options:
+//   - WithStd0(float64): Multiplies the first encoded value (x offset). (default 1)
+//   - WithStd1(float64): Multiplies the second encoded value (y offset). (default 1)
+//   - WithStd2(float64): Multiplies the third encoded value (log width). (default 1)
+//   - WithStd3(float64): Multiplies the fourth encoded value (log height). (default 1)
+//   - WithClip(float64): When positive, the log width and height offsets are clipped to it before exp. (default -1)
+//   - WithFormat(string): The anchors' encoding: 'corner' or 'center'. (default center)
+func SymInternalContribBoxDecode(data, anchors *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBoxDecode, []string{"data", "anchors"}, data, anchors)
+}
+
+// InternalContribBoxEncode runs the operator _contrib_box_encode.
+//
+// Regression targets of anchors (B, N, 4) towards their matched reference boxes refs (B, M, 4), both in corner encoding: ((dx / w, dy / h, log(w'/w), log(h'/h)) - means) / stds for samples above 0.5, zeros elsewhere. Outputs: the targets and their masks (B, N, 4).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - samples: (B, N): positive (> 0.5), negative or ignored samples
+//   - matches: (B, N): the reference box of each anchor, in [0, M)
+//   - anchors: (B, N, 4) in corner encoding
+//   - refs: (B, M, 4) in corner encoding
+//   - means: (4,): subtracted from the encoded values
+//   - stds: (4,): divide the encoded values
+func InternalContribBoxEncode(samples, matches, anchors, refs, means, stds *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBoxEncode, samples, matches, anchors, refs, means, stds)
+}
+
+// SymInternalContribBoxEncode runs the operator _contrib_box_encode symbolically: it adds one node to the graph.
+//
+// Regression targets of anchors (B, N, 4) towards their matched reference boxes refs (B, M, 4), both in corner encoding: ((dx / w, dy / h, log(w'/w), log(h'/h)) - means) / stds for samples above 0.5, zeros elsewhere. Outputs: the targets and their masks (B, N, 4).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - samples: (B, N): positive (> 0.5), negative or ignored samples
+//   - matches: (B, N): the reference box of each anchor, in [0, M)
+//   - anchors: (B, N, 4) in corner encoding
+//   - refs: (B, M, 4) in corner encoding
+//   - means: (4,): subtracted from the encoded values
+//   - stds: (4,): divide the encoded values
+func SymInternalContribBoxEncode(samples, matches, anchors, refs, means, stds *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBoxEncode, []string{"samples", "matches", "anchors", "refs", "means", "stds"}, samples, matches, anchors, refs, means, stds)
+}
+
+// InternalContribBoxIou runs the operator _contrib_box_iou.
+//
+// Intersection over union of every box of lhs (..., 4) with every box of rhs (..., 4): the output is lhs.shape[:-1] + rhs.shape[:-1].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: The first boxes (..., 4)
+//   - rhs: The second boxes (..., 4)
+//
+// Options:
+//   - WithFormat(string): The box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height]. (default corner)
+func InternalContribBoxIou(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBoxIou, lhs, rhs)
+}
+
+// SymInternalContribBoxIou runs the operator _contrib_box_iou symbolically: it adds one node to the graph.
+//
+// Intersection over union of every box of lhs (..., 4) with every box of rhs (..., 4): the output is lhs.shape[:-1] + rhs.shape[:-1].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: The first boxes (..., 4)
+//   - rhs: The second boxes (..., 4)
+//
+// Options:
+//   - WithFormat(string): The box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height]. (default corner)
+func SymInternalContribBoxIou(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBoxIou, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
+// InternalContribBoxNms runs the operator _contrib_box_nms.
+//
+// Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row holding a score, 4 coordinates and optionally a class id: boxes scoring above valid_thresh (and not of background_id) are sorted by score, the topk best kept, and each suppresses later ones overlapping it by more than overlap_thresh (of its class only, unless force_suppress). The survivors come first in score order; the other rows are -1. The hidden second output records each output row's input row for the gradient.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The boxes (..., num_boxes, box_width)
+//
+// Options:
+//   - WithOverlapThresh(float64): A box overlapping a higher-scored one by more than this IoU is suppressed. (default 0.5)
+//   - WithValidThresh(float64): Only boxes scoring above this take part. (default 0)
+//   - WithTopk(int): Only the topk best-scored boxes take part; -1: all. (default -1)
+//   - WithCoordStart(int): The index of the first of the 4 coordinates. (default 2)
+//   - WithScoreIndex(int): The index of the score. (default 1)
+//   - WithIdIndex(int): The index of the class id; -1: no class. (default -1)
+//   - WithBackgroundId(int): The class id of the background, whose boxes are dropped (with id_index). (default -1)
+//   - WithForceSuppress(bool): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other. (default False)
+//   - WithInFormat(string): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height]. (default corner)
+//   - WithOutFormat(string): The output box encoding: 'corner' or 'center'. (default corner)
+func InternalContribBoxNms(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBoxNms, data)
+}
+
+// SymInternalContribBoxNms runs the operator _contrib_box_nms symbolically: it adds one node to the graph.
+//
+// Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row holding a score, 4 coordinates and optionally a class id: boxes scoring above valid_thresh (and not of background_id) are sorted by score, the topk best kept, and each suppresses later ones overlapping it by more than overlap_thresh (of its class only, unless force_suppress). The survivors come first in score order; the other rows are -1. The hidden second output records each output row's input row for the gradient.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The boxes (..., num_boxes, box_width)
+//
+// Options:
+//   - WithOverlapThresh(float64): A box overlapping a higher-scored one by more than this IoU is suppressed. (default 0.5)
+//   - WithValidThresh(float64): Only boxes scoring above this take part. (default 0)
+//   - WithTopk(int): Only the topk best-scored boxes take part; -1: all. (default -1)
+//   - WithCoordStart(int): The index of the first of the 4 coordinates. (default 2)
+//   - WithScoreIndex(int): The index of the score. (default 1)
+//   - WithIdIndex(int): The index of the class id; -1: no class. (default -1)
+//   - WithBackgroundId(int): The class id of the background, whose boxes are dropped (with id_index). (default -1)
+//   - WithForceSuppress(bool): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other. (default False)
+//   - WithInFormat(string): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height]. (default corner)
+//   - WithOutFormat(string): The output box encoding: 'corner' or 'center'. (default corner)
+func SymInternalContribBoxNms(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBoxNms, []string{"data"}, data)
+}
+
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
 //
 // The input divided by the square root of its last axis' length (attention score scaling).
@@ -3493,6 +3798,174 @@ func SymInternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.Symbol,
 	return c.compose(opInternalContribIndexCopy, []string{"old_tensor", "index_vector", "new_tensor"}, oldTensor, indexVector, newTensor)
 }
 
+// InternalContribMultiBoxDetection runs the operator _contrib_MultiBoxDetection.
+//
+// SSD detections (batch, A, 6) of rows [class, score, xmin, ymin, xmax, ymax]: each anchor takes its best foreground class of cls_prob (batch, classes, A) (background when below threshold), its box decoded from loc_pred (batch, A * 4); foreground rows come first, sorted by score and suppressed (class -1) by non-maximum suppression; the remaining rows are -1.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - clsProb: The class probabilities (batch, classes, A)
+//   - locPred: The box regressions (batch, A * 4)
+//   - anchor: The anchors (1, A, 4)
+//
+// Options:
+//   - WithClip(bool): Clip the boxes to [0, 1]. (default True)
+//   - WithThreshold(float64): Detections scoring below this become background (class -1). (default 0.01)
+//   - WithBackgroundId(int): Accepted for compatibility: class 0 is the background, as in MXNet's CPU operator. (default 0)
+//   - WithNmsThreshold(float64): Suppress detections overlapping a better one by this IoU or more; outside (0, 1] no suppression. (default 0.5)
+//   - WithForceSuppress(bool): Suppress across classes; otherwise only detections of one class suppress each other. (default False)
+//   - WithVariances([]float64): The regression outputs are multiplied by these (x, y, w, h). (default (0.1, 0.1, 0.2, 0.2))
+//   - WithNmsTopk(int): Keep the nms_topk best detections before suppression; -1: all. (default -1)
+func InternalContribMultiBoxDetection(clsProb, locPred, anchor *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribMultiBoxDetection, clsProb, locPred, anchor)
+}
+
+// SymInternalContribMultiBoxDetection runs the operator _contrib_MultiBoxDetection symbolically: it adds one node to the graph.
+//
+// SSD detections (batch, A, 6) of rows [class, score, xmin, ymin, xmax, ymax]: each anchor takes its best foreground class of cls_prob (batch, classes, A) (background when below threshold), its box decoded from loc_pred (batch, A * 4); foreground rows come first, sorted by score and suppressed (class -1) by non-maximum suppression; the remaining rows are -1.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - clsProb: The class probabilities (batch, classes, A)
+//   - locPred: The box regressions (batch, A * 4)
+//   - anchor: The anchors (1, A, 4)
+//
+// Options:
+//   - WithClip(bool): Clip the boxes to [0, 1]. (default True)
+//   - WithThreshold(float64): Detections scoring below this become background (class -1). (default 0.01)
+//   - WithBackgroundId(int): Accepted for compatibility: class 0 is the background, as in MXNet's CPU operator. (default 0)
+//   - WithNmsThreshold(float64): Suppress detections overlapping a better one by this IoU or more; outside (0, 1] no suppression. (default 0.5)
+//   - WithForceSuppress(bool): Suppress across classes; otherwise only detections of one class suppress each other. (default False)
+//   - WithVariances([]float64): The regression outputs are multiplied by these (x, y, w, h). (default (0.1, 0.1, 0.2, 0.2))
+//   - WithNmsTopk(int): Keep the nms_topk best detections before suppression; -1: all. (default -1)
+func SymInternalContribMultiBoxDetection(clsProb, locPred, anchor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribMultiBoxDetection, []string{"cls_prob", "loc_pred", "anchor"}, clsProb, locPred, anchor)
+}
+
+// InternalContribMultiBoxPrior runs the operator _contrib_MultiBoxPrior.
+//
+// Anchor boxes (1, H * W * (len(sizes) + len(ratios) - 1), 4) for a feature map data (batch, channel, H, W): at every cell, one box per size with ratios[0], then one per further ratio with sizes[0], in normalised corner coordinates.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature map (batch, channel, height, width)
+//
+// Options:
+//   - WithSizes([]float64): The anchor sizes, as fractions of the image. (default (1))
+//   - WithRatios([]float64): The aspect ratios (width / height); the first is used with every size, the others with sizes[0]. (default (1))
+//   - WithClip(bool): Clip the anchors to [0, 1]. (default False)
+//   - WithSteps([]float64): The distance between anchor centres (y, x); -1 for 1 / the feature map's size. (default (-1, -1))
+//   - WithOffsets([]float64): The offset (y, x) of the first anchor centre, in steps, each in [0, 1]. (default (0.5, 0.5))
+func InternalContribMultiBoxPrior(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribMultiBoxPrior, data)
+}
+
+// SymInternalContribMultiBoxPrior runs the operator _contrib_MultiBoxPrior symbolically: it adds one node to the graph.
+//
+// Anchor boxes (1, H * W * (len(sizes) + len(ratios) - 1), 4) for a feature map data (batch, channel, H, W): at every cell, one box per size with ratios[0], then one per further ratio with sizes[0], in normalised corner coordinates.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature map (batch, channel, height, width)
+//
+// Options:
+//   - WithSizes([]float64): The anchor sizes, as fractions of the image. (default (1))
+//   - WithRatios([]float64): The aspect ratios (width / height); the first is used with every size, the others with sizes[0]. (default (1))
+//   - WithClip(bool): Clip the anchors to [0, 1]. (default False)
+//   - WithSteps([]float64): The distance between anchor centres (y, x); -1 for 1 / the feature map's size. (default (-1, -1))
+//   - WithOffsets([]float64): The offset (y, x) of the first anchor centre, in steps, each in [0, 1]. (default (0.5, 0.5))
+func SymInternalContribMultiBoxPrior(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribMultiBoxPrior, []string{"data"}, data)
+}
+
+// InternalContribMultiBoxTarget runs the operator _contrib_MultiBoxTarget.
+//
+// SSD training targets: anchors (1, A, 4) are matched to the ground truth of label (batch, L, >= 5) rows [class, xmin, ymin, xmax, ymax] (ending at the first class -1), each ground-truth box taking its best anchor and every anchor overlapping one by more than overlap_threshold; negatives are all other anchors or, with negative_mining_ratio, the hardest of them by cls_pred (batch, classes, A). Outputs: loc_target and loc_mask (batch, A * 4), cls_target (batch, A): class + 1, 0 for negatives, ignore_label otherwise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - anchor: The anchors (1, A, 4)
+//   - label: The ground truth (batch, L, >= 5)
+//   - clsPred: The class predictions (batch, classes, A)
+//
+// Options:
+//   - WithOverlapThreshold(float64): An anchor overlapping a ground-truth box by more than this IoU is a positive match. (default 0.5)
+//   - WithIgnoreLabel(float64): The class target of anchors that are neither positive nor negative. (default -1)
+//   - WithNegativeMiningRatio(float64): Negatives kept per positive, the hardest first; -1: every non-positive anchor is negative. (default -1)
+//   - WithNegativeMiningThresh(float64): Only anchors overlapping every ground-truth box by less than this may be mined as negatives. (default 0.5)
+//   - WithMinimumNegativeSamples(int): Accepted for compatibility; MXNet's CPU operator does not use it either. (default 0)
+//   - WithVariances([]float64): The regression targets are divided by these (x, y, w, h). (default (0.1, 0.1, 0.2, 0.2))
+func InternalContribMultiBoxTarget(anchor, label, clsPred *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribMultiBoxTarget, anchor, label, clsPred)
+}
+
+// SymInternalContribMultiBoxTarget runs the operator _contrib_MultiBoxTarget symbolically: it adds one node to the graph.
+//
+// SSD training targets: anchors (1, A, 4) are matched to the ground truth of label (batch, L, >= 5) rows [class, xmin, ymin, xmax, ymax] (ending at the first class -1), each ground-truth box taking its best anchor and every anchor overlapping one by more than overlap_threshold; negatives are all other anchors or, with negative_mining_ratio, the hardest of them by cls_pred (batch, classes, A). Outputs: loc_target and loc_mask (batch, A * 4), cls_target (batch, A): class + 1, 0 for negatives, ignore_label otherwise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - anchor: The anchors (1, A, 4)
+//   - label: The ground truth (batch, L, >= 5)
+//   - clsPred: The class predictions (batch, classes, A)
+//
+// Options:
+//   - WithOverlapThreshold(float64): An anchor overlapping a ground-truth box by more than this IoU is a positive match. (default 0.5)
+//   - WithIgnoreLabel(float64): The class target of anchors that are neither positive nor negative. (default -1)
+//   - WithNegativeMiningRatio(float64): Negatives kept per positive, the hardest first; -1: every non-positive anchor is negative. (default -1)
+//   - WithNegativeMiningThresh(float64): Only anchors overlapping every ground-truth box by less than this may be mined as negatives. (default 0.5)
+//   - WithMinimumNegativeSamples(int): Accepted for compatibility; MXNet's CPU operator does not use it either. (default 0)
+//   - WithVariances([]float64): The regression targets are divided by these (x, y, w, h). (default (0.1, 0.1, 0.2, 0.2))
+func SymInternalContribMultiBoxTarget(anchor, label, clsPred *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribMultiBoxTarget, []string{"anchor", "label", "cls_pred"}, anchor, label, clsPred)
+}
+
+// InternalContribPSROIPooling runs the operator _contrib_PSROIPooling.
+//
+// Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (R, output_dim, pooled_size, pooled_size).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithGroupSize(int): The side of the grid of position-sensitive channel groups; 0 means pooled_size. (default 0)
+func InternalContribPSROIPooling(data, rois *weft.NDArray, spatialScale float64, outputDim int, pooledSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("pooled_size", pooledSize)
+	return c.invoke(opInternalContribPSROIPooling, data, rois)
+}
+
+// SymInternalContribPSROIPooling runs the operator _contrib_PSROIPooling symbolically: it adds one node to the graph.
+//
+// Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (R, output_dim, pooled_size, pooled_size).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithGroupSize(int): The side of the grid of position-sensitive channel groups; 0 means pooled_size. (default 0)
+func SymInternalContribPSROIPooling(data, rois *weft.Symbol, spatialScale float64, outputDim int, pooledSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("pooled_size", pooledSize)
+	return c.compose(opInternalContribPSROIPooling, []string{"data", "rois"}, data, rois)
+}
+
 // InternalContribQuadratic runs the operator _contrib_quadratic.
 //
 // a * x^2 + b * x + c of each element.
@@ -3523,6 +3996,52 @@ func InternalContribQuadratic(data *weft.NDArray, opts ...Option) (*weft.NDArray
 func SymInternalContribQuadratic(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuadratic, []string{"data"}, data)
+}
+
+// InternalContribROIAlign runs the operator _contrib_ROIAlign.
+//
+// Pools each region of interest of data (N, C, H, W) to pooled_size (h, w) without quantisation: each of the h x w bins of a scaled ROI [batch_index, x1, y1, x2, y2] averages bilinear samples taken on a regular grid inside it (sample_ratio per axis, or ceil(bin size)). An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w), or (R, C / (h*w), h, w) with position_sensitive.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSampleRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+//   - WithPositionSensitive(bool): Position-sensitive pooling (R-FCN): bin (i, j) of output channel c reads input channel (c * h + i) * w + j, so the output has C / (h * w) channels. (default False)
+//   - WithAligned(bool): Shift the scaled box by half a pixel (Detectron2's aligned ROIAlign); boxes must then be non-empty. (default False)
+func InternalContribROIAlign(data, rois *weft.NDArray, pooledSize []int, spatialScale float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.invoke(opInternalContribROIAlign, data, rois)
+}
+
+// SymInternalContribROIAlign runs the operator _contrib_ROIAlign symbolically: it adds one node to the graph.
+//
+// Pools each region of interest of data (N, C, H, W) to pooled_size (h, w) without quantisation: each of the h x w bins of a scaled ROI [batch_index, x1, y1, x2, y2] averages bilinear samples taken on a regular grid inside it (sample_ratio per axis, or ceil(bin size)). An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w), or (R, C / (h*w), h, w) with position_sensitive.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSampleRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+//   - WithPositionSensitive(bool): Position-sensitive pooling (R-FCN): bin (i, j) of output channel c reads input channel (c * h + i) * w + j, so the output has C / (h * w) channels. (default False)
+//   - WithAligned(bool): Shift the scaled box by half a pixel (Detectron2's aligned ROIAlign); boxes must then be non-empty. (default False)
+func SymInternalContribROIAlign(data, rois *weft.Symbol, pooledSize []int, spatialScale float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.compose(opInternalContribROIAlign, []string{"data", "rois"}, data, rois)
 }
 
 // InternalContribRoundSte runs the operator _contrib_round_ste.
@@ -9193,6 +9712,42 @@ func SymRNN(data, parameters, state, stateCell, sequenceLength *weft.Symbol, sta
 	return c.compose(opRNN, []string{"data", "parameters", "state", "state_cell", "sequence_length"}, data, parameters, state, stateCell, sequenceLength)
 }
 
+// ROIPooling runs the operator ROIPooling.
+//
+// Max-pools each region of interest of data (N, C, H, W) to pooled_size (h, w): rois (R, 5) rows [batch_index, x1, y1, x2, y2] are scaled by spatial_scale and rounded, split into h x w bins, and each bin's maximum taken. The output is (R, C, h, w); the second output, maxidx (hidden), holds the flat data index of each maximum (-1 for empty bins).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+func ROIPooling(data, rois *weft.NDArray, pooledSize []int, spatialScale float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.invoke(opROIPooling, data, rois)
+}
+
+// SymROIPooling runs the operator ROIPooling symbolically: it adds one node to the graph.
+//
+// Max-pools each region of interest of data (N, C, H, W) to pooled_size (h, w): rois (R, 5) rows [batch_index, x1, y1, x2, y2] are scaled by spatial_scale and rounded, split into h x w bins, and each bin's maximum taken. The output is (R, C, h, w); the second output, maxidx (hidden), holds the flat data index of each maximum (-1 for empty bins).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+func SymROIPooling(data, rois *weft.Symbol, pooledSize []int, spatialScale float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.compose(opROIPooling, []string{"data", "rois"}, data, rois)
+}
+
 // Radians runs the operator radians.
 //
 // Converts degrees to radians.
@@ -10447,6 +11002,50 @@ func SymSpaceToDepth(data *weft.Symbol, blockSize int, opts ...Option) (*weft.Sy
 	return c.compose(opSpaceToDepth, []string{"data"}, data)
 }
 
+// SpatialTransformer runs the operator SpatialTransformer.
+//
+// Applies an affine transformation to data (batch, channel, h, w): the affine matrices loc (batch, 6) map a target_shape (H, W) grid of normalised coordinates into the data, which is sampled there bilinearly (GridGenerator then BilinearSampler). Hidden outputs: grid_dst (3, H*W) and grid_src (batch, 2, H*W).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The images to transform (batch, channel, h, w)
+//   - loc: The affine matrices (batch, 6), row-major 2x3, typically a localisation network's output
+//
+// Required parameters:
+//   - transformType string: The transformation type: only 'affine'.
+//   - samplerType string: The sampling type: only 'bilinear'.
+//
+// Options:
+//   - WithTargetShape([]int): The output shape (H, W). (default (0,0))
+//   - WithCudnnOff(int): Accepted for compatibility (no cuDNN path here): None, True or False. (default None)
+func SpatialTransformer(data, loc *weft.NDArray, transformType string, samplerType string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("transform_type", transformType)
+	c.set("sampler_type", samplerType)
+	return c.invoke(opSpatialTransformer, data, loc)
+}
+
+// SymSpatialTransformer runs the operator SpatialTransformer symbolically: it adds one node to the graph.
+//
+// Applies an affine transformation to data (batch, channel, h, w): the affine matrices loc (batch, 6) map a target_shape (H, W) grid of normalised coordinates into the data, which is sampled there bilinearly (GridGenerator then BilinearSampler). Hidden outputs: grid_dst (3, H*W) and grid_src (batch, 2, H*W).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The images to transform (batch, channel, h, w)
+//   - loc: The affine matrices (batch, 6), row-major 2x3, typically a localisation network's output
+//
+// Required parameters:
+//   - transformType string: The transformation type: only 'affine'.
+//   - samplerType string: The sampling type: only 'bilinear'.
+//
+// Options:
+//   - WithTargetShape([]int): The output shape (H, W). (default (0,0))
+//   - WithCudnnOff(int): Accepted for compatibility (no cuDNN path here): None, True or False. (default None)
+func SymSpatialTransformer(data, loc *weft.Symbol, transformType string, samplerType string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("transform_type", transformType)
+	c.set("sampler_type", samplerType)
+	return c.compose(opSpatialTransformer, []string{"data", "loc"}, data, loc)
+}
+
 // Split runs the operator split.
 //
 // Splits the input into num_outputs equal pieces along axis (removing the axis with squeeze_axis).
@@ -10979,6 +11578,16 @@ func ChooseElement0index(data, index *weft.NDArray, opts ...Option) (*weft.NDArr
 // SymChooseElement0index is SymPick under its alias choose_element_0index.
 func SymChooseElement0index(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return SymPick(data, index, opts...)
+}
+
+// CtcLoss is CTCLoss under its alias ctc_loss.
+func CtcLoss(data, label, dataLengths, labelLengths *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return CTCLoss(data, label, dataLengths, labelLengths, opts...)
+}
+
+// SymCtcLoss is SymCTCLoss under its alias ctc_loss.
+func SymCtcLoss(data, label, dataLengths, labelLengths *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymCTCLoss(data, label, dataLengths, labelLengths, opts...)
 }
 
 // ElementWiseSum is AddN under its alias ElementWiseSum.
@@ -11555,6 +12164,12 @@ func WithAlignCorners(v bool) Option {
 	return param("align_corners", v)
 }
 
+// WithAligned sets the parameter aligned.
+// Shift the scaled box by half a pixel (Detectron2's aligned ROIAlign); boxes must then be non-empty.
+func WithAligned(v bool) Option {
+	return param("aligned", v)
+}
+
 // WithAlpha sets the parameter alpha.
 // Scale of the sum of squares (divided by nsize).
 func WithAlpha(v float64) Option {
@@ -11603,6 +12218,12 @@ func WithB(v float64) Option {
 	return param("b", v)
 }
 
+// WithBackgroundId sets the parameter background_id.
+// Accepted for compatibility: class 0 is the background, as in MXNet's CPU operator.
+func WithBackgroundId(v int) Option {
+	return param("background_id", v)
+}
+
 // WithBeta sets the parameter beta.
 // Exponent.
 func WithBeta(v float64) Option {
@@ -11639,6 +12260,12 @@ func WithBinCnt(v int) Option {
 	return param("bin_cnt", v)
 }
 
+// WithBlankLabel sets the parameter blank_label.
+// Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+func WithBlankLabel(v string) Option {
+	return param("blank_label", v)
+}
+
 // WithC sets the parameter c.
 // Constant term in the quadratic function.
 func WithC(v float64) Option {
@@ -11655,6 +12282,12 @@ func WithCastNarrow(v bool) Option {
 // Centre the window instead of starting it at offset.
 func WithCenterCrop(v bool) Option {
 	return param("center_crop", v)
+}
+
+// WithClip sets the parameter clip (its type depends on the operator).
+// Clip the boxes to [0, 1].
+func WithClip[T bool | float64](v T) Option {
+	return param("clip", v)
 }
 
 // WithClipGrad sets the parameter clip_grad.
@@ -11681,6 +12314,12 @@ func WithConstantValue(v float64) Option {
 	return param("constant_value", v)
 }
 
+// WithCoordStart sets the parameter coord_start.
+// The index of the first of the 4 coordinates.
+func WithCoordStart(v int) Option {
+	return param("coord_start", v)
+}
+
 // WithCountIncludePad sets the parameter count_include_pad.
 // Whether padded cells count in the divisor of average pooling (None means True).
 func WithCountIncludePad(v string) Option {
@@ -11693,9 +12332,9 @@ func WithCtx(v weft.Context) Option {
 	return param("ctx", v)
 }
 
-// WithCudnnOff sets the parameter cudnn_off.
+// WithCudnnOff sets the parameter cudnn_off (its type depends on the operator).
 // Do not use cuDNN (GPU only).
-func WithCudnnOff(v bool) Option {
+func WithCudnnOff[T bool | int](v T) Option {
 	return param("cudnn_off", v)
 }
 
@@ -11777,6 +12416,18 @@ func WithFlatten(v bool) Option {
 	return param("flatten", v)
 }
 
+// WithForceSuppress sets the parameter force_suppress.
+// Suppress across classes; otherwise only detections of one class suppress each other.
+func WithForceSuppress(v bool) Option {
+	return param("force_suppress", v)
+}
+
+// WithFormat sets the parameter format.
+// The anchors' encoding: 'corner' or 'center'.
+func WithFormat(v string) Option {
+	return param("format", v)
+}
+
 // WithForwardStype sets the parameter forward_stype.
 // Storage type of the output; only dense ('None' or 'default') is supported.
 func WithForwardStype(v string) Option {
@@ -11813,6 +12464,12 @@ func WithGradScale(v float64) Option {
 	return param("grad_scale", v)
 }
 
+// WithGroupSize sets the parameter group_size.
+// The side of the grid of position-sensitive channel groups; 0 means pooled_size.
+func WithGroupSize(v int) Option {
+	return param("group_size", v)
+}
+
 // WithHW sets the parameter h_w.
 // Crop height and width (h, w), used with one input.
 func WithHW(v []int) Option {
@@ -11831,10 +12488,22 @@ func WithHigh(v float64) Option {
 	return param("high", v)
 }
 
+// WithIdIndex sets the parameter id_index.
+// The index of the class id; -1: no class.
+func WithIdIndex(v int) Option {
+	return param("id_index", v)
+}
+
 // WithIgnoreLabel sets the parameter ignore_label.
 // The label whose positions get no gradient (with use_ignore).
 func WithIgnoreLabel(v float64) Option {
 	return param("ignore_label", v)
+}
+
+// WithInFormat sets the parameter in_format.
+// The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+func WithInFormat(v string) Option {
+	return param("in_format", v)
 }
 
 // WithInferRange sets the parameter infer_range.
@@ -11856,7 +12525,7 @@ func WithInterp(v int) Option {
 }
 
 // WithIsAscend sets the parameter is_ascend.
-// Sort in ascending or descending order.
+// Match the lowest scores first (then scores must be below threshold).
 func WithIsAscend(v bool) Option {
 	return param("is_ascend", v)
 }
@@ -12041,6 +12710,12 @@ func WithMinCalibRange(v float64) Option {
 	return param("min_calib_range", v)
 }
 
+// WithMinimumNegativeSamples sets the parameter minimum_negative_samples.
+// Accepted for compatibility; MXNet's CPU operator does not use it either.
+func WithMinimumNegativeSamples(v int) Option {
+	return param("minimum_negative_samples", v)
+}
+
 // WithMode sets the parameter mode.
 // 'training': drop only in training mode; 'always': drop in prediction mode too.
 func WithMode(v string) Option {
@@ -12075,6 +12750,30 @@ func WithMultiOutput(v bool) Option {
 // The number of devices whose statistics are synchronised.
 func WithNdev(v int) Option {
 	return param("ndev", v)
+}
+
+// WithNegativeMiningRatio sets the parameter negative_mining_ratio.
+// Negatives kept per positive, the hardest first; -1: every non-positive anchor is negative.
+func WithNegativeMiningRatio(v float64) Option {
+	return param("negative_mining_ratio", v)
+}
+
+// WithNegativeMiningThresh sets the parameter negative_mining_thresh.
+// Only anchors overlapping every ground-truth box by less than this may be mined as negatives.
+func WithNegativeMiningThresh(v float64) Option {
+	return param("negative_mining_thresh", v)
+}
+
+// WithNmsThreshold sets the parameter nms_threshold.
+// Suppress detections overlapping a better one by this IoU or more; outside (0, 1] no suppression.
+func WithNmsThreshold(v float64) Option {
+	return param("nms_threshold", v)
+}
+
+// WithNmsTopk sets the parameter nms_topk.
+// Keep the nms_topk best detections before suppression; -1: all.
+func WithNmsTopk(v int) Option {
+	return param("nms_topk", v)
 }
 
 // WithNoBias sets the parameter no_bias.
@@ -12131,6 +12830,12 @@ func WithOffset[T []int | int](v T) Option {
 	return param("offset", v)
 }
 
+// WithOffsets sets the parameter offsets.
+// The offset (y, x) of the first anchor centre, in steps, each in [0, 1].
+func WithOffsets(v []float64) Option {
+	return param("offsets", v)
+}
+
 // WithOnValue sets the parameter on_value.
 // The value at the index.
 func WithOnValue(v float64) Option {
@@ -12149,6 +12854,12 @@ func WithOutDtype(v weft.DType) Option {
 	return param("out_dtype", v)
 }
 
+// WithOutFormat sets the parameter out_format.
+// The output box encoding: 'corner' or 'center'.
+func WithOutFormat(v string) Option {
+	return param("out_format", v)
+}
+
 // WithOutGrad sets the parameter out_grad.
 // Multiply by the head gradient.
 func WithOutGrad(v bool) Option {
@@ -12165,6 +12876,18 @@ func WithOutputMeanVar(v bool) Option {
 // Output (height, width), or one size for both; (1, 1) when empty.
 func WithOutputSize(v []int) Option {
 	return param("output_size", v)
+}
+
+// WithOverlapThresh sets the parameter overlap_thresh.
+// A box overlapping a higher-scored one by more than this IoU is suppressed.
+func WithOverlapThresh(v float64) Option {
+	return param("overlap_thresh", v)
+}
+
+// WithOverlapThreshold sets the parameter overlap_threshold.
+// An anchor overlapping a ground-truth box by more than this IoU is a positive match.
+func WithOverlapThreshold(v float64) Option {
+	return param("overlap_threshold", v)
 }
 
 // WithP sets the parameter p.
@@ -12209,6 +12932,12 @@ func WithPoolingConvention(v string) Option {
 	return param("pooling_convention", v)
 }
 
+// WithPositionSensitive sets the parameter position_sensitive.
+// Position-sensitive pooling (R-FCN): bin (i, j) of output channel c reads input channel (c * h + i) * w + j, so the output has C / (h * w) channels.
+func WithPositionSensitive(v bool) Option {
+	return param("position_sensitive", v)
+}
+
 // WithPreserveShape sets the parameter preserve_shape.
 // Softmax over the last axis, with labels of the data's shape without it.
 func WithPreserveShape(v bool) Option {
@@ -12225,6 +12954,12 @@ func WithProjectionSize(v int) Option {
 // The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given.
 func WithRange(v []float64) Option {
 	return param("range", v)
+}
+
+// WithRatios sets the parameter ratios.
+// The aspect ratios (width / height); the first is used with every size, the others with sizes[0].
+func WithRatios(v []float64) Option {
+	return param("ratios", v)
 }
 
 // WithRegularizationCoefficient sets the parameter regularization_coefficient.
@@ -12293,6 +13028,12 @@ func WithRtol(v float64) Option {
 	return param("rtol", v)
 }
 
+// WithSampleRatio sets the parameter sample_ratio.
+// Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
+func WithSampleRatio(v int) Option {
+	return param("sample_ratio", v)
+}
+
 // WithScalar sets the parameter scalar.
 // The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
 func WithScalar(v float64) Option {
@@ -12317,6 +13058,12 @@ func WithScaleWidth(v float64) Option {
 	return param("scale_width", v)
 }
 
+// WithScoreIndex sets the parameter score_index.
+// The index of the score.
+func WithScoreIndex(v int) Option {
+	return param("score_index", v)
+}
+
 // WithSections sets the parameter sections.
 // Number of near-equal pieces; 0 splits at indices.
 func WithSections(v int) Option {
@@ -12333,6 +13080,12 @@ func WithShape(v []int) Option {
 // Size of the new image: (width, height) or (size).
 func WithSize(v []int) Option {
 	return param("size", v)
+}
+
+// WithSizes sets the parameter sizes.
+// The anchor sizes, as fractions of the image.
+func WithSizes(v []float64) Option {
+	return param("sizes", v)
 }
 
 // WithSlope sets the parameter slope.
@@ -12383,10 +13136,40 @@ func WithStd(v []float64) Option {
 	return param("std", v)
 }
 
+// WithStd0 sets the parameter std0.
+// Multiplies the first encoded value (x offset).
+func WithStd0(v float64) Option {
+	return param("std0", v)
+}
+
+// WithStd1 sets the parameter std1.
+// Multiplies the second encoded value (y offset).
+func WithStd1(v float64) Option {
+	return param("std1", v)
+}
+
+// WithStd2 sets the parameter std2.
+// Multiplies the third encoded value (log width).
+func WithStd2(v float64) Option {
+	return param("std2", v)
+}
+
+// WithStd3 sets the parameter std3.
+// Multiplies the fourth encoded value (log height).
+func WithStd3(v float64) Option {
+	return param("std3", v)
+}
+
 // WithStep sets the parameter step (its type depends on the operator).
 // Spacing between values.
 func WithStep[T float64 | string](v T) Option {
 	return param("step", v)
+}
+
+// WithSteps sets the parameter steps.
+// The distance between anchor centres (y, x); -1 for 1 / the feature map's size.
+func WithSteps(v []float64) Option {
+	return param("steps", v)
 }
 
 // WithStop sets the parameter stop.
@@ -12425,6 +13208,18 @@ func WithTemperature(v float64) Option {
 	return param("temperature", v)
 }
 
+// WithThreshold sets the parameter threshold.
+// Detections scoring below this become background (class -1).
+func WithThreshold(v float64) Option {
+	return param("threshold", v)
+}
+
+// WithTopk sets the parameter topk.
+// Stop matching after topk matches; -1: no limit.
+func WithTopk(v int) Option {
+	return param("topk", v)
+}
+
 // WithTranspose sets the parameter transpose.
 // Use transpose of input matrix.
 func WithTranspose(v bool) Option {
@@ -12449,6 +13244,12 @@ func WithUpperBound(v float64) Option {
 	return param("upper_bound", v)
 }
 
+// WithUseDataLengths sets the parameter use_data_lengths.
+// Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+func WithUseDataLengths(v bool) Option {
+	return param("use_data_lengths", v)
+}
+
 // WithUseGlobalStats sets the parameter use_global_stats.
 // Use the moving statistics in training too.
 func WithUseGlobalStats(v bool) Option {
@@ -12459,6 +13260,12 @@ func WithUseGlobalStats(v bool) Option {
 // Honour ignore_label.
 func WithUseIgnore(v bool) Option {
 	return param("use_ignore", v)
+}
+
+// WithUseLabelLengths sets the parameter use_label_lengths.
+// Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+func WithUseLabelLengths(v bool) Option {
+	return param("use_label_lengths", v)
 }
 
 // WithUseLength sets the parameter use_length.
@@ -12489,6 +13296,12 @@ func WithValidThresh(v float64) Option {
 // The value written past each length.
 func WithValue(v float64) Option {
 	return param("value", v)
+}
+
+// WithVariances sets the parameter variances.
+// The regression outputs are multiplied by these (x, y, w, h).
+func WithVariances(v []float64) Option {
+	return param("variances", v)
 }
 
 // WithWd sets the parameter wd.

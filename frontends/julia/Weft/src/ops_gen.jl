@@ -84,6 +84,26 @@ BatchNorm_v1(args::NDArray...; kwargs...) = _invoke_op(_op_BatchNorm_v1, args; k
 BatchNorm_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_BatchNorm_v1, args; kwargs...)
 BatchNorm_v1(; kwargs...) = _call_op(_op_BatchNorm_v1; kwargs...)
 
+const _op_BilinearSampler = OpDef("BilinearSampler", ["data", "grid"], false, "")
+"""
+    BilinearSampler(data, grid; cudnn_off=None)
+
+Samples data (batch, channel, h, w) at a grid (batch, 2, H, W) of normalised (x, y) coordinates, -1 and 1 being the centres of the first and last pixels, with bilinear interpolation; points outside read zeros. The output is (batch, channel, H, W); the second output, tmp (hidden), is the grid as (batch, H, W, 2).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The images to sample (batch, channel, h, w)
+- `grid` (NDArray or SymbolicNode): Where to sample (batch, 2, H, W): channel 0 is x, channel 1 is y
+
+# Parameters
+- `cudnn_off` (int or None, in [0, 1]; default `None`): Accepted for compatibility (no cuDNN path here): None, True or False.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function BilinearSampler end
+BilinearSampler(args::NDArray...; kwargs...) = _invoke_op(_op_BilinearSampler, args; kwargs...)
+BilinearSampler(args::SymbolicNode...; kwargs...) = _compose_op(_op_BilinearSampler, args; kwargs...)
+BilinearSampler(; kwargs...) = _call_op(_op_BilinearSampler; kwargs...)
+
 const _op_BlockGrad = OpDef("BlockGrad", ["data"], false, "")
 """
     BlockGrad(data)
@@ -117,6 +137,108 @@ function stop_gradient end
 stop_gradient(args::NDArray...; kwargs...) = _invoke_op(_op_stop_gradient, args; kwargs...)
 stop_gradient(args::SymbolicNode...; kwargs...) = _compose_op(_op_stop_gradient, args; kwargs...)
 stop_gradient(; kwargs...) = _call_op(_op_stop_gradient; kwargs...)
+
+const _op_CTCLoss = OpDef("CTCLoss", ["data", "label", "data_lengths", "label_lengths"], false, "")
+"""
+    CTCLoss(data, label, data_lengths, label_lengths; use_data_lengths=False, use_label_lengths=False, blank_label=first)
+
+Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The activations (sequence_length, batch_size, alphabet_size)
+- `label` (NDArray or SymbolicNode): The labellings (batch_size, label_sequence_length)
+- `data_lengths` (NDArray or SymbolicNode): The length of each sequence (with use_data_lengths)
+- `label_lengths` (NDArray or SymbolicNode): The length of each labelling (with use_label_lengths)
+
+# Parameters
+- `use_data_lengths` (boolean; default `False`): Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+- `use_label_lengths` (boolean; default `False`): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+- `blank_label` ({'first', 'last'}; default `first`): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function CTCLoss end
+CTCLoss(args::NDArray...; kwargs...) = _invoke_op(_op_CTCLoss, args; kwargs...)
+CTCLoss(args::SymbolicNode...; kwargs...) = _compose_op(_op_CTCLoss, args; kwargs...)
+CTCLoss(; kwargs...) = _call_op(_op_CTCLoss; kwargs...)
+
+const _op__contrib_CTCLoss = OpDef("_contrib_CTCLoss", ["data", "label", "data_lengths", "label_lengths"], false, "")
+"""
+    _contrib_CTCLoss(data, label, data_lengths, label_lengths; use_data_lengths=False, use_label_lengths=False, blank_label=first)
+
+Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The activations (sequence_length, batch_size, alphabet_size)
+- `label` (NDArray or SymbolicNode): The labellings (batch_size, label_sequence_length)
+- `data_lengths` (NDArray or SymbolicNode): The length of each sequence (with use_data_lengths)
+- `label_lengths` (NDArray or SymbolicNode): The length of each labelling (with use_label_lengths)
+
+# Parameters
+- `use_data_lengths` (boolean; default `False`): Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+- `use_label_lengths` (boolean; default `False`): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+- `blank_label` ({'first', 'last'}; default `first`): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+
+Alias of `CTCLoss`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_CTCLoss end
+_contrib_CTCLoss(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_CTCLoss, args; kwargs...)
+_contrib_CTCLoss(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_CTCLoss, args; kwargs...)
+_contrib_CTCLoss(; kwargs...) = _call_op(_op__contrib_CTCLoss; kwargs...)
+
+const _op__contrib_ctc_loss = OpDef("_contrib_ctc_loss", ["data", "label", "data_lengths", "label_lengths"], false, "")
+"""
+    _contrib_ctc_loss(data, label, data_lengths, label_lengths; use_data_lengths=False, use_label_lengths=False, blank_label=first)
+
+Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The activations (sequence_length, batch_size, alphabet_size)
+- `label` (NDArray or SymbolicNode): The labellings (batch_size, label_sequence_length)
+- `data_lengths` (NDArray or SymbolicNode): The length of each sequence (with use_data_lengths)
+- `label_lengths` (NDArray or SymbolicNode): The length of each labelling (with use_label_lengths)
+
+# Parameters
+- `use_data_lengths` (boolean; default `False`): Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+- `use_label_lengths` (boolean; default `False`): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+- `blank_label` ({'first', 'last'}; default `first`): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+
+Alias of `CTCLoss`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_ctc_loss end
+_contrib_ctc_loss(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ctc_loss, args; kwargs...)
+_contrib_ctc_loss(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ctc_loss, args; kwargs...)
+_contrib_ctc_loss(; kwargs...) = _call_op(_op__contrib_ctc_loss; kwargs...)
+
+const _op_ctc_loss = OpDef("ctc_loss", ["data", "label", "data_lengths", "label_lengths"], false, "")
+"""
+    ctc_loss(data, label, data_lengths, label_lengths; use_data_lengths=False, use_label_lengths=False, blank_label=first)
+
+Connectionist temporal classification loss of data (sequence_length, batch_size, alphabet_size), unnormalised activations (softmax is applied inside), against label (batch_size, label_sequence_length). One class is the blank (blank_label); labellings are padded with 0 ('first') or -1 ('last') unless label_lengths is used. The output is the loss of each sequence (batch_size,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The activations (sequence_length, batch_size, alphabet_size)
+- `label` (NDArray or SymbolicNode): The labellings (batch_size, label_sequence_length)
+- `data_lengths` (NDArray or SymbolicNode): The length of each sequence (with use_data_lengths)
+- `label_lengths` (NDArray or SymbolicNode): The length of each labelling (with use_label_lengths)
+
+# Parameters
+- `use_data_lengths` (boolean; default `False`): Whether the input data_lengths gives each sequence's length; otherwise all have T steps.
+- `use_label_lengths` (boolean; default `False`): Whether the input label_lengths gives each labelling's length; otherwise a labelling ends at the first padding value (0 with blank_label='first', -1 with 'last').
+- `blank_label` ({'first', 'last'}; default `first`): Which class is the blank: 'first' (0; labels in 1..A-1, padded with 0) or 'last' (A-1; labels in 0..A-2, padded with -1).
+
+Alias of `CTCLoss`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ctc_loss end
+ctc_loss(args::NDArray...; kwargs...) = _invoke_op(_op_ctc_loss, args; kwargs...)
+ctc_loss(args::SymbolicNode...; kwargs...) = _compose_op(_op_ctc_loss, args; kwargs...)
+ctc_loss(; kwargs...) = _call_op(_op_ctc_loss; kwargs...)
 
 const _op_Cast = OpDef("Cast", ["data"], false, "")
 """
@@ -440,6 +562,26 @@ function FullyConnected end
 FullyConnected(args::NDArray...; kwargs...) = _invoke_op(_op_FullyConnected, args; kwargs...)
 FullyConnected(args::SymbolicNode...; kwargs...) = _compose_op(_op_FullyConnected, args; kwargs...)
 FullyConnected(; kwargs...) = _call_op(_op_FullyConnected; kwargs...)
+
+const _op_GridGenerator = OpDef("GridGenerator", ["data"], false, "")
+"""
+    GridGenerator(data; transform_type, target_shape=(0,0))
+
+Makes a sampling grid (batch, 2, H, W) of normalised (x, y) source coordinates for BilinearSampler: from affine matrices (batch, 6) over a target_shape (H, W) grid, or from optical flows (batch, 2, H, W) in pixels. The second output, grid_dst (hidden), holds the target coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Affine matrices (batch, 6) or optical flows (batch, 2, h, w)
+
+# Parameters
+- `transform_type` ({'affine', 'warp'}; required): The type of transformation: 'affine' takes affine matrices (batch, 6), 'warp' optical flows (batch, 2, h, w).
+- `target_shape` (Shape(tuple); default `(0,0)`): The output shape (H, W); required for 'affine', ignored for 'warp'.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function GridGenerator end
+GridGenerator(args::NDArray...; kwargs...) = _invoke_op(_op_GridGenerator, args; kwargs...)
+GridGenerator(args::SymbolicNode...; kwargs...) = _compose_op(_op_GridGenerator, args; kwargs...)
+GridGenerator(; kwargs...) = _call_op(_op_GridGenerator; kwargs...)
 
 const _op_GroupNorm = OpDef("GroupNorm", ["data", "gamma", "beta"], false, "")
 """
@@ -828,6 +970,27 @@ RNN(args::NDArray...; kwargs...) = _invoke_op(_op_RNN, args; kwargs...)
 RNN(args::SymbolicNode...; kwargs...) = _compose_op(_op_RNN, args; kwargs...)
 RNN(; kwargs...) = _call_op(_op_RNN; kwargs...)
 
+const _op_ROIPooling = OpDef("ROIPooling", ["data", "rois"], false, "")
+"""
+    ROIPooling(data, rois; pooled_size, spatial_scale)
+
+Max-pools each region of interest of data (N, C, H, W) to pooled_size (h, w): rois (R, 5) rows [batch_index, x1, y1, x2, y2] are scaled by spatial_scale and rounded, split into h x w bins, and each bin's maximum taken. The output is (R, C, h, w); the second output, maxidx (hidden), holds the flat data index of each maximum (-1 for empty bins).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W)
+- `rois` (NDArray or SymbolicNode): The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+
+# Parameters
+- `pooled_size` (Shape(tuple); required): The output size of each ROI: (h, w).
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ROIPooling end
+ROIPooling(args::NDArray...; kwargs...) = _invoke_op(_op_ROIPooling, args; kwargs...)
+ROIPooling(args::SymbolicNode...; kwargs...) = _compose_op(_op_ROIPooling, args; kwargs...)
+ROIPooling(; kwargs...) = _call_op(_op_ROIPooling; kwargs...)
+
 const _op_SVMOutput = OpDef("SVMOutput", ["data", "label"], false, "")
 """
     SVMOutput(data, label; margin=1, regularization_coefficient=1, use_linear=False)
@@ -988,6 +1151,29 @@ function Softmax end
 Softmax(args::NDArray...; kwargs...) = _invoke_op(_op_Softmax, args; kwargs...)
 Softmax(args::SymbolicNode...; kwargs...) = _compose_op(_op_Softmax, args; kwargs...)
 Softmax(; kwargs...) = _call_op(_op_Softmax; kwargs...)
+
+const _op_SpatialTransformer = OpDef("SpatialTransformer", ["data", "loc"], false, "")
+"""
+    SpatialTransformer(data, loc; target_shape=(0,0), transform_type, sampler_type, cudnn_off=None)
+
+Applies an affine transformation to data (batch, channel, h, w): the affine matrices loc (batch, 6) map a target_shape (H, W) grid of normalised coordinates into the data, which is sampled there bilinearly (GridGenerator then BilinearSampler). Hidden outputs: grid_dst (3, H*W) and grid_src (batch, 2, H*W).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The images to transform (batch, channel, h, w)
+- `loc` (NDArray or SymbolicNode): The affine matrices (batch, 6), row-major 2x3, typically a localisation network's output
+
+# Parameters
+- `target_shape` (Shape(tuple); default `(0,0)`): The output shape (H, W).
+- `transform_type` ({'affine'}; required): The transformation type: only 'affine'.
+- `sampler_type` ({'bilinear'}; required): The sampling type: only 'bilinear'.
+- `cudnn_off` (int or None, in [0, 1]; default `None`): Accepted for compatibility (no cuDNN path here): None, True or False.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function SpatialTransformer end
+SpatialTransformer(args::NDArray...; kwargs...) = _invoke_op(_op_SpatialTransformer, args; kwargs...)
+SpatialTransformer(args::SymbolicNode...; kwargs...) = _compose_op(_op_SpatialTransformer, args; kwargs...)
+SpatialTransformer(; kwargs...) = _call_op(_op_SpatialTransformer; kwargs...)
 
 const _op_SwapAxis = OpDef("SwapAxis", ["data"], false, "")
 """
@@ -1211,6 +1397,129 @@ _contrib_BilinearResize2D(args::NDArray...; kwargs...) = _invoke_op(_op__contrib
 _contrib_BilinearResize2D(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BilinearResize2D, args; kwargs...)
 _contrib_BilinearResize2D(; kwargs...) = _call_op(_op__contrib_BilinearResize2D; kwargs...)
 
+const _op__contrib_MultiBoxDetection = OpDef("_contrib_MultiBoxDetection", ["cls_prob", "loc_pred", "anchor"], false, "")
+"""
+    _contrib_MultiBoxDetection(cls_prob, loc_pred, anchor; clip=True, threshold=0.01, background_id=0, nms_threshold=0.5, force_suppress=False, variances=(0.1, 0.1, 0.2, 0.2), nms_topk=-1)
+
+SSD detections (batch, A, 6) of rows [class, score, xmin, ymin, xmax, ymax]: each anchor takes its best foreground class of cls_prob (batch, classes, A) (background when below threshold), its box decoded from loc_pred (batch, A * 4); foreground rows come first, sorted by score and suppressed (class -1) by non-maximum suppression; the remaining rows are -1.
+
+# Inputs
+- `cls_prob` (NDArray or SymbolicNode): The class probabilities (batch, classes, A)
+- `loc_pred` (NDArray or SymbolicNode): The box regressions (batch, A * 4)
+- `anchor` (NDArray or SymbolicNode): The anchors (1, A, 4)
+
+# Parameters
+- `clip` (boolean; default `True`): Clip the boxes to [0, 1].
+- `threshold` (double; default `0.01`): Detections scoring below this become background (class -1).
+- `background_id` (int; default `0`): Accepted for compatibility: class 0 is the background, as in MXNet's CPU operator.
+- `nms_threshold` (double; default `0.5`): Suppress detections overlapping a better one by this IoU or more; outside (0, 1] no suppression.
+- `force_suppress` (boolean; default `False`): Suppress across classes; otherwise only detections of one class suppress each other.
+- `variances` (tuple of float; default `(0.1, 0.1, 0.2, 0.2)`): The regression outputs are multiplied by these (x, y, w, h).
+- `nms_topk` (int; default `-1`): Keep the nms_topk best detections before suppression; -1: all.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_MultiBoxDetection end
+_contrib_MultiBoxDetection(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_MultiBoxDetection, args; kwargs...)
+_contrib_MultiBoxDetection(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiBoxDetection, args; kwargs...)
+_contrib_MultiBoxDetection(; kwargs...) = _call_op(_op__contrib_MultiBoxDetection; kwargs...)
+
+const _op__contrib_MultiBoxPrior = OpDef("_contrib_MultiBoxPrior", ["data"], false, "")
+"""
+    _contrib_MultiBoxPrior(data; sizes=(1), ratios=(1), clip=False, steps=(-1, -1), offsets=(0.5, 0.5))
+
+Anchor boxes (1, H * W * (len(sizes) + len(ratios) - 1), 4) for a feature map data (batch, channel, H, W): at every cell, one box per size with ratios[0], then one per further ratio with sizes[0], in normalised corner coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature map (batch, channel, height, width)
+
+# Parameters
+- `sizes` (tuple of float; default `(1)`): The anchor sizes, as fractions of the image.
+- `ratios` (tuple of float; default `(1)`): The aspect ratios (width / height); the first is used with every size, the others with sizes[0].
+- `clip` (boolean; default `False`): Clip the anchors to [0, 1].
+- `steps` (tuple of float; default `(-1, -1)`): The distance between anchor centres (y, x); -1 for 1 / the feature map's size.
+- `offsets` (tuple of float; default `(0.5, 0.5)`): The offset (y, x) of the first anchor centre, in steps, each in [0, 1].
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_MultiBoxPrior end
+_contrib_MultiBoxPrior(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_MultiBoxPrior, args; kwargs...)
+_contrib_MultiBoxPrior(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiBoxPrior, args; kwargs...)
+_contrib_MultiBoxPrior(; kwargs...) = _call_op(_op__contrib_MultiBoxPrior; kwargs...)
+
+const _op__contrib_MultiBoxTarget = OpDef("_contrib_MultiBoxTarget", ["anchor", "label", "cls_pred"], false, "")
+"""
+    _contrib_MultiBoxTarget(anchor, label, cls_pred; overlap_threshold=0.5, ignore_label=-1, negative_mining_ratio=-1, negative_mining_thresh=0.5, minimum_negative_samples=0, variances=(0.1, 0.1, 0.2, 0.2))
+
+SSD training targets: anchors (1, A, 4) are matched to the ground truth of label (batch, L, >= 5) rows [class, xmin, ymin, xmax, ymax] (ending at the first class -1), each ground-truth box taking its best anchor and every anchor overlapping one by more than overlap_threshold; negatives are all other anchors or, with negative_mining_ratio, the hardest of them by cls_pred (batch, classes, A). Outputs: loc_target and loc_mask (batch, A * 4), cls_target (batch, A): class + 1, 0 for negatives, ignore_label otherwise.
+
+# Inputs
+- `anchor` (NDArray or SymbolicNode): The anchors (1, A, 4)
+- `label` (NDArray or SymbolicNode): The ground truth (batch, L, >= 5)
+- `cls_pred` (NDArray or SymbolicNode): The class predictions (batch, classes, A)
+
+# Parameters
+- `overlap_threshold` (double; default `0.5`): An anchor overlapping a ground-truth box by more than this IoU is a positive match.
+- `ignore_label` (double; default `-1`): The class target of anchors that are neither positive nor negative.
+- `negative_mining_ratio` (double; default `-1`): Negatives kept per positive, the hardest first; -1: every non-positive anchor is negative.
+- `negative_mining_thresh` (double; default `0.5`): Only anchors overlapping every ground-truth box by less than this may be mined as negatives.
+- `minimum_negative_samples` (int; default `0`): Accepted for compatibility; MXNet's CPU operator does not use it either.
+- `variances` (tuple of float; default `(0.1, 0.1, 0.2, 0.2)`): The regression targets are divided by these (x, y, w, h).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_MultiBoxTarget end
+_contrib_MultiBoxTarget(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_MultiBoxTarget, args; kwargs...)
+_contrib_MultiBoxTarget(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiBoxTarget, args; kwargs...)
+_contrib_MultiBoxTarget(; kwargs...) = _call_op(_op__contrib_MultiBoxTarget; kwargs...)
+
+const _op__contrib_PSROIPooling = OpDef("_contrib_PSROIPooling", ["data", "rois"], false, "")
+"""
+    _contrib_PSROIPooling(data, rois; spatial_scale, output_dim, pooled_size, group_size=0)
+
+Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (R, output_dim, pooled_size, pooled_size).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W), C >= output_dim * group_size^2
+- `rois` (NDArray or SymbolicNode): The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+
+# Parameters
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+- `output_dim` (int, in [1, inf]; required): The output channels.
+- `pooled_size` (int, in [1, inf]; required): The output size of each ROI (square).
+- `group_size` (int, in [0, inf]; default `0`): The side of the grid of position-sensitive channel groups; 0 means pooled_size.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_PSROIPooling end
+_contrib_PSROIPooling(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_PSROIPooling, args; kwargs...)
+_contrib_PSROIPooling(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_PSROIPooling, args; kwargs...)
+_contrib_PSROIPooling(; kwargs...) = _call_op(_op__contrib_PSROIPooling; kwargs...)
+
+const _op__contrib_ROIAlign = OpDef("_contrib_ROIAlign", ["data", "rois"], false, "")
+"""
+    _contrib_ROIAlign(data, rois; pooled_size, spatial_scale, sample_ratio=-1, position_sensitive=False, aligned=False)
+
+Pools each region of interest of data (N, C, H, W) to pooled_size (h, w) without quantisation: each of the h x w bins of a scaled ROI [batch_index, x1, y1, x2, y2] averages bilinear samples taken on a regular grid inside it (sample_ratio per axis, or ceil(bin size)). An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w), or (R, C / (h*w), h, w) with position_sensitive.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W)
+- `rois` (NDArray or SymbolicNode): The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+
+# Parameters
+- `pooled_size` (Shape(tuple); required): The output size of each ROI: (h, w).
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+- `sample_ratio` (int; default `-1`): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
+- `position_sensitive` (boolean; default `False`): Position-sensitive pooling (R-FCN): bin (i, j) of output channel c reads input channel (c * h + i) * w + j, so the output has C / (h * w) channels.
+- `aligned` (boolean; default `False`): Shift the scaled box by half a pixel (Detectron2's aligned ROIAlign); boxes must then be non-empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_ROIAlign end
+_contrib_ROIAlign(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ROIAlign, args; kwargs...)
+_contrib_ROIAlign(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ROIAlign, args; kwargs...)
+_contrib_ROIAlign(; kwargs...) = _call_op(_op__contrib_ROIAlign; kwargs...)
+
 const _op__contrib_SyncBatchNorm = OpDef("_contrib_SyncBatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
 """
     _contrib_SyncBatchNorm(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key)
@@ -1345,6 +1654,151 @@ function _contrib_backward_quadratic end
 _contrib_backward_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_quadratic, args; kwargs...)
 _contrib_backward_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_quadratic, args; kwargs...)
 _contrib_backward_quadratic(; kwargs...) = _call_op(_op__contrib_backward_quadratic; kwargs...)
+
+const _op__contrib_bipartite_matching = OpDef("_contrib_bipartite_matching", ["data"], false, "")
+"""
+    _contrib_bipartite_matching(data; is_ascend=False, threshold, topk=-1)
+
+Greedy bipartite matching of a score matrix (..., rows, cols): pairs are taken in order of score (descending, or ascending with is_ascend) while both ends are free and the score passes threshold. Outputs: the column matched to each row (..., rows) and the row matched to each column (..., cols), -1 where none.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The scores (..., rows, cols)
+
+# Parameters
+- `is_ascend` (boolean; default `False`): Match the lowest scores first (then scores must be below threshold).
+- `threshold` (double; required): Scores must be above it to match (below it with is_ascend).
+- `topk` (int; default `-1`): Stop matching after topk matches; -1: no limit.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_bipartite_matching end
+_contrib_bipartite_matching(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_bipartite_matching, args; kwargs...)
+_contrib_bipartite_matching(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_bipartite_matching, args; kwargs...)
+_contrib_bipartite_matching(; kwargs...) = _call_op(_op__contrib_bipartite_matching; kwargs...)
+
+const _op__contrib_box_decode = OpDef("_contrib_box_decode", ["data", "anchors"], false, "")
+"""
+    _contrib_box_decode(data, anchors; std0=1, std1=1, std2=1, std3=1, clip=-1, format=center)
+
+Boxes (B, N, 4) in corner encoding from regression outputs data (B, N, 4) and anchors (1, N, 4): the inverse of box_encode with the offsets scaled by std0..std3 (and the log sizes clipped to clip when it is positive).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): (B, N, 4): the encoded offsets
+- `anchors` (NDArray or SymbolicNode): (1, N, 4) in the encoding `format` says
+
+# Parameters
+- `std0` (double; default `1`): Multiplies the first encoded value (x offset).
+- `std1` (double; default `1`): Multiplies the second encoded value (y offset).
+- `std2` (double; default `1`): Multiplies the third encoded value (log width).
+- `std3` (double; default `1`): Multiplies the fourth encoded value (log height).
+- `clip` (double; default `-1`): When positive, the log width and height offsets are clipped to it before exp.
+- `format` ({'corner', 'center'}; default `center`): The anchors' encoding: 'corner' or 'center'.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_decode end
+_contrib_box_decode(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_decode, args; kwargs...)
+_contrib_box_decode(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_decode, args; kwargs...)
+_contrib_box_decode(; kwargs...) = _call_op(_op__contrib_box_decode; kwargs...)
+
+const _op__contrib_box_encode = OpDef("_contrib_box_encode", ["samples", "matches", "anchors", "refs", "means", "stds"], false, "")
+"""
+    _contrib_box_encode(samples, matches, anchors, refs, means, stds)
+
+Regression targets of anchors (B, N, 4) towards their matched reference boxes refs (B, M, 4), both in corner encoding: ((dx / w, dy / h, log(w'/w), log(h'/h)) - means) / stds for samples above 0.5, zeros elsewhere. Outputs: the targets and their masks (B, N, 4).
+
+# Inputs
+- `samples` (NDArray or SymbolicNode): (B, N): positive (> 0.5), negative or ignored samples
+- `matches` (NDArray or SymbolicNode): (B, N): the reference box of each anchor, in [0, M)
+- `anchors` (NDArray or SymbolicNode): (B, N, 4) in corner encoding
+- `refs` (NDArray or SymbolicNode): (B, M, 4) in corner encoding
+- `means` (NDArray or SymbolicNode): (4,): subtracted from the encoded values
+- `stds` (NDArray or SymbolicNode): (4,): divide the encoded values
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_encode end
+_contrib_box_encode(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_encode, args; kwargs...)
+_contrib_box_encode(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_encode, args; kwargs...)
+_contrib_box_encode(; kwargs...) = _call_op(_op__contrib_box_encode; kwargs...)
+
+const _op__contrib_box_iou = OpDef("_contrib_box_iou", ["lhs", "rhs"], false, "")
+"""
+    _contrib_box_iou(lhs, rhs; format=corner)
+
+Intersection over union of every box of lhs (..., 4) with every box of rhs (..., 4): the output is lhs.shape[:-1] + rhs.shape[:-1].
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first boxes (..., 4)
+- `rhs` (NDArray or SymbolicNode): The second boxes (..., 4)
+
+# Parameters
+- `format` ({'corner', 'center'}; default `corner`): The box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_iou end
+_contrib_box_iou(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_iou, args; kwargs...)
+_contrib_box_iou(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_iou, args; kwargs...)
+_contrib_box_iou(; kwargs...) = _call_op(_op__contrib_box_iou; kwargs...)
+
+const _op__contrib_box_nms = OpDef("_contrib_box_nms", ["data"], false, "")
+"""
+    _contrib_box_nms(data; overlap_thresh=0.5, valid_thresh=0, topk=-1, coord_start=2, score_index=1, id_index=-1, background_id=-1, force_suppress=False, in_format=corner, out_format=corner)
+
+Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row holding a score, 4 coordinates and optionally a class id: boxes scoring above valid_thresh (and not of background_id) are sorted by score, the topk best kept, and each suppresses later ones overlapping it by more than overlap_thresh (of its class only, unless force_suppress). The survivors come first in score order; the other rows are -1. The hidden second output records each output row's input row for the gradient.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The boxes (..., num_boxes, box_width)
+
+# Parameters
+- `overlap_thresh` (double; default `0.5`): A box overlapping a higher-scored one by more than this IoU is suppressed.
+- `valid_thresh` (double; default `0`): Only boxes scoring above this take part.
+- `topk` (int; default `-1`): Only the topk best-scored boxes take part; -1: all.
+- `coord_start` (int; default `2`): The index of the first of the 4 coordinates.
+- `score_index` (int; default `1`): The index of the score.
+- `id_index` (int; default `-1`): The index of the class id; -1: no class.
+- `background_id` (int; default `-1`): The class id of the background, whose boxes are dropped (with id_index).
+- `force_suppress` (boolean; default `False`): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other.
+- `in_format` ({'corner', 'center'}; default `corner`): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+- `out_format` ({'corner', 'center'}; default `corner`): The output box encoding: 'corner' or 'center'.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_nms end
+_contrib_box_nms(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_nms, args; kwargs...)
+_contrib_box_nms(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_nms, args; kwargs...)
+_contrib_box_nms(; kwargs...) = _call_op(_op__contrib_box_nms; kwargs...)
+
+const _op__contrib_box_non_maximum_suppression = OpDef("_contrib_box_non_maximum_suppression", ["data"], false, "")
+"""
+    _contrib_box_non_maximum_suppression(data; overlap_thresh=0.5, valid_thresh=0, topk=-1, coord_start=2, score_index=1, id_index=-1, background_id=-1, force_suppress=False, in_format=corner, out_format=corner)
+
+Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row holding a score, 4 coordinates and optionally a class id: boxes scoring above valid_thresh (and not of background_id) are sorted by score, the topk best kept, and each suppresses later ones overlapping it by more than overlap_thresh (of its class only, unless force_suppress). The survivors come first in score order; the other rows are -1. The hidden second output records each output row's input row for the gradient.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The boxes (..., num_boxes, box_width)
+
+# Parameters
+- `overlap_thresh` (double; default `0.5`): A box overlapping a higher-scored one by more than this IoU is suppressed.
+- `valid_thresh` (double; default `0`): Only boxes scoring above this take part.
+- `topk` (int; default `-1`): Only the topk best-scored boxes take part; -1: all.
+- `coord_start` (int; default `2`): The index of the first of the 4 coordinates.
+- `score_index` (int; default `1`): The index of the score.
+- `id_index` (int; default `-1`): The index of the class id; -1: no class.
+- `background_id` (int; default `-1`): The class id of the background, whose boxes are dropped (with id_index).
+- `force_suppress` (boolean; default `False`): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other.
+- `in_format` ({'corner', 'center'}; default `corner`): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+- `out_format` ({'corner', 'center'}; default `corner`): The output box encoding: 'corner' or 'center'.
+
+Alias of `_contrib_box_nms`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_box_non_maximum_suppression end
+_contrib_box_non_maximum_suppression(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_box_non_maximum_suppression, args; kwargs...)
+_contrib_box_non_maximum_suppression(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_non_maximum_suppression, args; kwargs...)
+_contrib_box_non_maximum_suppression(; kwargs...) = _call_op(_op__contrib_box_non_maximum_suppression; kwargs...)
 
 const _op__contrib_div_sqrt_dim = OpDef("_contrib_div_sqrt_dim", ["data"], false, "")
 """
@@ -9243,8 +9697,13 @@ const _OPERATOR_NAMES = [
     "Activation",
     "BatchNorm",
     "BatchNorm_v1",
+    "BilinearSampler",
     "BlockGrad",
     "stop_gradient",
+    "CTCLoss",
+    "_contrib_CTCLoss",
+    "_contrib_ctc_loss",
+    "ctc_loss",
     "Cast",
     "cast",
     "Concat",
@@ -9259,6 +9718,7 @@ const _OPERATOR_NAMES = [
     "Flatten",
     "flatten",
     "FullyConnected",
+    "GridGenerator",
     "GroupNorm",
     "IdentityAttachKLSparseReg",
     "InstanceNorm",
@@ -9276,6 +9736,7 @@ const _OPERATOR_NAMES = [
     "Pooling",
     "Pooling_v1",
     "RNN",
+    "ROIPooling",
     "SVMOutput",
     "SequenceLast",
     "SequenceMask",
@@ -9283,6 +9744,7 @@ const _OPERATOR_NAMES = [
     "SoftmaxActivation",
     "SoftmaxOutput",
     "Softmax",
+    "SpatialTransformer",
     "SwapAxis",
     "swapaxes",
     "UpSampling",
@@ -9292,12 +9754,23 @@ const _OPERATOR_NAMES = [
     "_contrib_AdaptiveAvgPooling2D",
     "_contrib_BatchNormWithReLU",
     "_contrib_BilinearResize2D",
+    "_contrib_MultiBoxDetection",
+    "_contrib_MultiBoxPrior",
+    "_contrib_MultiBoxTarget",
+    "_contrib_PSROIPooling",
+    "_contrib_ROIAlign",
     "_contrib_SyncBatchNorm",
     "_contrib_allclose",
     "_contrib_arange_like",
     "_contrib_backward_gradientmultiplier",
     "_contrib_backward_index_copy",
     "_contrib_backward_quadratic",
+    "_contrib_bipartite_matching",
+    "_contrib_box_decode",
+    "_contrib_box_encode",
+    "_contrib_box_iou",
+    "_contrib_box_nms",
+    "_contrib_box_non_maximum_suppression",
     "_contrib_div_sqrt_dim",
     "_contrib_gradientmultiplier",
     "_contrib_group_adagrad_update",

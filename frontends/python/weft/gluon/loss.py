@@ -14,7 +14,7 @@ from .block import HybridBlock
 __all__ = ["Loss", "L2Loss", "L1Loss", "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss",
            "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "KLDivLoss", "HuberLoss", "HingeLoss",
            "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "CosineEmbeddingLoss", "PoissonNLLLoss",
-           "SDMLLoss"]
+           "SDMLLoss", "CTCLoss"]
 
 # Keeps log() finite where a probability given by the caller is exactly 0 or 1.
 _EPS = 1e-12
@@ -241,6 +241,31 @@ class LogisticLoss(Loss):
         loss = F.relu(pred) - pred * label + F.Activation(-F.abs(pred), act_type="softrelu")
         loss = _apply_weighting(F, loss, self._weight, sample_weight)
         return _batch_mean(F, loss, self._batch_axis)
+
+
+class CTCLoss(Loss):
+    """Connectionist temporal classification loss of unnormalised predictions against
+    labellings, one value per sequence (the CTCLoss operator with the blank as the last
+    class). `layout` is 'NTC' or 'TNC' for `pred` (batch, time, alphabet); `label_layout`
+    'NT' or 'TN' for `label`, whose values are 0 .. alphabet-2, padded with -1.
+    `pred_lengths` and `label_lengths` (batch,) give each sequence's and labelling's
+    length when they differ."""
+
+    def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
+        assert layout in ["NTC", "TNC"], "CTCLoss: layout must be 'NTC' or 'TNC', got %r" % (layout,)
+        assert label_layout in ["NT", "TN"], "CTCLoss: label_layout must be 'NT' or 'TN', got %r" % (label_layout,)
+        self._layout = layout
+        self._label_layout = label_layout
+        super(CTCLoss, self).__init__(weight, label_layout.find("N"), **kwargs)
+
+    def hybrid_forward(self, F, pred, label, pred_lengths=None, label_lengths=None, sample_weight=None):
+        if self._layout == "NTC":
+            pred = F.swapaxes(pred, dim1=0, dim2=1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, dim1=0, dim2=1)
+        loss = F.CTCLoss(pred, label, pred_lengths, label_lengths, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last")
+        return _apply_weighting(F, loss, self._weight, sample_weight)
 
 
 class TripletLoss(Loss):

@@ -25,6 +25,13 @@ mx.symbol.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, movin
   .weft_symbol_op("BatchNorm_v1", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
 }
 
+mx.nd.BilinearSampler <- function(data = NULL, grid = NULL, cudnn_off = NULL, out = NULL) {
+  .weft_nd_invoke("BilinearSampler", list(data, grid), c(cudnn_off = .weft_param(cudnn_off)), NULL, out)
+}
+mx.symbol.BilinearSampler <- function(data = NULL, grid = NULL, cudnn_off = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("BilinearSampler", list(data = data, grid = grid), c(cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
+}
+
 mx.nd.BlockGrad <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("BlockGrad", list(data), c(), NULL, out)
 }
@@ -37,6 +44,20 @@ mx.nd.stop.gradient <- function(data = NULL, out = NULL) {
 }
 mx.symbol.stop.gradient <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("BlockGrad", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, out = NULL) {
+  .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
+}
+mx.symbol.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
+}
+
+mx.nd.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, out = NULL) {
+  .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
+}
+mx.symbol.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
 }
 
 mx.nd.Cast <- function(data = NULL, dtype, out = NULL) {
@@ -135,6 +156,13 @@ mx.nd.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hi
 }
 mx.symbol.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("FullyConnected", list(data = data, weight = weight, bias = bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, name, attr)
+}
+
+mx.nd.GridGenerator <- function(data = NULL, transform_type, target_shape = NULL, out = NULL) {
+  .weft_nd_invoke("GridGenerator", list(data), c(transform_type = .weft_param(transform_type), target_shape = .weft_shape_param(target_shape)), NULL, out)
+}
+mx.symbol.GridGenerator <- function(data = NULL, transform_type, target_shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("GridGenerator", list(data = data), c(transform_type = .weft_param(transform_type), target_shape = .weft_shape_param(target_shape)), NULL, name, attr)
 }
 
 mx.nd.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups = NULL, eps = NULL, output_mean_var = NULL, out = NULL) {
@@ -256,6 +284,13 @@ mx.symbol.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_ce
   .weft_symbol_op("RNN", list(data = data, parameters = parameters, state = state, state_cell = state_cell, sequence_length = sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, name, attr)
 }
 
+mx.nd.ROIPooling <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, out = NULL) {
+  .weft_nd_invoke("ROIPooling", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale)), NULL, out)
+}
+mx.symbol.ROIPooling <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, name = NULL, attr = NULL) {
+  .weft_symbol_op("ROIPooling", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale)), NULL, name, attr)
+}
+
 mx.nd.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, out = NULL) {
   .weft_nd_invoke("SVMOutput", list(data, label), c(margin = .weft_param(margin), regularization_coefficient = .weft_param(regularization_coefficient), use_linear = .weft_param(use_linear)), NULL, out)
 }
@@ -303,6 +338,13 @@ mx.nd.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_l
 }
 mx.symbol.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
+}
+
+mx.nd.SpatialTransformer <- function(data = NULL, loc = NULL, target_shape = NULL, transform_type, sampler_type, cudnn_off = NULL, out = NULL) {
+  .weft_nd_invoke("SpatialTransformer", list(data, loc), c(target_shape = .weft_shape_param(target_shape), transform_type = .weft_param(transform_type), sampler_type = .weft_param(sampler_type), cudnn_off = .weft_param(cudnn_off)), NULL, out)
+}
+mx.symbol.SpatialTransformer <- function(data = NULL, loc = NULL, target_shape = NULL, transform_type, sampler_type, cudnn_off = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("SpatialTransformer", list(data = data, loc = loc), c(target_shape = .weft_shape_param(target_shape), transform_type = .weft_param(transform_type), sampler_type = .weft_param(sampler_type), cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
 }
 
 mx.nd.SwapAxis <- function(data = NULL, dim1 = NULL, dim2 = NULL, out = NULL) {
@@ -368,6 +410,41 @@ mx.symbol.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL
   .weft_symbol_op("_contrib_BilinearResize2D", list(data = data, like = like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_MultiBoxDetection", list(cls_prob, loc_pred, anchor), c(clip = .weft_param(clip), threshold = .weft_param(threshold), background_id = .weft_param(background_id), nms_threshold = .weft_param(nms_threshold), force_suppress = .weft_param(force_suppress), variances = .weft_shape_param(variances), nms_topk = .weft_param(nms_topk)), NULL, out)
+}
+mx.symbol.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_MultiBoxDetection", list(cls_prob = cls_prob, loc_pred = loc_pred, anchor = anchor), c(clip = .weft_param(clip), threshold = .weft_param(threshold), background_id = .weft_param(background_id), nms_threshold = .weft_param(nms_threshold), force_suppress = .weft_param(force_suppress), variances = .weft_shape_param(variances), nms_topk = .weft_param(nms_topk)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.MultiBoxPrior <- function(data = NULL, sizes = NULL, ratios = NULL, clip = NULL, steps = NULL, offsets = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_MultiBoxPrior", list(data), c(sizes = .weft_shape_param(sizes), ratios = .weft_shape_param(ratios), clip = .weft_param(clip), steps = .weft_shape_param(steps), offsets = .weft_shape_param(offsets)), NULL, out)
+}
+mx.symbol.internal.contrib.MultiBoxPrior <- function(data = NULL, sizes = NULL, ratios = NULL, clip = NULL, steps = NULL, offsets = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_MultiBoxPrior", list(data = data), c(sizes = .weft_shape_param(sizes), ratios = .weft_shape_param(ratios), clip = .weft_param(clip), steps = .weft_shape_param(steps), offsets = .weft_shape_param(offsets)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NULL, cls_pred = NULL, overlap_threshold = NULL, ignore_label = NULL, negative_mining_ratio = NULL, negative_mining_thresh = NULL, minimum_negative_samples = NULL, variances = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_MultiBoxTarget", list(anchor, label, cls_pred), c(overlap_threshold = .weft_param(overlap_threshold), ignore_label = .weft_param(ignore_label), negative_mining_ratio = .weft_param(negative_mining_ratio), negative_mining_thresh = .weft_param(negative_mining_thresh), minimum_negative_samples = .weft_param(minimum_negative_samples), variances = .weft_shape_param(variances)), NULL, out)
+}
+mx.symbol.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NULL, cls_pred = NULL, overlap_threshold = NULL, ignore_label = NULL, negative_mining_ratio = NULL, negative_mining_thresh = NULL, minimum_negative_samples = NULL, variances = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_MultiBoxTarget", list(anchor = anchor, label = label, cls_pred = cls_pred), c(overlap_threshold = .weft_param(overlap_threshold), ignore_label = .weft_param(ignore_label), negative_mining_ratio = .weft_param(negative_mining_ratio), negative_mining_thresh = .weft_param(negative_mining_thresh), minimum_negative_samples = .weft_param(minimum_negative_samples), variances = .weft_shape_param(variances)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_PSROIPooling", list(data, rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, out)
+}
+mx.symbol.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_PSROIPooling", list(data = data, rois = rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_ROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, out)
+}
+mx.symbol.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_ROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, out = NULL) {
   .weft_nd_invoke("_contrib_SyncBatchNorm", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, out)
 }
@@ -408,6 +485,41 @@ mx.nd.internal.contrib.backward.quadratic <- function(ograd = NULL, data = NULL,
 }
 mx.symbol.internal.contrib.backward.quadratic <- function(ograd = NULL, data = NULL, a = NULL, b = NULL, c = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_backward_quadratic", list(ograd = ograd, data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.bipartite.matching <- function(data = NULL, is_ascend = NULL, threshold, topk = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_bipartite_matching", list(data), c(is_ascend = .weft_param(is_ascend), threshold = .weft_param(threshold), topk = .weft_param(topk)), NULL, out)
+}
+mx.symbol.internal.contrib.bipartite.matching <- function(data = NULL, is_ascend = NULL, threshold, topk = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_bipartite_matching", list(data = data), c(is_ascend = .weft_param(is_ascend), threshold = .weft_param(threshold), topk = .weft_param(topk)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.box.decode <- function(data = NULL, anchors = NULL, std0 = NULL, std1 = NULL, std2 = NULL, std3 = NULL, clip = NULL, format = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_box_decode", list(data, anchors), c(std0 = .weft_param(std0), std1 = .weft_param(std1), std2 = .weft_param(std2), std3 = .weft_param(std3), clip = .weft_param(clip), format = .weft_param(format)), NULL, out)
+}
+mx.symbol.internal.contrib.box.decode <- function(data = NULL, anchors = NULL, std0 = NULL, std1 = NULL, std2 = NULL, std3 = NULL, clip = NULL, format = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_box_decode", list(data = data, anchors = anchors), c(std0 = .weft_param(std0), std1 = .weft_param(std1), std2 = .weft_param(std2), std3 = .weft_param(std3), clip = .weft_param(clip), format = .weft_param(format)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.box.encode <- function(samples = NULL, matches = NULL, anchors = NULL, refs = NULL, means = NULL, stds = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_box_encode", list(samples, matches, anchors, refs, means, stds), c(), NULL, out)
+}
+mx.symbol.internal.contrib.box.encode <- function(samples = NULL, matches = NULL, anchors = NULL, refs = NULL, means = NULL, stds = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_box_encode", list(samples = samples, matches = matches, anchors = anchors, refs = refs, means = means, stds = stds), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.box.iou <- function(lhs = NULL, rhs = NULL, format = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_box_iou", list(lhs, rhs), c(format = .weft_param(format)), NULL, out)
+}
+mx.symbol.internal.contrib.box.iou <- function(lhs = NULL, rhs = NULL, format = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_box_iou", list(lhs = lhs, rhs = rhs), c(format = .weft_param(format)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_box_nms", list(data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, out)
+}
+mx.symbol.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
