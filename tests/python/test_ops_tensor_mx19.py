@@ -690,3 +690,45 @@ def test_histogram_errors():
         nd._internal._histogram(nd.zeros((3,)), nd.zeros((1,)))
     with pytest.raises(mx.base.MXNetError, match="monotonically"):
         nd._internal._histogram(nd.zeros((3,)), nd.array([0, 2, 1]))[0].asnumpy()
+
+
+# ---------------------------------------------------------------- Python helpers over the operators
+def test_nd_split_v2_helper():
+    x = RNG.uniform(-1, 1, (3, 6))
+    a = nd.array(x, dtype=np.float64)
+    for got, want in zip(nd.split_v2(a, 3, axis=1), np.split(x, 3, axis=1)):
+        assert_almost_equal(got.asnumpy(), want)
+    for got, want in zip(a.split_v2((1, 4), axis=1), np.split(x, [1, 4], axis=1)):
+        assert_almost_equal(got.asnumpy(), want)
+    outs = nd.split_v2(a, 3, axis=0, squeeze_axis=True)
+    assert [o.shape for o in outs] == [(6,)] * 3
+    with pytest.raises(ValueError, match="equal pieces"):
+        nd.split_v2(a, 4, axis=1)
+
+
+def test_sym_split_v2_and_histogram_helpers():
+    s = mx.sym.Variable("x")
+    pieces = mx.sym.split_v2(s, 3, axis=1)
+    _, shapes, _ = pieces.infer_shape(x=(2, 7))
+    assert shapes == [(2, 3), (2, 2), (2, 2)]
+    _, shapes, _ = s.split_v2((2,), axis=1).infer_shape(x=(2, 7))
+    assert shapes == [(2, 2), (2, 5)]
+    h = mx.sym.histogram(s, bins=4, range=(0, 1))
+    _, shapes, _ = h.infer_shape(x=(10,))
+    assert shapes == [(4,), (5,)]
+    with pytest.raises(ValueError, match="range"):
+        mx.sym.histogram(s, bins=4)
+
+
+def test_nd_histogram_helper():
+    x = RNG.uniform(0, 10, (50,))
+    counts, edges = nd.histogram(nd.array(x, dtype=np.float64), bins=5, range=(0, 10))
+    want_c, want_e = np.histogram(x, bins=5, range=(0, 10))
+    assert_almost_equal(counts.asnumpy(), want_c)
+    assert_almost_equal(edges.asnumpy(), want_e)
+    counts, edges = nd.histogram(nd.array(x, dtype=np.float64), bins=nd.array([0, 1, 5, 10], dtype=np.float64))
+    assert_almost_equal(counts.asnumpy(), np.histogram(x, bins=[0, 1, 5, 10])[0])
+    counts, _ = nd.histogram(nd.array(x, dtype=np.float64), bins=6)
+    assert_almost_equal(counts.asnumpy(), np.histogram(x, bins=6)[0].astype(np.float32))
+    with pytest.raises(ValueError, match="bins"):
+        nd.histogram(nd.array(x), bins=2.5)
