@@ -732,3 +732,33 @@ def test_nd_histogram_helper():
     assert_almost_equal(counts.asnumpy(), np.histogram(x, bins=6)[0].astype(np.float32))
     with pytest.raises(ValueError, match="bins"):
         nd.histogram(nd.array(x), bins=2.5)
+
+
+def test_sort_puts_nan_above_every_number():
+    x = np.array([3.0, np.nan, -1.0, np.nan, 2.0])
+    assert_almost_equal(nd.argsort(nd.array(x, dtype=np.float64)).asnumpy(),
+                        np.argsort(x, kind="stable").astype(np.float32))
+    got = nd.sort(nd.array(x, dtype=np.float64), is_ascend=False).asnumpy()
+    assert np.isnan(got[:2]).all() and np.array_equal(got[2:], [3.0, 2.0, -1.0])
+
+
+def test_topk_symbol_shows_visible_outputs_only():
+    x = mx.sym.Variable("x")
+    assert len(mx.sym.topk(x, ret_typ="value").list_outputs()) == 1
+    assert len(mx.sym.topk(x, ret_typ="both").list_outputs()) == 2
+    both = mx.sym.topk(x, ret_typ="both", k=2, dtype="int32")
+    _, shapes, _ = both.infer_shape(x=(3, 5))
+    _, types, _ = both.infer_type(x=np.float32)
+    assert shapes == [(3, 2), (3, 2)] and types == [np.float32, np.int32]
+
+
+def test_gradients_through_the_graph_pass():
+    x = mx.sym.Variable("x")
+    distinct_x = RNG.permutation(12).reshape(3, 4).astype(np.float32)
+    check_numeric_gradient(mx.sym.topk(x, k=2, ret_typ="value"), {"x": distinct_x}, grad_nodes=["x"],
+                           numeric_eps=1e-2)
+    check_numeric_gradient(mx.sym.sort(x, axis=0), {"x": distinct_x}, grad_nodes=["x"], numeric_eps=1e-2)
+    check_numeric_gradient(mx.sym.moments(x, axes=(1,))[1], {"x": RNG.rand(3, 4)}, grad_nodes=["x"])
+    check_numeric_gradient(mx.sym.diag(x, k=1), {"x": RNG.rand(3, 4)}, grad_nodes=["x"])
+    check_numeric_gradient(mx.sym.gather_nd(x, mx.sym.Variable("i")),
+                           {"x": RNG.rand(3, 4), "i": np.array([[0, 2, 2], [1, 3, 3]])}, grad_nodes=["x"])
