@@ -762,3 +762,26 @@ def test_gradients_through_the_graph_pass():
     check_numeric_gradient(mx.sym.diag(x, k=1), {"x": RNG.rand(3, 4)}, grad_nodes=["x"])
     check_numeric_gradient(mx.sym.gather_nd(x, mx.sym.Variable("i")),
                            {"x": RNG.rand(3, 4), "i": np.array([[0, 2, 2], [1, 3, 3]])}, grad_nodes=["x"])
+
+
+# ---------------------------------------------------------------- cumsum (_np_cumsum)
+@pytest.mark.parametrize("shape,axis", [((5,), None), ((3, 4), None), ((3, 4), 1), ((2, 3, 4), 0), ((2, 3, 4), -2)])
+def test_cumsum(shape, axis):
+    x = RNG.uniform(-1, 1, shape)
+    kw = {} if axis is None else {"axis": axis}
+    assert_almost_equal(nd.cumsum(nd.array(x, dtype=np.float64), **kw).asnumpy(), np.cumsum(x, axis=axis))
+    check_numeric_gradient("cumsum", [x], params=kw)
+
+
+def test_cumsum_dtypes_and_errors():
+    x = np.array([[1, 2], [3, 4]], dtype=np.int32)
+    got = nd._internal._np_cumsum(nd.array(x, dtype=np.int32), axis=0, dtype="float64")
+    assert got.dtype == np.float64
+    assert_almost_equal(got.asnumpy(), np.cumsum(x, axis=0, dtype=np.float64))
+    assert nd.cumsum(nd.array([True, True, False], dtype=np.bool_)).dtype == np.int64
+    with pytest.raises(mx.base.MXNetError, match="'dtype'"):
+        nd.cumsum(nd.zeros((2,)), dtype="uint8")
+    with pytest.raises(mx.base.MXNetError, match="axis"):
+        nd.cumsum(nd.zeros((2,)), axis=1)
+    with pytest.raises(mx.base.MXNetError, match="ograd"):
+        nd._internal._backward_np_cumsum(nd.zeros((3,)), nd.zeros((2, 2))).asnumpy()

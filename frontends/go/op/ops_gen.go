@@ -135,6 +135,7 @@ var opInternalModScalar = weft.NewOperator("_mod_scalar")
 var opInternalMulScalar = weft.NewOperator("_mul_scalar")
 var opInternalNotEqual = weft.NewOperator("_not_equal")
 var opInternalNotEqualScalar = weft.NewOperator("_not_equal_scalar")
+var opInternalNpCumsum = weft.NewOperator("_np_cumsum")
 var opInternalOnes = weft.NewOperator("_ones")
 var opInternalPlusScalar = weft.NewOperator("_plus_scalar")
 var opInternalPower = weft.NewOperator("_power")
@@ -3973,6 +3974,36 @@ func InternalNotEqualScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, 
 func SymInternalNotEqualScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalNotEqualScalar, []string{"data"}, data)
+}
+
+// InternalNpCumsum runs the operator _np_cumsum.
+//
+// The cumulative sum of the elements along an axis (of the flattened input when axis is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Input ndarray
+//
+// Options:
+//   - WithAxis(int): Axis along which the cumulative sum is computed. The default (None) is to compute the cumsum over the flattened array. (default None)
+//   - WithDtype(weft.DType): Type of the returned array and of the accumulator: float16, float32, float64, int8, int32 or int64; None keeps the input's (int64 for bool). (default None)
+func InternalNpCumsum(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalNpCumsum, a)
+}
+
+// SymInternalNpCumsum runs the operator _np_cumsum symbolically: it adds one node to the graph.
+//
+// The cumulative sum of the elements along an axis (of the flattened input when axis is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Input ndarray
+//
+// Options:
+//   - WithAxis(int): Axis along which the cumulative sum is computed. The default (None) is to compute the cumsum over the flattened array. (default None)
+//   - WithDtype(weft.DType): Type of the returned array and of the accumulator: float16, float32, float64, int8, int32 or int64; None keeps the input's (int64 for bool). (default None)
+func SymInternalNpCumsum(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalNpCumsum, []string{"a"}, a)
 }
 
 // InternalOnes runs the operator _ones.
@@ -8047,6 +8078,16 @@ func Crop(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.N
 // SymCrop is SymSlice under its alias crop.
 func SymCrop(data *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
 	return SymSlice(data, begin, end, opts...)
+}
+
+// Cumsum is InternalNpCumsum under its alias cumsum.
+func Cumsum(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalNpCumsum(a, opts...)
+}
+
+// SymCumsum is SymInternalNpCumsum under its alias cumsum.
+func SymCumsum(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalNpCumsum(a, opts...)
 }
 
 // ElementWiseSum is AddN under its alias ElementWiseSum.
