@@ -690,3 +690,98 @@ def test_histogram_errors():
         nd._internal._histogram(nd.zeros((3,)), nd.zeros((1,)))
     with pytest.raises(mx.base.MXNetError, match="monotonically"):
         nd._internal._histogram(nd.zeros((3,)), nd.array([0, 2, 1]))[0].asnumpy()
+
+
+# ---------------------------------------------------------------- Python helpers over the operators
+def test_nd_split_v2_helper():
+    x = RNG.uniform(-1, 1, (3, 6))
+    a = nd.array(x, dtype=np.float64)
+    for got, want in zip(nd.split_v2(a, 3, axis=1), np.split(x, 3, axis=1)):
+        assert_almost_equal(got.asnumpy(), want)
+    for got, want in zip(a.split_v2((1, 4), axis=1), np.split(x, [1, 4], axis=1)):
+        assert_almost_equal(got.asnumpy(), want)
+    outs = nd.split_v2(a, 3, axis=0, squeeze_axis=True)
+    assert [o.shape for o in outs] == [(6,)] * 3
+    with pytest.raises(ValueError, match="equal pieces"):
+        nd.split_v2(a, 4, axis=1)
+
+
+def test_sym_split_v2_and_histogram_helpers():
+    s = mx.sym.Variable("x")
+    pieces = mx.sym.split_v2(s, 3, axis=1)
+    _, shapes, _ = pieces.infer_shape(x=(2, 7))
+    assert shapes == [(2, 3), (2, 2), (2, 2)]
+    _, shapes, _ = s.split_v2((2,), axis=1).infer_shape(x=(2, 7))
+    assert shapes == [(2, 2), (2, 5)]
+    h = mx.sym.histogram(s, bins=4, range=(0, 1))
+    _, shapes, _ = h.infer_shape(x=(10,))
+    assert shapes == [(4,), (5,)]
+    with pytest.raises(ValueError, match="range"):
+        mx.sym.histogram(s, bins=4)
+
+
+def test_nd_histogram_helper():
+    x = RNG.uniform(0, 10, (50,))
+    counts, edges = nd.histogram(nd.array(x, dtype=np.float64), bins=5, range=(0, 10))
+    want_c, want_e = np.histogram(x, bins=5, range=(0, 10))
+    assert_almost_equal(counts.asnumpy(), want_c)
+    assert_almost_equal(edges.asnumpy(), want_e)
+    counts, edges = nd.histogram(nd.array(x, dtype=np.float64), bins=nd.array([0, 1, 5, 10], dtype=np.float64))
+    assert_almost_equal(counts.asnumpy(), np.histogram(x, bins=[0, 1, 5, 10])[0])
+    counts, _ = nd.histogram(nd.array(x, dtype=np.float64), bins=6)
+    assert_almost_equal(counts.asnumpy(), np.histogram(x, bins=6)[0].astype(np.float32))
+    with pytest.raises(ValueError, match="bins"):
+        nd.histogram(nd.array(x), bins=2.5)
+
+
+def test_sort_puts_nan_above_every_number():
+    x = np.array([3.0, np.nan, -1.0, np.nan, 2.0])
+    assert_almost_equal(nd.argsort(nd.array(x, dtype=np.float64)).asnumpy(),
+                        np.argsort(x, kind="stable").astype(np.float32))
+    got = nd.sort(nd.array(x, dtype=np.float64), is_ascend=False).asnumpy()
+    assert np.isnan(got[:2]).all() and np.array_equal(got[2:], [3.0, 2.0, -1.0])
+
+
+def test_topk_symbol_shows_visible_outputs_only():
+    x = mx.sym.Variable("x")
+    assert len(mx.sym.topk(x, ret_typ="value").list_outputs()) == 1
+    assert len(mx.sym.topk(x, ret_typ="both").list_outputs()) == 2
+    both = mx.sym.topk(x, ret_typ="both", k=2, dtype="int32")
+    _, shapes, _ = both.infer_shape(x=(3, 5))
+    _, types, _ = both.infer_type(x=np.float32)
+    assert shapes == [(3, 2), (3, 2)] and types == [np.float32, np.int32]
+
+
+def test_gradients_through_the_graph_pass():
+    x = mx.sym.Variable("x")
+    distinct_x = RNG.permutation(12).reshape(3, 4).astype(np.float32)
+    check_numeric_gradient(mx.sym.topk(x, k=2, ret_typ="value"), {"x": distinct_x}, grad_nodes=["x"],
+                           numeric_eps=1e-2)
+    check_numeric_gradient(mx.sym.sort(x, axis=0), {"x": distinct_x}, grad_nodes=["x"], numeric_eps=1e-2)
+    check_numeric_gradient(mx.sym.moments(x, axes=(1,))[1], {"x": RNG.rand(3, 4)}, grad_nodes=["x"])
+    check_numeric_gradient(mx.sym.diag(x, k=1), {"x": RNG.rand(3, 4)}, grad_nodes=["x"])
+    check_numeric_gradient(mx.sym.gather_nd(x, mx.sym.Variable("i")),
+                           {"x": RNG.rand(3, 4), "i": np.array([[0, 2, 2], [1, 3, 3]])}, grad_nodes=["x"])
+
+
+# ---------------------------------------------------------------- cumsum (_np_cumsum)
+@pytest.mark.parametrize("shape,axis", [((5,), None), ((3, 4), None), ((3, 4), 1), ((2, 3, 4), 0), ((2, 3, 4), -2)])
+def test_cumsum(shape, axis):
+    x = RNG.uniform(-1, 1, shape)
+    kw = {} if axis is None else {"axis": axis}
+    assert_almost_equal(nd.cumsum(nd.array(x, dtype=np.float64), **kw).asnumpy(), np.cumsum(x, axis=axis))
+    check_numeric_gradient("cumsum", [x], params=kw)
+
+
+def test_cumsum_dtypes_and_errors():
+    x = np.array([[1, 2], [3, 4]], dtype=np.int32)
+    got = nd._internal._np_cumsum(nd.array(x, dtype=np.int32), axis=0, dtype="float64")
+    assert got.dtype == np.float64
+    assert_almost_equal(got.asnumpy(), np.cumsum(x, axis=0, dtype=np.float64))
+    assert nd.cumsum(nd.array([True, True, False], dtype=np.bool_)).dtype == np.int64
+    with pytest.raises(mx.base.MXNetError, match="'dtype'"):
+        nd.cumsum(nd.zeros((2,)), dtype="uint8")
+    with pytest.raises(mx.base.MXNetError, match="axis"):
+        nd.cumsum(nd.zeros((2,)), axis=1)
+    with pytest.raises(mx.base.MXNetError, match="ograd"):
+        nd._internal._backward_np_cumsum(nd.zeros((3,)), nd.zeros((2, 2))).asnumpy()

@@ -1,8 +1,10 @@
 // topk, sort and argsort: each lane along an axis (or the flattened input when axis is
-// None) is sorted stably, so equal values keep their input order. topk's and sort's
+// None) is sorted stably, so equal values keep their input order; NaN counts as the
+// largest value. topk's and sort's
 // gradients scatter the output gradient back to the positions the values came from
 // (_backward_topk); argsort's and the index outputs' gradient is zero.
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <optional>
 
@@ -132,8 +134,14 @@ void SortLanes(const T* x, const SortView& v, bool ascend, F&& f) {
                   int64_t base = (lane / v.inner) * v.n * v.inner + lane % v.inner;
                   std::iota(order.begin(), order.end(), 0);
                   auto at = [&](int64_t j) { return static_cast<double>(x[base + j * v.inner]); };
+                  // NaN ranks above every number (last ascending, first descending), which keeps
+                  // the order a strict weak one.
+                  auto less = [&](int64_t p, int64_t q) {
+                    double a = at(p), b = at(q);
+                    return a < b || (std::isnan(b) && !std::isnan(a));
+                  };
                   std::stable_sort(order.begin(), order.end(),
-                                   [&](int64_t p, int64_t q) { return ascend ? at(p) < at(q) : at(p) > at(q); });
+                                   [&](int64_t p, int64_t q) { return ascend ? less(p, q) : less(q, p); });
                   f(base, lane, order);
                 }
               });

@@ -199,6 +199,7 @@ var opInternalMultiMpAdamwUpdate = weft.NewOperator("_multi_mp_adamw_update")
 var opInternalMultiMpLambUpdate = weft.NewOperator("_multi_mp_lamb_update")
 var opInternalNotEqual = weft.NewOperator("_not_equal")
 var opInternalNotEqualScalar = weft.NewOperator("_not_equal_scalar")
+var opInternalNpCumsum = weft.NewOperator("_np_cumsum")
 var opInternalOnes = weft.NewOperator("_ones")
 var opInternalPlusScalar = weft.NewOperator("_plus_scalar")
 var opInternalPower = weft.NewOperator("_power")
@@ -6362,6 +6363,36 @@ func SymInternalNotEqualScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol,
 	return c.compose(opInternalNotEqualScalar, []string{"data"}, data)
 }
 
+// InternalNpCumsum runs the operator _np_cumsum.
+//
+// The cumulative sum of the elements along an axis (of the flattened input when axis is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Input ndarray
+//
+// Options:
+//   - WithAxis(int): Axis along which the cumulative sum is computed. The default (None) is to compute the cumsum over the flattened array. (default None)
+//   - WithDtype(weft.DType): Type of the returned array and of the accumulator: float16, float32, float64, int8, int32 or int64; None keeps the input's (int64 for bool). (default None)
+func InternalNpCumsum(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalNpCumsum, a)
+}
+
+// SymInternalNpCumsum runs the operator _np_cumsum symbolically: it adds one node to the graph.
+//
+// The cumulative sum of the elements along an axis (of the flattened input when axis is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Input ndarray
+//
+// Options:
+//   - WithAxis(int): Axis along which the cumulative sum is computed. The default (None) is to compute the cumsum over the flattened array. (default None)
+//   - WithDtype(weft.DType): Type of the returned array and of the accumulator: float16, float32, float64, int8, int32 or int64; None keeps the input's (int64 for bool). (default None)
+func SymInternalNpCumsum(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalNpCumsum, []string{"a"}, a)
+}
+
 // InternalOnes runs the operator _ones.
 //
 // An array of ones of the given shape and dtype.
@@ -11588,6 +11619,16 @@ func CtcLoss(data, label, dataLengths, labelLengths *weft.NDArray, opts ...Optio
 // SymCtcLoss is SymCTCLoss under its alias ctc_loss.
 func SymCtcLoss(data, label, dataLengths, labelLengths *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return SymCTCLoss(data, label, dataLengths, labelLengths, opts...)
+}
+
+// Cumsum is InternalNpCumsum under its alias cumsum.
+func Cumsum(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalNpCumsum(a, opts...)
+}
+
+// SymCumsum is SymInternalNpCumsum under its alias cumsum.
+func SymCumsum(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalNpCumsum(a, opts...)
 }
 
 // ElementWiseSum is AddN under its alias ElementWiseSum.

@@ -4400,6 +4400,48 @@ _NotEqualScalar(args::NDArray...; kwargs...) = _invoke_op(_op__NotEqualScalar, a
 _NotEqualScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__NotEqualScalar, args; kwargs...)
 _NotEqualScalar(; kwargs...) = _call_op(_op__NotEqualScalar; kwargs...)
 
+const _op__np_cumsum = OpDef("_np_cumsum", ["a"], false, "")
+"""
+    _np_cumsum(a; axis=None, dtype=None)
+
+The cumulative sum of the elements along an axis (of the flattened input when axis is None).
+
+# Inputs
+- `a` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `axis` (int or None; default `None`): Axis along which the cumulative sum is computed. The default (None) is to compute the cumsum over the flattened array.
+- `dtype` (dtype or None; default `None`): Type of the returned array and of the accumulator: float16, float32, float64, int8, int32 or int64; None keeps the input's (int64 for bool).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _np_cumsum end
+_np_cumsum(args::NDArray...; kwargs...) = _invoke_op(_op__np_cumsum, args; kwargs...)
+_np_cumsum(args::SymbolicNode...; kwargs...) = _compose_op(_op__np_cumsum, args; kwargs...)
+_np_cumsum(; kwargs...) = _call_op(_op__np_cumsum; kwargs...)
+
+const _op_cumsum = OpDef("cumsum", ["a"], false, "")
+"""
+    cumsum(a; axis=None, dtype=None)
+
+The cumulative sum of the elements along an axis (of the flattened input when axis is None).
+
+# Inputs
+- `a` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `axis` (int or None; default `None`): Axis along which the cumulative sum is computed. The default (None) is to compute the cumsum over the flattened array.
+- `dtype` (dtype or None; default `None`): Type of the returned array and of the accumulator: float16, float32, float64, int8, int32 or int64; None keeps the input's (int64 for bool).
+
+Alias of `_np_cumsum`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function cumsum end
+cumsum(args::NDArray...; kwargs...) = _invoke_op(_op_cumsum, args; kwargs...)
+cumsum(args::SymbolicNode...; kwargs...) = _compose_op(_op_cumsum, args; kwargs...)
+cumsum(; kwargs...) = _call_op(_op_cumsum; kwargs...)
+
 const _op__ones = OpDef("_ones", [], false, "")
 """
     _ones(; shape=(), ctx=\"\", dtype=float32)
@@ -9901,6 +9943,8 @@ const _OPERATOR_NAMES = [
     "_Not_Equal",
     "_not_equal_scalar",
     "_NotEqualScalar",
+    "_np_cumsum",
+    "cumsum",
     "_ones",
     "_plus_scalar",
     "_PlusScalar",

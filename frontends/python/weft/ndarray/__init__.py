@@ -8,7 +8,7 @@ import types as _types
 
 from .ndarray import (NDArray, empty, array, zeros, ones, full, arange, save, save_tobuffer, load,
                       load_frombuffer, waitall, from_dlpack, to_dlpack_for_read, to_dlpack_for_write,
-                      concatenate, moveaxis, bfloat16, invoke)
+                      concatenate, moveaxis, split_v2, histogram, bfloat16, invoke)
 from . import _ops
 
 _internal = _types.ModuleType("weft.ndarray._internal", "Every operator, internal names included.")

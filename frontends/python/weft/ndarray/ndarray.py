@@ -15,7 +15,7 @@ from ..context import Context, current_context, _from_tuple
 
 __all__ = ["NDArray", "empty", "array", "zeros", "ones", "full", "arange", "save", "load",
            "load_frombuffer", "waitall", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
-           "concatenate", "moveaxis", "bfloat16", "dtype_id", "dtype_np", "invoke"]
+           "concatenate", "moveaxis", "split_v2", "histogram", "bfloat16", "dtype_id", "dtype_np", "invoke"]
 
 # MXNet's representation of bfloat16 on the numpy side: the raw 16 bits in a named field.
 bfloat16 = np.dtype([("bfloat16", np.uint16)])
@@ -505,6 +505,10 @@ class NDArray(_fast.NDArrayBase):
             _api.weft_bytes_free(raw)
         return (_from_raw_bytes, (data,))
 
+    def split_v2(self, *args, **kwargs):
+        """split_v2(self, ...): see the function split_v2."""
+        return split_v2(self, *args, **kwargs)
+
     def __getattr__(self, name):
         # Operators as methods (a.sum(axis=1), a.transpose(), ...), as MXNet's NDArray has.
         from . import _ops
@@ -604,6 +608,40 @@ def moveaxis(tensor, source, destination):
     axes = [a for a in range(ndim) if a != src]
     axes.insert(dst, src)
     return invoke("transpose", [tensor], {"axes": tuple(axes)})
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Splits `ary` along `axis` into `indices_or_sections` equal pieces (an int, which must
+    divide the axis) or at the given indices (a tuple: ary[:i0], ary[i0:i1], ..., ary[ik:]);
+    squeeze_axis removes the axis from pieces of length 1. Returns a list of NDArrays."""
+    size = ary.shape[axis]
+    if isinstance(indices_or_sections, int):
+        if indices_or_sections <= 0 or size % indices_or_sections:
+            raise ValueError("split_v2: an axis of length %d does not split into %d equal pieces"
+                             % (size, indices_or_sections))
+        step = size // indices_or_sections
+        indices = [i * step for i in range(indices_or_sections)]
+    elif isinstance(indices_or_sections, tuple):
+        indices = [0] + list(indices_or_sections)
+    else:
+        raise ValueError("split_v2: indices_or_sections must be an int or a tuple of ints, got %r"
+                         % (indices_or_sections,))
+    out = invoke("_split_v2", [ary], {"indices": tuple(indices), "axis": axis, "squeeze_axis": squeeze_axis})
+    return out if isinstance(out, list) else [out]
+
+
+def histogram(a, bins=10, range=None):  # pylint: disable=redefined-builtin
+    """numpy.histogram of an NDArray: (counts, bin edges). `bins` is a number of equal bins
+    over `range` (without a range, numpy decides the range on the host, as MXNet does) or an
+    NDArray of edges."""
+    if isinstance(bins, NDArray):
+        return invoke("_histogram", [a, bins])
+    if isinstance(bins, numbers.Integral):
+        if range is None:
+            counts, edges = np.histogram(a.asnumpy(), bins=bins)
+            return array(counts), array(edges)
+        return invoke("_histogram", [a], {"bin_cnt": bins, "range": tuple(range)})
+    raise ValueError("histogram: bins must be an int or an NDArray, got %r" % (bins,))
 
 
 def waitall():

@@ -358,6 +358,11 @@ class Symbol:
         from ..ndarray.ndarray import _dtype_name
         return _ops.get("cast")(self, dtype=_dtype_name(dtype))
 
+    def split_v2(self, *args, **kwargs):
+        """split_v2(self, ...): see the function weft.symbol.split_v2."""
+        from . import split_v2
+        return split_v2(self, *args, **kwargs)
+
     def __getattr__(self, name):
         # Operators as methods (s.sum(axis=1), s.transpose(), ...), as MXNet's Symbol has.
         if name.startswith("_"):

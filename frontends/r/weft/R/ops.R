@@ -1215,6 +1215,20 @@ mx.symbol.internal.not.equal.scalar <- function(data = NULL, scalar = NULL, is_i
   .weft_symbol_op("_not_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.np.cumsum <- function(a = NULL, axis = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_np_cumsum", list(a), c(axis = .weft_param(axis), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.np.cumsum <- function(a = NULL, axis = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_np_cumsum", list(a = a), c(axis = .weft_param(axis), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.cumsum <- function(a = NULL, axis = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_np_cumsum", list(a), c(axis = .weft_param(axis), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.cumsum <- function(a = NULL, axis = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_np_cumsum", list(a = a), c(axis = .weft_param(axis), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
 mx.nd.internal.ones <- function(shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_ones", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
 }
