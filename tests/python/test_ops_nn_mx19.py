@@ -811,3 +811,14 @@ def test_image_resize_area(want):
     u = image_u8(h=6, w=8)
     outu = nd.image.resize(nd.array(u, dtype="uint8"), size=(want[1], want[0]), interp=3).asnumpy()
     assert np.abs(outu.astype(np.float64) - np.floor(area_ref(u, *want) + 0.5)).max() <= 1
+
+
+def test_resizers_refuse_empty_inputs():
+    with pytest.raises(mx.base.MXNetError, match="empty height or width"):
+        nd.contrib.BilinearResize2D(nd.ones((1, 1, 0, 3)), height=2, width=2)
+    with pytest.raises(mx.base.MXNetError, match="empty height or width"):
+        nd.contrib.AdaptiveAvgPooling2D(nd.ones((1, 1, 3, 0)), output_size=2)
+    with pytest.raises(mx.base.MXNetError, match="image is empty"):
+        nd.image.resize(nd.ones((0, 3, 3)), size=2)
+    # An empty batch is fine.
+    assert nd.contrib.BilinearResize2D(nd.ones((0, 1, 3, 3)), height=2, width=4).shape == (0, 1, 2, 4)

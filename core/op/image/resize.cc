@@ -57,6 +57,8 @@ bool ResizeShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sha
   if (!s.known_ndim()) return false;
   CheckHWC(attrs, s, true, false);
   const int r = s.ndim() - 3;
+  if (s[r] == 0 || s[r + 1] == 0)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': the image is empty (shape ", s.ToString(), ")");
   auto hw = ResizedTo(attrs, s[r], s[r + 1]);
   Shape o = s;
   o[r] = hw.first;
