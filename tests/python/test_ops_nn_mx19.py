@@ -685,8 +685,8 @@ def test_image_resize_nearest_and_errors():
     xs = np.floor(np.arange(10) * 7 / 10).astype(int)
     assert (out == u[ys][:, xs]).all()
     x = nd.array(u, dtype="uint8")
-    with pytest.raises(mx.base.MXNetError, match="interp=3"):
-        nd.image.resize(x, size=4, interp=3)
+    with pytest.raises(mx.base.MXNetError, match="interp=4"):
+        nd.image.resize(x, size=4, interp=4)
     with pytest.raises(mx.base.MXNetError, match="size"):
         nd.image.resize(x)
     with pytest.raises(mx.base.MXNetError, match="positive"):
@@ -764,3 +764,61 @@ def test_remove_amp_cast_and_save_checkpoint(tmp_path):
     assert mx.sym.load(str(tmp_path / "a-symbol.json")).list_outputs() == plain.list_outputs()
     bare = mx.sym.FullyConnected(d, w, num_hidden=3, no_bias=True)
     assert bare.remove_amp_cast() is bare  # nothing to remove
+
+
+@pytest.mark.parametrize("want", [(9, 11), (3, 4), (5, 12)])
+def test_image_resize_bicubic_matches_torch(want):
+    x = rand(5, 7, 2, lo=0, hi=255)
+    out = nd.image.resize(nd.array(x), size=(want[1], want[0]), interp=2).asnumpy()
+    ref = F.interpolate(torch.tensor(x).permute(2, 0, 1)[None], size=want, mode="bicubic", align_corners=False)
+    assert_almost_equal(out, ref[0].permute(1, 2, 0).numpy(), rtol=1e-4, atol=1e-2)
+
+
+def area_ref(a, h, w):
+    """OpenCV's area resampling written out: coverage weights when neither axis grows, else
+    its linear variant keyed on where each output cell ends."""
+    H, W = a.shape[:2]
+
+    def weights(n_in, n_out, shrink):
+        m = np.zeros((n_out, n_in))
+        s = n_in / n_out
+        for o in range(n_out):
+            if shrink:
+                lo, hi = o * s, min((o + 1) * s, n_in)
+                for i in range(int(np.floor(lo)), int(np.ceil(hi))):
+                    m[o, i] += (min(hi, i + 1) - max(lo, i)) / (hi - lo)
+            else:
+                i = int(np.floor(o * s))
+                f = (o + 1) - (i + 1) / s
+                f = 0.0 if f <= 0 else f - np.floor(f)
+                if i >= n_in - 1:
+                    i, f = n_in - 1, 0.0
+                m[o, i] += 1 - f
+                m[o, min(i + 1, n_in - 1)] += f
+        return m
+
+    shrink = h <= H and w <= W
+    return np.einsum("oi,ijc,pj->opc", weights(H, h, shrink), a.astype(np.float64), weights(W, w, shrink))
+
+
+@pytest.mark.parametrize("want", [(3, 4), (2, 3), (10, 15), (4, 14)])
+def test_image_resize_area(want):
+    x = rand(6, 8, 3, lo=0, hi=255)
+    out = nd.image.resize(nd.array(x), size=(want[1], want[0]), interp=3).asnumpy()
+    assert_almost_equal(out, area_ref(x, *want), rtol=1e-4, atol=1e-2)
+    if want == (3, 4):  # a whole-number shrink is the mean of each 2 x 2 block
+        assert_almost_equal(out, x.reshape(3, 2, 4, 2, 3).mean(axis=(1, 3)), rtol=1e-5, atol=1e-3)
+    u = image_u8(h=6, w=8)
+    outu = nd.image.resize(nd.array(u, dtype="uint8"), size=(want[1], want[0]), interp=3).asnumpy()
+    assert np.abs(outu.astype(np.float64) - np.floor(area_ref(u, *want) + 0.5)).max() <= 1
+
+
+def test_resizers_refuse_empty_inputs():
+    with pytest.raises(mx.base.MXNetError, match="empty height or width"):
+        nd.contrib.BilinearResize2D(nd.ones((1, 1, 0, 3)), height=2, width=2)
+    with pytest.raises(mx.base.MXNetError, match="empty height or width"):
+        nd.contrib.AdaptiveAvgPooling2D(nd.ones((1, 1, 3, 0)), output_size=2)
+    with pytest.raises(mx.base.MXNetError, match="image is empty"):
+        nd.image.resize(nd.ones((0, 3, 3)), size=2)
+    # An empty batch is fine.
+    assert nd.contrib.BilinearResize2D(nd.ones((0, 1, 3, 3)), height=2, width=4).shape == (0, 1, 2, 4)

@@ -1,10 +1,10 @@
 // _image_resize: resizes an image (H, W, C) or batch (N, H, W, C) to size = (width, height),
 // or with one size to a square, or with keep_ratio to that size on the short edge (the long
 // one scaled in proportion, rounded down). interp as OpenCV's: 0 nearest (source cell
-// floor(o * in / out)), 1 bilinear (half-pixel centres, resample.h); the other OpenCV modes
-// (2 bicubic, 3 area, 4 Lanczos) are refused. Integer images round the bilinear result to
-// the nearest value and saturate. The output keeps the input's dtype. As in MXNet, there is
-// no gradient.
+// floor(o * in / out)), 1 bilinear (half-pixel centres), 2 bicubic, 3 area (resample.h);
+// 4 (Lanczos) is refused. Integer images round the interpolated value to the nearest one and
+// saturate (OpenCV's fixed-point arithmetic may differ by 1). The output keeps the input's
+// dtype. As in MXNet, there is no gradient.
 #include <cmath>
 
 #include "core/op/image/image_util.h"
@@ -26,7 +26,7 @@ WEFT_PARAM_SCHEMA(ImageResizeParam, s) {
       .Describe("With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.");
   s.Field("interp", &ImageResizeParam::interp)
       .Default(1)
-      .Describe("Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported).");
+      .Describe("Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).");
 }
 
 namespace image {
@@ -40,9 +40,9 @@ std::pair<int64_t, int64_t> ResizedTo(const NodeAttrs& attrs, int64_t h, int64_t
           p.size.ToString());
   for (int64_t v : p.size)
     if (v <= 0) Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': size must be positive, got ", p.size.ToString());
-  if (p.interp != 0 && p.interp != 1)
+  if (p.interp < 0 || p.interp > 3)
     Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "': interp=", p.interp,
-          " is not supported; expected 0 (nearest) or 1 (bilinear)");
+          " is not supported; expected 0 (nearest), 1 (bilinear), 2 (bicubic) or 3 (area)");
   if (p.size.ndim() == 2) return {p.size[1], p.size[0]};
   const int64_t s = p.size[0];
   if (!p.keep_ratio) return {s, s};
@@ -57,6 +57,8 @@ bool ResizeShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sha
   if (!s.known_ndim()) return false;
   CheckHWC(attrs, s, true, false);
   const int r = s.ndim() - 3;
+  if (s[r] == 0 || s[r + 1] == 0)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': the image is empty (shape ", s.ToString(), ")");
   auto hw = ResizedTo(attrs, s[r], s[r + 1]);
   Shape o = s;
   o[r] = hw.first;
@@ -88,6 +90,32 @@ void Resize(const Shape& s, const Shape& o, int interp, const T* x, T* y) {
         T* dst = y + q * w * C;
         for (int64_t j = 0; j < w; ++j)
           for (int64_t c = 0; c < C; ++c) dst[j * C + c] = row[xs[static_cast<size_t>(j)] * C + c];
+      }
+    });
+    return;
+  }
+  if (interp >= 2) {
+    const bool shrink = h <= H && w <= W;
+    const ResampleTaps ty = CubicOrAreaTaps(H, h, interp, shrink), tx = CubicOrAreaTaps(W, w, interp, shrink);
+    ParallelFor(n * h, 4, [&](int64_t qb, int64_t qe) {
+      for (int64_t q = qb; q < qe; ++q) {
+        const int64_t b = q / h, i = q % h;
+        T* dst = y + q * w * C;
+        for (int64_t j = 0; j < w; ++j)
+          for (int64_t c = 0; c < C; ++c) {
+            float v = 0;
+            for (int a = 0; a < ty.k; ++a) {
+              const size_t ia = static_cast<size_t>(i * ty.k + a);
+              const T* row = x + (b * H + ty.idx[ia]) * W * C;
+              float r = 0;
+              for (int e = 0; e < tx.k; ++e) {
+                const size_t je = static_cast<size_t>(j * tx.k + e);
+                r += tx.w[je] * static_cast<float>(row[tx.idx[je] * C + c]);
+              }
+              v += ty.w[ia] * r;
+            }
+            dst[j * C + c] = FromFloat<T>(v);
+          }
       }
     });
     return;
@@ -126,7 +154,8 @@ void ResizeCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<T
 
 WEFT_REGISTER_OP(_image_resize)
     .Describe("Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally "
-              "keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.")
+              "keeping the aspect ratio), with OpenCV's nearest (0), bilinear (1), bicubic (2) or area (3) "
+              "interpolation.")
     .SetNumInputs(1)
     .AddArgument("data", "NDArray-or-Symbol", "Input image")
     .SetParams<ImageResizeParam>()

@@ -57,6 +57,13 @@ void CheckNCHW(const NodeAttrs& attrs, const Shape& d, const char* what) {
           "' must be 4-D (batch, channel, height, width), got shape ", d.ToString());
 }
 
+// The data's height and width must hold at least one cell each: every output cell reads some.
+void CheckSpatial(const NodeAttrs& attrs, const Shape& d) {
+  if (d[2] == 0 || d[3] == 0)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input 'data' has an empty height or width (shape ",
+          d.ToString(), ")");
+}
+
 // ------------------------------------------------------------------ BilinearResize2D
 int64_t Scaled(const NodeAttrs& attrs, int64_t extent, const std::optional<double>& scale, const char* name) {
   if (!scale)
@@ -103,6 +110,7 @@ bool ResizeShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sha
   const Shape& d = (*in)[0];
   if (!d.known_ndim()) return false;
   CheckNCHW(attrs, d, "data");
+  CheckSpatial(attrs, d);
   auto hw = ResizeTo(attrs, d, in->size() > 1 ? (*in)[1] : Shape());
   AssignShape(attrs, out, 0, Shape({d[0], d[1], hw.first, hw.second}), "output");
   return d.is_known() && (*out)[0].is_known() && (in->size() < 2 || (*in)[1].is_known());
@@ -186,6 +194,7 @@ bool ResizeBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::ve
   const Shape& g = (*in)[0];
   if (!d.is_known() || !g.known_ndim()) return false;
   CheckNCHW(attrs, d, "data");
+  CheckSpatial(attrs, d);
   CheckNCHW(attrs, g, "out_grad");
   if (attrs.Params<BilinearResizeParam>().mode != "like") {
     auto hw = ResizeTo(attrs, d, Shape());
@@ -229,6 +238,7 @@ bool PoolShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape
   const Shape& d = (*in)[0];
   if (!d.known_ndim()) return false;
   CheckNCHW(attrs, d, "data");
+  CheckSpatial(attrs, d);
   auto hw = PoolTo(attrs);
   AssignShape(attrs, out, 0, Shape({d[0], d[1], hw.first, hw.second}), "output");
   return d.is_known();
@@ -289,6 +299,7 @@ bool PoolBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vect
   const Shape& d = (*in)[1];
   if (!d.is_known()) return false;
   CheckNCHW(attrs, d, "data");
+  CheckSpatial(attrs, d);
   auto hw = PoolTo(attrs);
   AssignShape(attrs, in, 0, Shape({d[0], d[1], hw.first, hw.second}), "input");
   AssignShape(attrs, out, 0, d, "output");

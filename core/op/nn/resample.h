@@ -1,8 +1,9 @@
-// Linear interpolation taps along one axis, shared by the resizing operators
+// Interpolation taps along one axis, shared by the resizing operators
 // (_contrib_BilinearResize2D, _image_resize).
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -38,6 +39,82 @@ inline std::vector<LinearTap> LinearTaps(int64_t in, int64_t out, bool align_cor
     t.w0 = 1.0f - t.w1;
   }
   return taps;
+}
+
+}  // namespace op
+}  // namespace weft
+
+namespace weft {
+namespace op {
+
+// The taps of OpenCV-style resampling along one axis: output position o reads
+// idx[o * k + j] (clamped to the input) with weight w[o * k + j].
+struct ResampleTaps {
+  int k = 1;
+  std::vector<int64_t> idx;
+  std::vector<float> w;
+};
+
+// Keys' cubic convolution kernel with a = -0.75 (OpenCV's and PyTorch's bicubic).
+inline float CubicKernel(float x) {
+  const float a = -0.75f;
+  x = std::fabs(x);
+  if (x <= 1.0f) return ((a + 2.0f) * x - (a + 3.0f)) * x * x + 1.0f;
+  if (x < 2.0f) return ((a * x - 5.0f * a) * x + 8.0f * a) * x - 4.0f * a;
+  return 0.0f;
+}
+
+// interp as OpenCV's: 2 bicubic (four taps around the half-pixel source position); 3 area,
+// which averages the source interval each output cell covers when `shrink` (OpenCV takes
+// that path only when neither axis grows) and otherwise interpolates linearly between the
+// two cells around the boundary an output cell's end falls on.
+inline ResampleTaps CubicOrAreaTaps(int64_t in, int64_t out, int interp, bool shrink) {
+  ResampleTaps t;
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  auto clamp = [in](int64_t i) { return std::min<int64_t>(std::max<int64_t>(i, 0), in - 1); };
+  if (interp == 2) {
+    t.k = 4;
+    for (int64_t o = 0; o < out; ++o) {
+      const double f = (static_cast<double>(o) + 0.5) * scale - 0.5;
+      const int64_t s = static_cast<int64_t>(std::floor(f));
+      const float frac = static_cast<float>(f - static_cast<double>(s));
+      for (int j = 0; j < 4; ++j) {
+        t.idx.push_back(clamp(s - 1 + j));
+        t.w.push_back(CubicKernel(frac - static_cast<float>(j - 1)));
+      }
+    }
+    return t;
+  }
+  if (shrink) {
+    t.k = static_cast<int>(std::ceil(scale)) + 1;
+    for (int64_t o = 0; o < out; ++o) {
+      const double s0 = static_cast<double>(o) * scale;
+      const double s1 = std::min(static_cast<double>(o + 1) * scale, static_cast<double>(in));
+      const int64_t first = static_cast<int64_t>(std::floor(s0));
+      for (int j = 0; j < t.k; ++j) {
+        const double lo = std::max(s0, static_cast<double>(first + j));
+        const double hi = std::min(s1, static_cast<double>(first + j + 1));
+        t.idx.push_back(clamp(first + j));
+        t.w.push_back(hi > lo ? static_cast<float>((hi - lo) / (s1 - s0)) : 0.0f);
+      }
+    }
+    return t;
+  }
+  t.k = 2;
+  for (int64_t o = 0; o < out; ++o) {
+    int64_t s = static_cast<int64_t>(std::floor(static_cast<double>(o) * scale));
+    float frac = static_cast<float>(static_cast<double>(o + 1) - static_cast<double>(s + 1) / scale);
+    frac = frac <= 0 ? 0.0f : frac - std::floor(frac);
+    if (s >= in - 1) {
+      s = in - 1;
+      frac = 0;
+    }
+    t.idx.push_back(s);
+    t.idx.push_back(clamp(s + 1));
+    t.w.push_back(1.0f - frac);
+    t.w.push_back(frac);
+  }
+  return t;
 }
 
 }  // namespace op

@@ -81,7 +81,7 @@ void SVMBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vec
   if (req[0] == OpReq::kNullOp) return;
   const auto& p = attrs.Params<SVMOutputParam>();
   const int64_t classes = in[0].shape[in[0].ndim() - 1];
-  const int64_t rows = classes == 0 ? 0 : in[0].Size() / classes;
+  const int64_t rows = LabelShapeOf(in[0].shape).Size();
   if (in[1].Size() != rows)
     Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input 'label' has shape ", in[1].shape.ToString(),
           ", expected ", LabelShapeOf(in[0].shape).ToString());

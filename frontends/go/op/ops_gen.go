@@ -4959,7 +4959,7 @@ func SymInternalImageRandomSaturation(data *weft.Symbol, minFactor float64, maxF
 
 // InternalImageResize runs the operator _image_resize.
 //
-// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with OpenCV's nearest (0), bilinear (1), bicubic (2) or area (3) interpolation.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input image
@@ -4967,7 +4967,7 @@ func SymInternalImageRandomSaturation(data *weft.Symbol, minFactor float64, maxF
 // Options:
 //   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
 //   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
-//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported). (default 1)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported). (default 1)
 func InternalImageResize(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalImageResize, data)
@@ -4975,7 +4975,7 @@ func InternalImageResize(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 
 // SymInternalImageResize runs the operator _image_resize symbolically: it adds one node to the graph.
 //
-// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with OpenCV's nearest (0), bilinear (1), bicubic (2) or area (3) interpolation.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input image
@@ -4983,7 +4983,7 @@ func InternalImageResize(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 // Options:
 //   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
 //   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
-//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported). (default 1)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported). (default 1)
 func SymInternalImageResize(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalImageResize, []string{"data"}, data)
@@ -12560,7 +12560,7 @@ func WithInitOutput(v bool) Option {
 }
 
 // WithInterp sets the parameter interp.
-// Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported).
+// Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).
 func WithInterp(v int) Option {
 	return param("interp", v)
 }

@@ -2664,7 +2664,7 @@ const _op__image_resize = OpDef("_image_resize", ["data"], false, "")
 """
     _image_resize(data; size=(), keep_ratio=False, interp=1)
 
-Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with OpenCV's nearest (0), bilinear (1), bicubic (2) or area (3) interpolation.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input image
@@ -2672,7 +2672,7 @@ Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one
 # Parameters
 - `size` (Shape(tuple); default `()`): Size of the new image: (width, height) or (size).
 - `keep_ratio` (boolean; default `False`): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.
-- `interp` (int; default `1`): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported).
+- `interp` (int; default `1`): Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
