@@ -66,6 +66,9 @@ def main(args):
 
     metric = mx.metric.Accuracy()
     acc = 0.0
+    # On a terminal a live bar per epoch; in a log (CI, a pipe) a line every --log-every batches.
+    bar = mx.callback.TerminalProgress(batch_size=args.batch_size, num_epoch=args.epochs) \
+        if sys.stdout.isatty() else None
     for epoch in range(args.epochs):
         trainer.set_learning_rate(args.lr * args.lr_decay ** epoch)
         metric.reset()
@@ -81,7 +84,11 @@ def main(args):
             trainer.step(data.shape[0])
             samples += data.shape[0]
             window_samples += data.shape[0]
-            if (b + 1) % args.log_every == 0:
+            if bar is not None:
+                if (b + 1) % args.log_every == 0:
+                    metric.update([label], [out])
+                bar(mx.model.BatchEndParam(epoch=epoch, nbatch=b, eval_metric=metric, locals=None))
+            elif (b + 1) % args.log_every == 0:
                 metric.update([label], [out])
                 now = time.time()
                 print("epoch %d/%d  batch %d  %.0f samples/s  train accuracy %.4f"
@@ -91,6 +98,8 @@ def main(args):
         nd.waitall()
         seconds = time.time() - tic
         acc = evaluate(net, test)
+        if bar is not None:
+            bar.epoch_end(epoch, [("train-accuracy", metric.get()[1]), ("test-accuracy", acc)])
         print("epoch %d: lr %.4f, %.0f samples/s, %.1f s, test accuracy %.4f"
               % (epoch + 1, trainer.learning_rate, samples / seconds, seconds, acc), flush=True)
 

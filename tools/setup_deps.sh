@@ -22,6 +22,11 @@ packages=(
   python3-torch
   # mx.viz draws graphs through graphviz (the Python package and the dot program).
   python3-graphviz graphviz
+  # The documentation site (docs/, built by tools/build_docs.sh and its test) is Sphinx
+  # reading the Markdown pages through MyST.
+  python3-sphinx python3-myst-parser
+  # mx.contrib.onnx reads and writes ONNX models through the onnx package.
+  python3-onnx
   # The sanitizer run of the C++ suite and the libFuzzer targets (tools/fuzz.sh) build
   # with clang, its sanitizer and fuzzer runtimes and its OpenMP.
   clang libclang-rt-14-dev libomp-14-dev

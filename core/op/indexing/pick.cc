@@ -134,6 +134,7 @@ bool PickBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::vecto
 }  // namespace
 
 WEFT_REGISTER_OP(pick)
+    .AddAlias("choose_element_0index")
     .Describe("Picks one element along axis for every other position, at the index given by `index` (shaped like "
               "the result).")
     .SetNumInputs(2)

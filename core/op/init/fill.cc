@@ -1,5 +1,6 @@
 // Arrays filled with one value: _zeros, _ones, _full (from parameters) and zeros_like,
-// ones_like (shaped like their input).
+// ones_like (shaped like their input). _zeros_without_dtype leaves its dtype to the graph
+// (or the output array) unless given.
 #include <algorithm>
 
 #include "core/op/init/fill_param.h"
@@ -18,6 +19,21 @@ WEFT_PARAM_SCHEMA(InitParam, s) {
   s.Field("shape", &InitParam::shape).Default(Shape::Scalar()).Describe("The shape of the output.");
   s.Field("ctx", &InitParam::ctx).Default("").Describe("The context of the output (set by the front end).");
   s.Field("dtype", &InitParam::dtype).Default(DType::kFloat32).Describe("The dtype of the output.");
+}
+
+struct InitWithoutDTypeParam {
+  Shape shape = Shape::Scalar();
+  std::string ctx;
+  int dtype = -1;
+};
+
+WEFT_PARAM_SCHEMA(InitWithoutDTypeParam, s) {
+  s.Field("shape", &InitWithoutDTypeParam::shape).Default(Shape::Scalar()).Describe("The shape of the output.");
+  s.Field("ctx", &InitWithoutDTypeParam::ctx).Default("").Describe("The context of the output (set by the front end).");
+  s.Field("dtype", &InitWithoutDTypeParam::dtype)
+      .Default(-1)
+      .Describe("MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, "
+                "6 int64, 7 bool); -1 takes it from where the output is used.");
 }
 
 namespace {
@@ -63,6 +79,15 @@ void FillFull(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>
   Fill(out[0], req[0], attrs.Params<FullParam>().value);
 }
 
+bool WithoutDTypeType(const NodeAttrs& attrs, std::vector<DType>*, std::vector<DType>* out) {
+  int t = attrs.Params<InitWithoutDTypeParam>().dtype;
+  if (t == -1) return (*out)[0] != DType::kUnknown;
+  static const int kKnown[] = {0, 1, 2, 3, 4, 5, 6, 7, 12};
+  if (std::find(std::begin(kKnown), std::end(kKnown), t) == std::end(kKnown))
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': parameter 'dtype' = ", t, " names no dtype");
+  return OutputTypeFromParam(attrs, out, static_cast<DType>(t));
+}
+
 // The output of a *_like operator does not depend on the input's values.
 std::vector<GradValue> ZeroGrad(GradBuilder& b, const NodeAttrs&, const GradArgs& a) {
   return {b.Op("zeros_like", {a.inputs[0]})};
@@ -76,6 +101,14 @@ WEFT_REGISTER_OP(_zeros)
     .SetParams<InitParam>()
     .SetAttr<FInferShape>("FInferShape", ParamShape<InitParam>)
     .SetAttr<FInferType>("FInferType", ParamType<InitParam>)
+    .SetAttr<FCompute>("FCompute<cpu>", FillConstant<0>);
+
+WEFT_REGISTER_OP(_zeros_without_dtype)
+    .Describe("An array of zeros of the given shape, its dtype given by number or left to the graph.")
+    .SetNumInputs(0)
+    .SetParams<InitWithoutDTypeParam>()
+    .SetAttr<FInferShape>("FInferShape", ParamShape<InitWithoutDTypeParam>)
+    .SetAttr<FInferType>("FInferType", WithoutDTypeType)
     .SetAttr<FCompute>("FCompute<cpu>", FillConstant<0>);
 
 WEFT_REGISTER_OP(_ones)

@@ -1,6 +1,7 @@
 // slice: a strided box along the leading axes, with Python slice semantics per axis
 // (begin, end and step tuples whose entries may be None). Its gradient writes the
-// output gradient into zeros of the input's shape (_backward_slice).
+// output gradient into zeros of the input's shape (_backward_slice). _slice_assign and
+// _slice_assign_scalar write into the same box of a copy of their first input.
 #include <cctype>
 #include <optional>
 #include <string>
@@ -18,6 +19,18 @@ WEFT_PARAM_SCHEMA(SliceParam, s) {
   s.Field("begin", &SliceParam::begin).Describe("Starting indices, a tuple of int or None, e.g. (0, None, -2).");
   s.Field("end", &SliceParam::end).Describe("Ending indices (excluded), a tuple of int or None.");
   s.Field("step", &SliceParam::step).Default("()").Describe("Steps, a tuple of int or None (1); () means all 1.");
+}
+
+struct SliceAssignScalarParam {
+  double scalar = 0;
+  std::string begin, end, step;
+};
+
+WEFT_PARAM_SCHEMA(SliceAssignScalarParam, s) {
+  s.Field("scalar", &SliceAssignScalarParam::scalar).Default(0).Describe("The scalar value for assignment.");
+  s.Field("begin", &SliceAssignScalarParam::begin).Describe("Starting indices, a tuple of int or None.");
+  s.Field("end", &SliceAssignScalarParam::end).Describe("Ending indices (excluded), a tuple of int or None.");
+  s.Field("step", &SliceAssignScalarParam::step).Default("()").Describe("Steps, a tuple of int or None (1).");
 }
 
 namespace {
@@ -54,8 +67,9 @@ std::vector<std::optional<int64_t>> ParseIndexTuple(const NodeAttrs& attrs, cons
   return out;
 }
 
+template <typename P = SliceParam>
 SliceBox SliceBoxOf(const NodeAttrs& attrs, const Shape& in) {
-  const auto& p = attrs.Params<SliceParam>();
+  const auto& p = attrs.Params<P>();
   auto begin = ParseIndexTuple(attrs, "begin", p.begin);
   auto end = ParseIndexTuple(attrs, "end", p.end);
   auto step = ParseIndexTuple(attrs, "step", p.step);
@@ -97,6 +111,61 @@ bool SliceBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vec
   return true;
 }
 
+// Inputs (lhs, rhs): lhs with rhs, shaped like the box, written into the box.
+bool SliceAssignShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  AssignShape(attrs, out, 0, (*in)[0], "output");
+  AssignShape(attrs, in, 0, (*out)[0], "input");
+  if (!(*in)[0].is_known()) return false;
+  AssignShape(attrs, in, 1, BoxShape(SliceBoxOf(attrs, (*in)[0])), "input");
+  return (*in)[1].is_known();
+}
+
+// Copies lhs into the output unless they share memory.
+void CopyBase(const TBlob& lhs, const TBlob& out, OpReq req) {
+  if (req == OpReq::kWriteTo || req == OpReq::kWriteInplace) CopyWithReq(lhs, out, OpReq::kWriteTo);
+}
+
+void SliceAssignCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                        const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  if (req[0] == OpReq::kAddTo)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "' cannot add to its output");
+  SliceBox box = SliceBoxOf(attrs, in[0].shape);
+  if (in[1].shape != BoxShape(box) || out[0].shape != in[0].shape)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': expected rhs of shape ", BoxShape(box).ToString(),
+          " and an output of lhs's shape ", in[0].shape.ToString(), ", got ", in[1].shape.ToString(), " and ",
+          out[0].shape.ToString());
+  CopyBase(in[0], out[0], req[0]);
+  int64_t base;
+  std::vector<int64_t> st = BoxStrides(out[0].shape, box, &base);
+  WEFT_TYPE_SWITCH(out[0].dtype, T, {
+    const T* r = in[1].ptr<T>();
+    T* y = out[0].ptr<T>();
+    ForEachStridedRow(in[1].shape, st, base, [&](int64_t i, int64_t off, int64_t n, int64_t step) {
+      for (int64_t k = 0; k < n; ++k) y[off + k * step] = r[i + k];
+    });
+  });
+}
+
+void SliceAssignScalarCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                              const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  if (req[0] == OpReq::kAddTo)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "' cannot add to its output");
+  SliceBox box = SliceBoxOf<SliceAssignScalarParam>(attrs, in[0].shape);
+  CopyBase(in[0], out[0], req[0]);
+  int64_t base;
+  std::vector<int64_t> st = BoxStrides(out[0].shape, box, &base);
+  double v = attrs.Params<SliceAssignScalarParam>().scalar;
+  WEFT_TYPE_SWITCH(out[0].dtype, T, {
+    T* y = out[0].ptr<T>();
+    T value = static_cast<T>(v);
+    ForEachStridedRow(BoxShape(box), st, base, [&](int64_t, int64_t off, int64_t n, int64_t step) {
+      for (int64_t k = 0; k < n; ++k) y[off + k * step] = value;
+    });
+  });
+}
+
 }  // namespace
 
 WEFT_REGISTER_OP(slice)
@@ -121,6 +190,35 @@ WEFT_REGISTER_OP(_backward_slice)
     .SetParams<SliceParam>()
     .SetAttr<FInferShape>("FInferShape", SliceBackwardShape)
     .SetAttr<FCompute>("FCompute<cpu>", SliceBackwardCompute);
+
+WEFT_REGISTER_OP(_slice_assign)
+    .Describe("lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.")
+    .AddAlias("_crop_assign")
+    .SetNumInputs(2)
+    .AddArgument("lhs", "NDArray-or-Symbol", "Source input")
+    .AddArgument("rhs", "NDArray-or-Symbol", "value to assign")
+    .SetParams<SliceParam>()
+    .SetAttr<FInferShape>("FInferShape", SliceAssignShape)
+    .SetAttr<FInplaceOption>("FInplaceOption",
+                             [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{{0, 0}}; })
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FCompute>("FCompute<cpu>", SliceAssignCompute);
+
+WEFT_REGISTER_OP(_slice_assign_scalar)
+    .Describe("The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.")
+    .AddAlias("_crop_assign_scalar")
+    .SetNumInputs(1)
+    .AddArgument("data", "NDArray-or-Symbol", "Source input")
+    .SetParams<SliceAssignScalarParam>()
+    .SetAttr<FInferShape>("FInferShape",
+                          [](const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+                            if ((*in)[0].is_known()) SliceBoxOf<SliceAssignScalarParam>(attrs, (*in)[0]);
+                            return SameShape(attrs, in, out);
+                          })
+    .SetAttr<FInplaceOption>("FInplaceOption",
+                             [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{{0, 0}}; })
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FCompute>("FCompute<cpu>", SliceAssignScalarCompute);
 
 }  // namespace op
 }  // namespace weft

@@ -1,6 +1,7 @@
 // split (SliceChannel): cuts an array into equal pieces along an axis, optionally removing
 // that axis when each piece has size 1 along it. Its gradient joins the output gradients
-// back (concat, or stack when the axis was removed).
+// back (concat, or stack when the axis was removed). _split_v2 (nd.split_v2) cuts at given
+// boundaries or into `sections` near-equal pieces (the first ones one longer).
 #include <string>
 
 #include "core/op/matrix/axis_concat.h"
@@ -20,6 +21,26 @@ WEFT_PARAM_SCHEMA(SplitParam, s) {
   s.Field("squeeze_axis", &SplitParam::squeeze_axis)
       .Default(false)
       .Describe("Remove the split axis from the pieces (its size must equal num_outputs).");
+}
+
+struct SplitV2Param {
+  Shape indices;
+  int axis = 1;
+  bool squeeze_axis = false;
+  int sections = 0;
+};
+
+WEFT_PARAM_SCHEMA(SplitV2Param, s) {
+  s.Field("indices", &SplitV2Param::indices)
+      .Describe("Start of each piece along the axis (the first 0), or () with sections.");
+  s.Field("axis", &SplitV2Param::axis).Default(1).Describe("Axis along which to split.");
+  s.Field("squeeze_axis", &SplitV2Param::squeeze_axis)
+      .Default(false)
+      .Describe("Remove the split axis from the pieces (every piece must then have size 1 along it).");
+  s.Field("sections", &SplitV2Param::sections)
+      .Default(0)
+      .Min(0)
+      .Describe("Number of near-equal pieces; 0 splits at indices.");
 }
 
 namespace {
@@ -65,7 +86,97 @@ std::vector<GradValue> SplitGrad(GradBuilder& b, const NodeAttrs& attrs, const G
 
 int NumOutputs(const NodeAttrs& attrs) { return attrs.Params<SplitParam>().num_outputs; }
 
+int SplitV2NumOutputs(const NodeAttrs& attrs) {
+  const auto& p = attrs.Params<SplitV2Param>();
+  return p.sections > 0 ? p.sections : p.indices.ndim();
+}
+
+// Piece sizes along the axis of a given length.
+std::vector<int64_t> SplitV2Sizes(const NodeAttrs& attrs, int64_t len) {
+  const auto& p = attrs.Params<SplitV2Param>();
+  std::vector<int64_t> starts;
+  if (p.sections > 0) {
+    for (int64_t i = 0, at = 0; i < p.sections; ++i) {
+      starts.push_back(at);
+      at += len / p.sections + (i < len % p.sections ? 1 : 0);
+    }
+  } else {
+    starts.assign(p.indices.begin(), p.indices.end());
+  }
+  if (starts.empty())
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': give indices or sections > 0");
+  std::vector<int64_t> sizes;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t end = i + 1 < starts.size() ? starts[i + 1] : len;
+    if (starts[i] < 0 || starts[i] > end || end > len)
+      Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': piece ", i, " would span [", starts[i], ", ", end,
+            ") of an axis of length ", len, "; indices must rise from 0 within the axis");
+    sizes.push_back(end - starts[i]);
+  }
+  if (starts[0] != 0)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': the first index must be 0, got ", starts[0]);
+  return sizes;
+}
+
+bool SplitV2Shape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape& x = (*in)[0];
+  if (!x.is_known()) return false;
+  const auto& p = attrs.Params<SplitV2Param>();
+  int axis = CheckAxis(attrs, p.axis, x.ndim());
+  std::vector<int64_t> sizes = SplitV2Sizes(attrs, x[axis]);
+  for (size_t i = 0; i < out->size(); ++i) {
+    std::vector<int64_t> dims = x.ToVector();
+    if (p.squeeze_axis) {
+      if (sizes[i] != 1)
+        Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': squeeze_axis needs pieces of size 1, but piece ", i,
+              " has size ", sizes[i]);
+      dims.erase(dims.begin() + axis);
+    } else {
+      dims[axis] = sizes[i];
+    }
+    AssignShape(attrs, out, i, Shape(dims), "output");
+  }
+  return true;
+}
+
+void SplitV2Compute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const Shape& x = in[0].shape;
+  int axis = CheckAxis(attrs, attrs.Params<SplitV2Param>().axis, x.ndim());
+  AxisConcat(ConcatDirection::kWholeToPieces, in[0], out, SplitV2Sizes(attrs, x[axis]), x.ProdRange(0, axis),
+             x.ProdRange(axis + 1, x.ndim()), req);
+}
+
+std::vector<GradValue> SplitV2Grad(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+  const auto& p = attrs.Params<SplitV2Param>();
+  std::vector<GradValue> grads;
+  for (size_t k = 0; k < a.out_grads.size(); ++k)
+    grads.push_back(a.out_grads[k].defined() ? a.out_grads[k] : b.Op("zeros_like", {a.outputs[k]}));
+  std::string n = std::to_string(grads.size()), axis = std::to_string(p.axis);
+  if (p.squeeze_axis) return {b.Op("stack", grads, {{"num_args", n}, {"axis", axis}})};
+  return {b.Op("concat", grads, {{"num_args", n}, {"dim", axis}})};
+}
+
 }  // namespace
+
+WEFT_REGISTER_OP(_split_v2)
+    .Describe("Splits the input along axis at the given start indices, or into `sections` near-equal pieces "
+              "(removing the axis with squeeze_axis); what nd.split_v2 calls.")
+    .SetNumInputs(1)
+    .SetNumOutputs(SplitV2NumOutputs)
+    .AddArgument("data", "NDArray-or-Symbol", "The input")
+    .SetParams<SplitV2Param>()
+    .SetAttr<FInferShape>("FInferShape", SplitV2Shape)
+    .SetAttr<FListNames>("FListOutputNames",
+                         [](const NodeAttrs& attrs) {
+                           std::vector<std::string> names;
+                           for (int i = 0; i < SplitV2NumOutputs(attrs); ++i)
+                             names.push_back("output" + std::to_string(i));
+                           return names;
+                         })
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
+    .SetAttr<FCompute>("FCompute<cpu>", SplitV2Compute)
+    .SetAttr<FGradient>("FGradient", SplitV2Grad);
 
 WEFT_REGISTER_OP(split)
     .Describe("Splits the input into num_outputs equal pieces along axis (removing the axis with squeeze_axis).")

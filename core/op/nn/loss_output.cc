@@ -534,6 +534,7 @@ void MakeLossBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std
 WEFT_REGISTER_OP(SoftmaxOutput)
     .Describe("Softmax with a cross-entropy gradient: d data = (softmax - one_hot(label)) * grad_scale / norm; "
               "the head gradient is ignored unless out_grad.")
+    .AddAlias("Softmax")
     .SetNumInputs(2)
     .AddArgument("data", "NDArray-or-Symbol", "Input scores")
     .AddArgument("label", "NDArray-or-Symbol", "Class labels")

@@ -11,6 +11,10 @@ var opActivation = weft.NewOperator("Activation")
 var opAdadeltaUpdate = weft.NewOperator("adadelta_update")
 var opAdagradUpdate = weft.NewOperator("adagrad_update")
 var opAdamUpdate = weft.NewOperator("adam_update")
+var opAddN = weft.NewOperator("add_n")
+var opAllFinite = weft.NewOperator("all_finite")
+var opAmpCast = weft.NewOperator("amp_cast")
+var opAmpMulticast = weft.NewOperator("amp_multicast")
 var opArccos = weft.NewOperator("arccos")
 var opArccosh = weft.NewOperator("arccosh")
 var opArcsin = weft.NewOperator("arcsin")
@@ -20,8 +24,11 @@ var opArctanh = weft.NewOperator("arctanh")
 var opArgmax = weft.NewOperator("argmax")
 var opArgmaxChannel = weft.NewOperator("argmax_channel")
 var opArgmin = weft.NewOperator("argmin")
+var opArgsort = weft.NewOperator("argsort")
 var opBatchDot = weft.NewOperator("batch_dot")
 var opBatchNorm = weft.NewOperator("BatchNorm")
+var opBatchNormV1 = weft.NewOperator("BatchNorm_v1")
+var opBatchTake = weft.NewOperator("batch_take")
 var opBlockGrad = weft.NewOperator("BlockGrad")
 var opBroadcastAdd = weft.NewOperator("broadcast_add")
 var opBroadcastAxis = weft.NewOperator("broadcast_axis")
@@ -48,12 +55,18 @@ var opCast = weft.NewOperator("Cast")
 var opCbrt = weft.NewOperator("cbrt")
 var opCeil = weft.NewOperator("ceil")
 var opClip = weft.NewOperator("clip")
+var opCol2im = weft.NewOperator("col2im")
 var opConcat = weft.NewOperator("Concat")
 var opConvolution = weft.NewOperator("Convolution")
+var opConvolutionV1 = weft.NewOperator("Convolution_v1")
+var opCorrelation = weft.NewOperator("Correlation")
 var opCos = weft.NewOperator("cos")
 var opCosh = weft.NewOperator("cosh")
+var opCrop = weft.NewOperator("Crop")
 var opDeconvolution = weft.NewOperator("Deconvolution")
 var opDegrees = weft.NewOperator("degrees")
+var opDepthToSpace = weft.NewOperator("depth_to_space")
+var opDiag = weft.NewOperator("diag")
 var opDot = weft.NewOperator("dot")
 var opDropout = weft.NewOperator("Dropout")
 var opElemwiseAdd = weft.NewOperator("elemwise_add")
@@ -75,27 +88,82 @@ var opFtrlUpdate = weft.NewOperator("ftrl_update")
 var opFullyConnected = weft.NewOperator("FullyConnected")
 var opGamma = weft.NewOperator("gamma")
 var opGammaln = weft.NewOperator("gammaln")
+var opGatherNd = weft.NewOperator("gather_nd")
 var opGroupNorm = weft.NewOperator("GroupNorm")
+var opHardSigmoid = weft.NewOperator("hard_sigmoid")
+var opIdentityAttachKLSparseReg = weft.NewOperator("IdentityAttachKLSparseReg")
+var opIm2col = weft.NewOperator("im2col")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveAvgPooling2D")
+var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
+var opInternalContribArangeLike = weft.NewOperator("_contrib_arange_like")
+var opInternalContribBackwardGradientmultiplier = weft.NewOperator("_contrib_backward_gradientmultiplier")
+var opInternalContribBackwardIndexCopy = weft.NewOperator("_contrib_backward_index_copy")
+var opInternalContribBackwardQuadratic = weft.NewOperator("_contrib_backward_quadratic")
+var opInternalContribBatchNormWithReLU = weft.NewOperator("_contrib_BatchNormWithReLU")
+var opInternalContribBilinearResize2D = weft.NewOperator("_contrib_BilinearResize2D")
+var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
+var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
+var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
+var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
+var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
+var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
+var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
+var opInternalContribSyncBatchNorm = weft.NewOperator("_contrib_SyncBatchNorm")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
 var opInternalEqual = weft.NewOperator("_equal")
 var opInternalEqualScalar = weft.NewOperator("_equal_scalar")
 var opInternalEye = weft.NewOperator("_eye")
 var opInternalFull = weft.NewOperator("_full")
+var opInternalGradAdd = weft.NewOperator("_grad_add")
 var opInternalGreater = weft.NewOperator("_greater")
 var opInternalGreaterEqual = weft.NewOperator("_greater_equal")
 var opInternalGreaterEqualScalar = weft.NewOperator("_greater_equal_scalar")
 var opInternalGreaterScalar = weft.NewOperator("_greater_scalar")
+var opInternalHistogram = weft.NewOperator("_histogram")
 var opInternalHypot = weft.NewOperator("_hypot")
 var opInternalHypotScalar = weft.NewOperator("_hypot_scalar")
+var opInternalIdentityWithAttrLikeRhs = weft.NewOperator("_identity_with_attr_like_rhs")
+var opInternalImageAdjustLighting = weft.NewOperator("_image_adjust_lighting")
+var opInternalImageCrop = weft.NewOperator("_image_crop")
+var opInternalImageFlipLeftRight = weft.NewOperator("_image_flip_left_right")
+var opInternalImageFlipTopBottom = weft.NewOperator("_image_flip_top_bottom")
+var opInternalImageNormalize = weft.NewOperator("_image_normalize")
+var opInternalImageRandomBrightness = weft.NewOperator("_image_random_brightness")
+var opInternalImageRandomColorJitter = weft.NewOperator("_image_random_color_jitter")
+var opInternalImageRandomContrast = weft.NewOperator("_image_random_contrast")
+var opInternalImageRandomFlipLeftRight = weft.NewOperator("_image_random_flip_left_right")
+var opInternalImageRandomFlipTopBottom = weft.NewOperator("_image_random_flip_top_bottom")
+var opInternalImageRandomHue = weft.NewOperator("_image_random_hue")
+var opInternalImageRandomLighting = weft.NewOperator("_image_random_lighting")
+var opInternalImageRandomSaturation = weft.NewOperator("_image_random_saturation")
+var opInternalImageResize = weft.NewOperator("_image_resize")
+var opInternalImageToTensor = weft.NewOperator("_image_to_tensor")
 var opInternalLesser = weft.NewOperator("_lesser")
 var opInternalLesserEqual = weft.NewOperator("_lesser_equal")
 var opInternalLesserEqualScalar = weft.NewOperator("_lesser_equal_scalar")
 var opInternalLesserScalar = weft.NewOperator("_lesser_scalar")
+var opInternalLinalgDet = weft.NewOperator("_linalg_det")
+var opInternalLinalgExtractdiag = weft.NewOperator("_linalg_extractdiag")
+var opInternalLinalgExtracttrian = weft.NewOperator("_linalg_extracttrian")
+var opInternalLinalgGelqf = weft.NewOperator("_linalg_gelqf")
+var opInternalLinalgGemm = weft.NewOperator("_linalg_gemm")
+var opInternalLinalgGemm2 = weft.NewOperator("_linalg_gemm2")
+var opInternalLinalgInverse = weft.NewOperator("_linalg_inverse")
+var opInternalLinalgMakediag = weft.NewOperator("_linalg_makediag")
+var opInternalLinalgMaketrian = weft.NewOperator("_linalg_maketrian")
+var opInternalLinalgPotrf = weft.NewOperator("_linalg_potrf")
+var opInternalLinalgPotri = weft.NewOperator("_linalg_potri")
+var opInternalLinalgSlogdet = weft.NewOperator("_linalg_slogdet")
+var opInternalLinalgSumlogdiag = weft.NewOperator("_linalg_sumlogdiag")
+var opInternalLinalgSyevd = weft.NewOperator("_linalg_syevd")
+var opInternalLinalgSyrk = weft.NewOperator("_linalg_syrk")
+var opInternalLinalgTrmm = weft.NewOperator("_linalg_trmm")
+var opInternalLinalgTrsm = weft.NewOperator("_linalg_trsm")
 var opInternalLinspace = weft.NewOperator("_linspace")
 var opInternalLogicalAnd = weft.NewOperator("_logical_and")
 var opInternalLogicalAndScalar = weft.NewOperator("_logical_and_scalar")
@@ -145,6 +213,7 @@ var opInternalRandomPoissonLike = weft.NewOperator("_random_poisson_like")
 var opInternalRandomRandint = weft.NewOperator("_random_randint")
 var opInternalRandomUniform = weft.NewOperator("_random_uniform")
 var opInternalRandomUniformLike = weft.NewOperator("_random_uniform_like")
+var opInternalRavelMultiIndex = weft.NewOperator("_ravel_multi_index")
 var opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
 var opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
 var opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
@@ -159,9 +228,16 @@ var opInternalSampleNormal = weft.NewOperator("_sample_normal")
 var opInternalSamplePoisson = weft.NewOperator("_sample_poisson")
 var opInternalSampleUniform = weft.NewOperator("_sample_uniform")
 var opInternalSampleUniqueZipfian = weft.NewOperator("_sample_unique_zipfian")
+var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalShuffle = weft.NewOperator("_shuffle")
+var opInternalSliceAssign = weft.NewOperator("_slice_assign")
+var opInternalSliceAssignScalar = weft.NewOperator("_slice_assign_scalar")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
+var opInternalSplitV2 = weft.NewOperator("_split_v2")
+var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
+var opInternalZerosWithoutDtype = weft.NewOperator("_zeros_without_dtype")
+var opKhatriRao = weft.NewOperator("khatri_rao")
 var opL2Normalization = weft.NewOperator("L2Normalization")
 var opLRN = weft.NewOperator("LRN")
 var opLambUpdatePhase1 = weft.NewOperator("lamb_update_phase1")
@@ -181,11 +257,13 @@ var opMakeLoss = weft.NewOperator("MakeLoss")
 var opMax = weft.NewOperator("max")
 var opMean = weft.NewOperator("mean")
 var opMin = weft.NewOperator("min")
+var opMoments = weft.NewOperator("moments")
 var opMpLambUpdatePhase1 = weft.NewOperator("mp_lamb_update_phase1")
 var opMpLambUpdatePhase2 = weft.NewOperator("mp_lamb_update_phase2")
 var opMpNagMomUpdate = weft.NewOperator("mp_nag_mom_update")
 var opMpSgdMomUpdate = weft.NewOperator("mp_sgd_mom_update")
 var opMpSgdUpdate = weft.NewOperator("mp_sgd_update")
+var opMultiAllFinite = weft.NewOperator("multi_all_finite")
 var opMultiLars = weft.NewOperator("multi_lars")
 var opMultiMpSgdMomUpdate = weft.NewOperator("multi_mp_sgd_mom_update")
 var opMultiMpSgdUpdate = weft.NewOperator("multi_mp_sgd_update")
@@ -202,6 +280,7 @@ var opOnesLike = weft.NewOperator("ones_like")
 var opPad = weft.NewOperator("Pad")
 var opPick = weft.NewOperator("pick")
 var opPooling = weft.NewOperator("Pooling")
+var opPoolingV1 = weft.NewOperator("Pooling_v1")
 var opPreloadedMultiMpSgdMomUpdate = weft.NewOperator("preloaded_multi_mp_sgd_mom_update")
 var opPreloadedMultiMpSgdUpdate = weft.NewOperator("preloaded_multi_mp_sgd_update")
 var opPreloadedMultiSgdMomUpdate = weft.NewOperator("preloaded_multi_sgd_mom_update")
@@ -213,6 +292,7 @@ var opRcbrt = weft.NewOperator("rcbrt")
 var opReciprocal = weft.NewOperator("reciprocal")
 var opRelu = weft.NewOperator("relu")
 var opRepeat = weft.NewOperator("repeat")
+var opResetArrays = weft.NewOperator("reset_arrays")
 var opReshape = weft.NewOperator("reshape")
 var opReshapeLike = weft.NewOperator("reshape_like")
 var opRint = weft.NewOperator("rint")
@@ -220,6 +300,8 @@ var opRmspropUpdate = weft.NewOperator("rmsprop_update")
 var opRmspropalexUpdate = weft.NewOperator("rmspropalex_update")
 var opRound = weft.NewOperator("round")
 var opRsqrt = weft.NewOperator("rsqrt")
+var opSVMOutput = weft.NewOperator("SVMOutput")
+var opScatterNd = weft.NewOperator("scatter_nd")
 var opSequenceLast = weft.NewOperator("SequenceLast")
 var opSequenceMask = weft.NewOperator("SequenceMask")
 var opSequenceReverse = weft.NewOperator("SequenceReverse")
@@ -235,12 +317,16 @@ var opSinh = weft.NewOperator("sinh")
 var opSizeArray = weft.NewOperator("size_array")
 var opSlice = weft.NewOperator("slice")
 var opSliceAxis = weft.NewOperator("slice_axis")
+var opSliceLike = weft.NewOperator("slice_like")
+var opSmoothL1 = weft.NewOperator("smooth_l1")
 var opSoftmax = weft.NewOperator("softmax")
 var opSoftmaxActivation = weft.NewOperator("SoftmaxActivation")
 var opSoftmaxCrossEntropy = weft.NewOperator("softmax_cross_entropy")
 var opSoftmaxOutput = weft.NewOperator("SoftmaxOutput")
 var opSoftmin = weft.NewOperator("softmin")
 var opSoftsign = weft.NewOperator("softsign")
+var opSort = weft.NewOperator("sort")
+var opSpaceToDepth = weft.NewOperator("space_to_depth")
 var opSplit = weft.NewOperator("split")
 var opSqrt = weft.NewOperator("sqrt")
 var opSquare = weft.NewOperator("square")
@@ -252,6 +338,7 @@ var opTake = weft.NewOperator("take")
 var opTan = weft.NewOperator("tan")
 var opTanh = weft.NewOperator("tanh")
 var opTile = weft.NewOperator("tile")
+var opTopk = weft.NewOperator("topk")
 var opTranspose = weft.NewOperator("transpose")
 var opTrunc = weft.NewOperator("trunc")
 var opUpSampling = weft.NewOperator("UpSampling")
@@ -450,6 +537,114 @@ func SymAdamUpdate(weight, grad, mean, var_ *weft.Symbol, lr float64, opts ...Op
 	c := newCall(opts)
 	c.set("lr", lr)
 	return c.compose(opAdamUpdate, []string{"weight", "grad", "mean", "var"}, weight, grad, mean, var_)
+}
+
+// AddN runs the operator add_n.
+//
+// Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - args: Positional input arguments (any number)
+func AddN(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opAddN, "num_args", args)
+}
+
+// SymAddN runs the operator add_n symbolically: it adds one node to the graph.
+//
+// Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - args: Positional input arguments (any number)
+func SymAddN(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opAddN, "num_args", args)
+}
+
+// AllFinite runs the operator all_finite.
+//
+// A float32 flag of shape (1,): 1 when every element of data is finite, 0 otherwise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Array
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1; false keeps what the output holds unless a non-finite value is found. (default True)
+func AllFinite(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opAllFinite, data)
+}
+
+// SymAllFinite runs the operator all_finite symbolically: it adds one node to the graph.
+//
+// A float32 flag of shape (1,): 1 when every element of data is finite, 0 otherwise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Array
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1; false keeps what the output holds unless a non-finite value is found. (default True)
+func SymAllFinite(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opAllFinite, []string{"data"}, data)
+}
+
+// AmpCast runs the operator amp_cast.
+//
+// Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (used by AMP).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - dtype weft.DType: The dtype floating-point data is converted to.
+func AmpCast(data *weft.NDArray, dtype weft.DType, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("dtype", dtype)
+	return c.invoke(opAmpCast, data)
+}
+
+// SymAmpCast runs the operator amp_cast symbolically: it adds one node to the graph.
+//
+// Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (used by AMP).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - dtype weft.DType: The dtype floating-point data is converted to.
+func SymAmpCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("dtype", dtype)
+	return c.compose(opAmpCast, []string{"data"}, data)
+}
+
+// AmpMulticast runs the operator amp_multicast.
+//
+// Casts its floating-point inputs to one type, the widest present (or with cast_narrow the narrowest); other dtypes pass unchanged (used by AMP).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The inputs (any number)
+//
+// Options:
+//   - WithCastNarrow(bool): Cast to the narrowest floating type present instead of the widest. (default False)
+func AmpMulticast(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opAmpMulticast, "num_outputs", data)
+}
+
+// SymAmpMulticast runs the operator amp_multicast symbolically: it adds one node to the graph.
+//
+// Casts its floating-point inputs to one type, the widest present (or with cast_narrow the narrowest); other dtypes pass unchanged (used by AMP).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The inputs (any number)
+//
+// Options:
+//   - WithCastNarrow(bool): Cast to the narrowest floating type present instead of the widest. (default False)
+func SymAmpMulticast(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opAmpMulticast, "num_outputs", data)
 }
 
 // Arccos runs the operator arccos.
@@ -666,6 +861,38 @@ func SymArgmin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opArgmin, []string{"data"}, data)
 }
 
+// Argsort runs the operator argsort.
+//
+// The indices that sort the input along an axis (the flattened input when axis is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+//   - WithDtype(weft.DType): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func Argsort(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opArgsort, data)
+}
+
+// SymArgsort runs the operator argsort symbolically: it adds one node to the graph.
+//
+// The indices that sort the input along an axis (the flattened input when axis is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+//   - WithDtype(weft.DType): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opArgsort, []string{"data"}, data)
+}
+
 // BatchDot runs the operator batch_dot.
 //
 // Batched matrix product: for inputs (..., M, K) and (..., K, N) (with transpose flags applied to the last two axes), the (..., M, N) products of matching matrices.
@@ -746,6 +973,74 @@ func BatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...O
 func SymBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// BatchNormV1 runs the operator BatchNorm_v1.
+//
+// Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+func BatchNormV1(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opBatchNormV1, data, gamma, beta, movingMean, movingVar)
+}
+
+// SymBatchNormV1 runs the operator BatchNorm_v1 symbolically: it adds one node to the graph.
+//
+// Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+func SymBatchNormV1(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opBatchNormV1, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// BatchTake runs the operator batch_take.
+//
+// One element per row of a (seen as rows x its last axis), at that row's index, clipped into range: output[i] = a[i, indices[i]]. Deprecated in MXNet in favour of pick.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: The input array
+//   - indices: The index array
+func BatchTake(a, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opBatchTake, a, indices)
+}
+
+// SymBatchTake runs the operator batch_take symbolically: it adds one node to the graph.
+//
+// One element per row of a (seen as rows x its last axis), at that row's index, clipped into range: output[i] = a[i, indices[i]]. Deprecated in MXNet in favour of pick.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: The input array
+//   - indices: The index array
+func SymBatchTake(a, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opBatchTake, []string{"a", "indices"}, a, indices)
 }
 
 // BlockGrad runs the operator BlockGrad.
@@ -1402,6 +1697,50 @@ func SymClip(data *weft.Symbol, aMin float64, aMax float64, opts ...Option) (*we
 	return c.compose(opClip, []string{"data"}, data)
 }
 
+// Col2im runs the operator col2im.
+//
+// Adds columns (n, c * prod(kernel), block positions) back into images (n, c, output_size...), the adjoint of im2col.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input array of columns
+//
+// Required parameters:
+//   - outputSize []int: Spatial shape of the image: (w,), (h, w) or (d, h, w).
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func Col2im(data *weft.NDArray, outputSize []int, kernel []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("output_size", outputSize)
+	c.set("kernel", kernel)
+	return c.invoke(opCol2im, data)
+}
+
+// SymCol2im runs the operator col2im symbolically: it adds one node to the graph.
+//
+// Adds columns (n, c * prod(kernel), block positions) back into images (n, c, output_size...), the adjoint of im2col.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input array of columns
+//
+// Required parameters:
+//   - outputSize []int: Spatial shape of the image: (w,), (h, w) or (d, h, w).
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func SymCol2im(data *weft.Symbol, outputSize []int, kernel []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("output_size", outputSize)
+	c.set("kernel", kernel)
+	return c.compose(opCol2im, []string{"data"}, data)
+}
+
 // Concat runs the operator Concat.
 //
 // Joins the inputs along axis dim; they must agree on every other axis.
@@ -1490,6 +1829,106 @@ func SymConvolution(data, weight, bias *weft.Symbol, kernel []int, numFilter int
 	return c.compose(opConvolution, []string{"data", "weight", "bias"}, data, weight, bias)
 }
 
+// ConvolutionV1 runs the operator Convolution_v1.
+//
+// Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Convolution's kernels.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCHW and NCDHW are supported. (default None)
+func ConvolutionV1(data, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opConvolutionV1, data, weight, bias)
+}
+
+// SymConvolutionV1 runs the operator Convolution_v1 symbolically: it adds one node to the graph.
+//
+// Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Convolution's kernels.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCHW and NCDHW are supported. (default None)
+func SymConvolutionV1(data, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opConvolutionV1, []string{"data", "weight", "bias"}, data, weight, bias)
+}
+
+// Correlation runs the operator Correlation.
+//
+// Correlation of the patches of data1 with the displaced patches of data2 (FlowNet): one output channel per displacement, the mean over a patch and the channels of products or absolute differences.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data1: First input (n, c, h, w)
+//   - data2: Second input, the shape of data1
+//
+// Options:
+//   - WithKernelSize(int): Patch size (odd). (default 1)
+//   - WithMaxDisplacement(int): Largest displacement compared. (default 1)
+//   - WithStride1(int): Stride of the patches of data1. (default 1)
+//   - WithStride2(int): Stride of the displacements around each patch. (default 1)
+//   - WithPadSize(int): Zero padding on every side of both inputs. (default 0)
+//   - WithIsMultiply(bool): Sum products (true) or absolute differences (false). (default True)
+func Correlation(data1, data2 *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opCorrelation, data1, data2)
+}
+
+// SymCorrelation runs the operator Correlation symbolically: it adds one node to the graph.
+//
+// Correlation of the patches of data1 with the displaced patches of data2 (FlowNet): one output channel per displacement, the mean over a patch and the channels of products or absolute differences.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data1: First input (n, c, h, w)
+//   - data2: Second input, the shape of data1
+//
+// Options:
+//   - WithKernelSize(int): Patch size (odd). (default 1)
+//   - WithMaxDisplacement(int): Largest displacement compared. (default 1)
+//   - WithStride1(int): Stride of the patches of data1. (default 1)
+//   - WithStride2(int): Stride of the displacements around each patch. (default 1)
+//   - WithPadSize(int): Zero padding on every side of both inputs. (default 0)
+//   - WithIsMultiply(bool): Sum products (true) or absolute differences (false). (default True)
+func SymCorrelation(data1, data2 *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opCorrelation, []string{"data1", "data2"}, data1, data2)
+}
+
 // Cos runs the operator cos.
 //
 // Cosine (radians).
@@ -1532,6 +1971,38 @@ func Cosh(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymCosh(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opCosh, []string{"data"}, data)
+}
+
+// Crop runs the operator Crop.
+//
+// Crops the height and width of NCHW data to h_w (one input) or to the second input's height and width (crop_like), from offset or the centre.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The data to crop, then (with num_args=2) the array whose height and width the crop takes (any number)
+//
+// Options:
+//   - WithOffset([]int): Crop offset (y, x). (default (0,0))
+//   - WithHW([]int): Crop height and width (h, w), used with one input. (default (0,0))
+//   - WithCenterCrop(bool): Centre the window instead of starting it at offset. (default False)
+func Crop(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opCrop, "num_args", data)
+}
+
+// SymCrop runs the operator Crop symbolically: it adds one node to the graph.
+//
+// Crops the height and width of NCHW data to h_w (one input) or to the second input's height and width (crop_like), from offset or the centre.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The data to crop, then (with num_args=2) the array whose height and width the crop takes (any number)
+//
+// Options:
+//   - WithOffset([]int): Crop offset (y, x). (default (0,0))
+//   - WithHW([]int): Crop height and width (h, w), used with one input. (default (0,0))
+//   - WithCenterCrop(bool): Centre the window instead of starting it at offset. (default False)
+func SymCrop(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opCrop, "num_args", data)
 }
 
 // Deconvolution runs the operator Deconvolution.
@@ -1618,6 +2089,68 @@ func Degrees(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymDegrees(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opDegrees, []string{"data"}, data)
+}
+
+// DepthToSpace runs the operator depth_to_space.
+//
+// Moves channel blocks of an NCHW input into block_size x block_size pixel blocks: (N, C, H, W) -> (N, C / block_size^2, H * block_size, W * block_size).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func DepthToSpace(data *weft.NDArray, blockSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.invoke(opDepthToSpace, data)
+}
+
+// SymDepthToSpace runs the operator depth_to_space symbolically: it adds one node to the graph.
+//
+// Moves channel blocks of an NCHW input into block_size x block_size pixel blocks: (N, C, H, W) -> (N, C / block_size^2, H * block_size, W * block_size).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func SymDepthToSpace(data *weft.Symbol, blockSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.compose(opDepthToSpace, []string{"data"}, data)
+}
+
+// Diag runs the operator diag.
+//
+// Of a 1-D input, the square matrix with it on diagonal k; of an N-D input, diagonal k of the planes spanned by axis1 and axis2, as the last axis of the result.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithK(int): Diagonal in question: 0 the main one, > 0 above it, < 0 below it. (default 0)
+//   - WithAxis1(int): The first axis of the planes (N-D input). (default 0)
+//   - WithAxis2(int): The second axis of the planes (N-D input). (default 1)
+func Diag(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opDiag, data)
+}
+
+// SymDiag runs the operator diag symbolically: it adds one node to the graph.
+//
+// Of a 1-D input, the square matrix with it on diagonal k; of an N-D input, diagonal k of the planes spanned by axis1 and axis2, as the last axis of the result.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithK(int): Diagonal in question: 0 the main one, > 0 above it, < 0 below it. (default 0)
+//   - WithAxis1(int): The first axis of the planes (N-D input). (default 0)
+//   - WithAxis2(int): The second axis of the planes (N-D input). (default 1)
+func SymDiag(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opDiag, []string{"data"}, data)
 }
 
 // Dot runs the operator dot.
@@ -2236,6 +2769,30 @@ func SymGammaln(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opGammaln, []string{"data"}, data)
 }
 
+// GatherNd runs the operator gather_nd.
+//
+// Gathers slices of data at N-dimensional indices: indices of shape (M, Y...) address data's first M axes (negative indices count from the end); the result has shape Y... + data.shape[M:].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+func GatherNd(data, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opGatherNd, data, indices)
+}
+
+// SymGatherNd runs the operator gather_nd symbolically: it adds one node to the graph.
+//
+// Gathers slices of data at N-dimensional indices: indices of shape (M, Y...) address data's first M axes (negative indices count from the end); the result has shape Y... + data.shape[M:].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+func SymGatherNd(data, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opGatherNd, []string{"data", "indices"}, data, indices)
+}
+
 // GroupNorm runs the operator GroupNorm.
 //
 // Group normalisation: each sample's channels (axis 1) in num_groups groups; per-channel gamma, beta.
@@ -2270,6 +2827,110 @@ func GroupNorm(data, gamma, beta *weft.NDArray, opts ...Option) (*weft.NDArray, 
 func SymGroupNorm(data, gamma, beta *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opGroupNorm, []string{"data", "gamma", "beta"}, data, gamma, beta)
+}
+
+// HardSigmoid runs the operator hard_sigmoid.
+//
+// max(0, min(1, alpha * x + beta)) of each element.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithAlpha(float64): Slope of hard sigmoid (default 0.2)
+//   - WithBeta(float64): Bias of hard sigmoid. (default 0.5)
+func HardSigmoid(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opHardSigmoid, data)
+}
+
+// SymHardSigmoid runs the operator hard_sigmoid symbolically: it adds one node to the graph.
+//
+// max(0, min(1, alpha * x + beta)) of each element.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithAlpha(float64): Slope of hard sigmoid (default 0.2)
+//   - WithBeta(float64): Bias of hard sigmoid. (default 0.5)
+func SymHardSigmoid(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opHardSigmoid, []string{"data"}, data)
+}
+
+// IdentityAttachKLSparseReg runs the operator IdentityAttachKLSparseReg.
+//
+// Identity whose gradient adds a KL sparseness penalty pulling each unit's moving average activation towards sparseness_target; data (batch, units) of sigmoid activations.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (batch, units)
+//   - movingAvg: Moving average activation per unit (auxiliary state)
+//
+// Options:
+//   - WithSparsenessTarget(float64): The target mean activation rho. (default 0.1)
+//   - WithPenalty(float64): Weight of the sparseness penalty. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving average activation. (default 0.9)
+func IdentityAttachKLSparseReg(data, movingAvg *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opIdentityAttachKLSparseReg, data, movingAvg)
+}
+
+// SymIdentityAttachKLSparseReg runs the operator IdentityAttachKLSparseReg symbolically: it adds one node to the graph.
+//
+// Identity whose gradient adds a KL sparseness penalty pulling each unit's moving average activation towards sparseness_target; data (batch, units) of sigmoid activations.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (batch, units)
+//   - movingAvg: Moving average activation per unit (auxiliary state)
+//
+// Options:
+//   - WithSparsenessTarget(float64): The target mean activation rho. (default 0.1)
+//   - WithPenalty(float64): Weight of the sparseness penalty. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving average activation. (default 0.9)
+func SymIdentityAttachKLSparseReg(data, movingAvg *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opIdentityAttachKLSparseReg, []string{"data", "moving_avg"}, data, movingAvg)
+}
+
+// Im2col runs the operator im2col.
+//
+// Lays the sliding blocks of data (n, c, spatial...) out as columns: (n, c * prod(kernel), number of block positions).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input array to extract sliding blocks from
+//
+// Required parameters:
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func Im2col(data *weft.NDArray, kernel []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	return c.invoke(opIm2col, data)
+}
+
+// SymIm2col runs the operator im2col symbolically: it adds one node to the graph.
+//
+// Lays the sliding blocks of data (n, c, spatial...) out as columns: (n, c * prod(kernel), number of block positions).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input array to extract sliding blocks from
+//
+// Required parameters:
+//   - kernel []int: Sliding kernel size: (w,), (h, w) or (d, h, w).
+//
+// Options:
+//   - WithStride([]int): Stride between blocks; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Spacing between kernel taps; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+func SymIm2col(data *weft.Symbol, kernel []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	return c.compose(opIm2col, []string{"data"}, data)
 }
 
 // InstanceNorm runs the operator InstanceNorm.
@@ -2400,6 +3061,340 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalArange, nil)
 }
 
+// InternalContribAdaptiveAvgPooling2D runs the operator _contrib_AdaptiveAvgPooling2D.
+//
+// Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//
+// Options:
+//   - WithOutputSize([]int): Output (height, width), or one size for both; (1, 1) when empty. (default ())
+func InternalContribAdaptiveAvgPooling2D(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribAdaptiveAvgPooling2D, data)
+}
+
+// SymInternalContribAdaptiveAvgPooling2D runs the operator _contrib_AdaptiveAvgPooling2D symbolically: it adds one node to the graph.
+//
+// Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//
+// Options:
+//   - WithOutputSize([]int): Output (height, width), or one size for both; (1, 1) when empty. (default ())
+func SymInternalContribAdaptiveAvgPooling2D(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribAdaptiveAvgPooling2D, []string{"data"}, data)
+}
+
+// InternalContribAllclose runs the operator _contrib_allclose.
+//
+// 1 when every |a - b| <= atol + rtol * |b| (NaNs matching NaNs when equal_nan), else 0; a uint8 scalar.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Input array a
+//   - b: Input array b
+//
+// Options:
+//   - WithRtol(float64): Relative tolerance. (default 1e-05)
+//   - WithAtol(float64): Absolute tolerance. (default 1e-08)
+//   - WithEqualNan(bool): Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array. (default True)
+func InternalContribAllclose(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribAllclose, a, b)
+}
+
+// SymInternalContribAllclose runs the operator _contrib_allclose symbolically: it adds one node to the graph.
+//
+// 1 when every |a - b| <= atol + rtol * |b| (NaNs matching NaNs when equal_nan), else 0; a uint8 scalar.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Input array a
+//   - b: Input array b
+//
+// Options:
+//   - WithRtol(float64): Relative tolerance. (default 1e-05)
+//   - WithAtol(float64): Absolute tolerance. (default 1e-08)
+//   - WithEqualNan(bool): Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array. (default True)
+func SymInternalContribAllclose(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribAllclose, []string{"a", "b"}, a, b)
+}
+
+// InternalContribArangeLike runs the operator _contrib_arange_like.
+//
+// Evenly spaced values (start, start + step, ..., each repeated `repeat` times) filling the input's shape, or as many as the input's `axis` is long; in the input's dtype.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithStart(float64): Start of the interval (included). (default 0)
+//   - WithStep(float64): Spacing between values. (default 1)
+//   - WithRepeat(int): How many times each value is repeated. (default 1)
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithAxis(int): Make a 1-D range as long as this axis of the input; None fills the input's whole shape. (default None)
+func InternalContribArangeLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribArangeLike, data)
+}
+
+// SymInternalContribArangeLike runs the operator _contrib_arange_like symbolically: it adds one node to the graph.
+//
+// Evenly spaced values (start, start + step, ..., each repeated `repeat` times) filling the input's shape, or as many as the input's `axis` is long; in the input's dtype.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithStart(float64): Start of the interval (included). (default 0)
+//   - WithStep(float64): Spacing between values. (default 1)
+//   - WithRepeat(int): How many times each value is repeated. (default 1)
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithAxis(int): Make a 1-D range as long as this axis of the input; None fills the input's whole shape. (default None)
+func SymInternalContribArangeLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribArangeLike, []string{"data"}, data)
+}
+
+// InternalContribBackwardGradientmultiplier runs the operator _contrib_backward_gradientmultiplier.
+//
+// Gradient of gradientmultiplier: the output gradient times scalar.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Gradient of the output
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalContribBackwardGradientmultiplier(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardGradientmultiplier, data)
+}
+
+// SymInternalContribBackwardGradientmultiplier runs the operator _contrib_backward_gradientmultiplier symbolically: it adds one node to the graph.
+//
+// Gradient of gradientmultiplier: the output gradient times scalar.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Gradient of the output
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalContribBackwardGradientmultiplier(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardGradientmultiplier, []string{"data"}, data)
+}
+
+// InternalContribBackwardIndexCopy runs the operator _contrib_backward_index_copy.
+//
+// Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - oldTensor: The forward old_tensor
+//   - indexVector: The forward index_vector
+//   - newTensor: The forward new_tensor
+func InternalContribBackwardIndexCopy(ograd, oldTensor, indexVector, newTensor *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardIndexCopy, ograd, oldTensor, indexVector, newTensor)
+}
+
+// SymInternalContribBackwardIndexCopy runs the operator _contrib_backward_index_copy symbolically: it adds one node to the graph.
+//
+// Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - oldTensor: The forward old_tensor
+//   - indexVector: The forward index_vector
+//   - newTensor: The forward new_tensor
+func SymInternalContribBackwardIndexCopy(ograd, oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardIndexCopy, []string{"ograd", "old_tensor", "index_vector", "new_tensor"}, ograd, oldTensor, indexVector, newTensor)
+}
+
+// InternalContribBackwardQuadratic runs the operator _contrib_backward_quadratic.
+//
+// Gradient of quadratic: ograd times 2 a x + b.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - data: The forward input
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func InternalContribBackwardQuadratic(ograd, data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardQuadratic, ograd, data)
+}
+
+// SymInternalContribBackwardQuadratic runs the operator _contrib_backward_quadratic symbolically: it adds one node to the graph.
+//
+// Gradient of quadratic: ograd times 2 a x + b.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - ograd: Gradient of the output
+//   - data: The forward input
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func SymInternalContribBackwardQuadratic(ograd, data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardQuadratic, []string{"ograd", "data"}, ograd, data)
+}
+
+// InternalContribBatchNormWithReLU runs the operator _contrib_BatchNormWithReLU.
+//
+// relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): Calibrated minimum of the output, for quantisation (unused here). (default None)
+//   - WithMaxCalibRange(float64): Calibrated maximum of the output, for quantisation (unused here). (default None)
+func InternalContribBatchNormWithReLU(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBatchNormWithReLU, data, gamma, beta, movingMean, movingVar)
+}
+
+// SymInternalContribBatchNormWithReLU runs the operator _contrib_BatchNormWithReLU symbolically: it adds one node to the graph.
+//
+// relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): Calibrated minimum of the output, for quantisation (unused here). (default None)
+//   - WithMaxCalibRange(float64): Calibrated maximum of the output, for quantisation (unused here). (default None)
+func SymInternalContribBatchNormWithReLU(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBatchNormWithReLU, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
+}
+
+// InternalContribBilinearResize2D runs the operator _contrib_BilinearResize2D.
+//
+// Bilinear resizing of the height and width of NCHW data; the output size comes from mode (size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - like: With mode 'like': the array whose height and width to take
+//
+// Options:
+//   - WithHeight(int): Output height (mode 'size' without scale_height). (default 1)
+//   - WithWidth(int): Output width (mode 'size' without scale_width). (default 1)
+//   - WithScaleHeight(float64): Scale of the height (modes 'size' and 'odd_scale'). (default None)
+//   - WithScaleWidth(float64): Scale of the width (modes 'size' and 'odd_scale'). (default None)
+//   - WithMode(string): How the output size is chosen (see the operator's description). (default size)
+//   - WithAlignCorners(bool): Line up the corner cells of input and output instead of scaling cell areas. (default True)
+func InternalContribBilinearResize2D(data, like *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBilinearResize2D, data, like)
+}
+
+// SymInternalContribBilinearResize2D runs the operator _contrib_BilinearResize2D symbolically: it adds one node to the graph.
+//
+// Bilinear resizing of the height and width of NCHW data; the output size comes from mode (size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - like: With mode 'like': the array whose height and width to take
+//
+// Options:
+//   - WithHeight(int): Output height (mode 'size' without scale_height). (default 1)
+//   - WithWidth(int): Output width (mode 'size' without scale_width). (default 1)
+//   - WithScaleHeight(float64): Scale of the height (modes 'size' and 'odd_scale'). (default None)
+//   - WithScaleWidth(float64): Scale of the width (modes 'size' and 'odd_scale'). (default None)
+//   - WithMode(string): How the output size is chosen (see the operator's description). (default size)
+//   - WithAlignCorners(bool): Line up the corner cells of input and output instead of scaling cell areas. (default True)
+func SymInternalContribBilinearResize2D(data, like *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBilinearResize2D, []string{"data", "like"}, data, like)
+}
+
+// InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
+//
+// The input divided by the square root of its last axis' length (attention score scaling).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+func InternalContribDivSqrtDim(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribDivSqrtDim, data)
+}
+
+// SymInternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim symbolically: it adds one node to the graph.
+//
+// The input divided by the square root of its last axis' length (attention score scaling).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+func SymInternalContribDivSqrtDim(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribDivSqrtDim, []string{"data"}, data)
+}
+
+// InternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier.
+//
+// The identity, whose gradient is the output gradient times scalar (a negative scalar reverses gradients, as in domain-adversarial training).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalContribGradientmultiplier(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribGradientmultiplier, data)
+}
+
+// SymInternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier symbolically: it adds one node to the graph.
+//
+// The identity, whose gradient is the output gradient times scalar (a negative scalar reverses gradients, as in domain-adversarial training).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalContribGradientmultiplier(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribGradientmultiplier, []string{"data"}, data)
+}
+
 // InternalContribGroupAdagradUpdate runs the operator _contrib_group_adagrad_update.
 //
 // AdaGrad with one history value per row: g = clip(rescale_grad*grad); history[r] += mean(g[r]^2); weight[r] -= lr * g[r] / sqrt(history[r] + epsilon).
@@ -2442,6 +3437,190 @@ func SymInternalContribGroupAdagradUpdate(weight, grad, history *weft.Symbol, lr
 	c := newCall(opts)
 	c.set("lr", lr)
 	return c.compose(opInternalContribGroupAdagradUpdate, []string{"weight", "grad", "history"}, weight, grad, history)
+}
+
+// InternalContribIndexArray runs the operator _contrib_index_array.
+//
+// For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithAxes([]int): The axes to include in the index array. Supports negative values. (default None)
+func InternalContribIndexArray(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIndexArray, data)
+}
+
+// SymInternalContribIndexArray runs the operator _contrib_index_array symbolically: it adds one node to the graph.
+//
+// For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithAxes([]int): The axes to include in the index array. Supports negative values. (default None)
+func SymInternalContribIndexArray(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIndexArray, []string{"data"}, data)
+}
+
+// InternalContribIndexCopy runs the operator _contrib_index_copy.
+//
+// old_tensor with row i of new_tensor written at row index_vector[i].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - oldTensor: Old tensor
+//   - indexVector: Index vector
+//   - newTensor: New tensor to be copied
+func InternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIndexCopy, oldTensor, indexVector, newTensor)
+}
+
+// SymInternalContribIndexCopy runs the operator _contrib_index_copy symbolically: it adds one node to the graph.
+//
+// old_tensor with row i of new_tensor written at row index_vector[i].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - oldTensor: Old tensor
+//   - indexVector: Index vector
+//   - newTensor: New tensor to be copied
+func SymInternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIndexCopy, []string{"old_tensor", "index_vector", "new_tensor"}, oldTensor, indexVector, newTensor)
+}
+
+// InternalContribQuadratic runs the operator _contrib_quadratic.
+//
+// a * x^2 + b * x + c of each element.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func InternalContribQuadratic(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuadratic, data)
+}
+
+// SymInternalContribQuadratic runs the operator _contrib_quadratic symbolically: it adds one node to the graph.
+//
+// a * x^2 + b * x + c of each element.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithA(float64): Coefficient of the quadratic term in the quadratic function. (default 0)
+//   - WithB(float64): Coefficient of the linear term in the quadratic function. (default 0)
+//   - WithC(float64): Constant term in the quadratic function. (default 0)
+func SymInternalContribQuadratic(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuadratic, []string{"data"}, data)
+}
+
+// InternalContribRoundSte runs the operator _contrib_round_ste.
+//
+// Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+func InternalContribRoundSte(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribRoundSte, data)
+}
+
+// SymInternalContribRoundSte runs the operator _contrib_round_ste symbolically: it adds one node to the graph.
+//
+// Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+func SymInternalContribRoundSte(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribRoundSte, []string{"data"}, data)
+}
+
+// InternalContribSignSte runs the operator _contrib_sign_ste.
+//
+// The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array.
+func InternalContribSignSte(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribSignSte, data)
+}
+
+// SymInternalContribSignSte runs the operator _contrib_sign_ste symbolically: it adds one node to the graph.
+//
+// The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array.
+func SymInternalContribSignSte(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribSignSte, []string{"data"}, data)
+}
+
+// InternalContribSyncBatchNorm runs the operator _contrib_SyncBatchNorm.
+//
+// Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one device it is BatchNorm over every axis but 1.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Required parameters:
+//   - key string: The key that the devices of one layer share for synchronisation.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithNdev(int): The number of devices whose statistics are synchronised. (default 1)
+func InternalContribSyncBatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, key string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("key", key)
+	return c.invoke(opInternalContribSyncBatchNorm, data, gamma, beta, movingMean, movingVar)
+}
+
+// SymInternalContribSyncBatchNorm runs the operator _contrib_SyncBatchNorm symbolically: it adds one node to the graph.
+//
+// Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one device it is BatchNorm over every axis but 1.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - movingMean: Moving mean (auxiliary state)
+//   - movingVar: Moving variance (auxiliary state)
+//
+// Required parameters:
+//   - key string: The key that the devices of one layer share for synchronisation.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithNdev(int): The number of devices whose statistics are synchronised. (default 1)
+func SymInternalContribSyncBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, key string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("key", key)
+	return c.compose(opInternalContribSyncBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
 }
 
 // InternalCopy runs the operator _copy.
@@ -2620,6 +3799,30 @@ func SymInternalFull(value float64, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalFull, nil)
 }
 
+// InternalGradAdd runs the operator _grad_add.
+//
+// lhs + rhs elementwise, for gradient accumulation.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func InternalGradAdd(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalGradAdd, lhs, rhs)
+}
+
+// SymInternalGradAdd runs the operator _grad_add symbolically: it adds one node to the graph.
+//
+// lhs + rhs elementwise, for gradient accumulation.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func SymInternalGradAdd(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalGradAdd, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
 // InternalGreater runs the operator _greater.
 //
 // lhs > rhs, elementwise, for arrays of one shape: 1 where true, 0 elsewhere.
@@ -2728,6 +3931,38 @@ func SymInternalGreaterScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, 
 	return c.compose(opInternalGreaterScalar, []string{"data"}, data)
 }
 
+// InternalHistogram runs the operator _histogram.
+//
+// Counts of data's elements per bin (int64) and the bin edges: bin_cnt equal bins over range, or the edges given as bins; every bin but the last excludes its right edge, as in numpy.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//   - bins: Input ndarray
+//
+// Options:
+//   - WithBinCnt(int): Number of bins for uniform case (default None)
+//   - WithRange([]float64): The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given. (default ())
+func InternalHistogram(data, bins *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalHistogram, data, bins)
+}
+
+// SymInternalHistogram runs the operator _histogram symbolically: it adds one node to the graph.
+//
+// Counts of data's elements per bin (int64) and the bin edges: bin_cnt equal bins over range, or the edges given as bins; every bin but the last excludes its right edge, as in numpy.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//   - bins: Input ndarray
+//
+// Options:
+//   - WithBinCnt(int): Number of bins for uniform case (default None)
+//   - WithRange([]float64): The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given. (default ())
+func SymInternalHistogram(data, bins *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalHistogram, []string{"data", "bins"}, data, bins)
+}
+
 // InternalHypot runs the operator _hypot.
 //
 // sqrt(lhs^2 + rhs^2), elementwise, without undue overflow.
@@ -2780,6 +4015,480 @@ func InternalHypotScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, err
 func SymInternalHypotScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalHypotScalar, []string{"data"}, data)
+}
+
+// InternalIdentityWithAttrLikeRhs runs the operator _identity_with_attr_like_rhs.
+//
+// lhs unchanged; rhs lends only its attributes (its storage type in MXNet).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: First input.
+//   - rhs: Second input.
+func InternalIdentityWithAttrLikeRhs(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalIdentityWithAttrLikeRhs, lhs, rhs)
+}
+
+// SymInternalIdentityWithAttrLikeRhs runs the operator _identity_with_attr_like_rhs symbolically: it adds one node to the graph.
+//
+// lhs unchanged; rhs lends only its attributes (its storage type in MXNet).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: First input.
+//   - rhs: Second input.
+func SymInternalIdentityWithAttrLikeRhs(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalIdentityWithAttrLikeRhs, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
+// InternalImageAdjustLighting runs the operator _image_adjust_lighting.
+//
+// Adjusts the lighting level of the image (AlexNet's PCA lighting).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - alpha []float64: The lighting alphas for the R, G, B channels.
+func InternalImageAdjustLighting(data *weft.NDArray, alpha []float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("alpha", alpha)
+	return c.invoke(opInternalImageAdjustLighting, data)
+}
+
+// SymInternalImageAdjustLighting runs the operator _image_adjust_lighting symbolically: it adds one node to the graph.
+//
+// Adjusts the lighting level of the image (AlexNet's PCA lighting).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - alpha []float64: The lighting alphas for the R, G, B channels.
+func SymInternalImageAdjustLighting(data *weft.Symbol, alpha []float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("alpha", alpha)
+	return c.compose(opInternalImageAdjustLighting, []string{"data"}, data)
+}
+
+// InternalImageCrop runs the operator _image_crop.
+//
+// Crops the window (x, y, width, height) out of an image (H, W, C) or batch (N, H, W, C).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image
+//
+// Required parameters:
+//   - x int: Left boundary of the cropping area.
+//   - y int: Top boundary of the cropping area.
+//   - width int: Width of the cropping area.
+//   - height int: Height of the cropping area.
+func InternalImageCrop(data *weft.NDArray, x int, y int, width int, height int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("x", x)
+	c.set("y", y)
+	c.set("width", width)
+	c.set("height", height)
+	return c.invoke(opInternalImageCrop, data)
+}
+
+// SymInternalImageCrop runs the operator _image_crop symbolically: it adds one node to the graph.
+//
+// Crops the window (x, y, width, height) out of an image (H, W, C) or batch (N, H, W, C).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image
+//
+// Required parameters:
+//   - x int: Left boundary of the cropping area.
+//   - y int: Top boundary of the cropping area.
+//   - width int: Width of the cropping area.
+//   - height int: Height of the cropping area.
+func SymInternalImageCrop(data *weft.Symbol, x int, y int, width int, height int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("x", x)
+	c.set("y", y)
+	c.set("width", width)
+	c.set("height", height)
+	return c.compose(opInternalImageCrop, []string{"data"}, data)
+}
+
+// InternalImageFlipLeftRight runs the operator _image_flip_left_right.
+//
+// Reverses the columns of an image (H, W, C).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageFlipLeftRight(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageFlipLeftRight, data)
+}
+
+// SymInternalImageFlipLeftRight runs the operator _image_flip_left_right symbolically: it adds one node to the graph.
+//
+// Reverses the columns of an image (H, W, C).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageFlipLeftRight(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageFlipLeftRight, []string{"data"}, data)
+}
+
+// InternalImageFlipTopBottom runs the operator _image_flip_top_bottom.
+//
+// Reverses the rows of an image (H, W, C).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageFlipTopBottom(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageFlipTopBottom, data)
+}
+
+// SymInternalImageFlipTopBottom runs the operator _image_flip_top_bottom symbolically: it adds one node to the graph.
+//
+// Reverses the rows of an image (H, W, C).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageFlipTopBottom(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageFlipTopBottom, []string{"data"}, data)
+}
+
+// InternalImageNormalize runs the operator _image_normalize.
+//
+// Normalises a tensor (C, H, W) or (N, C, H, W) channel by channel: (data - mean[c]) / std[c].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input tensor
+//
+// Options:
+//   - WithMean([]float64): Mean of each channel (one value for all, or at least one per channel; the first C are used). (default (0, 0, 0, 0))
+//   - WithStd([]float64): Standard deviation of each channel (one value for all, or at least one per channel). (default (1, 1, 1, 1))
+func InternalImageNormalize(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageNormalize, data)
+}
+
+// SymInternalImageNormalize runs the operator _image_normalize symbolically: it adds one node to the graph.
+//
+// Normalises a tensor (C, H, W) or (N, C, H, W) channel by channel: (data - mean[c]) / std[c].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input tensor
+//
+// Options:
+//   - WithMean([]float64): Mean of each channel (one value for all, or at least one per channel; the first C are used). (default (0, 0, 0, 0))
+//   - WithStd([]float64): Standard deviation of each channel (one value for all, or at least one per channel). (default (1, 1, 1, 1))
+func SymInternalImageNormalize(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageNormalize, []string{"data"}, data)
+}
+
+// InternalImageRandomBrightness runs the operator _image_random_brightness.
+//
+// Scales the image by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomBrightness(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomBrightness, data)
+}
+
+// SymInternalImageRandomBrightness runs the operator _image_random_brightness symbolically: it adds one node to the graph.
+//
+// Scales the image by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomBrightness(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomBrightness, []string{"data"}, data)
+}
+
+// InternalImageRandomColorJitter runs the operator _image_random_color_jitter.
+//
+// Random brightness, contrast, saturation and hue adjustments in a random order.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - brightness float64: How much to jitter brightness.
+//   - contrast float64: How much to jitter contrast.
+//   - saturation float64: How much to jitter saturation.
+//   - hue float64: How much to jitter hue.
+func InternalImageRandomColorJitter(data *weft.NDArray, brightness float64, contrast float64, saturation float64, hue float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("brightness", brightness)
+	c.set("contrast", contrast)
+	c.set("saturation", saturation)
+	c.set("hue", hue)
+	return c.invoke(opInternalImageRandomColorJitter, data)
+}
+
+// SymInternalImageRandomColorJitter runs the operator _image_random_color_jitter symbolically: it adds one node to the graph.
+//
+// Random brightness, contrast, saturation and hue adjustments in a random order.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - brightness float64: How much to jitter brightness.
+//   - contrast float64: How much to jitter contrast.
+//   - saturation float64: How much to jitter saturation.
+//   - hue float64: How much to jitter hue.
+func SymInternalImageRandomColorJitter(data *weft.Symbol, brightness float64, contrast float64, saturation float64, hue float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("brightness", brightness)
+	c.set("contrast", contrast)
+	c.set("saturation", saturation)
+	c.set("hue", hue)
+	return c.compose(opInternalImageRandomColorJitter, []string{"data"}, data)
+}
+
+// InternalImageRandomContrast runs the operator _image_random_contrast.
+//
+// Blends the image with its mean grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomContrast(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomContrast, data)
+}
+
+// SymInternalImageRandomContrast runs the operator _image_random_contrast symbolically: it adds one node to the graph.
+//
+// Blends the image with its mean grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomContrast(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomContrast, []string{"data"}, data)
+}
+
+// InternalImageRandomFlipLeftRight runs the operator _image_random_flip_left_right.
+//
+// Reverses the columns of an image (H, W, C) with probability 1/2.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageRandomFlipLeftRight(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageRandomFlipLeftRight, data)
+}
+
+// SymInternalImageRandomFlipLeftRight runs the operator _image_random_flip_left_right symbolically: it adds one node to the graph.
+//
+// Reverses the columns of an image (H, W, C) with probability 1/2.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageRandomFlipLeftRight(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageRandomFlipLeftRight, []string{"data"}, data)
+}
+
+// InternalImageRandomFlipTopBottom runs the operator _image_random_flip_top_bottom.
+//
+// Reverses the rows of an image (H, W, C) with probability 1/2.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func InternalImageRandomFlipTopBottom(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageRandomFlipTopBottom, data)
+}
+
+// SymInternalImageRandomFlipTopBottom runs the operator _image_random_flip_top_bottom symbolically: it adds one node to the graph.
+//
+// Reverses the rows of an image (H, W, C) with probability 1/2.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+func SymInternalImageRandomFlipTopBottom(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageRandomFlipTopBottom, []string{"data"}, data)
+}
+
+// InternalImageRandomHue runs the operator _image_random_hue.
+//
+// Turns the hue by a factor uniform in [min_factor, max_factor) of a full turn.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomHue(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomHue, data)
+}
+
+// SymInternalImageRandomHue runs the operator _image_random_hue symbolically: it adds one node to the graph.
+//
+// Turns the hue by a factor uniform in [min_factor, max_factor) of a full turn.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomHue(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomHue, []string{"data"}, data)
+}
+
+// InternalImageRandomLighting runs the operator _image_random_lighting.
+//
+// Adds AlexNet's PCA lighting noise with alphas normal(0, alpha_std).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Options:
+//   - WithAlphaStd(float64): Level of the lighting noise. (default 0.05)
+func InternalImageRandomLighting(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageRandomLighting, data)
+}
+
+// SymInternalImageRandomLighting runs the operator _image_random_lighting symbolically: it adds one node to the graph.
+//
+// Adds AlexNet's PCA lighting noise with alphas normal(0, alpha_std).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Options:
+//   - WithAlphaStd(float64): Level of the lighting noise. (default 0.05)
+func SymInternalImageRandomLighting(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageRandomLighting, []string{"data"}, data)
+}
+
+// InternalImageRandomSaturation runs the operator _image_random_saturation.
+//
+// Blends each pixel with its grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func InternalImageRandomSaturation(data *weft.NDArray, minFactor float64, maxFactor float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.invoke(opInternalImageRandomSaturation, data)
+}
+
+// SymInternalImageRandomSaturation runs the operator _image_random_saturation symbolically: it adds one node to the graph.
+//
+// Blends each pixel with its grey level, by a factor uniform in [min_factor, max_factor).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image (H, W, C), C = 1 or 3
+//
+// Required parameters:
+//   - minFactor float64: Minimum factor.
+//   - maxFactor float64: Maximum factor.
+func SymInternalImageRandomSaturation(data *weft.Symbol, minFactor float64, maxFactor float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("min_factor", minFactor)
+	c.set("max_factor", maxFactor)
+	return c.compose(opInternalImageRandomSaturation, []string{"data"}, data)
+}
+
+// InternalImageResize runs the operator _image_resize.
+//
+// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image
+//
+// Options:
+//   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
+//   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported). (default 1)
+func InternalImageResize(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageResize, data)
+}
+
+// SymInternalImageResize runs the operator _image_resize symbolically: it adds one node to the graph.
+//
+// Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image
+//
+// Options:
+//   - WithSize([]int): Size of the new image: (width, height) or (size). (default ())
+//   - WithKeepRatio(bool): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges. (default False)
+//   - WithInterp(int): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported). (default 1)
+func SymInternalImageResize(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageResize, []string{"data"}, data)
+}
+
+// InternalImageToTensor runs the operator _image_to_tensor.
+//
+// Converts an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32 tensor (C, H, W) or (N, C, H, W) with values in [0, 1].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input image
+func InternalImageToTensor(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalImageToTensor, data)
+}
+
+// SymInternalImageToTensor runs the operator _image_to_tensor symbolically: it adds one node to the graph.
+//
+// Converts an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32 tensor (C, H, W) or (N, C, H, W) with values in [0, 1].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input image
+func SymInternalImageToTensor(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalImageToTensor, []string{"data"}, data)
 }
 
 // InternalLesser runs the operator _lesser.
@@ -2888,6 +4597,488 @@ func InternalLesserScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, er
 func SymInternalLesserScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalLesserScalar, []string{"data"}, data)
+}
+
+// InternalLinalgDet runs the operator _linalg_det.
+//
+// Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrix
+func InternalLinalgDet(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgDet, a)
+}
+
+// SymInternalLinalgDet runs the operator _linalg_det symbolically: it adds one node to the graph.
+//
+// Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrix
+func SymInternalLinalgDet(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgDet, []string{"A"}, a)
+}
+
+// InternalLinalgExtractdiag runs the operator _linalg_extractdiag.
+//
+// Extracts the diagonal entries of a square matrix (the diagonal `offset` above, or below when negative, the main one). Inputs of dimension n > 2 are batches of matrices on the trailing two dimensions; the result has dimension n - 1. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrices
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+func InternalLinalgExtractdiag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgExtractdiag, a)
+}
+
+// SymInternalLinalgExtractdiag runs the operator _linalg_extractdiag symbolically: it adds one node to the graph.
+//
+// Extracts the diagonal entries of a square matrix (the diagonal `offset` above, or below when negative, the main one). Inputs of dimension n > 2 are batches of matrices on the trailing two dimensions; the result has dimension n - 1. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrices
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+func SymInternalLinalgExtractdiag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgExtractdiag, []string{"A"}, a)
+}
+
+// InternalLinalgExtracttrian runs the operator _linalg_extracttrian.
+//
+// Extracts a triangle of a square matrix as a vector: with offset 0 the lower (lower=True) or upper triangle, row by row or column by column respectively; with offset k > 0 the upper triangle from the k-th diagonal above the main one, with k < 0 the lower triangle from the |k|-th below. Inputs of dimension n > 2 are batches; the result has dimension n - 1. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrices
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+//   - WithLower(bool): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0 (default True)
+func InternalLinalgExtracttrian(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgExtracttrian, a)
+}
+
+// SymInternalLinalgExtracttrian runs the operator _linalg_extracttrian symbolically: it adds one node to the graph.
+//
+// Extracts a triangle of a square matrix as a vector: with offset 0 the lower (lower=True) or upper triangle, row by row or column by column respectively; with offset k > 0 the upper triangle from the k-th diagonal above the main one, with k < 0 the lower triangle from the |k|-th below. Inputs of dimension n > 2 are batches; the result has dimension n - 1. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrices
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+//   - WithLower(bool): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0 (default True)
+func SymInternalLinalgExtracttrian(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgExtracttrian, []string{"A"}, a)
+}
+
+// InternalLinalgGelqf runs the operator _linalg_gelqf.
+//
+// LQ factorization of a general matrix: for A of shape (x, y) with x <= y and full rank, outputs Q (x, y) with orthonormal rows and L (x, x) lower triangular with A = L * Q, signs as LAPACK's gelqf. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices to be factorized
+func InternalLinalgGelqf(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgGelqf, a)
+}
+
+// SymInternalLinalgGelqf runs the operator _linalg_gelqf symbolically: it adds one node to the graph.
+//
+// LQ factorization of a general matrix: for A of shape (x, y) with x <= y and full rank, outputs Q (x, y) with orthonormal rows and L (x, x) lower triangular with A = L * Q, signs as LAPACK's gelqf. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices to be factorized
+func SymInternalLinalgGelqf(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgGelqf, []string{"A"}, a)
+}
+
+// InternalLinalgGemm runs the operator _linalg_gemm.
+//
+// Performs general matrix multiplication and accumulation: out = alpha * op(A) * op(B) + beta * C, op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices
+//   - b: Tensor of input matrices
+//   - c_: Tensor of input matrices
+//
+// Options:
+//   - WithTransposeA(bool): Multiply with transposed of first input (A). (default False)
+//   - WithTransposeB(bool): Multiply with transposed of second input (B). (default False)
+//   - WithAlpha(float64): Scalar factor multiplied with A*B. (default 1)
+//   - WithBeta(float64): Scalar factor multiplied with C. (default 1)
+//   - WithAxis(int): Axis corresponding to the matrix rows. (default -2)
+func InternalLinalgGemm(a, b, c_ *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgGemm, a, b, c_)
+}
+
+// SymInternalLinalgGemm runs the operator _linalg_gemm symbolically: it adds one node to the graph.
+//
+// Performs general matrix multiplication and accumulation: out = alpha * op(A) * op(B) + beta * C, op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices
+//   - b: Tensor of input matrices
+//   - c_: Tensor of input matrices
+//
+// Options:
+//   - WithTransposeA(bool): Multiply with transposed of first input (A). (default False)
+//   - WithTransposeB(bool): Multiply with transposed of second input (B). (default False)
+//   - WithAlpha(float64): Scalar factor multiplied with A*B. (default 1)
+//   - WithBeta(float64): Scalar factor multiplied with C. (default 1)
+//   - WithAxis(int): Axis corresponding to the matrix rows. (default -2)
+func SymInternalLinalgGemm(a, b, c_ *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgGemm, []string{"A", "B", "C"}, a, b, c_)
+}
+
+// InternalLinalgGemm2 runs the operator _linalg_gemm2.
+//
+// Performs general matrix multiplication: out = alpha * op(A) * op(B), op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices
+//   - b: Tensor of input matrices
+//
+// Options:
+//   - WithTransposeA(bool): Multiply with transposed of first input (A). (default False)
+//   - WithTransposeB(bool): Multiply with transposed of second input (B). (default False)
+//   - WithAlpha(float64): Scalar factor multiplied with A*B. (default 1)
+//   - WithAxis(int): Axis corresponding to the matrix row indices. (default -2)
+func InternalLinalgGemm2(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgGemm2, a, b)
+}
+
+// SymInternalLinalgGemm2 runs the operator _linalg_gemm2 symbolically: it adds one node to the graph.
+//
+// Performs general matrix multiplication: out = alpha * op(A) * op(B), op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices
+//   - b: Tensor of input matrices
+//
+// Options:
+//   - WithTransposeA(bool): Multiply with transposed of first input (A). (default False)
+//   - WithTransposeB(bool): Multiply with transposed of second input (B). (default False)
+//   - WithAlpha(float64): Scalar factor multiplied with A*B. (default 1)
+//   - WithAxis(int): Axis corresponding to the matrix row indices. (default -2)
+func SymInternalLinalgGemm2(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgGemm2, []string{"A", "B"}, a, b)
+}
+
+// InternalLinalgInverse runs the operator _linalg_inverse.
+//
+// Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrix
+func InternalLinalgInverse(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgInverse, a)
+}
+
+// SymInternalLinalgInverse runs the operator _linalg_inverse symbolically: it adds one node to the graph.
+//
+// Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrix
+func SymInternalLinalgInverse(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgInverse, []string{"A"}, a)
+}
+
+// InternalLinalgMakediag runs the operator _linalg_makediag.
+//
+// Constructs square matrices with the input as a diagonal (the diagonal `offset` above, or below when negative, the main one), zero elsewhere. An input of dimension n > 1 is a batch of diagonals; the result has dimension n + 1. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of diagonal entries
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+func InternalLinalgMakediag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgMakediag, a)
+}
+
+// SymInternalLinalgMakediag runs the operator _linalg_makediag symbolically: it adds one node to the graph.
+//
+// Constructs square matrices with the input as a diagonal (the diagonal `offset` above, or below when negative, the main one), zero elsewhere. An input of dimension n > 1 is a batch of diagonals; the result has dimension n + 1. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of diagonal entries
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+func SymInternalLinalgMakediag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgMakediag, []string{"A"}, a)
+}
+
+// InternalLinalgMaketrian runs the operator _linalg_maketrian.
+//
+// Constructs square matrices from vectors holding a triangle (the inverse of extracttrian, with the same offset and lower): zero outside the triangle, and |offset| further zero diagonals. An input of dimension n > 1 is a batch; the result has dimension n + 1. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of triangular matrices stored as vectors
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+//   - WithLower(bool): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0 (default True)
+func InternalLinalgMaketrian(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgMaketrian, a)
+}
+
+// SymInternalLinalgMaketrian runs the operator _linalg_maketrian symbolically: it adds one node to the graph.
+//
+// Constructs square matrices from vectors holding a triangle (the inverse of extracttrian, with the same offset and lower): zero outside the triangle, and |offset| further zero diagonals. An input of dimension n > 1 is a batch; the result has dimension n + 1. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of triangular matrices stored as vectors
+//
+// Options:
+//   - WithOffset(int): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal. (default 0)
+//   - WithLower(bool): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0 (default True)
+func SymInternalLinalgMaketrian(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgMaketrian, []string{"A"}, a)
+}
+
+// InternalLinalgPotrf runs the operator _linalg_potrf.
+//
+// Performs Cholesky factorization of a symmetric positive-definite matrix: B with A = B B^T (lower=True; B lower triangular) or A = B^T B (lower=False; B upper triangular). Only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. A matrix that is not positive definite is an error. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices to be decomposed
+//
+// Options:
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+func InternalLinalgPotrf(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgPotrf, a)
+}
+
+// SymInternalLinalgPotrf runs the operator _linalg_potrf symbolically: it adds one node to the graph.
+//
+// Performs Cholesky factorization of a symmetric positive-definite matrix: B with A = B B^T (lower=True; B lower triangular) or A = B^T B (lower=False; B upper triangular). Only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. A matrix that is not positive definite is an error. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices to be decomposed
+//
+// Options:
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+func SymInternalLinalgPotrf(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgPotrf, []string{"A"}, a)
+}
+
+// InternalLinalgPotri runs the operator _linalg_potri.
+//
+// Performs matrix inversion from a Cholesky factorization: for a triangular A with positive diagonal, out = A^-T A^-1 (lower=True) or A^-1 A^-T (lower=False), the inverse of the matrix whose Cholesky factor A is. Inputs of dimension n > 2 are batches on the trailing two dimensions. A zero on the diagonal is an error. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//
+// Options:
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+func InternalLinalgPotri(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgPotri, a)
+}
+
+// SymInternalLinalgPotri runs the operator _linalg_potri symbolically: it adds one node to the graph.
+//
+// Performs matrix inversion from a Cholesky factorization: for a triangular A with positive diagonal, out = A^-T A^-1 (lower=True) or A^-1 A^-T (lower=False), the inverse of the matrix whose Cholesky factor A is. Inputs of dimension n > 2 are batches on the trailing two dimensions. A zero on the diagonal is an error. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//
+// Options:
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+func SymInternalLinalgPotri(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgPotri, []string{"A"}, a)
+}
+
+// InternalLinalgSlogdet runs the operator _linalg_slogdet.
+//
+// Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrix
+func InternalLinalgSlogdet(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgSlogdet, a)
+}
+
+// SymInternalLinalgSlogdet runs the operator _linalg_slogdet symbolically: it adds one node to the graph.
+//
+// Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrix
+func SymInternalLinalgSlogdet(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgSlogdet, []string{"A"}, a)
+}
+
+// InternalLinalgSumlogdiag runs the operator _linalg_sumlogdiag.
+//
+// Computes the sum of the natural logarithms of the diagonal elements of a square matrix; the result has shape (1,) for one matrix, the batch dimensions for a batch. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of square matrices
+func InternalLinalgSumlogdiag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgSumlogdiag, a)
+}
+
+// SymInternalLinalgSumlogdiag runs the operator _linalg_sumlogdiag symbolically: it adds one node to the graph.
+//
+// Computes the sum of the natural logarithms of the diagonal elements of a square matrix; the result has shape (1,) for one matrix, the batch dimensions for a batch. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of square matrices
+func SymInternalLinalgSumlogdiag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgSumlogdiag, []string{"A"}, a)
+}
+
+// InternalLinalgSyevd runs the operator _linalg_syevd.
+//
+// Eigendecomposition of a symmetric matrix (only its lower triangle is read): U (x, x) orthonormal with the eigenvectors as rows and L (x,) the eigenvalues in ascending order, so that U * A = diag(L) * U; each row of U has its entry of largest magnitude positive. Inputs of dimension n > 2 are batches on the trailing two dimensions. Gradients need distinct eigenvalues. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices to be factorized
+func InternalLinalgSyevd(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgSyevd, a)
+}
+
+// SymInternalLinalgSyevd runs the operator _linalg_syevd symbolically: it adds one node to the graph.
+//
+// Eigendecomposition of a symmetric matrix (only its lower triangle is read): U (x, x) orthonormal with the eigenvectors as rows and L (x,) the eigenvalues in ascending order, so that U * A = diag(L) * U; each row of U has its entry of largest magnitude positive. Inputs of dimension n > 2 are batches on the trailing two dimensions. Gradients need distinct eigenvalues. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices to be factorized
+func SymInternalLinalgSyevd(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgSyevd, []string{"A"}, a)
+}
+
+// InternalLinalgSyrk runs the operator _linalg_syrk.
+//
+// Multiplication of a matrix with its transpose: out = alpha * A * A^T (transpose=False) or alpha * A^T * A (transpose=True). Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of input matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transpose of input matrix. (default False)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func InternalLinalgSyrk(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgSyrk, a)
+}
+
+// SymInternalLinalgSyrk runs the operator _linalg_syrk symbolically: it adds one node to the graph.
+//
+// Multiplication of a matrix with its transpose: out = alpha * A * A^T (transpose=False) or alpha * A^T * A (transpose=True). Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of input matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transpose of input matrix. (default False)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func SymInternalLinalgSyrk(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgSyrk, []string{"A"}, a)
+}
+
+// InternalLinalgTrmm runs the operator _linalg_trmm.
+//
+// Performs multiplication with a triangular matrix: out = alpha * op(A) * B (rightside=False) or alpha * B * op(A) (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//   - b: Tensor of matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transposed of the triangular matrix (default False)
+//   - WithRightside(bool): Multiply triangular matrix from the right to non-triangular one. (default False)
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func InternalLinalgTrmm(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgTrmm, a, b)
+}
+
+// SymInternalLinalgTrmm runs the operator _linalg_trmm symbolically: it adds one node to the graph.
+//
+// Performs multiplication with a triangular matrix: out = alpha * op(A) * B (rightside=False) or alpha * B * op(A) (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//   - b: Tensor of matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transposed of the triangular matrix (default False)
+//   - WithRightside(bool): Multiply triangular matrix from the right to non-triangular one. (default False)
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func SymInternalLinalgTrmm(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgTrmm, []string{"A", "B"}, a, b)
+}
+
+// InternalLinalgTrsm runs the operator _linalg_trsm.
+//
+// Solves a matrix equation with a triangular matrix: out with op(A) * out = alpha * B (rightside=False) or out * op(A) = alpha * B (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//   - b: Tensor of matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transposed of the triangular matrix (default False)
+//   - WithRightside(bool): Multiply triangular matrix from the right to non-triangular one. (default False)
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func InternalLinalgTrsm(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalLinalgTrsm, a, b)
+}
+
+// SymInternalLinalgTrsm runs the operator _linalg_trsm symbolically: it adds one node to the graph.
+//
+// Solves a matrix equation with a triangular matrix: out with op(A) * out = alpha * B (rightside=False) or out * op(A) = alpha * B (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - a: Tensor of lower triangular matrices
+//   - b: Tensor of matrices
+//
+// Options:
+//   - WithTranspose(bool): Use transposed of the triangular matrix (default False)
+//   - WithRightside(bool): Multiply triangular matrix from the right to non-triangular one. (default False)
+//   - WithLower(bool): True if the triangular matrix is lower triangular, false if it is upper triangular. (default True)
+//   - WithAlpha(float64): Scalar factor to be applied to the result. (default 1)
+func SymInternalLinalgTrsm(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalLinalgTrsm, []string{"A", "B"}, a, b)
 }
 
 // InternalLinspace runs the operator _linspace.
@@ -4462,6 +6653,34 @@ func SymInternalRandomUniformLike(data *weft.Symbol, opts ...Option) (*weft.Symb
 	return c.compose(opInternalRandomUniformLike, []string{"data"}, data)
 }
 
+// InternalRavelMultiIndex runs the operator _ravel_multi_index.
+//
+// The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Batch of multi-indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func InternalRavelMultiIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalRavelMultiIndex, data)
+}
+
+// SymInternalRavelMultiIndex runs the operator _ravel_multi_index symbolically: it adds one node to the graph.
+//
+// The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Batch of multi-indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func SymInternalRavelMultiIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalRavelMultiIndex, []string{"data"}, data)
+}
+
 // InternalRdivScalar runs the operator _rdiv_scalar.
 //
 // scalar / x (integers truncate; s / 0 is 0 for integers).
@@ -4888,6 +7107,40 @@ func SymInternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.Symbol,
 	return c.compose(opInternalSampleUniqueZipfian, nil)
 }
 
+// InternalScatterSetNd runs the operator _scatter_set_nd.
+//
+// lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: source input
+//   - rhs: value to assign
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func InternalScatterSetNd(lhs, rhs, indices *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.invoke(opInternalScatterSetNd, lhs, rhs, indices)
+}
+
+// SymInternalScatterSetNd runs the operator _scatter_set_nd symbolically: it adds one node to the graph.
+//
+// lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: source input
+//   - rhs: value to assign
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func SymInternalScatterSetNd(lhs, rhs, indices *weft.Symbol, shape []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.compose(opInternalScatterSetNd, []string{"lhs", "rhs", "indices"}, lhs, rhs, indices)
+}
+
 // InternalShuffle runs the operator _shuffle.
 //
 // Randomly permutes the input along its first axis; rows move whole.
@@ -4908,6 +7161,90 @@ func InternalShuffle(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) 
 func SymInternalShuffle(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalShuffle, []string{"data"}, data)
+}
+
+// InternalSliceAssign runs the operator _slice_assign.
+//
+// lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: Source input
+//   - rhs: value to assign
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None, e.g. (0, None, -2).
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithStep(string): Steps, a tuple of int or None (1); () means all 1. (default ())
+func InternalSliceAssign(lhs, rhs *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.invoke(opInternalSliceAssign, lhs, rhs)
+}
+
+// SymInternalSliceAssign runs the operator _slice_assign symbolically: it adds one node to the graph.
+//
+// lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: Source input
+//   - rhs: value to assign
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None, e.g. (0, None, -2).
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithStep(string): Steps, a tuple of int or None (1); () means all 1. (default ())
+func SymInternalSliceAssign(lhs, rhs *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.compose(opInternalSliceAssign, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
+// InternalSliceAssignScalar runs the operator _slice_assign_scalar.
+//
+// The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Source input
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None.
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithScalar(float64): The scalar value for assignment. (default 0)
+//   - WithStep(string): Steps, a tuple of int or None (1). (default ())
+func InternalSliceAssignScalar(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.invoke(opInternalSliceAssignScalar, data)
+}
+
+// SymInternalSliceAssignScalar runs the operator _slice_assign_scalar symbolically: it adds one node to the graph.
+//
+// The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Source input
+//
+// Required parameters:
+//   - begin string: Starting indices, a tuple of int or None.
+//   - end string: Ending indices (excluded), a tuple of int or None.
+//
+// Options:
+//   - WithScalar(float64): The scalar value for assignment. (default 0)
+//   - WithStep(string): Steps, a tuple of int or None (1). (default ())
+func SymInternalSliceAssignScalar(data *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("begin", begin)
+	c.set("end", end)
+	return c.compose(opInternalSliceAssignScalar, []string{"data"}, data)
 }
 
 // InternalSparseSoftmaxCrossEntropy runs the operator _sparse_softmax_cross_entropy.
@@ -4940,6 +7277,74 @@ func SymInternalSparseSoftmaxCrossEntropy(data, label *weft.Symbol, opts ...Opti
 	return c.compose(opInternalSparseSoftmaxCrossEntropy, []string{"data", "label"}, data, label)
 }
 
+// InternalSplitV2 runs the operator _split_v2.
+//
+// Splits the input along axis at the given start indices, or into `sections` near-equal pieces (removing the axis with squeeze_axis); what nd.split_v2 calls.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func InternalSplitV2(data *weft.NDArray, indices []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.invoke(opInternalSplitV2, data)
+}
+
+// SymInternalSplitV2 runs the operator _split_v2 symbolically: it adds one node to the graph.
+//
+// Splits the input along axis at the given start indices, or into `sections` near-equal pieces (removing the axis with squeeze_axis); what nd.split_v2 calls.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func SymInternalSplitV2(data *weft.Symbol, indices []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.compose(opInternalSplitV2, []string{"data"}, data)
+}
+
+// InternalUnravelIndex runs the operator _unravel_index.
+//
+// The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Array of flat indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func InternalUnravelIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalUnravelIndex, data)
+}
+
+// SymInternalUnravelIndex runs the operator _unravel_index symbolically: it adds one node to the graph.
+//
+// The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Array of flat indices
+//
+// Options:
+//   - WithShape([]int): Shape of the array into which the multi-indices apply. (default None)
+func SymInternalUnravelIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalUnravelIndex, []string{"data"}, data)
+}
+
 // InternalZeros runs the operator _zeros.
 //
 // An array of zeros of the given shape and dtype.
@@ -4964,6 +7369,54 @@ func InternalZeros(opts ...Option) (*weft.NDArray, error) {
 func SymInternalZeros(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalZeros, nil)
+}
+
+// InternalZerosWithoutDtype runs the operator _zeros_without_dtype.
+//
+// An array of zeros of the given shape, its dtype given by number or left to the graph.
+//
+// Options:
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(int): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used. (default -1)
+func InternalZerosWithoutDtype(opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalZerosWithoutDtype)
+}
+
+// SymInternalZerosWithoutDtype runs the operator _zeros_without_dtype symbolically: it adds one node to the graph.
+//
+// An array of zeros of the given shape, its dtype given by number or left to the graph.
+//
+// Options:
+//   - WithShape([]int): The shape of the output. (default ())
+//   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
+//   - WithDtype(int): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used. (default -1)
+func SymInternalZerosWithoutDtype(opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalZerosWithoutDtype, nil)
+}
+
+// KhatriRao runs the operator khatri_rao.
+//
+// The column-wise Kronecker (Khatri-Rao) product of matrices with one column count: the result has the product of their row counts as rows.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - args: Positional input matrices (any number)
+func KhatriRao(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opKhatriRao, "num_args", args)
+}
+
+// SymKhatriRao runs the operator khatri_rao symbolically: it adds one node to the graph.
+//
+// The column-wise Kronecker (Khatri-Rao) product of matrices with one column count: the result has the product of their row counts as rows.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - args: Positional input matrices (any number)
+func SymKhatriRao(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opKhatriRao, "num_args", args)
 }
 
 // L2Normalization runs the operator L2Normalization.
@@ -5572,6 +8025,36 @@ func SymMin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opMin, []string{"data"}, data)
 }
 
+// Moments runs the operator moments.
+//
+// The mean and the variance of data over axes (two outputs).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithAxes([]int): Array of ints. Axes along which to compute mean and variance (all of them for global moments). (default None)
+//   - WithKeepdims(bool): produce moments with the same dimensionality as the input. (default False)
+func Moments(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opMoments, data)
+}
+
+// SymMoments runs the operator moments symbolically: it adds one node to the graph.
+//
+// The mean and the variance of data over axes (two outputs).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Options:
+//   - WithAxes([]int): Array of ints. Axes along which to compute mean and variance (all of them for global moments). (default None)
+//   - WithKeepdims(bool): produce moments with the same dimensionality as the input. (default False)
+func SymMoments(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opMoments, []string{"data"}, data)
+}
+
 // MpLambUpdatePhase1 runs the operator mp_lamb_update_phase1.
 //
 // Multi-precision first phase of LAMB: float32 moments updated like Adam; returns the float32 direction mean_hat/(sqrt(var_hat) + epsilon) + wd*weight32.
@@ -5820,22 +8303,50 @@ func SymMpSgdUpdate(weight, grad, weight32 *weft.Symbol, lr float64, opts ...Opt
 	return c.compose(opMpSgdUpdate, []string{"weight", "grad", "weight32"}, weight, grad, weight32)
 }
 
-// MultiLars runs the operator multi_lars.
+// MultiAllFinite runs the operator multi_all_finite.
 //
-// LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
+// A float32 flag of shape (1,): 1 when every element of every array is finite, 0 otherwise.
 //
 // Inputs (NDArray; nil leaves an input out):
-//   - lrs: Learning rates (float32)
-//   - weightsSumSq: Sums of squares of the weights
-//   - gradsSumSq: Sums of squares of the gradients
-//   - wds: Weight decays
-//
-// Required parameters:
-//   - eta float64: LARS coefficient.
-//   - eps float64: Added to the denominator.
+//   - data: Arrays (any number)
 //
 // Options:
-//   - WithRescaleGrad(float64): Multiplies the gradient norms. (default 1)
+//   - WithInitOutput(bool): Initialize output to 1 (multi_all_finite only). (default True)
+func MultiAllFinite(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opMultiAllFinite, "num_arrays", data)
+}
+
+// SymMultiAllFinite runs the operator multi_all_finite symbolically: it adds one node to the graph.
+//
+// A float32 flag of shape (1,): 1 when every element of every array is finite, 0 otherwise.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Arrays (any number)
+//
+// Options:
+//   - WithInitOutput(bool): Initialize output to 1 (multi_all_finite only). (default True)
+func SymMultiAllFinite(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opMultiAllFinite, "num_arrays", data)
+}
+
+// MultiLars runs the operator multi_lars.
+//
+// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lrs: Learning rates to scale by LARS coefficient
+//   - weightsSumSq: sum of square of weights arrays
+//   - gradsSumSq: sum of square of gradients arrays
+//   - wds: weight decays
+//
+// Required parameters:
+//   - eta float64: LARS eta
+//   - eps float64: LARS eps
+//
+// Options:
+//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
 func MultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.NDArray, eta float64, eps float64, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("eta", eta)
@@ -5845,20 +8356,20 @@ func MultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.NDArray, eta float64, ep
 
 // SymMultiLars runs the operator multi_lars symbolically: it adds one node to the graph.
 //
-// LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
+// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
 //
 // Inputs (Symbol; nil leaves an input out):
-//   - lrs: Learning rates (float32)
-//   - weightsSumSq: Sums of squares of the weights
-//   - gradsSumSq: Sums of squares of the gradients
-//   - wds: Weight decays
+//   - lrs: Learning rates to scale by LARS coefficient
+//   - weightsSumSq: sum of square of weights arrays
+//   - gradsSumSq: sum of square of gradients arrays
+//   - wds: weight decays
 //
 // Required parameters:
-//   - eta float64: LARS coefficient.
-//   - eps float64: Added to the denominator.
+//   - eta float64: LARS eta
+//   - eps float64: LARS eps
 //
 // Options:
-//   - WithRescaleGrad(float64): Multiplies the gradient norms. (default 1)
+//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
 func SymMultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.Symbol, eta float64, eps float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("eta", eta)
@@ -6048,7 +8559,7 @@ func SymMultiSgdUpdate(data []*weft.Symbol, lrs []float64, wds []float64, opts .
 
 // MultiSumSq runs the operator multi_sum_sq.
 //
-// The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
+// The sum of squares of each array, as a float32 vector of num_arrays entries.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Arrays (any number)
@@ -6059,7 +8570,7 @@ func MultiSumSq(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 
 // SymMultiSumSq runs the operator multi_sum_sq symbolically: it adds one node to the graph.
 //
-// The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
+// The sum of squares of each array, as a float32 vector of num_arrays entries.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Arrays (any number)
@@ -6412,6 +8923,44 @@ func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymPooling(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opPooling, []string{"data"}, data)
+}
+
+// PoolingV1 runs the operator Pooling_v1.
+//
+// Max, average or sum pooling with MXNet's first parameter set; runs Pooling's kernels.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (y, x) or (d, y, x). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor) or full (ceil). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+func PoolingV1(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opPoolingV1, data)
+}
+
+// SymPoolingV1 runs the operator Pooling_v1 symbolically: it adds one node to the graph.
+//
+// Max, average or sum pooling with MXNet's first parameter set; runs Pooling's kernels.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (y, x) or (d, y, x). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor) or full (ceil). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+func SymPoolingV1(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opPoolingV1, []string{"data"}, data)
 }
 
 // PreloadedMultiMpSgdMomUpdate runs the operator preloaded_multi_mp_sgd_mom_update.
@@ -6768,6 +9317,28 @@ func SymRepeat(data *weft.Symbol, repeats int, opts ...Option) (*weft.Symbol, er
 	return c.compose(opRepeat, []string{"data"}, data)
 }
 
+// ResetArrays runs the operator reset_arrays.
+//
+// Sets every element of every input array to zero, in place.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Arrays (any number)
+func ResetArrays(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opResetArrays, "num_arrays", data)
+}
+
+// SymResetArrays runs the operator reset_arrays symbolically: it adds one node to the graph.
+//
+// Sets every element of every input array to zero, in place.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Arrays (any number)
+func SymResetArrays(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opResetArrays, "num_arrays", data)
+}
+
 // Reshape runs the operator reshape.
 //
 // The input with a new shape and the same elements in the same order; see the special codes 0, -1, -2, -3, -4 and reverse.
@@ -7008,6 +9579,72 @@ func Rsqrt(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymRsqrt(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opRsqrt, []string{"data"}, data)
+}
+
+// SVMOutput runs the operator SVMOutput.
+//
+// Identity on the scores whose gradient is that of the (L2 or L1) SVM hinge loss with label; the head gradient is ignored.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input scores, classes on the last axis
+//   - label: Class labels, one per row (data.shape[:-1])
+//
+// Options:
+//   - WithMargin(float64): Scores inside this margin are penalised. (default 1)
+//   - WithRegularizationCoefficient(float64): Weight of the loss (the trade-off between coefficient size and error). (default 1)
+//   - WithUseLinear(bool): Use the L1-SVM loss instead of L2-SVM. (default False)
+func SVMOutput(data, label *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSVMOutput, data, label)
+}
+
+// SymSVMOutput runs the operator SVMOutput symbolically: it adds one node to the graph.
+//
+// Identity on the scores whose gradient is that of the (L2 or L1) SVM hinge loss with label; the head gradient is ignored.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input scores, classes on the last axis
+//   - label: Class labels, one per row (data.shape[:-1])
+//
+// Options:
+//   - WithMargin(float64): Scores inside this margin are penalised. (default 1)
+//   - WithRegularizationCoefficient(float64): Weight of the loss (the trade-off between coefficient size and error). (default 1)
+//   - WithUseLinear(bool): Use the L1-SVM loss instead of L2-SVM. (default False)
+func SymSVMOutput(data, label *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSVMOutput, []string{"data", "label"}, data, label)
+}
+
+// ScatterNd runs the operator scatter_nd.
+//
+// Scatters data into zeros of the given shape at N-dimensional indices: indices of shape (M, Y...) address the output's first M axes and data has shape Y... + shape[M:]. With repeated indices the last write wins (and the gradient is not that of any one write).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func ScatterNd(data, indices *weft.NDArray, shape []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.invoke(opScatterNd, data, indices)
+}
+
+// SymScatterNd runs the operator scatter_nd symbolically: it adds one node to the graph.
+//
+// Scatters data into zeros of the given shape at N-dimensional indices: indices of shape (M, Y...) address the output's first M axes and data has shape Y... + shape[M:]. With repeated indices the last write wins (and the gradient is not that of any one write).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: data
+//   - indices: indices
+//
+// Required parameters:
+//   - shape []int: Shape of output.
+func SymScatterNd(data, indices *weft.Symbol, shape []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("shape", shape)
+	return c.compose(opScatterNd, []string{"data", "indices"}, data, indices)
 }
 
 // SequenceLast runs the operator SequenceLast.
@@ -7500,6 +10137,66 @@ func SymSliceAxis(data *weft.Symbol, axis int, begin int, end int, opts ...Optio
 	return c.compose(opSliceAxis, []string{"data"}, data)
 }
 
+// SliceLike runs the operator slice_like.
+//
+// The leading part of data with shape_like's sizes along axes (every axis when axes is ()).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Source input
+//   - shapeLike: Shape like input
+//
+// Options:
+//   - WithAxes([]int): The axes to slice to shape_like's sizes; () slices every axis (the inputs then need one rank). (default ())
+func SliceLike(data, shapeLike *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSliceLike, data, shapeLike)
+}
+
+// SymSliceLike runs the operator slice_like symbolically: it adds one node to the graph.
+//
+// The leading part of data with shape_like's sizes along axes (every axis when axes is ()).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Source input
+//   - shapeLike: Shape like input
+//
+// Options:
+//   - WithAxes([]int): The axes to slice to shape_like's sizes; () slices every axis (the inputs then need one rank). (default ())
+func SymSliceLike(data, shapeLike *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSliceLike, []string{"data", "shape_like"}, data, shapeLike)
+}
+
+// SmoothL1 runs the operator smooth_l1.
+//
+// Smooth L1 loss of each element with sigma = scalar: (sigma x)^2 / 2 where |x| < 1 / sigma^2, |x| - 0.5 / sigma^2 elsewhere.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: source input
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SmoothL1(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSmoothL1, data)
+}
+
+// SymSmoothL1 runs the operator smooth_l1 symbolically: it adds one node to the graph.
+//
+// Smooth L1 loss of each element with sigma = scalar: (sigma x)^2 / 2 where |x| < 1 / sigma^2, |x| - 0.5 / sigma^2 elsewhere.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: source input
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymSmoothL1(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSmoothL1, []string{"data"}, data)
+}
+
 // Softmax runs the operator softmax.
 //
 // Softmax along `axis`: exp(x / T) / sum(exp(x / T)).
@@ -7688,6 +10385,66 @@ func Softsign(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymSoftsign(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opSoftsign, []string{"data"}, data)
+}
+
+// Sort runs the operator sort.
+//
+// A sorted copy of the input along an axis (of the flattened input when axis is None).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+func Sort(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opSort, data)
+}
+
+// SymSort runs the operator sort symbolically: it adds one node to the graph.
+//
+// A sorted copy of the input along an axis (of the flattened input when axis is None).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
+//   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
+func SymSort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opSort, []string{"data"}, data)
+}
+
+// SpaceToDepth runs the operator space_to_depth.
+//
+// Moves block_size x block_size pixel blocks of an NCHW input into channels: (N, C, H, W) -> (N, C * block_size^2, H / block_size, W / block_size).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func SpaceToDepth(data *weft.NDArray, blockSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.invoke(opSpaceToDepth, data)
+}
+
+// SymSpaceToDepth runs the operator space_to_depth symbolically: it adds one node to the graph.
+//
+// Moves block_size x block_size pixel blocks of an NCHW input into channels: (N, C, H, W) -> (N, C * block_size^2, H / block_size, W / block_size).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//
+// Required parameters:
+//   - blockSize int: Blocks of [block_size, block_size] are moved
+func SymSpaceToDepth(data *weft.Symbol, blockSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("block_size", blockSize)
+	return c.compose(opSpaceToDepth, []string{"data"}, data)
 }
 
 // Split runs the operator split.
@@ -7996,6 +10753,42 @@ func SymTile(data *weft.Symbol, reps []int, opts ...Option) (*weft.Symbol, error
 	return c.compose(opTile, []string{"data"}, data)
 }
 
+// Topk runs the operator topk.
+//
+// The top k elements along an axis (of the flattened input when axis is None), largest first unless is_ascend: their indices, their values, a mask of their positions, or values and indices (ret_typ).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis along which to choose the top k indices; None uses the flattened input. (default -1)
+//   - WithK(int): Number of top elements to select; k <= 0 selects all of them. (default 1)
+//   - WithRetTyp(string): What to return: the values, their indices, a mask of their positions, or values and indices. (default indices)
+//   - WithIsAscend(bool): Choose the k smallest elements (true) or the k largest (false). (default False)
+//   - WithDtype(weft.DType): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func Topk(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opTopk, data)
+}
+
+// SymTopk runs the operator topk symbolically: it adds one node to the graph.
+//
+// The top k elements along an axis (of the flattened input when axis is None), largest first unless is_ascend: their indices, their values, a mask of their positions, or values and indices (ret_typ).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithAxis(int): Axis along which to choose the top k indices; None uses the flattened input. (default -1)
+//   - WithK(int): Number of top elements to select; k <= 0 selects all of them. (default 1)
+//   - WithRetTyp(string): What to return: the values, their indices, a mask of their positions, or values and indices. (default indices)
+//   - WithIsAscend(bool): Choose the k smallest elements (true) or the k largest (false). (default False)
+//   - WithDtype(weft.DType): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+func SymTopk(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opTopk, []string{"data"}, data)
+}
+
 // Transpose runs the operator transpose.
 //
 // Permutes the axes: output axis i is input axis axes[i]; reverses them when axes is ().
@@ -8178,14 +10971,24 @@ func SymBroadcastPlus(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, erro
 	return SymBroadcastAdd(lhs, rhs, opts...)
 }
 
-// Crop is Slice under its alias crop.
-func Crop(data *weft.NDArray, begin string, end string, opts ...Option) (*weft.NDArray, error) {
-	return Slice(data, begin, end, opts...)
+// ChooseElement0index is Pick under its alias choose_element_0index.
+func ChooseElement0index(data, index *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return Pick(data, index, opts...)
 }
 
-// SymCrop is SymSlice under its alias crop.
-func SymCrop(data *weft.Symbol, begin string, end string, opts ...Option) (*weft.Symbol, error) {
-	return SymSlice(data, begin, end, opts...)
+// SymChooseElement0index is SymPick under its alias choose_element_0index.
+func SymChooseElement0index(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymPick(data, index, opts...)
+}
+
+// ElementWiseSum is AddN under its alias ElementWiseSum.
+func ElementWiseSum(args []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return AddN(args, opts...)
+}
+
+// SymElementWiseSum is SymAddN under its alias ElementWiseSum.
+func SymElementWiseSum(args []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymAddN(args, opts...)
 }
 
 // Identity is InternalCopy under its alias identity.
@@ -8196,6 +10999,166 @@ func Identity(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // SymIdentity is SymInternalCopy under its alias identity.
 func SymIdentity(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	return SymInternalCopy(data, opts...)
+}
+
+// LinalgDet is InternalLinalgDet under its alias linalg_det.
+func LinalgDet(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgDet(a, opts...)
+}
+
+// SymLinalgDet is SymInternalLinalgDet under its alias linalg_det.
+func SymLinalgDet(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgDet(a, opts...)
+}
+
+// LinalgExtractdiag is InternalLinalgExtractdiag under its alias linalg_extractdiag.
+func LinalgExtractdiag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgExtractdiag(a, opts...)
+}
+
+// SymLinalgExtractdiag is SymInternalLinalgExtractdiag under its alias linalg_extractdiag.
+func SymLinalgExtractdiag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgExtractdiag(a, opts...)
+}
+
+// LinalgExtracttrian is InternalLinalgExtracttrian under its alias linalg_extracttrian.
+func LinalgExtracttrian(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgExtracttrian(a, opts...)
+}
+
+// SymLinalgExtracttrian is SymInternalLinalgExtracttrian under its alias linalg_extracttrian.
+func SymLinalgExtracttrian(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgExtracttrian(a, opts...)
+}
+
+// LinalgGelqf is InternalLinalgGelqf under its alias linalg_gelqf.
+func LinalgGelqf(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgGelqf(a, opts...)
+}
+
+// SymLinalgGelqf is SymInternalLinalgGelqf under its alias linalg_gelqf.
+func SymLinalgGelqf(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgGelqf(a, opts...)
+}
+
+// LinalgGemm is InternalLinalgGemm under its alias linalg_gemm.
+func LinalgGemm(a, b, c_ *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgGemm(a, b, c_, opts...)
+}
+
+// SymLinalgGemm is SymInternalLinalgGemm under its alias linalg_gemm.
+func SymLinalgGemm(a, b, c_ *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgGemm(a, b, c_, opts...)
+}
+
+// LinalgGemm2 is InternalLinalgGemm2 under its alias linalg_gemm2.
+func LinalgGemm2(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgGemm2(a, b, opts...)
+}
+
+// SymLinalgGemm2 is SymInternalLinalgGemm2 under its alias linalg_gemm2.
+func SymLinalgGemm2(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgGemm2(a, b, opts...)
+}
+
+// LinalgInverse is InternalLinalgInverse under its alias linalg_inverse.
+func LinalgInverse(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgInverse(a, opts...)
+}
+
+// SymLinalgInverse is SymInternalLinalgInverse under its alias linalg_inverse.
+func SymLinalgInverse(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgInverse(a, opts...)
+}
+
+// LinalgMakediag is InternalLinalgMakediag under its alias linalg_makediag.
+func LinalgMakediag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgMakediag(a, opts...)
+}
+
+// SymLinalgMakediag is SymInternalLinalgMakediag under its alias linalg_makediag.
+func SymLinalgMakediag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgMakediag(a, opts...)
+}
+
+// LinalgMaketrian is InternalLinalgMaketrian under its alias linalg_maketrian.
+func LinalgMaketrian(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgMaketrian(a, opts...)
+}
+
+// SymLinalgMaketrian is SymInternalLinalgMaketrian under its alias linalg_maketrian.
+func SymLinalgMaketrian(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgMaketrian(a, opts...)
+}
+
+// LinalgPotrf is InternalLinalgPotrf under its alias linalg_potrf.
+func LinalgPotrf(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgPotrf(a, opts...)
+}
+
+// SymLinalgPotrf is SymInternalLinalgPotrf under its alias linalg_potrf.
+func SymLinalgPotrf(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgPotrf(a, opts...)
+}
+
+// LinalgPotri is InternalLinalgPotri under its alias linalg_potri.
+func LinalgPotri(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgPotri(a, opts...)
+}
+
+// SymLinalgPotri is SymInternalLinalgPotri under its alias linalg_potri.
+func SymLinalgPotri(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgPotri(a, opts...)
+}
+
+// LinalgSlogdet is InternalLinalgSlogdet under its alias linalg_slogdet.
+func LinalgSlogdet(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgSlogdet(a, opts...)
+}
+
+// SymLinalgSlogdet is SymInternalLinalgSlogdet under its alias linalg_slogdet.
+func SymLinalgSlogdet(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgSlogdet(a, opts...)
+}
+
+// LinalgSumlogdiag is InternalLinalgSumlogdiag under its alias linalg_sumlogdiag.
+func LinalgSumlogdiag(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgSumlogdiag(a, opts...)
+}
+
+// SymLinalgSumlogdiag is SymInternalLinalgSumlogdiag under its alias linalg_sumlogdiag.
+func SymLinalgSumlogdiag(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgSumlogdiag(a, opts...)
+}
+
+// LinalgSyrk is InternalLinalgSyrk under its alias linalg_syrk.
+func LinalgSyrk(a *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgSyrk(a, opts...)
+}
+
+// SymLinalgSyrk is SymInternalLinalgSyrk under its alias linalg_syrk.
+func SymLinalgSyrk(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgSyrk(a, opts...)
+}
+
+// LinalgTrmm is InternalLinalgTrmm under its alias linalg_trmm.
+func LinalgTrmm(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgTrmm(a, b, opts...)
+}
+
+// SymLinalgTrmm is SymInternalLinalgTrmm under its alias linalg_trmm.
+func SymLinalgTrmm(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgTrmm(a, b, opts...)
+}
+
+// LinalgTrsm is InternalLinalgTrsm under its alias linalg_trsm.
+func LinalgTrsm(a, b *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalLinalgTrsm(a, b, opts...)
+}
+
+// SymLinalgTrsm is SymInternalLinalgTrsm under its alias linalg_trsm.
+func SymLinalgTrsm(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalLinalgTrsm(a, b, opts...)
 }
 
 // MaxAxis is Max under its alias max_axis.
@@ -8398,6 +11361,16 @@ func SymRandomUniform(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomUniform(opts...)
 }
 
+// RavelMultiIndex is InternalRavelMultiIndex under its alias ravel_multi_index.
+func RavelMultiIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalRavelMultiIndex(data, opts...)
+}
+
+// SymRavelMultiIndex is SymInternalRavelMultiIndex under its alias ravel_multi_index.
+func SymRavelMultiIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalRavelMultiIndex(data, opts...)
+}
+
 // Reverse is Flip under its alias reverse.
 func Reverse(data *weft.NDArray, axis []int, opts ...Option) (*weft.NDArray, error) {
 	return Flip(data, axis, opts...)
@@ -8548,6 +11521,22 @@ func SymUniform(opts ...Option) (*weft.Symbol, error) {
 	return SymInternalRandomUniform(opts...)
 }
 
+// UnravelIndex is InternalUnravelIndex under its alias unravel_index.
+func UnravelIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	return InternalUnravelIndex(data, opts...)
+}
+
+// SymUnravelIndex is SymInternalUnravelIndex under its alias unravel_index.
+func SymUnravelIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	return SymInternalUnravelIndex(data, opts...)
+}
+
+// WithA sets the parameter a.
+// Coefficient of the quadratic term in the quadratic function.
+func WithA(v float64) Option {
+	return param("a", v)
+}
+
 // WithActType sets the parameter act_type.
 // The activation function.
 func WithActType(v string) Option {
@@ -8560,10 +11549,28 @@ func WithAdj(v []int) Option {
 	return param("adj", v)
 }
 
+// WithAlignCorners sets the parameter align_corners.
+// Line up the corner cells of input and output instead of scaling cell areas.
+func WithAlignCorners(v bool) Option {
+	return param("align_corners", v)
+}
+
 // WithAlpha sets the parameter alpha.
 // Scale of the sum of squares (divided by nsize).
 func WithAlpha(v float64) Option {
 	return param("alpha", v)
+}
+
+// WithAlphaStd sets the parameter alpha_std.
+// Level of the lighting noise.
+func WithAlphaStd(v float64) Option {
+	return param("alpha_std", v)
+}
+
+// WithAtol sets the parameter atol.
+// Absolute tolerance.
+func WithAtol(v float64) Option {
+	return param("atol", v)
 }
 
 // WithAxes sets the parameter axes.
@@ -8576,6 +11583,24 @@ func WithAxes(v []int) Option {
 // The channel axis.
 func WithAxis[T []int | int](v T) Option {
 	return param("axis", v)
+}
+
+// WithAxis1 sets the parameter axis1.
+// The first axis of the planes (N-D input).
+func WithAxis1(v int) Option {
+	return param("axis1", v)
+}
+
+// WithAxis2 sets the parameter axis2.
+// The second axis of the planes (N-D input).
+func WithAxis2(v int) Option {
+	return param("axis2", v)
+}
+
+// WithB sets the parameter b.
+// Coefficient of the linear term in the quadratic function.
+func WithB(v float64) Option {
+	return param("b", v)
 }
 
 // WithBeta sets the parameter beta.
@@ -8606,6 +11631,30 @@ func WithBiasCorrection(v bool) Option {
 // Whether each layer runs both ways.
 func WithBidirectional(v bool) Option {
 	return param("bidirectional", v)
+}
+
+// WithBinCnt sets the parameter bin_cnt.
+// Number of bins for uniform case
+func WithBinCnt(v int) Option {
+	return param("bin_cnt", v)
+}
+
+// WithC sets the parameter c.
+// Constant term in the quadratic function.
+func WithC(v float64) Option {
+	return param("c", v)
+}
+
+// WithCastNarrow sets the parameter cast_narrow.
+// Cast to the narrowest floating type present instead of the widest.
+func WithCastNarrow(v bool) Option {
+	return param("cast_narrow", v)
+}
+
+// WithCenterCrop sets the parameter center_crop.
+// Centre the window instead of starting it at offset.
+func WithCenterCrop(v bool) Option {
+	return param("center_crop", v)
 }
 
 // WithClipGrad sets the parameter clip_grad.
@@ -8680,9 +11729,9 @@ func WithDim2(v int) Option {
 	return param("dim2", v)
 }
 
-// WithDtype sets the parameter dtype.
+// WithDtype sets the parameter dtype (its type depends on the operator).
 // The dtype of the weight and output.
-func WithDtype(v weft.DType) Option {
+func WithDtype[T int | weft.DType](v T) Option {
 	return param("dtype", v)
 }
 
@@ -8702,6 +11751,12 @@ func WithEps(v float64) Option {
 // Added to the root of the second moment.
 func WithEpsilon(v float64) Option {
 	return param("epsilon", v)
+}
+
+// WithEqualNan sets the parameter equal_nan.
+// Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array.
+func WithEqualNan(v bool) Option {
+	return param("equal_nan", v)
 }
 
 // WithExclude sets the parameter exclude.
@@ -8758,6 +11813,18 @@ func WithGradScale(v float64) Option {
 	return param("grad_scale", v)
 }
 
+// WithHW sets the parameter h_w.
+// Crop height and width (h, w), used with one input.
+func WithHW(v []int) Option {
+	return param("h_w", v)
+}
+
+// WithHeight sets the parameter height.
+// Output height (mode 'size' without scale_height).
+func WithHeight(v int) Option {
+	return param("height", v)
+}
+
 // WithHigh sets the parameter high.
 // Upper bound of the distribution (exclusive).
 func WithHigh(v float64) Option {
@@ -8776,6 +11843,24 @@ func WithInferRange(v bool) Option {
 	return param("infer_range", v)
 }
 
+// WithInitOutput sets the parameter init_output.
+// Initialize output to 1; false keeps what the output holds unless a non-finite value is found.
+func WithInitOutput(v bool) Option {
+	return param("init_output", v)
+}
+
+// WithInterp sets the parameter interp.
+// Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported).
+func WithInterp(v int) Option {
+	return param("interp", v)
+}
+
+// WithIsAscend sets the parameter is_ascend.
+// Sort in ascending or descending order.
+func WithIsAscend(v bool) Option {
+	return param("is_ascend", v)
+}
+
 // WithIsInt sets the parameter is_int.
 // Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
 func WithIsInt(v bool) Option {
@@ -8786,6 +11871,12 @@ func WithIsInt(v bool) Option {
 // Compute the logarithm of the density instead of the density.
 func WithIsLog(v bool) Option {
 	return param("is_log", v)
+}
+
+// WithIsMultiply sets the parameter is_multiply.
+// Sum products (true) or absolute differences (false).
+func WithIsMultiply(v bool) Option {
+	return param("is_multiply", v)
 }
 
 // WithK sets the parameter k.
@@ -8800,6 +11891,12 @@ func WithKeepHighest(v bool) Option {
 	return param("keep_highest", v)
 }
 
+// WithKeepRatio sets the parameter keep_ratio.
+// With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.
+func WithKeepRatio(v bool) Option {
+	return param("keep_ratio", v)
+}
+
 // WithKeepdims sets the parameter keepdims.
 // Keep the searched axis as an axis of size 1.
 func WithKeepdims(v bool) Option {
@@ -8810,6 +11907,12 @@ func WithKeepdims(v bool) Option {
 // Pooling kernel size: (w,), (h, w) or (d, h, w).
 func WithKernel(v []int) Option {
 	return param("kernel", v)
+}
+
+// WithKernelSize sets the parameter kernel_size.
+// Patch size (odd).
+func WithKernelSize(v int) Option {
+	return param("kernel_size", v)
 }
 
 // WithKnorm sets the parameter knorm.
@@ -8872,6 +11975,12 @@ func WithLow(v float64) Option {
 	return param("low", v)
 }
 
+// WithLower sets the parameter lower.
+// Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+func WithLower(v bool) Option {
+	return param("lower", v)
+}
+
 // WithLowerBound sets the parameter lower_bound.
 // Lower bound of rrelu's slope.
 func WithLowerBound(v float64) Option {
@@ -8902,6 +12011,36 @@ func WithM(v int) Option {
 	return param("M", v)
 }
 
+// WithMargin sets the parameter margin.
+// Scores inside this margin are penalised.
+func WithMargin(v float64) Option {
+	return param("margin", v)
+}
+
+// WithMaxCalibRange sets the parameter max_calib_range.
+// Calibrated maximum of the output, for quantisation (unused here).
+func WithMaxCalibRange(v float64) Option {
+	return param("max_calib_range", v)
+}
+
+// WithMaxDisplacement sets the parameter max_displacement.
+// Largest displacement compared.
+func WithMaxDisplacement(v int) Option {
+	return param("max_displacement", v)
+}
+
+// WithMean sets the parameter mean.
+// Mean of each channel (one value for all, or at least one per channel; the first C are used).
+func WithMean(v []float64) Option {
+	return param("mean", v)
+}
+
+// WithMinCalibRange sets the parameter min_calib_range.
+// Calibrated minimum of the output, for quantisation (unused here).
+func WithMinCalibRange(v float64) Option {
+	return param("min_calib_range", v)
+}
+
 // WithMode sets the parameter mode.
 // 'training': drop only in training mode; 'always': drop in prediction mode too.
 func WithMode(v string) Option {
@@ -8930,6 +12069,12 @@ func WithMultiInputMode(v string) Option {
 // Softmax over axis 1 of (N, C, ...) data, with labels (N, ...).
 func WithMultiOutput(v bool) Option {
 	return param("multi_output", v)
+}
+
+// WithNdev sets the parameter ndev.
+// The number of devices whose statistics are synchronised.
+func WithNdev(v int) Option {
+	return param("ndev", v)
 }
 
 // WithNoBias sets the parameter no_bias.
@@ -8980,6 +12125,12 @@ func WithOffValue(v float64) Option {
 	return param("off_value", v)
 }
 
+// WithOffset sets the parameter offset (its type depends on the operator).
+// Crop offset (y, x).
+func WithOffset[T []int | int](v T) Option {
+	return param("offset", v)
+}
+
 // WithOnValue sets the parameter on_value.
 // The value at the index.
 func WithOnValue(v float64) Option {
@@ -9010,6 +12161,12 @@ func WithOutputMeanVar(v bool) Option {
 	return param("output_mean_var", v)
 }
 
+// WithOutputSize sets the parameter output_size.
+// Output (height, width), or one size for both; (1, 1) when empty.
+func WithOutputSize(v []int) Option {
+	return param("output_size", v)
+}
+
 // WithP sets the parameter p.
 // Fraction of the input that is dropped.
 func WithP(v float64) Option {
@@ -9026,6 +12183,18 @@ func WithPValue(v int) Option {
 // Zero padding on both sides; 0 when empty.
 func WithPad(v []int) Option {
 	return param("pad", v)
+}
+
+// WithPadSize sets the parameter pad_size.
+// Zero padding on every side of both inputs.
+func WithPadSize(v int) Option {
+	return param("pad_size", v)
+}
+
+// WithPenalty sets the parameter penalty.
+// Weight of the sparseness penalty.
+func WithPenalty(v float64) Option {
+	return param("penalty", v)
 }
 
 // WithPoolType sets the parameter pool_type.
@@ -9052,6 +12221,18 @@ func WithProjectionSize(v int) Option {
 	return param("projection_size", v)
 }
 
+// WithRange sets the parameter range.
+// The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given.
+func WithRange(v []float64) Option {
+	return param("range", v)
+}
+
+// WithRegularizationCoefficient sets the parameter regularization_coefficient.
+// Weight of the loss (the trade-off between coefficient size and error).
+func WithRegularizationCoefficient(v float64) Option {
+	return param("regularization_coefficient", v)
+}
+
 // WithRepeat sets the parameter repeat.
 // How many times each value is repeated.
 func WithRepeat(v int) Option {
@@ -9062,6 +12243,12 @@ func WithRepeat(v int) Option {
 // Multiplies the gradient first.
 func WithRescaleGrad(v float64) Option {
 	return param("rescale_grad", v)
+}
+
+// WithRetTyp sets the parameter ret_typ.
+// What to return: the values, their indices, a mask of their positions, or values and indices.
+func WithRetTyp(v string) Option {
+	return param("ret_typ", v)
 }
 
 // WithReverse sets the parameter reverse.
@@ -9094,6 +12281,18 @@ func WithRhsEnd(v int) Option {
 	return param("rhs_end", v)
 }
 
+// WithRightside sets the parameter rightside.
+// Multiply triangular matrix from the right to non-triangular one.
+func WithRightside(v bool) Option {
+	return param("rightside", v)
+}
+
+// WithRtol sets the parameter rtol.
+// Relative tolerance.
+func WithRtol(v float64) Option {
+	return param("rtol", v)
+}
+
 // WithScalar sets the parameter scalar.
 // The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
 func WithScalar(v float64) Option {
@@ -9106,6 +12305,24 @@ func WithScale(v float64) Option {
 	return param("scale", v)
 }
 
+// WithScaleHeight sets the parameter scale_height.
+// Scale of the height (modes 'size' and 'odd_scale').
+func WithScaleHeight(v float64) Option {
+	return param("scale_height", v)
+}
+
+// WithScaleWidth sets the parameter scale_width.
+// Scale of the width (modes 'size' and 'odd_scale').
+func WithScaleWidth(v float64) Option {
+	return param("scale_width", v)
+}
+
+// WithSections sets the parameter sections.
+// Number of near-equal pieces; 0 splits at indices.
+func WithSections(v int) Option {
+	return param("sections", v)
+}
+
 // WithShape sets the parameter shape.
 // The shape of the output.
 func WithShape(v []int) Option {
@@ -9113,7 +12330,7 @@ func WithShape(v []int) Option {
 }
 
 // WithSize sets the parameter size.
-// The target size of each axis.
+// Size of the new image: (width, height) or (size).
 func WithSize(v []int) Option {
 	return param("size", v)
 }
@@ -9136,16 +12353,34 @@ func WithSparseGrad(v bool) Option {
 	return param("sparse_grad", v)
 }
 
+// WithSparsenessTarget sets the parameter sparseness_target.
+// The target mean activation rho.
+func WithSparsenessTarget(v float64) Option {
+	return param("sparseness_target", v)
+}
+
 // WithSqueezeAxis sets the parameter squeeze_axis.
-// Remove the split axis from the pieces (its size must equal num_outputs).
+// Remove the split axis from the pieces (every piece must then have size 1 along it).
 func WithSqueezeAxis(v bool) Option {
 	return param("squeeze_axis", v)
+}
+
+// WithStart sets the parameter start.
+// Start of the interval (included).
+func WithStart(v float64) Option {
+	return param("start", v)
 }
 
 // WithStateOutputs sets the parameter state_outputs.
 // Whether the final states are outputs too.
 func WithStateOutputs(v bool) Option {
 	return param("state_outputs", v)
+}
+
+// WithStd sets the parameter std.
+// Standard deviation of each channel (one value for all, or at least one per channel).
+func WithStd(v []float64) Option {
+	return param("std", v)
 }
 
 // WithStep sets the parameter step (its type depends on the operator).
@@ -9166,6 +12401,18 @@ func WithStride(v []int) Option {
 	return param("stride", v)
 }
 
+// WithStride1 sets the parameter stride1.
+// Stride of the patches of data1.
+func WithStride1(v int) Option {
+	return param("stride1", v)
+}
+
+// WithStride2 sets the parameter stride2.
+// Stride of the displacements around each patch.
+func WithStride2(v int) Option {
+	return param("stride2", v)
+}
+
 // WithTargetShape sets the parameter target_shape.
 // Output spatial shape; when given, pad and adj are derived from it.
 func WithTargetShape(v []int) Option {
@@ -9178,14 +12425,20 @@ func WithTemperature(v float64) Option {
 	return param("temperature", v)
 }
 
+// WithTranspose sets the parameter transpose.
+// Use transpose of input matrix.
+func WithTranspose(v bool) Option {
+	return param("transpose", v)
+}
+
 // WithTransposeA sets the parameter transpose_a.
-// Use the transpose of the first input.
+// Multiply with transposed of first input (A).
 func WithTransposeA(v bool) Option {
 	return param("transpose_a", v)
 }
 
 // WithTransposeB sets the parameter transpose_b.
-// Use the transpose of the second input.
+// Multiply with transposed of second input (B).
 func WithTransposeB(v bool) Option {
 	return param("transpose_b", v)
 }
@@ -9212,6 +12465,12 @@ func WithUseIgnore(v bool) Option {
 // Mask each row beyond `length`.
 func WithUseLength(v bool) Option {
 	return param("use_length", v)
+}
+
+// WithUseLinear sets the parameter use_linear.
+// Use the L1-SVM loss instead of L2-SVM.
+func WithUseLinear(v bool) Option {
+	return param("use_linear", v)
 }
 
 // WithUseSequenceLength sets the parameter use_sequence_length.
@@ -9242,6 +12501,12 @@ func WithWd(v float64) Option {
 // Decoupled weight decay applied to the weight directly.
 func WithWdLh(v float64) Option {
 	return param("wd_lh", v)
+}
+
+// WithWidth sets the parameter width.
+// Output width (mode 'size' without scale_width).
+func WithWidth(v int) Option {
+	return param("width", v)
 }
 
 // WithWorkspace sets the parameter workspace.

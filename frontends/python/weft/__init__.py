@@ -47,13 +47,15 @@ from . import kvstore as kv
 from . import io
 from . import visualization
 from . import visualization as viz
+from . import onnx
+from . import contrib
 
 __all__ = ["WeftError", "MXNetError", "__version__", "base", "Context", "cpu", "gpu", "cpu_pinned",
            "cpu_shared", "current_context", "num_gpus", "util", "runtime", "is_np_shape", "set_np_shape",
            "np_shape", "use_np_shape", "is_np_array", "np_array", "use_np_array", "use_np", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "monitor", "mon", "test_utils", "waitall",
            "model", "module", "mod",
            "initializer", "init", "metric", "callback", "recordio", "image",
-           "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io", "visualization", "viz"]
+           "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io", "visualization", "viz", "onnx", "contrib"]
 
 
 # MXNet's test_utils hands the package to `from mxnet.test_utils import *` as `mx`.

@@ -29,10 +29,10 @@ def _params_dict(arg_params, aux_params):
 def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_cast=True):
     """Writes `prefix-symbol.json` (when symbol is not None) and `prefix-%04d.params` % epoch.
 
-    remove_amp_cast is MXNet's switch for dropping mixed-precision cast nodes from the saved
-    graph; Weft's graphs never hold such nodes, so there is nothing for it to remove."""
+    remove_amp_cast drops the mixed-precision cast nodes (amp_cast, amp_multicast) from the
+    saved graph, as MXNet's does."""
     if symbol is not None:
-        symbol.save("%s-symbol.json" % prefix)
+        (symbol.remove_amp_cast() if remove_amp_cast else symbol).save("%s-symbol.json" % prefix)
     nd.save("%s-%04d.params" % (prefix, epoch), _params_dict(arg_params, aux_params))
 
 

@@ -57,6 +57,33 @@ BatchNorm(args::NDArray...; kwargs...) = _invoke_op(_op_BatchNorm, args; kwargs.
 BatchNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op_BatchNorm, args; kwargs...)
 BatchNorm(; kwargs...) = _call_op(_op_BatchNorm; kwargs...)
 
+const _op_BatchNorm_v1 = OpDef("BatchNorm_v1", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
+"""
+    BatchNorm_v1(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False)
+
+Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `moving_mean` (NDArray or SymbolicNode): Moving mean (auxiliary state)
+- `moving_var` (NDArray or SymbolicNode): Moving variance (auxiliary state)
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function BatchNorm_v1 end
+BatchNorm_v1(args::NDArray...; kwargs...) = _invoke_op(_op_BatchNorm_v1, args; kwargs...)
+BatchNorm_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_BatchNorm_v1, args; kwargs...)
+BatchNorm_v1(; kwargs...) = _call_op(_op_BatchNorm_v1; kwargs...)
+
 const _op_BlockGrad = OpDef("BlockGrad", ["data"], false, "")
 """
     BlockGrad(data)
@@ -201,6 +228,83 @@ function Convolution end
 Convolution(args::NDArray...; kwargs...) = _invoke_op(_op_Convolution, args; kwargs...)
 Convolution(args::SymbolicNode...; kwargs...) = _compose_op(_op_Convolution, args; kwargs...)
 Convolution(; kwargs...) = _call_op(_op_Convolution; kwargs...)
+
+const _op_Convolution_v1 = OpDef("Convolution_v1", ["data", "weight", "bias"], false, "")
+"""
+    Convolution_v1(data, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None)
+
+Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Convolution's kernels.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `weight` (NDArray or SymbolicNode): Weight matrix
+- `bias` (NDArray or SymbolicNode): Bias parameter
+
+# Parameters
+- `kernel` (Shape(tuple); required): Convolution kernel size: (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Dilation; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+- `num_filter` (int, in [1, 100000]; required): Number of output channels.
+- `num_group` (int, in [1, 100000]; default `1`): Number of groups.
+- `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
+- `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
+- `layout` ({'None', 'NCHW', 'NHWC', 'NCDHW', 'NDHWC'}; default `None`): Data layout; NCHW and NCDHW are supported.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Convolution_v1 end
+Convolution_v1(args::NDArray...; kwargs...) = _invoke_op(_op_Convolution_v1, args; kwargs...)
+Convolution_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_Convolution_v1, args; kwargs...)
+Convolution_v1(; kwargs...) = _call_op(_op_Convolution_v1; kwargs...)
+
+const _op_Correlation = OpDef("Correlation", ["data1", "data2"], false, "")
+"""
+    Correlation(data1, data2; kernel_size=1, max_displacement=1, stride1=1, stride2=1, pad_size=0, is_multiply=True)
+
+Correlation of the patches of data1 with the displaced patches of data2 (FlowNet): one output channel per displacement, the mean over a patch and the channels of products or absolute differences.
+
+# Inputs
+- `data1` (NDArray or SymbolicNode): First input (n, c, h, w)
+- `data2` (NDArray or SymbolicNode): Second input, the shape of data1
+
+# Parameters
+- `kernel_size` (int, in [1, 65536]; default `1`): Patch size (odd).
+- `max_displacement` (int, in [0, 65536]; default `1`): Largest displacement compared.
+- `stride1` (int, in [1, 65536]; default `1`): Stride of the patches of data1.
+- `stride2` (int, in [1, 65536]; default `1`): Stride of the displacements around each patch.
+- `pad_size` (int, in [0, 65536]; default `0`): Zero padding on every side of both inputs.
+- `is_multiply` (boolean; default `True`): Sum products (true) or absolute differences (false).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Correlation end
+Correlation(args::NDArray...; kwargs...) = _invoke_op(_op_Correlation, args; kwargs...)
+Correlation(args::SymbolicNode...; kwargs...) = _compose_op(_op_Correlation, args; kwargs...)
+Correlation(; kwargs...) = _call_op(_op_Correlation; kwargs...)
+
+const _op_Crop = OpDef("Crop", String[], true, "num_args")
+"""
+    Crop(args...; offset=(0,0), h_w=(0,0), center_crop=False)
+
+Crops the height and width of NCHW data to h_w (one input) or to the second input's height and width (crop_like), from offset or the centre.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The data to crop, then (with num_args=2) the array whose height and width the crop takes
+
+# Parameters
+- `offset` (Shape(tuple); default `(0,0)`): Crop offset (y, x).
+- `h_w` (Shape(tuple); default `(0,0)`): Crop height and width (h, w), used with one input.
+- `center_crop` (boolean; default `False`): Centre the window instead of starting it at offset.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Crop end
+Crop(args::NDArray...; kwargs...) = _invoke_op(_op_Crop, args; kwargs...)
+Crop(args::SymbolicNode...; kwargs...) = _compose_op(_op_Crop, args; kwargs...)
+Crop(; kwargs...) = _call_op(_op_Crop; kwargs...)
 
 const _op_Deconvolution = OpDef("Deconvolution", ["data", "weight", "bias"], false, "")
 """
@@ -359,6 +463,28 @@ function GroupNorm end
 GroupNorm(args::NDArray...; kwargs...) = _invoke_op(_op_GroupNorm, args; kwargs...)
 GroupNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op_GroupNorm, args; kwargs...)
 GroupNorm(; kwargs...) = _call_op(_op_GroupNorm; kwargs...)
+
+const _op_IdentityAttachKLSparseReg = OpDef("IdentityAttachKLSparseReg", ["data", "moving_avg"], false, "")
+"""
+    IdentityAttachKLSparseReg(data, moving_avg; sparseness_target=0.1, penalty=0.001, momentum=0.9)
+
+Identity whose gradient adds a KL sparseness penalty pulling each unit's moving average activation towards sparseness_target; data (batch, units) of sigmoid activations.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (batch, units)
+- `moving_avg` (NDArray or SymbolicNode): Moving average activation per unit (auxiliary state)
+
+# Parameters
+- `sparseness_target` (double, in [0, 1]; default `0.1`): The target mean activation rho.
+- `penalty` (double; default `0.001`): Weight of the sparseness penalty.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving average activation.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function IdentityAttachKLSparseReg end
+IdentityAttachKLSparseReg(args::NDArray...; kwargs...) = _invoke_op(_op_IdentityAttachKLSparseReg, args; kwargs...)
+IdentityAttachKLSparseReg(args::SymbolicNode...; kwargs...) = _compose_op(_op_IdentityAttachKLSparseReg, args; kwargs...)
+IdentityAttachKLSparseReg(; kwargs...) = _call_op(_op_IdentityAttachKLSparseReg; kwargs...)
 
 const _op_InstanceNorm = OpDef("InstanceNorm", ["data", "gamma", "beta"], false, "")
 """
@@ -645,6 +771,30 @@ Pooling(args::NDArray...; kwargs...) = _invoke_op(_op_Pooling, args; kwargs...)
 Pooling(args::SymbolicNode...; kwargs...) = _compose_op(_op_Pooling, args; kwargs...)
 Pooling(; kwargs...) = _call_op(_op_Pooling; kwargs...)
 
+const _op_Pooling_v1 = OpDef("Pooling_v1", ["data"], false, "")
+"""
+    Pooling_v1(data; kernel=(), pool_type=max, global_pool=False, pooling_convention=valid, stride=(), pad=())
+
+Max, average or sum pooling with MXNet's first parameter set; runs Pooling's kernels.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+
+# Parameters
+- `kernel` (Shape(tuple); default `()`): Pooling kernel size: (y, x) or (d, y, x).
+- `pool_type` ({'max', 'avg', 'sum'}; default `max`): Pooling type.
+- `global_pool` (boolean; default `False`): Pool over the whole spatial extent, ignoring kernel, stride and pad.
+- `pooling_convention` ({'full', 'valid'}; default `valid`): How the output size is rounded: valid (floor) or full (ceil).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Pooling_v1 end
+Pooling_v1(args::NDArray...; kwargs...) = _invoke_op(_op_Pooling_v1, args; kwargs...)
+Pooling_v1(args::SymbolicNode...; kwargs...) = _compose_op(_op_Pooling_v1, args; kwargs...)
+Pooling_v1(; kwargs...) = _call_op(_op_Pooling_v1; kwargs...)
+
 const _op_RNN = OpDef("RNN", ["data", "parameters", "state", "state_cell", "sequence_length"], false, "")
 """
     RNN(data, parameters, state, state_cell, sequence_length; state_size, num_layers, bidirectional=False, mode, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False)
@@ -677,6 +827,28 @@ function RNN end
 RNN(args::NDArray...; kwargs...) = _invoke_op(_op_RNN, args; kwargs...)
 RNN(args::SymbolicNode...; kwargs...) = _compose_op(_op_RNN, args; kwargs...)
 RNN(; kwargs...) = _call_op(_op_RNN; kwargs...)
+
+const _op_SVMOutput = OpDef("SVMOutput", ["data", "label"], false, "")
+"""
+    SVMOutput(data, label; margin=1, regularization_coefficient=1, use_linear=False)
+
+Identity on the scores whose gradient is that of the (L2 or L1) SVM hinge loss with label; the head gradient is ignored.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input scores, classes on the last axis
+- `label` (NDArray or SymbolicNode): Class labels, one per row (data.shape[:-1])
+
+# Parameters
+- `margin` (double; default `1`): Scores inside this margin are penalised.
+- `regularization_coefficient` (double; default `1`): Weight of the loss (the trade-off between coefficient size and error).
+- `use_linear` (boolean; default `False`): Use the L1-SVM loss instead of L2-SVM.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function SVMOutput end
+SVMOutput(args::NDArray...; kwargs...) = _invoke_op(_op_SVMOutput, args; kwargs...)
+SVMOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_SVMOutput, args; kwargs...)
+SVMOutput(; kwargs...) = _call_op(_op_SVMOutput; kwargs...)
 
 const _op_SequenceLast = OpDef("SequenceLast", ["data", "sequence_length"], false, "")
 """
@@ -787,6 +959,35 @@ function SoftmaxOutput end
 SoftmaxOutput(args::NDArray...; kwargs...) = _invoke_op(_op_SoftmaxOutput, args; kwargs...)
 SoftmaxOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_SoftmaxOutput, args; kwargs...)
 SoftmaxOutput(; kwargs...) = _call_op(_op_SoftmaxOutput; kwargs...)
+
+const _op_Softmax = OpDef("Softmax", ["data", "label"], false, "")
+"""
+    Softmax(data, label; grad_scale=1, ignore_label=-1, multi_output=False, use_ignore=False, preserve_shape=False, normalization=null, out_grad=False, smooth_alpha=0)
+
+Softmax with a cross-entropy gradient: d data = (softmax - one_hot(label)) * grad_scale / norm; the head gradient is ignored unless out_grad.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input scores
+- `label` (NDArray or SymbolicNode): Class labels
+
+# Parameters
+- `grad_scale` (double; default `1`): Scales the gradient.
+- `ignore_label` (double; default `-1`): The label whose positions get no gradient (with use_ignore).
+- `multi_output` (boolean; default `False`): Softmax over axis 1 of (N, C, ...) data, with labels (N, ...).
+- `use_ignore` (boolean; default `False`): Honour ignore_label.
+- `preserve_shape` (boolean; default `False`): Softmax over the last axis, with labels of the data's shape without it.
+- `normalization` ({'null', 'batch', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of labels not ignored.
+- `out_grad` (boolean; default `False`): Multiply by the head gradient.
+- `smooth_alpha` (double, in [0, 1]; default `0`): Label smoothing: the target is 1 - alpha at the label and alpha / (C - 1) elsewhere.
+
+Alias of `SoftmaxOutput`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Softmax end
+Softmax(args::NDArray...; kwargs...) = _invoke_op(_op_Softmax, args; kwargs...)
+Softmax(args::SymbolicNode...; kwargs...) = _compose_op(_op_Softmax, args; kwargs...)
+Softmax(; kwargs...) = _call_op(_op_Softmax; kwargs...)
 
 const _op_SwapAxis = OpDef("SwapAxis", ["data"], false, "")
 """
@@ -935,6 +1136,252 @@ _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
 
+const _op__contrib_AdaptiveAvgPooling2D = OpDef("_contrib_AdaptiveAvgPooling2D", ["data"], false, "")
+"""
+    _contrib_AdaptiveAvgPooling2D(data; output_size=())
+
+Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+
+# Parameters
+- `output_size` (Shape(tuple); default `()`): Output (height, width), or one size for both; (1, 1) when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_AdaptiveAvgPooling2D end
+_contrib_AdaptiveAvgPooling2D(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_AdaptiveAvgPooling2D, args; kwargs...)
+_contrib_AdaptiveAvgPooling2D(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_AdaptiveAvgPooling2D, args; kwargs...)
+_contrib_AdaptiveAvgPooling2D(; kwargs...) = _call_op(_op__contrib_AdaptiveAvgPooling2D; kwargs...)
+
+const _op__contrib_BatchNormWithReLU = OpDef("_contrib_BatchNormWithReLU", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
+"""
+    _contrib_BatchNormWithReLU(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
+
+relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `moving_mean` (NDArray or SymbolicNode): Moving mean (auxiliary state)
+- `moving_var` (NDArray or SymbolicNode): Moving variance (auxiliary state)
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `axis` (int; default `1`): The channel axis.
+- `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): Calibrated minimum of the output, for quantisation (unused here).
+- `max_calib_range` (double or None; default `None`): Calibrated maximum of the output, for quantisation (unused here).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_BatchNormWithReLU end
+_contrib_BatchNormWithReLU(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_BatchNormWithReLU, args; kwargs...)
+_contrib_BatchNormWithReLU(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BatchNormWithReLU, args; kwargs...)
+_contrib_BatchNormWithReLU(; kwargs...) = _call_op(_op__contrib_BatchNormWithReLU; kwargs...)
+
+const _op__contrib_BilinearResize2D = OpDef("_contrib_BilinearResize2D", ["data", "like"], false, "")
+"""
+    _contrib_BilinearResize2D(data, like; height=1, width=1, scale_height=None, scale_width=None, mode=size, align_corners=True)
+
+Bilinear resizing of the height and width of NCHW data; the output size comes from mode (size, odd_scale, like, to_even_down, to_even_up, to_odd_down, to_odd_up).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+- `like` (NDArray or SymbolicNode): With mode 'like': the array whose height and width to take
+
+# Parameters
+- `height` (int, in [1, 1073741824]; default `1`): Output height (mode 'size' without scale_height).
+- `width` (int, in [1, 1073741824]; default `1`): Output width (mode 'size' without scale_width).
+- `scale_height` (double or None; default `None`): Scale of the height (modes 'size' and 'odd_scale').
+- `scale_width` (double or None; default `None`): Scale of the width (modes 'size' and 'odd_scale').
+- `mode` ({'size', 'odd_scale', 'like', 'to_even_down', 'to_even_up', 'to_odd_down', 'to_odd_up'}; default `size`): How the output size is chosen (see the operator's description).
+- `align_corners` (boolean; default `True`): Line up the corner cells of input and output instead of scaling cell areas.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_BilinearResize2D end
+_contrib_BilinearResize2D(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_BilinearResize2D, args; kwargs...)
+_contrib_BilinearResize2D(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BilinearResize2D, args; kwargs...)
+_contrib_BilinearResize2D(; kwargs...) = _call_op(_op__contrib_BilinearResize2D; kwargs...)
+
+const _op__contrib_SyncBatchNorm = OpDef("_contrib_SyncBatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
+"""
+    _contrib_SyncBatchNorm(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key)
+
+Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one device it is BatchNorm over every axis but 1.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `moving_mean` (NDArray or SymbolicNode): Moving mean (auxiliary state)
+- `moving_var` (NDArray or SymbolicNode): Moving variance (auxiliary state)
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `ndev` (int, in [1, 1024]; default `1`): The number of devices whose statistics are synchronised.
+- `key` (string; required): The key that the devices of one layer share for synchronisation.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_SyncBatchNorm end
+_contrib_SyncBatchNorm(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_SyncBatchNorm, args; kwargs...)
+_contrib_SyncBatchNorm(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_SyncBatchNorm, args; kwargs...)
+_contrib_SyncBatchNorm(; kwargs...) = _call_op(_op__contrib_SyncBatchNorm; kwargs...)
+
+const _op__contrib_allclose = OpDef("_contrib_allclose", ["a", "b"], false, "")
+"""
+    _contrib_allclose(a, b; rtol=1e-05, atol=1e-08, equal_nan=True)
+
+1 when every |a - b| <= atol + rtol * |b| (NaNs matching NaNs when equal_nan), else 0; a uint8 scalar.
+
+# Inputs
+- `a` (NDArray or SymbolicNode): Input array a
+- `b` (NDArray or SymbolicNode): Input array b
+
+# Parameters
+- `rtol` (double; default `1e-05`): Relative tolerance.
+- `atol` (double; default `1e-08`): Absolute tolerance.
+- `equal_nan` (boolean; default `True`): Whether to compare NaN's as equal. If True, NaN's in A will be considered equal to NaN's in B in the output array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_allclose end
+_contrib_allclose(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_allclose, args; kwargs...)
+_contrib_allclose(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_allclose, args; kwargs...)
+_contrib_allclose(; kwargs...) = _call_op(_op__contrib_allclose; kwargs...)
+
+const _op__contrib_arange_like = OpDef("_contrib_arange_like", ["data"], false, "")
+"""
+    _contrib_arange_like(data; start=0, step=1, repeat=1, ctx=\"\", axis=None)
+
+Evenly spaced values (start, start + step, ..., each repeated `repeat` times) filling the input's shape, or as many as the input's `axis` is long; in the input's dtype.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `start` (double; default `0`): Start of the interval (included).
+- `step` (double; default `1`): Spacing between values.
+- `repeat` (int, in [1, inf]; default `1`): How many times each value is repeated.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `axis` (int or None; default `None`): Make a 1-D range as long as this axis of the input; None fills the input's whole shape.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_arange_like end
+_contrib_arange_like(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_arange_like, args; kwargs...)
+_contrib_arange_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_arange_like, args; kwargs...)
+_contrib_arange_like(; kwargs...) = _call_op(_op__contrib_arange_like; kwargs...)
+
+const _op__contrib_backward_gradientmultiplier = OpDef("_contrib_backward_gradientmultiplier", ["data"], false, "")
+"""
+    _contrib_backward_gradientmultiplier(data; scalar=1, is_int=True)
+
+Gradient of gradientmultiplier: the output gradient times scalar.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Gradient of the output
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_gradientmultiplier end
+_contrib_backward_gradientmultiplier(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
+_contrib_backward_gradientmultiplier(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
+_contrib_backward_gradientmultiplier(; kwargs...) = _call_op(_op__contrib_backward_gradientmultiplier; kwargs...)
+
+const _op__contrib_backward_index_copy = OpDef("_contrib_backward_index_copy", ["ograd", "old_tensor", "index_vector", "new_tensor"], false, "")
+"""
+    _contrib_backward_index_copy(ograd, old_tensor, index_vector, new_tensor)
+
+Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
+
+# Inputs
+- `ograd` (NDArray or SymbolicNode): Gradient of the output
+- `old_tensor` (NDArray or SymbolicNode): The forward old_tensor
+- `index_vector` (NDArray or SymbolicNode): The forward index_vector
+- `new_tensor` (NDArray or SymbolicNode): The forward new_tensor
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_index_copy end
+_contrib_backward_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_index_copy, args; kwargs...)
+_contrib_backward_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_index_copy, args; kwargs...)
+_contrib_backward_index_copy(; kwargs...) = _call_op(_op__contrib_backward_index_copy; kwargs...)
+
+const _op__contrib_backward_quadratic = OpDef("_contrib_backward_quadratic", ["ograd", "data"], false, "")
+"""
+    _contrib_backward_quadratic(ograd, data; a=0, b=0, c=0)
+
+Gradient of quadratic: ograd times 2 a x + b.
+
+# Inputs
+- `ograd` (NDArray or SymbolicNode): Gradient of the output
+- `data` (NDArray or SymbolicNode): The forward input
+
+# Parameters
+- `a` (double; default `0`): Coefficient of the quadratic term in the quadratic function.
+- `b` (double; default `0`): Coefficient of the linear term in the quadratic function.
+- `c` (double; default `0`): Constant term in the quadratic function.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_quadratic end
+_contrib_backward_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_quadratic, args; kwargs...)
+_contrib_backward_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_quadratic, args; kwargs...)
+_contrib_backward_quadratic(; kwargs...) = _call_op(_op__contrib_backward_quadratic; kwargs...)
+
+const _op__contrib_div_sqrt_dim = OpDef("_contrib_div_sqrt_dim", ["data"], false, "")
+"""
+    _contrib_div_sqrt_dim(data)
+
+The input divided by the square root of its last axis' length (attention score scaling).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_div_sqrt_dim end
+_contrib_div_sqrt_dim(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_div_sqrt_dim, args; kwargs...)
+_contrib_div_sqrt_dim(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_div_sqrt_dim, args; kwargs...)
+_contrib_div_sqrt_dim(; kwargs...) = _call_op(_op__contrib_div_sqrt_dim; kwargs...)
+
+const _op__contrib_gradientmultiplier = OpDef("_contrib_gradientmultiplier", ["data"], false, "")
+"""
+    _contrib_gradientmultiplier(data; scalar=1, is_int=True)
+
+The identity, whose gradient is the output gradient times scalar (a negative scalar reverses gradients, as in domain-adversarial training).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_gradientmultiplier end
+_contrib_gradientmultiplier(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_gradientmultiplier, args; kwargs...)
+_contrib_gradientmultiplier(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_gradientmultiplier, args; kwargs...)
+_contrib_gradientmultiplier(; kwargs...) = _call_op(_op__contrib_gradientmultiplier; kwargs...)
+
 const _op__contrib_group_adagrad_update = OpDef("_contrib_group_adagrad_update", ["weight", "grad", "history"], false, "")
 """
     _contrib_group_adagrad_update(weight, grad, history; lr, rescale_grad=1, clip_gradient=-1, epsilon=1e-05)
@@ -958,6 +1405,96 @@ function _contrib_group_adagrad_update end
 _contrib_group_adagrad_update(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_group_adagrad_update, args; kwargs...)
 _contrib_group_adagrad_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_group_adagrad_update, args; kwargs...)
 _contrib_group_adagrad_update(; kwargs...) = _call_op(_op__contrib_group_adagrad_update; kwargs...)
+
+const _op__contrib_index_array = OpDef("_contrib_index_array", ["data"], false, "")
+"""
+    _contrib_index_array(data; axes=None)
+
+For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+
+# Parameters
+- `axes` (Shape or None; default `None`): The axes to include in the index array. Supports negative values.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_index_array end
+_contrib_index_array(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_index_array, args; kwargs...)
+_contrib_index_array(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_index_array, args; kwargs...)
+_contrib_index_array(; kwargs...) = _call_op(_op__contrib_index_array; kwargs...)
+
+const _op__contrib_index_copy = OpDef("_contrib_index_copy", ["old_tensor", "index_vector", "new_tensor"], false, "")
+"""
+    _contrib_index_copy(old_tensor, index_vector, new_tensor)
+
+old_tensor with row i of new_tensor written at row index_vector[i].
+
+# Inputs
+- `old_tensor` (NDArray or SymbolicNode): Old tensor
+- `index_vector` (NDArray or SymbolicNode): Index vector
+- `new_tensor` (NDArray or SymbolicNode): New tensor to be copied
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_index_copy end
+_contrib_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_index_copy, args; kwargs...)
+_contrib_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_index_copy, args; kwargs...)
+_contrib_index_copy(; kwargs...) = _call_op(_op__contrib_index_copy; kwargs...)
+
+const _op__contrib_quadratic = OpDef("_contrib_quadratic", ["data"], false, "")
+"""
+    _contrib_quadratic(data; a=0, b=0, c=0)
+
+a * x^2 + b * x + c of each element.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `a` (double; default `0`): Coefficient of the quadratic term in the quadratic function.
+- `b` (double; default `0`): Coefficient of the linear term in the quadratic function.
+- `c` (double; default `0`): Constant term in the quadratic function.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quadratic end
+_contrib_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quadratic, args; kwargs...)
+_contrib_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quadratic, args; kwargs...)
+_contrib_quadratic(; kwargs...) = _call_op(_op__contrib_quadratic; kwargs...)
+
+const _op__contrib_round_ste = OpDef("_contrib_round_ste", ["data"], false, "")
+"""
+    _contrib_round_ste(data)
+
+Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_round_ste end
+_contrib_round_ste(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_round_ste, args; kwargs...)
+_contrib_round_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_round_ste, args; kwargs...)
+_contrib_round_ste(; kwargs...) = _call_op(_op__contrib_round_ste; kwargs...)
+
+const _op__contrib_sign_ste = OpDef("_contrib_sign_ste", ["data"], false, "")
+"""
+    _contrib_sign_ste(data)
+
+The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_sign_ste end
+_contrib_sign_ste(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_sign_ste, args; kwargs...)
+_contrib_sign_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_sign_ste, args; kwargs...)
+_contrib_sign_ste(; kwargs...) = _call_op(_op__contrib_sign_ste; kwargs...)
 
 const _op__copy = OpDef("_copy", ["data"], false, "")
 """
@@ -1134,6 +1671,23 @@ _full(args::NDArray...; kwargs...) = _invoke_op(_op__full, args; kwargs...)
 _full(args::SymbolicNode...; kwargs...) = _compose_op(_op__full, args; kwargs...)
 _full(; kwargs...) = _call_op(_op__full; kwargs...)
 
+const _op__grad_add = OpDef("_grad_add", ["lhs", "rhs"], false, "")
+"""
+    _grad_add(lhs, rhs)
+
+lhs + rhs elementwise, for gradient accumulation.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _grad_add end
+_grad_add(args::NDArray...; kwargs...) = _invoke_op(_op__grad_add, args; kwargs...)
+_grad_add(args::SymbolicNode...; kwargs...) = _compose_op(_op__grad_add, args; kwargs...)
+_grad_add(; kwargs...) = _call_op(_op__grad_add; kwargs...)
+
 const _op__greater = OpDef("_greater", ["lhs", "rhs"], false, "")
 """
     _greater(lhs, rhs)
@@ -1290,6 +1844,27 @@ _GreaterScalar(args::NDArray...; kwargs...) = _invoke_op(_op__GreaterScalar, arg
 _GreaterScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__GreaterScalar, args; kwargs...)
 _GreaterScalar(; kwargs...) = _call_op(_op__GreaterScalar; kwargs...)
 
+const _op__histogram = OpDef("_histogram", ["data", "bins"], false, "")
+"""
+    _histogram(data, bins; bin_cnt=None, range=())
+
+Counts of data's elements per bin (int64) and the bin edges: bin_cnt equal bins over range, or the edges given as bins; every bin but the last excludes its right edge, as in numpy.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+- `bins` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `bin_cnt` (int or None; default `None`): Number of bins for uniform case
+- `range` (tuple of float; default `()`): The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _histogram end
+_histogram(args::NDArray...; kwargs...) = _invoke_op(_op__histogram, args; kwargs...)
+_histogram(args::SymbolicNode...; kwargs...) = _compose_op(_op__histogram, args; kwargs...)
+_histogram(; kwargs...) = _call_op(_op__histogram; kwargs...)
+
 const _op__hypot = OpDef("_hypot", ["lhs", "rhs"], false, "")
 """
     _hypot(lhs, rhs)
@@ -1367,6 +1942,306 @@ function _HypotScalar end
 _HypotScalar(args::NDArray...; kwargs...) = _invoke_op(_op__HypotScalar, args; kwargs...)
 _HypotScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__HypotScalar, args; kwargs...)
 _HypotScalar(; kwargs...) = _call_op(_op__HypotScalar; kwargs...)
+
+const _op__identity_with_attr_like_rhs = OpDef("_identity_with_attr_like_rhs", ["lhs", "rhs"], false, "")
+"""
+    _identity_with_attr_like_rhs(lhs, rhs)
+
+lhs unchanged; rhs lends only its attributes (its storage type in MXNet).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): First input.
+- `rhs` (NDArray or SymbolicNode): Second input.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _identity_with_attr_like_rhs end
+_identity_with_attr_like_rhs(args::NDArray...; kwargs...) = _invoke_op(_op__identity_with_attr_like_rhs, args; kwargs...)
+_identity_with_attr_like_rhs(args::SymbolicNode...; kwargs...) = _compose_op(_op__identity_with_attr_like_rhs, args; kwargs...)
+_identity_with_attr_like_rhs(; kwargs...) = _call_op(_op__identity_with_attr_like_rhs; kwargs...)
+
+const _op__image_adjust_lighting = OpDef("_image_adjust_lighting", ["data"], false, "")
+"""
+    _image_adjust_lighting(data; alpha)
+
+Adjusts the lighting level of the image (AlexNet's PCA lighting).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `alpha` (tuple of float; required): The lighting alphas for the R, G, B channels.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_adjust_lighting end
+_image_adjust_lighting(args::NDArray...; kwargs...) = _invoke_op(_op__image_adjust_lighting, args; kwargs...)
+_image_adjust_lighting(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_adjust_lighting, args; kwargs...)
+_image_adjust_lighting(; kwargs...) = _call_op(_op__image_adjust_lighting; kwargs...)
+
+const _op__image_crop = OpDef("_image_crop", ["data"], false, "")
+"""
+    _image_crop(data; x, y, width, height)
+
+Crops the window (x, y, width, height) out of an image (H, W, C) or batch (N, H, W, C).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image
+
+# Parameters
+- `x` (int; required): Left boundary of the cropping area.
+- `y` (int; required): Top boundary of the cropping area.
+- `width` (int; required): Width of the cropping area.
+- `height` (int; required): Height of the cropping area.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_crop end
+_image_crop(args::NDArray...; kwargs...) = _invoke_op(_op__image_crop, args; kwargs...)
+_image_crop(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_crop, args; kwargs...)
+_image_crop(; kwargs...) = _call_op(_op__image_crop; kwargs...)
+
+const _op__image_flip_left_right = OpDef("_image_flip_left_right", ["data"], false, "")
+"""
+    _image_flip_left_right(data)
+
+Reverses the columns of an image (H, W, C).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_flip_left_right end
+_image_flip_left_right(args::NDArray...; kwargs...) = _invoke_op(_op__image_flip_left_right, args; kwargs...)
+_image_flip_left_right(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_flip_left_right, args; kwargs...)
+_image_flip_left_right(; kwargs...) = _call_op(_op__image_flip_left_right; kwargs...)
+
+const _op__image_flip_top_bottom = OpDef("_image_flip_top_bottom", ["data"], false, "")
+"""
+    _image_flip_top_bottom(data)
+
+Reverses the rows of an image (H, W, C).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_flip_top_bottom end
+_image_flip_top_bottom(args::NDArray...; kwargs...) = _invoke_op(_op__image_flip_top_bottom, args; kwargs...)
+_image_flip_top_bottom(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_flip_top_bottom, args; kwargs...)
+_image_flip_top_bottom(; kwargs...) = _call_op(_op__image_flip_top_bottom; kwargs...)
+
+const _op__image_normalize = OpDef("_image_normalize", ["data"], false, "")
+"""
+    _image_normalize(data; mean=(0, 0, 0, 0), std=(1, 1, 1, 1))
+
+Normalises a tensor (C, H, W) or (N, C, H, W) channel by channel: (data - mean[c]) / std[c].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input tensor
+
+# Parameters
+- `mean` (tuple of float; default `(0, 0, 0, 0)`): Mean of each channel (one value for all, or at least one per channel; the first C are used).
+- `std` (tuple of float; default `(1, 1, 1, 1)`): Standard deviation of each channel (one value for all, or at least one per channel).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_normalize end
+_image_normalize(args::NDArray...; kwargs...) = _invoke_op(_op__image_normalize, args; kwargs...)
+_image_normalize(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_normalize, args; kwargs...)
+_image_normalize(; kwargs...) = _call_op(_op__image_normalize; kwargs...)
+
+const _op__image_random_brightness = OpDef("_image_random_brightness", ["data"], false, "")
+"""
+    _image_random_brightness(data; min_factor, max_factor)
+
+Scales the image by a factor uniform in [min_factor, max_factor).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_brightness end
+_image_random_brightness(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_brightness, args; kwargs...)
+_image_random_brightness(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_brightness, args; kwargs...)
+_image_random_brightness(; kwargs...) = _call_op(_op__image_random_brightness; kwargs...)
+
+const _op__image_random_color_jitter = OpDef("_image_random_color_jitter", ["data"], false, "")
+"""
+    _image_random_color_jitter(data; brightness, contrast, saturation, hue)
+
+Random brightness, contrast, saturation and hue adjustments in a random order.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `brightness` (double, in [0, inf]; required): How much to jitter brightness.
+- `contrast` (double, in [0, inf]; required): How much to jitter contrast.
+- `saturation` (double, in [0, inf]; required): How much to jitter saturation.
+- `hue` (double, in [0, inf]; required): How much to jitter hue.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_color_jitter end
+_image_random_color_jitter(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_color_jitter, args; kwargs...)
+_image_random_color_jitter(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_color_jitter, args; kwargs...)
+_image_random_color_jitter(; kwargs...) = _call_op(_op__image_random_color_jitter; kwargs...)
+
+const _op__image_random_contrast = OpDef("_image_random_contrast", ["data"], false, "")
+"""
+    _image_random_contrast(data; min_factor, max_factor)
+
+Blends the image with its mean grey level, by a factor uniform in [min_factor, max_factor).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_contrast end
+_image_random_contrast(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_contrast, args; kwargs...)
+_image_random_contrast(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_contrast, args; kwargs...)
+_image_random_contrast(; kwargs...) = _call_op(_op__image_random_contrast; kwargs...)
+
+const _op__image_random_flip_left_right = OpDef("_image_random_flip_left_right", ["data"], false, "")
+"""
+    _image_random_flip_left_right(data)
+
+Reverses the columns of an image (H, W, C) with probability 1/2.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_flip_left_right end
+_image_random_flip_left_right(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_flip_left_right, args; kwargs...)
+_image_random_flip_left_right(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_flip_left_right, args; kwargs...)
+_image_random_flip_left_right(; kwargs...) = _call_op(_op__image_random_flip_left_right; kwargs...)
+
+const _op__image_random_flip_top_bottom = OpDef("_image_random_flip_top_bottom", ["data"], false, "")
+"""
+    _image_random_flip_top_bottom(data)
+
+Reverses the rows of an image (H, W, C) with probability 1/2.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_flip_top_bottom end
+_image_random_flip_top_bottom(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_flip_top_bottom, args; kwargs...)
+_image_random_flip_top_bottom(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_flip_top_bottom, args; kwargs...)
+_image_random_flip_top_bottom(; kwargs...) = _call_op(_op__image_random_flip_top_bottom; kwargs...)
+
+const _op__image_random_hue = OpDef("_image_random_hue", ["data"], false, "")
+"""
+    _image_random_hue(data; min_factor, max_factor)
+
+Turns the hue by a factor uniform in [min_factor, max_factor) of a full turn.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_hue end
+_image_random_hue(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_hue, args; kwargs...)
+_image_random_hue(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_hue, args; kwargs...)
+_image_random_hue(; kwargs...) = _call_op(_op__image_random_hue; kwargs...)
+
+const _op__image_random_lighting = OpDef("_image_random_lighting", ["data"], false, "")
+"""
+    _image_random_lighting(data; alpha_std=0.05)
+
+Adds AlexNet's PCA lighting noise with alphas normal(0, alpha_std).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `alpha_std` (double, in [0, inf]; default `0.05`): Level of the lighting noise.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_lighting end
+_image_random_lighting(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_lighting, args; kwargs...)
+_image_random_lighting(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_lighting, args; kwargs...)
+_image_random_lighting(; kwargs...) = _call_op(_op__image_random_lighting; kwargs...)
+
+const _op__image_random_saturation = OpDef("_image_random_saturation", ["data"], false, "")
+"""
+    _image_random_saturation(data; min_factor, max_factor)
+
+Blends each pixel with its grey level, by a factor uniform in [min_factor, max_factor).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image (H, W, C), C = 1 or 3
+
+# Parameters
+- `min_factor` (double, in [0, inf]; required): Minimum factor.
+- `max_factor` (double, in [0, inf]; required): Maximum factor.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_random_saturation end
+_image_random_saturation(args::NDArray...; kwargs...) = _invoke_op(_op__image_random_saturation, args; kwargs...)
+_image_random_saturation(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_random_saturation, args; kwargs...)
+_image_random_saturation(; kwargs...) = _call_op(_op__image_random_saturation; kwargs...)
+
+const _op__image_resize = OpDef("_image_resize", ["data"], false, "")
+"""
+    _image_resize(data; size=(), keep_ratio=False, interp=1)
+
+Resizes an image (H, W, C) or batch (N, H, W, C) to size (width, height), or one size (optionally keeping the aspect ratio), with nearest (interp=0) or bilinear (interp=1) interpolation.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image
+
+# Parameters
+- `size` (Shape(tuple); default `()`): Size of the new image: (width, height) or (size).
+- `keep_ratio` (boolean; default `False`): With one size: resize the short edge to it and keep the aspect ratio, instead of both edges.
+- `interp` (int; default `1`): Interpolation as OpenCV's: 0 nearest, 1 bilinear (2 bicubic, 3 area and 4 Lanczos are not supported).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_resize end
+_image_resize(args::NDArray...; kwargs...) = _invoke_op(_op__image_resize, args; kwargs...)
+_image_resize(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_resize, args; kwargs...)
+_image_resize(; kwargs...) = _call_op(_op__image_resize; kwargs...)
+
+const _op__image_to_tensor = OpDef("_image_to_tensor", ["data"], false, "")
+"""
+    _image_to_tensor(data)
+
+Converts an image (H, W, C) or batch (N, H, W, C) with values in [0, 255] to a float32 tensor (C, H, W) or (N, C, H, W) with values in [0, 1].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input image
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _image_to_tensor end
+_image_to_tensor(args::NDArray...; kwargs...) = _invoke_op(_op__image_to_tensor, args; kwargs...)
+_image_to_tensor(args::SymbolicNode...; kwargs...) = _compose_op(_op__image_to_tensor, args; kwargs...)
+_image_to_tensor(; kwargs...) = _call_op(_op__image_to_tensor; kwargs...)
 
 const _op__lesser = OpDef("_lesser", ["lhs", "rhs"], false, "")
 """
@@ -1523,6 +2398,728 @@ function _LesserScalar end
 _LesserScalar(args::NDArray...; kwargs...) = _invoke_op(_op__LesserScalar, args; kwargs...)
 _LesserScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__LesserScalar, args; kwargs...)
 _LesserScalar(; kwargs...) = _call_op(_op__LesserScalar; kwargs...)
+
+const _op__linalg_det = OpDef("_linalg_det", ["A"], false, "")
+"""
+    _linalg_det(A)
+
+Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_det end
+_linalg_det(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_det, args; kwargs...)
+_linalg_det(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_det, args; kwargs...)
+_linalg_det(; kwargs...) = _call_op(_op__linalg_det; kwargs...)
+
+const _op__npi_det = OpDef("_npi_det", ["A"], false, "")
+"""
+    _npi_det(A)
+
+Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_det`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _npi_det end
+_npi_det(args::NDArray...; kwargs...) = _invoke_op(_op__npi_det, args; kwargs...)
+_npi_det(args::SymbolicNode...; kwargs...) = _compose_op(_op__npi_det, args; kwargs...)
+_npi_det(; kwargs...) = _call_op(_op__npi_det; kwargs...)
+
+const _op_linalg_det = OpDef("linalg_det", ["A"], false, "")
+"""
+    linalg_det(A)
+
+Computes the determinant of a square matrix (LU factorization with partial pivoting); shape (1,) for one matrix, the batch dimensions for a batch. No gradient flows back through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_det`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_det end
+linalg_det(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_det, args; kwargs...)
+linalg_det(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_det, args; kwargs...)
+linalg_det(; kwargs...) = _call_op(_op_linalg_det; kwargs...)
+
+const _op__linalg_extractdiag = OpDef("_linalg_extractdiag", ["A"], false, "")
+"""
+    _linalg_extractdiag(A; offset=0)
+
+Extracts the diagonal entries of a square matrix (the diagonal `offset` above, or below when negative, the main one). Inputs of dimension n > 2 are batches of matrices on the trailing two dimensions; the result has dimension n - 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_extractdiag end
+_linalg_extractdiag(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_extractdiag, args; kwargs...)
+_linalg_extractdiag(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_extractdiag, args; kwargs...)
+_linalg_extractdiag(; kwargs...) = _call_op(_op__linalg_extractdiag; kwargs...)
+
+const _op_linalg_extractdiag = OpDef("linalg_extractdiag", ["A"], false, "")
+"""
+    linalg_extractdiag(A; offset=0)
+
+Extracts the diagonal entries of a square matrix (the diagonal `offset` above, or below when negative, the main one). Inputs of dimension n > 2 are batches of matrices on the trailing two dimensions; the result has dimension n - 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+
+Alias of `_linalg_extractdiag`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_extractdiag end
+linalg_extractdiag(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_extractdiag, args; kwargs...)
+linalg_extractdiag(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_extractdiag, args; kwargs...)
+linalg_extractdiag(; kwargs...) = _call_op(_op_linalg_extractdiag; kwargs...)
+
+const _op__linalg_extracttrian = OpDef("_linalg_extracttrian", ["A"], false, "")
+"""
+    _linalg_extracttrian(A; offset=0, lower=True)
+
+Extracts a triangle of a square matrix as a vector: with offset 0 the lower (lower=True) or upper triangle, row by row or column by column respectively; with offset k > 0 the upper triangle from the k-th diagonal above the main one, with k < 0 the lower triangle from the |k|-th below. Inputs of dimension n > 2 are batches; the result has dimension n - 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+- `lower` (boolean; default `True`): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_extracttrian end
+_linalg_extracttrian(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_extracttrian, args; kwargs...)
+_linalg_extracttrian(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_extracttrian, args; kwargs...)
+_linalg_extracttrian(; kwargs...) = _call_op(_op__linalg_extracttrian; kwargs...)
+
+const _op_linalg_extracttrian = OpDef("linalg_extracttrian", ["A"], false, "")
+"""
+    linalg_extracttrian(A; offset=0, lower=True)
+
+Extracts a triangle of a square matrix as a vector: with offset 0 the lower (lower=True) or upper triangle, row by row or column by column respectively; with offset k > 0 the upper triangle from the k-th diagonal above the main one, with k < 0 the lower triangle from the |k|-th below. Inputs of dimension n > 2 are batches; the result has dimension n - 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+- `lower` (boolean; default `True`): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+
+Alias of `_linalg_extracttrian`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_extracttrian end
+linalg_extracttrian(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_extracttrian, args; kwargs...)
+linalg_extracttrian(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_extracttrian, args; kwargs...)
+linalg_extracttrian(; kwargs...) = _call_op(_op_linalg_extracttrian; kwargs...)
+
+const _op__linalg_gelqf = OpDef("_linalg_gelqf", ["A"], false, "")
+"""
+    _linalg_gelqf(A)
+
+LQ factorization of a general matrix: for A of shape (x, y) with x <= y and full rank, outputs Q (x, y) with orthonormal rows and L (x, x) lower triangular with A = L * Q, signs as LAPACK's gelqf. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be factorized
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_gelqf end
+_linalg_gelqf(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_gelqf, args; kwargs...)
+_linalg_gelqf(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_gelqf, args; kwargs...)
+_linalg_gelqf(; kwargs...) = _call_op(_op__linalg_gelqf; kwargs...)
+
+const _op_linalg_gelqf = OpDef("linalg_gelqf", ["A"], false, "")
+"""
+    linalg_gelqf(A)
+
+LQ factorization of a general matrix: for A of shape (x, y) with x <= y and full rank, outputs Q (x, y) with orthonormal rows and L (x, x) lower triangular with A = L * Q, signs as LAPACK's gelqf. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be factorized
+
+Alias of `_linalg_gelqf`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_gelqf end
+linalg_gelqf(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_gelqf, args; kwargs...)
+linalg_gelqf(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_gelqf, args; kwargs...)
+linalg_gelqf(; kwargs...) = _call_op(_op_linalg_gelqf; kwargs...)
+
+const _op__linalg_gemm = OpDef("_linalg_gemm", ["A", "B", "C"], false, "")
+"""
+    _linalg_gemm(A, B, C; transpose_a=False, transpose_b=False, alpha=1, beta=1, axis=-2)
+
+Performs general matrix multiplication and accumulation: out = alpha * op(A) * op(B) + beta * C, op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+- `B` (NDArray or SymbolicNode): Tensor of input matrices
+- `C` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose_a` (boolean; default `False`): Multiply with transposed of first input (A).
+- `transpose_b` (boolean; default `False`): Multiply with transposed of second input (B).
+- `alpha` (double; default `1`): Scalar factor multiplied with A*B.
+- `beta` (double; default `1`): Scalar factor multiplied with C.
+- `axis` (int; default `-2`): Axis corresponding to the matrix rows.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_gemm end
+_linalg_gemm(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_gemm, args; kwargs...)
+_linalg_gemm(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_gemm, args; kwargs...)
+_linalg_gemm(; kwargs...) = _call_op(_op__linalg_gemm; kwargs...)
+
+const _op_linalg_gemm = OpDef("linalg_gemm", ["A", "B", "C"], false, "")
+"""
+    linalg_gemm(A, B, C; transpose_a=False, transpose_b=False, alpha=1, beta=1, axis=-2)
+
+Performs general matrix multiplication and accumulation: out = alpha * op(A) * op(B) + beta * C, op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+- `B` (NDArray or SymbolicNode): Tensor of input matrices
+- `C` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose_a` (boolean; default `False`): Multiply with transposed of first input (A).
+- `transpose_b` (boolean; default `False`): Multiply with transposed of second input (B).
+- `alpha` (double; default `1`): Scalar factor multiplied with A*B.
+- `beta` (double; default `1`): Scalar factor multiplied with C.
+- `axis` (int; default `-2`): Axis corresponding to the matrix rows.
+
+Alias of `_linalg_gemm`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_gemm end
+linalg_gemm(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_gemm, args; kwargs...)
+linalg_gemm(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_gemm, args; kwargs...)
+linalg_gemm(; kwargs...) = _call_op(_op_linalg_gemm; kwargs...)
+
+const _op__linalg_gemm2 = OpDef("_linalg_gemm2", ["A", "B"], false, "")
+"""
+    _linalg_gemm2(A, B; transpose_a=False, transpose_b=False, alpha=1, axis=-2)
+
+Performs general matrix multiplication: out = alpha * op(A) * op(B), op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+- `B` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose_a` (boolean; default `False`): Multiply with transposed of first input (A).
+- `transpose_b` (boolean; default `False`): Multiply with transposed of second input (B).
+- `alpha` (double; default `1`): Scalar factor multiplied with A*B.
+- `axis` (int; default `-2`): Axis corresponding to the matrix row indices.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_gemm2 end
+_linalg_gemm2(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_gemm2, args; kwargs...)
+_linalg_gemm2(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_gemm2, args; kwargs...)
+_linalg_gemm2(; kwargs...) = _call_op(_op__linalg_gemm2; kwargs...)
+
+const _op_linalg_gemm2 = OpDef("linalg_gemm2", ["A", "B"], false, "")
+"""
+    linalg_gemm2(A, B; transpose_a=False, transpose_b=False, alpha=1, axis=-2)
+
+Performs general matrix multiplication: out = alpha * op(A) * op(B), op() the identity or the transpose (transpose_a, transpose_b). Inputs of dimension n > 2 are batches of matrices that agree on the leading dimensions; the rows lie on `axis` (the second to last by default) and the columns on the last axis. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+- `B` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose_a` (boolean; default `False`): Multiply with transposed of first input (A).
+- `transpose_b` (boolean; default `False`): Multiply with transposed of second input (B).
+- `alpha` (double; default `1`): Scalar factor multiplied with A*B.
+- `axis` (int; default `-2`): Axis corresponding to the matrix row indices.
+
+Alias of `_linalg_gemm2`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_gemm2 end
+linalg_gemm2(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_gemm2, args; kwargs...)
+linalg_gemm2(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_gemm2, args; kwargs...)
+linalg_gemm2(; kwargs...) = _call_op(_op_linalg_gemm2; kwargs...)
+
+const _op__linalg_inverse = OpDef("_linalg_inverse", ["A"], false, "")
+"""
+    _linalg_inverse(A)
+
+Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_inverse end
+_linalg_inverse(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_inverse, args; kwargs...)
+_linalg_inverse(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_inverse, args; kwargs...)
+_linalg_inverse(; kwargs...) = _call_op(_op__linalg_inverse; kwargs...)
+
+const _op__npi_inv = OpDef("_npi_inv", ["A"], false, "")
+"""
+    _npi_inv(A)
+
+Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_inverse`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _npi_inv end
+_npi_inv(args::NDArray...; kwargs...) = _invoke_op(_op__npi_inv, args; kwargs...)
+_npi_inv(args::SymbolicNode...; kwargs...) = _compose_op(_op__npi_inv, args; kwargs...)
+_npi_inv(; kwargs...) = _call_op(_op__npi_inv; kwargs...)
+
+const _op_linalg_inverse = OpDef("linalg_inverse", ["A"], false, "")
+"""
+    linalg_inverse(A)
+
+Computes the inverse of a square matrix (LU factorization with partial pivoting); a singular matrix is an error. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_inverse`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_inverse end
+linalg_inverse(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_inverse, args; kwargs...)
+linalg_inverse(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_inverse, args; kwargs...)
+linalg_inverse(; kwargs...) = _call_op(_op_linalg_inverse; kwargs...)
+
+const _op__linalg_makediag = OpDef("_linalg_makediag", ["A"], false, "")
+"""
+    _linalg_makediag(A; offset=0)
+
+Constructs square matrices with the input as a diagonal (the diagonal `offset` above, or below when negative, the main one), zero elsewhere. An input of dimension n > 1 is a batch of diagonals; the result has dimension n + 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of diagonal entries
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_makediag end
+_linalg_makediag(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_makediag, args; kwargs...)
+_linalg_makediag(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_makediag, args; kwargs...)
+_linalg_makediag(; kwargs...) = _call_op(_op__linalg_makediag; kwargs...)
+
+const _op_linalg_makediag = OpDef("linalg_makediag", ["A"], false, "")
+"""
+    linalg_makediag(A; offset=0)
+
+Constructs square matrices with the input as a diagonal (the diagonal `offset` above, or below when negative, the main one), zero elsewhere. An input of dimension n > 1 is a batch of diagonals; the result has dimension n + 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of diagonal entries
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+
+Alias of `_linalg_makediag`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_makediag end
+linalg_makediag(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_makediag, args; kwargs...)
+linalg_makediag(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_makediag, args; kwargs...)
+linalg_makediag(; kwargs...) = _call_op(_op_linalg_makediag; kwargs...)
+
+const _op__linalg_maketrian = OpDef("_linalg_maketrian", ["A"], false, "")
+"""
+    _linalg_maketrian(A; offset=0, lower=True)
+
+Constructs square matrices from vectors holding a triangle (the inverse of extracttrian, with the same offset and lower): zero outside the triangle, and |offset| further zero diagonals. An input of dimension n > 1 is a batch; the result has dimension n + 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of triangular matrices stored as vectors
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+- `lower` (boolean; default `True`): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_maketrian end
+_linalg_maketrian(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_maketrian, args; kwargs...)
+_linalg_maketrian(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_maketrian, args; kwargs...)
+_linalg_maketrian(; kwargs...) = _call_op(_op__linalg_maketrian; kwargs...)
+
+const _op_linalg_maketrian = OpDef("linalg_maketrian", ["A"], false, "")
+"""
+    linalg_maketrian(A; offset=0, lower=True)
+
+Constructs square matrices from vectors holding a triangle (the inverse of extracttrian, with the same offset and lower): zero outside the triangle, and |offset| further zero diagonals. An input of dimension n > 1 is a batch; the result has dimension n + 1. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of triangular matrices stored as vectors
+
+# Parameters
+- `offset` (int; default `0`): Offset of the diagonal versus the main diagonal. 0 corresponds to the main diagonal, a negative/positive value to diagonals below/above the main diagonal.
+- `lower` (boolean; default `True`): Refer to the lower triangular matrix if lower=true, refer to the upper otherwise. Only relevant when offset=0
+
+Alias of `_linalg_maketrian`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_maketrian end
+linalg_maketrian(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_maketrian, args; kwargs...)
+linalg_maketrian(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_maketrian, args; kwargs...)
+linalg_maketrian(; kwargs...) = _call_op(_op_linalg_maketrian; kwargs...)
+
+const _op__linalg_potrf = OpDef("_linalg_potrf", ["A"], false, "")
+"""
+    _linalg_potrf(A; lower=True)
+
+Performs Cholesky factorization of a symmetric positive-definite matrix: B with A = B B^T (lower=True; B lower triangular) or A = B^T B (lower=False; B upper triangular). Only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. A matrix that is not positive definite is an error. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be decomposed
+
+# Parameters
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_potrf end
+_linalg_potrf(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_potrf, args; kwargs...)
+_linalg_potrf(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_potrf, args; kwargs...)
+_linalg_potrf(; kwargs...) = _call_op(_op__linalg_potrf; kwargs...)
+
+const _op_linalg_potrf = OpDef("linalg_potrf", ["A"], false, "")
+"""
+    linalg_potrf(A; lower=True)
+
+Performs Cholesky factorization of a symmetric positive-definite matrix: B with A = B B^T (lower=True; B lower triangular) or A = B^T B (lower=False; B upper triangular). Only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. A matrix that is not positive definite is an error. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be decomposed
+
+# Parameters
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+
+Alias of `_linalg_potrf`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_potrf end
+linalg_potrf(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_potrf, args; kwargs...)
+linalg_potrf(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_potrf, args; kwargs...)
+linalg_potrf(; kwargs...) = _call_op(_op_linalg_potrf; kwargs...)
+
+const _op__linalg_potri = OpDef("_linalg_potri", ["A"], false, "")
+"""
+    _linalg_potri(A; lower=True)
+
+Performs matrix inversion from a Cholesky factorization: for a triangular A with positive diagonal, out = A^-T A^-1 (lower=True) or A^-1 A^-T (lower=False), the inverse of the matrix whose Cholesky factor A is. Inputs of dimension n > 2 are batches on the trailing two dimensions. A zero on the diagonal is an error. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+
+# Parameters
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_potri end
+_linalg_potri(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_potri, args; kwargs...)
+_linalg_potri(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_potri, args; kwargs...)
+_linalg_potri(; kwargs...) = _call_op(_op__linalg_potri; kwargs...)
+
+const _op_linalg_potri = OpDef("linalg_potri", ["A"], false, "")
+"""
+    linalg_potri(A; lower=True)
+
+Performs matrix inversion from a Cholesky factorization: for a triangular A with positive diagonal, out = A^-T A^-1 (lower=True) or A^-1 A^-T (lower=False), the inverse of the matrix whose Cholesky factor A is. Inputs of dimension n > 2 are batches on the trailing two dimensions. A zero on the diagonal is an error. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+
+# Parameters
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+
+Alias of `_linalg_potri`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_potri end
+linalg_potri(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_potri, args; kwargs...)
+linalg_potri(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_potri, args; kwargs...)
+linalg_potri(; kwargs...) = _call_op(_op_linalg_potri; kwargs...)
+
+const _op__linalg_slogdet = OpDef("_linalg_slogdet", ["A"], false, "")
+"""
+    _linalg_slogdet(A)
+
+Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_slogdet end
+_linalg_slogdet(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_slogdet, args; kwargs...)
+_linalg_slogdet(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_slogdet, args; kwargs...)
+_linalg_slogdet(; kwargs...) = _call_op(_op__linalg_slogdet; kwargs...)
+
+const _op__npi_slogdet = OpDef("_npi_slogdet", ["A"], false, "")
+"""
+    _npi_slogdet(A)
+
+Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_slogdet`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _npi_slogdet end
+_npi_slogdet(args::NDArray...; kwargs...) = _invoke_op(_op__npi_slogdet, args; kwargs...)
+_npi_slogdet(args::SymbolicNode...; kwargs...) = _compose_op(_op__npi_slogdet, args; kwargs...)
+_npi_slogdet(; kwargs...) = _call_op(_op__npi_slogdet; kwargs...)
+
+const _op_linalg_slogdet = OpDef("linalg_slogdet", ["A"], false, "")
+"""
+    linalg_slogdet(A)
+
+Computes the sign and the natural logarithm of the absolute value of the determinant of a square matrix (sign 0 and logabsdet -inf for a singular one); shapes (1,) for one matrix, the batch dimensions for a batch. The gradient flows through logabsdet only, and not through a zero determinant. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrix
+
+Alias of `_linalg_slogdet`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_slogdet end
+linalg_slogdet(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_slogdet, args; kwargs...)
+linalg_slogdet(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_slogdet, args; kwargs...)
+linalg_slogdet(; kwargs...) = _call_op(_op_linalg_slogdet; kwargs...)
+
+const _op__linalg_sumlogdiag = OpDef("_linalg_sumlogdiag", ["A"], false, "")
+"""
+    _linalg_sumlogdiag(A)
+
+Computes the sum of the natural logarithms of the diagonal elements of a square matrix; the result has shape (1,) for one matrix, the batch dimensions for a batch. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_sumlogdiag end
+_linalg_sumlogdiag(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_sumlogdiag, args; kwargs...)
+_linalg_sumlogdiag(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_sumlogdiag, args; kwargs...)
+_linalg_sumlogdiag(; kwargs...) = _call_op(_op__linalg_sumlogdiag; kwargs...)
+
+const _op_linalg_sumlogdiag = OpDef("linalg_sumlogdiag", ["A"], false, "")
+"""
+    linalg_sumlogdiag(A)
+
+Computes the sum of the natural logarithms of the diagonal elements of a square matrix; the result has shape (1,) for one matrix, the batch dimensions for a batch. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of square matrices
+
+Alias of `_linalg_sumlogdiag`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_sumlogdiag end
+linalg_sumlogdiag(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_sumlogdiag, args; kwargs...)
+linalg_sumlogdiag(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_sumlogdiag, args; kwargs...)
+linalg_sumlogdiag(; kwargs...) = _call_op(_op_linalg_sumlogdiag; kwargs...)
+
+const _op__linalg_syevd = OpDef("_linalg_syevd", ["A"], false, "")
+"""
+    _linalg_syevd(A)
+
+Eigendecomposition of a symmetric matrix (only its lower triangle is read): U (x, x) orthonormal with the eigenvectors as rows and L (x,) the eigenvalues in ascending order, so that U * A = diag(L) * U; each row of U has its entry of largest magnitude positive. Inputs of dimension n > 2 are batches on the trailing two dimensions. Gradients need distinct eigenvalues. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices to be factorized
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_syevd end
+_linalg_syevd(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_syevd, args; kwargs...)
+_linalg_syevd(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_syevd, args; kwargs...)
+_linalg_syevd(; kwargs...) = _call_op(_op__linalg_syevd; kwargs...)
+
+const _op__linalg_syrk = OpDef("_linalg_syrk", ["A"], false, "")
+"""
+    _linalg_syrk(A; transpose=False, alpha=1)
+
+Multiplication of a matrix with its transpose: out = alpha * A * A^T (transpose=False) or alpha * A^T * A (transpose=True). Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transpose of input matrix.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_syrk end
+_linalg_syrk(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_syrk, args; kwargs...)
+_linalg_syrk(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_syrk, args; kwargs...)
+_linalg_syrk(; kwargs...) = _call_op(_op__linalg_syrk; kwargs...)
+
+const _op_linalg_syrk = OpDef("linalg_syrk", ["A"], false, "")
+"""
+    linalg_syrk(A; transpose=False, alpha=1)
+
+Multiplication of a matrix with its transpose: out = alpha * A * A^T (transpose=False) or alpha * A^T * A (transpose=True). Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of input matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transpose of input matrix.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+Alias of `_linalg_syrk`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_syrk end
+linalg_syrk(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_syrk, args; kwargs...)
+linalg_syrk(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_syrk, args; kwargs...)
+linalg_syrk(; kwargs...) = _call_op(_op_linalg_syrk; kwargs...)
+
+const _op__linalg_trmm = OpDef("_linalg_trmm", ["A", "B"], false, "")
+"""
+    _linalg_trmm(A, B; transpose=False, rightside=False, lower=True, alpha=1)
+
+Performs multiplication with a triangular matrix: out = alpha * op(A) * B (rightside=False) or alpha * B * op(A) (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+- `B` (NDArray or SymbolicNode): Tensor of matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transposed of the triangular matrix
+- `rightside` (boolean; default `False`): Multiply triangular matrix from the right to non-triangular one.
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_trmm end
+_linalg_trmm(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_trmm, args; kwargs...)
+_linalg_trmm(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_trmm, args; kwargs...)
+_linalg_trmm(; kwargs...) = _call_op(_op__linalg_trmm; kwargs...)
+
+const _op_linalg_trmm = OpDef("linalg_trmm", ["A", "B"], false, "")
+"""
+    linalg_trmm(A, B; transpose=False, rightside=False, lower=True, alpha=1)
+
+Performs multiplication with a triangular matrix: out = alpha * op(A) * B (rightside=False) or alpha * B * op(A) (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+- `B` (NDArray or SymbolicNode): Tensor of matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transposed of the triangular matrix
+- `rightside` (boolean; default `False`): Multiply triangular matrix from the right to non-triangular one.
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+Alias of `_linalg_trmm`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_trmm end
+linalg_trmm(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_trmm, args; kwargs...)
+linalg_trmm(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_trmm, args; kwargs...)
+linalg_trmm(; kwargs...) = _call_op(_op_linalg_trmm; kwargs...)
+
+const _op__linalg_trsm = OpDef("_linalg_trsm", ["A", "B"], false, "")
+"""
+    _linalg_trsm(A, B; transpose=False, rightside=False, lower=True, alpha=1)
+
+Solves a matrix equation with a triangular matrix: out with op(A) * out = alpha * B (rightside=False) or out * op(A) = alpha * B (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+- `B` (NDArray or SymbolicNode): Tensor of matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transposed of the triangular matrix
+- `rightside` (boolean; default `False`): Multiply triangular matrix from the right to non-triangular one.
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _linalg_trsm end
+_linalg_trsm(args::NDArray...; kwargs...) = _invoke_op(_op__linalg_trsm, args; kwargs...)
+_linalg_trsm(args::SymbolicNode...; kwargs...) = _compose_op(_op__linalg_trsm, args; kwargs...)
+_linalg_trsm(; kwargs...) = _call_op(_op__linalg_trsm; kwargs...)
+
+const _op_linalg_trsm = OpDef("linalg_trsm", ["A", "B"], false, "")
+"""
+    linalg_trsm(A, B; transpose=False, rightside=False, lower=True, alpha=1)
+
+Solves a matrix equation with a triangular matrix: out with op(A) * out = alpha * B (rightside=False) or out * op(A) = alpha * B (rightside=True), op() the identity or the transpose (transpose); only the triangle of A named by `lower` is read. Inputs of dimension n > 2 are batches on the trailing two dimensions. Supports float32 and float64.
+
+# Inputs
+- `A` (NDArray or SymbolicNode): Tensor of lower triangular matrices
+- `B` (NDArray or SymbolicNode): Tensor of matrices
+
+# Parameters
+- `transpose` (boolean; default `False`): Use transposed of the triangular matrix
+- `rightside` (boolean; default `False`): Multiply triangular matrix from the right to non-triangular one.
+- `lower` (boolean; default `True`): True if the triangular matrix is lower triangular, false if it is upper triangular.
+- `alpha` (double; default `1`): Scalar factor to be applied to the result.
+
+Alias of `_linalg_trsm`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function linalg_trsm end
+linalg_trsm(args::NDArray...; kwargs...) = _invoke_op(_op_linalg_trsm, args; kwargs...)
+linalg_trsm(args::SymbolicNode...; kwargs...) = _compose_op(_op_linalg_trsm, args; kwargs...)
+linalg_trsm(; kwargs...) = _call_op(_op_linalg_trsm; kwargs...)
 
 const _op__linspace = OpDef("_linspace", [], false, "")
 """
@@ -3347,6 +4944,46 @@ _random_uniform_like(args::NDArray...; kwargs...) = _invoke_op(_op__random_unifo
 _random_uniform_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__random_uniform_like, args; kwargs...)
 _random_uniform_like(; kwargs...) = _call_op(_op__random_uniform_like; kwargs...)
 
+const _op__ravel_multi_index = OpDef("_ravel_multi_index", ["data"], false, "")
+"""
+    _ravel_multi_index(data; shape=None)
+
+The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Batch of multi-indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _ravel_multi_index end
+_ravel_multi_index(args::NDArray...; kwargs...) = _invoke_op(_op__ravel_multi_index, args; kwargs...)
+_ravel_multi_index(args::SymbolicNode...; kwargs...) = _compose_op(_op__ravel_multi_index, args; kwargs...)
+_ravel_multi_index(; kwargs...) = _call_op(_op__ravel_multi_index; kwargs...)
+
+const _op_ravel_multi_index = OpDef("ravel_multi_index", ["data"], false, "")
+"""
+    ravel_multi_index(data; shape=None)
+
+The flat (row-major) positions in an array of `shape` of the columns of an (ndim, N) array of coordinates.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Batch of multi-indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+Alias of `_ravel_multi_index`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ravel_multi_index end
+ravel_multi_index(args::NDArray...; kwargs...) = _invoke_op(_op_ravel_multi_index, args; kwargs...)
+ravel_multi_index(args::SymbolicNode...; kwargs...) = _compose_op(_op_ravel_multi_index, args; kwargs...)
+ravel_multi_index(; kwargs...) = _call_op(_op_ravel_multi_index; kwargs...)
+
 const _op__rdiv_scalar = OpDef("_rdiv_scalar", ["data"], false, "")
 """
     _rdiv_scalar(data; scalar=1, is_int=True)
@@ -3897,6 +5534,27 @@ _sample_unique_zipfian(args::NDArray...; kwargs...) = _invoke_op(_op__sample_uni
 _sample_unique_zipfian(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_unique_zipfian, args; kwargs...)
 _sample_unique_zipfian(; kwargs...) = _call_op(_op__sample_unique_zipfian; kwargs...)
 
+const _op__scatter_set_nd = OpDef("_scatter_set_nd", ["lhs", "rhs", "indices"], false, "")
+"""
+    _scatter_set_nd(lhs, rhs, indices; shape)
+
+lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): source input
+- `rhs` (NDArray or SymbolicNode): value to assign
+- `indices` (NDArray or SymbolicNode): indices
+
+# Parameters
+- `shape` (Shape(tuple); required): Shape of output.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_set_nd end
+_scatter_set_nd(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_set_nd, args; kwargs...)
+_scatter_set_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_set_nd, args; kwargs...)
+_scatter_set_nd(; kwargs...) = _call_op(_op__scatter_set_nd; kwargs...)
+
 const _op__shuffle = OpDef("_shuffle", ["data"], false, "")
 """
     _shuffle(data)
@@ -3931,6 +5589,98 @@ shuffle(args::NDArray...; kwargs...) = _invoke_op(_op_shuffle, args; kwargs...)
 shuffle(args::SymbolicNode...; kwargs...) = _compose_op(_op_shuffle, args; kwargs...)
 shuffle(; kwargs...) = _call_op(_op_shuffle; kwargs...)
 
+const _op__slice_assign = OpDef("_slice_assign", ["lhs", "rhs"], false, "")
+"""
+    _slice_assign(lhs, rhs; begin_, end_, step=())
+
+lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): Source input
+- `rhs` (NDArray or SymbolicNode): value to assign
+
+# Parameters
+- `begin_` (string; required): Starting indices, a tuple of int or None, e.g. (0, None, -2).
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1); () means all 1.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _slice_assign end
+_slice_assign(args::NDArray...; kwargs...) = _invoke_op(_op__slice_assign, args; kwargs...)
+_slice_assign(args::SymbolicNode...; kwargs...) = _compose_op(_op__slice_assign, args; kwargs...)
+_slice_assign(; kwargs...) = _call_op(_op__slice_assign; kwargs...)
+
+const _op__crop_assign = OpDef("_crop_assign", ["lhs", "rhs"], false, "")
+"""
+    _crop_assign(lhs, rhs; begin_, end_, step=())
+
+lhs with rhs assigned to the slice begin:end:step of it (as slice takes); the output may be lhs.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): Source input
+- `rhs` (NDArray or SymbolicNode): value to assign
+
+# Parameters
+- `begin_` (string; required): Starting indices, a tuple of int or None, e.g. (0, None, -2).
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1); () means all 1.
+
+Alias of `_slice_assign`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _crop_assign end
+_crop_assign(args::NDArray...; kwargs...) = _invoke_op(_op__crop_assign, args; kwargs...)
+_crop_assign(args::SymbolicNode...; kwargs...) = _compose_op(_op__crop_assign, args; kwargs...)
+_crop_assign(; kwargs...) = _call_op(_op__crop_assign; kwargs...)
+
+const _op__slice_assign_scalar = OpDef("_slice_assign_scalar", ["data"], false, "")
+"""
+    _slice_assign_scalar(data; scalar=0, begin_, end_, step=())
+
+The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Source input
+
+# Parameters
+- `scalar` (double; default `0`): The scalar value for assignment.
+- `begin_` (string; required): Starting indices, a tuple of int or None.
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _slice_assign_scalar end
+_slice_assign_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__slice_assign_scalar, args; kwargs...)
+_slice_assign_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__slice_assign_scalar, args; kwargs...)
+_slice_assign_scalar(; kwargs...) = _call_op(_op__slice_assign_scalar; kwargs...)
+
+const _op__crop_assign_scalar = OpDef("_crop_assign_scalar", ["data"], false, "")
+"""
+    _crop_assign_scalar(data; scalar=0, begin_, end_, step=())
+
+The input with a scalar assigned to the slice begin:end:step of it; the output may be the input.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Source input
+
+# Parameters
+- `scalar` (double; default `0`): The scalar value for assignment.
+- `begin_` (string; required): Starting indices, a tuple of int or None.
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1).
+
+Alias of `_slice_assign_scalar`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _crop_assign_scalar end
+_crop_assign_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__crop_assign_scalar, args; kwargs...)
+_crop_assign_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__crop_assign_scalar, args; kwargs...)
+_crop_assign_scalar(; kwargs...) = _call_op(_op__crop_assign_scalar; kwargs...)
+
 const _op__sparse_softmax_cross_entropy = OpDef("_sparse_softmax_cross_entropy", ["data", "label"], false, "")
 """
     _sparse_softmax_cross_entropy(data, label; axis=-1)
@@ -3951,6 +5701,68 @@ _sparse_softmax_cross_entropy(args::NDArray...; kwargs...) = _invoke_op(_op__spa
 _sparse_softmax_cross_entropy(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_softmax_cross_entropy, args; kwargs...)
 _sparse_softmax_cross_entropy(; kwargs...) = _call_op(_op__sparse_softmax_cross_entropy; kwargs...)
 
+const _op__split_v2 = OpDef("_split_v2", ["data"], false, "")
+"""
+    _split_v2(data; indices, axis=1, squeeze_axis=False, sections=0)
+
+Splits the input along axis at the given start indices, or into `sections` near-equal pieces (removing the axis with squeeze_axis); what nd.split_v2 calls.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `indices` (Shape(tuple); required): Start of each piece along the axis (the first 0), or () with sections.
+- `axis` (int; default `1`): Axis along which to split.
+- `squeeze_axis` (boolean; default `False`): Remove the split axis from the pieces (every piece must then have size 1 along it).
+- `sections` (int, in [0, inf]; default `0`): Number of near-equal pieces; 0 splits at indices.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _split_v2 end
+_split_v2(args::NDArray...; kwargs...) = _invoke_op(_op__split_v2, args; kwargs...)
+_split_v2(args::SymbolicNode...; kwargs...) = _compose_op(_op__split_v2, args; kwargs...)
+_split_v2(; kwargs...) = _call_op(_op__split_v2; kwargs...)
+
+const _op__unravel_index = OpDef("_unravel_index", ["data"], false, "")
+"""
+    _unravel_index(data; shape=None)
+
+The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Array of flat indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _unravel_index end
+_unravel_index(args::NDArray...; kwargs...) = _invoke_op(_op__unravel_index, args; kwargs...)
+_unravel_index(args::SymbolicNode...; kwargs...) = _compose_op(_op__unravel_index, args; kwargs...)
+_unravel_index(; kwargs...) = _call_op(_op__unravel_index; kwargs...)
+
+const _op_unravel_index = OpDef("unravel_index", ["data"], false, "")
+"""
+    unravel_index(data; shape=None)
+
+The (ndim, N) coordinates in an array of `shape` of N flat (row-major) positions.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Array of flat indices
+
+# Parameters
+- `shape` (Shape(tuple); default `None`): Shape of the array into which the multi-indices apply.
+
+Alias of `_unravel_index`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function unravel_index end
+unravel_index(args::NDArray...; kwargs...) = _invoke_op(_op_unravel_index, args; kwargs...)
+unravel_index(args::SymbolicNode...; kwargs...) = _compose_op(_op_unravel_index, args; kwargs...)
+unravel_index(; kwargs...) = _call_op(_op_unravel_index; kwargs...)
+
 const _op__zeros = OpDef("_zeros", [], false, "")
 """
     _zeros(; shape=(), ctx=\"\", dtype=float32)
@@ -3968,6 +5780,24 @@ function _zeros end
 _zeros(args::NDArray...; kwargs...) = _invoke_op(_op__zeros, args; kwargs...)
 _zeros(args::SymbolicNode...; kwargs...) = _compose_op(_op__zeros, args; kwargs...)
 _zeros(; kwargs...) = _call_op(_op__zeros; kwargs...)
+
+const _op__zeros_without_dtype = OpDef("_zeros_without_dtype", [], false, "")
+"""
+    _zeros_without_dtype(; shape=(), ctx=\"\", dtype=-1)
+
+An array of zeros of the given shape, its dtype given by number or left to the graph.
+
+# Parameters
+- `shape` (Shape(tuple); default `()`): The shape of the output.
+- `ctx` (string; default `\"\"`): The context of the output (set by the front end).
+- `dtype` (int; default `-1`): MXNet's dtype number of the output (0 float32, 1 float64, 2 float16, 3 uint8, 4 int32, 5 int8, 6 int64, 7 bool); -1 takes it from where the output is used.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _zeros_without_dtype end
+_zeros_without_dtype(args::NDArray...; kwargs...) = _invoke_op(_op__zeros_without_dtype, args; kwargs...)
+_zeros_without_dtype(args::SymbolicNode...; kwargs...) = _compose_op(_op__zeros_without_dtype, args; kwargs...)
+_zeros_without_dtype(; kwargs...) = _call_op(_op__zeros_without_dtype; kwargs...)
 
 const _op_abs = OpDef("abs", ["data"], false, "")
 # abs is also Base's: these methods extend Base.abs for Weft's types.
@@ -4063,6 +5893,97 @@ function adam_update end
 adam_update(args::NDArray...; kwargs...) = _invoke_op(_op_adam_update, args; kwargs...)
 adam_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_adam_update, args; kwargs...)
 adam_update(; kwargs...) = _call_op(_op_adam_update; kwargs...)
+
+const _op_add_n = OpDef("add_n", String[], true, "num_args")
+"""
+    add_n(args...)
+
+Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input arguments
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function add_n end
+add_n(args::NDArray...; kwargs...) = _invoke_op(_op_add_n, args; kwargs...)
+add_n(args::SymbolicNode...; kwargs...) = _compose_op(_op_add_n, args; kwargs...)
+add_n(; kwargs...) = _call_op(_op_add_n; kwargs...)
+
+const _op_ElementWiseSum = OpDef("ElementWiseSum", String[], true, "num_args")
+"""
+    ElementWiseSum(args...)
+
+Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input arguments
+
+Alias of `add_n`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function ElementWiseSum end
+ElementWiseSum(args::NDArray...; kwargs...) = _invoke_op(_op_ElementWiseSum, args; kwargs...)
+ElementWiseSum(args::SymbolicNode...; kwargs...) = _compose_op(_op_ElementWiseSum, args; kwargs...)
+ElementWiseSum(; kwargs...) = _call_op(_op_ElementWiseSum; kwargs...)
+
+const _op_all_finite = OpDef("all_finite", ["data"], false, "")
+"""
+    all_finite(data; init_output=True)
+
+A float32 flag of shape (1,): 1 when every element of data is finite, 0 otherwise.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Array
+
+# Parameters
+- `init_output` (boolean; default `True`): Initialize output to 1; false keeps what the output holds unless a non-finite value is found.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function all_finite end
+all_finite(args::NDArray...; kwargs...) = _invoke_op(_op_all_finite, args; kwargs...)
+all_finite(args::SymbolicNode...; kwargs...) = _compose_op(_op_all_finite, args; kwargs...)
+all_finite(; kwargs...) = _call_op(_op_all_finite; kwargs...)
+
+const _op_amp_cast = OpDef("amp_cast", ["data"], false, "")
+"""
+    amp_cast(data; dtype)
+
+Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (used by AMP).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; required): The dtype floating-point data is converted to.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function amp_cast end
+amp_cast(args::NDArray...; kwargs...) = _invoke_op(_op_amp_cast, args; kwargs...)
+amp_cast(args::SymbolicNode...; kwargs...) = _compose_op(_op_amp_cast, args; kwargs...)
+amp_cast(; kwargs...) = _call_op(_op_amp_cast; kwargs...)
+
+const _op_amp_multicast = OpDef("amp_multicast", String[], true, "num_outputs")
+"""
+    amp_multicast(args...; cast_narrow=False)
+
+Casts its floating-point inputs to one type, the widest present (or with cast_narrow the narrowest); other dtypes pass unchanged (used by AMP).
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The inputs
+
+# Parameters
+- `cast_narrow` (boolean; default `False`): Cast to the narrowest floating type present instead of the widest.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function amp_multicast end
+amp_multicast(args::NDArray...; kwargs...) = _invoke_op(_op_amp_multicast, args; kwargs...)
+amp_multicast(args::SymbolicNode...; kwargs...) = _compose_op(_op_amp_multicast, args; kwargs...)
+amp_multicast(; kwargs...) = _call_op(_op_amp_multicast; kwargs...)
 
 const _op_arccos = OpDef("arccos", ["data"], false, "")
 """
@@ -4214,6 +6135,27 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.argmin(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_argmin, (x, args...); kwargs...)
 Base.argmin(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_argmin, (x, args...); kwargs...)
 
+const _op_argsort = OpDef("argsort", ["data"], false, "")
+"""
+    argsort(data; axis=-1, is_ascend=True, dtype=float32)
+
+The indices that sort the input along an axis (the flattened input when axis is None).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `axis` (int or None; default `-1`): Axis to sort along; None sorts the flattened input.
+- `is_ascend` (boolean; default `True`): Sort in ascending or descending order.
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function argsort end
+argsort(args::NDArray...; kwargs...) = _invoke_op(_op_argsort, args; kwargs...)
+argsort(args::SymbolicNode...; kwargs...) = _compose_op(_op_argsort, args; kwargs...)
+argsort(; kwargs...) = _call_op(_op_argsort; kwargs...)
+
 const _op_batch_dot = OpDef("batch_dot", ["lhs", "rhs"], false, "")
 """
     batch_dot(lhs, rhs; transpose_a=False, transpose_b=False, forward_stype=None)
@@ -4235,6 +6177,23 @@ function batch_dot end
 batch_dot(args::NDArray...; kwargs...) = _invoke_op(_op_batch_dot, args; kwargs...)
 batch_dot(args::SymbolicNode...; kwargs...) = _compose_op(_op_batch_dot, args; kwargs...)
 batch_dot(; kwargs...) = _call_op(_op_batch_dot; kwargs...)
+
+const _op_batch_take = OpDef("batch_take", ["a", "indices"], false, "")
+"""
+    batch_take(a, indices)
+
+One element per row of a (seen as rows x its last axis), at that row's index, clipped into range: output[i] = a[i, indices[i]]. Deprecated in MXNet in favour of pick.
+
+# Inputs
+- `a` (NDArray or SymbolicNode): The input array
+- `indices` (NDArray or SymbolicNode): The index array
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function batch_take end
+batch_take(args::NDArray...; kwargs...) = _invoke_op(_op_batch_take, args; kwargs...)
+batch_take(args::SymbolicNode...; kwargs...) = _compose_op(_op_batch_take, args; kwargs...)
+batch_take(; kwargs...) = _call_op(_op_batch_take; kwargs...)
 
 const _op_broadcast_add = OpDef("broadcast_add", ["lhs", "rhs"], false, "")
 """
@@ -4712,6 +6671,29 @@ clip(args::NDArray...; kwargs...) = _invoke_op(_op_clip, args; kwargs...)
 clip(args::SymbolicNode...; kwargs...) = _compose_op(_op_clip, args; kwargs...)
 clip(; kwargs...) = _call_op(_op_clip; kwargs...)
 
+const _op_col2im = OpDef("col2im", ["data"], false, "")
+"""
+    col2im(data; output_size, kernel, stride=(), dilate=(), pad=())
+
+Adds columns (n, c * prod(kernel), block positions) back into images (n, c, output_size...), the adjoint of im2col.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input array of columns
+
+# Parameters
+- `output_size` (Shape(tuple); required): Spatial shape of the image: (w,), (h, w) or (d, h, w).
+- `kernel` (Shape(tuple); required): Sliding kernel size: (w,), (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride between blocks; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Spacing between kernel taps; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function col2im end
+col2im(args::NDArray...; kwargs...) = _invoke_op(_op_col2im, args; kwargs...)
+col2im(args::SymbolicNode...; kwargs...) = _compose_op(_op_col2im, args; kwargs...)
+col2im(; kwargs...) = _call_op(_op_col2im; kwargs...)
+
 const _op_cos = OpDef("cos", ["data"], false, "")
 # cos is also Base's: these methods extend Base.cos for Weft's types.
 """
@@ -4757,6 +6739,46 @@ function degrees end
 degrees(args::NDArray...; kwargs...) = _invoke_op(_op_degrees, args; kwargs...)
 degrees(args::SymbolicNode...; kwargs...) = _compose_op(_op_degrees, args; kwargs...)
 degrees(; kwargs...) = _call_op(_op_degrees; kwargs...)
+
+const _op_depth_to_space = OpDef("depth_to_space", ["data"], false, "")
+"""
+    depth_to_space(data; block_size)
+
+Moves channel blocks of an NCHW input into block_size x block_size pixel blocks: (N, C, H, W) -> (N, C / block_size^2, H * block_size, W * block_size).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `block_size` (int; required): Blocks of [block_size, block_size] are moved
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function depth_to_space end
+depth_to_space(args::NDArray...; kwargs...) = _invoke_op(_op_depth_to_space, args; kwargs...)
+depth_to_space(args::SymbolicNode...; kwargs...) = _compose_op(_op_depth_to_space, args; kwargs...)
+depth_to_space(; kwargs...) = _call_op(_op_depth_to_space; kwargs...)
+
+const _op_diag = OpDef("diag", ["data"], false, "")
+"""
+    diag(data; k=0, axis1=0, axis2=1)
+
+Of a 1-D input, the square matrix with it on diagonal k; of an N-D input, diagonal k of the planes spanned by axis1 and axis2, as the last axis of the result.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `k` (int; default `0`): Diagonal in question: 0 the main one, > 0 above it, < 0 below it.
+- `axis1` (int; default `0`): The first axis of the planes (N-D input).
+- `axis2` (int; default `1`): The second axis of the planes (N-D input).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function diag end
+diag(args::NDArray...; kwargs...) = _invoke_op(_op_diag, args; kwargs...)
+diag(args::SymbolicNode...; kwargs...) = _compose_op(_op_diag, args; kwargs...)
+diag(; kwargs...) = _call_op(_op_diag; kwargs...)
 
 const _op_dot = OpDef("dot", ["lhs", "rhs"], false, "")
 """
@@ -5258,6 +7280,81 @@ gammaln(args::NDArray...; kwargs...) = _invoke_op(_op_gammaln, args; kwargs...)
 gammaln(args::SymbolicNode...; kwargs...) = _compose_op(_op_gammaln, args; kwargs...)
 gammaln(; kwargs...) = _call_op(_op_gammaln; kwargs...)
 
+const _op_gather_nd = OpDef("gather_nd", ["data", "indices"], false, "")
+"""
+    gather_nd(data, indices)
+
+Gathers slices of data at N-dimensional indices: indices of shape (M, Y...) address data's first M axes (negative indices count from the end); the result has shape Y... + data.shape[M:].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): data
+- `indices` (NDArray or SymbolicNode): indices
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function gather_nd end
+gather_nd(args::NDArray...; kwargs...) = _invoke_op(_op_gather_nd, args; kwargs...)
+gather_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op_gather_nd, args; kwargs...)
+gather_nd(; kwargs...) = _call_op(_op_gather_nd; kwargs...)
+
+const _op_hard_sigmoid = OpDef("hard_sigmoid", ["data"], false, "")
+"""
+    hard_sigmoid(data; alpha=0.2, beta=0.5)
+
+max(0, min(1, alpha * x + beta)) of each element.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+# Parameters
+- `alpha` (double; default `0.2`): Slope of hard sigmoid
+- `beta` (double; default `0.5`): Bias of hard sigmoid.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function hard_sigmoid end
+hard_sigmoid(args::NDArray...; kwargs...) = _invoke_op(_op_hard_sigmoid, args; kwargs...)
+hard_sigmoid(args::SymbolicNode...; kwargs...) = _compose_op(_op_hard_sigmoid, args; kwargs...)
+hard_sigmoid(; kwargs...) = _call_op(_op_hard_sigmoid; kwargs...)
+
+const _op_im2col = OpDef("im2col", ["data"], false, "")
+"""
+    im2col(data; kernel, stride=(), dilate=(), pad=())
+
+Lays the sliding blocks of data (n, c, spatial...) out as columns: (n, c * prod(kernel), number of block positions).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input array to extract sliding blocks from
+
+# Parameters
+- `kernel` (Shape(tuple); required): Sliding kernel size: (w,), (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride between blocks; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Spacing between kernel taps; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function im2col end
+im2col(args::NDArray...; kwargs...) = _invoke_op(_op_im2col, args; kwargs...)
+im2col(args::SymbolicNode...; kwargs...) = _compose_op(_op_im2col, args; kwargs...)
+im2col(; kwargs...) = _call_op(_op_im2col; kwargs...)
+
+const _op_khatri_rao = OpDef("khatri_rao", String[], true, "num_args")
+"""
+    khatri_rao(args...)
+
+The column-wise Kronecker (Khatri-Rao) product of matrices with one column count: the result has the product of their row counts as rows.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input matrices
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function khatri_rao end
+khatri_rao(args::NDArray...; kwargs...) = _invoke_op(_op_khatri_rao, args; kwargs...)
+khatri_rao(args::SymbolicNode...; kwargs...) = _compose_op(_op_khatri_rao, args; kwargs...)
+khatri_rao(; kwargs...) = _call_op(_op_khatri_rao; kwargs...)
+
 const _op_lamb_update_phase1 = OpDef("lamb_update_phase1", ["weight", "grad", "mean", "var"], false, "")
 """
     lamb_update_phase1(weight, grad, mean, var; beta1=0.9, beta2=0.999, epsilon=1e-06, t, bias_correction=True, wd, rescale_grad=1, clip_gradient=-1)
@@ -5517,6 +7614,26 @@ min_axis(args::NDArray...; kwargs...) = _invoke_op(_op_min_axis, args; kwargs...
 min_axis(args::SymbolicNode...; kwargs...) = _compose_op(_op_min_axis, args; kwargs...)
 min_axis(; kwargs...) = _call_op(_op_min_axis; kwargs...)
 
+const _op_moments = OpDef("moments", ["data"], false, "")
+"""
+    moments(data; axes=None, keepdims=False)
+
+The mean and the variance of data over axes (two outputs).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `axes` (Shape or None; default `None`): Array of ints. Axes along which to compute mean and variance (all of them for global moments).
+- `keepdims` (boolean; default `False`): produce moments with the same dimensionality as the input.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function moments end
+moments(args::NDArray...; kwargs...) = _invoke_op(_op_moments, args; kwargs...)
+moments(args::SymbolicNode...; kwargs...) = _compose_op(_op_moments, args; kwargs...)
+moments(; kwargs...) = _call_op(_op_moments; kwargs...)
+
 const _op_mp_lamb_update_phase1 = OpDef("mp_lamb_update_phase1", ["weight", "grad", "mean", "var", "weight32"], false, "")
 """
     mp_lamb_update_phase1(weight, grad, mean, var, weight32; beta1=0.9, beta2=0.999, epsilon=1e-06, t, bias_correction=True, wd, rescale_grad=1, clip_gradient=-1)
@@ -5650,22 +7767,41 @@ mp_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_mp_sgd_update, args;
 mp_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_mp_sgd_update, args; kwargs...)
 mp_sgd_update(; kwargs...) = _call_op(_op_mp_sgd_update; kwargs...)
 
+const _op_multi_all_finite = OpDef("multi_all_finite", String[], true, "num_arrays")
+"""
+    multi_all_finite(args...; init_output=True)
+
+A float32 flag of shape (1,): 1 when every element of every array is finite, 0 otherwise.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Arrays
+
+# Parameters
+- `init_output` (boolean; default `True`): Initialize output to 1 (multi_all_finite only).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function multi_all_finite end
+multi_all_finite(args::NDArray...; kwargs...) = _invoke_op(_op_multi_all_finite, args; kwargs...)
+multi_all_finite(args::SymbolicNode...; kwargs...) = _compose_op(_op_multi_all_finite, args; kwargs...)
+multi_all_finite(; kwargs...) = _call_op(_op_multi_all_finite; kwargs...)
+
 const _op_multi_lars = OpDef("multi_lars", ["lrs", "weights_sum_sq", "grads_sum_sq", "wds"], false, "")
 """
     multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds; eta, eps, rescale_grad=1)
 
-LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
+LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
 
 # Inputs
-- `lrs` (NDArray or SymbolicNode): Learning rates (float32)
-- `weights_sum_sq` (NDArray or SymbolicNode): Sums of squares of the weights
-- `grads_sum_sq` (NDArray or SymbolicNode): Sums of squares of the gradients
-- `wds` (NDArray or SymbolicNode): Weight decays
+- `lrs` (NDArray or SymbolicNode): Learning rates to scale by LARS coefficient
+- `weights_sum_sq` (NDArray or SymbolicNode): sum of square of weights arrays
+- `grads_sum_sq` (NDArray or SymbolicNode): sum of square of gradients arrays
+- `wds` (NDArray or SymbolicNode): weight decays
 
 # Parameters
-- `eta` (double; required): LARS coefficient.
-- `eps` (double; required): Added to the denominator.
-- `rescale_grad` (double; default `1`): Multiplies the gradient norms.
+- `eta` (double; required): LARS eta
+- `eps` (double; required): LARS eps
+- `rescale_grad` (double; default `1`): Gradient rescaling factor
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -5772,7 +7908,7 @@ const _op_multi_sum_sq = OpDef("multi_sum_sq", String[], true, "num_arrays")
 """
     multi_sum_sq(args...)
 
-The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
+The sum of squares of each array, as a float32 vector of num_arrays entries.
 
 # Inputs
 - `data` (NDArrays or SymbolicNodes, any number): Arrays
@@ -5948,6 +8084,30 @@ function pick end
 pick(args::NDArray...; kwargs...) = _invoke_op(_op_pick, args; kwargs...)
 pick(args::SymbolicNode...; kwargs...) = _compose_op(_op_pick, args; kwargs...)
 pick(; kwargs...) = _call_op(_op_pick; kwargs...)
+
+const _op_choose_element_0index = OpDef("choose_element_0index", ["data", "index"], false, "")
+"""
+    choose_element_0index(data, index; axis=-1, keepdims=False, mode=clip)
+
+Picks one element along axis for every other position, at the index given by `index` (shaped like the result).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+- `index` (NDArray or SymbolicNode): The index of the element to pick (any dtype; fractions truncate)
+
+# Parameters
+- `axis` (int or None; default `-1`): The axis to pick along; negative counts from the end; None picks from the flattened input.
+- `keepdims` (boolean; default `False`): Keep the picked axis as an axis of size 1.
+- `mode` ({'clip', 'wrap'}; default `clip`): Out-of-range indices: clip to the ends or wrap around.
+
+Alias of `pick`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function choose_element_0index end
+choose_element_0index(args::NDArray...; kwargs...) = _invoke_op(_op_choose_element_0index, args; kwargs...)
+choose_element_0index(args::SymbolicNode...; kwargs...) = _compose_op(_op_choose_element_0index, args; kwargs...)
+choose_element_0index(; kwargs...) = _call_op(_op_choose_element_0index; kwargs...)
 
 const _op_preloaded_multi_mp_sgd_mom_update = OpDef("preloaded_multi_mp_sgd_mom_update", String[], true, "")
 """
@@ -6138,6 +8298,22 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.repeat(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_repeat, (x, args...); kwargs...)
 Base.repeat(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_repeat, (x, args...); kwargs...)
 
+const _op_reset_arrays = OpDef("reset_arrays", String[], true, "num_arrays")
+"""
+    reset_arrays(args...)
+
+Sets every element of every input array to zero, in place.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): Arrays
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function reset_arrays end
+reset_arrays(args::NDArray...; kwargs...) = _invoke_op(_op_reset_arrays, args; kwargs...)
+reset_arrays(args::SymbolicNode...; kwargs...) = _compose_op(_op_reset_arrays, args; kwargs...)
+reset_arrays(; kwargs...) = _call_op(_op_reset_arrays; kwargs...)
+
 const _op_reshape = OpDef("reshape", ["data"], false, "")
 # reshape is also Base's: these methods extend Base.reshape for Weft's types.
 """
@@ -6309,6 +8485,26 @@ function rsqrt end
 rsqrt(args::NDArray...; kwargs...) = _invoke_op(_op_rsqrt, args; kwargs...)
 rsqrt(args::SymbolicNode...; kwargs...) = _compose_op(_op_rsqrt, args; kwargs...)
 rsqrt(; kwargs...) = _call_op(_op_rsqrt; kwargs...)
+
+const _op_scatter_nd = OpDef("scatter_nd", ["data", "indices"], false, "")
+"""
+    scatter_nd(data, indices; shape)
+
+Scatters data into zeros of the given shape at N-dimensional indices: indices of shape (M, Y...) address the output's first M axes and data has shape Y... + shape[M:]. With repeated indices the last write wins (and the gradient is not that of any one write).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): data
+- `indices` (NDArray or SymbolicNode): indices
+
+# Parameters
+- `shape` (Shape(tuple); required): Shape of output.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function scatter_nd end
+scatter_nd(args::NDArray...; kwargs...) = _invoke_op(_op_scatter_nd, args; kwargs...)
+scatter_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op_scatter_nd, args; kwargs...)
+scatter_nd(; kwargs...) = _call_op(_op_scatter_nd; kwargs...)
 
 const _op_sgd_mom_update = OpDef("sgd_mom_update", ["weight", "grad", "mom"], false, "")
 """
@@ -6567,6 +8763,46 @@ slice_axis(args::NDArray...; kwargs...) = _invoke_op(_op_slice_axis, args; kwarg
 slice_axis(args::SymbolicNode...; kwargs...) = _compose_op(_op_slice_axis, args; kwargs...)
 slice_axis(; kwargs...) = _call_op(_op_slice_axis; kwargs...)
 
+const _op_slice_like = OpDef("slice_like", ["data", "shape_like"], false, "")
+"""
+    slice_like(data, shape_like; axes=())
+
+The leading part of data with shape_like's sizes along axes (every axis when axes is ()).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Source input
+- `shape_like` (NDArray or SymbolicNode): Shape like input
+
+# Parameters
+- `axes` (Shape(tuple); default `()`): The axes to slice to shape_like's sizes; () slices every axis (the inputs then need one rank).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function slice_like end
+slice_like(args::NDArray...; kwargs...) = _invoke_op(_op_slice_like, args; kwargs...)
+slice_like(args::SymbolicNode...; kwargs...) = _compose_op(_op_slice_like, args; kwargs...)
+slice_like(; kwargs...) = _call_op(_op_slice_like; kwargs...)
+
+const _op_smooth_l1 = OpDef("smooth_l1", ["data"], false, "")
+"""
+    smooth_l1(data; scalar=1, is_int=True)
+
+Smooth L1 loss of each element with sigma = scalar: (sigma x)^2 / 2 where |x| < 1 / sigma^2, |x| - 0.5 / sigma^2 elsewhere.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): source input
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function smooth_l1 end
+smooth_l1(args::NDArray...; kwargs...) = _invoke_op(_op_smooth_l1, args; kwargs...)
+smooth_l1(args::SymbolicNode...; kwargs...) = _compose_op(_op_smooth_l1, args; kwargs...)
+smooth_l1(; kwargs...) = _call_op(_op_smooth_l1; kwargs...)
+
 const _op_softmax = OpDef("softmax", ["data", "length"], false, "")
 """
     softmax(data, length; axis=-1, temperature=None, dtype=None, use_length=False)
@@ -6645,6 +8881,45 @@ function softsign end
 softsign(args::NDArray...; kwargs...) = _invoke_op(_op_softsign, args; kwargs...)
 softsign(args::SymbolicNode...; kwargs...) = _compose_op(_op_softsign, args; kwargs...)
 softsign(; kwargs...) = _call_op(_op_softsign; kwargs...)
+
+const _op_sort = OpDef("sort", ["data"], false, "")
+"""
+    sort(data; axis=-1, is_ascend=True)
+
+A sorted copy of the input along an axis (of the flattened input when axis is None).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `axis` (int or None; default `-1`): Axis to sort along; None sorts the flattened input.
+- `is_ascend` (boolean; default `True`): Sort in ascending or descending order.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function sort end
+sort(args::NDArray...; kwargs...) = _invoke_op(_op_sort, args; kwargs...)
+sort(args::SymbolicNode...; kwargs...) = _compose_op(_op_sort, args; kwargs...)
+sort(; kwargs...) = _call_op(_op_sort; kwargs...)
+
+const _op_space_to_depth = OpDef("space_to_depth", ["data"], false, "")
+"""
+    space_to_depth(data; block_size)
+
+Moves block_size x block_size pixel blocks of an NCHW input into channels: (N, C, H, W) -> (N, C * block_size^2, H / block_size, W / block_size).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+# Parameters
+- `block_size` (int; required): Blocks of [block_size, block_size] are moved
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function space_to_depth end
+space_to_depth(args::NDArray...; kwargs...) = _invoke_op(_op_space_to_depth, args; kwargs...)
+space_to_depth(args::SymbolicNode...; kwargs...) = _compose_op(_op_space_to_depth, args; kwargs...)
+space_to_depth(; kwargs...) = _call_op(_op_space_to_depth; kwargs...)
 
 const _op_split = OpDef("split", ["data"], false, "")
 # split is also Base's: these methods extend Base.split for Weft's types.
@@ -6871,6 +9146,29 @@ tile(args::NDArray...; kwargs...) = _invoke_op(_op_tile, args; kwargs...)
 tile(args::SymbolicNode...; kwargs...) = _compose_op(_op_tile, args; kwargs...)
 tile(; kwargs...) = _call_op(_op_tile; kwargs...)
 
+const _op_topk = OpDef("topk", ["data"], false, "")
+"""
+    topk(data; axis=-1, k=1, ret_typ=indices, is_ascend=False, dtype=float32)
+
+The top k elements along an axis (of the flattened input when axis is None), largest first unless is_ascend: their indices, their values, a mask of their positions, or values and indices (ret_typ).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `axis` (int or None; default `-1`): Axis along which to choose the top k indices; None uses the flattened input.
+- `k` (int; default `1`): Number of top elements to select; k <= 0 selects all of them.
+- `ret_typ` ({'value', 'indices', 'mask', 'both'}; default `indices`): What to return: the values, their indices, a mask of their positions, or values and indices.
+- `is_ascend` (boolean; default `False`): Choose the k smallest elements (true) or the k largest (false).
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function topk end
+topk(args::NDArray...; kwargs...) = _invoke_op(_op_topk, args; kwargs...)
+topk(args::SymbolicNode...; kwargs...) = _compose_op(_op_topk, args; kwargs...)
+topk(; kwargs...) = _call_op(_op_topk; kwargs...)
+
 const _op_transpose = OpDef("transpose", ["data"], false, "")
 # transpose is also Base's: these methods extend Base.transpose for Weft's types.
 """
@@ -6944,6 +9242,7 @@ zeros_like(; kwargs...) = _call_op(_op_zeros_like; kwargs...)
 const _OPERATOR_NAMES = [
     "Activation",
     "BatchNorm",
+    "BatchNorm_v1",
     "BlockGrad",
     "stop_gradient",
     "Cast",
@@ -6951,6 +9250,9 @@ const _OPERATOR_NAMES = [
     "Concat",
     "concat",
     "Convolution",
+    "Convolution_v1",
+    "Correlation",
+    "Crop",
     "Deconvolution",
     "Dropout",
     "Embedding",
@@ -6958,6 +9260,7 @@ const _OPERATOR_NAMES = [
     "flatten",
     "FullyConnected",
     "GroupNorm",
+    "IdentityAttachKLSparseReg",
     "InstanceNorm",
     "L2Normalization",
     "LRN",
@@ -6971,19 +9274,38 @@ const _OPERATOR_NAMES = [
     "Pad",
     "pad",
     "Pooling",
+    "Pooling_v1",
     "RNN",
+    "SVMOutput",
     "SequenceLast",
     "SequenceMask",
     "SequenceReverse",
     "SoftmaxActivation",
     "SoftmaxOutput",
+    "Softmax",
     "SwapAxis",
     "swapaxes",
     "UpSampling",
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_contrib_AdaptiveAvgPooling2D",
+    "_contrib_BatchNormWithReLU",
+    "_contrib_BilinearResize2D",
+    "_contrib_SyncBatchNorm",
+    "_contrib_allclose",
+    "_contrib_arange_like",
+    "_contrib_backward_gradientmultiplier",
+    "_contrib_backward_index_copy",
+    "_contrib_backward_quadratic",
+    "_contrib_div_sqrt_dim",
+    "_contrib_gradientmultiplier",
     "_contrib_group_adagrad_update",
+    "_contrib_index_array",
+    "_contrib_index_copy",
+    "_contrib_quadratic",
+    "_contrib_round_ste",
+    "_contrib_sign_ste",
     "_copy",
     "_div_scalar",
     "_DivScalar",
@@ -6993,6 +9315,7 @@ const _OPERATOR_NAMES = [
     "_EqualScalar",
     "_eye",
     "_full",
+    "_grad_add",
     "_greater",
     "_Greater",
     "_greater_equal",
@@ -7001,10 +9324,27 @@ const _OPERATOR_NAMES = [
     "_GreaterEqualScalar",
     "_greater_scalar",
     "_GreaterScalar",
+    "_histogram",
     "_hypot",
     "_Hypot",
     "_hypot_scalar",
     "_HypotScalar",
+    "_identity_with_attr_like_rhs",
+    "_image_adjust_lighting",
+    "_image_crop",
+    "_image_flip_left_right",
+    "_image_flip_top_bottom",
+    "_image_normalize",
+    "_image_random_brightness",
+    "_image_random_color_jitter",
+    "_image_random_contrast",
+    "_image_random_flip_left_right",
+    "_image_random_flip_top_bottom",
+    "_image_random_hue",
+    "_image_random_lighting",
+    "_image_random_saturation",
+    "_image_resize",
+    "_image_to_tensor",
     "_lesser",
     "_Lesser",
     "_lesser_equal",
@@ -7013,6 +9353,42 @@ const _OPERATOR_NAMES = [
     "_LesserEqualScalar",
     "_lesser_scalar",
     "_LesserScalar",
+    "_linalg_det",
+    "_npi_det",
+    "linalg_det",
+    "_linalg_extractdiag",
+    "linalg_extractdiag",
+    "_linalg_extracttrian",
+    "linalg_extracttrian",
+    "_linalg_gelqf",
+    "linalg_gelqf",
+    "_linalg_gemm",
+    "linalg_gemm",
+    "_linalg_gemm2",
+    "linalg_gemm2",
+    "_linalg_inverse",
+    "_npi_inv",
+    "linalg_inverse",
+    "_linalg_makediag",
+    "linalg_makediag",
+    "_linalg_maketrian",
+    "linalg_maketrian",
+    "_linalg_potrf",
+    "linalg_potrf",
+    "_linalg_potri",
+    "linalg_potri",
+    "_linalg_slogdet",
+    "_npi_slogdet",
+    "linalg_slogdet",
+    "_linalg_sumlogdiag",
+    "linalg_sumlogdiag",
+    "_linalg_syevd",
+    "_linalg_syrk",
+    "linalg_syrk",
+    "_linalg_trmm",
+    "linalg_trmm",
+    "_linalg_trsm",
+    "linalg_trsm",
     "_linspace",
     "_logical_and",
     "_Logical_And",
@@ -7100,6 +9476,8 @@ const _OPERATOR_NAMES = [
     "random_uniform",
     "uniform",
     "_random_uniform_like",
+    "_ravel_multi_index",
+    "ravel_multi_index",
     "_rdiv_scalar",
     "_RDivScalar",
     "_reduce_sum_to",
@@ -7126,14 +9504,28 @@ const _OPERATOR_NAMES = [
     "_sample_uniform",
     "sample_uniform",
     "_sample_unique_zipfian",
+    "_scatter_set_nd",
     "_shuffle",
     "shuffle",
+    "_slice_assign",
+    "_crop_assign",
+    "_slice_assign_scalar",
+    "_crop_assign_scalar",
     "_sparse_softmax_cross_entropy",
+    "_split_v2",
+    "_unravel_index",
+    "unravel_index",
     "_zeros",
+    "_zeros_without_dtype",
     "abs",
     "adadelta_update",
     "adagrad_update",
     "adam_update",
+    "add_n",
+    "ElementWiseSum",
+    "all_finite",
+    "amp_cast",
+    "amp_multicast",
     "arccos",
     "arccosh",
     "arcsin",
@@ -7143,7 +9535,9 @@ const _OPERATOR_NAMES = [
     "argmax",
     "argmax_channel",
     "argmin",
+    "argsort",
     "batch_dot",
+    "batch_take",
     "broadcast_add",
     "broadcast_plus",
     "broadcast_axis",
@@ -7171,9 +9565,12 @@ const _OPERATOR_NAMES = [
     "cbrt",
     "ceil",
     "clip",
+    "col2im",
     "cos",
     "cosh",
     "degrees",
+    "depth_to_space",
+    "diag",
     "dot",
     "elemwise_add",
     "_Plus",
@@ -7201,6 +9598,10 @@ const _OPERATOR_NAMES = [
     "ftrl_update",
     "gamma",
     "gammaln",
+    "gather_nd",
+    "hard_sigmoid",
+    "im2col",
+    "khatri_rao",
     "lamb_update_phase1",
     "lamb_update_phase2",
     "log",
@@ -7214,11 +9615,13 @@ const _OPERATOR_NAMES = [
     "mean",
     "min",
     "min_axis",
+    "moments",
     "mp_lamb_update_phase1",
     "mp_lamb_update_phase2",
     "mp_nag_mom_update",
     "mp_sgd_mom_update",
     "mp_sgd_update",
+    "multi_all_finite",
     "multi_lars",
     "multi_mp_sgd_mom_update",
     "multi_mp_sgd_update",
@@ -7233,6 +9636,7 @@ const _OPERATOR_NAMES = [
     "one_hot",
     "ones_like",
     "pick",
+    "choose_element_0index",
     "preloaded_multi_mp_sgd_mom_update",
     "preloaded_multi_mp_sgd_update",
     "preloaded_multi_sgd_mom_update",
@@ -7243,6 +9647,7 @@ const _OPERATOR_NAMES = [
     "reciprocal",
     "relu",
     "repeat",
+    "reset_arrays",
     "reshape",
     "Reshape",
     "reshape_like",
@@ -7251,6 +9656,7 @@ const _OPERATOR_NAMES = [
     "rmspropalex_update",
     "round",
     "rsqrt",
+    "scatter_nd",
     "sgd_mom_update",
     "sgd_update",
     "shape_array",
@@ -7264,10 +9670,14 @@ const _OPERATOR_NAMES = [
     "slice",
     "crop",
     "slice_axis",
+    "slice_like",
+    "smooth_l1",
     "softmax",
     "softmax_cross_entropy",
     "softmin",
     "softsign",
+    "sort",
+    "space_to_depth",
     "split",
     "SliceChannel",
     "sqrt",
@@ -7280,6 +9690,7 @@ const _OPERATOR_NAMES = [
     "tan",
     "tanh",
     "tile",
+    "topk",
     "transpose",
     "trunc",
     "where_",

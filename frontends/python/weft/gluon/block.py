@@ -551,7 +551,7 @@ class HybridBlock(Block):
             raise RuntimeError("export: run a forward pass of the hybridized block %s first, so that its graph "
                                "is known" % self.name)
         graph = next(iter(self._cached.values()))
-        graph.sym.save("%s-symbol.json" % path)
+        (graph.sym.remove_amp_cast() if remove_amp_cast else graph.sym).save("%s-symbol.json" % path)
         arg_names = set(graph.sym.list_arguments())
         aux_names = set(graph.sym.list_auxiliary_states())
         arrays = {}

@@ -2,12 +2,14 @@
 (MXNet 1.x's mx.mod.BaseModule). Subclasses supply bind, init_params, init_optimizer,
 forward, backward, update, update_metric, get_outputs and the parameter accessors."""
 import logging
+import sys
 import time
 
 import numpy as np
 
 from .. import ndarray as nd
 from ..context import cpu
+from ..callback import Speedometer, TerminalProgress
 from ..model import BatchEndParam, _split_params
 
 __all__ = ["BaseModule", "ModuleStateError"]
@@ -57,6 +59,16 @@ def _metric(eval_metric):
 def _run_callbacks(callbacks, *args):
     for callback in _as_list(callbacks):
         callback(*args)
+
+
+def _default_progress(train_data, num_epoch):
+    """What fit shows per batch when given no batch_end_callback: a live progress bar when
+    standard output is a terminal, MXNet's Speedometer lines (through logging) otherwise."""
+    batch_size = getattr(train_data, "batch_size", None)
+    isatty = getattr(sys.stdout, "isatty", None)
+    if isatty is not None and isatty():
+        return TerminalProgress(batch_size=batch_size, num_epoch=num_epoch)
+    return Speedometer(batch_size, frequent=50) if batch_size else None
 
 
 class BaseModule:
@@ -182,6 +194,9 @@ class BaseModule:
             validation_metric = eval_metric
         eval_metric = _metric(eval_metric)
 
+        progress = None
+        if batch_end_callback is None:
+            batch_end_callback = progress = _default_progress(train_data, num_epoch)
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
             eval_metric.reset()
@@ -212,6 +227,8 @@ class BaseModule:
                                                                      eval_metric=eval_metric, locals=locals()))
                 nbatch += 1
 
+            if isinstance(progress, TerminalProgress):
+                progress.epoch_end(epoch, [("train-" + n, v) for n, v in eval_metric.get_name_value()])
             for name, val in eval_metric.get_name_value():
                 self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
             self.logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)

@@ -269,5 +269,6 @@ class BucketingModule(BaseModule):
         parameters to `prefix-%04d.params`."""
         _require(self.binded, "save_checkpoint", "bind()")
         for key, module in self._buckets.items():
-            module.symbol.save("%s-%s-symbol.json" % (prefix, key))
+            sym = module.symbol.remove_amp_cast() if remove_amp_cast else module.symbol
+            sym.save("%s-%s-symbol.json" % (prefix, key))
         self.save_params("%s-%04d.params" % (prefix, epoch))

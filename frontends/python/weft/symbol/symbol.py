@@ -260,6 +260,43 @@ class Symbol:
     def save(self, fname):
         _api.weft_symbol_save_file(self.handle, fname)
 
+    def remove_amp_cast(self):
+        """The graph without its amp_cast and amp_multicast nodes (what automatic mixed
+        precision inserted): each of their outputs is replaced by the input it was cast from."""
+        graph = json.loads(self.tojson())
+        nodes, row = graph["nodes"], graph["node_row_ptr"]
+        cast = {"amp_cast", "amp_multicast"}
+        # Resolved entries, in node order (a cast's input comes before it).
+        source = {}
+
+        def resolve(entry):
+            return source.get((entry[0], entry[1]), entry)
+
+        kept, new_id = [], {}
+        for i, node in enumerate(nodes):
+            node["inputs"] = [resolve(e) for e in node.get("inputs", [])]
+            if node["op"] in cast:
+                for k in range(row[i + 1] - row[i]):
+                    source[(i, k)] = node["inputs"][k]
+                continue
+            new_id[i] = len(kept)
+            kept.append((i, node))
+        if not source:
+            return self
+
+        def renumber(entry):
+            return [new_id[entry[0]]] + list(entry[1:])
+
+        for _, node in kept:
+            node["inputs"] = [renumber(e) for e in node["inputs"]]
+        graph["heads"] = [renumber(resolve(e)) for e in graph["heads"]]
+        graph["nodes"] = [node for _, node in kept]
+        graph["arg_nodes"] = [new_id[i] for i in graph["arg_nodes"] if i in new_id]
+        graph["node_row_ptr"] = [0]
+        for i, _ in kept:
+            graph["node_row_ptr"].append(graph["node_row_ptr"][-1] + row[i + 1] - row[i])
+        return load_json(json.dumps(graph))
+
     def debug_str(self):
         return _api.weft_symbol_debug_str(self.handle)
 

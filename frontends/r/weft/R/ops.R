@@ -18,6 +18,13 @@ mx.symbol.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_m
   .weft_symbol_op("BatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
 }
 
+mx.nd.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, out = NULL) {
+  .weft_nd_invoke("BatchNorm_v1", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, out)
+}
+mx.symbol.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("BatchNorm_v1", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
+}
+
 mx.nd.BlockGrad <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("BlockGrad", list(data), c(), NULL, out)
 }
@@ -67,6 +74,27 @@ mx.symbol.Convolution <- function(data = NULL, weight = NULL, bias = NULL, kerne
   .weft_symbol_op("Convolution", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
 }
 
+mx.nd.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
+  .weft_nd_invoke("Convolution_v1", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
+}
+mx.symbol.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Convolution_v1", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
+}
+
+mx.nd.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, out = NULL) {
+  .weft_nd_invoke("Correlation", list(data1, data2), c(kernel_size = .weft_param(kernel_size), max_displacement = .weft_param(max_displacement), stride1 = .weft_param(stride1), stride2 = .weft_param(stride2), pad_size = .weft_param(pad_size), is_multiply = .weft_param(is_multiply)), NULL, out)
+}
+mx.symbol.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Correlation", list(data1 = data1, data2 = data2), c(kernel_size = .weft_param(kernel_size), max_displacement = .weft_param(max_displacement), stride1 = .weft_param(stride1), stride2 = .weft_param(stride2), pad_size = .weft_param(pad_size), is_multiply = .weft_param(is_multiply)), NULL, name, attr)
+}
+
+mx.nd.Crop <- function(..., offset = NULL, h_w = NULL, center_crop = NULL, out = NULL) {
+  .weft_nd_invoke("Crop", .weft_dots(...), c(offset = .weft_shape_param(offset), h_w = .weft_shape_param(h_w), center_crop = .weft_param(center_crop)), "num_args", out)
+}
+mx.symbol.Crop <- function(..., offset = NULL, h_w = NULL, center_crop = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Crop", .weft_dots(...), c(offset = .weft_shape_param(offset), h_w = .weft_shape_param(h_w), center_crop = .weft_param(center_crop)), "num_args", name, attr)
+}
+
 mx.nd.Deconvolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, adj = NULL, target_shape = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
   .weft_nd_invoke("Deconvolution", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), adj = .weft_shape_param(adj), target_shape = .weft_shape_param(target_shape), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
 }
@@ -114,6 +142,13 @@ mx.nd.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups =
 }
 mx.symbol.GroupNorm <- function(data = NULL, gamma = NULL, beta = NULL, num_groups = NULL, eps = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("GroupNorm", list(data = data, gamma = gamma, beta = beta), c(num_groups = .weft_param(num_groups), eps = .weft_param(eps), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
+}
+
+mx.nd.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, out = NULL) {
+  .weft_nd_invoke("IdentityAttachKLSparseReg", list(data, moving_avg), c(sparseness_target = .weft_param(sparseness_target), penalty = .weft_param(penalty), momentum = .weft_param(momentum)), NULL, out)
+}
+mx.symbol.IdentityAttachKLSparseReg <- function(data = NULL, moving_avg = NULL, sparseness_target = NULL, penalty = NULL, momentum = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("IdentityAttachKLSparseReg", list(data = data, moving_avg = moving_avg), c(sparseness_target = .weft_param(sparseness_target), penalty = .weft_param(penalty), momentum = .weft_param(momentum)), NULL, name, attr)
 }
 
 mx.nd.InstanceNorm <- function(data = NULL, gamma = NULL, beta = NULL, eps = NULL, out = NULL) {
@@ -207,11 +242,25 @@ mx.symbol.Pooling <- function(data = NULL, kernel = NULL, pool_type = NULL, glob
   .weft_symbol_op("Pooling", list(data = data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, name, attr)
 }
 
+mx.nd.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, out = NULL) {
+  .weft_nd_invoke("Pooling_v1", list(data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad)), NULL, out)
+}
+mx.symbol.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Pooling_v1", list(data = data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad)), NULL, name, attr)
+}
+
 mx.nd.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, out = NULL) {
   .weft_nd_invoke("RNN", list(data, parameters, state, state_cell, sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, out)
 }
 mx.symbol.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("RNN", list(data = data, parameters = parameters, state = state, state_cell = state_cell, sequence_length = sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, name, attr)
+}
+
+mx.nd.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, out = NULL) {
+  .weft_nd_invoke("SVMOutput", list(data, label), c(margin = .weft_param(margin), regularization_coefficient = .weft_param(regularization_coefficient), use_linear = .weft_param(use_linear)), NULL, out)
+}
+mx.symbol.SVMOutput <- function(data = NULL, label = NULL, margin = NULL, regularization_coefficient = NULL, use_linear = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("SVMOutput", list(data = data, label = label), c(margin = .weft_param(margin), regularization_coefficient = .weft_param(regularization_coefficient), use_linear = .weft_param(use_linear)), NULL, name, attr)
 }
 
 mx.nd.SequenceLast <- function(data = NULL, sequence_length = NULL, use_sequence_length = NULL, axis = NULL, out = NULL) {
@@ -246,6 +295,13 @@ mx.nd.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ig
   .weft_nd_invoke("SoftmaxOutput", list(data, label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, out)
 }
 mx.symbol.SoftmaxOutput <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
+}
+
+mx.nd.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, out = NULL) {
+  .weft_nd_invoke("SoftmaxOutput", list(data, label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, out)
+}
+mx.symbol.Softmax <- function(data = NULL, label = NULL, grad_scale = NULL, ignore_label = NULL, multi_output = NULL, use_ignore = NULL, preserve_shape = NULL, normalization = NULL, out_grad = NULL, smooth_alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("SoftmaxOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale), ignore_label = .weft_param(ignore_label), multi_output = .weft_param(multi_output), use_ignore = .weft_param(use_ignore), preserve_shape = .weft_param(preserve_shape), normalization = .weft_param(normalization), out_grad = .weft_param(out_grad), smooth_alpha = .weft_param(smooth_alpha)), NULL, name, attr)
 }
 
@@ -291,11 +347,123 @@ mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ =
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_AdaptiveAvgPooling2D", list(data), c(output_size = .weft_shape_param(output_size)), NULL, out)
+}
+mx.symbol.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_AdaptiveAvgPooling2D", list(data = data), c(output_size = .weft_shape_param(output_size)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_BatchNormWithReLU", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.BatchNormWithReLU <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_BatchNormWithReLU", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_BilinearResize2D", list(data, like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, out)
+}
+mx.symbol.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL, height = NULL, width = NULL, scale_height = NULL, scale_width = NULL, mode = NULL, align_corners = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_BilinearResize2D", list(data = data, like = like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, out = NULL) {
+  .weft_nd_invoke("_contrib_SyncBatchNorm", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, out)
+}
+mx.symbol.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_SyncBatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_allclose", list(a, b), c(rtol = .weft_param(rtol), atol = .weft_param(atol), equal_nan = .weft_param(equal_nan)), NULL, out)
+}
+mx.symbol.internal.contrib.allclose <- function(a = NULL, b = NULL, rtol = NULL, atol = NULL, equal_nan = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_allclose", list(a = a, b = b), c(rtol = .weft_param(rtol), atol = .weft_param(atol), equal_nan = .weft_param(equal_nan)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_arange_like", list(data), c(start = .weft_param(start), step = .weft_param(step), `repeat` = .weft_param(repeat_), ctx = .weft_param(ctx), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.contrib.arange.like <- function(data = NULL, start = NULL, step = NULL, repeat_ = NULL, ctx = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_arange_like", list(data = data), c(start = .weft_param(start), step = .weft_param(step), `repeat` = .weft_param(repeat_), ctx = .weft_param(ctx), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_gradientmultiplier", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_index_copy", list(ograd, old_tensor, index_vector, new_tensor), c(), NULL, out)
+}
+mx.symbol.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_index_copy", list(ograd = ograd, old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.quadratic <- function(ograd = NULL, data = NULL, a = NULL, b = NULL, c = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_quadratic", list(ograd, data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, out)
+}
+mx.symbol.internal.contrib.backward.quadratic <- function(ograd = NULL, data = NULL, a = NULL, b = NULL, c = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_quadratic", list(ograd = ograd, data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_div_sqrt_dim", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.div.sqrt.dim <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_div_sqrt_dim", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_gradientmultiplier", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_group_adagrad_update", list(weight, grad, history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, out)
 }
 mx.symbol.internal.contrib.group.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, rescale_grad = NULL, clip_gradient = NULL, epsilon = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_group_adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.index.array <- function(data = NULL, axes = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_index_array", list(data), c(axes = .weft_shape_param(axes)), NULL, out)
+}
+mx.symbol.internal.contrib.index.array <- function(data = NULL, axes = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_index_array", list(data = data), c(axes = .weft_shape_param(axes)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = NULL, new_tensor = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_index_copy", list(old_tensor, index_vector, new_tensor), c(), NULL, out)
+}
+mx.symbol.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = NULL, new_tensor = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_index_copy", list(old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quadratic", list(data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, out)
+}
+mx.symbol.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quadratic", list(data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.round.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_round_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.round.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_round_ste", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.sign.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_sign_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.sign.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_sign_ste", list(data = data), c(), NULL, name, attr)
 }
 
 mx.nd.internal.copy <- function(data = NULL, out = NULL) {
@@ -347,6 +515,13 @@ mx.symbol.internal.full <- function(shape = NULL, ctx = NULL, dtype = NULL, valu
   .weft_symbol_op("_full", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype), value = .weft_param(value)), NULL, name, attr)
 }
 
+mx.nd.internal.grad.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_grad_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.grad.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_grad_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.greater <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_greater", list(lhs, rhs), c(), NULL, out)
 }
@@ -375,6 +550,13 @@ mx.symbol.internal.greater.scalar <- function(data = NULL, scalar = NULL, is_int
   .weft_symbol_op("_greater_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, out = NULL) {
+  .weft_nd_invoke("_histogram", list(data, bins), c(bin_cnt = .weft_param(bin_cnt), range = .weft_shape_param(range)), NULL, out)
+}
+mx.symbol.internal.histogram <- function(data = NULL, bins = NULL, bin_cnt = NULL, range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_histogram", list(data = data, bins = bins), c(bin_cnt = .weft_param(bin_cnt), range = .weft_shape_param(range)), NULL, name, attr)
+}
+
 mx.nd.internal.hypot <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_hypot", list(lhs, rhs), c(), NULL, out)
 }
@@ -387,6 +569,118 @@ mx.nd.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NUL
 }
 mx.symbol.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_hypot_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.identity.with.attr.like.rhs <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_identity_with_attr_like_rhs", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.identity.with.attr.like.rhs <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_identity_with_attr_like_rhs", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.adjust.lighting <- function(data = NULL, alpha, out = NULL) {
+  .weft_nd_invoke("_image_adjust_lighting", list(data), c(alpha = .weft_shape_param(alpha)), NULL, out)
+}
+mx.symbol.internal.image.adjust.lighting <- function(data = NULL, alpha, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_adjust_lighting", list(data = data), c(alpha = .weft_shape_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.internal.image.crop <- function(data = NULL, x, y, width, height, out = NULL) {
+  .weft_nd_invoke("_image_crop", list(data), c(x = .weft_param(x), y = .weft_param(y), width = .weft_param(width), height = .weft_param(height)), NULL, out)
+}
+mx.symbol.internal.image.crop <- function(data = NULL, x, y, width, height, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_crop", list(data = data), c(x = .weft_param(x), y = .weft_param(y), width = .weft_param(width), height = .weft_param(height)), NULL, name, attr)
+}
+
+mx.nd.internal.image.flip.left.right <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_flip_left_right", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.flip.left.right <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_flip_left_right", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.flip.top.bottom <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_flip_top_bottom", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.flip.top.bottom <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_flip_top_bottom", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.normalize <- function(data = NULL, mean = NULL, std = NULL, out = NULL) {
+  .weft_nd_invoke("_image_normalize", list(data), c(mean = .weft_shape_param(mean), std = .weft_shape_param(std)), NULL, out)
+}
+mx.symbol.internal.image.normalize <- function(data = NULL, mean = NULL, std = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_normalize", list(data = data), c(mean = .weft_shape_param(mean), std = .weft_shape_param(std)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_brightness", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.brightness <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_brightness", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.color.jitter <- function(data = NULL, brightness, contrast, saturation, hue, out = NULL) {
+  .weft_nd_invoke("_image_random_color_jitter", list(data), c(brightness = .weft_param(brightness), contrast = .weft_param(contrast), saturation = .weft_param(saturation), hue = .weft_param(hue)), NULL, out)
+}
+mx.symbol.internal.image.random.color.jitter <- function(data = NULL, brightness, contrast, saturation, hue, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_color_jitter", list(data = data), c(brightness = .weft_param(brightness), contrast = .weft_param(contrast), saturation = .weft_param(saturation), hue = .weft_param(hue)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_contrast", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.contrast <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_contrast", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.flip.left.right <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_random_flip_left_right", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.random.flip.left.right <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_flip_left_right", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.flip.top.bottom <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_random_flip_top_bottom", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.random.flip.top.bottom <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_flip_top_bottom", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_hue", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.hue <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_hue", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, out = NULL) {
+  .weft_nd_invoke("_image_random_lighting", list(data), c(alpha_std = .weft_param(alpha_std)), NULL, out)
+}
+mx.symbol.internal.image.random.lighting <- function(data = NULL, alpha_std = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_lighting", list(data = data), c(alpha_std = .weft_param(alpha_std)), NULL, name, attr)
+}
+
+mx.nd.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, out = NULL) {
+  .weft_nd_invoke("_image_random_saturation", list(data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, out)
+}
+mx.symbol.internal.image.random.saturation <- function(data = NULL, min_factor, max_factor, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_random_saturation", list(data = data), c(min_factor = .weft_param(min_factor), max_factor = .weft_param(max_factor)), NULL, name, attr)
+}
+
+mx.nd.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, out = NULL) {
+  .weft_nd_invoke("_image_resize", list(data), c(size = .weft_shape_param(size), keep_ratio = .weft_param(keep_ratio), interp = .weft_param(interp)), NULL, out)
+}
+mx.symbol.internal.image.resize <- function(data = NULL, size = NULL, keep_ratio = NULL, interp = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_resize", list(data = data), c(size = .weft_shape_param(size), keep_ratio = .weft_param(keep_ratio), interp = .weft_param(interp)), NULL, name, attr)
+}
+
+mx.nd.internal.image.to.tensor <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_image_to_tensor", list(data), c(), NULL, out)
+}
+mx.symbol.internal.image.to.tensor <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_image_to_tensor", list(data = data), c(), NULL, name, attr)
 }
 
 mx.nd.internal.lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
@@ -415,6 +709,237 @@ mx.nd.internal.lesser.scalar <- function(data = NULL, scalar = NULL, is_int = NU
 }
 mx.symbol.internal.lesser.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_lesser_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.det <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_det", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.det <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.det <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_det", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.det <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.extractdiag <- function(A = NULL, offset = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_extractdiag", list(A), c(offset = .weft_param(offset)), NULL, out)
+}
+mx.symbol.internal.linalg.extractdiag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_extractdiag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
+}
+
+mx.nd.linalg.extractdiag <- function(A = NULL, offset = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_extractdiag", list(A), c(offset = .weft_param(offset)), NULL, out)
+}
+mx.symbol.linalg.extractdiag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_extractdiag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_extracttrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.internal.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_extracttrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_extracttrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_extracttrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.gelqf <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gelqf", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.gelqf <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gelqf", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.gelqf <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gelqf", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.gelqf <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gelqf", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gemm", list(A, B, C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gemm", list(A = A, B = B, C = C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gemm", list(A, B, C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gemm", list(A = A, B = B, C = C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gemm2", list(A, B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gemm2", list(A = A, B = B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_gemm2", list(A, B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_gemm2", list(A = A, B = B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.inverse <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_inverse", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.inverse <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.inverse <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_inverse", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.inverse <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.makediag <- function(A = NULL, offset = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_makediag", list(A), c(offset = .weft_param(offset)), NULL, out)
+}
+mx.symbol.internal.linalg.makediag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_makediag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
+}
+
+mx.nd.linalg.makediag <- function(A = NULL, offset = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_makediag", list(A), c(offset = .weft_param(offset)), NULL, out)
+}
+mx.symbol.linalg.makediag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_makediag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_maketrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.internal.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_maketrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_maketrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_maketrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.potrf <- function(A = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_potrf", list(A), c(lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.internal.linalg.potrf <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_potrf", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.linalg.potrf <- function(A = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_potrf", list(A), c(lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.linalg.potrf <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_potrf", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.potri <- function(A = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_potri", list(A), c(lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.internal.linalg.potri <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_potri", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.linalg.potri <- function(A = NULL, lower = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_potri", list(A), c(lower = .weft_param(lower)), NULL, out)
+}
+mx.symbol.linalg.potri <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_potri", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.slogdet <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_slogdet", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.slogdet <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_slogdet", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.sumlogdiag <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_sumlogdiag", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.sumlogdiag <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_sumlogdiag", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.linalg.sumlogdiag <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_sumlogdiag", list(A), c(), NULL, out)
+}
+mx.symbol.linalg.sumlogdiag <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_sumlogdiag", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.syevd <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_syevd", list(A), c(), NULL, out)
+}
+mx.symbol.internal.linalg.syevd <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_syevd", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_syrk", list(A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.internal.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_syrk", list(A = A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_syrk", list(A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_syrk", list(A = A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_trmm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.internal.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_trmm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_trmm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_trmm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.internal.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_trsm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.internal.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_trsm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
+}
+
+mx.nd.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_trsm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
+}
+mx.symbol.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_trsm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
 }
 
 mx.nd.internal.linspace <- function(start, stop, num, endpoint = NULL, ctx = NULL, dtype = NULL, out = NULL) {
@@ -893,6 +1418,20 @@ mx.symbol.internal.random.uniform.like <- function(data = NULL, low = NULL, high
   .weft_symbol_op("_random_uniform_like", list(data = data), c(low = .weft_param(low), high = .weft_param(high)), NULL, name, attr)
 }
 
+mx.nd.internal.ravel.multi.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_ravel_multi_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.ravel.multi.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_ravel_multi_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.ravel.multi.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_ravel_multi_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.ravel.multi.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_ravel_multi_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
 mx.nd.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_rdiv_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
@@ -1047,6 +1586,13 @@ mx.symbol.internal.sample.unique.zipfian <- function(range_max, shape = NULL, na
   .weft_symbol_op("_sample_unique_zipfian", list(), c(range_max = .weft_param(range_max), shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
+mx.nd.internal.scatter.set.nd <- function(lhs = NULL, rhs = NULL, indices = NULL, shape, out = NULL) {
+  .weft_nd_invoke("_scatter_set_nd", list(lhs, rhs, indices), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.scatter.set.nd <- function(lhs = NULL, rhs = NULL, indices = NULL, shape, name = NULL, attr = NULL) {
+  .weft_symbol_op("_scatter_set_nd", list(lhs = lhs, rhs = rhs, indices = indices), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
 mx.nd.internal.shuffle <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_shuffle", list(data), c(), NULL, out)
 }
@@ -1061,6 +1607,20 @@ mx.symbol.shuffle <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_shuffle", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.slice.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign", list(lhs, rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.slice.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign", list(lhs = lhs, rhs = rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
+mx.nd.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign_scalar", list(data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
 mx.nd.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_sparse_softmax_cross_entropy", list(data, label), c(axis = .weft_param(axis)), NULL, out)
 }
@@ -1068,11 +1628,39 @@ mx.symbol.internal.sparse.softmax.cross.entropy <- function(data = NULL, label =
   .weft_symbol_op("_sparse_softmax_cross_entropy", list(data = data, label = label), c(axis = .weft_param(axis)), NULL, name, attr)
 }
 
+mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, out = NULL) {
+  .weft_nd_invoke("_split_v2", list(data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, out)
+}
+mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_split_v2", list(data = data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
+}
+
+mx.nd.internal.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_unravel_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.internal.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
+  .weft_nd_invoke("_unravel_index", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
 mx.nd.internal.zeros <- function(shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_zeros", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
 }
 mx.symbol.internal.zeros <- function(shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_zeros", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.zeros.without.dtype <- function(shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("_zeros_without_dtype", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.internal.zeros.without.dtype <- function(shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_zeros_without_dtype", list(), c(shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
 mx.nd.abs <- function(data = NULL, out = NULL) {
@@ -1101,6 +1689,41 @@ mx.nd.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NUL
 }
 mx.symbol.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("adam_update", list(weight = weight, grad = grad, mean = mean, var = var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
+mx.nd.add.n <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.add.n <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
+}
+
+mx.nd.ElementWiseSum <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.ElementWiseSum <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
+}
+
+mx.nd.all.finite <- function(data = NULL, init_output = NULL, out = NULL) {
+  .weft_nd_invoke("all_finite", list(data), c(init_output = .weft_param(init_output)), NULL, out)
+}
+mx.symbol.all.finite <- function(data = NULL, init_output = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("all_finite", list(data = data), c(init_output = .weft_param(init_output)), NULL, name, attr)
+}
+
+mx.nd.amp.cast <- function(data = NULL, dtype, out = NULL) {
+  .weft_nd_invoke("amp_cast", list(data), c(dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.amp.cast <- function(data = NULL, dtype, name = NULL, attr = NULL) {
+  .weft_symbol_op("amp_cast", list(data = data), c(dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.amp.multicast <- function(..., cast_narrow = NULL, out = NULL) {
+  .weft_nd_invoke("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", out)
+}
+mx.symbol.amp.multicast <- function(..., cast_narrow = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", name, attr)
 }
 
 mx.nd.arccos <- function(data = NULL, out = NULL) {
@@ -1166,11 +1789,25 @@ mx.symbol.argmin <- function(data = NULL, axis = NULL, keepdims = NULL, name = N
   .weft_symbol_op("argmin", list(data = data), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims)), NULL, name, attr)
 }
 
+mx.nd.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("argsort", list(data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.argsort <- function(data = NULL, axis = NULL, is_ascend = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("argsort", list(data = data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
 mx.nd.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, out = NULL) {
   .weft_nd_invoke("batch_dot", list(lhs, rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, out)
 }
 mx.symbol.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("batch_dot", list(lhs = lhs, rhs = rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, name, attr)
+}
+
+mx.nd.batch.take <- function(a = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("batch_take", list(a, indices), c(), NULL, out)
+}
+mx.symbol.batch.take <- function(a = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("batch_take", list(a = a, indices = indices), c(), NULL, name, attr)
 }
 
 mx.nd.broadcast.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
@@ -1362,6 +1999,13 @@ mx.symbol.clip <- function(data = NULL, a_min, a_max, name = NULL, attr = NULL) 
   .weft_symbol_op("clip", list(data = data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, name, attr)
 }
 
+mx.nd.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, out = NULL) {
+  .weft_nd_invoke("col2im", list(data), c(output_size = .weft_shape_param(output_size), kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, out)
+}
+mx.symbol.col2im <- function(data = NULL, output_size, kernel, stride = NULL, dilate = NULL, pad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("col2im", list(data = data), c(output_size = .weft_shape_param(output_size), kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, name, attr)
+}
+
 mx.nd.cos <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("cos", list(data), c(), NULL, out)
 }
@@ -1381,6 +2025,20 @@ mx.nd.degrees <- function(data = NULL, out = NULL) {
 }
 mx.symbol.degrees <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("degrees", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.depth.to.space <- function(data = NULL, block_size, out = NULL) {
+  .weft_nd_invoke("depth_to_space", list(data), c(block_size = .weft_param(block_size)), NULL, out)
+}
+mx.symbol.depth.to.space <- function(data = NULL, block_size, name = NULL, attr = NULL) {
+  .weft_symbol_op("depth_to_space", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
+}
+
+mx.nd.diag <- function(data = NULL, k = NULL, axis1 = NULL, axis2 = NULL, out = NULL) {
+  .weft_nd_invoke("diag", list(data), c(k = .weft_param(k), axis1 = .weft_param(axis1), axis2 = .weft_param(axis2)), NULL, out)
+}
+mx.symbol.diag <- function(data = NULL, k = NULL, axis1 = NULL, axis2 = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("diag", list(data = data), c(k = .weft_param(k), axis1 = .weft_param(axis1), axis2 = .weft_param(axis2)), NULL, name, attr)
 }
 
 mx.nd.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, out = NULL) {
@@ -1509,6 +2167,34 @@ mx.symbol.gammaln <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gammaln", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.gather.nd <- function(data = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("gather_nd", list(data, indices), c(), NULL, out)
+}
+mx.symbol.gather.nd <- function(data = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("gather_nd", list(data = data, indices = indices), c(), NULL, name, attr)
+}
+
+mx.nd.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, out = NULL) {
+  .weft_nd_invoke("hard_sigmoid", list(data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, out)
+}
+mx.symbol.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("hard_sigmoid", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, name, attr)
+}
+
+mx.nd.im2col <- function(data = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, out = NULL) {
+  .weft_nd_invoke("im2col", list(data), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, out)
+}
+mx.symbol.im2col <- function(data = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("im2col", list(data = data), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, name, attr)
+}
+
+mx.nd.khatri.rao <- function(..., out = NULL) {
+  .weft_nd_invoke("khatri_rao", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.khatri.rao <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("khatri_rao", .weft_dots(...), c(), "num_args", name, attr)
+}
+
 mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("lamb_update_phase1", list(weight, grad, mean, var), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1600,6 +2286,13 @@ mx.symbol.min.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclud
   .weft_symbol_op("min", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
+mx.nd.moments <- function(data = NULL, axes = NULL, keepdims = NULL, out = NULL) {
+  .weft_nd_invoke("moments", list(data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, out)
+}
+mx.symbol.moments <- function(data = NULL, axes = NULL, keepdims = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("moments", list(data = data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, name, attr)
+}
+
 mx.nd.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("mp_lamb_update_phase1", list(weight, grad, mean, var, weight32), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1633,6 +2326,13 @@ mx.nd.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr,
 }
 mx.symbol.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mp_sgd_update", list(weight = weight, grad = grad, weight32 = weight32), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
+mx.nd.multi.all.finite <- function(..., init_output = NULL, out = NULL) {
+  .weft_nd_invoke("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", out)
+}
+mx.symbol.multi.all.finite <- function(..., init_output = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", name, attr)
 }
 
 mx.nd.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, out = NULL) {
@@ -1733,6 +2433,13 @@ mx.symbol.pick <- function(data = NULL, index = NULL, axis = NULL, keepdims = NU
   .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
 }
 
+mx.nd.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, out = NULL) {
+  .weft_nd_invoke("pick", list(data, index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, out)
+}
+mx.symbol.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
+}
+
 mx.nd.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("preloaded_multi_mp_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
 }
@@ -1803,6 +2510,13 @@ mx.symbol.repeat <- function(data = NULL, repeats, axis = NULL, name = NULL, att
   .weft_symbol_op("repeat", list(data = data), c(repeats = .weft_param(repeats), axis = .weft_param(axis)), NULL, name, attr)
 }
 
+mx.nd.reset.arrays <- function(..., out = NULL) {
+  .weft_nd_invoke("reset_arrays", .weft_dots(...), c(), "num_arrays", out)
+}
+mx.symbol.reset.arrays <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("reset_arrays", .weft_dots(...), c(), "num_arrays", name, attr)
+}
+
 mx.nd.reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, out = NULL) {
   .weft_nd_invoke("reshape", list(data), c(shape = .weft_shape_param(shape), reverse = .weft_param(reverse), target_shape = .weft_shape_param(target_shape), keep_highest = .weft_param(keep_highest)), NULL, out)
 }
@@ -1857,6 +2571,13 @@ mx.nd.rsqrt <- function(data = NULL, out = NULL) {
 }
 mx.symbol.rsqrt <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("rsqrt", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.scatter.nd <- function(data = NULL, indices = NULL, shape, out = NULL) {
+  .weft_nd_invoke("scatter_nd", list(data, indices), c(shape = .weft_shape_param(shape)), NULL, out)
+}
+mx.symbol.scatter.nd <- function(data = NULL, indices = NULL, shape, name = NULL, attr = NULL) {
+  .weft_symbol_op("scatter_nd", list(data = data, indices = indices), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
 mx.nd.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
@@ -1950,6 +2671,20 @@ mx.symbol.slice.axis <- function(data = NULL, axis, begin, end, name = NULL, att
   .weft_symbol_op("slice_axis", list(data = data), c(axis = .weft_param(axis), begin = .weft_param(begin), end = .weft_param(end)), NULL, name, attr)
 }
 
+mx.nd.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, out = NULL) {
+  .weft_nd_invoke("slice_like", list(data, shape_like), c(axes = .weft_shape_param(axes)), NULL, out)
+}
+mx.symbol.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("slice_like", list(data = data, shape_like = shape_like), c(axes = .weft_shape_param(axes)), NULL, name, attr)
+}
+
+mx.nd.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("smooth_l1", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("smooth_l1", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, out = NULL) {
   .weft_nd_invoke("softmax", list(data, length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, out)
 }
@@ -1976,6 +2711,20 @@ mx.nd.softsign <- function(data = NULL, out = NULL) {
 }
 mx.symbol.softsign <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("softsign", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, out = NULL) {
+  .weft_nd_invoke("sort", list(data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend)), NULL, out)
+}
+mx.symbol.sort <- function(data = NULL, axis = NULL, is_ascend = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sort", list(data = data), c(axis = .weft_param(axis), is_ascend = .weft_param(is_ascend)), NULL, name, attr)
+}
+
+mx.nd.space.to.depth <- function(data = NULL, block_size, out = NULL) {
+  .weft_nd_invoke("space_to_depth", list(data), c(block_size = .weft_param(block_size)), NULL, out)
+}
+mx.symbol.space.to.depth <- function(data = NULL, block_size, name = NULL, attr = NULL) {
+  .weft_symbol_op("space_to_depth", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
 }
 
 mx.nd.split <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, out = NULL) {
@@ -2060,6 +2809,13 @@ mx.nd.tile <- function(data = NULL, reps, out = NULL) {
 }
 mx.symbol.tile <- function(data = NULL, reps, name = NULL, attr = NULL) {
   .weft_symbol_op("tile", list(data = data), c(reps = .weft_shape_param(reps)), NULL, name, attr)
+}
+
+mx.nd.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, out = NULL) {
+  .weft_nd_invoke("topk", list(data), c(axis = .weft_param(axis), k = .weft_param(k), ret_typ = .weft_param(ret_typ), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, out)
+}
+mx.symbol.topk <- function(data = NULL, axis = NULL, k = NULL, ret_typ = NULL, is_ascend = NULL, dtype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("topk", list(data = data), c(axis = .weft_param(axis), k = .weft_param(k), ret_typ = .weft_param(ret_typ), is_ascend = .weft_param(is_ascend), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
 mx.nd.transpose <- function(data = NULL, axes = NULL, out = NULL) {
