@@ -291,3 +291,21 @@ def test_multi_sum_sq_and_multi_lars():
     np.testing.assert_allclose(out.asnumpy(), expect, rtol=1e-6)
     with pytest.raises(mx.base.MXNetError, match="shape"):
         mx.nd.multi_lars(mx.nd.array(lrs), mx.nd.ones((2,)), mx.nd.array(gss), mx.nd.array(wds), eta=0.5, eps=0)
+
+
+def test_sym_contrib_adamw_wrappers_take_a_number():
+    w, g, m, v = (mx.sym.var(n) for n in ("w", "g", "m", "v"))
+    y = mx.sym.contrib.adamw_update(w, g, m, v, 0.5, lr=0.1, eta=1.0)
+    # The states the update writes are the node's auxiliary states, as in MXNet.
+    assert y.list_auxiliary_states() == ["m", "v"]
+    out = y.bind(mx.cpu(), {"w": mx.nd.ones((3,)), "g": mx.nd.ones((3,))},
+                 aux_states={"m": mx.nd.zeros((3,)), "v": mx.nd.zeros((3,))}).forward()[0].asnumpy()
+    ew, _, _ = ref_adamw(np.ones(3, np.float32), np.ones(3, np.float32), 0, 0, 0.1, 1.0, 0.0, 0.5)
+    np.testing.assert_allclose(out, ew, rtol=1e-5)
+    w32 = mx.sym.var("w32")
+    y = mx.sym.contrib.mp_adamw_update(w, g, m, v, w32, 2.0, lr=0.1, eta=1.0)
+    out = y.bind(mx.cpu(), {"w": mx.nd.ones((3,), dtype="float16"), "g": mx.nd.ones((3,), dtype="float16")},
+                 aux_states={"m": mx.nd.zeros((3,)), "v": mx.nd.zeros((3,)), "w32": mx.nd.ones((3,))}
+                 ).forward()[0].asnumpy()
+    ew, _, _ = ref_adamw(np.ones(3, np.float32), np.ones(3, np.float32), 0, 0, 0.1, 1.0, 0.0, 2.0)
+    np.testing.assert_allclose(out.astype(np.float32), ew, rtol=1e-3)

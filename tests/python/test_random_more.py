@@ -403,3 +403,16 @@ def test_rand_zipfian_nd_and_sym():
     got = outs.bind(mx.cpu(), {"t": mx.nd.array([1.0])}).forward()
     assert got[0].dtype == np.int64 and got[0].shape == (6,) and got[0].asnumpy().max() < 4
     np.testing.assert_allclose(got[1].asnumpy(), [math.log(1.5) / math.log(5) * 6], rtol=1e-12)
+
+
+def test_mixtures_with_overflowing_rates_terminate():
+    # Gamma(1/alpha) * alpha * mu overflows to inf or NaN for extreme parameters; the
+    # Poisson draw must not loop on it.
+    out = mx.nd._internal._sample_generalized_negative_binomial(
+        mx.nd.array([0.0, 1e300], dtype="float64"), mx.nd.array([1e-320, 1e300], dtype="float64"),
+        shape=(4,), dtype="float64").asnumpy()
+    assert out.shape == (2, 4)
+    nb = mx.nd._internal._sample_negative_binomial(mx.nd.array([1e300], dtype="float64"),
+                                                   mx.nd.array([1e-300], dtype="float64"), shape=(3,),
+                                                   dtype="float64").asnumpy()
+    assert np.all(np.isinf(nb))

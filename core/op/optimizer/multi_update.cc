@@ -15,9 +15,7 @@
 //                         learning_rates, wds and step_count.
 //   _contrib_group_adagrad_update: AdaGrad with one history value per row:
 //                         history[r] += mean(g[r]^2); weight[r] -= lr * g[r]/sqrt(history[r] + epsilon)
-//   multi_sum_sq:         the sum of squares of each of num_arrays arrays, as float32.
-//   multi_lars:           LARS learning rates lrs[i] * eta * |w| / (|g| * rescale_grad + wds[i]*|w| + eps)
-//                         from the sums of squares (lrs[i] unchanged when either norm is 0).
+// (LARS's helpers multi_sum_sq and multi_lars are in core/op/reduce/multi_tensor.cc.)
 #include <utility>
 
 #include "core/op/optimizer/optimizer_op.h"
@@ -41,14 +39,6 @@ struct MultiLAMBParam {
 
 struct GroupAdagradParam {
   double lr = 0, rescale_grad = 1, clip_gradient = -1, epsilon = 1e-5;
-};
-
-struct MultiSumSqParam {
-  int num_arrays = 1;
-};
-
-struct MultiLARSParam {
-  double eta = 0, eps = 0, rescale_grad = 1;
 };
 
 WEFT_PARAM_SCHEMA(MultiAdamWParam, s) {
@@ -88,16 +78,6 @@ WEFT_PARAM_SCHEMA(GroupAdagradParam, s) {
       .Default(-1.0)
       .Describe("Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns it off.");
   s.Field("epsilon", &GroupAdagradParam::epsilon).Default(1e-5).Describe("Added to the history under the root.");
-}
-
-WEFT_PARAM_SCHEMA(MultiSumSqParam, s) {
-  s.Field("num_arrays", &MultiSumSqParam::num_arrays).Min(1).Describe("Number of arrays.");
-}
-
-WEFT_PARAM_SCHEMA(MultiLARSParam, s) {
-  s.Field("eta", &MultiLARSParam::eta).Describe("LARS coefficient.");
-  s.Field("eps", &MultiLARSParam::eps).Describe("Added to the denominator.");
-  s.Field("rescale_grad", &MultiLARSParam::rescale_grad).Default(1.0).Describe("Multiplies the gradient norms.");
 }
 
 namespace {
@@ -422,82 +402,6 @@ void GroupAdagradCompute(const NodeAttrs& attrs, const OpContext&, const std::ve
   });
 }
 
-// ---------------------------------------------------------------- multi_sum_sq, multi_lars
-bool MultiSumSqShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  AssignShape(attrs, out, 0, Shape{static_cast<int64_t>(in->size())}, "output");
-  for (const auto& s : *in)
-    if (!s.is_known()) return false;
-  return true;
-}
-
-bool MultiSumSqType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
-  bool known = true;
-  for (size_t i = 0; i < in->size(); ++i) {
-    const DType t = (*in)[i];
-    if (t == DType::kUnknown) known = false;
-    else if (!IsFloatDType(t))
-      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': input ", i, ": expected a floating-point array, got ",
-            DTypeName(t));
-  }
-  AssignType(attrs, out, 0, DType::kFloat32, "output");
-  return known;
-}
-
-void MultiSumSqCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
-                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  if (req[0] == OpReq::kNullOp) return;
-  if (out[0].Size() != static_cast<int64_t>(in.size()) || out[0].dtype != DType::kFloat32)
-    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': output: expected float32 of shape (", in.size(),
-          ",), got ", DTypeName(out[0].dtype), " of shape ", out[0].shape.ToString());
-  float* o = out[0].ptr<float>();
-  for (size_t a = 0; a < in.size(); ++a) {
-    double ss = 0;
-    WEFT_FLOAT_TYPE_SWITCH(in[a].dtype, T, "Operator 'multi_sum_sq'", {
-      const T* x = in[a].ptr<T>();
-      for (int64_t i = 0, n = in[a].Size(); i < n; ++i) {
-        const double v = static_cast<double>(x[i]);
-        ss += v * v;
-      }
-    });
-    Store(o + a, req[0], ss);
-  }
-}
-
-bool MultiLarsShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  return optim::UpdateShape(attrs, in, out, in->size());
-}
-
-bool MultiLarsType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
-  for (size_t i = 0; i < in->size(); ++i) AssignType(attrs, in, i, DType::kFloat32, "input");
-  AssignType(attrs, out, 0, DType::kFloat32, "output");
-  return true;
-}
-
-void MultiLarsCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
-                      const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  if (req[0] == OpReq::kNullOp) return;
-  const auto& p = attrs.Params<MultiLARSParam>();
-  const int64_t n = in[0].Size();
-  for (size_t i = 0; i < 4; ++i)
-    if (in[i].Size() != n || in[i].dtype != DType::kFloat32)
-      BadInput(attrs, i, "float32 of " + std::to_string(n) + " values", in[i]);
-  if (out[0].Size() != n || out[0].dtype != DType::kFloat32)
-    Throw(ErrorKind::kShape, "Operator 'multi_lars': output: expected float32 of ", n, " values, got shape ",
-          out[0].shape.ToString());
-  const float* lrs = in[0].ptr<float>();
-  const float* wss = in[1].ptr<float>();
-  const float* gss = in[2].ptr<float>();
-  const float* wds = in[3].ptr<float>();
-  float* o = out[0].ptr<float>();
-  const float eta = static_cast<float>(p.eta), eps = static_cast<float>(p.eps), rs = static_cast<float>(p.rescale_grad);
-  for (int64_t i = 0; i < n; ++i) {
-    const float wn = std::sqrt(wss[i]);
-    const bool valid = wn > 0.f && gss[i] > 0.f;
-    const float v = valid ? lrs[i] * eta * wn / (std::sqrt(gss[i]) * rs + wds[i] * wn + eps) : lrs[i];
-    Store(o + i, req[0], v);
-  }
-}
-
 int AdamWWeights(const NodeAttrs& a) { return a.Params<MultiAdamWParam>().num_weights; }
 int LambTensors(const NodeAttrs& a) { return a.Params<MultiLAMBParam>().num_tensors; }
 
@@ -589,32 +493,6 @@ WEFT_REGISTER_OP(_contrib_group_adagrad_update)
     .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return std::vector<int>{2}; })
     .SetAttr<FInferShape>("FInferShape", GroupAdagradShape)
     .SetAttr<FCompute>("FCompute<cpu>", GroupAdagradCompute);
-
-WEFT_REGISTER_OP(multi_sum_sq)
-    .Describe("The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.")
-    .SetNumInputs([](const NodeAttrs& a) { return a.Params<MultiSumSqParam>().num_arrays; })
-    .AddArgument("data", "NDArray-or-Symbol[]", "Arrays")
-    .SetParams<MultiSumSqParam>()
-    .SetKeyVarNumArgs("num_arrays")
-    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
-    .SetAttr<FInferShape>("FInferShape", MultiSumSqShape)
-    .SetAttr<FInferType>("FInferType", MultiSumSqType)
-    .SetAttr<FCompute>("FCompute<cpu>", MultiSumSqCompute);
-
-WEFT_REGISTER_OP(multi_lars)
-    .Describe("LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with "
-              "w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.")
-    .SetNumInputs(4)
-    .AddArgument("lrs", "NDArray-or-Symbol", "Learning rates (float32)")
-    .AddArgument("weights_sum_sq", "NDArray-or-Symbol", "Sums of squares of the weights")
-    .AddArgument("grads_sum_sq", "NDArray-or-Symbol", "Sums of squares of the gradients")
-    .AddArgument("wds", "NDArray-or-Symbol", "Weight decays")
-    .SetParams<MultiLARSParam>()
-    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
-    .SetAttr<FInplaceOption>("FInplaceOption", [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{{0, 0}}; })
-    .SetAttr<FInferShape>("FInferShape", MultiLarsShape)
-    .SetAttr<FInferType>("FInferType", MultiLarsType)
-    .SetAttr<FCompute>("FCompute<cpu>", MultiLarsCompute);
 
 }  // namespace op
 }  // namespace weft

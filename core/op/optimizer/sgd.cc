@@ -522,7 +522,7 @@ bool PreloadedType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<D
 // The per-weight rates, read from the two arrays after the groups; every input the kernels
 // read is checked here, so a hand-called operator with ill-fitting arrays errors.
 std::pair<const float*, const float*> PreloadedRates(const NodeAttrs& attrs, const std::vector<TBlob>& in, int n,
-                                                      int k) {
+                                                      int k, bool mp) {
   const TBlob& lrs = in[static_cast<size_t>(n) * k];
   const TBlob& wds = in[static_cast<size_t>(n) * k + 1];
   for (const TBlob* b : {&lrs, &wds})
@@ -531,17 +531,21 @@ std::pair<const float*, const float*> PreloadedRates(const NodeAttrs& attrs, con
             "' must be a float32 array of ", n, " values, got ", DTypeName(b->dtype), " of shape ",
             b->shape.ToString());
   for (int w = 0; w < n; ++w)
-    for (int j = 1; j < k; ++j)
-      if (in[w * k + j].Size() != in[w * k].Size())
-        Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input ", w * k + j, " has shape ",
-              in[w * k + j].shape.ToString(), ", expected the shape of weight ", w, ", ", in[w * k].shape.ToString());
+    for (int j = 1; j < k; ++j) {
+      const TBlob& b = in[w * k + j];
+      const DType want = mp && j >= 2 ? DType::kFloat32 : in[w * k].dtype;
+      if (b.Size() != in[w * k].Size() || b.dtype != want)
+        Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input ", w * k + j, " is ", DTypeName(b.dtype),
+              " of shape ", b.shape.ToString(), ", expected ", DTypeName(want), " of the shape of weight ", w, ", ",
+              in[w * k].shape.ToString());
+    }
   return {lrs.ptr<float>(), wds.ptr<float>()};
 }
 
 void PreloadedSGDCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                          const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<PreloadedMultiSGDParam>();
-  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 2);
+  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 2, false);
   for (int k = 0; k < p.num_weights; ++k) {
     if (req[k] == OpReq::kNullOp) continue;
     WEFT_FLOAT_TYPE_SWITCH(in[2 * k].dtype, T, "Operator 'preloaded_multi_sgd_update'", {
@@ -554,7 +558,7 @@ void PreloadedSGDCompute(const NodeAttrs& attrs, const OpContext&, const std::ve
 void PreloadedSGDMomCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                             const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<PreloadedMultiSGDMomParam>();
-  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 3);
+  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 3, false);
   for (int k = 0; k < p.num_weights; ++k) {
     if (req[k] == OpReq::kNullOp) continue;
     WEFT_FLOAT_TYPE_SWITCH(in[3 * k].dtype, T, "Operator 'preloaded_multi_sgd_mom_update'", {
@@ -567,7 +571,7 @@ void PreloadedSGDMomCompute(const NodeAttrs& attrs, const OpContext&, const std:
 void PreloadedMPSGDCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                            const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<PreloadedMultiSGDParam>();
-  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 3);
+  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 3, true);
   for (int k = 0; k < p.num_weights; ++k) {
     if (req[k] == OpReq::kNullOp) continue;
     WEFT_FLOAT_TYPE_SWITCH(in[3 * k].dtype, T, "Operator 'preloaded_multi_mp_sgd_update'", {
@@ -580,7 +584,7 @@ void PreloadedMPSGDCompute(const NodeAttrs& attrs, const OpContext&, const std::
 void PreloadedMPSGDMomCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                               const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<PreloadedMultiSGDMomParam>();
-  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 4);
+  auto [lrs, wds] = PreloadedRates(attrs, in, p.num_weights, 4, true);
   for (int k = 0; k < p.num_weights; ++k) {
     if (req[k] == OpReq::kNullOp) continue;
     WEFT_FLOAT_TYPE_SWITCH(in[4 * k].dtype, T, "Operator 'preloaded_multi_mp_sgd_mom_update'", {

@@ -180,12 +180,24 @@ bool PdfType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>*
   return SameFloatType(attrs, in, out);
 }
 
+// Every input and the output share the samples' dtype (the kernels read them all as one type).
+void CheckForwardTypes(const NodeAttrs& attrs, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  for (size_t i = 1; i < in.size(); ++i)
+    if (in[i].dtype != in[0].dtype)
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': input ", i, " is ", DTypeName(in[i].dtype),
+            ", expected the samples' dtype ", DTypeName(in[0].dtype));
+  if (out[0].dtype != in[0].dtype)
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': output is ", DTypeName(out[0].dtype),
+          ", expected the samples' dtype ", DTypeName(in[0].dtype));
+}
+
 template <typename F, int NP>
 void PdfForward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
                 const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const bool is_log = attrs.Params<PdfParam>().is_log;
   const TBlob& x = in[0];
+  CheckForwardTypes(attrs, in, out);
   for (int j = 2; j <= NP; ++j)
     if (in[j].shape != in[1].shape)
       Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': the parameters have shapes ", in[1].shape.ToString(),
@@ -280,6 +292,7 @@ void DirichletForward(const NodeAttrs& attrs, const OpContext&, const std::vecto
                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const bool is_log = attrs.Params<PdfParam>().is_log;
+  CheckForwardTypes(attrs, in, out);
   const Shape oshape = PdfOutShape(attrs, in[0].shape, in[1].shape, true);
   if (out[0].shape != oshape)
     Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': output: expected shape ", oshape.ToString(), ", got ",

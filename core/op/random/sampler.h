@@ -109,6 +109,9 @@ inline double Gamma(ElementStream& s, double alpha) {
 // method for generating Poisson random variables", 1993), which takes about 1.2.
 inline double Poisson(ElementStream& s, double lam) {
   if (lam <= 0) return 0;
+  // A rate that overflowed in a mixture (negative binomials) or is NaN has no draws to
+  // make: the rejection loop below would never accept.
+  if (!(lam < std::numeric_limits<double>::infinity())) return lam;
   if (lam < 10) {
     const double limit = std::exp(-lam);
     double prod = s.UniformPositive();

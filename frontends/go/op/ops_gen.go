@@ -8883,20 +8883,20 @@ func SymMultiAllFinite(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error
 
 // MultiLars runs the operator multi_lars.
 //
-// LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
+// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
 //
 // Inputs (NDArray; nil leaves an input out):
-//   - lrs: Learning rates (float32)
-//   - weightsSumSq: Sums of squares of the weights
-//   - gradsSumSq: Sums of squares of the gradients
-//   - wds: Weight decays
+//   - lrs: Learning rates to scale by LARS coefficient
+//   - weightsSumSq: sum of square of weights arrays
+//   - gradsSumSq: sum of square of gradients arrays
+//   - wds: weight decays
 //
 // Required parameters:
-//   - eta float64: LARS coefficient.
-//   - eps float64: Added to the denominator.
+//   - eta float64: LARS eta
+//   - eps float64: LARS eps
 //
 // Options:
-//   - WithRescaleGrad(float64): Multiplies the gradient norms. (default 1)
+//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
 func MultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.NDArray, eta float64, eps float64, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("eta", eta)
@@ -8906,20 +8906,20 @@ func MultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.NDArray, eta float64, ep
 
 // SymMultiLars runs the operator multi_lars symbolically: it adds one node to the graph.
 //
-// LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
+// LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
 //
 // Inputs (Symbol; nil leaves an input out):
-//   - lrs: Learning rates (float32)
-//   - weightsSumSq: Sums of squares of the weights
-//   - gradsSumSq: Sums of squares of the gradients
-//   - wds: Weight decays
+//   - lrs: Learning rates to scale by LARS coefficient
+//   - weightsSumSq: sum of square of weights arrays
+//   - gradsSumSq: sum of square of gradients arrays
+//   - wds: weight decays
 //
 // Required parameters:
-//   - eta float64: LARS coefficient.
-//   - eps float64: Added to the denominator.
+//   - eta float64: LARS eta
+//   - eps float64: LARS eps
 //
 // Options:
-//   - WithRescaleGrad(float64): Multiplies the gradient norms. (default 1)
+//   - WithRescaleGrad(float64): Gradient rescaling factor (default 1)
 func SymMultiLars(lrs, weightsSumSq, gradsSumSq, wds *weft.Symbol, eta float64, eps float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("eta", eta)
@@ -9109,7 +9109,7 @@ func SymMultiSgdUpdate(data []*weft.Symbol, lrs []float64, wds []float64, opts .
 
 // MultiSumSq runs the operator multi_sum_sq.
 //
-// The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
+// The sum of squares of each array, as a float32 vector of num_arrays entries.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Arrays (any number)
@@ -9120,7 +9120,7 @@ func MultiSumSq(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 
 // SymMultiSumSq runs the operator multi_sum_sq symbolically: it adds one node to the graph.
 //
-// The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
+// The sum of squares of each array, as a float32 vector of num_arrays entries.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Arrays (any number)

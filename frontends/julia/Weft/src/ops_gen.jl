@@ -8286,18 +8286,18 @@ const _op_multi_lars = OpDef("multi_lars", ["lrs", "weights_sum_sq", "grads_sum_
 """
     multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds; eta, eps, rescale_grad=1)
 
-LARS learning rates: lrs[i] * eta * w / (g * rescale_grad + wds[i] * w + eps) with w = sqrt(weights_sum_sq[i]) and g = sqrt(grads_sum_sq[i]); lrs[i] where either is 0.
+LARS learning rates: lr * eta * |w| / (|g| * rescale_grad + wd * |w| + eps) from the squared norms of weights and gradients, or lr where either norm is 0.
 
 # Inputs
-- `lrs` (NDArray or SymbolicNode): Learning rates (float32)
-- `weights_sum_sq` (NDArray or SymbolicNode): Sums of squares of the weights
-- `grads_sum_sq` (NDArray or SymbolicNode): Sums of squares of the gradients
-- `wds` (NDArray or SymbolicNode): Weight decays
+- `lrs` (NDArray or SymbolicNode): Learning rates to scale by LARS coefficient
+- `weights_sum_sq` (NDArray or SymbolicNode): sum of square of weights arrays
+- `grads_sum_sq` (NDArray or SymbolicNode): sum of square of gradients arrays
+- `wds` (NDArray or SymbolicNode): weight decays
 
 # Parameters
-- `eta` (double; required): LARS coefficient.
-- `eps` (double; required): Added to the denominator.
-- `rescale_grad` (double; default `1`): Multiplies the gradient norms.
+- `eta` (double; required): LARS eta
+- `eps` (double; required): LARS eps
+- `rescale_grad` (double; default `1`): Gradient rescaling factor
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -8404,7 +8404,7 @@ const _op_multi_sum_sq = OpDef("multi_sum_sq", String[], true, "num_arrays")
 """
     multi_sum_sq(args...)
 
-The sum of the squares of each of num_arrays arrays, as a float32 array of num_arrays values.
+The sum of squares of each array, as a float32 vector of num_arrays entries.
 
 # Inputs
 - `data` (NDArrays or SymbolicNodes, any number): Arrays

@@ -1,6 +1,7 @@
 """weft.symbol.contrib: MXNet's symbol.contrib namespace, the contributed operators (registered as
 `_contrib_<name>`) under their short names, as Symbol functions."""
 from . import _ops
+from .symbol import Symbol
 
 _ops.populate_namespace(globals(), "_contrib_")
 
@@ -20,3 +21,27 @@ def rand_zipfian(true_classes, num_sampled, range_max):
         return _ops.get("log")((c + 2.0) / (c + 1.0)) / log_range * num_sampled
 
     return samples, expected(true_classes), expected(samples)
+
+
+def _rescale_symbol(rescale_grad):
+    # The AdamW operators take rescale_grad as a one-element array; a number becomes a
+    # constant node.
+    if isinstance(rescale_grad, Symbol):
+        return rescale_grad
+    return _ops.get("_full")(shape=(1,), value=float(rescale_grad), dtype="float32")
+
+
+def adamw_update(weight, grad, mean, var, rescale_grad, lr, eta, beta1=0.9, beta2=0.999, epsilon=1e-8, wd=0,
+                 clip_gradient=-1, name=None, **kwargs):
+    """_adamw_update with rescale_grad given as a number or a Symbol."""
+    return _ops.get("_adamw_update")(weight, grad, mean, var, _rescale_symbol(rescale_grad), lr=lr, eta=eta,
+                                     beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd, clip_gradient=clip_gradient,
+                                     name=name, **kwargs)
+
+
+def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr, eta, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                    wd=0, clip_gradient=-1, name=None, **kwargs):
+    """_mp_adamw_update with rescale_grad given as a number or a Symbol."""
+    return _ops.get("_mp_adamw_update")(weight, grad, mean, var, weight32, _rescale_symbol(rescale_grad), lr=lr,
+                                        eta=eta, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd,
+                                        clip_gradient=clip_gradient, name=name, **kwargs)
