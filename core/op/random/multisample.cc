@@ -268,7 +268,7 @@ void UniqueZipfianCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
 
 }  // namespace
 
-#define WEFT_SAMPLE_OP(name, Dist, n_in, in1, doc1, in2, doc2, what)                                     \
+#define WEFT_SAMPLE_OP(name, Dist, n_in, in1, doc1, in2, what)                                     \
   WEFT_REGISTER_OP(_sample_##name)                                                                      \
       .AddAlias("sample_" #name)                                                                        \
       .Describe("Samples from " what " distributions whose parameters are given as arrays of one shape; " \
@@ -288,24 +288,22 @@ void UniqueZipfianCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
                          })                                                                             \
       .AddArgument(in1, "NDArray-or-Symbol", doc1)
 
-WEFT_SAMPLE_OP(uniform, UniformDist, 2, "low", "Lower bounds of the distributions", "high",
-               "Upper bounds of the distributions", "uniform [low, high)")
+WEFT_SAMPLE_OP(uniform, UniformDist, 2, "low", "Lower bounds of the distributions", "high", "uniform [low, high)")
     .AddArgument("high", "NDArray-or-Symbol", "Upper bounds of the distributions");
-WEFT_SAMPLE_OP(normal, NormalDist, 2, "mu", "Means of the distributions", "sigma",
-               "Standard deviations of the distributions", "normal")
+WEFT_SAMPLE_OP(normal, NormalDist, 2, "mu", "Means of the distributions", "sigma", "normal")
     .AddArgument("sigma", "NDArray-or-Symbol", "Standard deviations of the distributions");
 WEFT_SAMPLE_OP(gamma, GammaDist, 2, "alpha", "Shapes (alpha) of the distributions", "beta",
-               "Scales (beta) of the distributions", "gamma (shape alpha, scale beta)")
+               "gamma (shape alpha, scale beta)")
     .AddArgument("beta", "NDArray-or-Symbol", "Scales (beta) of the distributions");
-WEFT_SAMPLE_OP(exponential, ExponentialDist, 1, "lam", "Rates (lambda) of the distributions", nullptr, "",
+WEFT_SAMPLE_OP(exponential, ExponentialDist, 1, "lam", "Rates (lambda) of the distributions", nullptr,
                "exponential (rate lam)");
-WEFT_SAMPLE_OP(poisson, PoissonDist, 1, "lam", "Rates (lambda) of the distributions", nullptr, "",
+WEFT_SAMPLE_OP(poisson, PoissonDist, 1, "lam", "Rates (lambda) of the distributions", nullptr,
                "Poisson (rate lam; counts in a floating dtype)");
 WEFT_SAMPLE_OP(negative_binomial, NegBinomialDist, 2, "k", "Numbers of successes to wait for", "p",
-               "Success probabilities", "negative binomial (failures before the k-th success)")
+               "negative binomial (failures before the k-th success)")
     .AddArgument("p", "NDArray-or-Symbol", "Success probabilities of each trial");
 WEFT_SAMPLE_OP(generalized_negative_binomial, GenNegBinomialDist, 2, "mu", "Means of the distributions", "alpha",
-               "Dispersions", "generalized negative binomial (mean mu, dispersion alpha)")
+               "generalized negative binomial (mean mu, dispersion alpha)")
     .AddArgument("alpha", "NDArray-or-Symbol", "Dispersions of the distributions (variance mu + alpha mu^2)");
 
 #undef WEFT_SAMPLE_OP

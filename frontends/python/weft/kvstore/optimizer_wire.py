@@ -98,6 +98,9 @@ def _describe_object(obj, what, skip=()):
         if name in _OWN_FIELDS:
             continue
         attr = _ALIASES.get(name, name)
+        # An alias is a usual spelling, not a rule: LARS keeps its eps as `eps`.
+        if not hasattr(obj, attr) and hasattr(obj, name):
+            attr = name
         if not hasattr(obj, attr):
             raise ValueError("%s: parameter '%s' cannot be read back (no attribute '%s'), so it cannot be described "
                              "as data" % (what, name, attr))

@@ -893,6 +893,7 @@ class LBSGD(Optimizer):
         self.warmup_epochs = warmup_epochs
         self.batch_scale = batch_scale
         self.updates_per_epoch = updates_per_epoch
+        self.begin_epoch = begin_epoch
         self.init_updates = begin_epoch * updates_per_epoch
         self.num_epochs = num_epochs
         self.cumgrads = {}
