@@ -204,24 +204,31 @@ TEST_P(BackwardShapes, RefusesIllFittingInputsAndOutputs) {
       << name << ": no fitting call known (add one to ValidCalls): " << why;
   NodeAttrs attrs = MakeAttrs(op, call.params);
   auto fit = StillFitting().find(name);
-  // With one input, every shape of it is a consistent call: only the outputs can misfit.
-  if (call.in.size() >= 2) {
-    for (size_t i = 0; i < call.in.size(); ++i) {
-      for (const auto& [change, bad] : IllFitting(call.in[i])) {
-        if (fit != StillFitting().end() && fit->second.count(static_cast<int>(i)) &&
-            fit->second.at(static_cast<int>(i)).count(change))
-          continue;
-        std::vector<Shape> shapes = call.in;
-        shapes[i] = bad;
-        ExpectRefused(op, name + " inputs " + Describe(shapes), [&] {
+  for (size_t i = 0; i < call.in.size(); ++i) {
+    for (const auto& changed : IllFitting(call.in[i])) {
+      std::vector<Shape> shapes = call.in;
+      shapes[i] = changed.second;
+      // With one input, every shape of it is a consistent call.
+      if (call.in.size() == 1 || (fit != StillFitting().end() && fit->second.count(static_cast<int>(i)) &&
+                                  fit->second.at(static_cast<int>(i)).count(changed.first))) {
+        // Still a valid call: it may run or be refused, but must stay within its arrays
+        // (which the ASan build checks).
+        try {
           std::vector<NDArray> outs;
           Invoke(attrs, shapes, &outs);
-        });
+        } catch (const Error&) {
+        }
+        continue;
       }
+      ExpectRefused(op, name + " inputs " + Describe(shapes), [&] {
+        std::vector<NDArray> outs;
+        Invoke(attrs, shapes, &outs);
+      });
     }
   }
   for (size_t j = 0; j < fitting_outs.size(); ++j) {
-    for (const auto& [change, bad] : IllFitting(fitting_outs[j].shape())) {
+    for (const auto& changed : IllFitting(fitting_outs[j].shape())) {
+      const Shape& bad = changed.second;
       std::vector<NDArray> outs;
       for (const NDArray& o : fitting_outs) outs.emplace_back(o.shape(), o.ctx(), o.dtype());
       outs[j] = NDArray(bad, Context::CPU(), fitting_outs[j].dtype());
@@ -254,11 +261,11 @@ TEST(BackwardShapesCoverage, RegionGradientWithoutARegionIsRefused) {
 TEST(BackwardShapesCoverage, IndexIntoAnEmptyAxisIsRefused) {
   const std::vector<std::pair<std::string, KwArgs>> cases = {
       {"pick", {{"axis", "0"}}}, {"_sparse_softmax_cross_entropy", {{"axis", "0"}}}};
-  for (const auto& [name, params] : cases) {
-    const Op* op = Op::Get(name);
-    ExpectRefused(op, name, [&] {
+  for (const auto& c : cases) {
+    const Op* op = Op::Get(c.first);
+    ExpectRefused(op, c.first, [&] {
       std::vector<NDArray> outs;
-      Invoke(MakeAttrs(op, params), {{0, 3}, {3}}, &outs);
+      Invoke(MakeAttrs(op, c.second), {{0, 3}, {3}}, &outs);
     });
   }
   const Op* take = Op::Get("_backward_take");
