@@ -127,6 +127,9 @@ weft_status_t weft_autograd_record_function(const char* name, int num_inputs, we
   autograd::RecordCustom(
       fn_name, ins, &outs,
       [backward, user, fn_name, num_inputs](const std::vector<NDArray>& out_grads) {
+        // Runs inside the backward pass, perhaps on another thread than any C API call: the
+        // handles it looks up are unpinned when it returns.
+        PinScope pins;
         std::vector<weft_ndarray_t*> og;
         for (const auto& g : out_grads) og.push_back(NewArrHandle(g));
         std::vector<weft_ndarray_t*> ig(num_inputs, nullptr);

@@ -25,6 +25,22 @@ weft_status_t SetLastError(weft_status_t status, const char* message) {
   return status;
 }
 
+std::vector<PinScope::Pin>& PinScope::Pins() {
+  static thread_local std::vector<Pin> pins;
+  return pins;
+}
+
+void PinScope::Release(size_t mark) {
+  std::vector<Pin>& pins = Pins();
+  // Unpinning may destroy an object whose destructor calls back into the C API (and opens
+  // scopes of its own above `mark`), so each pin is popped before it is released.
+  while (pins.size() > mark) {
+    Pin p = pins.back();
+    pins.pop_back();
+    p.fn(p.table, p.index);
+  }
+}
+
 const char* HandleKindName(HandleKind kind) {
   switch (kind) {
     case HandleKind::kNDArray: return "weft_ndarray_t";

@@ -53,7 +53,36 @@ inline uint64_t PackHandle(HandleKind kind, uint32_t gen, uint32_t index) {
 // Explains why `value` is not a live handle of `kind`; `arg` and `fn` name the argument.
 [[noreturn]] void ThrowBadHandle(uint64_t value, HandleKind kind, const char* arg, const char* fn, const char* why);
 
-// A table of objects of one kind. Lookups take no lock; creating and freeing do.
+// The handles a C API call has looked up on this thread: each lookup pins its object, and
+// the call's PinScope (opened by WEFT_API_BEGIN) unpins them all when the call returns, so
+// that another thread freeing one of them meanwhile only marks it freed (later lookups
+// fail) and leaves its destruction to the last call still using it.
+class PinScope {
+ public:
+  using UnpinFn = void (*)(void* table, uint32_t index);
+  PinScope() : mark_(Pins().size()) {}
+  ~PinScope() { Release(mark_); }
+  PinScope(const PinScope&) = delete;
+  PinScope& operator=(const PinScope&) = delete;
+
+  // Records a pin before it is taken (so that recording cannot fail after it is) and
+  // drops the record when taking it fails.
+  static void Push(void* table, UnpinFn fn, uint32_t index) { Pins().push_back({table, fn, index}); }
+  static void PopUntaken() { Pins().pop_back(); }
+
+ private:
+  struct Pin {
+    void* table;
+    UnpinFn fn;
+    uint32_t index;
+  };
+  static std::vector<Pin>& Pins();
+  static void Release(size_t mark);
+  size_t mark_;
+};
+
+// A table of objects of one kind. Lookups and frees take no lock; creating and reclaiming a
+// slot take one for the free list.
 template <typename T, HandleKind Kind>
 class HandleTable {
  public:
@@ -78,33 +107,43 @@ class HandleTable {
     }
     Slot& s = SlotAt(index);
     s.value.emplace(std::forward<Args>(args)...);
-    uint32_t gen = s.stamp.load(std::memory_order_relaxed) >> 1;
-    s.stamp.store((gen << 1) | 1u, std::memory_order_release);
+    uint32_t gen = StampOf(s.state.load(std::memory_order_relaxed)) >> 1;
+    s.state.store(static_cast<uint64_t>((gen << 1) | 1u) << 32, std::memory_order_release);
     return PackHandle(Kind, gen, index);
   }
 
-  // The object of a live handle; throws HandleError otherwise.
+  // The object of a live handle, pinned until the current C API call returns; throws
+  // HandleError otherwise.
   T& Ref(const void* handle, const char* arg, const char* fn) {
     uint64_t v = reinterpret_cast<uint64_t>(handle);
-    Slot* s = Find(v, arg, fn);
+    Slot* s = Locate(v, arg, fn);
+    const uint32_t want = WantedStamp(v);
+    PinScope::Push(this, &UnpinThunk, IndexOf(v));
+    uint64_t cur = s->state.load(std::memory_order_acquire);
+    do {
+      if (StampOf(cur) != want) {
+        PinScope::PopUntaken();
+        ThrowBadHandle(v, Kind, arg, fn, "was already freed");
+      }
+    } while (!s->state.compare_exchange_weak(cur, cur + 1, std::memory_order_acq_rel, std::memory_order_acquire));
     return *s->value;
   }
 
-  // Frees a live handle (NULL is accepted). The object is destroyed outside the lock, since
-  // destroying an array may run engine work.
+  // Frees a live handle (NULL is accepted): later lookups fail at once. The object is
+  // destroyed here, or, while calls on other threads still use it, by the last of them as
+  // it returns; never under the lock, since destroying an array may run engine work.
   void Free(const void* handle, const char* arg, const char* fn) {
     if (handle == nullptr) return;
     uint64_t v = reinterpret_cast<uint64_t>(handle);
-    std::optional<T> dead;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      Slot* s = Find(v, arg, fn);
-      dead = std::move(s->value);
-      s->value.reset();
-      uint32_t gen = ((s->stamp.load(std::memory_order_relaxed) >> 1) + 1) & 0xFFFFFFu;
-      s->stamp.store(gen << 1, std::memory_order_release);
-      free_.push_back(static_cast<uint32_t>((v & 0xFFFFFFFFu) - 1));
-    }
+    Slot* s = Locate(v, arg, fn);
+    const uint32_t want = WantedStamp(v);
+    const uint64_t freed = static_cast<uint64_t>((((want >> 1) + 1) & 0xFFFFFFu) << 1) << 32;
+    uint64_t cur = s->state.load(std::memory_order_acquire);
+    do {
+      if (StampOf(cur) != want) ThrowBadHandle(v, Kind, arg, fn, "was already freed");
+    } while (!s->state.compare_exchange_weak(cur, freed | PinsOf(cur), std::memory_order_acq_rel,
+                                             std::memory_order_acquire));
+    if (PinsOf(cur) == 0) Reclaim(s, IndexOf(v));
   }
 
   size_t NumLive() {
@@ -117,9 +156,16 @@ class HandleTable {
   static constexpr uint32_t kMaxChunks = 1u << 16;
 
   struct Slot {
-    std::atomic<uint32_t> stamp{0};  // generation << 1 | live
+    // The stamp (generation << 1 | live) in the high half, the pins of calls using the
+    // object in the low half: one word, so that a free and a lookup cannot both win.
+    std::atomic<uint64_t> state{0};
     std::optional<T> value;
   };
+
+  static uint32_t StampOf(uint64_t state) { return static_cast<uint32_t>(state >> 32); }
+  static uint32_t PinsOf(uint64_t state) { return static_cast<uint32_t>(state); }
+  static uint32_t IndexOf(uint64_t v) { return static_cast<uint32_t>((v & 0xFFFFFFFFu) - 1); }
+  static uint32_t WantedStamp(uint64_t v) { return (static_cast<uint32_t>((v >> 32) & 0xFFFFFFu) << 1) | 1u; }
 
   HandleTable() {
     for (auto& c : chunks_) c.store(nullptr, std::memory_order_relaxed);
@@ -127,7 +173,8 @@ class HandleTable {
 
   Slot& SlotAt(uint32_t index) { return chunks_[index / kChunkSize].load(std::memory_order_acquire)[index % kChunkSize]; }
 
-  Slot* Find(uint64_t v, const char* arg, const char* fn) {
+  // The slot a handle's bits name; whether it is live is the caller's check.
+  Slot* Locate(uint64_t v, const char* arg, const char* fn) {
     if (v == 0) ThrowBadHandle(v, Kind, arg, fn, "is NULL");
     if ((v >> 56) != static_cast<uint64_t>(Kind)) ThrowBadHandle(v, Kind, arg, fn, "is not a handle of this kind");
     uint64_t low = v & 0xFFFFFFFFu;
@@ -136,11 +183,25 @@ class HandleTable {
     uint32_t index = static_cast<uint32_t>(low - 1);
     Slot* chunk = chunks_[index / kChunkSize].load(std::memory_order_acquire);
     if (chunk == nullptr) ThrowBadHandle(v, Kind, arg, fn, "is not a valid handle");
-    Slot* s = &chunk[index % kChunkSize];
-    uint32_t want = (static_cast<uint32_t>((v >> 32) & 0xFFFFFFu) << 1) | 1u;
-    if (s->stamp.load(std::memory_order_acquire) != want)
-      ThrowBadHandle(v, Kind, arg, fn, "was already freed");
-    return s;
+    return &chunk[index % kChunkSize];
+  }
+
+  static void UnpinThunk(void* table, uint32_t index) { static_cast<HandleTable*>(table)->Unpin(index); }
+
+  void Unpin(uint32_t index) {
+    Slot& s = SlotAt(index);
+    uint64_t before = s.state.fetch_sub(1, std::memory_order_acq_rel);
+    // The last pin of a freed object: its free was deferred to here.
+    if (PinsOf(before) == 1 && (StampOf(before) & 1u) == 0) Reclaim(&s, index);
+  }
+
+  // Destroys a freed, unpinned object and gives its slot back.
+  void Reclaim(Slot* s, uint32_t index) {
+    std::optional<T> dead = std::move(s->value);
+    s->value.reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(index);
+    // `dead` is destroyed after the lock is released: its destructor is declared first.
   }
 
   std::mutex mu_;
@@ -206,7 +267,11 @@ DType ToDType(int code, const char* fn);
 }  // namespace weft
 
 // Every exported function body sits between these; nothing but a status leaves.
-#define WEFT_API_BEGIN try {
+// The PinScope sits outside the try: it unpins the handles the call looked up once every
+// path (a status or an error) has left the body.
+#define WEFT_API_BEGIN \
+  ::weft::capi::PinScope weft_pin_scope_; \
+  try {
 #define WEFT_API_END                                                                                  \
   }                                                                                                   \
   catch (const ::weft::capi::HandleError& e) {                                                        \

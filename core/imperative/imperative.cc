@@ -169,6 +169,11 @@ class InferStage final : public Transformation {
       } else if (o.ctx() != ctx) {
         Throw(ErrorKind::kValue, "Operator '", op->name, "': output ", i, " is on ", o.ctx().ToString(),
               " but the inputs are on ", ctx.ToString());
+      } else if (o.shape() != s->out_shapes[i]) {
+        // Shape inference may replace a given output's shape rather than merge it; the
+        // kernel writes (and with kAddTo reads) the inferred size.
+        Throw(ErrorKind::kShape, "Operator '", op->name, "': output ", i, " has shape ", o.shape().ToString(),
+              " but the operator produces ", s->out_shapes[i].ToString());
       }
     }
 

@@ -65,6 +65,10 @@ void CheckIndexShape(const NodeAttrs& attrs, const Shape& data, const Shape& ind
   if (index.Size() != expect.Size() || index.ndim() < expect.ndim() - 1 || index.ndim() > expect.ndim() + 1)
     Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': index has shape ", index.ToString(), " but data of shape ",
           data.ToString(), " needs an index of shape ", expect.ToString());
+  // An index into an empty axis would be clipped to -1.
+  if (ViewOf(attrs, data).n == 0 && index.Size() > 0)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': cannot pick along an empty axis of data of shape ",
+          data.ToString(), " (index of shape ", index.ToString(), ")");
 }
 
 bool PickShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
@@ -118,7 +122,9 @@ void PickBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TB
 }
 
 bool PickBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  if (!(*in)[2].is_known()) return false;
+  if (!(*in)[2].is_known() || !(*in)[1].is_known()) return false;
+  // The kernel reads one index per output gradient, as the forward reads one per output.
+  CheckIndexShape(attrs, (*in)[2], (*in)[1]);
   AssignShape(attrs, in, 0, PickOutShape(attrs, (*in)[2]), "input");
   AssignShape(attrs, out, 0, (*in)[2], "output");
   return true;

@@ -117,6 +117,12 @@ void TakeBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TB
 bool TakeBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   if (!(*in)[1].is_known() || !(*in)[2].is_known()) return false;
   AssignShape(attrs, in, 0, TakeOutShape(attrs, (*in)[2], (*in)[1]), "input");
+  // As the forward refuses at run time: no index can point into an empty axis (clipping
+  // would make it -1 and the scatter would write before the gradient).
+  TakeView v = ViewOf(attrs, (*in)[2]);
+  if (v.n == 0 && (*in)[1].Size() > 0)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input 'a' has an empty axis ", v.axis, " (shape ",
+          (*in)[2].ToString(), ") but input 'indices' of shape ", (*in)[1].ToString(), " points into it");
   AssignShape(attrs, out, 0, (*in)[2], "output");
   return true;
 }

@@ -272,10 +272,11 @@ int LeakyNumOutputs(const NodeAttrs& attrs) {
 }
 
 // prelu's gamma: one slope, or one per channel (axis 1; axis 0 for 1-d data).
-void CheckPreluGamma(const Shape& d, const Shape& g) {
+// `input` names gamma's argument in the operator being checked (the forward's or the gradient's).
+void CheckPreluGamma(const NodeAttrs& attrs, const Shape& d, const Shape& g, const char* input) {
   int64_t c = d.ndim() >= 2 ? d[1] : d[0];
-  if (g.Size() != 1 && g.Size() != c)
-    Throw(ErrorKind::kShape, "Operator 'LeakyReLU': input 'gamma' of prelu must have 1 or ", c,
+  if (!g.is_known() || (g.Size() != 1 && g.Size() != c))
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input '", input, "' of prelu must have 1 or ", c,
           " elements (the channels of data ", d.ToString(), "), got shape ", g.ToString());
 }
 
@@ -293,7 +294,7 @@ bool LeakyReLUShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<
   for (size_t i = 0; i < out->size(); ++i) AssignShape(attrs, out, i, d, "output");
   if (k == Leaky::kPrelu) {
     if (!(*in)[1].known_ndim()) (*in)[1] = Shape{d.ndim() >= 2 ? d[1] : d[0]};
-    CheckPreluGamma(d, (*in)[1]);
+    CheckPreluGamma(attrs, d, (*in)[1], "gamma");
   }
   return true;
 }
@@ -470,6 +471,8 @@ bool LeakyReLUBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std:
   if (k == Leaky::kRrelu) AssignShape(attrs, in, 2, d, "input");
   if (k == Leaky::kPrelu) {
     if (!(*in)[2].is_known()) return false;
+    // The gradient reads gamma at each element's channel, as the forward does.
+    CheckPreluGamma(attrs, d, (*in)[2], "extra");
     AssignShape(attrs, out, 1, (*in)[2], "output");
   }
   return true;

@@ -318,13 +318,6 @@ std::vector<GradValue> RegressionGrad(GradBuilder& b, const NodeAttrs& attrs, co
   return {b.Op("_backward_" + attrs.op->name, {a.outputs[0], a.inputs[1]}, attrs.dict), GradValue()};
 }
 
-bool RegressionBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  const Shape& d = (*in)[0];
-  if (!d.is_known()) return false;
-  AssignShape(attrs, out, 0, d, "output");
-  return (*in)[1].is_known();
-}
-
 bool BackwardTypeFromInput0(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
   DType d = (*in)[0];
   if (d == DType::kUnknown) return false;
@@ -402,9 +395,11 @@ void CrossEntropyBackwardCompute(const NodeAttrs& attrs, const OpContext&, const
 bool CrossEntropyBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   // The forward's loss is one value, and so is its gradient, which the kernel reads.
   AssignShape(attrs, in, 0, Shape({1}), "out_grad");
-  const Shape& d = (*in)[1];
-  if (!d.is_known()) return false;
-  AssignShape(attrs, out, 0, d, "output");
+  // data and label as the forward takes them: the kernel reads one label per row.
+  std::vector<Shape> forward_in = {(*in)[1], (*in)[2]}, forward_out(1);
+  if (!CrossEntropyShape(attrs, &forward_in, &forward_out)) return false;
+  (*in)[2] = forward_in[1];
+  AssignShape(attrs, out, 0, (*in)[1], "output");
   return true;
 }
 
@@ -423,6 +418,10 @@ bool SparseCEShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<S
   int axis = CheckAxis(attrs, attrs.Params<SparseCEParam>().axis, d.ndim());
   Shape o = d;
   o[axis] = 1;
+  // A label clipped into an empty class axis would be -1.
+  if (d[axis] == 0 && o.Size() > 0)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input 'data' of shape ", d.ToString(),
+          " has no classes along axis ", axis);
   const Shape& label = (*in)[1];
   // Labels come shaped like the loss or with the class axis left out: only the count matters.
   if (label.is_known() && label.Size() != o.Size())
@@ -575,7 +574,7 @@ WEFT_REGISTER_OP(_backward_SoftmaxOutput)
       .AddArgument("output", "NDArray-or-Symbol", "The forward output")              \
       .AddArgument("label", "NDArray-or-Symbol", "Targets")                          \
       .SetParams<RegressionOutputParam>()                                            \
-      .SetAttr<FInferShape>("FInferShape", RegressionBackwardShape)                  \
+      .SetAttr<FInferShape>("FInferShape", RegressionShape)                          \
       .SetAttr<FInferType>("FInferType", BackwardTypeFromInput0)                     \
       .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)                         \
       .SetAttr<FCompute>("FCompute<cpu>", RegressionBackwardCompute)

@@ -190,13 +190,18 @@ Shape DropAxis(const Shape& s, int axis) {
   return Shape(d);
 }
 
+// SequenceLast picks an existing step: data needs one along the time axis.
+void CheckHasStep(const NodeAttrs& attrs, const Shape& data, int axis) {
+  if (data[axis] < 1)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': expected at least one time step along axis ", axis,
+          ", got data of shape ", data.ToString());
+}
+
 bool SequenceLastShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const auto& p = attrs.Params<SequenceLastParam>();
   if (!(*in)[0].is_known()) return false;
   CheckSeqShapes(attrs, in, p.axis, p.use_sequence_length, 0, 1);
-  if ((*in)[0][p.axis] < 1)
-    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': expected at least one time step along axis ", p.axis,
-          ", got data of shape ", (*in)[0].ToString());
+  CheckHasStep(attrs, (*in)[0], p.axis);
   AssignShape(attrs, out, 0, DropAxis((*in)[0], p.axis), "output");
   return true;
 }
@@ -243,6 +248,7 @@ bool SequenceLastBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, s
   const auto& p = attrs.Params<SequenceLastParam>();
   if (!(*in)[1].is_known()) return false;
   CheckSeqShapes(attrs, in, p.axis, p.use_sequence_length, 1, 2);
+  CheckHasStep(attrs, (*in)[1], p.axis);
   AssignShape(attrs, in, 0, DropAxis((*in)[1], p.axis), "input");
   AssignShape(attrs, out, 0, (*in)[1], "output");
   return true;

@@ -1,0 +1,280 @@
+// Backward operators called by hand with inputs that do not fit their forward: every
+// registered `_backward_*` operator is taken from the registry (so a new one is covered,
+// and fails here until it has a valid call below), called once as its forward would call
+// it, then once for each input and each output given a shape that breaks the contract.
+// Each such call must raise an error naming the operator, never compute: an unchecked
+// input is read out of bounds (which the ASan build of this test reports) or gives garbage.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "op_test_util.h"
+
+namespace weft {
+namespace test {
+namespace {
+
+struct Call {
+  KwArgs params;
+  std::vector<Shape> in;
+};
+
+const Shape kD{3, 4, 5};
+
+// A call that fits for each backward operator whose inputs are not simply two arrays of
+// one shape (the unary math gradients: out_grad and the forward's input or output).
+const std::map<std::string, Call>& ValidCalls() {
+  static const std::map<std::string, Call> calls = {
+      {"_backward_Activation", {{{"act_type", "tanh"}}, {kD, kD}}},
+      {"_backward_BatchNorm", {{{"fix_gamma", "False"}}, {kD, kD, {4}, {4}, {4}}}},
+      {"_backward_Convolution",
+       {{{"kernel", "(3,3)"}, {"num_filter", "4"}, {"num_group", "2"}, {"stride", "(2,1)"}, {"pad", "(1,1)"}},
+        {{2, 4, 4, 6}, {2, 4, 7, 6}, {4, 2, 3, 3}}}},
+      {"_backward_Deconvolution",
+       {{{"kernel", "(3,2)"}, {"num_filter", "4"}, {"stride", "(2,1)"}, {"pad", "(1,0)"}, {"adj", "(1,0)"},
+         {"no_bias", "False"}},
+        {{2, 4, 8, 6}, {2, 3, 4, 5}, {3, 4, 3, 2}}}},
+      {"_backward_Dropout", {{{"p", "0.5"}}, {kD, kD}}},
+      {"_backward_Embedding", {{{"input_dim", "5"}, {"output_dim", "3"}}, {{2, 4, 3}, {2, 4}}}},
+      {"_backward_FullyConnected", {{{"num_hidden", "4"}}, {{2, 4}, {2, 3}, {4, 3}}}},
+      {"_backward_GroupNorm", {{{"num_groups", "2"}}, {kD, kD, {4}, {3, 2}, {3, 2}}}},
+      {"_backward_InstanceNorm", {{}, {kD, kD, {4}, {3, 4}, {3, 4}}}},
+      {"_backward_L2Normalization", {{{"mode", "channel"}}, {kD, kD, kD}}},
+      {"_backward_LRN", {{{"nsize", "3"}}, {kD, kD}}},
+      {"_backward_LayerNorm", {{}, {kD, kD, {5}, {3, 4, 1}, {3, 4, 1}}}},
+      {"_backward_LeakyReLU", {{{"act_type", "prelu"}}, {kD, kD, {4}}}},
+      {"_backward_MakeLoss", {{}, {kD}}},
+      {"_backward_Pad",
+       {{{"mode", "constant"}, {"pad_width", "(0,0,0,0,1,2,2,2)"}}, {{2, 3, 7, 9}, {2, 3, 4, 5}}}},
+      {"_backward_Pooling",
+       {{{"kernel", "(3,3)"}, {"stride", "(2,2)"}, {"pad", "(1,1)"}, {"pool_type", "max"}},
+        {{2, 3, 4, 4}, {2, 3, 7, 8}, {2, 3, 4, 4}}}},
+      // data (T, N, C), packed parameters, initial state, the reserve, out_grad.
+      {"_backward_RNN",
+       {{{"mode", "rnn_tanh"}, {"state_size", "3"}, {"num_layers", "1"}},
+        {{2, 2, 3}, {24}, {1, 2, 3}, {1}, {2, 2, 3}}}},
+      {"_backward_SequenceLast", {{{"use_sequence_length", "True"}}, {{3, 2}, {4, 3, 2}, {3}}}},
+      {"_backward_SequenceMask", {{{"use_sequence_length", "True"}}, {{4, 3, 2}, {3}}}},
+      {"_backward_SoftmaxOutput", {{}, {{3, 4}, {3, 4}, {3}}}},
+      {"_backward_UpSampling",
+       {{{"scale", "2"}, {"sample_type", "nearest"}, {"num_args", "1"}}, {{1, 3, 4, 6}, {1, 3, 2, 3}}}},
+      {"_backward_clip", {{{"a_min", "0"}, {"a_max", "1"}}, {kD, kD}}},
+      {"_backward_concat", {{{"num_args", "2"}, {"dim", "1"}}, {{2, 5}, {2, 2}, {2, 3}}}},
+      {"_backward_dot", {{}, {{2, 4}, {2, 3}, {3, 4}}}},
+      {"_backward_max", {{{"axis", "1"}}, {{3, 5}, kD, {3, 5}}}},
+      {"_backward_min", {{{"axis", "1"}}, {{3, 5}, kD, {3, 5}}}},
+      {"_backward_prod", {{{"axis", "1"}}, {{3, 5}, kD, {3, 5}}}},
+      {"_backward_nanprod", {{{"axis", "1"}}, {{3, 5}, kD, {3, 5}}}},
+      {"_backward_sum", {{{"axis", "1"}}, {{3, 5}, kD}}},
+      {"_backward_mean", {{{"axis", "1"}}, {{3, 5}, kD}}},
+      {"_backward_nansum", {{{"axis", "1"}}, {{3, 5}, kD}}},
+      {"_backward_norm", {{{"axis", "1"}}, {{3, 5}, kD, {3, 5}}}},
+      // Picking along the first axis, so that a wider data no longer fits the index.
+      {"_backward_pick", {{{"axis", "0"}}, {{3}, {3}, {4, 3}}}},
+      {"_backward_repeat", {{{"repeats", "2"}, {"axis", "1"}}, {{3, 8}, {3, 4}}}},
+      // Slices reaching the end of an axis, so that a wider data no longer fits the ograd.
+      {"_backward_slice", {{{"begin", "(0,1)"}, {"end", "(2,None)"}}, {{2, 3}, {3, 4}}}},
+      {"_backward_slice_axis", {{{"axis", "1"}, {"begin", "1"}, {"end", "None"}}, {{3, 3}, {3, 4}}}},
+      {"_backward_softmax_cross_entropy", {{}, {{1}, {3, 4}, {3}}}},
+      {"_backward_sparse_softmax_cross_entropy", {{{"axis", "0"}}, {{1, 3}, {4, 3}, {3}}}},
+      {"_backward_take", {{}, {{2, 4}, {2}, {5, 4}}}},
+      {"_backward_tile", {{{"reps", "(2,1)"}}, {{6, 4}, {3, 4}}}},
+  };
+  return calls;
+}
+
+// Operators this test cannot call as their forward would, with the reason.
+const std::map<std::string, std::string>& Unreachable() {
+  static const std::map<std::string, std::string> ops = {
+      // Its shapes all come from the region its `region` id names (made by the executor's
+      // gradient pass): its shape inference sets every input shape from the region, so the
+      // imperative path compares each input with them. A hand call's id names no region.
+      {"_backward_dnnl_train_region", "needs a region made by the executor"},
+  };
+  return ops;
+}
+
+// The ways a shape is changed to break a call: one more element on the last axis, an extra
+// leading axis, one axis fewer, an empty first axis.
+enum class Change { kWider, kTaller, kShorter, kEmpty };
+
+// Changes that still fit one input of one operator: op -> input index -> changes.
+const std::map<std::string, std::map<int, std::set<Change>>>& StillFitting() {
+  static const std::map<std::string, std::map<int, std::set<Change>>> fit = {
+      // Any vector passes as RNN's reserve: one that is not a training forward's makes the
+      // backward recompute the forward (only its being a vector is checked).
+      {"_backward_RNN", {{3, {Change::kWider, Change::kEmpty}}}},
+      // The gradient is shaped like ograd; only its batch axis is tied to sequence_length.
+      {"_backward_SequenceMask", {{0, {Change::kWider, Change::kEmpty}}}},
+      // Any number of classes fits.
+      {"_backward_softmax_cross_entropy", {{1, {Change::kWider}}}},
+  };
+  return fit;
+}
+
+std::vector<std::pair<Change, Shape>> IllFitting(const Shape& s) {
+  std::vector<int64_t> d(s.begin(), s.end());
+  std::vector<std::pair<Change, Shape>> bad;
+  if (d.empty()) {
+    bad.emplace_back(Change::kTaller, Shape{2});
+    return bad;
+  }
+  std::vector<int64_t> wider = d;
+  wider.back() += 1;
+  bad.emplace_back(Change::kWider, Shape(wider));
+  std::vector<int64_t> taller = d;
+  taller.insert(taller.begin(), 2);
+  bad.emplace_back(Change::kTaller, Shape(taller));
+  if (d.size() >= 2) bad.emplace_back(Change::kShorter, Shape(std::vector<int64_t>(d.begin() + 1, d.end())));
+  if (d[0] != 0) {
+    std::vector<int64_t> empty = d;
+    empty[0] = 0;
+    bad.emplace_back(Change::kEmpty, Shape(empty));
+  }
+  return bad;
+}
+
+std::vector<NDArray> Arrays(const std::vector<Shape>& shapes) {
+  std::vector<NDArray> a;
+  // Values in [0, 1): valid labels and indices (0) wherever one is read.
+  for (size_t i = 0; i < shapes.size(); ++i)
+    a.push_back(RandomArray(shapes[i], DType::kFloat32, 0.0, 1.0, 7 + static_cast<uint32_t>(i)));
+  return a;
+}
+
+// Runs `op` on arrays of `shapes`; writes into `outs` when given. Waits for the result.
+void Invoke(const NodeAttrs& attrs, const std::vector<Shape>& shapes, std::vector<NDArray>* outs) {
+  Context cpu = Context::CPU();
+  imperative::Invoke(attrs, Arrays(shapes), outs, &cpu, nullptr, true);
+  for (const NDArray& o : *outs) o.WaitToRead();
+}
+
+// The call `op` accepts: its entry in ValidCalls, else out_grad and one array of its shape.
+bool FindValidCall(const Op* op, Call* call, std::vector<NDArray>* outs, std::string* why) {
+  auto it = ValidCalls().find(op->name);
+  *call = it != ValidCalls().end() ? it->second : Call{{}, {{2, 3}, {2, 3}}};
+  try {
+    Invoke(MakeAttrs(op, call->params), call->in, outs);
+    return true;
+  } catch (const Error& e) {
+    *why = e.what();
+    return false;
+  }
+}
+
+// Expects `what` (a call with one ill-fitting shape) to raise an error naming the operator.
+template <typename F>
+void ExpectRefused(const Op* op, const std::string& what, F&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(op->name), std::string::npos)
+        << what << ": the error does not name the operator: " << e.what();
+    return;
+  }
+  ADD_FAILURE() << what << ": accepted";
+}
+
+std::string Describe(const std::vector<Shape>& shapes) {
+  std::string s;
+  for (const Shape& x : shapes) s += (s.empty() ? "" : ", ") + x.ToString();
+  return "[" + s + "]";
+}
+
+std::vector<std::string> BackwardOps() {
+  std::vector<std::string> ops;
+  for (const std::string& name : Op::ListNames())
+    if (name.rfind("_backward_", 0) == 0 && !Unreachable().count(name)) ops.push_back(name);
+  return ops;
+}
+
+// One test per operator, so that ctest runs each in its own process: a crash names it.
+class BackwardShapes : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BackwardShapes, RefusesIllFittingInputsAndOutputs) {
+  const std::string& name = GetParam();
+  const Op* op = Op::Get(name);
+  Call call;
+  std::vector<NDArray> fitting_outs;
+  std::string why;
+  ASSERT_TRUE(FindValidCall(op, &call, &fitting_outs, &why))
+      << name << ": no fitting call known (add one to ValidCalls): " << why;
+  NodeAttrs attrs = MakeAttrs(op, call.params);
+  auto fit = StillFitting().find(name);
+  for (size_t i = 0; i < call.in.size(); ++i) {
+    for (const auto& changed : IllFitting(call.in[i])) {
+      std::vector<Shape> shapes = call.in;
+      shapes[i] = changed.second;
+      // With one input, every shape of it is a consistent call.
+      if (call.in.size() == 1 || (fit != StillFitting().end() && fit->second.count(static_cast<int>(i)) &&
+                                  fit->second.at(static_cast<int>(i)).count(changed.first))) {
+        // Still a valid call: it may run or be refused, but must stay within its arrays
+        // (which the ASan build checks).
+        try {
+          std::vector<NDArray> outs;
+          Invoke(attrs, shapes, &outs);
+        } catch (const Error&) {
+        }
+        continue;
+      }
+      ExpectRefused(op, name + " inputs " + Describe(shapes), [&] {
+        std::vector<NDArray> outs;
+        Invoke(attrs, shapes, &outs);
+      });
+    }
+  }
+  for (size_t j = 0; j < fitting_outs.size(); ++j) {
+    for (const auto& changed : IllFitting(fitting_outs[j].shape())) {
+      const Shape& bad = changed.second;
+      std::vector<NDArray> outs;
+      for (const NDArray& o : fitting_outs) outs.emplace_back(o.shape(), o.ctx(), o.dtype());
+      outs[j] = NDArray(bad, Context::CPU(), fitting_outs[j].dtype());
+      ExpectRefused(op, name + " output " + std::to_string(j) + " of shape " + bad.ToString(),
+                    [&] { Invoke(attrs, call.in, &outs); });
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Registry, BackwardShapes, ::testing::ValuesIn(BackwardOps()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+TEST(BackwardShapesCoverage, EveryBackwardOperatorIsCalled) {
+  // The registry has dozens; an empty list would make the tests above pass vacuously.
+  EXPECT_GT(BackwardOps().size(), 70u);
+}
+
+// A hand call of the region gradient names no region: refused, whatever the inputs.
+TEST(BackwardShapesCoverage, RegionGradientWithoutARegionIsRefused) {
+  const Op* op = Op::Get("_backward_dnnl_train_region");
+  for (const char* id : {"0", "12345", "-1"}) {
+    ExpectRefused(op, std::string("region ") + id, [&] {
+      std::vector<NDArray> outs;
+      Invoke(MakeAttrs(op, {{"region", id}}), {{2, 3}, {2, 3}}, &outs);
+    });
+  }
+}
+
+// Found with the tests above: the forwards clipped an index into an empty axis to -1.
+TEST(BackwardShapesCoverage, IndexIntoAnEmptyAxisIsRefused) {
+  const std::vector<std::pair<std::string, KwArgs>> cases = {
+      {"pick", {{"axis", "0"}}}, {"_sparse_softmax_cross_entropy", {{"axis", "0"}}}};
+  for (const auto& c : cases) {
+    const Op* op = Op::Get(c.first);
+    ExpectRefused(op, c.first, [&] {
+      std::vector<NDArray> outs;
+      Invoke(MakeAttrs(op, c.second), {{0, 3}, {3}}, &outs);
+    });
+  }
+  const Op* take = Op::Get("_backward_take");
+  ExpectRefused(take, "_backward_take", [&] {
+    std::vector<NDArray> outs;
+    Invoke(MakeAttrs(take, {}), {{3, 3}, {3}, {0, 3}}, &outs);
+  });
+}
+
+}  // namespace
+}  // namespace test
+}  // namespace weft
