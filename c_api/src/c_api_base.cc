@@ -20,6 +20,8 @@ std::string& LastError() {
 }
 }  // namespace
 
+std::string LastErrorMessage() { return LastError(); }
+
 weft_status_t SetLastError(weft_status_t status, const char* message) {
   LastError() = message ? message : "";
   return status;

@@ -1522,6 +1522,26 @@ static gw_result gw_weft_dataiter_get_desc(const weft_dataiter_t* it, int is_lab
   if (name) *name = gw_strdup(t_name);
   return r;
 }
+
+static gw_result gw_weft_set_last_error(const char* message) {
+  gw_result r = {0, NULL};
+  r.status = weft_set_last_error(message);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_custom_op_register(const char* op_type, weft_custom_creator_fn creator, void* user_data) {
+  gw_result r = {0, NULL};
+  r.status = weft_custom_op_register(op_type, creator, user_data);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
 */
 import "C"
 
@@ -1656,6 +1676,24 @@ const ExecutorArrayKindGradients ExecutorArrayKind = 1
 
 // ExecutorArrayKindAuxiliary is WEFT_EXECUTOR_AUXILIARY.
 const ExecutorArrayKindAuxiliary ExecutorArrayKind = 2
+
+// CustomTag is weft_custom_tag_t of c_api.h.
+type CustomTag int
+
+// CustomTagInData is WEFT_CUSTOM_IN_DATA.
+const CustomTagInData CustomTag = 0
+
+// CustomTagOutData is WEFT_CUSTOM_OUT_DATA.
+const CustomTagOutData CustomTag = 1
+
+// CustomTagInGrad is WEFT_CUSTOM_IN_GRAD.
+const CustomTagInGrad CustomTag = 2
+
+// CustomTagOutGrad is WEFT_CUSTOM_OUT_GRAD.
+const CustomTagOutGrad CustomTag = 3
+
+// CustomTagAux is WEFT_CUSTOM_AUX.
+const CustomTagAux CustomTag = 4
 
 var (
 	// ErrValue matches, through errors.Is, every error of status WEFT_ERR_VALUE.
@@ -3703,6 +3741,30 @@ func weft_dataiter_get_desc(p_it *C.weft_dataiter_t, p_is_label C.int, p_i C.int
 	if t_name != nil {
 		*p_name = C.GoString(t_name)
 		C.free(unsafe.Pointer(t_name))
+	}
+	return nil
+}
+
+// weft_set_last_error calls the C function of that name through its shim; see c_api.h.
+func weft_set_last_error(p_message *C.char) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_set_last_error(p_message)
+	if r.status != 0 {
+		return newCError(r, "weft_set_last_error")
+	}
+	return nil
+}
+
+// weft_custom_op_register calls the C function of that name through its shim; see c_api.h.
+func weft_custom_op_register(p_op_type *C.char, p_creator C.weft_custom_creator_fn, p_user_data unsafe.Pointer) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_custom_op_register(p_op_type, p_creator, p_user_data)
+	if r.status != 0 {
+		return newCError(r, "weft_custom_op_register")
 	}
 	return nil
 }

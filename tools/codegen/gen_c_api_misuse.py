@@ -76,6 +76,8 @@ STRINGS_BY_FN = {
     ("weft_dataiter_type_num_params", "name"): '"CSVIter"',
     ("weft_dataiter_create", "name"): '"CSVIter"',
     ("weft_autograd_record_function", "name"): '"f"',
+    ("weft_set_last_error", "message"): '"x"',
+    ("weft_custom_op_register", "op_type"): '"misuse_custom_op"',
 }
 
 # The elements of each array parameter in a valid call (default: one live handle of the
@@ -159,6 +161,7 @@ NULLABLE = {
     ("weft_autograd_mark_variables", "grads[]"): ("kOk", "weft_autograd_mark_variables", "an entry may be NULL"),
     ("weft_autograd_record_function", "release"): ("kOk", "weft_autograd_release_fn", "may be NULL"),
     ("weft_kvstore_set_updater", "updater"): ("kOk", "weft_kvstore_set_updater", "NULL removes it"),
+    ("weft_set_last_error", "message"): ("kOk", "weft_set_last_error", "`message` NULL sets"),
     # A local store has no server loop to run, as documented: any status.
     ("weft_kvstore_run_server", "controller"): ("kAny", "weft_kvstore_run_server", "controller may be NULL"),
 }
@@ -184,7 +187,7 @@ ANY_OUT_NULL = {
 CALLBACKS = {
     "weft_autograd_backward_fn": "BackwardFn", "weft_autograd_release_fn": "ReleaseFn",
     "weft_executor_monitor_fn": "MonitorFn", "weft_kvstore_updater_t": "UpdaterFn",
-    "weft_kvstore_controller_t": "ControllerFn",
+    "weft_kvstore_controller_t": "ControllerFn", "weft_custom_creator_fn": "CustomCreatorFn",
 }
 
 COUNT_NAME = re.compile(r"^(num|num_\w+|ndim|capacity)$")

@@ -16,6 +16,13 @@
 const WEFT_ABI_VERSION = 0
 const WEFT_HEADER_VERSION = v"0.1.0"
 
+# weft_custom_tag_t
+const WEFT_CUSTOM_IN_DATA = Cint(0)
+const WEFT_CUSTOM_OUT_DATA = Cint(1)
+const WEFT_CUSTOM_IN_GRAD = Cint(2)
+const WEFT_CUSTOM_OUT_GRAD = Cint(3)
+const WEFT_CUSTOM_AUX = Cint(4)
+
 # weft_device_type_t
 const WEFT_DEVICE_CPU = Cint(1)
 const WEFT_DEVICE_GPU = Cint(2)
@@ -78,6 +85,28 @@ mutable struct weft_symbol_t end
 struct weft_context_t
     device_type::Int32
     device_id::Int32
+end
+
+# C's weft_custom_op_fns_t, passed by value: an immutable struct of the same layout.
+struct weft_custom_op_fns_t
+    self::Ptr{Cvoid}
+    forward::Ptr{Cvoid}
+    backward::Ptr{Cvoid}
+    release::Ptr{Cvoid}
+end
+
+# C's weft_custom_prop_fns_t, passed by value: an immutable struct of the same layout.
+struct weft_custom_prop_fns_t
+    self::Ptr{Cvoid}
+    need_top_grad::Cint
+    list_arguments::Ptr{Cvoid}
+    list_outputs::Ptr{Cvoid}
+    list_auxiliary_states::Ptr{Cvoid}
+    infer_shape::Ptr{Cvoid}
+    infer_type::Ptr{Cvoid}
+    declare_backward_dependency::Ptr{Cvoid}
+    create_operator::Ptr{Cvoid}
+    release::Ptr{Cvoid}
 end
 
 # Function pointers, filled by _bind_symbols!.
@@ -224,6 +253,8 @@ const _fp_weft_dataiter_get_index_size = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_index = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_num_descs = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_desc = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_set_last_error = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_custom_op_register = Ref{Ptr{Cvoid}}(C_NULL)
 
 """
     weft_get_last_error()
@@ -1895,6 +1926,32 @@ function weft_dataiter_get_desc(it, is_label, i, name, dims, capacity, ndim, out
     ccall(_fp_weft_dataiter_get_desc[], Cint, (Ptr{weft_dataiter_t}, Cint, Cint, Ptr{Ptr{Cchar}}, Ptr{Int64}, Cint, Ptr{Cint}, Ptr{Cint}), it, is_label, i, name, dims, capacity, ndim, out)
 end
 
+"""
+    weft_set_last_error(message)
+
+Sets this thread's last error message (what weft_get_last_error returns). For callbacks
+that fail: a callback below sets the message, returns nonzero, and the library raises the
+message where the failure is reported. `message` NULL sets \"\".
+
+C: weft_status_t weft_set_last_error(const char* message)
+"""
+function weft_set_last_error(message)
+    ccall(_fp_weft_set_last_error[], Cint, (Cstring,), message)
+end
+
+"""
+    weft_custom_op_register(op_type, creator, user_data)
+
+Registers (or replaces) the custom operator `op_type`: the registry operator \"Custom\"
+called with op_type=`op_type` asks `creator` for its property. `user_data` is passed to
+every call of `creator` and must stay valid as long as the library may call it.
+
+C: weft_status_t weft_custom_op_register(const char* op_type, weft_custom_creator_fn creator, void* user_data)
+"""
+function weft_custom_op_register(op_type, creator, user_data)
+    ccall(_fp_weft_custom_op_register[], Cint, (Cstring, Ptr{Cvoid}, Ptr{Cvoid}), op_type, creator, user_data)
+end
+
 # Every C function, by its symbol in libweft, with the Ref its wrapper calls through.
 const _SYMBOLS = (
     (:weft_get_last_error, _fp_weft_get_last_error),
@@ -2040,6 +2097,8 @@ const _SYMBOLS = (
     (:weft_dataiter_get_index, _fp_weft_dataiter_get_index),
     (:weft_dataiter_get_num_descs, _fp_weft_dataiter_get_num_descs),
     (:weft_dataiter_get_desc, _fp_weft_dataiter_get_desc),
+    (:weft_set_last_error, _fp_weft_set_last_error),
+    (:weft_custom_op_register, _fp_weft_custom_op_register),
 )
 
 """

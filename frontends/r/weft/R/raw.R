@@ -140,3 +140,4 @@ weft_dataiter_get_index_size <- function(it) .Call(C_weft_dataiter_get_index_siz
 weft_dataiter_get_index <- function(it, nbytes) .Call(C_weft_dataiter_get_index, it, nbytes)
 weft_dataiter_get_num_descs <- function(it, is_label) .Call(C_weft_dataiter_get_num_descs, it, is_label)
 weft_dataiter_get_desc <- function(it, is_label, i, capacity) .Call(C_weft_dataiter_get_desc, it, is_label, i, capacity)
+weft_set_last_error <- function(message) .Call(C_weft_set_last_error, message)
