@@ -1542,6 +1542,28 @@ static gw_result gw_weft_custom_op_register(const char* op_type, weft_custom_cre
   }
   return r;
 }
+
+static gw_result gw_weft_library_load(const char* path, int* num_ops) {
+  gw_result r = {0, NULL};
+  r.status = weft_library_load(path, num_ops);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_library_op_name(const char* path, int i, char** out) {
+  gw_result r = {0, NULL};
+  const char* t_out = NULL;
+  r.status = weft_library_op_name(path, i, out ? &t_out : NULL);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  if (out) *out = gw_strdup(t_out);
+  return r;
+}
 */
 import "C"
 
@@ -3765,6 +3787,39 @@ func weft_custom_op_register(p_op_type *C.char, p_creator C.weft_custom_creator_
 	r := C.gw_weft_custom_op_register(p_op_type, p_creator, p_user_data)
 	if r.status != 0 {
 		return newCError(r, "weft_custom_op_register")
+	}
+	return nil
+}
+
+// weft_library_load calls the C function of that name through its shim; see c_api.h.
+func weft_library_load(p_path *C.char, p_num_ops *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_library_load(p_path, p_num_ops)
+	if r.status != 0 {
+		return newCError(r, "weft_library_load")
+	}
+	return nil
+}
+
+// weft_library_op_name calls the C function of that name through its shim; see c_api.h.
+func weft_library_op_name(p_path *C.char, p_i C.int, p_out *string) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	var t_out *C.char
+	var a_out **C.char
+	if p_out != nil {
+		a_out = &t_out
+	}
+	r := C.gw_weft_library_op_name(p_path, p_i, a_out)
+	if r.status != 0 {
+		return newCError(r, "weft_library_op_name")
+	}
+	if t_out != nil {
+		*p_out = C.GoString(t_out)
+		C.free(unsafe.Pointer(t_out))
 	}
 	return nil
 }

@@ -78,6 +78,8 @@ STRINGS_BY_FN = {
     ("weft_autograd_record_function", "name"): '"f"',
     ("weft_set_last_error", "message"): '"x"',
     ("weft_custom_op_register", "op_type"): '"misuse_custom_op"',
+    ("weft_library_load", "path"): "WEFT_TEST_OPLIB",
+    ("weft_library_op_name", "path"): "WEFT_TEST_OPLIB",
 }
 
 # The elements of each array parameter in a valid call (default: one live handle of the

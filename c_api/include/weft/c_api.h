@@ -831,6 +831,19 @@ typedef int (*weft_custom_creator_fn)(const char* op_type, int num_kwargs, const
  * every call of `creator` and must stay valid as long as the library may call it. */
 WEFT_API weft_status_t weft_custom_op_register(const char* op_type, weft_custom_creator_fn creator, void* user_data);
 
+/* ------------------------------------------------------------------ operator libraries */
+
+/* Loads the shared library of operators at `path`, built against weft/op_library.h, and
+ * registers each of its operators as a custom operator of that name (the registry operator
+ * "Custom" with op_type = the name). *num_ops = how many operators it has. A path this
+ * process already loaded is not loaded again: the call gives the same count. A missing file
+ * is WEFT_ERR_NOT_FOUND; a file that is not such a library, or one built for a newer
+ * version of op_library.h, WEFT_ERR_VALUE. Libraries stay loaded until the process ends. */
+WEFT_API weft_status_t weft_library_load(const char* path, int* num_ops);
+/* *out = the name of operator i (0 <= i < num_ops) of the library at `path` (loaded first, as
+ * weft_library_load does, when it is not yet); valid as long as the process. */
+WEFT_API weft_status_t weft_library_op_name(const char* path, int i, const char** out);
+
 #ifdef __cplusplus
 }
 #endif

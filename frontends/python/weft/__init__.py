@@ -28,6 +28,7 @@ from . import symbol
 from . import symbol as sym
 from . import executor
 from . import operator
+from . import library
 from . import monitor
 from . import monitor as mon
 from . import test_utils
@@ -51,7 +52,7 @@ from . import visualization as viz
 
 __all__ = ["WeftError", "MXNetError", "__version__", "base", "Context", "cpu", "gpu", "cpu_pinned",
            "cpu_shared", "current_context", "num_gpus", "util", "runtime", "is_np_shape", "set_np_shape",
-           "np_shape", "use_np_shape", "is_np_array", "np_array", "use_np_array", "use_np", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "operator", "monitor", "mon", "test_utils", "waitall",
+           "np_shape", "use_np_shape", "is_np_array", "np_array", "use_np_array", "use_np", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "operator", "library", "monitor", "mon", "test_utils", "waitall",
            "model", "module", "mod",
            "initializer", "init", "metric", "callback", "recordio", "image",
            "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io", "visualization", "viz"]

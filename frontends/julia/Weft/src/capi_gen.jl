@@ -255,6 +255,8 @@ const _fp_weft_dataiter_get_num_descs = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_desc = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_set_last_error = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_custom_op_register = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_library_load = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_library_op_name = Ref{Ptr{Cvoid}}(C_NULL)
 
 """
     weft_get_last_error()
@@ -1952,6 +1954,34 @@ function weft_custom_op_register(op_type, creator, user_data)
     ccall(_fp_weft_custom_op_register[], Cint, (Cstring, Ptr{Cvoid}, Ptr{Cvoid}), op_type, creator, user_data)
 end
 
+"""
+    weft_library_load(path, num_ops)
+
+Loads the shared library of operators at `path`, built against weft/op_library.h, and
+registers each of its operators as a custom operator of that name (the registry operator
+\"Custom\" with op_type = the name). *num_ops = how many operators it has. A path this
+process already loaded is not loaded again: the call gives the same count. A missing file
+is WEFT_ERR_NOT_FOUND; a file that is not such a library, or one built for a newer
+version of op_library.h, WEFT_ERR_VALUE. Libraries stay loaded until the process ends.
+
+C: weft_status_t weft_library_load(const char* path, int* num_ops)
+"""
+function weft_library_load(path, num_ops)
+    ccall(_fp_weft_library_load[], Cint, (Cstring, Ptr{Cint}), path, num_ops)
+end
+
+"""
+    weft_library_op_name(path, i, out)
+
+out = the name of operator i (0 <= i < num_ops) of the library at `path` (loaded first, as
+weft_library_load does, when it is not yet); valid as long as the process.
+
+C: weft_status_t weft_library_op_name(const char* path, int i, const char** out)
+"""
+function weft_library_op_name(path, i, out)
+    ccall(_fp_weft_library_op_name[], Cint, (Cstring, Cint, Ptr{Ptr{Cchar}}), path, i, out)
+end
+
 # Every C function, by its symbol in libweft, with the Ref its wrapper calls through.
 const _SYMBOLS = (
     (:weft_get_last_error, _fp_weft_get_last_error),
@@ -2099,6 +2129,8 @@ const _SYMBOLS = (
     (:weft_dataiter_get_desc, _fp_weft_dataiter_get_desc),
     (:weft_set_last_error, _fp_weft_set_last_error),
     (:weft_custom_op_register, _fp_weft_custom_op_register),
+    (:weft_library_load, _fp_weft_library_load),
+    (:weft_library_op_name, _fp_weft_library_op_name),
 )
 
 """

@@ -1816,6 +1816,27 @@ SEXP weft_r_set_last_error(SEXP s_message) {
   return R_NilValue;
 }
 
+SEXP weft_r_library_load(SEXP s_path) {
+  const char* path = weft_r_string_or_null(s_path, "path");
+  int num_ops = 0;
+  weft_status_t status = weft_library_load(path, &num_ops);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_library_load");
+  SEXP result = PROTECT(ScalarInteger(num_ops));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_library_op_name(SEXP s_path, SEXP s_i) {
+  const char* path = weft_r_string_or_null(s_path, "path");
+  int i = weft_r_int(s_i, "i");
+  const char* out = NULL;
+  weft_status_t status = weft_library_op_name(path, i, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_library_op_name");
+  SEXP result = PROTECT(weft_r_string_value(out));
+  UNPROTECT(1);
+  return result;
+}
+
 const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_get_version", (DL_FUNC)&weft_r_get_version, 0},
   {"C_weft_get_gpu_count", (DL_FUNC)&weft_r_get_gpu_count, 0},
@@ -1954,5 +1975,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_dataiter_get_num_descs", (DL_FUNC)&weft_r_dataiter_get_num_descs, 2},
   {"C_weft_dataiter_get_desc", (DL_FUNC)&weft_r_dataiter_get_desc, 4},
   {"C_weft_set_last_error", (DL_FUNC)&weft_r_set_last_error, 1},
+  {"C_weft_library_load", (DL_FUNC)&weft_r_library_load, 1},
+  {"C_weft_library_op_name", (DL_FUNC)&weft_r_library_op_name, 2},
   {NULL, NULL, 0}
 };
