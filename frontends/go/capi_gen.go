@@ -73,6 +73,26 @@ static gw_result gw_weft_dtype_name(int dtype, char** out) {
   return r;
 }
 
+static gw_result gw_weft_before_fork(void) {
+  gw_result r = {0, NULL};
+  r.status = weft_before_fork();
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_after_fork(int in_child) {
+  gw_result r = {0, NULL};
+  r.status = weft_after_fork(in_child);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_create(const int64_t* shape, int ndim, int dtype, weft_context_t ctx, weft_ndarray_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_create(shape, ndim, dtype, ctx, out);
@@ -1802,6 +1822,30 @@ func weft_dtype_name(p_dtype C.int, p_out *string) error {
 	if t_out != nil {
 		*p_out = C.GoString(t_out)
 		C.free(unsafe.Pointer(t_out))
+	}
+	return nil
+}
+
+// weft_before_fork calls the C function of that name through its shim; see c_api.h.
+func weft_before_fork() error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_before_fork()
+	if r.status != 0 {
+		return newCError(r, "weft_before_fork")
+	}
+	return nil
+}
+
+// weft_after_fork calls the C function of that name through its shim; see c_api.h.
+func weft_after_fork(p_in_child C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_after_fork(p_in_child)
+	if r.status != 0 {
+		return newCError(r, "weft_after_fork")
 	}
 	return nil
 }

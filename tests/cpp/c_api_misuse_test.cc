@@ -24,7 +24,7 @@
 //       8 oversized byte size
 //      64 oversized count
 //     132 wrong-kind handle
-// Without a case: weft_get_last_error, weft_kvstore_run_scheduler, weft_wait_all (no parameters), weft_random_seed (any value is valid).
+// Without a case: weft_before_fork, weft_get_last_error, weft_kvstore_run_scheduler, weft_wait_all (no parameters), weft_after_fork, weft_random_seed (any value is valid).
 #include <gtest/gtest.h>
 
 #include <climits>

@@ -32,10 +32,12 @@ NO_PARAMS = {
     "weft_get_last_error": "takes nothing; the test reads it after every case",
     "weft_wait_all": "takes nothing",
     "weft_kvstore_run_scheduler": "takes nothing (and would run a distributed job's scheduler)",
+    "weft_before_fork": "takes nothing (and would stop the engine's threads until weft_after_fork)",
 }
 
 # Functions whose every argument is valid whatever its value.
-ANY_VALUE = {"weft_random_seed": "every int64 is a seed"}
+ANY_VALUE = {"weft_random_seed": "every int64 is a seed",
+             "weft_after_fork": "every int is a flag (and outside a fork the call does nothing)"}
 
 # What fixture a live handle of each kind comes from; freed ones are fx.freed_<kind>.
 KINDS = ["ndarray", "ndarray_list", "bytes", "symbol", "executor", "kvstore", "dataiter", "recordio", "op"]
@@ -45,6 +47,7 @@ INT_VALUES = {
     "flag": "1", "to_rgb": "1", "is_bgr": "0", "quality": "3", "width": "2", "height": "2", "interp": "1",
     "head": "0", "priority": "0", "is_label": "0", "is_train": "0", "is_training": "0", "is_recording": "0",
     "retain_graph": "0", "create_graph": "0", "monitor_all": "0", "partial_shaping": "0", "allow_up_sizing": "0",
+    "in_child": "0",
 }
 # Plain int values of a valid call that differ by function: the graph must survive the
 # backward for the next case.

@@ -112,6 +112,19 @@ WEFT_API weft_status_t weft_dtype_size(int dtype, size_t* out);
 /* Name of `dtype` ("float32", ...); static storage. */
 WEFT_API weft_status_t weft_dtype_name(int dtype, const char** out);
 
+/* ------------------------------------------------------------------ fork */
+
+/* Call weft_before_fork right before fork() and weft_after_fork right after it, in the parent
+ * (in_child = 0) and in the child (in_child = 1), in a process that may have used the engine:
+ * a child has none of its parent's threads, so the engine finishes everything pushed (an
+ * error it raised stays for a later wait) and stops its worker threads and those of custom
+ * operators first; they start again with the next operation, in both processes. The library
+ * also registers these with pthread_atfork, but a front end that holds a lock the pending
+ * work may need (Python's GIL, for a custom operator) must call weft_before_fork itself,
+ * having let go of it. Calls that find the threads already stopped (or running) do nothing. */
+WEFT_API weft_status_t weft_before_fork(void);
+WEFT_API weft_status_t weft_after_fork(int in_child);
+
 /* ------------------------------------------------------------------ NDArray */
 
 typedef struct weft_ndarray weft_ndarray_t;

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "core/base/error.h"
+#include "core/engine/fork.h"
 #include "core/engine/worker_pool.h"
 
 namespace weft {
@@ -518,6 +519,12 @@ std::vector<std::string> InputNames(const NodeAttrs& attrs) {
   names.insert(names.end(), st.aux.begin(), st.aux.end());
   return names;
 }
+
+// Around a fork the callback threads stop with the engine's (the child would have none).
+const bool fork_handlers = [] {
+  engine::AddForkHandlers([] { StopCallbackThreads(); }, [](bool) {});
+  return true;
+}();
 
 const bool registered = [] {
   Op& op = OpRegistry::Get()->Register("Custom")

@@ -115,6 +115,8 @@ const _fp_weft_get_version = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_get_gpu_count = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dtype_size = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dtype_name = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_before_fork = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_after_fork = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_ndim = Ref{Ptr{Cvoid}}(C_NULL)
@@ -313,6 +315,33 @@ C: weft_status_t weft_dtype_name(int dtype, const char** out)
 """
 function weft_dtype_name(dtype, out)
     ccall(_fp_weft_dtype_name[], Cint, (Cint, Ptr{Ptr{Cchar}}), dtype, out)
+end
+
+"""
+    weft_before_fork()
+
+Call weft_before_fork right before fork() and weft_after_fork right after it, in the parent
+(in_child = 0) and in the child (in_child = 1), in a process that may have used the engine:
+a child has none of its parent's threads, so the engine finishes everything pushed (an
+error it raised stays for a later wait) and stops its worker threads and those of custom
+operators first; they start again with the next operation, in both processes. The library
+also registers these with pthread_atfork, but a front end that holds a lock the pending
+work may need (Python's GIL, for a custom operator) must call weft_before_fork itself,
+having let go of it. Calls that find the threads already stopped (or running) do nothing.
+
+C: weft_status_t weft_before_fork()
+"""
+function weft_before_fork()
+    ccall(_fp_weft_before_fork[], Cint, ())
+end
+
+"""
+    weft_after_fork(in_child)
+
+C: weft_status_t weft_after_fork(int in_child)
+"""
+function weft_after_fork(in_child)
+    ccall(_fp_weft_after_fork[], Cint, (Cint,), in_child)
 end
 
 """
@@ -1989,6 +2018,8 @@ const _SYMBOLS = (
     (:weft_get_gpu_count, _fp_weft_get_gpu_count),
     (:weft_dtype_size, _fp_weft_dtype_size),
     (:weft_dtype_name, _fp_weft_dtype_name),
+    (:weft_before_fork, _fp_weft_before_fork),
+    (:weft_after_fork, _fp_weft_after_fork),
     (:weft_ndarray_create, _fp_weft_ndarray_create),
     (:weft_ndarray_free, _fp_weft_ndarray_free),
     (:weft_ndarray_get_ndim, _fp_weft_ndarray_get_ndim),

@@ -219,6 +219,19 @@ SEXP weft_r_dtype_name(SEXP s_dtype) {
   return result;
 }
 
+SEXP weft_r_before_fork(void) {
+  weft_status_t status = weft_before_fork();
+  if (status != WEFT_OK) weft_r_raise(status, "weft_before_fork");
+  return R_NilValue;
+}
+
+SEXP weft_r_after_fork(SEXP s_in_child) {
+  int in_child = weft_r_int(s_in_child, "in_child");
+  weft_status_t status = weft_after_fork(in_child);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_after_fork");
+  return R_NilValue;
+}
+
 SEXP weft_r_ndarray_create(SEXP s_shape, SEXP s_dtype, SEXP s_ctx) {
   int len_shape = 0;
   const int64_t* shape = weft_r_int64s(s_shape, &len_shape, "shape");
@@ -1842,6 +1855,8 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_get_gpu_count", (DL_FUNC)&weft_r_get_gpu_count, 0},
   {"C_weft_dtype_size", (DL_FUNC)&weft_r_dtype_size, 1},
   {"C_weft_dtype_name", (DL_FUNC)&weft_r_dtype_name, 1},
+  {"C_weft_before_fork", (DL_FUNC)&weft_r_before_fork, 0},
+  {"C_weft_after_fork", (DL_FUNC)&weft_r_after_fork, 1},
   {"C_weft_ndarray_create", (DL_FUNC)&weft_r_ndarray_create, 3},
   {"C_weft_ndarray_free", (DL_FUNC)&weft_r_ndarray_free, 1},
   {"C_weft_ndarray_get_ndim", (DL_FUNC)&weft_r_ndarray_get_ndim, 1},
