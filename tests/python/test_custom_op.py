@@ -379,3 +379,60 @@ def test_custom_op_reading_another_custom_ops_output_while_queued():
     ys = [mx.nd.Custom(mx.nd.Custom(x, op_type="t_sqr", scale=1), op_type="t_sqr", scale=1) for x in xs]
     for i, y in enumerate(ys):
         np.testing.assert_allclose(y.asnumpy(), np.full((4,), float(i) ** 4))
+
+
+class NumpySoftmax(mx.operator.NumpyOp):
+    """MXNet's NumpyOp example: a softmax output layer written with numpy."""
+
+    def __init__(self):
+        super().__init__(False)
+
+    def list_arguments(self):
+        return ["data", "label"]
+
+    def infer_shape(self, in_shape):
+        return [in_shape[0], (in_shape[0][0],)], [in_shape[0]]
+
+    def forward(self, in_data, out_data):
+        x = in_data[0]
+        y = out_data[0]
+        y[:] = np.exp(x - x.max(axis=1).reshape((x.shape[0], 1)))
+        y /= y.sum(axis=1).reshape((x.shape[0], 1))
+
+    def backward(self, out_grad, in_data, out_data, in_grad):
+        label = in_data[1].astype(int)
+        dx = in_grad[0]
+        dx[:] = out_data[0]
+        dx[np.arange(label.shape[0]), label] -= 1.0
+
+
+class NDArrayTriple(mx.operator.NDArrayOp):
+    def forward(self, in_data, out_data):
+        out_data[0][:] = in_data[0] * 3
+
+    def backward(self, out_grad, in_data, out_data, in_grad):
+        in_grad[0][:] = out_grad[0] * 3
+
+
+def test_numpy_and_ndarray_ops():
+    with pytest.warns(DeprecationWarning, match="PythonOp has been deprecated"):
+        softmax = NumpySoftmax()
+    sym = softmax(data=mx.sym.Variable("x"), name="sm")
+    assert sym.list_arguments() == ["x", "sm_label"]
+    x = np.random.randn(4, 3).astype(np.float32)
+    label = np.array([0, 2, 1, 2], np.float32)
+    ex = sym.simple_bind(mx.cpu(), x=(4, 3))
+    ex.arg_dict["x"][:] = x
+    ex.arg_dict["sm_label"][:] = label
+    ex.forward(is_train=True)
+    p = np.exp(x - x.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(ex.outputs[0].asnumpy(), p, rtol=1e-5)
+    ex.backward()
+    p[np.arange(4), label.astype(int)] -= 1
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), p, rtol=1e-5, atol=1e-6)
+
+    with pytest.warns(DeprecationWarning):
+        triple = NDArrayTriple()
+    check_numeric_gradient(triple.get_symbol(mx.sym.Variable("data")), [np.random.rand(2, 3)],
+                           numeric_eps=1e-3, rtol=1e-2, atol=1e-3)

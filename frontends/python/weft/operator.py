@@ -13,6 +13,7 @@ import collections
 import ctypes
 import threading
 import traceback
+import warnings
 
 import numpy as np
 
@@ -24,7 +25,7 @@ from .ndarray.ndarray import dtype_id, _ID_TO_NP
 from . import ndarray as _nd
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators",
-           "get_operator_arguments", "OperatorArguments"]
+           "get_operator_arguments", "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp"]
 
 _REQ_NAMES = {0: "null", 1: "write", 2: "inplace", 3: "add"}
 
@@ -385,6 +386,118 @@ def register(reg_name):
             raise error(status, lib.weft_get_last_error().decode())
         return prop_cls
     return do_register
+
+
+# ---------------------------------------------------------------------------- MXNet's older API
+class PythonOp(object):
+    """MXNet's deprecated operators in Python, kept for old code: an instance is a symbol
+    function (`op(data=x)` or `op.get_symbol(...)`), whose forward and backward take lists
+    of arrays only. Each instance runs as a custom operator registered for it. Use CustomOp
+    in new code."""
+
+    _counter = [0]
+
+    def __init__(self, need_top_grad=True):
+        self.info_ = None
+        self.need_top_grad_ = need_top_grad
+        warnings.warn("PythonOp has been deprecated. Please use CustomOp", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        return self.get_symbol(*args, **kwargs)
+
+    def get_symbol(self, *args, **kwargs):
+        """The Symbol applying this operator to `args` (by position or by argument name)."""
+        from . import symbol as sym
+        return sym.Custom(*args, op_type=self._op_type(), **kwargs)
+
+    def forward(self, in_data, out_data):
+        out_data[0][:] = in_data[0]
+
+    def backward(self, out_grad, in_data, out_data, in_grad):
+        in_grad[0][:] = 1.0
+
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0]]
+
+    def list_outputs(self):
+        return ["output"]
+
+    def list_arguments(self):
+        return ["data"]
+
+    def need_top_grad(self):
+        return self.need_top_grad_
+
+    def declare_backward_dependency(self, out_grad, in_data, out_data):
+        deps = []
+        if self.need_top_grad():
+            deps.extend(out_grad)
+        deps.extend(in_data)
+        deps.extend(out_data)
+        return deps
+
+    def _op_type(self):
+        if self.info_ is None:
+            PythonOp._counter[0] += 1
+            self.info_ = "_python_op_%d_%s" % (PythonOp._counter[0], type(self).__name__)
+            pyop = self
+
+            class _Prop(CustomOpProp):
+                def __init__(self):
+                    super().__init__(need_top_grad=pyop.need_top_grad())
+
+                def list_arguments(self):
+                    return pyop.list_arguments()
+
+                def list_outputs(self):
+                    return pyop.list_outputs()
+
+                def infer_shape(self, in_shape):
+                    ins, outs = pyop.infer_shape(in_shape)[:2]
+                    return ins, outs, []
+
+                def declare_backward_dependency(self, out_grad, in_data, out_data):
+                    return pyop.declare_backward_dependency(out_grad, in_data, out_data)
+
+                def create_operator(self, ctx, in_shapes, in_dtypes):
+                    return _PythonOpAdapter(pyop)
+
+            register(self.info_)(_Prop)
+        return self.info_
+
+
+class _PythonOpAdapter(CustomOp):
+    """Runs a PythonOp's forward and backward: on numpy copies for a NumpyOp (results copied
+    back as `req` says), on the arrays themselves for an NDArrayOp."""
+
+    def __init__(self, pyop):
+        super().__init__()
+        self.pyop = pyop
+
+    def _run(self, fn, inputs, outputs, req):
+        if not isinstance(self.pyop, NumpyOp):
+            fn(*(inputs + [outputs]))
+            return
+        ins = [[x.asnumpy() if x is not None else None for x in group] for group in inputs]
+        outs = [np.zeros(o.shape, dtype=o.dtype) for o in outputs]
+        fn(*(ins + [outs]))
+        for dst, r, src in zip(outputs, req, outs):
+            self.assign(dst, r, _nd.array(src, dtype=dst.dtype))
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        self._run(self.pyop.forward, [in_data], out_data, req)
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        self._run(self.pyop.backward, [out_grad, in_data, out_data], in_grad, req)
+
+
+class NumpyOp(PythonOp):
+    """A PythonOp whose forward and backward work on numpy arrays: they write their results
+    into the output arrays they are given (out_data[0][:] = ...)."""
+
+
+class NDArrayOp(PythonOp):
+    """A PythonOp whose forward and backward work on NDArrays, written in place."""
 
 
 # ---------------------------------------------------------------------------- nd/sym.Custom
