@@ -436,3 +436,24 @@ def test_numpy_and_ndarray_ops():
         triple = NDArrayTriple()
     check_numeric_gradient(triple.get_symbol(mx.sym.Variable("data")), [np.random.rand(2, 3)],
                            numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
+
+
+def test_exit_with_custom_ops_in_flight():
+    # Thousands of calls, beyond the engine's bound on pending work, left for the exit to
+    # wait for: the front end's objects must be released before the interpreter goes.
+    script = textwrap.dedent("""
+        import weft as mx
+        @mx.operator.register("exit_id")
+        class P(mx.operator.CustomOpProp):
+            def create_operator(self, ctx, s, t):
+                return O()
+        class O(mx.operator.CustomOp):
+            def forward(self, is_train, req, in_data, out_data, aux):
+                self.assign(out_data[0], req[0], in_data[0])
+        x = mx.nd.ones((4,))
+        ys = [mx.nd.Custom(x, op_type="exit_id") for _ in range(5000)]
+        print("pushed")
+    """)
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
+        assert r.returncode == 0 and "pushed" in r.stdout, (r.returncode, r.stderr[-2000:])

@@ -232,7 +232,8 @@ NDArray Alias(const NDArray& a) {
 void RunCallback(std::shared_ptr<State> st, bool is_train, std::vector<TaggedArray> arrays,
                  std::function<void(Operator*, bool, const std::vector<TaggedArray>&)> body,
                  engine::CallbackOnComplete done, std::function<void(State*)> prepare) {
-  auto task = [st, is_train, arrays = std::move(arrays), body = std::move(body), done, prepare = std::move(prepare)] {
+  auto task = [st, is_train, arrays = std::move(arrays), body = std::move(body), done,
+               prepare = std::move(prepare)]() mutable {
     std::exception_ptr error;
     try {
       std::lock_guard<std::mutex> lock(st->mu);
@@ -251,6 +252,11 @@ void RunCallback(std::shared_ptr<State> st, bool is_train, std::vector<TaggedArr
         if (!error) error = std::current_exception();
       }
     }
+    // What the task holds goes before the call completes: the last reference to the state
+    // releases the front end's objects, which must happen while a wait for the call (the
+    // one at interpreter exit, say) still waits, not after.
+    arrays.clear();
+    st.reset();
     done(error);
   };
   // Outside the engine's workers (the naive engine runs a push on the pushing thread) the
