@@ -7,6 +7,7 @@
 
 #include "c_api/src/c_api_common.h"
 #include "core/engine/engine.h"
+#include "core/engine/fork.h"
 #include "core/resource/resource.h"
 #include "core/storage/storage.h"
 
@@ -19,6 +20,8 @@ std::string& LastError() {
   return message;
 }
 }  // namespace
+
+std::string LastErrorMessage() { return LastError(); }
 
 weft_status_t SetLastError(weft_status_t status, const char* message) {
   LastError() = message ? message : "";
@@ -196,6 +199,18 @@ weft_status_t weft_storage_get_stat(weft_context_t ctx, int stat, int64_t* out) 
 weft_status_t weft_storage_release_pooled(weft_context_t ctx) {
   WEFT_API_BEGIN
   Storage::Get()->ReleaseAll(ToContext(ctx, __func__));
+  WEFT_API_END
+}
+
+weft_status_t weft_before_fork(void) {
+  WEFT_API_BEGIN
+  engine::PrepareFork();
+  WEFT_API_END
+}
+
+weft_status_t weft_after_fork(int in_child) {
+  WEFT_API_BEGIN
+  engine::AfterFork(in_child != 0);
   WEFT_API_END
 }
 

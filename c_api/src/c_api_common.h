@@ -38,6 +38,8 @@ class HandleError : public std::runtime_error {
 
 // Records the message for weft_get_last_error and returns the status.
 weft_status_t SetLastError(weft_status_t status, const char* message);
+// This thread's last error message (a callback's, after it failed).
+std::string LastErrorMessage();
 
 // Kind tags: distinct non-zero bytes, so a handle of one kind is never accepted as another.
 enum class HandleKind : uint8_t { kNDArray = 0xA1, kNDArrayList = 0xA2, kBytes = 0xA3, kOp = 0xA4, kSymbol = 0xA5,

@@ -18,8 +18,11 @@
 #include <mutex>
 #include <vector>
 
+#include <pthread.h>
+
 #include "core/base/error.h"
 #include "core/base/logging.h"
+#include "core/engine/fork.h"
 #include "core/engine/opr_block.h"
 #include "core/engine/worker_pool.h"
 
@@ -78,6 +81,7 @@ LiveEngines& Live() {
 }
 
 void DrainAtExit();
+void RegisterAtFork();
 
 class ThreadedEngine final : public Engine, public BlockRunner {
  public:
@@ -92,6 +96,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       gpu_pools_.push_back(std::make_unique<WorkerPool>("gpu", gpu_threads, Context::GPU(i), this));
       gpu_copy_pools_.push_back(std::make_unique<WorkerPool>("gpu_copy", copy_threads, Context::GPU(i), this));
     }
+    RegisterAtFork();
     std::lock_guard<std::mutex> lock(Live().mu);
     Live().engines.push_back(this);
   }
@@ -281,6 +286,24 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     cpu_priority_pool_->Stop();
     for (auto& p : gpu_pools_) p->Stop();
     for (auto& p : gpu_copy_pools_) p->Stop();
+  }
+
+  // Around a fork: every pushed operation finishes, then the worker threads stop (to start
+  // again with the next push, in the parent and in the child).
+  void StopThreadsForFork() {
+    DrainUntil(Clock::time_point::max());
+    cpu_pool_->Stop();
+    cpu_priority_pool_->Stop();
+    for (auto& p : gpu_pools_) p->Stop();
+    for (auto& p : gpu_copy_pools_) p->Stop();
+  }
+
+  void ResumeThreadsAfterFork() {
+    if (shut_down_.load()) return;
+    cpu_pool_->Resume();
+    cpu_priority_pool_->Resume();
+    for (auto& p : gpu_pools_) p->Resume();
+    for (auto& p : gpu_copy_pools_) p->Resume();
   }
 
   // Waits until nothing is pending or the deadline passes; false on timeout.
@@ -553,7 +576,65 @@ void DrainAtExit() {
   }
 }
 
+struct ForkHandlers {
+  std::vector<std::pair<void (*)(), void (*)(bool)>> handlers;
+  // Set between PrepareFork and AfterFork, so that the pthread_atfork handler does nothing
+  // when a front end already prepared the fork (and AfterFork runs once).
+  bool prepared = false;
+};
+
+ForkHandlers& Fork() {
+  static ForkHandlers* f = new ForkHandlers();
+  return *f;
+}
+
+void AtForkPrepare() { PrepareFork(); }
+void AtForkParent() { AfterFork(false); }
+void AtForkChild() { AfterFork(true); }
+
+void RegisterAtFork() {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild); });
+}
+
 }  // namespace
+
+void AddForkHandlers(void (*prepare)(), void (*after)(bool in_child)) {
+  std::lock_guard<std::mutex> lock(Live().mu);
+  Fork().handlers.push_back({prepare, after});
+}
+
+void PrepareFork() {
+  WEFT_CHECK(CurrentWorkerOwner() == nullptr, kRuntime, "fork() from inside an engine operation is not supported");
+  std::vector<ThreadedEngine*> engines;
+  std::vector<std::pair<void (*)(), void (*)(bool)>> handlers;
+  {
+    std::lock_guard<std::mutex> lock(Live().mu);
+    if (Fork().prepared) return;
+    engines = Live().engines;
+    handlers = Fork().handlers;
+  }
+  // Drained first, while every thread still runs: queued work may need the callback threads.
+  for (ThreadedEngine* e : engines) e->DrainUntil(Clock::time_point::max());
+  for (auto& h : handlers) h.first();
+  for (ThreadedEngine* e : engines) e->StopThreadsForFork();
+  std::lock_guard<std::mutex> lock(Live().mu);
+  Fork().prepared = true;
+}
+
+void AfterFork(bool in_child) {
+  std::vector<ThreadedEngine*> engines;
+  std::vector<std::pair<void (*)(), void (*)(bool)>> handlers;
+  {
+    std::lock_guard<std::mutex> lock(Live().mu);
+    if (!Fork().prepared) return;
+    Fork().prepared = false;
+    engines = Live().engines;
+    handlers = Fork().handlers;
+  }
+  for (ThreadedEngine* e : engines) e->ResumeThreadsAfterFork();
+  for (auto& h : handlers) h.second(in_child);
+}
 
 std::unique_ptr<Engine> CreateThreadedEngine() { return std::make_unique<ThreadedEngine>(); }
 

@@ -112,5 +112,13 @@ void WorkerPool::Stop() {
   threads_.clear();
 }
 
+void WorkerPool::Resume() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stop_) return;
+  stop_ = false;
+  started_ = false;
+  idle_ = 0;
+}
+
 }  // namespace engine
 }  // namespace weft

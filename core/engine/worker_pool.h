@@ -42,6 +42,8 @@ class WorkerPool {
   void Enqueue(OprBlock* blk);
   // Lets the threads finish what is queued, then joins them. Idempotent.
   void Stop();
+  // After Stop (around a fork): the threads start again with the next Enqueue.
+  void Resume();
 
   const std::string& name() const { return name_; }
 

@@ -49,6 +49,8 @@ std::string LegacySuffix(const std::string& key) {
 }
 
 std::vector<std::string> InputNamesOf(const Node& n) {
+  static const auto& listed = Op::GetAttr<FListNames>("FListInputNames");
+  if (listed.Contains(n.op())) return listed[n.op()](n.attrs);
   std::vector<std::string> names;
   const auto& args = n.op()->arguments;
   int count = n.op()->NumInputs(n.attrs);

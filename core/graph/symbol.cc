@@ -16,6 +16,8 @@ namespace {
 // The names of an operator node's inputs: the declared argument names, "arg<i>" for the
 // elements of a variadic argument.
 std::vector<std::string> InputNames(const Node& n) {
+  static const auto& listed = Op::GetAttr<FListNames>("FListInputNames");
+  if (listed.Contains(n.op())) return listed[n.op()](n.attrs);
   int count = n.op()->NumInputs(n.attrs);
   std::vector<std::string> names;
   const auto& args = n.op()->arguments;

@@ -6,6 +6,7 @@
 #include "core/base/error.h"
 #include "core/base/scratch.h"
 #include "core/imperative/transformation.h"
+#include "core/op/compute_async.h"
 
 namespace weft {
 namespace imperative {
@@ -32,6 +33,7 @@ struct InvokeScratch {
   std::vector<TBlob> in_blobs, out_blobs;
   std::vector<OpReq> reqs;
   const FCompute* fn = nullptr;
+  const FComputeAsync* async_fn = nullptr;
 
   void Clear() {
     reads.clear();
@@ -41,6 +43,7 @@ struct InvokeScratch {
     out_blobs.clear();
     reqs.clear();
     fn = nullptr;
+    async_fn = nullptr;
   }
 };
 
@@ -179,11 +182,18 @@ class InferStage final : public Transformation {
 
     static const auto& fcompute_cpu = Op::GetAttr<FCompute>("FCompute<cpu>");
     static const auto& fcompute_gpu = Op::GetAttr<FCompute>("FCompute<gpu>");
+    static const auto& async_cpu = Op::GetAttr<FComputeAsync>("FComputeAsync<cpu>");
+    static const auto& async_gpu = Op::GetAttr<FComputeAsync>("FComputeAsync<gpu>");
     const auto& fcompute = ctx.is_gpu() ? fcompute_gpu : fcompute_cpu;
-    if (!fcompute.Contains(op))
-      Throw(ErrorKind::kUnsupported, "Operator '", op->name, "' has no implementation for ",
-            ctx.is_gpu() ? "gpu" : "cpu");
-    s->fn = &fcompute[op];
+    const auto& async = ctx.is_gpu() ? async_gpu : async_cpu;
+    if (async.Contains(op)) {
+      s->async_fn = &async[op];
+    } else {
+      if (!fcompute.Contains(op))
+        Throw(ErrorKind::kUnsupported, "Operator '", op->name, "' has no implementation for ",
+              ctx.is_gpu() ? "gpu" : "cpu");
+      s->fn = &fcompute[op];
+    }
     call.ctx = ctx;
     call.scratch = &*s;
     next(call);
@@ -204,7 +214,6 @@ class DispatchStage final : public Transformation {
     const Context ctx = call.ctx;
     const bool is_train = call.is_train;
     InvokeScratch* s = call.scratch;
-    const FCompute& fn = *s->fn;
     int num_out = static_cast<int>(outputs.size());
 
     static const auto& resource_fns = Op::GetAttr<FResourceRequest>("FResourceRequest");
@@ -232,6 +241,20 @@ class DispatchStage final : public Transformation {
     if (static_cast<int>(s->reqs.size()) < num_out) s->reqs.resize(num_out, OpReq::kWriteTo);
 
     engine::Engine* engine = engine::Engine::Get();
+    if (s->async_fn) {
+      engine->PushAsync(
+          [fn = *s->async_fn, attrs, inputs, outputs, reqs = s->reqs, resources = s->resources, is_train](
+              engine::RunContext rctx, engine::CallbackOnComplete done) {
+            OpContext octx;
+            octx.is_train = is_train;
+            octx.run_ctx = rctx;
+            octx.requested = resources;
+            fn(attrs, octx, inputs, reqs, outputs, done);
+          },
+          ctx, reads, writes, engine::FnProperty::kNormal, 0, op->name.c_str());
+      return;
+    }
+    const FCompute& fn = *s->fn;
     bool small = !ctx.is_gpu() && bytes <= InlineMaxBytes();
     if (small) {
       // Ready small work runs here and now, on the buffers above, with no copies at all.

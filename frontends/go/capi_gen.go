@@ -73,6 +73,26 @@ static gw_result gw_weft_dtype_name(int dtype, char** out) {
   return r;
 }
 
+static gw_result gw_weft_before_fork(void) {
+  gw_result r = {0, NULL};
+  r.status = weft_before_fork();
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_after_fork(int in_child) {
+  gw_result r = {0, NULL};
+  r.status = weft_after_fork(in_child);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_create(const int64_t* shape, int ndim, int dtype, weft_context_t ctx, weft_ndarray_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_create(shape, ndim, dtype, ctx, out);
@@ -1522,6 +1542,48 @@ static gw_result gw_weft_dataiter_get_desc(const weft_dataiter_t* it, int is_lab
   if (name) *name = gw_strdup(t_name);
   return r;
 }
+
+static gw_result gw_weft_set_last_error(const char* message) {
+  gw_result r = {0, NULL};
+  r.status = weft_set_last_error(message);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_custom_op_register(const char* op_type, weft_custom_creator_fn creator, void* user_data) {
+  gw_result r = {0, NULL};
+  r.status = weft_custom_op_register(op_type, creator, user_data);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_library_load(const char* path, int* num_ops) {
+  gw_result r = {0, NULL};
+  r.status = weft_library_load(path, num_ops);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_library_op_name(const char* path, int i, char** out) {
+  gw_result r = {0, NULL};
+  const char* t_out = NULL;
+  r.status = weft_library_op_name(path, i, out ? &t_out : NULL);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  if (out) *out = gw_strdup(t_out);
+  return r;
+}
 */
 import "C"
 
@@ -1657,6 +1719,24 @@ const ExecutorArrayKindGradients ExecutorArrayKind = 1
 // ExecutorArrayKindAuxiliary is WEFT_EXECUTOR_AUXILIARY.
 const ExecutorArrayKindAuxiliary ExecutorArrayKind = 2
 
+// CustomTag is weft_custom_tag_t of c_api.h.
+type CustomTag int
+
+// CustomTagInData is WEFT_CUSTOM_IN_DATA.
+const CustomTagInData CustomTag = 0
+
+// CustomTagOutData is WEFT_CUSTOM_OUT_DATA.
+const CustomTagOutData CustomTag = 1
+
+// CustomTagInGrad is WEFT_CUSTOM_IN_GRAD.
+const CustomTagInGrad CustomTag = 2
+
+// CustomTagOutGrad is WEFT_CUSTOM_OUT_GRAD.
+const CustomTagOutGrad CustomTag = 3
+
+// CustomTagAux is WEFT_CUSTOM_AUX.
+const CustomTagAux CustomTag = 4
+
 var (
 	// ErrValue matches, through errors.Is, every error of status WEFT_ERR_VALUE.
 	ErrValue = &Error{Status: StatusValue}
@@ -1742,6 +1822,30 @@ func weft_dtype_name(p_dtype C.int, p_out *string) error {
 	if t_out != nil {
 		*p_out = C.GoString(t_out)
 		C.free(unsafe.Pointer(t_out))
+	}
+	return nil
+}
+
+// weft_before_fork calls the C function of that name through its shim; see c_api.h.
+func weft_before_fork() error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_before_fork()
+	if r.status != 0 {
+		return newCError(r, "weft_before_fork")
+	}
+	return nil
+}
+
+// weft_after_fork calls the C function of that name through its shim; see c_api.h.
+func weft_after_fork(p_in_child C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_after_fork(p_in_child)
+	if r.status != 0 {
+		return newCError(r, "weft_after_fork")
 	}
 	return nil
 }
@@ -3703,6 +3807,63 @@ func weft_dataiter_get_desc(p_it *C.weft_dataiter_t, p_is_label C.int, p_i C.int
 	if t_name != nil {
 		*p_name = C.GoString(t_name)
 		C.free(unsafe.Pointer(t_name))
+	}
+	return nil
+}
+
+// weft_set_last_error calls the C function of that name through its shim; see c_api.h.
+func weft_set_last_error(p_message *C.char) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_set_last_error(p_message)
+	if r.status != 0 {
+		return newCError(r, "weft_set_last_error")
+	}
+	return nil
+}
+
+// weft_custom_op_register calls the C function of that name through its shim; see c_api.h.
+func weft_custom_op_register(p_op_type *C.char, p_creator C.weft_custom_creator_fn, p_user_data unsafe.Pointer) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_custom_op_register(p_op_type, p_creator, p_user_data)
+	if r.status != 0 {
+		return newCError(r, "weft_custom_op_register")
+	}
+	return nil
+}
+
+// weft_library_load calls the C function of that name through its shim; see c_api.h.
+func weft_library_load(p_path *C.char, p_num_ops *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_library_load(p_path, p_num_ops)
+	if r.status != 0 {
+		return newCError(r, "weft_library_load")
+	}
+	return nil
+}
+
+// weft_library_op_name calls the C function of that name through its shim; see c_api.h.
+func weft_library_op_name(p_path *C.char, p_i C.int, p_out *string) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	var t_out *C.char
+	var a_out **C.char
+	if p_out != nil {
+		a_out = &t_out
+	}
+	r := C.gw_weft_library_op_name(p_path, p_i, a_out)
+	if r.status != 0 {
+		return newCError(r, "weft_library_op_name")
+	}
+	if t_out != nil {
+		*p_out = C.GoString(t_out)
+		C.free(unsafe.Pointer(t_out))
 	}
 	return nil
 }

@@ -364,6 +364,8 @@ WEFT_PY_OUT(size_t, out, PyLong_FromSize_t)
 }
 %enddef
 WEFT_PY_RELEASE_GIL(weft_wait_all)
+/* Waits for the engine to drain before a fork (custom operators may need the GIL). */
+WEFT_PY_RELEASE_GIL(weft_before_fork)
 WEFT_PY_RELEASE_GIL(weft_ndarray_wait_to_read)
 WEFT_PY_RELEASE_GIL(weft_ndarray_wait_to_write)
 WEFT_PY_RELEASE_GIL(weft_ndarray_copy_to_host)

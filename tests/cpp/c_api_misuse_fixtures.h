@@ -39,6 +39,9 @@ inline int UpdaterFn(const char*, weft_ndarray_t* merged, weft_ndarray_t* stored
   return 0;
 }
 inline int ControllerFn(int, const void*, size_t, void*) { return 0; }
+inline int CustomCreatorFn(const char*, int, const char* const*, const char* const*, weft_custom_prop_fns_t*, void*) {
+  return 1;
+}
 
 struct Fixtures {
   // Live handles. ndarray is float32 (2, 3); image is uint8 (4, 4, 3); exec_arg and

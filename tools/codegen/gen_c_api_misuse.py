@@ -32,10 +32,12 @@ NO_PARAMS = {
     "weft_get_last_error": "takes nothing; the test reads it after every case",
     "weft_wait_all": "takes nothing",
     "weft_kvstore_run_scheduler": "takes nothing (and would run a distributed job's scheduler)",
+    "weft_before_fork": "takes nothing (and would stop the engine's threads until weft_after_fork)",
 }
 
 # Functions whose every argument is valid whatever its value.
-ANY_VALUE = {"weft_random_seed": "every int64 is a seed"}
+ANY_VALUE = {"weft_random_seed": "every int64 is a seed",
+             "weft_after_fork": "every int is a flag (and outside a fork the call does nothing)"}
 
 # What fixture a live handle of each kind comes from; freed ones are fx.freed_<kind>.
 KINDS = ["ndarray", "ndarray_list", "bytes", "symbol", "executor", "kvstore", "dataiter", "recordio", "op"]
@@ -45,6 +47,7 @@ INT_VALUES = {
     "flag": "1", "to_rgb": "1", "is_bgr": "0", "quality": "3", "width": "2", "height": "2", "interp": "1",
     "head": "0", "priority": "0", "is_label": "0", "is_train": "0", "is_training": "0", "is_recording": "0",
     "retain_graph": "0", "create_graph": "0", "monitor_all": "0", "partial_shaping": "0", "allow_up_sizing": "0",
+    "in_child": "0",
 }
 # Plain int values of a valid call that differ by function: the graph must survive the
 # backward for the next case.
@@ -76,6 +79,10 @@ STRINGS_BY_FN = {
     ("weft_dataiter_type_num_params", "name"): '"CSVIter"',
     ("weft_dataiter_create", "name"): '"CSVIter"',
     ("weft_autograd_record_function", "name"): '"f"',
+    ("weft_set_last_error", "message"): '"x"',
+    ("weft_custom_op_register", "op_type"): '"misuse_custom_op"',
+    ("weft_library_load", "path"): "WEFT_TEST_OPLIB",
+    ("weft_library_op_name", "path"): "WEFT_TEST_OPLIB",
 }
 
 # The elements of each array parameter in a valid call (default: one live handle of the
@@ -159,6 +166,7 @@ NULLABLE = {
     ("weft_autograd_mark_variables", "grads[]"): ("kOk", "weft_autograd_mark_variables", "an entry may be NULL"),
     ("weft_autograd_record_function", "release"): ("kOk", "weft_autograd_release_fn", "may be NULL"),
     ("weft_kvstore_set_updater", "updater"): ("kOk", "weft_kvstore_set_updater", "NULL removes it"),
+    ("weft_set_last_error", "message"): ("kOk", "weft_set_last_error", "`message` NULL sets"),
     # A local store has no server loop to run, as documented: any status.
     ("weft_kvstore_run_server", "controller"): ("kAny", "weft_kvstore_run_server", "controller may be NULL"),
 }
@@ -184,7 +192,7 @@ ANY_OUT_NULL = {
 CALLBACKS = {
     "weft_autograd_backward_fn": "BackwardFn", "weft_autograd_release_fn": "ReleaseFn",
     "weft_executor_monitor_fn": "MonitorFn", "weft_kvstore_updater_t": "UpdaterFn",
-    "weft_kvstore_controller_t": "ControllerFn",
+    "weft_kvstore_controller_t": "ControllerFn", "weft_custom_creator_fn": "CustomCreatorFn",
 }
 
 COUNT_NAME = re.compile(r"^(num|num_\w+|ndim|capacity)$")

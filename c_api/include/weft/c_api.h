@@ -112,6 +112,19 @@ WEFT_API weft_status_t weft_dtype_size(int dtype, size_t* out);
 /* Name of `dtype` ("float32", ...); static storage. */
 WEFT_API weft_status_t weft_dtype_name(int dtype, const char** out);
 
+/* ------------------------------------------------------------------ fork */
+
+/* Call weft_before_fork right before fork() and weft_after_fork right after it, in the parent
+ * (in_child = 0) and in the child (in_child = 1), in a process that may have used the engine:
+ * a child has none of its parent's threads, so the engine finishes everything pushed (an
+ * error it raised stays for a later wait) and stops its worker threads and those of custom
+ * operators first; they start again with the next operation, in both processes. The library
+ * also registers these with pthread_atfork, but a front end that holds a lock the pending
+ * work may need (Python's GIL, for a custom operator) must call weft_before_fork itself,
+ * having let go of it. Calls that find the threads already stopped (or running) do nothing. */
+WEFT_API weft_status_t weft_before_fork(void);
+WEFT_API weft_status_t weft_after_fork(int in_child);
+
 /* ------------------------------------------------------------------ NDArray */
 
 typedef struct weft_ndarray weft_ndarray_t;
@@ -743,6 +756,106 @@ WEFT_API weft_status_t weft_dataiter_get_index(const weft_dataiter_t* it, void* 
 WEFT_API weft_status_t weft_dataiter_get_num_descs(const weft_dataiter_t* it, int is_label, int* out);
 WEFT_API weft_status_t weft_dataiter_get_desc(const weft_dataiter_t* it, int is_label, int i, const char** name,
                                               int64_t* dims, int capacity, int* ndim, int* out);
+
+/* ------------------------------------------------------------------ custom operators */
+
+/* Sets this thread's last error message (what weft_get_last_error returns). For callbacks
+ * that fail: a callback below sets the message, returns nonzero, and the library raises the
+ * message where the failure is reported. `message` NULL sets "". */
+WEFT_API weft_status_t weft_set_last_error(const char* message);
+
+/* What each array a custom operator's forward or backward receives is (MXNet's tags). */
+typedef enum weft_custom_tag {
+  WEFT_CUSTOM_IN_DATA = 0,
+  WEFT_CUSTOM_OUT_DATA = 1,
+  WEFT_CUSTOM_IN_GRAD = 2,
+  WEFT_CUSTOM_OUT_GRAD = 3,
+  WEFT_CUSTOM_AUX = 4
+} weft_custom_tag_t;
+
+/* An operator instance (MXNet's CustomOp), made by a property's create_operator. forward and
+ * backward run on a thread of the library's pool for custom operators, never on an engine
+ * worker nor on the thread that pushed the call, so they may take a lock that thread holds (a
+ * GIL), call any function of this API and wait for arrays. They receive `num_arrays` new array
+ * handles, which the callee owns and frees, with tags[i] (a weft_custom_tag_t) and reqs[i]
+ * (0 null, 1 write, 2 write in place, 3 add; for what the call writes: out_data in forward,
+ * in_grad in backward; 0 for the others). forward gets in_data (one per argument), out_data,
+ * then aux; backward in_data, out_data, in_grad (one per argument), out_grad, then aux, where
+ * an array the backward did not declare it needs is a NULL handle. The arrays alias the
+ * call's memory with engine variables of their own: the call completes once the callback
+ * returned and everything it pushed on them is done. Return 0, or nonzero after
+ * weft_set_last_error: the call's outputs then carry the message, raised by the next wait on
+ * them. release (may be NULL) is called once when the library drops the instance. */
+typedef int (*weft_custom_run_fn)(void* self, int is_train, int num_arrays, weft_ndarray_t* const* arrays,
+                                  const int* tags, const int* reqs);
+typedef void (*weft_custom_release_fn)(void* self);
+typedef struct weft_custom_op_fns {
+  void* self;
+  weft_custom_run_fn forward;
+  weft_custom_run_fn backward;
+  weft_custom_release_fn release;
+} weft_custom_op_fns_t;
+
+/* The property of one custom operator for one set of parameters (MXNet's CustomOpProp).
+ * Called on the thread that builds a call or a graph node (except release: any thread).
+ * Every callback returns 0, or nonzero after weft_set_last_error.
+ *  - list_arguments / list_outputs / list_auxiliary_states: *n names in *names; the strings
+ *    and the array stay valid until the next callback on `self` (or its release).
+ *  - infer_shape: n = arguments + outputs + auxiliary states, in that order. On entry ndims[i]
+ *    is the rank of the i-th argument's shape (dims in shapes[i]; -1 when unknown, and a dim
+ *    of -1 is unknown); the callee sets ndims[i] and shapes[i] for all n, pointing to dims
+ *    that stay valid until the next callback on `self`.
+ *  - infer_type: dtypes[i] for the same n entries (weft_dtype_t, -1 unknown): the callee
+ *    fills every entry.
+ *  - declare_backward_dependency: out_grad (one flag per output), in_data (per argument) and
+ *    out_data (per output) come zero; the callee sets to 1 those the backward reads.
+ *  - create_operator: makes an instance for the device `ctx` and the n shapes and dtypes (as
+ *    infer_shape and infer_type give them) into *out.
+ *  - need_top_grad: whether the backward reads the gradients of the outputs.
+ *  - release (may be NULL): called once when the library drops the property. */
+typedef int (*weft_custom_list_fn)(void* self, int* n, const char* const** names);
+typedef int (*weft_custom_infer_shape_fn)(void* self, int n, int* ndims, const int64_t** shapes);
+typedef int (*weft_custom_infer_type_fn)(void* self, int n, int* dtypes);
+typedef int (*weft_custom_backward_dependency_fn)(void* self, int* out_grad, int* in_data, int* out_data);
+typedef int (*weft_custom_create_operator_fn)(void* self, weft_context_t ctx, int n, const int* ndims,
+                                              const int64_t* const* shapes, const int* dtypes,
+                                              weft_custom_op_fns_t* out);
+typedef struct weft_custom_prop_fns {
+  void* self;
+  int need_top_grad;
+  weft_custom_list_fn list_arguments;
+  weft_custom_list_fn list_outputs;
+  weft_custom_list_fn list_auxiliary_states;
+  weft_custom_infer_shape_fn infer_shape;
+  weft_custom_infer_type_fn infer_type;
+  weft_custom_backward_dependency_fn declare_backward_dependency;
+  weft_custom_create_operator_fn create_operator;
+  weft_custom_release_fn release;
+} weft_custom_prop_fns_t;
+
+/* Makes the property of `op_type` for the parameters keys[i] = values[i] (the call's keyword
+ * arguments other than op_type, as strings) into *out. Returns 0, or nonzero after
+ * weft_set_last_error. */
+typedef int (*weft_custom_creator_fn)(const char* op_type, int num_kwargs, const char* const* keys,
+                                      const char* const* values, weft_custom_prop_fns_t* out, void* user_data);
+
+/* Registers (or replaces) the custom operator `op_type`: the registry operator "Custom"
+ * called with op_type=`op_type` asks `creator` for its property. `user_data` is passed to
+ * every call of `creator` and must stay valid as long as the library may call it. */
+WEFT_API weft_status_t weft_custom_op_register(const char* op_type, weft_custom_creator_fn creator, void* user_data);
+
+/* ------------------------------------------------------------------ operator libraries */
+
+/* Loads the shared library of operators at `path`, built against weft/op_library.h, and
+ * registers each of its operators as a custom operator of that name (the registry operator
+ * "Custom" with op_type = the name). *num_ops = how many operators it has. A path this
+ * process already loaded is not loaded again: the call gives the same count. A missing file
+ * is WEFT_ERR_NOT_FOUND; a file that is not such a library, or one built for a newer
+ * version of op_library.h, WEFT_ERR_VALUE. Libraries stay loaded until the process ends. */
+WEFT_API weft_status_t weft_library_load(const char* path, int* num_ops);
+/* *out = the name of operator i (0 <= i < num_ops) of the library at `path` (loaded first, as
+ * weft_library_load does, when it is not yet); valid as long as the process. */
+WEFT_API weft_status_t weft_library_op_name(const char* path, int i, const char** out);
 
 #ifdef __cplusplus
 }

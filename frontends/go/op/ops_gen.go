@@ -65,6 +65,7 @@ var opCorrelation = weft.NewOperator("Correlation")
 var opCos = weft.NewOperator("cos")
 var opCosh = weft.NewOperator("cosh")
 var opCrop = weft.NewOperator("Crop")
+var opCustom = weft.NewOperator("Custom")
 var opDeconvolution = weft.NewOperator("Deconvolution")
 var opDegrees = weft.NewOperator("degrees")
 var opDepthToSpace = weft.NewOperator("depth_to_space")
@@ -2087,6 +2088,36 @@ func Crop(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 func SymCrop(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.composeList(opCrop, "num_args", data)
+}
+
+// Custom runs the operator Custom.
+//
+// Applies a custom operator implemented outside the core: in a front end (a CustomOp subclass registered with mx.operator.register) or in a library loaded with mx.library.load. Its inputs are the operator's arguments followed by its auxiliary states; any further keyword argument goes, as a string, to the operator's property.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The arguments, then the auxiliary states, of the custom operator (any number)
+//
+// Required parameters:
+//   - opType string: Name of the custom operator: the op_type it was registered with (mx.operator.register).
+func Custom(data []*weft.NDArray, opType string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("op_type", opType)
+	return c.invokeList(opCustom, "", data)
+}
+
+// SymCustom runs the operator Custom symbolically: it adds one node to the graph.
+//
+// Applies a custom operator implemented outside the core: in a front end (a CustomOp subclass registered with mx.operator.register) or in a library loaded with mx.library.load. Its inputs are the operator's arguments followed by its auxiliary states; any further keyword argument goes, as a string, to the operator's property.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The arguments, then the auxiliary states, of the custom operator (any number)
+//
+// Required parameters:
+//   - opType string: Name of the custom operator: the op_type it was registered with (mx.operator.register).
+func SymCustom(data []*weft.Symbol, opType string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("op_type", opType)
+	return c.composeList(opCustom, "", data)
 }
 
 // Deconvolution runs the operator Deconvolution.

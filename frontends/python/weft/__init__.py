@@ -27,6 +27,8 @@ from .attribute import AttrScope
 from . import symbol
 from . import symbol as sym
 from . import executor
+from . import operator
+from . import library
 from . import monitor
 from . import monitor as mon
 from . import test_utils
@@ -52,7 +54,7 @@ from . import contrib
 
 __all__ = ["WeftError", "MXNetError", "__version__", "base", "Context", "cpu", "gpu", "cpu_pinned",
            "cpu_shared", "current_context", "num_gpus", "util", "runtime", "is_np_shape", "set_np_shape",
-           "np_shape", "use_np_shape", "is_np_array", "np_array", "use_np_array", "use_np", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "monitor", "mon", "test_utils", "waitall",
+           "np_shape", "use_np_shape", "is_np_array", "np_array", "use_np_array", "use_np", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "operator", "library", "monitor", "mon", "test_utils", "waitall",
            "model", "module", "mod",
            "initializer", "init", "metric", "callback", "recordio", "image",
            "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io", "visualization", "viz", "onnx", "contrib"]

@@ -126,6 +126,14 @@ def _error_from_status(status, message):
 _api.weft_py_set_error_factory(_error_from_status)
 
 
+# A process forked after the engine ran (a DataLoader's workers, any os.fork) must not
+# inherit it mid-work: before the fork the engine drains and stops its threads, with the GIL
+# released (custom operators may need it to finish); after it they start again on demand, in
+# the parent and in the child.
+os.register_at_fork(before=_api.weft_before_fork, after_in_parent=lambda: _api.weft_after_fork(0),
+                    after_in_child=lambda: _api.weft_after_fork(1))
+
+
 def check_call(ret):
     """Raises the WeftError of a raw C API status `ret` (non-zero), with the last error
     message of this thread. The SWIG functions raise by themselves; this is for code that

@@ -16,6 +16,13 @@
 const WEFT_ABI_VERSION = 0
 const WEFT_HEADER_VERSION = v"0.1.0"
 
+# weft_custom_tag_t
+const WEFT_CUSTOM_IN_DATA = Cint(0)
+const WEFT_CUSTOM_OUT_DATA = Cint(1)
+const WEFT_CUSTOM_IN_GRAD = Cint(2)
+const WEFT_CUSTOM_OUT_GRAD = Cint(3)
+const WEFT_CUSTOM_AUX = Cint(4)
+
 # weft_device_type_t
 const WEFT_DEVICE_CPU = Cint(1)
 const WEFT_DEVICE_GPU = Cint(2)
@@ -80,12 +87,36 @@ struct weft_context_t
     device_id::Int32
 end
 
+# C's weft_custom_op_fns_t, passed by value: an immutable struct of the same layout.
+struct weft_custom_op_fns_t
+    self::Ptr{Cvoid}
+    forward::Ptr{Cvoid}
+    backward::Ptr{Cvoid}
+    release::Ptr{Cvoid}
+end
+
+# C's weft_custom_prop_fns_t, passed by value: an immutable struct of the same layout.
+struct weft_custom_prop_fns_t
+    self::Ptr{Cvoid}
+    need_top_grad::Cint
+    list_arguments::Ptr{Cvoid}
+    list_outputs::Ptr{Cvoid}
+    list_auxiliary_states::Ptr{Cvoid}
+    infer_shape::Ptr{Cvoid}
+    infer_type::Ptr{Cvoid}
+    declare_backward_dependency::Ptr{Cvoid}
+    create_operator::Ptr{Cvoid}
+    release::Ptr{Cvoid}
+end
+
 # Function pointers, filled by _bind_symbols!.
 const _fp_weft_get_last_error = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_get_version = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_get_gpu_count = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dtype_size = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dtype_name = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_before_fork = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_after_fork = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_ndim = Ref{Ptr{Cvoid}}(C_NULL)
@@ -224,6 +255,10 @@ const _fp_weft_dataiter_get_index_size = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_index = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_num_descs = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_desc = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_set_last_error = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_custom_op_register = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_library_load = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_library_op_name = Ref{Ptr{Cvoid}}(C_NULL)
 
 """
     weft_get_last_error()
@@ -280,6 +315,33 @@ C: weft_status_t weft_dtype_name(int dtype, const char** out)
 """
 function weft_dtype_name(dtype, out)
     ccall(_fp_weft_dtype_name[], Cint, (Cint, Ptr{Ptr{Cchar}}), dtype, out)
+end
+
+"""
+    weft_before_fork()
+
+Call weft_before_fork right before fork() and weft_after_fork right after it, in the parent
+(in_child = 0) and in the child (in_child = 1), in a process that may have used the engine:
+a child has none of its parent's threads, so the engine finishes everything pushed (an
+error it raised stays for a later wait) and stops its worker threads and those of custom
+operators first; they start again with the next operation, in both processes. The library
+also registers these with pthread_atfork, but a front end that holds a lock the pending
+work may need (Python's GIL, for a custom operator) must call weft_before_fork itself,
+having let go of it. Calls that find the threads already stopped (or running) do nothing.
+
+C: weft_status_t weft_before_fork()
+"""
+function weft_before_fork()
+    ccall(_fp_weft_before_fork[], Cint, ())
+end
+
+"""
+    weft_after_fork(in_child)
+
+C: weft_status_t weft_after_fork(int in_child)
+"""
+function weft_after_fork(in_child)
+    ccall(_fp_weft_after_fork[], Cint, (Cint,), in_child)
 end
 
 """
@@ -1895,6 +1957,60 @@ function weft_dataiter_get_desc(it, is_label, i, name, dims, capacity, ndim, out
     ccall(_fp_weft_dataiter_get_desc[], Cint, (Ptr{weft_dataiter_t}, Cint, Cint, Ptr{Ptr{Cchar}}, Ptr{Int64}, Cint, Ptr{Cint}, Ptr{Cint}), it, is_label, i, name, dims, capacity, ndim, out)
 end
 
+"""
+    weft_set_last_error(message)
+
+Sets this thread's last error message (what weft_get_last_error returns). For callbacks
+that fail: a callback below sets the message, returns nonzero, and the library raises the
+message where the failure is reported. `message` NULL sets \"\".
+
+C: weft_status_t weft_set_last_error(const char* message)
+"""
+function weft_set_last_error(message)
+    ccall(_fp_weft_set_last_error[], Cint, (Cstring,), message)
+end
+
+"""
+    weft_custom_op_register(op_type, creator, user_data)
+
+Registers (or replaces) the custom operator `op_type`: the registry operator \"Custom\"
+called with op_type=`op_type` asks `creator` for its property. `user_data` is passed to
+every call of `creator` and must stay valid as long as the library may call it.
+
+C: weft_status_t weft_custom_op_register(const char* op_type, weft_custom_creator_fn creator, void* user_data)
+"""
+function weft_custom_op_register(op_type, creator, user_data)
+    ccall(_fp_weft_custom_op_register[], Cint, (Cstring, Ptr{Cvoid}, Ptr{Cvoid}), op_type, creator, user_data)
+end
+
+"""
+    weft_library_load(path, num_ops)
+
+Loads the shared library of operators at `path`, built against weft/op_library.h, and
+registers each of its operators as a custom operator of that name (the registry operator
+\"Custom\" with op_type = the name). *num_ops = how many operators it has. A path this
+process already loaded is not loaded again: the call gives the same count. A missing file
+is WEFT_ERR_NOT_FOUND; a file that is not such a library, or one built for a newer
+version of op_library.h, WEFT_ERR_VALUE. Libraries stay loaded until the process ends.
+
+C: weft_status_t weft_library_load(const char* path, int* num_ops)
+"""
+function weft_library_load(path, num_ops)
+    ccall(_fp_weft_library_load[], Cint, (Cstring, Ptr{Cint}), path, num_ops)
+end
+
+"""
+    weft_library_op_name(path, i, out)
+
+out = the name of operator i (0 <= i < num_ops) of the library at `path` (loaded first, as
+weft_library_load does, when it is not yet); valid as long as the process.
+
+C: weft_status_t weft_library_op_name(const char* path, int i, const char** out)
+"""
+function weft_library_op_name(path, i, out)
+    ccall(_fp_weft_library_op_name[], Cint, (Cstring, Cint, Ptr{Ptr{Cchar}}), path, i, out)
+end
+
 # Every C function, by its symbol in libweft, with the Ref its wrapper calls through.
 const _SYMBOLS = (
     (:weft_get_last_error, _fp_weft_get_last_error),
@@ -1902,6 +2018,8 @@ const _SYMBOLS = (
     (:weft_get_gpu_count, _fp_weft_get_gpu_count),
     (:weft_dtype_size, _fp_weft_dtype_size),
     (:weft_dtype_name, _fp_weft_dtype_name),
+    (:weft_before_fork, _fp_weft_before_fork),
+    (:weft_after_fork, _fp_weft_after_fork),
     (:weft_ndarray_create, _fp_weft_ndarray_create),
     (:weft_ndarray_free, _fp_weft_ndarray_free),
     (:weft_ndarray_get_ndim, _fp_weft_ndarray_get_ndim),
@@ -2040,6 +2158,10 @@ const _SYMBOLS = (
     (:weft_dataiter_get_index, _fp_weft_dataiter_get_index),
     (:weft_dataiter_get_num_descs, _fp_weft_dataiter_get_num_descs),
     (:weft_dataiter_get_desc, _fp_weft_dataiter_get_desc),
+    (:weft_set_last_error, _fp_weft_set_last_error),
+    (:weft_custom_op_register, _fp_weft_custom_op_register),
+    (:weft_library_load, _fp_weft_library_load),
+    (:weft_library_op_name, _fp_weft_library_op_name),
 )
 
 """

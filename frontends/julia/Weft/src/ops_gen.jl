@@ -428,6 +428,25 @@ Crop(args::NDArray...; kwargs...) = _invoke_op(_op_Crop, args; kwargs...)
 Crop(args::SymbolicNode...; kwargs...) = _compose_op(_op_Crop, args; kwargs...)
 Crop(; kwargs...) = _call_op(_op_Crop; kwargs...)
 
+const _op_Custom = OpDef("Custom", String[], true, "")
+"""
+    Custom(args...; op_type)
+
+Applies a custom operator implemented outside the core: in a front end (a CustomOp subclass registered with mx.operator.register) or in a library loaded with mx.library.load. Its inputs are the operator's arguments followed by its auxiliary states; any further keyword argument goes, as a string, to the operator's property.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The arguments, then the auxiliary states, of the custom operator
+
+# Parameters
+- `op_type` (string; required): Name of the custom operator: the op_type it was registered with (mx.operator.register).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function Custom end
+Custom(args::NDArray...; kwargs...) = _invoke_op(_op_Custom, args; kwargs...)
+Custom(args::SymbolicNode...; kwargs...) = _compose_op(_op_Custom, args; kwargs...)
+Custom(; kwargs...) = _call_op(_op_Custom; kwargs...)
+
 const _op_Deconvolution = OpDef("Deconvolution", ["data", "weight", "bias"], false, "")
 """
     Deconvolution(data, weight, bias; kernel, stride=(), dilate=(), pad=(), adj=(), target_shape=(), num_filter, num_group=1, workspace=512, no_bias=True, cudnn_tune=None, cudnn_off=False, layout=None)
@@ -9754,6 +9773,7 @@ const _OPERATOR_NAMES = [
     "Convolution_v1",
     "Correlation",
     "Crop",
+    "Custom",
     "Deconvolution",
     "Dropout",
     "Embedding",

@@ -116,6 +116,13 @@ mx.symbol.Crop <- function(..., offset = NULL, h_w = NULL, center_crop = NULL, n
   .weft_symbol_op("Crop", .weft_dots(...), c(offset = .weft_shape_param(offset), h_w = .weft_shape_param(h_w), center_crop = .weft_param(center_crop)), "num_args", name, attr)
 }
 
+mx.nd.Custom <- function(..., op_type, out = NULL) {
+  .weft_nd_invoke("Custom", .weft_dots(...), c(op_type = .weft_param(op_type)), NULL, out)
+}
+mx.symbol.Custom <- function(..., op_type, name = NULL, attr = NULL) {
+  .weft_symbol_op("Custom", .weft_dots(...), c(op_type = .weft_param(op_type)), NULL, name, attr)
+}
+
 mx.nd.Deconvolution <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, adj = NULL, target_shape = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, out = NULL) {
   .weft_nd_invoke("Deconvolution", list(data, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), adj = .weft_shape_param(adj), target_shape = .weft_shape_param(target_shape), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, out)
 }

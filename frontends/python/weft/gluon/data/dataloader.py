@@ -1,28 +1,22 @@
 """DataLoader: batches of a Dataset, loaded in the calling thread or by parallel workers,
 with MXNet 1.x's arguments and behaviour.
 
-How workers are made, and why
------------------------------
-Weft's engine runs operators on C++ worker threads. A process made by fork() inherits the
-engine's state (queues, locks that another thread may hold at that instant) but none of its
-threads, so a forked child that touches an NDArray can wait forever. Datasets routinely
-return NDArrays (vision.MNIST, ArrayDataset over NDArrays, image decoding), so forked
-workers are not an option once the engine has been used, which is always the case by the
-time a DataLoader runs. Hence, with num_workers > 0:
+How workers are made
+--------------------
+With num_workers > 0 and thread_pool=False (the default) the workers are processes made by
+fork(), as in MXNet: they inherit the dataset and batchify_fn (lambdas and local functions
+included, nothing is pickled) and a script needs no `if __name__ == "__main__":` guard.
+Weft's engine runs operators on C++ worker threads, which a forked child would not have:
+around every fork (weft.base registers the hooks with os.register_at_fork) the engine
+finishes what was pushed and stops its threads, which start again on demand in the parent
+and in the child, so both keep using NDArrays. A worker sends each batch back through
+shared memory: the arrays' bytes in a file of /dev/shm that the parent reads into an
+NDArray and removes; only names, shapes and dtypes cross the pipe. The workers live as
+long as the DataLoader.
 
-* By default (thread_pool=False) the workers are processes started with the 'spawn'
-  method: fresh interpreters with their own engine (the synchronous NaiveEngine unless
-  WEFT_ENGINE_TYPE says otherwise: a worker has no use for a thread pool of its own). The
-  dataset and batchify_fn are pickled to them once, when the first epoch starts, and the
-  workers live as long as the DataLoader. A worker sends each batch back as numpy arrays
-  (every NDArray in it turned into numpy) and the parent makes them NDArrays again, so no
-  engine object crosses a process boundary. As with any spawned worker, a script creating
-  a DataLoader with workers needs the usual `if __name__ == "__main__":` guard.
-* thread_pool=True runs the workers as threads of this process, which share the engine
-  (its API is thread-safe). That suits datasets whose work releases the GIL (decoding,
-  numpy, weft operators) and needs nothing to be picklable. It is also what a DataLoader
-  falls back to, with a warning, when the dataset or batchify_fn cannot be pickled
-  (lambdas, local functions), so MXNet code written for fork() keeps working.
+thread_pool=True runs the workers as threads of this process, which share the engine (its
+API is thread-safe). That suits datasets whose work releases the GIL (decoding, numpy, weft
+operators).
 
 Batches come back in sampler order whatever the worker that made them. Abandoning an
 iteration midway is safe: the batches still in flight are dropped when they arrive. A
@@ -38,10 +32,10 @@ import pickle
 import queue
 import random
 import signal
+import tempfile
 import threading
 import time
 import traceback
-import warnings
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as _FutureTimeout
@@ -83,11 +77,42 @@ def default_mp_batchify_fn(data):
     return default_batchify_fn(data)
 
 
+_SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+
 class _Wire:
-    """An array on its way from a worker process, to be made an NDArray in the parent."""
+    """An array on its way from a worker process: its bytes in a shared-memory file, which
+    the parent reads into an NDArray and removes."""
+
+    __slots__ = ("path", "shape", "dtype")
 
     def __init__(self, array):
-        self.array = array
+        array = np.ascontiguousarray(array)
+        self.shape, self.dtype = array.shape, array.dtype
+        fd, self.path = tempfile.mkstemp(prefix="weft-batch-", dir=_SHM_DIR)
+        with os.fdopen(fd, "wb") as f:
+            f.write(memoryview(array).cast("B"))
+
+    def __getstate__(self):
+        return (self.path, self.shape, self.dtype)
+
+    def __setstate__(self, state):
+        self.path, self.shape, self.dtype = state
+
+    def take(self):
+        """The array as an NDArray; the shared-memory file is gone afterwards."""
+        try:
+            if int(np.prod(self.shape)) == 0:
+                return nd.array(np.empty(self.shape, self.dtype), dtype=self.dtype)
+            return nd.array(np.memmap(self.path, dtype=self.dtype, mode="r", shape=self.shape), dtype=self.dtype)
+        finally:
+            self.discard()
+
+    def discard(self):
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 def _numpy_batchify(data):
@@ -118,7 +143,11 @@ def _to_wire(obj):
 
 
 def _from_wire(obj):
-    return _map_leaves(obj, lambda x: nd.array(x.array, dtype=x.array.dtype) if isinstance(x, _Wire) else x)
+    return _map_leaves(obj, lambda x: x.take() if isinstance(x, _Wire) else x)
+
+
+def _discard_wire(obj):
+    _map_leaves(obj, lambda x: x.discard() if isinstance(x, _Wire) else x)
 
 
 def _as_in_context(obj, ctx):
@@ -145,23 +174,15 @@ def _picklable_error(exc):
 
 
 # ------------------------------------------------------------------------ worker processes
-def _worker_loop(payload, task_queue, result_queue, seed):
-    """The body of a worker process: loads the batches it is sent until it is sent None or
-    its parent is gone."""
-    # Before anything touches the engine, which reads this on first use.
-    os.environ.setdefault("WEFT_ENGINE_TYPE", "NaiveEngine")
+def _worker_loop(dataset, batchify_fn, task_queue, result_queue, seed):
+    """The body of a forked worker process: loads the batches it is sent until it is sent
+    None or its parent is gone."""
     # Ctrl-C reaches the whole process group: the parent handles it and stops the workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from ... import random as weft_random
     random.seed(seed)
     np.random.seed(seed)
     weft_random.seed(seed)
-    try:
-        dataset, batchify_fn = pickle.loads(payload)
-    except Exception as exc:
-        result_queue.put((None, None, (_picklable_error(exc), traceback.format_exc())))
-        result_queue.cancel_join_thread()
-        return
     parent = multiprocessing.parent_process()
     while True:
         try:
@@ -173,6 +194,7 @@ def _worker_loop(payload, task_queue, result_queue, seed):
         if task is None:
             break
         key, indices = task
+        batch = None
         try:
             samples = [dataset[i] for i in indices]
             if batchify_fn is None:
@@ -183,6 +205,8 @@ def _worker_loop(payload, task_queue, result_queue, seed):
             # the error of a batch that cannot be pickled and leave the parent waiting.
             result_queue.put((key, pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL), None))
         except Exception as exc:
+            if batch is not None:
+                _discard_wire(batch)
             result_queue.put((key, None, (_picklable_error(exc), traceback.format_exc())))
     # Results nobody will read must not keep this process alive at exit.
     result_queue.cancel_join_thread()
@@ -201,22 +225,31 @@ def _shutdown_processes(workers, task_queue, result_queue):
         if w.is_alive():
             w.terminate()
             w.join(timeout=1.0)
+    # Batches made and never read: their shared-memory files go too.
+    while True:
+        try:
+            _, batch, _ = result_queue.get_nowait()
+        except (queue.Empty, OSError, ValueError, EOFError):
+            break
+        if batch is not None:
+            _discard_wire(pickle.loads(batch))
     for q in (task_queue, result_queue):
         q.cancel_join_thread()
         q.close()
 
 
 class _ProcessWorkers:
-    """Spawned worker processes sharing one task queue and one result queue."""
+    """Forked worker processes sharing one task queue and one result queue."""
 
-    def __init__(self, payload, num_workers):
-        ctx = multiprocessing.get_context("spawn")
+    def __init__(self, dataset, batchify_fn, num_workers):
+        ctx = multiprocessing.get_context("fork")
         self._tasks = ctx.Queue()
         self._results = ctx.Queue()
         # Drawn from numpy's generator so that np.random.seed makes the workers' random
         # augmentations reproducible; one seed per worker so they differ from each other.
         base = int(np.random.randint(0, 2 ** 31 - num_workers))
-        self._workers = [ctx.Process(target=_worker_loop, args=(payload, self._tasks, self._results, base + i),
+        self._workers = [ctx.Process(target=_worker_loop,
+                                     args=(dataset, batchify_fn, self._tasks, self._results, base + i),
                                      daemon=True, name="weft-dataloader-%d" % i) for i in range(num_workers)]
         for w in self._workers:
             w.start()
@@ -239,7 +272,9 @@ class _ProcessWorkers:
             self._live.discard(serial)
             for key in list(self._arrived):
                 if key[0] == serial:
-                    self._arrived.pop(key, None)
+                    batch, _ = self._arrived.pop(key)
+                    if batch is not None:
+                        _discard_wire(pickle.loads(batch))
 
     def submit(self, serial, seq, indices):
         self._tasks.put(((serial, seq), indices))
@@ -264,10 +299,10 @@ class _ProcessWorkers:
                 rkey, batch, error = self._results.get(timeout=min(remaining, 0.5))
             except queue.Empty:
                 continue
-            if rkey is None:
-                self._raise(error, "could not load the dataset in a worker process")
             if rkey[0] in self._live:
                 self._arrived[rkey] = (batch, error)
+            elif batch is not None:
+                _discard_wire(pickle.loads(batch))
         batch, error = self._arrived.pop(key)
         if error is not None:
             self._raise(error, None)
@@ -381,13 +416,15 @@ class DataLoader:
     pin_memory : bool, return batches in page-locked memory (cpu_pinned)
     pin_device_id : int, the device whose pinned memory is used
     prefetch : int, batches kept in flight (default 2 * num_workers)
-    thread_pool : bool, workers are threads rather than processes (see the module's docstring)
+    thread_pool : bool, workers are threads rather than forked processes (see the module's docstring)
     timeout : seconds to wait for one batch from the workers before raising
+    auto_reload : bool, start loading the next epoch's first batches as soon as an epoch
+        ends (and the first epoch's at construction) rather than when it is iterated
     """
 
     def __init__(self, dataset, batch_size=None, shuffle=False, sampler=None, last_batch=None,
                  batch_sampler=None, batchify_fn=None, num_workers=0, pin_memory=False, pin_device_id=0,
-                 prefetch=None, thread_pool=False, timeout=120):
+                 prefetch=None, thread_pool=False, timeout=120, auto_reload=False):
         self._dataset = dataset
         self._pin_memory = bool(pin_memory)
         self._pin_device_id = pin_device_id
@@ -411,31 +448,54 @@ class DataLoader:
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
         self._user_batchify_fn = batchify_fn
         self._batchify_fn = default_batchify_fn if batchify_fn is None else batchify_fn
+        if not timeout > 0:
+            raise ValueError("DataLoader: timeout must be positive, got %r" % (timeout,))
         self._workers = None
+        self._iter = None
+        self.auto_reload = bool(auto_reload)
+        if self.auto_reload:
+            self.refresh()
 
     def _start_workers(self):
-        if not self._thread_pool:
-            # The default collation runs in its numpy form in a worker (None says so).
-            worker_fn = self._user_batchify_fn
-            if worker_fn in (default_batchify_fn, default_mp_batchify_fn):
-                worker_fn = None
-            try:
-                payload = pickle.dumps((self._dataset, worker_fn), protocol=pickle.HIGHEST_PROTOCOL)
-            except (pickle.PicklingError, AttributeError, TypeError) as exc:
-                warnings.warn("DataLoader: the dataset or batchify_fn cannot be pickled to worker processes "
-                              "(%s); using %d worker threads instead (thread_pool=True)" % (exc, self._num_workers),
-                              RuntimeWarning, stacklevel=3)
-            else:
-                return _ProcessWorkers(payload, self._num_workers)
-        return _ThreadWorkers(self._dataset, self._batchify_fn, self._num_workers)
+        if self._thread_pool:
+            return _ThreadWorkers(self._dataset, self._batchify_fn, self._num_workers)
+        # The default collation runs in its numpy form in a worker (None says so).
+        worker_fn = self._user_batchify_fn
+        if worker_fn in (default_batchify_fn, default_mp_batchify_fn):
+            worker_fn = None
+        return _ProcessWorkers(self._dataset, worker_fn, self._num_workers)
 
-    def __iter__(self):
+    def _new_iter(self):
         pin_ctx = cpu_pinned(self._pin_device_id) if self._pin_memory else None
         if self._num_workers == 0:
             return self._same_thread_iter(pin_ctx)
         if self._workers is None:
             self._workers = self._start_workers()
         return _MultiWorkerIter(self._workers, self._batch_sampler, max(1, self._prefetch), self._timeout, pin_ctx)
+
+    def refresh(self):
+        """Starts loading an epoch now (its first `prefetch` batches, with workers); the
+        next iteration yields it."""
+        self.clean()
+        self._iter = self._new_iter()
+
+    def clean(self):
+        """Drops an epoch that refresh started and nobody iterated."""
+        it, self._iter = self._iter, None
+        if isinstance(it, _MultiWorkerIter):
+            it.close()
+
+    def __iter__(self):
+        it, self._iter = self._iter, None
+        if it is None:
+            it = self._new_iter()
+        return self._reloading(it) if self.auto_reload else it
+
+    def _reloading(self, it):
+        for batch in it:
+            yield batch
+        if self._iter is None:
+            self.refresh()
 
     def _same_thread_iter(self, pin_ctx):
         for indices in self._batch_sampler:
@@ -450,6 +510,7 @@ class DataLoader:
     def close(self):
         """Stops the workers now rather than when the DataLoader is garbage-collected; a
         later iteration starts new ones."""
+        self.clean()
         if self._workers is not None:
             self._workers.shutdown()
             self._workers = None
