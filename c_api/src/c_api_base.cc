@@ -55,6 +55,9 @@ const char* HandleKindName(HandleKind kind) {
     case HandleKind::kRecordIO: return "weft_recordio_t";
     case HandleKind::kDataIter: return "weft_dataiter_t";
     case HandleKind::kKVStore: return "weft_kvstore_t";
+    case HandleKind::kProfileDomain: return "weft_profile_domain_t";
+    case HandleKind::kProfileDuration: return "weft_profile_duration_t";
+    case HandleKind::kProfileCounter: return "weft_profile_counter_t";
   }
   return "handle";
 }
@@ -64,7 +67,8 @@ void ThrowBadHandle(uint64_t value, HandleKind kind, const char* arg, const char
   uint8_t tag = static_cast<uint8_t>(value >> 56);
   for (HandleKind k : {HandleKind::kNDArray, HandleKind::kNDArrayList, HandleKind::kBytes, HandleKind::kOp,
                        HandleKind::kSymbol, HandleKind::kExecutor, HandleKind::kRecordIO, HandleKind::kDataIter,
-                       HandleKind::kKVStore})
+                       HandleKind::kKVStore, HandleKind::kProfileDomain, HandleKind::kProfileDuration,
+                       HandleKind::kProfileCounter})
     if (tag == static_cast<uint8_t>(k) && k != kind) got = std::string(" (got a ") + HandleKindName(k) + ")";
   char hex[32];
   std::snprintf(hex, sizeof(hex), "0x%016" PRIx64, value);

@@ -22,6 +22,7 @@
 #include "core/base/error.h"
 #include "core/ndarray/ndarray.h"
 #include "core/op/registry.h"
+#include "core/profiler/profiler.h"
 #include "weft/c_api.h"
 
 namespace weft {
@@ -43,7 +44,8 @@ std::string LastErrorMessage();
 
 // Kind tags: distinct non-zero bytes, so a handle of one kind is never accepted as another.
 enum class HandleKind : uint8_t { kNDArray = 0xA1, kNDArrayList = 0xA2, kBytes = 0xA3, kOp = 0xA4, kSymbol = 0xA5,
-                                 kExecutor = 0xA6, kRecordIO = 0xA7, kDataIter = 0xA8, kKVStore = 0xA9 };
+                                 kExecutor = 0xA6, kRecordIO = 0xA7, kDataIter = 0xA8, kKVStore = 0xA9,
+                                 kProfileDomain = 0xAA, kProfileDuration = 0xAB, kProfileCounter = 0xAC };
 
 const char* HandleKindName(HandleKind kind);
 
@@ -270,10 +272,12 @@ DType ToDType(int code, const char* fn);
 
 // Every exported function body sits between these; nothing but a status leaves.
 // The PinScope sits outside the try: it unpins the handles the call looked up once every
-// path (a status or an error) has left the body.
+// path (a status or an error) has left the body. Every call is timed by the profiler when it
+// records the C API (profile_api).
 #define WEFT_API_BEGIN \
   ::weft::capi::PinScope weft_pin_scope_; \
-  try {
+  try {                                   \
+    ::weft::profiler::ApiScope weft_api_scope_(__func__);
 #define WEFT_API_END                                                                                  \
   }                                                                                                   \
   catch (const ::weft::capi::HandleError& e) {                                                        \

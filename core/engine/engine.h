@@ -9,6 +9,7 @@
 // next wait on them.
 #pragma once
 
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -98,9 +99,13 @@ class Engine {
   virtual void DeleteOperator(OprHandle op) = 0;
   virtual void Push(OprHandle op, Context ctx, int priority = kDefaultPriority) = 0;
 
+  // `name` is what the profiler records the operation as (null: not recorded); it must
+  // live as long as the process (a registry name, a literal, profiler::Intern).
+  // `bytes_allocated` is what the caller allocated for it (its outputs), for the profile.
   virtual void PushAsync(AsyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
                          const std::vector<VarHandle>& mutable_vars, FnProperty prop = FnProperty::kNormal,
-                         int priority = kDefaultPriority, const char* name = nullptr) = 0;
+                         int priority = kDefaultPriority, const char* name = nullptr,
+                         int64_t bytes_allocated = 0) = 0;
   // Runs fn (which must not block on the engine) and completes when it returns.
   void PushSync(SyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
                 const std::vector<VarHandle>& mutable_vars, FnProperty prop = FnProperty::kNormal,
@@ -112,9 +117,11 @@ class Engine {
   // must not block on the engine: it skips the allocations of a push. Errors behave as
   // for a push: an error stored on a read variable passes to the written ones without
   // running fn, and an exception from fn is stored on the written ones.
+  // `name` and `bytes_allocated` as for PushAsync.
   virtual bool RunNowIfIdle(Context ctx, const std::vector<VarHandle>& const_vars,
-                            const std::vector<VarHandle>& mutable_vars, SyncFnRef fn) {
-    (void)ctx, (void)const_vars, (void)mutable_vars, (void)fn;
+                            const std::vector<VarHandle>& mutable_vars, SyncFnRef fn, const char* name = nullptr,
+                            int64_t bytes_allocated = 0) {
+    (void)ctx, (void)const_vars, (void)mutable_vars, (void)fn, (void)name, (void)bytes_allocated;
     return false;
   }
   // Block until every operation pushed so far that writes `var` has finished; rethrow the

@@ -10,6 +10,7 @@
 
 #include "core/base/error.h"
 #include "core/engine/engine_impl.h"
+#include "core/profiler/profiler.h"
 
 namespace weft {
 namespace engine {
@@ -67,15 +68,16 @@ class NaiveEngine : public Engine {
 
   void Push(OprHandle op, Context ctx, int) override {
     WEFT_CHECK(op != nullptr, kValue, "Push: expected an operator, got a null handle");
-    Run(op->fn, ctx, op->const_vars, op->mutable_vars);
+    Run(op->fn, ctx, op->const_vars, op->mutable_vars, op->name.empty() ? nullptr : op->name.c_str(), 0, true);
   }
 
   void PushAsync(AsyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
-                 const std::vector<VarHandle>& mutable_vars, FnProperty, int, const char*) override {
+                 const std::vector<VarHandle>& mutable_vars, FnProperty, int, const char* name,
+                 int64_t bytes_allocated) override {
     WEFT_CHECK(fn != nullptr, kValue, "PushAsync: expected a function, got an empty one");
     CheckVars(const_vars, "read");
     CheckVars(mutable_vars, "write");
-    Run(fn, ctx, const_vars, mutable_vars);
+    Run(fn, ctx, const_vars, mutable_vars, name, bytes_allocated, false);
   }
 
   void WaitForVar(VarHandle var) override {
@@ -108,19 +110,33 @@ class NaiveEngine : public Engine {
     c->cv.notify_all();
   }
 
+  // `name` (null: not profiled) must live as long as the process unless `intern_name`.
   void Run(const AsyncFn& fn, Context ctx, const std::vector<VarHandle>& const_vars,
-           const std::vector<VarHandle>& mutable_vars) {
+           const std::vector<VarHandle>& mutable_vars, const char* name, int64_t bytes_allocated,
+           bool intern_name) {
     std::lock_guard<std::recursive_mutex> run_lock(mu_);
     // An error on an input flows to the outputs instead of running on bad data.
     std::exception_ptr upstream;
     for (VarHandle v : const_vars) if (v->error) upstream = v->error;
     std::exception_ptr error = upstream;
     if (!error) {
+      // The one branch the profiler costs when off.
+      bool profiled = __builtin_expect(profiler::ActiveModes() != 0, 0) && name != nullptr &&
+                      profiler::Active(profiler::kSymbolic | profiler::kImperative);
+      int64_t start = 0, alloc = 0;
+      if (profiled) {
+        if (intern_name) name = profiler::Intern(name);
+        alloc = profiler::ThreadAllocatedBytes();
+        start = profiler::NowNs();
+      }
       Completion c;
       RunGuarded(fn, RunContext{ctx, nullptr}, CallbackOnComplete(&NaiveEngine::OnComplete, this, &c));
       std::unique_lock<std::mutex> lock(c.mu);
       c.cv.wait(lock, [&] { return c.done; });
       error = c.error;
+      if (profiled)
+        profiler::RecordOperation(name, ctx, start, profiler::NowNs(),
+                                  bytes_allocated + profiler::ThreadAllocatedBytes() - alloc);
     }
     for (VarHandle v : mutable_vars) {
       v->error = error;

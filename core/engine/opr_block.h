@@ -58,6 +58,10 @@ struct OprBlock {
   AsyncFn fn;
   ThreadedVar* delete_var = nullptr;  // freed when this block completes (DeleteVariable)
   std::exception_ptr error;
+  // What the profiler records the block as (null: nothing), and the bytes its pusher
+  // allocated for it.
+  const char* prof_name = nullptr;
+  int64_t prof_bytes = 0;
   OprBlock* next_ready = nullptr;
   VarSlot* slots = nullptr;
 

@@ -1,10 +1,13 @@
 #include "core/engine/worker_pool.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <optional>
 #include <utility>
 
 #include "core/base/error.h"
+#include "core/profiler/profiler.h"
 
 #ifdef WEFT_USE_CUDA
 #include <cuda_runtime_api.h>
@@ -59,7 +62,7 @@ WorkerPool::~WorkerPool() { Stop(); }
 void WorkerPool::StartLocked() {
   started_ = true;
   threads_.reserve(nthreads_);
-  for (int i = 0; i < nthreads_; ++i) threads_.emplace_back([this] { Loop(); });
+  for (int i = 0; i < nthreads_; ++i) threads_.emplace_back([this, i] { Loop(i); });
 }
 
 void WorkerPool::Enqueue(OprBlock* blk) {
@@ -85,7 +88,7 @@ OprBlock* WorkerPool::Pop() {
   return blk;
 }
 
-void WorkerPool::Loop() {
+void WorkerPool::Loop(int index) {
   tls_owner = runner_;
   RunContext rctx{ctx_, nullptr};
   std::exception_ptr setup_error;
@@ -97,6 +100,16 @@ void WorkerPool::Loop() {
     setup_error = stream->error();
   }
 #endif
+  // The thread's track in a profile: one per worker, and so one per GPU stream.
+  std::string track = name_ + " worker " + std::to_string(index) + " on " + ctx_.ToString();
+#ifdef WEFT_USE_CUDA
+  if (rctx.stream) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), " (stream %p)", rctx.stream);
+    track += buf;
+  }
+#endif
+  profiler::SetThreadName(track);
   runner_->WorkerStarted(ctx_);
   while (OprBlock* blk = Pop()) runner_->RunBlock(blk, rctx, setup_error);
 }

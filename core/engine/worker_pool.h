@@ -59,7 +59,7 @@ class WorkerPool {
 
  private:
   OprBlock* Pop();
-  void Loop();
+  void Loop(int index);
   void StartLocked();
 
   const std::string name_;

@@ -16,6 +16,7 @@
 #include "core/imperative/imperative.h"
 #include "core/op/fused/fused_pointwise.h"
 #include "core/op/dnnl/dnnl_train_region.h"
+#include "core/profiler/profiler.h"
 
 namespace weft {
 namespace executor {
@@ -353,6 +354,7 @@ void Executor::SetMonitorCallback(MonitorCallback callback, bool monitor_all) {
 }
 
 void Executor::Run(std::vector<Step>& steps, bool is_train) {
+  profiler::SymbolicScope symbolic;
   for (Step& s : steps) {
     if (!s.cross_copy) imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &s.ctx, &s.req, is_train);
     else if (s.req[0] != OpReq::kNullOp) CopyFromTo(s.inputs[0], s.outputs[0]);
@@ -376,6 +378,7 @@ void Executor::Backward(const std::vector<NDArray>& head_grads) {
   WEFT_CHECK(head_grads.empty() || head_grads.size() == head_grads_.size(), kValue, "backward: expected ",
              head_grads_.size(), " head gradients (one per output) or none, got ", head_grads.size());
   static const NodeAttrs ones = MakeAttrs(Op::Get("ones_like"), {});
+  profiler::SymbolicScope symbolic;
   for (size_t i = 0; i < head_grads_.size(); ++i) {
     std::vector<NDArray> out{head_grads_[i]};
     if (head_grads.empty()) {

@@ -16,8 +16,9 @@
 // The built-in stages are always there; the others are empty until a feature plugs a
 // transformation into them (SetTransformation). Python's hybridize traces a block
 // symbolically (hybrid_forward with F = weft.sym), which makes no eager call, so kTrace is
-// empty today; the profiler and AMP of the tools issue and the custom operators of the
-// MXNet API issue are meant to plug in here rather than into Invoke's body.
+// empty today; AMP of the tools issue and the custom operators of the MXNet API issue are
+// meant to plug in here rather than into Invoke's body. The profiler does not need kProfile:
+// it times operations in the engine, where they run, and kDispatch names them.
 //
 // Cost: a call walks a fixed array of NumStages slots; an empty slot or a transformation
 // whose Enabled() is false costs a load and a branch.

@@ -9,6 +9,7 @@
 
 #include "core/base/error.h"
 #include "core/storage/cpu_pool.h"
+#include "core/profiler/profiler.h"
 #include "core/storage/device_memory.h"
 
 namespace weft {
@@ -38,7 +39,7 @@ class PooledStorage : public Storage {
     h.ctx = ctx;
     if (size == 0) return h;
     PerContext& pc = GetOrCreate(ctx);
-    std::lock_guard<std::mutex> lock(pc.mu);
+    std::unique_lock<std::mutex> lock(pc.mu);
     bool os_alloc = false;
     h.dptr = pc.pool->Alloc(size, &os_alloc);
     if (h.dptr == nullptr)
@@ -49,6 +50,12 @@ class PooledStorage : public Storage {
     pc.stats.bytes_in_use += static_cast<int64_t>(size);
     if (pc.stats.bytes_in_use > pc.stats.peak_bytes) pc.stats.peak_bytes = pc.stats.bytes_in_use;
     pc.stats.bytes_pooled = static_cast<int64_t>(pc.pool->pooled_bytes());
+    if (__builtin_expect(profiler::Active(profiler::kMemory), 0)) {
+      int64_t in_use = pc.stats.bytes_in_use;
+      lock.unlock();
+      profiler::NoteAlloc(static_cast<int64_t>(size));
+      profiler::RecordMemory(ctx, in_use);
+    }
     return h;
   }
 
@@ -57,10 +64,15 @@ class PooledStorage : public Storage {
     PerContext* pc = Find(h.ctx);
     WEFT_CHECK(pc != nullptr && h.size > 0, kInternal, "Storage::Free: block of ", h.size,
                " bytes was not allocated on ", h.ctx.ToString());
-    std::lock_guard<std::mutex> lock(pc->mu);
+    std::unique_lock<std::mutex> lock(pc->mu);
     pc->pool->Free(h.dptr, h.size);
     pc->stats.bytes_in_use -= static_cast<int64_t>(h.size);
     pc->stats.bytes_pooled = static_cast<int64_t>(pc->pool->pooled_bytes());
+    if (__builtin_expect(profiler::Active(profiler::kMemory), 0)) {
+      int64_t in_use = pc->stats.bytes_in_use;
+      lock.unlock();
+      profiler::RecordMemory(h.ctx, in_use);
+    }
   }
 
   void FreeToSystem(StorageHandle h) override {
@@ -68,9 +80,14 @@ class PooledStorage : public Storage {
     PerContext* pc = Find(h.ctx);
     WEFT_CHECK(pc != nullptr && h.size > 0, kInternal, "Storage::FreeToSystem: block of ", h.size,
                " bytes was not allocated on ", h.ctx.ToString());
-    std::lock_guard<std::mutex> lock(pc->mu);
+    std::unique_lock<std::mutex> lock(pc->mu);
     pc->pool->FreeToSystem(h.dptr, h.size);
     pc->stats.bytes_in_use -= static_cast<int64_t>(h.size);
+    if (__builtin_expect(profiler::Active(profiler::kMemory), 0)) {
+      int64_t in_use = pc->stats.bytes_in_use;
+      lock.unlock();
+      profiler::RecordMemory(h.ctx, in_use);
+    }
   }
 
   void ReleaseAll(Context ctx) override {

@@ -1584,6 +1584,216 @@ static gw_result gw_weft_library_op_name(const char* path, int i, char** out) {
   if (out) *out = gw_strdup(t_out);
   return r;
 }
+
+static gw_result gw_weft_profiler_set_config(int num, const char* const* keys, const char* const* vals) {
+  gw_result r = {0, NULL};
+  r.status = weft_profiler_set_config(num, keys, vals);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profiler_set_state(int state) {
+  gw_result r = {0, NULL};
+  r.status = weft_profiler_set_state(state);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profiler_get_state(int* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_profiler_get_state(out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profiler_set_paused(int paused) {
+  gw_result r = {0, NULL};
+  r.status = weft_profiler_set_paused(paused);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profiler_dump(int finished) {
+  gw_result r = {0, NULL};
+  r.status = weft_profiler_dump(finished);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profiler_dumps(int reset, int format, int sort_by, int ascending, weft_bytes_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_profiler_dumps(reset, format, sort_by, ascending, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profiler_set_scope(const char* scope) {
+  gw_result r = {0, NULL};
+  r.status = weft_profiler_set_scope(scope);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_domain_create(const char* name, weft_profile_domain_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_domain_create(name, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_domain_free(weft_profile_domain_t* domain) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_domain_free(domain);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_task_create(const weft_profile_domain_t* domain, const char* name, weft_profile_duration_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_task_create(domain, name, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_frame_create(const weft_profile_domain_t* domain, const char* name, weft_profile_duration_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_frame_create(domain, name, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_event_create(const char* name, weft_profile_duration_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_event_create(name, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_duration_start(weft_profile_duration_t* duration) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_duration_start(duration);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_duration_stop(weft_profile_duration_t* duration) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_duration_stop(duration);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_duration_free(weft_profile_duration_t* duration) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_duration_free(duration);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_counter_create(const weft_profile_domain_t* domain, const char* name, weft_profile_counter_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_counter_create(domain, name, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_counter_set(weft_profile_counter_t* counter, int64_t value) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_counter_set(counter, value);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_counter_adjust(weft_profile_counter_t* counter, int64_t delta) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_counter_adjust(counter, delta);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_counter_get(const weft_profile_counter_t* counter, int64_t* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_counter_get(counter, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_counter_free(weft_profile_counter_t* counter) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_counter_free(counter);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_profile_marker(const weft_profile_domain_t* domain, const char* name, const char* scope) {
+  gw_result r = {0, NULL};
+  r.status = weft_profile_marker(domain, name, scope);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
 */
 import "C"
 
@@ -1736,6 +1946,15 @@ const CustomTagOutGrad CustomTag = 3
 
 // CustomTagAux is WEFT_CUSTOM_AUX.
 const CustomTagAux CustomTag = 4
+
+// ProfilerState is weft_profiler_state_t of c_api.h.
+type ProfilerState int
+
+// ProfilerStateStop is WEFT_PROFILER_STOP.
+const ProfilerStateStop ProfilerState = 0
+
+// ProfilerStateRun is WEFT_PROFILER_RUN.
+const ProfilerStateRun ProfilerState = 1
 
 var (
 	// ErrValue matches, through errors.Is, every error of status WEFT_ERR_VALUE.
@@ -3864,6 +4083,258 @@ func weft_library_op_name(p_path *C.char, p_i C.int, p_out *string) error {
 	if t_out != nil {
 		*p_out = C.GoString(t_out)
 		C.free(unsafe.Pointer(t_out))
+	}
+	return nil
+}
+
+// weft_profiler_set_config calls the C function of that name through its shim; see c_api.h.
+func weft_profiler_set_config(p_num C.int, p_keys **C.char, p_vals **C.char) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profiler_set_config(p_num, p_keys, p_vals)
+	if r.status != 0 {
+		return newCError(r, "weft_profiler_set_config")
+	}
+	return nil
+}
+
+// weft_profiler_set_state calls the C function of that name through its shim; see c_api.h.
+func weft_profiler_set_state(p_state C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profiler_set_state(p_state)
+	if r.status != 0 {
+		return newCError(r, "weft_profiler_set_state")
+	}
+	return nil
+}
+
+// weft_profiler_get_state calls the C function of that name through its shim; see c_api.h.
+func weft_profiler_get_state(p_out *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profiler_get_state(p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_profiler_get_state")
+	}
+	return nil
+}
+
+// weft_profiler_set_paused calls the C function of that name through its shim; see c_api.h.
+func weft_profiler_set_paused(p_paused C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profiler_set_paused(p_paused)
+	if r.status != 0 {
+		return newCError(r, "weft_profiler_set_paused")
+	}
+	return nil
+}
+
+// weft_profiler_dump calls the C function of that name through its shim; see c_api.h.
+func weft_profiler_dump(p_finished C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profiler_dump(p_finished)
+	if r.status != 0 {
+		return newCError(r, "weft_profiler_dump")
+	}
+	return nil
+}
+
+// weft_profiler_dumps calls the C function of that name through its shim; see c_api.h.
+func weft_profiler_dumps(p_reset C.int, p_format C.int, p_sort_by C.int, p_ascending C.int, p_out **C.weft_bytes_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profiler_dumps(p_reset, p_format, p_sort_by, p_ascending, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_profiler_dumps")
+	}
+	return nil
+}
+
+// weft_profiler_set_scope calls the C function of that name through its shim; see c_api.h.
+func weft_profiler_set_scope(p_scope *C.char) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profiler_set_scope(p_scope)
+	if r.status != 0 {
+		return newCError(r, "weft_profiler_set_scope")
+	}
+	return nil
+}
+
+// weft_profile_domain_create calls the C function of that name through its shim; see c_api.h.
+func weft_profile_domain_create(p_name *C.char, p_out **C.weft_profile_domain_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_domain_create(p_name, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_domain_create")
+	}
+	return nil
+}
+
+// weft_profile_domain_free calls the C function of that name through its shim; see c_api.h.
+func weft_profile_domain_free(p_domain *C.weft_profile_domain_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_domain_free(p_domain)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_domain_free")
+	}
+	return nil
+}
+
+// weft_profile_task_create calls the C function of that name through its shim; see c_api.h.
+func weft_profile_task_create(p_domain *C.weft_profile_domain_t, p_name *C.char, p_out **C.weft_profile_duration_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_task_create(p_domain, p_name, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_task_create")
+	}
+	return nil
+}
+
+// weft_profile_frame_create calls the C function of that name through its shim; see c_api.h.
+func weft_profile_frame_create(p_domain *C.weft_profile_domain_t, p_name *C.char, p_out **C.weft_profile_duration_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_frame_create(p_domain, p_name, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_frame_create")
+	}
+	return nil
+}
+
+// weft_profile_event_create calls the C function of that name through its shim; see c_api.h.
+func weft_profile_event_create(p_name *C.char, p_out **C.weft_profile_duration_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_event_create(p_name, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_event_create")
+	}
+	return nil
+}
+
+// weft_profile_duration_start calls the C function of that name through its shim; see c_api.h.
+func weft_profile_duration_start(p_duration *C.weft_profile_duration_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_duration_start(p_duration)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_duration_start")
+	}
+	return nil
+}
+
+// weft_profile_duration_stop calls the C function of that name through its shim; see c_api.h.
+func weft_profile_duration_stop(p_duration *C.weft_profile_duration_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_duration_stop(p_duration)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_duration_stop")
+	}
+	return nil
+}
+
+// weft_profile_duration_free calls the C function of that name through its shim; see c_api.h.
+func weft_profile_duration_free(p_duration *C.weft_profile_duration_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_duration_free(p_duration)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_duration_free")
+	}
+	return nil
+}
+
+// weft_profile_counter_create calls the C function of that name through its shim; see c_api.h.
+func weft_profile_counter_create(p_domain *C.weft_profile_domain_t, p_name *C.char, p_out **C.weft_profile_counter_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_counter_create(p_domain, p_name, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_counter_create")
+	}
+	return nil
+}
+
+// weft_profile_counter_set calls the C function of that name through its shim; see c_api.h.
+func weft_profile_counter_set(p_counter *C.weft_profile_counter_t, p_value C.int64_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_counter_set(p_counter, p_value)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_counter_set")
+	}
+	return nil
+}
+
+// weft_profile_counter_adjust calls the C function of that name through its shim; see c_api.h.
+func weft_profile_counter_adjust(p_counter *C.weft_profile_counter_t, p_delta C.int64_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_counter_adjust(p_counter, p_delta)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_counter_adjust")
+	}
+	return nil
+}
+
+// weft_profile_counter_get calls the C function of that name through its shim; see c_api.h.
+func weft_profile_counter_get(p_counter *C.weft_profile_counter_t, p_out *C.int64_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_counter_get(p_counter, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_counter_get")
+	}
+	return nil
+}
+
+// weft_profile_counter_free calls the C function of that name through its shim; see c_api.h.
+func weft_profile_counter_free(p_counter *C.weft_profile_counter_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_counter_free(p_counter)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_counter_free")
+	}
+	return nil
+}
+
+// weft_profile_marker calls the C function of that name through its shim; see c_api.h.
+func weft_profile_marker(p_domain *C.weft_profile_domain_t, p_name *C.char, p_scope *C.char) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_profile_marker(p_domain, p_name, p_scope)
+	if r.status != 0 {
+		return newCError(r, "weft_profile_marker")
 	}
 	return nil
 }

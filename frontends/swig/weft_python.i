@@ -162,6 +162,9 @@ WEFT_PY_HANDLE(weft_executor_t)
 WEFT_PY_HANDLE(weft_dataiter_t)
 WEFT_PY_HANDLE(weft_recordio_t)
 WEFT_PY_HANDLE(weft_kvstore_t)
+WEFT_PY_HANDLE(weft_profile_domain_t)
+WEFT_PY_HANDLE(weft_profile_duration_t)
+WEFT_PY_HANDLE(weft_profile_counter_t)
 
 %typemap(in) weft_ndarray_t* const* (weft_ndarray_t** arr = NULL) {
   if (weft_py_handle_array($input, &arr) != 0) SWIG_fail;

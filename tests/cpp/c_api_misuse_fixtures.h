@@ -68,6 +68,10 @@ struct Fixtures {
   weft_recordio_t* recordio = nullptr;
   weft_recordio_t* recordio_writer = nullptr;
   const weft_op_t* op = nullptr;  // _plus_scalar: one input, parameters, an alias
+  // The profiler's objects: a domain "misuse", a task of it (not started) and a counter.
+  weft_profile_domain_t* profile_domain = nullptr;
+  weft_profile_duration_t* profile_duration = nullptr;
+  weft_profile_counter_t* profile_counter = nullptr;
 
   // Handles that were live once and have been freed.
   weft_ndarray_t* freed_ndarray = nullptr;
@@ -78,6 +82,9 @@ struct Fixtures {
   weft_kvstore_t* freed_kvstore = nullptr;
   weft_dataiter_t* freed_dataiter = nullptr;
   weft_recordio_t* freed_recordio = nullptr;
+  weft_profile_domain_t* freed_profile_domain = nullptr;
+  weft_profile_duration_t* freed_profile_duration = nullptr;
+  weft_profile_counter_t* freed_profile_counter = nullptr;
 
   // Valid inputs of the byte-reading functions.
   std::string params_bytes;  // an NDArray list ("a": ndarray)
@@ -195,6 +202,13 @@ struct Fixtures {
     MISUSE_OK(weft_recordio_reader_create(rec_path.c_str(), &freed_recordio));
     MISUSE_OK(weft_recordio_writer_create(Tmp("written.rec").c_str(), &recordio_writer));
 
+    MISUSE_OK(weft_profile_domain_create("misuse", &profile_domain));
+    MISUSE_OK(weft_profile_task_create(profile_domain, "task", &profile_duration));
+    MISUSE_OK(weft_profile_counter_create(profile_domain, "counter", &profile_counter));
+    MISUSE_OK(weft_profile_domain_create("misuse", &freed_profile_domain));
+    MISUSE_OK(weft_profile_event_create("event", &freed_profile_duration));
+    MISUSE_OK(weft_profile_counter_create(profile_domain, "counter", &freed_profile_counter));
+
     MISUSE_OK(weft_ndarray_free(freed_ndarray));
     MISUSE_OK(weft_ndarray_list_free(freed_ndarray_list));
     MISUSE_OK(weft_bytes_free(freed_bytes));
@@ -203,9 +217,15 @@ struct Fixtures {
     MISUSE_OK(weft_kvstore_free(freed_kvstore));
     MISUSE_OK(weft_dataiter_free(freed_dataiter));
     MISUSE_OK(weft_recordio_free(freed_recordio));
+    MISUSE_OK(weft_profile_domain_free(freed_profile_domain));
+    MISUSE_OK(weft_profile_duration_free(freed_profile_duration));
+    MISUSE_OK(weft_profile_counter_free(freed_profile_counter));
   }
 
   void Destroy() {
+    EXPECT_EQ(weft_profile_counter_free(profile_counter), WEFT_OK) << weft_get_last_error();
+    EXPECT_EQ(weft_profile_duration_free(profile_duration), WEFT_OK) << weft_get_last_error();
+    EXPECT_EQ(weft_profile_domain_free(profile_domain), WEFT_OK) << weft_get_last_error();
     for (weft_symbol_t* s : scratch_symbols) EXPECT_EQ(weft_symbol_free(s), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_recordio_free(recordio_writer), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_recordio_free(recordio), WEFT_OK) << weft_get_last_error();
@@ -280,6 +300,9 @@ inline void Release(weft_executor_t* h) { EXPECT_EQ(weft_executor_free(h), WEFT_
 inline void Release(weft_kvstore_t* h) { EXPECT_EQ(weft_kvstore_free(h), WEFT_OK); }
 inline void Release(weft_dataiter_t* h) { EXPECT_EQ(weft_dataiter_free(h), WEFT_OK); }
 inline void Release(weft_recordio_t* h) { EXPECT_EQ(weft_recordio_free(h), WEFT_OK); }
+inline void Release(weft_profile_domain_t* h) { EXPECT_EQ(weft_profile_domain_free(h), WEFT_OK); }
+inline void Release(weft_profile_duration_t* h) { EXPECT_EQ(weft_profile_duration_free(h), WEFT_OK); }
+inline void Release(weft_profile_counter_t* h) { EXPECT_EQ(weft_profile_counter_free(h), WEFT_OK); }
 inline void Release(const weft_op_t*) {}  // operators live as long as the library
 inline void Release(DLManagedTensor* t) {
   if (t != nullptr && t->deleter != nullptr) t->deleter(t);

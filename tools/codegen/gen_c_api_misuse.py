@@ -37,10 +37,13 @@ NO_PARAMS = {
 
 # Functions whose every argument is valid whatever its value.
 ANY_VALUE = {"weft_random_seed": "every int64 is a seed",
-             "weft_after_fork": "every int is a flag (and outside a fork the call does nothing)"}
+             "weft_after_fork": "every int is a flag (and outside a fork the call does nothing)",
+             "weft_profiler_set_paused": "any int is a flag (0 resumes, else pauses)",
+             "weft_profiler_dump": "any int is a flag (non-zero: the final dump)"}
 
 # What fixture a live handle of each kind comes from; freed ones are fx.freed_<kind>.
-KINDS = ["ndarray", "ndarray_list", "bytes", "symbol", "executor", "kvstore", "dataiter", "recordio", "op"]
+KINDS = ["ndarray", "ndarray_list", "bytes", "symbol", "executor", "kvstore", "dataiter", "recordio", "op",
+         "profile_domain", "profile_duration", "profile_counter"]
 
 # Plain int parameters and the value of a valid call.
 INT_VALUES = {
@@ -48,13 +51,15 @@ INT_VALUES = {
     "head": "0", "priority": "0", "is_label": "0", "is_train": "0", "is_training": "0", "is_recording": "0",
     "retain_graph": "0", "create_graph": "0", "monitor_all": "0", "partial_shaping": "0", "allow_up_sizing": "0",
     "in_child": "0",
+    "paused": "0", "finished": "0", "reset": "0", "ascending": "0",
 }
 # Plain int values of a valid call that differ by function: the graph must survive the
 # backward for the next case.
 INT_BY_FN = {("weft_autograd_backward", "retain_graph"): "1"}
 # int parameters that pick from a closed set: a valid value, and 999 must be refused.
-ENUMS = {"dtype": "WEFT_DTYPE_FLOAT32", "kind": "0", "stat": "0"}
-INT64_VALUES = {"begin": "0", "end": "1", "index": "0", "pos": "0", "seed": "42"}
+ENUMS = {"dtype": "WEFT_DTYPE_FLOAT32", "kind": "0", "stat": "0", "state": "WEFT_PROFILER_STOP", "format": "0",
+         "sort_by": "0"}
+INT64_VALUES = {"begin": "0", "end": "1", "index": "0", "pos": "0", "seed": "42", "value": "1", "delta": "1"}
 # Opaque user pointers passed back to callbacks: any value is valid.
 OPAQUE = {"user", "user_data"}
 
@@ -62,7 +67,7 @@ OPAQUE = {"user", "user_data"}
 STRINGS = {
     "json": "fx.symbol_json.c_str()", "key": '"__tag__"', "value": '"1"', "format": '".png"',
     "known": '"{}"', "dtypes": '"{}"', "group2ctx": '"{}"', "grad_req": '"write"', "type": '"local"',
-    "iter": '"CSVIter"', "shapes": r'"{\"x\": [2, 3]}"',
+    "iter": '"CSVIter"', "shapes": r'"{\"x\": [2, 3]}"', "scope": '"process"',
 }
 STRINGS_BY_FN = {
     ("weft_ndarray_save", "fname"): 'fx.Tmp("saved.params").c_str()',
@@ -83,6 +88,12 @@ STRINGS_BY_FN = {
     ("weft_custom_op_register", "op_type"): '"misuse_custom_op"',
     ("weft_library_load", "path"): "WEFT_TEST_OPLIB",
     ("weft_library_op_name", "path"): "WEFT_TEST_OPLIB",
+    ("weft_profile_domain_create", "name"): '"misuse"',
+    ("weft_profile_task_create", "name"): '"t"',
+    ("weft_profile_frame_create", "name"): '"f"',
+    ("weft_profile_event_create", "name"): '"e"',
+    ("weft_profile_counter_create", "name"): '"c"',
+    ("weft_profile_marker", "name"): '"m"',
 }
 
 # The elements of each array parameter in a valid call (default: one live handle of the
@@ -110,6 +121,9 @@ ARRAYS = {
     ("weft_kvstore_set_gradient_compression", "vals"): ['"2bit"'],
     ("weft_dataiter_create", "keys"): ['"data_csv"', '"data_shape"', '"batch_size"'],
     ("weft_dataiter_create", "vals"): ["fx.csv_path.c_str()", '"(3,)"', '"2"'],
+    # A valid configuration that records nothing the suite would notice.
+    ("weft_profiler_set_config", "keys"): ['"aggregate_stats"'],
+    ("weft_profiler_set_config", "vals"): ['"False"'],
 }
 # Handles of a valid call other than the kind's fixture.
 HANDLES_BY_FN = {

@@ -30,6 +30,9 @@ HANDLE_CLASSES = {
     "weft_bytes_t": "weft_bytes",
     "weft_recordio_t": "weft_recordio",
     "weft_op_t": "weft_op",
+    "weft_profile_domain_t": "weft_profile_domain",
+    "weft_profile_duration_t": "weft_profile_duration",
+    "weft_profile_counter_t": "weft_profile_counter",
 }
 NOT_GENERATED = {"weft_get_last_error"}  # read by weft_r_raise itself
 # Handles an out-list points at that the caller already owns: weft_imperative_invoke

@@ -856,6 +856,90 @@ WEFT_API weft_status_t weft_library_load(const char* path, int* num_ops);
 /* *out = the name of operator i (0 <= i < num_ops) of the library at `path` (loaded first, as
  * weft_library_load does, when it is not yet); valid as long as the process. */
 WEFT_API weft_status_t weft_library_op_name(const char* path, int i, const char** out);
+/* ------------------------------------------------------------------ profiler */
+
+/* The profiler (MXNet's mx.profiler). While it runs, the engine records every operation
+ * (name, device, worker thread, start and end, bytes allocated; executor steps by their
+ * graph node's name), storage the bytes in use per device, and the C API its calls, as
+ * configured. weft_profiler_dump writes them as Chrome trace event JSON (chrome://tracing,
+ * Perfetto); weft_profiler_dumps returns aggregate statistics. The state is per process;
+ * every function may be called from any thread. */
+
+/* Profiler states. Append-only. */
+typedef enum weft_profiler_state {
+  WEFT_PROFILER_STOP = 0,
+  WEFT_PROFILER_RUN = 1
+} weft_profiler_state_t;
+
+/* Configures the profiler with string parameters keys[i] = vals[i] (i < num), MXNet's
+ * set_config keys with MXNet's defaults for keys not given: "profile_all" (False),
+ * "profile_symbolic", "profile_imperative", "profile_memory", "profile_api" (True each),
+ * "filename" ("profile.json"), "continuous_dump" (True: the file is rewritten every
+ * dump_period seconds while running), "dump_period" (seconds, 1.0), "aggregate_stats"
+ * (False; needed by weft_profiler_dumps), "profile_process" ("worker"; "server" is
+ * WEFT_ERR_UNSUPPORTED). Booleans are "True"/"False"/"1"/"0". An unknown key or bad value is
+ * WEFT_ERR_VALUE naming it, and nothing is applied. */
+WEFT_API weft_status_t weft_profiler_set_config(int num, const char* const* keys, const char* const* vals);
+/* Starts (WEFT_PROFILER_RUN, which also resumes a paused profiler) or stops
+ * (WEFT_PROFILER_STOP) recording. A profile that was started is written to the configured
+ * file at exit unless weft_profiler_dump(1) came first. */
+WEFT_API weft_status_t weft_profiler_set_state(int state);
+/* *out = the state (a weft_profiler_state_t). */
+WEFT_API weft_status_t weft_profiler_get_state(int* out);
+/* paused != 0 pauses recording (the state stays RUN); 0 resumes it. */
+WEFT_API weft_status_t weft_profiler_set_paused(int paused);
+/* Writes what was recorded to the configured file as Chrome trace JSON (atomically: the
+ * file is never seen half written); does nothing if the profiler never ran since the last
+ * final dump. finished != 0 makes it the final dump: the profiler stops and its records
+ * are dropped. An unwritable file is WEFT_ERR_IO naming it. */
+WEFT_API weft_status_t weft_profiler_dump(int finished);
+/* *out = the aggregate statistics (per category, one row per name: count, total, min, max
+ * and average time in ms, or use in kB for memory) as a table (format 0) or JSON (format 1),
+ * rows sorted by sort_by (0 total, 1 avg, 2 min, 3 max, 4 count), descending unless
+ * ascending != 0; reset != 0 clears them afterwards. Needs aggregate_stats=True in the
+ * configuration (otherwise WEFT_ERR_VALUE). The caller frees *out. */
+WEFT_API weft_status_t weft_profiler_dumps(int reset, int format, int sort_by, int ascending, weft_bytes_t** out);
+/* Sets the calling thread's profiler scope (MXNet 2's profiler.scope): operators called by
+ * this thread are then recorded as "<scope><operator>" ("fwd:relu"); "" or "<unk>:" is
+ * the default scope, no prefix. */
+WEFT_API weft_status_t weft_profiler_set_scope(const char* scope);
+
+/* A domain groups user objects (it is their category in the trace). Domains are interned
+ * by name: two handles of one name are the same domain. Freeing the handle leaves the
+ * domain (and objects created in it) usable. */
+typedef struct weft_profile_domain weft_profile_domain_t;
+/* A task, frame or event: start and stop bracket a stretch of the caller's work, written
+ * as a 'B'/'E' pair on the track of the thread that started it. */
+typedef struct weft_profile_duration weft_profile_duration_t;
+/* A counter: an integer whose every change is written as a 'C' event. */
+typedef struct weft_profile_counter weft_profile_counter_t;
+
+/* Creates (or finds) the domain `name` (not empty). */
+WEFT_API weft_status_t weft_profile_domain_create(const char* name, weft_profile_domain_t** out);
+WEFT_API weft_status_t weft_profile_domain_free(weft_profile_domain_t* domain);
+/* Creates a task, a frame (in `domain`) or an event (no domain) named `name` (not empty). */
+WEFT_API weft_status_t weft_profile_task_create(const weft_profile_domain_t* domain, const char* name,
+                                                weft_profile_duration_t** out);
+WEFT_API weft_status_t weft_profile_frame_create(const weft_profile_domain_t* domain, const char* name,
+                                                 weft_profile_duration_t** out);
+WEFT_API weft_status_t weft_profile_event_create(const char* name, weft_profile_duration_t** out);
+/* Starts or stops timing. A start while started, or a stop while not, is WEFT_ERR_VALUE.
+ * Nothing is written while the profiler is stopped or paused, but the calls still pair. */
+WEFT_API weft_status_t weft_profile_duration_start(weft_profile_duration_t* duration);
+WEFT_API weft_status_t weft_profile_duration_stop(weft_profile_duration_t* duration);
+WEFT_API weft_status_t weft_profile_duration_free(weft_profile_duration_t* duration);
+/* Creates a counter named `name` (not empty) in `domain`, with value 0. */
+WEFT_API weft_status_t weft_profile_counter_create(const weft_profile_domain_t* domain, const char* name,
+                                                   weft_profile_counter_t** out);
+/* Sets the counter to `value`, or adds `delta` (negative to decrease) to it. */
+WEFT_API weft_status_t weft_profile_counter_set(weft_profile_counter_t* counter, int64_t value);
+WEFT_API weft_status_t weft_profile_counter_adjust(weft_profile_counter_t* counter, int64_t delta);
+/* *out = the counter's value. */
+WEFT_API weft_status_t weft_profile_counter_get(const weft_profile_counter_t* counter, int64_t* out);
+WEFT_API weft_status_t weft_profile_counter_free(weft_profile_counter_t* counter);
+/* Writes an instant marker `name` in `domain` with `scope` "global", "process", "thread",
+ * "task" or "marker" (the last two show as thread scope); another scope is WEFT_ERR_VALUE. */
+WEFT_API weft_status_t weft_profile_marker(const weft_profile_domain_t* domain, const char* name, const char* scope);
 
 #ifdef __cplusplus
 }

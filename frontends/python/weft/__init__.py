@@ -17,6 +17,7 @@ from . import util
 from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_array, np_array,
                    use_np_array, use_np)
 from . import runtime
+from . import profiler
 from . import ndarray
 from . import ndarray as nd
 from . import random
@@ -53,7 +54,7 @@ from . import onnx
 from . import contrib
 
 __all__ = ["WeftError", "MXNetError", "__version__", "base", "Context", "cpu", "gpu", "cpu_pinned",
-           "cpu_shared", "current_context", "num_gpus", "util", "runtime", "is_np_shape", "set_np_shape",
+           "cpu_shared", "current_context", "num_gpus", "util", "runtime", "profiler", "is_np_shape", "set_np_shape",
            "np_shape", "use_np_shape", "is_np_array", "np_array", "use_np_array", "use_np", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "operator", "library", "monitor", "mon", "test_utils", "waitall",
            "model", "module", "mod",
            "initializer", "init", "metric", "callback", "recordio", "image",

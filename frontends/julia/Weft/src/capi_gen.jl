@@ -44,6 +44,10 @@ const WEFT_EXECUTOR_ARGUMENTS = Cint(0)
 const WEFT_EXECUTOR_GRADIENTS = Cint(1)
 const WEFT_EXECUTOR_AUXILIARY = Cint(2)
 
+# weft_profiler_state_t
+const WEFT_PROFILER_STOP = Cint(0)
+const WEFT_PROFILER_RUN = Cint(1)
+
 # weft_status_t
 const WEFT_OK = Cint(0)
 const WEFT_ERR_VALUE = Cint(1)
@@ -78,6 +82,9 @@ mutable struct weft_kvstore_t end
 mutable struct weft_ndarray_list_t end
 mutable struct weft_ndarray_t end
 mutable struct weft_op_t end
+mutable struct weft_profile_counter_t end
+mutable struct weft_profile_domain_t end
+mutable struct weft_profile_duration_t end
 mutable struct weft_recordio_t end
 mutable struct weft_symbol_t end
 
@@ -259,6 +266,27 @@ const _fp_weft_set_last_error = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_custom_op_register = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_library_load = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_library_op_name = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profiler_set_config = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profiler_set_state = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profiler_get_state = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profiler_set_paused = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profiler_dump = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profiler_dumps = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profiler_set_scope = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_domain_create = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_domain_free = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_task_create = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_frame_create = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_event_create = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_duration_start = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_duration_stop = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_duration_free = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_counter_create = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_counter_set = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_counter_adjust = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_counter_get = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_counter_free = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_profile_marker = Ref{Ptr{Cvoid}}(C_NULL)
 
 """
     weft_get_last_error()
@@ -2011,6 +2039,243 @@ function weft_library_op_name(path, i, out)
     ccall(_fp_weft_library_op_name[], Cint, (Cstring, Cint, Ptr{Ptr{Cchar}}), path, i, out)
 end
 
+"""
+    weft_profiler_set_config(num, keys, vals)
+
+Configures the profiler with string parameters keys[i] = vals[i] (i < num), MXNet's
+set_config keys with MXNet's defaults for keys not given: \"profile_all\" (False),
+\"profile_symbolic\", \"profile_imperative\", \"profile_memory\", \"profile_api\" (True each),
+\"filename\" (\"profile.json\"), \"continuous_dump\" (True: the file is rewritten every
+dump_period seconds while running), \"dump_period\" (seconds, 1.0), \"aggregate_stats\"
+(False; needed by weft_profiler_dumps), \"profile_process\" (\"worker\"; \"server\" is
+WEFT_ERR_UNSUPPORTED). Booleans are \"True\"/\"False\"/\"1\"/\"0\". An unknown key or bad value is
+WEFT_ERR_VALUE naming it, and nothing is applied.
+
+C: weft_status_t weft_profiler_set_config(int num, const char* const* keys, const char* const* vals)
+"""
+function weft_profiler_set_config(num, keys, vals)
+    ccall(_fp_weft_profiler_set_config[], Cint, (Cint, Ptr{Ptr{Cchar}}, Ptr{Ptr{Cchar}}), num, keys, vals)
+end
+
+"""
+    weft_profiler_set_state(state)
+
+Starts (WEFT_PROFILER_RUN, which also resumes a paused profiler) or stops
+(WEFT_PROFILER_STOP) recording. A profile that was started is written to the configured
+file at exit unless weft_profiler_dump(1) came first.
+
+C: weft_status_t weft_profiler_set_state(int state)
+"""
+function weft_profiler_set_state(state)
+    ccall(_fp_weft_profiler_set_state[], Cint, (Cint,), state)
+end
+
+"""
+    weft_profiler_get_state(out)
+
+out = the state (a weft_profiler_state_t).
+
+C: weft_status_t weft_profiler_get_state(int* out)
+"""
+function weft_profiler_get_state(out)
+    ccall(_fp_weft_profiler_get_state[], Cint, (Ptr{Cint},), out)
+end
+
+"""
+    weft_profiler_set_paused(paused)
+
+paused != 0 pauses recording (the state stays RUN); 0 resumes it.
+
+C: weft_status_t weft_profiler_set_paused(int paused)
+"""
+function weft_profiler_set_paused(paused)
+    ccall(_fp_weft_profiler_set_paused[], Cint, (Cint,), paused)
+end
+
+"""
+    weft_profiler_dump(finished)
+
+Writes what was recorded to the configured file as Chrome trace JSON (atomically: the
+file is never seen half written); does nothing if the profiler never ran since the last
+final dump. finished != 0 makes it the final dump: the profiler stops and its records
+are dropped. An unwritable file is WEFT_ERR_IO naming it.
+
+C: weft_status_t weft_profiler_dump(int finished)
+"""
+function weft_profiler_dump(finished)
+    ccall(_fp_weft_profiler_dump[], Cint, (Cint,), finished)
+end
+
+"""
+    weft_profiler_dumps(reset, format, sort_by, ascending, out)
+
+out = the aggregate statistics (per category, one row per name: count, total, min, max
+and average time in ms, or use in kB for memory) as a table (format 0) or JSON (format 1),
+rows sorted by sort_by (0 total, 1 avg, 2 min, 3 max, 4 count), descending unless
+ascending != 0; reset != 0 clears them afterwards. Needs aggregate_stats=True in the
+configuration (otherwise WEFT_ERR_VALUE). The caller frees *out.
+
+C: weft_status_t weft_profiler_dumps(int reset, int format, int sort_by, int ascending, weft_bytes_t** out)
+"""
+function weft_profiler_dumps(reset, format, sort_by, ascending, out)
+    ccall(_fp_weft_profiler_dumps[], Cint, (Cint, Cint, Cint, Cint, Ptr{Ptr{weft_bytes_t}}), reset, format, sort_by, ascending, out)
+end
+
+"""
+    weft_profiler_set_scope(scope)
+
+Sets the calling thread's profiler scope (MXNet 2's profiler.scope): operators called by
+this thread are then recorded as \"<scope><operator>\" (\"fwd:relu\"); \"\" or \"<unk>:\" is
+the default scope, no prefix.
+
+C: weft_status_t weft_profiler_set_scope(const char* scope)
+"""
+function weft_profiler_set_scope(scope)
+    ccall(_fp_weft_profiler_set_scope[], Cint, (Cstring,), scope)
+end
+
+"""
+    weft_profile_domain_create(name, out)
+
+Creates (or finds) the domain `name` (not empty).
+
+C: weft_status_t weft_profile_domain_create(const char* name, weft_profile_domain_t** out)
+"""
+function weft_profile_domain_create(name, out)
+    ccall(_fp_weft_profile_domain_create[], Cint, (Cstring, Ptr{Ptr{weft_profile_domain_t}}), name, out)
+end
+
+"""
+    weft_profile_domain_free(domain)
+
+C: weft_status_t weft_profile_domain_free(weft_profile_domain_t* domain)
+"""
+function weft_profile_domain_free(domain)
+    ccall(_fp_weft_profile_domain_free[], Cint, (Ptr{weft_profile_domain_t},), domain)
+end
+
+"""
+    weft_profile_task_create(domain, name, out)
+
+Creates a task, a frame (in `domain`) or an event (no domain) named `name` (not empty).
+
+C: weft_status_t weft_profile_task_create(const weft_profile_domain_t* domain, const char* name, weft_profile_duration_t** out)
+"""
+function weft_profile_task_create(domain, name, out)
+    ccall(_fp_weft_profile_task_create[], Cint, (Ptr{weft_profile_domain_t}, Cstring, Ptr{Ptr{weft_profile_duration_t}}), domain, name, out)
+end
+
+"""
+    weft_profile_frame_create(domain, name, out)
+
+C: weft_status_t weft_profile_frame_create(const weft_profile_domain_t* domain, const char* name, weft_profile_duration_t** out)
+"""
+function weft_profile_frame_create(domain, name, out)
+    ccall(_fp_weft_profile_frame_create[], Cint, (Ptr{weft_profile_domain_t}, Cstring, Ptr{Ptr{weft_profile_duration_t}}), domain, name, out)
+end
+
+"""
+    weft_profile_event_create(name, out)
+
+C: weft_status_t weft_profile_event_create(const char* name, weft_profile_duration_t** out)
+"""
+function weft_profile_event_create(name, out)
+    ccall(_fp_weft_profile_event_create[], Cint, (Cstring, Ptr{Ptr{weft_profile_duration_t}}), name, out)
+end
+
+"""
+    weft_profile_duration_start(duration)
+
+Starts or stops timing. A start while started, or a stop while not, is WEFT_ERR_VALUE.
+Nothing is written while the profiler is stopped or paused, but the calls still pair.
+
+C: weft_status_t weft_profile_duration_start(weft_profile_duration_t* duration)
+"""
+function weft_profile_duration_start(duration)
+    ccall(_fp_weft_profile_duration_start[], Cint, (Ptr{weft_profile_duration_t},), duration)
+end
+
+"""
+    weft_profile_duration_stop(duration)
+
+C: weft_status_t weft_profile_duration_stop(weft_profile_duration_t* duration)
+"""
+function weft_profile_duration_stop(duration)
+    ccall(_fp_weft_profile_duration_stop[], Cint, (Ptr{weft_profile_duration_t},), duration)
+end
+
+"""
+    weft_profile_duration_free(duration)
+
+C: weft_status_t weft_profile_duration_free(weft_profile_duration_t* duration)
+"""
+function weft_profile_duration_free(duration)
+    ccall(_fp_weft_profile_duration_free[], Cint, (Ptr{weft_profile_duration_t},), duration)
+end
+
+"""
+    weft_profile_counter_create(domain, name, out)
+
+Creates a counter named `name` (not empty) in `domain`, with value 0.
+
+C: weft_status_t weft_profile_counter_create(const weft_profile_domain_t* domain, const char* name, weft_profile_counter_t** out)
+"""
+function weft_profile_counter_create(domain, name, out)
+    ccall(_fp_weft_profile_counter_create[], Cint, (Ptr{weft_profile_domain_t}, Cstring, Ptr{Ptr{weft_profile_counter_t}}), domain, name, out)
+end
+
+"""
+    weft_profile_counter_set(counter, value)
+
+Sets the counter to `value`, or adds `delta` (negative to decrease) to it.
+
+C: weft_status_t weft_profile_counter_set(weft_profile_counter_t* counter, int64_t value)
+"""
+function weft_profile_counter_set(counter, value)
+    ccall(_fp_weft_profile_counter_set[], Cint, (Ptr{weft_profile_counter_t}, Int64), counter, value)
+end
+
+"""
+    weft_profile_counter_adjust(counter, delta)
+
+C: weft_status_t weft_profile_counter_adjust(weft_profile_counter_t* counter, int64_t delta)
+"""
+function weft_profile_counter_adjust(counter, delta)
+    ccall(_fp_weft_profile_counter_adjust[], Cint, (Ptr{weft_profile_counter_t}, Int64), counter, delta)
+end
+
+"""
+    weft_profile_counter_get(counter, out)
+
+out = the counter's value.
+
+C: weft_status_t weft_profile_counter_get(const weft_profile_counter_t* counter, int64_t* out)
+"""
+function weft_profile_counter_get(counter, out)
+    ccall(_fp_weft_profile_counter_get[], Cint, (Ptr{weft_profile_counter_t}, Ptr{Int64}), counter, out)
+end
+
+"""
+    weft_profile_counter_free(counter)
+
+C: weft_status_t weft_profile_counter_free(weft_profile_counter_t* counter)
+"""
+function weft_profile_counter_free(counter)
+    ccall(_fp_weft_profile_counter_free[], Cint, (Ptr{weft_profile_counter_t},), counter)
+end
+
+"""
+    weft_profile_marker(domain, name, scope)
+
+Writes an instant marker `name` in `domain` with `scope` \"global\", \"process\", \"thread\",
+\"task\" or \"marker\" (the last two show as thread scope); another scope is WEFT_ERR_VALUE.
+
+C: weft_status_t weft_profile_marker(const weft_profile_domain_t* domain, const char* name, const char* scope)
+"""
+function weft_profile_marker(domain, name, scope)
+    ccall(_fp_weft_profile_marker[], Cint, (Ptr{weft_profile_domain_t}, Cstring, Cstring), domain, name, scope)
+end
+
 # Every C function, by its symbol in libweft, with the Ref its wrapper calls through.
 const _SYMBOLS = (
     (:weft_get_last_error, _fp_weft_get_last_error),
@@ -2162,6 +2427,27 @@ const _SYMBOLS = (
     (:weft_custom_op_register, _fp_weft_custom_op_register),
     (:weft_library_load, _fp_weft_library_load),
     (:weft_library_op_name, _fp_weft_library_op_name),
+    (:weft_profiler_set_config, _fp_weft_profiler_set_config),
+    (:weft_profiler_set_state, _fp_weft_profiler_set_state),
+    (:weft_profiler_get_state, _fp_weft_profiler_get_state),
+    (:weft_profiler_set_paused, _fp_weft_profiler_set_paused),
+    (:weft_profiler_dump, _fp_weft_profiler_dump),
+    (:weft_profiler_dumps, _fp_weft_profiler_dumps),
+    (:weft_profiler_set_scope, _fp_weft_profiler_set_scope),
+    (:weft_profile_domain_create, _fp_weft_profile_domain_create),
+    (:weft_profile_domain_free, _fp_weft_profile_domain_free),
+    (:weft_profile_task_create, _fp_weft_profile_task_create),
+    (:weft_profile_frame_create, _fp_weft_profile_frame_create),
+    (:weft_profile_event_create, _fp_weft_profile_event_create),
+    (:weft_profile_duration_start, _fp_weft_profile_duration_start),
+    (:weft_profile_duration_stop, _fp_weft_profile_duration_stop),
+    (:weft_profile_duration_free, _fp_weft_profile_duration_free),
+    (:weft_profile_counter_create, _fp_weft_profile_counter_create),
+    (:weft_profile_counter_set, _fp_weft_profile_counter_set),
+    (:weft_profile_counter_adjust, _fp_weft_profile_counter_adjust),
+    (:weft_profile_counter_get, _fp_weft_profile_counter_get),
+    (:weft_profile_counter_free, _fp_weft_profile_counter_free),
+    (:weft_profile_marker, _fp_weft_profile_marker),
 )
 
 """

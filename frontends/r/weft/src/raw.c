@@ -130,6 +130,63 @@ SEXP weft_r_wrap_op_many(weft_op_t* const* handles, int n) {
   return list;
 }
 
+static void weft_r_finalize_profile_counter(SEXP ptr) {
+  weft_profile_counter_t* handle = (weft_profile_counter_t*)R_ExternalPtrAddr(ptr);
+  if (handle != NULL) {
+    R_ClearExternalPtr(ptr);
+    weft_profile_counter_free(handle);
+  }
+}
+SEXP weft_r_wrap_profile_counter(weft_profile_counter_t* handle) {
+  return weft_r_wrap(handle, "weft_profile_counter_t", "weft_profile_counter", weft_r_finalize_profile_counter);
+}
+SEXP weft_r_wrap_profile_counter_many(weft_profile_counter_t* const* handles, int n) {
+  SEXP list = PROTECT(Rf_allocVector(VECSXP, n));
+  for (int i = 0; i < n; ++i) {
+    if (handles[i] != NULL) SET_VECTOR_ELT(list, i, weft_r_wrap_profile_counter(handles[i]));
+  }
+  UNPROTECT(1);
+  return list;
+}
+
+static void weft_r_finalize_profile_domain(SEXP ptr) {
+  weft_profile_domain_t* handle = (weft_profile_domain_t*)R_ExternalPtrAddr(ptr);
+  if (handle != NULL) {
+    R_ClearExternalPtr(ptr);
+    weft_profile_domain_free(handle);
+  }
+}
+SEXP weft_r_wrap_profile_domain(weft_profile_domain_t* handle) {
+  return weft_r_wrap(handle, "weft_profile_domain_t", "weft_profile_domain", weft_r_finalize_profile_domain);
+}
+SEXP weft_r_wrap_profile_domain_many(weft_profile_domain_t* const* handles, int n) {
+  SEXP list = PROTECT(Rf_allocVector(VECSXP, n));
+  for (int i = 0; i < n; ++i) {
+    if (handles[i] != NULL) SET_VECTOR_ELT(list, i, weft_r_wrap_profile_domain(handles[i]));
+  }
+  UNPROTECT(1);
+  return list;
+}
+
+static void weft_r_finalize_profile_duration(SEXP ptr) {
+  weft_profile_duration_t* handle = (weft_profile_duration_t*)R_ExternalPtrAddr(ptr);
+  if (handle != NULL) {
+    R_ClearExternalPtr(ptr);
+    weft_profile_duration_free(handle);
+  }
+}
+SEXP weft_r_wrap_profile_duration(weft_profile_duration_t* handle) {
+  return weft_r_wrap(handle, "weft_profile_duration_t", "weft_profile_duration", weft_r_finalize_profile_duration);
+}
+SEXP weft_r_wrap_profile_duration_many(weft_profile_duration_t* const* handles, int n) {
+  SEXP list = PROTECT(Rf_allocVector(VECSXP, n));
+  for (int i = 0; i < n; ++i) {
+    if (handles[i] != NULL) SET_VECTOR_ELT(list, i, weft_r_wrap_profile_duration(handles[i]));
+  }
+  UNPROTECT(1);
+  return list;
+}
+
 static void weft_r_finalize_recordio(SEXP ptr) {
   weft_recordio_t* handle = (weft_recordio_t*)R_ExternalPtrAddr(ptr);
   if (handle != NULL) {
@@ -1850,6 +1907,196 @@ SEXP weft_r_library_op_name(SEXP s_path, SEXP s_i) {
   return result;
 }
 
+SEXP weft_r_profiler_set_config(SEXP s_keys, SEXP s_vals) {
+  int num = -1;
+  int len_keys = 0;
+  const char* const* keys = weft_r_strings(s_keys, &len_keys, "keys");
+  int len_vals = 0;
+  const char* const* vals = weft_r_strings(s_vals, &len_vals, "vals");
+  weft_r_count(&num, len_keys, Rf_isNull(s_keys), "num", "keys");
+  weft_r_count(&num, len_vals, Rf_isNull(s_vals), "num", "vals");
+  if (num < 0) num = 0;
+  weft_status_t status = weft_profiler_set_config(num, keys, vals);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profiler_set_config");
+  return R_NilValue;
+}
+
+SEXP weft_r_profiler_set_state(SEXP s_state) {
+  int state = weft_r_int(s_state, "state");
+  weft_status_t status = weft_profiler_set_state(state);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profiler_set_state");
+  return R_NilValue;
+}
+
+SEXP weft_r_profiler_get_state(void) {
+  int out = 0;
+  weft_status_t status = weft_profiler_get_state(&out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profiler_get_state");
+  SEXP result = PROTECT(ScalarInteger(out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_profiler_set_paused(SEXP s_paused) {
+  int paused = weft_r_int(s_paused, "paused");
+  weft_status_t status = weft_profiler_set_paused(paused);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profiler_set_paused");
+  return R_NilValue;
+}
+
+SEXP weft_r_profiler_dump(SEXP s_finished) {
+  int finished = weft_r_int(s_finished, "finished");
+  weft_status_t status = weft_profiler_dump(finished);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profiler_dump");
+  return R_NilValue;
+}
+
+SEXP weft_r_profiler_dumps(SEXP s_reset, SEXP s_format, SEXP s_sort_by, SEXP s_ascending) {
+  int reset = weft_r_int(s_reset, "reset");
+  int format = weft_r_int(s_format, "format");
+  int sort_by = weft_r_int(s_sort_by, "sort_by");
+  int ascending = weft_r_int(s_ascending, "ascending");
+  weft_bytes_t* out = NULL;
+  weft_status_t status = weft_profiler_dumps(reset, format, sort_by, ascending, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profiler_dumps");
+  SEXP result = PROTECT(weft_r_wrap_bytes((weft_bytes_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_profiler_set_scope(SEXP s_scope) {
+  const char* scope = weft_r_string_or_null(s_scope, "scope");
+  weft_status_t status = weft_profiler_set_scope(scope);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profiler_set_scope");
+  return R_NilValue;
+}
+
+SEXP weft_r_profile_domain_create(SEXP s_name) {
+  const char* name = weft_r_string_or_null(s_name, "name");
+  weft_profile_domain_t* out = NULL;
+  weft_status_t status = weft_profile_domain_create(name, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_domain_create");
+  SEXP result = PROTECT(weft_r_wrap_profile_domain((weft_profile_domain_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_profile_domain_free(SEXP s_domain) {
+  weft_profile_domain_t* domain = (weft_profile_domain_t*)weft_r_handle(s_domain, "weft_profile_domain_t", "domain");
+  if (TYPEOF(s_domain) == EXTPTRSXP) R_ClearExternalPtr(s_domain);
+  weft_status_t status = weft_profile_domain_free(domain);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_domain_free");
+  return R_NilValue;
+}
+
+SEXP weft_r_profile_task_create(SEXP s_domain, SEXP s_name) {
+  const weft_profile_domain_t* domain = (const weft_profile_domain_t*)weft_r_handle(s_domain, "weft_profile_domain_t", "domain");
+  const char* name = weft_r_string_or_null(s_name, "name");
+  weft_profile_duration_t* out = NULL;
+  weft_status_t status = weft_profile_task_create(domain, name, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_task_create");
+  SEXP result = PROTECT(weft_r_wrap_profile_duration((weft_profile_duration_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_profile_frame_create(SEXP s_domain, SEXP s_name) {
+  const weft_profile_domain_t* domain = (const weft_profile_domain_t*)weft_r_handle(s_domain, "weft_profile_domain_t", "domain");
+  const char* name = weft_r_string_or_null(s_name, "name");
+  weft_profile_duration_t* out = NULL;
+  weft_status_t status = weft_profile_frame_create(domain, name, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_frame_create");
+  SEXP result = PROTECT(weft_r_wrap_profile_duration((weft_profile_duration_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_profile_event_create(SEXP s_name) {
+  const char* name = weft_r_string_or_null(s_name, "name");
+  weft_profile_duration_t* out = NULL;
+  weft_status_t status = weft_profile_event_create(name, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_event_create");
+  SEXP result = PROTECT(weft_r_wrap_profile_duration((weft_profile_duration_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_profile_duration_start(SEXP s_duration) {
+  weft_profile_duration_t* duration = (weft_profile_duration_t*)weft_r_handle(s_duration, "weft_profile_duration_t", "duration");
+  weft_status_t status = weft_profile_duration_start(duration);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_duration_start");
+  return R_NilValue;
+}
+
+SEXP weft_r_profile_duration_stop(SEXP s_duration) {
+  weft_profile_duration_t* duration = (weft_profile_duration_t*)weft_r_handle(s_duration, "weft_profile_duration_t", "duration");
+  weft_status_t status = weft_profile_duration_stop(duration);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_duration_stop");
+  return R_NilValue;
+}
+
+SEXP weft_r_profile_duration_free(SEXP s_duration) {
+  weft_profile_duration_t* duration = (weft_profile_duration_t*)weft_r_handle(s_duration, "weft_profile_duration_t", "duration");
+  if (TYPEOF(s_duration) == EXTPTRSXP) R_ClearExternalPtr(s_duration);
+  weft_status_t status = weft_profile_duration_free(duration);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_duration_free");
+  return R_NilValue;
+}
+
+SEXP weft_r_profile_counter_create(SEXP s_domain, SEXP s_name) {
+  const weft_profile_domain_t* domain = (const weft_profile_domain_t*)weft_r_handle(s_domain, "weft_profile_domain_t", "domain");
+  const char* name = weft_r_string_or_null(s_name, "name");
+  weft_profile_counter_t* out = NULL;
+  weft_status_t status = weft_profile_counter_create(domain, name, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_counter_create");
+  SEXP result = PROTECT(weft_r_wrap_profile_counter((weft_profile_counter_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_profile_counter_set(SEXP s_counter, SEXP s_value) {
+  weft_profile_counter_t* counter = (weft_profile_counter_t*)weft_r_handle(s_counter, "weft_profile_counter_t", "counter");
+  int64_t value = (int64_t)weft_r_double(s_value, "value");
+  weft_status_t status = weft_profile_counter_set(counter, value);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_counter_set");
+  return R_NilValue;
+}
+
+SEXP weft_r_profile_counter_adjust(SEXP s_counter, SEXP s_delta) {
+  weft_profile_counter_t* counter = (weft_profile_counter_t*)weft_r_handle(s_counter, "weft_profile_counter_t", "counter");
+  int64_t delta = (int64_t)weft_r_double(s_delta, "delta");
+  weft_status_t status = weft_profile_counter_adjust(counter, delta);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_counter_adjust");
+  return R_NilValue;
+}
+
+SEXP weft_r_profile_counter_get(SEXP s_counter) {
+  const weft_profile_counter_t* counter = (const weft_profile_counter_t*)weft_r_handle(s_counter, "weft_profile_counter_t", "counter");
+  int64_t out = 0;
+  weft_status_t status = weft_profile_counter_get(counter, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_counter_get");
+  SEXP result = PROTECT(ScalarReal((double)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_profile_counter_free(SEXP s_counter) {
+  weft_profile_counter_t* counter = (weft_profile_counter_t*)weft_r_handle(s_counter, "weft_profile_counter_t", "counter");
+  if (TYPEOF(s_counter) == EXTPTRSXP) R_ClearExternalPtr(s_counter);
+  weft_status_t status = weft_profile_counter_free(counter);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_counter_free");
+  return R_NilValue;
+}
+
+SEXP weft_r_profile_marker(SEXP s_domain, SEXP s_name, SEXP s_scope) {
+  const weft_profile_domain_t* domain = (const weft_profile_domain_t*)weft_r_handle(s_domain, "weft_profile_domain_t", "domain");
+  const char* name = weft_r_string_or_null(s_name, "name");
+  const char* scope = weft_r_string_or_null(s_scope, "scope");
+  weft_status_t status = weft_profile_marker(domain, name, scope);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_profile_marker");
+  return R_NilValue;
+}
+
 const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_get_version", (DL_FUNC)&weft_r_get_version, 0},
   {"C_weft_get_gpu_count", (DL_FUNC)&weft_r_get_gpu_count, 0},
@@ -1992,5 +2239,26 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_set_last_error", (DL_FUNC)&weft_r_set_last_error, 1},
   {"C_weft_library_load", (DL_FUNC)&weft_r_library_load, 1},
   {"C_weft_library_op_name", (DL_FUNC)&weft_r_library_op_name, 2},
+  {"C_weft_profiler_set_config", (DL_FUNC)&weft_r_profiler_set_config, 2},
+  {"C_weft_profiler_set_state", (DL_FUNC)&weft_r_profiler_set_state, 1},
+  {"C_weft_profiler_get_state", (DL_FUNC)&weft_r_profiler_get_state, 0},
+  {"C_weft_profiler_set_paused", (DL_FUNC)&weft_r_profiler_set_paused, 1},
+  {"C_weft_profiler_dump", (DL_FUNC)&weft_r_profiler_dump, 1},
+  {"C_weft_profiler_dumps", (DL_FUNC)&weft_r_profiler_dumps, 4},
+  {"C_weft_profiler_set_scope", (DL_FUNC)&weft_r_profiler_set_scope, 1},
+  {"C_weft_profile_domain_create", (DL_FUNC)&weft_r_profile_domain_create, 1},
+  {"C_weft_profile_domain_free", (DL_FUNC)&weft_r_profile_domain_free, 1},
+  {"C_weft_profile_task_create", (DL_FUNC)&weft_r_profile_task_create, 2},
+  {"C_weft_profile_frame_create", (DL_FUNC)&weft_r_profile_frame_create, 2},
+  {"C_weft_profile_event_create", (DL_FUNC)&weft_r_profile_event_create, 1},
+  {"C_weft_profile_duration_start", (DL_FUNC)&weft_r_profile_duration_start, 1},
+  {"C_weft_profile_duration_stop", (DL_FUNC)&weft_r_profile_duration_stop, 1},
+  {"C_weft_profile_duration_free", (DL_FUNC)&weft_r_profile_duration_free, 1},
+  {"C_weft_profile_counter_create", (DL_FUNC)&weft_r_profile_counter_create, 2},
+  {"C_weft_profile_counter_set", (DL_FUNC)&weft_r_profile_counter_set, 2},
+  {"C_weft_profile_counter_adjust", (DL_FUNC)&weft_r_profile_counter_adjust, 2},
+  {"C_weft_profile_counter_get", (DL_FUNC)&weft_r_profile_counter_get, 1},
+  {"C_weft_profile_counter_free", (DL_FUNC)&weft_r_profile_counter_free, 1},
+  {"C_weft_profile_marker", (DL_FUNC)&weft_r_profile_marker, 3},
   {NULL, NULL, 0}
 };

@@ -10,7 +10,7 @@
 #include <R_ext/Rdynload.h>
 #include <weft/c_api.h>
 
-#define WEFT_R_NUM_RAW_ROUTINES 141
+#define WEFT_R_NUM_RAW_ROUTINES 162
 extern const R_CallMethodDef weft_r_raw_routines[];
 
 SEXP weft_r_wrap_bytes(weft_bytes_t* handle);
@@ -27,6 +27,12 @@ SEXP weft_r_wrap_ndarray(weft_ndarray_t* handle);
 SEXP weft_r_wrap_ndarray_many(weft_ndarray_t* const* handles, int n);
 SEXP weft_r_wrap_op(weft_op_t* handle);
 SEXP weft_r_wrap_op_many(weft_op_t* const* handles, int n);
+SEXP weft_r_wrap_profile_counter(weft_profile_counter_t* handle);
+SEXP weft_r_wrap_profile_counter_many(weft_profile_counter_t* const* handles, int n);
+SEXP weft_r_wrap_profile_domain(weft_profile_domain_t* handle);
+SEXP weft_r_wrap_profile_domain_many(weft_profile_domain_t* const* handles, int n);
+SEXP weft_r_wrap_profile_duration(weft_profile_duration_t* handle);
+SEXP weft_r_wrap_profile_duration_many(weft_profile_duration_t* const* handles, int n);
 SEXP weft_r_wrap_recordio(weft_recordio_t* handle);
 SEXP weft_r_wrap_recordio_many(weft_recordio_t* const* handles, int n);
 SEXP weft_r_wrap_symbol(weft_symbol_t* handle);
