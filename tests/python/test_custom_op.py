@@ -210,6 +210,9 @@ def test_symbol_names_and_inference():
     assert arg == [(4, 3), (4,)] and out == [(4, 3)] and aux == []
     c = mx.sym.Custom(mx.sym.Variable("x"), op_type="t_count", name="cnt")
     assert c.list_auxiliary_states() == ["cnt_count"]
+    # positional and named inputs together, as MXNet takes them
+    mixed = mx.sym.Custom(mx.sym.Variable("x"), label=mx.sym.Variable("y"), op_type="t_softmax", name="sm2")
+    assert mixed.list_arguments() == ["x", "y"]
     # the symbol survives JSON
     again = mx.sym.load_json(sym.tojson())
     assert again.list_arguments() == ["x", "sm_label"]

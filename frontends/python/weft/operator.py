@@ -23,6 +23,8 @@ from .ndarray import NDArray
 from .ndarray import _ops as _nd_ops
 from .ndarray.ndarray import dtype_id, _ID_TO_NP
 from . import ndarray as _nd
+from . import symbol as _sym
+from .symbol import Symbol
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators",
            "get_operator_arguments", "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp"]
@@ -538,10 +540,38 @@ def _nd_custom(*args, **kwargs):
 
 _generated_nd_custom = _nd_ops.get("Custom")
 _nd_custom.__name__ = "Custom"
-# nd.Custom takes inputs by name too; sym.Custom is the generated function, since the core
-# names a Custom node's inputs after its property's arguments.
 _nd.Custom = _nd_custom
 _nd_ops._functions["Custom"] = _nd_custom
+
+
+def _sym_custom(*args, **kwargs):
+    """The Symbol applying the custom operator `op_type` to inputs given by position, by
+    argument name or both; missing inputs become variables named <name>_<argument>."""
+    named = [k for k, v in kwargs.items() if isinstance(v, Symbol)]
+    op_type = kwargs.get("op_type")
+    if args and named and op_type in _registry:
+        # The generated function takes a variable number of inputs by position or all by
+        # name: name the positional ones after the property's arguments.
+        params = {k: str(v) for k, v in kwargs.items()
+                  if k not in named and k not in ("op_type", "name", "attr") and v is not None}
+        prop = _registry[op_type](**params)
+        names = list(prop.list_arguments()) + list(prop.list_auxiliary_states())
+        if len(args) > len(names):
+            raise TypeError("Custom %r: expected at most %d inputs (%s), got %d"
+                            % (op_type, len(names), ", ".join(names), len(args)))
+        for n, a in zip(names, args):
+            if n in kwargs:
+                raise TypeError("Custom %r: input %r given by position and by name" % (op_type, n))
+            kwargs[n] = a
+        args = ()
+    return _generated_sym_custom(*args, **kwargs)
+
+
+# sym.Custom is the generated function (the core names a Custom node's inputs after its
+# property's arguments), wrapped to take positional and named inputs together.
+_generated_sym_custom = _sym.Custom
+_sym_custom.__name__ = "Custom"
+_sym.Custom = _sym_custom
 
 
 def get_all_registered_operators():
