@@ -6,6 +6,7 @@
 // MXNet's do. Gradients: normalize's (out_grad / std), crop's (the gradient put back at the
 // window) and the deterministic flips' (the same flip); to_tensor and the random flips have
 // none.
+#include <algorithm>
 #include <vector>
 
 #include "core/op/image/image_util.h"
@@ -66,7 +67,7 @@ void ToTensorCompute(const NodeAttrs&, const OpContext&, const std::vector<TBlob
   float* y = out[0].ptr<float>();
   WEFT_IMAGE_TYPE_SWITCH(in[0].dtype, T, {
     const T* x = in[0].ptr<T>();
-    ParallelFor(n * c, 1, [&](int64_t qb, int64_t qe) {
+    ParallelFor(n * c, ItemGrain(pixels), [&](int64_t qb, int64_t qe) {
       for (int64_t q = qb; q < qe; ++q) {
         const int64_t b = q / c, ch = q % c;
         const T* src = x + b * pixels * c + ch;
@@ -118,7 +119,7 @@ void PerChannelAffine(const Shape& s, const std::vector<double>& mean, const std
   using A = nn::Acc<T>;
   const int axis = ChannelAxis(s);
   const int64_t c = s[axis], n = axis == 1 ? s[0] : 1, plane = s[axis + 1] * s[axis + 2];
-  ParallelFor(n * c, 1, [&](int64_t qb, int64_t qe) {
+  ParallelFor(n * c, ItemGrain(plane), [&](int64_t qb, int64_t qe) {
     for (int64_t q = qb; q < qe; ++q) {
       const size_t ch = static_cast<size_t>(q % c);
       const A m = static_cast<A>(mean[ch]), sd = static_cast<A>(std[ch]);
@@ -170,21 +171,28 @@ bool AugmentShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sh
   return SameShape(attrs, in, out);
 }
 
-// Reverses axis 0 (rows) or 1 (columns) of an (H, W, C) image; safe in place, since each
-// pair of mirrored cells is read before either is written.
+// Reverses axis 0 (rows) or 1 (columns) of an (H, W, C) image, one mirrored pair of rows or
+// pixels at a time; in place the pair is swapped.
 template <typename T>
 void FlipImage(const Shape& s, int axis, const T* x, T* y, OpReq req) {
   const int64_t H = s[0], W = s[1], C = s[2];
   const int64_t outer = axis == 0 ? 1 : H, mid = axis == 0 ? H : W, tail = axis == 0 ? W * C : C;
-  ParallelFor(outer, 1, [&](int64_t ob, int64_t oe) {
-    for (int64_t o = ob; o < oe; ++o) {
-      for (int64_t j = 0; j < (mid + 1) / 2; ++j) {
-        const int64_t a = (o * mid + j) * tail, b = (o * mid + mid - 1 - j) * tail;
+  const int64_t pairs = (mid + 1) / 2;
+  ParallelFor(outer * pairs, ItemGrain(2 * tail), [&](int64_t qb, int64_t qe) {
+    for (int64_t q = qb; q < qe; ++q) {
+      const int64_t o = q / pairs, j = q % pairs;
+      const int64_t a = (o * mid + j) * tail, b = (o * mid + mid - 1 - j) * tail;
+      if (req == OpReq::kAddTo) {
         for (int64_t k = 0; k < tail; ++k) {
           const T va = x[a + k], vb = x[b + k];
           Store(y + a + k, req, vb);
           if (a != b) Store(y + b + k, req, va);
         }
+      } else if (x == y) {
+        if (a != b) std::swap_ranges(y + a, y + a + tail, y + b);
+      } else {
+        std::copy_n(x + b, tail, y + a);
+        if (a != b) std::copy_n(x + a, tail, y + b);
       }
     }
   });
@@ -241,7 +249,7 @@ void CropRows(const NodeAttrs& attrs, const Shape& s, const T* src, T* dst, OpRe
   const int r = s.ndim() - 3;
   const int64_t n = r == 1 ? s[0] : 1, H = s[r], W = s[r + 1], C = s[r + 2];
   const int64_t h = p.height, w = p.width, row = w * C;
-  ParallelFor(n * H, 16, [&](int64_t qb, int64_t qe) {
+  ParallelFor(n * H, ItemGrain(W * C), [&](int64_t qb, int64_t qe) {
     for (int64_t q = qb; q < qe; ++q) {
       const int64_t b = q / H, y = q % H;
       const bool inside = y >= p.y && y < p.y + h;

@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "core/op/nn/item_grain.h"
 #include "core/op/op_util.h"
 #include "core/op/random/sampler.h"
 

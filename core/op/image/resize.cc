@@ -7,6 +7,7 @@
 // dtype. As in MXNet, there is no gradient.
 #include <cmath>
 
+#include "core/op/nn/item_grain.h"
 #include "core/op/image/image_util.h"
 #include "core/op/nn/resample.h"
 
@@ -83,7 +84,7 @@ void Resize(const Shape& s, const Shape& o, int interp, const T* x, T* y) {
       ys[static_cast<size_t>(i)] = std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(i) * H / h)), H - 1);
     for (int64_t j = 0; j < w; ++j)
       xs[static_cast<size_t>(j)] = std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(j) * W / w)), W - 1);
-    ParallelFor(n * h, 16, [&](int64_t qb, int64_t qe) {
+    ParallelFor(n * h, ItemGrain(w * C), [&](int64_t qb, int64_t qe) {
       for (int64_t q = qb; q < qe; ++q) {
         const int64_t b = q / h, i = q % h;
         const T* row = x + (b * H + ys[static_cast<size_t>(i)]) * W * C;
@@ -97,7 +98,7 @@ void Resize(const Shape& s, const Shape& o, int interp, const T* x, T* y) {
   if (interp >= 2) {
     const bool shrink = h <= H && w <= W;
     const ResampleTaps ty = CubicOrAreaTaps(H, h, interp, shrink), tx = CubicOrAreaTaps(W, w, interp, shrink);
-    ParallelFor(n * h, 4, [&](int64_t qb, int64_t qe) {
+    ParallelFor(n * h, ItemGrain(w * C * ty.k * tx.k), [&](int64_t qb, int64_t qe) {
       for (int64_t q = qb; q < qe; ++q) {
         const int64_t b = q / h, i = q % h;
         T* dst = y + q * w * C;
@@ -121,7 +122,7 @@ void Resize(const Shape& s, const Shape& o, int interp, const T* x, T* y) {
     return;
   }
   const auto ty = LinearTaps(H, h, false, false), tx = LinearTaps(W, w, false, false);
-  ParallelFor(n * h, 16, [&](int64_t qb, int64_t qe) {
+  ParallelFor(n * h, ItemGrain(w * C * 4), [&](int64_t qb, int64_t qe) {
     for (int64_t q = qb; q < qe; ++q) {
       const int64_t b = q / h, i = q % h;
       const LinearTap& a = ty[static_cast<size_t>(i)];

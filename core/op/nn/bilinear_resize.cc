@@ -13,6 +13,7 @@
 #include <cmath>
 #include <optional>
 
+#include "core/op/nn/item_grain.h"
 #include "core/op/nn/norm_util.h"
 #include "core/op/nn/resample.h"
 
@@ -131,7 +132,7 @@ void ResizeForward(int64_t planes, int64_t H, int64_t W, int64_t h, int64_t w, b
                    OpReq req) {
   using A = nn::Acc<T>;
   const auto ty = LinearTaps(H, h, align, true), tx = LinearTaps(W, w, align, true);
-  ParallelFor(planes, 1, [&](int64_t pb, int64_t pe) {
+  ParallelFor(planes, ItemGrain(h * w * 4), [&](int64_t pb, int64_t pe) {
     for (int64_t pl = pb; pl < pe; ++pl) {
       const T* src = x + pl * H * W;
       T* dst = y + pl * h * w;
@@ -155,7 +156,7 @@ void ResizeBackward(int64_t planes, int64_t H, int64_t W, int64_t h, int64_t w, 
                     OpReq req) {
   using A = nn::Acc<T>;
   const auto ty = LinearTaps(H, h, align, true), tx = LinearTaps(W, w, align, true);
-  ParallelFor(planes, 1, [&](int64_t pb, int64_t pe) {
+  ParallelFor(planes, ItemGrain(h * w * 4 + H * W), [&](int64_t pb, int64_t pe) {
     std::vector<A> acc(static_cast<size_t>(H * W));
     for (int64_t pl = pb; pl < pe; ++pl) {
       std::fill(acc.begin(), acc.end(), A(0));
@@ -256,7 +257,7 @@ template <typename T>
 void AdaptivePool(int64_t planes, int64_t H, int64_t W, int64_t h, int64_t w, const T* src, T* dst, OpReq req,
                   bool backward) {
   using A = nn::Acc<T>;
-  ParallelFor(planes, 1, [&](int64_t pb, int64_t pe) {
+  ParallelFor(planes, ItemGrain(H * W + h * w), [&](int64_t pb, int64_t pe) {
     std::vector<A> acc(backward ? static_cast<size_t>(H * W) : 0);
     for (int64_t pl = pb; pl < pe; ++pl) {
       std::fill(acc.begin(), acc.end(), A(0));

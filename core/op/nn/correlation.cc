@@ -10,6 +10,7 @@
 // border = max_displacement + (kernel_size - 1) / 2.
 #include <cmath>
 
+#include "core/op/nn/item_grain.h"
 #include "core/op/nn/norm_util.h"
 
 namespace weft {
@@ -104,7 +105,7 @@ void CorrelationCompute(const NodeAttrs& attrs, const OpContext&, const std::vec
     const T* b = in[1].ptr<T>();
     T* y = out[0].ptr<T>();
     const A norm = static_cast<A>(g.k * g.k * g.c);
-    ParallelFor(g.n * g.channels(), 1, [&](int64_t qb, int64_t qe) {
+    ParallelFor(g.n * g.channels(), ItemGrain(g.top_h * g.top_w * g.k * g.k * g.c), [&](int64_t qb, int64_t qe) {
       for (int64_t q = qb; q < qe; ++q) {
         const int64_t n = q / g.channels(), tc = q % g.channels();
         for (int64_t i = 0; i < g.top_h; ++i)
@@ -148,7 +149,7 @@ void CorrelationBackward(const NodeAttrs& attrs, const OpContext&, const std::ve
     const int64_t item = g.c * g.H * g.W;
     const A norm = static_cast<A>(g.k * g.k * g.c);
     // Each batch item's gradients are accumulated in its own buffers, then stored.
-    ParallelFor(g.n, 1, [&](int64_t nb, int64_t ne) {
+    ParallelFor(g.n, ItemGrain(g.channels() * g.top_h * g.top_w * g.k * g.k * g.c), [&](int64_t nb, int64_t ne) {
       std::vector<A> g1(static_cast<size_t>(item)), g2(static_cast<size_t>(item));
       for (int64_t n = nb; n < ne; ++n) {
         std::fill(g1.begin(), g1.end(), A(0));

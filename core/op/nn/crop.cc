@@ -3,6 +3,7 @@
 // (crop_like) with two; it starts at offset = (y, x), or in the middle (rounded down) with
 // center_crop. The gradient puts the output gradient back at the window and zeros elsewhere;
 // crop_like gets a zero gradient.
+#include "core/op/nn/item_grain.h"
 #include "core/op/nn/norm_util.h"
 
 namespace weft {
@@ -93,7 +94,7 @@ template <typename T>
 void CropRows(const Shape& data, int64_t h, int64_t w, int64_t y0, int64_t x0, const T* src, T* dst, OpReq req,
               bool backward) {
   const int64_t planes = data[0] * data[1], H = data[2], W = data[3];
-  ParallelFor(planes, 1, [&](int64_t pb, int64_t pe) {
+  ParallelFor(planes, ItemGrain(backward ? H * W : h * w), [&](int64_t pb, int64_t pe) {
     for (int64_t pl = pb; pl < pe; ++pl) {
       if (!backward) {
         for (int64_t r = 0; r < h; ++r) {

@@ -6,6 +6,7 @@
 // dilate * (kernel - 1) - 1) / stride + 1. col2im is its adjoint: it adds every column entry
 // back into the image cell it came from (entries that fell in the padding are dropped), so
 // each is the other's gradient.
+#include "core/op/nn/item_grain.h"
 #include "core/op/nn/conv_common.h"
 #include "core/op/nn/norm_util.h"
 
@@ -100,7 +101,7 @@ void ForEachEntry(const Blocks& b, F&& f) {
 template <typename T>
 void Im2col(const Blocks& b, int64_t planes, const T* im, T* col, OpReq req) {
   const int64_t cs = b.taps() * b.positions(), is = b.pixels();
-  ParallelFor(planes, 1, [&](int64_t pb, int64_t pe) {
+  ParallelFor(planes, ItemGrain(cs), [&](int64_t pb, int64_t pe) {
     for (int64_t pl = pb; pl < pe; ++pl) {
       const T* x = im + pl * is;
       T* y = col + pl * cs;
@@ -114,7 +115,7 @@ template <typename T>
 void Col2im(const Blocks& b, int64_t planes, const T* col, T* im, OpReq req) {
   using A = double;  // exact for the integer dtypes too
   const int64_t cs = b.taps() * b.positions(), is = b.pixels();
-  ParallelFor(planes, 1, [&](int64_t pb, int64_t pe) {
+  ParallelFor(planes, ItemGrain(cs + is), [&](int64_t pb, int64_t pe) {
     std::vector<A> acc(static_cast<size_t>(is));
     for (int64_t pl = pb; pl < pe; ++pl) {
       std::fill(acc.begin(), acc.end(), A(0));

@@ -6,6 +6,7 @@
 // where avg (the auxiliary state moving_avg, one per unit of axis 1) is first updated from
 // the batch: avg = momentum * avg + (1 - momentum) * mean over the batch. The data is
 // (batch, units), as in MXNet, and meant to be sigmoid outputs (avg in (0, 1)).
+#include "core/op/nn/item_grain.h"
 #include "core/op/nn/norm_util.h"
 
 namespace weft {
@@ -77,7 +78,7 @@ void KLBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vect
     T* dx = out[0].ptr<T>();
     const A mom = static_cast<A>(p.momentum), rho = static_cast<A>(p.sparseness_target);
     const A pen = static_cast<A>(p.penalty);
-    ParallelFor(units, 64, [&](int64_t ub, int64_t ue) {
+    ParallelFor(units, ItemGrain(2 * batch), [&](int64_t ub, int64_t ue) {
       for (int64_t u = ub; u < ue; ++u) {
         A sum = 0;
         for (int64_t b = 0; b < batch; ++b) sum += static_cast<A>(x[b * units + u]);

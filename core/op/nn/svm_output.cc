@@ -5,6 +5,7 @@
 //   L1 (use_linear): reg * sum_k max(0, margin - y_k * x_k)
 // with y_k = +1 for the labelled class and -1 for the others. Labels hold one class index per
 // row (data.shape[:-1]); a label outside [0, classes) marks no class as the right one.
+#include "core/op/nn/item_grain.h"
 #include "core/op/nn/norm_util.h"
 
 namespace weft {
@@ -92,7 +93,7 @@ void SVMBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vec
     const A margin = static_cast<A>(p.margin), reg = static_cast<A>(p.regularization_coefficient);
     WEFT_TYPE_SWITCH(in[1].dtype, L, {
       const L* label = in[1].ptr<L>();
-      ParallelFor(rows, 64, [&](int64_t rb, int64_t re) {
+      ParallelFor(rows, ItemGrain(classes), [&](int64_t rb, int64_t re) {
         for (int64_t r = rb; r < re; ++r) {
           const int64_t k = static_cast<int64_t>(label[r]);
           for (int64_t c = 0; c < classes; ++c) {
