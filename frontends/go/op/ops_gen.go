@@ -92,6 +92,7 @@ var opInternalContribArangeLike = weft.NewOperator("_contrib_arange_like")
 var opInternalContribBackwardGradientmultiplier = weft.NewOperator("_contrib_backward_gradientmultiplier")
 var opInternalContribBackwardIndexCopy = weft.NewOperator("_contrib_backward_index_copy")
 var opInternalContribBackwardQuadratic = weft.NewOperator("_contrib_backward_quadratic")
+var opInternalContribBooleanMask = weft.NewOperator("_contrib_boolean_mask")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
@@ -2786,6 +2787,36 @@ func InternalContribBackwardQuadratic(ograd, data *weft.NDArray, opts ...Option)
 func SymInternalContribBackwardQuadratic(ograd, data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribBackwardQuadratic, []string{"ograd", "data"}, ograd, data)
+}
+
+// InternalContribBooleanMask runs the operator _contrib_boolean_mask.
+//
+// The slices of data along axis whose entry in the 1-D index is nonzero. The output's size depends on the index's values, so it runs imperatively (on the CPU) only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Data
+//   - index: Mask
+//
+// Options:
+//   - WithAxis(int): An integer that represents the axis in NDArray to mask from. (default 0)
+func InternalContribBooleanMask(data, index *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBooleanMask, data, index)
+}
+
+// SymInternalContribBooleanMask runs the operator _contrib_boolean_mask symbolically: it adds one node to the graph.
+//
+// The slices of data along axis whose entry in the 1-D index is nonzero. The output's size depends on the index's values, so it runs imperatively (on the CPU) only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Data
+//   - index: Mask
+//
+// Options:
+//   - WithAxis(int): An integer that represents the axis in NDArray to mask from. (default 0)
+func SymInternalContribBooleanMask(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBooleanMask, []string{"data", "index"}, data, index)
 }
 
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.

@@ -1041,6 +1041,26 @@ _contrib_backward_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contr
 _contrib_backward_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_quadratic, args; kwargs...)
 _contrib_backward_quadratic(; kwargs...) = _call_op(_op__contrib_backward_quadratic; kwargs...)
 
+const _op__contrib_boolean_mask = OpDef("_contrib_boolean_mask", ["data", "index"], false, "")
+"""
+    _contrib_boolean_mask(data, index; axis=0)
+
+The slices of data along axis whose entry in the 1-D index is nonzero. The output's size depends on the index's values, so it runs imperatively (on the CPU) only.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Data
+- `index` (NDArray or SymbolicNode): Mask
+
+# Parameters
+- `axis` (int; default `0`): An integer that represents the axis in NDArray to mask from.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_boolean_mask end
+_contrib_boolean_mask(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_boolean_mask, args; kwargs...)
+_contrib_boolean_mask(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_boolean_mask, args; kwargs...)
+_contrib_boolean_mask(; kwargs...) = _call_op(_op__contrib_boolean_mask; kwargs...)
+
 const _op__contrib_div_sqrt_dim = OpDef("_contrib_div_sqrt_dim", ["data"], false, "")
 """
     _contrib_div_sqrt_dim(data)
@@ -6707,6 +6727,7 @@ const _OPERATOR_NAMES = [
     "_contrib_backward_gradientmultiplier",
     "_contrib_backward_index_copy",
     "_contrib_backward_quadratic",
+    "_contrib_boolean_mask",
     "_contrib_div_sqrt_dim",
     "_contrib_gradientmultiplier",
     "_contrib_index_array",

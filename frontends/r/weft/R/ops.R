@@ -326,6 +326,13 @@ mx.symbol.internal.contrib.backward.quadratic <- function(ograd = NULL, data = N
   .weft_symbol_op("_contrib_backward_quadratic", list(ograd = ograd, data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.boolean.mask <- function(data = NULL, index = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_boolean_mask", list(data, index), c(axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.contrib.boolean.mask <- function(data = NULL, index = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_boolean_mask", list(data = data, index = index), c(axis = .weft_param(axis)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_div_sqrt_dim", list(data), c(), NULL, out)
 }
