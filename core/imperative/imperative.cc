@@ -8,6 +8,7 @@
 #include "core/imperative/transformation.h"
 #include "core/op/compute_async.h"
 #include "core/profiler/profiler.h"
+#include "core/op/shape_from_data.h"
 
 namespace weft {
 namespace imperative {
@@ -160,6 +161,19 @@ class InferStage final : public Transformation {
         s->out_shapes[i] = (*outputs)[i].shape();
         s->out_types[i] = (*outputs)[i].dtype();
       }
+    }
+    static const auto& data_shape_fns = Op::GetAttr<FInferShapeFromData>("FInferShapeFromData");
+    if (data_shape_fns.Contains(op)) {
+      // The output shapes depend on the input values: wait for them and read them here.
+      std::vector<TBlob> blobs;
+      for (const auto& x : inputs) {
+        if (x.ctx().is_gpu())
+          Throw(ErrorKind::kUnsupported, "Operator '", op->name, "' reads its inputs to size its outputs and "
+                "supports CPU arrays only");
+        x.WaitToRead();
+        blobs.push_back(x.data());
+      }
+      data_shape_fns[op](attrs, blobs, &s->out_shapes);
     }
     InferShapeType(attrs, &s->in_shapes, &s->in_types, &s->out_shapes, &s->out_types);
     for (size_t i = 0; i < inputs.size(); ++i) {

@@ -785,3 +785,42 @@ def test_cumsum_dtypes_and_errors():
         nd.cumsum(nd.zeros((2,)), axis=1)
     with pytest.raises(mx.base.MXNetError, match="ograd"):
         nd._internal._backward_np_cumsum(nd.zeros((3,)), nd.zeros((2, 2))).asnumpy()
+
+
+# ---------------------------------------------------------------- contrib boolean_mask
+@pytest.mark.parametrize("shape,axis", [((5, 3), 0), ((2, 4, 3), 1), ((3, 4), -1)])
+def test_boolean_mask(shape, axis):
+    x = RNG.uniform(-1, 1, shape)
+    n = shape[axis]
+    index = (RNG.rand(n) > 0.4).astype(np.float32)
+    index[0] = 1
+    got = nd.contrib.boolean_mask(nd.array(x, dtype=np.float64), nd.array(index), axis=axis)
+    assert_almost_equal(got.asnumpy(), np.compress(index != 0, x, axis=axis))
+    # The gradient by hand (a numeric one would perturb the zeros of the index too).
+    a = nd.array(x, dtype=np.float64)
+    a.attach_grad()
+    w = RNG.uniform(-1, 1, got.shape)
+    with autograd.record():
+        y = nd.contrib.boolean_mask(a, nd.array(index), axis=axis) * nd.array(w, dtype=np.float64)
+    y.backward()
+    want = np.zeros_like(x)
+    sel = [slice(None)] * len(shape)
+    sel[axis] = np.flatnonzero(index)
+    want[tuple(sel)] = w
+    assert_almost_equal(a.grad.asnumpy(), want)
+
+
+def test_boolean_mask_keeps_nothing_and_errors():
+    got = nd.contrib.boolean_mask(nd.ones((3, 2)), nd.zeros((3,)))
+    assert got.shape == (0, 2)
+    with pytest.raises(mx.base.MXNetError, match="1-D index of length 3"):
+        nd.contrib.boolean_mask(nd.ones((3, 2)), nd.ones((2,)))
+    with pytest.raises(mx.base.MXNetError, match="axis"):
+        nd.contrib.boolean_mask(nd.ones((3, 2)), nd.ones((3,)), axis=2)
+    with pytest.raises(mx.base.MXNetError, match="keeps 2 slices"):
+        nd._internal._backward_contrib_boolean_mask(nd.ones((3, 2)), nd.ones((3, 2)), nd.array([1, 0, 1]))[0].asnumpy()
+    # In a graph the output's size is unknown until the index is read.
+    s = mx.sym.contrib.boolean_mask(mx.sym.Variable("x"), mx.sym.Variable("i"))
+    _, out_shapes, _ = s.infer_shape_partial(x=(3, 2), i=(3,))
+    # (the unknown length shows as 0, MXNet's legacy mark for an unknown dimension)
+    assert out_shapes == [(0, 2)]

@@ -4,8 +4,6 @@
 // gradients scatter the output gradient back to the positions the values came from
 // (_backward_topk); argsort's and the index outputs' gradient is zero.
 #include <algorithm>
-#include <cmath>
-#include <numeric>
 #include <optional>
 
 #include "core/op/elemwise/gradients.h"
@@ -123,25 +121,37 @@ void CheckIndexDType(const NodeAttrs& attrs, DType t, int64_t n) {
           n - 1, " exactly");
 }
 
-// For each lane, the positions (0..n-1) of its elements in sorted order, first k kept;
-// calls f(lane_base, lane_stride, order) with the lane's offset and stride in the input.
+// Orders (value, position) keys: NaN above every number (last ascending, first
+// descending), equal values by position, so the order is total and the same as a stable
+// sort's.
+template <typename K>
+struct KeyOrder {
+  bool ascend;
+  bool operator()(const std::pair<K, int64_t>& a, const std::pair<K, int64_t>& b) const {
+    // x != x holds for NaN only (never for integer keys).
+    bool an = a.first != a.first, bn = b.first != b.first;
+    if (an || bn) return an != bn ? (ascend ? bn : an) : a.second < b.second;
+    if (a.first != b.first) return ascend ? a.first < b.first : a.first > b.first;
+    return a.second < b.second;
+  }
+};
+
+// For each lane, the positions (0..n-1) of its first k elements in sorted order; calls
+// f(lane_base, lane, order) with the lane's offset in the input.
 template <typename T, typename F>
 void SortLanes(const T* x, const SortView& v, bool ascend, F&& f) {
+  using K = typename AccType<T>::type;
   ParallelFor(v.outer * v.inner, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(v.n, 1)),
               [&](int64_t b, int64_t e) {
-                std::vector<int64_t> order(v.n);
+                std::vector<std::pair<K, int64_t>> keys(v.n);
+                std::vector<int64_t> order(v.k);
+                KeyOrder<K> cmp{ascend};
                 for (int64_t lane = b; lane < e; ++lane) {
                   int64_t base = (lane / v.inner) * v.n * v.inner + lane % v.inner;
-                  std::iota(order.begin(), order.end(), 0);
-                  auto at = [&](int64_t j) { return static_cast<double>(x[base + j * v.inner]); };
-                  // NaN ranks above every number (last ascending, first descending), which keeps
-                  // the order a strict weak one.
-                  auto less = [&](int64_t p, int64_t q) {
-                    double a = at(p), b = at(q);
-                    return a < b || (std::isnan(b) && !std::isnan(a));
-                  };
-                  std::stable_sort(order.begin(), order.end(),
-                                   [&](int64_t p, int64_t q) { return ascend ? less(p, q) : less(q, p); });
+                  for (int64_t j = 0; j < v.n; ++j) keys[j] = {static_cast<K>(x[base + j * v.inner]), j};
+                  if (v.k < v.n) std::partial_sort(keys.begin(), keys.begin() + v.k, keys.end(), cmp);
+                  else std::sort(keys.begin(), keys.end(), cmp);
+                  for (int64_t j = 0; j < v.k; ++j) order[j] = keys[j].second;
                   f(base, lane, order);
                 }
               });

@@ -109,6 +109,7 @@ var opInternalContribBackwardQuadratic = weft.NewOperator("_contrib_backward_qua
 var opInternalContribBatchNormWithReLU = weft.NewOperator("_contrib_BatchNormWithReLU")
 var opInternalContribBilinearResize2D = weft.NewOperator("_contrib_BilinearResize2D")
 var opInternalContribBipartiteMatching = weft.NewOperator("_contrib_bipartite_matching")
+var opInternalContribBooleanMask = weft.NewOperator("_contrib_boolean_mask")
 var opInternalContribBoxDecode = weft.NewOperator("_contrib_box_decode")
 var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
 var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
@@ -3530,6 +3531,36 @@ func SymInternalContribBipartiteMatching(data *weft.Symbol, threshold float64, o
 	c := newCall(opts)
 	c.set("threshold", threshold)
 	return c.compose(opInternalContribBipartiteMatching, []string{"data"}, data)
+}
+
+// InternalContribBooleanMask runs the operator _contrib_boolean_mask.
+//
+// The slices of data along axis whose entry in the 1-D index is nonzero. The output's size depends on the index's values, so it runs imperatively (on the CPU) only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Data
+//   - index: Mask
+//
+// Options:
+//   - WithAxis(int): An integer that represents the axis in NDArray to mask from. (default 0)
+func InternalContribBooleanMask(data, index *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBooleanMask, data, index)
+}
+
+// SymInternalContribBooleanMask runs the operator _contrib_boolean_mask symbolically: it adds one node to the graph.
+//
+// The slices of data along axis whose entry in the 1-D index is nonzero. The output's size depends on the index's values, so it runs imperatively (on the CPU) only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Data
+//   - index: Mask
+//
+// Options:
+//   - WithAxis(int): An integer that represents the axis in NDArray to mask from. (default 0)
+func SymInternalContribBooleanMask(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBooleanMask, []string{"data", "index"}, data, index)
 }
 
 // InternalContribBoxDecode runs the operator _contrib_box_decode.

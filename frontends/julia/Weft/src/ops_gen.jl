@@ -1695,6 +1695,26 @@ _contrib_bipartite_matching(args::NDArray...; kwargs...) = _invoke_op(_op__contr
 _contrib_bipartite_matching(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_bipartite_matching, args; kwargs...)
 _contrib_bipartite_matching(; kwargs...) = _call_op(_op__contrib_bipartite_matching; kwargs...)
 
+const _op__contrib_boolean_mask = OpDef("_contrib_boolean_mask", ["data", "index"], false, "")
+"""
+    _contrib_boolean_mask(data, index; axis=0)
+
+The slices of data along axis whose entry in the 1-D index is nonzero. The output's size depends on the index's values, so it runs imperatively (on the CPU) only.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Data
+- `index` (NDArray or SymbolicNode): Mask
+
+# Parameters
+- `axis` (int; default `0`): An integer that represents the axis in NDArray to mask from.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_boolean_mask end
+_contrib_boolean_mask(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_boolean_mask, args; kwargs...)
+_contrib_boolean_mask(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_boolean_mask, args; kwargs...)
+_contrib_boolean_mask(; kwargs...) = _call_op(_op__contrib_boolean_mask; kwargs...)
+
 const _op__contrib_box_decode = OpDef("_contrib_box_decode", ["data", "anchors"], false, "")
 """
     _contrib_box_decode(data, anchors; std0=1, std1=1, std2=1, std3=1, clip=-1, format=center)
@@ -9828,6 +9848,7 @@ const _OPERATOR_NAMES = [
     "_contrib_backward_index_copy",
     "_contrib_backward_quadratic",
     "_contrib_bipartite_matching",
+    "_contrib_boolean_mask",
     "_contrib_box_decode",
     "_contrib_box_encode",
     "_contrib_box_iou",

@@ -501,6 +501,13 @@ mx.symbol.internal.contrib.bipartite.matching <- function(data = NULL, is_ascend
   .weft_symbol_op("_contrib_bipartite_matching", list(data = data), c(is_ascend = .weft_param(is_ascend), threshold = .weft_param(threshold), topk = .weft_param(topk)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.boolean.mask <- function(data = NULL, index = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_boolean_mask", list(data, index), c(axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.contrib.boolean.mask <- function(data = NULL, index = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_boolean_mask", list(data = data, index = index), c(axis = .weft_param(axis)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.box.decode <- function(data = NULL, anchors = NULL, std0 = NULL, std1 = NULL, std2 = NULL, std3 = NULL, clip = NULL, format = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_box_decode", list(data, anchors), c(std0 = .weft_param(std0), std1 = .weft_param(std1), std2 = .weft_param(std2), std3 = .weft_param(std3), clip = .weft_param(clip), format = .weft_param(format)), NULL, out)
 }
