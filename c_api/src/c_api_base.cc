@@ -28,20 +28,21 @@ weft_status_t SetLastError(weft_status_t status, const char* message) {
   return status;
 }
 
-std::vector<PinScope::Pin>& PinScope::Pins() {
-  static thread_local std::vector<Pin> pins;
-  return pins;
-}
-
-void PinScope::Release(size_t mark) {
-  std::vector<Pin>& pins = Pins();
-  // Unpinning may destroy an object whose destructor calls back into the C API (and opens
-  // scopes of its own above `mark`), so each pin is popped before it is released.
-  while (pins.size() > mark) {
-    Pin p = pins.back();
-    pins.pop_back();
+PinScope::~PinScope() {
+  // Unpinning may destroy an object whose destructor calls back into the C API (opening
+  // scopes of its own above this one), so each pin is dropped from the count before it is
+  // released.
+  while (n_ > 0) {
+    --n_;
+    Pin p = n_ >= kInline ? more_[n_ - kInline] : inline_[n_];
+    if (n_ >= kInline) more_.pop_back();
     p.fn(p.table, p.index);
   }
+  current_ = prev_;
+}
+
+void PinScope::ThrowNoScope() {
+  Throw(ErrorKind::kInternal, "a C API handle was looked up outside a C API call (no PinScope)");
 }
 
 const char* HandleKindName(HandleKind kind) {

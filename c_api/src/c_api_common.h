@@ -64,15 +64,27 @@ inline uint64_t PackHandle(HandleKind kind, uint32_t gen, uint32_t index) {
 class PinScope {
  public:
   using UnpinFn = void (*)(void* table, uint32_t index);
-  PinScope() : mark_(Pins().size()) {}
-  ~PinScope() { Release(mark_); }
+  PinScope() : prev_(current_) { current_ = this; }
+  ~PinScope();
   PinScope(const PinScope&) = delete;
   PinScope& operator=(const PinScope&) = delete;
 
-  // Records a pin before it is taken (so that recording cannot fail after it is) and
-  // drops the record when taking it fails.
-  static void Push(void* table, UnpinFn fn, uint32_t index) { Pins().push_back({table, fn, index}); }
-  static void PopUntaken() { Pins().pop_back(); }
+  // Records a pin in the innermost scope of this thread before it is taken (so that
+  // recording cannot fail after it is), and drops the record when taking it fails.
+  static void Push(void* table, UnpinFn fn, uint32_t index) {
+    PinScope* s = current_;
+    if (s == nullptr) ThrowNoScope();
+    if (s->n_ < kInline) {
+      s->inline_[s->n_++] = {table, fn, index};
+    } else {
+      s->more_.push_back({table, fn, index});
+      ++s->n_;
+    }
+  }
+  static void PopUntaken() {
+    PinScope* s = current_;
+    if (--s->n_ >= kInline) s->more_.pop_back();
+  }
 
  private:
   struct Pin {
@@ -80,9 +92,18 @@ class PinScope {
     UnpinFn fn;
     uint32_t index;
   };
-  static std::vector<Pin>& Pins();
-  static void Release(size_t mark);
-  size_t mark_;
+  // Most calls look up a few handles: their pins stay in the caller's frame.
+  static constexpr int kInline = 8;
+  [[noreturn]] static void ThrowNoScope();
+
+  Pin inline_[kInline];
+  int n_ = 0;
+  std::vector<Pin> more_;
+  PinScope* prev_;
+  // The innermost scope of this thread (a callback may make calls inside a call). Every
+  // C API call reads it: the initial-exec model makes that one load, not a call to
+  // __tls_get_addr (it takes a pointer of the static TLS glibc reserves for dlopen).
+  static inline thread_local PinScope* current_ __attribute__((tls_model("initial-exec"))) = nullptr;
 };
 
 // A table of objects of one kind. Lookups and frees take no lock; creating and reclaiming a

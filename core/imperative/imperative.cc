@@ -177,9 +177,13 @@ class InferStage final : public Transformation {
     }
     InferShapeType(attrs, &s->in_shapes, &s->in_types, &s->out_shapes, &s->out_types);
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (s->in_shapes[i] != inputs[i].shape())
-        Throw(ErrorKind::kShape, "Operator '", op->name, "': input ", i, " has shape ", inputs[i].shape().ToString(),
-              " but the operator expects ", s->in_shapes[i].ToString());
+      if (s->in_shapes[i] != inputs[i].shape()) {
+        // Named as the operator declares it, unless it is one of a variadic list.
+        bool named = i < op->arguments.size() && op->arguments[i].type.find("[]") == std::string::npos;
+        Throw(ErrorKind::kShape, "Operator '", op->name, "': input ",
+              named ? "'" + op->arguments[i].name + "'" : std::to_string(i), " has shape ",
+              inputs[i].shape().ToString(), " but the operator expects ", s->in_shapes[i].ToString());
+      }
       if (s->in_types[i] != inputs[i].dtype())
         Throw(ErrorKind::kType, "Operator '", op->name, "': input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
               " but the operator expects ", DTypeName(s->in_types[i]));

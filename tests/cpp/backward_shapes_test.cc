@@ -165,14 +165,20 @@ bool FindValidCall(const Op* op, Call* call, std::vector<NDArray>* outs, std::st
   }
 }
 
-// Expects `what` (a call with one ill-fitting shape) to raise an error naming the operator.
+// Expects `what` (a call with one ill-fitting shape) to raise an error naming the operator
+// and one of `shapes` (the changed one, or the one of the array it no longer fits), or a
+// parameter the changed rank no longer fits ("... out of range for an input with 1
+// dimension").
 template <typename F>
-void ExpectRefused(const Op* op, const std::string& what, F&& call) {
+void ExpectRefused(const Op* op, const std::string& what, F&& call, const std::vector<Shape>& shapes = {}) {
   try {
     call();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(op->name), std::string::npos)
-        << what << ": the error does not name the operator: " << e.what();
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(op->name), std::string::npos) << what << ": the error does not name the operator: " << msg;
+    bool gives_shape = shapes.empty() || msg.find(" dimension") != std::string::npos;
+    for (const Shape& x : shapes) gives_shape = gives_shape || msg.find(x.ToString()) != std::string::npos;
+    EXPECT_TRUE(gives_shape) << what << ": the error gives none of the shapes: " << msg;
     return;
   }
   ADD_FAILURE() << what << ": accepted";
@@ -220,10 +226,13 @@ TEST_P(BackwardShapes, RefusesIllFittingInputsAndOutputs) {
         }
         continue;
       }
-      ExpectRefused(op, name + " inputs " + Describe(shapes), [&] {
-        std::vector<NDArray> outs;
-        Invoke(attrs, shapes, &outs);
-      });
+      ExpectRefused(
+          op, name + " inputs " + Describe(shapes),
+          [&] {
+            std::vector<NDArray> outs;
+            Invoke(attrs, shapes, &outs);
+          },
+          shapes);
     }
   }
   for (size_t j = 0; j < fitting_outs.size(); ++j) {
@@ -232,8 +241,9 @@ TEST_P(BackwardShapes, RefusesIllFittingInputsAndOutputs) {
       std::vector<NDArray> outs;
       for (const NDArray& o : fitting_outs) outs.emplace_back(o.shape(), o.ctx(), o.dtype());
       outs[j] = NDArray(bad, Context::CPU(), fitting_outs[j].dtype());
-      ExpectRefused(op, name + " output " + std::to_string(j) + " of shape " + bad.ToString(),
-                    [&] { Invoke(attrs, call.in, &outs); });
+      ExpectRefused(
+          op, name + " output " + std::to_string(j) + " of shape " + bad.ToString(),
+          [&] { Invoke(attrs, call.in, &outs); }, {bad});
     }
   }
 }

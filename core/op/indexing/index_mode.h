@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/convert.h"
 #include "core/op/op_util.h"
 
 namespace weft {
@@ -26,7 +27,9 @@ inline std::vector<int64_t> ResolveIndices(const TBlob& idx, int64_t n, IndexMod
   std::vector<int64_t> out(idx.Size());
   WEFT_TYPE_SWITCH(idx.dtype, I, {
     const I* p = idx.ptr<I>();
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
+    // Saturating: a float index far out of range (or NaN, taken as 0) is resolved by `mode`
+    // like any other, not converted with undefined behaviour.
+    for (size_t i = 0; i < out.size(); ++i) out[i] = ConvertValue<int64_t>(p[i]);
   });
   for (int64_t& k : out) {
     if (mode == IndexMode::kClip) {

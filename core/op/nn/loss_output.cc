@@ -185,7 +185,10 @@ void SoftmaxOutputBackwardCompute(const NodeAttrs& attrs, const OpContext&, cons
   nn::AxisSplit sp = SoftmaxOutputSplit(p, in[1].shape);
   std::vector<double> label = LabelValues(in[2]);
   const int64_t C = sp.n, inner = sp.inner, rows = sp.outer * inner;
-  auto ignored = [&](double l) { return p.use_ignore && static_cast<int64_t>(l) == static_cast<int64_t>(p.ignore_label); };
+  // Saturating conversions: a label far out of range (a hand call's) is no undefined behaviour.
+  auto ignored = [&](double l) {
+    return p.use_ignore && ConvertValue<int64_t>(l) == ConvertValue<int64_t>(p.ignore_label);
+  };
   double norm = 1;
   if (p.normalization == "batch") {
     norm = static_cast<double>(in[1].shape[0]);
@@ -207,7 +210,7 @@ void SoftmaxOutputBackwardCompute(const NodeAttrs& attrs, const OpContext&, cons
         const int64_t base = (r / inner) * C * inner + r % inner;
         const double l = label[static_cast<size_t>(r)];
         const bool skip = ignored(l);
-        const int64_t li = static_cast<int64_t>(l);
+        const int64_t li = ConvertValue<int64_t>(l);
         for (int64_t k = 0; k < C; ++k) {
           const int64_t j = base + k * inner;
           A v = 0;
@@ -351,7 +354,7 @@ void CrossEntropyRows(const TBlob& data, const std::vector<double>& label, std::
       A sum = 0;
       for (int64_t k = 0; k < C; ++k) sum += std::exp(static_cast<A>(xr[k]) - mx);
       const A lse = mx + std::log(sum);
-      const int64_t li = static_cast<int64_t>(label[static_cast<size_t>(r)]);
+      const int64_t li = ConvertValue<int64_t>(label[static_cast<size_t>(r)]);
       if (loss) (*loss)[static_cast<size_t>(r)] = li >= 0 && li < C ? static_cast<double>(lse - static_cast<A>(xr[li])) : 0.0;
       if (grad) {
         for (int64_t k = 0; k < C; ++k) {
