@@ -7,7 +7,8 @@ from . import utils
 from . import data
 from . import loss
 from . import rnn
+from . import contrib
 from . import model_zoo
 
 __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "Block", "HybridBlock",
-           "SymbolBlock", "Trainer", "nn", "utils", "data", "loss", "rnn", "model_zoo"]
+           "SymbolBlock", "Trainer", "nn", "utils", "data", "loss", "rnn", "contrib", "model_zoo"]

@@ -4,7 +4,7 @@ import numpy as np
 from ..block import Block, HybridBlock, _fixed_graph
 from .activations import Activation
 
-__all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "BatchNorm", "InstanceNorm",
+__all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "BatchNorm", "BatchNormReLU", "InstanceNorm",
            "LayerNorm", "GroupNorm", "Flatten", "Lambda", "HybridLambda"]
 
 
@@ -121,6 +121,15 @@ class BatchNorm(HybridBlock):
     @_fixed_graph
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
+
+
+class BatchNormReLU(BatchNorm):
+    """BatchNorm followed by ReLU, computed by one operator (MXNet's contrib.BatchNormWithReLU);
+    the parameters are BatchNorm's."""
+
+    @_fixed_graph
+    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+        return F.contrib.BatchNormWithReLU(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
 
 class InstanceNorm(HybridBlock):

@@ -1,0 +1,6 @@
+"""Contributed Gluon layers, as MXNet 1.9's `gluon.contrib`: `nn` (concurrent containers,
+Identity, pixel shuffles, SyncBatchNorm, SparseEmbedding). MXNet's `contrib.cnn` (deformable
+convolutions) is left out: Weft has no deformable-convolution operator."""
+from . import nn
+
+__all__ = ["nn"]
