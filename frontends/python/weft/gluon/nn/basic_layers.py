@@ -136,8 +136,7 @@ class InstanceNorm(HybridBlock):
     def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False, beta_initializer="zeros",
                  gamma_initializer="ones", in_channels=0, **kwargs):
         super().__init__(**kwargs)
-        if axis != 1:
-            raise ValueError("InstanceNorm: only axis=1 (channels first) is supported, got %d" % axis)
+        self._axis = axis
         self._kwargs = {"eps": epsilon}
         self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(in_channels,),
                                      init=gamma_initializer, allow_deferred_init=True)
@@ -146,7 +145,11 @@ class InstanceNorm(HybridBlock):
 
     @_fixed_graph
     def hybrid_forward(self, F, x, gamma, beta):
-        return F.InstanceNorm(x, gamma, beta, name="fwd", **self._kwargs)
+        if self._axis == 1:
+            return F.InstanceNorm(x, gamma, beta, name="fwd", **self._kwargs)
+        # The operator normalises with channels on axis 1: move the channel axis there and back.
+        x = F.swapaxes(x, dim1=1, dim2=self._axis)
+        return F.swapaxes(F.InstanceNorm(x, gamma, beta, name="fwd", **self._kwargs), dim1=1, dim2=self._axis)
 
 
 class LayerNorm(HybridBlock):
