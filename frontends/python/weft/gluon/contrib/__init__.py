@@ -1,7 +1,8 @@
-"""Contributed Gluon layers, as MXNet 1.9's `gluon.contrib`: `nn` (concurrent containers,
-Identity, pixel shuffles, SyncBatchNorm, SparseEmbedding) and `rnn` (convolutional cells,
-LSTMPCell, VariationalDropoutCell). MXNet's `contrib.cnn` (deformable convolutions) is left
-out: Weft has no deformable-convolution operator."""
-from . import nn, rnn
+"""Contributed Gluon blocks, as MXNet 1.9's `gluon.contrib`: `nn` (concurrent containers,
+Identity, pixel shuffles, SyncBatchNorm, SparseEmbedding), `rnn` (convolutional cells,
+LSTMPCell, VariationalDropoutCell) and `estimator` (Estimator.fit/evaluate with event
+handlers). MXNet's `contrib.cnn` (deformable convolutions) is left out: Weft has no
+deformable-convolution operator."""
+from . import estimator, nn, rnn
 
-__all__ = ["nn", "rnn"]
+__all__ = ["nn", "rnn", "estimator"]
