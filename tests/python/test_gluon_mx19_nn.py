@@ -301,3 +301,13 @@ def test_lambdas():
 def test_gluon_contrib_is_reachable():
     assert gluon.contrib.nn.HybridConcurrent is cnn.HybridConcurrent
     assert mx.gluon.nn.BatchNormReLU is nn.BatchNormReLU
+
+
+def test_interval_sampler_and_tensor_types():
+    from weft.gluon.contrib.data import IntervalSampler
+    assert list(IntervalSampler(13, interval=3)) == [0, 3, 6, 9, 12, 1, 4, 7, 10, 2, 5, 8, 11]
+    assert list(IntervalSampler(13, interval=3, rollover=False)) == [0, 3, 6, 9, 12]
+    assert len(IntervalSampler(7, 2)) == 7 and sorted(IntervalSampler(7, 2)) == list(range(7))
+    with pytest.raises(ValueError, match="interval"):
+        IntervalSampler(3, 4)
+    assert isinstance(mx.nd.ones(1), gluon.tensor_types) and isinstance(mx.sym.var("a"), gluon.tensor_types)
