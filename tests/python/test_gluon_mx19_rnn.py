@@ -270,3 +270,30 @@ def test_dynamic_unroll_equals_unroll(layout):
     out, states = crnn.dynamic_unroll(cell, mx.nd.array(data), begin, layout=layout)
     want, want_states = cell.unroll(T, mx.nd.array(data), begin, layout=layout, merge_outputs=True)
     np.testing.assert_allclose(out.asnumpy(), want.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+class _Unroller(mx.gluon.HybridBlock):
+    def __init__(self, cell, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.cell = cell
+
+    def hybrid_forward(self, F, x):
+        out, _ = self.cell.unroll(3, x, layout="NTC", merge_outputs=True)
+        return out
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: crnn.LSTMPCell(4, 2, input_size=5), (2, 3, 5)),
+    (lambda: crnn.Conv2DGRUCell((2, 4, 4), 3, 3, 3, i2h_pad=1), (2, 3, 2, 4, 4)),
+    (lambda: crnn.Conv1DLSTMCell((2, 6), 2, 3, 3), (2, 3, 2, 6)),
+    (lambda: crnn.VariationalDropoutCell(rnn.LSTMCell(4, input_size=5), drop_inputs=0.2, drop_outputs=0.3),
+     (2, 3, 5)),
+], ids=["lstmp", "conv2d_gru", "conv1d_lstm", "vardrop"])
+def test_hybridized_unroll_equals_imperative(make, shape):
+    net = _Unroller(make())
+    net.initialize(mx.init.Uniform(0.5))
+    x = mx.nd.array(_x(shape, 20))
+    want = net(x).asnumpy()
+    net.hybridize()
+    np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-5, atol=1e-6)
