@@ -66,3 +66,50 @@ def test_random_apply():
     assert set(first) == {np.dtype(np.float32), np.dtype(np.float64)}
     with pytest.raises(ValueError, match="p must be"):
         T.RandomApply([], p=1.5)
+
+
+def _torch_rotate(a, degrees):
+    """Rotation through torch's affine_grid/grid_sample (corner-aligned, zero padding)."""
+    import torch
+    import torch.nn.functional as TF
+    n, c, h, w = a.shape
+    rad = np.deg2rad(degrees)
+    hc, wc = (h - 1) / 2.0, (w - 1) / 2.0
+    theta = np.array([[np.cos(rad), -hc / wc * np.sin(rad), 0], [wc / hc * np.sin(rad), np.cos(rad), 0]])
+    theta = torch.from_numpy(np.repeat(theta[None], n, axis=0))
+    grid = TF.affine_grid(theta, (n, c, h, w), align_corners=True)
+    return TF.grid_sample(torch.from_numpy(a.astype(np.float64)), grid, mode="bilinear", padding_mode="zeros",
+                          align_corners=True).numpy()
+
+
+def test_rotate_matches_torch_and_rot90():
+    a = _img((2, 3, 7, 9), 5)
+    np.testing.assert_allclose(T.Rotate(30)(a), _torch_rotate(a, 30), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(T.Rotate(-75)(mx.nd.array(a[0])).asnumpy(), _torch_rotate(a[:1], -75)[0],
+                               rtol=1e-4, atol=1e-5)
+    sq = _img((3, 5, 5), 6)
+    np.testing.assert_allclose(T.Rotate(90)(sq), np.rot90(sq, 1, axes=(1, 2)), atol=1e-5)
+    np.testing.assert_allclose(T.Rotate(180)(sq), sq[:, ::-1, ::-1], atol=1e-5)
+
+
+def test_rotate_zoom_and_random_rotation():
+    ones = np.ones((1, 8, 8), np.float32)
+    assert T.Rotate(40, zoom_in=True)(ones).min() > 1 - 1e-5        # no padding shows
+    out = T.Rotate(40, zoom_out=True)(ones)
+    assert out[0, 0, 0] == 0 and abs(out[0, 4, 4] - 1) < 1e-5          # the whole image fits, corners padded
+    assert T.Rotate(40)(ones)[0, 0, 0] == 0
+    with pytest.raises(ValueError, match="cannot both"):
+        T.Rotate(10, zoom_in=True, zoom_out=True)
+    with pytest.raises(TypeError, match="float32"):
+        T.Rotate(10)(np.ones((1, 4, 4), np.uint8))
+    a = _img((4, 2, 6, 6), 7)
+    np.random.seed(3)
+    got = T.RandomRotation((-20, 20))(a)
+    np.random.seed(3)
+    np.random.random()                     # the draw that decides whether to rotate comes first
+    angles = np.random.uniform(-20, 20, size=4)
+    for i, angle in enumerate(angles):
+        np.testing.assert_allclose(got[i], _torch_rotate(a[i:i + 1], angle)[0], rtol=1e-4, atol=1e-5)
+    assert T.RandomRotation((0, 90), rotate_with_proba=0.0)(a) is a
+    with pytest.raises(ValueError, match="ordered pair"):
+        T.RandomRotation((10, -10))

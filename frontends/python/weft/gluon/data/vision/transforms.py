@@ -25,7 +25,8 @@ from ....ndarray import NDArray
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "RandomResizedCrop",
            "RandomFlipLeftRight", "RandomFlipTopBottom", "CropResize", "RandomBrightness", "RandomContrast",
-           "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting", "RandomApply"]
+           "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting", "RandomApply", "Rotate",
+           "RandomRotation"]
 
 _INTERP_NAMES = {0: "nearest", 1: "bilinear"}
 
@@ -490,3 +491,92 @@ class RandomApply(Compose):
         if self.p < random.random():
             return x
         return super(RandomApply, self).__call__(x)
+
+
+def _rotate(a, degrees, zoom_in, zoom_out):
+    """(C, H, W) float32 image(s) ((N, C, H, W) with one angle each) rotated by `degrees`
+    about the centre, as mx.image.imrotate: each output pixel samples the input bilinearly
+    at its rotated position (zero outside), optionally scaled so that no padding shows
+    (zoom_in) or the whole input fits (zoom_out)."""
+    h, w = a.shape[-2], a.shape[-1]
+    rad = np.deg2rad(np.asarray(degrees, dtype=np.float64)).reshape(-1, 1, 1)
+    hc, wc = (h - 1) / 2.0, (w - 1) / 2.0
+    ys = (np.arange(h, dtype=np.float64) - hc).reshape(1, h, 1)
+    xs = (np.arange(w, dtype=np.float64) - wc).reshape(1, 1, w)
+    # normalised to [-1, 1] after the rotation, so that the aspect ratio is kept
+    gx = (xs * np.cos(rad) - ys * np.sin(rad)) / wc
+    gy = (xs * np.sin(rad) + ys * np.cos(rad)) / hc
+    if zoom_in or zoom_out:
+        rho, corner = math.hypot(h, w), math.atan2(h, w)
+        turn = np.abs(rad)
+        max_x = np.maximum(np.abs(rho * np.cos(corner + turn)), np.abs(rho * np.cos(corner - turn)))
+        max_y = np.maximum(np.abs(rho * np.sin(corner + turn)), np.abs(rho * np.sin(corner - turn)))
+        scale = np.maximum(max_x / w, max_y / h) if zoom_out else np.minimum(w / max_x, h / max_y)
+        gx, gy = gx * scale, gy * scale
+    # bilinear sampling at source pixel (sx, sy), neighbours outside the image count as 0
+    sx, sy = (gx + 1) * (w - 1) / 2, (gy + 1) * (h - 1) / 2
+    x0, y0 = np.floor(sx).astype(np.int64), np.floor(sy).astype(np.int64)
+    fx, fy = sx - x0, sy - y0
+    batch = np.arange(a.shape[0]).reshape(-1, 1, 1)
+    out = np.zeros(a.shape, dtype=np.float64)
+    for dy, wy in ((0, 1 - fy), (1, fy)):
+        for dx, wx in ((0, 1 - fx), (1, fx)):
+            yy, xx = y0 + dy, x0 + dx
+            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+            vals = a[batch, :, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]   # (N, H, W, C)
+            out += np.moveaxis(vals * (wy * wx * inside)[..., None], -1, 1)
+    return out.astype(np.float32)
+
+
+class Rotate(_Transform):
+    """Rotates a (C, H, W) float32 image, or each image of an (N, C, H, W) batch, by
+    `rotation_degrees` (counter-clockwise as displayed), as mx.image.imrotate; zoom_in
+    scales up so that no padding shows, zoom_out down so that the whole image fits."""
+
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
+        if zoom_in and zoom_out:
+            raise ValueError("Rotate: zoom_in and zoom_out cannot both be True")
+        self._args = (rotation_degrees, zoom_in, zoom_out)
+
+    def _apply(self, a):
+        if a.dtype != np.float32:
+            raise TypeError("Rotate: only float32 images are supported (use ToTensor or Cast first), got %s"
+                            % a.dtype)
+        _check_ndim(a, (3, 4), ("N", "C", "H", "W"), type(self).__name__)
+        degrees, zoom_in, zoom_out = self._angles(a)
+        out = _rotate(a if a.ndim == 4 else a[None], degrees, zoom_in, zoom_out)
+        return out if a.ndim == 4 else out[0]
+
+    def _angles(self, a):
+        return self._args
+
+    def _repr_args(self):
+        return [("rotation_degrees", self._args[0]), ("zoom_in", self._args[1]), ("zoom_out", self._args[2])]
+
+
+class RandomRotation(Rotate):
+    """Rotate by an angle drawn uniformly (numpy's generator) from `angle_limits`, one per
+    image, with probability `rotate_with_proba` (else the input comes back unchanged)."""
+
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
+        if len(angle_limits) != 2 or angle_limits[0] > angle_limits[1]:
+            raise ValueError("RandomRotation: angle_limits must be an ordered pair (low, high), got %r"
+                             % (angle_limits,))
+        if not 0 <= rotate_with_proba <= 1:
+            raise ValueError("RandomRotation: rotate_with_proba must be in [0, 1], got %r" % (rotate_with_proba,))
+        super(RandomRotation, self).__init__(0.0, zoom_in, zoom_out)
+        self._limits = tuple(angle_limits)
+        self._proba = rotate_with_proba
+
+    def forward(self, x):
+        if np.random.random() > self._proba:
+            return x
+        return super(RandomRotation, self).forward(x)
+
+    def _angles(self, a):
+        n = a.shape[0] if a.ndim == 4 else 1
+        return np.random.uniform(self._limits[0], self._limits[1], size=n), self._args[1], self._args[2]
+
+    def _repr_args(self):
+        return [("angle_limits", self._limits), ("zoom_in", self._args[1]), ("zoom_out", self._args[2]),
+                ("rotate_with_proba", self._proba)]
