@@ -21,6 +21,7 @@ import random
 import numpy as np
 
 from .... import ndarray as nd
+from ....image import _rotate_chw
 from ....ndarray import NDArray
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "RandomResizedCrop",
@@ -493,41 +494,6 @@ class RandomApply(Compose):
         return super(RandomApply, self).__call__(x)
 
 
-def _rotate(a, degrees, zoom_in, zoom_out):
-    """(C, H, W) float32 image(s) ((N, C, H, W) with one angle each) rotated by `degrees`
-    about the centre, as mx.image.imrotate: each output pixel samples the input bilinearly
-    at its rotated position (zero outside), optionally scaled so that no padding shows
-    (zoom_in) or the whole input fits (zoom_out)."""
-    h, w = a.shape[-2], a.shape[-1]
-    rad = np.deg2rad(np.asarray(degrees, dtype=np.float64)).reshape(-1, 1, 1)
-    hc, wc = (h - 1) / 2.0, (w - 1) / 2.0
-    ys = (np.arange(h, dtype=np.float64) - hc).reshape(1, h, 1)
-    xs = (np.arange(w, dtype=np.float64) - wc).reshape(1, 1, w)
-    # normalised to [-1, 1] after the rotation, so that the aspect ratio is kept
-    gx = (xs * np.cos(rad) - ys * np.sin(rad)) / wc
-    gy = (xs * np.sin(rad) + ys * np.cos(rad)) / hc
-    if zoom_in or zoom_out:
-        rho, corner = math.hypot(h, w), math.atan2(h, w)
-        turn = np.abs(rad)
-        max_x = np.maximum(np.abs(rho * np.cos(corner + turn)), np.abs(rho * np.cos(corner - turn)))
-        max_y = np.maximum(np.abs(rho * np.sin(corner + turn)), np.abs(rho * np.sin(corner - turn)))
-        scale = np.maximum(max_x / w, max_y / h) if zoom_out else np.minimum(w / max_x, h / max_y)
-        gx, gy = gx * scale, gy * scale
-    # bilinear sampling at source pixel (sx, sy), neighbours outside the image count as 0
-    sx, sy = (gx + 1) * (w - 1) / 2, (gy + 1) * (h - 1) / 2
-    x0, y0 = np.floor(sx).astype(np.int64), np.floor(sy).astype(np.int64)
-    fx, fy = sx - x0, sy - y0
-    batch = np.arange(a.shape[0]).reshape(-1, 1, 1)
-    out = np.zeros(a.shape, dtype=np.float64)
-    for dy, wy in ((0, 1 - fy), (1, fy)):
-        for dx, wx in ((0, 1 - fx), (1, fx)):
-            yy, xx = y0 + dy, x0 + dx
-            inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
-            vals = a[batch, :, np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)]   # (N, H, W, C)
-            out += np.moveaxis(vals * (wy * wx * inside)[..., None], -1, 1)
-    return out.astype(np.float32)
-
-
 class Rotate(_Transform):
     """Rotates a (C, H, W) float32 image, or each image of an (N, C, H, W) batch, by
     `rotation_degrees` (counter-clockwise as displayed), as mx.image.imrotate; zoom_in
@@ -544,7 +510,7 @@ class Rotate(_Transform):
                             % a.dtype)
         _check_ndim(a, (3, 4), ("N", "C", "H", "W"), type(self).__name__)
         degrees, zoom_in, zoom_out = self._angles(a)
-        out = _rotate(a if a.ndim == 4 else a[None], degrees, zoom_in, zoom_out)
+        out = _rotate_chw(a if a.ndim == 4 else a[None], degrees, zoom_in, zoom_out)
         return out if a.ndim == 4 else out[0]
 
     def _angles(self, a):
