@@ -144,3 +144,96 @@ def test_create_augmenter():
     assert [type(t).__name__ for t in plain] == ["CenterCropAug", "CastAug"]
     with pytest.raises(ValueError, match="rand_crop"):
         image.CreateAugmenter((3, 8, 8), rand_resize=True)
+
+
+# --- ImageIter ----------------------------------------------------------------------------------
+
+H, W = 6, 8
+
+
+def _images(n, seed=10):
+    rs = np.random.RandomState(seed)
+    return [rs.randint(0, 256, (H, W, 3)).astype(np.uint8) for _ in range(n)]
+
+
+def _png(rgb):
+    return mx.recordio.unpack(mx.recordio.pack_img(mx.recordio.IRHeader(0, 0, 0, 0), rgb[..., ::-1],
+                                                   img_fmt=".png"))[1]
+
+
+def _files(tmp_path, imgs):
+    for i, img in enumerate(imgs):
+        (tmp_path / ("%d.png" % i)).write_bytes(_png(img))
+
+
+def _chw(img):
+    return img.transpose(2, 0, 1).astype(np.float32)
+
+
+def test_image_iter_imglist_pad_discard_roll_over(tmp_path):
+    imgs = _images(5)
+    _files(tmp_path, imgs)
+    items = [[float(i * 10), "%d.png" % i] for i in range(5)]
+    it = image.ImageIter(2, (3, H, W), imglist=items, path_root=str(tmp_path), aug_list=[image.CastAug()])
+    assert it.provide_data == [("data", (2, 3, H, W))] and it.provide_label == [("softmax_label", (2,))]
+    batches = list(it)
+    assert [b.pad for b in batches] == [0, 0, 1]
+    np.testing.assert_array_equal(batches[2].data[0].asnumpy(), np.stack([_chw(imgs[4]), _chw(imgs[0])]))
+    np.testing.assert_array_equal(batches[1].label[0].asnumpy(), [20.0, 30.0])
+    it.reset()
+    assert len(list(it)) == 3
+    it = image.ImageIter(2, (3, H, W), imglist=items, path_root=str(tmp_path), aug_list=[image.CastAug()],
+                         last_batch_handle="discard")
+    assert len(list(it)) == 2
+    it = image.ImageIter(2, (3, H, W), imglist=items, path_root=str(tmp_path), aug_list=[image.CastAug()],
+                         last_batch_handle="roll_over")
+    assert len(list(it)) == 2
+    it.reset()
+    first = it.next()   # image 4 rolled over, completed by the next epoch's first image
+    np.testing.assert_array_equal(first.label[0].asnumpy(), [40.0, 0.0])
+    assert first.pad == 1
+    rest = list(it)
+    assert [b.label[0].asnumpy().tolist() for b in rest] == [[10.0, 20.0], [30.0, 40.0]]
+
+
+def test_image_iter_imglist_file_multilabel_and_augmenters(tmp_path):
+    imgs = _images(4, 11)
+    _files(tmp_path, imgs)
+    lst = tmp_path / "a.lst"
+    lst.write_text("".join("%d\t%d\t%d\t%d.png\n" % (i, i, 2 * i, i) for i in range(4)))
+    it = image.ImageIter(4, (3, 4, 4), label_width=2, path_imglist=str(lst), path_root=str(tmp_path),
+                         resize=5, mean=True, std=True, dtype="int32")
+    b = it.next()
+    assert b.data[0].shape == (4, 3, 4, 4) and b.label[0].shape == (4, 2) and b.label[0].dtype == np.int32
+    np.testing.assert_array_equal(b.label[0].asnumpy(), [[i, 2 * i] for i in range(4)])
+    assert abs(float(b.data[0].asnumpy().mean())) < 3   # normalised by ImageNet's mean and std
+
+
+def test_image_iter_recordio_shuffle_and_parts(tmp_path):
+    imgs = _images(6, 12)
+    rec, idx = str(tmp_path / "d.rec"), str(tmp_path / "d.idx")
+    writer = mx.recordio.MXIndexedRecordIO(idx, rec, "w")
+    for i, img in enumerate(imgs):
+        writer.write_idx(i, mx.recordio.pack_img(mx.recordio.IRHeader(0, float(i), i, 0), img[..., ::-1],
+                                                 img_fmt=".png"))
+    writer.close()
+    seq = image.ImageIter(3, (3, H, W), path_imgrec=rec, aug_list=[image.CastAug()])   # sequential read
+    got = [b for b in seq]
+    assert [b.label[0].asnumpy().tolist() for b in got] == [[0, 1, 2], [3, 4, 5]]
+    np.testing.assert_array_equal(got[1].data[0].asnumpy()[2], _chw(imgs[5]))
+    random.seed(1)
+    shuf = image.ImageIter(6, (3, H, W), path_imgrec=rec, path_imgidx=idx, shuffle=True, aug_list=[image.CastAug()])
+    b = shuf.next()
+    labels = b.label[0].asnumpy().astype(int)
+    assert sorted(labels) == list(range(6)) and list(labels) != list(range(6))
+    for k, lab in enumerate(labels):
+        np.testing.assert_array_equal(b.data[0].asnumpy()[k], _chw(imgs[lab]))
+    part = image.ImageIter(2, (3, H, W), path_imgrec=rec, path_imgidx=idx, num_parts=3, part_index=1,
+                           aug_list=[image.CastAug()])
+    assert [b.label[0].asnumpy().tolist() for b in part] == [[2, 3]]
+    with pytest.raises(ValueError, match="path_imgidx"):
+        image.ImageIter(2, (3, H, W), path_imgrec=rec, shuffle=True)
+    with pytest.raises(ValueError, match="data_shape"):
+        image.ImageIter(2, (1, H, W), path_imgrec=rec)
+    with pytest.raises(ValueError, match="give path_imgrec"):
+        image.ImageIter(2, (3, H, W))

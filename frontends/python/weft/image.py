@@ -9,12 +9,15 @@ JPEG goes through libjpeg-turbo and PNG through libpng inside the C library.
 import json
 import math
 import numbers
+import os
 import random
 
 import numpy as np
 
 from .base import _api
 from . import ndarray as nd
+from . import recordio
+from .io import DataBatch, DataIter
 from .ndarray import NDArray
 
 __all__ = ["imdecode", "imread", "imresize", "resize_short", "fixed_crop", "center_crop", "scale_down",
@@ -22,7 +25,7 @@ __all__ = ["imdecode", "imread", "imresize", "resize_short", "fixed_crop", "cent
            "Augmenter", "SequentialAug", "ResizeAug", "ForceResizeAug", "RandomCropAug", "RandomSizedCropAug",
            "CenterCropAug", "RandomOrderAug", "BrightnessJitterAug", "ContrastJitterAug", "SaturationJitterAug",
            "HueJitterAug", "ColorJitterAug", "LightingAug", "ColorNormalizeAug", "RandomGrayAug",
-           "HorizontalFlipAug", "CastAug", "CreateAugmenter"]
+           "HorizontalFlipAug", "CastAug", "CreateAugmenter", "ImageIter"]
 
 
 def _as_bytes(buf):
@@ -553,3 +556,194 @@ def CreateAugmenter(data_shape, resize=0, rand_crop=False, rand_resize=False, ra
     if mean is not None or std is not None:
         augs.append(ColorNormalizeAug(mean, std))
     return augs
+
+
+class ImageIter(DataIter):
+    """Batches of augmented images from a RecordIO file (path_imgrec, with path_imgidx for
+    shuffling and partitions), an image list file (path_imglist: index, labels, path, tab
+    separated) or a list `imglist` of [label(s)..., path] items, paths under path_root.
+
+    Each image is decoded (3 channels), passed through aug_list (default
+    CreateAugmenter(data_shape, **kwargs)) and stored as (C, H, W) float32; labels are
+    (batch,) or (batch, label_width) of `dtype`. last_batch_handle: 'pad' fills the last
+    batch from the start (DataBatch.pad says how many), 'discard' drops it, 'roll_over' carries
+    it into the next epoch. Images whose decoded shape is not (H, W, 3) are skipped."""
+
+    def __init__(self, batch_size, data_shape, label_width=1, path_imgrec=None, path_imglist=None, path_root=None,
+                 path_imgidx=None, shuffle=False, part_index=0, num_parts=1, aug_list=None, imglist=None,
+                 data_name="data", label_name="softmax_label", dtype="float32", last_batch_handle="pad", **kwargs):
+        super(ImageIter, self).__init__(batch_size)
+        if not (path_imgrec or path_imglist or isinstance(imglist, list)):
+            raise ValueError("ImageIter: give path_imgrec, path_imglist or imglist")
+        if dtype not in ("int32", "float32", "int64", "float64"):
+            raise ValueError("ImageIter: label dtype must be int32, float32, int64 or float64, got %r" % (dtype,))
+        if last_batch_handle not in ("pad", "discard", "roll_over"):
+            raise ValueError("ImageIter: last_batch_handle must be 'pad', 'discard' or 'roll_over', got %r"
+                             % (last_batch_handle,))
+        if len(data_shape) != 3 or data_shape[0] != 3:
+            raise ValueError("ImageIter: data_shape must be (3, height, width), got %r" % (data_shape,))
+        self.imgrec, self.imgidx = None, None
+        if path_imgrec:
+            if path_imgidx:
+                self.imgrec = recordio.MXIndexedRecordIO(path_imgidx, path_imgrec, "r")
+                self.imgidx = list(self.imgrec.keys)
+            else:
+                self.imgrec = recordio.MXRecordIO(path_imgrec, "r")
+        keys = []
+        self.imglist = None
+        if path_imglist:
+            self.imglist = {}
+            with open(path_imglist) as fin:
+                for line in fin:
+                    fields = line.strip().split("\t")
+                    if len(fields) < 3:
+                        continue
+                    key = int(fields[0])
+                    self.imglist[key] = (np.array(fields[1:-1], dtype=dtype), fields[-1])
+                    keys.append(key)
+        elif isinstance(imglist, list):
+            self.imglist = {}
+            for i, item in enumerate(imglist, 1):
+                if len(item) > 2:
+                    label = np.array(item[:-1], dtype=dtype)
+                else:
+                    label = np.array(item[0], dtype=dtype).reshape(-1)
+                self.imglist[str(i)] = (label, item[-1])
+                keys.append(str(i))
+        self.path_root = path_root
+        self.data_shape = tuple(data_shape)
+        self.label_width = label_width
+        self.dtype = dtype
+        self.shuffle = shuffle
+        self.provide_data = [(data_name, (batch_size,) + self.data_shape)]
+        self.provide_label = [(label_name, (batch_size, label_width) if label_width > 1 else (batch_size,))]
+        if self.imgrec is None:
+            self.seq = keys
+        elif shuffle or num_parts > 1 or path_imgidx:
+            if self.imgidx is None:
+                raise ValueError("ImageIter: shuffling or partitions of a .rec file need path_imgidx")
+            self.seq = self.imgidx
+        else:
+            self.seq = None
+        if num_parts > 1:
+            if not 0 <= part_index < num_parts:
+                raise ValueError("ImageIter: part_index %d is not in [0, %d)" % (part_index, num_parts))
+            per = len(self.seq) // num_parts
+            self.seq = self.seq[part_index * per:(part_index + 1) * per]
+        self.auglist = CreateAugmenter(self.data_shape, **kwargs) if aug_list is None else aug_list
+        self.last_batch_handle = last_batch_handle
+        self.num_image = len(self.seq) if self.seq is not None else None
+        self.cur = 0
+        self._allow_read = True
+        self._cache = None
+        self.reset()
+
+    def reset(self):
+        if self.seq is not None and self.shuffle:
+            random.shuffle(self.seq)
+        # a rolled-over partial batch keeps its place in the sequence
+        if self.last_batch_handle != "roll_over" or self._cache is None:
+            if self.imgrec is not None:
+                self.imgrec.reset()
+            self.cur = 0
+            self._allow_read = True
+
+    def hard_reset(self):
+        """reset(), dropping a rolled-over partial batch."""
+        self._cache = None
+        if self.seq is not None and self.shuffle:
+            random.shuffle(self.seq)
+        if self.imgrec is not None:
+            self.imgrec.reset()
+        self.cur = 0
+        self._allow_read = True
+
+    def read_image(self, fname):
+        """The bytes of image file fname (under path_root)."""
+        with open(os.path.join(self.path_root, fname) if self.path_root is not None else fname, "rb") as f:
+            return f.read()
+
+    def imdecode(self, s):
+        return imdecode(s)
+
+    def check_valid_image(self, data):
+        if len(data.shape) != 3 or data.shape[2] != 3 or 0 in data.shape:
+            raise RuntimeError("ImageIter: the image decodes to shape %s, not (H, W, 3)" % (data.shape,))
+
+    def augmentation_transform(self, data):
+        for aug in self.auglist:
+            data = aug(data)
+        return data
+
+    def postprocess_data(self, datum):
+        """(H, W, C) -> (C, H, W)."""
+        return np.transpose(datum.asnumpy() if isinstance(datum, NDArray) else np.asarray(datum), (2, 0, 1))
+
+    def next_sample(self):
+        """(label, encoded image) of the next image; StopIteration at the end (rewinding
+        unless last_batch_handle is 'discard')."""
+        if not self._allow_read:
+            raise StopIteration
+        if self.seq is not None:
+            if self.cur >= self.num_image:
+                if self.last_batch_handle != "discard":
+                    self.cur = 0
+                raise StopIteration
+            idx = self.seq[self.cur]
+            self.cur += 1
+            if self.imgrec is not None:
+                header, img = recordio.unpack(self.imgrec.read_idx(idx))
+                return (header.label if self.imglist is None else self.imglist[idx][0]), img
+            label, fname = self.imglist[idx]
+            return label, self.read_image(fname)
+        record = self.imgrec.read()
+        if record is None:
+            if self.last_batch_handle != "discard":
+                self.imgrec.reset()
+            raise StopIteration
+        header, img = recordio.unpack(record)
+        return header.label, img
+
+    def _fill(self, data, label, start):
+        i = start
+        try:
+            while i < self.batch_size:
+                lab, raw = self.next_sample()
+                img = self.imdecode(raw)
+                try:
+                    self.check_valid_image(img)
+                except RuntimeError:
+                    continue
+                img = self.postprocess_data(self.augmentation_transform(img))
+                if img.shape != self.data_shape:
+                    raise ValueError("ImageIter: the augmenters give images of shape %s, data_shape is %s"
+                                     % (img.shape, self.data_shape))
+                data[i] = img
+                label[i] = np.asarray(lab, dtype=self.dtype).reshape(label[i].shape)
+                i += 1
+        except StopIteration:
+            if not i:
+                raise
+        return i
+
+    def next(self):
+        if self._cache is not None:
+            data, label, filled = self._cache
+        else:
+            data = np.zeros((self.batch_size,) + self.data_shape, dtype=np.float32)
+            label = np.zeros(self.provide_label[0][1], dtype=self.dtype)
+            filled = self._fill(data, label, 0)
+        pad = self.batch_size - filled
+        if pad:
+            if self.last_batch_handle == "discard":
+                raise StopIteration
+            if self.last_batch_handle == "roll_over" and self._cache is None:
+                self._cache = (data, label, filled)
+                raise StopIteration
+            self._fill(data, label, filled)
+            if self.last_batch_handle == "pad":
+                self._allow_read = False
+            else:
+                self._cache = None
+        # as MXNet, pad counts the samples read after the end, roll_over's included
+        return DataBatch([nd.array(data)], [nd.array(label, dtype=label.dtype)], pad=pad)
