@@ -7,8 +7,8 @@
 #include "core/base/scratch.h"
 #include "core/imperative/transformation.h"
 #include "core/op/compute_async.h"
-#include "core/profiler/profiler.h"
 #include "core/op/shape_from_data.h"
+#include "core/profiler/profiler.h"
 
 namespace weft {
 namespace imperative {

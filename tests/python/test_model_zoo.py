@@ -12,7 +12,7 @@ import weft as mx
 from weft.gluon.model_zoo import vision
 
 CLASSES = 7
-SMALL = {"mlp": (1, 28, 28), "lenet": (1, 28, 28)}
+SMALL = {"mlp": (1, 28, 28), "lenet": (1, 28, 28), "inceptionv3": (3, 299, 299)}
 
 
 def _input_shape(name, batch=1):

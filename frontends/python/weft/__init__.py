@@ -40,6 +40,7 @@ from . import initializer
 from . import initializer as init
 from . import metric
 from . import callback
+from . import rnn
 from . import recordio
 from . import image
 from . import optimizer
@@ -57,7 +58,7 @@ __all__ = ["WeftError", "MXNetError", "__version__", "base", "Context", "cpu", "
            "cpu_shared", "current_context", "num_gpus", "util", "runtime", "profiler", "is_np_shape", "set_np_shape",
            "np_shape", "use_np_shape", "is_np_array", "np_array", "use_np_array", "use_np", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "operator", "library", "monitor", "mon", "test_utils", "waitall",
            "model", "module", "mod",
-           "initializer", "init", "metric", "callback", "recordio", "image",
+           "initializer", "init", "metric", "callback", "rnn", "recordio", "image",
            "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io", "visualization", "viz", "onnx", "contrib"]
 
 

@@ -16,7 +16,7 @@ import numpy
 from .ndarray import NDArray
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "MCC", "Perplexity",
-           "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "PearsonCorrelation", "Loss",
+           "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "PearsonCorrelation", "PCC", "Loss",
            "Torch", "Caffe", "CustomMetric", "np", "create", "register", "alias", "check_label_shapes"]
 
 
@@ -627,6 +627,72 @@ class PearsonCorrelation(EvalMetric):
         if self.average == "micro":
             return (self.name, self._corr(self._global_moments) if self.global_num_inst else float("nan"))
         return super(PearsonCorrelation, self).get_global()
+
+
+@register
+class PCC(EvalMetric):
+    """Multiclass Matthews correlation (Gorodkin's R_K) from the confusion matrix C of
+    predicted (argmax, or the class itself when pred has the label's shape) against true
+    classes: (n * trace(C) - sum_k p_k t_k) / sqrt((n^2 - sum p_k^2)(n^2 - sum t_k^2)), p and t
+    the predicted and true class counts. Equals MCC for two classes; nan while a marginal is
+    constant. The matrix grows with the largest class seen."""
+
+    def __init__(self, name="pcc", output_names=None, label_names=None, has_global_stats=True):
+        self.k = 2
+        super(PCC, self).__init__(name, output_names=output_names, label_names=label_names,
+                                  has_global_stats=has_global_stats)
+
+    def reset(self):
+        super(PCC, self).reset()
+        self._gcm = numpy.zeros((self.k, self.k))
+        self._lcm = numpy.zeros((self.k, self.k))
+
+    def reset_local(self):
+        super(PCC, self).reset_local()
+        self._lcm = numpy.zeros((self.k, self.k))
+
+    @staticmethod
+    def _score(cm):
+        n = cm.sum()
+        p, t = cm.sum(axis=1), cm.sum(axis=0)
+        var_p, var_t = float(numpy.sum(p * (n - p))), float(numpy.sum(t * (n - t)))
+        if var_p == 0 or var_t == 0:
+            return float("nan")
+        return float(numpy.sum(cm.diagonal() * n - p * t)) / math.sqrt(var_p * var_t)
+
+    def update(self, labels, preds):
+        labels, preds = _wrap(labels, preds)
+        for label, pred in zip(labels, preds):
+            label = _host(label).astype(numpy.int64).ravel()
+            pred = _host(pred)
+            pred = pred.argmax(axis=1) if pred.size != label.size else pred.ravel()
+            pred = pred.astype(numpy.int64)
+            if label.size != pred.size:
+                raise ValueError("PCC: %d labels but %d predictions" % (label.size, pred.size))
+            if label.size == 0:
+                continue
+            if min(label.min(), pred.min()) < 0:
+                raise ValueError("PCC: classes must be non-negative integers")
+            top = int(max(label.max(), pred.max())) + 1
+            if top > self.k:
+                grow = ((0, top - self.k), (0, top - self.k))
+                self._lcm = numpy.pad(self._lcm, grow)
+                self._gcm = numpy.pad(self._gcm, grow)
+                self.k = top
+            cm = numpy.zeros((self.k, self.k))
+            numpy.add.at(cm, (pred, label), 1)
+            self._lcm += cm
+            self._gcm += cm
+        self.num_inst += 1
+        self.global_num_inst += 1
+
+    def get(self):
+        return (self.name, self._score(self._lcm) if self.num_inst else float("nan"))
+
+    def get_global(self):
+        if not self._has_global_stats:
+            return self.get()
+        return (self.name, self._score(self._gcm) if self.global_num_inst else float("nan"))
 
 
 @register

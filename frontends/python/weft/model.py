@@ -1,4 +1,5 @@
-"""Checkpoints and the parameter-update helpers shared by the Module API (MXNet 1.x's mx.model).
+"""Checkpoints and the parameter-update helpers shared by the Module API (MXNet 1.x's mx.model),
+and MXNet's deprecated FeedForward model on one context.
 
 A checkpoint is two files, as MXNet writes them: `prefix-symbol.json` (the graph) and
 `prefix-%04d.params` (an NDArray dict whose keys are "arg:<name>" for arguments and
@@ -14,7 +15,7 @@ from . import ndarray as nd
 from . import symbol as sym
 from .context import cpu
 
-__all__ = ["BatchEndParam", "save_checkpoint", "load_checkpoint", "load_params"]
+__all__ = ["BatchEndParam", "save_checkpoint", "load_checkpoint", "load_params", "FeedForward"]
 
 BatchEndParam = collections.namedtuple("BatchEndParams", ["epoch", "nbatch", "eval_metric", "locals"])
 
@@ -169,3 +170,294 @@ def _update_params(param_arrays, grad_arrays, updater, num_device, kvstore=None,
         if dev_updates:
             indices, grads, weights = zip(*dev_updates)
             updater(list(indices), list(grads), list(weights))
+
+
+def _as_iter(X, y, batch_size, is_train):
+    """X as a DataIter: a numpy array or NDArray (with labels y, 1-D or (n, 1); zeros for
+    prediction) becomes an NDArrayIter, shuffled and rolling over for training."""
+    from . import io
+    if isinstance(X, (np.ndarray, nd.NDArray)):
+        if y is None:
+            if is_train:
+                raise ValueError("FeedForward: y must be given when X is an array")
+            y = np.zeros(X.shape[0])
+        if not isinstance(y, (np.ndarray, nd.NDArray)):
+            raise TypeError("FeedForward: y must be an array when X is an array, got %s" % type(y).__name__)
+        if X.shape[0] != y.shape[0]:
+            raise ValueError("FeedForward: %d data points but %d labels" % (X.shape[0], y.shape[0]))
+        if y.ndim == 2 and y.shape[1] == 1:
+            y = y.reshape((y.shape[0],))
+        if y.ndim != 1:
+            raise ValueError("FeedForward: labels must be 1-D (or (n, 1)), got shape %s" % (y.shape,))
+        size = min(X.shape[0], batch_size)
+        if is_train:
+            return io.NDArrayIter(X, y, size, shuffle=True, last_batch_handle="roll_over")
+        return io.NDArrayIter(X, y, size, shuffle=False)
+    if not isinstance(X, io.DataIter):
+        raise TypeError("FeedForward: X must be a DataIter, an NDArray or a numpy array, got %s" % type(X).__name__)
+    return X
+
+
+class FeedForward(object):
+    """MXNet 1.x's deprecated single-input, single-output model (use the Module API): fit,
+    predict, score, save/load of `symbol` on one context. Arrays are wrapped in NDArrayIters
+    of `numpy_batch_size`; parameters start from `arg_params`/`aux_params` where given, else
+    from `initializer`; `kwargs` go to the optimizer (with rescale_grad 1/batch size when the
+    optimizer is given by name)."""
+
+    def __init__(self, symbol, ctx=None, num_epoch=None, epoch_size=None, optimizer="sgd", initializer=None,
+                 numpy_batch_size=128, arg_params=None, aux_params=None, allow_extra_params=False, begin_epoch=0,
+                 **kwargs):
+        import warnings
+        from .initializer import Uniform
+        warnings.warn("weft.model.FeedForward is deprecated, as in MXNet; use weft.mod.Module", DeprecationWarning,
+                      stacklevel=2)
+        if isinstance(symbol, sym.Symbol):
+            self.symbol, self.sym_gen = symbol, None
+        elif callable(symbol):
+            self.symbol, self.sym_gen = None, symbol
+        else:
+            raise TypeError("FeedForward: symbol must be a Symbol or a function of the bucket key")
+        if ctx is None:
+            ctx = [cpu()]
+        elif not isinstance(ctx, (list, tuple)):
+            ctx = [ctx]
+        if len(ctx) != 1:
+            raise ValueError("FeedForward: Weft trains it on one context; got %d (use the Module API for "
+                             "several)" % len(ctx))
+        self.ctx = list(ctx)
+        self.arg_params = arg_params
+        self.aux_params = aux_params
+        self.allow_extra_params = allow_extra_params
+        if self.symbol is not None and allow_extra_params:
+            self._drop_extra_params()
+        self.num_epoch = num_epoch
+        self.epoch_size = epoch_size
+        self.optimizer = optimizer
+        self.initializer = initializer if initializer is not None else Uniform(0.01)
+        self.numpy_batch_size = numpy_batch_size
+        self.begin_epoch = begin_epoch
+        self.kwargs = dict(kwargs)
+        self._pred_exec = None
+
+    def _drop_extra_params(self):
+        args, auxs = set(self.symbol.list_arguments()), set(self.symbol.list_auxiliary_states())
+        if self.arg_params:
+            self.arg_params = {k: v for k, v in self.arg_params.items() if k in args}
+        if self.aux_params:
+            self.aux_params = {k: v for k, v in self.aux_params.items() if k in auxs}
+
+    def _init_params(self, input_shapes):
+        """Parameter arrays for these input shapes: the given ones where known, else drawn by
+        the initializer. Returns the parameter names."""
+        from .initializer import InitDesc
+        arg_shapes, _, aux_shapes = self.symbol.infer_shape(**input_shapes)
+        if arg_shapes is None:
+            raise ValueError("FeedForward: cannot infer the parameter shapes from %s" % (input_shapes,))
+        attrs = self.symbol.attr_dict()
+        param_names = [n for n in self.symbol.list_arguments() if n not in input_shapes]
+        shapes = dict(zip(self.symbol.list_arguments(), arg_shapes))
+        old_args, old_aux = self.arg_params or {}, self.aux_params or {}
+        self.arg_params, self.aux_params = {}, {}
+        for names, shape_of, old, new in ((param_names, shapes, old_args, self.arg_params),
+                                          (self.symbol.list_auxiliary_states(),
+                                           dict(zip(self.symbol.list_auxiliary_states(), aux_shapes)), old_aux,
+                                           self.aux_params)):
+            for name in names:
+                arr = nd.zeros(shape_of[name])
+                if name in old:
+                    arr[:] = old[name]
+                else:
+                    self.initializer(InitDesc(name, attrs.get(name, {})), arr)
+                new[name] = arr
+        return param_names
+
+    def _input_shapes(self, data):
+        return {d[0]: tuple(d[1]) for d in list(data.provide_data) + list(data.provide_label or [])}
+
+    def fit(self, X, y=None, eval_data=None, eval_metric="acc", epoch_end_callback=None, batch_end_callback=None,
+            kvstore="local", logger=None, work_load_list=None, monitor=None, eval_end_callback=None,
+            eval_batch_end_callback=None):
+        """Trains for num_epoch epochs (of epoch_size batches when set) from begin_epoch,
+        evaluating on eval_data (a DataIter or an (X, y) pair) after each epoch."""
+        import logging
+        import time
+        from . import metric as _metric
+        from . import optimizer as opt
+        from .callback import LogValidationMetricsCallback
+        if self.num_epoch is None:
+            raise ValueError("FeedForward.fit: num_epoch was not given")
+        logger = logger or logging
+        data = _as_iter(X, y, self.numpy_batch_size, True)
+        if isinstance(eval_data, (tuple, list)) and len(eval_data) == 2:
+            eval_data = eval_data[0] if eval_data[1] is None else _as_iter(np.asarray(eval_data[0]) if isinstance(
+                eval_data[0], list) else eval_data[0], np.asarray(eval_data[1]) if isinstance(eval_data[1], list)
+                else eval_data[1], self.numpy_batch_size, True)
+        if self.sym_gen is not None:
+            self.symbol = self.sym_gen(data.default_bucket_key)
+            if self.allow_extra_params:
+                self._drop_extra_params()
+        shapes = self._input_shapes(data)
+        param_names = self._init_params(shapes)
+        if isinstance(self.optimizer, str):
+            optimizer = opt.create(self.optimizer, rescale_grad=1.0 / data.batch_size, **self.kwargs)
+        else:
+            optimizer = self.optimizer
+        if not getattr(optimizer, "idx2name", None):
+            optimizer.idx2name = dict(enumerate(param_names))
+        updater = opt.get_updater(optimizer)
+        grad_req = {n: ("write" if n in param_names else "null") for n in self.symbol.list_arguments()}
+        exe = self.symbol.simple_bind(self.ctx[0], grad_req=grad_req, **shapes)
+        exe.copy_params_from(self.arg_params, self.aux_params)
+        if monitor is not None:
+            monitor.install(exe)
+        eval_metric = _metric.create(eval_metric)
+        if eval_end_callback is None:
+            eval_end_callback = LogValidationMetricsCallback()
+        data_names = [d[0] for d in data.provide_data]
+        label_names = [d[0] for d in (data.provide_label or [])]
+
+        def load(batch, executor):
+            for name, arr in zip(data_names, batch.data):
+                executor.arg_dict[name][:] = arr
+            for name, arr in zip(label_names, batch.label or []):
+                executor.arg_dict[name][:] = arr
+
+        data.reset()
+        for epoch in range(self.begin_epoch, self.num_epoch):
+            tic = time.time()
+            eval_metric.reset()
+            nbatch = 0
+            while True:
+                try:
+                    batch = data.next()
+                except StopIteration:
+                    data.reset()
+                    if self.epoch_size is None:
+                        break
+                    continue
+                load(batch, exe)
+                if monitor is not None:
+                    monitor.tic()
+                exe.forward(is_train=True)
+                exe.backward()
+                for i, name in enumerate(param_names):
+                    updater(i, exe.grad_dict[name], exe.arg_dict[name])
+                if monitor is not None:
+                    monitor.toc_print()
+                eval_metric.update(batch.label, exe.outputs)
+                nbatch += 1
+                for cb in _callbacks(batch_end_callback):
+                    cb(BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric, locals=locals()))
+                if self.epoch_size is not None and nbatch >= self.epoch_size:
+                    break
+            for name, value in eval_metric.get_name_value():
+                logger.info("Epoch[%d] Train-%s=%f", epoch, name, value)
+            logger.info("Epoch[%d] Time cost=%.3f", epoch, time.time() - tic)
+            self.arg_params = {n: exe.arg_dict[n].copy() for n in param_names}
+            self.aux_params = {n: a.copy() for n, a in exe.aux_dict.items()}
+            for cb in _callbacks(epoch_end_callback):
+                cb(epoch, self.symbol, self.arg_params, self.aux_params)
+            if eval_data is not None:
+                eval_metric.reset()
+                eval_data.reset()
+                for nbatch, batch in enumerate(eval_data, 1):
+                    load(batch, exe)
+                    exe.forward(is_train=False)
+                    eval_metric.update(batch.label, exe.outputs)
+                    for cb in _callbacks(eval_batch_end_callback):
+                        cb(BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric, locals=locals()))
+                for cb in _callbacks(eval_end_callback):
+                    cb(BatchEndParam(epoch=epoch, nbatch=nbatch, eval_metric=eval_metric, locals=locals()))
+        self._pred_exec = None
+
+    def _predictor(self, data):
+        shapes = {d[0]: tuple(d[1]) for d in data.provide_data}
+        shapes.update({n: a.shape for n, a in self.arg_params.items()})
+        exe = self.symbol.simple_bind(self.ctx[0], grad_req="null", **shapes)
+        exe.copy_params_from(self.arg_params, self.aux_params, allow_extra_params=True)
+        return exe
+
+    def _run(self, X, num_batch, reset, each):
+        if self.arg_params is None:
+            raise RuntimeError("FeedForward: the model has no parameters yet; fit or load it first")
+        data = _as_iter(X, None, self.numpy_batch_size, False)
+        if reset:
+            data.reset()
+        exe = self._predictor(data)
+        names = [d[0] for d in data.provide_data]
+        for i, batch in enumerate(data):
+            for name, arr in zip(names, batch.data):
+                if name in exe.arg_dict:
+                    exe.arg_dict[name][:] = arr
+            exe.forward(is_train=False)
+            each(batch, exe.outputs, data.batch_size - (batch.pad or 0))
+            if num_batch is not None and i + 1 == num_batch:
+                break
+
+    def predict(self, X, num_batch=None, return_data=False, reset=True):
+        """The outputs over X (numpy; a list when the symbol has several), padding removed;
+        with return_data also the data and labels read."""
+        outputs, datas, labels = [], [], []
+
+        def each(batch, outs, real):
+            outputs.append([o[0:real].asnumpy() for o in outs])
+            if return_data:
+                datas.append([d[0:real].asnumpy() for d in batch.data])
+                labels.append([l[0:real].asnumpy() for l in (batch.label or [])])
+
+        self._run(X, num_batch, reset, each)
+        merged = [np.concatenate(parts) for parts in zip(*outputs)]
+        result = merged[0] if len(merged) == 1 else merged
+        if not return_data:
+            return result
+        data = [np.concatenate(parts) for parts in zip(*datas)]
+        label = [np.concatenate(parts) for parts in zip(*labels)]
+        return result, (data[0] if len(data) == 1 else data), (label[0] if len(label) == 1 else label)
+
+    def score(self, X, eval_metric="acc", num_batch=None, batch_end_callback=None, reset=True):
+        """eval_metric's value over X (a DataIter with labels)."""
+        from . import metric as _metric
+        metric = _metric.create(eval_metric)
+        metric.reset()
+        count = [0]
+
+        def each(batch, outs, real):
+            metric.update(batch.label, outs)
+            count[0] += 1
+            for cb in _callbacks(batch_end_callback):
+                cb(BatchEndParam(epoch=0, nbatch=count[0], eval_metric=metric, locals=locals()))
+
+        self._run(X, num_batch, reset, each)
+        return metric.get()[1]
+
+    def save(self, prefix, epoch=None, remove_amp_cast=True):
+        """save_checkpoint(prefix, epoch (default num_epoch), ...)."""
+        save_checkpoint(prefix, self.num_epoch if epoch is None else epoch, self.symbol, self.arg_params,
+                        self.aux_params, remove_amp_cast=remove_amp_cast)
+
+    @staticmethod
+    def load(prefix, epoch, ctx=None, **kwargs):
+        """A FeedForward from checkpoint prefix/epoch, to continue from epoch `epoch`."""
+        symbol, arg_params, aux_params = load_checkpoint(prefix, epoch)
+        return FeedForward(symbol, ctx=ctx, arg_params=arg_params, aux_params=aux_params, begin_epoch=epoch,
+                           **kwargs)
+
+    @staticmethod
+    def create(symbol, X, y=None, ctx=None, num_epoch=None, epoch_size=None, optimizer="sgd", initializer=None,
+               eval_data=None, eval_metric="acc", epoch_end_callback=None, batch_end_callback=None, kvstore="local",
+               logger=None, work_load_list=None, eval_end_callback=None, eval_batch_end_callback=None, **kwargs):
+        """A FeedForward built and fitted in one call."""
+        model = FeedForward(symbol, ctx=ctx, num_epoch=num_epoch, epoch_size=epoch_size, optimizer=optimizer,
+                            initializer=initializer, **kwargs)
+        model.fit(X, y, eval_data=eval_data, eval_metric=eval_metric, epoch_end_callback=epoch_end_callback,
+                  batch_end_callback=batch_end_callback, kvstore=kvstore, logger=logger,
+                  work_load_list=work_load_list, eval_end_callback=eval_end_callback,
+                  eval_batch_end_callback=eval_batch_end_callback)
+        return model
+
+
+def _callbacks(cb):
+    if cb is None:
+        return []
+    return cb if isinstance(cb, (list, tuple)) else [cb]

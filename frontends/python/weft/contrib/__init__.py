@@ -1,2 +1,3 @@
 """weft.contrib: MXNet's mx.contrib namespace."""
 from . import onnx  # noqa: F401
+from . import text  # noqa: F401

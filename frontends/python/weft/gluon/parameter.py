@@ -13,8 +13,12 @@ import numpy as np
 from .. import autograd
 from .. import ndarray as nd
 from ..context import Context, current_context
+from ..symbol import Symbol
 
-__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError"]
+__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "tensor_types"]
+
+# What a Gluon block takes as an array (MXNet's gluon.tensor_types).
+tensor_types = (Symbol, nd.NDArray)
 
 
 class DeferredInitializationError(RuntimeError):

@@ -4,7 +4,7 @@ import numpy as np
 from ..block import Block, HybridBlock, _fixed_graph
 from .activations import Activation
 
-__all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "BatchNorm", "InstanceNorm",
+__all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "BatchNorm", "BatchNormReLU", "InstanceNorm",
            "LayerNorm", "GroupNorm", "Flatten", "Lambda", "HybridLambda"]
 
 
@@ -123,12 +123,20 @@ class BatchNorm(HybridBlock):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
 
+class BatchNormReLU(BatchNorm):
+    """BatchNorm followed by ReLU, computed by one operator (MXNet's contrib.BatchNormWithReLU);
+    the parameters are BatchNorm's."""
+
+    @_fixed_graph
+    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+        return F.contrib.BatchNormWithReLU(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
+
+
 class InstanceNorm(HybridBlock):
     def __init__(self, axis=1, epsilon=1e-5, center=True, scale=False, beta_initializer="zeros",
                  gamma_initializer="ones", in_channels=0, **kwargs):
         super().__init__(**kwargs)
-        if axis != 1:
-            raise ValueError("InstanceNorm: only axis=1 (channels first) is supported, got %d" % axis)
+        self._axis = axis
         self._kwargs = {"eps": epsilon}
         self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(in_channels,),
                                      init=gamma_initializer, allow_deferred_init=True)
@@ -137,7 +145,11 @@ class InstanceNorm(HybridBlock):
 
     @_fixed_graph
     def hybrid_forward(self, F, x, gamma, beta):
-        return F.InstanceNorm(x, gamma, beta, name="fwd", **self._kwargs)
+        if self._axis == 1:
+            return F.InstanceNorm(x, gamma, beta, name="fwd", **self._kwargs)
+        # The operator normalises with channels on axis 1: move the channel axis there and back.
+        x = F.swapaxes(x, dim1=1, dim2=self._axis)
+        return F.swapaxes(F.InstanceNorm(x, gamma, beta, name="fwd", **self._kwargs), dim1=1, dim2=self._axis)
 
 
 class LayerNorm(HybridBlock):

@@ -1,8 +1,10 @@
 """Vision datasets of gluon.data, as in MXNet 1.x: MNIST and Fashion-MNIST from local IDX
-files, images packed in RecordIO files, and image folders."""
+files, CIFAR-10/100 from their local binary files, images packed in RecordIO files, and image
+folders."""
 import gzip
 import os
 import struct
+import tarfile
 import warnings
 
 import numpy as np
@@ -10,7 +12,7 @@ import numpy as np
 from .... import ndarray as nd
 from ..dataset import Dataset, RecordFileDataset, _check_index
 
-__all__ = ["MNIST", "FashionMNIST", "ImageRecordDataset", "ImageFolderDataset"]
+__all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset", "ImageFolderDataset"]
 
 
 def data_dir():
@@ -109,6 +111,92 @@ class FashionMNIST(MNIST):
 
     def __init__(self, root=os.path.join(data_dir(), "datasets", "fashion-mnist"), train=True, transform=None):
         super().__init__(root, train, transform)
+
+
+def _extract(archive, root, who):
+    """Unpacks a tar archive into root, refusing members that would land outside it."""
+    base = os.path.realpath(root)
+    with tarfile.open(archive) as tar:
+        members = tar.getmembers()
+        for m in members:
+            target = os.path.realpath(os.path.join(base, m.name))
+            if not (m.isfile() or m.isdir()) or os.path.commonpath([base, target]) != base:
+                raise ValueError("%s: '%s' holds '%s', which is not a plain file inside the archive's folder"
+                                 % (who, archive, m.name))
+        tar.extractall(base, members=members)
+
+
+class CIFAR10(_DownloadedDataset):
+    """CIFAR-10: samples (image, label), image a (32, 32, 3) uint8 NDArray, label an int32.
+
+    Read from the binary version's files (data_batch_1.bin ... data_batch_5.bin,
+    test_batch.bin) in `root` or in its `cifar-10-batches-bin` folder (the published
+    archive's layout); a `cifar-10-binary.tar.gz` in `root` is unpacked first. Weft
+    downloads nothing."""
+
+    _archive = "cifar-10-binary.tar.gz"
+    _folder = "cifar-10-batches-bin"
+    _train_files = ["data_batch_%d.bin" % i for i in range(1, 6)]
+    _test_files = ["test_batch.bin"]
+    _label_bytes = 1
+
+    def __init__(self, root=os.path.join(data_dir(), "datasets", "cifar10"), train=True, transform=None):
+        self._train = train
+        super().__init__(root, transform)
+
+    def _label_column(self):
+        return 0
+
+    def _locate(self, names):
+        for folder in (self._root, os.path.join(self._root, self._folder)):
+            if all(os.path.isfile(os.path.join(folder, n)) for n in names):
+                return folder
+        return None
+
+    def _get_data(self):
+        who = type(self).__name__
+        names = self._train_files if self._train else self._test_files
+        folder = self._locate(names)
+        archive = os.path.join(self._root, self._archive)
+        if folder is None and os.path.isfile(archive):
+            _extract(archive, self._root, who)
+            folder = self._locate(names)
+        if folder is None:
+            raise FileNotFoundError("%s: %s not found under '%s' (nor in its '%s' folder, nor as %s there). Weft "
+                                    "does not download data sets: put the binary CIFAR files there or pass root="
+                                    % (who, ", ".join(names), self._root, self._folder, self._archive))
+        record = 3072 + self._label_bytes
+        images, labels = [], []
+        for name in names:
+            path = os.path.join(folder, name)
+            raw = np.fromfile(path, dtype=np.uint8)
+            if raw.size % record:
+                raise ValueError("%s: '%s' holds %d bytes, not a whole number of %d-byte records"
+                                 % (who, path, raw.size, record))
+            rows = raw.reshape(-1, record)
+            labels.append(rows[:, self._label_column()].astype(np.int32))
+            images.append(rows[:, self._label_bytes:].reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1))
+        self._label = np.concatenate(labels)
+        self._data = nd.array(np.concatenate(images), dtype=np.uint8)
+
+
+class CIFAR100(CIFAR10):
+    """CIFAR-100 (train.bin, test.bin, in `root` or its `cifar-100-binary` folder): labels
+    are the 20 coarse classes, or the 100 fine ones with fine_label=True."""
+
+    _archive = "cifar-100-binary.tar.gz"
+    _folder = "cifar-100-binary"
+    _train_files = ["train.bin"]
+    _test_files = ["test.bin"]
+    _label_bytes = 2
+
+    def __init__(self, root=os.path.join(data_dir(), "datasets", "cifar100"), fine_label=False, train=True,
+                 transform=None):
+        self._fine_label = fine_label
+        super().__init__(root, train, transform)
+
+    def _label_column(self):
+        return 1 if self._fine_label else 0
 
 
 class ImageRecordDataset(RecordFileDataset):

@@ -21,10 +21,13 @@ import random
 import numpy as np
 
 from .... import ndarray as nd
+from ....image import _rotate_chw
 from ....ndarray import NDArray
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "RandomResizedCrop",
-           "RandomFlipLeftRight", "RandomFlipTopBottom"]
+           "RandomFlipLeftRight", "RandomFlipTopBottom", "CropResize", "RandomBrightness", "RandomContrast",
+           "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting", "RandomApply", "Rotate",
+           "RandomRotation"]
 
 _INTERP_NAMES = {0: "nearest", 1: "bilinear"}
 
@@ -362,3 +365,184 @@ class RandomFlipTopBottom(_RandomFlip):
     """Flips an (H, W, C) image upside down with probability 0.5 (each image of a batch
     independently)."""
     _axis = 0
+
+
+class CropResize(_Transform):
+    """The `width` x `height` region at column `x`, row `y` of an (H, W, C) image (or of each
+    image of a batch), resized to `size` ((width, height) or an int) when given."""
+
+    def __init__(self, x, y, width, height, size=None, interpolation=None):
+        if min(x, y) < 0 or min(width, height) <= 0:
+            raise ValueError("CropResize: expected x, y >= 0 and a positive width and height, got %r"
+                             % ((x, y, width, height),))
+        self._box = (int(x), int(y), int(width), int(height))
+        self._size = _wh(size, "CropResize") if size is not None else None
+        self._interpolation = _check_interp(1 if interpolation is None else interpolation, "CropResize")
+
+    def _apply(self, a):
+        _check_ndim(a, (3, 4), ("N", "H", "W", "C"), "CropResize")
+        x, y, w, h = self._box
+        if x + w > a.shape[-2] or y + h > a.shape[-3]:
+            raise ValueError("CropResize: the region %r does not fit the image of shape %s" % (self._box, a.shape))
+        return _crop_resize(a, x, y, w, h, self._size or (w, h), self._interpolation)
+
+    def _repr_args(self):
+        return [("box", self._box), ("size", self._size), ("interpolation", self._interpolation)]
+
+
+class _ColorOp(_Transform):
+    """A transform that is one nd.image operator on (H, W, C) images: numpy inputs go
+    through an NDArray."""
+
+    def _op(self, x):
+        raise NotImplementedError
+
+    def _apply_nd(self, x):
+        _check_ndim(x, (3,), ("H", "W", "C"), type(self).__name__)
+        return self._op(x)
+
+    def _apply(self, a):
+        return self._apply_nd(nd.array(a, dtype=a.dtype)).asnumpy()
+
+
+def _jitter_range(amount, who):
+    if amount < 0:
+        raise ValueError("%s: expected a non-negative amount, got %r" % (who, amount))
+    return max(0.0, 1.0 - amount), 1.0 + amount
+
+
+class RandomBrightness(_ColorOp):
+    """Scales the image by a factor uniform in [max(0, 1 - brightness), 1 + brightness]."""
+
+    def __init__(self, brightness):
+        self._args = _jitter_range(brightness, "RandomBrightness")
+
+    def _op(self, x):
+        return nd.image.random_brightness(x, *self._args)
+
+
+class RandomContrast(_ColorOp):
+    """Blends the image with its mean grey level by a factor uniform in
+    [max(0, 1 - contrast), 1 + contrast]."""
+
+    def __init__(self, contrast):
+        self._args = _jitter_range(contrast, "RandomContrast")
+
+    def _op(self, x):
+        return nd.image.random_contrast(x, *self._args)
+
+
+class RandomSaturation(_ColorOp):
+    """Blends the image with its grey version by a factor uniform in
+    [max(0, 1 - saturation), 1 + saturation]."""
+
+    def __init__(self, saturation):
+        self._args = _jitter_range(saturation, "RandomSaturation")
+
+    def _op(self, x):
+        return nd.image.random_saturation(x, *self._args)
+
+
+class RandomHue(_ColorOp):
+    """Rotates the hue by a factor uniform in [max(0, 1 - hue), 1 + hue]."""
+
+    def __init__(self, hue):
+        self._args = _jitter_range(hue, "RandomHue")
+
+    def _op(self, x):
+        return nd.image.random_hue(x, *self._args)
+
+
+class RandomColorJitter(_ColorOp):
+    """Random brightness, contrast, saturation and hue changes, in a random order."""
+
+    def __init__(self, brightness=0, contrast=0, saturation=0, hue=0):
+        for who, v in (("brightness", brightness), ("contrast", contrast), ("saturation", saturation), ("hue", hue)):
+            _jitter_range(v, "RandomColorJitter " + who)
+        self._args = (brightness, contrast, saturation, hue)
+
+    def _op(self, x):
+        return nd.image.random_color_jitter(x, *self._args)
+
+
+class RandomLighting(_ColorOp):
+    """AlexNet's PCA lighting noise: the RGB eigenvectors of ImageNet scaled by normal
+    draws of standard deviation `alpha`."""
+
+    def __init__(self, alpha):
+        if alpha < 0:
+            raise ValueError("RandomLighting: expected alpha >= 0, got %r" % (alpha,))
+        self._alpha = alpha
+
+    def _op(self, x):
+        return nd.image.random_lighting(x, self._alpha)
+
+
+class RandomApply(Compose):
+    """Applies `transforms` (a transform or a list, in order) with probability `p`, else
+    returns the input unchanged."""
+
+    def __init__(self, transforms, p=0.5):
+        if not 0 <= p <= 1:
+            raise ValueError("RandomApply: p must be in [0, 1], got %r" % (p,))
+        super(RandomApply, self).__init__(transforms if isinstance(transforms, (list, tuple)) else [transforms])
+        self.p = p
+
+    def __call__(self, x):
+        if self.p < random.random():
+            return x
+        return super(RandomApply, self).__call__(x)
+
+
+class Rotate(_Transform):
+    """Rotates a (C, H, W) float32 image, or each image of an (N, C, H, W) batch, by
+    `rotation_degrees` (counter-clockwise as displayed), as mx.image.imrotate; zoom_in
+    scales up so that no padding shows, zoom_out down so that the whole image fits."""
+
+    def __init__(self, rotation_degrees, zoom_in=False, zoom_out=False):
+        if zoom_in and zoom_out:
+            raise ValueError("Rotate: zoom_in and zoom_out cannot both be True")
+        self._args = (rotation_degrees, zoom_in, zoom_out)
+
+    def _apply(self, a):
+        if a.dtype != np.float32:
+            raise TypeError("Rotate: only float32 images are supported (use ToTensor or Cast first), got %s"
+                            % a.dtype)
+        _check_ndim(a, (3, 4), ("N", "C", "H", "W"), type(self).__name__)
+        degrees, zoom_in, zoom_out = self._angles(a)
+        out = _rotate_chw(a if a.ndim == 4 else a[None], degrees, zoom_in, zoom_out)
+        return out if a.ndim == 4 else out[0]
+
+    def _angles(self, a):
+        return self._args
+
+    def _repr_args(self):
+        return [("rotation_degrees", self._args[0]), ("zoom_in", self._args[1]), ("zoom_out", self._args[2])]
+
+
+class RandomRotation(Rotate):
+    """Rotate by an angle drawn uniformly (numpy's generator) from `angle_limits`, one per
+    image, with probability `rotate_with_proba` (else the input comes back unchanged)."""
+
+    def __init__(self, angle_limits, zoom_in=False, zoom_out=False, rotate_with_proba=1.0):
+        if len(angle_limits) != 2 or angle_limits[0] > angle_limits[1]:
+            raise ValueError("RandomRotation: angle_limits must be an ordered pair (low, high), got %r"
+                             % (angle_limits,))
+        if not 0 <= rotate_with_proba <= 1:
+            raise ValueError("RandomRotation: rotate_with_proba must be in [0, 1], got %r" % (rotate_with_proba,))
+        super(RandomRotation, self).__init__(0.0, zoom_in, zoom_out)
+        self._limits = tuple(angle_limits)
+        self._proba = rotate_with_proba
+
+    def forward(self, x):
+        if np.random.random() > self._proba:
+            return x
+        return super(RandomRotation, self).forward(x)
+
+    def _angles(self, a):
+        n = a.shape[0] if a.ndim == 4 else 1
+        return np.random.uniform(self._limits[0], self._limits[1], size=n), self._args[1], self._args[2]
+
+    def _repr_args(self):
+        return [("angle_limits", self._limits), ("zoom_in", self._args[1]), ("zoom_out", self._args[2]),
+                ("rotate_with_proba", self._proba)]

@@ -3,12 +3,16 @@
     net = weft.gluon.model_zoo.vision.get_model("resnet18_v1", classes=10)
 
 Plus `mlp` and `lenet` (small networks for 28x28 images) and `inception_bn`, which MXNet's
-zoo lacks. No pretrained weights are shipped: pretrained=True raises.
+zoo lacks. No pretrained weights are shipped and none are downloaded: pretrained=True loads
+MXNet's file for the model from `root` (see model_store) and raises when it is absent.
 """
 # The modules first: the star imports then rebind names like `alexnet` to the functions.
 from . import alexnet as _alexnet, inception_bn as _inception_bn, lenet as _lenet, mlp as _mlp
+from . import densenet as _densenet, inception as _inception
 from . import mobilenet as _mobilenet, resnet as _resnet, squeezenet as _squeezenet, vgg as _vgg
 from .alexnet import *  # noqa: F401,F403
+from .densenet import *  # noqa: F401,F403
+from .inception import *  # noqa: F401,F403
 from .inception_bn import *  # noqa: F401,F403
 from .lenet import *  # noqa: F401,F403
 from .mlp import *  # noqa: F401,F403
@@ -26,6 +30,8 @@ _models = {
     "vgg11": vgg11, "vgg13": vgg13, "vgg16": vgg16, "vgg19": vgg19,
     "vgg11_bn": vgg11_bn, "vgg13_bn": vgg13_bn, "vgg16_bn": vgg16_bn, "vgg19_bn": vgg19_bn,
     "alexnet": alexnet,
+    "densenet121": densenet121, "densenet161": densenet161, "densenet169": densenet169,
+    "densenet201": densenet201, "inceptionv3": inception_v3,
     "squeezenet1.0": squeezenet1_0, "squeezenet1.1": squeezenet1_1,
     "mobilenet1.0": mobilenet1_0, "mobilenet0.75": mobilenet0_75,
     "mobilenet0.5": mobilenet0_5, "mobilenet0.25": mobilenet0_25,
@@ -49,5 +55,6 @@ def models():
     return sorted(_models)
 
 
-__all__ = (["get_model", "models"] + _alexnet.__all__ + _inception_bn.__all__ + _lenet.__all__ + _mlp.__all__
+__all__ = (["get_model", "models"] + _alexnet.__all__ + _densenet.__all__ + _inception.__all__
+           + _inception_bn.__all__ + _lenet.__all__ + _mlp.__all__
            + _mobilenet.__all__ + _resnet.__all__ + _squeezenet.__all__ + _vgg.__all__)

@@ -1,11 +1,10 @@
 """What every zoo constructor shares."""
 
-_NO_WEIGHTS = ("{name}: pretrained=True was asked, but Weft ships no pretrained weights. Build the "
-               "model with pretrained=False, then initialise it (net.initialize()) or load weights "
-               "you have (net.load_parameters(path), MXNet .params files included).")
 
-
-def check_pretrained(name, pretrained):
-    """Raises a clear error for pretrained=True: there are no weights to download."""
+def finish(net, name, pretrained, ctx, root):
+    """`net`, with MXNet's pretrained parameters of model `name` loaded from `root` when
+    `pretrained` (see model_store.get_model_file: nothing is downloaded)."""
     if pretrained:
-        raise ValueError(_NO_WEIGHTS.format(name=name))
+        from ..model_store import get_model_file
+        net.load_parameters(get_model_file(name, root=root), ctx=ctx)
+    return net

@@ -1,7 +1,7 @@
 """AlexNet (Krizhevsky et al. 2012, single-tower), as MXNet 1.x's zoo; 224x224 inputs."""
 from ... import nn
 from ...block import HybridBlock, _fixed_graph
-from ._common import check_pretrained
+from ._common import finish
 
 __all__ = ["AlexNet", "alexnet"]
 
@@ -36,5 +36,4 @@ class AlexNet(HybridBlock):
 
 def alexnet(pretrained=False, ctx=None, root=None, **kwargs):
     """AlexNet; `classes=` sets the output size."""
-    check_pretrained("alexnet", pretrained)
-    return AlexNet(**kwargs)
+    return finish(AlexNet(**kwargs), "alexnet", pretrained, ctx, root)

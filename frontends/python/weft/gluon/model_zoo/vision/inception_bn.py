@@ -7,7 +7,7 @@ momentum 0.9, as the example) - ReLU.
 """
 from ... import nn
 from ...block import HybridBlock, _fixed_graph
-from ._common import check_pretrained
+from ._common import finish
 
 __all__ = ["InceptionBN", "inception_bn"]
 
@@ -97,5 +97,4 @@ class InceptionBN(HybridBlock):
 
 def inception_bn(pretrained=False, ctx=None, root=None, **kwargs):
     """Inception-BN for 224x224 images."""
-    check_pretrained("inception_bn", pretrained)
-    return InceptionBN(**kwargs)
+    return finish(InceptionBN(**kwargs), "inception_bn", pretrained, ctx, root)

@@ -1,7 +1,7 @@
 """LeNet-5 as MXNet's examples build it (not in MXNet's Gluon zoo): for 28x28 images."""
 from ... import nn
 from ...block import HybridBlock, _fixed_graph
-from ._common import check_pretrained
+from ._common import finish
 
 __all__ = ["LeNet", "lenet"]
 
@@ -30,5 +30,4 @@ class LeNet(HybridBlock):
 
 def lenet(pretrained=False, ctx=None, root=None, **kwargs):
     """LeNet for (N, 1, 28, 28) inputs (MNIST, Fashion-MNIST)."""
-    check_pretrained("lenet", pretrained)
-    return LeNet(**kwargs)
+    return finish(LeNet(**kwargs), "lenet", pretrained, ctx, root)

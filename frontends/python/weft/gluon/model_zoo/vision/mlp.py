@@ -1,7 +1,7 @@
 """Multi-layer perceptron (not in MXNet's zoo; the 784-512-512-10 network of the benchmarks)."""
 from ... import nn
 from ...block import HybridBlock, _fixed_graph
-from ._common import check_pretrained
+from ._common import finish
 
 __all__ = ["MLP", "mlp"]
 
@@ -29,5 +29,4 @@ class MLP(HybridBlock):
 
 def mlp(pretrained=False, ctx=None, root=None, **kwargs):
     """MLP 784-512-512-10 by default; `hidden=(...)` and `classes=` change the sizes."""
-    check_pretrained("mlp", pretrained)
-    return MLP(**kwargs)
+    return finish(MLP(**kwargs), "mlp", pretrained, ctx, root)

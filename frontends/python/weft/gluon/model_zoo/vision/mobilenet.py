@@ -2,7 +2,7 @@
 as MXNet 1.x's zoo builds them; 224x224 inputs."""
 from ... import nn
 from ...block import HybridBlock, _fixed_graph
-from ._common import check_pretrained
+from ._common import finish
 
 __all__ = ["MobileNet", "MobileNetV2", "RELU6", "LinearBottleneck", "get_mobilenet", "get_mobilenet_v2",
            "mobilenet1_0", "mobilenet0_75", "mobilenet0_5", "mobilenet0_25",
@@ -116,14 +116,12 @@ class MobileNetV2(HybridBlock):
 
 def get_mobilenet(multiplier, pretrained=False, ctx=None, root=None, **kwargs):
     """MobileNet v1 of width `multiplier` (1.0, 0.75, 0.5, 0.25 are MXNet's)."""
-    check_pretrained("mobilenet%s" % multiplier, pretrained)
-    return MobileNet(multiplier, **kwargs)
+    return finish(MobileNet(multiplier, **kwargs), "mobilenet%s" % multiplier, pretrained, ctx, root)
 
 
 def get_mobilenet_v2(multiplier, pretrained=False, ctx=None, root=None, **kwargs):
     """MobileNet v2 of width `multiplier` (1.0, 0.75, 0.5, 0.25 are MXNet's)."""
-    check_pretrained("mobilenetv2_%s" % multiplier, pretrained)
-    return MobileNetV2(multiplier, **kwargs)
+    return finish(MobileNetV2(multiplier, **kwargs), "mobilenetv2_%s" % multiplier, pretrained, ctx, root)
 
 
 def mobilenet1_0(**kwargs):

@@ -3,7 +3,7 @@ builds them (block structure and parameter names alike); 224x224 inputs, or 32x3
 `thumbnail=True` (a 3x3 stem without pooling, for CIFAR-sized images)."""
 from ... import nn
 from ...block import HybridBlock, _fixed_graph
-from ._common import check_pretrained
+from ._common import finish
 
 __all__ = ["ResNetV1", "ResNetV2", "BasicBlockV1", "BasicBlockV2", "BottleneckV1", "BottleneckV2",
            "get_resnet", "resnet18_v1", "resnet34_v1", "resnet50_v1", "resnet101_v1", "resnet152_v1",
@@ -221,10 +221,10 @@ def get_resnet(version, num_layers, pretrained=False, ctx=None, root=None, **kwa
         raise ValueError("ResNet: num_layers must be one of %s, got %r" % (sorted(resnet_spec), num_layers))
     if version not in (1, 2):
         raise ValueError("ResNet: version must be 1 or 2, got %r" % (version,))
-    check_pretrained("resnet%d_v%d" % (num_layers, version), pretrained)
     block_type, layers, channels = resnet_spec[num_layers]
     block = resnet_block_versions[version - 1][block_type]
-    return resnet_net_versions[version - 1](block, layers, channels, **kwargs)
+    net = resnet_net_versions[version - 1](block, layers, channels, **kwargs)
+    return finish(net, "resnet%d_v%d" % (num_layers, version), pretrained, ctx, root)
 
 
 def resnet18_v1(**kwargs):

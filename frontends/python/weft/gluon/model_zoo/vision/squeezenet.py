@@ -2,7 +2,7 @@
 inputs (the final 13x13 average pool expects them)."""
 from ... import nn
 from ...block import HybridBlock, _fixed_graph
-from ._common import check_pretrained
+from ._common import finish
 
 __all__ = ["SqueezeNet", "get_squeezenet", "squeezenet1_0", "squeezenet1_1"]
 
@@ -95,8 +95,7 @@ class SqueezeNet(HybridBlock):
 
 def get_squeezenet(version, pretrained=False, ctx=None, root=None, **kwargs):
     """SqueezeNet of `version` '1.0' or '1.1'."""
-    check_pretrained("squeezenet%s" % version, pretrained)
-    return SqueezeNet(version, **kwargs)
+    return finish(SqueezeNet(version, **kwargs), "squeezenet%s" % version, pretrained, ctx, root)
 
 
 def squeezenet1_0(**kwargs):

@@ -3,7 +3,7 @@ zoo builds them; 224x224 inputs."""
 from .... import initializer
 from ... import nn
 from ...block import HybridBlock, _fixed_graph
-from ._common import check_pretrained
+from ._common import finish
 
 __all__ = ["VGG", "get_vgg", "vgg11", "vgg13", "vgg16", "vgg19", "vgg11_bn", "vgg13_bn", "vgg16_bn",
            "vgg19_bn"]
@@ -60,9 +60,9 @@ def get_vgg(num_layers, pretrained=False, ctx=None, root=None, **kwargs):
     """VGG of depth 11, 13, 16 or 19; `batch_norm=True` for the BN variant."""
     if num_layers not in vgg_spec:
         raise ValueError("VGG: num_layers must be one of %s, got %r" % (sorted(vgg_spec), num_layers))
-    check_pretrained("vgg%d%s" % (num_layers, "_bn" if kwargs.get("batch_norm") else ""), pretrained)
     layers, filters = vgg_spec[num_layers]
-    return VGG(layers, filters, **kwargs)
+    name = "vgg%d%s" % (num_layers, "_bn" if kwargs.get("batch_norm") else "")
+    return finish(VGG(layers, filters, **kwargs), name, pretrained, ctx, root)
 
 
 def vgg11(**kwargs):
