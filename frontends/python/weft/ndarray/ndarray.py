@@ -208,6 +208,11 @@ class NDArray(_fast.NDArrayBase):
     def stype(self):
         return "default"
 
+    def tostype(self, stype):
+        """The values in storage type `stype` ('default' copies; 'csr', 'row_sparse')."""
+        from .sparse import cast_storage  # pylint: disable=import-outside-toplevel
+        return cast_storage(self, stype)
+
     @property
     def T(self):
         if self.ndim > 2:
@@ -519,7 +524,7 @@ class NDArray(_fast.NDArrayBase):
 
 
 def _from_raw_bytes(data):
-    return NDArray(_api.weft_ndarray_load_raw_bytes(data))
+    return _new_by_stype(_api.weft_ndarray_load_raw_bytes(data))
 
 
 def _assign(view, value):
@@ -651,10 +656,18 @@ def waitall():
 
 
 # -------------------------------------------------------------------- files
+def _new_by_stype(handle):
+    # Loaded arrays may be sparse (MXNet's files hold csr and row_sparse records).
+    if _api.weft_ndarray_get_storage_type(handle) > 0:
+        from .sparse import _wrap  # pylint: disable=import-outside-toplevel
+        return _wrap(handle)
+    return NDArray(handle)
+
+
 def _list_from_handle(lst):
     try:
         n = _api.weft_ndarray_list_size(lst)
-        arrays = [NDArray(_api.weft_ndarray_list_get(lst, i)) for i in range(n)]
+        arrays = [_new_by_stype(_api.weft_ndarray_list_get(lst, i)) for i in range(n)]
         if _api.weft_ndarray_list_has_names(lst):
             return {_api.weft_ndarray_list_name(lst, i): arrays[i] for i in range(n)}
         return arrays
