@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/base/scratch.h"
+#include "core/imperative/sparse_update.h"
 #include "core/imperative/transformation.h"
 #include "core/ndarray/sparse.h"
 #include "core/op/compute_async.h"
@@ -336,6 +337,7 @@ void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vec
   // path's cost unchanged.
   for (const NDArray& a : inputs) {
     if (!a.is_sparse()) continue;
+    if (LazyRowSparseUpdate(attrs, inputs, outputs, is_train)) return;
     std::vector<NDArray> dense;
     dense.reserve(inputs.size());
     for (const NDArray& b : inputs) dense.push_back(DenseOf(b));

@@ -221,3 +221,78 @@ def test_scipy_input_when_available():
     a = nd.sparse.csr_matrix(m)
     np.testing.assert_array_equal(a.asnumpy(), m.toarray())
     np.testing.assert_array_equal(a.asscipy().toarray(), m.toarray())
+
+
+def _rsp_grad(shape, rows, seed):
+    vals = np.random.RandomState(seed).uniform(-1, 1, (len(rows),) + shape[1:]).astype(np.float32)
+    dense = np.zeros(shape, np.float32)
+    dense[rows] = vals
+    return nd.sparse.row_sparse_array((vals, rows), shape=shape), dense
+
+
+def test_sgd_lazy_update_touches_only_grad_rows():
+    shape, rows = (10, 3), [1, 4, 7]
+    w0 = np.random.RandomState(0).uniform(-1, 1, shape).astype(np.float32)
+    g, g_dense = _rsp_grad(shape, rows, 1)
+    w = nd.array(w0)
+    nd.sgd_update(w, g, lr=0.1, wd=0.01, out=w)
+    want = w0.copy()
+    want[rows] = w0[rows] - 0.1 * (g_dense[rows] + 0.01 * w0[rows])
+    np.testing.assert_allclose(w.asnumpy(), want, rtol=1e-6, atol=1e-7)
+    # lazy_update=False is the standard update: weight decay reaches every row.
+    w = nd.array(w0)
+    nd.sgd_update(w, g, lr=0.1, wd=0.01, lazy_update=False, out=w)
+    np.testing.assert_allclose(w.asnumpy(), w0 - 0.1 * (g_dense + 0.01 * w0), rtol=1e-6, atol=1e-7)
+    # Without `out`, a new weight; the old one is left alone.
+    w = nd.array(w0)
+    new = nd.sgd_update(w, g, lr=0.1, wd=0.01)
+    np.testing.assert_allclose(new.asnumpy(), want, rtol=1e-6, atol=1e-7)
+    np.testing.assert_array_equal(w.asnumpy(), w0)
+
+
+def test_sgd_mom_and_adam_lazy_updates():
+    shape, rows = (8, 2, 3), [0, 5, 6]
+    rng = np.random.RandomState(2)
+    w0 = rng.uniform(-1, 1, shape).astype(np.float32)
+    m0 = rng.uniform(-1, 1, shape).astype(np.float32)
+    v0 = rng.uniform(0, 1, shape).astype(np.float32)
+    g, g_dense = _rsp_grad(shape, rows, 3)
+    w, mom = nd.array(w0), nd.array(m0)
+    nd.sgd_mom_update(w, g, mom, lr=0.05, momentum=0.9, wd=0.1, out=w)
+    want_m = m0.copy()
+    want_m[rows] = 0.9 * m0[rows] - 0.05 * (g_dense[rows] + 0.1 * w0[rows])
+    want_w = w0.copy()
+    want_w[rows] = w0[rows] + want_m[rows]
+    np.testing.assert_allclose(mom.asnumpy(), want_m, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(w.asnumpy(), want_w, rtol=1e-5, atol=1e-6)
+    # Adam: the stored rows move as the dense update moves them, the others not at all.
+    w, mean, var = nd.array(w0), nd.array(m0), nd.array(v0)
+    nd.adam_update(w, g, mean, var, lr=0.01, wd=0.1, out=w)
+    dw, dmean, dvar = nd.array(w0), nd.array(m0), nd.array(v0)
+    nd.adam_update(dw, nd.array(g_dense), dmean, dvar, lr=0.01, wd=0.1, out=dw)
+    others = [r for r in range(shape[0]) if r not in rows]
+    for got, dense, orig in ((w, dw, w0), (mean, dmean, m0), (var, dvar, v0)):
+        np.testing.assert_allclose(got.asnumpy()[rows], dense.asnumpy()[rows], rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(got.asnumpy()[others], orig[others])
+
+
+def test_lazy_update_shape_errors():
+    g, _ = _rsp_grad((6, 2), [1], 4)
+    with pytest.raises(mx.base.MXNetError, match="expected a gradient of shape"):
+        nd.sgd_update(nd.zeros((5, 2)), g, lr=0.1)
+    with pytest.raises(mx.base.MXNetError, match="expected input 2 of shape"):
+        nd.sgd_mom_update(nd.zeros((6, 2)), g, nd.zeros((6, 3)), lr=0.1)
+
+
+def test_optimizer_lazy_update_with_row_sparse_grad():
+    shape, rows = (9, 4), [2, 3, 8]
+    w0 = np.random.RandomState(5).uniform(-1, 1, shape).astype(np.float32)
+    g, g_dense = _rsp_grad(shape, rows, 6)
+    opt = mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, wd=0.01, lazy_update=True)
+    w = nd.array(w0)
+    state = opt.create_state(0, w)
+    opt.update(0, w, g, state)
+    others = [r for r in range(shape[0]) if r not in rows]
+    np.testing.assert_array_equal(w.asnumpy()[others], w0[others])
+    mom = -0.1 * (g_dense[rows] + 0.01 * w0[rows])
+    np.testing.assert_allclose(w.asnumpy()[rows], w0[rows] + mom, rtol=1e-5, atol=1e-6)
