@@ -296,3 +296,67 @@ def test_optimizer_lazy_update_with_row_sparse_grad():
     np.testing.assert_array_equal(w.asnumpy()[others], w0[others])
     mom = -0.1 * (g_dense[rows] + 0.01 * w0[rows])
     np.testing.assert_allclose(w.asnumpy()[rows], w0[rows] + mom, rtol=1e-5, atol=1e-6)
+
+
+def test_embedding_sparse_grad_is_row_sparse():
+    rng = np.random.RandomState(13)
+    w0 = rng.uniform(-1, 1, (20, 4)).astype(np.float32)
+    idx = np.array([[3, 7, 3], [15, 0, 7]], dtype=np.float32)
+    ograd = rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32)
+    w = nd.array(w0)
+    w.attach_grad(stype="row_sparse")
+    with mx.autograd.record():
+        out = nd.Embedding(nd.array(idx), w, input_dim=20, output_dim=4, sparse_grad=True)
+    out.backward(nd.array(ograd))
+    g = w.grad
+    assert g.stype == "row_sparse"
+    np.testing.assert_array_equal(g.indices.asnumpy(), [0, 3, 7, 15])
+    want = np.zeros_like(w0)
+    np.add.at(want, idx.reshape(-1).astype(int), ograd.reshape(-1, 4))
+    np.testing.assert_allclose(g.asnumpy(), want, rtol=1e-6, atol=1e-7)
+    # The dense gradient agrees (same op, dense buffer).
+    wd = nd.array(w0)
+    wd.attach_grad()
+    with mx.autograd.record():
+        out = nd.Embedding(nd.array(idx), wd, input_dim=20, output_dim=4, sparse_grad=True)
+    out.backward(nd.array(ograd))
+    assert wd.grad.stype == "default"
+    np.testing.assert_allclose(wd.grad.asnumpy(), want, rtol=1e-6, atol=1e-7)
+
+
+def test_gluon_embedding_sparse_grad_with_trainer():
+    from weft import gluon
+    for sparse in (True, False):
+        mx.random.seed(0)
+        emb = gluon.nn.Embedding(50, 3, sparse_grad=sparse)
+        emb.initialize(mx.init.Uniform(0.5))
+        trainer = gluon.Trainer(emb.collect_params(), "sgd", {"learning_rate": 0.5, "momentum": 0.9, "wd": 0.1})
+        w0 = emb.weight.data().asnumpy().copy()
+        for step in range(2):
+            x = nd.array([[1, 4], [4, 9 + step]])
+            with mx.autograd.record():
+                loss = (emb(x) ** 2).sum()
+            loss.backward()
+            g = emb.weight.grad()
+            assert g.stype == ("row_sparse" if sparse else "default")
+            trainer.step(1)
+        w = emb.weight.data().asnumpy()
+        touched = [1, 4, 9, 10]
+        untouched = [r for r in range(50) if r not in touched]
+        if sparse:
+            # Lazy update: weight decay and momentum reach only the rows a step used.
+            np.testing.assert_array_equal(w[untouched], w0[untouched])
+        else:
+            assert not np.allclose(w[untouched], w0[untouched])
+        assert not np.allclose(w[touched], w0[touched])
+
+
+def test_gluon_parameter_storage_types():
+    from weft import gluon
+    p = gluon.Parameter("p", shape=(4, 2), grad_stype="row_sparse")
+    p.initialize(mx.init.Zero())
+    assert p.grad().stype == "row_sparse" and p.grad().indices.shape == (0,)
+    with pytest.raises(ValueError, match="grad_stype"):
+        gluon.Parameter("q", shape=(2,), grad_stype="csr")
+    with pytest.raises(ValueError, match="sparse weights are not supported"):
+        gluon.Parameter("r", shape=(2, 2), stype="row_sparse")

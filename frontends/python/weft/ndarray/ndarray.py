@@ -461,17 +461,20 @@ class NDArray(_fast.NDArrayBase):
     # ---------------------------------------------------------------- autograd
     def attach_grad(self, grad_req="write", stype=None):
         """Marks this array as a variable for autograd, with a zero gradient array of its shape
-        ('write' overwrites it at each backward, 'add' accumulates, 'null' computes none)."""
-        if stype not in (None, "default"):
-            raise ValueError("attach_grad: only dense gradients (stype 'default') exist, got %r" % (stype,))
-        grad = zeros(self.shape, ctx=self.context, dtype=self.dtype)
+        ('write' overwrites it at each backward, 'add' accumulates, 'null' computes none).
+        A 'row_sparse' gradient holds only the rows the backward reached."""
+        if stype in (None, "default"):
+            grad = zeros(self.shape, ctx=self.context, dtype=self.dtype)
+        else:
+            from .sparse import zeros as sparse_zeros  # pylint: disable=import-outside-toplevel
+            grad = sparse_zeros(stype, self.shape, ctx=self.context, dtype=self.dtype)
         _api.weft_autograd_mark_variables(1, [self], [grad_req], [grad])
 
     @property
     def grad(self):
         """The gradient array attached by attach_grad (None if none)."""
         h = _api.weft_ndarray_get_grad(self)
-        return None if h is None else NDArray(h)
+        return None if h is None else _new_by_stype(h)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         """Computes the gradient of this array with respect to the marked variables."""
