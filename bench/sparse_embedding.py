@@ -2,10 +2,10 @@
 a lazy SGD update against the dense gradient and dense update, in Weft and in PyTorch
 (nn.Embedding(sparse=True) + SGD as the peer).
 
-A step is: look the rows up (forward), form the weight's gradient (upstream gradient of
-ones), update the weight with SGD. Weft's sparse step builds the row_sparse gradient from
-the looked-up rows directly (Embedding's sparse_grad backward is not written yet, see
-docs/design/sparse.md); its dense step runs autograd, whose gradient is a dense 1M x 64 array.
+A step is: look the rows up (forward), backward with an upstream gradient of ones, update
+the weight with SGD. The sparse steps' gradients are row_sparse (Weft: Embedding with
+sparse_grad=True into a row_sparse gradient buffer, then sgd_update's lazy path); the dense
+steps' gradients are dense 1M x 64 arrays.
 """
 import peer  # first: it sets the environment the libraries read
 
@@ -34,28 +34,15 @@ def batches(seed):
         i += 1
 
 
-def weft_sparse():
+def weft_step(sparse):
     weight = nd.zeros((ROWS, DIM))
-    ones = nd.ones((ACTIVE, DIM))
-    it = batches(0)
-
-    def step():
-        idx = next(it)
-        nd.Embedding(nd.array(idx, dtype="int64"), weight, input_dim=ROWS, output_dim=DIM)
-        grad = nd.sparse.row_sparse_array((ones, idx), shape=(ROWS, DIM))
-        nd.sgd_update(weight, grad, lr=LR, out=weight)
-    return step, weight
-
-
-def weft_dense():
-    weight = nd.zeros((ROWS, DIM))
-    weight.attach_grad()
+    weight.attach_grad(stype="row_sparse" if sparse else "default")
     it = batches(0)
 
     def step():
         idx = nd.array(next(it), dtype="int64")
         with autograd.record():
-            out = nd.Embedding(idx, weight, input_dim=ROWS, output_dim=DIM)
+            out = nd.Embedding(idx, weight, input_dim=ROWS, output_dim=DIM, sparse_grad=sparse)
         out.backward()
         nd.sgd_update(weight, weight.grad, lr=LR, out=weight)
     return step, weight
@@ -77,7 +64,7 @@ def torch_step(sparse):
 
 def main():
     results = {}
-    for name, make in (("weft sparse", weft_sparse), ("weft dense", weft_dense),
+    for name, make in (("weft sparse", lambda: weft_step(True)), ("weft dense", lambda: weft_step(False)),
                        ("torch sparse", lambda: torch_step(True)), ("torch dense", lambda: torch_step(False))):
         step, weight = make()
         sync = nd.waitall if name.startswith("weft") else None
