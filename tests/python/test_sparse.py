@@ -360,3 +360,28 @@ def test_gluon_parameter_storage_types():
         gluon.Parameter("q", shape=(2,), grad_stype="csr")
     with pytest.raises(ValueError, match="sparse weights are not supported"):
         gluon.Parameter("r", shape=(2, 2), stype="row_sparse")
+
+
+def test_kvstore_row_sparse_pull_and_sparse_push():
+    kv = mx.kv.create("local")
+    w0 = np.arange(24, dtype=np.float32).reshape(6, 4)
+    kv.init("w", nd.array(w0))
+    out = nd.sparse.zeros("row_sparse", (6, 4))
+    kv.row_sparse_pull("w", out=out, row_ids=nd.array([4, 1, 4], dtype="int64"))
+    assert out.stype == "row_sparse"
+    np.testing.assert_array_equal(out.indices.asnumpy(), [1, 4])
+    want = np.zeros_like(w0)
+    want[[1, 4]] = w0[[1, 4]]
+    np.testing.assert_array_equal(out.asnumpy(), want)
+    # A row_sparse push replaces the stored value (no updater) with its dense equivalent.
+    g, g_dense = _rsp_grad((6, 4), [0, 5], 14)
+    kv.push("w", g)
+    full = nd.zeros((6, 4))
+    kv.pull("w", out=full)
+    np.testing.assert_allclose(full.asnumpy(), g_dense, rtol=1e-6)
+    with pytest.raises(TypeError, match="RowSparseNDArray"):
+        kv.row_sparse_pull("w", out=nd.zeros((6, 4)), row_ids=nd.array([1]))
+    with pytest.raises(IndexError, match="row ids"):
+        kv.row_sparse_pull("w", out=out, row_ids=nd.array([9]))
+    with pytest.raises(mx.base.MXNetError, match="expected 'src' of dst's storage type"):
+        mx.base._api.weft_ndarray_sparse_assign(out, nd.sparse.zeros("row_sparse", (5, 4)))
