@@ -87,8 +87,26 @@ def check_errors(library, sym_file, params_file):
     expect(st, 5, "params")  # WEFT_ERR_IO: a truncated file
     st, _ = create(b'{"nodes": [', keys)
     expect(st, WEFT_ERR_VALUE, "symbol_json")
+    st, _ = create(json, keys, b'')
+    expect(st, WEFT_ERR_NOT_FOUND, "is neither an input nor in the params")
     st, pred = create(json, keys)
     expect(st, 0, "")
+
+    nd = ctypes.c_void_p()
+    length = ctypes.c_int()
+    expect(lib.weft_ndlist_create(params, ctypes.c_size_t(len(params)), ctypes.byref(nd), ctypes.byref(length)), 0, "")
+    key = ctypes.c_char_p()
+    ndim = ctypes.c_int()
+    dims = ctypes.POINTER(I64)()
+    expect(lib.weft_ndlist_get(nd, 0, ctypes.byref(key), None, ctypes.byref(dims), ctypes.byref(ndim)), 0, "")
+    if not key.value.startswith((b'arg:', b'aux:')) or ndim.value < 1:
+        sys.exit(f"check_predict: weft_ndlist_get gave key {key.value} and ndim {ndim.value}")
+    expect(lib.weft_ndlist_get(nd, length.value, None, None, None, None), 3, "out of range")
+    expect(lib.weft_pred_forward(nd), WEFT_ERR_HANDLE, "weft_ndlist_t")
+    expect(lib.weft_ndlist_free(nd), 0, "")
+    expect(lib.weft_ndlist_get(nd, 0, None, None, None, None), WEFT_ERR_HANDLE, "already freed")
+    expect(lib.weft_ndlist_create(params, ctypes.c_size_t(len(params) - 3), ctypes.byref(nd), ctypes.byref(length)),
+           5, "buffer")
     buf = (ctypes.c_float * 10)()
     expect(lib.weft_pred_set_input(pred, b'data', buf, ctypes.c_size_t(10)), WEFT_ERR_SHAPE, "1568 values")
     expect(lib.weft_pred_set_input(pred, b'other', buf, ctypes.c_size_t(10)), WEFT_ERR_NOT_FOUND, "'other'")
