@@ -113,6 +113,29 @@ def check_errors(library, sym_file, params_file):
     expect(lib.weft_pred_forward(pred), 0, "")
     expect(lib.weft_pred_get_output(pred, 0, buf, ctypes.c_size_t(10)), WEFT_ERR_SHAPE, "room for 10")
     expect(lib.weft_pred_get_output(pred, 1, buf, ctypes.c_size_t(20)), 3, "out of range")  # WEFT_ERR_INDEX
+
+    # Growing the batch (2 -> 6) gives the inputs new memory; the result equals a predictor
+    # made for 6 from the start.
+    grown = ctypes.c_void_p()
+    big = (I64 * 4)(6, 1, 28, 28)
+    expect(lib.weft_pred_reshape(pred, 1, keys, indptr, big, ctypes.byref(grown)), 0, "")
+    direct = ctypes.c_void_p()
+    expect(lib.weft_pred_create(json, params, ctypes.c_size_t(len(params)), cpu, 1, keys, indptr, big,
+                                ctypes.byref(direct)), 0, "")
+    x = np.random.default_rng(3).standard_normal(6 * 28 * 28).astype(np.float32)
+    xp = x.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+    results = []
+    for each in (grown, direct):
+        expect(lib.weft_pred_set_input(each, b'data', xp, ctypes.c_size_t(x.size)), 0, "")
+        expect(lib.weft_pred_forward(each), 0, "")
+        out = np.empty(60, dtype=np.float32)
+        expect(lib.weft_pred_get_output(each, 0, out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                        ctypes.c_size_t(60)), 0, "")
+        results.append(out)
+    expect_close('batch grown by reshape', results[0], results[1])
+    expect(lib.weft_pred_free(grown), 0, "")
+    expect(lib.weft_pred_free(direct), 0, "")
+
     expect(lib.weft_pred_free(pred), 0, "")
     expect(lib.weft_pred_forward(pred), WEFT_ERR_HANDLE, "already freed")
     expect(lib.weft_pred_free(None), 0, "")

@@ -74,7 +74,8 @@ WEFT_API weft_status_t weft_pred_get_output_shape(weft_predictor_t* pred, int in
 WEFT_API weft_status_t weft_pred_get_output(weft_predictor_t* pred, int index, float* data, size_t size);
 
 /* A new predictor for new input shapes (inputs not named keep theirs), sharing `pred`'s
- * parameters; `pred` stays usable and is freed separately. Arguments are as for
+ * parameters and memory; `pred` stays usable and is freed separately, but the two must not
+ * run at the same time. An input may grow (it gets new memory). Arguments are as for
  * weft_pred_create. */
 WEFT_API weft_status_t weft_pred_reshape(weft_predictor_t* pred, int num_inputs, const char* const* input_keys,
                                          const int64_t* input_shape_indptr, const int64_t* input_shape_data,
