@@ -8,7 +8,7 @@
 # through their $ORIGIN run path. Nothing the system provides is bundled (oneDNN, ZeroMQ,
 # libgomp, libstdc++, libjpeg, libpng, zlib, numpy come from Debian's packages); the wheel's
 # description (tools/packaging/wheel_README.md) lists them. Uses Debian's python3-setuptools
-# and python3-wheel (tools/setup_deps.sh installs them), without network or build isolation.
+# and python3-wheel (tools/setup_deps.sh installs them), offline.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -37,6 +37,6 @@ long_description = file: README.md
 long_description_content_type = text/markdown
 CFG
 
-/usr/bin/python3 -m pip wheel --quiet --no-index --no-build-isolation --no-deps --disable-pip-version-check \
-  --wheel-dir "$out_dir" "$stage"
+# setuptools' own bdist_wheel (python3-wheel), not pip: nothing is fetched or resolved.
+(cd "$stage" && /usr/bin/python3 setup.py --quiet bdist_wheel --dist-dir "$out_dir" >/dev/null)
 ls "$out_dir"/weft-*.whl
