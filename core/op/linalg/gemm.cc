@@ -14,7 +14,10 @@ namespace weft {
 namespace op {
 namespace {
 
-template <typename T> struct GemmAcc { using type = int64_t; };
+// Integers accumulate unsigned: a product or sum past int64 wraps modulo 2^64, as numpy's
+// integer matmul does, where signed arithmetic would be undefined (fuzz_c_api found dot of
+// int64 arrays overflowing).
+template <typename T> struct GemmAcc { using type = uint64_t; };
 template <> struct GemmAcc<float> { using type = float; };
 template <> struct GemmAcc<double> { using type = double; };
 template <> struct GemmAcc<float16> { using type = float; };
