@@ -1,0 +1,172 @@
+"""Control flow of MXNet 1.9 (contrib.foreach, while_loop, cond): imperative loops recorded
+by autograd, and inside Gluon blocks."""
+import numpy as np
+import pytest
+
+import weft as mx
+from weft import autograd
+
+
+def _rnn_params(rng, n_in=3, n_hid=4):
+    return [mx.nd.array(a) for a in (rng.randn(n_in, n_hid) * 0.5, rng.randn(n_hid, n_hid) * 0.5,
+                                     rng.randn(n_hid) * 0.1)]
+
+
+def _rnn_step(wx, wh, bias):
+    def step(x_t, states):
+        h = mx.nd.tanh(mx.nd.dot(x_t, wx) + mx.nd.dot(states[0], wh) + bias)
+        return h * 2, [h]
+    return step
+
+
+def _run(unroll, seq, h0, params):
+    for p in params + [seq]:
+        p.attach_grad()
+    with autograd.record():
+        outs, states = unroll(seq, h0, params)
+        loss = (outs * outs).sum() + (states[0] * 3).sum()
+    loss.backward()
+    return outs.asnumpy(), states[0].asnumpy(), [p.grad.asnumpy() for p in params + [seq]]
+
+
+def test_foreach_rnn_matches_python_loop():
+    rng = np.random.RandomState(0)
+    seq_np, h0 = rng.randn(5, 2, 3), mx.nd.array(rng.randn(2, 4))
+    params = _rnn_params(rng)
+
+    def with_foreach(seq, h, ps):
+        return mx.nd.contrib.foreach(_rnn_step(*ps), seq, [h])
+
+    def with_loop(seq, h, ps):
+        step, states, outs = _rnn_step(*ps), [h], []
+        for t in range(seq.shape[0]):
+            out, states = step(seq[t], states)
+            outs.append(out)
+        return mx.nd.stack(*outs, axis=0), states
+
+    got = _run(with_foreach, mx.nd.array(seq_np), h0, params)
+    want = _run(with_loop, mx.nd.array(seq_np), h0, [p.copy() for p in params])
+    assert got[0].shape == (5, 2, 4)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+    for g, w in zip(got[2], want[2]):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+    # the same against numpy
+    wx, wh, bias = (p.asnumpy() for p in params)
+    h = h0.asnumpy()
+    for t in range(5):
+        h = np.tanh(seq_np[t].dot(wx) + h.dot(wh) + bias)
+        np.testing.assert_allclose(got[0][t], 2 * h, rtol=1e-5, atol=1e-6)
+
+
+def test_foreach_numeric_gradient():
+    # d/dx of sum(foreach(out = x_t * s, s = s * x_t)) by central differences in float64
+    rng = np.random.RandomState(1)
+    xs = rng.uniform(0.5, 1.5, (4, 3))
+
+    def f(x_np, grad=False):
+        x = mx.nd.array(x_np, dtype="float64")
+        x.attach_grad()
+        with autograd.record():
+            outs, s = mx.nd.contrib.foreach(lambda d, st: (d * st, st * d), x, mx.nd.ones((3,), dtype="float64"))
+            y = outs.sum() + s.sum()
+        y.backward()
+        return y.asscalar(), x.grad.asnumpy()
+
+    _, analytic = f(xs)
+    eps, numeric = 1e-6, np.zeros_like(xs)
+    for i in np.ndindex(xs.shape):
+        hi, lo = xs.copy(), xs.copy()
+        hi[i] += eps
+        lo[i] -= eps
+        numeric[i] = (f(hi)[0] - f(lo)[0]) / (2 * eps)
+    np.testing.assert_allclose(analytic, numeric, rtol=1e-6)
+
+
+def test_foreach_lists_and_nesting():
+    a, c = mx.nd.arange(6).reshape((3, 2)), mx.nd.arange(3)
+    outs, states = mx.nd.contrib.foreach(lambda d, st: ([d[0] * 2, [d[1] + st[0]]], [st[0] + d[1]]),
+                                         [a, c], [mx.nd.zeros((1,))])
+    assert isinstance(outs, list) and isinstance(outs[1], list)
+    np.testing.assert_array_equal(outs[0].asnumpy(), a.asnumpy() * 2)
+    np.testing.assert_array_equal(outs[1][0].asnumpy().ravel(), [0, 1, 3])
+    np.testing.assert_array_equal(states[0].asnumpy(), [3])
+    with pytest.raises(ValueError, match="NDArray"):
+        mx.nd.contrib.foreach(lambda d, s: (d, s), [a, 3], [])
+
+
+def test_while_loop_pads_to_max_iterations():
+    cond = lambda i, s: i <= 5
+    func = lambda i, s: ([i + s], [i + 1, s + i])
+    loop_vars = (mx.nd.array([0], dtype="int64"), mx.nd.array([1], dtype="int64"))
+    outputs, states = mx.nd.contrib.while_loop(cond, func, loop_vars, max_iterations=10)
+    assert outputs[0].shape == (10, 1) and outputs[0].dtype == np.int64
+    np.testing.assert_array_equal(outputs[0].asnumpy()[:6, 0], [1, 2, 4, 7, 11, 16])
+    np.testing.assert_array_equal(states[0].asnumpy(), [6])
+    np.testing.assert_array_equal(states[1].asnumpy(), [16])
+    # max_iterations stops the loop before cond does
+    outputs, states = mx.nd.contrib.while_loop(cond, func, loop_vars, max_iterations=3)
+    assert outputs[0].shape == (3, 1)
+    np.testing.assert_array_equal(states[0].asnumpy(), [3])
+
+
+def test_while_loop_gradient_and_errors():
+    x = mx.nd.array([1.5])
+    x.attach_grad()
+    with autograd.record():
+        outs, (i, y) = mx.nd.contrib.while_loop(lambda i, y: i < 3, lambda i, y: (y * 2, [i + 1, y * x]),
+                                                [mx.nd.array([0]), mx.nd.array([1.0])], max_iterations=5)
+        loss = y + outs.sum()
+    loss.backward()
+    # y = x^3, outs = 2 * (1 + x + x^2) then two zero rows
+    assert outs.shape == (5, 1)
+    np.testing.assert_allclose(outs.asnumpy()[3:], 0)
+    np.testing.assert_allclose(x.grad.asnumpy(), [3 * 1.5 ** 2 + 2 * (1 + 2 * 1.5)], rtol=1e-6)
+    with pytest.raises(ValueError, match="max_iterations"):
+        mx.nd.contrib.while_loop(lambda i: i < 3, lambda i: (None, [i + 1]), [mx.nd.zeros((1,))])
+    with pytest.raises(ValueError, match="loop variables"):
+        mx.nd.contrib.while_loop(lambda i: i < 3, lambda i: (None, [i + 1, i]), [mx.nd.zeros((1,))],
+                                 max_iterations=4)
+
+
+@pytest.mark.parametrize("a_val,expect", [(1.0, (1 + 5) * (2 + 5)), (3.0, (3 - 5) * (2 - 5))])
+def test_cond_scalar_condition(a_val, expect):
+    a, b = mx.nd.array([a_val]), mx.nd.array([2.0])
+    a.attach_grad()
+    with autograd.record():
+        out = mx.nd.contrib.cond(a * b < 5, lambda: (a + 5) * (b + 5), lambda: (a - 5) * (b - 5))
+    out.backward()
+    np.testing.assert_allclose(out.asnumpy(), [expect])
+    np.testing.assert_allclose(a.grad.asnumpy(), [2 + 5 if a_val * 2 < 5 else 2 - 5])
+
+
+class _ForeachRNN(mx.gluon.HybridBlock):
+    def __init__(self, hidden, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.cell = mx.gluon.rnn.RNNCell(hidden)
+
+    def hybrid_forward(self, F, seq, h0):
+        outs, states = F.contrib.foreach(lambda x_t, st: self.cell(x_t, st), seq, [h0])
+        return outs, states[0]
+
+
+def test_foreach_in_gluon_block_matches_unroll():
+    rng = np.random.RandomState(2)
+    seq, h0 = mx.nd.array(rng.randn(4, 2, 3)), mx.nd.array(rng.randn(2, 5))
+    net = _ForeachRNN(5)
+    net.initialize()
+    with autograd.record():
+        outs, h = net(seq, h0)
+        loss = outs.sum() + h.sum()
+    loss.backward()
+    grads = {k: p.grad().asnumpy().copy() for k, p in net.collect_params().items()}
+    ref_outs, ref_states = net.cell.unroll(4, seq, begin_state=[h0], layout="TNC", merge_outputs=True)
+    np.testing.assert_allclose(outs.asnumpy(), ref_outs.asnumpy(), rtol=1e-6)
+    np.testing.assert_allclose(h.asnumpy(), ref_states[0].asnumpy(), rtol=1e-6)
+    with autograd.record():
+        ref_outs, ref_states = net.cell.unroll(4, seq, begin_state=[h0], layout="TNC", merge_outputs=True)
+        (ref_outs.sum() + ref_states[0].sum()).backward()
+    for k, p in net.collect_params().items():
+        np.testing.assert_allclose(grads[k], p.grad().asnumpy(), rtol=1e-5, atol=1e-6)
