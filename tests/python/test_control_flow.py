@@ -5,6 +5,7 @@ import pytest
 
 import weft as mx
 from weft import autograd
+from weft.test_utils import check_numeric_gradient
 
 
 def _rnn_params(rng, n_in=3, n_hid=4):
@@ -152,11 +153,14 @@ class _ForeachRNN(mx.gluon.HybridBlock):
         return outs, states[0]
 
 
-def test_foreach_in_gluon_block_matches_unroll():
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_foreach_in_gluon_block_matches_unroll(hybridize):
     rng = np.random.RandomState(2)
     seq, h0 = mx.nd.array(rng.randn(4, 2, 3)), mx.nd.array(rng.randn(2, 5))
     net = _ForeachRNN(5)
     net.initialize()
+    if hybridize:
+        net.hybridize()
     with autograd.record():
         outs, h = net(seq, h0)
         loss = outs.sum() + h.sum()
@@ -170,3 +174,72 @@ def test_foreach_in_gluon_block_matches_unroll():
         (ref_outs.sum() + ref_states[0].sum()).backward()
     for k, p in net.collect_params().items():
         np.testing.assert_allclose(grads[k], p.grad().asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def _sym_rnn():
+    seq, h0, wx, wh = (mx.sym.var(n) for n in ("seq", "h0", "wx", "wh"))
+
+    def step(x_t, states):
+        h = mx.sym.tanh(mx.sym.dot(x_t, wx) + mx.sym.dot(states[0], wh))
+        return h * 2, [h]
+    outs, states = mx.sym.contrib.foreach(step, seq, [h0])
+    return mx.sym.Group([outs, states[0]])
+
+
+def _rnn_values(rng):
+    return {"seq": rng.randn(5, 2, 3), "h0": rng.randn(2, 4), "wx": rng.randn(3, 4) * 0.5,
+            "wh": rng.randn(4, 4) * 0.5}
+
+
+def _imperative_rnn(vals, heads):
+    arrs = {k: mx.nd.array(v) for k, v in vals.items()}
+    for a in arrs.values():
+        a.attach_grad()
+    with autograd.record():
+        outs, states = mx.nd.contrib.foreach(
+            lambda x_t, st: (lambda h: (h * 2, [h]))(mx.nd.tanh(mx.nd.dot(x_t, arrs["wx"]) +
+                                                                mx.nd.dot(st[0], arrs["wh"]))),
+            arrs["seq"], [arrs["h0"]])
+    autograd.backward([outs, states[0]], [mx.nd.array(h) for h in heads])
+    return [outs.asnumpy(), states[0].asnumpy()], {k: a.grad.asnumpy() for k, a in arrs.items()}
+
+
+def test_symbolic_foreach_matches_imperative():
+    sym = _sym_rnn()
+    assert sym.list_arguments() == ["seq", "h0", "wx", "wh"]
+    _, out_shapes, _ = sym.infer_shape(seq=(5, 2, 3), h0=(2, 4), wx=(3, 4), wh=(4, 4))
+    assert out_shapes == [(5, 2, 4), (2, 4)]
+    rng = np.random.RandomState(4)
+    vals = _rnn_values(rng)
+    heads = [rng.randn(5, 2, 4), rng.randn(2, 4)]
+    args = {k: mx.nd.array(v) for k, v in vals.items()}
+    grads = {k: mx.nd.zeros(v.shape) for k, v in vals.items()}
+    ex = sym.bind(mx.cpu(), args, args_grad=grads)
+    outs = ex.forward(is_train=True)
+    ex.backward([mx.nd.array(h) for h in heads])
+    want_outs, want_grads = _imperative_rnn(vals, heads)
+    for got, want in zip(outs, want_outs):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    for k in vals:
+        np.testing.assert_allclose(grads[k].asnumpy(), want_grads[k], rtol=1e-5, atol=1e-6)
+
+
+def test_symbolic_foreach_json_round_trip():
+    sym = _sym_rnn()
+    loaded = mx.sym.load_json(sym.tojson())
+    assert loaded.tojson() == sym.tojson()
+    vals = _rnn_values(np.random.RandomState(5))
+    run = lambda s: [o.asnumpy() for o in s.bind(mx.cpu(), {k: mx.nd.array(v) for k, v in vals.items()}).forward()]
+    for a, b in zip(run(sym), run(loaded)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_symbolic_foreach_numeric_gradient():
+    data, s0, w = mx.sym.var("data"), mx.sym.var("s0"), mx.sym.var("w")
+    outs, states = mx.sym.contrib.foreach(lambda d, st: (mx.sym.sin(d * st[0]) * w, [st[0] * d + w]),
+                                          data, [s0])
+    rng = np.random.RandomState(6)
+    check_numeric_gradient(mx.sym.Group([outs, states[0]]),
+                           {"data": rng.uniform(0.5, 1, (3, 2)), "s0": rng.uniform(0.5, 1, (2,)),
+                            "w": rng.uniform(0.5, 1, (2,))},
+                           numeric_eps=1e-6, rtol=1e-5, atol=1e-7, dtype=np.float64)
