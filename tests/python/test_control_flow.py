@@ -243,3 +243,70 @@ def test_symbolic_foreach_numeric_gradient():
                            {"data": rng.uniform(0.5, 1, (3, 2)), "s0": rng.uniform(0.5, 1, (2,)),
                             "w": rng.uniform(0.5, 1, (2,))},
                            numeric_eps=1e-6, rtol=1e-5, atol=1e-7, dtype=np.float64)
+
+
+def _bind_run(sym, vals, heads, dtype="float32"):
+    args = {k: mx.nd.array(v, dtype=dtype) for k, v in vals.items()}
+    grads = {k: mx.nd.zeros(np.shape(v), dtype=dtype) for k, v in vals.items()}
+    ex = sym.bind(mx.cpu(), args, args_grad=grads)
+    outs = ex.forward(is_train=True)
+    ex.backward([mx.nd.array(h, dtype=dtype) for h in heads])
+    return [o.asnumpy() for o in outs], {k: g.asnumpy() for k, g in grads.items()}
+
+
+def _while_sym():
+    i, s, x = mx.sym.var("i"), mx.sym.var("s"), mx.sym.var("x")
+    outs, (fi, fs) = mx.sym.contrib.while_loop(lambda i, s: i <= 5, lambda i, s: ([i + s], [i + 1, s * x]),
+                                               [i, s], max_iterations=8)
+    return mx.sym.Group([outs[0], fi, fs])
+
+
+def test_symbolic_while_loop_pads_and_matches_imperative():
+    sym = _while_sym()
+    assert sym.infer_shape(i=(1,), s=(1,), x=(1,))[1] == [(8, 1), (1,), (1,)]
+    vals = {"i": [0.0], "s": [1.0], "x": [1.1]}
+    rng = np.random.RandomState(7)
+    heads = [rng.randn(8, 1), rng.randn(1), rng.randn(1)]
+    outs, grads = _bind_run(sym, vals, heads)
+    np.testing.assert_allclose(outs[0][:6, 0], [t + 1.1 ** t for t in range(6)], rtol=1e-5)
+    np.testing.assert_array_equal(outs[0][6:], 0)
+    np.testing.assert_allclose(outs[1], [6])
+    np.testing.assert_allclose(outs[2], [1.1 ** 6], rtol=1e-5)
+
+    arrs = {k: mx.nd.array(v) for k, v in vals.items()}
+    for a in arrs.values():
+        a.attach_grad()
+    with autograd.record():
+        o, (fi, fs) = mx.nd.contrib.while_loop(lambda i, s: i <= 5, lambda i, s: ([i + s], [i + 1, s * arrs["x"]]),
+                                               [arrs["i"], arrs["s"]], max_iterations=8)
+    autograd.backward([o[0], fi, fs], [mx.nd.array(h) for h in heads])
+    np.testing.assert_allclose(outs[0], o[0].asnumpy(), rtol=1e-6)
+    for k in vals:
+        np.testing.assert_allclose(grads[k], arrs[k].grad.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_symbolic_while_loop_numeric_gradient_and_json():
+    sym = _while_sym()
+    check_numeric_gradient(sym, {"i": np.array([0.0]), "s": np.array([0.7]), "x": np.array([1.3])},
+                           grad_nodes=["s", "x"], numeric_eps=1e-6, rtol=1e-5, atol=1e-7, dtype=np.float64)
+    loaded = mx.sym.load_json(sym.tojson())
+    feed = {"i": mx.nd.array([2.0]), "s": mx.nd.array([1.5]), "x": mx.nd.array([0.5])}
+    for a, b in zip(sym.eval(**feed), loaded.eval(**feed)):
+        np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
+    with pytest.raises(ValueError, match="max_iterations"):
+        mx.sym.contrib.while_loop(lambda v: v < 1, lambda v: (None, [v + 1]), [mx.sym.var("v")])
+
+
+@pytest.mark.parametrize("a_val", [1.0, 3.0])
+def test_symbolic_cond_runs_one_branch(a_val):
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    sym = mx.sym.contrib.cond(a * b < 5, lambda: (a + 5) * (b + 5), lambda: (a - 5) * (b - 5))
+    outs, grads = _bind_run(sym, {"a": [a_val], "b": [2.0]}, [[1.0]])
+    small = a_val * 2 < 5
+    np.testing.assert_allclose(outs[0], [(a_val + 5) * 7 if small else (a_val - 5) * -3])
+    np.testing.assert_allclose(grads["a"], [7 if small else -3])
+    np.testing.assert_allclose(grads["b"], [a_val + 5 if small else a_val - 5])
+    loaded = mx.sym.load_json(sym.tojson())
+    np.testing.assert_allclose(loaded.eval(a=mx.nd.array([a_val]), b=mx.nd.array([2.0]))[0].asnumpy(), outs[0])
+    check_numeric_gradient(sym, {"a": np.array([a_val]), "b": np.array([2.0])}, numeric_eps=1e-6, rtol=1e-5,
+                           atol=1e-7, dtype=np.float64)
