@@ -193,3 +193,41 @@ def test_mixed_dtype_operator_overload_is_refused():
 def test_mixed_dtype_symbol_bind_is_refused():
     with pytest.raises(mx.base.MXNetError, match="float64.*float32|float32.*float64"):
         (x + w).bind(mx.cpu(), {"x": mx.nd.ones((2,), dtype="float64"), "w": mx.nd.ones((2,), dtype="float32")})
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16"])
+def test_embedding_takes_weight_dtype(dtype):
+    # MXNet's Embedding computes in the weight's dtype when it is known (its dtype
+    # parameter only decides when nothing else does), so a cast network keeps working.
+    data, weight = mx.sym.var("data"), mx.sym.var("weight")
+    sym = mx.sym.Embedding(data, weight, input_dim=5, output_dim=3)
+    assert sym.infer_type(data="int32", weight=dtype)[1] == [np.dtype(dtype)]
+    assert sym.infer_type(data="int32")[1] == [np.float32]
+    rng = np.random.RandomState(0)
+    w_np, idx = rng.rand(5, 3), np.array([[0, 4], [2, 2]])
+    head = rng.rand(2, 2, 3)
+    grad = mx.nd.zeros((5, 3), dtype=dtype)
+    ex = sym.bind(mx.cpu(), {"data": mx.nd.array(idx, dtype=dtype), "weight": mx.nd.array(w_np, dtype=dtype)},
+                  args_grad={"weight": grad}, grad_req={"data": "null", "weight": "write"})
+    out = ex.forward(is_train=True)[0]
+    ex.backward(mx.nd.array(head, dtype=dtype))
+    want_grad = np.zeros((5, 3))
+    np.add.at(want_grad, idx.ravel(), head.reshape(-1, 3))
+    tol = 1e-12 if dtype == "float64" else 2e-3
+    assert out.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(out.asnumpy(), w_np.astype(dtype)[idx], rtol=tol)
+    np.testing.assert_allclose(grad.asnumpy(), want_grad, rtol=tol, atol=tol)
+
+
+def test_gluon_embedding_cast_float64():
+    net = mx.gluon.nn.HybridSequential()
+    net.add(mx.gluon.nn.Embedding(10, 4), mx.gluon.nn.Dense(2))
+    net.initialize()
+    net.cast("float64")
+    net.hybridize()
+    with mx.autograd.record():
+        y = net(mx.nd.array([[1, 2], [3, 1]], dtype="float64"))
+    y.backward()
+    assert y.dtype == np.float64 and net[0].weight.grad().dtype == np.float64
+    g = net[0].weight.grad().asnumpy()
+    assert np.count_nonzero(np.abs(g).sum(axis=1)) == 3  # rows 1, 2 and 3 only
