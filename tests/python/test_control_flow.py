@@ -1,5 +1,7 @@
 """Control flow of MXNet 1.9 (contrib.foreach, while_loop, cond): imperative loops recorded
 by autograd, and inside Gluon blocks."""
+import json
+
 import numpy as np
 import pytest
 
@@ -226,8 +228,19 @@ def test_symbolic_foreach_matches_imperative():
 
 def test_symbolic_foreach_json_round_trip():
     sym = _sym_rnn()
-    loaded = mx.sym.load_json(sym.tojson())
-    assert loaded.tojson() == sym.tojson()
+    text = sym.tojson()
+    node = [n for n in json.loads(text)["nodes"] if n["op"] != "null"][-1]
+    # MXNet's form: a _foreach node whose subgraph is the body, inputs located by attributes
+    assert node["op"] == "_foreach" and len(node["subgraphs"]) == 1
+    assert node["attrs"]["num_out_data"] == "1" and node["attrs"]["num_outputs"] == "2"
+    assert node["attrs"]["num_args"] == "5" and len(node["inputs"]) == 4
+    body_args = [node["subgraphs"][0]["nodes"][i]["name"] for i in node["subgraphs"][0]["arg_nodes"]]
+    locs = [int(v) for key in ("in_data_locs", "in_state_locs", "remain_locs")
+            for v in node["attrs"][key].strip("[]").split(",")]
+    assert sorted(locs) == list(range(len(body_args))) and body_args[locs[2]] == "wx"
+    loaded = mx.sym.load_json(text)
+    again = loaded.tojson()
+    assert mx.sym.load_json(again).tojson() == again
     vals = _rnn_values(np.random.RandomState(5))
     run = lambda s: [o.asnumpy() for o in s.bind(mx.cpu(), {k: mx.nd.array(v) for k, v in vals.items()}).forward()]
     for a, b in zip(run(sym), run(loaded)):
@@ -310,3 +323,66 @@ def test_symbolic_cond_runs_one_branch(a_val):
     np.testing.assert_allclose(loaded.eval(a=mx.nd.array([a_val]), b=mx.nd.array([2.0]))[0].asnumpy(), outs[0])
     check_numeric_gradient(sym, {"a": np.array([a_val]), "b": np.array([2.0])}, numeric_eps=1e-6, rtol=1e-5,
                            atol=1e-7, dtype=np.float64)
+
+
+def _mxnet_foreach_json():
+    # A graph as MXNet 1.9 writes `foreach(lambda x, st: (x * w + st[0], [st[0] + x]), d, [s])`,
+    # with the body's inputs in another order than the node's (w, state, data).
+    body = {"nodes": [{"op": "null", "name": "w_in", "inputs": []},
+                      {"op": "null", "name": "s_in", "inputs": []},
+                      {"op": "null", "name": "d_in", "inputs": []},
+                      {"op": "elemwise_mul", "name": "mul0", "inputs": [[2, 0, 0], [0, 0, 0]]},
+                      {"op": "elemwise_add", "name": "add0", "inputs": [[3, 0, 0], [1, 0, 0]]},
+                      {"op": "elemwise_add", "name": "add1", "inputs": [[1, 0, 0], [2, 0, 0]]}],
+            "arg_nodes": [0, 1, 2], "node_row_ptr": [0, 1, 2, 3, 4, 5, 6], "heads": [[4, 0, 0], [5, 0, 0]]}
+    graph = {"nodes": [{"op": "null", "name": "d", "inputs": []}, {"op": "null", "name": "s", "inputs": []},
+                       {"op": "null", "name": "w", "inputs": []},
+                       {"op": "_foreach", "name": "foreach0",
+                        "attrs": {"num_args": "4", "num_outputs": "2", "num_out_data": "1", "in_data_locs": "[2]",
+                                  "in_state_locs": "[1]", "remain_locs": "[0]"},
+                        "inputs": [[0, 0, 0], [1, 0, 0], [2, 0, 0]], "subgraphs": [body]}],
+             "arg_nodes": [0, 1, 2], "node_row_ptr": [0, 1, 2, 3, 5], "heads": [[3, 0, 0], [3, 1, 0]],
+             "attrs": {"mxnet_version": ["int", 10901]}}
+    return json.dumps(graph)
+
+
+def test_load_mxnet_foreach_json(tmp_path):
+    path = tmp_path / "foreach-symbol.json"
+    path.write_text(_mxnet_foreach_json())
+    sym = mx.sym.load(str(path))
+    assert sym.list_arguments() == ["d", "s", "w"]
+    rng = np.random.RandomState(8)
+    d, s0, w = rng.rand(4, 3), rng.rand(3), rng.rand(3)
+    outs, grads = _bind_run(sym, {"d": d, "s": s0, "w": w}, [np.ones((4, 3)), np.ones(3)])
+    want, state = [], s0
+    for t in range(4):
+        want.append(d[t] * w + state)
+        state = state + d[t]
+    np.testing.assert_allclose(outs[0], np.stack(want), rtol=1e-6)
+    np.testing.assert_allclose(outs[1], state, rtol=1e-6)
+    np.testing.assert_allclose(grads["w"], d.sum(axis=0), rtol=1e-6)
+    # saved again in MXNet's form, with the same input locations
+    sym.save(str(tmp_path / "again.json"))
+    node = json.loads((tmp_path / "again.json").read_text())["nodes"][3]
+    assert node["op"] == "_foreach" and "subgraphs" in node
+    np.testing.assert_allclose(_bind_run(mx.sym.load(str(tmp_path / "again.json")), {"d": d, "s": s0, "w": w},
+                                         [np.ones((4, 3)), np.ones(3)])[0][0], outs[0])
+
+
+def test_while_loop_and_cond_json_in_mxnet_form():
+    text = _while_sym().tojson()
+    node = [n for n in json.loads(text)["nodes"] if n["op"] != "null"][-1]
+    assert node["op"] == "_while_loop" and len(node["subgraphs"]) == 2
+    assert node["attrs"]["max_iterations"] == "8" and node["attrs"]["num_args"] == "5"
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    c = mx.sym.contrib.cond(a * b < 5, lambda: (a + 5) * (b + 5), lambda: (a - 5) * (b - 5))
+    cnode = json.loads(c.tojson())["nodes"][-1]
+    assert cnode["op"] == "_cond" and len(cnode["subgraphs"]) == 3 and cnode["attrs"]["num_args"] == "5"
+    loaded = mx.sym.load_json(text)
+    feed = {"i": mx.nd.array([1.0]), "s": mx.nd.array([2.0]), "x": mx.nd.array([0.5])}
+    for got, want in zip(loaded.eval(**feed), _while_sym().eval(**feed)):
+        np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
+    with pytest.raises(mx.base.MXNetError, match="subgraphs of operator 'Foo'"):
+        bad = json.loads(_mxnet_foreach_json())
+        bad["nodes"][3]["op"] = "Foo"
+        mx.sym.load_json(json.dumps(bad))
