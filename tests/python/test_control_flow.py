@@ -386,3 +386,59 @@ def test_while_loop_and_cond_json_in_mxnet_form():
         bad = json.loads(_mxnet_foreach_json())
         bad["nodes"][3]["op"] = "Foo"
         mx.sym.load_json(json.dumps(bad))
+
+
+def test_nested_foreach_through_json():
+    d, w, s0 = mx.sym.var("d"), mx.sym.var("w"), mx.sym.var("s0")
+
+    def outer(row, st):
+        inner, ist = mx.sym.contrib.foreach(lambda x, s: (x * w + s[0], [s[0] + x]), row, [st[0]])
+        return inner, [ist[0] * 2]
+    outs, states = mx.sym.contrib.foreach(outer, d, [s0])
+    sym = mx.sym.load_json(mx.sym.Group([outs, states[0]]).tojson())
+    rng = np.random.RandomState(9)
+    dv, wv, sv = rng.rand(3, 4, 2), rng.rand(2), rng.rand(2)
+    got, grads = _bind_run(sym, {"d": dv, "w": wv, "s0": sv}, [np.ones((3, 4, 2)), np.ones(2)])
+    want, st = [], sv
+    for i in range(3):
+        inner, ist = [], st
+        for j in range(4):
+            inner.append(dv[i, j] * wv + ist)
+            ist = ist + dv[i, j]
+        want.append(np.stack(inner))
+        st = ist * 2
+    np.testing.assert_allclose(got[0], np.stack(want), rtol=1e-5)
+    np.testing.assert_allclose(got[1], st, rtol=1e-5)
+    np.testing.assert_allclose(grads["w"], dv.sum(axis=(0, 1)), rtol=1e-5)
+
+
+class _LoopNet(mx.gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.dense = mx.gluon.nn.Dense(3, in_units=3)
+
+    def hybrid_forward(self, F, x, n):
+        outs, (_, y) = F.contrib.while_loop(lambda i, y: i < n, lambda i, y: (y, [i + 1, F.tanh(self.dense(y))]),
+                                            [F.zeros_like(n), x], max_iterations=5)
+        return outs, F.contrib.cond(F.sum(y) > 0, lambda: y * 2, lambda: y * -1)
+
+
+@pytest.mark.parametrize("steps", [2.0, 3.0])
+def test_while_loop_and_cond_in_hybridized_block(steps):
+    x, n = mx.nd.array(np.random.RandomState(10).rand(2, 3) - 0.5), mx.nd.array([steps])
+    results = []
+    for hybridize in (False, True):
+        net = _LoopNet(prefix="loopnet_")
+        net.initialize(mx.init.Xavier(rnd_type="gaussian"))
+        net.dense.weight.set_data(mx.nd.array(np.random.RandomState(11).randn(3, 3)))
+        if hybridize:
+            net.hybridize()
+        with autograd.record():
+            outs, z = net(x, n)
+            (outs.sum() + z.sum()).backward()
+        results.append((outs.asnumpy(), z.asnumpy(), net.dense.weight.grad().asnumpy()))
+    assert results[0][0].shape == (5, 2, 3)
+    np.testing.assert_array_equal(results[0][0][int(steps):], 0)
+    for eager, hybrid in zip(*results):
+        np.testing.assert_allclose(hybrid, eager, rtol=1e-5, atol=1e-6)
