@@ -70,7 +70,8 @@ class DnnlTrainRegion {
   // BatchNorms use (and leave alone) the moving statistics.
   void Forward(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out,
                bool is_train);
-  // in: a gradient per visible output, saved, then the region's inputs; out: the gradient
+  // in: a gradient per visible output, saved, the region's inputs, then its visible outputs
+  // (the backward reads a kept value that is also a visible output from there); out: the gradient
   // of each input (moving statistics get none), written or added per req.
   void Backward(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out);
   // Bytes the region holds itself (its temporaries and scratch space, and its weights
