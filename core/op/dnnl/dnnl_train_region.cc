@@ -256,7 +256,6 @@ struct DnnlTrainRegion::Impl {
   int num_out = 0;  // visible outputs
   std::vector<memory::desc> md;      // per value: its layout
   std::vector<Loc> loc;              // per value: where the forward keeps it
-  std::vector<std::vector<std::pair<memory::desc, size_t>>> views;  // per value: saved copies in other layouts
   std::vector<bool> kept;      // per value: the backward reads it (it lives in saved, else in the arena)
   std::vector<int> fwd_block;  // per value in the arena: its block while live, or -1
   std::vector<int> fwd_last;   // per value: the last unit reading it in the forward, or -1
@@ -311,37 +310,27 @@ struct DnnlTrainRegion::Impl {
     return Block(fwd_block[v]);
   }
   // Value v in layout `want` for the forward: v itself, or a copy reordered into a block
-  // freed after the unit (with `temps`), else into the saved buffer, once (the backward
-  // reads the same copy).
-  Loc View(int v, const memory::desc& want, std::vector<int>* temps = nullptr) {
+  // freed after the unit (added to *temps). Such a copy is never saved for the backward,
+  // which reorders v again (BackView): v itself is kept, or is a region input the
+  // backward reads, and a second copy in saved would double its memory for one reorder.
+  Loc View(int v, const memory::desc& want, std::vector<int>* temps) {
     if (md[v] == want) return loc[v];
-    if (temps) {
-      int b = fwd_blocks.Alloc(want.get_size());
-      temps->push_back(b);
-      Exec r;
-      r.prim = MakeReorder(md[v], want, false);
-      r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, Block(b)}};
-      fwd.push_back(std::move(r));
-      return Block(b);
-    }
-    for (const auto& w : views[v])
-      if (w.first == want) return Saved(w.second);
-    size_t off = Save(want.get_size());
-    views[v].emplace_back(want, off);
+    int b = fwd_blocks.Alloc(want.get_size());
+    temps->push_back(b);
     Exec r;
     r.prim = MakeReorder(md[v], want, false);
-    r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, Saved(off)}};
+    r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, Block(b)}};
     fwd.push_back(std::move(r));
-    return Saved(off);
+    return Block(b);
   }
   // Whether the backward reads kept value v from the node output it is copied to (the
   // backward node takes the visible outputs as inputs too) rather than from saved: that
   // output is kept alive for its readers outside the region anyway, and a second copy in
   // saved would double the value's memory for the sake of one reorder in the backward.
   bool ReadBack(int v) const { return spec.values[v].input < 0 && spec.values[v].output >= 0; }
-  // Where the backward reads forward value v in layout `want`: the forward's copy in that
-  // layout if there is one, else a reorder into a temporary block (added to *temps) from
-  // v itself, or from its plain copy (a region input, or a node output per ReadBack).
+  // Where the backward reads forward value v in layout `want`: v itself, else a reorder into
+  // a temporary block (added to *temps) from v or from its plain copy (a region input, or a
+  // node output per ReadBack).
   Loc BackView(int v, const memory::desc& want, std::vector<int>* temps) {
     memory::desc from = md[v];
     Loc at{};
@@ -352,8 +341,6 @@ struct DnnlTrainRegion::Impl {
       at = BackLoc(loc[v]);
     }
     if (from == want) return at;
-    for (const auto& w : views[v])
-      if (w.first == want) return Saved(w.second);
     int b = bwd_blocks.Alloc(want.get_size());
     temps->push_back(b);
     Exec r;
@@ -519,10 +506,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     }
     if (!wino) pds = make(dnnl::algorithm::convolution_direct);
     conv[u] = pds;
-    // A region input stays alive until the backward node (which reads it) anyway: its
-    // blocked copy is a forward temporary, and the backward reorders the input again,
-    // rather than a second copy of it in saved.
-    Loc src = View(un.src, pds.fwd.src_desc(), spec.values[un.src].input >= 0 ? &temps : nullptr);
+    Loc src = View(un.src, pds.fwd.src_desc(), &temps);
     // In training the weights are reordered at every call: each step changes them.
     size_t wbytes = pds.fwd.weights_desc().get_size();
     Loc wl{Loc::kWeights, fwd_blocks.Alloc(wbytes), 0, kept_weight_bytes};
@@ -859,7 +843,6 @@ void DnnlTrainRegion::Impl::Build() {
   num_out = static_cast<int>(spec.outputs.size());
   md.resize(nv);
   loc.resize(nv);
-  views.resize(nv);
   conv.resize(nu);
   bn.resize(nu);
   relu.resize(nu);

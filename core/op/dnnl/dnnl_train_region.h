@@ -11,7 +11,9 @@
 // statistics, a relu's result) into one extra hidden output, "saved": an ordinary graph
 // value that the memory planner sizes and keeps from the forward to the backward; values
 // the backward does not read live in the region's own arena only while the forward needs
-// them. A relu after a BatchNorm or an add is folded into it, both ways. BatchNorm on
+// them. Saved holds no value the graph keeps anyway: the backward reads the region's
+// inputs and its visible outputs (reordering them again where a primitive wants another
+// layout), and a copy in another layout is a forward temporary. A relu after a BatchNorm or an add is folded into it, both ways. BatchNorm on
 // the blocked layout runs on the region's own loops (oneDNN 2.6's was several times slower here),
 // elsewhere on oneDNN's primitive.
 // Primitives are created once, when the region is made; a call only binds memory.
