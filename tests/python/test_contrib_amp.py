@@ -288,3 +288,59 @@ def test_loss_scaling_and_overflow_skip():
         np.testing.assert_allclose(net.weight.grad().asnumpy(), g / (scale / 2), rtol=1e-6)
         assert tr._scale == tr._amp_original_scale
     """)
+
+
+def _bf16_vs_f32(fn, arrays, rtol=1e-2, grad_req="write"):
+    """fn on bfloat16 copies of arrays against fn on float32: output and input gradients
+    (from one common head gradient), each within rtol of the float32 result's largest value."""
+    results = {}
+    head = None
+    for dt in ("float32", "bfloat16"):
+        xs = [mx.nd.array(a).astype(dt) for a in arrays]
+        for x in xs:
+            x.attach_grad(grad_req=grad_req)
+            if grad_req == "add":
+                x.grad[:] = mx.nd.ones(x.shape, dtype=dt)
+        with mx.autograd.record():
+            y = fn(*xs)
+        assert y.dtype == (np.float32 if dt == "float32" else mx.nd.bfloat16), (dt, y.dtype)
+        if head is None:
+            head = np.random.RandomState(9).uniform(-1, 1, y.shape).astype(np.float32)
+        y.backward(mx.nd.array(head).astype(dt))
+        results[dt] = [y.astype("float32").asnumpy()] + [x.grad.astype("float32").asnumpy() for x in xs]
+    for name, ref, got in zip(["output"] + ["grad%d" % i for i in range(len(arrays))], results["float32"],
+                              results["bfloat16"]):
+        scale = max(np.abs(ref).max(), 1e-6)
+        assert np.abs(got - ref).max() <= rtol * scale, (name, np.abs(got - ref).max() / scale)
+
+
+@pytest.mark.parametrize("grad_req", ["write", "add"])
+@pytest.mark.parametrize("shape,filters,kernel,stride,pad", [
+    ((4, 1, 28, 28), 20, (5, 5), (1, 1), (0, 0)),     # LeNet's first layer (one channel)
+    ((4, 20, 12, 12), 50, (5, 5), (1, 1), (0, 0)),    # LeNet's second
+    ((2, 16, 9, 9), 32, (3, 3), (2, 2), (1, 1)),
+    ((2, 32, 7, 7), 64, (1, 1), (1, 1), (0, 0)),      # pointwise
+])
+def test_bf16_convolution_close_to_float32(shape, filters, kernel, stride, pad, grad_req):
+    rng = np.random.RandomState(5)
+    fan_in = shape[1] * kernel[0] * kernel[1]
+    x = rng.uniform(-1, 1, shape)
+    w = rng.uniform(-1, 1, (filters, shape[1]) + kernel) / np.sqrt(fan_in)
+    b = rng.uniform(-1, 1, (filters,))
+    _bf16_vs_f32(lambda x, w, b: mx.nd.Convolution(x, w, b, kernel=kernel, stride=stride, pad=pad,
+                                                   num_filter=filters), [x, w, b], grad_req=grad_req)
+
+
+def test_bf16_dense_pool_activation_concat_elemwise_close_to_float32():
+    rng = np.random.RandomState(6)
+    x = rng.uniform(-1, 1, (8, 40))
+    w = rng.uniform(-1, 1, (30, 40)) / np.sqrt(40)
+    b = rng.uniform(-1, 1, (30,))
+    _bf16_vs_f32(lambda x, w, b: mx.nd.FullyConnected(x, w, b, num_hidden=30), [x, w, b])
+    img = rng.uniform(-1, 1, (2, 8, 10, 10))
+    for pool_type in ("max", "avg"):
+        _bf16_vs_f32(lambda x: mx.nd.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type=pool_type), [img])
+    for act in ("relu", "sigmoid", "tanh"):
+        _bf16_vs_f32(lambda x: mx.nd.Activation(x, act_type=act), [img])
+    _bf16_vs_f32(lambda a, b: mx.nd.Concat(a, b, dim=1), [img, img[:, :3]])
+    _bf16_vs_f32(lambda a, b: mx.nd.elemwise_add(a, b) * b, [img, img[::-1]])
