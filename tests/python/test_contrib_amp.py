@@ -336,10 +336,22 @@ def test_bf16_dense_pool_activation_concat_elemwise_close_to_float32():
     x = rng.uniform(-1, 1, (8, 40))
     w = rng.uniform(-1, 1, (30, 40)) / np.sqrt(40)
     b = rng.uniform(-1, 1, (30,))
-    _bf16_vs_f32(lambda x, w, b: mx.nd.FullyConnected(x, w, b, num_hidden=30), [x, w, b])
+    for req in ("write", "add"):
+        _bf16_vs_f32(lambda x, w, b: mx.nd.FullyConnected(x, w, b, num_hidden=30), [x, w, b], grad_req=req)
+    for ta in (False, True):
+        for tb in (False, True):
+            a = rng.uniform(-1, 1, (12, 5) if ta else (5, 12))
+            c = rng.uniform(-1, 1, (7, 12) if tb else (12, 7))
+            _bf16_vs_f32(lambda a, c: mx.nd.dot(a, c, transpose_a=ta, transpose_b=tb), [a, c])
+    _bf16_vs_f32(lambda a, c: mx.nd.batch_dot(a, c), [rng.uniform(-1, 1, (3, 4, 6)), rng.uniform(-1, 1, (3, 6, 5))])
     img = rng.uniform(-1, 1, (2, 8, 10, 10))
     for pool_type in ("max", "avg"):
-        _bf16_vs_f32(lambda x: mx.nd.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type=pool_type), [img])
+        for req in ("write", "add"):
+            _bf16_vs_f32(lambda x: mx.nd.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type=pool_type), [img],
+                         grad_req=req)
+            # Overlapping windows with padding (ResNet's stem pooling): oneDNN's kernels.
+            _bf16_vs_f32(lambda x: mx.nd.Pooling(x, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type=pool_type),
+                         [img], grad_req=req)
     for act in ("relu", "sigmoid", "tanh"):
         _bf16_vs_f32(lambda x: mx.nd.Activation(x, act_type=act), [img])
     _bf16_vs_f32(lambda a, b: mx.nd.Concat(a, b, dim=1), [img, img[:, :3]])
