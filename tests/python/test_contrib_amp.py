@@ -62,19 +62,18 @@ def _run(sym, data, args, aux):
 def test_convert_symbol_bf16_places_casts():
     conv = amp.convert_symbol(_net(), target_dtype="bfloat16")
     # Convolution and FullyConnected run in bfloat16: every input cast, one shared cast of data.
-    for name in ("conv1", "conv2", "fc"):
+    for name in ("conv1", "conv2"):
         ins = _input_ops(conv, name)
         assert all(op == "amp_cast" and a["dtype"] == "bfloat16" for op, a, _ in ins), (name, ins)
+    # fc's data is already bf16 (everything from the convolutions on runs in bf16): no cast.
+    fc = _input_ops(conv, "fc")
+    assert fc[0][0] == "Flatten" and all(op == "amp_cast" and a["dtype"] == "bfloat16" for op, a, _ in fc[1:])
     casts_of_data = [n for n in _nodes(conv) if n["op"] == "amp_cast" and n["name"].startswith("data_")]
     assert len(casts_of_data) == 1
-    # BatchNorm runs in float32: its bf16 data is cast back, its float32 parameters are not.
-    bn = _input_ops(conv, "bn")
-    assert bn[0][0] == "amp_cast" and bn[0][1]["dtype"] == "float32"
-    assert all(op == "null" for op, _, _ in bn[1:])
-    # elemwise_add of float32 (relu of BN) and bfloat16 (conv2): one amp_multicast.
-    add = _input_ops(conv, "add")
-    assert [op for op, _, _ in add] == ["amp_multicast", "amp_multicast"]
-    assert add[0][1]["num_outputs"] == "2"
+    # BatchNorm takes the bf16 data as it is, with its float32 parameters (no casts at all).
+    assert [op for op, _, _ in _input_ops(conv, "bn")] == ["Convolution", "null", "null", "null", "null"]
+    # elemwise_add of two bfloat16 entries needs no cast.
+    assert [op for op, _, _ in _input_ops(conv, "add")] == ["Activation", "Convolution"]
     # Neutral ops are left alone; softmax gets its input in float32.
     assert [op for op, _, _ in _input_ops(conv, "pool")] == ["elemwise_add"]
     assert [op for op, _, _ in _input_ops(conv, "flat")] == ["Pooling"]
@@ -106,6 +105,23 @@ def test_convert_symbol_float16_values():
     assert all(a["dtype"] == "float16" for op, a, _ in _input_ops(conv, "conv1"))
     np.testing.assert_allclose(_run(conv, data, args, aux).asnumpy(), _run(sym, data, args, aux).asnumpy(),
                                rtol=5e-3, atol=5e-4)
+
+
+def test_convert_symbol_widest_type_multicast():
+    data, other = mx.sym.var("data"), mx.sym.var("other")
+    fc = mx.sym.FullyConnected(data, num_hidden=4, name="fc")
+    add = mx.sym.elemwise_add(fc, other, name="add")
+    conv = amp.convert_symbol(add, target_dtype="bfloat16")
+    ins = _input_ops(conv, "add")
+    assert [op for op, _, _ in ins] == ["amp_multicast", "amp_multicast"]
+    assert ins[0][2] is ins[1][2] and ins[0][1]["num_outputs"] == "2"
+    x, o = np.random.RandomState(7).uniform(-1, 1, (3, 5)), np.random.RandomState(8).uniform(-1, 1, (3, 4))
+    w, b = np.random.RandomState(9).uniform(-1, 1, (4, 5)), np.zeros(4)
+    exe = conv.bind(mx.cpu(), {k: mx.nd.array(v) for k, v in
+                               dict(data=x, other=o, fc_weight=w, fc_bias=b).items()}, grad_req="null")
+    got = exe.forward()[0]
+    assert got.dtype == np.float32  # the widest type of bf16 and float32
+    np.testing.assert_allclose(got.asnumpy(), x @ w.T + o, rtol=2e-2, atol=2e-2)
 
 
 def test_convert_symbol_excluded_and_conditional():
@@ -222,8 +238,8 @@ def test_init_wraps_imperative_and_symbolic_bf16():
         print("casts", graph.count('"amp_cast"'), out.dtype == mx.nd.bfloat16)
     """)
     casts, dtype = out.split()[1:]
-    # Conv2D's data, weight and bias, BatchNorm's data, Dense's data, weight and bias.
-    assert int(casts) >= 7 and dtype == "True", out
+    # Conv2D's data, weight and bias, Dense's data, weight and bias (BatchNorm takes bf16 as is).
+    assert int(casts) >= 6 and dtype == "True", out
 
 
 def test_loss_scaling_and_overflow_skip():
@@ -356,3 +372,34 @@ def test_bf16_dense_pool_activation_concat_elemwise_close_to_float32():
         _bf16_vs_f32(lambda x: mx.nd.Activation(x, act_type=act), [img])
     _bf16_vs_f32(lambda a, b: mx.nd.Concat(a, b, dim=1), [img, img[:, :3]])
     _bf16_vs_f32(lambda a, b: mx.nd.elemwise_add(a, b) * b, [img, img[::-1]])
+
+
+@pytest.mark.parametrize("fix_gamma", [False, True])
+def test_bf16_batchnorm_with_float32_statistics(fix_gamma):
+    rng = np.random.RandomState(10)
+    x = rng.uniform(-2, 2, (4, 3, 5, 5)).astype(np.float32)
+    gamma, beta = rng.uniform(0.5, 1.5, 3).astype(np.float32), rng.uniform(-1, 1, 3).astype(np.float32)
+    head = rng.uniform(-1, 1, x.shape).astype(np.float32)
+    res = {}
+    for dt in ("float32", "bfloat16"):
+        xs = mx.nd.array(x).astype(dt)
+        g, b = mx.nd.array(gamma), mx.nd.array(beta)
+        mm, mv = mx.nd.zeros(3), mx.nd.ones(3)
+        for a in (xs, g, b):
+            a.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.BatchNorm(xs, g, b, mm, mv, fix_gamma=fix_gamma, momentum=0.5)
+        assert y.dtype == xs.dtype
+        y.backward(mx.nd.array(head).astype(dt))
+        assert g.grad.dtype == np.float32 and mm.dtype == np.float32 and xs.grad.dtype == xs.dtype
+        res[dt] = [a.astype("float32").asnumpy() for a in (y, xs.grad, g.grad, b.grad, mm, mv)]
+    for name, ref, got in zip(["y", "dx", "dgamma", "dbeta", "moving_mean", "moving_var"], res["float32"],
+                              res["bfloat16"]):
+        assert np.abs(got - ref).max() <= 2e-2 * max(np.abs(ref).max(), 1e-3), name
+    # Inference with the moving statistics, in a bound graph.
+    sym = mx.sym.BatchNorm(mx.sym.var("data", dtype="bfloat16"), name="bn")
+    arg_types, out_types, aux_types = sym.infer_type(data="bfloat16")
+    assert out_types == [mx.nd.bfloat16.type] and set(arg_types[1:]) == {np.float32} and set(aux_types) == {np.float32}
+    with pytest.raises(mx.base.MXNetError, match="gamma"):
+        mx.nd.BatchNorm(mx.nd.ones((2, 3)).astype("bfloat16"), mx.nd.ones(3).astype("float16"), mx.nd.zeros(3),
+                        mx.nd.zeros(3), mx.nd.ones(3))

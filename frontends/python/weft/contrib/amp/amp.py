@@ -385,6 +385,12 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
                           "attrs": {"num_outputs": str(len(inputs))}, "inputs": [list(e) + [0] for e in inputs]},
                          len(inputs))
                 new_inputs, out_type = [[mc, k, 0] for k in range(len(inputs))], None
+        elif op in fp32_params:
+            # Takes its data in whichever type comes and keeps its parameters float32: the
+            # output has the data's type.
+            new_inputs, out_type = [list(e) + [0] for e in inputs], None
+            if inputs and known.get(inputs[0]) is not None:
+                known[(len(out_nodes), 0)] = known[inputs[0]]
         else:
             new_inputs = [list(e) + [0] for e in inputs]
             types = {known.get(e) for e in inputs}

@@ -16,7 +16,7 @@ BF16_FUNCS = [
 # Run in the type of their input: no cast is inserted.
 BF16_FP32_FUNCS = [
     'Activation', 'relu', 'sigmoid', 'tanh', 'softsign', 'abs', 'sqrt', 'square', 'clip',
-    'Pooling', 'Concat', 'concat', 'Flatten', 'flatten', 'Reshape', 'reshape', 'reshape_like',
+    'BatchNorm', 'Pooling', 'Concat', 'concat', 'Flatten', 'flatten', 'Reshape', 'reshape', 'reshape_like',
     'Dropout', 'LRN', 'BlockGrad', 'stop_gradient', 'identity', '_copy', 'Cast', 'cast',
     'expand_dims', 'squeeze', 'transpose', 'SwapAxis', 'swapaxes', 'slice', 'slice_axis',
     'slice_like', 'SliceChannel', 'split', 'tile', 'repeat', 'flip', 'reverse', 'Pad', 'pad',
@@ -31,14 +31,15 @@ BF16_FP32_FUNCS = [
 ]
 
 # Parameters of an operator that stay float32 when its data runs in bfloat16, by input
-# position ('' marks the data input, which does get cast). None in this build: BatchNorm,
-# whose kernel wants one type for data and statistics, runs in float32 instead.
-BF16_USE_FP32_PARAMS = {}
+# position ('' marks the data input, which takes the bf16 data as it comes).
+BF16_USE_FP32_PARAMS = {
+    'BatchNorm': ['', 'gamma', 'beta', 'moving_mean', 'moving_var'],
+}
 
 # Run in float32: their inputs are cast to float32.
 FP32_FUNCS = [
     'softmax', 'log_softmax', 'softmin', 'Softmax', 'SoftmaxActivation', 'SoftmaxOutput',
-    'BatchNorm', 'LayerNorm', 'InstanceNorm', 'GroupNorm', 'L2Normalization', 'norm',
+    'LayerNorm', 'InstanceNorm', 'GroupNorm', 'L2Normalization', 'norm',
     'LinearRegressionOutput', 'LogisticRegressionOutput', 'MAERegressionOutput', 'SVMOutput',
     'MakeLoss', 'make_loss', 'ctc_loss', 'CTCLoss',
     'exp', 'expm1', 'log', 'log2', 'log10', 'log1p', 'reciprocal', 'rsqrt', 'cbrt', 'rcbrt',

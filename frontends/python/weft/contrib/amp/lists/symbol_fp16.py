@@ -11,14 +11,16 @@ from . import symbol_bf16 as _bf16
 FP16_FUNCS = ['Convolution', 'Deconvolution', 'FullyConnected', 'RNN']
 
 # Run in the type of their input (data movement, comparisons, optimizer updates). BatchNorm
-# is not among them: its kernel wants data and statistics in one type, so it runs in float32.
-FP16_FP32_FUNCS = [name for name in _bf16.BF16_FP32_FUNCS if name not in FP16_FUNCS] + [
+# is not among them: it takes float32 statistics with bfloat16 data only, so with float16
+# it runs in float32.
+FP16_FP32_FUNCS = [name for name in _bf16.BF16_FP32_FUNCS if name not in FP16_FUNCS and name != 'BatchNorm'] + [
     'Embedding', 'SequenceMask', 'SequenceLast', 'SequenceReverse', 'ROIPooling',
     'BilinearSampler', 'GridGenerator', 'SpatialTransformer',
 ]
 
 # Run in float32: reductions, exponentials, normalisations and losses.
-FP32_FUNCS = [name for name in _bf16.FP32_FUNCS if name not in FP16_FUNCS and name not in FP16_FP32_FUNCS]
+FP32_FUNCS = [name for name in _bf16.FP32_FUNCS if name not in FP16_FUNCS and name not in FP16_FP32_FUNCS] + [
+    'BatchNorm']
 
 CONDITIONAL_FP32_FUNCS = list(_bf16.CONDITIONAL_FP32_FUNCS)
 
