@@ -74,3 +74,36 @@ def test_quantize_errors():
         mx.nd.contrib.dequantize(x, mx.nd.zeros(1), mx.nd.ones(1))
     with pytest.raises(mx.base.MXNetError, match="min_range"):
         mx.nd.contrib.dequantize(x.astype("int8"), mx.nd.zeros(2), mx.nd.ones(1))
+
+
+@pytest.mark.parametrize("calib", [None, (-3e-6, 2e-6)])
+def test_requantize_int32_to_int8(calib):
+    rng = np.random.RandomState(3)
+    q32 = rng.randint(-3000, 3000, (4, 6)).astype(np.int32)
+    r32 = 4.0
+    real = q32 * (r32 / 2147483647.0)
+    kw = {} if calib is None else dict(min_calib_range=calib[0], max_calib_range=calib[1])
+    q8, lo, hi = mx.nd.contrib.requantize(mx.nd.array(q32, dtype="int32"), mx.nd.array([-r32]), mx.nd.array([r32]),
+                                          **kw)
+    assert q8.dtype == np.int8
+    rng8 = np.abs(real).max() if calib is None else max(abs(calib[0]), abs(calib[1]))
+    np.testing.assert_allclose([lo.asscalar(), hi.asscalar()], [-rng8, rng8], rtol=1e-6)
+    expect = np.clip(np.round(real * 127 / rng8), -127, 127)
+    np.testing.assert_array_equal(q8.asnumpy(), expect.astype(np.int8))
+    # Within half a step of the float value where it fits the range; saturated where not.
+    back = mx.nd.contrib.dequantize(q8, lo, hi).asnumpy()
+    inside = np.abs(real) <= rng8
+    assert np.abs(back - real)[inside].max() <= rng8 / 127 / 2 + 1e-12
+    assert np.all(np.abs(back[~inside]) == np.float32(rng8))
+
+
+def test_requantize_uint8_and_errors():
+    q32 = mx.nd.array([[0, 120, 200, -50]], dtype="int32")
+    q8, lo, hi = mx.nd.contrib.requantize(q32, mx.nd.array([-1.0]), mx.nd.array([1.0]), out_type="auto",
+                                          min_calib_range=0.0, max_calib_range=200 / 2147483647.0)
+    assert q8.dtype == np.uint8 and lo.asscalar() == 0
+    np.testing.assert_array_equal(q8.asnumpy(), [[0, 153, 255, 0]])  # 120 / 200 * 255; negatives clip
+    with pytest.raises(mx.base.MXNetError, match="int32 data"):
+        mx.nd.contrib.requantize(mx.nd.ones((2,)), mx.nd.zeros(1), mx.nd.ones(1))
+    with pytest.raises(mx.base.MXNetError, match="both min_calib_range"):
+        mx.nd.contrib.requantize(q32, mx.nd.zeros(1), mx.nd.ones(1), max_calib_range=1.0)

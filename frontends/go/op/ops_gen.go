@@ -127,6 +127,7 @@ var opInternalContribPSROIPooling = weft.NewOperator("_contrib_PSROIPooling")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
 var opInternalContribQuantizeV2 = weft.NewOperator("_contrib_quantize_v2")
 var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
+var opInternalContribRequantize = weft.NewOperator("_contrib_requantize")
 var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
 var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
 var opInternalContribSyncBatchNorm = weft.NewOperator("_contrib_SyncBatchNorm")
@@ -4171,6 +4172,42 @@ func SymInternalContribROIAlign(data, rois *weft.Symbol, pooledSize []int, spati
 	c.set("pooled_size", pooledSize)
 	c.set("spatial_scale", spatialScale)
 	return c.compose(opInternalContribROIAlign, []string{"data", "rois"}, data, rois)
+}
+
+// InternalContribRequantize runs the operator _contrib_requantize.
+//
+// Narrows int32 data (the result of a quantized product, with the float range it stands for) to int8 or uint8 over a calibrated range or the data's own.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: An int32 array
+//   - minRange: The float the int32 minimum stands for, shape (1,)
+//   - maxRange: The float the int32 maximum stands for, shape (1,)
+//
+// Options:
+//   - WithOutType(string): The integer type of the output; 'auto' is uint8 for a calibrated minimum >= 0, else int8. (default int8)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; without it the data's extreme value sets the range. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output; without it the data's extreme value sets the range. (default None)
+func InternalContribRequantize(data, minRange, maxRange *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribRequantize, data, minRange, maxRange)
+}
+
+// SymInternalContribRequantize runs the operator _contrib_requantize symbolically: it adds one node to the graph.
+//
+// Narrows int32 data (the result of a quantized product, with the float range it stands for) to int8 or uint8 over a calibrated range or the data's own.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: An int32 array
+//   - minRange: The float the int32 minimum stands for, shape (1,)
+//   - maxRange: The float the int32 maximum stands for, shape (1,)
+//
+// Options:
+//   - WithOutType(string): The integer type of the output; 'auto' is uint8 for a calibrated minimum >= 0, else int8. (default int8)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; without it the data's extreme value sets the range. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output; without it the data's extreme value sets the range. (default None)
+func SymInternalContribRequantize(data, minRange, maxRange *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribRequantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
 }
 
 // InternalContribRoundSte runs the operator _contrib_round_ste.

@@ -1999,6 +1999,29 @@ _contrib_quantize_v2(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quan
 _contrib_quantize_v2(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize_v2, args; kwargs...)
 _contrib_quantize_v2(; kwargs...) = _call_op(_op__contrib_quantize_v2; kwargs...)
 
+const _op__contrib_requantize = OpDef("_contrib_requantize", ["data", "min_range", "max_range"], false, "")
+"""
+    _contrib_requantize(data, min_range, max_range; out_type=int8, min_calib_range=None, max_calib_range=None)
+
+Narrows int32 data (the result of a quantized product, with the float range it stands for) to int8 or uint8 over a calibrated range or the data's own.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): An int32 array
+- `min_range` (NDArray or SymbolicNode): The float the int32 minimum stands for, shape (1,)
+- `max_range` (NDArray or SymbolicNode): The float the int32 maximum stands for, shape (1,)
+
+# Parameters
+- `out_type` ({'auto', 'int8', 'uint8'}; default `int8`): The integer type of the output; 'auto' is uint8 for a calibrated minimum >= 0, else int8.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; without it the data's extreme value sets the range.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output; without it the data's extreme value sets the range.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_requantize end
+_contrib_requantize(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_requantize, args; kwargs...)
+_contrib_requantize(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_requantize, args; kwargs...)
+_contrib_requantize(; kwargs...) = _call_op(_op__contrib_requantize; kwargs...)
+
 const _op__contrib_round_ste = OpDef("_contrib_round_ste", ["data"], false, "")
 """
     _contrib_round_ste(data)
@@ -9904,6 +9927,7 @@ const _OPERATOR_NAMES = [
     "_contrib_index_copy",
     "_contrib_quadratic",
     "_contrib_quantize_v2",
+    "_contrib_requantize",
     "_contrib_round_ste",
     "_contrib_sign_ste",
     "_copy",
