@@ -16,6 +16,9 @@ import peer  # first: it sets the environment the libraries read
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 BATCH = 64
+# The VGG-like MXNet graph of issue 23 (training regions against the planner), when present.
+VGG_MXNET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "compat", "mxnet",
+                         "upstream", "mkldnn_model1-symbol.json")
 # The stride of segment checkpointing measured (WEFT_BACKWARD_MIRROR_SEGMENT).
 SEGMENT = "4"
 
@@ -124,17 +127,24 @@ def span(r):
 
 
 def planned_table():
+    import weft as mx
     from models import NETWORKS
-    print("internal memory at batch %d (MB): planned / one buffer per value (ratio)" % BATCH)
-    print("%-14s %22s %22s %22s %22s %22s" % ("network", "training", "training, mirrored", "mirrored+conv",
-                                               "segments of " + SEGMENT, "inference"))
-    for name, (build, shape) in NETWORKS.items():
+    networks = dict(NETWORKS)
+    if os.path.exists(VGG_MXNET):
+        networks["vgg_mxnet"] = (lambda: mx.sym.load(VGG_MXNET), (3, 224, 224))
+    print("internal memory at batch %d (MB): planned / one buffer per value (ratio); training without the "
+          "oneDNN training regions (WEFT_EXEC_DNNL_TRAIN_FUSE=0) in the second column" % BATCH)
+    print("%-14s" % "network" + " %22s" * 6 % ("training", "training, no regions", "training, mirrored",
+                                               "mirrored+conv", "segments of " + SEGMENT, "inference"))
+    no_regions = dict(MODES[0][1], WEFT_EXEC_DNNL_TRAIN_FUSE="0")
+    for name, (build, shape) in networks.items():
         net = build()
         row = []
-        for grad_req, env in [("write", env) for _, env in MODES] + [("null", {})]:
+        envs = [MODES[0][1], no_regions] + [env for _, env in MODES[1:]]
+        for grad_req, env in [("write", env) for env in envs] + [("null", {})]:
             planned, naive = bind_mb(net, shape, grad_req, env)
             row.append("%6d / %6d (%4.1fx)" % (planned, naive, naive / max(planned, 1)))
-        print("%-14s %22s %22s %22s %22s %22s" % ((name,) + tuple(row)), flush=True)
+        print("%-14s" % name + " %22s" * 6 % tuple(row), flush=True)
 
 
 
@@ -155,8 +165,14 @@ def step_table():
 
 
 def main():
-    planned_table()
-    step_table()
+    import argparse
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", choices=("planned", "step"), help="print one of the two tables")
+    args = parser.parse_args()
+    if args.only != "step":
+        planned_table()
+    if args.only != "planned":
+        step_table()
 
 
 if __name__ == "__main__":

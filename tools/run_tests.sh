@@ -13,6 +13,9 @@
 #   5. when CI=true or WEFT_CI_CUDA=1: a CUDA build (sm_90) in build-cuda/, then the tests
 #      of its C++ binary that need no GPU (the CUDA ones skip themselves without one; the
 #      fusion kernels compile with NVRTC, which needs no GPU either). CI machines have none.
+#   6. when CI=true or WEFT_CI_PREDICT=1: the predict-only library in build-predict/
+#      (-DWEFT_PREDICT_ONLY=ON, its objects from ccache: about a minute on 2 cores) and its
+#      test, the C example against the Python path (docs/design/deployment.md).
 # Exits non-zero when any step fails and ends with one summary line.
 set -uo pipefail
 
@@ -158,12 +161,33 @@ build_cuda() {
   fi
 }
 
+build_predict() {
+  if [[ "${CI:-}" != true && "${WEFT_CI_PREDICT:-0}" != 1 ]]; then
+    record predict-build SKIP "set CI=true or WEFT_CI_PREDICT=1 to run it"
+    return
+  fi
+  local predict_dir="$repo/build-predict" log="$repo/build-predict.log"
+  {
+    cmake -S "$repo" -B "$predict_dir" -DCMAKE_BUILD_TYPE=Release -DWEFT_USE_CUDA=OFF -DWEFT_PREDICT_ONLY=ON \
+      -DWEFT_PREDICT_TEST_PYTHON="$venv_python" &&
+      cmake --build "$predict_dir" -j"$(nproc)" &&
+      ctest --test-dir "$predict_dir" --output-on-failure
+  } >"$log" 2>&1
+  if [[ $? -eq 0 ]]; then
+    record predict-build PASS "libweft_predict.so built; its C example matches Python"
+  else
+    tail -40 "$log"
+    record predict-build FAIL "see $log"
+  fi
+}
+
 start=$SECONDS
 run_ctest
 run_pytest
 run_checks
 run_sanitized
 build_cuda
+build_predict
 
 echo
 for r in "${results[@]}"; do echo "  $r"; done

@@ -12,6 +12,8 @@ packages=(
   libdnnl-dev nlohmann-json3-dev libzmq3-dev cppzmq-dev libgtest-dev
   swig golang-go r-base-dev
   python3-dev python3-numpy python3-pytest python3-venv python3-setuptools
+  # tools/build_wheel.sh packs the Python package offline with Debian's wheel.
+  python3-wheel
   zlib1g-dev libpng-dev libjpeg62-turbo-dev
   dataset-fashion-mnist
   # The Julia package's checks (tests/julia) run under node; npm installs their parser.

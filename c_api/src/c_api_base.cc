@@ -59,6 +59,8 @@ const char* HandleKindName(HandleKind kind) {
     case HandleKind::kProfileDomain: return "weft_profile_domain_t";
     case HandleKind::kProfileDuration: return "weft_profile_duration_t";
     case HandleKind::kProfileCounter: return "weft_profile_counter_t";
+    case HandleKind::kPredictor: return "weft_predictor_t";
+    case HandleKind::kNDList: return "weft_ndlist_t";
   }
   return "handle";
 }
@@ -69,7 +71,7 @@ void ThrowBadHandle(uint64_t value, HandleKind kind, const char* arg, const char
   for (HandleKind k : {HandleKind::kNDArray, HandleKind::kNDArrayList, HandleKind::kBytes, HandleKind::kOp,
                        HandleKind::kSymbol, HandleKind::kExecutor, HandleKind::kRecordIO, HandleKind::kDataIter,
                        HandleKind::kKVStore, HandleKind::kProfileDomain, HandleKind::kProfileDuration,
-                       HandleKind::kProfileCounter})
+                       HandleKind::kProfileCounter, HandleKind::kPredictor, HandleKind::kNDList})
     if (tag == static_cast<uint8_t>(k) && k != kind) got = std::string(" (got a ") + HandleKindName(k) + ")";
   char hex[32];
   std::snprintf(hex, sizeof(hex), "0x%016" PRIx64, value);

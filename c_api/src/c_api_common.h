@@ -45,7 +45,8 @@ std::string LastErrorMessage();
 // Kind tags: distinct non-zero bytes, so a handle of one kind is never accepted as another.
 enum class HandleKind : uint8_t { kNDArray = 0xA1, kNDArrayList = 0xA2, kBytes = 0xA3, kOp = 0xA4, kSymbol = 0xA5,
                                  kExecutor = 0xA6, kRecordIO = 0xA7, kDataIter = 0xA8, kKVStore = 0xA9,
-                                 kProfileDomain = 0xAA, kProfileDuration = 0xAB, kProfileCounter = 0xAC };
+                                 kProfileDomain = 0xAA, kProfileDuration = 0xAB, kProfileCounter = 0xAC,
+                                 kPredictor = 0xAD, kNDList = 0xAE };
 
 const char* HandleKindName(HandleKind kind);
 

@@ -1,6 +1,7 @@
 // The aggregate statistics printed by profiler.dumps(): MXNet's categories ("operator",
 // "Device Storage", one per user domain, "C API") with MXNet's columns and units (times in
-// ms, memory in kB), as a table or as {"Time": ..., "Memory": ..., "Unit": ...} JSON.
+// ms, memory in kB; a user counter's rows show its values as set), as a table or as
+// {"Time": ..., "Memory": ..., "Unit": ...} JSON.
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>

@@ -62,6 +62,11 @@ def _variables_read_by_the_code():
     # definitions runtime.Features() reports.
     with open(os.path.join(REPO, "c_api", "include", "weft", "c_api.h"), encoding="utf-8") as f:
         header = set(re.findall(r"\b(WEFT_[A-Z0-9_]+)", f.read()))
+    # Compile definitions CMake gives (a test's path to a library it builds) are macros too.
+    for folder, _, files in os.walk(REPO):
+        if "CMakeLists.txt" in files and not folder.startswith(os.path.join(REPO, "build")):
+            with open(os.path.join(folder, "CMakeLists.txt"), encoding="utf-8") as f:
+                header |= set(re.findall(r"target_compile_definitions\([^)]*?\b(WEFT_[A-Z0-9_]+)=", f.read(), re.S))
     return {v: p for v, p in found.items()
             if v not in header and not v.endswith("_") and not (v.startswith("WEFT_USE_") and p.endswith("runtime.py"))}
 

@@ -390,3 +390,18 @@ def test_operator_namespaces_hold_prefixed_operators():
                 short = n[len(prefix):]
                 assert getattr(nd_ns, short) is mx.nd._internal.__dict__[n] or n not in mx.nd._internal.__dict__
                 assert hasattr(sym_ns, short)
+
+
+def test_explicit_none_reaches_optional_parameters():
+    """axis=None means every axis for operators whose parameter takes None (as in MXNet);
+    leaving the keyword out keeps the operator's default (the last axis for sort)."""
+    import numpy as np
+    import weft as mx
+    x = np.array([[3.0, 1.0], [0.0, 2.0]], dtype=np.float32)
+    a = mx.nd.array(x)
+    np.testing.assert_array_equal(mx.nd.sort(a, axis=None).asnumpy(), np.sort(x, axis=None))
+    np.testing.assert_array_equal(mx.nd.sort(a).asnumpy(), np.sort(x, axis=-1))
+    np.testing.assert_array_equal(mx.nd.sum(a, axis=None).asnumpy(), [x.sum()])
+    s = mx.sym.sort(mx.sym.var("a"), axis=None)
+    out = s.bind(mx.cpu(), {"a": a}).forward()[0]
+    np.testing.assert_array_equal(out.asnumpy(), np.sort(x, axis=None))

@@ -17,7 +17,8 @@ torch = pytest.importorskip("torch")
 ZOO = [("mlp", (2, 1, 28, 28)), ("lenet", (2, 1, 28, 28)), ("resnet18_v1", (2, 3, 64, 64)),
        ("resnet18_v2", (2, 3, 64, 64)), ("mobilenet0.25", (2, 3, 64, 64)), ("mobilenetv2_0.25", (2, 3, 64, 64)),
        ("squeezenet1.0", (1, 3, 224, 224)), ("squeezenet1.1", (1, 3, 224, 224)), ("vgg11_bn", (1, 3, 32, 32)),
-       ("vgg11", (1, 3, 32, 32)), ("alexnet", (1, 3, 112, 112)), ("inception_bn", (1, 3, 96, 96))]
+       ("vgg11", (1, 3, 32, 32)), ("alexnet", (1, 3, 112, 112)), ("inception_bn", (1, 3, 96, 96)),
+       ("densenet121", (1, 3, 224, 224)), ("inceptionv3", (1, 3, 299, 299))]
 
 
 def _randomize_running_stats(net):

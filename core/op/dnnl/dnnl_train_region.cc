@@ -256,7 +256,6 @@ struct DnnlTrainRegion::Impl {
   int num_out = 0;  // visible outputs
   std::vector<memory::desc> md;      // per value: its layout
   std::vector<Loc> loc;              // per value: where the forward keeps it
-  std::vector<std::vector<std::pair<memory::desc, size_t>>> views;  // per value: saved copies in other layouts
   std::vector<bool> kept;      // per value: the backward reads it (it lives in saved, else in the arena)
   std::vector<int> fwd_block;  // per value in the arena: its block while live, or -1
   std::vector<int> fwd_last;   // per value: the last unit reading it in the forward, or -1
@@ -306,45 +305,47 @@ struct DnnlTrainRegion::Impl {
   // Where the forward puts value v (its layout md[v] known): the saved output when the
   // backward reads it, else an arena block freed after its last reader.
   Loc Place(int v) {
-    if (kept[v]) return Saved(Save(md[v].get_size()));
+    if (kept[v] && !ReadBack(v)) return Saved(Save(md[v].get_size()));
     fwd_block[v] = fwd_blocks.Alloc(md[v].get_size());
     return Block(fwd_block[v]);
   }
   // Value v in layout `want` for the forward: v itself, or a copy reordered into a block
-  // freed after the unit (with `temps`), else into the saved buffer, once (the backward
-  // reads the same copy).
-  Loc View(int v, const memory::desc& want, std::vector<int>* temps = nullptr) {
+  // freed after the unit (added to *temps). Such a copy is never saved for the backward,
+  // which reorders v again (BackView): v itself is kept, or is a region input the
+  // backward reads, and a second copy in saved would double its memory for one reorder.
+  Loc View(int v, const memory::desc& want, std::vector<int>* temps) {
     if (md[v] == want) return loc[v];
-    if (temps) {
-      int b = fwd_blocks.Alloc(want.get_size());
-      temps->push_back(b);
-      Exec r;
-      r.prim = MakeReorder(md[v], want, false);
-      r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, Block(b)}};
-      fwd.push_back(std::move(r));
-      return Block(b);
-    }
-    for (const auto& w : views[v])
-      if (w.first == want) return Saved(w.second);
-    size_t off = Save(want.get_size());
-    views[v].emplace_back(want, off);
-    Exec r;
-    r.prim = MakeReorder(md[v], want, false);
-    r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, Saved(off)}};
-    fwd.push_back(std::move(r));
-    return Saved(off);
-  }
-  // Where the backward reads forward value v in layout `want`: the forward's copy in that
-  // layout if there is one, else a reorder into a temporary block (added to *temps).
-  Loc BackView(int v, const memory::desc& want, std::vector<int>* temps) {
-    if (md[v] == want) return BackLoc(loc[v]);
-    for (const auto& w : views[v])
-      if (w.first == want) return Saved(w.second);
-    int b = bwd_blocks.Alloc(want.get_size());
+    int b = fwd_blocks.Alloc(want.get_size());
     temps->push_back(b);
     Exec r;
     r.prim = MakeReorder(md[v], want, false);
-    r.args = {{DNNL_ARG_FROM, md[v], BackLoc(loc[v])}, {DNNL_ARG_TO, want, Block(b)}};
+    r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, Block(b)}};
+    fwd.push_back(std::move(r));
+    return Block(b);
+  }
+  // Whether the backward reads kept value v from the node output it is copied to (the
+  // backward node takes the visible outputs as inputs too) rather than from saved: that
+  // output is kept alive for its readers outside the region anyway, and a second copy in
+  // saved would double the value's memory for the sake of one reorder in the backward.
+  bool ReadBack(int v) const { return spec.values[v].input < 0 && spec.values[v].output >= 0; }
+  // Where the backward reads forward value v in layout `want`: v itself, else a reorder into
+  // a temporary block (added to *temps) from v or from its plain copy (a region input, or a
+  // node output per ReadBack).
+  Loc BackView(int v, const memory::desc& want, std::vector<int>* temps) {
+    memory::desc from = md[v];
+    Loc at{};
+    if (ReadBack(v)) {
+      from = PlainNchw(spec.values[v].shape);
+      at = Loc{Loc::kIn, num_out + 1 + spec.num_inputs + spec.values[v].output, 0};
+    } else {
+      at = BackLoc(loc[v]);
+    }
+    if (from == want) return at;
+    int b = bwd_blocks.Alloc(want.get_size());
+    temps->push_back(b);
+    Exec r;
+    r.prim = MakeReorder(from, want, false);
+    r.args = {{DNNL_ARG_FROM, from, at}, {DNNL_ARG_TO, want, Block(b)}};
     bwd.push_back(std::move(r));
     return Block(b);
   }
@@ -452,7 +453,8 @@ void DnnlTrainRegion::Impl::Export(int v) {
   Exec r;
   memory::desc plain = PlainNchw(spec.values[v].shape);
   r.prim = MakeReorder(md[v], plain, false);
-  r.gate = o;
+  // Written even when unrequested if the backward reads it from there (ReadBack).
+  r.gate = kept[v] ? -1 : o;
   r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, plain, Loc{Loc::kOut, o, 0}}};
   fwd.push_back(std::move(r));
 }
@@ -504,7 +506,7 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     }
     if (!wino) pds = make(dnnl::algorithm::convolution_direct);
     conv[u] = pds;
-    Loc src = View(un.src, pds.fwd.src_desc());
+    Loc src = View(un.src, pds.fwd.src_desc(), &temps);
     // In training the weights are reordered at every call: each step changes them.
     size_t wbytes = pds.fwd.weights_desc().get_size();
     Loc wl{Loc::kWeights, fwd_blocks.Alloc(wbytes), 0, kept_weight_bytes};
@@ -735,9 +737,9 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu, DnnlChannelBlock()};
     k.fix_gamma = un.fix_gamma;
     Loc gamma = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
-    k.args = {{0, md[un.src], BackLoc(loc[un.src])},
+    k.args = {{0, md[un.src], BackView(un.src, md[un.src], &temps)},
               // y masks the gradient of a folded relu (without one it is not read).
-              {1, md[dst], un.relu ? BackLoc(loc[dst]) : BackLoc(loc[un.src])},
+              {1, md[dst], un.relu ? BackView(dst, md[dst], &temps) : BackView(un.src, md[un.src], &temps)},
               {2, md[dst], dy},
               {3, md[un.src], Contribute(un.src, md[un.src], GateOf(un.src), &after, &temps)},
               {4, Vec(c), Saved(bn_mean[u])},
@@ -759,7 +761,7 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     int ds = bwd_blocks.Alloc(c * sizeof(float)), dh = bwd_blocks.Alloc(c * sizeof(float));
     Loc scale = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
     prim.prim = dnnl::batch_normalization_backward(pd);
-    prim.args = {{DNNL_ARG_SRC, md[un.src], BackLoc(loc[un.src])},
+    prim.args = {{DNNL_ARG_SRC, md[un.src], BackView(un.src, md[un.src], &temps)},
                  {DNNL_ARG_MEAN, fpd.mean_desc(), Saved(bn_mean[u])},
                  {DNNL_ARG_VARIANCE, fpd.variance_desc(), Saved(bn_var[u])},
                  {DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), dy},
@@ -779,7 +781,7 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), RegionEngine(), relu[u]);
     Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
     prim.prim = dnnl::eltwise_backward(pd);
-    prim.args = {{DNNL_ARG_DST, md[dst], BackLoc(loc[dst])},
+    prim.args = {{DNNL_ARG_DST, md[dst], BackView(dst, md[dst], &temps)},
                  {DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), dy},
                  {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(),
                   Contribute(un.src, pd.diff_src_desc(), GateOf(un.src), &after, &temps)}};
@@ -796,7 +798,7 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
       int g = bwd_blocks.Alloc(pd.diff_src_desc().get_size());
       Exec r;
       r.prim = dnnl::eltwise_backward(pd);
-      r.args = {{DNNL_ARG_DST, md[dst], BackLoc(loc[dst])},
+      r.args = {{DNNL_ARG_DST, md[dst], BackView(dst, md[dst], &temps)},
                 {DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), dy},
                 {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), Block(g)}};
       Scratch(&r, pd.scratchpad_desc());
@@ -841,7 +843,6 @@ void DnnlTrainRegion::Impl::Build() {
   num_out = static_cast<int>(spec.outputs.size());
   md.resize(nv);
   loc.resize(nv);
-  views.resize(nv);
   conv.resize(nu);
   bn.resize(nu);
   relu.resize(nu);
@@ -1016,7 +1017,11 @@ void DnnlTrainRegion::Backward(const std::vector<TBlob>& in, const std::vector<O
   m.Run(m.bwd, in, req, out, static_cast<char*>(in[m.num_out].dptr), 0);
 }
 
-int64_t DnnlTrainRegion::saved_floats() const { return static_cast<int64_t>(impl_->saved_bytes / sizeof(float)); }
+// At least one cache line: a region whose backward reads nothing from saved still has the
+// output, and an empty shape would read as unknown.
+int64_t DnnlTrainRegion::saved_floats() const {
+  return static_cast<int64_t>(std::max<size_t>(impl_->saved_bytes, 64) / sizeof(float));
+}
 size_t DnnlTrainRegion::internal_bytes() const {
   return impl_->arena_bytes + impl_->scratch_bytes + (impl_->kept_weights ? impl_->kept_weight_bytes : 0);
 }
@@ -1207,6 +1212,7 @@ WEFT_REGISTER_OP(_dnnl_train_region)
       std::vector<GradValue> ins(a.out_grads.begin(), a.out_grads.begin() + s.outputs.size());
       ins.push_back(a.outputs.back());
       ins.insert(ins.end(), a.inputs.begin(), a.inputs.end());
+      ins.insert(ins.end(), a.outputs.begin(), a.outputs.begin() + s.outputs.size());
       std::vector<GradValue> g = b.Call("_backward_dnnl_train_region", ins, {{"region", std::to_string(id)}});
       for (int i : AuxInputs(s)) g[i] = GradValue();
       return g;
@@ -1216,10 +1222,10 @@ WEFT_REGISTER_OP(_backward_dnnl_train_region)
     .Describe("The gradient of a _dnnl_train_region (made by the executor's gradient pass; not for direct use).")
     .SetNumInputs([](const NodeAttrs& attrs) {
       const auto& s = GradRegionOf(attrs)->spec();
-      return static_cast<int>(s.outputs.size()) + 1 + s.num_inputs;
+      return 2 * static_cast<int>(s.outputs.size()) + 1 + s.num_inputs;
     })
     .SetNumOutputs([](const NodeAttrs& attrs) { return GradRegionOf(attrs)->spec().num_inputs; })
-    .AddArgument("data", "NDArray-or-Symbol[]", "Output gradients, the saved values, then the region's inputs")
+    .AddArgument("data", "NDArray-or-Symbol[]", "Output gradients, the saved values, the region's inputs, then its visible outputs")
     .SetParams<TrainRegionGradParam>()
     .SetAttr<FInferShape>("FInferShape",
                           [](const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
@@ -1230,6 +1236,7 @@ WEFT_REGISTER_OP(_backward_dnnl_train_region)
                             for (size_t i = 0; i < k; ++i) (*in)[i] = s.values[s.outputs[i]].shape;
                             (*in)[k] = Shape{r->saved_floats()};
                             for (size_t i = 0; i < want.size(); ++i) (*in)[k + 1 + i] = (*out)[i] = want[i];
+                            for (size_t i = 0; i < k; ++i) (*in)[k + 1 + want.size() + i] = s.values[s.outputs[i]].shape;
                             return true;
                           })
     .SetAttr<FInferType>("FInferType", AllFloat)

@@ -11,7 +11,9 @@
 // statistics, a relu's result) into one extra hidden output, "saved": an ordinary graph
 // value that the memory planner sizes and keeps from the forward to the backward; values
 // the backward does not read live in the region's own arena only while the forward needs
-// them. A relu after a BatchNorm or an add is folded into it, both ways. BatchNorm on
+// them. Saved holds no value the graph keeps anyway: the backward reads the region's
+// inputs and its visible outputs (reordering them again where a primitive wants another
+// layout), and a copy in another layout is a forward temporary. A relu after a BatchNorm or an add is folded into it, both ways. BatchNorm on
 // the blocked layout runs on the region's own loops (oneDNN 2.6's was several times slower here),
 // elsewhere on oneDNN's primitive.
 // Primitives are created once, when the region is made; a call only binds memory.
@@ -70,7 +72,8 @@ class DnnlTrainRegion {
   // BatchNorms use (and leave alone) the moving statistics.
   void Forward(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out,
                bool is_train);
-  // in: a gradient per visible output, saved, then the region's inputs; out: the gradient
+  // in: a gradient per visible output, saved, the region's inputs, then its visible outputs
+  // (the backward reads a kept value that is also a visible output from there); out: the gradient
   // of each input (moving statistics get none), written or added per req.
   void Backward(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out);
   // Bytes the region holds itself (its temporaries and scratch space, and its weights

@@ -74,8 +74,19 @@ class Executor:
                 raise ValueError("forward: %r is not an argument; the arguments are %s"
                                  % (name, list(self.arg_dict)))
             self.arg_dict[name][:] = value
+        # An executor writes the same arrays at every step, so a loop that never reads a
+        # result would only queue steps: the engine's bound (WEFT_ENGINE_MAX_PENDING) counts
+        # operations, thousands of them, which for convolutions is minutes of work to drain.
+        # A step's forward cannot start before the previous one's has finished anyway, so
+        # waiting for that before pushing keeps a loop about one step ahead at no cost in
+        # speed (the previous backward still runs meanwhile).
+        previous = getattr(self, "_previous_output", None)
+        if previous is not None:
+            previous.wait_to_read()
         _api.weft_executor_forward(self.handle, 1 if is_train else 0)
-        return self.outputs
+        outputs = self.outputs
+        self._previous_output = outputs[0] if outputs else None
+        return outputs
 
     def backward(self, out_grads=None, is_train=True):
         """Runs the backward pass; out_grads (one NDArray per output, or one for a single

@@ -150,6 +150,10 @@ class Trainer:
     _MAX_DEPTH = 5
 
     def _update(self, ignore_stale_grad):
+        # contrib.amp.init_trainer's loss scaler: a step whose gradients overflowed is skipped.
+        scaler = getattr(self, "_amp_loss_scaler", None)
+        if scaler is not None and scaler.has_overflow(self._params):
+            return
         # The engine runs behind Python. Imperative code allocates new arrays at every call,
         # so a loop that never reads a value would queue step after step and hold all their
         # memory: once `_depth` steps are in flight, a step waits until the engine has

@@ -40,6 +40,24 @@ def list_ops():
     return [OpInfo(_api.weft_op_get_by_index(i)) for i in range(_api.weft_op_count())]
 
 
+class _NullType:
+    """The default of a parameter that takes None as a value: "not given"."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "_Null"
+
+
+_Null = _NullType()
+
+
+def optional_params(info):
+    """Names of the parameters of `info` for which None is a value ("int or None",
+    "Shape or None", a choice that includes 'None'), rather than "not given"."""
+    return {p[0] for p in info.params if " or None" in p[1] or "'None'" in p[1]}
+
+
 def _docstring(info, fname):
     lines = [info.doc.strip() or info.name, ""]
     if info.inputs or info.params:
@@ -92,15 +110,22 @@ def _make_function(info, fname):
         sig += ["%s=None" % n for n in input_names]
         body.append("    inputs = [x for x in (%s) if x is not None]" % "".join(n + ", " for n in input_names))
         body.append("    keys = []; vals = []")
+    optional = optional_params(info)
     for core, py in params:
-        sig.append("%s=None" % py)
-        body.append("    if %s is not None: keys.append(%r); vals.append(_param_str(%s))" % (py, core, py))
+        if core in optional:
+            # None is a value of these parameters (axis=None: every axis), as in MXNet: it
+            # is passed on; leaving the parameter out keeps the operator's default.
+            sig.append("%s=_Null" % py)
+            body.append("    if %s is not _Null: keys.append(%r); vals.append(_param_str(%s))" % (py, core, py))
+        else:
+            sig.append("%s=None" % py)
+            body.append("    if %s is not None: keys.append(%r); vals.append(_param_str(%s))" % (py, core, py))
     sig += ["out=None", "name=None", "**kwargs"]
     body.append("    for k, v in kwargs.items():")
     body.append("        if v is not None: keys.append(k); vals.append(_param_str(v))")
     body.append("    return _invoke(_handle, inputs, keys, vals, out)")
     src = "def %s(%s):\n%s\n" % ("_generated", ", ".join(sig), "\n".join(body))
-    scope = {"_param_str": _param_str, "_invoke": _fast.invoke, "_handle": info.handle}
+    scope = {"_param_str": _param_str, "_invoke": _fast.invoke, "_handle": info.handle, "_Null": _Null}
     exec(compile(src, "<weft operator %s>" % info.name, "exec"), scope)
     fn = scope["_generated"]
     fn.__name__ = fname

@@ -25,6 +25,7 @@ def _make_function(info, fname):
     hint = info.name.lower().lstrip("_")
     count_key = info.key_var_num_args
     input_names = [] if info.variadic else [i[0] for i in info.inputs]
+    optional = _nd_ops.optional_params(info)
 
     def fn(*args, **kwargs):
         name = kwargs.pop("name", None)
@@ -33,7 +34,8 @@ def _make_function(info, fname):
         for k, v in kwargs.items():
             if isinstance(v, Symbol):
                 inputs[k] = v
-            elif v is not None:
+            elif v is not None or k in optional:
+                # None is a value of the optional parameters (axis=None), as in MXNet.
                 # A parameter named like a Python keyword is passed with a trailing "_";
                 # MXNet's hidden keys (lr_mult, ctx_group, ...) become node attributes.
                 keys.append(k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else _attribute.hidden_key(k))

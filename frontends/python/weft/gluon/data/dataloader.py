@@ -89,7 +89,8 @@ class _Wire:
     def __init__(self, array):
         array = np.ascontiguousarray(array)
         self.shape, self.dtype = array.shape, array.dtype
-        fd, self.path = tempfile.mkstemp(prefix="weft-batch-", dir=_SHM_DIR)
+        # Named after the loader's process (a worker's parent), so a leak can be traced to it.
+        fd, self.path = tempfile.mkstemp(prefix="weft-batch-%d-" % os.getppid(), dir=_SHM_DIR)
         with os.fdopen(fd, "wb") as f:
             f.write(memoryview(array).cast("B"))
 
