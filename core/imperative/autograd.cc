@@ -1,11 +1,13 @@
 #include "core/imperative/autograd.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
 #include "core/base/error.h"
 #include "core/imperative/imperative.h"
+#include "core/ndarray/sparse.h"
 
 namespace weft {
 namespace autograd {
@@ -127,6 +129,59 @@ void Connect(const std::shared_ptr<Node>& node, const std::vector<NDArray>& inpu
     node->outputs.push_back(std::move(saved));
   }
   for (size_t i = 0; i < outputs->size(); ++i) (*outputs)[i].set_ag(node, static_cast<uint32_t>(i));
+}
+
+// Embedding(sparse_grad=True) whose weight is a variable with a row_sparse gradient buffer:
+// the weight's gradient as a row_sparse array of the rows the indices used (each the sum of
+// its output gradients), computed without the dense (input_dim, output_dim) array. Returns
+// no gradients (empty) when the node is anything else; the indices get none (Embedding has
+// no gradient for them).
+std::vector<NDArray> SparseEmbeddingGradient(const std::shared_ptr<Node>& node, const std::vector<NDArray>& out_grads,
+                                             bool create_graph) {
+  if (create_graph || node->attrs.op == nullptr || node->attrs.op->name != "Embedding") return {};
+  bool sparse_grad = false;
+  for (const auto& [key, v] : node->attrs.dict)
+    if (key == "sparse_grad") sparse_grad = v == "1" || v == "true" || v == "True";
+  if (!sparse_grad || node->inputs.size() != 2 || out_grads.size() != 1 || out_grads[0].is_none()) return {};
+  const NDArray& weight = node->inputs[1];
+  const auto& wnode = weight.ag_node();
+  if (!wnode || !wnode->is_variable() || wnode->grad.stype() != StorageType::kRowSparse) return {};
+  if (weight.ctx().is_gpu() || weight.shape().ndim() != 2) return {};
+  const NDArray data = DenseOf(node->inputs[0]);
+  const NDArray ograd = DenseOf(out_grads[0]);
+  const int64_t rows = weight.shape()[0], dim = weight.shape()[1], n = data.Size();
+  WEFT_CHECK(ograd.Size() == n * dim, kShape, "Embedding backward: expected an output gradient of ", n * dim,
+             " elements (indices ", data.shape().ToString(), " x ", dim, "), got ", ograd.shape().ToString());
+  NDArray idx_d = Apply("cast", {data}, {{"dtype", "float64"}});
+  NDArray g32 = ograd.dtype() == DType::kFloat32 ? ograd : Apply("cast", {ograd}, {{"dtype", "float32"}});
+  std::vector<double> idx(static_cast<size_t>(n));
+  idx_d.SyncCopyToCPU(idx.data(), idx.size() * sizeof(double));
+  std::vector<float> g(static_cast<size_t>(n * dim));
+  g32.SyncCopyToCPU(g.data(), g.size() * sizeof(float));
+  // MXNet clips indices into [0, input_dim).
+  std::vector<std::pair<int64_t, int64_t>> order(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t r = static_cast<int64_t>(idx[i]);
+    order[i] = {r < 0 ? 0 : (r >= rows ? rows - 1 : r), i};
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<int64_t> used;
+  std::vector<float> sum;
+  for (const auto& [r, i] : order) {
+    if (used.empty() || used.back() != r) {
+      used.push_back(r);
+      sum.resize(sum.size() + dim, 0.0f);
+    }
+    float* dst = sum.data() + sum.size() - dim;
+    for (int64_t j = 0; j < dim; ++j) dst[j] += g[i * dim + j];
+  }
+  const int64_t k = static_cast<int64_t>(used.size());
+  NDArray values(Shape{k, dim}, weight.ctx(), DType::kFloat32);
+  values.SyncCopyFromCPU(sum.data(), sum.size() * sizeof(float));
+  if (weight.dtype() != DType::kFloat32) values = Apply("cast", {values}, {{"dtype", DTypeName(weight.dtype())}});
+  NDArray indices(Shape{k}, weight.ctx(), DType::kInt64);
+  indices.SyncCopyFromCPU(used.data(), used.size() * sizeof(int64_t));
+  return {NDArray(), MakeSparse(StorageType::kRowSparse, weight.shape(), values, {indices})};
 }
 
 void Release(Node* node) {
@@ -289,7 +344,8 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
       any = any || !out_grads[i].is_none();
     }
     if (!any) continue;
-    std::vector<NDArray> in_grads = NodeGradient(node, std::move(out_grads), create_graph);
+    std::vector<NDArray> in_grads = SparseEmbeddingGradient(node, out_grads, create_graph);
+    if (in_grads.empty()) in_grads = NodeGradient(node, std::move(out_grads), create_graph);
     for (size_t i = 0; i < in_grads.size(); ++i) {
       const NDArray& in = node->inputs[i];
       if (in.ag_node()) sums.Add(in.ag_node().get(), in.ag_index(), in_grads[i]);
@@ -302,6 +358,13 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
       if (!node->is_variable() || node->grad_req == OpReq::kNullOp) continue;
       NDArray g = sums.Get(node.get(), 0);
       if (g.is_none()) continue;
+      if (node->grad.is_sparse()) {
+        // A sparse gradient buffer is replaced, not written into: it has no dense memory.
+        StorageType st = node->grad.stype();
+        if (node->grad_req == OpReq::kAddTo) g = Apply("elemwise_add", {node->grad, g});
+        node->grad = g.stype() == st ? g : CastStorage(g, st);
+        continue;
+      }
       std::vector<NDArray> out{node->grad};
       std::vector<OpReq> req{node->grad_req == OpReq::kAddTo ? OpReq::kAddTo : OpReq::kWriteTo};
       NodeAttrs copy = MakeAttrs(Op::Get("_copy"), {});

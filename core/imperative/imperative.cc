@@ -5,7 +5,9 @@
 
 #include "core/base/error.h"
 #include "core/base/scratch.h"
+#include "core/imperative/sparse_update.h"
 #include "core/imperative/transformation.h"
+#include "core/ndarray/sparse.h"
 #include "core/op/compute_async.h"
 #include "core/op/shape_from_data.h"
 #include "core/profiler/profiler.h"
@@ -330,6 +332,19 @@ Transformation* DispatchTransformation() {
 
 void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
             const Context* ctx_hint, const std::vector<OpReq>* req, bool is_train) {
+  // Operators compute on dense memory: a sparse input is replaced by a dense copy (MXNet's
+  // storage fallback), and outputs are dense (a sparse output array is refused by data()). One pointer test per input keeps the dense
+  // path's cost unchanged.
+  for (const NDArray& a : inputs) {
+    if (!a.is_sparse()) continue;
+    if (LazyRowSparseUpdate(attrs, inputs, outputs, is_train)) return;
+    std::vector<NDArray> dense;
+    dense.reserve(inputs.size());
+    for (const NDArray& b : inputs) dense.push_back(DenseOf(b));
+    Call call{&attrs, &dense, outputs, ctx_hint, req, is_train, Context::CPU()};
+    RunStack(call);
+    return;
+  }
   Call call{&attrs, &inputs, outputs, ctx_hint, req, is_train, Context::CPU()};
   RunStack(call);
 }

@@ -58,13 +58,44 @@ NDArray NDArray::FromExternal(void* dptr, const Shape& shape, DType dtype, Conte
   return r;
 }
 
+StorageType NDArray::stype() const {
+  if (sparse_) return sparse_->stype;
+  return chunk_ ? StorageType::kDefault : StorageType::kUndefined;
+}
+
+const NDArray& NDArray::sparse_values() const {
+  WEFT_CHECK(sparse_ != nullptr, kValue, "NDArray: expected a sparse (csr or row_sparse) array, got a dense one");
+  return sparse_->values;
+}
+
+const NDArray& NDArray::aux(int i) const {
+  WEFT_CHECK(sparse_ != nullptr, kValue, "NDArray: expected a sparse (csr or row_sparse) array, got a dense one");
+  WEFT_CHECK(i >= 0 && i < static_cast<int>(sparse_->aux.size()), kIndex, "NDArray: auxiliary array index ", i,
+             " is out of range (the array has ", sparse_->aux.size(), ")");
+  return sparse_->aux[i];
+}
+
+int NDArray::num_aux() const { return sparse_ ? static_cast<int>(sparse_->aux.size()) : 0; }
+
+NDArray NDArray::FromSparseParts(StorageType stype, const Shape& shape, NDArray values, std::vector<NDArray> aux) {
+  NDArray r;
+  r.shape_ = shape;
+  r.dtype_ = values.dtype();
+  r.chunk_ = values.chunk_;
+  r.sparse_ = std::make_shared<const SparseParts>(SparseParts{stype, std::move(values), std::move(aux)});
+  return r;
+}
+
 TBlob NDArray::data() const {
   WEFT_CHECK(chunk_ != nullptr, kValue, "NDArray: the array is empty (none)");
+  WEFT_CHECK(sparse_ == nullptr, kUnsupported, "NDArray: a ", stype() == StorageType::kCSR ? "csr" : "row_sparse",
+             " array has no dense memory; convert it with cast_storage/tostype('default') first");
   if (!chunk_->allocated) chunk_->Allocate();
   return TBlob(static_cast<char*>(chunk_->handle.dptr) + byte_offset_, shape_, dtype_, chunk_->ctx);
 }
 
 NDArray NDArray::Slice(int64_t begin, int64_t end) const {
+  WEFT_CHECK(sparse_ == nullptr, kUnsupported, "NDArray::Slice: not defined for a sparse array");
   WEFT_CHECK(chunk_ != nullptr, kValue, "NDArray::Slice: the array is empty (none)");
   WEFT_CHECK(shape_.ndim() >= 1, kShape, "NDArray::Slice: expected at least 1 dimension, got a scalar");
   WEFT_CHECK(begin >= 0 && begin <= end && end <= shape_[0], kIndex, "NDArray::Slice: expected 0 <= begin <= end <= ",
@@ -88,6 +119,7 @@ NDArray NDArray::At(int64_t index) const {
 }
 
 NDArray NDArray::Reshape(const Shape& shape) const {
+  WEFT_CHECK(sparse_ == nullptr, kUnsupported, "NDArray::Reshape: not defined for a sparse array");
   WEFT_CHECK(shape.is_known() && CheckedNumElements(shape, "NDArray::Reshape") == shape_.Size(), kShape,
              "NDArray::Reshape: cannot reshape an array of shape ", shape_.ToString(), " (", shape_.Size(),
              " elements) into ", shape.ToString());
@@ -98,6 +130,7 @@ NDArray NDArray::Reshape(const Shape& shape) const {
 }
 
 NDArray NDArray::View(const Shape& shape, DType dtype) const {
+  WEFT_CHECK(sparse_ == nullptr, kUnsupported, "NDArray::View: not defined for a sparse array");
   WEFT_CHECK(shape.is_known(), kShape, "NDArray::View: the shape ", shape.ToString(), " is not fully known");
   size_t need = CheckedBytes(shape, dtype, "NDArray::View");
   size_t have = static_cast<size_t>(shape_.Size()) * DTypeSize(dtype_);
@@ -111,6 +144,7 @@ NDArray NDArray::View(const Shape& shape, DType dtype) const {
 }
 
 NDArray NDArray::AsType(DType dtype) const {
+  WEFT_CHECK(sparse_ == nullptr, kUnsupported, "NDArray::AsType: not defined for a sparse array");
   WEFT_CHECK(DTypeSize(dtype) == DTypeSize(dtype_), kType, "NDArray::AsType: element sizes differ (", DTypeName(dtype_),
              " vs ", DTypeName(dtype), ")");
   NDArray r = *this;
@@ -121,6 +155,8 @@ NDArray NDArray::AsType(DType dtype) const {
 
 void NDArray::WaitToRead() const {
   if (chunk_) engine::Engine::Get()->WaitForVar(chunk_->var);
+  if (sparse_)
+    for (const auto& a : sparse_->aux) a.WaitToRead();
 }
 
 void NDArray::WaitToWrite() const {
@@ -189,6 +225,11 @@ void NDArray::SyncCopyToCPU(void* dst_ptr, size_t bytes) const {
 
 NDArray NDArray::Copy(Context c) const {
   WEFT_CHECK(chunk_ != nullptr, kValue, "NDArray::Copy: the array is empty (none)");
+  if (sparse_) {
+    std::vector<NDArray> aux;
+    for (const auto& a : sparse_->aux) aux.push_back(a.Copy(c));
+    return FromSparseParts(sparse_->stype, shape_, sparse_->values.Copy(c), std::move(aux));
+  }
   NDArray r(shape_, c, dtype_);
   CopyFromTo(*this, r);
   return r;

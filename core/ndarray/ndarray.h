@@ -20,6 +20,11 @@ namespace autograd {
 struct Node;
 }
 
+// MXNet's storage types (the numbers are its file format's and C API's).
+enum class StorageType : int32_t { kUndefined = -1, kDefault = 0, kRowSparse = 1, kCSR = 2 };
+
+struct SparseParts;
+
 class NDArray {
  public:
   // The memory and the engine variable that guards it. The variable is deleted, and the
@@ -57,6 +62,20 @@ class NDArray {
   // The data as a TBlob (allocating delayed memory first). Only for use inside engine
   // operations, or after a wait.
   TBlob data() const;
+
+  // Sparse storage (core/ndarray/sparse.h builds, converts and checks such arrays). A
+  // sparse array's shape is the logical (dense) shape and its chunk is that of its stored
+  // values, so ctx() and is_none() work; it has no dense memory: data(), views and host
+  // copies refuse it, and operators without a sparse kernel see a dense copy (imperative).
+  StorageType stype() const;
+  bool is_sparse() const { return sparse_ != nullptr; }
+  // The stored values (csr: (nnz,), row_sparse: (rows stored, ...)) and the int64 auxiliary
+  // arrays (csr: 0 indptr, 1 column indices; row_sparse: 0 row indices).
+  const NDArray& sparse_values() const;
+  const NDArray& aux(int i) const;
+  int num_aux() const;
+  // Wraps already checked parts (sparse.h's MakeSparse validates them first).
+  static NDArray FromSparseParts(StorageType stype, const Shape& shape, NDArray values, std::vector<NDArray> aux);
 
   // Views sharing memory. Slice and At index the first axis; Reshape keeps the size.
   NDArray Slice(int64_t begin, int64_t end) const;
@@ -96,6 +115,13 @@ class NDArray {
   size_t byte_offset_ = 0;
   std::shared_ptr<autograd::Node> ag_node_;
   uint32_t ag_index_ = 0;
+  std::shared_ptr<const SparseParts> sparse_;
+};
+
+struct SparseParts {
+  StorageType stype;
+  NDArray values;
+  std::vector<NDArray> aux;
 };
 
 // Pushes an asynchronous copy of `from` into `to` (same shape; dtypes may differ, values are

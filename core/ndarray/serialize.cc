@@ -9,6 +9,7 @@
 #include "core/base/atomic_file.h"
 #include "core/base/context.h"
 #include "core/base/error.h"
+#include "core/ndarray/sparse.h"
 
 namespace weft {
 
@@ -36,13 +37,33 @@ void PutRecord(std::string* out, const NDArray& a) {
   WEFT_CHECK(a.shape().ndim() > 0, kUnsupported,
              "NDArray save: a 0-d array cannot be written as a V2 record (MXNet's classic shapes have no 0-d "
              "arrays); reshape it to (1,) first");
-  Put<int32_t>(out, 0);  // dense storage
-  Put<int32_t>(out, a.shape().ndim());
-  for (int64_t d : a.shape()) Put<int64_t>(out, d);
+  Put<int32_t>(out, static_cast<int32_t>(a.stype()));
+  auto put_shape = [out](const Shape& s) {
+    Put<int32_t>(out, s.ndim());
+    for (int64_t d : s) Put<int64_t>(out, d);
+  };
+  // A sparse record: storage shape, shape, context, dtype, each aux's type and shape, the
+  // stored values, then each aux's data (MXNet's order).
+  if (a.is_sparse()) put_shape(a.sparse_values().shape());
+  put_shape(a.shape());
   Context ctx = a.ctx();
   Put<int32_t>(out, static_cast<int32_t>(ctx.dev_type));
   Put<int32_t>(out, ctx.dev_id);
   Put<int32_t>(out, static_cast<int32_t>(a.dtype()));
+  if (a.is_sparse()) {
+    for (int i = 0; i < a.num_aux(); ++i) {
+      Put<int32_t>(out, static_cast<int32_t>(a.aux(i).dtype()));
+      put_shape(a.aux(i).shape());
+    }
+    for (int i = -1; i < a.num_aux(); ++i) {
+      const NDArray& part = i < 0 ? a.sparse_values() : a.aux(i);
+      size_t bytes = static_cast<size_t>(part.Size()) * DTypeSize(part.dtype());
+      size_t at = out->size();
+      out->resize(at + bytes);
+      if (bytes) part.SyncCopyToCPU(&(*out)[at], bytes);
+    }
+    return;
+  }
   size_t bytes = static_cast<size_t>(a.Size()) * DTypeSize(a.dtype());
   size_t at = out->size();
   out->resize(at + bytes);
@@ -115,8 +136,13 @@ Shape ReadShapeI64(Reader* r, const std::string& rec, bool np_shape) {
   return s;
 }
 
-// Context and dtype fields, then the data, into a new array.
-NDArray ReadBody(Reader* r, const Shape& shape, const std::string& rec) {
+struct BodyHead {
+  Context target;
+  DType dtype;
+};
+
+// The context and dtype fields.
+BodyHead ReadBodyHead(Reader* r, const std::string& rec) {
   size_t at = r->offset();
   int32_t dev_type = r->Get<int32_t>(rec + " device type (int32)");
   int32_t dev_id = r->Get<int32_t>(rec + " device id (int32)");
@@ -130,7 +156,16 @@ NDArray ReadBody(Reader* r, const Shape& shape, const std::string& rec) {
           " (int16/uint16/uint32/uint64), which Weft does not support");
   if (!IsValidDType(type_flag))
     r->Corrupt(at, rec + ": expected a dtype code (0-7 or 12), got " + std::to_string(type_flag));
-  DType dtype = static_cast<DType>(type_flag);
+  // The data is read into host memory; an array saved from a GPU goes back to that GPU when
+  // it exists.
+  Context target = Context::CPU();
+  if (dev_type == 2 && dev_id < NumGPUs()) target = Context::GPU(dev_id);
+  if (dev_type == 3) target = Context::CPUPinned(dev_id);
+  return BodyHead{target, static_cast<DType>(type_flag)};
+}
+
+// The raw data of an array of `shape` and `dtype`, into a new array on `target`.
+NDArray ReadData(Reader* r, const Shape& shape, DType dtype, Context target, const std::string& rec) {
   // Overflow-safe: a corrupt shape must fail as "truncated", not as a huge allocation.
   size_t bytes = DTypeSize(dtype);
   for (int64_t d : shape) {
@@ -141,15 +176,41 @@ NDArray ReadBody(Reader* r, const Shape& shape, const std::string& rec) {
   }
   const unsigned char* data =
       r->Take(bytes, rec + " data for shape " + shape.ToString() + " " + DTypeName(dtype));
-  // The data is read into host memory; an array saved from a GPU goes back to that GPU when
-  // it exists.
-  Context target = Context::CPU();
-  if (dev_type == 2 && dev_id < NumGPUs()) target = Context::GPU(dev_id);
-  if (dev_type == 3) target = Context::CPUPinned(dev_id);
   Context host = target.is_gpu() ? Context::CPU() : target;
   NDArray a(shape, host, dtype);
   a.SyncCopyFromCPU(data, bytes);
   return target.is_gpu() ? a.Copy(target) : a;
+}
+
+// Context and dtype fields, then the data, into a new array.
+NDArray ReadBody(Reader* r, const Shape& shape, const std::string& rec) {
+  BodyHead head = ReadBodyHead(r, rec);
+  return ReadData(r, shape, head.dtype, head.target, rec);
+}
+
+// The rest of a sparse record after its storage shape and shape (see PutRecord).
+NDArray ReadSparseBody(Reader* r, StorageType stype, const Shape& storage_shape, const Shape& shape,
+                       const std::string& rec) {
+  BodyHead head = ReadBodyHead(r, rec);
+  int num_aux = stype == StorageType::kCSR ? 2 : 1;
+  std::vector<Shape> aux_shapes;
+  for (int i = 0; i < num_aux; ++i) {
+    size_t at = r->offset();
+    int32_t type_flag = r->Get<int32_t>(rec + " aux " + std::to_string(i) + " dtype code (int32)");
+    if (type_flag != static_cast<int32_t>(DType::kInt64))
+      r->Corrupt(at, rec + ": expected auxiliary array " + std::to_string(i) + " of dtype int64 (6), got code " +
+                         std::to_string(type_flag));
+    aux_shapes.push_back(ReadShapeI64(r, rec + " aux " + std::to_string(i), false));
+  }
+  NDArray values = ReadData(r, storage_shape, head.dtype, head.target, rec);
+  std::vector<NDArray> aux;
+  for (int i = 0; i < num_aux; ++i)
+    aux.push_back(ReadData(r, aux_shapes[i], DType::kInt64, head.target, rec + " aux " + std::to_string(i)));
+  try {
+    return MakeSparse(stype, shape, values, aux);
+  } catch (const Error& e) {
+    Throw(ErrorKind::kIO, r->source(), ": ", rec, " holds an inconsistent sparse array: ", e.what());
+  }
 }
 
 NDArray ReadRecord(Reader* r, size_t index, const NDArrayLoadOptions& opts) {
@@ -163,11 +224,15 @@ NDArray ReadRecord(Reader* r, size_t index, const NDArrayLoadOptions& opts) {
             " is a V3 (numpy-shape) record, which is read only in numpy-shape mode (off)");
     size_t at = r->offset();
     int32_t stype = r->Get<int32_t>(rec + " storage type (int32)");
-    if (stype == 1 || stype == 2)
-      Throw(ErrorKind::kUnsupported, r->source(), ": ", rec, " at byte offset ", start, " is a ",
-            stype == 1 ? "row_sparse" : "csr", " array; Weft supports dense arrays only");
-    if (stype != 0 && stype != -1)
+    if (stype < -1 || stype > 2)
       r->Corrupt(at, rec + ": expected a storage type (-1, 0, 1 or 2), got " + std::to_string(stype));
+    if (stype == 1 || stype == 2) {
+      if (v3) r->Corrupt(at, rec + ": a V3 record holds only dense arrays, got a sparse storage type");
+      Shape storage_shape = ReadShapeI64(r, rec + " storage", false);
+      Shape shape = ReadShapeI64(r, rec, false);
+      if (shape.ndim() == 0) return NDArray();
+      return ReadSparseBody(r, static_cast<StorageType>(stype), storage_shape, shape, rec);
+    }
     Shape shape = ReadShapeI64(r, rec, v3);
     // "No shape" ends the record: an uninitialised (none) array.
     if (v3 ? !shape.known_ndim() : shape.ndim() == 0) return NDArray();

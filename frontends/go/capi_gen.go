@@ -253,6 +253,66 @@ static gw_result gw_weft_ndarray_shares_memory(const weft_ndarray_t* a, const we
   return r;
 }
 
+static gw_result gw_weft_ndarray_create_sparse(int stype, const int64_t* shape, int ndim, const weft_ndarray_t* values, int num_aux, weft_ndarray_t* const* aux, weft_ndarray_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_create_sparse(stype, shape, ndim, values, num_aux, aux, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_ndarray_create_sparse_zeros(int stype, const int64_t* shape, int ndim, int dtype, weft_context_t ctx, weft_ndarray_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_create_sparse_zeros(stype, shape, ndim, dtype, ctx, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_ndarray_get_storage_type(const weft_ndarray_t* arr, int* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_get_storage_type(arr, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_ndarray_get_sparse_values(const weft_ndarray_t* arr, weft_ndarray_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_get_sparse_values(arr, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_ndarray_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_get_aux(arr, i, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_ndarray_cast_storage(const weft_ndarray_t* arr, int stype, weft_ndarray_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_cast_storage(arr, stype, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_wait_all(void) {
   gw_result r = {0, NULL};
   r.status = weft_wait_all();
@@ -2257,6 +2317,78 @@ func weft_ndarray_shares_memory(p_a *C.weft_ndarray_t, p_b *C.weft_ndarray_t, p_
 	r := C.gw_weft_ndarray_shares_memory(p_a, p_b, p_out)
 	if r.status != 0 {
 		return newCError(r, "weft_ndarray_shares_memory")
+	}
+	return nil
+}
+
+// weft_ndarray_create_sparse calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_create_sparse(p_stype C.int, p_shape *C.int64_t, p_ndim C.int, p_values *C.weft_ndarray_t, p_num_aux C.int, p_aux **C.weft_ndarray_t, p_out **C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_create_sparse(p_stype, p_shape, p_ndim, p_values, p_num_aux, p_aux, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_create_sparse")
+	}
+	return nil
+}
+
+// weft_ndarray_create_sparse_zeros calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_create_sparse_zeros(p_stype C.int, p_shape *C.int64_t, p_ndim C.int, p_dtype C.int, p_ctx C.weft_context_t, p_out **C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_create_sparse_zeros(p_stype, p_shape, p_ndim, p_dtype, p_ctx, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_create_sparse_zeros")
+	}
+	return nil
+}
+
+// weft_ndarray_get_storage_type calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_get_storage_type(p_arr *C.weft_ndarray_t, p_out *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_get_storage_type(p_arr, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_get_storage_type")
+	}
+	return nil
+}
+
+// weft_ndarray_get_sparse_values calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_get_sparse_values(p_arr *C.weft_ndarray_t, p_out **C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_get_sparse_values(p_arr, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_get_sparse_values")
+	}
+	return nil
+}
+
+// weft_ndarray_get_aux calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_get_aux(p_arr *C.weft_ndarray_t, p_i C.int, p_out **C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_get_aux(p_arr, p_i, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_get_aux")
+	}
+	return nil
+}
+
+// weft_ndarray_cast_storage calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_cast_storage(p_arr *C.weft_ndarray_t, p_stype C.int, p_out **C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_cast_storage(p_arr, p_stype, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_cast_storage")
 	}
 	return nil
 }

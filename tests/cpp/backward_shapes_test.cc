@@ -17,9 +17,17 @@ namespace weft {
 namespace test {
 namespace {
 
+// How one input is filled: its dtype and the range of its values.
+struct Fill {
+  DType dtype;
+  double lo, hi;
+};
+
 struct Call {
   KwArgs params;
   std::vector<Shape> in;
+  // Inputs that are not float32 values in [0, 1): input index -> fill.
+  std::map<int, Fill> fill = {};
 };
 
 const Shape kD{3, 4, 5};
@@ -82,6 +90,82 @@ const std::map<std::string, Call>& ValidCalls() {
       {"_backward_sparse_softmax_cross_entropy", {{{"axis", "0"}}, {{1, 3}, {4, 3}, {3}}}},
       {"_backward_take", {{}, {{2, 4}, {2}, {5, 4}}}},
       {"_backward_tile", {{{"reps", "(2,1)"}}, {{6, 4}, {3, 4}}}},
+      {"_backward_BatchNorm_v1", {{{"fix_gamma", "False"}}, {kD, kD, {4}, {4}, {4}}}},
+      {"_backward_contrib_SyncBatchNorm", {{{"fix_gamma", "False"}, {"key", "k"}}, {kD, kD, {4}, {4}, {4}}}},
+      // out_grad, output, data, gamma, mean, var.
+      {"_backward_contrib_BatchNormWithReLU", {{{"fix_gamma", "False"}}, {kD, kD, kD, {4}, {4}, {4}}}},
+      {"_backward_Convolution_v1",
+       {{{"kernel", "(3,3)"}, {"num_filter", "4"}, {"num_group", "2"}, {"stride", "(2,1)"}, {"pad", "(1,1)"}},
+        {{2, 4, 4, 6}, {2, 4, 7, 6}, {4, 2, 3, 3}}}},
+      {"_backward_Pooling_v1",
+       {{{"kernel", "(3,3)"}, {"stride", "(2,2)"}, {"pad", "(1,1)"}, {"pool_type", "max"}},
+        {{2, 3, 4, 4}, {2, 3, 7, 8}, {2, 3, 4, 4}}}},
+      {"_backward_GridGenerator", {{{"transform_type", "affine"}, {"target_shape", "(3,4)"}}, {{2, 2, 3, 4}}}},
+      {"_backward_BilinearSampler", {{}, {{2, 3, 4, 5}, {2, 3, 6, 7}, {2, 2, 4, 5}}}},
+      {"_backward_SpatialTransformer",
+       {{{"transform_type", "affine"}, {"sampler_type", "bilinear"}, {"target_shape", "(4,5)"}},
+        {{2, 3, 4, 5}, {2, 3, 6, 7}, {2, 6}}}},
+      {"_backward_Correlation",
+       {{{"kernel_size", "1"}, {"max_displacement", "1"}, {"pad_size", "1"}}, {{2, 9, 5, 6}, {2, 3, 5, 6}, {2, 3, 5, 6}}}},
+      {"_backward_Crop", {{{"num_args", "1"}, {"h_w", "(2,3)"}}, {{2, 3, 2, 3}, {2, 3, 4, 5}}}},
+      {"_backward_IdentityAttachKLSparseReg", {{}, {{3, 4}, {3, 4}, {4}}}},
+      // ograd (rois, channels, pooled), data, rois (batch index, x1, y1, x2, y2).
+      {"_backward_ROIPooling",
+       {{{"pooled_size", "(2,2)"}, {"spatial_scale", "1"}}, {{3, 2, 2, 2}, {1, 2, 6, 6}, {3, 5}}}},
+      {"_backward_ROIAlign", {{{"pooled_size", "(2,2)"}, {"spatial_scale", "1"}}, {{3, 2, 2, 2}, {1, 2, 6, 6}, {3, 5}}}},
+      {"_backward_PSROIPooling",
+       {{{"pooled_size", "2"}, {"output_dim", "2"}, {"spatial_scale", "1"}}, {{3, 2, 2, 2}, {1, 8, 6, 6}, {3, 5}}}},
+      {"_backward_SVMOutput", {{}, {{3, 4}, {3}}}},
+      {"_backward_im2col", {{{"kernel", "(2,2)"}}, {{1, 8, 9}, {1, 2, 4, 4}}}},
+      {"_backward_col2im", {{{"output_size", "(4,4)"}, {"kernel", "(2,2)"}}, {{1, 2, 4, 4}}}},
+      {"_backward_contrib_BilinearResize2D", {{{"height", "6"}, {"width", "8"}}, {{1, 2, 6, 8}, {1, 2, 3, 4}}}},
+      {"_backward_contrib_AdaptiveAvgPooling2D", {{{"output_size", "(2,2)"}}, {{1, 2, 2, 2}, {1, 2, 5, 6}}}},
+      // An index of nonzero values keeps every row.
+      {"_backward_contrib_boolean_mask", {{}, {{4, 3}, {4, 3}, {4}}}},
+      {"_backward_contrib_box_nms", {{}, {{2, 4, 6}, {2, 4, 1}}}},
+      {"_backward_ctc_loss", {{}, {{3}, {5, 3, 4}}}},
+      {"_backward_diag", {{}, {{3}, {3, 4}}}},
+      {"_backward_gather_nd", {{{"shape", "(3,4)"}}, {{2, 4}, {1, 2}}}},
+      // ograd, indices, data.
+      {"_backward_gather_nd_like", {{}, {{2, 4}, {1, 2}, {3, 4}}}},
+      {"_backward_image_normalize", {{{"mean", "(0.5,0.5,0.5)"}, {"std", "(1,2,3)"}}, {kD, kD}}},
+      {"_backward_image_crop", {{{"x", "1"}, {"y", "1"}, {"width", "3"}, {"height", "2"}}, {{2, 3, 3}, {6, 7, 3}}}},
+      {"_backward_moments", {{{"axes", "(1,)"}}, {{3, 5}, {3, 5}, kD, {3, 5}, {3, 5}}}},
+      {"_backward_np_cumsum", {{{"axis", "1"}}, {kD, kD}}},
+      {"_backward_slice_like", {{}, {{2, 3, 5}, kD, {2, 3, 5}}}},
+      // ograd, indices, data.
+      {"_backward_topk", {{{"k", "2"}, {"ret_typ", "value"}}, {{3, 4, 2}, {3, 4, 2}, kD}}},
+      // The output gradients, then the forward inputs.
+      {"_backward_amp_multicast", {{{"num_outputs", "2"}}, {kD, {4}, kD, {4}}}},
+      // ograd, sample, the parameters, the forward output.
+      {"_backward_pdf_uniform", {{}, {{2, 3}, {2, 3}, {2}, {2}, {2, 3}}}},
+      {"_backward_pdf_normal", {{}, {{2, 3}, {2, 3}, {2}, {2}, {2, 3}}}},
+      {"_backward_pdf_gamma", {{}, {{2, 3}, {2, 3}, {2}, {2}, {2, 3}}}},
+      {"_backward_pdf_negative_binomial", {{}, {{2, 3}, {2, 3}, {2}, {2}, {2, 3}}}},
+      {"_backward_pdf_generalized_negative_binomial", {{}, {{2, 3}, {2, 3}, {2}, {2}, {2, 3}}}},
+      {"_backward_pdf_exponential", {{}, {{2, 3}, {2, 3}, {2}, {2, 3}}}},
+      {"_backward_pdf_poisson", {{}, {{2, 3}, {2, 3}, {2}, {2, 3}}}},
+      {"_backward_pdf_dirichlet", {{}, {{2, 3}, {2, 3, 4}, {2, 4}, {2, 3}}}},
+      // Linear algebra: batches of two matrices where a batch axis can be checked.
+      {"_backward_linalg_gemm", {{}, {{2, 4}, {2, 3}, {3, 4}, {2, 4}}}},
+      {"_backward_linalg_gemm2", {{}, {{2, 4}, {2, 3}, {3, 4}}}},
+      // dQ, dL, Q, L of a 2x3 A.
+      {"_backward_linalg_gelqf", {{}, {{2, 3}, {2, 2}, {2, 3}, {2, 2}}}},
+      {"_backward_linalg_syevd", {{}, {{3, 3}, {3}, {3, 3}, {3}}}},
+      {"_backward_linalg_inverse", {{}, {{2, 3, 3}, {2, 3, 3}}}},
+      // out_grad, det, LU, pivots (1-based, int32).
+      {"_backward_linalg_det", {{}, {{2}, {2}, {2, 3, 3}, {2, 3}}, {{3, {DType::kInt32, 1.0, 1.5}}}}},
+      {"_backward_linalg_slogdet", {{}, {{2}, {2}, {2}, {2, 3, 3}, {2, 3}}, {{4, {DType::kInt32, 1.0, 1.5}}}}},
+      {"_backward_linalg_extractdiag", {{}, {{2, 3}}}},
+      {"_backward_linalg_makediag", {{}, {{2, 3, 3}}}},
+      {"_backward_linalg_extracttrian", {{}, {{2, 6}}}},
+      {"_backward_linalg_maketrian", {{}, {{2, 3, 3}}}},
+      {"_backward_linalg_potrf", {{}, {{2, 3, 3}, {2, 3, 3}}}},
+      {"_backward_linalg_potri", {{}, {{2, 3, 3}, {2, 3, 3}, {2, 3, 3}}}},
+      {"_backward_linalg_trmm", {{}, {{3, 4}, {3, 3}, {3, 4}}}},
+      {"_backward_linalg_trsm", {{}, {{3, 4}, {3, 3}, {3, 4}, {3, 4}}}},
+      {"_backward_linalg_sumlogdiag", {{}, {{2}, {2, 3, 3}}}},
+      {"_backward_linalg_syrk", {{}, {{3, 3}, {3, 4}}}},
   };
   return calls;
 }
@@ -93,6 +177,10 @@ const std::map<std::string, std::string>& Unreachable() {
       // gradient pass): its shape inference sets every input shape from the region, so the
       // imperative path compares each input with them. A hand call's id names no region.
       {"_backward_dnnl_train_region", "needs a region made by the executor"},
+      // Its shapes all come from the live state of a Custom forward (named by the hidden
+      // __custom_state__), which only a Custom operator registered through the C API and
+      // run forward makes; a hand call without one is refused (tested below).
+      {"_backward_Custom", "needs the state of a Custom forward"},
   };
   return ops;
 }
@@ -111,6 +199,34 @@ const std::map<std::string, std::map<int, std::set<Change>>>& StillFitting() {
       {"_backward_SequenceMask", {{0, {Change::kWider, Change::kEmpty}}}},
       // Any number of classes fits.
       {"_backward_softmax_cross_entropy", {{1, {Change::kWider}}}},
+      // Samplers and resizers read any image size (their grids are normalised).
+      {"_backward_BilinearSampler", {{1, {Change::kWider}}}},
+      {"_backward_SpatialTransformer", {{1, {Change::kWider}}}},
+      {"_backward_contrib_BilinearResize2D", {{1, {Change::kWider}}}},
+      {"_backward_contrib_AdaptiveAvgPooling2D", {{1, {Change::kWider}}}},
+      // A larger image still holds the crop window; the slice and the top k of a wider data too.
+      {"_backward_Crop", {{1, {Change::kWider}}}},
+      {"_backward_slice_like", {{1, {Change::kWider}}}},
+      {"_backward_topk", {{2, {Change::kWider}}}},
+      // The diagonal of a wider matrix is as long.
+      {"_backward_diag", {{1, {Change::kWider}}}},
+      // A*A^T has the same shape for any number of columns.
+      {"_backward_linalg_syrk", {{1, {Change::kWider}}}},
+      // Any image size fits the rois; an ROI naming no image of the batch (all of them, for an
+      // empty batch) is skipped.
+      {"_backward_ROIPooling", {{1, {Change::kWider, Change::kEmpty}}}},
+      {"_backward_ROIAlign", {{1, {Change::kWider, Change::kEmpty}}}},
+      {"_backward_PSROIPooling", {{1, {Change::kWider, Change::kEmpty}}}},
+      // Any number of classes fits.
+      {"_backward_SVMOutput", {{0, {Change::kWider}}}},
+      // Boxes of any width: the record gives only which input row each output row came from.
+      {"_backward_contrib_box_nms", {{0, {Change::kWider}}}},
+      // Any sequence length and alphabet fit the per-sequence ograd.
+      {"_backward_ctc_loss", {{1, {Change::kWider, Change::kEmpty}}}},
+      // An empty data fits the shapes; the index 0 into it is refused by the index check.
+      {"_backward_gather_nd_like", {{2, {Change::kEmpty}}}},
+      // One alpha vector of (k,) is one distribution for all the samples.
+      {"_backward_pdf_dirichlet", {{2, {Change::kShorter}}}},
   };
   return fit;
 }
@@ -137,18 +253,22 @@ std::vector<std::pair<Change, Shape>> IllFitting(const Shape& s) {
   return bad;
 }
 
-std::vector<NDArray> Arrays(const std::vector<Shape>& shapes) {
+std::vector<NDArray> Arrays(const std::vector<Shape>& shapes, const std::map<int, Fill>& fill) {
   std::vector<NDArray> a;
   // Values in [0, 1): valid labels and indices (0) wherever one is read.
-  for (size_t i = 0; i < shapes.size(); ++i)
-    a.push_back(RandomArray(shapes[i], DType::kFloat32, 0.0, 1.0, 7 + static_cast<uint32_t>(i)));
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    auto f = fill.find(static_cast<int>(i));
+    Fill v = f != fill.end() ? f->second : Fill{DType::kFloat32, 0.0, 1.0};
+    a.push_back(RandomArray(shapes[i], v.dtype, v.lo, v.hi, 7 + static_cast<uint32_t>(i)));
+  }
   return a;
 }
 
 // Runs `op` on arrays of `shapes`; writes into `outs` when given. Waits for the result.
-void Invoke(const NodeAttrs& attrs, const std::vector<Shape>& shapes, std::vector<NDArray>* outs) {
+void Invoke(const NodeAttrs& attrs, const std::vector<Shape>& shapes, std::vector<NDArray>* outs,
+            const std::map<int, Fill>& fill = {}) {
   Context cpu = Context::CPU();
-  imperative::Invoke(attrs, Arrays(shapes), outs, &cpu, nullptr, true);
+  imperative::Invoke(attrs, Arrays(shapes, fill), outs, &cpu, nullptr, true);
   for (const NDArray& o : *outs) o.WaitToRead();
 }
 
@@ -157,7 +277,7 @@ bool FindValidCall(const Op* op, Call* call, std::vector<NDArray>* outs, std::st
   auto it = ValidCalls().find(op->name);
   *call = it != ValidCalls().end() ? it->second : Call{{}, {{2, 3}, {2, 3}}};
   try {
-    Invoke(MakeAttrs(op, call->params), call->in, outs);
+    Invoke(MakeAttrs(op, call->params), call->in, outs, call->fill);
     return true;
   } catch (const Error& e) {
     *why = e.what();
@@ -221,7 +341,7 @@ TEST_P(BackwardShapes, RefusesIllFittingInputsAndOutputs) {
         // (which the ASan build checks).
         try {
           std::vector<NDArray> outs;
-          Invoke(attrs, shapes, &outs);
+          Invoke(attrs, shapes, &outs, call.fill);
         } catch (const Error&) {
         }
         continue;
@@ -230,7 +350,7 @@ TEST_P(BackwardShapes, RefusesIllFittingInputsAndOutputs) {
           op, name + " inputs " + Describe(shapes),
           [&] {
             std::vector<NDArray> outs;
-            Invoke(attrs, shapes, &outs);
+            Invoke(attrs, shapes, &outs, call.fill);
           },
           shapes);
     }
@@ -243,7 +363,7 @@ TEST_P(BackwardShapes, RefusesIllFittingInputsAndOutputs) {
       outs[j] = NDArray(bad, Context::CPU(), fitting_outs[j].dtype());
       ExpectRefused(
           op, name + " output " + std::to_string(j) + " of shape " + bad.ToString(),
-          [&] { Invoke(attrs, call.in, &outs); }, {bad});
+          [&] { Invoke(attrs, call.in, &outs, call.fill); }, {bad});
     }
   }
 }
@@ -263,6 +383,17 @@ TEST(BackwardShapesCoverage, RegionGradientWithoutARegionIsRefused) {
     ExpectRefused(op, std::string("region ") + id, [&] {
       std::vector<NDArray> outs;
       Invoke(MakeAttrs(op, {{"region", id}}), {{2, 3}, {2, 3}}, &outs);
+    });
+  }
+}
+
+// A hand call of the Custom gradient names no forward state: refused, whatever the inputs.
+TEST(BackwardShapesCoverage, CustomGradientWithoutAForwardIsRefused) {
+  const Op* op = Op::Get("_backward_Custom");
+  for (const KwArgs& params : {KwArgs{}, KwArgs{{"__custom_state__", "987654"}}}) {
+    ExpectRefused(op, "_backward_Custom", [&] {
+      std::vector<NDArray> outs;
+      Invoke(MakeAttrs(op, params), {{2, 3}, {2, 3}}, &outs);
     });
   }
 }

@@ -50,8 +50,11 @@ struct Fixtures {
   // recorded from it (a backward from ag_head with retain_graph works again and again);
   // ag_mark is for the marking calls, which would drop ag_var's history; the
   // kvstore ("local") holds key "3"; dataiter (CSVIter, batch 2, data_shape (3,)) has a
-  // current batch; recordio reads a file of one record, recordio_writer writes one.
+  // current batch; recordio reads a file of one record, recordio_writer writes one;
+  // rsp is a row_sparse (2, 3) array of rows rsp_indices = {0, 1} (int64) and values ndarray.
   weft_ndarray_t* ndarray = nullptr;
+  weft_ndarray_t* rsp = nullptr;
+  weft_ndarray_t* rsp_indices = nullptr;
   weft_ndarray_t* image = nullptr;
   weft_ndarray_t* exec_arg = nullptr;
   weft_ndarray_t* exec_grad = nullptr;
@@ -130,6 +133,10 @@ struct Fixtures {
       MISUSE_OK(weft_ndarray_create(shape, 2, WEFT_DTYPE_FLOAT32, cpu, a));
       MISUSE_OK(weft_ndarray_copy_from_host(*a, vals, sizeof(vals)));
     }
+    const int64_t idx_shape[] = {2}, rows[] = {0, 1};
+    MISUSE_OK(weft_ndarray_create(idx_shape, 1, WEFT_DTYPE_INT64, cpu, &rsp_indices));
+    MISUSE_OK(weft_ndarray_copy_from_host(rsp_indices, rows, sizeof(rows)));
+    MISUSE_OK(weft_ndarray_create_sparse(1, shape, 2, ndarray, 1, &rsp_indices, &rsp));
     MISUSE_OK(weft_ndarray_create(img_shape, 3, WEFT_DTYPE_UINT8, cpu, &image));
     std::vector<unsigned char> pixels(48, 100);
     MISUSE_OK(weft_ndarray_copy_from_host(image, pixels.data(), pixels.size()));
@@ -235,7 +242,7 @@ struct Fixtures {
     EXPECT_EQ(weft_symbol_free(symbol), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_bytes_free(bytes), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_ndarray_list_free(ndarray_list), WEFT_OK) << weft_get_last_error();
-    for (weft_ndarray_t* a : {ndarray, image, exec_arg, exec_grad, ag_var, ag_grad, ag_head, ag_mark})
+    for (weft_ndarray_t* a : {ndarray, rsp, rsp_indices, image, exec_arg, exec_grad, ag_var, ag_grad, ag_head, ag_mark})
       EXPECT_EQ(weft_ndarray_free(a), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_wait_all(), WEFT_OK) << weft_get_last_error();
     std::string cmd = "rm -rf '" + dir + "'";

@@ -57,7 +57,7 @@ INT_VALUES = {
 # backward for the next case.
 INT_BY_FN = {("weft_autograd_backward", "retain_graph"): "1"}
 # int parameters that pick from a closed set: a valid value, and 999 must be refused.
-ENUMS = {"dtype": "WEFT_DTYPE_FLOAT32", "kind": "0", "stat": "0", "state": "WEFT_PROFILER_STOP", "format": "0",
+ENUMS = {"dtype": "WEFT_DTYPE_FLOAT32", "stype": "1", "kind": "0", "stat": "0", "state": "WEFT_PROFILER_STOP", "format": "0",
          "sort_by": "0"}
 INT64_VALUES = {"begin": "0", "end": "1", "index": "0", "pos": "0", "seed": "42", "value": "1", "delta": "1"}
 # Opaque user pointers passed back to callbacks: any value is valid.
@@ -122,12 +122,15 @@ ARRAYS = {
     ("weft_dataiter_create", "keys"): ['"data_csv"', '"data_shape"', '"batch_size"'],
     ("weft_dataiter_create", "vals"): ["fx.csv_path.c_str()", '"(3,)"', '"2"'],
     # A valid configuration that records nothing the suite would notice.
+    ("weft_ndarray_create_sparse", "aux"): ["fx.rsp_indices"],
     ("weft_profiler_set_config", "keys"): ['"aggregate_stats"'],
     ("weft_profiler_set_config", "vals"): ['"False"'],
 }
 # Handles of a valid call other than the kind's fixture.
 HANDLES_BY_FN = {
     ("weft_symbol_compose", "sym"): "fx.NewAtomic()",
+    ("weft_ndarray_get_sparse_values", "arr"): "fx.rsp",
+    ("weft_ndarray_get_aux", "arr"): "fx.rsp",
     ("weft_image_encode", "img"): "fx.image",
     ("weft_image_resize", "img"): "fx.image",
     ("weft_recordio_write", "rec"): "fx.recordio_writer",

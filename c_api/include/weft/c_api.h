@@ -181,6 +181,32 @@ WEFT_API weft_status_t weft_ndarray_reshape(const weft_ndarray_t* arr, const int
 /* Whether two handles view the same memory (same chunk), in *out (0 or 1). */
 WEFT_API weft_status_t weft_ndarray_shares_memory(const weft_ndarray_t* a, const weft_ndarray_t* b, int* out);
 
+/* ------------------------------------------------------------------ sparse NDArrays */
+/* Storage types use MXNet's codes: 0 default (dense), 1 row_sparse, 2 csr. A sparse array
+ * has a logical shape, stored values and int64 auxiliary arrays: csr (2-D) has aux 0 indptr
+ * (rows + 1) and aux 1 column indices (nnz), values (nnz); row_sparse has aux 0 row indices
+ * (k), values (k, shape[1:]). Indices are strictly increasing (per row for csr) and in range.
+ * Operators given a sparse array compute on a dense copy and return dense arrays; copies
+ * to and from host memory, views and in-place writes refuse sparse arrays (WEFT_ERR_UNSUPPORTED). */
+
+/* A sparse array of `stype` (1 or 2) from its parts, which are checked and shared, not
+ * copied (num_aux: 1 for row_sparse, 2 for csr; all on one context). */
+WEFT_API weft_status_t weft_ndarray_create_sparse(int stype, const int64_t* shape, int ndim,
+                                                  const weft_ndarray_t* values, int num_aux,
+                                                  weft_ndarray_t* const* aux, weft_ndarray_t** out);
+/* An array of `stype` (0, 1 or 2) holding only zeros (no stored values when sparse). */
+WEFT_API weft_status_t weft_ndarray_create_sparse_zeros(int stype, const int64_t* shape, int ndim, int dtype,
+                                                        weft_context_t ctx, weft_ndarray_t** out);
+/* The storage type code (-1 for an empty array). */
+WEFT_API weft_status_t weft_ndarray_get_storage_type(const weft_ndarray_t* arr, int* out);
+/* A new handle on a sparse array's stored values (dense), shared with it. */
+WEFT_API weft_status_t weft_ndarray_get_sparse_values(const weft_ndarray_t* arr, weft_ndarray_t** out);
+/* A new handle on a sparse array's auxiliary array i (int64, dense), shared with it. */
+WEFT_API weft_status_t weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_ndarray_t** out);
+/* The values of `arr` in storage type `stype` (0, 1 or 2), as a new array. Dense to csr
+ * needs a 2-D array; zeros (zero rows, for row_sparse) are not stored. Blocks until done. */
+WEFT_API weft_status_t weft_ndarray_cast_storage(const weft_ndarray_t* arr, int stype, weft_ndarray_t** out);
+
 /* Block until every operation pushed so far has finished; report the first error since the
  * last call that no wait on an array has reported already. */
 WEFT_API weft_status_t weft_wait_all(void);

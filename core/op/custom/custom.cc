@@ -157,12 +157,20 @@ void ParseBackwardCustom(NodeAttrs* attrs) {
 }
 
 // Checks `got` (the shape an array has, or one inference already decided) against `want`.
+// Dims still unknown in `got` (a deferred Gluon parameter's (5, -1)) take `want`'s.
 void MergeShape(const State& st, const char* what, const std::string& name, Shape* got, const Shape& want) {
   if (!got->known_ndim()) {
     *got = want;
     return;
   }
-  WEFT_CHECK(*got == want, kShape, "Custom '", st.op_type, "': ", what, " '", name, "' has shape ", got->ToString(),
+  bool fits = got->ndim() == want.ndim();
+  for (int i = 0; fits && i < got->ndim(); ++i) fits = (*got)[i] < 0 || want[i] < 0 || (*got)[i] == want[i];
+  if (fits) {
+    for (int i = 0; i < got->ndim(); ++i)
+      if ((*got)[i] < 0) (*got)[i] = want[i];
+    return;
+  }
+  WEFT_CHECK(false, kShape, "Custom '", st.op_type, "': ", what, " '", name, "' has shape ", got->ToString(),
              " but infer_shape says ", want.ToString());
 }
 

@@ -8,13 +8,21 @@
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
 #endif
 
 namespace weft {
 namespace op {
 namespace {
 
-template <typename T> struct GemmAcc { using type = int64_t; };
+// Integers accumulate unsigned: a product or sum past int64 wraps modulo 2^64, as numpy's
+// integer matmul does, where signed arithmetic would be undefined (fuzz_c_api found dot of
+// int64 arrays overflowing).
+template <typename T> struct GemmAcc { using type = uint64_t; };
 template <> struct GemmAcc<float> { using type = float; };
 template <> struct GemmAcc<double> { using type = double; };
 template <> struct GemmAcc<float16> { using type = float; };
@@ -144,6 +152,76 @@ void OneDnnSgemm(int64_t m, int64_t n, int64_t k, const GemmOperand& ga, const G
 
 }  // namespace
 
+#if defined(WEFT_USE_ONEDNN)
+namespace {
+
+// bfloat16 products run on oneDNN's matmul (AVX512-BF16/AMX instructions where the CPU has
+// them) with bf16 operands and a float32 result, which beta and the rounding to bf16 then
+// meet once. Primitives are cached by geometry; a geometry oneDNN refuses (a CPU without
+// bf16 support) is remembered as null and runs on the blocked kernel.
+struct Bf16Plan {
+  dnnl::matmul prim;
+  dnnl::memory::desc a, b, c;
+};
+
+dnnl::engine& Bf16Engine() {
+  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  return eng;
+}
+
+std::shared_ptr<Bf16Plan> Bf16Matmul(int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b) {
+  using dnnl::memory;
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<Bf16Plan>> cache;
+  std::string key;
+  for (int64_t v : {m, n, k, a.ld, int64_t(a.transpose), b.ld, int64_t(b.transpose)}) key += std::to_string(v) + ',';
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::shared_ptr<Bf16Plan> prim;
+  try {
+    memory::desc ad({m, k}, memory::data_type::bf16, a.transpose ? memory::dims{1, a.ld} : memory::dims{a.ld, 1});
+    memory::desc bd({k, n}, memory::data_type::bf16, b.transpose ? memory::dims{1, b.ld} : memory::dims{b.ld, 1});
+    memory::desc cd({m, n}, memory::data_type::f32, memory::dims{n, 1});
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), Bf16Engine());
+    prim = std::make_shared<Bf16Plan>(Bf16Plan{dnnl::matmul(pd), ad, bd, cd});
+  } catch (const dnnl::error&) {
+    prim = nullptr;
+  }
+  cache.emplace(key, prim);
+  return prim;
+}
+
+bool OneDnnBf16Gemm(int64_t m, int64_t n, int64_t k, const GemmOperand& ga, const GemmOperand& gb, double beta,
+                    bfloat16* c, int64_t ldc, int64_t c_stride, int64_t batch) {
+  auto prim = Bf16Matmul(m, n, k, ga, gb);
+  if (!prim) return false;
+  using dnnl::memory;
+  dnnl::engine& eng = Bf16Engine();
+  thread_local dnnl::stream strm(eng);
+  std::vector<float> out(static_cast<size_t>(m * n));
+  for (int64_t bi = 0; bi < batch; ++bi) {
+    memory am(prim->a, eng, const_cast<bfloat16*>(static_cast<const bfloat16*>(ga.data) + bi * ga.batch_stride));
+    memory bm(prim->b, eng, const_cast<bfloat16*>(static_cast<const bfloat16*>(gb.data) + bi * gb.batch_stride));
+    memory cm(prim->c, eng, out.data());
+    prim->prim.execute(strm, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    strm.wait();
+    bfloat16* cb = c + bi * c_stride;
+    const float bf = static_cast<float>(beta);
+    ParallelFor(m, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          float v = out[i * n + j];
+          cb[i * ldc + j] = bfloat16(bf != 0.0f ? v + bf * static_cast<float>(cb[i * ldc + j]) : v);
+        }
+    });
+  }
+  return true;
+}
+
+}  // namespace
+#endif
+
 void Gemm(DType dtype, int64_t m, int64_t n, int64_t k, const GemmOperand& a, const GemmOperand& b, double beta,
           void* c, int64_t ldc, int64_t c_stride, int64_t batch, const char* op_name) {
   if (dtype == DType::kBool)
@@ -163,6 +241,8 @@ void Gemm(DType dtype, int64_t m, int64_t n, int64_t k, const GemmOperand& a, co
     OneDnnSgemm(m, n, k, a, b, static_cast<float>(beta), static_cast<float*>(c), ldc, c_stride, batch, op_name);
     return;
   }
+  if (dtype == DType::kBfloat16 && OneDnnBf16Gemm(m, n, k, a, b, beta, static_cast<bfloat16*>(c), ldc, c_stride, batch))
+    return;
 #endif
   WEFT_TYPE_SWITCH(dtype, T, {
     if constexpr (!std::is_same_v<T, bool>)

@@ -8,6 +8,10 @@
 // moving ones are updated as moving = moving * momentum + batch * (1 - momentum); otherwise
 // the moving statistics are used. fix_gamma treats gamma as 1 and gives it a zero gradient.
 //
+// bfloat16 data may come with float32 parameters and statistics (what automatic mixed
+// precision gives it, as oneDNN's bf16 batch normalisation takes them): the data, output
+// and data gradient are bf16, everything per channel stays float32.
+//
 // The data is seen as outer x C x inner; a channel's elements are `outer` contiguous runs of
 // `inner` values, so one thread handles whole channels and the inner loops vectorise.
 // (oneDNN 2.6's batch_normalization was slower than these loops for training forward +
@@ -64,10 +68,55 @@ bool BatchNormShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<
   return d.is_known();
 }
 
+// Types in two groups: the data group (data, output, and for the backward out_grad and the
+// data gradient) has one floating type; the per-channel group (gamma, beta, statistics and
+// their gradients) has the same, except that with bfloat16 data it may be float32 (the
+// default when nothing says otherwise).
+bool TwoGroupType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out,
+                  const std::vector<int>& data_in, const std::vector<int>& data_out) {
+  auto in_data = [&](int i) { return std::find(data_in.begin(), data_in.end(), i) != data_in.end(); };
+  auto out_data = [&](int i) { return std::find(data_out.begin(), data_out.end(), i) != data_out.end(); };
+  DType dt = DType::kUnknown, pt = DType::kUnknown;
+  for (int i = 0; i < static_cast<int>(in->size()); ++i) {
+    DType t = (*in)[i];
+    if (t == DType::kUnknown) continue;
+    if (in_data(i) && dt == DType::kUnknown) dt = t;
+    if (!in_data(i) && pt == DType::kUnknown) pt = t;
+  }
+  for (int i = 0; i < static_cast<int>(out->size()); ++i) {
+    DType t = (*out)[i];
+    if (t == DType::kUnknown) continue;
+    if (out_data(i) && dt == DType::kUnknown) dt = t;
+    if (!out_data(i) && pt == DType::kUnknown) pt = t;
+  }
+  // Without a known data type the parameters' type is taken, as before mixed types existed.
+  if (dt == DType::kUnknown) dt = pt;
+  if (dt == DType::kUnknown) return false;
+  if (!IsFloatDType(dt))
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': expected floating-point data, got ", DTypeName(dt));
+  if (dt != DType::kBfloat16)
+    pt = dt;
+  else if (pt == DType::kUnknown)
+    pt = DType::kFloat32;
+  else if (pt != DType::kFloat32)
+    pt = dt;  // bf16 parameters; any other type is refused below as not matching
+  for (int i = 0; i < static_cast<int>(in->size()); ++i) AssignType(attrs, in, i, in_data(i) ? dt : pt, "input");
+  for (int i = 0; i < static_cast<int>(out->size()); ++i) AssignType(attrs, out, i, out_data(i) ? dt : pt, "output");
+  return true;
+}
+
+bool BatchNormType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  return TwoGroupType(attrs, in, out, {0}, {0});
+}
+
+bool BatchNormBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  return TwoGroupType(attrs, in, out, {0, 1}, {0});
+}
+
 // Whether this call normalises with the batch's own statistics.
 bool UsesBatchStats(const BatchNormParam& p, const OpContext& ctx) { return ctx.is_train && !p.use_global_stats; }
 
-template <typename T>
+template <typename T, typename P = T>
 void Forward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
              const std::vector<TBlob>& out) {
   using A = Acc<T>;
@@ -76,13 +125,13 @@ void Forward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>
   const int64_t outer = sp.outer, C = sp.n, inner = sp.inner, stride = C * inner;
   const A count = static_cast<A>(outer * inner);
   const T* x = in[0].ptr<T>();
-  const T* gamma = in[1].ptr<T>();
-  const T* beta = in[2].ptr<T>();
-  T* mmean = in[3].ptr<T>();
-  T* mvar = in[4].ptr<T>();
+  const P* gamma = in[1].ptr<P>();
+  const P* beta = in[2].ptr<P>();
+  P* mmean = in[3].ptr<P>();
+  P* mvar = in[4].ptr<P>();
   T* y = out[0].ptr<T>();
-  T* smean = out[1].ptr<T>();
-  T* svar = out[2].ptr<T>();
+  P* smean = out[1].ptr<P>();
+  P* svar = out[2].ptr<P>();
   const A mom = static_cast<A>(p.momentum);
   ParallelFor(C, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
@@ -106,8 +155,8 @@ void Forward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>
         A md = count > 0 ? sum / count : A(0);
         mean = shift + md;
         var = count > 0 ? std::max(A(0), sq / count - md * md) : A(0);
-        mmean[c] = static_cast<T>(static_cast<A>(mmean[c]) * mom + mean * (A(1) - mom));
-        mvar[c] = static_cast<T>(static_cast<A>(mvar[c]) * mom + var * (A(1) - mom));
+        mmean[c] = static_cast<P>(static_cast<A>(mmean[c]) * mom + mean * (A(1) - mom));
+        mvar[c] = static_cast<P>(static_cast<A>(mvar[c]) * mom + var * (A(1) - mom));
       } else {
         mean = static_cast<A>(mmean[c]);
         var = static_cast<A>(mvar[c]);
@@ -135,12 +184,16 @@ void Forward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>
 void BatchNormCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<BatchNormParam>();
+  if (in[0].dtype == DType::kBfloat16 && in[1].dtype == DType::kFloat32) {
+    Forward<bfloat16, float>(p, UsesBatchStats(p, ctx), in, req, out);
+    return;
+  }
   WEFT_NN_FLOAT_SWITCH(attrs, in[0].dtype, T, { Forward<T>(p, UsesBatchStats(p, ctx), in, req, out); });
 }
 
 // Inputs: out_grad, data, gamma, mean, var (the statistics the forward used).
 // Outputs: d data, d gamma, d beta.
-template <typename T>
+template <typename T, typename P = T>
 void Backward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
               const std::vector<TBlob>& out) {
   using A = Acc<T>;
@@ -150,12 +203,12 @@ void Backward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob
   const A count = static_cast<A>(outer * inner);
   const T* dy = in[0].ptr<T>();
   const T* x = in[1].ptr<T>();
-  const T* gamma = in[2].ptr<T>();
-  const T* smean = in[3].ptr<T>();
-  const T* svar = in[4].ptr<T>();
+  const P* gamma = in[2].ptr<P>();
+  const P* smean = in[3].ptr<P>();
+  const P* svar = in[4].ptr<P>();
   T* dx = out[0].ptr<T>();
-  T* dgamma = out[1].ptr<T>();
-  T* dbeta = out[2].ptr<T>();
+  P* dgamma = out[1].ptr<P>();
+  P* dbeta = out[2].ptr<P>();
   ParallelFor(C, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const A mean = static_cast<A>(smean[c]);
@@ -197,6 +250,10 @@ void Backward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob
 void BatchNormBackwardCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                               const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<BatchNormParam>();
+  if (in[1].dtype == DType::kBfloat16 && in[2].dtype == DType::kFloat32) {
+    Backward<bfloat16, float>(p, UsesBatchStats(p, ctx), in, req, out);
+    return;
+  }
   WEFT_NN_FLOAT_SWITCH(attrs, in[1].dtype, T, { Backward<T>(p, UsesBatchStats(p, ctx), in, req, out); });
 }
 
@@ -240,7 +297,7 @@ WEFT_REGISTER_OP(BatchNorm)
                          [](const NodeAttrs&) { return std::vector<std::string>{"output", "mean", "var"}; })
     .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return std::vector<int>{3, 4}; })
     .SetAttr<FInferShape>("FInferShape", BatchNormShape)
-    .SetAttr<FInferType>("FInferType", SameFloatType)
+    .SetAttr<FInferType>("FInferType", BatchNormType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", BatchNormCompute)
     .SetAttr<FGradient>("FGradient", BatchNormGrad);
@@ -256,7 +313,7 @@ WEFT_REGISTER_OP(_backward_BatchNorm)
     .AddArgument("var", "NDArray-or-Symbol", "The variance the forward used")
     .SetParams<BatchNormParam>()
     .SetAttr<FInferShape>("FInferShape", BatchNormBackwardShape)
-    .SetAttr<FInferType>("FInferType", SameFloatType)
+    .SetAttr<FInferType>("FInferType", BatchNormBackwardType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", BatchNormBackwardCompute);
 

@@ -411,31 +411,38 @@ memory::dims Dims(int64_t a, int64_t b, const int64_t* sp, int nd) {
   return d;
 }
 
-memory::desc PlainData(int64_t n, int64_t c, const int64_t* sp, int nd) {
+// The oneDNN element type of the dtypes convolution runs through oneDNN: float32 and
+// bfloat16 (native with AVX512-BF16/AMX; where the CPU lacks bf16 support oneDNN refuses
+// the primitive and the plain kernels take the geometry).
+bool DnnlConvType(DType dt) { return dt == DType::kFloat32 || dt == DType::kBfloat16; }
+
+memory::data_type DnnlType(DType dt) { return dt == DType::kBfloat16 ? memory::data_type::bf16 : memory::data_type::f32; }
+
+memory::desc PlainData(int64_t n, int64_t c, const int64_t* sp, int nd, memory::data_type dt) {
   static const memory::format_tag tags[] = {memory::format_tag::ncw, memory::format_tag::nchw,
                                             memory::format_tag::ncdhw};
-  return memory::desc(Dims(n, c, sp, nd), memory::data_type::f32, tags[nd - 1]);
+  return memory::desc(Dims(n, c, sp, nd), dt, tags[nd - 1]);
 }
 
-memory::desc PlainWeights(const ConvGeom& g) {
+memory::desc PlainWeights(const ConvGeom& g, memory::data_type dt) {
   int nd = g.nd;
   if (g.g == 1) {
     static const memory::format_tag tags[] = {memory::format_tag::oiw, memory::format_tag::oihw,
                                               memory::format_tag::oidhw};
-    return memory::desc(Dims(g.f, g.c, g.k, nd), memory::data_type::f32, tags[nd - 1]);
+    return memory::desc(Dims(g.f, g.c, g.k, nd), dt, tags[nd - 1]);
   }
   static const memory::format_tag tags[] = {memory::format_tag::goiw, memory::format_tag::goihw,
                                             memory::format_tag::goidhw};
   memory::dims d{g.g, g.f / g.g, g.c / g.g};
   for (int i = 3 - nd; i < 3; ++i) d.push_back(g.k[i]);
-  return memory::desc(d, memory::data_type::f32, tags[nd - 1]);
+  return memory::desc(d, dt, tags[nd - 1]);
 }
 
 // The layout the primitive is created with: the caller's plain one, or format_tag::any so
 // that oneDNN picks its blocked layout (nChw16c here) and the plan reorders around it.
 memory::desc Layout(const memory::desc& plain, bool blocked) {
   if (!blocked) return plain;
-  return memory::desc(plain.dims(), memory::data_type::f32, memory::format_tag::any);
+  return memory::desc(plain.dims(), plain.data_type(), memory::format_tag::any);
 }
 
 enum class ConvPass { kForward, kBackwardData, kBackwardWeights, kBackwardWeightsBias };
@@ -487,14 +494,14 @@ struct ConvDescs {
   memory::dims strides, dilates, pad_l, pad_r;
 };
 
-ConvDescs MakeDescs(const ConvGeom& g, ConvPass pass, bool winograd) {
+ConvDescs MakeDescs(const ConvGeom& g, ConvPass pass, bool winograd, memory::data_type dt) {
   ConvDescs d;
   d.blocked = UseBlocked(g, pass);
   if (winograd) d.alg = dnnl::algorithm::convolution_winograd;
-  d.src = PlainData(g.n, g.c, g.in, g.nd);
-  d.dst = PlainData(g.n, g.f, g.out, g.nd);
-  d.wei = PlainWeights(g);
-  d.bias = memory::desc({g.f}, memory::data_type::f32, memory::format_tag::x);
+  d.src = PlainData(g.n, g.c, g.in, g.nd, dt);
+  d.dst = PlainData(g.n, g.f, g.out, g.nd, dt);
+  d.wei = PlainWeights(g, dt);
+  d.bias = memory::desc({g.f}, dt, memory::format_tag::x);
   for (int i = 3 - g.nd; i < 3; ++i) {
     d.strides.push_back(g.s[i]);
     d.dilates.push_back(g.d[i] - 1);
@@ -515,8 +522,8 @@ dnnl::convolution_forward::primitive_desc ForwardPd(const ConvDescs& d, bool bia
   return dnnl::convolution_forward::primitive_desc(desc, attr, Engine());
 }
 
-std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bias, bool winograd) {
-  ConvDescs d = MakeDescs(g, pass, winograd);
+std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bias, bool winograd, DType dt) {
+  ConvDescs d = MakeDescs(g, pass, winograd, DnnlType(dt));
   auto plan = std::make_shared<DnnlPlan>();
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -557,12 +564,13 @@ std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bi
 // Plans by geometry and pass; Winograd where wanted and oneDNN takes it, else the direct
 // algorithm; a geometry oneDNN refuses is remembered as nullptr so that the plain path
 // takes it without asking again.
-std::shared_ptr<DnnlPlan> GetConvPlan(const ConvGeom& g, ConvPass pass, bool bias) {
+std::shared_ptr<DnnlPlan> GetConvPlan(const ConvGeom& g, ConvPass pass, bool bias, DType dt) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<DnnlPlan>> cache;
   std::string key;
   key.reserve(128);
-  for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(pass), int64_t(bias)}) key += std::to_string(v) + ',';
+  for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(pass), int64_t(bias), int64_t(dt)})
+    key += std::to_string(v) + ',';
   for (int i = 0; i < 3; ++i)
     for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.d[i], g.pl[i]}) key += std::to_string(v) + ',';
   std::lock_guard<std::mutex> lock(mu);
@@ -571,14 +579,14 @@ std::shared_ptr<DnnlPlan> GetConvPlan(const ConvGeom& g, ConvPass pass, bool bia
   std::shared_ptr<DnnlPlan> plan;
   if (WinogradWanted(g)) {
     try {
-      plan = MakeConvPlan(g, pass, bias, true);
+      plan = MakeConvPlan(g, pass, bias, true, dt);
     } catch (const dnnl::error&) {
       plan = nullptr;
     }
   }
   if (!plan) {
     try {
-      plan = MakeConvPlan(g, pass, bias, false);
+      plan = MakeConvPlan(g, pass, bias, false, dt);
     } catch (const dnnl::error&) {
       plan = nullptr;
     }
@@ -592,10 +600,18 @@ char* TempBytes(const OpContext& ctx, size_t bytes) {
   return static_cast<char*>(ctx.requested.at(0).temp->Get(bytes));
 }
 
-void AddInto(float* dst, const float* src, int64_t n) {
+template <typename T>
+void AddIntoT(T* dst, const T* src, int64_t n) {
   ParallelFor(n, kElemGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) dst[i] += src[i];
+    for (int64_t i = b; i < e; ++i) dst[i] = static_cast<T>(static_cast<float>(dst[i]) + static_cast<float>(src[i]));
   });
+}
+
+void AddInto(DType dt, void* dst, const void* src, int64_t n) {
+  if (dt == DType::kBfloat16)
+    AddIntoT(static_cast<bfloat16*>(dst), static_cast<const bfloat16*>(src), n);
+  else
+    AddIntoT(static_cast<float*>(dst), static_cast<const float*>(src), n);
 }
 #endif
 
@@ -653,8 +669,8 @@ void ConvForward(const char* op, const OpContext& ctx, const ConvGeom& g, DType 
                  const void* bias, void* y, OpReq req) {
   if (req == OpReq::kNullOp) return;
 #if defined(WEFT_USE_ONEDNN)
-  if (dt == DType::kFloat32 && g.n > 0) {
-    auto plan = GetConvPlan(g, ConvPass::kForward, bias != nullptr);
+  if (DnnlConvType(dt) && g.n > 0) {
+    auto plan = GetConvPlan(g, ConvPass::kForward, bias != nullptr, dt);
     if (plan) {
       // Accumulation goes through a plain temporary: the output may be reordered from a
       // blocked layout, which a sum post-op could not read from.
@@ -667,7 +683,7 @@ void ConvForward(const char* op, const OpContext& ctx, const ConvGeom& g, DType 
       ptrs.push_back(target);
       ptrs.push_back(nullptr);
       RunPlan(*plan, ptrs, temp);
-      if (add) AddInto(static_cast<float*>(y), static_cast<const float*>(target), g.n * g.f * g.OutSize());
+      if (add) AddInto(dt, y, target, g.n * g.f * g.OutSize());
       return;
     }
   }
@@ -691,13 +707,13 @@ size_t DataTempBytes(const DnnlPlan& plan, const ConvGeom& g, OpReq req) {
   return plan.temp_bytes + (req == OpReq::kAddTo ? Align(sizeof(float) * g.n * g.c * g.InSize()) : 0);
 }
 
-void RunData(const DnnlPlan& plan, const ConvGeom& g, const void* dy, const void* w, void* dx, OpReq req, char* temp,
-             void* ready_dy) {
+void RunData(const DnnlPlan& plan, const ConvGeom& g, DType dt, const void* dy, const void* w, void* dx, OpReq req,
+             char* temp, void* ready_dy) {
   bool add = req == OpReq::kAddTo;
   void* target = add ? temp + plan.temp_bytes : dx;
   std::vector<void*> ready{ready_dy, nullptr, nullptr, nullptr};
   RunPlan(plan, {const_cast<void*>(dy), const_cast<void*>(w), target, nullptr}, temp, &ready);
-  if (add) AddInto(static_cast<float*>(dx), static_cast<const float*>(target), g.n * g.c * g.InSize());
+  if (add) AddInto(dt, dx, target, g.n * g.c * g.InSize());
 }
 
 // The weight-gradient plan (with the bias gradient when db is given), likewise.
@@ -707,8 +723,8 @@ size_t WeightsTempBytes(const DnnlPlan& plan, const ConvGeom& g, OpReq req_w, bo
          (bias && req_b == OpReq::kAddTo ? Align(sizeof(float) * g.f) : 0);
 }
 
-void RunWeights(const DnnlPlan& plan, const ConvGeom& g, const void* x, const void* dy, void* dw, OpReq req_w, void* db,
-                OpReq req_b, char* temp, void* ready_dy) {
+void RunWeights(const DnnlPlan& plan, const ConvGeom& g, DType dt, const void* x, const void* dy, void* dw, OpReq req_w,
+                void* db, OpReq req_b, char* temp, void* ready_dy) {
   bool add_w = req_w == OpReq::kAddTo, add_b = db && req_b == OpReq::kAddTo;
   size_t w_elems = g.f * (g.c / g.g) * g.KSize();
   size_t extra_w = add_w ? Align(sizeof(float) * w_elems) : 0;
@@ -720,8 +736,8 @@ void RunWeights(const DnnlPlan& plan, const ConvGeom& g, const void* x, const vo
   std::vector<void*> ready(ptrs.size(), nullptr);
   ready[1] = ready_dy;
   RunPlan(plan, ptrs, temp, &ready);
-  if (add_w) AddInto(static_cast<float*>(dw), static_cast<const float*>(wt), w_elems);
-  if (add_b) AddInto(static_cast<float*>(db), static_cast<const float*>(bt), g.f);
+  if (add_w) AddInto(dt, dw, wt, w_elems);
+  if (add_b) AddInto(dt, db, bt, g.f);
 }
 
 }  // namespace
@@ -742,10 +758,10 @@ void ConvBackwardData(const char* op, const OpContext& ctx, const ConvGeom& g, D
                       const void* w, void* dx, OpReq req) {
   if (req == OpReq::kNullOp) return;
 #if defined(WEFT_USE_ONEDNN)
-  if (dt == DType::kFloat32 && g.n > 0) {
-    auto plan = GetConvPlan(g, ConvPass::kBackwardData, false);
+  if (DnnlConvType(dt) && g.n > 0) {
+    auto plan = GetConvPlan(g, ConvPass::kBackwardData, false, dt);
     if (plan) {
-      RunData(*plan, g, dy, w, dx, req, TempBytes(ctx, DataTempBytes(*plan, g, req)), nullptr);
+      RunData(*plan, g, dt, dy, w, dx, req, TempBytes(ctx, DataTempBytes(*plan, g, req)), nullptr);
       return;
     }
   }
@@ -775,10 +791,10 @@ void ConvBackwardWeights(const char* op, const OpContext& ctx, const ConvGeom& g
     return;
   }
 #if defined(WEFT_USE_ONEDNN)
-  if (dt == DType::kFloat32 && g.n > 0) {
-    auto plan = GetConvPlan(g, db ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, db != nullptr);
+  if (DnnlConvType(dt) && g.n > 0) {
+    auto plan = GetConvPlan(g, db ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, db != nullptr, dt);
     if (plan) {
-      RunWeights(*plan, g, x, dy, dw, req_w, db, req_b,
+      RunWeights(*plan, g, dt, x, dy, dw, req_w, db, req_b,
                  TempBytes(ctx, WeightsTempBytes(*plan, g, req_w, db != nullptr, req_b)), nullptr);
       return;
     }
@@ -797,11 +813,11 @@ void ConvBackwardWeights(const char* op, const OpContext& ctx, const ConvGeom& g
 void ConvBackward(const char* op, const OpContext& ctx, const ConvGeom& g, DType dt, const void* dy, const void* x,
                   const void* w, void* dx, OpReq req_d, void* dw, OpReq req_w, void* db, OpReq req_b) {
 #if defined(WEFT_USE_ONEDNN)
-  if (dt == DType::kFloat32 && g.n > 0 && req_d != OpReq::kNullOp && req_w != OpReq::kNullOp &&
+  if (DnnlConvType(dt) && g.n > 0 && req_d != OpReq::kNullOp && req_w != OpReq::kNullOp &&
       !OneChannelWeights(g)) {
     bool bias = db != nullptr && req_b != OpReq::kNullOp;
-    auto pd = GetConvPlan(g, ConvPass::kBackwardData, false);
-    auto pw = GetConvPlan(g, bias ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, bias);
+    auto pd = GetConvPlan(g, ConvPass::kBackwardData, false, dt);
+    auto pw = GetConvPlan(g, bias ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, bias, dt);
     // diff_dst is argument 0 of the data plan and 1 of the weights plan (MakeConvPlan).
     if (pd && pw && pd->args[0].reorder && pw->args[1].reorder && pd->args[0].prim == pw->args[1].prim) {
       // Both passes read dy in the same blocked layout: reorder it once, in front of the
@@ -812,8 +828,8 @@ void ConvBackward(const char* op, const OpContext& ctx, const ConvGeom& g, DType
       char* temp = TempBytes(ctx, need);
       memory user(a.user, Engine(), const_cast<void*>(dy)), inner(a.prim, Engine(), temp);
       a.re.execute(Stream(), user, inner);
-      RunData(*pd, g, dy, w, dx, req_d, temp + shared, temp);
-      RunWeights(*pw, g, x, dy, dw, req_w, bias ? db : nullptr, req_b, temp + shared, temp);
+      RunData(*pd, g, dt, dy, w, dx, req_d, temp + shared, temp);
+      RunWeights(*pw, g, dt, x, dy, dw, req_w, bias ? db : nullptr, req_b, temp + shared, temp);
       return;
     }
   }

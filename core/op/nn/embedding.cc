@@ -58,7 +58,13 @@ bool EmbeddingShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<
 }
 
 bool EmbeddingType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  // As in MXNet, a weight (or output) whose dtype is already known decides it; the dtype
+  // parameter only applies when neither is, so a float64 (cast) weight computes in float64.
   DType t = attrs.Params<EmbeddingParam>().dtype;
+  if ((*in)[1] != DType::kUnknown)
+    t = (*in)[1];
+  else if ((*out)[0] != DType::kUnknown)
+    t = (*out)[0];
   if ((*in)[0] == DType::kUnknown) (*in)[0] = t;
   AssignType(attrs, in, 1, t, "input");
   AssignType(attrs, out, 0, t, "output");

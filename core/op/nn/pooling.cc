@@ -680,7 +680,14 @@ bool OneDnnFits(const PoolGeom& g) {
   return true;
 }
 
-std::shared_ptr<PoolPlan> MakePoolPlan(const PoolGeom& g) {
+// The dtypes pooling runs through oneDNN: float32, and bfloat16 written straight to the
+// output (an accumulating request in bfloat16 takes the plain loops).
+bool DnnlPoolType(DType dt, OpReq req) {
+  return dt == DType::kFloat32 || (dt == DType::kBfloat16 && req != OpReq::kAddTo);
+}
+
+std::shared_ptr<PoolPlan> MakePoolPlan(const PoolGeom& g, DType dtype) {
+  const memory::data_type dt = dtype == DType::kBfloat16 ? memory::data_type::bf16 : memory::data_type::f32;
   static const memory::format_tag tags[] = {memory::format_tag::ncw, memory::format_tag::nchw,
                                             memory::format_tag::ncdhw};
   memory::dims sd{g.n, g.c}, dd{g.n, g.c}, strides, kernel, pl, pr;
@@ -695,8 +702,8 @@ std::shared_ptr<PoolPlan> MakePoolPlan(const PoolGeom& g) {
     pr.push_back(std::max<int64_t>(0, (g.out[i] - 1) * g.s[i] + g.k[i] - g.in[i] - g.pl[i]));
   }
   auto plan = std::make_shared<PoolPlan>();
-  plan->src = memory::desc(sd, memory::data_type::f32, tags[g.nd - 1]);
-  plan->dst = memory::desc(dd, memory::data_type::f32, tags[g.nd - 1]);
+  plan->src = memory::desc(sd, dt, tags[g.nd - 1]);
+  plan->dst = memory::desc(dd, dt, tags[g.nd - 1]);
   dnnl::algorithm alg = g.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
                         : g.include_pad          ? dnnl::algorithm::pooling_avg_include_padding
                                                  : dnnl::algorithm::pooling_avg_exclude_padding;
@@ -713,11 +720,12 @@ std::shared_ptr<PoolPlan> MakePoolPlan(const PoolGeom& g) {
   return plan;
 }
 
-std::shared_ptr<PoolPlan> GetPoolPlan(const PoolGeom& g) {
+std::shared_ptr<PoolPlan> GetPoolPlan(const PoolGeom& g, DType dt) {
   static std::mutex mu;
   static std::unordered_map<std::string, std::shared_ptr<PoolPlan>> cache;
   std::string key;
-  for (int64_t v : {int64_t(g.nd), g.n, g.c, int64_t(g.kind), int64_t(g.include_pad)}) key += std::to_string(v) + ',';
+  for (int64_t v : {int64_t(g.nd), g.n, g.c, int64_t(g.kind), int64_t(g.include_pad), int64_t(dt)})
+    key += std::to_string(v) + ',';
   for (int i = 0; i < 3; ++i)
     for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.pl[i]}) key += std::to_string(v) + ',';
   std::lock_guard<std::mutex> lock(mu);
@@ -725,7 +733,7 @@ std::shared_ptr<PoolPlan> GetPoolPlan(const PoolGeom& g) {
   if (it != cache.end()) return it->second;
   std::shared_ptr<PoolPlan> plan;
   try {
-    plan = MakePoolPlan(g);
+    plan = MakePoolPlan(g, dt);
   } catch (const dnnl::error&) {
     plan = nullptr;  // remembered, so the plain loops take this geometry without asking again
   }
@@ -752,8 +760,8 @@ void PoolingCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
   if (req[0] == OpReq::kNullOp) return;
   PoolGeom g = MakePoolGeom(attrs, in[0].shape);
 #if defined(WEFT_USE_ONEDNN)
-  if (in[0].dtype == DType::kFloat32 && g.n > 0 && g.c > 0 && OneDnnFits(g)) {
-    auto plan = GetPoolPlan(g);
+  if (DnnlPoolType(in[0].dtype, req[0]) && g.n > 0 && g.c > 0 && OneDnnFits(g)) {
+    auto plan = GetPoolPlan(g, in[0].dtype);
     if (plan && (plan->jit || !Fast2D(g))) {
       bool add = req[0] == OpReq::kAddTo;
       size_t bytes = Align64(out[0].Bytes());
@@ -795,8 +803,8 @@ void PoolingBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
   if (req[0] == OpReq::kNullOp) return;
   PoolGeom g = MakePoolGeom(attrs, in[1].shape);
 #if defined(WEFT_USE_ONEDNN)
-  if (in[0].dtype == DType::kFloat32 && g.n > 0 && g.c > 0 && OneDnnFits(g)) {
-    auto plan = GetPoolPlan(g);
+  if (DnnlPoolType(in[0].dtype, req[0]) && g.n > 0 && g.c > 0 && OneDnnFits(g)) {
+    auto plan = GetPoolPlan(g, in[0].dtype);
     if (plan && (plan->jit || !Fast2D(g))) {
       bool add = req[0] == OpReq::kAddTo;
       size_t dst_bytes = Align64(plan->dst.get_size()), ws_bytes = Align64(plan->ws.get_size());

@@ -16,6 +16,7 @@
 
 #include "core/base/half.h"
 #include "core/base/macros.h"
+#include "core/op/elemwise/math.h"
 
 namespace weft {
 namespace op {
@@ -29,18 +30,21 @@ template <> struct ReduceAcc<bfloat16> { using type = double; };
 template <typename A>
 WEFT_XINLINE bool IsNaN(A x) { return x != x; }
 
+// Integer sums and products wrap (WrapAdd, WrapMul of elemwise/math.h), as numpy's do,
+// where signed arithmetic past int64 would be undefined (fuzz_c_api found prod of int32
+// values overflowing).
 struct SumReducer {
   template <typename A> static WEFT_XINLINE A Init() { return A(0); }
-  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return acc + x; }
-  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return a + b; }
+  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return WrapAdd(acc, x); }
+  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return WrapAdd(a, b); }
   template <typename A> static WEFT_XINLINE A Finalize(A acc, int64_t) { return acc; }
 };
 
 // The mean of no elements is NaN for floating types (0 / 0), as in numpy.
 struct MeanReducer {
   template <typename A> static WEFT_XINLINE A Init() { return A(0); }
-  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return acc + x; }
-  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return a + b; }
+  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return WrapAdd(acc, x); }
+  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return WrapAdd(a, b); }
   template <typename A> static WEFT_XINLINE A Finalize(A acc, int64_t n) {
     return n == 0 ? (std::numeric_limits<A>::has_quiet_NaN ? std::numeric_limits<A>::quiet_NaN() : A(0))
                   : acc / static_cast<A>(n);
@@ -49,24 +53,24 @@ struct MeanReducer {
 
 struct ProdReducer {
   template <typename A> static WEFT_XINLINE A Init() { return A(1); }
-  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return acc * x; }
-  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return a * b; }
+  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return WrapMul(acc, x); }
+  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return WrapMul(a, b); }
   template <typename A> static WEFT_XINLINE A Finalize(A acc, int64_t) { return acc; }
 };
 
 // NaNs count as zero.
 struct NanSumReducer {
   template <typename A> static WEFT_XINLINE A Init() { return A(0); }
-  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return IsNaN(x) ? acc : acc + x; }
-  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return a + b; }
+  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return IsNaN(x) ? acc : WrapAdd(acc, x); }
+  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return WrapAdd(a, b); }
   template <typename A> static WEFT_XINLINE A Finalize(A acc, int64_t) { return acc; }
 };
 
 // NaNs count as one.
 struct NanProdReducer {
   template <typename A> static WEFT_XINLINE A Init() { return A(1); }
-  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return IsNaN(x) ? acc : acc * x; }
-  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return a * b; }
+  template <typename A> static WEFT_XINLINE A Reduce(A acc, A x) { return IsNaN(x) ? acc : WrapMul(acc, x); }
+  template <typename A> static WEFT_XINLINE A Combine(A a, A b) { return WrapMul(a, b); }
   template <typename A> static WEFT_XINLINE A Finalize(A acc, int64_t) { return acc; }
 };
 

@@ -114,6 +114,7 @@ var opInternalContribBoxDecode = weft.NewOperator("_contrib_box_decode")
 var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
 var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
 var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
+var opInternalContribDequantize = weft.NewOperator("_contrib_dequantize")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
@@ -124,7 +125,9 @@ var opInternalContribMultiBoxPrior = weft.NewOperator("_contrib_MultiBoxPrior")
 var opInternalContribMultiBoxTarget = weft.NewOperator("_contrib_MultiBoxTarget")
 var opInternalContribPSROIPooling = weft.NewOperator("_contrib_PSROIPooling")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
+var opInternalContribQuantizeV2 = weft.NewOperator("_contrib_quantize_v2")
 var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
+var opInternalContribRequantize = weft.NewOperator("_contrib_requantize")
 var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
 var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
 var opInternalContribSyncBatchNorm = weft.NewOperator("_contrib_SyncBatchNorm")
@@ -3711,6 +3714,38 @@ func SymInternalContribBoxNms(data *weft.Symbol, opts ...Option) (*weft.Symbol, 
 	return c.compose(opInternalContribBoxNms, []string{"data"}, data)
 }
 
+// InternalContribDequantize runs the operator _contrib_dequantize.
+//
+// Converts int8 or uint8 data with the float range it stands for (min_range, max_range) back to float32.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: An int8 or uint8 array
+//   - minRange: The float the smallest integer stands for, shape (1,)
+//   - maxRange: The float the largest integer stands for, shape (1,)
+//
+// Options:
+//   - WithOutType(weft.DType): The floating type of the output. (default float32)
+func InternalContribDequantize(data, minRange, maxRange *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribDequantize, data, minRange, maxRange)
+}
+
+// SymInternalContribDequantize runs the operator _contrib_dequantize symbolically: it adds one node to the graph.
+//
+// Converts int8 or uint8 data with the float range it stands for (min_range, max_range) back to float32.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: An int8 or uint8 array
+//   - minRange: The float the smallest integer stands for, shape (1,)
+//   - maxRange: The float the largest integer stands for, shape (1,)
+//
+// Options:
+//   - WithOutType(weft.DType): The floating type of the output. (default float32)
+func SymInternalContribDequantize(data, minRange, maxRange *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribDequantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
+}
+
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
 //
 // The input divided by the square root of its last axis' length (attention score scaling).
@@ -4061,6 +4096,38 @@ func SymInternalContribQuadratic(data *weft.Symbol, opts ...Option) (*weft.Symbo
 	return c.compose(opInternalContribQuadratic, []string{"data"}, data)
 }
 
+// InternalContribQuantizeV2 runs the operator _contrib_quantize_v2.
+//
+// Quantizes float32 data to int8 (zero-centred) or uint8 over a calibrated or measured range; outputs the integers and the float range (min_range, max_range) they stand for.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: A float32 array
+//
+// Options:
+//   - WithOutType(string): The integer type of the output; 'auto' is uint8 for a calibrated minimum >= 0, else int8. (default int8)
+//   - WithMinCalibRange(float64): The calibrated minimum of the input; without it the data's minimum is used. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the input; without it the data's maximum is used. (default None)
+func InternalContribQuantizeV2(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizeV2, data)
+}
+
+// SymInternalContribQuantizeV2 runs the operator _contrib_quantize_v2 symbolically: it adds one node to the graph.
+//
+// Quantizes float32 data to int8 (zero-centred) or uint8 over a calibrated or measured range; outputs the integers and the float range (min_range, max_range) they stand for.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: A float32 array
+//
+// Options:
+//   - WithOutType(string): The integer type of the output; 'auto' is uint8 for a calibrated minimum >= 0, else int8. (default int8)
+//   - WithMinCalibRange(float64): The calibrated minimum of the input; without it the data's minimum is used. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the input; without it the data's maximum is used. (default None)
+func SymInternalContribQuantizeV2(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizeV2, []string{"data"}, data)
+}
+
 // InternalContribROIAlign runs the operator _contrib_ROIAlign.
 //
 // Pools each region of interest of data (N, C, H, W) to pooled_size (h, w) without quantisation: each of the h x w bins of a scaled ROI [batch_index, x1, y1, x2, y2] averages bilinear samples taken on a regular grid inside it (sample_ratio per axis, or ceil(bin size)). An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w), or (R, C / (h*w), h, w) with position_sensitive.
@@ -4105,6 +4172,42 @@ func SymInternalContribROIAlign(data, rois *weft.Symbol, pooledSize []int, spati
 	c.set("pooled_size", pooledSize)
 	c.set("spatial_scale", spatialScale)
 	return c.compose(opInternalContribROIAlign, []string{"data", "rois"}, data, rois)
+}
+
+// InternalContribRequantize runs the operator _contrib_requantize.
+//
+// Narrows int32 data (the result of a quantized product, with the float range it stands for) to int8 or uint8 over a calibrated range or the data's own.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: An int32 array
+//   - minRange: The float the int32 minimum stands for, shape (1,)
+//   - maxRange: The float the int32 maximum stands for, shape (1,)
+//
+// Options:
+//   - WithOutType(string): The integer type of the output; 'auto' is uint8 for a calibrated minimum >= 0, else int8. (default int8)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; without it the data's extreme value sets the range. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output; without it the data's extreme value sets the range. (default None)
+func InternalContribRequantize(data, minRange, maxRange *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribRequantize, data, minRange, maxRange)
+}
+
+// SymInternalContribRequantize runs the operator _contrib_requantize symbolically: it adds one node to the graph.
+//
+// Narrows int32 data (the result of a quantized product, with the float range it stands for) to int8 or uint8 over a calibrated range or the data's own.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: An int32 array
+//   - minRange: The float the int32 minimum stands for, shape (1,)
+//   - maxRange: The float the int32 maximum stands for, shape (1,)
+//
+// Options:
+//   - WithOutType(string): The integer type of the output; 'auto' is uint8 for a calibrated minimum >= 0, else int8. (default int8)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; without it the data's extreme value sets the range. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output; without it the data's extreme value sets the range. (default None)
+func SymInternalContribRequantize(data, minRange, maxRange *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribRequantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
 }
 
 // InternalContribRoundSte runs the operator _contrib_round_ste.
@@ -12967,6 +13070,12 @@ func WithOutFormat(v string) Option {
 // Multiply by the head gradient.
 func WithOutGrad(v bool) Option {
 	return param("out_grad", v)
+}
+
+// WithOutType sets the parameter out_type (its type depends on the operator).
+// The floating type of the output.
+func WithOutType[T string | weft.DType](v T) Option {
+	return param("out_type", v)
 }
 
 // WithOutputMeanVar sets the parameter output_mean_var.

@@ -306,7 +306,10 @@ def _backward_entry(key, is_train, num, arrays, tags, reqs):
 
 def _release_entry(key):
     with _live_lock:
-        _live.pop(key, None)
+        obj = _live.pop(key, None)
+    # Dropped outside the lock: freeing a prop may free Symbols holding other custom nodes
+    # (nested control flow), whose release comes back here.
+    del obj
 
 
 def _create_entry(key, ctx, n, ndims, shapes, dtypes, out):

@@ -140,6 +140,12 @@ const _fp_weft_ndarray_slice = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_at = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_reshape = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_shares_memory = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_create_sparse = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_create_sparse_zeros = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_get_storage_type = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_get_sparse_values = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_get_aux = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_cast_storage = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_wait_all = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_list_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_list_size = Ref{Ptr{Cvoid}}(C_NULL)
@@ -546,6 +552,74 @@ C: weft_status_t weft_ndarray_shares_memory(const weft_ndarray_t* a, const weft_
 """
 function weft_ndarray_shares_memory(a, b, out)
     ccall(_fp_weft_ndarray_shares_memory[], Cint, (Ptr{weft_ndarray_t}, Ptr{weft_ndarray_t}, Ptr{Cint}), a, b, out)
+end
+
+"""
+    weft_ndarray_create_sparse(stype, shape, ndim, values, num_aux, aux, out)
+
+A sparse array of `stype` (1 or 2) from its parts, which are checked and shared, not
+copied (num_aux: 1 for row_sparse, 2 for csr; all on one context).
+
+C: weft_status_t weft_ndarray_create_sparse(int stype, const int64_t* shape, int ndim, const weft_ndarray_t* values, int num_aux, weft_ndarray_t* const* aux, weft_ndarray_t** out)
+"""
+function weft_ndarray_create_sparse(stype, shape, ndim, values, num_aux, aux, out)
+    ccall(_fp_weft_ndarray_create_sparse[], Cint, (Cint, Ptr{Int64}, Cint, Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}, Ptr{Ptr{weft_ndarray_t}}), stype, shape, ndim, values, num_aux, aux, out)
+end
+
+"""
+    weft_ndarray_create_sparse_zeros(stype, shape, ndim, dtype, ctx, out)
+
+An array of `stype` (0, 1 or 2) holding only zeros (no stored values when sparse).
+
+C: weft_status_t weft_ndarray_create_sparse_zeros(int stype, const int64_t* shape, int ndim, int dtype, weft_context_t ctx, weft_ndarray_t** out)
+"""
+function weft_ndarray_create_sparse_zeros(stype, shape, ndim, dtype, ctx, out)
+    ccall(_fp_weft_ndarray_create_sparse_zeros[], Cint, (Cint, Ptr{Int64}, Cint, Cint, weft_context_t, Ptr{Ptr{weft_ndarray_t}}), stype, shape, ndim, dtype, ctx, out)
+end
+
+"""
+    weft_ndarray_get_storage_type(arr, out)
+
+The storage type code (-1 for an empty array).
+
+C: weft_status_t weft_ndarray_get_storage_type(const weft_ndarray_t* arr, int* out)
+"""
+function weft_ndarray_get_storage_type(arr, out)
+    ccall(_fp_weft_ndarray_get_storage_type[], Cint, (Ptr{weft_ndarray_t}, Ptr{Cint}), arr, out)
+end
+
+"""
+    weft_ndarray_get_sparse_values(arr, out)
+
+A new handle on a sparse array's stored values (dense), shared with it.
+
+C: weft_status_t weft_ndarray_get_sparse_values(const weft_ndarray_t* arr, weft_ndarray_t** out)
+"""
+function weft_ndarray_get_sparse_values(arr, out)
+    ccall(_fp_weft_ndarray_get_sparse_values[], Cint, (Ptr{weft_ndarray_t}, Ptr{Ptr{weft_ndarray_t}}), arr, out)
+end
+
+"""
+    weft_ndarray_get_aux(arr, i, out)
+
+A new handle on a sparse array's auxiliary array i (int64, dense), shared with it.
+
+C: weft_status_t weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_ndarray_t** out)
+"""
+function weft_ndarray_get_aux(arr, i, out)
+    ccall(_fp_weft_ndarray_get_aux[], Cint, (Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}), arr, i, out)
+end
+
+"""
+    weft_ndarray_cast_storage(arr, stype, out)
+
+The values of `arr` in storage type `stype` (0, 1 or 2), as a new array. Dense to csr
+needs a 2-D array; zeros (zero rows, for row_sparse) are not stored. Blocks until done.
+
+C: weft_status_t weft_ndarray_cast_storage(const weft_ndarray_t* arr, int stype, weft_ndarray_t** out)
+"""
+function weft_ndarray_cast_storage(arr, stype, out)
+    ccall(_fp_weft_ndarray_cast_storage[], Cint, (Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}), arr, stype, out)
 end
 
 """
@@ -2301,6 +2375,12 @@ const _SYMBOLS = (
     (:weft_ndarray_at, _fp_weft_ndarray_at),
     (:weft_ndarray_reshape, _fp_weft_ndarray_reshape),
     (:weft_ndarray_shares_memory, _fp_weft_ndarray_shares_memory),
+    (:weft_ndarray_create_sparse, _fp_weft_ndarray_create_sparse),
+    (:weft_ndarray_create_sparse_zeros, _fp_weft_ndarray_create_sparse_zeros),
+    (:weft_ndarray_get_storage_type, _fp_weft_ndarray_get_storage_type),
+    (:weft_ndarray_get_sparse_values, _fp_weft_ndarray_get_sparse_values),
+    (:weft_ndarray_get_aux, _fp_weft_ndarray_get_aux),
+    (:weft_ndarray_cast_storage, _fp_weft_ndarray_cast_storage),
     (:weft_wait_all, _fp_weft_wait_all),
     (:weft_ndarray_list_free, _fp_weft_ndarray_list_free),
     (:weft_ndarray_list_size, _fp_weft_ndarray_list_size),

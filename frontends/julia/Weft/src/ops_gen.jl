@@ -1839,6 +1839,27 @@ _contrib_box_non_maximum_suppression(args::NDArray...; kwargs...) = _invoke_op(_
 _contrib_box_non_maximum_suppression(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_non_maximum_suppression, args; kwargs...)
 _contrib_box_non_maximum_suppression(; kwargs...) = _call_op(_op__contrib_box_non_maximum_suppression; kwargs...)
 
+const _op__contrib_dequantize = OpDef("_contrib_dequantize", ["data", "min_range", "max_range"], false, "")
+"""
+    _contrib_dequantize(data, min_range, max_range; out_type=float32)
+
+Converts int8 or uint8 data with the float range it stands for (min_range, max_range) back to float32.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): An int8 or uint8 array
+- `min_range` (NDArray or SymbolicNode): The float the smallest integer stands for, shape (1,)
+- `max_range` (NDArray or SymbolicNode): The float the largest integer stands for, shape (1,)
+
+# Parameters
+- `out_type` ({'float32'}; default `float32`): The floating type of the output.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dequantize end
+_contrib_dequantize(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dequantize, args; kwargs...)
+_contrib_dequantize(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dequantize, args; kwargs...)
+_contrib_dequantize(; kwargs...) = _call_op(_op__contrib_dequantize; kwargs...)
+
 const _op__contrib_div_sqrt_dim = OpDef("_contrib_div_sqrt_dim", ["data"], false, "")
 """
     _contrib_div_sqrt_dim(data)
@@ -1956,6 +1977,50 @@ function _contrib_quadratic end
 _contrib_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quadratic, args; kwargs...)
 _contrib_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quadratic, args; kwargs...)
 _contrib_quadratic(; kwargs...) = _call_op(_op__contrib_quadratic; kwargs...)
+
+const _op__contrib_quantize_v2 = OpDef("_contrib_quantize_v2", ["data"], false, "")
+"""
+    _contrib_quantize_v2(data; out_type=int8, min_calib_range=None, max_calib_range=None)
+
+Quantizes float32 data to int8 (zero-centred) or uint8 over a calibrated or measured range; outputs the integers and the float range (min_range, max_range) they stand for.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): A float32 array
+
+# Parameters
+- `out_type` ({'auto', 'int8', 'uint8'}; default `int8`): The integer type of the output; 'auto' is uint8 for a calibrated minimum >= 0, else int8.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the input; without it the data's minimum is used.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the input; without it the data's maximum is used.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantize_v2 end
+_contrib_quantize_v2(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantize_v2, args; kwargs...)
+_contrib_quantize_v2(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize_v2, args; kwargs...)
+_contrib_quantize_v2(; kwargs...) = _call_op(_op__contrib_quantize_v2; kwargs...)
+
+const _op__contrib_requantize = OpDef("_contrib_requantize", ["data", "min_range", "max_range"], false, "")
+"""
+    _contrib_requantize(data, min_range, max_range; out_type=int8, min_calib_range=None, max_calib_range=None)
+
+Narrows int32 data (the result of a quantized product, with the float range it stands for) to int8 or uint8 over a calibrated range or the data's own.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): An int32 array
+- `min_range` (NDArray or SymbolicNode): The float the int32 minimum stands for, shape (1,)
+- `max_range` (NDArray or SymbolicNode): The float the int32 maximum stands for, shape (1,)
+
+# Parameters
+- `out_type` ({'auto', 'int8', 'uint8'}; default `int8`): The integer type of the output; 'auto' is uint8 for a calibrated minimum >= 0, else int8.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; without it the data's extreme value sets the range.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output; without it the data's extreme value sets the range.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_requantize end
+_contrib_requantize(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_requantize, args; kwargs...)
+_contrib_requantize(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_requantize, args; kwargs...)
+_contrib_requantize(; kwargs...) = _call_op(_op__contrib_requantize; kwargs...)
 
 const _op__contrib_round_ste = OpDef("_contrib_round_ste", ["data"], false, "")
 """
@@ -9854,12 +9919,15 @@ const _OPERATOR_NAMES = [
     "_contrib_box_iou",
     "_contrib_box_nms",
     "_contrib_box_non_maximum_suppression",
+    "_contrib_dequantize",
     "_contrib_div_sqrt_dim",
     "_contrib_gradientmultiplier",
     "_contrib_group_adagrad_update",
     "_contrib_index_array",
     "_contrib_index_copy",
     "_contrib_quadratic",
+    "_contrib_quantize_v2",
+    "_contrib_requantize",
     "_contrib_round_ste",
     "_contrib_sign_ste",
     "_copy",

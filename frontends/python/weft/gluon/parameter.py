@@ -75,9 +75,11 @@ class Parameter:
                  allow_deferred_init=False, differentiable=True, stype="default", grad_stype="default"):
         if grad_req not in ("write", "add", "null"):
             raise ValueError("Parameter '%s': grad_req must be 'write', 'add' or 'null', got %r" % (name, grad_req))
-        if stype != "default" or grad_stype != "default":
-            raise ValueError("Parameter '%s': only dense storage ('default') exists, got stype=%r grad_stype=%r"
+        if stype != "default" or grad_stype not in ("default", "row_sparse"):
+            raise ValueError("Parameter '%s': expected stype 'default' (sparse weights are not supported) and "
+                             "grad_stype 'default' or 'row_sparse', got stype=%r grad_stype=%r"
                              % (name, stype, grad_stype))
+        self._grad_stype = grad_stype
         self.name = name
         self._shape = None if shape is None else tuple(int(d) for d in ((shape,) if np.isscalar(shape) else shape))
         self.dtype = np.dtype(dtype).type
@@ -172,7 +174,11 @@ class Parameter:
             for arr in self._data.values():
                 autograd.mark_variables([arr], [None], "null")
             return
-        self._grad = OrderedDict((c, nd.zeros(a.shape, ctx=c, dtype=a.dtype)) for c, a in self._data.items())
+        if self._grad_stype == "row_sparse":
+            self._grad = OrderedDict((c, nd.sparse.zeros("row_sparse", a.shape, ctx=c, dtype=a.dtype))
+                                     for c, a in self._data.items())
+        else:
+            self._grad = OrderedDict((c, nd.zeros(a.shape, ctx=c, dtype=a.dtype)) for c, a in self._data.items())
         autograd.mark_variables(list(self._data.values()), list(self._grad.values()), self._grad_req)
 
     def _check_initialized(self, ctx=None):
@@ -220,12 +226,17 @@ class Parameter:
         self._check_initialized(ctx)
         if self._grad is None:
             raise RuntimeError("Parameter '%s' has no gradient: its grad_req is 'null'" % self.name)
+        if self._grad_stype == "row_sparse":
+            # A backward replaces a row_sparse gradient (it has no memory to write into).
+            return self._data[next(iter(self._data)) if ctx is None else ctx].grad
         return self._grad[next(iter(self._grad)) if ctx is None else ctx]
 
     def list_grad(self):
         self._check_initialized()
         if self._grad is None:
             raise RuntimeError("Parameter '%s' has no gradient: its grad_req is 'null'" % self.name)
+        if self._grad_stype == "row_sparse":
+            return [a.grad for a in self._data.values()]
         return list(self._grad.values())
 
     def list_ctx(self):
@@ -256,6 +267,9 @@ class Parameter:
     def zero_grad(self):
         """Sets the gradient arrays to 0."""
         if self._grad is None:
+            return
+        if self._grad_stype == "row_sparse":
+            self._init_grad()
             return
         for g in self._grad.values():
             g[:] = 0

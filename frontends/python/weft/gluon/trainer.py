@@ -43,6 +43,7 @@ class Trainer:
         self._last_drain = None
         self._since_drain = 0
         self._lists = None
+        self._sparse_grads = False
         self._lists_version = None
         self._init_optimizer(optimizer, optimizer_params or {})
 
@@ -110,8 +111,10 @@ class Trainer:
         version moved), since walking every parameter at each step costs more than a small
         network's update."""
         version = arrays_version()
-        if self._lists is None or self._lists_version != version:
+        # Row-sparse gradients are new arrays after every backward: no caching then.
+        if self._lists is None or self._lists_version != version or self._sparse_grads:
             trained = [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+            self._sparse_grads = any(p._grad_stype != "default" for _, p in trained)
             per_ctx = [(i, p.list_grad(), p.list_data()) for i, p in trained]
             self._lists = [(ctx, [i for i, _, _ in per_ctx], [g[k] for _, g, _ in per_ctx],
                             [w[k] for _, _, w in per_ctx]) for k, ctx in enumerate(self._contexts())]
@@ -147,6 +150,10 @@ class Trainer:
     _MAX_DEPTH = 5
 
     def _update(self, ignore_stale_grad):
+        # contrib.amp.init_trainer's loss scaler: a step whose gradients overflowed is skipped.
+        scaler = getattr(self, "_amp_loss_scaler", None)
+        if scaler is not None and scaler.has_overflow(self._params):
+            return
         # The engine runs behind Python. Imperative code allocates new arrays at every call,
         # so a loop that never reads a value would queue step after step and hold all their
         # memory: once `_depth` steps are in flight, a step waits until the engine has

@@ -18,6 +18,9 @@ from . import contrib, linalg, image  # noqa: E402  (filled from the operators p
 
 from . import random  # noqa: E402  (its samplers call the generated operators)
 
+from . import sparse  # noqa: E402  (csr and row_sparse arrays; after the operators it uses)
+from .sparse import cast_storage, CSRNDArray, RowSparseNDArray  # noqa: E402
+
 
 def _elementwise_pair(array_op, scalar_op):
     def fn(lhs, rhs):

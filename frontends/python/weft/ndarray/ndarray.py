@@ -208,6 +208,11 @@ class NDArray(_fast.NDArrayBase):
     def stype(self):
         return "default"
 
+    def tostype(self, stype):
+        """The values in storage type `stype` ('default' copies; 'csr', 'row_sparse')."""
+        from .sparse import cast_storage  # pylint: disable=import-outside-toplevel
+        return cast_storage(self, stype)
+
     @property
     def T(self):
         if self.ndim > 2:
@@ -456,17 +461,20 @@ class NDArray(_fast.NDArrayBase):
     # ---------------------------------------------------------------- autograd
     def attach_grad(self, grad_req="write", stype=None):
         """Marks this array as a variable for autograd, with a zero gradient array of its shape
-        ('write' overwrites it at each backward, 'add' accumulates, 'null' computes none)."""
-        if stype not in (None, "default"):
-            raise ValueError("attach_grad: only dense gradients (stype 'default') exist, got %r" % (stype,))
-        grad = zeros(self.shape, ctx=self.context, dtype=self.dtype)
+        ('write' overwrites it at each backward, 'add' accumulates, 'null' computes none).
+        A 'row_sparse' gradient holds only the rows the backward reached."""
+        if stype in (None, "default"):
+            grad = zeros(self.shape, ctx=self.context, dtype=self.dtype)
+        else:
+            from .sparse import zeros as sparse_zeros  # pylint: disable=import-outside-toplevel
+            grad = sparse_zeros(stype, self.shape, ctx=self.context, dtype=self.dtype)
         _api.weft_autograd_mark_variables(1, [self], [grad_req], [grad])
 
     @property
     def grad(self):
         """The gradient array attached by attach_grad (None if none)."""
         h = _api.weft_ndarray_get_grad(self)
-        return None if h is None else NDArray(h)
+        return None if h is None else _new_by_stype(h)
 
     def backward(self, out_grad=None, retain_graph=False, train_mode=True):
         """Computes the gradient of this array with respect to the marked variables."""
@@ -519,7 +527,7 @@ class NDArray(_fast.NDArrayBase):
 
 
 def _from_raw_bytes(data):
-    return NDArray(_api.weft_ndarray_load_raw_bytes(data))
+    return _new_by_stype(_api.weft_ndarray_load_raw_bytes(data))
 
 
 def _assign(view, value):
@@ -651,10 +659,18 @@ def waitall():
 
 
 # -------------------------------------------------------------------- files
+def _new_by_stype(handle):
+    # Loaded arrays may be sparse (MXNet's files hold csr and row_sparse records).
+    if _api.weft_ndarray_get_storage_type(handle) > 0:
+        from .sparse import _wrap  # pylint: disable=import-outside-toplevel
+        return _wrap(handle)
+    return NDArray(handle)
+
+
 def _list_from_handle(lst):
     try:
         n = _api.weft_ndarray_list_size(lst)
-        arrays = [NDArray(_api.weft_ndarray_list_get(lst, i)) for i in range(n)]
+        arrays = [_new_by_stype(_api.weft_ndarray_list_get(lst, i)) for i in range(n)]
         if _api.weft_ndarray_list_has_names(lst):
             return {_api.weft_ndarray_list_name(lst, i): arrays[i] for i in range(n)}
         return arrays

@@ -294,6 +294,11 @@ class SGD(Optimizer):
         if self.momentum > 0:
             kwargs["momentum"] = self.momentum
         n = len(weights)
+        if n > 1 and any(g.stype != "default" for g in grads):
+            # Row-sparse gradients take the single-weight updates (lazy: only their rows).
+            for k in range(n):
+                self._update_one(weights[k], grads[k], states[k], lrs[k], wds[k], kwargs, multi_precision)
+            return
         if n > 1:
             # Formatted here once: the generic parameter formatting costs more than the
             # update itself for small parameters.
@@ -313,7 +318,9 @@ class SGD(Optimizer):
                 args = [x for w, g in zip(weights, grads) for x in (w, g)]
                 nd.multi_sgd_update(*args, out=list(weights), num_weights=n, lrs=lrs, wds=wds, **kwargs)
             return
-        w, g, state, lr, wd = weights[0], grads[0], states[0], lrs[0], wds[0]
+        self._update_one(weights[0], grads[0], states[0], lrs[0], wds[0], kwargs, multi_precision)
+
+    def _update_one(self, w, g, state, lr, wd, kwargs, multi_precision):
         if multi_precision:
             mom, w32 = state
             if mom is not None:

@@ -45,3 +45,6 @@ def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr, eta, be
     return _ops.get("_mp_adamw_update")(weight, grad, mean, var, weight32, _rescale_symbol(rescale_grad), lr=lr,
                                         eta=eta, beta1=beta1, beta2=beta2, epsilon=epsilon, wd=wd,
                                         clip_gradient=clip_gradient, name=name, **kwargs)
+
+
+from .control_flow import cond, foreach, while_loop  # noqa: E402  (traced into Custom nodes)

@@ -536,6 +536,13 @@ mx.symbol.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NUL
   .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.dequantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dequantize", list(data, min_range, max_range), c(out_type = .weft_param(out_type)), NULL, out)
+}
+mx.symbol.internal.contrib.dequantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dequantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_div_sqrt_dim", list(data), c(), NULL, out)
 }
@@ -576,6 +583,20 @@ mx.nd.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c 
 }
 mx.symbol.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_quadratic", list(data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantize_v2", list(data), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantize_v2", list(data = data), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.requantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_requantize", list(data, min_range, max_range), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.requantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_requantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.round.ste <- function(data = NULL, out = NULL) {

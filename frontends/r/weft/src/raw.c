@@ -466,6 +466,86 @@ SEXP weft_r_ndarray_shares_memory(SEXP s_a, SEXP s_b) {
   return result;
 }
 
+SEXP weft_r_ndarray_create_sparse(SEXP s_stype, SEXP s_shape, SEXP s_values, SEXP s_aux) {
+  int stype = weft_r_int(s_stype, "stype");
+  int len_shape = 0;
+  const int64_t* shape = weft_r_int64s(s_shape, &len_shape, "shape");
+  int ndim = -1;
+  const weft_ndarray_t* values = (const weft_ndarray_t*)weft_r_handle(s_values, "weft_ndarray_t", "values");
+  int num_aux = -1;
+  int len_aux = 0;
+  weft_ndarray_t* const* aux = (weft_ndarray_t* const*)weft_r_handles(s_aux, &len_aux, "weft_ndarray_t", "aux");
+  weft_ndarray_t* out = NULL;
+  weft_r_count(&ndim, len_shape, Rf_isNull(s_shape), "ndim", "shape");
+  if (ndim < 0) ndim = 0;
+  weft_r_count(&num_aux, len_aux, Rf_isNull(s_aux), "num_aux", "aux");
+  if (num_aux < 0) num_aux = 0;
+  weft_status_t status = weft_ndarray_create_sparse(stype, shape, ndim, values, num_aux, aux, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_create_sparse");
+  SEXP result = PROTECT(weft_r_wrap_ndarray((weft_ndarray_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_ndarray_create_sparse_zeros(SEXP s_stype, SEXP s_shape, SEXP s_dtype, SEXP s_ctx) {
+  int stype = weft_r_int(s_stype, "stype");
+  int len_shape = 0;
+  const int64_t* shape = weft_r_int64s(s_shape, &len_shape, "shape");
+  int ndim = -1;
+  int dtype = weft_r_int(s_dtype, "dtype");
+  weft_context_t ctx = weft_r_context(s_ctx);
+  weft_ndarray_t* out = NULL;
+  weft_r_count(&ndim, len_shape, Rf_isNull(s_shape), "ndim", "shape");
+  if (ndim < 0) ndim = 0;
+  weft_status_t status = weft_ndarray_create_sparse_zeros(stype, shape, ndim, dtype, ctx, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_create_sparse_zeros");
+  SEXP result = PROTECT(weft_r_wrap_ndarray((weft_ndarray_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_ndarray_get_storage_type(SEXP s_arr) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  int out = 0;
+  weft_status_t status = weft_ndarray_get_storage_type(arr, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_get_storage_type");
+  SEXP result = PROTECT(ScalarInteger(out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_ndarray_get_sparse_values(SEXP s_arr) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  weft_ndarray_t* out = NULL;
+  weft_status_t status = weft_ndarray_get_sparse_values(arr, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_get_sparse_values");
+  SEXP result = PROTECT(weft_r_wrap_ndarray((weft_ndarray_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_ndarray_get_aux(SEXP s_arr, SEXP s_i) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  int i = weft_r_int(s_i, "i");
+  weft_ndarray_t* out = NULL;
+  weft_status_t status = weft_ndarray_get_aux(arr, i, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_get_aux");
+  SEXP result = PROTECT(weft_r_wrap_ndarray((weft_ndarray_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_ndarray_cast_storage(SEXP s_arr, SEXP s_stype) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  int stype = weft_r_int(s_stype, "stype");
+  weft_ndarray_t* out = NULL;
+  weft_status_t status = weft_ndarray_cast_storage(arr, stype, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_cast_storage");
+  SEXP result = PROTECT(weft_r_wrap_ndarray((weft_ndarray_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
 SEXP weft_r_wait_all(void) {
   weft_status_t status = weft_wait_all();
   if (status != WEFT_OK) weft_r_raise(status, "weft_wait_all");
@@ -2120,6 +2200,12 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_ndarray_at", (DL_FUNC)&weft_r_ndarray_at, 2},
   {"C_weft_ndarray_reshape", (DL_FUNC)&weft_r_ndarray_reshape, 2},
   {"C_weft_ndarray_shares_memory", (DL_FUNC)&weft_r_ndarray_shares_memory, 2},
+  {"C_weft_ndarray_create_sparse", (DL_FUNC)&weft_r_ndarray_create_sparse, 4},
+  {"C_weft_ndarray_create_sparse_zeros", (DL_FUNC)&weft_r_ndarray_create_sparse_zeros, 4},
+  {"C_weft_ndarray_get_storage_type", (DL_FUNC)&weft_r_ndarray_get_storage_type, 1},
+  {"C_weft_ndarray_get_sparse_values", (DL_FUNC)&weft_r_ndarray_get_sparse_values, 1},
+  {"C_weft_ndarray_get_aux", (DL_FUNC)&weft_r_ndarray_get_aux, 2},
+  {"C_weft_ndarray_cast_storage", (DL_FUNC)&weft_r_ndarray_cast_storage, 2},
   {"C_weft_wait_all", (DL_FUNC)&weft_r_wait_all, 0},
   {"C_weft_ndarray_list_free", (DL_FUNC)&weft_r_ndarray_list_free, 1},
   {"C_weft_ndarray_list_size", (DL_FUNC)&weft_r_ndarray_list_size, 1},

@@ -187,11 +187,10 @@ class Embedding(HybridBlock):
 
     def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None, sparse_grad=False, **kwargs):
         super().__init__(**kwargs)
-        if sparse_grad:
-            raise ValueError("Embedding: sparse gradients are not supported; use sparse_grad=False")
-        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype}
+        self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype, "sparse_grad": sparse_grad}
         self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer, dtype=dtype,
-                                      allow_deferred_init=True)
+                                      allow_deferred_init=True,
+                                      grad_stype="row_sparse" if sparse_grad else "default")
 
     @_fixed_graph
     def hybrid_forward(self, F, x, weight):

@@ -1,0 +1,98 @@
+#include "core/imperative/sparse_update.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/base/error.h"
+#include "core/imperative/imperative.h"
+
+namespace weft {
+namespace imperative {
+
+namespace {
+
+bool IsLazyUpdateOp(const std::string& name) {
+  return name == "sgd_update" || name == "sgd_mom_update" || name == "mp_sgd_update" || name == "mp_sgd_mom_update" ||
+         name == "adam_update";
+}
+
+bool LazyFlag(const NodeAttrs& attrs) {
+  for (const auto& [key, v] : attrs.dict)
+    if (key == "lazy_update") return !(v == "0" || v == "false" || v == "False");
+  return true;  // MXNet's default
+}
+
+// Host pointer to the start of a dense CPU array, after every pending read and write.
+char* HostPtr(const NDArray& a) {
+  a.WaitToWrite();
+  return static_cast<char*>(a.data().dptr);
+}
+
+}  // namespace
+
+bool LazyRowSparseUpdate(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
+                         bool is_train) {
+  if (attrs.op == nullptr || !IsLazyUpdateOp(attrs.op->name) || inputs.size() < 2) return false;
+  const NDArray& grad = inputs[1];
+  if (grad.stype() != StorageType::kRowSparse || !LazyFlag(attrs)) return false;
+  const NDArray& weight = inputs[0];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i == 1) continue;
+    if (inputs[i].is_sparse() || inputs[i].ctx().is_gpu()) return false;  // the dense fallback serves these
+    WEFT_CHECK(inputs[i].shape() == weight.shape(), kShape, attrs.op->name, ": expected input ", i, " of shape ",
+               weight.shape().ToString(), " (the weight's), got ", inputs[i].shape().ToString());
+  }
+  if (!outputs->empty() && (outputs->at(0).is_sparse() || outputs->at(0).ctx().is_gpu())) return false;
+  WEFT_CHECK(grad.shape() == weight.shape(), kShape, attrs.op->name, ": expected a gradient of shape ",
+             weight.shape().ToString(), " (the weight's), got ", grad.shape().ToString());
+  WEFT_CHECK(weight.shape().ndim() >= 1, kShape, attrs.op->name, ": a row_sparse gradient needs a weight of at least 1 dimension");
+
+  const NDArray& idx_arr = grad.aux(0);
+  std::vector<int64_t> rows(static_cast<size_t>(idx_arr.Size()));
+  idx_arr.SyncCopyToCPU(rows.data(), rows.size() * sizeof(int64_t));
+  const int64_t k = static_cast<int64_t>(rows.size());
+  Shape compact_shape = weight.shape();
+  compact_shape[0] = k;
+
+  // Gathers the stored rows of every dense input (the gradient's values are already compact).
+  std::vector<NDArray> compact(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i == 1) {
+      compact[i] = grad.sparse_values();
+      continue;
+    }
+    const NDArray& full = inputs[i];
+    size_t row_bytes = static_cast<size_t>(full.shape().ProdRange(1, full.shape().ndim())) * DTypeSize(full.dtype());
+    compact[i] = NDArray(compact_shape, full.ctx(), full.dtype());
+    const char* src = HostPtr(full);
+    char* dst = HostPtr(compact[i]);
+    for (int64_t j = 0; j < k; ++j) std::memcpy(dst + j * row_bytes, src + rows[j] * row_bytes, row_bytes);
+  }
+  NDArray new_rows(compact_shape, weight.ctx(), weight.dtype());
+  std::vector<NDArray> compact_out{new_rows};
+  Invoke(attrs, compact, &compact_out, nullptr, nullptr, is_train);
+
+  // Writes the updated rows back: the weight into the output, mutated states in place.
+  if (outputs->empty() || outputs->at(0).is_none()) {
+    outputs->assign(1, weight.Copy(weight.ctx()));
+  } else {
+    WEFT_CHECK(outputs->at(0).shape() == weight.shape() && outputs->at(0).dtype() == weight.dtype(), kShape,
+               attrs.op->name, ": expected an output of shape ", weight.shape().ToString(), " ",
+               DTypeName(weight.dtype()), ", got ", outputs->at(0).shape().ToString(), " ",
+               DTypeName(outputs->at(0).dtype()));
+  }
+  auto scatter = [&](const NDArray& from, const NDArray& to) {
+    size_t row_bytes = static_cast<size_t>(to.shape().ProdRange(1, to.shape().ndim())) * DTypeSize(to.dtype());
+    const char* src = HostPtr(from);
+    char* dst = HostPtr(to);
+    for (int64_t j = 0; j < k; ++j) std::memcpy(dst + rows[j] * row_bytes, src + j * row_bytes, row_bytes);
+  };
+  scatter(compact_out[0], outputs->at(0));
+  static const auto& mutate = Op::GetAttr<FMutateInputs>("FMutateInputs");
+  if (mutate.Contains(attrs.op))
+    for (int i : mutate[attrs.op](attrs)) scatter(compact[i], inputs[i]);
+  return true;
+}
+
+}  // namespace imperative
+}  // namespace weft
