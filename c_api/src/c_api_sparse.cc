@@ -83,4 +83,20 @@ weft_status_t weft_ndarray_cast_storage(const weft_ndarray_t* arr, int stype, we
   WEFT_API_END
 }
 
+weft_status_t weft_ndarray_sparse_assign(weft_ndarray_t* dst, const weft_ndarray_t* src) {
+  WEFT_API_BEGIN
+  NDArray& d = WEFT_ARR(dst);
+  const NDArray& s = WEFT_ARR(src);
+  WEFT_CHECK(d.is_sparse() && s.is_sparse(), kValue, __func__, ": expected sparse 'dst' and 'src', got ",
+             StorageTypeName(d.stype()), " and ", StorageTypeName(s.stype()));
+  WEFT_CHECK(d.stype() == s.stype() && d.shape() == s.shape() && d.dtype() == s.dtype(), kValue, __func__,
+             ": expected 'src' of dst's storage type, shape and dtype (", StorageTypeName(d.stype()), " ",
+             d.shape().ToString(), " ", DTypeName(d.dtype()), "), got ", StorageTypeName(s.stype()), " ",
+             s.shape().ToString(), " ", DTypeName(s.dtype()));
+  NDArray copy = s;
+  copy.set_ag(d.ag_node(), d.ag_index());
+  d = copy;
+  WEFT_API_END
+}
+
 }  // extern "C"

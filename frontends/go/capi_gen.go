@@ -303,6 +303,16 @@ static gw_result gw_weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_
   return r;
 }
 
+static gw_result gw_weft_ndarray_sparse_assign(weft_ndarray_t* dst, const weft_ndarray_t* src) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_sparse_assign(dst, src);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_cast_storage(const weft_ndarray_t* arr, int stype, weft_ndarray_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_cast_storage(arr, stype, out);
@@ -2377,6 +2387,18 @@ func weft_ndarray_get_aux(p_arr *C.weft_ndarray_t, p_i C.int, p_out **C.weft_nda
 	r := C.gw_weft_ndarray_get_aux(p_arr, p_i, p_out)
 	if r.status != 0 {
 		return newCError(r, "weft_ndarray_get_aux")
+	}
+	return nil
+}
+
+// weft_ndarray_sparse_assign calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_sparse_assign(p_dst *C.weft_ndarray_t, p_src *C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_sparse_assign(p_dst, p_src)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_sparse_assign")
 	}
 	return nil
 }

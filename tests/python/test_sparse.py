@@ -360,3 +360,66 @@ def test_gluon_parameter_storage_types():
         gluon.Parameter("q", shape=(2,), grad_stype="csr")
     with pytest.raises(ValueError, match="sparse weights are not supported"):
         gluon.Parameter("r", shape=(2, 2), stype="row_sparse")
+
+
+def test_kvstore_row_sparse_pull_and_sparse_push():
+    kv = mx.kv.create("local")
+    w0 = np.arange(24, dtype=np.float32).reshape(6, 4)
+    kv.init("w", nd.array(w0))
+    out = nd.sparse.zeros("row_sparse", (6, 4))
+    kv.row_sparse_pull("w", out=out, row_ids=nd.array([4, 1, 4], dtype="int64"))
+    assert out.stype == "row_sparse"
+    np.testing.assert_array_equal(out.indices.asnumpy(), [1, 4])
+    want = np.zeros_like(w0)
+    want[[1, 4]] = w0[[1, 4]]
+    np.testing.assert_array_equal(out.asnumpy(), want)
+    # A row_sparse push replaces the stored value (no updater) with its dense equivalent.
+    g, g_dense = _rsp_grad((6, 4), [0, 5], 14)
+    kv.push("w", g)
+    full = nd.zeros((6, 4))
+    kv.pull("w", out=full)
+    np.testing.assert_allclose(full.asnumpy(), g_dense, rtol=1e-6)
+    with pytest.raises(TypeError, match="RowSparseNDArray"):
+        kv.row_sparse_pull("w", out=nd.zeros((6, 4)), row_ids=nd.array([1]))
+    with pytest.raises(IndexError, match="row ids"):
+        kv.row_sparse_pull("w", out=out, row_ids=nd.array([9]))
+    with pytest.raises(mx.base.MXNetError, match="expected 'src' of dst's storage type"):
+        mx.base._api.weft_ndarray_sparse_assign(out, nd.sparse.zeros("row_sparse", (5, 4)))
+
+
+def test_libsvm_iter_gives_csr_batches(tmp_path):
+    rng = np.random.RandomState(15)
+    dense = (rng.rand(7, 5) * (rng.rand(7, 5) > 0.6)).astype(np.float32)
+    labels = rng.randint(0, 2, size=7).astype(np.float32)
+    path = tmp_path / "d.libsvm"
+    with open(path, "w") as f:
+        for row, y in zip(dense, labels):
+            f.write("%g %s\n" % (y, " ".join("%d:%r" % (j, float(v)) for j, v in enumerate(row) if v != 0)))
+    it = mx.io.LibSVMIter(data_libsvm=str(path), data_shape=(5,), batch_size=3, round_batch=False)
+    batches = list(it)
+    assert all(b.data[0].stype == "csr" for b in batches)
+    assert all(b.label[0].stype == "default" for b in batches)
+    np.testing.assert_allclose(np.concatenate([b.data[0].asnumpy() for b in batches])[:7], dense, rtol=1e-6)
+    np.testing.assert_array_equal(np.concatenate([b.label[0].asnumpy() for b in batches])[:7], labels)
+
+
+def test_ndarray_iter_with_csr_data():
+    dense = _rand_dense((10, 4), 0.5, 16)
+    labels = np.arange(10, dtype=np.float32)
+    it = mx.io.NDArrayIter(nd.sparse.csr_matrix(dense), labels, batch_size=3, last_batch_handle="discard")
+    batches = list(it)
+    assert len(batches) == 3
+    for k, b in enumerate(batches):
+        assert b.data[0].stype == "csr" and b.data[0].shape == (3, 4)
+        np.testing.assert_array_equal(b.data[0].asnumpy(), dense[3 * k:3 * k + 3])
+        np.testing.assert_array_equal(b.label[0].asnumpy(), labels[3 * k:3 * k + 3])
+    np.random.seed(1)
+    shuffled = mx.io.NDArrayIter(nd.sparse.csr_matrix(dense), labels, batch_size=5, shuffle=True,
+                                 last_batch_handle="discard")
+    for b in shuffled:
+        assert b.data[0].stype == "csr"
+        # Each sample keeps its label through the shuffle.
+        rows = b.label[0].asnumpy().astype(int)
+        np.testing.assert_array_equal(b.data[0].asnumpy(), dense[rows])
+    with pytest.raises(NotImplementedError, match="discard"):
+        mx.io.NDArrayIter(nd.sparse.csr_matrix(dense), labels, batch_size=3)

@@ -131,6 +131,8 @@ HANDLES_BY_FN = {
     ("weft_symbol_compose", "sym"): "fx.NewAtomic()",
     ("weft_ndarray_get_sparse_values", "arr"): "fx.rsp",
     ("weft_ndarray_get_aux", "arr"): "fx.rsp",
+    ("weft_ndarray_sparse_assign", "dst"): "fx.rsp",
+    ("weft_ndarray_sparse_assign", "src"): "fx.rsp",
     ("weft_image_encode", "img"): "fx.image",
     ("weft_image_resize", "img"): "fx.image",
     ("weft_recordio_write", "rec"): "fx.recordio_writer",

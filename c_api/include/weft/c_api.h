@@ -203,6 +203,10 @@ WEFT_API weft_status_t weft_ndarray_get_storage_type(const weft_ndarray_t* arr, 
 WEFT_API weft_status_t weft_ndarray_get_sparse_values(const weft_ndarray_t* arr, weft_ndarray_t** out);
 /* A new handle on a sparse array's auxiliary array i (int64, dense), shared with it. */
 WEFT_API weft_status_t weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_ndarray_t** out);
+/* Makes the sparse array behind handle `dst` hold the contents of `src` (both sparse, of one
+ * storage type, shape and dtype; the parts are shared, not copied). Other handles keep what
+ * they held. This is how a front end fills an existing sparse array (a row_sparse pull). */
+WEFT_API weft_status_t weft_ndarray_sparse_assign(weft_ndarray_t* dst, const weft_ndarray_t* src);
 /* The values of `arr` in storage type `stype` (0, 1 or 2), as a new array. Dense to csr
  * needs a 2-D array; zeros (zero rows, for row_sparse) are not stored. Blocks until done. */
 WEFT_API weft_status_t weft_ndarray_cast_storage(const weft_ndarray_t* arr, int stype, weft_ndarray_t** out);

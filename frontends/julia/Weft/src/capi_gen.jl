@@ -145,6 +145,7 @@ const _fp_weft_ndarray_create_sparse_zeros = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_storage_type = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_sparse_values = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_aux = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_sparse_assign = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_cast_storage = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_wait_all = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_list_free = Ref{Ptr{Cvoid}}(C_NULL)
@@ -608,6 +609,19 @@ C: weft_status_t weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_nda
 """
 function weft_ndarray_get_aux(arr, i, out)
     ccall(_fp_weft_ndarray_get_aux[], Cint, (Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}), arr, i, out)
+end
+
+"""
+    weft_ndarray_sparse_assign(dst, src)
+
+Makes the sparse array behind handle `dst` hold the contents of `src` (both sparse, of one
+storage type, shape and dtype; the parts are shared, not copied). Other handles keep what
+they held. This is how a front end fills an existing sparse array (a row_sparse pull).
+
+C: weft_status_t weft_ndarray_sparse_assign(weft_ndarray_t* dst, const weft_ndarray_t* src)
+"""
+function weft_ndarray_sparse_assign(dst, src)
+    ccall(_fp_weft_ndarray_sparse_assign[], Cint, (Ptr{weft_ndarray_t}, Ptr{weft_ndarray_t}), dst, src)
 end
 
 """
@@ -2380,6 +2394,7 @@ const _SYMBOLS = (
     (:weft_ndarray_get_storage_type, _fp_weft_ndarray_get_storage_type),
     (:weft_ndarray_get_sparse_values, _fp_weft_ndarray_get_sparse_values),
     (:weft_ndarray_get_aux, _fp_weft_ndarray_get_aux),
+    (:weft_ndarray_sparse_assign, _fp_weft_ndarray_sparse_assign),
     (:weft_ndarray_cast_storage, _fp_weft_ndarray_cast_storage),
     (:weft_wait_all, _fp_weft_wait_all),
     (:weft_ndarray_list_free, _fp_weft_ndarray_list_free),

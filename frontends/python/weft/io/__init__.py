@@ -10,7 +10,7 @@ LibSVMIter, ImageRecordIter, ...), generated here from the registry with its doc
 from ..base import _api
 from ..ndarray.ndarray import _param_str
 from .io import (DataDesc, DataBatch, DataIter, NDArrayIter, ResizeIter, PrefetchingIter, MXDataIter,  # noqa: F401
-                 _init_data)
+                 LibSVMDataIter, _init_data)
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ResizeIter", "PrefetchingIter", "MXDataIter"]
 
@@ -41,6 +41,9 @@ def _make_creator(name):
         keys = list(kwargs.keys())
         vals = [_param_str(kwargs[k]) for k in keys]
         handle = _api.weft_dataiter_create(name, len(keys), keys, vals)
+        if name == "LibSVMIter":
+            csr_label = kwargs.get("label_libsvm", "NULL") not in (None, "NULL")
+            return LibSVMDataIter(handle, csr_label=csr_label, **names)
         return MXDataIter(handle, **names)
 
     creator.__name__ = name

@@ -9,6 +9,7 @@ import numpy as np
 from ..base import _api
 from ..ndarray import NDArray, array
 from ..ndarray import ndarray as _nd_impl
+from ..ndarray import sparse as _sparse
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "ResizeIter", "PrefetchingIter", "MXDataIter"]
 
@@ -343,6 +344,13 @@ def _init_data(data, allow_empty, default_name):
     return out
 
 
+def _reordered(v, idx):
+    """The samples of `v` in the order `idx`, in v's storage type."""
+    if isinstance(v, _sparse.CSRNDArray):
+        return _sparse.csr_matrix(v.asnumpy()[idx], ctx=v.context)
+    return array(v.asnumpy()[idx], ctx=v.context)
+
+
 class NDArrayIter(DataIter):
     """Iterates over in-memory arrays (NDArray or numpy; an array, a list or a dict of them
     for data and for label), batch_size samples at a time along the first axis.
@@ -366,6 +374,11 @@ class NDArrayIter(DataIter):
             raise ValueError("NDArrayIter: batch_size must be positive, got %r" % (batch_size,))
         self.data = _init_data(data, allow_empty=False, default_name=data_name)
         self.label = _init_data(label, allow_empty=True, default_name=label_name)
+        if (any(isinstance(v, _sparse.CSRNDArray) for _, v in self.data + self.label)
+                and last_batch_handle != "discard"):
+            # Batches of csr rows are row slices; padding or carrying over would join them.
+            raise NotImplementedError("NDArrayIter: CSRNDArray data or label needs last_batch_handle='discard', "
+                                      "got %r" % (last_batch_handle,))
         n = self.data[0][1].shape[0]
         for k, v in self.data + self.label:
             if v.shape[0] != n:
@@ -474,8 +487,8 @@ class NDArrayIter(DataIter):
     def _shuffle_data(self):
         # The permutation composes with the previous ones, as MXNet's does.
         np.random.shuffle(self.idx)
-        self.data = [(k, array(v.asnumpy()[self.idx], ctx=v.context)) for k, v in self.data]
-        self.label = [(k, array(v.asnumpy()[self.idx], ctx=v.context)) for k, v in self.label]
+        self.data = [(k, _reordered(v, self.idx)) for k, v in self.data]
+        self.label = [(k, _reordered(v, self.idx)) for k, v in self.label]
 
 
 class MXDataIter(DataIter):
@@ -539,3 +552,19 @@ class MXDataIter(DataIter):
 
     def getpad(self):
         return _api.weft_dataiter_get_pad(self.handle)
+
+
+class LibSVMDataIter(MXDataIter):
+    """LibSVMIter's batches as MXNet gives them: csr data, and csr labels when the labels
+    come from a second LibSVM file (dense ones otherwise). The C++ iterator fills dense
+    batches; they are converted here."""
+
+    def __init__(self, handle, csr_label=False, **kwargs):
+        super(LibSVMDataIter, self).__init__(handle, **kwargs)
+        self._csr_label = csr_label
+
+    def _arrays(self, is_label):
+        arrays = super(LibSVMDataIter, self)._arrays(is_label)
+        if is_label and not self._csr_label:
+            return arrays
+        return [_sparse.cast_storage(a, "csr") if a.ndim == 2 else a for a in arrays]

@@ -8,7 +8,10 @@ the pulled arrays waits.
 import atexit
 import weakref
 
+import numpy as np
+
 from ..base import _api, atomic_write
+from .. import ndarray as nd
 from ..ndarray.ndarray import NDArray
 from . import optimizer_wire
 from .base import KVStoreBase
@@ -47,6 +50,13 @@ def _flatten(key, value, what):
         return keys, vals
     vs = _as_list(value, what)
     return [_key_text(key)] * len(vs), vs
+
+
+def _dense(values):
+    """The stores keep dense values: sparse ones (row_sparse gradients) are pushed densely."""
+    if all(v.stype == "default" for v in values):
+        return values
+    return [v if v.stype == "default" else v.tostype("default") for v in values]
 
 
 def _key_back(text):
@@ -91,12 +101,14 @@ class KVStore(object):
     def init(self, key, value):
         """Initialises key(s) with value(s): an int or str key and an NDArray, or lists."""
         keys, vals = _flatten(key, value, "init")
+        vals = _dense(vals)
         _api.weft_kvstore_init(self.handle, len(keys), keys, vals)
 
     def push(self, key, value, priority=0):
         """Pushes value(s): per key an NDArray or a list of NDArrays (one per device),
         which are summed; the sum updates the stored value (through the updater, if set)."""
         keys, vals = _flatten(key, value, "push")
+        vals = _dense(vals)
         _api.weft_kvstore_push(self.handle, len(keys), keys, vals, priority)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
@@ -105,6 +117,32 @@ class KVStore(object):
             raise ValueError("kvstore pull: 'out' is required")
         keys, outs = _flatten(key, out, "pull")
         _api.weft_kvstore_pull(self.handle, len(keys), keys, outs, priority)
+
+    def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
+        """Pulls only the rows `row_ids` (an NDArray of indices, or one per `out`) of key(s)'
+        stored value(s) into RowSparseNDArray(s) `out`: afterwards `out` stores exactly those
+        rows (sorted, without repeats). The stored value is read whole, then the rows kept."""
+        from ..ndarray import sparse  # pylint: disable=import-outside-toplevel
+        if out is None or row_ids is None:
+            raise ValueError("kvstore row_sparse_pull: 'out' and 'row_ids' are required")
+        keys, outs = _flatten(key, out, "row_sparse_pull")
+        ids = row_ids if isinstance(row_ids, (list, tuple)) else [row_ids] * len(outs)
+        if len(ids) != len(outs):
+            raise ValueError("kvstore row_sparse_pull: expected one row_ids per output (%d), got %d"
+                             % (len(outs), len(ids)))
+        for k, o, r in zip(keys, outs, ids):
+            if not isinstance(o, sparse.RowSparseNDArray):
+                raise TypeError("kvstore row_sparse_pull: expected RowSparseNDArray outputs, got %s"
+                                % type(o).__name__)
+            full = nd.zeros(o.shape, ctx=o.context, dtype=o.dtype)
+            _api.weft_kvstore_pull(self.handle, 1, [k], [full], priority)
+            rows = np.unique(r.asnumpy().astype(np.int64))
+            if rows.size and (rows[0] < 0 or rows[-1] >= o.shape[0]):
+                raise IndexError("kvstore row_sparse_pull: row ids must be in [0, %d), got %s..%s"
+                                 % (o.shape[0], rows[0], rows[-1]))
+            vals = nd.take(full, nd.array(rows, ctx=o.context, dtype="int64"), axis=0)
+            got = sparse.row_sparse_array((vals, rows), shape=o.shape, ctx=o.context)
+            _api.weft_ndarray_sparse_assign(o, got)
 
     def pushpull(self, key, value, out=None, priority=0):
         """Push then pull in one call; without ``out`` the pulled value goes into ``value``."""

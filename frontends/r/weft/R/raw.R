@@ -31,6 +31,7 @@ weft_ndarray_create_sparse_zeros <- function(stype, shape, dtype, ctx) .Call(C_w
 weft_ndarray_get_storage_type <- function(arr) .Call(C_weft_ndarray_get_storage_type, arr)
 weft_ndarray_get_sparse_values <- function(arr) .Call(C_weft_ndarray_get_sparse_values, arr)
 weft_ndarray_get_aux <- function(arr, i) .Call(C_weft_ndarray_get_aux, arr, i)
+weft_ndarray_sparse_assign <- function(dst, src) .Call(C_weft_ndarray_sparse_assign, dst, src)
 weft_ndarray_cast_storage <- function(arr, stype) .Call(C_weft_ndarray_cast_storage, arr, stype)
 weft_wait_all <- function() .Call(C_weft_wait_all)
 weft_ndarray_list_free <- function(list) .Call(C_weft_ndarray_list_free, list)

@@ -535,6 +535,14 @@ SEXP weft_r_ndarray_get_aux(SEXP s_arr, SEXP s_i) {
   return result;
 }
 
+SEXP weft_r_ndarray_sparse_assign(SEXP s_dst, SEXP s_src) {
+  weft_ndarray_t* dst = (weft_ndarray_t*)weft_r_handle(s_dst, "weft_ndarray_t", "dst");
+  const weft_ndarray_t* src = (const weft_ndarray_t*)weft_r_handle(s_src, "weft_ndarray_t", "src");
+  weft_status_t status = weft_ndarray_sparse_assign(dst, src);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_sparse_assign");
+  return R_NilValue;
+}
+
 SEXP weft_r_ndarray_cast_storage(SEXP s_arr, SEXP s_stype) {
   const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
   int stype = weft_r_int(s_stype, "stype");
@@ -2205,6 +2213,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_ndarray_get_storage_type", (DL_FUNC)&weft_r_ndarray_get_storage_type, 1},
   {"C_weft_ndarray_get_sparse_values", (DL_FUNC)&weft_r_ndarray_get_sparse_values, 1},
   {"C_weft_ndarray_get_aux", (DL_FUNC)&weft_r_ndarray_get_aux, 2},
+  {"C_weft_ndarray_sparse_assign", (DL_FUNC)&weft_r_ndarray_sparse_assign, 2},
   {"C_weft_ndarray_cast_storage", (DL_FUNC)&weft_r_ndarray_cast_storage, 2},
   {"C_weft_wait_all", (DL_FUNC)&weft_r_wait_all, 0},
   {"C_weft_ndarray_list_free", (DL_FUNC)&weft_r_ndarray_list_free, 1},
