@@ -405,3 +405,18 @@ def test_explicit_none_reaches_optional_parameters():
     s = mx.sym.sort(mx.sym.var("a"), axis=None)
     out = s.bind(mx.cpu(), {"a": a}).forward()[0]
     np.testing.assert_array_equal(out.asnumpy(), np.sort(x, axis=None))
+
+
+def test_symbol_functions_take_parameters_by_position():
+    import numpy as np
+    import weft as mx
+    x = np.array([0.1, 0.5, 0.9], dtype=np.float32)
+    s = mx.sym.clip(mx.sym.var("x"), 0.2, 0.8)
+    out = s.bind(mx.cpu(), {"x": mx.nd.array(x)}).forward()[0].asnumpy()
+    np.testing.assert_allclose(out, np.clip(x, 0.2, 0.8))
+    np.testing.assert_allclose(mx.nd.clip(mx.nd.array(x), 0.2, 0.8).asnumpy(), np.clip(x, 0.2, 0.8))
+    import pytest
+    with pytest.raises(TypeError, match="given by position and by keyword"):
+        mx.sym.clip(mx.sym.var("x"), 0.2, a_min=0.1)
+    with pytest.raises(TypeError, match="by position"):
+        mx.sym.clip(mx.sym.var("x"), 0.2, 0.8, 0.9)

@@ -1,5 +1,6 @@
 // clip: limits the elements to [a_min, a_max]. The gradient passes where the input was
 // inside the interval (bounds included) and is zero where it was clipped.
+#include "core/base/convert.h"
 #include "core/op/op_util.h"
 
 namespace weft {
@@ -39,7 +40,8 @@ void ClipCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBl
     using A = typename AccType<T>::type;
     const T* x = in[0].ptr<T>();
     T* y = out[0].ptr<T>();
-    A lo = static_cast<A>(p.a_min), hi = static_cast<A>(p.a_max);
+    // The bounds saturate to the dtype's range (a_min=-1 on uint8 clips nothing below).
+    A lo = ConvertValue<A>(p.a_min), hi = ConvertValue<A>(p.a_max);
     ParallelFor(in[0].Size(), kElemGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) Store(y + i, req[0], ClipOp::Map(static_cast<A>(x[i]), lo, hi));
     });
@@ -56,7 +58,8 @@ void ClipBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TB
     const T* g = in[0].ptr<T>();
     const T* x = in[1].ptr<T>();
     T* y = out[0].ptr<T>();
-    A lo = static_cast<A>(p.a_min), hi = static_cast<A>(p.a_max);
+    // The bounds saturate to the dtype's range (a_min=-1 on uint8 clips nothing below).
+    A lo = ConvertValue<A>(p.a_min), hi = ConvertValue<A>(p.a_max);
     ParallelFor(in[1].Size(), kElemGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
         Store(y + i, req[0], ClipGradOp::Map(static_cast<A>(g[i]), static_cast<A>(x[i]), lo, hi));

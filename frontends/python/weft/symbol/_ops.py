@@ -27,9 +27,24 @@ def _make_function(info, fname):
     input_names = [] if info.variadic else [i[0] for i in info.inputs]
     optional = _nd_ops.optional_params(info)
 
+    param_names = [p[0] for p in info.params if p[0] != count_key]
+
     def fn(*args, **kwargs):
         name = kwargs.pop("name", None)
         attr = _attribute.current().get(kwargs.pop("attr", None))
+        if not info.variadic and len(args) > len(input_names):
+            # As in MXNet, values after the inputs are the parameters in order:
+            # sym.clip(x, 0.2, 0.8) is clip(x, a_min=0.2, a_max=0.8).
+            extra = args[len(input_names):]
+            if any(isinstance(a, Symbol) for a in extra) or len(extra) > len(param_names):
+                raise TypeError("%s: expected at most %d inputs (%s) then %d parameters (%s) by position, got %d "
+                                "arguments" % (fname, len(input_names), ", ".join(input_names), len(param_names),
+                                               ", ".join(param_names), len(args)))
+            for pname, value in zip(param_names, extra):
+                if pname in kwargs:
+                    raise TypeError("%s: parameter %r given by position and by keyword" % (fname, pname))
+                kwargs[pname] = value
+            args = args[:len(input_names)]
         inputs, keys, vals = {}, [], []
         for k, v in kwargs.items():
             if isinstance(v, Symbol):
