@@ -230,19 +230,27 @@ void RunScheduler() {
           n.closed_at = Clock::now();
         }
     std::string why;
+    // When several nodes are gone by now (a server died and the workers it served then
+    // exited), the one that went first is named: the earliest close, else the longest silence.
+    const NodeRecord* first = nullptr;
+    bool first_closed = false;
     for (auto& [id, n] : nodes) {
       if (n.exited) continue;
       // A closed connection counts once the node has stayed silent past the grace: a
       // descriptor can be reused by a later connection, and a living node keeps talking.
-      if (n.closed && SecondsSince(n.closed_at) > CloseGrace(cfg) && n.last_seen <= n.closed_at) {
-        why = "its connection closed";
-      } else if (SecondsSince(n.last_seen) > cfg.heartbeat_timeout) {
-        why = "no heartbeat for " + SecondsText(cfg.heartbeat_timeout);
-      } else {
-        continue;
+      const bool closed = n.closed && SecondsSince(n.closed_at) > CloseGrace(cfg) && n.last_seen <= n.closed_at;
+      const bool silent = SecondsSince(n.last_seen) > cfg.heartbeat_timeout;
+      if (!closed && !silent) continue;
+      const Clock::time_point when = closed ? n.closed_at : n.last_seen;
+      const Clock::time_point first_when = first == nullptr ? when : (first_closed ? first->closed_at : first->last_seen);
+      if (first == nullptr || when < first_when) {
+        first = &n;
+        first_closed = closed;
       }
-      lost = n.Name();
-      break;
+    }
+    if (first != nullptr) {
+      why = first_closed ? "its connection closed" : "no heartbeat for " + SecondsText(cfg.heartbeat_timeout);
+      lost = first->Name();
     }
     if (!lost.empty()) {
       std::string msg = "lost " + lost + ": " + why;
