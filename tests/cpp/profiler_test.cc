@@ -84,7 +84,8 @@ TEST_F(Profiling, BothEnginesRecordNamedOperationsOnTheThreadThatRanThem) {
   }
   // The unnamed operation is not recorded.
   size_t unnamed = 0;
-  for (const auto& e : Trace()["traceEvents"])
+  const auto trace = Trace();  // a range-for over a member of a temporary reads freed memory
+  for (const auto& e : trace["traceEvents"])
     if (e["ph"] == "X" && e["cat"] == "operator" && e["name"] == "") ++unnamed;
   EXPECT_EQ(unnamed, 0u);
 }
