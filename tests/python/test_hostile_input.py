@@ -330,3 +330,13 @@ def test_resuming_from_a_checkpoint_continues_exactly(tmp_path, optimizer, param
     trainer2.load_states(str(tmp_path / "t.states"))
     resumed = first + train_steps(net2, trainer2, batches[4:])
     assert resumed == straight
+
+
+def test_arange_of_an_infinite_range_is_an_error():
+    import pytest
+    import weft as mx
+    with pytest.raises(mx.base.MXNetError, match="more than an array can hold"):
+        mx.nd.arange(float("inf"))
+    with pytest.raises(mx.base.MXNetError, match="more than an array can hold"):
+        mx.nd.arange(0, 1e30, repeat=2)
+    assert mx.nd.arange(0, 3).shape == (3,)

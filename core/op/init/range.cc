@@ -68,6 +68,12 @@ bool ArangeShape(const NodeAttrs& attrs, std::vector<Shape>*, std::vector<Shape>
   double start, stop;
   if (!ArangeBounds(p, &start, &stop)) return (*out)[0].is_known();
   double n = std::ceil((stop - start) / p.step);
+  // An infinite bound, or a range longer than any array, is an error: converting such a
+  // count to an integer is undefined (fuzz_c_api found start=inf). NaN gives no elements.
+  if (n > 0 && !(n * p.repeat < 9.0e18))
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': start=", p.start, ", stop=",
+          p.stop ? std::to_string(*p.stop) : std::string("None"), ", step=", p.step, " and repeat=", p.repeat,
+          " give ", n, " x ", p.repeat, " elements, more than an array can hold");
   int64_t len = n > 0 ? static_cast<int64_t>(n) * p.repeat : 0;
   AssignShape(attrs, out, 0, Shape{len}, "output");
   return true;
