@@ -388,8 +388,8 @@ def test_operator_namespaces_hold_prefixed_operators():
         for n in names:
             if n.startswith(prefix) and n.isidentifier():
                 short = n[len(prefix):]
-                assert getattr(nd_ns, short) is mx.nd._internal.__dict__[n] or n not in mx.nd._internal.__dict__
-                assert hasattr(sym_ns, short)
+                assert getattr(nd_ns, short) is mx.nd._internal.__dict__[n]
+                assert getattr(sym_ns, short).__name__ == n
 
 
 def test_explicit_none_reaches_optional_parameters():
