@@ -1,0 +1,263 @@
+// GPU versions of the multi-tensor update operators (sgd.cc: multi_sgd_update,
+// multi_sgd_mom_update, multi_mp_sgd_update, multi_mp_sgd_mom_update and their
+// preloaded_multi_* forms; multi_update.cc: _multi_adamw_update, _multi_mp_adamw_update).
+// A group of parameters is updated by one kernel launch (one per kMaxTensors tensors and
+// per weight dtype, see optimizer_gpu.cuh), with the CPU kernels' formulas term for term.
+// The preloaded forms' learning rates and weight decays, and AdamW's rescale factor, stay
+// on the device and are read by the kernel.
+#include <cmath>
+#include <type_traits>
+#include <vector>
+
+#include "core/op/optimizer/optimizer_gpu.cuh"
+#include "core/op/optimizer/optimizer_params.h"
+
+namespace weft {
+namespace op {
+namespace optim_gpu {
+
+// Every input of each group of k has the size of its weight; those from `first_f32` on are
+// float32 (the multi-precision states), the others the weight's dtype; the outputs have
+// the weights' sizes. A hand-called operator with ill-fitting arrays errors here.
+void CheckMultiGroups(const NodeAttrs& attrs, const std::vector<TBlob>& in, const std::vector<TBlob>& out, int n,
+                      int k, int first_f32) {
+  for (int w = 0; w < n; ++w) {
+    const TBlob& weight = in[static_cast<size_t>(w) * k];
+    for (int j = 1; j < k; ++j) {
+      const size_t idx = static_cast<size_t>(w) * k + j;
+      const TBlob& b = in[idx];
+      const DType want = j >= first_f32 ? DType::kFloat32 : weight.dtype;
+      if (b.Size() != weight.Size() || b.dtype != want)
+        Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input ", idx, ": expected ", DTypeName(want),
+              " of weight ", w, "'s shape ", weight.shape.ToString(), ", got ", DTypeName(b.dtype), " of shape ",
+              b.shape.ToString());
+    }
+    if (out[w].Size() != weight.Size() || out[w].dtype != weight.dtype)
+      Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': output ", w, ": expected ", DTypeName(weight.dtype),
+            " of weight ", w, "'s shape ", weight.shape.ToString(), ", got ", DTypeName(out[w].dtype), " of shape ",
+            out[w].shape.ToString());
+  }
+}
+
+// The float32 rate arrays of the preloaded forms, after the groups.
+void CheckRates(const NodeAttrs& attrs, const std::vector<TBlob>& in, int n, int k) {
+  for (int j = 0; j < 2; ++j) {
+    const TBlob& b = in[static_cast<size_t>(n) * k + j];
+    if (b.dtype != DType::kFloat32 || b.Size() != n)
+      Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': input '", j == 0 ? "lrs" : "wds",
+            "' must be a float32 array of ", n, " values, got ", DTypeName(b.dtype), " of shape ", b.shape.ToString());
+  }
+}
+
+template <typename P>
+void CheckPerWeight(const NodeAttrs& attrs, const P& p) {
+  for (const auto* v : {&p.lrs, &p.wds})
+    if (static_cast<int>(v->size()) != p.num_weights)
+      Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': parameter '", v == &p.lrs ? "lrs" : "wds",
+            "' must hold one value per weight (num_weights = ", p.num_weights, "), got ", v->size());
+}
+
+// The tensors of a group by weight dtype (one launch series per dtype), skipping those
+// whose output is not wanted. Pointer slots: the group's k inputs, then the output at
+// slot `out_slot`.
+struct Buckets {
+  std::vector<TensorEntry> f32, f64, f16;
+  std::vector<TensorEntry>& Of(const NodeAttrs& attrs, DType t) {
+    switch (t) {
+      case DType::kFloat32: return f32;
+      case DType::kFloat64: return f64;
+      case DType::kFloat16: return f16;
+      default:
+        Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name,
+              "': on GPUs, expected float32, float64 or float16 weights, got ", DTypeName(t));
+    }
+  }
+};
+
+Buckets Collect(const NodeAttrs& attrs, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
+                const std::vector<TBlob>& out, int n, int k, int out_slot, const std::vector<double>* lrs,
+                const std::vector<double>* wds, const std::vector<double>* etas) {
+  Buckets b;
+  for (int w = 0; w < n; ++w) {
+    if (req[w] == OpReq::kNullOp) continue;
+    const size_t base = static_cast<size_t>(w) * k;
+    TensorEntry e{};
+    for (int j = 0; j < k; ++j) e.ptr[j] = in[base + j].dptr;
+    e.ptr[out_slot] = out[w].dptr;
+    e.size = in[base].Size();
+    e.lr = lrs ? (*lrs)[w] : 0;
+    e.wd = wds ? (*wds)[w] : 0;
+    e.eta = etas ? (*etas)[w] : 0;
+    e.index = w;
+    e.add = req[w] == OpReq::kAddTo;
+    b.Of(attrs, in[base].dtype).push_back(e);
+  }
+  return b;
+}
+
+// ---------------------------------------------------------------- SGD family
+// Slots: 0 weight, 1 grad, then mom and/or weight32 as the group holds them, output last.
+// lrs/wds: the preloaded forms' device arrays (null: the table's rates).
+template <typename T, bool MOM, bool MP>
+void LaunchSGD(const std::vector<TensorEntry>& e, const float* lrs, const float* wds, double momentum,
+               double rescale, double clip, cudaStream_t s, const char* name) {
+  constexpr int kOut = 2 + (MOM ? 1 : 0) + (MP ? 1 : 0);
+  using A = std::conditional_t<MP, float, typename AccType<T>::type>;
+  LaunchMulti<5>(e, s, [=] __device__(const Table<5>& t, int k, int64_t i) {
+    const A lr = static_cast<A>(lrs ? static_cast<double>(lrs[t.index[k]]) : t.lr[k]);
+    const A wd = static_cast<A>(wds ? static_cast<double>(wds[t.index[k]]) : t.wd[k]);
+    // Every capture is first used here: extended lambdas may not first capture inside an
+    // if constexpr branch.
+    const A rs = static_cast<A>(rescale), cb = ClipBound<A>(clip), mu = static_cast<A>(momentum);
+    const T* g = static_cast<const T*>(t.ptr[k][1]);
+    T* o = static_cast<T*>(t.ptr[k][kOut]);
+    const A gr = Clip(rs * static_cast<A>(g[i]), cb);
+    if constexpr (MP) {
+      float* w32 = static_cast<float*>(t.ptr[k][MOM ? 3 : 2]);
+      if constexpr (MOM) {
+        float* mom = static_cast<float*>(t.ptr[k][2]);
+        const float m = mu * mom[i] - lr * wd * w32[i] - lr * gr;
+        const float nw = w32[i] + m;
+        mom[i] = m;
+        w32[i] = nw;
+        Put(o, i, nw, t.add[k]);
+      } else {
+        const float nw = (1.f - lr * wd) * w32[i] - lr * gr;
+        w32[i] = nw;
+        Put(o, i, nw, t.add[k]);
+      }
+    } else {
+      const A wi = static_cast<A>(static_cast<const T*>(t.ptr[k][0])[i]);
+      if constexpr (MOM) {
+        T* mom = static_cast<T*>(t.ptr[k][2]);
+        const A m = mu * static_cast<A>(mom[i]) - lr * wd * wi - lr * gr;
+        mom[i] = static_cast<T>(m);
+        Put(o, i, wi + m, t.add[k]);
+      } else {
+        Put(o, i, (A(1) - lr * wd) * wi - lr * gr, t.add[k]);
+      }
+    }
+  }, name);
+}
+
+template <bool MOM, bool MP, bool PRELOADED, typename P>
+void MultiSGDGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                 const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& p = attrs.Params<P>();
+  const char* name = attrs.op->name.c_str();
+  const int n = p.num_weights, k = 2 + (MOM ? 1 : 0) + (MP ? 1 : 0);
+  CheckMultiGroups(attrs, in, out, n, k, MP ? 2 : k);
+  const float* lrs = nullptr;
+  const float* wds = nullptr;
+  const std::vector<double>* plrs = nullptr;
+  const std::vector<double>* pwds = nullptr;
+  if constexpr (PRELOADED) {
+    CheckRates(attrs, in, n, k);
+    lrs = in[static_cast<size_t>(n) * k].ptr<float>();
+    wds = in[static_cast<size_t>(n) * k + 1].ptr<float>();
+  } else {
+    CheckPerWeight(attrs, p);
+    plrs = &p.lrs;
+    pwds = &p.wds;
+  }
+  double momentum = 0;
+  if constexpr (MOM) momentum = p.momentum;
+  cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
+  cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
+  Buckets b = Collect(attrs, in, req, out, n, k, k, plrs, pwds, nullptr);
+  if (!b.f32.empty()) LaunchSGD<float, MOM, MP>(b.f32, lrs, wds, momentum, p.rescale_grad, p.clip_gradient, s, name);
+  if (!b.f64.empty()) LaunchSGD<double, MOM, MP>(b.f64, lrs, wds, momentum, p.rescale_grad, p.clip_gradient, s, name);
+  if (!b.f16.empty())
+    LaunchSGD<float16, MOM, MP>(b.f16, lrs, wds, momentum, p.rescale_grad, p.clip_gradient, s, name);
+}
+
+// ---------------------------------------------------------------- multi AdamW
+// Slots: 0 weight, 1 grad, 2 mean, 3 var, 4 weight32 (MP), then the output. The rescale
+// factor is read as the CPU reads it (its accumulation type, then double); a non-finite or
+// zero factor skips the step: every output receives its weight, states stay as they are.
+template <typename T, bool MP, typename R>
+void LaunchAdamW(const std::vector<TensorEntry>& e, const R* scale, const MultiAdamWParam& p, cudaStream_t s,
+                 const char* name) {
+  constexpr int kOut = MP ? 5 : 4;
+  using M = std::conditional_t<MP, float, T>;
+  using A = typename AccType<M>::type;
+  const double b1d = p.beta1, b2d = p.beta2, epsd = p.epsilon, clip = p.clip_gradient;
+  LaunchMulti<6>(e, s, [=] __device__(const Table<6>& t, int k, int64_t i) {
+    const double sd = static_cast<double>(static_cast<typename AccType<R>::type>(scale[0]));
+    const T* w = static_cast<const T*>(t.ptr[k][0]);
+    T* o = static_cast<T*>(t.ptr[k][kOut]);
+    if (!isfinite(sd) || sd == 0) {
+      Put(o, i, static_cast<typename AccType<T>::type>(w[i]), t.add[k]);
+      return;
+    }
+    const T* g = static_cast<const T*>(t.ptr[k][1]);
+    M* mean = static_cast<M*>(t.ptr[k][2]);
+    M* var = static_cast<M*>(t.ptr[k][3]);
+    M* w32 = MP ? static_cast<M*>(t.ptr[k][4]) : nullptr;
+    const A a_lr = static_cast<A>(t.lr[k]), a_eta = static_cast<A>(t.eta[k]), a_wd = static_cast<A>(t.wd[k]);
+    const A b1 = static_cast<A>(b1d), b2 = static_cast<A>(b2d), eps = static_cast<A>(epsd);
+    const A rs = static_cast<A>(sd), cb = ClipBound<A>(clip);
+    const A wi = w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i]);
+    const A gr = Clip(rs * static_cast<A>(g[i]), cb);
+    const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
+    const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+    mean[i] = static_cast<M>(m);
+    var[i] = static_cast<M>(v);
+    const A nw = wi - a_eta * (a_lr * m / (sqrt(v) + eps) + a_wd * wi);
+    if (w32) w32[i] = static_cast<M>(nw);
+    Put(o, i, nw, t.add[k]);
+  }, name);
+}
+
+template <bool MP>
+void MultiAdamWGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& p = attrs.Params<MultiAdamWParam>();
+  const char* name = attrs.op->name.c_str();
+  const int n = p.num_weights, k = MP ? 5 : 4;
+  for (const auto* v : {&p.lrs, &p.wds, &p.etas})
+    if (static_cast<int>(v->size()) != n)
+      Throw(ErrorKind::kValue, "Operator '", name, "': parameters 'lrs', 'wds' and 'etas' must hold one value per ",
+            "weight (num_weights = ", n, "), got ", v->size());
+  CheckMultiGroups(attrs, in, out, n, k, MP ? 2 : k);
+  const TBlob& scale = in[static_cast<size_t>(n) * k];
+  if (!IsFloatDType(scale.dtype) || scale.Size() != 1)
+    Throw(ErrorKind::kShape, "Operator '", name, "': input ", static_cast<size_t>(n) * k,
+          " (rescale_grad): expected a floating-point array of one value, got ", DTypeName(scale.dtype), " of shape ",
+          scale.shape.ToString());
+  cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
+  cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
+  Buckets b = Collect(attrs, in, req, out, n, k, k, &p.lrs, &p.wds, &p.etas);
+  WEFT_GPU_UPDATE_TYPE_SWITCH(scale.dtype, R, name, {
+    const R* sp = scale.ptr<R>();
+    if (!b.f32.empty()) LaunchAdamW<float, MP, R>(b.f32, sp, p, s, name);
+    if (!b.f64.empty()) LaunchAdamW<double, MP, R>(b.f64, sp, p, s, name);
+    if (!b.f16.empty()) LaunchAdamW<float16, MP, R>(b.f16, sp, p, s, name);
+  });
+}
+
+}  // namespace optim_gpu
+
+using optim_gpu::MultiSGDGPU;
+
+WEFT_REGISTER_OP(multi_sgd_update)
+    .SetAttr<FCompute>("FCompute<gpu>", MultiSGDGPU<false, false, false, MultiSGDParam>);
+WEFT_REGISTER_OP(multi_sgd_mom_update)
+    .SetAttr<FCompute>("FCompute<gpu>", MultiSGDGPU<true, false, false, MultiSGDMomParam>);
+WEFT_REGISTER_OP(multi_mp_sgd_update)
+    .SetAttr<FCompute>("FCompute<gpu>", MultiSGDGPU<false, true, false, MultiSGDParam>);
+WEFT_REGISTER_OP(multi_mp_sgd_mom_update)
+    .SetAttr<FCompute>("FCompute<gpu>", MultiSGDGPU<true, true, false, MultiSGDMomParam>);
+WEFT_REGISTER_OP(preloaded_multi_sgd_update)
+    .SetAttr<FCompute>("FCompute<gpu>", MultiSGDGPU<false, false, true, PreloadedMultiSGDParam>);
+WEFT_REGISTER_OP(preloaded_multi_sgd_mom_update)
+    .SetAttr<FCompute>("FCompute<gpu>", MultiSGDGPU<true, false, true, PreloadedMultiSGDMomParam>);
+WEFT_REGISTER_OP(preloaded_multi_mp_sgd_update)
+    .SetAttr<FCompute>("FCompute<gpu>", MultiSGDGPU<false, true, true, PreloadedMultiSGDParam>);
+WEFT_REGISTER_OP(preloaded_multi_mp_sgd_mom_update)
+    .SetAttr<FCompute>("FCompute<gpu>", MultiSGDGPU<true, true, true, PreloadedMultiSGDMomParam>);
+WEFT_REGISTER_OP(_multi_adamw_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::MultiAdamWGPU<false>);
+WEFT_REGISTER_OP(_multi_mp_adamw_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::MultiAdamWGPU<true>);
+
+}  // namespace op
+}  // namespace weft
