@@ -22,7 +22,8 @@ GPU_OPS = {
     'adagrad_update', 'adadelta_update', 'ftrl_update', 'ftml_update',
     'multi_sgd_update', 'multi_sgd_mom_update', 'multi_mp_sgd_update', 'multi_mp_sgd_mom_update',
     'preloaded_multi_sgd_update', 'preloaded_multi_sgd_mom_update', 'preloaded_multi_mp_sgd_update',
-    'preloaded_multi_mp_sgd_mom_update', '_multi_adamw_update', '_multi_mp_adamw_update',
+    'preloaded_multi_mp_sgd_mom_update', '_multi_adamw_update', '_multi_mp_adamw_update', '_multi_lamb_update',
+    '_multi_mp_lamb_update',
     'all_finite', 'multi_all_finite', 'multi_sum_sq', 'multi_lars', 'reset_arrays',
 }
 
@@ -196,7 +197,7 @@ def _run_multi(name, group, kwargs, dtype, steps, count, preloaded=False, scale=
     grads = [[rng.normal(0, 1, shp).astype(dtype) for shp in shapes] for _ in range(steps)]
     kw = dict(kwargs)
     if not preloaded:
-        kw['lrs'] = [float(x) for x in lrs]
+        kw['learning_rates' if 'lamb' in name else 'lrs'] = [float(x) for x in lrs]
         kw['wds'] = [float(x) for x in wds]
     key = 'num_tensors' if 'lamb' in name else 'num_weights'
     kw[key] = count
@@ -248,6 +249,19 @@ def test_multi_adamw_matches_cpu(mp, count):
         for scale in (0.7, 0.0):
             res = _run_multi(name, group, kw, dtype, 3, count, scale=scale)
             _compare(res, name)
+
+
+@pytest.mark.parametrize('count', [3, 43])
+@pytest.mark.parametrize('mp', [False, True])
+def test_multi_lamb_matches_cpu(mp, count):
+    name = '_multi_mp_lamb_update' if mp else '_multi_lamb_update'
+    group = ['w', 'g', 'f', 'fp', 'w32'] if mp else ['w', 'g', 's', 'p']
+    for dtype in (['float16', 'float32'] if mp else ['float32', 'float64', 'float16']):
+        for bounds in (dict(), dict(lower_bound=0.5, upper_bound=3.0)):
+            for bias_correction in (True, False):
+                kw = dict(beta1=0.9, beta2=0.99, epsilon=1e-6, rescale_grad=0.7, clip_gradient=0.9,
+                          bias_correction=bias_correction, step_count=[1 + i % 5 for i in range(count)], **bounds)
+                _compare(_run_multi(name, group, kw, dtype, 3, count), name)
 
 
 def test_multi_update_errors_on_gpu():

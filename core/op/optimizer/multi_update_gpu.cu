@@ -1,10 +1,12 @@
 // GPU versions of the multi-tensor update operators (sgd.cc: multi_sgd_update,
 // multi_sgd_mom_update, multi_mp_sgd_update, multi_mp_sgd_mom_update and their
-// preloaded_multi_* forms; multi_update.cc: _multi_adamw_update, _multi_mp_adamw_update).
+// preloaded_multi_* forms; multi_update.cc: _multi_adamw_update, _multi_mp_adamw_update,
+// _multi_lamb_update, _multi_mp_lamb_update).
 // A group of parameters is updated by one kernel launch (one per kMaxTensors tensors and
 // per weight dtype, see optimizer_gpu.cuh), with the CPU kernels' formulas term for term.
 // The preloaded forms' learning rates and weight decays, and AdamW's rescale factor, stay
 // on the device and are read by the kernel.
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
@@ -236,6 +238,127 @@ void MultiAdamWGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vect
   });
 }
 
+// ---------------------------------------------------------------- multi LAMB
+// One block per tensor does both phases: the moments and the direction d with the sums of
+// squares of the weight (as given, not the master copy, as on the CPU) and of d, in double;
+// a shared-memory reduction gives the block the two norms and the trust ratio; a second
+// pass over the tensor takes the step, recomputing d from the stored moments (the values
+// the first pass computed, exactly, where the moments are float32 or float64). The table
+// holds up to kMaxTensors tensors per launch.
+struct LambTable {
+  void* ptr[kMaxTensors][6];  // weight, grad, mean, var, weight32 (or null), output
+  int64_t size[kMaxTensors];
+  double lr[kMaxTensors], wd[kMaxTensors], c1[kMaxTensors], c2[kMaxTensors];
+  bool add[kMaxTensors];
+};
+
+struct LambScalars {
+  double beta1, beta2, epsilon, rescale, clip, lower, upper;
+};
+
+template <typename T, typename M>
+__global__ void __launch_bounds__(cuda::kBlockThreads) MultiLambKernel(const LambTable t, const LambScalars c) {
+  using A = typename AccType<M>::type;
+  __shared__ double ssw_part[cuda::kBlockThreads];
+  __shared__ double ssd_part[cuda::kBlockThreads];
+  const int k = blockIdx.x;
+  const int64_t n = t.size[k];
+  const T* w = static_cast<const T*>(t.ptr[k][0]);
+  const T* gr = static_cast<const T*>(t.ptr[k][1]);
+  M* mean = static_cast<M*>(t.ptr[k][2]);
+  M* var = static_cast<M*>(t.ptr[k][3]);
+  M* w32 = static_cast<M*>(t.ptr[k][4]);
+  T* o = static_cast<T*>(t.ptr[k][5]);
+  const A b1 = static_cast<A>(c.beta1), b2 = static_cast<A>(c.beta2), eps = static_cast<A>(c.epsilon);
+  const A wd = static_cast<A>(t.wd[k]), rs = static_cast<A>(c.rescale), cb = ClipBound<A>(c.clip);
+  const A c1 = static_cast<A>(t.c1[k]), c2 = static_cast<A>(t.c2[k]);
+  double ssw = 0, ssd = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const A wi = w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i]);
+    const A g = Clip(rs * static_cast<A>(gr[i]), cb);
+    const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * g;
+    const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * g * g;
+    mean[i] = static_cast<M>(m);
+    var[i] = static_cast<M>(v);
+    const A d = (m * c1) / (sqrt(v * c2) + eps) + wd * wi;
+    const double wv = static_cast<double>(static_cast<typename AccType<T>::type>(w[i]));
+    ssw += wv * wv;
+    ssd += static_cast<double>(d) * static_cast<double>(d);
+  }
+  ssw_part[threadIdx.x] = ssw;
+  ssd_part[threadIdx.x] = ssd;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (static_cast<int>(threadIdx.x) < stride) {
+      ssw_part[threadIdx.x] += ssw_part[threadIdx.x + stride];
+      ssd_part[threadIdx.x] += ssd_part[threadIdx.x + stride];
+    }
+    __syncthreads();
+  }
+  double r1 = sqrt(ssw_part[0]);
+  const double r2 = sqrt(ssd_part[0]);
+  if (c.lower >= 0) r1 = r1 < c.lower ? c.lower : r1;
+  if (c.upper >= 0) r1 = c.upper < r1 ? c.upper : r1;
+  const A step = static_cast<A>(t.lr[k] * ((r1 == 0 || r2 == 0) ? 1.0 : r1 / r2));
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const A wi = w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i]);
+    const A d = (static_cast<A>(mean[i]) * c1) / (sqrt(static_cast<A>(var[i]) * c2) + eps) + wd * wi;
+    const A nw = wi - step * d;
+    if (w32) w32[i] = static_cast<M>(nw);
+    Put(o, i, nw, t.add[k]);
+  }
+}
+
+template <typename T, typename M>
+void LaunchLamb(const std::vector<TensorEntry>& e, const MultiLAMBParam& p, cudaStream_t s, const char* name) {
+  const LambScalars c{p.beta1, p.beta2, p.epsilon, p.rescale_grad, p.clip_gradient, p.lower_bound, p.upper_bound};
+  for (size_t first = 0; first < e.size(); first += kMaxTensors) {
+    LambTable t{};
+    const size_t count = std::min<size_t>(kMaxTensors, e.size() - first);
+    for (size_t j = 0; j < count; ++j) {
+      const TensorEntry& te = e[first + j];
+      for (int q = 0; q < 6; ++q) t.ptr[j][q] = te.ptr[q];
+      t.size[j] = te.size;
+      t.lr[j] = te.lr;
+      t.wd[j] = te.wd;
+      // The bias corrections of the tensor's own step count, once per tensor as on the CPU.
+      const double steps = te.eta;
+      t.c1[j] = p.bias_correction ? 1.0 / (1.0 - std::pow(p.beta1, steps)) : 1.0;
+      t.c2[j] = p.bias_correction ? 1.0 / (1.0 - std::pow(p.beta2, steps)) : 1.0;
+      t.add[j] = te.add;
+    }
+    MultiLambKernel<T, M><<<static_cast<unsigned>(count), cuda::kBlockThreads, 0, s>>>(t, c);
+    cuda::CheckLaunch(name);
+  }
+}
+
+template <bool MP>
+void MultiLambGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                  const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& p = attrs.Params<MultiLAMBParam>();
+  const char* name = attrs.op->name.c_str();
+  const int n = p.num_tensors, k = MP ? 5 : 4;
+  for (const auto* v : {&p.learning_rates, &p.wds, &p.step_count})
+    if (static_cast<int>(v->size()) != n)
+      Throw(ErrorKind::kValue, "Operator '", name, "': parameters 'learning_rates', 'wds' and 'step_count' must ",
+            "hold one value per tensor (num_tensors = ", n, "), got ", v->size());
+  CheckMultiGroups(attrs, in, out, n, k, MP ? 2 : k);
+  cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
+  cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
+  // Slots 0-3 (4 with the master copy) are the group, slot 5 the output; the step count
+  // travels in the entry's third rate.
+  Buckets b = Collect(attrs, in, req, out, n, k, 5, &p.learning_rates, &p.wds, &p.step_count);
+  if constexpr (MP) {
+    if (!b.f32.empty()) LaunchLamb<float, float>(b.f32, p, s, name);
+    if (!b.f64.empty()) LaunchLamb<double, float>(b.f64, p, s, name);
+    if (!b.f16.empty()) LaunchLamb<float16, float>(b.f16, p, s, name);
+  } else {
+    if (!b.f32.empty()) LaunchLamb<float, float>(b.f32, p, s, name);
+    if (!b.f64.empty()) LaunchLamb<double, double>(b.f64, p, s, name);
+    if (!b.f16.empty()) LaunchLamb<float16, float16>(b.f16, p, s, name);
+  }
+}
+
 }  // namespace optim_gpu
 
 using optim_gpu::MultiSGDGPU;
@@ -258,6 +381,8 @@ WEFT_REGISTER_OP(preloaded_multi_mp_sgd_mom_update)
     .SetAttr<FCompute>("FCompute<gpu>", MultiSGDGPU<true, true, true, PreloadedMultiSGDMomParam>);
 WEFT_REGISTER_OP(_multi_adamw_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::MultiAdamWGPU<false>);
 WEFT_REGISTER_OP(_multi_mp_adamw_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::MultiAdamWGPU<true>);
+WEFT_REGISTER_OP(_multi_lamb_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::MultiLambGPU<false>);
+WEFT_REGISTER_OP(_multi_mp_lamb_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::MultiLambGPU<true>);
 
 }  // namespace op
 }  // namespace weft
