@@ -23,7 +23,7 @@ GPU_OPS = {
     'multi_sgd_update', 'multi_sgd_mom_update', 'multi_mp_sgd_update', 'multi_mp_sgd_mom_update',
     'preloaded_multi_sgd_update', 'preloaded_multi_sgd_mom_update', 'preloaded_multi_mp_sgd_update',
     'preloaded_multi_mp_sgd_mom_update', '_multi_adamw_update', '_multi_mp_adamw_update', '_multi_lamb_update',
-    '_multi_mp_lamb_update',
+    '_multi_mp_lamb_update', '_contrib_group_adagrad_update',
     'all_finite', 'multi_all_finite', 'multi_sum_sq', 'multi_lars', 'reset_arrays',
 }
 
@@ -262,6 +262,24 @@ def test_multi_lamb_matches_cpu(mp, count):
                 kw = dict(beta1=0.9, beta2=0.99, epsilon=1e-6, rescale_grad=0.7, clip_gradient=0.9,
                           bias_correction=bias_correction, step_count=[1 + i % 5 for i in range(count)], **bounds)
                 _compare(_run_multi(name, group, kw, dtype, 3, count), name)
+
+
+@pytest.mark.parametrize('shape', [(6, 5), (3, 700), (5000, 3)])
+@pytest.mark.parametrize('dtype', ['float32', 'float64', 'float16'])
+def test_group_adagrad_matches_cpu(dtype, shape):
+    rng = np.random.RandomState(3)
+    w = rng.uniform(-1, 1, shape).astype(dtype)
+    hist = rng.uniform(0, 1, (shape[0], 1)).astype(dtype)
+    grads = [rng.normal(0, 1, shape).astype(dtype) for _ in range(3)]
+    res = []
+    for ctx in (mx.cpu(), mx.gpu(0)):
+        W = nd.array(w, ctx=ctx, dtype=dtype)
+        H = nd.array(hist, ctx=ctx, dtype=dtype)
+        for g in grads:
+            nd.contrib.group_adagrad_update(W, nd.array(g, ctx=ctx, dtype=dtype), H, out=W, lr=0.1, rescale_grad=0.7,
+                                            clip_gradient=0.9, epsilon=1e-5)
+        res.append([W.asnumpy(), H.asnumpy()])
+    _compare(res, '_contrib_group_adagrad_update')
 
 
 def test_multi_update_errors_on_gpu():

@@ -1,7 +1,7 @@
 // GPU versions of the multi-tensor update operators (sgd.cc: multi_sgd_update,
 // multi_sgd_mom_update, multi_mp_sgd_update, multi_mp_sgd_mom_update and their
 // preloaded_multi_* forms; multi_update.cc: _multi_adamw_update, _multi_mp_adamw_update,
-// _multi_lamb_update, _multi_mp_lamb_update).
+// _multi_lamb_update, _multi_mp_lamb_update, _contrib_group_adagrad_update).
 // A group of parameters is updated by one kernel launch (one per kMaxTensors tensors and
 // per weight dtype, see optimizer_gpu.cuh), with the CPU kernels' formulas term for term.
 // The preloaded forms' learning rates and weight decays, and AdamW's rescale factor, stay
@@ -359,6 +359,69 @@ void MultiLambGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vecto
   }
 }
 
+// ---------------------------------------------------------------- group AdaGrad
+// One block per row: the mean of the row's squared clipped gradients (a shared-memory
+// reduction in the accumulation type) updates the row's history, then the row's step.
+template <typename T>
+__global__ void __launch_bounds__(cuda::kBlockThreads)
+    GroupAdagradKernel(const T* w, const T* g, T* hist, T* o, int64_t cols, double lr_d, double rs_d, double clip,
+                       double eps_d, bool add) {
+  using A = typename AccType<T>::type;
+  __shared__ A part[cuda::kBlockThreads];
+  const int64_t r = blockIdx.x;
+  const A lr = static_cast<A>(lr_d), rs = static_cast<A>(rs_d), cb = ClipBound<A>(clip), eps = static_cast<A>(eps_d);
+  A ss = 0;
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const A gi = Clip(rs * static_cast<A>(g[r * cols + c]), cb);
+    ss += gi * gi;
+  }
+  part[threadIdx.x] = ss;
+  __syncthreads();
+  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+    if (static_cast<int>(threadIdx.x) < stride) part[threadIdx.x] += part[threadIdx.x + stride];
+    __syncthreads();
+  }
+  const A h = static_cast<A>(hist[r]) + part[0] / static_cast<A>(cols);
+  const A scale = lr / sqrt(h + eps);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const int64_t i = r * cols + c;
+    Put(o, i, static_cast<A>(w[i]) - scale * Clip(rs * static_cast<A>(g[i]), cb), add);
+  }
+  // Every thread has read hist[r] (above, after the reduction's barriers); one writes it.
+  __syncthreads();
+  if (threadIdx.x == 0) hist[r] = static_cast<T>(h);
+}
+
+void GroupAdagradGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const auto& p = attrs.Params<GroupAdagradParam>();
+  const char* name = attrs.op->name.c_str();
+  const TBlob& weight = in[0];
+  const int64_t rows = weight.shape.ndim() > 0 ? weight.shape[0] : 0;
+  if (in[1].Size() != weight.Size() || in[1].dtype != weight.dtype)
+    Throw(ErrorKind::kShape, "Operator '", name, "': input 1: expected the weight's dtype and shape ",
+          weight.shape.ToString(), ", got ", DTypeName(in[1].dtype), " of shape ", in[1].shape.ToString());
+  if (in[2].Size() != rows || in[2].dtype != weight.dtype)
+    Throw(ErrorKind::kShape, "Operator '", name, "': input 2: expected one value per row (", rows,
+          ") in the weight's dtype, got ", DTypeName(in[2].dtype), " of shape ", in[2].shape.ToString());
+  if (out[0].Size() != weight.Size() || out[0].dtype != weight.dtype)
+    Throw(ErrorKind::kShape, "Operator '", name, "': output of shape ", out[0].shape.ToString(),
+          " for a weight of shape ", weight.shape.ToString());
+  if (rows == 0) return;
+  const int64_t cols = weight.Size() / rows;
+  if (rows > INT32_MAX)
+    Throw(ErrorKind::kUnsupported, "Operator '", name, "': more than 2^31 rows on a GPU");
+  cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
+  cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
+  WEFT_GPU_UPDATE_TYPE_SWITCH(weight.dtype, T, name, {
+    GroupAdagradKernel<T><<<static_cast<unsigned>(rows), cuda::kBlockThreads, 0, s>>>(
+        weight.ptr<T>(), in[1].ptr<T>(), in[2].ptr<T>(), out[0].ptr<T>(), cols, p.lr, p.rescale_grad,
+        p.clip_gradient, p.epsilon, req[0] == OpReq::kAddTo);
+  });
+  cuda::CheckLaunch(name);
+}
+
 }  // namespace optim_gpu
 
 using optim_gpu::MultiSGDGPU;
@@ -383,6 +446,7 @@ WEFT_REGISTER_OP(_multi_adamw_update).SetAttr<FCompute>("FCompute<gpu>", optim_g
 WEFT_REGISTER_OP(_multi_mp_adamw_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::MultiAdamWGPU<true>);
 WEFT_REGISTER_OP(_multi_lamb_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::MultiLambGPU<false>);
 WEFT_REGISTER_OP(_multi_mp_lamb_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::MultiLambGPU<true>);
+WEFT_REGISTER_OP(_contrib_group_adagrad_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::GroupAdagradGPU);
 
 }  // namespace op
 }  // namespace weft
