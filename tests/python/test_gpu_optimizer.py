@@ -81,7 +81,7 @@ def _run_single(name, roles, kwargs, dtype, steps, out_idx=0, out_dtype=None, sh
         for step in range(steps):
             for j, r in enumerate(roles):
                 if r == 'g' and step > 0:
-                    arrs[j][:] = nd.array(grads[step][j], ctx=ctx, dtype=grads[step][j].dtype)
+                    arrs[j] = nd.array(grads[step][j], ctx=ctx, dtype=grads[step][j].dtype)
             _op(name)(*arrs, out=out, **kwargs)
         results.append([a.asnumpy() for a in arrs] + [out.asnumpy()])
     return results
@@ -204,17 +204,17 @@ def _run_multi(name, group, kwargs, dtype, steps, count, preloaded=False, scale=
     results = []
     for ctx in (mx.cpu(), mx.gpu(0)):
         groups = [[nd.array(a, ctx=ctx, dtype=a.dtype) for a in grp] for grp in init]
-        flat = [a for grp in groups for a in grp]
+        extra = []
         if preloaded:
-            flat += [nd.array(lrs, ctx=ctx), nd.array(wds, ctx=ctx)]
+            extra += [nd.array(lrs, ctx=ctx), nd.array(wds, ctx=ctx)]
         if scale is not None:
-            flat.append(nd.array([scale], ctx=ctx, dtype='float32'))
+            extra.append(nd.array([scale], ctx=ctx, dtype='float32'))
         outs = [grp[0] for grp in groups]
         for step in range(steps):
             if step > 0:
                 for grp, gnew in zip(groups, grads[step]):
-                    grp[1][:] = nd.array(gnew, ctx=ctx, dtype=gnew.dtype)
-            _op(name)(*flat, out=outs, **kw)
+                    grp[1] = nd.array(gnew, ctx=ctx, dtype=gnew.dtype)
+            _op(name)(*([a for grp in groups for a in grp] + extra), out=outs, **kw)
         results.append([a.asnumpy() for grp in groups for a in grp])
     return results
 
