@@ -92,9 +92,11 @@ struct Table {
 };
 
 // One block: find its tensor (the last k whose first block is at or before it; tensors of
-// no elements own no blocks and are stepped over), then run f over its chunk.
+// no elements own no blocks and are stepped over), then run f over its chunk. The table is
+// a __grid_constant__ parameter: f takes it by reference, and without the qualifier taking
+// a parameter's address would copy the whole table into every thread's local memory.
 template <int NP, typename F>
-__global__ void __launch_bounds__(cuda::kBlockThreads) MultiTensorKernel(const Table<NP> t, F f) {
+__global__ void __launch_bounds__(cuda::kBlockThreads) MultiTensorKernel(const __grid_constant__ Table<NP> t, F f) {
   const int b = static_cast<int>(blockIdx.x);
   int k = 0;
   while (k + 1 < t.count && t.block_start[k + 1] <= b) ++k;
