@@ -181,3 +181,35 @@ def test_convolution_on_an_empty_batch():
     ex.backward([mx.nd.zeros(out.shape, ctx=mx.gpu(0))])
     assert np.all(ex.grad_dict["conv_weight"].asnumpy() == 0)
     assert np.all(ex.grad_dict["conv_bias"].asnumpy() == 0)
+
+
+def _bf16(values, ctx):
+    # Cast on the CPU, then copy the bytes over: the comparison needs no other GPU operator.
+    return mx.nd.array(values, ctx=mx.cpu()).astype("bfloat16").as_in_context(ctx)
+
+
+@pytest.mark.parametrize("cudnn_off", [False, True])
+@pytest.mark.parametrize("op,shape,kw", [
+    ("Convolution", (2, 4, 9, 9), dict(kernel=(3, 3), num_filter=8, pad=(1, 1))),
+    ("Convolution", (2, 8, 9, 9), dict(kernel=(3, 3), num_filter=8, num_group=8, stride=(2, 2))),
+    ("Deconvolution", (2, 4, 5, 5), dict(kernel=(3, 3), num_filter=6, stride=(2, 2), no_bias=False)),
+])
+def test_bfloat16_matches_cpu(op, shape, kw, cudnn_off):
+    params = dict(kw, cudnn_off=cudnn_off)
+    sym = getattr(mx.sym, op)(data=mx.sym.Variable("data"), name="c", **params)
+    arg_shapes, out_shapes, _ = sym.infer_shape(data=shape)
+    rng = np.random.RandomState(5)
+    values = [rng.uniform(-1, 1, s).astype(np.float32) for s in arg_shapes]
+    head = rng.uniform(-1, 1, out_shapes[0]).astype(np.float32)
+    results = []
+    for ctx in (mx.cpu(), mx.gpu(0)):
+        ins = [_bf16(v, ctx) for v in values]
+        out = mx.nd.invoke(op, ins, params)
+        grads = mx.nd.invoke("_backward_" + op, [_bf16(head, ctx), ins[0], ins[1]], params)
+        results.append([a.as_in_context(mx.cpu()).astype("float32").asnumpy() for a in [out] + grads])
+    cpu, gpu = results
+    assert len(gpu) == len(arg_shapes) + 1
+    # One bfloat16 rounding (2^-8 relative) of sums of size up to ~5 apart.
+    for name, got, want in zip(["output"] + sym.list_arguments(), gpu, cpu):
+        np.testing.assert_allclose(got, want, rtol=2e-2, atol=5e-2, err_msg=name)
+        assert np.abs(want).max() > 0

@@ -1,7 +1,7 @@
 // Weft's own GPU convolution kernels (core/op/nn/conv_gpu.h): direct convolution passes,
 // one thread per output element, for cudnn_off and for problems cuDNN has no engine for;
 // and the bias addition and bias gradient every path uses. Accumulation is in float for
-// float16 and in the dtype otherwise.
+// float16 and bfloat16 and in the dtype otherwise.
 #include "core/op/nn/conv_gpu.h"
 
 #include "core/base/cuda_utils.h"
@@ -13,9 +13,10 @@
     case ::weft::DType::kFloat32: { using DT = float; __VA_ARGS__ } break;                                    \
     case ::weft::DType::kFloat64: { using DT = double; __VA_ARGS__ } break;                                   \
     case ::weft::DType::kFloat16: { using DT = ::weft::float16; __VA_ARGS__ } break;                          \
+    case ::weft::DType::kBfloat16: { using DT = ::weft::bfloat16; __VA_ARGS__ } break;                        \
     default:                                                                                                  \
       ::weft::Throw(::weft::ErrorKind::kUnsupported, "Operator '", what,                                      \
-                    "': on GPUs without cuDNN (or with cudnn_off), expected float32, float64 or float16, got ", \
+                    "': on GPUs, expected float32, float64, float16 or bfloat16, got ",                       \
                     ::weft::DTypeName(dtype));                                                                \
   }
 
