@@ -96,6 +96,7 @@ def test_autotune_default_environment_variable(value):
         check_consistency(_conv(**kw), _ctx_list(shape), rtol=LOOSE_RTOL, atol=LOOSE_ATOL)
 
 
+@pytest.mark.skipif(not mx.runtime.Features().is_enabled("CUDNN"), reason="built without cuDNN")
 def test_autotune_default_rejects_unknown_values():
     shape, kw = CONV_CASES[3]
     data = mx.nd.ones(shape, ctx=mx.gpu(0))
@@ -174,8 +175,8 @@ def test_convolution_on_an_empty_batch():
     sym = _conv(kernel=(3, 3), num_filter=4, pad=(1, 1))
     ex = sym.simple_bind(mx.gpu(0), data=(0, 2, 5, 5))
     for name in ex.arg_dict:
-        ex.arg_dict[name][:] = 1
-        ex.grad_dict[name][:] = 7
+        ex.arg_dict[name][:] = np.ones(ex.arg_dict[name].shape, np.float32)
+        ex.grad_dict[name][:] = np.full(ex.grad_dict[name].shape, 7, np.float32)
     out = ex.forward(is_train=True)[0]
     assert out.shape == (0, 4, 5, 5)
     ex.backward([mx.nd.zeros(out.shape, ctx=mx.gpu(0))])
