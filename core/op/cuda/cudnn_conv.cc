@@ -370,7 +370,14 @@ Plan BuildPlan(const OpContext& ctx, cudnnHandle_t handle, ConvPass pass, const 
   return result;
 }
 
+ConvPlanCache<Plan>& ThreadPlans() {
+  static thread_local ConvPlanCache<Plan> plans;
+  return plans;
+}
+
 }  // namespace
+
+size_t CudnnConvPlanCount() { return ThreadPlans().size(); }
 
 bool CudnnConvolution(const char* op, const OpContext& ctx, ConvPass pass, const op::ConvGeom& g, DType dt,
                       const void* x, const void* w, const void* y, OpReq req, ConvTune tune, int64_t workspace_limit) {
@@ -383,7 +390,7 @@ bool CudnnConvolution(const char* op, const OpContext& ctx, ConvPass pass, const
   // The handle cache is created before the plan cache, so that at thread exit the plans
   // are destroyed before the handle they were built with.
   cudnnHandle_t handle = CudnnHandle(rctx, op);
-  static thread_local ConvPlanCache<Plan> cache;
+  ConvPlanCache<Plan>& cache = ThreadPlans();
   ConvPlanKey key = MakeConvPlanKey(pass, g, dt, x, w, y, rctx.ctx.dev_id, tune, workspace_limit, allow_tf32, accumulate);
   Plan* plan = cache.Find(key);
   if (!plan)

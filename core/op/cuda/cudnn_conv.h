@@ -3,6 +3,7 @@
 // (core/op/cuda/conv_plan_key.h). Only for builds with WEFT_USE_CUDNN.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -30,6 +31,9 @@ bool CudnnAllowTf32();
 // call when cuDNN fails otherwise.
 bool CudnnConvolution(const char* op, const OpContext& ctx, ConvPass pass, const op::ConvGeom& g, DType dt,
                       const void* x, const void* w, const void* y, OpReq req, ConvTune tune, int64_t workspace_limit);
+
+// How many plans (and known no-engine problems) the calling thread has cached.
+size_t CudnnConvPlanCount();
 
 }  // namespace cuda
 }  // namespace weft
