@@ -6,14 +6,16 @@ cell clipping; `_backward_RNN` called by hand with a dropout mask, writing and a
 Gluon RNN/LSTM/GRU layers with the same parameters on both devices; Philox dropout masks
 drawn on the GPU; and the configurations the GPU refuses.
 
-float32 comparisons allow 1e-3: cuDNN sums in another order than the CPU's GEMMs, and the
-CPU's float32 exp is a polynomial a few ulp off, differences that recurrences carry on."""
+float32 comparisons run with WEFT_CUDNN_ALLOW_TF32=0 and allow 1e-3: cuDNN sums in another
+order than the CPU's GEMMs, and the CPU's float32 exp is a polynomial a few ulp off,
+differences that recurrences carry on. One test runs the default, TF32 tensor cores, whose
+10-bit mantissa needs 2e-2."""
 import numpy as np
 import pytest
 
 import weft as mx
 from weft import autograd, gluon, nd
-from weft.test_utils import assert_almost_equal, check_consistency
+from weft.test_utils import assert_almost_equal, check_consistency, environment
 
 GPU_OPS = {"RNN", "_backward_RNN"}
 
@@ -59,7 +61,7 @@ def run_rnn(ctx, dtype, vals, heads, kw):
     return [o.asnumpy() for o in outs], [a.grad.asnumpy() for a in arrays]
 
 
-def compare(mode, T, N, I, H, L, bidir, dtype, P=None, **extra):
+def compare(mode, T, N, I, H, L, bidir, dtype, P=None, tf32="0", tol=None, **extra):
     D = 2 if bidir else 1
     Ho = P or H
     vals = make_inputs(mode, T, N, I, H, L, D, P)
@@ -71,8 +73,9 @@ def compare(mode, T, N, I, H, L, bidir, dtype, P=None, **extra):
     if mode == "lstm":
         heads.append(rng.uniform(-1, 1, (L * D, N, H)))
     cpu_outs, cpu_grads = run_rnn(mx.cpu(), dtype, vals, heads, kw)
-    gpu_outs, gpu_grads = run_rnn(mx.gpu(0), dtype, vals, heads, kw)
-    rtol, atol = TOL[dtype]
+    with environment("WEFT_CUDNN_ALLOW_TF32", tf32):
+        gpu_outs, gpu_grads = run_rnn(mx.gpu(0), dtype, vals, heads, kw)
+    rtol, atol = tol or TOL[dtype]
     names = ["output", "state", "state_cell"]
     for name, g, c in zip(names, gpu_outs, cpu_outs):
         assert_almost_equal(g, c, rtol, atol, names=("gpu " + name, "cpu " + name))
@@ -91,6 +94,11 @@ def test_rnn_matches_cpu(mode, L, bidir, dtype):
 @pytest.mark.parametrize("mode", ["lstm", "gru"])
 def test_rnn_wider_batch_and_input_match_cpu(mode):
     compare(mode, 7, 17, 13, 8, 2, True, np.float32)
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru"])
+def test_float32_on_tf32_tensor_cores_matches_cpu(mode):
+    compare(mode, 6, 8, 16, 32, 2, True, np.float32, tf32="1", tol=(2e-2, 2e-2))
 
 
 @pytest.mark.parametrize("L,bidir", [(1, False), (2, True)])
@@ -200,7 +208,8 @@ def test_gluon_layers_match_cpu(layer):
 
     cpu_out, cpu_dx, cpu_grads = run(mx.cpu())
     net.collect_params().reset_ctx(mx.gpu(0))
-    gpu_out, gpu_dx, gpu_grads = run(mx.gpu(0))
+    with environment("WEFT_CUDNN_ALLOW_TF32", "0"):
+        gpu_out, gpu_dx, gpu_grads = run(mx.gpu(0))
     assert_almost_equal(gpu_out, cpu_out, 1e-3, 1e-4)
     assert_almost_equal(gpu_dx, cpu_dx, 1e-3, 1e-4)
     assert set(gpu_grads) == set(cpu_grads)

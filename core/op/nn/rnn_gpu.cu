@@ -27,6 +27,7 @@
 
 #include "core/base/cuda_utils.h"
 #include "core/op/cuda/cudnn.h"
+#include "core/op/cuda/cudnn_conv.h"
 #include "core/op/nn/rnn.h"
 #include "core/resource/philox.h"
 #include "core/resource/resource.h"
@@ -147,11 +148,15 @@ class CudnnLayer {
                                 : d.mode == RnnMode::kTanh ? CUDNN_RNN_TANH
                                 : d.mode == RnnMode::kLstm ? CUDNN_LSTM
                                                            : CUDNN_GRU;
-    // Default math: no TF32 or other down-conversion, so float32 agrees with the CPU.
+    // float32 may run on TF32 tensor cores as the convolutions do (WEFT_CUDNN_ALLOW_TF32,
+    // default on, as in PyTorch); FMA math keeps it in float32. Nothing is down-converted
+    // otherwise.
+    const cudnnMathType_t math =
+        std::is_same_v<DT, float> && !cuda::CudnnAllowTf32() ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
     cuda::CheckCudnn(
         cudnnSetRNNDescriptor_v8(rnn_.get(), CUDNN_RNN_ALGO_STANDARD, cell, CUDNN_RNN_DOUBLE_BIAS,
                                  d.D == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL, CUDNN_LINEAR_INPUT,
-                                 kCudnnType<DT>, kCudnnType<DT>, CUDNN_DEFAULT_MATH, static_cast<int32_t>(d.InSize(l)),
+                                 kCudnnType<DT>, kCudnnType<DT>, math, static_cast<int32_t>(d.InSize(l)),
                                  static_cast<int32_t>(d.H), static_cast<int32_t>(d.Hout), 1, no_dropout.get(),
                                  CUDNN_RNN_PADDED_IO_DISABLED),
         "cudnnSetRNNDescriptor_v8", op);
