@@ -111,6 +111,10 @@ __global__ void BatchNormBackwardKernel(ChannelLayout l, const T* dy, const T* x
   }
 }
 
+// Threads per channel: more for large channels (each channel is one block, and a ResNet's
+// first layers have few channels of many elements).
+int ChannelThreads(const ChannelLayout& l) { return l.outer * l.inner >= (1 << 14) ? 512 : nngpu::kReduceThreads; }
+
 ChannelLayout LayoutOf(const BatchNormParam& p, const Shape& d) {
   int axis = p.axis < 0 ? p.axis + d.ndim() : p.axis;
   nn::AxisSplit sp = nn::SplitAt(d, axis);
@@ -130,7 +134,7 @@ void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   WEFT_GPU_FLOAT_SWITCH(in[0].dtype, T, name, {
-    BatchNormForwardKernel<T><<<nngpu::BlocksFor(l.C), nngpu::kReduceThreads, 0, s>>>(
+    BatchNormForwardKernel<T><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
         l, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<T>(), in[3].ptr<T>(), in[4].ptr<T>(), out[0].ptr<T>(),
         out[1].ptr<T>(), out[2].ptr<T>(), static_cast<Acc<T>>(p.eps), static_cast<Acc<T>>(p.momentum), batch_stats,
         p.fix_gamma, req[0], req[1], req[2]);
@@ -151,7 +155,7 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   WEFT_GPU_FLOAT_SWITCH(in[1].dtype, T, name, {
-    BatchNormBackwardKernel<T><<<nngpu::BlocksFor(l.C), nngpu::kReduceThreads, 0, s>>>(
+    BatchNormBackwardKernel<T><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
         l, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<T>(), in[3].ptr<T>(), in[4].ptr<T>(), out[0].ptr<T>(),
         out[1].ptr<T>(), out[2].ptr<T>(), static_cast<Acc<T>>(p.eps), batch_stats, p.fix_gamma, req[0], req[1],
         req[2]);

@@ -186,6 +186,43 @@ __global__ void NormBackwardAffineKernel(Layout l, const T* dy, const T* x, cons
   }
 }
 
+// LayerNorm over the last axis (inner 1, rows contiguous): d gamma / d beta with a warp's
+// lanes on 32 neighbouring channels, so that the reads of each row are coalesced, and the
+// block's kTileRows row lanes summed through shared memory at the end.
+constexpr int kTileRows = 16;
+
+template <typename T>
+__global__ void LayerNormAffineTiledKernel(Layout l, const T* dy, const T* x, const T* mean_in, const T* std_in,
+                                           T* dgamma, T* dbeta, OpReq req_g, OpReq req_b) {
+  using A = Acc<T>;
+  __shared__ A part_g[kTileRows][33], part_b[kTileRows][33];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (int64_t c0 = static_cast<int64_t>(blockIdx.x) * 32; c0 < l.len; c0 += static_cast<int64_t>(gridDim.x) * 32) {
+    const int64_t c = c0 + tx;
+    A dg = 0, db = 0;
+    if (c < l.len) {
+      for (int64_t r = ty; r < l.rows; r += kTileRows) {
+        const int64_t i = r * l.len + c;
+        const A g = static_cast<A>(dy[i]);
+        dg += g * ((static_cast<A>(x[i]) - static_cast<A>(mean_in[r])) * (A(1) / static_cast<A>(std_in[r])));
+        db += g;
+      }
+    }
+    part_g[ty][tx] = dg;
+    part_b[ty][tx] = db;
+    __syncthreads();
+    if (ty == 0 && c < l.len) {
+      for (int k = 1; k < kTileRows; ++k) {
+        dg += part_g[k][tx];
+        db += part_b[k][tx];
+      }
+      if (req_g != OpReq::kNullOp) nngpu::Put(dgamma + c, req_g, dg);
+      if (req_b != OpReq::kNullOp) nngpu::Put(dbeta + c, req_b, db);
+    }
+    __syncthreads();  // the partial sums are read before the next tile overwrites them
+  }
+}
+
 template <typename F>
 void KindDispatch(Kind k, F&& f) {
   switch (k) {
@@ -231,6 +268,15 @@ void NormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const 
         cuda::CheckLaunch(name);
       }
       if ((req[1] != OpReq::kNullOp || req[2] != OpReq::kNullOp) && l.channels > 0) {
+        if constexpr (K == kLayer) {
+          if (l.inner == 1) {
+            LayerNormAffineTiledKernel<T><<<nngpu::BlocksFor((l.len + 31) / 32), dim3(32, kTileRows), 0, s>>>(
+                l, in[0].ptr<T>(), in[1].ptr<T>(), in[3].ptr<T>(), in[4].ptr<T>(), out[1].ptr<T>(), out[2].ptr<T>(),
+                req[1], req[2]);
+            cuda::CheckLaunch(name);
+            return;
+          }
+        }
         NormBackwardAffineKernel<K, T><<<nngpu::BlocksFor(l.channels), nngpu::kReduceThreads, 0, s>>>(
             l, in[0].ptr<T>(), in[1].ptr<T>(), in[3].ptr<T>(), in[4].ptr<T>(), out[1].ptr<T>(), out[2].ptr<T>(),
             req[1], req[2]);
