@@ -128,7 +128,7 @@ def test_rrelu_training(dtype):
 def test_softmax(op, grad_req):
     data = mx.sym.Variable('data')
     cases = [((5, 17), -1, None), ((5, 17), 0, 2.0), ((3, 1000), -1, 0.5), ((2, 300, 4), 1, None),
-             ((4, 3, 5, 6), 2, 1.5), ((6, 1), -1, None), ((2, 2, 2, 33), 0, None)]
+             ((4, 3, 5, 6), 2, 1.5), ((6, 1), -1, None), ((2, 2, 2, 33), 0, None), ((3, 7, 40), 1, 0.7)]
     for shape, axis, t in cases:
         kw = {'axis': axis} if t is None else {'axis': axis, 'temperature': t}
         sym = weighted(getattr(mx.sym, op)(data, **kw))
@@ -160,7 +160,7 @@ def _softmax_length_nd(op, ctx, x, length, axis, w):
 @pytest.mark.parametrize('len_dtype', ['int32', 'int64', 'float32'])
 def test_softmax_use_length(op, dtype, len_dtype):
     rng = np.random.RandomState(5)
-    for shape, axis in [((4, 9), -1), ((3, 300, 2), 1)]:
+    for shape, axis in [((4, 9), -1), ((3, 300, 2), 1), ((2, 5, 64), 1)]:
         x = rng.normal(size=shape).astype(dtype)
         w = rng.normal(size=shape).astype(dtype)
         lshape = tuple(d for i, d in enumerate(shape) if i != axis % len(shape))
@@ -179,7 +179,7 @@ def test_softmax_use_length(op, dtype, len_dtype):
 @pytest.mark.parametrize('mode', ['instance', 'channel'])
 def test_softmax_activation(mode):
     data = mx.sym.Variable('data')
-    for shape in [(4, 10), (3, 5, 4, 6)]:
+    for shape in [(4, 10), (3, 5, 4, 6), (2, 4, 8, 8)]:
         sym = weighted(mx.sym.SoftmaxActivation(data, mode=mode))
         consistent(sym, {'data': shape, 'w': shape}, scale=3.0)
 

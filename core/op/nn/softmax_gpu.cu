@@ -1,7 +1,8 @@
 // GPU versions of softmax, log_softmax, softmin, SoftmaxActivation and their `_backward_*`
 // operators (softmax.cc). The data is outer x n x inner with n the softmax axis; one block
 // reduces each row (the n values `inner` apart) through shared memory: its maximum, then the
-// sum of exponentials, in the CPU's accumulation type and with the CPU's formulas.
+// sum of exponentials, in the CPU's accumulation type and with the CPU's formulas. Rows along
+// a non-last axis (`inner` >= 32) take one thread each instead, for coalesced reads.
 //
 // Row lengths (use_length) are read on the device in any of the GPU dtypes; a length is
 // clipped to [0, n] (the CPU refuses a negative one, which the GPU cannot report without
@@ -125,6 +126,63 @@ __global__ void SoftmaxBackwardKernel(const TO* g, const TO* y, TI* dx, int64_t 
   }
 }
 
+// Softmax along a non-last axis (inner >= 32): one thread per row, neighbouring threads on
+// neighbouring rows, so that every read of the n-long loops is coalesced across the warp.
+template <typename TI, typename TO>
+__global__ void SoftmaxForwardRowKernel(const TI* x, TO* y, int64_t rows, int64_t n, int64_t inner, RowLength lens,
+                                        RowAcc<TI, TO> inv_t, bool is_log, OpReq req) {
+  using A = RowAcc<TI, TO>;
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t base = (r / inner) * n * inner + r % inner;
+    const int64_t len = lens(r, n);
+    A mx = -std::numeric_limits<A>::infinity();
+    for (int64_t k = 0; k < len; ++k) {
+      A v = static_cast<A>(x[base + k * inner]) * inv_t;
+      mx = mx < v ? v : mx;
+    }
+    A sum = 0;
+    for (int64_t k = 0; k < len; ++k) sum += exp(static_cast<A>(x[base + k * inner]) * inv_t - mx);
+    const A lse = mx + log(sum), inv = A(1) / sum;
+    for (int64_t k = 0; k < n; ++k) {
+      A v = A(0);
+      if (k < len) {
+        A xv = static_cast<A>(x[base + k * inner]) * inv_t;
+        v = is_log ? xv - lse : exp(xv - mx) * inv;
+      }
+      nngpu::Put(y + base + k * inner, req, v);
+    }
+  }
+}
+
+template <typename TO, typename TI>
+__global__ void SoftmaxBackwardRowKernel(const TO* g, const TO* y, TI* dx, int64_t rows, int64_t n, int64_t inner,
+                                         RowLength lens, RowAcc<TI, TO> s, bool is_log, OpReq req) {
+  using A = RowAcc<TI, TO>;
+  for (int64_t r = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    const int64_t base = (r / inner) * n * inner + r % inner;
+    const int64_t len = lens(r, n);
+    A dot = 0;
+    for (int64_t k = 0; k < len; ++k) {
+      const int64_t j = base + k * inner;
+      dot += is_log ? static_cast<A>(g[j]) : static_cast<A>(g[j]) * static_cast<A>(y[j]);
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t j = base + k * inner;
+      A v = A(0);
+      if (k < len) {
+        A gj = static_cast<A>(g[j]), yj = static_cast<A>(y[j]);
+        v = is_log ? (gj - exp(yj) * dot) * s : yj * (gj - dot) * s;
+      }
+      nngpu::Put(dx + j, req, v);
+    }
+  }
+}
+
+// Rows `inner` apart by at least a warp take the thread-per-row kernels.
+bool ThreadPerRow(const nn::AxisSplit& sp) { return sp.inner >= 32; }
+
 // Threads per row: fewer for short rows, so that small rows do not leave most threads idle.
 int RowThreads(int64_t n) { return n <= 64 ? 64 : (n <= 128 ? 128 : nngpu::kReduceThreads); }
 
@@ -133,6 +191,12 @@ void LaunchForward(const char* name, const TBlob& x, const TBlob& y, OpReq req, 
                    RowLength lens, double inv_t, bool is_log, cudaStream_t s) {
   const int64_t rows = sp.outer * sp.inner;
   if (rows == 0 || sp.n == 0) return;
+  if (ThreadPerRow(sp)) {
+    SoftmaxForwardRowKernel<TI, TO><<<cuda::GridFor(rows), cuda::kBlockThreads, 0, s>>>(
+        x.ptr<TI>(), y.ptr<TO>(), rows, sp.n, sp.inner, lens, static_cast<RowAcc<TI, TO>>(inv_t), is_log, req);
+    cuda::CheckLaunch(name);
+    return;
+  }
   SoftmaxForwardKernel<TI, TO><<<nngpu::BlocksFor(rows), RowThreads(sp.n), 0, s>>>(
       x.ptr<TI>(), y.ptr<TO>(), rows, sp.n, sp.inner, lens, static_cast<RowAcc<TI, TO>>(inv_t), is_log, req);
   cuda::CheckLaunch(name);
@@ -143,6 +207,13 @@ void LaunchBackward(const char* name, const TBlob& g, const TBlob& y, const TBlo
                     const nn::AxisSplit& sp, RowLength lens, double scale, bool is_log, cudaStream_t s) {
   const int64_t rows = sp.outer * sp.inner;
   if (rows == 0 || sp.n == 0) return;
+  if (ThreadPerRow(sp)) {
+    SoftmaxBackwardRowKernel<TO, TI><<<cuda::GridFor(rows), cuda::kBlockThreads, 0, s>>>(
+        g.ptr<TO>(), y.ptr<TO>(), dx.ptr<TI>(), rows, sp.n, sp.inner, lens, static_cast<RowAcc<TI, TO>>(scale),
+        is_log, req);
+    cuda::CheckLaunch(name);
+    return;
+  }
   SoftmaxBackwardKernel<TO, TI><<<nngpu::BlocksFor(rows), RowThreads(sp.n), 0, s>>>(
       g.ptr<TO>(), y.ptr<TO>(), dx.ptr<TI>(), rows, sp.n, sp.inner, lens, static_cast<RowAcc<TI, TO>>(scale), is_log,
       req);
