@@ -102,9 +102,10 @@ def test_rrelu_inference(dtype):
 
 @pytest.mark.parametrize('dtype', DTYPES)
 def test_rrelu_training(dtype):
-    # Training draws one slope per element in [lower, upper) from the GPU's Philox stream
-    # (each context has its own stream of the seed, so the values differ from the CPU's):
-    # the same seed gives the same slopes, and the gradient uses the slopes the forward drew.
+    # Training draws one slope per element in [lower, upper) from the GPU context's Philox
+    # stream (core/resource/resource.cc derives each context's stream from the seed and the
+    # device, so the values are not compared with the CPU's): the same seed gives the same
+    # slopes, and the gradient uses the slopes the forward drew.
     x = np.random.RandomState(4).normal(size=(6, 5, 40)).astype(dtype)
     kw = dict(act_type='rrelu', lower_bound=0.1, upper_bound=0.6)
     y1, g1 = _leaky_nd(mx.gpu(0), x, True, 11, **kw)
