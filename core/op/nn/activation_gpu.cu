@@ -181,7 +181,8 @@ struct LeakyKernel {
     if constexpr (K == Leaky::kLeaky) r = v > A(0) ? v : slope * v;
     if constexpr (K == Leaky::kPrelu) r = v > A(0) ? v : static_cast<A>(extra[ch(i)]) * v;
     if constexpr (K == Leaky::kElu) r = v > A(0) ? v : slope * expm1(v);
-    if constexpr (K == Leaky::kSelu) r = static_cast<A>(kSeluLambda) * (v > A(0) ? v : static_cast<A>(kSeluAlpha) * expm1(v));
+    if constexpr (K == Leaky::kSelu)
+      r = static_cast<A>(kSeluLambda) * (v > A(0) ? v : static_cast<A>(kSeluAlpha) * expm1(v));
     if constexpr (K == Leaky::kGelu) r = A(0.5) * v * (A(1) + erf(v * static_cast<A>(kInvSqrt2)));
     if constexpr (K == Leaky::kRrelu) r = v > A(0) ? v : static_cast<A>(extra[i]) * v;
     cuda::Store(y, i, r, req);
@@ -226,7 +227,8 @@ struct LeakyGradKernel {
     if constexpr (K == Leaky::kLeaky) d = v > A(0) ? A(1) : slope;
     if constexpr (K == Leaky::kPrelu) d = v > A(0) ? A(1) : static_cast<A>(extra[ch(i)]);
     if constexpr (K == Leaky::kElu) d = v > A(0) ? A(1) : slope * exp(v);
-    if constexpr (K == Leaky::kSelu) d = static_cast<A>(kSeluLambda) * (v > A(0) ? A(1) : static_cast<A>(kSeluAlpha) * exp(v));
+    if constexpr (K == Leaky::kSelu)
+      d = static_cast<A>(kSeluLambda) * (v > A(0) ? A(1) : static_cast<A>(kSeluAlpha) * exp(v));
     if constexpr (K == Leaky::kGelu)
       d = A(0.5) * (A(1) + erf(v * static_cast<A>(kInvSqrt2))) + v * static_cast<A>(kInvSqrt2Pi) * exp(A(-0.5) * v * v);
     if constexpr (K == Leaky::kRrelu) d = v > A(0) ? A(1) : static_cast<A>(extra[i]);

@@ -25,9 +25,10 @@ struct ChannelLayout {
 };
 
 template <typename T>
-__global__ void BatchNormForwardKernel(ChannelLayout l, const T* x, const T* gamma, const T* beta, T* mmean, T* mvar,
-                                       T* y, T* smean, T* svar, Acc<T> eps, Acc<T> mom, bool batch_stats,
-                                       bool fix_gamma, OpReq req_y, OpReq req_mean, OpReq req_var) {
+__global__ void __launch_bounds__(1024)
+    BatchNormForwardKernel(ChannelLayout l, const T* x, const T* gamma, const T* beta, T* mmean, T* mvar, T* y,
+                           T* smean, T* svar, Acc<T> eps, Acc<T> mom, bool batch_stats, bool fix_gamma, OpReq req_y,
+                           OpReq req_mean, OpReq req_var) {
   using A = Acc<T>;
   __shared__ nngpu::ReduceScratch<A> scratch;
   const int64_t per = l.outer * l.inner;
@@ -76,9 +77,10 @@ __global__ void BatchNormForwardKernel(ChannelLayout l, const T* x, const T* gam
 // d gamma, d beta. With batch statistics mean and var depend on x:
 // dx = g * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
 template <typename T>
-__global__ void BatchNormBackwardKernel(ChannelLayout l, const T* dy, const T* x, const T* gamma, const T* smean,
-                                        const T* svar, T* dx, T* dgamma, T* dbeta, Acc<T> eps, bool batch_stats,
-                                        bool fix_gamma, OpReq req_dx, OpReq req_dg, OpReq req_db) {
+__global__ void __launch_bounds__(1024)
+    BatchNormBackwardKernel(ChannelLayout l, const T* dy, const T* x, const T* gamma, const T* smean, const T* svar,
+                            T* dx, T* dgamma, T* dbeta, Acc<T> eps, bool batch_stats, bool fix_gamma, OpReq req_dx,
+                            OpReq req_dg, OpReq req_db) {
   using A = Acc<T>;
   __shared__ nngpu::ReduceScratch<A> scratch;
   const int64_t per = l.outer * l.inner;
@@ -112,8 +114,12 @@ __global__ void BatchNormBackwardKernel(ChannelLayout l, const T* dy, const T* x
 }
 
 // Threads per channel: more for large channels (each channel is one block, and a ResNet's
-// first layers have few channels of many elements).
-int ChannelThreads(const ChannelLayout& l) { return l.outer * l.inner >= (1 << 14) ? 512 : nngpu::kReduceThreads; }
+// first layers have few channels of many elements); the kernels take under 64 registers, so
+// 1024 threads fit an SM.
+int ChannelThreads(const ChannelLayout& l) {
+  if (l.outer * l.inner < (1 << 14)) return nngpu::kReduceThreads;
+  return l.C < 256 ? 1024 : 512;
+}
 
 ChannelLayout LayoutOf(const BatchNormParam& p, const Shape& d) {
   int axis = p.axis < 0 ? p.axis + d.ndim() : p.axis;
@@ -126,8 +132,9 @@ void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std
   const auto& p = attrs.Params<BatchNormParam>();
   const char* name = attrs.op->name.c_str();
   if (in[1].dtype != in[0].dtype)
-    Throw(ErrorKind::kUnsupported, "Operator '", name, "': on GPUs, expected gamma, beta and the statistics in the data's dtype ",
-          DTypeName(in[0].dtype), ", got ", DTypeName(in[1].dtype));
+    Throw(ErrorKind::kUnsupported, "Operator '", name,
+          "': on GPUs, expected gamma, beta and the statistics in the data's dtype ", DTypeName(in[0].dtype),
+          ", got ", DTypeName(in[1].dtype));
   ChannelLayout l = LayoutOf(p, in[0].shape);
   if (l.C == 0) return;
   const bool batch_stats = ctx.is_train && !p.use_global_stats;
@@ -147,8 +154,9 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
   const auto& p = attrs.Params<BatchNormParam>();
   const char* name = attrs.op->name.c_str();
   if (in[2].dtype != in[1].dtype)
-    Throw(ErrorKind::kUnsupported, "Operator '", name, "': on GPUs, expected gamma and the statistics in the data's dtype ",
-          DTypeName(in[1].dtype), ", got ", DTypeName(in[2].dtype));
+    Throw(ErrorKind::kUnsupported, "Operator '", name,
+          "': on GPUs, expected gamma and the statistics in the data's dtype ", DTypeName(in[1].dtype),
+          ", got ", DTypeName(in[2].dtype));
   ChannelLayout l = LayoutOf(p, in[1].shape);
   if (l.C == 0) return;
   const bool batch_stats = ctx.is_train && !p.use_global_stats;

@@ -126,7 +126,8 @@ __global__ void NormForwardKernel(Layout l, const T* x, const T* gamma, const T*
     if (req_y == OpReq::kNullOp) continue;
     for (int64_t k = threadIdx.x; k < l.len; k += blockDim.x) {
       const int64_t i = l.Offset(r, k), a = AffIndex<K>(l, r, k);
-      nngpu::Put(y + i, req_y, (static_cast<A>(x[i]) - mean) * rstd * static_cast<A>(gamma[a]) + static_cast<A>(beta[a]));
+      const A v = (static_cast<A>(x[i]) - mean) * rstd * static_cast<A>(gamma[a]) + static_cast<A>(beta[a]);
+      nngpu::Put(y + i, req_y, v);
     }
   }
 }
@@ -192,8 +193,9 @@ __global__ void NormBackwardAffineKernel(Layout l, const T* dy, const T* x, cons
 constexpr int kTileRows = 16;
 
 template <typename T>
-__global__ void LayerNormAffineTiledKernel(Layout l, const T* dy, const T* x, const T* mean_in, const T* std_in,
-                                           T* dgamma, T* dbeta, OpReq req_g, OpReq req_b) {
+__global__ void __launch_bounds__(32 * kTileRows)
+    LayerNormAffineTiledKernel(Layout l, const T* dy, const T* x, const T* mean_in, const T* std_in, T* dgamma,
+                               T* dbeta, OpReq req_g, OpReq req_b) {
   using A = Acc<T>;
   __shared__ A part_g[kTileRows][33], part_b[kTileRows][33];
   const int tx = threadIdx.x, ty = threadIdx.y;

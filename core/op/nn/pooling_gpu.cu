@@ -132,7 +132,8 @@ __device__ inline PoolAcc<T> Share(const PoolGeom& g, const Window& w, PoolAcc<T
     return div > 0 ? grad / static_cast<A>(div) : A(0);
   }
   // d out / d x = (x / out)^(p - 1) for out = (sum x^p)^(1/p).
-  if (g.kind == PoolKind::kLp && g.p > 1) return out != A(0) ? grad * PowP(static_cast<A>(xp[idx]) / out, g.p - 1) : A(0);
+  if (g.kind == PoolKind::kLp && g.p > 1)
+    return out != A(0) ? grad * PowP(static_cast<A>(xp[idx]) / out, g.p - 1) : A(0);
   return grad;
 }
 
@@ -237,7 +238,8 @@ void PoolingBackwardGPU(const NodeAttrs& attrs, const OpContext& ctx, const std:
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   WEFT_GPU_TYPE_SWITCH(in[1].dtype, T, name, {
     if (disjoint) {
-      if (req[0] != OpReq::kAddTo) WEFT_CUDA_CALL_ON(ctx.run_ctx.ctx, cudaMemsetAsync(out[0].dptr, 0, out[0].Bytes(), s));
+      if (req[0] != OpReq::kAddTo)
+        WEFT_CUDA_CALL_ON(ctx.run_ctx.ctx, cudaMemsetAsync(out[0].dptr, 0, out[0].Bytes(), s));
       if (outputs > 0) {
         PoolBackwardScatterKernel<T><<<cuda::GridFor(outputs), cuda::kBlockThreads, 0, s>>>(
             g, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<T>(), out[0].ptr<T>(), outputs);

@@ -84,7 +84,8 @@ __global__ void SoftmaxForwardKernel(const TI* x, TO* y, int64_t rows, int64_t n
     }
     mx = nngpu::BlockMax(mx, scratch);
     A sum = 0;
-    for (int64_t k = threadIdx.x; k < len; k += blockDim.x) sum += exp(static_cast<A>(x[base + k * inner]) * inv_t - mx);
+    for (int64_t k = threadIdx.x; k < len; k += blockDim.x)
+      sum += exp(static_cast<A>(x[base + k * inner]) * inv_t - mx);
     sum = nngpu::BlockSum(sum, scratch);
     const A lse = mx + log(sum), inv = A(1) / sum;
     for (int64_t k = threadIdx.x; k < n; k += blockDim.x) {
