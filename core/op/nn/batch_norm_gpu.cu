@@ -17,10 +17,31 @@ using nngpu::Acc;
 
 struct ChannelLayout {
   int64_t outer, C, inner;
-  // The j-th element (j < outer * inner) of channel c.
-  __device__ int64_t At(int64_t c, int64_t j) const {
-    const int64_t o = j / inner;
-    return (o * C + c) * inner + (j - o * inner);
+};
+
+// A thread's elements of channel c: the j-th (j = threadIdx.x, + blockDim.x, ...; j < outer *
+// inner) is at (j / inner) * C * inner + c * inner + j % inner. Next() steps j by blockDim.x
+// with additions only (a 64-bit division per element would cost more than the load).
+struct ChannelWalk {
+  int64_t j, pos, i, stride, inner, step_pos, step_i;
+  // (An empty inner run means no elements; 1 stands in for it so nothing divides by 0.)
+  __device__ ChannelWalk(const ChannelLayout& l, int64_t c)
+      : j(threadIdx.x), stride(l.C * l.inner), inner(l.inner > 0 ? l.inner : 1) {
+    const int64_t o = threadIdx.x / inner;
+    i = threadIdx.x - o * inner;
+    pos = o * stride + c * l.inner + i;
+    const int64_t q = blockDim.x / inner;
+    step_i = blockDim.x - q * inner;
+    step_pos = q * stride + step_i;
+  }
+  __device__ void Next() {
+    j += blockDim.x;
+    pos += step_pos;
+    i += step_i;
+    if (i >= inner) {
+      i -= inner;
+      pos += stride - inner;
+    }
   }
 };
 
@@ -40,8 +61,8 @@ __global__ void __launch_bounds__(1024)
       // not cancel when the mean is large against the spread.
       const A shift = per > 0 ? static_cast<A>(x[c * l.inner]) : A(0);
       A sum = 0, sq = 0;
-      for (int64_t j = threadIdx.x; j < per; j += blockDim.x) {
-        A d = static_cast<A>(x[l.At(c, j)]) - shift;
+      for (ChannelWalk w(l, c); w.j < per; w.Next()) {
+        A d = static_cast<A>(x[w.pos]) - shift;
         sum += d;
         sq += d * d;
       }
@@ -66,8 +87,8 @@ __global__ void __launch_bounds__(1024)
     const A g = fix_gamma ? A(1) : static_cast<A>(gamma[c]);
     const A scale = g / sqrt(var + eps);
     const A shift = static_cast<A>(beta[c]) - mean * scale;
-    for (int64_t j = threadIdx.x; j < per; j += blockDim.x) {
-      const int64_t i = l.At(c, j);
+    for (ChannelWalk w(l, c); w.j < per; w.Next()) {
+      const int64_t i = w.pos;
       nngpu::Put(y + i, req_y, static_cast<A>(x[i]) * scale + shift);
     }
   }
@@ -89,8 +110,8 @@ __global__ void __launch_bounds__(1024)
     const A mean = static_cast<A>(smean[c]);
     const A rstd = A(1) / sqrt(static_cast<A>(svar[c]) + eps);
     A sum_dy = 0, sum_dy_xhat = 0;
-    for (int64_t j = threadIdx.x; j < per; j += blockDim.x) {
-      const int64_t i = l.At(c, j);
+    for (ChannelWalk w(l, c); w.j < per; w.Next()) {
+      const int64_t i = w.pos;
       A g = static_cast<A>(dy[i]);
       sum_dy += g;
       sum_dy_xhat += g * (static_cast<A>(x[i]) - mean);
@@ -106,8 +127,8 @@ __global__ void __launch_bounds__(1024)
     const A k = g * rstd;
     const A mdy = batch_stats && per > 0 ? sum_dy / count : A(0);
     const A mdx = batch_stats && per > 0 ? sum_dy_xhat / count * rstd : A(0);
-    for (int64_t j = threadIdx.x; j < per; j += blockDim.x) {
-      const int64_t i = l.At(c, j);
+    for (ChannelWalk w(l, c); w.j < per; w.Next()) {
+      const int64_t i = w.pos;
       nngpu::Put(dx + i, req_dx, k * (static_cast<A>(dy[i]) - mdy - (static_cast<A>(x[i]) - mean) * mdx));
     }
   }
