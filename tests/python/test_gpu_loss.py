@@ -2,7 +2,7 @@
 softmax_cross_entropy, Gluon's _sparse_softmax_cross_entropy), Dropout, Embedding, take, pick,
 one_hot, argmax/argmin/argmax_channel, where and clip: forward outputs and gradients, float32
 and float16 (float64 where cuBLAS takes it), written and accumulated (grad_req='add') gradients.
-Dropout draws the same mask on both devices from the same generator state. Skips without a GPU."""
+Dropout draws the same mask on both devices after the same mx.random.seed. Skips without a GPU."""
 import numpy as np
 import pytest
 
@@ -204,15 +204,6 @@ def test_pick(dtype, req, shape, axis, keepdims, mode):
 
 
 # ---------------------------------------------------------------- Dropout
-def seed_device(ctx, seed):
-    """Gives `ctx`'s generator the state that mx.random.seed(seed, ctx=mx.cpu()) gives the CPU's:
-    each context mixes its device type into its seed (core/resource/resource.cc), so a GPU is
-    seeded with the value that mixes to the CPU's state."""
-    if ctx.device_type == "gpu":
-        seed ^= (1 << 56) ^ (2 << 56)
-    mx.random.seed(seed, ctx=ctx)
-
-
 def dropout_train(x, ctx, head, **kw):
     xa = nd.array(x, ctx=ctx, dtype=x.dtype)
     xa.attach_grad()
@@ -228,10 +219,10 @@ def dropout_train(x, ctx, head, **kw):
 def test_dropout_same_mask_on_both_devices(dtype, shape, p, axes):
     x = RNG.uniform(1, 2, size=shape).astype(dtype)
     head = RNG.uniform(1, 2, size=shape).astype(dtype)
-    seed_device(mx.cpu(), 1234)
+    mx.random.seed(1234)
     cpu_first = dropout_train(x, mx.cpu(), head, p=p, axes=axes)
     cpu_second = dropout_train(x, mx.cpu(), head, p=p, axes=axes)
-    seed_device(gpu(), 1234)
+    mx.random.seed(1234)
     gpu_first = dropout_train(x, gpu(), head, p=p, axes=axes)
     gpu_second = dropout_train(x, gpu(), head, p=p, axes=axes)
     # The same elements are dropped, in the first draw and in the next one.
@@ -271,10 +262,10 @@ def test_dropout_identity_outside_training_on_gpu():
 def test_dropout_backward_add_on_gpu():
     sym = mx.sym.Dropout(mx.sym.var("data"), p=0.4, mode="always")
     x = RNG.uniform(1, 2, size=(6, 8))
-    seed_device(mx.cpu(), 5)
+    mx.random.seed(5)
     c_out, c_grad = run(sym, mx.cpu(), {"data": x}, np.float32, "add", init_grad={"data": np.ones((6, 8))},
                         head=[np.full((6, 8), 2.0)])
-    seed_device(gpu(), 5)
+    mx.random.seed(5)
     g_out, g_grad = run(sym, gpu(), {"data": x}, np.float32, "add", init_grad={"data": np.ones((6, 8))},
                         head=[np.full((6, 8), 2.0)])
     assert_almost_equal(g_out[0], c_out[0], rtol=1e-6, atol=1e-6)

@@ -1,8 +1,8 @@
 // GPU version of Dropout and _backward_Dropout. The mask is drawn exactly as dropout.cc
 // draws it: the counters are reserved from the context's random state on the host, and
 // Philox block `first + b` gives the words of mask elements 4b..4b+3 (stream 0), each
-// kept when its word is below round((1-p) * 2^32). So with the same generator state the
-// CPU and the GPU give the same mask.
+// kept when its word is below round((1-p) * 2^32). GPU i shares CPU i's stream of the seed
+// (core/resource/resource.cc), so after the same seed both devices give the same mask.
 #include <cmath>
 
 #include "core/op/elemwise/broadcast_index.h"
