@@ -322,7 +322,7 @@ def test_one_hot(dtype, idtype):
 @pytest.mark.parametrize("dtype", FLOATS + [np.float64, np.int32])
 @pytest.mark.parametrize("op", ["argmax", "argmin"])
 @pytest.mark.parametrize("shape,axis,keepdims", [((5, 40), -1, False), ((5, 40), 0, True), ((3, 4, 6), 1, False),
-                                                 ((7, 6), None, False), ((2, 3, 300), 2, True)])
+                                                 ((7, 6), None, False), ((2, 3, 300), 2, True), ((6, 9), -1, False)])
 def test_arg_search(dtype, op, shape, axis, keepdims):
     # Few distinct values: ties, where the first index must win on both devices.
     x = RNG.randint(0, 4, size=shape).astype(dtype)

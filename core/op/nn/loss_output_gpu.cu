@@ -4,8 +4,9 @@
 // accumulation types as the CPU code (float for float16 and float32, double for float64).
 //
 // Row-wise work (a softmax over the class axis) runs one warp per row when the classes are
-// contiguous (inner == 1), lanes striding over the classes and shuffles combining them;
-// otherwise one thread per row, neighbouring threads reading neighbouring positions.
+// contiguous (inner == 1) and there are enough of them to occupy a warp, lanes striding over
+// the classes and shuffles combining them; otherwise one thread per row (neighbouring threads
+// then read neighbouring positions when inner > 1).
 #include <cmath>
 #include <limits>
 #include <type_traits>
@@ -100,8 +101,8 @@ __device__ __forceinline__ void RowMaxSum(const T* xr, int64_t C, int64_t inner,
   *sum = GroupSum(s, width);
 }
 
-// Runs f(row, lane, width) for every row: a warp per row when inner == 1, else a thread.
-// `row` depends only on the warp, so whole warps enter and leave the loop together.
+// Runs f(row, lane, width) for every row, `width` lanes per row (32: a warp, whose `row`
+// depends only on the warp, so whole warps enter and leave the loop together; or 1).
 template <typename F>
 __global__ void RowGroupsKernel(int64_t rows, int width, F f) {
   const int per_block = blockDim.x / width;
@@ -112,9 +113,9 @@ __global__ void RowGroupsKernel(int64_t rows, int width, F f) {
 }
 
 template <typename F>
-void ForEachRow(int64_t rows, int64_t inner, cudaStream_t s, const F& f, const char* what) {
+void ForEachRow(int64_t rows, int64_t C, int64_t inner, cudaStream_t s, const F& f, const char* what) {
   if (rows <= 0) return;
-  const int width = inner == 1 ? 32 : 1;
+  const int width = inner == 1 && C >= 16 ? 32 : 1;
   const int64_t per_block = cuda::kBlockThreads / width;
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((rows + per_block - 1) / per_block, 65535));
   RowGroupsKernel<<<blocks, cuda::kBlockThreads, 0, s>>>(rows, width, f);
@@ -157,7 +158,8 @@ void SoftmaxOutputComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   WEFT_GPU_LOSS_SWITCH(in[0].dtype, T, name, {
-    ForEachRow(g.rows(), g.inner, s, SoftmaxRowFn<T>{in[0].ptr<T>(), out[0].ptr<T>(), g.C, g.inner, req[0]}, name);
+    ForEachRow(g.rows(), g.C, g.inner, s, SoftmaxRowFn<T>{in[0].ptr<T>(), out[0].ptr<T>(), g.C, g.inner, req[0]},
+               name);
   });
 }
 
@@ -397,7 +399,7 @@ void CrossEntropyBackwardGPU(const NodeAttrs& attrs, const OpContext& ctx, const
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   WEFT_GPU_LOSS_SWITCH(in[1].dtype, T, name, {
     WEFT_GPU_INDEX_SWITCH(in[2].dtype, L, name, {
-      ForEachRow(N, 1, s,
+      ForEachRow(N, C, 1, s,
                  CrossEntropyGradFn<T, L>{in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<L>(), out[0].ptr<T>(), C, req[0]},
                  name);
     });
@@ -449,7 +451,7 @@ void SparseCEComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std:
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   WEFT_GPU_LOSS_SWITCH(in[0].dtype, T, name, {
     WEFT_GPU_INDEX_SWITCH(in[1].dtype, L, name, {
-      ForEachRow(g.rows(), g.inner, s,
+      ForEachRow(g.rows(), g.C, g.inner, s,
                  SparseCEFn<T, L>{in[0].ptr<T>(), in[1].ptr<L>(), out[0].ptr<T>(), nullptr, nullptr, g.C, g.inner,
                                   OpReq::kWriteTo},
                  name);
@@ -467,7 +469,7 @@ void SparseCEBackwardGPU(const NodeAttrs& attrs, const OpContext& ctx, const std
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   WEFT_GPU_LOSS_SWITCH(in[1].dtype, T, name, {
     WEFT_GPU_INDEX_SWITCH(in[2].dtype, L, name, {
-      ForEachRow(g.rows(), g.inner, s,
+      ForEachRow(g.rows(), g.C, g.inner, s,
                  SparseCEFn<T, L>{in[1].ptr<T>(), in[2].ptr<L>(), nullptr, out[0].ptr<T>(), in[0].ptr<T>(), g.C,
                                   g.inner, req[0]},
                  name);

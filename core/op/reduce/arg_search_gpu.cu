@@ -46,8 +46,8 @@ struct SearchStridedKernel {
   }
 };
 
-// The searched axis is the last (inner == 1): one warp per row, lanes reading consecutive
-// elements, then a shuffle reduction of (value, index).
+// The searched axis is the last (inner == 1) and long enough to occupy a warp: one warp per
+// row, lanes reading consecutive elements, then a shuffle reduction of (value, index).
 template <bool kMax, typename T>
 __global__ void SearchRowsKernel(const T* x, T* y, int64_t rows, int64_t n, OpReq req) {
   using A = typename ReduceAcc<T>::type;
@@ -97,7 +97,7 @@ void SearchComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::v
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   WEFT_GPU_TYPE_SWITCH(in[0].dtype, T, name, {
-    if (inner == 1) {
+    if (inner == 1 && n >= 16) {
       constexpr int kWarpsPerBlock = cuda::kBlockThreads / 32;
       const unsigned blocks =
           static_cast<unsigned>(std::min<int64_t>((outer + kWarpsPerBlock - 1) / kWarpsPerBlock, 65535));
