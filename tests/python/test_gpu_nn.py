@@ -102,15 +102,17 @@ def test_rrelu_inference(dtype):
 
 @pytest.mark.parametrize('dtype', DTYPES)
 def test_rrelu_training(dtype):
-    # Training draws one slope per element in [lower, upper) from the GPU context's Philox
-    # stream (core/resource/resource.cc derives each context's stream from the seed and the
-    # device, so the values are not compared with the CPU's): the same seed gives the same
-    # slopes, and the gradient uses the slopes the forward drew.
+    # Training draws one slope per element in [lower, upper) from Philox with the CPU's
+    # counters, and GPU i shares CPU i's stream of the seed: after the same seed both devices
+    # draw the same slopes, and the gradient uses the slopes the forward drew.
     x = np.random.RandomState(4).normal(size=(6, 5, 40)).astype(dtype)
     kw = dict(act_type='rrelu', lower_bound=0.1, upper_bound=0.6)
+    y_cpu, g_cpu = _leaky_nd(mx.cpu(), x, True, 11, **kw)
     y1, g1 = _leaky_nd(mx.gpu(0), x, True, 11, **kw)
     y2, g2 = _leaky_nd(mx.gpu(0), x, True, 11, **kw)
     y3, _ = _leaky_nd(mx.gpu(0), x, True, 12, **kw)
+    assert_almost_equal(y1, y_cpu)
+    assert_almost_equal(g1, g_cpu)
     assert (y1 == y2).all() and (g1 == g2).all()
     assert (y1 != y3).any()
     neg, pos = x < 0, x > 0
