@@ -204,17 +204,27 @@ std::vector<BackendDescriptor> EngineConfigs(const BackendDescriptor& graph, cud
   return cfgs;
 }
 
-// Whether an engine's numerics are unwanted here: float32 and float64 never take engines
-// that convert their inputs down (to float16), and float32 takes tensor-core (TF32)
-// engines only when TF32 is allowed.
-bool Unwanted(const BackendDescriptor& cfg, DType dt, bool allow_tf32, const char* op) {
-  if (dt != DType::kFloat32 && dt != DType::kFloat64) return false;
+// Whether an engine is unwanted here: float32 and float64 never take engines that convert
+// their inputs down (to float16), float32 takes tensor-core (TF32) engines only when TF32
+// is allowed, and runtime-compiled engines (whose plans compile kernels with NVRTC, which
+// takes seconds) only when `allow_compiled` is set because nothing else runs the problem.
+bool Unwanted(const BackendDescriptor& cfg, DType dt, bool allow_tf32, bool allow_compiled, const char* op) {
   BackendDescriptor engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR, op);
   cudnnBackendDescriptor_t raw = engine.get();
   int64_t n = 0;
   CheckCudnn(cudnnBackendGetAttribute(cfg.get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
                                       &raw),
              "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINECFG_ENGINE)", op);
+  if (!allow_compiled) {
+    cudnnBackendBehaviorNote_t behaviour[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT];
+    int64_t count = 0;
+    CheckCudnn(cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE, CUDNN_TYPE_BEHAVIOR_NOTE,
+                                        CUDNN_BEHAVIOR_NOTE_TYPE_COUNT, &count, behaviour),
+               "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE)", op);
+    for (int64_t i = 0; i < std::min<int64_t>(count, CUDNN_BEHAVIOR_NOTE_TYPE_COUNT); ++i)
+      if (behaviour[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION) return true;
+  }
+  if (dt != DType::kFloat32 && dt != DType::kFloat64) return false;
   cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT];
   int64_t count = 0;
   CheckCudnn(cudnnBackendGetAttribute(raw, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE, CUDNN_TYPE_NUMERICAL_NOTE,
@@ -300,9 +310,13 @@ Plan BuildPlan(const OpContext& ctx, cudnnHandle_t handle, ConvPass pass, const 
   };
   std::vector<Candidate> candidates;
   bool timed = tune != ConvTune::kHeuristic;
-  for (cudnnBackendHeurMode_t mode : {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_FALLBACK}) {
+  // Precompiled engines from heuristics mode A, else from the fallback list, else (rare)
+  // runtime-compiled ones from either.
+  for (int attempt = 0; attempt < 4 && candidates.empty(); ++attempt) {
+    cudnnBackendHeurMode_t mode = attempt % 2 == 0 ? CUDNN_HEUR_MODE_A : CUDNN_HEUR_MODE_FALLBACK;
+    bool allow_compiled = attempt >= 2;
     for (BackendDescriptor& cfg : EngineConfigs(graph, mode, op)) {
-      if (Unwanted(cfg, dt, allow_tf32, op)) continue;
+      if (Unwanted(cfg, dt, allow_tf32, allow_compiled, op)) continue;
       int64_t ws = 0;
       std::unique_ptr<BackendDescriptor> plan = MakePlan(handle, cfg, &ws, op);
       if (!plan) continue;
@@ -313,7 +327,6 @@ Plan BuildPlan(const OpContext& ctx, cudnnHandle_t handle, ConvPass pass, const 
       if (!timed && fits) break;
       if (timed && candidates.size() >= kMaxTimedPlans) break;
     }
-    if (!candidates.empty()) break;
   }
   if (candidates.empty()) return result;
 
