@@ -47,12 +47,15 @@ def make_inputs(mode, T, N, I, H, L, D, P=None, seed=0):
     return vals
 
 
-def run_rnn(ctx, dtype, vals, heads, kw):
+def run_rnn(ctx, dtype, vals, heads, kw, seed=None):
     """Forward (training mode) and backward of sum(out_i * head_i) on one device; returns
-    the outputs and the input gradients as numpy arrays."""
+    the outputs and the input gradients as numpy arrays. A seed is set just before the
+    forward, so that dropout draws the same mask on every device."""
     arrays = [nd.array(v, ctx=ctx, dtype=dtype) for v in vals]
     for a in arrays:
         a.attach_grad()
+    if seed is not None:
+        mx.random.seed(seed)
     with autograd.record():
         outs = nd.RNN(*arrays, **kw)
         outs = outs if isinstance(outs, (list, tuple)) else [outs]
@@ -61,7 +64,7 @@ def run_rnn(ctx, dtype, vals, heads, kw):
     return [o.asnumpy() for o in outs], [a.grad.asnumpy() for a in arrays]
 
 
-def compare(mode, T, N, I, H, L, bidir, dtype, P=None, tf32="0", tol=None, **extra):
+def compare(mode, T, N, I, H, L, bidir, dtype, P=None, tf32="0", tol=None, seed=None, **extra):
     D = 2 if bidir else 1
     Ho = P or H
     vals = make_inputs(mode, T, N, I, H, L, D, P)
@@ -72,9 +75,9 @@ def compare(mode, T, N, I, H, L, bidir, dtype, P=None, tf32="0", tol=None, **ext
     heads = [rng.uniform(-1, 1, (T, N, D * Ho)), rng.uniform(-1, 1, (L * D, N, Ho))]
     if mode == "lstm":
         heads.append(rng.uniform(-1, 1, (L * D, N, H)))
-    cpu_outs, cpu_grads = run_rnn(mx.cpu(), dtype, vals, heads, kw)
+    cpu_outs, cpu_grads = run_rnn(mx.cpu(), dtype, vals, heads, kw, seed)
     with environment("WEFT_CUDNN_ALLOW_TF32", tf32):
-        gpu_outs, gpu_grads = run_rnn(mx.gpu(0), dtype, vals, heads, kw)
+        gpu_outs, gpu_grads = run_rnn(mx.gpu(0), dtype, vals, heads, kw, seed)
     rtol, atol = tol or TOL[dtype]
     names = ["output", "state", "state_cell"]
     for name, g, c in zip(names, gpu_outs, cpu_outs):
@@ -215,6 +218,15 @@ def test_gluon_layers_match_cpu(layer):
     assert set(gpu_grads) == set(cpu_grads)
     for name in cpu_grads:
         assert_almost_equal(gpu_grads[name], cpu_grads[name], 1e-3, 1e-4, names=("gpu " + name, "cpu " + name))
+
+
+@pytest.mark.parametrize("mode,bidir", [("lstm", False), ("gru", True), ("rnn_tanh", True)])
+def test_dropout_between_layers_matches_cpu(mode, bidir):
+    # After the same seed the GPU draws the CPU's Philox mask, so training with dropout
+    # gives the CPU's outputs, states and gradients.
+    outs = compare(mode, 5, 4, 3, 6, 3, bidir, np.float64, seed=13, p=0.5)
+    ref = compare(mode, 5, 4, 3, 6, 3, bidir, np.float64)
+    assert not np.allclose(outs[0], ref[0])
 
 
 def test_dropout_on_gpu_is_seeded_and_inference_ignores_it():
