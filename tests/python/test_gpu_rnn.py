@@ -79,6 +79,7 @@ def compare(mode, T, N, I, H, L, bidir, dtype, P=None, tf32="0", tol=None, seed=
     with environment("WEFT_CUDNN_ALLOW_TF32", tf32):
         gpu_outs, gpu_grads = run_rnn(mx.gpu(0), dtype, vals, heads, kw, seed)
     rtol, atol = tol or TOL[dtype]
+    assert len(gpu_outs) == len(cpu_outs) == (3 if mode == "lstm" else 2)
     names = ["output", "state", "state_cell"]
     for name, g, c in zip(names, gpu_outs, cpu_outs):
         assert_almost_equal(g, c, rtol, atol, names=("gpu " + name, "cpu " + name))
