@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,7 +39,7 @@ struct PerContext {
     size_t size;
     std::vector<gpu::Event*> fence;
   };
-  std::vector<Parked> parked;
+  std::deque<Parked> parked;
 #endif
 };
 
@@ -165,14 +166,17 @@ class PooledStorage : public Storage {
 
  private:
 #ifdef WEFT_USE_CUDA
-  // Returns to the pool the parked blocks whose work is done (all of them, waiting on the
-  // host, when `wait`). The caller holds pc.mu.
+  // Returns parked blocks to the pool: those at the front of the queue whose work is done
+  // (the oldest go first and mostly finish first; stopping at the first unfinished one
+  // keeps each allocation's cost constant), or all of them, waiting on the host, when
+  // `wait`. The caller holds pc.mu.
   static void Unpark(PerContext& pc, bool wait) {
     auto& parked = pc.parked;
-    size_t kept = 0;
-    for (size_t i = 0; i < parked.size(); ++i) {
-      PerContext::Parked& p = parked[i];
-      bool done = true;
+    while (!parked.empty()) {
+      PerContext::Parked& p = parked.front();
+      for (gpu::Event* ev : p.fence) {
+        if (!wait && !gpu::Done(ev)) return;
+      }
       for (gpu::Event* ev : p.fence) {
         if (wait) {
           // An error here belongs to the work that used the block, which reports it at its
@@ -181,20 +185,12 @@ class PooledStorage : public Storage {
             gpu::HostWait(ev);
           } catch (const Error&) {
           }
-        } else if (!gpu::Done(ev)) {
-          done = false;
-          break;
         }
+        gpu::Release(ev);
       }
-      if (!done) {
-        if (kept != i) parked[kept] = std::move(p);
-        ++kept;
-        continue;
-      }
-      for (gpu::Event* ev : p.fence) gpu::Release(ev);
       pc.pool->Free(p.dptr, p.size);
+      parked.pop_front();
     }
-    parked.resize(kept);
   }
 #endif
 
