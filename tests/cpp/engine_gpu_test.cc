@@ -44,7 +44,7 @@ uint8_t ReadByte(const Buffer& b, size_t offset) {
   return v;
 }
 
-TEST(EngineGpu, EventCompletionMatchesSequentialExecution) {
+TEST(GpuEngine, EventCompletionMatchesSequentialExecution) {
   if (NumGPUs() == 0) GTEST_SKIP() << "no GPU is visible";
   const Context gpu = Context::GPU(0);
   auto eng = engine::Engine::Create("ThreadedEngine");
@@ -150,7 +150,7 @@ TEST(EngineGpu, EventCompletionMatchesSequentialExecution) {
 
 #else
 
-TEST(EngineGpu, EventCompletionMatchesSequentialExecution) { GTEST_SKIP() << "a build without CUDA"; }
+TEST(GpuEngine, EventCompletionMatchesSequentialExecution) { GTEST_SKIP() << "a build without CUDA"; }
 
 #endif
 
