@@ -325,6 +325,19 @@ def test_device_surface():
     assert mx.gpu(0).device_type == "gpu" and mx.gpu(0) != mx.cpu(0)
 
 
+def test_empty_cache_returns_pooled_gpu_memory():
+    ctx = _gpu()
+    a = nd.ones((1024, 1024), ctx=ctx)
+    a.wait_to_read()
+    assert ctx.memory_stat("bytes_in_use") >= 4 * 1024 * 1024
+    del a
+    nd.waitall()
+    # The freed block waits (parked or pooled) until its GPU work is done; empty_cache
+    # waits for that work and hands everything pooled back to the driver.
+    ctx.empty_cache()
+    assert ctx.memory_stat("bytes_pooled") == 0
+
+
 @pytest.mark.parametrize("dtype", ("float32", "float16", "int32"))
 def test_copies_across_devices(dtype):
     host = (np.arange(4 * 257) % 23).reshape(4, 257).astype(dtype)
@@ -341,8 +354,11 @@ def test_copies_across_devices(dtype):
     pinned.copyto(g2)
     np.testing.assert_array_equal(g2.asnumpy(), host)
     assert g.as_in_context(_gpu()) is g
-    # A dtype change on the way (the cast runs on the GPU).
-    np.testing.assert_array_equal(g.astype("float64").as_in_context(mx.cpu()).asnumpy(), host.astype("float64"))
+    # A dtype change on the way, both directions (the conversion runs on the GPU).
+    wide = g.copyto(nd.empty(host.shape, ctx=mx.cpu(), dtype="float64"))
+    np.testing.assert_array_equal(wide.asnumpy(), host.astype("float64"))
+    narrow = wide.copyto(nd.empty(host.shape, ctx=_gpu(), dtype=dtype))
+    np.testing.assert_array_equal(narrow.asnumpy(), host)
 
 
 def test_results_ordered_across_streams_without_host_waits():
