@@ -13,7 +13,7 @@
 // whoever touches them next waits for that event: on its own stream (cudaStreamWaitEvent)
 // when it runs on another GPU stream, on the host (cudaEventSynchronize) when it runs on
 // the host, not at all on the same stream. A deleted GPU variable's memory waits in the
-// storage pool for the same events (gpu_event.h). WEFT_GPU_SYNC_EACH_OP=1 (and an active
+// storage pool for the same events (gpu_event.h). WEFT_GPU_SYNC_EACH_OP=1 (and a recording
 // profiler, so that operation times are GPU times) waits for each operation's stream
 // instead, so that an asynchronous CUDA error names the operation that caused it.
 //
@@ -481,12 +481,13 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     // The callback came before the function returned: its kernels are queued on the
     // stream. An event after them tells later users when the outputs are ready (also after
     // a failure: kernels launched before it may still write the outputs' memory). Waiting
-    // for the stream instead when asked to, or when profiling (so the time is the GPU's).
+    // for the stream instead when asked to, or when the profiler records this operation's
+    // time (so that the time is the GPU's).
     gpu::Event* done_event = nullptr;
     bool on_host = rctx.stream == nullptr;
     if (rctx.stream) {
       try {
-        if (sync_each_op_ || kProfile) {
+        if (sync_each_op_ || (kProfile && prof_name != nullptr)) {
           cuda::Check(cudaStreamSynchronize(static_cast<cudaStream_t>(rctx.stream)), "cudaStreamSynchronize",
                       &rctx.ctx);
           on_host = true;
