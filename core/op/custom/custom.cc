@@ -259,7 +259,14 @@ void RunCallback(std::shared_ptr<State> st, bool is_train, std::vector<TaggedArr
     for (const auto& t : arrays) {
       if (t.array.is_none()) continue;
       try {
-        t.array.WaitToRead();
+        // On a GPU the callback's reads of an input may still run after the engine saw them
+        // complete; a write-wait on the alias waits for those too (the writes the outputs
+        // got cover the rest), so that nothing still reads the call's arrays afterwards.
+        if (t.array.ctx().is_gpu()) {
+          t.array.WaitToWrite();
+        } else {
+          t.array.WaitToRead();
+        }
       } catch (...) {
         if (!error) error = std::current_exception();
       }
