@@ -11,6 +11,10 @@
 #include "core/resource/resource.h"
 #include "core/storage/storage.h"
 
+#ifdef WEFT_USE_CUDA
+#include "core/base/cuda_utils.h"
+#endif
+
 namespace weft {
 namespace capi {
 
@@ -153,6 +157,24 @@ weft_status_t weft_get_gpu_count(int* out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);
   *out = NumGPUs();
+  WEFT_API_END
+}
+
+weft_status_t weft_get_gpu_memory_info(int dev, int64_t* free_bytes, int64_t* total_bytes) {
+  WEFT_API_BEGIN
+  WEFT_OUT(free_bytes);
+  WEFT_OUT(total_bytes);
+  int n = NumGPUs();
+  WEFT_CHECK(dev >= 0 && dev < n, kValue, "gpu_memory_info: expected a GPU id in [0, ", n, "), got ", dev,
+             n == 0 ? " (no GPU is visible)" : "");
+#ifdef WEFT_USE_CUDA
+  cuda::DeviceGuard guard(dev);
+  size_t free_b = 0, total_b = 0;
+  Context ctx = Context::GPU(dev);
+  cuda::Check(cudaMemGetInfo(&free_b, &total_b), "cudaMemGetInfo", &ctx);
+  *free_bytes = static_cast<int64_t>(free_b);
+  *total_bytes = static_cast<int64_t>(total_b);
+#endif
   WEFT_API_END
 }
 

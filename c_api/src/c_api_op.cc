@@ -8,6 +8,7 @@
 #include "core/imperative/autograd.h"
 #include "core/base/scratch.h"
 #include "core/imperative/imperative.h"
+#include "core/op/compute_async.h"
 #include "core/op/registry.h"
 
 using namespace weft;        // NOLINT
@@ -262,6 +263,15 @@ weft_status_t weft_op_get_key_var_num_args(const weft_op_t* op, const char** out
   const Op* o = WEFT_OP(op);
   WEFT_OUT(out);
   *out = o->key_var_num_args.c_str();
+  WEFT_API_END
+}
+
+weft_status_t weft_op_get_has_gpu(const weft_op_t* op, int* out) {
+  WEFT_API_BEGIN
+  const Op* o = WEFT_OP(op);
+  WEFT_OUT(out);
+  *out = Op::GetAttr<FCompute>("FCompute<gpu>").Contains(o) ||
+         Op::GetAttr<FComputeAsync>("FComputeAsync<gpu>").Contains(o);
   WEFT_API_END
 }
 

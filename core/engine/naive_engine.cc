@@ -12,6 +12,10 @@
 #include "core/engine/engine_impl.h"
 #include "core/profiler/profiler.h"
 
+#ifdef WEFT_USE_CUDA
+#include "core/base/cuda_utils.h"
+#endif
+
 namespace weft {
 namespace engine {
 namespace {
@@ -134,6 +138,19 @@ class NaiveEngine : public Engine {
       std::unique_lock<std::mutex> lock(c.mu);
       c.cv.wait(lock, [&] { return c.done; });
       error = c.error;
+      lock.unlock();
+#ifdef WEFT_USE_CUDA
+      // GPU work ran on the legacy stream with no completion event: it is over, and any
+      // asynchronous CUDA error belongs to this operation, only once the stream is.
+      if (ctx.is_gpu() && !error) {
+        try {
+          cuda::DeviceGuard guard(ctx.dev_id);
+          cuda::Check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize", &ctx);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+#endif
       if (profiled)
         profiler::RecordOperation(name, ctx, start, profiler::NowNs(),
                                   bytes_allocated + profiler::ThreadAllocatedBytes() - alloc);

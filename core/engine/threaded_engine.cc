@@ -8,6 +8,15 @@
 // (WEFT_GPU_WORKER_NTHREADS, default 2) and a copy pool for kCopyToGPU/kCopyFromGPU
 // (WEFT_GPU_COPY_NTHREADS, default 1), each GPU thread with its own stream.
 //
+// GPU completion: an operation on a GPU stream is complete, for the engine, once its work is
+// queued; an event recorded after it goes on the variables it touched (threaded_var.h), and
+// whoever touches them next waits for that event: on its own stream (cudaStreamWaitEvent)
+// when it runs on another GPU stream, on the host (cudaEventSynchronize) when it runs on
+// the host, not at all on the same stream. A deleted GPU variable's memory waits in the
+// storage pool for the same events (gpu_event.h). WEFT_GPU_SYNC_EACH_OP=1 (and a recording
+// profiler, so that operation times are GPU times) waits for each operation's stream
+// instead, so that an asynchronous CUDA error names the operation that caused it.
+//
 // At process exit the engines still alive (Engine::Get() is never destroyed) are drained
 // for at most WEFT_ENGINE_EXIT_WAIT_S seconds (default 10), so pushed work finishes
 // before static objects and the CUDA runtime go away; a stuck operation cannot hang exit.
@@ -29,6 +38,7 @@
 
 #ifdef WEFT_USE_CUDA
 #include "core/base/cuda_utils.h"
+#include "core/storage/gpu_event.h"
 #endif
 
 namespace weft {
@@ -58,6 +68,13 @@ int64_t EnvMaxPending() {
   WEFT_CHECK(*end == '\0' && v >= 0, kValue, "WEFT_ENGINE_MAX_PENDING: expected a non-negative integer, got '", s,
              "'");
   return v;
+}
+
+bool EnvFlag(const char* name) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return false;
+  WEFT_CHECK((s[0] == '0' || s[0] == '1') && s[1] == '\0', kValue, name, ": expected 0 or 1, got '", s, "'");
+  return s[0] == '1';
 }
 
 int EnvThreads(const char* name, int fallback) {
@@ -119,6 +136,11 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       // Nothing is pending and, the last reference being gone, nothing more can come: free
       // it here, without a block (the common case, an array dropped after its last use).
       try {
+#ifdef WEFT_USE_CUDA
+        // A host array a GPU copy wrote or read (pinned memory) may still be in use by
+        // that copy's stream.
+        HostWaitAll(v);
+#endif
         if (on_delete) on_delete(RunContext{ctx, nullptr});
       } catch (...) {
         RecordError(std::current_exception());
@@ -243,6 +265,13 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     WEFT_CHECK(var != nullptr, kValue, "WaitForVar: expected a variable, got a null handle");
     auto* v = static_cast<ThreadedVar*>(var);
     std::exception_ptr error;
+#ifdef WEFT_USE_CUDA
+    // The last write's GPU work, which may still run after the engine saw it complete.
+    struct EventRef {
+      gpu::Event* ev = nullptr;
+      ~EventRef() { gpu::Release(ev); }
+    } last_write;
+#endif
     if (v->HasPendingWrite(&error)) {
       // A read of the variable becomes ready exactly when the writes before it are done.
       struct Waiter {
@@ -256,7 +285,12 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       blk->nslots = 1;
       blk->slots[0].var = v;
       blk->slots[0].read = true;
-      blk->fn = [&w, v](RunContext, CallbackOnComplete done) {
+      blk->fn = [&, v](RunContext, CallbackOnComplete done) {
+#ifdef WEFT_USE_CUDA
+        // Taken while the read is granted, when no write can replace it.
+        last_write.ev = v->write_event;
+        if (last_write.ev) gpu::Retain(last_write.ev);
+#endif
         done();
         std::lock_guard<std::mutex> lock(w.mu);
         w.error = v->error;
@@ -268,21 +302,50 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       w.cv.wait(lock, [&] { return w.done; });
       error = w.error;
     }
+#ifdef WEFT_USE_CUDA
+    else {
+      std::lock_guard<std::mutex> lock(v->mu);
+      last_write.ev = v->write_event;
+      if (last_write.ev) gpu::Retain(last_write.ev);
+    }
+#endif
     if (error) {
       ForgetReported(error);
       std::rethrow_exception(error);
     }
+#ifdef WEFT_USE_CUDA
+    if (last_write.ev) gpu::HostWait(last_write.ev);
+#endif
   }
 
   void WaitForAll() override {
     CheckNotInWorker("WaitForAll");
     DrainUntil(Clock::time_point::max());
+#ifdef WEFT_USE_CUDA
+    // Every operation is complete for the engine; their GPU work may still be queued.
+    std::exception_ptr gpu_error;
+    uint64_t used = gpu_used_.load(std::memory_order_acquire);
+    for (int d = 0; d < 64 && used != 0; ++d) {
+      if (!(used & (uint64_t{1} << d))) continue;
+      used &= ~(uint64_t{1} << d);
+      try {
+        cuda::DeviceGuard guard(d);
+        Context c = Context::GPU(d);
+        cuda::Check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (WaitForAll)", &c);
+      } catch (...) {
+        if (!gpu_error) gpu_error = std::current_exception();
+      }
+    }
+#endif
     std::exception_ptr error;
     {
       std::lock_guard<std::mutex> lock(error_mu_);
       std::swap(error, first_error_);
     }
     if (error) std::rethrow_exception(error);
+#ifdef WEFT_USE_CUDA
+    if (gpu_error) std::rethrow_exception(gpu_error);
+#endif
   }
 
   void Shutdown() override {
@@ -358,6 +421,19 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       Complete(blk);
       return;
     }
+#ifdef WEFT_USE_CUDA
+    // The events the deletion of a GPU variable must see done before its memory is reused.
+    std::vector<gpu::Event*> fence;
+    if (!blk->internal) {
+      try {
+        WaitForGpuInputs(blk, rctx, &fence);
+      } catch (...) {
+        blk->error = std::current_exception();
+        Complete(blk);
+        return;
+      }
+    }
+#endif
     blk->run_state.store(kRunning, std::memory_order_relaxed);
     const char* prof_name = nullptr;
     int64_t prof_start = 0, prof_alloc = 0, prof_bytes = 0;
@@ -380,6 +456,10 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     };
     std::exception_ptr thrown;
     try {
+#ifdef WEFT_USE_CUDA
+      // Only while the function runs: the fence points into the variable being deleted.
+      gpu::FreeFenceScope fence_scope(fence.empty() ? nullptr : &fence);
+#endif
       blk->Fn()(rctx, CallbackOnComplete(&ThreadedEngine::OnCallback, this, blk));
     } catch (...) {
       thrown = std::current_exception();
@@ -399,17 +479,33 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     }
 #ifdef WEFT_USE_CUDA
     // The callback came before the function returned: its kernels are queued on the
-    // stream and the outputs are ready only once the stream is.
-    if (rctx.stream && !blk->error) {
+    // stream. An event after them tells later users when the outputs are ready (also after
+    // a failure: kernels launched before it may still write the outputs' memory). Waiting
+    // for the stream instead when asked to, or when the profiler records this operation's
+    // time (so that the time is the GPU's).
+    gpu::Event* done_event = nullptr;
+    bool on_host = rctx.stream == nullptr;
+    if (rctx.stream) {
       try {
-        cuda::Check(cudaStreamSynchronize(static_cast<cudaStream_t>(rctx.stream)), "cudaStreamSynchronize", &rctx.ctx);
+        if (sync_each_op_ || (kProfile && prof_name != nullptr)) {
+          cuda::Check(cudaStreamSynchronize(static_cast<cudaStream_t>(rctx.stream)), "cudaStreamSynchronize",
+                      &rctx.ctx);
+          on_host = true;
+        } else {
+          done_event = gpu::Record(rctx.ctx.dev_id, rctx.stream);
+        }
+        NoteGpuUsed(rctx.ctx.dev_id);
       } catch (...) {
-        blk->error = std::current_exception();
+        if (!blk->error) blk->error = std::current_exception();
+        on_host = false;
       }
     }
-#endif
+    record();
+    Complete(blk, done_event, on_host);
+#else
     record();
     Complete(blk);
+#endif
   }
 
   void WorkerStarted(const Context& ctx) override {
@@ -516,18 +612,100 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     static_cast<ThreadedEngine*>(engine)->Complete(blk);
   }
 
+#ifdef WEFT_USE_CUDA
+  void NoteGpuUsed(int dev) {
+    uint64_t bit = uint64_t{1} << (dev & 63);
+    if (!(gpu_used_.load(std::memory_order_relaxed) & bit)) gpu_used_.fetch_or(bit, std::memory_order_release);
+  }
+
+  // Before a block runs: orders it after the unfinished GPU work on its variables that it
+  // conflicts with (a read after the last write; a write after the last write and every
+  // read since). On a GPU stream the stream waits (the same stream is ordered already); on
+  // the host the thread waits. A GPU variable's deletion waits for nothing: its memory is
+  // parked in the pool behind all those events (*fence) instead.
+  void WaitForGpuInputs(OprBlock* blk, const RunContext& rctx, std::vector<gpu::Event*>* fence) {
+    const bool deleting_on_gpu = blk->delete_var != nullptr && rctx.stream != nullptr;
+    for (uint32_t i = 0; i < blk->nslots; ++i) {
+      const VarSlot& s = blk->slots[i];
+      ThreadedVar* v = s.var;
+      if (v->write_event == nullptr && (!s.write || v->read_events.empty())) continue;
+      auto wait = [&](gpu::Event* ev) {
+        if (deleting_on_gpu) {
+          fence->push_back(ev);
+        } else if (rctx.stream == nullptr) {
+          gpu::HostWait(ev);
+        } else if (gpu::StreamOf(ev) != rctx.stream) {
+          gpu::StreamWait(rctx.stream, ev);
+        }
+      };
+      if (v->write_event) wait(v->write_event);
+      if (s.write)
+        for (gpu::Event* ev : v->read_events) wait(ev);
+    }
+  }
+
+  // Waits on the host for every event on an idle variable (nothing else can touch it).
+  static void HostWaitAll(ThreadedVar* v) {
+    std::lock_guard<std::mutex> lock(v->mu);
+    if (v->write_event) gpu::HostWait(v->write_event);
+    for (gpu::Event* ev : v->read_events) gpu::HostWait(ev);
+  }
+
+  // After a block: `ev` (owned, may be null) marks the end of its GPU work; `on_host` says
+  // its work is done on the host (it ran there, or its stream was waited for), which also
+  // means that everything it waited for is done.
+  static void PublishGpuCompletion(const VarSlot& s, gpu::Event* ev, bool on_host) {
+    ThreadedVar* v = s.var;
+    if (ev != nullptr) {
+      std::lock_guard<std::mutex> lock(v->mu);
+      gpu::Retain(ev);
+      if (s.write) {
+        gpu::Release(v->write_event);
+        for (gpu::Event* old : v->read_events) gpu::Release(old);
+        v->read_events.clear();
+        v->write_event = ev;
+        return;
+      }
+      for (gpu::Event*& old : v->read_events) {
+        if (gpu::StreamOf(old) == gpu::StreamOf(ev)) {
+          // Later work on one stream ends after earlier work on it: one event per stream.
+          gpu::Release(old);
+          old = ev;
+          return;
+        }
+      }
+      v->read_events.push_back(ev);
+    } else if (on_host && s.write && (v->write_event != nullptr || !v->read_events.empty())) {
+      std::lock_guard<std::mutex> lock(v->mu);
+      gpu::Release(v->write_event);
+      v->write_event = nullptr;
+      for (gpu::Event* old : v->read_events) gpu::Release(old);
+      v->read_events.clear();
+    }
+  }
+#endif
+
   // Publishes the block's outcome on its variables, releases them, frees the block.
-  void Complete(OprBlock* blk) {
+  // `done_event` and `on_host` (CUDA builds): see PublishGpuCompletion; the defaults say
+  // nothing is known about GPU work, so the variables keep the events they have.
+  void Complete(OprBlock* blk, [[maybe_unused]] gpu::Event* done_event = nullptr,
+                [[maybe_unused]] bool on_host = false) {
     const std::exception_ptr& error = blk->error;
     if (error) RecordError(error);
     ReadyList ready;
     for (uint32_t i = 0; i < blk->nslots; ++i) {
       VarSlot& s = blk->slots[i];
+#ifdef WEFT_USE_CUDA
+      if (!blk->internal) PublishGpuCompletion(s, done_event, on_host && !error);
+#endif
       // The writer still holds the variable, so nobody else reads or writes its error.
       if (s.write && (error || s.var->error)) s.var->error = error;
       if (s.write) s.var->writes.fetch_add(1, std::memory_order_release);
       s.var->Release(s.write, &ready);
     }
+#ifdef WEFT_USE_CUDA
+    gpu::Release(done_event);
+#endif
     for (OprBlock* b = ready.head; b != nullptr;) {
       OprBlock* next = b->next_ready;
       Dispatch(b);
@@ -594,6 +772,10 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   std::mutex error_mu_;
   std::exception_ptr first_error_;
   std::atomic<bool> shut_down_{false};
+  // WEFT_GPU_SYNC_EACH_OP=1: wait for each GPU operation's stream (debugging).
+  const bool sync_each_op_ = EnvFlag("WEFT_GPU_SYNC_EACH_OP");
+  // The GPUs that ran work since the start, as bits: WaitForAll synchronises those.
+  std::atomic<uint64_t> gpu_used_{0};
 
   std::unique_ptr<WorkerPool> cpu_pool_;
   std::unique_ptr<WorkerPool> cpu_priority_pool_;

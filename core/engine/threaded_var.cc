@@ -2,6 +2,10 @@
 
 #include "core/engine/opr_block.h"
 
+#ifdef WEFT_USE_CUDA
+#include "core/storage/gpu_event.h"
+#endif
+
 namespace weft {
 namespace engine {
 namespace {
@@ -21,6 +25,13 @@ void Grant(VarSlot* slot, ReadyList* ready) {
 }
 
 }  // namespace
+
+ThreadedVar::~ThreadedVar() {
+#ifdef WEFT_USE_CUDA
+  gpu::Release(write_event);
+  for (gpu::Event* ev : read_events) gpu::Release(ev);
+#endif
+}
 
 bool ThreadedVar::AppendLocked(VarSlot* slot) {
   slot->next = nullptr;

@@ -13,8 +13,15 @@
 
 #include <cstdint>
 #include <mutex>
+#include <vector>
 
 #include "core/engine/engine_impl.h"
+
+namespace weft {
+namespace gpu {
+struct Event;  // core/storage/gpu_event.h (CUDA builds)
+}  // namespace gpu
+}  // namespace weft
 
 namespace weft {
 namespace engine {
@@ -39,6 +46,11 @@ struct ReadyList {
 
 class ThreadedVar final : public Var {
  public:
+  ThreadedVar() = default;
+  ~ThreadedVar() override;
+  ThreadedVar(const ThreadedVar&) = delete;
+  ThreadedVar& operator=(const ThreadedVar&) = delete;
+
   // Queues `slot` behind earlier pushes; true when it is granted at once. The caller
   // holds mu (a push locks all its variables first, so concurrent pushes queue in one
   // consistent order on every variable they share and cannot wait on each other).
@@ -57,6 +69,17 @@ class ThreadedVar final : public Var {
   bool Idle();
 
   std::mutex mu;
+
+  // GPU completion (CUDA builds; see "GPU completion" in docs/design/engine.md). A GPU
+  // operation completes when its kernels are queued, not run: write_event marks the end of
+  // the last write's work on its stream, read_events the end of each later read's work
+  // (at most one per stream, the latest). Whoever next touches the variable waits for what
+  // it conflicts with: a reader for write_event, a writer for both. Changed only under mu,
+  // by the completing operation, which still holds its grant; read without mu by an
+  // operation holding a grant (no completion that could change them runs meanwhile,
+  // except readers adding to read_events, which only a writer reads).
+  gpu::Event* write_event = nullptr;
+  std::vector<gpu::Event*> read_events;
 
  private:
   void GrantFrontLocked(ReadyList* ready);

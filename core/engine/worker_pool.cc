@@ -39,7 +39,13 @@ class WorkerStream {
     }
   }
   ~WorkerStream() {
-    if (stream_) cudaStreamDestroy(stream_);
+    // Operations complete for the engine before their GPU work does, and completion events
+    // name their stream by its handle: work of this stream must be over before a later
+    // stream can get the same handle (a pool stopped for a fork, then resumed).
+    if (stream_) {
+      cudaStreamSynchronize(stream_);
+      cudaStreamDestroy(stream_);
+    }
   }
   void* stream() const { return stream_; }
   const std::exception_ptr& error() const { return error_; }

@@ -28,8 +28,9 @@ void SumOnGPU(const std::vector<NDArray>& srcs, const NDArray& out, int priority
         for (const NDArray& s : srcs) ptrs.push_back(s.data().dptr);
         cuda::DeviceGuard guard(o.ctx.dev_id);
         LaunchSum(ptrs, o.dptr, o.Size(), o.dtype, rctx.stream);
-        // The engine takes a synchronous operation as done when it returns.
-        WEFT_CUDA_CALL_ON(o.ctx, cudaStreamSynchronize(cuda::StreamOf(rctx.stream)));
+        // On a worker's stream the engine records the completion event after the sum; on
+        // the legacy stream (the naive engine) the sum must be over when this returns.
+        if (rctx.stream == nullptr) WEFT_CUDA_CALL_ON(o.ctx, cudaStreamSynchronize(cuda::StreamOf(rctx.stream)));
       },
       out.ctx(), reads, {out.var()}, engine::FnProperty::kNormal, priority, "KVStoreDeviceReduce");
 }

@@ -115,7 +115,9 @@ NDArray LocalStore::SumOnKeyGPU(Entry* e, const std::vector<NDArray>& vals, int 
   }
 #if WEFT_USE_NCCL
   std::vector<int> devs;
-  bool distinct = vals.size() > 1 && NcclSupports(ref.dtype());
+  // The "nccl" store reduces through NCCL also with one GPU (a one-rank communicator), as
+  // MXNet's does: the same path then runs on a one-GPU machine as on several.
+  bool distinct = (vals.size() > 1 || type_ == "nccl") && NcclSupports(ref.dtype());
   for (const NDArray& v : vals) {
     distinct = distinct && v.ctx().is_gpu() && std::find(devs.begin(), devs.end(), v.ctx().dev_id) == devs.end();
     devs.push_back(v.ctx().dev_id);
@@ -133,7 +135,8 @@ NDArray LocalStore::SumOnKeyGPU(Entry* e, const std::vector<NDArray>& vals, int 
 
 void LocalStore::Broadcast(const Entry& e, const std::vector<NDArray>& outs, int priority) {
 #if WEFT_USE_NCCL
-  if (device_mode_ && outs.size() > 1 && e.stored.ctx().is_gpu() && NcclSupports(e.stored.dtype())) {
+  if (device_mode_ && (outs.size() > 1 || type_ == "nccl") && e.stored.ctx().is_gpu() &&
+      NcclSupports(e.stored.dtype())) {
     std::vector<int> devs;
     bool distinct = true;
     for (const NDArray& o : outs) {

@@ -1,8 +1,9 @@
 // Copies with a GPU side: host to device, device to host, device to device (same device or
 // peer). Bytes move with cudaMemcpyAsync on the run context's stream; a dtype change runs a
 // cast kernel on the GPU, staging the unconverted bytes on the device when the other side is
-// the host. The stream is synchronised before returning because the engine treats a
-// PushSync operation as finished when its function returns.
+// the host. On an engine worker's stream the copy only queues its work: the engine records
+// the completion event after it (threaded_engine.cc). Without one (the naive engine, code
+// outside the engine) it runs on the legacy stream and waits for it before returning.
 #include <memory>
 
 #include "core/base/cuda_utils.h"
@@ -98,7 +99,7 @@ void CopyBlobCUDA(const TBlob& from, const TBlob& to, engine::RunContext rctx) {
     CastOnDevice(from.dptr, from.dtype, staged->get(), to.dtype, n, stream);
     MoveBytes(staged->get(), from.ctx, to.dptr, to.ctx, to.Bytes(), stream, work_ctx);
   }
-  WEFT_CUDA_CALL_ON(work_ctx, cudaStreamSynchronize(stream));
+  if (rctx.stream == nullptr) WEFT_CUDA_CALL_ON(work_ctx, cudaStreamSynchronize(stream));
 }
 
 }  // namespace weft

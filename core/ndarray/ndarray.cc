@@ -6,6 +6,10 @@
 #include "core/base/error.h"
 #include "core/ndarray/copy.h"
 
+#ifdef WEFT_USE_CUDA
+#include "core/storage/gpu_event.h"
+#endif
+
 namespace weft {
 
 NDArray::Chunk::Chunk(size_t nbytes, Context c, bool delay_alloc) : ctx(c), bytes(nbytes) {
@@ -32,8 +36,15 @@ NDArray::Chunk::~Chunk() {
   bool owns = allocated && !external_release;
   std::function<void()> release = std::move(external_release);
   engine::Engine::Get()->DeleteVariable(
-      [h, owns, release](engine::RunContext) {
+      [h, owns, release, gpu_mem = ctx.is_gpu()](engine::RunContext) {
         if (owns) Storage::Get()->Free(h);
+#ifdef WEFT_USE_CUDA
+        // Memory owned outside Weft cannot be parked in the pool until the GPU work on it
+        // is done (gpu_event.h), so its owner gets it back only after that work.
+        if (release && gpu_mem)
+          if (const auto* fence = gpu::CurrentFreeFence())
+            for (gpu::Event* ev : *fence) gpu::HostWait(ev);
+#endif
         if (release) release();
       },
       ctx, var);

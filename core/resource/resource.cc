@@ -3,6 +3,10 @@
 #include <map>
 #include <mutex>
 
+#ifdef WEFT_USE_CUDA
+#include "core/base/cuda_utils.h"
+#endif
+
 namespace weft {
 
 TempSpace::~TempSpace() {
@@ -13,6 +17,15 @@ void* TempSpace::Get(size_t bytes) {
   if (bytes > handle_.size) {
     // The old buffer goes back to the OS, not the pool: the pool would keep every size the
     // space grew through (hundreds of MB over a ResNet-50 step) for requests that never come.
+#ifdef WEFT_USE_CUDA
+    // Kernels of earlier users, on other streams, may still use the old buffer (the
+    // engine orders this operation's stream after them, not the host). Growing is rare,
+    // so wait for the whole device rather than rely on cudaFree's own synchronisation.
+    if (handle_.dptr && ctx_.is_gpu()) {
+      cuda::DeviceGuard guard(ctx_.dev_id);
+      cuda::Check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (growing the temporary workspace)", &ctx_);
+    }
+#endif
     if (handle_.dptr) Storage::Get()->FreeToSystem(handle_);
     handle_ = Storage::Get()->Alloc(bytes, ctx_);
   }

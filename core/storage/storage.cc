@@ -4,13 +4,20 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <vector>
 
 #include "core/base/error.h"
 #include "core/storage/cpu_pool.h"
 #include "core/profiler/profiler.h"
 #include "core/storage/device_memory.h"
+
+#ifdef WEFT_USE_CUDA
+#include "core/storage/gpu_event.h"
+#endif
 
 namespace weft {
 namespace {
@@ -24,6 +31,16 @@ struct PerContext {
   std::mutex mu;
   std::unique_ptr<BlockPool> pool;
   StorageStats stats;
+#ifdef WEFT_USE_CUDA
+  // GPU blocks freed while work on some stream may still use them: each waits here, with
+  // the events of that work, until they are done (see Free).
+  struct Parked {
+    void* dptr;
+    size_t size;
+    std::vector<gpu::Event*> fence;
+  };
+  std::deque<Parked> parked;
+#endif
 };
 
 class PooledStorage : public Storage {
@@ -31,6 +48,17 @@ class PooledStorage : public Storage {
   PooledStorage() {
     const char* env = std::getenv("WEFT_STORAGE_POOL");
     pooling_ = !(env && std::strcmp(env, "0") == 0);
+    // MXNet's GPU pool types: "Naive" and "Round" both mean pooled here (Weft's size
+    // buckets already round, by quarter powers of two); "Unpooled" frees GPU blocks at once.
+    const char* type = std::getenv("MXNET_GPU_MEM_POOL_TYPE");
+    if (type != nullptr && *type != '\0') {
+      std::string t(type);
+      WEFT_CHECK(t == "Naive" || t == "Round" || t == "Unpooled", kValue,
+                 "MXNET_GPU_MEM_POOL_TYPE: expected Naive, Round or Unpooled, got '", t, "'");
+      gpu_pooling_ = pooling_ && t != "Unpooled";
+    } else {
+      gpu_pooling_ = pooling_;
+    }
   }
 
   StorageHandle Alloc(size_t size, Context ctx) override {
@@ -41,7 +69,17 @@ class PooledStorage : public Storage {
     PerContext& pc = GetOrCreate(ctx);
     std::unique_lock<std::mutex> lock(pc.mu);
     bool os_alloc = false;
+#ifdef WEFT_USE_CUDA
+    if (!pc.parked.empty()) Unpark(pc, false);
+#endif
     h.dptr = pc.pool->Alloc(size, &os_alloc);
+#ifdef WEFT_USE_CUDA
+    if (h.dptr == nullptr && !pc.parked.empty()) {
+      // Out of memory with blocks still parked: wait for their work and try again.
+      Unpark(pc, true);
+      h.dptr = pc.pool->Alloc(size, &os_alloc);
+    }
+#endif
     if (h.dptr == nullptr)
       Throw(ErrorKind::kRuntime, "out of memory on ", ctx.ToString(), ": could not allocate ", size, " bytes (",
             pc.stats.bytes_in_use, " bytes in use)");
@@ -65,7 +103,25 @@ class PooledStorage : public Storage {
     WEFT_CHECK(pc != nullptr && h.size > 0, kInternal, "Storage::Free: block of ", h.size,
                " bytes was not allocated on ", h.ctx.ToString());
     std::unique_lock<std::mutex> lock(pc->mu);
+#ifdef WEFT_USE_CUDA
+    // Stream-ordered frees. A deleted GPU array's memory may still be read or written by
+    // kernels queued on the streams that used it; the engine names their events (the
+    // fence) around the deletion. Handing the block to the next Alloc at once would let an
+    // operation on another stream overwrite it first, so it is parked until every fence
+    // event is done. Events rather than cudaFreeAsync/cudaMallocAsync pools: allocation
+    // happens on the pushing thread, before the stream that will use the memory is known
+    // (any worker of the device may run the operation), so a stream-ordered allocator
+    // would have to be told a stream it cannot know; a fence needs only the freeing side.
+    const std::vector<gpu::Event*>* fence = gpu::CurrentFreeFence();
+    if (h.ctx.is_gpu() && fence != nullptr && !fence->empty()) {
+      for (gpu::Event* ev : *fence) gpu::Retain(ev);
+      pc->parked.push_back(PerContext::Parked{h.dptr, h.size, *fence});
+    } else {
+      pc->pool->Free(h.dptr, h.size);
+    }
+#else
     pc->pool->Free(h.dptr, h.size);
+#endif
     pc->stats.bytes_in_use -= static_cast<int64_t>(h.size);
     pc->stats.bytes_pooled = static_cast<int64_t>(pc->pool->pooled_bytes());
     if (__builtin_expect(profiler::Active(profiler::kMemory), 0)) {
@@ -94,6 +150,9 @@ class PooledStorage : public Storage {
     PerContext* pc = Find(ctx);
     if (pc == nullptr) return;
     std::lock_guard<std::mutex> lock(pc->mu);
+#ifdef WEFT_USE_CUDA
+    Unpark(*pc, true);
+#endif
     pc->pool->ReleaseAll();
     pc->stats.bytes_pooled = 0;
   }
@@ -106,6 +165,35 @@ class PooledStorage : public Storage {
   }
 
  private:
+#ifdef WEFT_USE_CUDA
+  // Returns parked blocks to the pool: those at the front of the queue whose work is done
+  // (the oldest go first and mostly finish first; stopping at the first unfinished one
+  // keeps each allocation's cost constant), or all of them, waiting on the host, when
+  // `wait`. The caller holds pc.mu.
+  static void Unpark(PerContext& pc, bool wait) {
+    auto& parked = pc.parked;
+    while (!parked.empty()) {
+      PerContext::Parked& p = parked.front();
+      for (gpu::Event* ev : p.fence) {
+        if (!wait && !gpu::Done(ev)) return;
+      }
+      for (gpu::Event* ev : p.fence) {
+        if (wait) {
+          // An error here belongs to the work that used the block, which reports it at its
+          // own wait; the block is free either way.
+          try {
+            gpu::HostWait(ev);
+          } catch (const Error&) {
+          }
+        }
+        gpu::Release(ev);
+      }
+      pc.pool->Free(p.dptr, p.size);
+      parked.pop_front();
+    }
+  }
+#endif
+
   std::atomic<PerContext*>* Slot(Context ctx) const {
     int type = static_cast<int>(ctx.dev_type) - 1;
     WEFT_CHECK(type >= 0 && type < kNumDeviceTypes, kValue, "Storage: unknown device type ",
@@ -126,12 +214,13 @@ class PooledStorage : public Storage {
     if (PerContext* pc = slot->load(std::memory_order_acquire)) return *pc;
     auto pc = std::make_unique<PerContext>();
     pc->pool = MakeDevicePool(ctx);
-    pc->pool->set_pooling(pooling_);
+    pc->pool->set_pooling(ctx.is_gpu() ? gpu_pooling_ : pooling_);
     slot->store(pc.get(), std::memory_order_release);
     return *pc.release();  // lives as long as the (never destroyed) storage
   }
 
   bool pooling_ = true;
+  bool gpu_pooling_ = true;
   std::mutex create_mu_;
   mutable std::array<std::atomic<PerContext*>, kNumDeviceTypes * kMaxDeviceId> table_{};
 };

@@ -51,6 +51,16 @@ static gw_result gw_weft_get_gpu_count(int* out) {
   return r;
 }
 
+static gw_result gw_weft_get_gpu_memory_info(int dev, int64_t* free_bytes, int64_t* total_bytes) {
+  gw_result r = {0, NULL};
+  r.status = weft_get_gpu_memory_info(dev, free_bytes, total_bytes);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_dtype_size(int dtype, size_t* out) {
   gw_result r = {0, NULL};
   r.status = weft_dtype_size(dtype, out);
@@ -596,6 +606,16 @@ static gw_result gw_weft_op_get_key_var_num_args(const weft_op_t* op, char** out
     return r;
   }
   if (out) *out = gw_strdup(t_out);
+  return r;
+}
+
+static gw_result gw_weft_op_get_has_gpu(const weft_op_t* op, int* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_op_get_has_gpu(op, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
   return r;
 }
 
@@ -2082,6 +2102,18 @@ func weft_get_gpu_count(p_out *C.int) error {
 	return nil
 }
 
+// weft_get_gpu_memory_info calls the C function of that name through its shim; see c_api.h.
+func weft_get_gpu_memory_info(p_dev C.int, p_free_bytes *C.int64_t, p_total_bytes *C.int64_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_get_gpu_memory_info(p_dev, p_free_bytes, p_total_bytes)
+	if r.status != 0 {
+		return newCError(r, "weft_get_gpu_memory_info")
+	}
+	return nil
+}
+
 // weft_dtype_size calls the C function of that name through its shim; see c_api.h.
 func weft_dtype_size(p_dtype C.int, p_out *C.size_t) error {
 	if errLibrary != nil {
@@ -2795,6 +2827,18 @@ func weft_op_get_key_var_num_args(p_op *C.weft_op_t, p_out *string) error {
 	if t_out != nil {
 		*p_out = C.GoString(t_out)
 		C.free(unsafe.Pointer(t_out))
+	}
+	return nil
+}
+
+// weft_op_get_has_gpu calls the C function of that name through its shim; see c_api.h.
+func weft_op_get_has_gpu(p_op *C.weft_op_t, p_out *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_op_get_has_gpu(p_op, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_op_get_has_gpu")
 	}
 	return nil
 }

@@ -236,6 +236,8 @@ WEFT_PY_OUT(int, patch, PyLong_FromLong)
 WEFT_PY_OUT(int, abi, PyLong_FromLong)
 WEFT_PY_OUT(int, required, PyBool_FromLong)
 WEFT_PY_OUT(int64_t, out, PyLong_FromLongLong)
+WEFT_PY_OUT(int64_t, free_bytes, PyLong_FromLongLong)
+WEFT_PY_OUT(int64_t, total_bytes, PyLong_FromLongLong)
 WEFT_PY_OUT(size_t, out, PyLong_FromSize_t)
 
 %typemap(in, numinputs=0) const char** (const char* temp = NULL) { $1 = &temp; }

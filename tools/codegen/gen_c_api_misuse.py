@@ -50,7 +50,7 @@ INT_VALUES = {
     "flag": "1", "to_rgb": "1", "is_bgr": "0", "quality": "3", "width": "2", "height": "2", "interp": "1",
     "head": "0", "priority": "0", "is_label": "0", "is_train": "0", "is_training": "0", "is_recording": "0",
     "retain_graph": "0", "create_graph": "0", "monitor_all": "0", "partial_shaping": "0", "allow_up_sizing": "0",
-    "in_child": "0",
+    "in_child": "0", "dev": "0",
     "paused": "0", "finished": "0", "reset": "0", "ascending": "0",
 }
 # Plain int values of a valid call that differ by function: the graph must survive the

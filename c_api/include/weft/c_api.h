@@ -106,6 +106,10 @@ typedef enum weft_dtype {
 /* Number of usable GPUs: 0 without CUDA support or without a device. */
 WEFT_API weft_status_t weft_get_gpu_count(int* out);
 
+/* Free and total memory of GPU `dev`, in bytes, as the CUDA driver reports them (memory
+ * Weft's pool holds counts as used). Fails without CUDA support or for a GPU not visible. */
+WEFT_API weft_status_t weft_get_gpu_memory_info(int dev, int64_t* free_bytes, int64_t* total_bytes);
+
 /* Size in bytes of one element of `dtype`. */
 WEFT_API weft_status_t weft_dtype_size(int dtype, size_t* out);
 
@@ -292,6 +296,9 @@ WEFT_API weft_status_t weft_op_get_input(const weft_op_t* op, int i, const char*
 /* For operators taking a variable number of inputs, the parameter that counts them
  * ("num_args"); "" otherwise. */
 WEFT_API weft_status_t weft_op_get_key_var_num_args(const weft_op_t* op, const char** out);
+/* 1 when the operator has GPU code (FCompute<gpu> or FComputeAsync<gpu>), else 0; always 0
+ * in a build without CUDA. */
+WEFT_API weft_status_t weft_op_get_has_gpu(const weft_op_t* op, int* out);
 
 /* Parameters: name, type description, default ("" when required), doc, and whether it is
  * required. Any out-pointer may be NULL. */

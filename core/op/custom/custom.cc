@@ -18,6 +18,10 @@
 #include "core/engine/fork.h"
 #include "core/engine/worker_pool.h"
 
+#ifdef WEFT_USE_CUDA
+#include "core/base/cuda_utils.h"
+#endif
+
 namespace weft {
 namespace custom {
 namespace {
@@ -255,7 +259,14 @@ void RunCallback(std::shared_ptr<State> st, bool is_train, std::vector<TaggedArr
     for (const auto& t : arrays) {
       if (t.array.is_none()) continue;
       try {
-        t.array.WaitToRead();
+        // On a GPU the callback's reads of an input may still run after the engine saw them
+        // complete; a write-wait on the alias waits for those too (the writes the outputs
+        // got cover the rest), so that nothing still reads the call's arrays afterwards.
+        if (t.array.ctx().is_gpu()) {
+          t.array.WaitToWrite();
+        } else {
+          t.array.WaitToRead();
+        }
       } catch (...) {
         if (!error) error = std::current_exception();
       }
@@ -276,8 +287,23 @@ void RunCallback(std::shared_ptr<State> st, bool is_train, std::vector<TaggedArr
   }
 }
 
+// The callback's own pushes read and write the call's arrays through aliases, with variables
+// of their own that carry none of the GPU completion events the engine made this call's
+// stream wait for (threaded_engine.cc). So the work those events stand for, and so every
+// input's producer and every earlier reader of an output, must be over before the
+// callback runs: waiting for this call's stream, which waited for them, ensures it.
+void WaitForCallStream(const OpContext& octx) {
+#ifdef WEFT_USE_CUDA
+  if (octx.run_ctx.stream != nullptr)
+    WEFT_CUDA_CALL_ON(octx.run_ctx.ctx, cudaStreamSynchronize(static_cast<cudaStream_t>(octx.run_ctx.stream)));
+#else
+  (void)octx;
+#endif
+}
+
 void CustomForward(const NodeAttrs& attrs, const OpContext& octx, const std::vector<NDArray>& in,
                    const std::vector<OpReq>& req, const std::vector<NDArray>& out, engine::CallbackOnComplete done) {
+  WaitForCallStream(octx);
   std::shared_ptr<State> st = attrs.Params<CustomParsed>().state;
   size_t na = st->args.size();
   std::vector<TaggedArray> arrays;
@@ -400,6 +426,7 @@ bool BackwardInferType(const NodeAttrs& attrs, std::vector<DType>* in, std::vect
 
 void CustomBackward(const NodeAttrs& attrs, const OpContext& octx, const std::vector<NDArray>& in,
                     const std::vector<OpReq>& req, const std::vector<NDArray>& out, engine::CallbackOnComplete done) {
+  WaitForCallStream(octx);
   std::shared_ptr<State> st = attrs.Params<CustomParsed>().state;
   size_t na = st->args.size(), no = st->outs.size(), nx = st->aux.size();
   std::vector<NDArray> og(no), id(na), od(no), aux(nx);

@@ -7,7 +7,7 @@ import threading
 
 from .base import _api
 
-__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context", "num_gpus"]
+__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context", "num_gpus", "gpu_memory_info"]
 
 # MXNet's cpu_shared (device type 5) is host memory that other processes can map, which its
 # DataLoader workers fill. Weft's C API has no such device type yet: a cpu_shared context is
@@ -122,6 +122,12 @@ def cpu_shared(device_id=0):
 def num_gpus():
     """The number of usable GPUs (0 without CUDA support)."""
     return _api.weft_get_gpu_count()
+
+
+def gpu_memory_info(device_id=0):
+    """(free, total) bytes of GPU `device_id`'s memory, as the CUDA driver reports them.
+    Memory Weft's pool keeps for reuse counts as used; raises MXNetError without that GPU."""
+    return tuple(_api.weft_get_gpu_memory_info(device_id))
 
 
 def current_context():

@@ -582,6 +582,22 @@ def get_all_registered_operators():
     return [_api.weft_op_get_name(_api.weft_op_get_by_index(i)) for i in range(_api.weft_op_count())]
 
 
+def _has_gpu_compute(op_name):
+    """Whether operator `op_name` (a registered name or alias) has GPU code in this build
+    (always False without CUDA). Not part of MXNet's API: the GPU test registry uses it."""
+    return bool(_api.weft_op_get_has_gpu(_api.weft_op_get(op_name)))
+
+
+def _gpu_operators():
+    """The names of every registered operator that has GPU code in this build."""
+    names = []
+    for i in range(_api.weft_op_count()):
+        op = _api.weft_op_get_by_index(i)
+        if _api.weft_op_get_has_gpu(op):
+            names.append(_api.weft_op_get_name(op))
+    return names
+
+
 OperatorArguments = collections.namedtuple("OperatorArguments", ["narg", "names", "types"])
 
 

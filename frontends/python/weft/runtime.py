@@ -90,9 +90,8 @@ def _detect():
     cpp_std = int(_build_info.CXX_STANDARD or 0) if _build_info is not None else 0
     found = {
         "CUDA": _defined("WEFT_USE_CUDA"),
-        # Weft's GPU convolutions and normalisations are its own kernels and cuBLAS: it
-        # never links cuDNN; the check still reads the link line, in case that changes.
-        "CUDNN": _linked("cudnn"),
+        # CUDA builds that link cuDNN compile the core with WEFT_USE_CUDNN=1.
+        "CUDNN": _defined("WEFT_USE_CUDNN") or _linked("cudnn"),
         "NCCL": _defined("WEFT_USE_NCCL"),
         # CUDA builds link NVRTC, which compiles the fused pointwise kernels at run time.
         "CUDA_RTC": _defined("WEFT_USE_CUDA") and _linked("nvrtc"),

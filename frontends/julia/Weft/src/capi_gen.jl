@@ -120,6 +120,7 @@ end
 const _fp_weft_get_last_error = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_get_version = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_get_gpu_count = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_get_gpu_memory_info = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dtype_size = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dtype_name = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_before_fork = Ref{Ptr{Cvoid}}(C_NULL)
@@ -173,6 +174,7 @@ const _fp_weft_op_get_alias = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_op_get_num_inputs = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_op_get_input = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_op_get_key_var_num_args = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_op_get_has_gpu = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_op_get_num_params = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_op_get_param = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_imperative_invoke = Ref{Ptr{Cvoid}}(C_NULL)
@@ -328,6 +330,18 @@ C: weft_status_t weft_get_gpu_count(int* out)
 """
 function weft_get_gpu_count(out)
     ccall(_fp_weft_get_gpu_count[], Cint, (Ptr{Cint},), out)
+end
+
+"""
+    weft_get_gpu_memory_info(dev, free_bytes, total_bytes)
+
+Free and total memory of GPU `dev`, in bytes, as the CUDA driver reports them (memory
+Weft's pool holds counts as used). Fails without CUDA support or for a GPU not visible.
+
+C: weft_status_t weft_get_gpu_memory_info(int dev, int64_t* free_bytes, int64_t* total_bytes)
+"""
+function weft_get_gpu_memory_info(dev, free_bytes, total_bytes)
+    ccall(_fp_weft_get_gpu_memory_info[], Cint, (Cint, Ptr{Int64}, Ptr{Int64}), dev, free_bytes, total_bytes)
 end
 
 """
@@ -911,6 +925,18 @@ C: weft_status_t weft_op_get_key_var_num_args(const weft_op_t* op, const char** 
 """
 function weft_op_get_key_var_num_args(op, out)
     ccall(_fp_weft_op_get_key_var_num_args[], Cint, (Ptr{weft_op_t}, Ptr{Ptr{Cchar}}), op, out)
+end
+
+"""
+    weft_op_get_has_gpu(op, out)
+
+1 when the operator has GPU code (FCompute<gpu> or FComputeAsync<gpu>), else 0; always 0
+in a build without CUDA.
+
+C: weft_status_t weft_op_get_has_gpu(const weft_op_t* op, int* out)
+"""
+function weft_op_get_has_gpu(op, out)
+    ccall(_fp_weft_op_get_has_gpu[], Cint, (Ptr{weft_op_t}, Ptr{Cint}), op, out)
 end
 
 """
@@ -2369,6 +2395,7 @@ const _SYMBOLS = (
     (:weft_get_last_error, _fp_weft_get_last_error),
     (:weft_get_version, _fp_weft_get_version),
     (:weft_get_gpu_count, _fp_weft_get_gpu_count),
+    (:weft_get_gpu_memory_info, _fp_weft_get_gpu_memory_info),
     (:weft_dtype_size, _fp_weft_dtype_size),
     (:weft_dtype_name, _fp_weft_dtype_name),
     (:weft_before_fork, _fp_weft_before_fork),
@@ -2422,6 +2449,7 @@ const _SYMBOLS = (
     (:weft_op_get_num_inputs, _fp_weft_op_get_num_inputs),
     (:weft_op_get_input, _fp_weft_op_get_input),
     (:weft_op_get_key_var_num_args, _fp_weft_op_get_key_var_num_args),
+    (:weft_op_get_has_gpu, _fp_weft_op_get_has_gpu),
     (:weft_op_get_num_params, _fp_weft_op_get_num_params),
     (:weft_op_get_param, _fp_weft_op_get_param),
     (:weft_imperative_invoke, _fp_weft_imperative_invoke),

@@ -256,6 +256,23 @@ SEXP weft_r_get_gpu_count(void) {
   return result;
 }
 
+SEXP weft_r_get_gpu_memory_info(SEXP s_dev) {
+  int dev = weft_r_int(s_dev, "dev");
+  int64_t free_bytes = 0;
+  int64_t total_bytes = 0;
+  weft_status_t status = weft_get_gpu_memory_info(dev, &free_bytes, &total_bytes);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_get_gpu_memory_info");
+  SEXP result = PROTECT(Rf_allocVector(VECSXP, 2));
+  SEXP names = PROTECT(Rf_allocVector(STRSXP, 2));
+  SET_VECTOR_ELT(result, 0, ScalarReal((double)free_bytes));
+  SET_STRING_ELT(names, 0, Rf_mkChar("free_bytes"));
+  SET_VECTOR_ELT(result, 1, ScalarReal((double)total_bytes));
+  SET_STRING_ELT(names, 1, Rf_mkChar("total_bytes"));
+  Rf_setAttrib(result, R_NamesSymbol, names);
+  UNPROTECT(2);
+  return result;
+}
+
 SEXP weft_r_dtype_size(SEXP s_dtype) {
   int dtype = weft_r_int(s_dtype, "dtype");
   size_t out = 0;
@@ -810,6 +827,16 @@ SEXP weft_r_op_get_key_var_num_args(SEXP s_op) {
   weft_status_t status = weft_op_get_key_var_num_args(op, &out);
   if (status != WEFT_OK) weft_r_raise(status, "weft_op_get_key_var_num_args");
   SEXP result = PROTECT(weft_r_string_value(out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_op_get_has_gpu(SEXP s_op) {
+  const weft_op_t* op = (const weft_op_t*)weft_r_handle(s_op, "weft_op_t", "op");
+  int out = 0;
+  weft_status_t status = weft_op_get_has_gpu(op, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_op_get_has_gpu");
+  SEXP result = PROTECT(ScalarInteger(out));
   UNPROTECT(1);
   return result;
 }
@@ -2188,6 +2215,7 @@ SEXP weft_r_profile_marker(SEXP s_domain, SEXP s_name, SEXP s_scope) {
 const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_get_version", (DL_FUNC)&weft_r_get_version, 0},
   {"C_weft_get_gpu_count", (DL_FUNC)&weft_r_get_gpu_count, 0},
+  {"C_weft_get_gpu_memory_info", (DL_FUNC)&weft_r_get_gpu_memory_info, 1},
   {"C_weft_dtype_size", (DL_FUNC)&weft_r_dtype_size, 1},
   {"C_weft_dtype_name", (DL_FUNC)&weft_r_dtype_name, 1},
   {"C_weft_before_fork", (DL_FUNC)&weft_r_before_fork, 0},
@@ -2239,6 +2267,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_op_get_num_inputs", (DL_FUNC)&weft_r_op_get_num_inputs, 1},
   {"C_weft_op_get_input", (DL_FUNC)&weft_r_op_get_input, 2},
   {"C_weft_op_get_key_var_num_args", (DL_FUNC)&weft_r_op_get_key_var_num_args, 1},
+  {"C_weft_op_get_has_gpu", (DL_FUNC)&weft_r_op_get_has_gpu, 1},
   {"C_weft_op_get_num_params", (DL_FUNC)&weft_r_op_get_num_params, 1},
   {"C_weft_op_get_param", (DL_FUNC)&weft_r_op_get_param, 2},
   {"C_weft_imperative_invoke", (DL_FUNC)&weft_r_imperative_invoke, 5},
