@@ -44,5 +44,5 @@ find "$stage/python" \( -name '*.so' -o -name '*.so.*' -o -name __pycache__ \) -
 git -C "$repo" rev-parse HEAD >"$stage/COMMIT" 2>/dev/null || echo unknown >"$stage/COMMIT"
 
 mkdir -p "$out"
-tar -C "$stage" -cf - . | xz -6 -T2 >"$out/weft-gpu.tar.xz"
+tar -C "$stage" -cf - . | xz -4 -T2 >"$out/weft-gpu.tar.xz"
 echo "gpu_pack.sh: wrote $out/weft-gpu.tar.xz ($(du -h "$out/weft-gpu.tar.xz" | cut -f1)) from $build at $(cat "$stage/COMMIT")"
