@@ -131,8 +131,9 @@ def run_weft(cases, seconds, device="gpu"):
     from weft.gluon import nn
     ctx = mx.gpu(0) if device == "gpu" else mx.cpu()
     feats = mx.runtime.Features()
-    print("weft %s: %s" % (getattr(mx, "__version__", "?"),
-                           ", ".join(f for f in ("CUDA", "CUDNN", "NCCL") if feats.is_enabled(f))),
+    print("weft %s: %s; MXNET_CUDNN_AUTOTUNE_DEFAULT=%s, WEFT_CUDNN_ALLOW_TF32=%s"
+          % (getattr(mx, "__version__", "?"), ", ".join(f for f in ("CUDA", "CUDNN", "NCCL") if feats.is_enabled(f)),
+             os.environ.get("MXNET_CUDNN_AUTOTUNE_DEFAULT"), os.environ.get("WEFT_CUDNN_ALLOW_TF32", "1")),
           file=sys.stderr)
 
     def model_for(name):
@@ -209,6 +210,9 @@ def main():
     if unknown:
         ap.error("unknown cases %s; expected some of %s" % (unknown, CASES))
     if args.worker:
+        # Like PyTorch's cudnn.benchmark on the other side: cuDNN's plans are timed once per
+        # shape (MXNet's own default, 1: the fastest within the workspace limit).
+        os.environ.setdefault("MXNET_CUDNN_AUTOTUNE_DEFAULT", "1")
         worker_main(args.worker, cases, args.seconds, args.device)
         return
     results = {"torch": {}, "weft": {}}

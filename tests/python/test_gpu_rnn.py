@@ -110,14 +110,6 @@ def test_lstm_projection_matches_cpu(L, bidir):
     compare("lstm", 4, 3, 5, 8, L, bidir, np.float64, P=3)
 
 
-def test_lstm_state_clip_matches_cpu():
-    outs = compare("lstm", 6, 3, 4, 5, 2, False, np.float64, lstm_state_clip_min=-0.3, lstm_state_clip_max=0.2)
-    # The bounds are reached, so the clipped paths (and their zero gradients) are compared.
-    cy = outs[2]
-    assert np.isclose(cy, 0.2).any() and np.isclose(cy, -0.3).any()
-    assert cy.max() <= 0.2 + 1e-12 and cy.min() >= -0.3 - 1e-12
-
-
 def test_without_state_outputs_matches_cpu():
     vals = make_inputs("gru", 4, 2, 3, 5, 2, 1)
     kw = dict(state_size=5, num_layers=2, mode="gru")
@@ -254,7 +246,8 @@ def test_dropout_on_gpu_is_seeded_and_inference_ignores_it():
 
 @pytest.mark.parametrize("extra,match", [
     (dict(use_sequence_length=True), "use_sequence_length"),
-    (dict(lstm_state_clip_min=-1.0, lstm_state_clip_max=1.0, lstm_state_clip_nan=True), "lstm_state_clip_nan"),
+    (dict(lstm_state_clip_min=-0.3, lstm_state_clip_max=0.2), "lstm_state_clip_min/lstm_state_clip_max"),
+    (dict(lstm_state_clip_max=0.2), "lstm_state_clip_min/lstm_state_clip_max"),
     (dict(projection_size=6), "projection_size must be less than state_size"),
 ])
 def test_unsupported_on_gpu(extra, match):

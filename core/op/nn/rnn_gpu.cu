@@ -14,8 +14,8 @@
 // back with cudnnRNNBackwardData_v8 and cudnnRNNBackwardWeights_v8.
 //
 // Not on the GPU: use_sequence_length (cuDNN needs the lengths on the host, which would
-// mean waiting for the device) and lstm_state_clip_nan (cuDNN 9's clipping has no NaN
-// option); both are refused with kUnsupported.
+// mean waiting for the device) and the LSTM state clipping (see CheckSupported); both are
+// refused with kUnsupported.
 #ifdef WEFT_USE_CUDNN
 
 #include <cuda_runtime.h>
@@ -160,13 +160,6 @@ class CudnnLayer {
                                  static_cast<int32_t>(d.H), static_cast<int32_t>(d.Hout), 1, no_dropout.get(),
                                  CUDNN_RNN_PADDED_IO_DISABLED),
         "cudnnSetRNNDescriptor_v8", op);
-    if (p.lstm_state_clip_min || p.lstm_state_clip_max) {
-      const double big = std::numeric_limits<DT>::max();
-      cuda::CheckCudnn(cudnnRNNSetClip_v9(rnn_.get(), CUDNN_RNN_CLIP_MINMAX,
-                                          p.lstm_state_clip_min ? *p.lstm_state_clip_min : -big,
-                                          p.lstm_state_clip_max ? *p.lstm_state_clip_max : big),
-                       "cudnnRNNSetClip_v9", op);
-    }
     // Every sequence runs all T steps, so the sequence-major data is packed (T, N, C).
     cuda::CheckCudnn(cudnnSetRNNDataDescriptor(x_.get(), kCudnnType<DT>, CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED,
                                                static_cast<int>(d.T), static_cast<int>(d.N),
@@ -333,8 +326,13 @@ class GpuRun {
 void CheckSupported(const RNNParam& p, const RnnDims& d, const char* op) {
   WEFT_CHECK(!p.use_sequence_length, kUnsupported, "Operator '", op,
              "': use_sequence_length=True is not supported on the GPU (cuDNN needs the lengths on the host)");
-  WEFT_CHECK(!p.lstm_state_clip_nan, kUnsupported, "Operator '", op,
-             "': lstm_state_clip_nan=True is not supported on the GPU (cuDNN's clipping has no NaN option)");
+  // cuDNN's cell clipping (cudnnRNNSetClip_v9) was tried on an H200: its outputs differed
+  // from the CPU's (MXNet's rule, clip the cell state, then h = o * tanh(c)) from the first
+  // step on, so the GPU refuses clipping rather than compute another function.
+  WEFT_CHECK(!p.lstm_state_clip_min && !p.lstm_state_clip_max && !p.lstm_state_clip_nan, kUnsupported,
+             "Operator '", op,
+             "': lstm_state_clip_min/lstm_state_clip_max are not supported on the GPU (cuDNN's clipping "
+             "differs from MXNet's); run this RNN on the CPU");
   WEFT_CHECK(!d.proj || d.Hout < d.H, kUnsupported, "Operator '", op,
              "': on the GPU projection_size must be less than state_size (cuDNN), got projection_size=", d.Hout,
              " and state_size=", d.H);
