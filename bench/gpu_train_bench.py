@@ -4,8 +4,8 @@ one run, each framework in a process of its own, on gpu(0).
 Cases (the same model, loss and SGD with momentum 0.9 on both sides, random data made on
 the device once, so the figures are the step alone):
   resnet50_train_b64       ResNet-50 v1 training, float32 (TF32 convolutions on both sides)
-  resnet50_train_amp_b64   the same with mixed precision (Weft's contrib.amp, PyTorch's
-                           torch.autocast), bfloat16
+  resnet50_train_amp_b64   the same with mixed precision, float16 with dynamic loss scaling
+                           (Weft's contrib.amp, PyTorch's torch.autocast and GradScaler)
   resnet50_infer_b1/b64    ResNet-50 inference
   lenet_train_b64          LeNet (conv 20@5x5, pool, conv 50@5x5, pool, fc 500, fc 10)
   mlp_train_b64            MLP 784-512-512-10
@@ -101,16 +101,20 @@ def run_torch(cases, seconds):
                 net.train()
                 opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
                 loss_fn = tnn.CrossEntropyLoss()
+                scaler = torch.amp.GradScaler("cuda") if amp else None
 
                 def step():
                     opt.zero_grad(set_to_none=True)
                     if amp:
-                        with torch.autocast("cuda", dtype=torch.bfloat16):
+                        with torch.autocast("cuda", dtype=torch.float16):
                             loss = loss_fn(net(x), y)
+                        scaler.scale(loss).backward()
+                        scaler.step(opt)
+                        scaler.update()
                     else:
                         loss = loss_fn(net(x), y)
-                    loss.backward()
-                    opt.step()
+                        loss.backward()
+                        opt.step()
             s = timed(step, sync, seconds)
             if mem:
                 free, total = torch.cuda.mem_get_info(0)
@@ -153,9 +157,9 @@ def run_weft(cases, seconds, device="gpu"):
         try:
             if amp:
                 # MXNet's AMP training: operators patched before the model is made, the
-                # trainer's loss scaling (dynamic for float16; bfloat16 needs none).
+                # trainer's dynamic loss scaling.
                 from weft.contrib import amp as wamp
-                wamp.init(target_dtype="bfloat16")
+                wamp.init(target_dtype="float16")
             net, shape, classes = model_for(name)
             net.initialize(mx.init.Xavier(), ctx=ctx)
             net.hybridize(static_alloc=True, static_shape=True)
