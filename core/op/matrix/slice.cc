@@ -94,14 +94,14 @@ bool SliceShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shap
   return true;
 }
 
-void SliceCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  SliceForward(in[0], SliceBoxOf(attrs, in[0].shape), out[0], req[0]);
+  SliceForward(ctx, in[0], SliceBoxOf(attrs, in[0].shape), out[0], req[0]);
 }
 
-void SliceBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceBackwardCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                           const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  SliceBackward(in[0], SliceBoxOf(attrs, in[1].shape), out[0], req[0]);
+  SliceBackward(ctx, in[0], SliceBoxOf(attrs, in[1].shape), out[0], req[0]);
 }
 
 bool SliceBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
@@ -219,6 +219,9 @@ WEFT_REGISTER_OP(_slice_assign_scalar)
                              [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{{0, 0}}; })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", SliceAssignScalarCompute);
+
+WEFT_DEVICE_COMPUTE(slice, SliceCompute);
+WEFT_DEVICE_COMPUTE(_backward_slice, SliceBackwardCompute);
 
 }  // namespace op
 }  // namespace weft
