@@ -57,12 +57,19 @@ class ResourceManagerImpl : public ResourceManager {
   }
 
  private:
+  // Each device number draws from its own stream of the same seed. GPU i shares the stream
+  // of CPU i: the GPU samplers run the CPU's code on the same counters, so one seed gives
+  // the same numbers on either device.
+  static uint64_t ContextSeed(uint64_t seed, Context ctx) {
+    const auto type = static_cast<uint64_t>(ctx.is_gpu() ? DeviceType::kCPU : ctx.dev_type);
+    return seed ^ (type << 56) ^ (static_cast<uint64_t>(ctx.dev_id) << 48);
+  }
+
   static void PushSeed(Context ctx, ContextResources& r, uint64_t seed) {
     RandomState* state = r.random.get();
     engine::Engine::Get()->PushSync(
         [state, seed, ctx](engine::RunContext) {
-          // Each context draws from its own stream of the same seed.
-          state->seed = seed ^ (static_cast<uint64_t>(ctx.dev_type) << 56) ^ (static_cast<uint64_t>(ctx.dev_id) << 48);
+          state->seed = ContextSeed(seed, ctx);
           state->offset = 0;
         },
         ctx.is_gpu() ? Context::CPU() : ctx, {}, {r.random_var}, engine::FnProperty::kNormal, 0, "SeedRandom");
@@ -75,7 +82,7 @@ class ResourceManagerImpl : public ResourceManager {
     auto* eng = engine::Engine::Get();
     r.random_var = eng->NewVariable();
     r.random = std::make_unique<RandomState>();
-    r.random->seed = seed_ ^ (static_cast<uint64_t>(ctx.dev_type) << 56) ^ (static_cast<uint64_t>(ctx.dev_id) << 48);
+    r.random->seed = ContextSeed(seed_, ctx);
     r.temp_var = eng->NewVariable();
     r.temp = std::make_unique<TempSpace>(ctx);
     return r;
