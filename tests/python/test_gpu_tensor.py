@@ -20,7 +20,8 @@ GPU_OPS = {
     'Cast', '_backward_cast', 'amp_cast', '_backward_amp_cast', 'amp_multicast', '_backward_amp_multicast',
     'transpose', 'slice', '_backward_slice', 'slice_axis', '_backward_slice_axis', 'slice_like',
     '_backward_slice_like', 'flip', 'tile', '_backward_tile', 'repeat', '_backward_repeat', 'Concat',
-    '_backward_concat', 'split', '_split_v2', 'stack', 'topk', '_backward_topk', 'sort', 'argsort',
+    '_backward_concat', 'split', '_split_v2', 'stack', 'SwapAxis', 'topk', '_backward_topk', 'sort', 'argsort',
+    '_arange', '_linspace',
     '_random_uniform', '_random_normal', '_random_randint', '_random_exponential', '_random_gamma',
     '_random_poisson', '_random_negative_binomial', '_random_generalized_negative_binomial',
     '_random_uniform_like', '_random_normal_like', '_random_gamma_like', '_random_exponential_like',
@@ -114,6 +115,10 @@ SHAPE_CASES = [
     (mx.sym.split(X, num_outputs=3, axis=1), {'x': (2, 6, 3)}),
     (mx.sym.SliceChannel(X, num_outputs=2, axis=0, squeeze_axis=True), {'x': (2, 5)}),
     (mx.sym.split(X, num_outputs=4, axis=-1), {'x': (3, 8)}),
+    (mx.sym.SwapAxis(X, dim1=0, dim2=2), {'x': (3, 4, 5)}),
+    (mx.sym.swapaxes(X, dim1=1, dim2=-1), {'x': (2, 3, 4, 5)}),
+    (mx.sym.SwapAxis(X, dim1=1, dim2=1), {'x': (2, 3)}),
+    (mx.sym.SwapAxis(X, dim1=0, dim2=1), {'x': (40, 70)}),   # the tiled transpose path
 ]
 
 SUM_CASES = [
@@ -233,6 +238,22 @@ def test_integer_and_bool_dtypes_move_unchanged():
             c, g = f(x), f(xg)
             assert c.dtype == g.dtype
             np.testing.assert_array_equal(g.astype('float64').asnumpy(), c.astype('float64').asnumpy())
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16', 'float64', 'int32', 'int64', 'uint8'])
+def test_arange_linspace_match_cpu(dtype):
+    calls = [
+        lambda ctx: mx.nd.arange(3, 40, 2.5 if dtype.startswith('float') else 3, ctx=ctx, dtype=dtype),
+        lambda ctx: mx.nd.arange(0, 9, ctx=ctx, dtype=dtype, repeat=3),
+        lambda ctx: mx.nd.arange(20, ctx=ctx, dtype=dtype),
+        lambda ctx: mx.nd._internal._linspace(0, 10, 7, ctx=ctx, dtype=dtype),
+        lambda ctx: mx.nd._internal._linspace(1, 2, 6, endpoint=False, ctx=ctx, dtype=dtype),
+        lambda ctx: mx.nd._internal._linspace(5, 5, 1, ctx=ctx, dtype=dtype),
+    ]
+    for f in calls:
+        c, g = f(mx.cpu()), f(mx.gpu(0))
+        assert c.dtype == g.dtype and c.shape == g.shape
+        np.testing.assert_array_equal(g.asnumpy(), c.asnumpy())
 
 
 # ---------------------------------------------------------------- topk, sort, argsort
