@@ -117,6 +117,14 @@ struct ScatterAdd {
   }
 };
 
+template <typename T>
+struct FillBits {
+  T* dst;
+  Walk w;
+  T value;
+  __device__ void operator()(int64_t i) const { dst[w.Offset(i)] = value; }
+};
+
 // Batched 2-D transpose through shared memory: out[b][r][c] = in[base + b * in_batch + c * R + r]
 // for out of shape (B, R, C), so that both the reads and the writes are coalesced. Each
 // block moves 32x32 tiles (a grid-stride loop over them); the tile row has one spare
@@ -272,6 +280,20 @@ void StridedScatter(const OpContext& ctx, const Shape& walk, const std::vector<i
   }
   WEFT_GPU_BITS_SWITCH(dst.dtype, T, {
     cuda::ForEach(n, s, ScatterWrite<T>{src.ptr<T>(), dst.ptr<T>(), w}, "strided scatter");
+  });
+}
+
+void StridedFill(const OpContext& ctx, const Shape& walk, const std::vector<int64_t>& stride, int64_t base,
+                 const TBlob& dst, uint64_t bits) {
+  const int64_t n = walk.Size();
+  if (n == 0) return;
+  cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
+  cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
+  const Walk w = MakeWalk(walk, stride, base, "strided fill");
+  // The host stored the value's bytes at the start of `bits` (little-endian, as every
+  // CUDA host is), so the low bytes are the value.
+  WEFT_GPU_BITS_SWITCH(dst.dtype, T, {
+    cuda::ForEach(n, s, FillBits<T>{dst.ptr<T>(), w, static_cast<T>(bits)}, "strided fill");
   });
 }
 

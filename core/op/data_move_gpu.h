@@ -26,6 +26,10 @@ void StridedGather(const OpContext& ctx, const Shape& walk, const std::vector<in
 // dst[base + sum_d idx_d(i) * stride_d] (req)= src[i]; the positions must be distinct.
 void StridedScatter(const OpContext& ctx, const Shape& walk, const std::vector<int64_t>& stride, int64_t base,
                     const TBlob& src, const TBlob& dst, OpReq req);
+// dst[base + sum_d idx_d(i) * stride_d] = the element whose bytes are the low
+// DTypeSize(dst.dtype) bytes of `bits` (as memcpy'd from a value of dst's type).
+void StridedFill(const OpContext& ctx, const Shape& walk, const std::vector<int64_t>& stride, int64_t base,
+                 const TBlob& dst, uint64_t bits);
 // Sets every byte of `out` to zero (zero in every dtype).
 void Zero(const OpContext& ctx, const TBlob& out);
 // out (req)= the sum of `in` (seen with shape `walk`) over the axes flagged in `reduce`,
@@ -43,6 +47,9 @@ inline void StridedGather(const OpContext&, const Shape&, const std::vector<int6
 }
 inline void StridedScatter(const OpContext&, const Shape&, const std::vector<int64_t>&, int64_t, const TBlob&,
                            const TBlob&, OpReq) {
+  NoCuda();
+}
+inline void StridedFill(const OpContext&, const Shape&, const std::vector<int64_t>&, int64_t, const TBlob&, uint64_t) {
   NoCuda();
 }
 inline void Zero(const OpContext&, const TBlob&) { NoCuda(); }

@@ -21,7 +21,7 @@ GPU_OPS = {
     'transpose', 'slice', '_backward_slice', 'slice_axis', '_backward_slice_axis', 'slice_like',
     '_backward_slice_like', 'flip', 'tile', '_backward_tile', 'repeat', '_backward_repeat', 'Concat',
     '_backward_concat', 'split', '_split_v2', 'stack', 'SwapAxis', 'topk', '_backward_topk', 'sort', 'argsort',
-    '_arange', '_linspace',
+    '_arange', '_linspace', '_slice_assign', '_slice_assign_scalar',
     '_random_uniform', '_random_normal', '_random_randint', '_random_exponential', '_random_gamma',
     '_random_poisson', '_random_negative_binomial', '_random_generalized_negative_binomial',
     '_random_uniform_like', '_random_normal_like', '_random_gamma_like', '_random_exponential_like',
@@ -254,6 +254,28 @@ def test_arange_linspace_match_cpu(dtype):
         c, g = f(mx.cpu()), f(mx.gpu(0))
         assert c.dtype == g.dtype and c.shape == g.shape
         np.testing.assert_array_equal(g.asnumpy(), c.asnumpy())
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16', 'float64', 'int32', 'uint8', 'bool'])
+def test_slice_assign_matches_cpu(dtype):
+    base = np.arange(60).reshape(3, 4, 5) % 7
+    lhs = mx.nd.array(base, dtype='float64').astype(dtype)
+    rhs = mx.nd.array(np.arange(12).reshape(2, 2, 3) % 5, dtype='float64').astype(dtype)
+    box = dict(begin=(1, None, 4), end=(3, 3, None), step=(1, 2, -2))
+    for ctx in (mx.gpu(0),):
+        c = mx.nd._internal._slice_assign(lhs, rhs, **box)
+        g = mx.nd._internal._slice_assign(lhs.as_in_context(ctx), rhs.as_in_context(ctx), **box)
+        np.testing.assert_array_equal(g.astype('float64').asnumpy(), c.astype('float64').asnumpy())
+        c = mx.nd._internal._slice_assign_scalar(lhs, scalar=3, **box)
+        g = mx.nd._internal._slice_assign_scalar(lhs.as_in_context(ctx), scalar=3, **box)
+        np.testing.assert_array_equal(g.astype('float64').asnumpy(), c.astype('float64').asnumpy())
+        # NDArray item assignment on the device.
+        xc, xg = lhs.copy(), lhs.as_in_context(ctx)
+        xc[1:3, 0] = 1
+        xg[1:3, 0] = 1
+        xc[0] = rhs[0, 0, 0]
+        xg[0] = rhs[0, 0, 0].as_in_context(ctx)
+        np.testing.assert_array_equal(xg.astype('float64').asnumpy(), xc.astype('float64').asnumpy())
 
 
 # ---------------------------------------------------------------- topk, sort, argsort
