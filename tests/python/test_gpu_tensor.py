@@ -21,7 +21,8 @@ GPU_OPS = {
     'transpose', 'slice', '_backward_slice', 'slice_axis', '_backward_slice_axis', 'slice_like',
     '_backward_slice_like', 'flip', 'tile', '_backward_tile', 'repeat', '_backward_repeat', 'Concat',
     '_backward_concat', 'split', '_split_v2', 'stack', 'SwapAxis', 'topk', '_backward_topk', 'sort', 'argsort',
-    '_arange', '_linspace', '_slice_assign', '_slice_assign_scalar',
+    '_arange', '_linspace', '_slice_assign', '_slice_assign_scalar', 'broadcast_to', 'broadcast_axis',
+    'broadcast_like', 'depth_to_space', 'space_to_depth',
     '_random_uniform', '_random_normal', '_random_randint', '_random_exponential', '_random_gamma',
     '_random_poisson', '_random_negative_binomial', '_random_generalized_negative_binomial',
     '_random_uniform_like', '_random_normal_like', '_random_gamma_like', '_random_exponential_like',
@@ -119,9 +120,14 @@ SHAPE_CASES = [
     (mx.sym.swapaxes(X, dim1=1, dim2=-1), {'x': (2, 3, 4, 5)}),
     (mx.sym.SwapAxis(X, dim1=1, dim2=1), {'x': (2, 3)}),
     (mx.sym.SwapAxis(X, dim1=0, dim2=1), {'x': (40, 70)}),   # the tiled transpose path
+    (mx.sym.depth_to_space(X, block_size=2), {'x': (2, 12, 3, 4)}),
+    (mx.sym.space_to_depth(X, block_size=3), {'x': (2, 2, 6, 9)}),
 ]
 
 SUM_CASES = [
+    (mx.sym.broadcast_to(X, shape=(3, 4, 5)), {'x': (3, 1, 5)}),
+    (mx.sym.broadcast_axis(X, axis=(0, 2), size=(4, 3)), {'x': (1, 5, 1)}),
+    (mx.sym.broadcast_like(X, Y), {'x': (1, 6), 'y': (4, 6)}),
     (mx.sym.tile(X, reps=(2, 3)), {'x': (3, 4)}),
     (mx.sym.tile(X, reps=(2, 1, 2)), {'x': (3, 5)}),
     (mx.sym.tile(X, reps=(3,)), {'x': (2, 4)}),
