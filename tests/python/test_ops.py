@@ -333,3 +333,22 @@ def test_random_samplers_moments_and_errors():
 def test_init_ops():
     assert same(nd._internal._eye(N=3, M=4, k=1).asnumpy(), np.eye(3, 4, k=1, dtype=np.float32))
     assert_almost_equal(nd._internal._linspace(start=0, stop=1, num=5), np.linspace(0, 1, 5), rtol=1e-6)
+
+
+def test_integer_reductions_match_numpy_at_every_length():
+    # GCC 12's AVX-512 vectorizer once turned sum(ones(16, int32)) into 8: every length
+    # around the eight-lane blocks, each integer dtype, every axis.
+    for n in range(1, 70):
+        for dt in ("int32", "int64", "int8", "uint8"):
+            assert int(mx.nd.ones((n,), dtype=dt).sum().asscalar()) == n, (dt, n)  # n < 128 fits int8
+    rng = np.random.default_rng(5)
+    for dt in ("int32", "int64"):
+        for shape in [(3, 1000), (1000, 3), (5, 7, 9)]:
+            v = rng.integers(-50, 50, shape).astype(dt)
+            a = mx.nd.array(v, dtype=dt)
+            for ax in [None, 0, len(shape) - 1]:
+                for op in ("sum", "max", "min"):
+                    got = getattr(mx.nd, op)(a) if ax is None else getattr(mx.nd, op)(a, axis=ax)
+                    np.testing.assert_array_equal(got.asnumpy().reshape(np.shape(getattr(np, op)(v, axis=ax))),
+                                                  getattr(np, op)(v, axis=ax).astype(dt))
+            assert float(mx.nd.mean(mx.nd.ones(shape, dtype=dt)).asscalar()) == 1

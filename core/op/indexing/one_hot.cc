@@ -1,16 +1,10 @@
 // one_hot: for indices of shape S, an array of shape S + (depth,) holding on_value at each
 // index and off_value elsewhere (everywhere for indices outside [0, depth)).
+#include "core/op/indexing/one_hot.h"
 #include "core/op/op_util.h"
 
 namespace weft {
 namespace op {
-
-struct OneHotParam {
-  int depth = 0;
-  double on_value = 1;
-  double off_value = 0;
-  DType dtype = DType::kFloat32;
-};
 
 WEFT_PARAM_SCHEMA(OneHotParam, s) {
   s.Field("depth", &OneHotParam::depth).Min(0).Describe("Length of the one-hot axis.");

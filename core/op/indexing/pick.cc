@@ -4,15 +4,10 @@
 #include <optional>
 
 #include "core/op/indexing/index_mode.h"
+#include "core/op/indexing/pick.h"
 
 namespace weft {
 namespace op {
-
-struct PickParam {
-  std::optional<int> axis = -1;
-  bool keepdims = false;
-  std::string mode = "clip";
-};
 
 WEFT_PARAM_SCHEMA(PickParam, s) {
   s.Field("axis", &PickParam::axis)

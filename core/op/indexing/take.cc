@@ -4,14 +4,10 @@
 #include <algorithm>
 
 #include "core/op/indexing/index_mode.h"
+#include "core/op/indexing/take.h"
 
 namespace weft {
 namespace op {
-
-struct TakeParam {
-  int axis = 0;
-  std::string mode = "clip";
-};
 
 WEFT_PARAM_SCHEMA(TakeParam, s) {
   s.Field("axis", &TakeParam::axis).Default(0).Describe("The axis to take along; negative counts from the end.");

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/op/nn/activation_param.h"
 #include "core/op/nn/norm_util.h"
 #include "core/op/random/sampler.h"
 
@@ -23,33 +24,6 @@
 
 namespace weft {
 namespace op {
-
-struct ActivationParam {
-  std::string act_type;
-};
-
-WEFT_PARAM_SCHEMA(ActivationParam, s) {
-  s.Field("act_type", &ActivationParam::act_type)
-      .Choices({"relu", "sigmoid", "tanh", "softrelu", "softsign", "log_sigmoid", "mish"})
-      .Describe("The activation function.");
-}
-
-struct LeakyReLUParam {
-  std::string act_type = "leaky";
-  double slope = 0.25;
-  double lower_bound = 0.125;
-  double upper_bound = 0.334;
-};
-
-WEFT_PARAM_SCHEMA(LeakyReLUParam, s) {
-  s.Field("act_type", &LeakyReLUParam::act_type)
-      .Default("leaky")
-      .Choices({"elu", "gelu", "leaky", "prelu", "rrelu", "selu"})
-      .Describe("The activation function.");
-  s.Field("slope", &LeakyReLUParam::slope).Default(0.25).Describe("Negative slope (leaky) or alpha (elu).");
-  s.Field("lower_bound", &LeakyReLUParam::lower_bound).Default(0.125).Describe("Lower bound of rrelu's slope.");
-  s.Field("upper_bound", &LeakyReLUParam::upper_bound).Default(0.334).Describe("Upper bound of rrelu's slope.");
-}
 
 namespace {
 

@@ -148,6 +148,12 @@ void AddBias(DType dt, void* y, const void* bias, int64_t n, int64_t channels, i
 // db[ch] = (or +=) the sum of dy[:, ch, ...].
 void BiasGrad(DType dt, const void* dy, void* db, OpReq req, int64_t n, int64_t channels, int64_t spatial);
 
+// The geometry of Convolution / Deconvolution on `data` (the CPU and GPU kernels share
+// it); throws naming the operator, the parameter and the shapes when they do not fit.
+// With unknown dims the matching entries are -1.
+ConvGeom ConvolutionGeom(const NodeAttrs& attrs, const Shape& data);
+ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data);
+
 // Formats a spatial tuple "(a,b)" from the first nd entries.
 std::string TupleString(const int64_t* v, int nd);
 

@@ -8,7 +8,6 @@
 
 namespace weft {
 namespace op {
-namespace {
 
 // The geometry of Convolution on `data`; throws naming the operator, the parameter and the
 // shapes when they do not fit. With unknown dims the matching geometry entries are -1.
@@ -52,6 +51,8 @@ ConvGeom ConvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
   }
   return g;
 }
+
+namespace {
 
 Shape WeightShape(const ConvGeom& g, int64_t in_per_group) {
   std::vector<int64_t> d{g.f, in_per_group};

@@ -13,7 +13,6 @@
 
 namespace weft {
 namespace op {
-namespace {
 
 ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
   const auto& p = attrs.Params<DeconvolutionParam>();
@@ -76,6 +75,8 @@ ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
   }
   return g;
 }
+
+namespace {
 
 Shape WeightShape(const ConvGeom& g) {
   std::vector<int64_t> d{g.f, g.c / g.g};

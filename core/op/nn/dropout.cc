@@ -11,19 +11,13 @@
 #include <cmath>
 #include <string>
 
+#include "core/op/nn/dropout.h"
 #include "core/op/op_util.h"
 #include "core/op/strided_walk.h"
 #include "core/resource/philox.h"
 
 namespace weft {
 namespace op {
-
-struct DropoutParam {
-  double p = 0.5;
-  std::string mode = "training";
-  Shape axes = Shape::Scalar();
-  bool cudnn_off = false;
-};
 
 WEFT_PARAM_SCHEMA(DropoutParam, s) {
   s.Field("p", &DropoutParam::p).Default(0.5).Range(0, 1).Describe("Fraction of the input that is dropped.");

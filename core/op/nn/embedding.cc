@@ -7,17 +7,11 @@
 #include <cmath>
 #include <type_traits>
 
+#include "core/op/nn/embedding.h"
 #include "core/op/op_util.h"
 
 namespace weft {
 namespace op {
-
-struct EmbeddingParam {
-  int input_dim = 0;
-  int output_dim = 0;
-  DType dtype = DType::kFloat32;
-  bool sparse_grad = false;
-};
 
 WEFT_PARAM_SCHEMA(EmbeddingParam, s) {
   s.Field("input_dim", &EmbeddingParam::input_dim).Min(1).Describe("Number of rows of the weight (vocabulary size).");

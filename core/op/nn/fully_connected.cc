@@ -4,16 +4,11 @@
 // axes are kept. All three products (forward, data gradient, weight gradient) run on Gemm,
 // which is oneDNN's sgemm for float32.
 #include "core/op/linalg/gemm.h"
+#include "core/op/nn/fully_connected.h"
 #include "core/op/op_util.h"
 
 namespace weft {
 namespace op {
-
-struct FullyConnectedParam {
-  int num_hidden = 0;
-  bool no_bias = false;
-  bool flatten = true;
-};
 
 WEFT_PARAM_SCHEMA(FullyConnectedParam, s) {
   s.Field("num_hidden", &FullyConnectedParam::num_hidden).Min(1).Describe("Number of hidden units (output size).");

@@ -11,21 +11,11 @@
 #include <vector>
 
 #include "core/op/indexing/index_mode.h"
+#include "core/op/nn/loss_output.h"
 #include "core/op/nn/norm_util.h"
 
 namespace weft {
 namespace op {
-
-struct SoftmaxOutputParam {
-  double grad_scale = 1;
-  double ignore_label = -1;
-  bool multi_output = false;
-  bool use_ignore = false;
-  bool preserve_shape = false;
-  std::string normalization = "null";
-  bool out_grad = false;
-  double smooth_alpha = 0;
-};
 
 WEFT_PARAM_SCHEMA(SoftmaxOutputParam, s) {
   s.Field("grad_scale", &SoftmaxOutputParam::grad_scale).Default(1.0).Describe("Scales the gradient.");
@@ -50,17 +40,9 @@ WEFT_PARAM_SCHEMA(SoftmaxOutputParam, s) {
       .Describe("Label smoothing: the target is 1 - alpha at the label and alpha / (C - 1) elsewhere.");
 }
 
-struct SparseCEParam {
-  int axis = -1;
-};
-
 WEFT_PARAM_SCHEMA(SparseCEParam, s) {
   s.Field("axis", &SparseCEParam::axis).Default(-1).Describe("The class axis; negative counts from the end.");
 }
-
-struct RegressionOutputParam {
-  double grad_scale = 1;
-};
 
 WEFT_PARAM_SCHEMA(RegressionOutputParam, s) {
   s.Field("grad_scale", &RegressionOutputParam::grad_scale).Default(1.0).Describe("Scales the gradient.");
@@ -557,6 +539,9 @@ WEFT_REGISTER_OP(_backward_SoftmaxOutput)
     .SetAttr<FInferShape>("FInferShape", SoftmaxOutputBackwardShape)
     .SetAttr<FInferType>("FInferType", BackwardTypeFromInput1)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    // The GPU kernel counts the labels not ignored (normalization='valid') in temporary space.
+    .SetAttr<FResourceRequest>("FResourceRequest",
+                               [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kTempSpace}}; })
     .SetAttr<FCompute>("FCompute<cpu>", SoftmaxOutputBackwardCompute);
 
 #define WEFT_REGRESSION_OUTPUT(name, doc)                                            \

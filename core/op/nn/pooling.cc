@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/op/nn/conv_common.h"
+#include "core/op/nn/pooling_geom.h"
 #include "core/op/op_util.h"
 
 #if defined(WEFT_USE_ONEDNN)
@@ -27,30 +28,6 @@
 
 namespace weft {
 namespace op {
-namespace {
-
-enum class PoolKind { kMax, kAvg, kSum, kLp };
-
-struct PoolGeom {
-  int nd = 2;
-  int64_t n = 0, c = 0;
-  // Right-aligned like ConvGeom: a 2-D pooling uses entries 1 and 2.
-  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, pl[3] = {0, 0, 0};
-  // Where windows stop for the include-pad divisor: in + the symmetric pad.
-  int64_t limit[3] = {1, 1, 1};
-  PoolKind kind = PoolKind::kMax;
-  bool include_pad = true;
-  int p = 2;
-  int64_t InSize() const { return in[0] * in[1] * in[2]; }
-  int64_t OutSize() const { return out[0] * out[1] * out[2]; }
-};
-
-// Runs f(lo, hi) over the planes [lo, hi) of the n * c (image, channel) planes, split
-// across threads so that each takes at least kElemGrain input cells.
-template <typename F>
-void OverPlanes(const PoolGeom& g, F&& f) {
-  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(g.InSize(), 1)), f);
-}
 
 PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data) {
   const auto& prm = attrs.Params<PoolingParam>();
@@ -123,6 +100,15 @@ PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data) {
           " is larger than the padded input ", TupleString(padded, w.nd), " (data shape ", data.ToString(), ", pad ",
           TupleString(w.p, w.nd), ")");
   return g;
+}
+
+namespace {
+
+// Runs f(lo, hi) over the planes [lo, hi) of the n * c (image, channel) planes, split
+// across threads so that each takes at least kElemGrain input cells.
+template <typename F>
+void OverPlanes(const PoolGeom& g, F&& f) {
+  ParallelFor(g.n * g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(g.InSize(), 1)), f);
 }
 
 Shape PoolOutShape(const PoolGeom& g) {

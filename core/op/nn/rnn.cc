@@ -68,17 +68,6 @@ RnnDims MakeRnnDims(const NodeAttrs& attrs, int64_t T, int64_t N, int64_t I) {
 
 namespace {
 
-bool IsLstm(const RNNParam& p) { return p.mode == "lstm"; }
-int NumVisibleOutputs(const RNNParam& p) { return p.state_outputs ? (IsLstm(p) ? 3 : 2) : 1; }
-bool HasMask(const RNNParam& p) { return p.p > 0; }
-int NumForwardInputs(const RNNParam& p) { return 3 + (IsLstm(p) ? 1 : 0) + (p.use_sequence_length ? 1 : 0); }
-// Outputs: the visible ones, the dropout mask (p > 0), then the reserve.
-int NumForwardOutputs(const RNNParam& p) { return NumVisibleOutputs(p) + (HasMask(p) ? 1 : 0) + 1; }
-
-// Positions of the optional inputs: state_cell then sequence_length follow state.
-int CellInput(const RNNParam& p) { return IsLstm(p) ? 3 : -1; }
-int LengthInput(const RNNParam& p) { return p.use_sequence_length ? 3 + (IsLstm(p) ? 1 : 0) : -1; }
-
 std::string InName(const RNNParam& p, int i) {
   if (i == 0) return "data";
   if (i == 1) return "parameters";

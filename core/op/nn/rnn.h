@@ -80,6 +80,18 @@ struct RnnDims {
   int64_t ParamSize() const { return WeightsTotal() + L * D * 2 * GH(); }
 };
 
+// Inputs and outputs, shared by the CPU and GPU compute functions.
+inline bool IsLstm(const RNNParam& p) { return p.mode == "lstm"; }
+inline int NumVisibleOutputs(const RNNParam& p) { return p.state_outputs ? (IsLstm(p) ? 3 : 2) : 1; }
+inline bool HasMask(const RNNParam& p) { return p.p > 0; }
+inline int NumForwardInputs(const RNNParam& p) { return 3 + (IsLstm(p) ? 1 : 0) + (p.use_sequence_length ? 1 : 0); }
+// Outputs: the visible ones, the dropout mask (p > 0), then the reserve.
+inline int NumForwardOutputs(const RNNParam& p) { return NumVisibleOutputs(p) + (HasMask(p) ? 1 : 0) + 1; }
+
+// Positions of the optional inputs: state_cell then sequence_length follow state.
+inline int CellInput(const RNNParam& p) { return IsLstm(p) ? 3 : -1; }
+inline int LengthInput(const RNNParam& p) { return p.use_sequence_length ? 3 + (IsLstm(p) ? 1 : 0) : -1; }
+
 RnnMode ParseRnnMode(const std::string& mode);
 
 // Sizes from the parameters and the data shape (T, N, I); throws kValue naming the

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/op/nn/norm_util.h"
+#include "core/op/nn/softmax_param.h"
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
@@ -25,33 +26,6 @@
 
 namespace weft {
 namespace op {
-
-struct SoftmaxParam {
-  int axis = -1;
-  std::optional<double> temperature;
-  std::optional<DType> dtype;
-  bool use_length = false;
-};
-
-WEFT_PARAM_SCHEMA(SoftmaxParam, s) {
-  s.Field("axis", &SoftmaxParam::axis).Default(-1).Describe("The axis along which to compute.");
-  s.Field("temperature", &SoftmaxParam::temperature).Default(std::nullopt).Describe("Temperature (None: 1).");
-  s.Field("dtype", &SoftmaxParam::dtype)
-      .Default(std::nullopt)
-      .Describe("Output dtype: float16, float32 or float64 (None: the data's).");
-  s.Field("use_length", &SoftmaxParam::use_length).Default(false).Describe("Mask each row beyond `length`.");
-}
-
-struct SoftmaxActivationParam {
-  std::string mode = "instance";
-};
-
-WEFT_PARAM_SCHEMA(SoftmaxActivationParam, s) {
-  s.Field("mode", &SoftmaxActivationParam::mode)
-      .Default("instance")
-      .Choices({"instance", "channel"})
-      .Describe("instance: over all axes but the first; channel: over axis 1.");
-}
 
 namespace {
 

@@ -19,29 +19,10 @@
 //   _mp_adamw_update, mp_lamb_update_phase1/2: the same on a float32 master copy weight32
 //                  with float32 moments (float16 weights).
 #include "core/op/optimizer/optimizer_op.h"
+#include "core/op/optimizer/optimizer_params.h"
 
 namespace weft {
 namespace op {
-
-struct AdamParam {
-  double lr = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, wd = 0, rescale_grad = 1, clip_gradient = -1;
-  bool lazy_update = true;
-};
-
-struct AdamWParam {
-  double lr = 0, beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, wd = 0, eta = 0, clip_gradient = -1;
-};
-
-struct LambPhase1Param {
-  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6;
-  int t = 0;
-  bool bias_correction = true;
-  double wd = 0, rescale_grad = 1, clip_gradient = -1;
-};
-
-struct LambPhase2Param {
-  double lr = 0, lower_bound = -1, upper_bound = -1;
-};
 
 WEFT_PARAM_SCHEMA(AdamParam, s) {
   s.Field("lr", &AdamParam::lr).Describe("Learning rate.");

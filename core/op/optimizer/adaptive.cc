@@ -23,36 +23,10 @@
 //       d_t = (1 - beta1^t) / lr * (sqrt(v / (1 - beta2^t)) + epsilon)
 //       z = beta1*z + (1-beta1)*g - (d_t - beta1*d)*weight;  d = d_t;  weight = -z / d_t
 #include "core/op/optimizer/optimizer_op.h"
+#include "core/op/optimizer/optimizer_params.h"
 
 namespace weft {
 namespace op {
-
-struct RMSPropParam {
-  double lr = 0, gamma1 = 0.95, epsilon = 1e-8, wd = 0, rescale_grad = 1, clip_gradient = -1, clip_weights = -1;
-};
-
-struct RMSPropAlexParam {
-  double lr = 0, gamma1 = 0.95, gamma2 = 0.9, epsilon = 1e-8, wd = 0, rescale_grad = 1, clip_gradient = -1,
-         clip_weights = -1;
-};
-
-struct AdagradParam {
-  double lr = 0, epsilon = 1e-7, wd = 0, rescale_grad = 1, clip_gradient = -1;
-};
-
-struct AdaDeltaParam {
-  double rho = 0.9, epsilon = 1e-5, wd = 0, rescale_grad = 1, clip_gradient = -1;
-};
-
-struct FtrlParam {
-  double lr = 0, lamda1 = 0.01, beta = 1, wd = 0, rescale_grad = 1, clip_gradient = -1;
-};
-
-struct FtmlParam {
-  double lr = 0, beta1 = 0.6, beta2 = 0.999, epsilon = 1e-8;
-  int t = 0;
-  double wd = 0, rescale_grad = 1, clip_grad = -1;
-};
 
 template <typename P>
 void GradFields(ParamSchema<P>& s, double P::*wd, double P::*rescale, double P::*clip,

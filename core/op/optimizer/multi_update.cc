@@ -19,27 +19,10 @@
 #include <utility>
 
 #include "core/op/optimizer/optimizer_op.h"
+#include "core/op/optimizer/optimizer_params.h"
 
 namespace weft {
 namespace op {
-
-struct MultiAdamWParam {
-  std::vector<double> lrs, wds, etas;
-  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8, clip_gradient = -1;
-  int num_weights = 1;
-};
-
-struct MultiLAMBParam {
-  std::vector<double> learning_rates, wds, step_count;
-  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-6, rescale_grad = 1, lower_bound = -1, upper_bound = -1,
-         clip_gradient = -1;
-  bool bias_correction = true;
-  int num_tensors = 1;
-};
-
-struct GroupAdagradParam {
-  double lr = 0, rescale_grad = 1, clip_gradient = -1, epsilon = 1e-5;
-};
 
 WEFT_PARAM_SCHEMA(MultiAdamWParam, s) {
   s.Field("lrs", &MultiAdamWParam::lrs).Describe("Learning rate of each weight.");

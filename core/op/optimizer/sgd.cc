@@ -16,55 +16,10 @@
 // The mp_ forms run the same formula on the float32 master copy and store it, rounded,
 // into the float16 weight.
 #include "core/op/optimizer/optimizer_op.h"
+#include "core/op/optimizer/optimizer_params.h"
 
 namespace weft {
 namespace op {
-
-struct SGDParam {
-  double lr = 0, wd = 0, rescale_grad = 1, clip_gradient = -1;
-  bool lazy_update = true;
-};
-
-struct SGDMomParam {
-  double lr = 0, momentum = 0, wd = 0, rescale_grad = 1, clip_gradient = -1;
-  bool lazy_update = true;
-};
-
-struct NAGMomParam {
-  double lr = 0, momentum = 0, wd = 0, rescale_grad = 1, clip_gradient = -1;
-};
-
-struct SignSGDParam {
-  double lr = 0, wd = 0, rescale_grad = 1, clip_gradient = -1;
-};
-
-struct SignumParam {
-  double lr = 0, momentum = 0, wd = 0, rescale_grad = 1, clip_gradient = -1, wd_lh = 0;
-};
-
-struct MultiSGDParam {
-  std::vector<double> lrs, wds;
-  double rescale_grad = 1, clip_gradient = -1;
-  int num_weights = 1;
-};
-
-struct MultiSGDMomParam {
-  std::vector<double> lrs, wds;
-  double momentum = 0, rescale_grad = 1, clip_gradient = -1;
-  int num_weights = 1;
-};
-
-// preloaded_multi_*: as multi_*, with the learning rates and weight decays given as two
-// float32 arrays of num_weights values after the groups (LARS computes them on the device).
-struct PreloadedMultiSGDParam {
-  double rescale_grad = 1, clip_gradient = -1;
-  int num_weights = 1;
-};
-
-struct PreloadedMultiSGDMomParam {
-  double momentum = 0, rescale_grad = 1, clip_gradient = -1;
-  int num_weights = 1;
-};
 
 // The fields every update shares, declared in one place so that names, defaults and docs
 // agree across operators.

@@ -4,15 +4,11 @@
 #include <optional>
 
 #include "core/op/op_util.h"
+#include "core/op/reduce/arg_search.h"
 #include "core/op/reduce/reducers.h"
 
 namespace weft {
 namespace op {
-
-struct ReduceAxisParam {
-  std::optional<int> axis;
-  bool keepdims = false;
-};
 
 WEFT_PARAM_SCHEMA(ReduceAxisParam, s) {
   s.Field("axis", &ReduceAxisParam::axis)

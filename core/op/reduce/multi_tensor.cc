@@ -6,24 +6,16 @@
 #include <cstring>
 
 #include "core/op/op_util.h"
+#include "core/op/reduce/multi_tensor_params.h"
 
 namespace weft {
 namespace op {
-
-struct AllFiniteParam {
-  bool init_output = true;
-};
 
 WEFT_PARAM_SCHEMA(AllFiniteParam, s) {
   s.Field("init_output", &AllFiniteParam::init_output)
       .Default(true)
       .Describe("Initialize output to 1; false keeps what the output holds unless a non-finite value is found.");
 }
-
-struct MultiArraysParam {
-  int num_arrays = 1;
-  bool init_output = true;
-};
 
 WEFT_PARAM_SCHEMA(MultiArraysParam, s) {
   s.Field("num_arrays", &MultiArraysParam::num_arrays).Default(1).Min(1).Describe("Number of arrays.");
@@ -32,17 +24,9 @@ WEFT_PARAM_SCHEMA(MultiArraysParam, s) {
       .Describe("Initialize output to 1 (multi_all_finite only).");
 }
 
-struct CountParam {
-  int num_arrays = 1;
-};
-
 WEFT_PARAM_SCHEMA(CountParam, s) {
   s.Field("num_arrays", &CountParam::num_arrays).Min(1).Describe("number of input arrays.");
 }
-
-struct LARSParam {
-  double eta = 0, eps = 0, rescale_grad = 1.0;
-};
 
 WEFT_PARAM_SCHEMA(LARSParam, s) {
   s.Field("eta", &LARSParam::eta).Describe("LARS eta");

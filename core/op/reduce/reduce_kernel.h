@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 #include <cstdint>
 #include <vector>
 
@@ -72,7 +73,10 @@ inline void SplitReduceAxes(const Shape& in, const std::vector<bool>& reduce, Re
 template <typename R, typename A, typename T>
 inline A ReduceContiguous(const T* x, int64_t n, A acc) {
   constexpr int kLanes = 8;
-  if (n >= 2 * kLanes) {
+  // GCC 12.2's AVX-512 vectorizer miscompiles the eight-lane loop below for integer
+  // accumulators widened from int32 (a sum of 16 ones came to 8); integers need no lanes
+  // for exactness, so they take the plain loop, which it vectorizes correctly.
+  if (n >= 2 * kLanes && !std::is_integral_v<A>) {
     A lanes[kLanes];
     for (int j = 0; j < kLanes; ++j) lanes[j] = R::template Init<A>();
     int64_t i = 0;

@@ -2,33 +2,15 @@
 // inside the interval (bounds included) and is zero where it was clipped.
 #include "core/base/convert.h"
 #include "core/op/op_util.h"
+#include "core/op/tensor/clip.h"
 
 namespace weft {
 namespace op {
-
-struct ClipParam {
-  double a_min = 0;
-  double a_max = 0;
-};
 
 WEFT_PARAM_SCHEMA(ClipParam, s) {
   s.Field("a_min", &ClipParam::a_min).Describe("Minimum value");
   s.Field("a_max", &ClipParam::a_max).Describe("Maximum value");
 }
-
-struct ClipOp {
-  template <typename A>
-  static WEFT_XINLINE A Map(A x, A lo, A hi) {
-    return x < lo ? lo : (x > hi ? hi : x);
-  }
-};
-
-struct ClipGradOp {
-  template <typename A>
-  static WEFT_XINLINE A Map(A g, A x, A lo, A hi) {
-    return (x < lo || x > hi) ? A(0) : g;
-  }
-};
 
 namespace {
 
