@@ -8,11 +8,13 @@
 #include <type_traits>
 
 #include "core/base/dtype.h"
+#include "core/base/macros.h"
 
 namespace weft {
 
+// Host and device (cast_gpu.cu runs the same conversion).
 template <typename To, typename From>
-inline To ConvertValue(From v) {
+WEFT_XINLINE To ConvertValue(From v) {
   using F = typename AccType<From>::type;
   const F x = static_cast<F>(v);
   if constexpr (std::is_integral_v<To> && !std::is_same_v<To, bool> && std::is_floating_point_v<F>) {

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <optional>
 
+#include "core/op/init/range_gpu.h"
 #include "core/op/op_util.h"
 
 namespace weft {
@@ -79,13 +80,14 @@ bool ArangeShape(const NodeAttrs& attrs, std::vector<Shape>*, std::vector<Shape>
   return true;
 }
 
-void ArangeCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>&, const std::vector<OpReq>& req,
-                   const std::vector<TBlob>& out) {
+void ArangeCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
+                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const auto& p = attrs.Params<ArangeParam>();
   double start = p.start, stop;
   // With infer_range the length came from the graph and the values count from start.
   if (!ArangeBounds(p, &start, &stop)) start = p.start;
+  if (ctx.run_ctx.ctx.is_gpu()) return AffineFillGPU(ctx, out[0], req[0], start, p.step, p.repeat, false, 0.0);
   WEFT_TYPE_SWITCH(out[0].dtype, T, {
     T* y = out[0].ptr<T>();
     ParallelFor(out[0].Size(), kElemGrain, [&](int64_t b, int64_t e) {
@@ -99,12 +101,14 @@ bool LinspaceShape(const NodeAttrs& attrs, std::vector<Shape>*, std::vector<Shap
   return true;
 }
 
-void LinspaceCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>&,
+void LinspaceCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
                      const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const auto& p = attrs.Params<LinspaceParam>();
   int64_t intervals = p.endpoint ? p.num - 1 : p.num;
   double step = intervals > 0 ? (p.stop - p.start) / static_cast<double>(intervals) : 0.0;
+  if (ctx.run_ctx.ctx.is_gpu())
+    return AffineFillGPU(ctx, out[0], req[0], p.start, step, 1, p.endpoint && p.num > 1, p.stop);
   WEFT_TYPE_SWITCH(out[0].dtype, T, {
     T* y = out[0].ptr<T>();
     ParallelFor(out[0].Size(), kElemGrain, [&](int64_t b, int64_t e) {
@@ -138,6 +142,12 @@ WEFT_REGISTER_OP(_linspace)
     .SetAttr<FInferShape>("FInferShape", LinspaceShape)
     .SetAttr<FInferType>("FInferType", ParamType<LinspaceParam>)
     .SetAttr<FCompute>("FCompute<cpu>", LinspaceCompute);
+
+// The compute functions above serve both devices (range_gpu.h for a GPU context).
+#ifdef WEFT_USE_CUDA
+WEFT_REGISTER_OP(_arange).SetAttr<FCompute>("FCompute<gpu>", ArangeCompute);
+WEFT_REGISTER_OP(_linspace).SetAttr<FCompute>("FCompute<gpu>", LinspaceCompute);
+#endif
 
 }  // namespace op
 }  // namespace weft

@@ -4,7 +4,7 @@
 // output gradient back down to the input's shape (_reduce_sum_to).
 #include <optional>
 
-#include "core/op/strided_walk.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -127,10 +127,11 @@ bool FirstInputType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<
   return true;
 }
 
-void BroadcastCompute(const NodeAttrs&, const OpContext&, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-                      const std::vector<TBlob>& out) {
+void BroadcastCompute(const NodeAttrs&, const OpContext& ctx, const std::vector<TBlob>& in,
+                      const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   std::vector<int64_t> stride = BroadcastStrides(in[0].shape, out[0].shape);
+  if (OnGPU(ctx)) return gpu::StridedGather(ctx, out[0].shape, stride, 0, in[0], out[0], req[0]);
   WEFT_TYPE_SWITCH(in[0].dtype, T, {
     const T* x = in[0].ptr<T>();
     T* y = out[0].ptr<T>();
@@ -181,6 +182,10 @@ WEFT_REGISTER_OP(broadcast_like)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kBroadcast)
     .SetAttr<FCompute>("FCompute<cpu>", BroadcastCompute)
     .SetAttr<FGradient>("FGradient", SumBackToInput);
+
+WEFT_DEVICE_COMPUTE(broadcast_to, BroadcastCompute);
+WEFT_DEVICE_COMPUTE(broadcast_axis, BroadcastCompute);
+WEFT_DEVICE_COMPUTE(broadcast_like, BroadcastCompute);
 
 }  // namespace op
 }  // namespace weft

@@ -1,6 +1,6 @@
 // concat (Concat): joins arrays along an existing axis. Its gradient splits the output
 // gradient back into pieces of the inputs' sizes (_backward_concat).
-#include "core/op/matrix/axis_concat.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -47,25 +47,25 @@ void ViewAlong(const Shape& s, int axis, int64_t* outer, int64_t* inner) {
   *inner = s.ProdRange(axis + 1, s.ndim());
 }
 
-void ConcatCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void ConcatCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   int axis = CheckAxis(attrs, attrs.Params<ConcatParam>().dim, out[0].ndim(), "dim");
   std::vector<int64_t> sizes;
   for (const auto& b : in) sizes.push_back(b.shape[axis]);
   int64_t outer, inner;
   ViewAlong(out[0].shape, axis, &outer, &inner);
-  AxisConcat(ConcatDirection::kPiecesToWhole, out[0], in, sizes, outer, inner, req);
+  AxisConcat(ctx, ConcatDirection::kPiecesToWhole, out[0], in, sizes, outer, inner, req);
 }
 
 // Inputs: the output gradient, then the forward inputs (for their sizes).
-void ConcatBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void ConcatBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   int axis = CheckAxis(attrs, attrs.Params<ConcatParam>().dim, in[0].ndim(), "dim");
   std::vector<int64_t> sizes;
   for (const auto& b : out) sizes.push_back(b.shape[axis]);
   int64_t outer, inner;
   ViewAlong(in[0].shape, axis, &outer, &inner);
-  AxisConcat(ConcatDirection::kWholeToPieces, in[0], out, sizes, outer, inner, req);
+  AxisConcat(ctx, ConcatDirection::kWholeToPieces, in[0], out, sizes, outer, inner, req);
 }
 
 bool ConcatBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
@@ -105,6 +105,9 @@ WEFT_REGISTER_OP(_backward_concat)
     .SetParams<ConcatParam>()
     .SetAttr<FInferShape>("FInferShape", ConcatBackwardShape)
     .SetAttr<FCompute>("FCompute<cpu>", ConcatBackward);
+
+WEFT_DEVICE_COMPUTE(Concat, ConcatCompute);
+WEFT_DEVICE_COMPUTE(_backward_concat, ConcatBackward);
 
 }  // namespace op
 }  // namespace weft

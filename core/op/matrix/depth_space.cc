@@ -1,7 +1,7 @@
 // depth_to_space and space_to_depth on NCHW: blocks of block_size x block_size pixels
 // to channels and back (the channel of a block pixel (i, j) is (i * b + j) * C + c). Each
 // is the other's gradient.
-#include "core/op/op_util.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -57,7 +57,7 @@ bool DepthSpaceShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector
   return true;
 }
 
-void DepthSpaceCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void DepthSpaceCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                        const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   bool to_space = ToSpace(attrs);
@@ -65,6 +65,13 @@ void DepthSpaceCompute(const NodeAttrs& attrs, const OpContext&, const std::vect
   const Shape& space = to_space ? out[0].shape : in[0].shape;
   int64_t b = Block(attrs);
   int64_t n = space[0], c = space[1], h = space[2], w = space[3], hb = h / b, wb = w / b;
+  if (OnGPU(ctx)) {
+    // The space side walked as (N, C, H/b, b, W/b, b) with each axis's stride in the depth side.
+    const Shape walk{n, c, hb, b, wb, b};
+    const std::vector<int64_t> stride{c * b * b * hb * wb, hb * wb, wb, b * c * hb * wb, 1, c * hb * wb};
+    if (to_space) return gpu::StridedGather(ctx, walk, stride, 0, in[0], out[0], req[0]);
+    return gpu::StridedScatter(ctx, walk, stride, 0, in[0], out[0], req[0]);
+  }
   WEFT_TYPE_SWITCH(in[0].dtype, T, {
     const T* x = in[0].ptr<T>();
     T* y = out[0].ptr<T>();
@@ -110,6 +117,9 @@ WEFT_REGISTER_OP(space_to_depth)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       return std::vector<GradValue>{b.Op("depth_to_space", {a.out_grads[0]}, attrs.dict)};
     });
+
+WEFT_DEVICE_COMPUTE(depth_to_space, DepthSpaceCompute);
+WEFT_DEVICE_COMPUTE(space_to_depth, DepthSpaceCompute);
 
 }  // namespace op
 }  // namespace weft

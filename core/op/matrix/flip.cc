@@ -1,6 +1,6 @@
 // flip (reverse): reverses the order of elements along the given axes. It is its own
 // gradient.
-#include "core/op/strided_walk.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -33,8 +33,8 @@ bool FlipShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape
   return SameShape(attrs, in, out);
 }
 
-void FlipCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-                 const std::vector<TBlob>& out) {
+void FlipCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                 const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const Shape& s = in[0].shape;
   std::vector<bool> flip = FlipAxes(attrs, s);
@@ -45,13 +45,7 @@ void FlipCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBl
     base += (s[d] - 1) * stride[d];
     stride[d] = -stride[d];
   }
-  WEFT_TYPE_SWITCH(in[0].dtype, T, {
-    const T* x = in[0].ptr<T>();
-    T* y = out[0].ptr<T>();
-    ForEachStridedRow(s, stride, base, [&](int64_t i, int64_t off, int64_t n, int64_t step) {
-      for (int64_t k = 0; k < n; ++k) Store(y + i + k, req[0], x[off + k * step]);
-    });
-  });
+  StridedGather(ctx, s, stride, base, in[0], out[0], req[0]);
 }
 
 }  // namespace
@@ -68,6 +62,8 @@ WEFT_REGISTER_OP(flip)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       return std::vector<GradValue>{b.Op("flip", {a.out_grads[0]}, attrs.dict)};
     });
+
+WEFT_DEVICE_COMPUTE(flip, FlipCompute);
 
 }  // namespace op
 }  // namespace weft

@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "core/op/reduce/reduce_kernel.h"
-#include "core/op/strided_walk.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -51,27 +51,19 @@ bool RepeatShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sha
   return true;
 }
 
-void RepeatCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void RepeatCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   std::vector<int64_t> stride;
   Shape walk = RepeatWalk(attrs, in[0].shape, &stride);
-  WEFT_TYPE_SWITCH(in[0].dtype, T, {
-    const T* x = in[0].ptr<T>();
-    T* y = out[0].ptr<T>();
-    ForEachStridedRow(walk, stride, 0, [&](int64_t i, int64_t off, int64_t n, int64_t step) {
-      for (int64_t k = 0; k < n; ++k) Store(y + i + k, req[0], x[off + k * step]);
-    });
-  });
+  StridedGather(ctx, walk, stride, 0, in[0], out[0], req[0]);
 }
 
-void RepeatBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void RepeatBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   std::vector<int64_t> stride;
   Shape walk = RepeatWalk(attrs, in[1].shape, &stride);
-  WEFT_TYPE_SWITCH(in[0].dtype, T, {
-    Reduce<SumReducer, T>(in[0].Reshaped(walk), {false, false, true, false}, out[0], req[0]);
-  });
+  SumAxes(ctx, in[0], walk, {false, false, true, false}, out[0], req[0]);
 }
 
 bool RepeatBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
@@ -105,6 +97,9 @@ WEFT_REGISTER_OP(_backward_repeat)
     .SetParams<RepeatParam>()
     .SetAttr<FInferShape>("FInferShape", RepeatBackwardShape)
     .SetAttr<FCompute>("FCompute<cpu>", RepeatBackward);
+
+WEFT_DEVICE_COMPUTE(repeat, RepeatCompute);
+WEFT_DEVICE_COMPUTE(_backward_repeat, RepeatBackward);
 
 }  // namespace op
 }  // namespace weft

@@ -3,6 +3,7 @@
 // output gradient into zeros of the input's shape (_backward_slice). _slice_assign and
 // _slice_assign_scalar write into the same box of a copy of their first input.
 #include <cctype>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -94,14 +95,14 @@ bool SliceShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shap
   return true;
 }
 
-void SliceCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  SliceForward(in[0], SliceBoxOf(attrs, in[0].shape), out[0], req[0]);
+  SliceForward(ctx, in[0], SliceBoxOf(attrs, in[0].shape), out[0], req[0]);
 }
 
-void SliceBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceBackwardCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                           const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  SliceBackward(in[0], SliceBoxOf(attrs, in[1].shape), out[0], req[0]);
+  SliceBackward(ctx, in[0], SliceBoxOf(attrs, in[1].shape), out[0], req[0]);
 }
 
 bool SliceBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
@@ -121,11 +122,13 @@ bool SliceAssignShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vecto
 }
 
 // Copies lhs into the output unless they share memory.
-void CopyBase(const TBlob& lhs, const TBlob& out, OpReq req) {
-  if (req == OpReq::kWriteTo || req == OpReq::kWriteInplace) CopyWithReq(lhs, out, OpReq::kWriteTo);
+void CopyBase(const OpContext& ctx, const TBlob& lhs, const TBlob& out, OpReq req) {
+  if (req != OpReq::kWriteTo && req != OpReq::kWriteInplace) return;
+  if (OnGPU(ctx)) gpu::Copy(ctx, lhs, out, OpReq::kWriteTo);
+  else CopyWithReq(lhs, out, OpReq::kWriteTo);
 }
 
-void SliceAssignCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceAssignCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   if (req[0] == OpReq::kAddTo)
@@ -135,9 +138,10 @@ void SliceAssignCompute(const NodeAttrs& attrs, const OpContext&, const std::vec
     Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': expected rhs of shape ", BoxShape(box).ToString(),
           " and an output of lhs's shape ", in[0].shape.ToString(), ", got ", in[1].shape.ToString(), " and ",
           out[0].shape.ToString());
-  CopyBase(in[0], out[0], req[0]);
+  CopyBase(ctx, in[0], out[0], req[0]);
   int64_t base;
   std::vector<int64_t> st = BoxStrides(out[0].shape, box, &base);
+  if (OnGPU(ctx)) return gpu::StridedScatter(ctx, in[1].shape, st, base, in[1], out[0], OpReq::kWriteTo);
   WEFT_TYPE_SWITCH(out[0].dtype, T, {
     const T* r = in[1].ptr<T>();
     T* y = out[0].ptr<T>();
@@ -147,19 +151,24 @@ void SliceAssignCompute(const NodeAttrs& attrs, const OpContext&, const std::vec
   });
 }
 
-void SliceAssignScalarCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceAssignScalarCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                               const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   if (req[0] == OpReq::kAddTo)
     Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "' cannot add to its output");
   SliceBox box = SliceBoxOf<SliceAssignScalarParam>(attrs, in[0].shape);
-  CopyBase(in[0], out[0], req[0]);
+  CopyBase(ctx, in[0], out[0], req[0]);
   int64_t base;
   std::vector<int64_t> st = BoxStrides(out[0].shape, box, &base);
   double v = attrs.Params<SliceAssignScalarParam>().scalar;
   WEFT_TYPE_SWITCH(out[0].dtype, T, {
     T* y = out[0].ptr<T>();
     T value = static_cast<T>(v);
+    if (OnGPU(ctx)) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, &value, sizeof(T));
+      return gpu::StridedFill(ctx, BoxShape(box), st, base, out[0], bits);
+    }
     ForEachStridedRow(BoxShape(box), st, base, [&](int64_t, int64_t off, int64_t n, int64_t step) {
       for (int64_t k = 0; k < n; ++k) y[off + k * step] = value;
     });
@@ -219,6 +228,11 @@ WEFT_REGISTER_OP(_slice_assign_scalar)
                              [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{{0, 0}}; })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", SliceAssignScalarCompute);
+
+WEFT_DEVICE_COMPUTE(slice, SliceCompute);
+WEFT_DEVICE_COMPUTE(_backward_slice, SliceBackwardCompute);
+WEFT_DEVICE_COMPUTE(_slice_assign, SliceAssignCompute);
+WEFT_DEVICE_COMPUTE(_slice_assign_scalar, SliceAssignScalarCompute);
 
 }  // namespace op
 }  // namespace weft

@@ -37,14 +37,14 @@ bool SliceAxisShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<
   return true;
 }
 
-void SliceAxisCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceAxisCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  SliceForward(in[0], AxisBox(attrs, in[0].shape), out[0], req[0]);
+  SliceForward(ctx, in[0], AxisBox(attrs, in[0].shape), out[0], req[0]);
 }
 
-void SliceAxisBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceAxisBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                        const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  SliceBackward(in[0], AxisBox(attrs, in[1].shape), out[0], req[0]);
+  SliceBackward(ctx, in[0], AxisBox(attrs, in[1].shape), out[0], req[0]);
 }
 
 bool SliceAxisBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
@@ -76,6 +76,9 @@ WEFT_REGISTER_OP(_backward_slice_axis)
     .SetParams<SliceAxisParam>()
     .SetAttr<FInferShape>("FInferShape", SliceAxisBackwardShape)
     .SetAttr<FCompute>("FCompute<cpu>", SliceAxisBackward);
+
+WEFT_DEVICE_COMPUTE(slice_axis, SliceAxisCompute);
+WEFT_DEVICE_COMPUTE(_backward_slice_axis, SliceAxisBackward);
 
 }  // namespace op
 }  // namespace weft

@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/op/strided_walk.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -59,37 +59,17 @@ inline std::vector<int64_t> BoxStrides(const Shape& in, const SliceBox& box, int
 }
 
 // out = in[box].
-inline void SliceForward(const TBlob& in, const SliceBox& box, const TBlob& out, OpReq req) {
-  if (req == OpReq::kNullOp) return;
+inline void SliceForward(const OpContext& ctx, const TBlob& in, const SliceBox& box, const TBlob& out, OpReq req) {
   int64_t base;
   std::vector<int64_t> st = BoxStrides(in.shape, box, &base);
-  WEFT_TYPE_SWITCH(in.dtype, T, {
-    const T* x = in.ptr<T>();
-    T* y = out.ptr<T>();
-    ForEachStridedRow(out.shape, st, base, [&](int64_t i, int64_t off, int64_t n, int64_t step) {
-      if (req == OpReq::kAddTo) {
-        for (int64_t k = 0; k < n; ++k) y[i + k] = static_cast<T>(y[i + k] + x[off + k * step]);
-      } else {
-        for (int64_t k = 0; k < n; ++k) y[i + k] = x[off + k * step];
-      }
-    });
-  });
+  StridedGather(ctx, out.shape, st, base, in, out, req);
 }
 
 // grad = zeros with grad[box] = ograd (or grad[box] += ograd for kAddTo).
-inline void SliceBackward(const TBlob& ograd, const SliceBox& box, const TBlob& grad, OpReq req) {
-  if (req == OpReq::kNullOp) return;
+inline void SliceBackward(const OpContext& ctx, const TBlob& ograd, const SliceBox& box, const TBlob& grad, OpReq req) {
   int64_t base;
   std::vector<int64_t> st = BoxStrides(grad.shape, box, &base);
-  WEFT_TYPE_SWITCH(grad.dtype, T, {
-    const T* g = ograd.ptr<T>();
-    T* y = grad.ptr<T>();
-    if (req != OpReq::kAddTo) std::fill(y, y + grad.Size(), T(0));
-    // Box elements are distinct positions, so rows never collide across threads.
-    ForEachStridedRow(ograd.shape, st, base, [&](int64_t i, int64_t off, int64_t n, int64_t step) {
-      for (int64_t k = 0; k < n; ++k) y[off + k * step] = static_cast<T>(y[off + k * step] + g[i + k]);
-    });
-  });
+  StridedScatterGrad(ctx, ograd.shape, st, base, ograd, grad, req);
 }
 
 }  // namespace op

@@ -58,9 +58,9 @@ bool SliceLikeType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<D
   return (*in)[1] != DType::kUnknown;
 }
 
-void SliceLikeCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceLikeCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  SliceForward(in[0], LikeBox(attrs, in[0].shape, in[1].shape), out[0], req[0]);
+  SliceForward(ctx, in[0], LikeBox(attrs, in[0].shape, in[1].shape), out[0], req[0]);
 }
 
 // Inputs (ograd, data, shape_like).
@@ -78,13 +78,13 @@ bool SliceLikeBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::
   return (*in)[2] != DType::kUnknown;
 }
 
-void SliceLikeBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SliceLikeBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                        const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   SliceBox box = LikeBox(attrs, in[1].shape, in[2].shape);
   if (in[0].shape != BoxShape(box) || out[0].shape != in[1].shape)
     Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input 'ograd' has shape ", in[0].shape.ToString(),
           " but the operator expects ", BoxShape(box).ToString());
-  SliceBackward(in[0], box, out[0], req[0]);
+  SliceBackward(ctx, in[0], box, out[0], req[0]);
 }
 
 }  // namespace
@@ -115,6 +115,9 @@ WEFT_REGISTER_OP(_backward_slice_like)
     .SetAttr<FInferShape>("FInferShape", SliceLikeBackwardShape)
     .SetAttr<FInferType>("FInferType", SliceLikeBackwardType)
     .SetAttr<FCompute>("FCompute<cpu>", SliceLikeBackward);
+
+WEFT_DEVICE_COMPUTE(slice_like, SliceLikeCompute);
+WEFT_DEVICE_COMPUTE(_backward_slice_like, SliceLikeBackward);
 
 }  // namespace op
 }  // namespace weft

@@ -4,7 +4,7 @@
 // boundaries or into `sections` near-equal pieces (the first ones one longer).
 #include <string>
 
-#include "core/op/matrix/axis_concat.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -64,13 +64,13 @@ bool SplitShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shap
   return true;
 }
 
-void SplitCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SplitCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<SplitParam>();
   const Shape& x = in[0].shape;
   int axis = CheckAxis(attrs, p.axis, x.ndim());
   int64_t piece = x[axis] / p.num_outputs;
-  AxisConcat(ConcatDirection::kWholeToPieces, in[0], out, std::vector<int64_t>(out.size(), piece),
+  AxisConcat(ctx, ConcatDirection::kWholeToPieces, in[0], out, std::vector<int64_t>(out.size(), piece),
              x.ProdRange(0, axis), x.ProdRange(axis + 1, x.ndim()), req);
 }
 
@@ -139,11 +139,11 @@ bool SplitV2Shape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sh
   return true;
 }
 
-void SplitV2Compute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SplitV2Compute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const Shape& x = in[0].shape;
   int axis = CheckAxis(attrs, attrs.Params<SplitV2Param>().axis, x.ndim());
-  AxisConcat(ConcatDirection::kWholeToPieces, in[0], out, SplitV2Sizes(attrs, x[axis]), x.ProdRange(0, axis),
+  AxisConcat(ctx, ConcatDirection::kWholeToPieces, in[0], out, SplitV2Sizes(attrs, x[axis]), x.ProdRange(0, axis),
              x.ProdRange(axis + 1, x.ndim()), req);
 }
 
@@ -195,6 +195,9 @@ WEFT_REGISTER_OP(split)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
     .SetAttr<FCompute>("FCompute<cpu>", SplitCompute)
     .SetAttr<FGradient>("FGradient", SplitGrad);
+
+WEFT_DEVICE_COMPUTE(split, SplitCompute);
+WEFT_DEVICE_COMPUTE(_split_v2, SplitV2Compute);
 
 }  // namespace op
 }  // namespace weft

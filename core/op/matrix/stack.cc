@@ -1,6 +1,6 @@
 // stack: joins arrays of one shape along a new axis. Its gradient is split with
 // squeeze_axis.
-#include "core/op/matrix/axis_concat.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -34,11 +34,11 @@ bool StackShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shap
   return true;
 }
 
-void StackCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void StackCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   int axis = CheckAxis(attrs, attrs.Params<StackParam>().axis, out[0].ndim());
   int64_t outer = out[0].shape.ProdRange(0, axis), inner = out[0].shape.ProdRange(axis + 1, out[0].ndim());
-  AxisConcat(ConcatDirection::kPiecesToWhole, out[0], in, std::vector<int64_t>(in.size(), 1), outer, inner, req);
+  AxisConcat(ctx, ConcatDirection::kPiecesToWhole, out[0], in, std::vector<int64_t>(in.size(), 1), outer, inner, req);
 }
 
 int NumArgs(const NodeAttrs& attrs) { return attrs.Params<StackParam>().num_args; }
@@ -61,6 +61,8 @@ WEFT_REGISTER_OP(stack)
                      {"axis", std::to_string(p.axis)},
                      {"squeeze_axis", "True"}});
     });
+
+WEFT_DEVICE_COMPUTE(stack, StackCompute);
 
 }  // namespace op
 }  // namespace weft

@@ -2,7 +2,7 @@
 // interleaved (rep0, d0, rep1, d1, ...) axes reads the input with stride 0 along the rep
 // axes, and the gradient sums over them (_backward_tile).
 #include "core/op/reduce/reduce_kernel.h"
-#include "core/op/strided_walk.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -56,30 +56,24 @@ bool TileShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape
   return true;
 }
 
-void TileCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-                 const std::vector<TBlob>& out) {
+void TileCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                 const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   std::vector<int64_t> dims, reps, stride;
   AlignedDims(attrs, in[0].shape, &dims, &reps);
   Shape walk = Interleaved(dims, reps, &stride);
-  WEFT_TYPE_SWITCH(in[0].dtype, T, {
-    const T* x = in[0].ptr<T>();
-    T* y = out[0].ptr<T>();
-    ForEachStridedRow(walk, stride, 0, [&](int64_t i, int64_t off, int64_t n, int64_t step) {
-      for (int64_t k = 0; k < n; ++k) Store(y + i + k, req[0], x[off + k * step]);
-    });
-  });
+  StridedGather(ctx, walk, stride, 0, in[0], out[0], req[0]);
 }
 
 // Inputs (ograd, data): sums the gradient over the rep axes of the interleaved view.
-void TileBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void TileBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   std::vector<int64_t> dims, reps, stride;
   AlignedDims(attrs, in[1].shape, &dims, &reps);
   Shape walk = Interleaved(dims, reps, &stride);
   std::vector<bool> flags(walk.ndim());
   for (int d = 0; d < walk.ndim(); ++d) flags[d] = d % 2 == 0;
-  WEFT_TYPE_SWITCH(in[0].dtype, T, { Reduce<SumReducer, T>(in[0].Reshaped(walk), flags, out[0], req[0]); });
+  SumAxes(ctx, in[0], walk, flags, out[0], req[0]);
 }
 
 bool TileBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
@@ -114,6 +108,9 @@ WEFT_REGISTER_OP(_backward_tile)
     .SetParams<TileParam>()
     .SetAttr<FInferShape>("FInferShape", TileBackwardShape)
     .SetAttr<FCompute>("FCompute<cpu>", TileBackward);
+
+WEFT_DEVICE_COMPUTE(tile, TileCompute);
+WEFT_DEVICE_COMPUTE(_backward_tile, TileBackward);
 
 }  // namespace op
 }  // namespace weft

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/op/op_util.h"
-#include "core/op/strided_walk.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -51,25 +51,14 @@ bool TransposeShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<
   return x.is_known();
 }
 
-void TransposeCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void TransposeCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   int nd = in[0].ndim();
   std::vector<int> perm = Permutation(attrs, nd);
   std::vector<int64_t> in_stride = ContiguousStrides(in[0].shape), stride(nd);
   for (int d = 0; d < nd; ++d) stride[d] = in_stride[perm[d]];
-  WEFT_TYPE_SWITCH(in[0].dtype, T, {
-    const T* x = in[0].ptr<T>();
-    T* y = out[0].ptr<T>();
-    OpReq r = req[0];
-    ForEachStridedRow(out[0].shape, stride, 0, [&](int64_t i, int64_t off, int64_t n, int64_t step) {
-      if (r == OpReq::kAddTo) {
-        for (int64_t k = 0; k < n; ++k) y[i + k] = static_cast<T>(y[i + k] + x[off + k * step]);
-      } else {
-        for (int64_t k = 0; k < n; ++k) y[i + k] = x[off + k * step];
-      }
-    });
-  });
+  StridedGather(ctx, out[0].shape, stride, 0, in[0], out[0], req[0]);
 }
 
 std::vector<GradValue> TransposeGrad(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
@@ -96,6 +85,8 @@ WEFT_REGISTER_OP(transpose)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
     .SetAttr<FCompute>("FCompute<cpu>", TransposeCompute)
     .SetAttr<FGradient>("FGradient", TransposeGrad);
+
+WEFT_DEVICE_COMPUTE(transpose, TransposeCompute);
 
 }  // namespace op
 }  // namespace weft

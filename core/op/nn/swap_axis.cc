@@ -1,6 +1,6 @@
 // SwapAxis (swapaxes): exchanges two axes, MXNet's parameters dim1 and dim2 (negative
 // values count from the end). Its gradient is the same swap of the output gradient.
-#include "core/op/op_util.h"
+#include "core/op/data_move.h"
 
 namespace weft {
 namespace op {
@@ -40,18 +40,24 @@ bool SwapAxisShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<S
 
 // The input seen as (A, n1, B, n2, C) becomes (A, n2, B, n1, C); the walk goes over the
 // output in order, copying runs of C contiguous elements.
-void SwapAxisCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void SwapAxisCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                      const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const Shape& s = in[0].shape;
   int lo, hi;
   Axes(attrs, s.ndim(), &lo, &hi);
   if (lo == hi) {
+    if (OnGPU(ctx)) return gpu::Copy(ctx, in[0], out[0], req[0]);
     CopyWithReq(in[0], out[0], req[0]);
     return;
   }
   const int64_t n1 = s[lo], n2 = s[hi];
   const int64_t B = s.ProdRange(lo + 1, hi), C = s.ProdRange(hi + 1, s.ndim());
+  if (OnGPU(ctx)) {
+    // The same walk over (A, n2, B, n1, C), strided through the input (A, n1, B, n2, C).
+    const std::vector<int64_t> stride{n1 * B * n2 * C, C, n2 * C, B * n2 * C, 1};
+    return StridedGather(ctx, Shape{s.ProdRange(0, lo), n2, B, n1, C}, stride, 0, in[0], out[0], req[0]);
+  }
   const int64_t runs = s.ProdRange(0, lo) * n2 * B * n1;
   const bool add = req[0] == OpReq::kAddTo;
   WEFT_TYPE_SWITCH(in[0].dtype, T, {
@@ -90,6 +96,8 @@ WEFT_REGISTER_OP(SwapAxis)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       return std::vector<GradValue>{b.Op("SwapAxis", {a.out_grads[0]}, attrs.dict)};
     });
+
+WEFT_DEVICE_COMPUTE(SwapAxis, SwapAxisCompute);
 
 }  // namespace op
 }  // namespace weft

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/op/op_util.h"
-#include "core/op/random/sampler.h"
+#include "core/op/random/sampler_gpu.h"
 
 namespace weft {
 namespace op {
@@ -343,6 +343,12 @@ template <typename P>
 void DistCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
                  const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto dist = DistOf(attrs.Params<P>());
+  if (ctx.run_ctx.ctx.is_gpu()) {
+    // The same reservation as FillSamples: nothing for kNullOp, one counter per element.
+    if (req[0] == OpReq::kNullOp) return;
+    const random::Draw draw = random::Reserve(attrs, ctx, static_cast<uint64_t>(out[0].Size()));
+    return random::FillSamplesGPU(ctx, draw, dist, out[0], req[0], attrs.op->name.c_str());
+  }
   WEFT_FLOAT_TYPE_SWITCH(out[0].dtype, T, "Operator '" + attrs.op->name + "': output", {
     FillSamples<T>(
         attrs, ctx, out[0], req[0], [&](random::ElementStream& s) { return dist.Draw(s); },
@@ -356,6 +362,13 @@ void RandIntCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
   const int64_t low = p.low;
   // high - low may exceed INT64_MAX; it always fits in uint64.
   const uint64_t range = static_cast<uint64_t>(p.high) - static_cast<uint64_t>(p.low);
+  if (ctx.run_ctx.ctx.is_gpu()) {
+    if (req[0] == OpReq::kNullOp) return;
+    if (out[0].dtype != DType::kInt64 && out[0].dtype != DType::kInt32)
+      BadParam(attrs, "dtype", "int32 or int64", DTypeName(out[0].dtype));
+    const random::Draw draw = random::Reserve(attrs, ctx, static_cast<uint64_t>(out[0].Size()));
+    return random::FillRandIntGPU(ctx, draw, low, range, out[0], req[0], attrs.op->name.c_str());
+  }
   auto sample = [&](random::ElementStream& s) { return static_cast<uint64_t>(low) + s.Below(range); };
   if (out[0].dtype == DType::kInt64) {
     FillSamples<int64_t>(attrs, ctx, out[0], req[0], sample, [](uint64_t v) { return static_cast<int64_t>(v); });
@@ -467,6 +480,29 @@ WEFT_RANDOM_LIKE(_random_generalized_negative_binomial_like, GenNegBinomialLikeP
                  "generalized negative binomial (mean mu, dispersion alpha)");
 
 #undef WEFT_RANDOM_LIKE
+
+// Every generator above serves both devices (DistCompute and RandIntCompute hand a GPU
+// context's draw to sampler_gpu.h).
+#ifdef WEFT_USE_CUDA
+WEFT_REGISTER_OP(_random_uniform).SetAttr<FCompute>("FCompute<gpu>", DistCompute<UniformParam>);
+WEFT_REGISTER_OP(_random_normal).SetAttr<FCompute>("FCompute<gpu>", DistCompute<NormalParam>);
+WEFT_REGISTER_OP(_random_randint).SetAttr<FCompute>("FCompute<gpu>", RandIntCompute);
+WEFT_REGISTER_OP(_random_exponential).SetAttr<FCompute>("FCompute<gpu>", DistCompute<ExponentialParam>);
+WEFT_REGISTER_OP(_random_gamma).SetAttr<FCompute>("FCompute<gpu>", DistCompute<GammaParam>);
+WEFT_REGISTER_OP(_random_poisson).SetAttr<FCompute>("FCompute<gpu>", DistCompute<PoissonParam>);
+WEFT_REGISTER_OP(_random_negative_binomial).SetAttr<FCompute>("FCompute<gpu>", DistCompute<NegBinomialParam>);
+WEFT_REGISTER_OP(_random_generalized_negative_binomial)
+    .SetAttr<FCompute>("FCompute<gpu>", DistCompute<GenNegBinomialParam>);
+WEFT_REGISTER_OP(_random_uniform_like).SetAttr<FCompute>("FCompute<gpu>", DistCompute<UniformLikeParam>);
+WEFT_REGISTER_OP(_random_normal_like).SetAttr<FCompute>("FCompute<gpu>", DistCompute<NormalLikeParam>);
+WEFT_REGISTER_OP(_random_gamma_like).SetAttr<FCompute>("FCompute<gpu>", DistCompute<GammaLikeParam>);
+WEFT_REGISTER_OP(_random_exponential_like).SetAttr<FCompute>("FCompute<gpu>", DistCompute<ExponentialLikeParam>);
+WEFT_REGISTER_OP(_random_poisson_like).SetAttr<FCompute>("FCompute<gpu>", DistCompute<PoissonLikeParam>);
+WEFT_REGISTER_OP(_random_negative_binomial_like)
+    .SetAttr<FCompute>("FCompute<gpu>", DistCompute<NegBinomialLikeParam>);
+WEFT_REGISTER_OP(_random_generalized_negative_binomial_like)
+    .SetAttr<FCompute>("FCompute<gpu>", DistCompute<GenNegBinomialLikeParam>);
+#endif
 
 }  // namespace op
 }  // namespace weft

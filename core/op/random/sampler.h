@@ -1,4 +1,6 @@
 // Scalar samplers shared by the random operators, drawn from per-element Philox streams.
+// They compile for the host and the device (WEFT_XINLINE), so the GPU kernels
+// (sample_op_gpu.cu) draw exactly as the CPU loops do.
 //
 // A draw reserves one counter per output element from the context's RandomState; element i
 // reads the Philox blocks (counter = first + i, stream = 0, 1, 2, ...) one 32-bit word at a
@@ -27,32 +29,32 @@ constexpr int64_t kSampleGrain = 1 << 12;
 
 class ElementStream {
  public:
-  ElementStream(const Philox4x32& gen, uint64_t counter) : gen_(gen), counter_(counter) {}
+  WEFT_XINLINE ElementStream(const Philox4x32& gen, uint64_t counter) : gen_(gen), counter_(counter) {}
 
-  uint32_t Next32() {
+  WEFT_XINLINE uint32_t Next32() {
     if (used_ == 4) {
       gen_.Generate(counter_, block_++, buf_);
       used_ = 0;
     }
     return buf_[used_++];
   }
-  uint64_t Next64() {
+  WEFT_XINLINE uint64_t Next64() {
     uint64_t hi = Next32();
     return (hi << 32) | Next32();
   }
   // Uniform in [0, 1), 53 random bits.
-  double Uniform() { return static_cast<double>(Next64() >> 11) * 0x1p-53; }
+  WEFT_XINLINE double Uniform() { return static_cast<double>(Next64() >> 11) * 0x1p-53; }
   // Uniform in (0, 1], for logarithms.
-  double UniformPositive() { return static_cast<double>((Next64() >> 11) + 1) * 0x1p-53; }
+  WEFT_XINLINE double UniformPositive() { return static_cast<double>((Next64() >> 11) + 1) * 0x1p-53; }
   // Standard normal (Box-Muller; the second value of the pair is not kept so that every
   // call is independent of the ones before it in the same stream).
-  double Normal() {
+  WEFT_XINLINE double Normal() {
     double r = std::sqrt(-2.0 * std::log(UniformPositive()));
     return r * std::cos(6.283185307179586476925 * Uniform());
   }
   // Uniform in [0, range) for range >= 1, unbiased: 64-bit words below 2^64 mod range are
   // rejected so that every residue is hit by the same number of words.
-  uint64_t Below(uint64_t range) {
+  WEFT_XINLINE uint64_t Below(uint64_t range) {
     uint64_t threshold = (0 - range) % range;
     for (;;) {
       uint64_t x = Next64();
@@ -85,7 +87,7 @@ inline Draw Reserve(const NodeAttrs& attrs, const OpContext& ctx, uint64_t n) {
 
 // Gamma(alpha, 1) by Marsaglia and Tsang ("A simple method for generating gamma
 // variables", 2000); alpha < 1 draws Gamma(alpha + 1) and scales by U^(1 / alpha).
-inline double Gamma(ElementStream& s, double alpha) {
+WEFT_XINLINE double Gamma(ElementStream& s, double alpha) {
   double boost = 1.0;
   if (alpha < 1.0) {
     boost = std::pow(s.UniformPositive(), 1.0 / alpha);
@@ -107,7 +109,7 @@ inline double Gamma(ElementStream& s, double alpha) {
 // Poisson(lam): multiplication of uniforms below lam = 10, where it takes lam + 1 draws
 // on average; above, the transformed rejection of Hoermann ("The transformed rejection
 // method for generating Poisson random variables", 1993), which takes about 1.2.
-inline double Poisson(ElementStream& s, double lam) {
+WEFT_XINLINE double Poisson(ElementStream& s, double lam) {
   if (lam <= 0) return 0;
   // A rate that overflowed in a mixture (negative binomials) or is NaN has no draws to
   // make: the rejection loop below would never accept.
@@ -143,7 +145,7 @@ inline double Poisson(ElementStream& s, double lam) {
 // `v` (drawn in [low, high) in double) as T, kept below `high` when rounding to T would
 // reach it.
 template <typename T>
-T BelowHigh(double v, double low, double high) {
+WEFT_XINLINE T BelowHigh(double v, double low, double high) {
   T t = static_cast<T>(v);
   if (static_cast<double>(t) < high) return t;
   // A fraction of the larger of |high| and the range: small enough to stay in range, large
@@ -162,58 +164,58 @@ T BelowHigh(double v, double low, double high) {
 // share them, so one distribution draws the same way everywhere.
 struct UniformDist {
   double low, high;
-  double Draw(ElementStream& s) const { return low + (high - low) * s.Uniform(); }
+  WEFT_XINLINE double Draw(ElementStream& s) const { return low + (high - low) * s.Uniform(); }
   template <typename T>
-  T Convert(double v) const { return BelowHigh<T>(v, low, high); }
+  WEFT_XINLINE T Convert(double v) const { return BelowHigh<T>(v, low, high); }
 };
 
 struct NormalDist {
   double loc, scale;
-  double Draw(ElementStream& s) const { return loc + scale * s.Normal(); }
+  WEFT_XINLINE double Draw(ElementStream& s) const { return loc + scale * s.Normal(); }
   template <typename T>
-  T Convert(double v) const { return static_cast<T>(v); }
+  WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
 };
 
 // Shape alpha, scale beta (mean alpha * beta).
 struct GammaDist {
   double alpha, beta;
-  double Draw(ElementStream& s) const { return Gamma(s, alpha) * beta; }
+  WEFT_XINLINE double Draw(ElementStream& s) const { return Gamma(s, alpha) * beta; }
   template <typename T>
-  T Convert(double v) const { return static_cast<T>(v); }
+  WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
 };
 
 struct ExponentialDist {
   double lam;
-  double Draw(ElementStream& s) const { return -std::log(s.UniformPositive()) * (1.0 / lam); }
+  WEFT_XINLINE double Draw(ElementStream& s) const { return -std::log(s.UniformPositive()) * (1.0 / lam); }
   template <typename T>
-  T Convert(double v) const { return static_cast<T>(v); }
+  WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
 };
 
 struct PoissonDist {
   double lam;
-  double Draw(ElementStream& s) const { return Poisson(s, lam); }
+  WEFT_XINLINE double Draw(ElementStream& s) const { return Poisson(s, lam); }
   template <typename T>
-  T Convert(double v) const { return static_cast<T>(v); }
+  WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
 };
 
 // Failures before the k-th success with success probability p (mean k (1 - p) / p), as
 // the Poisson mixture Poisson(Gamma(k, (1 - p) / p)).
 struct NegBinomialDist {
   double k, p;
-  double Draw(ElementStream& s) const { return Poisson(s, Gamma(s, k) * ((1 - p) / p)); }
+  WEFT_XINLINE double Draw(ElementStream& s) const { return Poisson(s, Gamma(s, k) * ((1 - p) / p)); }
   template <typename T>
-  T Convert(double v) const { return static_cast<T>(v); }
+  WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
 };
 
 // Mean mu, dispersion alpha (variance mu + alpha mu^2): Poisson(Gamma(1/alpha, alpha mu)),
 // Poisson(mu) when alpha is 0.
 struct GenNegBinomialDist {
   double mu, alpha;
-  double Draw(ElementStream& s) const {
+  WEFT_XINLINE double Draw(ElementStream& s) const {
     return Poisson(s, alpha == 0 ? mu : Gamma(s, 1 / alpha) * alpha * mu);
   }
   template <typename T>
-  T Convert(double v) const { return static_cast<T>(v); }
+  WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
 };
 
 }  // namespace random

@@ -8,6 +8,7 @@
 
 #include "core/op/elemwise/gradients.h"
 #include "core/op/op_util.h"
+#include "core/op/tensor/ordering_gpu.h"
 
 namespace weft {
 namespace op {
@@ -93,6 +94,8 @@ SortView ViewOf(const NodeAttrs& attrs, const Shape& s, const std::optional<int>
           " elements to choose from");
   return v;
 }
+
+LaneView Lanes(const SortView& v) { return LaneView{v.outer, v.n, v.inner, v.k}; }
 
 // The shape of the values or indices: the input with k in place of the axis, or (k,).
 Shape SelectedShape(const Shape& s, const SortView& v) {
@@ -202,11 +205,30 @@ bool TopKType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>
   return true;
 }
 
-void TopKCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-                 const std::vector<TBlob>& out) {
+void TopKCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                 const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<TopKParam>();
   SortView v = ViewOf(attrs, in[0].shape, p.axis, p.k);
   bool ascend = p.is_ascend;
+  if (ctx.run_ctx.ctx.is_gpu()) {
+    const TBlob* vals = nullptr;
+    const TBlob* idx = nullptr;
+    const TBlob* mask = nullptr;
+    OpReq vreq = OpReq::kNullOp, ireq = OpReq::kNullOp, mreq = OpReq::kNullOp;
+    if (p.ret_typ == "indices") {
+      idx = &out[0];
+      ireq = req[0];
+    } else if (p.ret_typ == "mask") {
+      mask = &out[0];
+      mreq = req[0];
+    } else {
+      vals = &out[0];
+      vreq = req[0];
+      idx = &out[1];
+      ireq = req[1];
+    }
+    return RankLanesGPU(ctx, in[0], Lanes(v), ascend, vals, vreq, idx, ireq, mask, mreq);
+  }
   if (p.ret_typ == "indices") {
     if (req[0] != OpReq::kNullOp) WriteSelection(in[0], v, ascend, nullptr, OpReq::kNullOp, &out[0], req[0]);
   } else if (p.ret_typ == "mask") {
@@ -252,7 +274,7 @@ bool TopKBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::vecto
   return (*in)[1] != DType::kUnknown;
 }
 
-void TopKBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void TopKBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const auto& p = attrs.Params<TopKParam>();
@@ -262,6 +284,10 @@ void TopKBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TB
     if (in[i].shape != sel)
       Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': ", InputName(attrs, i), " has shape ",
             in[i].shape.ToString(), " but the operator expects ", sel.ToString());
+  if (out[0].shape != in[2].shape)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': output has shape ", out[0].shape.ToString(),
+          " but input 'data' has shape ", in[2].shape.ToString());
+  if (ctx.run_ctx.ctx.is_gpu()) return TopKBackwardGPU(ctx, in[0], in[1], Lanes(v), out[0], req[0]);
   std::vector<int64_t> idx(in[1].Size());
   WEFT_TYPE_SWITCH(in[1].dtype, I, {
     const I* ip = in[1].ptr<I>();
@@ -304,10 +330,12 @@ bool SortType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>
   return true;
 }
 
-void SortCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-                 const std::vector<TBlob>& out) {
+void SortCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                 const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<SortParam>();
   SortView v = ViewOf(attrs, in[0].shape, p.axis, 0);
+  if (ctx.run_ctx.ctx.is_gpu())
+    return RankLanesGPU(ctx, in[0], Lanes(v), p.is_ascend, &out[0], req[0], &out[1], req[1], nullptr, OpReq::kNullOp);
   WriteSelection(in[0], v, p.is_ascend, req[0] == OpReq::kNullOp ? nullptr : &out[0], req[0],
                  req[1] == OpReq::kNullOp ? nullptr : &out[1], req[1]);
 }
@@ -325,10 +353,13 @@ bool ArgSortType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DTy
   return (*in)[0] != DType::kUnknown;
 }
 
-void ArgSortCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+void ArgSortCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<ArgSortParam>();
   SortView v = ViewOf(attrs, in[0].shape, p.axis, 0);
+  if (ctx.run_ctx.ctx.is_gpu())
+    return RankLanesGPU(ctx, in[0], Lanes(v), p.is_ascend, nullptr, OpReq::kNullOp, &out[0], req[0], nullptr,
+                        OpReq::kNullOp);
   if (req[0] != OpReq::kNullOp) WriteSelection(in[0], v, p.is_ascend, nullptr, OpReq::kNullOp, &out[0], req[0]);
 }
 
@@ -393,6 +424,14 @@ WEFT_REGISTER_OP(argsort)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", ArgSortCompute)
     .SetAttr<FGradient>("FGradient", ZeroGradient);
+
+// The compute functions above serve both devices (ordering_gpu.h for a GPU context).
+#ifdef WEFT_USE_CUDA
+WEFT_REGISTER_OP(topk).SetAttr<FCompute>("FCompute<gpu>", TopKCompute);
+WEFT_REGISTER_OP(_backward_topk).SetAttr<FCompute>("FCompute<gpu>", TopKBackward);
+WEFT_REGISTER_OP(sort).SetAttr<FCompute>("FCompute<gpu>", SortCompute);
+WEFT_REGISTER_OP(argsort).SetAttr<FCompute>("FCompute<gpu>", ArgSortCompute);
+#endif
 
 }  // namespace op
 }  // namespace weft
