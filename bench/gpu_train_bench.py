@@ -125,6 +125,7 @@ def run_torch(cases, seconds):
             torch.cuda.empty_cache()
         except Exception as e:  # reported, the other cases go on
             out[case] = "error: %s" % e
+        print("CASE " + json.dumps({case: out[case]}), flush=True)
     return out
 
 
@@ -192,12 +193,15 @@ def run_weft(cases, seconds, device="gpu"):
             del net
         except Exception as e:  # reported, the other cases go on
             out[case] = "error: %s" % str(e).splitlines()[0][:300]
+        print("CASE " + json.dumps({case: out[case]}), flush=True)
     return out
 
 
 def worker_main(framework, cases, seconds, device):
-    res = run_weft(cases, seconds, device) if framework == "weft" else run_torch(cases, seconds)
-    print("RESULT " + json.dumps(res))
+    if framework == "weft":
+        run_weft(cases, seconds, device)
+    else:
+        run_torch(cases, seconds)
 
 
 def main():
@@ -205,6 +209,8 @@ def main():
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--cases", default=",".join(CASES))
     ap.add_argument("--seconds", type=float, default=2.0, help="timed seconds per case and side")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds a worker process may take")
+    ap.add_argument("--budget", type=float, default=3600, help="seconds for all the workers together")
     ap.add_argument("--worker", choices=["weft", "torch"], help=argparse.SUPPRESS)
     # A dry run of Weft's side on the CPU, to check this script on a machine without a GPU.
     ap.add_argument("--device", choices=["gpu", "cpu"], default="gpu", help=argparse.SUPPRESS)
@@ -220,19 +226,32 @@ def main():
         worker_main(args.worker, cases, args.seconds, args.device)
         return
     results = {"torch": {}, "weft": {}}
+    deadline = time.monotonic() + args.budget
     # The memory and AMP cases get fresh processes: earlier cases' cached memory would count
     # in the one, and AMP patches the operators of the process it runs in.
     groups = [[c for c in cases if "_mem_" not in c and "_amp_" not in c], [c for c in cases if "_amp_" in c],
               [c for c in cases if "_mem_" in c]]
     for group in (g for g in groups if g):
         for fw in ("torch", "weft"):
-            proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", fw, "--cases",
-                                   ",".join(group), "--seconds", str(args.seconds)],
-                                  capture_output=True, text=True, timeout=900)
-            sys.stderr.write(proc.stderr[-3000:])
-            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
-            results[fw].update(json.loads(lines[-1][7:]) if lines else
-                               {c: "error: worker exit %d" % proc.returncode for c in group})
+            cmd = [sys.executable, os.path.abspath(__file__), "--worker", fw, "--cases", ",".join(group),
+                   "--seconds", str(args.seconds)]
+            limit = min(args.timeout, deadline - time.monotonic())
+            if limit < 10:
+                for c in group:
+                    results[fw][c] = "error: not run, the --budget of %d s was spent" % args.budget
+                continue
+            try:
+                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+                stdout, stderr, why = proc.stdout, proc.stderr, "worker exit %d" % proc.returncode
+            except subprocess.TimeoutExpired as e:  # the cases it finished still count
+                stdout, stderr = (x.decode() if isinstance(x, bytes) else x or "" for x in (e.stdout, e.stderr))
+                why = "worker timed out after %d s" % limit
+            sys.stderr.write(stderr[-3000:])
+            for c in group:
+                results[fw][c] = "error: " + why
+            for ln in stdout.splitlines():
+                if ln.startswith("CASE "):
+                    results[fw].update(json.loads(ln[5:]))
     card = "unknown"
     try:
         card = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
