@@ -254,6 +254,40 @@ def test_batch_norm_moving_stats(dtype, axis, shape, train):
         assert (gpu[1] == mm).all() and (gpu[2] == mv).all()
 
 
+@pytest.mark.parametrize('dtype', DTYPES)
+@pytest.mark.parametrize('axis,shape', [(1, (16, 8, 48, 48)), (1, (50, 3, 61, 67)), (-1, (2, 48, 48, 64)),
+                                        (1, (65536, 5))])
+@pytest.mark.parametrize('train', [True, False])
+@pytest.mark.parametrize('fix_gamma', [False, True])
+def test_batch_norm_split_path(dtype, axis, shape, train, fix_gamma):
+    # Tensors of 2^18 elements and more take the GPU's split path (chunks of a channel reduced
+    # into temporary space, then an elementwise pass): rows of channels (NCHW), a last chunk
+    # shorter than the others, channels last and a batch of feature vectors.
+    rng = np.random.RandomState(13)
+    c = shape[axis]
+    x = (rng.normal(size=shape) * 0.7 + 3.0).astype(dtype)
+    gamma, beta = rng.normal(size=(c,)).astype(dtype), rng.normal(size=(c,)).astype(dtype)
+    mm, mv = rng.normal(size=(c,)).astype(dtype), rng.uniform(0.1, 1.0, size=(c,)).astype(dtype)
+    dy = rng.normal(size=shape).astype(dtype)
+    kw = dict(axis=axis, fix_gamma=fix_gamma, momentum=0.9, eps=1e-5, train=train)
+    cpu = _bn_train_nd(mx.cpu(), x, gamma, beta, mm, mv, dy, **dict(kw))
+    gpu = _bn_train_nd(mx.gpu(0), x, gamma, beta, mm, mv, dy, **dict(kw))
+    # Sums of 10^5..10^6 terms in float (float16's accumulation type too) on both devices.
+    tol = dict(rtol=3e-2, atol=8e-2) if dtype == 'float16' else dict(rtol=2e-3, atol=2e-3)
+    if dtype == 'float64':
+        tol = dict(rtol=1e-9, atol=1e-8)
+    for name, a, b in zip(['out', 'moving_mean', 'moving_var', 'd data', 'd gamma', 'd beta'], gpu, cpu):
+        assert_almost_equal(a, b, names=(name + ' (gpu)', name + ' (cpu)'), **tol)
+
+
+def test_batch_norm_split_path_accumulates():
+    rng = np.random.RandomState(14)
+    data = mx.sym.Variable('data')
+    bn = mx.sym.BatchNorm(data, name='bn', fix_gamma=False, eps=1e-3, momentum=0.8)
+    shape = (8, 16, 48, 48)
+    consistent(weighted(bn), {'data': shape, 'w': shape}, grad_req='add', aux_params=_bn_aux(16, rng), scale=2.0)
+
+
 # ------------------------------------------------------------------ Pooling
 POOL_CASES = [
     # (data shape, kwargs)

@@ -1,8 +1,16 @@
-// GPU versions of BatchNorm and _backward_BatchNorm (batch_norm.cc), without cuDNN: one block
-// per channel reduces the channel's outer x inner elements through shared memory in the
-// CPU's accumulation type (float for float16), with the CPU's formulas: the batch moments
-// shifted by the channel's first value, the biased variance, the moving statistics updated
-// as moving * momentum + batch * (1 - momentum), fix_gamma as gamma = 1.
+// GPU versions of BatchNorm and _backward_BatchNorm (batch_norm.cc), without cuDNN, with the
+// CPU's formulas: the batch moments shifted by the channel's first value, the biased
+// variance, the moving statistics updated as moving * momentum + batch * (1 - momentum),
+// fix_gamma as gamma = 1, sums in the CPU's accumulation type (float for float16).
+//
+// Two ways through, by size. Small tensors: one block per channel reduces the channel and
+// then writes it (one launch). Large ones (a ResNet's activations): one block per channel
+// leaves most of the GPU idle when channels are few and large (64 channels of 200,000
+// elements at a ResNet-50's stem), so the reductions are split into chunks of a channel,
+// partial sums go to temporary space, one thread per channel combines them in chunk order
+// (deterministic) into per-channel coefficients, and the elementwise pass runs over every
+// element at once.
+#include <algorithm>
 #include <vector>
 
 #include "core/op/nn/batch_norm_param.h"
@@ -134,6 +142,200 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
+// ---------------------------------------------------------------- the split path
+// Elements [begin, end) of channel c, walked as ChannelWalk does from a starting index.
+struct ChunkWalk {
+  int64_t j, pos, i, stride, inner, step_pos, step_i;
+  __device__ ChunkWalk(const ChannelLayout& l, int64_t c, int64_t begin)
+      : j(begin + threadIdx.x), stride(l.C * l.inner), inner(l.inner > 0 ? l.inner : 1) {
+    const int64_t o = j / inner;
+    i = j - o * inner;
+    pos = o * stride + c * l.inner + i;
+    const int64_t q = blockDim.x / inner;
+    step_i = blockDim.x - q * inner;
+    step_pos = q * stride + step_i;
+  }
+  __device__ void Next() {
+    j += blockDim.x;
+    pos += step_pos;
+    i += step_i;
+    if (i >= inner) {
+      i -= inner;
+      pos += stride - inner;
+    }
+  }
+};
+
+// Block (chunk k, channel c) of grid (chunks, C): the chunk's sums of d = x - shift and d^2
+// (forward, shift = the channel's first value) or of dy and dy * (x - mean) (backward),
+// into partial[(c * chunks + k) * 2 + {0, 1}].
+template <typename T, bool kBackward>
+__global__ void BatchNormPartialKernel(ChannelLayout l, int64_t chunk, const T* x, const T* dy, const T* smean,
+                                       Acc<T>* partial) {
+  using A = Acc<T>;
+  __shared__ nngpu::ReduceScratch<A> scratch;
+  const int64_t c = blockIdx.y, k = blockIdx.x;
+  const int64_t per = l.outer * l.inner;
+  const int64_t begin = k * chunk, end = min(per, begin + chunk);
+  const A center = kBackward ? static_cast<A>(smean[c]) : static_cast<A>(x[c * l.inner]);
+  A s0 = 0, s1 = 0;
+  for (ChunkWalk w(l, c, begin); w.j < end; w.Next()) {
+    const A d = static_cast<A>(x[w.pos]) - center;
+    if constexpr (kBackward) {
+      const A g = static_cast<A>(dy[w.pos]);
+      s0 += g;
+      s1 += g * d;
+    } else {
+      s0 += d;
+      s1 += d * d;
+    }
+  }
+  s0 = nngpu::BlockSum(s0, scratch);
+  s1 = nngpu::BlockSum(s1, scratch);
+  if (threadIdx.x == 0) {
+    partial[(c * gridDim.x + k) * 2] = s0;
+    partial[(c * gridDim.x + k) * 2 + 1] = s1;
+  }
+}
+
+// One thread per channel: the forward's statistics from the partial sums (or the moving
+// ones), the moving statistics' update, the mean/var outputs, and y = x * coef[2c] + coef[2c+1].
+template <typename T>
+__global__ void BatchNormForwardFinishKernel(int64_t C, int64_t per, int64_t chunks, const Acc<T>* partial,
+                                             const T* x, int64_t inner, const T* gamma, const T* beta, T* mmean,
+                                             T* mvar, T* smean, T* svar, Acc<T>* coef, Acc<T> eps, Acc<T> mom,
+                                             bool batch_stats, bool fix_gamma, OpReq req_mean, OpReq req_var) {
+  using A = Acc<T>;
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < C;
+       c += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    A mean, var;
+    if (batch_stats) {
+      A sum = 0, sq = 0;
+      for (int64_t k = 0; k < chunks; ++k) {
+        sum += partial[(c * chunks + k) * 2];
+        sq += partial[(c * chunks + k) * 2 + 1];
+      }
+      const A count = static_cast<A>(per);
+      const A md = sum / count;
+      mean = static_cast<A>(x[c * inner]) + md;
+      var = max(A(0), sq / count - md * md);
+      mmean[c] = static_cast<T>(static_cast<A>(mmean[c]) * mom + mean * (A(1) - mom));
+      mvar[c] = static_cast<T>(static_cast<A>(mvar[c]) * mom + var * (A(1) - mom));
+    } else {
+      mean = static_cast<A>(mmean[c]);
+      var = static_cast<A>(mvar[c]);
+    }
+    if (req_mean != OpReq::kNullOp) nngpu::Put(smean + c, req_mean, mean);
+    if (req_var != OpReq::kNullOp) nngpu::Put(svar + c, req_var, var);
+    const A g = fix_gamma ? A(1) : static_cast<A>(gamma[c]);
+    const A scale = g / sqrt(var + eps);
+    coef[2 * c] = scale;
+    coef[2 * c + 1] = static_cast<A>(beta[c]) - mean * scale;
+  }
+}
+
+// One thread per channel: d gamma and d beta, and the
+// coefficients k, mdy and mdx of dx = k * (dy - mdy - (x - mean) * mdx) in coef[3c], [3c+1], [3c+2].
+template <typename T>
+__global__ void BatchNormBackwardFinishKernel(int64_t C, int64_t per, int64_t chunks, const Acc<T>* partial,
+                                              const T* gamma, const T* svar, T* dgamma, T* dbeta, Acc<T>* coef,
+                                              Acc<T> eps, bool batch_stats, bool fix_gamma, OpReq req_dg,
+                                              OpReq req_db) {
+  using A = Acc<T>;
+  for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < C;
+       c += static_cast<int64_t>(blockDim.x) * gridDim.x) {
+    A sum_dy = 0, sum_dy_d = 0;
+    for (int64_t k = 0; k < chunks; ++k) {
+      sum_dy += partial[(c * chunks + k) * 2];
+      sum_dy_d += partial[(c * chunks + k) * 2 + 1];
+    }
+    const A rstd = A(1) / sqrt(static_cast<A>(svar[c]) + eps);
+    const A sum_dy_xhat = sum_dy_d * rstd;
+    if (req_dg != OpReq::kNullOp) nngpu::Put(dgamma + c, req_dg, fix_gamma ? A(0) : sum_dy_xhat);
+    if (req_db != OpReq::kNullOp) nngpu::Put(dbeta + c, req_db, sum_dy);
+    const A count = static_cast<A>(per);
+    const A g = fix_gamma ? A(1) : static_cast<A>(gamma[c]);
+    coef[3 * c] = g * rstd;
+    coef[3 * c + 1] = batch_stats ? sum_dy / count : A(0);
+    coef[3 * c + 2] = batch_stats ? sum_dy_xhat / count * rstd : A(0);
+  }
+}
+
+// The elementwise passes over every element, the channel of element (row r, position i) of
+// rows of `inner` elements being r % C. A block covers kApplyRow elements of one row where
+// rows are long; otherwise each element finds its channel by division.
+constexpr int kApplyThreads = 256;
+constexpr int64_t kApplyRowMin = 64;
+
+template <typename T, bool kBackward>
+__device__ inline void ApplyOne(int64_t idx, int64_t c, const T* x, const T* dy, const T* smean,
+                                const Acc<T>* coef, T* out, OpReq req) {
+  using A = Acc<T>;
+  if constexpr (kBackward) {
+    const A v = coef[3 * c] * (static_cast<A>(dy[idx]) - coef[3 * c + 1] -
+                               (static_cast<A>(x[idx]) - static_cast<A>(smean[c])) * coef[3 * c + 2]);
+    nngpu::Put(out + idx, req, v);
+  } else {
+    nngpu::Put(out + idx, req, static_cast<A>(x[idx]) * coef[2 * c] + coef[2 * c + 1]);
+  }
+}
+
+template <typename T, bool kBackward>
+__global__ void BatchNormApplyRowsKernel(int64_t rows, int64_t C, int64_t inner, const T* x, const T* dy,
+                                         const T* smean, const Acc<T>* coef, T* out, OpReq req) {
+  const int64_t blocks_per_row = (inner + kApplyThreads - 1) / kApplyThreads;
+  for (int64_t b = blockIdx.x; b < rows * blocks_per_row; b += gridDim.x) {
+    const int64_t r = b / blocks_per_row;
+    const int64_t i = (b - r * blocks_per_row) * kApplyThreads + threadIdx.x;
+    if (i < inner) ApplyOne<T, kBackward>(r * inner + i, r % C, x, dy, smean, coef, out, req);
+  }
+}
+
+template <typename T, bool kBackward>
+__global__ void BatchNormApplyFlatKernel(int64_t n, int64_t C, int64_t inner, const T* x, const T* dy,
+                                         const T* smean, const Acc<T>* coef, T* out, OpReq req) {
+  for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < n;
+       idx += static_cast<int64_t>(blockDim.x) * gridDim.x)
+    ApplyOne<T, kBackward>(idx, (idx / inner) % C, x, dy, smean, coef, out, req);
+}
+
+template <typename T, bool kBackward>
+void LaunchApply(const ChannelLayout& l, const T* x, const T* dy, const T* smean, const Acc<T>* coef, T* out,
+                 OpReq req, cudaStream_t s) {
+  const int64_t rows = l.outer * l.C, n = rows * l.inner;
+  constexpr int64_t kMaxBlocks = 1 << 20;
+  if (l.inner >= kApplyRowMin) {
+    const int64_t blocks = rows * ((l.inner + kApplyThreads - 1) / kApplyThreads);
+    BatchNormApplyRowsKernel<T, kBackward><<<static_cast<unsigned>(std::min(blocks, kMaxBlocks)), kApplyThreads, 0, s>>>(
+        rows, l.C, l.inner, x, dy, smean, coef, out, req);
+  } else {
+    const int64_t blocks = (n + kApplyThreads - 1) / kApplyThreads;
+    BatchNormApplyFlatKernel<T, kBackward><<<static_cast<unsigned>(std::min(blocks, kMaxBlocks)), kApplyThreads, 0, s>>>(
+        n, l.C, l.inner, x, dy, smean, coef, out, req);
+  }
+}
+
+// Chunks per channel: enough blocks to cover the GPU several times over, none under 4096
+// elements. Split only where one block per channel would leave SMs idle or run long.
+constexpr int64_t kSplitMinElements = 1 << 18;
+constexpr int64_t kMinChunk = 4096;
+
+int SmCount(int dev) {
+  int n = 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n <= 0) {
+    cudaGetLastError();
+    n = 108;
+  }
+  return n;
+}
+
+int64_t ChunksFor(const ChannelLayout& l, int dev) {
+  const int64_t per = l.outer * l.inner;
+  if (per * l.C < kSplitMinElements || l.C > 65535) return 0;  // one block per channel
+  const int64_t want = std::max<int64_t>(1, (4 * SmCount(dev) + l.C - 1) / l.C);
+  return std::clamp<int64_t>(want, 1, std::max<int64_t>(1, per / kMinChunk));
+}
+
 // Threads per channel: more for large channels (each channel is one block, and a ResNet's
 // first layers have few channels of many elements); the kernels take under 64 registers, so
 // 1024 threads fit an SM.
@@ -146,6 +348,12 @@ ChannelLayout LayoutOf(const BatchNormParam& p, const Shape& d) {
   int axis = p.axis < 0 ? p.axis + d.ndim() : p.axis;
   nn::AxisSplit sp = nn::SplitAt(d, axis);
   return ChannelLayout{sp.outer, sp.n, sp.inner};
+}
+
+TempSpace* TempOf(const NodeAttrs& attrs, const OpContext& ctx) {
+  WEFT_CHECK(!ctx.requested.empty() && ctx.requested[0].temp != nullptr, kInternal, "Operator '", attrs.op->name,
+             "': the GPU kernel needs its temporary space");
+  return ctx.requested[0].temp;
 }
 
 void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
@@ -161,6 +369,31 @@ void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std
   const bool batch_stats = ctx.is_train && !p.use_global_stats;
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
+  const int64_t chunks = ChunksFor(l, ctx.run_ctx.ctx.dev_id);
+  const int64_t per = l.outer * l.inner;
+  if (chunks > 0 && per > 0) {
+    WEFT_GPU_FLOAT_SWITCH(in[0].dtype, T, name, {
+      using A = Acc<T>;
+      A* partial = static_cast<A*>(TempOf(attrs, ctx)->Get(sizeof(A) * (2 * l.C * (batch_stats ? chunks : 0) + 2 * l.C)));
+      A* coef = partial + 2 * l.C * (batch_stats ? chunks : 0);
+      if (batch_stats) {
+        BatchNormPartialKernel<T, false><<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(l.C)),
+                                           nngpu::kReduceThreads, 0, s>>>(l, (per + chunks - 1) / chunks,
+                                                                          in[0].ptr<T>(), nullptr, nullptr, partial);
+        cuda::CheckLaunch(name);
+      }
+      BatchNormForwardFinishKernel<T><<<static_cast<unsigned>((l.C + 255) / 256), 256, 0, s>>>(
+          l.C, per, chunks, partial, in[0].ptr<T>(), l.inner, in[1].ptr<T>(), in[2].ptr<T>(), in[3].ptr<T>(),
+          in[4].ptr<T>(), out[1].ptr<T>(), out[2].ptr<T>(), coef, static_cast<A>(p.eps), static_cast<A>(p.momentum),
+          batch_stats, p.fix_gamma, req[1], req[2]);
+      cuda::CheckLaunch(name);
+      if (req[0] != OpReq::kNullOp) {
+        LaunchApply<T, false>(l, in[0].ptr<T>(), nullptr, nullptr, coef, out[0].ptr<T>(), req[0], s);
+        cuda::CheckLaunch(name);
+      }
+    });
+    return;
+  }
   WEFT_GPU_FLOAT_SWITCH(in[0].dtype, T, name, {
     BatchNormForwardKernel<T><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
         l, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<T>(), in[3].ptr<T>(), in[4].ptr<T>(), out[0].ptr<T>(),
@@ -183,6 +416,28 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
   const bool batch_stats = ctx.is_train && !p.use_global_stats;
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
+  const int64_t chunks = ChunksFor(l, ctx.run_ctx.ctx.dev_id);
+  const int64_t per = l.outer * l.inner;
+  if (chunks > 0 && per > 0) {
+    WEFT_GPU_FLOAT_SWITCH(in[1].dtype, T, name, {
+      using A = Acc<T>;
+      A* partial = static_cast<A*>(TempOf(attrs, ctx)->Get(sizeof(A) * (2 * l.C * chunks + 3 * l.C)));
+      A* coef = partial + 2 * l.C * chunks;
+      BatchNormPartialKernel<T, true><<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(l.C)),
+                                        nngpu::kReduceThreads, 0, s>>>(l, (per + chunks - 1) / chunks, in[1].ptr<T>(),
+                                                                       in[0].ptr<T>(), in[3].ptr<T>(), partial);
+      cuda::CheckLaunch(name);
+      BatchNormBackwardFinishKernel<T><<<static_cast<unsigned>((l.C + 255) / 256), 256, 0, s>>>(
+          l.C, per, chunks, partial, in[2].ptr<T>(), in[4].ptr<T>(), out[1].ptr<T>(), out[2].ptr<T>(), coef,
+          static_cast<A>(p.eps), batch_stats, p.fix_gamma, req[1], req[2]);
+      cuda::CheckLaunch(name);
+      if (req[0] != OpReq::kNullOp) {
+        LaunchApply<T, true>(l, in[1].ptr<T>(), in[0].ptr<T>(), in[3].ptr<T>(), coef, out[0].ptr<T>(), req[0], s);
+        cuda::CheckLaunch(name);
+      }
+    });
+    return;
+  }
   WEFT_GPU_FLOAT_SWITCH(in[1].dtype, T, name, {
     BatchNormBackwardKernel<T><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
         l, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<T>(), in[3].ptr<T>(), in[4].ptr<T>(), out[0].ptr<T>(),
@@ -194,8 +449,17 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
 
 }  // namespace
 
-WEFT_REGISTER_OP(BatchNorm).SetAttr<FCompute>("FCompute<gpu>", BatchNormComputeGPU);
-WEFT_REGISTER_OP(_backward_BatchNorm).SetAttr<FCompute>("FCompute<gpu>", BatchNormBackwardComputeGPU);
+// The split path's partial sums and per-channel coefficients live in temporary space. Asked
+// for in CUDA builds only: the CPU kernels need none, and a CPU-only build's BatchNorm stays
+// free of the temporary space's serialisation.
+std::vector<ResourceRequest> TempSpaceRequest(const NodeAttrs&) { return {{ResourceType::kTempSpace}}; }
+
+WEFT_REGISTER_OP(BatchNorm)
+    .SetAttr<FResourceRequest>("FResourceRequest", TempSpaceRequest)
+    .SetAttr<FCompute>("FCompute<gpu>", BatchNormComputeGPU);
+WEFT_REGISTER_OP(_backward_BatchNorm)
+    .SetAttr<FResourceRequest>("FResourceRequest", TempSpaceRequest)
+    .SetAttr<FCompute>("FCompute<gpu>", BatchNormBackwardComputeGPU);
 
 }  // namespace op
 }  // namespace weft
