@@ -185,6 +185,19 @@ def run_weft(cases, seconds, device="gpu"):
                     loss.backward()
                     trainer.step(batch)
             s = timed(step, sync, seconds)
+            profile = os.environ.get("WEFT_GPU_BENCH_PROFILE")
+            if profile and not mem:
+                # Where the time goes: three more steps under the profiler (which waits for
+                # each GPU operation, so its times are the kernels'), its table per case.
+                mx.profiler.set_config(profile_all=True, aggregate_stats=True,
+                                       filename=os.path.join(profile, case + ".json"))
+                mx.profiler.set_state("run")
+                for _ in range(3):
+                    step()
+                sync()
+                mx.profiler.set_state("stop")
+                with open(os.path.join(profile, case + ".txt"), "w") as f:
+                    f.write(mx.profiler.dumps(reset=True))
             if mem and device == "gpu":
                 free, total = mx.context.gpu_memory_info(0)
                 out[case] = (total - free) / 2**20

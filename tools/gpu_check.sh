@@ -157,7 +157,8 @@ fi
 # ---------------------------------------------------------------- 5. the figures
 if [[ $bench == 1 && -f "$repo/bench/gpu_train_bench.py" ]]; then
   say "benchmarks"
-  timeout 290 "$py" "$repo/bench/gpu_train_bench.py" --json "$out/gpu_figures.json" --seconds 1.5 --timeout 100 --budget 270 2>&1 | tee "$out/bench.log" | tail -20
+  mkdir -p "$out/profile"  # each Weft case's profiler table (where the time goes)
+  WEFT_GPU_BENCH_PROFILE="$out/profile" timeout 290 "$py" "$repo/bench/gpu_train_bench.py" --json "$out/gpu_figures.json" --seconds 1.5 --timeout 100 --budget 270 2>&1 | tee "$out/bench.log" | tail -20
   step "benchmarks" "exit ${PIPESTATUS[0]} (figures in gpu_figures.json)"
 fi
 

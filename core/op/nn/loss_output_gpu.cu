@@ -328,7 +328,8 @@ void RegressionBackwardGPU(const NodeAttrs& attrs, const OpContext& ctx, const s
 constexpr int kSumWarps = 32;
 
 template <typename T, typename L>
-__global__ void CrossEntropySumKernel(const T* x, const L* label, int64_t N, int64_t C, T* out, OpReq req) {
+__global__ void __launch_bounds__(kSumWarps * 32)
+    CrossEntropySumKernel(const T* x, const L* label, int64_t N, int64_t C, T* out, OpReq req) {
   using A = LossAcc<T>;
   __shared__ double part[kSumWarps];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
