@@ -48,12 +48,6 @@ WEFT_PARAM_SCHEMA(RegressionOutputParam, s) {
   s.Field("grad_scale", &RegressionOutputParam::grad_scale).Default(1.0).Describe("Scales the gradient.");
 }
 
-struct MakeLossParam {
-  double grad_scale = 1;
-  double valid_thresh = 0;
-  std::string normalization = "null";
-};
-
 WEFT_PARAM_SCHEMA(MakeLossParam, s) {
   s.Field("grad_scale", &MakeLossParam::grad_scale).Default(1.0).Describe("The gradient of every element.");
   s.Field("valid_thresh", &MakeLossParam::valid_thresh)
@@ -652,6 +646,9 @@ WEFT_REGISTER_OP(_backward_MakeLoss)
     .SetAttr<FInferShape>("FInferShape", SameShape)
     .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    // The GPU kernel counts the valid elements (normalization='valid') in temporary space.
+    .SetAttr<FResourceRequest>("FResourceRequest",
+                               [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kTempSpace}}; })
     .SetAttr<FCompute>("FCompute<cpu>", MakeLossBackwardCompute);
 
 WEFT_REGISTER_OP(BlockGrad)

@@ -1,4 +1,4 @@
-// The parameters of SoftmaxOutput, the regression outputs and _sparse_softmax_cross_entropy,
+// The parameters of SoftmaxOutput, the regression outputs, _sparse_softmax_cross_entropy and MakeLoss,
 // shared by their CPU (loss_output.cc) and GPU (loss_output_gpu.cu) code.
 #pragma once
 
@@ -24,6 +24,12 @@ struct SparseCEParam {
 
 struct RegressionOutputParam {
   double grad_scale = 1;
+};
+
+struct MakeLossParam {
+  double grad_scale = 1;
+  double valid_thresh = 0;
+  std::string normalization = "null";
 };
 
 }  // namespace op

@@ -14,16 +14,10 @@
 #include <vector>
 
 #include "core/op/nn/norm_util.h"
+#include "core/op/nn/lrn.h"
 
 namespace weft {
 namespace op {
-
-struct LRNParam {
-  double alpha = 1e-4;
-  double beta = 0.75;
-  double knorm = 2;
-  int nsize = 0;
-};
 
 WEFT_PARAM_SCHEMA(LRNParam, s) {
   s.Field("alpha", &LRNParam::alpha).Default(1e-4).Describe("Scale of the sum of squares (divided by nsize).");
@@ -31,11 +25,6 @@ WEFT_PARAM_SCHEMA(LRNParam, s) {
   s.Field("knorm", &LRNParam::knorm).Default(2.0).Describe("Additive constant.");
   s.Field("nsize", &LRNParam::nsize).Min(1).Describe("Number of channels in the window.");
 }
-
-struct L2NormalizationParam {
-  double eps = 1e-10;
-  std::string mode = "instance";
-};
 
 WEFT_PARAM_SCHEMA(L2NormalizationParam, s) {
   s.Field("eps", &L2NormalizationParam::eps).Default(1e-10).Min(0).Describe("Added to the sum of squares.");

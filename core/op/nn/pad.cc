@@ -7,15 +7,10 @@
 #include <string>
 
 #include "core/op/op_util.h"
+#include "core/op/nn/pad.h"
 
 namespace weft {
 namespace op {
-
-struct PadParam {
-  std::string mode = "constant";
-  Shape pad_width;
-  double constant_value = 0;
-};
 
 WEFT_PARAM_SCHEMA(PadParam, s) {
   s.Field("mode", &PadParam::mode)

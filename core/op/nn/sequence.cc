@@ -10,25 +10,10 @@
 #include <type_traits>
 
 #include "core/op/op_util.h"
+#include "core/op/nn/sequence.h"
 
 namespace weft {
 namespace op {
-
-struct SequenceMaskParam {
-  bool use_sequence_length = false;
-  double value = 0;
-  int axis = 0;
-};
-
-struct SequenceLastParam {
-  bool use_sequence_length = false;
-  int axis = 0;
-};
-
-struct SequenceReverseParam {
-  bool use_sequence_length = false;
-  int axis = 0;
-};
 
 WEFT_PARAM_SCHEMA(SequenceMaskParam, s) {
   s.Field("use_sequence_length", &SequenceMaskParam::use_sequence_length)

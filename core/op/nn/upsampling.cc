@@ -14,18 +14,10 @@
 #include <type_traits>
 
 #include "core/op/op_util.h"
+#include "core/op/nn/upsampling.h"
 
 namespace weft {
 namespace op {
-
-struct UpSamplingParam {
-  int scale = 1;
-  int num_filter = 0;
-  std::string sample_type;
-  std::string multi_input_mode = "concat";
-  int num_args = 1;
-  int workspace = 512;
-};
 
 WEFT_PARAM_SCHEMA(UpSamplingParam, s) {
   s.Field("scale", &UpSamplingParam::scale).Min(1).Describe("Up-sampling factor of each spatial axis.");

@@ -4,16 +4,10 @@
 #include "core/op/reduce/reduce_axes.h"
 #include "core/op/reduce/reduce_backward.h"
 #include "core/op/reduce/reduce_kernel.h"
+#include "core/op/reduce/norm.h"
 
 namespace weft {
 namespace op {
-
-struct NormParam {
-  int ord = 2;
-  std::optional<Shape> axis;
-  std::optional<DType> out_dtype;
-  bool keepdims = false;
-};
 
 WEFT_PARAM_SCHEMA(NormParam, s) {
   s.Field("ord", &NormParam::ord).Default(2).Range(1, 2).Describe("Order of the norm: 1 or 2.");
@@ -139,6 +133,9 @@ WEFT_REGISTER_OP(_backward_norm)
     .SetParams<NormParam>()
     .SetAttr<FInferShape>("FInferShape", NormBackwardShape)
     .SetAttr<FInferType>("FInferType", NormBackwardType)
+    // The GPU kernel reads the output gradient and the norms as doubles from temporary space.
+    .SetAttr<FResourceRequest>("FResourceRequest",
+                               [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kTempSpace}}; })
     .SetAttr<FCompute>("FCompute<cpu>", NormBackward);
 
 }  // namespace op

@@ -26,8 +26,8 @@ namespace weft {
 namespace cuda {
 
 // One block per output element (grid-stride over outputs); blockDim.x == kBlockThreads.
-template <typename R, typename T>
-__global__ void ReduceBlockPerOutput(const T* __restrict__ in, T* __restrict__ out, AxisSet kept, AxisSet reduced,
+template <typename R, typename T, typename O>
+__global__ void ReduceBlockPerOutput(const T* __restrict__ in, O* __restrict__ out, AxisSet kept, AxisSet reduced,
                                      int64_t m, int64_t k, OpReq req) {
   using A = typename op::ReduceAcc<T>::type;
   __shared__ A partial[kBlockThreads];
@@ -47,8 +47,8 @@ __global__ void ReduceBlockPerOutput(const T* __restrict__ in, T* __restrict__ o
 }
 
 // One thread per output element.
-template <typename R, typename T>
-__global__ void ReduceThreadPerOutput(const T* __restrict__ in, T* __restrict__ out, AxisSet kept, AxisSet reduced,
+template <typename R, typename T, typename O>
+__global__ void ReduceThreadPerOutput(const T* __restrict__ in, O* __restrict__ out, AxisSet kept, AxisSet reduced,
                                       int64_t m, int64_t k, OpReq req) {
   using A = typename op::ReduceAcc<T>::type;
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < m;
@@ -61,9 +61,10 @@ __global__ void ReduceThreadPerOutput(const T* __restrict__ in, T* __restrict__ 
 }
 
 // out = R over the axes of `in` flagged in `reduce`; out holds the kept axes' elements in
-// order (with the reduced axes dropped or kept as 1: the layout is the same). Both have
-// dtype T.
-template <typename R, typename T>
+// order (with the reduced axes dropped or kept as 1: the layout is the same). `in` has
+// dtype T, `out` dtype O (T unless an operator converts, as norm's out_dtype does: the
+// accumulated value is converted once, as on the CPU).
+template <typename R, typename T, typename O = T>
 void Reduce(const TBlob& in, const std::vector<bool>& reduce, const TBlob& out, OpReq req, cudaStream_t stream,
             const char* what) {
   if (req == OpReq::kNullOp || out.Size() == 0) return;
@@ -77,11 +78,11 @@ void Reduce(const TBlob& in, const std::vector<bool>& reduce, const TBlob& out, 
   bool contiguous = reduced.ndim > 0 && reduced.stride[reduced.ndim - 1] == 1;
   if (k > 1 && (contiguous || (m < 4096 && k >= 256))) {
     unsigned grid = static_cast<unsigned>(std::min<int64_t>(m, 65535));
-    ReduceBlockPerOutput<R, T><<<grid, kBlockThreads, 0, stream>>>(in.ptr<T>(), out.ptr<T>(), kept, reduced, m, k,
-                                                                   req);
+    ReduceBlockPerOutput<R, T, O><<<grid, kBlockThreads, 0, stream>>>(in.ptr<T>(), out.ptr<O>(), kept, reduced, m, k,
+                                                                      req);
   } else {
-    ReduceThreadPerOutput<R, T><<<GridFor(m), kBlockThreads, 0, stream>>>(in.ptr<T>(), out.ptr<T>(), kept, reduced, m,
-                                                                          k, req);
+    ReduceThreadPerOutput<R, T, O><<<GridFor(m), kBlockThreads, 0, stream>>>(in.ptr<T>(), out.ptr<O>(), kept, reduced,
+                                                                             m, k, req);
   }
   CheckLaunch(what);
 }
