@@ -2,7 +2,8 @@
 (nearest with several inputs, bilinear with its weight), SequenceMask, SequenceLast,
 SequenceReverse, L2Normalization and LRN: forward outputs and gradients (written and
 accumulated with grad_req='add'), float32 and float16, float64 where the CPU takes it, over
-several parameter combinations. Skips without a GPU."""
+several parameter combinations. _sample_multinomial draws the same samples on both devices
+after the same mx.random.seed. Skips without a GPU."""
 import numpy as np
 import pytest
 
@@ -25,6 +26,7 @@ GPU_OPS = {
     "SequenceReverse",
     "L2Normalization", "_backward_L2Normalization",
     "LRN", "_backward_LRN",
+    "_sample_multinomial",
 }
 
 RNG = np.random.RandomState(21)
@@ -371,3 +373,63 @@ def test_lrn(dtype, req, params, shape):
     sym = mx.sym.LRN(mx.sym.var("x"), **params)
     tol = (3e-2, 3e-2) if dtype == np.float16 else None
     compare(sym, {"x": RNG.normal(size=shape)}, dtype, req, tol=tol)
+
+
+# ---------------------------------------------------------------- _sample_multinomial
+def distributions(rows, k, zeros=True):
+    p = RNG.uniform(0, 1, size=(rows, k))
+    if zeros and k > 2:
+        p[:, 1] = 0  # a category that is never drawn
+        p[0, -1] = 0  # the last category without mass
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def draw(ctx, p, pdtype, **kwargs):
+    return nd.random.multinomial(nd.array(p, ctx=ctx, dtype=pdtype), **kwargs)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("out_dtype", ["int32", "uint8", "float16", "float32", "float64"])
+@pytest.mark.parametrize("pshape,shape", [((5,), ()), ((4, 6), (3,)), ((2, 3, 7), (2, 5)), ((3, 250), (40,))])
+@pytest.mark.parametrize("get_prob", [False, True])
+def test_multinomial_same_draws(dtype, out_dtype, pshape, shape, get_prob):
+    p = distributions(int(np.prod(pshape[:-1])), pshape[-1]).reshape(pshape)
+    res = []
+    for ctx in (mx.cpu(), gpu()):
+        mx.random.seed(99)
+        first = draw(ctx, p, dtype, shape=shape, get_prob=get_prob, dtype=out_dtype)
+        second = draw(ctx, p, dtype, shape=shape, get_prob=get_prob, dtype=out_dtype)
+        res.append([a.asnumpy() for a in (first if get_prob else [first]) + (second if get_prob else [second])])
+    c, g = res
+    for a, b in zip(c, g):
+        assert a.dtype == b.dtype and a.shape == b.shape
+    for i in range(0, len(c), 2 if get_prob else 1):
+        # The same categories, in the first draw and in the next one.
+        np.testing.assert_array_equal(g[i], c[i])
+        if get_prob:
+            assert_almost_equal(g[i + 1], c[i + 1], rtol=TOL[dtype][0], atol=TOL[dtype][1])
+    assert c[0].shape == pshape[:-1] + shape
+    # Never a category without mass.
+    flat = c[0].reshape(-1, max(int(np.prod(shape)), 1)).astype(np.int64)
+    rows = p.reshape(-1, pshape[-1])
+    for r in range(rows.shape[0]):
+        assert (rows[r][flat[r]] > 0).all()
+
+
+def test_multinomial_frequencies_on_gpu():
+    p = np.array([[0.1, 0.2, 0.3, 0.4], [0.7, 0.0, 0.0, 0.3]])
+    got = draw(gpu(), p, np.float32, shape=(20000,)).asnumpy()
+    for r in range(2):
+        freq = np.bincount(got[r], minlength=4) / 20000.0
+        assert_almost_equal(freq, p[r], atol=0.02, rtol=0)
+
+
+def test_multinomial_req_add():
+    p = distributions(3, 5)
+    res = []
+    for ctx in (mx.cpu(), gpu()):
+        mx.random.seed(5)
+        out = nd.ones((3, 4), ctx=ctx, dtype="float32")
+        nd._internal._sample_multinomial(nd.array(p, ctx=ctx), shape=(4,), dtype="float32", out=out)
+        res.append(out.asnumpy())
+    np.testing.assert_array_equal(res[1], res[0])

@@ -7,16 +7,11 @@
 #include <vector>
 
 #include "core/op/op_util.h"
+#include "core/op/random/multinomial.h"
 #include "core/op/random/sampler.h"
 
 namespace weft {
 namespace op {
-
-struct MultinomialParam {
-  Shape shape = Shape::Scalar();
-  bool get_prob = false;
-  DType dtype = DType::kInt32;
-};
 
 WEFT_PARAM_SCHEMA(MultinomialParam, s) {
   s.Field("shape", &MultinomialParam::shape)
@@ -168,8 +163,12 @@ WEFT_REGISTER_OP(_sample_multinomial)
     .SetParams<MultinomialParam>()
     .SetAttr<FInferShape>("FInferShape", MultinomialShape)
     .SetAttr<FInferType>("FInferType", MultinomialType)
+    // The GPU kernel keeps the rows' cumulative sums in temporary space.
     .SetAttr<FResourceRequest>("FResourceRequest",
-                               [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kRandom}}; })
+                               [](const NodeAttrs&) {
+                                 return std::vector<ResourceRequest>{{ResourceType::kRandom},
+                                                                     {ResourceType::kTempSpace}};
+                               })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", MultinomialCompute);
 
