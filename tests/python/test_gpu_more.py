@@ -424,7 +424,8 @@ def test_multinomial_frequencies_on_gpu():
         assert_almost_equal(freq, p[r], atol=0.02, rtol=0)
 
 
-def test_multinomial_req_add():
+def test_multinomial_into_given_output():
+    # Written into an existing float32 array on each device: the same categories.
     p = distributions(3, 5)
     res = []
     for ctx in (mx.cpu(), gpu()):

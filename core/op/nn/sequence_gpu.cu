@@ -40,7 +40,7 @@ __device__ __forceinline__ int64_t Length(const L* len, int64_t b, int64_t T, in
   return n < lo ? lo : n;
 }
 
-// Runs `body` with L the lengths' type (float when there are none: the pointer is null).
+// Runs the code with L the lengths' type (float when there are none: the pointer is null).
 #define WEFT_SEQ_LEN_SWITCH(use_len, blob, L, name, ...)                 \
   if (use_len) {                                                         \
     WEFT_GPU_TYPE_SWITCH((blob).dtype, L, name, __VA_ARGS__);            \
