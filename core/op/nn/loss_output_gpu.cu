@@ -21,9 +21,10 @@
     case ::weft::DType::kFloat32: { using DT = float; __VA_ARGS__ } break;                          \
     case ::weft::DType::kFloat64: { using DT = double; __VA_ARGS__ } break;                         \
     case ::weft::DType::kFloat16: { using DT = ::weft::float16; __VA_ARGS__ } break;                \
+    case ::weft::DType::kBfloat16: { using DT = ::weft::bfloat16; __VA_ARGS__ } break;              \
     default:                                                                                        \
       ::weft::Throw(::weft::ErrorKind::kUnsupported, "Operator '", what,                            \
-                    "': on GPUs, expected float32, float64 or float16 data, got ", ::weft::DTypeName(dtype)); \
+                    "': on GPUs, expected float32, float64, float16 or bfloat16 data, got ", ::weft::DTypeName(dtype)); \
   }
 
 namespace weft {
