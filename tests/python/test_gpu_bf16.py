@@ -403,3 +403,19 @@ def test_multi_sgd_bf16():
     for a, b in zip(run(_gpu()), run(mx.cpu())):
         assert a.dtype == b.dtype == mx.nd.bfloat16
         _close(a, b)
+
+
+@pytest.mark.parametrize("len_dtype", ["bfloat16", "int8", "uint8", "int32"])
+def test_softmax_length_dtypes(len_dtype):
+    x = _uniform(-2, 2, (5, 9))
+    lengths = np.array([1, 9, 4, 0, 7], np.int32)
+    outs = []
+    for ctx in (mx.cpu(), _gpu()):
+        y = nd.softmax(_arr(x, ctx), _arr(lengths, ctx, len_dtype), axis=-1, use_length=True)
+        outs.append(_np(y))
+    assert_almost_equal(outs[1], outs[0], rtol=RTOL, atol=ATOL)
+    # Entries past each row's length are zero, the others sum to one.
+    for r, n in enumerate(lengths):
+        assert np.all(outs[1][r, n:] == 0)
+        if n:
+            assert abs(outs[1][r, :n].sum() - 1) < 3e-2
