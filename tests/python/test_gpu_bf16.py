@@ -420,3 +420,33 @@ def test_softmax_length_dtypes(len_dtype):
         assert np.all(outs[1][r, n:] == 0)
         if n:
             assert abs(outs[1][r, :n].sum() - 1) < 3e-2
+
+
+def test_batch_norm_bf16():
+    # Data, gamma, beta and the statistics all in bfloat16, training mode (batch statistics).
+    x = _uniform(-2, 2, (4, 3, 5, 6))
+    g, b = _uniform(0.5, 1.5, (3,)), _uniform(-0.5, 0.5, (3,))
+
+    def run(ctx, req):
+        arrs = [_arr(v, ctx) for v in (x, g, b)]
+        mean, var = _arr(np.zeros(3, np.float32), ctx), _arr(np.ones(3, np.float32), ctx)
+        for a in arrs:
+            a.attach_grad(grad_req=req)
+        with autograd.record():
+            y = nd.BatchNorm(arrs[0], arrs[1], arrs[2], mean, var, fix_gamma=False)
+        y.backward(_arr(np.linspace(-1, 1, y.size).reshape(y.shape).astype(np.float32), ctx))
+        return [y, mean, var] + [a.grad for a in arrs]
+
+    for req in ("write", "add"):
+        for a, c in zip(run(_gpu(), req), run(mx.cpu(), req)):
+            assert a.dtype == c.dtype == mx.nd.bfloat16
+            _close(a, c, 3e-2, 3e-2)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: nd.LeakyReLU(x, act_type="leaky", slope=0.2),
+    lambda x: nd.LeakyReLU(x, act_type="elu", slope=0.5),
+    lambda x: nd.LinearRegressionOutput(x, x * 0 + 0.5),
+])
+def test_more_nn_bf16(f):
+    _compare(f, [_uniform(-2, 2, (6, 17))])
