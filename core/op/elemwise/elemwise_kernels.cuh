@@ -1,7 +1,7 @@
 // Elementwise GPU kernels over n contiguous elements, generic in the functor, mirroring the
 // CPU loops of core/op/elemwise/kernels.h: the same functors (functors.h, written with
 // WEFT_XINLINE, which is __host__ __device__ under nvcc) run on both devices, called with
-// values in the compute type (AccType: float for float16, the dtype itself otherwise).
+// values in the compute type (AccType: float for float16 and bfloat16, the dtype itself otherwise).
 // The compute functions that dispatch dtypes and register these per operator are in
 // core/op/elemwise/compute_gpu.cuh.
 //

@@ -1,7 +1,7 @@
 // GPU versions of BatchNorm and _backward_BatchNorm (batch_norm.cc), without cuDNN, with the
 // CPU's formulas: the batch moments shifted by the channel's first value, the biased
 // variance, the moving statistics updated as moving * momentum + batch * (1 - momentum),
-// fix_gamma as gamma = 1, sums in the CPU's accumulation type (float for float16).
+// fix_gamma as gamma = 1, sums in the CPU's accumulation type (float for float16 and bfloat16).
 //
 // Two ways through, by size. Small tensors: one block per channel reduces the channel and
 // then writes it (one launch). Large ones (a ResNet's activations): one block per channel

@@ -1,7 +1,7 @@
 // GPU versions of the loss layers of loss_output.cc and of their `_backward_*` operators:
 // SoftmaxOutput, Linear/Logistic/MAERegressionOutput, softmax_cross_entropy and
 // _sparse_softmax_cross_entropy (Gluon's SoftmaxCrossEntropyLoss). Same formulas and
-// accumulation types as the CPU code (float for float16 and float32, double for float64).
+// accumulation types as the CPU code (float for float16, bfloat16 and float32, double for float64).
 //
 // Row-wise work (a softmax over the class axis) runs one warp per row when the classes are
 // contiguous (inner == 1) and there are enough of them to occupy a warp, lanes striding over

@@ -1,5 +1,5 @@
 // Helpers for the GPU kernels of core/op/nn (*_gpu.cu): the accumulation type the CPU code
-// uses (nn::Acc: double for double, float for float and float16), a floating-point dtype
+// uses (nn::Acc: double for double, float for float, float16 and bfloat16), a floating-point dtype
 // switch, and block-wide sum / max reductions through warp shuffles and shared memory.
 #pragma once
 
