@@ -422,24 +422,30 @@ def test_softmax_length_dtypes(len_dtype):
             assert abs(outs[1][r, :n].sum() - 1) < 3e-2
 
 
-def test_batch_norm_bf16():
-    # Data, gamma, beta and the statistics all in bfloat16, training mode (batch statistics).
+@pytest.mark.parametrize("param_dtype", ["bfloat16", "float32"])
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_bf16(param_dtype, train):
+    # bfloat16 data with gamma, beta and the statistics in bfloat16, or in float32 (the CPU's
+    # mixed-precision case); batch statistics in training, the moving ones otherwise.
     x = _uniform(-2, 2, (4, 3, 5, 6))
     g, b = _uniform(0.5, 1.5, (3,)), _uniform(-0.5, 0.5, (3,))
 
     def run(ctx, req):
-        arrs = [_arr(v, ctx) for v in (x, g, b)]
-        mean, var = _arr(np.zeros(3, np.float32), ctx), _arr(np.ones(3, np.float32), ctx)
+        arrs = [_arr(x, ctx)] + [_arr(v, ctx, param_dtype) for v in (g, b)]
+        mean = _arr(np.full(3, 0.1, np.float32), ctx, param_dtype)
+        var = _arr(np.full(3, 1.5, np.float32), ctx, param_dtype)
         for a in arrs:
             a.attach_grad(grad_req=req)
-        with autograd.record():
+        with autograd.record(train_mode=train):
             y = nd.BatchNorm(arrs[0], arrs[1], arrs[2], mean, var, fix_gamma=False)
         y.backward(_arr(np.linspace(-1, 1, y.size).reshape(y.shape).astype(np.float32), ctx))
         return [y, mean, var] + [a.grad for a in arrs]
 
     for req in ("write", "add"):
-        for a, c in zip(run(_gpu(), req), run(mx.cpu(), req)):
-            assert a.dtype == c.dtype == mx.nd.bfloat16
+        got, want = run(_gpu(), req), run(mx.cpu(), req)
+        assert got[0].dtype == mx.nd.bfloat16
+        for a, c in zip(got, want):
+            assert a.dtype == c.dtype
             _close(a, c, 3e-2, 3e-2)
 
 
