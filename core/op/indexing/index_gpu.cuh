@@ -27,7 +27,7 @@
     case ::weft::DType::kBool: { using DT = bool; __VA_ARGS__ } break;                                          \
     default:                                                                                                    \
       ::weft::Throw(::weft::ErrorKind::kUnsupported, "Operator '", what,                                        \
-                    "': on GPUs, unsupported index dtype ", ::weft::DTypeName(dtype));                                                 \
+                    "': on GPUs, unsupported index dtype ", ::weft::DTypeName(dtype));                          \
   }
 
 namespace weft {
