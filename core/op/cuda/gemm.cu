@@ -62,9 +62,11 @@ void Gemm(const engine::RunContext& rctx, DType dtype, int64_t m, int64_t n, int
     case DType::kFloat32: type = CUDA_R_32F; compute = CUBLAS_COMPUTE_32F; break;
     case DType::kFloat64: type = CUDA_R_64F; compute = CUBLAS_COMPUTE_64F; break;
     case DType::kFloat16: type = CUDA_R_16F; compute = CUBLAS_COMPUTE_32F; break;
+    // weft::bfloat16 is the bits of CUDA's __nv_bfloat16 (the top half of a float32).
+    case DType::kBfloat16: type = CUDA_R_16BF; compute = CUBLAS_COMPUTE_32F; break;
     default:
-      Throw(ErrorKind::kUnsupported, "Operator '", op_name, "': on GPUs, expected float32, float64 or float16, got ",
-            DTypeName(dtype));
+      Throw(ErrorKind::kUnsupported, "Operator '", op_name,
+            "': on GPUs, expected float32, float64, float16 or bfloat16, got ", DTypeName(dtype));
   }
   static thread_local HandleCache cache;
   DeviceGuard guard(ctx.dev_id);

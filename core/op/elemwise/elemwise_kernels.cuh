@@ -1,7 +1,7 @@
 // Elementwise GPU kernels over n contiguous elements, generic in the functor, mirroring the
 // CPU loops of core/op/elemwise/kernels.h: the same functors (functors.h, written with
 // WEFT_XINLINE, which is __host__ __device__ under nvcc) run on both devices, called with
-// values in the compute type (AccType: float for float16, the dtype itself otherwise).
+// values in the compute type (AccType: float for float16 and bfloat16, the dtype itself otherwise).
 // The compute functions that dispatch dtypes and register these per operator are in
 // core/op/elemwise/compute_gpu.cuh.
 //
@@ -15,18 +15,23 @@
 #include "core/base/dtype.h"
 #include "core/op/registry.h"
 
-// The dtypes GPU kernels are built for, to keep the CUDA build short; other dtypes are a
-// kUnsupported error naming `what` (the operator).
+// Every dtype, as WEFT_TYPE_SWITCH on the CPU: float16 and bfloat16 compute in float
+// (ComputeT), the integer types and bool in themselves, so the same functors give the
+// CPU's results. Unknown dtype codes are a kUnsupported error naming `what` (the operator).
 #define WEFT_GPU_TYPE_SWITCH(dtype, DT, what, ...)                                                            \
   switch (dtype) {                                                                                            \
     case ::weft::DType::kFloat32: { using DT = float; __VA_ARGS__ } break;                                    \
     case ::weft::DType::kFloat64: { using DT = double; __VA_ARGS__ } break;                                   \
     case ::weft::DType::kFloat16: { using DT = ::weft::float16; __VA_ARGS__ } break;                          \
+    case ::weft::DType::kBfloat16: { using DT = ::weft::bfloat16; __VA_ARGS__ } break;                        \
+    case ::weft::DType::kUint8: { using DT = uint8_t; __VA_ARGS__ } break;                                    \
+    case ::weft::DType::kInt8: { using DT = int8_t; __VA_ARGS__ } break;                                      \
     case ::weft::DType::kInt32: { using DT = int32_t; __VA_ARGS__ } break;                                    \
     case ::weft::DType::kInt64: { using DT = int64_t; __VA_ARGS__ } break;                                    \
+    case ::weft::DType::kBool: { using DT = bool; __VA_ARGS__ } break;                                        \
     default:                                                                                                  \
       ::weft::Throw(::weft::ErrorKind::kUnsupported, "Operator '", what,                                      \
-                    "': on GPUs, expected float32, float64, float16, int32 or int64, got ", ::weft::DTypeName(dtype)); \
+                    "': on GPUs, unsupported dtype ", ::weft::DTypeName(dtype));                              \
   }
 
 namespace weft {

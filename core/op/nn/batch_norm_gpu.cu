@@ -1,7 +1,7 @@
 // GPU versions of BatchNorm and _backward_BatchNorm (batch_norm.cc), without cuDNN, with the
 // CPU's formulas: the batch moments shifted by the channel's first value, the biased
 // variance, the moving statistics updated as moving * momentum + batch * (1 - momentum),
-// fix_gamma as gamma = 1, sums in the CPU's accumulation type (float for float16).
+// fix_gamma as gamma = 1, sums in the CPU's accumulation type (float for float16 and bfloat16).
 //
 // Two ways through, by size. Small tensors: one block per channel reduces the channel and
 // then writes it (one launch). Large ones (a ResNet's activations): one block per channel
@@ -53,10 +53,10 @@ struct ChannelWalk {
   }
 };
 
-template <typename T>
+template <typename T, typename P>
 __global__ void __launch_bounds__(1024)
-    BatchNormForwardKernel(ChannelLayout l, const T* x, const T* gamma, const T* beta, T* mmean, T* mvar, T* y,
-                           T* smean, T* svar, Acc<T> eps, Acc<T> mom, bool batch_stats, bool fix_gamma, OpReq req_y,
+    BatchNormForwardKernel(ChannelLayout l, const T* x, const P* gamma, const P* beta, P* mmean, P* mvar, T* y,
+                           P* smean, P* svar, Acc<T> eps, Acc<T> mom, bool batch_stats, bool fix_gamma, OpReq req_y,
                            OpReq req_mean, OpReq req_var) {
   using A = Acc<T>;
   __shared__ nngpu::ReduceScratch<A> scratch;
@@ -80,8 +80,8 @@ __global__ void __launch_bounds__(1024)
       mean = shift + md;
       var = per > 0 ? max(A(0), sq / count - md * md) : A(0);
       if (threadIdx.x == 0) {
-        mmean[c] = static_cast<T>(static_cast<A>(mmean[c]) * mom + mean * (A(1) - mom));
-        mvar[c] = static_cast<T>(static_cast<A>(mvar[c]) * mom + var * (A(1) - mom));
+        mmean[c] = static_cast<P>(static_cast<A>(mmean[c]) * mom + mean * (A(1) - mom));
+        mvar[c] = static_cast<P>(static_cast<A>(mvar[c]) * mom + var * (A(1) - mom));
       }
     } else {
       mean = static_cast<A>(mmean[c]);
@@ -105,10 +105,10 @@ __global__ void __launch_bounds__(1024)
 // Inputs: out_grad, data, gamma, mean, var (what the forward used); outputs d data,
 // d gamma, d beta. With batch statistics mean and var depend on x:
 // dx = g * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
-template <typename T>
+template <typename T, typename P>
 __global__ void __launch_bounds__(1024)
-    BatchNormBackwardKernel(ChannelLayout l, const T* dy, const T* x, const T* gamma, const T* smean, const T* svar,
-                            T* dx, T* dgamma, T* dbeta, Acc<T> eps, bool batch_stats, bool fix_gamma, OpReq req_dx,
+    BatchNormBackwardKernel(ChannelLayout l, const T* dy, const T* x, const P* gamma, const P* smean, const P* svar,
+                            T* dx, P* dgamma, P* dbeta, Acc<T> eps, bool batch_stats, bool fix_gamma, OpReq req_dx,
                             OpReq req_dg, OpReq req_db) {
   using A = Acc<T>;
   __shared__ nngpu::ReduceScratch<A> scratch;
@@ -169,8 +169,8 @@ struct ChunkWalk {
 // Block (chunk k, channel c) of grid (chunks, C): the chunk's sums of d = x - shift and d^2
 // (forward, shift = the channel's first value) or of dy and dy * (x - mean) (backward),
 // into partial[(c * chunks + k) * 2 + {0, 1}].
-template <typename T, bool kBackward>
-__global__ void BatchNormPartialKernel(ChannelLayout l, int64_t chunk, const T* x, const T* dy, const T* smean,
+template <typename T, typename P, bool kBackward>
+__global__ void BatchNormPartialKernel(ChannelLayout l, int64_t chunk, const T* x, const T* dy, const P* smean,
                                        Acc<T>* partial) {
   using A = Acc<T>;
   __shared__ nngpu::ReduceScratch<A> scratch;
@@ -200,10 +200,10 @@ __global__ void BatchNormPartialKernel(ChannelLayout l, int64_t chunk, const T* 
 
 // One thread per channel: the forward's statistics from the partial sums (or the moving
 // ones), the moving statistics' update, the mean/var outputs, and y = x * coef[2c] + coef[2c+1].
-template <typename T>
+template <typename T, typename P>
 __global__ void BatchNormForwardFinishKernel(int64_t C, int64_t per, int64_t chunks, const Acc<T>* partial,
-                                             const T* x, int64_t inner, const T* gamma, const T* beta, T* mmean,
-                                             T* mvar, T* smean, T* svar, Acc<T>* coef, Acc<T> eps, Acc<T> mom,
+                                             const T* x, int64_t inner, const P* gamma, const P* beta, P* mmean,
+                                             P* mvar, P* smean, P* svar, Acc<T>* coef, Acc<T> eps, Acc<T> mom,
                                              bool batch_stats, bool fix_gamma, OpReq req_mean, OpReq req_var) {
   using A = Acc<T>;
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < C;
@@ -219,8 +219,8 @@ __global__ void BatchNormForwardFinishKernel(int64_t C, int64_t per, int64_t chu
       const A md = sum / count;
       mean = static_cast<A>(x[c * inner]) + md;
       var = max(A(0), sq / count - md * md);
-      mmean[c] = static_cast<T>(static_cast<A>(mmean[c]) * mom + mean * (A(1) - mom));
-      mvar[c] = static_cast<T>(static_cast<A>(mvar[c]) * mom + var * (A(1) - mom));
+      mmean[c] = static_cast<P>(static_cast<A>(mmean[c]) * mom + mean * (A(1) - mom));
+      mvar[c] = static_cast<P>(static_cast<A>(mvar[c]) * mom + var * (A(1) - mom));
     } else {
       mean = static_cast<A>(mmean[c]);
       var = static_cast<A>(mvar[c]);
@@ -236,9 +236,9 @@ __global__ void BatchNormForwardFinishKernel(int64_t C, int64_t per, int64_t chu
 
 // One thread per channel: d gamma and d beta, and the
 // coefficients k, mdy and mdx of dx = k * (dy - mdy - (x - mean) * mdx) in coef[3c], [3c+1], [3c+2].
-template <typename T>
+template <typename T, typename P>
 __global__ void BatchNormBackwardFinishKernel(int64_t C, int64_t per, int64_t chunks, const Acc<T>* partial,
-                                              const T* gamma, const T* svar, T* dgamma, T* dbeta, Acc<T>* coef,
+                                              const P* gamma, const P* svar, P* dgamma, P* dbeta, Acc<T>* coef,
                                               Acc<T> eps, bool batch_stats, bool fix_gamma, OpReq req_dg,
                                               OpReq req_db) {
   using A = Acc<T>;
@@ -267,8 +267,8 @@ __global__ void BatchNormBackwardFinishKernel(int64_t C, int64_t per, int64_t ch
 constexpr int kApplyThreads = 256;
 constexpr int64_t kApplyRowMin = 64;
 
-template <typename T, bool kBackward>
-__device__ inline void ApplyOne(int64_t idx, int64_t c, const T* x, const T* dy, const T* smean,
+template <typename T, typename P, bool kBackward>
+__device__ inline void ApplyOne(int64_t idx, int64_t c, const T* x, const T* dy, const P* smean,
                                 const Acc<T>* coef, T* out, OpReq req) {
   using A = Acc<T>;
   if constexpr (kBackward) {
@@ -280,37 +280,37 @@ __device__ inline void ApplyOne(int64_t idx, int64_t c, const T* x, const T* dy,
   }
 }
 
-template <typename T, bool kBackward>
+template <typename T, typename P, bool kBackward>
 __global__ void BatchNormApplyRowsKernel(int64_t rows, int64_t C, int64_t inner, const T* x, const T* dy,
-                                         const T* smean, const Acc<T>* coef, T* out, OpReq req) {
+                                         const P* smean, const Acc<T>* coef, T* out, OpReq req) {
   const int64_t blocks_per_row = (inner + kApplyThreads - 1) / kApplyThreads;
   for (int64_t b = blockIdx.x; b < rows * blocks_per_row; b += gridDim.x) {
     const int64_t r = b / blocks_per_row;
     const int64_t i = (b - r * blocks_per_row) * kApplyThreads + threadIdx.x;
-    if (i < inner) ApplyOne<T, kBackward>(r * inner + i, r % C, x, dy, smean, coef, out, req);
+    if (i < inner) ApplyOne<T, P, kBackward>(r * inner + i, r % C, x, dy, smean, coef, out, req);
   }
 }
 
-template <typename T, bool kBackward>
+template <typename T, typename P, bool kBackward>
 __global__ void BatchNormApplyFlatKernel(int64_t n, int64_t C, int64_t inner, const T* x, const T* dy,
-                                         const T* smean, const Acc<T>* coef, T* out, OpReq req) {
+                                         const P* smean, const Acc<T>* coef, T* out, OpReq req) {
   for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < n;
        idx += static_cast<int64_t>(blockDim.x) * gridDim.x)
-    ApplyOne<T, kBackward>(idx, (idx / inner) % C, x, dy, smean, coef, out, req);
+    ApplyOne<T, P, kBackward>(idx, (idx / inner) % C, x, dy, smean, coef, out, req);
 }
 
-template <typename T, bool kBackward>
-void LaunchApply(const ChannelLayout& l, const T* x, const T* dy, const T* smean, const Acc<T>* coef, T* out,
+template <typename T, typename P, bool kBackward>
+void LaunchApply(const ChannelLayout& l, const T* x, const T* dy, const P* smean, const Acc<T>* coef, T* out,
                  OpReq req, cudaStream_t s) {
   const int64_t rows = l.outer * l.C, n = rows * l.inner;
   constexpr int64_t kMaxBlocks = 1 << 20;
   if (l.inner >= kApplyRowMin) {
     const int64_t blocks = rows * ((l.inner + kApplyThreads - 1) / kApplyThreads);
-    BatchNormApplyRowsKernel<T, kBackward><<<static_cast<unsigned>(std::min(blocks, kMaxBlocks)), kApplyThreads, 0, s>>>(
+    BatchNormApplyRowsKernel<T, P, kBackward><<<static_cast<unsigned>(std::min(blocks, kMaxBlocks)), kApplyThreads, 0, s>>>(
         rows, l.C, l.inner, x, dy, smean, coef, out, req);
   } else {
     const int64_t blocks = (n + kApplyThreads - 1) / kApplyThreads;
-    BatchNormApplyFlatKernel<T, kBackward><<<static_cast<unsigned>(std::min(blocks, kMaxBlocks)), kApplyThreads, 0, s>>>(
+    BatchNormApplyFlatKernel<T, P, kBackward><<<static_cast<unsigned>(std::min(blocks, kMaxBlocks)), kApplyThreads, 0, s>>>(
         n, l.C, l.inner, x, dy, smean, coef, out, req);
   }
 }
@@ -356,14 +356,36 @@ TempSpace* TempOf(const NodeAttrs& attrs, const OpContext& ctx) {
   return ctx.requested[0].temp;
 }
 
+// bfloat16 data with float32 gamma, beta and statistics: the CPU's mixed-precision case.
+bool MixedBF16(DType data, DType param) { return data == DType::kBfloat16 && param == DType::kFloat32; }
+
+// T, the data's dtype, and P, that of gamma, beta and the statistics: T itself, or float32
+// for bfloat16 data with float32 parameters.
+#define WEFT_BN_GPU_SWITCH(dtype, param_dtype, T, P, what, ...)                                        \
+  switch (dtype) {                                                                                   \
+    case ::weft::DType::kFloat32: { using T = float; using P = float; __VA_ARGS__ } break;             \
+    case ::weft::DType::kFloat64: { using T = double; using P = double; __VA_ARGS__ } break;           \
+    case ::weft::DType::kFloat16: { using T = ::weft::float16; using P = ::weft::float16; __VA_ARGS__ } break; \
+    case ::weft::DType::kBfloat16:                                                                   \
+      if (MixedBF16(dtype, param_dtype)) {                                                           \
+        using T = ::weft::bfloat16; using P = float; __VA_ARGS__                                     \
+      } else {                                                                                       \
+        using T = ::weft::bfloat16; using P = ::weft::bfloat16; __VA_ARGS__                          \
+      }                                                                                              \
+      break;                                                                                         \
+    default:                                                                                         \
+      ::weft::Throw(::weft::ErrorKind::kUnsupported, "Operator '", what,                             \
+                    "': on GPUs, expected float32, float64, float16 or bfloat16, got ", ::weft::DTypeName(dtype)); \
+  }
+
 void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                          const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<BatchNormParam>();
   const char* name = attrs.op->name.c_str();
-  if (in[1].dtype != in[0].dtype)
+  if (in[1].dtype != in[0].dtype && !MixedBF16(in[0].dtype, in[1].dtype))
     Throw(ErrorKind::kUnsupported, "Operator '", name,
           "': on GPUs, expected gamma, beta and the statistics in the data's dtype ", DTypeName(in[0].dtype),
-          ", got ", DTypeName(in[1].dtype));
+          " (or float32 for bfloat16 data), got ", DTypeName(in[1].dtype));
   ChannelLayout l = LayoutOf(p, in[0].shape);
   if (l.C == 0) return;
   const bool batch_stats = ctx.is_train && !p.use_global_stats;
@@ -372,32 +394,32 @@ void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std
   const int64_t chunks = ChunksFor(l, ctx.run_ctx.ctx.dev_id);
   const int64_t per = l.outer * l.inner;
   if (chunks > 0 && per > 0) {
-    WEFT_GPU_FLOAT_SWITCH(in[0].dtype, T, name, {
+    WEFT_BN_GPU_SWITCH(in[0].dtype, in[1].dtype, T, P, name, {
       using A = Acc<T>;
       A* partial = static_cast<A*>(TempOf(attrs, ctx)->Get(sizeof(A) * (2 * l.C * (batch_stats ? chunks : 0) + 2 * l.C)));
       A* coef = partial + 2 * l.C * (batch_stats ? chunks : 0);
       if (batch_stats) {
-        BatchNormPartialKernel<T, false><<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(l.C)),
+        BatchNormPartialKernel<T, P, false><<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(l.C)),
                                            nngpu::kReduceThreads, 0, s>>>(l, (per + chunks - 1) / chunks,
                                                                           in[0].ptr<T>(), nullptr, nullptr, partial);
         cuda::CheckLaunch(name);
       }
-      BatchNormForwardFinishKernel<T><<<static_cast<unsigned>((l.C + 255) / 256), 256, 0, s>>>(
-          l.C, per, chunks, partial, in[0].ptr<T>(), l.inner, in[1].ptr<T>(), in[2].ptr<T>(), in[3].ptr<T>(),
-          in[4].ptr<T>(), out[1].ptr<T>(), out[2].ptr<T>(), coef, static_cast<A>(p.eps), static_cast<A>(p.momentum),
+      BatchNormForwardFinishKernel<T, P><<<static_cast<unsigned>((l.C + 255) / 256), 256, 0, s>>>(
+          l.C, per, chunks, partial, in[0].ptr<T>(), l.inner, in[1].ptr<P>(), in[2].ptr<P>(), in[3].ptr<P>(),
+          in[4].ptr<P>(), out[1].ptr<P>(), out[2].ptr<P>(), coef, static_cast<A>(p.eps), static_cast<A>(p.momentum),
           batch_stats, p.fix_gamma, req[1], req[2]);
       cuda::CheckLaunch(name);
       if (req[0] != OpReq::kNullOp) {
-        LaunchApply<T, false>(l, in[0].ptr<T>(), nullptr, nullptr, coef, out[0].ptr<T>(), req[0], s);
+        LaunchApply<T, P, false>(l, in[0].ptr<T>(), nullptr, nullptr, coef, out[0].ptr<T>(), req[0], s);
         cuda::CheckLaunch(name);
       }
     });
     return;
   }
-  WEFT_GPU_FLOAT_SWITCH(in[0].dtype, T, name, {
-    BatchNormForwardKernel<T><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
-        l, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<T>(), in[3].ptr<T>(), in[4].ptr<T>(), out[0].ptr<T>(),
-        out[1].ptr<T>(), out[2].ptr<T>(), static_cast<Acc<T>>(p.eps), static_cast<Acc<T>>(p.momentum), batch_stats,
+  WEFT_BN_GPU_SWITCH(in[0].dtype, in[1].dtype, T, P, name, {
+    BatchNormForwardKernel<T, P><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
+        l, in[0].ptr<T>(), in[1].ptr<P>(), in[2].ptr<P>(), in[3].ptr<P>(), in[4].ptr<P>(), out[0].ptr<T>(),
+        out[1].ptr<P>(), out[2].ptr<P>(), static_cast<Acc<T>>(p.eps), static_cast<Acc<T>>(p.momentum), batch_stats,
         p.fix_gamma, req[0], req[1], req[2]);
     cuda::CheckLaunch(name);
   });
@@ -407,10 +429,10 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
                                  const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<BatchNormParam>();
   const char* name = attrs.op->name.c_str();
-  if (in[2].dtype != in[1].dtype)
+  if (in[2].dtype != in[1].dtype && !MixedBF16(in[1].dtype, in[2].dtype))
     Throw(ErrorKind::kUnsupported, "Operator '", name,
           "': on GPUs, expected gamma and the statistics in the data's dtype ", DTypeName(in[1].dtype),
-          ", got ", DTypeName(in[2].dtype));
+          " (or float32 for bfloat16 data), got ", DTypeName(in[2].dtype));
   ChannelLayout l = LayoutOf(p, in[1].shape);
   if (l.C == 0) return;
   const bool batch_stats = ctx.is_train && !p.use_global_stats;
@@ -419,29 +441,30 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
   const int64_t chunks = ChunksFor(l, ctx.run_ctx.ctx.dev_id);
   const int64_t per = l.outer * l.inner;
   if (chunks > 0 && per > 0) {
-    WEFT_GPU_FLOAT_SWITCH(in[1].dtype, T, name, {
+    WEFT_BN_GPU_SWITCH(in[1].dtype, in[2].dtype, T, P, name, {
       using A = Acc<T>;
       A* partial = static_cast<A*>(TempOf(attrs, ctx)->Get(sizeof(A) * (2 * l.C * chunks + 3 * l.C)));
       A* coef = partial + 2 * l.C * chunks;
-      BatchNormPartialKernel<T, true><<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(l.C)),
-                                        nngpu::kReduceThreads, 0, s>>>(l, (per + chunks - 1) / chunks, in[1].ptr<T>(),
-                                                                       in[0].ptr<T>(), in[3].ptr<T>(), partial);
+      BatchNormPartialKernel<T, P, true><<<dim3(static_cast<unsigned>(chunks), static_cast<unsigned>(l.C)),
+                                           nngpu::kReduceThreads, 0, s>>>(l, (per + chunks - 1) / chunks,
+                                                                          in[1].ptr<T>(), in[0].ptr<T>(),
+                                                                          in[3].ptr<P>(), partial);
       cuda::CheckLaunch(name);
-      BatchNormBackwardFinishKernel<T><<<static_cast<unsigned>((l.C + 255) / 256), 256, 0, s>>>(
-          l.C, per, chunks, partial, in[2].ptr<T>(), in[4].ptr<T>(), out[1].ptr<T>(), out[2].ptr<T>(), coef,
+      BatchNormBackwardFinishKernel<T, P><<<static_cast<unsigned>((l.C + 255) / 256), 256, 0, s>>>(
+          l.C, per, chunks, partial, in[2].ptr<P>(), in[4].ptr<P>(), out[1].ptr<P>(), out[2].ptr<P>(), coef,
           static_cast<A>(p.eps), batch_stats, p.fix_gamma, req[1], req[2]);
       cuda::CheckLaunch(name);
       if (req[0] != OpReq::kNullOp) {
-        LaunchApply<T, true>(l, in[1].ptr<T>(), in[0].ptr<T>(), in[3].ptr<T>(), coef, out[0].ptr<T>(), req[0], s);
+        LaunchApply<T, P, true>(l, in[1].ptr<T>(), in[0].ptr<T>(), in[3].ptr<P>(), coef, out[0].ptr<T>(), req[0], s);
         cuda::CheckLaunch(name);
       }
     });
     return;
   }
-  WEFT_GPU_FLOAT_SWITCH(in[1].dtype, T, name, {
-    BatchNormBackwardKernel<T><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
-        l, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<T>(), in[3].ptr<T>(), in[4].ptr<T>(), out[0].ptr<T>(),
-        out[1].ptr<T>(), out[2].ptr<T>(), static_cast<Acc<T>>(p.eps), batch_stats, p.fix_gamma, req[0], req[1],
+  WEFT_BN_GPU_SWITCH(in[1].dtype, in[2].dtype, T, P, name, {
+    BatchNormBackwardKernel<T, P><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
+        l, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<P>(), in[3].ptr<P>(), in[4].ptr<P>(), out[0].ptr<T>(),
+        out[1].ptr<P>(), out[2].ptr<P>(), static_cast<Acc<T>>(p.eps), batch_stats, p.fix_gamma, req[0], req[1],
         req[2]);
     cuda::CheckLaunch(name);
   });

@@ -84,7 +84,8 @@ void DropoutComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   const bool applies = ctx.is_train || prm.mode == "always";
-  WEFT_GPU_TYPE_SWITCH(in[0].dtype, T, name, {
+  // The floating types only, refused with the CPU's error otherwise.
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator '" + attrs.op->name + "': input 'data'", {
     if (!applies) {
       // The identity, with an all-ones mask so that the backward is right too.
       if (req[0] != OpReq::kNullOp && !(req[0] != OpReq::kAddTo && in[0].dptr == out[0].dptr))
@@ -122,7 +123,7 @@ void DropoutBackwardGPU(const NodeAttrs& attrs, const OpContext& ctx, const std:
   const char* name = attrs.op->name.c_str();
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
-  WEFT_GPU_TYPE_SWITCH(in[0].dtype, T, name, {
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator '" + attrs.op->name + "': input 'ograd'", {
     MultiplyByMaskGPU(in[0], in[1].ptr<T>(), in[1].shape, out[0], req[0], s, name);
   });
 }

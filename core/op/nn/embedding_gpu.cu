@@ -13,7 +13,7 @@ namespace {
 // ClipIndex of embedding.cc: floating indices compare as doubles before truncation.
 template <typename I>
 __device__ __forceinline__ int64_t EmbeddingRow(I v, int64_t rows) {
-  if constexpr (std::is_floating_point_v<I> || std::is_same_v<I, float16>) {
+  if constexpr (std::is_floating_point_v<I> || std::is_same_v<I, float16> || std::is_same_v<I, bfloat16>) {
     const double d = static_cast<double>(static_cast<typename AccType<I>::type>(v));
     if (!(d > 0)) return 0;
     if (d >= static_cast<double>(rows - 1)) return rows - 1;

@@ -1,7 +1,7 @@
 // GPU versions of the loss layers of loss_output.cc and of their `_backward_*` operators:
 // SoftmaxOutput, Linear/Logistic/MAERegressionOutput, softmax_cross_entropy and
 // _sparse_softmax_cross_entropy (Gluon's SoftmaxCrossEntropyLoss). Same formulas and
-// accumulation types as the CPU code (float for float16 and float32, double for float64).
+// accumulation types as the CPU code (float for float16, bfloat16 and float32, double for float64).
 //
 // Row-wise work (a softmax over the class axis) runs one warp per row when the classes are
 // contiguous (inner == 1) and there are enough of them to occupy a warp, lanes striding over
@@ -21,9 +21,10 @@
     case ::weft::DType::kFloat32: { using DT = float; __VA_ARGS__ } break;                          \
     case ::weft::DType::kFloat64: { using DT = double; __VA_ARGS__ } break;                         \
     case ::weft::DType::kFloat16: { using DT = ::weft::float16; __VA_ARGS__ } break;                \
+    case ::weft::DType::kBfloat16: { using DT = ::weft::bfloat16; __VA_ARGS__ } break;              \
     default:                                                                                        \
       ::weft::Throw(::weft::ErrorKind::kUnsupported, "Operator '", what,                            \
-                    "': on GPUs, expected float32, float64 or float16 data, got ", ::weft::DTypeName(dtype)); \
+                    "': on GPUs, expected float32, float64, float16 or bfloat16 data, got ", ::weft::DTypeName(dtype)); \
   }
 
 namespace weft {

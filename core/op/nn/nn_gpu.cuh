@@ -1,5 +1,5 @@
 // Helpers for the GPU kernels of core/op/nn (*_gpu.cu): the accumulation type the CPU code
-// uses (nn::Acc: double for double, float for float and float16), a floating-point dtype
+// uses (nn::Acc: double for double, float for float, float16 and bfloat16), a floating-point dtype
 // switch, and block-wide sum / max reductions through warp shuffles and shared memory.
 #pragma once
 
@@ -8,16 +8,17 @@
 
 #include "core/op/elemwise/elemwise_kernels.cuh"
 
-// float32, float64 and float16 (the floating types GPU kernels are built for); anything
-// else is a kUnsupported error naming `what` (the operator).
+// The floating types, as WEFT_FLOAT_TYPE_SWITCH on the CPU (float16 and bfloat16 accumulate
+// in float); anything else is a kUnsupported error naming `what` (the operator).
 #define WEFT_GPU_FLOAT_SWITCH(dtype, DT, what, ...)                                                  \
   switch (dtype) {                                                                                   \
     case ::weft::DType::kFloat32: { using DT = float; __VA_ARGS__ } break;                           \
     case ::weft::DType::kFloat64: { using DT = double; __VA_ARGS__ } break;                          \
     case ::weft::DType::kFloat16: { using DT = ::weft::float16; __VA_ARGS__ } break;                 \
+    case ::weft::DType::kBfloat16: { using DT = ::weft::bfloat16; __VA_ARGS__ } break;               \
     default:                                                                                         \
       ::weft::Throw(::weft::ErrorKind::kUnsupported, "Operator '", what,                             \
-                    "': on GPUs, expected float32, float64 or float16, got ", ::weft::DTypeName(dtype)); \
+                    "': on GPUs, expected float32, float64, float16 or bfloat16, got ", ::weft::DTypeName(dtype)); \
   }
 
 namespace weft {

@@ -217,6 +217,8 @@ void PoolingComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::
   if (total <= 0) return;
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
+  // As on the CPU.
+  if (in[0].dtype == DType::kBool) Throw(ErrorKind::kType, "Operator '", name, "': bool arrays are not supported");
   WEFT_GPU_TYPE_SWITCH(in[0].dtype, T, name, {
     PoolForwardKernel<T><<<cuda::GridFor(total), cuda::kBlockThreads, 0, s>>>(g, in[0].ptr<T>(), out[0].ptr<T>(),
                                                                               total, req[0]);
@@ -236,6 +238,7 @@ void PoolingBackwardGPU(const NodeAttrs& attrs, const OpContext& ctx, const std:
   for (int i = 0; i < 3; ++i) disjoint = disjoint && (g.k[i] <= g.s[i] || g.out[i] == 1);
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
+  if (in[1].dtype == DType::kBool) Throw(ErrorKind::kType, "Operator '", name, "': bool arrays are not supported");
   WEFT_GPU_TYPE_SWITCH(in[1].dtype, T, name, {
     if (disjoint) {
       if (req[0] != OpReq::kAddTo)

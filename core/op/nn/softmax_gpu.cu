@@ -28,7 +28,7 @@ Kind KindOf(const NodeAttrs& attrs) {
 }
 
 // Where a row's length comes from: nothing (n), or the length array in one of these types.
-enum class LenType { kNone, kFloat32, kFloat64, kFloat16, kInt32, kInt64 };
+enum class LenType { kNone, kFloat32, kFloat64, kFloat16, kBfloat16, kUint8, kInt8, kInt32, kInt64, kBool };
 
 struct RowLength {
   const void* p = nullptr;
@@ -40,6 +40,10 @@ struct RowLength {
       case LenType::kFloat32: v = static_cast<const float*>(p)[r]; break;
       case LenType::kFloat64: v = static_cast<const double*>(p)[r]; break;
       case LenType::kFloat16: v = static_cast<float>(static_cast<const float16*>(p)[r]); break;
+      case LenType::kBfloat16: v = static_cast<float>(static_cast<const bfloat16*>(p)[r]); break;
+      case LenType::kUint8: v = static_cast<const uint8_t*>(p)[r]; break;
+      case LenType::kInt8: v = static_cast<const int8_t*>(p)[r]; break;
+      case LenType::kBool: v = static_cast<const bool*>(p)[r] ? 1.0 : 0.0; break;
       case LenType::kInt32: v = static_cast<const int32_t*>(p)[r]; break;
       default: v = static_cast<double>(static_cast<const int64_t*>(p)[r]); break;
     }
@@ -56,11 +60,15 @@ RowLength LengthOf(const NodeAttrs& attrs, const TBlob* len) {
     case DType::kFloat32: l.type = LenType::kFloat32; break;
     case DType::kFloat64: l.type = LenType::kFloat64; break;
     case DType::kFloat16: l.type = LenType::kFloat16; break;
+    case DType::kBfloat16: l.type = LenType::kBfloat16; break;
+    case DType::kUint8: l.type = LenType::kUint8; break;
+    case DType::kInt8: l.type = LenType::kInt8; break;
+    case DType::kBool: l.type = LenType::kBool; break;
     case DType::kInt32: l.type = LenType::kInt32; break;
     case DType::kInt64: l.type = LenType::kInt64; break;
     default:
       Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name,
-            "': on GPUs, expected input 'length' of float32, float64, float16, int32 or int64, got ",
+            "': on GPUs, unsupported dtype of input 'length': ",
             DTypeName(len->dtype));
   }
   return l;

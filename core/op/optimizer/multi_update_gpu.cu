@@ -63,15 +63,16 @@ void CheckPerWeight(const NodeAttrs& attrs, const P& p) {
 // whose output is not wanted. Pointer slots: the group's k inputs, then the output at
 // slot `out_slot`.
 struct Buckets {
-  std::vector<TensorEntry> f32, f64, f16;
+  std::vector<TensorEntry> f32, f64, f16, bf16;
   std::vector<TensorEntry>& Of(const NodeAttrs& attrs, DType t) {
     switch (t) {
       case DType::kFloat32: return f32;
       case DType::kFloat64: return f64;
       case DType::kFloat16: return f16;
+      case DType::kBfloat16: return bf16;
       default:
         Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name,
-              "': on GPUs, expected float32, float64 or float16 weights, got ", DTypeName(t));
+              "': on GPUs, expected float32, float64, float16 or bfloat16 weights, got ", DTypeName(t));
     }
   }
 };
@@ -171,6 +172,8 @@ void MultiSGDGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector
   if (!b.f64.empty()) LaunchSGD<double, MOM, MP>(b.f64, lrs, wds, momentum, p.rescale_grad, p.clip_gradient, s, name);
   if (!b.f16.empty())
     LaunchSGD<float16, MOM, MP>(b.f16, lrs, wds, momentum, p.rescale_grad, p.clip_gradient, s, name);
+  if (!b.bf16.empty())
+    LaunchSGD<bfloat16, MOM, MP>(b.bf16, lrs, wds, momentum, p.rescale_grad, p.clip_gradient, s, name);
 }
 
 // ---------------------------------------------------------------- multi AdamW
@@ -235,6 +238,7 @@ void MultiAdamWGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vect
     if (!b.f32.empty()) LaunchAdamW<float, MP, R>(b.f32, sp, p, s, name);
     if (!b.f64.empty()) LaunchAdamW<double, MP, R>(b.f64, sp, p, s, name);
     if (!b.f16.empty()) LaunchAdamW<float16, MP, R>(b.f16, sp, p, s, name);
+    if (!b.bf16.empty()) LaunchAdamW<bfloat16, MP, R>(b.bf16, sp, p, s, name);
   });
 }
 
@@ -352,10 +356,12 @@ void MultiLambGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vecto
     if (!b.f32.empty()) LaunchLamb<float, float>(b.f32, p, s, name);
     if (!b.f64.empty()) LaunchLamb<double, float>(b.f64, p, s, name);
     if (!b.f16.empty()) LaunchLamb<float16, float>(b.f16, p, s, name);
+    if (!b.bf16.empty()) LaunchLamb<bfloat16, float>(b.bf16, p, s, name);
   } else {
     if (!b.f32.empty()) LaunchLamb<float, float>(b.f32, p, s, name);
     if (!b.f64.empty()) LaunchLamb<double, double>(b.f64, p, s, name);
     if (!b.f16.empty()) LaunchLamb<float16, float16>(b.f16, p, s, name);
+    if (!b.bf16.empty()) LaunchLamb<bfloat16, bfloat16>(b.bf16, p, s, name);
   }
 }
 

@@ -17,16 +17,17 @@
 #include "core/base/dtype.h"
 #include "core/op/registry.h"
 
-// The dtypes the GPU updates are built for (the floating ones the CPU kernels take, less
-// bfloat16); others are a kUnsupported error naming the operator.
+// The dtypes the GPU updates are built for (the floating ones the CPU kernels take; float16
+// and bfloat16 compute in float); others are a kUnsupported error naming the operator.
 #define WEFT_GPU_UPDATE_TYPE_SWITCH(dtype, DT, what, ...)                                               \
   switch (dtype) {                                                                                      \
     case ::weft::DType::kFloat32: { using DT = float; __VA_ARGS__ } break;                              \
     case ::weft::DType::kFloat64: { using DT = double; __VA_ARGS__ } break;                             \
     case ::weft::DType::kFloat16: { using DT = ::weft::float16; __VA_ARGS__ } break;                    \
+    case ::weft::DType::kBfloat16: { using DT = ::weft::bfloat16; __VA_ARGS__ } break;                  \
     default:                                                                                            \
       ::weft::Throw(::weft::ErrorKind::kUnsupported, "Operator '", what,                                \
-                    "': on GPUs, expected float32, float64 or float16 weights, got ", ::weft::DTypeName(dtype)); \
+                    "': on GPUs, expected float32, float64, float16 or bfloat16 weights, got ", ::weft::DTypeName(dtype)); \
   }
 
 namespace weft {

@@ -1,6 +1,6 @@
 // GPU versions of the single-tensor update operators (sgd.cc, adam.cc, adaptive.cc): one
 // elementwise kernel per call, the same formulas as the CPU kernels, term for term, in the
-// same accumulation type (float for float16 weights), with the hyper-parameters converted
+// same accumulation type (float for float16 and bfloat16 weights), with the hyper-parameters converted
 // from double on the host as the CPU code converts them. Scalars that live in arrays
 // (AdamW's rescale_grad, LAMB's norms) are read by the kernel itself, so nothing waits for
 // the device.
