@@ -223,7 +223,7 @@ class HandleTable {
 
   // Destroys a freed, unpinned object and gives its slot back.
   void Reclaim(Slot* s, uint32_t index) {
-    std::optional<T> dead = std::move(s->value);
+    [[maybe_unused]] std::optional<T> dead = std::move(s->value);
     s->value.reset();
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(index);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/convert.h"
 #include "core/base/dtype.h"
 #include "core/base/error.h"
 #include "core/base/shape.h"
@@ -20,11 +21,13 @@ namespace weft {
 namespace op {
 
 // Writes `v` (in a compute type such as double) into `out` as `req` says. kNullOp
-// outputs are skipped by the callers before any loop runs.
+// outputs are skipped by the callers before any loop runs. A floating value outside an
+// integer output's range (or NaN) saturates (ConvertValue) where a plain conversion would be
+// undefined: fuzz_c_api found operators on integer arrays computing such values.
 template <typename T, typename V>
 inline void Store(T* out, OpReq req, V v) {
-  if (req == OpReq::kAddTo) *out = static_cast<T>(static_cast<V>(*out) + v);
-  else *out = static_cast<T>(v);
+  if (req == OpReq::kAddTo) *out = ConvertValue<T>(static_cast<V>(*out) + v);
+  else *out = ConvertValue<T>(v);
 }
 
 // Runs f(begin, end) over [0, n) split into contiguous ranges, one per OpenMP thread,

@@ -340,3 +340,15 @@ def test_arange_of_an_infinite_range_is_an_error():
     with pytest.raises(mx.base.MXNetError, match="more than an array can hold"):
         mx.nd.arange(0, 1e30, repeat=2)
     assert mx.nd.arange(0, 3).shape == (3,)
+
+
+def test_float_results_saturate_in_integer_outputs():
+    # A result computed in floating point and stored into an integer array saturates at the
+    # type's ends (and NaN gives 0) instead of an undefined conversion (op_util.h's Store).
+    img = mx.nd.array(np.full((2, 2, 3), 250), dtype="uint8")
+    for alpha in ((10.0, 10.0, 10.0), (-100.0, -100.0, -100.0)):
+        ref = mx.nd.image.adjust_lighting(img.astype("float32"), alpha=alpha).asnumpy()
+        got = mx.nd.image.adjust_lighting(img, alpha=alpha).asnumpy()
+        np.testing.assert_array_equal(got, np.clip(ref, 0, 255).astype(np.uint8))
+    big = mx.nd.array([100, -100, 5], dtype="int32")
+    np.testing.assert_array_equal(mx.nd.exp(big).asnumpy(), [2**31 - 1, 0, 148])

@@ -4,7 +4,6 @@
 // backward operators take (ograd, data) and check that both have the output's shape.
 #include <cmath>
 
-#include "core/base/convert.h"
 #include "core/op/elemwise/registration.h"
 #include "core/op/op_util.h"
 
@@ -33,15 +32,6 @@ WEFT_PARAM_SCHEMA(QuadraticParam, s) {
 
 namespace {
 
-// Writes a result computed in double into an output of any dtype: out of an integer
-// type's range (or NaN) it saturates, where a plain conversion is undefined (fuzz_c_api
-// found quadratic on int64 data doing that).
-template <typename T>
-inline void StoreSaturating(T* out, OpReq req, double v) {
-  if (req == OpReq::kAddTo) v += static_cast<double>(*out);
-  *out = ConvertValue<T>(v);
-}
-
 // y = f(x) elementwise, computed in double.
 template <typename F>
 void MapUnary(const TBlob& x, const TBlob& y, OpReq req, F f) {
@@ -50,7 +40,7 @@ void MapUnary(const TBlob& x, const TBlob& y, OpReq req, F f) {
     const T* xp = x.ptr<T>();
     T* yp = y.ptr<T>();
     ParallelFor(y.Size(), kElemGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) StoreSaturating(yp + i, req, f(static_cast<double>(xp[i])));
+      for (int64_t i = b; i < e; ++i) Store(yp + i, req, f(static_cast<double>(xp[i])));
     });
   });
 }
@@ -69,7 +59,7 @@ void MapGrad(const NodeAttrs& attrs, const std::vector<TBlob>& in, const std::ve
     T* y = out[0].ptr<T>();
     ParallelFor(out[0].Size(), kElemGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
-        StoreSaturating(y + i, req[0], static_cast<double>(g[i]) * dfdx(static_cast<double>(x[i])));
+        Store(y + i, req[0], static_cast<double>(g[i]) * dfdx(static_cast<double>(x[i])));
     });
   });
 }

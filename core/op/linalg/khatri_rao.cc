@@ -1,10 +1,20 @@
 // khatri_rao: the column-wise Kronecker product of matrices with one column count: column
 // j of the result is kron(A1[:, j], ..., An[:, j]), so the row of (i1, ..., in) is
 // ((i1 * r2 + i2) * r3 + ...).
+#include "core/op/elemwise/math.h"
 #include "core/op/op_util.h"
 
 namespace weft {
 namespace op {
+namespace {
+
+// The product of two elements in the accumulation type: integers wrap (WrapMul), bool's is
+// its AND.
+template <typename A>
+A Times(A a, A b) { return WrapMul(a, b); }
+inline bool Times(bool a, bool b) { return a && b; }
+
+}  // namespace
 
 struct KhatriRaoParam {
   int num_args = 1;
@@ -45,7 +55,7 @@ void KhatriRaoCompute(const NodeAttrs&, const OpContext&, const std::vector<TBlo
         int64_t rest = r;
         for (int64_t m = static_cast<int64_t>(in.size()) - 1; m >= 0; --m) {
           int64_t rm = in[m].shape[0];
-          p = static_cast<A>(p * static_cast<A>(in[m].ptr<T>()[(rest % rm) * cols + j]));
+          p = Times(p, static_cast<A>(in[m].ptr<T>()[(rest % rm) * cols + j]));
           rest /= rm;
         }
         Store(y + r * cols + j, req[0], p);
