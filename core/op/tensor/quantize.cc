@@ -123,8 +123,10 @@ void QuantizeV2Compute(const NodeAttrs& attrs, const OpContext&, const std::vect
     int8_t* q = out[0].ptr<int8_t>();
     ParallelFor(n, kElemGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
-        float v = std::min(std::fabs(x[i]) * scale + 0.5f, kInt8Range);
-        q[i] = static_cast<int8_t>(x[i] < 0 ? -static_cast<int>(v) : static_cast<int>(v));
+        // ConvertValue: a NaN (in the data or from an infinite range) quantizes to 0 instead
+        // of an undefined conversion (found by fuzz_c_api).
+        const int v = ConvertValue<int>(std::min(std::fabs(x[i]) * scale + 0.5f, kInt8Range));
+        q[i] = static_cast<int8_t>(x[i] < 0 ? -v : v);
       }
     });
     if (req[1] != OpReq::kNullOp) *omin = -r;
@@ -134,7 +136,7 @@ void QuantizeV2Compute(const NodeAttrs& attrs, const OpContext&, const std::vect
     uint8_t* q = out[0].ptr<uint8_t>();
     ParallelFor(n, kElemGrain, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i)
-        q[i] = static_cast<uint8_t>(std::min(std::max((x[i] - lo) * scale + 0.5f, 0.0f), kUint8Range));
+        q[i] = ConvertValue<uint8_t>(std::min(std::max((x[i] - lo) * scale + 0.5f, 0.0f), kUint8Range));
     });
     if (req[1] != OpReq::kNullOp) *omin = lo;
     if (req[2] != OpReq::kNullOp) *omax = hi;
@@ -233,9 +235,9 @@ void RequantizeCompute(const NodeAttrs& attrs, const OpContext&, const std::vect
     for (int64_t i = b; i < e; ++i) {
       double v = std::min(std::max(std::nearbyint(x[i] * scale), u8 ? 0.0 : -limit), limit);
       if (u8)
-        out[0].ptr<uint8_t>()[i] = static_cast<uint8_t>(v);
+        out[0].ptr<uint8_t>()[i] = ConvertValue<uint8_t>(v);
       else
-        out[0].ptr<int8_t>()[i] = static_cast<int8_t>(v);
+        out[0].ptr<int8_t>()[i] = ConvertValue<int8_t>(v);
     }
   });
   if (req[1] != OpReq::kNullOp) *out[1].ptr<float>() = static_cast<float>(u8 ? 0.0 : -range);
