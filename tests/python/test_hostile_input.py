@@ -352,3 +352,8 @@ def test_float_results_saturate_in_integer_outputs():
         np.testing.assert_array_equal(got, np.clip(ref, 0, 255).astype(np.uint8))
     big = mx.nd.array([100, -100, 5], dtype="int32")
     np.testing.assert_array_equal(mx.nd.exp(big).asnumpy(), [2**31 - 1, 0, 148])
+
+
+def test_tile_with_reps_past_int64_is_an_error():
+    with pytest.raises(mx.base.MXNetError, match="output axis 0.*overflows"):
+        mx.nd.tile(mx.nd.ones((3,)), reps=(2**63 - 1,)).wait_to_read()

@@ -1,6 +1,9 @@
 // tile: repeats the whole array reps[d] times along each axis d. The output seen as
 // interleaved (rep0, d0, rep1, d1, ...) axes reads the input with stride 0 along the rep
 // axes, and the gradient sums over them (_backward_tile).
+#include <string>
+
+#include "core/base/checked_size.h"
 #include "core/op/reduce/reduce_kernel.h"
 #include "core/op/data_move.h"
 
@@ -51,7 +54,10 @@ bool TileShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape
   if (!(*in)[0].is_known()) return false;
   std::vector<int64_t> dims, reps;
   AlignedDims(attrs, (*in)[0], &dims, &reps);
-  for (size_t d = 0; d < dims.size(); ++d) dims[d] *= reps[d];
+  // reps are checked non-negative; a product past int64 is an error, not a wrapped size
+  // (fuzz_c_api found reps of 2^63 - 1).
+  for (size_t d = 0; d < dims.size(); ++d)
+    dims[d] = CheckedMul(dims[d], reps[d], "Operator '" + attrs.op->name + "': output axis " + std::to_string(d));
   AssignShape(attrs, out, 0, Shape(dims), "output");
   return true;
 }
