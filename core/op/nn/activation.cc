@@ -30,18 +30,6 @@ namespace {
 using nn::Acc;
 using nn::Put;
 
-enum class Act { kRelu, kSigmoid, kTanh, kSoftrelu, kSoftsign, kLogSigmoid, kMish };
-
-Act ParseAct(const std::string& s) {
-  if (s == "relu") return Act::kRelu;
-  if (s == "sigmoid") return Act::kSigmoid;
-  if (s == "tanh") return Act::kTanh;
-  if (s == "softrelu") return Act::kSoftrelu;
-  if (s == "softsign") return Act::kSoftsign;
-  if (s == "log_sigmoid") return Act::kLogSigmoid;
-  return Act::kMish;
-}
-
 // log(1 + exp(x)) without overflow for large x.
 template <typename A>
 inline A Softplus(A x) {

@@ -14,18 +14,6 @@ namespace {
 
 using nngpu::Acc;
 
-enum class Act { kRelu, kSigmoid, kTanh, kSoftrelu, kSoftsign, kLogSigmoid, kMish };
-
-Act ParseAct(const std::string& s) {
-  if (s == "relu") return Act::kRelu;
-  if (s == "sigmoid") return Act::kSigmoid;
-  if (s == "tanh") return Act::kTanh;
-  if (s == "softrelu") return Act::kSoftrelu;
-  if (s == "softsign") return Act::kSoftsign;
-  if (s == "log_sigmoid") return Act::kLogSigmoid;
-  return Act::kMish;
-}
-
 template <typename A>
 __device__ inline A Softplus(A x) {
   return x > A(20) ? x : log1p(exp(x));

@@ -19,6 +19,20 @@ WEFT_PARAM_SCHEMA(ActivationParam, s) {
       .Describe("The activation function.");
 }
 
+// Activation's act_type as the kernels of both devices switch on it (the schema's Choices
+// have already refused any other string).
+enum class Act { kRelu, kSigmoid, kTanh, kSoftrelu, kSoftsign, kLogSigmoid, kMish };
+
+inline Act ParseAct(const std::string& s) {
+  if (s == "relu") return Act::kRelu;
+  if (s == "sigmoid") return Act::kSigmoid;
+  if (s == "tanh") return Act::kTanh;
+  if (s == "softrelu") return Act::kSoftrelu;
+  if (s == "softsign") return Act::kSoftsign;
+  if (s == "log_sigmoid") return Act::kLogSigmoid;
+  return Act::kMish;
+}
+
 struct LeakyReLUParam {
   std::string act_type = "leaky";
   double slope = 0.25;
