@@ -54,6 +54,7 @@ var opBroadcastSub = weft.NewOperator("broadcast_sub")
 var opBroadcastTo = weft.NewOperator("broadcast_to")
 var opCTCLoss = weft.NewOperator("CTCLoss")
 var opCast = weft.NewOperator("Cast")
+var opCastStorage = weft.NewOperator("cast_storage")
 var opCbrt = weft.NewOperator("cbrt")
 var opCeil = weft.NewOperator("ceil")
 var opClip = weft.NewOperator("clip")
@@ -116,6 +117,8 @@ var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
 var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
 var opInternalContribDequantize = weft.NewOperator("_contrib_dequantize")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
+var opInternalContribEdgeId = weft.NewOperator("_contrib_edge_id")
+var opInternalContribGetnnz = weft.NewOperator("_contrib_getnnz")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
@@ -251,8 +254,10 @@ var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalShuffle = weft.NewOperator("_shuffle")
 var opInternalSliceAssign = weft.NewOperator("_slice_assign")
 var opInternalSliceAssignScalar = weft.NewOperator("_slice_assign_scalar")
+var opInternalSparseRetain = weft.NewOperator("_sparse_retain")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
 var opInternalSplitV2 = weft.NewOperator("_split_v2")
+var opInternalSquareSum = weft.NewOperator("_square_sum")
 var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
 var opInternalZerosWithoutDtype = weft.NewOperator("_zeros_without_dtype")
@@ -925,7 +930,7 @@ func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opBatchDot, lhs, rhs)
@@ -942,7 +947,7 @@ func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func SymBatchDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -1708,6 +1713,36 @@ func SymCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol,
 	return c.compose(opCast, []string{"data"}, data)
 }
 
+// CastStorage runs the operator cast_storage.
+//
+// Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input.
+//
+// Required parameters:
+//   - stype string: Output storage type.
+func CastStorage(data *weft.NDArray, stype string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("stype", stype)
+	return c.invoke(opCastStorage, data)
+}
+
+// SymCastStorage runs the operator cast_storage symbolically: it adds one node to the graph.
+//
+// Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input.
+//
+// Required parameters:
+//   - stype string: Output storage type.
+func SymCastStorage(data *weft.Symbol, stype string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("stype", stype)
+	return c.compose(opCastStorage, []string{"data"}, data)
+}
+
 // Cbrt runs the operator cbrt.
 //
 // Cube root.
@@ -2283,7 +2318,7 @@ func SymDiag(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opDot, lhs, rhs)
@@ -2300,7 +2335,7 @@ func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func SymDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -3766,6 +3801,60 @@ func InternalContribDivSqrtDim(data *weft.NDArray, opts ...Option) (*weft.NDArra
 func SymInternalContribDivSqrtDim(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribDivSqrtDim, []string{"data"}, data)
+}
+
+// InternalContribEdgeId runs the operator _contrib_edge_id.
+//
+// For each pair (u[i], v[i]), the value stored at row u[i], column v[i] of the csr adjacency matrix data (the edge's id), or -1 where nothing is stored (a dense input: where the element is 0). u and v must index within the matrix.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//   - u: u ndarray
+//   - v: v ndarray
+func InternalContribEdgeId(data, u, v *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribEdgeId, data, u, v)
+}
+
+// SymInternalContribEdgeId runs the operator _contrib_edge_id symbolically: it adds one node to the graph.
+//
+// For each pair (u[i], v[i]), the value stored at row u[i], column v[i] of the csr adjacency matrix data (the edge's id), or -1 where nothing is stored (a dense input: where the element is 0). u and v must index within the matrix.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//   - u: u ndarray
+//   - v: v ndarray
+func SymInternalContribEdgeId(data, u, v *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribEdgeId, []string{"data", "u", "v"}, data, u, v)
+}
+
+// InternalContribGetnnz runs the operator _contrib_getnnz.
+//
+// Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input
+//
+// Options:
+//   - WithAxis(int): Select between the number of values across the whole matrix (None), in each column (0), or in each row (1). (default None)
+func InternalContribGetnnz(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribGetnnz, data)
+}
+
+// SymInternalContribGetnnz runs the operator _contrib_getnnz symbolically: it adds one node to the graph.
+//
+// Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input
+//
+// Options:
+//   - WithAxis(int): Select between the number of values across the whole matrix (None), in each column (0), or in each row (1). (default None)
+func SymInternalContribGetnnz(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribGetnnz, []string{"data"}, data)
 }
 
 // InternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier.
@@ -7962,6 +8051,30 @@ func SymInternalSliceAssignScalar(data *weft.Symbol, begin string, end string, o
 	return c.compose(opInternalSliceAssignScalar, []string{"data"}, data)
 }
 
+// InternalSparseRetain runs the operator _sparse_retain.
+//
+// Keeps the rows of a row_sparse array whose index is listed in indices; the other rows become zero. The output is row_sparse for a row_sparse input. An index outside [0, rows) is an error.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array for sparse_retain operator.
+//   - indices: The index array of rows ids that will be retained.
+func InternalSparseRetain(data, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSparseRetain, data, indices)
+}
+
+// SymInternalSparseRetain runs the operator _sparse_retain symbolically: it adds one node to the graph.
+//
+// Keeps the rows of a row_sparse array whose index is listed in indices; the other rows become zero. The output is row_sparse for a row_sparse input. An index outside [0, rows) is an error.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array for sparse_retain operator.
+//   - indices: The index array of rows ids that will be retained.
+func SymInternalSparseRetain(data, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSparseRetain, []string{"data", "indices"}, data, indices)
+}
+
 // InternalSparseSoftmaxCrossEntropy runs the operator _sparse_softmax_cross_entropy.
 //
 // -log(softmax(data, axis))[label] at every other position, shaped like data with the axis kept as 1; labels are clipped into [0, classes).
@@ -8030,6 +8143,38 @@ func SymInternalSplitV2(data *weft.Symbol, indices []int, opts ...Option) (*weft
 	c := newCall(opts)
 	c.set("indices", indices)
 	return c.compose(opInternalSplitV2, []string{"data"}, data)
+}
+
+// InternalSquareSum runs the operator _square_sum.
+//
+// The sum of squares of a 2-D array along one axis (0 or 1). For a row_sparse input, axis=1 with keepdims=True gives a row_sparse result (the stored rows only); the other cases are dense.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
+//   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
+//   - WithExclude(bool): Reduce the axes that are NOT in axis instead. (default False)
+func InternalSquareSum(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSquareSum, data)
+}
+
+// SymInternalSquareSum runs the operator _square_sum symbolically: it adds one node to the graph.
+//
+// The sum of squares of a 2-D array along one axis (0 or 1). For a row_sparse input, axis=1 with keepdims=True gives a row_sparse result (the stored rows only); the other cases are dense.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
+//   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
+//   - WithExclude(bool): Reduce the axes that are NOT in axis instead. (default False)
+func SymInternalSquareSum(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSquareSum, []string{"data"}, data)
 }
 
 // InternalUnravelIndex runs the operator _unravel_index.
@@ -12635,7 +12780,7 @@ func WithFormat(v string) Option {
 }
 
 // WithForwardStype sets the parameter forward_stype.
-// Storage type of the output; only dense ('None' or 'default') is supported.
+// The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
 func WithForwardStype(v string) Option {
 	return param("forward_stype", v)
 }
@@ -12773,7 +12918,7 @@ func WithKeepRatio(v bool) Option {
 }
 
 // WithKeepdims sets the parameter keepdims.
-// Keep the searched axis as an axis of size 1.
+// Keep the reduced axes in the result as axes of size 1.
 func WithKeepdims(v bool) Option {
 	return param("keepdims", v)
 }

@@ -550,6 +550,20 @@ mx.symbol.internal.contrib.div.sqrt.dim <- function(data = NULL, name = NULL, at
   .weft_symbol_op("_contrib_div_sqrt_dim", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_edge_id", list(data, u, v), c(), NULL, out)
+}
+mx.symbol.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_edge_id", list(data = data, u = u, v = v), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.getnnz <- function(data = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_getnnz", list(data), c(axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.contrib.getnnz <- function(data = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_getnnz", list(data = data), c(axis = .weft_param(axis)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_gradientmultiplier", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
@@ -1782,6 +1796,13 @@ mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, b
   .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.retain <- function(data = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("_sparse_retain", list(data, indices), c(), NULL, out)
+}
+mx.symbol.internal.sparse.retain <- function(data = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sparse_retain", list(data = data, indices = indices), c(), NULL, name, attr)
+}
+
 mx.nd.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_sparse_softmax_cross_entropy", list(data, label), c(axis = .weft_param(axis)), NULL, out)
 }
@@ -1794,6 +1815,13 @@ mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_a
 }
 mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_split_v2", list(data = data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
+}
+
+mx.nd.internal.square.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("_square_sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.square.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_square_sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
 mx.nd.internal.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
@@ -2137,6 +2165,13 @@ mx.nd.broadcast.to <- function(data = NULL, shape, out = NULL) {
 }
 mx.symbol.broadcast.to <- function(data = NULL, shape, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_to", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.cast.storage <- function(data = NULL, stype, out = NULL) {
+  .weft_nd_invoke("cast_storage", list(data), c(stype = .weft_param(stype)), NULL, out)
+}
+mx.symbol.cast.storage <- function(data = NULL, stype, name = NULL, attr = NULL) {
+  .weft_symbol_op("cast_storage", list(data = data), c(stype = .weft_param(stype)), NULL, name, attr)
 }
 
 mx.nd.cbrt <- function(data = NULL, out = NULL) {
