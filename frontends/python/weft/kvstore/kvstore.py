@@ -121,7 +121,8 @@ class KVStore(object):
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """Pulls only the rows `row_ids` (an NDArray of indices, or one per `out`) of key(s)'
         stored value(s) into RowSparseNDArray(s) `out`: afterwards `out` stores exactly those
-        rows (sorted, without repeats). The stored value is read whole, then the rows kept."""
+        rows (sorted, without repeats). Only those rows are read from the store, and a dist
+        store's servers send only them."""
         from ..ndarray import sparse  # pylint: disable=import-outside-toplevel
         if out is None or row_ids is None:
             raise ValueError("kvstore row_sparse_pull: 'out' and 'row_ids' are required")
@@ -134,14 +135,14 @@ class KVStore(object):
             if not isinstance(o, sparse.RowSparseNDArray):
                 raise TypeError("kvstore row_sparse_pull: expected RowSparseNDArray outputs, got %s"
                                 % type(o).__name__)
-            full = nd.zeros(o.shape, ctx=o.context, dtype=o.dtype)
-            _api.weft_kvstore_pull(self.handle, 1, [k], [full], priority)
-            rows = np.unique(r.asnumpy().astype(np.int64))
-            if rows.size and (rows[0] < 0 or rows[-1] >= o.shape[0]):
-                raise IndexError("kvstore row_sparse_pull: row ids must be in [0, %d), got %s..%s"
-                                 % (o.shape[0], rows[0], rows[-1]))
-            vals = nd.take(full, nd.array(rows, ctx=o.context, dtype="int64"), axis=0)
-            got = sparse.row_sparse_array((vals, rows), shape=o.shape, ctx=o.context)
+            host_ids = r.asnumpy() if isinstance(r, NDArray) else np.asarray(r)
+            if host_ids.size and (not np.all(np.isfinite(host_ids)) or np.any(host_ids != np.floor(host_ids))):
+                raise ValueError("kvstore row_sparse_pull: row ids must be integers, got %s" % (host_ids,))
+            rows = np.unique(host_ids.astype(np.int64))
+            rows_nd = nd.array(rows, ctx=o.context, dtype="int64")
+            vals = nd.empty((len(rows),) + tuple(o.shape[1:]), ctx=o.context, dtype=o.dtype)
+            _api.weft_kvstore_pull_rows(self.handle, k, rows_nd, vals, priority)
+            got = sparse.RowSparseNDArray(_api.weft_ndarray_create_sparse(1, tuple(o.shape), vals, 1, [rows_nd]))
             _api.weft_ndarray_sparse_assign(o, got)
 
     def pushpull(self, key, value, out=None, priority=0):
