@@ -13,6 +13,7 @@ import numpy as np
 from ..base import _api, atomic_write
 from .. import ndarray as nd
 from ..ndarray.ndarray import NDArray
+from ..ndarray.sparse import _wrap
 from . import optimizer_wire
 from .base import KVStoreBase
 
@@ -69,6 +70,7 @@ class KVStore(object):
     def __init__(self, handle):
         self.handle = handle
         self._updater = None
+        self._compressed = False
         self._updater_cb = None
         _live.add(self)
 
@@ -108,7 +110,15 @@ class KVStore(object):
         """Pushes value(s): per key an NDArray or a list of NDArrays (one per device),
         which are summed; the sum updates the stored value (through the updater, if set)."""
         keys, vals = _flatten(key, value, "push")
-        vals = _dense(vals)
+        if self._updater is not None and "dist" not in self.type and not self._compressed:
+            # A key's one row_sparse value (a gradient) reaches the updater as it is, so that
+            # the optimizer touches only its rows (lazy updates); other sparse values go dense.
+            once = {k for k in keys if keys.count(k) == 1}
+            vals = [v if v.stype == "default" or (v.stype == "row_sparse" and k in once and
+                                                   v.context.device_type == "cpu")
+                    else v.tostype("default") for k, v in zip(keys, vals)]
+        else:
+            vals = _dense(vals)
         _api.weft_kvstore_push(self.handle, len(keys), keys, vals, priority)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
@@ -176,7 +186,7 @@ class KVStore(object):
             cb = None
         else:
             def cb(key, merged, stored):
-                updater(_key_back(key), NDArray(merged), NDArray(stored))
+                updater(_key_back(key), _wrap(merged), NDArray(stored))
         _api.weft_kvstore_set_updater(self.handle, cb)
         # The library calls back through these: they live as long as the store uses them.
         self._updater, self._updater_cb = updater, cb
@@ -191,6 +201,7 @@ class KVStore(object):
         keys = [str(k) for k in compression_params]
         vals = [str(v) for v in compression_params.values()]
         _api.weft_kvstore_set_gradient_compression(self.handle, len(keys), keys, vals)
+        self._compressed = str(compression_params.get("type", "none")) != "none"
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
         """Saves the updater's states (and the optimizer when dump_optimizer) to fname."""
