@@ -12,6 +12,8 @@ same command and never get past `import weft`).
     kv_worker.py late_push OUTDIR      worker 1 pushes long after worker 0
     kv_worker.py rowsparse OUTDIR      row_sparse_pull after pushes, from a key split over the
                                        servers with a row across the split
+    kv_worker.py sparse_gluon OUTDIR   gluon SparseEmbedding (row_sparse weight) + Dense trained
+                                       with a dist_sync Trainer; final weights saved
 
 Each worker writes what it saw under OUTDIR (rank-named files) for the test to compare.
 """
@@ -234,7 +236,25 @@ def run_rowsparse():
     np.savez(os.path.join(OUT, "rowsparse-%d.npz" % rank), **results)
 
 
+def run_sparse_gluon():
+    from sparse_model import SparseNet, sparse_gluon_batches
+    vocab = 3000  # 3000 x 5 weight; rows vocab/2.. are never used
+    net = SparseNet(vocab)
+    net.initialize(mx.init.Constant(0.1))
+    net.emb.weight.set_data(mx.nd.array(np.random.RandomState(7).uniform(-1, 1, (vocab, 5))))
+    kv = mx.kv.create("dist_sync")
+    kv_rank = kv.rank
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.2}, kvstore=kv)
+    for x, y in sparse_gluon_batches(kv_rank, 4, vocab):
+        with mx.autograd.record():
+            loss = ((net(mx.nd.array(x)) - mx.nd.array(y)) ** 2).sum()
+        loss.backward()
+        trainer.step(4)
+    np.savez(os.path.join(OUT, "sparse_gluon-%d.npz" % kv_rank), emb=net.emb.weight._reduce().asnumpy(),
+             out=net.out.weight.data().asnumpy(), rank=np.array([kv_rank]))
+
+
 wait_for_gate()
-{"rowsparse": run_rowsparse, "sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill,
+{"sparse_gluon": run_sparse_gluon, "rowsparse": run_rowsparse, "sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill,
  "late_barrier": run_late_barrier,
  "late_push": run_late_push}[MODE]()

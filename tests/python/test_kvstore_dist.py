@@ -97,6 +97,31 @@ def test_dist_row_sparse_pull_reads_the_summed_rows_across_servers(tmp_path):
     assert not no_process_left(str(tmp_path))
 
 
+def test_dist_gluon_row_sparse_weight_trains_as_one_process_on_both_batches(tmp_path):
+    import sparse_model as kb
+    rc, out = launch(["sparse_gluon", tmp_path])
+    assert rc == 0, out
+    # The same training in this process: one local Trainer on both workers' batches at
+    # each step (the servers sum the two workers' gradients).
+    vocab = 3000
+    net = kb.SparseNet(vocab)
+    net.initialize(mx.init.Constant(0.1))
+    net.emb.weight.set_data(mx.nd.array(np.random.RandomState(7).uniform(-1, 1, (vocab, 5))))
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.2}, kvstore="local")
+    for (x0, y0), (x1, y1) in zip(kb.sparse_gluon_batches(0, 4, vocab), kb.sparse_gluon_batches(1, 4, vocab)):
+        with mx.autograd.record():
+            loss = ((net(mx.nd.array(np.concatenate([x0, x1]))) - mx.nd.array(np.concatenate([y0, y1]))) ** 2).sum()
+        loss.backward()
+        trainer.step(4)
+    want_emb, want_out = net.emb.weight._reduce().asnumpy(), net.out.weight.data().asnumpy()
+    for r in range(2):
+        got = np.load(tmp_path / ("sparse_gluon-%d.npz" % r))
+        np.testing.assert_allclose(got["emb"], want_emb, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got["out"], want_out, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(want_emb, np.random.RandomState(7).uniform(-1, 1, (vocab, 5)).astype(np.float32))
+    assert not no_process_left(str(tmp_path))
+
+
 def test_dist_device_sync_sums_per_device_values_then_over_workers(tmp_path):
     rc, out = launch(["device", tmp_path])
     assert rc == 0, out

@@ -41,6 +41,7 @@ class Trainer:
                              "holds and updates them")
         self._update_on_kvstore = update_on_kvstore
         self._updates_on_kvstore = False
+        self._distributed = False
         self._param2idx = {id(p): i for i, p in enumerate(self._params)}
         for p in self._params:
             p._set_trainer(self)
@@ -100,7 +101,18 @@ class Trainer:
             if p.grad_req != "null" or p._stype != "default":
                 self._kvstore.init(i, next(iter(p._data.values())))
         if self._contains_sparse_weight:
-            self._kvstore.set_optimizer(self._optimizer)
+            self._distributed = "dist" in self._kvstore.type
+            if self._distributed:
+                # The servers keep the optimizer they are sent; the batch size can change at
+                # every step, so the workers scale their gradients instead (rescaling comes
+                # first in every update, before clipping: the result is the same).
+                rescale, self._optimizer.rescale_grad = self._optimizer.rescale_grad, 1.0
+                try:
+                    self._kvstore.set_optimizer(self._optimizer)
+                finally:
+                    self._optimizer.rescale_grad = rescale
+            else:
+                self._kvstore.set_optimizer(self._optimizer)
             self._updates_on_kvstore = True
 
     def _reset_kvstore(self):
@@ -159,7 +171,10 @@ class Trainer:
         if self._updates_on_kvstore:
             # The kvstore sums and applies the gradients; dense weights come back in _update,
             # row_sparse ones when row_sparse_data pulls them.
+            scale = self._optimizer.rescale_grad
             for i, grads in self._reduce:
+                if self._distributed and scale != 1.0:
+                    grads = [g * scale for g in grads]
                 self._kvstore.push(i, grads, priority=-i)
             return
         if self._kvstore is None and len(lists) <= 1:
