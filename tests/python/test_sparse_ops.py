@@ -400,3 +400,149 @@ def test_native_kernels_do_not_densify(rng):
     # The dense (n, 2) operands above take 8 MB each; a dense image of either sparse array
     # would take gigabytes.
     assert grown < 300, "peak RSS grew by %.0f MB" % grown
+
+
+# ---------------------------------------------------------------- DGL graph operators
+
+
+def _graph(n=8, density=0.4, seed=2):
+    rng = np.random.default_rng(seed)
+    mask = rng.random((n, n)) < density
+    np.fill_diagonal(mask, False)
+    ids = np.zeros((n, n), np.int64)
+    ids[mask] = np.arange(1, mask.sum() + 1)  # edge ids, 0 meaning no edge in the dense view
+    return ids, nd.array(ids, dtype="int64").tostype("csr")
+
+
+def test_dgl_adjacency():
+    ids, g = _graph()
+    a = nd.contrib.dgl_adjacency(g)
+    assert a.stype == "csr" and a.dtype == np.float32
+    np.testing.assert_array_equal(a.asnumpy(), (ids != 0).astype(np.float32))
+    with pytest.raises(mx.base.MXNetError, match="must be a csr graph"):
+        nd.contrib.dgl_adjacency(nd.array(ids, dtype="int64"))
+    with pytest.raises(mx.base.MXNetError, match="int64"):
+        nd.contrib.dgl_adjacency(nd.array(ids).tostype("csr"))
+
+
+def test_dgl_subgraph():
+    ids, g = _graph()
+    verts = [[0, 2, 3, 6], [1, 7]]
+    outs = nd.contrib.dgl_subgraph(g, *[nd.array(v, dtype="int64") for v in verts], return_mapping=True)
+    assert len(outs) == 4
+    for k, v in enumerate(verts):
+        sub, parent = outs[k], outs[k + 2]
+        assert sub.stype == parent.stype == "csr" and sub.shape == (len(v), len(v))
+        want = ids[np.ix_(v, v)]
+        np.testing.assert_array_equal(parent.asnumpy(), want)
+        np.testing.assert_array_equal(sub.indices.asnumpy(), parent.indices.asnumpy())
+        np.testing.assert_array_equal(sub.data.asnumpy(), np.arange((want != 0).sum()))
+    one = nd.contrib.dgl_subgraph(g, nd.array([0, 2], dtype="int64"), return_mapping=False)
+    assert not isinstance(one, list) and one.shape == (2, 2)
+    with pytest.raises(mx.base.MXNetError, match="sorted and distinct"):
+        nd.contrib.dgl_subgraph(g, nd.array([3, 1], dtype="int64"), return_mapping=False)
+    with pytest.raises(mx.base.MXNetError, match="vertex id 8 .* out of range"):
+        nd.contrib.dgl_subgraph(g, nd.array([1, 8], dtype="int64"), return_mapping=False)
+    with pytest.raises(mx.base.MXNetError, match="int64"):
+        nd.contrib.dgl_subgraph(g, nd.array([1, 2]), return_mapping=False)
+    with pytest.raises(mx.base.MXNetError, match="return_mapping"):
+        nd.contrib.dgl_subgraph(g, nd.array([1, 2], dtype="int64"))
+
+
+def _check_sample(ids, verts, sub, layer, seeds, num_hops, num_neighbor, max_v):
+    count = int(verts[-1])
+    v = verts[:count]
+    assert count <= max_v and list(v) == sorted(set(v)) and (verts[count:-1] == -1).all()
+    assert set(seeds) <= set(v) and (layer[count:] == -1).all()
+    dense = sub.asnumpy()
+    assert sub.shape == (max_v, ids.shape[1]) and not dense[count:].any()
+    for i, vert in enumerate(v):
+        hop = layer[i]
+        assert 0 <= hop <= num_hops and (hop == 0) == (vert in seeds)
+        row = dense[i]
+        cols = np.flatnonzero(row)
+        # Sampled edges are edges of the graph with their ids, at most num_neighbor a vertex.
+        np.testing.assert_array_equal(row[cols], ids[vert, cols])
+        assert len(cols) <= num_neighbor
+        if hop == num_hops:
+            assert len(cols) == 0
+
+
+def test_dgl_neighbor_uniform_sample():
+    ids, g = _graph(12, 0.3)
+    mx.random.seed(11)
+    seeds = [0, 5]
+    out = nd.contrib.dgl_csr_neighbor_uniform_sample(g, nd.array(seeds, dtype="int64"), num_args=2, num_hops=2,
+                                                     num_neighbor=2, max_num_vertices=12)
+    verts, sub, layer = out[0].asnumpy(), out[1], out[2].asnumpy()
+    assert out[0].shape == (13,) and out[2].shape == (12,)
+    _check_sample(ids, verts, sub, layer, seeds, 2, 2, 12)
+    mx.random.seed(11)
+    again = nd.contrib.dgl_csr_neighbor_uniform_sample(g, nd.array(seeds, dtype="int64"), num_args=2, num_hops=2,
+                                                       num_neighbor=2, max_num_vertices=12)
+    np.testing.assert_array_equal(again[0].asnumpy(), verts)
+    np.testing.assert_array_equal(again[1].asnumpy(), sub.asnumpy())
+    # Every neighbor kept: the breadth-first neighborhood, exactly.
+    out = nd.contrib.dgl_csr_neighbor_uniform_sample(g, nd.array([3], dtype="int64"), num_args=2, num_hops=1,
+                                                     num_neighbor=12, max_num_vertices=12)
+    count = int(out[0].asnumpy()[-1])
+    assert sorted(out[0].asnumpy()[:count]) == sorted({3} | set(np.flatnonzero(ids[3])))
+    row = list(out[0].asnumpy()[:count]).index(3)
+    np.testing.assert_array_equal(out[1].asnumpy()[row], ids[3])
+    # The vertex limit holds.
+    out = nd.contrib.dgl_csr_neighbor_uniform_sample(g, nd.array([0, 1], dtype="int64"), num_args=2, num_hops=3,
+                                                     num_neighbor=5, max_num_vertices=3)
+    assert int(out[0].asnumpy()[-1]) <= 3
+    with pytest.raises(mx.base.MXNetError, match="more than max_num_vertices"):
+        nd.contrib.dgl_csr_neighbor_uniform_sample(g, nd.array([0, 1, 2], dtype="int64"), num_args=2,
+                                                   max_num_vertices=2)
+    with pytest.raises(mx.base.MXNetError, match="vertex id 12 .* out of range"):
+        nd.contrib.dgl_csr_neighbor_uniform_sample(g, nd.array([12], dtype="int64"), num_args=2)
+    with pytest.raises(mx.base.MXNetError, match="square"):
+        nd.contrib.dgl_csr_neighbor_uniform_sample(nd.sparse.zeros("csr", (3, 4), dtype="int64"),
+                                                   nd.array([0], dtype="int64"), num_args=2)
+
+
+def test_dgl_neighbor_non_uniform_sample():
+    ids, g = _graph(10, 0.6)
+    prob = np.linspace(0, 1, 10).astype(np.float32)
+    prob[[2, 4]] = 0
+    mx.random.seed(5)
+    seeds = [0, 9]
+    out = nd.contrib.dgl_csr_neighbor_non_uniform_sample(g, nd.array(prob), nd.array(seeds, dtype="int64"),
+                                                         num_args=3, num_hops=1, num_neighbor=2, max_num_vertices=10)
+    assert len(out) == 4
+    verts, sub, vprob, layer = out[0].asnumpy(), out[1], out[2].asnumpy(), out[3].asnumpy()
+    _check_sample(ids, verts, sub, layer, seeds, 1, 2, 10)
+    count = int(verts[-1])
+    np.testing.assert_array_equal(vprob[:count], prob[verts[:count]])
+    # Zero-probability vertices are never drawn while others remain.
+    for i, vert in enumerate(verts[:count]):
+        cols = np.flatnonzero(sub.asnumpy()[i])
+        if (prob[np.flatnonzero(ids[vert])] > 0).sum() >= 2:
+            assert not set(cols) & {2, 4}
+    with pytest.raises(mx.base.MXNetError, match="not a finite non-negative"):
+        nd.contrib.dgl_csr_neighbor_non_uniform_sample(g, nd.array(-prob), nd.array([0], dtype="int64"), num_args=3)
+
+
+def test_dgl_graph_compact():
+    ids, g = _graph(9, 0.4)
+    mx.random.seed(3)
+    out = nd.contrib.dgl_csr_neighbor_uniform_sample(g, nd.array([1, 4], dtype="int64"), num_args=2, num_hops=2,
+                                                     num_neighbor=3, max_num_vertices=9)
+    verts = out[0].asnumpy()
+    count = int(verts[-1])
+    c, mapping = nd.contrib.dgl_graph_compact(out[1], out[0], graph_sizes=(count,), return_mapping=True)
+    assert c.stype == "csr" and c.shape == (count, count)
+    sampled = out[1].asnumpy()[:count]
+    v = verts[:count]
+    np.testing.assert_array_equal(mapping.asnumpy(), sampled[:, v])  # columns renumbered, edge ids kept
+    assert sorted(c.data.asnumpy()) == list(range((sampled != 0).sum()))
+    with pytest.raises(mx.base.MXNetError, match="sampler's output"):
+        nd.contrib.dgl_graph_compact(out[1], out[0], graph_sizes=(count + 1,), return_mapping=False)
+    with pytest.raises(mx.base.MXNetError, match="graph_sizes"):
+        nd.contrib.dgl_graph_compact(out[1], out[0], graph_sizes=(count, count), return_mapping=False)
+    bad = out[0].asnumpy().copy()
+    bad[:count] = 10 ** 6 + np.arange(count)  # vertex ids the graph's columns do not use
+    with pytest.raises(mx.base.MXNetError, match="not among its vertices"):
+        nd.contrib.dgl_graph_compact(out[1], nd.array(bad, dtype="int64"), graph_sizes=(count,), return_mapping=False)

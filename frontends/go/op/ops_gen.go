@@ -116,6 +116,11 @@ var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
 var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
 var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
 var opInternalContribDequantize = weft.NewOperator("_contrib_dequantize")
+var opInternalContribDglAdjacency = weft.NewOperator("_contrib_dgl_adjacency")
+var opInternalContribDglCsrNeighborNonUniformSample = weft.NewOperator("_contrib_dgl_csr_neighbor_non_uniform_sample")
+var opInternalContribDglCsrNeighborUniformSample = weft.NewOperator("_contrib_dgl_csr_neighbor_uniform_sample")
+var opInternalContribDglGraphCompact = weft.NewOperator("_contrib_dgl_graph_compact")
+var opInternalContribDglSubgraph = weft.NewOperator("_contrib_dgl_subgraph")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
 var opInternalContribEdgeId = weft.NewOperator("_contrib_edge_id")
 var opInternalContribGetnnz = weft.NewOperator("_contrib_getnnz")
@@ -3779,6 +3784,164 @@ func InternalContribDequantize(data, minRange, maxRange *weft.NDArray, opts ...O
 func SymInternalContribDequantize(data, minRange, maxRange *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribDequantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
+}
+
+// InternalContribDglAdjacency runs the operator _contrib_dgl_adjacency.
+//
+// The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+func InternalContribDglAdjacency(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribDglAdjacency, data)
+}
+
+// SymInternalContribDglAdjacency runs the operator _contrib_dgl_adjacency symbolically: it adds one node to the graph.
+//
+// The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+func SymInternalContribDglAdjacency(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribDglAdjacency, []string{"data"}, data)
+}
+
+// InternalContribDglCsrNeighborNonUniformSample runs the operator _contrib_dgl_csr_neighbor_non_uniform_sample.
+//
+// As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - probability: probability vector
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func InternalContribDglCsrNeighborNonUniformSample(csrMatrix []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalContribDglCsrNeighborNonUniformSample, "num_args", csrMatrix)
+}
+
+// SymInternalContribDglCsrNeighborNonUniformSample runs the operator _contrib_dgl_csr_neighbor_non_uniform_sample symbolically: it adds one node to the graph.
+//
+// As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - probability: probability vector
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func SymInternalContribDglCsrNeighborNonUniformSample(csrMatrix []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalContribDglCsrNeighborNonUniformSample, "num_args", csrMatrix)
+}
+
+// InternalContribDglCsrNeighborUniformSample runs the operator _contrib_dgl_csr_neighbor_uniform_sample.
+//
+// Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func InternalContribDglCsrNeighborUniformSample(csrMatrix []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalContribDglCsrNeighborUniformSample, "num_args", csrMatrix)
+}
+
+// SymInternalContribDglCsrNeighborUniformSample runs the operator _contrib_dgl_csr_neighbor_uniform_sample symbolically: it adds one node to the graph.
+//
+// Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func SymInternalContribDglCsrNeighborUniformSample(csrMatrix []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalContribDglCsrNeighborUniformSample, "num_args", csrMatrix)
+}
+
+// InternalContribDglGraphCompact runs the operator _contrib_dgl_graph_compact.
+//
+// Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - graphData: Input graphs and input vertex Ids. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+//   - graphSizes []int: The number of vertices of each graph.
+func InternalContribDglGraphCompact(graphData []*weft.NDArray, returnMapping bool, graphSizes []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	c.set("graph_sizes", graphSizes)
+	return c.invokeList(opInternalContribDglGraphCompact, "num_args", graphData)
+}
+
+// SymInternalContribDglGraphCompact runs the operator _contrib_dgl_graph_compact symbolically: it adds one node to the graph.
+//
+// Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - graphData: Input graphs and input vertex Ids. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+//   - graphSizes []int: The number of vertices of each graph.
+func SymInternalContribDglGraphCompact(graphData []*weft.Symbol, returnMapping bool, graphSizes []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	c.set("graph_sizes", graphSizes)
+	return c.composeList(opInternalContribDglGraphCompact, "num_args", graphData)
+}
+
+// InternalContribDglSubgraph runs the operator _contrib_dgl_subgraph.
+//
+// The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - graph: Input graph where we sample vertices.
+//   - data: The vertex id arrays, one per subgraph. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+func InternalContribDglSubgraph(graph []*weft.NDArray, returnMapping bool, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	return c.invokeList(opInternalContribDglSubgraph, "num_args", graph)
+}
+
+// SymInternalContribDglSubgraph runs the operator _contrib_dgl_subgraph symbolically: it adds one node to the graph.
+//
+// The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - graph: Input graph where we sample vertices.
+//   - data: The vertex id arrays, one per subgraph. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+func SymInternalContribDglSubgraph(graph []*weft.Symbol, returnMapping bool, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	return c.composeList(opInternalContribDglSubgraph, "num_args", graph)
 }
 
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
@@ -13049,6 +13212,12 @@ func WithMaxDisplacement(v int) Option {
 	return param("max_displacement", v)
 }
 
+// WithMaxNumVertices sets the parameter max_num_vertices.
+// Most vertices in a sampled subgraph.
+func WithMaxNumVertices(v int) Option {
+	return param("max_num_vertices", v)
+}
+
 // WithMean sets the parameter mean.
 // Mean of each channel (one value for all, or at least one per channel; the first C are used).
 func WithMean(v []float64) Option {
@@ -13155,6 +13324,18 @@ func WithNumGroup(v int) Option {
 // Number of channel groups.
 func WithNumGroups(v int) Option {
 	return param("num_groups", v)
+}
+
+// WithNumHops sets the parameter num_hops.
+// Number of hops.
+func WithNumHops(v int) Option {
+	return param("num_hops", v)
+}
+
+// WithNumNeighbor sets the parameter num_neighbor.
+// Number of neighbors sampled per vertex.
+func WithNumNeighbor(v int) Option {
+	return param("num_neighbor", v)
 }
 
 // WithNumTensors sets the parameter num_tensors.

@@ -1972,6 +1972,107 @@ _contrib_dequantize(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dequa
 _contrib_dequantize(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dequantize, args; kwargs...)
 _contrib_dequantize(; kwargs...) = _call_op(_op__contrib_dequantize; kwargs...)
 
+const _op__contrib_dgl_adjacency = OpDef("_contrib_dgl_adjacency", ["data"], false, "")
+"""
+    _contrib_dgl_adjacency(data)
+
+The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_adjacency end
+_contrib_dgl_adjacency(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_adjacency, args; kwargs...)
+_contrib_dgl_adjacency(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_adjacency, args; kwargs...)
+_contrib_dgl_adjacency(; kwargs...) = _call_op(_op__contrib_dgl_adjacency; kwargs...)
+
+const _op__contrib_dgl_csr_neighbor_non_uniform_sample = OpDef("_contrib_dgl_csr_neighbor_non_uniform_sample", String[], true, "num_args")
+"""
+    _contrib_dgl_csr_neighbor_non_uniform_sample(args...; num_hops=1, num_neighbor=2, max_num_vertices=100)
+
+As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+
+# Inputs
+- `csr_matrix` (NDArray or SymbolicNode): csr matrix
+- `probability` (NDArray or SymbolicNode): probability vector
+- `seed_arrays` (NDArrays or SymbolicNodes, any number): seed vertices
+
+# Parameters
+- `num_hops` (long, in [0, inf]; default `1`): Number of hops.
+- `num_neighbor` (long, in [0, inf]; default `2`): Number of neighbors sampled per vertex.
+- `max_num_vertices` (long, in [1, inf]; default `100`): Most vertices in a sampled subgraph.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_csr_neighbor_non_uniform_sample end
+_contrib_dgl_csr_neighbor_non_uniform_sample(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_csr_neighbor_non_uniform_sample, args; kwargs...)
+_contrib_dgl_csr_neighbor_non_uniform_sample(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_csr_neighbor_non_uniform_sample, args; kwargs...)
+_contrib_dgl_csr_neighbor_non_uniform_sample(; kwargs...) = _call_op(_op__contrib_dgl_csr_neighbor_non_uniform_sample; kwargs...)
+
+const _op__contrib_dgl_csr_neighbor_uniform_sample = OpDef("_contrib_dgl_csr_neighbor_uniform_sample", String[], true, "num_args")
+"""
+    _contrib_dgl_csr_neighbor_uniform_sample(args...; num_hops=1, num_neighbor=2, max_num_vertices=100)
+
+Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+
+# Inputs
+- `csr_matrix` (NDArray or SymbolicNode): csr matrix
+- `seed_arrays` (NDArrays or SymbolicNodes, any number): seed vertices
+
+# Parameters
+- `num_hops` (long, in [0, inf]; default `1`): Number of hops.
+- `num_neighbor` (long, in [0, inf]; default `2`): Number of neighbors sampled per vertex.
+- `max_num_vertices` (long, in [1, inf]; default `100`): Most vertices in a sampled subgraph.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_csr_neighbor_uniform_sample end
+_contrib_dgl_csr_neighbor_uniform_sample(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_csr_neighbor_uniform_sample, args; kwargs...)
+_contrib_dgl_csr_neighbor_uniform_sample(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_csr_neighbor_uniform_sample, args; kwargs...)
+_contrib_dgl_csr_neighbor_uniform_sample(; kwargs...) = _call_op(_op__contrib_dgl_csr_neighbor_uniform_sample; kwargs...)
+
+const _op__contrib_dgl_graph_compact = OpDef("_contrib_dgl_graph_compact", String[], true, "num_args")
+"""
+    _contrib_dgl_graph_compact(args...; return_mapping, graph_sizes)
+
+Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+
+# Inputs
+- `graph_data` (NDArrays or SymbolicNodes, any number): Input graphs and input vertex Ids.
+
+# Parameters
+- `return_mapping` (boolean; required): Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+- `graph_sizes` (Shape(tuple); required): The number of vertices of each graph.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_graph_compact end
+_contrib_dgl_graph_compact(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_graph_compact, args; kwargs...)
+_contrib_dgl_graph_compact(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_graph_compact, args; kwargs...)
+_contrib_dgl_graph_compact(; kwargs...) = _call_op(_op__contrib_dgl_graph_compact; kwargs...)
+
+const _op__contrib_dgl_subgraph = OpDef("_contrib_dgl_subgraph", String[], true, "num_args")
+"""
+    _contrib_dgl_subgraph(args...; return_mapping)
+
+The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+
+# Inputs
+- `graph` (NDArray or SymbolicNode): Input graph where we sample vertices.
+- `data` (NDArrays or SymbolicNodes, any number): The vertex id arrays, one per subgraph.
+
+# Parameters
+- `return_mapping` (boolean; required): Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_subgraph end
+_contrib_dgl_subgraph(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_subgraph, args; kwargs...)
+_contrib_dgl_subgraph(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_subgraph, args; kwargs...)
+_contrib_dgl_subgraph(; kwargs...) = _call_op(_op__contrib_dgl_subgraph; kwargs...)
+
 const _op__contrib_div_sqrt_dim = OpDef("_contrib_div_sqrt_dim", ["data"], false, "")
 """
     _contrib_div_sqrt_dim(data)
@@ -11335,6 +11436,11 @@ const _OPERATOR_NAMES = [
     "_contrib_box_nms",
     "_contrib_box_non_maximum_suppression",
     "_contrib_dequantize",
+    "_contrib_dgl_adjacency",
+    "_contrib_dgl_csr_neighbor_non_uniform_sample",
+    "_contrib_dgl_csr_neighbor_uniform_sample",
+    "_contrib_dgl_graph_compact",
+    "_contrib_dgl_subgraph",
     "_contrib_div_sqrt_dim",
     "_contrib_edge_id",
     "_contrib_getnnz",

@@ -543,6 +543,41 @@ mx.symbol.internal.contrib.dequantize <- function(data = NULL, min_range = NULL,
   .weft_symbol_op("_contrib_dequantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.dgl.adjacency <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_adjacency", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.dgl.adjacency <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_adjacency", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.dgl.csr.neighbor.non.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_csr_neighbor_non_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.csr.neighbor.non.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_csr_neighbor_non_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.csr.neighbor.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_csr_neighbor_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.csr.neighbor.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_csr_neighbor_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.graph.compact <- function(..., return_mapping, graph_sizes, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_graph_compact", .weft_dots(...), c(return_mapping = .weft_param(return_mapping), graph_sizes = .weft_shape_param(graph_sizes)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.graph.compact <- function(..., return_mapping, graph_sizes, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_graph_compact", .weft_dots(...), c(return_mapping = .weft_param(return_mapping), graph_sizes = .weft_shape_param(graph_sizes)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.subgraph <- function(..., return_mapping, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_subgraph", .weft_dots(...), c(return_mapping = .weft_param(return_mapping)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.subgraph <- function(..., return_mapping, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_subgraph", .weft_dots(...), c(return_mapping = .weft_param(return_mapping)), "num_args", name, attr)
+}
+
 mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_div_sqrt_dim", list(data), c(), NULL, out)
 }
