@@ -546,3 +546,29 @@ def test_dgl_graph_compact():
     bad[:count] = 10 ** 6 + np.arange(count)  # vertex ids the graph's columns do not use
     with pytest.raises(mx.base.MXNetError, match="not among its vertices"):
         nd.contrib.dgl_graph_compact(out[1], nd.array(bad, dtype="int64"), graph_sizes=(count,), return_mapping=False)
+
+
+def test_out_arguments_with_sparse_results(rng):
+    a = _rand_dense((5, 4), 0.5, rng)
+    c = _sp(a, "csr")
+    # A sparse out= receives the result in its own storage type (its handle now holds it).
+    out = nd.sparse.zeros("csr", (5, 4))
+    r = nd.elemwise_add(c, c, out=out)
+    assert r is out and out.stype == "csr"
+    np.testing.assert_allclose(out.asnumpy(), 2 * a, rtol=1e-6)
+    rsp_out = nd.sparse.zeros("row_sparse", (5, 4))
+    nd.elemwise_mul(c, c, out=rsp_out)
+    assert rsp_out.stype == "row_sparse"
+    np.testing.assert_allclose(rsp_out.asnumpy(), a * a, rtol=1e-6)
+    # A dense out= is written densely (values equal to the sparse result).
+    g = rng.standard_normal((5, 2)).astype(np.float32)
+    dense_out = nd.zeros((4, 2))
+    nd.dot(c, nd.array(g), transpose_a=True, out=dense_out)
+    assert dense_out.stype == "default"
+    np.testing.assert_allclose(dense_out.asnumpy(), a.T @ g, rtol=1e-5, atol=1e-6)
+    # The dense fallback fills a sparse out= too.
+    nd.exp(c, out=out)
+    assert out.stype == "csr"
+    np.testing.assert_allclose(out.asnumpy(), np.exp(a), rtol=1e-6)
+    with pytest.raises(mx.base.MXNetError, match="output 0 has shape"):
+        nd.elemwise_add(c, c, out=nd.sparse.zeros("csr", (5, 5)))
