@@ -572,3 +572,19 @@ def test_out_arguments_with_sparse_results(rng):
     np.testing.assert_allclose(out.asnumpy(), np.exp(a), rtol=1e-6)
     with pytest.raises(mx.base.MXNetError, match="output 0 has shape"):
         nd.elemwise_add(c, c, out=nd.sparse.zeros("csr", (5, 5)))
+
+
+def test_creation_with_storage_types():
+    z = nd.zeros((3, 4), stype="csr", dtype="float64")
+    assert z.stype == "csr" and z.dtype == np.float64 and not z.asnumpy().any()
+    e = nd.empty((3, 4), stype="row_sparse")
+    assert e.stype == "row_sparse" and e.indices.asnumpy().size == 0
+    assert nd.zeros((2, 2), stype="default").stype == "default"
+    src = nd.array([[1, 0], [0, 2.5]]).tostype("csr")
+    c = nd.array(src, dtype="float64")
+    assert c.stype == "csr" and c.dtype == np.float64
+    np.testing.assert_array_equal(c.asnumpy(), [[1, 0], [0, 2.5]])
+    r = src.tostype("row_sparse").astype("int32")
+    assert r.stype == "row_sparse" and r.dtype == np.int32 and r.asnumpy().tolist() == [[1, 0], [0, 2]]
+    with pytest.raises(ValueError, match="storage type"):
+        nd.zeros((2, 2), stype="coo")

@@ -67,6 +67,14 @@ class BaseSparseNDArray(NDArray):
     def copy(self):
         return self.copyto(self.context)
 
+    def astype(self, dtype, copy=True):
+        """The same storage type with the stored values in `dtype`."""
+        if not copy and dtype_id(dtype) == dtype_id(self.dtype):
+            return self
+        aux = [self._aux(i).copy() for i in range(2 if self.stype == "csr" else 1)]
+        return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self.data.astype(dtype),
+                                                     len(aux), aux))
+
     def copyto(self, other):
         """A copy on a Context (same context only), or the dense values written into a
         dense NDArray `other` (returned)."""
