@@ -368,3 +368,13 @@ def test_compare_optimizer_sparse_gradient():
                          g_stype="row_sparse")
     with pytest.raises(NotImplementedError, match="w_stype"):
         tu.compare_optimizer(mx.optimizer.SGD(), mx.optimizer.SGD(), (2, 2), np.float32, w_stype="row_sparse")
+
+
+def test_check_numeric_gradient_accepts_sparse_gradient_storage():
+    x = mx.sym.var("x")
+    w = mx.sym.var("w")
+    sym = mx.sym.dot(x, w)
+    loc = {"x": np.random.rand(3, 4), "w": np.random.rand(4, 2)}
+    tu.check_numeric_gradient(sym, loc, grad_stype_dict={"w": "row_sparse"}, numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
+    with pytest.raises(ValueError, match="grad_stype_dict"):
+        tu.check_numeric_gradient(sym, loc, grad_stype_dict={"w": "coo"})
