@@ -730,3 +730,21 @@ def test_proposal_outputs_gradient_and_errors():
         nd.contrib.MultiProposal(nd.zeros((2, 24, 2, 2)), nd.zeros((2, 48, 2, 2)), nd.zeros((1, 3)))
     with pytest.raises(mx.base.MXNetError, match="more than the feature map"):
         nd.contrib.Proposal(nd.zeros((1, 24, 2, 2)), nd.zeros((1, 48, 2, 2)), nd.array([[48, 32, 1]])).wait_to_read()
+
+
+# ---------------------------------------------------------------- empty maps
+@pytest.mark.parametrize("op,shape,rois,params", [
+    ("ROIAlign", (1, 2, 0, 4), [[0, 0, 0, 2, 2]], dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    ("RROIAlign", (1, 2, 0, 4), [[0, 1, 1, 2, 2, 30]], dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    ("DeformablePSROIPooling", (1, 8, 3, 0), [[0, 0, 0, 2, 2]],
+     dict(spatial_scale=1.0, output_dim=2, group_size=2, pooled_size=2, no_trans=True)),
+])
+def test_roi_operators_pool_an_empty_map_to_zeros(op, shape, rois, params):
+    # A map without pixels has nothing to interpolate: zeros, and no read outside the array.
+    x = nd.ones(shape, dtype=np.float64)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = getattr(nd.contrib, op)(x, arr(rois), **params)
+    y.backward(nd.ones(y.shape, dtype=np.float64))
+    assert y.shape == (1, 2, 2, 2) and (y.asnumpy() == 0).all()
+    assert x.grad.shape == shape

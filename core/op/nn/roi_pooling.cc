@@ -474,12 +474,14 @@ void ROIAlignCompute(const NodeAttrs& attrs, const OpContext&, const std::vector
     ParallelFor(R, 1, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const RoiGeom& geom = geoms[static_cast<size_t>(r)];
-        std::vector<Sample> samples = geom.n >= 0 ? SamplesOf(geom, PH, PW, H, W) : std::vector<Sample>();
+        // An empty map has no pixel to read: its ROIs pool to zeros.
+        const bool reads = geom.n >= 0 && H > 0 && W > 0;
+        std::vector<Sample> samples = reads ? SamplesOf(geom, PH, PW, H, W) : std::vector<Sample>();
         const int64_t per_bin = geom.gh * geom.gw;
         for (int64_t c = 0; c < C; ++c)
           for (int64_t bin = 0; bin < PH * PW; ++bin) {
             double acc = 0;
-            if (geom.n >= 0) {
+            if (reads) {
               const T* img = data + (geom.n * CI + RoiAlignChannel(ps, c, bin / PW, bin % PW, PH, PW)) * H * W;
               for (int64_t k = 0; k < per_bin; ++k) {
                 const Sample& s = samples[static_cast<size_t>(bin * per_bin + k)];
@@ -522,7 +524,7 @@ void ROIAlignBackward(const NodeAttrs& attrs, const OpContext&, const std::vecto
       std::vector<RoiGeom> geoms = GeomsOf(attrs, rois, R, N);
       for (int64_t r = 0; r < R; ++r) {
         const RoiGeom& geom = geoms[static_cast<size_t>(r)];
-        if (geom.n < 0) continue;
+        if (geom.n < 0 || H == 0 || W == 0) continue;
         std::vector<Sample> samples = SamplesOf(geom, PH, PW, H, W);
         const int64_t per_bin = geom.gh * geom.gw;
         for (int64_t c = 0; c < C; ++c)
