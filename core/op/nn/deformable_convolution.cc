@@ -200,7 +200,7 @@ template <typename T>
 void BuildTaps(const DeformGeom& g, bool zero_outside, const T* off, std::vector<Tap>* taps) {
   const int64_t K = g.K(), O = g.O();
   taps->resize(static_cast<size_t>(g.dg * K * O));
-  ParallelFor(g.dg * K, 1, [&](int64_t b, int64_t e) {
+  ParallelFor(g.dg * K, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(O, 1)), [&](int64_t b, int64_t e) {
     for (int64_t row = b; row < e; ++row) {
       const int64_t d = row / K, k = row % K, i = k / g.kw, j = k % g.kw;
       const T* oy = off + (d * 2 * K + 2 * k) * O;
@@ -222,20 +222,23 @@ void BuildTaps(const DeformGeom& g, bool zero_outside, const T* off, std::vector
 template <typename T>
 void DeformIm2Col(const DeformGeom& g, const std::vector<Tap>& taps, const T* x, const T* mask, T* col) {
   const int64_t K = g.K(), O = g.O(), per_dg = g.c / g.dg;
-  ParallelFor(g.c * K, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(O, 1)), [&](int64_t b, int64_t e) {
-    for (int64_t row = b; row < e; ++row) {
-      const int64_t ch = row / K, tap_row = (ch / per_dg) * K + row % K;
-      const Tap* t = taps.data() + tap_row * O;
-      const T* img = x + ch * g.I();
-      const T* m = mask != nullptr ? mask + tap_row * O : nullptr;
-      T* dst = col + row * O;
-      for (int64_t o = 0; o < O; ++o) {
-        double v = 0;
-        for (int k = 0; k < t[o].n; ++k) v += t[o].w[k] * static_cast<double>(img[t[o].pos[k]]);
-        if (m != nullptr) v *= static_cast<double>(m[o]);
-        dst[o] = static_cast<T>(v);
+  // Tap-major within each thread's channels: one tap's row of samples is read for every
+  // channel while it is in cache.
+  ParallelFor(g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(K * O, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t ch = b; ch < e; ++ch) {
+        const int64_t tap_row = (ch / per_dg) * K + k;
+        const Tap* t = taps.data() + tap_row * O;
+        const T* img = x + ch * g.I();
+        const T* m = mask != nullptr ? mask + tap_row * O : nullptr;
+        T* dst = col + (ch * K + k) * O;
+        for (int64_t o = 0; o < O; ++o) {
+          double v = 0;
+          for (int q = 0; q < t[o].n; ++q) v += t[o].w[q] * static_cast<double>(img[t[o].pos[q]]);
+          if (m != nullptr) v *= static_cast<double>(m[o]);
+          dst[o] = static_cast<T>(v);
+        }
       }
-    }
   });
 }
 
@@ -290,7 +293,7 @@ void DeformBackward(const char* op, const DeformGeom& g, bool modulated, const T
       if (gr.req_data != OpReq::kNullOp) {
         T* gx = gr.data + n * g.c * I;
         // Channels own disjoint planes of the gradient, so they split across threads.
-        ParallelFor(g.c, 1, [&](int64_t b, int64_t e) {
+        ParallelFor(g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(K * O, 1)), [&](int64_t b, int64_t e) {
           for (int64_t ch = b; ch < e; ++ch) {
             T* plane = gx + ch * I;
             for (int64_t k = 0; k < K; ++k) {
@@ -310,7 +313,7 @@ void DeformBackward(const char* op, const DeformGeom& g, bool modulated, const T
       if (want_coords) {
         T* goff = gr.offset != nullptr ? gr.offset + n * g.dg * 2 * K * O : nullptr;
         T* gmask = modulated && gr.mask != nullptr ? gr.mask + n * g.dg * K * O : nullptr;
-        ParallelFor(g.dg * K, 1, [&](int64_t b, int64_t e) {
+        ParallelFor(g.dg * K, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(per_dg * O, 1)), [&](int64_t b, int64_t e) {
           std::vector<double> sy(static_cast<size_t>(O)), sx(static_cast<size_t>(O)), sm(static_cast<size_t>(O));
           for (int64_t tap_row = b; tap_row < e; ++tap_row) {
             const int64_t d = tap_row / K, k = tap_row % K;

@@ -191,7 +191,8 @@ void DPSROICompute(const NodeAttrs& attrs, const OpContext&, const std::vector<T
     const T* data = in[0].ptr<T>();
     const T* trans = p.no_trans ? nullptr : in[2].ptr<T>();
     std::vector<double> y(static_cast<size_t>(out[0].Size()), 0.0), count(y.size(), 0.0);
-    ParallelFor(R, 1, [&](int64_t b, int64_t e) {
+    const int64_t per_roi = p.output_dim * p.pooled_size * p.pooled_size * p.sample_per_part * p.sample_per_part;
+    ParallelFor(R, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(per_roi, 1)), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r)
         ForEachBin(attrs, in[1].ptr<T>(), trans, classes, r, d[0], d[1], d[2], d[3],
                    [&](int64_t o, int64_t plane, int64_t, double, double, const std::vector<Point>& pts) {

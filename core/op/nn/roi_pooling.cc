@@ -627,7 +627,7 @@ void RROIAlignCompute(const NodeAttrs& attrs, const OpContext&, const std::vecto
     const T* data = in[0].ptr<T>();
     T* y = out[0].ptr<T>();
     std::vector<RRoiGeom> geoms = RotatedGeomsOf(attrs, in[1].ptr<T>(), R, N);
-    ParallelFor(R, 1, [&](int64_t b, int64_t e) {
+    ParallelFor(R, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(C * PH * PW * 4, 1)), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const RRoiGeom& geom = geoms[static_cast<size_t>(r)];
         // An empty map has no pixel to read: its ROIs pool to zeros.
