@@ -182,6 +182,21 @@ def test_deformable_conv_border_rules():
     assert mod[0, 1] == 0
 
 
+def test_deformable_conv_samples_off_the_map_read_nothing():
+    # A NaN pixel reaches only the samples that interpolate it, not those off the map.
+    img = RNG.uniform(-1, 1, (1, 1, 4, 4))
+    img[0, 0, 0, 0] = np.nan
+    off = np.zeros((1, 2, 4, 4))
+    off[0, 0, 3, 3] = 50.0
+    w = np.ones((1, 1, 1, 1))
+    plain = nd.contrib.DeformableConvolution(arr(img), arr(off), arr(w), kernel=(1, 1), num_filter=1, no_bias=True)
+    mod = nd.contrib.ModulatedDeformableConvolution(arr(img), arr(off), arr(np.ones((1, 1, 4, 4))), arr(w),
+                                                    kernel=(1, 1), num_filter=1, no_bias=True)
+    for y in (plain.asnumpy()[0, 0], mod.asnumpy()[0, 0]):
+        assert np.isnan(y[0, 0]) and y[3, 3] == 0
+        assert np.isfinite(y.ravel()[1:]).all()
+
+
 @pytest.mark.parametrize("cfg", CONFIGS[:3])
 def test_modulated_deformable_conv_forward(cfg):
     x, weight, bias, off_shape, mask_shape = conv_case(cfg)

@@ -217,24 +217,59 @@ void BuildTaps(const DeformGeom& g, bool zero_outside, const T* off, std::vector
   });
 }
 
+// The taps laid out for the sampled im2col: per tap row, corner-major arrays of O pixel
+// indices and weights, so the loop over output cells has no branch and vectorises. A
+// corner a sample does not read points past the channel's last pixel, at a zero the
+// im2col places there (a weight of 0 on a real pixel would still carry its NaN or Inf).
+struct FlatTaps {
+  std::vector<int64_t> pos;  // [(tap_row * 4 + corner) * O + o]
+  std::vector<double> w;
+};
+
+void FlattenTaps(const DeformGeom& g, const std::vector<Tap>& taps, FlatTaps* f) {
+  const int64_t O = g.O(), rows = g.dg * g.K(), I = g.I();
+  f->pos.resize(static_cast<size_t>(rows * 4 * O));
+  f->w.resize(f->pos.size());
+  ParallelFor(rows, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(O, 1)), [&](int64_t b, int64_t e) {
+    for (int64_t row = b; row < e; ++row)
+      for (int q = 0; q < 4; ++q) {
+        int64_t* pos = f->pos.data() + (row * 4 + q) * O;
+        double* w = f->w.data() + (row * 4 + q) * O;
+        const Tap* t = taps.data() + row * O;
+        for (int64_t o = 0; o < O; ++o) {
+          pos[o] = q < t[o].n ? t[o].pos[q] : I;
+          w[o] = q < t[o].n ? t[o].w[q] : 0.0;
+        }
+      }
+  });
+}
+
 // col (c * K, O) of one sample: row (channel, tap) holds the sampled input, times the mask
 // (dg * K, O) when there is one.
 template <typename T>
-void DeformIm2Col(const DeformGeom& g, const std::vector<Tap>& taps, const T* x, const T* mask, T* col) {
-  const int64_t K = g.K(), O = g.O(), per_dg = g.c / g.dg;
-  // Tap-major within each thread's channels: one tap's row of samples is read for every
-  // channel while it is in cache.
+void DeformIm2Col(const DeformGeom& g, const FlatTaps& ft, const T* x, const T* mask, T* col) {
+  const int64_t K = g.K(), O = g.O(), I = g.I(), per_dg = g.c / g.dg;
   ParallelFor(g.c, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(K * O, 1)), [&](int64_t b, int64_t e) {
+    // The thread's channels, each followed by the zero that unread corners point at.
+    std::vector<T> planes(static_cast<size_t>((e - b) * (I + 1)));
+    for (int64_t ch = b; ch < e; ++ch) {
+      T* dst = planes.data() + (ch - b) * (I + 1);
+      std::copy(x + ch * I, x + (ch + 1) * I, dst);
+      dst[I] = T(0);
+    }
+    // Tap-major: one tap's arrays are read for every channel while they are in cache.
     for (int64_t k = 0; k < K; ++k)
       for (int64_t ch = b; ch < e; ++ch) {
         const int64_t tap_row = (ch / per_dg) * K + k;
-        const Tap* t = taps.data() + tap_row * O;
-        const T* img = x + ch * g.I();
+        const int64_t* p = ft.pos.data() + tap_row * 4 * O;
+        const double* w = ft.w.data() + tap_row * 4 * O;
+        const T* img = planes.data() + (ch - b) * (I + 1);
         const T* m = mask != nullptr ? mask + tap_row * O : nullptr;
         T* dst = col + (ch * K + k) * O;
         for (int64_t o = 0; o < O; ++o) {
-          double v = 0;
-          for (int q = 0; q < t[o].n; ++q) v += t[o].w[q] * static_cast<double>(img[t[o].pos[q]]);
+          double v = w[o] * static_cast<double>(img[p[o]]) + w[O + o] * static_cast<double>(img[p[O + o]]) +
+                     w[2 * O + o] * static_cast<double>(img[p[2 * O + o]]) +
+                     w[3 * O + o] * static_cast<double>(img[p[3 * O + o]]);
           if (m != nullptr) v *= static_cast<double>(m[o]);
           dst[o] = static_cast<T>(v);
         }
@@ -247,10 +282,12 @@ void DeformForward(const char* op, const DeformGeom& g, bool modulated, const T*
                    const T* w, const T* bias, T* y, OpReq req) {
   const int64_t K = g.K(), O = g.O(), cg = g.c / g.g, fg = g.f / g.g;
   std::vector<Tap> taps;
+  FlatTaps flat;
   std::vector<T> col(static_cast<size_t>(g.c * K * O));
   for (int64_t n = 0; n < g.n; ++n) {
     BuildTaps(g, modulated, off + n * g.dg * 2 * K * O, &taps);
-    DeformIm2Col(g, taps, x + n * g.c * g.I(), modulated ? mask + n * g.dg * K * O : nullptr, col.data());
+    FlattenTaps(g, taps, &flat);
+    DeformIm2Col(g, flat, x + n * g.c * g.I(), modulated ? mask + n * g.dg * K * O : nullptr, col.data());
     for (int64_t gi = 0; gi < g.g; ++gi)
       Gemm(DTypeOf<T>::value, fg, O, cg * K, GemmOperand{w + gi * fg * cg * K, cg * K, 0, false},
            GemmOperand{col.data() + gi * cg * K * O, O, 0, false}, req == OpReq::kAddTo ? 1.0 : 0.0,
@@ -280,6 +317,7 @@ void DeformBackward(const char* op, const DeformGeom& g, bool modulated, const T
   const bool want_coords = gr.req_offset != OpReq::kNullOp || (modulated && gr.req_mask != OpReq::kNullOp);
   const bool want_cols = gr.req_data != OpReq::kNullOp || want_coords;
   std::vector<Tap> taps;
+  FlatTaps flat;
   std::vector<T> col(static_cast<size_t>(g.c * K * O));
   for (int64_t n = 0; n < g.n; ++n) {
     const T* xn = x + n * g.c * I;
@@ -347,7 +385,8 @@ void DeformBackward(const char* op, const DeformGeom& g, bool modulated, const T
       }
     }
     if (gr.req_weight != OpReq::kNullOp) {
-      DeformIm2Col(g, taps, xn, mn, col.data());
+      FlattenTaps(g, taps, &flat);
+      DeformIm2Col(g, flat, xn, mn, col.data());
       const double beta = n == 0 && gr.req_weight != OpReq::kAddTo ? 0.0 : 1.0;
       for (int64_t gi = 0; gi < g.g; ++gi)
         Gemm(dt, fg, cg * K, O, GemmOperand{dy + (n * g.f + gi * fg) * O, O, 0, false},
