@@ -218,7 +218,7 @@ void BuildTaps(const DeformGeom& g, bool zero_outside, const T* off, std::vector
 }
 
 // The taps laid out for the sampled im2col: per tap row, corner-major arrays of O pixel
-// indices and weights, so the loop over output cells has no branch and vectorises. A
+// indices and weights, so the loop over output cells has no branch. A
 // corner a sample does not read points past the channel's last pixel, at a zero the
 // im2col places there (a weight of 0 on a real pixel would still carry its NaN or Inf).
 struct FlatTaps {
