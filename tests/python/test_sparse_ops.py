@@ -242,6 +242,23 @@ def test_sum_mean_csr(rng):
             np.testing.assert_allclose(nd.sparse.mean(c, axis=axis, keepdims=keepdims).asnumpy(),
                                        a.mean(axis=axis, keepdims=keepdims), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(nd.sum(c).asnumpy(), [a.sum()], rtol=1e-5)
+    np.testing.assert_allclose(nd.mean(c, keepdims=True).asnumpy(), [[a.mean()]], rtol=1e-5)
+    r = _sp(a, "row_sparse")
+    for axis in (0, 1, None):
+        np.testing.assert_allclose(nd.sum(r, axis=axis).asnumpy(), np.atleast_1d(a.sum(axis=axis)), rtol=1e-5,
+                                   atol=1e-6)
+        np.testing.assert_allclose(nd.mean(r, axis=axis).asnumpy(), np.atleast_1d(a.mean(axis=axis)), rtol=1e-5,
+                                   atol=1e-6)
+
+
+def test_norm_of_sparse_arrays(rng):
+    a = _rand_dense((6, 5), 0.4, rng)
+    for stype in ("csr", "row_sparse"):
+        x = _sp(a, stype)
+        np.testing.assert_allclose(nd.sparse.norm(x).asnumpy(), [np.linalg.norm(a)], rtol=1e-5)
+        np.testing.assert_allclose(nd.norm(x, ord=1).asnumpy(), [np.abs(a).sum()], rtol=1e-5)
+        assert nd.norm(x, keepdims=True).shape == (1, 1)
+        np.testing.assert_allclose(nd.norm(x, axis=1).asnumpy(), np.linalg.norm(a, axis=1), rtol=1e-5)
 
 
 def test_slice_csr(rng):
@@ -388,6 +405,8 @@ def test_native_kernels_do_not_densify(rng):
     np.testing.assert_allclose(y.data.asnumpy()[:, 0].sum(), vals.sum(), rtol=1e-4)
     assert nd.dot(c, d).shape == (n, 2)
     assert nd.contrib.edge_id(c, nd.array([rows[0]]), nd.array([cols[0]])).asscalar() == vals[0]
+    np.testing.assert_allclose(nd.sum(c).asnumpy(), [vals.sum()], rtol=1e-4)
+    np.testing.assert_allclose(nd.norm(c).asnumpy(), [np.linalg.norm(vals)], rtol=1e-5)
 
     big = 10 ** 7
     rrows = np.sort(rng.choice(big, nnz, replace=False))
@@ -396,6 +415,7 @@ def test_native_kernels_do_not_densify(rng):
     assert nd.sparse.retain(r, nd.array(rrows[:10], dtype="int64")).data.shape == (10, 64)
     assert nd._internal._square_sum(r, axis=1, keepdims=True).stype == "row_sparse"
     assert nd.sparse.zeros_like(r).stype == "row_sparse"
+    assert nd.sum(r, axis=0).shape == (64,)
     grown = _max_rss_mb() - before
     # The dense (n, 2) operands above take 8 MB each; a dense image of either sparse array
     # would take gigabytes.

@@ -13,6 +13,7 @@
 #include "core/op/linalg/dot.h"
 #include "core/op/nn/embedding.h"
 #include "core/op/op_util.h"
+#include "core/op/reduce/norm.h"
 #include "core/op/reduce/reduce_axes.h"
 #include "core/op/sparse/sparse_compute.h"
 
@@ -266,31 +267,64 @@ bool ZerosLikeSparse(const NodeAttrs&, const std::vector<NDArray>& in, const std
   return true;
 }
 
-// ---------------------------------------------------------------- sum / mean of csr
+// ---------------------------------------------------------------- sum / mean of a sparse matrix
 
-bool ReduceCsr(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
+bool ReduceSparse2D(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
                std::vector<NDArray>* out) {
   const NDArray& a = in[0];
-  if (!IsCsr(a) || !sparse::AllOnCpu(in) || (a.dtype() != DType::kFloat32 && a.dtype() != DType::kFloat64))
+  if (!a.is_sparse() || a.shape().ndim() != 2 || !sparse::AllOnCpu(in) ||
+      (a.dtype() != DType::kFloat32 && a.dtype() != DType::kFloat64))
     return false;
   const auto& p = attrs.Params<ReduceAxesParam>();
   std::vector<bool> flags = ReduceFlags(attrs, a.shape());
-  if (flags[0] == flags[1]) return false;  // both axes or none: the dense fallback
-  int axis = flags[0] ? 0 : 1;
+  if (!flags[0] && !flags[1]) return false;  // nothing reduced: the dense fallback copies
+  // axis 0: one sum per column; 1: per row; -1: both axes, one sum.
+  const int axis = flags[0] && flags[1] ? -1 : flags[0] ? 0 : 1;
   const int64_t rows = a.shape()[0], cols = a.shape()[1];
   bool mean = attrs.op->name == "mean";
-  std::vector<int64_t> indptr = HostInt64(a.aux(0)), idx = HostInt64(a.aux(1));
-  std::vector<double> acc(static_cast<size_t>(axis == 0 ? cols : rows), 0.0);
+  // The stored elements as (row, column, position) in csr form; a row_sparse matrix's
+  // stored rows are full rows.
+  std::vector<int64_t> indptr, idx;
+  if (IsCsr(a)) {
+    indptr = HostInt64(a.aux(0));
+    idx = HostInt64(a.aux(1));
+  } else {
+    std::vector<int64_t> stored = HostInt64(a.aux(0));
+    indptr.assign(static_cast<size_t>(rows + 1), 0);
+    for (int64_t r : stored) indptr[r + 1] = cols;
+    for (int64_t r = 0; r < rows; ++r) indptr[r + 1] += indptr[r];
+    idx.reserve(stored.size() * static_cast<size_t>(cols));
+    for (size_t k = 0; k < stored.size(); ++k)
+      for (int64_t c = 0; c < cols; ++c) idx.push_back(c);
+  }
+  std::vector<double> acc(static_cast<size_t>(axis == 0 ? cols : axis == 1 ? rows : 1), 0.0);
   NDArray result(ReducedShape(a.shape(), flags, p.keepdims), a.ctx(), a.dtype());
   WEFT_SPARSE_REAL_SWITCH(a.dtype(), T, {
     const T* v = reinterpret_cast<const T*>(HostRead(a.sparse_values()));
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = indptr[r]; j < indptr[r + 1]; ++j) acc[axis == 0 ? idx[j] : r] += static_cast<double>(v[j]);
+      for (int64_t j = indptr[r]; j < indptr[r + 1]; ++j)
+        acc[axis == 0 ? idx[j] : axis == 1 ? r : 0] += static_cast<double>(v[j]);
     T* y = reinterpret_cast<T*>(HostWrite(result));
-    double n = static_cast<double>(axis == 0 ? rows : cols);
+    double n = axis == 0 ? static_cast<double>(rows) : axis == 1 ? static_cast<double>(cols)
+                                                       : static_cast<double>(rows) * static_cast<double>(cols);
     for (size_t i = 0; i < acc.size(); ++i) y[i] = static_cast<T>(mean ? acc[i] / n : acc[i]);
   });
   *out = {result};
+  return true;
+}
+
+// norm over every element (axis None) of a sparse array: the norm of its stored values.
+bool NormSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
+                std::vector<NDArray>* out) {
+  const NDArray& a = in[0];
+  if (!a.is_sparse() || !sparse::AllOnCpu(in)) return false;
+  const auto& p = attrs.Params<NormParam>();
+  if (p.axis && p.axis->ndim() > 0) return false;
+  bool ok = false;
+  NDArray r = RunValues(attrs, "norm", {a.sparse_values().Reshape(Shape{a.sparse_values().Size()})}, &ok);
+  if (!ok) return false;
+  if (p.keepdims) r = r.Reshape(Shape(std::vector<int64_t>(static_cast<size_t>(a.shape().ndim()), 1)));
+  *out = {r};
   return true;
 }
 
@@ -551,11 +585,12 @@ WEFT_REGISTER_OP(_plus_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScalarS
 WEFT_REGISTER_OP(_minus_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScalarSparse);
 WEFT_REGISTER_OP(clip).AddAlias("_sparse_clip").SetAttr<FComputeSparse>("FComputeSparse", ClipSparse);
 WEFT_REGISTER_OP(zeros_like).AddAlias("_sparse_zeros_like").SetAttr<FComputeSparse>("FComputeSparse", ZerosLikeSparse);
-WEFT_REGISTER_OP(sum).AddAlias("_sparse_sum").SetAttr<FComputeSparse>("FComputeSparse", ReduceCsr);
-WEFT_REGISTER_OP(mean).AddAlias("_sparse_mean").SetAttr<FComputeSparse>("FComputeSparse", ReduceCsr);
+WEFT_REGISTER_OP(sum).AddAlias("_sparse_sum").SetAttr<FComputeSparse>("FComputeSparse", ReduceSparse2D);
+WEFT_REGISTER_OP(mean).AddAlias("_sparse_mean").SetAttr<FComputeSparse>("FComputeSparse", ReduceSparse2D);
 WEFT_REGISTER_OP(slice).AddAlias("_sparse_slice").SetAttr<FComputeSparse>("FComputeSparse", SliceCsr);
 WEFT_REGISTER_OP(dot).AddAlias("_sparse_dot").SetAttr<FComputeSparse>("FComputeSparse", DotSparse);
 WEFT_REGISTER_OP(_backward_dot).SetAttr<FComputeSparse>("FComputeSparse", DotBackwardSparse);
+WEFT_REGISTER_OP(norm).AddAlias("_sparse_norm").SetAttr<FComputeSparse>("FComputeSparse", NormSparse);
 WEFT_REGISTER_OP(Embedding).AddAlias("_sparse_Embedding").SetAttr<FComputeSparse>("FComputeSparse", EmbeddingSparse);
 
 #define WEFT_SPARSE_UNARY(name) \
@@ -602,7 +637,6 @@ WEFT_SPARSE_ALIAS(log2);
 WEFT_SPARSE_ALIAS(rsqrt);
 WEFT_SPARSE_ALIAS(sigmoid);
 WEFT_SPARSE_ALIAS(concat);
-WEFT_SPARSE_ALIAS(norm);
 WEFT_SPARSE_ALIAS(where);
 WEFT_SPARSE_ALIAS(stop_gradient);
 WEFT_SPARSE_ALIAS(make_loss);
