@@ -608,3 +608,29 @@ def test_creation_with_storage_types():
     assert r.stype == "row_sparse" and r.dtype == np.int32 and r.asnumpy().tolist() == [[1, 0], [0, 2]]
     with pytest.raises(ValueError, match="storage type"):
         nd.zeros((2, 2), stype="coo")
+
+
+def test_gradients_through_sparse_kernels(rng):
+    """Gradients flow through calls the sparse kernels ran (autograd records the sparse
+    inputs themselves) and through the dense fallback, with the dense operators' values."""
+    a = _rand_dense((4, 5), 0.5, rng)
+    x0 = rng.standard_normal((4, 5)).astype(np.float32)
+    for stype in ("csr", "row_sparse"):
+        x = nd.array(x0)
+        x.attach_grad()
+        with mx.autograd.record():
+            y = nd.elemwise_mul(_sp(a, stype), x)  # sparse kernel: sparse result
+            z = nd.sum(nd.square(y), axis=1)       # sparse kernels again, then dense
+            loss = nd.sum(z * nd.array(np.arange(1, 5, dtype=np.float32)))
+        assert y.stype == stype
+        loss.backward()
+        want = 2 * (a * x0) * a * np.arange(1, 5, dtype=np.float32)[:, None]
+        np.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-5, atol=1e-6)
+    # A sparse variable: its gradient comes back in its own storage type.
+    w = _sp(a, "row_sparse")
+    w.attach_grad(stype="row_sparse")
+    with mx.autograd.record():
+        out = nd.sum(w * 3.0)
+    out.backward()
+    assert w.grad.stype == "row_sparse"
+    np.testing.assert_allclose(w.grad.asnumpy(), np.full_like(a, 3.0))
