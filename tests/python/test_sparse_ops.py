@@ -183,6 +183,10 @@ def test_dot_storage_types_and_values(rng):
     e = rng.standard_normal((4, 5)).astype(np.float32)
     y = nd.dot(nd.array(e), c, transpose_b=True)
     np.testing.assert_allclose(y.asnumpy(), e @ a.T, rtol=1e-5, atol=1e-6)
+    f = rng.standard_normal((3, 5)).astype(np.float32)
+    y = nd.dot(c, nd.array(f), transpose_b=True)
+    assert y.stype == "default"
+    np.testing.assert_allclose(y.asnumpy(), a @ f.T, rtol=1e-5, atol=1e-6)
     # csr . row_sparse, csr . vector
     r = _rand_dense((5, 3), 0.5, rng)
     np.testing.assert_allclose(nd.dot(c, _sp(r, "row_sparse")).asnumpy(), a @ r, rtol=1e-5, atol=1e-6)

@@ -406,7 +406,23 @@ NDArray SparseDot(const NDArray& lhs, const NDArray& rhs, bool ta, bool tb, cons
     return NDArray();
   NDArray result;
   WEFT_SPARSE_REAL_SWITCH(lhs.dtype(), T, {
-    if (IsCsr(lhs) && !IsCsr(rhs) && !tb) {
+    if (IsCsr(lhs) && IsDense(rhs) && tb && !ta && rhs.shape().ndim() == 2) {
+      // csr (m, k) . dense (n, k)^T -> dense (m, n): each stored value meets a column of B^T.
+      std::vector<int64_t> indptr = HostInt64(lhs.aux(0)), idx = HostInt64(lhs.aux(1));
+      const T* v = reinterpret_cast<const T*>(HostRead(lhs.sparse_values()));
+      const T* b = reinterpret_cast<const T*>(HostRead(rhs));
+      const int64_t m = lhs.shape()[0], k = lhs.shape()[1], n = rhs.shape()[0];
+      result = sparse::DenseZeros(Shape{m, n}, lhs.dtype(), lhs.ctx());
+      T* y = reinterpret_cast<T*>(HostWrite(result));
+      ParallelFor(m, 64, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r)
+          for (int64_t c = 0; c < n; ++c) {
+            T acc = T(0);
+            for (int64_t j = indptr[r]; j < indptr[r + 1]; ++j) acc += v[j] * b[c * k + idx[j]];
+            y[r * n + c] = acc;
+          }
+      });
+    } else if (IsCsr(lhs) && !IsCsr(rhs) && !tb) {
       std::vector<int64_t> indptr = HostInt64(lhs.aux(0)), idx = HostInt64(lhs.aux(1));
       const T* v = reinterpret_cast<const T*>(HostRead(lhs.sparse_values()));
       RowSource<T> b = RowsOf<T>(rhs);
