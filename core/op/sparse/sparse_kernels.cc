@@ -55,8 +55,8 @@ NDArray Gather(const NDArray& src, const std::vector<int64_t>& from, const Shape
 
 // ---------------------------------------------------------------- alignment of two operands
 
-// The union of two row_sparse arrays' rows, and for each operand its values on that union
-// (zero rows where it stores none).
+// Two sparse operands of one storage type on the union of their stored rows (row_sparse) or
+// positions (csr), each operand's values laid out on that union (zeros where it stores none).
 struct Aligned {
   std::vector<int64_t> rows;            // row_sparse: the union of rows
   std::vector<int64_t> indptr, idx;     // csr: the union of positions
@@ -213,11 +213,9 @@ bool BroadcastMulSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, 
     for (int64_t j = indptr[r]; j < indptr[r + 1]; ++j)
       from[j] = (bs[0] == 1 ? 0 : r) * bs[1] + (bs[1] == 1 ? 0 : idx[j]);
   NDArray at = Gather(b, from, Shape{static_cast<int64_t>(idx.size())}, 1);
-  bool ok = false;
   std::string elem = attrs.op->name == "broadcast_mul" ? "elemwise_mul" : "elemwise_div";
   std::vector<NDArray> r;
-  ok = sparse::RunDense(elem, {}, {a.sparse_values(), at}, &r);
-  if (!ok) return false;
+  if (!sparse::RunDense(elem, {}, {a.sparse_values(), at}, &r)) return false;
   *out = {WithValues(a, r[0])};
   return true;
 }
