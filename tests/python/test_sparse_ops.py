@@ -369,6 +369,10 @@ def test_embedding_row_sparse_weight(rng):
 
 
 def test_sparse_namespaces():
+    c = nd.sparse.zeros("csr", (2, 3))
+    again = nd.sparse._ndarray_cls(mx.base._api.weft_ndarray_cast_storage(c, 2))
+    assert isinstance(again, nd.sparse.CSRNDArray) and again.shape == (2, 3)
+    assert type(nd.sparse._ndarray_cls(mx.base._api.weft_ndarray_cast_storage(c, 0), stype=0)) is nd.NDArray
     for name in ("dot", "sum", "mean", "slice", "retain", "Embedding", "cast_storage", "zeros_like", "square",
                  "elemwise_add", "add_n", "broadcast_mul", "sgd_update", "adam_update", "abs", "exp"):
         assert callable(getattr(nd.sparse, name)), name

@@ -17,7 +17,7 @@ from ..base import _api, NotSupportedForSparseNDArray
 from ..context import Context
 from .ndarray import NDArray, array, dtype_np, dtype_id, _ctx, _shape
 
-__all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", "row_sparse_array", "zeros",
+__all__ = ["_ndarray_cls", "BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", "row_sparse_array", "zeros",
            "empty", "array", "cast_storage", "add", "subtract", "multiply", "divide"]
 
 _STYPE_ID = {"default": 0, "row_sparse": 1, "csr": 2}
@@ -28,6 +28,15 @@ def _stype_id(stype):
     if stype not in _STYPE_ID:
         raise ValueError("expected a storage type among %s, got %r" % (sorted(_STYPE_ID), stype))
     return _STYPE_ID[stype]
+
+
+def _ndarray_cls(handle, writable=True, stype=-1):
+    """The array object of a handle, of the class its storage type (`stype`, or the handle's
+    own when -1) calls for (MXNet's helper of that name)."""
+    if stype == -1:
+        stype = _api.weft_ndarray_get_storage_type(handle)
+    cls = CSRNDArray if stype == 2 else RowSparseNDArray if stype == 1 else NDArray
+    return cls(handle, writable=writable)
 
 
 def _wrap(handle):
