@@ -452,3 +452,5 @@ def test_split_v2_backward_errors():
         invoke("_split_v2_backward", mx.nd.ones((2, 1)), mx.nd.ones((3, 2)), indices=(0, 1), axis=1)
     with pytest.raises(MXNetError, match="not the pieces _split_v2 cuts"):
         invoke("_split_v2_backward", mx.nd.ones((2, 2)), mx.nd.ones((2, 1)), indices=(0, 1), axis=1)
+    with pytest.raises(MXNetError, match="no pieces to join"):
+        invoke("_split_v2_backward", indices=(), axis=1)

@@ -169,6 +169,9 @@ struct JoinPlan {
 
 JoinPlan PlanSplitV2Join(const NodeAttrs& attrs, const std::vector<Shape>& pieces) {
   const auto& p = attrs.Params<SplitV2Param>();
+  if (pieces.empty())
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': give indices or sections > 0 (there are no pieces "
+          "to join)");
   const Shape& first = pieces[0];
   JoinPlan plan;
   int nd = first.ndim() + (p.squeeze_axis ? 1 : 0);
