@@ -94,6 +94,14 @@ const std::map<std::string, Call>& ValidCalls() {
       {"_backward_contrib_SyncBatchNorm", {{{"fix_gamma", "False"}, {"key", "k"}}, {kD, kD, {4}, {4}, {4}}}},
       // out_grad, output, data, gamma, mean, var.
       {"_backward_contrib_BatchNormWithReLU", {{{"fix_gamma", "False"}}, {kD, kD, kD, {4}, {4}, {4}}}},
+      // ograd, data, h (buckets in [0, out_dim)), s.
+      {"_backward_contrib_count_sketch",
+       {{{"out_dim", "3"}}, {{2, 3}, {2, 5}, {1, 5}, {1, 5}}, {{2, {DType::kFloat32, 0.0, 3.0}}}}},
+      // Two heads of 2: ograd, then the forward's inputs.
+      {"_backward_interleaved_matmul_selfatt_qk", {{{"heads", "2"}}, {{4, 3, 3}, {3, 2, 12}}}},
+      {"_backward_interleaved_matmul_selfatt_valatt", {{{"heads", "2"}}, {{3, 2, 4}, {3, 2, 12}, {4, 3, 3}}}},
+      {"_backward_interleaved_matmul_encdec_qk", {{{"heads", "2"}}, {{4, 3, 5}, {3, 2, 4}, {5, 2, 8}}}},
+      {"_backward_interleaved_matmul_encdec_valatt", {{{"heads", "2"}}, {{3, 2, 4}, {5, 2, 8}, {4, 3, 5}}}},
       {"_backward_Convolution_v1",
        {{{"kernel", "(3,3)"}, {"num_filter", "4"}, {"num_group", "2"}, {"stride", "(2,1)"}, {"pad", "(1,1)"}},
         {{2, 4, 4, 6}, {2, 4, 7, 6}, {4, 2, 3, 3}}}},
@@ -225,6 +233,8 @@ const std::map<std::string, std::map<int, std::set<Change>>>& StillFitting() {
       {"_backward_ctc_loss", {{1, {Change::kWider, Change::kEmpty}}}},
       // An empty data fits the shapes; the index 0 into it is refused by the index check.
       {"_backward_gather_nd_like", {{2, {Change::kEmpty}}}},
+      // h and s of (d,) hold the same d entries as (1, d).
+      {"_backward_contrib_count_sketch", {{2, {Change::kShorter}}, {3, {Change::kShorter}}}},
       // One alpha vector of (k,) is one distribution for all the samples.
       {"_backward_pdf_dirichlet", {{2, {Change::kShorter}}}},
   };

@@ -1,10 +1,9 @@
 // _contrib_count_sketch: projects each row of data (..., d) to out_dim buckets,
-// out[r, h[j]] += s[j] * data[r, j], with one hash h (integers in [0, out_dim)) and one sign
-// vector s shared by every row. Its gradient (_backward_contrib_count_sketch) reads the
-// output gradient back through the same hash: d data[r, j] = s[j] * g[r, h[j]] and
-// d s[j] = sum_r data[r, j] * g[r, h[j]]; the hash has none.
-#include <cmath>
-
+// out[r, h[j]] += s[j] * data[r, j], with one hash h (values in [0, out_dim), truncated to
+// integers) and one sign vector s shared by every row. Its gradient
+// (_backward_contrib_count_sketch) reads the output gradient back through the same hash:
+// d data[r, j] = s[j] * g[r, h[j]] and d s[j] = sum_r data[r, j] * g[r, h[j]]; the hash
+// has none.
 #include "core/op/op_util.h"
 
 namespace weft {
@@ -52,7 +51,8 @@ bool CountSketchShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vecto
   return true;
 }
 
-// The buckets of h as integers, each checked against out_dim.
+// The buckets of h, truncated to integers as MXNet's kernel reads them, each checked
+// against out_dim.
 std::vector<int64_t> Buckets(const NodeAttrs& attrs, const TBlob& h) {
   int64_t out_dim = attrs.Params<CountSketchParam>().out_dim;
   std::vector<int64_t> b(h.Size());
@@ -60,9 +60,9 @@ std::vector<int64_t> Buckets(const NodeAttrs& attrs, const TBlob& h) {
     const T* p = h.ptr<T>();
     for (size_t j = 0; j < b.size(); ++j) {
       double v = static_cast<double>(p[j]);
-      if (!(v >= 0 && v < out_dim) || v != std::floor(v))
-        Throw(ErrorKind::kIndex, "Operator '", attrs.op->name, "': h[", j, "] = ", v,
-              " is not a whole number in [0, out_dim = ", out_dim, ")");
+      if (!(v >= 0 && v < out_dim))
+        Throw(ErrorKind::kIndex, "Operator '", attrs.op->name, "': h[", j, "] = ", v, " is outside [0, out_dim = ",
+              out_dim, ")");
       b[j] = static_cast<int64_t>(v);
     }
   });
