@@ -190,9 +190,12 @@ JoinPlan PlanSplitV2Join(const NodeAttrs& attrs, const std::vector<Shape>& piece
     plan.sizes.push_back(d[plan.axis]);
     len += d[plan.axis];
   }
-  if (SplitV2Sizes(attrs, len) != plan.sizes)
-    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': the gradients' sizes along axis ", p.axis,
-          " are not the pieces _split_v2 cuts from an axis of length ", len);
+  if (SplitV2Sizes(attrs, len) != plan.sizes) {
+    std::string shapes;
+    for (const Shape& s : pieces) shapes += (shapes.empty() ? "" : ", ") + s.ToString();
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': gradients of shapes ", shapes, " are not the pieces "
+          "_split_v2 cuts along axis ", p.axis, " from an axis of length ", len);
+  }
   dims[plan.axis] = len;
   plan.whole = Shape(dims);
   return plan;
