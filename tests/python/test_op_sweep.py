@@ -153,6 +153,15 @@ def test_ifft_is_the_unscaled_inverse(d):
     assert_almost_equal(back.asnumpy(), d * x.asnumpy(), rtol=1e-10, atol=1e-10)
 
 
+def test_fft_through_mxnets_contrib_namespaces():
+    x = mx.nd.array(rand(2, 4, dtype=np.float32))
+    want = interleave(np.fft.fft(x.asnumpy().astype(np.float64), axis=-1))
+    assert_almost_equal(mx.contrib.nd.fft(x).asnumpy(), want, rtol=1e-5, atol=1e-5)
+    sym = mx.contrib.symbol.fft(mx.sym.var("data"))
+    assert mx.contrib.sym.ifft is mx.sym.contrib.ifft
+    assert sym.infer_shape(data=(2, 4))[1] == [(2, 8)]
+
+
 def test_fft_and_ifft_numeric_gradients():
     check_numeric_gradient("_contrib_fft", [rand(3, 6)])
     check_numeric_gradient("_contrib_fft", [rand(2, 8)], params=dict(compute_size=4))
@@ -190,7 +199,8 @@ def test_count_sketch_matches_numpy(shape):
 
 def test_count_sketch_mxnet_doc_example():
     x = mx.nd.array([[1.2, 2.5, 3.4], [3.2, 5.7, 6.6]])
-    y = mx.nd.contrib.count_sketch(x, mx.nd.array([[0, 3, 4]]), mx.nd.array([[1, -1, 1]]), out_dim=5)
+    # Called where MXNet's example calls it.
+    y = mx.contrib.ndarray.count_sketch(x, mx.nd.array([[0, 3, 4]]), mx.nd.array([[1, -1, 1]]), out_dim=5)
     assert_almost_equal(y.asnumpy(), np.array([[1.2, 0, 0, -2.5, 3.4], [3.2, 0, 0, -5.7, 6.6]]), rtol=1e-6, atol=1e-6)
 
 

@@ -40,8 +40,9 @@ NOT_YET |= {
 }
 SPARSE_PREFIX = "_sparse_"
 # Control flow with subgraphs held in the node (MXNet's symbol JSON "subgraphs"): Weft's
-# foreach/while_loop/cond run through Custom operators, and its graphs have no subgraph
-# attribute yet, so graphs saved by MXNet with these nodes do not load.
+# foreach/while_loop/cond are Custom operators of the Python front end, whose JSON reader
+# translates MXNet's nodes of these names (weft/symbol/subgraph_json.py); the registry, and
+# so the C API and the other front ends, do not know them.
 NOT_YET |= {"_foreach", "_while_loop", "_cond"}
 # MXNet's pre-Custom Python operators (mx.operator.NDArrayOp / NumpyOp), which take C
 # callback pointers as a parameter; Weft's Custom operator replaces them.
