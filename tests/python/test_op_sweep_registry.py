@@ -26,11 +26,6 @@ NOT_YET |= {
 }
 # oneDNN subgraph fusions (another helper's branch).
 NOT_YET |= {"_sg_mkldnn_conv", "_sg_mkldnn_fully_connected", "_sg_mkldnn_selfatt_qk", "_sg_mkldnn_selfatt_valatt"}
-# Deformable convolutions and the detection proposal/ROI operators (another helper's branch).
-NOT_YET |= {
-    "_contrib_DeformableConvolution", "_contrib_ModulatedDeformableConvolution", "_contrib_DeformablePSROIPooling",
-    "_contrib_Proposal", "_contrib_MultiProposal", "_contrib_RROIAlign",
-}
 # Sparse storage (another helper's branch): the _sparse_* names, storage casts, the
 # row_sparse/CSR-only operators and DGL's graph operators.
 NOT_YET |= {
