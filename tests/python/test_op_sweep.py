@@ -362,6 +362,17 @@ def test_intgemm_fully_connected_int32_is_the_exact_product(no_bias):
     np.testing.assert_array_equal(y.asnumpy(), want)
 
 
+def test_intgemm_fully_connected_extreme_values_do_not_saturate():
+    # Pairs of 127 * 127 products overflow int16, where GEMMs without VNNI sum them.
+    a = np.full((4, 256), 127, dtype=np.int8)
+    a[1] = -127
+    w = np.full((8, 256), 127, dtype=np.int8)
+    w[::2] = -127
+    y = mx.nd.contrib.intgemm_fully_connected(mx.nd.array(a, dtype="int8"), mx.nd.array(w, dtype="int8"),
+                                              num_hidden=8, out_type="int32", no_bias=True)
+    np.testing.assert_array_equal(y.asnumpy(), a.astype(np.int64) @ w.astype(np.int64).T)
+
+
 def test_intgemm_fully_connected_float_rescales_the_quantized_product():
     x = rand(4, 3, 16, dtype=np.float32)
     w = rand(6, 48, dtype=np.float32)

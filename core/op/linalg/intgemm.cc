@@ -20,6 +20,10 @@
 // apply.
 #include <cmath>
 
+#if defined(WEFT_USE_ONEDNN)
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 #include "core/op/elemwise/gradients.h"
 #include "core/op/op_util.h"
 
@@ -239,6 +243,48 @@ void TakeWeightCompute(const NodeAttrs& attrs, const OpContext&, const std::vect
 }
 
 // ---------------------------------------------------------------- fully_connected
+// acc (rows, cols) = a (rows, inner) * w (cols, inner)^T in int32. Inputs in [-127, 127]
+// keep the sums exact in int32 up to 133,000 terms. oneDNN's int8 GEMM runs it where the
+// CPU has VNNI (its dot-product instructions sum into int32); without VNNI oneDNN
+// multiplies in pairs into int16, which saturates (its documentation says so), so those
+// CPUs, and builds without oneDNN, take the plain loop.
+bool ExactOneDnnInt8Gemm() {
+#if defined(WEFT_USE_ONEDNN)
+  static const bool vnni = [] {
+    auto has = [](dnnl_cpu_isa_t isa, dnnl_cpu_isa_t want) { return (isa & want) == want; };
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return has(isa, dnnl_cpu_isa_avx512_core_vnni) || has(isa, dnnl_cpu_isa_avx2_vnni);
+  }();
+  return vnni;
+#else
+  return false;
+#endif
+}
+
+void Int8Product(const NodeAttrs& attrs, const int8_t* a, const int8_t* w, int64_t rows, int64_t cols, int64_t inner,
+                 int32_t* acc) {
+  if (rows == 0 || cols == 0) return;
+#if defined(WEFT_USE_ONEDNN)
+  if (ExactOneDnnInt8Gemm()) {
+    const int32_t zero = 0;
+    dnnl_status_t st = dnnl_gemm_s8s8s32('N', 'T', 'F', rows, cols, inner, 1.0f, a, inner, 0, w, inner, 0, 0.0f, acc,
+                                         cols, &zero);
+    if (st != dnnl_success)
+      Throw(ErrorKind::kRuntime, "Operator '", attrs.op->name, "': oneDNN's int8 GEMM failed with status ",
+            static_cast<int>(st));
+    return;
+  }
+#endif
+  ParallelFor(rows, 1, [&](int64_t rb, int64_t re) {
+    for (int64_t r = rb; r < re; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        int32_t sum = 0;
+        for (int64_t k = 0; k < inner; ++k) sum += static_cast<int32_t>(a[r * inner + k]) * w[c * inner + k];
+        acc[r * cols + c] = sum;
+      }
+  });
+}
+
 struct FCInputs {
   int count = 2, scaling = -1, bias = -1;
 };
@@ -337,17 +383,16 @@ void FCCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob
     RequireType(attrs, in[0], DType::kInt8, "data");
     a = in[0].ptr<int8_t>();
   }
-  const int8_t* w = in[1].ptr<int8_t>();
+  std::vector<int32_t> acc(static_cast<size_t>(rows * cols));
+  Int8Product(attrs, a, in[1].ptr<int8_t>(), rows, cols, inner, acc.data());
   ParallelFor(rows, 1, [&](int64_t rb, int64_t re) {
     for (int64_t r = rb; r < re; ++r)
       for (int64_t c = 0; c < cols; ++c) {
-        int32_t acc = 0;
-        for (int64_t k = 0; k < inner; ++k) acc += static_cast<int32_t>(a[r * inner + k]) * w[c * inner + k];
+        int32_t p = acc[r * cols + c];
         if (ot == DType::kInt32) {
-          int32_t v = acc + (l.bias >= 0 ? in[l.bias].ptr<int32_t>()[c] : 0);
-          Store(out[0].ptr<int32_t>() + r * cols + c, req[0], v);
+          Store(out[0].ptr<int32_t>() + r * cols + c, req[0], p + (l.bias >= 0 ? in[l.bias].ptr<int32_t>()[c] : 0));
         } else {
-          float v = static_cast<float>(acc * multiplier) + (l.bias >= 0 ? in[l.bias].ptr<float>()[c] : 0.0f);
+          float v = static_cast<float>(p * multiplier) + (l.bias >= 0 ? in[l.bias].ptr<float>()[c] : 0.0f);
           Store(out[0].ptr<float>() + r * cols + c, req[0], v);
         }
       }
