@@ -105,6 +105,7 @@ var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveA
 var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
 var opInternalContribArangeLike = weft.NewOperator("_contrib_arange_like")
 var opInternalContribBackwardGradientmultiplier = weft.NewOperator("_contrib_backward_gradientmultiplier")
+var opInternalContribBackwardHawkesll = weft.NewOperator("_contrib_backward_hawkesll")
 var opInternalContribBackwardIndexCopy = weft.NewOperator("_contrib_backward_index_copy")
 var opInternalContribBackwardQuadratic = weft.NewOperator("_contrib_backward_quadratic")
 var opInternalContribBatchNormWithReLU = weft.NewOperator("_contrib_BatchNormWithReLU")
@@ -115,6 +116,7 @@ var opInternalContribBoxDecode = weft.NewOperator("_contrib_box_decode")
 var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
 var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
 var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
+var opInternalContribCountSketch = weft.NewOperator("_contrib_count_sketch")
 var opInternalContribDeformableConvolution = weft.NewOperator("_contrib_DeformableConvolution")
 var opInternalContribDeformablePSROIPooling = weft.NewOperator("_contrib_DeformablePSROIPooling")
 var opInternalContribDequantize = weft.NewOperator("_contrib_dequantize")
@@ -125,11 +127,23 @@ var opInternalContribDglGraphCompact = weft.NewOperator("_contrib_dgl_graph_comp
 var opInternalContribDglSubgraph = weft.NewOperator("_contrib_dgl_subgraph")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
 var opInternalContribEdgeId = weft.NewOperator("_contrib_edge_id")
+var opInternalContribFft = weft.NewOperator("_contrib_fft")
 var opInternalContribGetnnz = weft.NewOperator("_contrib_getnnz")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
+var opInternalContribHawkesll = weft.NewOperator("_contrib_hawkesll")
+var opInternalContribIfft = weft.NewOperator("_contrib_ifft")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
 var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
+var opInternalContribInterleavedMatmulEncdecQk = weft.NewOperator("_contrib_interleaved_matmul_encdec_qk")
+var opInternalContribInterleavedMatmulEncdecValatt = weft.NewOperator("_contrib_interleaved_matmul_encdec_valatt")
+var opInternalContribInterleavedMatmulSelfattQk = weft.NewOperator("_contrib_interleaved_matmul_selfatt_qk")
+var opInternalContribInterleavedMatmulSelfattValatt = weft.NewOperator("_contrib_interleaved_matmul_selfatt_valatt")
+var opInternalContribIntgemmFullyConnected = weft.NewOperator("_contrib_intgemm_fully_connected")
+var opInternalContribIntgemmMaxabsolute = weft.NewOperator("_contrib_intgemm_maxabsolute")
+var opInternalContribIntgemmPrepareData = weft.NewOperator("_contrib_intgemm_prepare_data")
+var opInternalContribIntgemmPrepareWeight = weft.NewOperator("_contrib_intgemm_prepare_weight")
+var opInternalContribIntgemmTakeWeight = weft.NewOperator("_contrib_intgemm_take_weight")
 var opInternalContribModulatedDeformableConvolution = weft.NewOperator("_contrib_ModulatedDeformableConvolution")
 var opInternalContribMultiBoxDetection = weft.NewOperator("_contrib_MultiBoxDetection")
 var opInternalContribMultiBoxPrior = weft.NewOperator("_contrib_MultiBoxPrior")
@@ -144,6 +158,7 @@ var opInternalContribRROIAlign = weft.NewOperator("_contrib_RROIAlign")
 var opInternalContribRequantize = weft.NewOperator("_contrib_requantize")
 var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
 var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
+var opInternalContribSparseEmbedding = weft.NewOperator("_contrib_SparseEmbedding")
 var opInternalContribSyncBatchNorm = weft.NewOperator("_contrib_SyncBatchNorm")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
@@ -268,6 +283,7 @@ var opInternalSliceAssignScalar = weft.NewOperator("_slice_assign_scalar")
 var opInternalSparseRetain = weft.NewOperator("_sparse_retain")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
 var opInternalSplitV2 = weft.NewOperator("_split_v2")
+var opInternalSplitV2Backward = weft.NewOperator("_split_v2_backward")
 var opInternalSquareSum = weft.NewOperator("_square_sum")
 var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
@@ -3390,6 +3406,46 @@ func SymInternalContribBackwardGradientmultiplier(data *weft.Symbol, opts ...Opt
 	return c.compose(opInternalContribBackwardGradientmultiplier, []string{"data"}, data)
 }
 
+// InternalContribBackwardHawkesll runs the operator _contrib_backward_hawkesll.
+//
+// Gradients of _contrib_hawkesll with respect to its eight inputs (zero for lags, marks, valid_length and max_time).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - ograd: Gradient of the log likelihoods
+//   - ogradState: Gradient of the returned state
+//   - lda: The forward lda
+//   - alpha: The forward alpha
+//   - beta: The forward beta
+//   - state: The forward state
+//   - lags: The forward lags
+//   - marks: The forward marks
+//   - validLength: The forward valid_length
+//   - maxTime: The forward max_time
+func InternalContribBackwardHawkesll(ograd, ogradState, lda, alpha, beta, state, lags, marks, validLength, maxTime *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardHawkesll, ograd, ogradState, lda, alpha, beta, state, lags, marks, validLength, maxTime)
+}
+
+// SymInternalContribBackwardHawkesll runs the operator _contrib_backward_hawkesll symbolically: it adds one node to the graph.
+//
+// Gradients of _contrib_hawkesll with respect to its eight inputs (zero for lags, marks, valid_length and max_time).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - ograd: Gradient of the log likelihoods
+//   - ogradState: Gradient of the returned state
+//   - lda: The forward lda
+//   - alpha: The forward alpha
+//   - beta: The forward beta
+//   - state: The forward state
+//   - lags: The forward lags
+//   - marks: The forward marks
+//   - validLength: The forward valid_length
+//   - maxTime: The forward max_time
+func SymInternalContribBackwardHawkesll(ograd, ogradState, lda, alpha, beta, state, lags, marks, validLength, maxTime *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardHawkesll, []string{"ograd", "ograd_state", "lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"}, ograd, ogradState, lda, alpha, beta, state, lags, marks, validLength, maxTime)
+}
+
 // InternalContribBackwardIndexCopy runs the operator _contrib_backward_index_copy.
 //
 // Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
@@ -3760,6 +3816,46 @@ func SymInternalContribBoxNms(data *weft.Symbol, opts ...Option) (*weft.Symbol, 
 	return c.compose(opInternalContribBoxNms, []string{"data"}, data)
 }
 
+// InternalContribCountSketch runs the operator _contrib_count_sketch.
+//
+// Count sketch of each row: for data (..., d), hash h and signs s of d entries each (h in [0, out_dim), s of +1 and -1), the output (..., out_dim) has out[..., h[j]] += s[j] * data[..., j]. MXNet runs it on GPUs only; Weft computes it on the CPU.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data to the CountSketchOp.
+//   - h: The index vector
+//   - s: The sign vector
+//
+// Required parameters:
+//   - outDim int: The output dimension.
+//
+// Options:
+//   - WithProcessingBatchSize(int): How many sketch vectors to process at one time (MXNet's GPU batching; the result does not depend on it). (default 32)
+func InternalContribCountSketch(data, h, s *weft.NDArray, outDim int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("out_dim", outDim)
+	return c.invoke(opInternalContribCountSketch, data, h, s)
+}
+
+// SymInternalContribCountSketch runs the operator _contrib_count_sketch symbolically: it adds one node to the graph.
+//
+// Count sketch of each row: for data (..., d), hash h and signs s of d entries each (h in [0, out_dim), s of +1 and -1), the output (..., out_dim) has out[..., h[j]] += s[j] * data[..., j]. MXNet runs it on GPUs only; Weft computes it on the CPU.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data to the CountSketchOp.
+//   - h: The index vector
+//   - s: The sign vector
+//
+// Required parameters:
+//   - outDim int: The output dimension.
+//
+// Options:
+//   - WithProcessingBatchSize(int): How many sketch vectors to process at one time (MXNet's GPU batching; the result does not depend on it). (default 32)
+func SymInternalContribCountSketch(data, h, s *weft.Symbol, outDim int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("out_dim", outDim)
+	return c.compose(opInternalContribCountSketch, []string{"data", "h", "s"}, data, h, s)
+}
+
 // InternalContribDeformableConvolution runs the operator _contrib_DeformableConvolution.
 //
 // 2-D deformable convolution (https://arxiv.org/abs/1703.06211): a convolution whose tap (i, j) at output cell (y, x) reads data at (y * stride - pad + i * dilate + dy, x * stride - pad + j * dilate + dx), bilinearly interpolated, (dy, dx) taken from offset. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow) with oh = floor((h + 2 * pad - dilate * (kh - 1) - 1) / stride) + 1 (likewise ow). Data channel group d of num_deformable_group reads offset channels [2K * d, 2K * (d + 1)) (K = kh * kw): 2 * (i * kw + j) for dy of tap (i, j), the next for dx. Points outside [0, h) x [0, w) read 0; beyond the last row or column the sample holds it.
@@ -4116,6 +4212,34 @@ func SymInternalContribEdgeId(data, u, v *weft.Symbol, opts ...Option) (*weft.Sy
 	return c.compose(opInternalContribEdgeId, []string{"data", "u", "v"}, data, u, v)
 }
 
+// InternalContribFft runs the operator _contrib_fft.
+//
+// 1-D discrete Fourier transform of real data over its last axis: for data (..., d) the output (..., 2d) holds the d complex coefficients X_k = sum_j x_j exp(-2 pi i jk/d) as [re0, im0, re1, im1, ...], unnormalised. MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data to the FFTOp.
+//
+// Options:
+//   - WithComputeSize(int): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it) (default 128)
+func InternalContribFft(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribFft, data)
+}
+
+// SymInternalContribFft runs the operator _contrib_fft symbolically: it adds one node to the graph.
+//
+// 1-D discrete Fourier transform of real data over its last axis: for data (..., d) the output (..., 2d) holds the d complex coefficients X_k = sum_j x_j exp(-2 pi i jk/d) as [re0, im0, re1, im1, ...], unnormalised. MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data to the FFTOp.
+//
+// Options:
+//   - WithComputeSize(int): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it) (default 128)
+func SymInternalContribFft(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribFft, []string{"data"}, data)
+}
+
 // InternalContribGetnnz runs the operator _contrib_getnnz.
 //
 // Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
@@ -4218,6 +4342,70 @@ func SymInternalContribGroupAdagradUpdate(weight, grad, history *weft.Symbol, lr
 	return c.compose(opInternalContribGroupAdagradUpdate, []string{"weight", "grad", "history"}, weight, grad, history)
 }
 
+// InternalContribHawkesll runs the operator _contrib_hawkesll.
+//
+// Log likelihood of a marked self-exciting Hawkes process with exponential decay: K independent processes of intensity lda_k + alpha_k beta_k sum_{t_i < t, mark_i = k} exp(-beta_k (t - t_i)), observed on (0, max_time[n]] for each of N samples whose events are given as ragged rows (lags: times since the previous event, marks: process ids, valid_length: how many). state carries the memory sum exp(-beta_k (t - t_i)) of earlier events in; the outputs are the (N,) log likelihoods and the (N, K) memory at max_time.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lda: Shape (N, K) The intensity for each of the K processes, for each sample
+//   - alpha: Shape (K,) The infectivity factor (branching ratio) for each process
+//   - beta: Shape (K,) The decay parameter for each process
+//   - state: Shape (N, K) the Hawkes state for each process
+//   - lags: Shape (N, T) the interarrival times
+//   - marks: Shape (N, T) the marks (process ids)
+//   - validLength: The number of valid points in the process
+//   - maxTime: the length of the interval where the processes were sampled
+func InternalContribHawkesll(lda, alpha, beta, state, lags, marks, validLength, maxTime *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribHawkesll, lda, alpha, beta, state, lags, marks, validLength, maxTime)
+}
+
+// SymInternalContribHawkesll runs the operator _contrib_hawkesll symbolically: it adds one node to the graph.
+//
+// Log likelihood of a marked self-exciting Hawkes process with exponential decay: K independent processes of intensity lda_k + alpha_k beta_k sum_{t_i < t, mark_i = k} exp(-beta_k (t - t_i)), observed on (0, max_time[n]] for each of N samples whose events are given as ragged rows (lags: times since the previous event, marks: process ids, valid_length: how many). state carries the memory sum exp(-beta_k (t - t_i)) of earlier events in; the outputs are the (N,) log likelihoods and the (N, K) memory at max_time.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lda: Shape (N, K) The intensity for each of the K processes, for each sample
+//   - alpha: Shape (K,) The infectivity factor (branching ratio) for each process
+//   - beta: Shape (K,) The decay parameter for each process
+//   - state: Shape (N, K) the Hawkes state for each process
+//   - lags: Shape (N, T) the interarrival times
+//   - marks: Shape (N, T) the marks (process ids)
+//   - validLength: The number of valid points in the process
+//   - maxTime: the length of the interval where the processes were sampled
+func SymInternalContribHawkesll(lda, alpha, beta, state, lags, marks, validLength, maxTime *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribHawkesll, []string{"lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"}, lda, alpha, beta, state, lags, marks, validLength, maxTime)
+}
+
+// InternalContribIfft runs the operator _contrib_ifft.
+//
+// 1-D inverse discrete Fourier transform over the last axis: for interleaved complex data (..., 2d) ([re0, im0, re1, im1, ...]) the output (..., d) is the real part of sum_k X_k exp(+2 pi i jk/d), not divided by d (as MXNet). MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data to the IFFTOp.
+//
+// Options:
+//   - WithComputeSize(int): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it) (default 128)
+func InternalContribIfft(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIfft, data)
+}
+
+// SymInternalContribIfft runs the operator _contrib_ifft symbolically: it adds one node to the graph.
+//
+// 1-D inverse discrete Fourier transform over the last axis: for interleaved complex data (..., 2d) ([re0, im0, re1, im1, ...]) the output (..., d) is the real part of sum_k X_k exp(+2 pi i jk/d), not divided by d (as MXNet). MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data to the IFFTOp.
+//
+// Options:
+//   - WithComputeSize(int): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it) (default 128)
+func SymInternalContribIfft(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIfft, []string{"data"}, data)
+}
+
 // InternalContribIndexArray runs the operator _contrib_index_array.
 //
 // For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
@@ -4270,6 +4458,278 @@ func InternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.NDArray, o
 func SymInternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribIndexCopy, []string{"old_tensor", "index_vector", "new_tensor"}, oldTensor, indexVector, newTensor)
+}
+
+// InternalContribInterleavedMatmulEncdecQk runs the operator _contrib_interleaved_matmul_encdec_qk.
+//
+// Encoder-decoder attention scores: queries (query_length, batch, heads * head_dim) against the key projections of keys_values (key_length, batch, heads * head_dim * 2, key and value interleaved per head): (batch * heads, query_length, key_length) products q k^T / sqrt(head_dim).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - queries: Queries
+//   - keysValues: Keys and values interleaved
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func InternalContribInterleavedMatmulEncdecQk(queries, keysValues *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalContribInterleavedMatmulEncdecQk, queries, keysValues)
+}
+
+// SymInternalContribInterleavedMatmulEncdecQk runs the operator _contrib_interleaved_matmul_encdec_qk symbolically: it adds one node to the graph.
+//
+// Encoder-decoder attention scores: queries (query_length, batch, heads * head_dim) against the key projections of keys_values (key_length, batch, heads * head_dim * 2, key and value interleaved per head): (batch * heads, query_length, key_length) products q k^T / sqrt(head_dim).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - queries: Queries
+//   - keysValues: Keys and values interleaved
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func SymInternalContribInterleavedMatmulEncdecQk(queries, keysValues *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalContribInterleavedMatmulEncdecQk, []string{"queries", "keys_values"}, queries, keysValues)
+}
+
+// InternalContribInterleavedMatmulEncdecValatt runs the operator _contrib_interleaved_matmul_encdec_valatt.
+//
+// Encoder-decoder attention output: attention (batch * heads, query_length, key_length) times the value projections of keys_values (key_length, batch, heads * head_dim * 2), laid out as (query_length, batch, heads * head_dim).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - keysValues: Keys and values interleaved
+//   - attention: Attention maps
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func InternalContribInterleavedMatmulEncdecValatt(keysValues, attention *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalContribInterleavedMatmulEncdecValatt, keysValues, attention)
+}
+
+// SymInternalContribInterleavedMatmulEncdecValatt runs the operator _contrib_interleaved_matmul_encdec_valatt symbolically: it adds one node to the graph.
+//
+// Encoder-decoder attention output: attention (batch * heads, query_length, key_length) times the value projections of keys_values (key_length, batch, heads * head_dim * 2), laid out as (query_length, batch, heads * head_dim).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - keysValues: Keys and values interleaved
+//   - attention: Attention maps
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func SymInternalContribInterleavedMatmulEncdecValatt(keysValues, attention *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalContribInterleavedMatmulEncdecValatt, []string{"keys_values", "attention"}, keysValues, attention)
+}
+
+// InternalContribInterleavedMatmulSelfattQk runs the operator _contrib_interleaved_matmul_selfatt_qk.
+//
+// Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - queriesKeysValues: Interleaved queries, keys and values
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func InternalContribInterleavedMatmulSelfattQk(queriesKeysValues *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalContribInterleavedMatmulSelfattQk, queriesKeysValues)
+}
+
+// SymInternalContribInterleavedMatmulSelfattQk runs the operator _contrib_interleaved_matmul_selfatt_qk symbolically: it adds one node to the graph.
+//
+// Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - queriesKeysValues: Interleaved queries, keys and values
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func SymInternalContribInterleavedMatmulSelfattQk(queriesKeysValues *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalContribInterleavedMatmulSelfattQk, []string{"queries_keys_values"}, queriesKeysValues)
+}
+
+// InternalContribInterleavedMatmulSelfattValatt runs the operator _contrib_interleaved_matmul_selfatt_valatt.
+//
+// Self-attention output: the attention weights (batch * heads, seq_length, seq_length) times the value projections held in queries_keys_values (seq_length, batch, heads * head_dim * 3), laid out as (seq_length, batch, heads * head_dim) with the heads of a position side by side.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - queriesKeysValues: Queries, keys and values interleaved
+//   - attention: Attention maps
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func InternalContribInterleavedMatmulSelfattValatt(queriesKeysValues, attention *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalContribInterleavedMatmulSelfattValatt, queriesKeysValues, attention)
+}
+
+// SymInternalContribInterleavedMatmulSelfattValatt runs the operator _contrib_interleaved_matmul_selfatt_valatt symbolically: it adds one node to the graph.
+//
+// Self-attention output: the attention weights (batch * heads, seq_length, seq_length) times the value projections held in queries_keys_values (seq_length, batch, heads * head_dim * 3), laid out as (seq_length, batch, heads * head_dim) with the heads of a position side by side.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - queriesKeysValues: Queries, keys and values interleaved
+//   - attention: Attention maps
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func SymInternalContribInterleavedMatmulSelfattValatt(queriesKeysValues, attention *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalContribInterleavedMatmulSelfattValatt, []string{"queries_keys_values", "attention"}, queriesKeysValues, attention)
+}
+
+// InternalContribIntgemmFullyConnected runs the operator _contrib_intgemm_fully_connected.
+//
+// Fully connected layer in 8-bit integers: data (float32, quantized here by its own maximum absolute value, or int8 from intgemm_prepare_data) times the prepared int8 weight (num_hidden, input size), transposed. With out_type='int32' the output is the exact integer product (plus an int32 bias); with 'float32' it is that product times `scaling` (divided by the on-the-fly scale 127/max|data| for float32 data) plus a float32 bias. Typically scaling = maxabs(weight)/127 for float32 data and maxabs(data)/127 * maxabs(weight)/127 for int8 data. Inputs: data, weight, [scaling if out_type is float32], [bias unless no_bias]. No gradient flows (zeros, as MXNet).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: First argument to multiplication. Tensor of float32 (quantized on the fly) or int8 from intgemm_prepare_data.
+//   - weight: Second argument to multiplication. Tensor of int8 from intgemm_prepare_weight.
+//   - scaling: Scaling factor to apply if output type is float32.
+//   - bias: Bias term.
+//
+// Required parameters:
+//   - numHidden int: Number of hidden nodes of the output.
+//
+// Options:
+//   - WithNoBias(bool): Whether to disable bias parameter. (default False)
+//   - WithFlatten(bool): Whether to collapse all but the first axis of the input data tensor. (default True)
+//   - WithOutType(weft.DType): Output data type. (default float32)
+func InternalContribIntgemmFullyConnected(data, weight, scaling, bias *weft.NDArray, numHidden int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("num_hidden", numHidden)
+	return c.invoke(opInternalContribIntgemmFullyConnected, data, weight, scaling, bias)
+}
+
+// SymInternalContribIntgemmFullyConnected runs the operator _contrib_intgemm_fully_connected symbolically: it adds one node to the graph.
+//
+// Fully connected layer in 8-bit integers: data (float32, quantized here by its own maximum absolute value, or int8 from intgemm_prepare_data) times the prepared int8 weight (num_hidden, input size), transposed. With out_type='int32' the output is the exact integer product (plus an int32 bias); with 'float32' it is that product times `scaling` (divided by the on-the-fly scale 127/max|data| for float32 data) plus a float32 bias. Typically scaling = maxabs(weight)/127 for float32 data and maxabs(data)/127 * maxabs(weight)/127 for int8 data. Inputs: data, weight, [scaling if out_type is float32], [bias unless no_bias]. No gradient flows (zeros, as MXNet).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: First argument to multiplication. Tensor of float32 (quantized on the fly) or int8 from intgemm_prepare_data.
+//   - weight: Second argument to multiplication. Tensor of int8 from intgemm_prepare_weight.
+//   - scaling: Scaling factor to apply if output type is float32.
+//   - bias: Bias term.
+//
+// Required parameters:
+//   - numHidden int: Number of hidden nodes of the output.
+//
+// Options:
+//   - WithNoBias(bool): Whether to disable bias parameter. (default False)
+//   - WithFlatten(bool): Whether to collapse all but the first axis of the input data tensor. (default True)
+//   - WithOutType(weft.DType): Output data type. (default float32)
+func SymInternalContribIntgemmFullyConnected(data, weight, scaling, bias *weft.Symbol, numHidden int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("num_hidden", numHidden)
+	return c.compose(opInternalContribIntgemmFullyConnected, []string{"data", "weight", "scaling", "bias"}, data, weight, scaling, bias)
+}
+
+// InternalContribIntgemmMaxabsolute runs the operator _contrib_intgemm_maxabsolute.
+//
+// The maximum absolute value of a float32 array, as a (1,) array: abs(data).max(), the range intgemm_prepare_data and intgemm_prepare_weight quantize over.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Tensor to compute maximum absolute value of
+func InternalContribIntgemmMaxabsolute(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIntgemmMaxabsolute, data)
+}
+
+// SymInternalContribIntgemmMaxabsolute runs the operator _contrib_intgemm_maxabsolute symbolically: it adds one node to the graph.
+//
+// The maximum absolute value of a float32 array, as a (1,) array: abs(data).max(), the range intgemm_prepare_data and intgemm_prepare_weight quantize over.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Tensor to compute maximum absolute value of
+func SymInternalContribIntgemmMaxabsolute(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIntgemmMaxabsolute, []string{"data"}, data)
+}
+
+// InternalContribIntgemmPrepareData runs the operator _contrib_intgemm_prepare_data.
+//
+// Quantizes float32 data to int8 for intgemm_fully_connected: round(data * 127 / maxabs), kept in [-127, 127] (-128 is never produced). maxabs is typically intgemm_maxabsolute(data).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Activation matrix to be prepared for multiplication.
+//   - maxabs: Maximum absolute value to be used for scaling.  (The values will be multiplied by 127.0 / maxabs.
+func InternalContribIntgemmPrepareData(data, maxabs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIntgemmPrepareData, data, maxabs)
+}
+
+// SymInternalContribIntgemmPrepareData runs the operator _contrib_intgemm_prepare_data symbolically: it adds one node to the graph.
+//
+// Quantizes float32 data to int8 for intgemm_fully_connected: round(data * 127 / maxabs), kept in [-127, 127] (-128 is never produced). maxabs is typically intgemm_maxabsolute(data).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Activation matrix to be prepared for multiplication.
+//   - maxabs: Maximum absolute value to be used for scaling.  (The values will be multiplied by 127.0 / maxabs.
+func SymInternalContribIntgemmPrepareData(data, maxabs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIntgemmPrepareData, []string{"data", "maxabs"}, data, maxabs)
+}
+
+// InternalContribIntgemmPrepareWeight runs the operator _contrib_intgemm_prepare_weight.
+//
+// Prepares a weight matrix (num_hidden, input size) for intgemm_fully_connected: quantizes a float32 weight as intgemm_prepare_data does (round(weight * 127 / maxabs) in [-127, 127]), or takes an int8 one as it is with already_quantized=True. Weft's prepared layout is the plain row-major int8 matrix of the same shape (MXNet's is intgemm's CPU-specific tiling).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Parameter matrix to be prepared for multiplication.
+//   - maxabs: Maximum absolute value for scaling. The weights will be multipled by 127.0 / maxabs.
+//
+// Options:
+//   - WithAlreadyQuantized(bool): Is the weight matrix already quantized? (default False)
+func InternalContribIntgemmPrepareWeight(weight, maxabs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIntgemmPrepareWeight, weight, maxabs)
+}
+
+// SymInternalContribIntgemmPrepareWeight runs the operator _contrib_intgemm_prepare_weight symbolically: it adds one node to the graph.
+//
+// Prepares a weight matrix (num_hidden, input size) for intgemm_fully_connected: quantizes a float32 weight as intgemm_prepare_data does (round(weight * 127 / maxabs) in [-127, 127]), or takes an int8 one as it is with already_quantized=True. Weft's prepared layout is the plain row-major int8 matrix of the same shape (MXNet's is intgemm's CPU-specific tiling).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Parameter matrix to be prepared for multiplication.
+//   - maxabs: Maximum absolute value for scaling. The weights will be multipled by 127.0 / maxabs.
+//
+// Options:
+//   - WithAlreadyQuantized(bool): Is the weight matrix already quantized? (default False)
+func SymInternalContribIntgemmPrepareWeight(weight, maxabs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIntgemmPrepareWeight, []string{"weight", "maxabs"}, weight, maxabs)
+}
+
+// InternalContribIntgemmTakeWeight runs the operator _contrib_intgemm_take_weight.
+//
+// The rows `indices` of a prepared weight (for a vocabulary shortlist): in Weft's plain prepared layout, take(weight, indices, axis=0).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Tensor already in intgemm weight format to select from
+//   - indices: indices to select on the 0th dimension of weight
+func InternalContribIntgemmTakeWeight(weight, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIntgemmTakeWeight, weight, indices)
+}
+
+// SymInternalContribIntgemmTakeWeight runs the operator _contrib_intgemm_take_weight symbolically: it adds one node to the graph.
+//
+// The rows `indices` of a prepared weight (for a vocabulary shortlist): in Weft's plain prepared layout, take(weight, indices, axis=0).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Tensor already in intgemm weight format to select from
+//   - indices: indices to select on the 0th dimension of weight
+func SymInternalContribIntgemmTakeWeight(weight, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIntgemmTakeWeight, []string{"weight", "indices"}, weight, indices)
 }
 
 // InternalContribModulatedDeformableConvolution runs the operator _contrib_ModulatedDeformableConvolution.
@@ -4830,6 +5290,50 @@ func InternalContribSignSte(data *weft.NDArray, opts ...Option) (*weft.NDArray, 
 func SymInternalContribSignSte(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribSignSte, []string{"data"}, data)
+}
+
+// InternalContribSparseEmbedding runs the operator _contrib_SparseEmbedding.
+//
+// Embedding whose weight gradient MXNet stores row_sparse; on Weft's dense arrays it is Embedding: out[..., :] = weight[data[...], :].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array to the embedding operator.
+//   - weight: The embedding weight matrix.
+//
+// Required parameters:
+//   - inputDim int: Vocabulary size of the input indices.
+//   - outputDim int: Dimension of the embedding vectors.
+//
+// Options:
+//   - WithDtype(weft.DType): Data type of weight. (default float32)
+//   - WithDeterministic(bool): Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic). (default False)
+func InternalContribSparseEmbedding(data, weight *weft.NDArray, inputDim int, outputDim int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.invoke(opInternalContribSparseEmbedding, data, weight)
+}
+
+// SymInternalContribSparseEmbedding runs the operator _contrib_SparseEmbedding symbolically: it adds one node to the graph.
+//
+// Embedding whose weight gradient MXNet stores row_sparse; on Weft's dense arrays it is Embedding: out[..., :] = weight[data[...], :].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array to the embedding operator.
+//   - weight: The embedding weight matrix.
+//
+// Required parameters:
+//   - inputDim int: Vocabulary size of the input indices.
+//   - outputDim int: Dimension of the embedding vectors.
+//
+// Options:
+//   - WithDtype(weft.DType): Data type of weight. (default float32)
+//   - WithDeterministic(bool): Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic). (default False)
+func SymInternalContribSparseEmbedding(data, weight *weft.Symbol, inputDim int, outputDim int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.compose(opInternalContribSparseEmbedding, []string{"data", "weight"}, data, weight)
 }
 
 // InternalContribSyncBatchNorm runs the operator _contrib_SyncBatchNorm.
@@ -8632,6 +9136,46 @@ func SymInternalSplitV2(data *weft.Symbol, indices []int, opts ...Option) (*weft
 	c := newCall(opts)
 	c.set("indices", indices)
 	return c.compose(opInternalSplitV2, []string{"data"}, data)
+}
+
+// InternalSplitV2Backward runs the operator _split_v2_backward.
+//
+// Gradient of _split_v2: joins the gradients of its pieces along the split axis (stacking them when squeeze_axis removed it).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The gradients of _split_v2's outputs (any number)
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func InternalSplitV2Backward(data []*weft.NDArray, indices []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.invokeList(opInternalSplitV2Backward, "", data)
+}
+
+// SymInternalSplitV2Backward runs the operator _split_v2_backward symbolically: it adds one node to the graph.
+//
+// Gradient of _split_v2: joins the gradients of its pieces along the split axis (stacking them when squeeze_axis removed it).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The gradients of _split_v2's outputs (any number)
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func SymInternalSplitV2Backward(data []*weft.Symbol, indices []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.composeList(opInternalSplitV2Backward, "", data)
 }
 
 // InternalSquareSum runs the operator _square_sum.
@@ -13022,6 +13566,12 @@ func WithAlphaStd(v float64) Option {
 	return param("alpha_std", v)
 }
 
+// WithAlreadyQuantized sets the parameter already_quantized.
+// Is the weight matrix already quantized?
+func WithAlreadyQuantized(v bool) Option {
+	return param("already_quantized", v)
+}
+
 // WithAtol sets the parameter atol.
 // Absolute tolerance.
 func WithAtol(v float64) Option {
@@ -13148,6 +13698,12 @@ func WithClipWeights(v float64) Option {
 	return param("clip_weights", v)
 }
 
+// WithComputeSize sets the parameter compute_size.
+// Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it)
+func WithComputeSize(v int) Option {
+	return param("compute_size", v)
+}
+
 // WithConstantValue sets the parameter constant_value.
 // The value of 'constant' padding.
 func WithConstantValue(v float64) Option {
@@ -13182,6 +13738,12 @@ func WithCudnnOff[T bool | int](v T) Option {
 // cuDNN algorithm choice (unused on the CPU).
 func WithCudnnTune(v string) Option {
 	return param("cudnn_tune", v)
+}
+
+// WithDeterministic sets the parameter deterministic.
+// Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic).
+func WithDeterministic(v bool) Option {
+	return param("deterministic", v)
 }
 
 // WithDilate sets the parameter dilate.
@@ -13848,6 +14410,12 @@ func WithPositionSensitive(v bool) Option {
 // Softmax over the last axis, with labels of the data's shape without it.
 func WithPreserveShape(v bool) Option {
 	return param("preserve_shape", v)
+}
+
+// WithProcessingBatchSize sets the parameter processing_batch_size.
+// How many sketch vectors to process at one time (MXNet's GPU batching; the result does not depend on it).
+func WithProcessingBatchSize(v int) Option {
+	return param("processing_batch_size", v)
 }
 
 // WithProjectionSize sets the parameter projection_size.

@@ -317,6 +317,27 @@ Concat(args::NDArray...; kwargs...) = _invoke_op(_op_Concat, args; kwargs...)
 Concat(args::SymbolicNode...; kwargs...) = _compose_op(_op_Concat, args; kwargs...)
 Concat(; kwargs...) = _call_op(_op_Concat; kwargs...)
 
+const _op__rnn_param_concat = OpDef("_rnn_param_concat", String[], true, "num_args")
+"""
+    _rnn_param_concat(args...; dim=1)
+
+Joins the inputs along axis dim; they must agree on every other axis.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The arrays to join
+
+# Parameters
+- `dim` (int; default `1`): The axis to join along; negative counts from the end.
+
+Alias of `Concat`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _rnn_param_concat end
+_rnn_param_concat(args::NDArray...; kwargs...) = _invoke_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(; kwargs...) = _call_op(_op__rnn_param_concat; kwargs...)
+
 const _op__sparse_concat = OpDef("_sparse_concat", String[], true, "num_args")
 """
     _sparse_concat(args...; dim=1)
@@ -1823,6 +1844,29 @@ _contrib_RROIAlign(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_RROIAl
 _contrib_RROIAlign(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_RROIAlign, args; kwargs...)
 _contrib_RROIAlign(; kwargs...) = _call_op(_op__contrib_RROIAlign; kwargs...)
 
+const _op__contrib_SparseEmbedding = OpDef("_contrib_SparseEmbedding", ["data", "weight"], false, "")
+"""
+    _contrib_SparseEmbedding(data, weight; input_dim, output_dim, dtype=float32, deterministic=False)
+
+Embedding whose weight gradient MXNet stores row_sparse; on Weft's dense arrays it is Embedding: out[..., :] = weight[data[...], :].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array to the embedding operator.
+- `weight` (NDArray or SymbolicNode): The embedding weight matrix.
+
+# Parameters
+- `input_dim` (long, in [1, inf]; required): Vocabulary size of the input indices.
+- `output_dim` (long, in [1, inf]; required): Dimension of the embedding vectors.
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): Data type of weight.
+- `deterministic` (boolean; default `False`): Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_SparseEmbedding end
+_contrib_SparseEmbedding(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_SparseEmbedding, args; kwargs...)
+_contrib_SparseEmbedding(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_SparseEmbedding, args; kwargs...)
+_contrib_SparseEmbedding(; kwargs...) = _call_op(_op__contrib_SparseEmbedding; kwargs...)
+
 const _op__contrib_SyncBatchNorm = OpDef("_contrib_SyncBatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
 """
     _contrib_SyncBatchNorm(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, ndev=1, key)
@@ -1916,6 +1960,31 @@ function _contrib_backward_gradientmultiplier end
 _contrib_backward_gradientmultiplier(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
 _contrib_backward_gradientmultiplier(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
 _contrib_backward_gradientmultiplier(; kwargs...) = _call_op(_op__contrib_backward_gradientmultiplier; kwargs...)
+
+const _op__contrib_backward_hawkesll = OpDef("_contrib_backward_hawkesll", ["ograd", "ograd_state", "lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"], false, "")
+"""
+    _contrib_backward_hawkesll(ograd, ograd_state, lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+Gradients of _contrib_hawkesll with respect to its eight inputs (zero for lags, marks, valid_length and max_time).
+
+# Inputs
+- `ograd` (NDArray or SymbolicNode): Gradient of the log likelihoods
+- `ograd_state` (NDArray or SymbolicNode): Gradient of the returned state
+- `lda` (NDArray or SymbolicNode): The forward lda
+- `alpha` (NDArray or SymbolicNode): The forward alpha
+- `beta` (NDArray or SymbolicNode): The forward beta
+- `state` (NDArray or SymbolicNode): The forward state
+- `lags` (NDArray or SymbolicNode): The forward lags
+- `marks` (NDArray or SymbolicNode): The forward marks
+- `valid_length` (NDArray or SymbolicNode): The forward valid_length
+- `max_time` (NDArray or SymbolicNode): The forward max_time
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_hawkesll end
+_contrib_backward_hawkesll(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_hawkesll, args; kwargs...)
+_contrib_backward_hawkesll(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_hawkesll, args; kwargs...)
+_contrib_backward_hawkesll(; kwargs...) = _call_op(_op__contrib_backward_hawkesll; kwargs...)
 
 const _op__contrib_backward_index_copy = OpDef("_contrib_backward_index_copy", ["ograd", "old_tensor", "index_vector", "new_tensor"], false, "")
 """
@@ -2123,6 +2192,28 @@ _contrib_box_non_maximum_suppression(args::NDArray...; kwargs...) = _invoke_op(_
 _contrib_box_non_maximum_suppression(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_non_maximum_suppression, args; kwargs...)
 _contrib_box_non_maximum_suppression(; kwargs...) = _call_op(_op__contrib_box_non_maximum_suppression; kwargs...)
 
+const _op__contrib_count_sketch = OpDef("_contrib_count_sketch", ["data", "h", "s"], false, "")
+"""
+    _contrib_count_sketch(data, h, s; out_dim, processing_batch_size=32)
+
+Count sketch of each row: for data (..., d), hash h and signs s of d entries each (h in [0, out_dim), s of +1 and -1), the output (..., out_dim) has out[..., h[j]] += s[j] * data[..., j]. MXNet runs it on GPUs only; Weft computes it on the CPU.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data to the CountSketchOp.
+- `h` (NDArray or SymbolicNode): The index vector
+- `s` (NDArray or SymbolicNode): The sign vector
+
+# Parameters
+- `out_dim` (int, in [1, inf]; required): The output dimension.
+- `processing_batch_size` (int, in [1, inf]; default `32`): How many sketch vectors to process at one time (MXNet's GPU batching; the result does not depend on it).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_count_sketch end
+_contrib_count_sketch(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_count_sketch, args; kwargs...)
+_contrib_count_sketch(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_count_sketch, args; kwargs...)
+_contrib_count_sketch(; kwargs...) = _call_op(_op__contrib_count_sketch; kwargs...)
+
 const _op__contrib_dequantize = OpDef("_contrib_dequantize", ["data", "min_range", "max_range"], false, "")
 """
     _contrib_dequantize(data, min_range, max_range; out_type=float32)
@@ -2279,6 +2370,25 @@ _contrib_edge_id(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_edge_id,
 _contrib_edge_id(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_edge_id, args; kwargs...)
 _contrib_edge_id(; kwargs...) = _call_op(_op__contrib_edge_id; kwargs...)
 
+const _op__contrib_fft = OpDef("_contrib_fft", ["data"], false, "")
+"""
+    _contrib_fft(data; compute_size=128)
+
+1-D discrete Fourier transform of real data over its last axis: for data (..., d) the output (..., 2d) holds the d complex coefficients X_k = sum_j x_j exp(-2 pi i jk/d) as [re0, im0, re1, im1, ...], unnormalised. MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data to the FFTOp.
+
+# Parameters
+- `compute_size` (int, in [1, inf]; default `128`): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it)
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_fft end
+_contrib_fft(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_fft, args; kwargs...)
+_contrib_fft(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_fft, args; kwargs...)
+_contrib_fft(; kwargs...) = _call_op(_op__contrib_fft; kwargs...)
+
 const _op__contrib_getnnz = OpDef("_contrib_getnnz", ["data"], false, "")
 """
     _contrib_getnnz(data; axis=None)
@@ -2342,6 +2452,48 @@ _contrib_group_adagrad_update(args::NDArray...; kwargs...) = _invoke_op(_op__con
 _contrib_group_adagrad_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_group_adagrad_update, args; kwargs...)
 _contrib_group_adagrad_update(; kwargs...) = _call_op(_op__contrib_group_adagrad_update; kwargs...)
 
+const _op__contrib_hawkesll = OpDef("_contrib_hawkesll", ["lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"], false, "")
+"""
+    _contrib_hawkesll(lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+Log likelihood of a marked self-exciting Hawkes process with exponential decay: K independent processes of intensity lda_k + alpha_k beta_k sum_{t_i < t, mark_i = k} exp(-beta_k (t - t_i)), observed on (0, max_time[n]] for each of N samples whose events are given as ragged rows (lags: times since the previous event, marks: process ids, valid_length: how many). state carries the memory sum exp(-beta_k (t - t_i)) of earlier events in; the outputs are the (N,) log likelihoods and the (N, K) memory at max_time.
+
+# Inputs
+- `lda` (NDArray or SymbolicNode): Shape (N, K) The intensity for each of the K processes, for each sample
+- `alpha` (NDArray or SymbolicNode): Shape (K,) The infectivity factor (branching ratio) for each process
+- `beta` (NDArray or SymbolicNode): Shape (K,) The decay parameter for each process
+- `state` (NDArray or SymbolicNode): Shape (N, K) the Hawkes state for each process
+- `lags` (NDArray or SymbolicNode): Shape (N, T) the interarrival times
+- `marks` (NDArray or SymbolicNode): Shape (N, T) the marks (process ids)
+- `valid_length` (NDArray or SymbolicNode): The number of valid points in the process
+- `max_time` (NDArray or SymbolicNode): the length of the interval where the processes were sampled
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_hawkesll end
+_contrib_hawkesll(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_hawkesll, args; kwargs...)
+_contrib_hawkesll(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_hawkesll, args; kwargs...)
+_contrib_hawkesll(; kwargs...) = _call_op(_op__contrib_hawkesll; kwargs...)
+
+const _op__contrib_ifft = OpDef("_contrib_ifft", ["data"], false, "")
+"""
+    _contrib_ifft(data; compute_size=128)
+
+1-D inverse discrete Fourier transform over the last axis: for interleaved complex data (..., 2d) ([re0, im0, re1, im1, ...]) the output (..., d) is the real part of sum_k X_k exp(+2 pi i jk/d), not divided by d (as MXNet). MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data to the IFFTOp.
+
+# Parameters
+- `compute_size` (int, in [1, inf]; default `128`): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it)
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_ifft end
+_contrib_ifft(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ifft, args; kwargs...)
+_contrib_ifft(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ifft, args; kwargs...)
+_contrib_ifft(; kwargs...) = _call_op(_op__contrib_ifft; kwargs...)
+
 const _op__contrib_index_array = OpDef("_contrib_index_array", ["data"], false, "")
 """
     _contrib_index_array(data; axes=None)
@@ -2378,6 +2530,180 @@ function _contrib_index_copy end
 _contrib_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_index_copy, args; kwargs...)
 _contrib_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_index_copy, args; kwargs...)
 _contrib_index_copy(; kwargs...) = _call_op(_op__contrib_index_copy; kwargs...)
+
+const _op__contrib_interleaved_matmul_encdec_qk = OpDef("_contrib_interleaved_matmul_encdec_qk", ["queries", "keys_values"], false, "")
+"""
+    _contrib_interleaved_matmul_encdec_qk(queries, keys_values; heads)
+
+Encoder-decoder attention scores: queries (query_length, batch, heads * head_dim) against the key projections of keys_values (key_length, batch, heads * head_dim * 2, key and value interleaved per head): (batch * heads, query_length, key_length) products q k^T / sqrt(head_dim).
+
+# Inputs
+- `queries` (NDArray or SymbolicNode): Queries
+- `keys_values` (NDArray or SymbolicNode): Keys and values interleaved
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_interleaved_matmul_encdec_qk end
+_contrib_interleaved_matmul_encdec_qk(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_interleaved_matmul_encdec_qk, args; kwargs...)
+_contrib_interleaved_matmul_encdec_qk(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_interleaved_matmul_encdec_qk, args; kwargs...)
+_contrib_interleaved_matmul_encdec_qk(; kwargs...) = _call_op(_op__contrib_interleaved_matmul_encdec_qk; kwargs...)
+
+const _op__contrib_interleaved_matmul_encdec_valatt = OpDef("_contrib_interleaved_matmul_encdec_valatt", ["keys_values", "attention"], false, "")
+"""
+    _contrib_interleaved_matmul_encdec_valatt(keys_values, attention; heads)
+
+Encoder-decoder attention output: attention (batch * heads, query_length, key_length) times the value projections of keys_values (key_length, batch, heads * head_dim * 2), laid out as (query_length, batch, heads * head_dim).
+
+# Inputs
+- `keys_values` (NDArray or SymbolicNode): Keys and values interleaved
+- `attention` (NDArray or SymbolicNode): Attention maps
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_interleaved_matmul_encdec_valatt end
+_contrib_interleaved_matmul_encdec_valatt(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_interleaved_matmul_encdec_valatt, args; kwargs...)
+_contrib_interleaved_matmul_encdec_valatt(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_interleaved_matmul_encdec_valatt, args; kwargs...)
+_contrib_interleaved_matmul_encdec_valatt(; kwargs...) = _call_op(_op__contrib_interleaved_matmul_encdec_valatt; kwargs...)
+
+const _op__contrib_interleaved_matmul_selfatt_qk = OpDef("_contrib_interleaved_matmul_selfatt_qk", ["queries_keys_values"], false, "")
+"""
+    _contrib_interleaved_matmul_selfatt_qk(queries_keys_values; heads)
+
+Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h).
+
+# Inputs
+- `queries_keys_values` (NDArray or SymbolicNode): Interleaved queries, keys and values
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_interleaved_matmul_selfatt_qk end
+_contrib_interleaved_matmul_selfatt_qk(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_interleaved_matmul_selfatt_qk, args; kwargs...)
+_contrib_interleaved_matmul_selfatt_qk(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_interleaved_matmul_selfatt_qk, args; kwargs...)
+_contrib_interleaved_matmul_selfatt_qk(; kwargs...) = _call_op(_op__contrib_interleaved_matmul_selfatt_qk; kwargs...)
+
+const _op__contrib_interleaved_matmul_selfatt_valatt = OpDef("_contrib_interleaved_matmul_selfatt_valatt", ["queries_keys_values", "attention"], false, "")
+"""
+    _contrib_interleaved_matmul_selfatt_valatt(queries_keys_values, attention; heads)
+
+Self-attention output: the attention weights (batch * heads, seq_length, seq_length) times the value projections held in queries_keys_values (seq_length, batch, heads * head_dim * 3), laid out as (seq_length, batch, heads * head_dim) with the heads of a position side by side.
+
+# Inputs
+- `queries_keys_values` (NDArray or SymbolicNode): Queries, keys and values interleaved
+- `attention` (NDArray or SymbolicNode): Attention maps
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_interleaved_matmul_selfatt_valatt end
+_contrib_interleaved_matmul_selfatt_valatt(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_interleaved_matmul_selfatt_valatt, args; kwargs...)
+_contrib_interleaved_matmul_selfatt_valatt(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_interleaved_matmul_selfatt_valatt, args; kwargs...)
+_contrib_interleaved_matmul_selfatt_valatt(; kwargs...) = _call_op(_op__contrib_interleaved_matmul_selfatt_valatt; kwargs...)
+
+const _op__contrib_intgemm_fully_connected = OpDef("_contrib_intgemm_fully_connected", ["data", "weight", "scaling", "bias"], false, "")
+"""
+    _contrib_intgemm_fully_connected(data, weight, scaling, bias; num_hidden, no_bias=False, flatten=True, out_type=float32)
+
+Fully connected layer in 8-bit integers: data (float32, quantized here by its own maximum absolute value, or int8 from intgemm_prepare_data) times the prepared int8 weight (num_hidden, input size), transposed. With out_type='int32' the output is the exact integer product (plus an int32 bias); with 'float32' it is that product times `scaling` (divided by the on-the-fly scale 127/max|data| for float32 data) plus a float32 bias. Typically scaling = maxabs(weight)/127 for float32 data and maxabs(data)/127 * maxabs(weight)/127 for int8 data. Inputs: data, weight, [scaling if out_type is float32], [bias unless no_bias]. No gradient flows (zeros, as MXNet).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): First argument to multiplication. Tensor of float32 (quantized on the fly) or int8 from intgemm_prepare_data.
+- `weight` (NDArray or SymbolicNode): Second argument to multiplication. Tensor of int8 from intgemm_prepare_weight.
+- `scaling` (NDArray or SymbolicNode): Scaling factor to apply if output type is float32.
+- `bias` (NDArray or SymbolicNode): Bias term.
+
+# Parameters
+- `num_hidden` (int, in [1, inf]; required): Number of hidden nodes of the output.
+- `no_bias` (boolean; default `False`): Whether to disable bias parameter.
+- `flatten` (boolean; default `True`): Whether to collapse all but the first axis of the input data tensor.
+- `out_type` ({'float32', 'int32'}; default `float32`): Output data type.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_fully_connected end
+_contrib_intgemm_fully_connected(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_fully_connected, args; kwargs...)
+_contrib_intgemm_fully_connected(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_fully_connected, args; kwargs...)
+_contrib_intgemm_fully_connected(; kwargs...) = _call_op(_op__contrib_intgemm_fully_connected; kwargs...)
+
+const _op__contrib_intgemm_maxabsolute = OpDef("_contrib_intgemm_maxabsolute", ["data"], false, "")
+"""
+    _contrib_intgemm_maxabsolute(data)
+
+The maximum absolute value of a float32 array, as a (1,) array: abs(data).max(), the range intgemm_prepare_data and intgemm_prepare_weight quantize over.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Tensor to compute maximum absolute value of
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_maxabsolute end
+_contrib_intgemm_maxabsolute(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_maxabsolute, args; kwargs...)
+_contrib_intgemm_maxabsolute(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_maxabsolute, args; kwargs...)
+_contrib_intgemm_maxabsolute(; kwargs...) = _call_op(_op__contrib_intgemm_maxabsolute; kwargs...)
+
+const _op__contrib_intgemm_prepare_data = OpDef("_contrib_intgemm_prepare_data", ["data", "maxabs"], false, "")
+"""
+    _contrib_intgemm_prepare_data(data, maxabs)
+
+Quantizes float32 data to int8 for intgemm_fully_connected: round(data * 127 / maxabs), kept in [-127, 127] (-128 is never produced). maxabs is typically intgemm_maxabsolute(data).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Activation matrix to be prepared for multiplication.
+- `maxabs` (NDArray or SymbolicNode): Maximum absolute value to be used for scaling.  (The values will be multiplied by 127.0 / maxabs.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_prepare_data end
+_contrib_intgemm_prepare_data(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_prepare_data, args; kwargs...)
+_contrib_intgemm_prepare_data(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_prepare_data, args; kwargs...)
+_contrib_intgemm_prepare_data(; kwargs...) = _call_op(_op__contrib_intgemm_prepare_data; kwargs...)
+
+const _op__contrib_intgemm_prepare_weight = OpDef("_contrib_intgemm_prepare_weight", ["weight", "maxabs"], false, "")
+"""
+    _contrib_intgemm_prepare_weight(weight, maxabs; already_quantized=False)
+
+Prepares a weight matrix (num_hidden, input size) for intgemm_fully_connected: quantizes a float32 weight as intgemm_prepare_data does (round(weight * 127 / maxabs) in [-127, 127]), or takes an int8 one as it is with already_quantized=True. Weft's prepared layout is the plain row-major int8 matrix of the same shape (MXNet's is intgemm's CPU-specific tiling).
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Parameter matrix to be prepared for multiplication.
+- `maxabs` (NDArray or SymbolicNode): Maximum absolute value for scaling. The weights will be multipled by 127.0 / maxabs.
+
+# Parameters
+- `already_quantized` (boolean; default `False`): Is the weight matrix already quantized?
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_prepare_weight end
+_contrib_intgemm_prepare_weight(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_prepare_weight, args; kwargs...)
+_contrib_intgemm_prepare_weight(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_prepare_weight, args; kwargs...)
+_contrib_intgemm_prepare_weight(; kwargs...) = _call_op(_op__contrib_intgemm_prepare_weight; kwargs...)
+
+const _op__contrib_intgemm_take_weight = OpDef("_contrib_intgemm_take_weight", ["weight", "indices"], false, "")
+"""
+    _contrib_intgemm_take_weight(weight, indices)
+
+The rows `indices` of a prepared weight (for a vocabulary shortlist): in Weft's plain prepared layout, take(weight, indices, axis=0).
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Tensor already in intgemm weight format to select from
+- `indices` (NDArray or SymbolicNode): indices to select on the 0th dimension of weight
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_take_weight end
+_contrib_intgemm_take_weight(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_take_weight, args; kwargs...)
+_contrib_intgemm_take_weight(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_take_weight, args; kwargs...)
+_contrib_intgemm_take_weight(; kwargs...) = _call_op(_op__contrib_intgemm_take_weight; kwargs...)
 
 const _op__contrib_quadratic = OpDef("_contrib_quadratic", ["data"], false, "")
 """
@@ -4554,6 +4880,28 @@ _MinusScalar(args::NDArray...; kwargs...) = _invoke_op(_op__MinusScalar, args; k
 _MinusScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__MinusScalar, args; kwargs...)
 _MinusScalar(; kwargs...) = _call_op(_op__MinusScalar; kwargs...)
 
+const _op__scatter_minus_scalar = OpDef("_scatter_minus_scalar", ["data"], false, "")
+"""
+    _scatter_minus_scalar(data; scalar=1, is_int=True)
+
+x - scalar.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+Alias of `_minus_scalar`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_minus_scalar end
+_scatter_minus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_minus_scalar, args; kwargs...)
+_scatter_minus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_minus_scalar, args; kwargs...)
+_scatter_minus_scalar(; kwargs...) = _call_op(_op__scatter_minus_scalar; kwargs...)
+
 const _op__mod = OpDef("_mod", ["lhs", "rhs"], false, "")
 """
     _mod(lhs, rhs)
@@ -5027,6 +5375,28 @@ function _PlusScalar end
 _PlusScalar(args::NDArray...; kwargs...) = _invoke_op(_op__PlusScalar, args; kwargs...)
 _PlusScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__PlusScalar, args; kwargs...)
 _PlusScalar(; kwargs...) = _call_op(_op__PlusScalar; kwargs...)
+
+const _op__scatter_plus_scalar = OpDef("_scatter_plus_scalar", ["data"], false, "")
+"""
+    _scatter_plus_scalar(data; scalar=1, is_int=True)
+
+x + scalar.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+Alias of `_plus_scalar`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_plus_scalar end
+_scatter_plus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_plus_scalar, args; kwargs...)
+_scatter_plus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_plus_scalar, args; kwargs...)
+_scatter_plus_scalar(; kwargs...) = _call_op(_op__scatter_plus_scalar; kwargs...)
 
 const _op__power = OpDef("_power", ["lhs", "rhs"], false, "")
 """
@@ -6762,6 +7132,28 @@ _split_v2(args::NDArray...; kwargs...) = _invoke_op(_op__split_v2, args; kwargs.
 _split_v2(args::SymbolicNode...; kwargs...) = _compose_op(_op__split_v2, args; kwargs...)
 _split_v2(; kwargs...) = _call_op(_op__split_v2; kwargs...)
 
+const _op__split_v2_backward = OpDef("_split_v2_backward", String[], true, "")
+"""
+    _split_v2_backward(args...; indices, axis=1, squeeze_axis=False, sections=0)
+
+Gradient of _split_v2: joins the gradients of its pieces along the split axis (stacking them when squeeze_axis removed it).
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The gradients of _split_v2's outputs
+
+# Parameters
+- `indices` (Shape(tuple); required): Start of each piece along the axis (the first 0), or () with sections.
+- `axis` (int; default `1`): Axis along which to split.
+- `squeeze_axis` (boolean; default `False`): Remove the split axis from the pieces (every piece must then have size 1 along it).
+- `sections` (int, in [0, inf]; default `0`): Number of near-equal pieces; 0 splits at indices.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _split_v2_backward end
+_split_v2_backward(args::NDArray...; kwargs...) = _invoke_op(_op__split_v2_backward, args; kwargs...)
+_split_v2_backward(args::SymbolicNode...; kwargs...) = _compose_op(_op__split_v2_backward, args; kwargs...)
+_split_v2_backward(; kwargs...) = _call_op(_op__split_v2_backward; kwargs...)
+
 const _op__square_sum = OpDef("_square_sum", ["data"], false, "")
 """
     _square_sum(data; axis=None, keepdims=False, exclude=False)
@@ -8492,6 +8884,25 @@ function _div end
 _div(args::NDArray...; kwargs...) = _invoke_op(_op__div, args; kwargs...)
 _div(args::SymbolicNode...; kwargs...) = _compose_op(_op__div, args; kwargs...)
 _div(; kwargs...) = _call_op(_op__div; kwargs...)
+
+const _op__scatter_elemwise_div = OpDef("_scatter_elemwise_div", ["lhs", "rhs"], false, "")
+"""
+    _scatter_elemwise_div(lhs, rhs)
+
+lhs / rhs, elementwise, for arrays of one shape (integers truncate; x / 0 is 0 for integers).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+Alias of `elemwise_div`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_elemwise_div end
+_scatter_elemwise_div(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_elemwise_div, args; kwargs...)
+_scatter_elemwise_div(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_elemwise_div, args; kwargs...)
+_scatter_elemwise_div(; kwargs...) = _call_op(_op__scatter_elemwise_div; kwargs...)
 
 const _op__sparse_elemwise_div = OpDef("_sparse_elemwise_div", ["lhs", "rhs"], false, "")
 """
@@ -11221,6 +11632,29 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.sum(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_sum, (x, args...); kwargs...)
 Base.sum(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_sum, (x, args...); kwargs...)
 
+const _op__broadcast_backward = OpDef("_broadcast_backward", ["data"], false, "")
+"""
+    _broadcast_backward(data; axis=None, keepdims=False, exclude=False)
+
+Sum of array elements over the given axes. axis=None (or ()) reduces every axis; negative axes count from the end; keepdims keeps reduced axes as size 1; exclude reduces the axes not listed. A result with no axis left has shape (1,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `axis` (Shape or None; default `None`): The axis or axes to reduce (negative counts from the end); None or () reduces all axes.
+- `keepdims` (boolean; default `False`): Keep the reduced axes in the result as axes of size 1.
+- `exclude` (boolean; default `False`): Reduce the axes that are NOT in axis instead.
+
+Alias of `sum`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _broadcast_backward end
+_broadcast_backward(args::NDArray...; kwargs...) = _invoke_op(_op__broadcast_backward, args; kwargs...)
+_broadcast_backward(args::SymbolicNode...; kwargs...) = _compose_op(_op__broadcast_backward, args; kwargs...)
+_broadcast_backward(; kwargs...) = _call_op(_op__broadcast_backward; kwargs...)
+
 const _op__sparse_sum = OpDef("_sparse_sum", ["data"], false, "")
 """
     _sparse_sum(data; axis=None, keepdims=False, exclude=False)
@@ -11537,6 +11971,7 @@ const _OPERATOR_NAMES = [
     "Cast",
     "cast",
     "Concat",
+    "_rnn_param_concat",
     "_sparse_concat",
     "concat",
     "Convolution",
@@ -11600,10 +12035,12 @@ const _OPERATOR_NAMES = [
     "_contrib_Proposal",
     "_contrib_ROIAlign",
     "_contrib_RROIAlign",
+    "_contrib_SparseEmbedding",
     "_contrib_SyncBatchNorm",
     "_contrib_allclose",
     "_contrib_arange_like",
     "_contrib_backward_gradientmultiplier",
+    "_contrib_backward_hawkesll",
     "_contrib_backward_index_copy",
     "_contrib_backward_quadratic",
     "_contrib_bipartite_matching",
@@ -11613,6 +12050,7 @@ const _OPERATOR_NAMES = [
     "_contrib_box_iou",
     "_contrib_box_nms",
     "_contrib_box_non_maximum_suppression",
+    "_contrib_count_sketch",
     "_contrib_dequantize",
     "_contrib_dgl_adjacency",
     "_contrib_dgl_csr_neighbor_non_uniform_sample",
@@ -11621,11 +12059,23 @@ const _OPERATOR_NAMES = [
     "_contrib_dgl_subgraph",
     "_contrib_div_sqrt_dim",
     "_contrib_edge_id",
+    "_contrib_fft",
     "_contrib_getnnz",
     "_contrib_gradientmultiplier",
     "_contrib_group_adagrad_update",
+    "_contrib_hawkesll",
+    "_contrib_ifft",
     "_contrib_index_array",
     "_contrib_index_copy",
+    "_contrib_interleaved_matmul_encdec_qk",
+    "_contrib_interleaved_matmul_encdec_valatt",
+    "_contrib_interleaved_matmul_selfatt_qk",
+    "_contrib_interleaved_matmul_selfatt_valatt",
+    "_contrib_intgemm_fully_connected",
+    "_contrib_intgemm_maxabsolute",
+    "_contrib_intgemm_prepare_data",
+    "_contrib_intgemm_prepare_weight",
+    "_contrib_intgemm_take_weight",
     "_contrib_quadratic",
     "_contrib_quantize_v2",
     "_contrib_requantize",
@@ -11737,6 +12187,7 @@ const _OPERATOR_NAMES = [
     "_MinimumScalar",
     "_minus_scalar",
     "_MinusScalar",
+    "_scatter_minus_scalar",
     "_mod",
     "_Mod",
     "_mod_scalar",
@@ -11758,6 +12209,7 @@ const _OPERATOR_NAMES = [
     "_ones",
     "_plus_scalar",
     "_PlusScalar",
+    "_scatter_plus_scalar",
     "_power",
     "_Power",
     "_power_scalar",
@@ -11841,6 +12293,7 @@ const _OPERATOR_NAMES = [
     "_sparse_retain",
     "_sparse_softmax_cross_entropy",
     "_split_v2",
+    "_split_v2_backward",
     "_square_sum",
     "_unravel_index",
     "unravel_index",
@@ -11934,6 +12387,7 @@ const _OPERATOR_NAMES = [
     "elemwise_div",
     "_Div",
     "_div",
+    "_scatter_elemwise_div",
     "_sparse_elemwise_div",
     "elemwise_mul",
     "_Mul",
@@ -12071,6 +12525,7 @@ const _OPERATOR_NAMES = [
     "squeeze",
     "stack",
     "sum",
+    "_broadcast_backward",
     "_sparse_sum",
     "sum_axis",
     "take",

@@ -494,6 +494,13 @@ mx.symbol.internal.contrib.RROIAlign <- function(data = NULL, rois = NULL, poole
   .weft_symbol_op("_contrib_RROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sampling_ratio = .weft_param(sampling_ratio)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.SparseEmbedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, deterministic = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_SparseEmbedding", list(data, weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), deterministic = .weft_param(deterministic)), NULL, out)
+}
+mx.symbol.internal.contrib.SparseEmbedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, deterministic = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_SparseEmbedding", list(data = data, weight = weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), deterministic = .weft_param(deterministic)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, out = NULL) {
   .weft_nd_invoke("_contrib_SyncBatchNorm", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), ndev = .weft_param(ndev), key = .weft_param(key)), NULL, out)
 }
@@ -520,6 +527,13 @@ mx.nd.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scal
 }
 mx.symbol.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_backward_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.hawkesll <- function(ograd = NULL, ograd_state = NULL, lda = NULL, alpha = NULL, beta = NULL, state = NULL, lags = NULL, marks = NULL, valid_length = NULL, max_time = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_hawkesll", list(ograd, ograd_state, lda, alpha, beta, state, lags, marks, valid_length, max_time), c(), NULL, out)
+}
+mx.symbol.internal.contrib.backward.hawkesll <- function(ograd = NULL, ograd_state = NULL, lda = NULL, alpha = NULL, beta = NULL, state = NULL, lags = NULL, marks = NULL, valid_length = NULL, max_time = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_hawkesll", list(ograd = ograd, ograd_state = ograd_state, lda = lda, alpha = alpha, beta = beta, state = state, lags = lags, marks = marks, valid_length = valid_length, max_time = max_time), c(), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, out = NULL) {
@@ -578,6 +592,13 @@ mx.symbol.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NUL
   .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.count.sketch <- function(data = NULL, h = NULL, s = NULL, out_dim, processing_batch_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_count_sketch", list(data, h, s), c(out_dim = .weft_param(out_dim), processing_batch_size = .weft_param(processing_batch_size)), NULL, out)
+}
+mx.symbol.internal.contrib.count.sketch <- function(data = NULL, h = NULL, s = NULL, out_dim, processing_batch_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_count_sketch", list(data = data, h = h, s = s), c(out_dim = .weft_param(out_dim), processing_batch_size = .weft_param(processing_batch_size)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.dequantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_dequantize", list(data, min_range, max_range), c(out_type = .weft_param(out_type)), NULL, out)
 }
@@ -634,6 +655,13 @@ mx.symbol.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, 
   .weft_symbol_op("_contrib_edge_id", list(data = data, u = u, v = v), c(), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.fft <- function(data = NULL, compute_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_fft", list(data), c(compute_size = .weft_param(compute_size)), NULL, out)
+}
+mx.symbol.internal.contrib.fft <- function(data = NULL, compute_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_fft", list(data = data), c(compute_size = .weft_param(compute_size)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.getnnz <- function(data = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_getnnz", list(data), c(axis = .weft_param(axis)), NULL, out)
 }
@@ -655,6 +683,20 @@ mx.symbol.internal.contrib.group.adagrad.update <- function(weight = NULL, grad 
   .weft_symbol_op("_contrib_group_adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.hawkesll <- function(lda = NULL, alpha = NULL, beta = NULL, state = NULL, lags = NULL, marks = NULL, valid_length = NULL, max_time = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_hawkesll", list(lda, alpha, beta, state, lags, marks, valid_length, max_time), c(), NULL, out)
+}
+mx.symbol.internal.contrib.hawkesll <- function(lda = NULL, alpha = NULL, beta = NULL, state = NULL, lags = NULL, marks = NULL, valid_length = NULL, max_time = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_hawkesll", list(lda = lda, alpha = alpha, beta = beta, state = state, lags = lags, marks = marks, valid_length = valid_length, max_time = max_time), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.ifft <- function(data = NULL, compute_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_ifft", list(data), c(compute_size = .weft_param(compute_size)), NULL, out)
+}
+mx.symbol.internal.contrib.ifft <- function(data = NULL, compute_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_ifft", list(data = data), c(compute_size = .weft_param(compute_size)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.index.array <- function(data = NULL, axes = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_index_array", list(data), c(axes = .weft_shape_param(axes)), NULL, out)
 }
@@ -667,6 +709,69 @@ mx.nd.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = 
 }
 mx.symbol.internal.contrib.index.copy <- function(old_tensor = NULL, index_vector = NULL, new_tensor = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_index_copy", list(old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.interleaved.matmul.encdec.qk <- function(queries = NULL, keys_values = NULL, heads, out = NULL) {
+  .weft_nd_invoke("_contrib_interleaved_matmul_encdec_qk", list(queries, keys_values), c(heads = .weft_param(heads)), NULL, out)
+}
+mx.symbol.internal.contrib.interleaved.matmul.encdec.qk <- function(queries = NULL, keys_values = NULL, heads, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_interleaved_matmul_encdec_qk", list(queries = queries, keys_values = keys_values), c(heads = .weft_param(heads)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.interleaved.matmul.encdec.valatt <- function(keys_values = NULL, attention = NULL, heads, out = NULL) {
+  .weft_nd_invoke("_contrib_interleaved_matmul_encdec_valatt", list(keys_values, attention), c(heads = .weft_param(heads)), NULL, out)
+}
+mx.symbol.internal.contrib.interleaved.matmul.encdec.valatt <- function(keys_values = NULL, attention = NULL, heads, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_interleaved_matmul_encdec_valatt", list(keys_values = keys_values, attention = attention), c(heads = .weft_param(heads)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.interleaved.matmul.selfatt.qk <- function(queries_keys_values = NULL, heads, out = NULL) {
+  .weft_nd_invoke("_contrib_interleaved_matmul_selfatt_qk", list(queries_keys_values), c(heads = .weft_param(heads)), NULL, out)
+}
+mx.symbol.internal.contrib.interleaved.matmul.selfatt.qk <- function(queries_keys_values = NULL, heads, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_interleaved_matmul_selfatt_qk", list(queries_keys_values = queries_keys_values), c(heads = .weft_param(heads)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.interleaved.matmul.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, out = NULL) {
+  .weft_nd_invoke("_contrib_interleaved_matmul_selfatt_valatt", list(queries_keys_values, attention), c(heads = .weft_param(heads)), NULL, out)
+}
+mx.symbol.internal.contrib.interleaved.matmul.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_interleaved_matmul_selfatt_valatt", list(queries_keys_values = queries_keys_values, attention = attention), c(heads = .weft_param(heads)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.fully.connected <- function(data = NULL, weight = NULL, scaling = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out_type = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_fully_connected", list(data, weight, scaling, bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), out_type = .weft_param(out_type)), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.fully.connected <- function(data = NULL, weight = NULL, scaling = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out_type = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_fully_connected", list(data = data, weight = weight, scaling = scaling, bias = bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), out_type = .weft_param(out_type)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.maxabsolute <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_maxabsolute", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.maxabsolute <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_maxabsolute", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.prepare.data <- function(data = NULL, maxabs = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_prepare_data", list(data, maxabs), c(), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.prepare.data <- function(data = NULL, maxabs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_prepare_data", list(data = data, maxabs = maxabs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.prepare.weight <- function(weight = NULL, maxabs = NULL, already_quantized = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_prepare_weight", list(weight, maxabs), c(already_quantized = .weft_param(already_quantized)), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.prepare.weight <- function(weight = NULL, maxabs = NULL, already_quantized = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_prepare_weight", list(weight = weight, maxabs = maxabs), c(already_quantized = .weft_param(already_quantized)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.take.weight <- function(weight = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_take_weight", list(weight, indices), c(), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.take.weight <- function(weight = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_take_weight", list(weight = weight, indices = indices), c(), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c = NULL, out = NULL) {
@@ -1892,6 +1997,13 @@ mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_a
 }
 mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_split_v2", list(data = data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
+}
+
+mx.nd.internal.split.v2.backward <- function(..., indices, axis = NULL, squeeze_axis = NULL, sections = NULL, out = NULL) {
+  .weft_nd_invoke("_split_v2_backward", .weft_dots(...), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, out)
+}
+mx.symbol.internal.split.v2.backward <- function(..., indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_split_v2_backward", .weft_dots(...), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
 }
 
 mx.nd.internal.square.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
