@@ -18,6 +18,7 @@ from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_arra
                    use_np_array, use_np)
 from . import runtime
 from . import profiler
+from . import engine, error, log
 from . import ndarray
 from . import ndarray as nd
 from . import random

@@ -28,7 +28,7 @@ import threading
 
 from .base import _api
 
-__all__ = ["makedirs", "get_gpu_count", "get_gpu_memory", "set_np_shape", "is_np_shape",
+__all__ = ["makedirs", "get_cuda_compute_capability", "get_gpu_count", "get_gpu_memory", "set_np_shape", "is_np_shape",
            "np_shape", "use_np_shape", "set_module", "np_array", "is_np_array", "use_np_array",
            "use_np", "set_np", "reset_np", "getenv", "setenv", "wraps_safely"]
 
@@ -250,3 +250,34 @@ def setenv(name, value):
         os.environ.pop(name, None)
     else:
         os.environ[name] = str(value)
+
+
+def get_cuda_compute_capability(ctx):
+    """The CUDA compute capability of GPU context `ctx` as major * 10 + minor (e.g. 80),
+    read from the driver library (libcuda). ValueError for a context that is not a GPU,
+    OSError where no driver library loads (a machine without a GPU driver), RuntimeError
+    naming the driver's error otherwise."""
+    if ctx.device_type != "gpu":
+        raise ValueError("Expecting a gpu context to get cuda compute capability, while received ctx %s" % (ctx,))
+    for libname in ("libcuda.so.1", "libcuda.so"):
+        try:
+            cuda = ctypes.CDLL(libname)
+            break
+        except OSError:
+            continue
+    else:
+        raise OSError("get_cuda_compute_capability: could not load the CUDA driver (libcuda.so.1, libcuda.so)")
+
+    def check(ret, what):
+        if ret != 0:
+            text = ctypes.c_char_p()
+            cuda.cuGetErrorString(ret, ctypes.byref(text))
+            raise RuntimeError("%s failed with error code %d: %s"
+                               % (what, ret, (text.value or b"unknown").decode()))
+
+    major, minor, device = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    check(cuda.cuInit(0), "cuInit")
+    check(cuda.cuDeviceGet(ctypes.byref(device), ctx.device_id), "cuDeviceGet")
+    check(cuda.cuDeviceComputeCapability(ctypes.byref(major), ctypes.byref(minor), device),
+          "cuDeviceComputeCapability")
+    return major.value * 10 + minor.value
