@@ -1,6 +1,7 @@
 """MXNet 1.9.1's smaller modules: mx.log, mx.registry, mx.engine, mx.error, mx.libinfo,
 mx.misc, mx.kvstore.kvstore_server, mx.io.utils, mx.util.get_cuda_compute_capability and
 mx.optimizer.NDabs, by behaviour."""
+import json
 import logging
 import os
 import re
@@ -197,3 +198,76 @@ def test_io_utils_helpers():
     np.testing.assert_array_equal(shuffled[0][1].asnumpy(), np.arange(6).reshape(3, 2)[[2, 0, 1]])
     part = utils._slice_along_batch_axis(mx.nd.arange(12).reshape((3, 4)), slice(1, 3), 1)
     np.testing.assert_array_equal(part.asnumpy(), np.arange(12).reshape(3, 4)[:, 1:3])
+
+
+# ---------------------------------------------------------------- autograd.get_symbol
+def test_autograd_get_symbol_rebuilds_the_recorded_graph():
+    rs = np.random.RandomState(0)
+    xv = rs.uniform(-1, 1, (3, 4)).astype(np.float32)
+    wv = rs.uniform(-1, 1, (2, 4)).astype(np.float32)
+    x, w = mx.nd.array(xv), mx.nd.array(wv)
+    x.attach_grad()
+    w.attach_grad()
+    const = mx.nd.array(np.full((3, 2), 0.5, np.float32))  # read without a history: a variable too
+    with mx.autograd.record():
+        y = mx.nd.tanh(mx.nd.FullyConnected(x * 2 + 1, w, no_bias=True, num_hidden=2)) * const
+    sym = mx.autograd.get_symbol(y)
+    assert isinstance(sym, mx.sym.Symbol)
+    args = sym.list_arguments()
+    assert args == ["var0", "var1", "var2"]
+    ops = [n["op"] for n in json.loads(sym.tojson())["nodes"] if n["op"] != "null"]
+    assert ops == ["_mul_scalar", "_plus_scalar", "FullyConnected", "tanh", "elemwise_mul"]
+    # the walk meets x, then w, then the constant
+    exe = sym.bind(mx.cpu(), {"var0": x.copy(), "var1": w.copy(), "var2": const},
+                   args_grad={"var0": mx.nd.zeros((3, 4)), "var1": mx.nd.zeros((2, 4)), "var2": mx.nd.zeros((3, 2))})
+    np.testing.assert_allclose(exe.forward(is_train=True)[0].asnumpy(), y.asnumpy(), rtol=1e-6)
+    y.backward()
+    exe.backward(mx.nd.ones((3, 2)))
+    np.testing.assert_allclose(exe.grad_dict["var0"].asnumpy(), x.grad.asnumpy(), rtol=1e-5)
+    np.testing.assert_allclose(exe.grad_dict["var1"].asnumpy(), w.grad.asnumpy(), rtol=1e-5)
+    assert mx.sym.load_json(sym.tojson()).list_arguments() == args
+
+
+def test_autograd_get_symbol_errors():
+    with pytest.raises(mx.base.MXNetError, match="no recorded history"):
+        mx.autograd.get_symbol(mx.nd.ones((2,)))
+
+    class Twice(mx.autograd.Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, dy):
+            return dy * 2
+
+    x = mx.nd.ones((2,))
+    x.attach_grad()
+    with mx.autograd.record():
+        y = Twice()(x) + 1
+    with pytest.raises(NotImplementedError, match="custom function"):
+        mx.autograd.get_symbol(y)
+
+
+def test_util_numpy_ufunc_wrappers():
+    assert mx.util.np_ufunc_legal_option("casting", "unsafe")
+    assert not mx.util.np_ufunc_legal_option("casting", "wild")
+    assert mx.util.np_ufunc_legal_option("dtype", np.float16) and mx.util.np_ufunc_legal_option("dtype", "int64")
+    assert not mx.util.np_ufunc_legal_option("dtype", "complex64")
+    assert mx.util.np_ufunc_legal_option("subok", False) and not mx.util.np_ufunc_legal_option("subok", 1)
+    assert not mx.util.np_ufunc_legal_option("axis", 0)
+
+    @mx.util.wrap_np_unary_func
+    def neg(x, out=None):
+        return -x
+
+    @mx.util.wrap_np_binary_func
+    def plus(x1, x2, out=None):
+        return x1 + x2
+
+    assert neg(2, casting="same_kind", where=True) == -2
+    assert plus(2, 3, order="K", dtype=None) == 5
+    with pytest.raises(NotImplementedError, match="casting=unsafe"):
+        neg(1, casting="unsafe")
+    with pytest.raises(TypeError, match="not understood"):
+        plus(1, 2, casting="wild")
+    with pytest.raises(TypeError, match="invalid keyword"):
+        neg(1, axis=0)

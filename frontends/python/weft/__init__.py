@@ -28,6 +28,9 @@ from . import attribute
 from .attribute import AttrScope
 from . import symbol
 from . import symbol as sym
+# autograd sits below symbol in the layers; its get_symbol (a Symbol of the recorded history)
+# is made by symbol and put in place here.
+autograd.get_symbol = symbol.symbol.get_symbol
 from . import executor
 from . import operator
 from . import library

@@ -556,3 +556,10 @@ def histogram(a, bins=10, range=None, **kwargs):  # pylint: disable=redefined-bu
             raise ValueError("histogram: a symbol needs a range with an int bins")
         return _op("_histogram")(data=a, bin_cnt=bins, range=tuple(range), **kwargs)
     raise ValueError("histogram: bins must be an int or a Symbol, got %r" % (bins,))
+
+
+def get_symbol(x):
+    """The recorded autograd history of NDArray `x` as a Symbol (MXNet's
+    autograd.get_symbol, which weft.autograd re-exports): a node per recorded call, a
+    variable var0, var1, ... per marked array and per constant array a call read."""
+    return Symbol(_api.weft_autograd_get_symbol(x))
