@@ -194,3 +194,33 @@ def test_symbol_module_functions():
     np.testing.assert_allclose(_eval(mx.sym.arange(1, 7, 2, repeat=2)), np.repeat(np.arange(1, 7, 2), 2))
     np.testing.assert_allclose(_eval(mx.sym.linspace(0, 1, 4, endpoint=False)), np.linspace(0, 1, 4, endpoint=False))
     assert mx.symbol.symbol.split_v2 is mx.sym.split_v2 and mx.symbol.symbol.histogram is mx.sym.histogram
+
+
+def test_exported_dtype_tables_and_indexing_helpers():
+    nd_mod = mx.ndarray.ndarray
+    assert nd_mod._DTYPE_NP_TO_MX[np.float32] == 0 and nd_mod._DTYPE_NP_TO_MX[np.int64] == 6
+    assert nd_mod._DTYPE_NP_TO_MX[None] == -1 and nd_mod._DTYPE_MX_TO_NP[7] is np.bool_
+    for k, v in nd_mod._DTYPE_MX_TO_NP.items():
+        if v is not None and k != 12:
+            assert mx.nd.zeros((1,), dtype=v).dtype == v
+    assert nd_mod._GRAD_REQ_MAP == {"null": 0, "write": 1, "add": 3}
+    code = nd_mod.get_indexing_dispatch_code
+    assert code((0, slice(1, 2), None)) == 0
+    assert code((mx.nd.array([0, 1]),)) == 1 and code(([0, 1], 2)) == 1 and code(((),)) == 2
+    with pytest.raises(ValueError, match="does not support"):
+        code((1.5,))
+    expand = nd_mod.indexing_key_expand_implicit_axes
+    assert expand((0, Ellipsis, 1), (2, 3, 4, 5)) == ((0, slice(None), slice(None), 1), -1)
+    assert expand(1, (2, 3)) == ((1, slice(None)), -1)
+    assert expand((None, 0), (2, 3)) == ((None, 0, slice(None)), -1)
+    assert expand((mx.nd.array(2, dtype="int32"),), (4,)) == ((2,), -1)
+    assert expand((True, 0), (2,))[1] == 1 and expand((False,), (2,))[1] == 0
+    assert expand((False, True), (2,))[1] == 0 and expand((True, False), (2,))[1] == 0
+    with pytest.raises(IndexError, match="more than one ellipsis"):
+        expand((Ellipsis, Ellipsis), (2,))
+    with pytest.raises(ValueError, match="legacy mode"):
+        expand((mx.nd.array([1, 0], dtype="bool"),), (2,))
+    # gather_nd's own inference agrees
+    data, idx = mx.nd.zeros((4, 5, 6)), mx.nd.zeros((2, 3, 7))
+    assert nd_mod.get_oshape_of_gather_nd_op(data.shape, idx.shape) == mx.nd.gather_nd(data, idx).shape == (3, 7, 6)
+    assert nd_mod.get_oshape_of_gather_nd_op((4, 5), (2, 9)) == (9,)

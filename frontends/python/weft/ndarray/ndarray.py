@@ -18,7 +18,9 @@ __all__ = ["NDArray", "empty", "array", "zeros", "ones", "full", "arange", "save
            "concatenate", "moveaxis", "split_v2", "histogram", "bfloat16", "dtype_id", "dtype_np", "invoke",
            "add", "subtract", "multiply", "divide", "true_divide", "modulo", "power", "maximum", "minimum",
            "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal", "logical_and",
-           "logical_or", "logical_xor", "eye", "linspace", "from_numpy", "onehot_encode", "imdecode"]
+           "logical_or", "logical_xor", "eye", "linspace", "from_numpy", "onehot_encode", "imdecode",
+           "_DTYPE_NP_TO_MX", "_DTYPE_MX_TO_NP", "_GRAD_REQ_MAP", "get_indexing_dispatch_code",
+           "indexing_key_expand_implicit_axes", "get_oshape_of_gather_nd_op"]
 
 # MXNet's representation of bfloat16 on the numpy side: the raw 16 bits in a named field.
 bfloat16 = np.dtype([("bfloat16", np.uint16)])
@@ -871,6 +873,86 @@ def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mea
         raise ValueError("imdecode: out has room for %s, the image is %s" % (target.shape, res.shape))
     _api.weft_ndarray_copy_to(res, target)
     return out
+
+
+# -------------------------------------------------------------------- MXNet's exported helpers
+# The dtype tables and indexing helpers that MXNet's ndarray module lists in its __all__.
+_DTYPE_NP_TO_MX = {None: -1, **{(v.type if v != bfloat16 else v): k for k, v in _ID_TO_NP.items()}}
+_DTYPE_MX_TO_NP = {-1: None, **{k: (v.type if v != bfloat16 else v) for k, v in _ID_TO_NP.items()}}
+# grad_req names and the OpReq values the C API's executors use (kWriteTo 1, kAddTo 3).
+_GRAD_REQ_MAP = {"null": 0, "write": 1, "add": 3}
+
+_NDARRAY_UNSUPPORTED_INDEXING = -1
+_NDARRAY_BASIC_INDEXING = 0
+_NDARRAY_ADVANCED_INDEXING = 1
+_NDARRAY_EMPTY_TUPLE_INDEXING = 2
+_NDARRAY_NO_ZERO_DIM_BOOL_ARRAY = -1
+_NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE = 0
+_NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE = 1
+
+
+def get_indexing_dispatch_code(key):
+    """Basic (ints, slices, None), advanced (arrays, lists, tuples, ranges) or empty-tuple
+    indexing, for a key already made a tuple; ValueError for any other index type."""
+    if not isinstance(key, tuple):
+        raise TypeError("get_indexing_dispatch_code: expected a tuple key, got %s" % type(key).__name__)
+    for idx in key:
+        if isinstance(idx, (NDArray, np.ndarray, list, tuple, range)):
+            if isinstance(idx, tuple) and not idx:
+                return _NDARRAY_EMPTY_TUPLE_INDEXING
+            return _NDARRAY_ADVANCED_INDEXING
+        if not (isinstance(idx, (slice, numbers.Integral)) or idx is None):
+            raise ValueError("NDArray does not support slicing with key %s of type %s." % (idx, type(idx)))
+    return _NDARRAY_BASIC_INDEXING
+
+
+def indexing_key_expand_implicit_axes(key, shape):
+    """(key with its Ellipsis, or the axes it leaves out at the end, replaced by slice(None)
+    for every axis of `shape` not indexed, 0-d integer arrays as ints; a code saying whether
+    a 0-d boolean array was in the key: -1 none, 0 False, 1 True). Boolean arrays of
+    other ranks need NumPy semantics, which Weft's NDArray does not have: ValueError."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    ell_idx = None
+    num_none = 0
+    explicit = []
+    prepend = _NDARRAY_NO_ZERO_DIM_BOOL_ARRAY
+    for i, idx in enumerate(key):
+        if idx is Ellipsis:
+            if ell_idx is not None:
+                raise IndexError("Cannot use more than one ellipsis (`...`) for indexing")
+            ell_idx = i
+            continue
+        if isinstance(idx, bool):
+            # a Python bool is a 0-d boolean index; a False anywhere selects nothing
+            if prepend != _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE:
+                prepend = _NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE if idx else _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE
+            continue
+        if idx is None:
+            num_none += 1
+        if isinstance(idx, NDArray) and idx.dtype == np.bool_:
+            if idx.ndim != 0:
+                raise ValueError("Cannot perform boolean indexing in legacy mode: NumPy array semantics are needed")
+            if prepend != _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE:
+                prepend = (_NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE if idx.asscalar()
+                           else _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE)
+        elif isinstance(idx, NDArray) and idx.ndim == 0:
+            explicit.append(int(idx.asscalar()))
+        else:
+            explicit.append(idx)
+    explicit = tuple(explicit)
+    if ell_idx is None:
+        ell_idx = len(explicit)
+    implicit = len(shape) + num_none - len(explicit)
+    return explicit[:ell_idx] + (slice(None),) * implicit + explicit[ell_idx:], prepend
+
+
+def get_oshape_of_gather_nd_op(dshape, ishape):
+    """The output shape of gather_nd for data of shape `dshape` and indices of `ishape`:
+    ishape[1:] followed by the data axes the indices do not address."""
+    if not dshape or not ishape:
+        raise ValueError("gather_nd: data and indices need at least one axis, got %s and %s" % (dshape, ishape))
+    return tuple(ishape[1:]) + (tuple(dshape[ishape[0]:]) if ishape[0] < len(dshape) else ())
 
 
 _fast.init(NDArray, error, np.generic)
