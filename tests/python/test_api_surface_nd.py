@@ -224,3 +224,41 @@ def test_exported_dtype_tables_and_indexing_helpers():
     data, idx = mx.nd.zeros((4, 5, 6)), mx.nd.zeros((2, 3, 7))
     assert nd_mod.get_oshape_of_gather_nd_op(data.shape, idx.shape) == mx.nd.gather_nd(data, idx).shape == (3, 7, 6)
     assert nd_mod.get_oshape_of_gather_nd_op((4, 5), (2, 9)) == (9,)
+
+
+def test_cached_op_runs_records_and_updates_aux_states():
+    assert mx.nd.op.CachedOp is mx.nd.CachedOp
+    x, w = mx.sym.var("x"), mx.sym.var("w")
+    net = mx.sym.BatchNorm(mx.sym.FullyConnected(x, w, no_bias=True, num_hidden=3), fix_gamma=False, name="bn")
+    op = mx.nd.CachedOp(net, flags=[("static_alloc", True)])
+    assert net.list_inputs() == ["x", "w", "bn_gamma", "bn_beta", "bn_moving_mean", "bn_moving_var"]
+    xv = rng.uniform(-1, 1, (5, 4)).astype(np.float32)
+    wv = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    head = rng.uniform(-1, 1, (5, 3)).astype(np.float32)
+    arrays = [mx.nd.array(xv), mx.nd.array(wv), mx.nd.ones((3,)), mx.nd.zeros((3,)), mx.nd.zeros((3,)),
+              mx.nd.ones((3,))]
+    # predict mode: the moving statistics normalise
+    h = xv @ wv.T
+    np.testing.assert_allclose(op(*arrays).asnumpy(), h / np.sqrt(1 + 1e-3), rtol=1e-4, atol=1e-5)
+    # training under record: batch statistics, a gradient for w, moving stats updated in place
+    arrays[1].attach_grad()
+    with mx.autograd.record():
+        y = op(*arrays)
+        loss = (y * mx.nd.array(head)).sum()
+    loss.backward()
+    norm = (h - h.mean(0)) / np.sqrt(h.var(0) + 1e-3)
+    np.testing.assert_allclose(y.asnumpy(), norm, rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(arrays[4].asnumpy(), 0.1 * h.mean(0), rtol=1e-4, atol=1e-5)
+    ref = net.simple_bind(mx.cpu(), x=(5, 4), grad_req={"x": "null", "w": "write", "bn_gamma": "null",
+                                                          "bn_beta": "null"})
+    ref.copy_params_from({"w": mx.nd.array(wv), "bn_gamma": mx.nd.ones((3,)), "bn_beta": mx.nd.zeros((3,))})
+    ref.forward(is_train=True, x=mx.nd.array(xv))
+    ref.backward(mx.nd.array(head))
+    np.testing.assert_allclose(arrays[1].grad.asnumpy(), ref.grad_dict["w"].asnumpy(), rtol=1e-4, atol=1e-5)
+    out = mx.nd.zeros((5, 3))
+    assert op(*arrays, out=out) is out
+    np.testing.assert_allclose(out.asnumpy(), op(*arrays).asnumpy())
+    with pytest.raises(ValueError, match="expected 6 inputs"):
+        op(arrays[0])
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        op(*arrays, bad=1)
