@@ -22,8 +22,13 @@ from . import random  # noqa: E402  (its samplers call the generated operators)
 
 from . import sparse  # noqa: E402  (csr and row_sparse arrays; after the operators it uses)
 from .sparse import cast_storage, CSRNDArray, RowSparseNDArray  # noqa: E402
-from . import utils  # noqa: E402  (MXNet's nd.zeros/empty/array take sparse storage types)
-from .utils import zeros, empty, array  # noqa: E402
+from .. import _fast  # noqa: E402
+
+_ops.populate_namespace(sparse.__dict__, "_sparse_")
+_fast.set_sparse_classes(CSRNDArray, RowSparseNDArray, "cast_storage")
+
+from . import utils  # noqa: E402  (MXNet's creation and files with storage types)
+from .utils import array  # noqa: E402  (a scipy.sparse csr matrix gives a CSRNDArray, as MXNet's nd.array)
 
 # MXNet's module-level arithmetic and comparisons (arrays or numbers on either side); after
 # the operators, so that these names are the functions and not an operator of that name.

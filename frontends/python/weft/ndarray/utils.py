@@ -10,16 +10,12 @@ __all__ = ["zeros", "empty", "array", "load", "load_frombuffer", "save"]
 
 def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
     """An array of zeros of `shape`; stype 'csr' or 'row_sparse' stores nothing."""
-    if stype is None or stype == "default":
-        return _dense_zeros(shape, ctx, dtype, **kwargs)
-    return _sparse.zeros(stype, shape, ctx, dtype, **kwargs)
+    return _dense_zeros(shape, ctx, dtype, stype=stype, **kwargs)
 
 
 def empty(shape, ctx=None, dtype=None, stype=None):
     """An uninitialised array of `shape` (a sparse one holds nothing)."""
-    if stype is None or stype == "default":
-        return _dense_empty(shape, ctx, dtype)
-    return _sparse.empty(stype, shape, ctx, dtype)
+    return _dense_empty(shape, ctx, dtype, stype=stype)
 
 
 def _is_scipy_csr(source):
@@ -27,10 +23,8 @@ def _is_scipy_csr(source):
 
 
 def array(source_array, ctx=None, dtype=None):
-    """A new array of `source_array`: a scipy.sparse csr matrix or a csr NDArray gives a
-    CSRNDArray, a row_sparse NDArray a RowSparseNDArray, anything else a dense NDArray."""
-    if _is_scipy_csr(source_array) or isinstance(source_array, _sparse.CSRNDArray):
+    """A new array of `source_array`: a scipy.sparse csr matrix gives a CSRNDArray, a sparse
+    NDArray a sparse copy, anything else a dense NDArray."""
+    if _is_scipy_csr(source_array):
         return _sparse.csr_matrix(source_array, ctx=ctx, dtype=dtype)
-    if isinstance(source_array, _sparse.RowSparseNDArray):
-        return _sparse.row_sparse_array(source_array, ctx=ctx, dtype=dtype)
     return _dense_array(source_array, ctx=ctx, dtype=dtype)

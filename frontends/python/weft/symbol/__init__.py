@@ -13,7 +13,7 @@ _internal = _types.ModuleType("weft.symbol._internal", "Every operator, internal
 _ops.populate(globals(), _internal.__dict__)
 from . import op  # noqa: E402  (the public operators as MXNet's op module holds them)
 
-from . import contrib, linalg, image, random  # noqa: E402  (filled from the operators populated above)
+from . import contrib, linalg, image, random, sparse  # noqa: E402  (filled from the operators populated above)
 
 
 # MXNet's module-level functions (numbers or Symbols on either side, creation); after the
