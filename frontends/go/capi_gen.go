@@ -1143,6 +1143,16 @@ static gw_result gw_weft_ndarray_detach(const weft_ndarray_t* arr, weft_ndarray_
   return r;
 }
 
+static gw_result gw_weft_autograd_get_symbol(const weft_ndarray_t* arr, weft_symbol_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_autograd_get_symbol(arr, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_autograd_record_function(const char* name, int num_inputs, weft_ndarray_t* const* inputs, int num_outputs, weft_ndarray_t* const* outputs, weft_autograd_backward_fn backward, weft_autograd_release_fn release, void* user_data) {
   gw_result r = {0, NULL};
   r.status = weft_autograd_record_function(name, num_inputs, inputs, num_outputs, outputs, backward, release, user_data);
@@ -3582,6 +3592,18 @@ func weft_ndarray_detach(p_arr *C.weft_ndarray_t, p_out **C.weft_ndarray_t) erro
 	r := C.gw_weft_ndarray_detach(p_arr, p_out)
 	if r.status != 0 {
 		return newCError(r, "weft_ndarray_detach")
+	}
+	return nil
+}
+
+// weft_autograd_get_symbol calls the C function of that name through its shim; see c_api.h.
+func weft_autograd_get_symbol(p_arr *C.weft_ndarray_t, p_out **C.weft_symbol_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_autograd_get_symbol(p_arr, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_autograd_get_symbol")
 	}
 	return nil
 }

@@ -561,6 +561,12 @@ WEFT_API weft_status_t weft_ndarray_get_grad(const weft_ndarray_t* arr, weft_nda
 WEFT_API weft_status_t weft_ndarray_has_history(const weft_ndarray_t* arr, int* out);
 /* *out = a new handle on the same memory without history: gradients stop there. */
 WEFT_API weft_status_t weft_ndarray_detach(const weft_ndarray_t* arr, weft_ndarray_t** out);
+/* *out = a new symbol of the recorded history of `arr` (MXNet's autograd.get_symbol): a node per
+ * recorded call, named after its operator in lower case and a counter, and a variable per marked
+ * array or per array a call read without a history, named "var0", "var1", ... The caller frees
+ * it. An array without a history, a history freed by a backward or holding a custom function
+ * (weft_autograd_record_function) is an error. */
+WEFT_API weft_status_t weft_autograd_get_symbol(const weft_ndarray_t* arr, weft_symbol_t** out);
 
 /* A caller-defined gradient (autograd.Function). Called during a backward on the thread that
  * runs it, with one gradient per output; writes one new array handle per input into

@@ -224,6 +224,7 @@ const _fp_weft_autograd_backward = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_grad = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_has_history = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_detach = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_autograd_get_symbol = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_record_function = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_same_graph = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_invoke = Ref{Ptr{Cvoid}}(C_NULL)
@@ -1538,6 +1539,21 @@ function weft_ndarray_detach(arr, out)
 end
 
 """
+    weft_autograd_get_symbol(arr, out)
+
+out = a new symbol of the recorded history of `arr` (MXNet's autograd.get_symbol): a node per
+recorded call, named after its operator in lower case and a counter, and a variable per marked
+array or per array a call read without a history, named \"var0\", \"var1\", ... The caller frees
+it. An array without a history, a history freed by a backward or holding a custom function
+(weft_autograd_record_function) is an error.
+
+C: weft_status_t weft_autograd_get_symbol(const weft_ndarray_t* arr, weft_symbol_t** out)
+"""
+function weft_autograd_get_symbol(arr, out)
+    ccall(_fp_weft_autograd_get_symbol[], Cint, (Ptr{weft_ndarray_t}, Ptr{Ptr{weft_symbol_t}}), arr, out)
+end
+
+"""
     weft_autograd_record_function(name, num_inputs, inputs, num_outputs, outputs, backward, release, user_data)
 
 Records that `outputs` were computed from `inputs` by code the library did not see, with
@@ -2514,6 +2530,7 @@ const _SYMBOLS = (
     (:weft_ndarray_get_grad, _fp_weft_ndarray_get_grad),
     (:weft_ndarray_has_history, _fp_weft_ndarray_has_history),
     (:weft_ndarray_detach, _fp_weft_ndarray_detach),
+    (:weft_autograd_get_symbol, _fp_weft_autograd_get_symbol),
     (:weft_autograd_record_function, _fp_weft_autograd_record_function),
     (:weft_symbol_same_graph, _fp_weft_symbol_same_graph),
     (:weft_executor_invoke, _fp_weft_executor_invoke),

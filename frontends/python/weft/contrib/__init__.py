@@ -7,5 +7,6 @@ from . import ndarray as nd  # noqa: F401
 from . import onnx  # noqa: F401
 from . import symbol  # noqa: F401
 from . import symbol as sym  # noqa: F401
+from . import svrg_optimization  # noqa: F401
 from . import tensorboard  # noqa: F401
 from . import text  # noqa: F401

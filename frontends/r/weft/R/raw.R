@@ -107,6 +107,7 @@ weft_autograd_backward <- function(heads, head_grads, variables, retain_graph, c
 weft_ndarray_get_grad <- function(arr) .Call(C_weft_ndarray_get_grad, arr)
 weft_ndarray_has_history <- function(arr) .Call(C_weft_ndarray_has_history, arr)
 weft_ndarray_detach <- function(arr) .Call(C_weft_ndarray_detach, arr)
+weft_autograd_get_symbol <- function(arr) .Call(C_weft_autograd_get_symbol, arr)
 weft_symbol_same_graph <- function(a, b) .Call(C_weft_symbol_same_graph, a, b)
 weft_executor_invoke <- function(exec, inputs, bound_inputs, input_grads, params, is_train) .Call(C_weft_executor_invoke, exec, inputs, bound_inputs, input_grads, params, is_train)
 weft_recordio_writer_create <- function(path) .Call(C_weft_recordio_writer_create, path)

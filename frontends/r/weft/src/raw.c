@@ -1462,6 +1462,16 @@ SEXP weft_r_ndarray_detach(SEXP s_arr) {
   return result;
 }
 
+SEXP weft_r_autograd_get_symbol(SEXP s_arr) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  weft_symbol_t* out = NULL;
+  weft_status_t status = weft_autograd_get_symbol(arr, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_autograd_get_symbol");
+  SEXP result = PROTECT(weft_r_wrap_symbol((weft_symbol_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
 SEXP weft_r_symbol_same_graph(SEXP s_a, SEXP s_b) {
   const weft_symbol_t* a = (const weft_symbol_t*)weft_r_handle(s_a, "weft_symbol_t", "a");
   const weft_symbol_t* b = (const weft_symbol_t*)weft_r_handle(s_b, "weft_symbol_t", "b");
@@ -2327,6 +2337,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_ndarray_get_grad", (DL_FUNC)&weft_r_ndarray_get_grad, 1},
   {"C_weft_ndarray_has_history", (DL_FUNC)&weft_r_ndarray_has_history, 1},
   {"C_weft_ndarray_detach", (DL_FUNC)&weft_r_ndarray_detach, 1},
+  {"C_weft_autograd_get_symbol", (DL_FUNC)&weft_r_autograd_get_symbol, 1},
   {"C_weft_symbol_same_graph", (DL_FUNC)&weft_r_symbol_same_graph, 2},
   {"C_weft_executor_invoke", (DL_FUNC)&weft_r_executor_invoke, 6},
   {"C_weft_recordio_writer_create", (DL_FUNC)&weft_r_recordio_writer_create, 1},
