@@ -482,3 +482,53 @@ def test_quantized_elemwise_mul(mode):
     with pytest.raises(mx.base.MXNetError, match="same shape"):
         mx.nd.contrib.quantized_elemwise_mul(mx.nd.array(a, dtype="int8"), mx.nd.array(b[:2], dtype="int8"),
                                              _scalar(-1.0), _scalar(1.0), _scalar(-1.0), _scalar(1.0))
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("fix_gamma", [True, False])
+def test_quantized_batch_norm(dtype, fix_gamma):
+    rng = np.random.RandomState(14)
+    x = _rand_q(rng, (2, 4, 3, 5), dtype)
+    lo_d, rd = (0.0 if dtype == "uint8" else -2.0), 2.0
+    gamma, beta = rng.uniform(0.5, 2, 4), rng.uniform(-1, 1, 4)
+    mean, var = rng.uniform(-0.5, 0.5, 4), rng.uniform(0.5, 2, 4)
+    f32 = [mx.nd.array(a) for a in (gamma, beta, mean, var)]
+    out, lo, hi = mx.nd.contrib.quantized_batch_norm(mx.nd.array(x, dtype=dtype), *f32, _scalar(lo_d), _scalar(rd),
+                                                     eps=1e-3, fix_gamma=fix_gamma, min_calib_range=-3.0,
+                                                     max_calib_range=4.0)
+    xf = x * _step(dtype, lo_d, rd)
+    g = np.ones(4) if fix_gamma else gamma
+    real = (xf - mean[None, :, None, None]) / np.sqrt(var + 1e-3)[None, :, None, None] * g[None, :, None, None] + \
+        beta[None, :, None, None]
+    # The float BatchNorm on the dequantized data agrees.
+    ref = mx.nd.BatchNorm(mx.nd.array(xf), *f32, eps=1e-3, fix_gamma=fix_gamma, use_global_stats=True).asnumpy()
+    np.testing.assert_allclose(real, ref, rtol=1e-4, atol=1e-5)
+    assert out.dtype == np.int8 and (lo.asscalar(), hi.asscalar()) == (-4.0, 4.0)
+    expect = np.clip(np.round(real / (4.0 / 127)), -128, 127)
+    assert np.abs(out.asnumpy() - expect).max() <= 1
+    with pytest.raises(mx.base.MXNetError, match="needs min_calib_range and max_calib_range"):
+        mx.nd.contrib.quantized_batch_norm(mx.nd.array(x, dtype=dtype), *f32, _scalar(lo_d), _scalar(rd))
+    with pytest.raises(mx.base.MXNetError, match="input 'gamma' has shape \\(3,\\)"):
+        mx.nd.contrib.quantized_batch_norm(mx.nd.array(x, dtype=dtype), mx.nd.ones(3), *f32[1:], _scalar(lo_d),
+                                           _scalar(rd), min_calib_range=-1.0, max_calib_range=1.0)
+
+
+def test_quantized_embedding():
+    rng = np.random.RandomState(15)
+    w = _rand_q(rng, (6, 4), "int8")
+    idx = np.array([[0, 5, 2], [7, -1, 3.7]], dtype=np.float32)
+    out, lo, hi = mx.nd.contrib.quantized_embedding(mx.nd.array(idx), mx.nd.array(w, dtype="int8"), _scalar(-0.3),
+                                                    _scalar(0.3), input_dim=6, output_dim=4)
+    assert out.dtype == np.int8 and out.shape == (2, 3, 4)
+    rows = np.clip(idx.astype(np.int64), 0, 5)
+    np.testing.assert_array_equal(out.asnumpy(), w[rows])
+    assert (lo.asscalar(), hi.asscalar()) == (np.float32(-0.3), np.float32(0.3))
+    ints = mx.nd.contrib.quantized_embedding(mx.nd.array([1, 4], dtype="int32"), mx.nd.array(w, dtype="int8"),
+                                             _scalar(-0.3), _scalar(0.3), input_dim=6, output_dim=4)
+    np.testing.assert_array_equal(ints[0].asnumpy(), w[[1, 4]])
+    with pytest.raises(mx.base.MXNetError, match="input 'weight' has shape \\(6,4\\).*\\(5,4\\)"):
+        mx.nd.contrib.quantized_embedding(mx.nd.array(idx), mx.nd.array(w, dtype="int8"), _scalar(-1.0),
+                                          _scalar(1.0), input_dim=5, output_dim=4)
+    with pytest.raises(mx.base.MXNetError, match="input 'weight' has dtype float32"):
+        mx.nd.contrib.quantized_embedding(mx.nd.array(idx), mx.nd.array(w), _scalar(-1.0), _scalar(1.0),
+                                          input_dim=6, output_dim=4)

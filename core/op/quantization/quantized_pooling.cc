@@ -3,8 +3,9 @@
 // max_data; outputs output, min_output, max_output, the range passed through).
 //
 // Pooling takes Pooling's parameters; max and avg only, as MXNet. It runs as a oneDNN
-// int8 pooling primitive where oneDNN has one for the geometry (average rounded to
-// nearest), otherwise through Pooling's own float kernels on a float copy, rounded back.
+// int8 pooling primitive (channels-last, where its JIT kernel is) where oneDNN has one for
+// the geometry (average rounded to nearest), otherwise through Pooling's own float kernels
+// on a float copy, rounded back.
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -74,7 +75,12 @@ using dnnl::memory;
 
 struct Int8Pool {
   dnnl::pooling_forward prim;
-  memory::desc src, dst;
+  // The plain NCHW arrays, and the channels-last layout oneDNN's JIT int8 pooling reads,
+  // reordered in and out through temp space (its kernel for plain NCHW int8 is the
+  // reference one).
+  memory::desc user_src, user_dst, src, dst;
+  dnnl::reorder to_src, from_dst;
+  bool reorder = false;
 };
 
 // A oneDNN pooling for the geometry, or null where it has none or where its average would
@@ -96,8 +102,10 @@ std::shared_ptr<const Int8Pool> PoolPlan(const PoolGeom& g, DType t) {
   if (it != cache.end()) return it->second;
   std::shared_ptr<Int8Pool> plan;
   try {
-    static const memory::format_tag tags[] = {memory::format_tag::ncw, memory::format_tag::nchw,
-                                              memory::format_tag::ncdhw};
+    static const memory::format_tag plain[] = {memory::format_tag::ncw, memory::format_tag::nchw,
+                                               memory::format_tag::ncdhw};
+    static const memory::format_tag last[] = {memory::format_tag::nwc, memory::format_tag::nhwc,
+                                              memory::format_tag::ndhwc};
     const memory::data_type dt = t == DType::kUint8 ? memory::data_type::u8 : memory::data_type::s8;
     memory::dims sd{g.n, g.c}, dd{g.n, g.c}, strides, kernel, pl, pr;
     for (int i = 3 - g.nd; i < 3; ++i) {
@@ -109,19 +117,49 @@ std::shared_ptr<const Int8Pool> PoolPlan(const PoolGeom& g, DType t) {
       pr.push_back(std::max<int64_t>(0, (g.out[i] - 1) * g.s[i] + g.k[i] - g.in[i] - g.pl[i]));
     }
     plan = std::make_shared<Int8Pool>();
-    plan->src = memory::desc(sd, dt, tags[g.nd - 1]);
-    plan->dst = memory::desc(dd, dt, tags[g.nd - 1]);
+    plan->user_src = memory::desc(sd, dt, plain[g.nd - 1]);
+    plan->user_dst = memory::desc(dd, dt, plain[g.nd - 1]);
     dnnl::algorithm alg = g.kind == PoolKind::kMax ? dnnl::algorithm::pooling_max
                           : g.include_pad          ? dnnl::algorithm::pooling_avg_include_padding
                                                    : dnnl::algorithm::pooling_avg_exclude_padding;
-    dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, plan->src, plan->dst, strides, kernel,
-                                     pl, pr);
-    plan->prim = dnnl::pooling_forward(dnnl::pooling_forward::primitive_desc(desc, RegionEngine()));
+    auto make = [&](memory::format_tag tag) {
+      dnnl::pooling_forward::desc desc(dnnl::prop_kind::forward_inference, alg, memory::desc(sd, dt, tag),
+                                       memory::desc(dd, dt, tag), strides, kernel, pl, pr);
+      return dnnl::pooling_forward::primitive_desc(desc, RegionEngine());
+    };
+    auto pd = make(last[g.nd - 1]);
+    if (std::string(pd.impl_info_str()).rfind("jit", 0) != 0) pd = make(plain[g.nd - 1]);
+    plan->prim = dnnl::pooling_forward(pd);
+    plan->src = pd.src_desc();
+    plan->dst = pd.dst_desc();
+    plan->reorder = plan->src != plan->user_src;
+    if (plan->reorder) {
+      plan->to_src = dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), plan->user_src, RegionEngine(), plan->src));
+      plan->from_dst =
+          dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), plan->dst, RegionEngine(), plan->user_dst));
+    }
   } catch (const dnnl::error&) {
     plan = nullptr;
   }
   cache.emplace(key, plan);
   return plan;
+}
+
+void RunPool(const Int8Pool& p, const OpContext& ctx, void* x, void* y) {
+  static thread_local dnnl::stream strm(RegionEngine());
+  auto& eng = RegionEngine();
+  memory user_src(p.user_src, eng, x), user_dst(p.user_dst, eng, y);
+  if (!p.reorder) {
+    p.prim.execute(strm, {{DNNL_ARG_SRC, user_src}, {DNNL_ARG_DST, user_dst}});
+  } else {
+    const size_t src_bytes = (p.src.get_size() + 63) / 64 * 64;
+    char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(src_bytes + p.dst.get_size()));
+    memory src(p.src, eng, temp), dst(p.dst, eng, temp + src_bytes);
+    p.to_src.execute(strm, user_src, src);
+    p.prim.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+    p.from_dst.execute(strm, dst, user_dst);
+  }
+  strm.wait();
 }
 #endif
 
@@ -151,10 +189,7 @@ void QuantizedPoolingCompute(const NodeAttrs& attrs, const OpContext& ctx, const
     bool done = false;
 #if defined(WEFT_USE_ONEDNN)
     if (auto plan = PoolPlan(g, in[0].dtype)) {
-      static thread_local dnnl::stream strm(RegionEngine());
-      plan->prim.execute(strm, {{DNNL_ARG_SRC, memory(plan->src, RegionEngine(), in[0].dptr)},
-                                {DNNL_ARG_DST, memory(plan->dst, RegionEngine(), out[0].dptr)}});
-      strm.wait();
+      RunPool(*plan, ctx, in[0].dptr, out[0].dptr);
       done = true;
     }
 #endif
@@ -234,7 +269,7 @@ WEFT_REGISTER_OP(_contrib_quantized_pooling)
     .SetAttr<FListNames>("FListOutputNames", OutputNames)
     .SetAttr<FInferShape>("FInferShape", QuantizedPoolingShape)
     .SetAttr<FInferType>("FInferType", PassThroughType)
-    // Pooling's kernels, which the float route calls, may ask for temp space.
+    // The reorders around oneDNN's pooling, and Pooling's kernels on the float route.
     .SetAttr<FResourceRequest>("FResourceRequest",
                                [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kTempSpace}}; })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)

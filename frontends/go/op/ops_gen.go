@@ -128,10 +128,12 @@ var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
 var opInternalContribQuantize = weft.NewOperator("_contrib_quantize")
 var opInternalContribQuantizeV2 = weft.NewOperator("_contrib_quantize_v2")
 var opInternalContribQuantizedAct = weft.NewOperator("_contrib_quantized_act")
+var opInternalContribQuantizedBatchNorm = weft.NewOperator("_contrib_quantized_batch_norm")
 var opInternalContribQuantizedConcat = weft.NewOperator("_contrib_quantized_concat")
 var opInternalContribQuantizedConv = weft.NewOperator("_contrib_quantized_conv")
 var opInternalContribQuantizedElemwiseAdd = weft.NewOperator("_contrib_quantized_elemwise_add")
 var opInternalContribQuantizedElemwiseMul = weft.NewOperator("_contrib_quantized_elemwise_mul")
+var opInternalContribQuantizedEmbedding = weft.NewOperator("_contrib_quantized_embedding")
 var opInternalContribQuantizedFlatten = weft.NewOperator("_contrib_quantized_flatten")
 var opInternalContribQuantizedFullyConnected = weft.NewOperator("_contrib_quantized_fully_connected")
 var opInternalContribQuantizedPooling = weft.NewOperator("_contrib_quantized_pooling")
@@ -4203,6 +4205,62 @@ func SymInternalContribQuantizedAct(data, minData, maxData *weft.Symbol, actType
 	return c.compose(opInternalContribQuantizedAct, []string{"data", "min_data", "max_data"}, data, minData, maxData)
 }
 
+// InternalContribQuantizedBatchNorm runs the operator _contrib_quantized_batch_norm.
+//
+// BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int8 over the calibrated output range min_calib_range/max_calib_range, which it requires. Takes BatchNorm's parameters.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - gamma: gamma (float32).
+//   - beta: beta (float32).
+//   - movingMean: The moving mean (float32).
+//   - movingVar: The moving variance (float32).
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (required with max_calib_range). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (required with min_calib_range). (default None)
+func InternalContribQuantizedBatchNorm(data, gamma, beta, movingMean, movingVar, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedBatchNorm, data, gamma, beta, movingMean, movingVar, minData, maxData)
+}
+
+// SymInternalContribQuantizedBatchNorm runs the operator _contrib_quantized_batch_norm symbolically: it adds one node to the graph.
+//
+// BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int8 over the calibrated output range min_calib_range/max_calib_range, which it requires. Takes BatchNorm's parameters.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - gamma: gamma (float32).
+//   - beta: beta (float32).
+//   - movingMean: The moving mean (float32).
+//   - movingVar: The moving variance (float32).
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (required with max_calib_range). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (required with min_calib_range). (default None)
+func SymInternalContribQuantizedBatchNorm(data, gamma, beta, movingMean, movingVar, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var", "min_data", "max_data"}, data, gamma, beta, movingMean, movingVar, minData, maxData)
+}
+
 // InternalContribQuantizedConcat runs the operator _contrib_quantized_concat.
 //
 // Joins int8/uint8 arrays along axis dim, each rescaled to the output's range, which covers every input's range and 0. The output is int8 when any input is int8, else uint8. Inputs: the arrays, then each array's min and max.
@@ -4405,6 +4463,54 @@ func InternalContribQuantizedElemwiseMul(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMa
 func SymInternalContribQuantizedElemwiseMul(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuantizedElemwiseMul, []string{"lhs", "rhs", "lhs_min", "lhs_max", "rhs_min", "rhs_max"}, lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax)
+}
+
+// InternalContribQuantizedEmbedding runs the operator _contrib_quantized_embedding.
+//
+// Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim)); the output is int8 with the weight's range. Takes Embedding's parameters.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The indices.
+//   - weight: The embedding matrix (input_dim, output_dim), int8.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//
+// Required parameters:
+//   - inputDim int: Rows of the weight (vocabulary size).
+//   - outputDim int: Length of each embedding row.
+//
+// Options:
+//   - WithDtype(weft.DType): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
+//   - WithSparseGrad(bool): Accepted for MXNet's graphs; the operator has no gradient. (default False)
+func InternalContribQuantizedEmbedding(data, weight, minWeight, maxWeight *weft.NDArray, inputDim int, outputDim int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.invoke(opInternalContribQuantizedEmbedding, data, weight, minWeight, maxWeight)
+}
+
+// SymInternalContribQuantizedEmbedding runs the operator _contrib_quantized_embedding symbolically: it adds one node to the graph.
+//
+// Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim)); the output is int8 with the weight's range. Takes Embedding's parameters.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The indices.
+//   - weight: The embedding matrix (input_dim, output_dim), int8.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//
+// Required parameters:
+//   - inputDim int: Rows of the weight (vocabulary size).
+//   - outputDim int: Length of each embedding row.
+//
+// Options:
+//   - WithDtype(weft.DType): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
+//   - WithSparseGrad(bool): Accepted for MXNet's graphs; the operator has no gradient. (default False)
+func SymInternalContribQuantizedEmbedding(data, weight, minWeight, maxWeight *weft.Symbol, inputDim int, outputDim int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.compose(opInternalContribQuantizedEmbedding, []string{"data", "weight", "min_weight", "max_weight"}, data, weight, minWeight, maxWeight)
 }
 
 // InternalContribQuantizedFlatten runs the operator _contrib_quantized_flatten.

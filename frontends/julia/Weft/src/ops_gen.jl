@@ -2041,6 +2041,39 @@ _contrib_quantized_act(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_qu
 _contrib_quantized_act(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_act, args; kwargs...)
 _contrib_quantized_act(; kwargs...) = _call_op(_op__contrib_quantized_act; kwargs...)
 
+const _op__contrib_quantized_batch_norm = OpDef("_contrib_quantized_batch_norm", ["data", "gamma", "beta", "moving_mean", "moving_var", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_batch_norm(data, gamma, beta, moving_mean, moving_var, min_data, max_data; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
+
+BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int8 over the calibrated output range min_calib_range/max_calib_range, which it requires. Takes BatchNorm's parameters.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `gamma` (NDArray or SymbolicNode): gamma (float32).
+- `beta` (NDArray or SymbolicNode): beta (float32).
+- `moving_mean` (NDArray or SymbolicNode): The moving mean (float32).
+- `moving_var` (NDArray or SymbolicNode): The moving variance (float32).
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `axis` (int; default `1`): The channel axis.
+- `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (required with max_calib_range).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (required with min_calib_range).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_batch_norm end
+_contrib_quantized_batch_norm(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_batch_norm, args; kwargs...)
+_contrib_quantized_batch_norm(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_batch_norm, args; kwargs...)
+_contrib_quantized_batch_norm(; kwargs...) = _call_op(_op__contrib_quantized_batch_norm; kwargs...)
+
 const _op__contrib_quantized_concat = OpDef("_contrib_quantized_concat", String[], true, "")
 """
     _contrib_quantized_concat(args...; num_args, dim=1)
@@ -2155,6 +2188,31 @@ function _contrib_quantized_elemwise_mul end
 _contrib_quantized_elemwise_mul(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_elemwise_mul, args; kwargs...)
 _contrib_quantized_elemwise_mul(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_elemwise_mul, args; kwargs...)
 _contrib_quantized_elemwise_mul(; kwargs...) = _call_op(_op__contrib_quantized_elemwise_mul; kwargs...)
+
+const _op__contrib_quantized_embedding = OpDef("_contrib_quantized_embedding", ["data", "weight", "min_weight", "max_weight"], false, "")
+"""
+    _contrib_quantized_embedding(data, weight, min_weight, max_weight; input_dim, output_dim, dtype=float32, sparse_grad=False)
+
+Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim)); the output is int8 with the weight's range. Takes Embedding's parameters.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The indices.
+- `weight` (NDArray or SymbolicNode): The embedding matrix (input_dim, output_dim), int8.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+
+# Parameters
+- `input_dim` (int, in [1, inf]; required): Rows of the weight (vocabulary size).
+- `output_dim` (int, in [1, inf]; required): Length of each embedding row.
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8).
+- `sparse_grad` (boolean; default `False`): Accepted for MXNet's graphs; the operator has no gradient.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_embedding end
+_contrib_quantized_embedding(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_embedding, args; kwargs...)
+_contrib_quantized_embedding(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_embedding, args; kwargs...)
+_contrib_quantized_embedding(; kwargs...) = _call_op(_op__contrib_quantized_embedding; kwargs...)
 
 const _op__contrib_quantized_flatten = OpDef("_contrib_quantized_flatten", ["data", "min_data", "max_data"], false, "")
 """
@@ -10166,10 +10224,12 @@ const _OPERATOR_NAMES = [
     "_contrib_quantize",
     "_contrib_quantize_v2",
     "_contrib_quantized_act",
+    "_contrib_quantized_batch_norm",
     "_contrib_quantized_concat",
     "_contrib_quantized_conv",
     "_contrib_quantized_elemwise_add",
     "_contrib_quantized_elemwise_mul",
+    "_contrib_quantized_embedding",
     "_contrib_quantized_flatten",
     "_contrib_quantized_fully_connected",
     "_contrib_quantized_pooling",

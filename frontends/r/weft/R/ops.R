@@ -606,6 +606,13 @@ mx.symbol.internal.contrib.quantized.act <- function(data = NULL, min_data = NUL
   .weft_symbol_op("_contrib_quantized_act", list(data = data, min_data = min_data, max_data = max_data), c(act_type = .weft_param(act_type)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_batch_norm", list(data, gamma, beta, moving_mean, moving_var, min_data, max_data), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_batch_norm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var, min_data = min_data, max_data = max_data), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.quantized.concat <- function(..., num_args, dim = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_quantized_concat", .weft_dots(...), c(num_args = .weft_param(num_args), dim = .weft_param(dim)), NULL, out)
 }
@@ -632,6 +639,13 @@ mx.nd.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL
 }
 mx.symbol.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, enable_float_output = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_quantized_elemwise_mul", list(lhs = lhs, rhs = rhs, lhs_min = lhs_min, lhs_max = lhs_max, rhs_min = rhs_min, rhs_max = rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), enable_float_output = .weft_param(enable_float_output)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_embedding", list(data, weight, min_weight, max_weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_embedding", list(data = data, weight = weight, min_weight = min_weight, max_weight = max_weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.quantized.flatten <- function(data = NULL, min_data = NULL, max_data = NULL, out = NULL) {
