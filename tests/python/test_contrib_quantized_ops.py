@@ -532,3 +532,31 @@ def test_quantized_embedding():
     with pytest.raises(mx.base.MXNetError, match="input 'weight' has dtype float32"):
         mx.nd.contrib.quantized_embedding(mx.nd.array(idx), mx.nd.array(w), _scalar(-1.0), _scalar(1.0),
                                           input_dim=6, output_dim=4)
+
+
+@pytest.mark.parametrize("calib", [None, (-1.0, 3.0)])
+def test_quantize_asym(calib):
+    x = np.random.RandomState(16).uniform(-1.5, 3.5, (3, 6)).astype(np.float32)
+    kw = {} if calib is None else dict(min_calib_range=calib[0], max_calib_range=calib[1])
+    q, scale, shift = mx.nd.contrib.quantize_asym(mx.nd.array(x), **kw)
+    lo, hi = calib if calib else (x.min(), x.max())
+    s = np.float32(255.0) / (np.float32(hi) - np.float32(lo))
+    sh = np.float32(255.0) - np.float32(hi) * s
+    np.testing.assert_allclose([scale.asscalar(), shift.asscalar()], [s, sh], rtol=1e-6)
+    assert q.dtype == np.uint8
+    expect = np.floor(np.clip(x * s + sh + np.float32(0.5), 0, 255))
+    assert np.abs(q.asnumpy().astype(np.int64) - expect).max() <= 1 and (q.asnumpy() == expect).mean() > 0.95
+    # (q - shift) / scale gives the data back within half a step where it is inside the range.
+    back = (q.asnumpy() - shift.asscalar()) / scale.asscalar()
+    inside = (x >= lo) & (x <= hi)
+    assert np.abs(back - x)[inside].max() <= 0.5 / s + 1e-5
+    i8 = mx.nd.contrib.quantize_asym(mx.nd.array([[-128, -1, 0, 127]], dtype="int8"))
+    np.testing.assert_array_equal(i8[0].asnumpy(), [[0, 127, 128, 255]])
+    assert (i8[1].asscalar(), i8[2].asscalar()) == (1.0, 128.0)
+    u8 = mx.nd.contrib.quantize_asym(mx.nd.array([[3, 250]], dtype="uint8"))
+    np.testing.assert_array_equal(u8[0].asnumpy(), [[3, 250]])
+    assert (u8[1].asscalar(), u8[2].asscalar()) == (1.0, 0.0)
+    with pytest.raises(mx.base.MXNetError, match="float32, int8 or uint8 data"):
+        mx.nd.contrib.quantize_asym(mx.nd.array(x, dtype="float64"))
+    with pytest.raises(mx.base.MXNetError, match="both min_calib_range and max_calib_range"):
+        mx.nd.contrib.quantize_asym(mx.nd.array(x), min_calib_range=0.0)

@@ -126,6 +126,7 @@ var opInternalContribMultiBoxTarget = weft.NewOperator("_contrib_MultiBoxTarget"
 var opInternalContribPSROIPooling = weft.NewOperator("_contrib_PSROIPooling")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
 var opInternalContribQuantize = weft.NewOperator("_contrib_quantize")
+var opInternalContribQuantizeAsym = weft.NewOperator("_contrib_quantize_asym")
 var opInternalContribQuantizeV2 = weft.NewOperator("_contrib_quantize_v2")
 var opInternalContribQuantizedAct = weft.NewOperator("_contrib_quantized_act")
 var opInternalContribQuantizedBatchNorm = weft.NewOperator("_contrib_quantized_batch_norm")
@@ -4137,6 +4138,36 @@ func InternalContribQuantize(data, minRange, maxRange *weft.NDArray, opts ...Opt
 func SymInternalContribQuantize(data, minRange, maxRange *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
+}
+
+// InternalContribQuantizeAsym runs the operator _contrib_quantize_asym.
+//
+// Quantizes float32 data asymmetrically to uint8: q = x * scale + shift rounded, scale = 255 / (max - min), shift = 255 - max * scale, over the calibrated or the data's range; outputs q, scale and shift. int8 data is shifted by 128, uint8 data passes through.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: A float32, int8 or uint8 array
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the input; without it the data's minimum is used. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the input; without it the data's maximum is used. (default None)
+func InternalContribQuantizeAsym(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizeAsym, data)
+}
+
+// SymInternalContribQuantizeAsym runs the operator _contrib_quantize_asym symbolically: it adds one node to the graph.
+//
+// Quantizes float32 data asymmetrically to uint8: q = x * scale + shift rounded, scale = 255 / (max - min), shift = 255 - max * scale, over the calibrated or the data's range; outputs q, scale and shift. int8 data is shifted by 128, uint8 data passes through.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: A float32, int8 or uint8 array
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the input; without it the data's minimum is used. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the input; without it the data's maximum is used. (default None)
+func SymInternalContribQuantizeAsym(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizeAsym, []string{"data"}, data)
 }
 
 // InternalContribQuantizeV2 runs the operator _contrib_quantize_v2.

@@ -1999,6 +1999,26 @@ _contrib_quantize(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantiz
 _contrib_quantize(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize, args; kwargs...)
 _contrib_quantize(; kwargs...) = _call_op(_op__contrib_quantize; kwargs...)
 
+const _op__contrib_quantize_asym = OpDef("_contrib_quantize_asym", ["data"], false, "")
+"""
+    _contrib_quantize_asym(data; min_calib_range=None, max_calib_range=None)
+
+Quantizes float32 data asymmetrically to uint8: q = x * scale + shift rounded, scale = 255 / (max - min), shift = 255 - max * scale, over the calibrated or the data's range; outputs q, scale and shift. int8 data is shifted by 128, uint8 data passes through.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): A float32, int8 or uint8 array
+
+# Parameters
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the input; without it the data's minimum is used.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the input; without it the data's maximum is used.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantize_asym end
+_contrib_quantize_asym(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantize_asym, args; kwargs...)
+_contrib_quantize_asym(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize_asym, args; kwargs...)
+_contrib_quantize_asym(; kwargs...) = _call_op(_op__contrib_quantize_asym; kwargs...)
+
 const _op__contrib_quantize_v2 = OpDef("_contrib_quantize_v2", ["data"], false, "")
 """
     _contrib_quantize_v2(data; out_type=int8, min_calib_range=None, max_calib_range=None)
@@ -10222,6 +10242,7 @@ const _OPERATOR_NAMES = [
     "_contrib_index_copy",
     "_contrib_quadratic",
     "_contrib_quantize",
+    "_contrib_quantize_asym",
     "_contrib_quantize_v2",
     "_contrib_quantized_act",
     "_contrib_quantized_batch_norm",

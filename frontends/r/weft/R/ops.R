@@ -592,6 +592,13 @@ mx.symbol.internal.contrib.quantize <- function(data = NULL, min_range = NULL, m
   .weft_symbol_op("_contrib_quantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantize_asym", list(data), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantize_asym", list(data = data), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_quantize_v2", list(data), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
