@@ -114,16 +114,21 @@ var opInternalContribBoxDecode = weft.NewOperator("_contrib_box_decode")
 var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
 var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
 var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
+var opInternalContribDeformableConvolution = weft.NewOperator("_contrib_DeformableConvolution")
+var opInternalContribDeformablePSROIPooling = weft.NewOperator("_contrib_DeformablePSROIPooling")
 var opInternalContribDequantize = weft.NewOperator("_contrib_dequantize")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
 var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
+var opInternalContribModulatedDeformableConvolution = weft.NewOperator("_contrib_ModulatedDeformableConvolution")
 var opInternalContribMultiBoxDetection = weft.NewOperator("_contrib_MultiBoxDetection")
 var opInternalContribMultiBoxPrior = weft.NewOperator("_contrib_MultiBoxPrior")
 var opInternalContribMultiBoxTarget = weft.NewOperator("_contrib_MultiBoxTarget")
+var opInternalContribMultiProposal = weft.NewOperator("_contrib_MultiProposal")
 var opInternalContribPSROIPooling = weft.NewOperator("_contrib_PSROIPooling")
+var opInternalContribProposal = weft.NewOperator("_contrib_Proposal")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
 var opInternalContribQuantize = weft.NewOperator("_contrib_quantize")
 var opInternalContribQuantizeAsym = weft.NewOperator("_contrib_quantize_asym")
@@ -139,6 +144,7 @@ var opInternalContribQuantizedFlatten = weft.NewOperator("_contrib_quantized_fla
 var opInternalContribQuantizedFullyConnected = weft.NewOperator("_contrib_quantized_fully_connected")
 var opInternalContribQuantizedPooling = weft.NewOperator("_contrib_quantized_pooling")
 var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
+var opInternalContribRROIAlign = weft.NewOperator("_contrib_RROIAlign")
 var opInternalContribRequantize = weft.NewOperator("_contrib_requantize")
 var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
 var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
@@ -3726,6 +3732,124 @@ func SymInternalContribBoxNms(data *weft.Symbol, opts ...Option) (*weft.Symbol, 
 	return c.compose(opInternalContribBoxNms, []string{"data"}, data)
 }
 
+// InternalContribDeformableConvolution runs the operator _contrib_DeformableConvolution.
+//
+// 2-D deformable convolution (https://arxiv.org/abs/1703.06211): a convolution whose tap (i, j) at output cell (y, x) reads data at (y * stride - pad + i * dilate + dy, x * stride - pad + j * dilate + dx), bilinearly interpolated, (dy, dx) taken from offset. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow) with oh = floor((h + 2 * pad - dilate * (kh - 1) - 1) / stride) + 1 (likewise ow). Data channel group d of num_deformable_group reads offset channels [2K * d, 2K * (d + 1)) (K = kh * kw): 2 * (i * kw + j) for dy of tap (i, j), the next for dx. Points outside [0, h) x [0, w) read 0; beyond the last row or column the sample holds it.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func InternalContribDeformableConvolution(data, offset, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opInternalContribDeformableConvolution, data, offset, weight, bias)
+}
+
+// SymInternalContribDeformableConvolution runs the operator _contrib_DeformableConvolution symbolically: it adds one node to the graph.
+//
+// 2-D deformable convolution (https://arxiv.org/abs/1703.06211): a convolution whose tap (i, j) at output cell (y, x) reads data at (y * stride - pad + i * dilate + dy, x * stride - pad + j * dilate + dx), bilinearly interpolated, (dy, dx) taken from offset. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow) with oh = floor((h + 2 * pad - dilate * (kh - 1) - 1) / stride) + 1 (likewise ow). Data channel group d of num_deformable_group reads offset channels [2K * d, 2K * (d + 1)) (K = kh * kw): 2 * (i * kw + j) for dy of tap (i, j), the next for dx. Points outside [0, h) x [0, w) read 0; beyond the last row or column the sample holds it.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func SymInternalContribDeformableConvolution(data, offset, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opInternalContribDeformableConvolution, []string{"data", "offset", "weight", "bias"}, data, offset, weight, bias)
+}
+
+// InternalContribDeformablePSROIPooling runs the operator _contrib_DeformablePSROIPooling.
+//
+// Deformable position-sensitive ROI pooling (https://arxiv.org/abs/1703.06211). Each ROI [batch_index, x1, y1, x2, y2] (corners rounded, scaled by spatial_scale) is split into pooled_size x pooled_size bins; bin (i, j) of output channel c, moved by trans_std * trans (num_rois, 2 * classes, part_size, part_size) in fractions of the ROI's width (channel 2 * class) and height (2 * class + 1), averages sample_per_part^2 bilinear samples of input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (num_rois, output_dim, pooled_size, pooled_size); the second output, top_count (hidden), counts each bin's samples that fall on the map.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//   - trans: The bins' displacements (R, 2 * classes, part_size, part_size)
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - groupSize int: The side of the grid of position-sensitive channel groups.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithPartSize(int): The side of the grid of trans cells; 0 means pooled_size. (default 0)
+//   - WithSamplePerPart(int): Samples per bin along each axis. (default 1)
+//   - WithTransStd(float64): The scale of trans: a bin moves by trans * trans_std times the ROI's size. (default 0)
+//   - WithNoTrans(bool): Whether to leave out the trans input (bins stay in place). (default False)
+func InternalContribDeformablePSROIPooling(data, rois, trans *weft.NDArray, spatialScale float64, outputDim int, groupSize int, pooledSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("group_size", groupSize)
+	c.set("pooled_size", pooledSize)
+	return c.invoke(opInternalContribDeformablePSROIPooling, data, rois, trans)
+}
+
+// SymInternalContribDeformablePSROIPooling runs the operator _contrib_DeformablePSROIPooling symbolically: it adds one node to the graph.
+//
+// Deformable position-sensitive ROI pooling (https://arxiv.org/abs/1703.06211). Each ROI [batch_index, x1, y1, x2, y2] (corners rounded, scaled by spatial_scale) is split into pooled_size x pooled_size bins; bin (i, j) of output channel c, moved by trans_std * trans (num_rois, 2 * classes, part_size, part_size) in fractions of the ROI's width (channel 2 * class) and height (2 * class + 1), averages sample_per_part^2 bilinear samples of input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (num_rois, output_dim, pooled_size, pooled_size); the second output, top_count (hidden), counts each bin's samples that fall on the map.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//   - trans: The bins' displacements (R, 2 * classes, part_size, part_size)
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - groupSize int: The side of the grid of position-sensitive channel groups.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithPartSize(int): The side of the grid of trans cells; 0 means pooled_size. (default 0)
+//   - WithSamplePerPart(int): Samples per bin along each axis. (default 1)
+//   - WithTransStd(float64): The scale of trans: a bin moves by trans * trans_std times the ROI's size. (default 0)
+//   - WithNoTrans(bool): Whether to leave out the trans input (bins stay in place). (default False)
+func SymInternalContribDeformablePSROIPooling(data, rois, trans *weft.Symbol, spatialScale float64, outputDim int, groupSize int, pooledSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("group_size", groupSize)
+	c.set("pooled_size", pooledSize)
+	return c.compose(opInternalContribDeformablePSROIPooling, []string{"data", "rois", "trans"}, data, rois, trans)
+}
+
 // InternalContribDequantize runs the operator _contrib_dequantize.
 //
 // Converts int8 or uint8 data with the float range it stands for (min_range, max_range) back to float32.
@@ -3908,6 +4032,70 @@ func SymInternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.Symbol,
 	return c.compose(opInternalContribIndexCopy, []string{"old_tensor", "index_vector", "new_tensor"}, oldTensor, indexVector, newTensor)
 }
 
+// InternalContribModulatedDeformableConvolution runs the operator _contrib_ModulatedDeformableConvolution.
+//
+// 2-D modulated deformable convolution (DCNv2, https://arxiv.org/abs/1811.11168): as _contrib_DeformableConvolution, with every sampled tap multiplied by mask. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), mask (n, num_deformable_group * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow). Points in (-1, h) x (-1, w) are interpolated with the pixels outside the map taken as zeros; points further out read 0.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - mask: The scale of every tap (n, num_deformable_group * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithIm2colStep(int): Images per im2col pass on the GPU; a batch larger than it must be a multiple of it. (default 64)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func InternalContribModulatedDeformableConvolution(data, offset, mask, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opInternalContribModulatedDeformableConvolution, data, offset, mask, weight, bias)
+}
+
+// SymInternalContribModulatedDeformableConvolution runs the operator _contrib_ModulatedDeformableConvolution symbolically: it adds one node to the graph.
+//
+// 2-D modulated deformable convolution (DCNv2, https://arxiv.org/abs/1811.11168): as _contrib_DeformableConvolution, with every sampled tap multiplied by mask. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), mask (n, num_deformable_group * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow). Points in (-1, h) x (-1, w) are interpolated with the pixels outside the map taken as zeros; points further out read 0.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - mask: The scale of every tap (n, num_deformable_group * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithIm2colStep(int): Images per im2col pass on the GPU; a batch larger than it must be a multiple of it. (default 64)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func SymInternalContribModulatedDeformableConvolution(data, offset, mask, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opInternalContribModulatedDeformableConvolution, []string{"data", "offset", "mask", "weight", "bias"}, data, offset, mask, weight, bias)
+}
+
 // InternalContribMultiBoxDetection runs the operator _contrib_MultiBoxDetection.
 //
 // SSD detections (batch, A, 6) of rows [class, score, xmin, ymin, xmax, ymax]: each anchor takes its best foreground class of cls_prob (batch, classes, A) (background when below threshold), its box decoded from loc_pred (batch, A * 4); foreground rows come first, sorted by score and suppressed (class -1) by non-maximum suppression; the remaining rows are -1.
@@ -4030,6 +4218,54 @@ func SymInternalContribMultiBoxTarget(anchor, label, clsPred *weft.Symbol, opts 
 	return c.compose(opInternalContribMultiBoxTarget, []string{"anchor", "label", "cls_pred"}, anchor, label, clsPred)
 }
 
+// InternalContribMultiProposal runs the operator _contrib_MultiProposal.
+//
+// _contrib_Proposal for a batch of N images: outputs (N * rpn_post_nms_top_n, 5) rows [image, x1, y1, x2, y2], image by image, and, shown with output_score, their scores (N * rpn_post_nms_top_n, 1).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (N, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (N, 4A, H, W)
+//   - imInfo: Each image's (height, width, scale) (N, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func InternalContribMultiProposal(clsProb, bboxPred, imInfo *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribMultiProposal, clsProb, bboxPred, imInfo)
+}
+
+// SymInternalContribMultiProposal runs the operator _contrib_MultiProposal symbolically: it adds one node to the graph.
+//
+// _contrib_Proposal for a batch of N images: outputs (N * rpn_post_nms_top_n, 5) rows [image, x1, y1, x2, y2], image by image, and, shown with output_score, their scores (N * rpn_post_nms_top_n, 1).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (N, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (N, 4A, H, W)
+//   - imInfo: Each image's (height, width, scale) (N, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func SymInternalContribMultiProposal(clsProb, bboxPred, imInfo *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribMultiProposal, []string{"cls_prob", "bbox_pred", "im_info"}, clsProb, bboxPred, imInfo)
+}
+
 // InternalContribPSROIPooling runs the operator _contrib_PSROIPooling.
 //
 // Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (R, output_dim, pooled_size, pooled_size).
@@ -4074,6 +4310,54 @@ func SymInternalContribPSROIPooling(data, rois *weft.Symbol, spatialScale float6
 	c.set("output_dim", outputDim)
 	c.set("pooled_size", pooledSize)
 	return c.compose(opInternalContribPSROIPooling, []string{"data", "rois"}, data, rois)
+}
+
+// InternalContribProposal runs the operator _contrib_Proposal.
+//
+// Region proposals of Faster R-CNN's RPN for one image: anchors of every scale and ratio at each cell of the (H, W) map, decoded by bbox_pred, clipped to the image of im_info = (height, width, scale), scored by the foreground half of cls_prob (cells beyond the image and boxes under rpn_min_size * scale score -1), the rpn_pre_nms_top_n best suppressed at IoU > threshold. Outputs the first rpn_post_nms_top_n kept boxes (rpn_post_nms_top_n, 5) as [0, x1, y1, x2, y2] (repeating the kept ones when fewer remain) and, shown with output_score, their scores (rpn_post_nms_top_n, 1).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (1, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (1, 4A, H, W)
+//   - imInfo: The image's (height, width, scale) (1, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func InternalContribProposal(clsProb, bboxPred, imInfo *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribProposal, clsProb, bboxPred, imInfo)
+}
+
+// SymInternalContribProposal runs the operator _contrib_Proposal symbolically: it adds one node to the graph.
+//
+// Region proposals of Faster R-CNN's RPN for one image: anchors of every scale and ratio at each cell of the (H, W) map, decoded by bbox_pred, clipped to the image of im_info = (height, width, scale), scored by the foreground half of cls_prob (cells beyond the image and boxes under rpn_min_size * scale score -1), the rpn_pre_nms_top_n best suppressed at IoU > threshold. Outputs the first rpn_post_nms_top_n kept boxes (rpn_post_nms_top_n, 5) as [0, x1, y1, x2, y2] (repeating the kept ones when fewer remain) and, shown with output_score, their scores (rpn_post_nms_top_n, 1).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (1, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (1, 4A, H, W)
+//   - imInfo: The image's (height, width, scale) (1, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func SymInternalContribProposal(clsProb, bboxPred, imInfo *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribProposal, []string{"cls_prob", "bbox_pred", "im_info"}, clsProb, bboxPred, imInfo)
 }
 
 // InternalContribQuadratic runs the operator _contrib_quadratic.
@@ -4724,6 +5008,48 @@ func SymInternalContribROIAlign(data, rois *weft.Symbol, pooledSize []int, spati
 	c.set("pooled_size", pooledSize)
 	c.set("spatial_scale", spatialScale)
 	return c.compose(opInternalContribROIAlign, []string{"data", "rois"}, data, rois)
+}
+
+// InternalContribRROIAlign runs the operator _contrib_RROIAlign.
+//
+// Rotated ROI align (Ma et al., 2018, for text detection): each ROI [batch_index, center_x, center_y, width, height, degrees] is scaled by spatial_scale (boxes under a pixel widened to one), split into pooled_size (h, w) bins, and each bin averages bilinear samples taken on a regular grid (sampling_ratio per axis, or ceil(bin size)) of the box turned by its angle about its centre. An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The rotated regions (R, 6): [batch_index, center_x, center_y, width, height, degrees] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSamplingRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+func InternalContribRROIAlign(data, rois *weft.NDArray, pooledSize []int, spatialScale float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.invoke(opInternalContribRROIAlign, data, rois)
+}
+
+// SymInternalContribRROIAlign runs the operator _contrib_RROIAlign symbolically: it adds one node to the graph.
+//
+// Rotated ROI align (Ma et al., 2018, for text detection): each ROI [batch_index, center_x, center_y, width, height, degrees] is scaled by spatial_scale (boxes under a pixel widened to one), split into pooled_size (h, w) bins, and each bin averages bilinear samples taken on a regular grid (sampling_ratio per axis, or ceil(bin size)) of the box turned by its angle about its centre. An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The rotated regions (R, 6): [batch_index, center_x, center_y, width, height, degrees] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSamplingRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+func SymInternalContribRROIAlign(data, rois *weft.Symbol, pooledSize []int, spatialScale float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.compose(opInternalContribRROIAlign, []string{"data", "rois"}, data, rois)
 }
 
 // InternalContribRequantize runs the operator _contrib_requantize.
@@ -13168,6 +13494,12 @@ func WithExclude(v bool) Option {
 	return param("exclude", v)
 }
 
+// WithFeatureStride sets the parameter feature_stride.
+// The image pixels per feature-map cell (the product of the strides before the RPN).
+func WithFeatureStride(v int) Option {
+	return param("feature_stride", v)
+}
+
 // WithFixGamma sets the parameter fix_gamma.
 // Treat gamma as 1 (its gradient is 0).
 func WithFixGamma(v bool) Option {
@@ -13264,6 +13596,12 @@ func WithIgnoreLabel(v float64) Option {
 	return param("ignore_label", v)
 }
 
+// WithIm2colStep sets the parameter im2col_step.
+// Images per im2col pass on the GPU; a batch larger than it must be a multiple of it.
+func WithIm2colStep(v int) Option {
+	return param("im2col_step", v)
+}
+
 // WithInFormat sets the parameter in_format.
 // The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
 func WithInFormat(v string) Option {
@@ -13286,6 +13624,12 @@ func WithInitOutput(v bool) Option {
 // Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).
 func WithInterp(v int) Option {
 	return param("interp", v)
+}
+
+// WithIouLoss sets the parameter iou_loss.
+// bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales.
+func WithIouLoss(v bool) Option {
+	return param("iou_loss", v)
 }
 
 // WithIsAscend sets the parameter is_ascend.
@@ -13546,10 +13890,22 @@ func WithNoBias(v bool) Option {
 	return param("no_bias", v)
 }
 
+// WithNoTrans sets the parameter no_trans.
+// Whether to leave out the trans input (bins stay in place).
+func WithNoTrans(v bool) Option {
+	return param("no_trans", v)
+}
+
 // WithNormalization sets the parameter normalization.
 // Divide the gradient by nothing, the batch size, or the number of valid elements.
 func WithNormalization(v string) Option {
 	return param("normalization", v)
+}
+
+// WithNumDeformableGroup sets the parameter num_deformable_group.
+// Number of groups of data channels that share one set of offsets.
+func WithNumDeformableGroup(v int) Option {
+	return param("num_deformable_group", v)
 }
 
 // WithNumFilter sets the parameter num_filter.
@@ -13642,6 +13998,12 @@ func WithOutputMeanVar(v bool) Option {
 	return param("output_mean_var", v)
 }
 
+// WithOutputScore sets the parameter output_score.
+// Also output the boxes' scores.
+func WithOutputScore(v bool) Option {
+	return param("output_score", v)
+}
+
 // WithOutputSize sets the parameter output_size.
 // Output (height, width), or one size for both; (1, 1) when empty.
 func WithOutputSize(v []int) Option {
@@ -13682,6 +14044,12 @@ func WithPad(v []int) Option {
 // Zero padding on every side of both inputs.
 func WithPadSize(v int) Option {
 	return param("pad_size", v)
+}
+
+// WithPartSize sets the parameter part_size.
+// The side of the grid of trans cells; 0 means pooled_size.
+func WithPartSize(v int) Option {
+	return param("part_size", v)
 }
 
 // WithPenalty sets the parameter penalty.
@@ -13792,16 +14160,46 @@ func WithRightside(v bool) Option {
 	return param("rightside", v)
 }
 
+// WithRpnMinSize sets the parameter rpn_min_size.
+// Boxes narrower or shorter than this (times the image's scale) get score -1.
+func WithRpnMinSize(v int) Option {
+	return param("rpn_min_size", v)
+}
+
+// WithRpnPostNmsTopN sets the parameter rpn_post_nms_top_n.
+// The boxes output per image after non-maximum suppression.
+func WithRpnPostNmsTopN(v int) Option {
+	return param("rpn_post_nms_top_n", v)
+}
+
+// WithRpnPreNmsTopN sets the parameter rpn_pre_nms_top_n.
+// The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all.
+func WithRpnPreNmsTopN(v int) Option {
+	return param("rpn_pre_nms_top_n", v)
+}
+
 // WithRtol sets the parameter rtol.
 // Relative tolerance.
 func WithRtol(v float64) Option {
 	return param("rtol", v)
 }
 
+// WithSamplePerPart sets the parameter sample_per_part.
+// Samples per bin along each axis.
+func WithSamplePerPart(v int) Option {
+	return param("sample_per_part", v)
+}
+
 // WithSampleRatio sets the parameter sample_ratio.
 // Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
 func WithSampleRatio(v int) Option {
 	return param("sample_ratio", v)
+}
+
+// WithSamplingRatio sets the parameter sampling_ratio.
+// Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
+func WithSamplingRatio(v int) Option {
+	return param("sampling_ratio", v)
 }
 
 // WithScalar sets the parameter scalar.
@@ -13826,6 +14224,12 @@ func WithScaleHeight(v float64) Option {
 // Scale of the width (modes 'size' and 'odd_scale').
 func WithScaleWidth(v float64) Option {
 	return param("scale_width", v)
+}
+
+// WithScales sets the parameter scales.
+// The anchor scales, in units of feature_stride.
+func WithScales(v []float64) Option {
+	return param("scales", v)
 }
 
 // WithScoreIndex sets the parameter score_index.
@@ -13988,6 +14392,12 @@ func WithThreshold(v float64) Option {
 // Stop matching after topk matches; -1: no limit.
 func WithTopk(v int) Option {
 	return param("topk", v)
+}
+
+// WithTransStd sets the parameter trans_std.
+// The scale of trans: a bin moves by trans * trans_std times the ROI's size.
+func WithTransStd(v float64) Option {
+	return param("trans_std", v)
 }
 
 // WithTranspose sets the parameter transpose.

@@ -1416,6 +1416,98 @@ _contrib_BilinearResize2D(args::NDArray...; kwargs...) = _invoke_op(_op__contrib
 _contrib_BilinearResize2D(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BilinearResize2D, args; kwargs...)
 _contrib_BilinearResize2D(; kwargs...) = _call_op(_op__contrib_BilinearResize2D; kwargs...)
 
+const _op__contrib_DeformableConvolution = OpDef("_contrib_DeformableConvolution", ["data", "offset", "weight", "bias"], false, "")
+"""
+    _contrib_DeformableConvolution(data, offset, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None)
+
+2-D deformable convolution (https://arxiv.org/abs/1703.06211): a convolution whose tap (i, j) at output cell (y, x) reads data at (y * stride - pad + i * dilate + dy, x * stride - pad + j * dilate + dx), bilinearly interpolated, (dy, dx) taken from offset. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow) with oh = floor((h + 2 * pad - dilate * (kh - 1) - 1) / stride) + 1 (likewise ow). Data channel group d of num_deformable_group reads offset channels [2K * d, 2K * (d + 1)) (K = kh * kw): 2 * (i * kw + j) for dy of tap (i, j), the next for dx. Points outside [0, h) x [0, w) read 0; beyond the last row or column the sample holds it.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+- `offset` (NDArray or SymbolicNode): The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+- `weight` (NDArray or SymbolicNode): Weight matrix
+- `bias` (NDArray or SymbolicNode): Bias parameter
+
+# Parameters
+- `kernel` (Shape(tuple); required): Convolution kernel size: (h, w).
+- `stride` (Shape(tuple); default `()`): Stride: (h, w); 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Dilation: (h, w); 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides: (h, w); 0 when empty.
+- `num_filter` (int, in [1, 100000]; required): Number of output channels.
+- `num_group` (int, in [1, 100000]; default `1`): Number of groups.
+- `num_deformable_group` (int, in [1, 100000]; default `1`): Number of groups of data channels that share one set of offsets.
+- `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW'}; default `None`): Data layout; only NCHW (the default for a 2-D kernel) is supported.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_DeformableConvolution end
+_contrib_DeformableConvolution(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_DeformableConvolution, args; kwargs...)
+_contrib_DeformableConvolution(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_DeformableConvolution, args; kwargs...)
+_contrib_DeformableConvolution(; kwargs...) = _call_op(_op__contrib_DeformableConvolution; kwargs...)
+
+const _op__contrib_DeformablePSROIPooling = OpDef("_contrib_DeformablePSROIPooling", ["data", "rois", "trans"], false, "")
+"""
+    _contrib_DeformablePSROIPooling(data, rois, trans; spatial_scale, output_dim, group_size, pooled_size, part_size=0, sample_per_part=1, trans_std=0, no_trans=False)
+
+Deformable position-sensitive ROI pooling (https://arxiv.org/abs/1703.06211). Each ROI [batch_index, x1, y1, x2, y2] (corners rounded, scaled by spatial_scale) is split into pooled_size x pooled_size bins; bin (i, j) of output channel c, moved by trans_std * trans (num_rois, 2 * classes, part_size, part_size) in fractions of the ROI's width (channel 2 * class) and height (2 * class + 1), averages sample_per_part^2 bilinear samples of input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (num_rois, output_dim, pooled_size, pooled_size); the second output, top_count (hidden), counts each bin's samples that fall on the map.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W), C >= output_dim * group_size^2
+- `rois` (NDArray or SymbolicNode): The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+- `trans` (NDArray or SymbolicNode): The bins' displacements (R, 2 * classes, part_size, part_size)
+
+# Parameters
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+- `output_dim` (int, in [1, inf]; required): The output channels.
+- `group_size` (int, in [1, inf]; required): The side of the grid of position-sensitive channel groups.
+- `pooled_size` (int, in [1, inf]; required): The output size of each ROI (square).
+- `part_size` (int, in [0, inf]; default `0`): The side of the grid of trans cells; 0 means pooled_size.
+- `sample_per_part` (int, in [1, inf]; default `1`): Samples per bin along each axis.
+- `trans_std` (double, in [0, 1]; default `0`): The scale of trans: a bin moves by trans * trans_std times the ROI's size.
+- `no_trans` (boolean; default `False`): Whether to leave out the trans input (bins stay in place).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_DeformablePSROIPooling end
+_contrib_DeformablePSROIPooling(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_DeformablePSROIPooling, args; kwargs...)
+_contrib_DeformablePSROIPooling(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_DeformablePSROIPooling, args; kwargs...)
+_contrib_DeformablePSROIPooling(; kwargs...) = _call_op(_op__contrib_DeformablePSROIPooling; kwargs...)
+
+const _op__contrib_ModulatedDeformableConvolution = OpDef("_contrib_ModulatedDeformableConvolution", ["data", "offset", "mask", "weight", "bias"], false, "")
+"""
+    _contrib_ModulatedDeformableConvolution(data, offset, mask, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, im2col_step=64, layout=None)
+
+2-D modulated deformable convolution (DCNv2, https://arxiv.org/abs/1811.11168): as _contrib_DeformableConvolution, with every sampled tap multiplied by mask. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), mask (n, num_deformable_group * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow). Points in (-1, h) x (-1, w) are interpolated with the pixels outside the map taken as zeros; points further out read 0.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+- `offset` (NDArray or SymbolicNode): The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+- `mask` (NDArray or SymbolicNode): The scale of every tap (n, num_deformable_group * kh * kw, oh, ow)
+- `weight` (NDArray or SymbolicNode): Weight matrix
+- `bias` (NDArray or SymbolicNode): Bias parameter
+
+# Parameters
+- `kernel` (Shape(tuple); required): Convolution kernel size: (h, w).
+- `stride` (Shape(tuple); default `()`): Stride: (h, w); 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Dilation: (h, w); 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides: (h, w); 0 when empty.
+- `num_filter` (int, in [1, 100000]; required): Number of output channels.
+- `num_group` (int, in [1, 100000]; default `1`): Number of groups.
+- `num_deformable_group` (int, in [1, 100000]; default `1`): Number of groups of data channels that share one set of offsets.
+- `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `im2col_step` (int, in [1, 1073741824]; default `64`): Images per im2col pass on the GPU; a batch larger than it must be a multiple of it.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW'}; default `None`): Data layout; only NCHW (the default for a 2-D kernel) is supported.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_ModulatedDeformableConvolution end
+_contrib_ModulatedDeformableConvolution(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ModulatedDeformableConvolution, args; kwargs...)
+_contrib_ModulatedDeformableConvolution(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ModulatedDeformableConvolution, args; kwargs...)
+_contrib_ModulatedDeformableConvolution(; kwargs...) = _call_op(_op__contrib_ModulatedDeformableConvolution; kwargs...)
+
 const _op__contrib_MultiBoxDetection = OpDef("_contrib_MultiBoxDetection", ["cls_prob", "loc_pred", "anchor"], false, "")
 """
     _contrib_MultiBoxDetection(cls_prob, loc_pred, anchor; clip=True, threshold=0.01, background_id=0, nms_threshold=0.5, force_suppress=False, variances=(0.1, 0.1, 0.2, 0.2), nms_topk=-1)
@@ -1492,6 +1584,35 @@ _contrib_MultiBoxTarget(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_M
 _contrib_MultiBoxTarget(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiBoxTarget, args; kwargs...)
 _contrib_MultiBoxTarget(; kwargs...) = _call_op(_op__contrib_MultiBoxTarget; kwargs...)
 
+const _op__contrib_MultiProposal = OpDef("_contrib_MultiProposal", ["cls_prob", "bbox_pred", "im_info"], false, "")
+"""
+    _contrib_MultiProposal(cls_prob, bbox_pred, im_info; rpn_pre_nms_top_n=6000, rpn_post_nms_top_n=300, threshold=0.7, rpn_min_size=16, scales=(4, 8, 16, 32), ratios=(0.5, 1, 2), feature_stride=16, output_score=False, iou_loss=False)
+
+_contrib_Proposal for a batch of N images: outputs (N * rpn_post_nms_top_n, 5) rows [image, x1, y1, x2, y2], image by image, and, shown with output_score, their scores (N * rpn_post_nms_top_n, 1).
+
+# Inputs
+- `cls_prob` (NDArray or SymbolicNode): Background then foreground scores of each anchor (N, 2A, H, W)
+- `bbox_pred` (NDArray or SymbolicNode): Box deltas from each anchor (N, 4A, H, W)
+- `im_info` (NDArray or SymbolicNode): Each image's (height, width, scale) (N, 3)
+
+# Parameters
+- `rpn_pre_nms_top_n` (int; default `6000`): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all.
+- `rpn_post_nms_top_n` (int, in [1, inf]; default `300`): The boxes output per image after non-maximum suppression.
+- `threshold` (double; default `0.7`): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU.
+- `rpn_min_size` (int; default `16`): Boxes narrower or shorter than this (times the image's scale) get score -1.
+- `scales` (tuple of float; default `(4, 8, 16, 32)`): The anchor scales, in units of feature_stride.
+- `ratios` (tuple of float; default `(0.5, 1, 2)`): The anchor aspect ratios (height / width).
+- `feature_stride` (int, in [1, inf]; default `16`): The image pixels per feature-map cell (the product of the strides before the RPN).
+- `output_score` (boolean; default `False`): Also output the boxes' scores.
+- `iou_loss` (boolean; default `False`): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_MultiProposal end
+_contrib_MultiProposal(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_MultiProposal, args; kwargs...)
+_contrib_MultiProposal(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiProposal, args; kwargs...)
+_contrib_MultiProposal(; kwargs...) = _call_op(_op__contrib_MultiProposal; kwargs...)
+
 const _op__contrib_PSROIPooling = OpDef("_contrib_PSROIPooling", ["data", "rois"], false, "")
 """
     _contrib_PSROIPooling(data, rois; spatial_scale, output_dim, pooled_size, group_size=0)
@@ -1514,6 +1635,35 @@ function _contrib_PSROIPooling end
 _contrib_PSROIPooling(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_PSROIPooling, args; kwargs...)
 _contrib_PSROIPooling(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_PSROIPooling, args; kwargs...)
 _contrib_PSROIPooling(; kwargs...) = _call_op(_op__contrib_PSROIPooling; kwargs...)
+
+const _op__contrib_Proposal = OpDef("_contrib_Proposal", ["cls_prob", "bbox_pred", "im_info"], false, "")
+"""
+    _contrib_Proposal(cls_prob, bbox_pred, im_info; rpn_pre_nms_top_n=6000, rpn_post_nms_top_n=300, threshold=0.7, rpn_min_size=16, scales=(4, 8, 16, 32), ratios=(0.5, 1, 2), feature_stride=16, output_score=False, iou_loss=False)
+
+Region proposals of Faster R-CNN's RPN for one image: anchors of every scale and ratio at each cell of the (H, W) map, decoded by bbox_pred, clipped to the image of im_info = (height, width, scale), scored by the foreground half of cls_prob (cells beyond the image and boxes under rpn_min_size * scale score -1), the rpn_pre_nms_top_n best suppressed at IoU > threshold. Outputs the first rpn_post_nms_top_n kept boxes (rpn_post_nms_top_n, 5) as [0, x1, y1, x2, y2] (repeating the kept ones when fewer remain) and, shown with output_score, their scores (rpn_post_nms_top_n, 1).
+
+# Inputs
+- `cls_prob` (NDArray or SymbolicNode): Background then foreground scores of each anchor (1, 2A, H, W)
+- `bbox_pred` (NDArray or SymbolicNode): Box deltas from each anchor (1, 4A, H, W)
+- `im_info` (NDArray or SymbolicNode): The image's (height, width, scale) (1, 3)
+
+# Parameters
+- `rpn_pre_nms_top_n` (int; default `6000`): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all.
+- `rpn_post_nms_top_n` (int, in [1, inf]; default `300`): The boxes output per image after non-maximum suppression.
+- `threshold` (double; default `0.7`): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU.
+- `rpn_min_size` (int; default `16`): Boxes narrower or shorter than this (times the image's scale) get score -1.
+- `scales` (tuple of float; default `(4, 8, 16, 32)`): The anchor scales, in units of feature_stride.
+- `ratios` (tuple of float; default `(0.5, 1, 2)`): The anchor aspect ratios (height / width).
+- `feature_stride` (int, in [1, inf]; default `16`): The image pixels per feature-map cell (the product of the strides before the RPN).
+- `output_score` (boolean; default `False`): Also output the boxes' scores.
+- `iou_loss` (boolean; default `False`): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_Proposal end
+_contrib_Proposal(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_Proposal, args; kwargs...)
+_contrib_Proposal(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_Proposal, args; kwargs...)
+_contrib_Proposal(; kwargs...) = _call_op(_op__contrib_Proposal; kwargs...)
 
 const _op__contrib_ROIAlign = OpDef("_contrib_ROIAlign", ["data", "rois"], false, "")
 """
@@ -1538,6 +1688,28 @@ function _contrib_ROIAlign end
 _contrib_ROIAlign(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ROIAlign, args; kwargs...)
 _contrib_ROIAlign(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ROIAlign, args; kwargs...)
 _contrib_ROIAlign(; kwargs...) = _call_op(_op__contrib_ROIAlign; kwargs...)
+
+const _op__contrib_RROIAlign = OpDef("_contrib_RROIAlign", ["data", "rois"], false, "")
+"""
+    _contrib_RROIAlign(data, rois; pooled_size, spatial_scale, sampling_ratio=-1)
+
+Rotated ROI align (Ma et al., 2018, for text detection): each ROI [batch_index, center_x, center_y, width, height, degrees] is scaled by spatial_scale (boxes under a pixel widened to one), split into pooled_size (h, w) bins, and each bin averages bilinear samples taken on a regular grid (sampling_ratio per axis, or ceil(bin size)) of the box turned by its angle about its centre. An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W)
+- `rois` (NDArray or SymbolicNode): The rotated regions (R, 6): [batch_index, center_x, center_y, width, height, degrees] in image coordinates
+
+# Parameters
+- `pooled_size` (Shape(tuple); required): The output size of each ROI: (h, w).
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+- `sampling_ratio` (int; default `-1`): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_RROIAlign end
+_contrib_RROIAlign(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_RROIAlign, args; kwargs...)
+_contrib_RROIAlign(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_RROIAlign, args; kwargs...)
+_contrib_RROIAlign(; kwargs...) = _call_op(_op__contrib_RROIAlign; kwargs...)
 
 const _op__contrib_SyncBatchNorm = OpDef("_contrib_SyncBatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
 """
@@ -10216,11 +10388,17 @@ const _OPERATOR_NAMES = [
     "_contrib_AdaptiveAvgPooling2D",
     "_contrib_BatchNormWithReLU",
     "_contrib_BilinearResize2D",
+    "_contrib_DeformableConvolution",
+    "_contrib_DeformablePSROIPooling",
+    "_contrib_ModulatedDeformableConvolution",
     "_contrib_MultiBoxDetection",
     "_contrib_MultiBoxPrior",
     "_contrib_MultiBoxTarget",
+    "_contrib_MultiProposal",
     "_contrib_PSROIPooling",
+    "_contrib_Proposal",
     "_contrib_ROIAlign",
+    "_contrib_RROIAlign",
     "_contrib_SyncBatchNorm",
     "_contrib_allclose",
     "_contrib_arange_like",
