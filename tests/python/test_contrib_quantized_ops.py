@@ -560,3 +560,27 @@ def test_quantize_asym(calib):
         mx.nd.contrib.quantize_asym(mx.nd.array(x, dtype="float64"))
     with pytest.raises(mx.base.MXNetError, match="both min_calib_range and max_calib_range"):
         mx.nd.contrib.quantize_asym(mx.nd.array(x), min_calib_range=0.0)
+
+
+def test_quantized_conv_1d_matches_2d_and_json_round_trip():
+    rng = np.random.RandomState(17)
+    x = _rand_q(rng, (2, 4, 11), "int8")
+    w = _rand_q(rng, (6, 4, 3), "int8")
+    r = [_scalar(-1.0), _scalar(1.0), _scalar(-0.5), _scalar(0.5)]
+    one_d = mx.nd.contrib.quantized_conv(mx.nd.array(x, dtype="int8"), mx.nd.array(w, dtype="int8"), *r,
+                                         kernel=(3,), pad=(1,), num_filter=6, no_bias=True)
+    two_d = mx.nd.contrib.quantized_conv(mx.nd.array(x[:, :, None, :], dtype="int8"),
+                                         mx.nd.array(w[:, :, None, :], dtype="int8"), *r, kernel=(1, 3),
+                                         pad=(0, 1), num_filter=6, no_bias=True)
+    np.testing.assert_array_equal(one_d[0].asnumpy(), two_d[0].asnumpy()[:, :, 0, :])
+    np.testing.assert_array_equal(one_d[0].asnumpy(), _conv_ref(x[:, :, None, :], w[:, :, None, :],
+                                                                 pad=(0, 1))[:, :, 0, :])
+    sym = mx.sym.contrib.quantized_conv(*[mx.sym.var(n) for n in ("d", "w", "dl", "dh", "wl", "wh", "s", "sl", "sh")],
+                                        kernel=(3, 3), num_filter=8, no_bias=True, with_sum=True, with_relu=True,
+                                        min_calib_range=0.0, max_calib_range=4.5, name="qc")
+    back = mx.sym.load_json(sym.tojson())
+    assert back.list_arguments() == ["d", "w", "dl", "dh", "wl", "wh", "s", "sl", "sh"]
+    attrs = back.attr_dict()["qc"]
+    assert attrs["with_sum"] in ("True", "true", "1") and float(attrs["max_calib_range"]) == 4.5
+    _, out_types, _ = back.infer_type(d=np.uint8, s=np.int8)
+    assert out_types[0] == np.uint8
