@@ -4,6 +4,7 @@
 // requantized 8-bit ones within one unit (oneDNN rounds in float).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -60,7 +61,7 @@ void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, cons
                                               auto s = Random<int8_t>(ys, -127, 127, &rng);
                                               return std::vector<uint8_t>(s.begin(), s.end());
                                             }();
-  const size_t width = e.out == DType::kInt32 ? 4 : 1;
+  const size_t width = WideOutput(e.out) ? 4 : 1;
   std::vector<char> dnnl_out(ys * width), ref_out(ys * width), temp;
   auto plan = g ? Int8ConvPlan(*g, src, bias, e) : Int8FcPlan(m, k, n, src, bias, e);
 #if defined(WEFT_USE_ONEDNN)
@@ -76,6 +77,12 @@ void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, cons
   int64_t worst = 0;
   for (size_t i = 0; i < ys; ++i) {
     int64_t a, r;
+    if (e.out == DType::kFloat32) {
+      // Real values: within a millionth of the output's scale.
+      const float fa = reinterpret_cast<float*>(dnnl_out.data())[i], fr = reinterpret_cast<float*>(ref_out.data())[i];
+      EXPECT_NEAR(fa, fr, 1e-5 * (std::fabs(fr) + 1.0f)) << "element " << i;
+      continue;
+    }
     if (e.out == DType::kInt32) {
       a = reinterpret_cast<int32_t*>(dnnl_out.data())[i];
       r = reinterpret_cast<int32_t*>(ref_out.data())[i];
@@ -106,7 +113,7 @@ TEST(QuantizedProduct, ConvInt32MatchesReference) {
 
 TEST(QuantizedProduct, ConvRequantizedWithSumAndReluMatchesReference) {
   ConvGeom g = Geom(2, 16, 16, 1, 8, 8, 3, 1, 1, 1);
-  for (DType out : {DType::kInt8, DType::kUint8, DType::kInt32}) {
+  for (DType out : {DType::kInt8, DType::kUint8, DType::kInt32, DType::kFloat32}) {
     for (DType sum : {DType::kInt8, DType::kUint8}) {
       Epilogue e;
       e.out = out;

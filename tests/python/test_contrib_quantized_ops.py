@@ -584,3 +584,39 @@ def test_quantized_conv_1d_matches_2d_and_json_round_trip():
     assert attrs["with_sum"] in ("True", "true", "1") and float(attrs["max_calib_range"]) == 4.5
     _, out_types, _ = back.infer_type(d=np.uint8, s=np.int8)
     assert out_types[0] == np.uint8
+
+
+def test_quantized_conv_and_fc_float_output():
+    rng = np.random.RandomState(18)
+    x = _rand_q(rng, (1, 8, 6, 6), "uint8")
+    w = _rand_q(rng, (8, 8, 3, 3), "int8")
+    b = _rand_q(rng, (8,), "int8")
+    s = _rand_q(rng, (1, 8, 6, 6), "int8")
+    rd, rw, rb, rs = 2.0, 0.1, 0.5, 3.0
+    res = mx.nd.contrib.quantized_conv(
+        mx.nd.array(x, dtype="uint8"), mx.nd.array(w, dtype="int8"), mx.nd.array(b, dtype="int8"), _scalar(0.0),
+        _scalar(rd), _scalar(-rw), _scalar(rw), _scalar(-rb), _scalar(rb), mx.nd.array(s, dtype="int8"),
+        _scalar(-rs), _scalar(rs), kernel=(3, 3), pad=(1, 1), num_filter=8, with_sum=True, with_relu=True,
+        enable_float_output=True)
+    out = res if not isinstance(res, (list, tuple)) else res[0]
+    assert out.dtype == np.float32
+    acc_step = _step("uint8", 0, rd) * _step("int8", -rw, rw)
+    acc = _conv_ref(x, w, pad=(1, 1)) + _bias32(b, rb, acc_step)[None, :, None, None]
+    real = np.maximum(acc * acc_step + s * _step("int8", -rs, rs), 0)
+    np.testing.assert_allclose(out.asnumpy(), real, rtol=1e-5, atol=1e-6)
+    fx = _rand_q(rng, (4, 20), "int8")
+    fw = _rand_q(rng, (3, 20), "int8")
+    fres = mx.nd.contrib.quantized_fully_connected(mx.nd.array(fx, dtype="int8"), mx.nd.array(fw, dtype="int8"),
+                                                   _scalar(-1.0), _scalar(1.0), _scalar(-rw), _scalar(rw),
+                                                   num_hidden=3, no_bias=True, enable_float_output=True)
+    fout = fres if not isinstance(fres, (list, tuple)) else fres[0]
+    f_step = _step("int8", -1, 1) * _step("int8", -rw, rw)
+    np.testing.assert_allclose(fout.asnumpy(), (fx.astype(np.int64) @ fw.T) * f_step, rtol=1e-5)
+    sym = mx.sym.contrib.quantized_fully_connected(*[mx.sym.var(n) for n in ("d", "w", "a", "b", "c", "e")],
+                                                   num_hidden=3, no_bias=True, enable_float_output=True, name="f")
+    assert sym.list_outputs() == ["f_output"]
+    with pytest.raises(mx.base.MXNetError, match="enable_float_output and min_calib_range"):
+        mx.nd.contrib.quantized_fully_connected(mx.nd.array(fx, dtype="int8"), mx.nd.array(fw, dtype="int8"),
+                                                _scalar(-1.0), _scalar(1.0), _scalar(-rw), _scalar(rw), num_hidden=3,
+                                                no_bias=True, enable_float_output=True, min_calib_range=-1.0,
+                                                max_calib_range=1.0)

@@ -10,7 +10,8 @@
 // With them the operator requantizes itself (MXNet's fused _sg_mkldnn_conv with
 // quantized=True): oneDNN scales each accumulator to the calibrated range, adds the sum
 // (with_sum) and cuts at 0 (with_relu) in the same pass and writes int8, or uint8 when the
-// calibrated minimum is >= 0 or relu is fused; see docs/design/quantization.md.
+// calibrated minimum is >= 0 or relu is fused; with enable_float_output it writes the real
+// values as float32 (one output); see docs/design/quantization.md.
 #include "core/op/quantization/quantized_product.h"
 
 namespace weft {
@@ -19,6 +20,7 @@ namespace op {
 struct QuantizedConvParam : ConvolutionParam {
   std::optional<double> min_calib_range, max_calib_range;
   bool with_relu = false;
+  bool enable_float_output = false;
   bool with_sum = false;
 };
 
@@ -31,6 +33,9 @@ WEFT_PARAM_SCHEMA(QuantizedConvParam, s) {
       .Describe("The calibrated maximum of the output (see min_calib_range).");
   s.Field("with_relu", &QuantizedConvParam::with_relu).Default(false)
       .Describe("Fuse a relu after the convolution (and after the sum with with_sum).");
+  s.Field("enable_float_output", &QuantizedConvParam::enable_float_output).Default(false)
+      .Describe("Write the result as float32, dequantized in the convolution's own pass (one output, no range); "
+                "excludes min_calib_range/max_calib_range.");
   s.Field("with_sum", &QuantizedConvParam::with_sum).Default(false)
       .Describe("Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output "
                 "before the relu.");
@@ -78,10 +83,11 @@ Shape OutShape(const ConvGeom& g) {
 bool QuantizedConvShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const auto& p = attrs.Params<QuantizedConvParam>();
   quant::CheckCalib(attrs, CalibOf(p));
+  quant::CheckFloatOutput(attrs, CalibOf(p), p.enable_float_output);
   ConvInputs at(p);
   quant::RangeShapes(attrs, in, at.ranges, at.count - at.ranges - (p.with_sum ? 3 : 0));
   if (p.with_sum) quant::RangeShapes(attrs, in, at.sum + 1, 2);
-  quant::OutputRangeShapes(attrs, out);
+  if (out->size() == 3) quant::OutputRangeShapes(attrs, out);
   const Shape& data = (*in)[0];
   if (!data.known_ndim()) return false;
   ConvGeom g = Geom(attrs, data);
@@ -97,6 +103,7 @@ bool QuantizedConvShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vec
 }
 
 DType OutType(const QuantizedConvParam& p) {
+  if (p.enable_float_output) return DType::kFloat32;
   quant::Calib c = CalibOf(p);
   return c.given() ? quant::CalibratedType(c, p.with_relu) : DType::kInt32;
 }
@@ -113,7 +120,7 @@ bool QuantizedConvType(const NodeAttrs& attrs, std::vector<DType>* in, std::vect
     quant::RangeTypes(attrs, in, at.sum + 1, 2);
   }
   AssignType(attrs, out, 0, OutType(p), "output");
-  quant::OutputRangeTypes(attrs, out);
+  if (out->size() == 3) quant::OutputRangeTypes(attrs, out);
   return (*in)[0] != DType::kUnknown && (!p.with_sum || (*in)[at.sum] != DType::kUnknown);
 }
 
@@ -132,7 +139,11 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   e.relu = p.with_relu;
   quant::Range ro{static_cast<float>(-acc_step * quant::kInt32Levels), static_cast<float>(acc_step * quant::kInt32Levels)};
   double out_step = acc_step;
-  if (e.out != DType::kInt32) {
+  if (e.out == DType::kFloat32) {
+    // The float output's "step" is 1: the accumulator is scaled to real values.
+    out_step = 1.0;
+    e.scale = static_cast<float>(acc_step);
+  } else if (e.out != DType::kInt32) {
     ro = quant::CalibratedRange(CalibOf(p), e.out);
     out_step = quant::Step(e.out, ro.lo, ro.hi);
     // A zero calibrated range writes zeros (the scale 0) instead of dividing by it.
@@ -165,9 +176,12 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
       quant::ReferenceConv(g, in[0].dtype, in[0].dptr, in[1].ptr<int8_t>(), b, e, sum, out[0].dptr);
     }
   }
+  if (out.size() == 1) return;
   if (req[1] != OpReq::kNullOp) *out[1].ptr<float>() = ro.lo;
   if (req[2] != OpReq::kNullOp) *out[2].ptr<float>() = ro.hi;
 }
+
+bool FloatOutput(const NodeAttrs& attrs) { return attrs.Params<QuantizedConvParam>().enable_float_output; }
 
 }  // namespace
 
@@ -178,7 +192,7 @@ WEFT_REGISTER_OP(_contrib_quantized_conv)
         "min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. "
         "Forward only.")
     .SetNumInputs([](const NodeAttrs& attrs) { return ConvInputs(attrs.Params<QuantizedConvParam>()).count; })
-    .SetNumOutputs(3)
+    .SetNumOutputs([](const NodeAttrs& attrs) { return FloatOutput(attrs) ? 1 : 3; })
     .AddArgument("data", "NDArray-or-Symbol", "Input data, int8 or uint8.")
     .AddArgument("weight", "NDArray-or-Symbol", "Weight, int8.")
     .AddArgument("bias", "NDArray-or-Symbol", "Bias, int8.")
@@ -194,7 +208,7 @@ WEFT_REGISTER_OP(_contrib_quantized_conv)
     .SetParams<QuantizedConvParam>()
     .SetAttr<FListNames>("FListInputNames", InputNames)
     .SetAttr<FListNames>("FListOutputNames",
-                         [](const NodeAttrs&) { return std::vector<std::string>{"output", "min_output", "max_output"}; })
+                         [](const NodeAttrs& attrs) { return quant::ProductOutputNames(FloatOutput(attrs)); })
     .SetAttr<FInferShape>("FInferShape", QuantizedConvShape)
     .SetAttr<FInferType>("FInferType", QuantizedConvType)
     .SetAttr<FResourceRequest>("FResourceRequest",

@@ -3,7 +3,7 @@
 //
 // Inputs, as MXNet's: data, weight, [bias], min_data, max_data, min_weight, max_weight,
 // [min_bias, max_bias]. Outputs: output, min_output, max_output. The output and the fused
-// requantization (min_calib_range/max_calib_range, with_relu) follow
+// requantization (min_calib_range/max_calib_range, with_relu, enable_float_output) follow
 // _contrib_quantized_conv (quantized_conv.cc).
 #include "core/op/quantization/quantized_product.h"
 
@@ -16,6 +16,7 @@ struct QuantizedFCParam {
   bool flatten = true;
   std::optional<double> min_calib_range, max_calib_range;
   bool with_relu = false;
+  bool enable_float_output = false;
 };
 
 WEFT_PARAM_SCHEMA(QuantizedFCParam, s) {
@@ -29,6 +30,9 @@ WEFT_PARAM_SCHEMA(QuantizedFCParam, s) {
   s.Field("max_calib_range", &QuantizedFCParam::max_calib_range).Default(std::nullopt)
       .Describe("The calibrated maximum of the output (see min_calib_range).");
   s.Field("with_relu", &QuantizedFCParam::with_relu).Default(false).Describe("Fuse a relu after the product.");
+  s.Field("enable_float_output", &QuantizedFCParam::enable_float_output).Default(false)
+      .Describe("Write the result as float32, dequantized in the product's own pass (one output, no range); "
+                "excludes min_calib_range/max_calib_range.");
 }
 
 namespace {
@@ -74,9 +78,10 @@ Shape OutShape(const NodeAttrs& attrs, const Shape& data) {
 bool QuantizedFCShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const auto& p = attrs.Params<QuantizedFCParam>();
   quant::CheckCalib(attrs, CalibOf(p));
+  quant::CheckFloatOutput(attrs, CalibOf(p), p.enable_float_output);
   const int np = NumParams(p);
   quant::RangeShapes(attrs, in, np, 2 * np);
-  quant::OutputRangeShapes(attrs, out);
+  if (out->size() == 3) quant::OutputRangeShapes(attrs, out);
   if (!p.no_bias) AssignShape(attrs, in, 2, Shape({p.num_hidden}), "input");
   const Shape& data = (*in)[0];
   if (!data.known_ndim()) return false;
@@ -96,8 +101,9 @@ bool QuantizedFCType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector
   if (!p.no_bias) AssignType(attrs, in, 2, DType::kInt8, "input");
   quant::RangeTypes(attrs, in, np, 2 * np);
   quant::Calib c = CalibOf(p);
-  AssignType(attrs, out, 0, c.given() ? quant::CalibratedType(c, p.with_relu) : DType::kInt32, "output");
-  quant::OutputRangeTypes(attrs, out);
+  DType t = p.enable_float_output ? DType::kFloat32 : c.given() ? quant::CalibratedType(c, p.with_relu) : DType::kInt32;
+  AssignType(attrs, out, 0, t, "output");
+  if (out->size() == 3) quant::OutputRangeTypes(attrs, out);
   return (*in)[0] != DType::kUnknown;
 }
 
@@ -114,7 +120,9 @@ void QuantizedFCCompute(const NodeAttrs& attrs, const OpContext& ctx, const std:
   e.out = out[0].dtype;
   e.relu = p.with_relu;
   quant::Range ro{static_cast<float>(-acc_step * quant::kInt32Levels), static_cast<float>(acc_step * quant::kInt32Levels)};
-  if (e.out != DType::kInt32) {
+  if (e.out == DType::kFloat32) {
+    e.scale = static_cast<float>(acc_step);
+  } else if (e.out != DType::kInt32) {
     ro = quant::CalibratedRange(CalibOf(p), e.out);
     const double out_step = quant::Step(e.out, ro.lo, ro.hi);
     e.scale = out_step > 0 ? static_cast<float>(acc_step / out_step) : 0.0f;
@@ -137,9 +145,12 @@ void QuantizedFCCompute(const NodeAttrs& attrs, const OpContext& ctx, const std:
       quant::ReferenceFc(v.rows, v.k, n, in[0].dtype, in[0].dptr, in[1].ptr<int8_t>(), b, e, nullptr, out[0].dptr);
     }
   }
+  if (out.size() == 1) return;
   if (req[1] != OpReq::kNullOp) *out[1].ptr<float>() = ro.lo;
   if (req[2] != OpReq::kNullOp) *out[2].ptr<float>() = ro.hi;
 }
+
+bool FloatOutput(const NodeAttrs& attrs) { return attrs.Params<QuantizedFCParam>().enable_float_output; }
 
 }  // namespace
 
@@ -149,7 +160,7 @@ WEFT_REGISTER_OP(_contrib_quantized_fully_connected)
         "comes with its float range (min, max). The output is the int32 sums with their range, or, given "
         "min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.")
     .SetNumInputs([](const NodeAttrs& attrs) { return 3 * NumParams(attrs.Params<QuantizedFCParam>()); })
-    .SetNumOutputs(3)
+    .SetNumOutputs([](const NodeAttrs& attrs) { return FloatOutput(attrs) ? 1 : 3; })
     .AddArgument("data", "NDArray-or-Symbol", "Input data, int8 or uint8.")
     .AddArgument("weight", "NDArray-or-Symbol", "Weight (num_hidden, features), int8.")
     .AddArgument("bias", "NDArray-or-Symbol", "Bias (num_hidden,), int8.")
@@ -169,7 +180,7 @@ WEFT_REGISTER_OP(_contrib_quantized_fully_connected)
                                                            "min_weight", "max_weight", "min_bias", "max_bias"};
                          })
     .SetAttr<FListNames>("FListOutputNames",
-                         [](const NodeAttrs&) { return std::vector<std::string>{"output", "min_output", "max_output"}; })
+                         [](const NodeAttrs& attrs) { return quant::ProductOutputNames(FloatOutput(attrs)); })
     .SetAttr<FInferShape>("FInferShape", QuantizedFCShape)
     .SetAttr<FInferType>("FInferType", QuantizedFCType)
     .SetAttr<FResourceRequest>("FResourceRequest",

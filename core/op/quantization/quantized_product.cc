@@ -40,7 +40,8 @@ double SumAt(const Epilogue& e, const void* sum, int64_t i) {
 void Store(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, void* y, int64_t offset) {
   for (int64_t i = 0; i < count; ++i) {
     double s = SumAt(e, sum, offset + i);
-    if (e.out == DType::kInt32) static_cast<int32_t*>(y)[offset + i] = Finish<int32_t>(e, acc[i], s);
+    if (e.out == DType::kFloat32) static_cast<float*>(y)[offset + i] = Finish<float>(e, acc[i], s);
+    else if (e.out == DType::kInt32) static_cast<int32_t*>(y)[offset + i] = Finish<int32_t>(e, acc[i], s);
     else if (e.out == DType::kUint8) static_cast<uint8_t*>(y)[offset + i] = Finish<uint8_t>(e, acc[i], s);
     else static_cast<int8_t*>(y)[offset + i] = Finish<int8_t>(e, acc[i], s);
   }
@@ -114,6 +115,7 @@ memory::data_type DnnlType(DType t) {
   switch (t) {
     case DType::kInt8: return memory::data_type::s8;
     case DType::kUint8: return memory::data_type::u8;
+    case DType::kFloat32: return memory::data_type::f32;
     default: return memory::data_type::s32;
   }
 }
@@ -170,8 +172,8 @@ dnnl::primitive_attr MakeAttr(const Epilogue& e) {
   dnnl::post_ops ops;
   if (e.sum) {
     // An 8-bit sum of the other signedness is read through the output's bytes as its own
-    // type; an int32 output holds the sum already converted.
-    if (e.out != DType::kInt32 && e.sum_type != e.out) ops.append_sum(e.sum_scale, DnnlType(e.sum_type));
+    // type; a wide output holds the sum already converted.
+    if (!WideOutput(e.out) && e.sum_type != e.out) ops.append_sum(e.sum_scale, DnnlType(e.sum_type));
     else ops.append_sum(e.sum_scale);
   }
   if (e.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
@@ -192,7 +194,7 @@ void Finalize(Int8Plan* p, const PD& pd, const memory::desc& src, const memory::
     p->has_sum = true;
     memory::desc user = dst, prim = pd.dst_desc();
     user.data.data_type = memory::convert_to_c(DnnlType(e.sum_type));
-    if (e.out != DType::kInt32) prim.data.data_type = memory::convert_to_c(DnnlType(e.sum_type));
+    if (!WideOutput(e.out)) prim.data.data_type = memory::convert_to_c(DnnlType(e.sum_type));
     p->sum_user = user;
     p->sum_prim = prim;
     p->sum_re = dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), user, RegionEngine(), prim));

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "core/op/nn/conv_common.h"
 #include "core/op/quantization/quantized_util.h"
@@ -20,7 +21,8 @@ namespace op {
 namespace quant {
 
 // What happens to each int32 accumulator acc (bias already in it):
-//   v = acc * scale (+ sum * sum_scale) ; v = max(v, 0) with relu ; rounded, saturated to `out`.
+//   v = acc * scale (+ sum * sum_scale) ; v = max(v, 0) with relu ; rounded, saturated to `out`
+// (int32, int8, uint8), or written as it is to a float32 `out` (the dequantized result).
 // With out = int32, scale is 1 and without sum or relu the value is acc itself.
 struct Epilogue {
   DType out = DType::kInt32;
@@ -38,8 +40,13 @@ inline T Finish(const Epilogue& e, int32_t acc, double sum) {
   double v = static_cast<double>(static_cast<float>(acc) * e.scale);
   if (e.sum) v += sum * e.sum_scale;
   if (e.relu) v = std::max(v, 0.0);
-  return Saturate<T>(v);
+  if constexpr (std::is_floating_point_v<T>) return static_cast<T>(v);
+  else return Saturate<T>(v);
 }
+
+// Whether the output is 4 bytes wide (int32 or float32): an 8-bit sum is then converted
+// into it before oneDNN's sum post-op reads it, instead of read through its bytes.
+inline bool WideOutput(DType out) { return out == DType::kInt32 || out == DType::kFloat32; }
 
 // The int32 bias of a product: an int8 bias b with step `bias_step`, moved to the
 // accumulator's step `acc_step` (rounded, saturated); zeros when acc_step is 0 (an

@@ -97,6 +97,19 @@ inline void CheckCalib(const NodeAttrs& attrs, const Calib& c) {
           *c.min, " > ", *c.max);
 }
 
+// The operators with enable_float_output write one float32 output (no range) and take no
+// calibrated range.
+inline void CheckFloatOutput(const NodeAttrs& attrs, const Calib& c, bool float_output) {
+  if (float_output && c.given())
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name,
+          "': enable_float_output and min_calib_range/max_calib_range exclude each other");
+}
+
+inline std::vector<std::string> ProductOutputNames(bool float_output) {
+  if (float_output) return {"output"};
+  return {"output", "min_output", "max_output"};
+}
+
 // The 8-bit type a calibrated result is written in: uint8 for a non-negative range (or
 // one cut at 0 by a fused relu), int8 otherwise.
 inline DType CalibratedType(const Calib& c, bool relu) {

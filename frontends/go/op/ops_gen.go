@@ -4647,6 +4647,7 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
+//   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
 //   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
 func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
@@ -4690,6 +4691,7 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
+//   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
 //   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
 func SymInternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
@@ -4878,6 +4880,7 @@ func SymInternalContribQuantizedFlatten(data, minData, maxData *weft.Symbol, opt
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the product's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the product. (default False)
+//   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
 func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.NDArray, numHidden int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("num_hidden", numHidden)
@@ -4908,6 +4911,7 @@ func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the product's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the product. (default False)
+//   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
 func SymInternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.Symbol, numHidden int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("num_hidden", numHidden)
@@ -13459,7 +13463,7 @@ func WithDtype[T int | weft.DType](v T) Option {
 }
 
 // WithEnableFloatOutput sets the parameter enable_float_output.
-// Write the product as float32 (one output, no range) instead of an integer type.
+// Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range.
 func WithEnableFloatOutput(v bool) Option {
 	return param("enable_float_output", v)
 }

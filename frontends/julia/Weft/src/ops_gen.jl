@@ -2288,7 +2288,7 @@ _contrib_quantized_concat(; kwargs...) = _call_op(_op__contrib_quantized_concat;
 
 const _op__contrib_quantized_conv = OpDef("_contrib_quantized_conv", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias", "sum", "min_sum", "max_sum"], false, "")
 """
-    _contrib_quantized_conv(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None, min_calib_range=None, max_calib_range=None, with_relu=False, with_sum=False)
+    _contrib_quantized_conv(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False, with_sum=False)
 
 Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
 
@@ -2321,6 +2321,7 @@ Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulate
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32.
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
 - `with_relu` (boolean; default `False`): Fuse a relu after the convolution (and after the sum with with_sum).
+- `enable_float_output` (boolean; default `False`): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range.
 - `with_sum` (boolean; default `False`): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2426,7 +2427,7 @@ _contrib_quantized_flatten(; kwargs...) = _call_op(_op__contrib_quantized_flatte
 
 const _op__contrib_quantized_fully_connected = OpDef("_contrib_quantized_fully_connected", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias"], false, "")
 """
-    _contrib_quantized_fully_connected(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias; num_hidden, no_bias=False, flatten=True, min_calib_range=None, max_calib_range=None, with_relu=False)
+    _contrib_quantized_fully_connected(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias; num_hidden, no_bias=False, flatten=True, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False)
 
 FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.
 
@@ -2448,6 +2449,7 @@ FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumul
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the product's own pass instead of written as int32.
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
 - `with_relu` (boolean; default `False`): Fuse a relu after the product.
+- `enable_float_output` (boolean; default `False`): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
