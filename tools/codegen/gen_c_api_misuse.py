@@ -101,6 +101,7 @@ STRINGS_BY_FN = {
     ("weft_profile_event_create", "name"): '"e"',
     ("weft_profile_counter_create", "name"): '"c"',
     ("weft_profile_marker", "name"): '"m"',
+    ("weft_kvstore_pull_rows", "key_name"): '"3"',
     ("weft_pred_set_input", "key"): '"x"',
 }
 

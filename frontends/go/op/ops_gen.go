@@ -54,6 +54,7 @@ var opBroadcastSub = weft.NewOperator("broadcast_sub")
 var opBroadcastTo = weft.NewOperator("broadcast_to")
 var opCTCLoss = weft.NewOperator("CTCLoss")
 var opCast = weft.NewOperator("Cast")
+var opCastStorage = weft.NewOperator("cast_storage")
 var opCbrt = weft.NewOperator("cbrt")
 var opCeil = weft.NewOperator("ceil")
 var opClip = weft.NewOperator("clip")
@@ -117,7 +118,14 @@ var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
 var opInternalContribDeformableConvolution = weft.NewOperator("_contrib_DeformableConvolution")
 var opInternalContribDeformablePSROIPooling = weft.NewOperator("_contrib_DeformablePSROIPooling")
 var opInternalContribDequantize = weft.NewOperator("_contrib_dequantize")
+var opInternalContribDglAdjacency = weft.NewOperator("_contrib_dgl_adjacency")
+var opInternalContribDglCsrNeighborNonUniformSample = weft.NewOperator("_contrib_dgl_csr_neighbor_non_uniform_sample")
+var opInternalContribDglCsrNeighborUniformSample = weft.NewOperator("_contrib_dgl_csr_neighbor_uniform_sample")
+var opInternalContribDglGraphCompact = weft.NewOperator("_contrib_dgl_graph_compact")
+var opInternalContribDglSubgraph = weft.NewOperator("_contrib_dgl_subgraph")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
+var opInternalContribEdgeId = weft.NewOperator("_contrib_edge_id")
+var opInternalContribGetnnz = weft.NewOperator("_contrib_getnnz")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
@@ -269,8 +277,10 @@ var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalShuffle = weft.NewOperator("_shuffle")
 var opInternalSliceAssign = weft.NewOperator("_slice_assign")
 var opInternalSliceAssignScalar = weft.NewOperator("_slice_assign_scalar")
+var opInternalSparseRetain = weft.NewOperator("_sparse_retain")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
 var opInternalSplitV2 = weft.NewOperator("_split_v2")
+var opInternalSquareSum = weft.NewOperator("_square_sum")
 var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
 var opInternalZerosWithoutDtype = weft.NewOperator("_zeros_without_dtype")
@@ -943,7 +953,7 @@ func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opBatchDot, lhs, rhs)
@@ -960,7 +970,7 @@ func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func SymBatchDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -1726,6 +1736,36 @@ func SymCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol,
 	return c.compose(opCast, []string{"data"}, data)
 }
 
+// CastStorage runs the operator cast_storage.
+//
+// Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input.
+//
+// Required parameters:
+//   - stype string: Output storage type.
+func CastStorage(data *weft.NDArray, stype string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("stype", stype)
+	return c.invoke(opCastStorage, data)
+}
+
+// SymCastStorage runs the operator cast_storage symbolically: it adds one node to the graph.
+//
+// Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input.
+//
+// Required parameters:
+//   - stype string: Output storage type.
+func SymCastStorage(data *weft.Symbol, stype string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("stype", stype)
+	return c.compose(opCastStorage, []string{"data"}, data)
+}
+
 // Cbrt runs the operator cbrt.
 //
 // Cube root.
@@ -2301,7 +2341,7 @@ func SymDiag(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opDot, lhs, rhs)
@@ -2318,7 +2358,7 @@ func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func SymDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -3882,6 +3922,164 @@ func SymInternalContribDequantize(data, minRange, maxRange *weft.Symbol, opts ..
 	return c.compose(opInternalContribDequantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
 }
 
+// InternalContribDglAdjacency runs the operator _contrib_dgl_adjacency.
+//
+// The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+func InternalContribDglAdjacency(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribDglAdjacency, data)
+}
+
+// SymInternalContribDglAdjacency runs the operator _contrib_dgl_adjacency symbolically: it adds one node to the graph.
+//
+// The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+func SymInternalContribDglAdjacency(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribDglAdjacency, []string{"data"}, data)
+}
+
+// InternalContribDglCsrNeighborNonUniformSample runs the operator _contrib_dgl_csr_neighbor_non_uniform_sample.
+//
+// As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - probability: probability vector
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func InternalContribDglCsrNeighborNonUniformSample(csrMatrix []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalContribDglCsrNeighborNonUniformSample, "num_args", csrMatrix)
+}
+
+// SymInternalContribDglCsrNeighborNonUniformSample runs the operator _contrib_dgl_csr_neighbor_non_uniform_sample symbolically: it adds one node to the graph.
+//
+// As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - probability: probability vector
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func SymInternalContribDglCsrNeighborNonUniformSample(csrMatrix []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalContribDglCsrNeighborNonUniformSample, "num_args", csrMatrix)
+}
+
+// InternalContribDglCsrNeighborUniformSample runs the operator _contrib_dgl_csr_neighbor_uniform_sample.
+//
+// Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func InternalContribDglCsrNeighborUniformSample(csrMatrix []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalContribDglCsrNeighborUniformSample, "num_args", csrMatrix)
+}
+
+// SymInternalContribDglCsrNeighborUniformSample runs the operator _contrib_dgl_csr_neighbor_uniform_sample symbolically: it adds one node to the graph.
+//
+// Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func SymInternalContribDglCsrNeighborUniformSample(csrMatrix []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalContribDglCsrNeighborUniformSample, "num_args", csrMatrix)
+}
+
+// InternalContribDglGraphCompact runs the operator _contrib_dgl_graph_compact.
+//
+// Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - graphData: Input graphs and input vertex Ids. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+//   - graphSizes []int: The number of vertices of each graph.
+func InternalContribDglGraphCompact(graphData []*weft.NDArray, returnMapping bool, graphSizes []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	c.set("graph_sizes", graphSizes)
+	return c.invokeList(opInternalContribDglGraphCompact, "num_args", graphData)
+}
+
+// SymInternalContribDglGraphCompact runs the operator _contrib_dgl_graph_compact symbolically: it adds one node to the graph.
+//
+// Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - graphData: Input graphs and input vertex Ids. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+//   - graphSizes []int: The number of vertices of each graph.
+func SymInternalContribDglGraphCompact(graphData []*weft.Symbol, returnMapping bool, graphSizes []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	c.set("graph_sizes", graphSizes)
+	return c.composeList(opInternalContribDglGraphCompact, "num_args", graphData)
+}
+
+// InternalContribDglSubgraph runs the operator _contrib_dgl_subgraph.
+//
+// The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - graph: Input graph where we sample vertices.
+//   - data: The vertex id arrays, one per subgraph. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+func InternalContribDglSubgraph(graph []*weft.NDArray, returnMapping bool, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	return c.invokeList(opInternalContribDglSubgraph, "num_args", graph)
+}
+
+// SymInternalContribDglSubgraph runs the operator _contrib_dgl_subgraph symbolically: it adds one node to the graph.
+//
+// The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - graph: Input graph where we sample vertices.
+//   - data: The vertex id arrays, one per subgraph. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+func SymInternalContribDglSubgraph(graph []*weft.Symbol, returnMapping bool, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	return c.composeList(opInternalContribDglSubgraph, "num_args", graph)
+}
+
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
 //
 // The input divided by the square root of its last axis' length (attention score scaling).
@@ -3902,6 +4100,60 @@ func InternalContribDivSqrtDim(data *weft.NDArray, opts ...Option) (*weft.NDArra
 func SymInternalContribDivSqrtDim(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribDivSqrtDim, []string{"data"}, data)
+}
+
+// InternalContribEdgeId runs the operator _contrib_edge_id.
+//
+// For each pair (u[i], v[i]), the value stored at row u[i], column v[i] of the csr adjacency matrix data (the edge's id), or -1 where nothing is stored (a dense input: where the element is 0). u and v must index within the matrix.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//   - u: u ndarray
+//   - v: v ndarray
+func InternalContribEdgeId(data, u, v *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribEdgeId, data, u, v)
+}
+
+// SymInternalContribEdgeId runs the operator _contrib_edge_id symbolically: it adds one node to the graph.
+//
+// For each pair (u[i], v[i]), the value stored at row u[i], column v[i] of the csr adjacency matrix data (the edge's id), or -1 where nothing is stored (a dense input: where the element is 0). u and v must index within the matrix.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//   - u: u ndarray
+//   - v: v ndarray
+func SymInternalContribEdgeId(data, u, v *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribEdgeId, []string{"data", "u", "v"}, data, u, v)
+}
+
+// InternalContribGetnnz runs the operator _contrib_getnnz.
+//
+// Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input
+//
+// Options:
+//   - WithAxis(int): Select between the number of values across the whole matrix (None), in each column (0), or in each row (1). (default None)
+func InternalContribGetnnz(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribGetnnz, data)
+}
+
+// SymInternalContribGetnnz runs the operator _contrib_getnnz symbolically: it adds one node to the graph.
+//
+// Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input
+//
+// Options:
+//   - WithAxis(int): Select between the number of values across the whole matrix (None), in each column (0), or in each row (1). (default None)
+func SymInternalContribGetnnz(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribGetnnz, []string{"data"}, data)
 }
 
 // InternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier.
@@ -8844,6 +9096,30 @@ func SymInternalSliceAssignScalar(data *weft.Symbol, begin string, end string, o
 	return c.compose(opInternalSliceAssignScalar, []string{"data"}, data)
 }
 
+// InternalSparseRetain runs the operator _sparse_retain.
+//
+// Keeps the rows of a row_sparse array whose index is listed in indices; the other rows become zero. The output is row_sparse for a row_sparse input. An index outside [0, rows) is an error.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array for sparse_retain operator.
+//   - indices: The index array of rows ids that will be retained.
+func InternalSparseRetain(data, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSparseRetain, data, indices)
+}
+
+// SymInternalSparseRetain runs the operator _sparse_retain symbolically: it adds one node to the graph.
+//
+// Keeps the rows of a row_sparse array whose index is listed in indices; the other rows become zero. The output is row_sparse for a row_sparse input. An index outside [0, rows) is an error.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array for sparse_retain operator.
+//   - indices: The index array of rows ids that will be retained.
+func SymInternalSparseRetain(data, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSparseRetain, []string{"data", "indices"}, data, indices)
+}
+
 // InternalSparseSoftmaxCrossEntropy runs the operator _sparse_softmax_cross_entropy.
 //
 // -log(softmax(data, axis))[label] at every other position, shaped like data with the axis kept as 1; labels are clipped into [0, classes).
@@ -8912,6 +9188,38 @@ func SymInternalSplitV2(data *weft.Symbol, indices []int, opts ...Option) (*weft
 	c := newCall(opts)
 	c.set("indices", indices)
 	return c.compose(opInternalSplitV2, []string{"data"}, data)
+}
+
+// InternalSquareSum runs the operator _square_sum.
+//
+// The sum of squares of a 2-D array along one axis (0 or 1). For a row_sparse input, axis=1 with keepdims=True gives a row_sparse result (the stored rows only); the other cases are dense.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
+//   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
+//   - WithExclude(bool): Reduce the axes that are NOT in axis instead. (default False)
+func InternalSquareSum(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSquareSum, data)
+}
+
+// SymInternalSquareSum runs the operator _square_sum symbolically: it adds one node to the graph.
+//
+// The sum of squares of a 2-D array along one axis (0 or 1). For a row_sparse input, axis=1 with keepdims=True gives a row_sparse result (the stored rows only); the other cases are dense.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
+//   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
+//   - WithExclude(bool): Reduce the axes that are NOT in axis instead. (default False)
+func SymInternalSquareSum(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSquareSum, []string{"data"}, data)
 }
 
 // InternalUnravelIndex runs the operator _unravel_index.
@@ -13529,7 +13837,7 @@ func WithFormat(v string) Option {
 }
 
 // WithForwardStype sets the parameter forward_stype.
-// Storage type of the output; only dense ('None' or 'default') is supported.
+// The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
 func WithForwardStype(v string) Option {
 	return param("forward_stype", v)
 }
@@ -13679,7 +13987,7 @@ func WithKeepRatio(v bool) Option {
 }
 
 // WithKeepdims sets the parameter keepdims.
-// Keep the searched axis as an axis of size 1.
+// Keep the reduced axes in the result as axes of size 1.
 func WithKeepdims(v bool) Option {
 	return param("keepdims", v)
 }
@@ -13810,6 +14118,12 @@ func WithMaxDisplacement(v int) Option {
 	return param("max_displacement", v)
 }
 
+// WithMaxNumVertices sets the parameter max_num_vertices.
+// Most vertices in a sampled subgraph.
+func WithMaxNumVertices(v int) Option {
+	return param("max_num_vertices", v)
+}
+
 // WithMean sets the parameter mean.
 // Mean of each channel (one value for all, or at least one per channel; the first C are used).
 func WithMean(v []float64) Option {
@@ -13928,6 +14242,18 @@ func WithNumGroup(v int) Option {
 // Number of channel groups.
 func WithNumGroups(v int) Option {
 	return param("num_groups", v)
+}
+
+// WithNumHops sets the parameter num_hops.
+// Number of hops.
+func WithNumHops(v int) Option {
+	return param("num_hops", v)
+}
+
+// WithNumNeighbor sets the parameter num_neighbor.
+// Number of neighbors sampled per vertex.
+func WithNumNeighbor(v int) Option {
+	return param("num_neighbor", v)
 }
 
 // WithNumTensors sets the parameter num_tensors.

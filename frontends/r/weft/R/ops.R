@@ -585,11 +585,60 @@ mx.symbol.internal.contrib.dequantize <- function(data = NULL, min_range = NULL,
   .weft_symbol_op("_contrib_dequantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.dgl.adjacency <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_adjacency", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.dgl.adjacency <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_adjacency", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.dgl.csr.neighbor.non.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_csr_neighbor_non_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.csr.neighbor.non.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_csr_neighbor_non_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.csr.neighbor.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_csr_neighbor_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.csr.neighbor.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_csr_neighbor_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.graph.compact <- function(..., return_mapping, graph_sizes, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_graph_compact", .weft_dots(...), c(return_mapping = .weft_param(return_mapping), graph_sizes = .weft_shape_param(graph_sizes)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.graph.compact <- function(..., return_mapping, graph_sizes, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_graph_compact", .weft_dots(...), c(return_mapping = .weft_param(return_mapping), graph_sizes = .weft_shape_param(graph_sizes)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.subgraph <- function(..., return_mapping, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_subgraph", .weft_dots(...), c(return_mapping = .weft_param(return_mapping)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.subgraph <- function(..., return_mapping, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_subgraph", .weft_dots(...), c(return_mapping = .weft_param(return_mapping)), "num_args", name, attr)
+}
+
 mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_div_sqrt_dim", list(data), c(), NULL, out)
 }
 mx.symbol.internal.contrib.div.sqrt.dim <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_div_sqrt_dim", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_edge_id", list(data, u, v), c(), NULL, out)
+}
+mx.symbol.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_edge_id", list(data = data, u = u, v = v), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.getnnz <- function(data = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_getnnz", list(data), c(axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.contrib.getnnz <- function(data = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_getnnz", list(data = data), c(axis = .weft_param(axis)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
@@ -1908,6 +1957,13 @@ mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, b
   .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.retain <- function(data = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("_sparse_retain", list(data, indices), c(), NULL, out)
+}
+mx.symbol.internal.sparse.retain <- function(data = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sparse_retain", list(data = data, indices = indices), c(), NULL, name, attr)
+}
+
 mx.nd.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_sparse_softmax_cross_entropy", list(data, label), c(axis = .weft_param(axis)), NULL, out)
 }
@@ -1920,6 +1976,13 @@ mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_a
 }
 mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_split_v2", list(data = data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
+}
+
+mx.nd.internal.square.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("_square_sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.square.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_square_sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
 mx.nd.internal.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
@@ -2263,6 +2326,13 @@ mx.nd.broadcast.to <- function(data = NULL, shape, out = NULL) {
 }
 mx.symbol.broadcast.to <- function(data = NULL, shape, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_to", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.cast.storage <- function(data = NULL, stype, out = NULL) {
+  .weft_nd_invoke("cast_storage", list(data), c(stype = .weft_param(stype)), NULL, out)
+}
+mx.symbol.cast.storage <- function(data = NULL, stype, name = NULL, attr = NULL) {
+  .weft_symbol_op("cast_storage", list(data = data), c(stype = .weft_param(stype)), NULL, name, attr)
 }
 
 mx.nd.cbrt <- function(data = NULL, out = NULL) {
