@@ -1,6 +1,6 @@
 // The oneDNN training region's own memory plan: "saved" holds exactly the blocks that live
-// from the forward into the backward, and recomputing BatchNorm results in the backward
-// (WEFT_EXEC_DNNL_TRAIN_RECOMPUTE) takes their bytes out of it.
+// from the forward into the backward, and recomputing BatchNorm and residual-add results in
+// the backward (WEFT_EXEC_DNNL_TRAIN_RECOMPUTE) takes their bytes out of it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -28,6 +28,21 @@ TrainRegionSpec::Unit Conv1x1(int src, int dst, int weight) {
   return u;
 }
 
+TrainRegionSpec::Unit Bn(int src, int dst, int first_input, bool relu) {
+  TrainRegionSpec::Unit u;
+  u.kind = TrainRegionSpec::Kind::kBatchNorm;
+  u.name = "bn" + std::to_string(src);
+  u.src = src;
+  u.dst = dst;
+  u.gamma = first_input;
+  u.beta = first_input + 1;
+  u.moving_mean = first_input + 2;
+  u.moving_var = first_input + 3;
+  u.fix_gamma = false;
+  u.relu = relu;
+  return u;
+}
+
 // conv 1x1 -> BatchNorm+relu -> conv 1x1 -> BatchNorm+relu, 16 channels of 8x8 at batch 4
 // (the blocked layout, where the region's own BatchNorm loops run): values of 16 KiB.
 TrainRegionSpec TwoConvBnRelu() {
@@ -36,27 +51,32 @@ TrainRegionSpec TwoConvBnRelu() {
   spec.values = {{s, 0, -1}, {s, -1, -1}, {s, -1, -1}, {s, -1, -1}, {s, -1, 0}};
   spec.num_inputs = 11;
   spec.outputs = {4};
-  auto bn = [](int src, int dst, int first_input) {
-    TrainRegionSpec::Unit u;
-    u.kind = TrainRegionSpec::Kind::kBatchNorm;
-    u.name = "bn" + std::to_string(src);
-    u.src = src;
-    u.dst = dst;
-    u.gamma = first_input;
-    u.beta = first_input + 1;
-    u.moving_mean = first_input + 2;
-    u.moving_var = first_input + 3;
-    u.fix_gamma = false;
-    u.relu = true;
-    return u;
-  };
-  spec.units = {Conv1x1(0, 1, 1), bn(1, 2, 2), Conv1x1(2, 3, 6), bn(3, 4, 7)};
+  spec.units = {Conv1x1(0, 1, 1), Bn(1, 2, 2, true), Conv1x1(2, 3, 6), Bn(3, 4, 7, true)};
   return spec;
 }
 
-int64_t SavedBytes(const char* recompute) {
+// conv -> BatchNorm+relu -> conv -> BatchNorm, plus the region's input, relu, then a
+// convolution of that: a residual block whose output the region reads again.
+TrainRegionSpec Residual() {
+  const Shape s{4, 16, 8, 8};
+  TrainRegionSpec spec;
+  spec.values = {{s, 0, -1}, {s, -1, -1}, {s, -1, -1}, {s, -1, -1}, {s, -1, -1}, {s, -1, -1}, {s, -1, 0}};
+  spec.num_inputs = 12;
+  spec.outputs = {6};
+  TrainRegionSpec::Unit add;
+  add.kind = TrainRegionSpec::Kind::kAdd;
+  add.name = "add";
+  add.src = 4;
+  add.src2 = 0;
+  add.dst = 5;
+  add.relu = true;
+  spec.units = {Conv1x1(0, 1, 1), Bn(1, 2, 2, true), Conv1x1(2, 3, 6), Bn(3, 4, 7, false), add, Conv1x1(5, 6, 11)};
+  return spec;
+}
+
+int64_t SavedBytes(const char* recompute, TrainRegionSpec spec = TwoConvBnRelu()) {
   if (recompute) setenv("WEFT_EXEC_DNNL_TRAIN_RECOMPUTE", recompute, 1);
-  DnnlTrainRegion region(TwoConvBnRelu());
+  DnnlTrainRegion region(std::move(spec));
   unsetenv("WEFT_EXEC_DNNL_TRAIN_RECOMPUTE");
   return region.saved_floats() * static_cast<int64_t>(sizeof(float));
 }
@@ -73,6 +93,12 @@ TEST(DnnlTrainRegion, SavedHoldsExactlyWhatTheBackwardReads) {
   EXPECT_EQ(SavedBytes("1"), 2 * kValue + kStats);
   // Without recomputing, the first relu's result is kept from the forward.
   EXPECT_EQ(SavedBytes("0"), 3 * kValue + kStats);
+  // The residual block: both BatchNorms' sources always; the first relu's result below
+  // level 1; the block's output (the last convolution's source) below level 2, the
+  // default, which recomputes it from the second BatchNorm's source and the input.
+  EXPECT_EQ(SavedBytes("0", Residual()), 4 * kValue + kStats);
+  EXPECT_EQ(SavedBytes("1", Residual()), 3 * kValue + kStats);
+  EXPECT_EQ(SavedBytes(nullptr, Residual()), 2 * kValue + kStats);
 }
 
 TEST(DnnlTrainRegion, SavedHoldsNoCopyOfTheInputsOrTheOutputs) {

@@ -171,6 +171,38 @@ void BnBackwardBlocked(const BnGeom& g, const float* x, const float* y, const fl
   });
 }
 
+// y = x normalised with the moving (or saved) statistics, plus s, then a relu when g.relu:
+// a residual block's output recomputed in one pass, with the arithmetic of the BatchNorm
+// loop above (whose result the forward stored) and of the add after it.
+template <int kLanes>
+void BnAddBlocked(const BnGeom& g, const float* x, const float* s, float* y, const float* mean, const float* var,
+                  const float* gamma, const float* beta) {
+  ParallelFor(g.c / kLanes, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t cb = lo; cb < hi; ++cb) {
+      float scale[kLanes], shift[kLanes];
+      const int64_t c0 = cb * kLanes;
+      for (int l = 0; l < kLanes; ++l) {
+        float m = mean[c0 + l], v = var[c0 + l];
+        scale[l] = (gamma ? gamma[c0 + l] : 1.f) / std::sqrt(v + g.eps);
+        shift[l] = beta[c0 + l] - m * scale[l];
+      }
+      const float lo_clip = -INFINITY, out_clip = g.relu ? 0.f : -INFINITY;
+      for (int64_t b = 0; b < g.n; ++b) {
+        const float* xr = x + g.At(b, cb);
+        const float* sr = s + g.At(b, cb);
+        float* yr = y + g.At(b, cb);
+        for (int64_t i = 0; i < g.hw; ++i) {
+#pragma omp simd
+          for (int l = 0; l < kLanes; ++l) {
+            float t = std::max(lo_clip, xr[i * kLanes + l] * scale[l] + shift[l]);
+            yr[i * kLanes + l] = std::max(out_clip, t + sr[i * kLanes + l]);
+          }
+        }
+      }
+    }
+  });
+}
+
 void BnForward(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
                const float* gamma, const float* beta) {
   if (g.lanes == 16) BnForwardBlocked<16>(g, batch_stats, x, y, mean, var, gamma, beta);
@@ -233,7 +265,7 @@ struct Arg {
 
 // One step of a pass: a primitive, or one of the small host loops around them.
 struct Exec {
-  enum Type { kPrim, kMovingStats, kStore, kZero, kBnForward, kBnBackward, kCopy } type = kPrim;
+  enum Type { kPrim, kMovingStats, kStore, kZero, kBnForward, kBnBackward, kBnAdd, kCopy } type = kPrim;
   dnnl::primitive prim;
   dnnl::primitive prim_add;  // a reorder to a node output that adds (kAddTo, or a later contribution)
   std::vector<Arg> args;
@@ -388,6 +420,17 @@ struct DnnlTrainRegion::Impl {
     bwd.push_back(std::move(r));
     return At(b);
   }
+  // Whether add unit u's recomputation folds in the BatchNorm making its first operand: a
+  // BatchNorm on the region's loops without a relu, whose result only the add reads, in
+  // the add's layout.
+  bool FusedBnAdd(size_t u) const {
+    const auto& un = spec.units[u];
+    const int p = producer[un.src];
+    if (p < 0 || !Recomputed(un.src) || spec.units[p].kind != Kind::kBatchNorm || spec.units[p].relu) return false;
+    for (const auto& other : spec.units)
+      if (&other != &un && (other.src == un.src || other.src2 == un.src)) return false;
+    return un.src != un.src2 && spec.values[un.src].output < 0;
+  }
   // Computes the result of unit producer[v] again, in the backward: a BatchNorm from its
   // source and the batch statistics its forward saved (the forward's loops with those
   // statistics read back), an add from its operands (the forward's primitive), so the
@@ -397,6 +440,25 @@ struct DnnlTrainRegion::Impl {
     const auto& un = spec.units[u];
     const Shape& ss = spec.values[un.src].shape;
     recomputed[v] = NewItem(md[v].get_size());
+    if (un.kind == Kind::kAdd && FusedBnAdd(u)) {
+      // The first operand, a BatchNorm's result the backward reads nowhere else, is not
+      // made: one pass from that BatchNorm's source.
+      const auto& bu = spec.units[producer[un.src]];
+      const Shape& bs = spec.values[bu.src].shape;
+      const memory::desc& a = md[un.src];
+      Exec k;
+      k.type = Exec::kBnAdd;
+      k.fix_gamma = bu.fix_gamma;
+      k.bn = BnGeom{bs[0], bs[1], bs[2] * bs[3], static_cast<float>(bu.eps), un.relu, DnnlChannelBlock()};
+      Loc gamma = bu.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(bu.gamma));
+      const size_t b = producer[un.src];
+      k.args = {{0, md[bu.src], BackView(bu.src, md[bu.src])}, {1, a, BackView(un.src2, a)},
+                {2, md[v], At(recomputed[v])},                  {3, Vec(bs[1]), At(bn_mean[b])},
+                {4, Vec(bs[1]), At(bn_var[b])},                 {5, Vec(bs[1]), gamma},
+                {6, Vec(bs[1]), BackLoc(In(bu.beta))}};
+      bwd.push_back(std::move(k));
+      return;
+    }
     if (un.kind == Kind::kAdd) {
       const memory::desc& a = md[un.src];
       Exec k;
@@ -1067,6 +1129,10 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
     } else if (e.type == Exec::kBnForward) {
       auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
       BnForward(e.bn, e.batch_stats, f(0), f(1), f(2), f(3), e.fix_gamma ? nullptr : f(4), f(5));
+    } else if (e.type == Exec::kBnAdd) {
+      auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
+      if (e.bn.lanes == 16) BnAddBlocked<16>(e.bn, f(0), f(1), f(2), f(3), f(4), e.fix_gamma ? nullptr : f(5), f(6));
+      else BnAddBlocked<8>(e.bn, f(0), f(1), f(2), f(3), f(4), e.fix_gamma ? nullptr : f(5), f(6));
     } else if (e.type == Exec::kBnBackward) {
       auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
       BnBackward(e.bn, f(0), f(1), f(2), f(3), f(4), f(5), e.fix_gamma ? nullptr : f(6), f(7), f(8));
