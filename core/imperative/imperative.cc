@@ -183,12 +183,14 @@ class InferStage final : public Transformation {
       if (s->in_shapes[i] != inputs[i].shape()) {
         // Named as the operator declares it, unless it is one of a variadic list.
         bool named = i < op->arguments.size() && op->arguments[i].type.find("[]") == std::string::npos;
-        Throw(ErrorKind::kShape, "Operator '", op->name, "': input ",
+        Throw(ErrorKind::kShape, "Operator '", op->name, "': Shape inconsistent, Provided = ",
+              inputs[i].shape().ToMXNetString(), ", inferred shape=", s->in_shapes[i].ToMXNetString(), ": input ",
               named ? "'" + op->arguments[i].name + "'" : std::to_string(i), " has shape ",
               inputs[i].shape().ToString(), " but the operator expects ", s->in_shapes[i].ToString());
       }
       if (s->in_types[i] != inputs[i].dtype())
-        Throw(ErrorKind::kType, "Operator '", op->name, "': input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
+        Throw(ErrorKind::kType, "Operator '", op->name, "': Type inconsistent, Provided = ", DTypeName(inputs[i].dtype()),
+              ", inferred type = ", DTypeName(s->in_types[i]), ": input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
               " but the operator expects ", DTypeName(s->in_types[i]));
     }
     for (int i = 0; i < num_out; ++i) {

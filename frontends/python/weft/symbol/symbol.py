@@ -188,11 +188,13 @@ class Symbol:
                                  % (what, what, sorted(unknown), names))
             missing = [n for n in names if n not in values]
             if missing and not allow_missing:
-                raise ValueError("bind: %s lacks %s" % (what, missing))
+                # MXNet's wording first, then every missing name
+                raise ValueError("bind: key `%s` is missing in `%s` (%s lacks %s)" % (missing[0], what, what, missing))
             return [values.get(n) for n in names]
         values = list(values)
         if len(values) != len(names):
-            raise ValueError("bind: expected %d %s (%s), got %d" % (len(names), what, names, len(values)))
+            raise ValueError("bind: Length of %s does not match the number of arguments: expected %d %s (%s), got %d"
+                             % (what, len(names), what, names, len(values)))
         return values
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
