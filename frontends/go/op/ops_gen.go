@@ -114,6 +114,7 @@ var opInternalContribBoxDecode = weft.NewOperator("_contrib_box_decode")
 var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
 var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
 var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
+var opInternalContribCalibrateEntropy = weft.NewOperator("_contrib_calibrate_entropy")
 var opInternalContribDequantize = weft.NewOperator("_contrib_dequantize")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
@@ -3712,6 +3713,36 @@ func InternalContribBoxNms(data *weft.NDArray, opts ...Option) (*weft.NDArray, e
 func SymInternalContribBoxNms(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribBoxNms, []string{"data"}, data)
+}
+
+// InternalContribCalibrateEntropy runs the operator _contrib_calibrate_entropy.
+//
+// Finds the threshold t of a histogram (odd number of bins centred on zero) whose clipping to [-t, t] and quantization to num_quantized_bins levels keeps the values' distribution closest in KL divergence; outputs the threshold and that divergence. Inference only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - hist: The histogram's counts, float32 of shape (n,), n odd
+//   - histEdges: The bins' edges, float32 of shape (n + 1,)
+//
+// Options:
+//   - WithNumQuantizedBins(int): The number of quantized bins. (default 255)
+func InternalContribCalibrateEntropy(hist, histEdges *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribCalibrateEntropy, hist, histEdges)
+}
+
+// SymInternalContribCalibrateEntropy runs the operator _contrib_calibrate_entropy symbolically: it adds one node to the graph.
+//
+// Finds the threshold t of a histogram (odd number of bins centred on zero) whose clipping to [-t, t] and quantization to num_quantized_bins levels keeps the values' distribution closest in KL divergence; outputs the threshold and that divergence. Inference only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - hist: The histogram's counts, float32 of shape (n,), n odd
+//   - histEdges: The bins' edges, float32 of shape (n + 1,)
+//
+// Options:
+//   - WithNumQuantizedBins(int): The number of quantized bins. (default 255)
+func SymInternalContribCalibrateEntropy(hist, histEdges *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribCalibrateEntropy, []string{"hist", "hist_edges"}, hist, histEdges)
 }
 
 // InternalContribDequantize runs the operator _contrib_dequantize.
@@ -13010,6 +13041,12 @@ func WithNumGroup(v int) Option {
 // Number of channel groups.
 func WithNumGroups(v int) Option {
 	return param("num_groups", v)
+}
+
+// WithNumQuantizedBins sets the parameter num_quantized_bins.
+// The number of quantized bins.
+func WithNumQuantizedBins(v int) Option {
+	return param("num_quantized_bins", v)
 }
 
 // WithNumTensors sets the parameter num_tensors.
