@@ -86,3 +86,318 @@ def test_calibrate_entropy_refuses_bad_inputs():
         mx.nd.contrib.calibrate_entropy(hist, edges, num_quantized_bins=13)
     with pytest.raises(mx.base.MXNetError, match="expected float32 input 'hist', got int32"):
         mx.nd.contrib.calibrate_entropy(hist.astype("int32"), edges, num_quantized_bins=5)
+
+
+# ------------------------------------------------------------------ collectors
+
+from weft.contrib import quantization as qz  # noqa: E402
+
+
+def test_smooth_distribution_moves_mass_onto_zeros():
+    p = np.array([0, 4, 0, 6, 0], dtype=np.float64)
+    s = qz._smooth_distribution(p, eps=0.01)
+    np.testing.assert_allclose(s, [0.01, 4 - 0.015, 0.01, 6 - 0.015, 0.01], rtol=1e-6)
+    assert s.sum() == pytest.approx(p.sum())
+    with pytest.raises(ValueError, match="All entries are 0"):
+        qz._smooth_distribution(np.zeros(4))
+
+
+def test_combine_histogram_keeps_old_bins_when_widening():
+    bins, old_th = 11, 1.0
+    step = 2 * old_th / bins
+    grow = int((2.5 - old_th) // step + 1)
+    th = old_th + grow * step
+    rng = np.random.RandomState(5)
+    # Values at bin centres, so that no value sits on an edge of either grid.
+    first = -old_th + (rng.randint(0, bins, 300) + 0.5) * step
+    second = -th + (rng.randint(0, bins + 2 * grow, 200) + 0.5) * step
+    hist, edges = np.histogram(first, bins=bins, range=(-old_th, old_th))
+    new_th = np.abs(second).max()
+    assert int((new_th - old_th) // step + 1) == grow
+    out = qz.combine_histogram((hist, edges, first.min(), first.max(), old_th), second, second.min(), second.max(),
+                               new_th)
+    counts, new_edges, lo, hi, new_th = out
+    assert new_th == pytest.approx(th) and len(counts) == bins + 2 * grow
+    expected, _ = np.histogram(np.concatenate([first, second]), bins=bins + 2 * grow, range=(-th, th))
+    np.testing.assert_array_equal(counts, expected)
+    assert (lo, hi) == (min(first.min(), second.min()), max(first.max(), second.max()))
+    # A narrower batch lands in the existing bins.
+    narrow = np.array([0.0, 0.1])
+    counts2 = qz.combine_histogram(out, narrow, 0.0, 0.1, 0.1)[0]
+    np.testing.assert_array_equal(counts2 - counts, np.histogram(narrow, bins=len(counts), range=(-th, th))[0])
+
+
+def test_min_max_collector_filters_and_accumulates():
+    c = qz._LayerOutputMinMaxCollector(include_layer=["a_output", "data"])
+    c.collect("a_output", mx.nd.array([[-1.0, 2.0]]))
+    c.collect("a_output", mx.nd.array([[0.5, 3.0]]))
+    c.collect("data", np.array([0.25, 0.75]))
+    c.collect("b_output", mx.nd.array([100.0]))
+    assert c.min_max_dict == {"a_output": (-1.0, 3.0), "data": (0.25, 0.75)}
+    assert c.post_collect() is c.min_max_dict
+    assert isinstance(c, qz.CalibrationCollector)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "auto"])
+def test_histogram_collector_thresholds_match_reference(dtype):
+    rng = np.random.RandomState(6)
+    c = qz._LayerHistogramCollector(num_bins=1001, include_layer=["x", "r"], quantized_dtype=dtype)
+    batches = [rng.laplace(0, 1, 4000), rng.laplace(0, 1.5, 4000)]
+    for b in batches:
+        c.collect("x", mx.nd.array(b))
+        c.collect("r", mx.nd.array(np.maximum(b, 0)))
+    c.collect("ignored", mx.nd.array(batches[0]))
+    assert sorted(c.hist_dict) == ["r", "x"]
+    hists = {k: v for k, v in c.hist_dict.items()}
+    th = c.post_collect()
+    for name in ("x", "r"):
+        hist, edges, lo, hi, _ = hists[name]
+        nq = 511 if (lo >= 0 and dtype == "auto") else 255
+        ref, _ = _kl_threshold(hist, edges.astype(np.float32), nq)
+        expect = (0.0, ref) if (lo >= 0 and dtype == "auto") else (-ref, ref)
+        np.testing.assert_allclose(th[name], expect, rtol=1e-6)
+    assert th["x"][1] < np.abs(np.concatenate(batches)).max()
+
+
+# ------------------------------------------------------------------ the graph rewrite
+
+def _chain_net():
+    """data -> pool0 -> conv0 -> relu0 -> pool1 -> fc0, then fc0 -> sig0 -> fc1 and fc0 -> relu1,
+    fc1 and relu1 the outputs."""
+    x = mx.sym.var("data")
+    x = mx.sym.Pooling(x, kernel=(2, 2), pool_type="max", name="pool0")
+    x = mx.sym.Convolution(x, kernel=(3, 3), num_filter=4, name="conv0")
+    x = mx.sym.Activation(x, act_type="relu", name="relu0")
+    x = mx.sym.Pooling(x, kernel=(2, 2), pool_type="avg", name="pool1")
+    x = mx.sym.FullyConnected(x, num_hidden=8, name="fc0")
+    r = mx.sym.Activation(x, act_type="relu", name="relu1")
+    s = mx.sym.Activation(x, act_type="sigmoid", name="sig0")
+    return mx.sym.Group([mx.sym.FullyConnected(s, num_hidden=3, name="fc1"), r])
+
+
+@pytest.fixture
+def all_quantized_ops_registered(monkeypatch):
+    """The rewrite's structure, whichever quantized operators this build has."""
+    monkeypatch.setattr(qz, "_registered", lambda op: True)
+
+
+def _rewrite(sym, params=(), mode="smart", dtype="int8", **kw):
+    graph, calib = qz._quantize_json(sym, kw.get("excluded_sym_names"), kw.get("excluded_op_names"), list(params),
+                                     dtype, mode, "tensor-wise")
+    nodes = graph["nodes"]
+    by_name = {n["name"]: n for n in nodes}
+
+    def src(node, k):
+        return nodes[node["inputs"][k][0]]
+    return nodes, by_name, src, calib, graph
+
+
+def test_rewrite_smart_quantizes_between_convolutions_and_dense_layers(all_quantized_ops_registered):
+    sym = _chain_net()
+    params = [n for n in sym.list_arguments() if n != "data"]
+    nodes, by_name, src, calib, graph = _rewrite(sym, params)
+    ops = {n["name"]: n["op"] for n in nodes}
+    # pool0 only feeds a convolution and relu1 only follows one: they stay float32.
+    assert ops["pool0"] == "Pooling" and ops["relu1"] == "Activation"
+    assert ops["quantized_conv0"] == "_contrib_quantized_conv"
+    assert ops["quantized_relu0"] == "_contrib_quantized_act"
+    assert ops["quantized_pool1"] == "_contrib_quantized_pooling"
+    assert ops["quantized_fc0"] == "_contrib_quantized_fully_connected"
+    assert ops["quantized_fc1"] == "_contrib_quantized_fully_connected"
+    assert not {"conv0", "relu0", "pool1", "fc0", "fc1"} & set(ops)
+    # The convolution reads pool0 through a quantize node, then weight and bias as int8
+    # variables, then (min, max) of each in order.
+    conv = by_name["quantized_conv0"]
+    names = [src(conv, k)["name"] for k in range(9)]
+    assert names == ["pool0_output_quantize", "conv0_weight_quantize", "conv0_bias_quantize",
+                     "pool0_output_quantize", "pool0_output_quantize", "conv0_weight_quantize_min",
+                     "conv0_weight_quantize_max", "conv0_bias_quantize_min", "conv0_bias_quantize_max"]
+    assert [e[1] for e in conv["inputs"][3:5]] == [1, 2]
+    assert by_name["pool0_output_quantize"]["attrs"] == {"out_type": "int8"}
+    assert by_name["conv0_weight_quantize"]["attrs"]["__dtype__"] == "5"
+    # int32 results are requantized; the int8 chain runs on to fc0 without a float value.
+    assert src(by_name["quantized_relu0"], 0)["name"] == "requantize_conv0"
+    assert by_name["requantize_conv0"]["op"] == "_contrib_requantize"
+    assert src(by_name["quantized_fc0"], 0)["name"] == "quantized_pool1"
+    # relu1 and sig0 read fc0 back as float through one dequantize; fc1 quantizes sig0's
+    # output; both outputs are float.
+    assert src(by_name["relu1"], 0)["name"] == "fc0_dequantize"
+    assert src(by_name["sig0"], 0) is by_name["fc0_dequantize"]
+    assert [n["op"] for n in nodes].count("_contrib_dequantize") == 2
+    assert src(by_name["quantized_fc1"], 0)["name"] == "sig0_output_quantize"
+    heads = [nodes[h[0]]["name"] for h in graph["heads"]]
+    assert heads == ["fc1_dequantize", "relu1"]
+    assert calib == ["pool0_output", "conv0_output", "fc0_output", "sig0_output", "fc1_output"]
+    # The float weights are gone; only int8 ones and their ranges remain.
+    variables = {n["name"] for n in nodes if n["op"] == "null"}
+    assert "conv0_weight" not in variables and "fc1_bias_quantize_max" in variables
+
+
+def test_rewrite_full_mode_and_dtype(all_quantized_ops_registered):
+    nodes, by_name, src, calib, _ = _rewrite(_chain_net(), mode="full", dtype="auto")
+    ops = {n["name"]: n["op"] for n in nodes}
+    assert "Pooling" not in ops.values() and ops["quantized_relu1"] == "_contrib_quantized_act"
+    assert ops["sig0"] == "Activation"
+    assert by_name["data_quantize"]["attrs"] == {"out_type": "auto"}
+    assert by_name["requantize_fc0"]["attrs"] == {"out_type": "auto"}
+    # Without offline params the weights are quantized in the graph, from the variables.
+    assert by_name["conv0_weight_quantize"]["op"] == "_contrib_quantize_v2"
+    assert calib[:3] == ["data", "conv0_weight", "conv0_bias"]
+
+
+def test_rewrite_exclusions_keep_float(all_quantized_ops_registered):
+    sym = _chain_net()
+    nodes, by_name, src, calib, _ = _rewrite(sym, excluded_sym_names=["conv0"])
+    ops = {n["name"]: n["op"] for n in nodes}
+    # Without conv0, relu0 and pool1 no longer lie between two must-quantize nodes.
+    assert ops["conv0"] == "Convolution" and ops["relu0"] == "Activation" and ops["pool1"] == "Pooling"
+    assert ops["quantized_fc0"] == "_contrib_quantized_fully_connected"
+    nodes, by_name, src, calib, _ = _rewrite(sym, excluded_op_names=["FullyConnected"])
+    ops = {n["name"]: n["op"] for n in nodes}
+    assert ops["fc0"] == "FullyConnected" and ops["fc1"] == "FullyConnected"
+    assert ops["pool1"] == "Pooling" and src(by_name["fc0"], 0)["name"] == "pool1"
+    assert src(by_name["pool1"], 0)["name"] == "relu0"
+    assert ops["quantized_conv0"] == "_contrib_quantized_conv"
+    nodes, by_name, src, calib, _ = _rewrite(sym, mode="full", excluded_op_names=["Convolution", "FullyConnected"])
+    assert {n["op"] for n in nodes} >= {"_contrib_quantized_pooling", "_contrib_quantized_act"}
+
+
+def test_rewrite_skips_unsupported_attributes_and_unregistered_ops(monkeypatch):
+    x = mx.sym.var("data")
+    a = mx.sym.Activation(x, act_type="tanh", name="tanh0")
+    p = mx.sym.Pooling(a, kernel=(2, 2), pool_type="sum", name="sum0")
+    c = mx.sym.Convolution(p, kernel=(1, 1), num_filter=2, name="conv0")
+    sym = mx.sym.Concat(c, c, dim=0, name="cat0")
+    monkeypatch.setattr(qz, "_registered", lambda op: True)
+    nodes = _rewrite(sym, mode="full")[0]
+    ops = {n["name"]: n["op"] for n in nodes}
+    assert ops["tanh0"] == "Activation" and ops["sum0"] == "Pooling" and ops["cat0"] == "Concat"
+    monkeypatch.setattr(qz, "_registered", lambda op: op != "_contrib_quantized_conv")
+    nodes = _rewrite(sym, mode="full")[0]
+    assert "conv0" in {n["name"] for n in nodes}
+
+
+def test_rewrite_refuses_unknown_options():
+    sym = _chain_net()
+    with pytest.raises(ValueError, match="quantize_mode"):
+        qz._quantize_symbol(sym, quantize_mode="all")
+    with pytest.raises(ValueError, match="quantized_dtype"):
+        qz._quantize_symbol(sym, quantized_dtype="int4")
+    with pytest.raises(ValueError, match="quantize_granularity"):
+        qz._quantize_symbol(sym, quantize_granularity="row")
+    with pytest.raises(ValueError, match="excluded_sym_names must be a list"):
+        qz.quantize_model(sym, {}, {}, excluded_sym_names="conv0", calib_mode="none")
+    with pytest.raises(ValueError, match="calib_data must be provided"):
+        qz.quantize_model(sym, {}, {}, calib_mode="naive")
+    with pytest.raises(ValueError, match="unknown calibration mode"):
+        qz.quantize_model(sym, {}, {}, calib_mode="percentile")
+
+
+# ------------------------------------------------------------------ BatchNorm folding and collection
+
+def _conv_bn_net():
+    x = mx.sym.var("data")
+    x = mx.sym.Convolution(x, kernel=(3, 3), num_filter=6, no_bias=True, name="conv0")
+    x = mx.sym.BatchNorm(x, fix_gamma=False, eps=1e-5, name="bn0")
+    x = mx.sym.Activation(x, act_type="relu", name="relu0")
+    y = mx.sym.Convolution(x, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv1")
+    y = mx.sym.BatchNorm(y, name="bn1")  # fix_gamma=True: gamma counts as 1
+    # conv2's output is also read by the addition: its BatchNorm must stay.
+    z = mx.sym.Convolution(x, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv2")
+    z = mx.sym.elemwise_add(mx.sym.BatchNorm(z, fix_gamma=False, name="bn2"), z, name="add0")
+    out = mx.sym.FullyConnected(mx.sym.elemwise_add(y, z, name="add1"), num_hidden=5, name="fc0")
+    return out
+
+
+def _random_params(sym, data_shape, seed=0):
+    rng = np.random.RandomState(seed)
+    arg_shapes, _, aux_shapes = sym.infer_shape(data=data_shape)
+    args = {n: mx.nd.array(rng.uniform(-0.5, 0.5, s) + (1.0 if n.endswith("gamma") else 0.0))
+            for n, s in zip(sym.list_arguments(), arg_shapes) if n != "data"}
+    aux = {n: mx.nd.array(rng.uniform(0.5, 1.5, s) if n.endswith("var") else rng.uniform(-0.3, 0.3, s))
+           for n, s in zip(sym.list_auxiliary_states(), aux_shapes)}
+    return args, aux
+
+
+def _forward(sym, args, aux, data):
+    names, aux_names = set(sym.list_arguments()), set(sym.list_auxiliary_states())
+    exe = sym.bind(mx.cpu(), {k: v for k, v in dict(args, data=mx.nd.array(data)).items() if k in names},
+                   aux_states={k: v for k, v in aux.items() if k in aux_names})
+    return [o.asnumpy() for o in exe.forward(is_train=False)]
+
+
+def test_fold_batch_norm_keeps_outputs():
+    sym = _conv_bn_net()
+    data = np.random.RandomState(1).uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32)
+    args, aux = _random_params(sym, data.shape)
+    folded, fargs, faux = qz._fold_batch_norm(sym, args, aux)
+    ops = [n["op"] for n in __import__("json").loads(folded.tojson())["nodes"]]
+    assert ops.count("BatchNorm") == 1  # bn2 stays: conv2's output has another reader
+    assert "bn0_gamma" not in fargs and "bn0_moving_var" not in faux and "bn2_gamma" in fargs
+    assert "conv0_bias" in fargs and "conv0_bias" in folded.list_arguments()
+    np.testing.assert_allclose(_forward(folded, fargs, faux, data)[0], _forward(sym, args, aux, data)[0],
+                               rtol=1e-4, atol=1e-5)
+    # The caller's arrays are left alone.
+    assert args["conv1_weight"].shape == fargs["conv1_weight"].shape
+    assert not np.allclose(args["conv1_weight"].asnumpy(), fargs["conv1_weight"].asnumpy())
+
+
+def test_collection_sees_values_inside_fused_regions():
+    sym = _conv_bn_net()
+    data = np.random.RandomState(2).uniform(-1, 1, (4, 3, 8, 8)).astype(np.float32)
+    args, aux = _random_params(sym, data.shape)
+    it = mx.io.NDArrayIter(data, batch_size=2)
+    mod = mx.mod.Module(sym, data_names=["data"], label_names=None)
+    with qz._unfused():
+        mod.bind(data_shapes=it.provide_data, for_training=False)
+    mod.set_params(args, aux)
+    c = qz._LayerOutputMinMaxCollector(include_layer=None)
+    assert qz._collect_layer_statistics(mod, it, c) == 4
+    internals = sym.get_internals()
+    names = ["data", "conv0_output", "bn0_output", "relu0_output", "add0_output", "add1_output", "fc0_output"]
+    values = _forward(mx.sym.Group([internals[n] for n in names]), args, aux, data)
+    for n, v in zip(names, values):
+        assert c.min_max_dict[n] == pytest.approx((v.min(), v.max()), rel=1e-5), n
+    c = qz._LayerOutputMinMaxCollector(include_layer=None)
+    assert qz._collect_layer_statistics(mod, it, c, max_num_examples=1) == 2
+    v = _forward(internals["relu0_output"], args, aux, data[:2])[0]
+    assert c.min_max_dict["relu0_output"] == pytest.approx((v.min(), v.max()), rel=1e-5)
+
+
+def _residual_net():
+    x = mx.sym.var("data")
+    a = mx.sym.Activation(mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name="conv0"),
+                          act_type="relu", name="relu0")
+    b = mx.sym.Convolution(a, kernel=(3, 3), pad=(1, 1), num_filter=4, name="conv1")
+    b = mx.sym.Activation(mx.sym.elemwise_add(b, a, name="add0"), act_type="relu", name="relu1")
+    c = mx.sym.Convolution(b, kernel=(1, 1), num_filter=2, name="conv2")
+    d = mx.sym.Activation(mx.sym.FullyConnected(c, num_hidden=6, name="fc0"), act_type="relu", name="relu2")
+    return mx.sym.FullyConnected(d, num_hidden=3, name="fc1")
+
+
+def test_rewrite_fuses_sum_and_relu_into_products(all_quantized_ops_registered, monkeypatch):
+    monkeypatch.setattr(qz, "_takes", lambda op, param: True)
+    sym = _residual_net()
+    params = [n for n in sym.list_arguments() if n != "data"]
+    graph, calib = qz._quantize_json(sym, None, None, params, "auto", "full", "tensor-wise", fuse=True)
+    nodes = graph["nodes"]
+    by_name = {n["name"]: n for n in nodes}
+    ops = [n["op"] for n in nodes]
+    assert "Activation" not in ops and "elemwise_add" not in ops and "_contrib_quantized_act" not in ops
+    assert by_name["quantized_relu0"]["attrs"]["with_relu"] == "True"
+    fused = by_name["quantized_relu1"]
+    assert fused["op"] == "_contrib_quantized_conv" and fused["attrs"]["num_filter"] == "4"
+    assert fused["attrs"]["with_sum"] == "True" and fused["attrs"]["with_relu"] == "True"
+    # data, weight, bias, their ranges, then the residual's int8 value and range.
+    assert len(fused["inputs"]) == 12
+    assert [nodes[e[0]]["name"] for e in fused["inputs"][9:]] == ["requantize_relu0"] * 3
+    assert [e[1] for e in fused["inputs"][9:]] == [0, 1, 2]
+    assert "with_relu" not in by_name["quantized_conv2"]["attrs"]
+    assert by_name["quantized_relu2"]["op"] == "_contrib_quantized_fully_connected"
+    assert by_name["quantized_relu2"]["attrs"]["with_relu"] == "True"
+    assert calib == ["data", "relu0_output", "relu1_output", "conv2_output", "relu2_output", "fc1_output"]
+    # A relu (or an addition) the user excludes stays a float node after the product.
+    graph, _ = qz._quantize_json(sym, ["relu1"], None, params, "auto", "full", "tensor-wise", fuse=True)
+    by_name = {n["name"]: n for n in graph["nodes"]}
+    assert by_name["relu1"]["op"] == "Activation" and "with_relu" not in by_name["quantized_add0"]["attrs"]
+    assert by_name["quantized_add0"]["attrs"]["with_sum"] == "True"
