@@ -401,3 +401,21 @@ def test_rewrite_fuses_sum_and_relu_into_products(all_quantized_ops_registered, 
     by_name = {n["name"]: n for n in graph["nodes"]}
     assert by_name["relu1"]["op"] == "Activation" and "with_relu" not in by_name["quantized_add0"]["attrs"]
     assert by_name["quantized_add0"]["attrs"]["with_sum"] == "True"
+
+
+def test_quantize_params_int8_with_own_ranges():
+    rng = np.random.RandomState(7)
+    w = rng.uniform(-0.3, 0.7, (4, 3)).astype(np.float32)
+    args = ["fc_weight_quantize", "fc_weight_quantize_min", "fc_weight_quantize_max", "gamma", "x_min", "x_max"]
+    qsym = mx.sym.Group([mx.sym.var(n) for n in args])
+    params = {"fc_weight": mx.nd.array(w), "gamma": mx.nd.array([2.0]), "unused": mx.nd.array([1.0])}
+    out = qz._quantize_params(qsym, params, {"x": (-1.5, 2.5)})
+    assert sorted(out) == sorted(args)
+    r = np.abs(w).max()
+    expect = (np.sign(w) * np.minimum(np.floor(np.abs(w) * 127 / r + 0.5), 127)).astype(np.int8)
+    assert out["fc_weight_quantize"].dtype == np.int8
+    np.testing.assert_array_equal(out["fc_weight_quantize"].asnumpy(), expect)
+    np.testing.assert_allclose([out["fc_weight_quantize_min"].asscalar(), out["fc_weight_quantize_max"].asscalar()],
+                               [-r, r], rtol=1e-6)
+    assert out["gamma"] is params["gamma"]
+    assert (out["x_min"].asscalar(), out["x_max"].asscalar()) == (-1.5, 2.5)

@@ -438,8 +438,14 @@ class ParameterDict:
             arrays[name[len(strip_prefix):]] = p.data()
         nd.save(filename, arrays)
 
-    def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix=""):
-        """Loads the parameters saved by `save` (names optionally prefixed with restore_prefix)."""
+    def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="", cast_dtype=False,
+             dtype_source="current"):
+        """Loads the parameters saved by `save` (names optionally prefixed with restore_prefix).
+        A saved array of another dtype is cast to the parameter's, unless cast_dtype with
+        dtype_source='saved' asks for the parameter to take the saved dtype (int8 weights of
+        a quantized model)."""
+        if dtype_source not in ("current", "saved"):
+            raise ValueError("ParameterDict.load: dtype_source must be 'current' or 'saved', got %r" % (dtype_source,))
         loaded = nd.load(filename)
         if not isinstance(loaded, dict):
             raise ValueError("ParameterDict.load: %s holds an unnamed array list, expected names" % filename)
@@ -456,6 +462,8 @@ class ParameterDict:
                                      "ignore_extra=True to skip it)" % (name, filename))
                 continue
             p = self._params[name]
+            if cast_dtype and dtype_source == "saved" and np.dtype(p.dtype) != value.dtype:
+                p.cast(value.dtype)
             if p._data is None and p._deferred_init is None:
                 p.shape = value.shape
                 p.initialize(ctx=ctx)
