@@ -285,6 +285,8 @@ def test_rewrite_refuses_unknown_options():
         qz._quantize_symbol(sym, quantized_dtype="int4")
     with pytest.raises(ValueError, match="quantize_granularity"):
         qz._quantize_symbol(sym, quantize_granularity="row")
+    with pytest.raises(ValueError, match="'channel-wise' is not supported"):
+        qz._quantize_symbol(sym, quantize_granularity="channel-wise")
     with pytest.raises(ValueError, match="excluded_sym_names must be a list"):
         qz.quantize_model(sym, {}, {}, excluded_sym_names="conv0", calib_mode="none")
     with pytest.raises(ValueError, match="calib_data must be provided"):
@@ -419,3 +421,251 @@ def test_quantize_params_int8_with_own_ranges():
                                [-r, r], rtol=1e-6)
     assert out["gamma"] is params["gamma"]
     assert (out["x_min"].asscalar(), out["x_max"].asscalar()) == (-1.5, 2.5)
+
+
+# ------------------------------------------------------------------ quantized models against float32
+
+import json  # noqa: E402
+
+needs_quantized_ops = pytest.mark.skipif(
+    not all(qz._registered(op) for op in ("_contrib_quantized_conv", "_contrib_quantized_fully_connected",
+                                          "_contrib_quantized_pooling", "_contrib_quantized_flatten",
+                                          "_contrib_quantized_act")),
+    reason="this build has no quantized layers")
+
+
+def _mlp():
+    x = mx.sym.var("data")
+    x = mx.sym.Activation(mx.sym.FullyConnected(x, num_hidden=64, name="fc0"), act_type="relu", name="relu0")
+    x = mx.sym.Activation(mx.sym.FullyConnected(x, num_hidden=32, name="fc1"), act_type="relu", name="relu1")
+    return mx.sym.FullyConnected(x, num_hidden=10, name="fc2")
+
+
+def _lenet(bn=False):
+    x = mx.sym.var("data")
+    x = mx.sym.Convolution(x, kernel=(5, 5), num_filter=8, name="conv0")
+    if bn:
+        x = mx.sym.BatchNorm(x, fix_gamma=False, name="bn0")
+    x = mx.sym.Activation(x, act_type="relu", name="relu0")
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool0")
+    x = mx.sym.Convolution(x, kernel=(5, 5), num_filter=16, name="conv1")
+    if bn:
+        x = mx.sym.BatchNorm(x, fix_gamma=False, name="bn1")
+    x = mx.sym.Activation(x, act_type="relu", name="relu1")
+    x = mx.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="avg", name="pool1")
+    x = mx.sym.Flatten(x, name="flat0")
+    x = mx.sym.Activation(mx.sym.FullyConnected(x, num_hidden=32, name="fc0"), act_type="relu", name="relu2")
+    return mx.sym.FullyConnected(x, num_hidden=10, name="fc1")
+
+
+def _model(name, seed=0):
+    sym = {"mlp": _mlp, "lenet": _lenet, "lenet_bn": lambda: _lenet(True)}[name]()
+    shape = (8, 48) if name == "mlp" else (8, 1, 28, 28)
+    rng = np.random.RandomState(seed)
+    arg_shapes, _, aux_shapes = sym.infer_shape(data=shape)
+    args = {}
+    for n, s in zip(sym.list_arguments(), arg_shapes):
+        if n.endswith("weight"):
+            fan_in = int(np.prod(s[1:]))
+            args[n] = mx.nd.array(rng.normal(0, np.sqrt(2.0 / fan_in), s))
+        elif n.endswith("gamma"):
+            args[n] = mx.nd.array(rng.uniform(0.5, 1.5, s))
+        elif n != "data":
+            args[n] = mx.nd.array(rng.uniform(-0.1, 0.1, s))
+    aux = {n: mx.nd.array(rng.uniform(0.5, 1.5, s) if n.endswith("var") else rng.uniform(-0.2, 0.2, s))
+           for n, s in zip(sym.list_auxiliary_states(), aux_shapes)}
+    data = rng.uniform(0, 1, (64,) + shape[1:]).astype(np.float32)
+    return sym, args, aux, data
+
+
+def _close(q, f, tol):
+    """int8 outputs within tol of float32's largest magnitude, and mostly the same top class."""
+    err = np.abs(q - f).max() / np.abs(f).max()
+    assert err < tol, err
+    assert (q.argmax(1) == f.argmax(1)).mean() >= 0.9
+
+
+def _ops(sym):
+    return [n["op"] for n in json.loads(sym.tojson())["nodes"]]
+
+
+def _nodes(sym):
+    return {n["name"]: n for n in json.loads(sym.tojson())["nodes"]}
+
+
+@needs_quantized_ops
+@pytest.mark.parametrize("name", ["mlp", "lenet"])
+@pytest.mark.parametrize("calib_mode", ["naive", "entropy"])
+def test_quantize_model_close_to_float(name, calib_mode):
+    sym, args, aux, data = _model(name)
+    calib = mx.io.NDArrayIter(data[:32], batch_size=16)
+    qsym, qargs, qaux = qz.quantize_model(sym, args, aux, data_names=["data"], label_names=None,
+                                          calib_mode=calib_mode, calib_data=calib, quantized_dtype="auto")
+    ops = _ops(qsym)
+    assert ops.count("_contrib_quantized_fully_connected") == (3 if name == "mlp" else 2)
+    assert ops.count("_contrib_quantized_conv") == (0 if name == "mlp" else 2)
+    nodes = _nodes(qsym)
+    for n in nodes.values():
+        if n["op"] in ("_contrib_quantize_v2", "_contrib_requantize"):
+            assert "min_calib_range" in n["attrs"] and "max_calib_range" in n["attrs"], n["name"]
+    # Calibrated on non-negative data, the input is uint8 over [0, max].
+    assert float(nodes["data_quantize"]["attrs"]["min_calib_range"]) == 0.0
+    assert qargs["fc0_weight_quantize"].dtype == np.int8 and "fc0_weight" not in qargs
+    held_out = data[32:]
+    f = _forward(sym, args, aux, held_out)[0]
+    q = _forward(qsym, qargs, qaux, held_out)[0]
+    _close(q, f, 0.06)
+
+
+@needs_quantized_ops
+def test_quantize_model_naive_ranges_are_the_float_extremes():
+    sym, args, aux, data = _model("mlp")
+    qsym, _, _ = qz.quantize_model(sym, args, aux, label_names=None, calib_mode="naive",
+                                   calib_data=mx.io.NDArrayIter(data, batch_size=16), quantized_dtype="int8")
+    internals = sym.get_internals()
+    fc1 = _forward(internals["fc1_output"], args, aux, data)[0]
+    relu0 = _forward(internals["relu0_output"], args, aux, data)[0]
+    nodes = _nodes(qsym)
+    assert [float(nodes["requantize_fc1"]["attrs"][k]) for k in ("min_calib_range", "max_calib_range")] == \
+        pytest.approx([fc1.min(), fc1.max()], rel=1e-5)
+    # In smart mode relu0 sits between two dense layers: it is quantized, and fc1 reads it as int8.
+    assert nodes["quantized_relu0"]["op"] == "_contrib_quantized_act"
+    assert relu0.min() == 0.0
+    assert nodes["data_quantize"]["attrs"]["out_type"] == "int8"
+    assert float(nodes["data_quantize"]["attrs"]["max_calib_range"]) == pytest.approx(data.max(), rel=1e-6)
+
+
+@needs_quantized_ops
+def test_quantize_model_without_calibration_measures_ranges_at_run_time():
+    sym, args, aux, data = _model("lenet")
+    qsym, qargs, qaux = qz.quantize_model(sym, args, aux, label_names=None, calib_mode="none")
+    assert not any("min_calib_range" in n.get("attrs", {}) for n in _nodes(qsym).values())
+    _close(_forward(qsym, qargs, qaux, data)[0], _forward(sym, args, aux, data)[0], 0.06)
+
+
+@needs_quantized_ops
+def test_excluded_layers_stay_float():
+    sym, args, aux, data = _model("lenet")
+    calib = mx.io.NDArrayIter(data[:32], batch_size=16)
+    qsym, qargs, qaux = qz.quantize_model(sym, args, aux, label_names=None, calib_mode="naive", calib_data=calib,
+                                          excluded_sym_names=["conv1"], excluded_op_names=["Pooling"])
+    nodes = _nodes(qsym)
+    assert nodes["conv1"]["op"] == "Convolution" and nodes["pool0"]["op"] == "Pooling"
+    assert nodes["pool1"]["op"] == "Pooling" and "quantized_conv0" in nodes
+    assert "conv1_weight" in qargs and "conv1_weight" in qsym.list_arguments()
+    _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, aux, data[32:])[0], 0.06)
+
+
+@needs_quantized_ops
+def test_quantize_model_mkldnn_folds_batch_norm_and_fuses():
+    sym, args, aux, data = _model("lenet_bn")
+    calib = mx.io.NDArrayIter(data[:32], batch_size=16)
+    qsym, qargs, qaux = qz.quantize_model_mkldnn(sym, args, aux, label_names=None, calib_mode="naive",
+                                                 calib_data=calib, quantized_dtype="auto")
+    ops = _ops(qsym)
+    assert "BatchNorm" not in ops and "Activation" not in ops and "_contrib_quantized_act" not in ops
+    # Each product writes 8 bits itself: the last one's requantize stays only for its float output.
+    assert ops.count("_contrib_requantize") == 0 and ops.count("_contrib_dequantize") == 1
+    nodes = _nodes(qsym)
+    conv = nodes["quantized_relu0"]
+    assert conv["op"] == "_contrib_quantized_conv" and conv["attrs"]["with_relu"] == "True"
+    assert "min_calib_range" in conv["attrs"] and "min_calib_range" in nodes["quantized_fc1"]["attrs"]
+    assert not qaux and "bn0_gamma" not in qargs
+    _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, aux, data[32:])[0], 0.06)
+
+
+@needs_quantized_ops
+def test_quantize_graph_then_calib_graph_as_quantize_model():
+    sym, args, aux, data = _model("lenet")
+    qsym, qargs, qaux, collector = qz.quantize_graph(sym, args, aux, calib_mode="naive", quantize_mode="smart")
+    assert isinstance(collector, qz._LayerOutputMinMaxCollector)
+    assert not any("min_calib_range" in n.get("attrs", {}) for n in _nodes(qsym).values())
+    with qz._unfused():
+        exe = sym.simple_bind(mx.cpu(), data=(32,) + data.shape[1:], grad_req="null")
+    exe.copy_params_from(args, aux)
+    exe.set_monitor_callback(collector.collect, monitor_all=True)
+    exe.forward(is_train=False, data=mx.nd.array(data[:32]))
+    mx.nd.waitall()
+    csym, cargs, _ = qz.calib_graph(qsym, args, aux, collector, calib_mode="naive")
+    ref, rargs, _ = qz.quantize_model(sym, args, aux, label_names=None, calib_mode="naive",
+                                      calib_data=mx.io.NDArrayIter(data[:32], batch_size=32))
+    assert json.loads(csym.tojson())["nodes"] == json.loads(ref.tojson())["nodes"]
+    assert sorted(cargs) == sorted(rargs)
+    with pytest.raises(ValueError, match="naive or entropy"):
+        qz.calib_graph(qsym, args, aux, collector, calib_mode="none")
+
+
+@needs_quantized_ops
+def test_customized_collector_sets_its_ranges():
+    class Fixed(qz.CalibrationCollector):
+        def collect(self, name, arr):
+            if self._wanted(name):
+                self.min_max_dict[name] = (-4.0, 4.0)
+
+    sym, args, aux, _ = _model("mlp")
+    qsym, qargs, qaux, collector = qz.quantize_graph(sym, args, aux, calib_mode="customize",
+                                                     LayerOutputCollector=Fixed())
+    for name in collector.include_layer:
+        collector.collect(name, None)
+    collector.collect("not_a_layer", None)
+    assert "not_a_layer" not in collector.min_max_dict
+    csym, _, _ = qz.calib_graph(qsym, args, aux, collector, calib_mode="customize")
+    ranged = [n for n in _nodes(csym).values() if "min_calib_range" in n.get("attrs", {})]
+    assert len(ranged) == len(collector.include_layer)
+    assert all(float(n["attrs"]["max_calib_range"]) == 4.0 for n in ranged)
+
+
+def _gluon_net():
+    net = mx.gluon.nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        net.add(mx.gluon.nn.Conv2D(8, 3, padding=1), mx.gluon.nn.BatchNorm(), mx.gluon.nn.Activation("relu"),
+                mx.gluon.nn.MaxPool2D(2), mx.gluon.nn.Conv2D(8, 3, padding=1, activation="relu"),
+                mx.gluon.nn.Flatten(), mx.gluon.nn.Dense(32, activation="relu"), mx.gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier(magnitude=2.0))
+    return net
+
+
+@needs_quantized_ops
+@pytest.mark.parametrize("calib_mode", ["naive", "entropy"])
+def test_quantize_net_v2_on_a_hybrid_block(calib_mode, tmp_path):
+    mx.random.seed(3)
+    net = _gluon_net()
+    rng = np.random.RandomState(3)
+    x = rng.uniform(0, 1, (48, 1, 12, 12)).astype(np.float32)
+    y = rng.randint(0, 10, 48).astype(np.float32)
+    float_out = net(mx.nd.array(x[32:])).asnumpy()
+    # A DataLoader of (data, label): the label is not an input of the network and is left out.
+    loader = mx.gluon.data.DataLoader(mx.gluon.data.ArrayDataset(x[:32], y[:32]), batch_size=8)
+    qnet = qz.quantize_net_v2(net, quantized_dtype="auto", calib_mode=calib_mode, calib_data=loader,
+                              exclude_layers_match=["dense1"], num_calib_batches=3)
+    assert isinstance(qnet, mx.gluon.SymbolBlock)
+    nodes = _nodes(qnet._sym)
+    assert nodes["net_dense1_fwd"]["op"] == "FullyConnected"
+    assert any(n["op"] == "_contrib_quantized_conv" for n in nodes.values())
+    assert qnet.collect_params()["net_conv0_weight_quantize"].data().dtype == np.int8
+    out = qnet(mx.nd.array(x[32:])).asnumpy()
+    _close(out, float_out, 0.08)
+    # Saved and loaded again, symbol and int8 parameters, it gives the same outputs.
+    qnet.hybridize()
+    qnet(mx.nd.array(x[32:]))
+    sym_file, params_file = qnet.export(str(tmp_path / "q"))
+    again = mx.gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+    assert again.collect_params()["net_conv0_weight_quantize"].data().dtype == np.int8
+    np.testing.assert_array_equal(again(mx.nd.array(x[32:])).asnumpy(), out)
+    sym, qargs, qaux = mx.model.load_checkpoint(str(tmp_path / "q"), 0)
+    np.testing.assert_array_equal(_forward(sym, qargs, qaux, x[32:])[0], out)
+
+
+@needs_quantized_ops
+def test_quantize_net_without_calibration_and_with_data_shapes():
+    mx.random.seed(4)
+    net = _gluon_net()
+    x = np.random.RandomState(4).uniform(0, 1, (8, 1, 12, 12)).astype(np.float32)
+    float_out = net(mx.nd.array(x)).asnumpy()
+    with pytest.warns(UserWarning, match="quantize_net_v2"):
+        qnet = qz.quantize_net(net, quantized_dtype="int8", data_shapes=[(8, 1, 12, 12)], calib_mode="none")
+    _close(qnet(mx.nd.array(x)).asnumpy(), float_out, 0.08)
+    with pytest.raises(ValueError, match="data_shapes required"):
+        qz.quantize_net_v2(_gluon_net())
+    with pytest.raises(ValueError, match="calib_data must be provided"):
+        qz.quantize_net_v2(_gluon_net(), data_shapes=[(8, 1, 12, 12)], calib_mode="naive")

@@ -14,14 +14,15 @@ The pieces, in the order a model goes through them:
   collector: `_LayerOutputMinMaxCollector` (naive: min and max) or `_LayerHistogramCollector`
   (entropy: histograms, then the threshold of least KL divergence per value through
   `_contrib_calibrate_entropy`). `_calibrate_quantized_sym` writes the ranges as
-  min_calib_range/max_calib_range on the quantize and requantize nodes, and on the quantized
-  operators that narrow their own output (`_CALIB_OUTPUT_OPS`).
+  min_calib_range/max_calib_range on the quantize and requantize nodes.
 - `_quantize_params` quantizes the parameters to int8 with their own ranges.
 `quantize_model` does all three on a (symbol, params) model, `quantize_graph` + `calib_graph`
 split them around the user's own forward passes, `quantize_net_v2` on a Gluon HybridBlock.
-`quantize_model_mkldnn` and `quantize_net_v2` on the CPU first fold each BatchNorm into the
-Convolution before it (MXNet's oneDNN backend does the same fusion), so that the convolution
-and what follows it stay int8.
+`quantize_model_mkldnn` and `quantize_net_v2` on the CPU do what MXNet's oneDNN backend does
+around them: each BatchNorm after a Convolution is folded into it first (`_fold_batch_norm`),
+quantized convolutions take over an addition and relu after them and dense layers a relu
+(`_fusions`), and after calibration each requantize goes into the product before it
+(`_fuse_requantize`), which then writes 8 bits itself.
 """
 import contextlib
 import inspect
@@ -38,7 +39,6 @@ from ..context import Context, cpu
 from ..io import DataBatch, DataDesc, DataIter
 from ..module import Module
 from ..ndarray import NDArray
-from ..symbol import Symbol
 
 __all__ = ["quantize_model", "quantize_model_mkldnn", "quantize_graph", "calib_graph", "quantize_net",
            "quantize_net_v2", "combine_histogram", "CalibrationCollector"]
@@ -71,10 +71,6 @@ _RULES = {
     "elemwise_add": _Rule("_contrib_quantized_elemwise_add", requantize=True),
     "Activation": _Rule("_contrib_quantized_act", accepts=lambda a: a.get("act_type") == "relu"),
 }
-
-# Quantized operators that narrow their own output to int8/uint8 when given a calibrated
-# range (no requantize after them): the range is set on the node itself.
-_CALIB_OUTPUT_OPS = ()
 
 
 def _registered(op):
@@ -238,17 +234,18 @@ def _fusions(nodes, heads, chosen, excluded_symbols, excluded_operators):
 
 
 def _quantize_symbol(sym, ctx=None, excluded_symbols=None, excluded_operators=None, offline_params=None,
-                     quantized_dtype="int8", quantize_mode="smart", quantize_granularity="tensor-wise", fuse=False):
+                     quantized_dtype="int8", quantize_mode="smart", quantize_granularity="tensor-wise", fuse=False,
+                     logger=None):
     """The quantized symbol of `sym` and the names of the float values its quantize and
     requantize nodes need calibrated ranges of (see the module's doc). fuse: let quantized
     convolutions and fully connected layers take over the addition and relu after them."""
     graph, calib = _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, quantized_dtype,
-                                  quantize_mode, quantize_granularity, fuse)
+                                  quantize_mode, quantize_granularity, fuse, logger)
     return symbol.load_json(json.dumps(graph)), calib
 
 
 def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, quantized_dtype, quantize_mode,
-                   quantize_granularity, fuse=False):
+                   quantize_granularity, fuse=False, logger=None):
     if quantize_mode not in ("smart", "full"):
         raise ValueError("unknown quantize_mode %r, expected 'smart' or 'full'" % (quantize_mode,))
     if quantized_dtype not in ("int8", "uint8", "auto"):
@@ -256,6 +253,9 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
     if quantize_granularity not in ("tensor-wise", "channel-wise"):
         raise ValueError("unknown quantize_granularity %r, expected 'tensor-wise' or 'channel-wise'"
                          % (quantize_granularity,))
+    if quantize_granularity == "channel-wise":
+        raise ValueError("quantize_granularity='channel-wise' is not supported: Weft's quantized operators take "
+                         "one range per weight array; use 'tensor-wise'")
     graph = json.loads(sym.tojson())
     nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
     out_names = _output_names(sym)
@@ -347,11 +347,13 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
             q = add({"op": "_contrib_requantize", "name": "requantize_" + node["name"],
                      "attrs": {"out_type": quantized_dtype}, "inputs": [[q, 0, 0], [q, 1, 0], [q, 2, 0]]},
                     3, calib_name=_entry_name(nodes, out_names, [i, 0]))
-        elif rule.qop in _CALIB_OUTPUT_OPS:
-            calib.append(_entry_name(nodes, out_names, [i, 0]))
         mirror[i] = q
 
     new_heads = [float_input(h) for h in heads]
+    if logger:
+        for i, node in enumerate(nodes):
+            if node["op"] != "null":
+                logger.info("%s is %squantized.", node["name"], "" if i in chosen or i in absorbed else "NOT ")
     return _compact(graph, new_nodes, num_out, new_heads), calib
 
 
@@ -369,13 +371,10 @@ def _calibrate_quantized_sym(qsym, th_dict):
         name = _entry_name(nodes, out_names, entry)
         return name[len("quantized_"):] if nodes[entry[0]]["name"].startswith("quantized_") else name
 
-    for i, node in enumerate(nodes):
-        if node["op"] in ("_contrib_quantize_v2", "_contrib_requantize"):
-            key = float_name(node["inputs"][0])
-        elif node["op"] in _CALIB_OUTPUT_OPS:
-            key = float_name([i, 0])
-        else:
+    for node in nodes:
+        if node["op"] not in ("_contrib_quantize_v2", "_contrib_requantize"):
             continue
+        key = float_name(node["inputs"][0])
         if key in th_dict:
             lo, hi = (float(v) for v in th_dict[key])
             attrs = node.setdefault("attrs", {})
@@ -779,7 +778,7 @@ def _quantize_model(sym, arg_params, aux_params, data_names, label_names, ctx, e
     qsym, calib_layer = _quantize_symbol(sym, ctx, excluded_symbols=excluded_sym_names,
                                          excluded_operators=excluded_op_names, offline_params=list(arg_params),
                                          quantized_dtype=quantized_dtype, quantize_mode=quantize_mode,
-                                         quantize_granularity=quantize_granularity, fuse=fuse)
+                                         quantize_granularity=quantize_granularity, fuse=fuse, logger=logger)
     th_dict = {}
     if calib_mode is not None and calib_mode != "none":
         if calib_mode not in ("naive", "entropy"):
@@ -854,7 +853,7 @@ def _quantize_graph(sym, arg_params, aux_params, ctx, excluded_sym_names, exclud
     qsym, calib_layer = _quantize_symbol(sym, ctx, excluded_symbols=excluded_sym_names,
                                          excluded_operators=excluded_op_names, offline_params=list(arg_params),
                                          quantized_dtype=quantized_dtype, quantize_mode=quantize_mode,
-                                         quantize_granularity=quantize_granularity, fuse=fuse)
+                                         quantize_granularity=quantize_granularity, fuse=fuse, logger=logger)
     collector = None
     if calib_mode is not None and calib_mode != "none":
         collector = _collector(calib_mode, calib_layer, quantized_dtype, logger, LayerOutputCollector)
