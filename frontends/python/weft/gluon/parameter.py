@@ -150,6 +150,17 @@ class Parameter:
         self._deferred_init = (init, ctxs, default_init)
         self._finish_deferred_init()
 
+    def _load_init(self, data, ctx):
+        """Takes `data` (its shape and dtype) as the parameter's value on `ctx`, without running
+        an initializer first (one may not exist for the dtype: int8 weights)."""
+        self.dtype = np.dtype(data.dtype).type
+        self._shape = tuple(data.shape)
+        self._var = None
+        self._deferred_init = None
+        with autograd.pause():
+            self._data = OrderedDict((c, data.copyto(c)) for c in _ctx_list(ctx))
+        self._init_grad()
+
     def _finish_deferred_init(self):
         from .. import initializer
         if self._deferred_init is None:
@@ -464,7 +475,11 @@ class ParameterDict:
             p = self._params[name]
             if cast_dtype and dtype_source == "saved" and np.dtype(p.dtype) != value.dtype:
                 p.cast(value.dtype)
-            if p._data is None and p._deferred_init is None:
-                p.shape = value.shape
-                p.initialize(ctx=ctx)
-            p.set_data(value)
+            if p._data is None:
+                if p._shape is not None and _shape_known(p._shape) and tuple(value.shape) != tuple(p._shape):
+                    raise ValueError("Parameter '%s': expected data of shape %s, got %s"
+                                     % (name, p._shape, tuple(value.shape)))
+                ctxs = p._deferred_init[1] if ctx is None and p._deferred_init is not None else ctx
+                p._load_init(value if value.dtype == np.dtype(p.dtype) else value.astype(p.dtype), ctxs)
+            else:
+                p.set_data(value)
