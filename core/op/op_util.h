@@ -73,8 +73,19 @@ inline void IdentityCompute(const NodeAttrs&, const OpContext&, const std::vecto
   CopyWithReq(in[0], out[0], req[0]);
 }
 
-// The name of input i for messages: the registered argument name when there is one.
+// The name of input i for messages: the name the operator lists for it (FListInputNames,
+// whose inputs depend on parameters), else the registered argument name when there is one.
 inline std::string InputName(const NodeAttrs& attrs, size_t i) {
+  static const auto& listed = Op::GetAttr<FListNames>("FListInputNames");
+  if (listed.Contains(attrs.op) && attrs.parsed) {
+    std::vector<std::string> names;
+    try {
+      names = listed[attrs.op](attrs);
+    } catch (const std::exception&) {
+      // A list that cannot be made (a Custom operator without its state) names no input.
+    }
+    if (i < names.size()) return "input '" + names[i] + "'";
+  }
   const auto& args = attrs.op->arguments;
   if (i < args.size() && args[i].type.find("[]") == std::string::npos) return "input '" + args[i].name + "'";
   return "input " + std::to_string(i);

@@ -126,7 +126,19 @@ var opInternalContribMultiBoxPrior = weft.NewOperator("_contrib_MultiBoxPrior")
 var opInternalContribMultiBoxTarget = weft.NewOperator("_contrib_MultiBoxTarget")
 var opInternalContribPSROIPooling = weft.NewOperator("_contrib_PSROIPooling")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
+var opInternalContribQuantize = weft.NewOperator("_contrib_quantize")
+var opInternalContribQuantizeAsym = weft.NewOperator("_contrib_quantize_asym")
 var opInternalContribQuantizeV2 = weft.NewOperator("_contrib_quantize_v2")
+var opInternalContribQuantizedAct = weft.NewOperator("_contrib_quantized_act")
+var opInternalContribQuantizedBatchNorm = weft.NewOperator("_contrib_quantized_batch_norm")
+var opInternalContribQuantizedConcat = weft.NewOperator("_contrib_quantized_concat")
+var opInternalContribQuantizedConv = weft.NewOperator("_contrib_quantized_conv")
+var opInternalContribQuantizedElemwiseAdd = weft.NewOperator("_contrib_quantized_elemwise_add")
+var opInternalContribQuantizedElemwiseMul = weft.NewOperator("_contrib_quantized_elemwise_mul")
+var opInternalContribQuantizedEmbedding = weft.NewOperator("_contrib_quantized_embedding")
+var opInternalContribQuantizedFlatten = weft.NewOperator("_contrib_quantized_flatten")
+var opInternalContribQuantizedFullyConnected = weft.NewOperator("_contrib_quantized_fully_connected")
+var opInternalContribQuantizedPooling = weft.NewOperator("_contrib_quantized_pooling")
 var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
 var opInternalContribRequantize = weft.NewOperator("_contrib_requantize")
 var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
@@ -4127,6 +4139,68 @@ func SymInternalContribQuadratic(data *weft.Symbol, opts ...Option) (*weft.Symbo
 	return c.compose(opInternalContribQuadratic, []string{"data"}, data)
 }
 
+// InternalContribQuantize runs the operator _contrib_quantize.
+//
+// Quantizes float32 data to int8 (zero-centred) or uint8 over the range given by the inputs min_range and max_range; outputs the integers and the float range they stand for.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: A float32 array
+//   - minRange: The minimum of the range to quantize over, shape (1,)
+//   - maxRange: The maximum of the range to quantize over, shape (1,)
+//
+// Options:
+//   - WithOutType(string): The integer type of the output. (default uint8)
+func InternalContribQuantize(data, minRange, maxRange *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantize, data, minRange, maxRange)
+}
+
+// SymInternalContribQuantize runs the operator _contrib_quantize symbolically: it adds one node to the graph.
+//
+// Quantizes float32 data to int8 (zero-centred) or uint8 over the range given by the inputs min_range and max_range; outputs the integers and the float range they stand for.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: A float32 array
+//   - minRange: The minimum of the range to quantize over, shape (1,)
+//   - maxRange: The maximum of the range to quantize over, shape (1,)
+//
+// Options:
+//   - WithOutType(string): The integer type of the output. (default uint8)
+func SymInternalContribQuantize(data, minRange, maxRange *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
+}
+
+// InternalContribQuantizeAsym runs the operator _contrib_quantize_asym.
+//
+// Quantizes float32 data asymmetrically to uint8: q = x * scale + shift rounded, scale = 255 / (max - min), shift = 255 - max * scale, over the calibrated or the data's range; outputs q, scale and shift. int8 data is shifted by 128, uint8 data passes through.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: A float32, int8 or uint8 array
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the input; without it the data's minimum is used. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the input; without it the data's maximum is used. (default None)
+func InternalContribQuantizeAsym(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizeAsym, data)
+}
+
+// SymInternalContribQuantizeAsym runs the operator _contrib_quantize_asym symbolically: it adds one node to the graph.
+//
+// Quantizes float32 data asymmetrically to uint8: q = x * scale + shift rounded, scale = 255 / (max - min), shift = 255 - max * scale, over the calibrated or the data's range; outputs q, scale and shift. int8 data is shifted by 128, uint8 data passes through.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: A float32, int8 or uint8 array
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the input; without it the data's minimum is used. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the input; without it the data's maximum is used. (default None)
+func SymInternalContribQuantizeAsym(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizeAsym, []string{"data"}, data)
+}
+
 // InternalContribQuantizeV2 runs the operator _contrib_quantize_v2.
 //
 // Quantizes float32 data to int8 (zero-centred) or uint8 over a calibrated or measured range; outputs the integers and the float range (min_range, max_range) they stand for.
@@ -4157,6 +4231,484 @@ func InternalContribQuantizeV2(data *weft.NDArray, opts ...Option) (*weft.NDArra
 func SymInternalContribQuantizeV2(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuantizeV2, []string{"data"}, data)
+}
+
+// InternalContribQuantizedAct runs the operator _contrib_quantized_act.
+//
+// relu of int8 or uint8 data; the output keeps the data's type and range. Takes Activation's parameters (act_type 'relu' only).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Required parameters:
+//   - actType string: The activation function.
+func InternalContribQuantizedAct(data, minData, maxData *weft.NDArray, actType string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("act_type", actType)
+	return c.invoke(opInternalContribQuantizedAct, data, minData, maxData)
+}
+
+// SymInternalContribQuantizedAct runs the operator _contrib_quantized_act symbolically: it adds one node to the graph.
+//
+// relu of int8 or uint8 data; the output keeps the data's type and range. Takes Activation's parameters (act_type 'relu' only).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Required parameters:
+//   - actType string: The activation function.
+func SymInternalContribQuantizedAct(data, minData, maxData *weft.Symbol, actType string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("act_type", actType)
+	return c.compose(opInternalContribQuantizedAct, []string{"data", "min_data", "max_data"}, data, minData, maxData)
+}
+
+// InternalContribQuantizedBatchNorm runs the operator _contrib_quantized_batch_norm.
+//
+// BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int8 over the calibrated output range min_calib_range/max_calib_range, which it requires. Takes BatchNorm's parameters.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - gamma: gamma (float32).
+//   - beta: beta (float32).
+//   - movingMean: The moving mean (float32).
+//   - movingVar: The moving variance (float32).
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (required with max_calib_range). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (required with min_calib_range). (default None)
+func InternalContribQuantizedBatchNorm(data, gamma, beta, movingMean, movingVar, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedBatchNorm, data, gamma, beta, movingMean, movingVar, minData, maxData)
+}
+
+// SymInternalContribQuantizedBatchNorm runs the operator _contrib_quantized_batch_norm symbolically: it adds one node to the graph.
+//
+// BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int8 over the calibrated output range min_calib_range/max_calib_range, which it requires. Takes BatchNorm's parameters.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - gamma: gamma (float32).
+//   - beta: beta (float32).
+//   - movingMean: The moving mean (float32).
+//   - movingVar: The moving variance (float32).
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (required with max_calib_range). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (required with min_calib_range). (default None)
+func SymInternalContribQuantizedBatchNorm(data, gamma, beta, movingMean, movingVar, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var", "min_data", "max_data"}, data, gamma, beta, movingMean, movingVar, minData, maxData)
+}
+
+// InternalContribQuantizedConcat runs the operator _contrib_quantized_concat.
+//
+// Joins int8/uint8 arrays along axis dim, each rescaled to the output's range, which covers every input's range and 0. The output is int8 when any input is int8, else uint8. Inputs: the arrays, then each array's min and max.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The arrays to join, then each one's min and max (any number)
+//
+// Required parameters:
+//   - numArgs int: Number of arrays to join.
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func InternalContribQuantizedConcat(data []*weft.NDArray, numArgs int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("num_args", numArgs)
+	return c.invokeList(opInternalContribQuantizedConcat, "", data)
+}
+
+// SymInternalContribQuantizedConcat runs the operator _contrib_quantized_concat symbolically: it adds one node to the graph.
+//
+// Joins int8/uint8 arrays along axis dim, each rescaled to the output's range, which covers every input's range and 0. The output is int8 when any input is int8, else uint8. Inputs: the arrays, then each array's min and max.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The arrays to join, then each one's min and max (any number)
+//
+// Required parameters:
+//   - numArgs int: Number of arrays to join.
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("num_args", numArgs)
+	return c.composeList(opInternalContribQuantizedConcat, "", data)
+}
+
+// InternalContribQuantizedConv runs the operator _contrib_quantized_conv.
+//
+// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - weight: Weight, int8.
+//   - bias: Bias, int8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//   - minBias: Minimum of bias's range.
+//   - maxBias: Maximum of bias's range.
+//   - sum: With with_sum: the residual added to the output, int8 or uint8.
+//   - minSum: With with_sum: minimum of sum's range.
+//   - maxSum: With with_sum: maximum of sum's range.
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (w,), (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
+//   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
+func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opInternalContribQuantizedConv, data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum)
+}
+
+// SymInternalContribQuantizedConv runs the operator _contrib_quantized_conv symbolically: it adds one node to the graph.
+//
+// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - weight: Weight, int8.
+//   - bias: Bias, int8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//   - minBias: Minimum of bias's range.
+//   - maxBias: Maximum of bias's range.
+//   - sum: With with_sum: the residual added to the output, int8 or uint8.
+//   - minSum: With with_sum: minimum of sum's range.
+//   - maxSum: With with_sum: maximum of sum's range.
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (w,), (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
+//   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
+func SymInternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opInternalContribQuantizedConv, []string{"data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias", "sum", "min_sum", "max_sum"}, data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum)
+}
+
+// InternalContribQuantizedElemwiseAdd runs the operator _contrib_quantized_elemwise_add.
+//
+// Adds two int8/uint8 arrays of one shape with their ranges: int32 with the range of the sum of the two widest values, or, given min_calib_range/max_calib_range, 8 bits over that range (the inputs' type when they agree, else int8).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: First input, int8 or uint8.
+//   - rhs: Second input, int8 or uint8.
+//   - lhsMin: Minimum of lhs's range.
+//   - lhsMax: Maximum of lhs's range.
+//   - rhsMin: Minimum of rhs's range.
+//   - rhsMax: Maximum of rhs's range.
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the result is written in 8 bits, otherwise as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+func InternalContribQuantizedElemwiseAdd(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedElemwiseAdd, lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax)
+}
+
+// SymInternalContribQuantizedElemwiseAdd runs the operator _contrib_quantized_elemwise_add symbolically: it adds one node to the graph.
+//
+// Adds two int8/uint8 arrays of one shape with their ranges: int32 with the range of the sum of the two widest values, or, given min_calib_range/max_calib_range, 8 bits over that range (the inputs' type when they agree, else int8).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: First input, int8 or uint8.
+//   - rhs: Second input, int8 or uint8.
+//   - lhsMin: Minimum of lhs's range.
+//   - lhsMax: Maximum of lhs's range.
+//   - rhsMin: Minimum of rhs's range.
+//   - rhsMax: Maximum of rhs's range.
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the result is written in 8 bits, otherwise as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+func SymInternalContribQuantizedElemwiseAdd(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedElemwiseAdd, []string{"lhs", "rhs", "lhs_min", "lhs_max", "rhs_min", "rhs_max"}, lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax)
+}
+
+// InternalContribQuantizedElemwiseMul runs the operator _contrib_quantized_elemwise_mul.
+//
+// Multiplies two int8 arrays of one shape with their ranges: the exact int32 products with the range +-step_lhs * step_rhs * (2^31 - 1), int8 over min_calib_range/max_calib_range when given, or float32 with enable_float_output.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: First input, int8.
+//   - rhs: Second input, int8.
+//   - lhsMin: Minimum of lhs's range.
+//   - lhsMax: Maximum of lhs's range.
+//   - rhsMin: Minimum of rhs's range.
+//   - rhsMax: Maximum of rhs's range.
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the product is written as int8, otherwise as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithEnableFloatOutput(bool): Write the product as float32 (one output, no range) instead of an integer type. (default False)
+func InternalContribQuantizedElemwiseMul(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedElemwiseMul, lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax)
+}
+
+// SymInternalContribQuantizedElemwiseMul runs the operator _contrib_quantized_elemwise_mul symbolically: it adds one node to the graph.
+//
+// Multiplies two int8 arrays of one shape with their ranges: the exact int32 products with the range +-step_lhs * step_rhs * (2^31 - 1), int8 over min_calib_range/max_calib_range when given, or float32 with enable_float_output.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: First input, int8.
+//   - rhs: Second input, int8.
+//   - lhsMin: Minimum of lhs's range.
+//   - lhsMax: Maximum of lhs's range.
+//   - rhsMin: Minimum of rhs's range.
+//   - rhsMax: Maximum of rhs's range.
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the product is written as int8, otherwise as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithEnableFloatOutput(bool): Write the product as float32 (one output, no range) instead of an integer type. (default False)
+func SymInternalContribQuantizedElemwiseMul(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedElemwiseMul, []string{"lhs", "rhs", "lhs_min", "lhs_max", "rhs_min", "rhs_max"}, lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax)
+}
+
+// InternalContribQuantizedEmbedding runs the operator _contrib_quantized_embedding.
+//
+// Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim)); the output is int8 with the weight's range. Takes Embedding's parameters.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The indices.
+//   - weight: The embedding matrix (input_dim, output_dim), int8.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//
+// Required parameters:
+//   - inputDim int: Rows of the weight (vocabulary size).
+//   - outputDim int: Length of each embedding row.
+//
+// Options:
+//   - WithDtype(weft.DType): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
+//   - WithSparseGrad(bool): Accepted for MXNet's graphs; the operator has no gradient. (default False)
+func InternalContribQuantizedEmbedding(data, weight, minWeight, maxWeight *weft.NDArray, inputDim int, outputDim int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.invoke(opInternalContribQuantizedEmbedding, data, weight, minWeight, maxWeight)
+}
+
+// SymInternalContribQuantizedEmbedding runs the operator _contrib_quantized_embedding symbolically: it adds one node to the graph.
+//
+// Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim)); the output is int8 with the weight's range. Takes Embedding's parameters.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The indices.
+//   - weight: The embedding matrix (input_dim, output_dim), int8.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//
+// Required parameters:
+//   - inputDim int: Rows of the weight (vocabulary size).
+//   - outputDim int: Length of each embedding row.
+//
+// Options:
+//   - WithDtype(weft.DType): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
+//   - WithSparseGrad(bool): Accepted for MXNet's graphs; the operator has no gradient. (default False)
+func SymInternalContribQuantizedEmbedding(data, weight, minWeight, maxWeight *weft.Symbol, inputDim int, outputDim int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.compose(opInternalContribQuantizedEmbedding, []string{"data", "weight", "min_weight", "max_weight"}, data, weight, minWeight, maxWeight)
+}
+
+// InternalContribQuantizedFlatten runs the operator _contrib_quantized_flatten.
+//
+// Flattens int8 or uint8 data to (batch, rest) as Flatten does; the range passes through.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+func InternalContribQuantizedFlatten(data, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedFlatten, data, minData, maxData)
+}
+
+// SymInternalContribQuantizedFlatten runs the operator _contrib_quantized_flatten symbolically: it adds one node to the graph.
+//
+// Flattens int8 or uint8 data to (batch, rest) as Flatten does; the range passes through.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+func SymInternalContribQuantizedFlatten(data, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedFlatten, []string{"data", "min_data", "max_data"}, data, minData, maxData)
+}
+
+// InternalContribQuantizedFullyConnected runs the operator _contrib_quantized_fully_connected.
+//
+// FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - weight: Weight (num_hidden, features), int8.
+//   - bias: Bias (num_hidden,), int8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//   - minBias: Minimum of bias's range.
+//   - maxBias: Maximum of bias's range.
+//
+// Required parameters:
+//   - numHidden int: Number of output units.
+//
+// Options:
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithFlatten(bool): Collapse every axis but the first of data; otherwise only the last axis is the input's. (default True)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the product's own pass instead of written as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithWithRelu(bool): Fuse a relu after the product. (default False)
+func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.NDArray, numHidden int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("num_hidden", numHidden)
+	return c.invoke(opInternalContribQuantizedFullyConnected, data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias)
+}
+
+// SymInternalContribQuantizedFullyConnected runs the operator _contrib_quantized_fully_connected symbolically: it adds one node to the graph.
+//
+// FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - weight: Weight (num_hidden, features), int8.
+//   - bias: Bias (num_hidden,), int8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//   - minBias: Minimum of bias's range.
+//   - maxBias: Maximum of bias's range.
+//
+// Required parameters:
+//   - numHidden int: Number of output units.
+//
+// Options:
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithFlatten(bool): Collapse every axis but the first of data; otherwise only the last axis is the input's. (default True)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the product's own pass instead of written as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithWithRelu(bool): Fuse a relu after the product. (default False)
+func SymInternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.Symbol, numHidden int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("num_hidden", numHidden)
+	return c.compose(opInternalContribQuantizedFullyConnected, []string{"data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias"}, data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias)
+}
+
+// InternalContribQuantizedPooling runs the operator _contrib_quantized_pooling.
+//
+// Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and range. Takes Pooling's parameters. Forward only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (w,), (h, w) or (d, h, w). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+//   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
+//   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
+//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+func InternalContribQuantizedPooling(data, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedPooling, data, minData, maxData)
+}
+
+// SymInternalContribQuantizedPooling runs the operator _contrib_quantized_pooling symbolically: it adds one node to the graph.
+//
+// Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and range. Takes Pooling's parameters. Forward only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (w,), (h, w) or (d, h, w). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+//   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
+//   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
+//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+func SymInternalContribQuantizedPooling(data, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedPooling, []string{"data", "min_data", "max_data"}, data, minData, maxData)
 }
 
 // InternalContribROIAlign runs the operator _contrib_ROIAlign.
@@ -12611,6 +13163,12 @@ func WithDtype[T int | weft.DType](v T) Option {
 	return param("dtype", v)
 }
 
+// WithEnableFloatOutput sets the parameter enable_float_output.
+// Write the product as float32 (one output, no range) instead of an integer type.
+func WithEnableFloatOutput(v bool) Option {
+	return param("enable_float_output", v)
+}
+
 // WithEndpoint sets the parameter endpoint.
 // Whether stop is the last value.
 func WithEndpoint(v bool) Option {
@@ -13569,6 +14127,18 @@ func WithWdLh(v float64) Option {
 // Output width (mode 'size' without scale_width).
 func WithWidth(v int) Option {
 	return param("width", v)
+}
+
+// WithWithRelu sets the parameter with_relu.
+// Fuse a relu after the convolution (and after the sum with with_sum).
+func WithWithRelu(v bool) Option {
+	return param("with_relu", v)
+}
+
+// WithWithSum sets the parameter with_sum.
+// Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu.
+func WithWithSum(v bool) Option {
+	return param("with_sum", v)
 }
 
 // WithWorkspace sets the parameter workspace.

@@ -1998,6 +1998,47 @@ _contrib_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quadra
 _contrib_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quadratic, args; kwargs...)
 _contrib_quadratic(; kwargs...) = _call_op(_op__contrib_quadratic; kwargs...)
 
+const _op__contrib_quantize = OpDef("_contrib_quantize", ["data", "min_range", "max_range"], false, "")
+"""
+    _contrib_quantize(data, min_range, max_range; out_type=uint8)
+
+Quantizes float32 data to int8 (zero-centred) or uint8 over the range given by the inputs min_range and max_range; outputs the integers and the float range they stand for.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): A float32 array
+- `min_range` (NDArray or SymbolicNode): The minimum of the range to quantize over, shape (1,)
+- `max_range` (NDArray or SymbolicNode): The maximum of the range to quantize over, shape (1,)
+
+# Parameters
+- `out_type` ({'int8', 'uint8'}; default `uint8`): The integer type of the output.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantize end
+_contrib_quantize(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantize, args; kwargs...)
+_contrib_quantize(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize, args; kwargs...)
+_contrib_quantize(; kwargs...) = _call_op(_op__contrib_quantize; kwargs...)
+
+const _op__contrib_quantize_asym = OpDef("_contrib_quantize_asym", ["data"], false, "")
+"""
+    _contrib_quantize_asym(data; min_calib_range=None, max_calib_range=None)
+
+Quantizes float32 data asymmetrically to uint8: q = x * scale + shift rounded, scale = 255 / (max - min), shift = 255 - max * scale, over the calibrated or the data's range; outputs q, scale and shift. int8 data is shifted by 128, uint8 data passes through.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): A float32, int8 or uint8 array
+
+# Parameters
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the input; without it the data's minimum is used.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the input; without it the data's maximum is used.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantize_asym end
+_contrib_quantize_asym(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantize_asym, args; kwargs...)
+_contrib_quantize_asym(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize_asym, args; kwargs...)
+_contrib_quantize_asym(; kwargs...) = _call_op(_op__contrib_quantize_asym; kwargs...)
+
 const _op__contrib_quantize_v2 = OpDef("_contrib_quantize_v2", ["data"], false, "")
 """
     _contrib_quantize_v2(data; out_type=int8, min_calib_range=None, max_calib_range=None)
@@ -2018,6 +2059,280 @@ function _contrib_quantize_v2 end
 _contrib_quantize_v2(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantize_v2, args; kwargs...)
 _contrib_quantize_v2(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize_v2, args; kwargs...)
 _contrib_quantize_v2(; kwargs...) = _call_op(_op__contrib_quantize_v2; kwargs...)
+
+const _op__contrib_quantized_act = OpDef("_contrib_quantized_act", ["data", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_act(data, min_data, max_data; act_type)
+
+relu of int8 or uint8 data; the output keeps the data's type and range. Takes Activation's parameters (act_type 'relu' only).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+
+# Parameters
+- `act_type` ({'relu', 'sigmoid', 'tanh', 'softrelu', 'softsign', 'log_sigmoid', 'mish'}; required): The activation function.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_act end
+_contrib_quantized_act(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_act, args; kwargs...)
+_contrib_quantized_act(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_act, args; kwargs...)
+_contrib_quantized_act(; kwargs...) = _call_op(_op__contrib_quantized_act; kwargs...)
+
+const _op__contrib_quantized_batch_norm = OpDef("_contrib_quantized_batch_norm", ["data", "gamma", "beta", "moving_mean", "moving_var", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_batch_norm(data, gamma, beta, moving_mean, moving_var, min_data, max_data; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
+
+BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int8 over the calibrated output range min_calib_range/max_calib_range, which it requires. Takes BatchNorm's parameters.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `gamma` (NDArray or SymbolicNode): gamma (float32).
+- `beta` (NDArray or SymbolicNode): beta (float32).
+- `moving_mean` (NDArray or SymbolicNode): The moving mean (float32).
+- `moving_var` (NDArray or SymbolicNode): The moving variance (float32).
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `axis` (int; default `1`): The channel axis.
+- `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (required with max_calib_range).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (required with min_calib_range).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_batch_norm end
+_contrib_quantized_batch_norm(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_batch_norm, args; kwargs...)
+_contrib_quantized_batch_norm(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_batch_norm, args; kwargs...)
+_contrib_quantized_batch_norm(; kwargs...) = _call_op(_op__contrib_quantized_batch_norm; kwargs...)
+
+const _op__contrib_quantized_concat = OpDef("_contrib_quantized_concat", String[], true, "")
+"""
+    _contrib_quantized_concat(args...; num_args, dim=1)
+
+Joins int8/uint8 arrays along axis dim, each rescaled to the output's range, which covers every input's range and 0. The output is int8 when any input is int8, else uint8. Inputs: the arrays, then each array's min and max.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The arrays to join, then each one's min and max
+
+# Parameters
+- `num_args` (int, in [1, inf]; required): Number of arrays to join.
+- `dim` (int; default `1`): The axis to join along; negative counts from the end.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_concat end
+_contrib_quantized_concat(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_concat, args; kwargs...)
+_contrib_quantized_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_concat, args; kwargs...)
+_contrib_quantized_concat(; kwargs...) = _call_op(_op__contrib_quantized_concat; kwargs...)
+
+const _op__contrib_quantized_conv = OpDef("_contrib_quantized_conv", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias", "sum", "min_sum", "max_sum"], false, "")
+"""
+    _contrib_quantized_conv(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None, min_calib_range=None, max_calib_range=None, with_relu=False, with_sum=False)
+
+Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `weight` (NDArray or SymbolicNode): Weight, int8.
+- `bias` (NDArray or SymbolicNode): Bias, int8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+- `min_bias` (NDArray or SymbolicNode): Minimum of bias's range.
+- `max_bias` (NDArray or SymbolicNode): Maximum of bias's range.
+- `sum` (NDArray or SymbolicNode): With with_sum: the residual added to the output, int8 or uint8.
+- `min_sum` (NDArray or SymbolicNode): With with_sum: minimum of sum's range.
+- `max_sum` (NDArray or SymbolicNode): With with_sum: maximum of sum's range.
+
+# Parameters
+- `kernel` (Shape(tuple); required): Convolution kernel size: (w,), (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Dilation; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+- `num_filter` (int, in [1, 100000]; required): Number of output channels.
+- `num_group` (int, in [1, 100000]; default `1`): Number of groups.
+- `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
+- `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
+- `with_relu` (boolean; default `False`): Fuse a relu after the convolution (and after the sum with with_sum).
+- `with_sum` (boolean; default `False`): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_conv end
+_contrib_quantized_conv(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_conv, args; kwargs...)
+_contrib_quantized_conv(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_conv, args; kwargs...)
+_contrib_quantized_conv(; kwargs...) = _call_op(_op__contrib_quantized_conv; kwargs...)
+
+const _op__contrib_quantized_elemwise_add = OpDef("_contrib_quantized_elemwise_add", ["lhs", "rhs", "lhs_min", "lhs_max", "rhs_min", "rhs_max"], false, "")
+"""
+    _contrib_quantized_elemwise_add(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max; min_calib_range=None, max_calib_range=None)
+
+Adds two int8/uint8 arrays of one shape with their ranges: int32 with the range of the sum of the two widest values, or, given min_calib_range/max_calib_range, 8 bits over that range (the inputs' type when they agree, else int8).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): First input, int8 or uint8.
+- `rhs` (NDArray or SymbolicNode): Second input, int8 or uint8.
+- `lhs_min` (NDArray or SymbolicNode): Minimum of lhs's range.
+- `lhs_max` (NDArray or SymbolicNode): Maximum of lhs's range.
+- `rhs_min` (NDArray or SymbolicNode): Minimum of rhs's range.
+- `rhs_max` (NDArray or SymbolicNode): Maximum of rhs's range.
+
+# Parameters
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the result is written in 8 bits, otherwise as int32.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_elemwise_add end
+_contrib_quantized_elemwise_add(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_elemwise_add, args; kwargs...)
+_contrib_quantized_elemwise_add(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_elemwise_add, args; kwargs...)
+_contrib_quantized_elemwise_add(; kwargs...) = _call_op(_op__contrib_quantized_elemwise_add; kwargs...)
+
+const _op__contrib_quantized_elemwise_mul = OpDef("_contrib_quantized_elemwise_mul", ["lhs", "rhs", "lhs_min", "lhs_max", "rhs_min", "rhs_max"], false, "")
+"""
+    _contrib_quantized_elemwise_mul(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max; min_calib_range=None, max_calib_range=None, enable_float_output=False)
+
+Multiplies two int8 arrays of one shape with their ranges: the exact int32 products with the range +-step_lhs * step_rhs * (2^31 - 1), int8 over min_calib_range/max_calib_range when given, or float32 with enable_float_output.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): First input, int8.
+- `rhs` (NDArray or SymbolicNode): Second input, int8.
+- `lhs_min` (NDArray or SymbolicNode): Minimum of lhs's range.
+- `lhs_max` (NDArray or SymbolicNode): Maximum of lhs's range.
+- `rhs_min` (NDArray or SymbolicNode): Minimum of rhs's range.
+- `rhs_max` (NDArray or SymbolicNode): Maximum of rhs's range.
+
+# Parameters
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the product is written as int8, otherwise as int32.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
+- `enable_float_output` (boolean; default `False`): Write the product as float32 (one output, no range) instead of an integer type.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_elemwise_mul end
+_contrib_quantized_elemwise_mul(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_elemwise_mul, args; kwargs...)
+_contrib_quantized_elemwise_mul(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_elemwise_mul, args; kwargs...)
+_contrib_quantized_elemwise_mul(; kwargs...) = _call_op(_op__contrib_quantized_elemwise_mul; kwargs...)
+
+const _op__contrib_quantized_embedding = OpDef("_contrib_quantized_embedding", ["data", "weight", "min_weight", "max_weight"], false, "")
+"""
+    _contrib_quantized_embedding(data, weight, min_weight, max_weight; input_dim, output_dim, dtype=float32, sparse_grad=False)
+
+Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim)); the output is int8 with the weight's range. Takes Embedding's parameters.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The indices.
+- `weight` (NDArray or SymbolicNode): The embedding matrix (input_dim, output_dim), int8.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+
+# Parameters
+- `input_dim` (int, in [1, inf]; required): Rows of the weight (vocabulary size).
+- `output_dim` (int, in [1, inf]; required): Length of each embedding row.
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8).
+- `sparse_grad` (boolean; default `False`): Accepted for MXNet's graphs; the operator has no gradient.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_embedding end
+_contrib_quantized_embedding(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_embedding, args; kwargs...)
+_contrib_quantized_embedding(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_embedding, args; kwargs...)
+_contrib_quantized_embedding(; kwargs...) = _call_op(_op__contrib_quantized_embedding; kwargs...)
+
+const _op__contrib_quantized_flatten = OpDef("_contrib_quantized_flatten", ["data", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_flatten(data, min_data, max_data)
+
+Flattens int8 or uint8 data to (batch, rest) as Flatten does; the range passes through.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_flatten end
+_contrib_quantized_flatten(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_flatten, args; kwargs...)
+_contrib_quantized_flatten(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_flatten, args; kwargs...)
+_contrib_quantized_flatten(; kwargs...) = _call_op(_op__contrib_quantized_flatten; kwargs...)
+
+const _op__contrib_quantized_fully_connected = OpDef("_contrib_quantized_fully_connected", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias"], false, "")
+"""
+    _contrib_quantized_fully_connected(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias; num_hidden, no_bias=False, flatten=True, min_calib_range=None, max_calib_range=None, with_relu=False)
+
+FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `weight` (NDArray or SymbolicNode): Weight (num_hidden, features), int8.
+- `bias` (NDArray or SymbolicNode): Bias (num_hidden,), int8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+- `min_bias` (NDArray or SymbolicNode): Minimum of bias's range.
+- `max_bias` (NDArray or SymbolicNode): Maximum of bias's range.
+
+# Parameters
+- `num_hidden` (int, in [1, 1073741824]; required): Number of output units.
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `flatten` (boolean; default `True`): Collapse every axis but the first of data; otherwise only the last axis is the input's.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the product's own pass instead of written as int32.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
+- `with_relu` (boolean; default `False`): Fuse a relu after the product.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_fully_connected end
+_contrib_quantized_fully_connected(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_fully_connected, args; kwargs...)
+_contrib_quantized_fully_connected(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_fully_connected, args; kwargs...)
+_contrib_quantized_fully_connected(; kwargs...) = _call_op(_op__contrib_quantized_fully_connected; kwargs...)
+
+const _op__contrib_quantized_pooling = OpDef("_contrib_quantized_pooling", ["data", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_pooling(data, min_data, max_data; kernel=(), pool_type=max, global_pool=False, cudnn_off=False, pooling_convention=valid, stride=(), pad=(), p_value=None, count_include_pad=None, layout=None)
+
+Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and range. Takes Pooling's parameters. Forward only.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+
+# Parameters
+- `kernel` (Shape(tuple); default `()`): Pooling kernel size: (w,), (h, w) or (d, h, w).
+- `pool_type` ({'max', 'avg', 'sum', 'lp'}; default `max`): Pooling type.
+- `global_pool` (boolean; default `False`): Pool over the whole spatial extent, ignoring kernel, stride and pad.
+- `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
+- `pooling_convention` ({'full', 'valid', 'same'}; default `valid`): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
+- `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
+- `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_pooling end
+_contrib_quantized_pooling(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_pooling, args; kwargs...)
+_contrib_quantized_pooling(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_pooling, args; kwargs...)
+_contrib_quantized_pooling(; kwargs...) = _call_op(_op__contrib_quantized_pooling; kwargs...)
 
 const _op__contrib_requantize = OpDef("_contrib_requantize", ["data", "min_range", "max_range"], false, "")
 """
@@ -9947,7 +10262,19 @@ const _OPERATOR_NAMES = [
     "_contrib_index_array",
     "_contrib_index_copy",
     "_contrib_quadratic",
+    "_contrib_quantize",
+    "_contrib_quantize_asym",
     "_contrib_quantize_v2",
+    "_contrib_quantized_act",
+    "_contrib_quantized_batch_norm",
+    "_contrib_quantized_concat",
+    "_contrib_quantized_conv",
+    "_contrib_quantized_elemwise_add",
+    "_contrib_quantized_elemwise_mul",
+    "_contrib_quantized_embedding",
+    "_contrib_quantized_flatten",
+    "_contrib_quantized_fully_connected",
+    "_contrib_quantized_pooling",
     "_contrib_requantize",
     "_contrib_round_ste",
     "_contrib_sign_ste",

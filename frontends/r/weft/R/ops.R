@@ -592,11 +592,95 @@ mx.symbol.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL
   .weft_symbol_op("_contrib_quadratic", list(data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.quantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantize", list(data, min_range, max_range), c(out_type = .weft_param(out_type)), NULL, out)
+}
+mx.symbol.internal.contrib.quantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantize_asym", list(data), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantize_asym", list(data = data), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_quantize_v2", list(data), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
 mx.symbol.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_quantize_v2", list(data = data), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.act <- function(data = NULL, min_data = NULL, max_data = NULL, act_type, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_act", list(data, min_data, max_data), c(act_type = .weft_param(act_type)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.act <- function(data = NULL, min_data = NULL, max_data = NULL, act_type, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_act", list(data = data, min_data = min_data, max_data = max_data), c(act_type = .weft_param(act_type)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_batch_norm", list(data, gamma, beta, moving_mean, moving_var, min_data, max_data), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_batch_norm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var, min_data = min_data, max_data = max_data), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.concat <- function(..., num_args, dim = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_concat", .weft_dots(...), c(num_args = .weft_param(num_args), dim = .weft_param(dim)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.concat <- function(..., num_args, dim = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_concat", .weft_dots(...), c(num_args = .weft_param(num_args), dim = .weft_param(dim)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, with_sum = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_conv", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), with_sum = .weft_param(with_sum)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, with_sum = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_conv", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias, sum = sum, min_sum = min_sum, max_sum = max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), with_sum = .weft_param(with_sum)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.elemwise.add <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_elemwise_add", list(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.elemwise.add <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_elemwise_add", list(lhs = lhs, rhs = rhs, lhs_min = lhs_min, lhs_max = lhs_max, rhs_min = rhs_min, rhs_max = rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, enable_float_output = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_elemwise_mul", list(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), enable_float_output = .weft_param(enable_float_output)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, enable_float_output = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_elemwise_mul", list(lhs = lhs, rhs = rhs, lhs_min = lhs_min, lhs_max = lhs_max, rhs_min = rhs_min, rhs_max = rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), enable_float_output = .weft_param(enable_float_output)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_embedding", list(data, weight, min_weight, max_weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_embedding", list(data = data, weight = weight, min_weight = min_weight, max_weight = max_weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.flatten <- function(data = NULL, min_data = NULL, max_data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_flatten", list(data, min_data, max_data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.flatten <- function(data = NULL, min_data = NULL, max_data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_flatten", list(data = data, min_data = min_data, max_data = max_data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_fully_connected", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_fully_connected", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.pooling <- function(data = NULL, min_data = NULL, max_data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_pooling", list(data, min_data, max_data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.pooling <- function(data = NULL, min_data = NULL, max_data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_pooling", list(data = data, min_data = min_data, max_data = max_data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.requantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
