@@ -427,13 +427,6 @@ def test_quantize_params_int8_with_own_ranges():
 
 import json  # noqa: E402
 
-needs_quantized_ops = pytest.mark.skipif(
-    not all(qz._registered(op) for op in ("_contrib_quantized_conv", "_contrib_quantized_fully_connected",
-                                          "_contrib_quantized_pooling", "_contrib_quantized_flatten",
-                                          "_contrib_quantized_act")),
-    reason="this build has no quantized layers")
-
-
 def _mlp():
     x = mx.sym.var("data")
     x = mx.sym.Activation(mx.sym.FullyConnected(x, num_hidden=64, name="fc0"), act_type="relu", name="relu0")
@@ -493,7 +486,6 @@ def _nodes(sym):
     return {n["name"]: n for n in json.loads(sym.tojson())["nodes"]}
 
 
-@needs_quantized_ops
 @pytest.mark.parametrize("name", ["mlp", "lenet"])
 @pytest.mark.parametrize("calib_mode", ["naive", "entropy"])
 def test_quantize_model_close_to_float(name, calib_mode):
@@ -518,7 +510,6 @@ def test_quantize_model_close_to_float(name, calib_mode):
     _close(q, f, 0.06 if calib_mode == "naive" else 0.1)
 
 
-@needs_quantized_ops
 def test_quantize_model_naive_ranges_are_the_float_extremes():
     sym, args, aux, data = _model("mlp")
     qsym, _, _ = qz.quantize_model(sym, args, aux, label_names=None, calib_mode="naive",
@@ -536,7 +527,6 @@ def test_quantize_model_naive_ranges_are_the_float_extremes():
     assert float(nodes["data_quantize"]["attrs"]["max_calib_range"]) == pytest.approx(data.max(), rel=1e-6)
 
 
-@needs_quantized_ops
 def test_quantize_model_without_calibration_measures_ranges_at_run_time():
     sym, args, aux, data = _model("lenet")
     qsym, qargs, qaux = qz.quantize_model(sym, args, aux, label_names=None, calib_mode="none")
@@ -544,7 +534,6 @@ def test_quantize_model_without_calibration_measures_ranges_at_run_time():
     _close(_forward(qsym, qargs, qaux, data)[0], _forward(sym, args, aux, data)[0], 0.06)
 
 
-@needs_quantized_ops
 def test_excluded_layers_stay_float():
     sym, args, aux, data = _model("lenet")
     calib = mx.io.NDArrayIter(data[:32], batch_size=16)
@@ -557,7 +546,6 @@ def test_excluded_layers_stay_float():
     _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, aux, data[32:])[0], 0.06)
 
 
-@needs_quantized_ops
 def test_quantize_model_mkldnn_folds_batch_norm_and_fuses():
     sym, args, aux, data = _model("lenet_bn")
     calib = mx.io.NDArrayIter(data[:32], batch_size=16)
@@ -575,7 +563,6 @@ def test_quantize_model_mkldnn_folds_batch_norm_and_fuses():
     _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, aux, data[32:])[0], 0.06)
 
 
-@needs_quantized_ops
 def test_quantize_graph_then_calib_graph_as_quantize_model():
     sym, args, aux, data = _model("lenet")
     qsym, qargs, qaux, collector = qz.quantize_graph(sym, args, aux, calib_mode="naive", quantize_mode="smart")
@@ -596,7 +583,6 @@ def test_quantize_graph_then_calib_graph_as_quantize_model():
         qz.calib_graph(qsym, args, aux, collector, calib_mode="none")
 
 
-@needs_quantized_ops
 def test_customized_collector_sets_its_ranges():
     class Fixed(qz.CalibrationCollector):
         def collect(self, name, arr):
@@ -626,7 +612,6 @@ def _gluon_net():
     return net
 
 
-@needs_quantized_ops
 @pytest.mark.parametrize("calib_mode", ["naive", "entropy"])
 def test_quantize_net_v2_on_a_hybrid_block(calib_mode, tmp_path):
     mx.random.seed(3)
@@ -657,7 +642,6 @@ def test_quantize_net_v2_on_a_hybrid_block(calib_mode, tmp_path):
     np.testing.assert_array_equal(_forward(sym, qargs, qaux, x[32:])[0], out)
 
 
-@needs_quantized_ops
 def test_quantize_net_without_calibration_and_with_data_shapes():
     mx.random.seed(4)
     net = _gluon_net()
