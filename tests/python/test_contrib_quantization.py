@@ -654,3 +654,23 @@ def test_quantize_net_without_calibration_and_with_data_shapes():
         qz.quantize_net_v2(_gluon_net())
     with pytest.raises(ValueError, match="calib_data must be provided"):
         qz.quantize_net_v2(_gluon_net(), data_shapes=[(8, 1, 12, 12)], calib_mode="naive")
+
+
+def test_concat_and_addition_quantized_in_full_mode():
+    x = mx.sym.var("data")
+    a = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name="conv_a")
+    b = mx.sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name="conv_b")
+    c = mx.sym.Convolution(mx.sym.Concat(a, b, dim=1, name="cat0"), kernel=(1, 1), num_filter=4, name="conv_c")
+    s = mx.sym.elemwise_add(c, a, name="add0")
+    sym = mx.sym.FullyConnected(mx.sym.Activation(s, act_type="relu", name="relu0"), num_hidden=5, name="fc0")
+    rng = np.random.RandomState(9)
+    arg_shapes, _, _ = sym.infer_shape(data=(8, 2, 6, 6))
+    args = {n: mx.nd.array(rng.normal(0, 0.4, sh)) for n, sh in zip(sym.list_arguments(), arg_shapes) if n != "data"}
+    data = rng.uniform(-1, 1, (48, 2, 6, 6)).astype(np.float32)
+    qsym, qargs, qaux = qz.quantize_model(sym, args, {}, label_names=None, calib_mode="naive", quantize_mode="full",
+                                          calib_data=mx.io.NDArrayIter(data[:32], batch_size=16))
+    nodes = _nodes(qsym)
+    assert nodes["quantized_cat0"]["op"] == "_contrib_quantized_concat"
+    assert nodes["quantized_add0"]["op"] == "_contrib_quantized_elemwise_add"
+    assert "min_calib_range" in nodes["requantize_add0"]["attrs"]
+    _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, {}, data[32:])[0], 0.06)
