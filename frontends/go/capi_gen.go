@@ -1337,6 +1337,16 @@ static gw_result gw_weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* c
   return r;
 }
 
+static gw_result gw_weft_kvstore_pull_rows(weft_kvstore_t* kv, const char* key_name, const weft_ndarray_t* row_ids, weft_ndarray_t* out, int priority) {
+  gw_result r = {0, NULL};
+  r.status = weft_kvstore_pull_rows(kv, key_name, row_ids, out, priority);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_kvstore_pushpull(weft_kvstore_t* kv, int num, const char* const* key_names, weft_ndarray_t* const* values, int num_pull, const char* const* pull_key_names, weft_ndarray_t* const* pull_outs, int priority) {
   gw_result r = {0, NULL};
   r.status = weft_kvstore_pushpull(kv, num, key_names, values, num_pull, pull_key_names, pull_outs, priority);
@@ -3816,6 +3826,18 @@ func weft_kvstore_pull(p_kv *C.weft_kvstore_t, p_num C.int, p_key_names **C.char
 	r := C.gw_weft_kvstore_pull(p_kv, p_num, p_key_names, p_outs, p_priority)
 	if r.status != 0 {
 		return newCError(r, "weft_kvstore_pull")
+	}
+	return nil
+}
+
+// weft_kvstore_pull_rows calls the C function of that name through its shim; see c_api.h.
+func weft_kvstore_pull_rows(p_kv *C.weft_kvstore_t, p_key_name *C.char, p_row_ids *C.weft_ndarray_t, p_out *C.weft_ndarray_t, p_priority C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_kvstore_pull_rows(p_kv, p_key_name, p_row_ids, p_out, p_priority)
+	if r.status != 0 {
+		return newCError(r, "weft_kvstore_pull_rows")
 	}
 	return nil
 }

@@ -115,6 +115,18 @@ const std::map<std::string, Call>& ValidCalls() {
       {"_backward_ROIAlign", {{{"pooled_size", "(2,2)"}, {"spatial_scale", "1"}}, {{3, 2, 2, 2}, {1, 2, 6, 6}, {3, 5}}}},
       {"_backward_PSROIPooling",
        {{{"pooled_size", "2"}, {"output_dim", "2"}, {"spatial_scale", "1"}}, {{3, 2, 2, 2}, {1, 8, 6, 6}, {3, 5}}}},
+      // ograd (rois, channels, pooled), data, rois (batch index, centre, size, degrees).
+      {"_backward_RROIAlign", {{{"pooled_size", "(2,2)"}, {"spatial_scale", "1"}}, {{3, 2, 2, 2}, {1, 2, 6, 6}, {3, 6}}}},
+      // ograd, data, rois, trans (rois, 2 * classes, part, part).
+      {"_backward_DeformablePSROIPooling",
+       {{{"pooled_size", "2"}, {"output_dim", "2"}, {"group_size", "2"}, {"spatial_scale", "1"}},
+        {{3, 2, 2, 2}, {1, 8, 6, 6}, {3, 5}, {3, 2, 2, 2}}}},
+      // ograd, data, offset (n, 2 * 9, oh, ow), [mask (n, 9, oh, ow)], weight.
+      {"_backward_DeformableConvolution",
+       {{{"kernel", "(3,3)"}, {"num_filter", "2"}, {"no_bias", "True"}},
+        {{1, 2, 3, 3}, {1, 4, 5, 5}, {1, 18, 3, 3}, {2, 4, 3, 3}}}},
+      {"_backward_ModulatedDeformableConvolution",
+       {{{"kernel", "(3,3)"}, {"num_filter", "2"}}, {{1, 2, 3, 3}, {1, 4, 5, 5}, {1, 18, 3, 3}, {1, 9, 3, 3}, {2, 4, 3, 3}}}},
       {"_backward_SVMOutput", {{}, {{3, 4}, {3}}}},
       {"_backward_im2col", {{{"kernel", "(2,2)"}}, {{1, 8, 9}, {1, 2, 4, 4}}}},
       {"_backward_col2im", {{{"output_size", "(4,4)"}, {"kernel", "(2,2)"}}, {{1, 2, 4, 4}}}},
@@ -217,6 +229,8 @@ const std::map<std::string, std::map<int, std::set<Change>>>& StillFitting() {
       {"_backward_ROIPooling", {{1, {Change::kWider, Change::kEmpty}}}},
       {"_backward_ROIAlign", {{1, {Change::kWider, Change::kEmpty}}}},
       {"_backward_PSROIPooling", {{1, {Change::kWider, Change::kEmpty}}}},
+      {"_backward_RROIAlign", {{1, {Change::kWider, Change::kEmpty}}}},
+      {"_backward_DeformablePSROIPooling", {{1, {Change::kWider, Change::kEmpty}}}},
       // Any number of classes fits.
       {"_backward_SVMOutput", {{0, {Change::kWider}}}},
       // Boxes of any width: the record gives only which input row each output row came from.

@@ -354,6 +354,24 @@ def test_float_results_saturate_in_integer_outputs():
     np.testing.assert_array_equal(mx.nd.exp(big).asnumpy(), [2**31 - 1, 0, 148])
 
 
+def test_fill_values_saturate_in_integer_outputs():
+    # Parameters that give a value to write (full's value, Pad's constant_value,
+    # SequenceMask's value, slice assignment's scalar) convert saturating too: full(-1) as
+    # uint8 was an undefined conversion found by fuzz_c_api (regression_full_out_of_dtype_range).
+    np.testing.assert_array_equal(mx.nd.full((3,), -1, dtype="uint8").asnumpy(), [0, 0, 0])
+    np.testing.assert_array_equal(mx.nd.full((2,), 1e10, dtype="int32").asnumpy(), [2**31 - 1] * 2)
+    np.testing.assert_array_equal(mx.nd.full((2,), float("nan"), dtype="int8").asnumpy(), [0, 0])
+    x = mx.nd.ones((1, 1, 2, 2), dtype="int32")
+    padded = mx.nd.Pad(x, mode="constant", pad_width=(0, 0, 0, 0, 1, 1, 1, 1), constant_value=-1e12).asnumpy()
+    assert padded[0, 0, 0, 0] == -2**31 and padded[0, 0, 1, 1] == 1
+    seq = mx.nd.ones((3, 2), dtype="int8")
+    masked = mx.nd.SequenceMask(seq, mx.nd.array([1, 2]), use_sequence_length=True, value=-1000).asnumpy()
+    np.testing.assert_array_equal(masked, [[1, 1], [-128, 1], [-128, -128]])
+    a = mx.nd.zeros((2, 3), dtype="uint8")
+    b = mx.nd._internal._slice_assign_scalar(a, scalar=300, begin=(0, 0), end=(1, 3))
+    np.testing.assert_array_equal(b.asnumpy(), [[255, 255, 255], [0, 0, 0]])
+
+
 def test_tile_with_reps_past_int64_is_an_error():
     with pytest.raises(mx.base.MXNetError, match="output axis 0.*overflows"):
         mx.nd.tile(mx.nd.ones((3,)), reps=(2**63 - 1,)).wait_to_read()

@@ -692,6 +692,12 @@ WEFT_API weft_status_t weft_kvstore_push(weft_kvstore_t* kv, int num, const char
 /* Copies the stored value of key_names[i] into outs[i] (i < num; same shape). */
 WEFT_API weft_status_t weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* const* key_names,
                                          weft_ndarray_t* const* outs, int priority);
+/* Copies the rows row_ids (a dense 1-D int64 array, strictly increasing, each within the
+ * stored value's first dimension) of key_name's stored value into out (dense, shape
+ * (length of row_ids, stored shape[1:]), the stored dtype). Only those rows are read; a dist
+ * store sends only them over the network. Backs kv.row_sparse_pull. */
+WEFT_API weft_status_t weft_kvstore_pull_rows(weft_kvstore_t* kv, const char* key_name, const weft_ndarray_t* row_ids,
+                                              weft_ndarray_t* out, int priority);
 /* Push of `num` (key_names, values) then pull of num_pull (pull_key_names, pull_outs), in
  * one call. */
 WEFT_API weft_status_t weft_kvstore_pushpull(weft_kvstore_t* kv, int num, const char* const* key_names,

@@ -54,6 +54,7 @@ var opBroadcastSub = weft.NewOperator("broadcast_sub")
 var opBroadcastTo = weft.NewOperator("broadcast_to")
 var opCTCLoss = weft.NewOperator("CTCLoss")
 var opCast = weft.NewOperator("Cast")
+var opCastStorage = weft.NewOperator("cast_storage")
 var opCbrt = weft.NewOperator("cbrt")
 var opCeil = weft.NewOperator("ceil")
 var opClip = weft.NewOperator("clip")
@@ -115,16 +116,28 @@ var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
 var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
 var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
 var opInternalContribCalibrateEntropy = weft.NewOperator("_contrib_calibrate_entropy")
+var opInternalContribDeformableConvolution = weft.NewOperator("_contrib_DeformableConvolution")
+var opInternalContribDeformablePSROIPooling = weft.NewOperator("_contrib_DeformablePSROIPooling")
 var opInternalContribDequantize = weft.NewOperator("_contrib_dequantize")
+var opInternalContribDglAdjacency = weft.NewOperator("_contrib_dgl_adjacency")
+var opInternalContribDglCsrNeighborNonUniformSample = weft.NewOperator("_contrib_dgl_csr_neighbor_non_uniform_sample")
+var opInternalContribDglCsrNeighborUniformSample = weft.NewOperator("_contrib_dgl_csr_neighbor_uniform_sample")
+var opInternalContribDglGraphCompact = weft.NewOperator("_contrib_dgl_graph_compact")
+var opInternalContribDglSubgraph = weft.NewOperator("_contrib_dgl_subgraph")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
+var opInternalContribEdgeId = weft.NewOperator("_contrib_edge_id")
+var opInternalContribGetnnz = weft.NewOperator("_contrib_getnnz")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
 var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
+var opInternalContribModulatedDeformableConvolution = weft.NewOperator("_contrib_ModulatedDeformableConvolution")
 var opInternalContribMultiBoxDetection = weft.NewOperator("_contrib_MultiBoxDetection")
 var opInternalContribMultiBoxPrior = weft.NewOperator("_contrib_MultiBoxPrior")
 var opInternalContribMultiBoxTarget = weft.NewOperator("_contrib_MultiBoxTarget")
+var opInternalContribMultiProposal = weft.NewOperator("_contrib_MultiProposal")
 var opInternalContribPSROIPooling = weft.NewOperator("_contrib_PSROIPooling")
+var opInternalContribProposal = weft.NewOperator("_contrib_Proposal")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
 var opInternalContribQuantize = weft.NewOperator("_contrib_quantize")
 var opInternalContribQuantizeAsym = weft.NewOperator("_contrib_quantize_asym")
@@ -140,6 +153,7 @@ var opInternalContribQuantizedFlatten = weft.NewOperator("_contrib_quantized_fla
 var opInternalContribQuantizedFullyConnected = weft.NewOperator("_contrib_quantized_fully_connected")
 var opInternalContribQuantizedPooling = weft.NewOperator("_contrib_quantized_pooling")
 var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
+var opInternalContribRROIAlign = weft.NewOperator("_contrib_RROIAlign")
 var opInternalContribRequantize = weft.NewOperator("_contrib_requantize")
 var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
 var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
@@ -264,8 +278,10 @@ var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalShuffle = weft.NewOperator("_shuffle")
 var opInternalSliceAssign = weft.NewOperator("_slice_assign")
 var opInternalSliceAssignScalar = weft.NewOperator("_slice_assign_scalar")
+var opInternalSparseRetain = weft.NewOperator("_sparse_retain")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
 var opInternalSplitV2 = weft.NewOperator("_split_v2")
+var opInternalSquareSum = weft.NewOperator("_square_sum")
 var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
 var opInternalZerosWithoutDtype = weft.NewOperator("_zeros_without_dtype")
@@ -938,7 +954,7 @@ func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opBatchDot, lhs, rhs)
@@ -955,7 +971,7 @@ func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func SymBatchDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -1721,6 +1737,36 @@ func SymCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol,
 	return c.compose(opCast, []string{"data"}, data)
 }
 
+// CastStorage runs the operator cast_storage.
+//
+// Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input.
+//
+// Required parameters:
+//   - stype string: Output storage type.
+func CastStorage(data *weft.NDArray, stype string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("stype", stype)
+	return c.invoke(opCastStorage, data)
+}
+
+// SymCastStorage runs the operator cast_storage symbolically: it adds one node to the graph.
+//
+// Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input.
+//
+// Required parameters:
+//   - stype string: Output storage type.
+func SymCastStorage(data *weft.Symbol, stype string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("stype", stype)
+	return c.compose(opCastStorage, []string{"data"}, data)
+}
+
 // Cbrt runs the operator cbrt.
 //
 // Cube root.
@@ -2296,7 +2342,7 @@ func SymDiag(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opDot, lhs, rhs)
@@ -2313,7 +2359,7 @@ func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func SymDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -3757,6 +3803,124 @@ func SymInternalContribCalibrateEntropy(hist, histEdges *weft.Symbol, opts ...Op
 	return c.compose(opInternalContribCalibrateEntropy, []string{"hist", "hist_edges"}, hist, histEdges)
 }
 
+// InternalContribDeformableConvolution runs the operator _contrib_DeformableConvolution.
+//
+// 2-D deformable convolution (https://arxiv.org/abs/1703.06211): a convolution whose tap (i, j) at output cell (y, x) reads data at (y * stride - pad + i * dilate + dy, x * stride - pad + j * dilate + dx), bilinearly interpolated, (dy, dx) taken from offset. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow) with oh = floor((h + 2 * pad - dilate * (kh - 1) - 1) / stride) + 1 (likewise ow). Data channel group d of num_deformable_group reads offset channels [2K * d, 2K * (d + 1)) (K = kh * kw): 2 * (i * kw + j) for dy of tap (i, j), the next for dx. Points outside [0, h) x [0, w) read 0; beyond the last row or column the sample holds it.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func InternalContribDeformableConvolution(data, offset, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opInternalContribDeformableConvolution, data, offset, weight, bias)
+}
+
+// SymInternalContribDeformableConvolution runs the operator _contrib_DeformableConvolution symbolically: it adds one node to the graph.
+//
+// 2-D deformable convolution (https://arxiv.org/abs/1703.06211): a convolution whose tap (i, j) at output cell (y, x) reads data at (y * stride - pad + i * dilate + dy, x * stride - pad + j * dilate + dx), bilinearly interpolated, (dy, dx) taken from offset. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow) with oh = floor((h + 2 * pad - dilate * (kh - 1) - 1) / stride) + 1 (likewise ow). Data channel group d of num_deformable_group reads offset channels [2K * d, 2K * (d + 1)) (K = kh * kw): 2 * (i * kw + j) for dy of tap (i, j), the next for dx. Points outside [0, h) x [0, w) read 0; beyond the last row or column the sample holds it.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func SymInternalContribDeformableConvolution(data, offset, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opInternalContribDeformableConvolution, []string{"data", "offset", "weight", "bias"}, data, offset, weight, bias)
+}
+
+// InternalContribDeformablePSROIPooling runs the operator _contrib_DeformablePSROIPooling.
+//
+// Deformable position-sensitive ROI pooling (https://arxiv.org/abs/1703.06211). Each ROI [batch_index, x1, y1, x2, y2] (corners rounded, scaled by spatial_scale) is split into pooled_size x pooled_size bins; bin (i, j) of output channel c, moved by trans_std * trans (num_rois, 2 * classes, part_size, part_size) in fractions of the ROI's width (channel 2 * class) and height (2 * class + 1), averages sample_per_part^2 bilinear samples of input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (num_rois, output_dim, pooled_size, pooled_size); the second output, top_count (hidden), counts each bin's samples that fall on the map.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//   - trans: The bins' displacements (R, 2 * classes, part_size, part_size)
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - groupSize int: The side of the grid of position-sensitive channel groups.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithPartSize(int): The side of the grid of trans cells; 0 means pooled_size. (default 0)
+//   - WithSamplePerPart(int): Samples per bin along each axis. (default 1)
+//   - WithTransStd(float64): The scale of trans: a bin moves by trans * trans_std times the ROI's size. (default 0)
+//   - WithNoTrans(bool): Whether to leave out the trans input (bins stay in place). (default False)
+func InternalContribDeformablePSROIPooling(data, rois, trans *weft.NDArray, spatialScale float64, outputDim int, groupSize int, pooledSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("group_size", groupSize)
+	c.set("pooled_size", pooledSize)
+	return c.invoke(opInternalContribDeformablePSROIPooling, data, rois, trans)
+}
+
+// SymInternalContribDeformablePSROIPooling runs the operator _contrib_DeformablePSROIPooling symbolically: it adds one node to the graph.
+//
+// Deformable position-sensitive ROI pooling (https://arxiv.org/abs/1703.06211). Each ROI [batch_index, x1, y1, x2, y2] (corners rounded, scaled by spatial_scale) is split into pooled_size x pooled_size bins; bin (i, j) of output channel c, moved by trans_std * trans (num_rois, 2 * classes, part_size, part_size) in fractions of the ROI's width (channel 2 * class) and height (2 * class + 1), averages sample_per_part^2 bilinear samples of input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (num_rois, output_dim, pooled_size, pooled_size); the second output, top_count (hidden), counts each bin's samples that fall on the map.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//   - trans: The bins' displacements (R, 2 * classes, part_size, part_size)
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - groupSize int: The side of the grid of position-sensitive channel groups.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithPartSize(int): The side of the grid of trans cells; 0 means pooled_size. (default 0)
+//   - WithSamplePerPart(int): Samples per bin along each axis. (default 1)
+//   - WithTransStd(float64): The scale of trans: a bin moves by trans * trans_std times the ROI's size. (default 0)
+//   - WithNoTrans(bool): Whether to leave out the trans input (bins stay in place). (default False)
+func SymInternalContribDeformablePSROIPooling(data, rois, trans *weft.Symbol, spatialScale float64, outputDim int, groupSize int, pooledSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("group_size", groupSize)
+	c.set("pooled_size", pooledSize)
+	return c.compose(opInternalContribDeformablePSROIPooling, []string{"data", "rois", "trans"}, data, rois, trans)
+}
+
 // InternalContribDequantize runs the operator _contrib_dequantize.
 //
 // Converts int8 or uint8 data with the float range it stands for (min_range, max_range) back to float32.
@@ -3789,6 +3953,164 @@ func SymInternalContribDequantize(data, minRange, maxRange *weft.Symbol, opts ..
 	return c.compose(opInternalContribDequantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
 }
 
+// InternalContribDglAdjacency runs the operator _contrib_dgl_adjacency.
+//
+// The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+func InternalContribDglAdjacency(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribDglAdjacency, data)
+}
+
+// SymInternalContribDglAdjacency runs the operator _contrib_dgl_adjacency symbolically: it adds one node to the graph.
+//
+// The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+func SymInternalContribDglAdjacency(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribDglAdjacency, []string{"data"}, data)
+}
+
+// InternalContribDglCsrNeighborNonUniformSample runs the operator _contrib_dgl_csr_neighbor_non_uniform_sample.
+//
+// As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - probability: probability vector
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func InternalContribDglCsrNeighborNonUniformSample(csrMatrix []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalContribDglCsrNeighborNonUniformSample, "num_args", csrMatrix)
+}
+
+// SymInternalContribDglCsrNeighborNonUniformSample runs the operator _contrib_dgl_csr_neighbor_non_uniform_sample symbolically: it adds one node to the graph.
+//
+// As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - probability: probability vector
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func SymInternalContribDglCsrNeighborNonUniformSample(csrMatrix []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalContribDglCsrNeighborNonUniformSample, "num_args", csrMatrix)
+}
+
+// InternalContribDglCsrNeighborUniformSample runs the operator _contrib_dgl_csr_neighbor_uniform_sample.
+//
+// Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func InternalContribDglCsrNeighborUniformSample(csrMatrix []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalContribDglCsrNeighborUniformSample, "num_args", csrMatrix)
+}
+
+// SymInternalContribDglCsrNeighborUniformSample runs the operator _contrib_dgl_csr_neighbor_uniform_sample symbolically: it adds one node to the graph.
+//
+// Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func SymInternalContribDglCsrNeighborUniformSample(csrMatrix []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalContribDglCsrNeighborUniformSample, "num_args", csrMatrix)
+}
+
+// InternalContribDglGraphCompact runs the operator _contrib_dgl_graph_compact.
+//
+// Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - graphData: Input graphs and input vertex Ids. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+//   - graphSizes []int: The number of vertices of each graph.
+func InternalContribDglGraphCompact(graphData []*weft.NDArray, returnMapping bool, graphSizes []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	c.set("graph_sizes", graphSizes)
+	return c.invokeList(opInternalContribDglGraphCompact, "num_args", graphData)
+}
+
+// SymInternalContribDglGraphCompact runs the operator _contrib_dgl_graph_compact symbolically: it adds one node to the graph.
+//
+// Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - graphData: Input graphs and input vertex Ids. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+//   - graphSizes []int: The number of vertices of each graph.
+func SymInternalContribDglGraphCompact(graphData []*weft.Symbol, returnMapping bool, graphSizes []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	c.set("graph_sizes", graphSizes)
+	return c.composeList(opInternalContribDglGraphCompact, "num_args", graphData)
+}
+
+// InternalContribDglSubgraph runs the operator _contrib_dgl_subgraph.
+//
+// The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - graph: Input graph where we sample vertices.
+//   - data: The vertex id arrays, one per subgraph. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+func InternalContribDglSubgraph(graph []*weft.NDArray, returnMapping bool, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	return c.invokeList(opInternalContribDglSubgraph, "num_args", graph)
+}
+
+// SymInternalContribDglSubgraph runs the operator _contrib_dgl_subgraph symbolically: it adds one node to the graph.
+//
+// The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - graph: Input graph where we sample vertices.
+//   - data: The vertex id arrays, one per subgraph. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+func SymInternalContribDglSubgraph(graph []*weft.Symbol, returnMapping bool, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	return c.composeList(opInternalContribDglSubgraph, "num_args", graph)
+}
+
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
 //
 // The input divided by the square root of its last axis' length (attention score scaling).
@@ -3809,6 +4131,60 @@ func InternalContribDivSqrtDim(data *weft.NDArray, opts ...Option) (*weft.NDArra
 func SymInternalContribDivSqrtDim(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribDivSqrtDim, []string{"data"}, data)
+}
+
+// InternalContribEdgeId runs the operator _contrib_edge_id.
+//
+// For each pair (u[i], v[i]), the value stored at row u[i], column v[i] of the csr adjacency matrix data (the edge's id), or -1 where nothing is stored (a dense input: where the element is 0). u and v must index within the matrix.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//   - u: u ndarray
+//   - v: v ndarray
+func InternalContribEdgeId(data, u, v *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribEdgeId, data, u, v)
+}
+
+// SymInternalContribEdgeId runs the operator _contrib_edge_id symbolically: it adds one node to the graph.
+//
+// For each pair (u[i], v[i]), the value stored at row u[i], column v[i] of the csr adjacency matrix data (the edge's id), or -1 where nothing is stored (a dense input: where the element is 0). u and v must index within the matrix.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//   - u: u ndarray
+//   - v: v ndarray
+func SymInternalContribEdgeId(data, u, v *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribEdgeId, []string{"data", "u", "v"}, data, u, v)
+}
+
+// InternalContribGetnnz runs the operator _contrib_getnnz.
+//
+// Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input
+//
+// Options:
+//   - WithAxis(int): Select between the number of values across the whole matrix (None), in each column (0), or in each row (1). (default None)
+func InternalContribGetnnz(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribGetnnz, data)
+}
+
+// SymInternalContribGetnnz runs the operator _contrib_getnnz symbolically: it adds one node to the graph.
+//
+// Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input
+//
+// Options:
+//   - WithAxis(int): Select between the number of values across the whole matrix (None), in each column (0), or in each row (1). (default None)
+func SymInternalContribGetnnz(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribGetnnz, []string{"data"}, data)
 }
 
 // InternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier.
@@ -3939,6 +4315,70 @@ func SymInternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.Symbol,
 	return c.compose(opInternalContribIndexCopy, []string{"old_tensor", "index_vector", "new_tensor"}, oldTensor, indexVector, newTensor)
 }
 
+// InternalContribModulatedDeformableConvolution runs the operator _contrib_ModulatedDeformableConvolution.
+//
+// 2-D modulated deformable convolution (DCNv2, https://arxiv.org/abs/1811.11168): as _contrib_DeformableConvolution, with every sampled tap multiplied by mask. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), mask (n, num_deformable_group * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow). Points in (-1, h) x (-1, w) are interpolated with the pixels outside the map taken as zeros; points further out read 0.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - mask: The scale of every tap (n, num_deformable_group * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithIm2colStep(int): Images per im2col pass on the GPU; a batch larger than it must be a multiple of it. (default 64)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func InternalContribModulatedDeformableConvolution(data, offset, mask, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opInternalContribModulatedDeformableConvolution, data, offset, mask, weight, bias)
+}
+
+// SymInternalContribModulatedDeformableConvolution runs the operator _contrib_ModulatedDeformableConvolution symbolically: it adds one node to the graph.
+//
+// 2-D modulated deformable convolution (DCNv2, https://arxiv.org/abs/1811.11168): as _contrib_DeformableConvolution, with every sampled tap multiplied by mask. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), mask (n, num_deformable_group * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow). Points in (-1, h) x (-1, w) are interpolated with the pixels outside the map taken as zeros; points further out read 0.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - mask: The scale of every tap (n, num_deformable_group * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithIm2colStep(int): Images per im2col pass on the GPU; a batch larger than it must be a multiple of it. (default 64)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func SymInternalContribModulatedDeformableConvolution(data, offset, mask, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opInternalContribModulatedDeformableConvolution, []string{"data", "offset", "mask", "weight", "bias"}, data, offset, mask, weight, bias)
+}
+
 // InternalContribMultiBoxDetection runs the operator _contrib_MultiBoxDetection.
 //
 // SSD detections (batch, A, 6) of rows [class, score, xmin, ymin, xmax, ymax]: each anchor takes its best foreground class of cls_prob (batch, classes, A) (background when below threshold), its box decoded from loc_pred (batch, A * 4); foreground rows come first, sorted by score and suppressed (class -1) by non-maximum suppression; the remaining rows are -1.
@@ -4061,6 +4501,54 @@ func SymInternalContribMultiBoxTarget(anchor, label, clsPred *weft.Symbol, opts 
 	return c.compose(opInternalContribMultiBoxTarget, []string{"anchor", "label", "cls_pred"}, anchor, label, clsPred)
 }
 
+// InternalContribMultiProposal runs the operator _contrib_MultiProposal.
+//
+// _contrib_Proposal for a batch of N images: outputs (N * rpn_post_nms_top_n, 5) rows [image, x1, y1, x2, y2], image by image, and, shown with output_score, their scores (N * rpn_post_nms_top_n, 1).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (N, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (N, 4A, H, W)
+//   - imInfo: Each image's (height, width, scale) (N, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func InternalContribMultiProposal(clsProb, bboxPred, imInfo *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribMultiProposal, clsProb, bboxPred, imInfo)
+}
+
+// SymInternalContribMultiProposal runs the operator _contrib_MultiProposal symbolically: it adds one node to the graph.
+//
+// _contrib_Proposal for a batch of N images: outputs (N * rpn_post_nms_top_n, 5) rows [image, x1, y1, x2, y2], image by image, and, shown with output_score, their scores (N * rpn_post_nms_top_n, 1).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (N, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (N, 4A, H, W)
+//   - imInfo: Each image's (height, width, scale) (N, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func SymInternalContribMultiProposal(clsProb, bboxPred, imInfo *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribMultiProposal, []string{"cls_prob", "bbox_pred", "im_info"}, clsProb, bboxPred, imInfo)
+}
+
 // InternalContribPSROIPooling runs the operator _contrib_PSROIPooling.
 //
 // Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (R, output_dim, pooled_size, pooled_size).
@@ -4105,6 +4593,54 @@ func SymInternalContribPSROIPooling(data, rois *weft.Symbol, spatialScale float6
 	c.set("output_dim", outputDim)
 	c.set("pooled_size", pooledSize)
 	return c.compose(opInternalContribPSROIPooling, []string{"data", "rois"}, data, rois)
+}
+
+// InternalContribProposal runs the operator _contrib_Proposal.
+//
+// Region proposals of Faster R-CNN's RPN for one image: anchors of every scale and ratio at each cell of the (H, W) map, decoded by bbox_pred, clipped to the image of im_info = (height, width, scale), scored by the foreground half of cls_prob (cells beyond the image and boxes under rpn_min_size * scale score -1), the rpn_pre_nms_top_n best suppressed at IoU > threshold. Outputs the first rpn_post_nms_top_n kept boxes (rpn_post_nms_top_n, 5) as [0, x1, y1, x2, y2] (repeating the kept ones when fewer remain) and, shown with output_score, their scores (rpn_post_nms_top_n, 1).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (1, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (1, 4A, H, W)
+//   - imInfo: The image's (height, width, scale) (1, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func InternalContribProposal(clsProb, bboxPred, imInfo *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribProposal, clsProb, bboxPred, imInfo)
+}
+
+// SymInternalContribProposal runs the operator _contrib_Proposal symbolically: it adds one node to the graph.
+//
+// Region proposals of Faster R-CNN's RPN for one image: anchors of every scale and ratio at each cell of the (H, W) map, decoded by bbox_pred, clipped to the image of im_info = (height, width, scale), scored by the foreground half of cls_prob (cells beyond the image and boxes under rpn_min_size * scale score -1), the rpn_pre_nms_top_n best suppressed at IoU > threshold. Outputs the first rpn_post_nms_top_n kept boxes (rpn_post_nms_top_n, 5) as [0, x1, y1, x2, y2] (repeating the kept ones when fewer remain) and, shown with output_score, their scores (rpn_post_nms_top_n, 1).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (1, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (1, 4A, H, W)
+//   - imInfo: The image's (height, width, scale) (1, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func SymInternalContribProposal(clsProb, bboxPred, imInfo *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribProposal, []string{"cls_prob", "bbox_pred", "im_info"}, clsProb, bboxPred, imInfo)
 }
 
 // InternalContribQuadratic runs the operator _contrib_quadratic.
@@ -4755,6 +5291,48 @@ func SymInternalContribROIAlign(data, rois *weft.Symbol, pooledSize []int, spati
 	c.set("pooled_size", pooledSize)
 	c.set("spatial_scale", spatialScale)
 	return c.compose(opInternalContribROIAlign, []string{"data", "rois"}, data, rois)
+}
+
+// InternalContribRROIAlign runs the operator _contrib_RROIAlign.
+//
+// Rotated ROI align (Ma et al., 2018, for text detection): each ROI [batch_index, center_x, center_y, width, height, degrees] is scaled by spatial_scale (boxes under a pixel widened to one), split into pooled_size (h, w) bins, and each bin averages bilinear samples taken on a regular grid (sampling_ratio per axis, or ceil(bin size)) of the box turned by its angle about its centre. An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The rotated regions (R, 6): [batch_index, center_x, center_y, width, height, degrees] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSamplingRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+func InternalContribRROIAlign(data, rois *weft.NDArray, pooledSize []int, spatialScale float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.invoke(opInternalContribRROIAlign, data, rois)
+}
+
+// SymInternalContribRROIAlign runs the operator _contrib_RROIAlign symbolically: it adds one node to the graph.
+//
+// Rotated ROI align (Ma et al., 2018, for text detection): each ROI [batch_index, center_x, center_y, width, height, degrees] is scaled by spatial_scale (boxes under a pixel widened to one), split into pooled_size (h, w) bins, and each bin averages bilinear samples taken on a regular grid (sampling_ratio per axis, or ceil(bin size)) of the box turned by its angle about its centre. An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The rotated regions (R, 6): [batch_index, center_x, center_y, width, height, degrees] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSamplingRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+func SymInternalContribRROIAlign(data, rois *weft.Symbol, pooledSize []int, spatialScale float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.compose(opInternalContribRROIAlign, []string{"data", "rois"}, data, rois)
 }
 
 // InternalContribRequantize runs the operator _contrib_requantize.
@@ -8545,6 +9123,30 @@ func SymInternalSliceAssignScalar(data *weft.Symbol, begin string, end string, o
 	return c.compose(opInternalSliceAssignScalar, []string{"data"}, data)
 }
 
+// InternalSparseRetain runs the operator _sparse_retain.
+//
+// Keeps the rows of a row_sparse array whose index is listed in indices; the other rows become zero. The output is row_sparse for a row_sparse input. An index outside [0, rows) is an error.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array for sparse_retain operator.
+//   - indices: The index array of rows ids that will be retained.
+func InternalSparseRetain(data, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSparseRetain, data, indices)
+}
+
+// SymInternalSparseRetain runs the operator _sparse_retain symbolically: it adds one node to the graph.
+//
+// Keeps the rows of a row_sparse array whose index is listed in indices; the other rows become zero. The output is row_sparse for a row_sparse input. An index outside [0, rows) is an error.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array for sparse_retain operator.
+//   - indices: The index array of rows ids that will be retained.
+func SymInternalSparseRetain(data, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSparseRetain, []string{"data", "indices"}, data, indices)
+}
+
 // InternalSparseSoftmaxCrossEntropy runs the operator _sparse_softmax_cross_entropy.
 //
 // -log(softmax(data, axis))[label] at every other position, shaped like data with the axis kept as 1; labels are clipped into [0, classes).
@@ -8613,6 +9215,38 @@ func SymInternalSplitV2(data *weft.Symbol, indices []int, opts ...Option) (*weft
 	c := newCall(opts)
 	c.set("indices", indices)
 	return c.compose(opInternalSplitV2, []string{"data"}, data)
+}
+
+// InternalSquareSum runs the operator _square_sum.
+//
+// The sum of squares of a 2-D array along one axis (0 or 1). For a row_sparse input, axis=1 with keepdims=True gives a row_sparse result (the stored rows only); the other cases are dense.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
+//   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
+//   - WithExclude(bool): Reduce the axes that are NOT in axis instead. (default False)
+func InternalSquareSum(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSquareSum, data)
+}
+
+// SymInternalSquareSum runs the operator _square_sum symbolically: it adds one node to the graph.
+//
+// The sum of squares of a 2-D array along one axis (0 or 1). For a row_sparse input, axis=1 with keepdims=True gives a row_sparse result (the stored rows only); the other cases are dense.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
+//   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
+//   - WithExclude(bool): Reduce the axes that are NOT in axis instead. (default False)
+func SymInternalSquareSum(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSquareSum, []string{"data"}, data)
 }
 
 // InternalUnravelIndex runs the operator _unravel_index.
@@ -13199,6 +13833,12 @@ func WithExclude(v bool) Option {
 	return param("exclude", v)
 }
 
+// WithFeatureStride sets the parameter feature_stride.
+// The image pixels per feature-map cell (the product of the strides before the RPN).
+func WithFeatureStride(v int) Option {
+	return param("feature_stride", v)
+}
+
 // WithFixGamma sets the parameter fix_gamma.
 // Treat gamma as 1 (its gradient is 0).
 func WithFixGamma(v bool) Option {
@@ -13224,7 +13864,7 @@ func WithFormat(v string) Option {
 }
 
 // WithForwardStype sets the parameter forward_stype.
-// Storage type of the output; only dense ('None' or 'default') is supported.
+// The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
 func WithForwardStype(v string) Option {
 	return param("forward_stype", v)
 }
@@ -13295,6 +13935,12 @@ func WithIgnoreLabel(v float64) Option {
 	return param("ignore_label", v)
 }
 
+// WithIm2colStep sets the parameter im2col_step.
+// Images per im2col pass on the GPU; a batch larger than it must be a multiple of it.
+func WithIm2colStep(v int) Option {
+	return param("im2col_step", v)
+}
+
 // WithInFormat sets the parameter in_format.
 // The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
 func WithInFormat(v string) Option {
@@ -13317,6 +13963,12 @@ func WithInitOutput(v bool) Option {
 // Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).
 func WithInterp(v int) Option {
 	return param("interp", v)
+}
+
+// WithIouLoss sets the parameter iou_loss.
+// bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales.
+func WithIouLoss(v bool) Option {
+	return param("iou_loss", v)
 }
 
 // WithIsAscend sets the parameter is_ascend.
@@ -13362,7 +14014,7 @@ func WithKeepRatio(v bool) Option {
 }
 
 // WithKeepdims sets the parameter keepdims.
-// Keep the searched axis as an axis of size 1.
+// Keep the reduced axes in the result as axes of size 1.
 func WithKeepdims(v bool) Option {
 	return param("keepdims", v)
 }
@@ -13493,6 +14145,12 @@ func WithMaxDisplacement(v int) Option {
 	return param("max_displacement", v)
 }
 
+// WithMaxNumVertices sets the parameter max_num_vertices.
+// Most vertices in a sampled subgraph.
+func WithMaxNumVertices(v int) Option {
+	return param("max_num_vertices", v)
+}
+
 // WithMean sets the parameter mean.
 // Mean of each channel (one value for all, or at least one per channel; the first C are used).
 func WithMean(v []float64) Option {
@@ -13577,10 +14235,22 @@ func WithNoBias(v bool) Option {
 	return param("no_bias", v)
 }
 
+// WithNoTrans sets the parameter no_trans.
+// Whether to leave out the trans input (bins stay in place).
+func WithNoTrans(v bool) Option {
+	return param("no_trans", v)
+}
+
 // WithNormalization sets the parameter normalization.
 // Divide the gradient by nothing, the batch size, or the number of valid elements.
 func WithNormalization(v string) Option {
 	return param("normalization", v)
+}
+
+// WithNumDeformableGroup sets the parameter num_deformable_group.
+// Number of groups of data channels that share one set of offsets.
+func WithNumDeformableGroup(v int) Option {
+	return param("num_deformable_group", v)
 }
 
 // WithNumFilter sets the parameter num_filter.
@@ -13599,6 +14269,18 @@ func WithNumGroup(v int) Option {
 // Number of channel groups.
 func WithNumGroups(v int) Option {
 	return param("num_groups", v)
+}
+
+// WithNumHops sets the parameter num_hops.
+// Number of hops.
+func WithNumHops(v int) Option {
+	return param("num_hops", v)
+}
+
+// WithNumNeighbor sets the parameter num_neighbor.
+// Number of neighbors sampled per vertex.
+func WithNumNeighbor(v int) Option {
+	return param("num_neighbor", v)
 }
 
 // WithNumQuantizedBins sets the parameter num_quantized_bins.
@@ -13679,6 +14361,12 @@ func WithOutputMeanVar(v bool) Option {
 	return param("output_mean_var", v)
 }
 
+// WithOutputScore sets the parameter output_score.
+// Also output the boxes' scores.
+func WithOutputScore(v bool) Option {
+	return param("output_score", v)
+}
+
 // WithOutputSize sets the parameter output_size.
 // Output (height, width), or one size for both; (1, 1) when empty.
 func WithOutputSize(v []int) Option {
@@ -13719,6 +14407,12 @@ func WithPad(v []int) Option {
 // Zero padding on every side of both inputs.
 func WithPadSize(v int) Option {
 	return param("pad_size", v)
+}
+
+// WithPartSize sets the parameter part_size.
+// The side of the grid of trans cells; 0 means pooled_size.
+func WithPartSize(v int) Option {
+	return param("part_size", v)
 }
 
 // WithPenalty sets the parameter penalty.
@@ -13829,16 +14523,46 @@ func WithRightside(v bool) Option {
 	return param("rightside", v)
 }
 
+// WithRpnMinSize sets the parameter rpn_min_size.
+// Boxes narrower or shorter than this (times the image's scale) get score -1.
+func WithRpnMinSize(v int) Option {
+	return param("rpn_min_size", v)
+}
+
+// WithRpnPostNmsTopN sets the parameter rpn_post_nms_top_n.
+// The boxes output per image after non-maximum suppression.
+func WithRpnPostNmsTopN(v int) Option {
+	return param("rpn_post_nms_top_n", v)
+}
+
+// WithRpnPreNmsTopN sets the parameter rpn_pre_nms_top_n.
+// The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all.
+func WithRpnPreNmsTopN(v int) Option {
+	return param("rpn_pre_nms_top_n", v)
+}
+
 // WithRtol sets the parameter rtol.
 // Relative tolerance.
 func WithRtol(v float64) Option {
 	return param("rtol", v)
 }
 
+// WithSamplePerPart sets the parameter sample_per_part.
+// Samples per bin along each axis.
+func WithSamplePerPart(v int) Option {
+	return param("sample_per_part", v)
+}
+
 // WithSampleRatio sets the parameter sample_ratio.
 // Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
 func WithSampleRatio(v int) Option {
 	return param("sample_ratio", v)
+}
+
+// WithSamplingRatio sets the parameter sampling_ratio.
+// Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
+func WithSamplingRatio(v int) Option {
+	return param("sampling_ratio", v)
 }
 
 // WithScalar sets the parameter scalar.
@@ -13863,6 +14587,12 @@ func WithScaleHeight(v float64) Option {
 // Scale of the width (modes 'size' and 'odd_scale').
 func WithScaleWidth(v float64) Option {
 	return param("scale_width", v)
+}
+
+// WithScales sets the parameter scales.
+// The anchor scales, in units of feature_stride.
+func WithScales(v []float64) Option {
+	return param("scales", v)
 }
 
 // WithScoreIndex sets the parameter score_index.
@@ -14025,6 +14755,12 @@ func WithThreshold(v float64) Option {
 // Stop matching after topk matches; -1: no limit.
 func WithTopk(v int) Option {
 	return param("topk", v)
+}
+
+// WithTransStd sets the parameter trans_std.
+// The scale of trans: a bin moves by trans * trans_std times the ROI's size.
+func WithTransStd(v float64) Option {
+	return param("trans_std", v)
 }
 
 // WithTranspose sets the parameter transpose.

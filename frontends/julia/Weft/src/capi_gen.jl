@@ -243,6 +243,7 @@ const _fp_weft_kvstore_get_type = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_init = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_push = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_pull = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_kvstore_pull_rows = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_pushpull = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_set_updater = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_set_gradient_compression = Ref{Ptr{Cvoid}}(C_NULL)
@@ -1777,6 +1778,20 @@ function weft_kvstore_pull(kv, num, key_names, outs, priority)
 end
 
 """
+    weft_kvstore_pull_rows(kv, key_name, row_ids, out, priority)
+
+Copies the rows row_ids (a dense 1-D int64 array, strictly increasing, each within the
+stored value's first dimension) of key_name's stored value into out (dense, shape
+(length of row_ids, stored shape[1:]), the stored dtype). Only those rows are read; a dist
+store sends only them over the network. Backs kv.row_sparse_pull.
+
+C: weft_status_t weft_kvstore_pull_rows(weft_kvstore_t* kv, const char* key_name, const weft_ndarray_t* row_ids, weft_ndarray_t* out, int priority)
+"""
+function weft_kvstore_pull_rows(kv, key_name, row_ids, out, priority)
+    ccall(_fp_weft_kvstore_pull_rows[], Cint, (Ptr{weft_kvstore_t}, Cstring, Ptr{weft_ndarray_t}, Ptr{weft_ndarray_t}, Cint), kv, key_name, row_ids, out, priority)
+end
+
+"""
     weft_kvstore_pushpull(kv, num, key_names, values, num_pull, pull_key_names, pull_outs, priority)
 
 Push of `num` (key_names, values) then pull of num_pull (pull_key_names, pull_outs), in
@@ -2518,6 +2533,7 @@ const _SYMBOLS = (
     (:weft_kvstore_init, _fp_weft_kvstore_init),
     (:weft_kvstore_push, _fp_weft_kvstore_push),
     (:weft_kvstore_pull, _fp_weft_kvstore_pull),
+    (:weft_kvstore_pull_rows, _fp_weft_kvstore_pull_rows),
     (:weft_kvstore_pushpull, _fp_weft_kvstore_pushpull),
     (:weft_kvstore_set_updater, _fp_weft_kvstore_set_updater),
     (:weft_kvstore_set_gradient_compression, _fp_weft_kvstore_set_gradient_compression),

@@ -20,6 +20,10 @@ from . import random  # noqa: E402  (its samplers call the generated operators)
 
 from . import sparse  # noqa: E402  (csr and row_sparse arrays; after the operators it uses)
 from .sparse import cast_storage, CSRNDArray, RowSparseNDArray  # noqa: E402
+from .. import _fast  # noqa: E402
+
+_ops.populate_namespace(sparse.__dict__, "_sparse_")
+_fast.set_sparse_classes(CSRNDArray, RowSparseNDArray, "cast_storage")
 
 
 def _elementwise_pair(array_op, scalar_op):

@@ -556,12 +556,19 @@ def _shape(shape):
     return tuple(int(d) for d in shape)
 
 
-def empty(shape, ctx=None, dtype=None):
-    """An uninitialised array."""
+def empty(shape, ctx=None, dtype=None, stype=None):
+    """An uninitialised array (of storage type `stype`: a sparse one stores nothing)."""
+    if stype not in (None, "default"):
+        from .sparse import zeros as sparse_zeros  # pylint: disable=import-outside-toplevel
+        return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     return NDArray(_api.weft_ndarray_create(_shape(shape), dtype_id(dtype), _ctx(ctx)._as_tuple()))
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
+def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
+    """An array of zeros (of storage type `stype`: a sparse one stores nothing)."""
+    if stype not in (None, "default"):
+        from .sparse import zeros as sparse_zeros  # pylint: disable=import-outside-toplevel
+        return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     return invoke("_zeros", [], {"shape": _shape(shape), "ctx": _ctx(ctx), "dtype": _dtype_name(dtype or "float32")})
 
 
@@ -584,6 +591,10 @@ def array(source_array, ctx=None, dtype=None):
     """An array from a numpy array, an NDArray, a list or a number. The dtype defaults to
     the source's for an NDArray and to float32 for anything else, numpy arrays included:
     MXNet's rule, on which scripts rely (`nd.array(np.random.rand(3))` is float32)."""
+    if isinstance(source_array, NDArray) and source_array.stype != "default":
+        # A sparse source gives a sparse copy, as MXNet's.
+        copy = source_array.copyto(_ctx(ctx)) if ctx is not None else source_array.copy()
+        return copy if dtype is None or dtype_id(dtype) == dtype_id(copy.dtype) else copy.astype(dtype)
     if isinstance(source_array, NDArray):
         dtype = source_array.dtype if dtype is None else dtype
         src = source_array.asnumpy()

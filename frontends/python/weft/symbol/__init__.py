@@ -12,7 +12,7 @@ from . import _ops
 _internal = _types.ModuleType("weft.symbol._internal", "Every operator, internal names included.")
 _ops.populate(globals(), _internal.__dict__)
 
-from . import contrib, linalg, image, random  # noqa: E402  (filled from the operators populated above)
+from . import contrib, linalg, image, random, sparse  # noqa: E402  (filled from the operators populated above)
 
 
 def zeros(shape, dtype=None, **kwargs):

@@ -417,6 +417,27 @@ mx.symbol.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL
   .weft_symbol_op("_contrib_BilinearResize2D", list(data = data, like = like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.DeformableConvolution <- function(data = NULL, offset = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, layout = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_DeformableConvolution", list(data, offset, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), layout = .weft_param(layout)), NULL, out)
+}
+mx.symbol.internal.contrib.DeformableConvolution <- function(data = NULL, offset = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, layout = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_DeformableConvolution", list(data = data, offset = offset, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), layout = .weft_param(layout)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.DeformablePSROIPooling <- function(data = NULL, rois = NULL, trans = NULL, spatial_scale, output_dim, group_size, pooled_size, part_size = NULL, sample_per_part = NULL, trans_std = NULL, no_trans = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_DeformablePSROIPooling", list(data, rois, trans), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), group_size = .weft_param(group_size), pooled_size = .weft_param(pooled_size), part_size = .weft_param(part_size), sample_per_part = .weft_param(sample_per_part), trans_std = .weft_param(trans_std), no_trans = .weft_param(no_trans)), NULL, out)
+}
+mx.symbol.internal.contrib.DeformablePSROIPooling <- function(data = NULL, rois = NULL, trans = NULL, spatial_scale, output_dim, group_size, pooled_size, part_size = NULL, sample_per_part = NULL, trans_std = NULL, no_trans = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_DeformablePSROIPooling", list(data = data, rois = rois, trans = trans), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), group_size = .weft_param(group_size), pooled_size = .weft_param(pooled_size), part_size = .weft_param(part_size), sample_per_part = .weft_param(sample_per_part), trans_std = .weft_param(trans_std), no_trans = .weft_param(no_trans)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.ModulatedDeformableConvolution <- function(data = NULL, offset = NULL, mask = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, im2col_step = NULL, layout = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_ModulatedDeformableConvolution", list(data, offset, mask, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), im2col_step = .weft_param(im2col_step), layout = .weft_param(layout)), NULL, out)
+}
+mx.symbol.internal.contrib.ModulatedDeformableConvolution <- function(data = NULL, offset = NULL, mask = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, im2col_step = NULL, layout = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_ModulatedDeformableConvolution", list(data = data, offset = offset, mask = mask, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), im2col_step = .weft_param(im2col_step), layout = .weft_param(layout)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_MultiBoxDetection", list(cls_prob, loc_pred, anchor), c(clip = .weft_param(clip), threshold = .weft_param(threshold), background_id = .weft_param(background_id), nms_threshold = .weft_param(nms_threshold), force_suppress = .weft_param(force_suppress), variances = .weft_shape_param(variances), nms_topk = .weft_param(nms_topk)), NULL, out)
 }
@@ -438,6 +459,13 @@ mx.symbol.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NUL
   .weft_symbol_op("_contrib_MultiBoxTarget", list(anchor = anchor, label = label, cls_pred = cls_pred), c(overlap_threshold = .weft_param(overlap_threshold), ignore_label = .weft_param(ignore_label), negative_mining_ratio = .weft_param(negative_mining_ratio), negative_mining_thresh = .weft_param(negative_mining_thresh), minimum_negative_samples = .weft_param(minimum_negative_samples), variances = .weft_shape_param(variances)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.MultiProposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_MultiProposal", list(cls_prob, bbox_pred, im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, out)
+}
+mx.symbol.internal.contrib.MultiProposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_MultiProposal", list(cls_prob = cls_prob, bbox_pred = bbox_pred, im_info = im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_PSROIPooling", list(data, rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, out)
 }
@@ -445,11 +473,25 @@ mx.symbol.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, sp
   .weft_symbol_op("_contrib_PSROIPooling", list(data = data, rois = rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.Proposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_Proposal", list(cls_prob, bbox_pred, im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, out)
+}
+mx.symbol.internal.contrib.Proposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_Proposal", list(cls_prob = cls_prob, bbox_pred = bbox_pred, im_info = im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_ROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, out)
 }
 mx.symbol.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_ROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.RROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sampling_ratio = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_RROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sampling_ratio = .weft_param(sampling_ratio)), NULL, out)
+}
+mx.symbol.internal.contrib.RROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sampling_ratio = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_RROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sampling_ratio = .weft_param(sampling_ratio)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, out = NULL) {
@@ -550,11 +592,60 @@ mx.symbol.internal.contrib.dequantize <- function(data = NULL, min_range = NULL,
   .weft_symbol_op("_contrib_dequantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.dgl.adjacency <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_adjacency", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.dgl.adjacency <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_adjacency", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.dgl.csr.neighbor.non.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_csr_neighbor_non_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.csr.neighbor.non.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_csr_neighbor_non_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.csr.neighbor.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_csr_neighbor_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.csr.neighbor.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_csr_neighbor_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.graph.compact <- function(..., return_mapping, graph_sizes, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_graph_compact", .weft_dots(...), c(return_mapping = .weft_param(return_mapping), graph_sizes = .weft_shape_param(graph_sizes)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.graph.compact <- function(..., return_mapping, graph_sizes, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_graph_compact", .weft_dots(...), c(return_mapping = .weft_param(return_mapping), graph_sizes = .weft_shape_param(graph_sizes)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.subgraph <- function(..., return_mapping, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_subgraph", .weft_dots(...), c(return_mapping = .weft_param(return_mapping)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.subgraph <- function(..., return_mapping, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_subgraph", .weft_dots(...), c(return_mapping = .weft_param(return_mapping)), "num_args", name, attr)
+}
+
 mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_div_sqrt_dim", list(data), c(), NULL, out)
 }
 mx.symbol.internal.contrib.div.sqrt.dim <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_div_sqrt_dim", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_edge_id", list(data, u, v), c(), NULL, out)
+}
+mx.symbol.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_edge_id", list(data = data, u = u, v = v), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.getnnz <- function(data = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_getnnz", list(data), c(axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.contrib.getnnz <- function(data = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_getnnz", list(data = data), c(axis = .weft_param(axis)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
@@ -1873,6 +1964,13 @@ mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, b
   .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.retain <- function(data = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("_sparse_retain", list(data, indices), c(), NULL, out)
+}
+mx.symbol.internal.sparse.retain <- function(data = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sparse_retain", list(data = data, indices = indices), c(), NULL, name, attr)
+}
+
 mx.nd.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_sparse_softmax_cross_entropy", list(data, label), c(axis = .weft_param(axis)), NULL, out)
 }
@@ -1885,6 +1983,13 @@ mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_a
 }
 mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_split_v2", list(data = data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
+}
+
+mx.nd.internal.square.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("_square_sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.square.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_square_sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
 mx.nd.internal.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
@@ -2228,6 +2333,13 @@ mx.nd.broadcast.to <- function(data = NULL, shape, out = NULL) {
 }
 mx.symbol.broadcast.to <- function(data = NULL, shape, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_to", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.cast.storage <- function(data = NULL, stype, out = NULL) {
+  .weft_nd_invoke("cast_storage", list(data), c(stype = .weft_param(stype)), NULL, out)
+}
+mx.symbol.cast.storage <- function(data = NULL, stype, name = NULL, attr = NULL) {
+  .weft_symbol_op("cast_storage", list(data = data), c(stype = .weft_param(stype)), NULL, name, attr)
 }
 
 mx.nd.cbrt <- function(data = NULL, out = NULL) {

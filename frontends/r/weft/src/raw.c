@@ -1680,6 +1680,17 @@ SEXP weft_r_kvstore_pull(SEXP s_kv, SEXP s_key_names, SEXP s_outs, SEXP s_priori
   return R_NilValue;
 }
 
+SEXP weft_r_kvstore_pull_rows(SEXP s_kv, SEXP s_key_name, SEXP s_row_ids, SEXP s_out, SEXP s_priority) {
+  weft_kvstore_t* kv = (weft_kvstore_t*)weft_r_handle(s_kv, "weft_kvstore_t", "kv");
+  const char* key_name = weft_r_string_or_null(s_key_name, "key_name");
+  const weft_ndarray_t* row_ids = (const weft_ndarray_t*)weft_r_handle(s_row_ids, "weft_ndarray_t", "row_ids");
+  weft_ndarray_t* out = (weft_ndarray_t*)weft_r_handle(s_out, "weft_ndarray_t", "out");
+  int priority = weft_r_int(s_priority, "priority");
+  weft_status_t status = weft_kvstore_pull_rows(kv, key_name, row_ids, out, priority);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_kvstore_pull_rows");
+  return R_NilValue;
+}
+
 SEXP weft_r_kvstore_pushpull(SEXP s_kv, SEXP s_key_names, SEXP s_values, SEXP s_pull_key_names, SEXP s_pull_outs, SEXP s_priority) {
   weft_kvstore_t* kv = (weft_kvstore_t*)weft_r_handle(s_kv, "weft_kvstore_t", "kv");
   int num = -1;
@@ -2334,6 +2345,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_kvstore_init", (DL_FUNC)&weft_r_kvstore_init, 3},
   {"C_weft_kvstore_push", (DL_FUNC)&weft_r_kvstore_push, 4},
   {"C_weft_kvstore_pull", (DL_FUNC)&weft_r_kvstore_pull, 4},
+  {"C_weft_kvstore_pull_rows", (DL_FUNC)&weft_r_kvstore_pull_rows, 5},
   {"C_weft_kvstore_pushpull", (DL_FUNC)&weft_r_kvstore_pushpull, 6},
   {"C_weft_kvstore_set_gradient_compression", (DL_FUNC)&weft_r_kvstore_set_gradient_compression, 3},
   {"C_weft_kvstore_get_rank", (DL_FUNC)&weft_r_kvstore_get_rank, 1},
