@@ -116,6 +116,7 @@ var opInternalContribBoxDecode = weft.NewOperator("_contrib_box_decode")
 var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
 var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
 var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
+var opInternalContribCalibrateEntropy = weft.NewOperator("_contrib_calibrate_entropy")
 var opInternalContribCountSketch = weft.NewOperator("_contrib_count_sketch")
 var opInternalContribDeformableConvolution = weft.NewOperator("_contrib_DeformableConvolution")
 var opInternalContribDeformablePSROIPooling = weft.NewOperator("_contrib_DeformablePSROIPooling")
@@ -3826,6 +3827,36 @@ func InternalContribBoxNms(data *weft.NDArray, opts ...Option) (*weft.NDArray, e
 func SymInternalContribBoxNms(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribBoxNms, []string{"data"}, data)
+}
+
+// InternalContribCalibrateEntropy runs the operator _contrib_calibrate_entropy.
+//
+// Finds the threshold t of a histogram (odd number of bins centred on zero) whose clipping to [-t, t] and quantization to num_quantized_bins levels keeps the values' distribution closest in KL divergence; outputs the threshold and that divergence. Inference only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - hist: The histogram's counts, float32 of shape (n,), n odd
+//   - histEdges: The bins' edges, float32 of shape (n + 1,)
+//
+// Options:
+//   - WithNumQuantizedBins(int): The number of quantized bins. (default 255)
+func InternalContribCalibrateEntropy(hist, histEdges *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribCalibrateEntropy, hist, histEdges)
+}
+
+// SymInternalContribCalibrateEntropy runs the operator _contrib_calibrate_entropy symbolically: it adds one node to the graph.
+//
+// Finds the threshold t of a histogram (odd number of bins centred on zero) whose clipping to [-t, t] and quantization to num_quantized_bins levels keeps the values' distribution closest in KL divergence; outputs the threshold and that divergence. Inference only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - hist: The histogram's counts, float32 of shape (n,), n odd
+//   - histEdges: The bins' edges, float32 of shape (n + 1,)
+//
+// Options:
+//   - WithNumQuantizedBins(int): The number of quantized bins. (default 255)
+func SymInternalContribCalibrateEntropy(hist, histEdges *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribCalibrateEntropy, []string{"hist", "hist_edges"}, hist, histEdges)
 }
 
 // InternalContribCountSketch runs the operator _contrib_count_sketch.
@@ -14816,6 +14847,12 @@ func WithNumHops(v int) Option {
 // Number of neighbors sampled per vertex.
 func WithNumNeighbor(v int) Option {
 	return param("num_neighbor", v)
+}
+
+// WithNumQuantizedBins sets the parameter num_quantized_bins.
+// The number of quantized bins.
+func WithNumQuantizedBins(v int) Option {
+	return param("num_quantized_bins", v)
 }
 
 // WithNumTensors sets the parameter num_tensors.

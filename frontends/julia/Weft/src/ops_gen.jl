@@ -2192,6 +2192,26 @@ _contrib_box_non_maximum_suppression(args::NDArray...; kwargs...) = _invoke_op(_
 _contrib_box_non_maximum_suppression(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_non_maximum_suppression, args; kwargs...)
 _contrib_box_non_maximum_suppression(; kwargs...) = _call_op(_op__contrib_box_non_maximum_suppression; kwargs...)
 
+const _op__contrib_calibrate_entropy = OpDef("_contrib_calibrate_entropy", ["hist", "hist_edges"], false, "")
+"""
+    _contrib_calibrate_entropy(hist, hist_edges; num_quantized_bins=255)
+
+Finds the threshold t of a histogram (odd number of bins centred on zero) whose clipping to [-t, t] and quantization to num_quantized_bins levels keeps the values' distribution closest in KL divergence; outputs the threshold and that divergence. Inference only.
+
+# Inputs
+- `hist` (NDArray or SymbolicNode): The histogram's counts, float32 of shape (n,), n odd
+- `hist_edges` (NDArray or SymbolicNode): The bins' edges, float32 of shape (n + 1,)
+
+# Parameters
+- `num_quantized_bins` (int, in [1, inf]; default `255`): The number of quantized bins.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_calibrate_entropy end
+_contrib_calibrate_entropy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_calibrate_entropy, args; kwargs...)
+_contrib_calibrate_entropy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_calibrate_entropy, args; kwargs...)
+_contrib_calibrate_entropy(; kwargs...) = _call_op(_op__contrib_calibrate_entropy; kwargs...)
+
 const _op__contrib_count_sketch = OpDef("_contrib_count_sketch", ["data", "h", "s"], false, "")
 """
     _contrib_count_sketch(data, h, s; out_dim, processing_batch_size=32)
@@ -12367,6 +12387,7 @@ const _OPERATOR_NAMES = [
     "_contrib_box_iou",
     "_contrib_box_nms",
     "_contrib_box_non_maximum_suppression",
+    "_contrib_calibrate_entropy",
     "_contrib_count_sketch",
     "_contrib_dequantize",
     "_contrib_dgl_adjacency",

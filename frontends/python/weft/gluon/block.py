@@ -592,7 +592,8 @@ class SymbolBlock(HybridBlock):
         inputs = [symbol.var(n) for n in input_names]
         block = SymbolBlock(sym, inputs)
         if param_file is not None:
-            block.collect_params().load(param_file, ctx=ctx, allow_missing=False, ignore_extra=True)
+            block.collect_params().load(param_file, ctx=ctx, allow_missing=False, ignore_extra=True, cast_dtype=True,
+                                        dtype_source="saved")
         return block
 
     def _input_names(self, n):

@@ -155,6 +155,19 @@ class Parameter:
         self._deferred_init = (init, ctxs, default_init)
         self._finish_deferred_init()
 
+    def _load_init(self, data, ctx):
+        """Takes `data` (its shape and dtype) as the parameter's value on `ctx`, without running
+        an initializer first (one may not exist for the dtype: int8 weights)."""
+        self.dtype = np.dtype(data.dtype).type
+        self._shape = tuple(data.shape)
+        self._var = None
+        self._deferred_init = None
+        with autograd.pause():
+            if self._stype != "default":
+                data = data.tostype(self._stype)
+            self._data = OrderedDict((c, data.copyto(c)) for c in _ctx_list(ctx))
+        self._init_grad()
+
     def _finish_deferred_init(self):
         from .. import initializer
         if self._deferred_init is None:
@@ -512,8 +525,14 @@ class ParameterDict:
             arrays[name[len(strip_prefix):]] = p.data()
         nd.save(filename, arrays)
 
-    def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix=""):
-        """Loads the parameters saved by `save` (names optionally prefixed with restore_prefix)."""
+    def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="", cast_dtype=False,
+             dtype_source="current"):
+        """Loads the parameters saved by `save` (names optionally prefixed with restore_prefix).
+        A saved array of another dtype is cast to the parameter's, unless cast_dtype with
+        dtype_source='saved' asks for the parameter to take the saved dtype (int8 weights of
+        a quantized model)."""
+        if dtype_source not in ("current", "saved"):
+            raise ValueError("ParameterDict.load: dtype_source must be 'current' or 'saved', got %r" % (dtype_source,))
         loaded = nd.load(filename)
         if not isinstance(loaded, dict):
             raise ValueError("ParameterDict.load: %s holds an unnamed array list, expected names" % filename)
@@ -530,7 +549,13 @@ class ParameterDict:
                                      "ignore_extra=True to skip it)" % (name, filename))
                 continue
             p = self._params[name]
-            if p._data is None and p._deferred_init is None:
-                p.shape = value.shape
-                p.initialize(ctx=ctx)
-            p.set_data(value)
+            if cast_dtype and dtype_source == "saved" and np.dtype(p.dtype) != value.dtype:
+                p.cast(value.dtype)
+            if p._data is None:
+                if p._shape is not None and _shape_known(p._shape) and tuple(value.shape) != tuple(p._shape):
+                    raise ValueError("Parameter '%s': expected data of shape %s, got %s"
+                                     % (name, p._shape, tuple(value.shape)))
+                ctxs = p._deferred_init[1] if ctx is None and p._deferred_init is not None else ctx
+                p._load_init(value if value.dtype == np.dtype(p.dtype) else value.astype(p.dtype), ctxs)
+            else:
+                p.set_data(value)

@@ -592,6 +592,13 @@ mx.symbol.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NUL
   .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.calibrate.entropy <- function(hist = NULL, hist_edges = NULL, num_quantized_bins = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_calibrate_entropy", list(hist, hist_edges), c(num_quantized_bins = .weft_param(num_quantized_bins)), NULL, out)
+}
+mx.symbol.internal.contrib.calibrate.entropy <- function(hist = NULL, hist_edges = NULL, num_quantized_bins = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_calibrate_entropy", list(hist = hist, hist_edges = hist_edges), c(num_quantized_bins = .weft_param(num_quantized_bins)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.count.sketch <- function(data = NULL, h = NULL, s = NULL, out_dim, processing_batch_size = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_count_sketch", list(data, h, s), c(out_dim = .weft_param(out_dim), processing_batch_size = .weft_param(processing_batch_size)), NULL, out)
 }

@@ -1,0 +1,141 @@
+"""ResNet-50 v1 (Gluon model zoo) inference in int8 against float32, batch --batch-size:
+images/s of each, and how often the int8 model's top-1 class agrees with float32's on
+--eval-batches held-out batches.
+
+There is no network here, so no pretrained weights: the weights are Xavier-random (seed 0)
+and the images synthetic (smooth random patterns: random 7x7 fields upsampled to 224x224,
+plus a little pixel noise). To make the activations those of a working network rather than
+of random layers (whose values grow or vanish from layer to layer), each BatchNorm's moving
+mean and variance are set to the statistics of its input on --stats-batches synthetic
+batches (one training-mode pass with momentum 0): every BatchNorm then normalises its
+input, as in a trained network. The agreement is still a weaker test than on ImageNet: with
+random weights the top two logits can lie closer than a trained network's.
+
+The int8 model comes from mx.contrib.quantization.quantize_net_v2 (the oneDNN path:
+BatchNorm folded into the convolutions, residual additions and relus fused into them,
+calibrated on --calib-batches other synthetic batches, --calib-mode naive or entropy).
+float32 runs the hybridized network as Weft runs it (oneDNN inference regions). The model
+is built here and saved; float32 and int8 are each measured in a process of their own, one
+after the other, with the load average printed beside the figures.
+Usage: bench/int8_resnet50.py [--batch-size 32] [--iters 10] [--calib-mode naive]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def synthetic_images(rng, n):
+    fields = rng.normal(0, 1, (n, 3, 7, 7)).astype(np.float32)
+    images = np.kron(fields, np.ones((1, 1, 32, 32), np.float32))
+    return images + rng.normal(0, 0.1, images.shape).astype(np.float32)
+
+
+def build(args, prefix):
+    """The model with data-derived BatchNorm statistics, saved at prefix, and the batches."""
+    import weft as mx
+    from weft import autograd
+    from weft.gluon import nn
+    from weft.gluon.model_zoo import vision
+    mx.random.seed(0)
+    rng = np.random.RandomState(0)
+    net = vision.resnet50_v1(classes=1000)
+    net.initialize(mx.init.Xavier())
+    norms = []
+
+    def find(block):
+        if isinstance(block, nn.BatchNorm):
+            norms.append(block)
+        for child in block._children.values():
+            find(child)
+    find(net)
+    for bn in norms:
+        bn._kwargs["momentum"] = 0.0
+    net.hybridize()
+    stats = mx.nd.array(synthetic_images(rng, args.stats_batches * 8))
+    with autograd.record(train_mode=True):
+        net(stats).wait_to_read()
+    for bn in norms:
+        bn._kwargs["momentum"] = 0.9
+    net.export(prefix)
+    for name, count in (("calib", args.calib_batches), ("eval", args.eval_batches)):
+        mx.nd.save("%s-%s.nd" % (prefix, name),
+                   [mx.nd.array(synthetic_images(rng, args.batch_size)) for _ in range(count)])
+
+
+def run(mode, args, prefix):
+    import weft as mx
+    from weft.contrib import quantization
+    net = mx.gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"], prefix + "-0000.params")
+    calib_seconds = 0.0
+    if mode == "int8":
+        calib = mx.nd.load(prefix + "-calib.nd")
+        start = time.perf_counter()
+        net = quantization.quantize_net_v2(net, quantized_dtype="auto", calib_mode=args.calib_mode,
+                                           calib_data=calib, ctx=mx.cpu())
+        calib_seconds = time.perf_counter() - start
+    net.hybridize()
+    evals = mx.nd.load(prefix + "-eval.nd")
+    top1 = [net(x).asnumpy().argmax(1).tolist() for x in evals]
+    x = evals[0]
+    net(x).wait_to_read()
+    best = float("inf")
+    for _ in range(args.repeats):
+        start = time.perf_counter()
+        for _ in range(args.iters):
+            out = net(x)
+        out.wait_to_read()
+        best = min(best, (time.perf_counter() - start) / args.iters)
+    return {"mode": mode, "images_per_s": args.batch_size / best, "top1": top1, "calib_seconds": calib_seconds}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--stats-batches", type=int, default=2)
+    ap.add_argument("--calib-batches", type=int, default=4)
+    ap.add_argument("--eval-batches", type=int, default=4)
+    ap.add_argument("--calib-mode", choices=("naive", "entropy"), default="naive")
+    ap.add_argument("--mode", choices=("float32", "int8"), help="measure one model in this process")
+    ap.add_argument("--prefix", help="the saved model and batches (with --mode)")
+    args = ap.parse_args()
+    if args.mode:
+        print(json.dumps(run(args.mode, args, args.prefix)))
+        return
+
+    with open("/proc/cpuinfo") as f:
+        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
+    flags = open("/proc/cpuinfo").read()
+    load_before = os.getloadavg()
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = os.path.join(tmp, "resnet50")
+        build(args, prefix)
+        for mode in ("float32", "int8"):
+            cmd = [sys.executable, os.path.abspath(__file__), "--mode", mode, "--prefix", prefix] + sys.argv[1:]
+            out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+            results[mode] = json.loads(out.strip().splitlines()[-1])
+    f32, i8 = results["float32"], results["int8"]
+    agree = np.mean([a == b for x, y in zip(f32["top1"], i8["top1"]) for a, b in zip(x, y)])
+    print("ResNet-50 v1 inference, batch %d, CPU: %s (%d cores, AVX512-VNNI %s), OMP_NUM_THREADS=%s"
+          % (args.batch_size, cpu, os.cpu_count(), "yes" if "avx512_vnni" in flags else "no",
+             os.environ.get("OMP_NUM_THREADS", "unset")))
+    print("load average (1/5/15 min) before %.1f/%.1f/%.1f, after %.1f/%.1f/%.1f"
+          % (load_before + os.getloadavg()))
+    print("  float32  %8.1f images/s" % f32["images_per_s"])
+    print("  int8     %8.1f images/s  (%.2fx float32; %s calibration on %d batches took %.0f s)"
+          % (i8["images_per_s"], i8["images_per_s"] / f32["images_per_s"], args.calib_mode, args.calib_batches,
+             i8["calib_seconds"]))
+    print("  top-1 agreement of int8 with float32 on %d held-out images: %.4f"
+          % (args.eval_batches * args.batch_size, agree))
+
+
+if __name__ == "__main__":
+    main()
