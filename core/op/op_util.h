@@ -85,7 +85,7 @@ inline std::string InputName(const NodeAttrs& attrs, size_t i) {
 inline void AssignShape(const NodeAttrs& attrs, std::vector<Shape>* shapes, size_t i, const Shape& s,
                         const char* what) {
   Shape& cur = (*shapes)[i];
-  if (!s.known_ndim()) return;
+  if (!s.known_ndim() || cur == s) return;
   if (!cur.known_ndim()) {
     cur = s;
     return;
