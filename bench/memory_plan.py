@@ -1,6 +1,7 @@
 """Memory planning: the executor's internal memory (the values between operators, not the
 parameters, inputs or gradients) with planning against one buffer per value, for training
-(forward + backward; without and with backward mirroring, WEFT_BACKWARD_DO_MIRROR=1, with
+(forward + backward; by default, with the oneDNN training regions recomputing nothing,
+WEFT_EXEC_DNNL_TRAIN_RECOMPUTE=0, with backward mirroring, WEFT_BACKWARD_DO_MIRROR=1, with
 the links of convolution chains recomputed too, WEFT_BACKWARD_MIRROR_CONV=1, and with
 segment checkpointing, WEFT_BACKWARD_MIRROR_SEGMENT) and inference at batch 64; then the
 peak resident memory of one ResNet-50 training step (batch 64) in Weft (in those modes)
@@ -92,6 +93,7 @@ def internal_mb(text, which):
 
 # Training modes: (name, environment read at bind).
 MODES = (("", {"WEFT_BACKWARD_DO_MIRROR": "0"}),
+         (" recomputing nothing", {"WEFT_BACKWARD_DO_MIRROR": "0", "WEFT_EXEC_DNNL_TRAIN_RECOMPUTE": "0"}),
          (" mirrored", {"WEFT_BACKWARD_DO_MIRROR": "1", "WEFT_BACKWARD_MIRROR_CONV": "0"}),
          (" mirrored+conv", {"WEFT_BACKWARD_DO_MIRROR": "1", "WEFT_BACKWARD_MIRROR_CONV": "1"}),
          (" segments", {"WEFT_BACKWARD_DO_MIRROR": "1", "WEFT_BACKWARD_MIRROR_SEGMENT": SEGMENT}))
@@ -134,8 +136,9 @@ def planned_table():
         networks["vgg_mxnet"] = (lambda: mx.sym.load(VGG_MXNET), (3, 224, 224))
     print("internal memory at batch %d (MB): planned / one buffer per value (ratio); training without the "
           "oneDNN training regions (WEFT_EXEC_DNNL_TRAIN_FUSE=0) in the second column" % BATCH)
-    print("%-14s" % "network" + " %22s" * 6 % ("training", "training, no regions", "training, mirrored",
-                                               "mirrored+conv", "segments of " + SEGMENT, "inference"))
+    print("%-14s" % "network" + " %22s" * 7 % ("training", "training, no regions", "recomputing nothing",
+                                               "training, mirrored", "mirrored+conv", "segments of " + SEGMENT,
+                                               "inference"))
     no_regions = dict(MODES[0][1], WEFT_EXEC_DNNL_TRAIN_FUSE="0")
     for name, (build, shape) in networks.items():
         net = build()
@@ -144,7 +147,7 @@ def planned_table():
         for grad_req, env in [("write", env) for env in envs] + [("null", {})]:
             planned, naive = bind_mb(net, shape, grad_req, env)
             row.append("%6d / %6d (%4.1fx)" % (planned, naive, naive / max(planned, 1)))
-        print("%-14s" % name + " %22s" * 6 % tuple(row), flush=True)
+        print("%-14s" % name + " %22s" * 7 % tuple(row), flush=True)
 
 
 

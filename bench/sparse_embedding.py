@@ -5,7 +5,10 @@ a lazy SGD update against the dense gradient and dense update, in Weft and in Py
 A step is: look the rows up (forward), backward with an upstream gradient of ones, update
 the weight with SGD. The sparse steps' gradients are row_sparse (Weft: Embedding with
 sparse_grad=True into a row_sparse gradient buffer, then sgd_update's lazy path); the dense
-steps' gradients are dense 1M x 64 arrays.
+steps' gradients are dense 1M x 64 arrays. "weft sparse weight" keeps the weight itself
+row_sparse in a kvstore (gluon.contrib.nn.SparseEmbedding + Trainer, MXNet's way): each step
+pulls its 1,000 rows (row_sparse_data), runs forward and backward on them, and the Trainer
+pushes the row_sparse gradient, which the kvstore's lazy SGD applies to those rows.
 """
 import peer  # first: it sets the environment the libraries read
 
@@ -48,6 +51,26 @@ def weft_step(sparse):
     return step, weight
 
 
+def weft_sparse_weight_step():
+    from weft import gluon
+    emb = gluon.contrib.nn.SparseEmbedding(ROWS, DIM)
+    emb.initialize(mx.init.Zero())
+    trainer = gluon.Trainer(emb.collect_params(), "sgd", {"learning_rate": LR}, kvstore="local")
+    it = batches(0)
+
+    def step():
+        idx = nd.array(next(it), dtype="int64")
+        with autograd.record():
+            out = emb(idx)
+        out.backward()
+        trainer.step(1)
+
+    class Whole:  # the weight, pulled whole once the timing is over
+        def sum(self):
+            return emb.weight._reduce().sum()
+    return step, Whole()
+
+
 def torch_step(sparse):
     emb = torch.nn.Embedding(ROWS, DIM, sparse=sparse)
     torch.nn.init.zeros_(emb.weight)
@@ -64,20 +87,24 @@ def torch_step(sparse):
 
 def main():
     results = {}
-    for name, make in (("weft sparse", lambda: weft_step(True)), ("weft dense", lambda: weft_step(False)),
+    for name, make in (("weft sparse", lambda: weft_step(True)), ("weft sparse weight", weft_sparse_weight_step),
+                       ("weft dense", lambda: weft_step(False)),
                        ("torch sparse", lambda: torch_step(True)), ("torch dense", lambda: torch_step(False))):
         step, weight = make()
         sync = nd.waitall if name.startswith("weft") else None
         results[name] = peer.seconds_per_call(step, min_seconds=2.0, min_runs=5, sync=sync)
         # Every step adds -LR to its active rows: the sum of the weight is known.
         total = float(weight.sum().asscalar() if name.startswith("weft") else weight.detach().sum())
-        print(f"{name:>13}: {results[name] * 1e3:8.2f} ms/step  (weight sum {total:.1f})")
+        print(f"{name:>18}: {results[name] * 1e3:8.2f} ms/step  (weight sum {total:.1f})")
         del step, weight
     print(f"weft dense/sparse step time: {results['weft dense'] / results['weft sparse']:.1f}x")
     print(f"torch dense/sparse step time: {results['torch dense'] / results['torch sparse']:.1f}x")
     print(f"sparse step, weft/torch time: {results['weft sparse'] / results['torch sparse']:.2f}")
+    print(f"sparse weight step, weft/torch sparse time: {results['weft sparse weight'] / results['torch sparse']:.2f}")
     peer.record("1M x 64 embedding, 1000 rows/step, sparse SGD step", results["weft sparse"] * 1e3,
                 results["torch sparse"] * 1e3, "ms/step", False)
+    peer.record("1M x 64 embedding, 1000 rows/step, row_sparse weight in a kvstore (SparseEmbedding + Trainer)",
+                results["weft sparse weight"] * 1e3, results["torch sparse"] * 1e3, "ms/step", False)
     peer.record("1M x 64 embedding, 1000 rows/step, dense SGD step", results["weft dense"] * 1e3,
                 results["torch dense"] * 1e3, "ms/step", False)
 

@@ -73,6 +73,15 @@ weft_status_t weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* const* 
   WEFT_API_END
 }
 
+weft_status_t weft_kvstore_pull_rows(weft_kvstore_t* kv, const char* key_name, const weft_ndarray_t* row_ids,
+                                     weft_ndarray_t* out, int priority) {
+  WEFT_API_BEGIN
+  KVStore& s = WEFT_KV(kv);
+  WEFT_CHECK(key_name != nullptr, kValue, __func__, ": 'key_name' is NULL");
+  s.PullRows(key_name, Arr(row_ids, "row_ids", __func__), Arr(out, "out", __func__), priority);
+  WEFT_API_END
+}
+
 weft_status_t weft_kvstore_pushpull(weft_kvstore_t* kv, int num, const char* const* key_names,
                                     weft_ndarray_t* const* values, int num_pull, const char* const* pull_key_names,
                                     weft_ndarray_t* const* pull_outs, int priority) {

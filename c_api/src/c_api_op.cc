@@ -316,6 +316,9 @@ weft_status_t weft_imperative_invoke(const weft_op_t* op, int num_inputs, weft_n
   NodeAttrs attrs = BuildAttrs(o, num_inputs, num_params, keys, vals, &ctx_hint, &has_ctx, __func__);
   imperative::Invoke(attrs, ins, &outs, has_ctx ? &ctx_hint : nullptr, nullptr, imperative::IsTraining());
   if (num_given > 0) {
+    // A sparse array given as an output is immutable: its handle now holds the new result.
+    for (int i = 0; i < num_given; ++i)
+      if (Arr(given[i], "given", __func__).is_sparse()) Arr(given[i], "given", __func__) = outs[i];
     // The recording layer gave the written arrays a history; the caller's handles must carry it.
     if (autograd::IsRecording())
       for (int i = 0; i < num_given; ++i) Arr(given[i], "given", __func__).set_ag(outs[i].ag_node(), outs[i].ag_index());

@@ -212,6 +212,14 @@ weft_status_t weft_symbol_copy(const weft_symbol_t* sym, weft_symbol_t** out) {
   WEFT_API_END
 }
 
+weft_status_t weft_autograd_get_symbol(const weft_ndarray_t* arr, weft_symbol_t** out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = NewSymHandle(autograd::GetSymbol(a));
+  WEFT_API_END
+}
+
 weft_status_t weft_symbol_group(int num, weft_symbol_t* const* syms, weft_symbol_t** out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);

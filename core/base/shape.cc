@@ -17,6 +17,16 @@ std::string Shape::ToString() const {
   return s;
 }
 
+std::string Shape::ToMXNetString() const {
+  if (ndim_ < 0) return "None";
+  std::string s = "[";
+  for (int i = 0; i < ndim_; ++i) {
+    if (i) s += ",";
+    s += std::to_string(data()[i]);
+  }
+  return s + "]";
+}
+
 Shape Shape::Parse(const std::string& text, const std::string& what) {
   size_t i = 0, n = text.size();
   auto skip = [&] { while (i < n && std::isspace(static_cast<unsigned char>(text[i]))) ++i; };

@@ -84,6 +84,8 @@ class Shape {
 
   // "(2,3)", "()" for a scalar, "None" when unknown; unknown dims print as -1.
   std::string ToString() const;
+  // "[2,3]", as MXNet prints shapes: messages that keep MXNet's wording use it.
+  std::string ToMXNetString() const;
   // Parses "(2,3)", "[2, 3]", "2", "()" and "None"; errors name `what`.
   static Shape Parse(const std::string& text, const std::string& what = "shape");
 

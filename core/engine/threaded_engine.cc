@@ -29,6 +29,9 @@
 #include <vector>
 
 #include <pthread.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/base/error.h"
 #include "core/base/logging.h"
@@ -915,7 +918,17 @@ void AtForkChild() { AfterFork(true); }
 
 void RegisterAtFork() {
   static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild); });
+  std::call_once(once, [] {
+#ifdef _OPENMP
+    // LLVM's OpenMP runtime registers fork handlers of its own when it initialises, and its
+    // prepare handler takes locks that a worker thread's exit needs (its thread-specific
+    // data destructor). Prepare handlers run in the reverse order of registration, so
+    // initialising it first makes ours stop (join) the workers before those locks are held;
+    // the other way round, PrepareFork waits forever for a worker that cannot exit.
+    (void)omp_get_max_threads();
+#endif
+    pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild);
+  });
 }
 
 }  // namespace

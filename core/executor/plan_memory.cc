@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/base/error.h"
+#include "core/base/place_by_size.h"
 #include "core/executor/executor.h"
 #include "core/executor/passes.h"
 
@@ -25,40 +26,6 @@ struct Storage {
   Context ctx;
   size_t offset = 0;  // in the context's arena
 };
-
-bool Overlap(const Storage& a, const Storage& b) { return a.start <= b.end && b.start <= a.end; }
-
-// Gives each storage of `ids` an offset in one arena so that storages live at the same
-// time never overlap: the largest first, each in the smallest gap between the storages
-// already placed that are live with it, else above them all (greedy by size, which on
-// networks comes close to the peak of the bytes live at once).
-void PlaceBySize(std::vector<Storage>* st, std::vector<int> ids) {
-  std::sort(ids.begin(), ids.end(), [&](int a, int b) {
-    const Storage &x = (*st)[a], &y = (*st)[b];
-    return x.bytes != y.bytes ? x.bytes > y.bytes : x.start < y.start;
-  });
-  std::vector<int> placed;  // by offset
-  for (int id : ids) {
-    Storage& s = (*st)[id];
-    size_t cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
-    for (int p : placed) {
-      const Storage& o = (*st)[p];
-      if (!Overlap(s, o)) continue;
-      if (o.offset >= cursor) {
-        size_t gap = o.offset - cursor;
-        if (gap >= s.bytes && gap < best_gap) {
-          best = cursor;
-          best_gap = gap;
-        }
-      }
-      cursor = std::max(cursor, o.offset + o.bytes);
-    }
-    s.offset = best != SIZE_MAX ? best : cursor;
-    auto at = std::upper_bound(placed.begin(), placed.end(), s.offset,
-                               [&](size_t off, int p) { return off < (*st)[p].offset; });
-    placed.insert(at, id);
-  }
-}
 
 }  // namespace
 

@@ -44,7 +44,9 @@ graph::SymbolInference<Shape> InferAll(const char* fn, const graph::Symbol& sym,
     std::string missing = Unknown(sym.ListArguments(), r.arguments);
     std::string aux = Unknown(sym.ListAuxiliaryStates(), r.auxiliary);
     if (!aux.empty()) missing += (missing.empty() ? "" : ", ") + aux;
-    Throw(ErrorKind::kShape, fn, ": the shapes given do not determine every shape of the graph; unknown: ",
+    // MXNet's wording first ("InferShape pass cannot decide shapes ..."), then Weft's
+    Throw(ErrorKind::kShape, fn, ": InferShape pass cannot decide shapes for the following arguments. Please "
+          "consider providing them as inputs: the shapes given do not determine every shape of the graph; unknown: ",
           missing.empty() ? std::string("some internal values") : missing);
   }
   return r;
@@ -105,7 +107,14 @@ std::unique_ptr<Executor> Executor::SimpleBind(const graph::Symbol& sym, Context
       if (t.arguments[i] == DType::kUnknown && !declared.count(arg_names[i])) known[arg_names[i]] = DType::kFloat32;
     t = graph::InferType(sym, known);
   }
-  WEFT_CHECK(t.complete, kType, fn, ": the dtypes given do not determine every dtype of the graph");
+  if (!t.complete) {
+    std::vector<std::string> unknown;
+    for (size_t i = 0; i < arg_names.size(); ++i)
+      if (t.arguments[i] == DType::kUnknown) unknown.push_back(arg_names[i]);
+    Throw(ErrorKind::kType, fn, ": InferType pass cannot decide dtypes for the following arguments. Please consider "
+          "providing them as inputs: the dtypes given do not determine every dtype of the graph; unknown: ",
+          unknown.empty() ? std::string("some internal values") : Join(unknown));
+  }
 
   std::vector<Context> arg_ctx = VariableContexts(sym, arg_names, ctx, group2ctx);
   std::vector<Context> aux_ctx = VariableContexts(sym, aux_names, ctx, group2ctx);

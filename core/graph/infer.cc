@@ -17,6 +17,10 @@ struct Traits<Shape> {
   static constexpr const char* kAttr = "__shape__";
   static bool Known(const Shape& s) { return s.is_known(); }
   static std::string Str(const Shape& s) { return s.ToString(); }
+  // MXNet's wording of a disagreement, which messages keep.
+  static std::string Inconsistent(const Shape& given, const Shape& inferred) {
+    return "Shape inconsistent, Provided = " + given.ToMXNetString() + ", inferred shape=" + inferred.ToMXNetString();
+  }
   // MXNet 1.x symbols write unknown dims of a variable's shape as 0.
   static Shape FromAttr(const std::string& v, const std::string& what) {
     Shape s = Shape::Parse(v, what);
@@ -52,6 +56,9 @@ struct Traits<DType> {
   static constexpr const char* kAttr = "__dtype__";
   static bool Known(DType t) { return t != DType::kUnknown; }
   static std::string Str(DType t) { return t == DType::kUnknown ? "unknown" : DTypeName(t); }
+  static std::string Inconsistent(DType given, DType inferred) {
+    return "Type inconsistent, Provided = " + Str(given) + ", inferred type = " + Str(inferred);
+  }
   static DType FromAttr(const std::string& v, const std::string& what) { return ParseDType(v, what); }
   static bool Merge(DType* given, DType other) {
     if (other == DType::kUnknown) return true;
@@ -81,7 +88,9 @@ bool InferNode(const IndexedGraph& g, uint32_t id, std::vector<T>* entries, std:
   try {
     Traits<T>::Infer(n, in, out);
   } catch (const Error& e) {
-    Throw(e.kind(), "Node '", n.attrs.name, "' (operator '", n.op()->name, "'): ", e.what());
+    // "Error in operator <name>: " is how MXNet's graph passes begin the message
+    Throw(e.kind(), "Error in operator ", n.attrs.name, ": Node '", n.attrs.name, "' (operator '", n.op()->name, "'): ",
+          e.what());
   }
   bool changed = false;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
@@ -89,7 +98,8 @@ bool InferNode(const IndexedGraph& g, uint32_t id, std::vector<T>* entries, std:
     if (!((*in)[i] == cur)) {
       T merged = cur;
       if (!Traits<T>::Merge(&merged, (*in)[i]))
-        Throw(Traits<T>::kKind, "Node '", n.attrs.name, "' (operator '", n.op()->name, "'): input ", i, " ('",
+        Throw(Traits<T>::kKind, "Error in operator ", n.attrs.name, ": ", Traits<T>::Inconsistent(cur, (*in)[i]),
+              ": Node '", n.attrs.name, "' (operator '", n.op()->name, "'): input ", i, " ('",
               g[node.inputs[i].node_id].source->attrs.name, "') has ", Traits<T>::kWhat, " ", Traits<T>::Str(cur),
               " but the operator expects ", Traits<T>::Str((*in)[i]));
       changed |= !(merged == cur);
@@ -101,7 +111,8 @@ bool InferNode(const IndexedGraph& g, uint32_t id, std::vector<T>* entries, std:
     if (!((*out)[i] == cur)) {
       T merged = cur;
       if (!Traits<T>::Merge(&merged, (*out)[i]))
-        Throw(Traits<T>::kKind, "Node '", n.attrs.name, "' (operator '", n.op()->name, "'): output ", i, " has ",
+        Throw(Traits<T>::kKind, "Error in operator ", n.attrs.name, ": ", Traits<T>::Inconsistent(cur, (*out)[i]),
+              ": Node '", n.attrs.name, "' (operator '", n.op()->name, "'): output ", i, " has ",
               Traits<T>::kWhat, " ", Traits<T>::Str(cur), " but the operator gives ", Traits<T>::Str((*out)[i]));
       changed |= !(merged == cur);
       cur = merged;

@@ -1,6 +1,7 @@
 #include "core/imperative/autograd.h"
 
 #include <algorithm>
+#include <cctype>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -382,6 +383,56 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
     for (const auto& node : order)
       if (!node->is_variable()) Release(node.get());
   return result;
+}
+
+graph::Symbol GetSymbol(const NDArray& head) {
+  WEFT_CHECK(head.ag_node() != nullptr, kValue, "autograd.get_symbol: the array (shape ", head.shape().ToString(),
+             ") has no recorded history; record a computation that reads an array marked with attach_grad");
+  std::unordered_map<const Node*, graph::NodePtr> made;
+  int next_var = 0;
+  int next_op = 0;
+  auto variable = [&next_var]() {
+    auto v = graph::Node::Create();
+    v->attrs.name = "var" + std::to_string(next_var++);
+    return v;
+  };
+  // Iterative post-order over the recorded Nodes, so that long histories do not exhaust
+  // the stack: a node is built once all the Nodes it read are.
+  std::vector<std::pair<const Node*, size_t>> stack{{head.ag_node().get(), 0}};
+  std::unordered_set<const Node*> entered{head.ag_node().get()};
+  while (!stack.empty()) {
+    auto& [node, next] = stack.back();
+    if (!node->is_variable() && next < node->inputs.size()) {
+      const Node* in = node->inputs[next++].ag_node().get();
+      if (in && entered.insert(in).second) stack.emplace_back(in, 0);
+      continue;
+    }
+    WEFT_CHECK(!node->custom, kUnsupported, "autograd.get_symbol: the history holds the custom function '",
+               node->custom_name, "', which has no symbol form");
+    WEFT_CHECK(!node->freed, kValue, "autograd.get_symbol: the history was freed by a backward without "
+               "retain_graph=True");
+    graph::NodePtr g;
+    if (node->is_variable()) {
+      g = variable();
+    } else {
+      g = graph::Node::Create();
+      g->attrs = node->attrs;
+      std::string base;
+      for (char c : node->attrs.op->name) base += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      g->attrs.name = base + std::to_string(next_op++);
+      for (const auto& in : node->inputs) {
+        if (in.ag_node())
+          g->inputs.push_back(graph::NodeEntry{made.at(in.ag_node().get()), in.ag_index(), 0});
+        else
+          g->inputs.push_back(graph::NodeEntry{variable(), 0, 0});
+      }
+    }
+    made[node] = std::move(g);
+    stack.pop_back();
+  }
+  graph::Symbol sym;
+  sym.outputs.push_back(graph::NodeEntry{made.at(head.ag_node().get()), head.ag_index(), 0});
+  return sym;
 }
 
 }  // namespace autograd

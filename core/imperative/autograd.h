@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/graph/symbol.h"
 #include "core/imperative/transformation.h"
 #include "core/ndarray/ndarray.h"
 #include "core/op/registry.h"
@@ -94,6 +95,13 @@ void RecordCustom(const std::string& name, const std::vector<NDArray>& inputs, s
 std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& head_grads,
                               const std::vector<NDArray>& variables, bool retain_graph, bool create_graph,
                               bool is_train);
+
+// The recorded history of `head` as a graph, MXNet's autograd.get_symbol: one node per
+// recorded call (named after its operator in lower case and its place in the walk), one
+// variable per marked array ("var0", "var1", ... in the order the walk meets them) and per
+// array a call read without a history (an array of constants). A history holding a custom
+// function (autograd.Function), or a head without a history, is an error.
+graph::Symbol GetSymbol(const NDArray& head);
 
 }  // namespace autograd
 }  // namespace weft

@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/base/scratch.h"
+#include "core/imperative/sparse_dispatch.h"
 #include "core/imperative/sparse_update.h"
 #include "core/imperative/transformation.h"
 #include "core/ndarray/sparse.h"
@@ -182,12 +183,14 @@ class InferStage final : public Transformation {
       if (s->in_shapes[i] != inputs[i].shape()) {
         // Named as the operator declares it, unless it is one of a variadic list.
         bool named = i < op->arguments.size() && op->arguments[i].type.find("[]") == std::string::npos;
-        Throw(ErrorKind::kShape, "Operator '", op->name, "': input ",
+        Throw(ErrorKind::kShape, "Operator '", op->name, "': Shape inconsistent, Provided = ",
+              inputs[i].shape().ToMXNetString(), ", inferred shape=", s->in_shapes[i].ToMXNetString(), ": input ",
               named ? "'" + op->arguments[i].name + "'" : std::to_string(i), " has shape ",
               inputs[i].shape().ToString(), " but the operator expects ", s->in_shapes[i].ToString());
       }
       if (s->in_types[i] != inputs[i].dtype())
-        Throw(ErrorKind::kType, "Operator '", op->name, "': input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
+        Throw(ErrorKind::kType, "Operator '", op->name, "': Type inconsistent, Provided = ", DTypeName(inputs[i].dtype()),
+              ", inferred type = ", DTypeName(s->in_types[i]), ": input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
               " but the operator expects ", DTypeName(s->in_types[i]));
     }
     for (int i = 0; i < num_out; ++i) {
@@ -332,21 +335,39 @@ Transformation* DispatchTransformation() {
 
 void Invoke(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
             const Context* ctx_hint, const std::vector<OpReq>* req, bool is_train) {
-  // Operators compute on dense memory: a sparse input is replaced by a dense copy (MXNet's
-  // storage fallback), and outputs are dense (a sparse output array is refused by data()). One pointer test per input keeps the dense
-  // path's cost unchanged.
-  for (const NDArray& a : inputs) {
-    if (!a.is_sparse()) continue;
-    if (LazyRowSparseUpdate(attrs, inputs, outputs, is_train)) return;
-    std::vector<NDArray> dense;
-    dense.reserve(inputs.size());
-    for (const NDArray& b : inputs) dense.push_back(DenseOf(b));
-    Call call{&attrs, &dense, outputs, ctx_hint, req, is_train, Context::CPU()};
+  // Sparse arrays (in or out) go to the operator's sparse kernel, or else are replaced by
+  // dense copies (MXNet's storage fallback). One pointer test per array keeps the dense
+  // path's cost unchanged; operators that make sparse arrays from dense ones say so.
+  static const auto& on_dense = Op::GetAttr<bool>("TSparseOnDense");
+  bool any_sparse = on_dense.Contains(attrs.op);
+  for (const NDArray& a : inputs) any_sparse = any_sparse || a.is_sparse();
+  for (const NDArray& a : *outputs) any_sparse = any_sparse || a.is_sparse();
+  if (!any_sparse) {
+    Call call{&attrs, &inputs, outputs, ctx_hint, req, is_train, Context::CPU()};
     RunStack(call);
     return;
   }
-  Call call{&attrs, &inputs, outputs, ctx_hint, req, is_train, Context::CPU()};
+  if (InvokeSparse(attrs, inputs, outputs, req, is_train)) return;
+  if (LazyRowSparseUpdate(attrs, inputs, outputs, is_train)) return;
+  std::vector<NDArray> dense;
+  dense.reserve(inputs.size());
+  for (const NDArray& b : inputs) {
+    dense.push_back(DenseOf(b));
+    // The dense copy stands for the sparse array in autograd's record: its gradient flows
+    // to the sparse array's history.
+    if (b.is_sparse() && b.ag_node()) dense.back().set_ag(b.ag_node(), b.ag_index());
+  }
+  std::vector<NDArray> given_sparse(outputs->size());
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    if (!(*outputs)[i].is_sparse()) continue;
+    given_sparse[i] = (*outputs)[i];
+    (*outputs)[i] = NDArray();
+  }
+  Call call{&attrs, &dense, outputs, ctx_hint, req, is_train, Context::CPU()};
   RunStack(call);
+  // A sparse array given as an output receives the result in its own storage type.
+  for (size_t i = 0; i < given_sparse.size(); ++i)
+    if (!given_sparse[i].is_none()) (*outputs)[i] = CastStorage((*outputs)[i], given_sparse[i].stype());
 }
 
 namespace {

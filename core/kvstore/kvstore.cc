@@ -59,6 +59,36 @@ void KVStore::SendCommandToServers(int head, const std::string& body) {
   Throw(ErrorKind::kUnsupported, "kvstore: commands to servers need a dist store (this one is '", type_, "')");
 }
 
+void KVStore::PullRows(const std::string& key, const NDArray&, const NDArray&, int) {
+  Throw(ErrorKind::kUnsupported, "kvstore: row_sparse_pull of key '", key, "' is not supported by a '", type_,
+        "' store");
+}
+
+std::vector<int64_t> KVStore::CheckRowPull(int key, const Shape& shape, DType dtype, const NDArray& row_ids,
+                                           const NDArray& out) const {
+  const std::string& name = KeyText(key);
+  WEFT_CHECK(shape.ndim() >= 1, kShape, "kvstore row_sparse_pull: key '", name, "' holds a scalar, which has no rows");
+  WEFT_CHECK(!row_ids.is_none() && !row_ids.is_sparse() && row_ids.shape().ndim() == 1 &&
+                 row_ids.dtype() == DType::kInt64, kType,
+             "kvstore row_sparse_pull: expected the row ids as a dense 1-D int64 array, got ",
+             row_ids.is_none() ? std::string("none") : row_ids.shape().ToString() + " " + DTypeName(row_ids.dtype()));
+  std::vector<int64_t> rows(static_cast<size_t>(row_ids.Size()));
+  if (!rows.empty()) row_ids.SyncCopyToCPU(rows.data(), rows.size() * sizeof(int64_t));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    WEFT_CHECK(rows[i] >= 0 && rows[i] < shape[0], kIndex, "kvstore row_sparse_pull: row id ", rows[i],
+               " at position ", i, " is out of range [0, ", shape[0], ") for key '", name, "'");
+    WEFT_CHECK(i == 0 || rows[i] > rows[i - 1], kValue,
+               "kvstore row_sparse_pull: row ids must be strictly increasing, got ", rows[i - 1], " then ", rows[i]);
+  }
+  Shape want = shape;
+  want[0] = static_cast<int64_t>(rows.size());
+  WEFT_CHECK(!out.is_none() && !out.is_sparse() && out.shape() == want && out.dtype() == dtype, kShape,
+             "kvstore row_sparse_pull: key '", name, "': expected a dense destination of shape ", want.ToString(),
+             " ", DTypeName(dtype), ", got ",
+             out.is_none() ? std::string("none") : out.shape().ToString() + " " + DTypeName(out.dtype()));
+  return rows;
+}
+
 void KVStore::RunServer(Controller controller) {
   Throw(ErrorKind::kUnsupported, "kvstore: only a dist store in a server process runs a server (this one is '",
         type_, "')");

@@ -58,6 +58,12 @@ class KVStore {
     Pull(pull_keys, outs, priority);
   }
 
+  // Copies the rows `row_ids` (an int64 1-D array, strictly increasing, each in [0, rows of
+  // the stored value)) of key's stored value into `out` (dense, shape (row_ids' length,
+  // stored shape[1:]), the stored dtype): only those rows are read, or sent over the network
+  // (kv.row_sparse_pull). Ordered after the key's earlier pushes, like Pull.
+  virtual void PullRows(const std::string& key, const NDArray& row_ids, const NDArray& out, int priority);
+
   // Replaces the updater (empty: stored = merged). In a dist worker the update runs on the
   // servers, so this is an error there (set it through a command to the servers).
   virtual void SetUpdater(Updater updater) { updater_ = std::move(updater); }
@@ -88,6 +94,10 @@ class KVStore {
     int key;
     std::vector<NDArray> arrays;
   };
+  // Checks a PullRows call against the stored value's shape and dtype and returns the row
+  // ids (kIndex for one out of range, kValue for an unsorted or repeated one).
+  std::vector<int64_t> CheckRowPull(int key, const Shape& shape, DType dtype, const NDArray& row_ids,
+                                    const NDArray& out) const;
   std::vector<Group> GroupByKey(const std::vector<std::string>& keys, const std::vector<NDArray>& arrays,
                                 const char* what, bool create);
 

@@ -1,6 +1,7 @@
 #include "core/kvstore/local.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/base/error.h"
 #include "core/kvstore/device_comm.h"
@@ -163,6 +164,29 @@ void LocalStore::Pull(const std::vector<std::string>& keys, const std::vector<ND
     }
     Broadcast(it->second, g.arrays, priority);
   }
+}
+
+void LocalStore::PullRows(const std::string& key, const NDArray& row_ids, const NDArray& out, int priority) {
+  int id = KeyId(key, /*create=*/false);
+  auto it = store_.find(id);
+  WEFT_CHECK(it != store_.end(), kNotFound, "kvstore row_sparse_pull: key '", key, "' was never initialised");
+  NDArray src = it->second.stored;
+  std::vector<int64_t> rows = CheckRowPull(id, src.shape(), src.dtype(), row_ids, out);
+  if (!src.ctx().is_host()) {
+    NDArray host(src.shape(), Context::CPU(), src.dtype());
+    CopyFromTo(src, host, priority);
+    src = host;
+  }
+  NDArray dst = out.ctx().is_host() ? out : NDArray(out.shape(), Context::CPU(), out.dtype());
+  engine::Engine::Get()->PushSync(
+      [src, dst, rows](engine::RunContext) {
+        const size_t row_bytes = src.shape()[0] == 0 ? 0 : src.data().Bytes() / static_cast<size_t>(src.shape()[0]);
+        const char* from = static_cast<const char*>(src.data().dptr);
+        char* to = static_cast<char*>(dst.data().dptr);
+        for (size_t k = 0; k < rows.size(); ++k) std::memcpy(to + k * row_bytes, from + rows[k] * row_bytes, row_bytes);
+      },
+      Context::CPU(), {src.var()}, {dst.var()}, engine::FnProperty::kNormal, priority, "KVStoreRowPull");
+  if (!dst.SameChunk(out)) CopyFromTo(dst, out, priority);
 }
 
 }  // namespace kvstore

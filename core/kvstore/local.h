@@ -31,6 +31,7 @@ class LocalStore : public KVStore {
   void Init(const std::vector<std::string>& keys, const std::vector<NDArray>& values) override;
   void Push(const std::vector<std::string>& keys, const std::vector<NDArray>& values, int priority) override;
   void Pull(const std::vector<std::string>& keys, const std::vector<NDArray>& outs, int priority) override;
+  void PullRows(const std::string& key, const NDArray& row_ids, const NDArray& out, int priority) override;
 
  private:
   struct Entry {

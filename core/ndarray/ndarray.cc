@@ -137,7 +137,8 @@ NDArray NDArray::At(int64_t index) const {
 NDArray NDArray::Reshape(const Shape& shape) const {
   WEFT_CHECK(sparse_ == nullptr, kUnsupported, "NDArray::Reshape: not defined for a sparse array");
   WEFT_CHECK(shape.is_known() && CheckedNumElements(shape, "NDArray::Reshape") == shape_.Size(), kShape,
-             "NDArray::Reshape: cannot reshape an array of shape ", shape_.ToString(), " (", shape_.Size(),
+             "NDArray.Reshape: target shape must have the same size as current shape: cannot reshape an array of "
+             "shape ", shape_.ToString(), " (", shape_.Size(),
              " elements) into ", shape.ToString());
   NDArray r = *this;
   r.set_ag(nullptr, 0);

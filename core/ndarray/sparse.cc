@@ -144,12 +144,56 @@ NDArray CastStorage(const NDArray& src, StorageType to) {
   DType dtype = src.dtype();
   Context ctx = src.ctx();
   size_t es = DTypeSize(dtype);
-  if (from == to) return src.Copy(ctx);
+  if (from == to) {
+    if (!src.is_sparse()) return src.Copy(ctx);
+    std::vector<NDArray> aux;
+    for (int i = 0; i < src.num_aux(); ++i) aux.push_back(src.aux(i).Copy(ctx));
+    return NDArray::FromSparseParts(from, shape, src.sparse_values().Copy(ctx), std::move(aux));
+  }
   if (to == StorageType::kCSR)
     WEFT_CHECK(shape.ndim() == 2, kShape, "cast_storage: csr needs a 2-D array, got shape ", shape.ToString());
   if (to == StorageType::kRowSparse)
     WEFT_CHECK(shape.ndim() >= 1, kShape, "cast_storage: row_sparse needs at least 1 dimension, got a scalar");
-  // Everything goes through the dense host image: simple, and exact for every pair.
+  if (from == StorageType::kCSR && to == StorageType::kRowSparse) {
+    // The rows holding values, each made dense: no image of the whole matrix.
+    std::vector<int64_t> indptr = HostInt64(src.aux(0)), idx = HostInt64(src.aux(1));
+    std::vector<char> vals = HostBytes(src.sparse_values());
+    std::vector<int64_t> rows;
+    for (int64_t r = 0; r < shape[0]; ++r)
+      if (indptr[r + 1] > indptr[r]) rows.push_back(r);
+    std::vector<char> out(rows.size() * static_cast<size_t>(shape[1]) * es, 0);
+    for (size_t k = 0; k < rows.size(); ++k)
+      for (int64_t j = indptr[rows[k]]; j < indptr[rows[k] + 1]; ++j)
+        std::memcpy(&out[(k * shape[1] + idx[j]) * es], &vals[j * es], es);
+    return NDArray::FromSparseParts(StorageType::kRowSparse, shape,
+                                    FromHost(out.data(), Shape{static_cast<int64_t>(rows.size()), shape[1]}, dtype, ctx),
+                                    {Int64Array(rows, ctx)});
+  }
+  if (from == StorageType::kRowSparse && to == StorageType::kCSR) {
+    // The nonzero elements of the stored rows.
+    std::vector<int64_t> rows = HostInt64(src.aux(0));
+    std::vector<char> vals = HostBytes(src.sparse_values());
+    std::vector<bool> nz = NonZero(vals.data(), src.sparse_values().Size(), dtype);
+    std::vector<int64_t> indptr{0}, idx;
+    std::vector<char> out;
+    size_t k = 0;
+    for (int64_t r = 0; r < shape[0]; ++r) {
+      if (k < rows.size() && rows[k] == r) {
+        for (int64_t c = 0; c < shape[1]; ++c) {
+          size_t at = k * shape[1] + c;
+          if (!nz[at]) continue;
+          idx.push_back(c);
+          out.insert(out.end(), &vals[at * es], &vals[at * es] + es);
+        }
+        ++k;
+      }
+      indptr.push_back(static_cast<int64_t>(idx.size()));
+    }
+    return NDArray::FromSparseParts(StorageType::kCSR, shape,
+                                    FromHost(out.data(), Shape{static_cast<int64_t>(idx.size())}, dtype, ctx),
+                                    {Int64Array(indptr, ctx), Int64Array(idx, ctx)});
+  }
+  // Dense on one side: the dense image is the input or the result itself.
   std::vector<char> dense;
   if (from == StorageType::kDefault) {
     dense = HostBytes(src);

@@ -73,17 +73,45 @@ inline void IdentityCompute(const NodeAttrs&, const OpContext&, const std::vecto
   CopyWithReq(in[0], out[0], req[0]);
 }
 
-// The name of input i for messages: the registered argument name when there is one.
+// The name of input i for messages: the name the operator lists for it (FListInputNames,
+// whose inputs depend on parameters), else the registered argument name when there is one.
 inline std::string InputName(const NodeAttrs& attrs, size_t i) {
+  static const auto& listed = Op::GetAttr<FListNames>("FListInputNames");
+  if (listed.Contains(attrs.op) && attrs.parsed) {
+    std::vector<std::string> names;
+    try {
+      names = listed[attrs.op](attrs);
+    } catch (const std::exception&) {
+      // A list that cannot be made (a Custom operator without its state) names no input.
+    }
+    if (i < names.size()) return "input '" + names[i] + "'";
+  }
   const auto& args = attrs.op->arguments;
   if (i < args.size() && args[i].type.find("[]") == std::string::npos) return "input '" + args[i].name + "'";
   return "input " + std::to_string(i);
 }
 
+// How a disagreement is worded. MXNet has two phrasings that users and scripts search for:
+// one argument against what the operator computed from the others (SHAPE_ASSIGN_CHECK's
+// "Shape inconsistent, Provided = [..], inferred shape=[..]", "Type inconsistent, ..."),
+// and arguments that must all be alike (elementwise operators: "Incompatible attr in node
+// <name> at <i>-th input: expected <x>, got <y>"). Weft's messages start with MXNet's phrase
+// and go on to name the argument in Weft's words.
+enum class Mismatch { kInferred, kSameAsOthers };
+
+inline std::string MismatchPhrase(const NodeAttrs& attrs, Mismatch style, const char* what, size_t i,
+                                  const std::string& given, const std::string& expected, const char* kind) {
+  if (style == Mismatch::kSameAsOthers)
+    return "Incompatible attr in node " + attrs.name + " at " + std::to_string(i) + "-th " + what + ": expected " +
+           expected + ", got " + given;
+  if (std::string(kind) == "shape") return "Shape inconsistent, Provided = " + given + ", inferred shape=" + expected;
+  return "Type inconsistent, Provided = " + given + ", inferred type = " + expected;
+}
+
 // Merges `s` into (*shapes)[i]: unknown ranks and dims are filled, known ones must agree.
 // `what` is "input" or "output". Throws kShape naming the operator and both shapes.
 inline void AssignShape(const NodeAttrs& attrs, std::vector<Shape>* shapes, size_t i, const Shape& s,
-                        const char* what) {
+                        const char* what, Mismatch style = Mismatch::kInferred) {
   Shape& cur = (*shapes)[i];
   if (!s.known_ndim() || cur == s) return;
   if (!cur.known_ndim()) {
@@ -98,13 +126,15 @@ inline void AssignShape(const NodeAttrs& attrs, std::vector<Shape>* shapes, size
   }
   if (!ok) {
     std::string name = std::string(what) == "input" ? InputName(attrs, i) : std::string(what) + " " + std::to_string(i);
-    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': ", name, " has shape ", cur.ToString(),
-          " but the operator expects ", s.ToString());
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': ",
+          MismatchPhrase(attrs, style, what, i, cur.ToMXNetString(), s.ToMXNetString(), "shape"), ": ", name,
+          " has shape ", cur.ToString(), " but the operator expects ", s.ToString());
   }
   cur = merged;
 }
 
-inline void AssignType(const NodeAttrs& attrs, std::vector<DType>* types, size_t i, DType t, const char* what) {
+inline void AssignType(const NodeAttrs& attrs, std::vector<DType>* types, size_t i, DType t, const char* what,
+                       Mismatch style = Mismatch::kInferred) {
   DType& cur = (*types)[i];
   if (t == DType::kUnknown) return;
   if (cur == DType::kUnknown) {
@@ -113,8 +143,9 @@ inline void AssignType(const NodeAttrs& attrs, std::vector<DType>* types, size_t
   }
   if (cur != t) {
     std::string name = std::string(what) == "input" ? InputName(attrs, i) : std::string(what) + " " + std::to_string(i);
-    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': ", name, " has dtype ", DTypeName(cur),
-          " but the operator expects ", DTypeName(t));
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': ",
+          MismatchPhrase(attrs, style, what, i, DTypeName(cur), DTypeName(t), "dtype"), ": ", name, " has dtype ",
+          DTypeName(cur), " but the operator expects ", DTypeName(t));
   }
 }
 
@@ -127,8 +158,8 @@ inline bool SameFloatType(const NodeAttrs& attrs, std::vector<DType>* in, std::v
   if (t == DType::kUnknown) return false;
   if (!IsFloatDType(t))
     Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': expected a floating-point input, got ", DTypeName(t));
-  for (size_t i = 0; i < in->size(); ++i) AssignType(attrs, in, i, t, "input");
-  for (size_t i = 0; i < out->size(); ++i) AssignType(attrs, out, i, t, "output");
+  for (size_t i = 0; i < in->size(); ++i) AssignType(attrs, in, i, t, "input", Mismatch::kSameAsOthers);
+  for (size_t i = 0; i < out->size(); ++i) AssignType(attrs, out, i, t, "output", Mismatch::kSameAsOthers);
   return true;
 }
 
@@ -146,8 +177,8 @@ inline bool SameShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vecto
         if (s[d] < 0) s[d] = x[d];
     }
   }
-  for (size_t i = 0; i < in->size(); ++i) AssignShape(attrs, in, i, s, "input");
-  AssignShape(attrs, out, 0, s, "output");
+  for (size_t i = 0; i < in->size(); ++i) AssignShape(attrs, in, i, s, "input", Mismatch::kSameAsOthers);
+  AssignShape(attrs, out, 0, s, "output", Mismatch::kSameAsOthers);
   for (const auto& x : *in) if (!x.is_known()) return false;
   return (*out)[0].is_known();
 }

@@ -129,14 +129,16 @@ bool SameTypeEverywhere(const NodeAttrs& attrs, std::vector<DType>* in, std::vec
   if (t == DType::kUnknown) return false;
   for (size_t i = 0; i < in->size(); ++i) {
     if ((*in)[i] != DType::kUnknown && (*in)[i] != t)
-      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': input ", i, " has dtype ", DTypeName((*in)[i]),
-            " but expected ", DTypeName(t), " like the other inputs");
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': Incompatible attr in node ", attrs.name, " at ", i,
+            "-th input: expected ", DTypeName(t), ", got ", DTypeName((*in)[i]), ": input ", i, " has dtype ",
+            DTypeName((*in)[i]), " but expected ", DTypeName(t), " like the other inputs");
     (*in)[i] = t;
   }
   for (auto& d : *out) {
     if (d != DType::kUnknown && d != t)
-      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': output has dtype ", DTypeName(d), " but expected ",
-            DTypeName(t));
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': Incompatible attr in node ", attrs.name,
+            " at 0-th output: expected ", DTypeName(t), ", got ", DTypeName(d), ": output has dtype ", DTypeName(d),
+            " but expected ", DTypeName(t));
     d = t;
   }
   return true;

@@ -1143,6 +1143,16 @@ static gw_result gw_weft_ndarray_detach(const weft_ndarray_t* arr, weft_ndarray_
   return r;
 }
 
+static gw_result gw_weft_autograd_get_symbol(const weft_ndarray_t* arr, weft_symbol_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_autograd_get_symbol(arr, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_autograd_record_function(const char* name, int num_inputs, weft_ndarray_t* const* inputs, int num_outputs, weft_ndarray_t* const* outputs, weft_autograd_backward_fn backward, weft_autograd_release_fn release, void* user_data) {
   gw_result r = {0, NULL};
   r.status = weft_autograd_record_function(name, num_inputs, inputs, num_outputs, outputs, backward, release, user_data);
@@ -1330,6 +1340,16 @@ static gw_result gw_weft_kvstore_push(weft_kvstore_t* kv, int num, const char* c
 static gw_result gw_weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* const* key_names, weft_ndarray_t* const* outs, int priority) {
   gw_result r = {0, NULL};
   r.status = weft_kvstore_pull(kv, num, key_names, outs, priority);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_kvstore_pull_rows(weft_kvstore_t* kv, const char* key_name, const weft_ndarray_t* row_ids, weft_ndarray_t* out, int priority) {
+  gw_result r = {0, NULL};
+  r.status = weft_kvstore_pull_rows(kv, key_name, row_ids, out, priority);
   if (r.status != WEFT_OK) {
     r.msg = gw_strdup(weft_get_last_error());
     return r;
@@ -3576,6 +3596,18 @@ func weft_ndarray_detach(p_arr *C.weft_ndarray_t, p_out **C.weft_ndarray_t) erro
 	return nil
 }
 
+// weft_autograd_get_symbol calls the C function of that name through its shim; see c_api.h.
+func weft_autograd_get_symbol(p_arr *C.weft_ndarray_t, p_out **C.weft_symbol_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_autograd_get_symbol(p_arr, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_autograd_get_symbol")
+	}
+	return nil
+}
+
 // weft_autograd_record_function calls the C function of that name through its shim; see c_api.h.
 func weft_autograd_record_function(p_name *C.char, p_num_inputs C.int, p_inputs **C.weft_ndarray_t, p_num_outputs C.int, p_outputs **C.weft_ndarray_t, p_backward C.weft_autograd_backward_fn, p_release C.weft_autograd_release_fn, p_user_data unsafe.Pointer) error {
 	if errLibrary != nil {
@@ -3816,6 +3848,18 @@ func weft_kvstore_pull(p_kv *C.weft_kvstore_t, p_num C.int, p_key_names **C.char
 	r := C.gw_weft_kvstore_pull(p_kv, p_num, p_key_names, p_outs, p_priority)
 	if r.status != 0 {
 		return newCError(r, "weft_kvstore_pull")
+	}
+	return nil
+}
+
+// weft_kvstore_pull_rows calls the C function of that name through its shim; see c_api.h.
+func weft_kvstore_pull_rows(p_kv *C.weft_kvstore_t, p_key_name *C.char, p_row_ids *C.weft_ndarray_t, p_out *C.weft_ndarray_t, p_priority C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_kvstore_pull_rows(p_kv, p_key_name, p_row_ids, p_out, p_priority)
+	if r.status != 0 {
+		return newCError(r, "weft_kvstore_pull_rows")
 	}
 	return nil
 }

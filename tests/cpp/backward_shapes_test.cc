@@ -1,9 +1,10 @@
 // Backward operators called by hand with inputs that do not fit their forward: every
-// registered `_backward_*` operator is taken from the registry (so a new one is covered,
-// and fails here until it has a valid call below), called once as its forward would call
-// it, then once for each input and each output given a shape that breaks the contract.
-// Each such call must raise an error naming the operator, never compute: an unchecked
-// input is read out of bounds (which the ASan build of this test reports) or gives garbage.
+// registered `_backward_*` operator (and MXNet's other gradient names, `*_backward*`) is
+// taken from the registry (so a new one is covered, and fails here until it has a valid
+// call below), called once as its forward would call it, then once for each input and
+// each output given a shape that breaks the contract. Each such call must raise an error
+// naming the operator, never compute: an unchecked input is read out of bounds (which the
+// ASan build of this test reports) or gives garbage.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -94,6 +95,25 @@ const std::map<std::string, Call>& ValidCalls() {
       {"_backward_contrib_SyncBatchNorm", {{{"fix_gamma", "False"}, {"key", "k"}}, {kD, kD, {4}, {4}, {4}}}},
       // out_grad, output, data, gamma, mean, var.
       {"_backward_contrib_BatchNormWithReLU", {{{"fix_gamma", "False"}}, {kD, kD, kD, {4}, {4}, {4}}}},
+      // ograd, data, h (buckets in [0, out_dim)), s.
+      {"_backward_contrib_count_sketch",
+       {{{"out_dim", "3"}}, {{2, 3}, {2, 5}, {1, 5}, {1, 5}}, {{2, {DType::kFloat32, 0.0, 3.0}}}}},
+      {"_contrib_backward_gradientmultiplier", {{{"scalar", "2"}}, {kD}}},
+      // ograd, old_tensor, index_vector (rows of old_tensor), new_tensor.
+      {"_contrib_backward_index_copy", {{}, {{5, 3}, {5, 3}, {2}, {2, 3}}, {{2, {DType::kFloat32, 0.0, 5.0}}}}},
+      // ograd (N,), ograd_state (N, K), lda, alpha, beta, state, lags, marks (int32 process
+      // ids), valid_length (whole numbers: none), max_time.
+      {"_contrib_backward_hawkesll",
+       {{},
+        {{3}, {3, 2}, {3, 2}, {2}, {2}, {3, 2}, {3, 5}, {3, 5}, {3}, {3}},
+        {{7, {DType::kInt32, 0.0, 2.0}}, {8, {DType::kFloat32, 0.0, 0.0}}}}},
+      // The gradients of the two pieces _split_v2 cuts at (0, 1) from an axis of 3.
+      {"_split_v2_backward", {{{"indices", "(0,1)"}, {"axis", "1"}}, {{2, 1}, {2, 2}}}},
+      // Two heads of 2: ograd, then the forward's inputs.
+      {"_backward_interleaved_matmul_selfatt_qk", {{{"heads", "2"}}, {{4, 3, 3}, {3, 2, 12}}}},
+      {"_backward_interleaved_matmul_selfatt_valatt", {{{"heads", "2"}}, {{3, 2, 4}, {3, 2, 12}, {4, 3, 3}}}},
+      {"_backward_interleaved_matmul_encdec_qk", {{{"heads", "2"}}, {{4, 3, 5}, {3, 2, 4}, {5, 2, 8}}}},
+      {"_backward_interleaved_matmul_encdec_valatt", {{{"heads", "2"}}, {{3, 2, 4}, {5, 2, 8}, {4, 3, 5}}}},
       {"_backward_Convolution_v1",
        {{{"kernel", "(3,3)"}, {"num_filter", "4"}, {"num_group", "2"}, {"stride", "(2,1)"}, {"pad", "(1,1)"}},
         {{2, 4, 4, 6}, {2, 4, 7, 6}, {4, 2, 3, 3}}}},
@@ -115,6 +135,18 @@ const std::map<std::string, Call>& ValidCalls() {
       {"_backward_ROIAlign", {{{"pooled_size", "(2,2)"}, {"spatial_scale", "1"}}, {{3, 2, 2, 2}, {1, 2, 6, 6}, {3, 5}}}},
       {"_backward_PSROIPooling",
        {{{"pooled_size", "2"}, {"output_dim", "2"}, {"spatial_scale", "1"}}, {{3, 2, 2, 2}, {1, 8, 6, 6}, {3, 5}}}},
+      // ograd (rois, channels, pooled), data, rois (batch index, centre, size, degrees).
+      {"_backward_RROIAlign", {{{"pooled_size", "(2,2)"}, {"spatial_scale", "1"}}, {{3, 2, 2, 2}, {1, 2, 6, 6}, {3, 6}}}},
+      // ograd, data, rois, trans (rois, 2 * classes, part, part).
+      {"_backward_DeformablePSROIPooling",
+       {{{"pooled_size", "2"}, {"output_dim", "2"}, {"group_size", "2"}, {"spatial_scale", "1"}},
+        {{3, 2, 2, 2}, {1, 8, 6, 6}, {3, 5}, {3, 2, 2, 2}}}},
+      // ograd, data, offset (n, 2 * 9, oh, ow), [mask (n, 9, oh, ow)], weight.
+      {"_backward_DeformableConvolution",
+       {{{"kernel", "(3,3)"}, {"num_filter", "2"}, {"no_bias", "True"}},
+        {{1, 2, 3, 3}, {1, 4, 5, 5}, {1, 18, 3, 3}, {2, 4, 3, 3}}}},
+      {"_backward_ModulatedDeformableConvolution",
+       {{{"kernel", "(3,3)"}, {"num_filter", "2"}}, {{1, 2, 3, 3}, {1, 4, 5, 5}, {1, 18, 3, 3}, {1, 9, 3, 3}, {2, 4, 3, 3}}}},
       {"_backward_SVMOutput", {{}, {{3, 4}, {3}}}},
       {"_backward_im2col", {{{"kernel", "(2,2)"}}, {{1, 8, 9}, {1, 2, 4, 4}}}},
       {"_backward_col2im", {{{"output_size", "(4,4)"}, {"kernel", "(2,2)"}}, {{1, 2, 4, 4}}}},
@@ -217,6 +249,8 @@ const std::map<std::string, std::map<int, std::set<Change>>>& StillFitting() {
       {"_backward_ROIPooling", {{1, {Change::kWider, Change::kEmpty}}}},
       {"_backward_ROIAlign", {{1, {Change::kWider, Change::kEmpty}}}},
       {"_backward_PSROIPooling", {{1, {Change::kWider, Change::kEmpty}}}},
+      {"_backward_RROIAlign", {{1, {Change::kWider, Change::kEmpty}}}},
+      {"_backward_DeformablePSROIPooling", {{1, {Change::kWider, Change::kEmpty}}}},
       // Any number of classes fits.
       {"_backward_SVMOutput", {{0, {Change::kWider}}}},
       // Boxes of any width: the record gives only which input row each output row came from.
@@ -225,6 +259,10 @@ const std::map<std::string, std::map<int, std::set<Change>>>& StillFitting() {
       {"_backward_ctc_loss", {{1, {Change::kWider, Change::kEmpty}}}},
       // An empty data fits the shapes; the index 0 into it is refused by the index check.
       {"_backward_gather_nd_like", {{2, {Change::kEmpty}}}},
+      // The last piece cut at (0, 1) reaches the end of the axis, whatever its length.
+      {"_split_v2_backward", {{1, {Change::kWider}}}},
+      // h and s of (d,) hold the same d entries as (1, d).
+      {"_backward_contrib_count_sketch", {{2, {Change::kShorter}}, {3, {Change::kShorter}}}},
       // One alpha vector of (k,) is one distribution for all the samples.
       {"_backward_pdf_dirichlet", {{2, {Change::kShorter}}}},
   };
@@ -313,7 +351,8 @@ std::string Describe(const std::vector<Shape>& shapes) {
 std::vector<std::string> BackwardOps() {
   std::vector<std::string> ops;
   for (const std::string& name : Op::ListNames())
-    if (name.rfind("_backward_", 0) == 0 && !Unreachable().count(name)) ops.push_back(name);
+    // MXNet names a few gradients otherwise (_contrib_backward_*, _split_v2_backward).
+    if (name.find("_backward") != std::string::npos && !Unreachable().count(name)) ops.push_back(name);
   return ops;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "weft/c_api.h"
+#include "weft/c_predict_api.h"
 #include "weft/dlpack.h"
 
 namespace weft_misuse {
@@ -51,7 +52,9 @@ struct Fixtures {
   // ag_mark is for the marking calls, which would drop ag_var's history; the
   // kvstore ("local") holds key "3"; dataiter (CSVIter, batch 2, data_shape (3,)) has a
   // current batch; recordio reads a file of one record, recordio_writer writes one;
-  // rsp is a row_sparse (2, 3) array of rows rsp_indices = {0, 1} (int64) and values ndarray.
+  // rsp is a row_sparse (2, 3) array of rows rsp_indices = {0, 1} (int64) and values ndarray;
+  // predictor runs symbol (input x of shape (2, 3), no parameters) and has run forward once;
+  // ndlist reads params_bytes.
   weft_ndarray_t* ndarray = nullptr;
   weft_ndarray_t* rsp = nullptr;
   weft_ndarray_t* rsp_indices = nullptr;
@@ -75,6 +78,8 @@ struct Fixtures {
   weft_profile_domain_t* profile_domain = nullptr;
   weft_profile_duration_t* profile_duration = nullptr;
   weft_profile_counter_t* profile_counter = nullptr;
+  weft_predictor_t* predictor = nullptr;
+  weft_ndlist_t* ndlist = nullptr;
 
   // Handles that were live once and have been freed.
   weft_ndarray_t* freed_ndarray = nullptr;
@@ -88,6 +93,8 @@ struct Fixtures {
   weft_profile_domain_t* freed_profile_domain = nullptr;
   weft_profile_duration_t* freed_profile_duration = nullptr;
   weft_profile_counter_t* freed_profile_counter = nullptr;
+  weft_predictor_t* freed_predictor = nullptr;
+  weft_ndlist_t* freed_ndlist = nullptr;
 
   // Valid inputs of the byte-reading functions.
   std::string params_bytes;  // an NDArray list ("a": ndarray)
@@ -184,6 +191,16 @@ struct Fixtures {
     MISUSE_OK(weft_symbol_save_file(symbol, json_path.c_str()));
 
     MISUSE_OK(weft_executor_bind(symbol, cpu, 1, &exec_arg, &exec_grad, nullptr, 0, nullptr, &executor));
+    const char* pred_keys[] = {"x"};
+    const int64_t pred_indptr[] = {0, 2};
+    for (weft_predictor_t** p : {&predictor, &freed_predictor})
+      MISUSE_OK(weft_pred_create(symbol_json.c_str(), params_bytes.data(), params_bytes.size(), cpu, 1, pred_keys,
+                                 pred_indptr, shape, p));
+    MISUSE_OK(weft_pred_set_input(predictor, "x", vals, 6));
+    MISUSE_OK(weft_pred_forward(predictor));
+    int nlist = 0;
+    for (weft_ndlist_t** l : {&ndlist, &freed_ndlist})
+      MISUSE_OK(weft_ndlist_create(params_bytes.data(), params_bytes.size(), l, &nlist));
     MISUSE_OK(weft_executor_bind(symbol, cpu, 1, &exec_arg, nullptr, nullptr, 0, nullptr, &freed_executor));
 
     const char* key[] = {"3"};
@@ -227,9 +244,13 @@ struct Fixtures {
     MISUSE_OK(weft_profile_domain_free(freed_profile_domain));
     MISUSE_OK(weft_profile_duration_free(freed_profile_duration));
     MISUSE_OK(weft_profile_counter_free(freed_profile_counter));
+    MISUSE_OK(weft_pred_free(freed_predictor));
+    MISUSE_OK(weft_ndlist_free(freed_ndlist));
   }
 
   void Destroy() {
+    EXPECT_EQ(weft_ndlist_free(ndlist), WEFT_OK) << weft_get_last_error();
+    EXPECT_EQ(weft_pred_free(predictor), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_profile_counter_free(profile_counter), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_profile_duration_free(profile_duration), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_profile_domain_free(profile_domain), WEFT_OK) << weft_get_last_error();
@@ -310,6 +331,8 @@ inline void Release(weft_recordio_t* h) { EXPECT_EQ(weft_recordio_free(h), WEFT_
 inline void Release(weft_profile_domain_t* h) { EXPECT_EQ(weft_profile_domain_free(h), WEFT_OK); }
 inline void Release(weft_profile_duration_t* h) { EXPECT_EQ(weft_profile_duration_free(h), WEFT_OK); }
 inline void Release(weft_profile_counter_t* h) { EXPECT_EQ(weft_profile_counter_free(h), WEFT_OK); }
+inline void Release(weft_predictor_t* h) { EXPECT_EQ(weft_pred_free(h), WEFT_OK); }
+inline void Release(weft_ndlist_t* h) { EXPECT_EQ(weft_ndlist_free(h), WEFT_OK); }
 inline void Release(const weft_op_t*) {}  // operators live as long as the library
 inline void Release(DLManagedTensor* t) {
   if (t != nullptr && t->deleter != nullptr) t->deleter(t);

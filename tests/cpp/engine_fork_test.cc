@@ -43,6 +43,17 @@ TEST(EngineFork, ThreadsStopAndRestartInParentAndChild) {
   VarHandle var = e->NewVariable();
   int64_t value = 0;
   ASSERT_EQ(RunChain(e.get(), var, &value, 1000), 1000);
+  // A worker that ran an OpenMP region, as kernels do: with LLVM's OpenMP runtime its exit
+  // at the fork needs locks that the runtime's own fork handler takes.
+  std::atomic<int> lanes{0};
+  e->PushSync(
+      [&](RunContext) {
+#pragma omp parallel num_threads(2)
+        lanes.fetch_add(1);
+      },
+      Context::CPU(), {}, {var});
+  e->WaitForVar(var);
+  ASSERT_GE(lanes.load(), 1);
   ForkAndCheck(e.get(), var, &value, false);
   ForkAndCheck(e.get(), var, &value, true);
   // Work still queued when the fork is asked for finishes first.

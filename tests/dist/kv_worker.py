@@ -10,6 +10,10 @@ same command and never get past `import weft`).
     kv_worker.py kill OUTDIR    pushes and pulls until the job breaks
     kv_worker.py late_barrier OUTDIR   worker 1 reaches the barrier long after worker 0
     kv_worker.py late_push OUTDIR      worker 1 pushes long after worker 0
+    kv_worker.py rowsparse OUTDIR      row_sparse_pull after pushes, from a key split over the
+                                       servers with a row across the split
+    kv_worker.py sparse_gluon OUTDIR   gluon SparseEmbedding (row_sparse weight) + Dense trained
+                                       with a dist_sync Trainer; final weights saved
 
 Each worker writes what it saw under OUTDIR (rank-named files) for the test to compare.
 """
@@ -204,7 +208,53 @@ def wait_for_gate():
         time.sleep(0.02)
 
 
+def run_rowsparse():
+    kv = mx.kv.create("dist_sync")
+    rank = kv.rank
+    # 1999 x 601 = 1.2M elements: split over the two servers at element 600696, inside row 999.
+    shape = (1999, 601)
+    base = (np.arange(np.prod(shape)) % 11).reshape(shape).astype(np.float32)
+    kv.init("emb", arr(np.zeros(shape)))
+    kv.init(7, arr(np.zeros((5, 3))))
+    results = {}
+    ids = [[0, 998, 999, 1000, 1998], [999, 3, 999, 1500]]
+    for step in range(2):
+        kv.push("emb", arr(base * (step + 1) + rank))
+        kv.push(7, arr(np.full((5, 3), step + rank + 1.0)))
+        out = mx.nd.sparse.zeros("row_sparse", shape)
+        kv.row_sparse_pull("emb", out=out, row_ids=mx.nd.array(ids[step], dtype="int64"))
+        results["emb_idx%d" % step] = out.indices.asnumpy()
+        results["emb_rows%d" % step] = out.data.asnumpy()
+        small = mx.nd.sparse.zeros("row_sparse", (5, 3))
+        kv.row_sparse_pull(7, out=small, row_ids=mx.nd.array([4, 0]))
+        results["small%d" % step] = small.asnumpy()
+    try:
+        kv.row_sparse_pull("emb", out=mx.nd.sparse.zeros("row_sparse", shape), row_ids=mx.nd.array([1999]))
+        results["error"] = np.array(["none"])
+    except mx.base.MXNetError as e:
+        results["error"] = np.array([str(e)])
+    np.savez(os.path.join(OUT, "rowsparse-%d.npz" % rank), **results)
+
+
+def run_sparse_gluon():
+    from sparse_model import SparseNet, sparse_gluon_batches
+    vocab = 3000  # 3000 x 5 weight; rows vocab/2.. are never used
+    net = SparseNet(vocab)
+    net.initialize(mx.init.Constant(0.1))
+    net.emb.weight.set_data(mx.nd.array(np.random.RandomState(7).uniform(-1, 1, (vocab, 5))))
+    kv = mx.kv.create("dist_sync")
+    kv_rank = kv.rank
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.2}, kvstore=kv)
+    for x, y in sparse_gluon_batches(kv_rank, 4, vocab):
+        with mx.autograd.record():
+            loss = ((net(mx.nd.array(x)) - mx.nd.array(y)) ** 2).sum()
+        loss.backward()
+        trainer.step(4)
+    np.savez(os.path.join(OUT, "sparse_gluon-%d.npz" % kv_rank), emb=net.emb.weight._reduce().asnumpy(),
+             out=net.out.weight.data().asnumpy(), rank=np.array([kv_rank]))
+
+
 wait_for_gate()
-{"sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill,
+{"sparse_gluon": run_sparse_gluon, "rowsparse": run_rowsparse, "sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill,
  "late_barrier": run_late_barrier,
  "late_push": run_late_push}[MODE]()

@@ -274,7 +274,13 @@ def test_sparse_embedding_forward_and_gradient():
     net = cnn.SparseEmbedding(6, 3)
     net.initialize(mx.init.Uniform(1.0))
     idx = np.array([[0, 2, 2], [5, 0, 1]], dtype=np.float32)
-    w = net.weight.data().asnumpy()
+    # The weight is row_sparse, held by the Trainer's kvstore (MXNet's SparseEmbedding).
+    with pytest.raises(RuntimeError, match="row_sparse_data"):
+        net.weight.data()
+    with pytest.raises(RuntimeError, match="no Trainer"):
+        net(mx.nd.array(idx))
+    mx.gluon.Trainer(net.collect_params(), "sgd")
+    w = net.weight._reduce().asnumpy()
     with autograd.record():
         out = net(mx.nd.array(idx))
         loss = (out * mx.nd.array(np.arange(18).reshape(2, 3, 3))).sum()
@@ -282,6 +288,8 @@ def test_sparse_embedding_forward_and_gradient():
     np.testing.assert_array_equal(out.asnumpy(), w[idx.astype(int)])
     want = np.zeros_like(w)
     np.add.at(want, idx.astype(int).ravel(), np.arange(18).reshape(6, 3).astype(np.float32))
+    assert net.weight.grad().stype == "row_sparse"
+    assert net.weight.grad().indices.asnumpy().tolist() == [0, 1, 2, 5]
     np.testing.assert_allclose(net.weight.grad().asnumpy(), want)
     assert "SparseEmbedding(6 -> 3" in repr(net)
 

@@ -354,6 +354,43 @@ def test_float_results_saturate_in_integer_outputs():
     np.testing.assert_array_equal(mx.nd.exp(big).asnumpy(), [2**31 - 1, 0, 148])
 
 
+def test_fill_values_saturate_in_integer_outputs():
+    # Parameters that give a value to write (full's value, Pad's constant_value,
+    # SequenceMask's value, slice assignment's scalar) convert saturating too: full(-1) as
+    # uint8 was an undefined conversion found by fuzz_c_api (regression_full_out_of_dtype_range).
+    np.testing.assert_array_equal(mx.nd.full((3,), -1, dtype="uint8").asnumpy(), [0, 0, 0])
+    np.testing.assert_array_equal(mx.nd.full((2,), 1e10, dtype="int32").asnumpy(), [2**31 - 1] * 2)
+    np.testing.assert_array_equal(mx.nd.full((2,), float("nan"), dtype="int8").asnumpy(), [0, 0])
+    x = mx.nd.ones((1, 1, 2, 2), dtype="int32")
+    padded = mx.nd.Pad(x, mode="constant", pad_width=(0, 0, 0, 0, 1, 1, 1, 1), constant_value=-1e12).asnumpy()
+    assert padded[0, 0, 0, 0] == -2**31 and padded[0, 0, 1, 1] == 1
+    seq = mx.nd.ones((3, 2), dtype="int8")
+    masked = mx.nd.SequenceMask(seq, mx.nd.array([1, 2]), use_sequence_length=True, value=-1000).asnumpy()
+    np.testing.assert_array_equal(masked, [[1, 1], [-128, 1], [-128, -128]])
+    a = mx.nd.zeros((2, 3), dtype="uint8")
+    b = mx.nd._internal._slice_assign_scalar(a, scalar=300, begin=(0, 0), end=(1, 3))
+    np.testing.assert_array_equal(b.asnumpy(), [[255, 255, 255], [0, 0, 0]])
+
+
+def test_float_indices_past_int64_convert_saturating():
+    # Index and label values read from float arrays convert saturating (NaN as 0): an
+    # SVMOutput label of 5e201 was an undefined conversion found by fuzz_c_api
+    # (regression_svm_label_out_of_range); one_hot, batch_take, ravel/unravel, index_copy and
+    # topk's backward read their indices the same way.
+    huge = mx.nd.array([1e30, -1e30, float("nan")])
+    np.testing.assert_array_equal(mx.nd.one_hot(huge, depth=3).asnumpy(), [[0, 0, 0], [0, 0, 0], [1, 0, 0]])
+    a = mx.nd.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]])
+    np.testing.assert_array_equal(mx.nd.batch_take(a, huge).asnumpy(), [3, 4, 7])
+    x = mx.nd.array([[0.5, -0.5], [1.0, 2.0]])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.SVMOutput(x, mx.nd.array([5e201, 0]), margin=1.0, use_linear=True)
+    y.backward()
+    # The first row's label names no class, so every class counts as a wrong one.
+    assert np.isfinite(x.grad.asnumpy()).all()
+    assert (x.grad.asnumpy()[0] > 0).all()
+
+
 def test_tile_with_reps_past_int64_is_an_error():
     with pytest.raises(mx.base.MXNetError, match="output axis 0.*overflows"):
         mx.nd.tile(mx.nd.ones((3,)), reps=(2**63 - 1,)).wait_to_read()

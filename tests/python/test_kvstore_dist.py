@@ -78,6 +78,50 @@ def test_dist_sync_sums_split_keys_string_keys_and_server_optimizer(tmp_path):
     assert not no_process_left(str(tmp_path))
 
 
+def test_dist_row_sparse_pull_reads_the_summed_rows_across_servers(tmp_path):
+    rc, out = launch(["rowsparse", tmp_path])
+    assert rc == 0, out
+    shape = (1999, 601)
+    base = (np.arange(np.prod(shape)) % 11).reshape(shape).astype(np.float32)
+    ids = [[0, 998, 999, 1000, 1998], [3, 999, 1500]]
+    for r in range(2):
+        got = np.load(tmp_path / ("rowsparse-%d.npz" % r))
+        for step in range(2):
+            summed = 2 * base * (step + 1) + 1  # ranks 0 and 1
+            np.testing.assert_array_equal(got["emb_idx%d" % step], ids[step])
+            np.testing.assert_array_equal(got["emb_rows%d" % step], summed[ids[step]])
+            small = np.zeros((5, 3), np.float32)
+            small[[0, 4]] = 2 * step + 3
+            np.testing.assert_array_equal(got["small%d" % step], small)
+        assert "row id 1999 at position 0 is out of range [0, 1999)" in str(got["error"][0])
+    assert not no_process_left(str(tmp_path))
+
+
+def test_dist_gluon_row_sparse_weight_trains_as_one_process_on_both_batches(tmp_path):
+    import sparse_model as kb
+    rc, out = launch(["sparse_gluon", tmp_path])
+    assert rc == 0, out
+    # The same training in this process: one local Trainer on both workers' batches at
+    # each step (the servers sum the two workers' gradients).
+    vocab = 3000
+    net = kb.SparseNet(vocab)
+    net.initialize(mx.init.Constant(0.1))
+    net.emb.weight.set_data(mx.nd.array(np.random.RandomState(7).uniform(-1, 1, (vocab, 5))))
+    trainer = mx.gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.2}, kvstore="local")
+    for (x0, y0), (x1, y1) in zip(kb.sparse_gluon_batches(0, 4, vocab), kb.sparse_gluon_batches(1, 4, vocab)):
+        with mx.autograd.record():
+            loss = ((net(mx.nd.array(np.concatenate([x0, x1]))) - mx.nd.array(np.concatenate([y0, y1]))) ** 2).sum()
+        loss.backward()
+        trainer.step(4)
+    want_emb, want_out = net.emb.weight._reduce().asnumpy(), net.out.weight.data().asnumpy()
+    for r in range(2):
+        got = np.load(tmp_path / ("sparse_gluon-%d.npz" % r))
+        np.testing.assert_allclose(got["emb"], want_emb, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got["out"], want_out, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(want_emb, np.random.RandomState(7).uniform(-1, 1, (vocab, 5)).astype(np.float32))
+    assert not no_process_left(str(tmp_path))
+
+
 def test_dist_device_sync_sums_per_device_values_then_over_workers(tmp_path):
     rc, out = launch(["device", tmp_path])
     assert rc == 0, out
@@ -468,6 +512,28 @@ def test_servers_check_every_request_and_hear_only_registered_workers(tmp_path):
         kind, data = ask(wire.PULL, key=1, count=4, total=4, flags=wire.FLAG_SYNC, request=11)
         assert kind == wire.PULL_REPLY
         np.testing.assert_array_equal(np.frombuffer(data, np.float32), vals * 3)
+        # Row pulls: every claim is checked on the server; only the rows asked come back.
+        rows = np.arange(12, dtype=np.float32)
+        assert ask(wire.INIT, rows.tobytes(), key=2, count=12, total=12, request=12)[0] == wire.ACK
+
+        def ids(*v):
+            return np.array(v, dtype=np.int64).tobytes()
+        kind, data = ask(wire.PULL_ROWS, ids(3, 1, 3), key=2, count=12, total=12, request=13)
+        assert kind == wire.PULL_REPLY and np.frombuffer(data, np.float32).tolist() == [3, 4, 5, 9, 10, 11], data
+        for payload, why in [(ids(3, 4), b"row id 4 at position 0 is out of range [0, 4)"),
+                             (ids(3, -1), b"row id -1 at position 0 is out of range"),
+                             (ids(3, 2, 1), b"row ids must be strictly increasing, got 2 then 1"),
+                             (ids(5, 0), b"a row length of 5 does not divide the key's 12 elements"),
+                             (ids(0, 0), b"a row length of 0"),
+                             (ids(3), b"a row length and 1 to 12 row ids, got 8 bytes"),
+                             (ids(3, 0)[:12], b"got 12 bytes"),
+                             (ids(1, *range(13)), b"got 112 bytes")]:
+            kind, text = ask(wire.PULL_ROWS, payload, key=2, count=12, total=12, request=14)
+            assert kind == wire.ERROR and why in text, (why, text)
+        kind, text = ask(wire.PULL_ROWS, ids(3, 0), key=2, count=6, total=12, request=15)
+        assert kind == wire.ERROR and b"differs from the stored" in text, text
+        kind, text = ask(wire.PULL_ROWS, ids(3, 0), key=9, count=12, total=12, request=16)
+        assert kind == wire.ERROR and b"never initialised" in text, text
         sched.send(wire.EXIT, sender=0)
         outs = finish(procs)
     finally:

@@ -119,9 +119,9 @@ def test_bad_parts_are_rejected():
         nd.sparse.row_sparse_array((np.ones((2, 3)), [0, 1]), shape=(4, 2))
     with pytest.raises(mx.base.MXNetError, match="strictly increasing"):
         nd.sparse.row_sparse_array((np.ones((2, 3)), [3, 1]), shape=(4, 3))
-    with pytest.raises(mx.base.MXNetError, match="csr needs a 2-D array"):
+    with pytest.raises(mx.base.MXNetError, match="2-D input for stype .csr."):
         nd.cast_storage(nd.ones((2, 2, 2)), "csr")
-    with pytest.raises(ValueError, match="storage type"):
+    with pytest.raises(ValueError, match="stype"):
         nd.cast_storage(nd.ones((2, 2)), "coo")
     # The core refuses to read a sparse array's (absent) dense memory.
     with pytest.raises(mx.base.MXNetError, match="no dense memory"):
@@ -358,8 +358,8 @@ def test_gluon_parameter_storage_types():
     assert p.grad().stype == "row_sparse" and p.grad().indices.shape == (0,)
     with pytest.raises(ValueError, match="grad_stype"):
         gluon.Parameter("q", shape=(2,), grad_stype="csr")
-    with pytest.raises(ValueError, match="sparse weights are not supported"):
-        gluon.Parameter("r", shape=(2, 2), stype="row_sparse")
+    with pytest.raises(ValueError, match="stype='csr'"):
+        gluon.Parameter("r", shape=(2, 2), stype="csr")
 
 
 def test_kvstore_row_sparse_pull_and_sparse_push():
@@ -381,8 +381,22 @@ def test_kvstore_row_sparse_pull_and_sparse_push():
     np.testing.assert_allclose(full.asnumpy(), g_dense, rtol=1e-6)
     with pytest.raises(TypeError, match="RowSparseNDArray"):
         kv.row_sparse_pull("w", out=nd.zeros((6, 4)), row_ids=nd.array([1]))
-    with pytest.raises(IndexError, match="row ids"):
+    with pytest.raises(IndexError, match="row id 9 at position 0 is out of range"):
         kv.row_sparse_pull("w", out=out, row_ids=nd.array([9]))
+    with pytest.raises(ValueError, match="integers"):
+        kv.row_sparse_pull("w", out=out, row_ids=nd.array([1.5]))
+    # Several outputs with their own row ids; an empty request stores nothing.
+    outs = [nd.sparse.zeros("row_sparse", (6, 4)) for _ in range(2)]
+    kv.row_sparse_pull("w", out=outs, row_ids=[nd.array([5]), nd.array([], dtype="int64")])
+    np.testing.assert_array_equal(outs[0].indices.asnumpy(), [5])
+    np.testing.assert_allclose(outs[0].data.asnumpy(), g_dense[[5]], rtol=1e-6)
+    assert outs[1].indices.asnumpy().size == 0
+    # The core refuses unsorted or repeated ids and a destination of the wrong shape.
+    bad = nd.zeros((2, 4))
+    with pytest.raises(mx.base.MXNetError, match="strictly increasing"):
+        mx.base._api.weft_kvstore_pull_rows(kv.handle, "w", nd.array([3, 1], dtype="int64"), bad, 0)
+    with pytest.raises(mx.base.MXNetError, match=r"expected a dense destination of shape \(1,4\)"):
+        mx.base._api.weft_kvstore_pull_rows(kv.handle, "w", nd.array([3], dtype="int64"), bad, 0)
     with pytest.raises(mx.base.MXNetError, match="expected 'src' of dst's storage type"):
         mx.base._api.weft_ndarray_sparse_assign(out, nd.sparse.zeros("row_sparse", (5, 4)))
 

@@ -76,11 +76,6 @@ def test_random_helpers():
     # Standard normal values, as MXNet's random_arrays.
     assert v.min() < 0 < v.max() and abs(v.mean()) < 0.05 and abs(v.std() - 1) < 0.05
     assert tu.rand_ndarray((2, 2), dtype="float64").dtype == np.float64
-    for stype in ("row_sparse", "csr"):
-        with pytest.raises(NotImplementedError, match="sparse storage .* not implemented in Weft"):
-            tu.rand_ndarray((4, 4), stype, density=0.5)
-    with pytest.raises(NotImplementedError, match="sparse"):
-        tu.create_sparse_array((2, 2), "csr")
     lo_hi = tu.random_uniform_arrays((1000,), (2, 3), low=-2, high=-1)
     assert len(lo_hi) == 2 and lo_hi[1].shape == (2, 3) and -2 <= lo_hi[0].min() and lo_hi[0].max() < -1
     with pytest.raises(TypeError, match="unexpected keyword"):
@@ -317,3 +312,69 @@ def test_get_im2rec_path(monkeypatch, tmp_path):
     monkeypatch.setenv("MXNET_HOME", str(tmp_path))
     with pytest.raises(IOError, match="Could not find the im2rec tool"):
         tu.get_im2rec_path()
+
+
+def test_sparse_random_helpers():
+    np.random.seed(5)
+    c = tu.rand_ndarray((40, 50), "csr", density=0.1)
+    assert c.stype == "csr" and c.shape == (40, 50) and c.dtype == np.float32
+    v = c.asnumpy()
+    assert (v != 0).sum() == 200 and v.min() >= 0 and v.max() < 1
+    r = tu.rand_ndarray((200, 3), "row_sparse", density=0.25, dtype="float64")
+    assert r.stype == "row_sparse" and r.dtype == np.float64
+    assert 20 < len(r.indices.asnumpy()) < 80 and (r.asnumpy()[r.indices.asnumpy()] != 0).all()
+    arr, (vals, idx) = tu.rand_sparse_ndarray((6, 2), "row_sparse", rsp_indices=np.array([1, 4]), data_init=3,
+                                              modifier_func=lambda x: x * 2)
+    assert idx.tolist() == [1, 4] and (vals == 6).all() and arr.asnumpy()[[1, 4]].tolist() == [[6, 6], [6, 6]]
+    arr, (indptr, indices, data) = tu.rand_sparse_ndarray((8, 32), "csr", density=0.5, distribution="powerlaw")
+    counts = np.diff(indptr.asnumpy())
+    assert counts[0] >= 1 and counts[2] == 2 * counts[1] and counts.sum() == 128
+    assert data.asnumpy().min() > 1
+    with pytest.raises(ValueError, match="too low"):
+        tu.rand_sparse_ndarray((8, 4), "csr", density=0.1, distribution="powerlaw")
+    with pytest.raises(ValueError, match="density has to be between"):
+        tu.rand_sparse_ndarray((8, 4), "csr", density=1.5)
+    with pytest.raises(ValueError, match="not supported for row_sparse"):
+        tu.rand_sparse_ndarray((8, 4), "row_sparse", distribution="powerlaw")
+    with pytest.raises(ValueError, match="unknown storage type"):
+        tu.rand_sparse_ndarray((8, 4), "coo")
+    z, (zv, zi) = tu.rand_sparse_ndarray((5, 2), "row_sparse", density=0.0)
+    assert z.stype == "row_sparse" and not z.asnumpy().any() and zv.size == 0
+    a = tu.create_sparse_array((9, 2), "row_sparse", rsp_indices=[7, 2, 5], data_init=1.5)
+    assert a.indices.asnumpy().tolist() == [2, 5, 7] and (a.data.asnumpy() == 1.5).all()
+    zd = tu.create_sparse_array_zd((9, 2), "row_sparse", density=0.9)
+    assert zd.indices.asnumpy().size == 0
+    zd = tu.create_sparse_array_zd((9, 2), "row_sparse", density=0.9, rsp_indices=[3])
+    assert zd.indices.asnumpy().tolist() == [3]
+    assert tu.create_sparse_array((4, 6), "csr", density=0.5, shuffle_csr_indices=True).stype == "csr"
+    with pytest.raises(AssertionError, match="Unknown storage type"):
+        tu.create_sparse_array((2, 2), "coo")
+
+    class Parts:
+        indptr = np.array([0, 3, 5])
+        indices = np.arange(5)
+    np.random.seed(0)
+    tu.shuffle_csr_column_indices(Parts)
+    assert sorted(Parts.indices[:3]) == [0, 1, 2] and sorted(Parts.indices[3:]) == [3, 4]
+    assert Parts.indices.tolist() != list(range(5))
+    out = tu.assign_each(np.array([[1, 2], [3, 4]]), lambda x: x * 10)
+    assert out.dtype == np.float64 and out.tolist() == [[10, 20], [30, 40]]
+    assert tu.assign_each2(np.array([1, 2]), np.array([3, 4]), lambda x, y: x - y).tolist() == [-2, -2]
+
+
+def test_compare_optimizer_sparse_gradient():
+    tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, lazy_update=False),
+                         mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, lazy_update=False), (6, 3), np.float32,
+                         g_stype="row_sparse")
+    with pytest.raises(NotImplementedError, match="w_stype"):
+        tu.compare_optimizer(mx.optimizer.SGD(), mx.optimizer.SGD(), (2, 2), np.float32, w_stype="row_sparse")
+
+
+def test_check_numeric_gradient_accepts_sparse_gradient_storage():
+    x = mx.sym.var("x")
+    w = mx.sym.var("w")
+    sym = mx.sym.dot(x, w)
+    loc = {"x": np.random.rand(3, 4), "w": np.random.rand(4, 2)}
+    tu.check_numeric_gradient(sym, loc, grad_stype_dict={"w": "row_sparse"}, numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
+    with pytest.raises(ValueError, match="grad_stype_dict"):
+        tu.check_numeric_gradient(sym, loc, grad_stype_dict={"w": "coo"})

@@ -7,7 +7,7 @@ fails loudly on anything else, so a header change that the generators would misr
 caught instead of silently dropped.
 
     header = parse(path)
-    header.abi_version          -> int (WEFT_ABI_VERSION)
+    header.abi_version          -> int (WEFT_ABI_VERSION; None in a header without it)
     header.functions            -> [Function(name, ret, params=[Param(name, ctype)], doc)]
     header.enums                -> {enum name: [(constant, value)]}
     header.callbacks            -> {typedef name: Function} (function-pointer typedefs)
@@ -66,7 +66,7 @@ def parse(path):
         ret = re.sub(r"\s*\*", "*", ret)
         functions.append(Function(m.group("name"), ret, _params(m.group("params"), m.group("name")),
                                   _doc_before(src, m.start())))
-    declared = len(re.findall(r"\bWEFT_API\b(?!\s+__attribute__)", src)) - 1  # minus the #define
+    declared = len(re.findall(r"^\s*WEFT_API\b", src, re.M))
     if declared != len(functions):
         raise ValueError("c_header: %d WEFT_API declarations but %d parsed" % (declared, len(functions)))
     callbacks = {}
@@ -91,8 +91,12 @@ def parse(path):
                 fields.append(_split_param(decl, m.group("name")))
         structs[m.group("name")] = fields
     handles = sorted(set(_HANDLE.findall(src)))
-    version = "%d.%d.%d" % (defines["WEFT_VERSION_MAJOR"], defines["WEFT_VERSION_MINOR"], defines["WEFT_VERSION_PATCH"])
-    return Header(defines["WEFT_ABI_VERSION"], version, functions, enums, callbacks, handles, structs)
+    # A header that includes c_api.h (c_predict_api.h) declares no versions of its own.
+    version = None
+    if "WEFT_VERSION_MAJOR" in defines:
+        version = "%d.%d.%d" % (defines["WEFT_VERSION_MAJOR"], defines["WEFT_VERSION_MINOR"],
+                                defines["WEFT_VERSION_PATCH"])
+    return Header(defines.get("WEFT_ABI_VERSION"), version, functions, enums, callbacks, handles, structs)
 
 
 if __name__ == "__main__":

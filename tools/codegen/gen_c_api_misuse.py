@@ -1,4 +1,5 @@
-"""Writes tests/cpp/c_api_misuse_test.cc: every weft_* function of c_api.h called with one
+"""Writes tests/cpp/c_api_misuse_test.cc: every weft_* function of c_api.h and of
+c_predict_api.h (the prediction API, a public header of its own) called with one
 argument spoiled at a time (DESIGN.md idea 6: a bad argument is an error status, never a
 crash).
 
@@ -21,11 +22,14 @@ the case expects what is documented instead.
 A parameter this module cannot classify, or a function whose valid call it cannot build,
 stops the generator with an error: a new C API function cannot escape the test.
 """
+import os
 import re
 
-from generate import GENERATED_MARK
+import c_header
+from generate import GENERATED_MARK, REPO
 
 OUTPUT = "tests/cpp/c_api_misuse_test.cc"
+PREDICT_HEADER = "c_api/include/weft/c_predict_api.h"
 
 # Functions without parameters have nothing to spoil. run_scheduler would serve a job.
 NO_PARAMS = {
@@ -43,7 +47,9 @@ ANY_VALUE = {"weft_random_seed": "every int64 is a seed",
 
 # What fixture a live handle of each kind comes from; freed ones are fx.freed_<kind>.
 KINDS = ["ndarray", "ndarray_list", "bytes", "symbol", "executor", "kvstore", "dataiter", "recordio", "op",
-         "profile_domain", "profile_duration", "profile_counter"]
+         "profile_domain", "profile_duration", "profile_counter", "predictor", "ndlist"]
+# The function that frees a handle kind, where it is not weft_<kind>_free.
+FREE_FN = {"predictor": "weft_pred_free"}
 
 # Plain int parameters and the value of a valid call.
 INT_VALUES = {
@@ -68,6 +74,7 @@ STRINGS = {
     "json": "fx.symbol_json.c_str()", "key": '"__tag__"', "value": '"1"', "format": '".png"',
     "known": '"{}"', "dtypes": '"{}"', "group2ctx": '"{}"', "grad_req": '"write"', "type": '"local"',
     "iter": '"CSVIter"', "shapes": r'"{\"x\": [2, 3]}"', "scope": '"process"',
+    "symbol_json": "fx.symbol_json.c_str()",
 }
 STRINGS_BY_FN = {
     ("weft_ndarray_save", "fname"): 'fx.Tmp("saved.params").c_str()',
@@ -94,6 +101,8 @@ STRINGS_BY_FN = {
     ("weft_profile_event_create", "name"): '"e"',
     ("weft_profile_counter_create", "name"): '"c"',
     ("weft_profile_marker", "name"): '"m"',
+    ("weft_kvstore_pull_rows", "key_name"): '"3"',
+    ("weft_pred_set_input", "key"): '"x"',
 }
 
 # The elements of each array parameter in a valid call (default: one live handle of the
@@ -125,7 +134,13 @@ ARRAYS = {
     ("weft_ndarray_create_sparse", "aux"): ["fx.rsp_indices"],
     ("weft_profiler_set_config", "keys"): ['"aggregate_stats"'],
     ("weft_profiler_set_config", "vals"): ['"False"'],
+    # The predictor's one input x of shape (2, 3); its graph's node is named "plus".
+    ("weft_pred_create", "input_keys"): ['"x"'], ("weft_pred_create_partial_out", "input_keys"): ['"x"'],
+    ("weft_pred_create_partial_out", "output_keys"): ['"plus"'], ("weft_pred_reshape", "input_keys"): ['"x"'],
 }
+# int64 arrays read by a function (not governed by one count), by parameter name: the
+# prediction API's input shapes in CSR form, for the one input x of shape (2, 3).
+INT64_ARRAYS = {"input_shape_indptr": ["0", "2"], "input_shape_data": ["2", "3"]}
 # Handles of a valid call other than the kind's fixture.
 HANDLES_BY_FN = {
     ("weft_symbol_compose", "sym"): "fx.NewAtomic()",
@@ -145,8 +160,13 @@ BUFFERS_IN = {
     "weft_image_decode": "fx.png_bytes",
     "weft_recordio_write": 'std::string("abc")',
     "weft_kvstore_send_command_to_servers": 'std::string("cmd")',
+    "weft_pred_create": "fx.params_bytes", "weft_pred_create_partial_out": "fx.params_bytes",
+    "weft_ndlist_create": "fx.params_bytes",
 }
 BUFFERS_OUT = {"weft_ndarray_copy_to_host": 24, "weft_dataiter_get_index": 16}
+# Float buffers (the prediction API's inputs and outputs, sized in elements): how many
+# floats a valid call passes (the predictor's input and output are (2, 3)).
+FLOAT_BUFFERS = {"weft_pred_set_input": 6, "weft_pred_get_output": 6}
 
 # Array parameters whose count is not the nearest count parameter before them (or, when
 # none comes before, after them).
@@ -206,6 +226,7 @@ ANY_OUT_NULL = {
     "weft_op_get_param": "weft_op_get_num_params",
     "weft_dataiter_type_param": "weft_dataiter_type_num_params",
     "weft_dataiter_get_desc": "weft_dataiter_get_num_descs",
+    "weft_ndlist_get": "weft_ndlist_get",
 }
 # The valid callbacks (tests/cpp/c_api_misuse_fixtures.h).
 CALLBACKS = {
@@ -262,13 +283,15 @@ def _classify(fn, p, header):
         return Role("dims")
     if t == "weft_context_t":
         return Role("context")
-    if t == "const void*" and n == "data":
+    if (t == "const void*" and n in ("data", "params")) or (t == "const float*" and n == "data"):
         return Role("buffer_in")
-    if t == "void*" and n == "data":
+    if t in ("void*", "float*") and n == "data":
         return Role("buffer_out")
+    if t == "const int64_t*" and n in INT64_ARRAYS:
+        return Role("int64_array", value=INT64_ARRAYS[n])
     if t == "void*" and n in OPAQUE:
         return Role("opaque")
-    if t == "size_t" and n in ("size", "nbytes"):
+    if t == "size_t" and n in ("size", "nbytes", "params_size"):
         return Role("size")
     if t == "const char*":
         return Role("string")
@@ -289,7 +312,7 @@ def _classify(fn, p, header):
         return Role("out_handles")
     if t in ("int*", "int64_t*", "size_t*"):
         return Role("out", decl="%s %s = 0;" % (t[:-1], "%s"), release=False)
-    if t in ("const char**", "const void**"):
+    if t in ("const char**", "const void**", "const int64_t**", "const float**"):
         return Role("out", decl="%s %s = nullptr;" % (t[:-1], "%s"), release=False)
     if t == "weft_context_t*":
         return Role("out", decl="weft_context_t %s{};", release=False)
@@ -395,6 +418,12 @@ class Call:
             self.elems[n] = ["0"] * 8
         elif r.kind == "context":
             self.exprs[n] = "weft_context_t{WEFT_DEVICE_CPU, 0}"
+        elif r.kind in ("buffer_in", "buffer_out") and fn in FLOAT_BUFFERS:
+            self.decls.append("std::vector<float> %s(%d, 1.0f);" % (v, FLOAT_BUFFERS[fn]))
+            self.exprs[n] = "%s.data()" % v
+        elif r.kind == "int64_array":
+            self.decls.append("int64_t %s[] = {%s};" % (v, ", ".join(r.value)))
+            self.exprs[n] = v
         elif r.kind == "buffer_in":
             if fn not in BUFFERS_IN:
                 raise GenError("%s: no valid input bytes for %s (add them to BUFFERS_IN)" % (fn, n))
@@ -481,7 +510,7 @@ def _with_label(fn, key):
 def _cases(fn, roles, call, header, docs):
     """(label, {param: spoiled expression}, want, names, category) for every misuse case of fn."""
     cases = []
-    freeable = {k for k in KINDS if any(f.name == "weft_%s_free" % k for f in header.functions)}
+    freeable = {k for k in KINDS if any(f.name == FREE_FN.get(k, "weft_%s_free" % k) for f in header.functions)}
 
     def wrong(kind):
         return "fx.symbol" if kind == "ndarray" else "fx.ndarray"
@@ -537,6 +566,8 @@ def _cases(fn, roles, call, header, docs):
                 bound = "WEFT_MAX_NDIM" if r.is_rank else "WEFT_MAX_COUNT"
                 cases.append(("%s = %s + 1" % (n, bound), {n: "%s + 1" % bound}, "kError", names, "oversized count"))
                 cases.append(("%s = INT_MAX" % n, {n: "INT_MAX"}, "kError", names, "oversized count"))
+        elif r.kind == "int64_array":
+            cases.append(("%s = NULL" % n, {n: "nullptr"}, "kError", [n], "NULL array"))
         elif r.kind in ("shape", "dims"):
             cases.append(("%s = NULL with %s = %s" % (n, r.count, call.exprs[r.count]), {n: "nullptr"}, "kError",
                           [n, r.count], "NULL array"))
@@ -586,8 +617,17 @@ def _render_case(fn, call, label, spoiled, want, names):
     return lines
 
 
+def _with_predict_api(header):
+    """header plus the functions and handle types of c_predict_api.h."""
+    predict = c_header.parse(os.path.join(REPO, PREDICT_HEADER))
+    return header._replace(functions=header.functions + predict.functions,
+                           handles=sorted(set(header.handles) | set(predict.handles)),
+                           callbacks=dict(header.callbacks, **predict.callbacks))
+
+
 def generate(registry, header):
     del registry  # the C API alone decides the cases
+    header = _with_predict_api(header)
     docs = {f.name: f.doc for f in header.functions}
     docs.update({name: cb.doc for name, cb in header.callbacks.items()})
     for h in header.handles:
@@ -648,6 +688,7 @@ def generate(registry, header):
         "",
         '#include "tests/cpp/c_api_misuse_fixtures.h"',
         '#include "weft/c_api.h"',
+        '#include "weft/c_predict_api.h"',
         '#include "weft/dlpack.h"',
         "",
         "namespace weft_misuse {",

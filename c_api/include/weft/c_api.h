@@ -561,6 +561,12 @@ WEFT_API weft_status_t weft_ndarray_get_grad(const weft_ndarray_t* arr, weft_nda
 WEFT_API weft_status_t weft_ndarray_has_history(const weft_ndarray_t* arr, int* out);
 /* *out = a new handle on the same memory without history: gradients stop there. */
 WEFT_API weft_status_t weft_ndarray_detach(const weft_ndarray_t* arr, weft_ndarray_t** out);
+/* *out = a new symbol of the recorded history of `arr` (MXNet's autograd.get_symbol): a node per
+ * recorded call, named after its operator in lower case and a counter, and a variable per marked
+ * array or per array a call read without a history, named "var0", "var1", ... The caller frees
+ * it. An array without a history, a history freed by a backward or holding a custom function
+ * (weft_autograd_record_function) is an error. */
+WEFT_API weft_status_t weft_autograd_get_symbol(const weft_ndarray_t* arr, weft_symbol_t** out);
 
 /* A caller-defined gradient (autograd.Function). Called during a backward on the thread that
  * runs it, with one gradient per output; writes one new array handle per input into
@@ -692,6 +698,12 @@ WEFT_API weft_status_t weft_kvstore_push(weft_kvstore_t* kv, int num, const char
 /* Copies the stored value of key_names[i] into outs[i] (i < num; same shape). */
 WEFT_API weft_status_t weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* const* key_names,
                                          weft_ndarray_t* const* outs, int priority);
+/* Copies the rows row_ids (a dense 1-D int64 array, strictly increasing, each within the
+ * stored value's first dimension) of key_name's stored value into out (dense, shape
+ * (length of row_ids, stored shape[1:]), the stored dtype). Only those rows are read; a dist
+ * store sends only them over the network. Backs kv.row_sparse_pull. */
+WEFT_API weft_status_t weft_kvstore_pull_rows(weft_kvstore_t* kv, const char* key_name, const weft_ndarray_t* row_ids,
+                                              weft_ndarray_t* out, int priority);
 /* Push of `num` (key_names, values) then pull of num_pull (pull_key_names, pull_outs), in
  * one call. */
 WEFT_API weft_status_t weft_kvstore_pushpull(weft_kvstore_t* kv, int num, const char* const* key_names,

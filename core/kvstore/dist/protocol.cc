@@ -173,6 +173,7 @@ const char* MsgTypeName(uint16_t type) {
     case MsgType::kPush: return "push";
     case MsgType::kPull: return "pull";
     case MsgType::kCommand: return "command";
+    case MsgType::kPullRows: return "row pull";
     case MsgType::kAck: return "ack";
     case MsgType::kPullReply: return "pull reply";
     case MsgType::kError: return "error";
@@ -220,7 +221,8 @@ bool Frames::Recv(void* socket) {
 
 bool CheckDataRequest(const Header& h, size_t payload_bytes, const Config& cfg, std::string* why) {
   auto type = static_cast<MsgType>(h.type);
-  if (type != MsgType::kInit && type != MsgType::kPush && type != MsgType::kPull && type != MsgType::kCommand) {
+  if (type != MsgType::kInit && type != MsgType::kPush && type != MsgType::kPull && type != MsgType::kCommand &&
+      type != MsgType::kPullRows) {
     *why = std::string("a ") + MsgTypeName(h.type) + " message is not a request to a server";
     return false;
   }
@@ -253,6 +255,18 @@ bool CheckDataRequest(const Header& h, size_t payload_bytes, const Config& cfg, 
   if (!MulFits(h.total, elem, &total_bytes) || total_bytes >= (uint64_t{1} << 62)) {
     *why = "key " + std::to_string(h.key) + ": a key of " + std::to_string(h.total) + " elements has no byte size";
     return false;
+  }
+  if (type == MsgType::kPullRows) {
+    // The row length and at least one row id, and no more ids than the range has elements:
+    // the answer (disjoint rows' parts of the range) is then never larger than the range.
+    uint64_t most = 0;
+    if (payload_bytes % 8 != 0 || payload_bytes < 16 || !MulFits(h.count + 1, 8, &most) || payload_bytes > most) {
+      *why = "row pull of key " + std::to_string(h.key) + " [" + std::to_string(h.offset) + ", +" +
+             std::to_string(h.count) + "): expected a payload of 8-byte integers, a row length and 1 to " +
+             std::to_string(h.count) + " row ids, got " + std::to_string(payload_bytes) + " bytes";
+      return false;
+    }
+    return true;
   }
   uint64_t expected = type == MsgType::kPull ? 0 : range_bytes;
   if (type == MsgType::kPush && (h.flags & kFlagCompressed)) {

@@ -40,6 +40,10 @@ enum class MsgType : uint16_t {
   kPush = 21,
   kPull = 22,
   kCommand = 23,      // head = command; payload = body
+  // kv.row_sparse_pull: payload = int64 row length, then int64 row ids (strictly increasing,
+  // each row meeting the server's range); answered by a kPullReply with, row after row,
+  // each row's elements that lie in the server's range.
+  kPullRows = 24,
   // server -> worker
   kAck = 40,
   kPullReply = 41,

@@ -151,6 +151,42 @@ void ServerStore::RunServer(Controller controller) {
                    ks.stored.dtype() == dtype, kValue, "key ", h.key, ": the request's range or dtype [",
                h.offset, ", +", h.count, ") of ", h.total, " ", DTypeName(dtype), " differs from the stored [",
                ks.offset, ", +", ks.count, ") of ", ks.total, " ", DTypeName(ks.stored.dtype()));
+    if (type == MsgType::kPullRows) {
+      // The worker sends a row pull only once its pushes of the key are answered, so the
+      // round is summed: the rows are read now. Every claim is checked before any read.
+      std::vector<int64_t> ids(nbytes / 8);
+      std::memcpy(ids.data(), payload, nbytes);
+      const int64_t row_len = ids[0];
+      const int64_t total = static_cast<int64_t>(ks.total), lo = static_cast<int64_t>(ks.offset),
+                    hi = lo + static_cast<int64_t>(ks.count);
+      WEFT_CHECK(row_len > 0 && total % row_len == 0, kValue, "row pull of key ", h.key, ": a row length of ",
+                 row_len, " does not divide the key's ", total, " elements");
+      const int64_t rows = total / row_len;
+      const size_t elem = DTypeSize(dtype);
+      size_t bytes = 0;
+      for (size_t i = 1; i < ids.size(); ++i) {
+        const int64_t r = ids[i];
+        WEFT_CHECK(r >= 0 && r < rows, kIndex, "row pull of key ", h.key, ": row id ", r, " at position ", i - 1,
+                   " is out of range [0, ", rows, ")");
+        WEFT_CHECK(i == 1 || r > ids[i - 1], kValue, "row pull of key ", h.key,
+                   ": row ids must be strictly increasing, got ", ids[i - 1], " then ", r);
+        const int64_t b = std::max(r * row_len, lo), e = std::min((r + 1) * row_len, hi);
+        WEFT_CHECK(b < e, kValue, "row pull of key ", h.key, ": row ", r, " has no element in this server's range [",
+                   lo, ", ", hi, ")");
+        bytes += static_cast<size_t>(e - b) * elem;
+      }
+      auto out = std::make_shared<std::vector<char>>(bytes);
+      ks.stored.WaitToRead();
+      const char* src = static_cast<const char*>(ks.stored.data().dptr);
+      size_t at = 0;
+      for (size_t i = 1; i < ids.size(); ++i) {
+        const int64_t b = std::max(ids[i] * row_len, lo), e = std::min((ids[i] + 1) * row_len, hi);
+        std::memcpy(out->data() + at, src + (b - lo) * elem, static_cast<size_t>(e - b) * elem);
+        at += static_cast<size_t>(e - b) * elem;
+      }
+      reply(id, h, MsgType::kPullReply, out->data(), out->size(), out);
+      return;
+    }
     if (type == MsgType::kPull) {
       // A worker sends its pull right behind its push, without waiting for the answer to
       // the push: while that push waits for the other workers', the pull waits with it

@@ -48,6 +48,9 @@ struct Request {
   std::vector<Piece> pieces;
   std::shared_ptr<void> keep;  // memory the pieces send from
   std::function<void(const std::string& error)> done;
+  // Run, when every piece is answered without error, before done (a row pull gathers its
+  // pieces into the destination).
+  std::function<void()> scatter;
   // Kept by the van.
   int outstanding = 0;
   std::string error;
@@ -248,7 +251,10 @@ class Van {
     } else if (type != MsgType::kAck) {
       r->error = std::string("unexpected ") + MsgTypeName(h.type) + " from server " + std::to_string(server);
     }
-    if (--r->outstanding == 0) r->done(r->error);
+    if (--r->outstanding == 0) {
+      if (r->error.empty() && r->scatter) r->scatter();
+      r->done(r->error);
+    }
   }
 
   void OnScheduler(Frames& f) {
@@ -657,6 +663,27 @@ class WorkerStore : public KVStore {
     }
   }
 
+  // Each server is asked for the requested rows that meet its range of the key, and
+  // answers with their elements there; only those travel.
+  void PullRows(const std::string& key, const NDArray& row_ids, const NDArray& out, int priority) override {
+    const int id = KeyId(key, /*create=*/false);
+    KeyInfo& info = Info(id, "row_sparse_pull");
+    std::vector<int64_t> rows = CheckRowPull(id, info.shape, info.dtype, row_ids, out);
+    const bool direct = out.ctx().is_host();
+    NDArray dst = direct ? out : NDArray(out.shape(), Context::CPU(), out.dtype());
+    KeyInfo* ip = &info;
+    Van* van = &van_;
+    // After the key's earlier pushes are answered (ack_var): their round is summed.
+    engine::Engine::Get()->PushAsync(
+        [van, id, ip, dst, rows](engine::RunContext, engine::CallbackOnComplete cb) {
+          auto r = MakeRowRequest(id, *ip, rows, dst);
+          r->done = [cb](const std::string& e) { Complete(cb, e); };
+          van->Submit(r);
+        },
+        Context::CPU(), {}, {info.var, info.ack_var, dst.var()}, kHandOff, priority, "KVStoreDistRowPull");
+    if (!direct) CopyFromTo(dst, out, priority);
+  }
+
   void Pull(const std::vector<std::string>& keys, const std::vector<NDArray>& outs, int priority) override {
     for (Group& g : GroupByKey(keys, outs, "pull", /*create=*/false)) {
       KeyInfo& info = Info(g.key, "pull");
@@ -797,6 +824,73 @@ class WorkerStore : public KVStore {
       }
       r->pieces.push_back(p);
     }
+    return r;
+  }
+
+  // A row pull of `rows` (sorted) into the host array dst (rows.size() rows): one piece per
+  // server whose range meets a requested row, its answers gathered into dst when all came.
+  static std::shared_ptr<Request> MakeRowRequest(int key, const KeyInfo& info, const std::vector<int64_t>& rows,
+                                                 const NDArray& dst) {
+    struct Buffers {
+      std::vector<std::vector<int64_t>> sends;  // per piece: row length, then its row ids
+      std::vector<char> recv;                   // the pieces' answers, one after the other
+    };
+    auto mem = std::make_shared<Buffers>();
+    auto r = std::make_shared<Request>();
+    r->type = MsgType::kPullRows;
+    r->key = key;
+    r->dtype = static_cast<int32_t>(info.dtype);
+    r->total = static_cast<uint64_t>(info.size);
+    const int64_t row_len = info.shape[0] == 0 ? 0 : info.size / info.shape[0];
+    const size_t elem = DTypeSize(info.dtype);
+    std::vector<size_t> recv_at;
+    size_t recv_bytes = 0;
+    for (const Range& rg : info.ranges) {
+      const int64_t lo = static_cast<int64_t>(rg.offset), hi = lo + static_cast<int64_t>(rg.count);
+      std::vector<int64_t> payload{row_len};
+      size_t bytes = 0;
+      for (int64_t row : rows) {
+        const int64_t b = std::max(row * row_len, lo), e = std::min((row + 1) * row_len, hi);
+        if (b >= e) continue;
+        payload.push_back(row);
+        bytes += static_cast<size_t>(e - b) * elem;
+      }
+      if (payload.size() == 1) continue;
+      Piece p;
+      p.server = rg.server;
+      p.offset = rg.offset;
+      p.count = rg.count;
+      p.send_bytes = payload.size() * sizeof(int64_t);
+      p.recv_bytes = bytes;
+      recv_at.push_back(recv_bytes);
+      recv_bytes += bytes;
+      mem->sends.push_back(std::move(payload));
+      r->pieces.push_back(p);
+    }
+    mem->recv.resize(recv_bytes);
+    for (size_t i = 0; i < r->pieces.size(); ++i) {
+      r->pieces[i].send = mem->sends[i].data();
+      r->pieces[i].recv = mem->recv.data() + recv_at[i];
+    }
+    r->keep = mem;
+    // Scatters the answers into dst's rows before the operation completes.
+    Request* raw = r.get();
+    auto scatter = [mem, raw, rows, row_len, elem, dst]() {
+      char* out = static_cast<char*>(dst.data().dptr);
+      for (size_t i = 0; i < raw->pieces.size(); ++i) {
+        const Piece& p = raw->pieces[i];
+        const char* in = static_cast<const char*>(p.recv);
+        const int64_t lo = static_cast<int64_t>(p.offset), hi = lo + static_cast<int64_t>(p.count);
+        for (size_t k = 1; k < mem->sends[i].size(); ++k) {
+          const int64_t row = mem->sends[i][k];
+          const int64_t b = std::max(row * row_len, lo), e = std::min((row + 1) * row_len, hi);
+          const size_t at = static_cast<size_t>(std::lower_bound(rows.begin(), rows.end(), row) - rows.begin());
+          std::memcpy(out + (at * row_len + (b - row * row_len)) * elem, in, static_cast<size_t>(e - b) * elem);
+          in += static_cast<size_t>(e - b) * elem;
+        }
+      }
+    };
+    r->scatter = scatter;
     return r;
   }
 

@@ -1,6 +1,7 @@
 #include "core/op/dnnl/dnnl_train_region.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -8,6 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/base/place_by_size.h"
 #include "core/engine/engine_impl.h"
 #include "core/op/op_util.h"
 
@@ -169,6 +171,38 @@ void BnBackwardBlocked(const BnGeom& g, const float* x, const float* y, const fl
   });
 }
 
+// y = x normalised with the moving (or saved) statistics, plus s, then a relu when g.relu:
+// a residual block's output recomputed in one pass, with the arithmetic of the BatchNorm
+// loop above (whose result the forward stored) and of the add after it.
+template <int kLanes>
+void BnAddBlocked(const BnGeom& g, const float* x, const float* s, float* y, const float* mean, const float* var,
+                  const float* gamma, const float* beta) {
+  ParallelFor(g.c / kLanes, 1, [&](int64_t lo, int64_t hi) {
+    for (int64_t cb = lo; cb < hi; ++cb) {
+      float scale[kLanes], shift[kLanes];
+      const int64_t c0 = cb * kLanes;
+      for (int l = 0; l < kLanes; ++l) {
+        float m = mean[c0 + l], v = var[c0 + l];
+        scale[l] = (gamma ? gamma[c0 + l] : 1.f) / std::sqrt(v + g.eps);
+        shift[l] = beta[c0 + l] - m * scale[l];
+      }
+      const float lo_clip = -INFINITY, out_clip = g.relu ? 0.f : -INFINITY;
+      for (int64_t b = 0; b < g.n; ++b) {
+        const float* xr = x + g.At(b, cb);
+        const float* sr = s + g.At(b, cb);
+        float* yr = y + g.At(b, cb);
+        for (int64_t i = 0; i < g.hw; ++i) {
+#pragma omp simd
+          for (int l = 0; l < kLanes; ++l) {
+            float t = std::max(lo_clip, xr[i * kLanes + l] * scale[l] + shift[l]);
+            yr[i * kLanes + l] = std::max(out_clip, t + sr[i * kLanes + l]);
+          }
+        }
+      }
+    }
+  });
+}
+
 void BnForward(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
                const float* gamma, const float* beta) {
   if (g.lanes == 16) BnForwardBlocked<16>(g, batch_stats, x, y, mean, var, gamma, beta);
@@ -204,12 +238,24 @@ dnnl::primitive_attr UserScratch() {
 
 // Where an argument's memory is at run time.
 struct Loc {
-  // kWeights: a convolution's weights in its primitive's layout: an arena block in
-  // training, a buffer of their own kept between calls at inference.
-  enum K { kIn, kOut, kSaved, kArena, kScratch, kOnes, kWeights } k = kArena;
-  int index = 0;      // kIn/kOut: the node input/output; kArena, kWeights: the block
-  size_t offset = 0;  // kSaved: into the saved output; kArena, kWeights: set once blocks are sized
+  // kItem: a block of the region's memory plan, in the saved output or the work space.
+  // kScratch: the primitives' scratchpad. kWeights: a convolution's weights in its
+  // primitive's layout: a block in training, a buffer of their own kept between calls at
+  // inference.
+  enum K { kIn, kOut, kItem, kScratch, kOnes, kWeights } k = kItem;
+  int index = 0;      // kIn/kOut: the node input/output; kItem, kWeights: the block
+  size_t offset = 0;  // kItem, kWeights: into saved or the work space, set once the blocks are placed
   size_t kept = 0;    // kWeights: into the inference buffer
+  bool work = false;  // kItem, kWeights: in the work space
+};
+
+// A block of the region's memory plan: its bytes and the steps (forward then backward) it
+// is live at, from the first to the last that names it.
+struct Item {
+  size_t bytes = 0;
+  int start = INT_MAX, end = -1;
+  size_t offset = 0;
+  bool work = false;  // in the work space (else in saved)
 };
 struct Arg {
   int arg;
@@ -219,7 +265,7 @@ struct Arg {
 
 // One step of a pass: a primitive, or one of the small host loops around them.
 struct Exec {
-  enum Type { kPrim, kMovingStats, kStore, kZero, kBnForward, kBnBackward, kCopy } type = kPrim;
+  enum Type { kPrim, kMovingStats, kStore, kZero, kBnForward, kBnBackward, kBnAdd, kCopy } type = kPrim;
   dnnl::primitive prim;
   dnnl::primitive prim_add;  // a reorder to a node output that adds (kAddTo, or a later contribution)
   std::vector<Arg> args;
@@ -256,16 +302,30 @@ struct DnnlTrainRegion::Impl {
   int num_out = 0;  // visible outputs
   std::vector<memory::desc> md;      // per value: its layout
   std::vector<Loc> loc;              // per value: where the forward keeps it
-  std::vector<bool> kept;      // per value: the backward reads it (it lives in saved, else in the arena)
-  std::vector<int> fwd_block;  // per value in the arena: its block while live, or -1
-  std::vector<int> fwd_last;   // per value: the last unit reading it in the forward, or -1
+  std::vector<bool> kept;      // per value: the backward reads it
+  // The region's memory: every value and temporary of both passes is a block live from
+  // the first step that names it to the last, placed in saved or a work space (Build).
+  std::vector<Item> items;
   size_t saved_bytes = 0;
+  // Each pass's work space, a hidden output of its node: the blocks that live within the
+  // pass and find no room in saved between the values kept for the backward. In saved,
+  // every region of a graph would hold them from its forward to its backward; as outputs
+  // that nothing reads, the executor's planner gives them memory only while their node runs.
+  size_t fwd_work_bytes = 0, bwd_work_bytes = 0;
+  size_t scratch_bytes = 0;  // the largest scratchpad
   std::vector<Exec> fwd, bwd;
-  ArenaBlocks fwd_blocks, bwd_blocks;  // a pass's temporary arena
-  size_t arena_bytes = 0, scratch_bytes = 0;
   int64_t ones_count = 0;
-  std::unique_ptr<char, decltype(&std::free)> arena{nullptr, &std::free}, scratch{nullptr, &std::free};
   std::vector<float> ones;
+  // Recompute (WEFT_EXEC_DNNL_TRAIN_RECOMPUTE): at 1 the result of a BatchNorm on the
+  // region's loops that the backward reads (a relu's result a convolution reads) is
+  // computed again from its source and statistics, which are kept anyway, where the
+  // backward first reads it, instead of being kept from the forward; at 2 (the default) an
+  // add's result too (a residual block's output), from its operands, recomputed in turn;
+  // at 0 nothing. Each costs one pass over memory per value, no convolution.
+  int recompute = 2;
+  std::vector<int> producer;   // per value: the unit computing it, or -1
+  std::vector<int> fwd_last;   // per value: the last unit reading it in the forward, or -1
+  std::vector<int> recomputed; // per value: its recomputed block in the backward, or -1
   std::mutex mu;
   // At inference (Forward with is_train false: a training executor's predictions) the
   // weights are reordered into a buffer of their own, allocated at the first such call,
@@ -281,7 +341,8 @@ struct DnnlTrainRegion::Impl {
   std::vector<ConvPds> conv;                       // per unit (convolutions)
   std::vector<dnnl::batch_normalization_forward::primitive_desc> bn;  // per unit (BatchNorms)
   std::vector<dnnl::eltwise_forward::primitive_desc> relu;           // per unit (relus)
-  std::vector<size_t> bn_mean, bn_var, bn_ws;      // per unit: saved offsets
+  std::vector<dnnl::binary::primitive_desc> add;                     // per unit (adds)
+  std::vector<int> bn_mean, bn_var, bn_ws;         // per unit: blocks
   std::vector<bool> bn_own;                        // per unit: a BatchNorm run by the loops above
 
   // Backward-pass state.
@@ -289,96 +350,165 @@ struct DnnlTrainRegion::Impl {
   std::vector<memory::desc> diff_md;   // per value: its gradient's layout
   std::vector<bool> input_stored;      // per node input: a gradient was written to it already
 
-  size_t Save(size_t bytes) {
-    size_t at = saved_bytes;
-    saved_bytes += Align64(bytes);
-    return at;
+  // A new block of the region's memory (its lifetime comes from the steps naming it).
+  int NewItem(size_t bytes) {
+    items.push_back(Item{Align64(bytes)});
+    return static_cast<int>(items.size()) - 1;
   }
+  // Every primitive's scratchpad is the context's temporary space, one buffer shared with
+  // the other operators (the Convolution operator's among them), as large as the largest
+  // scratchpad of any: Winograd's reach gigabytes at batch 64 of 112x112, which neither
+  // saved nor the work space should hold.
   void Scratch(Exec* e, const memory::desc& d) {
     scratch_bytes = std::max(scratch_bytes, d.get_size());
     e->args.push_back({DNNL_ARG_SCRATCHPAD, d, Loc{Loc::kScratch, 0, 0}});
   }
-  static Loc In(int i) { return Loc{Loc::kIn, i, 0}; }
-  static Loc Saved(size_t off) { return Loc{Loc::kSaved, 0, off}; }
-  static Loc Block(int b) { return Loc{Loc::kArena, b, 0}; }
-
-  // Where the forward puts value v (its layout md[v] known): the saved output when the
-  // backward reads it, else an arena block freed after its last reader.
-  Loc Place(int v) {
-    if (kept[v] && !ReadBack(v)) return Saved(Save(md[v].get_size()));
-    fwd_block[v] = fwd_blocks.Alloc(md[v].get_size());
-    return Block(fwd_block[v]);
+  char* Scratchpad(const OpContext& ctx) const {
+    return scratch_bytes > 0 ? static_cast<char*>(ctx.requested.at(0).temp->Get(scratch_bytes)) : nullptr;
   }
+  static Loc In(int i) { return Loc{Loc::kIn, i, 0}; }
+  static Loc At(int item) { return Loc{Loc::kItem, item, 0}; }
+
+  // Where the forward puts value v (its layout md[v] known): a block of its own.
+  Loc Place(int v) { return At(NewItem(md[v].get_size())); }
   // Value v in layout `want` for the forward: v itself, or a copy reordered into a block
-  // freed after the unit (added to *temps). Such a copy is never saved for the backward,
-  // which reorders v again (BackView): v itself is kept, or is a region input the
-  // backward reads, and a second copy in saved would double its memory for one reorder.
-  Loc View(int v, const memory::desc& want, std::vector<int>* temps) {
+  // of its own. Such a copy is never read by the backward, which reorders v again
+  // (BackView): v itself is kept, or is a region input the backward reads, and keeping a
+  // second copy would double its memory for one reorder.
+  Loc View(int v, const memory::desc& want) {
     if (md[v] == want) return loc[v];
-    int b = fwd_blocks.Alloc(want.get_size());
-    temps->push_back(b);
+    int b = NewItem(want.get_size());
     Exec r;
     r.prim = MakeReorder(md[v], want, false);
-    r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, Block(b)}};
+    r.args = {{DNNL_ARG_FROM, md[v], loc[v]}, {DNNL_ARG_TO, want, At(b)}};
     fwd.push_back(std::move(r));
-    return Block(b);
+    return At(b);
   }
   // Whether the backward reads kept value v from the node output it is copied to (the
   // backward node takes the visible outputs as inputs too) rather than from saved: that
   // output is kept alive for its readers outside the region anyway, and a second copy in
   // saved would double the value's memory for the sake of one reorder in the backward.
   bool ReadBack(int v) const { return spec.values[v].input < 0 && spec.values[v].output >= 0; }
+  // Whether the backward computes value v again rather than reading it as the forward
+  // left it (see recompute).
+  bool Recomputed(int v) const {
+    if (producer[v] < 0 || ReadBack(v)) return false;
+    const size_t u = producer[v];
+    return (recompute >= 1 && spec.units[u].kind == Kind::kBatchNorm && bn_own[u]) ||
+           (recompute >= 2 && spec.units[u].kind == Kind::kAdd);
+  }
   // Where the backward reads forward value v in layout `want`: v itself, else a reorder into
-  // a temporary block (added to *temps) from v or from its plain copy (a region input, or a
-  // node output per ReadBack).
-  Loc BackView(int v, const memory::desc& want, std::vector<int>* temps) {
+  // a block of its own from v, from its plain copy (a region input, or a node output per
+  // ReadBack) or from its recomputed block (made at its first read).
+  Loc BackView(int v, const memory::desc& want) {
     memory::desc from = md[v];
     Loc at{};
-    if (ReadBack(v)) {
+    if (Recomputed(v)) {
+      if (recomputed[v] < 0) Recompute(v);
+      at = At(recomputed[v]);
+    } else if (ReadBack(v)) {
       from = PlainNchw(spec.values[v].shape);
       at = Loc{Loc::kIn, num_out + 1 + spec.num_inputs + spec.values[v].output, 0};
     } else {
       at = BackLoc(loc[v]);
     }
     if (from == want) return at;
-    int b = bwd_blocks.Alloc(want.get_size());
-    temps->push_back(b);
+    int b = NewItem(want.get_size());
     Exec r;
     r.prim = MakeReorder(from, want, false);
-    r.args = {{DNNL_ARG_FROM, from, at}, {DNNL_ARG_TO, want, Block(b)}};
+    r.args = {{DNNL_ARG_FROM, from, at}, {DNNL_ARG_TO, want, At(b)}};
     bwd.push_back(std::move(r));
-    return Block(b);
+    return At(b);
+  }
+  // Whether add unit u's recomputation folds in the BatchNorm making its first operand: a
+  // BatchNorm on the region's loops without a relu, whose result only the add reads, in
+  // the add's layout.
+  bool FusedBnAdd(size_t u) const {
+    const auto& un = spec.units[u];
+    const int p = producer[un.src];
+    if (p < 0 || !Recomputed(un.src) || spec.units[p].kind != Kind::kBatchNorm || spec.units[p].relu) return false;
+    for (const auto& other : spec.units)
+      if (&other != &un && (other.src == un.src || other.src2 == un.src)) return false;
+    return un.src != un.src2 && spec.values[un.src].output < 0;
+  }
+  // Computes the result of unit producer[v] again, in the backward: a BatchNorm from its
+  // source and the batch statistics its forward saved (the forward's loops with those
+  // statistics read back), an add from its operands (the forward's primitive), so the
+  // result is the forward's to the bit.
+  void Recompute(int v) {
+    const size_t u = producer[v];
+    const auto& un = spec.units[u];
+    const Shape& ss = spec.values[un.src].shape;
+    recomputed[v] = NewItem(md[v].get_size());
+    if (un.kind == Kind::kAdd && FusedBnAdd(u)) {
+      // The first operand, a BatchNorm's result the backward reads nowhere else, is not
+      // made: one pass from that BatchNorm's source.
+      const auto& bu = spec.units[producer[un.src]];
+      const Shape& bs = spec.values[bu.src].shape;
+      const memory::desc& a = md[un.src];
+      Exec k;
+      k.type = Exec::kBnAdd;
+      k.fix_gamma = bu.fix_gamma;
+      k.bn = BnGeom{bs[0], bs[1], bs[2] * bs[3], static_cast<float>(bu.eps), un.relu, DnnlChannelBlock()};
+      Loc gamma = bu.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(bu.gamma));
+      const size_t b = producer[un.src];
+      k.args = {{0, md[bu.src], BackView(bu.src, md[bu.src])}, {1, a, BackView(un.src2, a)},
+                {2, md[v], At(recomputed[v])},                  {3, Vec(bs[1]), At(bn_mean[b])},
+                {4, Vec(bs[1]), At(bn_var[b])},                 {5, Vec(bs[1]), gamma},
+                {6, Vec(bs[1]), BackLoc(In(bu.beta))}};
+      bwd.push_back(std::move(k));
+      return;
+    }
+    if (un.kind == Kind::kAdd) {
+      const memory::desc& a = md[un.src];
+      Exec k;
+      k.prim = dnnl::binary(add[u]);
+      k.args = {{DNNL_ARG_SRC_0, a, BackView(un.src, a)},
+                {DNNL_ARG_SRC_1, a, BackView(un.src2, a)},
+                {DNNL_ARG_DST, md[v], At(recomputed[v])}};
+      Scratch(&k, add[u].scratchpad_desc());
+      bwd.push_back(std::move(k));
+      return;
+    }
+    Exec k;
+    k.type = Exec::kBnForward;
+    k.batch_stats = false;
+    k.fix_gamma = un.fix_gamma;
+    k.bn = BnGeom{ss[0], ss[1], ss[2] * ss[3], static_cast<float>(un.eps), un.relu, DnnlChannelBlock()};
+    Loc gamma = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
+    k.args = {{0, md[un.src], BackView(un.src, md[un.src])}, {1, md[v], At(recomputed[v])},
+              {2, Vec(ss[1]), At(bn_mean[u])},               {3, Vec(ss[1]), At(bn_var[u])},
+              {4, Vec(ss[1]), gamma},                         {5, Vec(ss[1]), BackLoc(In(un.beta))}};
+    bwd.push_back(std::move(k));
   }
   // A forward location as the backward node sees it: node inputs come after the output
   // gradients and saved.
   Loc BackLoc(Loc l) const {
-    WEFT_CHECK(l.k != Loc::kArena, kInternal, "_dnnl_train_region: the backward reads a value the forward did not keep");
     if (l.k == Loc::kIn) l.index += num_out + 1;
     return l;
   }
   // The gradient of value v in layout `want` for a primitive to read.
-  Loc DiffView(int v, const memory::desc& want, std::vector<int>* temps) {
-    if (diff_md[v] == want) return Block(diff_block[v]);
-    int b = bwd_blocks.Alloc(want.get_size());
-    temps->push_back(b);
+  Loc DiffView(int v, const memory::desc& want) {
+    if (diff_md[v] == want) return At(diff_block[v]);
+    int b = NewItem(want.get_size());
     Exec r;
     r.prim = MakeReorder(diff_md[v], want, false);
-    r.args = {{DNNL_ARG_FROM, diff_md[v], Block(diff_block[v])}, {DNNL_ARG_TO, want, Block(b)}};
+    r.args = {{DNNL_ARG_FROM, diff_md[v], At(diff_block[v])}, {DNNL_ARG_TO, want, At(b)}};
     bwd.push_back(std::move(r));
-    return Block(b);
+    return At(b);
   }
   // Where a primitive writes its contribution to the gradient of v (in layout `wrote`):
-  // the gradient itself for the first contribution, else a temporary that *after adds in.
-  Loc Contribute(int v, const memory::desc& wrote, int gate, std::vector<Exec>* after, std::vector<int>* temps) {
+  // the gradient itself for the first contribution, else a block of its own that *after
+  // adds in.
+  Loc Contribute(int v, const memory::desc& wrote, int gate, std::vector<Exec>* after) {
     if (diff_block[v] < 0) {
-      diff_block[v] = bwd_blocks.Alloc(wrote.get_size());
+      diff_block[v] = NewItem(wrote.get_size());
       diff_md[v] = wrote;
-      return Block(diff_block[v]);
+      return At(diff_block[v]);
     }
-    int b = bwd_blocks.Alloc(wrote.get_size());
-    temps->push_back(b);
-    after->push_back(Transfer(wrote, Block(b), diff_md[v], Block(diff_block[v]), true, gate));
-    return Block(b);
+    int b = NewItem(wrote.get_size());
+    after->push_back(Transfer(wrote, At(b), diff_md[v], At(diff_block[v]), true, gate));
+    return At(b);
   }
   // The request gate of v's gradient: a node input's gradient may be unwanted.
   int GateOf(int v) const { return spec.values[v].input; }
@@ -432,8 +562,8 @@ struct DnnlTrainRegion::Impl {
     stats.mode = 1;
     stats.count = c;
     stats.momentum = static_cast<float>(un.momentum);
-    stats.args = {{0, Vec(c), Saved(bn_mean[u])},
-                  {1, Vec(c), Saved(bn_var[u])},
+    stats.args = {{0, Vec(c), At(bn_mean[u])},
+                  {1, Vec(c), At(bn_var[u])},
                   {2, Vec(c), In(un.moving_mean)},
                   {3, Vec(c), In(un.moving_var)}};
     fwd.push_back(std::move(stats));
@@ -444,7 +574,7 @@ struct DnnlTrainRegion::Impl {
   void BackwardUnit(size_t u, const std::vector<int>& first_reader);
   void Export(int v);
   void Run(const std::vector<Exec>& seq, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-           const std::vector<TBlob>& out, char* saved, int mode);
+           const std::vector<TBlob>& out, char* saved, char* work, char* scratch, int mode);
 };
 
 void DnnlTrainRegion::Impl::Export(int v) {
@@ -463,7 +593,6 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
   const auto& un = spec.units[u];
   const Shape& ss = spec.values[un.src].shape;
   const Shape& ds = spec.values[un.dst].shape;
-  std::vector<int> temps;
   Exec prim;
   if (un.kind == Kind::kConv) {
     const ConvolutionParam& p = un.conv;
@@ -506,10 +635,10 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     }
     if (!wino) pds = make(dnnl::algorithm::convolution_direct);
     conv[u] = pds;
-    Loc src = View(un.src, pds.fwd.src_desc(), &temps);
+    Loc src = View(un.src, pds.fwd.src_desc());
     // In training the weights are reordered at every call: each step changes them.
     size_t wbytes = pds.fwd.weights_desc().get_size();
-    Loc wl{Loc::kWeights, fwd_blocks.Alloc(wbytes), 0, kept_weight_bytes};
+    Loc wl{Loc::kWeights, NewItem(wbytes), 0, kept_weight_bytes};
     kept_weight_bytes += Align64(wbytes);
     Exec wr;
     wr.prim = MakeReorder(plain_w, pds.fwd.weights_desc(), false);
@@ -527,22 +656,21 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     if (un.bias >= 0) prim.args.push_back({DNNL_ARG_BIAS, bias_md, In(un.bias)});
     Scratch(&prim, pds.fwd.scratchpad_desc());
     fwd.push_back(std::move(prim));
-    fwd_blocks.Free(wl.index);
   } else if (un.kind == Kind::kBatchNorm && IsBlocked(md[un.src], ss)) {
     int64_t c = ss[1];
     bn_own[u] = true;
     md[un.dst] = md[un.src];
     loc[un.dst] = Place(un.dst);
-    bn_mean[u] = Save(c * sizeof(float));
-    bn_var[u] = Save(c * sizeof(float));
+    bn_mean[u] = NewItem(c * sizeof(float));
+    bn_var[u] = NewItem(c * sizeof(float));
     Exec k;
     k.type = Exec::kBnForward;
     k.mode = 1;
     k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu, DnnlChannelBlock()};
     k.fix_gamma = un.fix_gamma;
     Loc gamma = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : In(un.gamma);
-    k.args = {{0, md[un.src], loc[un.src]}, {1, md[un.dst], loc[un.dst]}, {2, Vec(c), Saved(bn_mean[u])},
-              {3, Vec(c), Saved(bn_var[u])},  {4, Vec(c), gamma},                {5, Vec(c), In(un.beta)}};
+    k.args = {{0, md[un.src], loc[un.src]}, {1, md[un.dst], loc[un.dst]}, {2, Vec(c), At(bn_mean[u])},
+              {3, Vec(c), At(bn_var[u])},  {4, Vec(c), gamma},                {5, Vec(c), In(un.beta)}};
     Exec inf = k;
     fwd.push_back(std::move(k));
     PushMovingStats(u, c);
@@ -564,20 +692,20 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     const auto& pd = bn[u];
     md[un.dst] = pd.dst_desc();
     loc[un.dst] = Place(un.dst);
-    bn_mean[u] = Save(pd.mean_desc().get_size());
-    bn_var[u] = Save(pd.variance_desc().get_size());
+    bn_mean[u] = NewItem(pd.mean_desc().get_size());
+    bn_var[u] = NewItem(pd.variance_desc().get_size());
     Loc scale = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : In(un.gamma);
     prim.prim = dnnl::batch_normalization_forward(pd);
     prim.mode = 1;
     prim.args = {{DNNL_ARG_SRC, s, loc[un.src]},
                  {DNNL_ARG_DST, md[un.dst], loc[un.dst]},
-                 {DNNL_ARG_MEAN, pd.mean_desc(), Saved(bn_mean[u])},
-                 {DNNL_ARG_VARIANCE, pd.variance_desc(), Saved(bn_var[u])},
+                 {DNNL_ARG_MEAN, pd.mean_desc(), At(bn_mean[u])},
+                 {DNNL_ARG_VARIANCE, pd.variance_desc(), At(bn_var[u])},
                  {DNNL_ARG_SCALE, Vec(c), scale},
                  {DNNL_ARG_SHIFT, Vec(c), In(un.beta)}};
     if (un.relu) {
-      bn_ws[u] = Save(pd.workspace_desc().get_size());
-      prim.args.push_back({DNNL_ARG_WORKSPACE, pd.workspace_desc(), Saved(bn_ws[u])});
+      bn_ws[u] = NewItem(pd.workspace_desc().get_size());
+      prim.args.push_back({DNNL_ARG_WORKSPACE, pd.workspace_desc(), At(bn_ws[u])});
     }
     Scratch(&prim, pd.scratchpad_desc());
     fwd.push_back(std::move(prim));
@@ -603,14 +731,17 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
                                   md[un.src], 0.f, 0.f);
     relu[u] = dnnl::eltwise_forward::primitive_desc(d, UserScratch(), RegionEngine());
     md[un.dst] = relu[u].dst_desc();
-    loc[un.dst] = Place(un.dst);
+    // In place of its source when nothing reads that after the relu (a convolution's result).
+    bool in_place = spec.values[un.src].input < 0 && !kept[un.src] && md[un.dst] == md[un.src] &&
+                    fwd_last[un.src] == static_cast<int>(u);
+    loc[un.dst] = in_place ? loc[un.src] : Place(un.dst);
     prim.prim = dnnl::eltwise_forward(relu[u]);
     prim.args = {{DNNL_ARG_SRC, md[un.src], loc[un.src]}, {DNNL_ARG_DST, md[un.dst], loc[un.dst]}};
     Scratch(&prim, relu[u].scratchpad_desc());
     fwd.push_back(std::move(prim));
   } else {  // kAdd
     const memory::desc& a = md[un.src];
-    Loc second = View(un.src2, a, &temps);
+    Loc second = View(un.src2, a);
     dnnl::binary::desc d(dnnl::algorithm::binary_add, a, a, a);
     dnnl::primitive_attr attr = UserScratch();
     if (un.relu) {
@@ -618,7 +749,8 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
       po.append_eltwise(1.f, dnnl::algorithm::eltwise_relu, 0.f, 0.f);
       attr.set_post_ops(po);
     }
-    dnnl::binary::primitive_desc pd(d, attr, RegionEngine());
+    add[u] = dnnl::binary::primitive_desc(d, attr, RegionEngine());
+    const auto& pd = add[u];
     md[un.dst] = pd.dst_desc();
     loc[un.dst] = Place(un.dst);
     prim.prim = dnnl::binary(pd);
@@ -627,17 +759,10 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     fwd.push_back(std::move(prim));
   }
   Export(un.dst);
-  for (int b : temps) fwd_blocks.Free(b);
-  for (int v : {un.src, un.src2, un.dst})
-    if (v >= 0 && fwd_block[v] >= 0 && fwd_last[v] <= static_cast<int>(u)) {
-      fwd_blocks.Free(fwd_block[v]);
-      fwd_block[v] = -1;
-    }
 }
 
 void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first_reader) {
   const auto& un = spec.units[u];
-  std::vector<int> temps;
   std::vector<Exec> after;
   const int dst = un.dst;
   // After a BatchNorm's backward (its steps in bwd): the steps that place its data gradient,
@@ -647,11 +772,9 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
   auto finish_batch_norm = [&](int ds, int dh, int64_t c) {
     for (Exec& e : after) bwd.push_back(std::move(e));
     after.clear();
-    Loc dgamma = Block(ds), dbeta = Block(dh);
+    Loc dgamma = At(ds), dbeta = At(dh);
     StoreHost(un.gamma, un.fix_gamma ? nullptr : &dgamma, c);
     StoreHost(un.beta, &dbeta, c);
-    temps.push_back(ds);
-    temps.push_back(dh);
   };
   // The gradient flowing in from outside the region joins last.
   int o = spec.values[dst].output;
@@ -659,26 +782,26 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     memory::desc plain = PlainNchw(spec.values[dst].shape);
     Loc from = In(o);
     if (diff_block[dst] < 0) {
-      diff_block[dst] = bwd_blocks.Alloc(md[dst].get_size());
+      diff_block[dst] = NewItem(md[dst].get_size());
       diff_md[dst] = md[dst];
       Exec r;
       r.prim = MakeReorder(plain, md[dst], false);
-      r.args = {{DNNL_ARG_FROM, plain, from}, {DNNL_ARG_TO, md[dst], Block(diff_block[dst])}};
+      r.args = {{DNNL_ARG_FROM, plain, from}, {DNNL_ARG_TO, md[dst], At(diff_block[dst])}};
       bwd.push_back(std::move(r));
     } else {
       Exec r;
       r.prim = MakeReorder(plain, diff_md[dst], true);
-      r.args = {{DNNL_ARG_FROM, plain, from}, {DNNL_ARG_TO, diff_md[dst], Block(diff_block[dst])}};
+      r.args = {{DNNL_ARG_FROM, plain, from}, {DNNL_ARG_TO, diff_md[dst], At(diff_block[dst])}};
       bwd.push_back(std::move(r));
     }
   }
   if (diff_block[dst] < 0) {  // nothing reads the value: its gradient is zero
-    diff_block[dst] = bwd_blocks.Alloc(md[dst].get_size());
+    diff_block[dst] = NewItem(md[dst].get_size());
     diff_md[dst] = md[dst];
     Exec z;
     z.type = Exec::kZero;
     z.count = static_cast<int64_t>(md[dst].get_size() / sizeof(float));
-    z.args = {{1, md[dst], Block(diff_block[dst])}};
+    z.args = {{1, md[dst], At(diff_block[dst])}};
     bwd.push_back(std::move(z));
   }
   Exec prim;
@@ -689,64 +812,61 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     memory::dims wdims = pds.fwd.weights_desc().dims();
     memory::desc plain_w(wdims, memory::data_type::f32, g == 1 ? memory::format_tag::oihw : memory::format_tag::goihw);
     // The weight and bias gradients, then the data gradient.
-    Loc dy_w = DiffView(dst, pds.bwd_weights.diff_dst_desc(), &temps);
-    Loc x = BackView(un.src, pds.bwd_weights.src_desc(), &temps);
-    int dw = bwd_blocks.Alloc(pds.bwd_weights.diff_weights_desc().get_size());
-    int db = un.bias >= 0 ? bwd_blocks.Alloc(f * sizeof(float)) : -1;
+    Loc dy_w = DiffView(dst, pds.bwd_weights.diff_dst_desc());
+    Loc x = BackView(un.src, pds.bwd_weights.src_desc());
+    int dw = NewItem(pds.bwd_weights.diff_weights_desc().get_size());
+    int db = un.bias >= 0 ? NewItem(f * sizeof(float)) : -1;
     Exec w;
     w.prim = dnnl::convolution_backward_weights(pds.bwd_weights);
     w.args = {{DNNL_ARG_SRC, pds.bwd_weights.src_desc(), x},
               {DNNL_ARG_DIFF_DST, pds.bwd_weights.diff_dst_desc(), dy_w},
-              {DNNL_ARG_DIFF_WEIGHTS, pds.bwd_weights.diff_weights_desc(), Block(dw)}};
-    if (db >= 0) w.args.push_back({DNNL_ARG_DIFF_BIAS, Vec(f), Block(db)});
+              {DNNL_ARG_DIFF_WEIGHTS, pds.bwd_weights.diff_weights_desc(), At(dw)}};
+    if (db >= 0) w.args.push_back({DNNL_ARG_DIFF_BIAS, Vec(f), At(db)});
     Scratch(&w, pds.bwd_weights.scratchpad_desc());
     bwd.push_back(std::move(w));
-    StoreOut(un.weight, pds.bwd_weights.diff_weights_desc(), Block(dw), plain_w);
+    StoreOut(un.weight, pds.bwd_weights.diff_weights_desc(), At(dw), plain_w);
     if (db >= 0) {
-      Loc b = Block(db);
+      Loc b = At(db);
       StoreHost(un.bias, &b, f);
-      bwd_blocks.Free(db);
     }
-    bwd_blocks.Free(dw);
     // The data gradient (unless the source is a node input whose gradient nobody wants).
-    int wb = bwd_blocks.Alloc(pds.bwd_data.weights_desc().get_size());
+    int wb = NewItem(pds.bwd_data.weights_desc().get_size());
     int gate = GateOf(un.src);
     Exec wr;
     wr.prim = MakeReorder(plain_w, pds.bwd_data.weights_desc(), false);
     wr.gate = gate;
     wr.args = {{DNNL_ARG_FROM, plain_w, BackLoc(In(un.weight))},
-               {DNNL_ARG_TO, pds.bwd_data.weights_desc(), Block(wb)}};
+               {DNNL_ARG_TO, pds.bwd_data.weights_desc(), At(wb)}};
     bwd.push_back(std::move(wr));
-    Loc dy_d = DiffView(dst, pds.bwd_data.diff_dst_desc(), &temps);
+    Loc dy_d = DiffView(dst, pds.bwd_data.diff_dst_desc());
     prim.prim = dnnl::convolution_backward_data(pds.bwd_data);
     prim.gate = gate;
     prim.args = {{DNNL_ARG_DIFF_DST, pds.bwd_data.diff_dst_desc(), dy_d},
-                 {DNNL_ARG_WEIGHTS, pds.bwd_data.weights_desc(), Block(wb)},
+                 {DNNL_ARG_WEIGHTS, pds.bwd_data.weights_desc(), At(wb)},
                  {DNNL_ARG_DIFF_SRC, pds.bwd_data.diff_src_desc(),
-                  Contribute(un.src, pds.bwd_data.diff_src_desc(), gate, &after, &temps)}};
+                  Contribute(un.src, pds.bwd_data.diff_src_desc(), gate, &after)}};
     Scratch(&prim, pds.bwd_data.scratchpad_desc());
     bwd.push_back(std::move(prim));
-    temps.push_back(wb);
   } else if (un.kind == Kind::kBatchNorm && bn_own[u]) {
     int64_t c = spec.values[un.src].shape[1];
-    Loc dy = DiffView(dst, md[dst], &temps);
-    int ds = bwd_blocks.Alloc(c * sizeof(float)), dh = bwd_blocks.Alloc(c * sizeof(float));
+    Loc dy = DiffView(dst, md[dst]);
+    int ds = NewItem(c * sizeof(float)), dh = NewItem(c * sizeof(float));
     const Shape& ss = spec.values[un.src].shape;
     Exec k;
     k.type = Exec::kBnBackward;
     k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu, DnnlChannelBlock()};
     k.fix_gamma = un.fix_gamma;
     Loc gamma = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
-    k.args = {{0, md[un.src], BackView(un.src, md[un.src], &temps)},
+    k.args = {{0, md[un.src], BackView(un.src, md[un.src])},
               // y masks the gradient of a folded relu (without one it is not read).
-              {1, md[dst], un.relu ? BackView(dst, md[dst], &temps) : BackView(un.src, md[un.src], &temps)},
+              {1, md[dst], un.relu ? BackView(dst, md[dst]) : BackView(un.src, md[un.src])},
               {2, md[dst], dy},
-              {3, md[un.src], Contribute(un.src, md[un.src], GateOf(un.src), &after, &temps)},
-              {4, Vec(c), Saved(bn_mean[u])},
-              {5, Vec(c), Saved(bn_var[u])},
+              {3, md[un.src], Contribute(un.src, md[un.src], GateOf(un.src), &after)},
+              {4, Vec(c), At(bn_mean[u])},
+              {5, Vec(c), At(bn_var[u])},
               {6, Vec(c), gamma},
-              {7, Vec(c), Block(ds)},
-              {8, Vec(c), Block(dh)}};
+              {7, Vec(c), At(ds)},
+              {8, Vec(c), At(dh)}};
     bwd.push_back(std::move(k));
     finish_batch_norm(ds, dh, c);
   } else if (un.kind == Kind::kBatchNorm) {
@@ -757,34 +877,40 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     dnnl::batch_normalization_backward::desc d(dnnl::prop_kind::backward, md[dst], md[un.src],
                                                static_cast<float>(un.eps), flags);
     dnnl::batch_normalization_backward::primitive_desc pd(d, UserScratch(), RegionEngine(), fpd);
-    Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
-    int ds = bwd_blocks.Alloc(c * sizeof(float)), dh = bwd_blocks.Alloc(c * sizeof(float));
+    Loc dy = DiffView(dst, pd.diff_dst_desc());
+    int ds = NewItem(c * sizeof(float)), dh = NewItem(c * sizeof(float));
     Loc scale = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
     prim.prim = dnnl::batch_normalization_backward(pd);
-    prim.args = {{DNNL_ARG_SRC, md[un.src], BackView(un.src, md[un.src], &temps)},
-                 {DNNL_ARG_MEAN, fpd.mean_desc(), Saved(bn_mean[u])},
-                 {DNNL_ARG_VARIANCE, fpd.variance_desc(), Saved(bn_var[u])},
+    prim.args = {{DNNL_ARG_SRC, md[un.src], BackView(un.src, md[un.src])},
+                 {DNNL_ARG_MEAN, fpd.mean_desc(), At(bn_mean[u])},
+                 {DNNL_ARG_VARIANCE, fpd.variance_desc(), At(bn_var[u])},
                  {DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), dy},
                  {DNNL_ARG_SCALE, Vec(c), scale},
                  // oneDNN 2.6 refuses to run the backward without the shift (it does not read it).
                  {DNNL_ARG_SHIFT, Vec(c), BackLoc(In(un.beta))},
-                 {DNNL_ARG_DIFF_SCALE, Vec(c), Block(ds)},
-                 {DNNL_ARG_DIFF_SHIFT, Vec(c), Block(dh)}};
-    if (un.relu) prim.args.push_back({DNNL_ARG_WORKSPACE, fpd.workspace_desc(), Saved(bn_ws[u])});
+                 {DNNL_ARG_DIFF_SCALE, Vec(c), At(ds)},
+                 {DNNL_ARG_DIFF_SHIFT, Vec(c), At(dh)}};
+    if (un.relu) prim.args.push_back({DNNL_ARG_WORKSPACE, fpd.workspace_desc(), At(bn_ws[u])});
     prim.args.push_back(
-        {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), Contribute(un.src, pd.diff_src_desc(), GateOf(un.src), &after, &temps)});
+        {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), Contribute(un.src, pd.diff_src_desc(), GateOf(un.src), &after)});
     Scratch(&prim, pd.scratchpad_desc());
     bwd.push_back(std::move(prim));
     finish_batch_norm(ds, dh, c);
   } else if (un.kind == Kind::kRelu) {
     dnnl::eltwise_backward::desc d(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], md[dst], 0.f, 0.f);
     dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), RegionEngine(), relu[u]);
-    Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
+    Loc dy = DiffView(dst, pd.diff_dst_desc());
+    // The source's first gradient in place of the incoming one.
+    bool in_place = diff_block[un.src] < 0 && diff_md[dst] == pd.diff_dst_desc() && pd.diff_src_desc() == diff_md[dst];
+    if (in_place) {
+      diff_block[un.src] = diff_block[dst];
+      diff_md[un.src] = diff_md[dst];
+    }
     prim.prim = dnnl::eltwise_backward(pd);
-    prim.args = {{DNNL_ARG_DST, md[dst], BackView(dst, md[dst], &temps)},
+    prim.args = {{DNNL_ARG_DST, md[dst], BackView(dst, md[dst])},
                  {DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), dy},
                  {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(),
-                  Contribute(un.src, pd.diff_src_desc(), GateOf(un.src), &after, &temps)}};
+                  in_place ? dy : Contribute(un.src, pd.diff_src_desc(), GateOf(un.src), &after)}};
     Scratch(&prim, pd.scratchpad_desc());
     bwd.push_back(std::move(prim));
   } else {  // kAdd: both operands receive the incoming gradient
@@ -794,16 +920,15 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
       dnnl::eltwise_forward::primitive_desc fpd(fd, UserScratch(), RegionEngine());
       dnnl::eltwise_backward::desc d(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], md[dst], 0.f, 0.f);
       dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), RegionEngine(), fpd);
-      Loc dy = DiffView(dst, pd.diff_dst_desc(), &temps);
-      int g = bwd_blocks.Alloc(pd.diff_src_desc().get_size());
+      Loc dy = DiffView(dst, pd.diff_dst_desc());
+      int g = NewItem(pd.diff_src_desc().get_size());
       Exec r;
       r.prim = dnnl::eltwise_backward(pd);
-      r.args = {{DNNL_ARG_DST, md[dst], BackView(dst, md[dst], &temps)},
+      r.args = {{DNNL_ARG_DST, md[dst], BackView(dst, md[dst])},
                 {DNNL_ARG_DIFF_DST, pd.diff_dst_desc(), dy},
-                {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), Block(g)}};
+                {DNNL_ARG_DIFF_SRC, pd.diff_src_desc(), At(g)}};
       Scratch(&r, pd.scratchpad_desc());
       bwd.push_back(std::move(r));
-      bwd_blocks.Free(diff_block[dst]);
       diff_block[dst] = g;
       diff_md[dst] = pd.diff_src_desc();
     }
@@ -819,21 +944,18 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
       }
       bool sum = diff_block[v] >= 0;
       if (!sum) {
-        diff_block[v] = bwd_blocks.Alloc(diff_md[dst].get_size());
+        diff_block[v] = NewItem(diff_md[dst].get_size());
         diff_md[v] = diff_md[dst];
       }
-      bwd.push_back(Transfer(diff_md[dst], Block(diff_block[dst]), diff_md[v], Block(diff_block[v]), sum, gate));
+      bwd.push_back(Transfer(diff_md[dst], At(diff_block[dst]), diff_md[v], At(diff_block[v]), sum, gate));
     }
   }
   for (Exec& e : after) bwd.push_back(std::move(e));
-  for (int b : temps) bwd_blocks.Free(b);
-  if (diff_block[dst] >= 0) bwd_blocks.Free(diff_block[dst]);
   diff_block[dst] = -1;
   // A node input's gradient is complete once its first reader in the forward is done.
   for (int v : {un.src, un.src2}) {
     if (v < 0 || spec.values[v].input < 0 || first_reader[v] != static_cast<int>(u) || diff_block[v] < 0) continue;
-    StoreOut(spec.values[v].input, diff_md[v], Block(diff_block[v]), PlainNchw(spec.values[v].shape));
-    bwd_blocks.Free(diff_block[v]);
+    StoreOut(spec.values[v].input, diff_md[v], At(diff_block[v]), PlainNchw(spec.values[v].shape));
     diff_block[v] = -1;
   }
 }
@@ -846,6 +968,7 @@ void DnnlTrainRegion::Impl::Build() {
   conv.resize(nu);
   bn.resize(nu);
   relu.resize(nu);
+  add.resize(nu);
   bn_mean.assign(nu, 0);
   bn_var.assign(nu, 0);
   bn_ws.assign(nu, 0);
@@ -856,10 +979,14 @@ void DnnlTrainRegion::Impl::Build() {
       loc[v] = In(spec.values[v].input);
     }
   kept.assign(nv, false);
-  fwd_block.assign(nv, -1);
+  producer.assign(nv, -1);
   fwd_last.assign(nv, -1);
+  recomputed.assign(nv, -1);
+  const char* rc = std::getenv("WEFT_EXEC_DNNL_TRAIN_RECOMPUTE");
+  recompute = rc == nullptr || *rc == '\0' ? 2 : std::atoi(rc);
   for (size_t u = 0; u < nu; ++u) {
     const auto& un = spec.units[u];
+    producer[un.dst] = static_cast<int>(u);
     for (int v : {un.src, un.src2})
       if (v >= 0) fwd_last[v] = static_cast<int>(u);
     if (un.kind == Kind::kConv || un.kind == Kind::kBatchNorm) kept[un.src] = true;
@@ -882,33 +1009,62 @@ void DnnlTrainRegion::Impl::Build() {
     BackwardUnit(u, first_reader);
     for (size_t k = at; k < bwd.size(); ++k) bwd[k].unit = spec.units[u].name + " (backward)";
   }
-  // The two passes never run at once: their temporaries share one arena.
-  size_t fwd_total = 0, bwd_total = 0;
-  std::vector<size_t> fwd_off, bwd_off;
-  for (size_t b : fwd_blocks.bytes) {
-    fwd_off.push_back(fwd_total);
-    fwd_total += b;
+  // Each block lives from the first step naming it to the last (the forward's steps, then
+  // the backward's). Saved is sized by the blocks live from the forward into the backward;
+  // the others go between them where they fit (in the place of values yet to come in the
+  // forward, or read for the last time in the backward), else into their pass's work
+  // space: the executor's planner sees all of the region's memory, and the backward's
+  // temporaries take the place of the forward values it has done with.
+  int t = 0;
+  for (std::vector<Exec>* seq : {&fwd, &bwd})
+    for (Exec& e : *seq) {
+      for (Arg& a : e.args)
+        if (a.loc.k == Loc::kItem || a.loc.k == Loc::kWeights) {
+          Item& it = items[a.loc.index];
+          it.start = std::min(it.start, t);
+          it.end = std::max(it.end, t);
+        }
+      ++t;
+    }
+  const int boundary = static_cast<int>(fwd.size());
+  std::vector<int> kept_ids, pass_ids;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].end < 0) continue;
+    bool across = items[i].start < boundary && items[i].end >= boundary;
+    (across ? kept_ids : pass_ids).push_back(static_cast<int>(i));
   }
-  for (size_t b : bwd_blocks.bytes) {
-    bwd_off.push_back(bwd_total);
-    bwd_total += b;
+  // The kept blocks are all live at the boundary, so saved is their sum whatever their
+  // order; stacked in the order the forward makes them, those still to come in the
+  // forward, and those the backward has done with (it reads them in about the reverse
+  // order), leave one free range above the others, where the temporaries fit.
+  std::stable_sort(kept_ids.begin(), kept_ids.end(), [&](int a, int b) { return items[a].start < items[b].start; });
+  saved_bytes = 0;
+  for (int i : kept_ids) {
+    items[i].offset = saved_bytes;
+    saved_bytes += items[i].bytes;
   }
-  arena_bytes = std::max(fwd_total, bwd_total);
-  for (Exec& e : fwd)
-    for (Arg& a : e.args)
-      if (a.loc.k == Loc::kArena || a.loc.k == Loc::kWeights) a.loc.offset = fwd_off[a.loc.index];
-  for (Exec& e : bwd)
-    for (Arg& a : e.args)
-      if (a.loc.k == Loc::kArena) a.loc.offset = bwd_off[a.loc.index];
+  std::vector<int> work_ids = PlaceBySize(&items, pass_ids, kept_ids, saved_bytes), fwd_work, bwd_work;
+  for (int i : work_ids) {
+    items[i].work = true;
+    (items[i].start < boundary ? fwd_work : bwd_work).push_back(i);
+  }
+  PlaceBySize(&items, fwd_work);
+  PlaceBySize(&items, bwd_work);
+  for (int i : fwd_work) fwd_work_bytes = std::max(fwd_work_bytes, items[i].offset + items[i].bytes);
+  for (int i : bwd_work) bwd_work_bytes = std::max(bwd_work_bytes, items[i].offset + items[i].bytes);
+  for (std::vector<Exec>* seq : {&fwd, &bwd})
+    for (Exec& e : *seq)
+      for (Arg& a : e.args)
+        if (a.loc.k == Loc::kItem || a.loc.k == Loc::kWeights) {
+          a.loc.offset = items[a.loc.index].offset;
+          a.loc.work = items[a.loc.index].work;
+        }
   ones.assign(static_cast<size_t>(std::max<int64_t>(ones_count, 1)), 1.f);
 }
 
 void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<TBlob>& in,
-                                const std::vector<OpReq>& req, const std::vector<TBlob>& out, char* saved, int mode) {
-  if (!arena) {
-    arena.reset(AlignedAlloc(arena_bytes, "_dnnl_train_region"));
-    scratch.reset(AlignedAlloc(scratch_bytes, "_dnnl_train_region"));
-  }
+                                const std::vector<OpReq>& req, const std::vector<TBlob>& out, char* saved, char* work,
+                                char* scratch, int mode) {
   const bool inference = mode == 2;
   if (inference && !kept_weights) kept_weights.reset(AlignedAlloc(kept_weight_bytes, "_dnnl_train_region"));
   static thread_local dnnl::stream strm(RegionEngine());
@@ -917,11 +1073,10 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
     switch (l.k) {
       case Loc::kIn: return in[l.index].dptr;
       case Loc::kOut: return out[l.index].dptr;
-      case Loc::kSaved: return saved + l.offset;
-      case Loc::kArena: return arena.get() + l.offset;
-      case Loc::kScratch: return scratch.get();
+      case Loc::kItem: return (l.work ? work : saved) + l.offset;
+      case Loc::kScratch: return scratch;
       case Loc::kOnes: return ones.data();
-      case Loc::kWeights: return inference ? kept_weights.get() + l.kept : arena.get() + l.offset;
+      case Loc::kWeights: return inference ? kept_weights.get() + l.kept : (l.work ? work : saved) + l.offset;
     }
     return nullptr;
   };
@@ -974,6 +1129,10 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
     } else if (e.type == Exec::kBnForward) {
       auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
       BnForward(e.bn, e.batch_stats, f(0), f(1), f(2), f(3), e.fix_gamma ? nullptr : f(4), f(5));
+    } else if (e.type == Exec::kBnAdd) {
+      auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
+      if (e.bn.lanes == 16) BnAddBlocked<16>(e.bn, f(0), f(1), f(2), f(3), f(4), e.fix_gamma ? nullptr : f(5), f(6));
+      else BnAddBlocked<8>(e.bn, f(0), f(1), f(2), f(3), f(4), e.fix_gamma ? nullptr : f(5), f(6));
     } else if (e.type == Exec::kBnBackward) {
       auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
       BnBackward(e.bn, f(0), f(1), f(2), f(3), f(4), f(5), e.fix_gamma ? nullptr : f(6), f(7), f(8));
@@ -997,8 +1156,8 @@ DnnlTrainRegion::DnnlTrainRegion(TrainRegionSpec spec) : impl_(std::make_unique<
   }
 }
 
-void DnnlTrainRegion::Forward(const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-                              const std::vector<TBlob>& out, bool is_train) {
+void DnnlTrainRegion::Forward(const OpContext& ctx, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
+                              const std::vector<TBlob>& out) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
   for (const auto& v : m.spec.values)
@@ -1007,23 +1166,29 @@ void DnnlTrainRegion::Forward(const std::vector<TBlob>& in, const std::vector<Op
   for (int i = 0; i < m.num_out; ++i)
     WEFT_CHECK(req[i] != OpReq::kAddTo, kUnsupported, "_dnnl_train_region: output ", i,
                " asks to be added to; a region only writes its outputs");
-  m.Run(m.fwd, in, req, out, static_cast<char*>(out.back().dptr), is_train ? 1 : 2);
+  m.Run(m.fwd, in, req, out, static_cast<char*>(out[m.num_out].dptr), static_cast<char*>(out[m.num_out + 1].dptr),
+        m.Scratchpad(ctx), ctx.is_train ? 1 : 2);
 }
 
-void DnnlTrainRegion::Backward(const std::vector<TBlob>& in, const std::vector<OpReq>& req,
+void DnnlTrainRegion::Backward(const OpContext& ctx, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
                                const std::vector<TBlob>& out) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
-  m.Run(m.bwd, in, req, out, static_cast<char*>(in[m.num_out].dptr), 0);
+  m.Run(m.bwd, in, req, out, static_cast<char*>(in[m.num_out].dptr),
+        static_cast<char*>(out[m.spec.num_inputs].dptr), m.Scratchpad(ctx), 0);
 }
 
 // At least one cache line: a region whose backward reads nothing from saved still has the
-// output, and an empty shape would read as unknown.
+// output, and an empty shape would read as unknown (the same for work).
 int64_t DnnlTrainRegion::saved_floats() const {
   return static_cast<int64_t>(std::max<size_t>(impl_->saved_bytes, 64) / sizeof(float));
 }
+int64_t DnnlTrainRegion::work_floats(bool backward) const {
+  return static_cast<int64_t>(std::max<size_t>(backward ? impl_->bwd_work_bytes : impl_->fwd_work_bytes, 64) /
+                              sizeof(float));
+}
 size_t DnnlTrainRegion::internal_bytes() const {
-  return impl_->arena_bytes + impl_->scratch_bytes + (impl_->kept_weights ? impl_->kept_weight_bytes : 0);
+  return impl_->kept_weights ? impl_->kept_weight_bytes : 0;
 }
 void DnnlTrainRegion::Watch(std::vector<NDArray> inputs) {
   std::lock_guard<std::mutex> lock(impl_->mu);
@@ -1042,13 +1207,16 @@ DnnlTrainRegion::DnnlTrainRegion(TrainRegionSpec spec) : impl_(std::make_unique<
   impl_->spec = std::move(spec);
   Throw(ErrorKind::kUnsupported, "_dnnl_train_region: Weft was built without oneDNN");
 }
-void DnnlTrainRegion::Forward(const std::vector<TBlob>&, const std::vector<OpReq>&, const std::vector<TBlob>&, bool) {
+void DnnlTrainRegion::Forward(const OpContext&, const std::vector<TBlob>&, const std::vector<OpReq>&,
+                              const std::vector<TBlob>&) {
   Throw(ErrorKind::kUnsupported, "_dnnl_train_region: Weft was built without oneDNN");
 }
-void DnnlTrainRegion::Backward(const std::vector<TBlob>&, const std::vector<OpReq>&, const std::vector<TBlob>&) {
+void DnnlTrainRegion::Backward(const OpContext&, const std::vector<TBlob>&, const std::vector<OpReq>&,
+                               const std::vector<TBlob>&) {
   Throw(ErrorKind::kUnsupported, "_dnnl_train_region: Weft was built without oneDNN");
 }
 int64_t DnnlTrainRegion::saved_floats() const { return 0; }
+int64_t DnnlTrainRegion::work_floats(bool) const { return 0; }
 size_t DnnlTrainRegion::internal_bytes() const { return 0; }
 void DnnlTrainRegion::Watch(std::vector<NDArray>) {}
 size_t DnnlTrainRegion::weight_reorders() const { return 0; }
@@ -1131,6 +1299,11 @@ std::vector<Shape> InputShapes(const TrainRegionSpec& s) {
   return shapes;
 }
 
+// The primitives' scratchpad (see Impl::Scratch).
+std::vector<ResourceRequest> ScratchpadRequest(const NodeAttrs&) {
+  return {ResourceRequest{ResourceType::kTempSpace}};
+}
+
 bool AllFloat(const NodeAttrs&, std::vector<DType>* in, std::vector<DType>* out) {
   for (auto& t : *in) t = DType::kFloat32;
   for (auto& t : *out) t = DType::kFloat32;
@@ -1170,9 +1343,10 @@ void WatchDnnlTrainRegion(const NodeAttrs& attrs, std::vector<NDArray> inputs) {
 
 WEFT_REGISTER_OP(_dnnl_train_region)
     .Describe("A region of convolution, batch-norm, relu and add nodes run by oneDNN in training (made by the "
-              "executor's training pass; not for direct use). The last output holds what the gradient reads.")
+              "executor's training pass; not for direct use). The hidden outputs hold what the gradient reads and "
+              "the pass's work space.")
     .SetNumInputs([](const NodeAttrs& attrs) { return RegionOf(attrs).spec().num_inputs; })
-    .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(RegionOf(attrs).spec().outputs.size()) + 1; })
+    .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(RegionOf(attrs).spec().outputs.size()) + 2; })
     .AddArgument("data", "NDArray-or-Symbol[]", "The inputs of the region")
     .SetAttr<FNumVisibleOutputs>("FNumVisibleOutputs",
                                  [](const NodeAttrs& attrs) {
@@ -1190,15 +1364,18 @@ WEFT_REGISTER_OP(_dnnl_train_region)
                                          " but the region was made for ", want[i].ToString());
                               (*in)[i] = want[i];
                             }
-                            for (size_t i = 0; i + 1 < out->size(); ++i) (*out)[i] = s.values[s.outputs[i]].shape;
-                            out->back() = Shape{r.saved_floats()};
+                            const size_t k = s.outputs.size();
+                            for (size_t i = 0; i < k; ++i) (*out)[i] = s.values[s.outputs[i]].shape;
+                            (*out)[k] = Shape{r.saved_floats()};
+                            (*out)[k + 1] = Shape{r.work_floats(false)};
                             return true;
                           })
     .SetAttr<FInferType>("FInferType", AllFloat)
+    .SetAttr<FResourceRequest>("FResourceRequest", ScratchpadRequest)
     .SetAttr<FCompute>("FCompute<cpu>",
                        [](const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                           const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-                         RegionOf(attrs).Forward(in, req, out, ctx.is_train);
+                         RegionOf(attrs).Forward(ctx, in, req, out);
                        })
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       DnnlTrainRegion& r = RegionOf(attrs);
@@ -1210,10 +1387,11 @@ WEFT_REGISTER_OP(_dnnl_train_region)
         id = t.ids.at(&r);
       }
       std::vector<GradValue> ins(a.out_grads.begin(), a.out_grads.begin() + s.outputs.size());
-      ins.push_back(a.outputs.back());
+      ins.push_back(a.outputs[s.outputs.size()]);
       ins.insert(ins.end(), a.inputs.begin(), a.inputs.end());
       ins.insert(ins.end(), a.outputs.begin(), a.outputs.begin() + s.outputs.size());
       std::vector<GradValue> g = b.Call("_backward_dnnl_train_region", ins, {{"region", std::to_string(id)}});
+      g.resize(s.num_inputs);  // the last output is the backward's work space
       for (int i : AuxInputs(s)) g[i] = GradValue();
       return g;
     });
@@ -1224,7 +1402,9 @@ WEFT_REGISTER_OP(_backward_dnnl_train_region)
       const auto& s = GradRegionOf(attrs)->spec();
       return 2 * static_cast<int>(s.outputs.size()) + 1 + s.num_inputs;
     })
-    .SetNumOutputs([](const NodeAttrs& attrs) { return GradRegionOf(attrs)->spec().num_inputs; })
+    .SetNumOutputs([](const NodeAttrs& attrs) { return GradRegionOf(attrs)->spec().num_inputs + 1; })
+    .SetAttr<FNumVisibleOutputs>("FNumVisibleOutputs",
+                                 [](const NodeAttrs& attrs) { return GradRegionOf(attrs)->spec().num_inputs; })
     .AddArgument("data", "NDArray-or-Symbol[]", "Output gradients, the saved values, the region's inputs, then its visible outputs")
     .SetParams<TrainRegionGradParam>()
     .SetAttr<FInferShape>("FInferShape",
@@ -1237,12 +1417,14 @@ WEFT_REGISTER_OP(_backward_dnnl_train_region)
                             (*in)[k] = Shape{r->saved_floats()};
                             for (size_t i = 0; i < want.size(); ++i) (*in)[k + 1 + i] = (*out)[i] = want[i];
                             for (size_t i = 0; i < k; ++i) (*in)[k + 1 + want.size() + i] = s.values[s.outputs[i]].shape;
+                            (*out)[want.size()] = Shape{r->work_floats(true)};
                             return true;
                           })
     .SetAttr<FInferType>("FInferType", AllFloat)
-    .SetAttr<FCompute>("FCompute<cpu>", [](const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+    .SetAttr<FResourceRequest>("FResourceRequest", ScratchpadRequest)
+    .SetAttr<FCompute>("FCompute<cpu>", [](const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                                            const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-      GradRegionOf(attrs)->Backward(in, req, out);
+      GradRegionOf(attrs)->Backward(ctx, in, req, out);
     });
 
 }  // namespace op

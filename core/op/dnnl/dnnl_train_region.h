@@ -66,18 +66,24 @@ class DnnlTrainRegion {
   explicit DnnlTrainRegion(TrainRegionSpec spec);
   ~DnnlTrainRegion();
   const TrainRegionSpec& spec() const;
-  // Floats of the hidden "saved" output (the forward's last output).
+  // Floats of the hidden "saved" output (the forward's first hidden output).
   int64_t saved_floats() const;
-  // in: the region's inputs; out: its visible outputs, then saved. With is_train false the
-  // BatchNorms use (and leave alone) the moving statistics.
-  void Forward(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out,
-               bool is_train);
+  // Floats of the forward's and the backward's hidden "work" output (their last): the
+  // temporaries and scratchpads of one pass that find no room in saved. As outputs that
+  // nothing reads they live in the executor's plan only while their node runs.
+  int64_t work_floats(bool backward) const;
+  // in: the region's inputs; out: its visible outputs, then saved, then work. With
+  // ctx.is_train false the BatchNorms use (and leave alone) the moving statistics; the
+  // primitives' scratchpad is ctx.requested[0], the context's temporary space.
+  void Forward(const OpContext& ctx, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
+               const std::vector<TBlob>& out);
   // in: a gradient per visible output, saved, the region's inputs, then its visible outputs
   // (the backward reads a kept value that is also a visible output from there); out: the gradient
-  // of each input (moving statistics get none), written or added per req.
-  void Backward(const std::vector<TBlob>& in, const std::vector<OpReq>& req, const std::vector<TBlob>& out);
-  // Bytes the region holds itself (its temporaries and scratch space, and its weights
-  // kept for inference once it has run one).
+  // of each input (moving statistics get none), written or added per req, then work.
+  void Backward(const OpContext& ctx, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
+                const std::vector<TBlob>& out);
+  // Bytes the region holds itself: its weights kept for inference once it has run one
+  // (everything else is in its outputs or the context's temporary space).
   size_t internal_bytes() const;
   // The arrays the node will read, in input order: at inference (is_train false) a
   // convolution's weights are then reordered again only after the engine has written

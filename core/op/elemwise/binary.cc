@@ -24,6 +24,8 @@ WEFT_ELEMWISE_BINARY_OP(elemwise_mul, mul_op)
 
 WEFT_ELEMWISE_BINARY_OP(elemwise_div, div_op)
     .AddAlias("_div").AddAlias("_Div")
+    // MXNet's variant that keeps a row_sparse lhs's storage; on dense arrays it is this division.
+    .AddAlias("_scatter_elemwise_div")
     .Describe("lhs / rhs, elementwise, for arrays of one shape (integers truncate; x / 0 is 0 for integers).")
     .SetAttr<FGradient>("FGradient", BinaryGradient(BinaryFn::kDiv, false));
 

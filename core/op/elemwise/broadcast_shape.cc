@@ -21,7 +21,9 @@ Shape BroadcastShapes(const NodeAttrs& attrs, const Shape& a, const Shape& b) {
       // One side is unknown; the other is not 1, so the result must equal it.
       out[d] = std::max(x, y);
     } else {
-      Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': shapes ", a.ToString(), " and ", b.ToString(),
+      // MXNet's (and NumPy's) wording first
+      Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': operands could not be broadcast together with shapes ",
+            a.ToMXNetString(), " ", b.ToMXNetString(), ": shapes ", a.ToString(), " and ", b.ToString(),
             " cannot be broadcast together (aligned from the right, each pair of dims must be equal or contain a 1)");
     }
   }

@@ -20,8 +20,8 @@ bool ElemwiseType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DT
   for (DType d : *in) if (t == DType::kUnknown) t = d;
   for (DType d : *out) if (t == DType::kUnknown) t = d;
   if (t == DType::kUnknown) return false;
-  for (size_t i = 0; i < in->size(); ++i) AssignType(attrs, in, i, t, "input");
-  for (size_t i = 0; i < out->size(); ++i) AssignType(attrs, out, i, t, "output");
+  for (size_t i = 0; i < in->size(); ++i) AssignType(attrs, in, i, t, "input", Mismatch::kSameAsOthers);
+  for (size_t i = 0; i < out->size(); ++i) AssignType(attrs, out, i, t, "output", Mismatch::kSameAsOthers);
   return true;
 }
 

@@ -68,11 +68,15 @@ std::vector<GradValue> HypotGrad(GradBuilder& b, const NodeAttrs&, const GradArg
 
 WEFT_BINARY_SCALAR_OP(_plus_scalar, add_op)
     .AddAlias("_PlusScalar")
+    // MXNet's variant that touches only a sparse array's stored values; on dense arrays the same.
+    .AddAlias("_scatter_plus_scalar")
     .Describe("x + scalar.")
     .SetAttr<FGradient>("FGradient", PassGrad);
 
 WEFT_BINARY_SCALAR_OP(_minus_scalar, sub_op)
     .AddAlias("_MinusScalar")
+    // MXNet's variant that touches only a sparse array's stored values; on dense arrays the same.
+    .AddAlias("_scatter_minus_scalar")
     .Describe("x - scalar.")
     .SetAttr<FGradient>("FGradient", PassGrad);
 

@@ -44,7 +44,7 @@ void BatchTakeCompute(const NodeAttrs& attrs, const OpContext&, const std::vecto
     WEFT_TYPE_SWITCH(in[1].dtype, I, {
       const I* idx = in[1].ptr<I>();
       for (int64_t i = 0; i < rows; ++i) {
-        int64_t j = std::clamp<int64_t>(static_cast<int64_t>(idx[i]), 0, m - 1);
+        int64_t j = std::clamp<int64_t>(ConvertValue<int64_t>(idx[i]), 0, m - 1);
         Store(y + i, req[0], x[i * m + j]);
       }
     });

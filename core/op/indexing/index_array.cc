@@ -69,7 +69,7 @@ std::vector<int64_t> CopyRows(const NodeAttrs& attrs, const TBlob& index, int64_
   WEFT_TYPE_SWITCH(index.dtype, I, {
     const I* p = index.ptr<I>();
     for (size_t i = 0; i < dst.size(); ++i) {
-      dst[i] = static_cast<int64_t>(p[i]);
+      dst[i] = ConvertValue<int64_t>(p[i]);
       if (dst[i] < 0 || dst[i] >= rows)
         Throw(ErrorKind::kIndex, "Operator '", attrs.op->name, "': index ", dst[i], " is out of range for ", rows,
               " rows");

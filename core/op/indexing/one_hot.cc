@@ -40,7 +40,7 @@ void OneHotCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<T
       T* y = out[0].ptr<T>();
       ParallelFor(in[0].Size(), std::max<int64_t>(1, kElemGrain / std::max<int64_t>(depth, 1)), [&](int64_t b, int64_t e) {
         for (int64_t i = b; i < e; ++i) {
-          int64_t k = static_cast<int64_t>(idx[i]);
+          int64_t k = ConvertValue<int64_t>(idx[i]);
           for (int64_t d = 0; d < depth; ++d) Store(y + i * depth + d, req[0], d == k ? p.on_value : p.off_value);
         }
       });

@@ -89,7 +89,7 @@ void UnravelCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<
     const T* x = in[0].ptr<T>();
     T* y = out[0].ptr<T>();
     for (int64_t i = 0; i < n; ++i) {
-      int64_t flat = static_cast<int64_t>(x[i]);
+      int64_t flat = ConvertValue<int64_t>(x[i]);
       for (int j = s.ndim() - 1; j > 0; --j) {
         Store(y + j * n + i, req[0], static_cast<double>(flat % s[j]));
         flat /= s[j];

@@ -42,11 +42,13 @@ void Fill(const TBlob& out, OpReq req, double value) {
   if (req == OpReq::kNullOp) return;
   WEFT_TYPE_SWITCH(out.dtype, T, {
     T* y = out.ptr<T>();
+    // A value outside the dtype's range (full(-1) as uint8) saturates, as Store does.
+    const T v = ConvertValue<T>(value);
     ParallelFor(out.Size(), kElemGrain, [&](int64_t b, int64_t e) {
       if (req == OpReq::kAddTo) {
         for (int64_t i = b; i < e; ++i) Store(y + i, req, value);
       } else {
-        std::fill(y + b, y + e, static_cast<T>(value));
+        std::fill(y + b, y + e, v);
       }
     });
   });

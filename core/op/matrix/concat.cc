@@ -83,6 +83,8 @@ int NumArgs(const NodeAttrs& attrs) { return attrs.Params<ConcatParam>().num_arg
 WEFT_REGISTER_OP(Concat)
     .Describe("Joins the inputs along axis dim; they must agree on every other axis.")
     .AddAlias("concat")
+    // What gluon.rnn uses to join the fused RNN's parameters: Concat with the same parameters.
+    .AddAlias("_rnn_param_concat")
     .SetNumInputs(NumArgs)
     .SetKeyVarNumArgs("num_args")
     .AddArgument("data", "NDArray-or-Symbol[]", "The arrays to join")

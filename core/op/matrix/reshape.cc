@@ -131,10 +131,12 @@ Shape ReshapeTarget(const NodeAttrs& attrs, const Shape& in) {
     Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': parameter 'shape' is required");
   }
   Shape out(dims);
+  // MXNet's wording ("Target shape size is different to source") comes first
   if (out.Size() != in.Size())
-    Bad(attrs, in, spec,
-        "the result " + out.ToString() + " has " + std::to_string(out.Size()) + " elements, the input " +
-            std::to_string(in.Size()));
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': Target shape size is different to source. Target: ",
+          out.ToMXNetString(), " Source: ", in.ToMXNetString(), ": cannot reshape an input of shape ", in.ToString(),
+          " with shape=", spec.ToString(), ": the result ", out.ToString(), " has ", out.Size(), " elements, the input ",
+          in.Size());
   return out;
 }
 

@@ -163,7 +163,7 @@ void SliceAssignScalarCompute(const NodeAttrs& attrs, const OpContext& ctx, cons
   double v = attrs.Params<SliceAssignScalarParam>().scalar;
   WEFT_TYPE_SWITCH(out[0].dtype, T, {
     T* y = out[0].ptr<T>();
-    T value = static_cast<T>(v);
+    T value = ConvertValue<T>(v);
     if (OnGPU(ctx)) {
       uint64_t bits = 0;
       std::memcpy(&bits, &value, sizeof(T));

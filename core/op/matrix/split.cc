@@ -2,6 +2,8 @@
 // that axis when each piece has size 1 along it. Its gradient joins the output gradients
 // back (concat, or stack when the axis was removed). _split_v2 (nd.split_v2) cuts at given
 // boundaries or into `sections` near-equal pieces (the first ones one longer).
+// _split_v2_backward (MXNet's gradient node of _split_v2, kept so graphs naming it run)
+// joins the pieces' gradients back into the input's shape.
 #include <string>
 
 #include "core/op/data_move.h"
@@ -157,7 +159,78 @@ std::vector<GradValue> SplitV2Grad(GradBuilder& b, const NodeAttrs& attrs, const
   return {b.Op("concat", grads, {{"num_args", n}, {"dim", axis}})};
 }
 
+// _split_v2_backward: the pieces' gradients, checked against the sizes _split_v2 would cut
+// from an axis of their total length; the output is the whole.
+struct JoinPlan {
+  int axis = 0;
+  std::vector<int64_t> sizes;
+  Shape whole;
+};
+
+JoinPlan PlanSplitV2Join(const NodeAttrs& attrs, const std::vector<Shape>& pieces) {
+  const auto& p = attrs.Params<SplitV2Param>();
+  if (pieces.empty())
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': give indices or sections > 0 (there are no pieces "
+          "to join)");
+  const Shape& first = pieces[0];
+  JoinPlan plan;
+  int nd = first.ndim() + (p.squeeze_axis ? 1 : 0);
+  plan.axis = CheckAxis(attrs, p.axis, nd);
+  std::vector<int64_t> dims = first.ToVector();
+  if (p.squeeze_axis) dims.insert(dims.begin() + plan.axis, 1);
+  int64_t len = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    std::vector<int64_t> d = pieces[i].ToVector();
+    if (p.squeeze_axis) d.insert(d.begin() + std::min<size_t>(plan.axis, d.size()), 1);
+    bool ok = static_cast<int>(d.size()) == nd;
+    for (int a = 0; ok && a < nd; ++a) ok = a == plan.axis || d[a] == dims[a];
+    if (!ok)
+      Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': gradient ", i, " has shape ", pieces[i].ToString(),
+            " but gradient 0 has ", first.ToString(), "; they may differ only along axis ", p.axis);
+    plan.sizes.push_back(d[plan.axis]);
+    len += d[plan.axis];
+  }
+  if (SplitV2Sizes(attrs, len) != plan.sizes) {
+    std::string shapes;
+    for (const Shape& s : pieces) shapes += (shapes.empty() ? "" : ", ") + s.ToString();
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': gradients of shapes ", shapes, " are not the pieces "
+          "_split_v2 cuts along axis ", p.axis, " from an axis of length ", len);
+  }
+  dims[plan.axis] = len;
+  plan.whole = Shape(dims);
+  return plan;
+}
+
+bool SplitV2BackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  for (const auto& s : *in) if (!s.is_known()) return false;
+  AssignShape(attrs, out, 0, PlanSplitV2Join(attrs, *in).whole, "output");
+  return true;
+}
+
+void SplitV2BackwardCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                            const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  std::vector<Shape> shapes;
+  for (const auto& t : in) shapes.push_back(t.shape);
+  JoinPlan plan = PlanSplitV2Join(attrs, shapes);
+  if (out[0].shape != plan.whole)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': the output must have shape ", plan.whole.ToString(),
+          ", got ", out[0].shape.ToString());
+  const Shape& w = plan.whole;
+  AxisConcat(ctx, ConcatDirection::kPiecesToWhole, out[0], in, plan.sizes, w.ProdRange(0, plan.axis),
+             w.ProdRange(plan.axis + 1, w.ndim()), req);
+}
+
 }  // namespace
+
+WEFT_REGISTER_OP(_split_v2_backward)
+    .Describe("Gradient of _split_v2: joins the gradients of its pieces along the split axis (stacking them when "
+              "squeeze_axis removed it).")
+    .SetNumInputs(SplitV2NumOutputs)
+    .AddArgument("data", "NDArray-or-Symbol[]", "The gradients of _split_v2's outputs")
+    .SetParams<SplitV2Param>()
+    .SetAttr<FInferShape>("FInferShape", SplitV2BackwardShape)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
+    .SetAttr<FCompute>("FCompute<cpu>", SplitV2BackwardCompute);
 
 WEFT_REGISTER_OP(_split_v2)
     .Describe("Splits the input along axis at the given start indices, or into `sections` near-equal pieces "

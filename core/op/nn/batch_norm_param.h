@@ -16,17 +16,22 @@ struct BatchNormParam {
   bool cudnn_off = false;
 };
 
-WEFT_PARAM_SCHEMA(BatchNormParam, s) {
-  s.Field("eps", &BatchNormParam::eps).Default(1e-3).Min(0).Describe("Added to the variance before the square root.");
-  s.Field("momentum", &BatchNormParam::momentum).Default(0.9).Range(0, 1).Describe("Decay of the moving statistics.");
-  s.Field("fix_gamma", &BatchNormParam::fix_gamma).Default(true).Describe("Treat gamma as 1 (its gradient is 0).");
-  s.Field("use_global_stats", &BatchNormParam::use_global_stats)
+// BatchNorm's fields, declared for any struct that extends BatchNormParam (the quantized
+// BatchNorm adds its calibrated range after them).
+template <typename P>
+void BatchNormFields(ParamSchema<P>& s) {
+  s.template Field<double>("eps", &P::eps).Default(1e-3).Min(0).Describe("Added to the variance before the square root.");
+  s.template Field<double>("momentum", &P::momentum).Default(0.9).Range(0, 1).Describe("Decay of the moving statistics.");
+  s.template Field<bool>("fix_gamma", &P::fix_gamma).Default(true).Describe("Treat gamma as 1 (its gradient is 0).");
+  s.template Field<bool>("use_global_stats", &P::use_global_stats)
       .Default(false)
       .Describe("Use the moving statistics in training too.");
-  s.Field("output_mean_var", &BatchNormParam::output_mean_var).Default(false).Describe("Also output mean and var.");
-  s.Field("axis", &BatchNormParam::axis).Default(1).Describe("The channel axis.");
-  s.Field("cudnn_off", &BatchNormParam::cudnn_off).Default(false).Describe("Do not use cuDNN (GPU only).");
+  s.template Field<bool>("output_mean_var", &P::output_mean_var).Default(false).Describe("Also output mean and var.");
+  s.template Field<int>("axis", &P::axis).Default(1).Describe("The channel axis.");
+  s.template Field<bool>("cudnn_off", &P::cudnn_off).Default(false).Describe("Do not use cuDNN (GPU only).");
 }
+
+WEFT_PARAM_SCHEMA(BatchNormParam, s) { BatchNormFields(s); }
 
 }  // namespace op
 }  // namespace weft

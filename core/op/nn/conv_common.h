@@ -62,19 +62,24 @@ inline const std::vector<std::string>& TuneChoices() {
   return c;
 }
 
-WEFT_PARAM_SCHEMA(ConvolutionParam, s) {
-  s.Field("kernel", &ConvolutionParam::kernel).Describe("Convolution kernel size: (w,), (h, w) or (d, h, w).");
-  s.Field("stride", &ConvolutionParam::stride).Default(Shape::Scalar()).Describe("Stride; 1 per axis when empty.");
-  s.Field("dilate", &ConvolutionParam::dilate).Default(Shape::Scalar()).Describe("Dilation; 1 per axis when empty.");
-  s.Field("pad", &ConvolutionParam::pad).Default(Shape::Scalar()).Describe("Zero padding on both sides; 0 when empty.");
-  s.Field("num_filter", &ConvolutionParam::num_filter).Range(1, 100000).Describe("Number of output channels.");
-  s.Field("num_group", &ConvolutionParam::num_group).Default(1).Range(1, 100000).Describe("Number of groups.");
-  s.Field("workspace", &ConvolutionParam::workspace).Default(1024).Min(0).Describe("Workspace limit in MB (unused on the CPU).");
-  s.Field("no_bias", &ConvolutionParam::no_bias).Default(false).Describe("Whether to leave out the bias input.");
-  s.Field("cudnn_tune", &ConvolutionParam::cudnn_tune).Default("None").Choices(TuneChoices()).Describe("cuDNN algorithm choice (unused on the CPU).");
-  s.Field("cudnn_off", &ConvolutionParam::cudnn_off).Default(false).Describe("Turn off cuDNN (unused on the CPU).");
-  s.Field("layout", &ConvolutionParam::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout; NCW, NCHW and NCDHW are supported.");
+// Convolution's fields, declared for any struct that extends ConvolutionParam (the
+// quantized convolution adds its own after them).
+template <typename P>
+void ConvolutionFields(ParamSchema<P>& s) {
+  s.template Field<Shape>("kernel", &P::kernel).Describe("Convolution kernel size: (w,), (h, w) or (d, h, w).");
+  s.template Field<Shape>("stride", &P::stride).Default(Shape::Scalar()).Describe("Stride; 1 per axis when empty.");
+  s.template Field<Shape>("dilate", &P::dilate).Default(Shape::Scalar()).Describe("Dilation; 1 per axis when empty.");
+  s.template Field<Shape>("pad", &P::pad).Default(Shape::Scalar()).Describe("Zero padding on both sides; 0 when empty.");
+  s.template Field<int>("num_filter", &P::num_filter).Range(1, 100000).Describe("Number of output channels.");
+  s.template Field<int>("num_group", &P::num_group).Default(1).Range(1, 100000).Describe("Number of groups.");
+  s.template Field<int64_t>("workspace", &P::workspace).Default(1024).Min(0).Describe("Workspace limit in MB (unused on the CPU).");
+  s.template Field<bool>("no_bias", &P::no_bias).Default(false).Describe("Whether to leave out the bias input.");
+  s.template Field<std::string>("cudnn_tune", &P::cudnn_tune).Default("None").Choices(TuneChoices()).Describe("cuDNN algorithm choice (unused on the CPU).");
+  s.template Field<bool>("cudnn_off", &P::cudnn_off).Default(false).Describe("Turn off cuDNN (unused on the CPU).");
+  s.template Field<std::string>("layout", &P::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout; NCW, NCHW and NCDHW are supported.");
 }
+
+WEFT_PARAM_SCHEMA(ConvolutionParam, s) { ConvolutionFields(s); }
 
 WEFT_PARAM_SCHEMA(DeconvolutionParam, s) {
   s.Field("kernel", &DeconvolutionParam::kernel).Describe("Deconvolution kernel size: (w,), (h, w) or (d, h, w).");
@@ -152,6 +157,8 @@ void BiasGrad(DType dt, const void* dy, void* db, OpReq req, int64_t n, int64_t 
 // it); throws naming the operator, the parameter and the shapes when they do not fit.
 // With unknown dims the matching entries are -1.
 ConvGeom ConvolutionGeom(const NodeAttrs& attrs, const Shape& data);
+// The same for parameters `p` of operator `op` (the quantized convolution's extend them).
+ConvGeom ConvolutionGeom(const std::string& op, const ConvolutionParam& p, const Shape& data);
 ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data);
 
 // Formats a spatial tuple "(a,b)" from the first nd entries.

@@ -12,8 +12,10 @@ namespace op {
 // The geometry of Convolution on `data`; throws naming the operator, the parameter and the
 // shapes when they do not fit. With unknown dims the matching geometry entries are -1.
 ConvGeom ConvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
-  const auto& p = attrs.Params<ConvolutionParam>();
-  const std::string& op = attrs.op->name;
+  return ConvolutionGeom(attrs.op->name, attrs.Params<ConvolutionParam>(), data);
+}
+
+ConvGeom ConvolutionGeom(const std::string& op, const ConvolutionParam& p, const Shape& data) {
   WindowAxes w = ParseWindow(op, p.kernel, p.stride, &p.dilate, p.pad);
   CheckLayoutAndRank(op, p.layout, w.nd, data);
   ConvGeom g;

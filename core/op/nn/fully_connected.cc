@@ -54,7 +54,8 @@ void CheckParamShape(const NodeAttrs& attrs, const Shape& got, const Shape& want
   bool ok = got.ndim() == want.ndim();
   for (int d = 0; ok && d < want.ndim(); ++d) ok = got[d] < 0 || got[d] == want[d];
   if (!ok)
-    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input '", what, "' has shape ", got.ToString(),
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': Shape inconsistent, Provided = ", got.ToMXNetString(),
+          ", inferred shape=", want.ToMXNetString(), ": input '", what, "' has shape ", got.ToString(),
           " but data of shape ", data.ToString(), " with num_hidden=", attrs.Params<FullyConnectedParam>().num_hidden,
           " (flatten=", attrs.Params<FullyConnectedParam>().flatten ? "True" : "False", ") needs ", want.ToString());
 }

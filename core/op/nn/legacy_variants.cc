@@ -1,6 +1,6 @@
-// MXNet's legacy and contrib variants of BatchNorm, Convolution and Pooling:
-// BatchNorm_v1, Convolution_v1, Pooling_v1, _contrib_SyncBatchNorm and
-// _contrib_BatchNormWithReLU.
+// MXNet's legacy and contrib variants of BatchNorm, Convolution, Pooling and Embedding:
+// BatchNorm_v1, Convolution_v1, Pooling_v1, _contrib_SyncBatchNorm,
+// _contrib_BatchNormWithReLU and _contrib_SparseEmbedding.
 //
 // Each keeps its own parameter schema (MXNet's names, defaults and choices, so that old
 // symbol files parse and unknown keys are refused) and runs the kernels of the current
@@ -8,6 +8,10 @@
 // compute functions then do the work. The parameters the target does not know (SyncBatchNorm's
 // key and ndev, the calibration ranges) are dropped first. Messages still name the legacy
 // operator, since the re-parsed attributes keep its Op.
+//
+// SparseEmbedding is Embedding whose weight gradient MXNet keeps in row_sparse storage; with
+// dense arrays (all Weft has) it is Embedding, its `deterministic` switch (an ordering of
+// MXNet's GPU gradient) having nothing to order.
 //
 // SyncBatchNorm synchronises statistics across the devices of one machine; a call on one
 // device is exactly BatchNorm, which is all the CPU has. BatchNormWithReLU is
@@ -99,6 +103,23 @@ WEFT_PARAM_SCHEMA(SyncBatchNormParam, s) {
   s.Field("output_mean_var", &SyncBatchNormParam::output_mean_var).Default(false).Describe("Also output mean and var.");
   s.Field("ndev", &SyncBatchNormParam::ndev).Default(1).Range(1, 1024).Describe("The number of devices whose statistics are synchronised.");
   s.Field("key", &SyncBatchNormParam::key).Describe("The key that the devices of one layer share for synchronisation.");
+}
+
+struct SparseEmbeddingParam {
+  int64_t input_dim = 0;
+  int64_t output_dim = 0;
+  DType dtype = DType::kFloat32;
+  bool deterministic = false;
+};
+
+WEFT_PARAM_SCHEMA(SparseEmbeddingParam, s) {
+  s.Field("input_dim", &SparseEmbeddingParam::input_dim).Min(1).Describe("Vocabulary size of the input indices.");
+  s.Field("output_dim", &SparseEmbeddingParam::output_dim).Min(1).Describe("Dimension of the embedding vectors.");
+  s.Field("dtype", &SparseEmbeddingParam::dtype).Default(DType::kFloat32).Describe("Data type of weight.");
+  s.Field("deterministic", &SparseEmbeddingParam::deterministic)
+      .Default(false)
+      .Describe("Force the backward gradient calculation to be executed based on a deterministic order at the cost "
+                "of slower speed (the CPU's is always deterministic).");
 }
 
 struct BatchNormReLUParam {
@@ -389,6 +410,24 @@ WEFT_BN_VARIANT_BACKWARD(_backward_contrib_BatchNormWithReLU, BatchNormReLUParam
     .SetAttr<FInferShape>("FInferShape", BNReLUBackwardShape)
     .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
     .SetAttr<FCompute>("FCompute<cpu>", BNReLUBackwardCompute);
+
+WEFT_REGISTER_OP(_contrib_SparseEmbedding)
+    .Describe("Embedding whose weight gradient MXNet stores row_sparse; on Weft's dense arrays it is Embedding: "
+              "out[..., :] = weight[data[...], :].")
+    .SetNumInputs(2)
+    .AddArgument("data", "NDArray-or-Symbol", "The input array to the embedding operator.")
+    .AddArgument("weight", "NDArray-or-Symbol", "The embedding weight matrix.")
+    .SetParams<SparseEmbeddingParam>()
+    .SetAttr<FInferShape>("FInferShape", Delegate{"Embedding", {"deterministic"}}.Shape())
+    .SetAttr<FInferType>("FInferType", Delegate{"Embedding", {"deterministic"}}.Type())
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
+    .SetAttr<FCompute>("FCompute<cpu>", Delegate{"Embedding", {"deterministic"}}.Compute())
+    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+      KwArgs kw;
+      for (const auto& kv : attrs.dict)
+        if (kv.first != "deterministic") kw.push_back(kv);
+      return std::vector<GradValue>{GradValue{}, b.Op("_backward_Embedding", {a.out_grads[0], a.inputs[0]}, kw)};
+    });
 
 #undef WEFT_BN_VARIANT
 #undef WEFT_BN_VARIANT_BACKWARD

@@ -131,7 +131,7 @@ void PadCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlo
   const int64_t in_slice = p.in[0] * p.in[1] * p.in[2], out_slice = p.out[0] * p.out[1] * p.out[2];
   const bool add = req[0] == OpReq::kAddTo;
   WEFT_TYPE_SWITCH(in[0].dtype, T, {
-    const T fill = static_cast<T>(attrs.Params<PadParam>().constant_value);
+    const T fill = ConvertValue<T>(attrs.Params<PadParam>().constant_value);
     const T* x = in[0].ptr<T>();
     T* y = out[0].ptr<T>();
     const int64_t grain = std::max<int64_t>(1, kElemGrain / std::max<int64_t>(out_slice, 1));

@@ -1,7 +1,9 @@
 // Region-of-interest pooling: ROIPooling (max over quantised bins, Fast R-CNN),
 // _contrib_ROIAlign (averages of bilinear samples over exact bins, Mask R-CNN; with
-// position_sensitive bins as in R-FCN and Detectron2's half-pixel `aligned` boxes) and
-// _contrib_PSROIPooling (R-FCN's position-sensitive average over quantised bins). Data
+// position_sensitive bins as in R-FCN and Detectron2's half-pixel `aligned` boxes),
+// _contrib_PSROIPooling (R-FCN's position-sensitive average over quantised bins) and
+// _contrib_RROIAlign (ROIAlign over rotated boxes [batch_index, cx, cy, w, h, degrees],
+// which MXNet gives no gradient; Weft gives data one, the sums of its samples' weights). Data
 // is (N, C, H, W); each ROI is a row [batch_index, x1, y1, x2, y2] in image coordinates,
 // scaled to the feature map by spatial_scale. An ROI whose batch index is outside [0, N)
 // pools to zeros. Neither operator gives the ROIs a gradient (zeros, as in MXNet).
@@ -13,6 +15,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/op/nn/roi_common.h"
 #include "core/op/op_util.h"
 
 namespace weft {
@@ -75,6 +78,22 @@ WEFT_PARAM_SCHEMA(ROIAlignParam, s) {
       .Describe("Shift the scaled box by half a pixel (Detectron2's aligned ROIAlign); boxes must then be non-empty.");
 }
 
+struct RROIAlignParam {
+  Shape pooled_size;
+  double spatial_scale = 1;
+  int sampling_ratio = -1;
+};
+
+WEFT_PARAM_SCHEMA(RROIAlignParam, s) {
+  s.Field("pooled_size", &RROIAlignParam::pooled_size).Describe("The output size of each ROI: (h, w).");
+  s.Field("spatial_scale", &RROIAlignParam::spatial_scale)
+      .Range(0, 1)
+      .Describe("The feature map's size over the image's (the inverse of the network's total stride).");
+  s.Field("sampling_ratio", &RROIAlignParam::sampling_ratio)
+      .Default(-1)
+      .Describe("Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.");
+}
+
 namespace {
 
 Shape PooledSize(const NodeAttrs& attrs, const Shape& p) {
@@ -82,24 +101,6 @@ Shape PooledSize(const NodeAttrs& attrs, const Shape& p) {
     Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': expected pooled_size (h, w) with h, w >= 1, got ",
           p.ToString());
   return p;
-}
-
-// Checks data (N, C, H, W) and rois (R, 5).
-void CheckRoiInputs(const NodeAttrs& attrs, const Shape& d, const Shape& r) {
-  if (d.ndim() != 4)
-    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': expected data (batch, channel, h, w), got shape ",
-          d.ToString());
-  if (r.ndim() != 2 || r[1] != 5)
-    Throw(ErrorKind::kShape, "Operator '", attrs.op->name,
-          "': expected rois (num_rois, 5) of [batch_index, x1, y1, x2, y2], got shape ", r.ToString());
-}
-
-// The batch index of an ROI row, or -1 when it names no image of the batch.
-template <typename T>
-int64_t RoiBatch(const T* roi, int64_t N) {
-  double b = static_cast<double>(roi[0]);
-  if (!(b >= 0 && b < static_cast<double>(N))) return -1;
-  return static_cast<int64_t>(b);
 }
 
 // The data and ROI dtypes: one floating dtype for data, rois and the output.
@@ -473,12 +474,14 @@ void ROIAlignCompute(const NodeAttrs& attrs, const OpContext&, const std::vector
     ParallelFor(R, 1, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const RoiGeom& geom = geoms[static_cast<size_t>(r)];
-        std::vector<Sample> samples = geom.n >= 0 ? SamplesOf(geom, PH, PW, H, W) : std::vector<Sample>();
+        // An empty map has no pixel to read: its ROIs pool to zeros.
+        const bool reads = geom.n >= 0 && H > 0 && W > 0;
+        std::vector<Sample> samples = reads ? SamplesOf(geom, PH, PW, H, W) : std::vector<Sample>();
         const int64_t per_bin = geom.gh * geom.gw;
         for (int64_t c = 0; c < C; ++c)
           for (int64_t bin = 0; bin < PH * PW; ++bin) {
             double acc = 0;
-            if (geom.n >= 0) {
+            if (reads) {
               const T* img = data + (geom.n * CI + RoiAlignChannel(ps, c, bin / PW, bin % PW, PH, PW)) * H * W;
               for (int64_t k = 0; k < per_bin; ++k) {
                 const Sample& s = samples[static_cast<size_t>(bin * per_bin + k)];
@@ -521,7 +524,7 @@ void ROIAlignBackward(const NodeAttrs& attrs, const OpContext&, const std::vecto
       std::vector<RoiGeom> geoms = GeomsOf(attrs, rois, R, N);
       for (int64_t r = 0; r < R; ++r) {
         const RoiGeom& geom = geoms[static_cast<size_t>(r)];
-        if (geom.n < 0) continue;
+        if (geom.n < 0 || H == 0 || W == 0) continue;
         std::vector<Sample> samples = SamplesOf(geom, PH, PW, H, W);
         const int64_t per_bin = geom.gh * geom.gw;
         for (int64_t c = 0; c < C; ++c)
@@ -534,6 +537,162 @@ void ROIAlignBackward(const NodeAttrs& attrs, const OpContext&, const std::vecto
                 if (s.w[j] != 0) gimg[s.pos[j]] = static_cast<T>(static_cast<double>(gimg[s.pos[j]]) + gv * s.w[j]);
             }
           }
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------- RROIAlign
+// A rotated ROI on the feature map: its image (-1 pools to zeros), centre, rotation, the
+// corner of its unrotated box relative to the centre, bin size and samples per bin.
+struct RRoiGeom {
+  int64_t n = -1;
+  double cx = 0, cy = 0, cos_t = 1, sin_t = 0, x0 = 0, y0 = 0, bh = 0, bw = 0;
+  int64_t gh = 1, gw = 1;
+};
+
+// Throws on a malformed ROI; called for every ROI before any parallel loop.
+template <typename T>
+RRoiGeom RotatedGeomOf(const NodeAttrs& attrs, const T* roi, int64_t N) {
+  const auto& p = attrs.Params<RROIAlignParam>();
+  Shape ps = PooledSize(attrs, p.pooled_size);
+  RRoiGeom g;
+  g.n = RoiBatch(roi, N);
+  if (g.n < 0) return g;
+  const double scale = p.spatial_scale;
+  double vals[5];
+  for (int i = 0; i < 5; ++i) vals[i] = static_cast<double>(roi[i + 1]);
+  for (double v : vals)
+    if (!std::isfinite(v))
+      Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': ROI [", vals[0], ", ", vals[1], ", ", vals[2], ", ",
+            vals[3], ", ", vals[4], "] has a value that is not finite");
+  // Degenerate boxes are widened to one pixel, as in ROIAlign.
+  const double rw = std::max(vals[2] * scale, 1.0), rh = std::max(vals[3] * scale, 1.0);
+  const double theta = vals[4] * M_PI / 180.0;
+  g.cx = vals[0] * scale, g.cy = vals[1] * scale, g.cos_t = std::cos(theta), g.sin_t = std::sin(theta);
+  g.x0 = -rw / 2, g.y0 = -rh / 2, g.bh = rh / ps[0], g.bw = rw / ps[1];
+  const double gh = p.sampling_ratio > 0 ? p.sampling_ratio : std::ceil(rh / ps[0]);
+  const double gw = p.sampling_ratio > 0 ? p.sampling_ratio : std::ceil(rw / ps[1]);
+  constexpr double kMaxSamples = 1 << 22;
+  if (gh * gw * ps[0] * ps[1] > kMaxSamples)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': an ROI of ", rw, " x ", rh,
+          " feature-map pixels would take more than ", kMaxSamples, " samples; pass sampling_ratio or smaller boxes");
+  g.gh = static_cast<int64_t>(std::max(gh, 1.0)), g.gw = static_cast<int64_t>(std::max(gw, 1.0));
+  return g;
+}
+
+// The samples of every bin, row-major over (ph, pw), gh * gw per bin: a regular grid in
+// the unrotated box, turned by the ROI's angle about its centre.
+std::vector<Sample> RotatedSamplesOf(const RRoiGeom& g, int64_t PH, int64_t PW, int64_t H, int64_t W) {
+  std::vector<Sample> s;
+  s.reserve(static_cast<size_t>(PH * PW * g.gh * g.gw));
+  for (int64_t ph = 0; ph < PH; ++ph)
+    for (int64_t pw = 0; pw < PW; ++pw)
+      for (int64_t iy = 0; iy < g.gh; ++iy) {
+        const double yy = g.y0 + ph * g.bh + (iy + 0.5) * g.bh / static_cast<double>(g.gh);
+        for (int64_t ix = 0; ix < g.gw; ++ix) {
+          const double xx = g.x0 + pw * g.bw + (ix + 0.5) * g.bw / static_cast<double>(g.gw);
+          s.push_back(SampleAt(yy * g.cos_t - xx * g.sin_t + g.cy, xx * g.cos_t + yy * g.sin_t + g.cx, H, W));
+        }
+      }
+  return s;
+}
+
+template <typename T>
+std::vector<RRoiGeom> RotatedGeomsOf(const NodeAttrs& attrs, const T* rois, int64_t R, int64_t N) {
+  std::vector<RRoiGeom> out(static_cast<size_t>(R));
+  for (int64_t r = 0; r < R; ++r) out[static_cast<size_t>(r)] = RotatedGeomOf(attrs, rois + r * 6, N);
+  return out;
+}
+
+void CheckRotatedInputs(const NodeAttrs& attrs, const Shape& d, const Shape& r) {
+  CheckRoiInputs(attrs, d, r, 6, "[batch_index, center_x, center_y, width, height, degrees]");
+}
+
+bool RROIAlignShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape &d = (*in)[0], &r = (*in)[1];
+  if (!d.known_ndim() || !r.known_ndim()) return false;
+  CheckRotatedInputs(attrs, d, r);
+  Shape ps = PooledSize(attrs, attrs.Params<RROIAlignParam>().pooled_size);
+  AssignShape(attrs, out, 0, Shape{r[0], d[1], ps[0], ps[1]}, "output");
+  return d.is_known() && r.is_known();
+}
+
+void RROIAlignCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                      const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const Shape &d = in[0].shape, &o = out[0].shape;
+  const int64_t N = d[0], C = d[1], H = d[2], W = d[3], R = o[0], PH = o[2], PW = o[3];
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "_contrib_RROIAlign", {
+    const T* data = in[0].ptr<T>();
+    T* y = out[0].ptr<T>();
+    std::vector<RRoiGeom> geoms = RotatedGeomsOf(attrs, in[1].ptr<T>(), R, N);
+    ParallelFor(R, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(C * PH * PW * 4, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const RRoiGeom& geom = geoms[static_cast<size_t>(r)];
+        // An empty map has no pixel to read: its ROIs pool to zeros.
+        const bool reads = geom.n >= 0 && H > 0 && W > 0;
+        std::vector<Sample> samples = reads ? RotatedSamplesOf(geom, PH, PW, H, W) : std::vector<Sample>();
+        const int64_t per_bin = geom.gh * geom.gw;
+        for (int64_t c = 0; c < C; ++c)
+          for (int64_t bin = 0; bin < PH * PW; ++bin) {
+            double acc = 0;
+            if (reads) {
+              const T* img = data + (geom.n * C + c) * H * W;
+              for (int64_t k = 0; k < per_bin; ++k) {
+                const Sample& s = samples[static_cast<size_t>(bin * per_bin + k)];
+                for (int j = 0; j < 4; ++j) acc += s.w[j] * static_cast<double>(img[s.pos[j]]);
+              }
+              acc /= static_cast<double>(per_bin);
+            }
+            Store(y + (r * C + c) * PH * PW + bin, req[0], acc);
+          }
+      }
+    });
+  });
+}
+
+// Inputs: ograd, data, rois; outputs: the gradients of data and rois.
+bool RROIAlignBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape &d = (*in)[1], &r = (*in)[2];
+  if (!d.is_known() || !r.is_known()) return false;
+  CheckRotatedInputs(attrs, d, r);
+  Shape ps = PooledSize(attrs, attrs.Params<RROIAlignParam>().pooled_size);
+  AssignShape(attrs, in, 0, Shape{r[0], d[1], ps[0], ps[1]}, "input");
+  AssignShape(attrs, out, 0, d, "output");
+  AssignShape(attrs, out, 1, r, "output");
+  return true;
+}
+
+void RROIAlignBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const Shape &d = in[1].shape, &o = in[0].shape;
+  const int64_t N = d[0], C = d[1], H = d[2], W = d[3], R = o[0], PH = o[2], PW = o[3];
+  WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "_backward_RROIAlign", {
+    if (req[1] != OpReq::kNullOp && req[1] != OpReq::kAddTo)
+      std::fill(out[1].ptr<T>(), out[1].ptr<T>() + out[1].Size(), T(0));
+    if (req[0] != OpReq::kNullOp) {
+      const T* g = in[0].ptr<T>();
+      T* gd = out[0].ptr<T>();
+      if (req[0] != OpReq::kAddTo) std::fill(gd, gd + out[0].Size(), T(0));
+      // Serial over ROIs: different ROIs may sample the same pixels.
+      std::vector<RRoiGeom> geoms = RotatedGeomsOf(attrs, in[2].ptr<T>(), R, N);
+      for (int64_t r = 0; r < R; ++r) {
+        const RRoiGeom& geom = geoms[static_cast<size_t>(r)];
+        if (geom.n < 0 || H == 0 || W == 0) continue;
+        std::vector<Sample> samples = RotatedSamplesOf(geom, PH, PW, H, W);
+        const int64_t per_bin = geom.gh * geom.gw;
+        for (int64_t c = 0; c < C; ++c) {
+          T* gimg = gd + (geom.n * C + c) * H * W;
+          for (int64_t bin = 0; bin < PH * PW; ++bin) {
+            const double gv = static_cast<double>(g[(r * C + c) * PH * PW + bin]) / static_cast<double>(per_bin);
+            for (int64_t k = 0; k < per_bin; ++k) {
+              const Sample& s = samples[static_cast<size_t>(bin * per_bin + k)];
+              for (int j = 0; j < 4; ++j)
+                if (s.w[j] != 0) gimg[s.pos[j]] = static_cast<T>(static_cast<double>(gimg[s.pos[j]]) + gv * s.w[j]);
+            }
+          }
+        }
       }
     }
   });
@@ -635,6 +794,37 @@ WEFT_REGISTER_OP(_backward_PSROIPooling)
     .SetAttr<FInferShape>("FInferShape", PSROIPoolingBackwardShape)
     .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<FCompute>("FCompute<cpu>", PSROIPoolingBackward);
+
+WEFT_REGISTER_OP(_contrib_RROIAlign)
+    .Describe(
+        "Rotated ROI align (Ma et al., 2018, for text detection): each ROI [batch_index, center_x, center_y, width, "
+        "height, degrees] is scaled by spatial_scale (boxes under a pixel widened to one), split into pooled_size "
+        "(h, w) bins, and each bin averages bilinear samples taken on a regular grid (sampling_ratio per axis, or "
+        "ceil(bin size)) of the box turned by its angle about its centre. An ROI with a batch index outside [0, N) "
+        "gives zeros. The output is (R, C, h, w).")
+    .SetNumInputs(2)
+    .AddArgument("data", "NDArray-or-Symbol", "The feature maps (N, C, H, W)")
+    .AddArgument("rois", "NDArray-or-Symbol",
+                 "The rotated regions (R, 6): [batch_index, center_x, center_y, width, height, degrees] in image "
+                 "coordinates")
+    .SetParams<RROIAlignParam>()
+    .SetAttr<FInferShape>("FInferShape", RROIAlignShape)
+    .SetAttr<FInferType>("FInferType", RoiType)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FCompute>("FCompute<cpu>", RROIAlignCompute)
+    .SetAttr<FGradient>("FGradient", RoiGrad("_backward_RROIAlign"));
+
+WEFT_REGISTER_OP(_backward_RROIAlign)
+    .Describe("Gradient of _contrib_RROIAlign: each bin's gradient spread over its samples' pixels; zeros for the rois.")
+    .SetNumInputs(3)
+    .SetNumOutputs(2)
+    .AddArgument("ograd", "NDArray-or-Symbol", "Gradient of the output")
+    .AddArgument("data", "NDArray-or-Symbol", "The forward data")
+    .AddArgument("rois", "NDArray-or-Symbol", "The forward rois")
+    .SetParams<RROIAlignParam>()
+    .SetAttr<FInferShape>("FInferShape", RROIAlignBackwardShape)
+    .SetAttr<FInferType>("FInferType", SameFloatType)
+    .SetAttr<FCompute>("FCompute<cpu>", RROIAlignBackward);
 
 }  // namespace op
 }  // namespace weft

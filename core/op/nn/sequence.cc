@@ -152,7 +152,7 @@ void SequenceMaskCompute(const NodeAttrs& attrs, const OpContext&, const std::ve
   SeqView v = View(in[0].shape, p.axis);
   std::vector<int64_t> len = Lengths(p.use_sequence_length ? &in[1] : nullptr, v, 0);
   WEFT_TYPE_SWITCH(in[0].dtype, T, {
-    MaskRows(v, len, in[0].ptr<T>(), out[0].ptr<T>(), static_cast<T>(p.value), req[0]);
+    MaskRows(v, len, in[0].ptr<T>(), out[0].ptr<T>(), ConvertValue<T>(p.value), req[0]);
   });
 }
 

@@ -95,7 +95,7 @@ void SVMBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vec
       const L* label = in[1].ptr<L>();
       ParallelFor(rows, ItemGrain(classes), [&](int64_t rb, int64_t re) {
         for (int64_t r = rb; r < re; ++r) {
-          const int64_t k = static_cast<int64_t>(label[r]);
+          const int64_t k = ConvertValue<int64_t>(label[r]);
           for (int64_t c = 0; c < classes; ++c) {
             // y * x with y = +1 for the labelled class, -1 for the others.
             const A y = c == k ? A(1) : A(-1);

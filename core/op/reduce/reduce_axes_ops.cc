@@ -89,6 +89,8 @@ WEFT_REGISTER_OP_GROUP(ReduceAxesBackward)
 WEFT_REGISTER_OP(sum)
     .Describe(std::string("Sum of array elements") + kAxisDoc)
     .AddAlias("sum_axis")
+    // MXNet's node for the gradient of broadcast_like/broadcast_to: a sum with the same parameters.
+    .AddAlias("_broadcast_backward")
     .SetNumInputs(1)
     .AddArgument("data", "NDArray-or-Symbol", "The input")
     .SetParams<ReduceAxesParam>()

@@ -292,7 +292,7 @@ void TopKBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vecto
   WEFT_TYPE_SWITCH(in[1].dtype, I, {
     const I* ip = in[1].ptr<I>();
     for (size_t j = 0; j < idx.size(); ++j) {
-      idx[j] = static_cast<int64_t>(ip[j]);
+      idx[j] = ConvertValue<int64_t>(ip[j]);
       if (idx[j] < 0 || idx[j] >= v.n)
         Throw(ErrorKind::kIndex, "Operator '", attrs.op->name, "': index ", idx[j], " is out of range for ", v.n,
               " elements");

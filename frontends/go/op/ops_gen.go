@@ -54,6 +54,7 @@ var opBroadcastSub = weft.NewOperator("broadcast_sub")
 var opBroadcastTo = weft.NewOperator("broadcast_to")
 var opCTCLoss = weft.NewOperator("CTCLoss")
 var opCast = weft.NewOperator("Cast")
+var opCastStorage = weft.NewOperator("cast_storage")
 var opCbrt = weft.NewOperator("cbrt")
 var opCeil = weft.NewOperator("ceil")
 var opClip = weft.NewOperator("clip")
@@ -104,6 +105,7 @@ var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveA
 var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
 var opInternalContribArangeLike = weft.NewOperator("_contrib_arange_like")
 var opInternalContribBackwardGradientmultiplier = weft.NewOperator("_contrib_backward_gradientmultiplier")
+var opInternalContribBackwardHawkesll = weft.NewOperator("_contrib_backward_hawkesll")
 var opInternalContribBackwardIndexCopy = weft.NewOperator("_contrib_backward_index_copy")
 var opInternalContribBackwardQuadratic = weft.NewOperator("_contrib_backward_quadratic")
 var opInternalContribBatchNormWithReLU = weft.NewOperator("_contrib_BatchNormWithReLU")
@@ -114,22 +116,61 @@ var opInternalContribBoxDecode = weft.NewOperator("_contrib_box_decode")
 var opInternalContribBoxEncode = weft.NewOperator("_contrib_box_encode")
 var opInternalContribBoxIou = weft.NewOperator("_contrib_box_iou")
 var opInternalContribBoxNms = weft.NewOperator("_contrib_box_nms")
+var opInternalContribCountSketch = weft.NewOperator("_contrib_count_sketch")
+var opInternalContribDeformableConvolution = weft.NewOperator("_contrib_DeformableConvolution")
+var opInternalContribDeformablePSROIPooling = weft.NewOperator("_contrib_DeformablePSROIPooling")
 var opInternalContribDequantize = weft.NewOperator("_contrib_dequantize")
+var opInternalContribDglAdjacency = weft.NewOperator("_contrib_dgl_adjacency")
+var opInternalContribDglCsrNeighborNonUniformSample = weft.NewOperator("_contrib_dgl_csr_neighbor_non_uniform_sample")
+var opInternalContribDglCsrNeighborUniformSample = weft.NewOperator("_contrib_dgl_csr_neighbor_uniform_sample")
+var opInternalContribDglGraphCompact = weft.NewOperator("_contrib_dgl_graph_compact")
+var opInternalContribDglSubgraph = weft.NewOperator("_contrib_dgl_subgraph")
 var opInternalContribDivSqrtDim = weft.NewOperator("_contrib_div_sqrt_dim")
+var opInternalContribEdgeId = weft.NewOperator("_contrib_edge_id")
+var opInternalContribFft = weft.NewOperator("_contrib_fft")
+var opInternalContribGetnnz = weft.NewOperator("_contrib_getnnz")
 var opInternalContribGradientmultiplier = weft.NewOperator("_contrib_gradientmultiplier")
 var opInternalContribGroupAdagradUpdate = weft.NewOperator("_contrib_group_adagrad_update")
+var opInternalContribHawkesll = weft.NewOperator("_contrib_hawkesll")
+var opInternalContribIfft = weft.NewOperator("_contrib_ifft")
 var opInternalContribIndexArray = weft.NewOperator("_contrib_index_array")
 var opInternalContribIndexCopy = weft.NewOperator("_contrib_index_copy")
+var opInternalContribInterleavedMatmulEncdecQk = weft.NewOperator("_contrib_interleaved_matmul_encdec_qk")
+var opInternalContribInterleavedMatmulEncdecValatt = weft.NewOperator("_contrib_interleaved_matmul_encdec_valatt")
+var opInternalContribInterleavedMatmulSelfattQk = weft.NewOperator("_contrib_interleaved_matmul_selfatt_qk")
+var opInternalContribInterleavedMatmulSelfattValatt = weft.NewOperator("_contrib_interleaved_matmul_selfatt_valatt")
+var opInternalContribIntgemmFullyConnected = weft.NewOperator("_contrib_intgemm_fully_connected")
+var opInternalContribIntgemmMaxabsolute = weft.NewOperator("_contrib_intgemm_maxabsolute")
+var opInternalContribIntgemmPrepareData = weft.NewOperator("_contrib_intgemm_prepare_data")
+var opInternalContribIntgemmPrepareWeight = weft.NewOperator("_contrib_intgemm_prepare_weight")
+var opInternalContribIntgemmTakeWeight = weft.NewOperator("_contrib_intgemm_take_weight")
+var opInternalContribModulatedDeformableConvolution = weft.NewOperator("_contrib_ModulatedDeformableConvolution")
 var opInternalContribMultiBoxDetection = weft.NewOperator("_contrib_MultiBoxDetection")
 var opInternalContribMultiBoxPrior = weft.NewOperator("_contrib_MultiBoxPrior")
 var opInternalContribMultiBoxTarget = weft.NewOperator("_contrib_MultiBoxTarget")
+var opInternalContribMultiProposal = weft.NewOperator("_contrib_MultiProposal")
 var opInternalContribPSROIPooling = weft.NewOperator("_contrib_PSROIPooling")
+var opInternalContribProposal = weft.NewOperator("_contrib_Proposal")
 var opInternalContribQuadratic = weft.NewOperator("_contrib_quadratic")
+var opInternalContribQuantize = weft.NewOperator("_contrib_quantize")
+var opInternalContribQuantizeAsym = weft.NewOperator("_contrib_quantize_asym")
 var opInternalContribQuantizeV2 = weft.NewOperator("_contrib_quantize_v2")
+var opInternalContribQuantizedAct = weft.NewOperator("_contrib_quantized_act")
+var opInternalContribQuantizedBatchNorm = weft.NewOperator("_contrib_quantized_batch_norm")
+var opInternalContribQuantizedConcat = weft.NewOperator("_contrib_quantized_concat")
+var opInternalContribQuantizedConv = weft.NewOperator("_contrib_quantized_conv")
+var opInternalContribQuantizedElemwiseAdd = weft.NewOperator("_contrib_quantized_elemwise_add")
+var opInternalContribQuantizedElemwiseMul = weft.NewOperator("_contrib_quantized_elemwise_mul")
+var opInternalContribQuantizedEmbedding = weft.NewOperator("_contrib_quantized_embedding")
+var opInternalContribQuantizedFlatten = weft.NewOperator("_contrib_quantized_flatten")
+var opInternalContribQuantizedFullyConnected = weft.NewOperator("_contrib_quantized_fully_connected")
+var opInternalContribQuantizedPooling = weft.NewOperator("_contrib_quantized_pooling")
 var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
+var opInternalContribRROIAlign = weft.NewOperator("_contrib_RROIAlign")
 var opInternalContribRequantize = weft.NewOperator("_contrib_requantize")
 var opInternalContribRoundSte = weft.NewOperator("_contrib_round_ste")
 var opInternalContribSignSte = weft.NewOperator("_contrib_sign_ste")
+var opInternalContribSparseEmbedding = weft.NewOperator("_contrib_SparseEmbedding")
 var opInternalContribSyncBatchNorm = weft.NewOperator("_contrib_SyncBatchNorm")
 var opInternalCopy = weft.NewOperator("_copy")
 var opInternalDivScalar = weft.NewOperator("_div_scalar")
@@ -251,8 +292,11 @@ var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalShuffle = weft.NewOperator("_shuffle")
 var opInternalSliceAssign = weft.NewOperator("_slice_assign")
 var opInternalSliceAssignScalar = weft.NewOperator("_slice_assign_scalar")
+var opInternalSparseRetain = weft.NewOperator("_sparse_retain")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
 var opInternalSplitV2 = weft.NewOperator("_split_v2")
+var opInternalSplitV2Backward = weft.NewOperator("_split_v2_backward")
+var opInternalSquareSum = weft.NewOperator("_square_sum")
 var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
 var opInternalZeros = weft.NewOperator("_zeros")
 var opInternalZerosWithoutDtype = weft.NewOperator("_zeros_without_dtype")
@@ -925,7 +969,7 @@ func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opBatchDot, lhs, rhs)
@@ -942,7 +986,7 @@ func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func SymBatchDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -1708,6 +1752,36 @@ func SymCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol,
 	return c.compose(opCast, []string{"data"}, data)
 }
 
+// CastStorage runs the operator cast_storage.
+//
+// Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input.
+//
+// Required parameters:
+//   - stype string: Output storage type.
+func CastStorage(data *weft.NDArray, stype string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("stype", stype)
+	return c.invoke(opCastStorage, data)
+}
+
+// SymCastStorage runs the operator cast_storage symbolically: it adds one node to the graph.
+//
+// Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input.
+//
+// Required parameters:
+//   - stype string: Output storage type.
+func SymCastStorage(data *weft.Symbol, stype string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("stype", stype)
+	return c.compose(opCastStorage, []string{"data"}, data)
+}
+
 // Cbrt runs the operator cbrt.
 //
 // Cube root.
@@ -2283,7 +2357,7 @@ func SymDiag(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opDot, lhs, rhs)
@@ -2300,7 +2374,7 @@ func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): Storage type of the output; only dense ('None' or 'default') is supported. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
 func SymDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -3344,6 +3418,46 @@ func SymInternalContribBackwardGradientmultiplier(data *weft.Symbol, opts ...Opt
 	return c.compose(opInternalContribBackwardGradientmultiplier, []string{"data"}, data)
 }
 
+// InternalContribBackwardHawkesll runs the operator _contrib_backward_hawkesll.
+//
+// Gradients of _contrib_hawkesll with respect to its eight inputs (zero for lags, marks, valid_length and max_time).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - ograd: Gradient of the log likelihoods
+//   - ogradState: Gradient of the returned state
+//   - lda: The forward lda
+//   - alpha: The forward alpha
+//   - beta: The forward beta
+//   - state: The forward state
+//   - lags: The forward lags
+//   - marks: The forward marks
+//   - validLength: The forward valid_length
+//   - maxTime: The forward max_time
+func InternalContribBackwardHawkesll(ograd, ogradState, lda, alpha, beta, state, lags, marks, validLength, maxTime *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribBackwardHawkesll, ograd, ogradState, lda, alpha, beta, state, lags, marks, validLength, maxTime)
+}
+
+// SymInternalContribBackwardHawkesll runs the operator _contrib_backward_hawkesll symbolically: it adds one node to the graph.
+//
+// Gradients of _contrib_hawkesll with respect to its eight inputs (zero for lags, marks, valid_length and max_time).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - ograd: Gradient of the log likelihoods
+//   - ogradState: Gradient of the returned state
+//   - lda: The forward lda
+//   - alpha: The forward alpha
+//   - beta: The forward beta
+//   - state: The forward state
+//   - lags: The forward lags
+//   - marks: The forward marks
+//   - validLength: The forward valid_length
+//   - maxTime: The forward max_time
+func SymInternalContribBackwardHawkesll(ograd, ogradState, lda, alpha, beta, state, lags, marks, validLength, maxTime *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribBackwardHawkesll, []string{"ograd", "ograd_state", "lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"}, ograd, ogradState, lda, alpha, beta, state, lags, marks, validLength, maxTime)
+}
+
 // InternalContribBackwardIndexCopy runs the operator _contrib_backward_index_copy.
 //
 // Gradient of index_copy: the output gradient where old_tensor's rows were kept, the copied rows' gradient for new_tensor, zeros for the index.
@@ -3714,6 +3828,164 @@ func SymInternalContribBoxNms(data *weft.Symbol, opts ...Option) (*weft.Symbol, 
 	return c.compose(opInternalContribBoxNms, []string{"data"}, data)
 }
 
+// InternalContribCountSketch runs the operator _contrib_count_sketch.
+//
+// Count sketch of each row: for data (..., d), hash h and signs s of d entries each (h in [0, out_dim), s of +1 and -1), the output (..., out_dim) has out[..., h[j]] += s[j] * data[..., j]. MXNet runs it on GPUs only; Weft computes it on the CPU.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data to the CountSketchOp.
+//   - h: The index vector
+//   - s: The sign vector
+//
+// Required parameters:
+//   - outDim int: The output dimension.
+//
+// Options:
+//   - WithProcessingBatchSize(int): How many sketch vectors to process at one time (MXNet's GPU batching; the result does not depend on it). (default 32)
+func InternalContribCountSketch(data, h, s *weft.NDArray, outDim int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("out_dim", outDim)
+	return c.invoke(opInternalContribCountSketch, data, h, s)
+}
+
+// SymInternalContribCountSketch runs the operator _contrib_count_sketch symbolically: it adds one node to the graph.
+//
+// Count sketch of each row: for data (..., d), hash h and signs s of d entries each (h in [0, out_dim), s of +1 and -1), the output (..., out_dim) has out[..., h[j]] += s[j] * data[..., j]. MXNet runs it on GPUs only; Weft computes it on the CPU.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data to the CountSketchOp.
+//   - h: The index vector
+//   - s: The sign vector
+//
+// Required parameters:
+//   - outDim int: The output dimension.
+//
+// Options:
+//   - WithProcessingBatchSize(int): How many sketch vectors to process at one time (MXNet's GPU batching; the result does not depend on it). (default 32)
+func SymInternalContribCountSketch(data, h, s *weft.Symbol, outDim int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("out_dim", outDim)
+	return c.compose(opInternalContribCountSketch, []string{"data", "h", "s"}, data, h, s)
+}
+
+// InternalContribDeformableConvolution runs the operator _contrib_DeformableConvolution.
+//
+// 2-D deformable convolution (https://arxiv.org/abs/1703.06211): a convolution whose tap (i, j) at output cell (y, x) reads data at (y * stride - pad + i * dilate + dy, x * stride - pad + j * dilate + dx), bilinearly interpolated, (dy, dx) taken from offset. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow) with oh = floor((h + 2 * pad - dilate * (kh - 1) - 1) / stride) + 1 (likewise ow). Data channel group d of num_deformable_group reads offset channels [2K * d, 2K * (d + 1)) (K = kh * kw): 2 * (i * kw + j) for dy of tap (i, j), the next for dx. Points outside [0, h) x [0, w) read 0; beyond the last row or column the sample holds it.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func InternalContribDeformableConvolution(data, offset, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opInternalContribDeformableConvolution, data, offset, weight, bias)
+}
+
+// SymInternalContribDeformableConvolution runs the operator _contrib_DeformableConvolution symbolically: it adds one node to the graph.
+//
+// 2-D deformable convolution (https://arxiv.org/abs/1703.06211): a convolution whose tap (i, j) at output cell (y, x) reads data at (y * stride - pad + i * dilate + dy, x * stride - pad + j * dilate + dx), bilinearly interpolated, (dy, dx) taken from offset. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow) with oh = floor((h + 2 * pad - dilate * (kh - 1) - 1) / stride) + 1 (likewise ow). Data channel group d of num_deformable_group reads offset channels [2K * d, 2K * (d + 1)) (K = kh * kw): 2 * (i * kw + j) for dy of tap (i, j), the next for dx. Points outside [0, h) x [0, w) read 0; beyond the last row or column the sample holds it.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func SymInternalContribDeformableConvolution(data, offset, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opInternalContribDeformableConvolution, []string{"data", "offset", "weight", "bias"}, data, offset, weight, bias)
+}
+
+// InternalContribDeformablePSROIPooling runs the operator _contrib_DeformablePSROIPooling.
+//
+// Deformable position-sensitive ROI pooling (https://arxiv.org/abs/1703.06211). Each ROI [batch_index, x1, y1, x2, y2] (corners rounded, scaled by spatial_scale) is split into pooled_size x pooled_size bins; bin (i, j) of output channel c, moved by trans_std * trans (num_rois, 2 * classes, part_size, part_size) in fractions of the ROI's width (channel 2 * class) and height (2 * class + 1), averages sample_per_part^2 bilinear samples of input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (num_rois, output_dim, pooled_size, pooled_size); the second output, top_count (hidden), counts each bin's samples that fall on the map.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//   - trans: The bins' displacements (R, 2 * classes, part_size, part_size)
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - groupSize int: The side of the grid of position-sensitive channel groups.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithPartSize(int): The side of the grid of trans cells; 0 means pooled_size. (default 0)
+//   - WithSamplePerPart(int): Samples per bin along each axis. (default 1)
+//   - WithTransStd(float64): The scale of trans: a bin moves by trans * trans_std times the ROI's size. (default 0)
+//   - WithNoTrans(bool): Whether to leave out the trans input (bins stay in place). (default False)
+func InternalContribDeformablePSROIPooling(data, rois, trans *weft.NDArray, spatialScale float64, outputDim int, groupSize int, pooledSize int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("group_size", groupSize)
+	c.set("pooled_size", pooledSize)
+	return c.invoke(opInternalContribDeformablePSROIPooling, data, rois, trans)
+}
+
+// SymInternalContribDeformablePSROIPooling runs the operator _contrib_DeformablePSROIPooling symbolically: it adds one node to the graph.
+//
+// Deformable position-sensitive ROI pooling (https://arxiv.org/abs/1703.06211). Each ROI [batch_index, x1, y1, x2, y2] (corners rounded, scaled by spatial_scale) is split into pooled_size x pooled_size bins; bin (i, j) of output channel c, moved by trans_std * trans (num_rois, 2 * classes, part_size, part_size) in fractions of the ROI's width (channel 2 * class) and height (2 * class + 1), averages sample_per_part^2 bilinear samples of input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (num_rois, output_dim, pooled_size, pooled_size); the second output, top_count (hidden), counts each bin's samples that fall on the map.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W), C >= output_dim * group_size^2
+//   - rois: The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+//   - trans: The bins' displacements (R, 2 * classes, part_size, part_size)
+//
+// Required parameters:
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//   - outputDim int: The output channels.
+//   - groupSize int: The side of the grid of position-sensitive channel groups.
+//   - pooledSize int: The output size of each ROI (square).
+//
+// Options:
+//   - WithPartSize(int): The side of the grid of trans cells; 0 means pooled_size. (default 0)
+//   - WithSamplePerPart(int): Samples per bin along each axis. (default 1)
+//   - WithTransStd(float64): The scale of trans: a bin moves by trans * trans_std times the ROI's size. (default 0)
+//   - WithNoTrans(bool): Whether to leave out the trans input (bins stay in place). (default False)
+func SymInternalContribDeformablePSROIPooling(data, rois, trans *weft.Symbol, spatialScale float64, outputDim int, groupSize int, pooledSize int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("spatial_scale", spatialScale)
+	c.set("output_dim", outputDim)
+	c.set("group_size", groupSize)
+	c.set("pooled_size", pooledSize)
+	return c.compose(opInternalContribDeformablePSROIPooling, []string{"data", "rois", "trans"}, data, rois, trans)
+}
+
 // InternalContribDequantize runs the operator _contrib_dequantize.
 //
 // Converts int8 or uint8 data with the float range it stands for (min_range, max_range) back to float32.
@@ -3746,6 +4018,164 @@ func SymInternalContribDequantize(data, minRange, maxRange *weft.Symbol, opts ..
 	return c.compose(opInternalContribDequantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
 }
 
+// InternalContribDglAdjacency runs the operator _contrib_dgl_adjacency.
+//
+// The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+func InternalContribDglAdjacency(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribDglAdjacency, data)
+}
+
+// SymInternalContribDglAdjacency runs the operator _contrib_dgl_adjacency symbolically: it adds one node to the graph.
+//
+// The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+func SymInternalContribDglAdjacency(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribDglAdjacency, []string{"data"}, data)
+}
+
+// InternalContribDglCsrNeighborNonUniformSample runs the operator _contrib_dgl_csr_neighbor_non_uniform_sample.
+//
+// As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - probability: probability vector
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func InternalContribDglCsrNeighborNonUniformSample(csrMatrix []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalContribDglCsrNeighborNonUniformSample, "num_args", csrMatrix)
+}
+
+// SymInternalContribDglCsrNeighborNonUniformSample runs the operator _contrib_dgl_csr_neighbor_non_uniform_sample symbolically: it adds one node to the graph.
+//
+// As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - probability: probability vector
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func SymInternalContribDglCsrNeighborNonUniformSample(csrMatrix []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalContribDglCsrNeighborNonUniformSample, "num_args", csrMatrix)
+}
+
+// InternalContribDglCsrNeighborUniformSample runs the operator _contrib_dgl_csr_neighbor_uniform_sample.
+//
+// Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func InternalContribDglCsrNeighborUniformSample(csrMatrix []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalContribDglCsrNeighborUniformSample, "num_args", csrMatrix)
+}
+
+// SymInternalContribDglCsrNeighborUniformSample runs the operator _contrib_dgl_csr_neighbor_uniform_sample symbolically: it adds one node to the graph.
+//
+// Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - csrMatrix: csr matrix
+//   - seedArrays: seed vertices (any number)
+//
+// Options:
+//   - WithNumHops(int): Number of hops. (default 1)
+//   - WithNumNeighbor(int): Number of neighbors sampled per vertex. (default 2)
+//   - WithMaxNumVertices(int): Most vertices in a sampled subgraph. (default 100)
+func SymInternalContribDglCsrNeighborUniformSample(csrMatrix []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalContribDglCsrNeighborUniformSample, "num_args", csrMatrix)
+}
+
+// InternalContribDglGraphCompact runs the operator _contrib_dgl_graph_compact.
+//
+// Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - graphData: Input graphs and input vertex Ids. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+//   - graphSizes []int: The number of vertices of each graph.
+func InternalContribDglGraphCompact(graphData []*weft.NDArray, returnMapping bool, graphSizes []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	c.set("graph_sizes", graphSizes)
+	return c.invokeList(opInternalContribDglGraphCompact, "num_args", graphData)
+}
+
+// SymInternalContribDglGraphCompact runs the operator _contrib_dgl_graph_compact symbolically: it adds one node to the graph.
+//
+// Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - graphData: Input graphs and input vertex Ids. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+//   - graphSizes []int: The number of vertices of each graph.
+func SymInternalContribDglGraphCompact(graphData []*weft.Symbol, returnMapping bool, graphSizes []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	c.set("graph_sizes", graphSizes)
+	return c.composeList(opInternalContribDglGraphCompact, "num_args", graphData)
+}
+
+// InternalContribDglSubgraph runs the operator _contrib_dgl_subgraph.
+//
+// The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - graph: Input graph where we sample vertices.
+//   - data: The vertex id arrays, one per subgraph. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+func InternalContribDglSubgraph(graph []*weft.NDArray, returnMapping bool, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	return c.invokeList(opInternalContribDglSubgraph, "num_args", graph)
+}
+
+// SymInternalContribDglSubgraph runs the operator _contrib_dgl_subgraph symbolically: it adds one node to the graph.
+//
+// The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - graph: Input graph where we sample vertices.
+//   - data: The vertex id arrays, one per subgraph. (any number)
+//
+// Required parameters:
+//   - returnMapping bool: Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+func SymInternalContribDglSubgraph(graph []*weft.Symbol, returnMapping bool, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("return_mapping", returnMapping)
+	return c.composeList(opInternalContribDglSubgraph, "num_args", graph)
+}
+
 // InternalContribDivSqrtDim runs the operator _contrib_div_sqrt_dim.
 //
 // The input divided by the square root of its last axis' length (attention score scaling).
@@ -3766,6 +4196,88 @@ func InternalContribDivSqrtDim(data *weft.NDArray, opts ...Option) (*weft.NDArra
 func SymInternalContribDivSqrtDim(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribDivSqrtDim, []string{"data"}, data)
+}
+
+// InternalContribEdgeId runs the operator _contrib_edge_id.
+//
+// For each pair (u[i], v[i]), the value stored at row u[i], column v[i] of the csr adjacency matrix data (the edge's id), or -1 where nothing is stored (a dense input: where the element is 0). u and v must index within the matrix.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input ndarray
+//   - u: u ndarray
+//   - v: v ndarray
+func InternalContribEdgeId(data, u, v *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribEdgeId, data, u, v)
+}
+
+// SymInternalContribEdgeId runs the operator _contrib_edge_id symbolically: it adds one node to the graph.
+//
+// For each pair (u[i], v[i]), the value stored at row u[i], column v[i] of the csr adjacency matrix data (the edge's id), or -1 where nothing is stored (a dense input: where the element is 0). u and v must index within the matrix.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input ndarray
+//   - u: u ndarray
+//   - v: v ndarray
+func SymInternalContribEdgeId(data, u, v *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribEdgeId, []string{"data", "u", "v"}, data, u, v)
+}
+
+// InternalContribFft runs the operator _contrib_fft.
+//
+// 1-D discrete Fourier transform of real data over its last axis: for data (..., d) the output (..., 2d) holds the d complex coefficients X_k = sum_j x_j exp(-2 pi i jk/d) as [re0, im0, re1, im1, ...], unnormalised. MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data to the FFTOp.
+//
+// Options:
+//   - WithComputeSize(int): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it) (default 128)
+func InternalContribFft(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribFft, data)
+}
+
+// SymInternalContribFft runs the operator _contrib_fft symbolically: it adds one node to the graph.
+//
+// 1-D discrete Fourier transform of real data over its last axis: for data (..., d) the output (..., 2d) holds the d complex coefficients X_k = sum_j x_j exp(-2 pi i jk/d) as [re0, im0, re1, im1, ...], unnormalised. MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data to the FFTOp.
+//
+// Options:
+//   - WithComputeSize(int): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it) (default 128)
+func SymInternalContribFft(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribFft, []string{"data"}, data)
+}
+
+// InternalContribGetnnz runs the operator _contrib_getnnz.
+//
+// Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input
+//
+// Options:
+//   - WithAxis(int): Select between the number of values across the whole matrix (None), in each column (0), or in each row (1). (default None)
+func InternalContribGetnnz(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribGetnnz, data)
+}
+
+// SymInternalContribGetnnz runs the operator _contrib_getnnz symbolically: it adds one node to the graph.
+//
+// Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input
+//
+// Options:
+//   - WithAxis(int): Select between the number of values across the whole matrix (None), in each column (0), or in each row (1). (default None)
+func SymInternalContribGetnnz(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribGetnnz, []string{"data"}, data)
 }
 
 // InternalContribGradientmultiplier runs the operator _contrib_gradientmultiplier.
@@ -3842,6 +4354,70 @@ func SymInternalContribGroupAdagradUpdate(weight, grad, history *weft.Symbol, lr
 	return c.compose(opInternalContribGroupAdagradUpdate, []string{"weight", "grad", "history"}, weight, grad, history)
 }
 
+// InternalContribHawkesll runs the operator _contrib_hawkesll.
+//
+// Log likelihood of a marked self-exciting Hawkes process with exponential decay: K independent processes of intensity lda_k + alpha_k beta_k sum_{t_i < t, mark_i = k} exp(-beta_k (t - t_i)), observed on (0, max_time[n]] for each of N samples whose events are given as ragged rows (lags: times since the previous event, marks: process ids, valid_length: how many). state carries the memory sum exp(-beta_k (t - t_i)) of earlier events in; the outputs are the (N,) log likelihoods and the (N, K) memory at max_time.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lda: Shape (N, K) The intensity for each of the K processes, for each sample
+//   - alpha: Shape (K,) The infectivity factor (branching ratio) for each process
+//   - beta: Shape (K,) The decay parameter for each process
+//   - state: Shape (N, K) the Hawkes state for each process
+//   - lags: Shape (N, T) the interarrival times
+//   - marks: Shape (N, T) the marks (process ids)
+//   - validLength: The number of valid points in the process
+//   - maxTime: the length of the interval where the processes were sampled
+func InternalContribHawkesll(lda, alpha, beta, state, lags, marks, validLength, maxTime *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribHawkesll, lda, alpha, beta, state, lags, marks, validLength, maxTime)
+}
+
+// SymInternalContribHawkesll runs the operator _contrib_hawkesll symbolically: it adds one node to the graph.
+//
+// Log likelihood of a marked self-exciting Hawkes process with exponential decay: K independent processes of intensity lda_k + alpha_k beta_k sum_{t_i < t, mark_i = k} exp(-beta_k (t - t_i)), observed on (0, max_time[n]] for each of N samples whose events are given as ragged rows (lags: times since the previous event, marks: process ids, valid_length: how many). state carries the memory sum exp(-beta_k (t - t_i)) of earlier events in; the outputs are the (N,) log likelihoods and the (N, K) memory at max_time.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lda: Shape (N, K) The intensity for each of the K processes, for each sample
+//   - alpha: Shape (K,) The infectivity factor (branching ratio) for each process
+//   - beta: Shape (K,) The decay parameter for each process
+//   - state: Shape (N, K) the Hawkes state for each process
+//   - lags: Shape (N, T) the interarrival times
+//   - marks: Shape (N, T) the marks (process ids)
+//   - validLength: The number of valid points in the process
+//   - maxTime: the length of the interval where the processes were sampled
+func SymInternalContribHawkesll(lda, alpha, beta, state, lags, marks, validLength, maxTime *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribHawkesll, []string{"lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"}, lda, alpha, beta, state, lags, marks, validLength, maxTime)
+}
+
+// InternalContribIfft runs the operator _contrib_ifft.
+//
+// 1-D inverse discrete Fourier transform over the last axis: for interleaved complex data (..., 2d) ([re0, im0, re1, im1, ...]) the output (..., d) is the real part of sum_k X_k exp(+2 pi i jk/d), not divided by d (as MXNet). MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data to the IFFTOp.
+//
+// Options:
+//   - WithComputeSize(int): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it) (default 128)
+func InternalContribIfft(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIfft, data)
+}
+
+// SymInternalContribIfft runs the operator _contrib_ifft symbolically: it adds one node to the graph.
+//
+// 1-D inverse discrete Fourier transform over the last axis: for interleaved complex data (..., 2d) ([re0, im0, re1, im1, ...]) the output (..., d) is the real part of sum_k X_k exp(+2 pi i jk/d), not divided by d (as MXNet). MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data to the IFFTOp.
+//
+// Options:
+//   - WithComputeSize(int): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it) (default 128)
+func SymInternalContribIfft(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIfft, []string{"data"}, data)
+}
+
 // InternalContribIndexArray runs the operator _contrib_index_array.
 //
 // For an input of shape (d1, ..., dn), an int64 array of shape (d1, ..., dn, m) holding each position's coordinates along the chosen axes (all n when axes is None).
@@ -3894,6 +4470,342 @@ func InternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.NDArray, o
 func SymInternalContribIndexCopy(oldTensor, indexVector, newTensor *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribIndexCopy, []string{"old_tensor", "index_vector", "new_tensor"}, oldTensor, indexVector, newTensor)
+}
+
+// InternalContribInterleavedMatmulEncdecQk runs the operator _contrib_interleaved_matmul_encdec_qk.
+//
+// Encoder-decoder attention scores: queries (query_length, batch, heads * head_dim) against the key projections of keys_values (key_length, batch, heads * head_dim * 2, key and value interleaved per head): (batch * heads, query_length, key_length) products q k^T / sqrt(head_dim).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - queries: Queries
+//   - keysValues: Keys and values interleaved
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func InternalContribInterleavedMatmulEncdecQk(queries, keysValues *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalContribInterleavedMatmulEncdecQk, queries, keysValues)
+}
+
+// SymInternalContribInterleavedMatmulEncdecQk runs the operator _contrib_interleaved_matmul_encdec_qk symbolically: it adds one node to the graph.
+//
+// Encoder-decoder attention scores: queries (query_length, batch, heads * head_dim) against the key projections of keys_values (key_length, batch, heads * head_dim * 2, key and value interleaved per head): (batch * heads, query_length, key_length) products q k^T / sqrt(head_dim).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - queries: Queries
+//   - keysValues: Keys and values interleaved
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func SymInternalContribInterleavedMatmulEncdecQk(queries, keysValues *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalContribInterleavedMatmulEncdecQk, []string{"queries", "keys_values"}, queries, keysValues)
+}
+
+// InternalContribInterleavedMatmulEncdecValatt runs the operator _contrib_interleaved_matmul_encdec_valatt.
+//
+// Encoder-decoder attention output: attention (batch * heads, query_length, key_length) times the value projections of keys_values (key_length, batch, heads * head_dim * 2), laid out as (query_length, batch, heads * head_dim).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - keysValues: Keys and values interleaved
+//   - attention: Attention maps
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func InternalContribInterleavedMatmulEncdecValatt(keysValues, attention *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalContribInterleavedMatmulEncdecValatt, keysValues, attention)
+}
+
+// SymInternalContribInterleavedMatmulEncdecValatt runs the operator _contrib_interleaved_matmul_encdec_valatt symbolically: it adds one node to the graph.
+//
+// Encoder-decoder attention output: attention (batch * heads, query_length, key_length) times the value projections of keys_values (key_length, batch, heads * head_dim * 2), laid out as (query_length, batch, heads * head_dim).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - keysValues: Keys and values interleaved
+//   - attention: Attention maps
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func SymInternalContribInterleavedMatmulEncdecValatt(keysValues, attention *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalContribInterleavedMatmulEncdecValatt, []string{"keys_values", "attention"}, keysValues, attention)
+}
+
+// InternalContribInterleavedMatmulSelfattQk runs the operator _contrib_interleaved_matmul_selfatt_qk.
+//
+// Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - queriesKeysValues: Interleaved queries, keys and values
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func InternalContribInterleavedMatmulSelfattQk(queriesKeysValues *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalContribInterleavedMatmulSelfattQk, queriesKeysValues)
+}
+
+// SymInternalContribInterleavedMatmulSelfattQk runs the operator _contrib_interleaved_matmul_selfatt_qk symbolically: it adds one node to the graph.
+//
+// Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - queriesKeysValues: Interleaved queries, keys and values
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func SymInternalContribInterleavedMatmulSelfattQk(queriesKeysValues *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalContribInterleavedMatmulSelfattQk, []string{"queries_keys_values"}, queriesKeysValues)
+}
+
+// InternalContribInterleavedMatmulSelfattValatt runs the operator _contrib_interleaved_matmul_selfatt_valatt.
+//
+// Self-attention output: the attention weights (batch * heads, seq_length, seq_length) times the value projections held in queries_keys_values (seq_length, batch, heads * head_dim * 3), laid out as (seq_length, batch, heads * head_dim) with the heads of a position side by side.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - queriesKeysValues: Queries, keys and values interleaved
+//   - attention: Attention maps
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func InternalContribInterleavedMatmulSelfattValatt(queriesKeysValues, attention *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalContribInterleavedMatmulSelfattValatt, queriesKeysValues, attention)
+}
+
+// SymInternalContribInterleavedMatmulSelfattValatt runs the operator _contrib_interleaved_matmul_selfatt_valatt symbolically: it adds one node to the graph.
+//
+// Self-attention output: the attention weights (batch * heads, seq_length, seq_length) times the value projections held in queries_keys_values (seq_length, batch, heads * head_dim * 3), laid out as (seq_length, batch, heads * head_dim) with the heads of a position side by side.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - queriesKeysValues: Queries, keys and values interleaved
+//   - attention: Attention maps
+//
+// Required parameters:
+//   - heads int: Set number of heads
+func SymInternalContribInterleavedMatmulSelfattValatt(queriesKeysValues, attention *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalContribInterleavedMatmulSelfattValatt, []string{"queries_keys_values", "attention"}, queriesKeysValues, attention)
+}
+
+// InternalContribIntgemmFullyConnected runs the operator _contrib_intgemm_fully_connected.
+//
+// Fully connected layer in 8-bit integers: data (float32, quantized here by its own maximum absolute value, or int8 from intgemm_prepare_data) times the prepared int8 weight (num_hidden, input size), transposed. With out_type='int32' the output is the exact integer product (plus an int32 bias); with 'float32' it is that product times `scaling` (divided by the on-the-fly scale 127/max|data| for float32 data) plus a float32 bias. Typically scaling = maxabs(weight)/127 for float32 data and maxabs(data)/127 * maxabs(weight)/127 for int8 data. Inputs: data, weight, [scaling if out_type is float32], [bias unless no_bias]. No gradient flows (zeros, as MXNet).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: First argument to multiplication. Tensor of float32 (quantized on the fly) or int8 from intgemm_prepare_data.
+//   - weight: Second argument to multiplication. Tensor of int8 from intgemm_prepare_weight.
+//   - scaling: Scaling factor to apply if output type is float32.
+//   - bias: Bias term.
+//
+// Required parameters:
+//   - numHidden int: Number of hidden nodes of the output.
+//
+// Options:
+//   - WithNoBias(bool): Whether to disable bias parameter. (default False)
+//   - WithFlatten(bool): Whether to collapse all but the first axis of the input data tensor. (default True)
+//   - WithOutType(weft.DType): Output data type. (default float32)
+func InternalContribIntgemmFullyConnected(data, weight, scaling, bias *weft.NDArray, numHidden int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("num_hidden", numHidden)
+	return c.invoke(opInternalContribIntgemmFullyConnected, data, weight, scaling, bias)
+}
+
+// SymInternalContribIntgemmFullyConnected runs the operator _contrib_intgemm_fully_connected symbolically: it adds one node to the graph.
+//
+// Fully connected layer in 8-bit integers: data (float32, quantized here by its own maximum absolute value, or int8 from intgemm_prepare_data) times the prepared int8 weight (num_hidden, input size), transposed. With out_type='int32' the output is the exact integer product (plus an int32 bias); with 'float32' it is that product times `scaling` (divided by the on-the-fly scale 127/max|data| for float32 data) plus a float32 bias. Typically scaling = maxabs(weight)/127 for float32 data and maxabs(data)/127 * maxabs(weight)/127 for int8 data. Inputs: data, weight, [scaling if out_type is float32], [bias unless no_bias]. No gradient flows (zeros, as MXNet).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: First argument to multiplication. Tensor of float32 (quantized on the fly) or int8 from intgemm_prepare_data.
+//   - weight: Second argument to multiplication. Tensor of int8 from intgemm_prepare_weight.
+//   - scaling: Scaling factor to apply if output type is float32.
+//   - bias: Bias term.
+//
+// Required parameters:
+//   - numHidden int: Number of hidden nodes of the output.
+//
+// Options:
+//   - WithNoBias(bool): Whether to disable bias parameter. (default False)
+//   - WithFlatten(bool): Whether to collapse all but the first axis of the input data tensor. (default True)
+//   - WithOutType(weft.DType): Output data type. (default float32)
+func SymInternalContribIntgemmFullyConnected(data, weight, scaling, bias *weft.Symbol, numHidden int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("num_hidden", numHidden)
+	return c.compose(opInternalContribIntgemmFullyConnected, []string{"data", "weight", "scaling", "bias"}, data, weight, scaling, bias)
+}
+
+// InternalContribIntgemmMaxabsolute runs the operator _contrib_intgemm_maxabsolute.
+//
+// The maximum absolute value of a float32 array, as a (1,) array: abs(data).max(), the range intgemm_prepare_data and intgemm_prepare_weight quantize over.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Tensor to compute maximum absolute value of
+func InternalContribIntgemmMaxabsolute(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIntgemmMaxabsolute, data)
+}
+
+// SymInternalContribIntgemmMaxabsolute runs the operator _contrib_intgemm_maxabsolute symbolically: it adds one node to the graph.
+//
+// The maximum absolute value of a float32 array, as a (1,) array: abs(data).max(), the range intgemm_prepare_data and intgemm_prepare_weight quantize over.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Tensor to compute maximum absolute value of
+func SymInternalContribIntgemmMaxabsolute(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIntgemmMaxabsolute, []string{"data"}, data)
+}
+
+// InternalContribIntgemmPrepareData runs the operator _contrib_intgemm_prepare_data.
+//
+// Quantizes float32 data to int8 for intgemm_fully_connected: round(data * 127 / maxabs), kept in [-127, 127] (-128 is never produced). maxabs is typically intgemm_maxabsolute(data).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Activation matrix to be prepared for multiplication.
+//   - maxabs: Maximum absolute value to be used for scaling.  (The values will be multiplied by 127.0 / maxabs.
+func InternalContribIntgemmPrepareData(data, maxabs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIntgemmPrepareData, data, maxabs)
+}
+
+// SymInternalContribIntgemmPrepareData runs the operator _contrib_intgemm_prepare_data symbolically: it adds one node to the graph.
+//
+// Quantizes float32 data to int8 for intgemm_fully_connected: round(data * 127 / maxabs), kept in [-127, 127] (-128 is never produced). maxabs is typically intgemm_maxabsolute(data).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Activation matrix to be prepared for multiplication.
+//   - maxabs: Maximum absolute value to be used for scaling.  (The values will be multiplied by 127.0 / maxabs.
+func SymInternalContribIntgemmPrepareData(data, maxabs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIntgemmPrepareData, []string{"data", "maxabs"}, data, maxabs)
+}
+
+// InternalContribIntgemmPrepareWeight runs the operator _contrib_intgemm_prepare_weight.
+//
+// Prepares a weight matrix (num_hidden, input size) for intgemm_fully_connected: quantizes a float32 weight as intgemm_prepare_data does (round(weight * 127 / maxabs) in [-127, 127]), or takes an int8 one as it is with already_quantized=True. Weft's prepared layout is the plain row-major int8 matrix of the same shape (MXNet's is intgemm's CPU-specific tiling).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Parameter matrix to be prepared for multiplication.
+//   - maxabs: Maximum absolute value for scaling. The weights will be multipled by 127.0 / maxabs.
+//
+// Options:
+//   - WithAlreadyQuantized(bool): Is the weight matrix already quantized? (default False)
+func InternalContribIntgemmPrepareWeight(weight, maxabs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIntgemmPrepareWeight, weight, maxabs)
+}
+
+// SymInternalContribIntgemmPrepareWeight runs the operator _contrib_intgemm_prepare_weight symbolically: it adds one node to the graph.
+//
+// Prepares a weight matrix (num_hidden, input size) for intgemm_fully_connected: quantizes a float32 weight as intgemm_prepare_data does (round(weight * 127 / maxabs) in [-127, 127]), or takes an int8 one as it is with already_quantized=True. Weft's prepared layout is the plain row-major int8 matrix of the same shape (MXNet's is intgemm's CPU-specific tiling).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Parameter matrix to be prepared for multiplication.
+//   - maxabs: Maximum absolute value for scaling. The weights will be multipled by 127.0 / maxabs.
+//
+// Options:
+//   - WithAlreadyQuantized(bool): Is the weight matrix already quantized? (default False)
+func SymInternalContribIntgemmPrepareWeight(weight, maxabs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIntgemmPrepareWeight, []string{"weight", "maxabs"}, weight, maxabs)
+}
+
+// InternalContribIntgemmTakeWeight runs the operator _contrib_intgemm_take_weight.
+//
+// The rows `indices` of a prepared weight (for a vocabulary shortlist): in Weft's plain prepared layout, take(weight, indices, axis=0).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Tensor already in intgemm weight format to select from
+//   - indices: indices to select on the 0th dimension of weight
+func InternalContribIntgemmTakeWeight(weight, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribIntgemmTakeWeight, weight, indices)
+}
+
+// SymInternalContribIntgemmTakeWeight runs the operator _contrib_intgemm_take_weight symbolically: it adds one node to the graph.
+//
+// The rows `indices` of a prepared weight (for a vocabulary shortlist): in Weft's plain prepared layout, take(weight, indices, axis=0).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Tensor already in intgemm weight format to select from
+//   - indices: indices to select on the 0th dimension of weight
+func SymInternalContribIntgemmTakeWeight(weight, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribIntgemmTakeWeight, []string{"weight", "indices"}, weight, indices)
+}
+
+// InternalContribModulatedDeformableConvolution runs the operator _contrib_ModulatedDeformableConvolution.
+//
+// 2-D modulated deformable convolution (DCNv2, https://arxiv.org/abs/1811.11168): as _contrib_DeformableConvolution, with every sampled tap multiplied by mask. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), mask (n, num_deformable_group * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow). Points in (-1, h) x (-1, w) are interpolated with the pixels outside the map taken as zeros; points further out read 0.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - mask: The scale of every tap (n, num_deformable_group * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithIm2colStep(int): Images per im2col pass on the GPU; a batch larger than it must be a multiple of it. (default 64)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func InternalContribModulatedDeformableConvolution(data, offset, mask, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opInternalContribModulatedDeformableConvolution, data, offset, mask, weight, bias)
+}
+
+// SymInternalContribModulatedDeformableConvolution runs the operator _contrib_ModulatedDeformableConvolution symbolically: it adds one node to the graph.
+//
+// 2-D modulated deformable convolution (DCNv2, https://arxiv.org/abs/1811.11168): as _contrib_DeformableConvolution, with every sampled tap multiplied by mask. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), mask (n, num_deformable_group * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow). Points in (-1, h) x (-1, w) are interpolated with the pixels outside the map taken as zeros; points further out read 0.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (n, c, h, w)
+//   - offset: The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+//   - mask: The scale of every tap (n, num_deformable_group * kh * kw, oh, ow)
+//   - weight: Weight matrix
+//   - bias: Bias parameter
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride: (h, w); 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation: (h, w); 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides: (h, w); 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithNumDeformableGroup(int): Number of groups of data channels that share one set of offsets. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithIm2colStep(int): Images per im2col pass on the GPU; a batch larger than it must be a multiple of it. (default 64)
+//   - WithLayout(string): Data layout; only NCHW (the default for a 2-D kernel) is supported. (default None)
+func SymInternalContribModulatedDeformableConvolution(data, offset, mask, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opInternalContribModulatedDeformableConvolution, []string{"data", "offset", "mask", "weight", "bias"}, data, offset, mask, weight, bias)
 }
 
 // InternalContribMultiBoxDetection runs the operator _contrib_MultiBoxDetection.
@@ -4018,6 +4930,54 @@ func SymInternalContribMultiBoxTarget(anchor, label, clsPred *weft.Symbol, opts 
 	return c.compose(opInternalContribMultiBoxTarget, []string{"anchor", "label", "cls_pred"}, anchor, label, clsPred)
 }
 
+// InternalContribMultiProposal runs the operator _contrib_MultiProposal.
+//
+// _contrib_Proposal for a batch of N images: outputs (N * rpn_post_nms_top_n, 5) rows [image, x1, y1, x2, y2], image by image, and, shown with output_score, their scores (N * rpn_post_nms_top_n, 1).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (N, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (N, 4A, H, W)
+//   - imInfo: Each image's (height, width, scale) (N, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func InternalContribMultiProposal(clsProb, bboxPred, imInfo *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribMultiProposal, clsProb, bboxPred, imInfo)
+}
+
+// SymInternalContribMultiProposal runs the operator _contrib_MultiProposal symbolically: it adds one node to the graph.
+//
+// _contrib_Proposal for a batch of N images: outputs (N * rpn_post_nms_top_n, 5) rows [image, x1, y1, x2, y2], image by image, and, shown with output_score, their scores (N * rpn_post_nms_top_n, 1).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (N, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (N, 4A, H, W)
+//   - imInfo: Each image's (height, width, scale) (N, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func SymInternalContribMultiProposal(clsProb, bboxPred, imInfo *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribMultiProposal, []string{"cls_prob", "bbox_pred", "im_info"}, clsProb, bboxPred, imInfo)
+}
+
 // InternalContribPSROIPooling runs the operator _contrib_PSROIPooling.
 //
 // Position-sensitive ROI pooling (R-FCN): each ROI [batch_index, x1, y1, x2, y2], its corners rounded and scaled by spatial_scale, is split into pooled_size x pooled_size bins; bin (i, j) of output channel c averages input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (R, output_dim, pooled_size, pooled_size).
@@ -4064,6 +5024,54 @@ func SymInternalContribPSROIPooling(data, rois *weft.Symbol, spatialScale float6
 	return c.compose(opInternalContribPSROIPooling, []string{"data", "rois"}, data, rois)
 }
 
+// InternalContribProposal runs the operator _contrib_Proposal.
+//
+// Region proposals of Faster R-CNN's RPN for one image: anchors of every scale and ratio at each cell of the (H, W) map, decoded by bbox_pred, clipped to the image of im_info = (height, width, scale), scored by the foreground half of cls_prob (cells beyond the image and boxes under rpn_min_size * scale score -1), the rpn_pre_nms_top_n best suppressed at IoU > threshold. Outputs the first rpn_post_nms_top_n kept boxes (rpn_post_nms_top_n, 5) as [0, x1, y1, x2, y2] (repeating the kept ones when fewer remain) and, shown with output_score, their scores (rpn_post_nms_top_n, 1).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (1, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (1, 4A, H, W)
+//   - imInfo: The image's (height, width, scale) (1, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func InternalContribProposal(clsProb, bboxPred, imInfo *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribProposal, clsProb, bboxPred, imInfo)
+}
+
+// SymInternalContribProposal runs the operator _contrib_Proposal symbolically: it adds one node to the graph.
+//
+// Region proposals of Faster R-CNN's RPN for one image: anchors of every scale and ratio at each cell of the (H, W) map, decoded by bbox_pred, clipped to the image of im_info = (height, width, scale), scored by the foreground half of cls_prob (cells beyond the image and boxes under rpn_min_size * scale score -1), the rpn_pre_nms_top_n best suppressed at IoU > threshold. Outputs the first rpn_post_nms_top_n kept boxes (rpn_post_nms_top_n, 5) as [0, x1, y1, x2, y2] (repeating the kept ones when fewer remain) and, shown with output_score, their scores (rpn_post_nms_top_n, 1).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - clsProb: Background then foreground scores of each anchor (1, 2A, H, W)
+//   - bboxPred: Box deltas from each anchor (1, 4A, H, W)
+//   - imInfo: The image's (height, width, scale) (1, 3)
+//
+// Options:
+//   - WithRpnPreNmsTopN(int): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all. (default 6000)
+//   - WithRpnPostNmsTopN(int): The boxes output per image after non-maximum suppression. (default 300)
+//   - WithThreshold(float64): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU. (default 0.7)
+//   - WithRpnMinSize(int): Boxes narrower or shorter than this (times the image's scale) get score -1. (default 16)
+//   - WithScales([]float64): The anchor scales, in units of feature_stride. (default (4, 8, 16, 32))
+//   - WithRatios([]float64): The anchor aspect ratios (height / width). (default (0.5, 1, 2))
+//   - WithFeatureStride(int): The image pixels per feature-map cell (the product of the strides before the RPN). (default 16)
+//   - WithOutputScore(bool): Also output the boxes' scores. (default False)
+//   - WithIouLoss(bool): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales. (default False)
+func SymInternalContribProposal(clsProb, bboxPred, imInfo *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribProposal, []string{"cls_prob", "bbox_pred", "im_info"}, clsProb, bboxPred, imInfo)
+}
+
 // InternalContribQuadratic runs the operator _contrib_quadratic.
 //
 // a * x^2 + b * x + c of each element.
@@ -4096,6 +5104,68 @@ func SymInternalContribQuadratic(data *weft.Symbol, opts ...Option) (*weft.Symbo
 	return c.compose(opInternalContribQuadratic, []string{"data"}, data)
 }
 
+// InternalContribQuantize runs the operator _contrib_quantize.
+//
+// Quantizes float32 data to int8 (zero-centred) or uint8 over the range given by the inputs min_range and max_range; outputs the integers and the float range they stand for.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: A float32 array
+//   - minRange: The minimum of the range to quantize over, shape (1,)
+//   - maxRange: The maximum of the range to quantize over, shape (1,)
+//
+// Options:
+//   - WithOutType(string): The integer type of the output. (default uint8)
+func InternalContribQuantize(data, minRange, maxRange *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantize, data, minRange, maxRange)
+}
+
+// SymInternalContribQuantize runs the operator _contrib_quantize symbolically: it adds one node to the graph.
+//
+// Quantizes float32 data to int8 (zero-centred) or uint8 over the range given by the inputs min_range and max_range; outputs the integers and the float range they stand for.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: A float32 array
+//   - minRange: The minimum of the range to quantize over, shape (1,)
+//   - maxRange: The maximum of the range to quantize over, shape (1,)
+//
+// Options:
+//   - WithOutType(string): The integer type of the output. (default uint8)
+func SymInternalContribQuantize(data, minRange, maxRange *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantize, []string{"data", "min_range", "max_range"}, data, minRange, maxRange)
+}
+
+// InternalContribQuantizeAsym runs the operator _contrib_quantize_asym.
+//
+// Quantizes float32 data asymmetrically to uint8: q = x * scale + shift rounded, scale = 255 / (max - min), shift = 255 - max * scale, over the calibrated or the data's range; outputs q, scale and shift. int8 data is shifted by 128, uint8 data passes through.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: A float32, int8 or uint8 array
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the input; without it the data's minimum is used. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the input; without it the data's maximum is used. (default None)
+func InternalContribQuantizeAsym(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizeAsym, data)
+}
+
+// SymInternalContribQuantizeAsym runs the operator _contrib_quantize_asym symbolically: it adds one node to the graph.
+//
+// Quantizes float32 data asymmetrically to uint8: q = x * scale + shift rounded, scale = 255 / (max - min), shift = 255 - max * scale, over the calibrated or the data's range; outputs q, scale and shift. int8 data is shifted by 128, uint8 data passes through.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: A float32, int8 or uint8 array
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the input; without it the data's minimum is used. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the input; without it the data's maximum is used. (default None)
+func SymInternalContribQuantizeAsym(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizeAsym, []string{"data"}, data)
+}
+
 // InternalContribQuantizeV2 runs the operator _contrib_quantize_v2.
 //
 // Quantizes float32 data to int8 (zero-centred) or uint8 over a calibrated or measured range; outputs the integers and the float range (min_range, max_range) they stand for.
@@ -4126,6 +5196,488 @@ func InternalContribQuantizeV2(data *weft.NDArray, opts ...Option) (*weft.NDArra
 func SymInternalContribQuantizeV2(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuantizeV2, []string{"data"}, data)
+}
+
+// InternalContribQuantizedAct runs the operator _contrib_quantized_act.
+//
+// relu of int8 or uint8 data; the output keeps the data's type and range. Takes Activation's parameters (act_type 'relu' only).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Required parameters:
+//   - actType string: The activation function.
+func InternalContribQuantizedAct(data, minData, maxData *weft.NDArray, actType string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("act_type", actType)
+	return c.invoke(opInternalContribQuantizedAct, data, minData, maxData)
+}
+
+// SymInternalContribQuantizedAct runs the operator _contrib_quantized_act symbolically: it adds one node to the graph.
+//
+// relu of int8 or uint8 data; the output keeps the data's type and range. Takes Activation's parameters (act_type 'relu' only).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Required parameters:
+//   - actType string: The activation function.
+func SymInternalContribQuantizedAct(data, minData, maxData *weft.Symbol, actType string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("act_type", actType)
+	return c.compose(opInternalContribQuantizedAct, []string{"data", "min_data", "max_data"}, data, minData, maxData)
+}
+
+// InternalContribQuantizedBatchNorm runs the operator _contrib_quantized_batch_norm.
+//
+// BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int8 over the calibrated output range min_calib_range/max_calib_range, which it requires. Takes BatchNorm's parameters.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - gamma: gamma (float32).
+//   - beta: beta (float32).
+//   - movingMean: The moving mean (float32).
+//   - movingVar: The moving variance (float32).
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (required with max_calib_range). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (required with min_calib_range). (default None)
+func InternalContribQuantizedBatchNorm(data, gamma, beta, movingMean, movingVar, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedBatchNorm, data, gamma, beta, movingMean, movingVar, minData, maxData)
+}
+
+// SymInternalContribQuantizedBatchNorm runs the operator _contrib_quantized_batch_norm symbolically: it adds one node to the graph.
+//
+// BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int8 over the calibrated output range min_calib_range/max_calib_range, which it requires. Takes BatchNorm's parameters.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - gamma: gamma (float32).
+//   - beta: beta (float32).
+//   - movingMean: The moving mean (float32).
+//   - movingVar: The moving variance (float32).
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (required with max_calib_range). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (required with min_calib_range). (default None)
+func SymInternalContribQuantizedBatchNorm(data, gamma, beta, movingMean, movingVar, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var", "min_data", "max_data"}, data, gamma, beta, movingMean, movingVar, minData, maxData)
+}
+
+// InternalContribQuantizedConcat runs the operator _contrib_quantized_concat.
+//
+// Joins int8/uint8 arrays along axis dim, each rescaled to the output's range, which covers every input's range and 0. The output is int8 when any input is int8, else uint8. Inputs: the arrays, then each array's min and max.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The arrays to join, then each one's min and max (any number)
+//
+// Required parameters:
+//   - numArgs int: Number of arrays to join.
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func InternalContribQuantizedConcat(data []*weft.NDArray, numArgs int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("num_args", numArgs)
+	return c.invokeList(opInternalContribQuantizedConcat, "", data)
+}
+
+// SymInternalContribQuantizedConcat runs the operator _contrib_quantized_concat symbolically: it adds one node to the graph.
+//
+// Joins int8/uint8 arrays along axis dim, each rescaled to the output's range, which covers every input's range and 0. The output is int8 when any input is int8, else uint8. Inputs: the arrays, then each array's min and max.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The arrays to join, then each one's min and max (any number)
+//
+// Required parameters:
+//   - numArgs int: Number of arrays to join.
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("num_args", numArgs)
+	return c.composeList(opInternalContribQuantizedConcat, "", data)
+}
+
+// InternalContribQuantizedConv runs the operator _contrib_quantized_conv.
+//
+// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - weight: Weight, int8.
+//   - bias: Bias, int8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//   - minBias: Minimum of bias's range.
+//   - maxBias: Maximum of bias's range.
+//   - sum: With with_sum: the residual added to the output, int8 or uint8.
+//   - minSum: With with_sum: minimum of sum's range.
+//   - maxSum: With with_sum: maximum of sum's range.
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (w,), (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
+//   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
+//   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
+func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.invoke(opInternalContribQuantizedConv, data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum)
+}
+
+// SymInternalContribQuantizedConv runs the operator _contrib_quantized_conv symbolically: it adds one node to the graph.
+//
+// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - weight: Weight, int8.
+//   - bias: Bias, int8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//   - minBias: Minimum of bias's range.
+//   - maxBias: Maximum of bias's range.
+//   - sum: With with_sum: the residual added to the output, int8 or uint8.
+//   - minSum: With with_sum: minimum of sum's range.
+//   - maxSum: With with_sum: maximum of sum's range.
+//
+// Required parameters:
+//   - kernel []int: Convolution kernel size: (w,), (h, w) or (d, h, w).
+//   - numFilter int: Number of output channels.
+//
+// Options:
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithDilate([]int): Dilation; 1 per axis when empty. (default ())
+//   - WithPad([]int): Zero padding on both sides; 0 when empty. (default ())
+//   - WithNumGroup(int): Number of groups. (default 1)
+//   - WithWorkspace(int): Workspace limit in MB (unused on the CPU). (default 1024)
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
+//   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
+//   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
+func SymInternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("kernel", kernel)
+	c.set("num_filter", numFilter)
+	return c.compose(opInternalContribQuantizedConv, []string{"data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias", "sum", "min_sum", "max_sum"}, data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum)
+}
+
+// InternalContribQuantizedElemwiseAdd runs the operator _contrib_quantized_elemwise_add.
+//
+// Adds two int8/uint8 arrays of one shape with their ranges: int32 with the range of the sum of the two widest values, or, given min_calib_range/max_calib_range, 8 bits over that range (the inputs' type when they agree, else int8).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: First input, int8 or uint8.
+//   - rhs: Second input, int8 or uint8.
+//   - lhsMin: Minimum of lhs's range.
+//   - lhsMax: Maximum of lhs's range.
+//   - rhsMin: Minimum of rhs's range.
+//   - rhsMax: Maximum of rhs's range.
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the result is written in 8 bits, otherwise as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+func InternalContribQuantizedElemwiseAdd(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedElemwiseAdd, lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax)
+}
+
+// SymInternalContribQuantizedElemwiseAdd runs the operator _contrib_quantized_elemwise_add symbolically: it adds one node to the graph.
+//
+// Adds two int8/uint8 arrays of one shape with their ranges: int32 with the range of the sum of the two widest values, or, given min_calib_range/max_calib_range, 8 bits over that range (the inputs' type when they agree, else int8).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: First input, int8 or uint8.
+//   - rhs: Second input, int8 or uint8.
+//   - lhsMin: Minimum of lhs's range.
+//   - lhsMax: Maximum of lhs's range.
+//   - rhsMin: Minimum of rhs's range.
+//   - rhsMax: Maximum of rhs's range.
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the result is written in 8 bits, otherwise as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+func SymInternalContribQuantizedElemwiseAdd(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedElemwiseAdd, []string{"lhs", "rhs", "lhs_min", "lhs_max", "rhs_min", "rhs_max"}, lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax)
+}
+
+// InternalContribQuantizedElemwiseMul runs the operator _contrib_quantized_elemwise_mul.
+//
+// Multiplies two int8 arrays of one shape with their ranges: the exact int32 products with the range +-step_lhs * step_rhs * (2^31 - 1), int8 over min_calib_range/max_calib_range when given, or float32 with enable_float_output.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: First input, int8.
+//   - rhs: Second input, int8.
+//   - lhsMin: Minimum of lhs's range.
+//   - lhsMax: Maximum of lhs's range.
+//   - rhsMin: Minimum of rhs's range.
+//   - rhsMax: Maximum of rhs's range.
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the product is written as int8, otherwise as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithEnableFloatOutput(bool): Write the product as float32 (one output, no range) instead of an integer type. (default False)
+func InternalContribQuantizedElemwiseMul(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedElemwiseMul, lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax)
+}
+
+// SymInternalContribQuantizedElemwiseMul runs the operator _contrib_quantized_elemwise_mul symbolically: it adds one node to the graph.
+//
+// Multiplies two int8 arrays of one shape with their ranges: the exact int32 products with the range +-step_lhs * step_rhs * (2^31 - 1), int8 over min_calib_range/max_calib_range when given, or float32 with enable_float_output.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: First input, int8.
+//   - rhs: Second input, int8.
+//   - lhsMin: Minimum of lhs's range.
+//   - lhsMax: Maximum of lhs's range.
+//   - rhsMin: Minimum of rhs's range.
+//   - rhsMax: Maximum of rhs's range.
+//
+// Options:
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the product is written as int8, otherwise as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithEnableFloatOutput(bool): Write the product as float32 (one output, no range) instead of an integer type. (default False)
+func SymInternalContribQuantizedElemwiseMul(lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedElemwiseMul, []string{"lhs", "rhs", "lhs_min", "lhs_max", "rhs_min", "rhs_max"}, lhs, rhs, lhsMin, lhsMax, rhsMin, rhsMax)
+}
+
+// InternalContribQuantizedEmbedding runs the operator _contrib_quantized_embedding.
+//
+// Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim)); the output is int8 with the weight's range. Takes Embedding's parameters.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The indices.
+//   - weight: The embedding matrix (input_dim, output_dim), int8.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//
+// Required parameters:
+//   - inputDim int: Rows of the weight (vocabulary size).
+//   - outputDim int: Length of each embedding row.
+//
+// Options:
+//   - WithDtype(weft.DType): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
+//   - WithSparseGrad(bool): Accepted for MXNet's graphs; the operator has no gradient. (default False)
+func InternalContribQuantizedEmbedding(data, weight, minWeight, maxWeight *weft.NDArray, inputDim int, outputDim int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.invoke(opInternalContribQuantizedEmbedding, data, weight, minWeight, maxWeight)
+}
+
+// SymInternalContribQuantizedEmbedding runs the operator _contrib_quantized_embedding symbolically: it adds one node to the graph.
+//
+// Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim)); the output is int8 with the weight's range. Takes Embedding's parameters.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The indices.
+//   - weight: The embedding matrix (input_dim, output_dim), int8.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//
+// Required parameters:
+//   - inputDim int: Rows of the weight (vocabulary size).
+//   - outputDim int: Length of each embedding row.
+//
+// Options:
+//   - WithDtype(weft.DType): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
+//   - WithSparseGrad(bool): Accepted for MXNet's graphs; the operator has no gradient. (default False)
+func SymInternalContribQuantizedEmbedding(data, weight, minWeight, maxWeight *weft.Symbol, inputDim int, outputDim int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.compose(opInternalContribQuantizedEmbedding, []string{"data", "weight", "min_weight", "max_weight"}, data, weight, minWeight, maxWeight)
+}
+
+// InternalContribQuantizedFlatten runs the operator _contrib_quantized_flatten.
+//
+// Flattens int8 or uint8 data to (batch, rest) as Flatten does; the range passes through.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+func InternalContribQuantizedFlatten(data, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedFlatten, data, minData, maxData)
+}
+
+// SymInternalContribQuantizedFlatten runs the operator _contrib_quantized_flatten symbolically: it adds one node to the graph.
+//
+// Flattens int8 or uint8 data to (batch, rest) as Flatten does; the range passes through.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+func SymInternalContribQuantizedFlatten(data, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedFlatten, []string{"data", "min_data", "max_data"}, data, minData, maxData)
+}
+
+// InternalContribQuantizedFullyConnected runs the operator _contrib_quantized_fully_connected.
+//
+// FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - weight: Weight (num_hidden, features), int8.
+//   - bias: Bias (num_hidden,), int8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//   - minBias: Minimum of bias's range.
+//   - maxBias: Maximum of bias's range.
+//
+// Required parameters:
+//   - numHidden int: Number of output units.
+//
+// Options:
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithFlatten(bool): Collapse every axis but the first of data; otherwise only the last axis is the input's. (default True)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the product's own pass instead of written as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithWithRelu(bool): Fuse a relu after the product. (default False)
+//   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
+func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.NDArray, numHidden int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("num_hidden", numHidden)
+	return c.invoke(opInternalContribQuantizedFullyConnected, data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias)
+}
+
+// SymInternalContribQuantizedFullyConnected runs the operator _contrib_quantized_fully_connected symbolically: it adds one node to the graph.
+//
+// FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - weight: Weight (num_hidden, features), int8.
+//   - bias: Bias (num_hidden,), int8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//   - minWeight: Minimum of weight's range.
+//   - maxWeight: Maximum of weight's range.
+//   - minBias: Minimum of bias's range.
+//   - maxBias: Maximum of bias's range.
+//
+// Required parameters:
+//   - numHidden int: Number of output units.
+//
+// Options:
+//   - WithNoBias(bool): Whether to leave out the bias input. (default False)
+//   - WithFlatten(bool): Collapse every axis but the first of data; otherwise only the last axis is the input's. (default True)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the product's own pass instead of written as int32. (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
+//   - WithWithRelu(bool): Fuse a relu after the product. (default False)
+//   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
+func SymInternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.Symbol, numHidden int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("num_hidden", numHidden)
+	return c.compose(opInternalContribQuantizedFullyConnected, []string{"data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias"}, data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias)
+}
+
+// InternalContribQuantizedPooling runs the operator _contrib_quantized_pooling.
+//
+// Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and range. Takes Pooling's parameters. Forward only.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (w,), (h, w) or (d, h, w). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+//   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
+//   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
+//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+func InternalContribQuantizedPooling(data, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalContribQuantizedPooling, data, minData, maxData)
+}
+
+// SymInternalContribQuantizedPooling runs the operator _contrib_quantized_pooling symbolically: it adds one node to the graph.
+//
+// Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and range. Takes Pooling's parameters. Forward only.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data, int8 or uint8.
+//   - minData: Minimum of data's range.
+//   - maxData: Maximum of data's range.
+//
+// Options:
+//   - WithKernel([]int): Pooling kernel size: (w,), (h, w) or (d, h, w). (default ())
+//   - WithPoolType(string): Pooling type. (default max)
+//   - WithGlobalPool(bool): Pool over the whole spatial extent, ignoring kernel, stride and pad. (default False)
+//   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
+//   - WithPoolingConvention(string): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only). (default valid)
+//   - WithStride([]int): Stride; 1 per axis when empty. (default ())
+//   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
+//   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
+//   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
+//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+func SymInternalContribQuantizedPooling(data, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalContribQuantizedPooling, []string{"data", "min_data", "max_data"}, data, minData, maxData)
 }
 
 // InternalContribROIAlign runs the operator _contrib_ROIAlign.
@@ -4172,6 +5724,48 @@ func SymInternalContribROIAlign(data, rois *weft.Symbol, pooledSize []int, spati
 	c.set("pooled_size", pooledSize)
 	c.set("spatial_scale", spatialScale)
 	return c.compose(opInternalContribROIAlign, []string{"data", "rois"}, data, rois)
+}
+
+// InternalContribRROIAlign runs the operator _contrib_RROIAlign.
+//
+// Rotated ROI align (Ma et al., 2018, for text detection): each ROI [batch_index, center_x, center_y, width, height, degrees] is scaled by spatial_scale (boxes under a pixel widened to one), split into pooled_size (h, w) bins, and each bin averages bilinear samples taken on a regular grid (sampling_ratio per axis, or ceil(bin size)) of the box turned by its angle about its centre. An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The rotated regions (R, 6): [batch_index, center_x, center_y, width, height, degrees] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSamplingRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+func InternalContribRROIAlign(data, rois *weft.NDArray, pooledSize []int, spatialScale float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.invoke(opInternalContribRROIAlign, data, rois)
+}
+
+// SymInternalContribRROIAlign runs the operator _contrib_RROIAlign symbolically: it adds one node to the graph.
+//
+// Rotated ROI align (Ma et al., 2018, for text detection): each ROI [batch_index, center_x, center_y, width, height, degrees] is scaled by spatial_scale (boxes under a pixel widened to one), split into pooled_size (h, w) bins, and each bin averages bilinear samples taken on a regular grid (sampling_ratio per axis, or ceil(bin size)) of the box turned by its angle about its centre. An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The feature maps (N, C, H, W)
+//   - rois: The rotated regions (R, 6): [batch_index, center_x, center_y, width, height, degrees] in image coordinates
+//
+// Required parameters:
+//   - pooledSize []int: The output size of each ROI: (h, w).
+//   - spatialScale float64: The feature map's size over the image's (the inverse of the network's total stride).
+//
+// Options:
+//   - WithSamplingRatio(int): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively. (default -1)
+func SymInternalContribRROIAlign(data, rois *weft.Symbol, pooledSize []int, spatialScale float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("pooled_size", pooledSize)
+	c.set("spatial_scale", spatialScale)
+	return c.compose(opInternalContribRROIAlign, []string{"data", "rois"}, data, rois)
 }
 
 // InternalContribRequantize runs the operator _contrib_requantize.
@@ -4252,6 +5846,50 @@ func InternalContribSignSte(data *weft.NDArray, opts ...Option) (*weft.NDArray, 
 func SymInternalContribSignSte(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribSignSte, []string{"data"}, data)
+}
+
+// InternalContribSparseEmbedding runs the operator _contrib_SparseEmbedding.
+//
+// Embedding whose weight gradient MXNet stores row_sparse; on Weft's dense arrays it is Embedding: out[..., :] = weight[data[...], :].
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array to the embedding operator.
+//   - weight: The embedding weight matrix.
+//
+// Required parameters:
+//   - inputDim int: Vocabulary size of the input indices.
+//   - outputDim int: Dimension of the embedding vectors.
+//
+// Options:
+//   - WithDtype(weft.DType): Data type of weight. (default float32)
+//   - WithDeterministic(bool): Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic). (default False)
+func InternalContribSparseEmbedding(data, weight *weft.NDArray, inputDim int, outputDim int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.invoke(opInternalContribSparseEmbedding, data, weight)
+}
+
+// SymInternalContribSparseEmbedding runs the operator _contrib_SparseEmbedding symbolically: it adds one node to the graph.
+//
+// Embedding whose weight gradient MXNet stores row_sparse; on Weft's dense arrays it is Embedding: out[..., :] = weight[data[...], :].
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array to the embedding operator.
+//   - weight: The embedding weight matrix.
+//
+// Required parameters:
+//   - inputDim int: Vocabulary size of the input indices.
+//   - outputDim int: Dimension of the embedding vectors.
+//
+// Options:
+//   - WithDtype(weft.DType): Data type of weight. (default float32)
+//   - WithDeterministic(bool): Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic). (default False)
+func SymInternalContribSparseEmbedding(data, weight *weft.Symbol, inputDim int, outputDim int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("input_dim", inputDim)
+	c.set("output_dim", outputDim)
+	return c.compose(opInternalContribSparseEmbedding, []string{"data", "weight"}, data, weight)
 }
 
 // InternalContribSyncBatchNorm runs the operator _contrib_SyncBatchNorm.
@@ -7962,6 +9600,30 @@ func SymInternalSliceAssignScalar(data *weft.Symbol, begin string, end string, o
 	return c.compose(opInternalSliceAssignScalar, []string{"data"}, data)
 }
 
+// InternalSparseRetain runs the operator _sparse_retain.
+//
+// Keeps the rows of a row_sparse array whose index is listed in indices; the other rows become zero. The output is row_sparse for a row_sparse input. An index outside [0, rows) is an error.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array for sparse_retain operator.
+//   - indices: The index array of rows ids that will be retained.
+func InternalSparseRetain(data, indices *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSparseRetain, data, indices)
+}
+
+// SymInternalSparseRetain runs the operator _sparse_retain symbolically: it adds one node to the graph.
+//
+// Keeps the rows of a row_sparse array whose index is listed in indices; the other rows become zero. The output is row_sparse for a row_sparse input. An index outside [0, rows) is an error.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array for sparse_retain operator.
+//   - indices: The index array of rows ids that will be retained.
+func SymInternalSparseRetain(data, indices *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSparseRetain, []string{"data", "indices"}, data, indices)
+}
+
 // InternalSparseSoftmaxCrossEntropy runs the operator _sparse_softmax_cross_entropy.
 //
 // -log(softmax(data, axis))[label] at every other position, shaped like data with the axis kept as 1; labels are clipped into [0, classes).
@@ -8030,6 +9692,78 @@ func SymInternalSplitV2(data *weft.Symbol, indices []int, opts ...Option) (*weft
 	c := newCall(opts)
 	c.set("indices", indices)
 	return c.compose(opInternalSplitV2, []string{"data"}, data)
+}
+
+// InternalSplitV2Backward runs the operator _split_v2_backward.
+//
+// Gradient of _split_v2: joins the gradients of its pieces along the split axis (stacking them when squeeze_axis removed it).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The gradients of _split_v2's outputs (any number)
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func InternalSplitV2Backward(data []*weft.NDArray, indices []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.invokeList(opInternalSplitV2Backward, "", data)
+}
+
+// SymInternalSplitV2Backward runs the operator _split_v2_backward symbolically: it adds one node to the graph.
+//
+// Gradient of _split_v2: joins the gradients of its pieces along the split axis (stacking them when squeeze_axis removed it).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The gradients of _split_v2's outputs (any number)
+//
+// Required parameters:
+//   - indices []int: Start of each piece along the axis (the first 0), or () with sections.
+//
+// Options:
+//   - WithAxis(int): Axis along which to split. (default 1)
+//   - WithSqueezeAxis(bool): Remove the split axis from the pieces (every piece must then have size 1 along it). (default False)
+//   - WithSections(int): Number of near-equal pieces; 0 splits at indices. (default 0)
+func SymInternalSplitV2Backward(data []*weft.Symbol, indices []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("indices", indices)
+	return c.composeList(opInternalSplitV2Backward, "", data)
+}
+
+// InternalSquareSum runs the operator _square_sum.
+//
+// The sum of squares of a 2-D array along one axis (0 or 1). For a row_sparse input, axis=1 with keepdims=True gives a row_sparse result (the stored rows only); the other cases are dense.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
+//   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
+//   - WithExclude(bool): Reduce the axes that are NOT in axis instead. (default False)
+func InternalSquareSum(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalSquareSum, data)
+}
+
+// SymInternalSquareSum runs the operator _square_sum symbolically: it adds one node to the graph.
+//
+// The sum of squares of a 2-D array along one axis (0 or 1). For a row_sparse input, axis=1 with keepdims=True gives a row_sparse result (the stored rows only); the other cases are dense.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input
+//
+// Options:
+//   - WithAxis([]int): The axis or axes to reduce (negative counts from the end); None or () reduces all axes. (default None)
+//   - WithKeepdims(bool): Keep the reduced axes in the result as axes of size 1. (default False)
+//   - WithExclude(bool): Reduce the axes that are NOT in axis instead. (default False)
+func SymInternalSquareSum(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalSquareSum, []string{"data"}, data)
 }
 
 // InternalUnravelIndex runs the operator _unravel_index.
@@ -12388,6 +14122,12 @@ func WithAlphaStd(v float64) Option {
 	return param("alpha_std", v)
 }
 
+// WithAlreadyQuantized sets the parameter already_quantized.
+// Is the weight matrix already quantized?
+func WithAlreadyQuantized(v bool) Option {
+	return param("already_quantized", v)
+}
+
 // WithAtol sets the parameter atol.
 // Absolute tolerance.
 func WithAtol(v float64) Option {
@@ -12514,6 +14254,12 @@ func WithClipWeights(v float64) Option {
 	return param("clip_weights", v)
 }
 
+// WithComputeSize sets the parameter compute_size.
+// Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it)
+func WithComputeSize(v int) Option {
+	return param("compute_size", v)
+}
+
 // WithConstantValue sets the parameter constant_value.
 // The value of 'constant' padding.
 func WithConstantValue(v float64) Option {
@@ -12550,6 +14296,12 @@ func WithCudnnTune(v string) Option {
 	return param("cudnn_tune", v)
 }
 
+// WithDeterministic sets the parameter deterministic.
+// Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic).
+func WithDeterministic(v bool) Option {
+	return param("deterministic", v)
+}
+
 // WithDilate sets the parameter dilate.
 // Dilation; 1 per axis when empty.
 func WithDilate(v []int) Option {
@@ -12578,6 +14330,12 @@ func WithDim2(v int) Option {
 // The dtype of the weight and output.
 func WithDtype[T int | weft.DType](v T) Option {
 	return param("dtype", v)
+}
+
+// WithEnableFloatOutput sets the parameter enable_float_output.
+// Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range.
+func WithEnableFloatOutput(v bool) Option {
+	return param("enable_float_output", v)
 }
 
 // WithEndpoint sets the parameter endpoint.
@@ -12610,6 +14368,12 @@ func WithExclude(v bool) Option {
 	return param("exclude", v)
 }
 
+// WithFeatureStride sets the parameter feature_stride.
+// The image pixels per feature-map cell (the product of the strides before the RPN).
+func WithFeatureStride(v int) Option {
+	return param("feature_stride", v)
+}
+
 // WithFixGamma sets the parameter fix_gamma.
 // Treat gamma as 1 (its gradient is 0).
 func WithFixGamma(v bool) Option {
@@ -12635,7 +14399,7 @@ func WithFormat(v string) Option {
 }
 
 // WithForwardStype sets the parameter forward_stype.
-// Storage type of the output; only dense ('None' or 'default') is supported.
+// The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
 func WithForwardStype(v string) Option {
 	return param("forward_stype", v)
 }
@@ -12706,6 +14470,12 @@ func WithIgnoreLabel(v float64) Option {
 	return param("ignore_label", v)
 }
 
+// WithIm2colStep sets the parameter im2col_step.
+// Images per im2col pass on the GPU; a batch larger than it must be a multiple of it.
+func WithIm2colStep(v int) Option {
+	return param("im2col_step", v)
+}
+
 // WithInFormat sets the parameter in_format.
 // The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
 func WithInFormat(v string) Option {
@@ -12728,6 +14498,12 @@ func WithInitOutput(v bool) Option {
 // Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).
 func WithInterp(v int) Option {
 	return param("interp", v)
+}
+
+// WithIouLoss sets the parameter iou_loss.
+// bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales.
+func WithIouLoss(v bool) Option {
+	return param("iou_loss", v)
 }
 
 // WithIsAscend sets the parameter is_ascend.
@@ -12773,7 +14549,7 @@ func WithKeepRatio(v bool) Option {
 }
 
 // WithKeepdims sets the parameter keepdims.
-// Keep the searched axis as an axis of size 1.
+// Keep the reduced axes in the result as axes of size 1.
 func WithKeepdims(v bool) Option {
 	return param("keepdims", v)
 }
@@ -12904,6 +14680,12 @@ func WithMaxDisplacement(v int) Option {
 	return param("max_displacement", v)
 }
 
+// WithMaxNumVertices sets the parameter max_num_vertices.
+// Most vertices in a sampled subgraph.
+func WithMaxNumVertices(v int) Option {
+	return param("max_num_vertices", v)
+}
+
 // WithMean sets the parameter mean.
 // Mean of each channel (one value for all, or at least one per channel; the first C are used).
 func WithMean(v []float64) Option {
@@ -12988,10 +14770,22 @@ func WithNoBias(v bool) Option {
 	return param("no_bias", v)
 }
 
+// WithNoTrans sets the parameter no_trans.
+// Whether to leave out the trans input (bins stay in place).
+func WithNoTrans(v bool) Option {
+	return param("no_trans", v)
+}
+
 // WithNormalization sets the parameter normalization.
 // Divide the gradient by nothing, the batch size, or the number of valid elements.
 func WithNormalization(v string) Option {
 	return param("normalization", v)
+}
+
+// WithNumDeformableGroup sets the parameter num_deformable_group.
+// Number of groups of data channels that share one set of offsets.
+func WithNumDeformableGroup(v int) Option {
+	return param("num_deformable_group", v)
 }
 
 // WithNumFilter sets the parameter num_filter.
@@ -13010,6 +14804,18 @@ func WithNumGroup(v int) Option {
 // Number of channel groups.
 func WithNumGroups(v int) Option {
 	return param("num_groups", v)
+}
+
+// WithNumHops sets the parameter num_hops.
+// Number of hops.
+func WithNumHops(v int) Option {
+	return param("num_hops", v)
+}
+
+// WithNumNeighbor sets the parameter num_neighbor.
+// Number of neighbors sampled per vertex.
+func WithNumNeighbor(v int) Option {
+	return param("num_neighbor", v)
 }
 
 // WithNumTensors sets the parameter num_tensors.
@@ -13084,6 +14890,12 @@ func WithOutputMeanVar(v bool) Option {
 	return param("output_mean_var", v)
 }
 
+// WithOutputScore sets the parameter output_score.
+// Also output the boxes' scores.
+func WithOutputScore(v bool) Option {
+	return param("output_score", v)
+}
+
 // WithOutputSize sets the parameter output_size.
 // Output (height, width), or one size for both; (1, 1) when empty.
 func WithOutputSize(v []int) Option {
@@ -13126,6 +14938,12 @@ func WithPadSize(v int) Option {
 	return param("pad_size", v)
 }
 
+// WithPartSize sets the parameter part_size.
+// The side of the grid of trans cells; 0 means pooled_size.
+func WithPartSize(v int) Option {
+	return param("part_size", v)
+}
+
 // WithPenalty sets the parameter penalty.
 // Weight of the sparseness penalty.
 func WithPenalty(v float64) Option {
@@ -13154,6 +14972,12 @@ func WithPositionSensitive(v bool) Option {
 // Softmax over the last axis, with labels of the data's shape without it.
 func WithPreserveShape(v bool) Option {
 	return param("preserve_shape", v)
+}
+
+// WithProcessingBatchSize sets the parameter processing_batch_size.
+// How many sketch vectors to process at one time (MXNet's GPU batching; the result does not depend on it).
+func WithProcessingBatchSize(v int) Option {
+	return param("processing_batch_size", v)
 }
 
 // WithProjectionSize sets the parameter projection_size.
@@ -13234,16 +15058,46 @@ func WithRightside(v bool) Option {
 	return param("rightside", v)
 }
 
+// WithRpnMinSize sets the parameter rpn_min_size.
+// Boxes narrower or shorter than this (times the image's scale) get score -1.
+func WithRpnMinSize(v int) Option {
+	return param("rpn_min_size", v)
+}
+
+// WithRpnPostNmsTopN sets the parameter rpn_post_nms_top_n.
+// The boxes output per image after non-maximum suppression.
+func WithRpnPostNmsTopN(v int) Option {
+	return param("rpn_post_nms_top_n", v)
+}
+
+// WithRpnPreNmsTopN sets the parameter rpn_pre_nms_top_n.
+// The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all.
+func WithRpnPreNmsTopN(v int) Option {
+	return param("rpn_pre_nms_top_n", v)
+}
+
 // WithRtol sets the parameter rtol.
 // Relative tolerance.
 func WithRtol(v float64) Option {
 	return param("rtol", v)
 }
 
+// WithSamplePerPart sets the parameter sample_per_part.
+// Samples per bin along each axis.
+func WithSamplePerPart(v int) Option {
+	return param("sample_per_part", v)
+}
+
 // WithSampleRatio sets the parameter sample_ratio.
 // Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
 func WithSampleRatio(v int) Option {
 	return param("sample_ratio", v)
+}
+
+// WithSamplingRatio sets the parameter sampling_ratio.
+// Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
+func WithSamplingRatio(v int) Option {
+	return param("sampling_ratio", v)
 }
 
 // WithScalar sets the parameter scalar.
@@ -13268,6 +15122,12 @@ func WithScaleHeight(v float64) Option {
 // Scale of the width (modes 'size' and 'odd_scale').
 func WithScaleWidth(v float64) Option {
 	return param("scale_width", v)
+}
+
+// WithScales sets the parameter scales.
+// The anchor scales, in units of feature_stride.
+func WithScales(v []float64) Option {
+	return param("scales", v)
 }
 
 // WithScoreIndex sets the parameter score_index.
@@ -13432,6 +15292,12 @@ func WithTopk(v int) Option {
 	return param("topk", v)
 }
 
+// WithTransStd sets the parameter trans_std.
+// The scale of trans: a bin moves by trans * trans_std times the ROI's size.
+func WithTransStd(v float64) Option {
+	return param("trans_std", v)
+}
+
 // WithTranspose sets the parameter transpose.
 // Use transpose of input matrix.
 func WithTranspose(v bool) Option {
@@ -13532,6 +15398,18 @@ func WithWdLh(v float64) Option {
 // Output width (mode 'size' without scale_width).
 func WithWidth(v int) Option {
 	return param("width", v)
+}
+
+// WithWithRelu sets the parameter with_relu.
+// Fuse a relu after the convolution (and after the sum with with_sum).
+func WithWithRelu(v bool) Option {
+	return param("with_relu", v)
+}
+
+// WithWithSum sets the parameter with_sum.
+// Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu.
+func WithWithSum(v bool) Option {
+	return param("with_sum", v)
 }
 
 // WithWorkspace sets the parameter workspace.

@@ -70,8 +70,26 @@ static PyObject* raise_status(weft_status_t status) {
 
 /* ---------------------------------------------------------------- NDArrayBase */
 
+/* Set by set_sparse_classes(): the classes of csr and row_sparse results and the operator
+ * that makes sparse arrays from dense ones (cast_storage). */
+static PyTypeObject* csr_type = NULL;
+static PyTypeObject* rsp_type = NULL;
+static const weft_op_t* cast_storage_op = NULL;
+/* Whether the call being run may return sparse arrays: some input is not a plain NDArray, or
+ * the operator is cast_storage. Only then are results asked for their storage type, which
+ * keeps that query off the dense path. */
+static int maybe_sparse = 0;
+
+static void note_input(PyObject* obj) {
+  if (Py_TYPE(obj) != result_type) maybe_sparse = 1;
+}
+
 static PyObject* wrap_handle(weft_ndarray_t* handle) {
   PyTypeObject* type = result_type != NULL ? result_type : &NDArrayBase_Type;
+  if (maybe_sparse && csr_type != NULL) {
+    int stype = 0;
+    if (weft_ndarray_get_storage_type(handle, &stype) == WEFT_OK && stype > 0) type = stype == 2 ? csr_type : rsp_type;
+  }
   NDArrayBase* obj = (NDArrayBase*)type->tp_alloc(type, 0);
   if (obj == NULL) {
     weft_ndarray_free(handle);
@@ -205,6 +223,7 @@ static int collect_arrays(PyObject* fast_seq, PtrBuf* buf, const weft_op_t* op, 
       ptrbuf_free(buf);
       return -1;
     }
+    note_input(items[i]);
     NDArrayBase* arr = (NDArrayBase*)items[i];
     if (need_writable && !arr->writable) {
       PyErr_Format(PyExc_ValueError, "Operator '%s': %s %zd is a read-only NDArray", op_name(op), what, i);
@@ -242,6 +261,7 @@ static PyObject* run(const weft_op_t* op, int num_inputs, weft_ndarray_t* const*
                      const char* const* keys, const char* const* vals, PyObject* out) {
   int num_outputs = 0;
   weft_ndarray_t* const* outputs = NULL;
+  if (op == cast_storage_op) maybe_sparse = 1;
   if (out == Py_None) {
     weft_status_t st =
         weft_imperative_invoke(op, num_inputs, inputs, num_params, keys, vals, 0, NULL, &num_outputs, &outputs);
@@ -308,6 +328,7 @@ static PyObject* fast_invoke(PyObject* self, PyObject* const* args, Py_ssize_t n
   }
   const weft_op_t* op = as_op(args[0]);
   if (op == NULL) return NULL;
+  maybe_sparse = 0;
 
   PyObject* result = NULL;
   PyObject* in_seq = NULL;
@@ -396,6 +417,9 @@ static PyObject* arith_core(PyObject* lhs, PyObject* rhs, const weft_op_t* elem,
                             const weft_op_t* scalar_op, PyObject* out) {
   if (!PyObject_TypeCheck(lhs, &NDArrayBase_Type)) Py_RETURN_NOTIMPLEMENTED;
   weft_ndarray_t* inputs[2] = {((NDArrayBase*)lhs)->handle, NULL};
+  maybe_sparse = 0;
+  note_input(lhs);
+  if (PyObject_TypeCheck(rhs, &NDArrayBase_Type)) note_input(rhs);
 
   if (PyObject_TypeCheck(rhs, &NDArrayBase_Type)) {
     inputs[1] = ((NDArrayBase*)rhs)->handle;
@@ -584,7 +608,32 @@ static PyObject* fast_init(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+PyDoc_STRVAR(set_sparse_classes_doc,
+             "set_sparse_classes(csr_class, row_sparse_class, cast_storage_op)\n\n"
+             "The classes (subclasses of the result class) of the csr and row_sparse arrays that\n"
+             "invoke() and arith() return, and the handle of the operator cast_storage.");
+
+static PyObject* fast_set_sparse_classes(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *csr = NULL, *rsp = NULL, *op = NULL;
+  if (!PyArg_ParseTuple(args, "OOO:set_sparse_classes", &csr, &rsp, &op)) return NULL;
+  if (!PyType_Check(csr) || !PyType_IsSubtype((PyTypeObject*)csr, &NDArrayBase_Type) || !PyType_Check(rsp) ||
+      !PyType_IsSubtype((PyTypeObject*)rsp, &NDArrayBase_Type)) {
+    PyErr_SetString(PyExc_TypeError, "set_sparse_classes: expected two subclasses of NDArrayBase");
+    return NULL;
+  }
+  const weft_op_t* cast = as_op(op);
+  if (cast == NULL) return NULL;
+  Py_INCREF(csr);
+  Py_XSETREF(csr_type, (PyTypeObject*)csr);
+  Py_INCREF(rsp);
+  Py_XSETREF(rsp_type, (PyTypeObject*)rsp);
+  cast_storage_op = cast;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef fast_methods[] = {
+    {"set_sparse_classes", fast_set_sparse_classes, METH_VARARGS, set_sparse_classes_doc},
     {"invoke", (PyCFunction)(void (*)(void))fast_invoke, METH_FASTCALL, invoke_doc},
     {"arith", (PyCFunction)(void (*)(void))fast_arith, METH_FASTCALL, arith_doc},
     {"init", fast_init, METH_VARARGS, init_doc},

@@ -18,6 +18,7 @@ from .util import (is_np_shape, set_np_shape, np_shape, use_np_shape, is_np_arra
                    use_np_array, use_np)
 from . import runtime
 from . import profiler
+from . import engine, error, log
 from . import ndarray
 from . import ndarray as nd
 from . import random
@@ -27,6 +28,9 @@ from . import attribute
 from .attribute import AttrScope
 from . import symbol
 from . import symbol as sym
+# autograd sits below symbol in the layers; its get_symbol (a Symbol of the recorded history)
+# is made by symbol and put in place here.
+autograd.get_symbol = symbol.symbol.get_symbol
 from . import executor
 from . import operator
 from . import library

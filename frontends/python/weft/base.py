@@ -98,6 +98,19 @@ class WeftRuntimeError(WeftError, RuntimeError):
     """A failure while running, or a broken invariant inside Weft."""
 
 
+class WeftAttributeError(WeftError, AttributeError):
+    """A missing attribute, named so by the message ("AttributeError: ...")."""
+
+
+class InternalError(WeftRuntimeError):
+    """A broken invariant inside Weft (status ERR_INTERNAL): the message asks for a report."""
+
+    def __init__(self, message, status=ERR_INTERNAL):
+        if "Weft hint:" not in message:
+            message += "\nWeft hint: this is an internal error of Weft; please report it with the code that raised it."
+        super().__init__(message, status)
+
+
 _ERROR_CLASSES = {
     ERR_VALUE: WeftValueError,
     ERR_TYPE: WeftTypeError,
@@ -107,15 +120,50 @@ _ERROR_CLASSES = {
     ERR_NOT_FOUND: WeftNotFoundError,
     ERR_UNSUPPORTED: WeftUnsupportedError,
     ERR_RUNTIME: WeftRuntimeError,
-    ERR_INTERNAL: WeftRuntimeError,
+    ERR_INTERNAL: InternalError,
     ERR_HANDLE: WeftValueError,
 }
 
 
+# Error classes by name (MXNet's error_types): a message whose first line starts with a
+# registered name and a colon ("IndexError: ...", "MyError: ..."; an extension library's or a
+# custom operator's error) is raised as that class instead of the status's.
+error_types = {"ValueError": WeftValueError, "TypeError": WeftTypeError, "IndexError": WeftIndexError,
+               "AttributeError": WeftAttributeError, "NotImplementedError": WeftUnsupportedError,
+               "InternalError": InternalError}
+
+
+def register_error(func_name=None, cls=None):
+    """Registers an error class under a name (its own by default) so that C API errors
+    whose message starts with "<name>:" raise it. As a decorator: @register_error or
+    @register_error("Name"); or register_error("Name", cls)."""
+    if callable(func_name):
+        cls, func_name = func_name, func_name.__name__
+
+    def register(mycls):
+        error_types[func_name if isinstance(func_name, str) else mycls.__name__] = mycls
+        return mycls
+
+    return register if cls is None else register(cls)
+
+
+def _named_error_class(message):
+    head = message.split("\n", 1)[0]
+    end = head.find(":")
+    if end <= 0:
+        return None
+    name = head[:end]
+    if name.startswith("mxnet.error.") or name.startswith("weft.error."):
+        name = name[name.index("error.") + 6:]
+    return error_types.get(name)
+
+
 def error(status, message):
     """The exception for a C API status and message (not raised)."""
-    cls = _ERROR_CLASSES.get(status, WeftError)
-    return cls(message, status)
+    cls = _named_error_class(message) or _ERROR_CLASSES.get(status, WeftError)
+    if issubclass(cls, WeftError):
+        return cls(message, status)
+    return cls(message)
 
 
 def _error_from_status(status, message):

@@ -73,6 +73,10 @@ class Executor:
             if name not in self.arg_dict:
                 raise ValueError("forward: %r is not an argument; the arguments are %s"
                                  % (name, list(self.arg_dict)))
+            shape = getattr(value, "shape", None)
+            if shape is not None and tuple(shape) != tuple(self.arg_dict[name].shape):
+                raise ValueError("forward: Shape not match! Argument %s, need: %s, received: %s"
+                                 % (name, tuple(self.arg_dict[name].shape), tuple(shape)))
             self.arg_dict[name][:] = value
         # An executor writes the same arrays at every step, so a loop that never reads a
         # result would only queue steps: the engine's bound (WEFT_ENGINE_MAX_PENDING) counts

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from . import random
+from . import registry as _registry
 from .ndarray import NDArray, load as _nd_load
 
 __all__ = ["InitDesc", "Initializer", "register", "alias", "create", "Load", "Mixed", "Zero", "One",
@@ -192,6 +193,10 @@ class Initializer(object):
             "Unknown initialization pattern for %s. Default initialization is limited to "
             "\"weight\", \"bias\", \"gamma\" (1.0), \"beta\" (0.0) and the moving statistics; "
             "use weft.sym.Variable(init=weft.init.*) to set the pattern of this parameter" % name)
+
+
+# mx.registry sees the same table (MXNet builds these functions on it).
+_registry._REGISTRY[Initializer] = _REGISTRY
 
 
 # Name suffix -> method, checked in order (first match wins).

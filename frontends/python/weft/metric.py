@@ -14,6 +14,7 @@ from collections import OrderedDict
 import numpy
 
 from .ndarray import NDArray
+from . import registry as _registry
 
 __all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "F1", "MCC", "Perplexity",
            "MAE", "MSE", "RMSE", "CrossEntropy", "NegativeLogLikelihood", "PearsonCorrelation", "PCC", "Loss",
@@ -181,6 +182,10 @@ class EvalMetric(object):
     def get_global_name_value(self):
         """[(name, value), ...] from get_global()."""
         return _name_value(self.get_global() if self._has_global_stats else self.get())
+
+
+# mx.registry sees the same table (MXNet builds these functions on it).
+_registry._REGISTRY[EvalMetric] = _REGISTRY
 
 
 def _name_value(pair):

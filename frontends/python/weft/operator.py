@@ -543,7 +543,7 @@ def _nd_custom(*args, **kwargs):
 
 _generated_nd_custom = _nd_ops.get("Custom")
 _nd_custom.__name__ = "Custom"
-_nd.Custom = _nd_custom
+_nd.Custom = _nd.op.Custom = _nd_custom
 _nd_ops._functions["Custom"] = _nd_custom
 
 
@@ -574,7 +574,7 @@ def _sym_custom(*args, **kwargs):
 # property's arguments), wrapped to take positional and named inputs together.
 _generated_sym_custom = _sym.Custom
 _sym_custom.__name__ = "Custom"
-_sym.Custom = _sym_custom
+_sym.Custom = _sym.op.Custom = _sym_custom
 
 
 def get_all_registered_operators():

@@ -54,8 +54,7 @@ except ImportError:
 # here once the package is assembled.
 mx = None
 
-_SPARSE_MISSING = ("sparse storage ('row_sparse', 'csr') is not implemented in Weft yet; only dense "
-                   "(stype='default') arrays exist")
+_SPARSE_MISSING = "an optimizer update of a sparse (csr, row_sparse) weight array is not implemented in Weft"
 
 # Tolerances by dtype when a test gives none (MXNet's default_rtols/default_atols): what each
 # precision can honestly promise; integers and booleans compare exactly.
@@ -221,35 +220,150 @@ def rand_coord_2d(x_low, x_high, y_low, y_high):
 
 def rand_ndarray(shape, stype="default", density=None, dtype=None, modifier_func=None,
                  shuffle_csr_indices=False, distribution=None, ctx=None):
-    """A dense NDArray of standard normal values (random_arrays) in `dtype` (float32 when
-    None) on `ctx` (the default context). Sparse stypes raise NotImplementedError."""
-    if stype != "default":
-        raise NotImplementedError("rand_ndarray(stype='%s'): %s" % (stype, _SPARSE_MISSING))
+    """A random NDArray on `ctx` (the default context): dense with standard normal values
+    (random_arrays) in `dtype` (float32 when None), or, for stype 'csr' / 'row_sparse', the
+    array of rand_sparse_ndarray with these arguments."""
     ctx = ctx if ctx else default_context()
-    return nd.array(random_arrays(shape), dtype=dtype, ctx=ctx)
+    if stype == "default":
+        return nd.array(random_arrays(shape), dtype=dtype, ctx=ctx)
+    arr, _ = rand_sparse_ndarray(shape, stype, density=density, modifier_func=modifier_func, dtype=dtype,
+                                 shuffle_csr_indices=shuffle_csr_indices, distribution=distribution, ctx=ctx)
+    return arr
+
+
+def _check_csr_request(num_rows, num_cols, density, distribution):
+    if not 0 <= density <= 1:
+        raise ValueError("density has to be between 0 and 1, got %r" % (density,))
+    if num_rows <= 0 or num_cols <= 0:
+        raise ValueError("num_rows and num_cols must be greater than 0, got (%r, %r)" % (num_rows, num_cols))
+    if distribution == "powerlaw" and int(num_rows * num_cols * density) < 2 * num_rows:
+        raise ValueError("powerlaw: density %r is too low for shape (%d, %d): num_rows * num_cols * density must "
+                         "be at least 2 * num_rows" % (density, num_rows, num_cols))
+
+
+def shuffle_csr_column_indices(csr):
+    """Shuffles the column indices within each row of a scipy csr matrix (or any object
+    with numpy `indptr` and `indices`), in place, as MXNet's does to test unordered indices.
+    Weft keeps csr column indices sorted: an NDArray made from the result sorts them back."""
+    for i in range(len(csr.indptr) - 1):
+        begin, end = csr.indptr[i], csr.indptr[i + 1]
+        part = np.array(csr.indices[begin:end])
+        np.random.shuffle(part)
+        csr.indices[begin:end] = part
+
+
+def _uniform_csr(num_rows, num_cols, density, dtype, data_init):
+    """nnz = density * rows * cols positions drawn without replacement, uniform [0, 1) values."""
+    _check_csr_request(num_rows, num_cols, density, "uniform")
+    nnz = int(round(density * num_rows * num_cols))
+    flat = np.sort(rnd.choice(num_rows * num_cols, nnz, replace=False)) if nnz else np.zeros(0, np.int64)
+    rows, cols = np.divmod(flat, num_cols)
+    data = rnd.rand(nnz).astype(dtype)
+    if data_init is not None:
+        data.fill(data_init)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=num_rows))]).astype(np.int64)
+    return nd.sparse.csr_matrix((data, cols.astype(np.int64), indptr), shape=(num_rows, num_cols), dtype=dtype)
+
+
+def _powerlaw_csr(num_rows, num_cols, density, dtype):
+    """Row i holds about twice the values of row i - 1 (each row at least one, in column 0),
+    until density * rows * cols values are placed; values in [1.001, 3)."""
+    _check_csr_request(num_rows, num_cols, density, "powerlaw")
+    left = int(num_rows * num_cols * density)
+    out = np.zeros((num_rows, num_cols), dtype=dtype)
+    out[:, 0] = 1 + rnd.uniform(0.001, 2, num_rows)
+    left -= num_rows
+    width = 2
+    for row in range(num_rows):
+        if left <= 0:
+            break
+        limit = min(num_cols, width)
+        take = min(limit - 1, left)
+        out[row, 1:1 + take] = 1 + rnd.uniform(0.001, 2, take)
+        left -= take
+        width *= 2
+    if left > 0:
+        raise ValueError("powerlaw: density %r does not fit shape (%d, %d)" % (density, num_rows, num_cols))
+    return nd.array(out, dtype=dtype).tostype("csr")
 
 
 def rand_sparse_ndarray(shape, stype, density=None, dtype=None, distribution=None, data_init=None,
                         rsp_indices=None, modifier_func=None, shuffle_csr_indices=False, ctx=None):
-    """MXNet's random sparse arrays: not available (no sparse storage in Weft yet)."""
-    raise NotImplementedError("rand_sparse_ndarray(stype='%s'): %s" % (stype, _SPARSE_MISSING))
+    """A random sparse array and its parts, as MXNet's: for 'row_sparse', (array, (values,
+    row indices)) with each row stored with probability `density` (or the rows
+    `rsp_indices`), uniform [0, 1) values; for 'csr' (2-D), (array, (indptr, indices, data))
+    with a `distribution` 'uniform' (density * size values at random positions) or
+    'powerlaw' (rows doubling their count). density defaults to a random one, dtype to
+    default_dtype(); data_init fills every value, modifier_func maps each."""
+    ctx = ctx if ctx else default_context()
+    density = rnd.rand() if density is None else density
+    dtype = default_dtype() if dtype is None else dtype
+    distribution = "uniform" if distribution is None else distribution
+    if stype == "row_sparse":
+        if distribution != "uniform":
+            raise ValueError("rand_sparse_ndarray: distribution %r is not supported for row_sparse" % (distribution,))
+        if rsp_indices is not None:
+            indices = np.asarray(rsp_indices)
+            if len(indices) > shape[0]:
+                raise ValueError("rand_sparse_ndarray: %d rsp_indices for %d rows" % (len(indices), shape[0]))
+        else:
+            indices = np.argwhere(rnd.rand(shape[0]) < density).flatten()
+        if indices.shape[0] == 0:
+            return nd.sparse.zeros("row_sparse", shape, ctx=ctx, dtype=dtype), (np.array([], dtype=dtype),
+                                                                                 np.array([]))
+        val = rnd.rand(indices.shape[0], *shape[1:]).astype(dtype)
+        if data_init is not None:
+            val.fill(data_init)
+        if modifier_func is not None:
+            val = assign_each(val, modifier_func)
+        arr = nd.sparse.row_sparse_array((val, indices), shape=shape, dtype=dtype, ctx=ctx)
+        return arr, (val, indices)
+    if stype == "csr":
+        if len(shape) != 2:
+            raise ValueError("rand_sparse_ndarray: csr needs a 2-D shape, got %r" % (shape,))
+        if distribution == "uniform":
+            # Weft keeps csr column indices sorted (MakeSparse checks it), so shuffled indices
+            # would describe the same array: shuffle_csr_indices changes nothing here.
+            csr = _uniform_csr(shape[0], shape[1], density, dtype, data_init)
+        elif distribution == "powerlaw":
+            csr = _powerlaw_csr(shape[0], shape[1], density, dtype)
+        else:
+            raise ValueError("rand_sparse_ndarray: unknown distribution %r (expected 'uniform' or 'powerlaw')"
+                             % (distribution,))
+        if modifier_func is not None:
+            vals = assign_each(csr.data.asnumpy(), modifier_func).astype(dtype)
+            csr = nd.sparse.csr_matrix((vals, csr.indices, csr.indptr), shape=csr.shape, dtype=dtype)
+        csr = csr.as_in_context(ctx)
+        return csr, (csr.indptr, csr.indices, csr.data)
+    raise ValueError("rand_sparse_ndarray: unknown storage type %r (expected 'csr' or 'row_sparse')" % (stype,))
 
 
 def create_sparse_array(shape, stype, data_init=None, rsp_indices=None, dtype=None, modifier_func=None,
                         density=0.5, shuffle_csr_indices=False):
-    """MXNet's sparse array maker: not available (no sparse storage in Weft yet)."""
-    raise NotImplementedError("create_sparse_array(stype='%s'): %s" % (stype, _SPARSE_MISSING))
+    """A random sparse array (rand_sparse_ndarray's array); row_sparse rsp_indices are
+    sorted first."""
+    if stype == "row_sparse":
+        indices = None if rsp_indices is None else np.sort(np.asarray(rsp_indices))
+        arr, _ = rand_sparse_ndarray(shape, stype, density=density, data_init=data_init, rsp_indices=indices,
+                                     dtype=dtype, modifier_func=modifier_func)
+    elif stype == "csr":
+        arr, _ = rand_sparse_ndarray(shape, stype, density=density, data_init=data_init, dtype=dtype,
+                                     modifier_func=modifier_func, shuffle_csr_indices=shuffle_csr_indices)
+    else:
+        raise AssertionError("Unknown storage type: " + str(stype))
+    return arr
 
 
 def create_sparse_array_zd(shape, stype, density, data_init=None, rsp_indices=None, dtype=None,
                            modifier_func=None, shuffle_csr_indices=False):
-    """MXNet's sparse array maker for zero-size shapes: not available (no sparse storage)."""
-    raise NotImplementedError("create_sparse_array_zd(stype='%s'): %s" % (stype, _SPARSE_MISSING))
-
-
-def shuffle_csr_column_indices(csr):
-    """MXNet's csr index shuffle: not available (no sparse storage in Weft yet)."""
-    raise NotImplementedError("shuffle_csr_column_indices: %s" % _SPARSE_MISSING)
+    """create_sparse_array where, for row_sparse, only rsp_indices decide the stored rows
+    (none when not given)."""
+    if stype == "row_sparse":
+        density = 0.0
+        if rsp_indices is not None and len(rsp_indices) > shape[0]:
+            raise ValueError("create_sparse_array_zd: %d rsp_indices for %d rows" % (len(rsp_indices), shape[0]))
+    return create_sparse_array(shape, stype, data_init=data_init, rsp_indices=rsp_indices, dtype=dtype,
+                               modifier_func=modifier_func, density=density, shuffle_csr_indices=shuffle_csr_indices)
 
 
 def random_arrays(*shapes):
@@ -283,10 +397,11 @@ def random_sample(population, k):
 
 
 def assign_each(the_input, function):
-    """numpy array of function(x) for each element x of `the_input` (same shape)."""
+    """numpy array of function(x) for each element x of `the_input` (same shape; float64,
+    as MXNet's)."""
     if function is None:
         return np.array(the_input)
-    return np.vectorize(function)(the_input)
+    return np.vectorize(function, otypes=[np.float64])(the_input)
 
 
 def assign_each2(input1, input2, function):
@@ -295,7 +410,7 @@ def assign_each2(input1, input2, function):
         raise ValueError("assign_each2: shapes differ: %s vs %s" % (np.shape(input1), np.shape(input2)))
     if function is None:
         return np.array(input1)
-    return np.vectorize(function)(input1, input2)
+    return np.vectorize(function, otypes=[np.float64])(input1, input2)
 
 
 def create_2d_tensor(rows, columns, dtype=np.int64):
@@ -507,9 +622,18 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
     `dtype` says otherwise, numeric_eps defaults to 1e-3, rtol to 1e-2 and atol to 1e-4. The
     outputs are projected on fixed random directions, so one scalar's derivatives test the
     whole Jacobian product the backward computes.
+
+    `grad_stype_dict` (name -> 'default', 'row_sparse' or 'csr') is checked and accepted:
+    Weft's executor binds dense gradient arrays, and their values are what is compared.
     """
-    if grad_stype_dict and any(v != "default" for v in grad_stype_dict.values()):
-        raise NotImplementedError("check_numeric_gradient(grad_stype_dict=%r): %s" % (grad_stype_dict, _SPARSE_MISSING))
+    if grad_stype_dict is not None:
+        if not isinstance(grad_stype_dict, dict):
+            raise TypeError("check_numeric_gradient: grad_stype_dict must be a dict, got %s"
+                            % type(grad_stype_dict).__name__)
+        for k, v in grad_stype_dict.items():
+            if v not in ("default", "row_sparse", "csr"):
+                raise ValueError("check_numeric_gradient: grad_stype_dict[%r] must be 'default', 'row_sparse' or "
+                                 "'csr', got %r" % (k, v))
     if isinstance(sym, Symbol):
         _check_symbol_numeric_gradient(sym, location, aux_states, numeric_eps, rtol, atol, grad_nodes,
                                        use_forward_train, ctx or default_context(),
@@ -836,7 +960,7 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
     """Runs one update of two optimizers on the same random weights and gradients and checks
     that states and weights agree. A list of shapes updates `ntensors` weights at once
     through opt2 (its multi-tensor path) and one by one through opt1."""
-    if w_stype != "default" or g_stype != "default":
+    if w_stype != "default" or (g_stype != "default" and isinstance(shape, list)):
         raise NotImplementedError("compare_optimizer(w_stype='%s', g_stype='%s'): %s"
                                   % (w_stype, g_stype, _SPARSE_MISSING))
     ctx = default_context()
@@ -845,8 +969,11 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
             raise ValueError("compare_optimizer: one shape goes with ntensors=1, got %r" % (ntensors,))
         w2 = nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
         w1 = w2.copyto(ctx)
-        g2 = nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        g1 = g2.copyto(ctx)
+        if g_stype == "default":
+            g2 = nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+        else:
+            g2 = rand_ndarray(shape, g_stype, dtype=dtype, ctx=ctx)
+        g1 = g2.copy()
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:

@@ -28,7 +28,8 @@ import threading
 
 from .base import _api
 
-__all__ = ["makedirs", "get_gpu_count", "get_gpu_memory", "set_np_shape", "is_np_shape",
+__all__ = ["makedirs", "get_cuda_compute_capability", "np_ufunc_legal_option", "wrap_np_unary_func",
+           "wrap_np_binary_func", "get_gpu_count", "get_gpu_memory", "set_np_shape", "is_np_shape",
            "np_shape", "use_np_shape", "set_module", "np_array", "is_np_array", "use_np_array",
            "use_np", "set_np", "reset_np", "getenv", "setenv", "wraps_safely"]
 
@@ -250,3 +251,85 @@ def setenv(name, value):
         os.environ.pop(name, None)
     else:
         os.environ[name] = str(value)
+
+
+def get_cuda_compute_capability(ctx):
+    """The CUDA compute capability of GPU context `ctx` as major * 10 + minor (e.g. 80),
+    read from the driver library (libcuda). ValueError for a context that is not a GPU,
+    OSError where no driver library loads (a machine without a GPU driver), RuntimeError
+    naming the driver's error otherwise."""
+    if ctx.device_type != "gpu":
+        raise ValueError("Expecting a gpu context to get cuda compute capability, while received ctx %s" % (ctx,))
+    for libname in ("libcuda.so.1", "libcuda.so"):
+        try:
+            cuda = ctypes.CDLL(libname)
+            break
+        except OSError:
+            continue
+    else:
+        raise OSError("get_cuda_compute_capability: could not load the CUDA driver (libcuda.so.1, libcuda.so)")
+
+    def check(ret, what):
+        if ret != 0:
+            text = ctypes.c_char_p()
+            cuda.cuGetErrorString(ret, ctypes.byref(text))
+            raise RuntimeError("%s failed with error code %d: %s"
+                               % (what, ret, (text.value or b"unknown").decode()))
+
+    major, minor, device = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    check(cuda.cuInit(0), "cuInit")
+    check(cuda.cuDeviceGet(ctypes.byref(device), ctx.device_id), "cuDeviceGet")
+    check(cuda.cuDeviceComputeCapability(ctypes.byref(major), ctypes.byref(minor), device),
+          "cuDeviceComputeCapability")
+    return major.value * 10 + minor.value
+
+
+# The NumPy ufunc keywords the numpy-interface wrappers accept, at their default values.
+_np_ufunc_default_kwargs = {"where": True, "casting": "same_kind", "order": "K", "dtype": None, "subok": True}
+_NP_UFUNC_DTYPES = ("int8", "uint8", "int32", "int64", "float16", "float32", "float64")
+
+
+def np_ufunc_legal_option(key, value):
+    """Whether `value` is a value NumPy allows for ufunc keyword `key` (where, casting,
+    order, dtype, subok); False for any other key."""
+    if key == "where":
+        return True
+    if key == "casting":
+        return value in ("no", "equiv", "safe", "same_kind", "unsafe")
+    if key == "order":
+        return isinstance(value, str)
+    if key == "dtype":
+        name = value if isinstance(value, str) else getattr(value, "__name__", None)
+        return name in _NP_UFUNC_DTYPES
+    if key == "subok":
+        return isinstance(value, bool)
+    return False
+
+
+def _check_np_ufunc_kwargs(func, kwargs):
+    for key, value in kwargs.items():
+        if key not in _np_ufunc_default_kwargs:
+            raise TypeError("%s is an invalid keyword to function '%s'" % (key, func.__name__))
+        if value != _np_ufunc_default_kwargs[key]:
+            if np_ufunc_legal_option(key, value):
+                raise NotImplementedError("%s=%s is not implemented yet for operator %s" % (key, value, func.__name__))
+            raise TypeError("%s=%s not understood for operator %s" % (key, value, func.__name__))
+
+
+def wrap_np_unary_func(func):
+    """Wraps func(x, out=None) so that NumPy's ufunc keywords are accepted at their defaults,
+    a legal other value raises NotImplementedError and anything else TypeError."""
+    @functools.wraps(func)
+    def _wrap_np_unary_func(x, out=None, **kwargs):
+        _check_np_ufunc_kwargs(func, kwargs)
+        return func(x, out=out)
+    return _wrap_np_unary_func
+
+
+def wrap_np_binary_func(func):
+    """As wrap_np_unary_func for func(x1, x2, out=None)."""
+    @functools.wraps(func)
+    def _wrap_np_binary_func(x1, x2, out=None, **kwargs):
+        _check_np_ufunc_kwargs(func, kwargs)
+        return func(x1, x2, out=out)
+    return _wrap_np_binary_func

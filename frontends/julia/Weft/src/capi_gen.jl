@@ -224,6 +224,7 @@ const _fp_weft_autograd_backward = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_grad = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_has_history = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_detach = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_autograd_get_symbol = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_record_function = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_same_graph = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_invoke = Ref{Ptr{Cvoid}}(C_NULL)
@@ -243,6 +244,7 @@ const _fp_weft_kvstore_get_type = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_init = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_push = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_pull = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_kvstore_pull_rows = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_pushpull = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_set_updater = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_kvstore_set_gradient_compression = Ref{Ptr{Cvoid}}(C_NULL)
@@ -1537,6 +1539,21 @@ function weft_ndarray_detach(arr, out)
 end
 
 """
+    weft_autograd_get_symbol(arr, out)
+
+out = a new symbol of the recorded history of `arr` (MXNet's autograd.get_symbol): a node per
+recorded call, named after its operator in lower case and a counter, and a variable per marked
+array or per array a call read without a history, named \"var0\", \"var1\", ... The caller frees
+it. An array without a history, a history freed by a backward or holding a custom function
+(weft_autograd_record_function) is an error.
+
+C: weft_status_t weft_autograd_get_symbol(const weft_ndarray_t* arr, weft_symbol_t** out)
+"""
+function weft_autograd_get_symbol(arr, out)
+    ccall(_fp_weft_autograd_get_symbol[], Cint, (Ptr{weft_ndarray_t}, Ptr{Ptr{weft_symbol_t}}), arr, out)
+end
+
+"""
     weft_autograd_record_function(name, num_inputs, inputs, num_outputs, outputs, backward, release, user_data)
 
 Records that `outputs` were computed from `inputs` by code the library did not see, with
@@ -1774,6 +1791,20 @@ C: weft_status_t weft_kvstore_pull(weft_kvstore_t* kv, int num, const char* cons
 """
 function weft_kvstore_pull(kv, num, key_names, outs, priority)
     ccall(_fp_weft_kvstore_pull[], Cint, (Ptr{weft_kvstore_t}, Cint, Ptr{Ptr{Cchar}}, Ptr{Ptr{weft_ndarray_t}}, Cint), kv, num, key_names, outs, priority)
+end
+
+"""
+    weft_kvstore_pull_rows(kv, key_name, row_ids, out, priority)
+
+Copies the rows row_ids (a dense 1-D int64 array, strictly increasing, each within the
+stored value's first dimension) of key_name's stored value into out (dense, shape
+(length of row_ids, stored shape[1:]), the stored dtype). Only those rows are read; a dist
+store sends only them over the network. Backs kv.row_sparse_pull.
+
+C: weft_status_t weft_kvstore_pull_rows(weft_kvstore_t* kv, const char* key_name, const weft_ndarray_t* row_ids, weft_ndarray_t* out, int priority)
+"""
+function weft_kvstore_pull_rows(kv, key_name, row_ids, out, priority)
+    ccall(_fp_weft_kvstore_pull_rows[], Cint, (Ptr{weft_kvstore_t}, Cstring, Ptr{weft_ndarray_t}, Ptr{weft_ndarray_t}, Cint), kv, key_name, row_ids, out, priority)
 end
 
 """
@@ -2499,6 +2530,7 @@ const _SYMBOLS = (
     (:weft_ndarray_get_grad, _fp_weft_ndarray_get_grad),
     (:weft_ndarray_has_history, _fp_weft_ndarray_has_history),
     (:weft_ndarray_detach, _fp_weft_ndarray_detach),
+    (:weft_autograd_get_symbol, _fp_weft_autograd_get_symbol),
     (:weft_autograd_record_function, _fp_weft_autograd_record_function),
     (:weft_symbol_same_graph, _fp_weft_symbol_same_graph),
     (:weft_executor_invoke, _fp_weft_executor_invoke),
@@ -2518,6 +2550,7 @@ const _SYMBOLS = (
     (:weft_kvstore_init, _fp_weft_kvstore_init),
     (:weft_kvstore_push, _fp_weft_kvstore_push),
     (:weft_kvstore_pull, _fp_weft_kvstore_pull),
+    (:weft_kvstore_pull_rows, _fp_weft_kvstore_pull_rows),
     (:weft_kvstore_pushpull, _fp_weft_kvstore_pushpull),
     (:weft_kvstore_set_updater, _fp_weft_kvstore_set_updater),
     (:weft_kvstore_set_gradient_compression, _fp_weft_kvstore_set_gradient_compression),

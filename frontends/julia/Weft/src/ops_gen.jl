@@ -120,6 +120,24 @@ BlockGrad(args::NDArray...; kwargs...) = _invoke_op(_op_BlockGrad, args; kwargs.
 BlockGrad(args::SymbolicNode...; kwargs...) = _compose_op(_op_BlockGrad, args; kwargs...)
 BlockGrad(; kwargs...) = _call_op(_op_BlockGrad; kwargs...)
 
+const _op__sparse_stop_gradient = OpDef("_sparse_stop_gradient", ["data"], false, "")
+"""
+    _sparse_stop_gradient(data)
+
+Identity that stops the gradient: its input gets zero gradient.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `BlockGrad`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_stop_gradient end
+_sparse_stop_gradient(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_stop_gradient, args; kwargs...)
+_sparse_stop_gradient(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_stop_gradient, args; kwargs...)
+_sparse_stop_gradient(; kwargs...) = _call_op(_op__sparse_stop_gradient; kwargs...)
+
 const _op_stop_gradient = OpDef("stop_gradient", ["data"], false, "")
 """
     stop_gradient(data)
@@ -298,6 +316,48 @@ function Concat end
 Concat(args::NDArray...; kwargs...) = _invoke_op(_op_Concat, args; kwargs...)
 Concat(args::SymbolicNode...; kwargs...) = _compose_op(_op_Concat, args; kwargs...)
 Concat(; kwargs...) = _call_op(_op_Concat; kwargs...)
+
+const _op__rnn_param_concat = OpDef("_rnn_param_concat", String[], true, "num_args")
+"""
+    _rnn_param_concat(args...; dim=1)
+
+Joins the inputs along axis dim; they must agree on every other axis.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The arrays to join
+
+# Parameters
+- `dim` (int; default `1`): The axis to join along; negative counts from the end.
+
+Alias of `Concat`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _rnn_param_concat end
+_rnn_param_concat(args::NDArray...; kwargs...) = _invoke_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(; kwargs...) = _call_op(_op__rnn_param_concat; kwargs...)
+
+const _op__sparse_concat = OpDef("_sparse_concat", String[], true, "num_args")
+"""
+    _sparse_concat(args...; dim=1)
+
+Joins the inputs along axis dim; they must agree on every other axis.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The arrays to join
+
+# Parameters
+- `dim` (int; default `1`): The axis to join along; negative counts from the end.
+
+Alias of `Concat`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_concat end
+_sparse_concat(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_concat, args; kwargs...)
+_sparse_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_concat, args; kwargs...)
+_sparse_concat(; kwargs...) = _call_op(_op__sparse_concat; kwargs...)
 
 const _op_concat = OpDef("concat", String[], true, "num_args")
 """
@@ -525,6 +585,31 @@ Embedding(args::NDArray...; kwargs...) = _invoke_op(_op_Embedding, args; kwargs.
 Embedding(args::SymbolicNode...; kwargs...) = _compose_op(_op_Embedding, args; kwargs...)
 Embedding(; kwargs...) = _call_op(_op_Embedding; kwargs...)
 
+const _op__sparse_Embedding = OpDef("_sparse_Embedding", ["data", "weight"], false, "")
+"""
+    _sparse_Embedding(data, weight; input_dim, output_dim, dtype=float32, sparse_grad=False)
+
+Maps integer indices to rows of the weight: out[..., :] = weight[data[...], :], shape data.shape + (output_dim,). Indices outside [0, input_dim) are clipped to that range.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The indices (any dtype; floating values are truncated)
+- `weight` (NDArray or SymbolicNode): The embedding matrix (input_dim, output_dim)
+
+# Parameters
+- `input_dim` (int, in [1, inf]; required): Number of rows of the weight (vocabulary size).
+- `output_dim` (int, in [1, inf]; required): Length of each embedding vector.
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the weight and output.
+- `sparse_grad` (boolean; default `False`): Accepted for compatibility; the weight gradient is always dense here.
+
+Alias of `Embedding`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_Embedding end
+_sparse_Embedding(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_Embedding, args; kwargs...)
+_sparse_Embedding(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_Embedding, args; kwargs...)
+_sparse_Embedding(; kwargs...) = _call_op(_op__sparse_Embedding; kwargs...)
+
 const _op_Flatten = OpDef("Flatten", ["data"], false, "")
 """
     Flatten(data)
@@ -581,6 +666,31 @@ function FullyConnected end
 FullyConnected(args::NDArray...; kwargs...) = _invoke_op(_op_FullyConnected, args; kwargs...)
 FullyConnected(args::SymbolicNode...; kwargs...) = _compose_op(_op_FullyConnected, args; kwargs...)
 FullyConnected(; kwargs...) = _call_op(_op_FullyConnected; kwargs...)
+
+const _op__sparse_FullyConnected = OpDef("_sparse_FullyConnected", ["data", "weight", "bias"], false, "")
+"""
+    _sparse_FullyConnected(data, weight, bias; num_hidden, no_bias=False, flatten=True)
+
+Applies a linear transformation: out = data * weight^T + bias. With flatten=True the data (N, d1, ..., dk) is seen as (N, d1*...*dk) and the output is (N, num_hidden); with flatten=False the last axis is transformed and the output is (d0, ..., d(k-1), num_hidden). weight is (num_hidden, input size) and bias (num_hidden,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `weight` (NDArray or SymbolicNode): Weight matrix (num_hidden, input size)
+- `bias` (NDArray or SymbolicNode): Bias (num_hidden,); absent with no_bias=True
+
+# Parameters
+- `num_hidden` (int, in [1, inf]; required): Number of hidden units (output size).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias.
+- `flatten` (boolean; default `True`): Whether to collapse every axis of the data but the first; otherwise only the last axis is used.
+
+Alias of `FullyConnected`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_FullyConnected end
+_sparse_FullyConnected(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_FullyConnected, args; kwargs...)
+_sparse_FullyConnected(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_FullyConnected, args; kwargs...)
+_sparse_FullyConnected(; kwargs...) = _call_op(_op__sparse_FullyConnected; kwargs...)
 
 const _op_GridGenerator = OpDef("GridGenerator", ["data"], false, "")
 """
@@ -836,6 +946,29 @@ function MakeLoss end
 MakeLoss(args::NDArray...; kwargs...) = _invoke_op(_op_MakeLoss, args; kwargs...)
 MakeLoss(args::SymbolicNode...; kwargs...) = _compose_op(_op_MakeLoss, args; kwargs...)
 MakeLoss(; kwargs...) = _call_op(_op_MakeLoss; kwargs...)
+
+const _op__sparse_make_loss = OpDef("_sparse_make_loss", ["data"], false, "")
+"""
+    _sparse_make_loss(data; grad_scale=1, valid_thresh=0, normalization=null)
+
+Identity whose gradient is grad_scale / norm everywhere, ignoring the head gradient.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The loss
+
+# Parameters
+- `grad_scale` (double; default `1`): The gradient of every element.
+- `valid_thresh` (double; default `0`): With normalization 'valid', elements above it are counted.
+- `normalization` ({'null', 'batch', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of valid elements.
+
+Alias of `MakeLoss`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_make_loss end
+_sparse_make_loss(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_make_loss, args; kwargs...)
+_sparse_make_loss(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_make_loss, args; kwargs...)
+_sparse_make_loss(; kwargs...) = _call_op(_op__sparse_make_loss; kwargs...)
 
 const _op_make_loss = OpDef("make_loss", ["data"], false, "")
 """
@@ -1416,6 +1549,98 @@ _contrib_BilinearResize2D(args::NDArray...; kwargs...) = _invoke_op(_op__contrib
 _contrib_BilinearResize2D(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_BilinearResize2D, args; kwargs...)
 _contrib_BilinearResize2D(; kwargs...) = _call_op(_op__contrib_BilinearResize2D; kwargs...)
 
+const _op__contrib_DeformableConvolution = OpDef("_contrib_DeformableConvolution", ["data", "offset", "weight", "bias"], false, "")
+"""
+    _contrib_DeformableConvolution(data, offset, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, layout=None)
+
+2-D deformable convolution (https://arxiv.org/abs/1703.06211): a convolution whose tap (i, j) at output cell (y, x) reads data at (y * stride - pad + i * dilate + dy, x * stride - pad + j * dilate + dx), bilinearly interpolated, (dy, dx) taken from offset. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow) with oh = floor((h + 2 * pad - dilate * (kh - 1) - 1) / stride) + 1 (likewise ow). Data channel group d of num_deformable_group reads offset channels [2K * d, 2K * (d + 1)) (K = kh * kw): 2 * (i * kw + j) for dy of tap (i, j), the next for dx. Points outside [0, h) x [0, w) read 0; beyond the last row or column the sample holds it.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+- `offset` (NDArray or SymbolicNode): The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+- `weight` (NDArray or SymbolicNode): Weight matrix
+- `bias` (NDArray or SymbolicNode): Bias parameter
+
+# Parameters
+- `kernel` (Shape(tuple); required): Convolution kernel size: (h, w).
+- `stride` (Shape(tuple); default `()`): Stride: (h, w); 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Dilation: (h, w); 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides: (h, w); 0 when empty.
+- `num_filter` (int, in [1, 100000]; required): Number of output channels.
+- `num_group` (int, in [1, 100000]; default `1`): Number of groups.
+- `num_deformable_group` (int, in [1, 100000]; default `1`): Number of groups of data channels that share one set of offsets.
+- `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW'}; default `None`): Data layout; only NCHW (the default for a 2-D kernel) is supported.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_DeformableConvolution end
+_contrib_DeformableConvolution(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_DeformableConvolution, args; kwargs...)
+_contrib_DeformableConvolution(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_DeformableConvolution, args; kwargs...)
+_contrib_DeformableConvolution(; kwargs...) = _call_op(_op__contrib_DeformableConvolution; kwargs...)
+
+const _op__contrib_DeformablePSROIPooling = OpDef("_contrib_DeformablePSROIPooling", ["data", "rois", "trans"], false, "")
+"""
+    _contrib_DeformablePSROIPooling(data, rois, trans; spatial_scale, output_dim, group_size, pooled_size, part_size=0, sample_per_part=1, trans_std=0, no_trans=False)
+
+Deformable position-sensitive ROI pooling (https://arxiv.org/abs/1703.06211). Each ROI [batch_index, x1, y1, x2, y2] (corners rounded, scaled by spatial_scale) is split into pooled_size x pooled_size bins; bin (i, j) of output channel c, moved by trans_std * trans (num_rois, 2 * classes, part_size, part_size) in fractions of the ROI's width (channel 2 * class) and height (2 * class + 1), averages sample_per_part^2 bilinear samples of input channel (c * group_size + gi) * group_size + gj, (gi, gj) being the bin's cell on a group_size grid. The output is (num_rois, output_dim, pooled_size, pooled_size); the second output, top_count (hidden), counts each bin's samples that fall on the map.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W), C >= output_dim * group_size^2
+- `rois` (NDArray or SymbolicNode): The regions (R, 5): [batch_index, x1, y1, x2, y2] in image coordinates
+- `trans` (NDArray or SymbolicNode): The bins' displacements (R, 2 * classes, part_size, part_size)
+
+# Parameters
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+- `output_dim` (int, in [1, inf]; required): The output channels.
+- `group_size` (int, in [1, inf]; required): The side of the grid of position-sensitive channel groups.
+- `pooled_size` (int, in [1, inf]; required): The output size of each ROI (square).
+- `part_size` (int, in [0, inf]; default `0`): The side of the grid of trans cells; 0 means pooled_size.
+- `sample_per_part` (int, in [1, inf]; default `1`): Samples per bin along each axis.
+- `trans_std` (double, in [0, 1]; default `0`): The scale of trans: a bin moves by trans * trans_std times the ROI's size.
+- `no_trans` (boolean; default `False`): Whether to leave out the trans input (bins stay in place).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_DeformablePSROIPooling end
+_contrib_DeformablePSROIPooling(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_DeformablePSROIPooling, args; kwargs...)
+_contrib_DeformablePSROIPooling(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_DeformablePSROIPooling, args; kwargs...)
+_contrib_DeformablePSROIPooling(; kwargs...) = _call_op(_op__contrib_DeformablePSROIPooling; kwargs...)
+
+const _op__contrib_ModulatedDeformableConvolution = OpDef("_contrib_ModulatedDeformableConvolution", ["data", "offset", "mask", "weight", "bias"], false, "")
+"""
+    _contrib_ModulatedDeformableConvolution(data, offset, mask, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, num_deformable_group=1, workspace=1024, no_bias=False, im2col_step=64, layout=None)
+
+2-D modulated deformable convolution (DCNv2, https://arxiv.org/abs/1811.11168): as _contrib_DeformableConvolution, with every sampled tap multiplied by mask. Shapes: data (n, c, h, w), offset (n, num_deformable_group * 2 * kh * kw, oh, ow), mask (n, num_deformable_group * kh * kw, oh, ow), weight (num_filter, c / num_group, kh, kw), bias (num_filter,) unless no_bias, output (n, num_filter, oh, ow). Points in (-1, h) x (-1, w) are interpolated with the pixels outside the map taken as zeros; points further out read 0.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (n, c, h, w)
+- `offset` (NDArray or SymbolicNode): The displacement of every tap (n, num_deformable_group * 2 * kh * kw, oh, ow)
+- `mask` (NDArray or SymbolicNode): The scale of every tap (n, num_deformable_group * kh * kw, oh, ow)
+- `weight` (NDArray or SymbolicNode): Weight matrix
+- `bias` (NDArray or SymbolicNode): Bias parameter
+
+# Parameters
+- `kernel` (Shape(tuple); required): Convolution kernel size: (h, w).
+- `stride` (Shape(tuple); default `()`): Stride: (h, w); 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Dilation: (h, w); 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides: (h, w); 0 when empty.
+- `num_filter` (int, in [1, 100000]; required): Number of output channels.
+- `num_group` (int, in [1, 100000]; default `1`): Number of groups.
+- `num_deformable_group` (int, in [1, 100000]; default `1`): Number of groups of data channels that share one set of offsets.
+- `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `im2col_step` (int, in [1, 1073741824]; default `64`): Images per im2col pass on the GPU; a batch larger than it must be a multiple of it.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW'}; default `None`): Data layout; only NCHW (the default for a 2-D kernel) is supported.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_ModulatedDeformableConvolution end
+_contrib_ModulatedDeformableConvolution(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ModulatedDeformableConvolution, args; kwargs...)
+_contrib_ModulatedDeformableConvolution(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ModulatedDeformableConvolution, args; kwargs...)
+_contrib_ModulatedDeformableConvolution(; kwargs...) = _call_op(_op__contrib_ModulatedDeformableConvolution; kwargs...)
+
 const _op__contrib_MultiBoxDetection = OpDef("_contrib_MultiBoxDetection", ["cls_prob", "loc_pred", "anchor"], false, "")
 """
     _contrib_MultiBoxDetection(cls_prob, loc_pred, anchor; clip=True, threshold=0.01, background_id=0, nms_threshold=0.5, force_suppress=False, variances=(0.1, 0.1, 0.2, 0.2), nms_topk=-1)
@@ -1492,6 +1717,35 @@ _contrib_MultiBoxTarget(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_M
 _contrib_MultiBoxTarget(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiBoxTarget, args; kwargs...)
 _contrib_MultiBoxTarget(; kwargs...) = _call_op(_op__contrib_MultiBoxTarget; kwargs...)
 
+const _op__contrib_MultiProposal = OpDef("_contrib_MultiProposal", ["cls_prob", "bbox_pred", "im_info"], false, "")
+"""
+    _contrib_MultiProposal(cls_prob, bbox_pred, im_info; rpn_pre_nms_top_n=6000, rpn_post_nms_top_n=300, threshold=0.7, rpn_min_size=16, scales=(4, 8, 16, 32), ratios=(0.5, 1, 2), feature_stride=16, output_score=False, iou_loss=False)
+
+_contrib_Proposal for a batch of N images: outputs (N * rpn_post_nms_top_n, 5) rows [image, x1, y1, x2, y2], image by image, and, shown with output_score, their scores (N * rpn_post_nms_top_n, 1).
+
+# Inputs
+- `cls_prob` (NDArray or SymbolicNode): Background then foreground scores of each anchor (N, 2A, H, W)
+- `bbox_pred` (NDArray or SymbolicNode): Box deltas from each anchor (N, 4A, H, W)
+- `im_info` (NDArray or SymbolicNode): Each image's (height, width, scale) (N, 3)
+
+# Parameters
+- `rpn_pre_nms_top_n` (int; default `6000`): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all.
+- `rpn_post_nms_top_n` (int, in [1, inf]; default `300`): The boxes output per image after non-maximum suppression.
+- `threshold` (double; default `0.7`): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU.
+- `rpn_min_size` (int; default `16`): Boxes narrower or shorter than this (times the image's scale) get score -1.
+- `scales` (tuple of float; default `(4, 8, 16, 32)`): The anchor scales, in units of feature_stride.
+- `ratios` (tuple of float; default `(0.5, 1, 2)`): The anchor aspect ratios (height / width).
+- `feature_stride` (int, in [1, inf]; default `16`): The image pixels per feature-map cell (the product of the strides before the RPN).
+- `output_score` (boolean; default `False`): Also output the boxes' scores.
+- `iou_loss` (boolean; default `False`): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_MultiProposal end
+_contrib_MultiProposal(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_MultiProposal, args; kwargs...)
+_contrib_MultiProposal(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_MultiProposal, args; kwargs...)
+_contrib_MultiProposal(; kwargs...) = _call_op(_op__contrib_MultiProposal; kwargs...)
+
 const _op__contrib_PSROIPooling = OpDef("_contrib_PSROIPooling", ["data", "rois"], false, "")
 """
     _contrib_PSROIPooling(data, rois; spatial_scale, output_dim, pooled_size, group_size=0)
@@ -1514,6 +1768,35 @@ function _contrib_PSROIPooling end
 _contrib_PSROIPooling(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_PSROIPooling, args; kwargs...)
 _contrib_PSROIPooling(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_PSROIPooling, args; kwargs...)
 _contrib_PSROIPooling(; kwargs...) = _call_op(_op__contrib_PSROIPooling; kwargs...)
+
+const _op__contrib_Proposal = OpDef("_contrib_Proposal", ["cls_prob", "bbox_pred", "im_info"], false, "")
+"""
+    _contrib_Proposal(cls_prob, bbox_pred, im_info; rpn_pre_nms_top_n=6000, rpn_post_nms_top_n=300, threshold=0.7, rpn_min_size=16, scales=(4, 8, 16, 32), ratios=(0.5, 1, 2), feature_stride=16, output_score=False, iou_loss=False)
+
+Region proposals of Faster R-CNN's RPN for one image: anchors of every scale and ratio at each cell of the (H, W) map, decoded by bbox_pred, clipped to the image of im_info = (height, width, scale), scored by the foreground half of cls_prob (cells beyond the image and boxes under rpn_min_size * scale score -1), the rpn_pre_nms_top_n best suppressed at IoU > threshold. Outputs the first rpn_post_nms_top_n kept boxes (rpn_post_nms_top_n, 5) as [0, x1, y1, x2, y2] (repeating the kept ones when fewer remain) and, shown with output_score, their scores (rpn_post_nms_top_n, 1).
+
+# Inputs
+- `cls_prob` (NDArray or SymbolicNode): Background then foreground scores of each anchor (1, 2A, H, W)
+- `bbox_pred` (NDArray or SymbolicNode): Box deltas from each anchor (1, 4A, H, W)
+- `im_info` (NDArray or SymbolicNode): The image's (height, width, scale) (1, 3)
+
+# Parameters
+- `rpn_pre_nms_top_n` (int; default `6000`): The best-scoring boxes kept before non-maximum suppression; <= 0 keeps all.
+- `rpn_post_nms_top_n` (int, in [1, inf]; default `300`): The boxes output per image after non-maximum suppression.
+- `threshold` (double; default `0.7`): Non-maximum suppression removes boxes overlapping a kept one by more than this IoU.
+- `rpn_min_size` (int; default `16`): Boxes narrower or shorter than this (times the image's scale) get score -1.
+- `scales` (tuple of float; default `(4, 8, 16, 32)`): The anchor scales, in units of feature_stride.
+- `ratios` (tuple of float; default `(0.5, 1, 2)`): The anchor aspect ratios (height / width).
+- `feature_stride` (int, in [1, inf]; default `16`): The image pixels per feature-map cell (the product of the strides before the RPN).
+- `output_score` (boolean; default `False`): Also output the boxes' scores.
+- `iou_loss` (boolean; default `False`): bbox_pred holds corner shifts (an IoU loss's) instead of centre shifts and log-scales.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_Proposal end
+_contrib_Proposal(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_Proposal, args; kwargs...)
+_contrib_Proposal(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_Proposal, args; kwargs...)
+_contrib_Proposal(; kwargs...) = _call_op(_op__contrib_Proposal; kwargs...)
 
 const _op__contrib_ROIAlign = OpDef("_contrib_ROIAlign", ["data", "rois"], false, "")
 """
@@ -1538,6 +1821,51 @@ function _contrib_ROIAlign end
 _contrib_ROIAlign(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ROIAlign, args; kwargs...)
 _contrib_ROIAlign(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ROIAlign, args; kwargs...)
 _contrib_ROIAlign(; kwargs...) = _call_op(_op__contrib_ROIAlign; kwargs...)
+
+const _op__contrib_RROIAlign = OpDef("_contrib_RROIAlign", ["data", "rois"], false, "")
+"""
+    _contrib_RROIAlign(data, rois; pooled_size, spatial_scale, sampling_ratio=-1)
+
+Rotated ROI align (Ma et al., 2018, for text detection): each ROI [batch_index, center_x, center_y, width, height, degrees] is scaled by spatial_scale (boxes under a pixel widened to one), split into pooled_size (h, w) bins, and each bin averages bilinear samples taken on a regular grid (sampling_ratio per axis, or ceil(bin size)) of the box turned by its angle about its centre. An ROI with a batch index outside [0, N) gives zeros. The output is (R, C, h, w).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The feature maps (N, C, H, W)
+- `rois` (NDArray or SymbolicNode): The rotated regions (R, 6): [batch_index, center_x, center_y, width, height, degrees] in image coordinates
+
+# Parameters
+- `pooled_size` (Shape(tuple); required): The output size of each ROI: (h, w).
+- `spatial_scale` (double, in [0, 1]; required): The feature map's size over the image's (the inverse of the network's total stride).
+- `sampling_ratio` (int; default `-1`): Samples per bin along each axis; <= 0 picks ceil(bin size) adaptively.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_RROIAlign end
+_contrib_RROIAlign(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_RROIAlign, args; kwargs...)
+_contrib_RROIAlign(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_RROIAlign, args; kwargs...)
+_contrib_RROIAlign(; kwargs...) = _call_op(_op__contrib_RROIAlign; kwargs...)
+
+const _op__contrib_SparseEmbedding = OpDef("_contrib_SparseEmbedding", ["data", "weight"], false, "")
+"""
+    _contrib_SparseEmbedding(data, weight; input_dim, output_dim, dtype=float32, deterministic=False)
+
+Embedding whose weight gradient MXNet stores row_sparse; on Weft's dense arrays it is Embedding: out[..., :] = weight[data[...], :].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array to the embedding operator.
+- `weight` (NDArray or SymbolicNode): The embedding weight matrix.
+
+# Parameters
+- `input_dim` (long, in [1, inf]; required): Vocabulary size of the input indices.
+- `output_dim` (long, in [1, inf]; required): Dimension of the embedding vectors.
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): Data type of weight.
+- `deterministic` (boolean; default `False`): Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_SparseEmbedding end
+_contrib_SparseEmbedding(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_SparseEmbedding, args; kwargs...)
+_contrib_SparseEmbedding(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_SparseEmbedding, args; kwargs...)
+_contrib_SparseEmbedding(; kwargs...) = _call_op(_op__contrib_SparseEmbedding; kwargs...)
 
 const _op__contrib_SyncBatchNorm = OpDef("_contrib_SyncBatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
 """
@@ -1632,6 +1960,31 @@ function _contrib_backward_gradientmultiplier end
 _contrib_backward_gradientmultiplier(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
 _contrib_backward_gradientmultiplier(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_gradientmultiplier, args; kwargs...)
 _contrib_backward_gradientmultiplier(; kwargs...) = _call_op(_op__contrib_backward_gradientmultiplier; kwargs...)
+
+const _op__contrib_backward_hawkesll = OpDef("_contrib_backward_hawkesll", ["ograd", "ograd_state", "lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"], false, "")
+"""
+    _contrib_backward_hawkesll(ograd, ograd_state, lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+Gradients of _contrib_hawkesll with respect to its eight inputs (zero for lags, marks, valid_length and max_time).
+
+# Inputs
+- `ograd` (NDArray or SymbolicNode): Gradient of the log likelihoods
+- `ograd_state` (NDArray or SymbolicNode): Gradient of the returned state
+- `lda` (NDArray or SymbolicNode): The forward lda
+- `alpha` (NDArray or SymbolicNode): The forward alpha
+- `beta` (NDArray or SymbolicNode): The forward beta
+- `state` (NDArray or SymbolicNode): The forward state
+- `lags` (NDArray or SymbolicNode): The forward lags
+- `marks` (NDArray or SymbolicNode): The forward marks
+- `valid_length` (NDArray or SymbolicNode): The forward valid_length
+- `max_time` (NDArray or SymbolicNode): The forward max_time
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_backward_hawkesll end
+_contrib_backward_hawkesll(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_backward_hawkesll, args; kwargs...)
+_contrib_backward_hawkesll(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_backward_hawkesll, args; kwargs...)
+_contrib_backward_hawkesll(; kwargs...) = _call_op(_op__contrib_backward_hawkesll; kwargs...)
 
 const _op__contrib_backward_index_copy = OpDef("_contrib_backward_index_copy", ["ograd", "old_tensor", "index_vector", "new_tensor"], false, "")
 """
@@ -1839,6 +2192,28 @@ _contrib_box_non_maximum_suppression(args::NDArray...; kwargs...) = _invoke_op(_
 _contrib_box_non_maximum_suppression(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_box_non_maximum_suppression, args; kwargs...)
 _contrib_box_non_maximum_suppression(; kwargs...) = _call_op(_op__contrib_box_non_maximum_suppression; kwargs...)
 
+const _op__contrib_count_sketch = OpDef("_contrib_count_sketch", ["data", "h", "s"], false, "")
+"""
+    _contrib_count_sketch(data, h, s; out_dim, processing_batch_size=32)
+
+Count sketch of each row: for data (..., d), hash h and signs s of d entries each (h in [0, out_dim), s of +1 and -1), the output (..., out_dim) has out[..., h[j]] += s[j] * data[..., j]. MXNet runs it on GPUs only; Weft computes it on the CPU.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data to the CountSketchOp.
+- `h` (NDArray or SymbolicNode): The index vector
+- `s` (NDArray or SymbolicNode): The sign vector
+
+# Parameters
+- `out_dim` (int, in [1, inf]; required): The output dimension.
+- `processing_batch_size` (int, in [1, inf]; default `32`): How many sketch vectors to process at one time (MXNet's GPU batching; the result does not depend on it).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_count_sketch end
+_contrib_count_sketch(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_count_sketch, args; kwargs...)
+_contrib_count_sketch(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_count_sketch, args; kwargs...)
+_contrib_count_sketch(; kwargs...) = _call_op(_op__contrib_count_sketch; kwargs...)
+
 const _op__contrib_dequantize = OpDef("_contrib_dequantize", ["data", "min_range", "max_range"], false, "")
 """
     _contrib_dequantize(data, min_range, max_range; out_type=float32)
@@ -1860,6 +2235,107 @@ _contrib_dequantize(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dequa
 _contrib_dequantize(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dequantize, args; kwargs...)
 _contrib_dequantize(; kwargs...) = _call_op(_op__contrib_dequantize; kwargs...)
 
+const _op__contrib_dgl_adjacency = OpDef("_contrib_dgl_adjacency", ["data"], false, "")
+"""
+    _contrib_dgl_adjacency(data)
+
+The adjacency matrix of a csr graph whose values are edge ids: the same csr structure with float32 ones as values.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_adjacency end
+_contrib_dgl_adjacency(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_adjacency, args; kwargs...)
+_contrib_dgl_adjacency(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_adjacency, args; kwargs...)
+_contrib_dgl_adjacency(; kwargs...) = _call_op(_op__contrib_dgl_adjacency; kwargs...)
+
+const _op__contrib_dgl_csr_neighbor_non_uniform_sample = OpDef("_contrib_dgl_csr_neighbor_non_uniform_sample", String[], true, "num_args")
+"""
+    _contrib_dgl_csr_neighbor_non_uniform_sample(args...; num_hops=1, num_neighbor=2, max_num_vertices=100)
+
+As _contrib_dgl_csr_neighbor_uniform_sample, with neighbors drawn without replacement in proportion to the probability of each vertex (a float32 vector, one per vertex); the outputs add each sampled vertex's probability, before the hops.
+
+# Inputs
+- `csr_matrix` (NDArray or SymbolicNode): csr matrix
+- `probability` (NDArray or SymbolicNode): probability vector
+- `seed_arrays` (NDArrays or SymbolicNodes, any number): seed vertices
+
+# Parameters
+- `num_hops` (long, in [0, inf]; default `1`): Number of hops.
+- `num_neighbor` (long, in [0, inf]; default `2`): Number of neighbors sampled per vertex.
+- `max_num_vertices` (long, in [1, inf]; default `100`): Most vertices in a sampled subgraph.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_csr_neighbor_non_uniform_sample end
+_contrib_dgl_csr_neighbor_non_uniform_sample(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_csr_neighbor_non_uniform_sample, args; kwargs...)
+_contrib_dgl_csr_neighbor_non_uniform_sample(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_csr_neighbor_non_uniform_sample, args; kwargs...)
+_contrib_dgl_csr_neighbor_non_uniform_sample(; kwargs...) = _call_op(_op__contrib_dgl_csr_neighbor_non_uniform_sample; kwargs...)
+
+const _op__contrib_dgl_csr_neighbor_uniform_sample = OpDef("_contrib_dgl_csr_neighbor_uniform_sample", String[], true, "num_args")
+"""
+    _contrib_dgl_csr_neighbor_uniform_sample(args...; num_hops=1, num_neighbor=2, max_num_vertices=100)
+
+Samples subgraphs of a square csr graph (values: edge ids) around each seed array, breadth-first for num_hops hops, at most num_neighbor neighbors per vertex drawn uniformly, at most max_num_vertices vertices. Per seed array: the vertices (max_num_vertices + 1, sorted, -1 where unused, the count last), the sampled edges (csr, row i for vertex i, original column ids and edge ids), and each vertex's hop (-1 where unused).
+
+# Inputs
+- `csr_matrix` (NDArray or SymbolicNode): csr matrix
+- `seed_arrays` (NDArrays or SymbolicNodes, any number): seed vertices
+
+# Parameters
+- `num_hops` (long, in [0, inf]; default `1`): Number of hops.
+- `num_neighbor` (long, in [0, inf]; default `2`): Number of neighbors sampled per vertex.
+- `max_num_vertices` (long, in [1, inf]; default `100`): Most vertices in a sampled subgraph.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_csr_neighbor_uniform_sample end
+_contrib_dgl_csr_neighbor_uniform_sample(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_csr_neighbor_uniform_sample, args; kwargs...)
+_contrib_dgl_csr_neighbor_uniform_sample(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_csr_neighbor_uniform_sample, args; kwargs...)
+_contrib_dgl_csr_neighbor_uniform_sample(; kwargs...) = _call_op(_op__contrib_dgl_csr_neighbor_uniform_sample; kwargs...)
+
+const _op__contrib_dgl_graph_compact = OpDef("_contrib_dgl_graph_compact", String[], true, "num_args")
+"""
+    _contrib_dgl_graph_compact(args...; return_mapping, graph_sizes)
+
+Compacts the csr graphs a neighbor sampler made: graph i keeps its first graph_sizes[i] rows and its columns are renumbered by the position of their vertex id in vertex array i (the sampler's vertex output); values are new edge ids. With return_mapping, also the same edges with the input's edge ids.
+
+# Inputs
+- `graph_data` (NDArrays or SymbolicNodes, any number): Input graphs and input vertex Ids.
+
+# Parameters
+- `return_mapping` (boolean; required): Also return, per graph, a csr matrix of the same edges holding the input's edge ids.
+- `graph_sizes` (Shape(tuple); required): The number of vertices of each graph.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_graph_compact end
+_contrib_dgl_graph_compact(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_graph_compact, args; kwargs...)
+_contrib_dgl_graph_compact(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_graph_compact, args; kwargs...)
+_contrib_dgl_graph_compact(; kwargs...) = _call_op(_op__contrib_dgl_graph_compact; kwargs...)
+
+const _op__contrib_dgl_subgraph = OpDef("_contrib_dgl_subgraph", String[], true, "num_args")
+"""
+    _contrib_dgl_subgraph(args...; return_mapping)
+
+The subgraphs of a csr graph induced by each array of sorted, distinct vertex ids: csr matrices whose row and column i are the array's vertex i and whose values are new edge ids 0, 1, ... in row order; with return_mapping, also the same edges with the parent graph's edge ids.
+
+# Inputs
+- `graph` (NDArray or SymbolicNode): Input graph where we sample vertices.
+- `data` (NDArrays or SymbolicNodes, any number): The vertex id arrays, one per subgraph.
+
+# Parameters
+- `return_mapping` (boolean; required): Also return, per subgraph, a csr matrix of the same edges holding the parent graph's edge ids.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_dgl_subgraph end
+_contrib_dgl_subgraph(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_dgl_subgraph, args; kwargs...)
+_contrib_dgl_subgraph(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_dgl_subgraph, args; kwargs...)
+_contrib_dgl_subgraph(; kwargs...) = _call_op(_op__contrib_dgl_subgraph; kwargs...)
+
 const _op__contrib_div_sqrt_dim = OpDef("_contrib_div_sqrt_dim", ["data"], false, "")
 """
     _contrib_div_sqrt_dim(data)
@@ -1875,6 +2351,62 @@ function _contrib_div_sqrt_dim end
 _contrib_div_sqrt_dim(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_div_sqrt_dim, args; kwargs...)
 _contrib_div_sqrt_dim(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_div_sqrt_dim, args; kwargs...)
 _contrib_div_sqrt_dim(; kwargs...) = _call_op(_op__contrib_div_sqrt_dim; kwargs...)
+
+const _op__contrib_edge_id = OpDef("_contrib_edge_id", ["data", "u", "v"], false, "")
+"""
+    _contrib_edge_id(data, u, v)
+
+For each pair (u[i], v[i]), the value stored at row u[i], column v[i] of the csr adjacency matrix data (the edge's id), or -1 where nothing is stored (a dense input: where the element is 0). u and v must index within the matrix.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input ndarray
+- `u` (NDArray or SymbolicNode): u ndarray
+- `v` (NDArray or SymbolicNode): v ndarray
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_edge_id end
+_contrib_edge_id(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_edge_id, args; kwargs...)
+_contrib_edge_id(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_edge_id, args; kwargs...)
+_contrib_edge_id(; kwargs...) = _call_op(_op__contrib_edge_id; kwargs...)
+
+const _op__contrib_fft = OpDef("_contrib_fft", ["data"], false, "")
+"""
+    _contrib_fft(data; compute_size=128)
+
+1-D discrete Fourier transform of real data over its last axis: for data (..., d) the output (..., 2d) holds the d complex coefficients X_k = sum_j x_j exp(-2 pi i jk/d) as [re0, im0, re1, im1, ...], unnormalised. MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data to the FFTOp.
+
+# Parameters
+- `compute_size` (int, in [1, inf]; default `128`): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it)
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_fft end
+_contrib_fft(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_fft, args; kwargs...)
+_contrib_fft(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_fft, args; kwargs...)
+_contrib_fft(; kwargs...) = _call_op(_op__contrib_fft; kwargs...)
+
+const _op__contrib_getnnz = OpDef("_contrib_getnnz", ["data"], false, "")
+"""
+    _contrib_getnnz(data; axis=None)
+
+Number of stored values of a csr matrix: in total (axis=None, shape (1,)), per column (axis=0) or per row (axis=1); int64. For a dense input, the number of nonzero elements.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input
+
+# Parameters
+- `axis` (int or None; default `None`): Select between the number of values across the whole matrix (None), in each column (0), or in each row (1).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_getnnz end
+_contrib_getnnz(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_getnnz, args; kwargs...)
+_contrib_getnnz(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_getnnz, args; kwargs...)
+_contrib_getnnz(; kwargs...) = _call_op(_op__contrib_getnnz; kwargs...)
 
 const _op__contrib_gradientmultiplier = OpDef("_contrib_gradientmultiplier", ["data"], false, "")
 """
@@ -1920,6 +2452,48 @@ _contrib_group_adagrad_update(args::NDArray...; kwargs...) = _invoke_op(_op__con
 _contrib_group_adagrad_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_group_adagrad_update, args; kwargs...)
 _contrib_group_adagrad_update(; kwargs...) = _call_op(_op__contrib_group_adagrad_update; kwargs...)
 
+const _op__contrib_hawkesll = OpDef("_contrib_hawkesll", ["lda", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"], false, "")
+"""
+    _contrib_hawkesll(lda, alpha, beta, state, lags, marks, valid_length, max_time)
+
+Log likelihood of a marked self-exciting Hawkes process with exponential decay: K independent processes of intensity lda_k + alpha_k beta_k sum_{t_i < t, mark_i = k} exp(-beta_k (t - t_i)), observed on (0, max_time[n]] for each of N samples whose events are given as ragged rows (lags: times since the previous event, marks: process ids, valid_length: how many). state carries the memory sum exp(-beta_k (t - t_i)) of earlier events in; the outputs are the (N,) log likelihoods and the (N, K) memory at max_time.
+
+# Inputs
+- `lda` (NDArray or SymbolicNode): Shape (N, K) The intensity for each of the K processes, for each sample
+- `alpha` (NDArray or SymbolicNode): Shape (K,) The infectivity factor (branching ratio) for each process
+- `beta` (NDArray or SymbolicNode): Shape (K,) The decay parameter for each process
+- `state` (NDArray or SymbolicNode): Shape (N, K) the Hawkes state for each process
+- `lags` (NDArray or SymbolicNode): Shape (N, T) the interarrival times
+- `marks` (NDArray or SymbolicNode): Shape (N, T) the marks (process ids)
+- `valid_length` (NDArray or SymbolicNode): The number of valid points in the process
+- `max_time` (NDArray or SymbolicNode): the length of the interval where the processes were sampled
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_hawkesll end
+_contrib_hawkesll(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_hawkesll, args; kwargs...)
+_contrib_hawkesll(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_hawkesll, args; kwargs...)
+_contrib_hawkesll(; kwargs...) = _call_op(_op__contrib_hawkesll; kwargs...)
+
+const _op__contrib_ifft = OpDef("_contrib_ifft", ["data"], false, "")
+"""
+    _contrib_ifft(data; compute_size=128)
+
+1-D inverse discrete Fourier transform over the last axis: for interleaved complex data (..., 2d) ([re0, im0, re1, im1, ...]) the output (..., d) is the real part of sum_k X_k exp(+2 pi i jk/d), not divided by d (as MXNet). MXNet runs it on GPUs only; Weft computes it on the CPU for any d.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data to the IFFTOp.
+
+# Parameters
+- `compute_size` (int, in [1, inf]; default `128`): Maximum size of sub-batch to be forwarded at one time (MXNet's GPU batching; the result does not depend on it)
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_ifft end
+_contrib_ifft(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_ifft, args; kwargs...)
+_contrib_ifft(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_ifft, args; kwargs...)
+_contrib_ifft(; kwargs...) = _call_op(_op__contrib_ifft; kwargs...)
+
 const _op__contrib_index_array = OpDef("_contrib_index_array", ["data"], false, "")
 """
     _contrib_index_array(data; axes=None)
@@ -1957,6 +2531,180 @@ _contrib_index_copy(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_index
 _contrib_index_copy(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_index_copy, args; kwargs...)
 _contrib_index_copy(; kwargs...) = _call_op(_op__contrib_index_copy; kwargs...)
 
+const _op__contrib_interleaved_matmul_encdec_qk = OpDef("_contrib_interleaved_matmul_encdec_qk", ["queries", "keys_values"], false, "")
+"""
+    _contrib_interleaved_matmul_encdec_qk(queries, keys_values; heads)
+
+Encoder-decoder attention scores: queries (query_length, batch, heads * head_dim) against the key projections of keys_values (key_length, batch, heads * head_dim * 2, key and value interleaved per head): (batch * heads, query_length, key_length) products q k^T / sqrt(head_dim).
+
+# Inputs
+- `queries` (NDArray or SymbolicNode): Queries
+- `keys_values` (NDArray or SymbolicNode): Keys and values interleaved
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_interleaved_matmul_encdec_qk end
+_contrib_interleaved_matmul_encdec_qk(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_interleaved_matmul_encdec_qk, args; kwargs...)
+_contrib_interleaved_matmul_encdec_qk(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_interleaved_matmul_encdec_qk, args; kwargs...)
+_contrib_interleaved_matmul_encdec_qk(; kwargs...) = _call_op(_op__contrib_interleaved_matmul_encdec_qk; kwargs...)
+
+const _op__contrib_interleaved_matmul_encdec_valatt = OpDef("_contrib_interleaved_matmul_encdec_valatt", ["keys_values", "attention"], false, "")
+"""
+    _contrib_interleaved_matmul_encdec_valatt(keys_values, attention; heads)
+
+Encoder-decoder attention output: attention (batch * heads, query_length, key_length) times the value projections of keys_values (key_length, batch, heads * head_dim * 2), laid out as (query_length, batch, heads * head_dim).
+
+# Inputs
+- `keys_values` (NDArray or SymbolicNode): Keys and values interleaved
+- `attention` (NDArray or SymbolicNode): Attention maps
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_interleaved_matmul_encdec_valatt end
+_contrib_interleaved_matmul_encdec_valatt(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_interleaved_matmul_encdec_valatt, args; kwargs...)
+_contrib_interleaved_matmul_encdec_valatt(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_interleaved_matmul_encdec_valatt, args; kwargs...)
+_contrib_interleaved_matmul_encdec_valatt(; kwargs...) = _call_op(_op__contrib_interleaved_matmul_encdec_valatt; kwargs...)
+
+const _op__contrib_interleaved_matmul_selfatt_qk = OpDef("_contrib_interleaved_matmul_selfatt_qk", ["queries_keys_values"], false, "")
+"""
+    _contrib_interleaved_matmul_selfatt_qk(queries_keys_values; heads)
+
+Self-attention scores from interleaved projections: for queries_keys_values of shape (seq_length, batch, heads * head_dim * 3), whose last axis holds per head the query, key and value projections one after the other, the (batch * heads, seq_length, seq_length) products q k^T / sqrt(head_dim), one per head of each sequence (batch index b * heads + h).
+
+# Inputs
+- `queries_keys_values` (NDArray or SymbolicNode): Interleaved queries, keys and values
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_interleaved_matmul_selfatt_qk end
+_contrib_interleaved_matmul_selfatt_qk(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_interleaved_matmul_selfatt_qk, args; kwargs...)
+_contrib_interleaved_matmul_selfatt_qk(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_interleaved_matmul_selfatt_qk, args; kwargs...)
+_contrib_interleaved_matmul_selfatt_qk(; kwargs...) = _call_op(_op__contrib_interleaved_matmul_selfatt_qk; kwargs...)
+
+const _op__contrib_interleaved_matmul_selfatt_valatt = OpDef("_contrib_interleaved_matmul_selfatt_valatt", ["queries_keys_values", "attention"], false, "")
+"""
+    _contrib_interleaved_matmul_selfatt_valatt(queries_keys_values, attention; heads)
+
+Self-attention output: the attention weights (batch * heads, seq_length, seq_length) times the value projections held in queries_keys_values (seq_length, batch, heads * head_dim * 3), laid out as (seq_length, batch, heads * head_dim) with the heads of a position side by side.
+
+# Inputs
+- `queries_keys_values` (NDArray or SymbolicNode): Queries, keys and values interleaved
+- `attention` (NDArray or SymbolicNode): Attention maps
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_interleaved_matmul_selfatt_valatt end
+_contrib_interleaved_matmul_selfatt_valatt(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_interleaved_matmul_selfatt_valatt, args; kwargs...)
+_contrib_interleaved_matmul_selfatt_valatt(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_interleaved_matmul_selfatt_valatt, args; kwargs...)
+_contrib_interleaved_matmul_selfatt_valatt(; kwargs...) = _call_op(_op__contrib_interleaved_matmul_selfatt_valatt; kwargs...)
+
+const _op__contrib_intgemm_fully_connected = OpDef("_contrib_intgemm_fully_connected", ["data", "weight", "scaling", "bias"], false, "")
+"""
+    _contrib_intgemm_fully_connected(data, weight, scaling, bias; num_hidden, no_bias=False, flatten=True, out_type=float32)
+
+Fully connected layer in 8-bit integers: data (float32, quantized here by its own maximum absolute value, or int8 from intgemm_prepare_data) times the prepared int8 weight (num_hidden, input size), transposed. With out_type='int32' the output is the exact integer product (plus an int32 bias); with 'float32' it is that product times `scaling` (divided by the on-the-fly scale 127/max|data| for float32 data) plus a float32 bias. Typically scaling = maxabs(weight)/127 for float32 data and maxabs(data)/127 * maxabs(weight)/127 for int8 data. Inputs: data, weight, [scaling if out_type is float32], [bias unless no_bias]. No gradient flows (zeros, as MXNet).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): First argument to multiplication. Tensor of float32 (quantized on the fly) or int8 from intgemm_prepare_data.
+- `weight` (NDArray or SymbolicNode): Second argument to multiplication. Tensor of int8 from intgemm_prepare_weight.
+- `scaling` (NDArray or SymbolicNode): Scaling factor to apply if output type is float32.
+- `bias` (NDArray or SymbolicNode): Bias term.
+
+# Parameters
+- `num_hidden` (int, in [1, inf]; required): Number of hidden nodes of the output.
+- `no_bias` (boolean; default `False`): Whether to disable bias parameter.
+- `flatten` (boolean; default `True`): Whether to collapse all but the first axis of the input data tensor.
+- `out_type` ({'float32', 'int32'}; default `float32`): Output data type.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_fully_connected end
+_contrib_intgemm_fully_connected(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_fully_connected, args; kwargs...)
+_contrib_intgemm_fully_connected(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_fully_connected, args; kwargs...)
+_contrib_intgemm_fully_connected(; kwargs...) = _call_op(_op__contrib_intgemm_fully_connected; kwargs...)
+
+const _op__contrib_intgemm_maxabsolute = OpDef("_contrib_intgemm_maxabsolute", ["data"], false, "")
+"""
+    _contrib_intgemm_maxabsolute(data)
+
+The maximum absolute value of a float32 array, as a (1,) array: abs(data).max(), the range intgemm_prepare_data and intgemm_prepare_weight quantize over.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Tensor to compute maximum absolute value of
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_maxabsolute end
+_contrib_intgemm_maxabsolute(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_maxabsolute, args; kwargs...)
+_contrib_intgemm_maxabsolute(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_maxabsolute, args; kwargs...)
+_contrib_intgemm_maxabsolute(; kwargs...) = _call_op(_op__contrib_intgemm_maxabsolute; kwargs...)
+
+const _op__contrib_intgemm_prepare_data = OpDef("_contrib_intgemm_prepare_data", ["data", "maxabs"], false, "")
+"""
+    _contrib_intgemm_prepare_data(data, maxabs)
+
+Quantizes float32 data to int8 for intgemm_fully_connected: round(data * 127 / maxabs), kept in [-127, 127] (-128 is never produced). maxabs is typically intgemm_maxabsolute(data).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Activation matrix to be prepared for multiplication.
+- `maxabs` (NDArray or SymbolicNode): Maximum absolute value to be used for scaling.  (The values will be multiplied by 127.0 / maxabs.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_prepare_data end
+_contrib_intgemm_prepare_data(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_prepare_data, args; kwargs...)
+_contrib_intgemm_prepare_data(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_prepare_data, args; kwargs...)
+_contrib_intgemm_prepare_data(; kwargs...) = _call_op(_op__contrib_intgemm_prepare_data; kwargs...)
+
+const _op__contrib_intgemm_prepare_weight = OpDef("_contrib_intgemm_prepare_weight", ["weight", "maxabs"], false, "")
+"""
+    _contrib_intgemm_prepare_weight(weight, maxabs; already_quantized=False)
+
+Prepares a weight matrix (num_hidden, input size) for intgemm_fully_connected: quantizes a float32 weight as intgemm_prepare_data does (round(weight * 127 / maxabs) in [-127, 127]), or takes an int8 one as it is with already_quantized=True. Weft's prepared layout is the plain row-major int8 matrix of the same shape (MXNet's is intgemm's CPU-specific tiling).
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Parameter matrix to be prepared for multiplication.
+- `maxabs` (NDArray or SymbolicNode): Maximum absolute value for scaling. The weights will be multipled by 127.0 / maxabs.
+
+# Parameters
+- `already_quantized` (boolean; default `False`): Is the weight matrix already quantized?
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_prepare_weight end
+_contrib_intgemm_prepare_weight(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_prepare_weight, args; kwargs...)
+_contrib_intgemm_prepare_weight(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_prepare_weight, args; kwargs...)
+_contrib_intgemm_prepare_weight(; kwargs...) = _call_op(_op__contrib_intgemm_prepare_weight; kwargs...)
+
+const _op__contrib_intgemm_take_weight = OpDef("_contrib_intgemm_take_weight", ["weight", "indices"], false, "")
+"""
+    _contrib_intgemm_take_weight(weight, indices)
+
+The rows `indices` of a prepared weight (for a vocabulary shortlist): in Weft's plain prepared layout, take(weight, indices, axis=0).
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Tensor already in intgemm weight format to select from
+- `indices` (NDArray or SymbolicNode): indices to select on the 0th dimension of weight
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_intgemm_take_weight end
+_contrib_intgemm_take_weight(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_intgemm_take_weight, args; kwargs...)
+_contrib_intgemm_take_weight(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_intgemm_take_weight, args; kwargs...)
+_contrib_intgemm_take_weight(; kwargs...) = _call_op(_op__contrib_intgemm_take_weight; kwargs...)
+
 const _op__contrib_quadratic = OpDef("_contrib_quadratic", ["data"], false, "")
 """
     _contrib_quadratic(data; a=0, b=0, c=0)
@@ -1978,6 +2726,47 @@ _contrib_quadratic(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quadra
 _contrib_quadratic(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quadratic, args; kwargs...)
 _contrib_quadratic(; kwargs...) = _call_op(_op__contrib_quadratic; kwargs...)
 
+const _op__contrib_quantize = OpDef("_contrib_quantize", ["data", "min_range", "max_range"], false, "")
+"""
+    _contrib_quantize(data, min_range, max_range; out_type=uint8)
+
+Quantizes float32 data to int8 (zero-centred) or uint8 over the range given by the inputs min_range and max_range; outputs the integers and the float range they stand for.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): A float32 array
+- `min_range` (NDArray or SymbolicNode): The minimum of the range to quantize over, shape (1,)
+- `max_range` (NDArray or SymbolicNode): The maximum of the range to quantize over, shape (1,)
+
+# Parameters
+- `out_type` ({'int8', 'uint8'}; default `uint8`): The integer type of the output.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantize end
+_contrib_quantize(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantize, args; kwargs...)
+_contrib_quantize(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize, args; kwargs...)
+_contrib_quantize(; kwargs...) = _call_op(_op__contrib_quantize; kwargs...)
+
+const _op__contrib_quantize_asym = OpDef("_contrib_quantize_asym", ["data"], false, "")
+"""
+    _contrib_quantize_asym(data; min_calib_range=None, max_calib_range=None)
+
+Quantizes float32 data asymmetrically to uint8: q = x * scale + shift rounded, scale = 255 / (max - min), shift = 255 - max * scale, over the calibrated or the data's range; outputs q, scale and shift. int8 data is shifted by 128, uint8 data passes through.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): A float32, int8 or uint8 array
+
+# Parameters
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the input; without it the data's minimum is used.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the input; without it the data's maximum is used.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantize_asym end
+_contrib_quantize_asym(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantize_asym, args; kwargs...)
+_contrib_quantize_asym(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize_asym, args; kwargs...)
+_contrib_quantize_asym(; kwargs...) = _call_op(_op__contrib_quantize_asym; kwargs...)
+
 const _op__contrib_quantize_v2 = OpDef("_contrib_quantize_v2", ["data"], false, "")
 """
     _contrib_quantize_v2(data; out_type=int8, min_calib_range=None, max_calib_range=None)
@@ -1998,6 +2787,282 @@ function _contrib_quantize_v2 end
 _contrib_quantize_v2(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantize_v2, args; kwargs...)
 _contrib_quantize_v2(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantize_v2, args; kwargs...)
 _contrib_quantize_v2(; kwargs...) = _call_op(_op__contrib_quantize_v2; kwargs...)
+
+const _op__contrib_quantized_act = OpDef("_contrib_quantized_act", ["data", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_act(data, min_data, max_data; act_type)
+
+relu of int8 or uint8 data; the output keeps the data's type and range. Takes Activation's parameters (act_type 'relu' only).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+
+# Parameters
+- `act_type` ({'relu', 'sigmoid', 'tanh', 'softrelu', 'softsign', 'log_sigmoid', 'mish'}; required): The activation function.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_act end
+_contrib_quantized_act(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_act, args; kwargs...)
+_contrib_quantized_act(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_act, args; kwargs...)
+_contrib_quantized_act(; kwargs...) = _call_op(_op__contrib_quantized_act; kwargs...)
+
+const _op__contrib_quantized_batch_norm = OpDef("_contrib_quantized_batch_norm", ["data", "gamma", "beta", "moving_mean", "moving_var", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_batch_norm(data, gamma, beta, moving_mean, moving_var, min_data, max_data; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
+
+BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int8 over the calibrated output range min_calib_range/max_calib_range, which it requires. Takes BatchNorm's parameters.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `gamma` (NDArray or SymbolicNode): gamma (float32).
+- `beta` (NDArray or SymbolicNode): beta (float32).
+- `moving_mean` (NDArray or SymbolicNode): The moving mean (float32).
+- `moving_var` (NDArray or SymbolicNode): The moving variance (float32).
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `axis` (int; default `1`): The channel axis.
+- `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (required with max_calib_range).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (required with min_calib_range).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_batch_norm end
+_contrib_quantized_batch_norm(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_batch_norm, args; kwargs...)
+_contrib_quantized_batch_norm(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_batch_norm, args; kwargs...)
+_contrib_quantized_batch_norm(; kwargs...) = _call_op(_op__contrib_quantized_batch_norm; kwargs...)
+
+const _op__contrib_quantized_concat = OpDef("_contrib_quantized_concat", String[], true, "")
+"""
+    _contrib_quantized_concat(args...; num_args, dim=1)
+
+Joins int8/uint8 arrays along axis dim, each rescaled to the output's range, which covers every input's range and 0. The output is int8 when any input is int8, else uint8. Inputs: the arrays, then each array's min and max.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The arrays to join, then each one's min and max
+
+# Parameters
+- `num_args` (int, in [1, inf]; required): Number of arrays to join.
+- `dim` (int; default `1`): The axis to join along; negative counts from the end.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_concat end
+_contrib_quantized_concat(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_concat, args; kwargs...)
+_contrib_quantized_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_concat, args; kwargs...)
+_contrib_quantized_concat(; kwargs...) = _call_op(_op__contrib_quantized_concat; kwargs...)
+
+const _op__contrib_quantized_conv = OpDef("_contrib_quantized_conv", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias", "sum", "min_sum", "max_sum"], false, "")
+"""
+    _contrib_quantized_conv(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False, with_sum=False)
+
+Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `weight` (NDArray or SymbolicNode): Weight, int8.
+- `bias` (NDArray or SymbolicNode): Bias, int8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+- `min_bias` (NDArray or SymbolicNode): Minimum of bias's range.
+- `max_bias` (NDArray or SymbolicNode): Maximum of bias's range.
+- `sum` (NDArray or SymbolicNode): With with_sum: the residual added to the output, int8 or uint8.
+- `min_sum` (NDArray or SymbolicNode): With with_sum: minimum of sum's range.
+- `max_sum` (NDArray or SymbolicNode): With with_sum: maximum of sum's range.
+
+# Parameters
+- `kernel` (Shape(tuple); required): Convolution kernel size: (w,), (h, w) or (d, h, w).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `dilate` (Shape(tuple); default `()`): Dilation; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Zero padding on both sides; 0 when empty.
+- `num_filter` (int, in [1, 100000]; required): Number of output channels.
+- `num_group` (int, in [1, 100000]; default `1`): Number of groups.
+- `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
+- `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
+- `with_relu` (boolean; default `False`): Fuse a relu after the convolution (and after the sum with with_sum).
+- `enable_float_output` (boolean; default `False`): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range.
+- `with_sum` (boolean; default `False`): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_conv end
+_contrib_quantized_conv(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_conv, args; kwargs...)
+_contrib_quantized_conv(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_conv, args; kwargs...)
+_contrib_quantized_conv(; kwargs...) = _call_op(_op__contrib_quantized_conv; kwargs...)
+
+const _op__contrib_quantized_elemwise_add = OpDef("_contrib_quantized_elemwise_add", ["lhs", "rhs", "lhs_min", "lhs_max", "rhs_min", "rhs_max"], false, "")
+"""
+    _contrib_quantized_elemwise_add(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max; min_calib_range=None, max_calib_range=None)
+
+Adds two int8/uint8 arrays of one shape with their ranges: int32 with the range of the sum of the two widest values, or, given min_calib_range/max_calib_range, 8 bits over that range (the inputs' type when they agree, else int8).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): First input, int8 or uint8.
+- `rhs` (NDArray or SymbolicNode): Second input, int8 or uint8.
+- `lhs_min` (NDArray or SymbolicNode): Minimum of lhs's range.
+- `lhs_max` (NDArray or SymbolicNode): Maximum of lhs's range.
+- `rhs_min` (NDArray or SymbolicNode): Minimum of rhs's range.
+- `rhs_max` (NDArray or SymbolicNode): Maximum of rhs's range.
+
+# Parameters
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the result is written in 8 bits, otherwise as int32.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_elemwise_add end
+_contrib_quantized_elemwise_add(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_elemwise_add, args; kwargs...)
+_contrib_quantized_elemwise_add(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_elemwise_add, args; kwargs...)
+_contrib_quantized_elemwise_add(; kwargs...) = _call_op(_op__contrib_quantized_elemwise_add; kwargs...)
+
+const _op__contrib_quantized_elemwise_mul = OpDef("_contrib_quantized_elemwise_mul", ["lhs", "rhs", "lhs_min", "lhs_max", "rhs_min", "rhs_max"], false, "")
+"""
+    _contrib_quantized_elemwise_mul(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max; min_calib_range=None, max_calib_range=None, enable_float_output=False)
+
+Multiplies two int8 arrays of one shape with their ranges: the exact int32 products with the range +-step_lhs * step_rhs * (2^31 - 1), int8 over min_calib_range/max_calib_range when given, or float32 with enable_float_output.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): First input, int8.
+- `rhs` (NDArray or SymbolicNode): Second input, int8.
+- `lhs_min` (NDArray or SymbolicNode): Minimum of lhs's range.
+- `lhs_max` (NDArray or SymbolicNode): Maximum of lhs's range.
+- `rhs_min` (NDArray or SymbolicNode): Minimum of rhs's range.
+- `rhs_max` (NDArray or SymbolicNode): Maximum of rhs's range.
+
+# Parameters
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the product is written as int8, otherwise as int32.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
+- `enable_float_output` (boolean; default `False`): Write the product as float32 (one output, no range) instead of an integer type.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_elemwise_mul end
+_contrib_quantized_elemwise_mul(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_elemwise_mul, args; kwargs...)
+_contrib_quantized_elemwise_mul(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_elemwise_mul, args; kwargs...)
+_contrib_quantized_elemwise_mul(; kwargs...) = _call_op(_op__contrib_quantized_elemwise_mul; kwargs...)
+
+const _op__contrib_quantized_embedding = OpDef("_contrib_quantized_embedding", ["data", "weight", "min_weight", "max_weight"], false, "")
+"""
+    _contrib_quantized_embedding(data, weight, min_weight, max_weight; input_dim, output_dim, dtype=float32, sparse_grad=False)
+
+Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim)); the output is int8 with the weight's range. Takes Embedding's parameters.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The indices.
+- `weight` (NDArray or SymbolicNode): The embedding matrix (input_dim, output_dim), int8.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+
+# Parameters
+- `input_dim` (int, in [1, inf]; required): Rows of the weight (vocabulary size).
+- `output_dim` (int, in [1, inf]; required): Length of each embedding row.
+- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8).
+- `sparse_grad` (boolean; default `False`): Accepted for MXNet's graphs; the operator has no gradient.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_embedding end
+_contrib_quantized_embedding(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_embedding, args; kwargs...)
+_contrib_quantized_embedding(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_embedding, args; kwargs...)
+_contrib_quantized_embedding(; kwargs...) = _call_op(_op__contrib_quantized_embedding; kwargs...)
+
+const _op__contrib_quantized_flatten = OpDef("_contrib_quantized_flatten", ["data", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_flatten(data, min_data, max_data)
+
+Flattens int8 or uint8 data to (batch, rest) as Flatten does; the range passes through.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_flatten end
+_contrib_quantized_flatten(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_flatten, args; kwargs...)
+_contrib_quantized_flatten(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_flatten, args; kwargs...)
+_contrib_quantized_flatten(; kwargs...) = _call_op(_op__contrib_quantized_flatten; kwargs...)
+
+const _op__contrib_quantized_fully_connected = OpDef("_contrib_quantized_fully_connected", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias"], false, "")
+"""
+    _contrib_quantized_fully_connected(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias; num_hidden, no_bias=False, flatten=True, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False)
+
+FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `weight` (NDArray or SymbolicNode): Weight (num_hidden, features), int8.
+- `bias` (NDArray or SymbolicNode): Bias (num_hidden,), int8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+- `min_bias` (NDArray or SymbolicNode): Minimum of bias's range.
+- `max_bias` (NDArray or SymbolicNode): Maximum of bias's range.
+
+# Parameters
+- `num_hidden` (int, in [1, 1073741824]; required): Number of output units.
+- `no_bias` (boolean; default `False`): Whether to leave out the bias input.
+- `flatten` (boolean; default `True`): Collapse every axis but the first of data; otherwise only the last axis is the input's.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the product's own pass instead of written as int32.
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
+- `with_relu` (boolean; default `False`): Fuse a relu after the product.
+- `enable_float_output` (boolean; default `False`): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_fully_connected end
+_contrib_quantized_fully_connected(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_fully_connected, args; kwargs...)
+_contrib_quantized_fully_connected(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_fully_connected, args; kwargs...)
+_contrib_quantized_fully_connected(; kwargs...) = _call_op(_op__contrib_quantized_fully_connected; kwargs...)
+
+const _op__contrib_quantized_pooling = OpDef("_contrib_quantized_pooling", ["data", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_pooling(data, min_data, max_data; kernel=(), pool_type=max, global_pool=False, cudnn_off=False, pooling_convention=valid, stride=(), pad=(), p_value=None, count_include_pad=None, layout=None)
+
+Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and range. Takes Pooling's parameters. Forward only.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
+- `min_data` (NDArray or SymbolicNode): Minimum of data's range.
+- `max_data` (NDArray or SymbolicNode): Maximum of data's range.
+
+# Parameters
+- `kernel` (Shape(tuple); default `()`): Pooling kernel size: (w,), (h, w) or (d, h, w).
+- `pool_type` ({'max', 'avg', 'sum', 'lp'}; default `max`): Pooling type.
+- `global_pool` (boolean; default `False`): Pool over the whole spatial extent, ignoring kernel, stride and pad.
+- `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
+- `pooling_convention` ({'full', 'valid', 'same'}; default `valid`): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only).
+- `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
+- `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
+- `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
+- `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_pooling end
+_contrib_quantized_pooling(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_pooling, args; kwargs...)
+_contrib_quantized_pooling(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_pooling, args; kwargs...)
+_contrib_quantized_pooling(; kwargs...) = _call_op(_op__contrib_quantized_pooling; kwargs...)
 
 const _op__contrib_requantize = OpDef("_contrib_requantize", ["data", "min_range", "max_range"], false, "")
 """
@@ -4132,6 +5197,28 @@ _MinusScalar(args::NDArray...; kwargs...) = _invoke_op(_op__MinusScalar, args; k
 _MinusScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__MinusScalar, args; kwargs...)
 _MinusScalar(; kwargs...) = _call_op(_op__MinusScalar; kwargs...)
 
+const _op__scatter_minus_scalar = OpDef("_scatter_minus_scalar", ["data"], false, "")
+"""
+    _scatter_minus_scalar(data; scalar=1, is_int=True)
+
+x - scalar.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+Alias of `_minus_scalar`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_minus_scalar end
+_scatter_minus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_minus_scalar, args; kwargs...)
+_scatter_minus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_minus_scalar, args; kwargs...)
+_scatter_minus_scalar(; kwargs...) = _call_op(_op__scatter_minus_scalar; kwargs...)
+
 const _op__mod = OpDef("_mod", ["lhs", "rhs"], false, "")
 """
     _mod(lhs, rhs)
@@ -4605,6 +5692,28 @@ function _PlusScalar end
 _PlusScalar(args::NDArray...; kwargs...) = _invoke_op(_op__PlusScalar, args; kwargs...)
 _PlusScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__PlusScalar, args; kwargs...)
 _PlusScalar(; kwargs...) = _call_op(_op__PlusScalar; kwargs...)
+
+const _op__scatter_plus_scalar = OpDef("_scatter_plus_scalar", ["data"], false, "")
+"""
+    _scatter_plus_scalar(data; scalar=1, is_int=True)
+
+x + scalar.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+Alias of `_plus_scalar`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_plus_scalar end
+_scatter_plus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_plus_scalar, args; kwargs...)
+_scatter_plus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_plus_scalar, args; kwargs...)
+_scatter_plus_scalar(; kwargs...) = _call_op(_op__scatter_plus_scalar; kwargs...)
 
 const _op__power = OpDef("_power", ["lhs", "rhs"], false, "")
 """
@@ -6281,6 +7390,23 @@ _crop_assign_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__crop_assign_s
 _crop_assign_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__crop_assign_scalar, args; kwargs...)
 _crop_assign_scalar(; kwargs...) = _call_op(_op__crop_assign_scalar; kwargs...)
 
+const _op__sparse_retain = OpDef("_sparse_retain", ["data", "indices"], false, "")
+"""
+    _sparse_retain(data, indices)
+
+Keeps the rows of a row_sparse array whose index is listed in indices; the other rows become zero. The output is row_sparse for a row_sparse input. An index outside [0, rows) is an error.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array for sparse_retain operator.
+- `indices` (NDArray or SymbolicNode): The index array of rows ids that will be retained.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_retain end
+_sparse_retain(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_retain, args; kwargs...)
+_sparse_retain(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_retain, args; kwargs...)
+_sparse_retain(; kwargs...) = _call_op(_op__sparse_retain; kwargs...)
+
 const _op__sparse_softmax_cross_entropy = OpDef("_sparse_softmax_cross_entropy", ["data", "label"], false, "")
 """
     _sparse_softmax_cross_entropy(data, label; axis=-1)
@@ -6322,6 +7448,49 @@ function _split_v2 end
 _split_v2(args::NDArray...; kwargs...) = _invoke_op(_op__split_v2, args; kwargs...)
 _split_v2(args::SymbolicNode...; kwargs...) = _compose_op(_op__split_v2, args; kwargs...)
 _split_v2(; kwargs...) = _call_op(_op__split_v2; kwargs...)
+
+const _op__split_v2_backward = OpDef("_split_v2_backward", String[], true, "")
+"""
+    _split_v2_backward(args...; indices, axis=1, squeeze_axis=False, sections=0)
+
+Gradient of _split_v2: joins the gradients of its pieces along the split axis (stacking them when squeeze_axis removed it).
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The gradients of _split_v2's outputs
+
+# Parameters
+- `indices` (Shape(tuple); required): Start of each piece along the axis (the first 0), or () with sections.
+- `axis` (int; default `1`): Axis along which to split.
+- `squeeze_axis` (boolean; default `False`): Remove the split axis from the pieces (every piece must then have size 1 along it).
+- `sections` (int, in [0, inf]; default `0`): Number of near-equal pieces; 0 splits at indices.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _split_v2_backward end
+_split_v2_backward(args::NDArray...; kwargs...) = _invoke_op(_op__split_v2_backward, args; kwargs...)
+_split_v2_backward(args::SymbolicNode...; kwargs...) = _compose_op(_op__split_v2_backward, args; kwargs...)
+_split_v2_backward(; kwargs...) = _call_op(_op__split_v2_backward; kwargs...)
+
+const _op__square_sum = OpDef("_square_sum", ["data"], false, "")
+"""
+    _square_sum(data; axis=None, keepdims=False, exclude=False)
+
+The sum of squares of a 2-D array along one axis (0 or 1). For a row_sparse input, axis=1 with keepdims=True gives a row_sparse result (the stored rows only); the other cases are dense.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `axis` (Shape or None; default `None`): The axis or axes to reduce (negative counts from the end); None or () reduces all axes.
+- `keepdims` (boolean; default `False`): Keep the reduced axes in the result as axes of size 1.
+- `exclude` (boolean; default `False`): Reduce the axes that are NOT in axis instead.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _square_sum end
+_square_sum(args::NDArray...; kwargs...) = _invoke_op(_op__square_sum, args; kwargs...)
+_square_sum(args::SymbolicNode...; kwargs...) = _compose_op(_op__square_sum, args; kwargs...)
+_square_sum(; kwargs...) = _call_op(_op__square_sum; kwargs...)
 
 const _op__unravel_index = OpDef("_unravel_index", ["data"], false, "")
 """
@@ -6414,6 +7583,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.abs(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_abs, (x, args...); kwargs...)
 Base.abs(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_abs, (x, args...); kwargs...)
 
+const _op__sparse_abs = OpDef("_sparse_abs", ["data"], false, "")
+"""
+    _sparse_abs(data)
+
+Absolute value: |x|.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `abs`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_abs end
+_sparse_abs(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_abs, args; kwargs...)
+_sparse_abs(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_abs, args; kwargs...)
+_sparse_abs(; kwargs...) = _call_op(_op__sparse_abs; kwargs...)
+
 const _op_adadelta_update = OpDef("adadelta_update", ["weight", "grad", "acc_g", "acc_delta"], false, "")
 """
     adadelta_update(weight, grad, acc_g, acc_delta; rho=0.9, epsilon=1e-05, wd=0, rescale_grad=1, clip_gradient=-1)
@@ -6494,6 +7681,37 @@ adam_update(args::NDArray...; kwargs...) = _invoke_op(_op_adam_update, args; kwa
 adam_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_adam_update, args; kwargs...)
 adam_update(; kwargs...) = _call_op(_op_adam_update; kwargs...)
 
+const _op__sparse_adam_update = OpDef("_sparse_adam_update", ["weight", "grad", "mean", "var"], false, "")
+"""
+    _sparse_adam_update(weight, grad, mean, var; lr, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, rescale_grad=1, clip_gradient=-1, lazy_update=True)
+
+Adam update: g = clip(rescale_grad*grad + wd*weight); mean = beta1*mean + (1-beta1)*g; var = beta2*var + (1-beta2)*g^2; weight -= lr*mean/(sqrt(var) + epsilon).
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight
+- `grad` (NDArray or SymbolicNode): Gradient
+- `mean` (NDArray or SymbolicNode): First moment (updated in place)
+- `var` (NDArray or SymbolicNode): Second moment (updated in place)
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `beta1` (double; default `0.9`): Decay of the first moment.
+- `beta2` (double; default `0.999`): Decay of the second moment.
+- `epsilon` (double; default `1e-08`): Added to the root of the second moment.
+- `wd` (double; default `0`): Weight decay, added to the gradient.
+- `rescale_grad` (double; default `1`): Multiplies the gradient first.
+- `clip_gradient` (double; default `-1`): Clips the rescaled, decayed gradient to [-clip_gradient, clip_gradient]; negative turns it off.
+- `lazy_update` (boolean; default `True`): For row-sparse gradients only (dense arrays always update every row).
+
+Alias of `adam_update`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_adam_update end
+_sparse_adam_update(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_adam_update, args; kwargs...)
+_sparse_adam_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_adam_update, args; kwargs...)
+_sparse_adam_update(; kwargs...) = _call_op(_op__sparse_adam_update; kwargs...)
+
 const _op_add_n = OpDef("add_n", String[], true, "num_args")
 """
     add_n(args...)
@@ -6527,6 +7745,42 @@ function ElementWiseSum end
 ElementWiseSum(args::NDArray...; kwargs...) = _invoke_op(_op_ElementWiseSum, args; kwargs...)
 ElementWiseSum(args::SymbolicNode...; kwargs...) = _compose_op(_op_ElementWiseSum, args; kwargs...)
 ElementWiseSum(; kwargs...) = _call_op(_op_ElementWiseSum; kwargs...)
+
+const _op__sparse_ElementWiseSum = OpDef("_sparse_ElementWiseSum", String[], true, "num_args")
+"""
+    _sparse_ElementWiseSum(args...)
+
+Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input arguments
+
+Alias of `add_n`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_ElementWiseSum end
+_sparse_ElementWiseSum(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_ElementWiseSum, args; kwargs...)
+_sparse_ElementWiseSum(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_ElementWiseSum, args; kwargs...)
+_sparse_ElementWiseSum(; kwargs...) = _call_op(_op__sparse_ElementWiseSum; kwargs...)
+
+const _op__sparse_add_n = OpDef("_sparse_add_n", String[], true, "num_args")
+"""
+    _sparse_add_n(args...)
+
+Adds all input arguments element-wise: add_n(a1, ..., an) = a1 + ... + an, in one pass.
+
+# Inputs
+- `args` (NDArrays or SymbolicNodes, any number): Positional input arguments
+
+Alias of `add_n`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_add_n end
+_sparse_add_n(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_add_n, args; kwargs...)
+_sparse_add_n(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_add_n, args; kwargs...)
+_sparse_add_n(; kwargs...) = _call_op(_op__sparse_add_n; kwargs...)
 
 const _op_all_finite = OpDef("all_finite", ["data"], false, "")
 """
@@ -6601,6 +7855,24 @@ arccos(args::NDArray...; kwargs...) = _invoke_op(_op_arccos, args; kwargs...)
 arccos(args::SymbolicNode...; kwargs...) = _compose_op(_op_arccos, args; kwargs...)
 arccos(; kwargs...) = _call_op(_op_arccos; kwargs...)
 
+const _op__sparse_arccos = OpDef("_sparse_arccos", ["data"], false, "")
+"""
+    _sparse_arccos(data)
+
+Inverse cosine, in [0, pi].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `arccos`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_arccos end
+_sparse_arccos(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_arccos, args; kwargs...)
+_sparse_arccos(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_arccos, args; kwargs...)
+_sparse_arccos(; kwargs...) = _call_op(_op__sparse_arccos; kwargs...)
+
 const _op_arccosh = OpDef("arccosh", ["data"], false, "")
 """
     arccosh(data)
@@ -6616,6 +7888,24 @@ function arccosh end
 arccosh(args::NDArray...; kwargs...) = _invoke_op(_op_arccosh, args; kwargs...)
 arccosh(args::SymbolicNode...; kwargs...) = _compose_op(_op_arccosh, args; kwargs...)
 arccosh(; kwargs...) = _call_op(_op_arccosh; kwargs...)
+
+const _op__sparse_arccosh = OpDef("_sparse_arccosh", ["data"], false, "")
+"""
+    _sparse_arccosh(data)
+
+Inverse hyperbolic cosine.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `arccosh`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_arccosh end
+_sparse_arccosh(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_arccosh, args; kwargs...)
+_sparse_arccosh(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_arccosh, args; kwargs...)
+_sparse_arccosh(; kwargs...) = _call_op(_op__sparse_arccosh; kwargs...)
 
 const _op_arcsin = OpDef("arcsin", ["data"], false, "")
 """
@@ -6633,6 +7923,24 @@ arcsin(args::NDArray...; kwargs...) = _invoke_op(_op_arcsin, args; kwargs...)
 arcsin(args::SymbolicNode...; kwargs...) = _compose_op(_op_arcsin, args; kwargs...)
 arcsin(; kwargs...) = _call_op(_op_arcsin; kwargs...)
 
+const _op__sparse_arcsin = OpDef("_sparse_arcsin", ["data"], false, "")
+"""
+    _sparse_arcsin(data)
+
+Inverse sine, in [-pi/2, pi/2].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `arcsin`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_arcsin end
+_sparse_arcsin(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_arcsin, args; kwargs...)
+_sparse_arcsin(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_arcsin, args; kwargs...)
+_sparse_arcsin(; kwargs...) = _call_op(_op__sparse_arcsin; kwargs...)
+
 const _op_arcsinh = OpDef("arcsinh", ["data"], false, "")
 """
     arcsinh(data)
@@ -6648,6 +7956,24 @@ function arcsinh end
 arcsinh(args::NDArray...; kwargs...) = _invoke_op(_op_arcsinh, args; kwargs...)
 arcsinh(args::SymbolicNode...; kwargs...) = _compose_op(_op_arcsinh, args; kwargs...)
 arcsinh(; kwargs...) = _call_op(_op_arcsinh; kwargs...)
+
+const _op__sparse_arcsinh = OpDef("_sparse_arcsinh", ["data"], false, "")
+"""
+    _sparse_arcsinh(data)
+
+Inverse hyperbolic sine.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `arcsinh`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_arcsinh end
+_sparse_arcsinh(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_arcsinh, args; kwargs...)
+_sparse_arcsinh(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_arcsinh, args; kwargs...)
+_sparse_arcsinh(; kwargs...) = _call_op(_op__sparse_arcsinh; kwargs...)
 
 const _op_arctan = OpDef("arctan", ["data"], false, "")
 """
@@ -6665,6 +7991,24 @@ arctan(args::NDArray...; kwargs...) = _invoke_op(_op_arctan, args; kwargs...)
 arctan(args::SymbolicNode...; kwargs...) = _compose_op(_op_arctan, args; kwargs...)
 arctan(; kwargs...) = _call_op(_op_arctan; kwargs...)
 
+const _op__sparse_arctan = OpDef("_sparse_arctan", ["data"], false, "")
+"""
+    _sparse_arctan(data)
+
+Inverse tangent, in (-pi/2, pi/2).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `arctan`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_arctan end
+_sparse_arctan(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_arctan, args; kwargs...)
+_sparse_arctan(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_arctan, args; kwargs...)
+_sparse_arctan(; kwargs...) = _call_op(_op__sparse_arctan; kwargs...)
+
 const _op_arctanh = OpDef("arctanh", ["data"], false, "")
 """
     arctanh(data)
@@ -6680,6 +8024,24 @@ function arctanh end
 arctanh(args::NDArray...; kwargs...) = _invoke_op(_op_arctanh, args; kwargs...)
 arctanh(args::SymbolicNode...; kwargs...) = _compose_op(_op_arctanh, args; kwargs...)
 arctanh(; kwargs...) = _call_op(_op_arctanh; kwargs...)
+
+const _op__sparse_arctanh = OpDef("_sparse_arctanh", ["data"], false, "")
+"""
+    _sparse_arctanh(data)
+
+Inverse hyperbolic tangent.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `arctanh`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_arctanh end
+_sparse_arctanh(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_arctanh, args; kwargs...)
+_sparse_arctanh(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_arctanh, args; kwargs...)
+_sparse_arctanh(; kwargs...) = _call_op(_op__sparse_arctanh; kwargs...)
 
 const _op_argmax = OpDef("argmax", ["data"], false, "")
 # argmax is also Base's: these methods extend Base.argmax for Weft's types.
@@ -6769,7 +8131,7 @@ Batched matrix product: for inputs (..., M, K) and (..., K, N) (with transpose f
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): Storage type of the output; only dense ('None' or 'default') is supported.
+- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -6811,6 +8173,44 @@ function broadcast_add end
 broadcast_add(args::NDArray...; kwargs...) = _invoke_op(_op_broadcast_add, args; kwargs...)
 broadcast_add(args::SymbolicNode...; kwargs...) = _compose_op(_op_broadcast_add, args; kwargs...)
 broadcast_add(; kwargs...) = _call_op(_op_broadcast_add; kwargs...)
+
+const _op__sparse_broadcast_add = OpDef("_sparse_broadcast_add", ["lhs", "rhs"], false, "")
+"""
+    _sparse_broadcast_add(lhs, rhs)
+
+lhs + rhs with broadcasting.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, broadcast against the first
+
+Alias of `broadcast_add`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_broadcast_add end
+_sparse_broadcast_add(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_broadcast_add, args; kwargs...)
+_sparse_broadcast_add(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_broadcast_add, args; kwargs...)
+_sparse_broadcast_add(; kwargs...) = _call_op(_op__sparse_broadcast_add; kwargs...)
+
+const _op__sparse_broadcast_plus = OpDef("_sparse_broadcast_plus", ["lhs", "rhs"], false, "")
+"""
+    _sparse_broadcast_plus(lhs, rhs)
+
+lhs + rhs with broadcasting.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, broadcast against the first
+
+Alias of `broadcast_add`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_broadcast_plus end
+_sparse_broadcast_plus(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_broadcast_plus, args; kwargs...)
+_sparse_broadcast_plus(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_broadcast_plus, args; kwargs...)
+_sparse_broadcast_plus(; kwargs...) = _call_op(_op__sparse_broadcast_plus; kwargs...)
 
 const _op_broadcast_plus = OpDef("broadcast_plus", ["lhs", "rhs"], false, "")
 """
@@ -6889,6 +8289,25 @@ function broadcast_div end
 broadcast_div(args::NDArray...; kwargs...) = _invoke_op(_op_broadcast_div, args; kwargs...)
 broadcast_div(args::SymbolicNode...; kwargs...) = _compose_op(_op_broadcast_div, args; kwargs...)
 broadcast_div(; kwargs...) = _call_op(_op_broadcast_div; kwargs...)
+
+const _op__sparse_broadcast_div = OpDef("_sparse_broadcast_div", ["lhs", "rhs"], false, "")
+"""
+    _sparse_broadcast_div(lhs, rhs)
+
+lhs / rhs with broadcasting (integers truncate; x / 0 is 0 for integers).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, broadcast against the first
+
+Alias of `broadcast_div`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_broadcast_div end
+_sparse_broadcast_div(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_broadcast_div, args; kwargs...)
+_sparse_broadcast_div(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_broadcast_div, args; kwargs...)
+_sparse_broadcast_div(; kwargs...) = _call_op(_op__sparse_broadcast_div; kwargs...)
 
 const _op_broadcast_equal = OpDef("broadcast_equal", ["lhs", "rhs"], false, "")
 """
@@ -7132,6 +8551,25 @@ broadcast_mul(args::NDArray...; kwargs...) = _invoke_op(_op_broadcast_mul, args;
 broadcast_mul(args::SymbolicNode...; kwargs...) = _compose_op(_op_broadcast_mul, args; kwargs...)
 broadcast_mul(; kwargs...) = _call_op(_op_broadcast_mul; kwargs...)
 
+const _op__sparse_broadcast_mul = OpDef("_sparse_broadcast_mul", ["lhs", "rhs"], false, "")
+"""
+    _sparse_broadcast_mul(lhs, rhs)
+
+lhs * rhs with broadcasting.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, broadcast against the first
+
+Alias of `broadcast_mul`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_broadcast_mul end
+_sparse_broadcast_mul(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_broadcast_mul, args; kwargs...)
+_sparse_broadcast_mul(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_broadcast_mul, args; kwargs...)
+_sparse_broadcast_mul(; kwargs...) = _call_op(_op__sparse_broadcast_mul; kwargs...)
+
 const _op_broadcast_not_equal = OpDef("broadcast_not_equal", ["lhs", "rhs"], false, "")
 """
     broadcast_not_equal(lhs, rhs)
@@ -7183,6 +8621,44 @@ broadcast_sub(args::NDArray...; kwargs...) = _invoke_op(_op_broadcast_sub, args;
 broadcast_sub(args::SymbolicNode...; kwargs...) = _compose_op(_op_broadcast_sub, args; kwargs...)
 broadcast_sub(; kwargs...) = _call_op(_op_broadcast_sub; kwargs...)
 
+const _op__sparse_broadcast_minus = OpDef("_sparse_broadcast_minus", ["lhs", "rhs"], false, "")
+"""
+    _sparse_broadcast_minus(lhs, rhs)
+
+lhs - rhs with broadcasting.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, broadcast against the first
+
+Alias of `broadcast_sub`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_broadcast_minus end
+_sparse_broadcast_minus(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_broadcast_minus, args; kwargs...)
+_sparse_broadcast_minus(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_broadcast_minus, args; kwargs...)
+_sparse_broadcast_minus(; kwargs...) = _call_op(_op__sparse_broadcast_minus; kwargs...)
+
+const _op__sparse_broadcast_sub = OpDef("_sparse_broadcast_sub", ["lhs", "rhs"], false, "")
+"""
+    _sparse_broadcast_sub(lhs, rhs)
+
+lhs - rhs with broadcasting.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, broadcast against the first
+
+Alias of `broadcast_sub`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_broadcast_sub end
+_sparse_broadcast_sub(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_broadcast_sub, args; kwargs...)
+_sparse_broadcast_sub(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_broadcast_sub, args; kwargs...)
+_sparse_broadcast_sub(; kwargs...) = _call_op(_op__sparse_broadcast_sub; kwargs...)
+
 const _op_broadcast_minus = OpDef("broadcast_minus", ["lhs", "rhs"], false, "")
 """
     broadcast_minus(lhs, rhs)
@@ -7221,6 +8697,46 @@ broadcast_to(args::NDArray...; kwargs...) = _invoke_op(_op_broadcast_to, args; k
 broadcast_to(args::SymbolicNode...; kwargs...) = _compose_op(_op_broadcast_to, args; kwargs...)
 broadcast_to(; kwargs...) = _call_op(_op_broadcast_to; kwargs...)
 
+const _op_cast_storage = OpDef("cast_storage", ["data"], false, "")
+"""
+    cast_storage(data; stype)
+
+Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input.
+
+# Parameters
+- `stype` ({'default', 'row_sparse', 'csr'}; required): Output storage type.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function cast_storage end
+cast_storage(args::NDArray...; kwargs...) = _invoke_op(_op_cast_storage, args; kwargs...)
+cast_storage(args::SymbolicNode...; kwargs...) = _compose_op(_op_cast_storage, args; kwargs...)
+cast_storage(; kwargs...) = _call_op(_op_cast_storage; kwargs...)
+
+const _op__sparse_cast_storage = OpDef("_sparse_cast_storage", ["data"], false, "")
+"""
+    _sparse_cast_storage(data; stype)
+
+Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D only). Zero elements (for row_sparse, all-zero rows) of a dense input are not stored.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input.
+
+# Parameters
+- `stype` ({'default', 'row_sparse', 'csr'}; required): Output storage type.
+
+Alias of `cast_storage`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_cast_storage end
+_sparse_cast_storage(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_cast_storage, args; kwargs...)
+_sparse_cast_storage(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_cast_storage, args; kwargs...)
+_sparse_cast_storage(; kwargs...) = _call_op(_op__sparse_cast_storage; kwargs...)
+
 const _op_cbrt = OpDef("cbrt", ["data"], false, "")
 # cbrt is also Base's: these methods extend Base.cbrt for Weft's types.
 """
@@ -7236,6 +8752,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.cbrt(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_cbrt, (x, args...); kwargs...)
 Base.cbrt(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_cbrt, (x, args...); kwargs...)
 
+const _op__sparse_cbrt = OpDef("_sparse_cbrt", ["data"], false, "")
+"""
+    _sparse_cbrt(data)
+
+Cube root.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `cbrt`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_cbrt end
+_sparse_cbrt(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_cbrt, args; kwargs...)
+_sparse_cbrt(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_cbrt, args; kwargs...)
+_sparse_cbrt(; kwargs...) = _call_op(_op__sparse_cbrt; kwargs...)
+
 const _op_ceil = OpDef("ceil", ["data"], false, "")
 # ceil is also Base's: these methods extend Base.ceil for Weft's types.
 """
@@ -7250,6 +8784,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.ceil(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_ceil, (x, args...); kwargs...)
 Base.ceil(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_ceil, (x, args...); kwargs...)
+
+const _op__sparse_ceil = OpDef("_sparse_ceil", ["data"], false, "")
+"""
+    _sparse_ceil(data)
+
+Smallest integer not below x.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `ceil`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_ceil end
+_sparse_ceil(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_ceil, args; kwargs...)
+_sparse_ceil(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_ceil, args; kwargs...)
+_sparse_ceil(; kwargs...) = _call_op(_op__sparse_ceil; kwargs...)
 
 const _op_clip = OpDef("clip", ["data"], false, "")
 """
@@ -7270,6 +8822,28 @@ function clip end
 clip(args::NDArray...; kwargs...) = _invoke_op(_op_clip, args; kwargs...)
 clip(args::SymbolicNode...; kwargs...) = _compose_op(_op_clip, args; kwargs...)
 clip(; kwargs...) = _call_op(_op_clip; kwargs...)
+
+const _op__sparse_clip = OpDef("_sparse_clip", ["data"], false, "")
+"""
+    _sparse_clip(data; a_min, a_max)
+
+Clips (limits) the values to [a_min, a_max].
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `a_min` (double; required): Minimum value
+- `a_max` (double; required): Maximum value
+
+Alias of `clip`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_clip end
+_sparse_clip(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_clip, args; kwargs...)
+_sparse_clip(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_clip, args; kwargs...)
+_sparse_clip(; kwargs...) = _call_op(_op__sparse_clip; kwargs...)
 
 const _op_col2im = OpDef("col2im", ["data"], false, "")
 """
@@ -7309,6 +8883,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.cos(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_cos, (x, args...); kwargs...)
 Base.cos(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_cos, (x, args...); kwargs...)
 
+const _op__sparse_cos = OpDef("_sparse_cos", ["data"], false, "")
+"""
+    _sparse_cos(data)
+
+Cosine (radians).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `cos`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_cos end
+_sparse_cos(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_cos, args; kwargs...)
+_sparse_cos(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_cos, args; kwargs...)
+_sparse_cos(; kwargs...) = _call_op(_op__sparse_cos; kwargs...)
+
 const _op_cosh = OpDef("cosh", ["data"], false, "")
 # cosh is also Base's: these methods extend Base.cosh for Weft's types.
 """
@@ -7323,6 +8915,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.cosh(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_cosh, (x, args...); kwargs...)
 Base.cosh(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_cosh, (x, args...); kwargs...)
+
+const _op__sparse_cosh = OpDef("_sparse_cosh", ["data"], false, "")
+"""
+    _sparse_cosh(data)
+
+Hyperbolic cosine.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `cosh`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_cosh end
+_sparse_cosh(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_cosh, args; kwargs...)
+_sparse_cosh(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_cosh, args; kwargs...)
+_sparse_cosh(; kwargs...) = _call_op(_op__sparse_cosh; kwargs...)
 
 const _op_degrees = OpDef("degrees", ["data"], false, "")
 """
@@ -7339,6 +8949,24 @@ function degrees end
 degrees(args::NDArray...; kwargs...) = _invoke_op(_op_degrees, args; kwargs...)
 degrees(args::SymbolicNode...; kwargs...) = _compose_op(_op_degrees, args; kwargs...)
 degrees(; kwargs...) = _call_op(_op_degrees; kwargs...)
+
+const _op__sparse_degrees = OpDef("_sparse_degrees", ["data"], false, "")
+"""
+    _sparse_degrees(data)
+
+Converts radians to degrees.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `degrees`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_degrees end
+_sparse_degrees(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_degrees, args; kwargs...)
+_sparse_degrees(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_degrees, args; kwargs...)
+_sparse_degrees(; kwargs...) = _call_op(_op__sparse_degrees; kwargs...)
 
 const _op_depth_to_space = OpDef("depth_to_space", ["data"], false, "")
 """
@@ -7393,7 +9021,7 @@ Dot product of two arrays: the last axis of lhs contracts with the first axis of
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): Storage type of the output; only dense ('None' or 'default') is supported.
+- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -7401,6 +9029,30 @@ function dot end
 dot(args::NDArray...; kwargs...) = _invoke_op(_op_dot, args; kwargs...)
 dot(args::SymbolicNode...; kwargs...) = _compose_op(_op_dot, args; kwargs...)
 dot(; kwargs...) = _call_op(_op_dot; kwargs...)
+
+const _op__sparse_dot = OpDef("_sparse_dot", ["lhs", "rhs"], false, "")
+"""
+    _sparse_dot(lhs, rhs; transpose_a=False, transpose_b=False, forward_stype=None)
+
+Dot product of two arrays: the last axis of lhs contracts with the first axis of rhs (matrix product for 2-D inputs, inner product with shape (1,) for two vectors). transpose_a / transpose_b use an input transposed (for N-D inputs: the first axis of lhs, the last axis of rhs contract instead).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input
+
+# Parameters
+- `transpose_a` (boolean; default `False`): Use the transpose of the first input.
+- `transpose_b` (boolean; default `False`): Use the transpose of the second input.
+- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
+
+Alias of `dot`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_dot end
+_sparse_dot(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_dot, args; kwargs...)
+_sparse_dot(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_dot, args; kwargs...)
+_sparse_dot(; kwargs...) = _call_op(_op__sparse_dot; kwargs...)
 
 const _op_elemwise_add = OpDef("elemwise_add", ["lhs", "rhs"], false, "")
 """
@@ -7476,6 +9128,25 @@ _plus(args::NDArray...; kwargs...) = _invoke_op(_op__plus, args; kwargs...)
 _plus(args::SymbolicNode...; kwargs...) = _compose_op(_op__plus, args; kwargs...)
 _plus(; kwargs...) = _call_op(_op__plus; kwargs...)
 
+const _op__sparse_elemwise_add = OpDef("_sparse_elemwise_add", ["lhs", "rhs"], false, "")
+"""
+    _sparse_elemwise_add(lhs, rhs)
+
+lhs + rhs, elementwise, for arrays of one shape.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+Alias of `elemwise_add`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_elemwise_add end
+_sparse_elemwise_add(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_elemwise_add, args; kwargs...)
+_sparse_elemwise_add(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_elemwise_add, args; kwargs...)
+_sparse_elemwise_add(; kwargs...) = _call_op(_op__sparse_elemwise_add; kwargs...)
+
 const _op_elemwise_div = OpDef("elemwise_div", ["lhs", "rhs"], false, "")
 """
     elemwise_div(lhs, rhs)
@@ -7530,6 +9201,44 @@ function _div end
 _div(args::NDArray...; kwargs...) = _invoke_op(_op__div, args; kwargs...)
 _div(args::SymbolicNode...; kwargs...) = _compose_op(_op__div, args; kwargs...)
 _div(; kwargs...) = _call_op(_op__div; kwargs...)
+
+const _op__scatter_elemwise_div = OpDef("_scatter_elemwise_div", ["lhs", "rhs"], false, "")
+"""
+    _scatter_elemwise_div(lhs, rhs)
+
+lhs / rhs, elementwise, for arrays of one shape (integers truncate; x / 0 is 0 for integers).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+Alias of `elemwise_div`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_elemwise_div end
+_scatter_elemwise_div(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_elemwise_div, args; kwargs...)
+_scatter_elemwise_div(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_elemwise_div, args; kwargs...)
+_scatter_elemwise_div(; kwargs...) = _call_op(_op__scatter_elemwise_div; kwargs...)
+
+const _op__sparse_elemwise_div = OpDef("_sparse_elemwise_div", ["lhs", "rhs"], false, "")
+"""
+    _sparse_elemwise_div(lhs, rhs)
+
+lhs / rhs, elementwise, for arrays of one shape (integers truncate; x / 0 is 0 for integers).
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+Alias of `elemwise_div`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_elemwise_div end
+_sparse_elemwise_div(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_elemwise_div, args; kwargs...)
+_sparse_elemwise_div(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_elemwise_div, args; kwargs...)
+_sparse_elemwise_div(; kwargs...) = _call_op(_op__sparse_elemwise_div; kwargs...)
 
 const _op_elemwise_mul = OpDef("elemwise_mul", ["lhs", "rhs"], false, "")
 """
@@ -7586,6 +9295,25 @@ _mul(args::NDArray...; kwargs...) = _invoke_op(_op__mul, args; kwargs...)
 _mul(args::SymbolicNode...; kwargs...) = _compose_op(_op__mul, args; kwargs...)
 _mul(; kwargs...) = _call_op(_op__mul; kwargs...)
 
+const _op__sparse_elemwise_mul = OpDef("_sparse_elemwise_mul", ["lhs", "rhs"], false, "")
+"""
+    _sparse_elemwise_mul(lhs, rhs)
+
+lhs * rhs, elementwise, for arrays of one shape.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+Alias of `elemwise_mul`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_elemwise_mul end
+_sparse_elemwise_mul(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_elemwise_mul, args; kwargs...)
+_sparse_elemwise_mul(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_elemwise_mul, args; kwargs...)
+_sparse_elemwise_mul(; kwargs...) = _call_op(_op__sparse_elemwise_mul; kwargs...)
+
 const _op_elemwise_sub = OpDef("elemwise_sub", ["lhs", "rhs"], false, "")
 """
     elemwise_sub(lhs, rhs)
@@ -7640,6 +9368,25 @@ function _minus end
 _minus(args::NDArray...; kwargs...) = _invoke_op(_op__minus, args; kwargs...)
 _minus(args::SymbolicNode...; kwargs...) = _compose_op(_op__minus, args; kwargs...)
 _minus(; kwargs...) = _call_op(_op__minus; kwargs...)
+
+const _op__sparse_elemwise_sub = OpDef("_sparse_elemwise_sub", ["lhs", "rhs"], false, "")
+"""
+    _sparse_elemwise_sub(lhs, rhs)
+
+lhs - rhs, elementwise, for arrays of one shape.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+Alias of `elemwise_sub`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_elemwise_sub end
+_sparse_elemwise_sub(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_elemwise_sub, args; kwargs...)
+_sparse_elemwise_sub(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_elemwise_sub, args; kwargs...)
+_sparse_elemwise_sub(; kwargs...) = _call_op(_op__sparse_elemwise_sub; kwargs...)
 
 const _op__sub = OpDef("_sub", ["lhs", "rhs"], false, "")
 """
@@ -7707,6 +9454,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.exp(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_exp, (x, args...); kwargs...)
 Base.exp(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_exp, (x, args...); kwargs...)
 
+const _op__sparse_exp = OpDef("_sparse_exp", ["data"], false, "")
+"""
+    _sparse_exp(data)
+
+Natural exponential: e^x.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `exp`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_exp end
+_sparse_exp(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_exp, args; kwargs...)
+_sparse_exp(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_exp, args; kwargs...)
+_sparse_exp(; kwargs...) = _call_op(_op__sparse_exp; kwargs...)
+
 const _op_expand_dims = OpDef("expand_dims", ["data"], false, "")
 """
     expand_dims(data; axis)
@@ -7741,6 +9506,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.expm1(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_expm1, (x, args...); kwargs...)
 Base.expm1(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_expm1, (x, args...); kwargs...)
 
+const _op__sparse_expm1 = OpDef("_sparse_expm1", ["data"], false, "")
+"""
+    _sparse_expm1(data)
+
+e^x - 1, accurate for small x.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `expm1`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_expm1 end
+_sparse_expm1(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_expm1, args; kwargs...)
+_sparse_expm1(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_expm1, args; kwargs...)
+_sparse_expm1(; kwargs...) = _call_op(_op__sparse_expm1; kwargs...)
+
 const _op_fix = OpDef("fix", ["data"], false, "")
 """
     fix(data)
@@ -7756,6 +9539,24 @@ function fix end
 fix(args::NDArray...; kwargs...) = _invoke_op(_op_fix, args; kwargs...)
 fix(args::SymbolicNode...; kwargs...) = _compose_op(_op_fix, args; kwargs...)
 fix(; kwargs...) = _call_op(_op_fix; kwargs...)
+
+const _op__sparse_fix = OpDef("_sparse_fix", ["data"], false, "")
+"""
+    _sparse_fix(data)
+
+Rounds toward zero (the same as trunc).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `fix`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_fix end
+_sparse_fix(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_fix, args; kwargs...)
+_sparse_fix(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_fix, args; kwargs...)
+_sparse_fix(; kwargs...) = _call_op(_op__sparse_fix; kwargs...)
 
 const _op_flip = OpDef("flip", ["data"], false, "")
 """
@@ -7790,6 +9591,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.floor(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_floor, (x, args...); kwargs...)
 Base.floor(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_floor, (x, args...); kwargs...)
+
+const _op__sparse_floor = OpDef("_sparse_floor", ["data"], false, "")
+"""
+    _sparse_floor(data)
+
+Largest integer not above x.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `floor`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_floor end
+_sparse_floor(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_floor, args; kwargs...)
+_sparse_floor(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_floor, args; kwargs...)
+_sparse_floor(; kwargs...) = _call_op(_op__sparse_floor; kwargs...)
 
 const _op_ftml_update = OpDef("ftml_update", ["weight", "grad", "d", "v", "z"], false, "")
 """
@@ -7848,6 +9667,35 @@ ftrl_update(args::NDArray...; kwargs...) = _invoke_op(_op_ftrl_update, args; kwa
 ftrl_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_ftrl_update, args; kwargs...)
 ftrl_update(; kwargs...) = _call_op(_op_ftrl_update; kwargs...)
 
+const _op__sparse_ftrl_update = OpDef("_sparse_ftrl_update", ["weight", "grad", "z", "n"], false, "")
+"""
+    _sparse_ftrl_update(weight, grad, z, n; lr, lamda1=0.01, beta=1, wd=0, rescale_grad=1, clip_gradient=-1)
+
+FTRL-proximal: z += g - (sqrt(n + g^2) - sqrt(n))*weight/lr; n += g^2; weight = (sign(z)*lamda1 - z)/((beta + sqrt(n))/lr + wd) where |z| > lamda1, else 0.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight
+- `grad` (NDArray or SymbolicNode): Gradient
+- `z` (NDArray or SymbolicNode): z state (updated in place)
+- `n` (NDArray or SymbolicNode): Sum of squared gradients (updated in place)
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `lamda1` (double; default `0.01`): L1 regularisation coefficient.
+- `beta` (double; default `1`): Per-coordinate learning-rate offset.
+- `wd` (double; default `0`): Weight decay (L2 penalty coefficient).
+- `rescale_grad` (double; default `1`): Multiplies the gradient first.
+- `clip_gradient` (double; default `-1`): Clips the gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+
+Alias of `ftrl_update`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_ftrl_update end
+_sparse_ftrl_update(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_ftrl_update, args; kwargs...)
+_sparse_ftrl_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_ftrl_update, args; kwargs...)
+_sparse_ftrl_update(; kwargs...) = _call_op(_op__sparse_ftrl_update; kwargs...)
+
 const _op_gamma = OpDef("gamma", ["data"], false, "")
 """
     gamma(data)
@@ -7864,6 +9712,24 @@ gamma(args::NDArray...; kwargs...) = _invoke_op(_op_gamma, args; kwargs...)
 gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op_gamma, args; kwargs...)
 gamma(; kwargs...) = _call_op(_op_gamma; kwargs...)
 
+const _op__sparse_gamma = OpDef("_sparse_gamma", ["data"], false, "")
+"""
+    _sparse_gamma(data)
+
+The gamma function.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `gamma`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_gamma end
+_sparse_gamma(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_gamma, args; kwargs...)
+_sparse_gamma(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_gamma, args; kwargs...)
+_sparse_gamma(; kwargs...) = _call_op(_op__sparse_gamma; kwargs...)
+
 const _op_gammaln = OpDef("gammaln", ["data"], false, "")
 """
     gammaln(data)
@@ -7879,6 +9745,24 @@ function gammaln end
 gammaln(args::NDArray...; kwargs...) = _invoke_op(_op_gammaln, args; kwargs...)
 gammaln(args::SymbolicNode...; kwargs...) = _compose_op(_op_gammaln, args; kwargs...)
 gammaln(; kwargs...) = _call_op(_op_gammaln; kwargs...)
+
+const _op__sparse_gammaln = OpDef("_sparse_gammaln", ["data"], false, "")
+"""
+    _sparse_gammaln(data)
+
+Natural logarithm of the absolute value of the gamma function.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `gammaln`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_gammaln end
+_sparse_gammaln(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_gammaln, args; kwargs...)
+_sparse_gammaln(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_gammaln, args; kwargs...)
+_sparse_gammaln(; kwargs...) = _call_op(_op__sparse_gammaln; kwargs...)
 
 const _op_gather_nd = OpDef("gather_nd", ["data", "indices"], false, "")
 """
@@ -8023,6 +9907,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.log(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_log, (x, args...); kwargs...)
 Base.log(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_log, (x, args...); kwargs...)
 
+const _op__sparse_log = OpDef("_sparse_log", ["data"], false, "")
+"""
+    _sparse_log(data)
+
+Natural logarithm.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `log`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_log end
+_sparse_log(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_log, args; kwargs...)
+_sparse_log(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_log, args; kwargs...)
+_sparse_log(; kwargs...) = _call_op(_op__sparse_log; kwargs...)
+
 const _op_log10 = OpDef("log10", ["data"], false, "")
 # log10 is also Base's: these methods extend Base.log10 for Weft's types.
 """
@@ -8037,6 +9939,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.log10(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_log10, (x, args...); kwargs...)
 Base.log10(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_log10, (x, args...); kwargs...)
+
+const _op__sparse_log10 = OpDef("_sparse_log10", ["data"], false, "")
+"""
+    _sparse_log10(data)
+
+Base-10 logarithm.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `log10`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_log10 end
+_sparse_log10(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_log10, args; kwargs...)
+_sparse_log10(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_log10, args; kwargs...)
+_sparse_log10(; kwargs...) = _call_op(_op__sparse_log10; kwargs...)
 
 const _op_log1p = OpDef("log1p", ["data"], false, "")
 # log1p is also Base's: these methods extend Base.log1p for Weft's types.
@@ -8053,6 +9973,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.log1p(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_log1p, (x, args...); kwargs...)
 Base.log1p(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_log1p, (x, args...); kwargs...)
 
+const _op__sparse_log1p = OpDef("_sparse_log1p", ["data"], false, "")
+"""
+    _sparse_log1p(data)
+
+log(1 + x), accurate for small x.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `log1p`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_log1p end
+_sparse_log1p(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_log1p, args; kwargs...)
+_sparse_log1p(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_log1p, args; kwargs...)
+_sparse_log1p(; kwargs...) = _call_op(_op__sparse_log1p; kwargs...)
+
 const _op_log2 = OpDef("log2", ["data"], false, "")
 # log2 is also Base's: these methods extend Base.log2 for Weft's types.
 """
@@ -8067,6 +10005,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.log2(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_log2, (x, args...); kwargs...)
 Base.log2(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_log2, (x, args...); kwargs...)
+
+const _op__sparse_log2 = OpDef("_sparse_log2", ["data"], false, "")
+"""
+    _sparse_log2(data)
+
+Base-2 logarithm.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `log2`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_log2 end
+_sparse_log2(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_log2, args; kwargs...)
+_sparse_log2(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_log2, args; kwargs...)
+_sparse_log2(; kwargs...) = _call_op(_op__sparse_log2; kwargs...)
 
 const _op_log_softmax = OpDef("log_softmax", ["data", "length"], false, "")
 """
@@ -8170,6 +10126,29 @@ function mean end
 mean(args::NDArray...; kwargs...) = _invoke_op(_op_mean, args; kwargs...)
 mean(args::SymbolicNode...; kwargs...) = _compose_op(_op_mean, args; kwargs...)
 mean(; kwargs...) = _call_op(_op_mean; kwargs...)
+
+const _op__sparse_mean = OpDef("_sparse_mean", ["data"], false, "")
+"""
+    _sparse_mean(data; axis=None, keepdims=False, exclude=False)
+
+Mean of array elements over the given axes. axis=None (or ()) reduces every axis; negative axes count from the end; keepdims keeps reduced axes as size 1; exclude reduces the axes not listed. A result with no axis left has shape (1,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `axis` (Shape or None; default `None`): The axis or axes to reduce (negative counts from the end); None or () reduces all axes.
+- `keepdims` (boolean; default `False`): Keep the reduced axes in the result as axes of size 1.
+- `exclude` (boolean; default `False`): Reduce the axes that are NOT in axis instead.
+
+Alias of `mean`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_mean end
+_sparse_mean(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_mean, args; kwargs...)
+_sparse_mean(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_mean, args; kwargs...)
+_sparse_mean(; kwargs...) = _call_op(_op__sparse_mean; kwargs...)
 
 const _op_min = OpDef("min", ["data"], false, "")
 # min is also Base's: these methods extend Base.min for Weft's types.
@@ -8603,6 +10582,24 @@ negative(args::NDArray...; kwargs...) = _invoke_op(_op_negative, args; kwargs...
 negative(args::SymbolicNode...; kwargs...) = _compose_op(_op_negative, args; kwargs...)
 negative(; kwargs...) = _call_op(_op_negative; kwargs...)
 
+const _op__sparse_negative = OpDef("_sparse_negative", ["data"], false, "")
+"""
+    _sparse_negative(data)
+
+Numerical negative: -x.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `negative`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_negative end
+_sparse_negative(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_negative, args; kwargs...)
+_sparse_negative(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_negative, args; kwargs...)
+_sparse_negative(; kwargs...) = _call_op(_op__sparse_negative; kwargs...)
+
 const _op_norm = OpDef("norm", ["data"], false, "")
 """
     norm(data; ord=2, axis=None, out_dtype=None, keepdims=False)
@@ -8624,6 +10621,30 @@ function norm end
 norm(args::NDArray...; kwargs...) = _invoke_op(_op_norm, args; kwargs...)
 norm(args::SymbolicNode...; kwargs...) = _compose_op(_op_norm, args; kwargs...)
 norm(; kwargs...) = _call_op(_op_norm; kwargs...)
+
+const _op__sparse_norm = OpDef("_sparse_norm", ["data"], false, "")
+"""
+    _sparse_norm(data; ord=2, axis=None, out_dtype=None, keepdims=False)
+
+The L1 (ord=1) or L2 (ord=2) norm of the elements over the given axes; all axes by default, giving shape (1,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `ord` (int, in [1, 2]; default `2`): Order of the norm: 1 or 2.
+- `axis` (Shape or None; default `None`): The axis or axes to compute the norm over; None means all (the Frobenius norm of a matrix for ord=2).
+- `out_dtype` (dtype or None; default `None`): The output dtype; None keeps the input's.
+- `keepdims` (boolean; default `False`): Keep the reduced axes as axes of size 1.
+
+Alias of `norm`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_norm end
+_sparse_norm(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_norm, args; kwargs...)
+_sparse_norm(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_norm, args; kwargs...)
+_sparse_norm(; kwargs...) = _call_op(_op__sparse_norm; kwargs...)
 
 const _op_one_hot = OpDef("one_hot", ["indices"], false, "")
 """
@@ -8831,6 +10852,24 @@ radians(args::NDArray...; kwargs...) = _invoke_op(_op_radians, args; kwargs...)
 radians(args::SymbolicNode...; kwargs...) = _compose_op(_op_radians, args; kwargs...)
 radians(; kwargs...) = _call_op(_op_radians; kwargs...)
 
+const _op__sparse_radians = OpDef("_sparse_radians", ["data"], false, "")
+"""
+    _sparse_radians(data)
+
+Converts degrees to radians.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `radians`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_radians end
+_sparse_radians(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_radians, args; kwargs...)
+_sparse_radians(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_radians, args; kwargs...)
+_sparse_radians(; kwargs...) = _call_op(_op__sparse_radians; kwargs...)
+
 const _op_rcbrt = OpDef("rcbrt", ["data"], false, "")
 """
     rcbrt(data)
@@ -8878,6 +10917,24 @@ function relu end
 relu(args::NDArray...; kwargs...) = _invoke_op(_op_relu, args; kwargs...)
 relu(args::SymbolicNode...; kwargs...) = _compose_op(_op_relu, args; kwargs...)
 relu(; kwargs...) = _call_op(_op_relu; kwargs...)
+
+const _op__sparse_relu = OpDef("_sparse_relu", ["data"], false, "")
+"""
+    _sparse_relu(data)
+
+Rectified linear unit: max(x, 0).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `relu`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_relu end
+_sparse_relu(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_relu, args; kwargs...)
+_sparse_relu(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_relu, args; kwargs...)
+_sparse_relu(; kwargs...) = _call_op(_op__sparse_relu; kwargs...)
 
 const _op_repeat = OpDef("repeat", ["data"], false, "")
 # repeat is also Base's: these methods extend Base.repeat for Weft's types.
@@ -8998,6 +11055,24 @@ rint(args::NDArray...; kwargs...) = _invoke_op(_op_rint, args; kwargs...)
 rint(args::SymbolicNode...; kwargs...) = _compose_op(_op_rint, args; kwargs...)
 rint(; kwargs...) = _call_op(_op_rint; kwargs...)
 
+const _op__sparse_rint = OpDef("_sparse_rint", ["data"], false, "")
+"""
+    _sparse_rint(data)
+
+Nearest integer, halves to even.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `rint`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_rint end
+_sparse_rint(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_rint, args; kwargs...)
+_sparse_rint(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_rint, args; kwargs...)
+_sparse_rint(; kwargs...) = _call_op(_op__sparse_rint; kwargs...)
+
 const _op_rmsprop_update = OpDef("rmsprop_update", ["weight", "grad", "n"], false, "")
 """
     rmsprop_update(weight, grad, n; lr, gamma1=0.95, epsilon=1e-08, wd=0, rescale_grad=1, clip_gradient=-1, clip_weights=-1)
@@ -9070,6 +11145,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.round(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_round, (x, args...); kwargs...)
 Base.round(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_round, (x, args...); kwargs...)
 
+const _op__sparse_round = OpDef("_sparse_round", ["data"], false, "")
+"""
+    _sparse_round(data)
+
+Nearest integer, halves away from zero.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `round`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_round end
+_sparse_round(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_round, args; kwargs...)
+_sparse_round(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_round, args; kwargs...)
+_sparse_round(; kwargs...) = _call_op(_op__sparse_round; kwargs...)
+
 const _op_rsqrt = OpDef("rsqrt", ["data"], false, "")
 """
     rsqrt(data)
@@ -9085,6 +11178,24 @@ function rsqrt end
 rsqrt(args::NDArray...; kwargs...) = _invoke_op(_op_rsqrt, args; kwargs...)
 rsqrt(args::SymbolicNode...; kwargs...) = _compose_op(_op_rsqrt, args; kwargs...)
 rsqrt(; kwargs...) = _call_op(_op_rsqrt; kwargs...)
+
+const _op__sparse_rsqrt = OpDef("_sparse_rsqrt", ["data"], false, "")
+"""
+    _sparse_rsqrt(data)
+
+Inverse square root: 1 / sqrt(x).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `rsqrt`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_rsqrt end
+_sparse_rsqrt(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_rsqrt, args; kwargs...)
+_sparse_rsqrt(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_rsqrt, args; kwargs...)
+_sparse_rsqrt(; kwargs...) = _call_op(_op__sparse_rsqrt; kwargs...)
 
 const _op_scatter_nd = OpDef("scatter_nd", ["data", "indices"], false, "")
 """
@@ -9132,6 +11243,34 @@ sgd_mom_update(args::NDArray...; kwargs...) = _invoke_op(_op_sgd_mom_update, arg
 sgd_mom_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_sgd_mom_update, args; kwargs...)
 sgd_mom_update(; kwargs...) = _call_op(_op_sgd_mom_update; kwargs...)
 
+const _op__sparse_sgd_mom_update = OpDef("_sparse_sgd_mom_update", ["weight", "grad", "mom"], false, "")
+"""
+    _sparse_sgd_mom_update(weight, grad, mom; lr, momentum=0, wd=0, rescale_grad=1, clip_gradient=-1, lazy_update=True)
+
+SGD with momentum: mom = momentum*mom - lr*wd*weight - lr*clip(rescale_grad*grad); weight += mom.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight
+- `grad` (NDArray or SymbolicNode): Gradient
+- `mom` (NDArray or SymbolicNode): Momentum (updated in place)
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `momentum` (double; default `0`): Decay of the momentum state.
+- `wd` (double; default `0`): Weight decay (L2 penalty coefficient).
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `lazy_update` (boolean; default `True`): For row-sparse gradients only (dense arrays always update every row).
+
+Alias of `sgd_mom_update`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_sgd_mom_update end
+_sparse_sgd_mom_update(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_sgd_mom_update, args; kwargs...)
+_sparse_sgd_mom_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_sgd_mom_update, args; kwargs...)
+_sparse_sgd_mom_update(; kwargs...) = _call_op(_op__sparse_sgd_mom_update; kwargs...)
+
 const _op_sgd_update = OpDef("sgd_update", ["weight", "grad"], false, "")
 """
     sgd_update(weight, grad; lr, wd=0, rescale_grad=1, clip_gradient=-1, lazy_update=True)
@@ -9155,6 +11294,32 @@ function sgd_update end
 sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op_sgd_update, args; kwargs...)
 sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_sgd_update, args; kwargs...)
 sgd_update(; kwargs...) = _call_op(_op_sgd_update; kwargs...)
+
+const _op__sparse_sgd_update = OpDef("_sparse_sgd_update", ["weight", "grad"], false, "")
+"""
+    _sparse_sgd_update(weight, grad; lr, wd=0, rescale_grad=1, clip_gradient=-1, lazy_update=True)
+
+SGD update, in place when out=weight: weight = (1 - lr*wd)*weight - lr*clip(rescale_grad*grad).
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight
+- `grad` (NDArray or SymbolicNode): Gradient
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `wd` (double; default `0`): Weight decay (L2 penalty coefficient).
+- `rescale_grad` (double; default `1`): Multiplies the gradient before anything else.
+- `clip_gradient` (double; default `-1`): Clips the rescaled gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+- `lazy_update` (boolean; default `True`): For row-sparse gradients only (dense arrays always update every row).
+
+Alias of `sgd_update`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_sgd_update end
+_sparse_sgd_update(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_sgd_update, args; kwargs...)
+_sparse_sgd_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_sgd_update, args; kwargs...)
+_sparse_sgd_update(; kwargs...) = _call_op(_op__sparse_sgd_update; kwargs...)
 
 const _op_shape_array = OpDef("shape_array", ["data"], false, "")
 """
@@ -9188,6 +11353,24 @@ sigmoid(args::NDArray...; kwargs...) = _invoke_op(_op_sigmoid, args; kwargs...)
 sigmoid(args::SymbolicNode...; kwargs...) = _compose_op(_op_sigmoid, args; kwargs...)
 sigmoid(; kwargs...) = _call_op(_op_sigmoid; kwargs...)
 
+const _op__sparse_sigmoid = OpDef("_sparse_sigmoid", ["data"], false, "")
+"""
+    _sparse_sigmoid(data)
+
+Logistic sigmoid: 1 / (1 + e^-x).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `sigmoid`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_sigmoid end
+_sparse_sigmoid(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_sigmoid, args; kwargs...)
+_sparse_sigmoid(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_sigmoid, args; kwargs...)
+_sparse_sigmoid(; kwargs...) = _call_op(_op__sparse_sigmoid; kwargs...)
+
 const _op_sign = OpDef("sign", ["data"], false, "")
 # sign is also Base's: these methods extend Base.sign for Weft's types.
 """
@@ -9202,6 +11385,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.sign(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_sign, (x, args...); kwargs...)
 Base.sign(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_sign, (x, args...); kwargs...)
+
+const _op__sparse_sign = OpDef("_sparse_sign", ["data"], false, "")
+"""
+    _sparse_sign(data)
+
+Sign: -1, 0 or 1 (NaN stays NaN).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `sign`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_sign end
+_sparse_sign(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_sign, args; kwargs...)
+_sparse_sign(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_sign, args; kwargs...)
+_sparse_sign(; kwargs...) = _call_op(_op__sparse_sign; kwargs...)
 
 const _op_signsgd_update = OpDef("signsgd_update", ["weight", "grad"], false, "")
 """
@@ -9267,6 +11468,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.sin(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_sin, (x, args...); kwargs...)
 Base.sin(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_sin, (x, args...); kwargs...)
 
+const _op__sparse_sin = OpDef("_sparse_sin", ["data"], false, "")
+"""
+    _sparse_sin(data)
+
+Sine (radians).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `sin`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_sin end
+_sparse_sin(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_sin, args; kwargs...)
+_sparse_sin(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_sin, args; kwargs...)
+_sparse_sin(; kwargs...) = _call_op(_op__sparse_sin; kwargs...)
+
 const _op_sinh = OpDef("sinh", ["data"], false, "")
 # sinh is also Base's: these methods extend Base.sinh for Weft's types.
 """
@@ -9281,6 +11500,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.sinh(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_sinh, (x, args...); kwargs...)
 Base.sinh(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_sinh, (x, args...); kwargs...)
+
+const _op__sparse_sinh = OpDef("_sparse_sinh", ["data"], false, "")
+"""
+    _sparse_sinh(data)
+
+Hyperbolic sine.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `sinh`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_sinh end
+_sparse_sinh(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_sinh, args; kwargs...)
+_sparse_sinh(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_sinh, args; kwargs...)
+_sparse_sinh(; kwargs...) = _call_op(_op__sparse_sinh; kwargs...)
 
 const _op_size_array = OpDef("size_array", ["data"], false, "")
 """
@@ -9318,6 +11555,29 @@ function slice end
 slice(args::NDArray...; kwargs...) = _invoke_op(_op_slice, args; kwargs...)
 slice(args::SymbolicNode...; kwargs...) = _compose_op(_op_slice, args; kwargs...)
 slice(; kwargs...) = _call_op(_op_slice; kwargs...)
+
+const _op__sparse_slice = OpDef("_sparse_slice", ["data"], false, "")
+"""
+    _sparse_slice(data; begin_, end_, step=())
+
+A strided slice along the leading axes: axis i keeps begin[i]:end[i]:step[i] (Python semantics, None for the default); later axes are kept whole.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `begin_` (string; required): Starting indices, a tuple of int or None, e.g. (0, None, -2).
+- `end_` (string; required): Ending indices (excluded), a tuple of int or None.
+- `step` (string; default `()`): Steps, a tuple of int or None (1); () means all 1.
+
+Alias of `slice`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_slice end
+_sparse_slice(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_slice, args; kwargs...)
+_sparse_slice(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_slice, args; kwargs...)
+_sparse_slice(; kwargs...) = _call_op(_op__sparse_slice; kwargs...)
 
 const _op_crop = OpDef("crop", ["data"], false, "")
 """
@@ -9579,6 +11839,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.sqrt(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_sqrt, (x, args...); kwargs...)
 Base.sqrt(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_sqrt, (x, args...); kwargs...)
 
+const _op__sparse_sqrt = OpDef("_sparse_sqrt", ["data"], false, "")
+"""
+    _sparse_sqrt(data)
+
+Square root.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `sqrt`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_sqrt end
+_sparse_sqrt(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_sqrt, args; kwargs...)
+_sparse_sqrt(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_sqrt, args; kwargs...)
+_sparse_sqrt(; kwargs...) = _call_op(_op__sparse_sqrt; kwargs...)
+
 const _op_square = OpDef("square", ["data"], false, "")
 """
     square(data)
@@ -9594,6 +11872,24 @@ function square end
 square(args::NDArray...; kwargs...) = _invoke_op(_op_square, args; kwargs...)
 square(args::SymbolicNode...; kwargs...) = _compose_op(_op_square, args; kwargs...)
 square(; kwargs...) = _call_op(_op_square; kwargs...)
+
+const _op__sparse_square = OpDef("_sparse_square", ["data"], false, "")
+"""
+    _sparse_square(data)
+
+Square: x * x.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `square`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_square end
+_sparse_square(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_square, args; kwargs...)
+_sparse_square(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_square, args; kwargs...)
+_sparse_square(; kwargs...) = _call_op(_op__sparse_square; kwargs...)
 
 const _op_squeeze = OpDef("squeeze", ["data"], false, "")
 """
@@ -9652,6 +11948,52 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.sum(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_sum, (x, args...); kwargs...)
 Base.sum(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_sum, (x, args...); kwargs...)
+
+const _op__broadcast_backward = OpDef("_broadcast_backward", ["data"], false, "")
+"""
+    _broadcast_backward(data; axis=None, keepdims=False, exclude=False)
+
+Sum of array elements over the given axes. axis=None (or ()) reduces every axis; negative axes count from the end; keepdims keeps reduced axes as size 1; exclude reduces the axes not listed. A result with no axis left has shape (1,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `axis` (Shape or None; default `None`): The axis or axes to reduce (negative counts from the end); None or () reduces all axes.
+- `keepdims` (boolean; default `False`): Keep the reduced axes in the result as axes of size 1.
+- `exclude` (boolean; default `False`): Reduce the axes that are NOT in axis instead.
+
+Alias of `sum`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _broadcast_backward end
+_broadcast_backward(args::NDArray...; kwargs...) = _invoke_op(_op__broadcast_backward, args; kwargs...)
+_broadcast_backward(args::SymbolicNode...; kwargs...) = _compose_op(_op__broadcast_backward, args; kwargs...)
+_broadcast_backward(; kwargs...) = _call_op(_op__broadcast_backward; kwargs...)
+
+const _op__sparse_sum = OpDef("_sparse_sum", ["data"], false, "")
+"""
+    _sparse_sum(data; axis=None, keepdims=False, exclude=False)
+
+Sum of array elements over the given axes. axis=None (or ()) reduces every axis; negative axes count from the end; keepdims keeps reduced axes as size 1; exclude reduces the axes not listed. A result with no axis left has shape (1,).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+# Parameters
+- `axis` (Shape or None; default `None`): The axis or axes to reduce (negative counts from the end); None or () reduces all axes.
+- `keepdims` (boolean; default `False`): Keep the reduced axes in the result as axes of size 1.
+- `exclude` (boolean; default `False`): Reduce the axes that are NOT in axis instead.
+
+Alias of `sum`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_sum end
+_sparse_sum(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_sum, args; kwargs...)
+_sparse_sum(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_sum, args; kwargs...)
+_sparse_sum(; kwargs...) = _call_op(_op__sparse_sum; kwargs...)
 
 const _op_sum_axis = OpDef("sum_axis", ["data"], false, "")
 """
@@ -9712,6 +12054,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.tan(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_tan, (x, args...); kwargs...)
 Base.tan(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_tan, (x, args...); kwargs...)
 
+const _op__sparse_tan = OpDef("_sparse_tan", ["data"], false, "")
+"""
+    _sparse_tan(data)
+
+Tangent (radians).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `tan`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_tan end
+_sparse_tan(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_tan, args; kwargs...)
+_sparse_tan(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_tan, args; kwargs...)
+_sparse_tan(; kwargs...) = _call_op(_op__sparse_tan; kwargs...)
+
 const _op_tanh = OpDef("tanh", ["data"], false, "")
 # tanh is also Base's: these methods extend Base.tanh for Weft's types.
 """
@@ -9726,6 +12086,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 """
 Base.tanh(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_tanh, (x, args...); kwargs...)
 Base.tanh(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_tanh, (x, args...); kwargs...)
+
+const _op__sparse_tanh = OpDef("_sparse_tanh", ["data"], false, "")
+"""
+    _sparse_tanh(data)
+
+Hyperbolic tangent.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `tanh`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_tanh end
+_sparse_tanh(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_tanh, args; kwargs...)
+_sparse_tanh(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_tanh, args; kwargs...)
+_sparse_tanh(; kwargs...) = _call_op(_op__sparse_tanh; kwargs...)
 
 const _op_tile = OpDef("tile", ["data"], false, "")
 """
@@ -9802,6 +12180,24 @@ See the calling convention of generated operators in the `Weft` module's documen
 Base.trunc(x::NDArray, args::NDArray...; kwargs...) = _invoke_op(_op_trunc, (x, args...); kwargs...)
 Base.trunc(x::SymbolicNode, args::SymbolicNode...; kwargs...) = _compose_op(_op_trunc, (x, args...); kwargs...)
 
+const _op__sparse_trunc = OpDef("_sparse_trunc", ["data"], false, "")
+"""
+    _sparse_trunc(data)
+
+Integer part: rounds toward zero.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+Alias of `trunc`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_trunc end
+_sparse_trunc(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_trunc, args; kwargs...)
+_sparse_trunc(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_trunc, args; kwargs...)
+_sparse_trunc(; kwargs...) = _call_op(_op__sparse_trunc; kwargs...)
+
 const _op_where = OpDef("where", ["condition", "x", "y"], false, "")
 """
     where_(condition, x, y)
@@ -9822,6 +12218,26 @@ where_(args::NDArray...; kwargs...) = _invoke_op(_op_where, args; kwargs...)
 where_(args::SymbolicNode...; kwargs...) = _compose_op(_op_where, args; kwargs...)
 where_(; kwargs...) = _call_op(_op_where; kwargs...)
 
+const _op__sparse_where = OpDef("_sparse_where", ["condition", "x", "y"], false, "")
+"""
+    _sparse_where(condition, x, y)
+
+Elements of x where condition is nonzero and of y elsewhere; condition has x's shape or is 1-D with one entry per row of x.
+
+# Inputs
+- `condition` (NDArray or SymbolicNode): The condition
+- `x` (NDArray or SymbolicNode): Values where the condition holds
+- `y` (NDArray or SymbolicNode): Values where it does not
+
+Alias of `where`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_where end
+_sparse_where(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_where, args; kwargs...)
+_sparse_where(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_where, args; kwargs...)
+_sparse_where(; kwargs...) = _call_op(_op__sparse_where; kwargs...)
+
 const _op_zeros_like = OpDef("zeros_like", ["data"], false, "")
 """
     zeros_like(data)
@@ -9838,6 +12254,24 @@ zeros_like(args::NDArray...; kwargs...) = _invoke_op(_op_zeros_like, args; kwarg
 zeros_like(args::SymbolicNode...; kwargs...) = _compose_op(_op_zeros_like, args; kwargs...)
 zeros_like(; kwargs...) = _call_op(_op_zeros_like; kwargs...)
 
+const _op__sparse_zeros_like = OpDef("_sparse_zeros_like", ["data"], false, "")
+"""
+    _sparse_zeros_like(data)
+
+An array of zeros with the shape and dtype of the input.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input
+
+Alias of `zeros_like`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_zeros_like end
+_sparse_zeros_like(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_zeros_like, args; kwargs...)
+_sparse_zeros_like(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_zeros_like, args; kwargs...)
+_sparse_zeros_like(; kwargs...) = _call_op(_op__sparse_zeros_like; kwargs...)
+
 # Every generated operator function, by name, for `Weft.operator_names()`.
 const _OPERATOR_NAMES = [
     "Activation",
@@ -9845,6 +12279,7 @@ const _OPERATOR_NAMES = [
     "BatchNorm_v1",
     "BilinearSampler",
     "BlockGrad",
+    "_sparse_stop_gradient",
     "stop_gradient",
     "CTCLoss",
     "_contrib_CTCLoss",
@@ -9853,6 +12288,8 @@ const _OPERATOR_NAMES = [
     "Cast",
     "cast",
     "Concat",
+    "_rnn_param_concat",
+    "_sparse_concat",
     "concat",
     "Convolution",
     "Convolution_v1",
@@ -9862,9 +12299,11 @@ const _OPERATOR_NAMES = [
     "Deconvolution",
     "Dropout",
     "Embedding",
+    "_sparse_Embedding",
     "Flatten",
     "flatten",
     "FullyConnected",
+    "_sparse_FullyConnected",
     "GridGenerator",
     "GroupNorm",
     "IdentityAttachKLSparseReg",
@@ -9877,6 +12316,7 @@ const _OPERATOR_NAMES = [
     "LogisticRegressionOutput",
     "MAERegressionOutput",
     "MakeLoss",
+    "_sparse_make_loss",
     "make_loss",
     "Pad",
     "pad",
@@ -9901,15 +12341,23 @@ const _OPERATOR_NAMES = [
     "_contrib_AdaptiveAvgPooling2D",
     "_contrib_BatchNormWithReLU",
     "_contrib_BilinearResize2D",
+    "_contrib_DeformableConvolution",
+    "_contrib_DeformablePSROIPooling",
+    "_contrib_ModulatedDeformableConvolution",
     "_contrib_MultiBoxDetection",
     "_contrib_MultiBoxPrior",
     "_contrib_MultiBoxTarget",
+    "_contrib_MultiProposal",
     "_contrib_PSROIPooling",
+    "_contrib_Proposal",
     "_contrib_ROIAlign",
+    "_contrib_RROIAlign",
+    "_contrib_SparseEmbedding",
     "_contrib_SyncBatchNorm",
     "_contrib_allclose",
     "_contrib_arange_like",
     "_contrib_backward_gradientmultiplier",
+    "_contrib_backward_hawkesll",
     "_contrib_backward_index_copy",
     "_contrib_backward_quadratic",
     "_contrib_bipartite_matching",
@@ -9919,14 +12367,46 @@ const _OPERATOR_NAMES = [
     "_contrib_box_iou",
     "_contrib_box_nms",
     "_contrib_box_non_maximum_suppression",
+    "_contrib_count_sketch",
     "_contrib_dequantize",
+    "_contrib_dgl_adjacency",
+    "_contrib_dgl_csr_neighbor_non_uniform_sample",
+    "_contrib_dgl_csr_neighbor_uniform_sample",
+    "_contrib_dgl_graph_compact",
+    "_contrib_dgl_subgraph",
     "_contrib_div_sqrt_dim",
+    "_contrib_edge_id",
+    "_contrib_fft",
+    "_contrib_getnnz",
     "_contrib_gradientmultiplier",
     "_contrib_group_adagrad_update",
+    "_contrib_hawkesll",
+    "_contrib_ifft",
     "_contrib_index_array",
     "_contrib_index_copy",
+    "_contrib_interleaved_matmul_encdec_qk",
+    "_contrib_interleaved_matmul_encdec_valatt",
+    "_contrib_interleaved_matmul_selfatt_qk",
+    "_contrib_interleaved_matmul_selfatt_valatt",
+    "_contrib_intgemm_fully_connected",
+    "_contrib_intgemm_maxabsolute",
+    "_contrib_intgemm_prepare_data",
+    "_contrib_intgemm_prepare_weight",
+    "_contrib_intgemm_take_weight",
     "_contrib_quadratic",
+    "_contrib_quantize",
+    "_contrib_quantize_asym",
     "_contrib_quantize_v2",
+    "_contrib_quantized_act",
+    "_contrib_quantized_batch_norm",
+    "_contrib_quantized_concat",
+    "_contrib_quantized_conv",
+    "_contrib_quantized_elemwise_add",
+    "_contrib_quantized_elemwise_mul",
+    "_contrib_quantized_embedding",
+    "_contrib_quantized_flatten",
+    "_contrib_quantized_fully_connected",
+    "_contrib_quantized_pooling",
     "_contrib_requantize",
     "_contrib_round_ste",
     "_contrib_sign_ste",
@@ -10036,6 +12516,7 @@ const _OPERATOR_NAMES = [
     "_MinimumScalar",
     "_minus_scalar",
     "_MinusScalar",
+    "_scatter_minus_scalar",
     "_mod",
     "_Mod",
     "_mod_scalar",
@@ -10057,6 +12538,7 @@ const _OPERATOR_NAMES = [
     "_ones",
     "_plus_scalar",
     "_PlusScalar",
+    "_scatter_plus_scalar",
     "_power",
     "_Power",
     "_power_scalar",
@@ -10137,27 +12619,40 @@ const _OPERATOR_NAMES = [
     "_crop_assign",
     "_slice_assign_scalar",
     "_crop_assign_scalar",
+    "_sparse_retain",
     "_sparse_softmax_cross_entropy",
     "_split_v2",
+    "_split_v2_backward",
+    "_square_sum",
     "_unravel_index",
     "unravel_index",
     "_zeros",
     "_zeros_without_dtype",
     "abs",
+    "_sparse_abs",
     "adadelta_update",
     "adagrad_update",
     "adam_update",
+    "_sparse_adam_update",
     "add_n",
     "ElementWiseSum",
+    "_sparse_ElementWiseSum",
+    "_sparse_add_n",
     "all_finite",
     "amp_cast",
     "amp_multicast",
     "arccos",
+    "_sparse_arccos",
     "arccosh",
+    "_sparse_arccosh",
     "arcsin",
+    "_sparse_arcsin",
     "arcsinh",
+    "_sparse_arcsinh",
     "arctan",
+    "_sparse_arctan",
     "arctanh",
+    "_sparse_arctanh",
     "argmax",
     "argmax_channel",
     "argmin",
@@ -10165,10 +12660,13 @@ const _OPERATOR_NAMES = [
     "batch_dot",
     "batch_take",
     "broadcast_add",
+    "_sparse_broadcast_add",
+    "_sparse_broadcast_plus",
     "broadcast_plus",
     "broadcast_axis",
     "broadcast_axes",
     "broadcast_div",
+    "_sparse_broadcast_div",
     "broadcast_equal",
     "broadcast_greater",
     "broadcast_greater_equal",
@@ -10183,47 +12681,71 @@ const _OPERATOR_NAMES = [
     "broadcast_minimum",
     "broadcast_mod",
     "broadcast_mul",
+    "_sparse_broadcast_mul",
     "broadcast_not_equal",
     "broadcast_power",
     "broadcast_sub",
+    "_sparse_broadcast_minus",
+    "_sparse_broadcast_sub",
     "broadcast_minus",
     "broadcast_to",
+    "cast_storage",
+    "_sparse_cast_storage",
     "cbrt",
+    "_sparse_cbrt",
     "ceil",
+    "_sparse_ceil",
     "clip",
+    "_sparse_clip",
     "col2im",
     "cos",
+    "_sparse_cos",
     "cosh",
+    "_sparse_cosh",
     "degrees",
+    "_sparse_degrees",
     "depth_to_space",
     "diag",
     "dot",
+    "_sparse_dot",
     "elemwise_add",
     "_Plus",
     "_add",
     "_plus",
+    "_sparse_elemwise_add",
     "elemwise_div",
     "_Div",
     "_div",
+    "_scatter_elemwise_div",
+    "_sparse_elemwise_div",
     "elemwise_mul",
     "_Mul",
     "_mul",
+    "_sparse_elemwise_mul",
     "elemwise_sub",
     "_Minus",
     "_minus",
+    "_sparse_elemwise_sub",
     "_sub",
     "erf",
     "erfinv",
     "exp",
+    "_sparse_exp",
     "expand_dims",
     "expm1",
+    "_sparse_expm1",
     "fix",
+    "_sparse_fix",
     "flip",
     "floor",
+    "_sparse_floor",
     "ftml_update",
     "ftrl_update",
+    "_sparse_ftrl_update",
     "gamma",
+    "_sparse_gamma",
     "gammaln",
+    "_sparse_gammaln",
     "gather_nd",
     "hard_sigmoid",
     "im2col",
@@ -10231,14 +12753,19 @@ const _OPERATOR_NAMES = [
     "lamb_update_phase1",
     "lamb_update_phase2",
     "log",
+    "_sparse_log",
     "log10",
+    "_sparse_log10",
     "log1p",
+    "_sparse_log1p",
     "log2",
+    "_sparse_log2",
     "log_softmax",
     "logical_not",
     "max",
     "max_axis",
     "mean",
+    "_sparse_mean",
     "min",
     "min_axis",
     "moments",
@@ -10258,7 +12785,9 @@ const _OPERATOR_NAMES = [
     "nanprod",
     "nansum",
     "negative",
+    "_sparse_negative",
     "norm",
+    "_sparse_norm",
     "one_hot",
     "ones_like",
     "pick",
@@ -10269,31 +12798,43 @@ const _OPERATOR_NAMES = [
     "preloaded_multi_sgd_update",
     "prod",
     "radians",
+    "_sparse_radians",
     "rcbrt",
     "reciprocal",
     "relu",
+    "_sparse_relu",
     "repeat",
     "reset_arrays",
     "reshape",
     "Reshape",
     "reshape_like",
     "rint",
+    "_sparse_rint",
     "rmsprop_update",
     "rmspropalex_update",
     "round",
+    "_sparse_round",
     "rsqrt",
+    "_sparse_rsqrt",
     "scatter_nd",
     "sgd_mom_update",
+    "_sparse_sgd_mom_update",
     "sgd_update",
+    "_sparse_sgd_update",
     "shape_array",
     "sigmoid",
+    "_sparse_sigmoid",
     "sign",
+    "_sparse_sign",
     "signsgd_update",
     "signum_update",
     "sin",
+    "_sparse_sin",
     "sinh",
+    "_sparse_sinh",
     "size_array",
     "slice",
+    "_sparse_slice",
     "crop",
     "slice_axis",
     "slice_like",
@@ -10307,18 +12848,27 @@ const _OPERATOR_NAMES = [
     "split",
     "SliceChannel",
     "sqrt",
+    "_sparse_sqrt",
     "square",
+    "_sparse_square",
     "squeeze",
     "stack",
     "sum",
+    "_broadcast_backward",
+    "_sparse_sum",
     "sum_axis",
     "take",
     "tan",
+    "_sparse_tan",
     "tanh",
+    "_sparse_tanh",
     "tile",
     "topk",
     "transpose",
     "trunc",
+    "_sparse_trunc",
     "where_",
+    "_sparse_where",
     "zeros_like",
+    "_sparse_zeros_like",
 ]

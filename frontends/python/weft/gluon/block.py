@@ -254,7 +254,7 @@ class Block:
             if deduplicate and id(p) in seen:
                 continue
             seen[id(p)] = key
-            arrays[key] = p.data()
+            arrays[key] = p.data() if p._stype == "default" else p._reduce()
         ndarray.save(filename, arrays)
 
     def load_parameters(self, filename, ctx=None, allow_missing=False, ignore_extra=False, cast_dtype=False,

@@ -71,15 +71,20 @@ class Parameter:
         _arrays_version += 1
         self.__grad = arrays
 
+    _stype = "default"
+    _trainer = None
+
     def __init__(self, name, grad_req="write", shape=None, dtype=np.float32, lr_mult=1.0, wd_mult=1.0, init=None,
                  allow_deferred_init=False, differentiable=True, stype="default", grad_stype="default"):
         if grad_req not in ("write", "add", "null"):
             raise ValueError("Parameter '%s': grad_req must be 'write', 'add' or 'null', got %r" % (name, grad_req))
-        if stype != "default" or grad_stype not in ("default", "row_sparse"):
-            raise ValueError("Parameter '%s': expected stype 'default' (sparse weights are not supported) and "
-                             "grad_stype 'default' or 'row_sparse', got stype=%r grad_stype=%r"
-                             % (name, stype, grad_stype))
+        if stype not in ("default", "row_sparse") or grad_stype not in ("default", "row_sparse"):
+            raise ValueError("Parameter '%s': expected stype and grad_stype 'default' or 'row_sparse', got "
+                             "stype=%r grad_stype=%r" % (name, stype, grad_stype))
+        self._stype = stype
         self._grad_stype = grad_stype
+        # A row_sparse weight lives in its Trainer's kvstore; row_sparse_data pulls rows from it.
+        self._trainer = None
         self.name = name
         self._shape = None if shape is None else tuple(int(d) for d in ((shape,) if np.isscalar(shape) else shape))
         self.dtype = np.dtype(dtype).type
@@ -165,6 +170,9 @@ class Parameter:
             # As MXNet: the parameter's own (or the block-wide) init fills it as a weight,
             # whatever its name; layers give biases, gammas and running statistics their own.
             initializer.create(default_init)(initializer.InitDesc(self.name, {"__init__": init}), data)
+            if self._stype == "row_sparse":
+                # Every row, until a row_sparse_data pull replaces them by the rows asked for.
+                data = data.tostype("row_sparse")
             self._data = OrderedDict((c, data if i == 0 else data.copyto(c)) for i, c in enumerate(ctxs))
         self._init_grad()
 
@@ -208,8 +216,60 @@ class Parameter:
         self._init_grad()
 
     # ---------------------------------------------------------------- access
+    def _set_trainer(self, trainer):
+        """Ties a row_sparse parameter to the one Trainer whose kvstore holds its rows."""
+        current = self._trainer
+        if self._stype != "default" and current is not None and trainer is not None and current is not trainer:
+            raise RuntimeError("Parameter '%s': its %s weight already belongs to another Trainer, and a sparse "
+                               "weight can have only one" % (self.name, self._stype))
+        self._trainer = trainer
+
+    def _get_row_sparse(self, ctx, row_id):
+        if not isinstance(row_id, nd.NDArray):
+            raise TypeError("Parameter '%s': row_id must be an NDArray, got %s" % (self.name, type(row_id).__name__))
+        trainer = self._trainer
+        if trainer is None:
+            raise RuntimeError("Parameter '%s': its row_sparse data come from a Trainer's kvstore, and no Trainer "
+                               "was created with it" % self.name)
+        self._check_initialized(None if ctx is list else ctx)
+        outs = list(self._data.values()) if ctx is list else self._data[ctx]
+        trainer._row_sparse_pull(self, outs, row_id)
+        return outs
+
+    def row_sparse_data(self, row_id):
+        """The row_sparse weight on row_id's context holding the rows whose ids are in
+        `row_id` (pulled through the Trainer's kvstore)."""
+        if self._stype != "row_sparse":
+            raise RuntimeError("Parameter '%s': row_sparse_data() is for row_sparse parameters, and this one's "
+                               "storage type is %s; use data()" % (self.name, self._stype))
+        return self._get_row_sparse(row_id.context if isinstance(row_id, nd.NDArray) else None, row_id)
+
+    def list_row_sparse_data(self, row_id):
+        """row_sparse_data on every context the parameter lives on."""
+        if self._stype != "row_sparse":
+            raise RuntimeError("Parameter '%s': list_row_sparse_data() is for row_sparse parameters, and this one's "
+                               "storage type is %s; use list_data()" % (self.name, self._stype))
+        return self._get_row_sparse(list, row_id)
+
+    def _reduce(self):
+        """The whole value on the CPU: for a row_sparse weight, every row from the Trainer's
+        kvstore (or the initial rows when no Trainer holds it yet)."""
+        from ..context import cpu
+        if self._stype == "default":
+            return self.data().copyto(cpu())
+        trainer = self._trainer
+        if trainer is None:
+            self._check_initialized()
+            return next(iter(self._data.values())).tostype("default").copyto(cpu())
+        out = nd.sparse.zeros("row_sparse", self._shape, ctx=cpu(), dtype=self.dtype)
+        trainer._row_sparse_pull(self, out, nd.arange(0, self._shape[0], dtype="int64", ctx=cpu()))
+        return out.tostype("default")
+
     def data(self, ctx=None):
         """The data array on `ctx` (the only context when None)."""
+        if self._stype != "default":
+            raise RuntimeError("Parameter '%s': its storage type is %s, so it has no whole copy on %s to return "
+                               "through data(); use row_sparse_data(row_id)" % (self.name, self._stype, ctx))
         self._check_initialized(ctx)
         if ctx is None:
             if len(self._data) > 1 and current_context() in self._data:
@@ -218,6 +278,9 @@ class Parameter:
         return self._data[ctx]
 
     def list_data(self):
+        if self._stype != "default":
+            raise RuntimeError("Parameter '%s': its storage type is %s, so it has no whole copies to return "
+                               "through list_data(); use list_row_sparse_data(row_id)" % (self.name, self._stype))
         self._check_initialized()
         return list(self._data.values())
 
@@ -260,6 +323,17 @@ class Parameter:
             if self._deferred_init is None:
                 raise RuntimeError("Parameter '%s' has not been initialized; call initialize() first" % self.name)
             self._finish_deferred_init()
+        if self._stype != "default":
+            # Sparse arrays are immutable: new arrays, and the Trainer's kvstore starts again
+            # from them.
+            with autograd.pause():
+                self._data = OrderedDict((c, data.astype(self.dtype).tostype(self._stype).copyto(c))
+                                         for c in self._data)
+            self._init_grad()
+            trainer = self._trainer
+            if trainer is not None:
+                trainer._reset_kvstore()
+            return
         with autograd.pause():
             for arr in self._data.values():
                 (data if data.dtype == arr.dtype else data.astype(arr.dtype)).copyto(arr)

@@ -33,7 +33,17 @@ class Trainer:
                 self._params.append(p)
         self._compression_params = compression_params
         self._kvstore_type = kvstore
+        # Row-sparse weights live in the kvstore, which updates them (MXNet's rule).
+        self._contains_sparse_weight = any(p._stype != "default" for p in self._params)
+        if self._contains_sparse_weight and update_on_kvstore is False:
+            raise ValueError("Trainer: update_on_kvstore=False is not possible with row_sparse weights: the kvstore "
+                             "holds and updates them")
         self._update_on_kvstore = update_on_kvstore
+        self._updates_on_kvstore = False
+        self._distributed = False
+        self._param2idx = {id(p): i for i, p in enumerate(self._params)}
+        for p in self._params:
+            p._set_trainer(self)
         self._kvstore = None
         self._kv_initialized = False
         self._scale = 1.0
@@ -68,11 +78,13 @@ class Trainer:
         self._kv_initialized = True
         ctxs = self._contexts()
         kv_type = self._kvstore_type
+        if self._contains_sparse_weight and not isinstance(kv_type, str) and (kv_type is None or kv_type is False):
+            raise TypeError("Trainer: row_sparse weights need a kvstore (a KVStore or its type), got %r" % (kv_type,))
         if kv_type is None or kv_type is False:
             return
         if not isinstance(kv_type, str):
             self._kvstore = kv_type
-        elif len(ctxs) > 1 or "dist" in kv_type:
+        elif len(ctxs) > 1 or "dist" in kv_type or self._contains_sparse_weight:
             from .. import kvstore as kvs
             self._kvstore = kvs.create(kv_type)
         if self._kvstore is None:
@@ -80,8 +92,37 @@ class Trainer:
         if self._compression_params:
             self._kvstore.set_gradient_compression(self._compression_params)
         for i, p in enumerate(self._params):
-            if p.grad_req != "null":
-                self._kvstore.init(i, p.list_data()[0])
+            # A row_sparse weight's first array holds every row until its first pull.
+            if p.grad_req != "null" or p._stype != "default":
+                self._kvstore.init(i, next(iter(p._data.values())))
+        if self._contains_sparse_weight:
+            self._distributed = "dist" in self._kvstore.type
+            if self._distributed:
+                # The servers keep the optimizer they are sent; the batch size can change at
+                # every step, so the workers scale their gradients instead (rescaling comes
+                # first in every update, before clipping: the result is the same).
+                rescale, self._optimizer.rescale_grad = self._optimizer.rescale_grad, 1.0
+                try:
+                    self._kvstore.set_optimizer(self._optimizer)
+                finally:
+                    self._optimizer.rescale_grad = rescale
+            else:
+                self._kvstore.set_optimizer(self._optimizer)
+            self._updates_on_kvstore = True
+
+    def _reset_kvstore(self):
+        """Starts over with a new kvstore at the next use (a sparse weight was set anew)."""
+        self._kvstore = None
+        self._kv_initialized = False
+        self._updates_on_kvstore = False
+
+    def _row_sparse_pull(self, parameter, out, row_id, full_idx=False):
+        """Pulls the rows `row_id` of a row_sparse parameter's weight from the kvstore into
+        `out` (one RowSparseNDArray, or a list of them); full_idx asks for every row."""
+        if not self._kv_initialized:
+            self._init_kvstore()
+        idx = self._param2idx[id(parameter)]
+        self._kvstore.row_sparse_pull(idx, out=out, row_ids=row_id, priority=-idx)
 
     @property
     def learning_rate(self):
@@ -110,7 +151,7 @@ class Trainer:
         if self._lists is None or self._lists_version != version or self._sparse_grads:
             trained = [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
             self._sparse_grads = any(p._grad_stype != "default" for _, p in trained)
-            per_ctx = [(i, p.list_grad(), p.list_data()) for i, p in trained]
+            per_ctx = [(i, p.list_grad(), list(p._data.values())) for i, p in trained]
             self._lists = [(ctx, [i for i, _, _ in per_ctx], [g[k] for _, g, _ in per_ctx],
                             [w[k] for _, _, w in per_ctx]) for k, ctx in enumerate(self._contexts())]
             self._reduce = [(i, g) for i, g, _ in per_ctx]
@@ -122,6 +163,15 @@ class Trainer:
         if not self._kv_initialized:
             self._init_kvstore()
         lists = self._step_lists()
+        if self._updates_on_kvstore:
+            # The kvstore sums and applies the gradients; dense weights come back in _update,
+            # row_sparse ones when row_sparse_data pulls them.
+            scale = self._optimizer.rescale_grad
+            for i, grads in self._reduce:
+                if self._distributed and scale != 1.0:
+                    grads = [g * scale for g in grads]
+                self._kvstore.push(i, grads, priority=-i)
+            return
         if self._kvstore is None and len(lists) <= 1:
             return
         for i, grads in self._reduce:
@@ -137,6 +187,9 @@ class Trainer:
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Applies the optimizer to already reduced gradients (after allreduce_grads)."""
+        if self._contains_sparse_weight:
+            raise ValueError("Trainer.update: with row_sparse weights the kvstore applies the optimizer as the "
+                             "gradients are pushed; call step() instead")
         self._optimizer.rescale_grad = self._scale / batch_size
         self._update(ignore_stale_grad)
 
@@ -148,6 +201,11 @@ class Trainer:
         # The engine runs behind Python; a loop that never reads a value is held back by the
         # engine's own bound on what pending operations write (WEFT_ENGINE_MAX_PENDING_BYTES,
         # docs/design/engine.md), so the steps need no throttle of their own.
+        if self._updates_on_kvstore:
+            for i, p in enumerate(self._params):
+                if p.grad_req != "null" and p._stype == "default":
+                    self._kvstore.pull(i, list(p._data.values()), priority=-i)
+            return
         for ctx, indices, grads, weights in self._step_lists():
             updater = self._updaters.get(ctx)
             if updater is None:

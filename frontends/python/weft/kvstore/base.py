@@ -148,3 +148,10 @@ class TestStore(KVStoreBase):
     @property
     def num_workers(self):
         return 1
+
+
+def create(name="local"):
+    """The store `name`: a class registered with KVStoreBase.register, else one of Weft's
+    (local, device, dist_sync, ...); the same as weft.kv.create."""
+    from .kvstore import create as _create  # pylint: disable=import-outside-toplevel
+    return _create(name)

@@ -13,6 +13,7 @@ import numpy as np
 from ..base import _api, atomic_write
 from .. import ndarray as nd
 from ..ndarray.ndarray import NDArray
+from ..ndarray.sparse import _wrap
 from . import optimizer_wire
 from .base import KVStoreBase
 
@@ -69,6 +70,7 @@ class KVStore(object):
     def __init__(self, handle):
         self.handle = handle
         self._updater = None
+        self._compressed = False
         self._updater_cb = None
         _live.add(self)
 
@@ -108,7 +110,15 @@ class KVStore(object):
         """Pushes value(s): per key an NDArray or a list of NDArrays (one per device),
         which are summed; the sum updates the stored value (through the updater, if set)."""
         keys, vals = _flatten(key, value, "push")
-        vals = _dense(vals)
+        if self._updater is not None and "dist" not in self.type and not self._compressed:
+            # A key's one row_sparse value (a gradient) reaches the updater as it is, so that
+            # the optimizer touches only its rows (lazy updates); other sparse values go dense.
+            once = {k for k in keys if keys.count(k) == 1}
+            vals = [v if v.stype == "default" or (v.stype == "row_sparse" and k in once and
+                                                   v.context.device_type == "cpu")
+                    else v.tostype("default") for k, v in zip(keys, vals)]
+        else:
+            vals = _dense(vals)
         _api.weft_kvstore_push(self.handle, len(keys), keys, vals, priority)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):
@@ -121,7 +131,8 @@ class KVStore(object):
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """Pulls only the rows `row_ids` (an NDArray of indices, or one per `out`) of key(s)'
         stored value(s) into RowSparseNDArray(s) `out`: afterwards `out` stores exactly those
-        rows (sorted, without repeats). The stored value is read whole, then the rows kept."""
+        rows (sorted, without repeats). Only those rows are read from the store, and a dist
+        store's servers send only them."""
         from ..ndarray import sparse  # pylint: disable=import-outside-toplevel
         if out is None or row_ids is None:
             raise ValueError("kvstore row_sparse_pull: 'out' and 'row_ids' are required")
@@ -134,14 +145,14 @@ class KVStore(object):
             if not isinstance(o, sparse.RowSparseNDArray):
                 raise TypeError("kvstore row_sparse_pull: expected RowSparseNDArray outputs, got %s"
                                 % type(o).__name__)
-            full = nd.zeros(o.shape, ctx=o.context, dtype=o.dtype)
-            _api.weft_kvstore_pull(self.handle, 1, [k], [full], priority)
-            rows = np.unique(r.asnumpy().astype(np.int64))
-            if rows.size and (rows[0] < 0 or rows[-1] >= o.shape[0]):
-                raise IndexError("kvstore row_sparse_pull: row ids must be in [0, %d), got %s..%s"
-                                 % (o.shape[0], rows[0], rows[-1]))
-            vals = nd.take(full, nd.array(rows, ctx=o.context, dtype="int64"), axis=0)
-            got = sparse.row_sparse_array((vals, rows), shape=o.shape, ctx=o.context)
+            host_ids = r.asnumpy() if isinstance(r, NDArray) else np.asarray(r)
+            if host_ids.size and (not np.all(np.isfinite(host_ids)) or np.any(host_ids != np.floor(host_ids))):
+                raise ValueError("kvstore row_sparse_pull: row ids must be integers, got %s" % (host_ids,))
+            rows = np.unique(host_ids.astype(np.int64))
+            rows_nd = nd.array(rows, ctx=o.context, dtype="int64")
+            vals = nd.empty((len(rows),) + tuple(o.shape[1:]), ctx=o.context, dtype=o.dtype)
+            _api.weft_kvstore_pull_rows(self.handle, k, rows_nd, vals, priority)
+            got = sparse.RowSparseNDArray(_api.weft_ndarray_create_sparse(1, tuple(o.shape), vals, 1, [rows_nd]))
             _api.weft_ndarray_sparse_assign(o, got)
 
     def pushpull(self, key, value, out=None, priority=0):
@@ -175,7 +186,7 @@ class KVStore(object):
             cb = None
         else:
             def cb(key, merged, stored):
-                updater(_key_back(key), NDArray(merged), NDArray(stored))
+                updater(_key_back(key), _wrap(merged), NDArray(stored))
         _api.weft_kvstore_set_updater(self.handle, cb)
         # The library calls back through these: they live as long as the store uses them.
         self._updater, self._updater_cb = updater, cb
@@ -190,6 +201,7 @@ class KVStore(object):
         keys = [str(k) for k in compression_params]
         vals = [str(v) for v in compression_params.values()]
         _api.weft_kvstore_set_gradient_compression(self.handle, len(keys), keys, vals)
+        self._compressed = str(compression_params.get("type", "none")) != "none"
 
     def save_optimizer_states(self, fname, dump_optimizer=False):
         """Saves the updater's states (and the optimizer when dump_optimizer) to fname."""

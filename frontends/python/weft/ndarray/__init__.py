@@ -13,6 +13,8 @@ from . import _ops
 
 _internal = _types.ModuleType("weft.ndarray._internal", "Every operator, internal names included.")
 _ops.populate(globals(), _internal.__dict__)
+from . import op  # noqa: E402  (the public operators as MXNet's op module holds them)
+from .cached_op import CachedOp  # noqa: E402
 
 from . import contrib, linalg, image  # noqa: E402  (filled from the operators populated above)
 
@@ -20,20 +22,16 @@ from . import random  # noqa: E402  (its samplers call the generated operators)
 
 from . import sparse  # noqa: E402  (csr and row_sparse arrays; after the operators it uses)
 from .sparse import cast_storage, CSRNDArray, RowSparseNDArray  # noqa: E402
+from .. import _fast  # noqa: E402
 
+_ops.populate_namespace(sparse.__dict__, "_sparse_")
+_fast.set_sparse_classes(CSRNDArray, RowSparseNDArray, "cast_storage")
 
-def _elementwise_pair(array_op, scalar_op):
-    def fn(lhs, rhs):
-        if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
-            return _ops.get(array_op)(lhs, rhs)
-        if isinstance(lhs, NDArray):
-            return _ops.get(scalar_op)(lhs, scalar=float(rhs))
-        if isinstance(rhs, NDArray):
-            return _ops.get(scalar_op)(rhs, scalar=float(lhs))
-        return max(lhs, rhs) if array_op == "broadcast_maximum" else min(lhs, rhs)
-    fn.__doc__ = "Elementwise %s of two arrays (broadcast) or of an array and a number." % array_op[10:]
-    return fn
+from . import utils  # noqa: E402  (MXNet's creation and files with storage types)
+from .utils import array  # noqa: E402  (a scipy.sparse csr matrix gives a CSRNDArray, as MXNet's nd.array)
 
-
-maximum = _elementwise_pair("broadcast_maximum", "_maximum_scalar")
-minimum = _elementwise_pair("broadcast_minimum", "_minimum_scalar")
+# MXNet's module-level arithmetic and comparisons (arrays or numbers on either side); after
+# the operators, so that these names are the functions and not an operator of that name.
+from .ndarray import (add, subtract, multiply, divide, true_divide, modulo, power, maximum,  # noqa: E402
+                      minimum, equal, not_equal, greater, greater_equal, lesser, lesser_equal, logical_and,
+                      logical_or, logical_xor, eye, linspace, from_numpy, onehot_encode, imdecode)

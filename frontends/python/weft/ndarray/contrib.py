@@ -197,3 +197,18 @@ def while_loop(cond, func, loop_vars, max_iterations=None):
 def cond(pred, then_func, else_func):
     """Returns then_func() if the one-element `pred` is nonzero, else else_func()."""
     return then_func() if _scalar(pred, bool, "pred") else else_func()
+
+
+def isinf(data):
+    """1 where `data` is +inf or -inf, else 0 (same dtype as data)."""
+    return data.abs() == float("inf")
+
+
+def isfinite(data):
+    """1 where `data` is neither infinite nor NaN, else 0."""
+    return (data.abs() != float("inf")) * (data == data)
+
+
+def isnan(data):
+    """1 where `data` is NaN, else 0."""
+    return data != data

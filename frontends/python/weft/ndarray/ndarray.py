@@ -15,7 +15,12 @@ from ..context import Context, current_context, _from_tuple
 
 __all__ = ["NDArray", "empty", "array", "zeros", "ones", "full", "arange", "save", "load",
            "load_frombuffer", "waitall", "from_dlpack", "to_dlpack_for_read", "to_dlpack_for_write",
-           "concatenate", "moveaxis", "split_v2", "histogram", "bfloat16", "dtype_id", "dtype_np", "invoke"]
+           "concatenate", "moveaxis", "split_v2", "histogram", "bfloat16", "dtype_id", "dtype_np", "invoke",
+           "add", "subtract", "multiply", "divide", "true_divide", "modulo", "power", "maximum", "minimum",
+           "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal", "logical_and",
+           "logical_or", "logical_xor", "eye", "linspace", "from_numpy", "onehot_encode", "imdecode",
+           "_DTYPE_NP_TO_MX", "_DTYPE_MX_TO_NP", "_GRAD_REQ_MAP", "get_indexing_dispatch_code",
+           "indexing_key_expand_implicit_axes", "get_oshape_of_gather_nd_op"]
 
 # MXNet's representation of bfloat16 on the numpy side: the raw 16 bits in a named field.
 bfloat16 = np.dtype([("bfloat16", np.uint16)])
@@ -556,12 +561,19 @@ def _shape(shape):
     return tuple(int(d) for d in shape)
 
 
-def empty(shape, ctx=None, dtype=None):
-    """An uninitialised array."""
+def empty(shape, ctx=None, dtype=None, stype=None):
+    """An uninitialised array (of storage type `stype`: a sparse one stores nothing)."""
+    if stype not in (None, "default"):
+        from .sparse import zeros as sparse_zeros  # pylint: disable=import-outside-toplevel
+        return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     return NDArray(_api.weft_ndarray_create(_shape(shape), dtype_id(dtype), _ctx(ctx)._as_tuple()))
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
+def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
+    """An array of zeros (of storage type `stype`: a sparse one stores nothing)."""
+    if stype not in (None, "default"):
+        from .sparse import zeros as sparse_zeros  # pylint: disable=import-outside-toplevel
+        return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
     return invoke("_zeros", [], {"shape": _shape(shape), "ctx": _ctx(ctx), "dtype": _dtype_name(dtype or "float32")})
 
 
@@ -584,6 +596,10 @@ def array(source_array, ctx=None, dtype=None):
     """An array from a numpy array, an NDArray, a list or a number. The dtype defaults to
     the source's for an NDArray and to float32 for anything else, numpy arrays included:
     MXNet's rule, on which scripts rely (`nd.array(np.random.rand(3))` is float32)."""
+    if isinstance(source_array, NDArray) and source_array.stype != "default":
+        # A sparse source gives a sparse copy, as MXNet's.
+        copy = source_array.copyto(_ctx(ctx)) if ctx is not None else source_array.copy()
+        return copy if dtype is None or dtype_id(dtype) == dtype_id(copy.dtype) else copy.astype(dtype)
     if isinstance(source_array, NDArray):
         dtype = source_array.dtype if dtype is None else dtype
         src = source_array.asnumpy()
@@ -737,6 +753,217 @@ def to_dlpack_for_read(data):
 
 def to_dlpack_for_write(data):
     return data.to_dlpack_for_write()
+
+
+# -------------------------------------------------------------------- module-level arithmetic
+# MXNet's nd.add, nd.greater, ...: two arrays broadcast against each other, an array and a
+# number use the scalar operator (its reflected form when the number is on the left), two
+# numbers are computed by Python.
+_NUMBERS = (numbers.Number, np.generic)
+
+
+def _ufunc(lhs, rhs, array_op, scalar_fn, scalar_op, rscalar_op=None):
+    if isinstance(lhs, _NUMBERS):
+        if isinstance(rhs, _NUMBERS):
+            return scalar_fn(lhs, rhs)
+        if not isinstance(rhs, NDArray):
+            raise TypeError("type %s not supported" % type(rhs).__name__)
+        return invoke(rscalar_op or scalar_op, [rhs], {"scalar": float(lhs)})
+    if not isinstance(lhs, NDArray):
+        raise TypeError("type %s not supported" % type(lhs).__name__)
+    if isinstance(rhs, _NUMBERS):
+        return invoke(scalar_op, [lhs], {"scalar": float(rhs)})
+    if isinstance(rhs, NDArray):
+        return invoke(array_op, [lhs, rhs])
+    raise TypeError("type %s not supported" % type(rhs).__name__)
+
+
+def _ufunc_function(name, array_op, scalar_fn, scalar_op, rscalar_op, what):
+    def fn(lhs, rhs):
+        return _ufunc(lhs, rhs, array_op, scalar_fn, scalar_op, rscalar_op)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = ("%s of `lhs` and `rhs`, each an NDArray or a number; two arrays broadcast "
+                  "against each other (%s), two numbers give a number." % (what, array_op))
+    return fn
+
+
+def _truth(test):
+    return lambda x, y: 1 if test(x, y) else 0
+
+
+add = _ufunc_function("add", "broadcast_add", lambda x, y: x + y, "_plus_scalar", None, "The sum")
+subtract = _ufunc_function("subtract", "broadcast_sub", lambda x, y: x - y, "_minus_scalar", "_rminus_scalar",
+                           "The difference")
+multiply = _ufunc_function("multiply", "broadcast_mul", lambda x, y: x * y, "_mul_scalar", None, "The product")
+divide = _ufunc_function("divide", "broadcast_div", lambda x, y: x / y, "_div_scalar", "_rdiv_scalar",
+                         "The quotient")
+true_divide = _ufunc_function("true_divide", "broadcast_div", lambda x, y: x / y, "_div_scalar", "_rdiv_scalar",
+                              "The quotient (as divide: NDArray division is true division)")
+modulo = _ufunc_function("modulo", "broadcast_mod", lambda x, y: x % y, "_mod_scalar", "_rmod_scalar",
+                         "The remainder")
+maximum = _ufunc_function("maximum", "broadcast_maximum", lambda x, y: x if x > y else y, "_maximum_scalar",
+                          None, "The elementwise maximum")
+minimum = _ufunc_function("minimum", "broadcast_minimum", lambda x, y: x if x < y else y, "_minimum_scalar",
+                          None, "The elementwise minimum")
+equal = _ufunc_function("equal", "broadcast_equal", _truth(lambda x, y: x == y), "_equal_scalar", None,
+                        "1 where lhs == rhs, else 0,")
+not_equal = _ufunc_function("not_equal", "broadcast_not_equal", _truth(lambda x, y: x != y), "_not_equal_scalar",
+                            None, "1 where lhs != rhs, else 0,")
+greater = _ufunc_function("greater", "broadcast_greater", _truth(lambda x, y: x > y), "_greater_scalar",
+                          "_lesser_scalar", "1 where lhs > rhs, else 0,")
+greater_equal = _ufunc_function("greater_equal", "broadcast_greater_equal", _truth(lambda x, y: x >= y),
+                                "_greater_equal_scalar", "_lesser_equal_scalar", "1 where lhs >= rhs, else 0,")
+lesser = _ufunc_function("lesser", "broadcast_lesser", _truth(lambda x, y: x < y), "_lesser_scalar",
+                         "_greater_scalar", "1 where lhs < rhs, else 0,")
+lesser_equal = _ufunc_function("lesser_equal", "broadcast_lesser_equal", _truth(lambda x, y: x <= y),
+                               "_lesser_equal_scalar", "_greater_equal_scalar", "1 where lhs <= rhs, else 0,")
+logical_and = _ufunc_function("logical_and", "broadcast_logical_and", _truth(lambda x, y: x and y),
+                              "_logical_and_scalar", None, "1 where both are nonzero, else 0,")
+logical_or = _ufunc_function("logical_or", "broadcast_logical_or", _truth(lambda x, y: x or y),
+                             "_logical_or_scalar", None, "1 where either is nonzero, else 0,")
+logical_xor = _ufunc_function("logical_xor", "broadcast_logical_xor", _truth(lambda x, y: bool(x) != bool(y)),
+                              "_logical_xor_scalar", None, "1 where exactly one is nonzero, else 0,")
+
+
+def power(base, exp):
+    """`base` to the power `exp`, each an NDArray or a number (arrays broadcast)."""
+    return _ufunc(base, exp, "broadcast_power", lambda x, y: x ** y, "_power_scalar", "_rpower_scalar")
+
+
+# -------------------------------------------------------------------- more creation
+def eye(N, M=0, k=0, ctx=None, dtype=None, **kwargs):
+    """An N x M (M=0: N x N) array with ones on diagonal `k` (0 the main one, positive above)."""
+    return invoke("_eye", [], {"N": N, "M": M, "k": k, "ctx": _ctx(ctx), "dtype": _dtype_name(dtype or "float32")})
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=np.float32):
+    """`num` evenly spaced values from `start` to `stop` (included unless endpoint=False)."""
+    return invoke("_linspace", [], {"start": start, "stop": stop, "num": num, "endpoint": endpoint,
+                                    "ctx": _ctx(ctx), "dtype": _dtype_name(dtype)})
+
+
+def from_numpy(ndarray, zero_copy=True, array_cls=NDArray):
+    """An NDArray of a numpy array. With zero_copy the two share memory through DLPack and,
+    as in MXNet, the numpy array is made read-only (writes through it would race the
+    engine); that needs a C-contiguous array. zero_copy=False copies."""
+    if not zero_copy:
+        return array(ndarray, dtype=ndarray.dtype)
+    if not ndarray.flags["C_CONTIGUOUS"]:
+        raise ValueError("from_numpy: only C-contiguous arrays can be shared without a copy")
+    handle = _api.weft_ndarray_from_dlpack(ndarray.__dlpack__())
+    ndarray.flags["WRITEABLE"] = False
+    return array_cls(handle)
+
+
+def onehot_encode(indices, out):
+    """Writes the one-hot rows of `indices` into the 2-D `out` (depth out.shape[1]) and
+    returns it. Deprecated in MXNet in favour of one_hot."""
+    return invoke("one_hot", [indices], {"depth": out.shape[1], "dtype": _dtype_name(out.dtype)}, out=out)
+
+
+def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mean=None):
+    """MXNet's first image decoder (deprecated there for mx.image): the image's bytes
+    decoded to a float32 (channels, h, w) array, cropped to `clip_rect` (x0, y0, x1, y1;
+    all zero keeps the whole image), less `mean` when given, written into `out` when given
+    (3-D, or 4-D at batch position `index`)."""
+    if channels not in (1, 3):
+        raise ValueError("imdecode: channels must be 1 or 3, got %r" % (channels,))
+    img = NDArray(_api.weft_image_decode(bytes(str_img), 1 if channels == 3 else 0, 1))
+    x0, y0, x1, y1 = (int(v) for v in clip_rect)
+    if x1 > x0 and y1 > y0:
+        img = img[y0:y1, x0:x1]
+    res = invoke("transpose", [img.astype("float32")], {"axes": (2, 0, 1)})
+    if mean is not None:
+        if mean.shape != res.shape:
+            raise ValueError("imdecode: mean has shape %s, the image %s" % (mean.shape, res.shape))
+        res = res - mean
+    if out is None:
+        return res
+    target = out[index] if out.ndim == 4 else out
+    if target.shape != res.shape:
+        raise ValueError("imdecode: out has room for %s, the image is %s" % (target.shape, res.shape))
+    _api.weft_ndarray_copy_to(res, target)
+    return out
+
+
+# -------------------------------------------------------------------- MXNet's exported helpers
+# The dtype tables and indexing helpers that MXNet's ndarray module lists in its __all__.
+_DTYPE_NP_TO_MX = {None: -1, **{(v.type if v != bfloat16 else v): k for k, v in _ID_TO_NP.items()}}
+_DTYPE_MX_TO_NP = {-1: None, **{k: (v.type if v != bfloat16 else v) for k, v in _ID_TO_NP.items()}}
+# grad_req names and the OpReq values the C API's executors use (kWriteTo 1, kAddTo 3).
+_GRAD_REQ_MAP = {"null": 0, "write": 1, "add": 3}
+
+_NDARRAY_UNSUPPORTED_INDEXING = -1
+_NDARRAY_BASIC_INDEXING = 0
+_NDARRAY_ADVANCED_INDEXING = 1
+_NDARRAY_EMPTY_TUPLE_INDEXING = 2
+_NDARRAY_NO_ZERO_DIM_BOOL_ARRAY = -1
+_NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE = 0
+_NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE = 1
+
+
+def get_indexing_dispatch_code(key):
+    """Basic (ints, slices, None), advanced (arrays, lists, tuples, ranges) or empty-tuple
+    indexing, for a key already made a tuple; ValueError for any other index type."""
+    if not isinstance(key, tuple):
+        raise TypeError("get_indexing_dispatch_code: expected a tuple key, got %s" % type(key).__name__)
+    for idx in key:
+        if isinstance(idx, (NDArray, np.ndarray, list, tuple, range)):
+            if isinstance(idx, tuple) and not idx:
+                return _NDARRAY_EMPTY_TUPLE_INDEXING
+            return _NDARRAY_ADVANCED_INDEXING
+        if not (isinstance(idx, (slice, numbers.Integral)) or idx is None):
+            raise ValueError("NDArray does not support slicing with key %s of type %s." % (idx, type(idx)))
+    return _NDARRAY_BASIC_INDEXING
+
+
+def indexing_key_expand_implicit_axes(key, shape):
+    """(key with its Ellipsis, or the axes it leaves out at the end, replaced by slice(None)
+    for every axis of `shape` not indexed, 0-d integer arrays as ints; a code saying whether
+    a 0-d boolean array was in the key: -1 none, 0 False, 1 True). Boolean arrays of
+    other ranks need NumPy semantics, which Weft's NDArray does not have: ValueError."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    ell_idx = None
+    num_none = 0
+    explicit = []
+    prepend = _NDARRAY_NO_ZERO_DIM_BOOL_ARRAY
+    for i, idx in enumerate(key):
+        if idx is Ellipsis:
+            if ell_idx is not None:
+                raise IndexError("Cannot use more than one ellipsis (`...`) for indexing")
+            ell_idx = i
+            continue
+        if isinstance(idx, bool):
+            # a Python bool is a 0-d boolean index; a False anywhere selects nothing
+            if prepend != _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE:
+                prepend = _NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE if idx else _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE
+            continue
+        if idx is None:
+            num_none += 1
+        if isinstance(idx, NDArray) and idx.dtype == np.bool_:
+            if idx.ndim != 0:
+                raise ValueError("Cannot perform boolean indexing in legacy mode: NumPy array semantics are needed")
+            if prepend != _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE:
+                prepend = (_NDARRAY_ZERO_DIM_BOOL_ARRAY_TRUE if idx.asscalar()
+                           else _NDARRAY_ZERO_DIM_BOOL_ARRAY_FALSE)
+        elif isinstance(idx, NDArray) and idx.ndim == 0:
+            explicit.append(int(idx.asscalar()))
+        else:
+            explicit.append(idx)
+    explicit = tuple(explicit)
+    if ell_idx is None:
+        ell_idx = len(explicit)
+    implicit = len(shape) + num_none - len(explicit)
+    return explicit[:ell_idx] + (slice(None),) * implicit + explicit[ell_idx:], prepend
+
+
+def get_oshape_of_gather_nd_op(dshape, ishape):
+    """The output shape of gather_nd for data of shape `dshape` and indices of `ishape`:
+    ishape[1:] followed by the data axes the indices do not address."""
+    if not dshape or not ishape:
+        raise ValueError("gather_nd: data and indices need at least one axis, got %s and %s" % (dshape, ishape))
+    return tuple(ishape[1:]) + (tuple(dshape[ishape[0]:]) if ishape[0] < len(dshape) else ())
 
 
 _fast.init(NDArray, error, np.generic)

@@ -2,10 +2,13 @@
 
 A sparse array is an NDArray handle whose core array has a storage type and int64
 auxiliary arrays (see docs/design/sparse.md). `.data`, `.indices` and `.indptr` are dense
-NDArrays sharing the stored parts. Operators without a sparse kernel see a dense copy
-(the core's storage fallback) and return dense arrays; the elementwise arithmetic below
-keeps the storage type of two sparse operands of one type, as MXNet does.
+NDArrays sharing the stored parts. Operators with a sparse kernel in the core compute on
+the stored parts and return MXNet's output storage type; the others see a dense copy (the
+core's storage fallback) and return dense arrays. The operators MXNet names `_sparse_*`
+(sparse.dot, sparse.sum, sparse.Embedding, sparse.retain, ...) are added to this module by
+weft.ndarray at import.
 """
+import builtins
 import numbers
 
 import numpy as np
@@ -14,9 +17,8 @@ from ..base import _api, NotSupportedForSparseNDArray
 from ..context import Context
 from .ndarray import NDArray, array, dtype_np, dtype_id, _ctx, _shape
 
-__all__ = ["BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", "row_sparse_array", "zeros",
-           "empty", "array", "cast_storage", "retain", "dot", "add", "subtract", "multiply", "elemwise_add",
-           "elemwise_sub", "elemwise_mul"]
+__all__ = ["_ndarray_cls", "BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", "row_sparse_array", "zeros",
+           "empty", "array", "cast_storage", "add", "subtract", "multiply", "divide"]
 
 _STYPE_ID = {"default": 0, "row_sparse": 1, "csr": 2}
 _ID_STYPE = {v: k for k, v in _STYPE_ID.items()}
@@ -26,6 +28,15 @@ def _stype_id(stype):
     if stype not in _STYPE_ID:
         raise ValueError("expected a storage type among %s, got %r" % (sorted(_STYPE_ID), stype))
     return _STYPE_ID[stype]
+
+
+def _ndarray_cls(handle, writable=True, stype=-1):
+    """The array object of a handle, of the class its storage type (`stype`, or the handle's
+    own when -1) calls for (MXNet's helper of that name)."""
+    if stype == -1:
+        stype = _api.weft_ndarray_get_storage_type(handle)
+    cls = CSRNDArray if stype == 2 else RowSparseNDArray if stype == 1 else NDArray
+    return cls(handle, writable=writable)
 
 
 def _wrap(handle):
@@ -65,6 +76,14 @@ class BaseSparseNDArray(NDArray):
     def copy(self):
         return self.copyto(self.context)
 
+    def astype(self, dtype, copy=True):
+        """The same storage type with the stored values in `dtype`."""
+        if not copy and dtype_id(dtype) == dtype_id(self.dtype):
+            return self
+        aux = [self._aux(i).copy() for i in range(2 if self.stype == "csr" else 1)]
+        return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self.data.astype(dtype),
+                                                     len(aux), aux))
+
     def copyto(self, other):
         """A copy on a Context (same context only), or the dense values written into a
         dense NDArray `other` (returned)."""
@@ -90,31 +109,6 @@ class BaseSparseNDArray(NDArray):
 
     __str__ = __repr__
 
-    def _sparse_binary(self, other, op):
-        if isinstance(other, BaseSparseNDArray) and other.stype == self.stype:
-            return cast_storage(op(self.tostype("default"), other.tostype("default")), self.stype)
-        if isinstance(other, numbers.Number) and op is _mul:
-            return _scaled(self, other)
-        return op(self.tostype("default"), other.tostype("default") if isinstance(other, NDArray) else other)
-
-    def __add__(self, other):
-        return self._sparse_binary(other, _add)
-
-    def __sub__(self, other):
-        return self._sparse_binary(other, _sub)
-
-    def __mul__(self, other):
-        return self._sparse_binary(other, _mul)
-
-    def __rmul__(self, other):
-        return self.__mul__(other)
-
-    def __radd__(self, other):
-        return self.tostype("default").__radd__(other)
-
-    def __neg__(self):
-        return _scaled(self, -1.0)
-
     def __getitem__(self, key):
         raise NotSupportedForSparseNDArray(self.__getitem__, "__getitem__", key)
 
@@ -123,28 +117,6 @@ class BaseSparseNDArray(NDArray):
 
     def reshape(self, *shape, **kwargs):
         raise NotSupportedForSparseNDArray(self.reshape, "reshape", shape)
-
-
-def _add(a, b):
-    return a + b
-
-
-def _sub(a, b):
-    return a - b
-
-
-def _mul(a, b):
-    return a * b
-
-
-def _scaled(arr, scalar):
-    """A sparse array times a number, keeping its storage (zeros stay zeros unless the
-    number is inf or nan, where the dense product is the answer)."""
-    if not np.isfinite(scalar):
-        return arr.tostype("default") * scalar
-    aux = [arr._aux(i) for i in range(2 if arr.stype == "csr" else 1)]
-    return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[arr.stype], arr.shape, arr.data * scalar,
-                                                 len(aux), [a.copy() for a in aux]))
 
 
 class CSRNDArray(BaseSparseNDArray):
@@ -161,21 +133,17 @@ class CSRNDArray(BaseSparseNDArray):
         return self._aux(0)
 
     def __getitem__(self, key):
-        """Rows `key` (an int or a step-1 slice) as a csr array."""
+        """Rows `key` (an int or a step-1 slice) as a csr array (the slice operator)."""
         rows = self.shape[0]
         if isinstance(key, (numbers.Integral, np.integer)):
             k = int(key) + (rows if key < 0 else 0)
             if not 0 <= k < rows:
                 raise IndexError("csr row %d out of range for %d rows" % (key, rows))
-            key = slice(k, k + 1)
-        if not isinstance(key, slice) or key.step not in (None, 1):
+            key = builtins.slice(k, k + 1)
+        if not isinstance(key, builtins.slice) or key.step not in (None, 1):
             raise NotSupportedForSparseNDArray(self.__getitem__, "__getitem__", key)
         begin, end, _ = key.indices(rows)
-        end = max(begin, end)
-        indptr = self.indptr.asnumpy()
-        lo, hi = int(indptr[begin]), int(indptr[end])
-        return csr_matrix((self.data.asnumpy()[lo:hi], self.indices.asnumpy()[lo:hi], indptr[begin:end + 1] - lo),
-                          shape=(end - begin, self.shape[1]), ctx=self.context, dtype=self.dtype)
+        return _op("slice")(self, begin=(begin,), end=(max(begin, end),))
 
     def asscipy(self):
         import scipy.sparse as spsp  # pylint: disable=import-outside-toplevel
@@ -193,7 +161,8 @@ class RowSparseNDArray(BaseSparseNDArray):
         return self._aux(0)
 
     def retain(self, indices):
-        return retain(self, indices)
+        """The rows whose index is in `indices` (the others dropped), as a new array."""
+        return _op("_sparse_retain")(self, indices)
 
 
 def _int64(values, ctx):
@@ -274,38 +243,46 @@ def empty(stype, shape, ctx=None, dtype=None):
     return zeros(stype, shape, ctx=ctx, dtype=dtype)
 
 
+def _op(name):
+    from . import _ops  # pylint: disable=import-outside-toplevel
+    return _ops.get(name)
+
+
 def cast_storage(data, stype):
     """`data` in storage type `stype` ('default', 'csr', 'row_sparse') as a new array."""
-    return _wrap(_api.weft_ndarray_cast_storage(data, _stype_id(stype)))
+    return _op("cast_storage")(data, stype=stype)
 
 
-def retain(data, indices):
-    """The rows of row_sparse `data` whose index is in `indices` (others dropped)."""
-    if not isinstance(data, RowSparseNDArray):
-        raise TypeError("retain: expected a RowSparseNDArray, got %s" % type(data).__name__)
-    keep = np.isin(data.indices.asnumpy(), _host(indices).astype(np.int64))
-    vals = data.data.asnumpy()[keep]
-    return row_sparse_array((array(vals, ctx=data.context, dtype=data.dtype), data.indices.asnumpy()[keep]),
-                            shape=data.shape, ctx=data.context)
-
-
-def dot(lhs, rhs, transpose_a=False, transpose_b=False):
-    """Matrix product where either side may be sparse (computed on dense copies; dense result)."""
-    from . import _ops  # pylint: disable=import-outside-toplevel
-    dense = [x.tostype("default") if isinstance(x, BaseSparseNDArray) else x for x in (lhs, rhs)]
-    return _ops.get("dot")(dense[0], dense[1], transpose_a=transpose_a, transpose_b=transpose_b)
+def _ufunc(lhs, rhs, elemwise, broadcast, scalar, rscalar, fn):
+    """MXNet's dispatch of sparse.add & co.: two arrays of one shape -> the elementwise
+    operator (sparse kernels keep MXNet's storage types), of two shapes -> the broadcast one,
+    an array and a number -> the scalar operator, two numbers -> fn."""
+    if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+        return _op(elemwise if lhs.shape == rhs.shape else broadcast)(lhs, rhs)
+    if isinstance(lhs, NDArray):
+        return _op(scalar)(lhs, scalar=float(rhs))
+    if isinstance(rhs, NDArray):
+        return _op(rscalar)(rhs, scalar=float(lhs))
+    return fn(lhs, rhs)
 
 
 def add(lhs, rhs):
-    return lhs + rhs
+    """lhs + rhs: csr + csr is csr, row_sparse + row_sparse is row_sparse, with dense: dense."""
+    return _ufunc(lhs, rhs, "elemwise_add", "broadcast_add", "_plus_scalar", "_plus_scalar", lambda a, b: a + b)
 
 
 def subtract(lhs, rhs):
-    return lhs - rhs
+    """lhs - rhs, with add's storage types."""
+    return _ufunc(lhs, rhs, "elemwise_sub", "broadcast_sub", "_minus_scalar", "_rminus_scalar", lambda a, b: a - b)
 
 
 def multiply(lhs, rhs):
-    return lhs * rhs
+    """lhs * rhs: sparse when either array is (csr with csr or dense: csr; row_sparse with
+    row_sparse or dense: row_sparse); csr times a broadcast dense array is csr."""
+    return _ufunc(lhs, rhs, "elemwise_mul", "broadcast_mul", "_mul_scalar", "_mul_scalar", lambda a, b: a * b)
 
 
-elemwise_add, elemwise_sub, elemwise_mul = add, subtract, multiply
+def divide(lhs, rhs):
+    """lhs / rhs: dense for two arrays of one shape, csr for csr over a broadcast dense array,
+    the storage type of lhs for an array over a nonzero number."""
+    return _ufunc(lhs, rhs, "elemwise_div", "broadcast_div", "_div_scalar", "_rdiv_scalar", lambda a, b: a / b)

@@ -6,7 +6,7 @@ per-parameter states."""
 from . import optimizer
 from .optimizer import (Optimizer, SGD, NAG, Adam, AdamW, RMSProp, AdaGrad, AdaDelta, Ftrl, FTRL, FTML, Adamax,
                         Nadam, Signum, LAMB, LARS, LBSGD, DCASGD, SGLD, ccSGD, Test, Updater, get_updater, create,
-                        register)
+                        register, NDabs)
 from . import contrib
 from .contrib import GroupAdaGrad
 

@@ -22,9 +22,11 @@ import numpy
 
 from .. import ndarray as nd
 from ..ndarray import NDArray
+from .. import registry as _registry
 
 __all__ = ["Optimizer", "SGD", "NAG", "Adam", "AdamW", "RMSProp", "AdaGrad", "AdaDelta", "Ftrl", "FTRL", "FTML", "Adamax", "Nadam", "Signum",
-           "LAMB", "LARS", "LBSGD", "DCASGD", "SGLD", "ccSGD", "Test", "Updater", "get_updater", "create", "register"]
+           "LAMB", "LARS", "LBSGD", "DCASGD", "SGLD", "ccSGD", "Test", "Updater", "get_updater", "create", "register",
+           "NDabs"]
 
 
 class Optimizer(object):
@@ -239,6 +241,10 @@ class Optimizer(object):
         self.__dict__.update(state)
 
 
+# mx.registry sees the same table.
+_registry._REGISTRY[Optimizer] = Optimizer.opt_registry
+# MXNet's optimizer module exports nd.abs under this name (it is in its __all__).
+NDabs = nd.abs
 register = Optimizer.register
 create = Optimizer.create_optimizer
 

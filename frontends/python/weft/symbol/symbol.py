@@ -188,11 +188,13 @@ class Symbol:
                                  % (what, what, sorted(unknown), names))
             missing = [n for n in names if n not in values]
             if missing and not allow_missing:
-                raise ValueError("bind: %s lacks %s" % (what, missing))
+                # MXNet's wording first, then every missing name
+                raise ValueError("bind: key `%s` is missing in `%s` (%s lacks %s)" % (missing[0], what, what, missing))
             return [values.get(n) for n in names]
         values = list(values)
         if len(values) != len(names):
-            raise ValueError("bind: expected %d %s (%s), got %d" % (len(names), what, names, len(values)))
+            raise ValueError("bind: Length of %s does not match the number of arguments: expected %d %s (%s), got %d"
+                             % (what, len(names), what, names, len(values)))
         return values
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None, group2ctx=None,
@@ -451,3 +453,115 @@ def load_json(json_str):
 
 fromjson = load_json
 
+
+
+# -------------------------------------------------------------------- module-level functions
+# MXNet's sym.pow, sym.maximum, sym.zeros, ...: nodes of the registered operators. The
+# generated functions live in _ops, which imports this module, hence the late imports.
+def _op(name):
+    from . import _ops  # pylint: disable=import-outside-toplevel
+    return _ops.get(name)
+
+
+_NUMBERS = (int, float, np.generic)
+
+
+def _pair(left, right, array_op, scalar_op, rscalar_op, numbers_fn, what):
+    if isinstance(left, Symbol) and isinstance(right, Symbol):
+        return _op(array_op)(left, right)
+    if isinstance(left, Symbol) and isinstance(right, _NUMBERS):
+        return _op(scalar_op)(left, scalar=float(right))
+    if isinstance(left, _NUMBERS) and isinstance(right, Symbol):
+        return _op(rscalar_op)(right, scalar=float(left))
+    if isinstance(left, _NUMBERS) and isinstance(right, _NUMBERS):
+        return numbers_fn(left, right)
+    raise TypeError("%s: types (%s, %s) not supported" % (what, type(left).__name__, type(right).__name__))
+
+
+def pow(base, exp):  # pylint: disable=redefined-builtin
+    """base ** exp where each is a Symbol (same shapes) or a number (two numbers give a number)."""
+    return _pair(base, exp, "_Power", "_PowerScalar", "_RPowerScalar", lambda x, y: x ** y, "pow")
+
+
+def power(base, exp):
+    """The same as pow."""
+    return pow(base, exp)
+
+
+def maximum(left, right):
+    """The elementwise maximum of Symbols (broadcast against each other) and numbers."""
+    return _pair(left, right, "broadcast_maximum", "_MaximumScalar", "_MaximumScalar",
+                 lambda x, y: x if x > y else y, "maximum")
+
+
+def minimum(left, right):
+    """The elementwise minimum of Symbols (broadcast against each other) and numbers."""
+    return _pair(left, right, "broadcast_minimum", "_MinimumScalar", "_MinimumScalar",
+                 lambda x, y: x if x < y else y, "minimum")
+
+
+def hypot(left, right):
+    """sqrt(left**2 + right**2) elementwise, each a Symbol (same shapes) or a number."""
+    return _pair(left, right, "_Hypot", "_HypotScalar", "_HypotScalar", np.hypot, "hypot")
+
+
+def zeros(shape, dtype=None, **kwargs):
+    """A node of zeros of `shape` (float32 by default)."""
+    return _op("_zeros")(shape=shape, dtype=np.float32 if dtype is None else dtype, **kwargs)
+
+
+def ones(shape, dtype=None, **kwargs):
+    """A node of ones of `shape` (float32 by default)."""
+    return _op("_ones")(shape=shape, dtype=np.float32 if dtype is None else dtype, **kwargs)
+
+
+def full(shape, val, dtype=None, **kwargs):
+    """A node of `shape` filled with `val` (float32 by default)."""
+    return _op("_full")(shape=shape, dtype=np.float32 if dtype is None else dtype, value=float(val), **kwargs)
+
+
+def eye(N, M=0, k=0, dtype=None, **kwargs):
+    """An N x M (M=0: N x N) node with ones on diagonal `k`."""
+    return _op("_eye")(N=N, M=M, k=k, dtype=np.float32 if dtype is None else dtype, **kwargs)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, name=None, dtype=None):
+    """Evenly spaced values in [start, stop), each `repeat` times; with infer_range and no
+    stop, the length comes from the shape the output must have."""
+    return _op("_arange")(start=start, stop=stop, step=step, repeat=repeat, infer_range=infer_range, name=name,
+                          dtype=np.float32 if dtype is None else dtype)
+
+
+def linspace(start, stop, num, endpoint=True, name=None, dtype=None):
+    """`num` evenly spaced values from start to stop (included unless endpoint=False)."""
+    return _op("_linspace")(start=start, stop=stop, num=num, endpoint=endpoint, name=name,
+                            dtype=np.float32 if dtype is None else dtype)
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Splits `ary` along `axis` into `indices_or_sections` near-equal pieces (an int) or at
+    the given indices (a tuple: ary[:i0], ary[i0:i1], ..., ary[ik:])."""
+    if isinstance(indices_or_sections, int):
+        return _op("_split_v2")(ary, indices=(), axis=axis, squeeze_axis=squeeze_axis,
+                                sections=indices_or_sections)
+    if isinstance(indices_or_sections, tuple):
+        return _op("_split_v2")(ary, indices=(0,) + indices_or_sections, axis=axis, squeeze_axis=squeeze_axis)
+    raise ValueError("split_v2: indices_or_sections must be an int or a tuple of ints, got %r" % (indices_or_sections,))
+
+
+def histogram(a, bins=10, range=None, **kwargs):  # pylint: disable=redefined-builtin
+    """Counts and bin edges of `a`: `bins` equal bins over `range`, or a Symbol of edges."""
+    if isinstance(bins, Symbol):
+        return _op("_histogram")(data=a, bins=bins, **kwargs)
+    if isinstance(bins, int):
+        if range is None:
+            raise ValueError("histogram: a symbol needs a range with an int bins")
+        return _op("_histogram")(data=a, bin_cnt=bins, range=tuple(range), **kwargs)
+    raise ValueError("histogram: bins must be an int or a Symbol, got %r" % (bins,))
+
+
+def get_symbol(x):
+    """The recorded autograd history of NDArray `x` as a Symbol (MXNet's
+    autograd.get_symbol, which weft.autograd re-exports): a node per recorded call, a
+    variable var0, var1, ... per marked array and per constant array a call read."""
+    return Symbol(_api.weft_autograd_get_symbol(x))

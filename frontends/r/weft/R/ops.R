@@ -417,6 +417,27 @@ mx.symbol.internal.contrib.BilinearResize2D <- function(data = NULL, like = NULL
   .weft_symbol_op("_contrib_BilinearResize2D", list(data = data, like = like), c(height = .weft_param(height), width = .weft_param(width), scale_height = .weft_param(scale_height), scale_width = .weft_param(scale_width), mode = .weft_param(mode), align_corners = .weft_param(align_corners)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.DeformableConvolution <- function(data = NULL, offset = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, layout = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_DeformableConvolution", list(data, offset, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), layout = .weft_param(layout)), NULL, out)
+}
+mx.symbol.internal.contrib.DeformableConvolution <- function(data = NULL, offset = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, layout = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_DeformableConvolution", list(data = data, offset = offset, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), layout = .weft_param(layout)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.DeformablePSROIPooling <- function(data = NULL, rois = NULL, trans = NULL, spatial_scale, output_dim, group_size, pooled_size, part_size = NULL, sample_per_part = NULL, trans_std = NULL, no_trans = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_DeformablePSROIPooling", list(data, rois, trans), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), group_size = .weft_param(group_size), pooled_size = .weft_param(pooled_size), part_size = .weft_param(part_size), sample_per_part = .weft_param(sample_per_part), trans_std = .weft_param(trans_std), no_trans = .weft_param(no_trans)), NULL, out)
+}
+mx.symbol.internal.contrib.DeformablePSROIPooling <- function(data = NULL, rois = NULL, trans = NULL, spatial_scale, output_dim, group_size, pooled_size, part_size = NULL, sample_per_part = NULL, trans_std = NULL, no_trans = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_DeformablePSROIPooling", list(data = data, rois = rois, trans = trans), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), group_size = .weft_param(group_size), pooled_size = .weft_param(pooled_size), part_size = .weft_param(part_size), sample_per_part = .weft_param(sample_per_part), trans_std = .weft_param(trans_std), no_trans = .weft_param(no_trans)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.ModulatedDeformableConvolution <- function(data = NULL, offset = NULL, mask = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, im2col_step = NULL, layout = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_ModulatedDeformableConvolution", list(data, offset, mask, weight, bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), im2col_step = .weft_param(im2col_step), layout = .weft_param(layout)), NULL, out)
+}
+mx.symbol.internal.contrib.ModulatedDeformableConvolution <- function(data = NULL, offset = NULL, mask = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, num_deformable_group = NULL, workspace = NULL, no_bias = NULL, im2col_step = NULL, layout = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_ModulatedDeformableConvolution", list(data = data, offset = offset, mask = mask, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), num_deformable_group = .weft_param(num_deformable_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), im2col_step = .weft_param(im2col_step), layout = .weft_param(layout)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.MultiBoxDetection <- function(cls_prob = NULL, loc_pred = NULL, anchor = NULL, clip = NULL, threshold = NULL, background_id = NULL, nms_threshold = NULL, force_suppress = NULL, variances = NULL, nms_topk = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_MultiBoxDetection", list(cls_prob, loc_pred, anchor), c(clip = .weft_param(clip), threshold = .weft_param(threshold), background_id = .weft_param(background_id), nms_threshold = .weft_param(nms_threshold), force_suppress = .weft_param(force_suppress), variances = .weft_shape_param(variances), nms_topk = .weft_param(nms_topk)), NULL, out)
 }
@@ -438,6 +459,13 @@ mx.symbol.internal.contrib.MultiBoxTarget <- function(anchor = NULL, label = NUL
   .weft_symbol_op("_contrib_MultiBoxTarget", list(anchor = anchor, label = label, cls_pred = cls_pred), c(overlap_threshold = .weft_param(overlap_threshold), ignore_label = .weft_param(ignore_label), negative_mining_ratio = .weft_param(negative_mining_ratio), negative_mining_thresh = .weft_param(negative_mining_thresh), minimum_negative_samples = .weft_param(minimum_negative_samples), variances = .weft_shape_param(variances)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.MultiProposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_MultiProposal", list(cls_prob, bbox_pred, im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, out)
+}
+mx.symbol.internal.contrib.MultiProposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_MultiProposal", list(cls_prob = cls_prob, bbox_pred = bbox_pred, im_info = im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, spatial_scale, output_dim, pooled_size, group_size = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_PSROIPooling", list(data, rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, out)
 }
@@ -445,11 +473,32 @@ mx.symbol.internal.contrib.PSROIPooling <- function(data = NULL, rois = NULL, sp
   .weft_symbol_op("_contrib_PSROIPooling", list(data = data, rois = rois), c(spatial_scale = .weft_param(spatial_scale), output_dim = .weft_param(output_dim), pooled_size = .weft_param(pooled_size), group_size = .weft_param(group_size)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.Proposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_Proposal", list(cls_prob, bbox_pred, im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, out)
+}
+mx.symbol.internal.contrib.Proposal <- function(cls_prob = NULL, bbox_pred = NULL, im_info = NULL, rpn_pre_nms_top_n = NULL, rpn_post_nms_top_n = NULL, threshold = NULL, rpn_min_size = NULL, scales = NULL, ratios = NULL, feature_stride = NULL, output_score = NULL, iou_loss = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_Proposal", list(cls_prob = cls_prob, bbox_pred = bbox_pred, im_info = im_info), c(rpn_pre_nms_top_n = .weft_param(rpn_pre_nms_top_n), rpn_post_nms_top_n = .weft_param(rpn_post_nms_top_n), threshold = .weft_param(threshold), rpn_min_size = .weft_param(rpn_min_size), scales = .weft_shape_param(scales), ratios = .weft_shape_param(ratios), feature_stride = .weft_param(feature_stride), output_score = .weft_param(output_score), iou_loss = .weft_param(iou_loss)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_ROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, out)
 }
 mx.symbol.internal.contrib.ROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sample_ratio = NULL, position_sensitive = NULL, aligned = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_ROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sample_ratio = .weft_param(sample_ratio), position_sensitive = .weft_param(position_sensitive), aligned = .weft_param(aligned)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.RROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sampling_ratio = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_RROIAlign", list(data, rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sampling_ratio = .weft_param(sampling_ratio)), NULL, out)
+}
+mx.symbol.internal.contrib.RROIAlign <- function(data = NULL, rois = NULL, pooled_size, spatial_scale, sampling_ratio = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_RROIAlign", list(data = data, rois = rois), c(pooled_size = .weft_shape_param(pooled_size), spatial_scale = .weft_param(spatial_scale), sampling_ratio = .weft_param(sampling_ratio)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.SparseEmbedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, deterministic = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_SparseEmbedding", list(data, weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), deterministic = .weft_param(deterministic)), NULL, out)
+}
+mx.symbol.internal.contrib.SparseEmbedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, deterministic = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_SparseEmbedding", list(data = data, weight = weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), deterministic = .weft_param(deterministic)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.SyncBatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, ndev = NULL, key, out = NULL) {
@@ -478,6 +527,13 @@ mx.nd.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scal
 }
 mx.symbol.internal.contrib.backward.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_backward_gradientmultiplier", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.backward.hawkesll <- function(ograd = NULL, ograd_state = NULL, lda = NULL, alpha = NULL, beta = NULL, state = NULL, lags = NULL, marks = NULL, valid_length = NULL, max_time = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_backward_hawkesll", list(ograd, ograd_state, lda, alpha, beta, state, lags, marks, valid_length, max_time), c(), NULL, out)
+}
+mx.symbol.internal.contrib.backward.hawkesll <- function(ograd = NULL, ograd_state = NULL, lda = NULL, alpha = NULL, beta = NULL, state = NULL, lags = NULL, marks = NULL, valid_length = NULL, max_time = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_backward_hawkesll", list(ograd = ograd, ograd_state = ograd_state, lda = lda, alpha = alpha, beta = beta, state = state, lags = lags, marks = marks, valid_length = valid_length, max_time = max_time), c(), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.backward.index.copy <- function(ograd = NULL, old_tensor = NULL, index_vector = NULL, new_tensor = NULL, out = NULL) {
@@ -536,6 +592,13 @@ mx.symbol.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NUL
   .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.count.sketch <- function(data = NULL, h = NULL, s = NULL, out_dim, processing_batch_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_count_sketch", list(data, h, s), c(out_dim = .weft_param(out_dim), processing_batch_size = .weft_param(processing_batch_size)), NULL, out)
+}
+mx.symbol.internal.contrib.count.sketch <- function(data = NULL, h = NULL, s = NULL, out_dim, processing_batch_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_count_sketch", list(data = data, h = h, s = s), c(out_dim = .weft_param(out_dim), processing_batch_size = .weft_param(processing_batch_size)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.dequantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_dequantize", list(data, min_range, max_range), c(out_type = .weft_param(out_type)), NULL, out)
 }
@@ -543,11 +606,67 @@ mx.symbol.internal.contrib.dequantize <- function(data = NULL, min_range = NULL,
   .weft_symbol_op("_contrib_dequantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.dgl.adjacency <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_adjacency", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.dgl.adjacency <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_adjacency", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.dgl.csr.neighbor.non.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_csr_neighbor_non_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.csr.neighbor.non.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_csr_neighbor_non_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.csr.neighbor.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_csr_neighbor_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.csr.neighbor.uniform.sample <- function(..., num_hops = NULL, num_neighbor = NULL, max_num_vertices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_csr_neighbor_uniform_sample", .weft_dots(...), c(num_hops = .weft_param(num_hops), num_neighbor = .weft_param(num_neighbor), max_num_vertices = .weft_param(max_num_vertices)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.graph.compact <- function(..., return_mapping, graph_sizes, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_graph_compact", .weft_dots(...), c(return_mapping = .weft_param(return_mapping), graph_sizes = .weft_shape_param(graph_sizes)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.graph.compact <- function(..., return_mapping, graph_sizes, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_graph_compact", .weft_dots(...), c(return_mapping = .weft_param(return_mapping), graph_sizes = .weft_shape_param(graph_sizes)), "num_args", name, attr)
+}
+
+mx.nd.internal.contrib.dgl.subgraph <- function(..., return_mapping, out = NULL) {
+  .weft_nd_invoke("_contrib_dgl_subgraph", .weft_dots(...), c(return_mapping = .weft_param(return_mapping)), "num_args", out)
+}
+mx.symbol.internal.contrib.dgl.subgraph <- function(..., return_mapping, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_dgl_subgraph", .weft_dots(...), c(return_mapping = .weft_param(return_mapping)), "num_args", name, attr)
+}
+
 mx.nd.internal.contrib.div.sqrt.dim <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_div_sqrt_dim", list(data), c(), NULL, out)
 }
 mx.symbol.internal.contrib.div.sqrt.dim <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_div_sqrt_dim", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_edge_id", list(data, u, v), c(), NULL, out)
+}
+mx.symbol.internal.contrib.edge.id <- function(data = NULL, u = NULL, v = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_edge_id", list(data = data, u = u, v = v), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.fft <- function(data = NULL, compute_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_fft", list(data), c(compute_size = .weft_param(compute_size)), NULL, out)
+}
+mx.symbol.internal.contrib.fft <- function(data = NULL, compute_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_fft", list(data = data), c(compute_size = .weft_param(compute_size)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.getnnz <- function(data = NULL, axis = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_getnnz", list(data), c(axis = .weft_param(axis)), NULL, out)
+}
+mx.symbol.internal.contrib.getnnz <- function(data = NULL, axis = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_getnnz", list(data = data), c(axis = .weft_param(axis)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.gradientmultiplier <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
@@ -564,6 +683,20 @@ mx.symbol.internal.contrib.group.adagrad.update <- function(weight = NULL, grad 
   .weft_symbol_op("_contrib_group_adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), epsilon = .weft_param(epsilon)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.hawkesll <- function(lda = NULL, alpha = NULL, beta = NULL, state = NULL, lags = NULL, marks = NULL, valid_length = NULL, max_time = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_hawkesll", list(lda, alpha, beta, state, lags, marks, valid_length, max_time), c(), NULL, out)
+}
+mx.symbol.internal.contrib.hawkesll <- function(lda = NULL, alpha = NULL, beta = NULL, state = NULL, lags = NULL, marks = NULL, valid_length = NULL, max_time = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_hawkesll", list(lda = lda, alpha = alpha, beta = beta, state = state, lags = lags, marks = marks, valid_length = valid_length, max_time = max_time), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.ifft <- function(data = NULL, compute_size = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_ifft", list(data), c(compute_size = .weft_param(compute_size)), NULL, out)
+}
+mx.symbol.internal.contrib.ifft <- function(data = NULL, compute_size = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_ifft", list(data = data), c(compute_size = .weft_param(compute_size)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.index.array <- function(data = NULL, axes = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_index_array", list(data), c(axes = .weft_shape_param(axes)), NULL, out)
 }
@@ -578,6 +711,69 @@ mx.symbol.internal.contrib.index.copy <- function(old_tensor = NULL, index_vecto
   .weft_symbol_op("_contrib_index_copy", list(old_tensor = old_tensor, index_vector = index_vector, new_tensor = new_tensor), c(), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.interleaved.matmul.encdec.qk <- function(queries = NULL, keys_values = NULL, heads, out = NULL) {
+  .weft_nd_invoke("_contrib_interleaved_matmul_encdec_qk", list(queries, keys_values), c(heads = .weft_param(heads)), NULL, out)
+}
+mx.symbol.internal.contrib.interleaved.matmul.encdec.qk <- function(queries = NULL, keys_values = NULL, heads, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_interleaved_matmul_encdec_qk", list(queries = queries, keys_values = keys_values), c(heads = .weft_param(heads)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.interleaved.matmul.encdec.valatt <- function(keys_values = NULL, attention = NULL, heads, out = NULL) {
+  .weft_nd_invoke("_contrib_interleaved_matmul_encdec_valatt", list(keys_values, attention), c(heads = .weft_param(heads)), NULL, out)
+}
+mx.symbol.internal.contrib.interleaved.matmul.encdec.valatt <- function(keys_values = NULL, attention = NULL, heads, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_interleaved_matmul_encdec_valatt", list(keys_values = keys_values, attention = attention), c(heads = .weft_param(heads)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.interleaved.matmul.selfatt.qk <- function(queries_keys_values = NULL, heads, out = NULL) {
+  .weft_nd_invoke("_contrib_interleaved_matmul_selfatt_qk", list(queries_keys_values), c(heads = .weft_param(heads)), NULL, out)
+}
+mx.symbol.internal.contrib.interleaved.matmul.selfatt.qk <- function(queries_keys_values = NULL, heads, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_interleaved_matmul_selfatt_qk", list(queries_keys_values = queries_keys_values), c(heads = .weft_param(heads)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.interleaved.matmul.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, out = NULL) {
+  .weft_nd_invoke("_contrib_interleaved_matmul_selfatt_valatt", list(queries_keys_values, attention), c(heads = .weft_param(heads)), NULL, out)
+}
+mx.symbol.internal.contrib.interleaved.matmul.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_interleaved_matmul_selfatt_valatt", list(queries_keys_values = queries_keys_values, attention = attention), c(heads = .weft_param(heads)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.fully.connected <- function(data = NULL, weight = NULL, scaling = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out_type = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_fully_connected", list(data, weight, scaling, bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), out_type = .weft_param(out_type)), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.fully.connected <- function(data = NULL, weight = NULL, scaling = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out_type = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_fully_connected", list(data = data, weight = weight, scaling = scaling, bias = bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), out_type = .weft_param(out_type)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.maxabsolute <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_maxabsolute", list(data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.maxabsolute <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_maxabsolute", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.prepare.data <- function(data = NULL, maxabs = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_prepare_data", list(data, maxabs), c(), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.prepare.data <- function(data = NULL, maxabs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_prepare_data", list(data = data, maxabs = maxabs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.prepare.weight <- function(weight = NULL, maxabs = NULL, already_quantized = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_prepare_weight", list(weight, maxabs), c(already_quantized = .weft_param(already_quantized)), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.prepare.weight <- function(weight = NULL, maxabs = NULL, already_quantized = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_prepare_weight", list(weight = weight, maxabs = maxabs), c(already_quantized = .weft_param(already_quantized)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.intgemm.take.weight <- function(weight = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_intgemm_take_weight", list(weight, indices), c(), NULL, out)
+}
+mx.symbol.internal.contrib.intgemm.take.weight <- function(weight = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_intgemm_take_weight", list(weight = weight, indices = indices), c(), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL, c = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_quadratic", list(data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, out)
 }
@@ -585,11 +781,95 @@ mx.symbol.internal.contrib.quadratic <- function(data = NULL, a = NULL, b = NULL
   .weft_symbol_op("_contrib_quadratic", list(data = data), c(a = .weft_param(a), b = .weft_param(b), c = .weft_param(c)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.quantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantize", list(data, min_range, max_range), c(out_type = .weft_param(out_type)), NULL, out)
+}
+mx.symbol.internal.contrib.quantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantize", list(data = data, min_range = min_range, max_range = max_range), c(out_type = .weft_param(out_type)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantize_asym", list(data), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.quantize.asym <- function(data = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantize_asym", list(data = data), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_quantize_v2", list(data), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
 mx.symbol.internal.contrib.quantize.v2 <- function(data = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_quantize_v2", list(data = data), c(out_type = .weft_param(out_type), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.act <- function(data = NULL, min_data = NULL, max_data = NULL, act_type, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_act", list(data, min_data, max_data), c(act_type = .weft_param(act_type)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.act <- function(data = NULL, min_data = NULL, max_data = NULL, act_type, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_act", list(data = data, min_data = min_data, max_data = max_data), c(act_type = .weft_param(act_type)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_batch_norm", list(data, gamma, beta, moving_mean, moving_var, min_data, max_data), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.batch.norm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, min_data = NULL, max_data = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_batch_norm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var, min_data = min_data, max_data = max_data), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.concat <- function(..., num_args, dim = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_concat", .weft_dots(...), c(num_args = .weft_param(num_args), dim = .weft_param(dim)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.concat <- function(..., num_args, dim = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_concat", .weft_dots(...), c(num_args = .weft_param(num_args), dim = .weft_param(dim)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_conv", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), with_sum = .weft_param(with_sum)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_conv", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias, sum = sum, min_sum = min_sum, max_sum = max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), with_sum = .weft_param(with_sum)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.elemwise.add <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_elemwise_add", list(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.elemwise.add <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_elemwise_add", list(lhs = lhs, rhs = rhs, lhs_min = lhs_min, lhs_max = lhs_max, rhs_min = rhs_min, rhs_max = rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, enable_float_output = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_elemwise_mul", list(lhs, rhs, lhs_min, lhs_max, rhs_min, rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), enable_float_output = .weft_param(enable_float_output)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.elemwise.mul <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, enable_float_output = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_elemwise_mul", list(lhs = lhs, rhs = rhs, lhs_min = lhs_min, lhs_max = lhs_max, rhs_min = rhs_min, rhs_max = rhs_max), c(min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), enable_float_output = .weft_param(enable_float_output)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_embedding", list(data, weight, min_weight, max_weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.embedding <- function(data = NULL, weight = NULL, min_weight = NULL, max_weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_embedding", list(data = data, weight = weight, min_weight = min_weight, max_weight = max_weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.flatten <- function(data = NULL, min_data = NULL, max_data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_flatten", list(data, min_data, max_data), c(), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.flatten <- function(data = NULL, min_data = NULL, max_data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_flatten", list(data = data, min_data = min_data, max_data = max_data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_fully_connected", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_fully_connected", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.quantized.pooling <- function(data = NULL, min_data = NULL, max_data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_pooling", list(data, min_data, max_data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, out)
+}
+mx.symbol.internal.contrib.quantized.pooling <- function(data = NULL, min_data = NULL, max_data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_pooling", list(data = data, min_data = min_data, max_data = max_data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), cudnn_off = .weft_param(cudnn_off), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad), p_value = .weft_param(p_value), count_include_pad = .weft_param(count_include_pad), layout = .weft_param(layout)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.requantize <- function(data = NULL, min_range = NULL, max_range = NULL, out_type = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
@@ -1782,6 +2062,13 @@ mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, b
   .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.retain <- function(data = NULL, indices = NULL, out = NULL) {
+  .weft_nd_invoke("_sparse_retain", list(data, indices), c(), NULL, out)
+}
+mx.symbol.internal.sparse.retain <- function(data = NULL, indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sparse_retain", list(data = data, indices = indices), c(), NULL, name, attr)
+}
+
 mx.nd.internal.sparse.softmax.cross.entropy <- function(data = NULL, label = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_sparse_softmax_cross_entropy", list(data, label), c(axis = .weft_param(axis)), NULL, out)
 }
@@ -1794,6 +2081,20 @@ mx.nd.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_a
 }
 mx.symbol.internal.split.v2 <- function(data = NULL, indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_split_v2", list(data = data), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
+}
+
+mx.nd.internal.split.v2.backward <- function(..., indices, axis = NULL, squeeze_axis = NULL, sections = NULL, out = NULL) {
+  .weft_nd_invoke("_split_v2_backward", .weft_dots(...), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, out)
+}
+mx.symbol.internal.split.v2.backward <- function(..., indices, axis = NULL, squeeze_axis = NULL, sections = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_split_v2_backward", .weft_dots(...), c(indices = .weft_shape_param(indices), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis), sections = .weft_param(sections)), NULL, name, attr)
+}
+
+mx.nd.internal.square.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("_square_sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.square.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_square_sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
 mx.nd.internal.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
@@ -2137,6 +2438,13 @@ mx.nd.broadcast.to <- function(data = NULL, shape, out = NULL) {
 }
 mx.symbol.broadcast.to <- function(data = NULL, shape, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_to", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.cast.storage <- function(data = NULL, stype, out = NULL) {
+  .weft_nd_invoke("cast_storage", list(data), c(stype = .weft_param(stype)), NULL, out)
+}
+mx.symbol.cast.storage <- function(data = NULL, stype, name = NULL, attr = NULL) {
+  .weft_symbol_op("cast_storage", list(data = data), c(stype = .weft_param(stype)), NULL, name, attr)
 }
 
 mx.nd.cbrt <- function(data = NULL, out = NULL) {

@@ -1462,6 +1462,16 @@ SEXP weft_r_ndarray_detach(SEXP s_arr) {
   return result;
 }
 
+SEXP weft_r_autograd_get_symbol(SEXP s_arr) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  weft_symbol_t* out = NULL;
+  weft_status_t status = weft_autograd_get_symbol(arr, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_autograd_get_symbol");
+  SEXP result = PROTECT(weft_r_wrap_symbol((weft_symbol_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
 SEXP weft_r_symbol_same_graph(SEXP s_a, SEXP s_b) {
   const weft_symbol_t* a = (const weft_symbol_t*)weft_r_handle(s_a, "weft_symbol_t", "a");
   const weft_symbol_t* b = (const weft_symbol_t*)weft_r_handle(s_b, "weft_symbol_t", "b");
@@ -1677,6 +1687,17 @@ SEXP weft_r_kvstore_pull(SEXP s_kv, SEXP s_key_names, SEXP s_outs, SEXP s_priori
   if (num < 0) num = 0;
   weft_status_t status = weft_kvstore_pull(kv, num, key_names, outs, priority);
   if (status != WEFT_OK) weft_r_raise(status, "weft_kvstore_pull");
+  return R_NilValue;
+}
+
+SEXP weft_r_kvstore_pull_rows(SEXP s_kv, SEXP s_key_name, SEXP s_row_ids, SEXP s_out, SEXP s_priority) {
+  weft_kvstore_t* kv = (weft_kvstore_t*)weft_r_handle(s_kv, "weft_kvstore_t", "kv");
+  const char* key_name = weft_r_string_or_null(s_key_name, "key_name");
+  const weft_ndarray_t* row_ids = (const weft_ndarray_t*)weft_r_handle(s_row_ids, "weft_ndarray_t", "row_ids");
+  weft_ndarray_t* out = (weft_ndarray_t*)weft_r_handle(s_out, "weft_ndarray_t", "out");
+  int priority = weft_r_int(s_priority, "priority");
+  weft_status_t status = weft_kvstore_pull_rows(kv, key_name, row_ids, out, priority);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_kvstore_pull_rows");
   return R_NilValue;
 }
 
@@ -2316,6 +2337,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_ndarray_get_grad", (DL_FUNC)&weft_r_ndarray_get_grad, 1},
   {"C_weft_ndarray_has_history", (DL_FUNC)&weft_r_ndarray_has_history, 1},
   {"C_weft_ndarray_detach", (DL_FUNC)&weft_r_ndarray_detach, 1},
+  {"C_weft_autograd_get_symbol", (DL_FUNC)&weft_r_autograd_get_symbol, 1},
   {"C_weft_symbol_same_graph", (DL_FUNC)&weft_r_symbol_same_graph, 2},
   {"C_weft_executor_invoke", (DL_FUNC)&weft_r_executor_invoke, 6},
   {"C_weft_recordio_writer_create", (DL_FUNC)&weft_r_recordio_writer_create, 1},
@@ -2334,6 +2356,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_kvstore_init", (DL_FUNC)&weft_r_kvstore_init, 3},
   {"C_weft_kvstore_push", (DL_FUNC)&weft_r_kvstore_push, 4},
   {"C_weft_kvstore_pull", (DL_FUNC)&weft_r_kvstore_pull, 4},
+  {"C_weft_kvstore_pull_rows", (DL_FUNC)&weft_r_kvstore_pull_rows, 5},
   {"C_weft_kvstore_pushpull", (DL_FUNC)&weft_r_kvstore_pushpull, 6},
   {"C_weft_kvstore_set_gradient_compression", (DL_FUNC)&weft_r_kvstore_set_gradient_compression, 3},
   {"C_weft_kvstore_get_rank", (DL_FUNC)&weft_r_kvstore_get_rank, 1},

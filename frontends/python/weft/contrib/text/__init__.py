@@ -1,5 +1,5 @@
-"""MXNet 1.9's `mx.contrib.text`: `vocab.Vocabulary` and `utils.count_tokens_from_str`.
-(MXNet's `embedding` module, pretrained word vectors fetched from the network, is left out.)"""
-from . import utils, vocab
+"""MXNet 1.9's `mx.contrib.text`: `vocab.Vocabulary`, `utils.count_tokens_from_str` and
+`embedding` (token embeddings: GloVe, fastText, custom files, composites)."""
+from . import utils, vocab, embedding
 
-__all__ = ["utils", "vocab"]
+__all__ = ["utils", "vocab", "embedding"]

@@ -1,8 +1,7 @@
 """Contributed Gluon blocks, as MXNet 1.9's `gluon.contrib`: `nn` (concurrent containers,
 Identity, pixel shuffles, SyncBatchNorm, SparseEmbedding), `rnn` (convolutional cells,
-LSTMPCell, VariationalDropoutCell), `estimator` (Estimator.fit/evaluate with event handlers)
-and `data` (IntervalSampler). MXNet's `contrib.cnn` (deformable convolutions) is left out:
-Weft has no deformable-convolution operator."""
-from . import data, estimator, nn, rnn
+LSTMPCell, VariationalDropoutCell), `estimator` (Estimator.fit/evaluate with event handlers),
+`data` (IntervalSampler) and `cnn` (DeformableConvolution, ModulatedDeformableConvolution)."""
+from . import cnn, data, estimator, nn, rnn
 
-__all__ = ["nn", "rnn", "estimator", "data"]
+__all__ = ["nn", "rnn", "estimator", "data", "cnn"]

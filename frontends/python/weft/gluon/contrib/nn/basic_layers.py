@@ -40,19 +40,19 @@ class Identity(HybridBlock):
 
 
 class SparseEmbedding(Block):
-    """Embedding whose weight gradient MXNet keeps row-sparse. Weft has no sparse storage, so
-    the gradient here is a dense array holding the same values (zero on the rows no index
-    touched); the parameter names and the forward are MXNet's."""
+    """Embedding with a row_sparse weight and gradient: each forward pulls only the rows its
+    indices use from the Trainer's kvstore (Parameter.row_sparse_data), the backward gives a
+    row_sparse gradient, and the kvstore updates only those rows. Needs a Trainer."""
 
     def __init__(self, input_dim, output_dim, dtype="float32", weight_initializer=None, **kwargs):
         super().__init__(**kwargs)
         self._kwargs = {"input_dim": input_dim, "output_dim": output_dim, "dtype": dtype, "sparse_grad": True}
         self.weight = self.params.get("weight", shape=(input_dim, output_dim), init=weight_initializer,
-                                      dtype=dtype, allow_deferred_init=True)
+                                      dtype=dtype, grad_stype="row_sparse", stype="row_sparse")
 
     def forward(self, x):
         from .... import ndarray
-        weight = self.weight.data(x.context)
+        weight = self.weight.row_sparse_data(x)
         return ndarray.Embedding(x, weight, name="fwd", **self._kwargs)
 
     def __repr__(self):

@@ -21,7 +21,7 @@ import random
 import numpy as np
 
 from .... import ndarray as nd
-from ....image import _rotate_chw
+from ....image.image import _rotate_chw
 from ....ndarray import NDArray
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "RandomResizedCrop",

@@ -14,11 +14,11 @@ import random
 
 import numpy as np
 
-from .base import _api
-from . import ndarray as nd
-from . import recordio
-from .io import DataBatch, DataIter
-from .ndarray import NDArray
+from ..base import _api
+from .. import ndarray as nd
+from .. import recordio
+from ..io import DataBatch, DataIter
+from ..ndarray import NDArray
 
 __all__ = ["imdecode", "imread", "imresize", "resize_short", "fixed_crop", "center_crop", "scale_down",
            "copyMakeBorder", "random_crop", "random_size_crop", "color_normalize", "imrotate", "random_rotate",
@@ -142,7 +142,10 @@ _BORDERS = {0: "constant", 1: "edge", 2: "symmetric", 3: "wrap", 4: "reflect"}
 def copyMakeBorder(src, top, bot, left, right, type=0, value=0.0, values=None):  # noqa: A002 (MXNet's name)
     """src padded by top/bot rows and left/right columns, as cv2.copyMakeBorder: type 0
     constant (`value`, or per channel `values`), 1 replicate, 2 reflect, 3 wrap, 4
-    reflect-101."""
+    reflect-101. cv2's BORDER_ISOLATED flag (16, which MXNet's DetRandomPadAug passes) may be
+    added: it matters only for views into a larger image, which Weft's arrays never are."""
+    if isinstance(type, int) and type & 16:
+        type &= ~16  # noqa: A001
     if type not in _BORDERS:
         raise ValueError("copyMakeBorder: type must be 0 (constant), 1 (replicate), 2 (reflect), 3 (wrap) or 4 "
                          "(reflect 101), got %r" % (type,))
@@ -580,8 +583,7 @@ class ImageIter(DataIter):
         if last_batch_handle not in ("pad", "discard", "roll_over"):
             raise ValueError("ImageIter: last_batch_handle must be 'pad', 'discard' or 'roll_over', got %r"
                              % (last_batch_handle,))
-        if len(data_shape) != 3 or data_shape[0] != 3:
-            raise ValueError("ImageIter: data_shape must be (3, height, width), got %r" % (data_shape,))
+        self.check_data_shape(data_shape)
         self.imgrec, self.imgidx = None, None
         if path_imgrec:
             if path_imgidx:
@@ -657,6 +659,11 @@ class ImageIter(DataIter):
             self.imgrec.reset()
         self.cur = 0
         self._allow_read = True
+
+    def check_data_shape(self, data_shape):
+        """Only (3, height, width) images are supported."""
+        if len(data_shape) != 3 or data_shape[0] != 3:
+            raise ValueError("ImageIter: data_shape must be (3, height, width), got %r" % (data_shape,))
 
     def read_image(self, fname):
         """The bytes of image file fname (under path_root)."""

@@ -1,0 +1,365 @@
+// The kernels of quantized_product.h.
+#include "core/op/quantization/quantized_product.h"
+
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#if defined(WEFT_USE_ONEDNN)
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include "core/op/dnnl/dnnl_layout.h"
+#endif
+
+namespace weft {
+namespace op {
+namespace quant {
+
+void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, int32_t* out) {
+  const double f = acc_step > 0 ? bias_step / acc_step : 0.0;
+  for (int64_t i = 0; i < n; ++i) out[i] = Saturate<int32_t>(b[i] * f);
+}
+
+namespace {
+
+// Calls f(typed pointer) for an int8 or uint8 array.
+template <typename F>
+void With8Bit(DType t, const void* p, F&& f) {
+  if (t == DType::kUint8) f(static_cast<const uint8_t*>(p));
+  else f(static_cast<const int8_t*>(p));
+}
+
+double SumAt(const Epilogue& e, const void* sum, int64_t i) {
+  if (!e.sum) return 0.0;
+  return e.sum_type == DType::kUint8 ? static_cast<const uint8_t*>(sum)[i] : static_cast<const int8_t*>(sum)[i];
+}
+
+// Writes acc[i] through the epilogue into y[offset + i] for i in [0, count).
+void Store(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, void* y, int64_t offset) {
+  for (int64_t i = 0; i < count; ++i) {
+    double s = SumAt(e, sum, offset + i);
+    if (e.out == DType::kFloat32) static_cast<float*>(y)[offset + i] = Finish<float>(e, acc[i], s);
+    else if (e.out == DType::kInt32) static_cast<int32_t*>(y)[offset + i] = Finish<int32_t>(e, acc[i], s);
+    else if (e.out == DType::kUint8) static_cast<uint8_t*>(y)[offset + i] = Finish<uint8_t>(e, acc[i], s);
+    else static_cast<int8_t*>(y)[offset + i] = Finish<int8_t>(e, acc[i], s);
+  }
+}
+
+}  // namespace
+
+void ReferenceConv(const ConvGeom& g, DType src, const void* x, const int8_t* w, const int32_t* bias,
+                   const Epilogue& e, const void* sum, void* y) {
+  const int64_t cg = g.c / g.g, fg = g.f / g.g, K = g.KSize(), O = g.OutSize(), I = g.InSize();
+  With8Bit(src, x, [&](auto* xs) {
+    ParallelFor(g.n * g.f, 1, [&](int64_t lo, int64_t hi) {
+      std::vector<int32_t> acc(static_cast<size_t>(O));
+      for (int64_t nf = lo; nf < hi; ++nf) {
+        const int64_t n = nf / g.f, f = nf % g.f, grp = f / fg;
+        std::fill(acc.begin(), acc.end(), bias ? bias[f] : 0);
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          const auto* xc = xs + (n * g.c + grp * cg + ci) * I;
+          const int8_t* wc = w + (f * cg + ci) * K;
+          for (int64_t kk = 0; kk < K; ++kk) {
+            const int64_t kd = kk / (g.k[1] * g.k[2]), kh = kk / g.k[2] % g.k[1], kw = kk % g.k[2];
+            const int32_t wv = wc[kk];
+            if (wv == 0) continue;
+            for (int64_t od = 0; od < g.out[0]; ++od) {
+              const int64_t id = od * g.s[0] - g.pl[0] + kd * g.d[0];
+              if (id < 0 || id >= g.in[0]) continue;
+              for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+                const int64_t ih = oh * g.s[1] - g.pl[1] + kh * g.d[1];
+                if (ih < 0 || ih >= g.in[1]) continue;
+                const auto* xrow = xc + (id * g.in[1] + ih) * g.in[2];
+                int32_t* arow = acc.data() + (od * g.out[1] + oh) * g.out[2];
+                for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+                  const int64_t iw = ow * g.s[2] - g.pl[2] + kw * g.d[2];
+                  if (iw >= 0 && iw < g.in[2]) arow[ow] += wv * static_cast<int32_t>(xrow[iw]);
+                }
+              }
+            }
+          }
+        }
+        Store(e, acc.data(), O, sum, y, nf * O);
+      }
+    });
+  });
+}
+
+void ReferenceFc(int64_t m, int64_t k, int64_t n, DType src, const void* x, const int8_t* w, const int32_t* bias,
+                 const Epilogue& e, const void* sum, void* y) {
+  With8Bit(src, x, [&](auto* xs) {
+    ParallelFor(m, 1, [&](int64_t lo, int64_t hi) {
+      std::vector<int32_t> acc(static_cast<size_t>(n));
+      for (int64_t r = lo; r < hi; ++r) {
+        const auto* xr = xs + r * k;
+        for (int64_t j = 0; j < n; ++j) {
+          const int8_t* wr = w + j * k;
+          int32_t s = bias ? bias[j] : 0;
+          for (int64_t i = 0; i < k; ++i) s += static_cast<int32_t>(xr[i]) * wr[i];
+          acc[j] = s;
+        }
+        Store(e, acc.data(), n, sum, y, r * n);
+      }
+    });
+  });
+}
+
+#if defined(WEFT_USE_ONEDNN)
+using dnnl::memory;
+
+namespace {
+
+memory::data_type DnnlType(DType t) {
+  switch (t) {
+    case DType::kInt8: return memory::data_type::s8;
+    case DType::kUint8: return memory::data_type::u8;
+    case DType::kFloat32: return memory::data_type::f32;
+    default: return memory::data_type::s32;
+  }
+}
+
+size_t Align(size_t b) { return (b + 63) / 64 * 64; }
+
+// One primitive argument and how the caller's plain array meets it: used in place when
+// the layouts agree, otherwise reordered through the temp space.
+struct Arg {
+  int id = 0;
+  memory::desc user, prim;
+  bool output = false, reorder = false;
+  dnnl::reorder re;
+  size_t offset = 0;
+};
+
+}  // namespace
+
+struct Int8Plan {
+  dnnl::primitive prim;
+  std::string impl;
+  Arg src, wei, bias, dst;
+  bool has_bias = false;
+  // The sum input: reordered (converted to int32 for an int32 output) into the primitive's
+  // destination before it runs, where oneDNN's sum post-op reads it.
+  bool has_sum = false;
+  memory::desc sum_user, sum_prim;
+  dnnl::reorder sum_re;
+  memory::desc scratch;
+  size_t scratch_offset = 0, temp_bytes = 0;
+};
+
+namespace {
+
+void Place(Int8Plan* p, Arg* a, int id, const memory::desc& user, const memory::desc& prim, bool output) {
+  auto& eng = RegionEngine();
+  a->id = id;
+  a->user = user;
+  a->prim = prim;
+  a->output = output;
+  a->reorder = user != prim;
+  if (a->reorder) {
+    a->re = output ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, prim, eng, user))
+                   : dnnl::reorder(dnnl::reorder::primitive_desc(eng, user, eng, prim));
+    a->offset = p->temp_bytes;
+    p->temp_bytes += Align(prim.get_size());
+  }
+}
+
+dnnl::primitive_attr MakeAttr(const Epilogue& e) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  if (e.scale != 1.0f) attr.set_output_scales(0, {e.scale});
+  dnnl::post_ops ops;
+  if (e.sum) {
+    // An 8-bit sum of the other signedness is read through the output's bytes as its own
+    // type; a wide output holds the sum already converted.
+    if (!WideOutput(e.out) && e.sum_type != e.out) ops.append_sum(e.sum_scale, DnnlType(e.sum_type));
+    else ops.append_sum(e.sum_scale);
+  }
+  if (e.relu) ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+template <typename PD>
+void Finalize(Int8Plan* p, const PD& pd, const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
+              const Epilogue& e, bool bias) {
+  p->impl = pd.impl_info_str();
+  Place(p, &p->src, DNNL_ARG_SRC, src, pd.src_desc(), false);
+  Place(p, &p->wei, DNNL_ARG_WEIGHTS, wei, pd.weights_desc(), false);
+  p->has_bias = bias;
+  if (bias) Place(p, &p->bias, DNNL_ARG_BIAS, pd.bias_desc(), pd.bias_desc(), false);
+  Place(p, &p->dst, DNNL_ARG_DST, dst, pd.dst_desc(), true);
+  if (e.sum) {
+    p->has_sum = true;
+    memory::desc user = dst, prim = pd.dst_desc();
+    user.data.data_type = memory::convert_to_c(DnnlType(e.sum_type));
+    if (!WideOutput(e.out)) prim.data.data_type = memory::convert_to_c(DnnlType(e.sum_type));
+    p->sum_user = user;
+    p->sum_prim = prim;
+    p->sum_re = dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), user, RegionEngine(), prim));
+  }
+  p->scratch = pd.scratchpad_desc();
+  p->scratch_offset = p->temp_bytes;
+  p->temp_bytes += Align(p->scratch.get_size());
+}
+
+std::string EpilogueKey(const Epilogue& e) {
+  std::string k;
+  for (int64_t v : {int64_t(e.out), int64_t(e.relu), int64_t(e.sum), int64_t(e.sum_type)}) k += std::to_string(v) + ',';
+  uint32_t bits[2];
+  std::memcpy(&bits[0], &e.scale, 4);
+  std::memcpy(&bits[1], &e.sum_scale, 4);
+  return k + std::to_string(bits[0]) + ',' + std::to_string(bits[1]);
+}
+
+// Plans by key; a refused geometry is remembered as null. The scales are part of the key
+// (oneDNN 2.6 bakes them into its JIT kernels): calibrated graphs have fixed ones, and an
+// uncalibrated int32 output has none, so the cache stays small; it is emptied should a
+// graph with ever-changing ranges fill it.
+std::shared_ptr<const Int8Plan> Cached(const std::string& key, const std::function<std::shared_ptr<Int8Plan>()>& make) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::shared_ptr<const Int8Plan>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  if (cache.size() >= 1024) cache.clear();
+  std::shared_ptr<const Int8Plan> plan;
+  try {
+    plan = make();
+  } catch (const dnnl::error&) {
+    plan = nullptr;
+  }
+  cache.emplace(key, plan);
+  return plan;
+}
+
+memory::dims Dims(int64_t a, int64_t b, const int64_t* sp, int nd) {
+  memory::dims d{a, b};
+  for (int i = 3 - nd; i < 3; ++i) d.push_back(sp[i]);
+  return d;
+}
+
+memory::format_tag PlainTag(int nd) {
+  static const memory::format_tag tags[] = {memory::format_tag::ncw, memory::format_tag::nchw,
+                                            memory::format_tag::ncdhw};
+  return tags[nd - 1];
+}
+
+memory::desc PlainWeights(const ConvGeom& g) {
+  const int nd = g.nd;
+  if (g.g == 1) {
+    static const memory::format_tag tags[] = {memory::format_tag::oiw, memory::format_tag::oihw,
+                                              memory::format_tag::oidhw};
+    return memory::desc(Dims(g.f, g.c, g.k, nd), memory::data_type::s8, tags[nd - 1]);
+  }
+  static const memory::format_tag tags[] = {memory::format_tag::goiw, memory::format_tag::goihw,
+                                            memory::format_tag::goidhw};
+  memory::dims d{g.g, g.f / g.g, g.c / g.g};
+  for (int i = 3 - nd; i < 3; ++i) d.push_back(g.k[i]);
+  return memory::desc(d, memory::data_type::s8, tags[nd - 1]);
+}
+
+memory::desc Any(const memory::desc& d) { return memory::desc(d.dims(), d.data_type(), memory::format_tag::any); }
+
+dnnl::stream& Stream() {
+  static thread_local dnnl::stream strm(RegionEngine());
+  return strm;
+}
+
+}  // namespace
+
+size_t Int8TempBytes(const Int8Plan& plan) { return plan.temp_bytes; }
+std::string Int8Impl(const Int8Plan& plan) { return plan.impl; }
+
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e) {
+  std::string key = "conv,";
+  for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(src), int64_t(bias)}) key += std::to_string(v) + ',';
+  for (int i = 0; i < 3; ++i)
+    for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.d[i], g.pl[i]}) key += std::to_string(v) + ',';
+  key += EpilogueKey(e);
+  return Cached(key, [&] {
+    auto p = std::make_shared<Int8Plan>();
+    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(src), PlainTag(g.nd));
+    memory::desc d(Dims(g.n, g.f, g.out, g.nd), DnnlType(e.out), PlainTag(g.nd));
+    memory::desc w = PlainWeights(g);
+    memory::desc b = bias ? memory::desc({g.f}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
+    memory::dims strides, dilates, pl, pr;
+    for (int i = 3 - g.nd; i < 3; ++i) {
+      strides.push_back(g.s[i]);
+      dilates.push_back(g.d[i] - 1);
+      pl.push_back(g.pl[i]);
+      pr.push_back(std::max<int64_t>(0, g.PadRight(i)));
+    }
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                         Any(s), Any(w), b, Any(d), strides, dilates, pl, pr);
+    dnnl::convolution_forward::primitive_desc pd(desc, MakeAttr(e), RegionEngine());
+    p->prim = dnnl::convolution_forward(pd);
+    Finalize(p.get(), pd, s, w, d, e, bias);
+    return p;
+  });
+}
+
+std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e) {
+  std::string key = "fc,";
+  for (int64_t v : {m, k, n, int64_t(src), int64_t(bias)}) key += std::to_string(v) + ',';
+  key += EpilogueKey(e);
+  return Cached(key, [&] {
+    auto p = std::make_shared<Int8Plan>();
+    memory::desc s({m, k}, DnnlType(src), memory::format_tag::ab);
+    memory::desc w({n, k}, memory::data_type::s8, memory::format_tag::ab);
+    memory::desc d({m, n}, DnnlType(e.out), memory::format_tag::ab);
+    memory::desc b = bias ? memory::desc({n}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
+    dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, Any(s), Any(w), b, Any(d));
+    dnnl::inner_product_forward::primitive_desc pd(desc, MakeAttr(e), RegionEngine());
+    p->prim = dnnl::inner_product_forward(pd);
+    Finalize(p.get(), pd, s, w, d, e, bias);
+    return p;
+  });
+}
+
+void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* bias, const void* sum, void* y,
+             char* temp) {
+  auto& eng = RegionEngine();
+  dnnl::stream& strm = Stream();
+  std::unordered_map<int, memory> args;
+  auto input = [&](const Arg& a, const void* ptr) {
+    memory user(a.user, eng, const_cast<void*>(ptr));
+    if (!a.reorder) {
+      args.emplace(a.id, user);
+      return;
+    }
+    memory inner(a.prim, eng, temp + a.offset);
+    a.re.execute(strm, user, inner);
+    args.emplace(a.id, inner);
+  };
+  input(p.src, x);
+  input(p.wei, w);
+  if (p.has_bias) input(p.bias, bias);
+  memory user_dst(p.dst.user, eng, y);
+  memory dst = p.dst.reorder ? memory(p.dst.prim, eng, temp + p.dst.offset) : user_dst;
+  if (p.has_sum) {
+    memory from(p.sum_user, eng, const_cast<void*>(sum)), to(p.sum_prim, eng, dst.get_data_handle());
+    p.sum_re.execute(strm, from, to);
+  }
+  args.emplace(DNNL_ARG_DST, dst);
+  args.emplace(DNNL_ARG_SCRATCHPAD, memory(p.scratch, eng, temp + p.scratch_offset));
+  p.prim.execute(strm, args);
+  if (p.dst.reorder) p.dst.re.execute(strm, dst, user_dst);
+  strm.wait();
+}
+
+#else
+
+struct Int8Plan {};
+size_t Int8TempBytes(const Int8Plan&) { return 0; }
+std::string Int8Impl(const Int8Plan&) { return ""; }
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&) { return nullptr; }
+std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&) { return nullptr; }
+void RunInt8(const Int8Plan&, const void*, const int8_t*, const int32_t*, const void*, void*, char*) {}
+
+#endif
+
+}  // namespace quant
+}  // namespace op
+}  // namespace weft
