@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -24,13 +25,19 @@ class Shape {
   template <typename It>
   Shape(It begin, It end) { Assign(begin, end); }
 
-  Shape(const Shape& o) { Assign(o.begin(), o.end()); ndim_ = o.ndim_; }
+  // Copies are on every operator call's path (inference, arrays, blobs): a shape that fits
+  // inline is one fixed-size copy, without touching the heap part.
+  Shape(const Shape& o) { CopyFrom(o); }
   Shape& operator=(const Shape& o) {
-    if (this != &o) { Assign(o.begin(), o.end()); ndim_ = o.ndim_; }
+    if (this != &o) CopyFrom(o);
     return *this;
   }
-  Shape(Shape&& o) noexcept { *this = o; }
-  Shape& operator=(Shape&& o) noexcept { return *this = static_cast<const Shape&>(o); }
+  // A move copies: callers may read a shape they moved from (it keeps its value).
+  Shape(Shape&& o) noexcept { CopyFrom(o); }
+  Shape& operator=(Shape&& o) noexcept {
+    if (this != &o) CopyFrom(o);
+    return *this;
+  }
 
   static Shape Unknown() { return Shape(); }
   static Shape Scalar() { return Shape(0); }
@@ -88,6 +95,12 @@ class Shape {
     int n = static_cast<int>(e - b);
     Resize(n);
     std::copy(b, e, data());
+  }
+  // heap_ holds the dims only while ndim_ > kInline; otherwise its content is ignored.
+  void CopyFrom(const Shape& o) {
+    if (o.ndim_ > kInline) heap_ = o.heap_;
+    else std::memcpy(inline_, o.inline_, sizeof(inline_));
+    ndim_ = o.ndim_;
   }
   int64_t* data() { return ndim_ > kInline ? heap_.data() : inline_; }
   const int64_t* data() const { return ndim_ > kInline ? heap_.data() : inline_; }

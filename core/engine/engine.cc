@@ -11,13 +11,13 @@ namespace engine {
 
 void Engine::PushSync(SyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
                       const std::vector<VarHandle>& mutable_vars, FnProperty prop, int priority,
-                      const char* name) {
+                      const char* name, int64_t bytes_written) {
   PushAsync(
       [fn = std::move(fn)](RunContext rctx, CallbackOnComplete on_complete) {
         fn(rctx);
         on_complete();
       },
-      ctx, const_vars, mutable_vars, prop, priority, name);
+      ctx, const_vars, mutable_vars, prop, priority, name, 0, bytes_written);
 }
 
 void RunGuarded(const AsyncFn& fn, RunContext rctx, CallbackOnComplete cb) {

@@ -92,6 +92,15 @@ class Engine {
   // empty) runs then, as an operation writing the variable (freeing its memory, say).
   virtual void DeleteVariable(SyncFn on_delete, Context ctx, VarHandle var) = 0;
 
+  // Deletes `var` at once and returns true when nothing is pending on it (the common case,
+  // an array dropped after its last use); otherwise does nothing and returns false, and
+  // the caller uses DeleteVariable. The caller then frees what the variable guarded
+  // itself, without wrapping that in a function object.
+  virtual bool DeleteVariableIfIdle(Context ctx, VarHandle var) {
+    (void)ctx, (void)var;
+    return false;
+  }
+
   // Pre-created operators, for work pushed again and again with the same variables.
   virtual OprHandle NewOperator(AsyncFn fn, const std::vector<VarHandle>& const_vars,
                                 const std::vector<VarHandle>& mutable_vars,
@@ -102,14 +111,17 @@ class Engine {
   // `name` is what the profiler records the operation as (null: not recorded); it must
   // live as long as the process (a registry name, a literal, profiler::Intern).
   // `bytes_allocated` is what the caller allocated for it (its outputs), for the profile.
+  // `bytes_written` is the size of what it writes (its outputs), which it keeps alive while
+  // pending: the backpressure bounds their sum per device (WEFT_ENGINE_MAX_PENDING_BYTES).
   virtual void PushAsync(AsyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
                          const std::vector<VarHandle>& mutable_vars, FnProperty prop = FnProperty::kNormal,
-                         int priority = kDefaultPriority, const char* name = nullptr,
-                         int64_t bytes_allocated = 0) = 0;
+                         int priority = kDefaultPriority, const char* name = nullptr, int64_t bytes_allocated = 0,
+                         int64_t bytes_written = 0) = 0;
   // Runs fn (which must not block on the engine) and completes when it returns.
+  // `bytes_written` as for PushAsync.
   void PushSync(SyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
                 const std::vector<VarHandle>& mutable_vars, FnProperty prop = FnProperty::kNormal,
-                int priority = kDefaultPriority, const char* name = nullptr);
+                int priority = kDefaultPriority, const char* name = nullptr, int64_t bytes_written = 0);
 
   // Runs fn on the calling thread, before returning true, when every variable can be
   // granted at once (nothing pushed earlier is pending on any of them); otherwise does

@@ -77,7 +77,7 @@ class NaiveEngine : public Engine {
 
   void PushAsync(AsyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
                  const std::vector<VarHandle>& mutable_vars, FnProperty, int, const char* name,
-                 int64_t bytes_allocated) override {
+                 int64_t bytes_allocated, int64_t) override {
     WEFT_CHECK(fn != nullptr, kValue, "PushAsync: expected a function, got an empty one");
     CheckVars(const_vars, "read");
     CheckVars(mutable_vars, "write");

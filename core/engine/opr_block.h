@@ -51,8 +51,6 @@ struct OprBlock {
   bool internal = false;
   // Pushed with FnProperty::kCPUInline: runs on the pushing thread when ready at push time.
   bool run_inline = false;
-  // Lives on the stack of RunNowIfIdle's caller: Complete must not free it.
-  bool on_stack = false;
   WorkerPool* pool = nullptr;
   ThreadedOpr* opr = nullptr;    // a pre-created operator, or null when fn is the work
   AsyncFn fn;
@@ -62,6 +60,8 @@ struct OprBlock {
   // allocated for it.
   const char* prof_name = nullptr;
   int64_t prof_bytes = 0;
+  // What the operation writes, counted in its pool's pending_bytes while it is pending.
+  int64_t bytes_written = 0;
   OprBlock* next_ready = nullptr;
   VarSlot* slots = nullptr;
 

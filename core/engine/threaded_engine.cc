@@ -21,6 +21,7 @@
 // for at most WEFT_ENGINE_EXIT_WAIT_S seconds (default 10), so pushed work finishes
 // before static objects and the CUDA runtime go away; a stuck operation cannot hang exit.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -63,15 +64,23 @@ long EnvPositive(const char* name, long fallback) {
 // thread pushing from outside the engine waits for some to finish: without a bound, a loop
 // that never reads a result queues without end, its memory growing, and a final wait takes
 // as long as everything queued. 0 turns the bound off.
-int64_t EnvMaxPending() {
-  const char* s = std::getenv("WEFT_ENGINE_MAX_PENDING");
-  if (s == nullptr || *s == '\0') return 4096;
+int64_t EnvCount(const char* name, int64_t fallback) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return fallback;
   char* end = nullptr;
+  errno = 0;
   long long v = std::strtoll(s, &end, 10);
-  WEFT_CHECK(*end == '\0' && v >= 0, kValue, "WEFT_ENGINE_MAX_PENDING: expected a non-negative integer, got '", s,
-             "'");
+  WEFT_CHECK(*end == '\0' && v >= 0 && errno == 0, kValue, name, ": expected a non-negative integer, got '", s, "'");
   return v;
 }
+
+int64_t EnvMaxPending() { return EnvCount("WEFT_ENGINE_MAX_PENDING", 4096); }
+
+// The same bound by what the pending operations write, in bytes: the count alone lets 4096
+// pending operations with 64 MB outputs each hold 256 GB. Operations that declare no bytes
+// (pushes other than operators and copies) count only toward the count. An operation
+// larger than the bound still runs: it waits until nothing else of its pool is pending.
+int64_t EnvMaxPendingBytes() { return EnvCount("WEFT_ENGINE_MAX_PENDING_BYTES", int64_t{2} << 30); }
 
 bool EnvFlag(const char* name) {
   const char* s = std::getenv(name);
@@ -173,6 +182,22 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     Submit(blk.release());
   }
 
+  bool DeleteVariableIfIdle(Context ctx, VarHandle var) override {
+    if (ctx.is_gpu() || var == nullptr || shut_down_.load(std::memory_order_relaxed)) return false;
+    auto* v = static_cast<ThreadedVar*>(var);
+    if (!v->Idle()) return false;
+#ifdef WEFT_USE_CUDA
+    // As in DeleteVariable: a host array a GPU copy used may still be in use by its stream.
+    try {
+      HostWaitAll(v);
+    } catch (...) {
+      RecordError(std::current_exception());
+    }
+#endif
+    delete v;
+    return true;
+  }
+
   OprHandle NewOperator(AsyncFn fn, const std::vector<VarHandle>& const_vars,
                         const std::vector<VarHandle>& mutable_vars, FnProperty prop, const char* name) override {
     WEFT_CHECK(fn != nullptr, kValue, "NewOperator: expected a function, got an empty one");
@@ -198,7 +223,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     WEFT_CHECK(op != nullptr, kValue, "Push: expected an operator, got a null handle");
     auto* opr = static_cast<ThreadedOpr*>(op);
     WorkerPool* pool = PoolFor(ctx, opr->prop);
-    WaitForRoom(pool);
+    WaitForRoom(pool, 0);
     auto* blk = new OprBlock(static_cast<uint32_t>(opr->slots.size()));
     blk->nslots = static_cast<uint32_t>(opr->slots.size());
     std::copy(opr->slots.begin(), opr->slots.end(), blk->slots);
@@ -212,11 +237,12 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 
   void PushAsync(AsyncFn fn, Context ctx, const std::vector<VarHandle>& const_vars,
                  const std::vector<VarHandle>& mutable_vars, FnProperty prop, int priority, const char* name,
-                 int64_t bytes_allocated) override {
+                 int64_t bytes_allocated, int64_t bytes_written) override {
     CheckUsable();
     WEFT_CHECK(fn != nullptr, kValue, "PushAsync: expected a function, got an empty one");
+    WEFT_CHECK(bytes_written >= 0, kValue, "PushAsync: expected bytes_written >= 0, got ", bytes_written);
     WorkerPool* pool = PoolFor(ctx, prop);
-    WaitForRoom(pool);
+    WaitForRoom(pool, bytes_written);
     auto blk = std::make_unique<OprBlock>(static_cast<uint32_t>(const_vars.size() + mutable_vars.size()));
     blk->nslots = BuildSlots(const_vars, mutable_vars, blk->slots);
     blk->fn = std::move(fn);
@@ -226,6 +252,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     blk->run_inline = prop == FnProperty::kCPUInline && !ctx.is_gpu();
     blk->prof_name = name;
     blk->prof_bytes = bytes_allocated;
+    blk->bytes_written = bytes_written;
     Submit(blk.release());
   }
 
@@ -234,32 +261,64 @@ class ThreadedEngine final : public Engine, public BlockRunner {
                     int64_t bytes_allocated) override {
     if (ctx.is_gpu()) return false;
     CheckUsable();
-    OprBlock blk(static_cast<uint32_t>(const_vars.size() + mutable_vars.size()));
-    blk.nslots = BuildSlots(const_vars, mutable_vars, blk.slots);
-    uint32_t n = blk.nslots;
-    // Under the locks of all its variables the block either takes every grant at once or
+    // No block: the slots live in this frame (an operation touches a few variables) and the
+    // run completes before the call returns, so nothing needs the queue machinery of a push.
+    constexpr size_t kFrameSlots = 8;
+    VarSlot frame[kFrameSlots];
+    std::unique_ptr<VarSlot[]> heap;
+    size_t total = const_vars.size() + mutable_vars.size();
+    VarSlot* slots = frame;
+    if (total > kFrameSlots) {
+      heap = std::make_unique<VarSlot[]>(total);
+      slots = heap.get();
+    }
+    uint32_t n = BuildSlots(const_vars, mutable_vars, slots);
+    // Under the locks of all its variables the run either takes every grant at once or
     // touches nothing, so a refusal leaves no trace and the caller can push instead.
-    for (uint32_t i = 0; i < n; ++i) blk.slots[i].var->mu.lock();
+    for (uint32_t i = 0; i < n; ++i) slots[i].var->mu.lock();
     bool idle = true;
-    for (uint32_t i = 0; i < n && idle; ++i) idle = blk.slots[i].var->GrantableLocked(blk.slots[i].write);
-    if (idle) {
-      for (uint32_t i = 0; i < n; ++i) {
-        blk.slots[i].blk = &blk;
-        blk.slots[i].var->AppendLocked(&blk.slots[i]);
+    for (uint32_t i = 0; i < n && idle; ++i) idle = slots[i].var->GrantableLocked(slots[i].write);
+    if (idle)
+      for (uint32_t i = 0; i < n; ++i) slots[i].var->AppendLocked(&slots[i]);
+    for (uint32_t i = 0; i < n; ++i) slots[i].var->mu.unlock();
+    if (!idle) return false;
+
+    // Granted: the variables' errors and GPU events are ours to read.
+    std::exception_ptr error;
+    for (uint32_t i = 0; i < n && !error; ++i)
+      if (slots[i].read && slots[i].var->error) error = slots[i].var->error;
+#ifdef WEFT_USE_CUDA
+    if (!error) {
+      try {
+        std::vector<gpu::Event*> unused_fence;
+        WaitForGpuInputs(slots, n, RunContext{ctx, nullptr}, false, &unused_fence);
+      } catch (...) {
+        error = std::current_exception();
       }
     }
-    for (uint32_t i = 0; i < n; ++i) blk.slots[i].var->mu.unlock();
-    if (!idle) return false;
-    pending_.fetch_add(1);
-    blk.on_stack = true;
-    blk.ctx = ctx;
-    blk.prof_name = name;
-    blk.prof_bytes = bytes_allocated;
-    blk.fn = [fn](RunContext rctx, CallbackOnComplete done) {
-      fn(rctx);
-      done();
-    };
-    RunBlock(&blk, RunContext{ctx, nullptr}, nullptr);
+#endif
+    if (!error) {
+      // The profiler's only cost when off: this one branch.
+      const bool timed = __builtin_expect(profiler::ActiveModes() != 0, 0) && name != nullptr &&
+                         profiler::Active(profiler::kSymbolic | profiler::kImperative);
+      int64_t alloc = 0, start = 0;
+      if (timed) {
+        alloc = profiler::ThreadAllocatedBytes();
+        start = profiler::NowNs();
+      }
+      try {
+        fn(RunContext{ctx, nullptr});
+      } catch (...) {
+        error = std::current_exception();
+      }
+      if (timed)
+        profiler::RecordOperation(name, ctx, start, profiler::NowNs(),
+                                  bytes_allocated + profiler::ThreadAllocatedBytes() - alloc);
+    }
+    if (error) RecordError(error);
+    ReadyList ready;
+    ReleaseSlots(slots, n, error, false, nullptr, true, &ready);
+    DispatchReady(ready);
     return true;
   }
 
@@ -429,7 +488,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     std::vector<gpu::Event*> fence;
     if (!blk->internal) {
       try {
-        WaitForGpuInputs(blk, rctx, &fence);
+        WaitForGpuInputs(blk->slots, blk->nslots, rctx, blk->delete_var != nullptr, &fence);
       } catch (...) {
         blk->error = std::current_exception();
         Complete(blk);
@@ -548,20 +607,30 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     return prop == FnProperty::kCPUPrioritized ? cpu_priority_pool_.get() : cpu_pool_.get();
   }
 
-  // The backpressure: a thread outside the engine that finds `pool` full waits until it is
-  // three quarters full, so that it then pushes a batch without waiting at every push. A
-  // worker's own pushes never wait: the operations it would wait for may need its thread.
-  // Nor does a push to a stalled pool, one that completed nothing for kStallWait while its
-  // pusher waited: its work may be waiting for something this very thread does after the
-  // push (opening a gate, answering a callback), so waiting could be forever. The bound
-  // holds again from the pool's next completion.
-  void WaitForRoom(WorkerPool* pool) {
-    if (max_pending_ == 0 || pool->pending.load(std::memory_order_relaxed) < max_pending_ ||
-        CurrentWorkerOwner() == this)
-      return;
+  // The backpressure: a thread outside the engine that finds `pool` full (max_pending_
+  // operations, or max_pending_bytes_ written by them counting the `bytes` of this push)
+  // waits until three quarters of the bound are left, so that it then pushes a batch without
+  // waiting at every push. A push larger than the byte bound waits until nothing that
+  // writes bytes is pending, and then goes alone. A worker's own pushes never wait: the
+  // operations it would wait for may need its thread. Nor does a push to a stalled pool,
+  // one that completed nothing for kStallWait while its pusher waited: its work may be
+  // waiting for something this very thread does after the push (opening a gate, answering
+  // a callback), so waiting could be forever. The bound holds again from the pool's next
+  // completion.
+  void WaitForRoom(WorkerPool* pool, int64_t bytes) {
+    auto bytes_over = [&](int64_t limit) {
+      int64_t queued = pool->pending_bytes.load(std::memory_order_relaxed);
+      return bytes > 0 && queued > 0 && queued + bytes > limit;
+    };
+    bool full = (max_pending_ != 0 && pool->pending.load(std::memory_order_relaxed) >= max_pending_) ||
+                (max_pending_bytes_ != 0 && bytes_over(max_pending_bytes_));
+    if (!full || CurrentWorkerOwner() == this) return;
     if (pool->stalled_at.load(std::memory_order_relaxed) == pool->completed.load(std::memory_order_relaxed)) return;
-    const int64_t resume = max_pending_ - max_pending_ / 4;
-    auto has_room = [&] { return pool->pending.load() < resume || shut_down_.load(); };
+    auto has_room = [&] {
+      if (shut_down_.load()) return true;
+      if (max_pending_ != 0 && pool->pending.load() >= ResumeCount()) return false;
+      return max_pending_bytes_ == 0 || !bytes_over(ResumeBytes());
+    };
     std::unique_lock<std::mutex> lock(room_mu_);
     room_waiters_.fetch_add(1);
     for (;;) {
@@ -575,10 +644,16 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     room_waiters_.fetch_sub(1);
   }
 
+  int64_t ResumeCount() const { return max_pending_ - max_pending_ / 4; }
+  int64_t ResumeBytes() const { return max_pending_bytes_ - max_pending_bytes_ / 4; }
+
   // Queues the block on its variables and dispatches it when nothing is in its way.
   void Submit(OprBlock* blk) {
     pending_.fetch_add(1);
-    if (blk->pool && !blk->internal) blk->pool->pending.fetch_add(1, std::memory_order_relaxed);
+    if (blk->pool && !blk->internal) {
+      blk->pool->pending.fetch_add(1, std::memory_order_relaxed);
+      if (blk->bytes_written) blk->pool->pending_bytes.fetch_add(blk->bytes_written, std::memory_order_relaxed);
+    }
     uint32_t n = blk->nslots;
     // The extra 1 keeps the block from running before it is queued everywhere.
     blk->wait.store(static_cast<int>(n) + 1, std::memory_order_relaxed);
@@ -626,10 +701,11 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   // read since). On a GPU stream the stream waits (the same stream is ordered already); on
   // the host the thread waits. A GPU variable's deletion waits for nothing: its memory is
   // parked in the pool behind all those events (*fence) instead.
-  void WaitForGpuInputs(OprBlock* blk, const RunContext& rctx, std::vector<gpu::Event*>* fence) {
-    const bool deleting_on_gpu = blk->delete_var != nullptr && rctx.stream != nullptr;
-    for (uint32_t i = 0; i < blk->nslots; ++i) {
-      const VarSlot& s = blk->slots[i];
+  void WaitForGpuInputs(const VarSlot* slots, uint32_t n, const RunContext& rctx, bool deleting,
+                        std::vector<gpu::Event*>* fence) {
+    const bool deleting_on_gpu = deleting && rctx.stream != nullptr;
+    for (uint32_t i = 0; i < n; ++i) {
+      const VarSlot& s = slots[i];
       ThreadedVar* v = s.var;
       if (v->write_event == nullptr && (!s.write || v->read_events.empty())) continue;
       auto wait = [&](gpu::Event* ev) {
@@ -688,6 +764,30 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   }
 #endif
 
+  // Publishes an operation's outcome on its variables and releases them; what their queues
+  // grant now goes to *ready. `internal`, `done_event`, `on_host`: see Complete.
+  void ReleaseSlots(VarSlot* slots, uint32_t n, const std::exception_ptr& error, [[maybe_unused]] bool internal,
+                    [[maybe_unused]] gpu::Event* done_event, [[maybe_unused]] bool on_host, ReadyList* ready) {
+    for (uint32_t i = 0; i < n; ++i) {
+      VarSlot& s = slots[i];
+#ifdef WEFT_USE_CUDA
+      if (!internal) PublishGpuCompletion(s, done_event, on_host && !error);
+#endif
+      // The writer still holds the variable, so nobody else reads or writes its error.
+      if (s.write && (error || s.var->error)) s.var->error = error;
+      if (s.write) s.var->writes.fetch_add(1, std::memory_order_release);
+      s.var->Release(s.write, ready);
+    }
+  }
+
+  void DispatchReady(const ReadyList& ready) {
+    for (OprBlock* b = ready.head; b != nullptr;) {
+      OprBlock* next = b->next_ready;
+      Dispatch(b);
+      b = next;
+    }
+  }
+
   // Publishes the block's outcome on its variables, releases them, frees the block.
   // `done_event` and `on_host` (CUDA builds): see PublishGpuCompletion; the defaults say
   // nothing is known about GPU work, so the variables keep the events they have.
@@ -696,37 +796,30 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     const std::exception_ptr& error = blk->error;
     if (error) RecordError(error);
     ReadyList ready;
-    for (uint32_t i = 0; i < blk->nslots; ++i) {
-      VarSlot& s = blk->slots[i];
-#ifdef WEFT_USE_CUDA
-      if (!blk->internal) PublishGpuCompletion(s, done_event, on_host && !error);
-#endif
-      // The writer still holds the variable, so nobody else reads or writes its error.
-      if (s.write && (error || s.var->error)) s.var->error = error;
-      if (s.write) s.var->writes.fetch_add(1, std::memory_order_release);
-      s.var->Release(s.write, &ready);
-    }
+    ReleaseSlots(blk->slots, blk->nslots, error, blk->internal, done_event, on_host, &ready);
 #ifdef WEFT_USE_CUDA
     gpu::Release(done_event);
 #endif
-    for (OprBlock* b = ready.head; b != nullptr;) {
-      OprBlock* next = b->next_ready;
-      Dispatch(b);
-      b = next;
-    }
+    DispatchReady(ready);
     ThreadedVar* dead = blk->delete_var;
     ThreadedOpr* opr = blk->opr;
-    WorkerPool* pool = blk->on_stack || blk->internal ? nullptr : blk->pool;
+    WorkerPool* pool = blk->internal ? nullptr : blk->pool;
+    const int64_t bytes = blk->bytes_written;
     // Freeing the block destroys what its function captured, which may push more work
     // (an array's last reference deleting its variable): pending_ covers that first.
-    if (!blk->on_stack) delete blk;
+    delete blk;
     if (dead) FreeVariable(dead);
     if (opr && opr->refs.fetch_sub(2, std::memory_order_acq_rel) == 3) delete opr;
-    if (pool) pool->completed.fetch_add(1, std::memory_order_relaxed);
-    if (pool && pool->pending.fetch_sub(1, std::memory_order_acq_rel) - 1 == max_pending_ - max_pending_ / 4 - 1 &&
-        room_waiters_.load() > 0) {
-      std::lock_guard<std::mutex> lock(room_mu_);
-      room_cv_.notify_all();
+    if (pool) {
+      pool->completed.fetch_add(1, std::memory_order_relaxed);
+      // Waiters are woken when the count falls to where they resume, and at every
+      // completion that leaves the bytes below that mark (a waiter's own push decides).
+      bool wake = pool->pending.fetch_sub(1, std::memory_order_acq_rel) - 1 == ResumeCount() - 1;
+      if (bytes) wake |= pool->pending_bytes.fetch_sub(bytes, std::memory_order_acq_rel) - bytes <= ResumeBytes();
+      if (wake && room_waiters_.load() > 0) {
+        std::lock_guard<std::mutex> lock(room_mu_);
+        room_cv_.notify_all();
+      }
     }
     FinishOne();
   }
@@ -763,6 +856,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 
   std::atomic<int64_t> pending_{0};  // pushed and not yet completed
   const int64_t max_pending_ = EnvMaxPending();
+  const int64_t max_pending_bytes_ = EnvMaxPendingBytes();
   // How long a full pool may go without completing anything before its pusher stops
   // waiting for it: longer than one large operation normally takes on a CPU.
   static constexpr std::chrono::milliseconds kStallWait{500};

@@ -51,6 +51,8 @@ class WorkerPool {
   // (WEFT_ENGINE_MAX_PENDING) so that a thread that pushes without ever waiting cannot run
   // arbitrarily far ahead of the workers.
   std::atomic<int64_t> pending{0};
+  // What those operations write, in bytes (their bytes_written), for the same backpressure.
+  std::atomic<int64_t> pending_bytes{0};
   // Operations of this pool completed so far, and its value when a pusher last found the
   // pool stalled (no progress while it waited): the backpressure then lets pushes through
   // until the pool moves again, since its work may be waiting on the pushing thread itself.

@@ -260,11 +260,11 @@ class DispatchStage final : public Transformation {
     for (const auto& in : inputs)
       if (std::find(writes.begin(), writes.end(), in.var()) == writes.end()) AddUnique(&reads, in.var());
 
-    int64_t bytes = 0;
+    int64_t in_bytes = 0, out_bytes = 0;
     for (const auto& in : inputs) s->in_blobs.push_back(in.data());
     for (const auto& o : outputs) s->out_blobs.push_back(o.data());
-    for (const auto& b : s->in_blobs) bytes += static_cast<int64_t>(b.Bytes());
-    for (const auto& b : s->out_blobs) bytes += static_cast<int64_t>(b.Bytes());
+    for (const auto& b : s->in_blobs) in_bytes += static_cast<int64_t>(b.Bytes());
+    for (const auto& b : s->out_blobs) out_bytes += static_cast<int64_t>(b.Bytes());
     if (call.req) s->reqs = *call.req;
     if (static_cast<int>(s->reqs.size()) < num_out) s->reqs.resize(num_out, OpReq::kWriteTo);
 
@@ -288,11 +288,11 @@ class DispatchStage final : public Transformation {
             octx.requested = resources;
             fn(attrs, octx, inputs, reqs, outputs, done);
           },
-          ctx, reads, writes, engine::FnProperty::kNormal, 0, prof_name, prof_bytes);
+          ctx, reads, writes, engine::FnProperty::kNormal, 0, prof_name, prof_bytes, out_bytes);
       return;
     }
     const FCompute& fn = *s->fn;
-    bool small = !ctx.is_gpu() && bytes <= InlineMaxBytes();
+    bool small = !ctx.is_gpu() && in_bytes + out_bytes <= InlineMaxBytes();
     if (small) {
       // Ready small work runs here and now, on the buffers above, with no copies at all.
       OpContext octx;
@@ -317,7 +317,7 @@ class DispatchStage final : public Transformation {
           done();
         },
         ctx, reads, writes, small ? engine::FnProperty::kCPUInline : engine::FnProperty::kNormal, 0, prof_name,
-        prof_bytes);
+        prof_bytes, out_bytes);
   }
 };
 

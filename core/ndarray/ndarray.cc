@@ -32,6 +32,11 @@ void NDArray::Chunk::Allocate() {
 }
 
 NDArray::Chunk::~Chunk() {
+  // The usual end of an array: nothing pending, memory from the pool, freed right here.
+  if (!external_release && engine::Engine::Get()->DeleteVariableIfIdle(ctx, var)) {
+    if (allocated) Storage::Get()->Free(handle);
+    return;
+  }
   StorageHandle h = handle;
   bool owns = allocated && !external_release;
   std::function<void()> release = std::move(external_release);
@@ -260,7 +265,7 @@ void CopyFromTo(const NDArray& from, const NDArray& to, int priority) {
   std::vector<engine::VarHandle> reads;
   if (!from.SameChunk(to)) reads.push_back(from.var());
   engine::Engine::Get()->PushSync([src, dst](engine::RunContext rctx) { CopyBlob(src, dst, rctx); }, run_ctx, reads,
-                                  {to.var()}, prop, priority, "CopyFromTo");
+                                  {to.var()}, prop, priority, "CopyFromTo", static_cast<int64_t>(dst.Bytes()));
 }
 
 }  // namespace weft

@@ -113,7 +113,7 @@ inline std::string MismatchPhrase(const NodeAttrs& attrs, Mismatch style, const 
 inline void AssignShape(const NodeAttrs& attrs, std::vector<Shape>* shapes, size_t i, const Shape& s,
                         const char* what, Mismatch style = Mismatch::kInferred) {
   Shape& cur = (*shapes)[i];
-  if (!s.known_ndim()) return;
+  if (!s.known_ndim() || cur == s) return;
   if (!cur.known_ndim()) {
     cur = s;
     return;

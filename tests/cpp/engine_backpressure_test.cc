@@ -1,11 +1,12 @@
-// The engine's backpressure (WEFT_ENGINE_MAX_PENDING): a thread that pushes without ever
-// waiting stays a bounded number of operations ahead of the workers, and everything it
-// pushed still runs, in order.
+// The engine's backpressure (WEFT_ENGINE_MAX_PENDING, WEFT_ENGINE_MAX_PENDING_BYTES): a
+// thread that pushes without ever waiting stays a bounded number of operations, and bytes
+// written, ahead of the workers, and everything it pushed still runs, in order.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
 
 #include <atomic>
+#include <string>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -17,14 +18,33 @@ namespace weft {
 namespace engine {
 namespace {
 
-// An engine built with WEFT_ENGINE_MAX_PENDING set to `limit` (read when the engine is made).
-std::unique_ptr<Engine> EngineWithLimit(const char* limit) {
+// An engine built with the environment variable `name` set to `value` (read when the
+// engine is made).
+std::unique_ptr<Engine> EngineWithEnv(const char* name, const char* value) {
+  const char* old = std::getenv(name);
+  std::string saved = old ? old : "";
+  setenv(name, value, 1);
+  auto e = Engine::Create("ThreadedEngine");
+  if (old) setenv(name, saved.c_str(), 1); else unsetenv(name);
+  return e;
+}
+
+// An engine built with WEFT_ENGINE_MAX_PENDING set to `limit`.
+std::unique_ptr<Engine> EngineWithLimit(const char* limit) { return EngineWithEnv("WEFT_ENGINE_MAX_PENDING", limit); }
+
+// An engine bounded only by bytes: WEFT_ENGINE_MAX_PENDING_BYTES set to `limit`, no count bound.
+std::unique_ptr<Engine> EngineWithByteLimit(const char* limit) {
   const char* old = std::getenv("WEFT_ENGINE_MAX_PENDING");
   std::string saved = old ? old : "";
-  setenv("WEFT_ENGINE_MAX_PENDING", limit, 1);
-  auto e = Engine::Create("ThreadedEngine");
+  setenv("WEFT_ENGINE_MAX_PENDING", "0", 1);
+  auto e = EngineWithEnv("WEFT_ENGINE_MAX_PENDING_BYTES", limit);
   if (old) setenv("WEFT_ENGINE_MAX_PENDING", saved.c_str(), 1); else unsetenv("WEFT_ENGINE_MAX_PENDING");
   return e;
+}
+
+// Waits until `flag` is set (by another thread).
+void WaitFor(const std::atomic<bool>& flag) {
+  while (!flag.load()) std::this_thread::yield();
 }
 
 TEST(EngineBackpressure, APusherStaysBoundedAheadAndEverythingRunsInOrder) {
@@ -118,6 +138,92 @@ TEST(EngineBackpressure, APoolWaitingOnItsPusherLetsThePushesThrough) {
   engine->DeleteVariable(nullptr, Context::CPU(), var);
 }
 
+TEST(EngineBackpressure, TheByteBoundKeepsAPusherBoundedByWhatItsOperationsWrite) {
+  // 1000 bytes and operations writing 100 each: at most 10 pending once a push returns, and
+  // a waiting pusher resumes when three quarters of the bytes are left.
+  auto engine = EngineWithByteLimit("1000");
+  VarHandle var = engine->NewVariable();
+  std::atomic<int64_t> done{0};
+  std::vector<int> order;
+  int64_t most_ahead = 0;
+  const int n = 500;
+  for (int i = 0; i < n; ++i) {
+    engine->PushSync(
+        [&, i](RunContext) {
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+          order.push_back(i);
+          done.fetch_add(1);
+        },
+        Context::CPU(), {}, {var}, FnProperty::kNormal, 0, nullptr, 100);
+    most_ahead = std::max<int64_t>(most_ahead, i + 1 - done.load());
+  }
+  engine->WaitForAll();
+  ASSERT_EQ(order.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) ASSERT_EQ(order[i], i);
+  EXPECT_LE(most_ahead, 10);
+  EXPECT_GE(most_ahead, 7);  // it ran ahead up to the bound, not one operation at a time
+  engine->DeleteVariable(nullptr, Context::CPU(), var);
+}
+
+TEST(EngineBackpressure, AnOperationLargerThanTheByteBoundRunsAlone) {
+  auto engine = EngineWithByteLimit("1000");
+  VarHandle var = engine->NewVariable();
+  VarHandle other = engine->NewVariable();
+  std::atomic<bool> open{false}, small_done{false}, big_ran{false};
+  // On an idle pool a push of a million bytes goes at once (waiting for the pool to empty
+  // would be waiting for nothing)...
+  engine->PushSync([&](RunContext) { big_ran = true; }, Context::CPU(), {}, {other}, FnProperty::kNormal, 0, nullptr,
+                   1000000);
+  engine->WaitForAll();
+  EXPECT_TRUE(big_ran.load());
+  // ...and behind pending work it waits until that work is done, then runs: no deadlock.
+  big_ran = false;
+  engine->PushSync(
+      [&](RunContext) {
+        WaitFor(open);
+        small_done = true;
+      },
+      Context::CPU(), {}, {var}, FnProperty::kNormal, 0, nullptr, 10);
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    open = true;
+  });
+  auto start = std::chrono::steady_clock::now();
+  engine->PushSync([&](RunContext) { big_ran = true; }, Context::CPU(), {}, {other}, FnProperty::kNormal, 0, nullptr,
+                   1000000);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  bool small_was_done = small_done.load();
+  opener.join();
+  engine->WaitForAll();
+  EXPECT_TRUE(small_was_done) << "the large push returned while 10 bytes were still pending";
+  EXPECT_GE(waited, 0.05);
+  EXPECT_TRUE(big_ran.load());
+  engine->DeleteVariable(nullptr, Context::CPU(), var);
+  engine->DeleteVariable(nullptr, Context::CPU(), other);
+}
+
+TEST(EngineBackpressure, ZeroTurnsTheByteBoundOffAndPushesWithoutBytesIgnoreIt) {
+  for (const char* limit : {"0", "1000"}) {
+    auto engine = EngineWithByteLimit(limit);
+    VarHandle var = engine->NewVariable();
+    std::atomic<bool> release{false};
+    std::atomic<int> done{0};
+    // A million bytes pending, far over a bound of 1000...
+    engine->PushSync([&](RunContext) { WaitFor(release); done++; }, Context::CPU(), {}, {var}, FnProperty::kNormal, 0,
+                     nullptr, 1000000);
+    // ...and yet, with the bound off, pushes of a gigabyte each go at once; under it,
+    // pushes that declare no bytes do.
+    int64_t bytes = std::string(limit) == "0" ? (int64_t{1} << 30) : 0;
+    for (int i = 0; i < 200; ++i)
+      engine->PushSync([&](RunContext) { done++; }, Context::CPU(), {}, {var}, FnProperty::kNormal, 0, nullptr, bytes);
+    EXPECT_LE(done.load(), 1) << "limit " << limit;
+    release = true;
+    engine->WaitForAll();
+    EXPECT_EQ(done.load(), 201);
+    engine->DeleteVariable(nullptr, Context::CPU(), var);
+  }
+}
+
 TEST(EngineBackpressure, AMalformedLimitIsNamed) {
   setenv("WEFT_ENGINE_MAX_PENDING", "many", 1);
   try {
@@ -129,6 +235,16 @@ TEST(EngineBackpressure, AMalformedLimitIsNamed) {
         << err.what();
   }
   unsetenv("WEFT_ENGINE_MAX_PENDING");
+  setenv("WEFT_ENGINE_MAX_PENDING_BYTES", "-5", 1);
+  try {
+    Engine::Create("ThreadedEngine");
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("WEFT_ENGINE_MAX_PENDING_BYTES: expected a non-negative integer, got '-5'"),
+              std::string::npos)
+        << err.what();
+  }
+  unsetenv("WEFT_ENGINE_MAX_PENDING_BYTES");
 }
 
 }  // namespace

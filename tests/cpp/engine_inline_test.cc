@@ -2,7 +2,7 @@
 // thread before the push returns; one that waits on pending work runs later, in
 // dependency order, on a worker; a long chain of them never nests on one stack.
 // RunNowIfIdle runs work at once or refuses without a trace; idle variables are deleted
-// at once.
+// at once (DeleteVariableIfIdle says whether it did).
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -228,6 +228,27 @@ TEST(EngineDelete, IdleVariableIsDeletedAtOnceAndABusyOneAfterItsWork) {
   gate.Open();
   eng->WaitForAll();
   EXPECT_TRUE(deleted.load());
+}
+
+TEST(EngineDelete, DeleteIfIdleDeletesOnlyAnIdleHostVariable) {
+  auto eng = CreateThreadedEngine();
+  VarHandle idle = eng->NewVariable(), busy = eng->NewVariable();
+  EXPECT_TRUE(eng->DeleteVariableIfIdle(Context::CPU(), idle));
+  // Pending work, or a GPU context, leaves the variable to DeleteVariable, untouched.
+  Gate gate(eng.get(), busy);
+  EXPECT_FALSE(eng->DeleteVariableIfIdle(Context::CPU(), busy));
+  EXPECT_FALSE(eng->DeleteVariableIfIdle(Context::GPU(0), busy));
+  int runs = 0;
+  eng->PushSync([&](RunContext) { ++runs; }, Context::CPU(), {}, {busy});
+  gate.Open();
+  eng->WaitForAll();
+  EXPECT_EQ(runs, 1);
+  EXPECT_TRUE(eng->DeleteVariableIfIdle(Context::CPU(), busy));
+  // The naive engine has no such shortcut.
+  auto naive = CreateNaiveEngine();
+  VarHandle v = naive->NewVariable();
+  EXPECT_FALSE(naive->DeleteVariableIfIdle(Context::CPU(), v));
+  naive->DeleteVariable({}, Context::CPU(), v);
 }
 
 TEST(EngineDelete, AnErrorWhileDeletingReachesWaitForAll) {

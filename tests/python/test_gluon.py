@@ -1,5 +1,4 @@
 """Gluon core: Parameter, Block/HybridBlock (hybridize), nn layers, Trainer, files."""
-import types
 
 import numpy as np
 import pytest
@@ -278,28 +277,6 @@ def test_trainer_sgd_momentum_matches_formula():
         mom = 0.9 * mom - 0.1 * (g / 4 + 0.01 * w)
         w = w + mom
         np.testing.assert_allclose(p.data().asnumpy(), w, rtol=1e-5)
-
-
-@pytest.mark.parametrize("seconds_per_step,depth", [(0.001, 5), (0.004, 3), (0.1, 2)])
-def test_trainer_queues_as_many_steps_as_fit_its_time_budget(monkeypatch, seconds_per_step, depth):
-    # A clock that moves seconds_per_step at every step stands for the engine's pace.
-    clock = [0.0]
-    monkeypatch.setattr(gluon.trainer, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
-    p = gluon.Parameter("w", shape=(3,))
-    p.initialize(weft.init.Constant(1.0))
-    trainer = gluon.Trainer([p], "sgd", {"learning_rate": 0.1})
-    w = np.ones(3, dtype=np.float32)
-    in_flight = []
-    for step in range(30):
-        p.grad()[:] = float(step)
-        trainer.step(1)
-        clock[0] += seconds_per_step
-        in_flight.append(len(trainer._in_flight))
-        w -= 0.1 * step
-    assert trainer._depth == depth
-    assert max(in_flight) == depth  # it waits as soon as `depth` steps are queued
-    assert min(in_flight[5:]) == 2  # and then until the engine has finished all but the last one
-    np.testing.assert_allclose(p.data().asnumpy(), w, rtol=1e-5)
 
 
 def test_trainer_follows_replaced_arrays_and_grad_req():

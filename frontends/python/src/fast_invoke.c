@@ -16,6 +16,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stddef.h>
+#include <string.h>
 #include <structmember.h>
 
 #include "weft/c_api.h"
@@ -26,11 +27,19 @@
  * handles equal shapes. */
 #define WEFT_FAST_MAX_NDIM 16
 
+/* Shapes of at most this many axes are kept in the object after their first read. */
+#define WEFT_FAST_CACHED_NDIM 6
+
 typedef struct {
   PyObject_HEAD
   weft_ndarray_t* handle;
   int writable;
   PyObject* weakreflist;
+  /* A handle's shape never changes, so arith() reads it from the library once and keeps
+   * it here: shape_ndim1 is ndim + 1 once read, 0 before (tp_alloc zeroes the object) and
+   * for shapes with more axes than fit. */
+  int shape_ndim1;
+  int64_t shape_dims[WEFT_FAST_CACHED_NDIM];
 } NDArrayBase;
 
 static PyTypeObject NDArrayBase_Type;
@@ -363,15 +372,30 @@ done:
   return result;
 }
 
-static int same_shape(weft_ndarray_t* a, weft_ndarray_t* b, int* out) {
-  int64_t da[WEFT_FAST_MAX_NDIM], db[WEFT_FAST_MAX_NDIM];
-  int na = 0, nb = 0;
-  weft_status_t st = weft_ndarray_get_shape(a, da, WEFT_FAST_MAX_NDIM, &na);
-  if (st == WEFT_OK) st = weft_ndarray_get_shape(b, db, WEFT_FAST_MAX_NDIM, &nb);
+/* The shape of `arr` into dims (room for WEFT_FAST_MAX_NDIM) and *ndim, from the object's
+ * cache when it was read before. */
+static int read_shape(NDArrayBase* arr, int64_t* dims, int* ndim) {
+  if (arr->shape_ndim1 > 0) {
+    *ndim = arr->shape_ndim1 - 1;
+    memcpy(dims, arr->shape_dims, sizeof(int64_t) * (size_t)*ndim);
+    return 0;
+  }
+  weft_status_t st = weft_ndarray_get_shape(arr->handle, dims, WEFT_FAST_MAX_NDIM, ndim);
   if (st != WEFT_OK) {
     raise_status(st);
     return -1;
   }
+  if (*ndim <= WEFT_FAST_CACHED_NDIM) {
+    memcpy(arr->shape_dims, dims, sizeof(int64_t) * (size_t)*ndim);
+    arr->shape_ndim1 = *ndim + 1;
+  }
+  return 0;
+}
+
+static int same_shape(NDArrayBase* a, NDArrayBase* b, int* out) {
+  int64_t da[WEFT_FAST_MAX_NDIM], db[WEFT_FAST_MAX_NDIM];
+  int na = 0, nb = 0;
+  if (read_shape(a, da, &na) != 0 || read_shape(b, db, &nb) != 0) return -1;
   *out = 0;
   if (na != nb || na > WEFT_FAST_MAX_NDIM) return 0;
   for (int i = 0; i < na; ++i)
@@ -402,7 +426,7 @@ static PyObject* arith_core(PyObject* lhs, PyObject* rhs, const weft_op_t* elem,
     const weft_op_t* op = elem != NULL ? elem : bcast;
     if (elem != NULL && bcast != NULL) {
       int same = 0;
-      if (same_shape(inputs[0], inputs[1], &same) != 0) return NULL;
+      if (same_shape((NDArrayBase*)lhs, (NDArrayBase*)rhs, &same) != 0) return NULL;
       if (!same) op = bcast;
     }
     if (op == NULL) Py_RETURN_NOTIMPLEMENTED;

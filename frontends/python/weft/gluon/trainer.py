@@ -1,6 +1,5 @@
 """The Gluon Trainer, as MXNet 1.x's `gluon.Trainer`: applies an optimizer to a set of
 parameters, reducing their gradients over contexts (and workers) first."""
-import time
 
 from .. import optimizer as opt
 from ..base import atomic_write
@@ -48,10 +47,6 @@ class Trainer:
         self._kvstore = None
         self._kv_initialized = False
         self._scale = 1.0
-        self._in_flight = []
-        self._depth = 2
-        self._last_drain = None
-        self._since_drain = 0
         self._lists = None
         self._sparse_grads = False
         self._lists_version = None
@@ -198,39 +193,18 @@ class Trainer:
         self._optimizer.rescale_grad = self._scale / batch_size
         self._update(ignore_stale_grad)
 
-    # Queued engine time the throttle below lets short steps reach, and their most steps.
-    _QUEUE_SECONDS = 0.015
-    _MAX_DEPTH = 5
-
     def _update(self, ignore_stale_grad):
         # contrib.amp.init_trainer's loss scaler: a step whose gradients overflowed is skipped.
         scaler = getattr(self, "_amp_loss_scaler", None)
         if scaler is not None and scaler.has_overflow(self._params):
             return
-        # The engine runs behind Python. Imperative code allocates new arrays at every call,
-        # so a loop that never reads a value would queue step after step and hold all their
-        # memory: once `_depth` steps are in flight, a step waits until the engine has
-        # finished all but the last (one step of lag keeps Python's work overlapped with the
-        # engine's). A thread woken from that wait runs with caches the engine's threads have
-        # filled, which costs more than a small step's Python: short steps sleep once for
-        # several, as many as fit in _QUEUE_SECONDS of the engine's time. Steps long enough
-        # to hold large activations keep a depth of 2.
-        if len(self._in_flight) >= self._depth:
-            while len(self._in_flight) > 1:
-                for w in self._in_flight.pop(0):
-                    w.wait_to_read()
-            now = time.perf_counter()
-            if self._last_drain is not None:
-                per_step = max(now - self._last_drain, 1e-9) / self._since_drain
-                self._depth = max(2, min(self._MAX_DEPTH, int(self._QUEUE_SECONDS / per_step)))
-            self._last_drain, self._since_drain = now, 0
-        self._since_drain += 1
-        self._in_flight.append([])
+        # The engine runs behind Python; a loop that never reads a value is held back by the
+        # engine's own bound on what pending operations write (WEFT_ENGINE_MAX_PENDING_BYTES,
+        # docs/design/engine.md), so the steps need no throttle of their own.
         if self._updates_on_kvstore:
             for i, p in enumerate(self._params):
                 if p.grad_req != "null" and p._stype == "default":
                     self._kvstore.pull(i, list(p._data.values()), priority=-i)
-                    self._in_flight[-1].extend(p._data.values())
             return
         for ctx, indices, grads, weights in self._step_lists():
             updater = self._updaters.get(ctx)
@@ -238,7 +212,6 @@ class Trainer:
                 updater = self._updaters[ctx] = opt.get_updater(self._optimizer)
             if indices:
                 updater(indices, grads, weights)
-                self._in_flight[-1].extend(weights)
 
     def save_states(self, fname):
         """Writes the optimizer states (with the optimizer) to `fname`."""
