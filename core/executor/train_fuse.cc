@@ -284,6 +284,8 @@ size_t FuseTrainRegions(graph::Symbol* sym, Context ctx, const std::map<std::str
   std::unordered_map<const graph::Node*, std::pair<NodePtr, uint32_t>> replaced;
   std::unordered_set<const graph::Node*> members;
   std::vector<NodePtr> made;
+  // Read here, outside the fallback below, so that a malformed value is the bind's error.
+  op::DnnlTrainRecomputeLevel();
   for (const auto& region : FindRegions(G)) {
     if (region.size() < 2) continue;  // one operator gains nothing from a region
     Made m = MakeSpec(G, region);

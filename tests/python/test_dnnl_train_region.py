@@ -357,3 +357,11 @@ def test_recomputing_plans_less_memory(monkeypatch):
         monkeypatch.setenv("WEFT_EXEC_DNNL_TRAIN_RECOMPUTE", level)
         planned[level] = planned_mb(bind(net, (16, 3, 32, 32), True))[0]
     assert max(planned["1"], planned["2"]) < planned["0"], planned
+
+
+@pytest.mark.parametrize("value", ["3", "yes", "-1", "22"])
+def test_a_malformed_recompute_level_is_named(monkeypatch, value):
+    monkeypatch.setenv("WEFT_EXEC_DNNL_TRAIN_RECOMPUTE", value)
+    with pytest.raises(mx.base.MXNetError, match="WEFT_EXEC_DNNL_TRAIN_RECOMPUTE: expected 0, 1 or 2, got '%s'"
+                       % value):
+        bind(small_resnet(64), (16, 3, 32, 32), True)

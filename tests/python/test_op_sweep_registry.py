@@ -15,15 +15,10 @@ SCANNER = os.path.join(REPO, "tools", "mxnet_legacy_ops.py")
 # Names Weft does not register yet. Shrink this as the branches that add them merge;
 # test_not_yet_lists_only_missing_names fails when a name here has arrived.
 NOT_YET = set()
-# Quantization (another helper's branch): the quantize/requantize/calibrate operators and
-# the quantized layers.
-NOT_YET |= {
-    "_contrib_quantize", "_contrib_quantize_asym", "_contrib_calibrate_entropy",
-    "_contrib_quantized_act", "_contrib_quantized_batch_norm", "_contrib_quantized_concat",
-    "_contrib_quantized_conv", "_contrib_quantized_elemwise_add", "_contrib_quantized_elemwise_mul",
-    "_contrib_quantized_embedding", "_contrib_quantized_flatten", "_contrib_quantized_fully_connected",
-    "_contrib_quantized_pooling", "_contrib_quantized_rnn",
-}
+# Quantization: the quantized RNN (MXNet's oneDNN int8 LSTM) is the one quantized operator
+# not built yet.
+NOT_YET |= {"_contrib_quantized_rnn"}
+
 # oneDNN subgraph fusions (another helper's branch).
 NOT_YET |= {"_sg_mkldnn_conv", "_sg_mkldnn_fully_connected", "_sg_mkldnn_selfatt_qk", "_sg_mkldnn_selfatt_valatt"}
 # Sparse storage (another helper's branch, merged): the _sparse_ names it has not added,

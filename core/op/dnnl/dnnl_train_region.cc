@@ -23,6 +23,13 @@
 namespace weft {
 namespace op {
 
+int DnnlTrainRecomputeLevel() {
+  const char* rc = std::getenv("WEFT_EXEC_DNNL_TRAIN_RECOMPUTE");
+  if (rc == nullptr || *rc == '\0') return 2;
+  if ((rc[0] == '0' || rc[0] == '1' || rc[0] == '2') && rc[1] == '\0') return rc[0] - '0';
+  Throw(ErrorKind::kValue, "WEFT_EXEC_DNNL_TRAIN_RECOMPUTE: expected 0, 1 or 2, got '", rc, "'");
+}
+
 #if defined(WEFT_USE_ONEDNN)
 namespace {
 
@@ -982,8 +989,7 @@ void DnnlTrainRegion::Impl::Build() {
   producer.assign(nv, -1);
   fwd_last.assign(nv, -1);
   recomputed.assign(nv, -1);
-  const char* rc = std::getenv("WEFT_EXEC_DNNL_TRAIN_RECOMPUTE");
-  recompute = rc == nullptr || *rc == '\0' ? 2 : std::atoi(rc);
+  recompute = DnnlTrainRecomputeLevel();
   for (size_t u = 0; u < nu; ++u) {
     const auto& un = spec.units[u];
     producer[un.dst] = static_cast<int>(u);

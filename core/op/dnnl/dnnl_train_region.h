@@ -30,6 +30,10 @@
 namespace weft {
 namespace op {
 
+// WEFT_EXEC_DNNL_TRAIN_RECOMPUTE (docs/env_vars.md): 2 when unset; an error for anything but
+// 0, 1 or 2.
+int DnnlTrainRecomputeLevel();
+
 // What the region computes, in the terms of the graph it came from. Every value is a 4-D
 // float32 array (N, C, H, W).
 struct TrainRegionSpec {
