@@ -460,6 +460,27 @@ bool ROIAlignShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<S
   return d.is_known() && r.is_known();
 }
 
+// One ROI's output for ROIAlign and RROIAlign: each of `bins` bins of each of C channels is
+// the mean of its `per_bin` bilinear samples (samples[bin * per_bin + k]) of the image plane
+// image(c, bin) gives; zeros where the ROI reads nothing.
+template <typename T, typename Image>
+void AverageBins(const std::vector<Sample>& samples, int64_t per_bin, int64_t C, int64_t bins, bool reads, OpReq req,
+                 T* y, Image image) {
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t bin = 0; bin < bins; ++bin) {
+      double acc = 0;
+      if (reads) {
+        const T* img = image(c, bin);
+        for (int64_t k = 0; k < per_bin; ++k) {
+          const Sample& s = samples[static_cast<size_t>(bin * per_bin + k)];
+          for (int j = 0; j < 4; ++j) acc += s.w[j] * static_cast<double>(img[s.pos[j]]);
+        }
+        acc /= static_cast<double>(per_bin);
+      }
+      Store(y + c * bins + bin, req, acc);
+    }
+}
+
 void ROIAlignCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                      const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
@@ -477,20 +498,10 @@ void ROIAlignCompute(const NodeAttrs& attrs, const OpContext&, const std::vector
         // An empty map has no pixel to read: its ROIs pool to zeros.
         const bool reads = geom.n >= 0 && H > 0 && W > 0;
         std::vector<Sample> samples = reads ? SamplesOf(geom, PH, PW, H, W) : std::vector<Sample>();
-        const int64_t per_bin = geom.gh * geom.gw;
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t bin = 0; bin < PH * PW; ++bin) {
-            double acc = 0;
-            if (reads) {
-              const T* img = data + (geom.n * CI + RoiAlignChannel(ps, c, bin / PW, bin % PW, PH, PW)) * H * W;
-              for (int64_t k = 0; k < per_bin; ++k) {
-                const Sample& s = samples[static_cast<size_t>(bin * per_bin + k)];
-                for (int j = 0; j < 4; ++j) acc += s.w[j] * static_cast<double>(img[s.pos[j]]);
-              }
-              acc /= static_cast<double>(per_bin);
-            }
-            Store(y + (r * C + c) * PH * PW + bin, req[0], acc);
-          }
+        AverageBins(samples, geom.gh * geom.gw, C, PH * PW, reads, req[0], y + r * C * PH * PW,
+                    [&](int64_t c, int64_t bin) {
+                      return data + (geom.n * CI + RoiAlignChannel(ps, c, bin / PW, bin % PW, PH, PW)) * H * W;
+                    });
       }
     });
   });
@@ -633,20 +644,8 @@ void RROIAlignCompute(const NodeAttrs& attrs, const OpContext&, const std::vecto
         // An empty map has no pixel to read: its ROIs pool to zeros.
         const bool reads = geom.n >= 0 && H > 0 && W > 0;
         std::vector<Sample> samples = reads ? RotatedSamplesOf(geom, PH, PW, H, W) : std::vector<Sample>();
-        const int64_t per_bin = geom.gh * geom.gw;
-        for (int64_t c = 0; c < C; ++c)
-          for (int64_t bin = 0; bin < PH * PW; ++bin) {
-            double acc = 0;
-            if (reads) {
-              const T* img = data + (geom.n * C + c) * H * W;
-              for (int64_t k = 0; k < per_bin; ++k) {
-                const Sample& s = samples[static_cast<size_t>(bin * per_bin + k)];
-                for (int j = 0; j < 4; ++j) acc += s.w[j] * static_cast<double>(img[s.pos[j]]);
-              }
-              acc /= static_cast<double>(per_bin);
-            }
-            Store(y + (r * C + c) * PH * PW + bin, req[0], acc);
-          }
+        AverageBins(samples, geom.gh * geom.gw, C, PH * PW, reads, req[0], y + r * C * PH * PW,
+                    [&](int64_t c, int64_t) { return data + (geom.n * C + c) * H * W; });
       }
     });
   });
