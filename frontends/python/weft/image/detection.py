@@ -511,26 +511,9 @@ class ImageDetIter(ImageIter):
                 raise
         return i
 
-    def next(self):
-        if self._cache is not None:
-            data, label, filled = self._cache
-        else:
-            data = np.zeros((self.batch_size,) + self.data_shape, dtype=np.float32)
-            label = np.full(self.provide_label[0][1], -1, dtype=np.float32)
-            filled = self._fill(data, label, 0)
-        pad = self.batch_size - filled
-        if pad:
-            if self.last_batch_handle == "discard":
-                raise StopIteration
-            if self.last_batch_handle == "roll_over" and self._cache is None:
-                self._cache = (data, label, filled)
-                raise StopIteration
-            self._fill(data, label, filled)
-            if self.last_batch_handle == "pad":
-                self._allow_read = False
-            else:
-                self._cache = None
-        return DataBatch([nd.array(data)], [nd.array(label)], pad=pad)
+    def _empty_label(self):
+        # Rows with fewer objects than the label width are padded with -1, as MXNet's.
+        return np.full(self.provide_label[0][1], -1, dtype=np.float32)
 
     def draw_next(self, color=None, thickness=2, mean=None, std=None, clip=True, waitKey=None,
                   window_name="draw_next", id2labels=None):

@@ -733,12 +733,16 @@ class ImageIter(DataIter):
                 raise
         return i
 
+    def _empty_label(self):
+        """The label array of a new batch, before _fill writes it."""
+        return np.zeros(self.provide_label[0][1], dtype=self.dtype)
+
     def next(self):
         if self._cache is not None:
             data, label, filled = self._cache
         else:
             data = np.zeros((self.batch_size,) + self.data_shape, dtype=np.float32)
-            label = np.zeros(self.provide_label[0][1], dtype=self.dtype)
+            label = self._empty_label()
             filled = self._fill(data, label, 0)
         pad = self.batch_size - filled
         if pad:
