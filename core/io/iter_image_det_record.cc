@@ -380,7 +380,8 @@ Image Resized(const Image& im, int w, int h, int method, std::mt19937* rng) {
   return ResizeImage(ImageView::Of(im), w, h, InterMethod(method, im.width, im.height, w, h, rng));
 }
 
-// OpenCV's 8-bit RGB <-> HLS (H in [0, 180), L and S in [0, 255]).
+// OpenCV's 8-bit RGB <-> HLS (H in [0, 180), L and S in [0, 255]), rounding half to even as
+// OpenCV's saturate_cast does.
 void RgbToHls(const uint8_t* px, int* hls) {
   float r = px[0] / 255.f, g = px[1] / 255.f, b = px[2] / 255.f;
   float mx = std::max({r, g, b}), mn = std::min({r, g, b});
@@ -392,9 +393,9 @@ void RgbToHls(const uint8_t* px, int* hls) {
     else h = 240.f + 60.f * (r - g) / d;
     if (h < 0) h += 360.f;
   }
-  hls[0] = static_cast<int>(std::lround(h / 2)) % 180;
-  hls[1] = static_cast<int>(std::lround(l * 255));
-  hls[2] = static_cast<int>(std::lround(s * 255));
+  hls[0] = static_cast<int>(std::lrint(h / 2)) % 180;
+  hls[1] = static_cast<int>(std::lrint(l * 255));
+  hls[2] = static_cast<int>(std::lrint(s * 255));
 }
 
 void HlsToRgb(const int* hls, uint8_t* px) {
@@ -413,7 +414,7 @@ void HlsToRgb(const int* hls, uint8_t* px) {
     rgb[1] = chan(h);
     rgb[2] = chan(h - 120);
   }
-  for (int c = 0; c < 3; ++c) px[c] = static_cast<uint8_t>(std::clamp<long>(std::lround(rgb[c] * 255), 0, 255));
+  for (int c = 0; c < 3; ++c) px[c] = static_cast<uint8_t>(std::clamp<long>(std::lrint(rgb[c] * 255), 0, 255));
 }
 
 // MXNet's default detection augmenter on one decoded image; updates `label`.

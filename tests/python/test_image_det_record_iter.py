@@ -169,3 +169,52 @@ def test_reproducible_shuffle_and_errors(rec, tmp_path):
     it = mx.io.ImageDetRecordIter(path_imgrec=bad, data_shape=(3, 4, 4), batch_size=1)
     with pytest.raises(mx.base.MXNetError, match="expected a detection label of at least 7 values"):
         it.next()
+
+
+def _hls_shift(rgb, dh, dl, ds):
+    """OpenCV's 8-bit HLS shift of one RGB pixel, through colorsys."""
+    import colorsys
+    h, l, s = colorsys.rgb_to_hls(*(c / 255.0 for c in rgb))
+    h8, l8, s8 = round(h * 180) % 180, round(l * 255), round(s * 255)
+    h8, l8, s8 = min(max(h8 + dh, 0), 180) % 180, min(max(l8 + dl, 0), 255), min(max(s8 + ds, 0), 255)
+    return [round(c * 255) for c in colorsys.hls_to_rgb(h8 / 180.0, l8 / 255.0, s8 / 255.0)]
+
+
+@pytest.mark.parametrize("kind", ["hue", "illumination", "saturation", "contrast"])
+def test_colour_jitter_against_a_reference(tmp_path, kind):
+    img = np.zeros((4, 6, 3), np.uint8)
+    img[0] = [[v, v, v] for v in (0, 30, 90, 128, 200, 255)]  # greys
+    img[1:] = np.array([[200, 40, 40], [40, 180, 60], [50, 60, 220], [230, 200, 20], [120, 30, 150],
+                        [90, 160, 170]], np.uint8)[None]
+    path = str(tmp_path / "c.rec")
+    w = recordio.MXRecordIO(path, "w")
+    w.write(recordio.pack_img(recordio.IRHeader(0, _det_label([[0, 0.1, 0.1, 0.9, 0.9]]), 0, 0), img[:, :, ::-1],
+                              img_fmt=".png"))
+    w.close()
+    kw = {"max_random_contrast": 0.5} if kind == "contrast" else {"max_random_" + kind: 30}
+    kw["random_%s_prob" % kind] = 1.0
+    it = mx.io.ImageDetRecordIter(path_imgrec=path, data_shape=(3, 4, 6), batch_size=1, **kw)
+    src = img.astype(int)
+    changed = 0
+    for epoch in range(4):
+        it.reset()
+        out = it.next().data[0].asnumpy()[0].transpose(1, 2, 0).astype(int)
+        if (out == src).all():
+            continue  # the draw was 0
+        changed += 1
+        if kind == "contrast":
+            c = out[0, 2, 0] / 90.0 - 1  # from the grey 90, which no factor in [0.5, 1.5] saturates
+            assert abs(c) <= 0.5 + 1e-2
+            assert np.abs(out - np.clip(np.round(src * (1 + c)), 0, 255)).max() <= 2
+            continue
+        deltas = range(-30, 31)
+        fits = []
+        for d in deltas:
+            dh, dl, ds = (d if kind == k else 0 for k in ("hue", "illumination", "saturation"))
+            want = np.array([[_hls_shift(p, dh, dl, ds) for p in row] for row in src])
+            if np.abs(out - want).max() <= 2:
+                fits.append(d)
+        assert fits, "no %s shift in [-30, 30] explains the output" % kind
+        if kind == "hue":
+            np.testing.assert_array_equal(out[0], src[0])  # greys have no hue
+    assert changed >= 2

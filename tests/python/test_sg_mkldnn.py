@@ -159,10 +159,6 @@ def test_sg_ops_errors(rng):
     text = _fused_json(unfused, "_sg_mkldnn_conv", {"with_bn": "false", "with_act": "true"})
     with pytest.raises(mx.base.MXNetError, match="with_bn=False but its subgraph holds 1 BatchNorm"):
         mx.sym.load_json(text).list_arguments()
-    quant = json.loads(_fused_json(unfused, "_sg_mkldnn_conv", {"with_bn": "true", "with_act": "true"}))
-    quant["nodes"][-1]["attrs"]["quantized"] = "true"
-    with pytest.raises(mx.base.MXNetError, match="quantized=True.*not supported"):
-        mx.sym.load_json(json.dumps(quant)).infer_shape(data=(1, 3, 4, 4))
     bad = json.loads(_fused_json(unfused, "_sg_mkldnn_conv", {"with_bn": "true"}))
     bad["nodes"][-1]["subgraphs"][0]["nodes"][3]["op"] = "NoSuchOp"
     with pytest.raises(mx.base.MXNetError, match="unknown operator 'NoSuchOp'"):
@@ -174,5 +170,44 @@ def test_sg_ops_errors(rng):
     x = nd.ones((1, 3, 4, 4))
     with pytest.raises(mx.base.MXNetError, match="expected the fused subgraph"):
         nd._internal._sg_mkldnn_conv(x, nd.ones((4, 3, 3, 3)))
-    with pytest.raises(mx.base.MXNetError, match="quantized=True"):
-        nd._internal._sg_mkldnn_selfatt_qk(nd.ones((3, 1, 6)), heads=1, quantized=True)
+
+
+def test_quantized_sg_json_loads_with_mxnets_inputs_then_refuses_to_run():
+    """An int8 symbol from MXNet's quantization: the node carries its range inputs and outputs."""
+    unfused = _conv_block(True)
+    quant = json.loads(_fused_json(unfused, "_sg_mkldnn_conv", {"with_bn": "true", "with_act": "true",
+                                                               "with_sum": "true", "with_postsum_act": "true",
+                                                               "quantized": "true", "min_calib_range": "0",
+                                                               "max_calib_range": "6.5"}))
+    node = quant["nodes"].pop()
+    names = ["data_min", "data_max", "sum_min", "sum_max"]
+    for k, name in enumerate(names):
+        quant["nodes"].append({"op": "null", "name": name, "inputs": []})
+        node["inputs"].append([len(quant["nodes"]) - 1, 0, 0])
+    quant["nodes"].append(node)
+    quant["arg_nodes"] = list(range(len(quant["nodes"]) - 1))
+    quant["node_row_ptr"] = list(range(len(quant["nodes"]) + 1))
+    quant["heads"] = [[len(quant["nodes"]) - 1, k, 0] for k in range(3)]
+    sym = mx.sym.load_json(json.dumps(quant))
+    assert sym.list_arguments()[-4:] == names
+    assert sym.list_outputs() == ["sg0_output", "sg0_min_output", "sg0_max_output"]
+    again = json.loads(sym.tojson())["nodes"][-1]
+    assert again["attrs"]["quantized"] == "true" and len(again["inputs"]) == len(node["inputs"])
+    with pytest.raises(mx.base.MXNetError, match="quantized=True.*not supported"):
+        sym.infer_shape(data=(1, 3, 4, 4))
+    qkv = mx.sym.var("qkv")
+    inner = mx.sym.contrib.interleaved_matmul_selfatt_qk(qkv, heads=1, name="qk")
+    qk = json.loads(_fused_json(inner, "_sg_mkldnn_selfatt_qk", {"heads": "1", "quantized": "true",
+                                                                 "enable_float_output": "true"}))
+    node = qk["nodes"].pop()
+    for name in ("min_qkv", "max_qkv"):
+        qk["nodes"].append({"op": "null", "name": name, "inputs": []})
+        node["inputs"].append([len(qk["nodes"]) - 1, 0, 0])
+    qk["nodes"].append(node)
+    qk["arg_nodes"] = [0, 1, 2]
+    qk["node_row_ptr"] = list(range(len(qk["nodes"]) + 1))
+    qk["heads"] = [[3, 0, 0]]
+    sym = mx.sym.load_json(json.dumps(qk))
+    assert sym.list_arguments() == ["qkv", "min_qkv", "max_qkv"] and sym.list_outputs() == ["sg0_output"]
+    with pytest.raises(mx.base.MXNetError, match="quantized=True.*not supported"):
+        sym.infer_shape(qkv=(3, 1, 6))

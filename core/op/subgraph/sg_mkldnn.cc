@@ -14,7 +14,8 @@
 // subgraph (those operators) is kept for the JSON only.
 //
 // These are inference operators: a gradient through them is refused (MXNet gave zeros).
-// The int8 forms (quantized=True) are refused as well: Weft's int8 path is the
+// The int8 forms (quantized=True) load, with MXNet's extra range inputs and outputs, but
+// are refused when shapes or types are inferred: Weft's int8 path is the
 // _contrib_quantized_* operators.
 #include <cstring>
 #include <map>
@@ -389,10 +390,6 @@ FGradient InferenceOnly() {
 std::vector<ResourceRequest> TempSpace(const NodeAttrs&) { return {ResourceRequest{ResourceType::kTempSpace}}; }
 
 // The attributes the two subgraph-running operators share, for their parameter struct P.
-template <typename P>
-int SubgraphInputs(const NodeAttrs& attrs) {
-  return InnerOf<P>(attrs)->num_vars;
-}
 
 template <typename P>
 std::vector<int> SubgraphMutates(const NodeAttrs& attrs) {
@@ -407,6 +404,7 @@ bool SubgraphShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<S
 
 template <typename P>
 bool SubgraphType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  RefuseQuantized<P>(attrs);
   return InnerType(*InnerOf<P>(attrs), in, out);
 }
 
@@ -417,7 +415,32 @@ void SubgraphCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
   RunInner(attrs, *InnerOf<P>(attrs), ctx, in, req, out);
 }
 
-std::vector<std::string> OutputName(const NodeAttrs&) { return {"output"}; }
+// A quantized node (refused when run, but listed as MXNet lists it, so its JSON loads) also
+// outputs its range, unless it writes float32.
+std::vector<std::string> OutputNames(bool with_range) {
+  if (with_range) return {"output", "min_output", "max_output"};
+  return {"output"};
+}
+
+std::vector<std::string> SgConvOutputNames(const NodeAttrs& attrs) {
+  return OutputNames(attrs.Params<SgConvParam>().quantized);
+}
+
+std::vector<std::string> SgFCOutputNames(const NodeAttrs& attrs) {
+  const auto& p = attrs.Params<SgFCParam>();
+  return OutputNames(p.quantized && !p.enable_float_output);
+}
+
+std::vector<std::string> SgSelfAttOutputNames(const NodeAttrs& attrs) {
+  const auto& p = attrs.Params<SgSelfAttParam>();
+  return OutputNames(p.quantized && !p.enable_float_output);
+}
+
+bool HasBias(const Inner& g, const char* main_op) {
+  for (const auto& n : g.nodes)
+    if (n.op != nullptr && n.op->name == main_op && n.in.size() == 3) return true;
+  return false;
+}
 
 // MXNet's input names: data, weight, bias (unless the inner layer has no_bias), the
 // BatchNorm's gamma, beta, mean, var, then the sum operand.
@@ -426,24 +449,37 @@ std::vector<std::string> SgConvInputNames(const NodeAttrs& attrs) {
   auto g = InnerOf<SgConvParam>(attrs);
   CheckFusion(attrs, *g, "Convolution", p.with_bn);
   std::vector<std::string> names{"data", "weight"};
-  for (const auto& n : g->nodes)
-    if (n.op != nullptr && n.op->name == "Convolution" && n.in.size() == 3) names.push_back("bias");
+  if (HasBias(*g, "Convolution")) names.push_back("bias");
   if (p.with_bn)
     for (const char* s : {"gamma", "beta", "mean", "var"}) names.push_back(s);
   if (p.with_sum) names.push_back("sum");
   if (static_cast<int>(names.size()) != g->num_vars)
     Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': expected its subgraph to read ", names.size(),
           " inputs for its flags, got ", g->num_vars);
+  if (p.quantized)
+    for (const char* s : {"data_min", "data_max"}) names.push_back(s);
+  if (p.quantized && p.with_sum)
+    for (const char* s : {"sum_min", "sum_max"}) names.push_back(s);
   return names;
 }
 
 std::vector<std::string> SgFCInputNames(const NodeAttrs& attrs) {
   auto g = InnerOf<SgFCParam>(attrs);
   CheckFusion(attrs, *g, "FullyConnected", false);
+  const auto& p = attrs.Params<SgFCParam>();
+  const bool bias = HasBias(*g, "FullyConnected");
   std::vector<std::string> names{"data", "weight"};
-  for (const auto& n : g->nodes)
-    if (n.op != nullptr && n.op->name == "FullyConnected" && n.in.size() == 3) names.push_back("bias");
+  if (bias) names.push_back("bias");
   for (int k = static_cast<int>(names.size()); k < g->num_vars; ++k) names.push_back("arg" + std::to_string(k));
+  if (p.quantized) {
+    for (const char* s : {"min_data", "max_data"}) names.push_back(s);
+    const std::string& cw = p.channel_wise_quantize;
+    if (!(cw == "True" || cw == "true" || cw == "1")) {
+      for (const char* s : {"min_weight", "max_weight"}) names.push_back(s);
+      if (bias)
+        for (const char* s : {"min_bias", "max_bias"}) names.push_back(s);
+    }
+  }
   return names;
 }
 
@@ -457,6 +493,18 @@ NodeAttrs AsInterleaved(const NodeAttrs& attrs) {
 }
 
 template <int kInputs>
+std::vector<std::string> SelfAttInputNames(const NodeAttrs& attrs) {
+  std::vector<std::string> names{"queries_keys_values"};
+  if (kInputs == 2) names.push_back("attention");
+  if (attrs.Params<SgSelfAttParam>().quantized) {
+    for (const char* s : {"min_qkv", "max_qkv"}) names.push_back(s);
+    if (kInputs == 2)
+      for (const char* s : {"min_attention", "max_attention"}) names.push_back(s);
+  }
+  return names;
+}
+
+template <int kInputs>
 bool SelfAttShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   RefuseQuantized<SgSelfAttParam>(attrs);
   NodeAttrs t = AsInterleaved<kInputs>(attrs);
@@ -466,6 +514,7 @@ bool SelfAttShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sh
 
 template <int kInputs>
 bool SelfAttType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  RefuseQuantized<SgSelfAttParam>(attrs);
   NodeAttrs t = AsInterleaved<kInputs>(attrs);
   static const auto& fns = Op::GetAttr<FInferType>("FInferType");
   return fns.Contains(t.op) ? fns[t.op](t, in, out) : SameTypeEverywhere(t, in, out);
@@ -488,15 +537,15 @@ WEFT_REGISTER_OP(_sg_mkldnn_conv)
               "subgraph MXNet's optimize_for('MKLDNN') made. Inputs: data, weight, bias, gamma, beta, mean, var, sum "
               "as present.")
     .SetAttr<FListNames>("FListInputNames", SgConvInputNames)
-    .SetNumInputs(SubgraphInputs<SgConvParam>)
+    .SetNumInputs([](const NodeAttrs& attrs) { return static_cast<int>(SgConvInputNames(attrs).size()); })
     .AddArgument("data", "NDArray-or-Symbol[]", "The inputs of the subgraph, in the order it reads them")
-    .SetNumOutputs(1)
+    .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(SgConvOutputNames(attrs).size()); })
     .SetParams<SgConvParam>()
     .SetAttr<bool>("TSubgraphParam", true)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
     .SetAttr<FMutateInputs>("FMutateInputs", SubgraphMutates<SgConvParam>)
-    .SetAttr<FListNames>("FListOutputNames", OutputName)
+    .SetAttr<FListNames>("FListOutputNames", SgConvOutputNames)
     .SetAttr<FInferShape>("FInferShape", SubgraphShape<SgConvParam>)
     .SetAttr<FInferType>("FInferType", SubgraphType<SgConvParam>)
     .SetAttr<FCompute>("FCompute<cpu>", SubgraphCompute<SgConvParam>)
@@ -506,15 +555,15 @@ WEFT_REGISTER_OP(_sg_mkldnn_fully_connected)
     .Describe("MXNet's oneDNN fused fully connected layer (inference): a FullyConnected with the activation "
               "fused after it, held as the subgraph MXNet's optimize_for('MKLDNN') made. Inputs: data, weight, bias.")
     .SetAttr<FListNames>("FListInputNames", SgFCInputNames)
-    .SetNumInputs(SubgraphInputs<SgFCParam>)
+    .SetNumInputs([](const NodeAttrs& attrs) { return static_cast<int>(SgFCInputNames(attrs).size()); })
     .AddArgument("data", "NDArray-or-Symbol[]", "The inputs of the subgraph, in the order it reads them")
-    .SetNumOutputs(1)
+    .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(SgFCOutputNames(attrs).size()); })
     .SetParams<SgFCParam>()
     .SetAttr<bool>("TSubgraphParam", true)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
     .SetAttr<FMutateInputs>("FMutateInputs", SubgraphMutates<SgFCParam>)
-    .SetAttr<FListNames>("FListOutputNames", OutputName)
+    .SetAttr<FListNames>("FListOutputNames", SgFCOutputNames)
     .SetAttr<FInferShape>("FInferShape", SubgraphShape<SgFCParam>)
     .SetAttr<FInferType>("FInferType", SubgraphType<SgFCParam>)
     .SetAttr<FCompute>("FCompute<cpu>", SubgraphCompute<SgFCParam>)
@@ -523,7 +572,10 @@ WEFT_REGISTER_OP(_sg_mkldnn_fully_connected)
 WEFT_REGISTER_OP(_sg_mkldnn_selfatt_qk)
     .Describe("MXNet's oneDNN fused self-attention scores (inference): what _contrib_interleaved_matmul_selfatt_qk "
               "computes, queries (scaled by 1/sqrt(dim)) times keys for each head: (batch*heads, seq, seq).")
-    .SetNumInputs(1)
+    .SetNumInputs([](const NodeAttrs& attrs) { return static_cast<int>(SelfAttInputNames<1>(attrs).size()); })
+    .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(SgSelfAttOutputNames(attrs).size()); })
+    .SetAttr<FListNames>("FListInputNames", SelfAttInputNames<1>)
+    .SetAttr<FListNames>("FListOutputNames", SgSelfAttOutputNames)
     .AddArgument("queries_keys_values", "NDArray-or-Symbol", "Interleaved queries, keys and values (seq, batch, heads*3*dim).")
     .SetParams<SgSelfAttParam>()
     .SetAttr<bool>("TSubgraphParam", true)
@@ -537,7 +589,10 @@ WEFT_REGISTER_OP(_sg_mkldnn_selfatt_valatt)
     .Describe("MXNet's oneDNN fused attention-weighted values (inference): what "
               "_contrib_interleaved_matmul_selfatt_valatt computes, attention times values per head: "
               "(seq, batch, heads*dim).")
-    .SetNumInputs(2)
+    .SetNumInputs([](const NodeAttrs& attrs) { return static_cast<int>(SelfAttInputNames<2>(attrs).size()); })
+    .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(SgSelfAttOutputNames(attrs).size()); })
+    .SetAttr<FListNames>("FListInputNames", SelfAttInputNames<2>)
+    .SetAttr<FListNames>("FListOutputNames", SgSelfAttOutputNames)
     .AddArgument("queries_keys_values", "NDArray-or-Symbol", "Interleaved queries, keys and values (seq, batch, heads*3*dim).")
     .AddArgument("attention", "NDArray-or-Symbol", "Attention weights (batch*heads, seq, seq).")
     .SetParams<SgSelfAttParam>()
