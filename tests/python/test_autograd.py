@@ -139,7 +139,9 @@ def test_grad_returns_without_touching_dot_grad_and_second_order():
     x = _var(a)
     with autograd.record():
         y = x * x * x
-        g = autograd.grad(y, x, create_graph=True)
+        grads = autograd.grad(y, x, create_graph=True)
+        assert isinstance(grads, list) and len(grads) == 1  # a list even for one bare variable
+        g = grads[0]
         z = g.sum()
     np.testing.assert_allclose(g.asnumpy(), 3 * a * a)
     np.testing.assert_allclose(x.grad.asnumpy(), 0)
