@@ -211,3 +211,32 @@ def test_quantized_sg_json_loads_with_mxnets_inputs_then_refuses_to_run():
     assert sym.list_arguments() == ["qkv", "min_qkv", "max_qkv"] and sym.list_outputs() == ["sg0_output"]
     with pytest.raises(mx.base.MXNetError, match="quantized=True.*not supported"):
         sym.infer_shape(qkv=(3, 1, 6))
+
+
+def test_inference_executor_fuses_the_subgraph_again(rng, monkeypatch):
+    """Bound for inference, the node is replaced by its operators, which the executor's oneDNN
+    region pass fuses as it fuses the unfused graph; switched off, the node runs them itself."""
+    unfused = _conv_block(True)
+    attrs = {"with_bn": "true", "with_act": "true", "with_sum": "true", "with_postsum_act": "true"}
+    fused = mx.sym.load_json(_fused_json(unfused, "_sg_mkldnn_conv", attrs))
+    args, aux = _params(unfused, {"data": (2, 16, 8, 8), "sum": (2, 4, 8, 8)}, rng)
+    want = _run(unfused, args, aux)
+
+    def region(sym):
+        return "oneDNN region" in sym.bind(mx.cpu(), args, aux_states=aux).debug_str()
+    assert region(fused) == region(unfused)
+    np.testing.assert_allclose(_run(fused, args, aux), want, rtol=1e-5, atol=1e-5)
+    monkeypatch.setenv("WEFT_EXEC_INLINE_SUBGRAPHS", "0")
+    assert not region(fused)
+    np.testing.assert_allclose(_run(fused, args, aux), want, rtol=1e-5, atol=1e-5)
+    # two fused nodes in a row, the second reading the first
+    monkeypatch.setenv("WEFT_EXEC_INLINE_SUBGRAPHS", "1")
+    data = mx.sym.var("data")
+    chain_unfused = mx.sym.Convolution(data, kernel=(1, 1), num_filter=16, name="c1")
+    c1 = mx.sym.load_json(_fused_json(mx.sym.Activation(chain_unfused, act_type="relu", name="r1"),
+                                      "_sg_mkldnn_conv", {"with_act": "true"}, name="sg1"))
+    both = fused(data=c1)
+    both_unfused = unfused(data=mx.sym.Activation(chain_unfused, act_type="relu", name="r1"))
+    assert both.list_arguments() == both_unfused.list_arguments()
+    args2, aux2 = _params(both_unfused, {"data": (2, 8, 8, 8), "sum": (2, 4, 8, 8)}, rng)
+    np.testing.assert_allclose(_run(both, args2, aux2), _run(both_unfused, args2, aux2), rtol=1e-5, atol=1e-5)
