@@ -218,3 +218,19 @@ def test_colour_jitter_against_a_reference(tmp_path, kind):
         if kind == "hue":
             np.testing.assert_array_equal(out[0], src[0])  # greys have no hue
     assert changed >= 2
+
+
+def test_same_draws_whatever_the_thread_count_and_parts_cover_the_file(rec):
+    path, items = rec
+    kw = dict(path_imgrec=path, data_shape=(3, 16, 16), batch_size=3, rand_crop_prob=0.7, min_crop_scales=0.4,
+              rand_mirror_prob=0.5, rand_pad_prob=0.5, max_pad_scale=1.8, seed=9)
+    one = mx.io.ImageDetRecordIter(preprocess_threads=1, **kw).next()
+    three = mx.io.ImageDetRecordIter(preprocess_threads=3, **kw).next()
+    np.testing.assert_array_equal(one.data[0].asnumpy(), three.data[0].asnumpy())
+    np.testing.assert_array_equal(one.label[0].asnumpy(), three.label[0].asnumpy())
+    seen = []
+    for part in range(2):
+        it = mx.io.ImageDetRecordIter(path_imgrec=path, data_shape=(3, 8, 8), batch_size=1, num_parts=2,
+                                      part_index=part, round_batch=False)
+        seen += [int(b.index[0]) for b in it]
+    assert sorted(seen) == [0, 1, 2]
