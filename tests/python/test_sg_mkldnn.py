@@ -79,6 +79,14 @@ def test_sg_conv_json_runs_as_the_unfused_graph(rng, with_sum):
     np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-5)
 
 
+def test_sg_conv_json_of_older_mxnet_names(rng):
+    unfused = _conv_block(True)
+    old = {"with_bn": "true", "with_relu": "true", "with_sum": "true", "with_postsum_relu": "true"}
+    fused = mx.sym.load_json(_fused_json(unfused, "_sg_mkldnn_conv", old))
+    args, aux = _params(unfused, {"data": (1, 3, 5, 5), "sum": (1, 4, 5, 5)}, rng)
+    np.testing.assert_allclose(_run(fused, args, aux), _run(unfused, args, aux), rtol=1e-5, atol=1e-5)
+
+
 def test_sg_conv_json_round_trip(rng, tmp_path):
     unfused = _conv_block(False)
     fused = mx.sym.load_json(_fused_json(unfused, "_sg_mkldnn_conv", {"with_bn": "true", "with_act": "true",

@@ -36,6 +36,7 @@ namespace op {
 
 struct SgConvParam {
   bool with_bn = false, with_act = false, with_sum = false, with_postsum_act = false, quantized = false;
+  bool with_relu = false, with_postsum_relu = false;  // the names MXNet used before 1.6
   std::optional<double> min_calib_range, max_calib_range;
   std::string subgraph;
 };
@@ -76,6 +77,10 @@ WEFT_PARAM_SCHEMA(SgConvParam, s) {
   s.Field("with_act", &SgConvParam::with_act).Default(false).Describe("Add post activation.");
   s.Field("with_sum", &SgConvParam::with_sum).Default(false).Describe("Add post sum.");
   s.Field("with_postsum_act", &SgConvParam::with_postsum_act).Default(false).Describe("Add post activation after sum.");
+  s.Field("with_relu", &SgConvParam::with_relu).Default(false)
+      .Describe("What with_act was called before MXNet 1.6 (files saved then carry it).");
+  s.Field("with_postsum_relu", &SgConvParam::with_postsum_relu).Default(false)
+      .Describe("What with_postsum_act was called before MXNet 1.6.");
   s.Field("quantized", &SgConvParam::quantized).Default(false).Describe("Enable quantization (not supported).");
   CalibFields(s, &SgConvParam::min_calib_range, &SgConvParam::max_calib_range);
   s.Field("subgraph", &SgConvParam::subgraph).Default(std::string()).Describe(kSubgraphDoc);

@@ -9546,6 +9546,8 @@ func SymInternalScatterSetNd(lhs, rhs, indices *weft.Symbol, shape []int, opts .
 //   - WithWithAct(bool): Add post activation. (default False)
 //   - WithWithSum(bool): Add post sum. (default False)
 //   - WithWithPostsumAct(bool): Add post activation after sum. (default False)
+//   - WithWithRelu(bool): What with_act was called before MXNet 1.6 (files saved then carry it). (default False)
+//   - WithWithPostsumRelu(bool): What with_postsum_act was called before MXNet 1.6. (default False)
 //   - WithQuantized(bool): Enable quantization (not supported). (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
@@ -9567,6 +9569,8 @@ func InternalSgMkldnnConv(data []*weft.NDArray, opts ...Option) (*weft.NDArray, 
 //   - WithWithAct(bool): Add post activation. (default False)
 //   - WithWithSum(bool): Add post sum. (default False)
 //   - WithWithPostsumAct(bool): Add post activation after sum. (default False)
+//   - WithWithRelu(bool): What with_act was called before MXNet 1.6 (files saved then carry it). (default False)
+//   - WithWithPostsumRelu(bool): What with_postsum_act was called before MXNet 1.6. (default False)
 //   - WithQuantized(bool): Enable quantization (not supported). (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
@@ -15704,6 +15708,12 @@ func WithWithEltwise(v bool) Option {
 // Add post activation after sum.
 func WithWithPostsumAct(v bool) Option {
 	return param("with_postsum_act", v)
+}
+
+// WithWithPostsumRelu sets the parameter with_postsum_relu.
+// What with_postsum_act was called before MXNet 1.6.
+func WithWithPostsumRelu(v bool) Option {
+	return param("with_postsum_relu", v)
 }
 
 // WithWithRelu sets the parameter with_relu.

@@ -7390,7 +7390,7 @@ _scatter_set_nd(; kwargs...) = _call_op(_op__scatter_set_nd; kwargs...)
 
 const _op__sg_mkldnn_conv = OpDef("_sg_mkldnn_conv", String[], true, "")
 """
-    _sg_mkldnn_conv(args...; with_bn=False, with_act=False, with_sum=False, with_postsum_act=False, quantized=False, min_calib_range=None, max_calib_range=None, subgraph=\"\")
+    _sg_mkldnn_conv(args...; with_bn=False, with_act=False, with_sum=False, with_postsum_act=False, with_relu=False, with_postsum_relu=False, quantized=False, min_calib_range=None, max_calib_range=None, subgraph=\"\")
 
 MXNet's oneDNN fused convolution (inference): a Convolution with, as its flags say, a BatchNorm (moving statistics), an activation, a residual sum and an activation after it, held as the subgraph MXNet's optimize_for('MKLDNN') made. Inputs: data, weight, bias, gamma, beta, mean, var, sum as present.
 
@@ -7402,6 +7402,8 @@ MXNet's oneDNN fused convolution (inference): a Convolution with, as its flags s
 - `with_act` (boolean; default `False`): Add post activation.
 - `with_sum` (boolean; default `False`): Add post sum.
 - `with_postsum_act` (boolean; default `False`): Add post activation after sum.
+- `with_relu` (boolean; default `False`): What with_act was called before MXNet 1.6 (files saved then carry it).
+- `with_postsum_relu` (boolean; default `False`): What with_postsum_act was called before MXNet 1.6.
 - `quantized` (boolean; default `False`): Enable quantization (not supported).
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (int8 form only).
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (int8 form only).
