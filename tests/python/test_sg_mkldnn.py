@@ -175,6 +175,10 @@ def test_sg_ops_errors(rng):
     two["nodes"][-1]["subgraphs"].append(two["nodes"][-1]["subgraphs"][0])
     with pytest.raises(mx.base.MXNetError, match="expected 'subgraphs' to hold one graph"):
         mx.sym.load_json(json.dumps(two))
+    heads = json.loads(_fused_json(unfused, "_sg_mkldnn_conv", {"with_bn": "true"}))
+    heads["nodes"][-1]["subgraphs"][0]["heads"].append([3, 0, 0])
+    with pytest.raises(mx.base.MXNetError, match="must have one output, got 2"):
+        mx.sym.load_json(json.dumps(heads))
     x = nd.ones((1, 3, 4, 4))
     with pytest.raises(mx.base.MXNetError, match="expected the fused subgraph"):
         nd._internal._sg_mkldnn_conv(x, nd.ones((4, 3, 3, 3)))

@@ -199,7 +199,8 @@ std::shared_ptr<const Inner> ParseInner(const std::string& op_name, const std::s
   }
   for (size_t k = 0; k < top["heads"].size(); ++k)
     inner->heads.push_back(entry(top["heads"][k], nodes.size(), "head " + std::to_string(k)));
-  if (inner->heads.empty()) Bad(op_name, "has no outputs");
+  // MXNet's fused layers have one float output, which is what the node gives.
+  if (inner->heads.size() != 1) Bad(op_name, "must have one output, got " + std::to_string(inner->heads.size()));
   // A variable's entry id is its node's first entry: find the node input behind each entry.
   std::vector<int> var_of_entry(inner->num_entries, -1);
   for (const auto& n : inner->nodes)
