@@ -55,7 +55,7 @@ struct OprBlock {
   ThreadedOpr* opr = nullptr;    // a pre-created operator, or null when fn is the work
   AsyncFn fn;
   ThreadedVar* delete_var = nullptr;  // freed when this block completes (DeleteVariable)
-  std::exception_ptr error;
+  ErrorRef error;
   // What the profiler records the block as (null: nothing), and the bytes its pusher
   // allocated for it.
   const char* prof_name = nullptr;

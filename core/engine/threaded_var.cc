@@ -80,7 +80,7 @@ void ThreadedVar::GrantFrontLocked(ReadyList* ready) {
   if (head_ == nullptr) tail_ = nullptr;
 }
 
-bool ThreadedVar::HasPendingWrite(std::exception_ptr* err) {
+bool ThreadedVar::HasPendingWrite(ErrorRef* err) {
   std::lock_guard<std::mutex> lock(mu);
   if (write_running_ || head_ != nullptr) return true;
   *err = error;

@@ -64,7 +64,7 @@ class ThreadedVar final : public Var {
   void Release(bool write, ReadyList* ready);
   // Whether an operation that writes this variable is queued or running; *error gets
   // the stored error when not.
-  bool HasPendingWrite(std::exception_ptr* error);
+  bool HasPendingWrite(ErrorRef* error);
   // Nothing queued or running: the variable may be freed.
   bool Idle();
 
