@@ -107,7 +107,8 @@ def test_conv_bn_relu_matches_the_operators_alone(batch, hw):
 
 
 @pytest.mark.parametrize("project,stride", [(True, (2, 2)), (True, (1, 1)), (False, (1, 1))])
-# From batch 4 on the region uses blocked layouts and Winograd for the 3x3 convolutions.
+# With AVX-512 the region uses blocked layouts and Winograd for the 3x3 convolutions at every
+# batch size (without Winograd, from batch 4 on).
 @pytest.mark.parametrize("batch,hw", [(1, (15, 15)), (3, (20, 17)), (5, (14, 14))])
 def test_bottleneck_blocks_match(project, stride, batch, hw):
     # Identity shortcuts need as many channels in as out: the stem has 16 = 4 * width 4.

@@ -28,24 +28,8 @@ memory::desc Any(const Shape& s) {
   return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::any);
 }
 
-// The layout a convolution's source and destination are created with. From batch 4 on,
-// oneDNN's blocked layout (nChw16c with AVX-512, nChw8c on AVX2: dnnl_layout.h): with
-// AVX-512 its direct and Winograd kernels there ran ResNet-50 at batch 32 about 1.2x
-// faster than the layout oneDNN picks when asked (nhwc, for its brgconv kernels), which in
-// turn was 1.2x faster at batch 1. The exception is a convolution with
-// a kernel larger than 1x1 and a stride: oneDNN's nChw16c kernel for those is its slowest
-// (3x3 stride 2 on ResNet-50's shapes at batch 32: 210-310 GFLOP/s against 360 for brgconv
-// on nhwc), so such a convolution gets the layout oneDNN picks, which pays for the reorder
-// of its source into nhwc and of its (four times smaller) result back: ResNet-18 at batch
-// 32 ran about 3 % faster, ResNet-50 (fewer such layers) about 1 %.
-memory::desc ConvLayout(const Shape& s, bool strided_window) {
-  if (s[0] >= 4 && s[1] % DnnlChannelBlock() == 0 && !strided_window)
-    return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, DnnlBlockedTag());
-  return Any(s);
-}
-
-// Winograd F(4x4, 3x3) for 3x3 convolutions with unit stride and dilation from batch 4 on
-// (oneDNN's own threshold): it rounds a little differently from the direct kernel (about
+// Winograd F(4x4, 3x3) (F(2x2, 3x3) where oneDNN prefers it) for 3x3 convolutions with
+// unit stride and dilation: it rounds a little differently from the direct kernel (about
 // 1e-6 of the output's scale), so WEFT_CONV_WINOGRAD=0 turns it off, as for the operators.
 bool WinogradWanted() {
   static const bool enabled = [] {
@@ -53,6 +37,27 @@ bool WinogradWanted() {
     return v == nullptr || std::string(v) != "0";
   }();
   return enabled;
+}
+
+// The layout a convolution's source and destination are created with: oneDNN's blocked
+// layout (nChw16c with AVX-512, nChw8c on AVX2: dnnl_layout.h), on which its direct and
+// Winograd kernels ran ResNet-50 at batch 32 about 1.2x faster than on the layout oneDNN
+// picks when asked (nhwc, for its brgconv kernels). Below batch 4 that holds only with
+// Winograd, which oneDNN 2.6 has for AVX-512 alone and runs on the blocked layout: there
+// its 3x3 kernels took 0.2-0.45 ms per ResNet-50 layer at batch 1 (2 threads, AMD EPYC
+// Zen 5) against 0.43-0.5 for brgconv on nhwc, and its blocked 1x1 kernel kept pace with
+// brgconv's; without Winograd brgconv on nhwc was 1.2x faster there. The exception is a
+// convolution with a kernel larger than 1x1 and a stride: oneDNN's nChw16c kernel for
+// those is its slowest (3x3 stride 2 on ResNet-50's shapes at batch 32: 210-310 GFLOP/s
+// against 360 for brgconv on nhwc; at batch 1, 0.53-0.87 ms against 0.46-0.59), so such a
+// convolution gets the layout oneDNN picks, which pays for the reorder of its source into
+// nhwc and of its (four times smaller) result back: ResNet-18 at batch 32 ran about 3 %
+// faster, ResNet-50 (fewer such layers) about 1 %.
+memory::desc ConvLayout(const Shape& s, bool strided_window) {
+  bool blocked_batch = s[0] >= 4 || (WinogradWanted() && DnnlChannelBlock() == 16);
+  if (blocked_batch && s[1] % DnnlChannelBlock() == 0 && !strided_window)
+    return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, DnnlBlockedTag());
+  return Any(s);
 }
 
 dnnl::algorithm EltwiseAlg(Act a) {
@@ -267,7 +272,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
       return dnnl::convolution_forward::primitive_desc(desc, attr, RegionEngine());
     };
     dnnl::convolution_forward::primitive_desc pd;
-    bool wino = WinogradWanted() && g == 1 && ss[0] >= 4 && kd[0] == 3 && kd[1] == 3 && strides[0] == 1 &&
+    bool wino = WinogradWanted() && g == 1 && kd[0] == 3 && kd[1] == 3 && strides[0] == 1 &&
                 strides[1] == 1 && dil[0] == 0 && dil[1] == 0;
     if (wino) {
       try {
