@@ -49,15 +49,28 @@ bool WinogradWanted() {
 // Winograd, which oneDNN 2.6 has for AVX-512 alone and runs on the blocked layout: there
 // its 3x3 kernels took 0.2-0.45 ms per ResNet-50 layer at batch 1 (2 threads, AMD EPYC
 // Zen 5) against 0.43-0.5 for brgconv on nhwc, and its blocked 1x1 kernel kept pace with
-// brgconv's; without Winograd brgconv on nhwc was 1.2x faster there. The exception is a
+// brgconv's; without Winograd brgconv on nhwc was 1.2x faster there, and a region with no
+// 3x3 unit-stride convolution keeps nhwc (MobileNet's depthwise kernel was 1.3x faster on
+// it at batch 1: brdgmm_dw against jit_dw). The exception is a
 // convolution with a kernel larger than 1x1 and a stride: oneDNN's nChw16c kernel for
 // those is its slowest (3x3 stride 2 on ResNet-50's shapes at batch 32: 210-310 GFLOP/s
 // against 360 for brgconv on nhwc; at batch 1, 0.53-0.87 ms against 0.46-0.59), so such a
 // convolution gets the layout oneDNN picks, which pays for the reorder of its source into
 // nhwc and of its (four times smaller) result back: ResNet-18 at batch 32 ran about 3 %
 // faster, ResNet-50 (fewer such layers) about 1 %.
-memory::desc ConvLayout(const Shape& s, bool strided_window) {
-  bool blocked_batch = s[0] >= 4 || (WinogradWanted() && DnnlChannelBlock() == 16);
+// Whether unit `un` is a convolution Winograd can run: 3x3, unit stride and dilation, one group.
+bool WinogradCandidate(const DnnlRegionSpec::Unit& un) {
+  const ConvolutionParam& p = un.conv;
+  if (!WinogradWanted() || un.kind != Kind::kConv || p.num_group != 1 || p.kernel.ndim() != 2) return false;
+  for (int i = 0; i < 2; ++i)
+    if (p.kernel[i] != 3 || (p.stride.ndim() && p.stride[i] != 1) || (p.dilate.ndim() && p.dilate[i] != 1))
+      return false;
+  return true;
+}
+
+// `winograd_region`: the region has a convolution that can take Winograd.
+memory::desc ConvLayout(const Shape& s, bool strided_window, bool winograd_region) {
+  bool blocked_batch = s[0] >= 4 || (winograd_region && DnnlChannelBlock() == 16);
   if (blocked_batch && s[1] % DnnlChannelBlock() == 0 && !strided_window)
     return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, DnnlBlockedTag());
   return Any(s);
@@ -148,6 +161,7 @@ struct DnnlRegion::Impl {
   std::vector<NDArray> watched;
   std::mutex mu;
   size_t weight_reorders = 0;
+  bool winograd_region = false;  // some convolution can take Winograd (ConvLayout)
   // Per step, its arguments as oneDNN memory objects, made at the first call: creating
   // them (and their argument map) at every call took about 1 % of ResNet-50's batch-1
   // inference. A call points again only those whose buffer may move (the node's inputs
@@ -203,6 +217,7 @@ void DnnlRegion::Impl::Build() {
   std::vector<int> last_use(nv, -1);
   for (size_t u = 0; u < spec.units.size(); ++u) {
     const auto& un = spec.units[u];
+    winograd_region = winograd_region || WinogradCandidate(un);
     last_use[un.src] = static_cast<int>(u);
     if (un.src2 >= 0) last_use[un.src2] = static_cast<int>(u);
   }
@@ -283,8 +298,8 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     bool strided_window =
         g == 1 && (kd[0] > 1 || kd[1] > 1) && (strides[0] > 1 || strides[1] > 1) && c % DnnlChannelBlock() == 0;
     auto make_pd = [&](dnnl::algorithm alg) {
-      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, ConvLayout(ss, strided_window),
-                                           any_w, bias_md, ConvLayout(ds, strided_window), strides, dil, pl, pr);
+      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, ConvLayout(ss, strided_window, winograd_region),
+                                           any_w, bias_md, ConvLayout(ds, strided_window, winograd_region), strides, dil, pl, pr);
       return dnnl::convolution_forward::primitive_desc(desc, attr, RegionEngine());
     };
     dnnl::convolution_forward::primitive_desc pd;
