@@ -348,6 +348,40 @@ def test_recomputing_in_the_backward_changes_no_bit(monkeypatch, level, batch, w
             close(again.grad_dict[name].asnumpy(), g.asnumpy(), "gradient of " + name)
 
 
+@pytest.mark.parametrize("level,adds", [("0", 3), ("2", 0)])
+def test_batch_norm_and_residual_add_run_in_one_pass_in_training(level, adds):
+    # When the backward recomputes a residual block's output (levels 1 and 2), the
+    # BatchNorm before its add writes no result of its own in the training forward: the
+    # add is done in the BatchNorm's pass, so no oneDNN add primitive runs (three with
+    # level 0, one per block); at inference the two steps stay. Results equal the graph
+    # without regions (and, to the bit, level 0: test_recomputing_in_the_backward_changes_no_bit).
+    code = "\n".join([
+        "import sys",
+        "sys.path.insert(0, %r)" % os.path.dirname(os.path.abspath(__file__)),
+        "from test_dnnl_train_region import small_resnet, pair, regions, step_and_compare",
+        "fused, plain = pair(small_resnet(16), (4, 3, 12, 12))",
+        "assert regions(fused)",
+        "print('TRAIN', flush=True)",
+        "step_and_compare(fused, plain)",
+        "print('INFER', flush=True)",
+        "step_and_compare(fused, plain, is_train=False)",
+        "print('ok', flush=True)",
+    ])
+    env = dict(os.environ, WEFT_EXEC_DNNL_TRAIN_RECOMPUTE=level, ONEDNN_VERBOSE="1")
+    run = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = run.stdout
+    assert out.strip().endswith("ok")
+    train = out[out.index("TRAIN"):out.index("INFER")].splitlines()
+    infer = out[out.index("INFER"):].splitlines()
+    # the training forward comes before the first backward primitive
+    forward = train[:next(i for i, l in enumerate(train) if ",backward" in l)]
+    assert any(",convolution," in l for l in forward)
+    assert sum(l.startswith("onednn_verbose,exec,cpu,binary,") for l in forward) == adds
+    assert sum(l.startswith("onednn_verbose,exec,cpu,binary,") for l in infer) == 3
+
+
 def test_recomputing_plans_less_memory(monkeypatch):
     # Batch 16 of 32x32: a residual block's values are 2-8 MB. Recomputing keeps fewer of
     # them from the forward to the backward (exact bytes: tests/cpp/dnnl_train_region_test.cc).

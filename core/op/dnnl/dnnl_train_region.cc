@@ -72,10 +72,12 @@ struct BnGeom {
   size_t At(int64_t b, int64_t cb) const { return static_cast<size_t>((b * (c / lanes) + cb) * hw * lanes); }
 };
 
-// y from x; mean and var written (batch statistics) or read (moving ones).
+// y from x; mean and var written (batch statistics) or read (moving ones). With `s`, y is
+// the result of the add after the BatchNorm instead, y = max(add_clip, bn(x) + s), in the
+// same pass (the arithmetic of the add's primitive, and of BnAddBlocked below).
 template <int kLanes>
 void BnForwardBlocked(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
-               const float* gamma, const float* beta) {
+               const float* gamma, const float* beta, const float* s = nullptr, bool add_relu = false) {
   const float count = static_cast<float>(g.n * g.hw);
   ParallelFor(g.c / kLanes, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t cb = lo; cb < hi; ++cb) {
@@ -113,9 +115,21 @@ void BnForwardBlocked(const BnGeom& g, bool batch_stats, const float* x, float* 
         shift[l] = beta[c0 + l] - m[l] * scale[l];
       }
       const float lo_clip = g.relu ? 0.f : -INFINITY;
+      const float add_clip = add_relu ? 0.f : -INFINITY;
       for (int64_t b = 0; b < g.n; ++b) {
         const float* xr = x + g.At(b, cb);
         float* yr = y + g.At(b, cb);
+        if (s) {
+          const float* sr = s + g.At(b, cb);
+          for (int64_t i = 0; i < g.hw; ++i) {
+#pragma omp simd
+            for (int l = 0; l < kLanes; ++l) {
+              float t = std::max(lo_clip, xr[i * kLanes + l] * scale[l] + shift[l]);
+              yr[i * kLanes + l] = std::max(add_clip, t + sr[i * kLanes + l]);
+            }
+          }
+          continue;
+        }
         for (int64_t i = 0; i < g.hw; ++i) {
 #pragma omp simd
           for (int l = 0; l < kLanes; ++l) yr[i * kLanes + l] = std::max(lo_clip, xr[i * kLanes + l] * scale[l] + shift[l]);
@@ -211,9 +225,9 @@ void BnAddBlocked(const BnGeom& g, const float* x, const float* s, float* y, con
 }
 
 void BnForward(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
-               const float* gamma, const float* beta) {
-  if (g.lanes == 16) BnForwardBlocked<16>(g, batch_stats, x, y, mean, var, gamma, beta);
-  else BnForwardBlocked<8>(g, batch_stats, x, y, mean, var, gamma, beta);
+               const float* gamma, const float* beta, const float* s, bool add_relu) {
+  if (g.lanes == 16) BnForwardBlocked<16>(g, batch_stats, x, y, mean, var, gamma, beta, s, add_relu);
+  else BnForwardBlocked<8>(g, batch_stats, x, y, mean, var, gamma, beta, s, add_relu);
 }
 
 void BnBackward(const BnGeom& g, const float* x, const float* y, const float* dy, float* dx, const float* mean,
@@ -285,6 +299,7 @@ struct Exec {
   BnGeom bn;           // kBnForward, kBnBackward
   bool fix_gamma = false, batch_stats = true;
   bool sum = false;    // kCopy: adds instead of writing
+  bool add_relu = false;  // kBnForward with an add folded in (a 7th argument): the add's relu
   int weights = -1;    // a weight reorder: the node input it reads (skipped at inference while unchanged)
   int cache = -1;      // ... and its entry in weight_cache
 };
@@ -351,6 +366,10 @@ struct DnnlTrainRegion::Impl {
   std::vector<dnnl::binary::primitive_desc> add;                     // per unit (adds)
   std::vector<int> bn_mean, bn_var, bn_ws;         // per unit: blocks
   std::vector<bool> bn_own;                        // per unit: a BatchNorm run by the loops above
+  // Per add unit: the BatchNorm whose training forward it runs in the same pass (the one
+  // making its first operand, when FusedBnAdd holds: its result is then not written in
+  // training, saving a write and a read of it), or -1.
+  std::vector<int> bn_in_add;
 
   // Backward-pass state.
   std::vector<int> diff_block;         // per value: its gradient's block, or -1
@@ -679,8 +698,15 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     k.args = {{0, md[un.src], loc[un.src]}, {1, md[un.dst], loc[un.dst]}, {2, Vec(c), At(bn_mean[u])},
               {3, Vec(c), At(bn_var[u])},  {4, Vec(c), gamma},                {5, Vec(c), In(un.beta)}};
     Exec inf = k;
-    fwd.push_back(std::move(k));
-    PushMovingStats(u, c);
+    int reader = -1;
+    for (size_t a = u + 1; a < spec.units.size(); ++a)
+      if (spec.units[a].kind == Kind::kAdd && spec.units[a].src == un.dst) reader = static_cast<int>(a);
+    if (reader >= 0 && FusedBnAdd(reader)) {
+      bn_in_add[reader] = static_cast<int>(u);  // its training forward runs in the add's pass
+    } else {
+      fwd.push_back(std::move(k));
+      PushMovingStats(u, c);
+    }
     // At inference (a Forward(is_train=false) of a training executor): the moving statistics.
     inf.mode = 2;
     inf.batch_stats = false;
@@ -760,6 +786,28 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     const auto& pd = add[u];
     md[un.dst] = pd.dst_desc();
     loc[un.dst] = Place(un.dst);
+    if (bn_in_add[u] >= 0) {
+      WEFT_CHECK(md[un.dst] == a, kInternal, "_dnnl_train_region: the add '", un.name,
+                 "' changes its operand's layout, so the BatchNorm before it cannot run in its pass");
+      // In training, the BatchNorm before (statistics, normalisation) and this add in one
+      // pass over its source; at inference the two steps as they are.
+      const size_t b = bn_in_add[u];
+      const auto& bu = spec.units[b];
+      const Shape& bs = spec.values[bu.src].shape;
+      Exec k;
+      k.type = Exec::kBnForward;
+      k.mode = 1;
+      k.bn = BnGeom{bs[0], bs[1], bs[2] * bs[3], static_cast<float>(bu.eps), false, DnnlChannelBlock()};
+      k.fix_gamma = bu.fix_gamma;
+      k.add_relu = un.relu;
+      Loc gamma = bu.fix_gamma ? Loc{Loc::kOnes, 0, 0} : In(bu.gamma);
+      k.args = {{0, md[bu.src], loc[bu.src]}, {1, md[un.dst], loc[un.dst]}, {2, Vec(bs[1]), At(bn_mean[b])},
+                {3, Vec(bs[1]), At(bn_var[b])}, {4, Vec(bs[1]), gamma},          {5, Vec(bs[1]), In(bu.beta)},
+                {6, a, second}};
+      fwd.push_back(std::move(k));
+      PushMovingStats(b, bs[1]);
+      prim.mode = 2;
+    }
     prim.prim = dnnl::binary(pd);
     prim.args = {{DNNL_ARG_SRC_0, a, loc[un.src]}, {DNNL_ARG_SRC_1, a, second}, {DNNL_ARG_DST, md[un.dst], loc[un.dst]}};
     Scratch(&prim, pd.scratchpad_desc());
@@ -980,6 +1028,7 @@ void DnnlTrainRegion::Impl::Build() {
   bn_var.assign(nu, 0);
   bn_ws.assign(nu, 0);
   bn_own.assign(nu, false);
+  bn_in_add.assign(nu, -1);
   for (size_t v = 0; v < nv; ++v)
     if (spec.values[v].input >= 0) {
       md[v] = PlainNchw(spec.values[v].shape);
@@ -1134,7 +1183,8 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
       });
     } else if (e.type == Exec::kBnForward) {
       auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
-      BnForward(e.bn, e.batch_stats, f(0), f(1), f(2), f(3), e.fix_gamma ? nullptr : f(4), f(5));
+      BnForward(e.bn, e.batch_stats, f(0), f(1), f(2), f(3), e.fix_gamma ? nullptr : f(4), f(5),
+                e.args.size() > 6 ? f(6) : nullptr, e.add_relu);
     } else if (e.type == Exec::kBnAdd) {
       auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
       if (e.bn.lanes == 16) BnAddBlocked<16>(e.bn, f(0), f(1), f(2), f(3), f(4), e.fix_gamma ? nullptr : f(5), f(6));
