@@ -379,6 +379,22 @@ void AddScratchpad(DnnlPlan* p, const memory::desc& md) {
   p->args.push_back(a);
 }
 
+// Lays the plan's temp space out again with argument `first`'s reordered copy at offset 0,
+// then the other copies and the scratchpad in order: the two backward plans of one
+// convolution then keep dy's blocked copy at the same place (ConvBackward reorders it once
+// there for both).
+void SlotFirst(DnnlPlan* p, size_t first) {
+  size_t off = 0;
+  auto place = [&](DnnlArg& a) {
+    a.offset = off;
+    off += Align(a.prim.get_size());
+  };
+  if (p->args[first].reorder) place(p->args[first]);
+  for (size_t i = 0; i < p->args.size(); ++i)
+    if (i != first && (p->args[i].reorder || p->args[i].internal)) place(p->args[i]);
+  p->temp_bytes = off;
+}
+
 dnnl::stream& Stream() {
   static thread_local dnnl::stream strm(Engine());
   return strm;
@@ -386,9 +402,8 @@ dnnl::stream& Stream() {
 
 // Whether plan argument i, an output, reaches the caller's array through a reorder that can
 // add into it: accumulating (kAddTo) then needs no plain temporary of the output's size
-// (a convolution's data gradient reaching a value read twice: 196 MiB for ResNet-50's
-// strided shortcut at batch 64, the largest temporary of its training step without the
-// training regions). The sum is the float32 addition of AddInto.
+// (196 MiB for ResNet-50's strided shortcut at batch 64). The sum is the float32 addition
+// of AddInto.
 bool AddsInReorder(const DnnlPlan& plan, size_t i) { return static_cast<bool>(plan.args.at(i).re_add); }
 
 // `ptrs` holds the caller's arrays in the order of plan.args (the scratchpad's is ignored);
@@ -561,6 +576,7 @@ std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bi
     AddArg(plan.get(), DNNL_ARG_WEIGHTS, d.wei, pd.weights_desc(), false);
     AddArg(plan.get(), DNNL_ARG_DIFF_SRC, d.src, pd.diff_src_desc(), true);
     AddScratchpad(plan.get(), pd.scratchpad_desc());
+    SlotFirst(plan.get(), 0);
   } else {
     auto hint = ForwardPd(d, bias);
     dnnl::convolution_backward_weights::desc desc(d.alg, Layout(d.src, d.blocked), Layout(d.wei, d.blocked),
@@ -573,6 +589,7 @@ std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bi
     AddArg(plan.get(), DNNL_ARG_DIFF_WEIGHTS, d.wei, pd.diff_weights_desc(), true);
     if (bias) AddArg(plan.get(), DNNL_ARG_DIFF_BIAS, d.bias, pd.diff_bias_desc(), true);
     AddScratchpad(plan.get(), pd.scratchpad_desc());
+    SlotFirst(plan.get(), 1);
   }
   return plan;
 }
@@ -840,16 +857,15 @@ void ConvBackward(const char* op, const OpContext& ctx, const ConvGeom& g, DType
     auto pw = GetConvPlan(g, bias ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, bias, dt);
     // diff_dst is argument 0 of the data plan and 1 of the weights plan (MakeConvPlan).
     if (pd && pw && pd->args[0].reorder && pw->args[1].reorder && pd->args[0].prim == pw->args[1].prim) {
-      // Both passes read dy in the same blocked layout: reorder it once, in front of the
-      // temp space the two plans use one after the other.
+      // Both passes read dy in the same blocked layout: reorder it once, at offset 0 of the
+      // temp space, where both plans keep it (SlotFirst), and run them one after the other.
       const DnnlArg& a = pd->args[0];
-      size_t shared = Align(a.prim.get_size());
-      size_t need = shared + std::max(DataTempBytes(*pd, g, req_d), WeightsTempBytes(*pw, g, req_w, bias, req_b));
+      size_t need = std::max(DataTempBytes(*pd, g, req_d), WeightsTempBytes(*pw, g, req_w, bias, req_b));
       char* temp = TempBytes(ctx, need);
       memory user(a.user, Engine(), const_cast<void*>(dy)), inner(a.prim, Engine(), temp);
       a.re.execute(Stream(), user, inner);
-      RunData(*pd, g, dt, dy, w, dx, req_d, temp + shared, temp);
-      RunWeights(*pw, g, dt, x, dy, dw, req_w, bias ? db : nullptr, req_b, temp + shared, temp);
+      RunData(*pd, g, dt, dy, w, dx, req_d, temp, temp);
+      RunWeights(*pw, g, dt, x, dy, dw, req_w, bias ? db : nullptr, req_b, temp, temp);
       return;
     }
   }
