@@ -96,7 +96,7 @@ void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, cons
     worst = std::max<int64_t>(worst, std::llabs(a - r));
   }
   // An int32 result without sum (exact integers) must match exactly; a scaled one within one unit.
-  EXPECT_LE(worst, e.out == DType::kInt32 && !e.sum ? 0 : 1);
+  EXPECT_LE(worst, e.out == DType::kInt32 && !e.sum && e.scales.empty() ? 0 : 1);
 }
 
 TEST(QuantizedProduct, ConvInt32MatchesReference) {
@@ -138,6 +138,64 @@ TEST(QuantizedProduct, InnerProductMatchesReference) {
     e.relu = true;
     Compare(nullptr, 3, 64, 9, src, e, true);
   }
+}
+
+TEST(QuantizedProduct, ChannelWiseScalesMatchReference) {
+  ConvGeom plain = Geom(2, 16, 24, 1, 8, 8, 3, 1, 1, 1);
+  ConvGeom grouped = Geom(1, 16, 24, 2, 7, 7, 3, 2, 1, 1);
+  for (DType out : {DType::kInt8, DType::kUint8, DType::kInt32, DType::kFloat32}) {
+    Epilogue e;
+    e.out = out;
+    e.relu = out == DType::kUint8;
+    // One scale per output channel, over two orders of magnitude, one of them 0.
+    for (int c = 0; c < 24; ++c) e.scales.push_back(c == 3 ? 0.0f : (out == DType::kInt32 ? 1.0f : 1e-4f) * std::pow(10.0f, -(c % 5) / 2.0f));
+    Compare(&plain, 0, 0, 0, DType::kUint8, e, true);
+    Compare(&grouped, 0, 0, 0, DType::kInt8, e, false);
+    Compare(nullptr, 6, 100, 24, DType::kUint8, e, true);
+  }
+}
+
+// The weights in oneDNN's layout are kept for an unchanged weight array and prepared again
+// when the array was written (its write count moved) or is another array.
+TEST(QuantizedProduct, KeptWeightsFollowTheArraysVersion) {
+#if !defined(WEFT_USE_ONEDNN)
+  GTEST_SKIP() << "built without oneDNN";
+#endif
+  ConvGeom g = Geom(1, 16, 32, 1, 6, 6, 3, 1, 1, 1);
+  Epilogue e;
+  auto plan = Int8ConvPlan(g, DType::kUint8, false, e);
+  ASSERT_TRUE(plan != nullptr);
+  std::mt19937 rng(3);
+  auto x = Random<uint8_t>(16 * 36, 0, 255, &rng);
+  auto w = Random<int8_t>(32 * 16 * 9, -127, 127, &rng);
+  std::vector<int32_t> y(32 * 36), ref(32 * 36);
+  std::vector<char> temp(Int8TempBytes(*plan));
+  auto array = std::make_shared<int>(0);
+  InputVersion v{array, 5};
+  auto run_and_check = [&](const InputVersion& ver) {
+    RunInt8(*plan, x.data(), w.data(), nullptr, nullptr, y.data(), temp.data(), &ver);
+    ReferenceConv(g, DType::kUint8, x.data(), w.data(), nullptr, e, nullptr, ref.data());
+    EXPECT_EQ(y, ref);
+  };
+  const size_t start = Int8WeightReorders();
+  run_and_check(v);
+  EXPECT_EQ(Int8WeightReorders(), start + 1);  // int8 convolutions take blocked weights
+  run_and_check(v);
+  run_and_check(v);
+  EXPECT_EQ(Int8WeightReorders(), start + 1);
+  // Written: the same memory, new values, the count moved.
+  for (auto& val : w) val = static_cast<int8_t>(-val);
+  v.writes = 6;
+  run_and_check(v);
+  EXPECT_EQ(Int8WeightReorders(), start + 2);
+  // Another array at the same address is not the same array.
+  auto other = std::make_shared<int>(0);
+  run_and_check(InputVersion{other, 6});
+  EXPECT_EQ(Int8WeightReorders(), start + 3);
+  // Without a version the weights are reordered at every call, through the temp space.
+  RunInt8(*plan, x.data(), w.data(), nullptr, nullptr, y.data(), temp.data());
+  EXPECT_EQ(y, ref);
+  EXPECT_EQ(Int8WeightReorders(), start + 3);
 }
 
 }  // namespace

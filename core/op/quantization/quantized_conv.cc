@@ -22,6 +22,7 @@ struct QuantizedConvParam : ConvolutionParam {
   bool with_relu = false;
   bool enable_float_output = false;
   bool with_sum = false;
+  bool channel_wise = false;
 };
 
 WEFT_PARAM_SCHEMA(QuantizedConvParam, s) {
@@ -39,6 +40,9 @@ WEFT_PARAM_SCHEMA(QuantizedConvParam, s) {
   s.Field("with_sum", &QuantizedConvParam::with_sum).Default(false)
       .Describe("Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output "
                 "before the relu.");
+  s.Field("channel_wise", &QuantizedConvParam::channel_wise).Default(false)
+      .Describe("min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's "
+                "quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel.");
 }
 
 namespace {
@@ -85,7 +89,9 @@ bool QuantizedConvShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vec
   quant::CheckCalib(attrs, CalibOf(p));
   quant::CheckFloatOutput(attrs, CalibOf(p), p.enable_float_output);
   ConvInputs at(p);
-  quant::RangeShapes(attrs, in, at.ranges, at.count - at.ranges - (p.with_sum ? 3 : 0));
+  quant::RangeShapes(attrs, in, at.ranges, 2);
+  quant::WeightRangeShapes(attrs, in, at.ranges + 2, p.channel_wise, static_cast<int64_t>(p.num_filter));
+  if (!p.no_bias) quant::RangeShapes(attrs, in, at.ranges + 4, 2);
   if (p.with_sum) quant::RangeShapes(attrs, in, at.sum + 1, 2);
   if (out->size() == 3) quant::OutputRangeShapes(attrs, out);
   const Shape& data = (*in)[0];
@@ -131,8 +137,8 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   ConvGeom g = Geom(attrs, in[0].shape);
   const int r = at.ranges;
   quant::Range rd = quant::ReadRange(attrs, in[r], in[r + 1], in[0].dtype, "data", true);
-  quant::Range rw = quant::ReadRange(attrs, in[r + 2], in[r + 3], DType::kInt8, "weight", true);
-  const double acc_step = quant::Step(in[0].dtype, rd.lo, rd.hi) * quant::Step(DType::kInt8, rw.lo, rw.hi);
+  const quant::ProductSteps st = quant::ReadProductSteps(attrs, in[0].dtype, rd, in[r + 2], in[r + 3], g.f, p.channel_wise);
+  const double acc_step = st.acc;
 
   quant::Epilogue e;
   e.out = out[0].dtype;
@@ -142,13 +148,11 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   if (e.out == DType::kFloat32) {
     // The float output's "step" is 1: the accumulator is scaled to real values.
     out_step = 1.0;
-    e.scale = static_cast<float>(acc_step);
   } else if (e.out != DType::kInt32) {
     ro = quant::CalibratedRange(CalibOf(p), e.out);
     out_step = quant::Step(e.out, ro.lo, ro.hi);
-    // A zero calibrated range writes zeros (the scale 0) instead of dividing by it.
-    e.scale = out_step > 0 ? static_cast<float>(acc_step / out_step) : 0.0f;
   }
+  if (e.out != DType::kInt32 || p.channel_wise) quant::SetScales(&e, st, out_step);
   if (p.with_sum) {
     const TBlob& s = in[at.sum];
     quant::Range rs = quant::ReadRange(attrs, in[at.sum + 1], in[at.sum + 2], s.dtype, "sum", true);
@@ -161,7 +165,8 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   if (!p.no_bias) {
     quant::Range rb = quant::ReadRange(attrs, in[r + 4], in[r + 5], DType::kInt8, "bias", true);
     bias.resize(static_cast<size_t>(g.f));
-    quant::RescaleBias(in[at.bias].ptr<int8_t>(), g.f, quant::Step(DType::kInt8, rb.lo, rb.hi), acc_step, bias.data());
+    quant::RescaleBias(in[at.bias].ptr<int8_t>(), g.f, quant::Step(DType::kInt8, rb.lo, rb.hi), acc_step, bias.data(),
+                       st.channels);
   }
   const int32_t* b = p.no_bias ? nullptr : bias.data();
   const void* sum = p.with_sum ? in[at.sum].dptr : nullptr;
@@ -171,7 +176,8 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
     auto plan = quant::Int8ConvPlan(g, in[0].dtype, b != nullptr, e);
     if (plan) {
       char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
-      quant::RunInt8(*plan, in[0].dptr, in[1].ptr<int8_t>(), b, sum, out[0].dptr, temp);
+      quant::RunInt8(*plan, in[0].dptr, in[1].ptr<int8_t>(), b, sum, out[0].dptr, temp,
+                     CallInputVersions().size() > 1 ? &CallInputVersions()[1] : nullptr);
     } else {
       quant::ReferenceConv(g, in[0].dtype, in[0].dptr, in[1].ptr<int8_t>(), b, e, sum, out[0].dptr);
     }
@@ -198,8 +204,8 @@ WEFT_REGISTER_OP(_contrib_quantized_conv)
     .AddArgument("bias", "NDArray-or-Symbol", "Bias, int8.")
     .AddArgument("min_data", "NDArray-or-Symbol", "Minimum of data's range.")
     .AddArgument("max_data", "NDArray-or-Symbol", "Maximum of data's range.")
-    .AddArgument("min_weight", "NDArray-or-Symbol", "Minimum of weight's range.")
-    .AddArgument("max_weight", "NDArray-or-Symbol", "Maximum of weight's range.")
+    .AddArgument("min_weight", "NDArray-or-Symbol", "Minimum of weight's range (per output channel with channel_wise).")
+    .AddArgument("max_weight", "NDArray-or-Symbol", "Maximum of weight's range (per output channel with channel_wise).")
     .AddArgument("min_bias", "NDArray-or-Symbol", "Minimum of bias's range.")
     .AddArgument("max_bias", "NDArray-or-Symbol", "Maximum of bias's range.")
     .AddArgument("sum", "NDArray-or-Symbol", "With with_sum: the residual added to the output, int8 or uint8.")
@@ -214,6 +220,7 @@ WEFT_REGISTER_OP(_contrib_quantized_conv)
     .SetAttr<FResourceRequest>("FResourceRequest",
                                [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kTempSpace}}; })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<TInputVersions>("TInputVersions", true)
     .SetAttr<FCompute>("FCompute<cpu>", QuantizedConvCompute);
 
 }  // namespace op

@@ -1,7 +1,10 @@
 // The kernels of quantized_product.h.
 #include "core/op/quantization/quantized_product.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <map>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -17,9 +20,12 @@ namespace weft {
 namespace op {
 namespace quant {
 
-void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, int32_t* out) {
-  const double f = acc_step > 0 ? bias_step / acc_step : 0.0;
-  for (int64_t i = 0; i < n; ++i) out[i] = Saturate<int32_t>(b[i] * f);
+void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, int32_t* out,
+                 const std::vector<double>& acc_steps) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double step = acc_steps.empty() ? acc_step : acc_steps[static_cast<size_t>(i)];
+    out[i] = Saturate<int32_t>(step > 0 ? b[i] * (bias_step / step) : 0.0);
+  }
 }
 
 namespace {
@@ -36,14 +42,18 @@ double SumAt(const Epilogue& e, const void* sum, int64_t i) {
   return e.sum_type == DType::kUint8 ? static_cast<const uint8_t*>(sum)[i] : static_cast<const int8_t*>(sum)[i];
 }
 
-// Writes acc[i] through the epilogue into y[offset + i] for i in [0, count).
-void Store(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, void* y, int64_t offset) {
+// Writes acc[i] through the epilogue into y[offset + i] for i in [0, count): all of
+// output channel `channel`, or with channel < 0 (a row of an inner product) item i of
+// channel i.
+void Store(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, void* y, int64_t offset,
+           int64_t channel) {
   for (int64_t i = 0; i < count; ++i) {
     double s = SumAt(e, sum, offset + i);
-    if (e.out == DType::kFloat32) static_cast<float*>(y)[offset + i] = Finish<float>(e, acc[i], s);
-    else if (e.out == DType::kInt32) static_cast<int32_t*>(y)[offset + i] = Finish<int32_t>(e, acc[i], s);
-    else if (e.out == DType::kUint8) static_cast<uint8_t*>(y)[offset + i] = Finish<uint8_t>(e, acc[i], s);
-    else static_cast<int8_t*>(y)[offset + i] = Finish<int8_t>(e, acc[i], s);
+    const int64_t c = channel < 0 ? i : channel;
+    if (e.out == DType::kFloat32) static_cast<float*>(y)[offset + i] = Finish<float>(e, acc[i], s, c);
+    else if (e.out == DType::kInt32) static_cast<int32_t*>(y)[offset + i] = Finish<int32_t>(e, acc[i], s, c);
+    else if (e.out == DType::kUint8) static_cast<uint8_t*>(y)[offset + i] = Finish<uint8_t>(e, acc[i], s, c);
+    else static_cast<int8_t*>(y)[offset + i] = Finish<int8_t>(e, acc[i], s, c);
   }
 }
 
@@ -81,7 +91,7 @@ void ReferenceConv(const ConvGeom& g, DType src, const void* x, const int8_t* w,
             }
           }
         }
-        Store(e, acc.data(), O, sum, y, nf * O);
+        Store(e, acc.data(), O, sum, y, nf * O, f);
       }
     });
   });
@@ -100,7 +110,7 @@ void ReferenceFc(int64_t m, int64_t k, int64_t n, DType src, const void* x, cons
           for (int64_t i = 0; i < k; ++i) s += static_cast<int32_t>(xr[i]) * wr[i];
           acc[j] = s;
         }
-        Store(e, acc.data(), n, sum, y, r * n);
+        Store(e, acc.data(), n, sum, y, r * n, -1);
       }
     });
   });
@@ -168,7 +178,9 @@ void Place(Int8Plan* p, Arg* a, int id, const memory::desc& user, const memory::
 dnnl::primitive_attr MakeAttr(const Epilogue& e) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (e.scale != 1.0f) attr.set_output_scales(0, {e.scale});
+  // Channel-wise scales run along the output's dimension 1 (conv channels, FC outputs).
+  if (!e.scales.empty()) attr.set_output_scales(1 << 1, e.scales);
+  else if (e.scale != 1.0f) attr.set_output_scales(0, {e.scale});
   dnnl::post_ops ops;
   if (e.sum) {
     // An 8-bit sum of the other signedness is read through the output's bytes as its own
@@ -210,7 +222,12 @@ std::string EpilogueKey(const Epilogue& e) {
   uint32_t bits[2];
   std::memcpy(&bits[0], &e.scale, 4);
   std::memcpy(&bits[1], &e.sum_scale, 4);
-  return k + std::to_string(bits[0]) + ',' + std::to_string(bits[1]);
+  k += std::to_string(bits[0]) + ',' + std::to_string(bits[1]);
+  for (float s : e.scales) {
+    std::memcpy(&bits[0], &s, 4);
+    k += ',' + std::to_string(bits[0]);
+  }
+  return k;
 }
 
 // Plans by key; a refused geometry is remembered as null. The scales are part of the key
@@ -318,11 +335,67 @@ std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DTyp
   });
 }
 
+namespace {
+
+std::atomic<size_t> weight_reorders{0};
+
+// Weights in a primitive's layout, by the array (its memory block and the offset of the
+// weights in it) and that layout, valid while the array lives and is not written.
+struct PreparedWeights {
+  std::weak_ptr<const void> array;
+  uint64_t writes = 0;
+  memory::desc layout;
+  std::shared_ptr<std::vector<char>> bytes;
+};
+
+// The weights `w` reordered into a.prim: kept from an earlier call when `v` says the array
+// is the same and unwritten since, reordered (and kept) otherwise.
+std::shared_ptr<std::vector<char>> Prepared(const Arg& a, const int8_t* w, const InputVersion& v,
+                                            dnnl::stream& strm) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, const void*>, std::vector<PreparedWeights>> cache;
+  std::shared_ptr<const void> owner = v.array.lock();
+  if (!owner) return nullptr;
+  const auto key = std::make_pair(owner.get(), static_cast<const void*>(w));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end())
+      for (const auto& e : it->second)
+        if (e.writes == v.writes && e.layout == a.prim && e.array.lock() == owner) return e.bytes;
+  }
+  auto bytes = std::make_shared<std::vector<char>>(a.prim.get_size());
+  auto& eng = RegionEngine();
+  memory from(a.user, eng, const_cast<int8_t*>(w)), to(a.prim, eng, bytes->data());
+  a.re.execute(strm, from, to);
+  strm.wait();
+  weight_reorders.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu);
+  // Entries of arrays that are gone, or of this array before its last write, go.
+  for (auto it = cache.begin(); it != cache.end();) {
+    auto& list = it->second;
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const PreparedWeights& e) {
+                                return e.array.expired() || (it->first == key && e.layout == a.prim);
+                              }),
+               list.end());
+    it = list.empty() ? cache.erase(it) : std::next(it);
+  }
+  cache[key].push_back({owner, v.writes, a.prim, bytes});
+  return bytes;
+}
+
+}  // namespace
+
+size_t Int8WeightReorders() { return weight_reorders.load(); }
+
 void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* bias, const void* sum, void* y,
-             char* temp) {
+             char* temp, const InputVersion* w_version) {
   auto& eng = RegionEngine();
   dnnl::stream& strm = Stream();
   std::unordered_map<int, memory> args;
+  std::shared_ptr<std::vector<char>> kept;
+  if (p.wei.reorder && w_version) kept = Prepared(p.wei, w, *w_version, strm);
   auto input = [&](const Arg& a, const void* ptr) {
     memory user(a.user, eng, const_cast<void*>(ptr));
     if (!a.reorder) {
@@ -334,7 +407,8 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
     args.emplace(a.id, inner);
   };
   input(p.src, x);
-  input(p.wei, w);
+  if (kept) args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei.prim, eng, kept->data()));
+  else input(p.wei, w);
   if (p.has_bias) input(p.bias, bias);
   memory user_dst(p.dst.user, eng, y);
   memory dst = p.dst.reorder ? memory(p.dst.prim, eng, temp + p.dst.offset) : user_dst;
@@ -356,7 +430,9 @@ size_t Int8TempBytes(const Int8Plan&) { return 0; }
 std::string Int8Impl(const Int8Plan&) { return ""; }
 std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&) { return nullptr; }
 std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&) { return nullptr; }
-void RunInt8(const Int8Plan&, const void*, const int8_t*, const int32_t*, const void*, void*, char*) {}
+void RunInt8(const Int8Plan&, const void*, const int8_t*, const int32_t*, const void*, void*, char*,
+             const InputVersion*) {}
+size_t Int8WeightReorders() { return 0; }
 
 #endif
 
