@@ -285,8 +285,6 @@ def test_rewrite_refuses_unknown_options():
         qz._quantize_symbol(sym, quantized_dtype="int4")
     with pytest.raises(ValueError, match="quantize_granularity"):
         qz._quantize_symbol(sym, quantize_granularity="row")
-    with pytest.raises(ValueError, match="'channel-wise' is not supported"):
-        qz._quantize_symbol(sym, quantize_granularity="channel-wise")
     with pytest.raises(ValueError, match="excluded_sym_names must be a list"):
         qz.quantize_model(sym, {}, {}, excluded_sym_names="conv0", calib_mode="none")
     with pytest.raises(ValueError, match="calib_data must be provided"):
@@ -423,6 +421,31 @@ def test_quantize_params_int8_with_own_ranges():
     assert (out["x_min"].asscalar(), out["x_max"].asscalar()) == (-1.5, 2.5)
 
 
+def test_quantize_params_channel_wise_per_output_channel():
+    rng = np.random.RandomState(8)
+    # Output channels whose magnitudes differ by orders: one range for all would leave the
+    # small ones a few levels at most.
+    w = rng.uniform(-1, 1, (6, 3, 3, 3)).astype(np.float32) * np.array([1e-3, 0.1, 1, 10, 0.5, 0])[:, None, None, None]
+    data = mx.sym.var("data")
+    sym = mx.sym.Convolution(data, kernel=(3, 3), num_filter=6, no_bias=True, name="conv0")
+    qsym, _ = qz._quantize_symbol(sym, offline_params=["conv0_weight"], quantize_granularity="channel-wise")
+    node = _nodes(qsym)["quantized_conv0"]
+    assert node["attrs"]["channel_wise"] == "True"
+    out = qz._quantize_params(qsym, {"conv0_weight": mx.nd.array(w)}, {})
+    r = np.abs(w.reshape(6, -1)).max(1).astype(np.float64)
+    scale = np.where(r > 0, 127 / np.where(r > 0, r, 1), 0)[:, None, None, None]
+    expect = (np.sign(w) * np.minimum(np.floor(np.abs(w.astype(np.float64)) * scale + 0.5), 127)).astype(np.int8)
+    np.testing.assert_array_equal(out["conv0_weight_quantize"].asnumpy(), expect)
+    np.testing.assert_allclose(out["conv0_weight_quantize_min"].asnumpy(), -r, rtol=1e-6)
+    np.testing.assert_allclose(out["conv0_weight_quantize_max"].asnumpy(), r, rtol=1e-6)
+    # Every non-zero channel uses the full int8 scale.
+    assert (np.abs(expect.reshape(6, -1)).max(1) == [127] * 5 + [0]).all()
+    # The quantized graph infers the ranges' shapes from the layer.
+    arg_shapes, _, _ = qsym.infer_shape(data=(1, 3, 5, 5))
+    shapes = dict(zip(qsym.list_arguments(), arg_shapes))
+    assert shapes["conv0_weight_quantize_min"] == (6,) and shapes["conv0_weight_quantize_max"] == (6,)
+
+
 # ------------------------------------------------------------------ quantized models against float32
 
 import json  # noqa: E402
@@ -508,6 +531,33 @@ def test_quantize_model_close_to_float(name, calib_mode):
     q = _forward(qsym, qargs, qaux, held_out)[0]
     # Entropy ranges clip the calibration data's rare extremes, which held-out data reaches.
     _close(q, f, 0.06 if calib_mode == "naive" else 0.1)
+
+
+def test_channel_wise_weights_bring_int8_closer_to_float():
+    """BatchNorm scales spread over three orders of magnitude, folded into the convolutions,
+    give their output channels very different weight ranges: one range per channel keeps the
+    small channels' weights, one per tensor rounds many of them to 0."""
+    sym, args, aux, data = _model("lenet_bn")
+    rng = np.random.RandomState(5)
+    for bn, c in (("bn0", 8), ("bn1", 16)):
+        args[bn + "_gamma"] = mx.nd.array(10.0 ** rng.uniform(-2, 1, c))
+    f = _forward(sym, args, aux, data[32:])[0]
+    err, agree = {}, {}
+    for g in ("tensor-wise", "channel-wise"):
+        qsym, qargs, qaux = qz.quantize_model_mkldnn(sym, args, aux, label_names=None, calib_mode="naive",
+                                                     calib_data=mx.io.NDArrayIter(data[:32], batch_size=16),
+                                                     quantized_dtype="auto", quantize_granularity=g)
+        channel_wise = [n["name"] for n in _nodes(qsym).values() if n.get("attrs", {}).get("channel_wise") == "True"]
+        assert sorted(channel_wise) == ([] if g == "tensor-wise" else
+                                        ["quantized_fc1", "quantized_relu0", "quantized_relu1", "quantized_relu2"])
+        if g == "channel-wise":
+            assert qargs["conv1_weight_quantize_min"].shape == (16,)
+            assert qargs["fc0_weight_quantize_max"].shape == (32,)
+        q = _forward(qsym, qargs, qaux, data[32:])[0]
+        err[g] = np.abs(q - f).max() / np.abs(f).max()
+        agree[g] = (q.argmax(1) == f.argmax(1)).mean()
+    assert err["channel-wise"] < 0.5 * err["tensor-wise"], err
+    assert err["channel-wise"] < 0.12 and agree["channel-wise"] >= agree["tensor-wise"], (err, agree)
 
 
 def test_quantize_model_naive_ranges_are_the_float_extremes():

@@ -15,7 +15,10 @@ The pieces, in the order a model goes through them:
   (entropy: histograms, then the threshold of least KL divergence per value through
   `_contrib_calibrate_entropy`). `_calibrate_quantized_sym` writes the ranges as
   min_calib_range/max_calib_range on the quantize and requantize nodes.
-- `_quantize_params` quantizes the parameters to int8 with their own ranges.
+- `_quantize_params` quantizes the parameters to int8 with their own ranges; with
+  `quantize_granularity='channel-wise'` the weights of quantized convolutions and dense
+  layers get one range per output channel (the layers' `channel_wise=True`), as MXNet's
+  oneDNN backend quantizes them.
 `quantize_model` does all three on a (symbol, params) model, `quantize_graph` + `calib_graph`
 split them around the user's own forward passes, `quantize_net_v2` on a Gluon HybridBlock.
 `quantize_model_mkldnn` and `quantize_net_v2` on the CPU do what MXNet's oneDNN backend does
@@ -45,6 +48,9 @@ __all__ = ["quantize_model", "quantize_model_mkldnn", "quantize_graph", "calib_g
 
 
 # ------------------------------------------------------------------ what can be quantized
+
+# The quantized layers that take channel-wise weight ranges.
+_CHANNEL_WISE = ("_contrib_quantized_conv", "_contrib_quantized_fully_connected")
 
 def _flag(attrs, key, default):
     return str(attrs.get(key, default)).lower() in ("true", "1")
@@ -253,9 +259,6 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
     if quantize_granularity not in ("tensor-wise", "channel-wise"):
         raise ValueError("unknown quantize_granularity %r, expected 'tensor-wise' or 'channel-wise'"
                          % (quantize_granularity,))
-    if quantize_granularity == "channel-wise":
-        raise ValueError("quantize_granularity='channel-wise' is not supported: Weft's quantized operators take "
-                         "one range per weight array; use 'tensor-wise'")
     graph = json.loads(sym.tojson())
     nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
     out_names = _output_names(sym)
@@ -341,6 +344,8 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
             extra = list(int8_input(f.sum))
         if f and f.relu:
             attrs["with_relu"] = "True"
+        if quantize_granularity == "channel-wise" and rule.qop in _CHANNEL_WISE:
+            attrs["channel_wise"] = "True"
         q = add({"op": rule.qop, "name": "quantized_" + node["name"], "attrs": attrs,
                  "inputs": [d for d, _, _ in ins] + [r for _, lo, hi in ins for r in (lo, hi)] + extra}, 3)
         if rule.requantize:
@@ -419,13 +424,38 @@ def _fuse_requantize(qsym):
     return _to_symbol(graph, nodes, [row[k + 1] - row[k] for k in range(len(nodes))], [redirect(h) for h in heads])
 
 
+def _channel_wise_weights(qsym):
+    """Names of the quantized weight arguments of qsym's channel-wise layers."""
+    nodes = json.loads(qsym.tojson())["nodes"]
+    return {nodes[n["inputs"][1][0]]["name"] for n in nodes
+            if n["op"] in _CHANNEL_WISE and n.get("attrs", {}).get("channel_wise") in ("True", "true", "1")}
+
+
+def _quantize_per_channel(value):
+    """int8 weights with one range per output channel (axis 0): each channel scaled by
+    127 / r, r = its largest magnitude, rounded half away from zero as quantize_v2 does; the
+    ranges (-r, r) as two float32 arrays of shape (channels,)."""
+    w = value.asnumpy().astype(np.float64)
+    flat = w.reshape(w.shape[0], -1)
+    r = np.abs(flat).max(axis=1)
+    scale = np.where(r > 0, 127.0 / np.where(r > 0, r, 1.0), 0.0)
+    q = np.sign(flat) * np.minimum(np.floor(np.abs(flat) * scale[:, None] + 0.5), 127.0)
+    return (ndarray.array(q.reshape(w.shape), dtype="int8"), ndarray.array(-r, dtype="float32"),
+            ndarray.array(r, dtype="float32"))
+
+
 def _quantize_params(qsym, params, th_dict):
     """The arguments of qsym from the float params: `<name>_quantize` is `name` quantized to
-    int8 over its own range (with `_quantize_min`/`_quantize_max`); other parameters are kept;
+    int8 over its own range (with `_quantize_min`/`_quantize_max`), or over each output
+    channel's range for the weights of channel-wise layers; other parameters are kept;
     `<value>_min`/`<value>_max` arguments take calibrated ranges from th_dict."""
     quantized = {}
+    per_channel = _channel_wise_weights(qsym)
     for name in qsym.list_arguments():
-        if name.endswith("_quantize") and name[:-len("_quantize")] in params:
+        if name in per_channel and name[:-len("_quantize")] in params:
+            data, qmin, qmax = _quantize_per_channel(params[name[:-len("_quantize")]])
+            quantized[name], quantized[name + "_min"], quantized[name + "_max"] = data, qmin, qmax
+        elif name.endswith("_quantize") and name[:-len("_quantize")] in params:
             value = params[name[:-len("_quantize")]]
             lo, hi = float(ndarray.min(value).asscalar()), float(ndarray.max(value).asscalar())
             data, qmin, qmax = ndarray.contrib.quantize_v2(value, out_type="int8", min_calib_range=lo,
