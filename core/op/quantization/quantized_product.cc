@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <map>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
