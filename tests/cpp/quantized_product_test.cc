@@ -45,7 +45,8 @@ std::vector<T> Random(size_t n, int lo, int hi, std::mt19937* rng) {
 }
 
 // Runs both paths into outputs of e.out's type and compares them.
-void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, const Epilogue& e, bool bias) {
+void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, const Epilogue& e, bool bias,
+             bool channels_last = false) {
   std::mt19937 rng(7);
   const size_t xs = g ? g->n * g->c * g->InSize() : m * k;
   const size_t ws = g ? g->f * (g->c / g->g) * g->KSize() : n * k;
@@ -63,7 +64,7 @@ void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, cons
                                             }();
   const size_t width = WideOutput(e.out) ? 4 : 1;
   std::vector<char> dnnl_out(ys * width), ref_out(ys * width), temp;
-  auto plan = g ? Int8ConvPlan(*g, src, bias, e) : Int8FcPlan(m, k, n, src, bias, e);
+  auto plan = g ? Int8ConvPlan(*g, src, bias, e, channels_last) : Int8FcPlan(m, k, n, src, bias, e);
 #if defined(WEFT_USE_ONEDNN)
   ASSERT_TRUE(plan != nullptr) << "oneDNN refused the geometry";
 #endif
@@ -72,7 +73,7 @@ void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, cons
   const int32_t* bp = bias ? b.data() : nullptr;
   const void* sp = e.sum ? sum.data() : nullptr;
   RunInt8(*plan, xp, w.data(), bp, sp, dnnl_out.data(), temp.data());
-  if (g) ReferenceConv(*g, src, xp, w.data(), bp, e, sp, ref_out.data());
+  if (g) ReferenceConv(*g, src, xp, w.data(), bp, e, sp, ref_out.data(), channels_last);
   else ReferenceFc(m, k, n, src, xp, w.data(), bp, e, sp, ref_out.data());
   int64_t worst = 0;
   for (size_t i = 0; i < ys; ++i) {
@@ -153,6 +154,24 @@ TEST(QuantizedProduct, ChannelWiseScalesMatchReference) {
     Compare(&grouped, 0, 0, 0, DType::kInt8, e, false);
     Compare(nullptr, 6, 100, 24, DType::kUint8, e, true);
   }
+}
+
+// Channels-last data, sum and output and (f, kh, kw, c/g) weights: both paths read the
+// same buffers that way.
+TEST(QuantizedProduct, ChannelsLastMatchesReference) {
+  ConvGeom a = Geom(2, 16, 32, 1, 9, 7, 3, 1, 1, 1);
+  ConvGeom b = Geom(1, 16, 16, 2, 10, 10, 3, 2, 0, 1);
+  Epilogue e;
+  Compare(&a, 0, 0, 0, DType::kUint8, e, true, true);
+  Compare(&b, 0, 0, 0, DType::kInt8, e, false, true);
+  e.out = DType::kUint8;
+  e.scale = 3.1e-4f;
+  e.relu = true;
+  e.sum = true;
+  e.sum_scale = 0.37f;
+  Compare(&a, 0, 0, 0, DType::kUint8, e, true, true);
+  for (int c = 0; c < 32; ++c) e.scales.push_back(1e-4f * (1 + c % 7));
+  Compare(&a, 0, 0, 0, DType::kInt8, e, true, true);
 }
 
 // The weights in oneDNN's layout are kept for an unchanged weight array and prepared again

@@ -560,6 +560,29 @@ def test_channel_wise_weights_bring_int8_closer_to_float():
     assert err["channel-wise"] < 0.12 and agree["channel-wise"] >= agree["tensor-wise"], (err, agree)
 
 
+def test_channels_last_pass_keeps_outputs_and_moves_no_value_between_convolutions():
+    """The residual net (a sum fused into a convolution, a 1x1 convolution, dense layers) and
+    LeNet (pooling between convolutions) quantized, then put channels-last: the same outputs
+    bit for bit, every 2-D convolution NHWC with its weights transposed, and transposes only
+    where a NHWC value meets another kind of node."""
+    for sym, shape, want_transposes in ((_residual_net(), (4, 3, 6, 6), 2), (_lenet(), (4, 1, 28, 28), 4)):
+        data = np.random.RandomState(11).uniform(0, 1, (8,) + shape[1:]).astype(np.float32)
+        args, aux = _random_params(sym, shape)
+        qsym, qargs, qaux = qz.quantize_model_mkldnn(sym, args, aux, label_names=None, calib_mode="naive",
+                                                     calib_data=mx.io.NDArrayIter(data, batch_size=4),
+                                                     quantized_dtype="auto")
+        last, largs = qz._channels_last(qsym, qargs)
+        nodes = _nodes(last)
+        convs = [n for n in nodes.values() if n["op"] == "_contrib_quantized_conv"]
+        assert convs and all(n["attrs"]["layout"] == "NHWC" for n in convs)
+        transposes = [n for n in nodes.values() if n["op"] == "transpose"]
+        assert len(transposes) == want_transposes, [n["name"] for n in transposes]
+        for name, value in qargs.items():
+            if name.endswith("weight_quantize") and value.ndim == 4:
+                np.testing.assert_array_equal(largs[name].asnumpy(), value.asnumpy().transpose(0, 2, 3, 1))
+        np.testing.assert_array_equal(_forward(last, largs, qaux, data)[0], _forward(qsym, qargs, qaux, data)[0])
+
+
 def test_quantize_model_naive_ranges_are_the_float_extremes():
     sym, args, aux, data = _model("mlp")
     qsym, _, _ = qz.quantize_model(sym, args, aux, label_names=None, calib_mode="naive",

@@ -766,3 +766,54 @@ def test_channel_wise_ranges_must_match_the_channels():
     with pytest.raises(mx.base.MXNetError, match="min_weight"):
         mx.nd.contrib.quantized_fully_connected(x, fw, _scalar(-1), _scalar(1), _scalar(-1), _scalar(1),
                                                 num_hidden=3, no_bias=True, channel_wise=True)
+
+
+# ------------------------------------------------------------------ channels-last (NHWC) layout
+
+@pytest.mark.parametrize("case", [dict(kernel=(3, 3), pad=(1, 1)), dict(kernel=(3, 3), stride=(2, 2), num_group=2),
+                                  dict(kernel=(1, 1)), dict(kernel=(3, 3), pad=(1, 1), channel_wise=True),
+                                  dict(kernel=(3, 3), pad=(1, 1), with_sum=True, with_relu=True)])
+@pytest.mark.parametrize("calib", [False, True])
+def test_quantized_conv_nhwc_is_nchw_transposed(case, calib):
+    rng = np.random.RandomState(40)
+    groups = case.get("num_group", 1)
+    kh, kw = case["kernel"]
+    x = _rand_q(rng, (2, 8, 9, 7), "uint8")
+    w = _rand_q(rng, (16, 8 // groups, kh, kw), "int8")
+    b = _rand_q(rng, (16,), "int8")
+    rw = rng.uniform(0.1, 1.0, 16) if case.get("channel_wise") else np.array([0.3])
+    kw_args = dict(case, num_filter=16)
+    if calib:
+        kw_args.update(min_calib_range=-40.0, max_calib_range=50.0)
+
+    def run(layout, xs, ws, sum_arr=None):
+        args = [mx.nd.array(xs, dtype="uint8"), mx.nd.array(ws, dtype="int8"), mx.nd.array(b, dtype="int8"),
+                _scalar(0.0), _scalar(2.0), mx.nd.array(-rw), mx.nd.array(rw), _scalar(-0.5), _scalar(0.5)]
+        if sum_arr is not None:
+            args += [mx.nd.array(sum_arr, dtype="int8"), _scalar(-3.0), _scalar(3.0)]
+        res = mx.nd.contrib.quantized_conv(*args, layout=layout, **kw_args)
+        return [r.asnumpy() for r in res]
+
+    s = _rand_q(rng, (2, 16, 9, 7), "int8") if case.get("with_sum") else None
+    first = run("NCHW", x, w, s)
+    last = run("NHWC", x.transpose(0, 2, 3, 1), w.transpose(0, 2, 3, 1),
+               None if s is None else s.transpose(0, 2, 3, 1))
+    assert last[0].shape == first[0].transpose(0, 2, 3, 1).shape
+    np.testing.assert_array_equal(last[0], first[0].transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(last[1:], first[1:])
+
+
+def test_quantized_conv_nhwc_shapes_and_errors():
+    d, w = mx.sym.var("d"), mx.sym.var("w")
+    ranges = [mx.sym.var(n) for n in ("a", "b", "c", "e")]
+    sym = mx.sym.contrib.quantized_conv(d, w, *ranges, kernel=(3, 3), num_filter=6, no_bias=True, layout="NHWC",
+                                        num_group=2)
+    arg_shapes, out_shapes, _ = sym.infer_shape(d=(2, 10, 12, 4))
+    assert dict(zip(sym.list_arguments(), arg_shapes))["w"] == (6, 3, 3, 2)
+    assert out_shapes[0] == (2, 8, 10, 6)
+    with pytest.raises(mx.base.MXNetError, match="NHWC input 'data' must be 4-D"):
+        mx.sym.contrib.quantized_conv(d, w, *ranges, kernel=(3,), num_filter=6, no_bias=True,
+                                      layout="NHWC").infer_shape(d=(2, 10, 4))
+    with pytest.raises(mx.base.MXNetError, match="layout"):
+        mx.sym.contrib.quantized_conv(d, w, *ranges, kernel=(3, 3, 3), num_filter=6, no_bias=True,
+                                      layout="NDHWC").infer_shape(d=(2, 5, 10, 12, 4))

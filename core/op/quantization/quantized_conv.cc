@@ -74,11 +74,24 @@ std::vector<std::string> InputNames(const NodeAttrs& attrs) {
   return names;
 }
 
+// layout NHWC: data, sum and output (n, h, w, c), weights (f, kh, kw, c/g), the layouts of
+// oneDNN's int8 kernels, which the graph pass of mx.contrib.quantization keeps between
+// quantized layers so that no value is reordered at each layer.
+bool ChannelsLast(const QuantizedConvParam& p) { return p.layout == "NHWC"; }
+
 ConvGeom Geom(const NodeAttrs& attrs, const Shape& data) {
-  return ConvolutionGeom(attrs.op->name, attrs.Params<QuantizedConvParam>(), data);
+  const auto& p = attrs.Params<QuantizedConvParam>();
+  if (!ChannelsLast(p)) return ConvolutionGeom(attrs.op->name, p, data);
+  if (data.ndim() != 4)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': with layout NHWC input 'data' must be 4-D (n, h, w, c), got ",
+          data.ToString());
+  ConvolutionParam first = p;
+  first.layout = "NCHW";
+  return ConvolutionGeom(attrs.op->name, first, Shape({data[0], data[3], data[1], data[2]}));
 }
 
-Shape OutShape(const ConvGeom& g) {
+Shape OutShape(const ConvGeom& g, bool channels_last) {
+  if (channels_last) return Shape({g.n, g.out[1], g.out[2], g.f});
   std::vector<int64_t> d{g.n, g.f};
   for (int i = 3 - g.nd; i < 3; ++i) d.push_back(g.out[i]);
   return Shape(d);
@@ -97,11 +110,13 @@ bool QuantizedConvShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vec
   const Shape& data = (*in)[0];
   if (!data.known_ndim()) return false;
   ConvGeom g = Geom(attrs, data);
-  std::vector<int64_t> w{g.f, g.c < 0 ? -1 : g.c / g.g};
+  const int64_t cg = g.c < 0 ? -1 : g.c / g.g;
+  std::vector<int64_t> w{g.f, cg};
   for (int i = 3 - g.nd; i < 3; ++i) w.push_back(g.k[i]);
+  if (ChannelsLast(p)) w = {g.f, g.k[1], g.k[2], cg};
   AssignShape(attrs, in, 1, Shape(w), "input");
   if (!p.no_bias) AssignShape(attrs, in, at.bias, Shape({g.f}), "input");
-  AssignShape(attrs, out, 0, OutShape(g), "output");
+  AssignShape(attrs, out, 0, OutShape(g, ChannelsLast(p)), "output");
   if (p.with_sum) AssignShape(attrs, in, at.sum, (*out)[0], "input");
   for (const auto& s : *in)
     if (!s.is_known()) return false;
@@ -173,13 +188,13 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   if (req[0] != OpReq::kNullOp && g.n > 0) {
     if (req[0] == OpReq::kAddTo)
       Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "': accumulating into the output (req 'add') is not supported");
-    auto plan = quant::Int8ConvPlan(g, in[0].dtype, b != nullptr, e);
+    auto plan = quant::Int8ConvPlan(g, in[0].dtype, b != nullptr, e, ChannelsLast(p));
     if (plan) {
       char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
       quant::RunInt8(*plan, in[0].dptr, in[1].ptr<int8_t>(), b, sum, out[0].dptr, temp,
                      CallInputVersions().size() > 1 ? &CallInputVersions()[1] : nullptr);
     } else {
-      quant::ReferenceConv(g, in[0].dtype, in[0].dptr, in[1].ptr<int8_t>(), b, e, sum, out[0].dptr);
+      quant::ReferenceConv(g, in[0].dtype, in[0].dptr, in[1].ptr<int8_t>(), b, e, sum, out[0].dptr, ChannelsLast(p));
     }
   }
   if (out.size() == 1) return;
@@ -196,7 +211,8 @@ WEFT_REGISTER_OP(_contrib_quantized_conv)
         "Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes "
         "with its float range (min, max). The output is the int32 sums with their range, or, given "
         "min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. "
-        "Forward only.")
+        "Besides the channels-first layouts, 2-D layout NHWC: data, sum and output (n, h, w, c), weight "
+        "(num_filter, kh, kw, c/num_group). Forward only.")
     .SetNumInputs([](const NodeAttrs& attrs) { return ConvInputs(attrs.Params<QuantizedConvParam>()).count; })
     .SetNumOutputs([](const NodeAttrs& attrs) { return FloatOutput(attrs) ? 1 : 3; })
     .AddArgument("data", "NDArray-or-Symbol", "Input data, int8 or uint8.")

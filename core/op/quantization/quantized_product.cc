@@ -59,8 +59,37 @@ void Store(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum
 
 }  // namespace
 
+namespace {
+
+// Copies a (n, a, b) array of `bytes`-wide elements to (n, b, a).
+void SwapLastTwo(const void* from, void* to, int64_t n, int64_t a, int64_t b, size_t bytes) {
+  const char* src = static_cast<const char*>(from);
+  char* dst = static_cast<char*>(to);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t r = 0; r < a; ++r)
+      for (int64_t c = 0; c < b; ++c)
+        std::memcpy(dst + ((i * b + c) * a + r) * bytes, src + ((i * a + r) * b + c) * bytes, bytes);
+}
+
+size_t Width(DType t) { return t == DType::kInt32 || t == DType::kFloat32 ? 4 : 1; }
+
+}  // namespace
+
 void ReferenceConv(const ConvGeom& g, DType src, const void* x, const int8_t* w, const int32_t* bias,
-                   const Epilogue& e, const void* sum, void* y) {
+                   const Epilogue& e, const void* sum, void* y, bool channels_last) {
+  if (channels_last) {
+    // The loops below are channels-first: permute in, run them, permute out.
+    const int64_t I = g.InSize(), O = g.OutSize(), K = g.KSize(), cg = g.c / g.g;
+    std::vector<char> xc(static_cast<size_t>(g.n * g.c * I)), wc(static_cast<size_t>(g.f * cg * K));
+    std::vector<char> sc(e.sum ? static_cast<size_t>(g.n * g.f * O) : 0), yc(static_cast<size_t>(g.n * g.f * O) * Width(e.out));
+    SwapLastTwo(x, xc.data(), g.n, I, g.c, 1);
+    SwapLastTwo(w, wc.data(), g.f, K, cg, 1);
+    if (e.sum) SwapLastTwo(sum, sc.data(), g.n, O, g.f, 1);
+    ReferenceConv(g, src, xc.data(), reinterpret_cast<const int8_t*>(wc.data()), bias, e,
+                  e.sum ? sc.data() : nullptr, yc.data(), false);
+    SwapLastTwo(yc.data(), y, g.n, g.f, O, Width(e.out));
+    return;
+  }
   const int64_t cg = g.c / g.g, fg = g.f / g.g, K = g.KSize(), O = g.OutSize(), I = g.InSize();
   With8Bit(src, x, [&](auto* xs) {
     ParallelFor(g.n * g.f, 1, [&](int64_t lo, int64_t hi) {
@@ -263,8 +292,12 @@ memory::format_tag PlainTag(int nd) {
   return tags[nd - 1];
 }
 
-memory::desc PlainWeights(const ConvGeom& g) {
+memory::desc PlainWeights(const ConvGeom& g, bool channels_last) {
   const int nd = g.nd;
+  if (channels_last) {
+    if (g.g == 1) return memory::desc({g.f, g.c, g.k[1], g.k[2]}, memory::data_type::s8, memory::format_tag::ohwi);
+    return memory::desc({g.g, g.f / g.g, g.c / g.g, g.k[1], g.k[2]}, memory::data_type::s8, memory::format_tag::gohwi);
+  }
   if (g.g == 1) {
     static const memory::format_tag tags[] = {memory::format_tag::oiw, memory::format_tag::oihw,
                                               memory::format_tag::oidhw};
@@ -289,17 +322,21 @@ dnnl::stream& Stream() {
 size_t Int8TempBytes(const Int8Plan& plan) { return plan.temp_bytes; }
 std::string Int8Impl(const Int8Plan& plan) { return plan.impl; }
 
-std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e) {
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e,
+                                             bool channels_last) {
+  if (channels_last && g.nd != 2) return nullptr;
   std::string key = "conv,";
-  for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(src), int64_t(bias)}) key += std::to_string(v) + ',';
+  for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(src), int64_t(bias), int64_t(channels_last)})
+    key += std::to_string(v) + ',';
   for (int i = 0; i < 3; ++i)
     for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.d[i], g.pl[i]}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
-    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(src), PlainTag(g.nd));
-    memory::desc d(Dims(g.n, g.f, g.out, g.nd), DnnlType(e.out), PlainTag(g.nd));
-    memory::desc w = PlainWeights(g);
+    const memory::format_tag tag = channels_last ? memory::format_tag::nhwc : PlainTag(g.nd);
+    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(src), tag);
+    memory::desc d(Dims(g.n, g.f, g.out, g.nd), DnnlType(e.out), tag);
+    memory::desc w = PlainWeights(g, channels_last);
     memory::desc b = bias ? memory::desc({g.f}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
     memory::dims strides, dilates, pl, pr;
     for (int i = 3 - g.nd; i < 3; ++i) {
@@ -428,7 +465,7 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
 struct Int8Plan {};
 size_t Int8TempBytes(const Int8Plan&) { return 0; }
 std::string Int8Impl(const Int8Plan&) { return ""; }
-std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&) { return nullptr; }
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&, bool) { return nullptr; }
 std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&) { return nullptr; }
 void RunInt8(const Int8Plan&, const void*, const int8_t*, const int32_t*, const void*, void*, char*,
              const InputVersion*) {}

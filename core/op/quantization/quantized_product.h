@@ -108,8 +108,11 @@ size_t Int8TempBytes(const Int8Plan& plan);
 std::string Int8Impl(const Int8Plan& plan);
 
 // The convolution of `g` (data type `src`, int8 weights (f, c/g, k...), int32 bias when
-// `bias`), null where oneDNN is not built in or refuses it.
-std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e);
+// `bias`), null where oneDNN is not built in or refuses it. With `channels_last` (2-D only)
+// data, sum and output are (n, h, w, c) and the weights (f, kh, kw, c/g): the layouts
+// oneDNN's int8 kernels use, so nothing is reordered but the weights.
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e,
+                                             bool channels_last = false);
 // The inner product (m, k) x (n, k)^T, likewise.
 std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e);
 
@@ -127,7 +130,7 @@ size_t Int8WeightReorders();
 
 // The loops: the same integers without oneDNN.
 void ReferenceConv(const ConvGeom& g, DType src, const void* x, const int8_t* w, const int32_t* bias,
-                   const Epilogue& e, const void* sum, void* y);
+                   const Epilogue& e, const void* sum, void* y, bool channels_last = false);
 void ReferenceFc(int64_t m, int64_t k, int64_t n, DType src, const void* x, const int8_t* w, const int32_t* bias,
                  const Epilogue& e, const void* sum, void* y);
 

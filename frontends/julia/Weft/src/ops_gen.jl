@@ -2886,7 +2886,7 @@ const _op__contrib_quantized_conv = OpDef("_contrib_quantized_conv", ["data", "w
 """
     _contrib_quantized_conv(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False, with_sum=False, channel_wise=False)
 
-Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Besides the channels-first layouts, 2-D layout NHWC: data, sum and output (n, h, w, c), weight (num_filter, kh, kw, c/num_group). Forward only.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data, int8 or uint8.

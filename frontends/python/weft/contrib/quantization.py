@@ -25,7 +25,9 @@ split them around the user's own forward passes, `quantize_net_v2` on a Gluon Hy
 around them: each BatchNorm after a Convolution is folded into it first (`_fold_batch_norm`),
 quantized convolutions take over an addition and relu after them and dense layers a relu
 (`_fusions`), and after calibration each requantize goes into the product before it
-(`_fuse_requantize`), which then writes 8 bits itself.
+(`_fuse_requantize`), which then writes 8 bits itself. `quantize_net_v2` on the CPU then
+puts its 2-D quantized convolutions in layout NHWC (`_channels_last`), the layout of
+oneDNN's int8 kernels, with transposes only where those values meet other nodes.
 """
 import contextlib
 import inspect
@@ -442,6 +444,74 @@ def _quantize_per_channel(value):
     q = np.sign(flat) * np.minimum(np.floor(np.abs(flat) * scale[:, None] + 0.5), 127.0)
     return (ndarray.array(q.reshape(w.shape), dtype="int8"), ndarray.array(-r, dtype="float32"),
             ndarray.array(r, dtype="float32"))
+
+
+def _channels_last(qsym, params):
+    """qsym with its 2-D quantized convolutions in layout NHWC, the layout of oneDNN's int8
+    kernels, so that the values between them are not reordered at every layer; their int8
+    weights (offline parameters in params, read by that convolution alone) transposed to
+    (f, kh, kw, c/g) in the returned params. A `transpose` goes where a NHWC value meets
+    another reader (pooling, flatten, dequantize, an output) and where a value of another
+    node enters such a convolution, once per value."""
+    graph = json.loads(qsym.tojson())
+    nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
+    readers = _consumers(nodes, heads)
+
+    def data_slots(n):
+        """The inputs of a quantized convolution that hold activations: data and the sum."""
+        slots = [0]
+        if _flag(n.get("attrs", {}), "with_sum", False):
+            slots.append(len(n["inputs"]) - 3)
+        return slots
+
+    def converts(i, n):
+        if n["op"] != "_contrib_quantized_conv":
+            return False
+        attrs = n.get("attrs", {})
+        kernel = [int(k) for k in attrs.get("kernel", "()").strip("()").split(",") if k.strip()]
+        w = n["inputs"][1][0]
+        return len(kernel) == 2 and attrs.get("layout", "None") in ("None", "NCHW") and \
+            nodes[w]["op"] == "null" and nodes[w]["name"] in params and readers.get((w, 0)) == [i]
+
+    last = {i for i, n in enumerate(nodes) if converts(i, n)}
+    if not last:
+        return qsym, params
+    params = dict(params)
+    nodes = [dict(n) for n in nodes]
+    num_out = [row[k + 1] - row[k] for k in range(len(nodes))]
+    made = {}
+
+    def transpose(entry, axes, tag):
+        key = (entry[0], entry[1], axes)
+        if key not in made:
+            nodes.append({"op": "transpose", "name": "%s_%s" % (nodes[entry[0]]["name"], tag),
+                          "attrs": {"axes": str(axes)}, "inputs": [[entry[0], entry[1], 0]]})
+            num_out.append(1)
+            made[key] = [len(nodes) - 1, 0, 0]
+        return made[key]
+
+    def is_last(entry):
+        return entry[0] in last and entry[1] == 0
+
+    for i in range(len(nodes)):
+        n = nodes[i]
+        if n["op"] == "null":
+            continue
+        slots = data_slots(n) if i in last else []
+        inputs = []
+        for k, e in enumerate(n.get("inputs", [])):
+            if k in slots and not is_last(e):
+                e = transpose(e, (0, 2, 3, 1), "nhwc")
+            elif k not in slots and is_last(e):
+                e = transpose(e, (0, 3, 1, 2), "nchw")
+            inputs.append(e)
+        n["inputs"] = inputs
+        if i in last:
+            n["attrs"] = dict(n.get("attrs", {}), layout="NHWC")
+            w = nodes[n["inputs"][1][0]]["name"]
+            params[w] = ndarray.array(params[w].asnumpy().transpose(0, 2, 3, 1), dtype=params[w].dtype)
+    heads = [transpose(h, (0, 3, 1, 2), "nchw") if is_last(h) else h for h in heads]
+    return _to_symbol(graph, nodes, num_out, heads), params
 
 
 def _quantize_params(qsym, params, th_dict):
@@ -1020,6 +1090,8 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full", quant
                                                     quantized_dtype=quantized_dtype, logger=logger)
         if fuse:
             qsym = _fuse_requantize(qsym)
+    if fuse:
+        qsym, qarg_params = _channels_last(qsym, qarg_params)
 
     from ..gluon import SymbolBlock
     net = SymbolBlock(qsym, [symbol.var(n) for n in data_names])
