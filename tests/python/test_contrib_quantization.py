@@ -619,21 +619,36 @@ def test_excluded_layers_stay_float():
     _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, aux, data[32:])[0], 0.06)
 
 
-def test_quantize_model_mkldnn_folds_batch_norm_and_fuses():
+def test_quantize_model_mkldnn_folds_batch_norm_and_fuses(monkeypatch):
     sym, args, aux, data = _model("lenet_bn")
     calib = mx.io.NDArrayIter(data[:32], batch_size=16)
     qsym, qargs, qaux = qz.quantize_model_mkldnn(sym, args, aux, label_names=None, calib_mode="naive",
                                                  calib_data=calib, quantized_dtype="auto")
     ops = _ops(qsym)
     assert "BatchNorm" not in ops and "Activation" not in ops and "_contrib_quantized_act" not in ops
-    # Each product writes 8 bits itself: the last one's requantize stays only for its float output.
-    assert ops.count("_contrib_requantize") == 0 and ops.count("_contrib_dequantize") == 1
+    # Each product writes 8 bits itself, and the last one its float output (no dequantize).
+    assert ops.count("_contrib_requantize") == 0 and ops.count("_contrib_dequantize") == 0
     nodes = _nodes(qsym)
     conv = nodes["quantized_relu0"]
     assert conv["op"] == "_contrib_quantized_conv" and conv["attrs"]["with_relu"] == "True"
-    assert "min_calib_range" in conv["attrs"] and "min_calib_range" in nodes["quantized_fc1"]["attrs"]
+    assert "min_calib_range" in conv["attrs"]
+    last = nodes["quantized_fc1"]["attrs"]
+    assert last["enable_float_output"] == "True" and "min_calib_range" not in last
+    assert qsym.list_outputs() == ["quantized_fc1_output"]
     assert not qaux and "bn0_gamma" not in qargs
-    _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, aux, data[32:])[0], 0.06)
+    q = _forward(qsym, qargs, qaux, data[32:])[0]
+    _close(q, _forward(sym, args, aux, data[32:])[0], 0.06)
+    # Against the same graph with the logits requantized to int8 then dequantized: within
+    # half an int8 step of their calibrated range (the calibration data, so no clipping).
+    monkeypatch.setattr(qz, "_fuse_dequantize", lambda s: s)
+    usym, uargs, uaux = qz.quantize_model_mkldnn(sym, args, aux, label_names=None, calib_mode="naive",
+                                                 calib_data=mx.io.NDArrayIter(data[:32], batch_size=16),
+                                                 quantized_dtype="auto")
+    fc1 = _nodes(usym)["quantized_fc1"]["attrs"]
+    step = max(abs(float(fc1["min_calib_range"])), abs(float(fc1["max_calib_range"]))) / 127
+    q_calib, u_calib = _forward(qsym, qargs, qaux, data[:32])[0], _forward(usym, uargs, uaux, data[:32])[0]
+    assert np.abs(q_calib - u_calib).max() <= step * 0.5001
+    assert not np.array_equal(q_calib, u_calib)
 
 
 def test_quantize_graph_then_calib_graph_as_quantize_model():

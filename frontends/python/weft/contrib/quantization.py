@@ -25,7 +25,8 @@ split them around the user's own forward passes, `quantize_net_v2` on a Gluon Hy
 around them: each BatchNorm after a Convolution is folded into it first (`_fold_batch_norm`),
 quantized convolutions take over an addition and relu after them and dense layers a relu
 (`_fusions`), and after calibration each requantize goes into the product before it
-(`_fuse_requantize`), which then writes 8 bits itself. `quantize_net_v2` on the CPU then
+(`_fuse_requantize`), which then writes 8 bits itself, and each dequantize after one goes
+into it too (`_fuse_dequantize`: enable_float_output). `quantize_net_v2` on the CPU then
 puts its 2-D quantized convolutions in layout NHWC (`_channels_last`), the layout of
 oneDNN's int8 kernels, with transposes only where those values meet other nodes.
 """
@@ -444,6 +445,43 @@ def _quantize_per_channel(value):
     q = np.sign(flat) * np.minimum(np.floor(np.abs(flat) * scale[:, None] + 0.5), 127.0)
     return (ndarray.array(q.reshape(w.shape), dtype="int8"), ndarray.array(-r, dtype="float32"),
             ndarray.array(r, dtype="float32"))
+
+
+def _fuse_dequantize(qsym):
+    """qsym with each dequantize that alone reads a quantized convolution or fully connected
+    layer folded into it (enable_float_output, its calibrated range dropped): the layer
+    writes its float values directly, as MXNet's oneDNN backend does for the last dense
+    layer, so a classifier's logits are not rounded to 8 bits."""
+    graph = json.loads(qsym.tojson())
+    nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
+    readers = _consumers(nodes, heads)
+    num_out = [row[k + 1] - row[k] for k in range(len(nodes))]
+    replace = {}
+    for i, n in enumerate(nodes):
+        if n["op"] != "_contrib_dequantize":
+            continue
+        src = n["inputs"][0][0]
+        q = nodes[src]
+        if q["op"] not in ("_contrib_quantized_conv", "_contrib_quantized_fully_connected") or \
+                not _takes(q["op"], "enable_float_output") or num_out[src] != 3 or \
+                [e[:2] for e in n["inputs"]] != [[src, 0], [src, 1], [src, 2]] or \
+                any(readers.get((src, k)) != [i] for k in range(3)):
+            continue
+        attrs = q.setdefault("attrs", {})
+        attrs.pop("min_calib_range", None)
+        attrs.pop("max_calib_range", None)
+        attrs["enable_float_output"] = "True"
+        num_out[src] = 1
+        replace[i] = src
+    if not replace:
+        return qsym
+
+    def redirect(e):
+        return [replace[e[0]], 0, 0] if e[0] in replace else e
+
+    for n in nodes:
+        n["inputs"] = [redirect(e) for e in n.get("inputs", [])]
+    return _to_symbol(graph, nodes, num_out, [redirect(h) for h in heads])
 
 
 def _channels_last(qsym, params):
@@ -906,7 +944,7 @@ def _quantize_model(sym, arg_params, aux_params, data_names, label_names, ctx, e
         th_dict = _thresholds(collector, calib_mode, quantized_dtype, logger)
         qsym = _calibrate_quantized_sym(qsym, th_dict)
         if fuse:
-            qsym = _fuse_requantize(qsym)
+            qsym = _fuse_dequantize(_fuse_requantize(qsym))
     if logger:
         logger.info("Quantizing parameters")
     return qsym, _quantize_params(qsym, arg_params, th_dict), aux_params
@@ -1089,7 +1127,7 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full", quant
                                                     collector=collector, calib_mode=calib_mode,
                                                     quantized_dtype=quantized_dtype, logger=logger)
         if fuse:
-            qsym = _fuse_requantize(qsym)
+            qsym = _fuse_dequantize(_fuse_requantize(qsym))
     if fuse:
         qsym, qarg_params = _channels_last(qsym, qarg_params)
 
