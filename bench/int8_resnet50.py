@@ -23,9 +23,9 @@ training images and the agreement is measured on --eval-batches batches of held-
 images at the training size, while the speed is measured at 224x224 (the test images
 upscaled 7x) with the same weights. Each mode reports wall time and the process's CPU time
 per batch (CPU time / wall time shows how much of the machine it got).
---granularity channel-wise quantizes weights per output channel.
+--granularity channel-wise (the default) quantizes weights per output channel, tensor-wise one range per array.
 Usage: bench/int8_resnet50.py [--batch-size 32] [--iters 10] [--calib-mode naive]
-       [--trained PREFIX] [--granularity tensor-wise]
+       [--trained PREFIX] [--granularity channel-wise]
 """
 import argparse
 import json
@@ -136,7 +136,7 @@ def main():
     ap.add_argument("--calib-batches", type=int, default=4)
     ap.add_argument("--eval-batches", type=int, default=4)
     ap.add_argument("--calib-mode", choices=("naive", "entropy"), default="naive")
-    ap.add_argument("--granularity", choices=("tensor-wise", "channel-wise"), default="tensor-wise")
+    ap.add_argument("--granularity", choices=("tensor-wise", "channel-wise"), default="channel-wise")
     ap.add_argument("--trained", help="prefix of the model bench/int8_resnet50_train.py saved")
     ap.add_argument("--train-size", type=int, default=32, help="the --trained model's input size")
     ap.add_argument("--mode", choices=("float32", "int8"), help="measure one model in this process")

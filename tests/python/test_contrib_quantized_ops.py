@@ -817,3 +817,29 @@ def test_quantized_conv_nhwc_shapes_and_errors():
     with pytest.raises(mx.base.MXNetError, match="layout"):
         mx.sym.contrib.quantized_conv(d, w, *ranges, kernel=(3, 3, 3), num_filter=6, no_bias=True,
                                       layout="NDHWC").infer_shape(d=(2, 5, 10, 12, 4))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_quantized_conv_sum_in_place_in_an_executor(layout):
+    """In an executor the output of a with_sum convolution may take the memory of its sum
+    (a value read last there); the result is the one computed apart."""
+    rng = np.random.RandomState(41)
+    x = _rand_q(rng, (2, 8, 6, 6), "int8")
+    w1, w2 = _rand_q(rng, (8, 8, 3, 3), "int8"), _rand_q(rng, (8, 8, 3, 3), "int8")
+    if layout == "NHWC":
+        x, w1, w2 = x.transpose(0, 2, 3, 1), w1.transpose(0, 2, 3, 1), w2.transpose(0, 2, 3, 1)
+    names = ["d", "w1", "w2", "lo", "hi", "wlo", "whi"]
+    d, v1, v2, lo, hi, wlo, whi = [mx.sym.var(n) for n in names]
+    kw = dict(kernel=(3, 3), pad=(1, 1), num_filter=8, no_bias=True, layout=layout)
+    first = mx.sym.contrib.quantized_conv(d, v1, lo, hi, wlo, whi, min_calib_range=-60.0, max_calib_range=60.0, **kw)
+    out = mx.sym.contrib.quantized_conv(d, v2, lo, hi, wlo, whi, first[0], first[1], first[2], with_sum=True,
+                                        with_relu=True, min_calib_range=0.0, max_calib_range=90.0, **kw)
+    arrays = [mx.nd.array(x, dtype="int8"), mx.nd.array(w1, dtype="int8"), mx.nd.array(w2, dtype="int8"),
+              _scalar(-1.0), _scalar(1.0), _scalar(-0.1), _scalar(0.1)]
+    exe = out[0].bind(mx.cpu(), dict(zip(names, arrays)))
+    got = exe.forward(is_train=False)[0].asnumpy()
+    s = mx.nd.contrib.quantized_conv(*arrays[:2], *arrays[3:], min_calib_range=-60.0, max_calib_range=60.0, **kw)
+    want = mx.nd.contrib.quantized_conv(arrays[0], arrays[2], *arrays[3:], *s, with_sum=True, with_relu=True,
+                                        min_calib_range=0.0, max_calib_range=90.0, **kw)[0].asnumpy()
+    assert got.dtype == np.uint8 and got.max() > 0
+    np.testing.assert_array_equal(got, want)

@@ -237,6 +237,14 @@ WEFT_REGISTER_OP(_contrib_quantized_conv)
                                [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kTempSpace}}; })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<TInputVersions>("TInputVersions", true)
+    // The output may take the residual sum's memory (both 8-bit, same shape): oneDNN's sum
+    // post-op reads each element before writing it, so no copy of the sum is needed.
+    .SetAttr<FInplaceOption>("FInplaceOption",
+                             [](const NodeAttrs& attrs) {
+                               const auto& p = attrs.Params<QuantizedConvParam>();
+                               if (!p.with_sum) return std::vector<std::pair<int, int>>{};
+                               return std::vector<std::pair<int, int>>{{ConvInputs(p).sum, 0}};
+                             })
     .SetAttr<FCompute>("FCompute<cpu>", QuantizedConvCompute);
 
 }  // namespace op

@@ -449,7 +449,10 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
   if (p.has_bias) input(p.bias, bias);
   memory user_dst(p.dst.user, eng, y);
   memory dst = p.dst.reorder ? memory(p.dst.prim, eng, temp + p.dst.offset) : user_dst;
-  if (p.has_sum) {
+  // The sum already where the primitive adds to it (the executor ran the layer in place of
+  // its sum, FInplaceOption) needs no copy.
+  const bool sum_in_place = sum == y && !p.dst.reorder && p.sum_user == p.sum_prim;
+  if (p.has_sum && !sum_in_place) {
     memory from(p.sum_user, eng, const_cast<void*>(sum)), to(p.sum_prim, eng, dst.get_data_handle());
     p.sum_re.execute(strm, from, to);
   }
