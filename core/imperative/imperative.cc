@@ -5,6 +5,8 @@
 
 #include "core/base/error.h"
 #include "core/base/scratch.h"
+#include "core/engine/engine_impl.h"
+#include "core/op/input_versions.h"
 #include "core/imperative/sparse_dispatch.h"
 #include "core/imperative/sparse_update.h"
 #include "core/imperative/transformation.h"
@@ -228,6 +230,14 @@ class InferStage final : public Transformation {
   }
 };
 
+// The state of each input as the call runs (every earlier write to them has finished by
+// then), for operators with TInputVersions.
+std::vector<op::InputVersion> InputVersions(const std::vector<NDArray>& inputs) {
+  std::vector<op::InputVersion> v;
+  for (const auto& in : inputs) v.push_back({in.chunk(), in.var()->writes.load(std::memory_order_acquire)});
+  return v;
+}
+
 // kDispatch: requests the operator's resources and hands the work to the engine with the
 // variables it reads and writes; small CPU work whose inputs are ready runs here and now.
 class DispatchStage final : public Transformation {
@@ -246,6 +256,8 @@ class DispatchStage final : public Transformation {
 
     static const auto& resource_fns = Op::GetAttr<FResourceRequest>("FResourceRequest");
     static const auto& mutate_fns = Op::GetAttr<FMutateInputs>("FMutateInputs");
+    static const auto& versioned_fns = Op::GetAttr<op::TInputVersions>("TInputVersions");
+    const bool versioned = versioned_fns.Contains(op) && versioned_fns[op];
     std::vector<engine::VarHandle>& reads = s->reads;
     std::vector<engine::VarHandle>& writes = s->writes;
     if (resource_fns.Contains(op)) {
@@ -280,12 +292,15 @@ class DispatchStage final : public Transformation {
     engine::Engine* engine = engine::Engine::Get();
     if (s->async_fn) {
       engine->PushAsync(
-          [fn = *s->async_fn, attrs, inputs, outputs, reqs = s->reqs, resources = s->resources, is_train](
+          [fn = *s->async_fn, attrs, inputs, outputs, reqs = s->reqs, resources = s->resources, is_train, versioned](
               engine::RunContext rctx, engine::CallbackOnComplete done) {
             OpContext octx;
             octx.is_train = is_train;
             octx.run_ctx = rctx;
             octx.requested = resources;
+            std::vector<op::InputVersion> versions;
+            if (versioned) versions = InputVersions(inputs);
+            op::InputVersionScope scope(versioned ? &versions : nullptr);
             fn(attrs, octx, inputs, reqs, outputs, done);
           },
           ctx, reads, writes, engine::FnProperty::kNormal, 0, prof_name, prof_bytes, out_bytes);
@@ -300,6 +315,9 @@ class DispatchStage final : public Transformation {
       octx.requested.swap(s->resources);
       auto run = [&](engine::RunContext rctx) {
         octx.run_ctx = rctx;
+        std::vector<op::InputVersion> versions;
+        if (versioned) versions = InputVersions(inputs);
+        op::InputVersionScope scope(versioned ? &versions : nullptr);
         fn(attrs, octx, s->in_blobs, s->reqs, s->out_blobs);
       };
       bool ran = engine->RunNowIfIdle(ctx, reads, writes, engine::SyncFnRef(run), prof_name, prof_bytes);
@@ -308,11 +326,15 @@ class DispatchStage final : public Transformation {
     }
     engine->PushAsync(
         [fn, attrs, in_blobs = s->in_blobs, out_blobs = s->out_blobs, reqs = s->reqs, resources = s->resources,
-         is_train](engine::RunContext rctx, engine::CallbackOnComplete done) {
+         is_train, arrays = versioned ? inputs : std::vector<NDArray>()](engine::RunContext rctx,
+                                                                          engine::CallbackOnComplete done) {
           OpContext octx;
           octx.is_train = is_train;
           octx.run_ctx = rctx;
           octx.requested = resources;
+          std::vector<op::InputVersion> versions;
+          if (!arrays.empty()) versions = InputVersions(arrays);
+          op::InputVersionScope scope(arrays.empty() ? nullptr : &versions);
           fn(attrs, octx, in_blobs, reqs, out_blobs);
           done();
         },

@@ -5366,7 +5366,7 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 
 // InternalContribQuantizedConv runs the operator _contrib_quantized_conv.
 //
-// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Besides the channels-first layouts, 2-D layout NHWC: data, sum and output (n, h, w, c), weight (num_filter, kh, kw, c/num_group). Forward only.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data, int8 or uint8.
@@ -5374,8 +5374,8 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 //   - bias: Bias, int8.
 //   - minData: Minimum of data's range.
 //   - maxData: Maximum of data's range.
-//   - minWeight: Minimum of weight's range.
-//   - maxWeight: Maximum of weight's range.
+//   - minWeight: Minimum of weight's range (per output channel with channel_wise).
+//   - maxWeight: Maximum of weight's range (per output channel with channel_wise).
 //   - minBias: Minimum of bias's range.
 //   - maxBias: Maximum of bias's range.
 //   - sum: With with_sum: the residual added to the output, int8 or uint8.
@@ -5401,6 +5401,7 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
 //   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
 //   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
+//   - WithChannelWise(bool): min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel. (default False)
 func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -5410,7 +5411,7 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 
 // SymInternalContribQuantizedConv runs the operator _contrib_quantized_conv symbolically: it adds one node to the graph.
 //
-// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Besides the channels-first layouts, 2-D layout NHWC: data, sum and output (n, h, w, c), weight (num_filter, kh, kw, c/num_group). Forward only.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data, int8 or uint8.
@@ -5418,8 +5419,8 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 //   - bias: Bias, int8.
 //   - minData: Minimum of data's range.
 //   - maxData: Maximum of data's range.
-//   - minWeight: Minimum of weight's range.
-//   - maxWeight: Maximum of weight's range.
+//   - minWeight: Minimum of weight's range (per output channel with channel_wise).
+//   - maxWeight: Maximum of weight's range (per output channel with channel_wise).
 //   - minBias: Minimum of bias's range.
 //   - maxBias: Maximum of bias's range.
 //   - sum: With with_sum: the residual added to the output, int8 or uint8.
@@ -5445,6 +5446,7 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
 //   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
 //   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
+//   - WithChannelWise(bool): min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel. (default False)
 func SymInternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -5618,8 +5620,8 @@ func SymInternalContribQuantizedFlatten(data, minData, maxData *weft.Symbol, opt
 //   - bias: Bias (num_hidden,), int8.
 //   - minData: Minimum of data's range.
 //   - maxData: Maximum of data's range.
-//   - minWeight: Minimum of weight's range.
-//   - maxWeight: Maximum of weight's range.
+//   - minWeight: Minimum of weight's range (per output unit with channel_wise).
+//   - maxWeight: Maximum of weight's range (per output unit with channel_wise).
 //   - minBias: Minimum of bias's range.
 //   - maxBias: Maximum of bias's range.
 //
@@ -5633,6 +5635,7 @@ func SymInternalContribQuantizedFlatten(data, minData, maxData *weft.Symbol, opt
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the product. (default False)
 //   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
+//   - WithChannelWise(bool): min_weight and max_weight hold one range per output unit, shape (num_hidden,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest unit. (default False)
 func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.NDArray, numHidden int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("num_hidden", numHidden)
@@ -5649,8 +5652,8 @@ func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData
 //   - bias: Bias (num_hidden,), int8.
 //   - minData: Minimum of data's range.
 //   - maxData: Maximum of data's range.
-//   - minWeight: Minimum of weight's range.
-//   - maxWeight: Maximum of weight's range.
+//   - minWeight: Minimum of weight's range (per output unit with channel_wise).
+//   - maxWeight: Maximum of weight's range (per output unit with channel_wise).
 //   - minBias: Minimum of bias's range.
 //   - maxBias: Maximum of bias's range.
 //
@@ -5664,6 +5667,7 @@ func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the product. (default False)
 //   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
+//   - WithChannelWise(bool): min_weight and max_weight hold one range per output unit, shape (num_hidden,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest unit. (default False)
 func SymInternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.Symbol, numHidden int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("num_hidden", numHidden)
@@ -14490,6 +14494,12 @@ func WithCastNarrow(v bool) Option {
 // Centre the window instead of starting it at offset.
 func WithCenterCrop(v bool) Option {
 	return param("center_crop", v)
+}
+
+// WithChannelWise sets the parameter channel_wise.
+// min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel.
+func WithChannelWise(v bool) Option {
+	return param("channel_wise", v)
 }
 
 // WithChannelWiseQuantize sets the parameter channel_wise_quantize.

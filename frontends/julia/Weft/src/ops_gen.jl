@@ -2952,9 +2952,9 @@ _contrib_quantized_concat(; kwargs...) = _call_op(_op__contrib_quantized_concat;
 
 const _op__contrib_quantized_conv = OpDef("_contrib_quantized_conv", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias", "sum", "min_sum", "max_sum"], false, "")
 """
-    _contrib_quantized_conv(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False, with_sum=False)
+    _contrib_quantized_conv(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False, with_sum=False, channel_wise=False)
 
-Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Besides the channels-first layouts, 2-D layout NHWC: data, sum and output (n, h, w, c), weight (num_filter, kh, kw, c/num_group). Forward only.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
@@ -2962,8 +2962,8 @@ Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulate
 - `bias` (NDArray or SymbolicNode): Bias, int8.
 - `min_data` (NDArray or SymbolicNode): Minimum of data's range.
 - `max_data` (NDArray or SymbolicNode): Maximum of data's range.
-- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
-- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range (per output channel with channel_wise).
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range (per output channel with channel_wise).
 - `min_bias` (NDArray or SymbolicNode): Minimum of bias's range.
 - `max_bias` (NDArray or SymbolicNode): Maximum of bias's range.
 - `sum` (NDArray or SymbolicNode): With with_sum: the residual added to the output, int8 or uint8.
@@ -2987,6 +2987,7 @@ Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulate
 - `with_relu` (boolean; default `False`): Fuse a relu after the convolution (and after the sum with with_sum).
 - `enable_float_output` (boolean; default `False`): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range.
 - `with_sum` (boolean; default `False`): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu.
+- `channel_wise` (boolean; default `False`): min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -3091,7 +3092,7 @@ _contrib_quantized_flatten(; kwargs...) = _call_op(_op__contrib_quantized_flatte
 
 const _op__contrib_quantized_fully_connected = OpDef("_contrib_quantized_fully_connected", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias"], false, "")
 """
-    _contrib_quantized_fully_connected(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias; num_hidden, no_bias=False, flatten=True, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False)
+    _contrib_quantized_fully_connected(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias; num_hidden, no_bias=False, flatten=True, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False, channel_wise=False)
 
 FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.
 
@@ -3101,8 +3102,8 @@ FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumul
 - `bias` (NDArray or SymbolicNode): Bias (num_hidden,), int8.
 - `min_data` (NDArray or SymbolicNode): Minimum of data's range.
 - `max_data` (NDArray or SymbolicNode): Maximum of data's range.
-- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
-- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range (per output unit with channel_wise).
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range (per output unit with channel_wise).
 - `min_bias` (NDArray or SymbolicNode): Minimum of bias's range.
 - `max_bias` (NDArray or SymbolicNode): Maximum of bias's range.
 
@@ -3114,6 +3115,7 @@ FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumul
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
 - `with_relu` (boolean; default `False`): Fuse a relu after the product.
 - `enable_float_output` (boolean; default `False`): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range.
+- `channel_wise` (boolean; default `False`): min_weight and max_weight hold one range per output unit, shape (num_hidden,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest unit.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
