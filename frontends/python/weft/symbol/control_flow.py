@@ -24,6 +24,11 @@ from .symbol import Symbol
 _depth = [0]
 
 
+class UnusedInputError(ValueError, AssertionError):
+    """A loop body that does not read one of the loop's own inputs. MXNet raises an
+    AssertionError there, which scripts catch; it is a ValueError as well."""
+
+
 def _flatten(nested, what):
     if isinstance(nested, Symbol):
         return [nested], None
@@ -178,8 +183,8 @@ def foreach(body, data, init_states, name="foreach"):
     for what, names in (("data arrays", data_names), ("states", state_names)):
         unused = [i for i, n in enumerate(names) if n not in inputs]
         if unused:
-            raise ValueError("foreach: the loop body must read all the %s (as in MXNet); it does not read %s %s"
-                             % (what, what, unused))
+            raise UnusedInputError("foreach: the loop body must read all the %s (as in MXNet); it does not read "
+                                   "%s %s" % (what, what, unused))
     free = _free_inputs([(original, graph, cuts)], set(data_names + state_names))
     node = _ops.get("_foreach")(graph, *(data_flat + state_flat + [s for _, s in free]),
                                 num_outputs=len(out_flat) + len(state_flat), num_out_data=len(out_flat),
@@ -223,8 +228,8 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
     func_inputs = func_g.list_inputs()
     unused = [i for i, n in enumerate(names) if n not in func_inputs]
     if unused:
-        raise ValueError("while_loop: func must read every loop variable (as in MXNet); it does not read loop_vars %s"
-                         % unused)
+        raise UnusedInputError("while_loop: func must read every loop variable (as in MXNet); it does not read "
+                               "loop_vars %s" % unused)
     free = _free_inputs([(cond_orig, cond_g, cond_cuts), (func_orig, func_g, func_cuts)], set(names))
     position = {n: i for i, n in enumerate(names + [n for n, _ in free])}
     node = _ops.get("_while_loop")(cond_g, func_g, *(var_flat + [s for _, s in free]),

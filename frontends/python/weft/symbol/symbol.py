@@ -180,10 +180,8 @@ class Symbol:
         if values is None:
             raise ValueError("bind: %s are required (%s)" % (what, names))
         if isinstance(values, dict):
-            unknown = set(values) - set(names)
-            if unknown:
-                raise ValueError("bind: %s has names that are not %s: %s (expected %s)"
-                                 % (what, what, sorted(unknown), names))
+            # As in MXNet, names the graph does not have are ignored (a loop body that
+            # does not read a variable drops it from the arguments).
             missing = [n for n in names if n not in values]
             if missing and not allow_missing:
                 # MXNet's wording first, then every missing name
