@@ -8678,7 +8678,7 @@ func SymInternalRandomNegativeBinomialLike(data *weft.Symbol, opts ...Option) (*
 //
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
-//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+//   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
@@ -8693,7 +8693,7 @@ func InternalRandomNormal(opts ...Option) (*weft.NDArray, error) {
 //
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
-//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+//   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
@@ -8711,7 +8711,7 @@ func SymInternalRandomNormal(opts ...Option) (*weft.Symbol, error) {
 //
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
-//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+//   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
 func InternalRandomNormalLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalRandomNormalLike, data)
@@ -8726,7 +8726,7 @@ func InternalRandomNormalLike(data *weft.NDArray, opts ...Option) (*weft.NDArray
 //
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
-//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+//   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
 func SymInternalRandomNormalLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomNormalLike, []string{"data"}, data)
@@ -8987,7 +8987,7 @@ func SymInternalRandomPdfUniform(sample, low, high *weft.Symbol, opts ...Option)
 // Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 //
 // Options:
-//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+//   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
@@ -9001,7 +9001,7 @@ func InternalRandomPoisson(opts ...Option) (*weft.NDArray, error) {
 // Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 //
 // Options:
-//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+//   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
@@ -9018,7 +9018,7 @@ func SymInternalRandomPoisson(opts ...Option) (*weft.Symbol, error) {
 //   - data: The array whose shape and dtype the output takes
 //
 // Options:
-//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+//   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
 func InternalRandomPoissonLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalRandomPoissonLike, data)
@@ -9032,7 +9032,7 @@ func InternalRandomPoissonLike(data *weft.NDArray, opts ...Option) (*weft.NDArra
 //   - data: The array whose shape and dtype the output takes
 //
 // Options:
-//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+//   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
 func SymInternalRandomPoissonLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomPoissonLike, []string{"data"}, data)
@@ -15297,7 +15297,7 @@ func WithScalar(v float64) Option {
 }
 
 // WithScale sets the parameter scale.
-// Standard deviation of the distribution.
+// Standard deviation of the distribution (>= 0).
 func WithScale(v float64) Option {
 	return param("scale", v)
 }

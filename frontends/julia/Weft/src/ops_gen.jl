@@ -6115,7 +6115,7 @@ Samples from the normal distribution with mean loc and standard deviation scale.
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
-- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+- `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6135,7 +6135,7 @@ Samples from the normal distribution with mean loc and standard deviation scale.
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
-- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+- `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6157,7 +6157,7 @@ Samples from the normal distribution with mean loc and standard deviation scale.
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
-- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+- `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6182,7 +6182,7 @@ Samples from the normal (mean loc, standard deviation scale) distribution an arr
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
-- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+- `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -6544,7 +6544,7 @@ const _op__random_poisson = OpDef("_random_poisson", [], false, "")
 Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 
 # Parameters
-- `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
+- `lam` (double; default `1`): Rate (lambda) of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6563,7 +6563,7 @@ const _op_random_poisson = OpDef("random_poisson", [], false, "")
 Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 
 # Parameters
-- `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
+- `lam` (double; default `1`): Rate (lambda) of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6587,7 +6587,7 @@ Samples from the Poisson (rate lam) distribution an array of the shape and dtype
 - `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
 
 # Parameters
-- `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
+- `lam` (double; default `1`): Rate (lambda) of the distribution (>= 0).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """

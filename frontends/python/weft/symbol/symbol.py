@@ -115,7 +115,15 @@ class Symbol:
         return dict(self.attr_dict().get(self.name, {})) if self.name else {}
 
     def attr_dict(self):
-        return json.loads(_api.weft_symbol_attr_dict(self.handle))
+        """{node name: {key: value}} of every node; MXNet's hidden keys, stored as
+        "__lr_mult__", are listed under both names, as MXNet lists them."""
+        nodes = json.loads(_api.weft_symbol_attr_dict(self.handle))
+        for attrs in nodes.values():
+            for key, value in list(attrs.items()):
+                plain = key[2:-2]
+                if key.startswith("__") and key.endswith("__") and _attribute.hidden_key(plain) == key:
+                    attrs.setdefault(plain, value)
+        return nodes
 
     def _set_attr(self, **kwargs):
         for k, v in kwargs.items():
