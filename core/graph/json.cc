@@ -124,11 +124,23 @@ ordered_json SymbolObject(const Symbol& sym) {
     ordered_json node;
     node["op"] = n.is_variable() ? "null" : n.op()->name;
     node["name"] = n.attrs.name;
+    // Control-flow operators keep their graphs in the hidden attribute kSubgraphsAttr
+    // (subgraphs.h); MXNet's oneDNN fusions keep their one graph as the parameter
+    // "subgraph". MXNet's JSON has either as the node's "subgraphs".
+    static const auto& holds_subgraph = Op::GetAttr<bool>("TSubgraphParam");
+    const bool subgraph_param = !n.is_variable() && holds_subgraph.Contains(n.op());
     const std::string* subgraphs = nullptr;
     std::map<std::string, std::string> sorted;
     for (const auto& kv : n.attrs.dict) {
-      if (kv.first == kSubgraphsAttr) subgraphs = &kv.second;
-      else sorted[kv.first] = kv.second;
+      if (kv.first == kSubgraphsAttr) {
+        subgraphs = &kv.second;
+        continue;
+      }
+      if (subgraph_param && kv.first == "subgraph") {
+        if (!kv.second.empty()) node["subgraphs"] = ordered_json::array({ordered_json::parse(kv.second)});
+        continue;
+      }
+      sorted[kv.first] = kv.second;
     }
     if (!sorted.empty()) node["attrs"] = sorted;
     ordered_json inputs = ordered_json::array();
@@ -196,11 +208,24 @@ Symbol ReadSymbol(const Reader& r, const json& top, int version) {
     n->attrs.name = jn["name"].get<std::string>();
     if (!jn["op"].is_string()) r.Fail(label, ": 'op' must be a string, got ", jn["op"].type_name());
     std::string op_name = jn["op"].get<std::string>();
+    // Subgraphs are checked before the operator is looked up, so the message names what is
+    // refused: MXNet's oneDNN fusions (one graph, kept as their parameter "subgraph") and the
+    // control-flow operators (their TNumInputGraphs graphs, read below) have them.
+    static const auto& holds_subgraph = Op::GetAttr<bool>("TSubgraphParam");
+    const bool subgraph_param = holds_subgraph.Contains(Op::Find(op_name));
+    if (jn.contains("subgraphs")) {
+      if (!subgraph_param && NumInputGraphs(Op::Find(op_name)) == 0)
+        r.Fail(label, ": subgraphs of operator '", op_name, "' are not supported (only MXNet's oneDNN fusions, "
+               "_sg_mkldnn_*, and the control-flow operators _foreach, _while_loop and _cond have them)");
+      const json& subs = jn["subgraphs"];
+      if (subgraph_param && (!subs.is_array() || subs.size() != 1 || !subs[0].is_object()))
+        r.Fail(label, ": expected 'subgraphs' to hold one graph, got ", JSONExcerpt(subs));
+    }
     if (op_name != "null") {
       n->attrs.op = Op::Find(op_name);
       if (n->attrs.op == nullptr) r.Fail(label, ": unknown operator '", op_name, "'");
     }
-    if (jn.contains("subgraphs")) {
+    if (jn.contains("subgraphs") && !subgraph_param) {
       const json& subs = jn["subgraphs"];
       if (!subs.is_array()) r.Fail(label, ": 'subgraphs' must be an array, got ", subs.type_name());
       const int expected = n->op() ? NumInputGraphs(n->op()) : 0;
@@ -216,6 +241,7 @@ Symbol ReadSymbol(const Reader& r, const json& top, int version) {
     }
     for (const char* key : {"attrs", "attr", "param"})
       if (jn.contains(key)) ReadStringMap(r, jn[key], key, label, &n->attrs.dict);
+    if (jn.contains("subgraphs") && subgraph_param) n->attrs.dict.emplace_back("subgraph", jn["subgraphs"][0].dump());
 
     // Before 1.9 some user attributes were plain keys: they are set aside before the
     // parameters are parsed and put back as "__key__" (on an input variable for
