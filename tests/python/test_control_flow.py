@@ -527,11 +527,12 @@ def test_foreach_body_must_read_its_data_and_states():
 
 
 class _TwoLoops(mx.gluon.HybridBlock):
-    def hybrid_forward(self, F, x, s):
-        out1, st1 = F.contrib.foreach(lambda d, st: (d + 1, st), x, [s])
-        out2, _ = F.contrib.foreach(lambda d, st: (d + 1, st), out1, [s])
+    # called as MXNet's tests call such blocks: net(data, [state]), a nested list of inputs
+    def hybrid_forward(self, F, x, states):
+        out1, st1 = F.contrib.foreach(lambda d, st: (d + 1, st), x, states)
+        out2, _ = F.contrib.foreach(lambda d, st: (d + 1, st), out1, states)
         # a loop whose body reads an outer loop's output and returns it as its state
-        out, _ = F.contrib.foreach(lambda d, st: (d + st[0], st1), out2, [s])
+        out, _ = F.contrib.foreach(lambda d, st: (d + st[0], st1), out2, states)
         return out
 
 
@@ -546,7 +547,7 @@ def test_foreach_cut_from_outer_values_in_hybridized_block():
         for _ in range(2):  # the second call runs the cached graph
             x.attach_grad()
             with autograd.record():
-                y = net(x, s)
+                y = net(x, [s])
             y.backward()
             np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-6)
             np.testing.assert_allclose(x.grad.asnumpy(), np.ones((5, 4)))
