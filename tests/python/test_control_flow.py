@@ -613,3 +613,53 @@ def test_control_flow_backward_operators_check_their_inputs():
     np.testing.assert_allclose(got[0].asnumpy(), wv + np.arange(3, -1, -1)[:, None], rtol=1e-6)
     np.testing.assert_allclose(got[1].asnumpy(), np.full(3, 4.0), rtol=1e-6)
     np.testing.assert_allclose(got[2].asnumpy(), xv.sum(axis=0), rtol=1e-6)
+
+
+def _central_differences(f, x, eps=1e-6):
+    """d f(x) / dx (f returns a float, x a float64 array) by central differences."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        hi, lo = x.copy(), x.copy()
+        hi[i] += eps
+        lo[i] -= eps
+        grad[i] = (f(hi) - f(lo)) / (2 * eps)
+    return grad
+
+
+def _imperative_value_and_grad(fn, x_np):
+    x = mx.nd.array(x_np, dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        y = fn(x)
+    y.backward()
+    return y.asscalar(), x.grad.asnumpy()
+
+
+def test_imperative_while_loop_and_cond_numeric_gradients():
+    rng = np.random.RandomState(16)
+    w_np = rng.uniform(0.5, 1.0, (3,))
+    w = mx.nd.array(w_np, dtype="float64")
+
+    def loop(x):
+        # three steps of s <- sin(s * w) + x, the step outputs summed with the final state
+        outs, (_, s) = mx.nd.contrib.while_loop(
+            lambda i, s: i < 3, lambda i, s: (s * 2, [i + 1, mx.nd.sin(s * w) + x]),
+            [mx.nd.zeros((1,), dtype="float64"), x * 0.5], max_iterations=4)
+        return outs.sum() + (s * s).sum()
+
+    def branch(x):
+        return mx.nd.contrib.cond(x.sum() > 1, lambda: (x * w).sum() * x.sum(), lambda: mx.nd.exp(x).sum())
+
+    for fn, x_np in ((loop, rng.uniform(-1, 1, (3,))), (branch, rng.uniform(0.5, 1, (3,))),
+                     (branch, rng.uniform(-1, 0, (3,)))):
+        value, analytic = _imperative_value_and_grad(fn, x_np)
+        numeric = _central_differences(lambda v: _imperative_value_and_grad(fn, v)[0], x_np)
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-8)
+    # the loop against numpy
+    s, total = rng.uniform(-1, 1, (3,)), 0.0
+    x_np = s.copy()
+    s = x_np * 0.5
+    for _ in range(3):
+        total += (s * 2).sum()
+        s = np.sin(s * w_np) + x_np
+    np.testing.assert_allclose(_imperative_value_and_grad(loop, x_np)[0], total + (s * s).sum(), rtol=1e-10)
