@@ -663,3 +663,22 @@ def test_imperative_while_loop_and_cond_numeric_gradients():
         total += (s * 2).sum()
         s = np.sin(s * w_np) + x_np
     np.testing.assert_allclose(_imperative_value_and_grad(loop, x_np)[0], total + (s * s).sum(), rtol=1e-10)
+
+
+def test_traces_count_their_names_and_give_the_same_graph_again():
+    from collections import defaultdict
+    mx.AttrScope._subgraph_names = defaultdict(int)
+
+    def make():
+        # a fresh name manager, as a hybridized block's trace has: the same node names again
+        with mx.name.NameManager():
+            a = mx.sym.var("a")
+            return mx.sym.contrib.cond(a > 0.5, lambda: a * 2, lambda: a * 3, name="pick")
+    first, second = make(), make()
+    # as MXNet counts them: one graph each of pred, then and else per call
+    assert dict(mx.AttrScope._subgraph_names) == {"pick_pred": 2, "pick_then": 2, "pick_else": 2}
+    # the marks are dropped once the graphs are cut, so a second trace is the same graph
+    assert first.tojson() == second.tojson()
+    assert "__subgraph_name__" not in first.tojson()
+    np.testing.assert_allclose(first.eval(a=mx.nd.array([0.7]))[0].asnumpy(), [1.4], rtol=1e-6)
+    np.testing.assert_allclose(second.eval(a=mx.nd.array([0.2]))[0].asnumpy(), [0.6], rtol=1e-6)

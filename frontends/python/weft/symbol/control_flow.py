@@ -53,7 +53,15 @@ class _Trace:
     `placeholders` makes the variables standing for the loop's own inputs."""
 
     def __init__(self, name):
-        self.mark = "%s%d" % (name, _depth[0])
+        # The mark is unique, as MXNet makes it (the enclosing trace's mark, "$", the name, a
+        # count kept in AttrScope._subgraph_names); it is dropped from the subgraph once cut.
+        # The variables the trace makes are named after the depth instead, so that tracing
+        # the same code again gives the same graph.
+        outer = _attribute.current().get(None).get("__subgraph_name__", "")
+        unique = outer + "$" + name if outer else name
+        self.mark = unique + str(_attribute.AttrScope._subgraph_names[unique])
+        _attribute.AttrScope._subgraph_names[unique] += 1
+        self.prefix = "%s%d" % (name, _depth[0])
         self._scope = _attribute.AttrScope(__subgraph_name__=self.mark)
 
     def __enter__(self):
@@ -66,7 +74,7 @@ class _Trace:
         _depth[0] -= 1
 
     def placeholders(self, what, n):
-        names = ["__%s_%s%d__" % (self.mark, what, i) for i in range(n)]
+        names = ["__%s_%s%d__" % (self.prefix, what, i) for i in range(n)]
         return names, [_sym.var(name) for name in names]
 
     def graph(self, outputs):
@@ -99,15 +107,16 @@ def _outer_entries(graph, nodes, row_ptr):
     return entries
 
 
-def _cut(graph, mark):
-    """`graph` with every value computed outside the trace `mark` replaced by a new input
-    variable: returns the graph and, for each such input, its name and the outer Symbol."""
+def _cut(graph, trace):
+    """`graph` with every value computed outside `trace` replaced by a new input variable,
+    and the trace's marks dropped: returns the graph and, for each such input, its name and
+    the outer Symbol."""
     g = json.loads(graph.tojson())
     nodes = g["nodes"]
-    inside = [n["op"] == "null" or n.get("attrs", {}).get("__subgraph_name__") == mark for n in nodes]
-    if all(inside):
-        return graph, []
-    outer = _outer_entries(graph, nodes, g["node_row_ptr"])
+    inside = [n["op"] == "null" or n.get("attrs", {}).get("__subgraph_name__") == trace.mark for n in nodes]
+    for n in nodes:
+        n.get("attrs", {}).pop("__subgraph_name__", None)
+    outer = _outer_entries(graph, nodes, g["node_row_ptr"]) if not all(inside) else {}
     kept, cut_ids, cuts, new_nodes = {}, {}, [], []
     for i, node in enumerate(nodes):
         if not inside[i]:
@@ -119,7 +128,7 @@ def _cut(graph, mark):
                 inputs.append([kept[src], idx, 0])
                 continue
             if (src, idx) not in cut_ids:
-                name = "__%s_cut%d__" % (mark, len(cuts))
+                name = "__%s_cut%d__" % (trace.prefix, len(cuts))
                 cut_ids[(src, idx)] = len(new_nodes)
                 new_nodes.append({"op": "null", "name": name, "inputs": []})
                 cuts.append((name, outer[(src, idx)]))
@@ -178,7 +187,7 @@ def foreach(body, data, init_states, name="foreach"):
         if len(new_flat) != len(state_flat):
             raise ValueError("foreach: body returned %d states, init_states has %d" % (len(new_flat), len(state_flat)))
         original = tr.graph(out_flat + new_flat)
-    graph, cuts = _cut(original, tr.mark)
+    graph, cuts = _cut(original, tr)
     inputs = graph.list_inputs()
     for what, names in (("data arrays", data_names), ("states", state_names)):
         unused = [i for i, n in enumerate(names) if n not in inputs]
@@ -223,8 +232,8 @@ def while_loop(cond, func, loop_vars, max_iterations=None, name="while_loop"):
             raise ValueError("while_loop: func returned %d loop variables, expected %d (the length of loop_vars "
                              "must stay the same)" % (len(new_flat), len(var_flat)))
         func_orig = ftr.graph(out_flat + new_flat)
-    cond_g, cond_cuts = _cut(cond_orig, ctr.mark)
-    func_g, func_cuts = _cut(func_orig, ftr.mark)
+    cond_g, cond_cuts = _cut(cond_orig, ctr)
+    func_g, func_cuts = _cut(func_orig, ftr)
     func_inputs = func_g.list_inputs()
     unused = [i for i, n in enumerate(names) if n not in func_inputs]
     if unused:
@@ -256,7 +265,7 @@ def cond(pred, then_func, else_func, name="cond"):
         with _Trace("%s_%s" % (name, kind)) as tr:
             flat, fmt = _flatten(fn(), "cond %s output" % kind)
             original = tr.graph(flat)
-        graphs.append((original,) + _cut(original, tr.mark))
+        graphs.append((original,) + _cut(original, tr))
         flats.append((flat, fmt))
     if len(flats[0][0]) != 1:
         raise ValueError("cond: pred must be a single Symbol")
