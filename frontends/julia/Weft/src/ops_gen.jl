@@ -1542,6 +1542,31 @@ _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
 
+const _op__cond = OpDef("_cond", String[], true, "num_args")
+"""
+    _cond(args...; num_outputs, cond_input_locs, then_input_locs, else_input_locs)
+
+Runs one of two graphs (then_branch or else_branch) as a third graph (cond, one element) is true or false: mx.sym.contrib.cond. Its outputs are the branch's.
+
+# Inputs
+- `cond` (NDArray or SymbolicNode): Input graph for the condition.
+- `then_branch` (NDArray or SymbolicNode): Input graph for the then branch.
+- `else_branch` (NDArray or SymbolicNode): Input graph for the else branch.
+- `data` (NDArrays or SymbolicNodes, any number): The input arrays that include data arrays and states.
+
+# Parameters
+- `num_outputs` (int, in [1, inf]; required): The number of outputs of the subgraph.
+- `cond_input_locs` (Shape(tuple); required): The locations of cond's inputs in the given inputs.
+- `then_input_locs` (Shape(tuple); required): The locations of then's inputs in the given inputs.
+- `else_input_locs` (Shape(tuple); required): The locations of else's inputs in the given inputs.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _cond end
+_cond(args::NDArray...; kwargs...) = _invoke_op(_op__cond, args; kwargs...)
+_cond(args::SymbolicNode...; kwargs...) = _compose_op(_op__cond, args; kwargs...)
+_cond(; kwargs...) = _call_op(_op__cond; kwargs...)
+
 const _op__contrib_AdaptiveAvgPooling2D = OpDef("_contrib_AdaptiveAvgPooling2D", ["data"], false, "")
 """
     _contrib_AdaptiveAvgPooling2D(data; output_size=())
@@ -3400,6 +3425,30 @@ function _eye end
 _eye(args::NDArray...; kwargs...) = _invoke_op(_op__eye, args; kwargs...)
 _eye(args::SymbolicNode...; kwargs...) = _compose_op(_op__eye, args; kwargs...)
 _eye(; kwargs...) = _call_op(_op__eye; kwargs...)
+
+const _op__foreach = OpDef("_foreach", String[], true, "num_args")
+"""
+    _foreach(args...; num_outputs, num_out_data, in_state_locs, in_data_locs, remain_locs)
+
+Runs a graph (the body) over the slices of its data inputs along axis 0, carrying loop states from step to step: mx.sym.contrib.foreach. Its outputs are the body's data outputs stacked along a new axis 0, then the final states.
+
+# Inputs
+- `fn` (NDArray or SymbolicNode): Input graph.
+- `data` (NDArrays or SymbolicNodes, any number): The input arrays that include data arrays and states.
+
+# Parameters
+- `num_outputs` (int, in [0, inf]; required): The number of outputs of the subgraph.
+- `num_out_data` (int, in [0, inf]; required): The number of output data of the subgraph (the rest are the loop states).
+- `in_state_locs` (Shape(tuple); required): The locations of loop states among the subgraph's inputs.
+- `in_data_locs` (Shape(tuple); required): The locations of input data among the subgraph's inputs.
+- `remain_locs` (Shape(tuple); required): The locations of the remaining inputs among the subgraph's inputs.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _foreach end
+_foreach(args::NDArray...; kwargs...) = _invoke_op(_op__foreach, args; kwargs...)
+_foreach(args::SymbolicNode...; kwargs...) = _compose_op(_op__foreach, args; kwargs...)
+_foreach(; kwargs...) = _call_op(_op__foreach; kwargs...)
 
 const _op__full = OpDef("_full", [], false, "")
 """
@@ -7784,6 +7833,32 @@ function unravel_index end
 unravel_index(args::NDArray...; kwargs...) = _invoke_op(_op_unravel_index, args; kwargs...)
 unravel_index(args::SymbolicNode...; kwargs...) = _compose_op(_op_unravel_index, args; kwargs...)
 unravel_index(; kwargs...) = _call_op(_op_unravel_index; kwargs...)
+
+const _op__while_loop = OpDef("_while_loop", String[], true, "num_args")
+"""
+    _while_loop(args...; num_outputs, num_out_data, max_iterations, cond_input_locs, func_input_locs, func_var_locs)
+
+Runs a graph (func) while another graph (cond) gives true, at most max_iterations times, carrying the loop variables from step to step: mx.sym.contrib.while_loop. Its outputs are func's step outputs stacked along a new axis 0 of length max_iterations (rows after the last step are zeros), then the final loop variables.
+
+# Inputs
+- `cond` (NDArray or SymbolicNode): Input graph for the loop condition.
+- `func` (NDArray or SymbolicNode): Input graph for the loop body.
+- `data` (NDArrays or SymbolicNodes, any number): The input arrays that include data arrays and states.
+
+# Parameters
+- `num_outputs` (int, in [1, inf]; required): The number of outputs of the subgraph.
+- `num_out_data` (int, in [0, inf]; required): The number of outputs from the function body.
+- `max_iterations` (int, in [1, inf]; required): Maximum number of iterations.
+- `cond_input_locs` (Shape(tuple); required): The locations of cond's inputs in the given inputs.
+- `func_input_locs` (Shape(tuple); required): The locations of func's inputs in the given inputs.
+- `func_var_locs` (Shape(tuple); required): The locations of loop_vars among func's inputs.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _while_loop end
+_while_loop(args::NDArray...; kwargs...) = _invoke_op(_op__while_loop, args; kwargs...)
+_while_loop(args::SymbolicNode...; kwargs...) = _compose_op(_op__while_loop, args; kwargs...)
+_while_loop(; kwargs...) = _call_op(_op__while_loop; kwargs...)
 
 const _op__zeros = OpDef("_zeros", [], false, "")
 """
@@ -12594,6 +12669,7 @@ const _OPERATOR_NAMES = [
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_cond",
     "_contrib_AdaptiveAvgPooling2D",
     "_contrib_BatchNormWithReLU",
     "_contrib_BilinearResize2D",
@@ -12677,6 +12753,7 @@ const _OPERATOR_NAMES = [
     "_equal_scalar",
     "_EqualScalar",
     "_eye",
+    "_foreach",
     "_full",
     "_grad_add",
     "_greater",
@@ -12890,6 +12967,7 @@ const _OPERATOR_NAMES = [
     "_square_sum",
     "_unravel_index",
     "unravel_index",
+    "_while_loop",
     "_zeros",
     "_zeros_without_dtype",
     "abs",

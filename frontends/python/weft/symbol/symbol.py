@@ -1,13 +1,11 @@
 """The Symbol class: a handle on a graph of operators and variables (weft_symbol_t)."""
 import json
-import os
 
 import numpy as np
 
 from ..base import _api
 from .. import attribute as _attribute
 from .. import util as _util
-from . import subgraph_json as _subgraph_json
 from ..ndarray.ndarray import dtype_id, _ID_TO_NP
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"]
@@ -190,10 +188,8 @@ class Symbol:
         if values is None:
             raise ValueError("bind: %s are required (%s)" % (what, names))
         if isinstance(values, dict):
-            unknown = set(values) - set(names)
-            if unknown:
-                raise ValueError("bind: %s has names that are not %s: %s (expected %s)"
-                                 % (what, what, sorted(unknown), names))
+            # As in MXNet, names the graph does not have are ignored (a loop body that
+            # does not read a variable drops it from the arguments).
             missing = [n for n in names if n not in values]
             if missing and not allow_missing:
                 # MXNet's wording first, then every missing name
@@ -267,19 +263,10 @@ class Symbol:
         return bool(_api.weft_symbol_same_graph(self.handle, other.handle))
 
     def tojson(self):
-        return _subgraph_json.to_mxnet(_api.weft_symbol_to_json(self.handle))
+        return _api.weft_symbol_to_json(self.handle)
 
     def save(self, fname):
-        text = _api.weft_symbol_to_json(self.handle)
-        mxnet_text = _subgraph_json.to_mxnet(text)
-        if mxnet_text is text:
-            _api.weft_symbol_save_file(self.handle, fname)
-            return
-        # control-flow nodes are rewritten in Python; the file is replaced atomically
-        tmp = "%s.tmp%d" % (fname, os.getpid())
-        with open(tmp, "w") as f:
-            f.write(mxnet_text)
-        os.replace(tmp, fname)
+        _api.weft_symbol_save_file(self.handle, fname)
 
     def remove_amp_cast(self):
         """The graph without its amp_cast and amp_multicast nodes (what automatic mixed
@@ -329,7 +316,7 @@ class Symbol:
         return {"json": self.tojson()}
 
     def __setstate__(self, state):
-        self.handle = _api.weft_symbol_from_json(_subgraph_json.from_mxnet(state["json"]))
+        self.handle = _api.weft_symbol_from_json(state["json"])
 
     # ------------------------------------------------------------- arithmetic
     def _binary(self, other, op, scalar_op, reverse=False):
@@ -461,21 +448,14 @@ def Group(symbols):
 
 
 def load(fname):
-    """A symbol from an MXNet JSON file (any MXNet version)."""
-    try:
-        with open(fname, "rb") as f:
-            has_subgraphs = b'"subgraphs"' in f.read()
-    except OSError:
-        has_subgraphs = False  # the library reports the file it cannot open, as for any load
-    if has_subgraphs:
-        with open(fname) as f:
-            return load_json(f.read())
+    """A symbol from an MXNet JSON file (any MXNet version; control-flow nodes with their
+    subgraphs included)."""
     return Symbol(_api.weft_symbol_load_file(fname))
 
 
 def load_json(json_str):
     """A symbol from MXNet JSON text (control-flow nodes with subgraphs included)."""
-    return Symbol(_api.weft_symbol_from_json(_subgraph_json.from_mxnet(json_str)))
+    return Symbol(_api.weft_symbol_from_json(json_str))
 
 
 fromjson = load_json

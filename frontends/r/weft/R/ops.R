@@ -396,6 +396,13 @@ mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ =
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.cond <- function(..., num_outputs, cond_input_locs, then_input_locs, else_input_locs, out = NULL) {
+  .weft_nd_invoke("_cond", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), cond_input_locs = .weft_shape_param(cond_input_locs), then_input_locs = .weft_shape_param(then_input_locs), else_input_locs = .weft_shape_param(else_input_locs)), "num_args", out)
+}
+mx.symbol.internal.cond <- function(..., num_outputs, cond_input_locs, then_input_locs, else_input_locs, name = NULL, attr = NULL) {
+  .weft_symbol_op("_cond", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), cond_input_locs = .weft_shape_param(cond_input_locs), then_input_locs = .weft_shape_param(then_input_locs), else_input_locs = .weft_shape_param(else_input_locs)), "num_args", name, attr)
+}
+
 mx.nd.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_AdaptiveAvgPooling2D", list(data), c(output_size = .weft_shape_param(output_size)), NULL, out)
 }
@@ -940,6 +947,13 @@ mx.nd.internal.eye <- function(N, M = NULL, k = NULL, ctx = NULL, dtype = NULL, 
 }
 mx.symbol.internal.eye <- function(N, M = NULL, k = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_eye", list(), c(N = .weft_param(N), M = .weft_param(M), k = .weft_param(k), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.foreach <- function(..., num_outputs, num_out_data, in_state_locs, in_data_locs, remain_locs, out = NULL) {
+  .weft_nd_invoke("_foreach", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), in_state_locs = .weft_shape_param(in_state_locs), in_data_locs = .weft_shape_param(in_data_locs), remain_locs = .weft_shape_param(remain_locs)), "num_args", out)
+}
+mx.symbol.internal.foreach <- function(..., num_outputs, num_out_data, in_state_locs, in_data_locs, remain_locs, name = NULL, attr = NULL) {
+  .weft_symbol_op("_foreach", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), in_state_locs = .weft_shape_param(in_state_locs), in_data_locs = .weft_shape_param(in_data_locs), remain_locs = .weft_shape_param(remain_locs)), "num_args", name, attr)
 }
 
 mx.nd.internal.full <- function(shape = NULL, ctx = NULL, dtype = NULL, value, out = NULL) {
@@ -2151,6 +2165,13 @@ mx.nd.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
 }
 mx.symbol.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.internal.while.loop <- function(..., num_outputs, num_out_data, max_iterations, cond_input_locs, func_input_locs, func_var_locs, out = NULL) {
+  .weft_nd_invoke("_while_loop", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), max_iterations = .weft_param(max_iterations), cond_input_locs = .weft_shape_param(cond_input_locs), func_input_locs = .weft_shape_param(func_input_locs), func_var_locs = .weft_shape_param(func_var_locs)), "num_args", out)
+}
+mx.symbol.internal.while.loop <- function(..., num_outputs, num_out_data, max_iterations, cond_input_locs, func_input_locs, func_var_locs, name = NULL, attr = NULL) {
+  .weft_symbol_op("_while_loop", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), max_iterations = .weft_param(max_iterations), cond_input_locs = .weft_shape_param(cond_input_locs), func_input_locs = .weft_shape_param(func_input_locs), func_var_locs = .weft_shape_param(func_var_locs)), "num_args", name, attr)
 }
 
 mx.nd.internal.zeros <- function(shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
