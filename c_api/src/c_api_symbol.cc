@@ -471,6 +471,13 @@ weft_status_t weft_executor_arrays(weft_executor_t* exec, int kind, int* num_out
   WEFT_API_END
 }
 
+weft_status_t weft_executor_set_array(weft_executor_t* exec, int kind, int index, const weft_ndarray_t* array) {
+  WEFT_API_BEGIN
+  WEFT_CHECK(index >= 0, kValue, __func__, ": 'index' must be >= 0, got ", index);
+  WEFT_EXEC(exec).SetArray(kind, static_cast<size_t>(index), WEFT_ARR(array));
+  WEFT_API_END
+}
+
 weft_status_t weft_executor_forward(weft_executor_t* exec, int is_train) {
   WEFT_API_BEGIN
   WEFT_EXEC(exec).Forward(is_train != 0);

@@ -524,6 +524,14 @@ typedef enum weft_executor_array_kind {
  * valid until the thread's next executor call. */
 WEFT_API weft_status_t weft_executor_arrays(weft_executor_t* exec, int kind, int* num_outputs,
                                             weft_ndarray_t* const** outputs);
+/* Executors bound with some csr or row_sparse array only (others refuse): replaces bound
+ * array `index` of `kind` (weft_executor_array_kind_t) with `array`, which must have the
+ * old array's shape and dtype. Such an executor runs its nodes one by one through the
+ * sparse kernels (or the dense fallback); its outputs are new arrays at every forward
+ * (read them with weft_executor_outputs) and a sparse gradient array is replaced by each
+ * backward (read it with weft_executor_arrays), since sparse arrays are immutable. */
+WEFT_API weft_status_t weft_executor_set_array(weft_executor_t* exec, int kind, int index,
+                                               const weft_ndarray_t* array);
 
 /* ------------------------------------------------------------------ autograd */
 

@@ -217,6 +217,7 @@ const _fp_weft_executor_bind_ex = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_simple_bind = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_reshape = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_arrays = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_executor_set_array = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_set_is_recording = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_is_recording = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_mark_variables = Ref{Ptr{Cvoid}}(C_NULL)
@@ -1450,6 +1451,22 @@ function weft_executor_arrays(exec, kind, num_outputs, outputs)
 end
 
 """
+    weft_executor_set_array(exec, kind, index, array)
+
+Executors bound with some csr or row_sparse array only (others refuse): replaces bound
+array `index` of `kind` (weft_executor_array_kind_t) with `array`, which must have the
+old array's shape and dtype. Such an executor runs its nodes one by one through the
+sparse kernels (or the dense fallback); its outputs are new arrays at every forward
+(read them with weft_executor_outputs) and a sparse gradient array is replaced by each
+backward (read it with weft_executor_arrays), since sparse arrays are immutable.
+
+C: weft_status_t weft_executor_set_array(weft_executor_t* exec, int kind, int index, const weft_ndarray_t* array)
+"""
+function weft_executor_set_array(exec, kind, index, array)
+    ccall(_fp_weft_executor_set_array[], Cint, (Ptr{weft_executor_t}, Cint, Cint, Ptr{weft_ndarray_t}), exec, kind, index, array)
+end
+
+"""
     weft_autograd_set_is_recording(is_recording, out)
 
 Recording state of the calling thread (off at start). While it is on, every operator call
@@ -2523,6 +2540,7 @@ const _SYMBOLS = (
     (:weft_executor_simple_bind, _fp_weft_executor_simple_bind),
     (:weft_executor_reshape, _fp_weft_executor_reshape),
     (:weft_executor_arrays, _fp_weft_executor_arrays),
+    (:weft_executor_set_array, _fp_weft_executor_set_array),
     (:weft_autograd_set_is_recording, _fp_weft_autograd_set_is_recording),
     (:weft_autograd_is_recording, _fp_weft_autograd_is_recording),
     (:weft_autograd_mark_variables, _fp_weft_autograd_mark_variables),
