@@ -420,7 +420,9 @@ void Executor::SetArray(int kind, size_t index, const NDArray& array) {
 void Executor::ForwardSparse(bool is_train) {
   IndexedGraph g(sym_.outputs);
   std::vector<NDArray> entry(g.num_entries());
-  bool record = is_train && std::any_of(grad_req_.begin(), grad_req_.end(), [](OpReq r) { return r != OpReq::kNullOp; });
+  // Recorded whenever a gradient is asked for, also in inference mode: a planned executor
+  // runs backward after either forward (and autograd.record(train_mode=False) needs it).
+  bool record = std::any_of(grad_req_.begin(), grad_req_.end(), [](OpReq r) { return r != OpReq::kNullOp; });
   marked_args_.clear();
   std::vector<uint32_t> marked_entries;
   size_t ai = 0, xi = 0;
@@ -481,7 +483,7 @@ void Executor::ForwardSparse(bool is_train) {
 
 void Executor::BackwardSparse(const std::vector<NDArray>& head_grads) {
   if (std::all_of(grad_req_.begin(), grad_req_.end(), [](OpReq r) { return r == OpReq::kNullOp; })) return;
-  WEFT_CHECK(recorded_, kValue, "backward: run forward(is_train=True) first (the last forward recorded nothing)");
+  WEFT_CHECK(recorded_, kValue, "backward: run forward first");
   WEFT_CHECK(head_grads.empty() || head_grads.size() == outputs_.size(), kValue, "backward: expected ",
              outputs_.size(), " head gradients (one per output) or none, got ", head_grads.size());
   for (size_t i = 0; i < head_grads.size(); ++i)

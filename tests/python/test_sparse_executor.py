@@ -193,10 +193,9 @@ def test_sparse_executor_errors():
                  args_grad={"rhs": nd.sparse.zeros("row_sparse", (4, 2))})
     ex = sym.bind(mx.cpu(), {"lhs": lhs, "rhs": nd.zeros((3, 2))},
                   args_grad={"rhs": nd.sparse.zeros("row_sparse", (3, 2))})
-    ex.forward(is_train=False)
-    with pytest.raises(mx.base.MXNetError, match="forward\\(is_train=True\\) first"):
+    with pytest.raises(mx.base.MXNetError, match="run forward first"):
         ex.backward(nd.ones((4, 2)))
-    ex.forward(is_train=True)
+    ex.forward(is_train=False)
     with pytest.raises(mx.base.MXNetError, match="head gradient 0 has shape"):
         ex.backward(nd.ones((4, 3)))
     with pytest.raises(mx.base.MXNetError, match="cannot be reshaped"):
@@ -206,3 +205,41 @@ def test_sparse_executor_errors():
     dense = sym.bind(mx.cpu(), {"lhs": nd.zeros((4, 3)), "rhs": nd.zeros((3, 2))})
     with pytest.raises(mx.base.MXNetError, match="only an executor bound with sparse arrays"):
         mx.base._api.weft_executor_set_array(dense.handle, 0, 0, nd.zeros((4, 3)))
+
+
+def _embedding_net(hybridize, seed=0):
+    from weft import gluon
+    net = gluon.nn.HybridSequential()
+    with net.name_scope():
+        net.add(gluon.nn.Embedding(20, 4, sparse_grad=True))
+        net.add(gluon.nn.Dense(3, flatten=True, in_units=8))
+    net.initialize(mx.init.Xavier(rnd_type="gaussian", magnitude=2))
+    rng = np.random.RandomState(seed)
+    for p in net.collect_params().values():
+        p.set_data(nd.array(rng.uniform(-1, 1, p.shape)))
+    if hybridize:
+        net.hybridize()
+    return net
+
+
+@pytest.mark.parametrize("optimizer,params", [("sgd", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}),
+                                              ("adam", {"learning_rate": 0.05})])
+def test_hybridized_embedding_sparse_grad_trains_as_imperative(optimizer, params):
+    from weft import autograd, gluon
+    nets = [_embedding_net(False), _embedding_net(True)]
+    trainers = [gluon.Trainer(n.collect_params(), optimizer, dict(params)) for n in nets]
+    batches = [np.array([[1, 5], [5, 7]]), np.array([[2, 2], [9, 1]]), np.array([[19, 0], [3, 5]])]
+    for step, x in enumerate(batches):
+        for net, trainer in zip(nets, trainers):
+            with autograd.record():
+                y = net(nd.array(x))
+                loss = (y * y).sum()
+            loss.backward()
+            g = net[0].weight.grad()
+            # The weight's gradient stays row_sparse: only the rows the batch used.
+            assert g.stype == "row_sparse"
+            assert g.indices.asnumpy().tolist() == sorted(set(x.ravel().tolist()))
+            trainer.step(2)
+        for (a, b) in zip(nets[0].collect_params().values(), nets[1].collect_params().values()):
+            np.testing.assert_allclose(b.data().asnumpy(), a.data().asnumpy(), rtol=1e-5, atol=1e-6,
+                                       err_msg="step %d, %s" % (step, a.name))
