@@ -7651,7 +7651,7 @@ const _op_adagrad_update = OpDef("adagrad_update", ["weight", "grad", "history"]
 """
     adagrad_update(weight, grad, history; lr, epsilon=1e-07, wd=0, rescale_grad=1, clip_gradient=-1)
 
-AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.
+AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). With a row_sparse gradient (MXNet's _sparse_adagrad_update) only the gradient's rows of the weight and history change.
 
 # Inputs
 - `weight` (NDArray or SymbolicNode): Weight
@@ -7671,6 +7671,33 @@ function adagrad_update end
 adagrad_update(args::NDArray...; kwargs...) = _invoke_op(_op_adagrad_update, args; kwargs...)
 adagrad_update(args::SymbolicNode...; kwargs...) = _compose_op(_op_adagrad_update, args; kwargs...)
 adagrad_update(; kwargs...) = _call_op(_op_adagrad_update; kwargs...)
+
+const _op__sparse_adagrad_update = OpDef("_sparse_adagrad_update", ["weight", "grad", "history"], false, "")
+"""
+    _sparse_adagrad_update(weight, grad, history; lr, epsilon=1e-07, wd=0, rescale_grad=1, clip_gradient=-1)
+
+AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). With a row_sparse gradient (MXNet's _sparse_adagrad_update) only the gradient's rows of the weight and history change.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight
+- `grad` (NDArray or SymbolicNode): Gradient
+- `history` (NDArray or SymbolicNode): Sum of squared gradients (updated in place)
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `epsilon` (double; default `1e-07`): Added under the square root.
+- `wd` (double; default `0`): Weight decay (L2 penalty coefficient).
+- `rescale_grad` (double; default `1`): Multiplies the gradient first.
+- `clip_gradient` (double; default `-1`): Clips the gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+
+Alias of `adagrad_update`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_adagrad_update end
+_sparse_adagrad_update(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_adagrad_update, args; kwargs...)
+_sparse_adagrad_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_adagrad_update, args; kwargs...)
+_sparse_adagrad_update(; kwargs...) = _call_op(_op__sparse_adagrad_update; kwargs...)
 
 const _op_adam_update = OpDef("adam_update", ["weight", "grad", "mean", "var"], false, "")
 """
@@ -12653,6 +12680,7 @@ const _OPERATOR_NAMES = [
     "_sparse_abs",
     "adadelta_update",
     "adagrad_update",
+    "_sparse_adagrad_update",
     "adam_update",
     "_sparse_adam_update",
     "add_n",
