@@ -243,3 +243,51 @@ def test_hybridized_embedding_sparse_grad_trains_as_imperative(optimizer, params
         for (a, b) in zip(nets[0].collect_params().values(), nets[1].collect_params().values()):
             np.testing.assert_allclose(b.data().asnumpy(), a.data().asnumpy(), rtol=1e-5, atol=1e-6,
                                        err_msg="step %d, %s" % (step, a.name))
+
+
+@pytest.mark.parametrize("weight_stype", ["default", "row_sparse"])
+def test_simple_bind_embedding_sparse_grad_gets_row_sparse_gradient(weight_stype):
+    V, D, B = 12, 3, 5
+    data = mx.sym.Variable("data")
+    weight = mx.sym.Variable("embed_weight", stype=weight_stype)
+    sym = mx.sym.sparse.Embedding(data=data, weight=weight, input_dim=V, output_dim=D, sparse_grad=True)
+    ex = sym.simple_bind(mx.cpu(), grad_req={"data": "null", "embed_weight": "write"}, data=(B,))
+    assert ex.grad_dict["embed_weight"].stype == "row_sparse"
+    assert ex.arg_dict["embed_weight"].stype == weight_stype
+    idx = np.array([3, 0, 3, 11, 7])
+    ex.arg_dict["data"][:] = idx
+    w = _rows((V, D), [0, 3, 5, 11], 20)
+    ex.arg_dict["embed_weight"][:] = nd.array(w).tostype(weight_stype)
+    og = np.random.RandomState(21).uniform(-1, 1, (B, D)).astype(np.float32)
+    out = ex.forward(is_train=True)[0]
+    np.testing.assert_allclose(out.asnumpy(), w[idx], rtol=1e-6)
+    ex.backward([nd.array(og)])
+    onehot = np.eye(V, dtype=np.float32)[idx]
+    g = ex.grad_dict["embed_weight"]
+    assert g.stype == "row_sparse" and g.indices.asnumpy().tolist() == [0, 3, 7, 11]
+    np.testing.assert_allclose(g.asnumpy(), onehot.T @ og, rtol=1e-5, atol=1e-6)
+    # Without sparse_grad the gradient is dense, and so is the executor.
+    dense = mx.sym.Embedding(data=data, weight=mx.sym.Variable("w"), input_dim=V, output_dim=D)
+    assert dense.simple_bind(mx.cpu(), data=(B,)).grad_dict["w"].stype == "default"
+
+
+def test_sparse_setitem_whole_array():
+    r = nd.sparse.zeros("row_sparse", (4, 2))
+    r[:] = nd.array(_rows((4, 2), [1, 2], 22))
+    assert r.stype == "row_sparse" and r.indices.asnumpy().tolist() == [1, 2]
+    np.testing.assert_array_equal(r.asnumpy(), _rows((4, 2), [1, 2], 22))
+    r[:] = 2.5
+    np.testing.assert_array_equal(r.asnumpy(), np.full((4, 2), 2.5, np.float32))
+    c = nd.sparse.zeros("csr", (3, 4))
+    c[:] = _rand((3, 4), 0.5, 23)
+    assert c.stype == "csr"
+    np.testing.assert_array_equal(c.asnumpy(), _rand((3, 4), 0.5, 23))
+    other = nd.sparse.zeros("csr", (3, 4))
+    c.copyto(other)
+    np.testing.assert_array_equal(other.asnumpy(), c.asnumpy())
+    with pytest.raises(ValueError, match="Assigning numeric types to CSRNDArray"):
+        c[:] = 1.0
+    with pytest.raises(mx.base.NotSupportedForSparseNDArray):
+        r[1:3] = 1.0
+    with pytest.raises(mx.base.MXNetError, match="shape"):
+        r[:] = nd.zeros((5, 2))

@@ -83,11 +83,7 @@ class Executor:
             if shape is not None and tuple(shape) != tuple(self.arg_dict[name].shape):
                 raise ValueError("forward: Shape not match! Argument %s, need: %s, received: %s"
                                  % (name, tuple(self.arg_dict[name].shape), tuple(shape)))
-            target = self.arg_dict[name]
-            if isinstance(target, BaseSparseNDArray):
-                _api.weft_ndarray_sparse_assign(target, _as_stype(value, target))
-            else:
-                target[:] = value
+            self.arg_dict[name][:] = value
         # An executor writes the same arrays at every step, so a loop that never reads a
         # result would only queue steps: the engine's bound (WEFT_ENGINE_MAX_PENDING) counts
         # operations, thousands of them, which for convolutions is minutes of work to drain.
@@ -167,15 +163,3 @@ class Executor:
     def context(self):
         return Context(self._ctx)
 
-
-def _as_stype(value, like):
-    """`value` (an NDArray or array-like) as an array of `like`'s storage type, dtype and
-    context, for giving a sparse argument new contents."""
-    from .ndarray import ndarray as _nd
-    if not isinstance(value, NDArray):
-        value = _nd.array(value, ctx=like.context, dtype=like.dtype)
-    if value.dtype != like.dtype:
-        value = value.tostype("default").astype(like.dtype)
-    if value.stype != like.stype:
-        value = value.tostype(like.stype)
-    return value

@@ -748,10 +748,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
         rng = np.random.RandomState(7)
         for n, g in grads.items():
             initial[n] = rng.normal(size=g.shape).astype(g.dtype)
-            if g.stype == "default":
-                g[:] = initial[n]
-            else:
-                _api.weft_ndarray_sparse_assign(g, nd.array(initial[n], ctx=ctx, dtype=g.dtype).tostype(g.stype))
+            g[:] = initial[n]
     ex.forward(is_train=True)
     if out_grads is not None:
         out_grads = [_location_array(g, ctx, dtype) for g in

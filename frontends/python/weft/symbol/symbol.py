@@ -242,11 +242,15 @@ class Symbol:
                                  % (len(names), names, len(grad_req)))
             grad_req = dict(zip(names, grad_req))
         stypes = self._arg_stypes(stype_dict)
-        if any(t != "default" for t in stypes.values()):
+        grad_stypes = self._grad_stypes(stypes)
+        wants = (lambda n: grad_req != "null") if isinstance(grad_req, str) else \
+            (lambda n: grad_req.get(n, "null") != "null")
+        if any(t != "default" for t in stypes.values()) or \
+                any(t != "default" and wants(n) for n, t in grad_stypes.items()):
             if group2ctx:
-                raise NotImplementedError("simple_bind: group2ctx with sparse (csr, row_sparse) arguments is not "
+                raise NotImplementedError("simple_bind: group2ctx with sparse (csr, row_sparse) arrays is not "
                                           "supported")
-            return self._sparse_simple_bind(ctx, grad_req, type_dict, stypes, kwargs)
+            return self._sparse_simple_bind(ctx, grad_req, type_dict, stypes, grad_stypes, kwargs)
         reqs = json.dumps(grad_req) if isinstance(grad_req, dict) else grad_req
         shapes = json.dumps({k: [int(d) for d in v] for k, v in kwargs.items()})
         types = json.dumps({k: dtype_id(v) for k, v in (type_dict or {}).items()})
@@ -298,7 +302,7 @@ class Symbol:
                     grads[rhs] = "row_sparse"
         return grads
 
-    def _sparse_simple_bind(self, ctx, grad_req, type_dict, stypes, shapes):
+    def _sparse_simple_bind(self, ctx, grad_req, type_dict, stypes, grad_stypes, shapes):
         """simple_bind with some csr or row_sparse argument: the arrays are made here (zeros
         of each storage type) and bound; the executor runs through the sparse kernels."""
         from ..ndarray import ndarray as _nd
@@ -319,7 +323,6 @@ class Symbol:
             reqs = {n: grad_req for n in names}
         else:
             reqs = {n: grad_req.get(n, "null") for n in names}
-        grad_stypes = self._grad_stypes(stypes)
         grads = {n: _nd.zeros(a.shape, ctx=ctx, dtype=a.dtype, stype=grad_stypes[n])
                  for n, a in zip(names, args) if reqs[n] != "null"}
         return self.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
