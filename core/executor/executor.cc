@@ -104,7 +104,18 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   auto sparse = [](const std::vector<NDArray>& v) {
     return std::any_of(v.begin(), v.end(), [](const NDArray& a) { return a.is_sparse(); });
   };
-  sparse_ = sparse(args_) || sparse(arg_grads_) || sparse(aux_);
+  // Operators that make sparse arrays out of dense ones (cast_storage to csr or row_sparse,
+  // the DGL graph operators) give their sparse outputs only when run node by node: a planned
+  // executor would write them into dense memory.
+  static const auto& on_dense = Op::GetAttr<bool>("TSparseOnDense");
+  bool makes_sparse = false;
+  graph::DFSVisit(sym_.outputs, [&](const NodePtr& n) {
+    if (n->is_variable() || !on_dense.Contains(n->op())) return;
+    bool to_dense = false;
+    for (const auto& [key, v] : n->attrs.dict) to_dense = to_dense || (key == "stype" && v == "default");
+    makes_sparse = makes_sparse || !to_dense;
+  });
+  sparse_ = makes_sparse || sparse(args_) || sparse(arg_grads_) || sparse(aux_);
   if (sparse_) {
     BindSparse(arg_names);
     return;

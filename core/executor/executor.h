@@ -57,7 +57,9 @@ class Executor {
   // Pushes the forward nodes; `is_train` reaches the operators (Dropout, BatchNorm).
   void Forward(bool is_train);
   // True when some bound array (argument, gradient or auxiliary state) is csr or
-  // row_sparse. Such an executor plans nothing: Forward runs each node through
+  // row_sparse, or the graph has an operator that makes sparse arrays out of dense ones
+  // (cast_storage to csr or row_sparse, the DGL graph operators). Such an executor plans
+  // nothing: Forward runs each node through
   // imperative::Invoke (the sparse kernels, or the dense fallback), recording for autograd
   // when a gradient is asked for, and Backward runs autograd from the outputs. The outputs
   // are new arrays at every forward (their storage types are the kernels'), and a sparse

@@ -118,6 +118,20 @@ def test_cast_storage_in_a_graph():
     out = ex.forward()[0]
     assert out.stype == "csr"
     np.testing.assert_allclose(out.asnumpy(), 2 * x_np, rtol=1e-6)
+    # Dense arguments too: the graph makes a sparse array, so the executor runs node by node
+    # and the output keeps its storage type; the gradient to the dense input is dense.
+    for stype in ("csr", "row_sparse"):
+        s2 = mx.sym.cast_storage(x, stype=stype)
+        ex = s2.bind(mx.cpu(), {"x": nd.array(x_np)}, args_grad={"x": nd.zeros((4, 5))})
+        out = ex.forward(is_train=True)[0]
+        assert out.stype == stype
+        np.testing.assert_array_equal(out.asnumpy(), x_np)
+        og = np.random.RandomState(3).uniform(-1, 1, (4, 5)).astype(np.float32)
+        ex.backward(nd.array(og))
+        assert ex.grad_dict["x"].stype == "default"
+        np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), og, rtol=1e-6)
+    # cast_storage to default keeps the planned executor.
+    assert mx.sym.cast_storage(x, stype="default").bind(mx.cpu(), {"x": nd.array(x_np)}).outputs
 
 
 def test_fallback_op_densifies_and_grads_cast_back():

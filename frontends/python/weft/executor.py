@@ -37,12 +37,12 @@ class Executor:
         self.arg_arrays = arrays(self._ARGUMENTS)
         self.grad_arrays = arrays(self._GRADIENTS)
         self.aux_arrays = arrays(self._AUXILIARY)
-        # Bound with some csr or row_sparse array, the executor runs node by node through the
-        # sparse kernels: its outputs are new arrays at every forward, and sparse arrays,
-        # being immutable, are exchanged with it by handle (see _exchange).
-        self._sparse = any(isinstance(a, BaseSparseNDArray)
-                           for a in self.arg_arrays + self.grad_arrays + self.aux_arrays)
+        # Bound with some csr or row_sparse array, or with a graph that makes some, the
+        # executor runs node by node through the sparse kernels: it has no outputs before its
+        # first forward and new ones after each, and sparse arrays, being immutable, are
+        # exchanged with it by handle (see _send).
         self.outputs = [_new_by_stype(h) for h in _api.weft_executor_outputs(self.handle)]
+        self._sparse = not self.outputs
         names = symbol.list_arguments()
         self.arg_dict = dict(zip(names, self.arg_arrays))
         self.grad_dict = {n: g for n, g in zip(names, self.grad_arrays) if g is not None}

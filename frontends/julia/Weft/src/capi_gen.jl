@@ -1342,7 +1342,10 @@ end
 
 The output arrays (allocated at bind, rewritten by each forward): *outputs points to
 *num_outputs new handles, which the caller frees; the array of handles itself stays
-valid until the thread's next executor call.
+valid until the thread's next executor call. An executor that runs node by node (bound
+with some csr or row_sparse array, or whose graph makes sparse arrays from dense ones:
+see weft_executor_set_array) has no outputs before its first forward, and new output
+arrays after each.
 
 C: weft_status_t weft_executor_outputs(weft_executor_t* exec, int* num_outputs, weft_ndarray_t* const** outputs)
 """
@@ -1453,10 +1456,12 @@ end
 """
     weft_executor_set_array(exec, kind, index, array)
 
-Executors bound with some csr or row_sparse array only (others refuse): replaces bound
-array `index` of `kind` (weft_executor_array_kind_t) with `array`, which must have the
-old array's shape and dtype. Such an executor runs its nodes one by one through the
-sparse kernels (or the dense fallback); its outputs are new arrays at every forward
+Executors that run node by node only (others refuse): those bound with some csr or
+row_sparse array, or whose graph makes sparse arrays from dense ones (cast_storage to
+csr or row_sparse, the DGL graph operators). Replaces bound array `index` of `kind`
+(weft_executor_array_kind_t) with `array`, which must have the old array's shape and
+dtype. Such an executor runs its nodes one by one through the sparse kernels (or the
+dense fallback), planning no memory; its outputs are new arrays at every forward
 (read them with weft_executor_outputs) and a sparse gradient array is replaced by each
 backward (read it with weft_executor_arrays), since sparse arrays are immutable.
 
