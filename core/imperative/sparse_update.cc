@@ -12,11 +12,12 @@ namespace imperative {
 namespace {
 
 // The updates MXNet 1.9 runs row by row for a row_sparse gradient: its lazy updates (SGD,
-// Adam), FTRL, AdaGrad (_sparse_adagrad_update) and GroupAdaGrad.
+// Adam), FTRL, its sparse AdaGrad (_sparse_adagrad_update; Weft's Python AdaGrad sends
+// row_sparse gradients to adagrad_update, which also takes wd) and GroupAdaGrad.
 bool IsLazyUpdateOp(const std::string& name) {
   return name == "sgd_update" || name == "sgd_mom_update" || name == "mp_sgd_update" || name == "mp_sgd_mom_update" ||
          name == "adam_update" || name == "ftrl_update" || name == "adagrad_update" ||
-         name == "_contrib_group_adagrad_update";
+         name == "_sparse_adagrad_update" || name == "_contrib_group_adagrad_update";
 }
 
 bool LazyFlag(const NodeAttrs& attrs) {
