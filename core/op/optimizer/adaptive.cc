@@ -8,8 +8,8 @@
 //       n = (1-gamma1)*g^2 + gamma1*n;  gm = (1-gamma1)*g + gamma1*gm
 //       delta = gamma2*delta - lr * g / sqrt(n - gm^2 + epsilon);  weight += delta
 //     both then clip the weight to [-clip_weights, clip_weights] when clip_weights >= 0.
-//   adagrad_update (the dense form of MXNet's _sparse_adagrad_update and of its Python
-//     AdaGrad's dense path): history += g^2;  weight -= lr * (g / sqrt(history + epsilon) + wd*weight)
+//   adagrad_update (MXNet's Python AdaGrad's dense path; given a row_sparse gradient it updates
+//     only that gradient's rows, as _sparse_adagrad_update, weight decay included): history += g^2;  weight -= lr * (g / sqrt(history + epsilon) + wd*weight)
 //   adadelta_update (MXNet 1.x's AdaDelta, which has no learning rate):
 //       acc_g = rho*acc_g + (1-rho)*g^2
 //       d = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * g
@@ -358,7 +358,8 @@ WEFT_REGISTER_OP(rmspropalex_update)
 
 WEFT_REGISTER_OP(adagrad_update)
     .Describe("AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), "
-              "g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.")
+              "g = clip(rescale_grad*grad). With a row_sparse gradient only the gradient's rows of the weight "
+              "and history change (as MXNet's _sparse_adagrad_update, which refuses wd).")
     .SetNumInputs(3)
     .AddArgument("weight", "NDArray-or-Symbol", "Weight")
     .AddArgument("grad", "NDArray-or-Symbol", "Gradient")

@@ -515,7 +515,7 @@ func SymAdadeltaUpdate(weight, grad, accG, accDelta *weft.Symbol, opts ...Option
 
 // AdagradUpdate runs the operator adagrad_update.
 //
-// AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.
+// AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). With a row_sparse gradient only the gradient's rows of the weight and history change (as MXNet's _sparse_adagrad_update, which refuses wd).
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - weight: Weight
@@ -538,7 +538,7 @@ func AdagradUpdate(weight, grad, history *weft.NDArray, lr float64, opts ...Opti
 
 // SymAdagradUpdate runs the operator adagrad_update symbolically: it adds one node to the graph.
 //
-// AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.
+// AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). With a row_sparse gradient only the gradient's rows of the weight and history change (as MXNet's _sparse_adagrad_update, which refuses wd).
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - weight: Weight

@@ -7959,7 +7959,7 @@ const _op_adagrad_update = OpDef("adagrad_update", ["weight", "grad", "history"]
 """
     adagrad_update(weight, grad, history; lr, epsilon=1e-07, wd=0, rescale_grad=1, clip_gradient=-1)
 
-AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.
+AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). With a row_sparse gradient only the gradient's rows of the weight and history change (as MXNet's _sparse_adagrad_update, which refuses wd).
 
 # Inputs
 - `weight` (NDArray or SymbolicNode): Weight
