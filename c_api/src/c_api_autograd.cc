@@ -93,6 +93,26 @@ weft_status_t weft_ndarray_get_grad(const weft_ndarray_t* arr, weft_ndarray_t** 
   WEFT_API_END
 }
 
+weft_status_t weft_ndarray_get_grad_state(const weft_ndarray_t* arr, int* out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  const auto& node = a.ag_node();
+  *out = node && node->is_variable() && node->fresh_grad.load() ? 1 : 0;
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_set_grad_state(weft_ndarray_t* arr, int state) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  const auto& node = a.ag_node();
+  WEFT_CHECK(node && node->is_variable(), kValue,
+             "weft_ndarray_set_grad_state: expected an array marked for gradients (attach_grad or "
+             "mark_variables), got one that is not a variable");
+  node->fresh_grad = state != 0;
+  WEFT_API_END
+}
+
 weft_status_t weft_ndarray_has_history(const weft_ndarray_t* arr, int* out) {
   WEFT_API_BEGIN
   const NDArray& a = WEFT_ARR(arr);

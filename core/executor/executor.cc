@@ -99,6 +99,13 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   }
   for (size_t i = 0; i < aux_.size(); ++i)
     WEFT_CHECK(!aux_[i].is_none(), kValue, "bind: auxiliary state '", aux_names[i], "' has no array");
+  // MXNet's oneDNN fusion nodes run as their operators when nothing is trained, so that
+  // the inference passes below fuse them again; the variables must keep their order.
+  bool wants_grad = false;
+  for (OpReq r : grad_req_) wants_grad = wants_grad || r != OpReq::kNullOp;
+  if (!wants_grad && InlineSubgraphNodes(&sym_) &&
+      (sym_.ListArguments() != arg_names || sym_.ListAuxiliaryStates() != aux_names))
+    sym_ = sym.Copy();
   // Regions of oneDNN operators in training replace their nodes before the gradient pass
   // (train_fuse.cc).
   FuseTrainRegions(&sym_, ctx_, group2ctx_, args_, grad_req_, aux_);

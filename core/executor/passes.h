@@ -13,12 +13,19 @@
 #include "core/base/dtype.h"
 #include "core/base/shape.h"
 #include "core/graph/node.h"
+#include "core/graph/symbol.h"
 
 namespace weft {
 namespace op {
 class DnnlRegion;
 }
 namespace executor {
+
+// Replaces each float _sg_mkldnn_conv / _sg_mkldnn_fully_connected node by the operators
+// of the subgraph it holds, wired to the node's inputs (inline_subgraphs.cc), so the
+// inference passes fuse them as they fuse any graph. Returns whether anything changed.
+// Off with WEFT_EXEC_INLINE_SUBGRAPHS=0.
+bool InlineSubgraphNodes(graph::Symbol* sym);
 
 // An optimisation switch read at each bind (unset or anything but "0" means on), so that
 // one process can compare executors built with and without it.

@@ -118,11 +118,19 @@ std::string SaveJSON(const Symbol& sym) {
     ordered_json node;
     node["op"] = n.is_variable() ? "null" : n.op()->name;
     node["name"] = n.attrs.name;
-    if (!n.attrs.dict.empty()) {
-      std::map<std::string, std::string> sorted;
-      for (const auto& kv : n.attrs.dict) sorted[kv.first] = kv.second;
-      node["attrs"] = sorted;
+    // Operators that hold a subgraph (MXNet's oneDNN fusions) keep it as the parameter
+    // "subgraph"; MXNet's JSON has it as the node's "subgraphs".
+    static const auto& holds_subgraph = Op::GetAttr<bool>("TSubgraphParam");
+    const bool subgraph_param = !n.is_variable() && holds_subgraph.Contains(n.op());
+    std::map<std::string, std::string> sorted;
+    for (const auto& kv : n.attrs.dict) {
+      if (subgraph_param && kv.first == "subgraph") {
+        if (!kv.second.empty()) node["subgraphs"] = ordered_json::array({ordered_json::parse(kv.second)});
+        continue;
+      }
+      sorted[kv.first] = kv.second;
     }
+    if (!sorted.empty()) node["attrs"] = sorted;
     ordered_json inputs = ordered_json::array();
     for (size_t k = 0; k < g[i].inputs.size(); ++k)
       inputs.push_back(Entry(g[i].inputs[k].node_id, g[i].inputs[k].index, n.inputs[k].version));
@@ -194,14 +202,23 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
     n->attrs.name = jn["name"].get<std::string>();
     if (!jn["op"].is_string()) r.Fail(label, ": 'op' must be a string, got ", jn["op"].type_name());
     std::string op_name = jn["op"].get<std::string>();
+    // Subgraphs are checked before the operator is looked up, so the message names what is refused.
+    if (jn.contains("subgraphs")) {
+      static const auto& holds_subgraph = Op::GetAttr<bool>("TSubgraphParam");
+      if (!holds_subgraph.Contains(Op::Find(op_name)))
+        r.Fail(label, ": subgraphs of operator '", op_name, "' are not supported (only MXNet's oneDNN fusions, "
+               "_sg_mkldnn_*, here; control flow through the Python front end)");
+      const json& subs = jn["subgraphs"];
+      if (!subs.is_array() || subs.size() != 1 || !subs[0].is_object())
+        r.Fail(label, ": expected 'subgraphs' to hold one graph, got ", JSONExcerpt(subs));
+    }
     if (op_name != "null") {
       n->attrs.op = Op::Find(op_name);
       if (n->attrs.op == nullptr) r.Fail(label, ": unknown operator '", op_name, "'");
     }
-    if (jn.contains("subgraphs"))
-      r.Fail(label, ": subgraphs (control-flow and subgraph-backend operators) are not supported");
     for (const char* key : {"attrs", "attr", "param"})
       if (jn.contains(key)) ReadStringMap(r, jn[key], key, label, &n->attrs.dict);
+    if (jn.contains("subgraphs")) n->attrs.dict.emplace_back("subgraph", jn["subgraphs"][0].dump());
 
     // Before 1.9 some user attributes were plain keys: they are set aside before the
     // parameters are parsed and put back as "__key__" (on an input variable for

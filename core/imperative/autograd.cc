@@ -364,6 +364,7 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
         StorageType st = node->grad.stype();
         if (node->grad_req == OpReq::kAddTo) g = Apply("elemwise_add", {node->grad, g});
         node->grad = g.stype() == st ? g : CastStorage(g, st);
+        node->fresh_grad = true;
         continue;
       }
       std::vector<NDArray> out{node->grad};
@@ -372,6 +373,7 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
       // The .grad arrays are leaves: writing them must not be recorded even under create_graph.
       RecordingScope off(false);
       imperative::Invoke(copy, {g}, &out, nullptr, &req, true);
+      node->fresh_grad = true;
     }
   } else {
     for (const auto& v : variables) {

@@ -12,6 +12,7 @@
 // long as some array that came out of it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,6 +48,10 @@ struct Node {
   // Variables only: where gradients go and how (kWriteTo, kAddTo or kNullOp).
   NDArray grad;
   OpReq grad_req = OpReq::kNullOp;
+  // Variables only: set when a backward writes `grad`, cleared by the caller (MXNet's "grad
+  // state", which Gluon's Trainer reads to find parameters a step did not reach). Atomic: the
+  // Trainer may read it on another thread than the backward's.
+  std::atomic<bool> fresh_grad{false};
 
   bool is_variable() const { return attrs.op == nullptr && !custom; }
 

@@ -13,7 +13,7 @@ namespace {
 
 bool IsLazyUpdateOp(const std::string& name) {
   return name == "sgd_update" || name == "sgd_mom_update" || name == "mp_sgd_update" || name == "mp_sgd_mom_update" ||
-         name == "adam_update";
+         name == "adam_update" || name == "_sparse_adagrad_update";
 }
 
 bool LazyFlag(const NodeAttrs& attrs) {

@@ -1123,6 +1123,26 @@ static gw_result gw_weft_ndarray_get_grad(const weft_ndarray_t* arr, weft_ndarra
   return r;
 }
 
+static gw_result gw_weft_ndarray_get_grad_state(const weft_ndarray_t* arr, int* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_get_grad_state(arr, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_ndarray_set_grad_state(weft_ndarray_t* arr, int state) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_set_grad_state(arr, state);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_has_history(const weft_ndarray_t* arr, int* out) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_has_history(arr, out);
@@ -3568,6 +3588,30 @@ func weft_ndarray_get_grad(p_arr *C.weft_ndarray_t, p_out **C.weft_ndarray_t) er
 	r := C.gw_weft_ndarray_get_grad(p_arr, p_out)
 	if r.status != 0 {
 		return newCError(r, "weft_ndarray_get_grad")
+	}
+	return nil
+}
+
+// weft_ndarray_get_grad_state calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_get_grad_state(p_arr *C.weft_ndarray_t, p_out *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_get_grad_state(p_arr, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_get_grad_state")
+	}
+	return nil
+}
+
+// weft_ndarray_set_grad_state calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_set_grad_state(p_arr *C.weft_ndarray_t, p_state C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_set_grad_state(p_arr, p_state)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_set_grad_state")
 	}
 	return nil
 }

@@ -139,7 +139,9 @@ def test_grad_returns_without_touching_dot_grad_and_second_order():
     x = _var(a)
     with autograd.record():
         y = x * x * x
-        g = autograd.grad(y, x, create_graph=True)
+        grads = autograd.grad(y, x, create_graph=True)
+        assert isinstance(grads, list) and len(grads) == 1  # a list even for one bare variable
+        g = grads[0]
         z = g.sum()
     np.testing.assert_allclose(g.asnumpy(), 3 * a * a)
     np.testing.assert_allclose(x.grad.asnumpy(), 0)
@@ -273,3 +275,22 @@ def test_backward_skips_inputs_without_history():
         for j in range(4):
             expect[:, 0, i:i + 3, j:j + 3] += wv[:, 0].sum(axis=0)
     np.testing.assert_allclose(gd, expect, rtol=1e-5)
+
+
+def test_fresh_grad_state_follows_backward():
+    x = _var([1.0, 2.0])
+    assert not x._fresh_grad
+    with autograd.record():
+        y = (x * 3).sum()
+    y.backward()
+    assert x._fresh_grad  # written by the backward
+    x._fresh_grad = False  # what Trainer does after an update
+    assert not x._fresh_grad
+    other = _var([0.5])
+    with autograd.record():
+        z = (other * 2).sum()
+    z.backward()
+    assert other._fresh_grad and not x._fresh_grad  # only the variables the backward reached
+    assert not nd.ones((2,))._fresh_grad  # not a variable: never fresh
+    with pytest.raises(weft.WeftError, match="marked for gradients"):
+        nd.ones((2,))._fresh_grad = True

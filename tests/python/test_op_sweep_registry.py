@@ -19,15 +19,6 @@ NOT_YET = set()
 # not built yet.
 NOT_YET |= {"_contrib_quantized_rnn"}
 
-# oneDNN subgraph fusions (another helper's branch).
-NOT_YET |= {"_sg_mkldnn_conv", "_sg_mkldnn_fully_connected", "_sg_mkldnn_selfatt_qk", "_sg_mkldnn_selfatt_valatt"}
-# Sparse storage (another helper's branch, merged): the _sparse_ names it has not added,
-# sparse AdaGrad and the sparse aliases of the regression outputs and the straight-through
-# estimators.
-NOT_YET |= {
-    "_sparse_adagrad_update", "_sparse_LinearRegressionOutput", "_sparse_LogisticRegressionOutput",
-    "_sparse_MAERegressionOutput", "_sparse__contrib_round_ste", "_sparse__contrib_sign_ste",
-}
 # Control flow with subgraphs held in the node (MXNet's symbol JSON "subgraphs"): Weft's
 # foreach/while_loop/cond are Custom operators of the Python front end, whose JSON reader
 # translates MXNet's nodes of these names (weft/symbol/subgraph_json.py); the registry, and

@@ -324,10 +324,18 @@ def test_random_samplers_moments_and_errors():
     x = np_array(np.arange(20, dtype=np.float32).reshape(10, 2))
     s = nd.random.shuffle(x).asnumpy()
     assert sorted(s[:, 0].tolist()) == list(range(0, 20, 2)) and np.all(s[:, 1] == s[:, 0] + 1)
+    # A bad distribution value is the error of the array made, raised where it is read (as
+    # in MXNet, whose kernels check it), not by the call.
+    bad_uniform = nd.random.uniform(2, 1, shape=(2,))
     with pytest.raises(mx.MXNetError, match="low"):
-        nd.random.uniform(2, 1, shape=(2,))
+        bad_uniform.asnumpy()
+    bad_normal = nd.random.normal(0, -1, shape=(2,))
+    downstream = nd.dot(bad_normal.reshape((1, 2)), bad_normal.reshape((2, 1)))
     with pytest.raises(mx.MXNetError, match="scale"):
-        nd.random.normal(0, -1, shape=(2,))
+        downstream.asnumpy()
+    with pytest.raises(mx.MXNetError, match="scale"):
+        nd.random.normal(0, -1, shape=(2,)).wait_to_read()
+    assert (nd.random.uniform(1.5, 1.5, shape=(3,)).asnumpy() == 1.5).all()
 
 
 def test_init_ops():

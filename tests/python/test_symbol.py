@@ -117,8 +117,9 @@ def test_variable_attributes():
     assert v.attr("__lr_mult__") == "0.5"
     assert v.attr("__wd_mult__") == "2"
     assert v.attr("__dtype__") == "4"
+    # The hidden keys are listed under both names, as MXNet lists them.
     assert v.list_attr() == {"__shape__": "(3, 4)", "__lr_mult__": "0.5", "__wd_mult__": "2",
-                             "__dtype__": "4", "__tag__": "x"}
+                             "lr_mult": "0.5", "wd_mult": "2", "__dtype__": "4", "__tag__": "x"}
     with pytest.raises(ValueError, match="__like_this__"):
         mx.sym.Variable("w", colour="red")
     v._set_attr(__lr_mult__="3")
@@ -232,3 +233,20 @@ def test_methods_comparisons_and_constants():
         x.not_an_operator()
     np.testing.assert_allclose(mx.nd.maximum(mx.nd.array(xv), 0.5).asnumpy(), np.maximum(xv, 0.5))
     np.testing.assert_allclose(mx.nd.minimum(0.5, mx.nd.array(xv)).asnumpy(), np.minimum(xv, 0.5))
+
+
+def test_comparisons_build_nodes_and_symbols_refuse_truth_tests():
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    xv = np.array([[1, 2], [3, 4]], dtype=np.float32)
+    yv = np.array([[1, 0], [3, 5]], dtype=np.float32)
+    cases = [(x == y, xv == yv), (x != y, xv != yv), (x == 3, xv == 3), (x != 2, xv != 2),
+             (x - True, xv - 1), (x * False, xv * 0)]
+    for sym, want in cases:
+        args = {n: mx.nd.array({"x": xv, "y": yv}[n]) for n in sym.list_arguments()}
+        out = sym.bind(mx.cpu(), args).forward()[0].asnumpy()
+        np.testing.assert_array_equal(out, want.astype(np.float32))
+    with pytest.raises(mx.base.NotImplementedForSymbol):
+        bool(x == y)
+    with pytest.raises(TypeError, match="Symbol or a number"):
+        x == "x"  # noqa: B015
+    assert {x: 1, y: 2}[y] == 2  # still hashable, by identity

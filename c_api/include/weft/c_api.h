@@ -557,6 +557,12 @@ WEFT_API weft_status_t weft_autograd_backward(int num_heads, weft_ndarray_t* con
 /* *out = a new handle on the gradient array of a variable, or NULL when `arr` was not marked
  * (or was marked with grad_req "null"). */
 WEFT_API weft_status_t weft_ndarray_get_grad(const weft_ndarray_t* arr, weft_ndarray_t** out);
+/* MXNet's gradient state of a variable: *out = 1 when a backward wrote its gradient since the
+ * state was last set to 0, else 0 (0 too for an array that is not a variable). Gluon's
+ * Trainer reads it to find the parameters a step's backward did not reach. */
+WEFT_API weft_status_t weft_ndarray_get_grad_state(const weft_ndarray_t* arr, int* out);
+/* Sets that state (fresh when state != 0). An array that is not a variable is an error. */
+WEFT_API weft_status_t weft_ndarray_set_grad_state(weft_ndarray_t* arr, int state);
 /* *out = 1 when `arr` has a recorded history (a variable or a recorded result), else 0. */
 WEFT_API weft_status_t weft_ndarray_has_history(const weft_ndarray_t* arr, int* out);
 /* *out = a new handle on the same memory without history: gradients stop there. */

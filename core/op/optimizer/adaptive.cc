@@ -22,8 +22,12 @@
 //       v = beta2*v + (1-beta2)*g^2
 //       d_t = (1 - beta1^t) / lr * (sqrt(v / (1 - beta2^t)) + epsilon)
 //       z = beta1*z + (1-beta1)*g - (d_t - beta1*d)*weight;  d = d_t;  weight = -z / d_t
+#include <cstring>
+
+#include "core/ndarray/sparse.h"
 #include "core/op/optimizer/optimizer_op.h"
 #include "core/op/optimizer/optimizer_params.h"
+#include "core/op/sparse/sparse_compute.h"
 
 namespace weft {
 namespace op {
@@ -234,6 +238,71 @@ void FtmlCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBl
 
 std::vector<int> States(std::initializer_list<int> v) { return std::vector<int>(v); }
 
+// MXNet's sparse AdaGrad: the update above without weight decay (MXNet refuses wd != 0 for
+// it), for a row_sparse gradient. Its rows of the weight and history are the only ones read
+// or written: with a dense weight the imperative path's lazy row update runs it
+// (core/imperative/sparse_update.cc); with a row_sparse weight and history holding every row,
+// the sparse kernel below. A dense gradient takes the dense formula (what its rows give).
+bool SparseAdagradShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const auto& p = attrs.Params<AdagradParam>();
+  if (p.wd != 0.0)
+    Throw(ErrorKind::kValue, "Operator '_sparse_adagrad_update': weight decay is not supported (expected wd=0, got ",
+          p.wd, ")");
+  return optim::UpdateShape(attrs, in, out, 3);
+}
+
+// Row copies between a full (m, ...) array and a compact (k, ...) one, by row index.
+void CopyRows(const NDArray& from, const NDArray& to, const std::vector<int64_t>& rows, bool gather) {
+  const NDArray& full = gather ? from : to;
+  size_t row_bytes = static_cast<size_t>(full.shape().ProdRange(1, full.shape().ndim())) * DTypeSize(full.dtype());
+  const char* src = sparse::HostRead(from);
+  char* dst = sparse::HostWrite(to);
+  for (size_t j = 0; j < rows.size(); ++j) {
+    size_t f = static_cast<size_t>(rows[j]) * row_bytes, c = j * row_bytes;
+    std::memcpy(dst + (gather ? c : f), src + (gather ? f : c), row_bytes);
+  }
+}
+
+// Whether a row_sparse array stores every one of its rows.
+bool AllRowsStored(const NDArray& a) {
+  std::vector<int64_t> rows = sparse::HostInt64(a.aux(0));
+  if (static_cast<int64_t>(rows.size()) != a.shape()[0]) return false;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+bool SparseAdagradSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
+                         std::vector<NDArray>* out) {
+  const NDArray &w = in[0], &g = in[1], &h = in[2];
+  if (!w.is_sparse() && !h.is_sparse()) return false;  // dense weight: the lazy row update
+  if (!sparse::AllOnCpu(in)) return false;
+  if (w.stype() != StorageType::kRowSparse || h.stype() != StorageType::kRowSparse ||
+      g.stype() != StorageType::kRowSparse)
+    Throw(ErrorKind::kUnsupported, "Operator '_sparse_adagrad_update': expected weight, grad and history all "
+          "row_sparse or a dense weight and history with a row_sparse grad, got weight ", StorageTypeName(w.stype()),
+          ", grad ", StorageTypeName(g.stype()), ", history ", StorageTypeName(h.stype()));
+  // The history is updated in its stored values; MXNet likewise needs every weight row.
+  if (!AllRowsStored(w) || !AllRowsStored(h))
+    Throw(ErrorKind::kValue, "Operator '_sparse_adagrad_update': a row_sparse weight and history must store "
+          "every row (", w.shape()[0], ")");
+  std::vector<int64_t> rows = sparse::HostInt64(g.aux(0));
+  Shape compact = w.shape();
+  compact[0] = static_cast<int64_t>(rows.size());
+  NDArray wc(compact, w.ctx(), w.dtype()), hc(compact, h.ctx(), h.dtype());
+  CopyRows(w.sparse_values(), wc, rows, true);
+  CopyRows(h.sparse_values(), hc, rows, true);
+  std::vector<NDArray> res{NDArray(compact, w.ctx(), w.dtype())};
+  if (!sparse::RunDense("_sparse_adagrad_update", attrs.dict, {wc, g.sparse_values(), hc}, &res)) return false;
+  NDArray values = w.sparse_values().Copy(w.ctx());
+  CopyRows(res[0], values, rows, false);
+  CopyRows(hc, h.sparse_values(), rows, false);
+  std::vector<int64_t> all(static_cast<size_t>(w.shape()[0]));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
+  *out = {sparse::RowSparse(w.shape(), values, all)};
+  return true;
+}
+
 }  // namespace
 
 WEFT_REGISTER_OP(rmsprop_update)
@@ -272,6 +341,21 @@ WEFT_REGISTER_OP(adagrad_update)
     .SetParams<AdagradParam>()
     .Include("OptimizerUpdate")
     .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return States({2}); })
+    .SetAttr<FCompute>("FCompute<cpu>", AdagradCompute);
+
+WEFT_REGISTER_OP(_sparse_adagrad_update)
+    .Describe("MXNet's sparse AdaGrad: history += g^2; weight -= lr*g/sqrt(history + epsilon), "
+              "g = clip(rescale_grad*grad). With a row_sparse grad only the rows it stores are read and "
+              "written (weight and history dense, or row_sparse storing every row); wd must be 0.")
+    .SetNumInputs(3)
+    .AddArgument("weight", "NDArray-or-Symbol", "Weight")
+    .AddArgument("grad", "NDArray-or-Symbol", "Gradient")
+    .AddArgument("history", "NDArray-or-Symbol", "History (updated in place)")
+    .SetParams<AdagradParam>()
+    .Include("OptimizerUpdate")
+    .SetAttr<FInferShape>("FInferShape", SparseAdagradShape)
+    .SetAttr<FMutateInputs>("FMutateInputs", [](const NodeAttrs&) { return States({2}); })
+    .SetAttr<FComputeSparse>("FComputeSparse", SparseAdagradSparse)
     .SetAttr<FCompute>("FCompute<cpu>", AdagradCompute);
 
 WEFT_REGISTER_OP(adadelta_update)

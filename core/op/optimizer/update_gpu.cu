@@ -544,6 +544,7 @@ WEFT_REGISTER_OP(mp_lamb_update_phase2).SetAttr<FCompute>("FCompute<gpu>", optim
 WEFT_REGISTER_OP(rmsprop_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::RMSPropGPU);
 WEFT_REGISTER_OP(rmspropalex_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::RMSPropAlexGPU);
 WEFT_REGISTER_OP(adagrad_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::AdagradGPU);
+WEFT_REGISTER_OP(_sparse_adagrad_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::AdagradGPU);
 WEFT_REGISTER_OP(adadelta_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::AdaDeltaGPU);
 WEFT_REGISTER_OP(ftrl_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::FtrlGPU);
 WEFT_REGISTER_OP(ftml_update).SetAttr<FCompute>("FCompute<gpu>", optim_gpu::FtmlGPU);

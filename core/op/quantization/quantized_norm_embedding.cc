@@ -16,17 +16,10 @@
 namespace weft {
 namespace op {
 
-struct QuantizedBatchNormParam : BatchNormParam {
-  std::optional<double> min_calib_range, max_calib_range;
-};
+// BatchNorm's parameters, the calibrated range among them (required here).
+struct QuantizedBatchNormParam : BatchNormParam {};
 
-WEFT_PARAM_SCHEMA(QuantizedBatchNormParam, s) {
-  BatchNormFields(s);
-  s.Field("min_calib_range", &QuantizedBatchNormParam::min_calib_range).Default(std::nullopt)
-      .Describe("The calibrated minimum of the output (required with max_calib_range).");
-  s.Field("max_calib_range", &QuantizedBatchNormParam::max_calib_range).Default(std::nullopt)
-      .Describe("The calibrated maximum of the output (required with min_calib_range).");
-}
+WEFT_PARAM_SCHEMA(QuantizedBatchNormParam, s) { BatchNormFields(s); }
 
 struct QuantizedEmbeddingParam {
   int input_dim = 0;

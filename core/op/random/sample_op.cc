@@ -105,7 +105,7 @@ void UniformFields(ParamSchema<P>& s) {
 template <typename P>
 void NormalFields(ParamSchema<P>& s) {
   s.Field("loc", &P::loc).Default(0.0).Describe("Mean of the distribution.");
-  s.Field("scale", &P::scale).Default(1.0).Min(0).Describe("Standard deviation of the distribution.");
+  s.Field("scale", &P::scale).Default(1.0).Describe("Standard deviation of the distribution (>= 0).");
 }
 template <typename P>
 void GammaFields(ParamSchema<P>& s) {
@@ -118,7 +118,7 @@ void ExponentialFields(ParamSchema<P>& s) {
 }
 template <typename P>
 void PoissonFields(ParamSchema<P>& s) {
-  s.Field("lam", &P::lam).Default(1.0).Min(0).Describe("Rate (lambda) of the distribution.");
+  s.Field("lam", &P::lam).Default(1.0).Describe("Rate (lambda) of the distribution (>= 0).");
 }
 template <typename P>
 void NegBinomialFields(ParamSchema<P>& s) {
@@ -208,20 +208,23 @@ void CheckFinite(const NodeAttrs& attrs, const char* key, double v) {
   if (!std::isfinite(v)) BadParam(attrs, key, "a finite value", param_parse::Format(v));
 }
 
-// Distribution parameters are checked here, where every call (imperative or graph) passes
-// before anything runs, so a bad value fails at the call rather than inside the engine.
-// Each check reads the distribution's fields, which the generator and its _like form share.
+// Distribution parameters are checked by the kernel, as MXNet does: a bad value is the
+// error of the array the call made, raised where that array is read or waited for
+// (asnumpy, wait_to_read, waitall), not at the call; scripts written for MXNet make such
+// calls and only then expect the error. Each check reads the distribution's fields, which
+// the generator and its _like form share.
 template <typename P>
 void CheckUniform(const NodeAttrs& attrs, const P& p) {
   CheckFinite(attrs, "low", p.low);
   CheckFinite(attrs, "high", p.high);
-  if (!(p.low < p.high))
-    BadParam(attrs, "high", "high > low = " + param_parse::Format(p.low), param_parse::Format(p.high));
+  if (!(p.low <= p.high))
+    BadParam(attrs, "high", "high >= low = " + param_parse::Format(p.low), param_parse::Format(p.high));
 }
 template <typename P>
 void CheckNormal(const NodeAttrs& attrs, const P& p) {
   CheckFinite(attrs, "loc", p.loc);
   CheckFinite(attrs, "scale", p.scale);
+  if (!(p.scale >= 0)) BadParam(attrs, "scale", "a value >= 0", param_parse::Format(p.scale));
 }
 template <typename P>
 void CheckExponential(const NodeAttrs& attrs, const P& p) {
@@ -238,6 +241,7 @@ void CheckGamma(const NodeAttrs& attrs, const P& p) {
 template <typename P>
 void CheckPoisson(const NodeAttrs& attrs, const P& p) {
   CheckFinite(attrs, "lam", p.lam);
+  if (!(p.lam >= 0)) BadParam(attrs, "lam", "a value >= 0", param_parse::Format(p.lam));
 }
 template <typename P>
 void CheckNegBinomial(const NodeAttrs& attrs, const P& p) {
@@ -296,7 +300,6 @@ random::GenNegBinomialDist DistOf(const GenNegBinomialLikeParam& p) { return {p.
 template <typename P>
 bool GeneratorShape(const NodeAttrs& attrs, std::vector<Shape>*, std::vector<Shape>* out) {
   const P& p = attrs.Params<P>();
-  CheckParams(attrs, p);
   for (int64_t d : p.shape)
     if (d < 0) BadParam(attrs, "shape", "non-negative dimensions", p.shape.ToString());
   AssignShape(attrs, out, 0, p.shape, "output");
@@ -340,6 +343,7 @@ void FillSamples(const NodeAttrs& attrs, const OpContext& ctx, const TBlob& out,
 template <typename P>
 void DistCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
                  const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  CheckParams(attrs, attrs.Params<P>());
   const auto dist = DistOf(attrs.Params<P>());
   if (ctx.run_ctx.ctx.is_gpu()) {
     // The same reservation as FillSamples: nothing for kNullOp, one counter per element.
@@ -356,6 +360,7 @@ void DistCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector
 void RandIntCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>&,
                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<RandIntParam>();
+  CheckParams(attrs, p);
   const int64_t low = p.low;
   // high - low may exceed INT64_MAX; it always fits in uint64.
   const uint64_t range = static_cast<uint64_t>(p.high) - static_cast<uint64_t>(p.low);
@@ -380,7 +385,6 @@ void RandIntCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
 // _like forms: the output takes the input's shape and floating dtype.
 template <typename P>
 bool LikeShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  CheckParams(attrs, attrs.Params<P>());
   return SameShape(attrs, in, out);
 }
 

@@ -634,6 +634,9 @@ WEFT_SPARSE_UNARY(square);
 WEFT_SPARSE_UNARY(tan);
 WEFT_SPARSE_UNARY(tanh);
 WEFT_SPARSE_UNARY(trunc);
+// The straight-through estimators: round and sign forward (zero-preserving), identity gradient.
+WEFT_SPARSE_UNARY(_contrib_round_ste);
+WEFT_SPARSE_UNARY(_contrib_sign_ste);
 #undef WEFT_SPARSE_UNARY
 
 // Dense results (f(0) != 0, or an operator without a sparse kernel): the name only.
@@ -659,6 +662,10 @@ WEFT_SPARSE_ALIAS(sgd_update);
 WEFT_SPARSE_ALIAS(sgd_mom_update);
 WEFT_SPARSE_ALIAS(adam_update);
 WEFT_SPARSE_ALIAS(ftrl_update);
+// The regression outputs with csr labels (dense output; the label is densified).
+WEFT_SPARSE_ALIAS(LinearRegressionOutput);
+WEFT_SPARSE_ALIAS(LogisticRegressionOutput);
+WEFT_SPARSE_ALIAS(MAERegressionOutput);
 #undef WEFT_SPARSE_ALIAS
 
 }  // namespace op

@@ -29,6 +29,82 @@ func CSVIter(dataCsv string, dataShape []int, batchSize int, opts ...Option) (*w
 	return c.create("CSVIter")
 }
 
+// ImageDetRecordIter creates a data iterator of type ImageDetRecordIter.
+//
+// Iterates on image RecordIO files with detection labels (made by im2rec from a detection list).
+//
+// Each record's label is [header_width, object_width, header..., (class, xmin, ymin, xmax, ymax, extra...) per object] in coordinates relative to the image. Returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size, label_pad_width + 4): per sample [channels, height, width, label length, the label after augmentation], padded with label_pad_value. Augments as MXNet's det_aug_default: shorter-edge resize, HLS and contrast jitter, mirror, padding, constrained random crops (objects follow; those left out are dropped), then the fit to data_shape (resize_mode), and normalises (x - mean) / std * scale.
+//
+// Required parameters:
+//   - dataShape []int: Dataset Param: shape of one image, (channels, height, width); channels 1, 3 or 4.
+//   - batchSize int: Batch Param: batch size.
+//
+// Options:
+//   - WithPathImglist(string): Dataset Param: path to an image list giving the labels (not supported: the labels come from the records). (default none)
+//   - WithPathImgrec(string): Dataset Param: path to the image RecordIO (.rec) file. (default ./data/imgrec.rec)
+//   - WithAugSeq(string): Augmentation Param: the augmenters, comma-separated (det_aug_default is the one there is). (default det_aug_default)
+//   - WithLabelWidth(int): Dataset Param: how many labels each record holds, -1 for any number. (default -1)
+//   - WithPreprocessThreads(int): Backend Param: number of threads decoding and augmenting images. (default 4)
+//   - WithVerbose(bool): Auxiliary Param: whether to log (unused). (default True)
+//   - WithNumParts(int): Partition the data into this many parts (distributed training). (default 1)
+//   - WithPartIndex(int): The part this iterator reads. (default 0)
+//   - WithShuffleChunkSize(int): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part. (default 0)
+//   - WithShuffleChunkSeed(int): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle. (default 0)
+//   - WithLabelPadWidth(int): Pad each label to this width (the 4 leading values not counted); <= 0 for the longest label in the file. A width smaller than a record's label is an error. (default 0)
+//   - WithLabelPadValue(float64): Label padding value. (default -1)
+//   - WithShuffle(bool): Augmentation Param: whether to shuffle the samples (again at every reset). (default False)
+//   - WithSeed(int): Augmentation Param: random seed. (default 0)
+//   - WithRoundBatch(bool): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them). (default True)
+//   - WithDataName(string): Name of the data array. (default data)
+//   - WithLabelName(string): Name of the label array. (default softmax_label)
+//   - WithResize(int): Augmentation Param: scale the shorter edge to this size before the other augmentations (-1: no). (default -1)
+//   - WithRandCropProb(float64): Augmentation Param: probability of a random crop, <= 0 to disable. (default 0)
+//   - WithMinCropScales([]float64): Augmentation Param: min crop scales (one per sampler, or one for all). (default (0))
+//   - WithMaxCropScales([]float64): Augmentation Param: max crop scales. (default (1))
+//   - WithMinCropAspectRatios([]float64): Augmentation Param: min crop aspect ratios. (default (1))
+//   - WithMaxCropAspectRatios([]float64): Augmentation Param: max crop aspect ratios. (default (1))
+//   - WithMinCropOverlaps([]float64): Augmentation Param: minimum IoU between the crop box and a ground truth. (default (0))
+//   - WithMaxCropOverlaps([]float64): Augmentation Param: maximum IoU between the crop box and a ground truth. (default (1))
+//   - WithMinCropSampleCoverages([]float64): Augmentation Param: minimum ratio of intersection / crop area. (default (0))
+//   - WithMaxCropSampleCoverages([]float64): Augmentation Param: maximum ratio of intersection / crop area. (default (1))
+//   - WithMinCropObjectCoverages([]float64): Augmentation Param: minimum ratio of intersection / ground-truth area. (default (0))
+//   - WithMaxCropObjectCoverages([]float64): Augmentation Param: maximum ratio of intersection / ground-truth area. (default (1))
+//   - WithNumCropSampler(int): Augmentation Param: number of crop samplers. (default 1)
+//   - WithCropEmitMode(string): Augmentation Param: which ground truths a crop drops. center: those whose centre is outside it; overlap: those whose covered fraction is not above emit_overlap_thresh. (default center)
+//   - WithEmitOverlapThresh(float64): Augmentation Param: the covered fraction of crop_emit_mode='overlap'. (default 0.3)
+//   - WithMaxCropTrials([]float64): Augmentation Param: crop boxes tried per sampler before it gives up. (default (25))
+//   - WithRandPadProb(float64): Augmentation Param: probability of padding. (default 0)
+//   - WithMaxPadScale(float64): Augmentation Param: maximum padding scale. (default 1)
+//   - WithMaxRandomHue(int): Augmentation Param: maximum change of H in HLS space (0..180). (default 0)
+//   - WithRandomHueProb(float64): Augmentation Param: probability of a hue change. (default 0)
+//   - WithMaxRandomSaturation(int): Augmentation Param: maximum change of S in HLS space (0..255). (default 0)
+//   - WithRandomSaturationProb(float64): Augmentation Param: probability of a saturation change. (default 0)
+//   - WithMaxRandomIllumination(int): Augmentation Param: maximum change of L in HLS space (0..255). (default 0)
+//   - WithRandomIlluminationProb(float64): Augmentation Param: probability of an illumination change. (default 0)
+//   - WithMaxRandomContrast(float64): Augmentation Param: maximum change of contrast (pixels scaled by 1 + c). (default 0)
+//   - WithRandomContrastProb(float64): Augmentation Param: probability of a contrast change. (default 0)
+//   - WithRandMirrorProb(float64): Augmentation Param: probability of a left-right flip. (default 0)
+//   - WithFillValue(int): Augmentation Param: colour value of padding. (default 127)
+//   - WithInterMethod(int): Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (done as bicubic), 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 random. (default 1)
+//   - WithResizeMode(string): Augmentation Param: how the image fits data_shape. force: resized to it; shrink: shrunk to fit inside it, keeping the aspect ratio; fit: scaled to fit inside it, keeping the aspect ratio. (default force)
+//   - WithMeanImg(string): Normalize Param: a mean image file (not supported; use mean_r/g/b/a). (default none)
+//   - WithMeanR(float64): Normalize Param: mean of the R channel. (default 0)
+//   - WithMeanG(float64): Normalize Param: mean of the G channel. (default 0)
+//   - WithMeanB(float64): Normalize Param: mean of the B channel. (default 0)
+//   - WithMeanA(float64): Normalize Param: mean of the alpha channel. (default 0)
+//   - WithStdR(float64): Normalize Param: std of the R channel (used when > 0). (default 0)
+//   - WithStdG(float64): Normalize Param: std of the G channel (used when > 0). (default 0)
+//   - WithStdB(float64): Normalize Param: std of the B channel (used when > 0). (default 0)
+//   - WithStdA(float64): Normalize Param: std of the alpha channel (used when > 0). (default 0)
+//   - WithScale(float64): Normalize Param: multiplier after normalisation. (default 1)
+//   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
+func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
+	c := newCall(opts)
+	c.set("data_shape", dataShape)
+	c.set("batch_size", batchSize)
+	return c.create("ImageDetRecordIter")
+}
+
 // ImageRecordIter creates a data iterator of type ImageRecordIter.
 //
 // Iterates on image RecordIO files (made by im2rec).
@@ -128,6 +204,12 @@ func MNISTIter(opts ...Option) (*weft.DataIter, error) {
 	return c.create("MNISTIter")
 }
 
+// WithAugSeq sets the parameter aug_seq.
+// Augmentation Param: the augmenters, comma-separated (det_aug_default is the one there is).
+func WithAugSeq(v string) Option {
+	return param("aug_seq", v)
+}
+
 // WithBatchSize sets the parameter batch_size.
 // Batch Param: Batch Size.
 func WithBatchSize(v int) Option {
@@ -146,10 +228,28 @@ func WithContrast(v float64) Option {
 	return param("contrast", v)
 }
 
+// WithCropEmitMode sets the parameter crop_emit_mode.
+// Augmentation Param: which ground truths a crop drops. center: those whose centre is outside it; overlap: those whose covered fraction is not above emit_overlap_thresh.
+func WithCropEmitMode(v string) Option {
+	return param("crop_emit_mode", v)
+}
+
 // WithDataName sets the parameter data_name.
 // Name of the data array.
 func WithDataName(v string) Option {
 	return param("data_name", v)
+}
+
+// WithEmitOverlapThresh sets the parameter emit_overlap_thresh.
+// Augmentation Param: the covered fraction of crop_emit_mode='overlap'.
+func WithEmitOverlapThresh(v float64) Option {
+	return param("emit_overlap_thresh", v)
+}
+
+// WithFillValue sets the parameter fill_value.
+// Augmentation Param: colour value of padding.
+func WithFillValue(v int) Option {
+	return param("fill_value", v)
 }
 
 // WithFlat sets the parameter flat.
@@ -165,7 +265,7 @@ func WithImage(v string) Option {
 }
 
 // WithInterMethod sets the parameter inter_method.
-// Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area.
+// Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (done as bicubic), 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 random.
 func WithInterMethod(v int) Option {
 	return param("inter_method", v)
 }
@@ -194,6 +294,18 @@ func WithLabelName(v string) Option {
 	return param("label_name", v)
 }
 
+// WithLabelPadValue sets the parameter label_pad_value.
+// Label padding value.
+func WithLabelPadValue(v float64) Option {
+	return param("label_pad_value", v)
+}
+
+// WithLabelPadWidth sets the parameter label_pad_width.
+// Pad each label to this width (the 4 leading values not counted); <= 0 for the longest label in the file. A width smaller than a record's label is an error.
+func WithLabelPadWidth(v int) Option {
+	return param("label_pad_width", v)
+}
+
 // WithLabelShape sets the parameter label_shape.
 // Dataset Param: Shape of the label.
 func WithLabelShape(v []int) Option {
@@ -201,7 +313,7 @@ func WithLabelShape(v []int) Option {
 }
 
 // WithLabelWidth sets the parameter label_width.
-// Dataset Param: number of labels per image.
+// Dataset Param: how many labels each record holds, -1 for any number.
 func WithLabelWidth(v int) Option {
 	return param("label_width", v)
 }
@@ -212,10 +324,82 @@ func WithMaxAspectRatio(v float64) Option {
 	return param("max_aspect_ratio", v)
 }
 
+// WithMaxCropAspectRatios sets the parameter max_crop_aspect_ratios.
+// Augmentation Param: max crop aspect ratios.
+func WithMaxCropAspectRatios(v []float64) Option {
+	return param("max_crop_aspect_ratios", v)
+}
+
+// WithMaxCropObjectCoverages sets the parameter max_crop_object_coverages.
+// Augmentation Param: maximum ratio of intersection / ground-truth area.
+func WithMaxCropObjectCoverages(v []float64) Option {
+	return param("max_crop_object_coverages", v)
+}
+
+// WithMaxCropOverlaps sets the parameter max_crop_overlaps.
+// Augmentation Param: maximum IoU between the crop box and a ground truth.
+func WithMaxCropOverlaps(v []float64) Option {
+	return param("max_crop_overlaps", v)
+}
+
+// WithMaxCropSampleCoverages sets the parameter max_crop_sample_coverages.
+// Augmentation Param: maximum ratio of intersection / crop area.
+func WithMaxCropSampleCoverages(v []float64) Option {
+	return param("max_crop_sample_coverages", v)
+}
+
+// WithMaxCropScales sets the parameter max_crop_scales.
+// Augmentation Param: max crop scales.
+func WithMaxCropScales(v []float64) Option {
+	return param("max_crop_scales", v)
+}
+
+// WithMaxCropTrials sets the parameter max_crop_trials.
+// Augmentation Param: crop boxes tried per sampler before it gives up.
+func WithMaxCropTrials(v []float64) Option {
+	return param("max_crop_trials", v)
+}
+
+// WithMaxPadScale sets the parameter max_pad_scale.
+// Augmentation Param: maximum padding scale.
+func WithMaxPadScale(v float64) Option {
+	return param("max_pad_scale", v)
+}
+
 // WithMaxRandomArea sets the parameter max_random_area.
 // Augmentation Param: largest crop area as a fraction of the image (random_resized_crop).
 func WithMaxRandomArea(v float64) Option {
 	return param("max_random_area", v)
+}
+
+// WithMaxRandomContrast sets the parameter max_random_contrast.
+// Augmentation Param: maximum change of contrast (pixels scaled by 1 + c).
+func WithMaxRandomContrast(v float64) Option {
+	return param("max_random_contrast", v)
+}
+
+// WithMaxRandomHue sets the parameter max_random_hue.
+// Augmentation Param: maximum change of H in HLS space (0..180).
+func WithMaxRandomHue(v int) Option {
+	return param("max_random_hue", v)
+}
+
+// WithMaxRandomIllumination sets the parameter max_random_illumination.
+// Augmentation Param: maximum change of L in HLS space (0..255).
+func WithMaxRandomIllumination(v int) Option {
+	return param("max_random_illumination", v)
+}
+
+// WithMaxRandomSaturation sets the parameter max_random_saturation.
+// Augmentation Param: maximum change of S in HLS space (0..255).
+func WithMaxRandomSaturation(v int) Option {
+	return param("max_random_saturation", v)
+}
+
+// WithMeanA sets the parameter mean_a.
+// Normalize Param: mean of the alpha channel.
+func WithMeanA(v float64) Option {
+	return param("mean_a", v)
 }
 
 // WithMeanB sets the parameter mean_b.
@@ -230,6 +414,12 @@ func WithMeanG(v float64) Option {
 	return param("mean_g", v)
 }
 
+// WithMeanImg sets the parameter mean_img.
+// Normalize Param: a mean image file (not supported; use mean_r/g/b/a).
+func WithMeanImg(v string) Option {
+	return param("mean_img", v)
+}
+
 // WithMeanR sets the parameter mean_r.
 // Normalize Param: mean of the R channel.
 func WithMeanR(v float64) Option {
@@ -242,6 +432,36 @@ func WithMinAspectRatio(v float64) Option {
 	return param("min_aspect_ratio", v)
 }
 
+// WithMinCropAspectRatios sets the parameter min_crop_aspect_ratios.
+// Augmentation Param: min crop aspect ratios.
+func WithMinCropAspectRatios(v []float64) Option {
+	return param("min_crop_aspect_ratios", v)
+}
+
+// WithMinCropObjectCoverages sets the parameter min_crop_object_coverages.
+// Augmentation Param: minimum ratio of intersection / ground-truth area.
+func WithMinCropObjectCoverages(v []float64) Option {
+	return param("min_crop_object_coverages", v)
+}
+
+// WithMinCropOverlaps sets the parameter min_crop_overlaps.
+// Augmentation Param: minimum IoU between the crop box and a ground truth.
+func WithMinCropOverlaps(v []float64) Option {
+	return param("min_crop_overlaps", v)
+}
+
+// WithMinCropSampleCoverages sets the parameter min_crop_sample_coverages.
+// Augmentation Param: minimum ratio of intersection / crop area.
+func WithMinCropSampleCoverages(v []float64) Option {
+	return param("min_crop_sample_coverages", v)
+}
+
+// WithMinCropScales sets the parameter min_crop_scales.
+// Augmentation Param: min crop scales (one per sampler, or one for all).
+func WithMinCropScales(v []float64) Option {
+	return param("min_crop_scales", v)
+}
+
 // WithMinRandomArea sets the parameter min_random_area.
 // Augmentation Param: smallest crop area as a fraction of the image (random_resized_crop).
 func WithMinRandomArea(v float64) Option {
@@ -252,6 +472,12 @@ func WithMinRandomArea(v float64) Option {
 // Augmentation Param: always flip left-right.
 func WithMirror(v bool) Option {
 	return param("mirror", v)
+}
+
+// WithNumCropSampler sets the parameter num_crop_sampler.
+// Augmentation Param: number of crop samplers.
+func WithNumCropSampler(v int) Option {
+	return param("num_crop_sampler", v)
 }
 
 // WithNumParts sets the parameter num_parts.
@@ -272,6 +498,18 @@ func WithPathImgidx(v string) Option {
 	return param("path_imgidx", v)
 }
 
+// WithPathImglist sets the parameter path_imglist.
+// Dataset Param: path to an image list giving the labels (not supported: the labels come from the records).
+func WithPathImglist(v string) Option {
+	return param("path_imglist", v)
+}
+
+// WithPathImgrec sets the parameter path_imgrec.
+// Dataset Param: path to the image RecordIO (.rec) file.
+func WithPathImgrec(v string) Option {
+	return param("path_imgrec", v)
+}
+
 // WithPrefetchBuffer sets the parameter prefetch_buffer.
 // Batches prepared ahead on a background thread (0 loads in the caller's thread)
 func WithPrefetchBuffer(v int) Option {
@@ -290,10 +528,46 @@ func WithRandCrop(v bool) Option {
 	return param("rand_crop", v)
 }
 
+// WithRandCropProb sets the parameter rand_crop_prob.
+// Augmentation Param: probability of a random crop, <= 0 to disable.
+func WithRandCropProb(v float64) Option {
+	return param("rand_crop_prob", v)
+}
+
 // WithRandMirror sets the parameter rand_mirror.
 // Augmentation Param: flip left-right with probability 0.5.
 func WithRandMirror(v bool) Option {
 	return param("rand_mirror", v)
+}
+
+// WithRandMirrorProb sets the parameter rand_mirror_prob.
+// Augmentation Param: probability of a left-right flip.
+func WithRandMirrorProb(v float64) Option {
+	return param("rand_mirror_prob", v)
+}
+
+// WithRandPadProb sets the parameter rand_pad_prob.
+// Augmentation Param: probability of padding.
+func WithRandPadProb(v float64) Option {
+	return param("rand_pad_prob", v)
+}
+
+// WithRandomContrastProb sets the parameter random_contrast_prob.
+// Augmentation Param: probability of a contrast change.
+func WithRandomContrastProb(v float64) Option {
+	return param("random_contrast_prob", v)
+}
+
+// WithRandomHueProb sets the parameter random_hue_prob.
+// Augmentation Param: probability of a hue change.
+func WithRandomHueProb(v float64) Option {
+	return param("random_hue_prob", v)
+}
+
+// WithRandomIlluminationProb sets the parameter random_illumination_prob.
+// Augmentation Param: probability of an illumination change.
+func WithRandomIlluminationProb(v float64) Option {
+	return param("random_illumination_prob", v)
 }
 
 // WithRandomResizedCrop sets the parameter random_resized_crop.
@@ -302,10 +576,22 @@ func WithRandomResizedCrop(v bool) Option {
 	return param("random_resized_crop", v)
 }
 
+// WithRandomSaturationProb sets the parameter random_saturation_prob.
+// Augmentation Param: probability of a saturation change.
+func WithRandomSaturationProb(v float64) Option {
+	return param("random_saturation_prob", v)
+}
+
 // WithResize sets the parameter resize.
-// Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize).
+// Augmentation Param: scale the shorter edge to this size before the other augmentations (-1: no).
 func WithResize(v int) Option {
 	return param("resize", v)
+}
+
+// WithResizeMode sets the parameter resize_mode.
+// Augmentation Param: how the image fits data_shape. force: resized to it; shrink: shrunk to fit inside it, keeping the aspect ratio; fit: scaled to fit inside it, keeping the aspect ratio.
+func WithResizeMode(v string) Option {
+	return param("resize_mode", v)
 }
 
 // WithRoundBatch sets the parameter round_batch.
@@ -327,7 +613,7 @@ func WithScale(v float64) Option {
 }
 
 // WithSeed sets the parameter seed.
-// Augmentation Param: random seed (shuffling and augmentation).
+// Augmentation Param: random seed.
 func WithSeed(v int) Option {
 	return param("seed", v)
 }
@@ -338,26 +624,50 @@ func WithShuffle(v bool) Option {
 	return param("shuffle", v)
 }
 
+// WithShuffleChunkSeed sets the parameter shuffle_chunk_seed.
+// The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle.
+func WithShuffleChunkSeed(v int) Option {
+	return param("shuffle_chunk_seed", v)
+}
+
+// WithShuffleChunkSize sets the parameter shuffle_chunk_size.
+// The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part.
+func WithShuffleChunkSize(v int) Option {
+	return param("shuffle_chunk_size", v)
+}
+
 // WithSilent sets the parameter silent.
 // Auxiliary Param: Whether to not log data info (logged at info level).
 func WithSilent(v bool) Option {
 	return param("silent", v)
 }
 
+// WithStdA sets the parameter std_a.
+// Normalize Param: std of the alpha channel (used when > 0).
+func WithStdA(v float64) Option {
+	return param("std_a", v)
+}
+
 // WithStdB sets the parameter std_b.
-// Normalize Param: std of the B channel.
+// Normalize Param: std of the B channel (used when > 0).
 func WithStdB(v float64) Option {
 	return param("std_b", v)
 }
 
 // WithStdG sets the parameter std_g.
-// Normalize Param: std of the G channel.
+// Normalize Param: std of the G channel (used when > 0).
 func WithStdG(v float64) Option {
 	return param("std_g", v)
 }
 
 // WithStdR sets the parameter std_r.
-// Normalize Param: std of the R channel.
+// Normalize Param: std of the R channel (used when > 0).
 func WithStdR(v float64) Option {
 	return param("std_r", v)
+}
+
+// WithVerbose sets the parameter verbose.
+// Auxiliary Param: whether to log (unused).
+func WithVerbose(v bool) Option {
+	return param("verbose", v)
 }

@@ -290,9 +290,14 @@ var opInternalSamplePoisson = weft.NewOperator("_sample_poisson")
 var opInternalSampleUniform = weft.NewOperator("_sample_uniform")
 var opInternalSampleUniqueZipfian = weft.NewOperator("_sample_unique_zipfian")
 var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
+var opInternalSgMkldnnConv = weft.NewOperator("_sg_mkldnn_conv")
+var opInternalSgMkldnnFullyConnected = weft.NewOperator("_sg_mkldnn_fully_connected")
+var opInternalSgMkldnnSelfattQk = weft.NewOperator("_sg_mkldnn_selfatt_qk")
+var opInternalSgMkldnnSelfattValatt = weft.NewOperator("_sg_mkldnn_selfatt_valatt")
 var opInternalShuffle = weft.NewOperator("_shuffle")
 var opInternalSliceAssign = weft.NewOperator("_slice_assign")
 var opInternalSliceAssignScalar = weft.NewOperator("_slice_assign_scalar")
+var opInternalSparseAdagradUpdate = weft.NewOperator("_sparse_adagrad_update")
 var opInternalSparseRetain = weft.NewOperator("_sparse_retain")
 var opInternalSparseSoftmaxCrossEntropy = weft.NewOperator("_sparse_softmax_cross_entropy")
 var opInternalSplitV2 = weft.NewOperator("_split_v2")
@@ -1012,6 +1017,8 @@ func SymBatchDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - WithOutputMeanVar(bool): Also output mean and var. (default False)
 //   - WithAxis(int): The channel axis. (default 1)
 //   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
 func BatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opBatchNorm, data, gamma, beta, movingMean, movingVar)
@@ -1036,6 +1043,8 @@ func BatchNorm(data, gamma, beta, movingMean, movingVar *weft.NDArray, opts ...O
 //   - WithOutputMeanVar(bool): Also output mean and var. (default False)
 //   - WithAxis(int): The channel axis. (default 1)
 //   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
 func SymBatchNorm(data, gamma, beta, movingMean, movingVar *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var"}, data, gamma, beta, movingMean, movingVar)
@@ -5284,8 +5293,8 @@ func SymInternalContribQuantizedAct(data, minData, maxData *weft.Symbol, actType
 //   - WithOutputMeanVar(bool): Also output mean and var. (default False)
 //   - WithAxis(int): The channel axis. (default 1)
 //   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
-//   - WithMinCalibRange(float64): The calibrated minimum of the output (required with max_calib_range). (default None)
-//   - WithMaxCalibRange(float64): The calibrated maximum of the output (required with min_calib_range). (default None)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
 func InternalContribQuantizedBatchNorm(data, gamma, beta, movingMean, movingVar, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalContribQuantizedBatchNorm, data, gamma, beta, movingMean, movingVar, minData, maxData)
@@ -5312,8 +5321,8 @@ func InternalContribQuantizedBatchNorm(data, gamma, beta, movingMean, movingVar,
 //   - WithOutputMeanVar(bool): Also output mean and var. (default False)
 //   - WithAxis(int): The channel axis. (default 1)
 //   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
-//   - WithMinCalibRange(float64): The calibrated minimum of the output (required with max_calib_range). (default None)
-//   - WithMaxCalibRange(float64): The calibrated maximum of the output (required with min_calib_range). (default None)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
 func SymInternalContribQuantizedBatchNorm(data, gamma, beta, movingMean, movingVar, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuantizedBatchNorm, []string{"data", "gamma", "beta", "moving_mean", "moving_var", "min_data", "max_data"}, data, gamma, beta, movingMean, movingVar, minData, maxData)
@@ -8579,7 +8588,7 @@ func SymInternalRandomNegativeBinomialLike(data *weft.Symbol, opts ...Option) (*
 //
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
-//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+//   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
@@ -8594,7 +8603,7 @@ func InternalRandomNormal(opts ...Option) (*weft.NDArray, error) {
 //
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
-//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+//   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
@@ -8612,7 +8621,7 @@ func SymInternalRandomNormal(opts ...Option) (*weft.Symbol, error) {
 //
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
-//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+//   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
 func InternalRandomNormalLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalRandomNormalLike, data)
@@ -8627,7 +8636,7 @@ func InternalRandomNormalLike(data *weft.NDArray, opts ...Option) (*weft.NDArray
 //
 // Options:
 //   - WithLoc(float64): Mean of the distribution. (default 0)
-//   - WithScale(float64): Standard deviation of the distribution. (default 1)
+//   - WithScale(float64): Standard deviation of the distribution (>= 0). (default 1)
 func SymInternalRandomNormalLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomNormalLike, []string{"data"}, data)
@@ -8888,7 +8897,7 @@ func SymInternalRandomPdfUniform(sample, low, high *weft.Symbol, opts ...Option)
 // Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 //
 // Options:
-//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+//   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
@@ -8902,7 +8911,7 @@ func InternalRandomPoisson(opts ...Option) (*weft.NDArray, error) {
 // Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 //
 // Options:
-//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+//   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
 //   - WithDtype(weft.DType): The dtype of the output: float16, float32 or float64 (None: float32). (default None)
@@ -8919,7 +8928,7 @@ func SymInternalRandomPoisson(opts ...Option) (*weft.Symbol, error) {
 //   - data: The array whose shape and dtype the output takes
 //
 // Options:
-//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+//   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
 func InternalRandomPoissonLike(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalRandomPoissonLike, data)
@@ -8933,7 +8942,7 @@ func InternalRandomPoissonLike(data *weft.NDArray, opts ...Option) (*weft.NDArra
 //   - data: The array whose shape and dtype the output takes
 //
 // Options:
-//   - WithLam(float64): Rate (lambda) of the distribution. (default 1)
+//   - WithLam(float64): Rate (lambda) of the distribution (>= 0). (default 1)
 func SymInternalRandomPoissonLike(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRandomPoissonLike, []string{"data"}, data)
@@ -9525,6 +9534,182 @@ func SymInternalScatterSetNd(lhs, rhs, indices *weft.Symbol, shape []int, opts .
 	return c.compose(opInternalScatterSetNd, []string{"lhs", "rhs", "indices"}, lhs, rhs, indices)
 }
 
+// InternalSgMkldnnConv runs the operator _sg_mkldnn_conv.
+//
+// MXNet's oneDNN fused convolution (inference): a Convolution with, as its flags say, a BatchNorm (moving statistics), an activation, a residual sum and an activation after it, held as the subgraph MXNet's optimize_for('MKLDNN') made. Inputs: data, weight, bias, gamma, beta, mean, var, sum as present.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The inputs of the subgraph, in the order it reads them (any number)
+//
+// Options:
+//   - WithWithBn(bool): Add post batchnorm. (default False)
+//   - WithWithAct(bool): Add post activation. (default False)
+//   - WithWithSum(bool): Add post sum. (default False)
+//   - WithWithPostsumAct(bool): Add post activation after sum. (default False)
+//   - WithWithRelu(bool): What with_act was called before MXNet 1.6 (files saved then carry it). (default False)
+//   - WithWithPostsumRelu(bool): What with_postsum_act was called before MXNet 1.6. (default False)
+//   - WithQuantized(bool): Enable quantization (not supported). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
+//   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
+func InternalSgMkldnnConv(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalSgMkldnnConv, "", data)
+}
+
+// SymInternalSgMkldnnConv runs the operator _sg_mkldnn_conv symbolically: it adds one node to the graph.
+//
+// MXNet's oneDNN fused convolution (inference): a Convolution with, as its flags say, a BatchNorm (moving statistics), an activation, a residual sum and an activation after it, held as the subgraph MXNet's optimize_for('MKLDNN') made. Inputs: data, weight, bias, gamma, beta, mean, var, sum as present.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The inputs of the subgraph, in the order it reads them (any number)
+//
+// Options:
+//   - WithWithBn(bool): Add post batchnorm. (default False)
+//   - WithWithAct(bool): Add post activation. (default False)
+//   - WithWithSum(bool): Add post sum. (default False)
+//   - WithWithPostsumAct(bool): Add post activation after sum. (default False)
+//   - WithWithRelu(bool): What with_act was called before MXNet 1.6 (files saved then carry it). (default False)
+//   - WithWithPostsumRelu(bool): What with_postsum_act was called before MXNet 1.6. (default False)
+//   - WithQuantized(bool): Enable quantization (not supported). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
+//   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
+func SymInternalSgMkldnnConv(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalSgMkldnnConv, "", data)
+}
+
+// InternalSgMkldnnFullyConnected runs the operator _sg_mkldnn_fully_connected.
+//
+// MXNet's oneDNN fused fully connected layer (inference): a FullyConnected with the activation fused after it, held as the subgraph MXNet's optimize_for('MKLDNN') made. Inputs: data, weight, bias.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The inputs of the subgraph, in the order it reads them (any number)
+//
+// Options:
+//   - WithQuantized(bool): Whether it is a quantized FullyConnected (not supported). (default False)
+//   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
+//   - WithWithEltwise(bool): Whether an elementwise activation follows. (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
+//   - WithChannelWiseQuantize(string): Whether the weight is quantized per channel (int8 form only; None, True or False). (default None)
+//   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
+func InternalSgMkldnnFullyConnected(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalSgMkldnnFullyConnected, "", data)
+}
+
+// SymInternalSgMkldnnFullyConnected runs the operator _sg_mkldnn_fully_connected symbolically: it adds one node to the graph.
+//
+// MXNet's oneDNN fused fully connected layer (inference): a FullyConnected with the activation fused after it, held as the subgraph MXNet's optimize_for('MKLDNN') made. Inputs: data, weight, bias.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The inputs of the subgraph, in the order it reads them (any number)
+//
+// Options:
+//   - WithQuantized(bool): Whether it is a quantized FullyConnected (not supported). (default False)
+//   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
+//   - WithWithEltwise(bool): Whether an elementwise activation follows. (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
+//   - WithChannelWiseQuantize(string): Whether the weight is quantized per channel (int8 form only; None, True or False). (default None)
+//   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
+func SymInternalSgMkldnnFullyConnected(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalSgMkldnnFullyConnected, "", data)
+}
+
+// InternalSgMkldnnSelfattQk runs the operator _sg_mkldnn_selfatt_qk.
+//
+// MXNet's oneDNN fused self-attention scores (inference): what _contrib_interleaved_matmul_selfatt_qk computes, queries (scaled by 1/sqrt(dim)) times keys for each head: (batch*heads, seq, seq).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - queriesKeysValues: Interleaved queries, keys and values (seq, batch, heads*3*dim).
+//
+// Required parameters:
+//   - heads int: Set number of heads.
+//
+// Options:
+//   - WithQuantized(bool): Whether it is quantized (not supported). (default False)
+//   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
+//   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
+func InternalSgMkldnnSelfattQk(queriesKeysValues *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalSgMkldnnSelfattQk, queriesKeysValues)
+}
+
+// SymInternalSgMkldnnSelfattQk runs the operator _sg_mkldnn_selfatt_qk symbolically: it adds one node to the graph.
+//
+// MXNet's oneDNN fused self-attention scores (inference): what _contrib_interleaved_matmul_selfatt_qk computes, queries (scaled by 1/sqrt(dim)) times keys for each head: (batch*heads, seq, seq).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - queriesKeysValues: Interleaved queries, keys and values (seq, batch, heads*3*dim).
+//
+// Required parameters:
+//   - heads int: Set number of heads.
+//
+// Options:
+//   - WithQuantized(bool): Whether it is quantized (not supported). (default False)
+//   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
+//   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
+func SymInternalSgMkldnnSelfattQk(queriesKeysValues *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalSgMkldnnSelfattQk, []string{"queries_keys_values"}, queriesKeysValues)
+}
+
+// InternalSgMkldnnSelfattValatt runs the operator _sg_mkldnn_selfatt_valatt.
+//
+// MXNet's oneDNN fused attention-weighted values (inference): what _contrib_interleaved_matmul_selfatt_valatt computes, attention times values per head: (seq, batch, heads*dim).
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - queriesKeysValues: Interleaved queries, keys and values (seq, batch, heads*3*dim).
+//   - attention: Attention weights (batch*heads, seq, seq).
+//
+// Required parameters:
+//   - heads int: Set number of heads.
+//
+// Options:
+//   - WithQuantized(bool): Whether it is quantized (not supported). (default False)
+//   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
+//   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
+func InternalSgMkldnnSelfattValatt(queriesKeysValues, attention *weft.NDArray, heads int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.invoke(opInternalSgMkldnnSelfattValatt, queriesKeysValues, attention)
+}
+
+// SymInternalSgMkldnnSelfattValatt runs the operator _sg_mkldnn_selfatt_valatt symbolically: it adds one node to the graph.
+//
+// MXNet's oneDNN fused attention-weighted values (inference): what _contrib_interleaved_matmul_selfatt_valatt computes, attention times values per head: (seq, batch, heads*dim).
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - queriesKeysValues: Interleaved queries, keys and values (seq, batch, heads*3*dim).
+//   - attention: Attention weights (batch*heads, seq, seq).
+//
+// Required parameters:
+//   - heads int: Set number of heads.
+//
+// Options:
+//   - WithQuantized(bool): Whether it is quantized (not supported). (default False)
+//   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
+//   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
+func SymInternalSgMkldnnSelfattValatt(queriesKeysValues, attention *weft.Symbol, heads int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("heads", heads)
+	return c.compose(opInternalSgMkldnnSelfattValatt, []string{"queries_keys_values", "attention"}, queriesKeysValues, attention)
+}
+
 // InternalShuffle runs the operator _shuffle.
 //
 // Randomly permutes the input along its first axis; rows move whole.
@@ -9629,6 +9814,52 @@ func SymInternalSliceAssignScalar(data *weft.Symbol, begin string, end string, o
 	c.set("begin", begin)
 	c.set("end", end)
 	return c.compose(opInternalSliceAssignScalar, []string{"data"}, data)
+}
+
+// InternalSparseAdagradUpdate runs the operator _sparse_adagrad_update.
+//
+// MXNet's sparse AdaGrad: history += g^2; weight -= lr*g/sqrt(history + epsilon), g = clip(rescale_grad*grad). With a row_sparse grad only the rows it stores are read and written (weight and history dense, or row_sparse storing every row); wd must be 0.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - weight: Weight
+//   - grad: Gradient
+//   - history: History (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithEpsilon(float64): Added under the square root. (default 1e-07)
+//   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+func InternalSparseAdagradUpdate(weight, grad, history *weft.NDArray, lr float64, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.invoke(opInternalSparseAdagradUpdate, weight, grad, history)
+}
+
+// SymInternalSparseAdagradUpdate runs the operator _sparse_adagrad_update symbolically: it adds one node to the graph.
+//
+// MXNet's sparse AdaGrad: history += g^2; weight -= lr*g/sqrt(history + epsilon), g = clip(rescale_grad*grad). With a row_sparse grad only the rows it stores are read and written (weight and history dense, or row_sparse storing every row); wd must be 0.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - weight: Weight
+//   - grad: Gradient
+//   - history: History (updated in place)
+//
+// Required parameters:
+//   - lr float64: Learning rate.
+//
+// Options:
+//   - WithEpsilon(float64): Added under the square root. (default 1e-07)
+//   - WithWd(float64): Weight decay (L2 penalty coefficient). (default 0)
+//   - WithRescaleGrad(float64): Multiplies the gradient first. (default 1)
+//   - WithClipGradient(float64): Clips the gradient to [-clip_gradient, clip_gradient]; negative turns clipping off. (default -1)
+func SymInternalSparseAdagradUpdate(weight, grad, history *weft.Symbol, lr float64, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("lr", lr)
+	return c.compose(opInternalSparseAdagradUpdate, []string{"weight", "grad", "history"}, weight, grad, history)
 }
 
 // InternalSparseRetain runs the operator _sparse_retain.
@@ -14261,6 +14492,12 @@ func WithCenterCrop(v bool) Option {
 	return param("center_crop", v)
 }
 
+// WithChannelWiseQuantize sets the parameter channel_wise_quantize.
+// Whether the weight is quantized per channel (int8 form only; None, True or False).
+func WithChannelWiseQuantize(v string) Option {
+	return param("channel_wise_quantize", v)
+}
+
 // WithClip sets the parameter clip (its type depends on the operator).
 // Clip the boxes to [0, 1].
 func WithClip[T bool | float64](v T) Option {
@@ -14700,7 +14937,7 @@ func WithMargin(v float64) Option {
 }
 
 // WithMaxCalibRange sets the parameter max_calib_range.
-// Calibrated maximum of the output, for quantisation (unused here).
+// The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization).
 func WithMaxCalibRange(v float64) Option {
 	return param("max_calib_range", v)
 }
@@ -14724,7 +14961,7 @@ func WithMean(v []float64) Option {
 }
 
 // WithMinCalibRange sets the parameter min_calib_range.
-// Calibrated minimum of the output, for quantisation (unused here).
+// The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization).
 func WithMinCalibRange(v float64) Option {
 	return param("min_calib_range", v)
 }
@@ -15023,6 +15260,12 @@ func WithProjectionSize(v int) Option {
 	return param("projection_size", v)
 }
 
+// WithQuantized sets the parameter quantized.
+// Enable quantization (not supported).
+func WithQuantized(v bool) Option {
+	return param("quantized", v)
+}
+
 // WithRange sets the parameter range.
 // The lower and upper range of the bins. if not provided, range is simply (a.min(), a.max()). values outside the range are ignored. the first element of the range must be less than or equal to the last element of it. Range argument is required when bin_cnt is given.
 func WithRange(v []float64) Option {
@@ -15144,7 +15387,7 @@ func WithScalar(v float64) Option {
 }
 
 // WithScale sets the parameter scale.
-// Standard deviation of the distribution.
+// Standard deviation of the distribution (>= 0).
 func WithScale(v float64) Option {
 	return param("scale", v)
 }
@@ -15305,6 +15548,12 @@ func WithStride2(v int) Option {
 	return param("stride2", v)
 }
 
+// WithSubgraph sets the parameter subgraph.
+// The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it).
+func WithSubgraph(v string) Option {
+	return param("subgraph", v)
+}
+
 // WithTargetShape sets the parameter target_shape.
 // Output spatial shape; when given, pad and adj are derived from it.
 func WithTargetShape(v []int) Option {
@@ -15435,6 +15684,36 @@ func WithWdLh(v float64) Option {
 // Output width (mode 'size' without scale_width).
 func WithWidth(v int) Option {
 	return param("width", v)
+}
+
+// WithWithAct sets the parameter with_act.
+// Add post activation.
+func WithWithAct(v bool) Option {
+	return param("with_act", v)
+}
+
+// WithWithBn sets the parameter with_bn.
+// Add post batchnorm.
+func WithWithBn(v bool) Option {
+	return param("with_bn", v)
+}
+
+// WithWithEltwise sets the parameter with_eltwise.
+// Whether an elementwise activation follows.
+func WithWithEltwise(v bool) Option {
+	return param("with_eltwise", v)
+}
+
+// WithWithPostsumAct sets the parameter with_postsum_act.
+// Add post activation after sum.
+func WithWithPostsumAct(v bool) Option {
+	return param("with_postsum_act", v)
+}
+
+// WithWithPostsumRelu sets the parameter with_postsum_relu.
+// What with_postsum_act was called before MXNet 1.6.
+func WithWithPostsumRelu(v bool) Option {
+	return param("with_postsum_relu", v)
 }
 
 // WithWithRelu sets the parameter with_relu.

@@ -121,15 +121,15 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # py
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False, train_mode=True):  # pylint: disable=redefined-outer-name
-    """Returns the gradients of `heads` with respect to `variables` (a list, or one array for
-    one variable) without touching any `.grad`. create_graph records the computation of the
-    gradients, so they can be differentiated again; retain_graph defaults to create_graph."""
-    single = not isinstance(variables, (list, tuple))
+    """Returns the list of the gradients of `heads` with respect to `variables` (a list, or
+    one array) without touching any `.grad`. As in MXNet 1.x, the result is a list even for
+    one variable given bare (scripts index it: grad(y, x)[0]). create_graph records the
+    computation of the gradients, so they can be differentiated again; retain_graph defaults
+    to create_graph."""
     variables = _as_list(variables)
     if retain_graph is None:
         retain_graph = create_graph
-    grads = _run_backward(heads, head_grads, variables, retain_graph, create_graph, train_mode)
-    return grads[0] if single else grads
+    return _run_backward(heads, head_grads, variables, retain_graph, create_graph, train_mode)
 
 
 # ---------------------------------------------------------------------------- Function

@@ -222,6 +222,8 @@ const _fp_weft_autograd_is_recording = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_mark_variables = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_backward = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_grad = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_get_grad_state = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_set_grad_state = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_has_history = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_detach = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_get_symbol = Ref{Ptr{Cvoid}}(C_NULL)
@@ -1517,6 +1519,30 @@ function weft_ndarray_get_grad(arr, out)
 end
 
 """
+    weft_ndarray_get_grad_state(arr, out)
+
+MXNet's gradient state of a variable: *out = 1 when a backward wrote its gradient since the
+state was last set to 0, else 0 (0 too for an array that is not a variable). Gluon's
+Trainer reads it to find the parameters a step's backward did not reach.
+
+C: weft_status_t weft_ndarray_get_grad_state(const weft_ndarray_t* arr, int* out)
+"""
+function weft_ndarray_get_grad_state(arr, out)
+    ccall(_fp_weft_ndarray_get_grad_state[], Cint, (Ptr{weft_ndarray_t}, Ptr{Cint}), arr, out)
+end
+
+"""
+    weft_ndarray_set_grad_state(arr, state)
+
+Sets that state (fresh when state != 0). An array that is not a variable is an error.
+
+C: weft_status_t weft_ndarray_set_grad_state(weft_ndarray_t* arr, int state)
+"""
+function weft_ndarray_set_grad_state(arr, state)
+    ccall(_fp_weft_ndarray_set_grad_state[], Cint, (Ptr{weft_ndarray_t}, Cint), arr, state)
+end
+
+"""
     weft_ndarray_has_history(arr, out)
 
 out = 1 when `arr` has a recorded history (a variable or a recorded result), else 0.
@@ -2528,6 +2554,8 @@ const _SYMBOLS = (
     (:weft_autograd_mark_variables, _fp_weft_autograd_mark_variables),
     (:weft_autograd_backward, _fp_weft_autograd_backward),
     (:weft_ndarray_get_grad, _fp_weft_ndarray_get_grad),
+    (:weft_ndarray_get_grad_state, _fp_weft_ndarray_get_grad_state),
+    (:weft_ndarray_set_grad_state, _fp_weft_ndarray_set_grad_state),
     (:weft_ndarray_has_history, _fp_weft_ndarray_has_history),
     (:weft_ndarray_detach, _fp_weft_ndarray_detach),
     (:weft_autograd_get_symbol, _fp_weft_autograd_get_symbol),

@@ -33,6 +33,86 @@ The same iterator as `CSVIter` (MXNet.jl's name).
 CSVProvider(; kwargs...) = CSVIter(; kwargs...)
 
 """
+    ImageDetRecordIter(; path_imglist=\"\", path_imgrec=./data/imgrec.rec, aug_seq=det_aug_default, label_width=-1, data_shape, preprocess_threads=4, verbose=True, num_parts=1, part_index=0, shuffle_chunk_size=0, shuffle_chunk_seed=0, label_pad_width=0, label_pad_value=-1, shuffle=False, seed=0, batch_size, round_batch=True, data_name=data, label_name=softmax_label, resize=-1, rand_crop_prob=0, min_crop_scales=(0), max_crop_scales=(1), min_crop_aspect_ratios=(1), max_crop_aspect_ratios=(1), min_crop_overlaps=(0), max_crop_overlaps=(1), min_crop_sample_coverages=(0), max_crop_sample_coverages=(1), min_crop_object_coverages=(0), max_crop_object_coverages=(1), num_crop_sampler=1, crop_emit_mode=center, emit_overlap_thresh=0.3, max_crop_trials=(25), rand_pad_prob=0, max_pad_scale=1, max_random_hue=0, random_hue_prob=0, max_random_saturation=0, random_saturation_prob=0, max_random_illumination=0, random_illumination_prob=0, max_random_contrast=0, random_contrast_prob=0, rand_mirror_prob=0, fill_value=127, inter_method=1, resize_mode=force, mean_img=\"\", mean_r=0, mean_g=0, mean_b=0, mean_a=0, std_r=0, std_g=0, std_b=0, std_a=0, scale=1, prefetch_buffer=4)
+
+Iterates on image RecordIO files with detection labels (made by im2rec from a detection list).
+
+Each record's label is [header_width, object_width, header..., (class, xmin, ymin, xmax, ymax, extra...) per object] in coordinates relative to the image. Returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size, label_pad_width + 4): per sample [channels, height, width, label length, the label after augmentation], padded with label_pad_value. Augments as MXNet's det_aug_default: shorter-edge resize, HLS and contrast jitter, mirror, padding, constrained random crops (objects follow; those left out are dropped), then the fit to data_shape (resize_mode), and normalises (x - mean) / std * scale.
+
+# Parameters
+- `path_imglist` (string; default `\"\"`): Dataset Param: path to an image list giving the labels (not supported: the labels come from the records).
+- `path_imgrec` (string; default `./data/imgrec.rec`): Dataset Param: path to the image RecordIO (.rec) file.
+- `aug_seq` (string; default `det_aug_default`): Augmentation Param: the augmenters, comma-separated (det_aug_default is the one there is).
+- `label_width` (int; default `-1`): Dataset Param: how many labels each record holds, -1 for any number.
+- `data_shape` (Shape(tuple); required): Dataset Param: shape of one image, (channels, height, width); channels 1, 3 or 4.
+- `preprocess_threads` (int, in [1, 1024]; default `4`): Backend Param: number of threads decoding and augmenting images.
+- `verbose` (boolean; default `True`): Auxiliary Param: whether to log (unused).
+- `num_parts` (int, in [1, inf]; default `1`): Partition the data into this many parts (distributed training).
+- `part_index` (int, in [0, inf]; default `0`): The part this iterator reads.
+- `shuffle_chunk_size` (int, in [0, inf]; default `0`): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part.
+- `shuffle_chunk_seed` (int; default `0`): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle.
+- `label_pad_width` (int; default `0`): Pad each label to this width (the 4 leading values not counted); <= 0 for the longest label in the file. A width smaller than a record's label is an error.
+- `label_pad_value` (float; default `-1`): Label padding value.
+- `shuffle` (boolean; default `False`): Augmentation Param: whether to shuffle the samples (again at every reset).
+- `seed` (int; default `0`): Augmentation Param: random seed.
+- `batch_size` (int, in [1, inf]; required): Batch Param: batch size.
+- `round_batch` (boolean; default `True`): Batch Param: fill the last batch with samples from the start of the epoch (pad counts them).
+- `data_name` (string; default `data`): Name of the data array.
+- `label_name` (string; default `softmax_label`): Name of the label array.
+- `resize` (int; default `-1`): Augmentation Param: scale the shorter edge to this size before the other augmentations (-1: no).
+- `rand_crop_prob` (float; default `0`): Augmentation Param: probability of a random crop, <= 0 to disable.
+- `min_crop_scales` (tuple of float; default `(0)`): Augmentation Param: min crop scales (one per sampler, or one for all).
+- `max_crop_scales` (tuple of float; default `(1)`): Augmentation Param: max crop scales.
+- `min_crop_aspect_ratios` (tuple of float; default `(1)`): Augmentation Param: min crop aspect ratios.
+- `max_crop_aspect_ratios` (tuple of float; default `(1)`): Augmentation Param: max crop aspect ratios.
+- `min_crop_overlaps` (tuple of float; default `(0)`): Augmentation Param: minimum IoU between the crop box and a ground truth.
+- `max_crop_overlaps` (tuple of float; default `(1)`): Augmentation Param: maximum IoU between the crop box and a ground truth.
+- `min_crop_sample_coverages` (tuple of float; default `(0)`): Augmentation Param: minimum ratio of intersection / crop area.
+- `max_crop_sample_coverages` (tuple of float; default `(1)`): Augmentation Param: maximum ratio of intersection / crop area.
+- `min_crop_object_coverages` (tuple of float; default `(0)`): Augmentation Param: minimum ratio of intersection / ground-truth area.
+- `max_crop_object_coverages` (tuple of float; default `(1)`): Augmentation Param: maximum ratio of intersection / ground-truth area.
+- `num_crop_sampler` (int, in [0, inf]; default `1`): Augmentation Param: number of crop samplers.
+- `crop_emit_mode` ({'center', 'overlap'}; default `center`): Augmentation Param: which ground truths a crop drops. center: those whose centre is outside it; overlap: those whose covered fraction is not above emit_overlap_thresh.
+- `emit_overlap_thresh` (float, in [0, inf]; default `0.3`): Augmentation Param: the covered fraction of crop_emit_mode='overlap'.
+- `max_crop_trials` (tuple of float; default `(25)`): Augmentation Param: crop boxes tried per sampler before it gives up.
+- `rand_pad_prob` (float; default `0`): Augmentation Param: probability of padding.
+- `max_pad_scale` (float; default `1`): Augmentation Param: maximum padding scale.
+- `max_random_hue` (int; default `0`): Augmentation Param: maximum change of H in HLS space (0..180).
+- `random_hue_prob` (float; default `0`): Augmentation Param: probability of a hue change.
+- `max_random_saturation` (int; default `0`): Augmentation Param: maximum change of S in HLS space (0..255).
+- `random_saturation_prob` (float; default `0`): Augmentation Param: probability of a saturation change.
+- `max_random_illumination` (int; default `0`): Augmentation Param: maximum change of L in HLS space (0..255).
+- `random_illumination_prob` (float; default `0`): Augmentation Param: probability of an illumination change.
+- `max_random_contrast` (float; default `0`): Augmentation Param: maximum change of contrast (pixels scaled by 1 + c).
+- `random_contrast_prob` (float; default `0`): Augmentation Param: probability of a contrast change.
+- `rand_mirror_prob` (float; default `0`): Augmentation Param: probability of a left-right flip.
+- `fill_value` (int; default `127`): Augmentation Param: colour value of padding.
+- `inter_method` (int; default `1`): Augmentation Param: 0 nearest, 1 bilinear, 2 bicubic, 3 area, 4 Lanczos (done as bicubic), 9 auto (bicubic to enlarge, area to shrink, else bilinear), 10 random.
+- `resize_mode` ({'force', 'shrink', 'fit'}; default `force`): Augmentation Param: how the image fits data_shape. force: resized to it; shrink: shrunk to fit inside it, keeping the aspect ratio; fit: scaled to fit inside it, keeping the aspect ratio.
+- `mean_img` (string; default `\"\"`): Normalize Param: a mean image file (not supported; use mean_r/g/b/a).
+- `mean_r` (float; default `0`): Normalize Param: mean of the R channel.
+- `mean_g` (float; default `0`): Normalize Param: mean of the G channel.
+- `mean_b` (float; default `0`): Normalize Param: mean of the B channel.
+- `mean_a` (float; default `0`): Normalize Param: mean of the alpha channel.
+- `std_r` (float; default `0`): Normalize Param: std of the R channel (used when > 0).
+- `std_g` (float; default `0`): Normalize Param: std of the G channel (used when > 0).
+- `std_b` (float; default `0`): Normalize Param: std of the B channel (used when > 0).
+- `std_a` (float; default `0`): Normalize Param: std of the alpha channel (used when > 0).
+- `scale` (float; default `1`): Normalize Param: multiplier after normalisation.
+- `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
+
+Also `data_name` and `label_name` (Symbols; default the iterator's own names) name
+the arrays of `provide_data`/`provide_label`.
+"""
+ImageDetRecordIter(; kwargs...) = MXDataProvider("ImageDetRecordIter"; kwargs...)
+"""
+    ImageDetRecordProvider(; kwargs...)
+
+The same iterator as `ImageDetRecordIter` (MXNet.jl's name).
+"""
+ImageDetRecordProvider(; kwargs...) = ImageDetRecordIter(; kwargs...)
+
+"""
     ImageRecordIter(; path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, data_name=data, label_name=softmax_label, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, inter_method=1, prefetch_buffer=4)
 
 Iterates on image RecordIO files (made by im2rec).
@@ -145,4 +225,4 @@ The same iterator as `MNISTIter` (MXNet.jl's name).
 """
 MNISTProvider(; kwargs...) = MNISTIter(; kwargs...)
 
-const _ITERATOR_NAMES = ["CSVIter", "ImageRecordIter", "LibSVMIter", "MNISTIter"]
+const _ITERATOR_NAMES = ["CSVIter", "ImageDetRecordIter", "ImageRecordIter", "LibSVMIter", "MNISTIter"]

@@ -30,7 +30,7 @@ Activation(; kwargs...) = _call_op(_op_Activation; kwargs...)
 
 const _op_BatchNorm = OpDef("BatchNorm", ["data", "gamma", "beta", "moving_mean", "moving_var"], false, "")
 """
-    BatchNorm(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False)
+    BatchNorm(data, gamma, beta, moving_mean, moving_var; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
 
 Batch normalisation over every axis but `axis`, with moving statistics as auxiliary states.
 
@@ -49,6 +49,8 @@ Batch normalisation over every axis but `axis`, with moving statistics as auxili
 - `output_mean_var` (boolean; default `False`): Also output mean and var.
 - `axis` (int; default `1`): The channel axis.
 - `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -886,6 +888,28 @@ LinearRegressionOutput(args::NDArray...; kwargs...) = _invoke_op(_op_LinearRegre
 LinearRegressionOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_LinearRegressionOutput, args; kwargs...)
 LinearRegressionOutput(; kwargs...) = _call_op(_op_LinearRegressionOutput; kwargs...)
 
+const _op__sparse_LinearRegressionOutput = OpDef("_sparse_LinearRegressionOutput", ["data", "label"], false, "")
+"""
+    _sparse_LinearRegressionOutput(data, label; grad_scale=1)
+
+Identity; gradient (out - label) * grad_scale / (label elements per sample).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `label` (NDArray or SymbolicNode): Targets, one per data element
+
+# Parameters
+- `grad_scale` (double; default `1`): Scales the gradient.
+
+Alias of `LinearRegressionOutput`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_LinearRegressionOutput end
+_sparse_LinearRegressionOutput(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_LinearRegressionOutput, args; kwargs...)
+_sparse_LinearRegressionOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_LinearRegressionOutput, args; kwargs...)
+_sparse_LinearRegressionOutput(; kwargs...) = _call_op(_op__sparse_LinearRegressionOutput; kwargs...)
+
 const _op_LogisticRegressionOutput = OpDef("LogisticRegressionOutput", ["data", "label"], false, "")
 """
     LogisticRegressionOutput(data, label; grad_scale=1)
@@ -906,6 +930,28 @@ LogisticRegressionOutput(args::NDArray...; kwargs...) = _invoke_op(_op_LogisticR
 LogisticRegressionOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_LogisticRegressionOutput, args; kwargs...)
 LogisticRegressionOutput(; kwargs...) = _call_op(_op_LogisticRegressionOutput; kwargs...)
 
+const _op__sparse_LogisticRegressionOutput = OpDef("_sparse_LogisticRegressionOutput", ["data", "label"], false, "")
+"""
+    _sparse_LogisticRegressionOutput(data, label; grad_scale=1)
+
+Sigmoid; gradient (out - label) * grad_scale / (label elements per sample).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `label` (NDArray or SymbolicNode): Targets, one per data element
+
+# Parameters
+- `grad_scale` (double; default `1`): Scales the gradient.
+
+Alias of `LogisticRegressionOutput`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_LogisticRegressionOutput end
+_sparse_LogisticRegressionOutput(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_LogisticRegressionOutput, args; kwargs...)
+_sparse_LogisticRegressionOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_LogisticRegressionOutput, args; kwargs...)
+_sparse_LogisticRegressionOutput(; kwargs...) = _call_op(_op__sparse_LogisticRegressionOutput; kwargs...)
+
 const _op_MAERegressionOutput = OpDef("MAERegressionOutput", ["data", "label"], false, "")
 """
     MAERegressionOutput(data, label; grad_scale=1)
@@ -925,6 +971,28 @@ function MAERegressionOutput end
 MAERegressionOutput(args::NDArray...; kwargs...) = _invoke_op(_op_MAERegressionOutput, args; kwargs...)
 MAERegressionOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op_MAERegressionOutput, args; kwargs...)
 MAERegressionOutput(; kwargs...) = _call_op(_op_MAERegressionOutput; kwargs...)
+
+const _op__sparse_MAERegressionOutput = OpDef("_sparse_MAERegressionOutput", ["data", "label"], false, "")
+"""
+    _sparse_MAERegressionOutput(data, label; grad_scale=1)
+
+Identity; gradient sign(out - label) * grad_scale / (label elements per sample).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `label` (NDArray or SymbolicNode): Targets, one per data element
+
+# Parameters
+- `grad_scale` (double; default `1`): Scales the gradient.
+
+Alias of `MAERegressionOutput`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_MAERegressionOutput end
+_sparse_MAERegressionOutput(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_MAERegressionOutput, args; kwargs...)
+_sparse_MAERegressionOutput(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_MAERegressionOutput, args; kwargs...)
+_sparse_MAERegressionOutput(; kwargs...) = _call_op(_op__sparse_MAERegressionOutput; kwargs...)
 
 const _op_MakeLoss = OpDef("MakeLoss", ["data"], false, "")
 """
@@ -2852,8 +2920,8 @@ BatchNorm at inference (moving statistics) on int8 or uint8 data, written as int
 - `output_mean_var` (boolean; default `False`): Also output mean and var.
 - `axis` (int; default `1`): The channel axis.
 - `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
-- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (required with max_calib_range).
-- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (required with min_calib_range).
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -3123,6 +3191,24 @@ _contrib_round_ste(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_round_
 _contrib_round_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_round_ste, args; kwargs...)
 _contrib_round_ste(; kwargs...) = _call_op(_op__contrib_round_ste; kwargs...)
 
+const _op__sparse__contrib_round_ste = OpDef("_sparse__contrib_round_ste", ["data"], false, "")
+"""
+    _sparse__contrib_round_ste(data)
+
+Rounds each element to the nearest integer (halves away from zero); the gradient passes through unchanged (straight-through estimator).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+Alias of `_contrib_round_ste`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse__contrib_round_ste end
+_sparse__contrib_round_ste(args::NDArray...; kwargs...) = _invoke_op(_op__sparse__contrib_round_ste, args; kwargs...)
+_sparse__contrib_round_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse__contrib_round_ste, args; kwargs...)
+_sparse__contrib_round_ste(; kwargs...) = _call_op(_op__sparse__contrib_round_ste; kwargs...)
+
 const _op__contrib_sign_ste = OpDef("_contrib_sign_ste", ["data"], false, "")
 """
     _contrib_sign_ste(data)
@@ -3138,6 +3224,24 @@ function _contrib_sign_ste end
 _contrib_sign_ste(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_sign_ste, args; kwargs...)
 _contrib_sign_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_sign_ste, args; kwargs...)
 _contrib_sign_ste(; kwargs...) = _call_op(_op__contrib_sign_ste; kwargs...)
+
+const _op__sparse__contrib_sign_ste = OpDef("_sparse__contrib_sign_ste", ["data"], false, "")
+"""
+    _sparse__contrib_sign_ste(data)
+
+The sign of each element (-1, 0 or 1); the gradient passes through unchanged (straight-through estimator).
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array.
+
+Alias of `_contrib_sign_ste`.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse__contrib_sign_ste end
+_sparse__contrib_sign_ste(args::NDArray...; kwargs...) = _invoke_op(_op__sparse__contrib_sign_ste, args; kwargs...)
+_sparse__contrib_sign_ste(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse__contrib_sign_ste, args; kwargs...)
+_sparse__contrib_sign_ste(; kwargs...) = _call_op(_op__sparse__contrib_sign_ste; kwargs...)
 
 const _op__copy = OpDef("_copy", ["data"], false, "")
 """
@@ -6066,7 +6170,7 @@ Samples from the normal distribution with mean loc and standard deviation scale.
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
-- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+- `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6086,7 +6190,7 @@ Samples from the normal distribution with mean loc and standard deviation scale.
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
-- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+- `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6108,7 +6212,7 @@ Samples from the normal distribution with mean loc and standard deviation scale.
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
-- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+- `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6133,7 +6237,7 @@ Samples from the normal (mean loc, standard deviation scale) distribution an arr
 
 # Parameters
 - `loc` (double; default `0`): Mean of the distribution.
-- `scale` (double, in [0, inf]; default `1`): Standard deviation of the distribution.
+- `scale` (double; default `1`): Standard deviation of the distribution (>= 0).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -6495,7 +6599,7 @@ const _op__random_poisson = OpDef("_random_poisson", [], false, "")
 Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 
 # Parameters
-- `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
+- `lam` (double; default `1`): Rate (lambda) of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6514,7 +6618,7 @@ const _op_random_poisson = OpDef("random_poisson", [], false, "")
 Samples from the Poisson distribution with rate lam; counts are stored in a floating dtype.
 
 # Parameters
-- `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
+- `lam` (double; default `1`): Rate (lambda) of the distribution (>= 0).
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
 - `dtype` (dtype or None; default `None`): The dtype of the output: float16, float32 or float64 (None: float32).
@@ -6538,7 +6642,7 @@ Samples from the Poisson (rate lam) distribution an array of the shape and dtype
 - `data` (NDArray or SymbolicNode): The array whose shape and dtype the output takes
 
 # Parameters
-- `lam` (double, in [0, inf]; default `1`): Rate (lambda) of the distribution.
+- `lam` (double; default `1`): Rate (lambda) of the distribution (>= 0).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -7284,6 +7388,108 @@ _scatter_set_nd(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_set_nd, a
 _scatter_set_nd(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_set_nd, args; kwargs...)
 _scatter_set_nd(; kwargs...) = _call_op(_op__scatter_set_nd; kwargs...)
 
+const _op__sg_mkldnn_conv = OpDef("_sg_mkldnn_conv", String[], true, "")
+"""
+    _sg_mkldnn_conv(args...; with_bn=False, with_act=False, with_sum=False, with_postsum_act=False, with_relu=False, with_postsum_relu=False, quantized=False, min_calib_range=None, max_calib_range=None, subgraph=\"\")
+
+MXNet's oneDNN fused convolution (inference): a Convolution with, as its flags say, a BatchNorm (moving statistics), an activation, a residual sum and an activation after it, held as the subgraph MXNet's optimize_for('MKLDNN') made. Inputs: data, weight, bias, gamma, beta, mean, var, sum as present.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The inputs of the subgraph, in the order it reads them
+
+# Parameters
+- `with_bn` (boolean; default `False`): Add post batchnorm.
+- `with_act` (boolean; default `False`): Add post activation.
+- `with_sum` (boolean; default `False`): Add post sum.
+- `with_postsum_act` (boolean; default `False`): Add post activation after sum.
+- `with_relu` (boolean; default `False`): What with_act was called before MXNet 1.6 (files saved then carry it).
+- `with_postsum_relu` (boolean; default `False`): What with_postsum_act was called before MXNet 1.6.
+- `quantized` (boolean; default `False`): Enable quantization (not supported).
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (int8 form only).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (int8 form only).
+- `subgraph` (string; default `\"\"`): The fused operators, as MXNet symbol JSON (MXNet's node field \"subgraphs\"; the JSON reader fills it).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sg_mkldnn_conv end
+_sg_mkldnn_conv(args::NDArray...; kwargs...) = _invoke_op(_op__sg_mkldnn_conv, args; kwargs...)
+_sg_mkldnn_conv(args::SymbolicNode...; kwargs...) = _compose_op(_op__sg_mkldnn_conv, args; kwargs...)
+_sg_mkldnn_conv(; kwargs...) = _call_op(_op__sg_mkldnn_conv; kwargs...)
+
+const _op__sg_mkldnn_fully_connected = OpDef("_sg_mkldnn_fully_connected", String[], true, "")
+"""
+    _sg_mkldnn_fully_connected(args...; quantized=False, enable_float_output=False, with_eltwise=False, min_calib_range=None, max_calib_range=None, channel_wise_quantize=None, subgraph=\"\")
+
+MXNet's oneDNN fused fully connected layer (inference): a FullyConnected with the activation fused after it, held as the subgraph MXNet's optimize_for('MKLDNN') made. Inputs: data, weight, bias.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The inputs of the subgraph, in the order it reads them
+
+# Parameters
+- `quantized` (boolean; default `False`): Whether it is a quantized FullyConnected (not supported).
+- `enable_float_output` (boolean; default `False`): Whether to enable float32 output.
+- `with_eltwise` (boolean; default `False`): Whether an elementwise activation follows.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (int8 form only).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (int8 form only).
+- `channel_wise_quantize` (string; default `None`): Whether the weight is quantized per channel (int8 form only; None, True or False).
+- `subgraph` (string; default `\"\"`): The fused operators, as MXNet symbol JSON (MXNet's node field \"subgraphs\"; the JSON reader fills it).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sg_mkldnn_fully_connected end
+_sg_mkldnn_fully_connected(args::NDArray...; kwargs...) = _invoke_op(_op__sg_mkldnn_fully_connected, args; kwargs...)
+_sg_mkldnn_fully_connected(args::SymbolicNode...; kwargs...) = _compose_op(_op__sg_mkldnn_fully_connected, args; kwargs...)
+_sg_mkldnn_fully_connected(; kwargs...) = _call_op(_op__sg_mkldnn_fully_connected; kwargs...)
+
+const _op__sg_mkldnn_selfatt_qk = OpDef("_sg_mkldnn_selfatt_qk", ["queries_keys_values"], false, "")
+"""
+    _sg_mkldnn_selfatt_qk(queries_keys_values; heads, quantized=False, enable_float_output=False, min_calib_range=None, max_calib_range=None, subgraph=\"\")
+
+MXNet's oneDNN fused self-attention scores (inference): what _contrib_interleaved_matmul_selfatt_qk computes, queries (scaled by 1/sqrt(dim)) times keys for each head: (batch*heads, seq, seq).
+
+# Inputs
+- `queries_keys_values` (NDArray or SymbolicNode): Interleaved queries, keys and values (seq, batch, heads*3*dim).
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads.
+- `quantized` (boolean; default `False`): Whether it is quantized (not supported).
+- `enable_float_output` (boolean; default `False`): Whether to enable float32 output.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (int8 form only).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (int8 form only).
+- `subgraph` (string; default `\"\"`): The fused operators, as MXNet symbol JSON (MXNet's node field \"subgraphs\"; the JSON reader fills it).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sg_mkldnn_selfatt_qk end
+_sg_mkldnn_selfatt_qk(args::NDArray...; kwargs...) = _invoke_op(_op__sg_mkldnn_selfatt_qk, args; kwargs...)
+_sg_mkldnn_selfatt_qk(args::SymbolicNode...; kwargs...) = _compose_op(_op__sg_mkldnn_selfatt_qk, args; kwargs...)
+_sg_mkldnn_selfatt_qk(; kwargs...) = _call_op(_op__sg_mkldnn_selfatt_qk; kwargs...)
+
+const _op__sg_mkldnn_selfatt_valatt = OpDef("_sg_mkldnn_selfatt_valatt", ["queries_keys_values", "attention"], false, "")
+"""
+    _sg_mkldnn_selfatt_valatt(queries_keys_values, attention; heads, quantized=False, enable_float_output=False, min_calib_range=None, max_calib_range=None, subgraph=\"\")
+
+MXNet's oneDNN fused attention-weighted values (inference): what _contrib_interleaved_matmul_selfatt_valatt computes, attention times values per head: (seq, batch, heads*dim).
+
+# Inputs
+- `queries_keys_values` (NDArray or SymbolicNode): Interleaved queries, keys and values (seq, batch, heads*3*dim).
+- `attention` (NDArray or SymbolicNode): Attention weights (batch*heads, seq, seq).
+
+# Parameters
+- `heads` (int, in [1, inf]; required): Set number of heads.
+- `quantized` (boolean; default `False`): Whether it is quantized (not supported).
+- `enable_float_output` (boolean; default `False`): Whether to enable float32 output.
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (int8 form only).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (int8 form only).
+- `subgraph` (string; default `\"\"`): The fused operators, as MXNet symbol JSON (MXNet's node field \"subgraphs\"; the JSON reader fills it).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sg_mkldnn_selfatt_valatt end
+_sg_mkldnn_selfatt_valatt(args::NDArray...; kwargs...) = _invoke_op(_op__sg_mkldnn_selfatt_valatt, args; kwargs...)
+_sg_mkldnn_selfatt_valatt(args::SymbolicNode...; kwargs...) = _compose_op(_op__sg_mkldnn_selfatt_valatt, args; kwargs...)
+_sg_mkldnn_selfatt_valatt(; kwargs...) = _call_op(_op__sg_mkldnn_selfatt_valatt; kwargs...)
+
 const _op__shuffle = OpDef("_shuffle", ["data"], false, "")
 """
     _shuffle(data)
@@ -7409,6 +7615,31 @@ function _crop_assign_scalar end
 _crop_assign_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__crop_assign_scalar, args; kwargs...)
 _crop_assign_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__crop_assign_scalar, args; kwargs...)
 _crop_assign_scalar(; kwargs...) = _call_op(_op__crop_assign_scalar; kwargs...)
+
+const _op__sparse_adagrad_update = OpDef("_sparse_adagrad_update", ["weight", "grad", "history"], false, "")
+"""
+    _sparse_adagrad_update(weight, grad, history; lr, epsilon=1e-07, wd=0, rescale_grad=1, clip_gradient=-1)
+
+MXNet's sparse AdaGrad: history += g^2; weight -= lr*g/sqrt(history + epsilon), g = clip(rescale_grad*grad). With a row_sparse grad only the rows it stores are read and written (weight and history dense, or row_sparse storing every row); wd must be 0.
+
+# Inputs
+- `weight` (NDArray or SymbolicNode): Weight
+- `grad` (NDArray or SymbolicNode): Gradient
+- `history` (NDArray or SymbolicNode): History (updated in place)
+
+# Parameters
+- `lr` (double; required): Learning rate.
+- `epsilon` (double; default `1e-07`): Added under the square root.
+- `wd` (double; default `0`): Weight decay (L2 penalty coefficient).
+- `rescale_grad` (double; default `1`): Multiplies the gradient first.
+- `clip_gradient` (double; default `-1`): Clips the gradient to [-clip_gradient, clip_gradient]; negative turns clipping off.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _sparse_adagrad_update end
+_sparse_adagrad_update(args::NDArray...; kwargs...) = _invoke_op(_op__sparse_adagrad_update, args; kwargs...)
+_sparse_adagrad_update(args::SymbolicNode...; kwargs...) = _compose_op(_op__sparse_adagrad_update, args; kwargs...)
+_sparse_adagrad_update(; kwargs...) = _call_op(_op__sparse_adagrad_update; kwargs...)
 
 const _op__sparse_retain = OpDef("_sparse_retain", ["data", "indices"], false, "")
 """
@@ -12333,8 +12564,11 @@ const _OPERATOR_NAMES = [
     "LayerNorm",
     "LeakyReLU",
     "LinearRegressionOutput",
+    "_sparse_LinearRegressionOutput",
     "LogisticRegressionOutput",
+    "_sparse_LogisticRegressionOutput",
     "MAERegressionOutput",
+    "_sparse_MAERegressionOutput",
     "MakeLoss",
     "_sparse_make_loss",
     "make_loss",
@@ -12430,7 +12664,9 @@ const _OPERATOR_NAMES = [
     "_contrib_quantized_pooling",
     "_contrib_requantize",
     "_contrib_round_ste",
+    "_sparse__contrib_round_ste",
     "_contrib_sign_ste",
+    "_sparse__contrib_sign_ste",
     "_copy",
     "_div_scalar",
     "_DivScalar",
@@ -12634,12 +12870,17 @@ const _OPERATOR_NAMES = [
     "sample_uniform",
     "_sample_unique_zipfian",
     "_scatter_set_nd",
+    "_sg_mkldnn_conv",
+    "_sg_mkldnn_fully_connected",
+    "_sg_mkldnn_selfatt_qk",
+    "_sg_mkldnn_selfatt_valatt",
     "_shuffle",
     "shuffle",
     "_slice_assign",
     "_crop_assign",
     "_slice_assign_scalar",
     "_crop_assign_scalar",
+    "_sparse_adagrad_update",
     "_sparse_retain",
     "_sparse_softmax_cross_entropy",
     "_split_v2",

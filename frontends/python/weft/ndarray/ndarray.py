@@ -489,6 +489,16 @@ class NDArray(_fast.NDArrayBase):
     def _has_history(self):
         return bool(_api.weft_ndarray_has_history(self))
 
+    @property
+    def _fresh_grad(self):
+        """Whether a backward wrote this variable's gradient since _fresh_grad was last set to
+        False (Gluon's Trainer clears it after each update, to find stale gradients)."""
+        return bool(_api.weft_ndarray_get_grad_state(self))
+
+    @_fresh_grad.setter
+    def _fresh_grad(self, state):
+        _api.weft_ndarray_set_grad_state(self, 1 if state else 0)
+
     def detach(self):
         """The same values, with no history: gradients do not flow through the result."""
         return NDArray(_api.weft_ndarray_detach(self))
@@ -892,6 +902,17 @@ _DTYPE_NP_TO_MX = {None: -1, **{(v.type if v != bfloat16 else v): k for k, v in 
 _DTYPE_MX_TO_NP = {-1: None, **{k: (v.type if v != bfloat16 else v) for k, v in _ID_TO_NP.items()}}
 # grad_req names and the OpReq values the C API's executors use (kWriteTo 1, kAddTo 3).
 _GRAD_REQ_MAP = {"null": 0, "write": 1, "add": 3}
+# Storage type codes, as MXNet numbers them (and as .params files store them).
+_STORAGE_TYPE_UNDEFINED = -1
+_STORAGE_TYPE_DEFAULT = 0
+_STORAGE_TYPE_ROW_SPARSE = 1
+_STORAGE_TYPE_CSR = 2
+_STORAGE_TYPE_STR_TO_ID = {"undefined": _STORAGE_TYPE_UNDEFINED, "default": _STORAGE_TYPE_DEFAULT,
+                           "row_sparse": _STORAGE_TYPE_ROW_SPARSE, "csr": _STORAGE_TYPE_CSR}
+_STORAGE_TYPE_ID_TO_STR = {v: k for k, v in _STORAGE_TYPE_STR_TO_ID.items()}
+_SIGNED_INT32_UPPER_LIMIT = 2**31 - 1
+# The builtin slice, under the name MXNet's module gives it (its own `slice` is the operator).
+py_slice = slice
 
 _NDARRAY_UNSUPPORTED_INDEXING = -1
 _NDARRAY_BASIC_INDEXING = 0

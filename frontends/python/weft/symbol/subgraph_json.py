@@ -9,7 +9,6 @@ and `load_json`/`load` read it. A body variable is renamed after what feeds it: 
 `__state<k>__` or `__var<k>__` for the loop's own inputs, `__in<k>__` for node input k."""
 import json
 
-from ..base import WeftUnsupportedError
 
 _WEFT_OPS = ("_weft_foreach", "_weft_while_loop", "_weft_cond")
 
@@ -150,18 +149,15 @@ def _cond_from_mxnet(node, attrs, sub):
 
 def from_mxnet(text):
     """MXNet's JSON with its `_foreach`/`_while_loop`/`_cond` subgraph nodes made Weft's
-    control-flow Custom nodes; other JSON is returned as it is."""
+    control-flow Custom nodes; other nodes (and other JSON) are left as they are."""
     if '"subgraphs"' not in text:
         return text
     graph = json.loads(text)
     convert = {"_foreach": _foreach_from_mxnet, "_while_loop": _while_from_mxnet, "_cond": _cond_from_mxnet}
     for node in graph["nodes"]:
-        sub = node.pop("subgraphs", None)
-        if sub is None:
-            continue
-        if node["op"] not in convert:
-            raise WeftUnsupportedError("node '%s': subgraphs of operator '%s' are not supported (only _foreach, "
-                             "_while_loop and _cond)" % (node.get("name"), node["op"]))
+        if "subgraphs" not in node or node["op"] not in convert:
+            continue  # the core's reader takes the oneDNN fusions (_sg_mkldnn_*) and refuses the rest
+        sub = node.pop("subgraphs")
         attrs = node.get("attrs", node.get("attr", node.get("param", {})))
         new_attrs, order = convert[node["op"]](node, attrs, sub)
         if order is not None:

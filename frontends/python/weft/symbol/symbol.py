@@ -117,7 +117,15 @@ class Symbol:
         return dict(self.attr_dict().get(self.name, {})) if self.name else {}
 
     def attr_dict(self):
-        return json.loads(_api.weft_symbol_attr_dict(self.handle))
+        """{node name: {key: value}} of every node; MXNet's hidden keys, stored as
+        "__lr_mult__", are listed under both names, as MXNet lists them."""
+        nodes = json.loads(_api.weft_symbol_attr_dict(self.handle))
+        for attrs in nodes.values():
+            for key, value in list(attrs.items()):
+                plain = key[2:-2]
+                if key.startswith("__") and key.endswith("__") and _attribute.hidden_key(plain) == key:
+                    attrs.setdefault(plain, value)
+        return nodes
 
     def _set_attr(self, **kwargs):
         for k, v in kwargs.items():
@@ -329,7 +337,7 @@ class Symbol:
         if isinstance(other, Symbol):
             lhs, rhs = (other, self) if reverse else (self, other)
             return _ops.get(op)(lhs, rhs)
-        if isinstance(other, (int, float, np.generic)) and not isinstance(other, bool):
+        if isinstance(other, (int, float, np.generic)):
             return _ops.get(scalar_op)(self, scalar=float(other))
         return NotImplemented
 
@@ -350,8 +358,27 @@ class Symbol:
         from . import _ops
         return _ops.get("negative")(self)
 
-    # Comparisons build graph nodes (1 where true, 0 elsewhere), as MXNet's Symbol. `==` keeps
-    # Python's identity meaning: symbols are used as dictionary keys and in lists.
+    # Comparisons build graph nodes (1 where true, 0 elsewhere), as MXNet's Symbol, `==` and
+    # `!=` included. Symbols stay hashable by identity (dictionary keys), and a truth test is
+    # an error, as in MXNet: `if a == b` on symbols would otherwise always pass.
+    def __eq__(self, o):
+        r = self._binary(o, "_equal", "_equal_scalar")
+        if r is NotImplemented:
+            raise TypeError("Symbol == %s: expected a Symbol or a number" % type(o).__name__)
+        return r
+
+    def __ne__(self, o):
+        r = self._binary(o, "_not_equal", "_not_equal_scalar")
+        if r is NotImplemented:
+            raise TypeError("Symbol != %s: expected a Symbol or a number" % type(o).__name__)
+        return r
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        from ..base import NotImplementedForSymbol
+        raise NotImplementedForSymbol(self.__bool__, "bool")
+
     def __gt__(self, o): return self._binary(o, "_greater", "_greater_scalar")  # noqa: E704
     def __ge__(self, o): return self._binary(o, "_greater_equal", "_greater_equal_scalar")  # noqa: E704
     def __lt__(self, o): return self._binary(o, "_lesser", "_lesser_scalar")  # noqa: E704

@@ -7,6 +7,10 @@ mx.io.CSVIter <- function(...) {
   .weft_iter_create("CSVIter", list(...), c("data_shape", "label_shape"))
 }
 
+mx.io.ImageDetRecordIter <- function(...) {
+  .weft_iter_create("ImageDetRecordIter", list(...), c("data_shape", "min_crop_scales", "max_crop_scales", "min_crop_aspect_ratios", "max_crop_aspect_ratios", "min_crop_overlaps", "max_crop_overlaps", "min_crop_sample_coverages", "max_crop_sample_coverages", "min_crop_object_coverages", "max_crop_object_coverages", "max_crop_trials"))
+}
+
 mx.io.ImageRecordIter <- function(...) {
   .weft_iter_create("ImageRecordIter", list(...), c("data_shape"))
 }

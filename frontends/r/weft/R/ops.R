@@ -11,11 +11,11 @@ mx.symbol.Activation <- function(data = NULL, act_type, name = NULL, attr = NULL
   .weft_symbol_op("Activation", list(data = data), c(act_type = .weft_param(act_type)), NULL, name, attr)
 }
 
-mx.nd.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, out = NULL) {
-  .weft_nd_invoke("BatchNorm", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off)), NULL, out)
+mx.nd.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("BatchNorm", list(data, gamma, beta, moving_mean, moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
 }
-mx.symbol.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, name = NULL, attr = NULL) {
-  .weft_symbol_op("BatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off)), NULL, name, attr)
+mx.symbol.BatchNorm <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("BatchNorm", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
 mx.nd.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, out = NULL) {
@@ -2041,6 +2041,34 @@ mx.symbol.internal.scatter.set.nd <- function(lhs = NULL, rhs = NULL, indices = 
   .weft_symbol_op("_scatter_set_nd", list(lhs = lhs, rhs = rhs, indices = indices), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
+mx.nd.internal.sg.mkldnn.conv <- function(..., with_bn = NULL, with_act = NULL, with_sum = NULL, with_postsum_act = NULL, with_relu = NULL, with_postsum_relu = NULL, quantized = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, out = NULL) {
+  .weft_nd_invoke("_sg_mkldnn_conv", .weft_dots(...), c(with_bn = .weft_param(with_bn), with_act = .weft_param(with_act), with_sum = .weft_param(with_sum), with_postsum_act = .weft_param(with_postsum_act), with_relu = .weft_param(with_relu), with_postsum_relu = .weft_param(with_postsum_relu), quantized = .weft_param(quantized), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, out)
+}
+mx.symbol.internal.sg.mkldnn.conv <- function(..., with_bn = NULL, with_act = NULL, with_sum = NULL, with_postsum_act = NULL, with_relu = NULL, with_postsum_relu = NULL, quantized = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sg_mkldnn_conv", .weft_dots(...), c(with_bn = .weft_param(with_bn), with_act = .weft_param(with_act), with_sum = .weft_param(with_sum), with_postsum_act = .weft_param(with_postsum_act), with_relu = .weft_param(with_relu), with_postsum_relu = .weft_param(with_postsum_relu), quantized = .weft_param(quantized), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, name, attr)
+}
+
+mx.nd.internal.sg.mkldnn.fully.connected <- function(..., quantized = NULL, enable_float_output = NULL, with_eltwise = NULL, min_calib_range = NULL, max_calib_range = NULL, channel_wise_quantize = NULL, subgraph = NULL, out = NULL) {
+  .weft_nd_invoke("_sg_mkldnn_fully_connected", .weft_dots(...), c(quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), with_eltwise = .weft_param(with_eltwise), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), channel_wise_quantize = .weft_param(channel_wise_quantize), subgraph = .weft_param(subgraph)), NULL, out)
+}
+mx.symbol.internal.sg.mkldnn.fully.connected <- function(..., quantized = NULL, enable_float_output = NULL, with_eltwise = NULL, min_calib_range = NULL, max_calib_range = NULL, channel_wise_quantize = NULL, subgraph = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sg_mkldnn_fully_connected", .weft_dots(...), c(quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), with_eltwise = .weft_param(with_eltwise), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), channel_wise_quantize = .weft_param(channel_wise_quantize), subgraph = .weft_param(subgraph)), NULL, name, attr)
+}
+
+mx.nd.internal.sg.mkldnn.selfatt.qk <- function(queries_keys_values = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, out = NULL) {
+  .weft_nd_invoke("_sg_mkldnn_selfatt_qk", list(queries_keys_values), c(heads = .weft_param(heads), quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, out)
+}
+mx.symbol.internal.sg.mkldnn.selfatt.qk <- function(queries_keys_values = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sg_mkldnn_selfatt_qk", list(queries_keys_values = queries_keys_values), c(heads = .weft_param(heads), quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, name, attr)
+}
+
+mx.nd.internal.sg.mkldnn.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, out = NULL) {
+  .weft_nd_invoke("_sg_mkldnn_selfatt_valatt", list(queries_keys_values, attention), c(heads = .weft_param(heads), quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, out)
+}
+mx.symbol.internal.sg.mkldnn.selfatt.valatt <- function(queries_keys_values = NULL, attention = NULL, heads, quantized = NULL, enable_float_output = NULL, min_calib_range = NULL, max_calib_range = NULL, subgraph = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sg_mkldnn_selfatt_valatt", list(queries_keys_values = queries_keys_values, attention = attention), c(heads = .weft_param(heads), quantized = .weft_param(quantized), enable_float_output = .weft_param(enable_float_output), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), subgraph = .weft_param(subgraph)), NULL, name, attr)
+}
+
 mx.nd.internal.shuffle <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_shuffle", list(data), c(), NULL, out)
 }
@@ -2067,6 +2095,13 @@ mx.nd.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin
 }
 mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+  .weft_nd_invoke("_sparse_adagrad_update", list(weight, grad, history), c(lr = .weft_param(lr), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.internal.sparse.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_sparse_adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
 
 mx.nd.internal.sparse.retain <- function(data = NULL, indices = NULL, out = NULL) {

@@ -1442,6 +1442,24 @@ SEXP weft_r_ndarray_get_grad(SEXP s_arr) {
   return result;
 }
 
+SEXP weft_r_ndarray_get_grad_state(SEXP s_arr) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  int out = 0;
+  weft_status_t status = weft_ndarray_get_grad_state(arr, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_get_grad_state");
+  SEXP result = PROTECT(ScalarInteger(out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_ndarray_set_grad_state(SEXP s_arr, SEXP s_state) {
+  weft_ndarray_t* arr = (weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  int state = weft_r_int(s_state, "state");
+  weft_status_t status = weft_ndarray_set_grad_state(arr, state);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_set_grad_state");
+  return R_NilValue;
+}
+
 SEXP weft_r_ndarray_has_history(SEXP s_arr) {
   const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
   int out = 0;
@@ -2335,6 +2353,8 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_autograd_mark_variables", (DL_FUNC)&weft_r_autograd_mark_variables, 3},
   {"C_weft_autograd_backward", (DL_FUNC)&weft_r_autograd_backward, 6},
   {"C_weft_ndarray_get_grad", (DL_FUNC)&weft_r_ndarray_get_grad, 1},
+  {"C_weft_ndarray_get_grad_state", (DL_FUNC)&weft_r_ndarray_get_grad_state, 1},
+  {"C_weft_ndarray_set_grad_state", (DL_FUNC)&weft_r_ndarray_set_grad_state, 2},
   {"C_weft_ndarray_has_history", (DL_FUNC)&weft_r_ndarray_has_history, 1},
   {"C_weft_ndarray_detach", (DL_FUNC)&weft_r_ndarray_detach, 1},
   {"C_weft_autograd_get_symbol", (DL_FUNC)&weft_r_autograd_get_symbol, 1},
