@@ -260,9 +260,12 @@ class InferStage final : public Transformation {
     s->alloc_mark = profiler::ThreadAllocatedBytes();
     static const auto& data_shape_fns = Op::GetAttr<FInferShapeFromData>("FInferShapeFromData");
     InferMemo* memo = data_shape_fns.Contains(op) ? nullptr : MemoFor(attrs);
+    // The inferred shapes and dtypes: the memo's own, read in place, on a hit.
+    const std::vector<Shape>* out_shapes = &s->out_shapes;
+    const std::vector<DType>* out_types = &s->out_types;
     if (memo != nullptr && memo->Matches(op, inputs, *outputs)) {
-      s->out_shapes = memo->out_shapes;
-      s->out_types = memo->out_types;
+      out_shapes = &memo->out_shapes;
+      out_types = &memo->out_types;
     } else {
       InferChecked(attrs, inputs, *outputs, &*s);
       if (memo != nullptr) memo->Store(op, inputs, *outputs, s->out_shapes, s->out_types);
@@ -270,16 +273,16 @@ class InferStage final : public Transformation {
     for (int i = 0; i < num_out; ++i) {
       NDArray& o = (*outputs)[i];
       if (o.is_none()) {
-        o = NDArray(s->out_shapes[i], ctx, s->out_types[i]);
+        o = NDArray((*out_shapes)[i], ctx, (*out_types)[i]);
         s->fresh.push_back(o.var());
       } else if (o.ctx() != ctx) {
         Throw(ErrorKind::kValue, "Operator '", op->name, "': output ", i, " is on ", o.ctx().ToString(),
               " but the inputs are on ", ctx.ToString());
-      } else if (o.shape() != s->out_shapes[i]) {
+      } else if (o.shape() != (*out_shapes)[i]) {
         // Shape inference may replace a given output's shape rather than merge it; the
         // kernel writes (and with kAddTo reads) the inferred size.
         Throw(ErrorKind::kShape, "Operator '", op->name, "': output ", i, " has shape ", o.shape().ToString(),
-              " but the operator produces ", s->out_shapes[i].ToString());
+              " but the operator produces ", (*out_shapes)[i].ToString());
       }
     }
 
