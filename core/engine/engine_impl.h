@@ -55,6 +55,15 @@ struct Opr {
 std::unique_ptr<Engine> CreateNaiveEngine();
 std::unique_ptr<Engine> CreateThreadedEngine();
 
+// Engine::RunNowIfIdle, where the last `num_private` of mutable_vars are variables the
+// caller made for this call and has shared with no other thread (a new output array):
+// nothing can be pending on them or look at them meanwhile, so the threaded engine writes
+// them without taking their locks. They must appear in no other position of either list.
+// Other engines get a plain RunNowIfIdle.
+bool RunNowIfIdle(Engine* engine, Context ctx, const std::vector<VarHandle>& const_vars,
+                  const std::vector<VarHandle>& mutable_vars, SyncFnRef fn, const char* name, int64_t bytes_allocated,
+                  size_t num_private);
+
 // Runs fn on the calling thread and turns an exception into a stored error.
 void RunGuarded(const AsyncFn& fn, RunContext rctx, CallbackOnComplete cb);
 

@@ -70,10 +70,14 @@ struct OprBlock {
   VarSlot inline_slots[kInlineSlots];
 };
 
-// Fills out[] (room for reads.size() + writes.size()) with one slot per distinct
+// Fills out[] (room for num_reads + num_writes) with one slot per distinct
 // variable, sorted by address; a variable in both lists is written. Returns the count.
 // Throws weft::Error for a null variable.
-uint32_t BuildSlots(const std::vector<VarHandle>& reads, const std::vector<VarHandle>& writes, VarSlot* out);
+uint32_t BuildSlots(const VarHandle* reads, size_t num_reads, const VarHandle* writes, size_t num_writes,
+                    VarSlot* out);
+inline uint32_t BuildSlots(const std::vector<VarHandle>& reads, const std::vector<VarHandle>& writes, VarSlot* out) {
+  return BuildSlots(reads.data(), reads.size(), writes.data(), writes.size(), out);
+}
 
 }  // namespace engine
 }  // namespace weft

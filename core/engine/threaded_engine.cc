@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <typeinfo>
 #include <vector>
 
 #include <pthread.h>
@@ -259,20 +260,31 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   bool RunNowIfIdle(Context ctx, const std::vector<VarHandle>& const_vars,
                     const std::vector<VarHandle>& mutable_vars, SyncFnRef fn, const char* name,
                     int64_t bytes_allocated) override {
+    return RunNow(ctx, const_vars, mutable_vars, fn, name, bytes_allocated, 0);
+  }
+
+  // RunNowIfIdle with the last num_private written variables private (engine_impl.h).
+  bool RunNow(Context ctx, const std::vector<VarHandle>& const_vars, const std::vector<VarHandle>& mutable_vars,
+              SyncFnRef fn, const char* name, int64_t bytes_allocated, size_t num_private) {
     if (ctx.is_gpu()) return false;
     CheckUsable();
+    WEFT_CHECK(num_private <= mutable_vars.size(), kValue, "RunNowIfIdle: ", num_private,
+               " private variables but only ", mutable_vars.size(), " written ones");
+    const size_t num_shared = mutable_vars.size() - num_private;
+    for (size_t i = num_shared; i < mutable_vars.size(); ++i)
+      WEFT_CHECK(mutable_vars[i] != nullptr, kValue, "engine: expected a variable in the write list, got a null handle");
     // No block: the slots live in this frame (an operation touches a few variables) and the
     // run completes before the call returns, so nothing needs the queue machinery of a push.
     constexpr size_t kFrameSlots = 8;
     VarSlot frame[kFrameSlots];
     std::unique_ptr<VarSlot[]> heap;
-    size_t total = const_vars.size() + mutable_vars.size();
+    size_t total = const_vars.size() + num_shared;
     VarSlot* slots = frame;
     if (total > kFrameSlots) {
       heap = std::make_unique<VarSlot[]>(total);
       slots = heap.get();
     }
-    uint32_t n = BuildSlots(const_vars, mutable_vars, slots);
+    uint32_t n = BuildSlots(const_vars.data(), const_vars.size(), mutable_vars.data(), num_shared, slots);
     // Under the locks of all its variables the run either takes every grant at once or
     // touches nothing, so a refusal leaves no trace and the caller can push instead.
     for (uint32_t i = 0; i < n; ++i) slots[i].var->mu.lock();
@@ -316,6 +328,12 @@ class ThreadedEngine final : public Engine, public BlockRunner {
                                   bytes_allocated + profiler::ThreadAllocatedBytes() - alloc);
     }
     if (Pending(error)) RecordError(error);
+    // The private variables: only this thread knows them, so no lock and no queue.
+    for (size_t i = num_shared; i < mutable_vars.size(); ++i) {
+      auto* v = static_cast<ThreadedVar*>(mutable_vars[i]);
+      v->error = error;
+      v->writes.fetch_add(1, std::memory_order_release);
+    }
     ReadyList ready;
     ReleaseSlots(slots, n, error, false, nullptr, true, &ready);
     DispatchReady(ready);
@@ -366,7 +384,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     }
 #ifdef WEFT_USE_CUDA
     else {
-      std::lock_guard<std::mutex> lock(v->mu);
+      std::lock_guard<VarLock> lock(v->mu);
       last_write.ev = v->write_event;
       if (last_write.ev) gpu::Retain(last_write.ev);
     }
@@ -723,7 +741,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 
   // Waits on the host for every event on an idle variable (nothing else can touch it).
   static void HostWaitAll(ThreadedVar* v) {
-    std::lock_guard<std::mutex> lock(v->mu);
+    std::lock_guard<VarLock> lock(v->mu);
     if (v->write_event) gpu::HostWait(v->write_event);
     for (gpu::Event* ev : v->read_events) gpu::HostWait(ev);
   }
@@ -734,7 +752,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   static void PublishGpuCompletion(const VarSlot& s, gpu::Event* ev, bool on_host) {
     ThreadedVar* v = s.var;
     if (ev != nullptr) {
-      std::lock_guard<std::mutex> lock(v->mu);
+      std::lock_guard<VarLock> lock(v->mu);
       gpu::Retain(ev);
       if (s.write) {
         gpu::Release(v->write_event);
@@ -753,7 +771,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       }
       v->read_events.push_back(ev);
     } else if (on_host && s.write && (v->write_event != nullptr || !v->read_events.empty())) {
-      std::lock_guard<std::mutex> lock(v->mu);
+      std::lock_guard<VarLock> lock(v->mu);
       gpu::Release(v->write_event);
       v->write_event = nullptr;
       for (gpu::Event* old : v->read_events) gpu::Release(old);
@@ -874,6 +892,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   std::vector<std::unique_ptr<WorkerPool>> gpu_copy_pools_;
 };
 
+
 void DrainAtExit() {
   // Only the first of the registered hooks drains; exit() called from inside an
   // operation must not wait for that operation.
@@ -965,6 +984,16 @@ void AfterFork(bool in_child) {
 }
 
 std::unique_ptr<Engine> CreateThreadedEngine() { return std::make_unique<ThreadedEngine>(); }
+
+bool RunNowIfIdle(Engine* engine, Context ctx, const std::vector<VarHandle>& const_vars,
+                  const std::vector<VarHandle>& mutable_vars, SyncFnRef fn, const char* name, int64_t bytes_allocated,
+                  size_t num_private) {
+  // ThreadedEngine is final: comparing the dynamic type is one load and a compare.
+  if (typeid(*engine) == typeid(ThreadedEngine))
+    return static_cast<ThreadedEngine*>(engine)->RunNow(ctx, const_vars, mutable_vars, fn, name, bytes_allocated,
+                                                        num_private);
+  return engine->RunNowIfIdle(ctx, const_vars, mutable_vars, fn, name, bytes_allocated);
+}
 
 }  // namespace engine
 }  // namespace weft

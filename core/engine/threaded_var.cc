@@ -53,7 +53,7 @@ bool ThreadedVar::AppendLocked(VarSlot* slot) {
 }
 
 void ThreadedVar::Release(bool write, ReadyList* ready) {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<VarLock> lock(mu);
   if (write) {
     write_running_ = false;
   } else {
@@ -81,14 +81,14 @@ void ThreadedVar::GrantFrontLocked(ReadyList* ready) {
 }
 
 bool ThreadedVar::HasPendingWrite(ErrorRef* err) {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<VarLock> lock(mu);
   if (write_running_ || head_ != nullptr) return true;
   *err = error;
   return false;
 }
 
 bool ThreadedVar::Idle() {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<VarLock> lock(mu);
   return head_ == nullptr && !write_running_ && running_reads_ == 0;
 }
 
