@@ -192,7 +192,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     try {
       HostWaitAll(v);
     } catch (...) {
-      RecordError(std::current_exception());
+      RecordError(MakeError(std::current_exception()));
     }
 #endif
     delete v;
