@@ -182,6 +182,10 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     head_grads_.emplace_back(fwd_shapes[e], placed.ctx.at(sym_.outputs[i].node.get()), fwd_types[e]);
     bound[heads[i].node.get()] = head_grads_.back();
   }
+  head_read_.assign(heads.size(), false);
+  for (uint32_t id : g.input_nodes())
+    for (size_t i = 0; i < heads.size(); ++i)
+      if (g[id].source == heads[i].node.get()) head_read_[i] = true;
   std::vector<Shape> in_shapes, shapes;
   std::vector<DType> in_types, types;
   for (uint32_t id : g.input_nodes()) {
@@ -382,15 +386,16 @@ void Executor::Forward(bool is_train) {
 void Executor::Backward(const std::vector<NDArray>& head_grads) {
   WEFT_CHECK(!grad_entries_.empty() || backward_.empty(), kInternal, "backward steps without gradients");
   if (grad_entries_.empty()) return;  // no argument asked for a gradient
-  WEFT_CHECK(head_grads.empty() || head_grads.size() == head_grads_.size(), kValue, "backward: expected ",
-             head_grads_.size(), " head gradients (one per output) or none, got ", head_grads.size());
   static const NodeAttrs ones = MakeAttrs(Op::Get("ones_like"), {});
   profiler::SymbolicScope symbolic;
   for (size_t i = 0; i < head_grads_.size(); ++i) {
+    if (!head_read_[i]) continue;
     std::vector<NDArray> out{head_grads_[i]};
     if (head_grads.empty()) {
       imperative::Invoke(ones, {head_grads_[i]}, &out, &ctx_);
     } else {
+      WEFT_CHECK(i < head_grads.size() && !head_grads[i].is_none(), kValue, "backward: the gradient of output ",
+                 i, " is needed but only ", head_grads.size(), " head gradients were given (one per output, or none)");
       WEFT_CHECK(head_grads[i].shape() == head_grads_[i].shape(), kShape, "backward: head gradient ", i,
                  " has shape ", head_grads[i].shape().ToString(), " but output ", i, " has ",
                  head_grads_[i].shape().ToString());

@@ -57,7 +57,9 @@ class Executor {
   // Pushes the forward nodes; `is_train` reaches the operators (Dropout, BatchNorm).
   void Forward(bool is_train);
   // Pushes the backward nodes after a Forward(true). `head_grads` has one array per output,
-  // or is empty, meaning ones (the gradient of a loss output).
+  // or is empty, meaning ones (the gradient of a loss output). As in MXNet, only the head
+  // gradients the backward pass reads must be given and fit: those of outputs whose gradient
+  // reaches no argument (shape_array, argsort's indices) and any past the last output are ignored.
   void Backward(const std::vector<NDArray>& head_grads);
 
   const std::vector<NDArray>& outputs() const { return outputs_; }
@@ -128,6 +130,7 @@ class Executor {
   std::vector<graph::NodeEntry> grad_entries_;
   Context ctx_;
   std::vector<NDArray> args_, arg_grads_, aux_, outputs_, head_grads_;
+  std::vector<bool> head_read_;  // whether the backward pass reads head_grads_[i]
   std::vector<OpReq> grad_req_;
   std::vector<Step> forward_, backward_;
   std::vector<Step> infer_;  // Forward(false) when regions were formed

@@ -82,6 +82,39 @@ def test_head_gradient_scales_and_forward_takes_keyword_inputs():
         ex.forward(y=mx.nd.ones((2,)))
 
 
+def test_backward_reads_only_the_head_gradients_it_needs():
+    x = mx.sym.Variable("x")
+    xv = np.array([[0.5, -1.0, 2.0], [1.5, 0.0, -0.5]], dtype=np.float32)
+    # shape_array's output carries no gradient: its head gradient is not read, whatever its shape.
+    ex = mx.sym.shape_array(x).bind(mx.cpu(), {"x": mx.nd.array(xv)}, args_grad={"x": mx.nd.ones((2, 3))})
+    ex.forward(is_train=True)
+    ex.backward([mx.nd.ones((7,))])
+    np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), np.zeros((2, 3)))
+    # A group: exp's head gradient is read and checked, size_array's is not; any past the
+    # last output are ignored (MXNet's test_prelu passes one per input).
+    g = mx.sym.Group([mx.sym.exp(x), mx.sym.size_array(x)])
+    ex = g.simple_bind(mx.cpu(), x=(2, 3))
+    ex.forward(is_train=True, x=mx.nd.array(xv))
+    dy = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ex.backward([mx.nd.array(dy), mx.nd.ones((5, 5)), mx.nd.ones((9,))])
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), dy * np.exp(xv), rtol=1e-6)
+    with pytest.raises(WeftError, match=r"head gradient 0 has shape \(3,2\) but output 0 has \(2,3\)"):
+        ex.backward([mx.nd.ones((3, 2)), mx.nd.ones((1,))])
+    # The second output's gradient is needed here, and only one head gradient comes.
+    two = mx.sym.Group([mx.sym.exp(x), x * 3])
+    ex = two.simple_bind(mx.cpu(), x=(2, 3))
+    ex.forward(is_train=True, x=mx.nd.array(xv))
+    with pytest.raises(WeftError, match="the gradient of output 1 is needed but only 1 head gradients were given"):
+        ex.backward([mx.nd.ones((2, 3))])
+    ex.backward([mx.nd.ones((2, 3)), mx.nd.array(dy)])
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), np.exp(xv) + 3 * dy, rtol=1e-6)
+    # topk's indices (ret_typ 'both') carry no gradient either.
+    ex = mx.sym.topk(x, k=2, ret_typ="both").simple_bind(mx.cpu(), x=(2, 3))
+    ex.forward(is_train=True, x=mx.nd.array(xv))
+    ex.backward([mx.nd.ones((2, 2)), mx.nd.ones((4, 4))])
+    np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), [[1, 0, 1], [1, 1, 0]])
+
+
 def test_eval_and_batchnorm_auxiliary_states():
     a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
     out = (a * 2 + b).eval(a=mx.nd.array([1.0, 2.0]), b=mx.nd.array([10.0, 20.0]))
