@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -46,6 +47,19 @@ void CheckCount(size_t got, size_t want, const char* what, const std::vector<std
 }
 
 bool FoldingEnabled() { return Enabled("WEFT_EXEC_FOLD_CONSTANTS"); }
+
+// Cast's attributes to dtype t: a gradient array bound with another dtype than its gradient
+// receives it converted (MXNet lets such arrays be bound; its operators then write into them).
+const NodeAttrs& CastTo(DType t) {
+  static const std::map<DType, NodeAttrs> attrs = [] {
+    std::map<DType, NodeAttrs> m;
+    for (DType d : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kUint8, DType::kInt32, DType::kInt8,
+                    DType::kInt64, DType::kBool, DType::kBfloat16})
+      m.emplace(d, MakeAttrs(Op::Get("Cast"), {{"dtype", DTypeName(d)}}));
+    return m;
+  }();
+  return attrs.at(t);
+}
 
 // The placement part of debug_str when the graph spans several contexts: the nodes run on
 // each context (in run order) and every copy between them.
@@ -213,7 +227,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     // (A copy between devices can only write: one adding to its gradient copies first.)
     bool writes_only = IsCrossDeviceCopy(*grad_entries_[k].node);
     if (!grad_entries_[k].node->is_variable() && uses[e] == 1 && entry[e].is_none() &&
-        !(writes_only && grad_req_[a] == OpReq::kAddTo)) {
+        !(writes_only && grad_req_[a] == OpReq::kAddTo) && arg_grads_[a].dtype() == types[e]) {
       entry[e] = arg_grads_[a];
       entry_req[e] = grad_req_[a];
     } else {
@@ -334,7 +348,9 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   }
   static const NodeAttrs copy_attrs = MakeAttrs(Op::Get("_copy"), {});
   for (const auto& c : copies)
-    backward_.push_back(Step{&copy_attrs, {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
+    backward_.push_back(Step{arg_grads_[c.second].dtype() == types[c.first] ? &copy_attrs
+                                                                             : &CastTo(arg_grads_[c.second].dtype()),
+                             {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
                              {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx()});
   for (const auto& e : sym_.outputs) outputs_.push_back(entry[g.entry_id(e)]);
   if (!regions_.empty()) {
