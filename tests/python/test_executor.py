@@ -162,6 +162,44 @@ def test_symbolic_check_helpers():
     assert all(v.dtype == np.float64 for v in results.values())
 
 
+def test_symbolic_checks_with_dtype_asnumpy_keep_each_value_dtype():
+    from weft.test_utils import check_symbolic_forward, check_symbolic_backward
+    data, length = mx.sym.Variable("data"), mx.sym.Variable("length")
+    s = mx.sym.softmax(data, length=length, use_length=True, axis=1)
+    xv = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]], dtype=np.float16)
+    lv = mx.nd.array([2, 3], dtype=np.int32)
+    e = np.exp(xv.astype(np.float64) - xv.max(axis=1, keepdims=True))
+    e[0, 2] = 0
+    want = e / e.sum(axis=1, keepdims=True)
+    # "asnumpy": data stays float16 (and the NDArray length int32); with a fixed dtype every
+    # value is converted.
+    out = check_symbolic_forward(s, {"data": xv, "length": lv}, [want], rtol=1e-2, atol=1e-3, dtype="asnumpy")
+    assert out[0].dtype == np.float16
+    out = check_symbolic_forward(s, {"data": xv, "length": lv}, [want], rtol=1e-3, atol=1e-4, dtype=np.float64)
+    assert out[0].dtype == np.float64
+    # Gradients take the expected values' dtypes, here other than data's: they arrive converted.
+    dy = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=np.float16)
+    p = want[:, :, None] * (np.eye(3)[None] - want[:, None, :])
+    dx = np.einsum("bj,bji->bi", dy.astype(np.float64), p)
+    dx[0, 2] = 0
+    grads = check_symbolic_backward(s, {"data": xv, "length": lv}, [dy], [dx, np.zeros(2, dtype=np.int32)],
+                                    rtol=1e-2, atol=1e-3, dtype="asnumpy")
+    assert grads["data"].dtype == np.float64 and grads["length"].dtype == np.int32
+
+
+def test_gradient_arrays_of_another_dtype_receive_the_gradient_converted():
+    x = mx.sym.Variable("x")
+    xv = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    for req in ("write", "add"):
+        g = mx.nd.array([1.0, 2.0, 3.0], dtype=np.float64)
+        ex = mx.sym.exp(x).bind(mx.cpu(), {"x": mx.nd.array(xv)}, args_grad={"x": g}, grad_req=req)
+        ex.forward(is_train=True)
+        ex.backward([mx.nd.array([1.0, 2.0, 3.0])])
+        start = np.array([1.0, 2.0, 3.0]) if req == "add" else 0
+        assert g.dtype == np.float64
+        np.testing.assert_allclose(g.asnumpy(), start + np.array([1.0, 2.0, 3.0]) * np.exp(xv), rtol=1e-6)
+
+
 def test_debug_str_reports_planned_memory():
     x = mx.sym.Variable("x")
     h = x

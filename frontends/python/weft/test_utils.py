@@ -673,8 +673,20 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
                                                               "numeric %s[%d]" % (op, i)))
 
 
-def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null"):
-    """Binds `sym` to numpy/NDArray values given as a list (list_arguments order) or dict."""
+def _value_array(v, ctx, dtype):
+    """An NDArray on ctx for a check's value: in `dtype`, or with dtype="asnumpy" (MXNet's)
+    in the value's own dtype."""
+    if isinstance(dtype, str) and dtype == "asnumpy":
+        if isinstance(v, NDArray):
+            return v.as_in_context(ctx)
+        v = np.asarray(v)
+        return nd.array(v, ctx=ctx, dtype=v.dtype)
+    return nd.array(_as_numpy(v), ctx=ctx, dtype=dtype)
+
+
+def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null", grad_dtypes=None):
+    """Binds `sym` to numpy/NDArray values given as a list (list_arguments order) or dict.
+    Gradient arrays have the arguments' dtypes, or those `grad_dtypes` gives by name."""
     names = sym.list_arguments()
     if isinstance(location, dict):
         missing = [n for n in names if n not in location]
@@ -683,14 +695,15 @@ def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null"):
         location = [location[n] for n in names]
     if len(location) != len(names):
         raise ValueError("expected %d values (%s), got %d" % (len(names), names, len(location)))
-    args = [nd.array(_as_numpy(v), ctx=ctx, dtype=dtype) for v in location]
+    args = [_value_array(v, ctx, dtype) for v in location]
     aux_names = sym.list_auxiliary_states()
     if isinstance(aux_states, dict):
         aux_states = [aux_states[n] for n in aux_names]
-    aux = [nd.array(_as_numpy(v), ctx=ctx, dtype=dtype) for v in (aux_states or [])]
+    aux = [_value_array(v, ctx, dtype) for v in (aux_states or [])]
     grads = None
     if grad_req != "null":
-        grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=dtype) for n, a in zip(names, args)}
+        grad_dtypes = grad_dtypes or {}
+        grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=grad_dtypes.get(n, a.dtype)) for n, a in zip(names, args)}
     return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req, aux_states=aux), args, grads
 
 
@@ -724,7 +737,12 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     names = sym.list_arguments()
     if not isinstance(expected, dict):
         expected = dict(zip(names, expected))
-    ex, _, grads = _bind_location(sym, location, aux_states, ctx, dtype, grad_req=grad_req)
+    # With dtype="asnumpy" a gradient has the dtype of its expected value, as in MXNet.
+    grad_dtypes = None
+    if isinstance(dtype, str) and dtype == "asnumpy":
+        grad_dtypes = {n: np.asarray(_as_numpy(v)).dtype for n, v in expected.items()}
+    ex, _, grads = _bind_location(sym, location, aux_states, ctx, dtype, grad_req=grad_req,
+                                  grad_dtypes=grad_dtypes)
     initial = {}
     if grad_req == "add":
         rng = np.random.RandomState(7)
@@ -733,8 +751,9 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
             g[:] = initial[n]
     ex.forward(is_train=True)
     if out_grads is not None:
-        out_grads = [nd.array(_as_numpy(g), ctx=ctx, dtype=dtype) for g in
-                     (out_grads.values() if isinstance(out_grads, dict) else out_grads)]
+        if isinstance(out_grads, dict):
+            out_grads = [out_grads[n] for n in sym.list_outputs()]
+        out_grads = [_value_array(g, ctx, dtype) for g in out_grads]
     ex.backward(out_grads)
     result = {n: g.asnumpy() for n, g in grads.items()}
     for n, want in expected.items():
