@@ -48,6 +48,34 @@ def test_keyword_inputs_and_no_bias():
         mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden="many")
 
 
+def test_none_positional_inputs_are_left_out_and_bind_ignores_other_names():
+    x, w, b = mx.sym.Variable("x"), mx.sym.Variable("w"), mx.sym.Variable("b")
+    # As in MXNet: None leaves an input out, the others keep their places by name.
+    conv = mx.sym.Convolution(x, w, None, num_filter=2, kernel=(1, 1), no_bias=True, name="c")
+    assert conv.list_arguments() == ["x", "w"]
+    # A left-out input that the operator needs becomes its usual variable.
+    fc = mx.sym.FullyConnected(x, None, b, num_hidden=2, name="fc")
+    assert fc.list_arguments() == ["x", "fc_weight", "b"]
+    up = mx.sym.contrib.BilinearResize2D(x, None, height=4, width=6)
+    assert up.infer_shape(x=(1, 1, 2, 3))[1] == [(1, 1, 4, 6)]
+    with pytest.raises(TypeError, match="input 'weight' given by position and by keyword"):
+        mx.sym.FullyConnected(x, w, None, weight=w, num_hidden=2)
+    with pytest.raises(TypeError, match="positional input 1 must be a Symbol, got int"):
+        mx.sym.FullyConnected(x, 3, None, num_hidden=2)
+    # bind skips names that are not arguments (here b, and its gradient).
+    xv = np.arange(6, dtype=np.float32).reshape(1, 1, 2, 3)
+    args = {"x": mx.nd.array(xv), "w": mx.nd.array([[[[2.0]]], [[[-1.0]]]]), "b": None}
+    grads = {"x": mx.nd.zeros((1, 1, 2, 3)), "w": mx.nd.zeros((2, 1, 1, 1)), "b": None, "other": mx.nd.ones(1)}
+    ex = conv.bind(mx.cpu(), args, args_grad=grads)
+    out = ex.forward(is_train=True)[0].asnumpy()
+    np.testing.assert_allclose(out, np.concatenate([2 * xv, -xv], axis=1))
+    ex.backward(mx.nd.ones((1, 2, 2, 3)))
+    np.testing.assert_allclose(grads["x"].asnumpy(), np.ones((1, 1, 2, 3)))
+    np.testing.assert_allclose(grads["w"].asnumpy().ravel(), [xv.sum(), xv.sum()])
+    with pytest.raises(ValueError, match="key `w` is missing in `args`"):
+        conv.bind(mx.cpu(), {"x": mx.nd.array(xv), "b": None})
+
+
 def test_batchnorm_moving_stats_are_auxiliary_states():
     bn = mx.sym.BatchNorm(mx.sym.Variable("data"), name="bn")
     assert bn.list_arguments() == ["data", "bn_gamma", "bn_beta"]

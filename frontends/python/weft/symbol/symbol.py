@@ -190,10 +190,8 @@ class Symbol:
         if values is None:
             raise ValueError("bind: %s are required (%s)" % (what, names))
         if isinstance(values, dict):
-            unknown = set(values) - set(names)
-            if unknown:
-                raise ValueError("bind: %s has names that are not %s: %s (expected %s)"
-                                 % (what, what, sorted(unknown), names))
+            # Names that are not arguments are ignored, as in MXNet (a dict of every
+            # parameter of a model binds any part of it).
             missing = [n for n in names if n not in values]
             if missing and not allow_missing:
                 # MXNet's wording first, then every missing name
