@@ -131,7 +131,13 @@ size_t InferAll(const IndexedGraph& g, const std::vector<T>& inputs, std::vector
     uint32_t id = g.input_nodes()[k];
     const Node& n = *g[id].source;
     T value = inputs[k];
-    if (const std::string* attr = n.FindAttr(Traits<T>::kAttr)) {
+    const std::string* attr = n.FindAttr(Traits<T>::kAttr);
+    // A given dtype wins over a declared __dtype__, as in MXNet (a float64 Variable bound to
+    // float32 arrays runs in float32); a declared __shape__ must agree with the given one.
+    if constexpr (std::is_same_v<T, DType>) {
+      if (value != DType::kUnknown) attr = nullptr;
+    }
+    if (attr != nullptr) {
       T declared = Traits<T>::FromAttr(*attr, "variable '" + n.attrs.name + "' " + Traits<T>::kAttr);
       if (!Traits<T>::Merge(&value, declared))
         Throw(Traits<T>::kKind, "Variable '", n.attrs.name, "': given ", Traits<T>::kWhat, " ",

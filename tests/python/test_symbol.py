@@ -278,3 +278,24 @@ def test_comparisons_build_nodes_and_symbols_refuse_truth_tests():
     with pytest.raises(TypeError, match="Symbol or a number"):
         x == "x"  # noqa: B015
     assert {x: 1, y: 2}[y] == 2  # still hashable, by identity
+
+
+def test_given_dtype_wins_over_a_declared_one():
+    # As in MXNet: a Variable's dtype is a default that bound arrays or given types override.
+    x = mx.sym.Variable("x", dtype="float64")
+    s = mx.sym.dot(x, mx.sym.Variable("y"))
+    assert s.infer_type()[0] == [np.float64, np.float64]
+    assert s.infer_type(x="float32")[0] == [np.float32, np.float32]
+    assert s.simple_bind(mx.cpu(), x=(2, 3), y=(3, 1)).arg_dict["x"].dtype == np.float64
+    assert s.simple_bind(mx.cpu(), x=(2, 3), y=(3, 1), type_dict={"x": "float16"}).arg_dict["y"].dtype == np.float16
+    xv, yv = np.arange(6.0).reshape(2, 3), np.array([[1.0], [-2.0], [0.5]])
+    ex = s.bind(mx.cpu(), {"x": mx.nd.array(xv), "y": mx.nd.array(yv)})
+    out = ex.forward()[0]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.asnumpy(), xv @ yv, rtol=1e-6)
+    from weft.test_utils import check_numeric_gradient
+    check_numeric_gradient(s, [xv, yv], numeric_eps=1e-2, rtol=1e-2, atol=1e-3)
+    # Declared shapes still have to agree with given ones.
+    z = mx.sym.Variable("z", shape=(2, 3))
+    with pytest.raises(WeftError, match="declared with"):
+        (z * 2).infer_shape(z=(3, 3))
