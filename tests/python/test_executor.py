@@ -187,6 +187,29 @@ def test_symbolic_checks_with_dtype_asnumpy_keep_each_value_dtype():
     assert grads["data"].dtype == np.float64 and grads["length"].dtype == np.int32
 
 
+def test_symbolic_backward_checks_each_grad_req():
+    from weft.test_utils import check_symbolic_backward
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    s = x * y
+    xv, yv = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    # 'null' must leave the (random) gradient arrays as they were, whatever is expected.
+    got = check_symbolic_backward(s, [xv, yv], [np.ones(2)], [np.zeros(2), np.zeros(2)], grad_req="null")
+    assert np.abs(got["x"]).sum() > 0
+    check_symbolic_backward(s, [xv, yv], [np.ones(2)], [yv, xv], grad_req=["add", "null"], rtol=1e-5)
+    check_symbolic_backward(s, [xv, yv], [np.ones(2)], [yv, xv], grad_req={"x": "write", "y": "add"}, rtol=1e-5)
+    with pytest.raises(AssertionError):
+        check_symbolic_backward(s, [xv, yv], [np.ones(2)], [xv, yv], grad_req=["write", "null"], rtol=1e-5)
+    with pytest.raises(ValueError, match="invalid grad_req 'often' for argument x"):
+        check_symbolic_backward(s, [xv, yv], [np.ones(2)], [yv, xv], grad_req="often")
+
+
+def test_simple_bind_takes_only_tuples_as_shapes():
+    s = mx.sym.take(mx.sym.Variable("a"), mx.sym.Variable("indices"), axis=1, mode="clip")
+    # MXNet's tests pass the operator's parameters along; only tuples are shapes.
+    ex = s.simple_bind(mx.cpu(), a=(2, 3), indices=(4,), axis=1, mode="clip")
+    assert ex.outputs[0].shape == (2, 4)
+
+
 def test_gradient_arrays_of_another_dtype_receive_the_gradient_converted():
     x = mx.sym.Variable("x")
     xv = np.array([0.5, -1.0, 2.0], dtype=np.float32)

@@ -728,9 +728,10 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
                             grad_req="write", ctx=None, grad_stypes=None, equal_nan=False, dtype=np.float32):
     """Runs `sym` forward (training mode) and backward with head gradients `out_grads`, and
     compares the argument gradients with `expected` (a list in list_arguments order or a
-    dict by name; arguments left out of a dict are not checked). With grad_req="add" the
-    gradient arrays start from random values, which the result must add to. Returns the
-    gradients as numpy arrays by name."""
+    dict by name; arguments left out of a dict are not checked). grad_req is one request or
+    a list/dict of them by argument; the gradient arrays start from random values, which
+    'add' must add to and 'null' must leave as they are. Returns the gradients as numpy
+    arrays by name."""
     if grad_stypes and any(t != "default" for t in grad_stypes.values()):
         raise NotImplementedError("check_symbolic_backward: sparse gradient storage is not supported")
     ctx = ctx or default_context()
@@ -741,14 +742,22 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     grad_dtypes = None
     if isinstance(dtype, str) and dtype == "asnumpy":
         grad_dtypes = {n: np.asarray(_as_numpy(v)).dtype for n, v in expected.items()}
+    if isinstance(grad_req, str):
+        grad_req = {n: grad_req for n in names}
+    elif isinstance(grad_req, (list, tuple)):
+        grad_req = dict(zip(names, grad_req))
+    else:
+        grad_req = {n: grad_req.get(n, "null") for n in names}
+    for n, req in grad_req.items():
+        if req not in ("write", "add", "null"):
+            raise ValueError("check_symbolic_backward: invalid grad_req %r for argument %s" % (req, n))
     ex, _, grads = _bind_location(sym, location, aux_states, ctx, dtype, grad_req=grad_req,
                                   grad_dtypes=grad_dtypes)
+    rng = np.random.RandomState(7)
     initial = {}
-    if grad_req == "add":
-        rng = np.random.RandomState(7)
-        for n, g in grads.items():
-            initial[n] = rng.normal(size=g.shape).astype(g.dtype)
-            g[:] = initial[n]
+    for n, g in grads.items():
+        initial[n] = rng.normal(size=g.shape).astype(g.dtype)
+        g[:] = initial[n]
     ex.forward(is_train=True)
     if out_grads is not None:
         if isinstance(out_grads, dict):
@@ -757,8 +766,12 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     ex.backward(out_grads)
     result = {n: g.asnumpy() for n, g in grads.items()}
     for n, want in expected.items():
-        want = _as_numpy(want) + initial.get(n, 0)
-        assert_almost_equal(result[n], want, rtol, atol, names=("gradient of " + n, "expected"), equal_nan=equal_nan)
+        if grad_req[n] == "null":
+            want = initial[n]
+        elif grad_req[n] == "add":
+            want = _as_numpy(want) + initial[n]
+        assert_almost_equal(result[n], _as_numpy(want), rtol, atol, names=("gradient of " + n, "expected"),
+                            equal_nan=equal_nan)
     return result
 
 

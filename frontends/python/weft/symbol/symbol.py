@@ -245,7 +245,9 @@ class Symbol:
                                  % (len(names), names, len(grad_req)))
             grad_req = dict(zip(names, grad_req))
         reqs = json.dumps(grad_req) if isinstance(grad_req, dict) else grad_req
-        shapes = json.dumps({k: [int(d) for d in v] for k, v in kwargs.items()})
+        # As in MXNet, only tuples are shapes: other keywords (MXNet's tests pass the
+        # operator's parameters along) are ignored.
+        shapes = json.dumps({k: [int(d) for d in v] for k, v in kwargs.items() if isinstance(v, (tuple, list))})
         types = json.dumps({k: dtype_id(v) for k, v in (type_dict or {}).items()})
         ctx = Context(ctx)
         handle = _api.weft_executor_simple_bind(self.handle, ctx._as_tuple(), _group2ctx_json(group2ctx), shapes,
