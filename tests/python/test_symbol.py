@@ -299,3 +299,35 @@ def test_given_dtype_wins_over_a_declared_one():
     z = mx.sym.Variable("z", shape=(2, 3))
     with pytest.raises(WeftError, match="declared with"):
         (z * 2).infer_shape(z=(3, 3))
+
+
+@pytest.mark.parametrize("src,spec,reverse,dst", [
+    ((2, 3, 5, 5), (0, -1), False, (2, 75)),
+    ((2, 3, 5, 4), (-1, 0, 0), False, (8, 3, 5)),
+    ((2, 3, 5, 6), (-3, -1), False, (6, 30)),
+    ((64, 1, 2, 3), (-4, 16, -1, -2), False, (16, 4, 1, 2, 3)),
+    ((2, 3, 5, 5), (0, 0, -1), True, (3, 5, 10)),
+    ((1, 2, 3, 64), (-2, -1, 16, -4), True, (1, 2, 3, 4, 16)),
+])
+def test_reshape_infers_an_unknown_input_dim_back_from_its_output(src, spec, reverse, dst):
+    # MXNet 1.x: a 0 in a given shape is unknown; Reshape's output, fixed by the other
+    # operand, gives the missing input dim back.
+    for i in range(len(src)):
+        held = tuple(0 if k == i else d for k, d in enumerate(src))
+        net = mx.sym.elemwise_add(mx.sym.Variable("data").reshape(spec, reverse=reverse), mx.sym.ones(shape=dst))
+        args, outs, _ = net.infer_shape(data=held)
+        assert args == [src] and outs == [dst]
+
+
+def test_reshape_partial_inference_limits():
+    net = mx.sym.Variable("data").reshape((0, -1))
+    # Nothing fixes the output: the shape stays partial.
+    assert net.infer_shape(data=(2, 0, 5))[0] is None
+    assert net.infer_shape_partial(data=(2, 0, 5))[1] == [(2, 0)]
+    # Two unknown input dims cannot be told apart by the element count.
+    two = mx.sym.elemwise_add(net, mx.sym.ones(shape=(2, 30)))
+    assert two.infer_shape(data=(2, 0, 0))[0] is None
+    # An output whose size the known input dims do not divide is refused.
+    bad = mx.sym.elemwise_add(mx.sym.Variable("data").reshape((-1,)), mx.sym.ones(shape=(7,)))
+    with pytest.raises(WeftError, match="not a multiple of the known input dims' product 2"):
+        bad.infer_shape(data=(2, 0))
