@@ -334,9 +334,14 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       continue;
     }
     s.attrs = &n->attrs;
+    std::vector<std::string> arg_names = graph::InputNames(*n);
     for (const auto& in : g[id].inputs) {
+      const graph::Node& src = *g[in.node_id].source;
+      size_t i = s.inputs.size();
       s.inputs.push_back(entry[g.entry_id(in.node_id, in.index)]);
-      s.input_names.push_back(graph::OutputName(*g[in.node_id].source, in.index));
+      s.input_names.push_back(graph::OutputName(src, in.index));
+      if (src.is_variable()) s.monitor_inputs.emplace_back(src.attrs.name, i);
+      s.monitor_inputs.emplace_back(n->attrs.name + "_" + (i < arg_names.size() ? arg_names[i] : "input" + std::to_string(i)), i);
     }
     for (int i = 0; i < n->num_outputs(); ++i) {
       s.outputs.push_back(entry[g.entry_id(id, i)]);
@@ -351,7 +356,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     backward_.push_back(Step{arg_grads_[c.second].dtype() == types[c.first] ? &copy_attrs
                                                                              : &CastTo(arg_grads_[c.second].dtype()),
                              {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
-                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx()});
+                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx(), false, {}});
   for (const auto& e : sym_.outputs) outputs_.push_back(entry[g.entry_id(e)]);
   if (!regions_.empty()) {
     std::vector<uint32_t> forward_nodes;
@@ -386,7 +391,9 @@ void Executor::Run(std::vector<Step>& steps, bool is_train) {
     if (!s.cross_copy) imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &s.ctx, &s.req, is_train);
     else if (s.req[0] != OpReq::kNullOp) CopyFromTo(s.inputs[0], s.outputs[0]);
     if (!monitor_) continue;
-    if (monitor_all_)
+    if (monitor_all_ && !s.monitor_inputs.empty())
+      for (const auto& m : s.monitor_inputs) monitor_(m.first, s.inputs[m.second]);
+    else if (monitor_all_)
       for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
     for (size_t i = 0; i < s.outputs.size(); ++i)
       if (s.req[i] != OpReq::kNullOp) monitor_(s.output_names[i], s.outputs[i]);

@@ -103,6 +103,10 @@ class Executor {
     std::vector<std::string> input_names, output_names;  // for the monitor
     Context ctx;              // where it runs
     bool cross_copy = false;  // a "_CrossDeviceCopy": run as a copy between contexts
+    // What monitor_all reports of an operator's inputs, as MXNet: a variable input by its
+    // own name, then every input as "<node>_<input name>" (the index into inputs). Empty
+    // for steps that are not one node (input_names then).
+    std::vector<std::pair<std::string, size_t>> monitor_inputs;
   };
   void Run(std::vector<Step>& steps, bool is_train);
   // A chain of pointwise nodes run as one "_fused_pointwise" node: its attributes (holding

@@ -344,6 +344,25 @@ def test_monitor_callback_and_monitor():
     np.testing.assert_allclose(stat["fc1_weight"], np.linalg.norm(w) / np.sqrt(w.size), rtol=1e-5)
 
 
+def test_monitor_all_names_inputs_as_mxnet():
+    # A variable input is reported by its name, then every input as "<node>_<input name>".
+    data = mx.sym.Variable("data")
+    conv = mx.sym.Convolution(data, kernel=(2, 2), num_filter=1, name="conv")
+    out = mx.sym.concat(conv, conv, dim=0, name="cc")
+    exe = out.simple_bind(mx.cpu(), data=(1, 1, 3, 3), grad_req="null")
+    exe.arg_dict["data"][:] = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    exe.arg_dict["conv_weight"][:] = 1
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.asnumpy().copy())), monitor_all=True)
+    exe.forward()
+    names = [n for n, _ in seen]
+    assert names == ["data", "conv_data", "conv_weight", "conv_weight", "conv_bias", "conv_bias", "conv_output",
+                     "cc_arg0", "cc_arg1", "cc_output"]
+    values = dict(seen)
+    np.testing.assert_array_equal(values["conv_data"], exe.arg_dict["data"].asnumpy())
+    np.testing.assert_array_equal(values["cc_arg1"], [[[[8, 12], [20, 24]]]])
+
+
 def test_monitor_sees_the_backward_too():
     x = mx.sym.var("x")
     y = mx.sym.var("y")
