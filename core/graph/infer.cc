@@ -132,11 +132,10 @@ size_t InferAll(const IndexedGraph& g, const std::vector<T>& inputs, std::vector
     const Node& n = *g[id].source;
     T value = inputs[k];
     const std::string* attr = n.FindAttr(Traits<T>::kAttr);
-    // A given dtype wins over a declared __dtype__, as in MXNet (a float64 Variable bound to
-    // float32 arrays runs in float32); a declared __shape__ must agree with the given one.
-    if constexpr (std::is_same_v<T, DType>) {
-      if (value != DType::kUnknown) attr = nullptr;
-    }
+    // A fully given value wins over a declared __dtype__ / __shape__, as in MXNet (a float64
+    // Variable bound to float32 arrays runs in float32; a Module reshaped to a new input
+    // shape runs with it); a partly given shape is completed from the declared one.
+    if (Traits<T>::Known(value)) attr = nullptr;
     if (attr != nullptr) {
       T declared = Traits<T>::FromAttr(*attr, "variable '" + n.attrs.name + "' " + Traits<T>::kAttr);
       if (!Traits<T>::Merge(&value, declared))

@@ -363,6 +363,26 @@ def test_monitor_all_names_inputs_as_mxnet():
     np.testing.assert_array_equal(values["cc_arg1"], [[[[8, 12], [20, 24]]]])
 
 
+def test_monitor_carries_over_to_a_reshaped_executor_and_a_new_input_shape():
+    # A Variable declared with one shape runs with another given (Module.reshape), and the
+    # reshaped executor keeps the monitor, as in MXNet.
+    data = mx.sym.Variable("data", shape=(1, 2, 3, 3))
+    conv = mx.sym.Convolution(data, kernel=(1, 1), num_filter=1, no_bias=True, name="conv")
+    exe = conv.simple_bind(mx.cpu(), data=(1, 2, 3, 3), grad_req="null")
+    exe.arg_dict["conv_weight"][:] = np.array([1.0, 2.0]).reshape(1, 2, 1, 1)
+    seen = {}
+    exe.set_monitor_callback(lambda name, arr: seen.__setitem__(name, arr.asnumpy().copy()))
+    new = exe.reshape(allow_up_sizing=True, data=(1, 2, 3, 5))
+    new.arg_dict["data"][:] = np.ones((1, 2, 3, 5), dtype=np.float32)
+    new.forward()
+    np.testing.assert_allclose(seen["conv_output"], np.full((1, 1, 3, 5), 3.0))
+    mod = mx.mod.Module(conv, label_names=None)
+    mod.bind(for_training=False, data_shapes=[("data", (1, 2, 3, 3))])
+    mod.init_params()
+    mod.forward(mx.io.DataBatch([mx.nd.ones((1, 2, 3, 5))]), is_train=False)
+    assert mod.get_outputs()[0].shape == (1, 1, 3, 5)
+
+
 def test_monitor_sees_the_backward_too():
     x = mx.sym.var("x")
     y = mx.sym.var("y")

@@ -295,10 +295,14 @@ def test_given_dtype_wins_over_a_declared_one():
     np.testing.assert_allclose(out.asnumpy(), xv @ yv, rtol=1e-6)
     from weft.test_utils import check_numeric_gradient
     check_numeric_gradient(s, [xv, yv], numeric_eps=1e-2, rtol=1e-2, atol=1e-3)
-    # Declared shapes still have to agree with given ones.
-    z = mx.sym.Variable("z", shape=(2, 3))
+    # So does a given shape; a partly given one is completed from the declaration and must
+    # agree with it.
+    z = mx.sym.Variable("z", shape=(2, 0))
+    assert (z * 2).infer_shape(z=(3, 3))[0] == [(3, 3)]
+    w = mx.sym.elemwise_add(z, mx.sym.ones(shape=(2, 5)))
+    assert w.infer_shape()[0] == [(2, 5)]
     with pytest.raises(WeftError, match="declared with"):
-        (z * 2).infer_shape(z=(3, 3))
+        (z * 2).infer_shape(z=(3, 0))
 
 
 @pytest.mark.parametrize("src,spec,reverse,dst", [
