@@ -5,8 +5,8 @@ As MXNet's module, this one has no `__all__`: `from weft.test_utils import *` gi
 public name, the modules it imports included (`np`, `mx`, `nd`, `os`, ...), which MXNet's
 test files rely on.
 
-Sparse storage (`row_sparse`, `csr`) does not exist in Weft yet: the helpers that make
-sparse arrays raise NotImplementedError saying so.
+The check_symbolic_* helpers bind csr and row_sparse arguments (and gradients of the
+storage types in `grad_stypes`) as such, so that the executor runs the sparse kernels.
 """
 # The standard modules MXNet's test_utils imports are part of what `import *` gives.
 import bz2
@@ -673,20 +673,10 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
                                                               "numeric %s[%d]" % (op, i)))
 
 
-def _value_array(v, ctx, dtype):
-    """An NDArray on ctx for a check's value: in `dtype`, or with dtype="asnumpy" (MXNet's)
-    in the value's own dtype."""
-    if isinstance(dtype, str) and dtype == "asnumpy":
-        if isinstance(v, NDArray):
-            return v.as_in_context(ctx)
-        v = np.asarray(v)
-        return nd.array(v, ctx=ctx, dtype=v.dtype)
-    return nd.array(_as_numpy(v), ctx=ctx, dtype=dtype)
-
-
-def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null", grad_dtypes=None):
-    """Binds `sym` to numpy/NDArray values given as a list (list_arguments order) or dict.
-    Gradient arrays have the arguments' dtypes, or those `grad_dtypes` gives by name."""
+def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null", grad_stypes=None, grad_dtypes=None):
+    """Binds `sym` to numpy/NDArray values given as a list (list_arguments order) or dict;
+    the gradient arrays are zeros of the storage types in `grad_stypes` (dense elsewhere),
+    in the arguments' dtypes or those `grad_dtypes` gives by name."""
     names = sym.list_arguments()
     if isinstance(location, dict):
         missing = [n for n in names if n not in location]
@@ -695,16 +685,33 @@ def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null", grad_
         location = [location[n] for n in names]
     if len(location) != len(names):
         raise ValueError("expected %d values (%s), got %d" % (len(names), names, len(location)))
-    args = [_value_array(v, ctx, dtype) for v in location]
+    args = [_location_array(v, ctx, dtype) for v in location]
     aux_names = sym.list_auxiliary_states()
     if isinstance(aux_states, dict):
         aux_states = [aux_states[n] for n in aux_names]
-    aux = [_value_array(v, ctx, dtype) for v in (aux_states or [])]
+    aux = [_location_array(v, ctx, dtype) for v in (aux_states or [])]
     grads = None
     if grad_req != "null":
+        grad_stypes = grad_stypes or {}
         grad_dtypes = grad_dtypes or {}
-        grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=grad_dtypes.get(n, a.dtype)) for n, a in zip(names, args)}
+        grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=grad_dtypes.get(n, a.dtype), stype=grad_stypes.get(n) or "default")
+                 for n, a in zip(names, args)}
     return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req, aux_states=aux), args, grads
+
+
+def _location_array(value, ctx, dtype):
+    """A value as bound by the check_symbolic_* helpers: with dtype="asnumpy" (MXNet's) in
+    its own dtype (an NDArray as it is); otherwise a csr or row_sparse NDArray stays in its
+    storage type (the executor then runs its sparse kernels) and anything else becomes a
+    dense array, in `dtype`."""
+    if isinstance(dtype, str) and dtype == "asnumpy":
+        if isinstance(value, NDArray):
+            return value.as_in_context(ctx)
+        value = np.asarray(value)
+        return nd.array(value, ctx=ctx, dtype=value.dtype)
+    if isinstance(value, NDArray) and value.stype != "default":
+        return nd.array(value, ctx=ctx, dtype=dtype)
+    return nd.array(_as_numpy(value), ctx=ctx, dtype=dtype)
 
 
 def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None, ctx=None,
@@ -729,11 +736,17 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     """Runs `sym` forward (training mode) and backward with head gradients `out_grads`, and
     compares the argument gradients with `expected` (a list in list_arguments order or a
     dict by name; arguments left out of a dict are not checked). grad_req is one request or
-    a list/dict of them by argument; the gradient arrays start from random values, which
-    'add' must add to and 'null' must leave as they are. Returns the gradients as numpy
-    arrays by name."""
-    if grad_stypes and any(t != "default" for t in grad_stypes.values()):
-        raise NotImplementedError("check_symbolic_backward: sparse gradient storage is not supported")
+    a list/dict of them by argument; the (dense) gradient arrays start from random values,
+    which 'add' must add to and 'null' must leave as they are. Returns the gradient arrays
+    (NDArrays) by name, as MXNet's.
+
+    Arguments given as csr or row_sparse NDArrays are bound as such, and `grad_stypes`
+    (name -> 'default', 'row_sparse' or 'csr') gives gradient arrays of those storage
+    types: the executor then runs the sparse kernels, and the gradients keep their types."""
+    for n, t in (grad_stypes or {}).items():
+        if t not in (None, "default", "row_sparse", "csr"):
+            raise ValueError("check_symbolic_backward: grad_stypes[%r] must be 'default', 'row_sparse' or 'csr', "
+                             "got %r" % (n, t))
     ctx = ctx or default_context()
     names = sym.list_arguments()
     if not isinstance(expected, dict):
@@ -752,27 +765,29 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
         if req not in ("write", "add", "null"):
             raise ValueError("check_symbolic_backward: invalid grad_req %r for argument %s" % (req, n))
     ex, _, grads = _bind_location(sym, location, aux_states, ctx, dtype, grad_req=grad_req,
-                                  grad_dtypes=grad_dtypes)
+                                  grad_stypes=grad_stypes, grad_dtypes=grad_dtypes)
     rng = np.random.RandomState(7)
     initial = {}
     for n, g in grads.items():
-        initial[n] = rng.normal(size=g.shape).astype(g.dtype)
-        g[:] = initial[n]
+        if g.stype == "default":
+            initial[n] = rng.normal(size=g.shape).astype(g.dtype)
+            g[:] = initial[n]
+        else:
+            initial[n] = np.zeros(g.shape, dtype=g.dtype)
     ex.forward(is_train=True)
     if out_grads is not None:
         if isinstance(out_grads, dict):
             out_grads = [out_grads[n] for n in sym.list_outputs()]
-        out_grads = [_value_array(g, ctx, dtype) for g in out_grads]
+        out_grads = [_location_array(g, ctx, dtype) for g in out_grads]
     ex.backward(out_grads)
-    result = {n: g.asnumpy() for n, g in grads.items()}
     for n, want in expected.items():
         if grad_req[n] == "null":
             want = initial[n]
         elif grad_req[n] == "add":
             want = _as_numpy(want) + initial[n]
-        assert_almost_equal(result[n], _as_numpy(want), rtol, atol, names=("gradient of " + n, "expected"),
+        assert_almost_equal(grads[n].asnumpy(), _as_numpy(want), rtol, atol, names=("gradient of " + n, "expected"),
                             equal_nan=equal_nan)
-    return result
+    return grads
 
 
 def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=None, aux_params=None, rtol=None,
