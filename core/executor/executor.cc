@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -48,6 +49,19 @@ void CheckCount(size_t got, size_t want, const char* what, const std::vector<std
 }
 
 bool FoldingEnabled() { return Enabled("WEFT_EXEC_FOLD_CONSTANTS"); }
+
+// Cast's attributes to dtype t: a gradient array bound with another dtype than its gradient
+// receives it converted (MXNet lets such arrays be bound; its operators then write into them).
+const NodeAttrs& CastTo(DType t) {
+  static const std::map<DType, NodeAttrs> attrs = [] {
+    std::map<DType, NodeAttrs> m;
+    for (DType d : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kUint8, DType::kInt32, DType::kInt8,
+                    DType::kInt64, DType::kBool, DType::kBfloat16})
+      m.emplace(d, MakeAttrs(Op::Get("Cast"), {{"dtype", DTypeName(d)}}));
+    return m;
+  }();
+  return attrs.at(t);
+}
 
 // The placement part of debug_str when the graph spans several contexts: the nodes run on
 // each context (in run order) and every copy between them.
@@ -203,6 +217,10 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     head_grads_.emplace_back(fwd_shapes[e], placed.ctx.at(sym_.outputs[i].node.get()), fwd_types[e]);
     bound[heads[i].node.get()] = head_grads_.back();
   }
+  head_read_.assign(heads.size(), false);
+  for (uint32_t id : g.input_nodes())
+    for (size_t i = 0; i < heads.size(); ++i)
+      if (g[id].source == heads[i].node.get()) head_read_[i] = true;
   std::vector<Shape> in_shapes, shapes;
   std::vector<DType> in_types, types;
   for (uint32_t id : g.input_nodes()) {
@@ -230,7 +248,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     // (A copy between devices can only write: one adding to its gradient copies first.)
     bool writes_only = IsCrossDeviceCopy(*grad_entries_[k].node);
     if (!grad_entries_[k].node->is_variable() && uses[e] == 1 && entry[e].is_none() &&
-        !(writes_only && grad_req_[a] == OpReq::kAddTo)) {
+        !(writes_only && grad_req_[a] == OpReq::kAddTo) && arg_grads_[a].dtype() == types[e]) {
       entry[e] = arg_grads_[a];
       entry_req[e] = grad_req_[a];
     } else {
@@ -337,9 +355,14 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       continue;
     }
     s.attrs = &n->attrs;
+    std::vector<std::string> arg_names = graph::InputNames(*n);
     for (const auto& in : g[id].inputs) {
+      const graph::Node& src = *g[in.node_id].source;
+      size_t i = s.inputs.size();
       s.inputs.push_back(entry[g.entry_id(in.node_id, in.index)]);
-      s.input_names.push_back(graph::OutputName(*g[in.node_id].source, in.index));
+      s.input_names.push_back(graph::OutputName(src, in.index));
+      if (src.is_variable()) s.monitor_inputs.emplace_back(src.attrs.name, i);
+      s.monitor_inputs.emplace_back(n->attrs.name + "_" + (i < arg_names.size() ? arg_names[i] : "input" + std::to_string(i)), i);
     }
     for (int i = 0; i < n->num_outputs(); ++i) {
       s.outputs.push_back(entry[g.entry_id(id, i)]);
@@ -351,8 +374,10 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   }
   static const NodeAttrs copy_attrs = MakeAttrs(Op::Get("_copy"), {});
   for (const auto& c : copies)
-    backward_.push_back(Step{&copy_attrs, {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
-                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx()});
+    backward_.push_back(Step{arg_grads_[c.second].dtype() == types[c.first] ? &copy_attrs
+                                                                             : &CastTo(arg_grads_[c.second].dtype()),
+                             {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
+                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx(), false, {}});
   for (const auto& e : sym_.outputs) outputs_.push_back(entry[g.entry_id(e)]);
   if (!regions_.empty()) {
     std::vector<uint32_t> forward_nodes;
@@ -387,7 +412,9 @@ void Executor::Run(std::vector<Step>& steps, bool is_train) {
     if (!s.cross_copy) imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &s.ctx, &s.req, is_train);
     else if (s.req[0] != OpReq::kNullOp) CopyFromTo(s.inputs[0], s.outputs[0]);
     if (!monitor_) continue;
-    if (monitor_all_)
+    if (monitor_all_ && !s.monitor_inputs.empty())
+      for (const auto& m : s.monitor_inputs) monitor_(m.first, s.inputs[m.second]);
+    else if (monitor_all_)
       for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
     for (size_t i = 0; i < s.outputs.size(); ++i)
       if (s.req[i] != OpReq::kNullOp) monitor_(s.output_names[i], s.outputs[i]);
@@ -542,15 +569,16 @@ void Executor::Backward(const std::vector<NDArray>& head_grads) {
   }
   WEFT_CHECK(!grad_entries_.empty() || backward_.empty(), kInternal, "backward steps without gradients");
   if (grad_entries_.empty()) return;  // no argument asked for a gradient
-  WEFT_CHECK(head_grads.empty() || head_grads.size() == head_grads_.size(), kValue, "backward: expected ",
-             head_grads_.size(), " head gradients (one per output) or none, got ", head_grads.size());
   static const NodeAttrs ones = MakeAttrs(Op::Get("ones_like"), {});
   profiler::SymbolicScope symbolic;
   for (size_t i = 0; i < head_grads_.size(); ++i) {
+    if (!head_read_[i]) continue;
     std::vector<NDArray> out{head_grads_[i]};
     if (head_grads.empty()) {
       imperative::Invoke(ones, {head_grads_[i]}, &out, &ctx_);
     } else {
+      WEFT_CHECK(i < head_grads.size() && !head_grads[i].is_none(), kValue, "backward: the gradient of output ",
+                 i, " is needed but only ", head_grads.size(), " head gradients were given (one per output, or none)");
       WEFT_CHECK(head_grads[i].shape() == head_grads_[i].shape(), kShape, "backward: head gradient ", i,
                  " has shape ", head_grads[i].shape().ToString(), " but output ", i, " has ",
                  head_grads_[i].shape().ToString());

@@ -71,7 +71,9 @@ class Executor {
   // handles were given new sparse contents (a sparse array cannot be written in place).
   void SetArray(int kind, size_t index, const NDArray& array);
   // Pushes the backward nodes after a Forward(true). `head_grads` has one array per output,
-  // or is empty, meaning ones (the gradient of a loss output).
+  // or is empty, meaning ones (the gradient of a loss output). As in MXNet, only the head
+  // gradients the backward pass reads must be given and fit: those of outputs whose gradient
+  // reaches no argument (shape_array, argsort's indices) and any past the last output are ignored.
   void Backward(const std::vector<NDArray>& head_grads);
 
   const std::vector<NDArray>& outputs() const { return outputs_; }
@@ -115,6 +117,10 @@ class Executor {
     std::vector<std::string> input_names, output_names;  // for the monitor
     Context ctx;              // where it runs
     bool cross_copy = false;  // a "_CrossDeviceCopy": run as a copy between contexts
+    // What monitor_all reports of an operator's inputs, as MXNet: a variable input by its
+    // own name, then every input as "<node>_<input name>" (the index into inputs). Empty
+    // for steps that are not one node (input_names then).
+    std::vector<std::pair<std::string, size_t>> monitor_inputs;
   };
   void Run(std::vector<Step>& steps, bool is_train);
   void BindSparse(const std::vector<std::string>& arg_names);
@@ -145,6 +151,7 @@ class Executor {
   std::vector<graph::NodeEntry> grad_entries_;
   Context ctx_;
   std::vector<NDArray> args_, arg_grads_, aux_, outputs_, head_grads_;
+  std::vector<bool> head_read_;  // whether the backward pass reads head_grads_[i]
   std::vector<OpReq> grad_req_;
   std::vector<Step> forward_, backward_;
   std::vector<Step> infer_;  // Forward(false) when regions were formed

@@ -131,7 +131,12 @@ size_t InferAll(const IndexedGraph& g, const std::vector<T>& inputs, std::vector
     uint32_t id = g.input_nodes()[k];
     const Node& n = *g[id].source;
     T value = inputs[k];
-    if (const std::string* attr = n.FindAttr(Traits<T>::kAttr)) {
+    const std::string* attr = n.FindAttr(Traits<T>::kAttr);
+    // A fully given value wins over a declared __dtype__ / __shape__, as in MXNet (a float64
+    // Variable bound to float32 arrays runs in float32; a Module reshaped to a new input
+    // shape runs with it); a partly given shape is completed from the declared one.
+    if (Traits<T>::Known(value)) attr = nullptr;
+    if (attr != nullptr) {
       T declared = Traits<T>::FromAttr(*attr, "variable '" + n.attrs.name + "' " + Traits<T>::kAttr);
       if (!Traits<T>::Merge(&value, declared))
         Throw(Traits<T>::kKind, "Variable '", n.attrs.name, "': given ", Traits<T>::kWhat, " ",

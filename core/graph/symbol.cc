@@ -12,10 +12,6 @@
 
 namespace weft {
 namespace graph {
-namespace {
-
-// The names of an operator node's inputs: the declared argument names, "arg<i>" for the
-// elements of a variadic argument.
 std::vector<std::string> InputNames(const Node& n) {
   static const auto& listed = Op::GetAttr<FListNames>("FListInputNames");
   if (listed.Contains(n.op())) return listed[n.op()](n.attrs);
@@ -28,6 +24,8 @@ std::vector<std::string> InputNames(const Node& n) {
   }
   return names;
 }
+
+namespace {
 
 std::string Join(const std::vector<std::string>& v) {
   std::string s;

@@ -66,6 +66,9 @@ class Symbol {
 
 // The name of output `index` of `node`, as list_outputs gives it.
 std::string OutputName(const Node& node, uint32_t index);
+// The names of an operator node's inputs: the declared argument names, "arg<i>" for the
+// elements of a variadic argument.
+std::vector<std::string> InputNames(const Node& n);
 
 }  // namespace graph
 }  // namespace weft

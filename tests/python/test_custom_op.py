@@ -460,3 +460,17 @@ def test_exit_with_custom_ops_in_flight():
     for _ in range(2):
         r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
         assert r.returncode == 0 and "pushed" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+def test_get_operator_arguments_lists_inputs_then_parameters():
+    from weft.operator import get_operator_arguments, OperatorArguments
+    args = get_operator_arguments("FullyConnected")
+    assert isinstance(args, OperatorArguments)
+    assert args.names[:3] == ["data", "weight", "bias"] and "num_hidden" in args.names
+    assert args.narg == len(args.names) == len(args.types)
+    types = dict(zip(args.names, args.types))
+    assert types["data"] == "NDArray-or-Symbol"
+    assert types["num_hidden"].endswith(", required")
+    assert types["no_bias"].startswith("boolean") and types["no_bias"].endswith("optional, default=False")
+    act = get_operator_arguments("Activation")
+    assert act.names == ["data", "act_type"] and act.types[1].startswith("{'relu'")

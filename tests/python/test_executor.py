@@ -82,6 +82,39 @@ def test_head_gradient_scales_and_forward_takes_keyword_inputs():
         ex.forward(y=mx.nd.ones((2,)))
 
 
+def test_backward_reads_only_the_head_gradients_it_needs():
+    x = mx.sym.Variable("x")
+    xv = np.array([[0.5, -1.0, 2.0], [1.5, 0.0, -0.5]], dtype=np.float32)
+    # shape_array's output carries no gradient: its head gradient is not read, whatever its shape.
+    ex = mx.sym.shape_array(x).bind(mx.cpu(), {"x": mx.nd.array(xv)}, args_grad={"x": mx.nd.ones((2, 3))})
+    ex.forward(is_train=True)
+    ex.backward([mx.nd.ones((7,))])
+    np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), np.zeros((2, 3)))
+    # A group: exp's head gradient is read and checked, size_array's is not; any past the
+    # last output are ignored (MXNet's test_prelu passes one per input).
+    g = mx.sym.Group([mx.sym.exp(x), mx.sym.size_array(x)])
+    ex = g.simple_bind(mx.cpu(), x=(2, 3))
+    ex.forward(is_train=True, x=mx.nd.array(xv))
+    dy = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ex.backward([mx.nd.array(dy), mx.nd.ones((5, 5)), mx.nd.ones((9,))])
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), dy * np.exp(xv), rtol=1e-6)
+    with pytest.raises(WeftError, match=r"head gradient 0 has shape \(3,2\) but output 0 has \(2,3\)"):
+        ex.backward([mx.nd.ones((3, 2)), mx.nd.ones((1,))])
+    # The second output's gradient is needed here, and only one head gradient comes.
+    two = mx.sym.Group([mx.sym.exp(x), x * 3])
+    ex = two.simple_bind(mx.cpu(), x=(2, 3))
+    ex.forward(is_train=True, x=mx.nd.array(xv))
+    with pytest.raises(WeftError, match="the gradient of output 1 is needed but only 1 head gradients were given"):
+        ex.backward([mx.nd.ones((2, 3))])
+    ex.backward([mx.nd.ones((2, 3)), mx.nd.array(dy)])
+    np.testing.assert_allclose(ex.grad_dict["x"].asnumpy(), np.exp(xv) + 3 * dy, rtol=1e-6)
+    # topk's indices (ret_typ 'both') carry no gradient either.
+    ex = mx.sym.topk(x, k=2, ret_typ="both").simple_bind(mx.cpu(), x=(2, 3))
+    ex.forward(is_train=True, x=mx.nd.array(xv))
+    ex.backward([mx.nd.ones((2, 2)), mx.nd.ones((4, 4))])
+    np.testing.assert_array_equal(ex.grad_dict["x"].asnumpy(), [[1, 0, 1], [1, 1, 0]])
+
+
 def test_eval_and_batchnorm_auxiliary_states():
     a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
     out = (a * 2 + b).eval(a=mx.nd.array([1.0, 2.0]), b=mx.nd.array([10.0, 20.0]))
@@ -127,6 +160,67 @@ def test_symbolic_check_helpers():
     # As MXNet's: the reference (float64) outputs and gradients by name.
     assert sorted(results) == sorted(s.list_outputs() + ["x", "y"])
     assert all(v.dtype == np.float64 for v in results.values())
+
+
+def test_symbolic_checks_with_dtype_asnumpy_keep_each_value_dtype():
+    from weft.test_utils import check_symbolic_forward, check_symbolic_backward
+    data, length = mx.sym.Variable("data"), mx.sym.Variable("length")
+    s = mx.sym.softmax(data, length=length, use_length=True, axis=1)
+    xv = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]], dtype=np.float16)
+    lv = mx.nd.array([2, 3], dtype=np.int32)
+    e = np.exp(xv.astype(np.float64) - xv.max(axis=1, keepdims=True))
+    e[0, 2] = 0
+    want = e / e.sum(axis=1, keepdims=True)
+    # "asnumpy": data stays float16 (and the NDArray length int32); with a fixed dtype every
+    # value is converted.
+    out = check_symbolic_forward(s, {"data": xv, "length": lv}, [want], rtol=1e-2, atol=1e-3, dtype="asnumpy")
+    assert out[0].dtype == np.float16
+    out = check_symbolic_forward(s, {"data": xv, "length": lv}, [want], rtol=1e-3, atol=1e-4, dtype=np.float64)
+    assert out[0].dtype == np.float64
+    # Gradients take the expected values' dtypes, here other than data's: they arrive converted.
+    dy = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=np.float16)
+    p = want[:, :, None] * (np.eye(3)[None] - want[:, None, :])
+    dx = np.einsum("bj,bji->bi", dy.astype(np.float64), p)
+    dx[0, 2] = 0
+    grads = check_symbolic_backward(s, {"data": xv, "length": lv}, [dy], [dx, np.zeros(2, dtype=np.int32)],
+                                    rtol=1e-2, atol=1e-3, dtype="asnumpy")
+    assert grads["data"].dtype == np.float64 and grads["length"].dtype == np.int32
+
+
+def test_symbolic_backward_checks_each_grad_req():
+    from weft.test_utils import check_symbolic_backward
+    x, y = mx.sym.Variable("x"), mx.sym.Variable("y")
+    s = x * y
+    xv, yv = np.array([0.5, -1.0]), np.array([2.0, 3.0])
+    # 'null' must leave the (random) gradient arrays as they were, whatever is expected.
+    got = check_symbolic_backward(s, [xv, yv], [np.ones(2)], [np.zeros(2), np.zeros(2)], grad_req="null")
+    assert np.abs(got["x"].asnumpy()).sum() > 0
+    check_symbolic_backward(s, [xv, yv], [np.ones(2)], [yv, xv], grad_req=["add", "null"], rtol=1e-5)
+    check_symbolic_backward(s, [xv, yv], [np.ones(2)], [yv, xv], grad_req={"x": "write", "y": "add"}, rtol=1e-5)
+    with pytest.raises(AssertionError):
+        check_symbolic_backward(s, [xv, yv], [np.ones(2)], [xv, yv], grad_req=["write", "null"], rtol=1e-5)
+    with pytest.raises(ValueError, match="invalid grad_req 'often' for argument x"):
+        check_symbolic_backward(s, [xv, yv], [np.ones(2)], [yv, xv], grad_req="often")
+
+
+def test_simple_bind_takes_only_tuples_as_shapes():
+    s = mx.sym.take(mx.sym.Variable("a"), mx.sym.Variable("indices"), axis=1, mode="clip")
+    # MXNet's tests pass the operator's parameters along; only tuples are shapes.
+    ex = s.simple_bind(mx.cpu(), a=(2, 3), indices=(4,), axis=1, mode="clip")
+    assert ex.outputs[0].shape == (2, 4)
+
+
+def test_gradient_arrays_of_another_dtype_receive_the_gradient_converted():
+    x = mx.sym.Variable("x")
+    xv = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    for req in ("write", "add"):
+        g = mx.nd.array([1.0, 2.0, 3.0], dtype=np.float64)
+        ex = mx.sym.exp(x).bind(mx.cpu(), {"x": mx.nd.array(xv)}, args_grad={"x": g}, grad_req=req)
+        ex.forward(is_train=True)
+        ex.backward([mx.nd.array([1.0, 2.0, 3.0])])
+        start = np.array([1.0, 2.0, 3.0]) if req == "add" else 0
+        assert g.dtype == np.float64
+        np.testing.assert_allclose(g.asnumpy(), start + np.array([1.0, 2.0, 3.0]) * np.exp(xv), rtol=1e-6)
 
 
 def test_debug_str_reports_planned_memory():
@@ -248,6 +342,45 @@ def test_monitor_callback_and_monitor():
     assert names == sorted(["fc1_output", "fc1_weight", "fc1_bias"])
     stat = dict((name, float(text)) for _, name, text in results[0])
     np.testing.assert_allclose(stat["fc1_weight"], np.linalg.norm(w) / np.sqrt(w.size), rtol=1e-5)
+
+
+def test_monitor_all_names_inputs_as_mxnet():
+    # A variable input is reported by its name, then every input as "<node>_<input name>".
+    data = mx.sym.Variable("data")
+    conv = mx.sym.Convolution(data, kernel=(2, 2), num_filter=1, name="conv")
+    out = mx.sym.concat(conv, conv, dim=0, name="cc")
+    exe = out.simple_bind(mx.cpu(), data=(1, 1, 3, 3), grad_req="null")
+    exe.arg_dict["data"][:] = np.arange(9, dtype=np.float32).reshape(1, 1, 3, 3)
+    exe.arg_dict["conv_weight"][:] = 1
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.asnumpy().copy())), monitor_all=True)
+    exe.forward()
+    names = [n for n, _ in seen]
+    assert names == ["data", "conv_data", "conv_weight", "conv_weight", "conv_bias", "conv_bias", "conv_output",
+                     "cc_arg0", "cc_arg1", "cc_output"]
+    values = dict(seen)
+    np.testing.assert_array_equal(values["conv_data"], exe.arg_dict["data"].asnumpy())
+    np.testing.assert_array_equal(values["cc_arg1"], [[[[8, 12], [20, 24]]]])
+
+
+def test_monitor_carries_over_to_a_reshaped_executor_and_a_new_input_shape():
+    # A Variable declared with one shape runs with another given (Module.reshape), and the
+    # reshaped executor keeps the monitor, as in MXNet.
+    data = mx.sym.Variable("data", shape=(1, 2, 3, 3))
+    conv = mx.sym.Convolution(data, kernel=(1, 1), num_filter=1, no_bias=True, name="conv")
+    exe = conv.simple_bind(mx.cpu(), data=(1, 2, 3, 3), grad_req="null")
+    exe.arg_dict["conv_weight"][:] = np.array([1.0, 2.0]).reshape(1, 2, 1, 1)
+    seen = {}
+    exe.set_monitor_callback(lambda name, arr: seen.__setitem__(name, arr.asnumpy().copy()))
+    new = exe.reshape(allow_up_sizing=True, data=(1, 2, 3, 5))
+    new.arg_dict["data"][:] = np.ones((1, 2, 3, 5), dtype=np.float32)
+    new.forward()
+    np.testing.assert_allclose(seen["conv_output"], np.full((1, 1, 3, 5), 3.0))
+    mod = mx.mod.Module(conv, label_names=None)
+    mod.bind(for_training=False, data_shapes=[("data", (1, 2, 3, 3))])
+    mod.init_params()
+    mod.forward(mx.io.DataBatch([mx.nd.ones((1, 2, 3, 5))]), is_train=False)
+    assert mod.get_outputs()[0].shape == (1, 1, 3, 5)
 
 
 def test_monitor_sees_the_backward_too():

@@ -562,3 +562,35 @@ def test_monitor_in_fit_and_after_reshape(caplog):
     w = mod.get_params()[0]["fc1_weight"].asnumpy()
     np.testing.assert_allclose(stats["fc1_weight"], np.sqrt((w ** 2).mean()), rtol=1e-5)
     assert "fc1_output" in stats  # reported by the executor the batch of 7 re-shaped to
+
+
+def test_grad_req_null_input_and_dict_grad_req_follow_mxnet():
+    net = mlp()
+    x, y = separable(n=8, seed=12)
+    batch = mx.io.DataBatch([mx.nd.array(x)], [mx.nd.array(y)])
+    # inputs_need_grad with grad_req 'null': binding works and the input gradient is None.
+    mod = mx.mod.Module(net)
+    mod.bind([("data", (8, 10))], [("softmax_label", (8,))], inputs_need_grad=True, grad_req="null")
+    mod.init_params(arg_params=init_values(net, (8, 10), seed=13))
+    mod.forward(batch, is_train=True)
+    mod.backward()
+    assert mod.get_input_grads() == [None]
+    # A dict grad_req: arguments it leaves out get grad_req='write''s defaults and names that are
+    # not arguments are ignored, as in MXNet.
+    mod = mx.mod.Module(net)
+    mod.bind([("data", (8, 10))], [("softmax_label", (8,))], inputs_need_grad=True,
+             grad_req={"data": "add", "fc1_bias": "null", "parameters": "null"})
+    reqs = mod._exec_group.grad_req
+    assert reqs["data"] == "add" and reqs["fc1_bias"] == "null" and "parameters" not in reqs
+    assert reqs["fc1_weight"] == reqs["fc2_weight"] == reqs["fc2_bias"] == "write"
+    assert reqs["softmax_label"] == "null"
+    mod.init_params(arg_params=init_values(net, (8, 10), seed=13))
+    mod.forward(batch, is_train=True)
+    mod.backward()
+    first = mod.get_input_grads()[0].asnumpy()
+    assert np.abs(first).sum() > 0
+    mod.forward(batch, is_train=True)
+    mod.backward()
+    # 'add' accumulates the same gradient a second time.
+    np.testing.assert_allclose(mod.get_input_grads()[0].asnumpy(), 2 * first, rtol=1e-5, atol=1e-7)
+    assert mod._exec_group.grad_arrays[mod._exec_group.param_names.index("fc1_bias")][0] is None

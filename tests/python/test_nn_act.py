@@ -89,6 +89,29 @@ def test_prelu_matches_torch(shape, gshape):
     numeric_check("LeakyReLU", [RNG.randn(2, 3, 2), RNG.randn(3)], {"act_type": "prelu"}, [0, 1])
 
 
+@pytest.mark.parametrize("shape,gshape,expanded", [
+    ((3, 4), (3, 4), (3, 4)),           # one slope per element of 2-d data
+    ((3, 4, 2, 2), (3, 4), (3, 4, 1, 1)),  # one per sample and channel
+    ((3, 5), (3,), (3, 1)),             # one per sample: (3,) does not fit axis 1, so axis 0
+    ((3, 4, 2), (1, 4), (1, 4, 1)),     # one per channel with a leading 1
+    ((4, 4), (4,), (1, 4)),             # axis 1 is tried first
+    ((6,), (6,), (6,)),                 # 1-d data: one per element
+])
+def test_prelu_gamma_broadcasts_over_axes_0_and_1_as_in_mxnet(shape, gshape, expanded):
+    x, g, dy = randn(*shape), np.abs(randn(*gshape)) * 0.3 + 0.05, randn(*shape)
+    ge = g.reshape(expanded)
+    ref = np.where(x > 0, x, ge * x)
+    assert_almost_equal(nd.LeakyReLU(nd.array(x), nd.array(g), act_type="prelu"), ref, rtol=1e-6, atol=1e-7)
+    dx, dg = op_grad("LeakyReLU", [x, g], {"act_type": "prelu"}, [dy])
+    assert_almost_equal(dx, dy * np.where(x > 0, 1, ge), rtol=1e-5, atol=1e-6)
+    dg_full = np.where(x > 0, 0, dy * x)
+    axes = tuple(i for i in range(len(shape)) if expanded[i] == 1)
+    assert_almost_equal(dg, dg_full.sum(axis=axes).reshape(gshape), rtol=1e-4, atol=1e-5)
+    numeric_check("LeakyReLU", [RNG.randn(*shape), RNG.randn(*gshape)], {"act_type": "prelu"}, [0, 1])
+    sym = mx.sym.LeakyReLU(mx.sym.var("x"), mx.sym.var("g"), act_type="prelu")
+    assert sym.infer_shape(x=shape, g=gshape)[0] == [shape, gshape]
+
+
 def test_rrelu_training_random_slopes_and_inference_mean():
     x = -np.abs(randn(4, 50)) - 0.1
     p = {"act_type": "rrelu", "lower_bound": 0.1, "upper_bound": 0.3}
@@ -118,8 +141,12 @@ def test_activation_errors():
         nd.Activation(nd.ones((2,)))
     with pytest.raises(mx.base.WeftError, match=r"Activation.*floating-point.*int32"):
         nd.Activation(nd.ones((2,), dtype="int32"), act_type="relu")
-    with pytest.raises(mx.base.WeftError, match=r"LeakyReLU.*'gamma'.*1 or 3.*\(2\)|LeakyReLU.*gamma.*1 or 3"):
-        nd.LeakyReLU(nd.ones((2, 3)), nd.ones((2,)), act_type="prelu")
+    with pytest.raises(mx.base.WeftError, match=r"LeakyReLU.*'gamma' of prelu.*\(3,\).*\(2,3\).*got shape \(4,\)"):
+        nd.LeakyReLU(nd.ones((2, 3)), nd.ones((4,)), act_type="prelu")
+    with pytest.raises(mx.base.WeftError, match=r"LeakyReLU.*'gamma' of prelu.*got shape \(3,1\)"):
+        nd.LeakyReLU(nd.ones((2, 3, 4)), nd.ones((3, 1)), act_type="prelu")
+    with pytest.raises(mx.base.WeftError, match=r"LeakyReLU.*'gamma' of prelu.*got shape \(1,2,3\)"):
+        nd.LeakyReLU(nd.ones((2, 3)), nd.ones((1, 2, 3)), act_type="prelu")
     with pytest.raises(mx.base.WeftError, match=r"LeakyReLU.*upper_bound.*lower_bound"):
         nd.LeakyReLU(nd.ones((2, 3)), act_type="rrelu", lower_bound=0.5, upper_bound=0.2)
 

@@ -283,6 +283,11 @@ def test_indexing_ops_match_numpy():
     assert same(nd.take(np_array(x), np_array([1, 3]), axis=1).asnumpy(), x[:, [1, 3]])
     assert same(nd.take(np_array(x), np_array([7, -1]), mode="clip").asnumpy(), x[[4, 0]])
     assert same(nd.take(np_array(x), np_array([6]), mode="wrap").asnumpy(), x[[1]])
+    assert same(nd.take(np_array(x), np_array([4, 0]), mode="raise").asnumpy(), x[[4, 0]])
+    # As MXNet's take, 'raise' takes [0, n) only: a negative index is out of bounds too.
+    for bad in (-1, 5):
+        with pytest.raises(mx.base.MXNetError, match=r"take.*index %d is out of bounds.*\[0, 5\)" % bad):
+            nd.take(np_array(x), np_array([0, bad]), mode="raise").asnumpy()
     p = np.array([0, 3, 1, 2, 0])
     assert same(nd.pick(np_array(x), np_array(p), axis=1).asnumpy(), x[np.arange(5), p])
     oh = nd.one_hot(np_array([1, 0, 3]), depth=4).asnumpy()

@@ -824,3 +824,21 @@ def test_boolean_mask_keeps_nothing_and_errors():
     _, out_shapes, _ = s.infer_shape_partial(x=(3, 2), i=(3,))
     # (the unknown length shows as 0, MXNet's legacy mark for an unknown dimension)
     assert out_shapes == [(0, 2)]
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8, np.uint8, np.float32, np.float64])
+@pytest.mark.parametrize("cfg", [(1.3, 456.6, 1.3), (50, -50, -2), (0, 10, 2.5), (-3.7, 20, 1.9), (5, 100, 4)])
+def test_arange_in_an_integer_dtype_counts_in_integers(dtype, cfg):
+    start, stop, step = cfg
+    n = int(np.ceil((stop - start) / step))
+    if np.issubdtype(dtype, np.integer):
+        # As MXNet: start and step are truncated to integers first, the count wraps around
+        # in the dtype (uint8 past 255); the length still comes from the real values.
+        want = (int(start) + np.arange(n, dtype=np.int64) * int(step)).astype(dtype)
+        if start == 1.3:
+            assert np.array_equal(want, np.arange(*cfg, dtype=dtype))  # numpy agrees here
+    else:
+        want = (start + np.arange(n) * step).astype(dtype)
+    got = nd.arange(*cfg, repeat=2, dtype=dtype)
+    assert got.dtype == dtype
+    assert_almost_equal(got.asnumpy(), np.repeat(want, 2), rtol=1e-6, atol=1e-5)

@@ -48,6 +48,34 @@ def test_keyword_inputs_and_no_bias():
         mx.sym.FullyConnected(mx.sym.Variable("x"), num_hidden="many")
 
 
+def test_none_positional_inputs_are_left_out_and_bind_ignores_other_names():
+    x, w, b = mx.sym.Variable("x"), mx.sym.Variable("w"), mx.sym.Variable("b")
+    # As in MXNet: None leaves an input out, the others keep their places by name.
+    conv = mx.sym.Convolution(x, w, None, num_filter=2, kernel=(1, 1), no_bias=True, name="c")
+    assert conv.list_arguments() == ["x", "w"]
+    # A left-out input that the operator needs becomes its usual variable.
+    fc = mx.sym.FullyConnected(x, None, b, num_hidden=2, name="fc")
+    assert fc.list_arguments() == ["x", "fc_weight", "b"]
+    up = mx.sym.contrib.BilinearResize2D(x, None, height=4, width=6)
+    assert up.infer_shape(x=(1, 1, 2, 3))[1] == [(1, 1, 4, 6)]
+    with pytest.raises(TypeError, match="input 'weight' given by position and by keyword"):
+        mx.sym.FullyConnected(x, w, None, weight=w, num_hidden=2)
+    with pytest.raises(TypeError, match="positional input 1 must be a Symbol, got int"):
+        mx.sym.FullyConnected(x, 3, None, num_hidden=2)
+    # bind skips names that are not arguments (here b, and its gradient).
+    xv = np.arange(6, dtype=np.float32).reshape(1, 1, 2, 3)
+    args = {"x": mx.nd.array(xv), "w": mx.nd.array([[[[2.0]]], [[[-1.0]]]]), "b": None}
+    grads = {"x": mx.nd.zeros((1, 1, 2, 3)), "w": mx.nd.zeros((2, 1, 1, 1)), "b": None, "other": mx.nd.ones(1)}
+    ex = conv.bind(mx.cpu(), args, args_grad=grads)
+    out = ex.forward(is_train=True)[0].asnumpy()
+    np.testing.assert_allclose(out, np.concatenate([2 * xv, -xv], axis=1))
+    ex.backward(mx.nd.ones((1, 2, 2, 3)))
+    np.testing.assert_allclose(grads["x"].asnumpy(), np.ones((1, 1, 2, 3)))
+    np.testing.assert_allclose(grads["w"].asnumpy().ravel(), [xv.sum(), xv.sum()])
+    with pytest.raises(ValueError, match="key `w` is missing in `args`"):
+        conv.bind(mx.cpu(), {"x": mx.nd.array(xv), "b": None})
+
+
 def test_batchnorm_moving_stats_are_auxiliary_states():
     bn = mx.sym.BatchNorm(mx.sym.Variable("data"), name="bn")
     assert bn.list_arguments() == ["data", "bn_gamma", "bn_beta"]
@@ -250,3 +278,60 @@ def test_comparisons_build_nodes_and_symbols_refuse_truth_tests():
     with pytest.raises(TypeError, match="Symbol or a number"):
         x == "x"  # noqa: B015
     assert {x: 1, y: 2}[y] == 2  # still hashable, by identity
+
+
+def test_given_dtype_wins_over_a_declared_one():
+    # As in MXNet: a Variable's dtype is a default that bound arrays or given types override.
+    x = mx.sym.Variable("x", dtype="float64")
+    s = mx.sym.dot(x, mx.sym.Variable("y"))
+    assert s.infer_type()[0] == [np.float64, np.float64]
+    assert s.infer_type(x="float32")[0] == [np.float32, np.float32]
+    assert s.simple_bind(mx.cpu(), x=(2, 3), y=(3, 1)).arg_dict["x"].dtype == np.float64
+    assert s.simple_bind(mx.cpu(), x=(2, 3), y=(3, 1), type_dict={"x": "float16"}).arg_dict["y"].dtype == np.float16
+    xv, yv = np.arange(6.0).reshape(2, 3), np.array([[1.0], [-2.0], [0.5]])
+    ex = s.bind(mx.cpu(), {"x": mx.nd.array(xv), "y": mx.nd.array(yv)})
+    out = ex.forward()[0]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.asnumpy(), xv @ yv, rtol=1e-6)
+    from weft.test_utils import check_numeric_gradient
+    check_numeric_gradient(s, [xv, yv], numeric_eps=1e-2, rtol=1e-2, atol=1e-3)
+    # So does a given shape; a partly given one is completed from the declaration and must
+    # agree with it.
+    z = mx.sym.Variable("z", shape=(2, 0))
+    assert (z * 2).infer_shape(z=(3, 3))[0] == [(3, 3)]
+    w = mx.sym.elemwise_add(z, mx.sym.ones(shape=(2, 5)))
+    assert w.infer_shape()[0] == [(2, 5)]
+    with pytest.raises(WeftError, match="declared with"):
+        (z * 2).infer_shape(z=(3, 0))
+
+
+@pytest.mark.parametrize("src,spec,reverse,dst", [
+    ((2, 3, 5, 5), (0, -1), False, (2, 75)),
+    ((2, 3, 5, 4), (-1, 0, 0), False, (8, 3, 5)),
+    ((2, 3, 5, 6), (-3, -1), False, (6, 30)),
+    ((64, 1, 2, 3), (-4, 16, -1, -2), False, (16, 4, 1, 2, 3)),
+    ((2, 3, 5, 5), (0, 0, -1), True, (3, 5, 10)),
+    ((1, 2, 3, 64), (-2, -1, 16, -4), True, (1, 2, 3, 4, 16)),
+])
+def test_reshape_infers_an_unknown_input_dim_back_from_its_output(src, spec, reverse, dst):
+    # MXNet 1.x: a 0 in a given shape is unknown; Reshape's output, fixed by the other
+    # operand, gives the missing input dim back.
+    for i in range(len(src)):
+        held = tuple(0 if k == i else d for k, d in enumerate(src))
+        net = mx.sym.elemwise_add(mx.sym.Variable("data").reshape(spec, reverse=reverse), mx.sym.ones(shape=dst))
+        args, outs, _ = net.infer_shape(data=held)
+        assert args == [src] and outs == [dst]
+
+
+def test_reshape_partial_inference_limits():
+    net = mx.sym.Variable("data").reshape((0, -1))
+    # Nothing fixes the output: the shape stays partial.
+    assert net.infer_shape(data=(2, 0, 5))[0] is None
+    assert net.infer_shape_partial(data=(2, 0, 5))[1] == [(2, 0)]
+    # Two unknown input dims cannot be told apart by the element count.
+    two = mx.sym.elemwise_add(net, mx.sym.ones(shape=(2, 30)))
+    assert two.infer_shape(data=(2, 0, 0))[0] is None
+    # An output whose size the known input dims do not divide is refused.
+    bad = mx.sym.elemwise_add(mx.sym.Variable("data").reshape((-1,)), mx.sym.ones(shape=(7,)))
+    with pytest.raises(WeftError, match="not a multiple of the known input dims' product 2"):
+        bad.infer_shape(data=(2, 0))

@@ -20,8 +20,8 @@ inline IndexMode ParseIndexMode(const std::string& mode) {
   return IndexMode::kClip;
 }
 
-// The indices as int64, each resolved into [0, n) by `mode`. kRaise accepts [-n, n) and
-// throws kIndex naming the operator for anything else.
+// The indices as int64, each resolved into [0, n) by `mode`. kRaise accepts [0, n) only, as
+// MXNet's take (a negative index is out of bounds), and throws kIndex naming the operator.
 inline std::vector<int64_t> ResolveIndices(const TBlob& idx, int64_t n, IndexMode mode, const NodeAttrs& attrs,
                                            int axis) {
   std::vector<int64_t> out(idx.Size());
@@ -37,10 +37,9 @@ inline std::vector<int64_t> ResolveIndices(const TBlob& idx, int64_t n, IndexMod
     } else if (mode == IndexMode::kWrap) {
       k = n > 0 ? ((k % n) + n) % n : 0;
     } else {
-      if (k < -n || k >= n)
+      if (k < 0 || k >= n)
         Throw(ErrorKind::kIndex, "Operator '", attrs.op->name, "': index ", k, " is out of bounds for axis ", axis,
-              " with size ", n);
-      if (k < 0) k += n;
+              " with size ", n, " (mode 'raise' takes indices in [0, ", n, "))");
     }
   }
   return out;

@@ -87,11 +87,36 @@ void ArangeCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vect
   double start = p.start, stop;
   // With infer_range the length came from the graph and the values count from start.
   if (!ArangeBounds(p, &start, &stop)) start = p.start;
-  if (ctx.run_ctx.ctx.is_gpu()) return AffineFillGPU(ctx, out[0], req[0], start, p.step, p.repeat, false, 0.0);
-  WEFT_TYPE_SWITCH(out[0].dtype, T, {
+  double step = p.step;
+  const DType t = out[0].dtype;
+  const bool integral = IsIntegralDType(t) && t != DType::kBool;
+  if (integral) {
+    // As MXNet (and numpy): an integer dtype takes start and step converted to integers
+    // (arange(1.3, 456.6, 1.3, dtype=int32) counts 1, 2, 3, ...) and counts in the dtype,
+    // wrapping around as it does.
+    start = static_cast<double>(ConvertValue<int64_t>(start));
+    step = static_cast<double>(ConvertValue<int64_t>(step));
+  }
+  if (ctx.run_ctx.ctx.is_gpu()) return AffineFillGPU(ctx, out[0], req[0], start, step, p.repeat, false, 0.0);
+  if (integral) {
+    const uint64_t s0 = static_cast<uint64_t>(static_cast<int64_t>(start));
+    const uint64_t st = static_cast<uint64_t>(static_cast<int64_t>(step));
+    WEFT_TYPE_SWITCH(t, T, {
+      T* y = out[0].ptr<T>();
+      const OpReq r = req[0];
+      ParallelFor(out[0].Size(), kElemGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          T v = static_cast<T>(s0 + static_cast<uint64_t>(i / p.repeat) * st);
+          y[i] = r == OpReq::kAddTo ? static_cast<T>(y[i] + v) : v;
+        }
+      });
+    });
+    return;
+  }
+  WEFT_TYPE_SWITCH(t, T, {
     T* y = out[0].ptr<T>();
     ParallelFor(out[0].Size(), kElemGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) Store(y + i, req[0], start + static_cast<double>(i / p.repeat) * p.step);
+      for (int64_t i = b; i < e; ++i) Store(y + i, req[0], start + static_cast<double>(i / p.repeat) * step);
     });
   });
 }

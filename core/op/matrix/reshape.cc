@@ -78,7 +78,7 @@ std::vector<int64_t> ApplyCodes(const NodeAttrs& attrs, const std::vector<int64_
     } else if (v == -3) {
       int64_t d1 = next_in("-3");
       int64_t d2 = next_in("-3");
-      out.push_back(d1 * d2);
+      out.push_back(d1 < 0 || d2 < 0 ? -1 : d1 * d2);
     } else if (v == -4) {
       int64_t d0 = next_in("-4");
       if (i + 2 >= spec.size()) Bad(attrs, in_shape, spec_shape, "-4 must be followed by two dims");
@@ -86,6 +86,11 @@ std::vector<int64_t> ApplyCodes(const NodeAttrs& attrs, const std::vector<int64_
       if (d1 == -1 && d2 == -1) Bad(attrs, in_shape, spec_shape, "both dims after -4 are -1");
       if (d1 < -1 || d2 < -1 || d1 == 0 || d2 == 0)
         Bad(attrs, in_shape, spec_shape, "the dims after -4 must be positive or -1");
+      if (d0 < 0) {  // an unknown input dim: a -1 after it stays unknown
+        out.push_back(d1);
+        out.push_back(d2);
+        continue;
+      }
       if (d1 == -1) d1 = d2 ? d0 / d2 : 0;
       if (d2 == -1) d2 = d1 ? d0 / d1 : 0;
       if (d1 * d2 != d0)
@@ -97,7 +102,8 @@ std::vector<int64_t> ApplyCodes(const NodeAttrs& attrs, const std::vector<int64_
       Bad(attrs, in_shape, spec_shape, "unknown code " + std::to_string(v));
     }
   }
-  InferMinusOne(attrs, in_shape, spec_shape, &out, infer);
+  if (in_shape.is_known()) InferMinusOne(attrs, in_shape, spec_shape, &out, infer);
+  else if (infer >= 0) out[static_cast<size_t>(infer)] = -1;
   return out;
 }
 
@@ -114,6 +120,7 @@ Shape ReshapeTarget(const NodeAttrs& attrs, const Shape& in) {
     dims = ApplyCodes(attrs, ind, sp, in, spec);
     if (p.reverse) std::reverse(dims.begin(), dims.end());
   } else if (p.target_shape.ndim() > 0) {
+    if (!in.is_known()) return Shape();
     spec = p.target_shape;
     if (p.keep_highest) dims.push_back(in.ndim() > 0 ? in[0] : 1);
     int infer = -1;
@@ -131,6 +138,7 @@ Shape ReshapeTarget(const NodeAttrs& attrs, const Shape& in) {
     Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': parameter 'shape' is required");
   }
   Shape out(dims);
+  if (!in.is_known()) return out;  // partial: the dims that do not depend on the unknown ones
   // MXNet's wording ("Target shape size is different to source") comes first
   if (out.Size() != in.Size())
     Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': Target shape size is different to source. Target: ",
@@ -140,8 +148,35 @@ Shape ReshapeTarget(const NodeAttrs& attrs, const Shape& in) {
   return out;
 }
 
+// With input dims unknown (MXNet 1.x's 0 in a given shape), the output gets the dims that
+// do not depend on them; and once the output is known, one unknown input dim follows from
+// the element count, as MXNet infers it backwards.
 bool ReshapeShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  if (!(*in)[0].is_known()) return false;
+  Shape& d = (*in)[0];
+  if (!d.known_ndim()) return false;
+  if (!d.is_known()) {
+    AssignShape(attrs, out, 0, ReshapeTarget(attrs, d), "output");
+    const Shape& o = (*out)[0];
+    if (!o.is_known()) return false;
+    int unknown = -1;
+    int64_t known = 1;
+    for (int i = 0; i < d.ndim(); ++i) {
+      if (d[i] >= 0) {
+        known *= d[i];
+      } else if (unknown >= 0) {
+        return false;  // two unknown input dims: the count cannot tell them apart
+      } else {
+        unknown = i;
+      }
+    }
+    if (known == 0 || o.Size() % known != 0)
+      Bad(attrs, d, attrs.Params<ReshapeParam>().shape,
+          "the output " + o.ToString() + " has " + std::to_string(o.Size()) +
+              " elements, not a multiple of the known input dims' product " + std::to_string(known));
+    Shape filled = d;
+    filled[unknown] = o.Size() / known;
+    AssignShape(attrs, in, 0, filled, "input");
+  }
   AssignShape(attrs, out, 0, ReshapeTarget(attrs, (*in)[0]), "output");
   return true;
 }

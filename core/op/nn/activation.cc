@@ -6,6 +6,7 @@
 // U(lower_bound, upper_bound) in training (kRandom, so weft.random.seed reproduces it) and
 // keeps it in a hidden second output for the gradient; at inference the slope is the mean
 // (lower_bound + upper_bound) / 2.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -233,13 +234,27 @@ int LeakyNumOutputs(const NodeAttrs& attrs) {
   return ParseLeaky(attrs.Params<LeakyReLUParam>().act_type) == Leaky::kRrelu ? 2 : 1;
 }
 
-// prelu's gamma: one slope, or one per channel (axis 1; axis 0 for 1-d data).
+// prelu's gamma as MXNet lays it over data: its axes (two at most) line up from the right
+// with data's axes 0 and 1, each of the data's size there or 1, so gamma is one slope, one per
+// channel (C,) or (1, C), one per sample (N, 1), one per sample and channel (N, C), ...
+// Fills e with gamma's size along data's axes 0 and 1; false when gamma does not fit.
+bool PreluExpand(const Shape& d, const Shape& g, int64_t e[2]) {
+  e[0] = e[1] = 1;
+  if (!g.is_known() || g.ndim() < 1 || d.ndim() < 1) return false;
+  int s = g.ndim() - 1;
+  for (int i = std::min(d.ndim(), 2) - 1; i >= 0 && s >= 0; --i) {
+    if (g[s] == d[i] || g[s] == 1) e[i] = g[s--];
+  }
+  return s == -1;
+}
+
 // `input` names gamma's argument in the operator being checked (the forward's or the gradient's).
 void CheckPreluGamma(const NodeAttrs& attrs, const Shape& d, const Shape& g, const char* input) {
-  int64_t c = d.ndim() >= 2 ? d[1] : d[0];
-  if (!g.is_known() || (g.Size() != 1 && g.Size() != c))
-    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input '", input, "' of prelu must have 1 or ", c,
-          " elements (the channels of data ", d.ToString(), "), got shape ", g.ToString());
+  int64_t e[2];
+  if (!PreluExpand(d, g, e))
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': input '", input, "' of prelu must be one slope, ",
+          "one per channel (", d.ndim() >= 2 ? d[1] : d[0], ",) or broadcast to data ", d.ToString(),
+          " along its axes 0 and 1, got shape ", g.ToString());
 }
 
 bool LeakyReLUShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
@@ -261,18 +276,27 @@ bool LeakyReLUShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<
   return true;
 }
 
-// Index of the gamma slope element i uses: gamma has 1 or C entries, C at axis 1.
-struct ChannelOf {
-  int64_t c = 1, inner = 1;
-  int64_t operator()(int64_t i) const { return c == 1 ? 0 : (i / inner) % c; }
+// Index of the gamma slope data element i uses (gamma checked by CheckPreluGamma).
+struct GammaOf {
+  int64_t n0 = 1, n1 = 1;     // gamma's size along data's axes 0 and 1
+  int64_t d1 = 1, inner = 1;  // data's size along axis 1, and the size of one axis-1 slice
+  int64_t operator()(int64_t i) const {
+    if (n0 == 1) return n1 == 1 ? 0 : (i / inner) % d1;
+    const int64_t a0 = i / (inner * d1);
+    return n1 == 1 ? a0 : a0 * n1 + (i / inner) % d1;
+  }
 };
 
-ChannelOf PreluChannels(const Shape& d, const Shape& g) {
-  ChannelOf ch;
-  if (g.Size() == 1) return ch;
-  ch.c = g.Size();
-  if (d.ndim() >= 2)
+GammaOf PreluChannels(const Shape& d, const Shape& g) {
+  GammaOf ch;
+  int64_t e[2];
+  PreluExpand(d, g, e);
+  ch.n0 = e[0];
+  ch.n1 = e[1];
+  if (d.ndim() >= 2) {
+    ch.d1 = d[1];
     for (int k = 2; k < d.ndim(); ++k) ch.inner *= d[k];
+  }
   return ch;
 }
 
@@ -295,7 +319,7 @@ void LeakyForward(const LeakyReLUParam& p, Leaky k, const OpContext& ctx, const 
     case Leaky::kLeaky: run([&](int64_t, A v) { return v > A(0) ? v : slope * v; }); break;
     case Leaky::kPrelu: {
       const T* g = in[1].ptr<T>();
-      ChannelOf ch = PreluChannels(in[0].shape, in[1].shape);
+      GammaOf ch = PreluChannels(in[0].shape, in[1].shape);
       run([&](int64_t i, A v) { return v > A(0) ? v : static_cast<A>(g[ch(i)]) * v; });
       break;
     }
@@ -372,11 +396,11 @@ void LeakyBackward(const LeakyReLUParam& p, Leaky k, const std::vector<TBlob>& i
     case Leaky::kLeaky: run([&](int64_t, A v) { return v > A(0) ? A(1) : slope; }); break;
     case Leaky::kPrelu: {
       const T* g = in[2].ptr<T>();
-      ChannelOf ch = PreluChannels(in[1].shape, in[2].shape);
+      GammaOf ch = PreluChannels(in[1].shape, in[2].shape);
       run([&](int64_t i, A v) { return v > A(0) ? A(1) : static_cast<A>(g[ch(i)]); });
       if (req[1] == OpReq::kNullOp) break;
-      // d gamma[c] = sum over the channel's non-positive inputs of dy * x, in one serial pass
-      // (channels interleave in memory, so threads would contend on the sums).
+      // d gamma[c] = sum over the non-positive inputs using slope c of dy * x, in one serial
+      // pass (slopes interleave in memory, so threads would contend on the sums).
       const int64_t C = in[2].Size();
       T* dg = out[1].ptr<T>();
       std::vector<A> acc(static_cast<size_t>(C), A(0));

@@ -148,6 +148,11 @@ struct ChannelOf {
 ChannelOf PreluChannels(const Shape& d, const Shape& g) {
   ChannelOf ch;
   if (g.Size() == 1) return ch;
+  // MXNet's other gamma layouts (one slope per sample, or per sample and channel) run on the CPU.
+  const int64_t c = d.ndim() >= 2 ? d[1] : d[0];
+  if (g.Size() != c || g[g.ndim() - 1] != c)
+    Throw(ErrorKind::kUnsupported, "LeakyReLU: prelu's gamma of shape ", g.ToString(), " for data ",
+          d.ToString(), " on a GPU: only one slope or one per channel (", c, ",)");
   ch.c = g.Size();
   if (d.ndim() >= 2)
     for (int k = 2; k < d.ndim(); ++k) ch.inner *= d[k];

@@ -60,6 +60,7 @@ class Executor:
         lib = ctypes_library()
         lib.weft_executor_set_monitor_callback.restype = ctypes.c_int
         lib.weft_executor_set_monitor_callback.argtypes = [ctypes.c_uint64, _MONITOR_FN, ctypes.c_void_p, ctypes.c_int]
+        self._monitor_args = None if callback is None else (callback, monitor_all)
         if callback is None:
             self._monitor = None
             fn = ctypes.cast(None, _MONITOR_FN)
@@ -152,8 +153,12 @@ class Executor:
         shapes = json.dumps({k: [int(d) for d in v] for k, v in kwargs.items()})
         handle = _api.weft_executor_reshape(self.handle, shapes, 1 if partial_shaping else 0,
                                             1 if allow_up_sizing else 0)
-        return Executor(handle, self._symbol, self._ctx, self._group2ctx,
-                        (self.arg_arrays, self.grad_arrays, self.aux_arrays))
+        new = Executor(handle, self._symbol, self._ctx, self._group2ctx,
+                       (self.arg_arrays, self.grad_arrays, self.aux_arrays))
+        # As MXNet, the monitor callback carries over to the reshaped executor.
+        if getattr(self, "_monitor_args", None) is not None:
+            new.set_monitor_callback(*self._monitor_args)
+        return new
 
     def debug_str(self):
         """The bound graph, then "Total N MB allocated" for its planned internal memory."""

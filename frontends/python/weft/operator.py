@@ -602,9 +602,13 @@ OperatorArguments = collections.namedtuple("OperatorArguments", ["narg", "names"
 
 
 def get_operator_arguments(op_name):
-    """The parameters of operator `op_name`: their number, names and type descriptions."""
+    """The arguments of operator `op_name` as MXNet lists them: its inputs, then its
+    parameters, with their number, names and types ("NDArray-or-Symbol" for an input,
+    "<type>, required" or "<type>, optional, default=<value>" for a parameter)."""
     info = _nd_ops.OpInfo(_api.weft_op_get(op_name))
-    names = [p[0] for p in info.params]
-    types = [p[1] for p in info.params]
+    names = [i[0] for i in info.inputs] + [p[0] for p in info.params]
+    types = [i[1] for i in info.inputs] + \
+        ["%s, %s" % (ptype, "required" if required else "optional, default=%s" % default)
+         for _, ptype, default, _, required in info.params]
     return OperatorArguments(len(names), names, types)
 

@@ -673,9 +673,10 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
                                                               "numeric %s[%d]" % (op, i)))
 
 
-def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null", grad_stypes=None):
+def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null", grad_stypes=None, grad_dtypes=None):
     """Binds `sym` to numpy/NDArray values given as a list (list_arguments order) or dict;
-    the gradient arrays are zeros of the storage types in `grad_stypes` (dense elsewhere)."""
+    the gradient arrays are zeros of the storage types in `grad_stypes` (dense elsewhere),
+    in the arguments' dtypes or those `grad_dtypes` gives by name."""
     names = sym.list_arguments()
     if isinstance(location, dict):
         missing = [n for n in names if n not in location]
@@ -688,19 +689,26 @@ def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null", grad_
     aux_names = sym.list_auxiliary_states()
     if isinstance(aux_states, dict):
         aux_states = [aux_states[n] for n in aux_names]
-    aux = [nd.array(_as_numpy(v), ctx=ctx, dtype=dtype) for v in (aux_states or [])]
+    aux = [_location_array(v, ctx, dtype) for v in (aux_states or [])]
     grads = None
     if grad_req != "null":
         grad_stypes = grad_stypes or {}
-        grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=dtype, stype=grad_stypes.get(n) or "default")
+        grad_dtypes = grad_dtypes or {}
+        grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=grad_dtypes.get(n, a.dtype), stype=grad_stypes.get(n) or "default")
                  for n, a in zip(names, args)}
     return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req, aux_states=aux), args, grads
 
 
 def _location_array(value, ctx, dtype):
-    """An argument value as bound by the check_symbolic_* helpers: a csr or row_sparse
-    NDArray stays in its storage type (the executor then runs its sparse kernels), anything
-    else becomes a dense array, in `dtype`."""
+    """A value as bound by the check_symbolic_* helpers: with dtype="asnumpy" (MXNet's) in
+    its own dtype (an NDArray as it is); otherwise a csr or row_sparse NDArray stays in its
+    storage type (the executor then runs its sparse kernels) and anything else becomes a
+    dense array, in `dtype`."""
+    if isinstance(dtype, str) and dtype == "asnumpy":
+        if isinstance(value, NDArray):
+            return value.as_in_context(ctx)
+        value = np.asarray(value)
+        return nd.array(value, ctx=ctx, dtype=value.dtype)
     if isinstance(value, NDArray) and value.stype != "default":
         return nd.array(value, ctx=ctx, dtype=dtype)
     return nd.array(_as_numpy(value), ctx=ctx, dtype=dtype)
@@ -727,9 +735,10 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
                             grad_req="write", ctx=None, grad_stypes=None, equal_nan=False, dtype=np.float32):
     """Runs `sym` forward (training mode) and backward with head gradients `out_grads`, and
     compares the argument gradients with `expected` (a list in list_arguments order or a
-    dict by name; arguments left out of a dict are not checked). With grad_req="add" the
-    gradient arrays start from random values, which the result must add to. Returns the
-    gradient arrays (NDArrays) by name, as MXNet's.
+    dict by name; arguments left out of a dict are not checked). grad_req is one request or
+    a list/dict of them by argument; the (dense) gradient arrays start from random values,
+    which 'add' must add to and 'null' must leave as they are. Returns the gradient arrays
+    (NDArrays) by name, as MXNet's.
 
     Arguments given as csr or row_sparse NDArrays are bound as such, and `grad_stypes`
     (name -> 'default', 'row_sparse' or 'csr') gives gradient arrays of those storage
@@ -742,21 +751,41 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     names = sym.list_arguments()
     if not isinstance(expected, dict):
         expected = dict(zip(names, expected))
-    ex, _, grads = _bind_location(sym, location, aux_states, ctx, dtype, grad_req=grad_req, grad_stypes=grad_stypes)
+    # With dtype="asnumpy" a gradient has the dtype of its expected value, as in MXNet.
+    grad_dtypes = None
+    if isinstance(dtype, str) and dtype == "asnumpy":
+        grad_dtypes = {n: np.asarray(_as_numpy(v)).dtype for n, v in expected.items()}
+    if isinstance(grad_req, str):
+        grad_req = {n: grad_req for n in names}
+    elif isinstance(grad_req, (list, tuple)):
+        grad_req = dict(zip(names, grad_req))
+    else:
+        grad_req = {n: grad_req.get(n, "null") for n in names}
+    for n, req in grad_req.items():
+        if req not in ("write", "add", "null"):
+            raise ValueError("check_symbolic_backward: invalid grad_req %r for argument %s" % (req, n))
+    ex, _, grads = _bind_location(sym, location, aux_states, ctx, dtype, grad_req=grad_req,
+                                  grad_stypes=grad_stypes, grad_dtypes=grad_dtypes)
+    rng = np.random.RandomState(7)
     initial = {}
-    if grad_req == "add":
-        rng = np.random.RandomState(7)
-        for n, g in grads.items():
+    for n, g in grads.items():
+        if g.stype == "default":
             initial[n] = rng.normal(size=g.shape).astype(g.dtype)
             g[:] = initial[n]
+        else:
+            initial[n] = np.zeros(g.shape, dtype=g.dtype)
     ex.forward(is_train=True)
     if out_grads is not None:
-        out_grads = [_location_array(g, ctx, dtype) for g in
-                     (out_grads.values() if isinstance(out_grads, dict) else out_grads)]
+        if isinstance(out_grads, dict):
+            out_grads = [out_grads[n] for n in sym.list_outputs()]
+        out_grads = [_location_array(g, ctx, dtype) for g in out_grads]
     ex.backward(out_grads)
     for n, want in expected.items():
-        want = _as_numpy(want) + initial.get(n, 0)
-        assert_almost_equal(grads[n].asnumpy(), want, rtol, atol, names=("gradient of " + n, "expected"),
+        if grad_req[n] == "null":
+            want = initial[n]
+        elif grad_req[n] == "add":
+            want = _as_numpy(want) + initial[n]
+        assert_almost_equal(grads[n].asnumpy(), _as_numpy(want), rtol, atol, names=("gradient of " + n, "expected"),
                             equal_nan=equal_nan)
     return grads
 

@@ -64,7 +64,7 @@ def _merge_multi_context(outputs, axes):
     """Joins each output's per-device parts along its batch axis (on the first device)."""
     merged = []
     for parts, axis in zip(outputs, axes):
-        if len(parts) == 1 or axis < 0:
+        if len(parts) == 1 or axis < 0 or parts[0] is None:
             merged.append(parts[0])
         else:
             ctx = parts[0].context
@@ -125,12 +125,10 @@ class DataParallelExecutorGroup:
                                  % (len(grad_req), len(self.arg_names), self.arg_names))
             return dict(zip(self.arg_names, grad_req))
         if isinstance(grad_req, dict):
-            unknown = sorted(set(grad_req) - set(self.arg_names))
-            if unknown:
-                raise ValueError("grad_req names %s, which are not arguments of the symbol (%s)"
-                                 % (unknown, self.arg_names))
-            reqs = {name: "null" for name in self.arg_names}
-            reqs.update(grad_req)
+            # As in MXNet: arguments the dict leaves out get the defaults of grad_req='write',
+            # and names that are not arguments (MXNet's own tests pass 'parameters') are ignored.
+            reqs = self._grad_reqs("write", data_names)
+            reqs.update((name, req) for name, req in grad_req.items() if name in reqs)
             return reqs
         raise TypeError("grad_req must be a str, list or dict, got %s" % type(grad_req).__name__)
 
@@ -277,7 +275,8 @@ class DataParallelExecutorGroup:
         else:
             self.grad_arrays = None
         if self.inputs_need_grad:
-            self.input_grad_arrays = [[e.grad_dict[name] for e in self.execs] for name in data_names]
+            # An input bound with grad_req 'null' has no gradient array: None, as in MXNet.
+            self.input_grad_arrays = [[e.grad_dict.get(name) for e in self.execs] for name in data_names]
         else:
             self.input_grad_arrays = None
         self.aux_arrays = [[e.aux_arrays[i] for e in self.execs] for i in range(len(self.aux_names))]

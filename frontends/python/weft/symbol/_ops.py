@@ -45,6 +45,19 @@ def _make_function(info, fname):
                     raise TypeError("%s: parameter %r given by position and by keyword" % (fname, pname))
                 kwargs[pname] = value
             args = args[:len(input_names)]
+        for i, a in enumerate(args):
+            if not isinstance(a, Symbol) and not (a is None and not info.variadic):
+                raise TypeError("%s: positional input %d must be a Symbol, got %s (parameters go by keyword)"
+                                % (fname, i, type(a).__name__))
+        if any(a is None for a in args):
+            # As in MXNet, an input given as None is left out (Convolution(data, w, None,
+            # no_bias=True)); the others go by their names.
+            for n, a in zip(input_names, args):
+                if a is not None:
+                    if n in kwargs:
+                        raise TypeError("%s: input %r given by position and by keyword" % (fname, n))
+                    kwargs[n] = a
+            args = ()
         inputs, keys, vals = {}, [], []
         for k, v in kwargs.items():
             if isinstance(v, Symbol):
@@ -55,10 +68,6 @@ def _make_function(info, fname):
                 # MXNet's hidden keys (lr_mult, ctx_group, ...) become node attributes.
                 keys.append(k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else _attribute.hidden_key(k))
                 vals.append(_param_str(v))
-        for i, a in enumerate(args):
-            if not isinstance(a, Symbol):
-                raise TypeError("%s: positional input %d must be a Symbol, got %s (parameters go by keyword)"
-                                % (fname, i, type(a).__name__))
         if count_key and count_key not in keys:
             keys.append(count_key)
             vals.append(str(len(args)))

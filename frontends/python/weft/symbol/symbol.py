@@ -192,7 +192,8 @@ class Symbol:
             raise ValueError("bind: %s are required (%s)" % (what, names))
         if isinstance(values, dict):
             # As in MXNet, names the graph does not have are ignored (a loop body that
-            # does not read a variable drops it from the arguments).
+            # does not read a variable drops it from the arguments; a dict of every
+            # parameter of a model binds any part of it).
             missing = [n for n in names if n not in values]
             if missing and not allow_missing:
                 # MXNet's wording first, then every missing name
@@ -239,6 +240,9 @@ class Symbol:
         from ..context import Context
         if shared_exec is not None or shared_buffer is not None or shared_arg_names is not None:
             raise NotImplementedError("simple_bind: shared_exec, shared_buffer and shared_arg_names are not supported")
+        # As in MXNet, only tuples are shapes: other keywords (MXNet's tests pass the
+        # operator's parameters along) are ignored.
+        kwargs = {k: v for k, v in kwargs.items() if isinstance(v, (tuple, list))}
         names = self.list_arguments()
         if isinstance(grad_req, (list, tuple)):
             if len(grad_req) != len(names):
