@@ -91,12 +91,18 @@ class BaseSparseNDArray(NDArray):
             return _wrap(_api.weft_ndarray_cast_storage(self, _STYPE_ID[self.stype]))._moved(other)
         if isinstance(other, NDArray) and not isinstance(other, BaseSparseNDArray):
             return self.tostype("default").copyto(other)
+        if isinstance(other, BaseSparseNDArray) and other.stype == self.stype and other.shape == self.shape:
+            _api.weft_ndarray_sparse_assign(other, self._moved(other.context))
+            return other
         raise NotSupportedForSparseNDArray(self.copyto, "copyto", other)
 
     def _moved(self, ctx):
         if ctx == self.context:
             return self
-        raise NotSupportedForSparseNDArray(self.copyto, "copyto", ctx)
+        # The parts move, and the array is built again from them on ctx.
+        aux = [self._aux(i).copyto(ctx) for i in range(2 if self.stype == "csr" else 1)]
+        return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self.data.copyto(ctx),
+                                                     len(aux), aux))
 
     def check_format(self, full_check=True):
         """Rebuilding the array runs the core's checks of its parts (raises MXNetError)."""
