@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/base/error.h"
+#include "core/op/compose_attr.h"
 #include "core/op/registry.h"
 
 namespace weft {
@@ -124,6 +125,7 @@ void Symbol::Compose(const std::vector<Symbol>& args, const std::vector<std::pai
       node->SetAttr(op->key_var_num_args, std::to_string(args.size()));
     }
     Reparse(node.get());
+    static const auto& set_var_attr = Op::GetAttr<FSetInputVarAttrOnCompose>("FSetInputVarAttrOnCompose");
     std::vector<std::string> names = InputNames(*node);
     WEFT_CHECK(args.size() <= names.size(), kValue, "Operator '", op->name, "' (", who, "): expected at most ",
                names.size(), " inputs (", Join(names), "), got ", args.size());
@@ -148,6 +150,7 @@ void Symbol::Compose(const std::vector<Symbol>& args, const std::vector<std::pai
       // Implicit variables carry a copy of the operator's attributes, as MXNet's do.
       Symbol v = Variable(who + "_" + names[i]);
       v.outputs[0].node->attrs.dict = node->attrs.dict;
+      if (set_var_attr.Contains(op)) set_var_attr[op](node->attrs, static_cast<int>(i), &v.outputs[0].node->attrs.dict);
       inputs[i] = v.outputs[0];
     }
     node->inputs = std::move(inputs);
