@@ -583,9 +583,15 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
   for (const auto& a : recorded) any = any || a.ag_node() != nullptr;
   if (autograd::IsRecording() && any) {
     uint64_t generation = ex->num_forwards();
+    // The executor writes the parameters' gradients itself (they are bound to it), so the
+    // backward marks them written as autograd does for the gradients it writes.
+    std::vector<std::shared_ptr<autograd::Node>> param_vars;
+    for (const auto& p : ps)
+      if (p.ag_node() && p.ag_node()->is_variable() && p.ag_node()->grad_req != OpReq::kNullOp)
+        param_vars.push_back(p.ag_node());
     autograd::RecordCustom(
         "hybridized block", recorded, &outs,
-        [ex, generation, in_grads, num_params, ps, sparse_grads](const std::vector<NDArray>& out_grads) {
+        [ex, generation, in_grads, num_params, ps, sparse_grads, param_vars](const std::vector<NDArray>& out_grads) {
           WEFT_CHECK(ex->num_forwards() == generation, kRuntime,
                      "hybridized block: its graph ran forward again before the backward of an earlier call; a "
                      "hybridized block keeps the state of its latest call only (call backward before the next "
@@ -593,6 +599,7 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
           for (const auto& pa : sparse_grads) ex->SetArray(1, pa.second, ps[pa.first].ag_node()->grad);
           ex->Backward(out_grads);
           for (const auto& pa : sparse_grads) ps[pa.first].ag_node()->grad = ex->grad_arrays()[pa.second];
+          for (const auto& v : param_vars) v->fresh_grad = true;
           std::vector<NDArray> grads;
           for (const auto& g : in_grads) grads.push_back(g.is_none() ? NDArray() : g.Copy(g.ctx()));
           grads.resize(grads.size() + num_params);

@@ -8,6 +8,7 @@
 
 #include "core/base/error.h"
 #include "core/graph/subgraphs.h"
+#include "core/op/compose_attr.h"
 #include "core/op/registry.h"
 
 namespace weft {
@@ -132,6 +133,7 @@ void Symbol::Compose(const std::vector<Symbol>& args, const std::vector<std::pai
       node->SetAttr(kSubgraphsAttr, SubgraphsToJSON(std::vector<Symbol>(args.begin(), args.begin() + num_graphs)));
     }
     Reparse(node.get());
+    static const auto& set_var_attr = Op::GetAttr<FSetInputVarAttrOnCompose>("FSetInputVarAttrOnCompose");
     const std::vector<Symbol> inputs_given(args.begin() + num_graphs, args.end());
     std::vector<std::string> names = InputNames(*node);
     WEFT_CHECK(inputs_given.size() <= names.size(), kValue, "Operator '", op->name, "' (", who, "): expected at most ",
@@ -158,6 +160,7 @@ void Symbol::Compose(const std::vector<Symbol>& args, const std::vector<std::pai
       Symbol v = Variable(who + "_" + names[i]);
       for (const auto& kv : node->attrs.dict)
         if (kv.first != kSubgraphsAttr) v.outputs[0].node->attrs.dict.push_back(kv);
+      if (set_var_attr.Contains(op)) set_var_attr[op](node->attrs, static_cast<int>(i), &v.outputs[0].node->attrs.dict);
       inputs[i] = v.outputs[0];
     }
     node->inputs = std::move(inputs);

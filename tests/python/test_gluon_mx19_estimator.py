@@ -231,3 +231,19 @@ def test_errors():
         CheckpointHandler("/tmp/unused_weft_ck", save_best=True)
     with pytest.raises(ValueError, match="trainer must be"):
         Estimator(_net(), gluon.loss.L2Loss(), trainer="sgd")
+
+
+def test_defaults_warn_in_mxnet_words_and_missing_gpus_assert():
+    net = _net()
+    net.initialize()
+    with pytest.warns(UserWarning, match="^Network already fully initialized"):
+        Estimator(net, gluon.loss.L2Loss(), initializer=mx.init.One(), trainer=gluon.Trainer(
+            net.collect_params(), "sgd"))
+    with pytest.warns(UserWarning, match="^No trainer specified"):
+        est = Estimator(net, gluon.loss.L2Loss())
+    assert est.trainer.learning_rate == pytest.approx(0.001)
+    missing = mx.gpu(mx.context.num_gpus() + 3)
+    with pytest.raises(AssertionError, match="is not available"):
+        Estimator(net, gluon.loss.L2Loss(), trainer=est.trainer, context=[mx.cpu(), missing])
+    with pytest.raises(ValueError):
+        Estimator(net, gluon.loss.L2Loss(), trainer=est.trainer, context="cpu")

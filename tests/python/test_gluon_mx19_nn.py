@@ -319,3 +319,39 @@ def test_interval_sampler_and_tensor_types():
     with pytest.raises(ValueError, match="interval"):
         IntervalSampler(3, 4)
     assert isinstance(mx.nd.ones(1), gluon.tensor_types) and isinstance(mx.sym.var("a"), gluon.tensor_types)
+
+
+def test_block_save_load_restores_parameters_and_hybridization(tmp_path):
+    class Chain(gluon.Block):
+        def add(self, block):
+            self.register_child(block, block.name + str(len(self._children)))
+
+        def forward(self, x):
+            for block in self._children.values():
+                x = block(x)
+            return x
+
+    def build():
+        inner = Chain()
+        inner.add(nn.Dense(4))
+        outer = Chain()
+        outer.add(inner)
+        outer.add(nn.Dense(3))
+        return outer
+
+    net = build()
+    net.initialize()
+    net.hybridize()
+    x = mx.nd.array(np.random.RandomState(1).randn(2, 5))
+    ref = net(x).asnumpy()
+    prefix = str(tmp_path / "model")
+    net.save(prefix)
+    again = build()  # new blocks, new names: matched by their order
+    again.load(prefix)
+    dense = list(again._children.values())[1]
+    assert dense._active
+    np.testing.assert_allclose(again(x).asnumpy(), ref, rtol=1e-6)
+    other = Chain()
+    other.add(nn.Dense(3))
+    with pytest.raises(ValueError, match="1 children"):
+        other.load(prefix)

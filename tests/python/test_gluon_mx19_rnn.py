@@ -297,3 +297,22 @@ def test_hybridized_unroll_equals_imperative(make, shape):
     want = net(x).asnumpy()
     net.hybridize()
     np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_sequential_cells_take_a_bidirectional_cell():
+    # As in MXNet: a sequence holding a BidirectionalCell unrolls (each cell over the whole
+    # sequence in turn) but cannot be stepped.
+    for seq in (rnn.HybridSequentialRNNCell(), rnn.SequentialRNNCell()):
+        bi = rnn.BidirectionalCell(rnn.LSTMCell(3, input_size=5), rnn.LSTMCell(3, input_size=5))
+        top = rnn.GRUCell(2, input_size=6)
+        seq.add(bi)
+        seq.add(top)
+        seq.initialize()
+        x = mx.nd.array(np.random.RandomState(0).randn(2, 4, 5))
+        out, states = seq.unroll(4, x, merge_outputs=True)
+        mid, _ = bi.unroll(4, x, merge_outputs=True)
+        ref, _ = top.unroll(4, mid, merge_outputs=True)
+        assert out.shape == (2, 4, 2) and len(states) == 5
+        np.testing.assert_allclose(out.asnumpy(), ref.asnumpy(), rtol=1e-5, atol=1e-6)
+        with pytest.raises(NotImplementedError, match="unroll"):
+            seq(x[:, 0], seq.begin_state(batch_size=2))

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import weft as mx
+from weft import nd
 from weft.gluon.data.vision import transforms as T
 
 
@@ -24,8 +25,41 @@ def test_crop_resize():
     np.testing.assert_array_equal(T.CropResize(0, 0, 2, 2)(batch), batch[:, :2, :2])
     with pytest.raises(ValueError, match="does not fit"):
         T.CropResize(6, 0, 4, 3)(a)
-    with pytest.raises(ValueError, match="positive width"):
-        T.CropResize(0, 0, 0, 3)
+    # As in MXNet, bad regions and sizes are MXNetErrors when the transform runs.
+    with pytest.raises(mx.base.MXNetError, match="positive width"):
+        T.CropResize(0, 0, 0, 3)(a)
+    with pytest.raises(mx.base.MXNetError, match="positive int"):
+        T.CropResize(0, 0, 2, 2, (-2, 2))(a)
+    with pytest.raises(mx.base.MXNetError, match="does not fit"):
+        T.CropResize(6, 0, 4, 3)(a)
+
+
+def test_resize_checks_at_call_and_matches_imresize_on_uint8():
+    rng = np.random.RandomState(0)
+    img = rng.randint(0, 256, (30, 20, 3)).astype(np.uint8)
+    x = nd.array(img, dtype="uint8")
+    for interp in (0, 1, 2, 3):
+        np.testing.assert_array_equal(T.Resize((12, 17), interpolation=interp)(x).asnumpy(),
+                                      mx.image.imresize(x, 12, 17, interp).asnumpy())
+    np.testing.assert_array_equal(T.Resize(15, keep_ratio=True)(x).asnumpy(),
+                                  mx.image.imresize(x, 15, 22, 1).asnumpy())
+    with pytest.raises(mx.base.MXNetError, match="positive size"):
+        T.Resize(-3)(x)
+    with pytest.raises(mx.base.MXNetError, match="positive int"):
+        T.Resize((3, 3, 3))(x)
+    with pytest.raises(mx.base.MXNetError, match="takes uint8"):
+        T.Resize(5, interpolation=2)(x.astype("float32"))
+    with pytest.raises(ValueError, match="interpolation 7"):
+        T.Resize(5, interpolation=7)
+
+
+def test_tensor_transforms_reject_bad_shapes_with_mxnet_errors():
+    with pytest.raises(mx.base.MXNetError, match="expected data of shape"):
+        T.ToTensor()(nd.zeros((2, 2, 4, 4, 3), dtype="uint8"))
+    with pytest.raises(mx.base.MXNetError, match="expected data of shape"):
+        T.Normalize(0.5, 0.5)(nd.zeros((2, 2, 3, 4, 4)))
+    with pytest.raises(mx.base.MXNetError, match="channels"):
+        T.Normalize((0, 1, 2), (1, 1, 1))(nd.zeros((4, 4, 4)))
 
 
 def test_random_brightness_scales_by_one_factor_in_range():

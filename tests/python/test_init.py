@@ -275,3 +275,29 @@ def test_fused_rnn_fits_rnn_operator(mode, bidirectional, layers):
     p = _fill(mx.init.Xavier(), "rnn_parameters", (total,), {"__init__": init.dumps()})
     np.testing.assert_array_equal(p[:n_weights], 1.0)
     np.testing.assert_array_equal(p[n_weights:], 0.0)
+
+
+def test_prelu_gamma_defaults_to_a_quarter():
+    # An implicitly created gamma carries MXNet's default initializer, which the global one
+    # does not override; one given by the caller keeps its own.
+    net = mx.sym.LeakyReLU(data=mx.sym.Variable("data"), act_type="prelu", name="p")
+    assert json.loads(net.attr_dict()["p_gamma"]["__init__"]) == ["Constant", {"value": 0.25}]
+    mod = mx.mod.Module(net, label_names=None)
+    mod.bind(data_shapes=[("data", (4, 6))])
+    mod.init_params(mx.init.Uniform(5.0))
+    np.testing.assert_array_equal(mod.get_params()[0]["p_gamma"].asnumpy(), np.full(6, 0.25, np.float32))
+    own = mx.sym.LeakyReLU(data=mx.sym.Variable("data"), gamma=mx.sym.Variable("g", init=mx.init.One()),
+                           act_type="prelu")
+    assert json.loads(own.attr_dict()["g"]["__init__"])[0] == "one"
+    plain = mx.sym.LeakyReLU(data=mx.sym.Variable("data"), act_type="leaky", name="q")
+    assert "__init__" not in plain.attr_dict().get("q_gamma", {})
+
+
+def test_constant_dumps_keeps_kwargs_json_ready():
+    init = mx.init.Constant(mx.nd.array([[1.0, 2.0]]))
+    text = init.dumps()
+    assert json.loads(text) == ["constant", {"value": [[1.0, 2.0]]}]
+    assert text == json.dumps(["constant", init._kwargs])
+    arr = mx.nd.zeros((1, 2))
+    init(InitDesc("w_weight"), arr)
+    np.testing.assert_array_equal(arr.asnumpy(), [[1.0, 2.0]])

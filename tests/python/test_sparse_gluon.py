@@ -35,10 +35,16 @@ def test_row_sparse_parameter_api():
     assert len(ws) == 1 and ws[0].indices.asnumpy().tolist() == [0]
     with pytest.raises(RuntimeError, match="another Trainer"):
         gluon.Trainer([p], "sgd")
+    # As in MXNet, the store's settings are checked when it is first made, not by the constructor.
+    v = gluon.Parameter("v", shape=(2, 2), stype="row_sparse")
+    v.initialize()
+    refused = gluon.Trainer([v], "sgd", update_on_kvstore=False)
     with pytest.raises(ValueError, match="update_on_kvstore=False"):
-        gluon.Trainer([gluon.Parameter("v", shape=(2, 2), stype="row_sparse")], "sgd", update_on_kvstore=False)
-    with pytest.raises(ValueError, match="call step"):
+        refused._init_kvstore()
+    with pytest.raises(AssertionError, match="update_on_kvstore"):
         trainer.update(1)
+    with pytest.raises(AssertionError, match="update_on_kvstore"):
+        trainer.allreduce_grads()
     dense = gluon.Parameter("d", shape=(2, 2))
     dense.initialize()
     with pytest.raises(RuntimeError, match="row_sparse_data\\(\\) is for row_sparse parameters"):

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/op/compose_attr.h"
 #include "core/op/nn/activation_param.h"
 #include "core/op/nn/norm_util.h"
 #include "core/op/random/sampler.h"
@@ -515,6 +516,15 @@ WEFT_REGISTER_OP(LeakyReLU)
     .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", LeakyReLUCompute)
+    .SetAttr<FSetInputVarAttrOnCompose>("FSetInputVarAttrOnCompose",
+                                        [](const NodeAttrs&, int index, KwArgs* var_dict) {
+                                          // gamma (PReLU's slope) starts at 0.25 unless the
+                                          // variable says otherwise, as in MXNet.
+                                          if (index != 1) return;
+                                          for (const auto& kv : *var_dict)
+                                            if (kv.first == "__init__") return;
+                                          var_dict->emplace_back("__init__", R"(["Constant", {"value": 0.25}])");
+                                        })
     .SetAttr<FGradient>("FGradient", LeakyReLUGrad);
 
 WEFT_REGISTER_OP(_backward_LeakyReLU)

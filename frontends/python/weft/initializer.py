@@ -322,8 +322,10 @@ class Constant(Initializer):
     def dumps(self):
         val = self._kwargs["value"]
         if not np.isscalar(val):
+            # Kept as a list from now on, as MXNet does: _kwargs stays JSON-serialisable.
             val = val.asnumpy().tolist() if isinstance(val, NDArray) else np.asarray(val).tolist()
-        return json.dumps([self.__class__.__name__.lower(), {"value": val}])
+            self._kwargs["value"] = val
+        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
 
 @register

@@ -310,6 +310,55 @@ class Block:
                 p.shape = value.shape
             p.set_data(value)
 
+    def _structure(self):
+        """The tree of blocks in the form MXNet 1.9's save writes: per block its name, for a
+        HybridBlock whether it is hybridized, and its children by the names they have here."""
+        mdl = {"orig_name": self.name, "children": []}
+        if isinstance(self, HybridBlock):
+            mdl["hybridized"] = self._active
+        for ch_name, child in self._children.items():
+            mdl["children"].append([ch_name, type(child).__name__.lower(), child._structure()])
+        return mdl
+
+    def save(self, prefix):
+        """Writes the block tree to <prefix>-model.json and the parameters to
+        <prefix>-model.params. `load` on a block built by the same code restores both."""
+        import json  # pylint: disable=import-outside-toplevel
+        with open(prefix + "-model.json", "w") as f:
+            json.dump({type(self).__name__.lower(): self._structure()}, f)
+        self.save_parameters(prefix + "-model.params")
+
+    def load(self, prefix):
+        """Loads what `save` wrote into this block, which must have the same tree of blocks
+        (the same classes in the same places): the parameters, and hybridization where the
+        saved blocks were hybridized. The graphs are traced again at the first call."""
+        import json  # pylint: disable=import-outside-toplevel
+        with open(prefix + "-model.json") as f:
+            model = json.load(f)
+
+        def restore(blk, kind, mdl, where):
+            if kind != type(blk).__name__.lower():
+                raise ValueError("Block.load: %s is a %s, but %s-model.json has a %s there"
+                                 % (where, type(blk).__name__, prefix, kind))
+            # Children are matched in order: a block built again gets new names.
+            if len(mdl["children"]) != len(blk._children):
+                raise ValueError("Block.load: %s has %d children, but %s-model.json has %d there"
+                                 % (where, len(blk._children), prefix, len(mdl["children"])))
+            if isinstance(blk, HybridBlock) and mdl.get("hybridized"):
+                blk._active = True
+                blk._cached = {}
+            for child, (_, ch_kind, ch_mdl) in zip(blk._children.values(), mdl["children"]):
+                restore(child, ch_kind, ch_mdl, where + "." + child.name)
+            # The saved parameter names follow the children's names at save time.
+            blk._children = OrderedDict((name, child) for (name, _, _), child
+                                        in zip(mdl["children"], blk._children.values()))
+
+        if len(model) != 1:
+            raise ValueError("Block.load: %s-model.json must hold one top-level block, got %d" % (prefix, len(model)))
+        (kind, mdl), = model.items()
+        restore(self, kind, mdl, type(self).__name__)
+        self.load_parameters(prefix + "-model.params")
+
     def save_params(self, filename):
         """Saves with full parameter names (MXNet's older form); prefer save_parameters."""
         self.collect_params().save(filename, strip_prefix=self.prefix)

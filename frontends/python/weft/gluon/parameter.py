@@ -350,6 +350,10 @@ class Parameter:
         with autograd.pause():
             for arr in self._data.values():
                 (data if data.dtype == arr.dtype else data.astype(arr.dtype)).copyto(arr)
+        trainer = self._trainer
+        if trainer is not None and trainer._kv_initialized and trainer._update_on_kvstore:
+            # The store holds (and updates) the weights it was given: it starts again from these.
+            trainer._reset_kvstore()
 
     def zero_grad(self):
         """Sets the gradient arrays to 0."""

@@ -64,7 +64,7 @@ def _key_back(text):
     return int(text) if text.isdigit() else text
 
 
-class KVStore(object):
+class KVStore(KVStoreBase):
     """A key-value store (see ``create``)."""
 
     def __init__(self, handle):
@@ -161,6 +161,20 @@ class KVStore(object):
             got = sparse.RowSparseNDArray(_api.weft_ndarray_create_sparse(1, tuple(o.shape), vals, 1, [rows_nd]))
             _api.weft_ndarray_sparse_assign(o, got)
 
+    def broadcast(self, key, value, out, priority=0):
+        """Initialises key(s) with value(s) and pulls the stored value(s) into out: in a dist
+        store every worker then starts from the same value."""
+        self.init(key, value)
+        self.pull(key, out=out, priority=priority)
+
+    @staticmethod
+    def is_capable(capability):
+        """Weft's stores run optimizers (set_optimizer): OPTIMIZER is the one capability."""
+        if capability.lower() == KVStoreBase.OPTIMIZER:
+            return True
+        raise ValueError("kvstore is_capable: unknown capability '%s' (expected '%s')"
+                         % (capability, KVStoreBase.OPTIMIZER))
+
     def pushpull(self, key, value, out=None, priority=0):
         """Push then pull in one call; without ``out`` the pulled value goes into ``value``."""
         keys, vals = _flatten(key, value, "pushpull")
@@ -192,7 +206,12 @@ class KVStore(object):
             cb = None
         else:
             def cb(key, merged, stored):
-                updater(_key_back(key), _wrap(merged), NDArray(stored))
+                merged, stored = _wrap(merged), NDArray(stored)
+                # The sum is made where the pushed values live (a 'device' store), which
+                # need not be where the store keeps the value.
+                if merged.context != stored.context:
+                    merged = merged.copyto(stored.context)
+                updater(_key_back(key), merged, stored)
         _api.weft_kvstore_set_updater(self.handle, cb)
         # The library calls back through these: they live as long as the store uses them.
         self._updater, self._updater_cb = updater, cb

@@ -92,7 +92,7 @@ class BaseSparseNDArray(NDArray):
         if isinstance(other, NDArray) and not isinstance(other, BaseSparseNDArray):
             return self.tostype("default").copyto(other)
         if isinstance(other, BaseSparseNDArray):
-            other._assign(self)
+            other._assign(self._moved(other.context))
             return other
         raise NotSupportedForSparseNDArray(self.copyto, "copyto", other)
 
@@ -110,7 +110,10 @@ class BaseSparseNDArray(NDArray):
     def _moved(self, ctx):
         if ctx == self.context:
             return self
-        raise NotSupportedForSparseNDArray(self.copyto, "copyto", ctx)
+        # The parts move, and the array is built again from them on ctx.
+        aux = [self._aux(i).copyto(ctx) for i in range(2 if self.stype == "csr" else 1)]
+        return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self.data.copyto(ctx),
+                                                     len(aux), aux))
 
     def check_format(self, full_check=True):
         """Rebuilding the array runs the core's checks of its parts (raises MXNetError)."""

@@ -436,9 +436,8 @@ class SequentialRNNCell(RecurrentCell):
         return "%s(\n%s\n)" % (type(self).__name__, "\n".join(lines))
 
     def add(self, cell):
-        """Appends a cell."""
-        if isinstance(cell, BidirectionalCell):
-            raise TypeError("%s cannot step a BidirectionalCell; use unroll on it instead" % type(self).__name__)
+        """Appends a cell. A BidirectionalCell is accepted, as in MXNet: the sequence then
+        unrolls but cannot be stepped (the bidirectional cell refuses the step)."""
         self.register_child(cell)
 
     def state_info(self, batch_size=0):
@@ -499,8 +498,8 @@ class HybridSequentialRNNCell(HybridRecurrentCell):
 
     def add(self, cell):
         """Appends a hybrid cell."""
-        if not isinstance(cell, HybridRecurrentCell) or isinstance(cell, BidirectionalCell):
-            raise TypeError("%s: expected a HybridRecurrentCell (not bidirectional), got %s"
+        if not isinstance(cell, HybridRecurrentCell):
+            raise TypeError("%s: expected a HybridRecurrentCell, got %s"
                             % (type(self).__name__, type(cell).__name__))
         self.register_child(cell)
 

@@ -66,7 +66,8 @@ class Estimator(object):
             raise ValueError("Estimator: context must be a Context or a list of Contexts, got %r" % (context,))
         for ctx in context:
             if ctx.device_type != "cpu" and ctx not in available:
-                raise ValueError("Estimator: %s is not available; use cpu() or one of %s" % (ctx, available))
+                # AssertionError, as MXNet's estimator raises for a missing GPU.
+                raise AssertionError("Estimator: %s is not available; use cpu() or one of %s" % (ctx, available))
         return context
 
     @staticmethod
@@ -93,12 +94,13 @@ class Estimator(object):
             else:
                 self.net.initialize(ctx=self.context)
         elif initializer:
-            warnings.warn("Estimator: the network is already initialized; the initializer is not used (call "
+            # Scripts match MXNet's opening words of these two warnings.
+            warnings.warn("Network already fully initialized: the Estimator does not use the initializer (call "
                           "net.initialize(init, force_reinit=True) to re-initialize)")
 
     def _check_trainer(self, trainer):
         if not trainer:
-            warnings.warn("Estimator: no trainer given; using SGD with learning rate 0.001")
+            warnings.warn("No trainer specified: the Estimator uses SGD with learning rate 0.001")
             return Trainer(self.net.collect_params(), "sgd", {"learning_rate": 0.001})
         if not isinstance(trainer, Trainer):
             raise ValueError("Estimator: trainer must be a gluon.Trainer, got %r" % (trainer,))

@@ -21,7 +21,8 @@ import random
 import numpy as np
 
 from .... import ndarray as nd
-from ....image.image import _rotate_chw
+from ....base import WeftValueError
+from ....image.image import _rotate_chw, imresize
 from ....ndarray import NDArray
 
 __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "RandomResizedCrop",
@@ -29,7 +30,9 @@ __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "
            "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting", "RandomApply", "Rotate",
            "RandomRotation"]
 
-_INTERP_NAMES = {0: "nearest", 1: "bilinear"}
+_INTERP_NAMES = {0: "nearest", 1: "bilinear", 2: "bicubic", 3: "area"}
+# Interpolations only the image core's resize has (uint8 images).
+_UINT8_ONLY = (2, 3)
 
 
 class _Transform:
@@ -66,13 +69,13 @@ class _Transform:
 def _check_ndim(a, ndims, layout, who):
     if a.ndim not in ndims:
         expected = " or ".join("(%s)" % ", ".join(layout[-n:]) for n in ndims)
-        raise ValueError("%s: expected data of shape %s, got shape %s" % (who, expected, a.shape))
+        raise WeftValueError("%s: expected data of shape %s, got shape %s" % (who, expected, a.shape))
 
 
 def _check_interp(interpolation, who):
     if interpolation not in _INTERP_NAMES:
-        raise ValueError("%s: interpolation %r is not supported; expected 0 (nearest) or 1 (bilinear)"
-                         % (who, interpolation))
+        raise ValueError("%s: interpolation %r is not supported; expected 0 (nearest), 1 (bilinear), 2 (bicubic) "
+                         "or 3 (area)" % (who, interpolation))
     return interpolation
 
 
@@ -81,7 +84,7 @@ def _wh(size, who):
     if isinstance(size, numbers.Integral):
         size = (size, size)
     if len(size) != 2 or not all(isinstance(s, numbers.Integral) and s > 0 for s in size):
-        raise ValueError("%s: expected size to be a positive int or (width, height), got %r" % (who, size))
+        raise WeftValueError("%s: expected size to be a positive int or (width, height), got %r" % (who, size))
     return int(size[0]), int(size[1])
 
 
@@ -103,6 +106,16 @@ def _resize(a, width, height, interpolation):
     h, w = a.shape[y_axis], a.shape[y_axis + 1]
     if (h, w) == (height, width):
         return a.copy()
+    if interpolation in _UINT8_ONLY and a.dtype != np.uint8:
+        raise WeftValueError("resize: interpolation %d (%s) takes uint8 images, got %s; use 0 or 1"
+                             % (interpolation, _INTERP_NAMES[interpolation], a.dtype))
+    if a.dtype == np.uint8:
+        # uint8 images go through the image core's resize, so that the result is exactly
+        # mx.image.imresize's (OpenCV's fixed-point rounding).
+        images = a if a.ndim == 4 else a[None]
+        out = np.stack([imresize(nd.array(im, dtype=np.uint8), width, height, interpolation).asnumpy()
+                        for im in images])
+        return out if a.ndim == 4 else out[0]
     if interpolation == 0:
         ys = np.minimum(np.floor(np.arange(height) * (h / height)).astype(np.int64), h - 1)
         xs = np.minimum(np.floor(np.arange(width) * (w / width)).astype(np.int64), w - 1)
@@ -229,8 +242,8 @@ class Normalize(_Transform):
         stats = []
         for name, v in (("mean", self._mean), ("std", self._std)):
             if v.size not in (1, channels):
-                raise ValueError("Normalize: %s has %d values but the data has %d channels (shape %s)"
-                                 % (name, v.size, channels, x.shape))
+                raise WeftValueError("Normalize: %s has %d values but the data has %d channels (shape %s)"
+                                     % (name, v.size, channels, x.shape))
             stats.append(np.broadcast_to(v.astype(dtype), (channels,)).reshape(-1, 1, 1))
         return stats
 
@@ -252,18 +265,16 @@ class Resize(_Transform):
     in proportion, rounded down)."""
 
     def __init__(self, size, keep_ratio=False, interpolation=1):
-        if isinstance(size, numbers.Integral):
-            if size <= 0:
-                raise ValueError("Resize: expected a positive size, got %r" % (size,))
-            self._size = int(size)
-        else:
-            self._size = _wh(size, "Resize")
+        # As in MXNet, a bad size is reported when the transform runs.
+        self._size = int(size) if isinstance(size, numbers.Integral) else size
         self._keep = keep_ratio
         self._interpolation = _check_interp(interpolation, "Resize")
 
     def _target(self, h, w):
         if not isinstance(self._size, int):
-            return self._size
+            return _wh(self._size, "Resize")
+        if self._size <= 0:
+            raise WeftValueError("Resize: expected a positive size, got %r" % (self._size,))
         if not self._keep:
             return self._size, self._size
         if h > w:
@@ -372,19 +383,21 @@ class CropResize(_Transform):
     image of a batch), resized to `size` ((width, height) or an int) when given."""
 
     def __init__(self, x, y, width, height, size=None, interpolation=None):
-        if min(x, y) < 0 or min(width, height) <= 0:
-            raise ValueError("CropResize: expected x, y >= 0 and a positive width and height, got %r"
-                             % ((x, y, width, height),))
         self._box = (int(x), int(y), int(width), int(height))
-        self._size = _wh(size, "CropResize") if size is not None else None
+        self._size = size
         self._interpolation = _check_interp(1 if interpolation is None else interpolation, "CropResize")
 
     def _apply(self, a):
         _check_ndim(a, (3, 4), ("N", "H", "W", "C"), "CropResize")
         x, y, w, h = self._box
+        # As in MXNet, a bad region is reported when the transform runs.
+        if min(x, y) < 0 or min(w, h) <= 0:
+            raise WeftValueError("CropResize: expected x, y >= 0 and a positive width and height, got %r"
+                                 % (self._box,))
         if x + w > a.shape[-2] or y + h > a.shape[-3]:
-            raise ValueError("CropResize: the region %r does not fit the image of shape %s" % (self._box, a.shape))
-        return _crop_resize(a, x, y, w, h, self._size or (w, h), self._interpolation)
+            raise WeftValueError("CropResize: the region %r does not fit the image of shape %s" % (self._box, a.shape))
+        size = (w, h) if self._size is None else _wh(self._size, "CropResize")
+        return _crop_resize(a, x, y, w, h, size, self._interpolation)
 
     def _repr_args(self):
         return [("box", self._box), ("size", self._size), ("interpolation", self._interpolation)]
