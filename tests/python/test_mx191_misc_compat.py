@@ -62,3 +62,141 @@ def test_kvstore_pull_into_sparse_outputs():
     np.testing.assert_array_equal(out.asnumpy(), [[1, 2], [3, 4], [5, 6]])
     with pytest.raises(mx.base.MXNetError, match="RowSparseNDArray"):
         kv.row_sparse_pull(0, out=mx.nd.ones((3, 2)), row_ids=mx.nd.array([1]))
+
+
+# ---------------------------------------------------------------- contrib.text
+def test_text_checks_are_value_and_assertion_errors():
+    from weft.contrib import text
+    counter = text.utils.count_tokens_from_str("a b b c c c")
+    for bad in ({"min_freq": 0}, {"reserved_tokens": ["b", "b"]}, {"reserved_tokens": ["<unk>"]}):
+        with pytest.raises(AssertionError):
+            text.vocab.Vocabulary(counter, **bad)
+        with pytest.raises(ValueError):
+            text.vocab.Vocabulary(counter, **bad)
+
+
+def test_custom_embedding_bad_file_and_update_shape(tmp_path):
+    from weft.contrib import text
+    bad = tmp_path / "bad.txt"
+    bad.write_text("a 0.1 0.2\nb 0.3 0.4\nc\n")
+    with pytest.raises(AssertionError, match="line 3"):
+        text.embedding.CustomEmbedding(str(bad), " ")
+    ragged = tmp_path / "ragged.txt"
+    ragged.write_text("a 0.1 0.2\nb 0.3 0.4 0.5\n")
+    with pytest.raises(AssertionError, match="token 'b' has 3 values"):
+        text.embedding.CustomEmbedding(str(ragged), " ")
+    good = tmp_path / "good.txt"
+    good.write_text("a 0.1 0.2\nb 0.3 0.4\n")
+    emb = text.embedding.CustomEmbedding(str(good), " ")
+    with pytest.raises(AssertionError, match=r"shape \(1, 2\)"):
+        emb.update_token_vectors("a", mx.nd.zeros((2, 2)))
+    with pytest.raises(ValueError, match="unknown"):
+        emb.update_token_vectors("zzz", mx.nd.zeros((2,)))
+    emb.update_token_vectors("b", mx.nd.array([7, 8]))
+    np.testing.assert_allclose(emb.get_vecs_by_tokens("b").asnumpy(), [7, 8])
+
+
+# ---------------------------------------------------------------- operators
+def test_operator_without_parameters_keeps_extra_attributes():
+    a, b = mx.nd.array([[1, -2]]), mx.nd.array([[0, 0]])
+    np.testing.assert_array_equal(mx.nd.broadcast_maximum(a, b, axis=1).asnumpy(), [[1, 0]])
+    s = mx.sym.broadcast_maximum(mx.sym.var("a"), mx.sym.var("b"), axis=1)
+    assert s.attr_dict()[s.name]["axis"] == "1"
+    # Operators with parameters still refuse unknown ones.
+    with pytest.raises(mx.base.MXNetError, match="axes_typo"):
+        mx.nd.transpose(a, axes_typo=(1, 0))
+
+
+def _ctc_reference(logits, label):
+    """-log p(label | logits) by the CTC forward recursion (blank = last class)."""
+    lp = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    steps, classes = logits.shape
+    blank = classes - 1
+    ext = [blank]
+    for lab in label:
+        ext += [lab, blank]
+    # Dynamic programme over extended positions, so labels equal to the blank stay symbols.
+    S = len(ext)
+    alpha = np.full(S, -np.inf)
+    alpha[0] = lp[0, ext[0]]
+    if S > 1:
+        alpha[1] = lp[0, ext[1]]
+    for t in range(1, steps):
+        new = np.full(S, -np.inf)
+        for s in range(S):
+            terms = [alpha[s]] + ([alpha[s - 1]] if s >= 1 else [])
+            if s >= 2 and s % 2 == 1 and ext[s] != ext[s - 2]:
+                terms.append(alpha[s - 2])
+            new[s] = np.logaddexp.reduce(terms) + lp[t, ext[s]]
+        alpha = new
+    total = np.logaddexp(alpha[-1], alpha[-2]) if S > 1 else alpha[-1]
+    return -total
+
+
+def test_ctc_loss_takes_the_blank_index_inside_label_lengths():
+    rng = np.random.default_rng(3)
+    logits = rng.standard_normal((6, 1, 4)).astype(np.float32)
+    label = np.array([[3, 1, 1, 2]], dtype=np.float32)
+    loss = mx.nd.CTCLoss(mx.nd.array(logits), mx.nd.array(label), mx.nd.array([3]), use_label_lengths=True,
+                         blank_label="last")
+    np.testing.assert_allclose(loss.asnumpy(), [_ctc_reference(logits[:, 0], [3, 1, 1])], rtol=1e-4)
+    with pytest.raises(mx.base.MXNetError, match="is not a class of the alphabet of 4"):
+        mx.nd.CTCLoss(mx.nd.array(logits), mx.nd.array([[1, 4]]), blank_label="last").wait_to_read()
+
+
+def test_symbol_function_skips_none_inputs_by_position():
+    pred, label = mx.sym.var("pred"), mx.sym.var("label")
+    s = mx.sym.CTCLoss(pred, label, None, None)
+    assert s.list_arguments() == ["pred", "label"]
+    w = mx.sym.var("w")
+    fc = mx.sym.FullyConnected(pred, w, None, num_hidden=3, no_bias=True)
+    assert fc.list_arguments() == ["pred", "w"]
+    assert fc.infer_shape(pred=(2, 5))[0] == [(2, 5), (3, 5)]
+    with pytest.raises(TypeError, match="given by position and by keyword"):
+        mx.sym.CTCLoss(pred, label, None, data=pred)
+
+
+# ---------------------------------------------------------------- io / image
+def test_ndarrayiter_pad_wraps_a_batch_larger_than_the_data():
+    data = np.arange(10, dtype=np.float32)
+    it = mx.io.NDArrayIter(data=data, batch_size=25, shuffle=False, last_batch_handle="pad")
+    batch = it.next()
+    np.testing.assert_array_equal(batch.data[0].asnumpy(), np.concatenate([data, data, data[:5]]))
+    assert batch.pad == 15
+
+
+def test_ndarrayiter_ignores_extra_label_samples():
+    data = np.arange(8, dtype=np.float32).reshape(4, 2)
+    label = np.arange(10, dtype=np.float32)
+    it = mx.io.NDArrayIter(data, {"label": label}, batch_size=3, last_batch_handle="pad")
+    batches = [(b.data[0].asnumpy(), b.label[0].asnumpy()) for b in it]
+    assert len(batches) == 2
+    np.testing.assert_array_equal(batches[1][1], [3, 0, 1])
+    with pytest.raises(ValueError, match="at least as many samples"):
+        mx.io.NDArrayIter(data, label[:3])
+
+
+def test_img_alias_and_imread_error(tmp_path):
+    assert mx.img is mx.image
+    with pytest.raises(mx.base.MXNetError, match="cannot read"):
+        mx.img.imread(str(tmp_path / "absent.jpg"))
+
+
+# ---------------------------------------------------------------- gluon
+def test_hybridized_block_with_data_dependent_shape_runs_imperatively():
+    class Masked(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, data, index):
+            return F.contrib.boolean_mask(data, index) * 2
+
+    block = Masked()
+    block.hybridize()
+    data = mx.nd.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]])
+    data.attach_grad()
+    for index, rows in (([0, 1, 1], [1, 2]), ([1, 0, 0], [0])):
+        with mx.autograd.record():
+            out = block(data, mx.nd.array(index))
+        out.backward()
+        np.testing.assert_array_equal(out.asnumpy(), data.asnumpy()[rows] * 2)
+        grad = np.zeros((3, 3))
+        grad[rows] = 2
+        np.testing.assert_array_equal(data.grad.asnumpy(), grad)

@@ -55,6 +55,15 @@ def _make_function(info, fname):
                 # MXNet's hidden keys (lr_mult, ctx_group, ...) become node attributes.
                 keys.append(k[:-1] if k.endswith("_") and keyword.iskeyword(k[:-1]) else _attribute.hidden_key(k))
                 vals.append(_param_str(v))
+        if not info.variadic and any(a is None for a in args):
+            # An optional input passed as None by position is left out, as MXNet's generated
+            # functions do (gluon's CTCLoss passes pred_lengths=None on).
+            for n, a in zip(input_names, args):
+                if a is not None:
+                    if n in kwargs:
+                        raise TypeError("%s: input %r given by position and by keyword" % (fname, n))
+                    inputs[n] = a
+            args = ()
         for i, a in enumerate(args):
             if not isinstance(a, Symbol):
                 raise TypeError("%s: positional input %d must be a Symbol, got %s (parameters go by keyword)"
