@@ -200,3 +200,78 @@ def test_hybridized_block_with_data_dependent_shape_runs_imperatively():
         grad = np.zeros((3, 3))
         grad[rows] = 2
         np.testing.assert_array_equal(data.grad.asnumpy(), grad)
+
+
+# ---------------------------------------------------------------- partial shape inference
+def _arg_shapes(sym, **known):
+    args, _, _ = sym.infer_shape(**known)
+    assert args is not None, "inference left shapes unknown"
+    return dict(zip(sym.list_arguments(), args))
+
+
+@pytest.mark.parametrize("make,known,want", [
+    (lambda x, y: mx.sym.dot(x, y), {"x": (0, 3, 4), "y": (4, 5)}, (0, 3, 5)),
+    (lambda x, y: mx.sym.dot(x, y, transpose_b=True), {"x": (0, 4), "y": (6, 4)}, (0, 6)),
+    (lambda x, y: mx.sym.batch_dot(x, y), {"x": (0, 3, 4), "y": (0, 4, 5)}, (0, 3, 5)),
+    (lambda x, y: mx.sym.Embedding(x, y, input_dim=100, output_dim=10), {"x": (0, 5), "y": (100, 10)}, (0, 5, 10)),
+    (lambda x, y: mx.sym.pick(x, y, axis=1), {"x": (0, 3, 3), "y": (0, 3)}, (0, 3)),
+    (lambda x, y: mx.sym.Concat(x, y, dim=1), {"x": (0, 3), "y": (0, 4)}, (0, 7)),
+])
+def test_partial_shapes_flow_forward(make, known, want):
+    s = make(mx.sym.var("x"), mx.sym.var("y"))
+    _, out, _ = s.infer_shape_partial(**known)
+    assert out == [want]
+    with mx.np_shape(True):
+        _, out, _ = s.infer_shape_partial(**{k: tuple(-1 if d == 0 else d for d in v) for k, v in known.items()})
+        assert out == [tuple(-1 if d == 0 else d for d in want)]
+
+
+def test_partial_shape_stays_unknown_when_it_depends_on_unknown_dims():
+    s = mx.sym.batch_dot(mx.sym.var("x"), mx.sym.var("y"))
+    _, out, _ = s.infer_shape_partial(x=(0, 3, 4), y=(0, 0, 5))
+    assert out == [()]
+    _, out, _ = mx.sym.sum(mx.sym.var("x"), axis=0).infer_shape_partial(x=(0, 4))
+    assert out == [(4,)]
+    _, out, _ = mx.sym.reshape(mx.sym.var("x"), shape=(-1,)).infer_shape_partial(x=(0, 4))
+    assert out == [(0,)]
+
+
+def test_partial_shapes_flow_back_from_later_nodes():
+    a = mx.sym.Variable("a", shape=(0, 10))
+    fc = mx.sym.FullyConnected(a, num_hidden=21, name="fc")
+    shapes = _arg_shapes(fc + mx.sym.Variable("c", shape=(5, 0)))
+    assert shapes["a"] == (5, 10) and shapes["c"] == (5, 21) and shapes["fc_weight"] == (21, 10)
+
+    conv = mx.sym.Convolution(mx.sym.Variable("a", shape=(0, 10, 0, 0)), num_filter=21, kernel=(3, 3), pad=(1, 1),
+                              name="conv")
+    shapes = _arg_shapes(conv + mx.sym.Variable("c", shape=(5, 21, 32, 32)))
+    assert shapes["a"] == (5, 10, 32, 32) and shapes["conv_weight"] == (21, 10, 3, 3)
+    # A stride other than 1 leaves the input's spatial size open (several sizes fit).
+    strided = mx.sym.Convolution(mx.sym.var("a"), num_filter=2, kernel=(3, 3), stride=(2, 2), name="s")
+    args, _, _ = (strided + mx.sym.var("c")).infer_shape_partial(a=(0, 1, 0, 0), c=(4, 2, 7, 7))
+    assert args[0] == (4, 1, 0, 0)
+
+    cat = mx.sym.Concat(mx.sym.Variable("a", shape=(0, 10)), mx.sym.Variable("b", shape=(0, 5)), dim=1)
+    shapes = _arg_shapes(mx.sym.Variable("d", shape=(2, 0)) + cat)
+    assert (shapes["a"], shapes["b"], shapes["d"]) == ((2, 10), (2, 5), (2, 15))
+
+    parts = mx.sym.SliceChannel(mx.sym.Variable("a", shape=(0, 15, 0)), num_outputs=3)
+    assert _arg_shapes(parts[1] + mx.sym.Variable("c", shape=(3, 5, 2)))["a"] == (3, 15, 2)
+    squeezed = mx.sym.SliceChannel(mx.sym.Variable("a", shape=(0, 10)), num_outputs=10, axis=1, squeeze_axis=True)
+    assert _arg_shapes(squeezed[1] + mx.sym.Variable("c", shape=(5,)))["a"] == (5, 10)
+
+
+def test_identity_with_attr_like_rhs_passes_its_shape_to_rhs():
+    w = mx.sym.Variable("weight")
+    shifted = mx.sym.broadcast_add(w, mx.sym.Variable("wshift", shape=(1,)))
+    tied = mx.sym._internal._identity_with_attr_like_rhs(shifted, w)
+    net = mx.sym.FullyConnected(mx.sym.var("data"), weight=tied, num_hidden=11, no_bias=True)
+    assert _arg_shapes(net, data=(7, 100))["weight"] == (11, 100)
+    with pytest.raises(mx.base.MXNetError, match="Shape inconsistent|Incompatible"):
+        mx.sym._internal._identity_with_attr_like_rhs(mx.sym.var("p"), mx.sym.var("q")).infer_shape(p=(2, 3), q=(3, 2))
+
+
+def test_partial_concat_solves_the_one_unknown_piece():
+    cat = mx.sym.Concat(mx.sym.var("a"), mx.sym.var("b"), dim=1)
+    args, _, _ = (cat + mx.sym.var("c")).infer_shape_partial(a=(2, 3), b=(2, 0), c=(2, 10))
+    assert args == [(2, 3), (2, 7), (2, 10)]
