@@ -275,3 +275,30 @@ def test_partial_concat_solves_the_one_unknown_piece():
     cat = mx.sym.Concat(mx.sym.var("a"), mx.sym.var("b"), dim=1)
     args, _, _ = (cat + mx.sym.var("c")).infer_shape_partial(a=(2, 3), b=(2, 0), c=(2, 10))
     assert args == [(2, 3), (2, 7), (2, 10)]
+
+
+# ---------------------------------------------------------------- CSVIter dtype
+@pytest.mark.parametrize("dtype,value", [("int32", 200000001), ("int64", 2 ** 40 + 3), ("float32", 1.5)])
+def test_csviter_dtype_reads_values_exactly(tmp_path, dtype, value):
+    data, label = tmp_path / "d.csv", tmp_path / "l.csv"
+    data.write_text("".join("%s,%s\n" % (value, i) for i in range(5)))
+    label.write_text("".join("%d\n" % (i * 7) for i in range(5)))
+    it = mx.io.CSVIter(data_csv=str(data), data_shape=(2,), label_csv=str(label), batch_size=2, round_batch=False,
+                       dtype=dtype)
+    assert it.provide_data[0].dtype == np.dtype(dtype)
+    batches = [(b.data[0].asnumpy(), b.label[0].asnumpy(), b.pad) for b in it]
+    assert [b[2] for b in batches] == [0, 0, 1]
+    assert batches[0][0].dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(batches[1][0], np.array([[value, 2], [value, 3]], dtype=dtype))
+    np.testing.assert_array_equal(batches[2][0], np.array([[value, 4], [0, 0]], dtype=dtype))
+    np.testing.assert_array_equal(batches[2][1], np.array([28, 0], dtype=dtype))
+
+
+def test_csviter_int_dtype_refuses_fractions(tmp_path):
+    data = tmp_path / "d.csv"
+    data.write_text("1,2.5\n")
+    with pytest.raises(mx.base.MXNetError, match="expected ','"):
+        it = mx.io.CSVIter(data_csv=str(data), data_shape=(2,), batch_size=1, dtype="int32")
+        it.next()
+    with pytest.raises(mx.base.MXNetError, match="dtype"):
+        mx.io.CSVIter(data_csv=str(data), data_shape=(2,), batch_size=1, dtype="float16")
