@@ -17,7 +17,15 @@ calibrated on --calib-batches other synthetic batches, --calib-mode naive or ent
 float32 runs the hybridized network as Weft runs it (oneDNN inference regions). The model
 is built here and saved; float32 and int8 are each measured in a process of their own, one
 after the other, with the load average printed beside the figures.
+With --trained PREFIX the weights are instead those bench/int8_resnet50_train.py trained on
+Fashion-MNIST (10 classes, 32x32 inputs): calibration takes --calib-batches batches of
+training images and the agreement is measured on --eval-batches batches of held-out test
+images at the training size, while the speed is measured at 224x224 (the test images
+upscaled 7x) with the same weights. Each mode reports wall time and the process's CPU time
+per batch (CPU time / wall time shows how much of the machine it got).
+--granularity channel-wise (the default) quantizes weights per output channel, tensor-wise one range per array.
 Usage: bench/int8_resnet50.py [--batch-size 32] [--iters 10] [--calib-mode naive]
+       [--trained PREFIX] [--granularity channel-wise]
 """
 import argparse
 import json
@@ -68,30 +76,55 @@ def build(args, prefix):
                    [mx.nd.array(synthetic_images(rng, args.batch_size)) for _ in range(count)])
 
 
+def trained_batches(args, prefix):
+    """Fashion-MNIST batches for the --trained model: calibration (training images), held-out
+    evaluation (test images), both at the training size; saved beside the model."""
+    import weft as mx
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from int8_resnet50_train import load, prepare
+    rng = np.random.RandomState(1)
+    images, _ = load("train")
+    pick = rng.choice(len(images), args.calib_batches * args.batch_size, replace=False)
+    test, _ = load("t10k")
+    # Test images the training script's accuracy check (the first 2000) did not use.
+    test = test[5000:]
+    for name, src, count in (("calib", images[pick], args.calib_batches), ("eval", test, args.eval_batches)):
+        mx.nd.save("%s-%s.nd" % (prefix, name),
+                   [mx.nd.array(prepare(src[i * args.batch_size:(i + 1) * args.batch_size], args.train_size))
+                    for i in range(count)])
+
+
 def run(mode, args, prefix):
     import weft as mx
     from weft.contrib import quantization
-    net = mx.gluon.SymbolBlock.imports(prefix + "-symbol.json", ["data"], prefix + "-0000.params")
+    model = args.trained or prefix
+    net = mx.gluon.SymbolBlock.imports(model + "-symbol.json", ["data"], model + "-0000.params")
     calib_seconds = 0.0
     if mode == "int8":
         calib = mx.nd.load(prefix + "-calib.nd")
         start = time.perf_counter()
         net = quantization.quantize_net_v2(net, quantized_dtype="auto", calib_mode=args.calib_mode,
-                                           calib_data=calib, ctx=mx.cpu())
+                                           calib_data=calib, ctx=mx.cpu(), quantize_granularity=args.granularity)
         calib_seconds = time.perf_counter() - start
     net.hybridize()
     evals = mx.nd.load(prefix + "-eval.nd")
     top1 = [net(x).asnumpy().argmax(1).tolist() for x in evals]
     x = evals[0]
+    if args.trained:
+        # The speed at 224x224: the held-out images upscaled 7x (nearest).
+        x = mx.nd.array(np.kron(x.asnumpy(), np.ones((1, 1, 224 // x.shape[2], 224 // x.shape[3]), np.float32)))
     net(x).wait_to_read()
-    best = float("inf")
+    best, best_cpu = float("inf"), float("inf")
     for _ in range(args.repeats):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         for _ in range(args.iters):
             out = net(x)
         out.wait_to_read()
-        best = min(best, (time.perf_counter() - start) / args.iters)
-    return {"mode": mode, "images_per_s": args.batch_size / best, "top1": top1, "calib_seconds": calib_seconds}
+        wall, cpu = (time.perf_counter() - start) / args.iters, (time.process_time() - cpu_start) / args.iters
+        if wall < best:
+            best, best_cpu = wall, cpu
+    return {"mode": mode, "images_per_s": args.batch_size / best, "wall_s": best, "cpu_s": best_cpu,
+            "shape": list(x.shape), "top1": top1, "calib_seconds": calib_seconds, "load": os.getloadavg()}
 
 
 def main():
@@ -103,6 +136,9 @@ def main():
     ap.add_argument("--calib-batches", type=int, default=4)
     ap.add_argument("--eval-batches", type=int, default=4)
     ap.add_argument("--calib-mode", choices=("naive", "entropy"), default="naive")
+    ap.add_argument("--granularity", choices=("tensor-wise", "channel-wise"), default="channel-wise")
+    ap.add_argument("--trained", help="prefix of the model bench/int8_resnet50_train.py saved")
+    ap.add_argument("--train-size", type=int, default=32, help="the --trained model's input size")
     ap.add_argument("--mode", choices=("float32", "int8"), help="measure one model in this process")
     ap.add_argument("--prefix", help="the saved model and batches (with --mode)")
     args = ap.parse_args()
@@ -110,29 +146,40 @@ def main():
         print(json.dumps(run(args.mode, args, args.prefix)))
         return
 
+    info = {}
     with open("/proc/cpuinfo") as f:
-        cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
-    flags = open("/proc/cpuinfo").read()
+        for line in f:
+            key, _, value = line.partition(":")
+            info.setdefault(key.strip(), value.strip())
+    cpu = "%s, family %s model %s" % (info.get("model name", "?"), info.get("cpu family", "?"), info.get("model", "?"))
+    flags = info.get("flags", "")
     load_before = os.getloadavg()
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         prefix = os.path.join(tmp, "resnet50")
-        build(args, prefix)
+        if args.trained:
+            trained_batches(args, prefix)
+        else:
+            build(args, prefix)
         for mode in ("float32", "int8"):
             cmd = [sys.executable, os.path.abspath(__file__), "--mode", mode, "--prefix", prefix] + sys.argv[1:]
             out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
             results[mode] = json.loads(out.strip().splitlines()[-1])
     f32, i8 = results["float32"], results["int8"]
     agree = np.mean([a == b for x, y in zip(f32["top1"], i8["top1"]) for a, b in zip(x, y)])
-    print("ResNet-50 v1 inference, batch %d, CPU: %s (%d cores, AVX512-VNNI %s), OMP_NUM_THREADS=%s"
-          % (args.batch_size, cpu, os.cpu_count(), "yes" if "avx512_vnni" in flags else "no",
-             os.environ.get("OMP_NUM_THREADS", "unset")))
+    print("ResNet-50 v1 inference, batch %d, input %s, weights %s, CPU: %s (%d cores, AVX512-VNNI %s), "
+          "OMP_NUM_THREADS=%s" % (args.batch_size, "x".join(map(str, f32["shape"][1:])),
+                                  "trained on Fashion-MNIST" if args.trained else "random",
+                                  cpu, os.cpu_count(), "yes" if "avx512_vnni" in flags else "no",
+                                  os.environ.get("OMP_NUM_THREADS", "unset")))
     print("load average (1/5/15 min) before %.1f/%.1f/%.1f, after %.1f/%.1f/%.1f"
           % (load_before + os.getloadavg()))
-    print("  float32  %8.1f images/s" % f32["images_per_s"])
-    print("  int8     %8.1f images/s  (%.2fx float32; %s calibration on %d batches took %.0f s)"
-          % (i8["images_per_s"], i8["images_per_s"] / f32["images_per_s"], args.calib_mode, args.calib_batches,
-             i8["calib_seconds"]))
+    for r in (f32, i8):
+        print("  %-7s  %8.1f images/s  wall %.3f s/batch  cpu %.3f s/batch  (load at the end %.1f)"
+              % (r["mode"], r["images_per_s"], r["wall_s"], r["cpu_s"], r["load"][0]))
+    print("  int8/float32: %.2fx by wall time, %.2fx by CPU time (%s, %s calibration on %d batches took %.0f s)"
+          % (f32["wall_s"] / i8["wall_s"], f32["cpu_s"] / i8["cpu_s"], args.granularity, args.calib_mode,
+             args.calib_batches, i8["calib_seconds"]))
     print("  top-1 agreement of int8 with float32 on %d held-out images: %.4f"
           % (args.eval_batches * args.batch_size, agree))
 

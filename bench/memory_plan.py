@@ -47,7 +47,11 @@ import weft as mx
 from models import resnet50
 """ + STATUS + r"""
 base = kb("VmRSS")
-ex = resnet50().simple_bind(mx.cpu(), data=({b}, 3, 224, 224), softmax_label=({b},))
+net = resnet50()
+# The images and labels get no gradient, as in the PyTorch step (an input without
+# requires_grad) and in MXNet's Module.
+req = {{n: "null" if n in ("data", "softmax_label") else "write" for n in net.list_arguments()}}
+ex = net.simple_bind(mx.cpu(), grad_req=req, data=({b}, 3, 224, 224), softmax_label=({b},))
 ex.arg_dict["data"][:] = np.random.RandomState(0).rand({b}, 3, 224, 224).astype(np.float32)
 ex.forward(is_train=True)
 ex.backward()

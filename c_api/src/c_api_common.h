@@ -108,7 +108,8 @@ class PinScope {
 };
 
 // A table of objects of one kind. Lookups and frees take no lock; creating and reclaiming a
-// slot take one for the free list.
+// slot take one for the free list only when the thread's own cache of free slots is empty
+// or full.
 template <typename T, HandleKind Kind>
 class HandleTable {
  public:
@@ -120,17 +121,7 @@ class HandleTable {
 
   template <typename... Args>
   uint64_t Create(Args&&... args) {
-    std::lock_guard<std::mutex> lock(mu_);
-    uint32_t index;
-    if (!free_.empty()) {
-      index = free_.back();
-      free_.pop_back();
-    } else {
-      WEFT_CHECK(size_ < kMaxChunks * kChunkSize, kRuntime, "too many live ", HandleKindName(Kind), " handles");
-      index = size_++;
-      if (!chunks_[index / kChunkSize].load(std::memory_order_relaxed))
-        chunks_[index / kChunkSize].store(new Slot[kChunkSize], std::memory_order_release);
-    }
+    uint32_t index = TakeIndex();
     Slot& s = SlotAt(index);
     s.value.emplace(std::forward<Args>(args)...);
     uint32_t gen = StampOf(s.state.load(std::memory_order_relaxed)) >> 1;
@@ -172,14 +163,47 @@ class HandleTable {
     if (PinsOf(cur) == 0) Reclaim(s, IndexOf(v));
   }
 
-  size_t NumLive() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return size_ - free_.size();
-  }
-
  private:
   static constexpr uint32_t kChunkSize = 4096;
   static constexpr uint32_t kMaxChunks = 1u << 16;
+  // Free slots a thread keeps for itself (see LocalFree), in the array table only: the
+  // library's thread-local block is small, and only arrays are made on every call.
+  static constexpr uint32_t kLocalFree = 64;
+  static constexpr bool kLocalCache = Kind == HandleKind::kNDArray;
+
+  // The free slots this thread keeps: an operator call from Python creates a handle and
+  // frees one, and with them here neither takes the table's lock (a contended mutex costs
+  // more than the rest of a lookup). The cache refills from and spills to the shared free
+  // list in halves, under the lock. It lives on the heap (the library's thread-local block
+  // is small) behind a plain pointer, so that a handle freed after the thread's exit hook
+  // ran (from a static destructor, say) finds no cache and `closed` set, and goes to the
+  // shared list.
+  struct LocalFree {
+    uint32_t n = 0;
+    uint32_t index[kLocalFree];
+  };
+  struct LocalState {
+    LocalFree* cache = nullptr;
+    bool closed = false;
+  };
+  static LocalState& Local() {
+    static thread_local LocalState state;
+    return state;
+  }
+  // Gives the cache back to the shared list when its thread ends.
+  struct LocalFreeHook {
+    ~LocalFreeHook() {
+      LocalState& local = Local();
+      HandleTable& table = Get();
+      {
+        std::lock_guard<std::mutex> lock(table.mu_);
+        table.free_.insert(table.free_.end(), local.cache->index, local.cache->index + local.cache->n);
+      }
+      delete local.cache;
+      local.cache = nullptr;
+      local.closed = true;
+    }
+  };
 
   struct Slot {
     // The stamp (generation << 1 | live) in the high half, the pins of calls using the
@@ -221,10 +245,54 @@ class HandleTable {
     if (PinsOf(before) == 1 && (StampOf(before) & 1u) == 0) Reclaim(&s, index);
   }
 
-  // Destroys a freed, unpinned object and gives its slot back.
+  // A slot for a new object: from this thread's cache, else from the shared free list
+  // (taking half a cache's worth along), else a slot never used.
+  uint32_t TakeIndex() {
+    LocalFree* cache = nullptr;
+    if constexpr (kLocalCache) {
+      LocalState& local = Local();
+      if (local.cache != nullptr && local.cache->n > 0) return local.cache->index[--local.cache->n];
+      if (local.cache == nullptr && !local.closed) {
+        static thread_local LocalFreeHook hook;
+        local.cache = new LocalFree();
+      }
+      cache = local.cache;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!free_.empty()) {
+      uint32_t index = free_.back();
+      free_.pop_back();
+      if (cache != nullptr) {
+        while (cache->n < kLocalFree / 2 && !free_.empty()) {
+          cache->index[cache->n++] = free_.back();
+          free_.pop_back();
+        }
+      }
+      return index;
+    }
+    WEFT_CHECK(size_ < kMaxChunks * kChunkSize, kRuntime, "too many live ", HandleKindName(Kind), " handles");
+    uint32_t index = size_++;
+    if (!chunks_[index / kChunkSize].load(std::memory_order_relaxed))
+      chunks_[index / kChunkSize].store(new Slot[kChunkSize], std::memory_order_release);
+    return index;
+  }
+
+  // Destroys a freed, unpinned object and gives its slot back: to this thread's cache, or,
+  // when that is full, half of the cache to the shared list.
   void Reclaim(Slot* s, uint32_t index) {
     [[maybe_unused]] std::optional<T> dead = std::move(s->value);
     s->value.reset();
+    LocalFree* cache = nullptr;
+    if constexpr (kLocalCache) cache = Local().cache;
+    if (cache != nullptr) {
+      if (cache->n == kLocalFree) {
+        std::lock_guard<std::mutex> lock(mu_);
+        free_.insert(free_.end(), cache->index + kLocalFree / 2, cache->index + kLocalFree);
+        cache->n = kLocalFree / 2;
+      }
+      cache->index[cache->n++] = index;
+      return;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     free_.push_back(index);
     // `dead` is destroyed after the lock is released: its destructor is declared first.

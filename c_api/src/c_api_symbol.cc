@@ -471,6 +471,13 @@ weft_status_t weft_executor_arrays(weft_executor_t* exec, int kind, int* num_out
   WEFT_API_END
 }
 
+weft_status_t weft_executor_set_array(weft_executor_t* exec, int kind, int index, const weft_ndarray_t* array) {
+  WEFT_API_BEGIN
+  WEFT_CHECK(index >= 0, kValue, __func__, ": 'index' must be >= 0, got ", index);
+  WEFT_EXEC(exec).SetArray(kind, static_cast<size_t>(index), WEFT_ARR(array));
+  WEFT_API_END
+}
+
 weft_status_t weft_executor_forward(weft_executor_t* exec, int is_train) {
   WEFT_API_BEGIN
   WEFT_EXEC(exec).Forward(is_train != 0);
@@ -551,9 +558,24 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
     CopyFromTo(ins[i], bound[i]);
   }
   ex->Forward(is_train != 0);
-  // The executor rewrites its outputs at the next forward: the caller gets copies.
+  // The executor rewrites its outputs at the next forward: the caller gets copies (a sparse
+  // executor makes new outputs at every forward).
   std::vector<NDArray> outs;
-  for (const auto& o : ex->outputs()) outs.push_back(o.Copy(o.ctx()));
+  for (const auto& o : ex->outputs()) outs.push_back(ex->is_sparse() ? o : o.Copy(o.ctx()));
+  // Parameters with sparse gradient buffers (a row_sparse grad_stype): a sparse executor
+  // replaces its gradient arrays, so the parameter's variable, whose buffer is what
+  // Parameter.grad() reads, is given the executor's new gradient after each backward (and
+  // the executor the variable's current buffer before it, for grad_req "add").
+  std::vector<std::pair<size_t, size_t>> sparse_grads;  // (parameter, argument)
+  if (ex->is_sparse())
+    for (size_t j = 0; j < ps.size(); ++j) {
+      const auto& node = ps[j].ag_node();
+      if (!node || !node->is_variable() || !node->grad.is_sparse()) continue;
+      for (size_t a = 0; a < ex->arg_arrays().size(); ++a)
+        if (!ex->grad_arrays()[a].is_none() && ex->arg_arrays()[a].SameChunk(ps[j]) &&
+            ex->arg_arrays()[a].shape() == ps[j].shape())
+          sparse_grads.emplace_back(j, a);
+    }
 
   std::vector<NDArray> recorded = ins;
   recorded.insert(recorded.end(), ps.begin(), ps.end());
@@ -563,12 +585,14 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
     uint64_t generation = ex->num_forwards();
     autograd::RecordCustom(
         "hybridized block", recorded, &outs,
-        [ex, generation, in_grads, num_params](const std::vector<NDArray>& out_grads) {
+        [ex, generation, in_grads, num_params, ps, sparse_grads](const std::vector<NDArray>& out_grads) {
           WEFT_CHECK(ex->num_forwards() == generation, kRuntime,
                      "hybridized block: its graph ran forward again before the backward of an earlier call; a "
                      "hybridized block keeps the state of its latest call only (call backward before the next "
                      "forward, or use one block per branch)");
+          for (const auto& pa : sparse_grads) ex->SetArray(1, pa.second, ps[pa.first].ag_node()->grad);
           ex->Backward(out_grads);
+          for (const auto& pa : sparse_grads) ps[pa.first].ag_node()->grad = ex->grad_arrays()[pa.second];
           std::vector<NDArray> grads;
           for (const auto& g : in_grads) grads.push_back(g.is_none() ? NDArray() : g.Copy(g.ctx()));
           grads.resize(grads.size() + num_params);

@@ -6,7 +6,8 @@
 // order and independent work runs in parallel. WaitForVar and WaitForAll are the only
 // blocking points. An exception thrown by an operation is stored on the variables it
 // writes (and on those written by anything that reads them afterwards) and raised by the
-// next wait on them.
+// next wait on any of them, once: as in MXNet, a raised error is reported, and no later
+// wait raises it again (engine_impl.h, EngineError).
 #pragma once
 
 #include <cstdint>

@@ -47,7 +47,7 @@ class NaiveEngine : public Engine {
       try {
         on_delete(RunContext{ctx, nullptr});
       } catch (...) {
-        if (!first_error_) first_error_ = std::current_exception();
+        if (!Pending(first_error_)) first_error_ = MakeError(std::current_exception());
       }
     }
     delete var;
@@ -86,23 +86,22 @@ class NaiveEngine : public Engine {
 
   void WaitForVar(VarHandle var) override {
     WEFT_CHECK(var != nullptr, kValue, "WaitForVar: expected a variable, got a null handle");
-    std::exception_ptr e;
+    ErrorRef e;
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       e = var->error;
-      // Raised here, it is not raised again by WaitForAll (as the threaded engine does).
-      if (e && first_error_ == e) first_error_ = nullptr;
     }
-    if (e) std::rethrow_exception(e);
+    // Raised here, it is not raised again by WaitForAll or another wait (it is reported).
+    if (std::exception_ptr ex = Claim(e)) std::rethrow_exception(ex);
   }
 
   void WaitForAll() override {
-    std::exception_ptr e;
+    ErrorRef e;
     {
       std::lock_guard<std::recursive_mutex> lock(mu_);
       std::swap(e, first_error_);
     }
-    if (e) std::rethrow_exception(e);
+    if (std::exception_ptr ex = Claim(e)) std::rethrow_exception(ex);
   }
 
  private:
@@ -120,9 +119,9 @@ class NaiveEngine : public Engine {
            bool intern_name) {
     std::lock_guard<std::recursive_mutex> run_lock(mu_);
     // An error on an input flows to the outputs instead of running on bad data.
-    std::exception_ptr upstream;
-    for (VarHandle v : const_vars) if (v->error) upstream = v->error;
-    std::exception_ptr error = upstream;
+    ErrorRef upstream;
+    for (VarHandle v : const_vars) if (Pending(v->error)) upstream = v->error;
+    ErrorRef error = upstream;
     if (!error) {
       // The one branch the profiler costs when off.
       bool profiled = __builtin_expect(profiler::ActiveModes() != 0, 0) && name != nullptr &&
@@ -137,7 +136,7 @@ class NaiveEngine : public Engine {
       RunGuarded(fn, RunContext{ctx, nullptr}, CallbackOnComplete(&NaiveEngine::OnComplete, this, &c));
       std::unique_lock<std::mutex> lock(c.mu);
       c.cv.wait(lock, [&] { return c.done; });
-      error = c.error;
+      error = MakeError(c.error);
       lock.unlock();
 #ifdef WEFT_USE_CUDA
       // GPU work ran on the legacy stream with no completion event: it is over, and any
@@ -147,7 +146,7 @@ class NaiveEngine : public Engine {
           cuda::DeviceGuard guard(ctx.dev_id);
           cuda::Check(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize", &ctx);
         } catch (...) {
-          error = std::current_exception();
+          error = MakeError(std::current_exception());
         }
       }
 #endif
@@ -159,11 +158,11 @@ class NaiveEngine : public Engine {
       v->error = error;
       v->writes.fetch_add(1, std::memory_order_release);
     }
-    if (error && !first_error_) first_error_ = error;
+    if (error && !Pending(first_error_)) first_error_ = error;
   }
 
   std::recursive_mutex mu_;
-  std::exception_ptr first_error_;
+  ErrorRef first_error_;
 };
 
 }  // namespace

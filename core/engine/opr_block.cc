@@ -7,7 +7,8 @@
 namespace weft {
 namespace engine {
 
-uint32_t BuildSlots(const std::vector<VarHandle>& reads, const std::vector<VarHandle>& writes, VarSlot* out) {
+uint32_t BuildSlots(const VarHandle* reads, size_t num_reads, const VarHandle* writes, size_t num_writes,
+                    VarSlot* out) {
   uint32_t n = 0;
   auto add = [&](VarHandle v, bool write, const char* list) {
     WEFT_CHECK(v != nullptr, kValue, "engine: expected a variable in the ", list, " list, got a null handle");
@@ -17,8 +18,8 @@ uint32_t BuildSlots(const std::vector<VarHandle>& reads, const std::vector<VarHa
     out[n].read = !write;
     ++n;
   };
-  for (VarHandle v : reads) add(v, false, "read");
-  for (VarHandle v : writes) add(v, true, "write");
+  for (size_t i = 0; i < num_reads; ++i) add(reads[i], false, "read");
+  for (size_t i = 0; i < num_writes; ++i) add(writes[i], true, "write");
   auto by_var = [](const VarSlot& a, const VarSlot& b) { return a.var < b.var; };
   if (n <= 16) {
     for (uint32_t i = 1; i < n; ++i) {

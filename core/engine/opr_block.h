@@ -55,7 +55,7 @@ struct OprBlock {
   ThreadedOpr* opr = nullptr;    // a pre-created operator, or null when fn is the work
   AsyncFn fn;
   ThreadedVar* delete_var = nullptr;  // freed when this block completes (DeleteVariable)
-  std::exception_ptr error;
+  ErrorRef error;
   // What the profiler records the block as (null: nothing), and the bytes its pusher
   // allocated for it.
   const char* prof_name = nullptr;
@@ -70,10 +70,14 @@ struct OprBlock {
   VarSlot inline_slots[kInlineSlots];
 };
 
-// Fills out[] (room for reads.size() + writes.size()) with one slot per distinct
+// Fills out[] (room for num_reads + num_writes) with one slot per distinct
 // variable, sorted by address; a variable in both lists is written. Returns the count.
 // Throws weft::Error for a null variable.
-uint32_t BuildSlots(const std::vector<VarHandle>& reads, const std::vector<VarHandle>& writes, VarSlot* out);
+uint32_t BuildSlots(const VarHandle* reads, size_t num_reads, const VarHandle* writes, size_t num_writes,
+                    VarSlot* out);
+inline uint32_t BuildSlots(const std::vector<VarHandle>& reads, const std::vector<VarHandle>& writes, VarSlot* out) {
+  return BuildSlots(reads.data(), reads.size(), writes.data(), writes.size(), out);
+}
 
 }  // namespace engine
 }  // namespace weft

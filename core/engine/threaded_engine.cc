@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <mutex>
+#include <typeinfo>
 #include <vector>
 
 #include <pthread.h>
@@ -155,7 +156,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 #endif
         if (on_delete) on_delete(RunContext{ctx, nullptr});
       } catch (...) {
-        RecordError(std::current_exception());
+        RecordError(MakeError(std::current_exception()));
       }
       delete v;
       return;
@@ -191,7 +192,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     try {
       HostWaitAll(v);
     } catch (...) {
-      RecordError(std::current_exception());
+      RecordError(MakeError(std::current_exception()));
     }
 #endif
     delete v;
@@ -259,20 +260,31 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   bool RunNowIfIdle(Context ctx, const std::vector<VarHandle>& const_vars,
                     const std::vector<VarHandle>& mutable_vars, SyncFnRef fn, const char* name,
                     int64_t bytes_allocated) override {
+    return RunNow(ctx, const_vars, mutable_vars, fn, name, bytes_allocated, 0);
+  }
+
+  // RunNowIfIdle with the last num_private written variables private (engine_impl.h).
+  bool RunNow(Context ctx, const std::vector<VarHandle>& const_vars, const std::vector<VarHandle>& mutable_vars,
+              SyncFnRef fn, const char* name, int64_t bytes_allocated, size_t num_private) {
     if (ctx.is_gpu()) return false;
     CheckUsable();
+    WEFT_CHECK(num_private <= mutable_vars.size(), kValue, "RunNowIfIdle: ", num_private,
+               " private variables but only ", mutable_vars.size(), " written ones");
+    const size_t num_shared = mutable_vars.size() - num_private;
+    for (size_t i = num_shared; i < mutable_vars.size(); ++i)
+      WEFT_CHECK(mutable_vars[i] != nullptr, kValue, "engine: expected a variable in the write list, got a null handle");
     // No block: the slots live in this frame (an operation touches a few variables) and the
     // run completes before the call returns, so nothing needs the queue machinery of a push.
     constexpr size_t kFrameSlots = 8;
     VarSlot frame[kFrameSlots];
     std::unique_ptr<VarSlot[]> heap;
-    size_t total = const_vars.size() + mutable_vars.size();
+    size_t total = const_vars.size() + num_shared;
     VarSlot* slots = frame;
     if (total > kFrameSlots) {
       heap = std::make_unique<VarSlot[]>(total);
       slots = heap.get();
     }
-    uint32_t n = BuildSlots(const_vars, mutable_vars, slots);
+    uint32_t n = BuildSlots(const_vars.data(), const_vars.size(), mutable_vars.data(), num_shared, slots);
     // Under the locks of all its variables the run either takes every grant at once or
     // touches nothing, so a refusal leaves no trace and the caller can push instead.
     for (uint32_t i = 0; i < n; ++i) slots[i].var->mu.lock();
@@ -284,16 +296,16 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     if (!idle) return false;
 
     // Granted: the variables' errors and GPU events are ours to read.
-    std::exception_ptr error;
+    ErrorRef error;
     for (uint32_t i = 0; i < n && !error; ++i)
-      if (slots[i].read && slots[i].var->error) error = slots[i].var->error;
+      if (slots[i].read && Pending(slots[i].var->error)) error = slots[i].var->error;
 #ifdef WEFT_USE_CUDA
     if (!error) {
       try {
         std::vector<gpu::Event*> unused_fence;
         WaitForGpuInputs(slots, n, RunContext{ctx, nullptr}, false, &unused_fence);
       } catch (...) {
-        error = std::current_exception();
+        error = MakeError(std::current_exception());
       }
     }
 #endif
@@ -309,13 +321,19 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       try {
         fn(RunContext{ctx, nullptr});
       } catch (...) {
-        error = std::current_exception();
+        error = MakeError(std::current_exception());
       }
       if (timed)
         profiler::RecordOperation(name, ctx, start, profiler::NowNs(),
                                   bytes_allocated + profiler::ThreadAllocatedBytes() - alloc);
     }
-    if (error) RecordError(error);
+    if (Pending(error)) RecordError(error);
+    // The private variables: only this thread knows them, so no lock and no queue.
+    for (size_t i = num_shared; i < mutable_vars.size(); ++i) {
+      auto* v = static_cast<ThreadedVar*>(mutable_vars[i]);
+      v->error = error;
+      v->writes.fetch_add(1, std::memory_order_release);
+    }
     ReadyList ready;
     ReleaseSlots(slots, n, error, false, nullptr, true, &ready);
     DispatchReady(ready);
@@ -326,7 +344,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     CheckNotInWorker("WaitForVar");
     WEFT_CHECK(var != nullptr, kValue, "WaitForVar: expected a variable, got a null handle");
     auto* v = static_cast<ThreadedVar*>(var);
-    std::exception_ptr error;
+    ErrorRef error;
 #ifdef WEFT_USE_CUDA
     // The last write's GPU work, which may still run after the engine saw it complete.
     struct EventRef {
@@ -340,7 +358,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
         std::mutex mu;
         std::condition_variable cv;
         bool done = false;
-        std::exception_ptr error;
+        ErrorRef error;
       } w;
       auto* blk = new OprBlock(1);
       blk->internal = true;
@@ -366,15 +384,13 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     }
 #ifdef WEFT_USE_CUDA
     else {
-      std::lock_guard<std::mutex> lock(v->mu);
+      std::lock_guard<VarLock> lock(v->mu);
       last_write.ev = v->write_event;
       if (last_write.ev) gpu::Retain(last_write.ev);
     }
 #endif
-    if (error) {
-      ForgetReported(error);
-      std::rethrow_exception(error);
-    }
+    // Raised here, it is not raised again by WaitForAll or another wait (it is reported).
+    if (std::exception_ptr ex = Claim(error)) std::rethrow_exception(ex);
 #ifdef WEFT_USE_CUDA
     if (last_write.ev) gpu::HostWait(last_write.ev);
 #endif
@@ -399,12 +415,12 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       }
     }
 #endif
-    std::exception_ptr error;
+    ErrorRef error;
     {
       std::lock_guard<std::mutex> lock(error_mu_);
       std::swap(error, first_error_);
     }
-    if (error) std::rethrow_exception(error);
+    if (std::exception_ptr ex = Claim(error)) std::rethrow_exception(ex);
 #ifdef WEFT_USE_CUDA
     if (gpu_error) std::rethrow_exception(gpu_error);
 #endif
@@ -470,11 +486,11 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   // of the function that launched it.
   template <bool kProfile>
   void RunBlockImpl(OprBlock* blk, const RunContext& rctx, const std::exception_ptr& setup_error) {
-    std::exception_ptr upstream = setup_error;
+    ErrorRef upstream = MakeError(setup_error);
     if (!upstream && !blk->internal) {
       for (uint32_t i = 0; i < blk->nslots && !upstream; ++i) {
         const VarSlot& s = blk->slots[i];
-        if (s.read && s.var->error) upstream = s.var->error;
+        if (s.read && Pending(s.var->error)) upstream = s.var->error;
       }
     }
     if (upstream) {
@@ -490,7 +506,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       try {
         WaitForGpuInputs(blk->slots, blk->nslots, rctx, blk->delete_var != nullptr, &fence);
       } catch (...) {
-        blk->error = std::current_exception();
+        blk->error = MakeError(std::current_exception());
         Complete(blk);
         return;
       }
@@ -529,7 +545,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     if (thrown) {
       // A function that throws has not handed its callback on: the worker finishes it.
       blk->run_state.exchange(kCalledBack, std::memory_order_acq_rel);
-      if (!blk->error) blk->error = thrown;
+      if (!blk->error) blk->error = MakeError(thrown);
     } else {
       int expected = kRunning;
       if (blk->run_state.compare_exchange_strong(expected, kReturned, std::memory_order_acq_rel)) {
@@ -558,7 +574,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
         }
         NoteGpuUsed(rctx.ctx.dev_id);
       } catch (...) {
-        if (!blk->error) blk->error = std::current_exception();
+        if (!blk->error) blk->error = MakeError(std::current_exception());
         on_host = false;
       }
     }
@@ -684,7 +700,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 
   static void OnCallback(void* engine, void* param, std::exception_ptr error) {
     auto* blk = static_cast<OprBlock*>(param);
-    blk->error = std::move(error);
+    blk->error = MakeError(std::move(error));
     int expected = kRunning;
     if (blk->run_state.compare_exchange_strong(expected, kCalledBack, std::memory_order_acq_rel)) return;
     static_cast<ThreadedEngine*>(engine)->Complete(blk);
@@ -725,7 +741,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 
   // Waits on the host for every event on an idle variable (nothing else can touch it).
   static void HostWaitAll(ThreadedVar* v) {
-    std::lock_guard<std::mutex> lock(v->mu);
+    std::lock_guard<VarLock> lock(v->mu);
     if (v->write_event) gpu::HostWait(v->write_event);
     for (gpu::Event* ev : v->read_events) gpu::HostWait(ev);
   }
@@ -736,7 +752,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   static void PublishGpuCompletion(const VarSlot& s, gpu::Event* ev, bool on_host) {
     ThreadedVar* v = s.var;
     if (ev != nullptr) {
-      std::lock_guard<std::mutex> lock(v->mu);
+      std::lock_guard<VarLock> lock(v->mu);
       gpu::Retain(ev);
       if (s.write) {
         gpu::Release(v->write_event);
@@ -755,7 +771,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       }
       v->read_events.push_back(ev);
     } else if (on_host && s.write && (v->write_event != nullptr || !v->read_events.empty())) {
-      std::lock_guard<std::mutex> lock(v->mu);
+      std::lock_guard<VarLock> lock(v->mu);
       gpu::Release(v->write_event);
       v->write_event = nullptr;
       for (gpu::Event* old : v->read_events) gpu::Release(old);
@@ -766,7 +782,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 
   // Publishes an operation's outcome on its variables and releases them; what their queues
   // grant now goes to *ready. `internal`, `done_event`, `on_host`: see Complete.
-  void ReleaseSlots(VarSlot* slots, uint32_t n, const std::exception_ptr& error, [[maybe_unused]] bool internal,
+  void ReleaseSlots(VarSlot* slots, uint32_t n, const ErrorRef& error, [[maybe_unused]] bool internal,
                     [[maybe_unused]] gpu::Event* done_event, [[maybe_unused]] bool on_host, ReadyList* ready) {
     for (uint32_t i = 0; i < n; ++i) {
       VarSlot& s = slots[i];
@@ -793,8 +809,8 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   // nothing is known about GPU work, so the variables keep the events they have.
   void Complete(OprBlock* blk, [[maybe_unused]] gpu::Event* done_event = nullptr,
                 [[maybe_unused]] bool on_host = false) {
-    const std::exception_ptr& error = blk->error;
-    if (error) RecordError(error);
+    const ErrorRef& error = blk->error;
+    if (Pending(error)) RecordError(error);
     ReadyList ready;
     ReleaseSlots(blk->slots, blk->nslots, error, blk->internal, done_event, on_host, &ready);
 #ifdef WEFT_USE_CUDA
@@ -842,16 +858,12 @@ class ThreadedEngine final : public Engine, public BlockRunner {
     }
   }
 
-  void RecordError(const std::exception_ptr& error) {
+  // The error WaitForAll raises: the first one not yet raised. One WaitForVar raised is
+  // marked reported, so WaitForAll passes over it (as MXNet does): the caller has seen it,
+  // and a later, unrelated wait must not fail for it.
+  void RecordError(const ErrorRef& error) {
     std::lock_guard<std::mutex> lock(error_mu_);
-    if (!first_error_) first_error_ = error;
-  }
-
-  // An error WaitForVar raised is not raised again by WaitForAll (as MXNet does): the
-  // caller has seen it, and a later, unrelated wait must not fail for it.
-  void ForgetReported(const std::exception_ptr& error) {
-    std::lock_guard<std::mutex> lock(error_mu_);
-    if (first_error_ == error) first_error_ = nullptr;
+    if (!Pending(first_error_)) first_error_ = error;
   }
 
   std::atomic<int64_t> pending_{0};  // pushed and not yet completed
@@ -867,7 +879,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   std::mutex wait_mu_;
   std::condition_variable wait_cv_;
   std::mutex error_mu_;
-  std::exception_ptr first_error_;
+  ErrorRef first_error_;
   std::atomic<bool> shut_down_{false};
   // WEFT_GPU_SYNC_EACH_OP=1: wait for each GPU operation's stream (debugging).
   const bool sync_each_op_ = EnvFlag("WEFT_GPU_SYNC_EACH_OP");
@@ -879,6 +891,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   std::vector<std::unique_ptr<WorkerPool>> gpu_pools_;
   std::vector<std::unique_ptr<WorkerPool>> gpu_copy_pools_;
 };
+
 
 void DrainAtExit() {
   // Only the first of the registered hooks drains; exit() called from inside an
@@ -971,6 +984,16 @@ void AfterFork(bool in_child) {
 }
 
 std::unique_ptr<Engine> CreateThreadedEngine() { return std::make_unique<ThreadedEngine>(); }
+
+bool RunNowIfIdle(Engine* engine, Context ctx, const std::vector<VarHandle>& const_vars,
+                  const std::vector<VarHandle>& mutable_vars, SyncFnRef fn, const char* name, int64_t bytes_allocated,
+                  size_t num_private) {
+  // ThreadedEngine is final: comparing the dynamic type is one load and a compare.
+  if (typeid(*engine) == typeid(ThreadedEngine))
+    return static_cast<ThreadedEngine*>(engine)->RunNow(ctx, const_vars, mutable_vars, fn, name, bytes_allocated,
+                                                        num_private);
+  return engine->RunNowIfIdle(ctx, const_vars, mutable_vars, fn, name, bytes_allocated);
+}
 
 }  // namespace engine
 }  // namespace weft

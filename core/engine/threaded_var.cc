@@ -53,7 +53,7 @@ bool ThreadedVar::AppendLocked(VarSlot* slot) {
 }
 
 void ThreadedVar::Release(bool write, ReadyList* ready) {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<VarLock> lock(mu);
   if (write) {
     write_running_ = false;
   } else {
@@ -80,15 +80,15 @@ void ThreadedVar::GrantFrontLocked(ReadyList* ready) {
   if (head_ == nullptr) tail_ = nullptr;
 }
 
-bool ThreadedVar::HasPendingWrite(std::exception_ptr* err) {
-  std::lock_guard<std::mutex> lock(mu);
+bool ThreadedVar::HasPendingWrite(ErrorRef* err) {
+  std::lock_guard<VarLock> lock(mu);
   if (write_running_ || head_ != nullptr) return true;
   *err = error;
   return false;
 }
 
 bool ThreadedVar::Idle() {
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<VarLock> lock(mu);
   return head_ == nullptr && !write_running_ && running_reads_ == 0;
 }
 

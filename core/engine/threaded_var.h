@@ -11,8 +11,10 @@
 // running write mean "no write pending", which WaitForVar uses as its fast path.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "core/engine/engine_impl.h"
@@ -28,6 +30,43 @@ namespace engine {
 
 struct OprBlock;
 class ThreadedVar;
+
+// The lock of one variable. Its critical sections are a few pointer and counter updates
+// (queueing a slot, granting the front), so an uncontended lock is one atomic exchange and
+// an unlock a plain store, with no call into the C library: an imperative call on tiny
+// arrays takes and releases one per variable twice, where std::mutex's calls cost more
+// than the work they guard. A waiter spins briefly, then yields its core, so that a holder
+// descheduled on a loaded machine gets to run.
+class VarLock {
+ public:
+  void lock() {
+    if (!locked_.exchange(true, std::memory_order_acquire)) return;
+    LockSlow();
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  void LockSlow() {
+    for (int spins = 0;; ++spins) {
+      if (spins < 64) {
+        CpuRelax();
+      } else {
+        std::this_thread::yield();
+      }
+      if (!locked_.load(std::memory_order_relaxed) && !locked_.exchange(true, std::memory_order_acquire)) return;
+    }
+  }
+
+  static void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+
+  std::atomic<bool> locked_{false};
+};
 
 // One operation's place in one variable's queue; lives inside the operation's block.
 struct VarSlot {
@@ -64,11 +103,11 @@ class ThreadedVar final : public Var {
   void Release(bool write, ReadyList* ready);
   // Whether an operation that writes this variable is queued or running; *error gets
   // the stored error when not.
-  bool HasPendingWrite(std::exception_ptr* error);
+  bool HasPendingWrite(ErrorRef* error);
   // Nothing queued or running: the variable may be freed.
   bool Idle();
 
-  std::mutex mu;
+  VarLock mu;
 
   // GPU completion (CUDA builds; see "GPU completion" in docs/design/engine.md). A GPU
   // operation completes when its kernels are queued, not run: write_event marks the end of

@@ -13,7 +13,9 @@
 #include "core/executor/train_fuse.h"
 #include "core/graph/gradient.h"
 #include "core/graph/infer.h"
+#include "core/imperative/autograd.h"
 #include "core/imperative/imperative.h"
+#include "core/ndarray/sparse.h"
 #include "core/op/fused/fused_pointwise.h"
 #include "core/op/dnnl/dnnl_train_region.h"
 #include "core/profiler/profiler.h"
@@ -106,6 +108,25 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   if (!wants_grad && InlineSubgraphNodes(&sym_) &&
       (sym_.ListArguments() != arg_names || sym_.ListAuxiliaryStates() != aux_names))
     sym_ = sym.Copy();
+  auto sparse = [](const std::vector<NDArray>& v) {
+    return std::any_of(v.begin(), v.end(), [](const NDArray& a) { return a.is_sparse(); });
+  };
+  // Operators that make sparse arrays out of dense ones (cast_storage to csr or row_sparse,
+  // the DGL graph operators) give their sparse outputs only when run node by node: a planned
+  // executor would write them into dense memory.
+  static const auto& on_dense = Op::GetAttr<bool>("TSparseOnDense");
+  bool makes_sparse = false;
+  graph::DFSVisit(sym_.outputs, [&](const NodePtr& n) {
+    if (n->is_variable() || !on_dense.Contains(n->op())) return;
+    bool to_dense = false;
+    for (const auto& [key, v] : n->attrs.dict) to_dense = to_dense || (key == "stype" && v == "default");
+    makes_sparse = makes_sparse || !to_dense;
+  });
+  sparse_ = makes_sparse || sparse(args_) || sparse(arg_grads_) || sparse(aux_);
+  if (sparse_) {
+    BindSparse(arg_names);
+    return;
+  }
   // Regions of oneDNN operators in training replace their nodes before the gradient pass
   // (train_fuse.cc).
   FuseTrainRegions(&sym_, ctx_, group2ctx_, args_, grad_req_, aux_);
@@ -373,13 +394,152 @@ void Executor::Run(std::vector<Step>& steps, bool is_train) {
   }
 }
 
+void Executor::BindSparse(const std::vector<std::string>& arg_names) {
+  WEFT_CHECK(group2ctx_.empty(), kUnsupported, "bind: group2ctx with sparse (csr, row_sparse) arrays is not supported");
+  // The shapes and dtypes are checked now, as a planned bind checks them, so that a bad
+  // array is the bind's error and not the first forward's.
+  IndexedGraph g(sym_.outputs);
+  std::vector<Shape> in_shapes, shapes;
+  std::vector<DType> in_types, types;
+  size_t ai = 0, xi = 0;
+  for (uint32_t id : g.input_nodes()) {
+    const NDArray& a = g.is_mutable_input(id) ? aux_[xi++] : args_[ai++];
+    in_shapes.push_back(a.shape());
+    in_types.push_back(a.dtype());
+  }
+  size_t unknown = graph::InferShapes(g, in_shapes, &shapes) + graph::InferTypes(g, in_types, &types);
+  WEFT_CHECK(unknown == 0, kShape, "bind: ", unknown,
+             " shapes or dtypes of the graph cannot be inferred from the bound arrays");
+  for (size_t i = 0; i < args_.size(); ++i) {
+    if (grad_req_[i] == OpReq::kNullOp) continue;
+    WEFT_CHECK(arg_grads_[i].shape() == args_[i].shape(), kShape, "bind: the gradient array of '", arg_names[i],
+               "' has shape ", arg_grads_[i].shape().ToString(), " but the argument has ",
+               args_[i].shape().ToString());
+  }
+}
+
+void Executor::SetArray(int kind, size_t index, const NDArray& array) {
+  std::vector<NDArray>* arrays = kind == 0 ? &args_ : kind == 1 ? &arg_grads_ : kind == 2 ? &aux_ : nullptr;
+  WEFT_CHECK(arrays != nullptr, kValue, "set_array: 'kind' must be 0 (arguments), 1 (gradients) or 2 (auxiliary "
+             "states), got ", kind);
+  WEFT_CHECK(index < arrays->size(), kValue, "set_array: 'index' ", index, " out of range for ", arrays->size(),
+             " arrays");
+  WEFT_CHECK(sparse_, kUnsupported, "set_array: only an executor bound with sparse arrays takes new arrays; "
+             "this one was planned for the memory of the arrays it was bound with");
+  NDArray& old = (*arrays)[index];
+  WEFT_CHECK(!old.is_none() && !array.is_none(), kValue, "set_array: array ", index,
+             " has no gradient, or the new array is none");
+  WEFT_CHECK(old.shape() == array.shape() && old.dtype() == array.dtype(), kShape, "set_array: expected shape ",
+             old.shape().ToString(), " and dtype ", DTypeName(old.dtype()), " for array ", index, ", got ",
+             array.shape().ToString(), " and ", DTypeName(array.dtype()));
+  old = array;
+}
+
+void Executor::ForwardSparse(bool is_train) {
+  IndexedGraph g(sym_.outputs);
+  std::vector<NDArray> entry(g.num_entries());
+  // Recorded whenever a gradient is asked for, also in inference mode: a planned executor
+  // runs backward after either forward (and autograd.record(train_mode=False) needs it).
+  bool record = std::any_of(grad_req_.begin(), grad_req_.end(), [](OpReq r) { return r != OpReq::kNullOp; });
+  marked_args_.clear();
+  std::vector<uint32_t> marked_entries;
+  size_t ai = 0, xi = 0;
+  for (uint32_t id : g.input_nodes()) {
+    uint32_t e = g.entry_id(id, 0);
+    if (g.is_mutable_input(id)) {
+      entry[e] = aux_[xi++];
+      continue;
+    }
+    // A copy of the bound array's handle: marking it for autograd leaves the caller's array
+    // without a history.
+    entry[e] = args_[ai];
+    if (record && grad_req_[ai] != OpReq::kNullOp) {
+      marked_args_.push_back(ai);
+      marked_entries.push_back(e);
+    }
+    ++ai;
+  }
+  std::vector<NDArray*> vars;
+  std::vector<NDArray> grads;
+  std::vector<OpReq> reqs;
+  for (size_t k = 0; k < marked_args_.size(); ++k) {
+    size_t a = marked_args_[k];
+    vars.push_back(&entry[marked_entries[k]]);
+    grads.push_back(arg_grads_[a]);  // BackwardSparse sets the buffers it will use
+    reqs.push_back(grad_req_[a] == OpReq::kAddTo ? OpReq::kAddTo : OpReq::kWriteTo);
+  }
+  if (!vars.empty()) autograd::MarkVariables(vars, grads, reqs);
+  marked_.clear();
+  for (uint32_t e : marked_entries) marked_.push_back(entry[e]);
+
+  bool was_recording = autograd::SetIsRecording(record);
+  try {
+    profiler::SymbolicScope symbolic;
+    for (uint32_t id = 0; id < g.num_nodes(); ++id) {
+      const graph::Node* n = g[id].source;
+      if (n->is_variable()) continue;
+      std::vector<NDArray> ins, outs;
+      for (const auto& in : g[id].inputs) ins.push_back(entry[g.entry_id(in.node_id, in.index)]);
+      imperative::Invoke(n->attrs, ins, &outs, &ctx_, nullptr, is_train);
+      for (size_t i = 0; i < outs.size() && i < static_cast<size_t>(n->num_outputs()); ++i)
+        entry[g.entry_id(id, static_cast<uint32_t>(i))] = outs[i];
+      if (!monitor_) continue;
+      if (monitor_all_)
+        for (size_t i = 0; i < ins.size(); ++i)
+          monitor_(graph::OutputName(*g[g[id].inputs[i].node_id].source, g[id].inputs[i].index), ins[i]);
+      for (size_t i = 0; i < outs.size(); ++i) monitor_(graph::OutputName(*n, static_cast<uint32_t>(i)), outs[i]);
+    }
+  } catch (...) {
+    autograd::SetIsRecording(was_recording);
+    throw;
+  }
+  autograd::SetIsRecording(was_recording);
+  outputs_.clear();
+  for (const auto& e : sym_.outputs) outputs_.push_back(entry[g.entry_id(e)]);
+  recorded_ = record;
+}
+
+void Executor::BackwardSparse(const std::vector<NDArray>& head_grads) {
+  if (std::all_of(grad_req_.begin(), grad_req_.end(), [](OpReq r) { return r == OpReq::kNullOp; })) return;
+  WEFT_CHECK(recorded_, kValue, "backward: run forward first");
+  WEFT_CHECK(head_grads.empty() || head_grads.size() == outputs_.size(), kValue, "backward: expected ",
+             outputs_.size(), " head gradients (one per output) or none, got ", head_grads.size());
+  for (size_t i = 0; i < head_grads.size(); ++i)
+    WEFT_CHECK(head_grads[i].shape() == outputs_[i].shape(), kShape, "backward: head gradient ", i, " has shape ",
+               head_grads[i].shape().ToString(), " but output ", i, " has ", outputs_[i].shape().ToString());
+  // The graph is kept (retain_graph): an executor may run backward again for one forward.
+  // The gradient buffers as they are now (a front end may have given a sparse one new
+  // contents since the forward). A sparse gradient written (not added) starts empty: an
+  // argument the gradient does not reach gets zeros, as a planned executor writes them.
+  for (size_t k = 0; k < marked_.size(); ++k) {
+    size_t a = marked_args_[k];
+    const NDArray& buf = arg_grads_[a];
+    marked_[k].ag_node()->grad = buf.is_sparse() && grad_req_[a] != OpReq::kAddTo
+                                     ? SparseZeros(buf.stype(), buf.shape(), buf.dtype(), buf.ctx())
+                                     : buf;
+  }
+  autograd::Backward(outputs_, head_grads, {}, true, false, is_train_);
+  for (size_t k = 0; k < marked_.size(); ++k) {
+    const NDArray& g = marked_[k].ag_node()->grad;
+    if (arg_grads_[marked_args_[k]].is_sparse()) arg_grads_[marked_args_[k]] = g;
+  }
+}
+
 void Executor::Forward(bool is_train) {
   is_train_ = is_train;
   ++num_forwards_;
+  if (sparse_) {
+    ForwardSparse(is_train);
+    return;
+  }
   Run(is_train || infer_.empty() ? forward_ : infer_, is_train);
 }
 
 void Executor::Backward(const std::vector<NDArray>& head_grads) {
+  if (sparse_) {
+    BackwardSparse(head_grads);
+    return;
+  }
   WEFT_CHECK(!grad_entries_.empty() || backward_.empty(), kInternal, "backward steps without gradients");
   if (grad_entries_.empty()) return;  // no argument asked for a gradient
   WEFT_CHECK(head_grads.empty() || head_grads.size() == head_grads_.size(), kValue, "backward: expected ",

@@ -56,6 +56,20 @@ class Executor {
 
   // Pushes the forward nodes; `is_train` reaches the operators (Dropout, BatchNorm).
   void Forward(bool is_train);
+  // True when some bound array (argument, gradient or auxiliary state) is csr or
+  // row_sparse, or the graph has an operator that makes sparse arrays out of dense ones
+  // (cast_storage to csr or row_sparse, the DGL graph operators). Such an executor plans
+  // nothing: Forward runs each node through
+  // imperative::Invoke (the sparse kernels, or the dense fallback), recording for autograd
+  // when a gradient is asked for, and Backward runs autograd from the outputs. The outputs
+  // are new arrays at every forward (their storage types are the kernels'), and a sparse
+  // gradient array is replaced by the gradient in its own storage type (sparse arrays are
+  // immutable), so front ends read outputs() after Forward and grad_arrays() after Backward.
+  bool is_sparse() const { return sparse_; }
+  // Sparse executors only: replaces bound array `index` of `kind` (0 arguments, 1 gradients,
+  // 2 auxiliary states) with `array` of the same shape and dtype, for front ends whose
+  // handles were given new sparse contents (a sparse array cannot be written in place).
+  void SetArray(int kind, size_t index, const NDArray& array);
   // Pushes the backward nodes after a Forward(true). `head_grads` has one array per output,
   // or is empty, meaning ones (the gradient of a loss output).
   void Backward(const std::vector<NDArray>& head_grads);
@@ -103,6 +117,9 @@ class Executor {
     bool cross_copy = false;  // a "_CrossDeviceCopy": run as a copy between contexts
   };
   void Run(std::vector<Step>& steps, bool is_train);
+  void BindSparse(const std::vector<std::string>& arg_names);
+  void ForwardSparse(bool is_train);
+  void BackwardSparse(const std::vector<NDArray>& head_grads);
   // A chain of pointwise nodes run as one "_fused_pointwise" node: its attributes (holding
   // the program) and the entries it reads.
   struct FusedChain {
@@ -134,6 +151,11 @@ class Executor {
   std::vector<std::shared_ptr<InferRegion>> regions_;
   std::vector<std::unique_ptr<FusedChain>> fused_;
   bool is_train_ = false;
+  // Sparse executors: the argument copies marked as autograd variables by the last forward
+  // (with their arguments' indices) and whether it recorded.
+  bool sparse_ = false, recorded_ = false;
+  std::vector<NDArray> marked_;
+  std::vector<size_t> marked_args_;
   uint64_t num_forwards_ = 0;
   size_t planned_bytes_ = 0, naive_bytes_ = 0, num_folded_ = 0;
 };

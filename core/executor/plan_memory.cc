@@ -35,7 +35,7 @@ struct Storage {
 // its last read (persistent values, the outputs and gradients copied at the end, to the
 // end; a constant folded at bind from the start, as it is written once and read at every
 // run), and gets an offset in its context's arena such that storages live at the same
-// time do not overlap (PlaceBySize). The arena is allocated as chunks, its maximal address
+// time do not overlap (PlaceBest). The arena is allocated as chunks, its maximal address
 // ranges covered by overlapping storages: values that share memory share a chunk, hence an
 // engine variable, so the engine orders them; values in different chunks may still run in
 // parallel. With planning off every value gets its own chunk.
@@ -119,7 +119,7 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
       std::vector<int> ids;
       for (size_t s = 0; s < st.size(); ++s)
         if (st[s].ctx == ctx) ids.push_back(static_cast<int>(s));
-      PlaceBySize(&st, ids);
+      PlaceBest(&st, ids);
       std::sort(ids.begin(), ids.end(), [&](int a, int b) { return st[a].offset < st[b].offset; });
       size_t start = 0, end = 0;
       bool open = false;

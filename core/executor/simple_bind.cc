@@ -134,6 +134,8 @@ std::unique_ptr<Executor> Executor::SimpleBind(const graph::Symbol& sym, Context
 std::unique_ptr<Executor> Executor::Reshape(const std::unordered_map<std::string, Shape>& shapes, bool partial_shaping,
                                             bool allow_up_sizing) const {
   const char* fn = "reshape";
+  WEFT_CHECK(!sparse_, kUnsupported, fn, ": an executor bound with sparse (csr, row_sparse) arrays cannot be "
+             "reshaped; bind the symbol again");
   auto s = InferAll(fn, source_, shapes);
   // An array keeps its memory when its shape stays, is a view of the first elements of its
   // memory when it shrinks, and is new (zeroed) memory when it grows, if allowed.

@@ -8,6 +8,7 @@
 #include "core/base/json_parse.h"
 #include "core/base/limits.h"
 #include "core/base/logging.h"
+#include "core/graph/subgraphs.h"
 #include "core/op/registry.h"
 
 namespace weft {
@@ -108,9 +109,14 @@ void Parse(const Reader& r, Node* n, const std::string& label) {
   }
 }
 
-}  // namespace
+// `version`: the MXNet version assumed when the object carries none (a subgraph takes its
+// enclosing graph's).
+Symbol ReadSymbol(const Reader& r, const json& top, int version = 800);
 
-std::string SaveJSON(const Symbol& sym) {
+
+// The graph as MXNet's JSON object; a control-flow node's subgraphs are nested objects of
+// the same form in its "subgraphs" field.
+ordered_json SymbolObject(const Symbol& sym) {
   IndexedGraph g(sym.outputs);
   ordered_json nodes = ordered_json::array();
   for (size_t i = 0; i < g.num_nodes(); ++i) {
@@ -118,12 +124,18 @@ std::string SaveJSON(const Symbol& sym) {
     ordered_json node;
     node["op"] = n.is_variable() ? "null" : n.op()->name;
     node["name"] = n.attrs.name;
-    // Operators that hold a subgraph (MXNet's oneDNN fusions) keep it as the parameter
-    // "subgraph"; MXNet's JSON has it as the node's "subgraphs".
+    // Control-flow operators keep their graphs in the hidden attribute kSubgraphsAttr
+    // (subgraphs.h); MXNet's oneDNN fusions keep their one graph as the parameter
+    // "subgraph". MXNet's JSON has either as the node's "subgraphs".
     static const auto& holds_subgraph = Op::GetAttr<bool>("TSubgraphParam");
     const bool subgraph_param = !n.is_variable() && holds_subgraph.Contains(n.op());
+    const std::string* subgraphs = nullptr;
     std::map<std::string, std::string> sorted;
     for (const auto& kv : n.attrs.dict) {
+      if (kv.first == kSubgraphsAttr) {
+        subgraphs = &kv.second;
+        continue;
+      }
       if (subgraph_param && kv.first == "subgraph") {
         if (!kv.second.empty()) node["subgraphs"] = ordered_json::array({ordered_json::parse(kv.second)});
         continue;
@@ -136,6 +148,7 @@ std::string SaveJSON(const Symbol& sym) {
       inputs.push_back(Entry(g[i].inputs[k].node_id, g[i].inputs[k].index, n.inputs[k].version));
     node["inputs"] = inputs;
     if (!g[i].control_deps.empty()) node["control_deps"] = g[i].control_deps;
+    if (subgraphs) node["subgraphs"] = ordered_json::parse(*subgraphs);
     nodes.push_back(std::move(node));
   }
   ordered_json heads = ordered_json::array();
@@ -146,17 +159,11 @@ std::string SaveJSON(const Symbol& sym) {
   top["node_row_ptr"] = g.row_ptr();
   top["heads"] = std::move(heads);
   top["attrs"] = {{"mxnet_version", ordered_json::array({"int", kMXNetJSONVersion})}};
-  return top.dump(2);
+  return top;
 }
 
-Symbol LoadJSON(const std::string& text, const std::string& where) {
-  Reader r{where};
-  json top;
-  try {
-    top = ParseJSONWithLimits(text, "Symbol JSON (" + where + ")");
-  } catch (const json::exception& e) {
-    r.Fail("not valid JSON: ", e.what());
-  }
+Symbol ReadSymbol(const Reader& r, const json& top, int version) {
+  const std::string& where = r.where;
   if (!top.is_object()) r.Fail("expected an object at the top level, got ", top.type_name());
   static const std::set<std::string> kTopKeys = {"nodes", "arg_nodes", "node_row_ptr", "heads", "attrs"};
   for (auto it = top.begin(); it != top.end(); ++it)
@@ -166,7 +173,6 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
     if (!top[key].is_array()) r.Fail("'", key, "' must be an array, got ", top[key].type_name());
   }
 
-  int version = 800;  // files before 0.9 carry no version
   if (top.contains("attrs")) {
     const json& attrs = top["attrs"];
     if (!attrs.is_object()) r.Fail("'attrs' must be an object, got ", attrs.type_name());
@@ -202,23 +208,40 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
     n->attrs.name = jn["name"].get<std::string>();
     if (!jn["op"].is_string()) r.Fail(label, ": 'op' must be a string, got ", jn["op"].type_name());
     std::string op_name = jn["op"].get<std::string>();
-    // Subgraphs are checked before the operator is looked up, so the message names what is refused.
+    // Subgraphs are checked before the operator is looked up, so the message names what is
+    // refused: MXNet's oneDNN fusions (one graph, kept as their parameter "subgraph") and the
+    // control-flow operators (their TNumInputGraphs graphs, read below) have them.
+    static const auto& holds_subgraph = Op::GetAttr<bool>("TSubgraphParam");
+    const bool subgraph_param = holds_subgraph.Contains(Op::Find(op_name));
     if (jn.contains("subgraphs")) {
-      static const auto& holds_subgraph = Op::GetAttr<bool>("TSubgraphParam");
-      if (!holds_subgraph.Contains(Op::Find(op_name)))
+      if (!subgraph_param && NumInputGraphs(Op::Find(op_name)) == 0)
         r.Fail(label, ": subgraphs of operator '", op_name, "' are not supported (only MXNet's oneDNN fusions, "
-               "_sg_mkldnn_*, here; control flow through the Python front end)");
+               "_sg_mkldnn_*, and the control-flow operators _foreach, _while_loop and _cond have them)");
       const json& subs = jn["subgraphs"];
-      if (!subs.is_array() || subs.size() != 1 || !subs[0].is_object())
+      if (subgraph_param && (!subs.is_array() || subs.size() != 1 || !subs[0].is_object()))
         r.Fail(label, ": expected 'subgraphs' to hold one graph, got ", JSONExcerpt(subs));
     }
     if (op_name != "null") {
       n->attrs.op = Op::Find(op_name);
       if (n->attrs.op == nullptr) r.Fail(label, ": unknown operator '", op_name, "'");
     }
+    if (jn.contains("subgraphs") && !subgraph_param) {
+      const json& subs = jn["subgraphs"];
+      if (!subs.is_array()) r.Fail(label, ": 'subgraphs' must be an array, got ", subs.type_name());
+      const int expected = n->op() ? NumInputGraphs(n->op()) : 0;
+      if (static_cast<int>(subs.size()) != expected)
+        r.Fail(label, ": operator '", op_name, "' takes ", expected, " subgraph", expected == 1 ? "" : "s", ", got ",
+               subs.size());
+      std::vector<Symbol> graphs;
+      for (size_t k = 0; k < subs.size(); ++k)
+        graphs.push_back(ReadSymbol(Reader{where + ", " + label + " subgraph " + std::to_string(k)}, subs[k], version));
+      n->attrs.dict.emplace_back(kSubgraphsAttr, SubgraphsToJSON(graphs));
+    } else if (n->op() && NumInputGraphs(n->op()) > 0) {
+      r.Fail(label, ": operator '", op_name, "' needs its 'subgraphs' field");
+    }
     for (const char* key : {"attrs", "attr", "param"})
       if (jn.contains(key)) ReadStringMap(r, jn[key], key, label, &n->attrs.dict);
-    if (jn.contains("subgraphs")) n->attrs.dict.emplace_back("subgraph", jn["subgraphs"][0].dump());
+    if (jn.contains("subgraphs") && subgraph_param) n->attrs.dict.emplace_back("subgraph", jn["subgraphs"][0].dump());
 
     // Before 1.9 some user attributes were plain keys: they are set aside before the
     // parameters are parsed and put back as "__key__" (on an input variable for
@@ -312,6 +335,47 @@ Symbol LoadJSON(const std::string& text, const std::string& where) {
   for (size_t k = 0; k < heads.size(); ++k)
     s.outputs.push_back(ReadEntry(r, heads[k], nodes, nodes.size(), "head " + std::to_string(k)));
   return s;
+}
+
+}  // namespace
+
+std::string SaveJSON(const Symbol& sym) { return SymbolObject(sym).dump(2); }
+
+int NumInputGraphs(const Op* op) {
+  static const auto& count = Op::GetAttr<int>("TNumInputGraphs");
+  return count.Get(op, 0);
+}
+
+std::string SubgraphsToJSON(const std::vector<Symbol>& graphs) {
+  ordered_json all = ordered_json::array();
+  for (const Symbol& g : graphs) all.push_back(SymbolObject(g));
+  return all.dump();
+}
+
+std::vector<std::shared_ptr<Symbol>> SubgraphsFromJSON(const std::string& text, const std::string& where) {
+  Reader r{where};
+  json all;
+  try {
+    all = ParseJSONWithLimits(text, "Symbol JSON (" + where + ")");
+  } catch (const json::exception& e) {
+    r.Fail("not valid JSON: ", e.what());
+  }
+  if (!all.is_array()) r.Fail("subgraphs must be an array, got ", all.type_name());
+  std::vector<std::shared_ptr<Symbol>> graphs;
+  for (size_t k = 0; k < all.size(); ++k)
+    graphs.push_back(std::make_shared<Symbol>(ReadSymbol(Reader{where + " subgraph " + std::to_string(k)}, all[k])));
+  return graphs;
+}
+
+Symbol LoadJSON(const std::string& text, const std::string& where) {
+  Reader r{where};
+  json top;
+  try {
+    top = ParseJSONWithLimits(text, "Symbol JSON (" + where + ")");
+  } catch (const json::exception& e) {
+    r.Fail("not valid JSON: ", e.what());
+  }
+  return ReadSymbol(r, top);
 }
 
 }  // namespace graph

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "core/base/error.h"
+#include "core/graph/subgraphs.h"
 #include "core/op/registry.h"
 
 namespace weft {
@@ -123,14 +124,24 @@ void Symbol::Compose(const std::vector<Symbol>& args, const std::vector<std::pai
                  "): a variable number of inputs must be given by position, got keyword inputs");
       node->SetAttr(op->key_var_num_args, std::to_string(args.size()));
     }
+    // A control-flow operator's first positional arguments are the graphs it runs (as in
+    // MXNet, counted in num_args); the node keeps them as an attribute (subgraphs.h).
+    const size_t num_graphs = static_cast<size_t>(NumInputGraphs(op));
+    if (num_graphs > 0) {
+      WEFT_CHECK(args.size() >= num_graphs, kValue, "Operator '", op->name, "' (", who, "): expected its ", num_graphs,
+                 " graph", num_graphs == 1 ? "" : "s", " as the first positional inputs, got ", args.size(),
+                 " positional inputs");
+      node->SetAttr(kSubgraphsAttr, SubgraphsToJSON(std::vector<Symbol>(args.begin(), args.begin() + num_graphs)));
+    }
     Reparse(node.get());
+    const std::vector<Symbol> inputs_given(args.begin() + num_graphs, args.end());
     std::vector<std::string> names = InputNames(*node);
-    WEFT_CHECK(args.size() <= names.size(), kValue, "Operator '", op->name, "' (", who, "): expected at most ",
-               names.size(), " inputs (", Join(names), "), got ", args.size());
+    WEFT_CHECK(inputs_given.size() <= names.size(), kValue, "Operator '", op->name, "' (", who, "): expected at most ",
+               names.size(), " inputs (", Join(names), "), got ", inputs_given.size());
     std::vector<NodeEntry> inputs(names.size());
     std::vector<bool> given(names.size(), false);
-    for (size_t i = 0; i < args.size(); ++i) {
-      inputs[i] = SingleOutput(args[i], "Operator '" + op->name + "' (" + who + "), input '" + names[i] + "'");
+    for (size_t i = 0; i < inputs_given.size(); ++i) {
+      inputs[i] = SingleOutput(inputs_given[i], "Operator '" + op->name + "' (" + who + "), input '" + names[i] + "'");
       given[i] = true;
     }
     for (const auto& kv : kwargs) {
@@ -147,7 +158,8 @@ void Symbol::Compose(const std::vector<Symbol>& args, const std::vector<std::pai
       if (given[i]) continue;
       // Implicit variables carry a copy of the operator's attributes, as MXNet's do.
       Symbol v = Variable(who + "_" + names[i]);
-      v.outputs[0].node->attrs.dict = node->attrs.dict;
+      for (const auto& kv : node->attrs.dict)
+        if (kv.first != kSubgraphsAttr) v.outputs[0].node->attrs.dict.push_back(kv);
       inputs[i] = v.outputs[0];
     }
     node->inputs = std::move(inputs);

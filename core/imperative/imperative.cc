@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
 
 #include "core/base/error.h"
 #include "core/base/scratch.h"
+#include "core/engine/engine_impl.h"
+#include "core/op/input_versions.h"
 #include "core/imperative/sparse_dispatch.h"
 #include "core/imperative/sparse_update.h"
 #include "core/imperative/transformation.h"
@@ -34,6 +37,8 @@ struct InvokeScratch {
   std::vector<Shape> in_shapes, out_shapes;
   std::vector<DType> in_types, out_types;
   std::vector<engine::VarHandle> reads, writes;
+  // The variables of the outputs kInfer made: no other thread knows them yet.
+  std::vector<engine::VarHandle> fresh;
   std::vector<Resource> resources;
   std::vector<TBlob> in_blobs, out_blobs;
   std::vector<OpReq> reqs;
@@ -46,6 +51,7 @@ struct InvokeScratch {
   void Clear() {
     reads.clear();
     writes.clear();
+    fresh.clear();
     resources.clear();
     in_blobs.clear();
     out_blobs.clear();
@@ -108,6 +114,108 @@ void InferShapeType(const NodeAttrs& attrs, std::vector<Shape>* in_shapes, std::
 
 namespace {
 
+// The shapes and dtypes inferred for an operator without parameters, kept per thread for
+// the last signature (inputs' shapes and dtypes, given outputs' shapes and dtypes) seen in
+// its slot: such an operator's inference depends on nothing else, and a loop calling it on
+// the same arrays pays for inference once. Operators with parameters are not kept: their
+// attributes may carry parsed state that their dictionary does not show.
+struct InferMemo {
+  const Op* op = nullptr;
+  std::vector<Shape> in_shapes, given_shapes, out_shapes;
+  std::vector<DType> in_types, given_types, out_types;
+
+  bool Matches(const Op* o, const std::vector<NDArray>& inputs, const std::vector<NDArray>& outputs) const {
+    if (op != o || in_shapes.size() != inputs.size() || given_shapes.size() != outputs.size()) return false;
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].dtype() != in_types[i] || inputs[i].shape() != in_shapes[i]) return false;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].is_none() != !given_shapes[i].known_ndim()) return false;
+      if (!outputs[i].is_none() && (outputs[i].dtype() != given_types[i] || outputs[i].shape() != given_shapes[i]))
+        return false;
+    }
+    return true;
+  }
+
+  void Store(const Op* o, const std::vector<NDArray>& inputs, const std::vector<NDArray>& outputs,
+             const std::vector<Shape>& inferred_shapes, const std::vector<DType>& inferred_types) {
+    op = o;
+    in_shapes.resize(inputs.size());
+    in_types.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      in_shapes[i] = inputs[i].shape();
+      in_types[i] = inputs[i].dtype();
+    }
+    given_shapes.resize(outputs.size());
+    given_types.resize(outputs.size());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      given_shapes[i] = outputs[i].is_none() ? Shape() : outputs[i].shape();
+      given_types[i] = outputs[i].is_none() ? DType::kUnknown : outputs[i].dtype();
+    }
+    out_shapes = inferred_shapes;
+    out_types = inferred_types;
+  }
+};
+
+// Fills s's shapes and dtypes: those of the arrays, then inferred; throws when the
+// operator cannot infer them or expects other input shapes or dtypes.
+void InferChecked(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, const std::vector<NDArray>& outputs,
+                  InvokeScratch* s) {
+  const Op* op = attrs.op;
+  const int num_out = static_cast<int>(outputs.size());
+  static const auto& data_shape_fns = Op::GetAttr<FInferShapeFromData>("FInferShapeFromData");
+  s->in_shapes.resize(inputs.size());
+  s->in_types.resize(inputs.size());
+  s->out_shapes.assign(num_out, Shape());
+  s->out_types.assign(num_out, DType::kUnknown);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    s->in_shapes[i] = inputs[i].shape();
+    s->in_types[i] = inputs[i].dtype();
+  }
+  for (int i = 0; i < num_out; ++i) {
+    if (!outputs[i].is_none()) {
+      s->out_shapes[i] = outputs[i].shape();
+      s->out_types[i] = outputs[i].dtype();
+    }
+  }
+  if (data_shape_fns.Contains(op)) {
+    // The output shapes depend on the input values: wait for them and read them here.
+    std::vector<TBlob> blobs;
+    for (const auto& x : inputs) {
+      if (x.ctx().is_gpu())
+        Throw(ErrorKind::kUnsupported, "Operator '", op->name, "' reads its inputs to size its outputs and "
+              "supports CPU arrays only");
+      x.WaitToRead();
+      blobs.push_back(x.data());
+    }
+    data_shape_fns[op](attrs, blobs, &s->out_shapes);
+  }
+  InferShapeType(attrs, &s->in_shapes, &s->in_types, &s->out_shapes, &s->out_types);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (s->in_shapes[i] != inputs[i].shape()) {
+      // Named as the operator declares it, unless it is one of a variadic list.
+      bool named = i < op->arguments.size() && op->arguments[i].type.find("[]") == std::string::npos;
+      Throw(ErrorKind::kShape, "Operator '", op->name, "': Shape inconsistent, Provided = ",
+            inputs[i].shape().ToMXNetString(), ", inferred shape=", s->in_shapes[i].ToMXNetString(), ": input ",
+            named ? "'" + op->arguments[i].name + "'" : std::to_string(i), " has shape ",
+            inputs[i].shape().ToString(), " but the operator expects ", s->in_shapes[i].ToString());
+    }
+    if (s->in_types[i] != inputs[i].dtype())
+      Throw(ErrorKind::kType, "Operator '", op->name, "': Type inconsistent, Provided = ", DTypeName(inputs[i].dtype()),
+            ", inferred type = ", DTypeName(s->in_types[i]), ": input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
+            " but the operator expects ", DTypeName(s->in_types[i]));
+  }
+}
+
+// The thread's memo slot for `op`, or null when the call's inference cannot be kept.
+InferMemo* MemoFor(const NodeAttrs& attrs) {
+  if (attrs.op->attr_parser || !attrs.dict.empty() || attrs.parsed) return nullptr;
+  constexpr size_t kSlots = 32;
+  // On the heap: the library's thread-local block is small.
+  thread_local std::unique_ptr<InferMemo[]> memo;
+  if (!memo) memo = std::make_unique<InferMemo[]>(kSlots);
+  return &memo[(reinterpret_cast<uintptr_t>(attrs.op) / alignof(Op)) % kSlots];
+}
+
 // kInfer: resolves the call completely before anything is recorded or run: the counts of
 // inputs and outputs, one context for all arrays, shapes and dtypes (inferred, then checked
 // against the arrays given), the outputs allocated, and the compute function of the device.
@@ -151,60 +259,31 @@ class InferStage final : public Transformation {
 
     ScratchLease<InvokeScratch> s;
     s->alloc_mark = profiler::ThreadAllocatedBytes();
-    s->in_shapes.resize(inputs.size());
-    s->in_types.resize(inputs.size());
-    s->out_shapes.assign(num_out, Shape());
-    s->out_types.assign(num_out, DType::kUnknown);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      s->in_shapes[i] = inputs[i].shape();
-      s->in_types[i] = inputs[i].dtype();
-    }
-    for (int i = 0; i < num_out; ++i) {
-      if (!(*outputs)[i].is_none()) {
-        s->out_shapes[i] = (*outputs)[i].shape();
-        s->out_types[i] = (*outputs)[i].dtype();
-      }
-    }
     static const auto& data_shape_fns = Op::GetAttr<FInferShapeFromData>("FInferShapeFromData");
-    if (data_shape_fns.Contains(op)) {
-      // The output shapes depend on the input values: wait for them and read them here.
-      std::vector<TBlob> blobs;
-      for (const auto& x : inputs) {
-        if (x.ctx().is_gpu())
-          Throw(ErrorKind::kUnsupported, "Operator '", op->name, "' reads its inputs to size its outputs and "
-                "supports CPU arrays only");
-        x.WaitToRead();
-        blobs.push_back(x.data());
-      }
-      data_shape_fns[op](attrs, blobs, &s->out_shapes);
-    }
-    InferShapeType(attrs, &s->in_shapes, &s->in_types, &s->out_shapes, &s->out_types);
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (s->in_shapes[i] != inputs[i].shape()) {
-        // Named as the operator declares it, unless it is one of a variadic list.
-        bool named = i < op->arguments.size() && op->arguments[i].type.find("[]") == std::string::npos;
-        Throw(ErrorKind::kShape, "Operator '", op->name, "': Shape inconsistent, Provided = ",
-              inputs[i].shape().ToMXNetString(), ", inferred shape=", s->in_shapes[i].ToMXNetString(), ": input ",
-              named ? "'" + op->arguments[i].name + "'" : std::to_string(i), " has shape ",
-              inputs[i].shape().ToString(), " but the operator expects ", s->in_shapes[i].ToString());
-      }
-      if (s->in_types[i] != inputs[i].dtype())
-        Throw(ErrorKind::kType, "Operator '", op->name, "': Type inconsistent, Provided = ", DTypeName(inputs[i].dtype()),
-              ", inferred type = ", DTypeName(s->in_types[i]), ": input ", i, " has dtype ", DTypeName(inputs[i].dtype()),
-              " but the operator expects ", DTypeName(s->in_types[i]));
+    InferMemo* memo = data_shape_fns.Contains(op) ? nullptr : MemoFor(attrs);
+    // The inferred shapes and dtypes: the memo's own, read in place, on a hit.
+    const std::vector<Shape>* out_shapes = &s->out_shapes;
+    const std::vector<DType>* out_types = &s->out_types;
+    if (memo != nullptr && memo->Matches(op, inputs, *outputs)) {
+      out_shapes = &memo->out_shapes;
+      out_types = &memo->out_types;
+    } else {
+      InferChecked(attrs, inputs, *outputs, &*s);
+      if (memo != nullptr) memo->Store(op, inputs, *outputs, s->out_shapes, s->out_types);
     }
     for (int i = 0; i < num_out; ++i) {
       NDArray& o = (*outputs)[i];
       if (o.is_none()) {
-        o = NDArray(s->out_shapes[i], ctx, s->out_types[i]);
+        o = NDArray((*out_shapes)[i], ctx, (*out_types)[i]);
+        s->fresh.push_back(o.var());
       } else if (o.ctx() != ctx) {
         Throw(ErrorKind::kValue, "Operator '", op->name, "': output ", i, " is on ", o.ctx().ToString(),
               " but the inputs are on ", ctx.ToString());
-      } else if (o.shape() != s->out_shapes[i]) {
+      } else if (o.shape() != (*out_shapes)[i]) {
         // Shape inference may replace a given output's shape rather than merge it; the
         // kernel writes (and with kAddTo reads) the inferred size.
         Throw(ErrorKind::kShape, "Operator '", op->name, "': output ", i, " has shape ", o.shape().ToString(),
-              " but the operator produces ", s->out_shapes[i].ToString());
+              " but the operator produces ", (*out_shapes)[i].ToString());
       }
     }
 
@@ -228,6 +307,14 @@ class InferStage final : public Transformation {
   }
 };
 
+// The state of each input as the call runs (every earlier write to them has finished by
+// then), for operators with TInputVersions.
+std::vector<op::InputVersion> InputVersions(const std::vector<NDArray>& inputs) {
+  std::vector<op::InputVersion> v;
+  for (const auto& in : inputs) v.push_back({in.chunk(), in.var()->writes.load(std::memory_order_acquire)});
+  return v;
+}
+
 // kDispatch: requests the operator's resources and hands the work to the engine with the
 // variables it reads and writes; small CPU work whose inputs are ready runs here and now.
 class DispatchStage final : public Transformation {
@@ -246,6 +333,8 @@ class DispatchStage final : public Transformation {
 
     static const auto& resource_fns = Op::GetAttr<FResourceRequest>("FResourceRequest");
     static const auto& mutate_fns = Op::GetAttr<FMutateInputs>("FMutateInputs");
+    static const auto& versioned_fns = Op::GetAttr<op::TInputVersions>("TInputVersions");
+    const bool versioned = versioned_fns.Contains(op) && versioned_fns[op];
     std::vector<engine::VarHandle>& reads = s->reads;
     std::vector<engine::VarHandle>& writes = s->writes;
     if (resource_fns.Contains(op)) {
@@ -254,11 +343,29 @@ class DispatchStage final : public Transformation {
         AddUnique(&writes, s->resources.back().var);
       }
     }
-    for (const auto& o : outputs) AddUnique(&writes, o.var());
+    // The outputs kInfer made go last, where RunNowIfIdle takes them as private: no other
+    // thread can know their variables yet. One an input shares (a stage after kInfer may
+    // have repointed the call) is an ordinary written variable.
+    auto is_private = [&](engine::VarHandle v) {
+      if (std::find(s->fresh.begin(), s->fresh.end(), v) == s->fresh.end()) return false;
+      for (const auto& in : inputs)
+        if (in.var() == v) return false;
+      return true;
+    };
+    for (const auto& o : outputs)
+      if (!is_private(o.var())) AddUnique(&writes, o.var());
     if (mutate_fns.Contains(op))
       for (int i : mutate_fns[op](attrs)) AddUnique(&writes, inputs.at(i).var());
     for (const auto& in : inputs)
       if (std::find(writes.begin(), writes.end(), in.var()) == writes.end()) AddUnique(&reads, in.var());
+    size_t num_private = 0;
+    for (const auto& o : outputs) {
+      engine::VarHandle v = o.var();
+      if (is_private(v) && std::find(writes.begin(), writes.end(), v) == writes.end()) {
+        writes.push_back(v);
+        ++num_private;
+      }
+    }
 
     int64_t in_bytes = 0, out_bytes = 0;
     for (const auto& in : inputs) s->in_blobs.push_back(in.data());
@@ -280,12 +387,15 @@ class DispatchStage final : public Transformation {
     engine::Engine* engine = engine::Engine::Get();
     if (s->async_fn) {
       engine->PushAsync(
-          [fn = *s->async_fn, attrs, inputs, outputs, reqs = s->reqs, resources = s->resources, is_train](
+          [fn = *s->async_fn, attrs, inputs, outputs, reqs = s->reqs, resources = s->resources, is_train, versioned](
               engine::RunContext rctx, engine::CallbackOnComplete done) {
             OpContext octx;
             octx.is_train = is_train;
             octx.run_ctx = rctx;
             octx.requested = resources;
+            std::vector<op::InputVersion> versions;
+            if (versioned) versions = InputVersions(inputs);
+            op::InputVersionScope scope(versioned ? &versions : nullptr);
             fn(attrs, octx, inputs, reqs, outputs, done);
           },
           ctx, reads, writes, engine::FnProperty::kNormal, 0, prof_name, prof_bytes, out_bytes);
@@ -300,19 +410,27 @@ class DispatchStage final : public Transformation {
       octx.requested.swap(s->resources);
       auto run = [&](engine::RunContext rctx) {
         octx.run_ctx = rctx;
+        std::vector<op::InputVersion> versions;
+        if (versioned) versions = InputVersions(inputs);
+        op::InputVersionScope scope(versioned ? &versions : nullptr);
         fn(attrs, octx, s->in_blobs, s->reqs, s->out_blobs);
       };
-      bool ran = engine->RunNowIfIdle(ctx, reads, writes, engine::SyncFnRef(run), prof_name, prof_bytes);
+      bool ran = engine::RunNowIfIdle(engine, ctx, reads, writes, engine::SyncFnRef(run), prof_name, prof_bytes,
+                                       num_private);
       octx.requested.swap(s->resources);
       if (ran) return;
     }
     engine->PushAsync(
         [fn, attrs, in_blobs = s->in_blobs, out_blobs = s->out_blobs, reqs = s->reqs, resources = s->resources,
-         is_train](engine::RunContext rctx, engine::CallbackOnComplete done) {
+         is_train, arrays = versioned ? inputs : std::vector<NDArray>()](engine::RunContext rctx,
+                                                                          engine::CallbackOnComplete done) {
           OpContext octx;
           octx.is_train = is_train;
           octx.run_ctx = rctx;
           octx.requested = resources;
+          std::vector<op::InputVersion> versions;
+          if (!arrays.empty()) versions = InputVersions(arrays);
+          op::InputVersionScope scope(arrays.empty() ? nullptr : &versions);
           fn(attrs, octx, in_blobs, reqs, out_blobs);
           done();
         },

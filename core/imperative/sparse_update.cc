@@ -11,9 +11,13 @@ namespace imperative {
 
 namespace {
 
+// The updates MXNet 1.9 runs row by row for a row_sparse gradient: its lazy updates (SGD,
+// Adam), FTRL, its sparse AdaGrad (_sparse_adagrad_update; Weft's Python AdaGrad sends
+// row_sparse gradients to adagrad_update, which also takes wd) and GroupAdaGrad.
 bool IsLazyUpdateOp(const std::string& name) {
   return name == "sgd_update" || name == "sgd_mom_update" || name == "mp_sgd_update" || name == "mp_sgd_mom_update" ||
-         name == "adam_update" || name == "_sparse_adagrad_update";
+         name == "adam_update" || name == "ftrl_update" || name == "adagrad_update" ||
+         name == "_sparse_adagrad_update" || name == "_contrib_group_adagrad_update";
 }
 
 bool LazyFlag(const NodeAttrs& attrs) {
@@ -39,8 +43,13 @@ bool LazyRowSparseUpdate(const NodeAttrs& attrs, const std::vector<NDArray>& inp
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i == 1) continue;
     if (inputs[i].is_sparse() || inputs[i].ctx().is_gpu()) return false;  // the dense fallback serves these
-    WEFT_CHECK(inputs[i].shape() == weight.shape(), kShape, attrs.op->name, ": expected input ", i, " of shape ",
-               weight.shape().ToString(), " (the weight's), got ", inputs[i].shape().ToString());
+    // GroupAdaGrad's history has one value per row (rows, 1); every other state is the
+    // weight's shape. Either way row r of a state belongs to row r of the weight.
+    bool fits = inputs[i].shape() == weight.shape() ||
+                (attrs.op->name == "_contrib_group_adagrad_update" && weight.shape().ndim() >= 1 &&
+                 inputs[i].shape() == Shape{weight.shape()[0], 1});
+    WEFT_CHECK(fits, kShape, attrs.op->name, ": expected input ", i, " of shape ", weight.shape().ToString(),
+               " (the weight's), got ", inputs[i].shape().ToString());
   }
   if (!outputs->empty() && (outputs->at(0).is_sparse() || outputs->at(0).ctx().is_gpu())) return false;
   WEFT_CHECK(grad.shape() == weight.shape(), kShape, attrs.op->name, ": expected a gradient of shape ",
@@ -63,7 +72,9 @@ bool LazyRowSparseUpdate(const NodeAttrs& attrs, const std::vector<NDArray>& inp
     }
     const NDArray& full = inputs[i];
     size_t row_bytes = static_cast<size_t>(full.shape().ProdRange(1, full.shape().ndim())) * DTypeSize(full.dtype());
-    compact[i] = NDArray(compact_shape, full.ctx(), full.dtype());
+    Shape rows_shape = full.shape();
+    rows_shape[0] = k;
+    compact[i] = NDArray(rows_shape, full.ctx(), full.dtype());
     const char* src = HostPtr(full);
     char* dst = HostPtr(compact[i]);
     for (int64_t j = 0; j < k; ++j) std::memcpy(dst + j * row_bytes, src + rows[j] * row_bytes, row_bytes);

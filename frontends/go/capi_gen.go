@@ -1071,6 +1071,16 @@ static gw_result gw_weft_executor_arrays(weft_executor_t* exec, int kind, int* n
   return r;
 }
 
+static gw_result gw_weft_executor_set_array(weft_executor_t* exec, int kind, int index, const weft_ndarray_t* array) {
+  gw_result r = {0, NULL};
+  r.status = weft_executor_set_array(exec, kind, index, array);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_autograd_set_is_recording(int is_recording, int* out) {
   gw_result r = {0, NULL};
   r.status = weft_autograd_set_is_recording(is_recording, out);
@@ -3521,6 +3531,18 @@ func weft_executor_arrays(p_exec *C.weft_executor_t, p_kind C.int, p_num_outputs
 		C.free(unsafe.Pointer(t_outputs))
 	} else {
 		*p_outputs = (*p_outputs)[:0]
+	}
+	return nil
+}
+
+// weft_executor_set_array calls the C function of that name through its shim; see c_api.h.
+func weft_executor_set_array(p_exec *C.weft_executor_t, p_kind C.int, p_index C.int, p_array *C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_executor_set_array(p_exec, p_kind, p_index, p_array)
+	if r.status != 0 {
+		return newCError(r, "weft_executor_set_array")
 	}
 	return nil
 }

@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/op/dnnl/dnnl_train_region.h"
 
@@ -123,6 +125,40 @@ TEST(DnnlTrainRegion, SavedHoldsNoCopyOfTheInputsOrTheOutputs) {
   // The forward's work: the input reordered into the blocked layout, the convolution's
   // result (with the relu's in place) and the weights in oneDNN's layout.
   EXPECT_GE(region.work_floats(false) * static_cast<int64_t>(sizeof(float)), 2 * 4 * 16 * 8 * 8 * 4);
+}
+
+TEST(DnnlTrainRegion, BackwardTakesTheMemoryOfInputsItHasReadForTheLastTime) {
+  if (!DnnlTrainRegionsAvailable()) GTEST_SKIP() << "built without oneDNN";
+  // conv -> relu as above: the backward node reads the incoming gradient (input 0), saved
+  // (1), the region's input and the weights (2, 3) and the relu's result read back (4);
+  // it writes the input's and the weights' gradients (outputs 0, 1), work (2), then spares.
+  const Shape s{4, 16, 8, 8};
+  constexpr int64_t kValue = 4 * 16 * 8 * 8 * 4;
+  TrainRegionSpec spec;
+  spec.values = {{s, 0, -1}, {s, -1, -1}, {s, -1, 0}};
+  spec.num_inputs = 2;
+  spec.outputs = {2};
+  TrainRegionSpec::Unit relu;
+  relu.kind = TrainRegionSpec::Kind::kRelu;
+  relu.name = "relu";
+  relu.src = 1;
+  relu.dst = 2;
+  spec.units = {Conv1x1(0, 1, 1), relu};
+  DnnlTrainRegion region(spec);
+  // The incoming gradient, of the input's shape, is read once (taken through the relu into
+  // the blocked layout) before the input's gradient is written: that gradient may take its
+  // memory. The relu's result, read in that same step, gives its memory to a spare output
+  // of its shape, where the gradient taken in is written in place of it.
+  std::vector<std::pair<int, int>> inplace = {{0, 0}, {4, 3}};
+  EXPECT_EQ(region.backward_inplace(), inplace);
+  ASSERT_EQ(region.spare_shapes().size(), 1u);
+  EXPECT_EQ(region.spare_shapes()[0], s);
+  // Work holds one blocked value at a time (the input reordered for the weights' gradient,
+  // then the input's gradient before it is stored) and the weights in oneDNN's layouts:
+  // no copy of the relu's result, nor of the incoming gradient.
+  const int64_t work = region.work_floats(true) * static_cast<int64_t>(sizeof(float));
+  EXPECT_GE(work, kValue);
+  EXPECT_LT(work, 2 * kValue);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/engine/engine.h"
+#include "core/base/error.h"
 #include "core/engine/engine_impl.h"
 
 namespace weft {
@@ -206,11 +207,45 @@ TEST(EngineRunNow, ErrorsFlowAsForAPush) {
   eng->WaitForAll();
 }
 
+TEST(EngineRunNow, PrivateVariablesAreWrittenAndCarryErrors) {
+  auto eng = CreateThreadedEngine();
+  VarHandle in = eng->NewVariable(), fresh = eng->NewVariable(), busy = eng->NewVariable();
+  int runs = 0;
+  auto fn = [&](RunContext) { ++runs; };
+  // The last write is private: the run writes it and counts the write, and it stays idle.
+  EXPECT_TRUE(RunNowIfIdle(eng.get(), Context::CPU(), {in}, {fresh}, SyncFnRef(fn), nullptr, 0, 1));
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(static_cast<Var*>(fresh)->writes.load(), 1u);
+  EXPECT_NO_THROW(eng->WaitForVar(fresh));
+  EXPECT_TRUE(eng->DeleteVariableIfIdle(Context::CPU(), fresh));
+  // An error of the run, or on what it reads, lands on the private variable too.
+  fresh = eng->NewVariable();
+  auto fail = [](RunContext) { throw std::runtime_error("private failure"); };
+  EXPECT_TRUE(RunNowIfIdle(eng.get(), Context::CPU(), {in}, {fresh}, SyncFnRef(fail), nullptr, 0, 1));
+  EXPECT_THROW(eng->WaitForVar(fresh), std::runtime_error);
+  VarHandle next = eng->NewVariable();
+  EXPECT_TRUE(RunNowIfIdle(eng.get(), Context::CPU(), {fresh}, {next}, SyncFnRef(fn), nullptr, 0, 1));
+  EXPECT_EQ(runs, 1);
+  EXPECT_THROW(eng->WaitForVar(next), std::runtime_error);
+  // A busy shared variable still refuses the run, private ones or not.
+  Gate gate(eng.get(), busy);
+  VarHandle unused = eng->NewVariable();
+  EXPECT_FALSE(RunNowIfIdle(eng.get(), Context::CPU(), {busy}, {unused}, SyncFnRef(fn), nullptr, 0, 1));
+  EXPECT_EQ(runs, 1);
+  // More private variables than written ones is the caller's error.
+  EXPECT_THROW(RunNowIfIdle(eng.get(), Context::CPU(), {}, {unused}, SyncFnRef(fn), nullptr, 0, 2), Error);
+  gate.Open();
+  eng->WaitForAll();
+  for (VarHandle v : {in, fresh, busy, next, unused}) eng->DeleteVariable({}, Context::CPU(), v);
+  eng->WaitForAll();
+}
+
 TEST(EngineRunNow, NaiveEngineAlwaysLeavesItToAPush) {
   auto eng = CreateNaiveEngine();
   VarHandle v = eng->NewVariable();
   auto fn = [](RunContext) {};
   EXPECT_FALSE(eng->RunNowIfIdle(Context::CPU(), {}, {v}, SyncFnRef(fn)));
+  EXPECT_FALSE(RunNowIfIdle(eng.get(), Context::CPU(), {}, {v}, SyncFnRef(fn), nullptr, 0, 1));
   eng->DeleteVariable({}, Context::CPU(), v);
   eng->WaitForAll();
 }

@@ -45,7 +45,8 @@ std::vector<T> Random(size_t n, int lo, int hi, std::mt19937* rng) {
 }
 
 // Runs both paths into outputs of e.out's type and compares them.
-void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, const Epilogue& e, bool bias) {
+void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, const Epilogue& e, bool bias,
+             bool channels_last = false) {
   std::mt19937 rng(7);
   const size_t xs = g ? g->n * g->c * g->InSize() : m * k;
   const size_t ws = g ? g->f * (g->c / g->g) * g->KSize() : n * k;
@@ -63,7 +64,7 @@ void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, cons
                                             }();
   const size_t width = WideOutput(e.out) ? 4 : 1;
   std::vector<char> dnnl_out(ys * width), ref_out(ys * width), temp;
-  auto plan = g ? Int8ConvPlan(*g, src, bias, e) : Int8FcPlan(m, k, n, src, bias, e);
+  auto plan = g ? Int8ConvPlan(*g, src, bias, e, channels_last) : Int8FcPlan(m, k, n, src, bias, e);
 #if defined(WEFT_USE_ONEDNN)
   ASSERT_TRUE(plan != nullptr) << "oneDNN refused the geometry";
 #endif
@@ -72,7 +73,7 @@ void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, cons
   const int32_t* bp = bias ? b.data() : nullptr;
   const void* sp = e.sum ? sum.data() : nullptr;
   RunInt8(*plan, xp, w.data(), bp, sp, dnnl_out.data(), temp.data());
-  if (g) ReferenceConv(*g, src, xp, w.data(), bp, e, sp, ref_out.data());
+  if (g) ReferenceConv(*g, src, xp, w.data(), bp, e, sp, ref_out.data(), channels_last);
   else ReferenceFc(m, k, n, src, xp, w.data(), bp, e, sp, ref_out.data());
   int64_t worst = 0;
   for (size_t i = 0; i < ys; ++i) {
@@ -96,7 +97,7 @@ void Compare(const ConvGeom* g, int64_t m, int64_t k, int64_t n, DType src, cons
     worst = std::max<int64_t>(worst, std::llabs(a - r));
   }
   // An int32 result without sum (exact integers) must match exactly; a scaled one within one unit.
-  EXPECT_LE(worst, e.out == DType::kInt32 && !e.sum ? 0 : 1);
+  EXPECT_LE(worst, e.out == DType::kInt32 && !e.sum && e.scales.empty() ? 0 : 1);
 }
 
 TEST(QuantizedProduct, ConvInt32MatchesReference) {
@@ -138,6 +139,82 @@ TEST(QuantizedProduct, InnerProductMatchesReference) {
     e.relu = true;
     Compare(nullptr, 3, 64, 9, src, e, true);
   }
+}
+
+TEST(QuantizedProduct, ChannelWiseScalesMatchReference) {
+  ConvGeom plain = Geom(2, 16, 24, 1, 8, 8, 3, 1, 1, 1);
+  ConvGeom grouped = Geom(1, 16, 24, 2, 7, 7, 3, 2, 1, 1);
+  for (DType out : {DType::kInt8, DType::kUint8, DType::kInt32, DType::kFloat32}) {
+    Epilogue e;
+    e.out = out;
+    e.relu = out == DType::kUint8;
+    // One scale per output channel, over two orders of magnitude, one of them 0.
+    for (int c = 0; c < 24; ++c) e.scales.push_back(c == 3 ? 0.0f : (out == DType::kInt32 ? 1.0f : 1e-4f) * std::pow(10.0f, -(c % 5) / 2.0f));
+    Compare(&plain, 0, 0, 0, DType::kUint8, e, true);
+    Compare(&grouped, 0, 0, 0, DType::kInt8, e, false);
+    Compare(nullptr, 6, 100, 24, DType::kUint8, e, true);
+  }
+}
+
+// Channels-last data, sum and output and (f, kh, kw, c/g) weights: both paths read the
+// same buffers that way.
+TEST(QuantizedProduct, ChannelsLastMatchesReference) {
+  ConvGeom a = Geom(2, 16, 32, 1, 9, 7, 3, 1, 1, 1);
+  ConvGeom b = Geom(1, 16, 16, 2, 10, 10, 3, 2, 0, 1);
+  Epilogue e;
+  Compare(&a, 0, 0, 0, DType::kUint8, e, true, true);
+  Compare(&b, 0, 0, 0, DType::kInt8, e, false, true);
+  e.out = DType::kUint8;
+  e.scale = 3.1e-4f;
+  e.relu = true;
+  e.sum = true;
+  e.sum_scale = 0.37f;
+  Compare(&a, 0, 0, 0, DType::kUint8, e, true, true);
+  for (int c = 0; c < 32; ++c) e.scales.push_back(1e-4f * (1 + c % 7));
+  Compare(&a, 0, 0, 0, DType::kInt8, e, true, true);
+}
+
+// The weights in oneDNN's layout are kept for an unchanged weight array and prepared again
+// when the array was written (its write count moved) or is another array.
+TEST(QuantizedProduct, KeptWeightsFollowTheArraysVersion) {
+#if !defined(WEFT_USE_ONEDNN)
+  GTEST_SKIP() << "built without oneDNN";
+#endif
+  ConvGeom g = Geom(1, 16, 32, 1, 6, 6, 3, 1, 1, 1);
+  Epilogue e;
+  auto plan = Int8ConvPlan(g, DType::kUint8, false, e);
+  ASSERT_TRUE(plan != nullptr);
+  std::mt19937 rng(3);
+  auto x = Random<uint8_t>(16 * 36, 0, 255, &rng);
+  auto w = Random<int8_t>(32 * 16 * 9, -127, 127, &rng);
+  std::vector<int32_t> y(32 * 36), ref(32 * 36);
+  std::vector<char> temp(Int8TempBytes(*plan));
+  auto array = std::make_shared<int>(0);
+  InputVersion v{array, 5};
+  auto run_and_check = [&](const InputVersion& ver) {
+    RunInt8(*plan, x.data(), w.data(), nullptr, nullptr, y.data(), temp.data(), &ver);
+    ReferenceConv(g, DType::kUint8, x.data(), w.data(), nullptr, e, nullptr, ref.data());
+    EXPECT_EQ(y, ref);
+  };
+  const size_t start = Int8WeightReorders();
+  run_and_check(v);
+  EXPECT_EQ(Int8WeightReorders(), start + 1);  // int8 convolutions take blocked weights
+  run_and_check(v);
+  run_and_check(v);
+  EXPECT_EQ(Int8WeightReorders(), start + 1);
+  // Written: the same memory, new values, the count moved.
+  for (auto& val : w) val = static_cast<int8_t>(-val);
+  v.writes = 6;
+  run_and_check(v);
+  EXPECT_EQ(Int8WeightReorders(), start + 2);
+  // Another array at the same address is not the same array.
+  auto other = std::make_shared<int>(0);
+  run_and_check(InputVersion{other, 6});
+  EXPECT_EQ(Int8WeightReorders(), start + 3);
+  // Without a version the weights are reordered at every call, through the temp space.
+  RunInt8(*plan, x.data(), w.data(), nullptr, nullptr, y.data(), temp.data());
+  EXPECT_EQ(y, ref);
+  EXPECT_EQ(Int8WeightReorders(), start + 3);
 }
 
 }  // namespace

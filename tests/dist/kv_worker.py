@@ -14,6 +14,8 @@ same command and never get past `import weft`).
                                        servers with a row across the split
     kv_worker.py sparse_gluon OUTDIR   gluon SparseEmbedding (row_sparse weight) + Dense trained
                                        with a dist_sync Trainer; final weights saved
+    kv_worker.py rowpush OUTDIR        row_sparse pushes (rows only on the wire) to a key split
+                                       over the servers, mixed with dense pushes; SGD on the servers
 
 Each worker writes what it saw under OUTDIR (rank-named files) for the test to compare.
 """
@@ -236,6 +238,38 @@ def run_rowsparse():
     np.savez(os.path.join(OUT, "rowsparse-%d.npz" % rank), **results)
 
 
+def run_rowpush():
+    kv = mx.kv.create("dist_sync")
+    rank = kv.rank
+    # 1999 x 601: split over the two servers inside row 999, as in run_rowsparse.
+    shape = (1999, 601)
+    kv.init("emb", arr(np.zeros(shape)))
+    kv.init(8, arr(np.ones((6, 2))))
+    rng = np.random.RandomState(100 + rank)
+    # Per step and rank: the rows pushed (none at all for rank 1 in step 1; step 2 has rank
+    # 0 push densely and rank 1 by rows, in the same round).
+    rows = [[[0, 998, 999, 1998], [5, 999, 1000]], [[3, 999], []], [None, [1, 1500]]]
+    results = {}
+    for step, per_rank in enumerate(rows):
+        mine = per_rank[rank]
+        dense = np.zeros(shape, np.float32)
+        if mine is None:
+            dense[:] = rng.uniform(-1, 1, shape)
+            kv.push("emb", arr(dense))
+        else:
+            dense[mine] = rng.uniform(-1, 1, (len(mine), shape[1]))
+            kv.push("emb", arr(dense).tostype("row_sparse"))
+        results["pushed%d" % step] = dense
+        results["emb%d" % step] = pulled(kv, "emb", shape)
+    # With an optimizer on the servers: SGD on the summed rows.
+    kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5))
+    g = np.zeros((6, 2), np.float32)
+    g[[rank, 4]] = rank + 1.0
+    kv.push(8, arr(g).tostype("row_sparse"))
+    results["sgd"] = pulled(kv, 8, (6, 2))
+    np.savez(os.path.join(OUT, "rowpush-%d.npz" % rank), **results)
+
+
 def run_sparse_gluon():
     from sparse_model import SparseNet, sparse_gluon_batches
     vocab = 3000  # 3000 x 5 weight; rows vocab/2.. are never used
@@ -255,6 +289,6 @@ def run_sparse_gluon():
 
 
 wait_for_gate()
-{"sparse_gluon": run_sparse_gluon, "rowsparse": run_rowsparse, "sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill,
+{"sparse_gluon": run_sparse_gluon, "rowsparse": run_rowsparse, "rowpush": run_rowpush, "sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill,
  "late_barrier": run_late_barrier,
  "late_push": run_late_push}[MODE]()

@@ -119,7 +119,8 @@ def kvstore_wire():
         # head, threshold, reserved, payload bytes: protocol.h's Header.
         return struct.pack("<IHHiIQqQQQiifIQ", 0x4B564657, 2, type_, 0, flags, 7, 3, 0, 4, 4, 0, 0, 0.0, 0, payload)
     for name, h, body in (("push", header(21), bytes(16)), ("pull", header(22, payload=0), b""),
-                          ("init", header(20, flags=0), bytes(16)), ("compressed", header(21, 3, 4), bytes(4))):
+                          ("init", header(20, flags=0), bytes(16)), ("compressed", header(21, 3, 4), bytes(4)),
+                          ("row_push", header(25, payload=36), struct.pack("<qqq", 2, 1, 1) + bytes(12))):
         put("fuzz_kvstore_wire", name, bytes([8]) + h + body)
     put("fuzz_kvstore_wire", "address_book", b"server 0 tcp://127.0.0.1:9001\nworker 0 abcdef\nworker 1 123456\n")
 

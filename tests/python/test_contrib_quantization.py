@@ -285,8 +285,6 @@ def test_rewrite_refuses_unknown_options():
         qz._quantize_symbol(sym, quantized_dtype="int4")
     with pytest.raises(ValueError, match="quantize_granularity"):
         qz._quantize_symbol(sym, quantize_granularity="row")
-    with pytest.raises(ValueError, match="'channel-wise' is not supported"):
-        qz._quantize_symbol(sym, quantize_granularity="channel-wise")
     with pytest.raises(ValueError, match="excluded_sym_names must be a list"):
         qz.quantize_model(sym, {}, {}, excluded_sym_names="conv0", calib_mode="none")
     with pytest.raises(ValueError, match="calib_data must be provided"):
@@ -423,6 +421,31 @@ def test_quantize_params_int8_with_own_ranges():
     assert (out["x_min"].asscalar(), out["x_max"].asscalar()) == (-1.5, 2.5)
 
 
+def test_quantize_params_channel_wise_per_output_channel():
+    rng = np.random.RandomState(8)
+    # Output channels whose magnitudes differ by orders: one range for all would leave the
+    # small ones a few levels at most.
+    w = rng.uniform(-1, 1, (6, 3, 3, 3)).astype(np.float32) * np.array([1e-3, 0.1, 1, 10, 0.5, 0])[:, None, None, None]
+    data = mx.sym.var("data")
+    sym = mx.sym.Convolution(data, kernel=(3, 3), num_filter=6, no_bias=True, name="conv0")
+    qsym, _ = qz._quantize_symbol(sym, offline_params=["conv0_weight"], quantize_granularity="channel-wise")
+    node = _nodes(qsym)["quantized_conv0"]
+    assert node["attrs"]["channel_wise"] == "True"
+    out = qz._quantize_params(qsym, {"conv0_weight": mx.nd.array(w)}, {})
+    r = np.abs(w.reshape(6, -1)).max(1).astype(np.float64)
+    scale = np.where(r > 0, 127 / np.where(r > 0, r, 1), 0)[:, None, None, None]
+    expect = (np.sign(w) * np.minimum(np.floor(np.abs(w.astype(np.float64)) * scale + 0.5), 127)).astype(np.int8)
+    np.testing.assert_array_equal(out["conv0_weight_quantize"].asnumpy(), expect)
+    np.testing.assert_allclose(out["conv0_weight_quantize_min"].asnumpy(), -r, rtol=1e-6)
+    np.testing.assert_allclose(out["conv0_weight_quantize_max"].asnumpy(), r, rtol=1e-6)
+    # Every non-zero channel uses the full int8 scale.
+    assert (np.abs(expect.reshape(6, -1)).max(1) == [127] * 5 + [0]).all()
+    # The quantized graph infers the ranges' shapes from the layer.
+    arg_shapes, _, _ = qsym.infer_shape(data=(1, 3, 5, 5))
+    shapes = dict(zip(qsym.list_arguments(), arg_shapes))
+    assert shapes["conv0_weight_quantize_min"] == (6,) and shapes["conv0_weight_quantize_max"] == (6,)
+
+
 # ------------------------------------------------------------------ quantized models against float32
 
 import json  # noqa: E402
@@ -510,6 +533,56 @@ def test_quantize_model_close_to_float(name, calib_mode):
     _close(q, f, 0.06 if calib_mode == "naive" else 0.1)
 
 
+def test_channel_wise_weights_bring_int8_closer_to_float():
+    """BatchNorm scales spread over three orders of magnitude, folded into the convolutions,
+    give their output channels very different weight ranges: one range per channel keeps the
+    small channels' weights, one per tensor rounds many of them to 0."""
+    sym, args, aux, data = _model("lenet_bn")
+    rng = np.random.RandomState(5)
+    for bn, c in (("bn0", 8), ("bn1", 16)):
+        args[bn + "_gamma"] = mx.nd.array(10.0 ** rng.uniform(-2, 1, c))
+    f = _forward(sym, args, aux, data[32:])[0]
+    err, agree = {}, {}
+    for g in ("tensor-wise", "channel-wise"):
+        qsym, qargs, qaux = qz.quantize_model_mkldnn(sym, args, aux, label_names=None, calib_mode="naive",
+                                                     calib_data=mx.io.NDArrayIter(data[:32], batch_size=16),
+                                                     quantized_dtype="auto", quantize_granularity=g)
+        channel_wise = [n["name"] for n in _nodes(qsym).values() if n.get("attrs", {}).get("channel_wise") == "True"]
+        assert sorted(channel_wise) == ([] if g == "tensor-wise" else
+                                        ["quantized_fc1", "quantized_relu0", "quantized_relu1", "quantized_relu2"])
+        if g == "channel-wise":
+            assert qargs["conv1_weight_quantize_min"].shape == (16,)
+            assert qargs["fc0_weight_quantize_max"].shape == (32,)
+        q = _forward(qsym, qargs, qaux, data[32:])[0]
+        err[g] = np.abs(q - f).max() / np.abs(f).max()
+        agree[g] = (q.argmax(1) == f.argmax(1)).mean()
+    assert err["channel-wise"] < 0.5 * err["tensor-wise"], err
+    assert err["channel-wise"] < 0.12 and agree["channel-wise"] >= agree["tensor-wise"], (err, agree)
+
+
+def test_channels_last_pass_keeps_outputs_and_moves_no_value_between_convolutions():
+    """The residual net (a sum fused into a convolution, a 1x1 convolution, dense layers) and
+    LeNet (pooling between convolutions) quantized, then put channels-last: the same outputs
+    bit for bit, every 2-D convolution NHWC with its weights transposed, and transposes only
+    where a NHWC value meets another kind of node."""
+    for sym, shape, want_transposes in ((_residual_net(), (4, 3, 6, 6), 2), (_lenet(), (4, 1, 28, 28), 4)):
+        data = np.random.RandomState(11).uniform(0, 1, (8,) + shape[1:]).astype(np.float32)
+        args, aux = _random_params(sym, shape)
+        qsym, qargs, qaux = qz.quantize_model_mkldnn(sym, args, aux, label_names=None, calib_mode="naive",
+                                                     calib_data=mx.io.NDArrayIter(data, batch_size=4),
+                                                     quantized_dtype="auto")
+        last, largs = qz._channels_last(qsym, qargs)
+        nodes = _nodes(last)
+        convs = [n for n in nodes.values() if n["op"] == "_contrib_quantized_conv"]
+        assert convs and all(n["attrs"]["layout"] == "NHWC" for n in convs)
+        transposes = [n for n in nodes.values() if n["op"] == "transpose"]
+        assert len(transposes) == want_transposes, [n["name"] for n in transposes]
+        for name, value in qargs.items():
+            if name.endswith("weight_quantize") and value.ndim == 4:
+                np.testing.assert_array_equal(largs[name].asnumpy(), value.asnumpy().transpose(0, 2, 3, 1))
+        np.testing.assert_array_equal(_forward(last, largs, qaux, data)[0], _forward(qsym, qargs, qaux, data)[0])
+
+
 def test_quantize_model_naive_ranges_are_the_float_extremes():
     sym, args, aux, data = _model("mlp")
     qsym, _, _ = qz.quantize_model(sym, args, aux, label_names=None, calib_mode="naive",
@@ -546,21 +619,36 @@ def test_excluded_layers_stay_float():
     _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, aux, data[32:])[0], 0.06)
 
 
-def test_quantize_model_mkldnn_folds_batch_norm_and_fuses():
+def test_quantize_model_mkldnn_folds_batch_norm_and_fuses(monkeypatch):
     sym, args, aux, data = _model("lenet_bn")
     calib = mx.io.NDArrayIter(data[:32], batch_size=16)
     qsym, qargs, qaux = qz.quantize_model_mkldnn(sym, args, aux, label_names=None, calib_mode="naive",
                                                  calib_data=calib, quantized_dtype="auto")
     ops = _ops(qsym)
     assert "BatchNorm" not in ops and "Activation" not in ops and "_contrib_quantized_act" not in ops
-    # Each product writes 8 bits itself: the last one's requantize stays only for its float output.
-    assert ops.count("_contrib_requantize") == 0 and ops.count("_contrib_dequantize") == 1
+    # Each product writes 8 bits itself, and the last one its float output (no dequantize).
+    assert ops.count("_contrib_requantize") == 0 and ops.count("_contrib_dequantize") == 0
     nodes = _nodes(qsym)
     conv = nodes["quantized_relu0"]
     assert conv["op"] == "_contrib_quantized_conv" and conv["attrs"]["with_relu"] == "True"
-    assert "min_calib_range" in conv["attrs"] and "min_calib_range" in nodes["quantized_fc1"]["attrs"]
+    assert "min_calib_range" in conv["attrs"]
+    last = nodes["quantized_fc1"]["attrs"]
+    assert last["enable_float_output"] == "True" and "min_calib_range" not in last
+    assert qsym.list_outputs() == ["quantized_fc1_output"]
     assert not qaux and "bn0_gamma" not in qargs
-    _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, aux, data[32:])[0], 0.06)
+    q = _forward(qsym, qargs, qaux, data[32:])[0]
+    _close(q, _forward(sym, args, aux, data[32:])[0], 0.06)
+    # Against the same graph with the logits requantized to int8 then dequantized: within
+    # half an int8 step of their calibrated range (the calibration data, so no clipping).
+    monkeypatch.setattr(qz, "_fuse_dequantize", lambda s: s)
+    usym, uargs, uaux = qz.quantize_model_mkldnn(sym, args, aux, label_names=None, calib_mode="naive",
+                                                 calib_data=mx.io.NDArrayIter(data[:32], batch_size=16),
+                                                 quantized_dtype="auto")
+    fc1 = _nodes(usym)["quantized_fc1"]["attrs"]
+    step = max(abs(float(fc1["min_calib_range"])), abs(float(fc1["max_calib_range"]))) / 127
+    q_calib, u_calib = _forward(qsym, qargs, qaux, data[:32])[0], _forward(usym, uargs, uaux, data[:32])[0]
+    assert np.abs(q_calib - u_calib).max() <= step * 0.5001
+    assert not np.array_equal(q_calib, u_calib)
 
 
 def test_quantize_graph_then_calib_graph_as_quantize_model():

@@ -620,3 +620,226 @@ def test_quantized_conv_and_fc_float_output():
                                                 _scalar(-1.0), _scalar(1.0), _scalar(-rw), _scalar(rw), num_hidden=3,
                                                 no_bias=True, enable_float_output=True, min_calib_range=-1.0,
                                                 max_calib_range=1.0)
+
+
+# ------------------------------------------------------------------ weights kept in oneDNN's layout
+
+def _conv_args(x, w, b, rd, rw, rb, dtype="uint8"):
+    return [mx.nd.array(x, dtype=dtype), mx.nd.array(w, dtype="int8"), mx.nd.array(b, dtype="int8"),
+            _scalar(0.0 if dtype == "uint8" else -rd), _scalar(rd), _scalar(-rw), _scalar(rw), _scalar(-rb),
+            _scalar(rb)]
+
+
+def test_quantized_conv_sees_weights_written_in_place():
+    """The product keeps its weights in oneDNN's layout between calls; a write to the weight
+    array (in place, same memory) must be seen at the next call, imperatively and through an
+    executor."""
+    rng = np.random.RandomState(30)
+    x = _rand_q(rng, (2, 16, 7, 7), "uint8")
+    w1, w2 = _rand_q(rng, (32, 16, 3, 3), "int8"), _rand_q(rng, (32, 16, 3, 3), "int8")
+    b = _rand_q(rng, (32,), "int8")
+    rd, rw, rb = 2.0, 0.1, 0.5
+    acc_step = _step("uint8", 0, rd) * _step("int8", -rw, rw)
+
+    def ref(w):
+        return _conv_ref(x, w, pad=(1, 1)) + _bias32(b, rb, acc_step)[None, :, None, None]
+
+    args = _conv_args(x, w1, b, rd, rw, rb)
+    kw = dict(kernel=(3, 3), pad=(1, 1), num_filter=32)
+    for _ in range(2):
+        np.testing.assert_array_equal(mx.nd.contrib.quantized_conv(*args, **kw)[0].asnumpy(), ref(w1))
+    args[1][:] = mx.nd.array(w2, dtype="int8")
+    np.testing.assert_array_equal(mx.nd.contrib.quantized_conv(*args, **kw)[0].asnumpy(), ref(w2))
+    args[1][0, 0, 0, 0] = int(-w2[0, 0, 0, 0]) if w2[0, 0, 0, 0] != -128 else 0
+    w3 = args[1].asnumpy()
+    np.testing.assert_array_equal(mx.nd.contrib.quantized_conv(*args, **kw)[0].asnumpy(), ref(w3))
+
+    names = ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias"]
+    sym = mx.sym.contrib.quantized_conv(*[mx.sym.var(n) for n in names], name="q", **kw)[0]
+    exe = sym.bind(mx.cpu(), dict(zip(names, _conv_args(x, w1, b, rd, rw, rb))))
+    np.testing.assert_array_equal(exe.forward(is_train=False)[0].asnumpy(), ref(w1))
+    exe.arg_dict["weight"][:] = mx.nd.array(w2, dtype="int8")
+    np.testing.assert_array_equal(exe.forward(is_train=False)[0].asnumpy(), ref(w2))
+    # A new weight array (the old one freed) is not taken for the old one.
+    exe = sym.bind(mx.cpu(), dict(zip(names, _conv_args(x, w1, b, rd, rw, rb))))
+    np.testing.assert_array_equal(exe.forward(is_train=False)[0].asnumpy(), ref(w1))
+
+
+def test_quantized_fully_connected_sees_weights_written_in_place():
+    rng = np.random.RandomState(31)
+    x = _rand_q(rng, (8, 64), "int8")
+    w1, w2 = _rand_q(rng, (48, 64), "int8"), _rand_q(rng, (48, 64), "int8")
+    args = [mx.nd.array(x, dtype="int8"), mx.nd.array(w1, dtype="int8"), _scalar(-1.0), _scalar(1.0),
+            _scalar(-0.5), _scalar(0.5)]
+    for w in (w1, w1, w2):
+        args[1][:] = mx.nd.array(w, dtype="int8")
+        out = mx.nd.contrib.quantized_fully_connected(*args, num_hidden=48, no_bias=True)[0]
+        np.testing.assert_array_equal(out.asnumpy(), x.astype(np.int64) @ w.T.astype(np.int64))
+
+
+# ------------------------------------------------------------------ channel-wise weight ranges
+
+def _channel_ranges(rng, n):
+    """Per-channel weight ranges spread over three orders of magnitude, one of them 0."""
+    r = 10.0 ** rng.uniform(-3, 0, n)
+    r[1] = 0.0
+    return r
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8"])
+@pytest.mark.parametrize("out", ["int32", "calibrated", "float"])
+def test_quantized_conv_channel_wise_matches_numpy(dtype, out):
+    rng = np.random.RandomState(32)
+    f = 24
+    x = _rand_q(rng, (2, 8, 6, 6), dtype)
+    w = _rand_q(rng, (f, 8, 3, 3), "int8")
+    b = _rand_q(rng, (f,), "int8")
+    rd, rb = 1.5, 0.3
+    rw = _channel_ranges(rng, f)
+    lo_d = 0.0 if dtype == "uint8" else -rd
+    steps = _step(dtype, lo_d, rd) * rw / 127.0
+    acc = _conv_ref(x, w, pad=(1, 1))
+    bias = np.array([np.round(b[c] * _step("int8", -rb, rb) / steps[c]) if steps[c] > 0 else 0 for c in range(f)])
+    acc = acc + bias.astype(np.int64)[None, :, None, None]
+    real = acc * steps[None, :, None, None]
+    kw = dict(kernel=(3, 3), pad=(1, 1), num_filter=f, channel_wise=True)
+    if out == "calibrated":
+        kw.update(min_calib_range=float(real.min()) * 0.8, max_calib_range=float(real.max()) * 0.8)
+    if out == "float":
+        kw.update(enable_float_output=True)
+    res = mx.nd.contrib.quantized_conv(
+        mx.nd.array(x, dtype=dtype), mx.nd.array(w, dtype="int8"), mx.nd.array(b, dtype="int8"), _scalar(lo_d),
+        _scalar(rd), mx.nd.array(-rw), mx.nd.array(rw), _scalar(-rb), _scalar(rb), **kw)
+    if out == "float":
+        got = res if not isinstance(res, (list, tuple)) else res[0]
+        np.testing.assert_allclose(got.asnumpy(), real, rtol=1e-5, atol=1e-9)
+        return
+    got, lo, hi = (r.asnumpy() for r in res)
+    if out == "int32":
+        # Written in the widest channel's step; its range says so.
+        top = steps.max()
+        np.testing.assert_allclose([lo[0], hi[0]], [-top * I32, top * I32], rtol=1e-6)
+        expect = np.round(acc * (steps / top)[None, :, None, None])
+        assert got.dtype == np.int32
+    else:
+        r = max(abs(kw["min_calib_range"]), abs(kw["max_calib_range"]))
+        np.testing.assert_allclose([lo[0], hi[0]], [-r, r], rtol=1e-6)
+        expect = np.clip(np.round(real / (r / 127.0)), -128, 127)
+        assert got.dtype == np.int8
+    assert np.abs(got.astype(np.int64) - expect).max() <= 1
+    assert (got[:, 1] == 0).all()  # the all-zero channel
+
+
+@pytest.mark.parametrize("flatten", [True, False])
+def test_quantized_fully_connected_channel_wise_matches_numpy(flatten):
+    rng = np.random.RandomState(33)
+    n = 12
+    x = _rand_q(rng, (3, 2, 16), "uint8")
+    k = 32 if flatten else 16
+    w = _rand_q(rng, (n, k), "int8")
+    b = _rand_q(rng, (n,), "int8")
+    rw = _channel_ranges(rng, n)
+    steps = _step("uint8", 0, 4.0) * rw / 127.0
+    xs = x.reshape(3, 32) if flatten else x
+    acc = xs.astype(np.int64) @ w.T.astype(np.int64)
+    acc = acc + np.array([np.round(b[c] * _step("int8", -1, 1) / steps[c]) if steps[c] > 0 else 0
+                          for c in range(n)]).astype(np.int64)
+    res = mx.nd.contrib.quantized_fully_connected(
+        mx.nd.array(x, dtype="uint8"), mx.nd.array(w, dtype="int8"), mx.nd.array(b, dtype="int8"), _scalar(0.0),
+        _scalar(4.0), mx.nd.array(-rw), mx.nd.array(rw), _scalar(-1.0), _scalar(1.0), num_hidden=n,
+        flatten=flatten, channel_wise=True, enable_float_output=True)
+    got = res if not isinstance(res, (list, tuple)) else res[0]
+    np.testing.assert_allclose(got.asnumpy(), acc * steps, rtol=1e-5, atol=1e-9)
+
+
+def test_channel_wise_ranges_must_match_the_channels():
+    rng = np.random.RandomState(34)
+    x = mx.nd.array(_rand_q(rng, (1, 4, 5, 5), "int8"), dtype="int8")
+    w = mx.nd.array(_rand_q(rng, (6, 4, 3, 3), "int8"), dtype="int8")
+    with pytest.raises(mx.base.MXNetError, match="min_weight"):
+        mx.nd.contrib.quantized_conv(x, w, _scalar(-1), _scalar(1), mx.nd.array([-1.0] * 5), mx.nd.array([1.0] * 5),
+                                     kernel=(3, 3), num_filter=6, no_bias=True, channel_wise=True)
+    with pytest.raises(mx.base.MXNetError, match="min_weight"):
+        mx.nd.contrib.quantized_conv(x, w, _scalar(-1), _scalar(1), mx.nd.array([-1.0] * 6), mx.nd.array([1.0] * 6),
+                                     kernel=(3, 3), num_filter=6, no_bias=True)
+    fw = mx.nd.array(_rand_q(rng, (3, 100), "int8"), dtype="int8")
+    with pytest.raises(mx.base.MXNetError, match="min_weight"):
+        mx.nd.contrib.quantized_fully_connected(x, fw, _scalar(-1), _scalar(1), _scalar(-1), _scalar(1),
+                                                num_hidden=3, no_bias=True, channel_wise=True)
+
+
+# ------------------------------------------------------------------ channels-last (NHWC) layout
+
+@pytest.mark.parametrize("case", [dict(kernel=(3, 3), pad=(1, 1)), dict(kernel=(3, 3), stride=(2, 2), num_group=2),
+                                  dict(kernel=(1, 1)), dict(kernel=(3, 3), pad=(1, 1), channel_wise=True),
+                                  dict(kernel=(3, 3), pad=(1, 1), with_sum=True, with_relu=True)])
+@pytest.mark.parametrize("calib", [False, True])
+def test_quantized_conv_nhwc_is_nchw_transposed(case, calib):
+    rng = np.random.RandomState(40)
+    groups = case.get("num_group", 1)
+    kh, kw = case["kernel"]
+    x = _rand_q(rng, (2, 8, 9, 7), "uint8")
+    w = _rand_q(rng, (16, 8 // groups, kh, kw), "int8")
+    b = _rand_q(rng, (16,), "int8")
+    rw = rng.uniform(0.1, 1.0, 16) if case.get("channel_wise") else np.array([0.3])
+    kw_args = dict(case, num_filter=16)
+    if calib:
+        kw_args.update(min_calib_range=-40.0, max_calib_range=50.0)
+
+    def run(layout, xs, ws, sum_arr=None):
+        args = [mx.nd.array(xs, dtype="uint8"), mx.nd.array(ws, dtype="int8"), mx.nd.array(b, dtype="int8"),
+                _scalar(0.0), _scalar(2.0), mx.nd.array(-rw), mx.nd.array(rw), _scalar(-0.5), _scalar(0.5)]
+        if sum_arr is not None:
+            args += [mx.nd.array(sum_arr, dtype="int8"), _scalar(-3.0), _scalar(3.0)]
+        res = mx.nd.contrib.quantized_conv(*args, layout=layout, **kw_args)
+        return [r.asnumpy() for r in res]
+
+    s = _rand_q(rng, (2, 16, 9, 7), "int8") if case.get("with_sum") else None
+    first = run("NCHW", x, w, s)
+    last = run("NHWC", x.transpose(0, 2, 3, 1), w.transpose(0, 2, 3, 1),
+               None if s is None else s.transpose(0, 2, 3, 1))
+    assert last[0].shape == first[0].transpose(0, 2, 3, 1).shape
+    np.testing.assert_array_equal(last[0], first[0].transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(last[1:], first[1:])
+
+
+def test_quantized_conv_nhwc_shapes_and_errors():
+    d, w = mx.sym.var("d"), mx.sym.var("w")
+    ranges = [mx.sym.var(n) for n in ("a", "b", "c", "e")]
+    sym = mx.sym.contrib.quantized_conv(d, w, *ranges, kernel=(3, 3), num_filter=6, no_bias=True, layout="NHWC",
+                                        num_group=2)
+    arg_shapes, out_shapes, _ = sym.infer_shape(d=(2, 10, 12, 4))
+    assert dict(zip(sym.list_arguments(), arg_shapes))["w"] == (6, 3, 3, 2)
+    assert out_shapes[0] == (2, 8, 10, 6)
+    with pytest.raises(mx.base.MXNetError, match="NHWC input 'data' must be 4-D"):
+        mx.sym.contrib.quantized_conv(d, w, *ranges, kernel=(3,), num_filter=6, no_bias=True,
+                                      layout="NHWC").infer_shape(d=(2, 10, 4))
+    with pytest.raises(mx.base.MXNetError, match="layout"):
+        mx.sym.contrib.quantized_conv(d, w, *ranges, kernel=(3, 3, 3), num_filter=6, no_bias=True,
+                                      layout="NDHWC").infer_shape(d=(2, 5, 10, 12, 4))
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_quantized_conv_sum_in_place_in_an_executor(layout):
+    """In an executor the output of a with_sum convolution may take the memory of its sum
+    (a value read last there); the result is the one computed apart."""
+    rng = np.random.RandomState(41)
+    x = _rand_q(rng, (2, 8, 6, 6), "int8")
+    w1, w2 = _rand_q(rng, (8, 8, 3, 3), "int8"), _rand_q(rng, (8, 8, 3, 3), "int8")
+    if layout == "NHWC":
+        x, w1, w2 = x.transpose(0, 2, 3, 1), w1.transpose(0, 2, 3, 1), w2.transpose(0, 2, 3, 1)
+    names = ["d", "w1", "w2", "lo", "hi", "wlo", "whi"]
+    d, v1, v2, lo, hi, wlo, whi = [mx.sym.var(n) for n in names]
+    kw = dict(kernel=(3, 3), pad=(1, 1), num_filter=8, no_bias=True, layout=layout)
+    first = mx.sym.contrib.quantized_conv(d, v1, lo, hi, wlo, whi, min_calib_range=-60.0, max_calib_range=60.0, **kw)
+    out = mx.sym.contrib.quantized_conv(d, v2, lo, hi, wlo, whi, first[0], first[1], first[2], with_sum=True,
+                                        with_relu=True, min_calib_range=0.0, max_calib_range=90.0, **kw)
+    arrays = [mx.nd.array(x, dtype="int8"), mx.nd.array(w1, dtype="int8"), mx.nd.array(w2, dtype="int8"),
+              _scalar(-1.0), _scalar(1.0), _scalar(-0.1), _scalar(0.1)]
+    exe = out[0].bind(mx.cpu(), dict(zip(names, arrays)))
+    got = exe.forward(is_train=False)[0].asnumpy()
+    s = mx.nd.contrib.quantized_conv(*arrays[:2], *arrays[3:], min_calib_range=-60.0, max_calib_range=60.0, **kw)
+    want = mx.nd.contrib.quantized_conv(arrays[0], arrays[2], *arrays[3:], *s, with_sum=True, with_relu=True,
+                                        min_calib_range=0.0, max_calib_range=90.0, **kw)[0].asnumpy()
+    assert got.dtype == np.uint8 and got.max() > 0
+    np.testing.assert_array_equal(got, want)

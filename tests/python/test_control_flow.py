@@ -327,7 +327,8 @@ def test_symbolic_cond_runs_one_branch(a_val):
 
 def _mxnet_foreach_json():
     # A graph as MXNet 1.9 writes `foreach(lambda x, st: (x * w + st[0], [st[0] + x]), d, [s])`,
-    # with the body's inputs in another order than the node's (w, state, data).
+    # with the body's inputs in another order than the node's: the locations count the body's
+    # list_inputs, depth first from its outputs (data, w, state), not its arg_nodes order.
     body = {"nodes": [{"op": "null", "name": "w_in", "inputs": []},
                       {"op": "null", "name": "s_in", "inputs": []},
                       {"op": "null", "name": "d_in", "inputs": []},
@@ -338,8 +339,8 @@ def _mxnet_foreach_json():
     graph = {"nodes": [{"op": "null", "name": "d", "inputs": []}, {"op": "null", "name": "s", "inputs": []},
                        {"op": "null", "name": "w", "inputs": []},
                        {"op": "_foreach", "name": "foreach0",
-                        "attrs": {"num_args": "4", "num_outputs": "2", "num_out_data": "1", "in_data_locs": "[2]",
-                                  "in_state_locs": "[1]", "remain_locs": "[0]"},
+                        "attrs": {"num_args": "4", "num_outputs": "2", "num_out_data": "1", "in_data_locs": "[0]",
+                                  "in_state_locs": "[2]", "remain_locs": "[1]"},
                         "inputs": [[0, 0, 0], [1, 0, 0], [2, 0, 0]], "subgraphs": [body]}],
              "arg_nodes": [0, 1, 2], "node_row_ptr": [0, 1, 2, 3, 5], "heads": [[3, 0, 0], [3, 1, 0]],
              "attrs": {"mxnet_version": ["int", 10901]}}
@@ -377,15 +378,26 @@ def test_while_loop_and_cond_json_in_mxnet_form():
     a, b = mx.sym.var("a"), mx.sym.var("b")
     c = mx.sym.contrib.cond(a * b < 5, lambda: (a + 5) * (b + 5), lambda: (a - 5) * (b - 5))
     cnode = json.loads(c.tojson())["nodes"][-1]
-    assert cnode["op"] == "_cond" and len(cnode["subgraphs"]) == 3 and cnode["attrs"]["num_args"] == "5"
+    # as in MXNet, pred (computed outside) is an input of the node: a, b and a * b < 5
+    assert cnode["op"] == "_cond" and len(cnode["subgraphs"]) == 3 and cnode["attrs"]["num_args"] == "6"
     loaded = mx.sym.load_json(text)
     feed = {"i": mx.nd.array([1.0]), "s": mx.nd.array([2.0]), "x": mx.nd.array([0.5])}
     for got, want in zip(loaded.eval(**feed), _while_sym().eval(**feed)):
         np.testing.assert_array_equal(got.asnumpy(), want.asnumpy())
-    with pytest.raises(mx.base.MXNetError, match="subgraphs of operator 'Foo'"):
-        bad = json.loads(_mxnet_foreach_json())
-        bad["nodes"][3]["op"] = "Foo"
+    bad = json.loads(_mxnet_foreach_json())
+    bad["nodes"][3]["op"] = "elemwise_add"
+    bad["nodes"][3]["inputs"] = bad["nodes"][3]["inputs"][:2]
+    bad["nodes"][3]["attrs"] = {}
+    with pytest.raises(mx.base.MXNetError, match="subgraphs of operator 'elemwise_add' are not supported"):
         mx.sym.load_json(json.dumps(bad))
+    bad = json.loads(_mxnet_foreach_json())
+    del bad["nodes"][3]["subgraphs"]
+    with pytest.raises(mx.base.MXNetError, match="operator '_foreach' needs its 'subgraphs' field"):
+        mx.sym.load_json(json.dumps(bad))
+    bad = json.loads(_mxnet_foreach_json())
+    bad["nodes"][3]["attrs"]["in_state_locs"] = "[1]"
+    with pytest.raises(mx.base.MXNetError, match="in_data_locs \\+ in_state_locs \\+ remain_locs holds 1 twice"):
+        mx.sym.load_json(json.dumps(bad)).infer_shape(d=(4, 3), s=(3,), w=(3,))
 
 
 def test_nested_foreach_through_json():
@@ -442,3 +454,231 @@ def test_while_loop_and_cond_in_hybridized_block(steps):
     np.testing.assert_array_equal(results[0][0][int(steps):], 0)
     for eager, hybrid in zip(*results):
         np.testing.assert_allclose(hybrid, eager, rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- MXNet's usage patterns
+def _verify_foreach(step, n_data, n_states, free_fn, data, states, frees, heads):
+    """The symbolic foreach (bound, forward and backward, after a JSON round trip) against
+    the imperative one recorded by autograd: outputs and the gradients of every input."""
+    names = ["v%d" % i for i in range(n_data + n_states + len(frees))]
+    syms = [mx.sym.var(n) for n in names]
+    dsyms, ssyms = syms[:n_data], syms[n_data:n_data + n_states]
+    fsyms = free_fn(syms[n_data + n_states:])
+    res, st = mx.sym.contrib.foreach(lambda d, s: step(d, s, fsyms), dsyms if n_data > 1 else dsyms[0], ssyms)
+    res = res if isinstance(res, list) else [res]
+    out = mx.sym.Group([r * 2 for r in res] + list(st))
+    text = out.tojson()
+    out = mx.sym.load_json(text)
+    assert out.tojson() == text
+    arrays = data + states + frees
+    args = {n: mx.nd.array(a) for n, a in zip(names, arrays)}
+    grads = {n: mx.nd.zeros(np.shape(a)) for n, a in zip(names, arrays)}
+    ex = out.bind(mx.cpu(), {n: a for n, a in args.items() if n in out.list_arguments()},
+                  args_grad={n: g for n, g in grads.items() if n in out.list_arguments()})
+    outs = [o.asnumpy() for o in ex.forward(is_train=True)]
+    ex.backward([mx.nd.array(h) for h in heads])
+
+    nd_args = [mx.nd.array(a) for a in arrays]
+    for a in nd_args:
+        a.attach_grad()
+    with autograd.record():
+        fr = free_fn(nd_args[n_data + n_states:])
+        dd = nd_args[:n_data]
+        r, s2 = mx.nd.contrib.foreach(lambda d, s: step(d, s, fr), dd if n_data > 1 else dd[0],
+                                      nd_args[n_data:n_data + n_states])
+        r = r if isinstance(r, list) else [r]
+        want = [x * 2 for x in r] + list(s2)
+    autograd.backward(want, [mx.nd.array(h) for h in heads])
+    for got, w in zip(outs, want):
+        assert got.shape == w.shape
+        np.testing.assert_allclose(got, w.asnumpy(), rtol=1e-5, atol=1e-5)
+    for n, a in zip(names, nd_args):
+        if n in out.list_arguments():
+            np.testing.assert_allclose(grads[n].asnumpy(), a.grad.asnumpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_foreach_mxnet_cases_against_imperative():
+    rng = np.random.RandomState(12)
+    data, st = rng.uniform(-1, 1, (3, 2)), [rng.uniform(-1, 1, (2,))]
+    heads = [rng.uniform(-1, 1, (3, 2)), rng.uniform(-1, 1, (2,))]
+    # a free value computed outside the loop (v2 + v3): cut, so it is an input of the node
+    _verify_foreach(lambda d, s, f: (lambda o: (o, [o]))(d * 2 + s[0] + f[0]), 1, 1,
+                    lambda fr: [fr[0] + fr[1]], [data], st, [rng.rand(2), rng.rand(2)], heads)
+    # the body returns its own inputs (identity outputs), without free variables
+    _verify_foreach(lambda d, s, f: (d, s), 1, 1, lambda fr: fr, [data], st, [], heads)
+    # no states, and no data outputs
+    _verify_foreach(lambda d, s, f: (d + f[0], []), 1, 0, lambda fr: fr, [data], [], [rng.rand(2)], heads[:1])
+    _verify_foreach(lambda d, s, f: ([], [d * s[0] * f[0]]), 1, 1, lambda fr: fr, [data], st, [rng.rand(2)],
+                    heads[1:])
+    # two data arrays, one of them 1-D (its slices have shape (1,), as in MXNet)
+    _verify_foreach(lambda d, s, f: ([d[1] * d[0] * s[0]], [s[0] * 2]), 2, 1, lambda fr: fr,
+                    [rng.rand(3, 1), np.arange(3.0)], [rng.rand(1)], [], [rng.rand(3, 1), rng.rand(1)])
+
+
+def test_foreach_body_must_read_its_data_and_states():
+    x, s = mx.sym.var("x"), mx.sym.var("s")
+    with pytest.raises(ValueError, match="must read all the states"):
+        mx.sym.contrib.foreach(lambda d, st: (d, [d * 2]), x, [s])
+    with pytest.raises(ValueError, match="must read all the data arrays"):
+        mx.sym.contrib.foreach(lambda d, st: (st[0], [st[0] + 1]), x, [s])
+    # MXNet raises AssertionError there, which its scripts catch
+    with pytest.raises(AssertionError, match="func must read every loop variable"):
+        mx.sym.contrib.while_loop(lambda i: i < 3, lambda i: (None, [mx.sym.ones((1,))]), [x], max_iterations=3)
+
+
+class _TwoLoops(mx.gluon.HybridBlock):
+    # called as MXNet's tests call such blocks: net(data, [state]), a nested list of inputs
+    def hybrid_forward(self, F, x, states):
+        out1, st1 = F.contrib.foreach(lambda d, st: (d + 1, st), x, states)
+        out2, _ = F.contrib.foreach(lambda d, st: (d + 1, st), out1, states)
+        # a loop whose body reads an outer loop's output and returns it as its state
+        out, _ = F.contrib.foreach(lambda d, st: (d + st[0], st1), out2, states)
+        return out
+
+
+def test_foreach_cut_from_outer_values_in_hybridized_block():
+    x, s = mx.nd.array(np.random.RandomState(13).randn(5, 4)), mx.nd.array(np.random.RandomState(14).randn(4))
+    want = x.asnumpy() + 2 + s.asnumpy()
+    for hybridize in (False, True):
+        net = _TwoLoops()
+        net.initialize()
+        if hybridize:
+            net.hybridize()
+        for _ in range(2):  # the second call runs the cached graph
+            x.attach_grad()
+            with autograd.record():
+                y = net(x, [s])
+            y.backward()
+            np.testing.assert_allclose(y.asnumpy(), want, rtol=1e-6)
+            np.testing.assert_allclose(x.grad.asnumpy(), np.ones((5, 4)))
+
+
+class _WhileBlock(mx.gluon.HybridBlock):
+    def __init__(self, cond, func, max_iterations):
+        super().__init__()
+        self.cond, self.func, self.max_iterations = cond, func, max_iterations
+
+    def hybrid_forward(self, F, *loop_vars):
+        return F.contrib.while_loop(cond=self.cond, func=self.func, loop_vars=loop_vars,
+                                    max_iterations=self.max_iterations)
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_while_loop_int64_sums_in_block(hybridize):
+    i0, s0 = mx.nd.array([1], dtype="int64"), mx.nd.array([0], dtype="int64")
+    model = _WhileBlock(lambda i, s: i <= 5, lambda i, s: (None, (i + 1, s + i)), 10)
+    if hybridize:
+        model.hybridize()
+    _, result = model(i0, s0)
+    assert result[0].asscalar() == 6 and result[1].asscalar() == 15
+    # the condition is a loop variable itself (returned unchanged by func)
+    model = _WhileBlock(lambda i, s, t: t, lambda i, s, t: (None, (i + 1, s + i, t)), 200)
+    if hybridize:
+        model.hybridize()
+    _, result = model(i0, s0, mx.nd.array([1], dtype="int64"))
+    assert [r.asscalar() for r in result] == [201, sum(range(1, 201)), 1]
+    model = _WhileBlock(lambda i, s: i <= 100, lambda i, s: (i, (i + 1, s + i)), 120)
+    if hybridize:
+        model.hybridize()
+    outputs, (ri, rs) = model(i0, s0)
+    np.testing.assert_array_equal(outputs.asnumpy()[:100, 0], np.arange(1, 101))
+    np.testing.assert_array_equal(outputs.asnumpy()[100:], 0)
+    assert ri.asscalar() == 101 and rs.asscalar() == 5050
+
+
+def test_control_flow_backward_operators_check_their_inputs():
+    x, s, w = mx.sym.var("x"), mx.sym.var("s"), mx.sym.var("w")
+    outs, states = mx.sym.contrib.foreach(lambda d, st: (d * w + st[0], [st[0] + d]), x, [s])
+    node = outs.get_children()  # the _foreach node's inputs: x, s, w
+    assert node.list_outputs() == ["x", "s", "w"]
+    saved = json.loads(outs.tojson())["nodes"][-1]
+    body = mx.sym.load_json(json.dumps(saved["subgraphs"][0]))
+    attrs = {k: v for k, v in saved["attrs"].items() if k != "num_args"}
+    og, gs = mx.sym.var("og"), mx.sym.var("gs")
+    backward = mx.symbol._ops.get("_backward_foreach")(body, og, gs, x, s, w, num_args=4, **attrs)
+    assert len(backward.list_outputs()) == 3
+    shapes = dict(x=(4, 3), s=(3,), w=(3,))
+    _, out_shapes, _ = backward.infer_shape(og=(4, 3), gs=(3,), **shapes)
+    assert out_shapes == [(4, 3), (3,), (3,)]
+    with pytest.raises(mx.base.MXNetError, match="Shape inconsistent"):
+        backward.infer_shape(og=(5, 3), gs=(3,), **shapes)
+    with pytest.raises(mx.base.MXNetError, match="Shape inconsistent"):
+        backward.infer_shape(og=(4, 3), gs=(2,), **shapes)
+    # run by hand: the gradient of sum(outputs) (no state gradient) matches the closed form
+    rng = np.random.RandomState(15)
+    xv, sv, wv = rng.rand(4, 3), rng.rand(3), rng.rand(3)
+    got = backward.eval(og=mx.nd.ones((4, 3)), gs=mx.nd.zeros((3,)), x=mx.nd.array(xv), s=mx.nd.array(sv),
+                        w=mx.nd.array(wv))
+    # out_t = x_t * w + s_t with s_t = s0 + sum_{k<t} x_k: d/dx_t = w + (3 - t), d/ds = 4, d/dw = sum x
+    np.testing.assert_allclose(got[0].asnumpy(), wv + np.arange(3, -1, -1)[:, None], rtol=1e-6)
+    np.testing.assert_allclose(got[1].asnumpy(), np.full(3, 4.0), rtol=1e-6)
+    np.testing.assert_allclose(got[2].asnumpy(), xv.sum(axis=0), rtol=1e-6)
+
+
+def _central_differences(f, x, eps=1e-6):
+    """d f(x) / dx (f returns a float, x a float64 array) by central differences."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        hi, lo = x.copy(), x.copy()
+        hi[i] += eps
+        lo[i] -= eps
+        grad[i] = (f(hi) - f(lo)) / (2 * eps)
+    return grad
+
+
+def _imperative_value_and_grad(fn, x_np):
+    x = mx.nd.array(x_np, dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        y = fn(x)
+    y.backward()
+    return y.asscalar(), x.grad.asnumpy()
+
+
+def test_imperative_while_loop_and_cond_numeric_gradients():
+    rng = np.random.RandomState(16)
+    w_np = rng.uniform(0.5, 1.0, (3,))
+    w = mx.nd.array(w_np, dtype="float64")
+
+    def loop(x):
+        # three steps of s <- sin(s * w) + x, the step outputs summed with the final state
+        outs, (_, s) = mx.nd.contrib.while_loop(
+            lambda i, s: i < 3, lambda i, s: (s * 2, [i + 1, mx.nd.sin(s * w) + x]),
+            [mx.nd.zeros((1,), dtype="float64"), x * 0.5], max_iterations=4)
+        return outs.sum() + (s * s).sum()
+
+    def branch(x):
+        return mx.nd.contrib.cond(x.sum() > 1, lambda: (x * w).sum() * x.sum(), lambda: mx.nd.exp(x).sum())
+
+    for fn, x_np in ((loop, rng.uniform(-1, 1, (3,))), (branch, rng.uniform(0.5, 1, (3,))),
+                     (branch, rng.uniform(-1, 0, (3,)))):
+        value, analytic = _imperative_value_and_grad(fn, x_np)
+        numeric = _central_differences(lambda v: _imperative_value_and_grad(fn, v)[0], x_np)
+        np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-8)
+    # the loop against numpy
+    s, total = rng.uniform(-1, 1, (3,)), 0.0
+    x_np = s.copy()
+    s = x_np * 0.5
+    for _ in range(3):
+        total += (s * 2).sum()
+        s = np.sin(s * w_np) + x_np
+    np.testing.assert_allclose(_imperative_value_and_grad(loop, x_np)[0], total + (s * s).sum(), rtol=1e-10)
+
+
+def test_traces_count_their_names_and_give_the_same_graph_again():
+    from collections import defaultdict
+    mx.AttrScope._subgraph_names = defaultdict(int)
+
+    def make():
+        # a fresh name manager, as a hybridized block's trace has: the same node names again
+        with mx.name.NameManager():
+            a = mx.sym.var("a")
+            return mx.sym.contrib.cond(a > 0.5, lambda: a * 2, lambda: a * 3, name="pick")
+    first, second = make(), make()
+    # as MXNet counts them: one graph each of pred, then and else per call
+    assert dict(mx.AttrScope._subgraph_names) == {"pick_pred": 2, "pick_then": 2, "pick_else": 2}
+    # the marks are dropped once the graphs are cut, so a second trace is the same graph
+    assert first.tojson() == second.tojson()
+    assert "__subgraph_name__" not in first.tojson()
+    np.testing.assert_allclose(first.eval(a=mx.nd.array([0.7]))[0].asnumpy(), [1.4], rtol=1e-6)
+    np.testing.assert_allclose(second.eval(a=mx.nd.array([0.2]))[0].asnumpy(), [0.6], rtol=1e-6)

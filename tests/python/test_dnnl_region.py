@@ -107,7 +107,8 @@ def test_conv_bn_relu_matches_the_operators_alone(batch, hw):
 
 
 @pytest.mark.parametrize("project,stride", [(True, (2, 2)), (True, (1, 1)), (False, (1, 1))])
-# From batch 4 on the region uses blocked layouts and Winograd for the 3x3 convolutions.
+# With AVX-512 the region uses blocked layouts and Winograd for the 3x3 convolutions at every
+# batch size (without Winograd, from batch 4 on).
 @pytest.mark.parametrize("batch,hw", [(1, (15, 15)), (3, (20, 17)), (5, (14, 14))])
 def test_bottleneck_blocks_match(project, stride, batch, hw):
     # Identity shortcuts need as many channels in as out: the stem has 16 = 4 * width 4.
@@ -186,6 +187,25 @@ def test_parameter_changes_between_calls_are_seen():
         plain.aux_dict[name][:] = v
         after = outputs(fused)[0]
         assert not np.allclose(before, after)
+        assert_same(fused, plain)
+
+
+def test_each_folded_parameter_change_is_seen_alone():
+    # A region folds a convolution's bias and its BatchNorm's four arrays only when one of
+    # them changed since the last call: a change to any single one must show, and calls
+    # with nothing changed give the same result.
+    net = conv_bn(conv_bn(sym.Variable("data"), "a", 16, (3, 3), pad=(1, 1), bias=True), "b", 16, (1, 1), act=None,
+                  bias=True)
+    fused, plain = pair(net, (1, 16, 9, 9), seed=11)
+    rng = np.random.RandomState(12)
+    for name in ["a_bias", "b_bias", "a_bn_gamma", "b_bn_beta", "a_bn_moving_mean", "b_bn_moving_var"]:
+        arrays = (fused.arg_dict, plain.arg_dict) if name in fused.arg_dict else (fused.aux_dict, plain.aux_dict)
+        before = outputs(fused)[0]
+        np.testing.assert_array_equal(outputs(fused)[0], before)
+        v = rng.uniform(0.5, 2.0, arrays[0][name].shape).astype(np.float32)
+        for d in arrays:
+            d[name][:] = v
+        assert not np.allclose(before, outputs(fused)[0]), name
         assert_same(fused, plain)
 
 

@@ -1,6 +1,6 @@
 """Which oneDNN primitives the inference regions pick, and that each choice computes what
-the graph means: Winograd for 3x3 stride-1 convolutions from batch 4 on (off with
-WEFT_CONV_WINOGRAD=0), oneDNN's own layout (nhwc on AVX-512) for strided convolutions with
+the graph means: Winograd for 3x3 stride-1 convolutions at every batch size where oneDNN has
+it (AVX-512; off with WEFT_CONV_WINOGRAD=0), oneDNN's own layout (nhwc on AVX-512) for strided convolutions with
 a window, the CPU's blocked layout elsewhere (nChw16c with AVX-512, nChw8c on AVX2), with
 reorders only where two layouts meet. The executor's
 debug_str lists every primitive of a region under its "oneDNN region" line."""
@@ -31,6 +31,10 @@ def primitives(ex):
 
 def avx512(prims):
     return any("avx512_core" in w for ws in prims.values() for w in ws)
+
+
+def winograd_on():
+    return os.environ.get("WEFT_CONV_WINOGRAD") != "0"
 
 
 def conv_ref(x, w, stride, pad):
@@ -74,13 +78,15 @@ def assert_close_to(y, ref):
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4 * scale)
 
 
-@pytest.mark.parametrize("batch,hw", [(4, (12, 12)), (6, (9, 13))])
+# Batch 1 and 2 too: there oneDNN's F(2x2, 3x3) and F(4x4, 3x3) kernels on the blocked
+# layout beat its direct ones on nhwc for ResNet's 3x3 layers.
+@pytest.mark.parametrize("batch,hw", [(1, (12, 12)), (2, (9, 13)), (4, (12, 12)), (6, (9, 13))])
 def test_winograd_in_a_region_matches_the_float64_reference(batch, hw):
     fused, plain = pair(two_convs(1), (batch, 8) + hw, seed=20)
     prims = primitives(fused)
     assert [w.split()[0] for w in prims["b"]][-2:] == ["convolution", "reorder"]
-    if avx512(prims):
-        assert "jit_wino" in prims["b"][-2]
+    if avx512(prims) and winograd_on():
+        assert "wino" in prims["b"][-2].split()[1], prims["b"]
         # the 1x1 convolution writes nChw16c, which the Winograd kernel reads as it is
         assert prims["a"] == ["convolution jit_1x1:avx512_core nchw -> nChw16c"] or \
             prims["a"][-1].endswith("-> nChw16c")
@@ -96,10 +102,15 @@ def test_strided_3x3_convolution_matches_the_float64_reference(batch):
     prims = primitives(fused)
     conv = [w for w in prims["b"] if w.startswith("convolution")]
     assert len(conv) == 1
-    if avx512(prims) and batch >= 4:
-        # oneDNN's brgconv on nhwc: the nChw16c source is reordered in, the result out
+    if avx512(prims):
+        # oneDNN's brgconv on nhwc; from batch 4 the nChw16c source is reordered in, the
+        # result out. Below, a region with no convolution for Winograd keeps nhwc
+        # throughout (no reorder between the two convolutions).
         assert "nhwc -> nhwc" in conv[0] and "brgconv" in conv[0]
-        assert prims["b"][0] == "reorder nChw16c -> nhwc (an operand)"
+        if batch >= 4:
+            assert prims["b"][0] == "reorder nChw16c -> nhwc (an operand)"
+        else:
+            assert prims["a"][-1].endswith("-> nhwc") and not any(w.startswith("reorder") for w in prims["b"][:-1])
     assert_close_to(outputs(fused)[0], reference(fused, 2))
     assert_same(fused, plain)
 
@@ -157,6 +168,32 @@ def test_winograd_switch_turns_it_off_in_regions():
         "prims = primitives(fused)",
         "assert prims['b'] and not any('wino' in w for w in prims['b']), prims['b']",
         "assert_close_to(outputs(fused)[0], reference(fused, 1))",
+        "print('ok')",
+    ])
+    env = dict(os.environ, WEFT_CONV_WINOGRAD="0")
+    run = subprocess.run([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().endswith("ok")
+
+
+def test_batch_1_without_winograd_keeps_onednns_layout():
+    # Below batch 4 the blocked layout pays only with Winograd: with the switch off, the
+    # convolutions take the layout oneDNN picks (nhwc for brgconv with AVX-512) and no
+    # reorder separates them. The switch is read once per process: a fresh one.
+    code = "\n".join([
+        "import numpy as np, sys",
+        "sys.path.insert(0, %r)" % os.path.dirname(os.path.abspath(__file__)),
+        "from test_dnnl_region_layouts import two_convs, pair, primitives, reference, outputs, assert_close_to, avx512",
+        "from test_dnnl_region import assert_same",
+        "fused, plain = pair(two_convs(1), (1, 8, 10, 10), seed=27)",
+        "prims = primitives(fused)",
+        "assert not any('wino' in w for ws in prims.values() for w in ws), prims",
+        "if avx512(prims):",
+        "    assert prims['b'][0] == 'convolution brgconv:avx512_core nhwc -> nhwc', prims['b']",
+        "    assert prims['a'][-1].endswith('-> nhwc'), prims['a']",
+        "assert_close_to(outputs(fused)[0], reference(fused, 1))",
+        "assert_same(fused, plain)",
         "print('ok')",
     ])
     env = dict(os.environ, WEFT_CONV_WINOGRAD="0")

@@ -125,9 +125,9 @@ def _count_traces(monkeypatch):
     calls = []
     trace = gluon.block.HybridBlock._get_graph
 
-    def counted(self, *args):
+    def counted(self, *args, **kwargs):
         calls.append(self.name)
-        return trace(self, *args)
+        return trace(self, *args, **kwargs)
     monkeypatch.setattr(gluon.block.HybridBlock, "_get_graph", counted)
     return calls
 

@@ -19,7 +19,7 @@ GPU_OPS = {
     'sgd_update', 'sgd_mom_update', 'mp_sgd_update', 'mp_sgd_mom_update', 'nag_mom_update', 'mp_nag_mom_update',
     'signsgd_update', 'signum_update', 'adam_update', '_adamw_update', '_mp_adamw_update', 'lamb_update_phase1',
     'lamb_update_phase2', 'mp_lamb_update_phase1', 'mp_lamb_update_phase2', 'rmsprop_update', 'rmspropalex_update',
-    'adagrad_update', 'adadelta_update', 'ftrl_update', 'ftml_update',
+    'adagrad_update', '_sparse_adagrad_update', 'adadelta_update', 'ftrl_update', 'ftml_update',
     'multi_sgd_update', 'multi_sgd_mom_update', 'multi_mp_sgd_update', 'multi_mp_sgd_mom_update',
     'preloaded_multi_sgd_update', 'preloaded_multi_sgd_mom_update', 'preloaded_multi_mp_sgd_update',
     'preloaded_multi_mp_sgd_mom_update', '_multi_adamw_update', '_multi_mp_adamw_update', '_multi_lamb_update',
@@ -112,6 +112,8 @@ SINGLE = [
     ('rmspropalex_update', ['w', 'g', 'p', 's', 's'],
      dict(lr=0.01, gamma1=0.9, gamma2=0.8, epsilon=1e-6, wd=0.01, clip_weights=0.8, **COMMON)),
     ('adagrad_update', ['w', 'g', 'p'], dict(lr=0.05, epsilon=1e-6, wd=0.01, **COMMON)),
+    # Dense arrays: the AdaGrad kernel without weight decay (which the operator refuses).
+    ('_sparse_adagrad_update', ['w', 'g', 'p'], dict(lr=0.05, epsilon=1e-6, **COMMON)),
     ('adadelta_update', ['w', 'g', 'p', 'p'], dict(rho=0.9, epsilon=1e-5, wd=0.01, **COMMON)),
     ('ftrl_update', ['w', 'g', 's', 'p'], dict(lr=0.1, lamda1=0.01, beta=1.0, wd=0.01, **COMMON)),
     ('ftml_update', ['w', 'g', 'p', 'p', 's'],

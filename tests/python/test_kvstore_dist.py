@@ -97,6 +97,27 @@ def test_dist_row_sparse_pull_reads_the_summed_rows_across_servers(tmp_path):
     assert not no_process_left(str(tmp_path))
 
 
+def test_dist_row_sparse_push_sends_rows_and_sums_as_dense(tmp_path):
+    rc, out = launch(["rowpush", tmp_path])
+    assert rc == 0, out
+    got = [np.load(tmp_path / ("rowpush-%d.npz" % r)) for r in range(2)]
+    for step in range(3):
+        # The servers' value after a round is the sum of both workers' pushes, whether they
+        # came as rows (some crossing the servers' split, some workers with no rows) or dense.
+        want = got[0]["pushed%d" % step] + got[1]["pushed%d" % step]
+        for g in got:
+            np.testing.assert_allclose(g["emb%d" % step], want, rtol=1e-6, atol=1e-6)
+    # SGD (lr 0.5) on the servers applied to the sum: rows 0 and 1 get one worker's gradient,
+    # row 4 both.
+    want = np.ones((6, 2), np.float32)
+    want[0] -= 0.5 * 1
+    want[1] -= 0.5 * 2
+    want[4] -= 0.5 * 3
+    for g in got:
+        np.testing.assert_allclose(g["sgd"], want, rtol=1e-6)
+    assert not no_process_left(str(tmp_path))
+
+
 def test_dist_gluon_row_sparse_weight_trains_as_one_process_on_both_batches(tmp_path):
     import sparse_model as kb
     rc, out = launch(["sparse_gluon", tmp_path])
@@ -534,6 +555,30 @@ def test_servers_check_every_request_and_hear_only_registered_workers(tmp_path):
         assert kind == wire.ERROR and b"differs from the stored" in text, text
         kind, text = ask(wire.PULL_ROWS, ids(3, 0), key=9, count=12, total=12, request=16)
         assert kind == wire.ERROR and b"never initialised" in text, text
+        # Row pushes: only the rows travel; every claim is checked before anything is written.
+        def vals(*v):
+            return np.array(v, dtype=np.float32).tobytes()
+        for payload, fields, why in [
+                (ids(3, 1, 4) + vals(1, 1, 1), {}, b"row id 4 at position 0 is out of range [0, 4)"),
+                (ids(3, 2, 1, 0) + vals(*[1] * 6), {}, b"row ids must be strictly increasing, got 1 then 0"),
+                (ids(5, 1, 0) + vals(*[1] * 5), {}, b"a row length of 5 does not divide the key's 12 elements"),
+                (ids(3, 5, 0), {}, b"a row count of 5 does not fit a payload of 24 bytes"),
+                (ids(3, -1), {}, b"a row count of -1"),
+                (ids(3, 1, 0) + vals(1, 1), {}, b"expected 36 payload bytes for 1 rows, got 32"),
+                (ids(3), {}, b"expected an uncompressed payload of 16 to"),
+                (ids(3, 1, 0) + vals(1, 1, 1), {"flags": wire.FLAG_SYNC | 2, "threshold": 0.5},
+                 b"expected an uncompressed payload")]:
+            kind, text = ask(wire.PUSH_ROWS, payload, key=2, count=12, total=12, request=17, **fields)
+            assert kind == wire.ERROR and why in text, (why, text)
+        # Nothing was written by the refused pushes; a valid one replaces the value (no
+        # updater, one worker) with the rows and zeros elsewhere.
+        kind, data = ask(wire.PULL, key=2, count=12, total=12, flags=wire.FLAG_SYNC, request=18)
+        assert kind == wire.PULL_REPLY and np.frombuffer(data, np.float32).tolist() == list(range(12)), data
+        assert ask(wire.PUSH_ROWS, ids(3, 2, 1, 3) + vals(1, 2, 3, 4, 5, 6), key=2, count=12, total=12,
+                   flags=wire.FLAG_SYNC, request=19)[0] == wire.ACK
+        kind, data = ask(wire.PULL, key=2, count=12, total=12, flags=wire.FLAG_SYNC, request=20)
+        assert kind == wire.PULL_REPLY
+        assert np.frombuffer(data, np.float32).tolist() == [0, 0, 0, 1, 2, 3, 0, 0, 0, 4, 5, 6], data
         sched.send(wire.EXIT, sender=0)
         outs = finish(procs)
     finally:

@@ -546,3 +546,26 @@ def test_pooling_errors():
         nd.Pooling(x, kernel=(2,))
     with pytest.raises(weft.base.WeftError, match=r"Pooling.*pool_type.*expected one of"):
         nd.Pooling(x, kernel=(2, 2), pool_type="median")
+
+
+def test_data_gradient_accumulates_through_its_reorder_exactly():
+    # Where the data gradient comes out of a blocked layout, grad_req "add" adds it in the
+    # reorder to the caller's array instead of through a plain temporary: the result is the
+    # float32 sum of what the array held and the gradient written alone, to the bit. Shapes:
+    # a 3x3 convolution (Winograd at batch 4) and a strided 1x1 one (ResNet's shortcut).
+    for shape, nf, k, s, p, out in [((4, 16, 10, 10), 16, (3, 3), (1, 1), (1, 1), (4, 16, 10, 10)),
+                                    ((4, 32, 14, 14), 64, (1, 1), (2, 2), (0, 0), (4, 64, 7, 7))]:
+        net = weft.sym.Convolution(weft.sym.Variable("data"), kernel=k, stride=s, pad=p, num_filter=nf,
+                                   no_bias=True, name="c")
+        x_np, w_np, start = rand(*shape), rand(nf, shape[1], *k, lo=-0.3, hi=0.3), rand(*shape)
+        head = rand(*out)
+        grads = {}
+        for req in ("write", "add"):
+            ex = net.simple_bind(weft.cpu(), grad_req={"data": req, "c_weight": "null"}, data=shape)
+            ex.arg_dict["data"][:] = x_np
+            ex.arg_dict["c_weight"][:] = w_np
+            ex.grad_dict["data"][:] = start
+            ex.forward(is_train=True)
+            ex.backward(nd.array(head))
+            grads[req] = ex.grad_dict["data"].asnumpy()
+        np.testing.assert_array_equal(grads["add"], start + grads["write"])

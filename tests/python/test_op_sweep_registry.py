@@ -19,11 +19,6 @@ NOT_YET = set()
 # not built yet.
 NOT_YET |= {"_contrib_quantized_rnn"}
 
-# Control flow with subgraphs held in the node (MXNet's symbol JSON "subgraphs"): Weft's
-# foreach/while_loop/cond are Custom operators of the Python front end, whose JSON reader
-# translates MXNet's nodes of these names (weft/symbol/subgraph_json.py); the registry, and
-# so the C API and the other front ends, do not know them.
-NOT_YET |= {"_foreach", "_while_loop", "_cond"}
 # MXNet's pre-Custom Python operators (mx.operator.NDArrayOp / NumpyOp), which take C
 # callback pointers as a parameter; Weft's Custom operator replaces them.
 NOT_YET |= {"_NDArray", "_Native"}

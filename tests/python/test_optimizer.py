@@ -183,6 +183,33 @@ def test_update_op_matches_numpy(name, n_states, ref, params, common, dtype):
     run_steps(name, n_states, ref, dict(params, **common), dtype)
 
 
+# float16 weights and states: the kernels compute in float32 and store each state rounded
+# to float16 (the formulas the CUDA kernels share, update_math.h). Two steps, so that the
+# second one starts from rounded states; the reference runs in float64 on the same rounded
+# values, and the tolerance is a few float16 rounding steps.
+@pytest.mark.parametrize("common", [dict(), dict(rescale_grad=2.0, clip_gradient=0.5, wd=0.05)],
+                         ids=["plain", "rescale,clip,wd"])
+@pytest.mark.parametrize("name,n_states,ref,params", OPS, ids=[o[0] for o in OPS])
+def test_update_op_float16_matches_numpy(name, n_states, ref, params, common):
+    params = dict(params, **common)
+    rng = np.random.default_rng(11)
+    w16 = rng.standard_normal(SHAPE).astype(np.float16)
+    s16 = [s.astype(np.float16) for s in initial_states(name, n_states, rng)]
+    w_nd, s_nd = np_array(w16), [np_array(s) for s in s16]
+    op = getattr(mx.nd, name)
+    for _ in range(2):
+        g16 = rng.standard_normal(SHAPE).astype(np.float16)
+        # The reference starts each step from the stored (rounded) values.
+        w_ref = w_nd.asnumpy().astype(np.float64)
+        s_ref = [s.asnumpy().astype(np.float64) for s in s_nd]
+        op(w_nd, np_array(g16), *s_nd, out=w_nd, **params)
+        w_ref = ref(w_ref, g16.astype(np.float64), s_ref, **params)
+        assert w_nd.dtype == np.float16
+        np.testing.assert_allclose(w_nd.asnumpy(), w_ref, rtol=2e-3, atol=2e-3)
+        for a, b in zip(s_nd, s_ref):
+            np.testing.assert_allclose(a.asnumpy(), b, rtol=2e-3, atol=2e-3)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_rmsprop_clip_weights(dtype):
     w = run_steps("rmsprop_update", 1, ref_rmsprop, dict(lr=0.5, gamma1=0.9, clip_weights=0.2), dtype)
@@ -421,6 +448,44 @@ def test_multi_mp_sgd_equals_per_tensor(momentum):
         for a, b in zip(multi[key], single[key]):
             np.testing.assert_array_equal(a.asnumpy(), b.asnumpy())
     assert multi["w"][0].dtype == np.float16
+
+
+@pytest.mark.parametrize("mp", [False, True])
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_multi_sgd_matches_numpy(momentum, mp):
+    """multi_[mp_]sgd[_mom]_update against the numpy formulas directly (float32 weights, or
+    float16 weights with float32 master copies and momenta)."""
+    rng = np.random.default_rng(12)
+    lrs, wds = [0.1, 0.2, 0.05, 0.3], [0.0, 0.01, 0.1, 0.02]
+    common = dict(rescale_grad=0.5, clip_gradient=0.6)
+    ref_w = [rng.standard_normal(s).astype(np.float32).astype(np.float64) for s in SHAPES]
+    ref_m = [[np.zeros(s)] for s in SHAPES]
+    wdt = np.float16 if mp else np.float32
+    ws = [np_array(w.astype(wdt)) for w in ref_w]
+    w32s = [np_array(w.astype(np.float32)) for w in ref_w]
+    moms = [mx.nd.zeros(s) for s in SHAPES]
+    for _ in range(STEPS):
+        gs = [rng.standard_normal(s).astype(wdt) for s in SHAPES]
+        groups = []
+        for k in range(len(SHAPES)):
+            groups += [ws[k], np_array(gs[k])] + ([moms[k]] if momentum else []) + ([w32s[k]] if mp else [])
+        op = getattr(mx.nd, "multi_%ssgd_%supdate" % ("mp_" if mp else "", "mom_" if momentum else ""))
+        kw = dict(momentum=momentum) if momentum else {}
+        op(*groups, out=ws, num_weights=len(SHAPES), lrs=lrs, wds=wds, **kw, **common)
+        for k in range(len(SHAPES)):
+            g = gs[k].astype(np.float64)
+            if momentum:
+                ref_w[k] = ref_sgd_mom(ref_w[k], g, ref_m[k], lr=lrs[k], wd=wds[k], momentum=momentum, **common)
+            else:
+                ref_w[k] = ref_sgd(ref_w[k], g, [], lr=lrs[k], wd=wds[k], **common)
+    for k in range(len(SHAPES)):
+        assert ws[k].dtype == wdt
+        got = (w32s[k] if mp else ws[k]).asnumpy()
+        np.testing.assert_allclose(got, ref_w[k], rtol=1e-5, atol=1e-6)
+        if mp:
+            np.testing.assert_array_equal(ws[k].asnumpy(), w32s[k].asnumpy().astype(np.float16))
+        if momentum:
+            np.testing.assert_allclose(moms[k].asnumpy(), ref_m[k][0], rtol=1e-5, atol=1e-6)
 
 
 def test_multi_sgd_errors():

@@ -174,6 +174,7 @@ const char* MsgTypeName(uint16_t type) {
     case MsgType::kPull: return "pull";
     case MsgType::kCommand: return "command";
     case MsgType::kPullRows: return "row pull";
+    case MsgType::kPushRows: return "row push";
     case MsgType::kAck: return "ack";
     case MsgType::kPullReply: return "pull reply";
     case MsgType::kError: return "error";
@@ -222,7 +223,7 @@ bool Frames::Recv(void* socket) {
 bool CheckDataRequest(const Header& h, size_t payload_bytes, const Config& cfg, std::string* why) {
   auto type = static_cast<MsgType>(h.type);
   if (type != MsgType::kInit && type != MsgType::kPush && type != MsgType::kPull && type != MsgType::kCommand &&
-      type != MsgType::kPullRows) {
+      type != MsgType::kPullRows && type != MsgType::kPushRows) {
     *why = std::string("a ") + MsgTypeName(h.type) + " message is not a request to a server";
     return false;
   }
@@ -264,6 +265,21 @@ bool CheckDataRequest(const Header& h, size_t payload_bytes, const Config& cfg, 
       *why = "row pull of key " + std::to_string(h.key) + " [" + std::to_string(h.offset) + ", +" +
              std::to_string(h.count) + "): expected a payload of 8-byte integers, a row length and 1 to " +
              std::to_string(h.count) + " row ids, got " + std::to_string(payload_bytes) + " bytes";
+      return false;
+    }
+    return true;
+  }
+  if (type == MsgType::kPushRows) {
+    // The row length, the row count, then at most `count` rows (disjoint rows meeting the
+    // range) of an id and at most the range's elements in all. The server checks the
+    // exact size against the ids.
+    uint64_t per_row = 0, most = 0;
+    bool fits = MulFits(h.count, 8, &per_row) && per_row <= (uint64_t{1} << 62) && range_bytes <= (uint64_t{1} << 62);
+    most = fits ? 16 + per_row + range_bytes : 0;
+    if ((h.flags & kFlagCompressed) || payload_bytes < 16 || payload_bytes > most) {
+      *why = "row push of key " + std::to_string(h.key) + " [" + std::to_string(h.offset) + ", +" +
+             std::to_string(h.count) + "): expected an uncompressed payload of 16 to " + std::to_string(most) +
+             " bytes (row length, row count, row ids, values), got " + std::to_string(payload_bytes) + " bytes";
       return false;
     }
     return true;

@@ -44,6 +44,11 @@ enum class MsgType : uint16_t {
   // each row meeting the server's range); answered by a kPullReply with, row after row,
   // each row's elements that lie in the server's range.
   kPullRows = 24,
+  // A push of a row_sparse value: payload = int64 row length, int64 row count k, k int64
+  // row ids (strictly increasing, each meeting the server's range), then, row after row,
+  // each row's elements that lie in the server's range. Counted in its round as a push
+  // (zeros elsewhere); every server of the key gets one, with k = 0 where no row meets it.
+  kPushRows = 25,
   // server -> worker
   kAck = 40,
   kPullReply = 41,

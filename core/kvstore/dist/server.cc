@@ -40,6 +40,54 @@ struct KeyState {
   std::vector<Waiting> waiting;
 };
 
+// A checked row push: per row, the span [b, e) of the server's range (relative to its
+// start) that it carries, and where the values begin in the payload.
+struct RowPush {
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  const char* values = nullptr;
+};
+
+// Checks a row push against the key's range before anything is read from the values:
+// the row length divides the key, the row count fits the payload, each id lies in
+// [0, rows), the ids strictly increase, each row meets the range, and the payload holds
+// exactly those rows' elements in the range. Throws (the worker gets the reason) otherwise.
+RowPush CheckRowPush(const Header& h, const KeyState& ks, const void* payload, size_t nbytes) {
+  const char* bytes = static_cast<const char*>(payload);
+  int64_t row_len = 0, k = 0;
+  std::memcpy(&row_len, bytes, 8);
+  std::memcpy(&k, bytes + 8, 8);
+  const int64_t total = static_cast<int64_t>(ks.total), lo = static_cast<int64_t>(ks.offset),
+                hi = lo + static_cast<int64_t>(ks.count);
+  WEFT_CHECK(row_len > 0 && total % row_len == 0, kValue, "row push of key ", h.key, ": a row length of ", row_len,
+             " does not divide the key's ", total, " elements");
+  WEFT_CHECK(k >= 0 && static_cast<uint64_t>(k) <= (nbytes - 16) / 8, kValue, "row push of key ", h.key,
+             ": a row count of ", k, " does not fit a payload of ", nbytes, " bytes");
+  const int64_t rows = total / row_len;
+  const size_t elem = DTypeSize(static_cast<DType>(h.dtype));
+  RowPush out;
+  size_t value_bytes = 0;
+  int64_t prev = -1;
+  for (int64_t i = 0; i < k; ++i) {
+    int64_t r = 0;
+    std::memcpy(&r, bytes + 16 + 8 * i, 8);
+    WEFT_CHECK(r >= 0 && r < rows, kIndex, "row push of key ", h.key, ": row id ", r, " at position ", i,
+               " is out of range [0, ", rows, ")");
+    WEFT_CHECK(r > prev, kValue, "row push of key ", h.key, ": row ids must be strictly increasing, got ", prev,
+               " then ", r);
+    prev = r;
+    const int64_t b = std::max(r * row_len, lo), e = std::min((r + 1) * row_len, hi);
+    WEFT_CHECK(b < e, kValue, "row push of key ", h.key, ": row ", r, " has no element in this server's range [", lo,
+               ", ", hi, ")");
+    out.spans.emplace_back(b - lo, e - lo);
+    value_bytes += static_cast<size_t>(e - b) * elem;
+  }
+  const size_t want = 16 + 8 * static_cast<size_t>(k) + value_bytes;
+  WEFT_CHECK(nbytes == want, kValue, "row push of key ", h.key, ": expected ", want, " payload bytes for ", k,
+             " rows, got ", nbytes);
+  out.values = bytes + 16 + 8 * k;
+  return out;
+}
+
 }  // namespace
 
 ServerStore::ServerStore(const std::string& type) : KVStore(type) {}
@@ -211,6 +259,9 @@ void ServerStore::RunServer(Controller controller) {
     }
     const bool compressed = h.flags & kFlagCompressed;
     const bool sync = h.flags & kFlagSync;
+    // A row push: every claim is checked before anything is written (RowPush).
+    RowPush rows;
+    if (type == MsgType::kPushRows) rows = CheckRowPush(h, ks, payload, nbytes);
     if (sync) {
       // One push per worker and round: a second one would be counted as another worker's.
       WEFT_CHECK(std::none_of(ks.waiting.begin(), ks.waiting.end(),
@@ -220,7 +271,23 @@ void ServerStore::RunServer(Controller controller) {
     }
     const bool first = !sync || ks.pushes == 0;
     const int64_t n = static_cast<int64_t>(h.count);
-    if (sync && first && !compressed && nbytes > 0 && cfg.num_workers > 1) {
+    if (type == MsgType::kPushRows) {
+      // The round's sum gets the rows; the rest of the range is as if zeros were pushed.
+      ks.merged.WaitToWrite();
+      char* dst = static_cast<char*>(ks.merged.data().dptr);
+      const size_t elem = DTypeSize(dtype);
+      if (ks.held) {
+        std::memcpy(dst, zmq_msg_data(ks.held.get()), static_cast<size_t>(n) * elem);
+        ks.held.reset();
+      } else if (first) {
+        std::memset(dst, 0, static_cast<size_t>(n) * elem);
+      }
+      const char* src = rows.values;
+      for (const auto& [b, e] : rows.spans) {
+        AddInto(dst + b * elem, src, e - b, dtype, /*assign=*/false, false);
+        src += static_cast<size_t>(e - b) * elem;
+      }
+    } else if (sync && first && !compressed && nbytes > 0 && cfg.num_workers > 1) {
       // The first push of a round stays in its message and the second is added to it in
       // one pass (merged = first + second) instead of copying the first into merged and
       // adding the second: three passes over the range instead of five for two workers.

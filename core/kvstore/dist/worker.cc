@@ -19,6 +19,7 @@
 #include "core/kvstore/dist/protocol.h"
 #include "core/kvstore/dist/server_store.h"
 #include "core/kvstore/device_comm.h"
+#include "core/ndarray/sparse.h"
 
 namespace weft {
 namespace kvstore {
@@ -587,6 +588,15 @@ class WorkerStore : public KVStore {
         WEFT_CHECK(v.shape() == info.shape && v.dtype() == info.dtype, kShape, "kvstore push: key '", KeyText(g.key),
                    "' holds ", info.shape.ToString(), " ", DTypeName(info.dtype), ", got a value of ",
                    v.shape().ToString(), " ", DTypeName(v.dtype()));
+      // A key's one row_sparse value (a gradient) travels as its rows; any other sparse
+      // value is summed densely.
+      if (g.arrays.size() == 1 && g.arrays[0].stype() == StorageType::kRowSparse && g.arrays[0].ctx().is_host() &&
+          outs.empty() && !compression_.active() && info.shape.ndim() >= 1 && info.shape[0] > 0) {
+        PushRows(g.key, g.arrays[0], priority);
+        continue;
+      }
+      for (NDArray& v : g.arrays)
+        if (v.is_sparse()) v = CastStorage(v, StorageType::kDefault);
       NDArray src;
       if (g.arrays.size() == 1 && g.arrays[0].ctx().is_host()) {
         src = g.arrays[0];
@@ -661,6 +671,68 @@ class WorkerStore : public KVStore {
           [state](engine::RunContext, engine::CallbackOnComplete cb) { state->Wait(cb); },
           Context::CPU(), reads, {info.ack_var}, kHandOff, priority, "KVStoreDistPushAck");
     }
+  }
+
+  // Sends a row_sparse value's rows: each server of the key gets the rows that meet its
+  // range (none, for some: each still counts the push in its round). The value's rows are
+  // copied into the messages now, so the push is ordered like a dense one (send, then the
+  // wait for the answer) without holding the array.
+  void PushRows(int key, const NDArray& value, int priority) {
+    auto& info = Info(key, "push");
+    value.WaitToRead();
+    const NDArray& idx = value.aux(0);
+    std::vector<int64_t> rows(static_cast<size_t>(idx.Size()));
+    if (!rows.empty()) idx.SyncCopyToCPU(rows.data(), rows.size() * sizeof(int64_t));
+    const int64_t row_len = info.size / info.shape[0];
+    const size_t elem = DTypeSize(info.dtype);
+    const char* vals = static_cast<const char*>(value.sparse_values().data().dptr);
+    auto mem = std::make_shared<std::vector<std::vector<char>>>();
+    auto r = std::make_shared<Request>();
+    r->type = MsgType::kPushRows;
+    r->key = key;
+    r->dtype = static_cast<int32_t>(info.dtype);
+    r->total = static_cast<uint64_t>(info.size);
+    r->flags = sync_ ? uint32_t{kFlagSync} : 0u;
+    for (const Range& rg : info.ranges) {
+      const int64_t lo = static_cast<int64_t>(rg.offset), hi = lo + static_cast<int64_t>(rg.count);
+      // Rows meeting [lo, hi): from the one holding element lo to the last starting before hi.
+      auto first = std::lower_bound(rows.begin(), rows.end(), lo / row_len);
+      auto last = std::lower_bound(first, rows.end(), (hi + row_len - 1) / row_len);
+      const int64_t k = last - first;
+      std::vector<char> payload(16 + 8 * static_cast<size_t>(k));
+      std::memcpy(payload.data(), &row_len, 8);
+      std::memcpy(payload.data() + 8, &k, 8);
+      if (k) std::memcpy(payload.data() + 16, &*first, 8 * static_cast<size_t>(k));
+      for (auto it = first; it != last; ++it) {
+        const int64_t row = *it, j = it - rows.begin();
+        const int64_t b = std::max(row * row_len, lo), e = std::min((row + 1) * row_len, hi);
+        const char* from = vals + (j * row_len + (b - row * row_len)) * static_cast<int64_t>(elem);
+        payload.insert(payload.end(), from, from + (e - b) * static_cast<int64_t>(elem));
+      }
+      mem->push_back(std::move(payload));
+      Piece p;
+      p.server = rg.server;
+      p.offset = rg.offset;
+      p.count = rg.count;
+      r->pieces.push_back(p);
+    }
+    for (size_t i = 0; i < r->pieces.size(); ++i) {
+      r->pieces[i].send = (*mem)[i].data();
+      r->pieces[i].send_bytes = (*mem)[i].size();
+    }
+    r->keep = mem;
+    auto state = std::make_shared<PushState>();
+    Van* van = &van_;
+    engine::Engine::Get()->PushAsync(
+        [van, r, state](engine::RunContext, engine::CallbackOnComplete cb) {
+          r->done = [state](const std::string& e) { state->Finish(e); };
+          van->Submit(r);
+          cb();
+        },
+        Context::CPU(), {}, {info.var, info.ack_var}, kHandOff, priority, "KVStoreDistRowPush");
+    engine::Engine::Get()->PushAsync(
+        [state](engine::RunContext, engine::CallbackOnComplete cb) { state->Wait(cb); },
+        Context::CPU(), {}, {info.ack_var}, kHandOff, priority, "KVStoreDistPushAck");
   }
 
   // Each server is asked for the requested rows that meet its range of the key, and

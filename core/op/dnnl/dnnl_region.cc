@@ -1,9 +1,12 @@
 #include "core/op/dnnl/dnnl_region.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <unordered_map>
+#include <utility>
 
 #include "core/engine/engine_impl.h"
 
@@ -28,24 +31,8 @@ memory::desc Any(const Shape& s) {
   return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, memory::format_tag::any);
 }
 
-// The layout a convolution's source and destination are created with. From batch 4 on,
-// oneDNN's blocked layout (nChw16c with AVX-512, nChw8c on AVX2: dnnl_layout.h): with
-// AVX-512 its direct and Winograd kernels there ran ResNet-50 at batch 32 about 1.2x
-// faster than the layout oneDNN picks when asked (nhwc, for its brgconv kernels), which in
-// turn was 1.2x faster at batch 1. The exception is a convolution with
-// a kernel larger than 1x1 and a stride: oneDNN's nChw16c kernel for those is its slowest
-// (3x3 stride 2 on ResNet-50's shapes at batch 32: 210-310 GFLOP/s against 360 for brgconv
-// on nhwc), so such a convolution gets the layout oneDNN picks, which pays for the reorder
-// of its source into nhwc and of its (four times smaller) result back: ResNet-18 at batch
-// 32 ran about 3 % faster, ResNet-50 (fewer such layers) about 1 %.
-memory::desc ConvLayout(const Shape& s, bool strided_window) {
-  if (s[0] >= 4 && s[1] % DnnlChannelBlock() == 0 && !strided_window)
-    return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, DnnlBlockedTag());
-  return Any(s);
-}
-
-// Winograd F(4x4, 3x3) for 3x3 convolutions with unit stride and dilation from batch 4 on
-// (oneDNN's own threshold): it rounds a little differently from the direct kernel (about
+// Winograd F(4x4, 3x3) (F(2x2, 3x3) where oneDNN prefers it) for 3x3 convolutions with
+// unit stride and dilation: it rounds a little differently from the direct kernel (about
 // 1e-6 of the output's scale), so WEFT_CONV_WINOGRAD=0 turns it off, as for the operators.
 bool WinogradWanted() {
   static const bool enabled = [] {
@@ -53,6 +40,40 @@ bool WinogradWanted() {
     return v == nullptr || std::string(v) != "0";
   }();
   return enabled;
+}
+
+// The layout a convolution's source and destination are created with: oneDNN's blocked
+// layout (nChw16c with AVX-512, nChw8c on AVX2: dnnl_layout.h), on which its direct and
+// Winograd kernels ran ResNet-50 at batch 32 about 1.2x faster than on the layout oneDNN
+// picks when asked (nhwc, for its brgconv kernels). Below batch 4 that holds only with
+// Winograd, which oneDNN 2.6 has for AVX-512 alone and runs on the blocked layout: there
+// its 3x3 kernels took 0.2-0.45 ms per ResNet-50 layer at batch 1 (2 threads, AMD EPYC
+// Zen 5) against 0.43-0.5 for brgconv on nhwc, and its blocked 1x1 kernel kept pace with
+// brgconv's; without Winograd brgconv on nhwc was 1.2x faster there, and a region with no
+// 3x3 unit-stride convolution keeps nhwc (MobileNet's depthwise kernel was 1.3x faster on
+// it at batch 1: brdgmm_dw against jit_dw). The exception is a
+// convolution with a kernel larger than 1x1 and a stride: oneDNN's nChw16c kernel for
+// those is its slowest (3x3 stride 2 on ResNet-50's shapes at batch 32: 210-310 GFLOP/s
+// against 360 for brgconv on nhwc; at batch 1, 0.53-0.87 ms against 0.46-0.59), so such a
+// convolution gets the layout oneDNN picks, which pays for the reorder of its source into
+// nhwc and of its (four times smaller) result back: ResNet-18 at batch 32 ran about 3 %
+// faster, ResNet-50 (fewer such layers) about 1 %.
+// Whether unit `un` is a convolution Winograd can run: 3x3, unit stride and dilation, one group.
+bool WinogradCandidate(const DnnlRegionSpec::Unit& un) {
+  const ConvolutionParam& p = un.conv;
+  if (!WinogradWanted() || un.kind != Kind::kConv || p.num_group != 1 || p.kernel.ndim() != 2) return false;
+  for (int i = 0; i < 2; ++i)
+    if (p.kernel[i] != 3 || (p.stride.ndim() && p.stride[i] != 1) || (p.dilate.ndim() && p.dilate[i] != 1))
+      return false;
+  return true;
+}
+
+// `winograd_region`: the region has a convolution that can take Winograd.
+memory::desc ConvLayout(const Shape& s, bool strided_window, bool winograd_region) {
+  bool blocked_batch = s[0] >= 4 || (winograd_region && DnnlChannelBlock() == 16);
+  if (blocked_batch && s[1] % DnnlChannelBlock() == 0 && !strided_window)
+    return memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, DnnlBlockedTag());
+  return Any(s);
 }
 
 dnnl::algorithm EltwiseAlg(Act a) {
@@ -118,6 +139,12 @@ struct ConvState {
   const void* cached_ptr = nullptr;
   uint64_t cached_writes = 0;
   bool valid = false;
+  // The arrays the convolution folds (weights, bias, the BatchNorm's four) as the last call
+  // found them, buffer and engine write count: a call that finds them all unchanged skips
+  // the folding, which otherwise recomputes every per-channel scale at every call.
+  using Seen = std::array<std::pair<const void*, uint64_t>, 6>;
+  Seen params_seen{};
+  bool params_valid = false;
 };
 
 bool ParseAttrBool(const std::string& v) { return v == "True" || v == "true" || v == "1"; }
@@ -134,6 +161,14 @@ struct DnnlRegion::Impl {
   std::vector<NDArray> watched;
   std::mutex mu;
   size_t weight_reorders = 0;
+  bool winograd_region = false;  // some convolution can take Winograd (ConvLayout)
+  // Per step, its arguments as oneDNN memory objects, made at the first call: creating
+  // them (and their argument map) at every call took about 1 % of ResNet-50's batch-1
+  // inference. A call points again only those whose buffer may move (the node's inputs
+  // and outputs, a bias vector) and those with a padded layout, since setting the buffer
+  // is what zero-fills the padding a value sharing its arena block may have overwritten.
+  std::vector<std::unordered_map<int, memory>> bound;
+  std::vector<std::vector<std::pair<int, int>>> rebind;  // per step: (argument, index into its args)
 
   // Arena blocks, planned as the units are emitted: an internal value or a temporary holds
   // a block while it is live; blocks grow to their largest tenant.
@@ -182,6 +217,7 @@ void DnnlRegion::Impl::Build() {
   std::vector<int> last_use(nv, -1);
   for (size_t u = 0; u < spec.units.size(); ++u) {
     const auto& un = spec.units[u];
+    winograd_region = winograd_region || WinogradCandidate(un);
     last_use[un.src] = static_cast<int>(u);
     if (un.src2 >= 0) last_use[un.src2] = static_cast<int>(u);
   }
@@ -262,12 +298,12 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     bool strided_window =
         g == 1 && (kd[0] > 1 || kd[1] > 1) && (strides[0] > 1 || strides[1] > 1) && c % DnnlChannelBlock() == 0;
     auto make_pd = [&](dnnl::algorithm alg) {
-      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, ConvLayout(ss, strided_window),
-                                           any_w, bias_md, ConvLayout(ds, strided_window), strides, dil, pl, pr);
+      dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, alg, ConvLayout(ss, strided_window, winograd_region),
+                                           any_w, bias_md, ConvLayout(ds, strided_window, winograd_region), strides, dil, pl, pr);
       return dnnl::convolution_forward::primitive_desc(desc, attr, RegionEngine());
     };
     dnnl::convolution_forward::primitive_desc pd;
-    bool wino = WinogradWanted() && g == 1 && ss[0] >= 4 && kd[0] == 3 && kd[1] == 3 && strides[0] == 1 &&
+    bool wino = WinogradWanted() && g == 1 && kd[0] == 3 && kd[1] == 3 && strides[0] == 1 &&
                 strides[1] == 1 && dil[0] == 0 && dil[1] == 0;
     if (wino) {
       try {
@@ -380,6 +416,22 @@ void DnnlRegion::Impl::Prepare(const std::vector<TBlob>& in) {
     const auto& un = spec.units[u];
     if (un.kind != Kind::kConv) continue;
     ConvState& cs = conv[u];
+    ConvState::Seen seen{};
+    bool all_watched = true;
+    int slot = 0;
+    for (int i : {un.weight, un.bias, un.gamma, un.beta, un.mean, un.var}) {
+      if (i < 0) {
+        ++slot;
+        continue;
+      }
+      if (static_cast<size_t>(i) >= watched.size()) {
+        all_watched = false;
+        break;
+      }
+      seen[slot++] = {in[i].dptr, watched[i].var()->writes.load(std::memory_order_acquire)};
+    }
+    if (all_watched && cs.valid && cs.params_valid && seen == cs.params_seen) continue;
+    cs.params_valid = false;
     const int64_t f = cs.out_channels;
     const float* b = un.bias >= 0 ? in[un.bias].ptr<float>() : nullptr;
     cs.scale.clear();
@@ -402,8 +454,11 @@ void DnnlRegion::Impl::Prepare(const std::vector<TBlob>& in) {
     uint64_t writes = 0;
     bool watched_w = static_cast<size_t>(un.weight) < watched.size();
     if (watched_w) writes = watched[un.weight].var()->writes.load(std::memory_order_acquire);
-    if (cs.valid && watched_w && cs.cached_ptr == w.dptr && cs.cached_writes == writes && cs.cached_scale == cs.scale)
+    if (cs.valid && watched_w && cs.cached_ptr == w.dptr && cs.cached_writes == writes && cs.cached_scale == cs.scale) {
+      cs.params_seen = seen;
+      cs.params_valid = all_watched;
       continue;
+    }
     const float* src = w.ptr<float>();
     if (!cs.scale.empty()) {
       cs.scaled.resize(static_cast<size_t>(f * cs.per_channel));
@@ -421,6 +476,8 @@ void DnnlRegion::Impl::Prepare(const std::vector<TBlob>& in) {
     cs.cached_ptr = w.dptr;
     cs.cached_writes = writes;
     cs.cached_scale = cs.scale;
+    cs.params_seen = seen;
+    cs.params_valid = all_watched;
   }
 }
 
@@ -447,24 +504,38 @@ void DnnlRegion::Run(const std::vector<TBlob>& in, const std::vector<OpReq>& req
     m.scratch.reset(AlignedAlloc(m.scratch_bytes, "_dnnl_region"));
   }
   m.Prepare(in);
-  static thread_local dnnl::stream strm(RegionEngine());
-  std::unordered_map<int, memory> args;
-  for (const Exec& e : m.execs) {
-    if (e.output >= 0 && req[e.output] == OpReq::kNullOp) continue;
-    args.clear();
-    for (const Arg& a : e.args) {
-      void* p = nullptr;
-      switch (a.loc.k) {
-        case Loc::kIn: p = in[a.loc.index].dptr; break;
-        case Loc::kOut: p = out[a.loc.index].dptr; break;
-        case Loc::kArena: p = m.arena.get() + a.loc.offset; break;
-        case Loc::kWeights: p = m.conv[a.loc.index].weights.get(); break;
-        case Loc::kBias: p = m.conv[a.loc.index].bias.data(); break;
-        case Loc::kScratch: p = m.scratch.get(); break;
-      }
-      args.emplace(a.arg, memory(a.md, RegionEngine(), p));
+  auto where = [&](const Loc& l) -> void* {
+    switch (l.k) {
+      case Loc::kIn: return in[l.index].dptr;
+      case Loc::kOut: return out[l.index].dptr;
+      case Loc::kArena: return m.arena.get() + l.offset;
+      case Loc::kWeights: return m.conv[l.index].weights.get();
+      case Loc::kBias: return m.conv[l.index].bias.data();
+      case Loc::kScratch: return m.scratch.get();
     }
-    e.prim.execute(strm, args);
+    return nullptr;
+  };
+  if (m.bound.empty()) {
+    m.bound.resize(m.execs.size());
+    m.rebind.resize(m.execs.size());
+    for (size_t i = 0; i < m.execs.size(); ++i)
+      for (size_t j = 0; j < m.execs[i].args.size(); ++j) {
+        const Arg& a = m.execs[i].args[j];
+        m.bound[i].emplace(a.arg, memory(a.md, RegionEngine(), where(a.loc)));
+        const dnnl_memory_desc_t& d = a.md.data;
+        bool padded = !std::equal(d.dims, d.dims + d.ndims, d.padded_dims);
+        if (padded || a.loc.k == Loc::kIn || a.loc.k == Loc::kOut || a.loc.k == Loc::kBias)
+          m.rebind[i].emplace_back(a.arg, static_cast<int>(j));
+      }
+  } else {
+    for (size_t i = 0; i < m.execs.size(); ++i)
+      for (const auto& r : m.rebind[i]) m.bound[i].at(r.first).set_data_handle(where(m.execs[i].args[r.second].loc));
+  }
+  static thread_local dnnl::stream strm(RegionEngine());
+  for (size_t i = 0; i < m.execs.size(); ++i) {
+    const Exec& e = m.execs[i];
+    if (e.output >= 0 && req[e.output] == OpReq::kNullOp) continue;
+    e.prim.execute(strm, m.bound[i]);
   }
   strm.wait();
 }

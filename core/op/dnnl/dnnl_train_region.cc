@@ -72,10 +72,12 @@ struct BnGeom {
   size_t At(int64_t b, int64_t cb) const { return static_cast<size_t>((b * (c / lanes) + cb) * hw * lanes); }
 };
 
-// y from x; mean and var written (batch statistics) or read (moving ones).
+// y from x; mean and var written (batch statistics) or read (moving ones). With `s`, y is
+// the result of the add after the BatchNorm instead, y = max(add_clip, bn(x) + s), in the
+// same pass (the arithmetic of the add's primitive, and of BnAddBlocked below).
 template <int kLanes>
 void BnForwardBlocked(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
-               const float* gamma, const float* beta) {
+               const float* gamma, const float* beta, const float* s = nullptr, bool add_relu = false) {
   const float count = static_cast<float>(g.n * g.hw);
   ParallelFor(g.c / kLanes, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t cb = lo; cb < hi; ++cb) {
@@ -113,9 +115,21 @@ void BnForwardBlocked(const BnGeom& g, bool batch_stats, const float* x, float* 
         shift[l] = beta[c0 + l] - m[l] * scale[l];
       }
       const float lo_clip = g.relu ? 0.f : -INFINITY;
+      const float add_clip = add_relu ? 0.f : -INFINITY;
       for (int64_t b = 0; b < g.n; ++b) {
         const float* xr = x + g.At(b, cb);
         float* yr = y + g.At(b, cb);
+        if (s) {
+          const float* sr = s + g.At(b, cb);
+          for (int64_t i = 0; i < g.hw; ++i) {
+#pragma omp simd
+            for (int l = 0; l < kLanes; ++l) {
+              float t = std::max(lo_clip, xr[i * kLanes + l] * scale[l] + shift[l]);
+              yr[i * kLanes + l] = std::max(add_clip, t + sr[i * kLanes + l]);
+            }
+          }
+          continue;
+        }
         for (int64_t i = 0; i < g.hw; ++i) {
 #pragma omp simd
           for (int l = 0; l < kLanes; ++l) yr[i * kLanes + l] = std::max(lo_clip, xr[i * kLanes + l] * scale[l] + shift[l]);
@@ -210,10 +224,38 @@ void BnAddBlocked(const BnGeom& g, const float* x, const float* s, float* y, con
   });
 }
 
+// out (blocked) = dy where y > 0, else 0, from dy and y in plain NCHW: a relu's gradient
+// taken into the blocked layout in one pass, for a relu result that the region exports and
+// whose gradient comes from outside alone. The reorder of dy, the reorder of y and the
+// relu's backward (oneDNN's use_dst_for_bwd: dy where y > 0) give the same floats with two
+// blocked copies more. A block of kLanes channels covers the same addresses in both
+// layouts and is read whole before it is written, so out may be dy or y itself.
+template <int kLanes>
+void MaskLoadBlocked(const BnGeom& g, const float* dy, const float* y, float* out) {
+  const int64_t blocks = g.n * (g.c / kLanes);
+  const size_t block = static_cast<size_t>(kLanes * g.hw);
+  ParallelFor(blocks, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<float> t(block);
+    for (int64_t nb = lo; nb < hi; ++nb) {
+      const size_t plane = static_cast<size_t>(nb) * block;  // (b, cb * kLanes) in NCHW
+      const float* d = dy + plane;
+      const float* r = y + plane;
+      for (int64_t i = 0; i < g.hw; ++i) {
+#pragma omp simd
+        for (int l = 0; l < kLanes; ++l) {
+          const size_t at = static_cast<size_t>(l * g.hw + i);
+          t[i * kLanes + l] = r[at] > 0.f ? d[at] : 0.f;
+        }
+      }
+      std::memcpy(out + plane, t.data(), block * sizeof(float));
+    }
+  });
+}
+
 void BnForward(const BnGeom& g, bool batch_stats, const float* x, float* y, float* mean, float* var,
-               const float* gamma, const float* beta) {
-  if (g.lanes == 16) BnForwardBlocked<16>(g, batch_stats, x, y, mean, var, gamma, beta);
-  else BnForwardBlocked<8>(g, batch_stats, x, y, mean, var, gamma, beta);
+               const float* gamma, const float* beta, const float* s, bool add_relu) {
+  if (g.lanes == 16) BnForwardBlocked<16>(g, batch_stats, x, y, mean, var, gamma, beta, s, add_relu);
+  else BnForwardBlocked<8>(g, batch_stats, x, y, mean, var, gamma, beta, s, add_relu);
 }
 
 void BnBackward(const BnGeom& g, const float* x, const float* y, const float* dy, float* dx, const float* mean,
@@ -243,17 +285,21 @@ dnnl::primitive_attr UserScratch() {
   return attr;
 }
 
+// The spaces the blocks of a region's plan are placed in.
+constexpr int kSaved = 0, kWork = 1, kSpare = 2;
+
 // Where an argument's memory is at run time.
 struct Loc {
-  // kItem: a block of the region's memory plan, in the saved output or the work space.
+  // kItem: a block of the region's memory plan, in the saved output, the work space or a
+  // spare output of the backward (see Impl::spares).
   // kScratch: the primitives' scratchpad. kWeights: a convolution's weights in its
   // primitive's layout: a block in training, a buffer of their own kept between calls at
   // inference.
   enum K { kIn, kOut, kItem, kScratch, kOnes, kWeights } k = kItem;
   int index = 0;      // kIn/kOut: the node input/output; kItem, kWeights: the block
-  size_t offset = 0;  // kItem, kWeights: into saved or the work space, set once the blocks are placed
+  size_t offset = 0;  // kItem, kWeights: into its space, set once the blocks are placed
   size_t kept = 0;    // kWeights: into the inference buffer
-  bool work = false;  // kItem, kWeights: in the work space
+  int space = kSaved;  // kItem, kWeights: the space it is in (Item::space)
 };
 
 // A block of the region's memory plan: its bytes and the steps (forward then backward) it
@@ -262,7 +308,7 @@ struct Item {
   size_t bytes = 0;
   int start = INT_MAX, end = -1;
   size_t offset = 0;
-  bool work = false;  // in the work space (else in saved)
+  int space = kSaved;  // kSaved, kWork, or kSpare + k: the backward's k-th spare output
 };
 struct Arg {
   int arg;
@@ -272,7 +318,7 @@ struct Arg {
 
 // One step of a pass: a primitive, or one of the small host loops around them.
 struct Exec {
-  enum Type { kPrim, kMovingStats, kStore, kZero, kBnForward, kBnBackward, kBnAdd, kCopy } type = kPrim;
+  enum Type { kPrim, kMovingStats, kStore, kZero, kBnForward, kBnBackward, kBnAdd, kCopy, kMaskLoad } type = kPrim;
   dnnl::primitive prim;
   dnnl::primitive prim_add;  // a reorder to a node output that adds (kAddTo, or a later contribution)
   std::vector<Arg> args;
@@ -282,9 +328,10 @@ struct Exec {
   int64_t count = 0;   // kMovingStats, kStore, kZero: floats
   float momentum = 0;  // kMovingStats
   std::string unit;    // the graph node it serves, for error messages
-  BnGeom bn;           // kBnForward, kBnBackward
+  BnGeom bn;           // kBnForward, kBnBackward, kBnAdd; kMaskLoad: n, c, hw and lanes
   bool fix_gamma = false, batch_stats = true;
   bool sum = false;    // kCopy: adds instead of writing
+  bool add_relu = false;  // kBnForward with an add folded in (a 7th argument): the add's relu
   int weights = -1;    // a weight reorder: the node input it reads (skipped at inference while unchanged)
   int cache = -1;      // ... and its entry in weight_cache
 };
@@ -320,6 +367,20 @@ struct DnnlTrainRegion::Impl {
   // that nothing reads, the executor's planner gives them memory only while their node runs.
   size_t fwd_work_bytes = 0, bwd_work_bytes = 0;
   size_t scratch_bytes = 0;  // the largest scratchpad
+  // The memory of backward inputs that the backward reads for the last time before its end
+  // (the incoming gradients, the exported values read back): the executor's planner frees
+  // it only after the node, so the node offers it for its own outputs (FInplaceOption, the
+  // planner deciding): an incoming gradient to the gradient of a region input of its shape
+  // written later, else to a spare output of its shape, a hidden output after work where
+  // the backward places temporaries that start after that last read. A spare the planner
+  // cannot put in place (the input is read after the node) is memory of its own while the
+  // node runs, as work is.
+  struct Spare {
+    int input;  // the backward input
+    Shape shape;
+  };
+  std::vector<Spare> spares;
+  std::vector<std::pair<int, int>> bwd_inplace;  // (backward input, backward output)
   std::vector<Exec> fwd, bwd;
   int64_t ones_count = 0;
   std::vector<float> ones;
@@ -351,6 +412,10 @@ struct DnnlTrainRegion::Impl {
   std::vector<dnnl::binary::primitive_desc> add;                     // per unit (adds)
   std::vector<int> bn_mean, bn_var, bn_ws;         // per unit: blocks
   std::vector<bool> bn_own;                        // per unit: a BatchNorm run by the loops above
+  // Per add unit: the BatchNorm whose training forward it runs in the same pass (the one
+  // making its first operand, when FusedBnAdd holds: its result is then not written in
+  // training, saving a write and a read of it), or -1.
+  std::vector<int> bn_in_add;
 
   // Backward-pass state.
   std::vector<int> diff_block;         // per value: its gradient's block, or -1
@@ -396,6 +461,20 @@ struct DnnlTrainRegion::Impl {
   // output is kept alive for its readers outside the region anyway, and a second copy in
   // saved would double the value's memory for the sake of one reorder in the backward.
   bool ReadBack(int v) const { return spec.values[v].input < 0 && spec.values[v].output >= 0; }
+  // Whether unit u's backward takes the gradient of its result, a relu's that the region
+  // exports, from outside through the relu in one pass (MaskLoadBlocked), reading the
+  // result from the node output it was exported to: no blocked copy of the result nor a
+  // second one of the gradient. For a relu unit, or one folded into an add or into a
+  // BatchNorm on the region's loops (oneDNN's BatchNorm masks with its own workspace), when
+  // nothing in the region reads the result (its gradient comes from outside alone) and
+  // the result is in the blocked layout.
+  bool MasksOnLoad(size_t u) const {
+    const auto& un = spec.units[u];
+    const int v = un.dst;
+    const bool relu = un.kind == Kind::kRelu || (un.relu && (un.kind == Kind::kAdd || (un.kind == Kind::kBatchNorm &&
+                                                                                        bn_own[u])));
+    return relu && ReadBack(v) && diff_block[v] < 0 && IsBlocked(md[v], spec.values[v].shape);
+  }
   // Whether the backward computes value v again rather than reading it as the forward
   // left it (see recompute).
   bool Recomputed(int v) const {
@@ -577,11 +656,12 @@ struct DnnlTrainRegion::Impl {
   }
 
   void Build();
+  void PlaceInBackwardInputs(int boundary, std::vector<int>* left);
   void ForwardUnit(size_t u);
   void BackwardUnit(size_t u, const std::vector<int>& first_reader);
   void Export(int v);
   void Run(const std::vector<Exec>& seq, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-           const std::vector<TBlob>& out, char* saved, char* work, char* scratch, int mode);
+           const std::vector<TBlob>& out, const std::vector<char*>& spaces, char* scratch, int mode);
 };
 
 void DnnlTrainRegion::Impl::Export(int v) {
@@ -679,8 +759,15 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     k.args = {{0, md[un.src], loc[un.src]}, {1, md[un.dst], loc[un.dst]}, {2, Vec(c), At(bn_mean[u])},
               {3, Vec(c), At(bn_var[u])},  {4, Vec(c), gamma},                {5, Vec(c), In(un.beta)}};
     Exec inf = k;
-    fwd.push_back(std::move(k));
-    PushMovingStats(u, c);
+    int reader = -1;
+    for (size_t a = u + 1; a < spec.units.size(); ++a)
+      if (spec.units[a].kind == Kind::kAdd && spec.units[a].src == un.dst) reader = static_cast<int>(a);
+    if (reader >= 0 && FusedBnAdd(reader)) {
+      bn_in_add[reader] = static_cast<int>(u);  // its training forward runs in the add's pass
+    } else {
+      fwd.push_back(std::move(k));
+      PushMovingStats(u, c);
+    }
     // At inference (a Forward(is_train=false) of a training executor): the moving statistics.
     inf.mode = 2;
     inf.batch_stats = false;
@@ -760,6 +847,28 @@ void DnnlTrainRegion::Impl::ForwardUnit(size_t u) {
     const auto& pd = add[u];
     md[un.dst] = pd.dst_desc();
     loc[un.dst] = Place(un.dst);
+    if (bn_in_add[u] >= 0) {
+      WEFT_CHECK(md[un.dst] == a, kInternal, "_dnnl_train_region: the add '", un.name,
+                 "' changes its operand's layout, so the BatchNorm before it cannot run in its pass");
+      // In training, the BatchNorm before (statistics, normalisation) and this add in one
+      // pass over its source; at inference the two steps as they are.
+      const size_t b = bn_in_add[u];
+      const auto& bu = spec.units[b];
+      const Shape& bs = spec.values[bu.src].shape;
+      Exec k;
+      k.type = Exec::kBnForward;
+      k.mode = 1;
+      k.bn = BnGeom{bs[0], bs[1], bs[2] * bs[3], static_cast<float>(bu.eps), false, DnnlChannelBlock()};
+      k.fix_gamma = bu.fix_gamma;
+      k.add_relu = un.relu;
+      Loc gamma = bu.fix_gamma ? Loc{Loc::kOnes, 0, 0} : In(bu.gamma);
+      k.args = {{0, md[bu.src], loc[bu.src]}, {1, md[un.dst], loc[un.dst]}, {2, Vec(bs[1]), At(bn_mean[b])},
+                {3, Vec(bs[1]), At(bn_var[b])}, {4, Vec(bs[1]), gamma},          {5, Vec(bs[1]), In(bu.beta)},
+                {6, a, second}};
+      fwd.push_back(std::move(k));
+      PushMovingStats(b, bs[1]);
+      prim.mode = 2;
+    }
     prim.prim = dnnl::binary(pd);
     prim.args = {{DNNL_ARG_SRC_0, a, loc[un.src]}, {DNNL_ARG_SRC_1, a, second}, {DNNL_ARG_DST, md[un.dst], loc[un.dst]}};
     Scratch(&prim, pd.scratchpad_desc());
@@ -785,10 +894,24 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
   };
   // The gradient flowing in from outside the region joins last.
   int o = spec.values[dst].output;
+  // Whether dst's gradient is taken in through its relu already (MaskLoadBlocked).
+  bool masked = false;
   if (o >= 0) {
     memory::desc plain = PlainNchw(spec.values[dst].shape);
     Loc from = In(o);
-    if (diff_block[dst] < 0) {
+    if (diff_block[dst] < 0 && MasksOnLoad(u)) {
+      diff_block[dst] = NewItem(md[dst].get_size());
+      diff_md[dst] = md[dst];
+      const Shape& s = spec.values[dst].shape;
+      Exec k;
+      k.type = Exec::kMaskLoad;
+      k.bn = BnGeom{s[0], s[1], s[2] * s[3], 0.f, true, DnnlChannelBlock()};
+      k.args = {{0, plain, from},
+                {1, plain, Loc{Loc::kIn, num_out + 1 + spec.num_inputs + o, 0}},
+                {2, md[dst], At(diff_block[dst])}};
+      bwd.push_back(std::move(k));
+      masked = true;
+    } else if (diff_block[dst] < 0) {
       diff_block[dst] = NewItem(md[dst].get_size());
       diff_md[dst] = md[dst];
       Exec r;
@@ -861,12 +984,13 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     const Shape& ss = spec.values[un.src].shape;
     Exec k;
     k.type = Exec::kBnBackward;
-    k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), un.relu, DnnlChannelBlock()};
+    const bool relu = un.relu && !masked;
+    k.bn = BnGeom{ss[0], c, ss[2] * ss[3], static_cast<float>(un.eps), relu, DnnlChannelBlock()};
     k.fix_gamma = un.fix_gamma;
     Loc gamma = un.fix_gamma ? Loc{Loc::kOnes, 0, 0} : BackLoc(In(un.gamma));
     k.args = {{0, md[un.src], BackView(un.src, md[un.src])},
               // y masks the gradient of a folded relu (without one it is not read).
-              {1, md[dst], un.relu ? BackView(dst, md[dst]) : BackView(un.src, md[un.src])},
+              {1, md[dst], relu ? BackView(dst, md[dst]) : BackView(un.src, md[un.src])},
               {2, md[dst], dy},
               {3, md[un.src], Contribute(un.src, md[un.src], GateOf(un.src), &after)},
               {4, Vec(c), At(bn_mean[u])},
@@ -903,6 +1027,16 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     Scratch(&prim, pd.scratchpad_desc());
     bwd.push_back(std::move(prim));
     finish_batch_norm(ds, dh, c);
+  } else if (un.kind == Kind::kRelu && masked) {
+    // The gradient came in through the relu: it is its source's (a first contribution takes
+    // the block over, a later one is added).
+    if (diff_block[un.src] < 0) {
+      diff_block[un.src] = diff_block[dst];
+      diff_md[un.src] = diff_md[dst];
+    } else {
+      bwd.push_back(Transfer(diff_md[dst], At(diff_block[dst]), diff_md[un.src], At(diff_block[un.src]), true,
+                             GateOf(un.src)));
+    }
   } else if (un.kind == Kind::kRelu) {
     dnnl::eltwise_backward::desc d(dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], md[dst], 0.f, 0.f);
     dnnl::eltwise_backward::primitive_desc pd(d, UserScratch(), RegionEngine(), relu[u]);
@@ -921,7 +1055,7 @@ void DnnlTrainRegion::Impl::BackwardUnit(size_t u, const std::vector<int>& first
     Scratch(&prim, pd.scratchpad_desc());
     bwd.push_back(std::move(prim));
   } else {  // kAdd: both operands receive the incoming gradient
-    if (un.relu) {  // the folded relu's gradient first, from its result
+    if (un.relu && !masked) {  // the folded relu's gradient first, from its result
       dnnl::eltwise_forward::desc fd(dnnl::prop_kind::forward_training,
                                      dnnl::algorithm::eltwise_relu_use_dst_for_bwd, md[dst], 0.f, 0.f);
       dnnl::eltwise_forward::primitive_desc fpd(fd, UserScratch(), RegionEngine());
@@ -980,6 +1114,7 @@ void DnnlTrainRegion::Impl::Build() {
   bn_var.assign(nu, 0);
   bn_ws.assign(nu, 0);
   bn_own.assign(nu, false);
+  bn_in_add.assign(nu, -1);
   for (size_t v = 0; v < nv; ++v)
     if (spec.values[v].input >= 0) {
       md[v] = PlainNchw(spec.values[v].shape);
@@ -1049,9 +1184,10 @@ void DnnlTrainRegion::Impl::Build() {
     items[i].offset = saved_bytes;
     saved_bytes += items[i].bytes;
   }
-  std::vector<int> work_ids = PlaceBySize(&items, pass_ids, kept_ids, saved_bytes), fwd_work, bwd_work;
-  for (int i : work_ids) {
-    items[i].work = true;
+  std::vector<int> left = PlaceBySize(&items, pass_ids, kept_ids, saved_bytes), fwd_work, bwd_work;
+  PlaceInBackwardInputs(boundary, &left);
+  for (int i : left) {
+    items[i].space = kWork;
     (items[i].start < boundary ? fwd_work : bwd_work).push_back(i);
   }
   PlaceBySize(&items, fwd_work);
@@ -1063,14 +1199,72 @@ void DnnlTrainRegion::Impl::Build() {
       for (Arg& a : e.args)
         if (a.loc.k == Loc::kItem || a.loc.k == Loc::kWeights) {
           a.loc.offset = items[a.loc.index].offset;
-          a.loc.work = items[a.loc.index].work;
+          a.loc.space = items[a.loc.index].space;
         }
   ones.assign(static_cast<size_t>(std::max<int64_t>(ones_count, 1)), 1.f);
 }
 
+void DnnlTrainRegion::Impl::PlaceInBackwardInputs(int boundary, std::vector<int>* left) {
+  const int ni = spec.num_inputs, first_out = num_out + 1 + ni;  // first_out: the visible outputs read back
+  std::vector<int> last_read(first_out + num_out, boundary - 1), first_write(ni, INT_MAX);
+  for (size_t k = 0; k < bwd.size(); ++k)
+    for (const Arg& a : bwd[k].args) {
+      const int step = boundary + static_cast<int>(k);
+      if (a.loc.k == Loc::kIn) last_read[a.loc.index] = std::max(last_read[a.loc.index], step);
+      if (a.loc.k == Loc::kOut && a.loc.index < ni) first_write[a.loc.index] = std::min(first_write[a.loc.index], step);
+    }
+  std::vector<bool> paired(ni, false);
+  std::vector<int> donors;
+  for (int i = 0; i < num_out; ++i) {
+    const Shape& s = spec.values[spec.outputs[i]].shape;
+    int j = -1;
+    for (const auto& v : spec.values)
+      if (v.input >= 0 && v.shape == s && !paired[v.input] && first_write[v.input] != INT_MAX &&
+          first_write[v.input] > last_read[i]) {
+        j = v.input;
+        break;
+      }
+    if (j >= 0) {
+      paired[j] = true;
+      bwd_inplace.push_back({i, j});
+    } else {
+      donors.push_back(i);
+    }
+  }
+  for (int i = 0; i < num_out; ++i) donors.push_back(first_out + i);
+  auto shape_of = [&](int d) -> const Shape& { return spec.values[spec.outputs[d < num_out ? d : d - first_out]].shape; };
+  std::stable_sort(donors.begin(), donors.end(), [&](int a, int b) { return shape_of(a).Size() > shape_of(b).Size(); });
+  // A block a kMaskLoad step writes may take the place of the inputs that step reads
+  // (MaskLoadBlocked reads each part whole before writing it): the step then reads them
+  // for the last time.
+  auto fits = [&](int i, int d) {
+    const int start = items[i].start;
+    if (start > last_read[d]) return true;
+    if (start != last_read[d]) return false;
+    const Exec& e = bwd[start - boundary];
+    return e.type == Exec::kMaskLoad && e.args[2].loc.k == Loc::kItem && e.args[2].loc.index == i &&
+           ((e.args[0].loc.k == Loc::kIn && e.args[0].loc.index == d) ||
+            (e.args[1].loc.k == Loc::kIn && e.args[1].loc.index == d));
+  };
+  for (int d : donors) {
+    std::vector<int> fit, rest;
+    for (int i : *left) (fits(i, d) ? fit : rest).push_back(i);
+    if (fit.empty()) continue;
+    std::vector<int> out = PlaceBySize(&items, fit, {}, static_cast<size_t>(shape_of(d).Size()) * sizeof(float));
+    if (out.size() == fit.size()) continue;
+    const int space = kSpare + static_cast<int>(spares.size());
+    for (int i : fit)
+      if (std::find(out.begin(), out.end(), i) == out.end()) items[i].space = space;
+    rest.insert(rest.end(), out.begin(), out.end());
+    left->swap(rest);
+    bwd_inplace.push_back({d, ni + 1 + static_cast<int>(spares.size())});
+    spares.push_back(Spare{d, shape_of(d)});
+  }
+}
+
 void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<TBlob>& in,
-                                const std::vector<OpReq>& req, const std::vector<TBlob>& out, char* saved, char* work,
-                                char* scratch, int mode) {
+                                const std::vector<OpReq>& req, const std::vector<TBlob>& out,
+                                const std::vector<char*>& spaces, char* scratch, int mode) {
   const bool inference = mode == 2;
   if (inference && !kept_weights) kept_weights.reset(AlignedAlloc(kept_weight_bytes, "_dnnl_train_region"));
   static thread_local dnnl::stream strm(RegionEngine());
@@ -1079,10 +1273,10 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
     switch (l.k) {
       case Loc::kIn: return in[l.index].dptr;
       case Loc::kOut: return out[l.index].dptr;
-      case Loc::kItem: return (l.work ? work : saved) + l.offset;
+      case Loc::kItem: return spaces[l.space] + l.offset;
       case Loc::kScratch: return scratch;
       case Loc::kOnes: return ones.data();
-      case Loc::kWeights: return inference ? kept_weights.get() + l.kept : (l.work ? work : saved) + l.offset;
+      case Loc::kWeights: return inference ? kept_weights.get() + l.kept : spaces[l.space] + l.offset;
     }
     return nullptr;
   };
@@ -1134,11 +1328,16 @@ void DnnlTrainRegion::Impl::Run(const std::vector<Exec>& seq, const std::vector<
       });
     } else if (e.type == Exec::kBnForward) {
       auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
-      BnForward(e.bn, e.batch_stats, f(0), f(1), f(2), f(3), e.fix_gamma ? nullptr : f(4), f(5));
+      BnForward(e.bn, e.batch_stats, f(0), f(1), f(2), f(3), e.fix_gamma ? nullptr : f(4), f(5),
+                e.args.size() > 6 ? f(6) : nullptr, e.add_relu);
     } else if (e.type == Exec::kBnAdd) {
       auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
       if (e.bn.lanes == 16) BnAddBlocked<16>(e.bn, f(0), f(1), f(2), f(3), f(4), e.fix_gamma ? nullptr : f(5), f(6));
       else BnAddBlocked<8>(e.bn, f(0), f(1), f(2), f(3), f(4), e.fix_gamma ? nullptr : f(5), f(6));
+    } else if (e.type == Exec::kMaskLoad) {
+      auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
+      if (e.bn.lanes == 16) MaskLoadBlocked<16>(e.bn, f(0), f(1), f(2));
+      else MaskLoadBlocked<8>(e.bn, f(0), f(1), f(2));
     } else if (e.type == Exec::kBnBackward) {
       auto f = [&](int i) { return static_cast<float*>(ptr(e.args[i].loc)); };
       BnBackward(e.bn, f(0), f(1), f(2), f(3), f(4), f(5), e.fix_gamma ? nullptr : f(6), f(7), f(8));
@@ -1172,7 +1371,7 @@ void DnnlTrainRegion::Forward(const OpContext& ctx, const std::vector<TBlob>& in
   for (int i = 0; i < m.num_out; ++i)
     WEFT_CHECK(req[i] != OpReq::kAddTo, kUnsupported, "_dnnl_train_region: output ", i,
                " asks to be added to; a region only writes its outputs");
-  m.Run(m.fwd, in, req, out, static_cast<char*>(out[m.num_out].dptr), static_cast<char*>(out[m.num_out + 1].dptr),
+  m.Run(m.fwd, in, req, out, {static_cast<char*>(out[m.num_out].dptr), static_cast<char*>(out[m.num_out + 1].dptr)},
         m.Scratchpad(ctx), ctx.is_train ? 1 : 2);
 }
 
@@ -1180,8 +1379,10 @@ void DnnlTrainRegion::Backward(const OpContext& ctx, const std::vector<TBlob>& i
                                const std::vector<TBlob>& out) {
   Impl& m = *impl_;
   std::lock_guard<std::mutex> lock(m.mu);
-  m.Run(m.bwd, in, req, out, static_cast<char*>(in[m.num_out].dptr),
-        static_cast<char*>(out[m.spec.num_inputs].dptr), m.Scratchpad(ctx), 0);
+  std::vector<char*> spaces{static_cast<char*>(in[m.num_out].dptr), static_cast<char*>(out[m.spec.num_inputs].dptr)};
+  for (size_t k = 0; k < m.spares.size(); ++k)
+    spaces.push_back(static_cast<char*>(out[m.spec.num_inputs + 1 + k].dptr));
+  m.Run(m.bwd, in, req, out, spaces, m.Scratchpad(ctx), 0);
 }
 
 // At least one cache line: a region whose backward reads nothing from saved still has the
@@ -1196,6 +1397,12 @@ int64_t DnnlTrainRegion::work_floats(bool backward) const {
 size_t DnnlTrainRegion::internal_bytes() const {
   return impl_->kept_weights ? impl_->kept_weight_bytes : 0;
 }
+std::vector<Shape> DnnlTrainRegion::spare_shapes() const {
+  std::vector<Shape> shapes;
+  for (const auto& s : impl_->spares) shapes.push_back(s.shape);
+  return shapes;
+}
+std::vector<std::pair<int, int>> DnnlTrainRegion::backward_inplace() const { return impl_->bwd_inplace; }
 void DnnlTrainRegion::Watch(std::vector<NDArray> inputs) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->watched = std::move(inputs);
@@ -1224,6 +1431,8 @@ void DnnlTrainRegion::Backward(const OpContext&, const std::vector<TBlob>&, cons
 int64_t DnnlTrainRegion::saved_floats() const { return 0; }
 int64_t DnnlTrainRegion::work_floats(bool) const { return 0; }
 size_t DnnlTrainRegion::internal_bytes() const { return 0; }
+std::vector<Shape> DnnlTrainRegion::spare_shapes() const { return {}; }
+std::vector<std::pair<int, int>> DnnlTrainRegion::backward_inplace() const { return {}; }
 void DnnlTrainRegion::Watch(std::vector<NDArray>) {}
 size_t DnnlTrainRegion::weight_reorders() const { return 0; }
 bool DnnlTrainRegionsAvailable() { return false; }
@@ -1397,7 +1606,7 @@ WEFT_REGISTER_OP(_dnnl_train_region)
       ins.insert(ins.end(), a.inputs.begin(), a.inputs.end());
       ins.insert(ins.end(), a.outputs.begin(), a.outputs.begin() + s.outputs.size());
       std::vector<GradValue> g = b.Call("_backward_dnnl_train_region", ins, {{"region", std::to_string(id)}});
-      g.resize(s.num_inputs);  // the last output is the backward's work space
+      g.resize(s.num_inputs);  // then come the backward's work space and spare outputs
       for (int i : AuxInputs(s)) g[i] = GradValue();
       return g;
     });
@@ -1408,7 +1617,10 @@ WEFT_REGISTER_OP(_backward_dnnl_train_region)
       const auto& s = GradRegionOf(attrs)->spec();
       return 2 * static_cast<int>(s.outputs.size()) + 1 + s.num_inputs;
     })
-    .SetNumOutputs([](const NodeAttrs& attrs) { return GradRegionOf(attrs)->spec().num_inputs + 1; })
+    .SetNumOutputs([](const NodeAttrs& attrs) {
+      auto r = GradRegionOf(attrs);
+      return r->spec().num_inputs + 1 + static_cast<int>(r->spare_shapes().size());
+    })
     .SetAttr<FNumVisibleOutputs>("FNumVisibleOutputs",
                                  [](const NodeAttrs& attrs) { return GradRegionOf(attrs)->spec().num_inputs; })
     .AddArgument("data", "NDArray-or-Symbol[]", "Output gradients, the saved values, the region's inputs, then its visible outputs")
@@ -1424,10 +1636,14 @@ WEFT_REGISTER_OP(_backward_dnnl_train_region)
                             for (size_t i = 0; i < want.size(); ++i) (*in)[k + 1 + i] = (*out)[i] = want[i];
                             for (size_t i = 0; i < k; ++i) (*in)[k + 1 + want.size() + i] = s.values[s.outputs[i]].shape;
                             (*out)[want.size()] = Shape{r->work_floats(true)};
+                            std::vector<Shape> spare = r->spare_shapes();
+                            for (size_t i = 0; i < spare.size(); ++i) (*out)[want.size() + 1 + i] = spare[i];
                             return true;
                           })
     .SetAttr<FInferType>("FInferType", AllFloat)
     .SetAttr<FResourceRequest>("FResourceRequest", ScratchpadRequest)
+    .SetAttr<FInplaceOption>("FInplaceOption",
+                             [](const NodeAttrs& attrs) { return GradRegionOf(attrs)->backward_inplace(); })
     .SetAttr<FCompute>("FCompute<cpu>", [](const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                                            const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
       GradRegionOf(attrs)->Backward(ctx, in, req, out);

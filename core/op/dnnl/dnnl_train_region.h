@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ndarray/ndarray.h"
@@ -83,9 +84,17 @@ class DnnlTrainRegion {
                const std::vector<TBlob>& out);
   // in: a gradient per visible output, saved, the region's inputs, then its visible outputs
   // (the backward reads a kept value that is also a visible output from there); out: the gradient
-  // of each input (moving statistics get none), written or added per req, then work.
+  // of each input (moving statistics get none), written or added per req, then work, then the spare outputs.
   void Backward(const OpContext& ctx, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
                 const std::vector<TBlob>& out);
+  // The shapes of the backward's spare outputs, after its work output: hidden outputs that
+  // may take the memory of backward inputs it has read for the last time (incoming
+  // gradients, exported values read back), where it places temporaries.
+  std::vector<Shape> spare_shapes() const;
+  // (input, output) pairs of the backward node that may share memory (its FInplaceOption):
+  // an incoming gradient and the gradient of a region input of its shape written after
+  // the last read of it, a donor input and its spare output.
+  std::vector<std::pair<int, int>> backward_inplace() const;
   // Bytes the region holds itself: its weights kept for inference once it has run one
   // (everything else is in its outputs or the context's temporary space).
   size_t internal_bytes() const;

@@ -333,6 +333,7 @@ struct DnnlArg {
   bool reorder = false;
   bool internal = false;  // no caller array (the scratchpad)
   dnnl::reorder re;
+  dnnl::reorder re_add;  // an output's reorder that adds into the caller's array (float32)
   size_t offset = 0;
 };
 
@@ -354,6 +355,13 @@ void AddArg(DnnlPlan* p, int arg, const memory::desc& user, const memory::desc& 
   if (a.reorder)
     a.re = output ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), prim, Engine(), user))
                   : dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), user, Engine(), prim));
+  if (a.reorder && output && user.data_type() == memory::data_type::f32) {
+    dnnl::primitive_attr attr;
+    dnnl::post_ops po;
+    po.append_sum(1.f);
+    attr.set_post_ops(po);
+    a.re_add = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), prim, Engine(), user, attr));
+  }
   if (a.reorder) {
     a.offset = p->temp_bytes;
     p->temp_bytes += Align(prim.get_size());
@@ -371,16 +379,39 @@ void AddScratchpad(DnnlPlan* p, const memory::desc& md) {
   p->args.push_back(a);
 }
 
+// Lays the plan's temp space out again with argument `first`'s reordered copy at offset 0,
+// then the other copies and the scratchpad in order: the two backward plans of one
+// convolution then keep dy's blocked copy at the same place (ConvBackward reorders it once
+// there for both).
+void SlotFirst(DnnlPlan* p, size_t first) {
+  size_t off = 0;
+  auto place = [&](DnnlArg& a) {
+    a.offset = off;
+    off += Align(a.prim.get_size());
+  };
+  if (p->args[first].reorder) place(p->args[first]);
+  for (size_t i = 0; i < p->args.size(); ++i)
+    if (i != first && (p->args[i].reorder || p->args[i].internal)) place(p->args[i]);
+  p->temp_bytes = off;
+}
+
 dnnl::stream& Stream() {
   static thread_local dnnl::stream strm(Engine());
   return strm;
 }
 
+// Whether plan argument i, an output, reaches the caller's array through a reorder that can
+// add into it: accumulating (kAddTo) then needs no plain temporary of the output's size
+// (196 MiB for ResNet-50's strided shortcut at batch 64). The sum is the float32 addition
+// of AddInto.
+bool AddsInReorder(const DnnlPlan& plan, size_t i) { return static_cast<bool>(plan.args.at(i).re_add); }
+
 // `ptrs` holds the caller's arrays in the order of plan.args (the scratchpad's is ignored);
 // `temp` has plan.temp_bytes. `ready`, when given, holds per argument either nullptr or an
 // input already in the primitive's layout (reordered once for two plans), used as is.
+// With `add`, outputs are added into the caller's arrays (each must be AddsInReorder).
 void RunPlan(const DnnlPlan& plan, const std::vector<void*>& ptrs, char* temp,
-             const std::vector<void*>* ready = nullptr) {
+             const std::vector<void*>* ready = nullptr, bool add = false) {
   dnnl::stream& strm = Stream();
   std::unordered_map<int, memory> margs;
   std::vector<std::pair<const DnnlArg*, memory>> outs;
@@ -401,7 +432,7 @@ void RunPlan(const DnnlPlan& plan, const std::vector<void*>& ptrs, char* temp,
     }
   }
   plan.prim.execute(strm, margs);
-  for (auto& o : outs) o.first->re.execute(strm, margs.at(o.first->arg), o.second);
+  for (auto& o : outs) (add ? o.first->re_add : o.first->re).execute(strm, margs.at(o.first->arg), o.second);
   strm.wait();
 }
 
@@ -545,6 +576,7 @@ std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bi
     AddArg(plan.get(), DNNL_ARG_WEIGHTS, d.wei, pd.weights_desc(), false);
     AddArg(plan.get(), DNNL_ARG_DIFF_SRC, d.src, pd.diff_src_desc(), true);
     AddScratchpad(plan.get(), pd.scratchpad_desc());
+    SlotFirst(plan.get(), 0);
   } else {
     auto hint = ForwardPd(d, bias);
     dnnl::convolution_backward_weights::desc desc(d.alg, Layout(d.src, d.blocked), Layout(d.wei, d.blocked),
@@ -557,6 +589,7 @@ std::shared_ptr<DnnlPlan> MakeConvPlan(const ConvGeom& g, ConvPass pass, bool bi
     AddArg(plan.get(), DNNL_ARG_DIFF_WEIGHTS, d.wei, pd.diff_weights_desc(), true);
     if (bias) AddArg(plan.get(), DNNL_ARG_DIFF_BIAS, d.bias, pd.diff_bias_desc(), true);
     AddScratchpad(plan.get(), pd.scratchpad_desc());
+    SlotFirst(plan.get(), 1);
   }
   return plan;
 }
@@ -702,17 +735,21 @@ void ConvForward(const char* op, const OpContext& ctx, const ConvGeom& g, DType 
 namespace {
 
 // The data-gradient plan run into dx under `req`: kAddTo goes through a plain temporary
-// after the plan's own temp space. `ready_dy`: dy already in the plan's layout, or null.
+// after the plan's own temp space, unless dx is reordered from the primitive's layout,
+// which then adds (argument 2 of the data plan is dx: MakeConvPlan). `ready_dy`: dy
+// already in the plan's layout, or null.
 size_t DataTempBytes(const DnnlPlan& plan, const ConvGeom& g, OpReq req) {
-  return plan.temp_bytes + (req == OpReq::kAddTo ? Align(sizeof(float) * g.n * g.c * g.InSize()) : 0);
+  bool temp = req == OpReq::kAddTo && !AddsInReorder(plan, 2);
+  return plan.temp_bytes + (temp ? Align(sizeof(float) * g.n * g.c * g.InSize()) : 0);
 }
 
 void RunData(const DnnlPlan& plan, const ConvGeom& g, DType dt, const void* dy, const void* w, void* dx, OpReq req,
              char* temp, void* ready_dy) {
-  bool add = req == OpReq::kAddTo;
+  const bool in_reorder = req == OpReq::kAddTo && AddsInReorder(plan, 2);
+  const bool add = req == OpReq::kAddTo && !in_reorder;
   void* target = add ? temp + plan.temp_bytes : dx;
   std::vector<void*> ready{ready_dy, nullptr, nullptr, nullptr};
-  RunPlan(plan, {const_cast<void*>(dy), const_cast<void*>(w), target, nullptr}, temp, &ready);
+  RunPlan(plan, {const_cast<void*>(dy), const_cast<void*>(w), target, nullptr}, temp, &ready, in_reorder);
   if (add) AddInto(dt, dx, target, g.n * g.c * g.InSize());
 }
 
@@ -820,16 +857,15 @@ void ConvBackward(const char* op, const OpContext& ctx, const ConvGeom& g, DType
     auto pw = GetConvPlan(g, bias ? ConvPass::kBackwardWeightsBias : ConvPass::kBackwardWeights, bias, dt);
     // diff_dst is argument 0 of the data plan and 1 of the weights plan (MakeConvPlan).
     if (pd && pw && pd->args[0].reorder && pw->args[1].reorder && pd->args[0].prim == pw->args[1].prim) {
-      // Both passes read dy in the same blocked layout: reorder it once, in front of the
-      // temp space the two plans use one after the other.
+      // Both passes read dy in the same blocked layout: reorder it once, at offset 0 of the
+      // temp space, where both plans keep it (SlotFirst), and run them one after the other.
       const DnnlArg& a = pd->args[0];
-      size_t shared = Align(a.prim.get_size());
-      size_t need = shared + std::max(DataTempBytes(*pd, g, req_d), WeightsTempBytes(*pw, g, req_w, bias, req_b));
+      size_t need = std::max(DataTempBytes(*pd, g, req_d), WeightsTempBytes(*pw, g, req_w, bias, req_b));
       char* temp = TempBytes(ctx, need);
       memory user(a.user, Engine(), const_cast<void*>(dy)), inner(a.prim, Engine(), temp);
       a.re.execute(Stream(), user, inner);
-      RunData(*pd, g, dt, dy, w, dx, req_d, temp + shared, temp);
-      RunWeights(*pw, g, dt, x, dy, dw, req_w, bias ? db : nullptr, req_b, temp + shared, temp);
+      RunData(*pd, g, dt, dy, w, dx, req_d, temp, temp);
+      RunWeights(*pw, g, dt, x, dy, dw, req_w, bias ? db : nullptr, req_b, temp, temp);
       return;
     }
   }

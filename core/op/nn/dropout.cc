@@ -91,20 +91,17 @@ void DrawMask(const NodeAttrs& attrs, const OpContext& ctx, T* m, int64_t n, dou
   WEFT_CHECK(!ctx.requested.empty() && ctx.requested[0].random != nullptr, kInternal, "Operator '", attrs.op->name,
              "': expected a random resource, got none (FResourceRequest not honoured)");
   RandomState* state = ctx.requested[0].random;
-  const int64_t blocks = (n + 3) / 4;
+  const int64_t blocks = DropoutMaskBlocks(n);
   const uint64_t first = state->Reserve(static_cast<uint64_t>(blocks));
   const Philox4x32 gen(state->seed);
-  const double keep = 1.0 - p;
-  // A 32-bit word below keep * 2^32 keeps its element: probability exactly keep up to 2^-32.
-  const uint64_t threshold = static_cast<uint64_t>(std::llround(keep * 4294967296.0));
-  const T scale = static_cast<T>(keep > 0 ? 1.0 / keep : 0.0);
+  const uint64_t threshold = DropoutKeepThreshold(p);
+  const T scale = static_cast<T>(DropoutScale(p));
   const T zero = static_cast<T>(0.0);
   ParallelFor(blocks, kMaskGrain, [&](int64_t b, int64_t e) {
-    uint32_t w[4];
+    bool keep[4];
     for (int64_t blk = b; blk < e; ++blk) {
-      gen.Generate(first + static_cast<uint64_t>(blk), 0, w);
-      const int64_t base = blk * 4, cnt = std::min<int64_t>(4, n - base);
-      for (int64_t k = 0; k < cnt; ++k) m[base + k] = static_cast<uint64_t>(w[k]) < threshold ? scale : zero;
+      const int cnt = DropoutKeepBlock(gen, first, blk, threshold, n, keep);
+      for (int k = 0; k < cnt; ++k) m[blk * 4 + k] = keep[k] ? scale : zero;
     }
   });
 }

@@ -1,7 +1,7 @@
-// GPU version of Dropout and _backward_Dropout. The mask is drawn exactly as dropout.cc
-// draws it: the counters are reserved from the context's random state on the host, and
-// Philox block `first + b` gives the words of mask elements 4b..4b+3 (stream 0), each
-// kept when its word is below round((1-p) * 2^32). GPU i shares CPU i's stream of the seed
+// GPU version of Dropout and _backward_Dropout. The mask is drawn with dropout.h's
+// functions, which dropout.cc runs too: the counters are reserved from the context's
+// random state on the host, and Philox block `first + b` gives the words of mask elements
+// 4b..4b+3 (stream 0), each kept when its word is below round((1-p) * 2^32). GPU i shares CPU i's stream of the seed
 // (core/resource/resource.cc), so after the same seed both devices give the same mask.
 #include <cmath>
 
@@ -24,15 +24,12 @@ struct DrawMaskKernel {
   T* m;
   int64_t n;
   OpReq req;  // how the mask output takes the draw (kWriteTo when it is temporary space)
-  // One Philox block: four mask elements.
+  // One Philox block: four mask elements, chosen by dropout.h's DropoutKeepBlock as on the CPU.
   __device__ void operator()(int64_t blk) const {
     using A = cuda::ComputeT<T>;
-    uint32_t w[4];
-    gen.Generate(first + static_cast<uint64_t>(blk), 0, w);
-    const int64_t base = blk * 4;
-    const int cnt = n - base < 4 ? static_cast<int>(n - base) : 4;
-    for (int k = 0; k < cnt; ++k)
-      cuda::Store(m, base + k, static_cast<uint64_t>(w[k]) < threshold ? static_cast<A>(scale) : A(0), req);
+    bool keep[4];
+    const int cnt = DropoutKeepBlock(gen, first, blk, threshold, n, keep);
+    for (int k = 0; k < cnt; ++k) cuda::Store(m, blk * 4 + k, keep[k] ? static_cast<A>(scale) : A(0), req);
   }
 };
 
@@ -97,12 +94,11 @@ void DropoutComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::
     WEFT_CHECK(!ctx.requested.empty() && ctx.requested[0].random != nullptr, kInternal, "Operator '", attrs.op->name,
                "': expected a random resource, got none (FResourceRequest not honoured)");
     RandomState* state = ctx.requested[0].random;
-    const int64_t blocks = (n + 3) / 4;
+    const int64_t blocks = DropoutMaskBlocks(n);
     // Reserved whatever the requests, as on the CPU, so later draws line up on both devices.
     const uint64_t first = state->Reserve(static_cast<uint64_t>(blocks));
-    const double keep = 1.0 - prm.p;
-    const uint64_t threshold = static_cast<uint64_t>(std::llround(keep * 4294967296.0));
-    const T scale = static_cast<T>(keep > 0 ? 1.0 / keep : 0.0);
+    const uint64_t threshold = DropoutKeepThreshold(prm.p);
+    const T scale = static_cast<T>(DropoutScale(prm.p));
     // The fresh mask goes straight into the mask output when that output is overwritten;
     // otherwise (accumulated or not wanted) into temporary space first.
     const bool direct = req[1] == OpReq::kWriteTo || req[1] == OpReq::kWriteInplace;

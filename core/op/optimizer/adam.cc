@@ -72,8 +72,6 @@ WEFT_PARAM_SCHEMA(LambPhase2Param, s) {
 
 namespace {
 
-using optim::Clip;
-using optim::ClipBound;
 using optim::ForEach;
 using optim::Put;
 
@@ -89,17 +87,13 @@ void AdamUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::vect
     T* mean = in[2].ptr<T>();
     T* var = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2);
-    const A eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
-    const A cb = ClipBound<A>(p.clip_gradient);
+    const optim::Adam<A> f(p.lr, p.beta1, p.beta2, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
-      const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
-      const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+      A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m, v);
       mean[i] = static_cast<T>(m);
       var[i] = static_cast<T>(v);
-      Put(o, i, wi - lr * m / (std::sqrt(v) + eps), add);
+      Put(o, i, nw, add);
     });
   });
 }
@@ -129,8 +123,7 @@ void AdamWUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::vec
   WEFT_FLOAT_TYPE_SWITCH(in[4].dtype, R, "Operator '_adamw_update'", {
     scale = static_cast<double>(static_cast<typename AccType<R>::type>(in[4].ptr<R>()[0]));
   });
-  // A non-finite or zero scale marks a step whose gradients overflowed: skip it.
-  if (!std::isfinite(scale) || scale == 0) {
+  if (optim::AdamWSkips(scale)) {
     CopyWithReq(in[0], out[0], req[0]);
     return;
   }
@@ -142,17 +135,13 @@ void AdamWUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::vec
     T* mean = in[2].ptr<T>();
     T* var = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2);
-    const A eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd), eta = static_cast<A>(p.eta);
-    const A rs = static_cast<A>(scale), cb = ClipBound<A>(p.clip_gradient);
+    const optim::AdamW<A> f(p.lr, p.beta1, p.beta2, p.epsilon, p.wd, p.eta, scale, p.clip_gradient);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-      const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
-      const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+      A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m, v);
       mean[i] = static_cast<T>(m);
       var[i] = static_cast<T>(v);
-      Put(o, i, wi - eta * (lr * m / (std::sqrt(v) + eps) + wd * wi), add);
+      Put(o, i, nw, add);
     });
   });
 }
@@ -169,18 +158,16 @@ void LambPhase1Compute(const NodeAttrs& attrs, const OpContext&, const std::vect
     T* mean = in[2].ptr<T>();
     T* var = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2), eps = static_cast<A>(p.epsilon);
-    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
     // Dividing by the correction factors once per call instead of per element.
-    const A c1 = p.bias_correction ? static_cast<A>(1.0 / (1.0 - std::pow(p.beta1, p.t))) : A(1);
-    const A c2 = p.bias_correction ? static_cast<A>(1.0 / (1.0 - std::pow(p.beta2, p.t))) : A(1);
+    const optim::LambDirection<A> f(p.beta1, p.beta2, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient,
+                                    optim::LambCorrection(p.bias_correction, p.beta1, p.t),
+                                    optim::LambCorrection(p.bias_correction, p.beta2, p.t));
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-      const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
-      const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+      A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+      const A d = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m, v);
       mean[i] = static_cast<T>(m);
       var[i] = static_cast<T>(v);
-      Put(o, i, (m * c1) / (std::sqrt(v * c2) + eps) + wd * static_cast<A>(w[i]), add);
+      Put(o, i, d, add);
     });
   });
 }
@@ -213,13 +200,11 @@ void LambPhase2Compute(const NodeAttrs& attrs, const OpContext&, const std::vect
     const T* w = in[0].ptr<T>();
     const T* g = in[1].ptr<T>();
     T* o = out[0].ptr<T>();
-    A r1 = static_cast<A>(in[2].ptr<T>()[0]);
-    const A r2 = static_cast<A>(in[3].ptr<T>()[0]);
-    if (p.lower_bound >= 0) r1 = std::max(r1, static_cast<A>(p.lower_bound));
-    if (p.upper_bound >= 0) r1 = std::min(r1, static_cast<A>(p.upper_bound));
-    const A ratio = (r1 == A(0) || r2 == A(0)) ? A(1) : r1 / r2;
-    const A step = static_cast<A>(p.lr) * ratio;
-    ForEach(in[0].Size(), [=](int64_t i) { Put(o, i, static_cast<A>(w[i]) - step * static_cast<A>(g[i]), add); });
+    const A step = optim::LambStepSize(static_cast<A>(in[2].ptr<T>()[0]), static_cast<A>(in[3].ptr<T>()[0]), p.lr,
+                                       p.lower_bound, p.upper_bound);
+    ForEach(in[0].Size(), [=](int64_t i) {
+      Put(o, i, optim::LambApply(static_cast<A>(w[i]), static_cast<A>(g[i]), step), add);
+    });
   });
 }
 
@@ -260,7 +245,7 @@ void MPAdamWUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::v
     Throw(ErrorKind::kShape, "Operator '_mp_adamw_update': input 'rescale_grad': expected float32 of one value, got ",
           DTypeName(in[5].dtype), " of shape ", in[5].shape.ToString());
   const double scale = static_cast<double>(in[5].ptr<float>()[0]);
-  if (!std::isfinite(scale) || scale == 0) {
+  if (optim::AdamWSkips(scale)) {
     CopyWithReq(in[0], out[0], req[0]);
     return;
   }
@@ -271,17 +256,12 @@ void MPAdamWUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::v
     float* var = in[3].ptr<float>();
     float* w32 = in[4].ptr<float>();
     T* o = out[0].ptr<T>();
-    const float lr = static_cast<float>(p.lr), b1 = static_cast<float>(p.beta1), b2 = static_cast<float>(p.beta2);
-    const float eps = static_cast<float>(p.epsilon), wd = static_cast<float>(p.wd), eta = static_cast<float>(p.eta);
-    const float rs = static_cast<float>(scale), cb = ClipBound<float>(p.clip_gradient);
+    const optim::AdamW<float> f(p.lr, p.beta1, p.beta2, p.epsilon, p.wd, p.eta, scale, p.clip_gradient);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const float wi = w32[i];
-      const float gr = Clip(rs * static_cast<float>(g[i]), cb);
-      const float m = b1 * mean[i] + (1.f - b1) * gr;
-      const float v = b2 * var[i] + (1.f - b2) * gr * gr;
+      float m = mean[i], v = var[i];
+      const float nw = f.Step(w32[i], static_cast<float>(g[i]), m, v);
       mean[i] = m;
       var[i] = v;
-      const float nw = wi - eta * (lr * m / (std::sqrt(v) + eps) + wd * wi);
       w32[i] = nw;
       Put(o, i, nw, add);
     });
@@ -307,18 +287,15 @@ void MPLambPhase1Compute(const NodeAttrs& attrs, const OpContext&, const std::ve
     float* var = in[3].ptr<float>();
     const float* w32 = in[4].ptr<float>();
     float* o = out[0].ptr<float>();
-    const float b1 = static_cast<float>(p.beta1), b2 = static_cast<float>(p.beta2), eps = static_cast<float>(p.epsilon);
-    const float wd = static_cast<float>(p.wd), rs = static_cast<float>(p.rescale_grad);
-    const float cb = ClipBound<float>(p.clip_gradient);
-    const float c1 = p.bias_correction ? static_cast<float>(1.0 / (1.0 - std::pow(p.beta1, p.t))) : 1.f;
-    const float c2 = p.bias_correction ? static_cast<float>(1.0 / (1.0 - std::pow(p.beta2, p.t))) : 1.f;
+    const optim::LambDirection<float> f(p.beta1, p.beta2, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient,
+                                        optim::LambCorrection(p.bias_correction, p.beta1, p.t),
+                                        optim::LambCorrection(p.bias_correction, p.beta2, p.t));
     ForEach(in[0].Size(), [=](int64_t i) {
-      const float gr = Clip(rs * static_cast<float>(g[i]), cb);
-      const float m = b1 * mean[i] + (1.f - b1) * gr;
-      const float v = b2 * var[i] + (1.f - b2) * gr * gr;
+      float m = mean[i], v = var[i];
+      const float d = f.Step(w32[i], static_cast<float>(g[i]), m, v);
       mean[i] = m;
       var[i] = v;
-      Put(o, i, (m * c1) / (std::sqrt(v * c2) + eps) + wd * w32[i], add);
+      Put(o, i, d, add);
     });
   });
 }
@@ -360,17 +337,14 @@ void MPLambPhase2Compute(const NodeAttrs& attrs, const OpContext&, const std::ve
       Throw(ErrorKind::kShape, "Operator 'mp_lamb_update_phase2': input '", i == 2 ? "r1" : "r2",
             "': expected float32 of one value, got ", DTypeName(in[i].dtype), " of shape ", in[i].shape.ToString());
   const bool add = req[0] == OpReq::kAddTo;
-  float r1 = in[2].ptr<float>()[0];
-  const float r2 = in[3].ptr<float>()[0];
-  if (p.lower_bound >= 0) r1 = std::max(r1, static_cast<float>(p.lower_bound));
-  if (p.upper_bound >= 0) r1 = std::min(r1, static_cast<float>(p.upper_bound));
-  const float step = static_cast<float>(p.lr) * ((r1 == 0.f || r2 == 0.f) ? 1.f : r1 / r2);
+  const float step =
+      optim::LambStepSize(in[2].ptr<float>()[0], in[3].ptr<float>()[0], p.lr, p.lower_bound, p.upper_bound);
   WEFT_FLOAT_TYPE_SWITCH(in[0].dtype, T, "Operator 'mp_lamb_update_phase2'", {
     const float* g = in[1].ptr<float>();
     float* w32 = in[4].ptr<float>();
     T* o = out[0].ptr<T>();
     ForEach(n, [=](int64_t i) {
-      const float nw = w32[i] - step * g[i];
+      const float nw = optim::LambApply(w32[i], g[i], step);
       w32[i] = nw;
       Put(o, i, nw, add);
     });

@@ -8,8 +8,8 @@
 //       n = (1-gamma1)*g^2 + gamma1*n;  gm = (1-gamma1)*g + gamma1*gm
 //       delta = gamma2*delta - lr * g / sqrt(n - gm^2 + epsilon);  weight += delta
 //     both then clip the weight to [-clip_weights, clip_weights] when clip_weights >= 0.
-//   adagrad_update (the dense form of MXNet's _sparse_adagrad_update and of its Python
-//     AdaGrad's dense path): history += g^2;  weight -= lr * (g / sqrt(history + epsilon) + wd*weight)
+//   adagrad_update (MXNet's Python AdaGrad's dense path; given a row_sparse gradient it updates
+//     only that gradient's rows, as _sparse_adagrad_update, weight decay included): history += g^2;  weight -= lr * (g / sqrt(history + epsilon) + wd*weight)
 //   adadelta_update (MXNet 1.x's AdaDelta, which has no learning rate):
 //       acc_g = rho*acc_g + (1-rho)*g^2
 //       d = sqrt(acc_delta + epsilon) / sqrt(acc_g + epsilon) * g
@@ -93,11 +93,8 @@ WEFT_PARAM_SCHEMA(FtmlParam, s) {
 
 namespace {
 
-using optim::Clip;
-using optim::ClipBound;
 using optim::ForEach;
 using optim::Put;
-using optim::Sign;
 
 void RMSPropCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
@@ -110,15 +107,12 @@ void RMSPropCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<
     const T* g = in[1].ptr<T>();
     T* n = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), g1 = static_cast<A>(p.gamma1), eps = static_cast<A>(p.epsilon);
-    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
-    const A cb = ClipBound<A>(p.clip_gradient), cw = ClipBound<A>(p.clip_weights);
+    const optim::RMSProp<A> f(p.lr, p.gamma1, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient, p.clip_weights);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
-      const A ni = (A(1) - g1) * gr * gr + g1 * static_cast<A>(n[i]);
+      A ni = static_cast<A>(n[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), ni);
       n[i] = static_cast<T>(ni);
-      Put(o, i, Clip(wi - lr * gr / std::sqrt(ni + eps), cw), add);
+      Put(o, i, nw, add);
     });
   });
 }
@@ -136,19 +130,15 @@ void RMSPropAlexCompute(const NodeAttrs& attrs, const OpContext&, const std::vec
     T* gm = in[3].ptr<T>();
     T* delta = in[4].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), g1 = static_cast<A>(p.gamma1), g2 = static_cast<A>(p.gamma2);
-    const A eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
-    const A cb = ClipBound<A>(p.clip_gradient), cw = ClipBound<A>(p.clip_weights);
+    const optim::RMSPropAlex<A> f(p.lr, p.gamma1, p.gamma2, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient,
+                                  p.clip_weights);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
-      const A ni = (A(1) - g1) * gr * gr + g1 * static_cast<A>(n[i]);
-      const A gi = (A(1) - g1) * gr + g1 * static_cast<A>(gm[i]);
-      const A di = g2 * static_cast<A>(delta[i]) - lr * gr / std::sqrt(ni - gi * gi + eps);
+      A ni = static_cast<A>(n[i]), gi = static_cast<A>(gm[i]), di = static_cast<A>(delta[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), ni, gi, di);
       n[i] = static_cast<T>(ni);
       gm[i] = static_cast<T>(gi);
       delta[i] = static_cast<T>(di);
-      Put(o, i, Clip(wi + di, cw), add);
+      Put(o, i, nw, add);
     });
   });
 }
@@ -164,14 +154,12 @@ void AdagradCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<
     const T* g = in[1].ptr<T>();
     T* h = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd);
-    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::Adagrad<A> f(p.lr, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-      const A hi = static_cast<A>(h[i]) + gr * gr;
+      A hi = static_cast<A>(h[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), hi);
       h[i] = static_cast<T>(hi);
-      Put(o, i, wi - lr * (gr / std::sqrt(hi + eps) + wd * wi), add);
+      Put(o, i, nw, add);
     });
   });
 }
@@ -188,16 +176,13 @@ void AdaDeltaCompute(const NodeAttrs& attrs, const OpContext&, const std::vector
     T* acc_g = in[2].ptr<T>();
     T* acc_d = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A rho = static_cast<A>(p.rho), eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd);
-    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::AdaDelta<A> f(p.rho, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-      const A ag = rho * static_cast<A>(acc_g[i]) + (A(1) - rho) * gr * gr;
-      const A d = std::sqrt(static_cast<A>(acc_d[i]) + eps) / std::sqrt(ag + eps) * gr;
+      A ag = static_cast<A>(acc_g[i]), ad = static_cast<A>(acc_d[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), ag, ad);
       acc_g[i] = static_cast<T>(ag);
-      acc_d[i] = static_cast<T>(rho * static_cast<A>(acc_d[i]) + (A(1) - rho) * d * d);
-      Put(o, i, wi - d - wd * wi, add);
+      acc_d[i] = static_cast<T>(ad);
+      Put(o, i, nw, add);
     });
   });
 }
@@ -214,16 +199,12 @@ void FtrlCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBl
     T* z = in[2].ptr<T>();
     T* n = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), l1 = static_cast<A>(p.lamda1), beta = static_cast<A>(p.beta);
-    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::Ftrl<A> f(p.lr, p.lamda1, p.beta, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-      const A ni = static_cast<A>(n[i]);
-      const A nn = ni + gr * gr;
-      const A zi = static_cast<A>(z[i]) + gr - (std::sqrt(nn) - std::sqrt(ni)) * static_cast<A>(w[i]) / lr;
+      A zi = static_cast<A>(z[i]), ni = static_cast<A>(n[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), zi, ni);
       z[i] = static_cast<T>(zi);
-      n[i] = static_cast<T>(nn);
-      const A nw = std::abs(zi) > l1 ? (Sign(zi) * l1 - zi) / ((beta + std::sqrt(nn)) / lr + wd) : A(0);
+      n[i] = static_cast<T>(ni);
       Put(o, i, nw, add);
     });
   });
@@ -242,21 +223,15 @@ void FtmlCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBl
     T* v = in[3].ptr<T>();
     T* z = in[4].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2), eps = static_cast<A>(p.epsilon);
-    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_grad);
     // The bias corrections, once per call.
-    const A d_scale = static_cast<A>((1.0 - std::pow(p.beta1, p.t)) / p.lr);
-    const A v_scale = static_cast<A>(1.0 / (1.0 - std::pow(p.beta2, p.t)));
+    const optim::Ftml<A> f(p.lr, p.beta1, p.beta2, p.epsilon, p.wd, p.t, p.rescale_grad, p.clip_grad);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
-      const A vi = b2 * static_cast<A>(v[i]) + (A(1) - b2) * gr * gr;
-      const A dt = d_scale * (std::sqrt(vi * v_scale) + eps);
-      const A zi = b1 * static_cast<A>(z[i]) + (A(1) - b1) * gr - (dt - b1 * static_cast<A>(d[i])) * wi;
+      A di = static_cast<A>(d[i]), vi = static_cast<A>(v[i]), zi = static_cast<A>(z[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), di, vi, zi);
       v[i] = static_cast<T>(vi);
       z[i] = static_cast<T>(zi);
-      d[i] = static_cast<T>(dt);
-      Put(o, i, -zi / dt, add);
+      d[i] = static_cast<T>(di);
+      Put(o, i, nw, add);
     });
   });
 }
@@ -358,7 +333,8 @@ WEFT_REGISTER_OP(rmspropalex_update)
 
 WEFT_REGISTER_OP(adagrad_update)
     .Describe("AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), "
-              "g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.")
+              "g = clip(rescale_grad*grad). With a row_sparse gradient only the gradient's rows of the weight "
+              "and history change (as MXNet's _sparse_adagrad_update, which refuses wd).")
     .SetNumInputs(3)
     .AddArgument("weight", "NDArray-or-Symbol", "Weight")
     .AddArgument("grad", "NDArray-or-Symbol", "Gradient")

@@ -65,8 +65,6 @@ WEFT_PARAM_SCHEMA(GroupAdagradParam, s) {
 
 namespace {
 
-using optim::Clip;
-using optim::ClipBound;
 using optim::ForEach;
 using optim::Put;
 
@@ -189,17 +187,13 @@ void AdamWKernel(const TBlob& weight, const TBlob& grad, const TBlob& mean_b, co
   M* mean = mean_b.ptr<M>();
   M* var = var_b.ptr<M>();
   T* o = out.ptr<T>();
-  const A a_lr = static_cast<A>(lr), a_eta = static_cast<A>(eta), a_wd = static_cast<A>(wd);
-  const A b1 = static_cast<A>(b1d), b2 = static_cast<A>(b2d), eps = static_cast<A>(epsd);
-  const A rs = static_cast<A>(scale), cb = ClipBound<A>(clip);
+  const optim::AdamW<A> f(lr, b1d, b2d, epsd, wd, eta, scale, clip);
   ForEach(weight.Size(), [=](int64_t i) {
     const A wi = w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i]);
-    const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-    const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
-    const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+    A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+    const A nw = f.Step(wi, static_cast<A>(g[i]), m, v);
     mean[i] = static_cast<M>(m);
     var[i] = static_cast<M>(v);
-    const A nw = wi - a_eta * (a_lr * m / (std::sqrt(v) + eps) + a_wd * wi);
     if (w32) w32[i] = static_cast<M>(nw);
     Put(o, i, nw, add);
   });
@@ -214,8 +208,7 @@ void MultiAdamWCompute(const NodeAttrs& attrs, const OpContext&, const std::vect
   CheckGroups(attrs, in, n, k, MP ? 2 : k);
   const size_t si = static_cast<size_t>(n) * k;
   const double scale = ReadScale(attrs, in[si], si);
-  // A non-finite or zero scale marks a step whose gradients overflowed: skip it.
-  const bool skip = !std::isfinite(scale) || scale == 0;
+  const bool skip = optim::AdamWSkips(scale);
   for (int w = 0; w < n; ++w) {
     if (req[w] == OpReq::kNullOp) continue;
     const size_t b = static_cast<size_t>(w) * k;
@@ -258,21 +251,18 @@ void LambTensor(const MultiLAMBParam& p, int idx, const TBlob& weight, const TBl
   const T* gr = grad.ptr<T>();
   M* mean = mean_b.ptr<M>();
   M* var = var_b.ptr<M>();
-  const A b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2), eps = static_cast<A>(p.epsilon);
-  const A wd = static_cast<A>(p.wds[idx]), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
   const double t = p.step_count[idx];
-  const A c1 = p.bias_correction ? static_cast<A>(1.0 / (1.0 - std::pow(p.beta1, t))) : A(1);
-  const A c2 = p.bias_correction ? static_cast<A>(1.0 / (1.0 - std::pow(p.beta2, t))) : A(1);
+  const optim::LambDirection<A> f(p.beta1, p.beta2, p.epsilon, p.wds[idx], p.rescale_grad, p.clip_gradient,
+                                  optim::LambCorrection(p.bias_correction, p.beta1, t),
+                                  optim::LambCorrection(p.bias_correction, p.beta2, t));
   std::vector<A> dir(static_cast<size_t>(n));
   A* d = dir.data();
   ForEach(n, [=](int64_t i) {
     const A wi = w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i]);
-    const A g = Clip(rs * static_cast<A>(gr[i]), cb);
-    const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * g;
-    const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * g * g;
+    A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+    d[i] = f.Step(wi, static_cast<A>(gr[i]), m, v);
     mean[i] = static_cast<M>(m);
     var[i] = static_cast<M>(v);
-    d[i] = (m * c1) / (std::sqrt(v * c2) + eps) + wd * wi;
   });
   double ssw = 0, ssg = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -280,14 +270,12 @@ void LambTensor(const MultiLAMBParam& p, int idx, const TBlob& weight, const TBl
     ssw += wi * wi;
     ssg += static_cast<double>(d[i]) * static_cast<double>(d[i]);
   }
-  double r1 = std::sqrt(ssw);
-  const double r2 = std::sqrt(ssg);
-  if (p.lower_bound >= 0) r1 = std::max(r1, p.lower_bound);
-  if (p.upper_bound >= 0) r1 = std::min(r1, p.upper_bound);
-  const A step = static_cast<A>(p.learning_rates[idx] * ((r1 == 0 || r2 == 0) ? 1.0 : r1 / r2));
+  // The norms and the step size in double, then rounded once to A.
+  const A step = static_cast<A>(optim::LambStepSize(std::sqrt(ssw), std::sqrt(ssg), p.learning_rates[idx],
+                                                    p.lower_bound, p.upper_bound));
   T* o = out.ptr<T>();
   ForEach(n, [=](int64_t i) {
-    const A nw = (w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i])) - step * d[i];
+    const A nw = optim::LambApply(w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i]), d[i], step);
     if (w32) w32[i] = static_cast<M>(nw);
     Put(o, i, nw, add);
   });
@@ -364,21 +352,20 @@ void GroupAdagradCompute(const NodeAttrs& attrs, const OpContext&, const std::ve
     const T* g = in[1].ptr<T>();
     T* hist = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
-    const A eps = static_cast<A>(p.epsilon);
+    const optim::GroupAdagrad<A> f(p.lr, p.epsilon, p.rescale_grad, p.clip_gradient);
     ParallelFor(rows, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(cols, 1)), [=](int64_t rb, int64_t re) {
       for (int64_t r = rb; r < re; ++r) {
         A ss = 0;
         for (int64_t c = 0; c < cols; ++c) {
-          const A gi = Clip(rs * static_cast<A>(g[r * cols + c]), cb);
+          const A gi = f.grad(static_cast<A>(g[r * cols + c]));
           ss += gi * gi;
         }
-        const A h = static_cast<A>(hist[r]) + ss / static_cast<A>(cols);
+        const A h = f.History(static_cast<A>(hist[r]), ss, cols);
         hist[r] = static_cast<T>(h);
-        const A scale = lr / std::sqrt(h + eps);
+        const A scale = f.Scale(h);
         for (int64_t c = 0; c < cols; ++c) {
           const int64_t i = r * cols + c;
-          Put(o, i, static_cast<A>(w[i]) - scale * Clip(rs * static_cast<A>(g[i]), cb), add);
+          Put(o, i, f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), scale), add);
         }
       }
     });

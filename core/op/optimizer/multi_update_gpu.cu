@@ -3,7 +3,7 @@
 // preloaded_multi_* forms; multi_update.cc: _multi_adamw_update, _multi_mp_adamw_update,
 // _multi_lamb_update, _multi_mp_lamb_update, _contrib_group_adagrad_update).
 // A group of parameters is updated by one kernel launch (one per kMaxTensors tensors and
-// per weight dtype, see optimizer_gpu.cuh), with the CPU kernels' formulas term for term.
+// per weight dtype, see optimizer_gpu.cuh), running the CPU kernels' formulas (update_math.h).
 // The preloaded forms' learning rates and weight decays, and AdamW's rescale factor, stay
 // on the device and are read by the kernel.
 #include <algorithm>
@@ -107,39 +107,30 @@ void LaunchSGD(const std::vector<TensorEntry>& e, const float* lrs, const float*
   constexpr int kOut = 2 + (MOM ? 1 : 0) + (MP ? 1 : 0);
   using A = std::conditional_t<MP, float, typename AccType<T>::type>;
   LaunchMulti<5>(e, s, [=] __device__(const Table<5>& t, int k, int64_t i) {
-    const A lr = static_cast<A>(lrs ? static_cast<double>(lrs[t.index[k]]) : t.lr[k]);
-    const A wd = static_cast<A>(wds ? static_cast<double>(wds[t.index[k]]) : t.wd[k]);
-    // Every capture is first used here: extended lambdas may not first capture inside an
-    // if constexpr branch.
-    const A rs = static_cast<A>(rescale), cb = ClipBound<A>(clip), mu = static_cast<A>(momentum);
+    // The rates as the CPU receives them (doubles, from the float32 arrays of the
+    // preloaded forms). Every capture is first used here: extended lambdas may not first
+    // capture inside an if constexpr branch.
+    const double lr = lrs ? static_cast<double>(lrs[t.index[k]]) : t.lr[k];
+    const double wd = wds ? static_cast<double>(wds[t.index[k]]) : t.wd[k];
+    const double mu = momentum, rs = rescale, cb = clip;
     const T* g = static_cast<const T*>(t.ptr[k][1]);
     T* o = static_cast<T*>(t.ptr[k][kOut]);
-    const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-    if constexpr (MP) {
-      float* w32 = static_cast<float*>(t.ptr[k][MOM ? 3 : 2]);
-      if constexpr (MOM) {
-        float* mom = static_cast<float*>(t.ptr[k][2]);
-        const float m = mu * mom[i] - lr * wd * w32[i] - lr * gr;
-        const float nw = w32[i] + m;
-        mom[i] = m;
-        w32[i] = nw;
-        Put(o, i, nw, t.add[k]);
-      } else {
-        const float nw = (1.f - lr * wd) * w32[i] - lr * gr;
-        w32[i] = nw;
-        Put(o, i, nw, t.add[k]);
-      }
+    const A gi = static_cast<A>(g[i]);
+    // The momentum and master-copy states are A (float for MP) in both forms.
+    using S = std::conditional_t<MP, float, T>;
+    S* w32 = MP ? static_cast<S*>(t.ptr[k][MOM ? 3 : 2]) : nullptr;
+    const A wi = MP ? static_cast<A>(w32[i]) : static_cast<A>(static_cast<const T*>(t.ptr[k][0])[i]);
+    A nw;
+    if constexpr (MOM) {
+      S* mom = static_cast<S*>(t.ptr[k][2]);
+      A m = static_cast<A>(mom[i]);
+      nw = optim::SGDMom<A>(lr, mu, wd, rs, cb).Step(wi, gi, m);
+      mom[i] = static_cast<S>(m);
     } else {
-      const A wi = static_cast<A>(static_cast<const T*>(t.ptr[k][0])[i]);
-      if constexpr (MOM) {
-        T* mom = static_cast<T*>(t.ptr[k][2]);
-        const A m = mu * static_cast<A>(mom[i]) - lr * wd * wi - lr * gr;
-        mom[i] = static_cast<T>(m);
-        Put(o, i, wi + m, t.add[k]);
-      } else {
-        Put(o, i, (A(1) - lr * wd) * wi - lr * gr, t.add[k]);
-      }
+      nw = optim::SGD<A>(lr, wd, rs, cb).Step(wi, gi);
     }
+    if (MP) w32[i] = static_cast<S>(nw);
+    Put(o, i, nw, t.add[k]);
   }, name);
 }
 
@@ -191,7 +182,7 @@ void LaunchAdamW(const std::vector<TensorEntry>& e, const R* scale, const MultiA
     const double sd = static_cast<double>(static_cast<typename AccType<R>::type>(scale[0]));
     const T* w = static_cast<const T*>(t.ptr[k][0]);
     T* o = static_cast<T*>(t.ptr[k][kOut]);
-    if (!isfinite(sd) || sd == 0) {
+    if (optim::AdamWSkips(sd)) {
       Put(o, i, static_cast<typename AccType<T>::type>(w[i]), t.add[k]);
       return;
     }
@@ -199,16 +190,12 @@ void LaunchAdamW(const std::vector<TensorEntry>& e, const R* scale, const MultiA
     M* mean = static_cast<M*>(t.ptr[k][2]);
     M* var = static_cast<M*>(t.ptr[k][3]);
     M* w32 = MP ? static_cast<M*>(t.ptr[k][4]) : nullptr;
-    const A a_lr = static_cast<A>(t.lr[k]), a_eta = static_cast<A>(t.eta[k]), a_wd = static_cast<A>(t.wd[k]);
-    const A b1 = static_cast<A>(b1d), b2 = static_cast<A>(b2d), eps = static_cast<A>(epsd);
-    const A rs = static_cast<A>(sd), cb = ClipBound<A>(clip);
+    const optim::AdamW<A> f(t.lr[k], b1d, b2d, epsd, t.wd[k], t.eta[k], sd, clip);
     const A wi = w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i]);
-    const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-    const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
-    const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+    A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+    const A nw = f.Step(wi, static_cast<A>(g[i]), m, v);
     mean[i] = static_cast<M>(m);
     var[i] = static_cast<M>(v);
-    const A nw = wi - a_eta * (a_lr * m / (sqrt(v) + eps) + a_wd * wi);
     if (w32) w32[i] = static_cast<M>(nw);
     Put(o, i, nw, t.add[k]);
   }, name);
@@ -273,18 +260,14 @@ __global__ void __launch_bounds__(cuda::kBlockThreads) MultiLambKernel(const Lam
   M* var = static_cast<M*>(t.ptr[k][3]);
   M* w32 = static_cast<M*>(t.ptr[k][4]);
   T* o = static_cast<T*>(t.ptr[k][5]);
-  const A b1 = static_cast<A>(c.beta1), b2 = static_cast<A>(c.beta2), eps = static_cast<A>(c.epsilon);
-  const A wd = static_cast<A>(t.wd[k]), rs = static_cast<A>(c.rescale), cb = ClipBound<A>(c.clip);
-  const A c1 = static_cast<A>(t.c1[k]), c2 = static_cast<A>(t.c2[k]);
+  const optim::LambDirection<A> f(c.beta1, c.beta2, c.epsilon, t.wd[k], c.rescale, c.clip, t.c1[k], t.c2[k]);
   double ssw = 0, ssd = 0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     const A wi = w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i]);
-    const A g = Clip(rs * static_cast<A>(gr[i]), cb);
-    const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * g;
-    const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * g * g;
+    A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+    const A d = f.Step(wi, static_cast<A>(gr[i]), m, v);
     mean[i] = static_cast<M>(m);
     var[i] = static_cast<M>(v);
-    const A d = (m * c1) / (sqrt(v * c2) + eps) + wd * wi;
     const double wv = static_cast<double>(static_cast<typename AccType<T>::type>(w[i]));
     ssw += wv * wv;
     ssd += static_cast<double>(d) * static_cast<double>(d);
@@ -299,15 +282,12 @@ __global__ void __launch_bounds__(cuda::kBlockThreads) MultiLambKernel(const Lam
     }
     __syncthreads();
   }
-  double r1 = sqrt(ssw_part[0]);
-  const double r2 = sqrt(ssd_part[0]);
-  if (c.lower >= 0) r1 = r1 < c.lower ? c.lower : r1;
-  if (c.upper >= 0) r1 = c.upper < r1 ? c.upper : r1;
-  const A step = static_cast<A>(t.lr[k] * ((r1 == 0 || r2 == 0) ? 1.0 : r1 / r2));
+  // The norms and the step size in double, then rounded once to A, as on the CPU.
+  const A step = static_cast<A>(optim::LambStepSize(optim::Sqrt(ssw_part[0]), optim::Sqrt(ssd_part[0]), t.lr[k],
+                                                    c.lower, c.upper));
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     const A wi = w32 ? static_cast<A>(w32[i]) : static_cast<A>(w[i]);
-    const A d = (static_cast<A>(mean[i]) * c1) / (sqrt(static_cast<A>(var[i]) * c2) + eps) + wd * wi;
-    const A nw = wi - step * d;
+    const A nw = optim::LambApply(wi, f.Direction(wi, static_cast<A>(mean[i]), static_cast<A>(var[i])), step);
     if (w32) w32[i] = static_cast<M>(nw);
     Put(o, i, nw, t.add[k]);
   }
@@ -327,8 +307,8 @@ void LaunchLamb(const std::vector<TensorEntry>& e, const MultiLAMBParam& p, cuda
       t.wd[j] = te.wd;
       // The bias corrections of the tensor's own step count, once per tensor as on the CPU.
       const double steps = te.eta;
-      t.c1[j] = p.bias_correction ? 1.0 / (1.0 - std::pow(p.beta1, steps)) : 1.0;
-      t.c2[j] = p.bias_correction ? 1.0 / (1.0 - std::pow(p.beta2, steps)) : 1.0;
+      t.c1[j] = optim::LambCorrection(p.bias_correction, p.beta1, steps);
+      t.c2[j] = optim::LambCorrection(p.bias_correction, p.beta2, steps);
       t.add[j] = te.add;
     }
     MultiLambKernel<T, M><<<static_cast<unsigned>(count), cuda::kBlockThreads, 0, s>>>(t, c);
@@ -375,10 +355,10 @@ __global__ void __launch_bounds__(cuda::kBlockThreads)
   using A = typename AccType<T>::type;
   __shared__ A part[cuda::kBlockThreads];
   const int64_t r = blockIdx.x;
-  const A lr = static_cast<A>(lr_d), rs = static_cast<A>(rs_d), cb = ClipBound<A>(clip), eps = static_cast<A>(eps_d);
+  const optim::GroupAdagrad<A> f(lr_d, eps_d, rs_d, clip);
   A ss = 0;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const A gi = Clip(rs * static_cast<A>(g[r * cols + c]), cb);
+    const A gi = f.grad(static_cast<A>(g[r * cols + c]));
     ss += gi * gi;
   }
   part[threadIdx.x] = ss;
@@ -387,11 +367,11 @@ __global__ void __launch_bounds__(cuda::kBlockThreads)
     if (static_cast<int>(threadIdx.x) < stride) part[threadIdx.x] += part[threadIdx.x + stride];
     __syncthreads();
   }
-  const A h = static_cast<A>(hist[r]) + part[0] / static_cast<A>(cols);
-  const A scale = lr / sqrt(h + eps);
+  const A h = f.History(static_cast<A>(hist[r]), part[0], cols);
+  const A scale = f.Scale(h);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const int64_t i = r * cols + c;
-    Put(o, i, static_cast<A>(w[i]) - scale * Clip(rs * static_cast<A>(g[i]), cb), add);
+    Put(o, i, f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), scale), add);
   }
   // Every thread has read hist[r] (above, after the reduction's barriers); one writes it.
   __syncthreads();

@@ -1,7 +1,6 @@
-// Shared pieces of the GPU update operators (core/op/optimizer/*_gpu.cu): device versions
-// of the helpers in optimizer_op.h, written to round and treat NaN exactly as the CPU ones
-// do, and the multi-tensor launcher, which updates a whole group of parameters in one
-// kernel launch.
+// Shared pieces of the GPU update operators (core/op/optimizer/*_gpu.cu): the elementwise
+// and multi-tensor launchers, which run the formulas of update_math.h (the CPU kernels'
+// own) over one parameter or a whole group of parameters in one kernel launch.
 //
 // Multi-tensor launches: the host fills a table (a kernel parameter passed by value, so no
 // copy to the device and no synchronisation) with the pointers, sizes, per-tensor rates and
@@ -15,6 +14,7 @@
 
 #include "core/base/cuda_utils.h"
 #include "core/base/dtype.h"
+#include "core/op/optimizer/update_math.h"
 #include "core/op/registry.h"
 
 // The dtypes the GPU updates are built for (the floating ones the CPU kernels take; float16
@@ -34,28 +34,8 @@ namespace weft {
 namespace op {
 namespace optim_gpu {
 
-// As optim::ClipBound: a negative bound means no clipping.
-template <typename A>
-__host__ __device__ inline A ClipBound(double clip) {
-  return clip >= 0 ? static_cast<A>(clip) : static_cast<A>(INFINITY);
-}
-
-// std::min(std::max(x, -b), b) spelled out, so that NaN passes through as on the CPU.
-template <typename A>
-__device__ inline A Clip(A x, A b) {
-  const A lo = x < -b ? -b : x;
-  return b < lo ? b : lo;
-}
-
-template <typename A>
-__device__ inline A Sign(A x) {
-  return static_cast<A>((x > A(0)) - (x < A(0)));
-}
-
-template <typename T, typename A>
-__device__ inline void Put(T* out, int64_t i, A v, bool add) {
-  out[i] = add ? static_cast<T>(static_cast<A>(out[i]) + v) : static_cast<T>(v);
-}
+// The formulas and the store are update_math.h's, the CPU kernels' own.
+using optim::Put;
 
 template <typename F>
 __global__ void ForEachKernel(int64_t n, F f) {

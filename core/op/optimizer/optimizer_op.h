@@ -6,7 +6,8 @@
 //
 // Every kernel computes in the accumulation type of the weight (float for float16, the
 // type itself for float32 and float64) and takes the hyper-parameters as doubles converted
-// once to that type, so float32 updates round like MXNet's float kernels.
+// once to that type, so float32 updates round like MXNet's float kernels. The formulas
+// themselves are in update_math.h, shared with the CUDA kernels.
 #pragma once
 
 #include <algorithm>
@@ -16,34 +17,11 @@
 #include <vector>
 
 #include "core/op/op_util.h"
+#include "core/op/optimizer/update_math.h"
 
 namespace weft {
 namespace op {
 namespace optim {
-
-// MXNet's convention: a negative clip_gradient means "no clipping". Clipping against an
-// infinite bound leaves every value (NaN included) as it is, so the loops need no branch.
-template <typename A>
-inline A ClipBound(double clip) {
-  return clip >= 0 ? static_cast<A>(clip) : std::numeric_limits<A>::infinity();
-}
-
-template <typename A>
-inline A Clip(A x, A bound) {
-  return std::min(std::max(x, -bound), bound);
-}
-
-template <typename A>
-inline A Sign(A x) {
-  return static_cast<A>((x > A(0)) - (x < A(0)));
-}
-
-// Writes the new weight `v` into out[i] as the request says (kNullOp never reaches the
-// kernels: an update whose weight output is not wanted does nothing, as in MXNet).
-template <typename T, typename A>
-inline void Put(T* out, int64_t i, A v, bool add) {
-  out[i] = add ? static_cast<T>(static_cast<A>(out[i]) + v) : static_cast<T>(v);
-}
 
 // Runs body(i) for every element, split over threads for large arrays. Bodies capture by
 // value and each range runs on its own copy: the pointers and hyper-parameters then live

@@ -102,11 +102,8 @@ WEFT_PARAM_SCHEMA(PreloadedMultiSGDMomParam, s) {
 
 namespace {
 
-using optim::Clip;
-using optim::ClipBound;
 using optim::ForEach;
 using optim::Put;
-using optim::Sign;
 
 // ---------------------------------------------------------------- kernels
 // One per formula, shared by the single- and multi-tensor operators. `w` and `out` may be
@@ -119,11 +116,8 @@ void SGDKernel(const TBlob& weight, const TBlob& grad, const TBlob& out, bool ad
   const T* w = weight.ptr<T>();
   const T* g = grad.ptr<T>();
   T* o = out.ptr<T>();
-  const A a_lr = static_cast<A>(lr), decay = A(1) - a_lr * static_cast<A>(wd), rs = static_cast<A>(rescale);
-  const A cb = ClipBound<A>(clip);
-  ForEach(weight.Size(), [=](int64_t i) {
-    Put(o, i, decay * static_cast<A>(w[i]) - a_lr * Clip(rs * static_cast<A>(g[i]), cb), add);
-  });
+  const optim::SGD<A> f(lr, wd, rescale, clip);
+  ForEach(weight.Size(), [=](int64_t i) { Put(o, i, f.Step(static_cast<A>(w[i]), static_cast<A>(g[i])), add); });
 }
 
 template <typename T>
@@ -134,13 +128,12 @@ void SGDMomKernel(const TBlob& weight, const TBlob& grad, const TBlob& mom_blob,
   const T* g = grad.ptr<T>();
   T* mom = mom_blob.ptr<T>();
   T* o = out.ptr<T>();
-  const A a_lr = static_cast<A>(lr), mu = static_cast<A>(momentum), lr_wd = a_lr * static_cast<A>(wd);
-  const A rs = static_cast<A>(rescale), cb = ClipBound<A>(clip);
+  const optim::SGDMom<A> f(lr, momentum, wd, rescale, clip);
   ForEach(weight.Size(), [=](int64_t i) {
-    const A wi = static_cast<A>(w[i]);
-    const A m = mu * static_cast<A>(mom[i]) - lr_wd * wi - a_lr * Clip(rs * static_cast<A>(g[i]), cb);
+    A m = static_cast<A>(mom[i]);
+    const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m);
     mom[i] = static_cast<T>(m);
-    Put(o, i, wi + m, add);
+    Put(o, i, nw, add);
   });
 }
 
@@ -152,10 +145,9 @@ void MPSGDKernel(const TBlob& grad, const TBlob& w32_blob, const TBlob& out, boo
   const T* g = grad.ptr<T>();
   float* w32 = w32_blob.ptr<float>();
   T* o = out.ptr<T>();
-  const float a_lr = static_cast<float>(lr), decay = 1.f - a_lr * static_cast<float>(wd);
-  const float rs = static_cast<float>(rescale), cb = ClipBound<float>(clip);
+  const optim::SGD<float> f(lr, wd, rescale, clip);
   ForEach(grad.Size(), [=](int64_t i) {
-    const float nw = decay * w32[i] - a_lr * Clip(rs * static_cast<float>(g[i]), cb);
+    const float nw = f.Step(w32[i], static_cast<float>(g[i]));
     w32[i] = nw;
     Put(o, i, nw, add);
   });
@@ -168,11 +160,10 @@ void MPSGDMomKernel(const TBlob& grad, const TBlob& mom_blob, const TBlob& w32_b
   float* mom = mom_blob.ptr<float>();
   float* w32 = w32_blob.ptr<float>();
   T* o = out.ptr<T>();
-  const float a_lr = static_cast<float>(lr), mu = static_cast<float>(momentum), lr_wd = a_lr * static_cast<float>(wd);
-  const float rs = static_cast<float>(rescale), cb = ClipBound<float>(clip);
+  const optim::SGDMom<float> f(lr, momentum, wd, rescale, clip);
   ForEach(grad.Size(), [=](int64_t i) {
-    const float m = mu * mom[i] - lr_wd * w32[i] - a_lr * Clip(rs * static_cast<float>(g[i]), cb);
-    const float nw = w32[i] + m;
+    float m = mom[i];
+    const float nw = f.Step(w32[i], static_cast<float>(g[i]), m);
     mom[i] = m;
     w32[i] = nw;
     Put(o, i, nw, add);
@@ -230,14 +221,12 @@ void NAGMomUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::ve
     const T* g = in[1].ptr<T>();
     T* mom = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), mu = static_cast<A>(p.momentum), wd = static_cast<A>(p.wd);
-    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::NAG<A> f(p.lr, p.momentum, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A step = Clip(rs * static_cast<A>(g[i]), cb) + wd * wi;
-      const A m = mu * static_cast<A>(mom[i]) + step;
+      A m = static_cast<A>(mom[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m);
       mom[i] = static_cast<T>(m);
-      Put(o, i, wi - lr * (mu * m + step), add);
+      Put(o, i, nw, add);
     });
   });
 }
@@ -252,13 +241,10 @@ void MPNAGMomUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::
     float* mom = in[2].ptr<float>();
     float* w32 = in[3].ptr<float>();
     T* o = out[0].ptr<T>();
-    const float lr = static_cast<float>(p.lr), mu = static_cast<float>(p.momentum), wd = static_cast<float>(p.wd);
-    const float rs = static_cast<float>(p.rescale_grad), cb = ClipBound<float>(p.clip_gradient);
+    const optim::NAG<float> f(p.lr, p.momentum, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const float wi = w32[i];
-      const float step = Clip(rs * static_cast<float>(g[i]), cb) + wd * wi;
-      const float m = mu * mom[i] + step;
-      const float nw = wi - lr * (mu * m + step);
+      float m = mom[i];
+      const float nw = f.Step(w32[i], static_cast<float>(g[i]), m);
       mom[i] = m;
       w32[i] = nw;
       Put(o, i, nw, add);
@@ -276,11 +262,8 @@ void SignSGDUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::v
     const T* w = in[0].ptr<T>();
     const T* g = in[1].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), decay = A(1) - lr * static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
-    // Clipping never changes a sign, so only the rescale (its sign) matters here.
-    ForEach(in[0].Size(), [=](int64_t i) {
-      Put(o, i, decay * static_cast<A>(w[i]) - lr * Sign(rs * static_cast<A>(g[i])), add);
-    });
+    const optim::SignSGD<A> f(p.lr, p.wd, p.rescale_grad);
+    ForEach(in[0].Size(), [=](int64_t i) { Put(o, i, f.Step(static_cast<A>(w[i]), static_cast<A>(g[i])), add); });
   });
 }
 
@@ -295,14 +278,12 @@ void SignumUpdateCompute(const NodeAttrs& attrs, const OpContext&, const std::ve
     const T* g = in[1].ptr<T>();
     T* mom = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), mu = static_cast<A>(p.momentum), one_mu = A(1) - mu;
-    const A wd = static_cast<A>(p.wd), decay = A(1) - lr * static_cast<A>(p.wd_lh);
-    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::Signum<A> f(p.lr, p.momentum, p.wd, p.wd_lh, p.rescale_grad, p.clip_gradient);
     ForEach(in[0].Size(), [=](int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A m = mu * static_cast<A>(mom[i]) - one_mu * wd * wi - one_mu * Clip(rs * static_cast<A>(g[i]), cb);
+      A m = static_cast<A>(mom[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m);
       mom[i] = static_cast<T>(m);
-      Put(o, i, decay * wi + lr * Sign(m), add);
+      Put(o, i, nw, add);
     });
   });
 }

@@ -1,7 +1,7 @@
 // GPU versions of the single-tensor update operators (sgd.cc, adam.cc, adaptive.cc): one
-// elementwise kernel per call, the same formulas as the CPU kernels, term for term, in the
-// same accumulation type (float for float16 and bfloat16 weights), with the hyper-parameters converted
-// from double on the host as the CPU code converts them. Scalars that live in arrays
+// elementwise kernel per call running the CPU kernels' formulas (update_math.h), in the
+// same accumulation type (float for float16 and bfloat16 weights), with the formula built
+// from the double hyper-parameters on the host as the CPU code builds it. Scalars that live in arrays
 // (AdamW's rescale_grad, LAMB's norms) are read by the kernel itself, so nothing waits for
 // the device.
 #include <cmath>
@@ -58,10 +58,9 @@ void SGDUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vecto
     const T* w = in[0].ptr<T>();
     const T* g = in[1].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), decay = A(1) - lr * static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
-    const A cb = ClipBound<A>(p.clip_gradient);
+    const optim::SGD<A> f(p.lr, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      Put(o, i, decay * static_cast<A>(w[i]) - lr * Clip(rs * static_cast<A>(g[i]), cb), add);
+      Put(o, i, f.Step(static_cast<A>(w[i]), static_cast<A>(g[i])), add);
     }, name);
   });
 }
@@ -76,13 +75,12 @@ void SGDMomUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
     const T* g = in[1].ptr<T>();
     T* mom = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), mu = static_cast<A>(p.momentum), lr_wd = lr * static_cast<A>(p.wd);
-    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::SGDMom<A> f(p.lr, p.momentum, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A m = mu * static_cast<A>(mom[i]) - lr_wd * wi - lr * Clip(rs * static_cast<A>(g[i]), cb);
+      A m = static_cast<A>(mom[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m);
       mom[i] = static_cast<T>(m);
-      Put(o, i, wi + m, add);
+      Put(o, i, nw, add);
     }, name);
   });
 }
@@ -95,10 +93,9 @@ void MPSGDUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
     const T* g = in[1].ptr<T>();
     float* w32 = in[2].ptr<float>();
     T* o = out[0].ptr<T>();
-    const float lr = static_cast<float>(p.lr), decay = 1.f - lr * static_cast<float>(p.wd);
-    const float rs = static_cast<float>(p.rescale_grad), cb = ClipBound<float>(p.clip_gradient);
+    const optim::SGD<float> f(p.lr, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const float nw = decay * w32[i] - lr * Clip(rs * static_cast<float>(g[i]), cb);
+      const float nw = f.Step(w32[i], static_cast<float>(g[i]));
       w32[i] = nw;
       Put(o, i, nw, add);
     }, name);
@@ -114,12 +111,10 @@ void MPSGDMomUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::
     float* mom = in[2].ptr<float>();
     float* w32 = in[3].ptr<float>();
     T* o = out[0].ptr<T>();
-    const float lr = static_cast<float>(p.lr), mu = static_cast<float>(p.momentum);
-    const float lr_wd = lr * static_cast<float>(p.wd);
-    const float rs = static_cast<float>(p.rescale_grad), cb = ClipBound<float>(p.clip_gradient);
+    const optim::SGDMom<float> f(p.lr, p.momentum, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const float m = mu * mom[i] - lr_wd * w32[i] - lr * Clip(rs * static_cast<float>(g[i]), cb);
-      const float nw = w32[i] + m;
+      float m = mom[i];
+      const float nw = f.Step(w32[i], static_cast<float>(g[i]), m);
       mom[i] = m;
       w32[i] = nw;
       Put(o, i, nw, add);
@@ -137,14 +132,12 @@ void NAGMomUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
     const T* g = in[1].ptr<T>();
     T* mom = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), mu = static_cast<A>(p.momentum), wd = static_cast<A>(p.wd);
-    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::NAG<A> f(p.lr, p.momentum, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A step = Clip(rs * static_cast<A>(g[i]), cb) + wd * wi;
-      const A m = mu * static_cast<A>(mom[i]) + step;
+      A m = static_cast<A>(mom[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m);
       mom[i] = static_cast<T>(m);
-      Put(o, i, wi - lr * (mu * m + step), add);
+      Put(o, i, nw, add);
     }, name);
   });
 }
@@ -158,13 +151,10 @@ void MPNAGMomUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::
     float* mom = in[2].ptr<float>();
     float* w32 = in[3].ptr<float>();
     T* o = out[0].ptr<T>();
-    const float lr = static_cast<float>(p.lr), mu = static_cast<float>(p.momentum), wd = static_cast<float>(p.wd);
-    const float rs = static_cast<float>(p.rescale_grad), cb = ClipBound<float>(p.clip_gradient);
+    const optim::NAG<float> f(p.lr, p.momentum, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const float wi = w32[i];
-      const float step = Clip(rs * static_cast<float>(g[i]), cb) + wd * wi;
-      const float m = mu * mom[i] + step;
-      const float nw = wi - lr * (mu * m + step);
+      float m = mom[i];
+      const float nw = f.Step(w32[i], static_cast<float>(g[i]), m);
       mom[i] = m;
       w32[i] = nw;
       Put(o, i, nw, add);
@@ -181,10 +171,9 @@ void SignSGDUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::v
     const T* w = in[0].ptr<T>();
     const T* g = in[1].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), decay = A(1) - lr * static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
-    // Clipping never changes a sign: only the rescale matters, as on the CPU.
+    const optim::SignSGD<A> f(p.lr, p.wd, p.rescale_grad);
     ForEach(n, s, [=] __device__(int64_t i) {
-      Put(o, i, decay * static_cast<A>(w[i]) - lr * Sign(rs * static_cast<A>(g[i])), add);
+      Put(o, i, f.Step(static_cast<A>(w[i]), static_cast<A>(g[i])), add);
     }, name);
   });
 }
@@ -199,14 +188,12 @@ void SignumUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
     const T* g = in[1].ptr<T>();
     T* mom = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), mu = static_cast<A>(p.momentum), one_mu = A(1) - mu;
-    const A wd = static_cast<A>(p.wd), decay = A(1) - lr * static_cast<A>(p.wd_lh);
-    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::Signum<A> f(p.lr, p.momentum, p.wd, p.wd_lh, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A m = mu * static_cast<A>(mom[i]) - one_mu * wd * wi - one_mu * Clip(rs * static_cast<A>(g[i]), cb);
+      A m = static_cast<A>(mom[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m);
       mom[i] = static_cast<T>(m);
-      Put(o, i, decay * wi + lr * Sign(m), add);
+      Put(o, i, nw, add);
     }, name);
   });
 }
@@ -222,17 +209,13 @@ void AdamUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vect
     T* mean = in[2].ptr<T>();
     T* var = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2);
-    const A eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
-    const A cb = ClipBound<A>(p.clip_gradient);
+    const optim::Adam<A> f(p.lr, p.beta1, p.beta2, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
-      const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
-      const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+      A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m, v);
       mean[i] = static_cast<T>(m);
       var[i] = static_cast<T>(v);
-      Put(o, i, wi - lr * m / (sqrt(v) + eps), add);
+      Put(o, i, nw, add);
     }, name);
   });
 }
@@ -251,24 +234,23 @@ void AdamWUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
       T* mean = in[2].ptr<T>();
       T* var = in[3].ptr<T>();
       T* o = out[0].ptr<T>();
-      const A lr = static_cast<A>(p.lr), b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2);
-      const A eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd), eta = static_cast<A>(p.eta);
-      const A cb = ClipBound<A>(p.clip_gradient);
+      // Built with a rescale of 1: each thread sets the factor it reads from the device.
+      const optim::AdamW<A> base(p.lr, p.beta1, p.beta2, p.epsilon, p.wd, p.eta, 1.0, p.clip_gradient);
       ForEach(n, s, [=] __device__(int64_t i) {
         // The factor is read in double first, as the CPU's skip test reads it.
         const double sd = static_cast<double>(static_cast<typename AccType<R>::type>(scale[0]));
         const A wi = static_cast<A>(w[i]);
-        if (!isfinite(sd) || sd == 0) {
+        if (optim::AdamWSkips(sd)) {
           Put(o, i, wi, add);
           return;
         }
-        const A rs = static_cast<A>(sd);
-        const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-        const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
-        const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+        optim::AdamW<A> f = base;
+        f.grad.rs = static_cast<A>(sd);
+        A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+        const A nw = f.Step(wi, static_cast<A>(g[i]), m, v);
         mean[i] = static_cast<T>(m);
         var[i] = static_cast<T>(v);
-        Put(o, i, wi - eta * (lr * m / (sqrt(v) + eps) + wd * wi), add);
+        Put(o, i, nw, add);
       }, name);
     });
   });
@@ -287,23 +269,20 @@ void MPAdamWUpdateGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::v
     float* var = in[3].ptr<float>();
     float* w32 = in[4].ptr<float>();
     T* o = out[0].ptr<T>();
-    const float lr = static_cast<float>(p.lr), b1 = static_cast<float>(p.beta1), b2 = static_cast<float>(p.beta2);
-    const float eps = static_cast<float>(p.epsilon), wd = static_cast<float>(p.wd), eta = static_cast<float>(p.eta);
-    const float cb = ClipBound<float>(p.clip_gradient);
+    const optim::AdamW<float> base(p.lr, p.beta1, p.beta2, p.epsilon, p.wd, p.eta, 1.0, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
       const float rs = scale[0];
-      if (!isfinite(rs) || rs == 0.f) {
+      if (optim::AdamWSkips(static_cast<double>(rs))) {
         // The CPU copies the weight itself (not the master copy) on a skipped step.
         Put(o, i, static_cast<typename AccType<T>::type>(w[i]), add);
         return;
       }
-      const float wi = w32[i];
-      const float gr = Clip(rs * static_cast<float>(g[i]), cb);
-      const float m = b1 * mean[i] + (1.f - b1) * gr;
-      const float v = b2 * var[i] + (1.f - b2) * gr * gr;
+      optim::AdamW<float> f = base;
+      f.grad.rs = rs;
+      float m = mean[i], v = var[i];
+      const float nw = f.Step(w32[i], static_cast<float>(g[i]), m, v);
       mean[i] = m;
       var[i] = v;
-      const float nw = wi - eta * (lr * m / (sqrt(v) + eps) + wd * wi);
       w32[i] = nw;
       Put(o, i, nw, add);
     }, name);
@@ -321,17 +300,15 @@ void LambPhase1GPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vect
     T* mean = in[2].ptr<T>();
     T* var = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2), eps = static_cast<A>(p.epsilon);
-    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
-    const A c1 = p.bias_correction ? static_cast<A>(1.0 / (1.0 - std::pow(p.beta1, p.t))) : A(1);
-    const A c2 = p.bias_correction ? static_cast<A>(1.0 / (1.0 - std::pow(p.beta2, p.t))) : A(1);
+    const optim::LambDirection<A> f(p.beta1, p.beta2, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient,
+                                    optim::LambCorrection(p.bias_correction, p.beta1, p.t),
+                                    optim::LambCorrection(p.bias_correction, p.beta2, p.t));
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-      const A m = b1 * static_cast<A>(mean[i]) + (A(1) - b1) * gr;
-      const A v = b2 * static_cast<A>(var[i]) + (A(1) - b2) * gr * gr;
+      A m = static_cast<A>(mean[i]), v = static_cast<A>(var[i]);
+      const A d = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), m, v);
       mean[i] = static_cast<T>(m);
       var[i] = static_cast<T>(v);
-      Put(o, i, (m * c1) / (sqrt(v * c2) + eps) + wd * static_cast<A>(w[i]), add);
+      Put(o, i, d, add);
     }, name);
   });
 }
@@ -348,30 +325,17 @@ void MPLambPhase1GPU(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
     float* var = in[3].ptr<float>();
     const float* w32 = in[4].ptr<float>();
     float* o = out[0].ptr<float>();
-    const float b1 = static_cast<float>(p.beta1), b2 = static_cast<float>(p.beta2);
-    const float eps = static_cast<float>(p.epsilon), wd = static_cast<float>(p.wd);
-    const float rs = static_cast<float>(p.rescale_grad), cb = ClipBound<float>(p.clip_gradient);
-    const float c1 = p.bias_correction ? static_cast<float>(1.0 / (1.0 - std::pow(p.beta1, p.t))) : 1.f;
-    const float c2 = p.bias_correction ? static_cast<float>(1.0 / (1.0 - std::pow(p.beta2, p.t))) : 1.f;
+    const optim::LambDirection<float> f(p.beta1, p.beta2, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient,
+                                        optim::LambCorrection(p.bias_correction, p.beta1, p.t),
+                                        optim::LambCorrection(p.bias_correction, p.beta2, p.t));
     ForEach(n, s, [=] __device__(int64_t i) {
-      const float gr = Clip(rs * static_cast<float>(g[i]), cb);
-      const float m = b1 * mean[i] + (1.f - b1) * gr;
-      const float v = b2 * var[i] + (1.f - b2) * gr * gr;
+      float m = mean[i], v = var[i];
+      const float d = f.Step(w32[i], static_cast<float>(g[i]), m, v);
       mean[i] = m;
       var[i] = v;
-      Put(o, i, (m * c1) / (sqrt(v * c2) + eps) + wd * w32[i], add);
+      Put(o, i, d, add);
     }, name);
   });
-}
-
-// LAMB's trust ratio from the two norms, as the CPU computes it: r1 bounded, 1 when
-// either norm is zero.
-template <typename A>
-__device__ inline A LambStep(A r1, A r2, double lr, double lower, double upper) {
-  if (lower >= 0) r1 = r1 < static_cast<A>(lower) ? static_cast<A>(lower) : r1;
-  if (upper >= 0) r1 = static_cast<A>(upper) < r1 ? static_cast<A>(upper) : r1;
-  const A ratio = (r1 == A(0) || r2 == A(0)) ? A(1) : r1 / r2;
-  return static_cast<A>(lr) * ratio;
 }
 
 void LambPhase2GPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
@@ -391,8 +355,8 @@ void LambPhase2GPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vect
     const T* r2 = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A step = LambStep(static_cast<A>(r1[0]), static_cast<A>(r2[0]), lr, lower, upper);
-      Put(o, i, static_cast<A>(w[i]) - step * static_cast<A>(g[i]), add);
+      const A step = optim::LambStepSize(static_cast<A>(r1[0]), static_cast<A>(r2[0]), lr, lower, upper);
+      Put(o, i, optim::LambApply(static_cast<A>(w[i]), static_cast<A>(g[i]), step), add);
     }, name);
   });
 }
@@ -417,8 +381,8 @@ void MPLambPhase2GPU(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
     float* w32 = in[4].ptr<float>();
     T* o = out[0].ptr<T>();
     ForEach(n, s, [=] __device__(int64_t i) {
-      const float step = LambStep(r1[0], r2[0], lr, lower, upper);
-      const float nw = w32[i] - step * g[i];
+      const float step = optim::LambStepSize(r1[0], r2[0], lr, lower, upper);
+      const float nw = optim::LambApply(w32[i], g[i], step);
       w32[i] = nw;
       Put(o, i, nw, add);
     }, name);
@@ -435,15 +399,12 @@ void RMSPropGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<
     const T* g = in[1].ptr<T>();
     T* nst = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), g1 = static_cast<A>(p.gamma1), eps = static_cast<A>(p.epsilon);
-    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
-    const A cb = ClipBound<A>(p.clip_gradient), cw = ClipBound<A>(p.clip_weights);
+    const optim::RMSProp<A> f(p.lr, p.gamma1, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient, p.clip_weights);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
-      const A ni = (A(1) - g1) * gr * gr + g1 * static_cast<A>(nst[i]);
+      A ni = static_cast<A>(nst[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), ni);
       nst[i] = static_cast<T>(ni);
-      Put(o, i, Clip(wi - lr * gr / sqrt(ni + eps), cw), add);
+      Put(o, i, nw, add);
     }, name);
   });
 }
@@ -460,19 +421,15 @@ void RMSPropAlexGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
     T* gm = in[3].ptr<T>();
     T* delta = in[4].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), g1 = static_cast<A>(p.gamma1), g2 = static_cast<A>(p.gamma2);
-    const A eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad);
-    const A cb = ClipBound<A>(p.clip_gradient), cw = ClipBound<A>(p.clip_weights);
+    const optim::RMSPropAlex<A> f(p.lr, p.gamma1, p.gamma2, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient,
+                                  p.clip_weights);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
-      const A ni = (A(1) - g1) * gr * gr + g1 * static_cast<A>(nst[i]);
-      const A gi = (A(1) - g1) * gr + g1 * static_cast<A>(gm[i]);
-      const A di = g2 * static_cast<A>(delta[i]) - lr * gr / sqrt(ni - gi * gi + eps);
+      A ni = static_cast<A>(nst[i]), gi = static_cast<A>(gm[i]), di = static_cast<A>(delta[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), ni, gi, di);
       nst[i] = static_cast<T>(ni);
       gm[i] = static_cast<T>(gi);
       delta[i] = static_cast<T>(di);
-      Put(o, i, Clip(wi + di, cw), add);
+      Put(o, i, nw, add);
     }, name);
   });
 }
@@ -487,14 +444,12 @@ void AdagradGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<
     const T* g = in[1].ptr<T>();
     T* h = in[2].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd);
-    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::Adagrad<A> f(p.lr, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-      const A hi = static_cast<A>(h[i]) + gr * gr;
+      A hi = static_cast<A>(h[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), hi);
       h[i] = static_cast<T>(hi);
-      Put(o, i, wi - lr * (gr / sqrt(hi + eps) + wd * wi), add);
+      Put(o, i, nw, add);
     }, name);
   });
 }
@@ -510,16 +465,13 @@ void AdaDeltaGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector
     T* acc_g = in[2].ptr<T>();
     T* acc_d = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A rho = static_cast<A>(p.rho), eps = static_cast<A>(p.epsilon), wd = static_cast<A>(p.wd);
-    const A rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::AdaDelta<A> f(p.rho, p.epsilon, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-      const A ag = rho * static_cast<A>(acc_g[i]) + (A(1) - rho) * gr * gr;
-      const A d = sqrt(static_cast<A>(acc_d[i]) + eps) / sqrt(ag + eps) * gr;
+      A ag = static_cast<A>(acc_g[i]), ad = static_cast<A>(acc_d[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), ag, ad);
       acc_g[i] = static_cast<T>(ag);
-      acc_d[i] = static_cast<T>(rho * static_cast<A>(acc_d[i]) + (A(1) - rho) * d * d);
-      Put(o, i, wi - d - wd * wi, add);
+      acc_d[i] = static_cast<T>(ad);
+      Put(o, i, nw, add);
     }, name);
   });
 }
@@ -535,16 +487,12 @@ void FtrlGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBl
     T* z = in[2].ptr<T>();
     T* nst = in[3].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A lr = static_cast<A>(p.lr), l1 = static_cast<A>(p.lamda1), beta = static_cast<A>(p.beta);
-    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_gradient);
+    const optim::Ftrl<A> f(p.lr, p.lamda1, p.beta, p.wd, p.rescale_grad, p.clip_gradient);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A gr = Clip(rs * static_cast<A>(g[i]), cb);
-      const A ni = static_cast<A>(nst[i]);
-      const A nn = ni + gr * gr;
-      const A zi = static_cast<A>(z[i]) + gr - (sqrt(nn) - sqrt(ni)) * static_cast<A>(w[i]) / lr;
+      A zi = static_cast<A>(z[i]), ni = static_cast<A>(nst[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), zi, ni);
       z[i] = static_cast<T>(zi);
-      nst[i] = static_cast<T>(nn);
-      const A nw = fabs(zi) > l1 ? (Sign(zi) * l1 - zi) / ((beta + sqrt(nn)) / lr + wd) : A(0);
+      nst[i] = static_cast<T>(ni);
       Put(o, i, nw, add);
     }, name);
   });
@@ -562,20 +510,14 @@ void FtmlGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBl
     T* v = in[3].ptr<T>();
     T* z = in[4].ptr<T>();
     T* o = out[0].ptr<T>();
-    const A b1 = static_cast<A>(p.beta1), b2 = static_cast<A>(p.beta2), eps = static_cast<A>(p.epsilon);
-    const A wd = static_cast<A>(p.wd), rs = static_cast<A>(p.rescale_grad), cb = ClipBound<A>(p.clip_grad);
-    const A d_scale = static_cast<A>((1.0 - std::pow(p.beta1, p.t)) / p.lr);
-    const A v_scale = static_cast<A>(1.0 / (1.0 - std::pow(p.beta2, p.t)));
+    const optim::Ftml<A> f(p.lr, p.beta1, p.beta2, p.epsilon, p.wd, p.t, p.rescale_grad, p.clip_grad);
     ForEach(n, s, [=] __device__(int64_t i) {
-      const A wi = static_cast<A>(w[i]);
-      const A gr = Clip(rs * static_cast<A>(g[i]) + wd * wi, cb);
-      const A vi = b2 * static_cast<A>(v[i]) + (A(1) - b2) * gr * gr;
-      const A dt = d_scale * (sqrt(vi * v_scale) + eps);
-      const A zi = b1 * static_cast<A>(z[i]) + (A(1) - b1) * gr - (dt - b1 * static_cast<A>(d[i])) * wi;
+      A di = static_cast<A>(d[i]), vi = static_cast<A>(v[i]), zi = static_cast<A>(z[i]);
+      const A nw = f.Step(static_cast<A>(w[i]), static_cast<A>(g[i]), di, vi, zi);
       v[i] = static_cast<T>(vi);
       z[i] = static_cast<T>(zi);
-      d[i] = static_cast<T>(dt);
-      Put(o, i, -zi / dt, add);
+      d[i] = static_cast<T>(di);
+      Put(o, i, nw, add);
     }, name);
   });
 }

@@ -22,6 +22,7 @@ struct QuantizedConvParam : ConvolutionParam {
   bool with_relu = false;
   bool enable_float_output = false;
   bool with_sum = false;
+  bool channel_wise = false;
 };
 
 WEFT_PARAM_SCHEMA(QuantizedConvParam, s) {
@@ -39,6 +40,9 @@ WEFT_PARAM_SCHEMA(QuantizedConvParam, s) {
   s.Field("with_sum", &QuantizedConvParam::with_sum).Default(false)
       .Describe("Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output "
                 "before the relu.");
+  s.Field("channel_wise", &QuantizedConvParam::channel_wise).Default(false)
+      .Describe("min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's "
+                "quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel.");
 }
 
 namespace {
@@ -70,11 +74,24 @@ std::vector<std::string> InputNames(const NodeAttrs& attrs) {
   return names;
 }
 
+// layout NHWC: data, sum and output (n, h, w, c), weights (f, kh, kw, c/g), the layouts of
+// oneDNN's int8 kernels, which the graph pass of mx.contrib.quantization keeps between
+// quantized layers so that no value is reordered at each layer.
+bool ChannelsLast(const QuantizedConvParam& p) { return p.layout == "NHWC"; }
+
 ConvGeom Geom(const NodeAttrs& attrs, const Shape& data) {
-  return ConvolutionGeom(attrs.op->name, attrs.Params<QuantizedConvParam>(), data);
+  const auto& p = attrs.Params<QuantizedConvParam>();
+  if (!ChannelsLast(p)) return ConvolutionGeom(attrs.op->name, p, data);
+  if (data.ndim() != 4)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': with layout NHWC input 'data' must be 4-D (n, h, w, c), got ",
+          data.ToString());
+  ConvolutionParam first = p;
+  first.layout = "NCHW";
+  return ConvolutionGeom(attrs.op->name, first, Shape({data[0], data[3], data[1], data[2]}));
 }
 
-Shape OutShape(const ConvGeom& g) {
+Shape OutShape(const ConvGeom& g, bool channels_last) {
+  if (channels_last) return Shape({g.n, g.out[1], g.out[2], g.f});
   std::vector<int64_t> d{g.n, g.f};
   for (int i = 3 - g.nd; i < 3; ++i) d.push_back(g.out[i]);
   return Shape(d);
@@ -85,17 +102,21 @@ bool QuantizedConvShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vec
   quant::CheckCalib(attrs, CalibOf(p));
   quant::CheckFloatOutput(attrs, CalibOf(p), p.enable_float_output);
   ConvInputs at(p);
-  quant::RangeShapes(attrs, in, at.ranges, at.count - at.ranges - (p.with_sum ? 3 : 0));
+  quant::RangeShapes(attrs, in, at.ranges, 2);
+  quant::WeightRangeShapes(attrs, in, at.ranges + 2, p.channel_wise, static_cast<int64_t>(p.num_filter));
+  if (!p.no_bias) quant::RangeShapes(attrs, in, at.ranges + 4, 2);
   if (p.with_sum) quant::RangeShapes(attrs, in, at.sum + 1, 2);
   if (out->size() == 3) quant::OutputRangeShapes(attrs, out);
   const Shape& data = (*in)[0];
   if (!data.known_ndim()) return false;
   ConvGeom g = Geom(attrs, data);
-  std::vector<int64_t> w{g.f, g.c < 0 ? -1 : g.c / g.g};
+  const int64_t cg = g.c < 0 ? -1 : g.c / g.g;
+  std::vector<int64_t> w{g.f, cg};
   for (int i = 3 - g.nd; i < 3; ++i) w.push_back(g.k[i]);
+  if (ChannelsLast(p)) w = {g.f, g.k[1], g.k[2], cg};
   AssignShape(attrs, in, 1, Shape(w), "input");
   if (!p.no_bias) AssignShape(attrs, in, at.bias, Shape({g.f}), "input");
-  AssignShape(attrs, out, 0, OutShape(g), "output");
+  AssignShape(attrs, out, 0, OutShape(g, ChannelsLast(p)), "output");
   if (p.with_sum) AssignShape(attrs, in, at.sum, (*out)[0], "input");
   for (const auto& s : *in)
     if (!s.is_known()) return false;
@@ -131,8 +152,8 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   ConvGeom g = Geom(attrs, in[0].shape);
   const int r = at.ranges;
   quant::Range rd = quant::ReadRange(attrs, in[r], in[r + 1], in[0].dtype, "data", true);
-  quant::Range rw = quant::ReadRange(attrs, in[r + 2], in[r + 3], DType::kInt8, "weight", true);
-  const double acc_step = quant::Step(in[0].dtype, rd.lo, rd.hi) * quant::Step(DType::kInt8, rw.lo, rw.hi);
+  const quant::ProductSteps st = quant::ReadProductSteps(attrs, in[0].dtype, rd, in[r + 2], in[r + 3], g.f, p.channel_wise);
+  const double acc_step = st.acc;
 
   quant::Epilogue e;
   e.out = out[0].dtype;
@@ -142,13 +163,11 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   if (e.out == DType::kFloat32) {
     // The float output's "step" is 1: the accumulator is scaled to real values.
     out_step = 1.0;
-    e.scale = static_cast<float>(acc_step);
   } else if (e.out != DType::kInt32) {
     ro = quant::CalibratedRange(CalibOf(p), e.out);
     out_step = quant::Step(e.out, ro.lo, ro.hi);
-    // A zero calibrated range writes zeros (the scale 0) instead of dividing by it.
-    e.scale = out_step > 0 ? static_cast<float>(acc_step / out_step) : 0.0f;
   }
+  if (e.out != DType::kInt32 || p.channel_wise) quant::SetScales(&e, st, out_step);
   if (p.with_sum) {
     const TBlob& s = in[at.sum];
     quant::Range rs = quant::ReadRange(attrs, in[at.sum + 1], in[at.sum + 2], s.dtype, "sum", true);
@@ -161,19 +180,21 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   if (!p.no_bias) {
     quant::Range rb = quant::ReadRange(attrs, in[r + 4], in[r + 5], DType::kInt8, "bias", true);
     bias.resize(static_cast<size_t>(g.f));
-    quant::RescaleBias(in[at.bias].ptr<int8_t>(), g.f, quant::Step(DType::kInt8, rb.lo, rb.hi), acc_step, bias.data());
+    quant::RescaleBias(in[at.bias].ptr<int8_t>(), g.f, quant::Step(DType::kInt8, rb.lo, rb.hi), acc_step, bias.data(),
+                       st.channels);
   }
   const int32_t* b = p.no_bias ? nullptr : bias.data();
   const void* sum = p.with_sum ? in[at.sum].dptr : nullptr;
   if (req[0] != OpReq::kNullOp && g.n > 0) {
     if (req[0] == OpReq::kAddTo)
       Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "': accumulating into the output (req 'add') is not supported");
-    auto plan = quant::Int8ConvPlan(g, in[0].dtype, b != nullptr, e);
+    auto plan = quant::Int8ConvPlan(g, in[0].dtype, b != nullptr, e, ChannelsLast(p));
     if (plan) {
       char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
-      quant::RunInt8(*plan, in[0].dptr, in[1].ptr<int8_t>(), b, sum, out[0].dptr, temp);
+      quant::RunInt8(*plan, in[0].dptr, in[1].ptr<int8_t>(), b, sum, out[0].dptr, temp,
+                     CallInputVersions().size() > 1 ? &CallInputVersions()[1] : nullptr);
     } else {
-      quant::ReferenceConv(g, in[0].dtype, in[0].dptr, in[1].ptr<int8_t>(), b, e, sum, out[0].dptr);
+      quant::ReferenceConv(g, in[0].dtype, in[0].dptr, in[1].ptr<int8_t>(), b, e, sum, out[0].dptr, ChannelsLast(p));
     }
   }
   if (out.size() == 1) return;
@@ -190,7 +211,8 @@ WEFT_REGISTER_OP(_contrib_quantized_conv)
         "Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes "
         "with its float range (min, max). The output is the int32 sums with their range, or, given "
         "min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. "
-        "Forward only.")
+        "Besides the channels-first layouts, 2-D layout NHWC: data, sum and output (n, h, w, c), weight "
+        "(num_filter, kh, kw, c/num_group). Forward only.")
     .SetNumInputs([](const NodeAttrs& attrs) { return ConvInputs(attrs.Params<QuantizedConvParam>()).count; })
     .SetNumOutputs([](const NodeAttrs& attrs) { return FloatOutput(attrs) ? 1 : 3; })
     .AddArgument("data", "NDArray-or-Symbol", "Input data, int8 or uint8.")
@@ -198,8 +220,8 @@ WEFT_REGISTER_OP(_contrib_quantized_conv)
     .AddArgument("bias", "NDArray-or-Symbol", "Bias, int8.")
     .AddArgument("min_data", "NDArray-or-Symbol", "Minimum of data's range.")
     .AddArgument("max_data", "NDArray-or-Symbol", "Maximum of data's range.")
-    .AddArgument("min_weight", "NDArray-or-Symbol", "Minimum of weight's range.")
-    .AddArgument("max_weight", "NDArray-or-Symbol", "Maximum of weight's range.")
+    .AddArgument("min_weight", "NDArray-or-Symbol", "Minimum of weight's range (per output channel with channel_wise).")
+    .AddArgument("max_weight", "NDArray-or-Symbol", "Maximum of weight's range (per output channel with channel_wise).")
     .AddArgument("min_bias", "NDArray-or-Symbol", "Minimum of bias's range.")
     .AddArgument("max_bias", "NDArray-or-Symbol", "Maximum of bias's range.")
     .AddArgument("sum", "NDArray-or-Symbol", "With with_sum: the residual added to the output, int8 or uint8.")
@@ -214,6 +236,15 @@ WEFT_REGISTER_OP(_contrib_quantized_conv)
     .SetAttr<FResourceRequest>("FResourceRequest",
                                [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kTempSpace}}; })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<TInputVersions>("TInputVersions", true)
+    // The output may take the residual sum's memory (both 8-bit, same shape): oneDNN's sum
+    // post-op reads each element before writing it, so no copy of the sum is needed.
+    .SetAttr<FInplaceOption>("FInplaceOption",
+                             [](const NodeAttrs& attrs) {
+                               const auto& p = attrs.Params<QuantizedConvParam>();
+                               if (!p.with_sum) return std::vector<std::pair<int, int>>{};
+                               return std::vector<std::pair<int, int>>{{ConvInputs(p).sum, 0}};
+                             })
     .SetAttr<FCompute>("FCompute<cpu>", QuantizedConvCompute);
 
 }  // namespace op

@@ -17,6 +17,7 @@ struct QuantizedFCParam {
   std::optional<double> min_calib_range, max_calib_range;
   bool with_relu = false;
   bool enable_float_output = false;
+  bool channel_wise = false;
 };
 
 WEFT_PARAM_SCHEMA(QuantizedFCParam, s) {
@@ -33,6 +34,9 @@ WEFT_PARAM_SCHEMA(QuantizedFCParam, s) {
   s.Field("enable_float_output", &QuantizedFCParam::enable_float_output).Default(false)
       .Describe("Write the result as float32, dequantized in the product's own pass (one output, no range); "
                 "excludes min_calib_range/max_calib_range.");
+  s.Field("channel_wise", &QuantizedFCParam::channel_wise).Default(false)
+      .Describe("min_weight and max_weight hold one range per output unit, shape (num_hidden,) (MXNet's "
+                "quantize_granularity='channel-wise'); an int32 output is written in the step of the widest unit.");
 }
 
 namespace {
@@ -80,7 +84,9 @@ bool QuantizedFCShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vecto
   quant::CheckCalib(attrs, CalibOf(p));
   quant::CheckFloatOutput(attrs, CalibOf(p), p.enable_float_output);
   const int np = NumParams(p);
-  quant::RangeShapes(attrs, in, np, 2 * np);
+  quant::RangeShapes(attrs, in, np, 2);
+  quant::WeightRangeShapes(attrs, in, np + 2, p.channel_wise, p.num_hidden);
+  if (!p.no_bias) quant::RangeShapes(attrs, in, np + 4, 2);
   if (out->size() == 3) quant::OutputRangeShapes(attrs, out);
   if (!p.no_bias) AssignShape(attrs, in, 2, Shape({p.num_hidden}), "input");
   const Shape& data = (*in)[0];
@@ -114,24 +120,26 @@ void QuantizedFCCompute(const NodeAttrs& attrs, const OpContext& ctx, const std:
   FcView v = View(attrs, in[0].shape);
   const int64_t n = p.num_hidden;
   quant::Range rd = quant::ReadRange(attrs, in[np], in[np + 1], in[0].dtype, "data", true);
-  quant::Range rw = quant::ReadRange(attrs, in[np + 2], in[np + 3], DType::kInt8, "weight", true);
-  const double acc_step = quant::Step(in[0].dtype, rd.lo, rd.hi) * quant::Step(DType::kInt8, rw.lo, rw.hi);
+  const quant::ProductSteps st = quant::ReadProductSteps(attrs, in[0].dtype, rd, in[np + 2], in[np + 3], n, p.channel_wise);
+  const double acc_step = st.acc;
   quant::Epilogue e;
   e.out = out[0].dtype;
   e.relu = p.with_relu;
   quant::Range ro{static_cast<float>(-acc_step * quant::kInt32Levels), static_cast<float>(acc_step * quant::kInt32Levels)};
+  double out_step = acc_step;
   if (e.out == DType::kFloat32) {
-    e.scale = static_cast<float>(acc_step);
+    out_step = 1.0;
   } else if (e.out != DType::kInt32) {
     ro = quant::CalibratedRange(CalibOf(p), e.out);
-    const double out_step = quant::Step(e.out, ro.lo, ro.hi);
-    e.scale = out_step > 0 ? static_cast<float>(acc_step / out_step) : 0.0f;
+    out_step = quant::Step(e.out, ro.lo, ro.hi);
   }
+  if (e.out != DType::kInt32 || p.channel_wise) quant::SetScales(&e, st, out_step);
   std::vector<int32_t> bias;
   if (!p.no_bias) {
     quant::Range rb = quant::ReadRange(attrs, in[np + 4], in[np + 5], DType::kInt8, "bias", true);
     bias.resize(static_cast<size_t>(n));
-    quant::RescaleBias(in[2].ptr<int8_t>(), n, quant::Step(DType::kInt8, rb.lo, rb.hi), acc_step, bias.data());
+    quant::RescaleBias(in[2].ptr<int8_t>(), n, quant::Step(DType::kInt8, rb.lo, rb.hi), acc_step, bias.data(),
+                       st.channels);
   }
   const int32_t* b = p.no_bias ? nullptr : bias.data();
   if (req[0] != OpReq::kNullOp && v.rows > 0) {
@@ -140,7 +148,8 @@ void QuantizedFCCompute(const NodeAttrs& attrs, const OpContext& ctx, const std:
     auto plan = quant::Int8FcPlan(v.rows, v.k, n, in[0].dtype, b != nullptr, e);
     if (plan) {
       char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
-      quant::RunInt8(*plan, in[0].dptr, in[1].ptr<int8_t>(), b, nullptr, out[0].dptr, temp);
+      quant::RunInt8(*plan, in[0].dptr, in[1].ptr<int8_t>(), b, nullptr, out[0].dptr, temp,
+                     CallInputVersions().size() > 1 ? &CallInputVersions()[1] : nullptr);
     } else {
       quant::ReferenceFc(v.rows, v.k, n, in[0].dtype, in[0].dptr, in[1].ptr<int8_t>(), b, e, nullptr, out[0].dptr);
     }
@@ -166,8 +175,8 @@ WEFT_REGISTER_OP(_contrib_quantized_fully_connected)
     .AddArgument("bias", "NDArray-or-Symbol", "Bias (num_hidden,), int8.")
     .AddArgument("min_data", "NDArray-or-Symbol", "Minimum of data's range.")
     .AddArgument("max_data", "NDArray-or-Symbol", "Maximum of data's range.")
-    .AddArgument("min_weight", "NDArray-or-Symbol", "Minimum of weight's range.")
-    .AddArgument("max_weight", "NDArray-or-Symbol", "Maximum of weight's range.")
+    .AddArgument("min_weight", "NDArray-or-Symbol", "Minimum of weight's range (per output unit with channel_wise).")
+    .AddArgument("max_weight", "NDArray-or-Symbol", "Maximum of weight's range (per output unit with channel_wise).")
     .AddArgument("min_bias", "NDArray-or-Symbol", "Minimum of bias's range.")
     .AddArgument("max_bias", "NDArray-or-Symbol", "Maximum of bias's range.")
     .SetParams<QuantizedFCParam>()
@@ -186,6 +195,7 @@ WEFT_REGISTER_OP(_contrib_quantized_fully_connected)
     .SetAttr<FResourceRequest>("FResourceRequest",
                                [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kTempSpace}}; })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<TInputVersions>("TInputVersions", true)
     .SetAttr<FCompute>("FCompute<cpu>", QuantizedFCCompute);
 
 }  // namespace op

@@ -1,8 +1,11 @@
 // The kernels of quantized_product.h.
 #include "core/op/quantization/quantized_product.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -17,9 +20,12 @@ namespace weft {
 namespace op {
 namespace quant {
 
-void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, int32_t* out) {
-  const double f = acc_step > 0 ? bias_step / acc_step : 0.0;
-  for (int64_t i = 0; i < n; ++i) out[i] = Saturate<int32_t>(b[i] * f);
+void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, int32_t* out,
+                 const std::vector<double>& acc_steps) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double step = acc_steps.empty() ? acc_step : acc_steps[static_cast<size_t>(i)];
+    out[i] = Saturate<int32_t>(step > 0 ? b[i] * (bias_step / step) : 0.0);
+  }
 }
 
 namespace {
@@ -36,21 +42,54 @@ double SumAt(const Epilogue& e, const void* sum, int64_t i) {
   return e.sum_type == DType::kUint8 ? static_cast<const uint8_t*>(sum)[i] : static_cast<const int8_t*>(sum)[i];
 }
 
-// Writes acc[i] through the epilogue into y[offset + i] for i in [0, count).
-void Store(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, void* y, int64_t offset) {
+// Writes acc[i] through the epilogue into y[offset + i] for i in [0, count): all of
+// output channel `channel`, or with channel < 0 (a row of an inner product) item i of
+// channel i.
+void Store(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, void* y, int64_t offset,
+           int64_t channel) {
   for (int64_t i = 0; i < count; ++i) {
     double s = SumAt(e, sum, offset + i);
-    if (e.out == DType::kFloat32) static_cast<float*>(y)[offset + i] = Finish<float>(e, acc[i], s);
-    else if (e.out == DType::kInt32) static_cast<int32_t*>(y)[offset + i] = Finish<int32_t>(e, acc[i], s);
-    else if (e.out == DType::kUint8) static_cast<uint8_t*>(y)[offset + i] = Finish<uint8_t>(e, acc[i], s);
-    else static_cast<int8_t*>(y)[offset + i] = Finish<int8_t>(e, acc[i], s);
+    const int64_t c = channel < 0 ? i : channel;
+    if (e.out == DType::kFloat32) static_cast<float*>(y)[offset + i] = Finish<float>(e, acc[i], s, c);
+    else if (e.out == DType::kInt32) static_cast<int32_t*>(y)[offset + i] = Finish<int32_t>(e, acc[i], s, c);
+    else if (e.out == DType::kUint8) static_cast<uint8_t*>(y)[offset + i] = Finish<uint8_t>(e, acc[i], s, c);
+    else static_cast<int8_t*>(y)[offset + i] = Finish<int8_t>(e, acc[i], s, c);
   }
 }
 
 }  // namespace
 
+namespace {
+
+// Copies a (n, a, b) array of `bytes`-wide elements to (n, b, a).
+void SwapLastTwo(const void* from, void* to, int64_t n, int64_t a, int64_t b, size_t bytes) {
+  const char* src = static_cast<const char*>(from);
+  char* dst = static_cast<char*>(to);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t r = 0; r < a; ++r)
+      for (int64_t c = 0; c < b; ++c)
+        std::memcpy(dst + ((i * b + c) * a + r) * bytes, src + ((i * a + r) * b + c) * bytes, bytes);
+}
+
+size_t Width(DType t) { return t == DType::kInt32 || t == DType::kFloat32 ? 4 : 1; }
+
+}  // namespace
+
 void ReferenceConv(const ConvGeom& g, DType src, const void* x, const int8_t* w, const int32_t* bias,
-                   const Epilogue& e, const void* sum, void* y) {
+                   const Epilogue& e, const void* sum, void* y, bool channels_last) {
+  if (channels_last) {
+    // The loops below are channels-first: permute in, run them, permute out.
+    const int64_t I = g.InSize(), O = g.OutSize(), K = g.KSize(), cg = g.c / g.g;
+    std::vector<char> xc(static_cast<size_t>(g.n * g.c * I)), wc(static_cast<size_t>(g.f * cg * K));
+    std::vector<char> sc(e.sum ? static_cast<size_t>(g.n * g.f * O) : 0), yc(static_cast<size_t>(g.n * g.f * O) * Width(e.out));
+    SwapLastTwo(x, xc.data(), g.n, I, g.c, 1);
+    SwapLastTwo(w, wc.data(), g.f, K, cg, 1);
+    if (e.sum) SwapLastTwo(sum, sc.data(), g.n, O, g.f, 1);
+    ReferenceConv(g, src, xc.data(), reinterpret_cast<const int8_t*>(wc.data()), bias, e,
+                  e.sum ? sc.data() : nullptr, yc.data(), false);
+    SwapLastTwo(yc.data(), y, g.n, g.f, O, Width(e.out));
+    return;
+  }
   const int64_t cg = g.c / g.g, fg = g.f / g.g, K = g.KSize(), O = g.OutSize(), I = g.InSize();
   With8Bit(src, x, [&](auto* xs) {
     ParallelFor(g.n * g.f, 1, [&](int64_t lo, int64_t hi) {
@@ -81,7 +120,7 @@ void ReferenceConv(const ConvGeom& g, DType src, const void* x, const int8_t* w,
             }
           }
         }
-        Store(e, acc.data(), O, sum, y, nf * O);
+        Store(e, acc.data(), O, sum, y, nf * O, f);
       }
     });
   });
@@ -100,7 +139,7 @@ void ReferenceFc(int64_t m, int64_t k, int64_t n, DType src, const void* x, cons
           for (int64_t i = 0; i < k; ++i) s += static_cast<int32_t>(xr[i]) * wr[i];
           acc[j] = s;
         }
-        Store(e, acc.data(), n, sum, y, r * n);
+        Store(e, acc.data(), n, sum, y, r * n, -1);
       }
     });
   });
@@ -168,7 +207,9 @@ void Place(Int8Plan* p, Arg* a, int id, const memory::desc& user, const memory::
 dnnl::primitive_attr MakeAttr(const Epilogue& e) {
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  if (e.scale != 1.0f) attr.set_output_scales(0, {e.scale});
+  // Channel-wise scales run along the output's dimension 1 (conv channels, FC outputs).
+  if (!e.scales.empty()) attr.set_output_scales(1 << 1, e.scales);
+  else if (e.scale != 1.0f) attr.set_output_scales(0, {e.scale});
   dnnl::post_ops ops;
   if (e.sum) {
     // An 8-bit sum of the other signedness is read through the output's bytes as its own
@@ -210,7 +251,12 @@ std::string EpilogueKey(const Epilogue& e) {
   uint32_t bits[2];
   std::memcpy(&bits[0], &e.scale, 4);
   std::memcpy(&bits[1], &e.sum_scale, 4);
-  return k + std::to_string(bits[0]) + ',' + std::to_string(bits[1]);
+  k += std::to_string(bits[0]) + ',' + std::to_string(bits[1]);
+  for (float s : e.scales) {
+    std::memcpy(&bits[0], &s, 4);
+    k += ',' + std::to_string(bits[0]);
+  }
+  return k;
 }
 
 // Plans by key; a refused geometry is remembered as null. The scales are part of the key
@@ -246,8 +292,12 @@ memory::format_tag PlainTag(int nd) {
   return tags[nd - 1];
 }
 
-memory::desc PlainWeights(const ConvGeom& g) {
+memory::desc PlainWeights(const ConvGeom& g, bool channels_last) {
   const int nd = g.nd;
+  if (channels_last) {
+    if (g.g == 1) return memory::desc({g.f, g.c, g.k[1], g.k[2]}, memory::data_type::s8, memory::format_tag::ohwi);
+    return memory::desc({g.g, g.f / g.g, g.c / g.g, g.k[1], g.k[2]}, memory::data_type::s8, memory::format_tag::gohwi);
+  }
   if (g.g == 1) {
     static const memory::format_tag tags[] = {memory::format_tag::oiw, memory::format_tag::oihw,
                                               memory::format_tag::oidhw};
@@ -272,17 +322,21 @@ dnnl::stream& Stream() {
 size_t Int8TempBytes(const Int8Plan& plan) { return plan.temp_bytes; }
 std::string Int8Impl(const Int8Plan& plan) { return plan.impl; }
 
-std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e) {
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e,
+                                             bool channels_last) {
+  if (channels_last && g.nd != 2) return nullptr;
   std::string key = "conv,";
-  for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(src), int64_t(bias)}) key += std::to_string(v) + ',';
+  for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(src), int64_t(bias), int64_t(channels_last)})
+    key += std::to_string(v) + ',';
   for (int i = 0; i < 3; ++i)
     for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.d[i], g.pl[i]}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
-    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(src), PlainTag(g.nd));
-    memory::desc d(Dims(g.n, g.f, g.out, g.nd), DnnlType(e.out), PlainTag(g.nd));
-    memory::desc w = PlainWeights(g);
+    const memory::format_tag tag = channels_last ? memory::format_tag::nhwc : PlainTag(g.nd);
+    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(src), tag);
+    memory::desc d(Dims(g.n, g.f, g.out, g.nd), DnnlType(e.out), tag);
+    memory::desc w = PlainWeights(g, channels_last);
     memory::desc b = bias ? memory::desc({g.f}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
     memory::dims strides, dilates, pl, pr;
     for (int i = 3 - g.nd; i < 3; ++i) {
@@ -318,11 +372,67 @@ std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DTyp
   });
 }
 
+namespace {
+
+std::atomic<size_t> weight_reorders{0};
+
+// Weights in a primitive's layout, by the array (its memory block and the offset of the
+// weights in it) and that layout, valid while the array lives and is not written.
+struct PreparedWeights {
+  std::weak_ptr<const void> array;
+  uint64_t writes = 0;
+  memory::desc layout;
+  std::shared_ptr<std::vector<char>> bytes;
+};
+
+// The weights `w` reordered into a.prim: kept from an earlier call when `v` says the array
+// is the same and unwritten since, reordered (and kept) otherwise.
+std::shared_ptr<std::vector<char>> Prepared(const Arg& a, const int8_t* w, const InputVersion& v,
+                                            dnnl::stream& strm) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, const void*>, std::vector<PreparedWeights>> cache;
+  std::shared_ptr<const void> owner = v.array.lock();
+  if (!owner) return nullptr;
+  const auto key = std::make_pair(owner.get(), static_cast<const void*>(w));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache.find(key);
+    if (it != cache.end())
+      for (const auto& e : it->second)
+        if (e.writes == v.writes && e.layout == a.prim && e.array.lock() == owner) return e.bytes;
+  }
+  auto bytes = std::make_shared<std::vector<char>>(a.prim.get_size());
+  auto& eng = RegionEngine();
+  memory from(a.user, eng, const_cast<int8_t*>(w)), to(a.prim, eng, bytes->data());
+  a.re.execute(strm, from, to);
+  strm.wait();
+  weight_reorders.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(mu);
+  // Entries of arrays that are gone, or of this array before its last write, go.
+  for (auto it = cache.begin(); it != cache.end();) {
+    auto& list = it->second;
+    list.erase(std::remove_if(list.begin(), list.end(),
+                              [&](const PreparedWeights& e) {
+                                return e.array.expired() || (it->first == key && e.layout == a.prim);
+                              }),
+               list.end());
+    it = list.empty() ? cache.erase(it) : std::next(it);
+  }
+  cache[key].push_back({owner, v.writes, a.prim, bytes});
+  return bytes;
+}
+
+}  // namespace
+
+size_t Int8WeightReorders() { return weight_reorders.load(); }
+
 void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* bias, const void* sum, void* y,
-             char* temp) {
+             char* temp, const InputVersion* w_version) {
   auto& eng = RegionEngine();
   dnnl::stream& strm = Stream();
   std::unordered_map<int, memory> args;
+  std::shared_ptr<std::vector<char>> kept;
+  if (p.wei.reorder && w_version) kept = Prepared(p.wei, w, *w_version, strm);
   auto input = [&](const Arg& a, const void* ptr) {
     memory user(a.user, eng, const_cast<void*>(ptr));
     if (!a.reorder) {
@@ -334,11 +444,15 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
     args.emplace(a.id, inner);
   };
   input(p.src, x);
-  input(p.wei, w);
+  if (kept) args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei.prim, eng, kept->data()));
+  else input(p.wei, w);
   if (p.has_bias) input(p.bias, bias);
   memory user_dst(p.dst.user, eng, y);
   memory dst = p.dst.reorder ? memory(p.dst.prim, eng, temp + p.dst.offset) : user_dst;
-  if (p.has_sum) {
+  // The sum already where the primitive adds to it (the executor ran the layer in place of
+  // its sum, FInplaceOption) needs no copy.
+  const bool sum_in_place = sum == y && !p.dst.reorder && p.sum_user == p.sum_prim;
+  if (p.has_sum && !sum_in_place) {
     memory from(p.sum_user, eng, const_cast<void*>(sum)), to(p.sum_prim, eng, dst.get_data_handle());
     p.sum_re.execute(strm, from, to);
   }
@@ -354,9 +468,11 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
 struct Int8Plan {};
 size_t Int8TempBytes(const Int8Plan&) { return 0; }
 std::string Int8Impl(const Int8Plan&) { return ""; }
-std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&) { return nullptr; }
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&, bool) { return nullptr; }
 std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&) { return nullptr; }
-void RunInt8(const Int8Plan&, const void*, const int8_t*, const int32_t*, const void*, void*, char*) {}
+void RunInt8(const Int8Plan&, const void*, const int8_t*, const int32_t*, const void*, void*, char*,
+             const InputVersion*) {}
+size_t Int8WeightReorders() { return 0; }
 
 #endif
 

@@ -12,8 +12,10 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "core/op/nn/conv_common.h"
+#include "core/op/input_versions.h"
 #include "core/op/quantization/quantized_util.h"
 
 namespace weft {
@@ -24,24 +26,66 @@ namespace quant {
 //   v = acc * scale (+ sum * sum_scale) ; v = max(v, 0) with relu ; rounded, saturated to `out`
 // (int32, int8, uint8), or written as it is to a float32 `out` (the dequantized result).
 // With out = int32, scale is 1 and without sum or relu the value is acc itself.
+// With channel-wise weight ranges, `scales` holds one scale per output channel instead.
 struct Epilogue {
   DType out = DType::kInt32;
   float scale = 1.0f;
+  std::vector<float> scales;
   bool relu = false;
   bool sum = false;
   DType sum_type = DType::kInt8;
   float sum_scale = 1.0f;
 };
 
-// Applies the epilogue to one accumulator.
+// Applies the epilogue to one accumulator of output channel `channel`.
 template <typename T>
-inline T Finish(const Epilogue& e, int32_t acc, double sum) {
-  if (!e.sum && !e.relu && e.out == DType::kInt32) return static_cast<T>(acc);
-  double v = static_cast<double>(static_cast<float>(acc) * e.scale);
+inline T Finish(const Epilogue& e, int32_t acc, double sum, int64_t channel) {
+  const float scale = e.scales.empty() ? e.scale : e.scales[static_cast<size_t>(channel)];
+  if (!e.sum && !e.relu && e.out == DType::kInt32 && e.scales.empty()) return static_cast<T>(acc);
+  double v = static_cast<double>(static_cast<float>(acc) * scale);
   if (e.sum) v += sum * e.sum_scale;
   if (e.relu) v = std::max(v, 0.0);
   if constexpr (std::is_floating_point_v<T>) return static_cast<T>(v);
   else return Saturate<T>(v);
+}
+
+// The steps of a product's int32 accumulators: one, or with channel-wise weight ranges one
+// per output channel (`channels`; `acc` is then the largest, the step an int32 output is
+// written in).
+struct ProductSteps {
+  double acc = 0;
+  std::vector<double> channels;
+};
+
+// The steps for data of type `data` with range rd and the weight range inputs (min, max):
+// scalars, or with `channel_wise` `n` values each (checked).
+inline ProductSteps ReadProductSteps(const NodeAttrs& attrs, DType data, const Range& rd, const TBlob& min_w,
+                                     const TBlob& max_w, int64_t n, bool channel_wise) {
+  const double sd = Step(data, rd.lo, rd.hi);
+  ProductSteps s;
+  if (!channel_wise) {
+    Range rw = ReadRange(attrs, min_w, max_w, DType::kInt8, "weight", true);
+    s.acc = sd * Step(DType::kInt8, rw.lo, rw.hi);
+    return s;
+  }
+  if (min_w.Size() != n || max_w.Size() != n)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': with channel_wise the weight's range inputs hold one ",
+          "value per output channel, expected ", n, " each, got ", min_w.Size(), " and ", max_w.Size());
+  for (int64_t c = 0; c < n; ++c) {
+    s.channels.push_back(sd * Step(DType::kInt8, min_w.ptr<float>()[c], max_w.ptr<float>()[c]));
+    s.acc = std::max(s.acc, s.channels.back());
+  }
+  return s;
+}
+
+// Sets the epilogue's scale(s) from the accumulator steps to the output's step `out_step`
+// (a zero step writes zeros instead of dividing by it).
+inline void SetScales(Epilogue* e, const ProductSteps& s, double out_step) {
+  if (s.channels.empty()) {
+    e->scale = out_step > 0 ? static_cast<float>(s.acc / out_step) : 0.0f;
+    return;
+  }
+  for (double c : s.channels) e->scales.push_back(out_step > 0 ? static_cast<float>(c / out_step) : 0.0f);
 }
 
 // Whether the output is 4 bytes wide (int32 or float32): an 8-bit sum is then converted
@@ -50,8 +94,10 @@ inline bool WideOutput(DType out) { return out == DType::kInt32 || out == DType:
 
 // The int32 bias of a product: an int8 bias b with step `bias_step`, moved to the
 // accumulator's step `acc_step` (rounded, saturated); zeros when acc_step is 0 (an
-// all-zero data or weight range, whose products are all 0).
-void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, int32_t* out);
+// all-zero data or weight range, whose products are all 0). With channel-wise weights
+// `acc_steps` gives each channel's step (acc_step is then unused).
+void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, int32_t* out,
+                 const std::vector<double>& acc_steps = {});
 
 // A oneDNN primitive with its reorders, cached by geometry and epilogue.
 struct Int8Plan;
@@ -62,19 +108,29 @@ size_t Int8TempBytes(const Int8Plan& plan);
 std::string Int8Impl(const Int8Plan& plan);
 
 // The convolution of `g` (data type `src`, int8 weights (f, c/g, k...), int32 bias when
-// `bias`), null where oneDNN is not built in or refuses it.
-std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e);
+// `bias`), null where oneDNN is not built in or refuses it. With `channels_last` (2-D only)
+// data, sum and output are (n, h, w, c) and the weights (f, kh, kw, c/g): the layouts
+// oneDNN's int8 kernels use, so nothing is reordered but the weights.
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e,
+                                             bool channels_last = false);
 // The inner product (m, k) x (n, k)^T, likewise.
 std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e);
 
 // Runs the plan: x, w in the plain layouts, bias int32 (or null), sum of e.sum_type in the
 // output's plain layout (or null), y of e.out. `temp` has Int8TempBytes(plan) bytes.
+// Given the weight array's version (`w_version`, from CallInputVersions()), the
+// weights in the primitive's layout are kept and reordered again only when the array was
+// written since, or is another array; without it they are reordered at every call.
 void RunInt8(const Int8Plan& plan, const void* x, const int8_t* w, const int32_t* bias, const void* sum, void* y,
-             char* temp);
+             char* temp, const InputVersion* w_version = nullptr);
+
+// Weight arrays reordered into a primitive's layout so far (for tests: a call with an
+// unchanged weight array adds none).
+size_t Int8WeightReorders();
 
 // The loops: the same integers without oneDNN.
 void ReferenceConv(const ConvGeom& g, DType src, const void* x, const int8_t* w, const int32_t* bias,
-                   const Epilogue& e, const void* sum, void* y);
+                   const Epilogue& e, const void* sum, void* y, bool channels_last = false);
 void ReferenceFc(int64_t m, int64_t k, int64_t n, DType src, const void* x, const int8_t* w, const int32_t* bias,
                  const Epilogue& e, const void* sum, void* y);
 

@@ -60,6 +60,13 @@ inline Range ReadRange(const NodeAttrs& attrs, const TBlob& min, const TBlob& ma
 inline void RangeShapes(const NodeAttrs& attrs, std::vector<Shape>* in, size_t first, size_t count) {
   for (size_t i = first; i < first + count; ++i) AssignShape(attrs, in, i, Shape({1}), "input");
 }
+// The weight's range inputs first, first + 1 of a product: scalars (1,), or with
+// channel-wise ranges one value per output channel, (channels,).
+inline void WeightRangeShapes(const NodeAttrs& attrs, std::vector<Shape>* in, size_t first, bool channel_wise,
+                              int64_t channels) {
+  for (size_t i = first; i < first + 2; ++i)
+    AssignShape(attrs, in, i, channel_wise ? Shape({channels}) : Shape({1}), "input");
+}
 inline void RangeTypes(const NodeAttrs& attrs, std::vector<DType>* in, size_t first, size_t count) {
   for (size_t i = first; i < first + count; ++i) AssignType(attrs, in, i, DType::kFloat32, "input");
 }

@@ -16,15 +16,11 @@
 #include <vector>
 
 #include "core/op/op_util.h"
+#include "core/op/random/multisample.h"
 #include "core/op/random/sampler.h"
 
 namespace weft {
 namespace op {
-
-struct MultiSampleParam {
-  Shape shape = Shape::Scalar();
-  std::optional<DType> dtype;
-};
 
 struct UniqueZipfianParam {
   int64_t range_max = 0;
@@ -57,50 +53,27 @@ struct Family {
 
 std::string Describe(double v) { return param_parse::Format(v); }
 
-// Why the parameters of one distribution are invalid ("" when they are valid): values the
-// samplers cannot draw from (a negative gamma shape, a NaN rate) would loop or give NaN.
+// What the parameters of an invalid distribution (Valid() false: values the samplers
+// cannot draw from, such as a negative gamma shape or a NaN rate, which would loop or give
+// NaN) were expected to be.
 
-std::string Invalid(const random::UniformDist& d) {
-  if (!std::isfinite(d.low) || !std::isfinite(d.high) || !(d.low < d.high))
-    return "finite low < high, got low = " + Describe(d.low) + ", high = " + Describe(d.high);
-  return "";
+std::string Expected(const random::UniformDist& d) {
+  return "finite low < high, got low = " + Describe(d.low) + ", high = " + Describe(d.high);
 }
-std::string Invalid(const random::NormalDist& d) {
-  if (!std::isfinite(d.loc) || !std::isfinite(d.scale) || !(d.scale >= 0))
-    return "finite mu and sigma >= 0, got mu = " + Describe(d.loc) + ", sigma = " + Describe(d.scale);
-  return "";
+std::string Expected(const random::NormalDist& d) {
+  return "finite mu and sigma >= 0, got mu = " + Describe(d.loc) + ", sigma = " + Describe(d.scale);
 }
-std::string Invalid(const random::GammaDist& d) {
-  if (!(d.alpha > 0 && std::isfinite(d.alpha) && d.beta > 0 && std::isfinite(d.beta)))
-    return "finite alpha > 0 and beta > 0, got alpha = " + Describe(d.alpha) + ", beta = " + Describe(d.beta);
-  return "";
+std::string Expected(const random::GammaDist& d) {
+  return "finite alpha > 0 and beta > 0, got alpha = " + Describe(d.alpha) + ", beta = " + Describe(d.beta);
 }
-std::string Invalid(const random::ExponentialDist& d) {
-  if (!(d.lam > 0 && std::isfinite(d.lam))) return "a finite lam > 0, got " + Describe(d.lam);
-  return "";
+std::string Expected(const random::ExponentialDist& d) { return "a finite lam > 0, got " + Describe(d.lam); }
+std::string Expected(const random::PoissonDist& d) { return "a finite lam >= 0, got " + Describe(d.lam); }
+std::string Expected(const random::NegBinomialDist& d) {
+  return "finite k > 0 and p in (0, 1], got k = " + Describe(d.k) + ", p = " + Describe(d.p);
 }
-std::string Invalid(const random::PoissonDist& d) {
-  if (!(d.lam >= 0 && std::isfinite(d.lam))) return "a finite lam >= 0, got " + Describe(d.lam);
-  return "";
+std::string Expected(const random::GenNegBinomialDist& d) {
+  return "finite mu >= 0 and alpha >= 0, got mu = " + Describe(d.mu) + ", alpha = " + Describe(d.alpha);
 }
-std::string Invalid(const random::NegBinomialDist& d) {
-  if (!(d.k > 0 && std::isfinite(d.k) && d.p > 0 && d.p <= 1))
-    return "finite k > 0 and p in (0, 1], got k = " + Describe(d.k) + ", p = " + Describe(d.p);
-  return "";
-}
-std::string Invalid(const random::GenNegBinomialDist& d) {
-  if (!(d.mu >= 0 && std::isfinite(d.mu) && d.alpha >= 0 && std::isfinite(d.alpha)))
-    return "finite mu >= 0 and alpha >= 0, got mu = " + Describe(d.mu) + ", alpha = " + Describe(d.alpha);
-  return "";
-}
-
-random::UniformDist MakeDist(random::UniformDist*, double a, double b) { return {a, b}; }
-random::NormalDist MakeDist(random::NormalDist*, double a, double b) { return {a, b}; }
-random::GammaDist MakeDist(random::GammaDist*, double a, double b) { return {a, b}; }
-random::ExponentialDist MakeDist(random::ExponentialDist*, double a, double) { return {a}; }
-random::PoissonDist MakeDist(random::PoissonDist*, double a, double) { return {a}; }
-random::NegBinomialDist MakeDist(random::NegBinomialDist*, double a, double b) { return {a, b}; }
-random::GenNegBinomialDist MakeDist(random::GenNegBinomialDist*, double a, double b) { return {a, b}; }
 
 bool MultiSampleShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const Shape& t = attrs.Params<MultiSampleParam>().shape;
@@ -180,24 +153,21 @@ void MultiSampleCompute(const NodeAttrs& attrs, const OpContext& ctx, const std:
   std::vector<Dist> dists;
   dists.reserve(static_cast<size_t>(n_dist));
   for (int64_t i = 0; i < n_dist; ++i) {
-    Dist d = MakeDist(static_cast<Dist*>(nullptr), a[i], b.empty() ? 0.0 : b[i]);
-    const std::string why = Invalid(d);
-    if (!why.empty())
-      Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': distribution ", i, ": expected ", why);
+    const Dist d = Dist::FromParams(a[i], b.empty() ? 0.0 : b[i]);
+    if (!d.Valid())
+      Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': distribution ", i, ": expected ", Expected(d));
     dists.push_back(d);
   }
   if (n == 0) return;
   random::Draw draw = random::Reserve(attrs, ctx, static_cast<uint64_t>(n));
-  const OpReq r = req[0];
+  const bool add = req[0] == OpReq::kAddTo;
   WEFT_FLOAT_TYPE_SWITCH(out[0].dtype, T, "Operator '" + attrs.op->name + "': output", {
     T* y = out[0].ptr<T>();
     ParallelFor(n, random::kSampleGrain, [&](int64_t lo, int64_t hi) {
-      for (int64_t i = lo; i < hi; ++i) {
-        const Dist& d = dists[static_cast<size_t>(i / per)];
+      for (int64_t i = lo; i < hi; ++i)
+      {
         random::ElementStream s = draw.Stream(static_cast<uint64_t>(i));
-        const T v = d.template Convert<T>(d.Draw(s));
-        if (r == OpReq::kAddTo) Store(y + i, r, static_cast<double>(v));
-        else y[i] = v;
+        random::StoreSample(y, i, random::SampleFrom<T>(dists[static_cast<size_t>(i / per)], s), add);
       }
     });
   });

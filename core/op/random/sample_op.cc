@@ -321,21 +321,19 @@ bool RandIntType(const NodeAttrs& attrs, std::vector<DType>*, std::vector<DType>
 
 std::vector<ResourceRequest> RandomResource(const NodeAttrs&) { return {ResourceRequest{ResourceType::kRandom}}; }
 
-// Fills out[0] with sample(stream of element i) converted by `convert`, one counter per
-// element.
-template <typename T, typename Sample, typename Convert>
-void FillSamples(const NodeAttrs& attrs, const OpContext& ctx, const TBlob& out, OpReq req, Sample sample,
-                 Convert convert) {
+// Fills out[0] with value(stream of element i), one counter per element; `value` is one of
+// sampler.h's per-element draws, which the GPU kernels (sample_op_gpu.cu) run too.
+template <typename T, typename Value>
+void FillSamples(const NodeAttrs& attrs, const OpContext& ctx, const TBlob& out, OpReq req, Value value) {
   if (req == OpReq::kNullOp) return;
   const int64_t n = out.Size();
   random::Draw draw = random::Reserve(attrs, ctx, static_cast<uint64_t>(n));
   T* y = out.ptr<T>();
+  const bool add = req == OpReq::kAddTo;
   ParallelFor(n, random::kSampleGrain, [&](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       random::ElementStream s = draw.Stream(static_cast<uint64_t>(i));
-      T v = convert(sample(s));
-      if (req == OpReq::kAddTo) Store(y + i, req, static_cast<double>(v));
-      else y[i] = v;
+      random::StoreSample(y, i, value(s), add);
     }
   });
 }
@@ -354,9 +352,8 @@ void DistCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector
     return random::FillSamplesGPU(ctx, draw, dist, out[0], req[0], attrs.op->name.c_str());
   }
   WEFT_FLOAT_TYPE_SWITCH(out[0].dtype, T, "Operator '" + attrs.op->name + "': output", {
-    FillSamples<T>(
-        attrs, ctx, out[0], req[0], [&](random::ElementStream& s) { return dist.Draw(s); },
-        [&](double v) { return dist.template Convert<T>(v); });
+    FillSamples<T>(attrs, ctx, out[0], req[0],
+                   [&](random::ElementStream& s) { return random::SampleFrom<T>(dist, s); });
   });
 }
 
@@ -374,12 +371,12 @@ void RandIntCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
     const random::Draw draw = random::Reserve(attrs, ctx, static_cast<uint64_t>(out[0].Size()));
     return random::FillRandIntGPU(ctx, draw, low, range, out[0], req[0], attrs.op->name.c_str());
   }
-  auto sample = [&](random::ElementStream& s) { return static_cast<uint64_t>(low) + s.Below(range); };
   if (out[0].dtype == DType::kInt64) {
-    FillSamples<int64_t>(attrs, ctx, out[0], req[0], sample, [](uint64_t v) { return static_cast<int64_t>(v); });
+    FillSamples<int64_t>(attrs, ctx, out[0], req[0],
+                         [&](random::ElementStream& s) { return random::RandIntFrom<int64_t>(s, low, range); });
   } else if (out[0].dtype == DType::kInt32) {
-    FillSamples<int32_t>(attrs, ctx, out[0], req[0], sample,
-                         [](uint64_t v) { return static_cast<int32_t>(static_cast<int64_t>(v)); });
+    FillSamples<int32_t>(attrs, ctx, out[0], req[0],
+                         [&](random::ElementStream& s) { return random::RandIntFrom<int32_t>(s, low, range); });
   } else {
     BadParam(attrs, "dtype", "int32 or int64", DTypeName(out[0].dtype));
   }

@@ -1,6 +1,7 @@
-// GPU kernels of the random generators (sampler_gpu.h): each thread builds the Philox
-// stream of its element (counter = first + i) and runs the same sampler code as the CPU
-// loop in sample_op.cc, then converts and stores the value the same way.
+// GPU kernels of the random generators (sampler_gpu.h): each thread builds the stream of
+// its element (counter first + i, as Draw::Stream on the CPU) and runs sampler.h's
+// per-element draw (SampleFrom, RandIntFrom: the sampler and the conversion) and store
+// (StoreSample), the functions the CPU loop in sample_op.cc runs.
 #include <cstdint>
 
 #include "core/op/elemwise/elemwise_kernels.cuh"
@@ -20,9 +21,7 @@ struct SampleKernel {
   bool add;
   __device__ void operator()(int64_t i) const {
     ElementStream s(gen, first + static_cast<uint64_t>(i));
-    const T v = dist.template Convert<T>(dist.Draw(s));
-    // As Store(y + i, req, double(v)) on the CPU.
-    y[i] = add ? static_cast<T>(static_cast<double>(y[i]) + static_cast<double>(v)) : v;
+    StoreSample(y, i, SampleFrom<T>(dist, s), add);
   }
 };
 
@@ -36,9 +35,7 @@ struct RandIntKernel {
   bool add;
   __device__ void operator()(int64_t i) const {
     ElementStream s(gen, first + static_cast<uint64_t>(i));
-    // The CPU converts through int64 (then to int32), keeping the low bits.
-    const T v = static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + s.Below(range)));
-    y[i] = add ? static_cast<T>(static_cast<double>(y[i]) + static_cast<double>(v)) : v;
+    StoreSample(y, i, RandIntFrom<T>(s, low, range), add);
   }
 };
 

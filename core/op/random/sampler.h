@@ -1,6 +1,8 @@
 // Scalar samplers shared by the random operators, drawn from per-element Philox streams.
 // They compile for the host and the device (WEFT_XINLINE), so the GPU kernels
-// (sample_op_gpu.cu) draw exactly as the CPU loops do.
+// (sample_op_gpu.cu, multisample_gpu.cu, shuffle_gpu.cu) draw exactly as the CPU loops do:
+// the per-element functions (the distributions' FromParams, Valid and Draw, and at the end
+// SampleFrom, RandIntFrom, StoreSample, ShufflePermutation) are the one definition both run.
 //
 // A draw reserves one counter per output element from the context's RandomState; element i
 // reads the Philox blocks (counter = first + i, stream = 0, 1, 2, ...) one 32-bit word at a
@@ -14,6 +16,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/base/convert.h"
 #include "core/base/error.h"
 #include "core/op/elemwise/math.h"
 #include "core/op/registry.h"
@@ -26,6 +29,14 @@ namespace random {
 // Elements per thread chunk: a Philox block costs tens of nanoseconds, so threads pay off
 // much earlier than for plain elementwise loops.
 constexpr int64_t kSampleGrain = 1 << 12;
+
+WEFT_XINLINE bool Finite(double x) {
+#if defined(__CUDA_ARCH__)
+  return isfinite(x);
+#else
+  return std::isfinite(x);
+#endif
+}
 
 class ElementStream {
  public:
@@ -162,8 +173,15 @@ WEFT_XINLINE T BelowHigh(double v, double low, double high) {
 // Convert<T> turns it into the output type (uniform keeps it below `high` after rounding).
 // The generators (_random_*), their _like forms and the per-element samplers (_sample_*)
 // share them, so one distribution draws the same way everywhere.
+//
+// The per-element samplers (_sample_*) build a distribution from each pair of parameter
+// values with FromParams (the second is ignored by one-parameter families) and draw only
+// from those that are Valid (the CPU rejects the others with a message, the GPU, which
+// cannot stop on a value it reads, writes NaN for them).
 struct UniformDist {
   double low, high;
+  WEFT_XINLINE static UniformDist FromParams(double a, double b) { return {a, b}; }
+  WEFT_XINLINE bool Valid() const { return Finite(low) && Finite(high) && low < high; }
   WEFT_XINLINE double Draw(ElementStream& s) const { return low + (high - low) * s.Uniform(); }
   template <typename T>
   WEFT_XINLINE T Convert(double v) const { return BelowHigh<T>(v, low, high); }
@@ -171,6 +189,8 @@ struct UniformDist {
 
 struct NormalDist {
   double loc, scale;
+  WEFT_XINLINE static NormalDist FromParams(double a, double b) { return {a, b}; }
+  WEFT_XINLINE bool Valid() const { return Finite(loc) && Finite(scale) && scale >= 0; }
   WEFT_XINLINE double Draw(ElementStream& s) const { return loc + scale * s.Normal(); }
   template <typename T>
   WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
@@ -179,6 +199,8 @@ struct NormalDist {
 // Shape alpha, scale beta (mean alpha * beta).
 struct GammaDist {
   double alpha, beta;
+  WEFT_XINLINE static GammaDist FromParams(double a, double b) { return {a, b}; }
+  WEFT_XINLINE bool Valid() const { return alpha > 0 && Finite(alpha) && beta > 0 && Finite(beta); }
   WEFT_XINLINE double Draw(ElementStream& s) const { return Gamma(s, alpha) * beta; }
   template <typename T>
   WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
@@ -186,6 +208,8 @@ struct GammaDist {
 
 struct ExponentialDist {
   double lam;
+  WEFT_XINLINE static ExponentialDist FromParams(double a, double) { return {a}; }
+  WEFT_XINLINE bool Valid() const { return lam > 0 && Finite(lam); }
   WEFT_XINLINE double Draw(ElementStream& s) const { return -std::log(s.UniformPositive()) * (1.0 / lam); }
   template <typename T>
   WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
@@ -193,6 +217,8 @@ struct ExponentialDist {
 
 struct PoissonDist {
   double lam;
+  WEFT_XINLINE static PoissonDist FromParams(double a, double) { return {a}; }
+  WEFT_XINLINE bool Valid() const { return lam >= 0 && Finite(lam); }
   WEFT_XINLINE double Draw(ElementStream& s) const { return Poisson(s, lam); }
   template <typename T>
   WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
@@ -202,6 +228,8 @@ struct PoissonDist {
 // the Poisson mixture Poisson(Gamma(k, (1 - p) / p)).
 struct NegBinomialDist {
   double k, p;
+  WEFT_XINLINE static NegBinomialDist FromParams(double a, double b) { return {a, b}; }
+  WEFT_XINLINE bool Valid() const { return k > 0 && Finite(k) && p > 0 && p <= 1; }
   WEFT_XINLINE double Draw(ElementStream& s) const { return Poisson(s, Gamma(s, k) * ((1 - p) / p)); }
   template <typename T>
   WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
@@ -211,12 +239,48 @@ struct NegBinomialDist {
 // Poisson(mu) when alpha is 0.
 struct GenNegBinomialDist {
   double mu, alpha;
+  WEFT_XINLINE static GenNegBinomialDist FromParams(double a, double b) { return {a, b}; }
+  WEFT_XINLINE bool Valid() const { return mu >= 0 && Finite(mu) && alpha >= 0 && Finite(alpha); }
   WEFT_XINLINE double Draw(ElementStream& s) const {
     return Poisson(s, alpha == 0 ? mu : Gamma(s, 1 / alpha) * alpha * mu);
   }
   template <typename T>
   WEFT_XINLINE T Convert(double v) const { return static_cast<T>(v); }
 };
+
+// ---------------------------------------------------------------- per-element draws
+// The value of one element of a draw from `dist`, converted to the output type, from the
+// element's stream (element i of a draw that reserved counters from `first` reads
+// ElementStream(gen, first + i), Draw::Stream(i) on the host).
+template <typename T, typename Dist>
+WEFT_XINLINE T SampleFrom(const Dist& dist, ElementStream& s) {
+  return dist.template Convert<T>(dist.Draw(s));
+}
+
+// One element of a randint draw: low + Below(range), through int64 (int32 keeps the low
+// bits).
+template <typename T>
+WEFT_XINLINE T RandIntFrom(ElementStream& s, int64_t low, uint64_t range) {
+  return static_cast<T>(static_cast<int64_t>(static_cast<uint64_t>(low) + s.Below(range)));
+}
+
+// Writes a drawn value as the request says: kAddTo adds in double (as Store does).
+template <typename T>
+WEFT_XINLINE void StoreSample(T* y, int64_t i, T v, bool add) {
+  if (add) y[i] = ConvertValue<T>(static_cast<double>(y[i]) + static_cast<double>(v));
+  else y[i] = v;
+}
+
+// _shuffle's permutation: Fisher-Yates over perm[0, rows), which holds 0..rows-1, from one
+// stream (the permutation is sequential by nature; one counter keeps it reproducible).
+WEFT_XINLINE void ShufflePermutation(ElementStream& s, int64_t* perm, int64_t rows) {
+  for (int64_t i = rows - 1; i > 0; --i) {
+    const int64_t j = static_cast<int64_t>(s.Below(static_cast<uint64_t>(i) + 1));
+    const int64_t t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+}
 
 }  // namespace random
 }  // namespace op

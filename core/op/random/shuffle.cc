@@ -26,12 +26,11 @@ void ShuffleCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
   if (rows == 0 || x.Size() == 0) return;
   const int64_t row_size = x.Size() / rows;
 
-  // Fisher-Yates from one stream: the permutation is sequential by nature, and one counter
-  // keeps it reproducible however the copy below is split.
+  // One counter, the permutation sampler.h shares with the GPU kernel (shuffle_gpu.cu).
   std::vector<int64_t> perm(static_cast<size_t>(rows));
   std::iota(perm.begin(), perm.end(), int64_t{0});
   random::ElementStream s = random::Reserve(attrs, ctx, 1).Stream(0);
-  for (int64_t i = rows - 1; i > 0; --i) std::swap(perm[i], perm[s.Below(static_cast<uint64_t>(i) + 1)]);
+  random::ShufflePermutation(s, perm.data(), rows);
 
   const size_t row_bytes = static_cast<size_t>(row_size) * DTypeSize(x.dtype);
   // In place, rows would overwrite ones not yet moved: read from a copy.
@@ -68,8 +67,12 @@ WEFT_REGISTER_OP(_shuffle)
     .AddArgument("data", "NDArray-or-Symbol", "The array to shuffle")
     .SetAttr<FInferShape>("FInferShape", SameShape)
     .SetAttr<FInferType>("FInferType", ShuffleType)
+    // Temporary space for the GPU's permutation and in-place copy (the CPU uses vectors).
     .SetAttr<FResourceRequest>("FResourceRequest",
-                               [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kRandom}}; })
+                               [](const NodeAttrs&) {
+                                 return std::vector<ResourceRequest>{{ResourceType::kRandom},
+                                                                     {ResourceType::kTempSpace}};
+                               })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", ShuffleCompute);
 

@@ -101,6 +101,7 @@ var opIm2col = weft.NewOperator("im2col")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalCond = weft.NewOperator("_cond")
 var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveAvgPooling2D")
 var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
 var opInternalContribArangeLike = weft.NewOperator("_contrib_arange_like")
@@ -178,6 +179,7 @@ var opInternalDivScalar = weft.NewOperator("_div_scalar")
 var opInternalEqual = weft.NewOperator("_equal")
 var opInternalEqualScalar = weft.NewOperator("_equal_scalar")
 var opInternalEye = weft.NewOperator("_eye")
+var opInternalForeach = weft.NewOperator("_foreach")
 var opInternalFull = weft.NewOperator("_full")
 var opInternalGradAdd = weft.NewOperator("_grad_add")
 var opInternalGreater = weft.NewOperator("_greater")
@@ -304,6 +306,7 @@ var opInternalSplitV2 = weft.NewOperator("_split_v2")
 var opInternalSplitV2Backward = weft.NewOperator("_split_v2_backward")
 var opInternalSquareSum = weft.NewOperator("_square_sum")
 var opInternalUnravelIndex = weft.NewOperator("_unravel_index")
+var opInternalWhileLoop = weft.NewOperator("_while_loop")
 var opInternalZeros = weft.NewOperator("_zeros")
 var opInternalZerosWithoutDtype = weft.NewOperator("_zeros_without_dtype")
 var opKhatriRao = weft.NewOperator("khatri_rao")
@@ -512,7 +515,7 @@ func SymAdadeltaUpdate(weight, grad, accG, accDelta *weft.Symbol, opts ...Option
 
 // AdagradUpdate runs the operator adagrad_update.
 //
-// AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.
+// AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). With a row_sparse gradient only the gradient's rows of the weight and history change (as MXNet's _sparse_adagrad_update, which refuses wd).
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - weight: Weight
@@ -535,7 +538,7 @@ func AdagradUpdate(weight, grad, history *weft.NDArray, lr float64, opts ...Opti
 
 // SymAdagradUpdate runs the operator adagrad_update symbolically: it adds one node to the graph.
 //
-// AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.
+// AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). With a row_sparse gradient only the gradient's rows of the weight and history change (as MXNet's _sparse_adagrad_update, which refuses wd).
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - weight: Weight
@@ -3300,6 +3303,54 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	return c.compose(opInternalArange, nil)
 }
 
+// InternalCond runs the operator _cond.
+//
+// Runs one of two graphs (then_branch or else_branch) as a third graph (cond, one element) is true or false: mx.sym.contrib.cond. Its outputs are the branch's.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - cond: Input graph for the condition.
+//   - thenBranch: Input graph for the then branch.
+//   - elseBranch: Input graph for the else branch.
+//   - data: The input arrays that include data arrays and states. (any number)
+//
+// Required parameters:
+//   - numOutputs int: The number of outputs of the subgraph.
+//   - condInputLocs []int: The locations of cond's inputs in the given inputs.
+//   - thenInputLocs []int: The locations of then's inputs in the given inputs.
+//   - elseInputLocs []int: The locations of else's inputs in the given inputs.
+func InternalCond(cond []*weft.NDArray, numOutputs int, condInputLocs []int, thenInputLocs []int, elseInputLocs []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("num_outputs", numOutputs)
+	c.set("cond_input_locs", condInputLocs)
+	c.set("then_input_locs", thenInputLocs)
+	c.set("else_input_locs", elseInputLocs)
+	return c.invokeList(opInternalCond, "num_args", cond)
+}
+
+// SymInternalCond runs the operator _cond symbolically: it adds one node to the graph.
+//
+// Runs one of two graphs (then_branch or else_branch) as a third graph (cond, one element) is true or false: mx.sym.contrib.cond. Its outputs are the branch's.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - cond: Input graph for the condition.
+//   - thenBranch: Input graph for the then branch.
+//   - elseBranch: Input graph for the else branch.
+//   - data: The input arrays that include data arrays and states. (any number)
+//
+// Required parameters:
+//   - numOutputs int: The number of outputs of the subgraph.
+//   - condInputLocs []int: The locations of cond's inputs in the given inputs.
+//   - thenInputLocs []int: The locations of then's inputs in the given inputs.
+//   - elseInputLocs []int: The locations of else's inputs in the given inputs.
+func SymInternalCond(cond []*weft.Symbol, numOutputs int, condInputLocs []int, thenInputLocs []int, elseInputLocs []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("num_outputs", numOutputs)
+	c.set("cond_input_locs", condInputLocs)
+	c.set("then_input_locs", thenInputLocs)
+	c.set("else_input_locs", elseInputLocs)
+	return c.composeList(opInternalCond, "num_args", cond)
+}
+
 // InternalContribAdaptiveAvgPooling2D runs the operator _contrib_AdaptiveAvgPooling2D.
 //
 // Average pooling of NCHW data to output_size (h, w): output cell (i, j) averages rows [floor(i * H / h), ceil((i + 1) * H / h)) and the columns likewise.
@@ -5366,7 +5417,7 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 
 // InternalContribQuantizedConv runs the operator _contrib_quantized_conv.
 //
-// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Besides the channels-first layouts, 2-D layout NHWC: data, sum and output (n, h, w, c), weight (num_filter, kh, kw, c/num_group). Forward only.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data, int8 or uint8.
@@ -5374,8 +5425,8 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 //   - bias: Bias, int8.
 //   - minData: Minimum of data's range.
 //   - maxData: Maximum of data's range.
-//   - minWeight: Minimum of weight's range.
-//   - maxWeight: Maximum of weight's range.
+//   - minWeight: Minimum of weight's range (per output channel with channel_wise).
+//   - maxWeight: Maximum of weight's range (per output channel with channel_wise).
 //   - minBias: Minimum of bias's range.
 //   - maxBias: Maximum of bias's range.
 //   - sum: With with_sum: the residual added to the output, int8 or uint8.
@@ -5401,6 +5452,7 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
 //   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
 //   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
+//   - WithChannelWise(bool): min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel. (default False)
 func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -5410,7 +5462,7 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 
 // SymInternalContribQuantizedConv runs the operator _contrib_quantized_conv symbolically: it adds one node to the graph.
 //
-// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+// Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Besides the channels-first layouts, 2-D layout NHWC: data, sum and output (n, h, w, c), weight (num_filter, kh, kw, c/num_group). Forward only.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data, int8 or uint8.
@@ -5418,8 +5470,8 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 //   - bias: Bias, int8.
 //   - minData: Minimum of data's range.
 //   - maxData: Maximum of data's range.
-//   - minWeight: Minimum of weight's range.
-//   - maxWeight: Maximum of weight's range.
+//   - minWeight: Minimum of weight's range (per output channel with channel_wise).
+//   - maxWeight: Maximum of weight's range (per output channel with channel_wise).
 //   - minBias: Minimum of bias's range.
 //   - maxBias: Maximum of bias's range.
 //   - sum: With with_sum: the residual added to the output, int8 or uint8.
@@ -5445,6 +5497,7 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
 //   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
 //   - WithWithSum(bool): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu. (default False)
+//   - WithChannelWise(bool): min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel. (default False)
 func SymInternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias, sum, minSum, maxSum *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -5618,8 +5671,8 @@ func SymInternalContribQuantizedFlatten(data, minData, maxData *weft.Symbol, opt
 //   - bias: Bias (num_hidden,), int8.
 //   - minData: Minimum of data's range.
 //   - maxData: Maximum of data's range.
-//   - minWeight: Minimum of weight's range.
-//   - maxWeight: Maximum of weight's range.
+//   - minWeight: Minimum of weight's range (per output unit with channel_wise).
+//   - maxWeight: Maximum of weight's range (per output unit with channel_wise).
 //   - minBias: Minimum of bias's range.
 //   - maxBias: Maximum of bias's range.
 //
@@ -5633,6 +5686,7 @@ func SymInternalContribQuantizedFlatten(data, minData, maxData *weft.Symbol, opt
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the product. (default False)
 //   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
+//   - WithChannelWise(bool): min_weight and max_weight hold one range per output unit, shape (num_hidden,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest unit. (default False)
 func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.NDArray, numHidden int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("num_hidden", numHidden)
@@ -5649,8 +5703,8 @@ func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData
 //   - bias: Bias (num_hidden,), int8.
 //   - minData: Minimum of data's range.
 //   - maxData: Maximum of data's range.
-//   - minWeight: Minimum of weight's range.
-//   - maxWeight: Maximum of weight's range.
+//   - minWeight: Minimum of weight's range (per output unit with channel_wise).
+//   - maxWeight: Maximum of weight's range (per output unit with channel_wise).
 //   - minBias: Minimum of bias's range.
 //   - maxBias: Maximum of bias's range.
 //
@@ -5664,6 +5718,7 @@ func InternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the product. (default False)
 //   - WithEnableFloatOutput(bool): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range. (default False)
+//   - WithChannelWise(bool): min_weight and max_weight hold one range per output unit, shape (num_hidden,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest unit. (default False)
 func SymInternalContribQuantizedFullyConnected(data, weight, bias, minData, maxData, minWeight, maxWeight, minBias, maxBias *weft.Symbol, numHidden int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("num_hidden", numHidden)
@@ -6126,6 +6181,54 @@ func SymInternalEye(n int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("N", n)
 	return c.compose(opInternalEye, nil)
+}
+
+// InternalForeach runs the operator _foreach.
+//
+// Runs a graph (the body) over the slices of its data inputs along axis 0, carrying loop states from step to step: mx.sym.contrib.foreach. Its outputs are the body's data outputs stacked along a new axis 0, then the final states.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - fn: Input graph.
+//   - data: The input arrays that include data arrays and states. (any number)
+//
+// Required parameters:
+//   - numOutputs int: The number of outputs of the subgraph.
+//   - numOutData int: The number of output data of the subgraph (the rest are the loop states).
+//   - inStateLocs []int: The locations of loop states among the subgraph's inputs.
+//   - inDataLocs []int: The locations of input data among the subgraph's inputs.
+//   - remainLocs []int: The locations of the remaining inputs among the subgraph's inputs.
+func InternalForeach(fn []*weft.NDArray, numOutputs int, numOutData int, inStateLocs []int, inDataLocs []int, remainLocs []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("num_outputs", numOutputs)
+	c.set("num_out_data", numOutData)
+	c.set("in_state_locs", inStateLocs)
+	c.set("in_data_locs", inDataLocs)
+	c.set("remain_locs", remainLocs)
+	return c.invokeList(opInternalForeach, "num_args", fn)
+}
+
+// SymInternalForeach runs the operator _foreach symbolically: it adds one node to the graph.
+//
+// Runs a graph (the body) over the slices of its data inputs along axis 0, carrying loop states from step to step: mx.sym.contrib.foreach. Its outputs are the body's data outputs stacked along a new axis 0, then the final states.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - fn: Input graph.
+//   - data: The input arrays that include data arrays and states. (any number)
+//
+// Required parameters:
+//   - numOutputs int: The number of outputs of the subgraph.
+//   - numOutData int: The number of output data of the subgraph (the rest are the loop states).
+//   - inStateLocs []int: The locations of loop states among the subgraph's inputs.
+//   - inDataLocs []int: The locations of input data among the subgraph's inputs.
+//   - remainLocs []int: The locations of the remaining inputs among the subgraph's inputs.
+func SymInternalForeach(fn []*weft.Symbol, numOutputs int, numOutData int, inStateLocs []int, inDataLocs []int, remainLocs []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("num_outputs", numOutputs)
+	c.set("num_out_data", numOutData)
+	c.set("in_state_locs", inStateLocs)
+	c.set("in_data_locs", inDataLocs)
+	c.set("remain_locs", remainLocs)
+	return c.composeList(opInternalForeach, "num_args", fn)
 }
 
 // InternalFull runs the operator _full.
@@ -10054,6 +10157,60 @@ func InternalUnravelIndex(data *weft.NDArray, opts ...Option) (*weft.NDArray, er
 func SymInternalUnravelIndex(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalUnravelIndex, []string{"data"}, data)
+}
+
+// InternalWhileLoop runs the operator _while_loop.
+//
+// Runs a graph (func) while another graph (cond) gives true, at most max_iterations times, carrying the loop variables from step to step: mx.sym.contrib.while_loop. Its outputs are func's step outputs stacked along a new axis 0 of length max_iterations (rows after the last step are zeros), then the final loop variables.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - cond: Input graph for the loop condition.
+//   - func_: Input graph for the loop body.
+//   - data: The input arrays that include data arrays and states. (any number)
+//
+// Required parameters:
+//   - numOutputs int: The number of outputs of the subgraph.
+//   - numOutData int: The number of outputs from the function body.
+//   - maxIterations int: Maximum number of iterations.
+//   - condInputLocs []int: The locations of cond's inputs in the given inputs.
+//   - funcInputLocs []int: The locations of func's inputs in the given inputs.
+//   - funcVarLocs []int: The locations of loop_vars among func's inputs.
+func InternalWhileLoop(cond []*weft.NDArray, numOutputs int, numOutData int, maxIterations int, condInputLocs []int, funcInputLocs []int, funcVarLocs []int, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("num_outputs", numOutputs)
+	c.set("num_out_data", numOutData)
+	c.set("max_iterations", maxIterations)
+	c.set("cond_input_locs", condInputLocs)
+	c.set("func_input_locs", funcInputLocs)
+	c.set("func_var_locs", funcVarLocs)
+	return c.invokeList(opInternalWhileLoop, "num_args", cond)
+}
+
+// SymInternalWhileLoop runs the operator _while_loop symbolically: it adds one node to the graph.
+//
+// Runs a graph (func) while another graph (cond) gives true, at most max_iterations times, carrying the loop variables from step to step: mx.sym.contrib.while_loop. Its outputs are func's step outputs stacked along a new axis 0 of length max_iterations (rows after the last step are zeros), then the final loop variables.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - cond: Input graph for the loop condition.
+//   - func_: Input graph for the loop body.
+//   - data: The input arrays that include data arrays and states. (any number)
+//
+// Required parameters:
+//   - numOutputs int: The number of outputs of the subgraph.
+//   - numOutData int: The number of outputs from the function body.
+//   - maxIterations int: Maximum number of iterations.
+//   - condInputLocs []int: The locations of cond's inputs in the given inputs.
+//   - funcInputLocs []int: The locations of func's inputs in the given inputs.
+//   - funcVarLocs []int: The locations of loop_vars among func's inputs.
+func SymInternalWhileLoop(cond []*weft.Symbol, numOutputs int, numOutData int, maxIterations int, condInputLocs []int, funcInputLocs []int, funcVarLocs []int, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("num_outputs", numOutputs)
+	c.set("num_out_data", numOutData)
+	c.set("max_iterations", maxIterations)
+	c.set("cond_input_locs", condInputLocs)
+	c.set("func_input_locs", funcInputLocs)
+	c.set("func_var_locs", funcVarLocs)
+	return c.composeList(opInternalWhileLoop, "num_args", cond)
 }
 
 // InternalZeros runs the operator _zeros.
@@ -14490,6 +14647,12 @@ func WithCastNarrow(v bool) Option {
 // Centre the window instead of starting it at offset.
 func WithCenterCrop(v bool) Option {
 	return param("center_crop", v)
+}
+
+// WithChannelWise sets the parameter channel_wise.
+// min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel.
+func WithChannelWise(v bool) Option {
+	return param("channel_wise", v)
 }
 
 // WithChannelWiseQuantize sets the parameter channel_wise_quantize.

@@ -11,6 +11,7 @@ MXNet treats as hidden (ctx_group, lr_mult, wd_mult, force_mirroring, mirror_sta
 profiler_scope) are stored as "__key__", as MXNet saves them: `__ctx_group__` is what
 Symbol.bind's group2ctx reads.
 """
+import collections
 import threading
 
 __all__ = ["AttrScope", "current"]
@@ -27,6 +28,10 @@ def hidden_key(key):
 
 class AttrScope:
     """Attributes given to every symbol made inside the `with` block."""
+
+    # How many graphs of each name the control-flow functions have traced (MXNet's
+    # counter, which makes their `__subgraph_name__` marks unique).
+    _subgraph_names = collections.defaultdict(int)
 
     def __init__(self, **kwargs):
         for key, value in kwargs.items():

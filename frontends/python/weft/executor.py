@@ -4,7 +4,8 @@ import json
 
 from .base import _api, ctypes_library, error
 from .context import Context
-from .ndarray.ndarray import NDArray
+from .ndarray.ndarray import NDArray, _new_by_stype
+from .ndarray.sparse import BaseSparseNDArray
 
 __all__ = ["Executor"]
 
@@ -28,7 +29,7 @@ class Executor:
         self._group2ctx = group2ctx
 
         def arrays(kind):
-            new = [h if h is None else NDArray(h) for h in _api.weft_executor_arrays(handle, kind)]
+            new = [h if h is None else _new_by_stype(h) for h in _api.weft_executor_arrays(handle, kind)]
             if bound is None:
                 return new
             return [o if o is not None and n is not None and o.shape == n.shape else n
@@ -36,7 +37,12 @@ class Executor:
         self.arg_arrays = arrays(self._ARGUMENTS)
         self.grad_arrays = arrays(self._GRADIENTS)
         self.aux_arrays = arrays(self._AUXILIARY)
-        self.outputs = [NDArray(h) for h in _api.weft_executor_outputs(self.handle)]
+        # Bound with some csr or row_sparse array, or with a graph that makes some, the
+        # executor runs node by node through the sparse kernels: it has no outputs before its
+        # first forward and new ones after each, and sparse arrays, being immutable, are
+        # exchanged with it by handle (see _send).
+        self.outputs = [_new_by_stype(h) for h in _api.weft_executor_outputs(self.handle)]
+        self._sparse = not self.outputs
         names = symbol.list_arguments()
         self.arg_dict = dict(zip(names, self.arg_arrays))
         self.grad_dict = {n: g for n, g in zip(names, self.grad_arrays) if g is not None}
@@ -87,7 +93,13 @@ class Executor:
         previous = getattr(self, "_previous_output", None)
         if previous is not None:
             previous.wait_to_read()
+        if self._sparse:
+            self._send(self._ARGUMENTS, self.arg_arrays)
+            self._send(self._AUXILIARY, self.aux_arrays)
         _api.weft_executor_forward(self.handle, 1 if is_train else 0)
+        if self._sparse:
+            self.outputs = [_new_by_stype(h) for h in _api.weft_executor_outputs(self.handle)]
+            self.output_dict = dict(zip(self._symbol.list_outputs(), self.outputs))
         outputs = self.outputs
         self._previous_output = outputs[0] if outputs else None
         return outputs
@@ -101,7 +113,26 @@ class Executor:
             heads = [out_grads]
         else:
             heads = list(out_grads)
+        if self._sparse:
+            self._send(self._GRADIENTS, self.grad_arrays)
         _api.weft_executor_backward(self.handle, len(heads), heads)
+        if self._sparse:
+            fresh = _api.weft_executor_arrays(self.handle, self._GRADIENTS)
+            for mine, h in zip(self.grad_arrays, fresh):
+                if h is None:
+                    continue
+                new = _new_by_stype(h)
+                if isinstance(mine, BaseSparseNDArray):
+                    # The caller's gradient object (grad_dict, args_grad) shows the new rows.
+                    _api.weft_ndarray_sparse_assign(mine, new)
+
+    def _send(self, kind, arrays):
+        """Gives the executor the current contents of the sparse arrays among `arrays`: a
+        sparse array's handle gets new contents (sparse_assign), which the executor's own
+        reference to the array does not see."""
+        for i, a in enumerate(arrays):
+            if isinstance(a, BaseSparseNDArray):
+                _api.weft_executor_set_array(self.handle, kind, i, a)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copies values into the bound arguments and auxiliary states by name."""
@@ -131,3 +162,4 @@ class Executor:
     @property
     def context(self):
         return Context(self._ctx)
+

@@ -5,8 +5,8 @@ As MXNet's module, this one has no `__all__`: `from weft.test_utils import *` gi
 public name, the modules it imports included (`np`, `mx`, `nd`, `os`, ...), which MXNet's
 test files rely on.
 
-Sparse storage (`row_sparse`, `csr`) does not exist in Weft yet: the helpers that make
-sparse arrays raise NotImplementedError saying so.
+The check_symbolic_* helpers bind csr and row_sparse arguments (and gradients of the
+storage types in `grad_stypes`) as such, so that the executor runs the sparse kernels.
 """
 # The standard modules MXNet's test_utils imports are part of what `import *` gives.
 import bz2
@@ -673,8 +673,9 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
                                                               "numeric %s[%d]" % (op, i)))
 
 
-def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null"):
-    """Binds `sym` to numpy/NDArray values given as a list (list_arguments order) or dict."""
+def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null", grad_stypes=None):
+    """Binds `sym` to numpy/NDArray values given as a list (list_arguments order) or dict;
+    the gradient arrays are zeros of the storage types in `grad_stypes` (dense elsewhere)."""
     names = sym.list_arguments()
     if isinstance(location, dict):
         missing = [n for n in names if n not in location]
@@ -683,15 +684,26 @@ def _bind_location(sym, location, aux_states, ctx, dtype, grad_req="null"):
         location = [location[n] for n in names]
     if len(location) != len(names):
         raise ValueError("expected %d values (%s), got %d" % (len(names), names, len(location)))
-    args = [nd.array(_as_numpy(v), ctx=ctx, dtype=dtype) for v in location]
+    args = [_location_array(v, ctx, dtype) for v in location]
     aux_names = sym.list_auxiliary_states()
     if isinstance(aux_states, dict):
         aux_states = [aux_states[n] for n in aux_names]
     aux = [nd.array(_as_numpy(v), ctx=ctx, dtype=dtype) for v in (aux_states or [])]
     grads = None
     if grad_req != "null":
-        grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=dtype) for n, a in zip(names, args)}
+        grad_stypes = grad_stypes or {}
+        grads = {n: nd.zeros(a.shape, ctx=ctx, dtype=dtype, stype=grad_stypes.get(n) or "default")
+                 for n, a in zip(names, args)}
     return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req, aux_states=aux), args, grads
+
+
+def _location_array(value, ctx, dtype):
+    """An argument value as bound by the check_symbolic_* helpers: a csr or row_sparse
+    NDArray stays in its storage type (the executor then runs its sparse kernels), anything
+    else becomes a dense array, in `dtype`."""
+    if isinstance(value, NDArray) and value.stype != "default":
+        return nd.array(value, ctx=ctx, dtype=dtype)
+    return nd.array(_as_numpy(value), ctx=ctx, dtype=dtype)
 
 
 def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None, ctx=None,
@@ -717,14 +729,20 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
     compares the argument gradients with `expected` (a list in list_arguments order or a
     dict by name; arguments left out of a dict are not checked). With grad_req="add" the
     gradient arrays start from random values, which the result must add to. Returns the
-    gradients as numpy arrays by name."""
-    if grad_stypes and any(t != "default" for t in grad_stypes.values()):
-        raise NotImplementedError("check_symbolic_backward: sparse gradient storage is not supported")
+    gradient arrays (NDArrays) by name, as MXNet's.
+
+    Arguments given as csr or row_sparse NDArrays are bound as such, and `grad_stypes`
+    (name -> 'default', 'row_sparse' or 'csr') gives gradient arrays of those storage
+    types: the executor then runs the sparse kernels, and the gradients keep their types."""
+    for n, t in (grad_stypes or {}).items():
+        if t not in (None, "default", "row_sparse", "csr"):
+            raise ValueError("check_symbolic_backward: grad_stypes[%r] must be 'default', 'row_sparse' or 'csr', "
+                             "got %r" % (n, t))
     ctx = ctx or default_context()
     names = sym.list_arguments()
     if not isinstance(expected, dict):
         expected = dict(zip(names, expected))
-    ex, _, grads = _bind_location(sym, location, aux_states, ctx, dtype, grad_req=grad_req)
+    ex, _, grads = _bind_location(sym, location, aux_states, ctx, dtype, grad_req=grad_req, grad_stypes=grad_stypes)
     initial = {}
     if grad_req == "add":
         rng = np.random.RandomState(7)
@@ -733,14 +751,14 @@ def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=
             g[:] = initial[n]
     ex.forward(is_train=True)
     if out_grads is not None:
-        out_grads = [nd.array(_as_numpy(g), ctx=ctx, dtype=dtype) for g in
+        out_grads = [_location_array(g, ctx, dtype) for g in
                      (out_grads.values() if isinstance(out_grads, dict) else out_grads)]
     ex.backward(out_grads)
-    result = {n: g.asnumpy() for n, g in grads.items()}
     for n, want in expected.items():
         want = _as_numpy(want) + initial.get(n, 0)
-        assert_almost_equal(result[n], want, rtol, atol, names=("gradient of " + n, "expected"), equal_nan=equal_nan)
-    return result
+        assert_almost_equal(grads[n].asnumpy(), want, rtol, atol, names=("gradient of " + n, "expected"),
+                            equal_nan=equal_nan)
+    return grads
 
 
 def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=None, aux_params=None, rtol=None,

@@ -217,6 +217,7 @@ const _fp_weft_executor_bind_ex = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_simple_bind = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_reshape = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_arrays = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_executor_set_array = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_set_is_recording = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_is_recording = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_mark_variables = Ref{Ptr{Cvoid}}(C_NULL)
@@ -1343,7 +1344,10 @@ end
 
 The output arrays (allocated at bind, rewritten by each forward): *outputs points to
 *num_outputs new handles, which the caller frees; the array of handles itself stays
-valid until the thread's next executor call.
+valid until the thread's next executor call. An executor that runs node by node (bound
+with some csr or row_sparse array, or whose graph makes sparse arrays from dense ones:
+see weft_executor_set_array) has no outputs before its first forward, and new output
+arrays after each.
 
 C: weft_status_t weft_executor_outputs(weft_executor_t* exec, int* num_outputs, weft_ndarray_t* const** outputs)
 """
@@ -1449,6 +1453,24 @@ C: weft_status_t weft_executor_arrays(weft_executor_t* exec, int kind, int* num_
 """
 function weft_executor_arrays(exec, kind, num_outputs, outputs)
     ccall(_fp_weft_executor_arrays[], Cint, (Ptr{weft_executor_t}, Cint, Ptr{Cint}, Ptr{Ptr{Ptr{weft_ndarray_t}}}), exec, kind, num_outputs, outputs)
+end
+
+"""
+    weft_executor_set_array(exec, kind, index, array)
+
+Executors that run node by node only (others refuse): those bound with some csr or
+row_sparse array, or whose graph makes sparse arrays from dense ones (cast_storage to
+csr or row_sparse, the DGL graph operators). Replaces bound array `index` of `kind`
+(weft_executor_array_kind_t) with `array`, which must have the old array's shape and
+dtype. Such an executor runs its nodes one by one through the sparse kernels (or the
+dense fallback), planning no memory; its outputs are new arrays at every forward
+(read them with weft_executor_outputs) and a sparse gradient array is replaced by each
+backward (read it with weft_executor_arrays), since sparse arrays are immutable.
+
+C: weft_status_t weft_executor_set_array(weft_executor_t* exec, int kind, int index, const weft_ndarray_t* array)
+"""
+function weft_executor_set_array(exec, kind, index, array)
+    ccall(_fp_weft_executor_set_array[], Cint, (Ptr{weft_executor_t}, Cint, Cint, Ptr{weft_ndarray_t}), exec, kind, index, array)
 end
 
 """
@@ -2549,6 +2571,7 @@ const _SYMBOLS = (
     (:weft_executor_simple_bind, _fp_weft_executor_simple_bind),
     (:weft_executor_reshape, _fp_weft_executor_reshape),
     (:weft_executor_arrays, _fp_weft_executor_arrays),
+    (:weft_executor_set_array, _fp_weft_executor_set_array),
     (:weft_autograd_set_is_recording, _fp_weft_autograd_set_is_recording),
     (:weft_autograd_is_recording, _fp_weft_autograd_is_recording),
     (:weft_autograd_mark_variables, _fp_weft_autograd_mark_variables),

@@ -1542,6 +1542,31 @@ _arange(args::NDArray...; kwargs...) = _invoke_op(_op__arange, args; kwargs...)
 _arange(args::SymbolicNode...; kwargs...) = _compose_op(_op__arange, args; kwargs...)
 _arange(; kwargs...) = _call_op(_op__arange; kwargs...)
 
+const _op__cond = OpDef("_cond", String[], true, "num_args")
+"""
+    _cond(args...; num_outputs, cond_input_locs, then_input_locs, else_input_locs)
+
+Runs one of two graphs (then_branch or else_branch) as a third graph (cond, one element) is true or false: mx.sym.contrib.cond. Its outputs are the branch's.
+
+# Inputs
+- `cond` (NDArray or SymbolicNode): Input graph for the condition.
+- `then_branch` (NDArray or SymbolicNode): Input graph for the then branch.
+- `else_branch` (NDArray or SymbolicNode): Input graph for the else branch.
+- `data` (NDArrays or SymbolicNodes, any number): The input arrays that include data arrays and states.
+
+# Parameters
+- `num_outputs` (int, in [1, inf]; required): The number of outputs of the subgraph.
+- `cond_input_locs` (Shape(tuple); required): The locations of cond's inputs in the given inputs.
+- `then_input_locs` (Shape(tuple); required): The locations of then's inputs in the given inputs.
+- `else_input_locs` (Shape(tuple); required): The locations of else's inputs in the given inputs.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _cond end
+_cond(args::NDArray...; kwargs...) = _invoke_op(_op__cond, args; kwargs...)
+_cond(args::SymbolicNode...; kwargs...) = _compose_op(_op__cond, args; kwargs...)
+_cond(; kwargs...) = _call_op(_op__cond; kwargs...)
+
 const _op__contrib_AdaptiveAvgPooling2D = OpDef("_contrib_AdaptiveAvgPooling2D", ["data"], false, "")
 """
     _contrib_AdaptiveAvgPooling2D(data; output_size=())
@@ -2952,9 +2977,9 @@ _contrib_quantized_concat(; kwargs...) = _call_op(_op__contrib_quantized_concat;
 
 const _op__contrib_quantized_conv = OpDef("_contrib_quantized_conv", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias", "sum", "min_sum", "max_sum"], false, "")
 """
-    _contrib_quantized_conv(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False, with_sum=False)
+    _contrib_quantized_conv(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False, with_sum=False, channel_wise=False)
 
-Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Forward only.
+Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass, with fused relu and residual sum. Besides the channels-first layouts, 2-D layout NHWC: data, sum and output (n, h, w, c), weight (num_filter, kh, kw, c/num_group). Forward only.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data, int8 or uint8.
@@ -2962,8 +2987,8 @@ Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulate
 - `bias` (NDArray or SymbolicNode): Bias, int8.
 - `min_data` (NDArray or SymbolicNode): Minimum of data's range.
 - `max_data` (NDArray or SymbolicNode): Maximum of data's range.
-- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
-- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range (per output channel with channel_wise).
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range (per output channel with channel_wise).
 - `min_bias` (NDArray or SymbolicNode): Minimum of bias's range.
 - `max_bias` (NDArray or SymbolicNode): Maximum of bias's range.
 - `sum` (NDArray or SymbolicNode): With with_sum: the residual added to the output, int8 or uint8.
@@ -2987,6 +3012,7 @@ Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulate
 - `with_relu` (boolean; default `False`): Fuse a relu after the convolution (and after the sum with with_sum).
 - `enable_float_output` (boolean; default `False`): Write the result as float32, dequantized in the convolution's own pass (one output, no range); excludes min_calib_range/max_calib_range.
 - `with_sum` (boolean; default `False`): Add a quantized input 'sum' (the residual, int8 or uint8 with min_sum, max_sum) to the output before the relu.
+- `channel_wise` (boolean; default `False`): min_weight and max_weight hold one range per output channel, shape (num_filter,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest channel.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -3091,7 +3117,7 @@ _contrib_quantized_flatten(; kwargs...) = _call_op(_op__contrib_quantized_flatte
 
 const _op__contrib_quantized_fully_connected = OpDef("_contrib_quantized_fully_connected", ["data", "weight", "bias", "min_data", "max_data", "min_weight", "max_weight", "min_bias", "max_bias"], false, "")
 """
-    _contrib_quantized_fully_connected(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias; num_hidden, no_bias=False, flatten=True, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False)
+    _contrib_quantized_fully_connected(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias; num_hidden, no_bias=False, flatten=True, min_calib_range=None, max_calib_range=None, with_relu=False, enable_float_output=False, channel_wise=False)
 
 FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumulated in int32. Each array comes with its float range (min, max). The output is the int32 sums with their range, or, given min_calib_range/max_calib_range, int8/uint8 requantized in the same pass (with a fused relu). Forward only.
 
@@ -3101,8 +3127,8 @@ FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumul
 - `bias` (NDArray or SymbolicNode): Bias (num_hidden,), int8.
 - `min_data` (NDArray or SymbolicNode): Minimum of data's range.
 - `max_data` (NDArray or SymbolicNode): Maximum of data's range.
-- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range.
-- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range.
+- `min_weight` (NDArray or SymbolicNode): Minimum of weight's range (per output unit with channel_wise).
+- `max_weight` (NDArray or SymbolicNode): Maximum of weight's range (per output unit with channel_wise).
 - `min_bias` (NDArray or SymbolicNode): Minimum of bias's range.
 - `max_bias` (NDArray or SymbolicNode): Maximum of bias's range.
 
@@ -3114,6 +3140,7 @@ FullyConnected on int8 or uint8 data with int8 weights and an int8 bias, accumul
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
 - `with_relu` (boolean; default `False`): Fuse a relu after the product.
 - `enable_float_output` (boolean; default `False`): Write the result as float32, dequantized in the product's own pass (one output, no range); excludes min_calib_range/max_calib_range.
+- `channel_wise` (boolean; default `False`): min_weight and max_weight hold one range per output unit, shape (num_hidden,) (MXNet's quantize_granularity='channel-wise'); an int32 output is written in the step of the widest unit.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -3398,6 +3425,30 @@ function _eye end
 _eye(args::NDArray...; kwargs...) = _invoke_op(_op__eye, args; kwargs...)
 _eye(args::SymbolicNode...; kwargs...) = _compose_op(_op__eye, args; kwargs...)
 _eye(; kwargs...) = _call_op(_op__eye; kwargs...)
+
+const _op__foreach = OpDef("_foreach", String[], true, "num_args")
+"""
+    _foreach(args...; num_outputs, num_out_data, in_state_locs, in_data_locs, remain_locs)
+
+Runs a graph (the body) over the slices of its data inputs along axis 0, carrying loop states from step to step: mx.sym.contrib.foreach. Its outputs are the body's data outputs stacked along a new axis 0, then the final states.
+
+# Inputs
+- `fn` (NDArray or SymbolicNode): Input graph.
+- `data` (NDArrays or SymbolicNodes, any number): The input arrays that include data arrays and states.
+
+# Parameters
+- `num_outputs` (int, in [0, inf]; required): The number of outputs of the subgraph.
+- `num_out_data` (int, in [0, inf]; required): The number of output data of the subgraph (the rest are the loop states).
+- `in_state_locs` (Shape(tuple); required): The locations of loop states among the subgraph's inputs.
+- `in_data_locs` (Shape(tuple); required): The locations of input data among the subgraph's inputs.
+- `remain_locs` (Shape(tuple); required): The locations of the remaining inputs among the subgraph's inputs.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _foreach end
+_foreach(args::NDArray...; kwargs...) = _invoke_op(_op__foreach, args; kwargs...)
+_foreach(args::SymbolicNode...; kwargs...) = _compose_op(_op__foreach, args; kwargs...)
+_foreach(; kwargs...) = _call_op(_op__foreach; kwargs...)
 
 const _op__full = OpDef("_full", [], false, "")
 """
@@ -7783,6 +7834,32 @@ unravel_index(args::NDArray...; kwargs...) = _invoke_op(_op_unravel_index, args;
 unravel_index(args::SymbolicNode...; kwargs...) = _compose_op(_op_unravel_index, args; kwargs...)
 unravel_index(; kwargs...) = _call_op(_op_unravel_index; kwargs...)
 
+const _op__while_loop = OpDef("_while_loop", String[], true, "num_args")
+"""
+    _while_loop(args...; num_outputs, num_out_data, max_iterations, cond_input_locs, func_input_locs, func_var_locs)
+
+Runs a graph (func) while another graph (cond) gives true, at most max_iterations times, carrying the loop variables from step to step: mx.sym.contrib.while_loop. Its outputs are func's step outputs stacked along a new axis 0 of length max_iterations (rows after the last step are zeros), then the final loop variables.
+
+# Inputs
+- `cond` (NDArray or SymbolicNode): Input graph for the loop condition.
+- `func` (NDArray or SymbolicNode): Input graph for the loop body.
+- `data` (NDArrays or SymbolicNodes, any number): The input arrays that include data arrays and states.
+
+# Parameters
+- `num_outputs` (int, in [1, inf]; required): The number of outputs of the subgraph.
+- `num_out_data` (int, in [0, inf]; required): The number of outputs from the function body.
+- `max_iterations` (int, in [1, inf]; required): Maximum number of iterations.
+- `cond_input_locs` (Shape(tuple); required): The locations of cond's inputs in the given inputs.
+- `func_input_locs` (Shape(tuple); required): The locations of func's inputs in the given inputs.
+- `func_var_locs` (Shape(tuple); required): The locations of loop_vars among func's inputs.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _while_loop end
+_while_loop(args::NDArray...; kwargs...) = _invoke_op(_op__while_loop, args; kwargs...)
+_while_loop(args::SymbolicNode...; kwargs...) = _compose_op(_op__while_loop, args; kwargs...)
+_while_loop(; kwargs...) = _call_op(_op__while_loop; kwargs...)
+
 const _op__zeros = OpDef("_zeros", [], false, "")
 """
     _zeros(; shape=(), ctx=\"\", dtype=float32)
@@ -7882,7 +7959,7 @@ const _op_adagrad_update = OpDef("adagrad_update", ["weight", "grad", "history"]
 """
     adagrad_update(weight, grad, history; lr, epsilon=1e-07, wd=0, rescale_grad=1, clip_gradient=-1)
 
-AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). The dense form of MXNet's _sparse_adagrad_update.
+AdaGrad: history += g^2; weight -= lr*(g/sqrt(history + epsilon) + wd*weight), g = clip(rescale_grad*grad). With a row_sparse gradient only the gradient's rows of the weight and history change (as MXNet's _sparse_adagrad_update, which refuses wd).
 
 # Inputs
 - `weight` (NDArray or SymbolicNode): Weight
@@ -12592,6 +12669,7 @@ const _OPERATOR_NAMES = [
     "_adamw_update",
     "adamw_update",
     "_arange",
+    "_cond",
     "_contrib_AdaptiveAvgPooling2D",
     "_contrib_BatchNormWithReLU",
     "_contrib_BilinearResize2D",
@@ -12675,6 +12753,7 @@ const _OPERATOR_NAMES = [
     "_equal_scalar",
     "_EqualScalar",
     "_eye",
+    "_foreach",
     "_full",
     "_grad_add",
     "_greater",
@@ -12888,6 +12967,7 @@ const _OPERATOR_NAMES = [
     "_square_sum",
     "_unravel_index",
     "unravel_index",
+    "_while_loop",
     "_zeros",
     "_zeros_without_dtype",
     "abs",

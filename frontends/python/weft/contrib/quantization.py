@@ -15,14 +15,20 @@ The pieces, in the order a model goes through them:
   (entropy: histograms, then the threshold of least KL divergence per value through
   `_contrib_calibrate_entropy`). `_calibrate_quantized_sym` writes the ranges as
   min_calib_range/max_calib_range on the quantize and requantize nodes.
-- `_quantize_params` quantizes the parameters to int8 with their own ranges.
+- `_quantize_params` quantizes the parameters to int8 with their own ranges; with
+  `quantize_granularity='channel-wise'` the weights of quantized convolutions and dense
+  layers get one range per output channel (the layers' `channel_wise=True`), as MXNet's
+  oneDNN backend quantizes them.
 `quantize_model` does all three on a (symbol, params) model, `quantize_graph` + `calib_graph`
 split them around the user's own forward passes, `quantize_net_v2` on a Gluon HybridBlock.
 `quantize_model_mkldnn` and `quantize_net_v2` on the CPU do what MXNet's oneDNN backend does
 around them: each BatchNorm after a Convolution is folded into it first (`_fold_batch_norm`),
 quantized convolutions take over an addition and relu after them and dense layers a relu
 (`_fusions`), and after calibration each requantize goes into the product before it
-(`_fuse_requantize`), which then writes 8 bits itself.
+(`_fuse_requantize`), which then writes 8 bits itself, and each dequantize after one goes
+into it too (`_fuse_dequantize`: enable_float_output). `quantize_net_v2` on the CPU then
+puts its 2-D quantized convolutions in layout NHWC (`_channels_last`), the layout of
+oneDNN's int8 kernels, with transposes only where those values meet other nodes.
 """
 import contextlib
 import inspect
@@ -45,6 +51,9 @@ __all__ = ["quantize_model", "quantize_model_mkldnn", "quantize_graph", "calib_g
 
 
 # ------------------------------------------------------------------ what can be quantized
+
+# The quantized layers that take channel-wise weight ranges.
+_CHANNEL_WISE = ("_contrib_quantized_conv", "_contrib_quantized_fully_connected")
 
 def _flag(attrs, key, default):
     return str(attrs.get(key, default)).lower() in ("true", "1")
@@ -253,9 +262,6 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
     if quantize_granularity not in ("tensor-wise", "channel-wise"):
         raise ValueError("unknown quantize_granularity %r, expected 'tensor-wise' or 'channel-wise'"
                          % (quantize_granularity,))
-    if quantize_granularity == "channel-wise":
-        raise ValueError("quantize_granularity='channel-wise' is not supported: Weft's quantized operators take "
-                         "one range per weight array; use 'tensor-wise'")
     graph = json.loads(sym.tojson())
     nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
     out_names = _output_names(sym)
@@ -341,6 +347,8 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
             extra = list(int8_input(f.sum))
         if f and f.relu:
             attrs["with_relu"] = "True"
+        if quantize_granularity == "channel-wise" and rule.qop in _CHANNEL_WISE:
+            attrs["channel_wise"] = "True"
         q = add({"op": rule.qop, "name": "quantized_" + node["name"], "attrs": attrs,
                  "inputs": [d for d, _, _ in ins] + [r for _, lo, hi in ins for r in (lo, hi)] + extra}, 3)
         if rule.requantize:
@@ -419,13 +427,143 @@ def _fuse_requantize(qsym):
     return _to_symbol(graph, nodes, [row[k + 1] - row[k] for k in range(len(nodes))], [redirect(h) for h in heads])
 
 
+def _channel_wise_weights(qsym):
+    """Names of the quantized weight arguments of qsym's channel-wise layers."""
+    nodes = json.loads(qsym.tojson())["nodes"]
+    return {nodes[n["inputs"][1][0]]["name"] for n in nodes
+            if n["op"] in _CHANNEL_WISE and n.get("attrs", {}).get("channel_wise") in ("True", "true", "1")}
+
+
+def _quantize_per_channel(value):
+    """int8 weights with one range per output channel (axis 0): each channel scaled by
+    127 / r, r = its largest magnitude, rounded half away from zero as quantize_v2 does; the
+    ranges (-r, r) as two float32 arrays of shape (channels,)."""
+    w = value.asnumpy().astype(np.float64)
+    flat = w.reshape(w.shape[0], -1)
+    r = np.abs(flat).max(axis=1)
+    scale = np.where(r > 0, 127.0 / np.where(r > 0, r, 1.0), 0.0)
+    q = np.sign(flat) * np.minimum(np.floor(np.abs(flat) * scale[:, None] + 0.5), 127.0)
+    return (ndarray.array(q.reshape(w.shape), dtype="int8"), ndarray.array(-r, dtype="float32"),
+            ndarray.array(r, dtype="float32"))
+
+
+def _fuse_dequantize(qsym):
+    """qsym with each dequantize that alone reads a quantized convolution or fully connected
+    layer folded into it (enable_float_output, its calibrated range dropped): the layer
+    writes its float values directly, as MXNet's oneDNN backend does for the last dense
+    layer, so a classifier's logits are not rounded to 8 bits."""
+    graph = json.loads(qsym.tojson())
+    nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
+    readers = _consumers(nodes, heads)
+    num_out = [row[k + 1] - row[k] for k in range(len(nodes))]
+    replace = {}
+    for i, n in enumerate(nodes):
+        if n["op"] != "_contrib_dequantize":
+            continue
+        src = n["inputs"][0][0]
+        q = nodes[src]
+        if q["op"] not in ("_contrib_quantized_conv", "_contrib_quantized_fully_connected") or \
+                not _takes(q["op"], "enable_float_output") or num_out[src] != 3 or \
+                [e[:2] for e in n["inputs"]] != [[src, 0], [src, 1], [src, 2]] or \
+                any(readers.get((src, k)) != [i] for k in range(3)):
+            continue
+        attrs = q.setdefault("attrs", {})
+        attrs.pop("min_calib_range", None)
+        attrs.pop("max_calib_range", None)
+        attrs["enable_float_output"] = "True"
+        num_out[src] = 1
+        replace[i] = src
+    if not replace:
+        return qsym
+
+    def redirect(e):
+        return [replace[e[0]], 0, 0] if e[0] in replace else e
+
+    for n in nodes:
+        n["inputs"] = [redirect(e) for e in n.get("inputs", [])]
+    return _to_symbol(graph, nodes, num_out, [redirect(h) for h in heads])
+
+
+def _channels_last(qsym, params):
+    """qsym with its 2-D quantized convolutions in layout NHWC, the layout of oneDNN's int8
+    kernels, so that the values between them are not reordered at every layer; their int8
+    weights (offline parameters in params, read by that convolution alone) transposed to
+    (f, kh, kw, c/g) in the returned params. A `transpose` goes where a NHWC value meets
+    another reader (pooling, flatten, dequantize, an output) and where a value of another
+    node enters such a convolution, once per value."""
+    graph = json.loads(qsym.tojson())
+    nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
+    readers = _consumers(nodes, heads)
+
+    def data_slots(n):
+        """The inputs of a quantized convolution that hold activations: data and the sum."""
+        slots = [0]
+        if _flag(n.get("attrs", {}), "with_sum", False):
+            slots.append(len(n["inputs"]) - 3)
+        return slots
+
+    def converts(i, n):
+        if n["op"] != "_contrib_quantized_conv":
+            return False
+        attrs = n.get("attrs", {})
+        kernel = [int(k) for k in attrs.get("kernel", "()").strip("()").split(",") if k.strip()]
+        w = n["inputs"][1][0]
+        return len(kernel) == 2 and attrs.get("layout", "None") in ("None", "NCHW") and \
+            nodes[w]["op"] == "null" and nodes[w]["name"] in params and readers.get((w, 0)) == [i]
+
+    last = {i for i, n in enumerate(nodes) if converts(i, n)}
+    if not last:
+        return qsym, params
+    params = dict(params)
+    nodes = [dict(n) for n in nodes]
+    num_out = [row[k + 1] - row[k] for k in range(len(nodes))]
+    made = {}
+
+    def transpose(entry, axes, tag):
+        key = (entry[0], entry[1], axes)
+        if key not in made:
+            nodes.append({"op": "transpose", "name": "%s_%s" % (nodes[entry[0]]["name"], tag),
+                          "attrs": {"axes": str(axes)}, "inputs": [[entry[0], entry[1], 0]]})
+            num_out.append(1)
+            made[key] = [len(nodes) - 1, 0, 0]
+        return made[key]
+
+    def is_last(entry):
+        return entry[0] in last and entry[1] == 0
+
+    for i in range(len(nodes)):
+        n = nodes[i]
+        if n["op"] == "null":
+            continue
+        slots = data_slots(n) if i in last else []
+        inputs = []
+        for k, e in enumerate(n.get("inputs", [])):
+            if k in slots and not is_last(e):
+                e = transpose(e, (0, 2, 3, 1), "nhwc")
+            elif k not in slots and is_last(e):
+                e = transpose(e, (0, 3, 1, 2), "nchw")
+            inputs.append(e)
+        n["inputs"] = inputs
+        if i in last:
+            n["attrs"] = dict(n.get("attrs", {}), layout="NHWC")
+            w = nodes[n["inputs"][1][0]]["name"]
+            params[w] = ndarray.array(params[w].asnumpy().transpose(0, 2, 3, 1), dtype=params[w].dtype)
+    heads = [transpose(h, (0, 3, 1, 2), "nchw") if is_last(h) else h for h in heads]
+    return _to_symbol(graph, nodes, num_out, heads), params
+
+
 def _quantize_params(qsym, params, th_dict):
     """The arguments of qsym from the float params: `<name>_quantize` is `name` quantized to
-    int8 over its own range (with `_quantize_min`/`_quantize_max`); other parameters are kept;
+    int8 over its own range (with `_quantize_min`/`_quantize_max`), or over each output
+    channel's range for the weights of channel-wise layers; other parameters are kept;
     `<value>_min`/`<value>_max` arguments take calibrated ranges from th_dict."""
     quantized = {}
+    per_channel = _channel_wise_weights(qsym)
     for name in qsym.list_arguments():
-        if name.endswith("_quantize") and name[:-len("_quantize")] in params:
+        if name in per_channel and name[:-len("_quantize")] in params:
+            data, qmin, qmax = _quantize_per_channel(params[name[:-len("_quantize")]])
+            quantized[name], quantized[name + "_min"], quantized[name + "_max"] = data, qmin, qmax
+        elif name.endswith("_quantize") and name[:-len("_quantize")] in params:
             value = params[name[:-len("_quantize")]]
             lo, hi = float(ndarray.min(value).asscalar()), float(ndarray.max(value).asscalar())
             data, qmin, qmax = ndarray.contrib.quantize_v2(value, out_type="int8", min_calib_range=lo,
@@ -806,7 +944,7 @@ def _quantize_model(sym, arg_params, aux_params, data_names, label_names, ctx, e
         th_dict = _thresholds(collector, calib_mode, quantized_dtype, logger)
         qsym = _calibrate_quantized_sym(qsym, th_dict)
         if fuse:
-            qsym = _fuse_requantize(qsym)
+            qsym = _fuse_dequantize(_fuse_requantize(qsym))
     if logger:
         logger.info("Quantizing parameters")
     return qsym, _quantize_params(qsym, arg_params, th_dict), aux_params
@@ -989,7 +1127,9 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full", quant
                                                     collector=collector, calib_mode=calib_mode,
                                                     quantized_dtype=quantized_dtype, logger=logger)
         if fuse:
-            qsym = _fuse_requantize(qsym)
+            qsym = _fuse_dequantize(_fuse_requantize(qsym))
+    if fuse:
+        qsym, qarg_params = _channels_last(qsym, qarg_params)
 
     from ..gluon import SymbolBlock
     net = SymbolBlock(qsym, [symbol.var(n) for n in data_names])

@@ -103,13 +103,29 @@ def _fixed_graph(hybrid_forward):
     return hybrid_forward
 
 
-def _flatten(args, what):
-    flat = []
+def _flatten(args):
+    """The arrays (or Symbols) of `args`, which may nest lists as MXNet's blocks allow
+    (`layer(data, [state])`), in order, and the nesting: None for an array, a list of
+    nestings for a list."""
+    flat, fmt = [], []
     for a in args:
         if isinstance(a, (list, tuple)):
-            raise TypeError("%s: nested lists of inputs are not supported; pass arrays as separate arguments" % what)
-        flat.append(a)
-    return flat
+            f, sub = _flatten(a)
+            flat.extend(f)
+            fmt.append(sub)
+        else:
+            flat.append(a)
+            fmt.append(None)
+    return flat, fmt
+
+
+def _regroup(fmt, flat):
+    """Inverse of _flatten: the values of `flat` nested as `fmt` says."""
+    values = iter(flat)
+
+    def build(f):
+        return next(values) if f is None else [build(sub) for sub in f]
+    return [build(f) for f in fmt]
 
 
 class Block:
@@ -353,11 +369,11 @@ class _CachedGraph:
     the executor is an inference one: in predict mode it runs its oneDNN regions (BatchNorm
     folded into the convolutions, weights reordered once, not at every call)."""
 
-    def __init__(self, block, sym, input_names, num_outputs, multi, args, ctx, input_grads, grads):
+    def __init__(self, block, sym, input_names, num_outputs, out_fmt, args, ctx, input_grads, grads):
         self.sym = sym
         self.input_names = input_names
         self.num_outputs = num_outputs
-        self.multi = multi
+        self.out_fmt = out_fmt  # how the flat outputs nest (_regroup)
         # The _blocks_version at which a trace last matched this graph, when the block's
         # whole tree is made of _fixed_graph layers; None otherwise.
         self.checked_at = None
@@ -453,20 +469,22 @@ class HybridBlock(Block):
     def _input_names(self, n):
         return ["data"] if n == 1 else ["data%d" % i for i in range(n)]
 
-    def _get_graph(self, *args):
+    def _get_graph(self, *args, fmt=None):
+        """The traced graph for inputs `args` (nested as `fmt` says, when given): input names,
+        the symbol of its flattened outputs, their number and their nesting."""
         names = self._input_names(len(args))
         inputs = [symbol.var(n) for n in names]
         with self.name_scope():
             params = {k: v.var() for k, v in self._reg_params.items()}
-            out = self.hybrid_forward(symbol, *inputs, **params)
-        outs = list(out) if isinstance(out, (list, tuple)) else [out]
-        multi = isinstance(out, (list, tuple))
-        return names, (symbol.Group(outs) if len(outs) > 1 else outs[0]), len(outs), multi
+            out = self.hybrid_forward(symbol, *(_regroup(fmt, inputs) if fmt else inputs), **params)
+        outs, out_fmt = _flatten([out])
+        return names, (symbol.Group(outs) if len(outs) > 1 else outs[0]), len(outs), out_fmt
 
     def infer_shape(self, *args):
         """Fills in the unknown parameter shapes from the shapes of `args`."""
-        names, sym, _, _ = self._get_graph(*args)
-        known = {n: tuple(a.shape) for n, a in zip(names, args)}
+        flat, fmt = _flatten(args)
+        names, sym, _, _ = self._get_graph(*flat, fmt=fmt)
+        known = {n: tuple(a.shape) for n, a in zip(names, flat)}
         arg_shapes, _, aux_shapes = sym.infer_shape(**known)
         if arg_shapes is None:
             raise ValueError("%s: cannot infer the parameter shapes from inputs %s" % (self.name, known))
@@ -485,17 +503,17 @@ class HybridBlock(Block):
 
     # ---------------------------------------------------------------- running
     def forward(self, x, *args):
-        args = _flatten((x,) + args, self.name)
-        if isinstance(args[0], Symbol):
+        args = (x,) + args
+        flat, fmt = _flatten(args)
+        if isinstance(flat[0], Symbol):
             with self.name_scope():
                 params = {k: v.var() for k, v in self._reg_params.items()}
                 return self.hybrid_forward(symbol, *args, **params)
         if self._active:
-            return self._call_cached(args)
-        return self._call_imperative(args)
+            return self._call_cached(flat, fmt)
+        return self._call_imperative(args, flat[0].context)
 
-    def _call_imperative(self, args):
-        ctx = args[0].context
+    def _call_imperative(self, args, ctx):
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
         except DeferredInitializationError:
@@ -503,7 +521,7 @@ class HybridBlock(Block):
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
         return self.hybrid_forward(ndarray, *args, **params)
 
-    def _call_cached(self, args):
+    def _call_cached(self, args, fmt):
         for i, a in enumerate(args):
             if not isinstance(a, NDArray):
                 raise TypeError("%s: a hybridized block takes NDArrays, but input %d is %s"
@@ -511,14 +529,13 @@ class HybridBlock(Block):
         ctx = args[0].context
         recording = autograd.is_recording()
         input_grads = tuple(recording and a._has_history() for a in args)
-        key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), ctx, autograd.is_training(), input_grads,
-               recording)
+        key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), ctx, autograd.is_training(),
+               input_grads, recording)
         graph = self._cached.get(key)
         if graph is not None and graph.checked_at == _blocks_version and graph.still_bound():
             # Nothing a trace reads has changed since one matched this graph: it would again.
-            outs = graph.run(args, autograd.is_training())
-            return outs if graph.multi else outs[0]
-        names, sym, num_outputs, multi = self._get_graph(*args)
+            return _regroup(graph.out_fmt, graph.run(args, autograd.is_training()))[0]
+        names, sym, num_outputs, out_fmt = self._get_graph(*args, fmt=fmt)
         if graph is not None:
             if not graph.sym._same_graph(sym):
                 raise RuntimeError(
@@ -530,7 +547,7 @@ class HybridBlock(Block):
             if not graph.still_bound():
                 graph = None
         if graph is None:
-            self._finish_deferred(*args)
+            self._finish_deferred(*_regroup(fmt, args))
             known = {p.name: p.shape for p in self.collect_params().values() if p._data is not None}
             known.update((n, a.shape) for n, a in zip(names, args))
             arguments = set(sym.list_arguments()) | set(sym.list_auxiliary_states())
@@ -538,12 +555,11 @@ class HybridBlock(Block):
                 # An operator whose output shape depends on the data (boolean_mask) leaves the
                 # graph's shapes open: it cannot be bound, so the block runs operator by
                 # operator, as MXNet's CachedOp does for dynamic shapes.
-                return self._call_imperative(args)
-            graph = _CachedGraph(self, sym, names, num_outputs, multi, args, ctx, input_grads, recording)
+                return self._call_imperative(_regroup(fmt, args), ctx)
+            graph = _CachedGraph(self, sym, names, num_outputs, out_fmt, args, ctx, input_grads, recording)
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None
-        outs = graph.run(args, autograd.is_training())
-        return outs if multi else outs[0]
+        return _regroup(out_fmt, graph.run(args, autograd.is_training()))[0]
 
     def _fixed_tree(self):
         """Whether every block of this tree traces through _fixed_graph code alone: no
@@ -613,17 +629,17 @@ class SymbolBlock(HybridBlock):
                              % (len(self._input_names_given), ", ".join(self._input_names_given), n))
         return list(self._input_names_given)
 
-    def _get_graph(self, *args):
+    def _get_graph(self, *args, fmt=None):
         names = self._input_names(len(args))
         n = len(self._sym.list_outputs())
-        return names, self._sym, n, n > 1
+        return names, self._sym, n, [[None] * n] if n > 1 else [None]
 
     def forward(self, x, *args):
-        args = _flatten((x,) + args, "SymbolBlock")
+        args, fmt = _flatten((x,) + args)
         if isinstance(args[0], Symbol):
             return self._sym(**dict(zip(self._input_names_given, args)))
         # A SymbolBlock always runs its graph: it has no Python hybrid_forward.
-        return self._call_cached(args)
+        return self._call_cached(args, fmt)
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("SymbolBlock runs its symbol; hybrid_forward is not used")

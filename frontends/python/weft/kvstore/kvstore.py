@@ -120,6 +120,12 @@ class KVStore(KVStoreBase):
             vals = [v if v.stype == "default" or (v.stype == "row_sparse" and k in once and
                                                    v.context.device_type == "cpu")
                     else v.tostype("default") for k, v in zip(keys, vals)]
+        elif "dist" in self.type and not self._compressed:
+            # A key's one row_sparse value (a gradient) crosses the network as its rows only.
+            once = {k for k in keys if keys.count(k) == 1}
+            vals = [v if v.stype == "default" or (v.stype == "row_sparse" and k in once and
+                                                   v.context.device_type == "cpu")
+                    else v.tostype("default") for k, v in zip(keys, vals)]
         else:
             vals = _dense(vals)
         _api.weft_kvstore_push(self.handle, len(keys), keys, vals, priority)

@@ -91,10 +91,11 @@ class BaseModule:
         self.backward()
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
-        """Work to do before a batch's forward pass: Weft's dense parameters need none."""
+        """Work to do before a batch's forward pass: none, since Weft's modules keep whole
+        parameters (row_sparse ones too) in their executors."""
         if sparse_row_id_fn is not None:
-            raise NotImplementedError("sparse_row_id_fn is for row-sparse parameters, which Weft's modules do "
-                                      "not hold")
+            raise NotImplementedError("sparse_row_id_fn pulls some rows of row-sparse parameters from the kvstore; "
+                                      "Weft's modules keep whole parameters and do not take it")
 
     def _check_ready(self, what):
         _require(self.binded, what, "bind()")

@@ -181,20 +181,27 @@ class DataParallelExecutorGroup:
         if arg_types is None:
             raise ValueError("the input dtypes %s do not determine every dtype of the graph" % types)
 
-        def reuse(pool, name, shape, dtype):
+        # Variables declared with a sparse `stype` get arrays of it, and gradients the storage
+        # types simple_bind gives them (the executor then runs the sparse kernels).
+        stypes = self.symbol._arg_stypes(None)
+        grad_stypes = self.symbol._grad_stypes(stypes)
+
+        def reuse(pool, name, shape, dtype, stype="default"):
             arr = pool.get(name) if pool is not None else None
-            if arr is not None and tuple(arr.shape) == tuple(shape) and np.dtype(arr.dtype) == np.dtype(dtype):
+            if arr is not None and tuple(arr.shape) == tuple(shape) and np.dtype(arr.dtype) == np.dtype(dtype) \
+                    and arr.stype == stype:
                 return arr
-            return nd.zeros(shape, ctx=ctx, dtype=dtype)
+            return nd.zeros(shape, ctx=ctx, dtype=dtype, stype=stype)
 
         shared_args = shared_exec.arg_dict if shared_exec is not None else None
         shared_grads = shared_exec.grad_dict if shared_exec is not None else None
         args, grads, reqs = [], [], []
         for name, shape, dtype in zip(self.arg_names, arg_shapes, arg_types):
             is_param = name in self.param_names
-            args.append(reuse(shared_args if is_param else None, name, shape, dtype))
+            args.append(reuse(shared_args if is_param else None, name, shape, dtype, stypes[name]))
             req = self.grad_req[name]
-            grads.append(None if req == "null" else reuse(shared_grads if is_param else None, name, shape, dtype))
+            grads.append(None if req == "null" else reuse(shared_grads if is_param else None, name, shape, dtype,
+                                                          grad_stypes[name]))
             reqs.append(req)
         shared_aux = shared_exec.aux_dict if shared_exec is not None else None
         aux = [reuse(shared_aux, name, shape, dtype)

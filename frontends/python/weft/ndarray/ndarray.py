@@ -305,6 +305,10 @@ class NDArray(_fast.NDArrayBase):
         if isinstance(other, NDArray):
             if other.handle == self.handle:
                 return other
+            if other.stype != "default":
+                # A sparse destination takes the values in its own storage type.
+                other._assign(self)
+                return other
             _api.weft_ndarray_copy_to(self, other)
             return other
         if isinstance(other, Context):

@@ -91,7 +91,21 @@ class BaseSparseNDArray(NDArray):
             return _wrap(_api.weft_ndarray_cast_storage(self, _STYPE_ID[self.stype]))._moved(other)
         if isinstance(other, NDArray) and not isinstance(other, BaseSparseNDArray):
             return self.tostype("default").copyto(other)
+        if isinstance(other, BaseSparseNDArray):
+            other._assign(self)
+            return other
         raise NotSupportedForSparseNDArray(self.copyto, "copyto", other)
+
+    def _assign(self, value):
+        """Gives this array (its handle: sparse arrays are immutable) the values of the
+        NDArray `value`, in this array's storage type and dtype."""
+        if value is self:
+            return
+        if value.dtype != self.dtype:
+            value = value.tostype("default").astype(self.dtype)
+        if value.stype != self.stype:
+            value = value.tostype(self.stype)
+        _api.weft_ndarray_sparse_assign(self, value)
 
     def _moved(self, ctx):
         if ctx == self.context:
@@ -113,7 +127,19 @@ class BaseSparseNDArray(NDArray):
         raise NotSupportedForSparseNDArray(self.__getitem__, "__getitem__", key)
 
     def __setitem__(self, key, value):
-        raise NotSupportedForSparseNDArray(self.__setitem__, "__setitem__", key)
+        """x[:] = value only, as MXNet's: value an NDArray of any storage type, a numpy
+        array, or (row_sparse only) a number for every element."""
+        if not isinstance(key, builtins.slice) or key != builtins.slice(None):
+            raise NotSupportedForSparseNDArray(self.__setitem__, "__setitem__", key)
+        if isinstance(value, numbers.Number):
+            if self.stype == "csr":
+                raise ValueError("Assigning numeric types to CSRNDArray is not implemented yet.")
+            value = array(np.full(self.shape, value), ctx=self.context, dtype=self.dtype)
+        elif isinstance(value, (np.ndarray, np.generic, list, tuple)):
+            value = array(np.asarray(value), ctx=self.context, dtype=self.dtype)
+        elif not isinstance(value, NDArray):
+            raise TypeError("type %s not supported" % type(value).__name__)
+        self._assign(value)
 
     def reshape(self, *shape, **kwargs):
         raise NotSupportedForSparseNDArray(self.reshape, "reshape", shape)

@@ -47,4 +47,4 @@ def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr, eta, be
                                         clip_gradient=clip_gradient, name=name, **kwargs)
 
 
-from .control_flow import cond, foreach, while_loop  # noqa: E402  (traced into Custom nodes)
+from .control_flow import cond, foreach, while_loop  # noqa: E402  (traced into _foreach, ... nodes)

@@ -1,14 +1,15 @@
 """The Symbol class: a handle on a graph of operators and variables (weft_symbol_t)."""
 import json
-import os
 
 import numpy as np
 
 from ..base import _api
 from .. import attribute as _attribute
 from .. import util as _util
-from . import subgraph_json as _subgraph_json
 from ..ndarray.ndarray import dtype_id, _ID_TO_NP
+
+# A variable's "__storage_type__" attribute holds MXNet's storage type code.
+_STYPE_OF_CODE = {"0": "default", "1": "row_sparse", "2": "csr"}
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"]
 
@@ -190,10 +191,8 @@ class Symbol:
         if values is None:
             raise ValueError("bind: %s are required (%s)" % (what, names))
         if isinstance(values, dict):
-            unknown = set(values) - set(names)
-            if unknown:
-                raise ValueError("bind: %s has names that are not %s: %s (expected %s)"
-                                 % (what, what, sorted(unknown), names))
+            # As in MXNet, names the graph does not have are ignored (a loop body that
+            # does not read a variable drops it from the arguments).
             missing = [n for n in names if n not in values]
             if missing and not allow_missing:
                 # MXNet's wording first, then every missing name
@@ -246,6 +245,16 @@ class Symbol:
                 raise ValueError("simple_bind: expected %d grad_req values (%s), got %d"
                                  % (len(names), names, len(grad_req)))
             grad_req = dict(zip(names, grad_req))
+        stypes = self._arg_stypes(stype_dict)
+        grad_stypes = self._grad_stypes(stypes)
+        wants = (lambda n: grad_req != "null") if isinstance(grad_req, str) else \
+            (lambda n: grad_req.get(n, "null") != "null")
+        if any(t != "default" for t in stypes.values()) or \
+                any(t != "default" and wants(n) for n, t in grad_stypes.items()):
+            if group2ctx:
+                raise NotImplementedError("simple_bind: group2ctx with sparse (csr, row_sparse) arrays is not "
+                                          "supported")
+            return self._sparse_simple_bind(ctx, grad_req, type_dict, stypes, grad_stypes, kwargs)
         reqs = json.dumps(grad_req) if isinstance(grad_req, dict) else grad_req
         shapes = json.dumps({k: [int(d) for d in v] for k, v in kwargs.items()})
         types = json.dumps({k: dtype_id(v) for k, v in (type_dict or {}).items()})
@@ -253,6 +262,74 @@ class Symbol:
         handle = _api.weft_executor_simple_bind(self.handle, ctx._as_tuple(), _group2ctx_json(group2ctx), shapes,
                                                 types, reqs)
         return Executor(handle, self, ctx, group2ctx)
+
+    def _arg_stypes(self, stype_dict):
+        """Each argument's storage type: the variable's `stype` attribute, then stype_dict."""
+        names = self.list_arguments()
+        unknown = set(stype_dict or {}) - set(names)
+        if unknown:
+            raise ValueError("simple_bind: stype_dict names %s, which are not arguments (%s)"
+                             % (sorted(unknown), names))
+        attrs = self.attr_dict()
+        stypes = {}
+        for n in names:
+            code = attrs.get(n, {}).get("__storage_type__")
+            stypes[n] = _STYPE_OF_CODE.get(code, "default")
+        for n, t in (stype_dict or {}).items():
+            if t not in ("default", "row_sparse", "csr"):
+                raise ValueError("simple_bind: stype_dict[%r] must be 'default', 'row_sparse' or 'csr', got %r"
+                                 % (n, t))
+            stypes[n] = t
+        return stypes
+
+    def _grad_stypes(self, stypes):
+        """The storage type of each argument's gradient, as MXNet's storage inference of the
+        backward graph gives it for the cases sparse models use: row_sparse for a row_sparse
+        argument, for the weight of an Embedding(sparse_grad=True) and for the dense right
+        operand of dot(csr, x) without transposes; the others dense."""
+        grads = {n: ("row_sparse" if t == "row_sparse" else "default") for n, t in stypes.items()}
+        nodes = json.loads(_api.weft_symbol_to_json(self.handle))["nodes"]
+
+        def variable(entry):
+            node = nodes[entry[0]]
+            return node["name"] if node["op"] == "null" else None
+        for node in nodes:
+            attrs = node.get("attrs", {})
+            truthy = lambda k: attrs.get(k, "False") in ("True", "true", "1")  # noqa: E731
+            if node["op"] == "Embedding" and truthy("sparse_grad") and len(node["inputs"]) > 1:
+                weight = variable(node["inputs"][1])
+                if weight in grads:
+                    grads[weight] = "row_sparse"
+            elif node["op"] == "dot" and not truthy("transpose_a") and not truthy("transpose_b"):
+                lhs, rhs = (variable(e) for e in node["inputs"][:2])
+                if stypes.get(lhs) == "csr" and stypes.get(rhs) == "default" and rhs in grads:
+                    grads[rhs] = "row_sparse"
+        return grads
+
+    def _sparse_simple_bind(self, ctx, grad_req, type_dict, stypes, grad_stypes, shapes):
+        """simple_bind with some csr or row_sparse argument: the arrays are made here (zeros
+        of each storage type) and bound; the executor runs through the sparse kernels."""
+        from ..ndarray import ndarray as _nd
+        from ..context import Context
+        names = self.list_arguments()
+        arg_shapes, _, aux_shapes = self.infer_shape(**shapes)
+        if arg_shapes is None:
+            raise ValueError("simple_bind: the shapes given (%s) leave some shape of the graph unknown"
+                             % sorted(shapes))
+        arg_types, _, aux_types = self.infer_type(**{k: v for k, v in (type_dict or {}).items()})
+        if arg_types is None:
+            arg_types = [np.float32] * len(names)
+            aux_types = [np.float32] * len(aux_shapes)
+        ctx = Context(ctx)
+        args = [_nd.zeros(s, ctx=ctx, dtype=t, stype=stypes[n]) for n, s, t in zip(names, arg_shapes, arg_types)]
+        aux = [_nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(aux_shapes, aux_types)]
+        if isinstance(grad_req, str):
+            reqs = {n: grad_req for n in names}
+        else:
+            reqs = {n: grad_req.get(n, "null") for n in names}
+        grads = {n: _nd.zeros(a.shape, ctx=ctx, dtype=a.dtype, stype=grad_stypes[n])
+                 for n, a in zip(names, args) if reqs[n] != "null"}
+        return self.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
 
     def eval(self, ctx=None, **kwargs):
         """Binds the given arrays and runs forward; returns the outputs."""
@@ -267,19 +344,10 @@ class Symbol:
         return bool(_api.weft_symbol_same_graph(self.handle, other.handle))
 
     def tojson(self):
-        return _subgraph_json.to_mxnet(_api.weft_symbol_to_json(self.handle))
+        return _api.weft_symbol_to_json(self.handle)
 
     def save(self, fname):
-        text = _api.weft_symbol_to_json(self.handle)
-        mxnet_text = _subgraph_json.to_mxnet(text)
-        if mxnet_text is text:
-            _api.weft_symbol_save_file(self.handle, fname)
-            return
-        # control-flow nodes are rewritten in Python; the file is replaced atomically
-        tmp = "%s.tmp%d" % (fname, os.getpid())
-        with open(tmp, "w") as f:
-            f.write(mxnet_text)
-        os.replace(tmp, fname)
+        _api.weft_symbol_save_file(self.handle, fname)
 
     def remove_amp_cast(self):
         """The graph without its amp_cast and amp_multicast nodes (what automatic mixed
@@ -329,7 +397,7 @@ class Symbol:
         return {"json": self.tojson()}
 
     def __setstate__(self, state):
-        self.handle = _api.weft_symbol_from_json(_subgraph_json.from_mxnet(state["json"]))
+        self.handle = _api.weft_symbol_from_json(state["json"])
 
     # ------------------------------------------------------------- arithmetic
     def _binary(self, other, op, scalar_op, reverse=False):
@@ -461,21 +529,14 @@ def Group(symbols):
 
 
 def load(fname):
-    """A symbol from an MXNet JSON file (any MXNet version)."""
-    try:
-        with open(fname, "rb") as f:
-            has_subgraphs = b'"subgraphs"' in f.read()
-    except OSError:
-        has_subgraphs = False  # the library reports the file it cannot open, as for any load
-    if has_subgraphs:
-        with open(fname) as f:
-            return load_json(f.read())
+    """A symbol from an MXNet JSON file (any MXNet version; control-flow nodes with their
+    subgraphs included)."""
     return Symbol(_api.weft_symbol_load_file(fname))
 
 
 def load_json(json_str):
     """A symbol from MXNet JSON text (control-flow nodes with subgraphs included)."""
-    return Symbol(_api.weft_symbol_from_json(_subgraph_json.from_mxnet(json_str)))
+    return Symbol(_api.weft_symbol_from_json(json_str))
 
 
 fromjson = load_json

@@ -396,6 +396,13 @@ mx.symbol.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ =
   .weft_symbol_op("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
 
+mx.nd.internal.cond <- function(..., num_outputs, cond_input_locs, then_input_locs, else_input_locs, out = NULL) {
+  .weft_nd_invoke("_cond", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), cond_input_locs = .weft_shape_param(cond_input_locs), then_input_locs = .weft_shape_param(then_input_locs), else_input_locs = .weft_shape_param(else_input_locs)), "num_args", out)
+}
+mx.symbol.internal.cond <- function(..., num_outputs, cond_input_locs, then_input_locs, else_input_locs, name = NULL, attr = NULL) {
+  .weft_symbol_op("_cond", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), cond_input_locs = .weft_shape_param(cond_input_locs), then_input_locs = .weft_shape_param(then_input_locs), else_input_locs = .weft_shape_param(else_input_locs)), "num_args", name, attr)
+}
+
 mx.nd.internal.contrib.AdaptiveAvgPooling2D <- function(data = NULL, output_size = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_AdaptiveAvgPooling2D", list(data), c(output_size = .weft_shape_param(output_size)), NULL, out)
 }
@@ -830,11 +837,11 @@ mx.symbol.internal.contrib.quantized.concat <- function(..., num_args, dim = NUL
   .weft_symbol_op("_contrib_quantized_concat", .weft_dots(...), c(num_args = .weft_param(num_args), dim = .weft_param(dim)), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, out = NULL) {
-  .weft_nd_invoke("_contrib_quantized_conv", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), with_sum = .weft_param(with_sum)), NULL, out)
+mx.nd.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, channel_wise = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_conv", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias, sum, min_sum, max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), with_sum = .weft_param(with_sum), channel_wise = .weft_param(channel_wise)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, name = NULL, attr = NULL) {
-  .weft_symbol_op("_contrib_quantized_conv", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias, sum = sum, min_sum = min_sum, max_sum = max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), with_sum = .weft_param(with_sum)), NULL, name, attr)
+mx.symbol.internal.contrib.quantized.conv <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, sum = NULL, min_sum = NULL, max_sum = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, with_sum = NULL, channel_wise = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_conv", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias, sum = sum, min_sum = min_sum, max_sum = max_sum), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), with_sum = .weft_param(with_sum), channel_wise = .weft_param(channel_wise)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.quantized.elemwise.add <- function(lhs = NULL, rhs = NULL, lhs_min = NULL, lhs_max = NULL, rhs_min = NULL, rhs_max = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
@@ -865,11 +872,11 @@ mx.symbol.internal.contrib.quantized.flatten <- function(data = NULL, min_data =
   .weft_symbol_op("_contrib_quantized_flatten", list(data = data, min_data = min_data, max_data = max_data), c(), NULL, name, attr)
 }
 
-mx.nd.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, out = NULL) {
-  .weft_nd_invoke("_contrib_quantized_fully_connected", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output)), NULL, out)
+mx.nd.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, channel_wise = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_quantized_fully_connected", list(data, weight, bias, min_data, max_data, min_weight, max_weight, min_bias, max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), channel_wise = .weft_param(channel_wise)), NULL, out)
 }
-mx.symbol.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, name = NULL, attr = NULL) {
-  .weft_symbol_op("_contrib_quantized_fully_connected", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output)), NULL, name, attr)
+mx.symbol.internal.contrib.quantized.fully.connected <- function(data = NULL, weight = NULL, bias = NULL, min_data = NULL, max_data = NULL, min_weight = NULL, max_weight = NULL, min_bias = NULL, max_bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, min_calib_range = NULL, max_calib_range = NULL, with_relu = NULL, enable_float_output = NULL, channel_wise = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_quantized_fully_connected", list(data = data, weight = weight, bias = bias, min_data = min_data, max_data = max_data, min_weight = min_weight, max_weight = max_weight, min_bias = min_bias, max_bias = max_bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range), with_relu = .weft_param(with_relu), enable_float_output = .weft_param(enable_float_output), channel_wise = .weft_param(channel_wise)), NULL, name, attr)
 }
 
 mx.nd.internal.contrib.quantized.pooling <- function(data = NULL, min_data = NULL, max_data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, cudnn_off = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, p_value = NULL, count_include_pad = NULL, layout = NULL, out = NULL) {
@@ -940,6 +947,13 @@ mx.nd.internal.eye <- function(N, M = NULL, k = NULL, ctx = NULL, dtype = NULL, 
 }
 mx.symbol.internal.eye <- function(N, M = NULL, k = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_eye", list(), c(N = .weft_param(N), M = .weft_param(M), k = .weft_param(k), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
+}
+
+mx.nd.internal.foreach <- function(..., num_outputs, num_out_data, in_state_locs, in_data_locs, remain_locs, out = NULL) {
+  .weft_nd_invoke("_foreach", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), in_state_locs = .weft_shape_param(in_state_locs), in_data_locs = .weft_shape_param(in_data_locs), remain_locs = .weft_shape_param(remain_locs)), "num_args", out)
+}
+mx.symbol.internal.foreach <- function(..., num_outputs, num_out_data, in_state_locs, in_data_locs, remain_locs, name = NULL, attr = NULL) {
+  .weft_symbol_op("_foreach", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), in_state_locs = .weft_shape_param(in_state_locs), in_data_locs = .weft_shape_param(in_data_locs), remain_locs = .weft_shape_param(remain_locs)), "num_args", name, attr)
 }
 
 mx.nd.internal.full <- function(shape = NULL, ctx = NULL, dtype = NULL, value, out = NULL) {
@@ -2151,6 +2165,13 @@ mx.nd.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
 }
 mx.symbol.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
+}
+
+mx.nd.internal.while.loop <- function(..., num_outputs, num_out_data, max_iterations, cond_input_locs, func_input_locs, func_var_locs, out = NULL) {
+  .weft_nd_invoke("_while_loop", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), max_iterations = .weft_param(max_iterations), cond_input_locs = .weft_shape_param(cond_input_locs), func_input_locs = .weft_shape_param(func_input_locs), func_var_locs = .weft_shape_param(func_var_locs)), "num_args", out)
+}
+mx.symbol.internal.while.loop <- function(..., num_outputs, num_out_data, max_iterations, cond_input_locs, func_input_locs, func_var_locs, name = NULL, attr = NULL) {
+  .weft_symbol_op("_while_loop", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), max_iterations = .weft_param(max_iterations), cond_input_locs = .weft_shape_param(cond_input_locs), func_input_locs = .weft_shape_param(func_input_locs), func_var_locs = .weft_shape_param(func_var_locs)), "num_args", name, attr)
 }
 
 mx.nd.internal.zeros <- function(shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {

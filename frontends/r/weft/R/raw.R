@@ -100,6 +100,7 @@ weft_executor_bind_ex <- function(sym, ctx, group2ctx, args, arg_grads, grad_req
 weft_executor_simple_bind <- function(sym, ctx, group2ctx, shapes, dtypes, grad_req) .Call(C_weft_executor_simple_bind, sym, ctx, group2ctx, shapes, dtypes, grad_req)
 weft_executor_reshape <- function(exec, shapes, partial_shaping, allow_up_sizing) .Call(C_weft_executor_reshape, exec, shapes, partial_shaping, allow_up_sizing)
 weft_executor_arrays <- function(exec, kind) .Call(C_weft_executor_arrays, exec, kind)
+weft_executor_set_array <- function(exec, kind, index, array) .Call(C_weft_executor_set_array, exec, kind, index, array)
 weft_autograd_set_is_recording <- function(is_recording) .Call(C_weft_autograd_set_is_recording, is_recording)
 weft_autograd_is_recording <- function() .Call(C_weft_autograd_is_recording)
 weft_autograd_mark_variables <- function(vars, grad_reqs, grads) .Call(C_weft_autograd_mark_variables, vars, grad_reqs, grads)

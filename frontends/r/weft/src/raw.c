@@ -1370,6 +1370,16 @@ SEXP weft_r_executor_arrays(SEXP s_exec, SEXP s_kind) {
   return result;
 }
 
+SEXP weft_r_executor_set_array(SEXP s_exec, SEXP s_kind, SEXP s_index, SEXP s_array) {
+  weft_executor_t* exec = (weft_executor_t*)weft_r_handle(s_exec, "weft_executor_t", "exec");
+  int kind = weft_r_int(s_kind, "kind");
+  int index = weft_r_int(s_index, "index");
+  const weft_ndarray_t* array = (const weft_ndarray_t*)weft_r_handle(s_array, "weft_ndarray_t", "array");
+  weft_status_t status = weft_executor_set_array(exec, kind, index, array);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_executor_set_array");
+  return R_NilValue;
+}
+
 SEXP weft_r_autograd_set_is_recording(SEXP s_is_recording) {
   int is_recording = weft_r_int(s_is_recording, "is_recording");
   int out = 0;
@@ -2348,6 +2358,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_executor_simple_bind", (DL_FUNC)&weft_r_executor_simple_bind, 6},
   {"C_weft_executor_reshape", (DL_FUNC)&weft_r_executor_reshape, 4},
   {"C_weft_executor_arrays", (DL_FUNC)&weft_r_executor_arrays, 2},
+  {"C_weft_executor_set_array", (DL_FUNC)&weft_r_executor_set_array, 4},
   {"C_weft_autograd_set_is_recording", (DL_FUNC)&weft_r_autograd_set_is_recording, 1},
   {"C_weft_autograd_is_recording", (DL_FUNC)&weft_r_autograd_is_recording, 0},
   {"C_weft_autograd_mark_variables", (DL_FUNC)&weft_r_autograd_mark_variables, 3},
