@@ -45,7 +45,45 @@ struct Traits<Shape> {
   static bool Infer(const Node& n, std::vector<Shape>* in, std::vector<Shape>* out) {
     static const auto& fns = Op::GetAttr<FInferShape>("FInferShape");
     if (!fns.Contains(n.op())) Throw(ErrorKind::kInternal, "operator '", n.op()->name, "' has no shape inference");
-    return fns[n.op()](n.attrs, in, out);
+    bool done = fns[n.op()](n.attrs, in, out);
+    for (const Shape& o : *out)
+      if (!o.is_known()) return Probe(fns[n.op()], n.attrs, in, out) && done;
+    return done;
+  }
+  // Inputs of known rank with some dims unknown (MXNet 1.x's 0 dims, a batch size not yet
+  // known): most rules need whole shapes, so the rule runs twice more with those dims set to
+  // two unlike sizes; what comes out alike both times does not depend on them and is kept,
+  // the rest stays unknown, as MXNet's partial inference gives it. A probe the rule refuses
+  // teaches nothing.
+  static bool Probe(const FInferShape& fn, const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+    bool partial = false;
+    for (const Shape& s : *in) partial |= s.known_ndim() && !s.is_known();
+    if (!partial) return true;
+    static constexpr int64_t kSizes[2] = {1009, 2003};
+    std::vector<Shape> pin[2], pout[2];
+    for (int p = 0; p < 2; ++p) {
+      pin[p] = *in;
+      pout[p] = *out;
+      for (Shape& s : pin[p])
+        for (int d = 0; d < s.ndim(); ++d)
+          if (s[d] < 0) s[d] = kSizes[p];
+      try {
+        fn(attrs, &pin[p], &pout[p]);
+      } catch (const Error&) {
+        return true;
+      }
+    }
+    auto keep = [](const Shape& a, const Shape& b, Shape* into) {
+      if (!a.known_ndim() || !b.known_ndim() || a.ndim() != b.ndim()) return;
+      Shape common(a.ndim());
+      for (int d = 0; d < a.ndim(); ++d)
+        if (a[d] == b[d]) common[d] = a[d];
+      if (into->known_ndim() && into->ndim() != common.ndim()) return;
+      Merge(into, common);
+    };
+    for (size_t i = 0; i < out->size(); ++i) keep(pout[0][i], pout[1][i], &(*out)[i]);
+    for (size_t i = 0; i < in->size(); ++i) keep(pin[0][i], pin[1][i], &(*in)[i]);
+    return true;
   }
 };
 

@@ -27,8 +27,14 @@ DenseBatchIter::DenseBatchIter(std::string iter_name, DenseSamples samples, int 
   const size_t n = s_.Count();
   const size_t rows = s_.row.empty() ? n : s_.row.size();
   const size_t du = static_cast<size_t>(s_.data_shape.Size());
-  const bool data_ok = s_.data.empty() ? s_.bytes.size() >= s_.bytes_offset + rows * du : s_.data.size() == rows * du;
-  WEFT_CHECK(data_ok && s_.label.size() == rows * static_cast<size_t>(s_.label_shape.Size()) &&
+  const size_t lu = static_cast<size_t>(s_.label_shape.Size());
+  const bool ints = s_.dtype != DType::kFloat32;
+  WEFT_CHECK(!ints || s_.dtype == DType::kInt32 || s_.dtype == DType::kInt64, kInternal, "Iterator '", name_,
+             "': samples of dtype ", DTypeName(s_.dtype), " are not supported");
+  const bool data_ok = ints ? s_.int_data.size() == rows * du
+                            : (s_.data.empty() ? s_.bytes.size() >= s_.bytes_offset + rows * du
+                                               : s_.data.size() == rows * du);
+  WEFT_CHECK(data_ok && (ints ? s_.int_label.size() : s_.label.size()) == rows * lu &&
                  (s_.row.empty() || s_.row.size() == n),
              kInternal, "Iterator '", name_, "': sample buffers do not match ", n, " samples");
   batch_data_shape_ = Prepend(batch_size_, s_.data_shape);
@@ -36,9 +42,9 @@ DenseBatchIter::DenseBatchIter(std::string iter_name, DenseSamples samples, int 
                                                                               : Prepend(batch_size_, s_.label_shape);
 }
 
-std::vector<DataDesc> DenseBatchIter::ProvideData() const { return {{"data", batch_data_shape_, DType::kFloat32}}; }
+std::vector<DataDesc> DenseBatchIter::ProvideData() const { return {{"data", batch_data_shape_, s_.dtype}}; }
 std::vector<DataDesc> DenseBatchIter::ProvideLabel() const {
-  return {{"softmax_label", batch_label_shape_, DType::kFloat32}};
+  return {{"softmax_label", batch_label_shape_, s_.dtype}};
 }
 
 void DenseBatchIter::Reset() {
@@ -51,17 +57,32 @@ void DenseBatchIter::Reset() {
   out_ = DataBatch();
 }
 
-void DenseBatchIter::CopySample(size_t pos, int64_t row, float* data, float* label) const {
+namespace {
+template <typename T>
+void CopyInts(const int64_t* in, int64_t n, void* out, int64_t at) {
+  T* o = static_cast<T*>(out) + at;
+  for (int64_t k = 0; k < n; ++k) o[k] = static_cast<T>(in[k]);
+}
+}  // namespace
+
+void DenseBatchIter::CopySample(size_t pos, int64_t row, void* data, void* label) const {
   const int64_t du = s_.data_shape.Size(), lu = s_.label_shape.Size();
   const size_t src = s_.row.empty() ? pos : s_.row[pos];
+  if (s_.dtype != DType::kFloat32) {
+    auto copy = s_.dtype == DType::kInt64 ? CopyInts<int64_t> : CopyInts<int32_t>;
+    copy(s_.int_data.data() + src * du, du, data, row * du);
+    copy(s_.int_label.data() + src * lu, lu, label, row * lu);
+    return;
+  }
+  float* fdata = static_cast<float*>(data);
   if (s_.data.empty()) {
     const auto* in = reinterpret_cast<const unsigned char*>(s_.bytes.data()) + s_.bytes_offset + src * du;
-    float* out = data + row * du;
+    float* out = fdata + row * du;
     for (int64_t k = 0; k < du; ++k) out[k] = in[k] * s_.bytes_scale;
   } else {
-    std::memcpy(data + row * du, s_.data.data() + src * du, sizeof(float) * du);
+    std::memcpy(fdata + row * du, s_.data.data() + src * du, sizeof(float) * du);
   }
-  std::memcpy(label + row * lu, s_.label.data() + src * lu, sizeof(float) * lu);
+  std::memcpy(static_cast<float*>(label) + row * lu, s_.label.data() + src * lu, sizeof(float) * lu);
 }
 
 bool DenseBatchIter::Next() {
@@ -74,10 +95,11 @@ bool DenseBatchIter::Next() {
   }
   // Fresh arrays every batch: a consumer (or the prefetch queue) may hold earlier ones.
   DataBatch b;
-  b.data.emplace_back(batch_data_shape_, Context::CPU(), DType::kFloat32);
-  b.label.emplace_back(batch_label_shape_, Context::CPU(), DType::kFloat32);
-  float* data = b.data[0].data().ptr<float>();
-  float* label = b.label[0].data().ptr<float>();
+  b.data.emplace_back(batch_data_shape_, Context::CPU(), s_.dtype);
+  b.label.emplace_back(batch_label_shape_, Context::CPU(), s_.dtype);
+  auto* data = static_cast<char*>(b.data[0].data().dptr);
+  auto* label = static_cast<char*>(b.label[0].data().dptr);
+  const size_t elem = DTypeSize(s_.dtype);
   b.index.resize(batch_size_);
   for (size_t r = 0; r < take; ++r) {
     CopySample(pos_ + r, static_cast<int64_t>(r), data, label);
@@ -96,8 +118,8 @@ bool DenseBatchIter::Next() {
       pos_ = static_cast<size_t>(rest) % n;
     } else {
       const int64_t du = s_.data_shape.Size(), lu = s_.label_shape.Size();
-      std::memset(data + take * du, 0, sizeof(float) * du * rest);
-      std::memset(label + take * lu, 0, sizeof(float) * lu * rest);
+      std::memset(data + take * du * elem, 0, elem * du * rest);
+      std::memset(label + take * lu * elem, 0, elem * lu * rest);
       for (int r = 0; r < rest; ++r) b.index[take + r] = 0;
     }
     b.pad = rest;

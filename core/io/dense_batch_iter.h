@@ -22,6 +22,9 @@ struct DenseSamples {
   size_t bytes_offset = 0;
   float bytes_scale = 1.0f;
   std::vector<float> label;
+  // int32/int64 samples (CSVIter's dtype) are held as int64 in these instead of data/label.
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> int_data, int_label;
   std::vector<uint64_t> index;      // dataset index of the sample at each position
   std::vector<uint32_t> row;        // the stored row of each position; empty: row i at position i
   size_t Count() const { return index.size(); }
@@ -60,7 +63,7 @@ class DenseBatchIter : public DataIter {
 
  private:
   // Writes the sample at position `pos` of the epoch into row `row` of the batch buffers.
-  void CopySample(size_t pos, int64_t row, float* data, float* label) const;
+  void CopySample(size_t pos, int64_t row, void* data, void* label) const;
 
   std::string name_;
   DenseSamples s_;

@@ -2,6 +2,7 @@
 // labels from a second CSV file or zeros. Batching follows MXNet's BatchLoader (round_batch).
 #include <cerrno>
 #include <cstdlib>
+#include <type_traits>
 
 #include "core/io/dense_batch_iter.h"
 
@@ -13,6 +14,7 @@ struct CSVIterParam {
   Shape data_shape;
   std::string label_csv;
   Shape label_shape;
+  std::string dtype;
 };
 WEFT_PARAM_SCHEMA(CSVIterParam, s) {
   s.Field("data_csv", &CSVIterParam::data_csv).Describe("Dataset Param: Data csv path.");
@@ -21,13 +23,16 @@ WEFT_PARAM_SCHEMA(CSVIterParam, s) {
       .Describe("Dataset Param: Label csv path. If is NULL, all labels will be returned as 0");
   s.Field("label_shape", &CSVIterParam::label_shape).Default(Shape{1})
       .Describe("Dataset Param: Shape of the label.");
+  s.Field("dtype", &CSVIterParam::dtype).Default("float32").Choices({"float32", "int32", "int64"})
+      .Describe("Dtype of the data and label batches; int32 and int64 read every entry as an integer, exactly.");
 }
 
 namespace {
 
 // Appends the values of every non-blank line of `path`, checking each line holds `width`.
 // Returns the number of rows.
-size_t ReadCSV(const std::string& path, const char* what, const Shape& shape, std::vector<float>* out) {
+template <typename T>
+size_t ReadCSV(const std::string& path, const char* what, const Shape& shape, std::vector<T>* out) {
   const std::string text = ReadFileMaybeGzip(path, std::string("CSVIter ") + what);
   const int64_t width = shape.Size();
   size_t rows = 0, line_no = 0, pos = 0;
@@ -45,7 +50,12 @@ size_t ReadCSV(const std::string& path, const char* what, const Shape& shape, st
       while (*c == ' ' || *c == '\t') ++c;
       char* stop = nullptr;
       errno = 0;
-      float v = std::strtof(c, &stop);
+      T v;
+      if constexpr (std::is_same_v<T, float>) v = std::strtof(c, &stop);
+      else v = std::strtoll(c, &stop, 10);
+      if (!std::is_same_v<T, float> && errno == ERANGE)
+        Throw(ErrorKind::kValue, "CSVIter: ", what, " '", path, "' line ", line_no, ": column ", got + 1,
+              " is out of the int64 range");
       if (stop == c)
         Throw(ErrorKind::kValue, "CSVIter: ", what, " '", path, "' line ", line_no, ": expected a number in column ",
               got + 1, ", got '", std::string(c, c + std::min<size_t>(std::strlen(c), 20)), "'");
@@ -81,11 +91,17 @@ std::unique_ptr<DataIter> MakeCSVIter(const KwArgs& kwargs) {
   DenseSamples s;
   s.data_shape = p->data_shape;
   s.label_shape = p->label_shape;
-  const size_t n = ReadCSV(p->data_csv, "data_csv", p->data_shape, &s.data);
+  s.dtype = p->dtype == "float32" ? DType::kFloat32 : (p->dtype == "int32" ? DType::kInt32 : DType::kInt64);
+  const bool ints = s.dtype != DType::kFloat32;
+  const size_t n = ints ? ReadCSV(p->data_csv, "data_csv", p->data_shape, &s.int_data)
+                        : ReadCSV(p->data_csv, "data_csv", p->data_shape, &s.data);
   if (p->label_csv != "NULL") {
-    const size_t nl = ReadCSV(p->label_csv, "label_csv", p->label_shape, &s.label);
+    const size_t nl = ints ? ReadCSV(p->label_csv, "label_csv", p->label_shape, &s.int_label)
+                           : ReadCSV(p->label_csv, "label_csv", p->label_shape, &s.label);
     WEFT_CHECK(nl == n, kShape, "CSVIter: label_csv '", p->label_csv, "' has ", nl, " rows, expected ", n,
                " (the rows of data_csv '", p->data_csv, "')");
+  } else if (ints) {
+    s.int_label.assign(n * static_cast<size_t>(p->label_shape.Size()), 0);
   } else {
     s.label.assign(n * static_cast<size_t>(p->label_shape.Size()), 0.0f);
   }

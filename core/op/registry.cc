@@ -110,15 +110,9 @@ NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs) {
   NodeAttrs attrs;
   attrs.op = op;
   attrs.dict = std::move(kwargs);
-  if (op->attr_parser) {
-    op->attr_parser(&attrs);
-  } else {
-    for (const auto& kv : attrs.dict) {
-      const std::string& k = kv.first;
-      bool hidden = k.size() > 4 && k.compare(0, 2, "__") == 0 && k.compare(k.size() - 2, 2, "__") == 0;
-      if (!hidden) Throw(ErrorKind::kValue, "Operator '", op->name, "': unknown parameter '", k, "' (it takes no parameters)");
-    }
-  }
+  // An operator without parameters keeps any attributes it is given, unread, as MXNet 1.9
+  // does (scripts pass e.g. axis=1 to broadcast_maximum and expect it to run).
+  if (op->attr_parser) op->attr_parser(&attrs);
   return attrs;
 }
 

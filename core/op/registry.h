@@ -251,7 +251,7 @@ class OpRegistry {
 };
 
 // Builds the parsed attributes of a call of `op` from string parameters (its parameter
-// struct's parser, or a refusal of any non-hidden key for an operator without parameters).
+// struct's parser; an operator without parameters keeps the keys unread, as MXNet does).
 // Every layer that makes nodes or calls (graphs, JSON, gradients, the imperative path)
 // goes through it.
 NodeAttrs MakeAttrs(const Op* op, KwArgs kwargs);

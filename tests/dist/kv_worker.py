@@ -46,41 +46,41 @@ def run_sync():
     rank, n = kv.rank, kv.num_workers
     small, big = (3, 4), (1200, 1000)  # big: 1.2M elements, over the split bound
     kv.init(5, arr(np.zeros(small)))
-    kv.init("big", arr(np.zeros(big)))
-    kv.init("name", arr(np.arange(6)))
+    kv.init(6, arr(np.zeros(big)))
+    kv.init(8, arr(np.arange(6)))
     results = {}
     for step in range(3):
         # Every worker pushes values that depend on its rank and the step: the servers'
         # answer must be their exact sum.
         kv.push(5, arr(np.full(small, (rank + 1) * (step + 1))))
-        kv.push("big", arr(np.arange(np.prod(big)).reshape(big) % 7 + rank))
-        kv.push("name", [arr(np.ones(6)), arr(np.full(6, rank))])  # two "devices"
+        kv.push(6, arr(np.arange(np.prod(big)).reshape(big) % 7 + rank))
+        kv.push(8, [arr(np.ones(6)), arr(np.full(6, rank))])  # two "devices"
         results["small%d" % step] = pulled(kv, 5, small)
-        results["big%d" % step] = pulled(kv, "big", big)
-        results["name%d" % step] = pulled(kv, "name", (6,))
+        results["big%d" % step] = pulled(kv, 6, big)
+        results["name%d" % step] = pulled(kv, 8, (6,))
     # A pull goes out right behind its push and the servers hold it until the round is
     # summed: with one worker pushing late, the other's pull, already waiting on the
     # servers, must still read the sum of both pushes (and not the previous round's).
     for step in range(2):
         if rank == step % 2:
             time.sleep(0.3)
-        kv.push("big", arr(np.full(big, step + rank + 1.0)))
+        kv.push(6, arr(np.full(big, step + rank + 1.0)))
         kv.push(5, arr(np.full(small, step + rank + 1.0)))
-        results["late_big%d" % step] = pulled(kv, "big", big)
+        results["late_big%d" % step] = pulled(kv, 6, big)
         results["late_small%d" % step] = pulled(kv, 5, small)
     # pushpull: the servers answer the push with the new value (into another array, and
     # into the pushed array itself).
     pp = mx.nd.zeros(big)
-    kv.pushpull("big", arr(np.full(big, rank + 1.0)), out=pp)
+    kv.pushpull(6, arr(np.full(big, rank + 1.0)), out=pp)
     results["pushpull_big"] = pp.asnumpy()
     mine = arr(np.full(small, rank + 10.0))
     kv.pushpull(5, mine)
     results["pushpull_self"] = mine.asnumpy()
     # The optimizer runs on the servers from here on: weight -= lr * sum of gradients.
-    kv.init("w", arr(np.ones(4)))
+    kv.init(9, arr(np.ones(4)))
     kv.set_optimizer(mx.optimizer.create("sgd", learning_rate=0.1))
-    kv.push("w", arr(np.full(4, rank + 1.0)))
-    results["w"] = pulled(kv, "w", (4,))
+    kv.push(9, arr(np.full(4, rank + 1.0)))
+    results["w"] = pulled(kv, 9, (4,))
     kv.init(77, arr(np.zeros(1000)))
     kv.set_gradient_compression({"type": "2bit", "threshold": 0.25})
     kv.push(77, arr(np.full(1000, 0.3)))
@@ -216,22 +216,22 @@ def run_rowsparse():
     # 1999 x 601 = 1.2M elements: split over the two servers at element 600696, inside row 999.
     shape = (1999, 601)
     base = (np.arange(np.prod(shape)) % 11).reshape(shape).astype(np.float32)
-    kv.init("emb", arr(np.zeros(shape)))
+    kv.init(6, arr(np.zeros(shape)))
     kv.init(7, arr(np.zeros((5, 3))))
     results = {}
     ids = [[0, 998, 999, 1000, 1998], [999, 3, 999, 1500]]
     for step in range(2):
-        kv.push("emb", arr(base * (step + 1) + rank))
+        kv.push(6, arr(base * (step + 1) + rank))
         kv.push(7, arr(np.full((5, 3), step + rank + 1.0)))
         out = mx.nd.sparse.zeros("row_sparse", shape)
-        kv.row_sparse_pull("emb", out=out, row_ids=mx.nd.array(ids[step], dtype="int64"))
+        kv.row_sparse_pull(6, out=out, row_ids=mx.nd.array(ids[step], dtype="int64"))
         results["emb_idx%d" % step] = out.indices.asnumpy()
         results["emb_rows%d" % step] = out.data.asnumpy()
         small = mx.nd.sparse.zeros("row_sparse", (5, 3))
         kv.row_sparse_pull(7, out=small, row_ids=mx.nd.array([4, 0]))
         results["small%d" % step] = small.asnumpy()
     try:
-        kv.row_sparse_pull("emb", out=mx.nd.sparse.zeros("row_sparse", shape), row_ids=mx.nd.array([1999]))
+        kv.row_sparse_pull(6, out=mx.nd.sparse.zeros("row_sparse", shape), row_ids=mx.nd.array([1999]))
         results["error"] = np.array(["none"])
     except mx.base.MXNetError as e:
         results["error"] = np.array([str(e)])

@@ -526,9 +526,9 @@ def test_add_n_errors():
 def test_grad_add_and_identity_like_rhs():
     x, y = RNG.uniform(-1, 1, (2, 3)), RNG.uniform(-1, 1, (2, 3))
     assert_almost_equal(nd._internal._grad_add(nd.array(x), nd.array(y)).asnumpy(), (x + y).astype(np.float32))
-    got = nd._internal._identity_with_attr_like_rhs(nd.array(x, dtype=np.float64), nd.zeros((5,), dtype=np.int32))
+    got = nd._internal._identity_with_attr_like_rhs(nd.array(x, dtype=np.float64), nd.zeros((2, 3), dtype=np.int32))
     assert_almost_equal(got.asnumpy(), x)
-    check_numeric_gradient("_identity_with_attr_like_rhs", [x, np.zeros(5)], grad_nodes=[0])
+    check_numeric_gradient("_identity_with_attr_like_rhs", [x, np.zeros((2, 3))], grad_nodes=[0])
 
 
 # ---------------------------------------------------------------- init-like

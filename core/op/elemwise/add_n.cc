@@ -40,13 +40,8 @@ void AddNCompute(const NodeAttrs&, const OpContext&, const std::vector<TBlob>& i
   });
 }
 
-// The output takes lhs's shape and dtype; rhs may be anything.
-bool LhsShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  AssignShape(attrs, out, 0, (*in)[0], "output");
-  AssignShape(attrs, in, 0, (*out)[0], "input");
-  return (*in)[0].is_known() && (*in)[1].is_known();
-}
-
+// The output takes lhs's dtype; rhs may have any (its shape is the same, as MXNet's
+// ElemwiseShape<2, 1> of this operator has it, which lets shapes flow back to rhs).
 bool LhsType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
   AssignType(attrs, out, 0, (*in)[0], "output");
   AssignType(attrs, in, 0, (*out)[0], "input");
@@ -79,7 +74,7 @@ WEFT_REGISTER_OP(_identity_with_attr_like_rhs)
     .SetNumInputs(2)
     .AddArgument("lhs", "NDArray-or-Symbol", "First input.")
     .AddArgument("rhs", "NDArray-or-Symbol", "Second input.")
-    .SetAttr<FInferShape>("FInferShape", LhsShape)
+    .SetAttr<FInferShape>("FInferShape", SameShape)
     .SetAttr<FInferType>("FInferType", LhsType)
     .SetAttr<FInplaceOption>("FInplaceOption",
                              [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{{0, 0}}; })

@@ -36,6 +36,46 @@ Shape JoinedShape(const NodeAttrs& attrs, const std::vector<Shape>& pieces, int 
 }
 
 bool ConcatShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  // Partial inference both ways, as MXNet's: the dims off the axis are shared by every input
+  // and the output, and one unknown size along the axis follows from the output's.
+  int nd = (*out)[0].known_ndim() ? (*out)[0].ndim() : -1;
+  for (const auto& s : *in)
+    if (s.known_ndim()) nd = s.ndim();
+  if (nd > 0) {
+    const int axis = CheckAxis(attrs, attrs.Params<ConcatParam>().dim, nd, "dim");
+    Shape common(nd);
+    std::vector<Shape*> all;
+    for (auto& s : *in) all.push_back(&s);
+    all.push_back(&(*out)[0]);
+    for (const Shape* x : all)
+      if (x->known_ndim() && x->ndim() == nd)
+        for (int d = 0; d < nd; ++d)
+          if (d != axis && common[d] < 0) common[d] = (*x)[d];
+    int64_t sum = 0;
+    int unknown = -1, missing = 0;
+    for (size_t i = 0; i < in->size(); ++i) {
+      Shape& x = (*in)[i];
+      if (x.known_ndim() && x.ndim() != nd) continue;
+      Shape want = common;
+      want[axis] = x.known_ndim() ? x[axis] : -1;
+      AssignShape(attrs, in, i, want, "input");
+      if (x[axis] < 0) {
+        unknown = static_cast<int>(i);
+        ++missing;
+      } else {
+        sum += x[axis];
+      }
+    }
+    Shape whole = common;
+    whole[axis] = missing == 0 ? sum : -1;
+    if (!(*out)[0].known_ndim() || (*out)[0].ndim() == nd) AssignShape(attrs, out, 0, whole, "output");
+    const Shape& o = (*out)[0];
+    if (missing == 1 && o.known_ndim() && o[axis] >= sum) {
+      Shape rest = (*in)[unknown];
+      rest[axis] = o[axis] - sum;
+      AssignShape(attrs, in, unknown, rest, "input");
+    }
+  }
   for (const auto& s : *in)
     if (!s.is_known()) return false;
   AssignShape(attrs, out, 0, JoinedShape(attrs, *in, 0), "output");

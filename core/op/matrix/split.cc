@@ -49,8 +49,25 @@ namespace {
 
 bool SplitShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const Shape& x = (*in)[0];
-  if (!x.is_known()) return false;
   const auto& p = attrs.Params<SplitParam>();
+  // Partial inference backwards, as MXNet's: the input's dims off the axis are any known
+  // output's, and along the axis num_outputs pieces (num_outputs itself with squeeze_axis).
+  if (x.known_ndim() && x.ndim() > 0 && !x.is_known()) {
+    const int axis = CheckAxis(attrs, p.axis, x.ndim());
+    Shape want = x;
+    if (p.squeeze_axis && want[axis] < 0) want[axis] = p.num_outputs;
+    const int piece_nd = p.squeeze_axis ? x.ndim() - 1 : x.ndim();
+    for (const Shape& o : *out) {
+      if (!o.known_ndim() || o.ndim() != piece_nd) continue;
+      for (int d = 0, od = 0; d < x.ndim(); ++d) {
+        if (p.squeeze_axis && d == axis) continue;
+        const int64_t v = o[od++];
+        if (v >= 0 && want[d] < 0) want[d] = d == axis ? v * p.num_outputs : v;
+      }
+    }
+    AssignShape(attrs, in, 0, want, "input");
+  }
+  if (!x.is_known()) return false;
   int axis = CheckAxis(attrs, p.axis, x.ndim());
   if (x[axis] % p.num_outputs != 0)
     Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': axis ", p.axis, " of an input of shape ", x.ToString(),

@@ -73,6 +73,19 @@ bool ConvolutionShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vecto
   const Shape& data = (*in)[0];
   if (!data.known_ndim()) return false;
   ConvGeom g = ConvolutionGeom(attrs, data);
+  // Partial inference backwards, as MXNet's: the batch size, and each spatial size whose
+  // stride is 1 (then one input size gives the output size), come from a known output.
+  const Shape& o = (*out)[0];
+  if (!data.is_known() && o.known_ndim() && o.ndim() == data.ndim() && data.ndim() == g.nd + 2) {
+    Shape d = data;
+    if (d[0] < 0) d[0] = o[0];
+    for (int i = 0; i < g.nd; ++i) {
+      const int a = 3 - g.nd + i;
+      if (d[2 + i] < 0 && o[2 + i] >= 0 && g.s[a] == 1) d[2 + i] = o[2 + i] + (g.k[a] - 1) * g.d[a] - 2 * g.pl[a];
+    }
+    AssignShape(attrs, in, 0, d, "input");
+    g = ConvolutionGeom(attrs, data);
+  }
   AssignShape(attrs, in, 1, WeightShape(g, g.c < 0 ? -1 : g.c / g.g), "input");
   if (!p.no_bias) AssignShape(attrs, in, 2, Shape({g.f}), "input");
   AssignShape(attrs, out, 0, OutShape(g), "output");

@@ -63,6 +63,16 @@ void CheckParamShape(const NodeAttrs& attrs, const Shape& got, const Shape& want
 bool FCShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const auto& p = attrs.Params<FullyConnectedParam>();
   const Shape& data = (*in)[0];
+  // Partial inference backwards: the data's batch dims are the output's.
+  const Shape& o = (*out)[0];
+  if (data.known_ndim() && data.ndim() >= 1 && !data.is_known() && o.known_ndim()) {
+    Shape d = data;
+    if (p.flatten && o.ndim() == 2 && d[0] < 0) d[0] = o[0];
+    if (!p.flatten && o.ndim() == d.ndim())
+      for (int i = 0; i + 1 < d.ndim(); ++i)
+        if (d[i] < 0) d[i] = o[i];
+    AssignShape(attrs, in, 0, d, "input");
+  }
   if (!data.is_known()) return false;
   if (data.ndim() < 1)
     Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': expected data with at least 1 dimension, got shape ",

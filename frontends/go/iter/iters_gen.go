@@ -19,6 +19,7 @@ import "weft.dev/weft"
 // Options:
 //   - WithLabelCsv(string): Dataset Param: Label csv path. If is NULL, all labels will be returned as 0 (default NULL)
 //   - WithLabelShape([]int): Dataset Param: Shape of the label. (default (1,))
+//   - WithDtype(weft.DType): Dtype of the data and label batches; int32 and int64 read every entry as an integer, exactly. (default float32)
 //   - WithRoundBatch(bool): Whether to fill the last batch from the start of the data (the next epoch then starts after the samples used; pad counts them) instead of with zeros. (default True)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
 func CSVIter(dataCsv string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {
@@ -238,6 +239,12 @@ func WithCropEmitMode(v string) Option {
 // Name of the data array.
 func WithDataName(v string) Option {
 	return param("data_name", v)
+}
+
+// WithDtype sets the parameter dtype.
+// Dtype of the data and label batches; int32 and int64 read every entry as an integer, exactly.
+func WithDtype(v weft.DType) Option {
+	return param("dtype", v)
 }
 
 // WithEmitOverlapThresh sets the parameter emit_overlap_thresh.

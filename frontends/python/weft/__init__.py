@@ -47,6 +47,7 @@ from . import callback
 from . import rnn
 from . import recordio
 from . import image
+from . import image as img
 from . import optimizer
 from . import lr_scheduler
 from . import gluon
@@ -62,7 +63,7 @@ __all__ = ["WeftError", "MXNetError", "__version__", "base", "Context", "cpu", "
            "cpu_shared", "current_context", "num_gpus", "util", "runtime", "profiler", "is_np_shape", "set_np_shape",
            "np_shape", "use_np_shape", "is_np_array", "np_array", "use_np_array", "use_np", "attribute", "AttrScope", "ndarray", "nd", "random", "autograd", "name", "symbol", "sym", "executor", "operator", "library", "monitor", "mon", "test_utils", "waitall",
            "model", "module", "mod",
-           "initializer", "init", "metric", "callback", "rnn", "recordio", "image",
+           "initializer", "init", "metric", "callback", "rnn", "recordio", "image", "img",
            "optimizer", "lr_scheduler", "gluon", "kvstore", "kv", "io", "visualization", "viz", "onnx", "contrib"]
 
 

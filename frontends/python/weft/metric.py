@@ -8,6 +8,7 @@ every N batches) and the global one (cleared only by `reset`), read by `get_glob
 `create` makes a metric from a registered name or alias ("acc", "ce", "top_k_accuracy",
 "f1", ...), a list of those (a CompositeEvalMetric) or a function feval(label, pred).
 """
+import json
 import math
 from collections import OrderedDict
 
@@ -87,6 +88,15 @@ def _create(metric, *args, **kwargs):
     if not isinstance(metric, str):
         raise TypeError("metric.create: expected a metric name, an EvalMetric, a list or a function, got %r"
                         % (metric,))
+    if metric.lstrip().startswith("{"):
+        # get_config() dumped with json.dumps, as MXNet's registry reads it back.
+        try:
+            config = json.loads(metric)
+        except ValueError as err:
+            raise ValueError("metric.create: %r is not valid JSON: %s" % (metric, err))
+        if not isinstance(config, dict):
+            raise ValueError("metric.create: JSON config must be an object, got %r" % (metric,))
+        return _create(config, *args, **kwargs)
     name = metric.lower()
     if name not in _REGISTRY:
         raise ValueError("metric.create: %r is not a registered metric (known: %s)"

@@ -6,7 +6,7 @@
 # the strings the iterator parses; see MXDataProvider in io.jl.
 
 """
-    CSVIter(; data_csv, data_shape, label_csv=NULL, label_shape=(1,), batch_size, round_batch=True, prefetch_buffer=4)
+    CSVIter(; data_csv, data_shape, label_csv=NULL, label_shape=(1,), dtype=float32, batch_size, round_batch=True, prefetch_buffer=4)
 
 Returns the CSV file iterator.
 
@@ -17,6 +17,7 @@ Each non-blank line of data_csv is one sample of data_shape (its values in row-m
 - `data_shape` (Shape(tuple); required): Dataset Param: Shape of the data.
 - `label_csv` (string; default `NULL`): Dataset Param: Label csv path. If is NULL, all labels will be returned as 0
 - `label_shape` (Shape(tuple); default `(1,)`): Dataset Param: Shape of the label.
+- `dtype` ({'float32', 'int32', 'int64'}; default `float32`): Dtype of the data and label batches; int32 and int64 read every entry as an integer, exactly.
 - `batch_size` (int, in [1, inf]; required): Batch size.
 - `round_batch` (boolean; default `True`): Whether to fill the last batch from the start of the data (the next epoch then starts after the samples used; pad counts them) instead of with zeros.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)

@@ -560,7 +560,9 @@ class HybridBlock(Block):
                 return self.hybrid_forward(symbol, *args, **params)
         if self._active:
             return self._call_cached(flat, fmt)
-        ctx = flat[0].context
+        return self._call_imperative(args, flat[0].context)
+
+    def _call_imperative(self, args, ctx):
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
         except DeferredInitializationError:
@@ -595,6 +597,14 @@ class HybridBlock(Block):
                 graph = None
         if graph is None:
             self._finish_deferred(*_regroup(fmt, args))
+            known = {p.name: p.shape for p in self.collect_params().values() if p._data is not None}
+            known.update((n, a.shape) for n, a in zip(names, args))
+            arguments = set(sym.list_arguments()) | set(sym.list_auxiliary_states())
+            if sym.infer_shape(**{n: v for n, v in known.items() if n in arguments})[0] is None:
+                # An operator whose output shape depends on the data (boolean_mask) leaves the
+                # graph's shapes open: it cannot be bound, so the block runs operator by
+                # operator, as MXNet's CachedOp does for dynamic shapes.
+                return self._call_imperative(_regroup(fmt, args), ctx)
             graph = _CachedGraph(self, sym, names, num_outputs, out_fmt, args, ctx, input_grads, recording)
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None

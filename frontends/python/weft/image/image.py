@@ -14,7 +14,7 @@ import random
 
 import numpy as np
 
-from ..base import _api
+from ..base import _api, WeftIOError
 from .. import ndarray as nd
 from .. import recordio
 from ..io import DataBatch, DataIter
@@ -59,8 +59,12 @@ def imdecode(buf, flag=1, to_rgb=1, out=None):
 
 def imread(filename, flag=1, to_rgb=1, out=None):
     """Reads and decodes an image file (see imdecode)."""
-    with open(filename, "rb") as f:
-        data = f.read()
+    try:
+        with open(filename, "rb") as f:
+            data = f.read()
+    except OSError as err:
+        # MXNet's imread fails with MXNetError; WeftIOError is one and an OSError too.
+        raise WeftIOError("imread: cannot read %r: %s" % (filename, err.strerror or err)) from err
     return imdecode(data, flag=flag, to_rgb=to_rgb, out=out)
 
 

@@ -381,8 +381,10 @@ class NDArrayIter(DataIter):
                                       "got %r" % (last_batch_handle,))
         n = self.data[0][1].shape[0]
         for k, v in self.data + self.label:
-            if v.shape[0] != n:
-                raise ValueError("NDArrayIter: every array must have the same number of samples: %s has %d, "
+            # Arrays longer than the first data array have their extra samples unused, as in
+            # MXNet (a script may pair data[10:] with the whole label array).
+            if v.shape[0] < n:
+                raise ValueError("NDArrayIter: every array needs at least as many samples as the data: %s has %d, "
                                  "expected %d (of %s)" % (k, v.shape[0], n, self.data[0][0]))
         self.idx = np.arange(n)
         self.shuffle = shuffle
@@ -440,7 +442,7 @@ class NDArrayIter(DataIter):
     def _getdata(self, source, start=None, end=None):
         start = 0 if start is None else start
         if end is None:
-            end = source[0][1].shape[0] if source else 0
+            end = self.num_data
         return [x[1][start:end] for x in source]
 
     @staticmethod
@@ -467,7 +469,13 @@ class NDArrayIter(DataIter):
             return self._concat(cache, second)
         if self.last_batch_handle == "pad" and self.cursor + self.batch_size > self.num_data:
             pad = self.batch_size - self.num_data + self.cursor
-            return self._concat(self._getdata(source, start=self.cursor), self._getdata(source, end=pad))
+            # A batch larger than the data set wraps around it as often as needed, as MXNet's.
+            batch = self._getdata(source, start=self.cursor)
+            for _ in range(pad // self.num_data):
+                batch = self._concat(batch, self._getdata(source, end=self.num_data))
+            if pad % self.num_data:
+                batch = self._concat(batch, self._getdata(source, end=pad % self.num_data))
+            return batch
         end = min(self.cursor + self.batch_size, self.num_data)
         return self._getdata(source, self.cursor, end)
 

@@ -27,6 +27,7 @@ from ... import ndarray as nd
 from ...gluon.utils import check_sha1, download
 from . import _pretrained
 from .vocab import Vocabulary
+from ...gluon.contrib.data._vocab import CheckError
 
 __all__ = ["register", "create", "get_pretrained_file_names", "GloVe", "FastText", "CustomEmbedding",
            "CompositeEmbedding", "TokenEmbedding"]
@@ -150,7 +151,7 @@ class _TokenEmbedding(Vocabulary):
             for line_num, line in enumerate(f, 1):
                 fields = line.rstrip().split(elem_delim)
                 if len(fields) < 2:
-                    raise ValueError("%s: line %d of %s is not 'token%svalue...': %r"
+                    raise CheckError("%s: line %d of %s is not 'token%svalue...': %r"
                                      % (type(self).__name__, line_num, path, elem_delim, line.rstrip()[:80]))
                 token = fields[0]
                 try:
@@ -163,7 +164,7 @@ class _TokenEmbedding(Vocabulary):
                                   % (type(self).__name__, line_num, path, token))
                     continue
                 if vectors and len(vec) != len(vectors[0]):
-                    raise ValueError("%s: line %d of %s: token %r has %d values, the tokens before it %d"
+                    raise CheckError("%s: line %d of %s: token %r has %d values, the tokens before it %d"
                                      % (type(self).__name__, line_num, path, token, len(vec), len(vectors[0])))
                 if token in known and known[token] is not None:
                     warnings.warn("%s: line %d of %s repeats token %r; its first vector is kept"
@@ -245,7 +246,7 @@ class _TokenEmbedding(Vocabulary):
         if len(tokens) == 1 and new_vectors.ndim == 1:
             new_vectors = new_vectors.reshape((1, -1))
         if new_vectors.shape != (len(tokens), self._vec_len):
-            raise ValueError("update_token_vectors: expected new_vectors of shape %s (tokens, vec_len), got %s"
+            raise CheckError("update_token_vectors: expected new_vectors of shape %s (tokens, vec_len), got %s"
                              % ((len(tokens), self._vec_len), new_vectors.shape))
         for token in tokens:
             if token not in self._token_to_idx:

@@ -20,6 +20,11 @@ def count_tokens_from_str(source_str, token_delim=" ", seq_delim="\n", to_lower=
     return counter_to_update
 
 
+class CheckError(ValueError, AssertionError):
+    """An argument that MXNet 1.9's text API refuses with an assert: a ValueError that is
+    also an AssertionError, so that code catching either keeps working."""
+
+
 class Vocabulary(object):
     """Token <-> index: index 0 is `unknown_token`, then `reserved_tokens` in order, then the
     keys of `counter` (a collections.Counter) by descending frequency, ties in token order,
@@ -27,12 +32,12 @@ class Vocabulary(object):
 
     def __init__(self, counter=None, most_freq_count=None, min_freq=1, unknown_token="<unk>", reserved_tokens=None):
         if min_freq <= 0:
-            raise ValueError("Vocabulary: min_freq must be positive, got %r" % (min_freq,))
+            raise CheckError("Vocabulary: min_freq must be positive, got %r" % (min_freq,))
         if reserved_tokens is not None:
             if unknown_token in reserved_tokens:
-                raise ValueError("Vocabulary: reserved_tokens cannot contain the unknown token %r" % (unknown_token,))
+                raise CheckError("Vocabulary: reserved_tokens cannot contain the unknown token %r" % (unknown_token,))
             if len(set(reserved_tokens)) != len(reserved_tokens):
-                raise ValueError("Vocabulary: reserved_tokens has duplicates: %r" % (reserved_tokens,))
+                raise CheckError("Vocabulary: reserved_tokens has duplicates: %r" % (reserved_tokens,))
         self._unknown_token = unknown_token
         self._reserved_tokens = list(reserved_tokens) if reserved_tokens is not None else None
         self._idx_to_token = [unknown_token] + (self._reserved_tokens or [])
