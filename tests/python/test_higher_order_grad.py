@@ -61,6 +61,8 @@ UNARY = {
     "reciprocal": ((0.5, 3), [lambda x: -1 / x ** 2, lambda x: 2 / x ** 3, lambda x: -6 / x ** 4]),
     "square": ((-3, 3), [lambda x: 2 * x, lambda x: 2 + 0 * x, lambda x: 0 * x]),
     "abs": ((-3, 3), [np.sign, lambda x: 0 * x, lambda x: 0 * x]),
+    "degrees": ((-3, 3), [lambda x: 180 / math.pi + 0 * x, lambda x: 0 * x, lambda x: 0 * x]),
+    "radians": ((-3, 3), [lambda x: math.pi / 180 + 0 * x, lambda x: 0 * x, lambda x: 0 * x]),
     "relu": ((-3, 3), [lambda x: (x > 0).astype(x.dtype), lambda x: 0 * x, lambda x: 0 * x]),
     "sigmoid": ((-3, 3), [lambda x: _sig(x) * (1 - _sig(x)),
                           lambda x: _sig(x) * (1 - _sig(x)) * (1 - 2 * _sig(x)),

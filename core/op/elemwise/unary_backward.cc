@@ -106,7 +106,7 @@ FGradient BackwardGrad(FactorDerivative dh) {
   };
 }
 
-// For piecewise-constant factors (abs, relu): h'(v) = 0 wherever it is defined.
+// For piecewise-constant factors (abs, relu, degrees, radians): h'(v) = 0 wherever it is defined.
 std::vector<GradValue> ConstantFactorGrad(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
   return {b.Op(attrs.op->name, {a.out_grads[0], a.inputs[1]}, attrs.dict), b.Op("zeros_like", {a.inputs[1]})};
 }
@@ -169,6 +169,10 @@ WEFT_UNARY_BACKWARD_OP(_backward_erf, erf_grad, "input").Describe("Gradient of e
     .SetAttr<FGradient>("FGradient", BackwardGrad(ErfDh));
 WEFT_UNARY_BACKWARD_OP(_backward_erfinv, erfinv_grad, "output").Describe("Gradient of erfinv.")
     .SetAttr<FGradient>("FGradient", BackwardGrad(ErfinvDh));
+WEFT_UNARY_BACKWARD_OP(_backward_degrees, degrees_grad, "input").Describe("Gradient of degrees.")
+    .SetAttr<FGradient>("FGradient", ConstantFactorGrad);
+WEFT_UNARY_BACKWARD_OP(_backward_radians, radians_grad, "input").Describe("Gradient of radians.")
+    .SetAttr<FGradient>("FGradient", ConstantFactorGrad);
 WEFT_UNARY_BACKWARD_OP(_backward_gamma, gamma_grad, "input").Describe("Gradient of gamma.");
 WEFT_UNARY_BACKWARD_OP(_backward_gammaln, gammaln_grad, "input").Describe("Gradient of gammaln.");
 
