@@ -50,9 +50,9 @@ _REDUCTIONS = ("sum", "mean", "prod", "nansum", "nanprod", "max", "min")
 # Unary operators whose gradient is a _backward_<name> operator (the others compose theirs
 # from pointwise operators listed here anyway).
 _UNARY_BACKWARD = ("abs", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "cbrt", "cos", "cosh",
-                   "erf", "erfinv", "expm1", "gamma", "gammaln", "log10", "log1p", "log2", "rcbrt",
-                   "reciprocal", "relu", "rsqrt", "sigmoid", "sin", "sinh", "softsign", "sqrt", "square", "tan",
-                   "tanh")
+                   "degrees", "erf", "erfinv", "expm1", "gamma", "gammaln", "log10", "log1p", "log2", "radians",
+                   "rcbrt", "reciprocal", "relu", "rsqrt", "sigmoid", "sin", "sinh", "softsign", "sqrt", "square",
+                   "tan", "tanh")
 
 GPU_OPS = (set(_UNARY_DOMAIN) | set(_UNARY_ROUNDING) | set(_BINARY_ARITH) | set(_BINARY_LOGIC)
            | set(_BROADCAST_ARITH) | set(_BROADCAST_LOGIC) | set(_SCALAR_OPS) | set(_SCALAR_LOGIC)

@@ -309,5 +309,19 @@ WEFT_GRAD_FUNCTOR(gamma_grad, dy * math::tgamma(x) * math::digamma(x))
 WEFT_GRAD_FUNCTOR(gammaln_grad, dy * math::digamma(x))
 #undef WEFT_GRAD_FUNCTOR
 
+// Linear functions: the derivative is a constant; the input is read only so that the gradient
+// stays connected to it in a recorded graph (as MXNet's _backward_degrees/_backward_radians).
+template <typename Factor>
+struct constant_grad {
+  template <typename T> static WEFT_XINLINE T Map(T g, T) {
+    using M = MathT<T>;
+    return SaturateCast<T>(ToMath(g) * M(Factor::kValue));
+  }
+};
+struct degrees_factor { static constexpr double kValue = 180.0 / math::kPi; };
+struct radians_factor { static constexpr double kValue = math::kPi / 180.0; };
+using degrees_grad = constant_grad<degrees_factor>;
+using radians_grad = constant_grad<radians_factor>;
+
 }  // namespace op
 }  // namespace weft

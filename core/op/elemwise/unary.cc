@@ -26,13 +26,6 @@ std::vector<GradValue> CopyGrad(GradBuilder& b, const NodeAttrs&, const GradArgs
   return {b.Op("_copy", {a.out_grads[0]})};
 }
 
-// Linear functions: the gradient is the out-gradient times a constant.
-FGradient ScaledGrad(double factor) {
-  return [factor](GradBuilder& b, const NodeAttrs&, const GradArgs& a) {
-    return std::vector<GradValue>{b.Op("_mul_scalar", {a.out_grads[0]}, ScalarArg(factor))};
-  };
-}
-
 }  // namespace
 
 WEFT_ELEMWISE_UNARY_OP(_copy, identity_op)
@@ -202,11 +195,11 @@ WEFT_ELEMWISE_UNARY_OP(fix, trunc_op)
 
 WEFT_ELEMWISE_UNARY_OP(degrees, degrees_op)
     .Describe("Converts radians to degrees.")
-    .SetAttr<FGradient>("FGradient", ScaledGrad(180.0 / math::kPi));
+    .SetAttr<FGradient>("FGradient", GradFromInput("_backward_degrees"));
 
 WEFT_ELEMWISE_UNARY_OP(radians, radians_op)
     .Describe("Converts degrees to radians.")
-    .SetAttr<FGradient>("FGradient", ScaledGrad(math::kPi / 180.0));
+    .SetAttr<FGradient>("FGradient", GradFromInput("_backward_radians"));
 
 }  // namespace op
 }  // namespace weft

@@ -82,6 +82,8 @@ WEFT_GPU_BINARY_OP(_backward_erf, erf_grad);
 WEFT_GPU_BINARY_OP(_backward_erfinv, erfinv_grad);
 WEFT_GPU_BINARY_OP(_backward_gamma, gamma_grad);
 WEFT_GPU_BINARY_OP(_backward_gammaln, gammaln_grad);
+WEFT_GPU_BINARY_OP(_backward_degrees, degrees_grad);
+WEFT_GPU_BINARY_OP(_backward_radians, radians_grad);
 
 }  // namespace op
 }  // namespace weft

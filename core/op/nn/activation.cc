@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/base/param.h"
 #include "core/op/compose_attr.h"
 #include "core/op/nn/activation_param.h"
 #include "core/op/nn/norm_util.h"
@@ -209,6 +210,59 @@ std::vector<GradValue> ActivationGrad(GradBuilder& b, const NodeAttrs& attrs, co
   // the output lets a graph drop the input after the forward, and run relu in place.
   bool relu = ParseAct(attrs.Params<ActivationParam>().act_type) == Act::kRelu;
   return {b.Op("_backward_Activation", {a.out_grads[0], relu ? a.outputs[0] : a.inputs[0]}, attrs.dict)};
+}
+
+// The derivative of the factor _backward_Activation multiplies the out-gradient by, built from
+// differentiable operators on the value it reads (the input; for relu the output).
+GradValue ActivationFactorDerivative(GradBuilder& b, Act k, const GradValue& x) {
+  auto mul = [&b](const GradValue& p, const GradValue& q) { return b.Op("elemwise_mul", {p, q}); };
+  // s * p + c
+  auto affine = [&b](const GradValue& p, double s, double c) {
+    GradValue scaled = b.Op("_mul_scalar", {p}, {{"scalar", param_parse::Format(s)}});
+    return b.Op("_plus_scalar", {scaled}, {{"scalar", param_parse::Format(c)}});
+  };
+  switch (k) {
+    case Act::kRelu:
+      return b.Op("zeros_like", {x});
+    case Act::kSigmoid: {  // h = s (1 - s)
+      GradValue s = b.Op("sigmoid", {x});
+      return mul(mul(s, affine(s, -1, 1)), affine(s, -2, 1));
+    }
+    case Act::kTanh: {  // h = 1 - t^2
+      GradValue t = b.Op("tanh", {x});
+      return mul(t, affine(b.Op("square", {t}), 2, -2));
+    }
+    case Act::kSoftrelu: {  // h = s
+      GradValue s = b.Op("sigmoid", {x});
+      return mul(s, affine(s, -1, 1));
+    }
+    case Act::kLogSigmoid: {  // h = 1 - s
+      GradValue s = b.Op("sigmoid", {x});
+      return mul(s, affine(s, 1, -1));
+    }
+    case Act::kSoftsign: {  // h = (1 + |x|)^-2
+      GradValue cube = b.Op("_power_scalar", {affine(b.Op("abs", {x}), 1, 1)}, {{"scalar", "-3"}});
+      return mul(affine(b.Op("sign", {x}), -2, 0), cube);
+    }
+    case Act::kMish: {  // h = t + x s (1 - t^2) with t = tanh(softplus x), dt/dx = (1 - t^2) s
+      GradValue s = b.Op("sigmoid", {x});
+      GradValue t = b.Op("tanh", {b.Op("Activation", {x}, {{"act_type", "softrelu"}})});
+      GradValue u = affine(mul(s, affine(t, 2, 1)), -1, 1);  // 1 - s - 2 s t
+      GradValue inner = affine(mul(x, u), 1, 2);
+      return mul(mul(affine(b.Op("square", {t}), -1, 1), s), inner);
+    }
+  }
+  return b.Op("zeros_like", {x});
+}
+
+// _backward_Activation(og, v) = og * h(v) is linear in og.
+std::vector<GradValue> ActivationBackwardGrad(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+  Act k = ParseAct(attrs.Params<ActivationParam>().act_type);
+  const GradValue& g = a.out_grads[0];
+  const GradValue& v = a.inputs[1];
+  GradValue d_og = b.Op("_backward_Activation", {g, v}, attrs.dict);
+  GradValue d_v = b.Op("elemwise_mul", {b.Op("elemwise_mul", {g, a.inputs[0]}), ActivationFactorDerivative(b, k, v)});
+  return {d_og, d_v};
 }
 
 // ------------------------------------------------------------------ LeakyReLU
@@ -496,7 +550,8 @@ WEFT_REGISTER_OP(_backward_Activation)
     .SetAttr<FInferShape>("FInferShape", SameShape)
     .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kElemwise)
-    .SetAttr<FCompute>("FCompute<cpu>", ActivationBackwardCompute);
+    .SetAttr<FCompute>("FCompute<cpu>", ActivationBackwardCompute)
+    .SetAttr<FGradient>("FGradient", ActivationBackwardGrad);
 
 WEFT_REGISTER_OP(LeakyReLU)
     .Describe("Leaky rectifiers: leaky, prelu (learned gamma), elu, selu, gelu, rrelu (random slope in training).")

@@ -193,7 +193,12 @@ WEFT_REGISTER_OP(_backward_Dropout)
     .SetAttr<FInferShape>("FInferShape", DropoutBackwardShape)
     .SetAttr<FInplaceOption>("FInplaceOption",
                              [](const NodeAttrs&) { return std::vector<std::pair<int, int>>{{0, 0}}; })
-    .SetAttr<FCompute>("FCompute<cpu>", DropoutBackward);
+    .SetAttr<FCompute>("FCompute<cpu>", DropoutBackward)
+    // Linear in ograd; the mask is drawn, not computed from the data, so it takes no gradient.
+    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+      return std::vector<GradValue>{b.Op("_backward_Dropout", {a.out_grads[0], a.inputs[1]}, attrs.dict),
+                                    b.Op("zeros_like", {a.inputs[1]})};
+    });
 
 }  // namespace op
 }  // namespace weft

@@ -178,6 +178,35 @@ bool FCBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector
 
 int NumParamInputs(const NodeAttrs& attrs) { return attrs.Params<FullyConnectedParam>().no_bias ? 2 : 3; }
 
+// attrs with no_bias=True: the same product without a bias input or output.
+KwArgs WithoutBias(const NodeAttrs& attrs) {
+  KwArgs kw;
+  for (const auto& kv : attrs.dict)
+    if (kv.first != "no_bias") kw.push_back(kv);
+  kw.emplace_back("no_bias", "True");
+  return kw;
+}
+
+// _backward_FullyConnected(og, x, W) = (og W, og^T x [, sum of og's rows]), bilinear in og and
+// (x, W). With g_x, g_W, g_b the gradients flowing into those outputs:
+//   d og = x g_W^T + g_b + g_x W^T,  d x = og g_W,  d W = og^T g_x,
+// each again a FullyConnected or its backward, so every order is differentiable.
+std::vector<GradValue> FCBackwardGrad(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+  const GradValue& og = a.inputs[0];
+  const GradValue& x = a.inputs[1];
+  const GradValue& w = a.inputs[2];
+  const GradValue& g_x = a.out_grads[0];
+  const GradValue& g_w = a.out_grads[1];
+  const KwArgs no_bias = WithoutBias(attrs);
+  std::vector<GradValue> through_w = {x, g_w};
+  if (!attrs.Params<FullyConnectedParam>().no_bias) through_w.push_back(a.out_grads[2]);
+  GradValue d_og = b.Op("elemwise_add", {b.Op("FullyConnected", through_w, attrs.dict),
+                                         b.Op("FullyConnected", {g_x, w}, no_bias)});
+  GradValue d_x = b.Call("_backward_FullyConnected", {og, x, g_w}, no_bias)[0];
+  GradValue d_w = b.Call("_backward_FullyConnected", {og, g_x, w}, no_bias)[1];
+  return {d_og, d_x, d_w};
+}
+
 }  // namespace
 
 WEFT_REGISTER_OP(FullyConnected)
@@ -207,7 +236,8 @@ WEFT_REGISTER_OP(_backward_FullyConnected)
     .AddArgument("weight", "NDArray-or-Symbol", "The forward weight")
     .SetParams<FullyConnectedParam>()
     .SetAttr<FInferShape>("FInferShape", FCBackwardShape)
-    .SetAttr<FCompute>("FCompute<cpu>", FCBackward);
+    .SetAttr<FCompute>("FCompute<cpu>", FCBackward)
+    .SetAttr<FGradient>("FGradient", FCBackwardGrad);
 
 }  // namespace op
 }  // namespace weft

@@ -80,7 +80,12 @@ WEFT_REGISTER_OP(_backward_clip)
     .SetParams<ClipParam>()
     .SetAttr<FInferShape>("FInferShape", SameShape)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kElemwise)
-    .SetAttr<FCompute>("FCompute<cpu>", ClipBackward);
+    .SetAttr<FCompute>("FCompute<cpu>", ClipBackward)
+    // Linear in ograd; data only selects where it passes, so its gradient is zero.
+    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+      return std::vector<GradValue>{b.Op("_backward_clip", {a.out_grads[0], a.inputs[1]}, attrs.dict),
+                                    b.Op("zeros_like", {a.inputs[1]})};
+    });
 
 }  // namespace op
 }  // namespace weft
