@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base import _api, NotSupportedForSparseNDArray
 from ..context import Context
-from .ndarray import NDArray, array, dtype_np, dtype_id, _ctx, _shape
+from .ndarray import NDArray, array as _dense_array, dtype_np, dtype_id, _ctx, _shape
 
 __all__ = ["_ndarray_cls", "BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", "row_sparse_array", "zeros",
            "empty", "array", "cast_storage", "add", "subtract", "multiply", "divide"]
@@ -108,9 +108,12 @@ class BaseSparseNDArray(NDArray):
         _api.weft_ndarray_sparse_assign(self, value)
 
     def _moved(self, ctx):
+        """This array on `ctx`: itself when already there, else its parts copied there."""
         if ctx == self.context:
             return self
-        raise NotSupportedForSparseNDArray(self.copyto, "copyto", ctx)
+        aux = [self._aux(i).copyto(ctx) for i in range(2 if self.stype == "csr" else 1)]
+        return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self.data.copyto(ctx),
+                                                     len(aux), aux))
 
     def check_format(self, full_check=True):
         """Rebuilding the array runs the core's checks of its parts (raises MXNetError)."""
@@ -134,9 +137,9 @@ class BaseSparseNDArray(NDArray):
         if isinstance(value, numbers.Number):
             if self.stype == "csr":
                 raise ValueError("Assigning numeric types to CSRNDArray is not implemented yet.")
-            value = array(np.full(self.shape, value), ctx=self.context, dtype=self.dtype)
+            value = _dense_array(np.full(self.shape, value), ctx=self.context, dtype=self.dtype)
         elif isinstance(value, (np.ndarray, np.generic, list, tuple)):
-            value = array(np.asarray(value), ctx=self.context, dtype=self.dtype)
+            value = _dense_array(np.asarray(value), ctx=self.context, dtype=self.dtype)
         elif not isinstance(value, NDArray):
             raise TypeError("type %s not supported" % type(value).__name__)
         self._assign(value)
@@ -192,7 +195,7 @@ class RowSparseNDArray(BaseSparseNDArray):
 
 
 def _int64(values, ctx):
-    return array(np.asarray(values, dtype=np.int64).reshape(-1), ctx=ctx, dtype=np.int64)
+    return _dense_array(np.asarray(values, dtype=np.int64).reshape(-1), ctx=ctx, dtype=np.int64)
 
 
 def _values(values, ctx, dtype):
@@ -201,7 +204,7 @@ def _values(values, ctx, dtype):
         values = values.asnumpy()
     elif dtype is None:
         dtype = getattr(values, "dtype", np.float32)
-    return array(np.asarray(values), ctx=ctx, dtype=dtype)
+    return _dense_array(np.asarray(values), ctx=ctx, dtype=dtype)
 
 
 def _host(x):
@@ -224,18 +227,63 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         return CSRNDArray(_api.weft_ndarray_create_sparse(2, _shape(shape), vals, 2, aux))
     if isinstance(arg1, tuple) and len(arg1) == 2 and all(isinstance(d, numbers.Integral) for d in arg1):
         return zeros("csr", arg1, ctx=ctx, dtype=dtype)
+    if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], (tuple, list)) and len(arg1[1]) == 2:
+        return _csr_from_coo(arg1[0], arg1[1][0], arg1[1][1], shape, ctx, dtype)
     if isinstance(arg1, CSRNDArray):
-        return arg1.astype(dtype) if dtype is not None and dtype_id(dtype) != dtype_id(arg1.dtype) else arg1.copy()
+        return _sparse_copy(arg1, ctx, dtype)
     if hasattr(arg1, "tocsr") and hasattr(arg1, "indptr") or type(arg1).__module__.startswith("scipy"):
         m = arg1.tocsr()
         m.sort_indices()
         m.sum_duplicates()
         return csr_matrix((m.data, m.indices, m.indptr), shape=m.shape, ctx=ctx,
                           dtype=m.dtype if dtype is None else dtype)
-    dense = arg1 if isinstance(arg1, NDArray) else array(np.asarray(arg1), ctx=ctx, dtype=dtype)
+    return cast_storage(_dense_source(arg1, ctx, dtype), "csr")
+
+
+def _csr_from_coo(data, row, col, shape, ctx, dtype):
+    """csr_matrix((data, (row, col))): the coordinate form, sorted and with the values of
+    repeated coordinates summed (scipy's rule, which MXNet follows)."""
+    data = _host(data)
+    row = _host(row).astype(np.int64).reshape(-1)
+    col = _host(col).astype(np.int64).reshape(-1)
+    if not data.shape[0] == row.shape[0] == col.shape[0]:
+        raise ValueError("csr_matrix: expected data, row and col of one length, got %d, %d and %d"
+                         % (data.shape[0], row.shape[0], col.shape[0]))
+    if shape is None:
+        shape = (int(row.max()) + 1 if row.size else 0, int(col.max()) + 1 if col.size else 0)
+    rows, cols = shape
+    if row.size and (row.min() < 0 or row.max() >= rows or col.min() < 0 or col.max() >= cols):
+        raise ValueError("csr_matrix: a coordinate lies outside the shape %s" % (tuple(shape),))
+    keys, where = np.unique(row * cols + col, return_inverse=True)
+    values = np.zeros(keys.shape[0], dtype=data.dtype)
+    np.add.at(values, where.reshape(-1), data)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(keys // cols, minlength=rows))]) if cols else \
+        np.zeros(rows + 1, np.int64)
+    return csr_matrix((values, keys % cols if cols else keys, indptr), shape=shape, ctx=ctx,
+                      dtype=data.dtype if dtype is None else dtype)
+
+
+def _sparse_copy(arr, ctx, dtype):
+    """A copy of the sparse `arr` on `ctx`, its values in `dtype` (None: arr's)."""
+    out = arr.copyto(ctx)
+    if dtype is not None and dtype_id(dtype) != dtype_id(arr.dtype):
+        return out.astype(dtype)
+    return out if out is not arr else arr.copy()
+
+
+def _dense_source(arg1, ctx, dtype):
+    """The dense array a sparse one is made from, on `ctx` and in `dtype` (None: arg1's own,
+    float32 for a list), as MXNet's constructors take them."""
+    if isinstance(arg1, NDArray):
+        dense = arg1.copyto(ctx) if arg1.context != ctx else arg1
+    else:
+        host = np.asarray(arg1)
+        if dtype is None and not isinstance(arg1, np.ndarray):
+            dtype = np.float32
+        dense = _dense_array(host, ctx=ctx, dtype=dtype or host.dtype)
     if dtype is not None and dtype_id(dtype) != dtype_id(dense.dtype):
         dense = dense.astype(dtype)
-    return cast_storage(dense, "csr")
+    return dense
 
 
 def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
@@ -252,9 +300,8 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
     if isinstance(arg1, tuple):
         return zeros("row_sparse", arg1, ctx=ctx, dtype=dtype)
     if isinstance(arg1, RowSparseNDArray):
-        return arg1.copy()
-    dense = arg1 if isinstance(arg1, NDArray) else array(np.asarray(arg1), ctx=ctx, dtype=dtype)
-    return cast_storage(dense, "row_sparse")
+        return _sparse_copy(arg1, ctx, dtype)
+    return cast_storage(_dense_source(arg1, ctx, dtype), "row_sparse")
 
 
 def zeros(stype, shape, ctx=None, dtype=None, **kwargs):
@@ -312,3 +359,14 @@ def divide(lhs, rhs):
     """lhs / rhs: dense for two arrays of one shape, csr for csr over a broadcast dense array,
     the storage type of lhs for an array over a nonzero number."""
     return _ufunc(lhs, rhs, "elemwise_div", "broadcast_div", "_div_scalar", "_rdiv_scalar", lambda a, b: a / b)
+
+
+def array(source_array, ctx=None, dtype=None):
+    """A sparse array from a sparse NDArray (a copy in its storage type, on `ctx`, in
+    `dtype`) or a scipy.sparse csr matrix, as MXNet's mx.nd.sparse.array."""
+    if isinstance(source_array, BaseSparseNDArray):
+        return _sparse_copy(source_array, _ctx(ctx), dtype)
+    if type(source_array).__module__.startswith("scipy") and getattr(source_array, "format", None) == "csr":
+        return csr_matrix(source_array, ctx=ctx, dtype=dtype)
+    raise ValueError("mx.nd.sparse.array: expected a CSRNDArray, a RowSparseNDArray or a scipy csr matrix, got %s"
+                     % type(source_array).__name__)
