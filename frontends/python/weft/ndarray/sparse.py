@@ -148,6 +148,34 @@ class BaseSparseNDArray(NDArray):
         raise NotSupportedForSparseNDArray(self.reshape, "reshape", shape)
 
 
+def _scalar_comparison(name, test, dense_method):
+    """A comparison with a number. Where it is false at 0 the result keeps this array's
+    storage type (computed on the stored values, as MXNet's sparse kernels of the *_scalar
+    comparisons); otherwise, and with an array, it is dense."""
+    def method(self, other):
+        if isinstance(other, numbers.Number) and not isinstance(other, bool) and not test(0.0, other):
+            return self._with_values(_op(name)(self.data, scalar=float(other)))
+        return dense_method(self, other)
+    method.__name__ = dense_method.__name__
+    return method
+
+
+def _with_values(self, values):
+    """A new array of this one's storage type, shape and positions holding `values`."""
+    aux = [self._aux(i).copy() for i in range(2 if self.stype == "csr" else 1)]
+    return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, values, len(aux), aux))
+
+
+BaseSparseNDArray._with_values = _with_values
+BaseSparseNDArray.__eq__ = _scalar_comparison("_equal_scalar", lambda a, b: a == b, NDArray.__eq__)
+BaseSparseNDArray.__ne__ = _scalar_comparison("_not_equal_scalar", lambda a, b: a != b, NDArray.__ne__)
+BaseSparseNDArray.__gt__ = _scalar_comparison("_greater_scalar", lambda a, b: a > b, NDArray.__gt__)
+BaseSparseNDArray.__ge__ = _scalar_comparison("_greater_equal_scalar", lambda a, b: a >= b, NDArray.__ge__)
+BaseSparseNDArray.__lt__ = _scalar_comparison("_lesser_scalar", lambda a, b: a < b, NDArray.__lt__)
+BaseSparseNDArray.__le__ = _scalar_comparison("_lesser_equal_scalar", lambda a, b: a <= b, NDArray.__le__)
+BaseSparseNDArray.__hash__ = NDArray.__hash__
+
+
 class CSRNDArray(BaseSparseNDArray):
     """A 2-D array in compressed sparse row format (data, indices, indptr)."""
 
