@@ -66,3 +66,32 @@ def test_context_default_ctx_is_the_current_context():
     with mx.cpu(3):
         with pytest.warns(DeprecationWarning):
             assert mx.Context.default_ctx == mx.cpu(3)
+
+
+def test_shape_must_match_the_source():
+    dense = mx.nd.ones((2, 2))
+    with pytest.raises(ValueError, match=r"expected shape \(3, 2\)"):
+        mx.nd.sparse.csr_matrix(dense, shape=(3, 2))
+    with pytest.raises(ValueError, match="expected shape"):
+        mx.nd.sparse.csr_matrix((2, 2), shape=(3, 2))
+    with pytest.raises(ValueError, match="expected shape"):
+        mx.nd.sparse.row_sparse_array((2, 2), shape=(3, 2))
+    with pytest.raises(ValueError, match="expected shape"):
+        mx.nd.sparse.row_sparse_array(dense.tostype("row_sparse"), shape=(2, 3))
+    shape = (np.int32(2), np.int64(3))
+    assert mx.nd.sparse.row_sparse_array(shape, shape).shape == (2, 3)
+    assert mx.nd.sparse.csr_matrix(dense, shape=(2, 2)).shape == (2, 2)
+
+
+def test_shape_inference_needs_stored_indices():
+    with pytest.raises(ValueError, match="cannot infer the column count"):
+        mx.nd.sparse.csr_matrix((np.zeros(0), np.zeros(0), np.zeros(3)))
+    with pytest.raises(ValueError, match="cannot infer the row count"):
+        mx.nd.sparse.row_sparse_array((np.zeros((0, 4)), np.zeros(0)))
+    arr = mx.nd.sparse.row_sparse_array((np.ones((2, 4)), np.array([1, 5])))
+    assert arr.shape == (6, 4)
+
+
+def test_num_aux():
+    assert mx.nd.sparse.zeros("csr", (2, 3))._num_aux == 2
+    assert mx.nd.sparse.zeros("row_sparse", (2, 3))._num_aux == 1

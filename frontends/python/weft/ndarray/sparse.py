@@ -66,6 +66,11 @@ class BaseSparseNDArray(NDArray):
     def _aux(self, i):
         return NDArray(_api.weft_ndarray_get_aux(self, i))
 
+    @property
+    def _num_aux(self):
+        """The number of auxiliary arrays (csr: indptr and indices; row_sparse: indices)."""
+        return 2 if self.stype == "csr" else 1
+
     def asnumpy(self):
         return self.tostype("default").asnumpy()
 
@@ -248,16 +253,19 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         data, indices, indptr = (_host(x) for x in arg1)
         indptr = np.asarray(indptr, dtype=np.int64)
         if shape is None:
-            cols = int(np.max(indices)) + 1 if len(indices) else 0
-            shape = (len(indptr) - 1, cols)
+            if not len(indices):
+                raise ValueError("csr_matrix: cannot infer the column count without stored indices; give shape")
+            shape = (len(indptr) - 1, int(np.max(indices)) + 1)
         aux = [_int64(indptr, ctx), _int64(indices, ctx)]
         vals = _values(arg1[0] if isinstance(arg1[0], NDArray) else data, ctx, dtype)
         return CSRNDArray(_api.weft_ndarray_create_sparse(2, _shape(shape), vals, 2, aux))
     if isinstance(arg1, tuple) and len(arg1) == 2 and all(isinstance(d, numbers.Integral) for d in arg1):
+        _check_shape(arg1, shape)
         return zeros("csr", arg1, ctx=ctx, dtype=dtype)
     if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], (tuple, list)) and len(arg1[1]) == 2:
         return _csr_from_coo(arg1[0], arg1[1][0], arg1[1][1], shape, ctx, dtype)
     if isinstance(arg1, CSRNDArray):
+        _check_shape(arg1.shape, shape)
         return _sparse_copy(arg1, ctx, dtype)
     if hasattr(arg1, "tocsr") and hasattr(arg1, "indptr") or type(arg1).__module__.startswith("scipy"):
         m = arg1.tocsr()
@@ -265,7 +273,16 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         m.sum_duplicates()
         return csr_matrix((m.data, m.indices, m.indptr), shape=m.shape, ctx=ctx,
                           dtype=m.dtype if dtype is None else dtype)
-    return cast_storage(_dense_source(arg1, ctx, dtype), "csr")
+    dense = _dense_source(arg1, ctx, dtype)
+    _check_shape(dense.shape, shape)
+    return cast_storage(dense, "csr")
+
+
+def _check_shape(source_shape, shape):
+    """A shape given with a source that has its own must be that one (MXNet's rule)."""
+    if shape is not None and tuple(int(d) for d in source_shape) != tuple(int(d) for d in shape):
+        raise ValueError("expected shape %s to be the source's shape %s"
+                         % (tuple(shape), tuple(source_shape)))
 
 
 def _csr_from_coo(data, row, col, shape, ctx, dtype):
@@ -323,13 +340,19 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
         vals = _values(data, ctx, dtype)
         idx = _host(indices)
         if shape is None:
-            shape = (int(np.max(idx)) + 1 if idx.size else 0,) + tuple(vals.shape[1:])
+            if not idx.size:
+                raise ValueError("row_sparse_array: cannot infer the row count without stored indices; give shape")
+            shape = (int(np.max(idx)) + 1,) + tuple(vals.shape[1:])
         return RowSparseNDArray(_api.weft_ndarray_create_sparse(1, _shape(shape), vals, 1, [_int64(idx, ctx)]))
     if isinstance(arg1, tuple):
+        _check_shape(arg1, shape)
         return zeros("row_sparse", arg1, ctx=ctx, dtype=dtype)
     if isinstance(arg1, RowSparseNDArray):
+        _check_shape(arg1.shape, shape)
         return _sparse_copy(arg1, ctx, dtype)
-    return cast_storage(_dense_source(arg1, ctx, dtype), "row_sparse")
+    dense = _dense_source(arg1, ctx, dtype)
+    _check_shape(dense.shape, shape)
+    return cast_storage(dense, "row_sparse")
 
 
 def zeros(stype, shape, ctx=None, dtype=None, **kwargs):
