@@ -95,3 +95,12 @@ def test_shape_inference_needs_stored_indices():
 def test_num_aux():
     assert mx.nd.sparse.zeros("csr", (2, 3))._num_aux == 2
     assert mx.nd.sparse.zeros("row_sparse", (2, 3))._num_aux == 1
+
+
+def test_check_symbolic_forward_returns_output_arrays():
+    from weft.test_utils import check_symbolic_forward
+    dense = np.array([[0.0, 2.0], [3.0, 0.0]], dtype=np.float32)
+    sym = mx.sym.sparse.square(mx.sym.Variable("x"))
+    outs = check_symbolic_forward(sym, {"x": mx.nd.array(dense).tostype("csr")}, [dense ** 2])
+    assert isinstance(outs[0], mx.nd.NDArray)
+    np.testing.assert_array_equal(outs[0].asnumpy(), dense ** 2)

@@ -709,16 +709,17 @@ def _location_array(value, ctx, dtype):
 def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None, ctx=None,
                            equal_nan=False, dtype=np.float32):
     """Runs `sym` forward (inference mode) on `location` and compares each output with
-    `expected` (a list, or a dict by output name). Returns the outputs as numpy arrays."""
+    `expected` (a list, or a dict by output name). Returns the executor's output NDArrays,
+    as MXNet's (scripts check their storage type)."""
     ctx = ctx or default_context()
     ex, _, _ = _bind_location(sym, location, aux_states, ctx, dtype)
-    outputs = [o.asnumpy() for o in ex.forward(is_train=False)]
+    outputs = ex.forward(is_train=False)
     if isinstance(expected, dict):
         expected = [expected[n] for n in sym.list_outputs()]
     if len(expected) != len(outputs):
         raise ValueError("expected %d outputs, the symbol has %d" % (len(expected), len(outputs)))
     for name, got, want in zip(sym.list_outputs(), outputs, expected):
-        assert_almost_equal(got, _as_numpy(want), rtol, atol, names=("forward " + name, "expected"),
+        assert_almost_equal(got.asnumpy(), _as_numpy(want), rtol, atol, names=("forward " + name, "expected"),
                             equal_nan=equal_nan)
     return outputs
 
