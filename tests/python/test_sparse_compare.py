@@ -31,3 +31,13 @@ def test_sparse_array_comparison_is_dense(stype):
     np.testing.assert_array_equal((x == y).asnumpy(), (a == b).astype(np.float32))
     np.testing.assert_array_equal((x < y).asnumpy(), (a < b).astype(np.float32))
     assert (x == None) is False  # noqa: E711  (as NDArray's)
+
+
+@pytest.mark.parametrize("stype", ["default", "csr", "row_sparse"])
+def test_broadcast_to_takes_a_numpy_shape(stype):
+    dat = np.array([[0.5], [0.0], [-1.5]], dtype=np.float32)
+    target = np.array([3, 4])
+    out = mx.nd.array(dat).tostype(stype).broadcast_to(shape=target)
+    np.testing.assert_array_equal(out.asnumpy(), np.broadcast_to(dat, (3, 4)))
+    with pytest.raises(mx.base.MXNetError, match="broadcast_to"):
+        mx.nd.array(dat).broadcast_to(shape=np.array([2, 4]))

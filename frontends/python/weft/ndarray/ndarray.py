@@ -74,6 +74,10 @@ def _param_str(value):
         return "(" + ", ".join("None" if v is None else str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, np.generic):
         return str(value.item())
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        # A shape held in a numpy array (np.random.randint(..., size=ndim)): str() would
+        # write "[6 9]", which is no tuple.
+        return _param_str(tuple(value.tolist()))
     return str(value)
 
 
