@@ -15,11 +15,12 @@ statistics); `record()` turns it on by default, `pause()` off.
 import contextlib
 import ctypes
 import threading
+import weakref
 
 from .base import _api
 
 __all__ = ["set_training", "is_training", "train_mode", "predict_mode", "set_recording", "is_recording",
-           "record", "pause", "mark_variables", "backward", "grad", "Function"]
+           "record", "pause", "mark_variables", "backward", "grad", "get_symbol", "Function"]
 
 
 def set_training(train_mode):
@@ -89,6 +90,34 @@ def mark_variables(variables, gradients, grad_reqs="write"):
         raise ValueError("mark_variables: expected as many gradients and grad_reqs as variables (%d), got %d and %d"
                          % (len(variables), len(gradients), len(grad_reqs)))
     _api.weft_autograd_mark_variables(len(variables), variables, list(grad_reqs), gradients)
+    for var, buf in zip(variables, gradients):
+        _forget_sparse_buffer(var)
+        if getattr(buf, "stype", "default") != "default":
+            _sparse_buffers.append((weakref.ref(var), weakref.ref(buf)))
+
+
+# Sparse arrays are immutable in the core, so a backward gives a variable with a sparse
+# gradient buffer a new gradient array. MXNet's sparse arrays are mutable and scripts read
+# the buffer object they gave mark_variables, so after each backward these (variable,
+# buffer) pairs hand each buffer the variable's new gradient (its handle is reassigned).
+_sparse_buffers = []
+
+
+def _forget_sparse_buffer(var):
+    """Drops the pairs of `var` (marked again) and of arrays that no longer exist."""
+    _sparse_buffers[:] = [(v, b) for v, b in _sparse_buffers if v() is not None and b() is not None
+                          and v() is not var]
+
+
+def _refresh_sparse_buffers():
+    from .ndarray.sparse import _ndarray_cls  # pylint: disable=import-outside-toplevel
+    for vref, bref in list(_sparse_buffers):
+        var, buf = vref(), bref()
+        if var is None or buf is None:
+            continue
+        handle = _api.weft_ndarray_get_grad(var)
+        if handle is not None:
+            buf._assign(_ndarray_cls(handle))
 
 
 def _run_backward(heads, head_grads, variables, retain_graph, create_graph, train_mode):  # pylint: disable=redefined-outer-name
@@ -111,6 +140,8 @@ def _run_backward(heads, head_grads, variables, retain_graph, create_graph, trai
         if pending is not None:
             raise pending from err
         raise
+    if not variables and _sparse_buffers:
+        _refresh_sparse_buffers()
     return [NDArray(h) for h in handles]
 
 

@@ -4,6 +4,7 @@
 MXNet; the default is per thread.
 """
 import threading
+import warnings
 
 from .base import _api
 
@@ -16,6 +17,15 @@ __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context
 _CPU_SHARED = 5
 
 
+class _DefaultCtx:
+    """Context.default_ctx, MXNet 1.x's deprecated class attribute: the thread's default
+    context (current_context())."""
+
+    def __get__(self, obj, owner):
+        warnings.warn("Context.default_ctx is deprecated; use Context.current_context()", DeprecationWarning)
+        return current_context()
+
+
 class Context:
     """A device: a type ('cpu', 'gpu', 'cpu_pinned') and an id.
 
@@ -23,6 +33,7 @@ class Context:
     (1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared) are accepted."""
 
     devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    default_ctx = _DefaultCtx()
     devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
     _default_ctx = threading.local()
 

@@ -717,16 +717,17 @@ def _location_array(value, ctx, dtype):
 def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None, ctx=None,
                            equal_nan=False, dtype=np.float32):
     """Runs `sym` forward (inference mode) on `location` and compares each output with
-    `expected` (a list, or a dict by output name). Returns the outputs as numpy arrays."""
+    `expected` (a list, or a dict by output name). Returns the executor's output NDArrays,
+    as MXNet's (scripts check their storage type)."""
     ctx = ctx or default_context()
     ex, _, _ = _bind_location(sym, location, aux_states, ctx, dtype)
-    outputs = [o.asnumpy() for o in ex.forward(is_train=False)]
+    outputs = ex.forward(is_train=False)
     if isinstance(expected, dict):
         expected = [expected[n] for n in sym.list_outputs()]
     if len(expected) != len(outputs):
         raise ValueError("expected %d outputs, the symbol has %d" % (len(expected), len(outputs)))
     for name, got, want in zip(sym.list_outputs(), outputs, expected):
-        assert_almost_equal(got, _as_numpy(want), rtol, atol, names=("forward " + name, "expected"),
+        assert_almost_equal(got.asnumpy(), _as_numpy(want), rtol, atol, names=("forward " + name, "expected"),
                             equal_nan=equal_nan)
     return outputs
 
@@ -1007,20 +1008,27 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
     """Runs one update of two optimizers on the same random weights and gradients and checks
     that states and weights agree. A list of shapes updates `ntensors` weights at once
     through opt2 (its multi-tensor path) and one by one through opt1."""
-    if w_stype != "default" or (g_stype != "default" and isinstance(shape, list)):
-        raise NotImplementedError("compare_optimizer(w_stype='%s', g_stype='%s'): %s"
+    if (w_stype != "default" or g_stype != "default") and isinstance(shape, list):
+        raise NotImplementedError("compare_optimizer(w_stype='%s', g_stype='%s') with several shapes: %s"
                                   % (w_stype, g_stype, _SPARSE_MISSING))
     ctx = default_context()
     if not isinstance(shape, list):
         if ntensors != 1:
             raise ValueError("compare_optimizer: one shape goes with ntensors=1, got %r" % (ntensors,))
-        w2 = nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
-        w1 = w2.copyto(ctx)
+        # A sparse weight or gradient goes to opt2 as it is and to opt1 densely (MXNet's
+        # rule: opt1 is the dense reference); a sparse weight stores every row.
+        if w_stype == "default":
+            w2 = nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+            w1 = w2.copyto(ctx)
+        else:
+            w2 = rand_ndarray(shape, w_stype, density=1, dtype=dtype, ctx=ctx)
+            w1 = w2.tostype("default")
         if g_stype == "default":
             g2 = nd.random.uniform(shape=shape, ctx=ctx, dtype=dtype)
+            g1 = g2.copy()
         else:
             g2 = rand_ndarray(shape, g_stype, dtype=dtype, ctx=ctx)
-        g1 = g2.copy()
+            g1 = g2.tostype("default")
         state1 = opt1.create_state_multi_precision(0, w1)
         state2 = opt2.create_state_multi_precision(0, w2)
         if compare_states:

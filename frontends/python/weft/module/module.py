@@ -279,9 +279,9 @@ class Module(BaseModule):
             # Values given before binding (Module.load) go to the new executors.
             self._exec_group.set_params(self._arg_params, self._aux_params)
         else:
-            self._arg_params = {name: nd.zeros(block[0].shape, dtype=block[0].dtype)
+            self._arg_params = {name: nd.zeros(block[0].shape, dtype=block[0].dtype, stype=block[0].stype)
                                 for name, block in zip(self._param_names, self._exec_group.param_arrays)}
-            self._aux_params = {name: nd.zeros(block[0].shape, dtype=block[0].dtype)
+            self._aux_params = {name: nd.zeros(block[0].shape, dtype=block[0].dtype, stype=block[0].stype)
                                 for name, block in zip(self._aux_names, self._exec_group.aux_arrays)}
         if shared_module is not None and shared_module.optimizer_initialized:
             self.borrow_optimizer(shared_module)

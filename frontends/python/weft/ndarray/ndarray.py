@@ -74,6 +74,10 @@ def _param_str(value):
         return "(" + ", ".join("None" if v is None else str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, np.generic):
         return str(value.item())
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        # A shape held in a numpy array (np.random.randint(..., size=ndim)): str() would
+        # write "[6 9]", which is no tuple.
+        return _param_str(tuple(value.tolist()))
     return str(value)
 
 
@@ -471,13 +475,18 @@ class NDArray(_fast.NDArrayBase):
     def attach_grad(self, grad_req="write", stype=None):
         """Marks this array as a variable for autograd, with a zero gradient array of its shape
         ('write' overwrites it at each backward, 'add' accumulates, 'null' computes none).
-        A 'row_sparse' gradient holds only the rows the backward reached."""
-        if stype in (None, "default"):
+        A 'row_sparse' gradient holds only the rows the backward reached. `stype` defaults
+        to this array's storage type, as MXNet's."""
+        if stype is None:
+            stype = self.stype
+        if stype == "default":
             grad = zeros(self.shape, ctx=self.context, dtype=self.dtype)
         else:
             from .sparse import zeros as sparse_zeros  # pylint: disable=import-outside-toplevel
             grad = sparse_zeros(stype, self.shape, ctx=self.context, dtype=self.dtype)
         _api.weft_autograd_mark_variables(1, [self], [grad_req], [grad])
+        from ..autograd import _forget_sparse_buffer  # pylint: disable=import-outside-toplevel
+        _forget_sparse_buffer(self)
 
     @property
     def grad(self):
@@ -505,7 +514,7 @@ class NDArray(_fast.NDArrayBase):
 
     def detach(self):
         """The same values, with no history: gradients do not flow through the result."""
-        return NDArray(_api.weft_ndarray_detach(self))
+        return _new_by_stype(_api.weft_ndarray_detach(self))
 
     # ---------------------------------------------------------------- exchange
     def __dlpack__(self, stream=None):

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base import _api, NotSupportedForSparseNDArray
 from ..context import Context
-from .ndarray import NDArray, array, dtype_np, dtype_id, _ctx, _shape
+from .ndarray import NDArray, array as _dense_array, dtype_np, dtype_id, _ctx, _shape
 
 __all__ = ["_ndarray_cls", "BaseSparseNDArray", "CSRNDArray", "RowSparseNDArray", "csr_matrix", "row_sparse_array", "zeros",
            "empty", "array", "cast_storage", "add", "subtract", "multiply", "divide"]
@@ -66,6 +66,11 @@ class BaseSparseNDArray(NDArray):
     def _aux(self, i):
         return NDArray(_api.weft_ndarray_get_aux(self, i))
 
+    @property
+    def _num_aux(self):
+        """The number of auxiliary arrays (csr: indptr and indices; row_sparse: indices)."""
+        return 2 if self.stype == "csr" else 1
+
     def asnumpy(self):
         return self.tostype("default").asnumpy()
 
@@ -108,9 +113,9 @@ class BaseSparseNDArray(NDArray):
         _api.weft_ndarray_sparse_assign(self, value)
 
     def _moved(self, ctx):
+        """This array on `ctx`: itself when already there, else its parts copied there."""
         if ctx == self.context:
             return self
-        # The parts move, and the array is built again from them on ctx.
         aux = [self._aux(i).copyto(ctx) for i in range(2 if self.stype == "csr" else 1)]
         return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self.data.copyto(ctx),
                                                      len(aux), aux))
@@ -137,15 +142,43 @@ class BaseSparseNDArray(NDArray):
         if isinstance(value, numbers.Number):
             if self.stype == "csr":
                 raise ValueError("Assigning numeric types to CSRNDArray is not implemented yet.")
-            value = array(np.full(self.shape, value), ctx=self.context, dtype=self.dtype)
+            value = _dense_array(np.full(self.shape, value), ctx=self.context, dtype=self.dtype)
         elif isinstance(value, (np.ndarray, np.generic, list, tuple)):
-            value = array(np.asarray(value), ctx=self.context, dtype=self.dtype)
+            value = _dense_array(np.asarray(value), ctx=self.context, dtype=self.dtype)
         elif not isinstance(value, NDArray):
             raise TypeError("type %s not supported" % type(value).__name__)
         self._assign(value)
 
     def reshape(self, *shape, **kwargs):
         raise NotSupportedForSparseNDArray(self.reshape, "reshape", shape)
+
+
+def _scalar_comparison(name, test, dense_method):
+    """A comparison with a number. Where it is false at 0 the result keeps this array's
+    storage type (computed on the stored values, as MXNet's sparse kernels of the *_scalar
+    comparisons); otherwise, and with an array, it is dense."""
+    def method(self, other):
+        if isinstance(other, numbers.Number) and not isinstance(other, bool) and not test(0.0, other):
+            return self._with_values(_op(name)(self.data, scalar=float(other)))
+        return dense_method(self, other)
+    method.__name__ = dense_method.__name__
+    return method
+
+
+def _with_values(self, values):
+    """A new array of this one's storage type, shape and positions holding `values`."""
+    aux = [self._aux(i).copy() for i in range(2 if self.stype == "csr" else 1)]
+    return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, values, len(aux), aux))
+
+
+BaseSparseNDArray._with_values = _with_values
+BaseSparseNDArray.__eq__ = _scalar_comparison("_equal_scalar", lambda a, b: a == b, NDArray.__eq__)
+BaseSparseNDArray.__ne__ = _scalar_comparison("_not_equal_scalar", lambda a, b: a != b, NDArray.__ne__)
+BaseSparseNDArray.__gt__ = _scalar_comparison("_greater_scalar", lambda a, b: a > b, NDArray.__gt__)
+BaseSparseNDArray.__ge__ = _scalar_comparison("_greater_equal_scalar", lambda a, b: a >= b, NDArray.__ge__)
+BaseSparseNDArray.__lt__ = _scalar_comparison("_lesser_scalar", lambda a, b: a < b, NDArray.__lt__)
+BaseSparseNDArray.__le__ = _scalar_comparison("_lesser_equal_scalar", lambda a, b: a <= b, NDArray.__le__)
+BaseSparseNDArray.__hash__ = NDArray.__hash__
 
 
 class CSRNDArray(BaseSparseNDArray):
@@ -195,7 +228,7 @@ class RowSparseNDArray(BaseSparseNDArray):
 
 
 def _int64(values, ctx):
-    return array(np.asarray(values, dtype=np.int64).reshape(-1), ctx=ctx, dtype=np.int64)
+    return _dense_array(np.asarray(values, dtype=np.int64).reshape(-1), ctx=ctx, dtype=np.int64)
 
 
 def _values(values, ctx, dtype):
@@ -204,7 +237,7 @@ def _values(values, ctx, dtype):
         values = values.asnumpy()
     elif dtype is None:
         dtype = getattr(values, "dtype", np.float32)
-    return array(np.asarray(values), ctx=ctx, dtype=dtype)
+    return _dense_array(np.asarray(values), ctx=ctx, dtype=dtype)
 
 
 def _host(x):
@@ -220,25 +253,82 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
         data, indices, indptr = (_host(x) for x in arg1)
         indptr = np.asarray(indptr, dtype=np.int64)
         if shape is None:
-            cols = int(np.max(indices)) + 1 if len(indices) else 0
-            shape = (len(indptr) - 1, cols)
+            if not len(indices):
+                raise ValueError("csr_matrix: cannot infer the column count without stored indices; give shape")
+            shape = (len(indptr) - 1, int(np.max(indices)) + 1)
         aux = [_int64(indptr, ctx), _int64(indices, ctx)]
         vals = _values(arg1[0] if isinstance(arg1[0], NDArray) else data, ctx, dtype)
         return CSRNDArray(_api.weft_ndarray_create_sparse(2, _shape(shape), vals, 2, aux))
     if isinstance(arg1, tuple) and len(arg1) == 2 and all(isinstance(d, numbers.Integral) for d in arg1):
+        _check_shape(arg1, shape)
         return zeros("csr", arg1, ctx=ctx, dtype=dtype)
+    if isinstance(arg1, tuple) and len(arg1) == 2 and isinstance(arg1[1], (tuple, list)) and len(arg1[1]) == 2:
+        return _csr_from_coo(arg1[0], arg1[1][0], arg1[1][1], shape, ctx, dtype)
     if isinstance(arg1, CSRNDArray):
-        return arg1.astype(dtype) if dtype is not None and dtype_id(dtype) != dtype_id(arg1.dtype) else arg1.copy()
+        _check_shape(arg1.shape, shape)
+        return _sparse_copy(arg1, ctx, dtype)
     if hasattr(arg1, "tocsr") and hasattr(arg1, "indptr") or type(arg1).__module__.startswith("scipy"):
         m = arg1.tocsr()
         m.sort_indices()
         m.sum_duplicates()
         return csr_matrix((m.data, m.indices, m.indptr), shape=m.shape, ctx=ctx,
                           dtype=m.dtype if dtype is None else dtype)
-    dense = arg1 if isinstance(arg1, NDArray) else array(np.asarray(arg1), ctx=ctx, dtype=dtype)
+    dense = _dense_source(arg1, ctx, dtype)
+    _check_shape(dense.shape, shape)
+    return cast_storage(dense, "csr")
+
+
+def _check_shape(source_shape, shape):
+    """A shape given with a source that has its own must be that one (MXNet's rule)."""
+    if shape is not None and tuple(int(d) for d in source_shape) != tuple(int(d) for d in shape):
+        raise ValueError("expected shape %s to be the source's shape %s"
+                         % (tuple(shape), tuple(source_shape)))
+
+
+def _csr_from_coo(data, row, col, shape, ctx, dtype):
+    """csr_matrix((data, (row, col))): the coordinate form, sorted and with the values of
+    repeated coordinates summed (scipy's rule, which MXNet follows)."""
+    data = _host(data)
+    row = _host(row).astype(np.int64).reshape(-1)
+    col = _host(col).astype(np.int64).reshape(-1)
+    if not data.shape[0] == row.shape[0] == col.shape[0]:
+        raise ValueError("csr_matrix: expected data, row and col of one length, got %d, %d and %d"
+                         % (data.shape[0], row.shape[0], col.shape[0]))
+    if shape is None:
+        shape = (int(row.max()) + 1 if row.size else 0, int(col.max()) + 1 if col.size else 0)
+    rows, cols = shape
+    if row.size and (row.min() < 0 or row.max() >= rows or col.min() < 0 or col.max() >= cols):
+        raise ValueError("csr_matrix: a coordinate lies outside the shape %s" % (tuple(shape),))
+    keys, where = np.unique(row * cols + col, return_inverse=True)
+    values = np.zeros(keys.shape[0], dtype=data.dtype)
+    np.add.at(values, where.reshape(-1), data)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(keys // cols, minlength=rows))]) if cols else \
+        np.zeros(rows + 1, np.int64)
+    return csr_matrix((values, keys % cols if cols else keys, indptr), shape=shape, ctx=ctx,
+                      dtype=data.dtype if dtype is None else dtype)
+
+
+def _sparse_copy(arr, ctx, dtype):
+    """A copy of the sparse `arr` on `ctx`, its values in `dtype` (None: arr's)."""
+    out = arr.copyto(ctx)
+    if dtype is not None and dtype_id(dtype) != dtype_id(arr.dtype):
+        return out.astype(dtype)
+    return out if out is not arr else arr.copy()
+
+
+def _dense_source(arg1, ctx, dtype):
+    """The dense array a sparse one is made from, on `ctx` and in `dtype` (None: arg1's own,
+    float32 for a list), as MXNet's constructors take them."""
+    if isinstance(arg1, NDArray):
+        dense = arg1.copyto(ctx) if arg1.context != ctx else arg1
+    else:
+        host = np.asarray(arg1)
+        if dtype is None and not isinstance(arg1, np.ndarray):
+            dtype = np.float32
+        dense = _dense_array(host, ctx=ctx, dtype=dtype or host.dtype)
     if dtype is not None and dtype_id(dtype) != dtype_id(dense.dtype):
         dense = dense.astype(dtype)
-    return cast_storage(dense, "csr")
+    return dense
 
 
 def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
@@ -250,13 +340,18 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
         vals = _values(data, ctx, dtype)
         idx = _host(indices)
         if shape is None:
-            shape = (int(np.max(idx)) + 1 if idx.size else 0,) + tuple(vals.shape[1:])
+            if not idx.size:
+                raise ValueError("row_sparse_array: cannot infer the row count without stored indices; give shape")
+            shape = (int(np.max(idx)) + 1,) + tuple(vals.shape[1:])
         return RowSparseNDArray(_api.weft_ndarray_create_sparse(1, _shape(shape), vals, 1, [_int64(idx, ctx)]))
     if isinstance(arg1, tuple):
+        _check_shape(arg1, shape)
         return zeros("row_sparse", arg1, ctx=ctx, dtype=dtype)
     if isinstance(arg1, RowSparseNDArray):
-        return arg1.copy()
-    dense = arg1 if isinstance(arg1, NDArray) else array(np.asarray(arg1), ctx=ctx, dtype=dtype)
+        _check_shape(arg1.shape, shape)
+        return _sparse_copy(arg1, ctx, dtype)
+    dense = _dense_source(arg1, ctx, dtype)
+    _check_shape(dense.shape, shape)
     return cast_storage(dense, "row_sparse")
 
 
@@ -315,3 +410,14 @@ def divide(lhs, rhs):
     """lhs / rhs: dense for two arrays of one shape, csr for csr over a broadcast dense array,
     the storage type of lhs for an array over a nonzero number."""
     return _ufunc(lhs, rhs, "elemwise_div", "broadcast_div", "_div_scalar", "_rdiv_scalar", lambda a, b: a / b)
+
+
+def array(source_array, ctx=None, dtype=None):
+    """A sparse array from a sparse NDArray (a copy in its storage type, on `ctx`, in
+    `dtype`) or a scipy.sparse csr matrix, as MXNet's mx.nd.sparse.array."""
+    if isinstance(source_array, BaseSparseNDArray):
+        return _sparse_copy(source_array, _ctx(ctx), dtype)
+    if type(source_array).__module__.startswith("scipy") and getattr(source_array, "format", None) == "csr":
+        return csr_matrix(source_array, ctx=ctx, dtype=dtype)
+    raise ValueError("mx.nd.sparse.array: expected a CSRNDArray, a RowSparseNDArray or a scipy csr matrix, got %s"
+                     % type(source_array).__name__)
