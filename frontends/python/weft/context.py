@@ -5,7 +5,7 @@ MXNet; the default is per thread.
 """
 import threading
 
-from .base import _api
+from .base import _api, _ClassPropertyMeta, classproperty
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context", "num_gpus", "gpu_memory_info"]
 
@@ -16,7 +16,7 @@ __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context
 _CPU_SHARED = 5
 
 
-class Context:
+class Context(metaclass=_ClassPropertyMeta):
     """A device: a type ('cpu', 'gpu', 'cpu_pinned') and an id.
 
     Context('gpu', 1), Context(other_context), and MXNet's numeric device types
@@ -83,6 +83,15 @@ class Context:
 
     def __exit__(self, ptype, value, trace):
         Context._default_ctx.value = self._old_ctx
+
+    @classproperty
+    def default_ctx(cls):
+        """This thread's default context (MXNet's Context.default_ctx); assignable."""
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx):
+        Context._default_ctx.value = ctx
 
     def empty_cache(self):
         """Returns the memory pooled for this context to the OS or the driver."""
