@@ -391,3 +391,31 @@ def test_storage_statistics():
     assert mx.cpu().memory_stat("peak_bytes") >= mx.cpu().memory_stat("bytes_in_use")
     with pytest.raises(ValueError):
         mx.cpu().memory_stat("nonsense")
+
+
+def test_flatten_squeeze_expand_dims_inplace_are_views():
+    base = np.arange(1, 31, dtype=np.float32).reshape(2, 1, 3, 5)
+    cases = [
+        (lambda a, **k: a.flatten(**k), base.reshape(2, 15)),
+        (lambda a, **k: a.squeeze(axis=1, **k), base.reshape(2, 3, 5)),
+        (lambda a, **k: a.squeeze(**k), base.reshape(2, 3, 5)),
+        (lambda a, **k: a.expand_dims(axis=-1, **k), base[..., None]),
+        (lambda a, **k: a.expand_dims(axis=0, **k), base[None]),
+    ]
+    for fn, want in cases:
+        a = mx.nd.array(base)
+        copy, view = fn(a), fn(a, inplace=True)
+        np.testing.assert_array_equal(copy.asnumpy(), want)
+        np.testing.assert_array_equal(view.asnumpy(), want)
+        a[0] = -1
+        np.testing.assert_array_equal(copy.asnumpy(), want)
+        changed = base.copy()
+        changed[0] = -1
+        np.testing.assert_array_equal(view.asnumpy(), changed.reshape(want.shape))
+    assert mx.nd.ones((1, 1, 1)).squeeze(inplace=True).shape == (1,)
+    with pytest.raises(ValueError, match="axis 2 has size 3, expected 1"):
+        mx.nd.array(base).squeeze(axis=2, inplace=True)
+    with pytest.raises(ValueError, match="expected axis in"):
+        mx.nd.array(base).expand_dims(axis=5, inplace=True)
+    with pytest.raises(mx.base.MXNetError):
+        mx.nd.array(base).squeeze(axis=2)

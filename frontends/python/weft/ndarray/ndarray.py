@@ -339,6 +339,50 @@ class NDArray(_fast.NDArrayBase):
         target = _infer_reshape(self.shape, [int(d) for d in shape], reverse)
         return NDArray(_api.weft_ndarray_reshape(self, target))
 
+    def _op_or_view(self, name, kwargs, inplace, shape_of):
+        # MXNet's flatten/squeeze/expand_dims take inplace=True to return a view of this
+        # array's memory (writes through) rather than a copy made by the operator.
+        if not inplace:
+            from . import _ops
+            return _ops.method(name)(self, **kwargs)
+        return self.reshape(shape_of())
+
+    def flatten(self, inplace=False):
+        """(shape[0], product of the other axes); a view when inplace=True."""
+        return self._op_or_view("flatten", {}, inplace,
+                                lambda: (self.shape[0], int(np.prod(self.shape[1:], dtype=np.int64))))
+
+    def expand_dims(self, axis, inplace=False):
+        """A new axis of size 1 at `axis`; a view when inplace=True."""
+        def shape_of():
+            ndim = len(self.shape)
+            if not -ndim - 1 <= axis <= ndim:
+                raise ValueError("expand_dims: expected axis in [%d, %d], got %d" % (-ndim - 1, ndim, axis))
+            shape = list(self.shape)
+            shape.insert(axis + ndim + 1 if axis < 0 else axis, 1)
+            return tuple(shape)
+        return self._op_or_view("expand_dims", {"axis": axis}, inplace, shape_of)
+
+    def squeeze(self, axis=None, inplace=False):
+        """Drops the size-1 axes (those in `axis` when given); all gone gives (1,). A view
+        when inplace=True."""
+        def shape_of():
+            ndim = len(self.shape)
+            if axis is None:
+                drop = {i for i, d in enumerate(self.shape) if d == 1}
+            else:
+                drop = set()
+                for a in (axis if isinstance(axis, (tuple, list)) else (axis,)):
+                    if not -ndim <= a < ndim:
+                        raise ValueError("squeeze: expected axis in [%d, %d), got %d" % (-ndim, ndim, a))
+                    a = a + ndim if a < 0 else a
+                    if self.shape[a] != 1:
+                        raise ValueError("squeeze: axis %d has size %d, expected 1" % (a, self.shape[a]))
+                    drop.add(a)
+            return tuple(d for i, d in enumerate(self.shape) if i not in drop) or (1,)
+        kwargs = {} if axis is None else {"axis": axis}
+        return self._op_or_view("squeeze", kwargs, inplace, shape_of)
+
     def reshape_like(self, other):
         return self.reshape(other.shape)
 
