@@ -419,3 +419,27 @@ def test_flatten_squeeze_expand_dims_inplace_are_views():
         mx.nd.array(base).expand_dims(axis=5, inplace=True)
     with pytest.raises(mx.base.MXNetError):
         mx.nd.array(base).squeeze(axis=2)
+
+
+def test_numpy_array_as_shape_parameter():
+    target = np.array([3, 2, 4])
+    out = mx.nd.ones((1, 2, 1)).broadcast_to(shape=target)
+    assert out.shape == (3, 2, 4)
+    np.testing.assert_array_equal(out.asnumpy(), np.ones((3, 2, 4), np.float32))
+    assert mx.nd.sum(mx.nd.ones((2, 5)), axis=np.array(1)).shape == (2,)
+    with pytest.raises(mx.base.MXNetError):
+        mx.nd.ones((1, 2)).broadcast_to(shape=np.array([3, 5]))
+
+
+def test_moveaxis_many_axes_and_errors():
+    x = mx.nd.array(np.arange(24, dtype=np.float32).reshape(4, 1, 2, 3))
+    for src, dst in [(0, -1), (-1, 0), ([0, 1], [2, 3]), ([3, 0], [1, 0]), ([0, 1, 2], [2, 3, 0]),
+                     (range(4), range(4)), ([2, 0], [2, 0])]:
+        np.testing.assert_array_equal(mx.nd.moveaxis(x, src, dst).asnumpy(),
+                                      np.moveaxis(x.asnumpy(), list(src) if isinstance(src, range) else src,
+                                                  list(dst) if isinstance(dst, range) else dst))
+    for src, dst, msg in [(4, 0, "out of range"), (-5, 0, "out of range"), (0, 6, "out of range"),
+                          ([0, 0], [0, 1], "repeated source"), ([0, 1], [1, 1], "repeated destination"),
+                          (0, [0, 1], "1 source axes but 2"), ([0, 1], [0], "2 source axes but 1")]:
+        with pytest.raises(ValueError, match=msg):
+            mx.nd.moveaxis(x, src, dst)

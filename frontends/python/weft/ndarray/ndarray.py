@@ -74,6 +74,9 @@ def _param_str(value):
         return "(" + ", ".join("None" if v is None else str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, np.generic):
         return str(value.item())
+    if isinstance(value, np.ndarray):
+        # A numpy array of sizes (shape=np.array([2, 3])) is a tuple, as MXNet reads it.
+        return str(value.item()) if value.ndim == 0 else _param_str(tuple(value.tolist()))
     return str(value)
 
 
@@ -683,12 +686,30 @@ def concatenate(arrays, axis=0, always_copy=True):
     return invoke("concat", list(arrays), {"dim": axis, "num_args": len(arrays)})
 
 
+def _axes_list(axes, ndim, what):
+    # An int or a sequence of distinct axes in [-ndim, ndim), as non-negative ints.
+    seq = [axes] if isinstance(axes, numbers.Integral) else list(axes)
+    out = []
+    for a in seq:
+        if not -ndim <= a < ndim:
+            raise ValueError("moveaxis: %s axis %d is out of range for %d dimensions" % (what, a, ndim))
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("moveaxis: repeated %s axes %s" % (what, seq))
+    return out
+
+
 def moveaxis(tensor, source, destination):
-    """Moves axis `source` to position `destination`."""
+    """Moves axis `source` (an int or a sequence of ints) to position `destination` (the
+    same kind, as many); the other axes keep their order, as numpy.moveaxis."""
     ndim = tensor.ndim
-    src, dst = source % ndim, destination % ndim
-    axes = [a for a in range(ndim) if a != src]
-    axes.insert(dst, src)
+    src = _axes_list(source, ndim, "source")
+    dst = _axes_list(destination, ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: %d source axes but %d destination axes" % (len(src), len(dst)))
+    axes = [a for a in range(ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        axes.insert(d, s)
     return invoke("transpose", [tensor], {"axes": tuple(axes)})
 
 
