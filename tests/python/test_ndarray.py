@@ -443,3 +443,14 @@ def test_moveaxis_many_axes_and_errors():
                           (0, [0, 1], "1 source axes but 2"), ([0, 1], [0], "2 source axes but 1")]:
         with pytest.raises(ValueError, match=msg):
             mx.nd.moveaxis(x, src, dst)
+
+
+def test_array_from_zero_dim_source_keeps_shape():
+    for src in (np.ones(()), np.float64(2.5), 7):
+        out = mx.nd.array(src)
+        assert out.shape == ()
+        np.testing.assert_array_equal(out.asnumpy(), np.asarray(src, np.float32))
+    assert mx.nd.array(np.zeros((0, 2))).shape == (0, 2)
+    # Non-contiguous sources are still copied in order.
+    src = np.arange(12, dtype=np.float32).reshape(3, 4).T
+    np.testing.assert_array_equal(mx.nd.array(src).asnumpy(), src)

@@ -669,7 +669,9 @@ def array(source_array, ctx=None, dtype=None):
             dtype = np.float32
         src = source_array
     np_dtype = dtype_np(dtype)
-    host = np.ascontiguousarray(np.asarray(src, dtype=np_dtype if np_dtype != bfloat16 else np.float32))
+    # np.require, not np.ascontiguousarray: that one turns a 0-d source into shape (1,), and
+    # MXNet's nd.array(np.ones(())) has shape ().
+    host = np.require(np.asarray(src, dtype=np_dtype if np_dtype != bfloat16 else np.float32), requirements="C")
     if np_dtype == bfloat16:
         return array(host, ctx=ctx).astype("bfloat16")
     out = empty(host.shape, ctx=ctx, dtype=np_dtype)
