@@ -454,3 +454,16 @@ def test_array_from_zero_dim_source_keeps_shape():
     # Non-contiguous sources are still copied in order.
     src = np.arange(12, dtype=np.float32).reshape(3, 4).T
     np.testing.assert_array_equal(mx.nd.array(src).asnumpy(), src)
+
+
+def test_from_numpy_twice_shares_the_same_memory():
+    src = np.array([[1, 2], [3, 4]], dtype=np.float32)
+    a = mx.nd.from_numpy(src)
+    b = mx.nd.from_numpy(src)
+    assert not src.flags["WRITEABLE"]
+    a[0, 1] = 9
+    np.testing.assert_array_equal(b.asnumpy(), [[1, 9], [3, 4]])
+    np.testing.assert_array_equal(src, [[1, 9], [3, 4]])
+    frozen = np.broadcast_to(np.ones(3, np.float32), (2, 3))
+    with pytest.raises(ValueError):
+        mx.nd.from_numpy(frozen)

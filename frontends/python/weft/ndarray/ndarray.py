@@ -931,6 +931,11 @@ def from_numpy(ndarray, zero_copy=True, array_cls=NDArray):
         return array(ndarray, dtype=ndarray.dtype)
     if not ndarray.flags["C_CONTIGUOUS"]:
         raise ValueError("from_numpy: only C-contiguous arrays can be shared without a copy")
+    if not ndarray.flags["WRITEABLE"]:
+        # Shared before (from_numpy made it read-only): numpy exports only writeable arrays
+        # through DLPack, so lift the flag for the export. An array read-only for another
+        # reason (a view of read-only memory) refuses, with numpy's ValueError.
+        ndarray.flags["WRITEABLE"] = True
     handle = _api.weft_ndarray_from_dlpack(ndarray.__dlpack__())
     ndarray.flags["WRITEABLE"] = False
     return array_cls(handle)
