@@ -467,3 +467,13 @@ def test_from_numpy_twice_shares_the_same_memory():
     frozen = np.broadcast_to(np.ones(3, np.float32), (2, 3))
     with pytest.raises(ValueError):
         mx.nd.from_numpy(frozen)
+
+
+def test_reshape_like_method_takes_the_operator_arguments():
+    x = mx.nd.array(np.arange(30, dtype=np.float32).reshape(5, 6))
+    np.testing.assert_array_equal(x.reshape_like(mx.nd.ones((3, 10))).asnumpy(), np.arange(30).reshape(3, 10))
+    np.testing.assert_array_equal(x.reshape_like(rhs=mx.nd.ones((2, 15))).asnumpy(), np.arange(30).reshape(2, 15))
+    out = x.reshape_like(mx.nd.ones((7, 2, 3)), lhs_begin=1, lhs_end=2, rhs_begin=1, rhs_end=3)
+    assert out.shape == (5, 2, 3)
+    with pytest.raises(mx.base.MXNetError):
+        x.reshape_like(mx.nd.ones((4, 4)))

@@ -386,8 +386,11 @@ class NDArray(_fast.NDArrayBase):
         kwargs = {} if axis is None else {"axis": axis}
         return self._op_or_view("squeeze", kwargs, inplace, shape_of)
 
-    def reshape_like(self, other):
-        return self.reshape(other.shape)
+    def reshape_like(self, *args, **kwargs):
+        """The reshape_like operator on this array: `rhs` (positional or by name) gives the
+        shape, lhs_begin/lhs_end/rhs_begin/rhs_end pick the axes, as in MXNet."""
+        from . import _ops
+        return _ops.method("reshape_like")(self, *args, **kwargs)
 
     def _slice(self, begin, end):
         return NDArray(_api.weft_ndarray_slice(self, begin, end))
