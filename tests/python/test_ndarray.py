@@ -391,3 +391,89 @@ def test_storage_statistics():
     assert mx.cpu().memory_stat("peak_bytes") >= mx.cpu().memory_stat("bytes_in_use")
     with pytest.raises(ValueError):
         mx.cpu().memory_stat("nonsense")
+
+
+def test_flatten_squeeze_expand_dims_inplace_are_views():
+    base = np.arange(1, 31, dtype=np.float32).reshape(2, 1, 3, 5)
+    cases = [
+        (lambda a, **k: a.flatten(**k), base.reshape(2, 15)),
+        (lambda a, **k: a.squeeze(axis=1, **k), base.reshape(2, 3, 5)),
+        (lambda a, **k: a.squeeze(**k), base.reshape(2, 3, 5)),
+        (lambda a, **k: a.expand_dims(axis=-1, **k), base[..., None]),
+        (lambda a, **k: a.expand_dims(axis=0, **k), base[None]),
+    ]
+    for fn, want in cases:
+        a = mx.nd.array(base)
+        copy, view = fn(a), fn(a, inplace=True)
+        np.testing.assert_array_equal(copy.asnumpy(), want)
+        np.testing.assert_array_equal(view.asnumpy(), want)
+        a[0] = -1
+        np.testing.assert_array_equal(copy.asnumpy(), want)
+        changed = base.copy()
+        changed[0] = -1
+        np.testing.assert_array_equal(view.asnumpy(), changed.reshape(want.shape))
+    assert mx.nd.ones((1, 1, 1)).squeeze(inplace=True).shape == (1,)
+    with pytest.raises(ValueError, match="axis 2 has size 3, expected 1"):
+        mx.nd.array(base).squeeze(axis=2, inplace=True)
+    with pytest.raises(ValueError, match="expected axis in"):
+        mx.nd.array(base).expand_dims(axis=5, inplace=True)
+    with pytest.raises(mx.base.MXNetError):
+        mx.nd.array(base).squeeze(axis=2)
+
+
+def test_numpy_array_as_shape_parameter():
+    target = np.array([3, 2, 4])
+    out = mx.nd.ones((1, 2, 1)).broadcast_to(shape=target)
+    assert out.shape == (3, 2, 4)
+    np.testing.assert_array_equal(out.asnumpy(), np.ones((3, 2, 4), np.float32))
+    assert mx.nd.sum(mx.nd.ones((2, 5)), axis=np.array(1)).shape == (2,)
+    with pytest.raises(mx.base.MXNetError):
+        mx.nd.ones((1, 2)).broadcast_to(shape=np.array([3, 5]))
+
+
+def test_moveaxis_many_axes_and_errors():
+    x = mx.nd.array(np.arange(24, dtype=np.float32).reshape(4, 1, 2, 3))
+    for src, dst in [(0, -1), (-1, 0), ([0, 1], [2, 3]), ([3, 0], [1, 0]), ([0, 1, 2], [2, 3, 0]),
+                     (range(4), range(4)), ([2, 0], [2, 0])]:
+        np.testing.assert_array_equal(mx.nd.moveaxis(x, src, dst).asnumpy(),
+                                      np.moveaxis(x.asnumpy(), list(src) if isinstance(src, range) else src,
+                                                  list(dst) if isinstance(dst, range) else dst))
+    for src, dst, msg in [(4, 0, "out of range"), (-5, 0, "out of range"), (0, 6, "out of range"),
+                          ([0, 0], [0, 1], "repeated source"), ([0, 1], [1, 1], "repeated destination"),
+                          (0, [0, 1], "1 source axes but 2"), ([0, 1], [0], "2 source axes but 1")]:
+        with pytest.raises(ValueError, match=msg):
+            mx.nd.moveaxis(x, src, dst)
+
+
+def test_array_from_zero_dim_source_keeps_shape():
+    for src in (np.ones(()), np.float64(2.5), 7):
+        out = mx.nd.array(src)
+        assert out.shape == ()
+        np.testing.assert_array_equal(out.asnumpy(), np.asarray(src, np.float32))
+    assert mx.nd.array(np.zeros((0, 2))).shape == (0, 2)
+    # Non-contiguous sources are still copied in order.
+    src = np.arange(12, dtype=np.float32).reshape(3, 4).T
+    np.testing.assert_array_equal(mx.nd.array(src).asnumpy(), src)
+
+
+def test_from_numpy_twice_shares_the_same_memory():
+    src = np.array([[1, 2], [3, 4]], dtype=np.float32)
+    a = mx.nd.from_numpy(src)
+    b = mx.nd.from_numpy(src)
+    assert not src.flags["WRITEABLE"]
+    a[0, 1] = 9
+    np.testing.assert_array_equal(b.asnumpy(), [[1, 9], [3, 4]])
+    np.testing.assert_array_equal(src, [[1, 9], [3, 4]])
+    frozen = np.broadcast_to(np.ones(3, np.float32), (2, 3))
+    with pytest.raises(ValueError):
+        mx.nd.from_numpy(frozen)
+
+
+def test_reshape_like_method_takes_the_operator_arguments():
+    x = mx.nd.array(np.arange(30, dtype=np.float32).reshape(5, 6))
+    np.testing.assert_array_equal(x.reshape_like(mx.nd.ones((3, 10))).asnumpy(), np.arange(30).reshape(3, 10))
+    np.testing.assert_array_equal(x.reshape_like(rhs=mx.nd.ones((2, 15))).asnumpy(), np.arange(30).reshape(2, 15))
+    out = x.reshape_like(mx.nd.ones((7, 2, 3)), lhs_begin=1, lhs_end=2, rhs_begin=1, rhs_end=3)
+    assert out.shape == (5, 2, 3)
+    with pytest.raises(mx.base.MXNetError):
+        x.reshape_like(mx.nd.ones((4, 4)))

@@ -335,3 +335,22 @@ def test_reshape_partial_inference_limits():
     bad = mx.sym.elemwise_add(mx.sym.Variable("data").reshape((-1,)), mx.sym.ones(shape=(7,)))
     with pytest.raises(WeftError, match="not a multiple of the known input dims' product 2"):
         bad.infer_shape(data=(2, 0))
+
+
+def test_infer_type_partial_leaves_unknown_as_none():
+    data = mx.sym.var("data")
+    net = mx.sym.FullyConnected(mx.sym.Cast(data, dtype="float16"), num_hidden=3, name="fc")
+    arg, out, aux = net.infer_type_partial()
+    assert arg == [None, np.float16, np.float16] and out == [np.float16] and aux == []
+    assert net.infer_type() == (None, None, None)
+    assert net.infer_type_partial(data=np.float64) == ([np.float64, np.float16, np.float16], [np.float16], [])
+    assert mx.sym.var("x").infer_type_partial() == ([None], [None], [])
+
+
+def test_abs_of_symbol_is_the_abs_operator():
+    data = mx.sym.var("data")
+    out = abs(data)
+    assert json.loads(out.tojson())["nodes"][-1]["op"] == "abs"
+    x = np.array([[-1.5, 2.0], [0.0, -3.0]], np.float32)
+    got = out.eval(ctx=mx.cpu(), data=mx.nd.array(x))[0].asnumpy()
+    np.testing.assert_array_equal(got, np.abs(x))

@@ -104,3 +104,14 @@ def test_retry():
 
     with pytest.raises(AssertionError):
         always()
+
+
+def test_check_consistency_takes_one_symbol_per_entry():
+    data = mx.sym.var("data")
+    ctx = {"ctx": mx.cpu(), "data": (3, 4)}
+    gt = mx.test_utils.check_consistency([mx.sym.abs(data), abs(data)], ctx_list=[ctx, ctx])
+    assert gt["data"].shape == (3, 4)
+    with pytest.raises(AssertionError):
+        mx.test_utils.check_consistency([mx.sym.abs(data), mx.sym.negative(data)], ctx_list=[ctx, ctx])
+    with pytest.raises(ValueError, match="2 symbols for 1 ctx_list entries"):
+        mx.test_utils.check_consistency([data, data], ctx_list=[ctx])

@@ -136,3 +136,20 @@ def test_bad_arguments_are_clear():
         mx.viz.plot_network("not a symbol")
     with pytest.raises(mx.base.WeftError):
         mx.viz.print_summary(lenet(), shape={"data": (64, 3, 2, 2)})
+
+
+def test_repeated_names_warn_and_unique_names_do_not():
+    import warnings
+    net = mx.sym.FullyConnected(mx.sym.var("data"), name="fc", num_hidden=4)
+    net = mx.sym.FullyConnected(mx.sym.Activation(net, act_type="relu", name="r"), name="fc", num_hidden=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mx.viz.plot_network(net, shape={"data": (3, 5)})
+    msgs = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(msgs) == 1
+    assert msgs[0].endswith("Repeated names: fc,fc_bias,fc_weight")
+    ok = mx.sym.FullyConnected(mx.sym.var("data"), name="fc1", num_hidden=4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mx.viz.plot_network(ok, shape={"data": (3, 5)})
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)]

@@ -14,11 +14,11 @@ Symbol.bind's group2ctx reads.
 import collections
 import threading
 
+from .base import _ClassPropertyMeta, classproperty
+
 __all__ = ["AttrScope", "current"]
 
 _HIDDEN = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage", "profiler_scope")
-
-_state = threading.local()
 
 
 def hidden_key(key):
@@ -26,8 +26,12 @@ def hidden_key(key):
     return "__%s__" % key if key in _HIDDEN else key
 
 
-class AttrScope:
+class AttrScope(metaclass=_ClassPropertyMeta):
     """Attributes given to every symbol made inside the `with` block."""
+
+    # The scope in effect, per thread (MXNet's AttrScope._current; `AttrScope.current`
+    # reads and assigns it).
+    _current = threading.local()
 
     # How many graphs of each name the control-flow functions have traced (MXNet's
     # counter, which makes their `__subgraph_name__` marks unique).
@@ -52,15 +56,24 @@ class AttrScope:
         merged = dict(self._old._attr)
         merged.update(self._attr)
         self._attr = merged
-        _state.current = self
+        AttrScope._current.value = self
         return self
 
     def __exit__(self, *exc):
-        _state.current = self._old
+        AttrScope._current.value = self._old
+
+    @classproperty
+    def current(cls):
+        """The scope in effect on this thread; assignable, as in MXNet."""
+        return current()
+
+    @current.setter
+    def current(cls, scope):
+        AttrScope._current.value = scope
 
 
 def current():
     """The AttrScope in effect on this thread (an empty one outside every `with`)."""
-    if not hasattr(_state, "current"):
-        _state.current = AttrScope()
-    return _state.current
+    if not hasattr(AttrScope._current, "value"):
+        AttrScope._current.value = AttrScope()
+    return AttrScope._current.value

@@ -382,10 +382,35 @@ class NotSupportedForSparseNDArray(_NotAvailable):
 
 
 class classproperty(object):  # pylint: disable=invalid-name
-    """A read-only property of a class (MXNet's base.classproperty)."""
+    """A property of a class (MXNet's base.classproperty). Read-only unless given a
+    `.setter` and defined in a class whose metaclass is _ClassPropertyMeta (a plain class
+    would replace the property on assignment)."""
 
-    def __init__(self, func):
+    def __init__(self, func, fset=None):
         self.func = func
+        self.fset = fset
 
     def __get__(self, obj, owner):
         return self.func(owner)
+
+    def setter(self, fset):
+        """The function that `Class.name = value` calls, as fset(cls, value)."""
+        return classproperty(self.func, fset)
+
+
+class _ClassPropertyMeta(type):
+    """Sends `Class.name = value` to the setter of a classproperty `name`: how MXNet's
+    Context.default_ctx, AttrScope.current and NameManager.current are assigned (each a
+    per-thread value behind a class attribute)."""
+
+    def __setattr__(cls, key, value):
+        for klass in cls.__mro__:
+            prop = klass.__dict__.get(key)
+            if isinstance(prop, classproperty):
+                if prop.fset is None:
+                    raise AttributeError("%s.%s is read-only" % (cls.__name__, key))
+                prop.fset(cls, value)
+                return
+            if prop is not None:
+                break
+        super().__setattr__(key, value)

@@ -4,9 +4,8 @@
 MXNet; the default is per thread.
 """
 import threading
-import warnings
 
-from .base import _api
+from .base import _api, _ClassPropertyMeta, classproperty
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context", "num_gpus", "gpu_memory_info"]
 
@@ -17,23 +16,13 @@ __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context
 _CPU_SHARED = 5
 
 
-class _DefaultCtx:
-    """Context.default_ctx, MXNet 1.x's deprecated class attribute: the thread's default
-    context (current_context())."""
-
-    def __get__(self, obj, owner):
-        warnings.warn("Context.default_ctx is deprecated; use Context.current_context()", DeprecationWarning)
-        return current_context()
-
-
-class Context:
+class Context(metaclass=_ClassPropertyMeta):
     """A device: a type ('cpu', 'gpu', 'cpu_pinned') and an id.
 
     Context('gpu', 1), Context(other_context), and MXNet's numeric device types
     (1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared) are accepted."""
 
     devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
-    default_ctx = _DefaultCtx()
     devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
     _default_ctx = threading.local()
 
@@ -94,6 +83,15 @@ class Context:
 
     def __exit__(self, ptype, value, trace):
         Context._default_ctx.value = self._old_ctx
+
+    @classproperty
+    def default_ctx(cls):
+        """This thread's default context (MXNet's Context.default_ctx); assignable."""
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx):
+        Context._default_ctx.value = ctx
 
     def empty_cache(self):
         """Returns the memory pooled for this context to the OS or the driver."""

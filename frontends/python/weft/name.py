@@ -2,13 +2,17 @@
 counter per hint; Prefix adds a prefix to every name made inside its `with` block."""
 import threading
 
+from .base import _ClassPropertyMeta, classproperty
+
 __all__ = ["NameManager", "Prefix", "current"]
 
-_state = threading.local()
 
-
-class NameManager:
+class NameManager(metaclass=_ClassPropertyMeta):
     """Makes unique names from hints: fullyconnected0, fullyconnected1, ..."""
+
+    # The manager in effect, per thread (MXNet's NameManager._current;
+    # `NameManager.current` reads and assigns it).
+    _current = threading.local()
 
     def __init__(self):
         self._counter = {}
@@ -24,11 +28,20 @@ class NameManager:
 
     def __enter__(self):
         self._old = current()
-        _state.current = self
+        NameManager._current.value = self
         return self
 
     def __exit__(self, *exc):
-        _state.current = self._old
+        NameManager._current.value = self._old
+
+    @classproperty
+    def current(cls):
+        """The manager in effect on this thread; assignable, as in MXNet."""
+        return current()
+
+    @current.setter
+    def current(cls, manager):
+        NameManager._current.value = manager
 
 
 class Prefix(NameManager):
@@ -44,6 +57,6 @@ class Prefix(NameManager):
 
 def current():
     """The NameManager in effect on this thread."""
-    if not hasattr(_state, "current"):
-        _state.current = NameManager()
-    return _state.current
+    if not hasattr(NameManager._current, "value"):
+        NameManager._current.value = NameManager()
+    return NameManager._current.value

@@ -798,7 +798,16 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
     input shapes by name and an optional 'type_dict') on the same random values, and checks
     that outputs and gradients agree with those of the most precise entry, or with
     `ground_truth` (numpy arrays by output and argument name). Returns the reference as
-    such a dict, as MXNet's."""
+    such a dict, as MXNet's. `sym` may also be a list of symbols with the same arguments,
+    one per entry of `ctx_list` (outputs are then compared by position)."""
+    if isinstance(sym, (list, tuple)):
+        if len(sym) != len(ctx_list):
+            raise ValueError("check_consistency: %d symbols for %d ctx_list entries; expected one each"
+                             % (len(sym), len(ctx_list)))
+        syms = list(sym)
+    else:
+        syms = [sym] * len(ctx_list)
+    sym = syms[0]
     rng = np.random.RandomState(1234)
     first = ctx_list[0]
     shapes = {k: v for k, v in first.items() if k not in ("ctx", "type_dict")}
@@ -812,10 +821,10 @@ def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=Non
     for n, shp in zip(aux_names, aux_shapes):
         aux_params.setdefault(n, draw(shp).astype(rand_type))
     results = []
-    for entry in ctx_list:
+    for entry, entry_sym in zip(ctx_list, syms):
         types = entry.get("type_dict", {})
         dtype = np.dtype(types.get(names[0], np.float32)) if names else np.dtype(np.float32)
-        ex = sym.simple_bind(entry["ctx"], grad_req=grad_req, type_dict=types,
+        ex = entry_sym.simple_bind(entry["ctx"], grad_req=grad_req, type_dict=types,
                              **{k: v for k, v in entry.items() if k not in ("ctx", "type_dict")})
         for n in names:
             ex.arg_dict[n][:] = arg_params[n].astype(ex.arg_dict[n].dtype)

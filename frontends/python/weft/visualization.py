@@ -6,7 +6,9 @@ weights hidden, edges labelled with shapes when the input shapes are given).
 `tools/plot_symbol.py` renders a saved `-symbol.json` file to SVG or PNG from the command
 line.
 """
+import collections
 import json
+import warnings
 
 from .base import WeftError
 
@@ -163,6 +165,13 @@ def plot_network(symbol, title="plot", save_format="pdf", shape=None, dtype=None
     except ImportError as e:
         raise ImportError("plot_network draws with the graphviz Python package (Debian: python3-graphviz)") from e
     nodes, heads = _graph(symbol)
+    # Graphviz draws one box per name: nodes sharing a name (two layers both called 'fc'
+    # make two fc_weight variables) merge into one and can draw a cycle. MXNet warns.
+    counts = collections.Counter(node["name"] for node in nodes)
+    repeated = sorted(name for name, n in counts.items() if n > 1)
+    if repeated:
+        warnings.warn("There are multiple variables with the same name in your graph, this may "
+                      "result in cyclic graph. Repeated names: " + ",".join(repeated), RuntimeWarning)
     shapes = _shapes(symbol, shape, dtype)
     style = {"shape": "box", "fixedsize": "true", "width": "1.3", "height": "0.8034", "style": "filled"}
     style.update(node_attrs or {})

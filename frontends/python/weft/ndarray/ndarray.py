@@ -74,10 +74,9 @@ def _param_str(value):
         return "(" + ", ".join("None" if v is None else str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
     if isinstance(value, np.generic):
         return str(value.item())
-    if isinstance(value, np.ndarray) and value.ndim == 1:
-        # A shape held in a numpy array (np.random.randint(..., size=ndim)): str() would
-        # write "[6 9]", which is no tuple.
-        return _param_str(tuple(value.tolist()))
+    if isinstance(value, np.ndarray):
+        # A numpy array of sizes (shape=np.array([2, 3])) is a tuple, as MXNet reads it.
+        return str(value.item()) if value.ndim == 0 else _param_str(tuple(value.tolist()))
     return str(value)
 
 
@@ -343,8 +342,55 @@ class NDArray(_fast.NDArrayBase):
         target = _infer_reshape(self.shape, [int(d) for d in shape], reverse)
         return NDArray(_api.weft_ndarray_reshape(self, target))
 
-    def reshape_like(self, other):
-        return self.reshape(other.shape)
+    def _op_or_view(self, name, kwargs, inplace, shape_of):
+        # MXNet's flatten/squeeze/expand_dims take inplace=True to return a view of this
+        # array's memory (writes through) rather than a copy made by the operator.
+        if not inplace:
+            from . import _ops
+            return _ops.method(name)(self, **kwargs)
+        return self.reshape(shape_of())
+
+    def flatten(self, inplace=False):
+        """(shape[0], product of the other axes); a view when inplace=True."""
+        return self._op_or_view("flatten", {}, inplace,
+                                lambda: (self.shape[0], int(np.prod(self.shape[1:], dtype=np.int64))))
+
+    def expand_dims(self, axis, inplace=False):
+        """A new axis of size 1 at `axis`; a view when inplace=True."""
+        def shape_of():
+            ndim = len(self.shape)
+            if not -ndim - 1 <= axis <= ndim:
+                raise ValueError("expand_dims: expected axis in [%d, %d], got %d" % (-ndim - 1, ndim, axis))
+            shape = list(self.shape)
+            shape.insert(axis + ndim + 1 if axis < 0 else axis, 1)
+            return tuple(shape)
+        return self._op_or_view("expand_dims", {"axis": axis}, inplace, shape_of)
+
+    def squeeze(self, axis=None, inplace=False):
+        """Drops the size-1 axes (those in `axis` when given); all gone gives (1,). A view
+        when inplace=True."""
+        def shape_of():
+            ndim = len(self.shape)
+            if axis is None:
+                drop = {i for i, d in enumerate(self.shape) if d == 1}
+            else:
+                drop = set()
+                for a in (axis if isinstance(axis, (tuple, list)) else (axis,)):
+                    if not -ndim <= a < ndim:
+                        raise ValueError("squeeze: expected axis in [%d, %d), got %d" % (-ndim, ndim, a))
+                    a = a + ndim if a < 0 else a
+                    if self.shape[a] != 1:
+                        raise ValueError("squeeze: axis %d has size %d, expected 1" % (a, self.shape[a]))
+                    drop.add(a)
+            return tuple(d for i, d in enumerate(self.shape) if i not in drop) or (1,)
+        kwargs = {} if axis is None else {"axis": axis}
+        return self._op_or_view("squeeze", kwargs, inplace, shape_of)
+
+    def reshape_like(self, *args, **kwargs):
+        """The reshape_like operator on this array: `rhs` (positional or by name) gives the
+        shape, lhs_begin/lhs_end/rhs_begin/rhs_end pick the axes, as in MXNet."""
+        from . import _ops
+        return _ops.method("reshape_like")(self, *args, **kwargs)
 
     def _slice(self, begin, end):
         return NDArray(_api.weft_ndarray_slice(self, begin, end))
@@ -631,7 +677,9 @@ def array(source_array, ctx=None, dtype=None):
             dtype = np.float32
         src = source_array
     np_dtype = dtype_np(dtype)
-    host = np.ascontiguousarray(np.asarray(src, dtype=np_dtype if np_dtype != bfloat16 else np.float32))
+    # np.require, not np.ascontiguousarray: that one turns a 0-d source into shape (1,), and
+    # MXNet's nd.array(np.ones(())) has shape ().
+    host = np.require(np.asarray(src, dtype=np_dtype if np_dtype != bfloat16 else np.float32), requirements="C")
     if np_dtype == bfloat16:
         return array(host, ctx=ctx).astype("bfloat16")
     out = empty(host.shape, ctx=ctx, dtype=np_dtype)
@@ -648,12 +696,30 @@ def concatenate(arrays, axis=0, always_copy=True):
     return invoke("concat", list(arrays), {"dim": axis, "num_args": len(arrays)})
 
 
+def _axes_list(axes, ndim, what):
+    # An int or a sequence of distinct axes in [-ndim, ndim), as non-negative ints.
+    seq = [axes] if isinstance(axes, numbers.Integral) else list(axes)
+    out = []
+    for a in seq:
+        if not -ndim <= a < ndim:
+            raise ValueError("moveaxis: %s axis %d is out of range for %d dimensions" % (what, a, ndim))
+        out.append(int(a) % ndim)
+    if len(set(out)) != len(out):
+        raise ValueError("moveaxis: repeated %s axes %s" % (what, seq))
+    return out
+
+
 def moveaxis(tensor, source, destination):
-    """Moves axis `source` to position `destination`."""
+    """Moves axis `source` (an int or a sequence of ints) to position `destination` (the
+    same kind, as many); the other axes keep their order, as numpy.moveaxis."""
     ndim = tensor.ndim
-    src, dst = source % ndim, destination % ndim
-    axes = [a for a in range(ndim) if a != src]
-    axes.insert(dst, src)
+    src = _axes_list(source, ndim, "source")
+    dst = _axes_list(destination, ndim, "destination")
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: %d source axes but %d destination axes" % (len(src), len(dst)))
+    axes = [a for a in range(ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        axes.insert(d, s)
     return invoke("transpose", [tensor], {"axes": tuple(axes)})
 
 
@@ -873,6 +939,11 @@ def from_numpy(ndarray, zero_copy=True, array_cls=NDArray):
         return array(ndarray, dtype=ndarray.dtype)
     if not ndarray.flags["C_CONTIGUOUS"]:
         raise ValueError("from_numpy: only C-contiguous arrays can be shared without a copy")
+    if not ndarray.flags["WRITEABLE"]:
+        # Shared before (from_numpy made it read-only): numpy exports only writeable arrays
+        # through DLPack, so lift the flag for the export. An array read-only for another
+        # reason (a view of read-only memory) refuses, with numpy's ValueError.
+        ndarray.flags["WRITEABLE"] = True
     handle = _api.weft_ndarray_from_dlpack(ndarray.__dlpack__())
     ndarray.flags["WRITEABLE"] = False
     return array_cls(handle)

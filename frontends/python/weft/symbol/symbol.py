@@ -184,6 +184,13 @@ class Symbol:
             return None, None, None
         return tuple([_ID_TO_NP[t].type for t in r[k]] for k in ("arguments", "outputs", "auxiliary"))
 
+    def infer_type_partial(self, *args, **kwargs):
+        """As infer_type, but what cannot be inferred is None instead of all three lists
+        being None."""
+        r = json.loads(_api.weft_symbol_infer_type(self.handle, self._known(args, kwargs, dtype_id)))
+        return tuple([None if t < 0 else _ID_TO_NP[t].type for t in r[k]]
+                     for k in ("arguments", "outputs", "auxiliary"))
+
     # ------------------------------------------------------------- binding
     def _arrays(self, values, names, what, allow_missing=False):
         if values is None:
@@ -429,6 +436,10 @@ class Symbol:
     def __neg__(self):
         from . import _ops
         return _ops.get("negative")(self)
+
+    def __abs__(self):
+        from . import _ops
+        return _ops.get("abs")(self)
 
     # Comparisons build graph nodes (1 where true, 0 elsewhere), as MXNet's Symbol, `==` and
     # `!=` included. Symbols stay hashable by identity (dictionary keys), and a truth test is
