@@ -1,6 +1,7 @@
 // Evenly spaced values: _arange (by step, each value repeated) and _linspace (by count).
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 #include "core/op/init/range_gpu.h"
 #include "core/op/op_util.h"
@@ -87,12 +88,32 @@ void ArangeCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vect
   double start = p.start, stop;
   // With infer_range the length came from the graph and the values count from start.
   if (!ArangeBounds(p, &start, &stop)) start = p.start;
-  if (ctx.run_ctx.ctx.is_gpu()) return AffineFillGPU(ctx, out[0], req[0], start, p.step, p.repeat, false, 0.0);
+  // As in MXNet, start and step are first converted to the output type, so an integer range
+  // of start=1.3, step=1.3 counts 1, 2, 3, ... (NumPy's arange does the same).
+  double step = p.step;
+  const double raw_start = start, raw_step = step;
+  WEFT_TYPE_SWITCH(out[0].dtype, T, {
+    start = static_cast<double>(ConvertValue<T>(start));
+    step = static_cast<double>(ConvertValue<T>(step));
+  });
+  if (ctx.run_ctx.ctx.is_gpu()) return AffineFillGPU(ctx, out[0], req[0], start, step, p.repeat, false, 0.0);
   WEFT_TYPE_SWITCH(out[0].dtype, T, {
     T* y = out[0].ptr<T>();
-    ParallelFor(out[0].Size(), kElemGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) Store(y + i, req[0], start + static_cast<double>(i / p.repeat) * p.step);
-    });
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // Integer ranges wrap as MXNet's arithmetic in the dtype does: uint8 counts ..., 255, 0,
+      // 1, ... and a step of -2 is 254 (NumPy's arange gives the same values).
+      const int64_t s0 = ConvertValue<int64_t>(raw_start), st = ConvertValue<int64_t>(raw_step);
+      ParallelFor(out[0].Size(), kElemGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) {
+          const T v = static_cast<T>(s0 + (i / p.repeat) * st);
+          y[i] = req[0] == OpReq::kAddTo ? static_cast<T>(y[i] + v) : v;
+        }
+      });
+    } else {
+      ParallelFor(out[0].Size(), kElemGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e; ++i) Store(y + i, req[0], start + static_cast<double>(i / p.repeat) * step);
+      });
+    }
   });
 }
 
