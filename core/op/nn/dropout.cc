@@ -9,6 +9,7 @@
 // of four consecutive mask elements, so a result depends only on the seed and the draws
 // before it, never on the thread count.
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "core/op/nn/dropout.h"
@@ -97,8 +98,11 @@ void DrawMask(const NodeAttrs& attrs, const OpContext& ctx, T* m, int64_t n, dou
   const double keep = 1.0 - p;
   // A 32-bit word below keep * 2^32 keeps its element: probability exactly keep up to 2^-32.
   const uint64_t threshold = static_cast<uint64_t>(std::llround(keep * 4294967296.0));
-  const T scale = static_cast<T>(keep > 0 ? 1.0 / keep : 0.0);
-  const T zero = static_cast<T>(0.0);
+  // Kept is scale, dropped is 0 * scale, as MXNet computes them: with p = 1 the scale is
+  // infinite and every mask value NaN (MXNet's output for p = 1), not a silent 0.
+  const double inv = keep > 0 ? 1.0 / keep : std::numeric_limits<double>::infinity();
+  const T scale = static_cast<T>(inv);
+  const T zero = static_cast<T>(0.0 * inv);
   ParallelFor(blocks, kMaskGrain, [&](int64_t b, int64_t e) {
     uint32_t w[4];
     for (int64_t blk = b; blk < e; ++blk) {

@@ -4,6 +4,7 @@
 // kept when its word is below round((1-p) * 2^32). GPU i shares CPU i's stream of the seed
 // (core/resource/resource.cc), so after the same seed both devices give the same mask.
 #include <cmath>
+#include <limits>
 
 #include "core/op/elemwise/broadcast_index.h"
 #include "core/op/elemwise/elemwise_kernels.cuh"
@@ -32,7 +33,7 @@ struct DrawMaskKernel {
     const int64_t base = blk * 4;
     const int cnt = n - base < 4 ? static_cast<int>(n - base) : 4;
     for (int k = 0; k < cnt; ++k)
-      cuda::Store(m, base + k, static_cast<uint64_t>(w[k]) < threshold ? static_cast<A>(scale) : A(0), req);
+      cuda::Store(m, base + k, static_cast<uint64_t>(w[k]) < threshold ? static_cast<A>(scale) : A(0) * static_cast<A>(scale), req);
   }
 };
 
@@ -102,7 +103,8 @@ void DropoutComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std::
     const uint64_t first = state->Reserve(static_cast<uint64_t>(blocks));
     const double keep = 1.0 - prm.p;
     const uint64_t threshold = static_cast<uint64_t>(std::llround(keep * 4294967296.0));
-    const T scale = static_cast<T>(keep > 0 ? 1.0 / keep : 0.0);
+    // As on the CPU: dropped is 0 * scale, NaN when p = 1 (MXNet's output then).
+    const T scale = static_cast<T>(keep > 0 ? 1.0 / keep : std::numeric_limits<double>::infinity());
     // The fresh mask goes straight into the mask output when that output is overwritten;
     // otherwise (accumulated or not wanted) into temporary space first.
     const bool direct = req[1] == OpReq::kWriteTo || req[1] == OpReq::kWriteInplace;
