@@ -193,8 +193,13 @@ def test_group_norm_matches_torch():
     x = _x((2, 6, 3, 3), 10)
     net = nn.GroupNorm(num_groups=3)
     net.initialize()
+    assert net.gamma.shape == (3,) and net.beta.shape == (3,)
+    gamma, beta = np.array([0.5, 2.0, -1.0], np.float32), np.array([0.1, -0.3, 1.5], np.float32)
+    net.gamma.set_data(mx.nd.array(gamma))
+    net.beta.set_data(mx.nd.array(beta))
     out = _both(net, x)
-    want = TF.group_norm(torch.from_numpy(x), 3, eps=1e-5).numpy()
+    want = TF.group_norm(torch.from_numpy(x), 3, weight=torch.from_numpy(np.repeat(gamma, 2)),
+                         bias=torch.from_numpy(np.repeat(beta, 2)), eps=1e-5).numpy()
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-5)
 
 

@@ -160,16 +160,32 @@ def test_layer_norm_matches_torch(shape, axis):
 
 @pytest.mark.parametrize("shape,groups", [((2, 6, 3, 3), 3), ((1, 4, 5), 2), ((3, 5, 2), 1), ((2, 4), 4)])
 def test_group_norm_matches_torch(shape, groups):
+    # MXNet 1.9's gamma / beta are per group; torch's are per channel, so torch gets each
+    # group's value repeated over its channels and its channel gradients summed per group.
     C = shape[1]
-    x, g, b, dy = randn(*shape), randn(C), randn(C), randn(*shape)
+    x, g, b, dy = randn(*shape), randn(groups), randn(groups), randn(*shape)
     out = nd.GroupNorm(nd.array(x), nd.array(g), nd.array(b), num_groups=groups)
-    ref = F.group_norm(T(x), groups, T(g), T(b), eps=1e-5).numpy()
+    gc, bc = np.repeat(g, C // groups), np.repeat(b, C // groups)
+    ref = F.group_norm(T(x), groups, T(gc), T(bc), eps=1e-5).numpy()
     assert_almost_equal(out, ref, rtol=1e-4, atol=1e-4)
     grads = op_grad("GroupNorm", [x, g, b], {"num_groups": groups, "output_mean_var": True}, [dy, None, None])
-    tx, tg, tb = T(x, True), T(g, True), T(b, True)
+    tx, tg, tb = T(x, True), T(gc, True), T(bc, True)
     F.group_norm(tx, groups, tg, tb, eps=1e-5).backward(T(dy))
-    for a, r in zip(grads, (tx.grad, tg.grad, tb.grad)):
-        assert_almost_equal(a, r.numpy(), rtol=1e-3, atol=1e-4)
+    per_group = [tx.grad.numpy()] + [t.grad.numpy().reshape(groups, -1).sum(axis=1) for t in (tg, tb)]
+    for a, r in zip(grads, per_group):
+        assert_almost_equal(a, r, rtol=1e-3, atol=1e-4)
+
+
+def test_group_norm_gamma_beta_are_per_group():
+    data = mx.sym.Variable("data")
+    args, outs, _ = mx.sym.GroupNorm(data, num_groups=3, output_mean_var=True).infer_shape(data=(2, 6, 4))
+    assert args == [(2, 6, 4), (3,), (3,)]
+    assert outs == [(2, 6, 4), (2, 3), (2, 3)]
+    with pytest.raises(mx.base.WeftError, match=r"GroupNorm.*gamma.*\(6,\).*\(3,\)"):
+        nd.GroupNorm(nd.ones((2, 6, 4)), nd.ones((6,)), nd.ones((3,)), num_groups=3)
+    with pytest.raises(mx.base.WeftError, match=r"_backward_GroupNorm.*\(6,\)"):
+        nd._internal._backward_GroupNorm(nd.ones((2, 6, 4)), nd.ones((2, 6, 4)), nd.ones((6,)),
+                                         nd.ones((2, 3)), nd.ones((2, 3)), num_groups=3)
 
 
 @pytest.mark.parametrize("shape", [(2, 3, 4, 5), (1, 2, 7), (3, 1, 2, 2, 2)])
@@ -196,13 +212,13 @@ def test_instance_norm_matches_torch(shape):
     ("GroupNorm", {"num_groups": 2}, (2, 4, 3)),
 ])
 def test_norm_numeric_gradient(op, params, shape):
-    C = shape[params.get("axis", 1)]
+    C = params["num_groups"] if op == "GroupNorm" else shape[params.get("axis", 1)]
     numeric_check(op, [RNG.randn(*shape), RNG.randn(C), RNG.randn(C)], dict(params, output_mean_var=True), [0, 1, 2])
 
 
 def test_norm_errors():
     with pytest.raises(mx.base.WeftError, match=r"GroupNorm.*'num_groups' = 4.*\(2,6,3\)"):
-        nd.GroupNorm(nd.ones((2, 6, 3)), nd.ones((6,)), nd.ones((6,)), num_groups=4)
+        nd.GroupNorm(nd.ones((2, 6, 3)), nd.ones((4,)), nd.ones((4,)), num_groups=4)
     with pytest.raises(mx.base.WeftError, match=r"InstanceNorm.*at least 3 dimensions.*\(2,6\)"):
         nd.InstanceNorm(nd.ones((2, 6)), nd.ones((6,)), nd.ones((6,)))
     with pytest.raises(mx.base.WeftError, match=r"LayerNorm.*input 'gamma'.*\(3,\).*\(4,\)"):

@@ -21,10 +21,12 @@ const Shape& ShapeParam(const NodeAttrs& attrs) {
   const Shape& s = attrs.Params<RavelParam>().shape;
   if (!s.known_ndim() || s.ndim() == 0)
     Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': parameter 'shape' must name at least one dimension");
-  for (int64_t d : s)
-    if (d <= 0)
+  // The first dimension never enters either mapping (a row-major position does not need it), so
+  // as in MXNet it may be given as -1, "unbounded".
+  for (int j = 0; j < s.ndim(); ++j)
+    if (s[j] <= 0 && !(j == 0 && s[j] == -1))
       Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': parameter 'shape' = ", s.ToString(),
-            " must have positive dimensions");
+            " must have positive dimensions (the first may be -1)");
   return s;
 }
 

@@ -57,12 +57,14 @@ void Fill(const TBlob& out, OpReq req, double value) {
 template <typename P>
 bool ParamShape(const NodeAttrs& attrs, std::vector<Shape>*, std::vector<Shape>* out) {
   const Shape& s = attrs.Params<P>().shape;
+  // -1 is an unknown dimension (NumPy-shape mode's spelling), left for the graph to infer as
+  // MXNet does: ones(shape=(-1, -1)) added to a (2, 3) array becomes (2, 3).
   for (int64_t d : s)
-    if (d < 0)
+    if (d < -1)
       Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': parameter 'shape' = ", s.ToString(),
-            " has a negative dimension");
+            " has a negative dimension other than -1 (unknown)");
   AssignShape(attrs, out, 0, s, "output");
-  return true;
+  return (*out)[0].is_known();
 }
 
 template <typename P>

@@ -1,6 +1,7 @@
 // Evenly spaced values: _arange (by step, each value repeated) and _linspace (by count).
 #include <cmath>
 #include <optional>
+#include <type_traits>
 
 #include "core/op/init/range_gpu.h"
 #include "core/op/op_util.h"

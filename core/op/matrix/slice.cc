@@ -90,7 +90,11 @@ SliceBox SliceBoxOf(const NodeAttrs& attrs, const Shape& in) {
 }
 
 bool SliceShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  if (!(*in)[0].is_known()) return false;
+  if (!(*in)[0].known_ndim()) return false;
+  if (!(*in)[0].is_known()) {
+    AssignShape(attrs, out, 0, PartialSliceShape((*in)[0], [&](const Shape& s) { return SliceBoxOf(attrs, s); }), "output");
+    return false;
+  }
   AssignShape(attrs, out, 0, BoxShape(SliceBoxOf(attrs, (*in)[0])), "output");
   return true;
 }

@@ -32,7 +32,11 @@ SliceBox AxisBox(const NodeAttrs& attrs, const Shape& in) {
 }
 
 bool SliceAxisShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  if (!(*in)[0].is_known()) return false;
+  if (!(*in)[0].known_ndim()) return false;
+  if (!(*in)[0].is_known()) {
+    AssignShape(attrs, out, 0, PartialSliceShape((*in)[0], [&](const Shape& s) { return AxisBox(attrs, s); }), "output");
+    return false;
+  }
   AssignShape(attrs, out, 0, BoxShape(AxisBox(attrs, (*in)[0])), "output");
   return true;
 }

@@ -47,6 +47,22 @@ inline void NarrowAxis(SliceBox* box, int d, int64_t len, std::optional<int64_t>
 
 inline Shape BoxShape(const SliceBox& box) { return Shape(box.size); }
 
+// The output shape of a slice of an input whose rank is known but some of whose dimensions are
+// not (-1): MXNet's partial inference keeps the known axes and leaves the unknown ones unknown.
+// `box_of` maps an input shape to its SliceBox; unknown axes are probed with a length no index
+// can exceed.
+template <typename BoxOf>
+Shape PartialSliceShape(const Shape& in, BoxOf box_of) {
+  constexpr int64_t kProbe = int64_t{1} << 40;
+  Shape probe = in;
+  for (int d = 0; d < in.ndim(); ++d)
+    if (in[d] < 0) probe[d] = kProbe;
+  Shape out = BoxShape(box_of(probe));
+  for (int d = 0; d < in.ndim(); ++d)
+    if (in[d] < 0) out[d] = -1;
+  return out;
+}
+
 // Where the box's elements sit in the input: a base offset and per-axis strides.
 inline std::vector<int64_t> BoxStrides(const Shape& in, const SliceBox& box, int64_t* base) {
   std::vector<int64_t> st = ContiguousStrides(in);

@@ -41,12 +41,21 @@ std::vector<int> Permutation(const NodeAttrs& attrs, int ndim) {
   return perm;
 }
 
+// Inference runs both ways, as in MXNet: dimensions known only on the output (a graph such
+// as ones(shape=(-1, -1)).T + a (2, 3) array) fill the input's.
 bool TransposeShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape& y = (*out)[0];
+  int nd = (*in)[0].known_ndim() ? (*in)[0].ndim() : y.ndim();
+  if (nd < 0) return false;
+  std::vector<int> perm = Permutation(attrs, nd);
+  if (y.known_ndim() && y.ndim() == nd) {
+    Shape back(nd);
+    for (int d = 0; d < nd; ++d) back[perm[d]] = y[d];
+    AssignShape(attrs, in, 0, back, "input");
+  }
   const Shape& x = (*in)[0];
-  if (!x.known_ndim()) return false;
-  std::vector<int> perm = Permutation(attrs, x.ndim());
-  Shape s(x.ndim());
-  for (int d = 0; d < x.ndim(); ++d) s[d] = x[perm[d]];
+  Shape s(nd);
+  for (int d = 0; d < nd; ++d) s[d] = x[perm[d]];
   AssignShape(attrs, out, 0, s, "output");
   return x.is_known();
 }

@@ -19,8 +19,16 @@ ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
   const std::string& op = attrs.op->name;
   WindowAxes w = ParseWindow(op, p.kernel, p.stride, &p.dilate, p.pad);
   CheckLayoutAndRank(op, p.layout, w.nd, data);
+  bool targeted = false;
+  if (p.target_shape.ndim() > 0) {
+    if (p.target_shape.ndim() != w.nd)
+      Throw(ErrorKind::kValue, "Operator '", op, "': parameter 'target_shape' ", p.target_shape.ToString(), " has ",
+            p.target_shape.ndim(), " entries but kernel ", p.kernel.ToString(), " has ", w.nd);
+    for (int i = 0; i < w.nd; ++i) targeted = targeted || p.target_shape[i] != 0;
+  }
   int64_t adj[3] = {0, 0, 0};
-  if (p.adj.ndim() > 0) {
+  // A target_shape, as in MXNet, overrides adj: the adjustment is computed from it instead.
+  if (p.adj.ndim() > 0 && !targeted) {
     if (p.adj.ndim() != w.nd)
       Throw(ErrorKind::kValue, "Operator '", op, "': parameter 'adj' ", p.adj.ToString(), " has ", p.adj.ndim(),
             " entries but kernel ", p.kernel.ToString(), " has ", w.nd);
@@ -31,13 +39,6 @@ ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
               " must be non-negative and smaller than stride ", TupleString(w.s, w.nd), " or dilate ",
               TupleString(w.d, w.nd));
     }
-  }
-  bool targeted = false;
-  if (p.target_shape.ndim() > 0) {
-    if (p.target_shape.ndim() != w.nd)
-      Throw(ErrorKind::kValue, "Operator '", op, "': parameter 'target_shape' ", p.target_shape.ToString(), " has ",
-            p.target_shape.ndim(), " entries but kernel ", p.kernel.ToString(), " has ", w.nd);
-    for (int i = 0; i < w.nd; ++i) targeted = targeted || p.target_shape[i] != 0;
   }
   ConvGeom g;
   g.nd = w.nd;

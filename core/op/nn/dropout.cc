@@ -9,6 +9,7 @@
 // of four consecutive mask elements, so a result depends only on the seed and the draws
 // before it, never on the thread count.
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "core/op/nn/dropout.h"
@@ -96,7 +97,9 @@ void DrawMask(const NodeAttrs& attrs, const OpContext& ctx, T* m, int64_t n, dou
   const Philox4x32 gen(state->seed);
   const uint64_t threshold = DropoutKeepThreshold(p);
   const T scale = static_cast<T>(DropoutScale(p));
-  const T zero = static_cast<T>(0.0);
+  // Dropped is 0 * scale, as MXNet computes it: with p = 1 the scale is infinite and every
+  // mask value NaN (MXNet's output for p = 1), not a silent 0.
+  const T zero = static_cast<T>(0.0 * DropoutScale(p));
   ParallelFor(blocks, kMaskGrain, [&](int64_t b, int64_t e) {
     bool keep[4];
     for (int64_t blk = b; blk < e; ++blk) {

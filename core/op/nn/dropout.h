@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "core/base/macros.h"
@@ -30,10 +31,11 @@ inline uint64_t DropoutKeepThreshold(double p) {
   return static_cast<uint64_t>(std::llround((1.0 - p) * 4294967296.0));
 }
 
-// The value of a kept mask element, 1/(1-p) (0 when p is 1: nothing is kept).
+// The value of a kept mask element, 1/(1-p); infinite when p is 1, so that a dropped
+// element, 0 * scale, is NaN then, as in MXNet.
 inline double DropoutScale(double p) {
   const double keep = 1.0 - p;
-  return keep > 0 ? 1.0 / keep : 0.0;
+  return keep > 0 ? 1.0 / keep : std::numeric_limits<double>::infinity();
 }
 
 // Which of the mask elements of block `blk` are kept (keep[k] for element 4*blk + k), for

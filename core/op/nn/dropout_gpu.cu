@@ -4,6 +4,7 @@
 // 4b..4b+3 (stream 0), each kept when its word is below round((1-p) * 2^32). GPU i shares CPU i's stream of the seed
 // (core/resource/resource.cc), so after the same seed both devices give the same mask.
 #include <cmath>
+#include <limits>
 
 #include "core/op/elemwise/broadcast_index.h"
 #include "core/op/elemwise/elemwise_kernels.cuh"
@@ -29,7 +30,7 @@ struct DrawMaskKernel {
     using A = cuda::ComputeT<T>;
     bool keep[4];
     const int cnt = DropoutKeepBlock(gen, first, blk, threshold, n, keep);
-    for (int k = 0; k < cnt; ++k) cuda::Store(m, blk * 4 + k, keep[k] ? static_cast<A>(scale) : A(0), req);
+    for (int k = 0; k < cnt; ++k) cuda::Store(m, blk * 4 + k, keep[k] ? static_cast<A>(scale) : A(0) * static_cast<A>(scale), req);
   }
 };
 

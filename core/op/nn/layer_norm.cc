@@ -2,7 +2,8 @@
 // elements ("rows") by their own mean and (biased) variance, then applies a per-channel
 // gamma and beta:
 //   LayerNorm     rows are the positions along `axis` (gamma, beta: (data.shape[axis],));
-//   GroupNorm     a row is one sample's group of C / num_groups channels (gamma, beta: (C,));
+//   GroupNorm     a row is one sample's group of C / num_groups channels; as in MXNet 1.9,
+//                 gamma and beta are per group, (num_groups,);
 //   InstanceNorm  a row is one sample's channel (gamma, beta: (C,)).
 // Outputs: out, mean, std (std = sqrt(var + eps)); mean and std are visible with
 // output_mean_var (InstanceNorm never shows them). The gradients are `_backward_<op>`
@@ -33,7 +34,6 @@ struct Layout {
   int64_t rows = 0, len = 0, inner = 1;
   int64_t channels = 0;     // gamma / beta size
   int64_t groups = 1;       // GroupNorm
-  int64_t per_channel = 1;  // GroupNorm: elements per channel in a row
   double eps = 0;
   Shape stat_shape;         // shape of mean / std
 };
@@ -63,9 +63,8 @@ Layout MakeLayout(const NodeAttrs& attrs, Kind kind, const Shape& d) {
     for (int k = 2; k < d.ndim(); ++k) S *= d[k];
     l.rows = d[0] * G;
     l.len = C / G * S;
-    l.channels = C;
+    l.channels = G;
     l.groups = G;
-    l.per_channel = S;
     l.eps = p.eps;
     l.stat_shape = Shape{d[0], G};
   } else {
@@ -85,7 +84,7 @@ Layout MakeLayout(const NodeAttrs& attrs, Kind kind, const Shape& d) {
 template <int K>
 inline int64_t AffIndex(const Layout& l, int64_t r, int64_t k) {
   if constexpr (K == kLayer) return k;
-  if constexpr (K == kGroup) return (r % l.groups) * (l.len / l.per_channel) + k / l.per_channel;
+  if constexpr (K == kGroup) return r % l.groups;
   return r % l.channels;
 }
 
@@ -162,11 +161,13 @@ void Backward(const Layout& l, const std::vector<TBlob>& in, const std::vector<O
   T* dx = out[0].ptr<T>();
   const int64_t len = l.len, inner = l.inner, C = l.channels;
   const A count = static_cast<A>(len);
-  std::vector<A> dgamma(static_cast<size_t>(C), A(0)), dbeta(static_cast<size_t>(C), A(0));
+  // gamma / beta gradients sum over every row (4096 x 512 data sums 4096 terms per channel):
+  // they accumulate in double so that float32 keeps its precision, as MXNet's safe accumulation.
+  std::vector<double> dgamma(static_cast<size_t>(C), 0.0), dbeta(static_cast<size_t>(C), 0.0);
   std::mutex mu;
   ParallelFor(l.rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(len, 1)), [&](int64_t rb, int64_t re) {
     // Each thread sums its rows' gamma / beta gradients, then merges them once.
-    std::vector<A> dg(static_cast<size_t>(C), A(0)), db(static_cast<size_t>(C), A(0));
+    std::vector<double> dg(static_cast<size_t>(C), 0.0), db(static_cast<size_t>(C), 0.0);
     for (int64_t r = rb; r < re; ++r) {
       const int64_t off = (r / inner) * len * inner + r % inner;
       const T* xr = x + off;
@@ -290,7 +291,8 @@ WEFT_NORM_OP(LayerNorm, LayerNormParam,
              "Layer normalisation along `axis`, with gamma and beta of that axis' length.");
 WEFT_NORM_OP(GroupNorm, GroupNormParam,
              [](const NodeAttrs& attrs) { return attrs.Params<GroupNormParam>().output_mean_var ? 3 : 1; },
-             "Group normalisation: each sample's channels (axis 1) in num_groups groups; per-channel gamma, beta.");
+             "Group normalisation: each sample's channels (axis 1) in num_groups groups; gamma and beta of shape "
+             "(num_groups,), one scale and shift per group as in MXNet 1.9.");
 WEFT_NORM_OP(InstanceNorm, InstanceNormParam, [](const NodeAttrs&) { return 1; },
              "Instance normalisation: each sample's channel (axis 1) over its spatial axes; per-channel gamma, beta.");
 

@@ -56,6 +56,7 @@ Layout MakeLayout(const NodeAttrs& attrs, Kind kind, const Shape& d) {
     l.rows = d[0] * G;
     l.len = d[1] / G * S;
     l.groups = G;
+    l.channels = G;  // gamma / beta are per group (MXNet 1.9)
   } else {
     l.rows = d[0] * d[1];
     l.len = S;
@@ -72,7 +73,7 @@ double EpsOf(const NodeAttrs& attrs, Kind kind) {
 template <int K>
 __device__ inline int64_t AffIndex(const Layout& l, int64_t r, int64_t k) {
   if constexpr (K == kLayer) return k;
-  if constexpr (K == kGroup) return (r % l.groups) * (l.len / l.per_channel) + k / l.per_channel;
+  if constexpr (K == kGroup) return r % l.groups;
   return r % l.channels;
 }
 
@@ -80,7 +81,7 @@ __device__ inline int64_t AffIndex(const Layout& l, int64_t r, int64_t k) {
 template <int K>
 __device__ inline int64_t Uses(const Layout& l) {
   if constexpr (K == kLayer) return l.rows;
-  if constexpr (K == kGroup) return l.rows / l.groups * l.per_channel;
+  if constexpr (K == kGroup) return l.rows / l.groups * l.len;
   return l.rows / l.channels * l.per_channel;
 }
 
@@ -90,9 +91,10 @@ __device__ inline void At(const Layout& l, int64_t c, int64_t j, int64_t* r, int
     *r = j;
     *k = c;
   } else if constexpr (K == kGroup) {
-    const int64_t cpg = l.channels / l.groups, n = j / l.per_channel, s = j - n * l.per_channel;
-    *r = n * l.groups + c / cpg;
-    *k = (c % cpg) * l.per_channel + s;
+    // c is a group: its uses are every position of that group's row in each sample.
+    const int64_t n = j / l.len;
+    *r = n * l.groups + c;
+    *k = j - n * l.len;
   } else {
     const int64_t n = j / l.per_channel;
     *r = n * l.channels + c;

@@ -88,6 +88,20 @@ Shape SoftmaxOutputLabelShape(const SoftmaxOutputParam& p, const Shape& d) {
   return Shape(l);
 }
 
+// Whether `label` is one of the other label shapes MXNet accepts for data `d`: the data's own
+// shape (a probability per class, "soft labels") or, with multi_output, (N, prod(spatial))
+// and (N, 1, spatial...), which hold the labels in the same order as (N, spatial...).
+bool SoftmaxOutputOtherLabelShape(const SoftmaxOutputParam& p, const Shape& d, const Shape& label) {
+  if (!label.is_known()) return false;
+  if (label == d) return true;
+  if (!p.multi_output || d.ndim() < 2) return false;
+  int64_t spatial = 1;
+  for (int k = 2; k < d.ndim(); ++k) spatial *= d[k];
+  Shape ones = d;
+  ones[1] = 1;
+  return label == Shape{d[0], spatial} || label == ones;
+}
+
 bool SoftmaxOutputShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const auto& p = attrs.Params<SoftmaxOutputParam>();
   Shape d = (*in)[0];
@@ -96,7 +110,8 @@ bool SoftmaxOutputShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vec
   nn::CheckMinNdim(attrs, d, p.multi_output ? 2 : 1);
   AssignShape(attrs, in, 0, d, "input");
   AssignShape(attrs, out, 0, d, "output");
-  AssignShape(attrs, in, 1, SoftmaxOutputLabelShape(p, d), "input");
+  if (!SoftmaxOutputOtherLabelShape(p, d, (*in)[1]))
+    AssignShape(attrs, in, 1, SoftmaxOutputLabelShape(p, d), "input");
   return true;
 }
 
@@ -158,6 +173,24 @@ void SoftmaxOutputBackwardCompute(const NodeAttrs& attrs, const OpContext&, cons
                                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const auto& p = attrs.Params<SoftmaxOutputParam>();
+  if (in[2].shape == in[1].shape) {
+    // Probability labels: d data = (softmax - label) * grad_scale, never normalised (MXNet's rule).
+    WEFT_NN_FLOAT_SWITCH(attrs, in[1].dtype, T, {
+      using A = Acc<T>;
+      const T* g = in[0].ptr<T>();
+      const T* y = in[1].ptr<T>();
+      const std::vector<double> lab = LabelValues(in[2]);  // the label keeps its own dtype
+      T* dx = out[0].ptr<T>();
+      ParallelFor(in[1].Size(), kElemGrain, [&](int64_t b, int64_t e) {
+        for (int64_t j = b; j < e; ++j) {
+          A v = (static_cast<A>(y[j]) - static_cast<A>(lab[static_cast<size_t>(j)])) * static_cast<A>(p.grad_scale);
+          if (p.out_grad) v *= static_cast<A>(g[j]);
+          Put(dx + j, req[0], v);
+        }
+      });
+    });
+    return;
+  }
   nn::AxisSplit sp = SoftmaxOutputSplit(p, in[1].shape);
   std::vector<double> label = LabelValues(in[2]);
   const int64_t C = sp.n, inner = sp.inner, rows = sp.outer * inner;
@@ -173,6 +206,9 @@ void SoftmaxOutputBackwardCompute(const NodeAttrs& attrs, const OpContext&, cons
     for (double l : label) valid += ignored(l) ? 0 : 1;
     norm = static_cast<double>(std::max<int64_t>(valid, 1));
   }
+  // With multi_output MXNet also averages over the positions that share a label, except
+  // under 'valid', whose count already includes them.
+  if (p.multi_output && p.normalization != "valid") norm *= static_cast<double>(inner);
   const double scale = p.grad_scale / std::max(norm, 1e-300);
   const double off = C > 1 ? p.smooth_alpha / static_cast<double>(C - 1) : 0.0;
   const double on = 1.0 - p.smooth_alpha;
@@ -211,7 +247,8 @@ bool SoftmaxOutputBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, 
   if (!d.is_known()) return false;
   AssignShape(attrs, in, 0, d, "input");
   AssignShape(attrs, out, 0, d, "output");
-  AssignShape(attrs, in, 2, SoftmaxOutputLabelShape(attrs.Params<SoftmaxOutputParam>(), d), "input");
+  const auto& p = attrs.Params<SoftmaxOutputParam>();
+  if (!SoftmaxOutputOtherLabelShape(p, d, (*in)[2])) AssignShape(attrs, in, 2, SoftmaxOutputLabelShape(p, d), "input");
   return true;
 }
 

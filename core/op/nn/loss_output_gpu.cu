@@ -214,6 +214,9 @@ void SoftmaxOutputBackwardGPU(const NodeAttrs& attrs, const OpContext& ctx, cons
   if (req[0] == OpReq::kNullOp) return;
   const auto& p = attrs.Params<SoftmaxOutputParam>();
   const char* name = attrs.op->name.c_str();
+  if (in[2].shape == in[1].shape)
+    Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "': probability labels (a label of the data's shape ",
+          in[1].shape.ToString(), ") are supported on the CPU only");
   const RowGeom geom = SoftmaxOutputGeom(p, in[1].shape);
   const int64_t nlabels = in[2].Size();
   const int64_t ignore = ConvertValue<int64_t>(p.ignore_label);
@@ -223,6 +226,8 @@ void SoftmaxOutputBackwardGPU(const NodeAttrs& attrs, const OpContext& ctx, cons
   double norm = 1;
   if (p.normalization == "batch") norm = static_cast<double>(in[1].shape[0]);
   else if (p.normalization == "valid") norm = static_cast<double>(std::max<int64_t>(nlabels, 1));
+  // As on the CPU: multi_output also averages over the positions sharing a label, except under 'valid'.
+  if (p.multi_output && p.normalization != "valid") norm *= static_cast<double>(geom.inner);
   const double scale = p.grad_scale / std::max(norm, 1e-300);
   const double off = geom.C > 1 ? p.smooth_alpha / static_cast<double>(geom.C - 1) : 0.0;
   const double on = 1.0 - p.smooth_alpha;

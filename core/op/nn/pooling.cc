@@ -54,18 +54,21 @@ PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data) {
   } else {
     if (prm.kernel.ndim() <= 0)
       Throw(ErrorKind::kValue, "Operator '", op, "': parameter 'kernel' is required unless global_pool=True");
-    w = ParseWindow(op, prm.kernel, prm.stride, nullptr, prm.pad);
+    // 'same' infers its own padding, so MXNet accepts any all-zero pad there, whatever its
+    // length (scripts pass pad=(0,0,0) with a 1-D kernel).
+    bool same_pad = prm.pooling_convention == "same";
+    if (same_pad)
+      for (int64_t v : prm.pad)
+        if (v != 0)
+          Throw(ErrorKind::kValue, "Operator '", op, "': pooling_convention='same' does not take a pad, got pad ",
+                prm.pad.ToString());
+    w = ParseWindow(op, prm.kernel, prm.stride, nullptr, same_pad ? Shape::Scalar() : prm.pad);
   }
   CheckLayoutAndRank(op, prm.layout, w.nd, data);
   bool same = prm.pooling_convention == "same" && !prm.global_pool;
-  if (same) {
-    if (w.nd != 1)
-      Throw(ErrorKind::kValue, "Operator '", op, "': pooling_convention='same' supports 1-D pooling only, got kernel ",
-            prm.kernel.ToString());
-    if (w.p[0] != 0)
-      Throw(ErrorKind::kValue, "Operator '", op, "': pooling_convention='same' does not take a pad, got pad ",
-            prm.pad.ToString());
-  }
+  if (same && w.nd != 1)
+    Throw(ErrorKind::kValue, "Operator '", op, "': pooling_convention='same' supports 1-D pooling only, got kernel ",
+          prm.kernel.ToString());
   g.nd = w.nd;
   g.n = data[0];
   g.c = data[1];

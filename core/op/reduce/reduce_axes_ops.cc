@@ -52,6 +52,16 @@ void ReduceAxesBackward(const NodeAttrs& attrs, const OpContext&, const std::vec
   });
 }
 
+// max and min have no identity value, so (as in MXNet) a zero-size input is an error rather
+// than a result filled with an arbitrary value.
+bool ReduceMinMaxShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape& x = (*in)[0];
+  if (x.is_known() && x.Size() == 0)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name, "': reduction input's size should be > 0, got shape ",
+          x.ToString(), " (max and min of an empty array are undefined)");
+  return ReduceAxesShape(attrs, in, out);
+}
+
 // The gradient input shape is the reduced shape; the result has the data's shape.
 bool ReduceBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const Shape& x = (*in)[1];
@@ -141,6 +151,7 @@ WEFT_REGISTER_OP(max)
     .AddArgument("data", "NDArray-or-Symbol", "The input")
     .SetParams<ReduceAxesParam>()
     .Include("ReduceAxes")
+    .SetAttr<FInferShape>("FInferShape", ReduceMinMaxShape)
     .SetAttr<FCompute>("FCompute<cpu>", ReduceAxesCompute<MaxReducer>)
     .SetAttr<FGradient>("FGradient", GradCall("_backward_max", true));
 
@@ -151,6 +162,7 @@ WEFT_REGISTER_OP(min)
     .AddArgument("data", "NDArray-or-Symbol", "The input")
     .SetParams<ReduceAxesParam>()
     .Include("ReduceAxes")
+    .SetAttr<FInferShape>("FInferShape", ReduceMinMaxShape)
     .SetAttr<FCompute>("FCompute<cpu>", ReduceAxesCompute<MinReducer>)
     .SetAttr<FGradient>("FGradient", GradCall("_backward_min", true));
 

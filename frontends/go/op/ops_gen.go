@@ -3037,7 +3037,7 @@ func SymGridGenerator(data *weft.Symbol, transformType string, opts ...Option) (
 
 // GroupNorm runs the operator GroupNorm.
 //
-// Group normalisation: each sample's channels (axis 1) in num_groups groups; per-channel gamma, beta.
+// Group normalisation: each sample's channels (axis 1) in num_groups groups; gamma and beta of shape (num_groups,), one scale and shift per group as in MXNet 1.9.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
@@ -3055,7 +3055,7 @@ func GroupNorm(data, gamma, beta *weft.NDArray, opts ...Option) (*weft.NDArray, 
 
 // SymGroupNorm runs the operator GroupNorm symbolically: it adds one node to the graph.
 //
-// Group normalisation: each sample's channels (axis 1) in num_groups groups; per-channel gamma, beta.
+// Group normalisation: each sample's channels (axis 1) in num_groups groups; gamma and beta of shape (num_groups,), one scale and shift per group as in MXNet 1.9.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data

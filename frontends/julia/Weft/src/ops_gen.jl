@@ -718,7 +718,7 @@ const _op_GroupNorm = OpDef("GroupNorm", ["data", "gamma", "beta"], false, "")
 """
     GroupNorm(data, gamma, beta; num_groups=1, eps=1e-05, output_mean_var=False)
 
-Group normalisation: each sample's channels (axis 1) in num_groups groups; per-channel gamma, beta.
+Group normalisation: each sample's channels (axis 1) in num_groups groups; gamma and beta of shape (num_groups,), one scale and shift per group as in MXNet 1.9.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data

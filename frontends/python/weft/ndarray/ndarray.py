@@ -607,6 +607,9 @@ def _from_raw_bytes(data):
 def _assign(view, value):
     """Writes `value` (a number, NDArray, numpy array or list) into the whole of `view`."""
     if isinstance(value, NDArray):
+        if value.stype != "default" and view.stype == "default":
+            # A sparse value has no dense memory to copy from; MXNet's copy casts it.
+            value = value.tostype("default")
         if value.shape != view.shape:
             value = invoke("broadcast_to", [value], {"shape": view.shape})
         _api.weft_ndarray_copy_to(value, view)

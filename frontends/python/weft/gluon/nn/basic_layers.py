@@ -168,13 +168,15 @@ class LayerNorm(HybridBlock):
 
 
 class GroupNorm(HybridBlock):
+    # MXNet 1.9 scales and shifts per group, so gamma and beta have shape (num_groups,) and
+    # need no input to size them.
     def __init__(self, num_groups=1, epsilon=1e-5, center=True, scale=True, beta_initializer="zeros",
-                 gamma_initializer="ones", in_channels=0, **kwargs):
+                 gamma_initializer="ones", **kwargs):
         super().__init__(**kwargs)
         self._kwargs = {"eps": epsilon, "num_groups": num_groups}
-        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(in_channels,),
+        self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(num_groups,),
                                      init=gamma_initializer, allow_deferred_init=True)
-        self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(in_channels,),
+        self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(num_groups,),
                                     init=beta_initializer, allow_deferred_init=True)
 
     @_fixed_graph
