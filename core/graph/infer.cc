@@ -47,13 +47,15 @@ struct Traits<Shape> {
     if (!fns.Contains(n.op())) Throw(ErrorKind::kInternal, "operator '", n.op()->name, "' has no shape inference");
     bool done = fns[n.op()](n.attrs, in, out);
     for (const Shape& o : *out)
-      if (!o.is_known()) return Probe(fns[n.op()], n.attrs, in, out) && done;
+      if (!o.known_ndim()) return Probe(fns[n.op()], n.attrs, in, out) && done;
     return done;
   }
   // Inputs of known rank with some dims unknown (MXNet 1.x's 0 dims, a batch size not yet
-  // known): most rules need whole shapes, so the rule runs twice more with those dims set to
-  // two unlike sizes; what comes out alike both times does not depend on them and is kept,
-  // the rest stays unknown, as MXNet's partial inference gives it. A probe the rule refuses
+  // known), and a rule that then gave an output no rank (it needs whole shapes): the rule
+  // runs twice more with those dims set to two unlike sizes; what comes out alike both times
+  // does not depend on them and is kept, the rest stays unknown, as MXNet's partial inference
+  // gives it. A rule that reads partial shapes itself (an output of known rank) is trusted:
+  // a probe would take slice(None:5) of an unknown dim as 5. A probe the rule refuses
   // teaches nothing.
   static bool Probe(const FInferShape& fn, const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
     bool partial = false;

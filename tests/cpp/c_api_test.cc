@@ -194,10 +194,9 @@ TEST(CApiTest, AsynchronousErrorIsReportedAtTheNextWait) {
   weft_ndarray_t* out = outs[0];
   EXPECT_EQ(weft_ndarray_wait_to_read(out), WEFT_ERR_VALUE);
   EXPECT_TRUE(Contains(LastError(), "to sum to 1")) << LastError();
-  // Waiting for writing must report the same failed write, not hide it.
-  EXPECT_EQ(weft_ndarray_wait_to_write(out), WEFT_ERR_VALUE);
-  EXPECT_TRUE(Contains(LastError(), "to sum to 1")) << LastError();
-  EXPECT_EQ(weft_ndarray_wait_to_read(out), WEFT_ERR_VALUE);
+  // Reported once, as MXNet does: later waits, reads and wait_all do not report it again.
+  EXPECT_OK(weft_ndarray_wait_to_write(out));
+  EXPECT_OK(weft_ndarray_wait_to_read(out));
   int64_t size = 0;
   int dtype = 0;
   size_t elem = 0;
@@ -205,13 +204,18 @@ TEST(CApiTest, AsynchronousErrorIsReportedAtTheNextWait) {
   ASSERT_OK(weft_ndarray_get_dtype(out, &dtype));
   ASSERT_OK(weft_dtype_size(dtype, &elem));
   std::vector<char> host(static_cast<size_t>(size) * elem);
-  EXPECT_EQ(weft_ndarray_copy_to_host(out, host.data(), host.size()), WEFT_ERR_VALUE);
-  EXPECT_TRUE(Contains(LastError(), "to sum to 1")) << LastError();
-  // Reported already by the waits above: wait_all does not report it again.
+  EXPECT_OK(weft_ndarray_copy_to_host(out, host.data(), host.size()));
   EXPECT_OK(weft_wait_all());
+  // The first wait may be for writing: it reports the failed write, not hides it.
+  ASSERT_OK(weft_imperative_invoke(op, 1, &probs, 0, nullptr, nullptr, 0, nullptr, &nout, &outs));
+  ASSERT_GE(nout, 1);
+  weft_ndarray_t* again = outs[0];
+  EXPECT_EQ(weft_ndarray_wait_to_write(again), WEFT_ERR_VALUE);
+  EXPECT_TRUE(Contains(LastError(), "to sum to 1")) << LastError();
   // The input was only read: it is fine.
   EXPECT_OK(weft_ndarray_wait_to_read(probs));
   for (int i = 0; i < nout; ++i) EXPECT_OK(weft_ndarray_free(outs[i]));
+  EXPECT_OK(weft_ndarray_free(out));
   EXPECT_OK(weft_ndarray_free(probs));
 }
 

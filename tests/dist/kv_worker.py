@@ -244,7 +244,7 @@ def run_rowpush():
     # 1999 x 601: split over the two servers inside row 999, as in run_rowsparse.
     shape = (1999, 601)
     kv.init("emb", arr(np.zeros(shape)))
-    kv.init(8, arr(np.ones((6, 2))))
+    kv.init("sgd", arr(np.ones((6, 2))))  # one key type per store, as MXNet requires
     rng = np.random.RandomState(100 + rank)
     # Per step and rank: the rows pushed (none at all for rank 1 in step 1; step 2 has rank
     # 0 push densely and rank 1 by rows, in the same round).
@@ -265,8 +265,8 @@ def run_rowpush():
     kv.set_optimizer(mx.optimizer.SGD(learning_rate=0.5))
     g = np.zeros((6, 2), np.float32)
     g[[rank, 4]] = rank + 1.0
-    kv.push(8, arr(g).tostype("row_sparse"))
-    results["sgd"] = pulled(kv, 8, (6, 2))
+    kv.push("sgd", arr(g).tostype("row_sparse"))
+    results["sgd"] = pulled(kv, "sgd", (6, 2))
     np.savez(os.path.join(OUT, "rowpush-%d.npz" % rank), **results)
 
 

@@ -240,7 +240,9 @@ def test_inference_executor_fuses_the_subgraph_again(rng, monkeypatch):
     np.testing.assert_allclose(_run(fused, args, aux), want, rtol=1e-5, atol=1e-5)
     monkeypatch.setenv("WEFT_EXEC_INLINE_SUBGRAPHS", "0")
     assert not region(fused)
-    np.testing.assert_allclose(_run(fused, args, aux), want, rtol=1e-5, atol=1e-5)
+    # The node's own operators against the region's kernels (Winograd for 3x3 at any batch):
+    # the same sums in another order.
+    np.testing.assert_allclose(_run(fused, args, aux), want, rtol=1e-4, atol=1e-4)
     # two fused nodes in a row, the second reading the first
     monkeypatch.setenv("WEFT_EXEC_INLINE_SUBGRAPHS", "1")
     data = mx.sym.var("data")

@@ -139,8 +139,6 @@ def test_compare_optimizer():
     with pytest.raises(AssertionError):
         tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1), mx.optimizer.SGD(learning_rate=0.2), (3, 4),
                              np.float32)
-    with pytest.raises(NotImplementedError, match="sparse"):
-        tu.compare_optimizer(mx.optimizer.SGD(), mx.optimizer.SGD(), (3, 4), np.float32, w_stype="row_sparse")
 
 
 def test_simple_forward_and_check_speed():
@@ -366,8 +364,6 @@ def test_compare_optimizer_sparse_gradient():
     tu.compare_optimizer(mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, lazy_update=False),
                          mx.optimizer.SGD(learning_rate=0.1, momentum=0.9, lazy_update=False), (6, 3), np.float32,
                          g_stype="row_sparse")
-    with pytest.raises(NotImplementedError, match="w_stype"):
-        tu.compare_optimizer(mx.optimizer.SGD(), mx.optimizer.SGD(), (2, 2), np.float32, w_stype="row_sparse")
 
 
 def test_check_numeric_gradient_accepts_sparse_gradient_storage():

@@ -4,6 +4,7 @@
 MXNet; the default is per thread.
 """
 import threading
+import warnings
 
 from .base import _api, _ClassPropertyMeta, classproperty
 
@@ -86,11 +87,14 @@ class Context(metaclass=_ClassPropertyMeta):
 
     @classproperty
     def default_ctx(cls):
-        """This thread's default context (MXNet's Context.default_ctx); assignable."""
+        """This thread's default context (MXNet's Context.default_ctx, deprecated there as
+        here); assignable."""
+        warnings.warn("Context.default_ctx is deprecated; use Context.current_context()", DeprecationWarning)
         return current_context()
 
     @default_ctx.setter
     def default_ctx(cls, ctx):
+        warnings.warn("Context.default_ctx is deprecated; use test_utils.set_default_context", DeprecationWarning)
         Context._default_ctx.value = ctx
 
     def empty_cache(self):

@@ -10,7 +10,7 @@ import weakref
 
 import numpy as np
 
-from ..base import _api, atomic_write
+from ..base import _api, atomic_write, WeftTypeError
 from .. import ndarray as nd
 from ..ndarray.ndarray import NDArray
 from ..ndarray.sparse import _wrap
@@ -70,6 +70,7 @@ class KVStore(KVStoreBase):
     def __init__(self, handle):
         self.handle = handle
         self._updater = None
+        self._int_keys = None
         self._compressed = False
         self._updater_cb = None
         _live.add(self)
@@ -103,6 +104,7 @@ class KVStore(KVStoreBase):
     def init(self, key, value):
         """Initialises key(s) with value(s): an int or str key and an NDArray, or lists."""
         keys, vals = _flatten(key, value, "init")
+        self._check_key_kind(key)
         vals = _dense(vals)
         _api.weft_kvstore_init(self.handle, len(keys), keys, vals)
 
@@ -110,6 +112,7 @@ class KVStore(KVStoreBase):
         """Pushes value(s): per key an NDArray or a list of NDArrays (one per device),
         which are summed; the sum updates the stored value (through the updater, if set)."""
         keys, vals = _flatten(key, value, "push")
+        self._check_key_kind(key)
         if self._updater is not None and "dist" not in self.type and not self._compressed:
             # A key's one row_sparse value (a gradient) reaches the updater as it is, so that
             # the optimizer touches only its rows (lazy updates); other sparse values go dense.
@@ -132,7 +135,29 @@ class KVStore(KVStoreBase):
         if out is None:
             raise ValueError("kvstore pull: 'out' is required")
         keys, outs = _flatten(key, out, "pull")
-        _api.weft_kvstore_pull(self.handle, len(keys), keys, outs, priority)
+        self._check_key_kind(key)
+        # As MXNet: sparse outputs are skipped with ignore_sparse, else get the whole value.
+        sparse_outs = [(k, o) for k, o in zip(keys, outs) if o.stype != "default"]
+        dense = [(k, o) for k, o in zip(keys, outs) if o.stype == "default"]
+        if dense:
+            _api.weft_kvstore_pull(self.handle, len(dense), [k for k, _ in dense], [o for _, o in dense], priority)
+        if ignore_sparse:
+            return
+        for k, o in sparse_outs:
+            full = nd.empty(o.shape, ctx=o.context, dtype=o.dtype)
+            _api.weft_kvstore_pull(self.handle, 1, [k], [full], priority)
+            _api.weft_ndarray_sparse_assign(o, full.tostype(o.stype))
+
+    def _check_key_kind(self, keys):
+        """A store takes int keys or str keys, never both (MXNet's "Mixed key types")."""
+        kinds = {isinstance(k, int) for k in (keys if isinstance(keys, (list, tuple)) else [keys])}
+        if len(kinds) > 1:
+            raise WeftTypeError("kvstore: mixed key types are not allowed, got %r" % (keys,))
+        if self._int_keys is None:
+            self._int_keys = kinds.pop()
+        elif self._int_keys not in kinds:
+            raise WeftTypeError("kvstore: mixed key types are not allowed: this store uses %s keys, got %r"
+                                % ("int" if self._int_keys else "str", keys))
 
     def row_sparse_pull(self, key, out=None, priority=0, row_ids=None):
         """Pulls only the rows `row_ids` (an NDArray of indices, or one per `out`) of key(s)'
@@ -143,13 +168,14 @@ class KVStore(KVStoreBase):
         if out is None or row_ids is None:
             raise ValueError("kvstore row_sparse_pull: 'out' and 'row_ids' are required")
         keys, outs = _flatten(key, out, "row_sparse_pull")
+        self._check_key_kind(key)
         ids = row_ids if isinstance(row_ids, (list, tuple)) else [row_ids] * len(outs)
         if len(ids) != len(outs):
             raise ValueError("kvstore row_sparse_pull: expected one row_ids per output (%d), got %d"
                              % (len(outs), len(ids)))
         for k, o, r in zip(keys, outs, ids):
             if not isinstance(o, sparse.RowSparseNDArray):
-                raise TypeError("kvstore row_sparse_pull: expected RowSparseNDArray outputs, got %s"
+                raise WeftTypeError("kvstore row_sparse_pull: expected RowSparseNDArray outputs, got %s"
                                 % type(o).__name__)
             host_ids = r.asnumpy() if isinstance(r, NDArray) else np.asarray(r)
             if host_ids.size and (not np.all(np.isfinite(host_ids)) or np.any(host_ids != np.floor(host_ids))):
@@ -178,6 +204,7 @@ class KVStore(KVStoreBase):
     def pushpull(self, key, value, out=None, priority=0):
         """Push then pull in one call; without ``out`` the pulled value goes into ``value``."""
         keys, vals = _flatten(key, value, "pushpull")
+        self._check_key_kind(key)
         pkeys, outs = _flatten(key, value if out is None else out, "pushpull")
         _api.weft_kvstore_pushpull(self.handle, len(keys), keys, vals, len(pkeys), pkeys, outs, priority)
 
