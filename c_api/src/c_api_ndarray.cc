@@ -45,6 +45,12 @@ weft_status_t weft_ndarray_create(const int64_t* shape, int ndim, int dtype, wef
   WEFT_OUT(out);
   Shape s = ReadShape(shape, ndim, false, __func__);
   NDArray a(s, ToContext(ctx, __func__), ToDType(dtype, __func__));
+  if (a.dtype() == DType::kBool && NumBytes(a) > 0) {
+    // A bool array must hold only 0 and 1 (kernels read it as bool; other bytes would be
+    // undefined there): a new one starts false rather than with whatever memory held.
+    std::vector<uint8_t> zeros(NumBytes(a), 0);
+    a.SyncCopyFromCPU(zeros.data(), zeros.size());
+  }
   *out = NewArrHandle(std::move(a));
   WEFT_API_END
 }
@@ -105,7 +111,16 @@ weft_status_t weft_ndarray_copy_from_host(weft_ndarray_t* arr, const void* data,
   WEFT_CHECK(nbytes == NumBytes(a), kValue, __func__, ": expected nbytes = ", NumBytes(a), " for shape ",
              a.shape().ToString(), " ", DTypeName(a.dtype()), ", got ", nbytes);
   WEFT_CHECK(nbytes == 0 || data != nullptr, kValue, __func__, ": 'data' is NULL");
-  a.SyncCopyFromCPU(data, nbytes);
+  if (a.dtype() == DType::kBool) {
+    // A bool array holds only 0 and 1: every kernel reads it as bool, and any other byte
+    // would be undefined there. Nonzero bytes are true, as numpy's astype(bool) gives.
+    const auto* bytes = static_cast<const uint8_t*>(data);
+    std::vector<uint8_t> norm(nbytes);
+    for (size_t i = 0; i < nbytes; ++i) norm[i] = bytes[i] != 0 ? 1 : 0;
+    a.SyncCopyFromCPU(norm.data(), nbytes);
+  } else {
+    a.SyncCopyFromCPU(data, nbytes);
+  }
   WEFT_API_END
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/base/dtype.h"
 #include "core/op/op_util.h"
@@ -44,6 +45,18 @@ void UnaryMap(const T* x, T* out, int64_t n, OpReq req) {
   });
 }
 
+// Element k of p as the compute type A. A bool element is read by its byte: memory no
+// kernel wrote (raw host bytes, an array nothing has filled yet) may hold values other than
+// 0 and 1, and loading those as bool is undefined.
+template <typename A, typename T>
+inline A LoadAs(const T* p, int64_t k) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return static_cast<A>(reinterpret_cast<const unsigned char*>(p)[k] != 0);
+  } else {
+    return static_cast<A>(p[k]);
+  }
+}
+
 // out = OP(a, b) over n elements.
 template <typename OP, typename T>
 void BinaryMap(const T* a, const T* b, T* out, int64_t n, OpReq req) {
@@ -53,7 +66,7 @@ void BinaryMap(const T* a, const T* b, T* out, int64_t n, OpReq req) {
     const T* ab = a + begin;
     const T* bb = b + begin;
     StoreRun(out + begin, end - begin, req,
-             [&](int64_t k) { return OP::Map(static_cast<A>(ab[k]), static_cast<A>(bb[k])); });
+             [&](int64_t k) { return OP::Map(LoadAs<A>(ab, k), LoadAs<A>(bb, k)); });
   });
 }
 

@@ -151,9 +151,16 @@ void RowSoftmax(const T* x, T* y, OpReq req, const nn::AxisSplit& sp) {
   });
 }
 
-// Labels as doubles, whatever their dtype.
+// Labels as doubles, whatever their dtype. A bool label is read by its bytes: an array
+// filled from raw host bytes may hold values other than 0 and 1, and reading those as bool
+// is undefined.
 std::vector<double> LabelValues(const TBlob& l) {
   std::vector<double> v(static_cast<size_t>(l.Size()));
+  if (l.dtype == DType::kBool) {
+    const uint8_t* p = static_cast<const uint8_t*>(l.dptr);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = p[i] != 0 ? 1.0 : 0.0;
+    return v;
+  }
   WEFT_TYPE_SWITCH(l.dtype, L, {
     const L* p = l.ptr<L>();
     for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(p[i]);
