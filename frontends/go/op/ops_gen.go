@@ -1947,7 +1947,7 @@ func SymConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 
 // Convolution runs the operator Convolution.
 //
-// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
+// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
@@ -1967,7 +1967,7 @@ func SymConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -1977,7 +1977,7 @@ func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, 
 
 // SymConvolution runs the operator Convolution symbolically: it adds one node to the graph.
 //
-// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
+// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
@@ -1997,7 +1997,7 @@ func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, 
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymConvolution(data, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -2213,7 +2213,7 @@ func SymCustom(data []*weft.Symbol, opType string, opts ...Option) (*weft.Symbol
 
 // Deconvolution runs the operator Deconvolution.
 //
-// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
+// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
@@ -2235,7 +2235,7 @@ func SymCustom(data []*weft.Symbol, opType string, opts ...Option) (*weft.Symbol
 //   - WithNoBias(bool): Whether to leave out the bias input. (default True)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -2245,7 +2245,7 @@ func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int
 
 // SymDeconvolution runs the operator Deconvolution symbolically: it adds one node to the graph.
 //
-// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
+// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
@@ -2267,7 +2267,7 @@ func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int
 //   - WithNoBias(bool): Whether to leave out the bias input. (default True)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymDeconvolution(data, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -5446,7 +5446,7 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
@@ -5491,7 +5491,7 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
@@ -5744,7 +5744,7 @@ func SymInternalContribQuantizedFullyConnected(data, weight, bias, minData, maxD
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func InternalContribQuantizedPooling(data, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalContribQuantizedPooling, data, minData, maxData)
@@ -5769,7 +5769,7 @@ func InternalContribQuantizedPooling(data, minData, maxData *weft.NDArray, opts 
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymInternalContribQuantizedPooling(data, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuantizedPooling, []string{"data", "min_data", "max_data"}, data, minData, maxData)
@@ -11749,7 +11749,7 @@ func SymPick(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 
 // Pooling runs the operator Pooling.
 //
-// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
+// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data to the pooling operator.
@@ -11764,7 +11764,7 @@ func SymPick(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opPooling, data)
@@ -11772,7 +11772,7 @@ func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 
 // SymPooling runs the operator Pooling symbolically: it adds one node to the graph.
 //
-// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
+// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data to the pooling operator.
@@ -11787,7 +11787,7 @@ func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymPooling(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opPooling, []string{"data"}, data)
@@ -15016,7 +15016,7 @@ func WithLamda1(v float64) Option {
 }
 
 // WithLayout sets the parameter layout.
-// Data layout; NCW, NCHW and NCDHW are supported.
+// Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 func WithLayout(v string) Option {
 	return param("layout", v)
 }

@@ -386,7 +386,7 @@ const _op_Convolution = OpDef("Convolution", ["data", "weight", "bias"], false, 
 """
     Convolution(data, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None)
 
-Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
+Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
@@ -404,7 +404,7 @@ Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, 
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
 - `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -513,7 +513,7 @@ const _op_Deconvolution = OpDef("Deconvolution", ["data", "weight", "bias"], fal
 """
     Deconvolution(data, weight, bias; kernel, stride=(), dilate=(), pad=(), adj=(), target_shape=(), num_filter, num_group=1, workspace=512, no_bias=True, cudnn_tune=None, cudnn_off=False, layout=None)
 
-Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
+Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
@@ -533,7 +533,7 @@ Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). d
 - `no_bias` (boolean; default `True`): Whether to leave out the bias input.
 - `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1109,7 +1109,7 @@ const _op_Pooling = OpDef("Pooling", ["data"], false, "")
 """
     Pooling(data; kernel=(), pool_type=max, global_pool=False, cudnn_off=False, pooling_convention=valid, stride=(), pad=(), p_value=None, count_include_pad=None, layout=None)
 
-Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
+Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data to the pooling operator.
@@ -1124,7 +1124,7 @@ Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or
 - `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
 - `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
 - `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -3006,7 +3006,7 @@ Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulate
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
 - `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32.
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
 - `with_relu` (boolean; default `False`): Fuse a relu after the convolution (and after the sum with with_sum).
@@ -3170,7 +3170,7 @@ Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and
 - `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
 - `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
 - `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
