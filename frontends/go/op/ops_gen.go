@@ -281,6 +281,7 @@ var opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
 var opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
 var opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
 var opInternalRmodScalar = weft.NewOperator("_rmod_scalar")
+var opInternalRnnParamConcat = weft.NewOperator("_rnn_param_concat")
 var opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
 var opInternalSampleExponential = weft.NewOperator("_sample_exponential")
 var opInternalSampleGamma = weft.NewOperator("_sample_gamma")
@@ -9289,6 +9290,34 @@ func InternalRmodScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, erro
 func SymInternalRmodScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalRmodScalar, []string{"data"}, data)
+}
+
+// InternalRnnParamConcat runs the operator _rnn_param_concat.
+//
+// Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown size along dim share equally what the known output leaves over.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The arrays to join (any number)
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func InternalRnnParamConcat(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalRnnParamConcat, "num_args", data)
+}
+
+// SymInternalRnnParamConcat runs the operator _rnn_param_concat symbolically: it adds one node to the graph.
+//
+// Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown size along dim share equally what the known output leaves over.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The arrays to join (any number)
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func SymInternalRnnParamConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalRnnParamConcat, "num_args", data)
 }
 
 // InternalRpowerScalar runs the operator _rpower_scalar.

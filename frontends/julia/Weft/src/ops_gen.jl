@@ -319,27 +319,6 @@ Concat(args::NDArray...; kwargs...) = _invoke_op(_op_Concat, args; kwargs...)
 Concat(args::SymbolicNode...; kwargs...) = _compose_op(_op_Concat, args; kwargs...)
 Concat(; kwargs...) = _call_op(_op_Concat; kwargs...)
 
-const _op__rnn_param_concat = OpDef("_rnn_param_concat", String[], true, "num_args")
-"""
-    _rnn_param_concat(args...; dim=1)
-
-Joins the inputs along axis dim; they must agree on every other axis.
-
-# Inputs
-- `data` (NDArrays or SymbolicNodes, any number): The arrays to join
-
-# Parameters
-- `dim` (int; default `1`): The axis to join along; negative counts from the end.
-
-Alias of `Concat`.
-
-See the calling convention of generated operators in the `Weft` module's documentation.
-"""
-function _rnn_param_concat end
-_rnn_param_concat(args::NDArray...; kwargs...) = _invoke_op(_op__rnn_param_concat, args; kwargs...)
-_rnn_param_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__rnn_param_concat, args; kwargs...)
-_rnn_param_concat(; kwargs...) = _call_op(_op__rnn_param_concat; kwargs...)
-
 const _op__sparse_concat = OpDef("_sparse_concat", String[], true, "num_args")
 """
     _sparse_concat(args...; dim=1)
@@ -7011,6 +6990,25 @@ _RModScalar(args::NDArray...; kwargs...) = _invoke_op(_op__RModScalar, args; kwa
 _RModScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__RModScalar, args; kwargs...)
 _RModScalar(; kwargs...) = _call_op(_op__RModScalar; kwargs...)
 
+const _op__rnn_param_concat = OpDef("_rnn_param_concat", String[], true, "num_args")
+"""
+    _rnn_param_concat(args...; dim=1)
+
+Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown size along dim share equally what the known output leaves over.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The arrays to join
+
+# Parameters
+- `dim` (int; default `1`): The axis to join along; negative counts from the end.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _rnn_param_concat end
+_rnn_param_concat(args::NDArray...; kwargs...) = _invoke_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(; kwargs...) = _call_op(_op__rnn_param_concat; kwargs...)
+
 const _op__rpower_scalar = OpDef("_rpower_scalar", ["data"], false, "")
 """
     _rpower_scalar(data; scalar=1, is_int=True)
@@ -12616,7 +12614,6 @@ const _OPERATOR_NAMES = [
     "Cast",
     "cast",
     "Concat",
-    "_rnn_param_concat",
     "_sparse_concat",
     "concat",
     "Convolution",
@@ -12929,6 +12926,7 @@ const _OPERATOR_NAMES = [
     "_RMinusScalar",
     "_rmod_scalar",
     "_RModScalar",
+    "_rnn_param_concat",
     "_rpower_scalar",
     "_RPowerScalar",
     "_sample_exponential",
