@@ -2,7 +2,7 @@
 of the hybridized graph, and fixed by the first hybridized call), the errors for mixed
 NDArray/Symbol inputs, for no array at all, for scalars and several contexts once
 hybridized; the warnings of unregistered block containers and of a Sequential of
-HybridBlocks; split_data's uneven slices."""
+HybridBlocks; split_data's uneven slices; register_op_hook on hybridized blocks."""
 import warnings
 
 import numpy as np
@@ -180,3 +180,27 @@ def test_split_data_uneven(size, slices, axis):
     if size % slices:
         with pytest.raises(ValueError, match="cannot be split evenly"):
             gluon.utils.split_data(nd.array(x), slices, batch_axis=axis)
+
+
+def test_register_op_hook_reports_operator_values():
+    net = nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        net.add(nn.Dense(3, flatten=False), nn.AvgPool1D())
+    net.initialize()
+    net.hybridize()
+    x = nd.array(np.random.RandomState(2).rand(2, 4, 3).astype(np.float32))
+    seen = []
+    net.register_op_hook(lambda name, op, arr: seen.append((name, op, arr.asnumpy())))
+    y = net(x)
+    names = [n for n, _, _ in seen]
+    assert names == [b"net_dense0_fwd_output", b"net_pool0_fwd_output"]
+    assert [op for _, op, _ in seen] == [b"FullyConnected", b"Pooling"]
+    assert_almost_equal(seen[-1][2], y.asnumpy())
+    # monitor_all: each operator's inputs first, by "<node>_<input>", never the variables.
+    seen.clear()
+    net.register_op_hook(lambda name, op, arr: seen.append((name, op, arr.asnumpy())), monitor_all=True)
+    net(x)
+    assert [n for n, _, _ in seen] == [b"net_dense0_fwd_data", b"net_dense0_fwd_weight", b"net_dense0_fwd_bias",
+                                       b"net_dense0_fwd_output", b"net_pool0_fwd_data", b"net_pool0_fwd_output"]
+    assert_almost_equal(seen[1][2], net[0].weight.data().asnumpy())
+    assert_almost_equal(seen[0][2], x.asnumpy())

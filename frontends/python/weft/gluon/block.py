@@ -249,6 +249,12 @@ class Block:
         _touch_blocks()
         return _HookHandle(self._forward_hooks, key)
 
+    def register_op_hook(self, callback, monitor_all=False):
+        """Installs callback(name, op_name, array) on the operators the hybridized blocks
+        below run (see HybridBlock.register_op_hook)."""
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
+
     def apply(self, fn):
         """Calls fn on every child, recursively, then on this block; returns self."""
         for child in self._children.values():
@@ -478,6 +484,25 @@ class _CachedGraph:
         self.input_grads = [grad_arrays.get(n) for n in input_names]
         self.bound_params = bound_params
 
+    def set_op_hook(self, hook):
+        """Routes the executor's monitor to hook = (callback, monitor_all) (None: off)."""
+        if hook is None:
+            self.exe.set_monitor_callback(None)
+            return
+        import json
+        callback, monitor_all = hook
+        nodes = json.loads(self.sym.tojson())["nodes"]
+        ops = {n["name"]: n["op"] for n in nodes if n["op"] != "null"}
+        variables = {n["name"] for n in nodes if n["op"] == "null"}
+
+        def on_value(name, array):
+            # The executor also reports variable inputs by their own name; a CachedOp does not.
+            if name in variables:
+                return
+            node = max((n for n in ops if name.startswith(n + "_")), key=len, default=None)
+            callback(name.encode("utf-8"), (ops[node] if node else "").encode("utf-8"), array)
+        self.exe.set_monitor_callback(on_value, monitor_all)
+
     def still_bound(self):
         # Casting or moving parameters replaces their arrays: the executor must be rebuilt.
         return self.arrays_version == arrays_version()
@@ -516,6 +541,7 @@ class HybridBlock(Block):
         # Which flattened inputs the first hybridized call gave (False for None): later calls
         # must give the same ones (_check_given).
         self._given = None
+        self._op_hook = None  # (callback, monitor_all) of register_op_hook
 
     def hybridize(self, active=True, **kwargs):
         self._active = active
@@ -526,6 +552,18 @@ class HybridBlock(Block):
     def cast(self, dtype):
         self._cached = {}
         super().cast(dtype)
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """Calls callback(name, op_name, array) for every operator output of this block's
+        hybridized graph as it runs (and, with monitor_all, for every operator input
+        first), as MXNet's CachedOp does: names are "<node>_output" / "<node>_<input>" in
+        bytes, op_name the operator's name in bytes; variables are not reported. As in
+        MXNet, the hook goes on this block and its direct children."""
+        for block in [self] + list(self._children.values()):
+            if isinstance(block, HybridBlock):
+                block._op_hook = (callback, monitor_all)
+                for graph in block._cached.values():
+                    graph.set_op_hook(block._op_hook)
 
     def register_child(self, block, name=None):
         if not isinstance(block, HybridBlock):
@@ -669,6 +707,7 @@ class HybridBlock(Block):
                 # operator, as MXNet's CachedOp does for dynamic shapes.
                 return self._call_imperative(_regroup(fmt, flat), ctx)
             graph = _CachedGraph(self, sym, names, num_outputs, out_fmt, args, ctx, input_grads, recording)
+            graph.set_op_hook(self._op_hook)
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None
         return _regroup(out_fmt, graph.run(args, autograd.is_training()))[0]
