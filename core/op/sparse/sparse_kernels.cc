@@ -11,6 +11,7 @@
 #include "core/ndarray/sparse.h"
 #include "core/op/elemwise/scalar_param.h"
 #include "core/op/linalg/dot.h"
+#include "core/op/nn/batch_norm_param.h"
 #include "core/op/nn/embedding.h"
 #include "core/op/op_util.h"
 #include "core/op/reduce/norm.h"
@@ -181,6 +182,42 @@ bool ElemwiseSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, cons
   return true;
 }
 
+// _scatter_elemwise_div with a row_sparse lhs: only the lhs's stored rows are computed and
+// the result keeps them (row_sparse); the rhs (row_sparse, csr or dense) is read at those
+// rows, as zeros where it stores none. Another lhs: elemwise_div's dense result (fallback).
+bool ScatterDivSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
+                      std::vector<NDArray>* out) {
+  const NDArray& a = in[0];
+  if (!IsRsp(a) || a.dtype() != in[1].dtype() || !sparse::AllOnCpu(in)) return false;
+  const NDArray b = IsCsr(in[1]) ? CastStorage(in[1], StorageType::kRowSparse) : in[1];
+  NDArray at;
+  if (IsDense(b)) {
+    at = DenseAtRsp(b, a);
+  } else {
+    std::vector<int64_t> ra = HostInt64(a.aux(0)), rb = HostInt64(b.aux(0));
+    std::vector<int64_t> from(ra.size(), -1);
+    for (size_t k = 0; k < ra.size(); ++k) {
+      auto it = std::lower_bound(rb.begin(), rb.end(), ra[k]);
+      if (it != rb.end() && *it == ra[k]) from[k] = it - rb.begin();
+    }
+    const Shape& vs = a.sparse_values().shape();
+    at = Gather(b.sparse_values(), from, vs, vs.ProdRange(1, vs.ndim()));
+  }
+  bool ok = false;
+  NDArray v = RunValues(attrs, attrs.op->name, {a.sparse_values(), at}, &ok);
+  if (!ok) return false;
+  *out = {WithValues(a, v)};
+  return true;
+}
+
+// _maximum, _minimum, _hypot: zero with zero is zero, so two operands of one sparse storage
+// type give that type (on the union of their positions); with a dense operand, dense.
+bool SameStypeSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>& req,
+                     std::vector<NDArray>* out) {
+  if (in[0].stype() != in[1].stype()) return false;
+  return ElemwiseSparse(attrs, in, req, out);
+}
+
 // add_n of row_sparse arrays only: row_sparse (MXNet's ElementWiseSum rule).
 bool AddNSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
                 std::vector<NDArray>* out) {
@@ -242,6 +279,22 @@ bool ScalarSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const 
   if ((name == "_plus_scalar" || name == "_minus_scalar") && s != 0.0) return false;
   if (name == "_div_scalar" && !(s != 0.0 && std::isfinite(s))) return false;  // 0/0 is not 0
   if (name == "_mul_scalar" && !std::isfinite(s)) return false;
+  return ZeroPreservingUnary(attrs, in, req, out);
+}
+
+// _scatter_plus_scalar / _scatter_minus_scalar: the scalar meets only the stored values, and
+// the storage type is kept (MXNet's rule; the zeros not stored stay zeros).
+bool ScatterScalarSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>& req,
+                         std::vector<NDArray>* out) {
+  return ZeroPreservingUnary(attrs, in, req, out);
+}
+
+// _contrib_quadratic a x^2 + b x + c of a csr matrix with c = 0: csr (MXNet's rule; only csr).
+bool QuadraticSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>& req,
+                     std::vector<NDArray>* out) {
+  if (!IsCsr(in[0])) return false;
+  for (const auto& [k, v] : attrs.dict)
+    if (k == "c" && std::strtod(v.c_str(), nullptr) != 0.0) return false;
   return ZeroPreservingUnary(attrs, in, req, out);
 }
 
@@ -515,7 +568,16 @@ bool DotSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std
                std::vector<NDArray>* out) {
   const auto& p = attrs.Params<DotParam>();
   NDArray r = SparseDot(in[0], in[1], p.transpose_a, p.transpose_b, p.forward_stype);
-  if (r.is_none()) return false;
+  const bool asked = p.forward_stype != "None";
+  if (r.is_none()) {
+    // No kernel for this combination: the dense fallback, unless a sparse result is asked
+    // for (MXNet's forward_stype), which is the dense product cast to it.
+    if (!asked || p.forward_stype == "default" || !sparse::AllOnCpu(in)) return false;
+    std::vector<NDArray> o;
+    if (!sparse::RunDense("dot", attrs.dict, {DenseOf(in[0]), DenseOf(in[1])}, &o)) return false;
+    r = o[0];
+  }
+  if (asked && r.stype() != ParseStorageType(p.forward_stype)) r = CastStorage(r, ParseStorageType(p.forward_stype));
   *out = {r};
   return true;
 }
@@ -546,6 +608,23 @@ bool DotBackwardSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, c
   if (req[1] != OpReq::kNullOp && !dot(a, og, !p.transpose_a, false, &db)) return false;
   *out = {da, db};
   return true;
+}
+
+// ---------------------------------------------------------------- BatchNorm
+
+// BatchNorm has no sparse kernel: sparse inputs take the dense fallback, except with
+// fix_gamma, which MXNet refuses for sparse inputs (its storage inference fails), so code
+// written for MXNet gets the same error here.
+bool BatchNormSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
+                     std::vector<NDArray>*) {
+  if (attrs.Params<BatchNormParam>().fix_gamma) {
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].is_sparse())
+        Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "': fix_gamma=True is not supported with sparse ",
+              "inputs, as in MXNet (input ", i, " is ", StorageTypeName(in[i].stype()),
+              "); use fix_gamma=False or dense arrays");
+  }
+  return false;
 }
 
 // ---------------------------------------------------------------- Embedding with a row_sparse weight
@@ -593,6 +672,15 @@ WEFT_REGISTER_OP(broadcast_mul).AddAlias("_sparse_broadcast_mul").SetAttr<FCompu
 WEFT_REGISTER_OP(broadcast_div).AddAlias("_sparse_broadcast_div").SetAttr<FComputeSparse>("FComputeSparse", BroadcastMulSparse);
 WEFT_REGISTER_OP(broadcast_add).AddAlias("_sparse_broadcast_add").AddAlias("_sparse_broadcast_plus");
 WEFT_REGISTER_OP(broadcast_sub).AddAlias("_sparse_broadcast_sub").AddAlias("_sparse_broadcast_minus");
+WEFT_REGISTER_OP(_maximum).SetAttr<FComputeSparse>("FComputeSparse", SameStypeSparse);
+WEFT_REGISTER_OP(_minimum).SetAttr<FComputeSparse>("FComputeSparse", SameStypeSparse);
+WEFT_REGISTER_OP(_hypot).SetAttr<FComputeSparse>("FComputeSparse", SameStypeSparse);
+WEFT_REGISTER_OP(BatchNorm).SetAttr<FComputeSparse>("FComputeSparse", BatchNormSparse);
+WEFT_REGISTER_OP(_scatter_elemwise_div).SetAttr<FComputeSparse>("FComputeSparse", ScatterDivSparse);
+WEFT_REGISTER_OP(_scatter_plus_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScatterScalarSparse);
+WEFT_REGISTER_OP(_scatter_minus_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScatterScalarSparse);
+WEFT_REGISTER_OP(_contrib_quadratic)
+    .SetAttr<FComputeSparse>("FComputeSparse", QuadraticSparse);
 WEFT_REGISTER_OP(_mul_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScalarSparse);
 WEFT_REGISTER_OP(_div_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScalarSparse);
 WEFT_REGISTER_OP(_plus_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScalarSparse);
