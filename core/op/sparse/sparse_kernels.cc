@@ -12,6 +12,7 @@
 #include "core/op/elemwise/scalar_param.h"
 #include "core/op/linalg/dot.h"
 #include "core/op/nn/batch_norm_param.h"
+#include "core/op/indexing/take.h"
 #include "core/op/nn/embedding.h"
 #include "core/op/op_util.h"
 #include "core/op/reduce/norm.h"
@@ -610,6 +611,41 @@ bool DotBackwardSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, c
   return true;
 }
 
+// ---------------------------------------------------------------- take of csr rows
+
+// take(csr, indices) along axis 0 with mode clip or wrap: the rows picked, as csr (MXNet's
+// rule); other axes, 'raise', sparse or multi-dimensional indices: the dense fallback.
+bool TakeCsr(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
+             std::vector<NDArray>* out) {
+  const NDArray &a = in[0], &ind = in[1];
+  const auto& p = attrs.Params<TakeParam>();
+  if (!IsCsr(a) || !IsDense(ind) || ind.shape().ndim() != 1 || p.axis != 0 || p.mode == "raise" ||
+      !sparse::AllOnCpu(in))
+    return false;
+  const int64_t m = a.shape()[0], k = ind.shape()[0];
+  if (m == 0) return false;  // nothing to pick from: the dense kernel reports it
+  std::vector<int64_t> indptr = HostInt64(a.aux(0)), idx = HostInt64(a.aux(1));
+  const char* raw = HostRead(ind);
+  std::vector<int64_t> out_ptr{0}, out_idx, from;
+  for (int64_t i = 0; i < k; ++i) {
+    double v = 0;
+    WEFT_TYPE_SWITCH(ind.dtype(), T, { v = static_cast<double>(reinterpret_cast<const T*>(raw)[i]); });
+    if (std::isnan(v)) v = 0;
+    // Indices are truncated toward zero, as the dense kernel reads them.
+    const double t = std::trunc(std::max(std::min(v, 9.0e18), -9.0e18));
+    int64_t r = static_cast<int64_t>(t);
+    r = p.mode == "clip" ? std::min(std::max(r, int64_t{0}), m - 1) : ((r % m) + m) % m;
+    for (int64_t j = indptr[r]; j < indptr[r + 1]; ++j) {
+      out_idx.push_back(idx[j]);
+      from.push_back(j);
+    }
+    out_ptr.push_back(static_cast<int64_t>(out_idx.size()));
+  }
+  NDArray vals = Gather(a.sparse_values(), from, Shape{static_cast<int64_t>(from.size())}, 1);
+  *out = {sparse::Csr(Shape{k, a.shape()[1]}, vals, out_ptr, out_idx)};
+  return true;
+}
+
 // ---------------------------------------------------------------- BatchNorm
 
 // BatchNorm has no sparse kernel: sparse inputs take the dense fallback, except with
@@ -675,6 +711,7 @@ WEFT_REGISTER_OP(broadcast_sub).AddAlias("_sparse_broadcast_sub").AddAlias("_spa
 WEFT_REGISTER_OP(_maximum).SetAttr<FComputeSparse>("FComputeSparse", SameStypeSparse);
 WEFT_REGISTER_OP(_minimum).SetAttr<FComputeSparse>("FComputeSparse", SameStypeSparse);
 WEFT_REGISTER_OP(_hypot).SetAttr<FComputeSparse>("FComputeSparse", SameStypeSparse);
+WEFT_REGISTER_OP(take).SetAttr<FComputeSparse>("FComputeSparse", TakeCsr);
 WEFT_REGISTER_OP(BatchNorm).SetAttr<FComputeSparse>("FComputeSparse", BatchNormSparse);
 WEFT_REGISTER_OP(_scatter_elemwise_div).SetAttr<FComputeSparse>("FComputeSparse", ScatterDivSparse);
 WEFT_REGISTER_OP(_scatter_plus_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScatterScalarSparse);
