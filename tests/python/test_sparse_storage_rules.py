@@ -279,3 +279,35 @@ def test_sparse_executor_converts_head_gradient_dtype():
     exe.backward(nd.array(head, dtype=np.int32))
     np.testing.assert_array_equal(exe.grad_dict["x"].asnumpy(), np.where(c != 0, head, 0))
     np.testing.assert_array_equal(exe.grad_dict["y"].asnumpy(), np.where(c != 0, 0, head))
+
+
+# ---------------------------------------------------------------- FullyConnected with a (num_hidden, 1) bias
+
+@pytest.mark.parametrize("data_stype", ["default", "csr"])
+def test_fully_connected_takes_a_column_bias_with_sparse_parameters(data_stype):
+    x, w, b = _rand((5, 10), 0.5, 32), _rand((8, 10), 1.0, 33), _rand((8, 1), 1.0, 34)
+    out = nd.sparse.FullyConnected(nd.array(x).tostype(data_stype), nd.array(w).tostype("row_sparse"),
+                                   nd.array(b).tostype("row_sparse"), num_hidden=8)
+    np.testing.assert_allclose(out.asnumpy(), x.dot(w.T) + b.T, rtol=1e-5, atol=1e-6)
+
+
+def test_fully_connected_column_bias_gradient_keeps_its_shape():
+    x, w, b = (nd.array(_rand(s, 1.0, 35 + i)) for i, s in enumerate([(4, 6), (3, 6), (3, 1)]))
+    b.attach_grad()
+    with mx.autograd.record():
+        y = nd.FullyConnected(x, w, b, num_hidden=3)
+    g = _rand((4, 3), 1.0, 38)
+    y.backward(nd.array(g))
+    assert b.grad.shape == (3, 1)
+    np.testing.assert_allclose(b.grad.asnumpy(), g.sum(axis=0)[:, None], rtol=1e-5)
+    sym = mx.sym.FullyConnected(mx.sym.Variable("x"), mx.sym.Variable("w"), mx.sym.Variable("b"), num_hidden=3)
+    check_numeric_gradient(sym, {"x": _rand((4, 6), 1.0, 39), "w": _rand((3, 6), 1.0, 40),
+                                 "b": _rand((3, 1), 1.0, 41)}, numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
+
+
+def test_fully_connected_refuses_other_bias_shapes():
+    x, w = nd.ones((2, 4)), nd.ones((3, 4))
+    with pytest.raises(mx.base.MXNetError, match="input 'bias' has shape"):
+        nd.FullyConnected(x, w, nd.ones((3, 2)), num_hidden=3)
+    with pytest.raises(mx.base.MXNetError, match="input 'bias' has shape"):
+        nd.FullyConnected(x, w, nd.ones((1, 3)), num_hidden=3)

@@ -2899,7 +2899,7 @@ func SymFtrlUpdate(weight, grad, z, n *weft.Symbol, lr float64, opts ...Option) 
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
 //   - weight: Weight matrix (num_hidden, input size)
-//   - bias: Bias (num_hidden,); absent with no_bias=True
+//   - bias: Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 //
 // Required parameters:
 //   - numHidden int: Number of hidden units (output size).
@@ -2920,7 +2920,7 @@ func FullyConnected(data, weight, bias *weft.NDArray, numHidden int, opts ...Opt
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
 //   - weight: Weight matrix (num_hidden, input size)
-//   - bias: Bias (num_hidden,); absent with no_bias=True
+//   - bias: Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 //
 // Required parameters:
 //   - numHidden int: Number of hidden units (output size).

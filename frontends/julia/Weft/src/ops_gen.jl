@@ -655,7 +655,7 @@ Applies a linear transformation: out = data * weight^T + bias. With flatten=True
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
 - `weight` (NDArray or SymbolicNode): Weight matrix (num_hidden, input size)
-- `bias` (NDArray or SymbolicNode): Bias (num_hidden,); absent with no_bias=True
+- `bias` (NDArray or SymbolicNode): Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 
 # Parameters
 - `num_hidden` (int, in [1, inf]; required): Number of hidden units (output size).
@@ -678,7 +678,7 @@ Applies a linear transformation: out = data * weight^T + bias. With flatten=True
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
 - `weight` (NDArray or SymbolicNode): Weight matrix (num_hidden, input size)
-- `bias` (NDArray or SymbolicNode): Bias (num_hidden,); absent with no_bias=True
+- `bias` (NDArray or SymbolicNode): Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 
 # Parameters
 - `num_hidden` (int, in [1, inf]; required): Number of hidden units (output size).
