@@ -251,3 +251,61 @@ def test_row_sparse_pull_nested_row_ids():
     assert [o.indices.asnumpy().tolist() for o in outs[1]] == [[0, 2], [0, 2]]
     with pytest.raises(ValueError, match="one row_ids per output"):
         kv.row_sparse_pull(["a", "b"], out=outs, row_ids=[nd.array([1])] * 3)
+
+
+class _DotTimesInput(gluon.HybridBlock):
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.w = self.params.get("w", shape=(units, units))
+
+    def hybrid_forward(self, F, x, w):
+        return F.dot(x, w) * x
+
+
+def test_hybridized_block_with_csr_input_called_twice_in_one_record():
+    rs = np.random.RandomState(1)
+    x_np = (rs.rand(5, 3) * (rs.rand(5, 3) > 0.4)).astype(np.float32)
+    block = _DotTimesInput(3)
+    block.initialize(init=mx.init.Uniform(1.0))
+    block.hybridize()
+    w_np = block.w.data().asnumpy()
+    x = nd.array(x_np).tostype("csr")
+    np.testing.assert_allclose(block(x).asnumpy(), (x_np @ w_np) * x_np, rtol=1e-5)
+    with mx.autograd.record():
+        z = block(x) + block(x)
+    z.backward()
+    # d/dw of sum((x w) * x) is x^T x; the two calls add up.
+    np.testing.assert_allclose(block.w.grad().asnumpy(), 2 * x_np.T @ x_np, rtol=1e-5)
+
+
+class _Emb(gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.embedding = nn.Embedding(8, 2, sparse_grad=True)
+
+    def hybrid_forward(self, F, idx):
+        return self.embedding(idx) * 3
+
+
+def test_hybridized_sparse_grad_block_called_twice_in_one_record():
+    net = _Emb()
+    net.initialize()
+    net.hybridize()
+    with mx.autograd.record():
+        loss = net(nd.array([0, 2, 2])).sum() + net(nd.array([2, 5])).sum()
+    loss.backward()
+    grad = net.embedding.weight.grad()
+    assert grad.stype == "row_sparse"
+    want = np.zeros((8, 2))
+    for i in (0, 2, 2, 2, 5):
+        want[i] += 3
+    np.testing.assert_array_equal(grad.asnumpy(), want)
+    # grad_req 'write': a second backward replaces the first.
+    with mx.autograd.record():
+        loss = net(nd.array([7])).sum()
+    loss.backward()
+    want = np.zeros((8, 2))
+    want[7] = 3
+    np.testing.assert_array_equal(net.embedding.weight.grad().asnumpy(), want)

@@ -618,6 +618,12 @@ class HybridBlock(Block):
                                 % (self.name, i, type(a).__name__))
         ctx = args[0].context
         recording = autograd.is_recording()
+        if any(a.stype != "default" for a in args) or (recording and self._sparse_grads()):
+            # A graph over sparse arrays runs node by node anyway (a sparse executor), and
+            # one executor keeps the state of its latest call only: operator by operator,
+            # autograd keeps each call's, so that a block called twice in one record()
+            # accumulates both gradients, as MXNet's CachedOp does.
+            return self._call_imperative(_regroup(fmt, args), ctx)
         input_grads = tuple(recording and a._has_history() for a in args)
         key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), ctx, autograd.is_training(),
                input_grads, recording)
@@ -650,6 +656,18 @@ class HybridBlock(Block):
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None
         return _regroup(out_fmt, graph.run(args, autograd.is_training()))[0]
+
+    def _sparse_grads(self):
+        """Whether some parameter of the tree takes a row_sparse gradient (cached until a
+        block or a parameter's arrays change)."""
+        version = (_blocks_version, arrays_version())
+        cached = self.__dict__.get("_sparse_grads_cache")
+        if cached is None or cached[0] != version:
+            # Stored around __setattr__, which would count as a change of the block.
+            cached = (version, any(p._grad_stype != "default" and p.grad_req != "null"
+                                   for p in self.collect_params().values()))
+            self.__dict__["_sparse_grads_cache"] = cached
+        return cached[1]
 
     def _fixed_tree(self):
         """Whether every block of this tree traces through _fixed_graph code alone: no
