@@ -1922,6 +1922,13 @@ mx.symbol.internal.rmod.scalar <- function(data = NULL, scalar = NULL, is_int = 
   .weft_symbol_op("_rmod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.rnn.param.concat <- function(..., dim = NULL, out = NULL) {
+  .weft_nd_invoke("_rnn_param_concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", out)
+}
+mx.symbol.internal.rnn.param.concat <- function(..., dim = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_rnn_param_concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", name, attr)
+}
+
 mx.nd.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_rpower_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
