@@ -101,6 +101,7 @@ var opIm2col = weft.NewOperator("im2col")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalBatchNormReplay = weft.NewOperator("_BatchNorm_replay")
 var opInternalCond = weft.NewOperator("_cond")
 var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveAvgPooling2D")
 var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
@@ -3305,6 +3306,58 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
 	return c.compose(opInternalArange, nil)
+}
+
+// InternalBatchNormReplay runs the operator _BatchNorm_replay.
+//
+// BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 and 2); it updates no moving statistics.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - mean: The mean the forward saved
+//   - invstd: The 1 / sqrt(var + eps) the forward saved
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+func InternalBatchNormReplay(data, gamma, beta, mean, invstd *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalBatchNormReplay, data, gamma, beta, mean, invstd)
+}
+
+// SymInternalBatchNormReplay runs the operator _BatchNorm_replay symbolically: it adds one node to the graph.
+//
+// BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 and 2); it updates no moving statistics.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - mean: The mean the forward saved
+//   - invstd: The 1 / sqrt(var + eps) the forward saved
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+func SymInternalBatchNormReplay(data, gamma, beta, mean, invstd *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalBatchNormReplay, []string{"data", "gamma", "beta", "mean", "invstd"}, data, gamma, beta, mean, invstd)
 }
 
 // InternalCond runs the operator _cond.

@@ -1439,6 +1439,37 @@ UpSampling(args::NDArray...; kwargs...) = _invoke_op(_op_UpSampling, args; kwarg
 UpSampling(args::SymbolicNode...; kwargs...) = _compose_op(_op_UpSampling, args; kwargs...)
 UpSampling(; kwargs...) = _call_op(_op_UpSampling; kwargs...)
 
+const _op__BatchNorm_replay = OpDef("_BatchNorm_replay", ["data", "gamma", "beta", "mean", "invstd"], false, "")
+"""
+    _BatchNorm_replay(data, gamma, beta, mean, invstd; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
+
+BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 and 2); it updates no moving statistics.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `mean` (NDArray or SymbolicNode): The mean the forward saved
+- `invstd` (NDArray or SymbolicNode): The 1 / sqrt(var + eps) the forward saved
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `axis` (int; default `1`): The channel axis.
+- `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _BatchNorm_replay end
+_BatchNorm_replay(args::NDArray...; kwargs...) = _invoke_op(_op__BatchNorm_replay, args; kwargs...)
+_BatchNorm_replay(args::SymbolicNode...; kwargs...) = _compose_op(_op__BatchNorm_replay, args; kwargs...)
+_BatchNorm_replay(; kwargs...) = _call_op(_op__BatchNorm_replay; kwargs...)
+
 const _op__adamw_update = OpDef("_adamw_update", ["weight", "grad", "mean", "var", "rescale_grad"], false, "")
 """
     _adamw_update(weight, grad, mean, var, rescale_grad; lr, beta1=0.9, beta2=0.999, epsilon=1e-08, wd=0, eta, clip_gradient=-1)
@@ -12657,6 +12688,7 @@ const _OPERATOR_NAMES = [
     "SwapAxis",
     "swapaxes",
     "UpSampling",
+    "_BatchNorm_replay",
     "_adamw_update",
     "adamw_update",
     "_arange",
