@@ -1,6 +1,8 @@
 """mx.contrib.quantization: the entropy threshold search (_contrib_calibrate_entropy) against a
 numpy reference, the calibration collectors, the graph rewrite on the symbol's structure, and
 quantized models against their float32 originals."""
+import json
+
 import numpy as np
 import pytest
 
@@ -214,7 +216,15 @@ def test_rewrite_smart_quantizes_between_convolutions_and_dense_layers(all_quant
                      "conv0_weight_quantize_max", "conv0_bias_quantize_min", "conv0_bias_quantize_max"]
     assert [e[1] for e in conv["inputs"][3:5]] == [1, 2]
     assert by_name["pool0_output_quantize"]["attrs"] == {"out_type": "int8"}
-    assert by_name["conv0_weight_quantize"]["attrs"]["__dtype__"] == "5"
+    # The int8 parameters carry no attributes (MXNet's attr_dict() lists none of them); their
+    # types come from the quantized layers' inference.
+    assert not by_name["conv0_weight_quantize"].get("attrs")
+    qsym = mx.sym.load_json(json.dumps(graph))
+    arg_types, _, _ = qsym.infer_type(data="float32")
+    types = dict(zip(qsym.list_arguments(), arg_types))
+    assert types["conv0_weight_quantize"] == np.int8 and types["conv0_bias_quantize"] == np.int8
+    assert types["conv0_weight_quantize_min"] == np.float32 and types["fc1_weight_quantize_max"] == np.float32
+    assert not any("_quantize" in k and "out_type" not in v for k, v in qsym.attr_dict().items())
     # int32 results are requantized; the int8 chain runs on to fc0 without a float value.
     assert src(by_name["quantized_relu0"], 0)["name"] == "requantize_conv0"
     assert by_name["requantize_conv0"]["op"] == "_contrib_requantize"
@@ -762,3 +772,15 @@ def test_concat_and_addition_quantized_in_full_mode():
     assert nodes["quantized_add0"]["op"] == "_contrib_quantized_elemwise_add"
     assert "min_calib_range" in nodes["requantize_add0"]["attrs"]
     _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, {}, data[32:])[0], 0.06)
+
+
+def test_contrib_quant_is_mxnet_short_name_of_quantization():
+    # MXNet 1.9's scripts and tests call mx.contrib.quant.quantize_model / _quantize_params.
+    assert mx.contrib.quant is mx.contrib.quantization
+    w = mx.nd.array(np.array([[-2.0, 0.5], [1.0, 0.25]], dtype=np.float32))
+    d = mx.sym.Variable("data")
+    qsym, qargs, _ = mx.contrib.quant.quantize_model(
+        mx.sym.FullyConnected(d, num_hidden=2, no_bias=True, name="fc"), {"fc_weight": w}, {},
+        calib_mode="none", quantized_dtype="int8", quantize_mode="full")
+    np.testing.assert_array_equal(qargs["fc_weight_quantize"].asnumpy(), [[-127, 32], [64, 16]])
+    assert qargs["fc_weight_quantize_max"].asscalar() == 2.0

@@ -287,9 +287,10 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
             calib.append(calib_name)
         return len(new_nodes) - 1
 
-    def variable(name, dtype=None):
-        attrs = {} if dtype is None else {"__dtype__": str(ndarray.ndarray.dtype_id(dtype))}
-        return add({"op": "null", "name": name, "attrs": attrs, "inputs": []}, 1)
+    def variable(name):
+        # No __dtype__, as in MXNet (whose attr_dict() then lists no such variables): the
+        # quantized layers' type inference gives the int8 weights and float32 ranges.
+        return add({"op": "null", "name": name, "attrs": {}, "inputs": []}, 1)
 
     def int8_input(entry):
         """The (data, min, max) entries of an old entry's int8 form, made once per entry."""
@@ -302,8 +303,7 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
             quantized_in[key] = ([m, entry[1], 0], [m, 1, 0], [m, 2, 0])
         elif src["op"] == "null" and src["name"] in offline:
             name = src["name"] + "_quantize"
-            quantized_in[key] = tuple([variable(n, t), 0, 0] for n, t in
-                                      ((name, "int8"), (name + "_min", "float32"), (name + "_max", "float32")))
+            quantized_in[key] = tuple([variable(n), 0, 0] for n in (name, name + "_min", name + "_max"))
         else:
             float_name = _entry_name(nodes, out_names, entry)
             suffix = "" if src["op"] == "null" else float_name[len(src["name"]):]
