@@ -784,3 +784,28 @@ def test_contrib_quant_is_mxnet_short_name_of_quantization():
         calib_mode="none", quantized_dtype="int8", quantize_mode="full")
     np.testing.assert_array_equal(qargs["fc_weight_quantize"].asnumpy(), [[-127, 32], [64, 16]])
     assert qargs["fc_weight_quantize_max"].asscalar() == 2.0
+
+
+def test_quantized_dtype_uint8_clips_negative_values_to_zero():
+    # quantized_dtype='uint8' forces uint8 onto data with negatives: calibration gives the
+    # range [0, max] (the layers read uint8 with a zero point of 0), so the quantized dense
+    # layer computes on the data with its negatives clipped, as MXNet's oneDNN quantize does.
+    rs = np.random.RandomState(3)
+    data = rs.uniform(-1, 1, (16, 6)).astype(np.float32)
+    # Non-negative weights keep the products non-negative (the requantized uint8 output
+    # would clip negative results too).
+    w = rs.uniform(0, 1, (4, 6)).astype(np.float32)
+    sym = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=4, no_bias=True, name="fc")
+    args = {"fc_weight": mx.nd.array(w)}
+    qsym, qargs, qaux = qz.quantize_model(sym, args, {}, label_names=None, calib_mode="naive",
+                                          calib_data=mx.io.NDArrayIter(data, batch_size=8),
+                                          quantized_dtype="uint8", quantize_mode="full")
+    attrs = _nodes(qsym)["data_quantize"]["attrs"]
+    assert attrs["out_type"] == "uint8"
+    assert float(attrs["min_calib_range"]) == 0.0
+    assert float(attrs["max_calib_range"]) == pytest.approx(data.max(), rel=1e-6)
+    got = _forward(qsym, qargs, qaux, data)[0]
+    # The output's calibrated range is the float layer's: larger results saturate at its max.
+    want = np.minimum(np.maximum(data, 0) @ w.T, (data @ w.T).max())
+    np.testing.assert_allclose(got, want, atol=0.02 * np.abs(want).max())
+    assert np.abs(got - data @ w.T).max() > 0.1  # the negatives did not pass

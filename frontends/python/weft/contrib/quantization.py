@@ -387,9 +387,13 @@ def _calibrate_quantized_sym(qsym, th_dict):
             lo, hi = (float(v) for v in th_dict[key])
             attrs = node.setdefault("attrs", {})
             # The quantized layers read uint8 with a zero point of 0: a non-negative value
-            # quantized to uint8 takes the range [0, max].
-            if node["op"] == "_contrib_quantize_v2" and attrs.get("out_type") in ("auto", "uint8") and lo >= 0:
+            # quantized to uint8 takes the range [0, max], and so does a value with negatives
+            # that quantized_dtype='uint8' forces to uint8 (its negatives clip to 0, as MXNet's
+            # oneDNN quantize_v2 clips them).
+            out_type = attrs.get("out_type")
+            if node["op"] == "_contrib_quantize_v2" and (out_type == "uint8" or (out_type == "auto" and lo >= 0)):
                 lo = 0.0
+                hi = max(hi, 0.0)
             attrs.update(min_calib_range=repr(lo), max_calib_range=repr(hi))
     return symbol.load_json(json.dumps(graph))
 
