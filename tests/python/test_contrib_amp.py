@@ -97,6 +97,24 @@ def test_convert_symbol_types_and_values_bf16():
     assert not np.array_equal(got, ref)  # it did run in a narrower type
 
 
+def test_convert_symbol_widest_type_casts_known_types():
+    # Both input types of the add are known (bf16 from the dense layer, float32 from sin):
+    # the narrower is cast to the wider with amp_cast, as MXNet's pass does, no multicast.
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    res = mx.sym.elemwise_add(mx.sym.FullyConnected(x, y, num_hidden=3, no_bias=True, name="fc"),
+                              mx.sym.sin(y, name="sin"), name="add")
+    conv = amp.convert_symbol(res, target_dtype="bfloat16", target_dtype_ops=["FullyConnected"], fp32_ops=["sin"])
+    ins = _input_ops(conv, "add")
+    assert [op for op, _, _ in ins] == ["amp_cast", "sin"]
+    assert ins[0][1]["dtype"] == "float32"
+    assert "amp_multicast" not in conv.tojson()
+    rs = np.random.RandomState(4)
+    xv, yv = rs.uniform(-1, 1, (3, 3)), rs.uniform(-1, 1, (3, 3))
+    got = conv.bind(mx.cpu(), {"x": mx.nd.array(xv), "y": mx.nd.array(yv)}, grad_req="null").forward()[0]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got.asnumpy(), xv @ yv.T + np.sin(yv), rtol=2e-2, atol=2e-2)
+
+
 def test_convert_symbol_float16_values():
     sym = _net()
     data = mx.nd.array(np.random.RandomState(2).uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32))
@@ -110,7 +128,9 @@ def test_convert_symbol_float16_values():
 def test_convert_symbol_widest_type_multicast():
     data, other = mx.sym.var("data"), mx.sym.var("other")
     fc = mx.sym.FullyConnected(data, num_hidden=4, name="fc")
-    add = mx.sym.elemwise_add(fc, other, name="add")
+    # slice_like runs as its inputs come: with a bf16 and a float32 input its output type is
+    # known only at run time, so the add brings its inputs together with an amp_multicast.
+    add = mx.sym.elemwise_add(mx.sym.slice_like(fc, other, name="like"), other, name="add")
     conv = amp.convert_symbol(add, target_dtype="bfloat16")
     ins = _input_ops(conv, "add")
     assert [op for op, _, _ in ins] == ["amp_multicast", "amp_multicast"]
@@ -403,3 +423,17 @@ def test_bf16_batchnorm_with_float32_statistics(fix_gamma):
     with pytest.raises(mx.base.MXNetError, match="gamma"):
         mx.nd.BatchNorm(mx.nd.ones((2, 3)).astype("bfloat16"), mx.nd.ones(3).astype("float16"), mx.nd.zeros(3),
                         mx.nd.zeros(3), mx.nd.ones(3))
+
+
+def test_bf16_lists_name_each_operator_once():
+    import collections
+    from weft.contrib.amp.lists import symbol_bf16 as l
+    names = (l.BF16_FUNCS + l.BF16_FP32_FUNCS + l.FP32_FUNCS + l.WIDEST_TYPE_CASTS +
+             [c[0] for c in l.CONDITIONAL_FP32_FUNCS])
+    assert [n for n, k in collections.Counter(names).items() if k > 1] == []
+    # Activation is conditional only: a relu after a bf16 convolution stays bf16 (no cast),
+    # a softrelu gets float32 input.
+    conv = mx.sym.Convolution(mx.sym.var("data"), kernel=(1, 1), num_filter=2, name="conv")
+    for act, want in (("relu", ["Convolution"]), ("softrelu", ["amp_cast"])):
+        out = amp.convert_symbol(mx.sym.Activation(conv, act_type=act, name="act"), target_dtype="bfloat16")
+        assert [op for op, _, _ in _input_ops(out, "act")] == want

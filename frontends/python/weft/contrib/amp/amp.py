@@ -380,6 +380,11 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
             types = {known.get(e) for e in inputs}
             if len(types) == 1 and None not in types:
                 new_inputs, out_type = [list(e) + [0] for e in inputs], types.pop()
+            elif None not in types and types <= set(_WIDTH):
+                # Every input's type is known: cast the narrower ones to the widest, as MXNet's
+                # pass does (an amp_multicast only where some type is known at run time alone).
+                out_type = max(types, key=_WIDTH.index)
+                new_inputs = [cast(e, out_type) for e in inputs]
             else:
                 mc = add({"op": "amp_multicast", "name": "%s_amp_multicast" % node["name"],
                           "attrs": {"num_outputs": str(len(inputs))}, "inputs": [list(e) + [0] for e in inputs]},
@@ -407,6 +412,10 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
     if cast_optional_params:
         _fold_param_casts(out_nodes, heads, consumers, casts, data_names, target)
     return _to_symbol(graph, out_nodes, num_out, heads)
+
+
+# Floating types from narrowest to widest, for the widest-type operators.
+_WIDTH = ["float16", "bfloat16", "float32", "float64"]
 
 
 def _fold_param_casts(nodes, heads, consumers, casts, data_names, target):
