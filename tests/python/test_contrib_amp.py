@@ -419,7 +419,7 @@ def test_bf16_batchnorm_with_float32_statistics(fix_gamma):
     # Inference with the moving statistics, in a bound graph.
     sym = mx.sym.BatchNorm(mx.sym.var("data", dtype="bfloat16"), name="bn")
     arg_types, out_types, aux_types = sym.infer_type(data="bfloat16")
-    assert out_types == [mx.nd.bfloat16.type] and set(arg_types[1:]) == {np.float32} and set(aux_types) == {np.float32}
+    assert out_types == [mx.nd.bfloat16] and set(arg_types[1:]) == {np.float32} and set(aux_types) == {np.float32}
     with pytest.raises(mx.base.MXNetError, match="gamma"):
         mx.nd.BatchNorm(mx.nd.ones((2, 3)).astype("bfloat16"), mx.nd.ones(3).astype("float16"), mx.nd.zeros(3),
                         mx.nd.zeros(3), mx.nd.ones(3))
@@ -437,3 +437,46 @@ def test_bf16_lists_name_each_operator_once():
     for act, want in (("relu", ["Convolution"]), ("softrelu", ["amp_cast"])):
         out = amp.convert_symbol(mx.sym.Activation(conv, act_type=act, name="act"), target_dtype="bfloat16")
         assert [op for op, _, _ in _input_ops(out, "act")] == want
+
+
+def test_converted_model_declares_parameter_types_and_binds_from_data_alone():
+    # conv (bf16) -> BatchNorm -> dense layer not among the target ops: the dense layer runs
+    # as its input comes (bf16), so its weights are declared bf16, the convolution's float32
+    # (read through casts); a Module binds the result given only the data's shape.
+    rs = np.random.RandomState(5)
+    data = mx.sym.var("data")
+    conv = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name="conv")
+    bn = mx.sym.BatchNorm(conv, fix_gamma=False, name="bn")
+    fc = mx.sym.FullyConnected(bn, num_hidden=3, name="fc")
+    x = mx.nd.array(rs.uniform(-1, 1, (2, 2, 6, 6)))
+    mod = mx.mod.Module(fc, label_names=None)
+    mod.bind(data_shapes=[("data", x.shape)], for_training=False)
+    mod.init_params(initializer=mx.init.Uniform(0.5))
+    args, aux = mod.get_params()
+    mod.forward(mx.io.DataBatch([x], []), is_train=False)
+    want = mod.get_outputs()[0].asnumpy()
+    sym, args16, aux16 = amp.convert_model(fc, args, aux, target_dtype="bfloat16", target_dtype_ops=["Convolution"])
+    attrs = sym.attr_dict()
+    assert attrs["fc_weight"]["__dtype__"] == str(mx.nd.ndarray.dtype_id("bfloat16"))
+    assert attrs["conv_weight"]["__dtype__"] == str(mx.nd.ndarray.dtype_id("float32"))
+    assert args16["fc_weight"].dtype == mx.nd.bfloat16 and args16["conv_weight"].dtype == np.float32
+    arg_types, _, _ = sym.infer_type(data="float32")
+    assert dict(zip(sym.list_arguments(), arg_types))["fc_weight"] == mx.nd.bfloat16
+    m16 = mx.mod.Module(sym, label_names=None)
+    m16.bind(data_shapes=[("data", x.shape)], for_training=False)
+    m16.set_params(args16, aux16)
+    m16.forward(mx.io.DataBatch([x], []), is_train=False)
+    got = m16.get_outputs()[0].astype("float32").asnumpy()
+    np.testing.assert_allclose(got, want, rtol=5e-2, atol=5e-2 * np.abs(want).max())
+
+
+def test_cast_optional_params_follows_the_graphs_own_casts():
+    data = mx.sym.var("data")
+    both_bf16 = mx.sym.Group([mx.sym.amp_cast(data, dtype="bfloat16"), mx.sym.amp_cast(data, dtype="bfloat16")])
+    mixed = mx.sym.Group([mx.sym.amp_cast(data, dtype="bfloat16"), mx.sym.amp_cast(data, dtype="float32")])
+    for sym, want in ((both_bf16, mx.nd.bfloat16), (mixed, np.float32)):
+        out = amp.convert_symbol(sym, data_names=[], target_dtype="bfloat16", cast_optional_params=True)
+        exe = out.simple_bind(mx.cpu(), data=(1, 2))
+        assert exe.arg_arrays[0].dtype == want
+        exe.arg_arrays[0][:] = mx.nd.array([[1.5, -2.0]]).astype(want)
+        np.testing.assert_array_equal(exe.forward()[0].astype("float32").asnumpy(), [[1.5, -2.0]])
