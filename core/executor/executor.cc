@@ -573,7 +573,16 @@ void Executor::BackwardSparse(const std::vector<NDArray>& head_grads) {
                                      ? SparseZeros(buf.stype(), buf.shape(), buf.dtype(), buf.ctx())
                                      : buf;
   }
-  autograd::Backward(outputs_, head_grads, {}, true, false, is_train_);
+  // A head gradient of another dtype is converted, as a planned executor copies it into
+  // its own buffer.
+  std::vector<NDArray> heads(head_grads);
+  for (size_t i = 0; i < heads.size(); ++i)
+    if (!heads[i].is_sparse() && heads[i].dtype() != outputs_[i].dtype()) {
+      NDArray converted(heads[i].shape(), heads[i].ctx(), outputs_[i].dtype());
+      CopyFromTo(heads[i], converted);
+      heads[i] = converted;
+    }
+  autograd::Backward(outputs_, heads, {}, true, false, is_train_);
   for (size_t k = 0; k < marked_.size(); ++k) {
     const NDArray& g = marked_[k].ag_node()->grad;
     if (arg_grads_[marked_args_[k]].is_sparse()) arg_grads_[marked_args_[k]] = g;

@@ -300,7 +300,8 @@ class Symbol:
     def _grad_stypes(self, stypes):
         """The storage type of each argument's gradient, as MXNet's storage inference of the
         backward graph gives it for the cases sparse models use: row_sparse for a row_sparse
-        argument, for the weight of an Embedding(sparse_grad=True) and for the dense right
+        argument (but dense for the weight of an Embedding without sparse_grad), for the
+        weight of an Embedding(sparse_grad=True) and for the dense right
         operand of dot(csr, x) without transposes; the others dense."""
         grads = {n: ("row_sparse" if t == "row_sparse" else "default") for n, t in stypes.items()}
         nodes = json.loads(_api.weft_symbol_to_json(self.handle))["nodes"]
@@ -311,10 +312,12 @@ class Symbol:
         for node in nodes:
             attrs = node.get("attrs", {})
             truthy = lambda k: attrs.get(k, "False") in ("True", "true", "1")  # noqa: E731
-            if node["op"] == "Embedding" and truthy("sparse_grad") and len(node["inputs"]) > 1:
+            if node["op"] == "Embedding" and len(node["inputs"]) > 1:
+                # Embedding's backward gives its weight a row_sparse gradient with
+                # sparse_grad and a dense one without, whatever the weight's storage.
                 weight = variable(node["inputs"][1])
                 if weight in grads:
-                    grads[weight] = "row_sparse"
+                    grads[weight] = "row_sparse" if truthy("sparse_grad") else "default"
             elif node["op"] == "dot" and not truthy("transpose_a") and not truthy("transpose_b"):
                 lhs, rhs = (variable(e) for e in node["inputs"][:2])
                 if stypes.get(lhs) == "csr" and stypes.get(rhs) == "default" and rhs in grads:
