@@ -301,6 +301,20 @@ bool BNReLUBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::ve
   return ok;
 }
 
+// Types as _backward_BatchNorm's (bfloat16 data may come with float32 gamma and statistics);
+// the forward output has the data's type.
+bool BNReLUBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  static const FInferType bn = Delegate{"_backward_BatchNorm", kCalibKeys}.Type();
+  if ((*in)[2] == DType::kUnknown) (*in)[2] = (*in)[1];
+  std::vector<DType> rest{(*in)[0], (*in)[2], (*in)[3], (*in)[4], (*in)[5]};
+  bool ok = bn(attrs, &rest, out);
+  (*in)[0] = rest[0];
+  for (int i = 1; i < 5; ++i) (*in)[i + 1] = rest[i];
+  if ((*in)[2] == DType::kUnknown) return false;
+  AssignType(attrs, in, 1, (*in)[2], "input");
+  return ok;
+}
+
 void BNReLUBackwardCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                            const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   static const FCompute bn = Delegate{"_backward_BatchNorm", kCalibKeys}.Compute();
@@ -397,7 +411,6 @@ WEFT_REGISTER_OP(_backward_Pooling_v1)
   WEFT_REGISTER_OP(name)                                                                                  \
       .SetNumOutputs(3)                                                                                   \
       .SetParams<P>()                                                                                     \
-      .SetAttr<FInferType>("FInferType", SameFloatType)                                                   \
       .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
 
 WEFT_BN_VARIANT(BatchNorm_v1, BatchNormV1Param, std::vector<std::string>{},
@@ -407,6 +420,7 @@ WEFT_BN_VARIANT(BatchNorm_v1, BatchNormV1Param, std::vector<std::string>{},
     .SetAttr<FGradient>("FGradient", BNGradVia("_backward_BatchNorm_v1"));
 
 WEFT_BN_VARIANT_BACKWARD(_backward_BatchNorm_v1, BatchNormV1Param, std::vector<std::string>{})
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .Describe("Gradient of BatchNorm_v1: (out_grad, data, gamma, mean, var) -> (d data, d gamma, d beta).")
     .SetNumInputs(5)
     .AddArgument("out_grad", "NDArray-or-Symbol", "Gradient of the output")
@@ -426,6 +440,7 @@ WEFT_BN_VARIANT(_contrib_SyncBatchNorm, SyncBatchNormParam, (std::vector<std::st
     .SetAttr<FGradient>("FGradient", BNGradVia("_backward_contrib_SyncBatchNorm"));
 
 WEFT_BN_VARIANT_BACKWARD(_backward_contrib_SyncBatchNorm, SyncBatchNormParam, (std::vector<std::string>{"ndev", "key"}))
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .Describe("Gradient of _contrib_SyncBatchNorm: (out_grad, data, gamma, mean, var) -> (d data, d gamma, d beta).")
     .SetNumInputs(5)
     .AddArgument("out_grad", "NDArray-or-Symbol", "Gradient of the output")
@@ -458,6 +473,7 @@ WEFT_BN_VARIANT_BACKWARD(_backward_contrib_BatchNormWithReLU, BatchNormReLUParam
     .AddArgument("mean", "NDArray-or-Symbol", "The mean the forward used")
     .AddArgument("var", "NDArray-or-Symbol", "The variance the forward used")
     .SetAttr<FInferShape>("FInferShape", BNReLUBackwardShape)
+    .SetAttr<FInferType>("FInferType", BNReLUBackwardType)
     .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
     .SetAttr<FCompute>("FCompute<cpu>", BNReLUBackwardCompute);
 
