@@ -30,6 +30,43 @@ using graph::NodePtr;
 
 namespace {
 
+// What MXNet's monitor calls input i of node `n`: the name its operator lists (FListInputNames)
+// or, for the operators MXNet 1.9 registers without one (the unary elementwise family,
+// reductions, optimizer updates, ...), "input<i>". Weft names every operator's arguments, so
+// those operators are listed here, by Weft's names (make_loss, an alias of MakeLoss here, is
+// left out).
+std::string MonitorInputName(const graph::Node& n, const std::vector<std::string>& arg_names, size_t i) {
+  static const std::unordered_set<std::string> positional = {
+      "Activation", "BlockGrad", "Cast", "Flatten", "SoftmaxActivation", "abs", "adam_update",
+      "amp_cast", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax", "argmax_channel",
+      "argmin", "argsort", "broadcast_axis", "broadcast_to", "cast_storage", "cbrt", "ceil", "clip", "cos",
+      "cosh", "degrees", "erf", "erfinv", "exp", "expand_dims", "expm1", "fix", "floor", "ftml_update",
+      "ftrl_update", "gammaln", "hard_sigmoid", "lamb_update_phase1", "lamb_update_phase2", "log", "log10",
+      "log1p", "log2", "logical_not", "max", "mean", "min", "mp_lamb_update_phase1",
+      "mp_lamb_update_phase2", "mp_nag_mom_update", "mp_sgd_mom_update", "mp_sgd_update", "nag_mom_update",
+      "nanprod", "nansum", "negative", "norm", "ones_like", "prod", "radians", "rcbrt", "reciprocal", "relu", "reshape",
+      "rint", "rmsprop_update", "rmspropalex_update", "round", "sgd_mom_update", "sgd_update", "shape_array",
+      "sigmoid", "sign", "signsgd_update", "signum_update", "sin", "sinh", "size_array", "slice", "slice_axis",
+      "smooth_l1", "softmin", "softsign", "sort", "sqrt", "square", "sum", "tan", "tanh", "topk", "transpose",
+      "trunc", "zeros_like"};
+  if (i < arg_names.size() && !positional.count(n.op()->name)) return arg_names[i];
+  return "input" + std::to_string(i);
+}
+
+// A value read on another context than the one it was made on (group2ctx in a sparse
+// executor): a copy there, recorded while autograd records with the copy of its gradient
+// back as its backward.
+NDArray CopyAcross(const NDArray& src, Context to) {
+  std::vector<NDArray> outs{src.Copy(to)};
+  if (autograd::IsRecording() && src.ag_node() != nullptr) {
+    Context from = src.ctx();
+    autograd::RecordCustom("_CrossDeviceCopy", {src}, &outs, [from](const std::vector<NDArray>& out_grads) {
+      return std::vector<NDArray>{out_grads[0].is_none() ? NDArray() : out_grads[0].Copy(from)};
+    });
+  }
+  return outs[0];
+}
+
 // The name of graph value `e` (a variable's name, or "<node>_output"), found by its node:
 // used only at bind, for the monitor's names of a fused chain's inputs.
 std::string EntryName(const IndexedGraph& g, uint32_t e) {
@@ -362,7 +399,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       s.inputs.push_back(entry[g.entry_id(in.node_id, in.index)]);
       s.input_names.push_back(graph::OutputName(src, in.index));
       if (src.is_variable()) s.monitor_inputs.emplace_back(src.attrs.name, i);
-      s.monitor_inputs.emplace_back(n->attrs.name + "_" + (i < arg_names.size() ? arg_names[i] : "input" + std::to_string(i)), i);
+      s.monitor_inputs.emplace_back(n->attrs.name + "_" + MonitorInputName(*n, arg_names, i), i);
     }
     for (int i = 0; i < n->num_outputs(); ++i) {
       s.outputs.push_back(entry[g.entry_id(id, i)]);
@@ -422,7 +459,6 @@ void Executor::Run(std::vector<Step>& steps, bool is_train) {
 }
 
 void Executor::BindSparse(const std::vector<std::string>& arg_names) {
-  WEFT_CHECK(group2ctx_.empty(), kUnsupported, "bind: group2ctx with sparse (csr, row_sparse) arrays is not supported");
   // The shapes and dtypes are checked now, as a planned bind checks them, so that a bad
   // array is the bind's error and not the first forward's.
   IndexedGraph g(sym_.outputs);
@@ -507,7 +543,22 @@ void Executor::ForwardSparse(bool is_train) {
       if (n->is_variable()) continue;
       std::vector<NDArray> ins, outs;
       for (const auto& in : g[id].inputs) ins.push_back(entry[g.entry_id(in.node_id, in.index)]);
-      imperative::Invoke(n->attrs, ins, &outs, &ctx_, nullptr, is_train);
+      // With group2ctx, as the planned executor places nodes: a node of a context group runs
+      // on the group's context, any other where its first input is; inputs made elsewhere
+      // are copied there.
+      Context where = ctx_;
+      if (!group2ctx_.empty()) {
+        if (!ins.empty()) where = ins[0].ctx();
+        if (const std::string* group = n->FindAttr("__ctx_group__")) {
+          auto it = group2ctx_.find(*group);
+          WEFT_CHECK(it != group2ctx_.end(), kValue, "forward: node '", n->attrs.name, "' is in context group '",
+                     *group, "', which group2ctx does not map");
+          where = it->second;
+        }
+        for (auto& in : ins)
+          if (in.ctx() != where) in = CopyAcross(in, where);
+      }
+      imperative::Invoke(n->attrs, ins, &outs, &where, nullptr, is_train);
       for (size_t i = 0; i < outs.size() && i < static_cast<size_t>(n->num_outputs()); ++i)
         entry[g.entry_id(id, static_cast<uint32_t>(i))] = outs[i];
       if (!monitor_) continue;
@@ -545,7 +596,16 @@ void Executor::BackwardSparse(const std::vector<NDArray>& head_grads) {
                                      ? SparseZeros(buf.stype(), buf.shape(), buf.dtype(), buf.ctx())
                                      : buf;
   }
-  autograd::Backward(outputs_, head_grads, {}, true, false, is_train_);
+  // A head gradient of another dtype is converted, as a planned executor copies it into
+  // its own buffer.
+  std::vector<NDArray> heads(head_grads);
+  for (size_t i = 0; i < heads.size(); ++i)
+    if (!heads[i].is_sparse() && heads[i].dtype() != outputs_[i].dtype()) {
+      NDArray converted(heads[i].shape(), heads[i].ctx(), outputs_[i].dtype());
+      CopyFromTo(heads[i], converted);
+      heads[i] = converted;
+    }
+  autograd::Backward(outputs_, heads, {}, true, false, is_train_);
   for (size_t k = 0; k < marked_.size(); ++k) {
     const NDArray& g = marked_[k].ag_node()->grad;
     if (arg_grads_[marked_args_[k]].is_sparse()) arg_grads_[marked_args_[k]] = g;

@@ -15,6 +15,7 @@ block has changed since their graph was last checked.
 """
 import re
 import threading
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -183,9 +184,28 @@ class Block:
         """Context manager in which children and parameters get this block's prefix."""
         return self._scope
 
+    def _warn_unregistered_blocks(self):
+        """Warns about blocks kept in a list, tuple or dict attribute: they are not children,
+        so their parameters are not collected, saved or trained."""
+        def holds_block(value):
+            if isinstance(value, Block):
+                return True
+            if isinstance(value, (list, tuple)):
+                return any(holds_block(v) for v in value)
+            if isinstance(value, dict):
+                return any(holds_block(v) for v in value.values())
+            return False
+        for name, value in self.__dict__.items():
+            if isinstance(value, (list, tuple, dict)) and not name.startswith("_") and holds_block(value):
+                warnings.warn('"%s" is an unregistered container with Blocks. Note that Blocks inside the list, '
+                              'tuple or dict will not be registered automatically. Make sure to register them '
+                              'using register_child() or switching to nn.Sequential/nn.HybridSequential instead.'
+                              % (self.__class__.__name__ + "." + name), stacklevel=3)
+
     def collect_params(self, select=None):
         """A ParameterDict of this block's and all its children's parameters, optionally
         filtered by a regular expression on the names."""
+        self._warn_unregistered_blocks()
         ret = ParameterDict(self._params.prefix)
         if select is None:
             ret.update(self._params)
@@ -228,6 +248,12 @@ class Block:
         self._forward_hooks[key] = hook
         _touch_blocks()
         return _HookHandle(self._forward_hooks, key)
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """Installs callback(name, op_name, array) on the operators the hybridized blocks
+        below run (see HybridBlock.register_op_hook)."""
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
 
     def apply(self, fn):
         """Calls fn on every child, recursively, then on this block; returns self."""
@@ -285,7 +311,8 @@ class Block:
             return
         if not any("." in k for k in loaded):
             # Files written with full names (save_params, ParameterDict.save, Module checkpoints).
-            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix)
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix, cast_dtype=cast_dtype,
+                                       dtype_source=dtype_source)
             return
         if not allow_missing:
             for name in params:
@@ -379,27 +406,67 @@ class Block:
         raise NotImplementedError("%s must define forward" % type(self).__name__)
 
     def summary(self, *inputs):
-        """Prints each layer's output shape and parameter count for one forward on `inputs`."""
-        rows = []
+        """Runs one forward on `inputs` and prints, as MXNet does, a row per layer (not the
+        Sequential containers) with its output shape and parameter count, then the totals:
+        all, trainable (grad_req not 'null'), and those counted again by a layer sharing them.
+        The blocks must be initialized and not hybridized (a graph hides its layers' outputs)."""
+        from .nn.basic_layers import HybridSequential, Sequential
+
+        def shapes(x):
+            if isinstance(x, (list, tuple)):
+                return [shapes(v) for v in x]
+            return x.shape if isinstance(x, NDArray) else x
+
+        def shape_text(x):
+            got = shapes(x)
+            return str(got)[1:-1] if isinstance(got, list) else str(got)
+
+        rows = [("Input", shape_text(list(inputs)), 0, 0, 0)]
+        seen = set()
 
         def hook(block, _, out):
-            outs = out if isinstance(out, (list, tuple)) else [out]
-            n = sum(int(np.prod(p.shape)) for p in block._reg_params.values() if p.shape)
-            rows.append((block.name, type(block).__name__, [tuple(o.shape) for o in outs], n))
+            total = trainable = shared = 0
+            for p in block.params.values():
+                size = p.data().size
+                total += size
+                trainable += 0 if p.grad_req == "null" else size
+                if id(p) in seen:
+                    shared += size
+                seen.add(id(p))
+            rows.append(("%s-%d" % (type(block).__name__, len(rows)), shape_text(out), total, trainable, shared))
 
         handles = []
-        self.apply(lambda b: handles.append(b.register_forward_hook(hook)))
+
+        def register(block):
+            if isinstance(block, HybridBlock) and block._active:
+                raise AssertionError("summary: block '%s' is hybridized, and a hybridized block's layers are not "
+                                     "run one by one; call summary before hybridize()" % block.name)
+            if not isinstance(block, (Sequential, HybridSequential)):
+                handles.append(block.register_forward_hook(hook))
+
         try:
+            self.apply(register)
             self(*inputs)
         finally:
             for h in handles:
                 h.detach()
-        total = 0
-        print("%-30s %-40s %12s" % ("Layer (type)", "Output shape", "Params"))
-        for name, kind, shapes, n in rows:
-            print("%-30s %-40s %12d" % ("%s (%s)" % (name, kind), shapes, n))
-            total += n
-        print("Parameters in layers: %d" % total)
+        row = "{:>20}  {:>42} {:>15}"
+        print("-" * 80)
+        print(row.format("Layer (type)", "Output Shape", "Param #"))
+        print("=" * 80)
+        for name, shape, total, _, _ in rows:
+            print(row.format(name, shape, total))
+        total = sum(r[2] for r in rows)
+        trainable = sum(r[3] for r in rows)
+        shared = sum(r[4] for r in rows)
+        print("=" * 80)
+        print("Parameters in forward computation graph, duplicate included")
+        print("   Total params: %d" % total)
+        print("   Trainable params: %d" % trainable)
+        print("   Non-trainable params: %d" % (total - trainable))
+        print("Shared params in forward computation graph: %d" % shared)
+        print("Unique parameters in model: %d" % (total - shared))
+        print("-" * 80)
 
 
 class _HookHandle:
@@ -458,6 +525,25 @@ class _CachedGraph:
         self.input_grads = [grad_arrays.get(n) for n in input_names]
         self.bound_params = bound_params
 
+    def set_op_hook(self, hook):
+        """Routes the executor's monitor to hook = (callback, monitor_all) (None: off)."""
+        if hook is None:
+            self.exe.set_monitor_callback(None)
+            return
+        import json
+        callback, monitor_all = hook
+        nodes = json.loads(self.sym.tojson())["nodes"]
+        ops = {n["name"]: n["op"] for n in nodes if n["op"] != "null"}
+        variables = {n["name"] for n in nodes if n["op"] == "null"}
+
+        def on_value(name, array):
+            # The executor also reports variable inputs by their own name; a CachedOp does not.
+            if name in variables:
+                return
+            node = max((n for n in ops if name.startswith(n + "_")), key=len, default=None)
+            callback(name.encode("utf-8"), (ops[node] if node else "").encode("utf-8"), array)
+        self.exe.set_monitor_callback(on_value, monitor_all)
+
     def still_bound(self):
         # Casting or moving parameters replaces their arrays: the executor must be rebuilt.
         return self.arrays_version == arrays_version()
@@ -493,15 +579,32 @@ class HybridBlock(Block):
         super().__init__(prefix, params)
         self._active = False
         self._cached = {}
+        # Which flattened inputs the first hybridized call gave (False for None): later calls
+        # must give the same ones (_check_given).
+        self._given = None
+        self._op_hook = None  # (callback, monitor_all) of register_op_hook
 
     def hybridize(self, active=True, **kwargs):
         self._active = active
         self._cached = {}
+        self._given = None
         super().hybridize(active, **kwargs)
 
     def cast(self, dtype):
         self._cached = {}
         super().cast(dtype)
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """Calls callback(name, op_name, array) for every operator output of this block's
+        hybridized graph as it runs (and, with monitor_all, for every operator input
+        first), as MXNet's CachedOp does: names are "<node>_output" / "<node>_<input>" in
+        bytes, op_name the operator's name in bytes; variables are not reported. As in
+        MXNet, the hook goes on this block and its direct children."""
+        for block in [self] + list(self._children.values()):
+            if isinstance(block, HybridBlock):
+                block._op_hook = (callback, monitor_all)
+                for graph in block._cached.values():
+                    graph.set_op_hook(block._op_hook)
 
     def register_child(self, block, name=None):
         if not isinstance(block, HybridBlock):
@@ -521,8 +624,10 @@ class HybridBlock(Block):
     def _get_graph(self, *args, fmt=None):
         """The traced graph for inputs `args` (nested as `fmt` says, when given): input names,
         the symbol of its flattened outputs, their number and their nesting."""
-        names = self._input_names(len(args))
-        inputs = [symbol.var(n) for n in names]
+        # None inputs (optional arguments left out) stay None in the trace and get no variable.
+        names = self._input_names(sum(a is not None for a in args))
+        variables = iter([symbol.var(n) for n in names])
+        inputs = [None if a is None else next(variables) for a in args]
         with self.name_scope():
             params = {k: v.var() for k, v in self._reg_params.items()}
             out = self.hybrid_forward(symbol, *(_regroup(fmt, inputs) if fmt else inputs), **params)
@@ -533,7 +638,7 @@ class HybridBlock(Block):
         """Fills in the unknown parameter shapes from the shapes of `args`."""
         flat, fmt = _flatten(args)
         names, sym, _, _ = self._get_graph(*flat, fmt=fmt)
-        known = {n: tuple(a.shape) for n, a in zip(names, flat)}
+        known = {n: tuple(a.shape) for n, a in zip(names, [a for a in flat if a is not None])}
         arg_shapes, _, aux_shapes = sym.infer_shape(**known)
         if arg_shapes is None:
             raise ValueError("%s: cannot infer the parameter shapes from inputs %s" % (self.name, known))
@@ -554,13 +659,28 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         args = (x,) + args
         flat, fmt = _flatten(args)
-        if isinstance(flat[0], Symbol):
+        has_symbol = any(isinstance(a, Symbol) for a in flat)
+        arrays = [a for a in flat if isinstance(a, NDArray)]
+        if has_symbol and arrays:
+            raise ValueError("%s: the inputs mix NDArrays and Symbols; give all inputs as one or the other"
+                             % self.name)
+        if not has_symbol and not arrays:
+            raise ValueError("%s: no NDArray or Symbol among the inputs (got %s)"
+                             % (self.name, ", ".join(type(a).__name__ for a in flat)))
+        if has_symbol:
             with self.name_scope():
                 params = {k: v.var() for k, v in self._reg_params.items()}
                 return self.hybrid_forward(symbol, *args, **params)
         if self._active:
+            contexts = []
+            for a in arrays:
+                if a.context not in contexts:
+                    contexts.append(a.context)
+            if len(contexts) > 1:
+                raise ValueError("%s: a hybridized block runs on one context, but its inputs are on %s"
+                                 % (self.name, ", ".join(str(c) for c in contexts)))
             return self._call_cached(flat, fmt)
-        return self._call_imperative(args, flat[0].context)
+        return self._call_imperative(args, arrays[0].context)
 
     def _call_imperative(self, args, ctx):
         try:
@@ -570,21 +690,49 @@ class HybridBlock(Block):
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
         return self.hybrid_forward(ndarray, *args, **params)
 
-    def _call_cached(self, args, fmt):
-        for i, a in enumerate(args):
-            if not isinstance(a, NDArray):
-                raise TypeError("%s: a hybridized block takes NDArrays, but input %d is %s"
-                                % (self.name, i, type(a).__name__))
+    def _check_given(self, given):
+        """Refuses a call that gives other inputs than the first hybridized call did, as
+        MXNet's cached graph does: the graph has no variable for an input that was None.
+        Inputs left out at the end count as None (an argument's default)."""
+        if self._given is None:
+            self._given = given
+            return
+        stored = self._given
+        if stored == given or (all(stored) and all(given)):
+            return
+        n = min(len(stored), len(given))
+        if stored[:n] == given[:n] and not any(stored[n:]) and not any(given[n:]):
+            return
+        def show(g):
+            return "(%s)" % ", ".join("array" if x else "None" for x in g)
+        raise ValueError("%s: the inputs given, %s, do not match those the block was hybridized with, %s; call "
+                         "hybridize() again to change which inputs are None" % (self.name, show(given), show(stored)))
+
+    def _call_cached(self, flat, fmt):
+        for i, a in enumerate(flat):
+            if a is not None and not isinstance(a, NDArray):
+                raise ValueError("%s: a hybridized block takes NDArrays (or None), but input %d is %s"
+                                 % (self.name, i, type(a).__name__))
+        given = tuple(a is not None for a in flat)
+        self._check_given(given)
+        # The graph's inputs are the arrays given; the Nones are only in the trace.
+        args = [a for a in flat if a is not None]
         ctx = args[0].context
         recording = autograd.is_recording()
+        if any(a.stype != "default" for a in args) or (recording and self._sparse_grads()):
+            # A graph over sparse arrays runs node by node anyway (a sparse executor), and
+            # one executor keeps the state of its latest call only: operator by operator,
+            # autograd keeps each call's, so that a block called twice in one record()
+            # accumulates both gradients, as MXNet's CachedOp does.
+            return self._call_imperative(_regroup(fmt, args), ctx)
         input_grads = tuple(recording and a._has_history() for a in args)
-        key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), ctx, autograd.is_training(),
+        key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), given, ctx, autograd.is_training(),
                input_grads, recording)
         graph = self._cached.get(key)
         if graph is not None and graph.checked_at == _blocks_version and graph.still_bound():
             # Nothing a trace reads has changed since one matched this graph: it would again.
             return _regroup(graph.out_fmt, graph.run(args, autograd.is_training()))[0]
-        names, sym, num_outputs, out_fmt = self._get_graph(*args, fmt=fmt)
+        names, sym, num_outputs, out_fmt = self._get_graph(*flat, fmt=fmt)
         if graph is not None:
             if not graph.sym._same_graph(sym):
                 raise RuntimeError(
@@ -596,7 +744,7 @@ class HybridBlock(Block):
             if not graph.still_bound():
                 graph = None
         if graph is None:
-            self._finish_deferred(*_regroup(fmt, args))
+            self._finish_deferred(*_regroup(fmt, flat))
             known = {p.name: p.shape for p in self.collect_params().values() if p._data is not None}
             known.update((n, a.shape) for n, a in zip(names, args))
             arguments = set(sym.list_arguments()) | set(sym.list_auxiliary_states())
@@ -604,11 +752,24 @@ class HybridBlock(Block):
                 # An operator whose output shape depends on the data (boolean_mask) leaves the
                 # graph's shapes open: it cannot be bound, so the block runs operator by
                 # operator, as MXNet's CachedOp does for dynamic shapes.
-                return self._call_imperative(_regroup(fmt, args), ctx)
+                return self._call_imperative(_regroup(fmt, flat), ctx)
             graph = _CachedGraph(self, sym, names, num_outputs, out_fmt, args, ctx, input_grads, recording)
+            graph.set_op_hook(self._op_hook)
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None
         return _regroup(out_fmt, graph.run(args, autograd.is_training()))[0]
+
+    def _sparse_grads(self):
+        """Whether some parameter of the tree takes a row_sparse gradient (cached until a
+        block or a parameter's arrays change)."""
+        version = (_blocks_version, arrays_version())
+        cached = self.__dict__.get("_sparse_grads_cache")
+        if cached is None or cached[0] != version:
+            # Stored around __setattr__, which would count as a change of the block.
+            cached = (version, any(p._grad_stype != "default" and p.grad_req != "null"
+                                   for p in self.collect_params().values()))
+            self.__dict__["_sparse_grads_cache"] = cached
+        return cached[1]
 
     def _fixed_tree(self):
         """Whether every block of this tree traces through _fixed_graph code alone: no
@@ -653,6 +814,11 @@ class SymbolBlock(HybridBlock):
             outputs = symbol.Group(list(outputs))
         self._input_names_given = [i.name for i in inputs]
         self._sym = outputs
+        for name, attrs in outputs.attr_dict().items():
+            # Its executor would need the weight whole; a row_sparse one lives in a kvstore.
+            if attrs.get("__storage_type__") == "1":
+                raise AssertionError("SymbolBlock: variable '%s' has storage type row_sparse, which a SymbolBlock "
+                                     "does not support (expected default storage)" % name)
         arg_params = [n for n in outputs.list_arguments() if n not in self._input_names_given]
         for name in arg_params:
             self._reg_params[name] = self._params.get(name, allow_deferred_init=True)
@@ -685,6 +851,8 @@ class SymbolBlock(HybridBlock):
 
     def forward(self, x, *args):
         args, fmt = _flatten((x,) + args)
+        if any(a is None for a in args):
+            raise ValueError("SymbolBlock: every input of the symbol must be given, got None")
         if isinstance(args[0], Symbol):
             return self._sym(**dict(zip(self._input_names_given, args)))
         # A SymbolBlock always runs its graph: it has no Python hybrid_forward.
