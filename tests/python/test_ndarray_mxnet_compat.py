@@ -168,3 +168,54 @@ def test_freed_history_is_a_constant_in_a_new_recording():
     # The freed graph itself still cannot run backward again.
     with pytest.raises(mx.base.MXNetError, match="freed by an earlier backward"):
         b.backward()
+
+
+# ---------------------------------------------------------------- NaN, shapes, pickling
+def test_relu_gradient_passes_nan():
+    x = mx.nd.array([[-1.0, float("nan"), 2.0]])
+    x.attach_grad()
+    with autograd.record():
+        y = mx.nd.relu(x)
+    y.backward(mx.nd.array([[3.0, 3.0, 3.0]]))
+    g = x.grad.asnumpy()
+    assert g[0, 0] == 0 and g[0, 2] == 3
+    assert np.isnan(g[0, 1])
+    np.testing.assert_array_equal(np.isnan(y.asnumpy()), [[False, True, False]])
+
+
+def test_where_infers_nothing_until_the_condition_is_known():
+    cond, x, y = mx.sym.var("cond"), mx.sym.var("x"), mx.sym.var("y")
+    w = mx.sym.where(cond, x, y)
+    assert w.infer_shape_partial(cond=(0, 2), x=(0, 2), y=(0, 2))[1] == [()]
+    assert w.infer_shape_partial(cond=(0,), x=(2, 2), y=(2, 2))[1] == [()]
+    assert w.infer_shape_partial(cond=(2,), x=(2, 2), y=(0, 2))[1] == [(2, 2)]
+    assert w.infer_shape(cond=(2, 2), x=(2, 2), y=(2, 2))[1] == [(2, 2)]
+
+
+def test_getstate_setstate_round_trip_replaces_the_array():
+    src = mx.nd.array(np.arange(6).reshape(2, 3), dtype="int32")
+    state = src.__getstate__()
+    assert set(state) == {"handle"} and isinstance(state["handle"], bytearray)
+    dst = mx.nd.zeros((5,))
+    dst.__setstate__(state)
+    assert dst.shape == (2, 3) and dst.dtype == np.int32
+    np.testing.assert_array_equal(dst.asnumpy(), src.asnumpy())
+    assert (dst + 1).shape == (2, 3)  # the new shape, not a cached one
+    with pytest.raises(TypeError, match="'handle'"):
+        dst.__setstate__({"data": b""})
+
+
+def test_setstate_of_a_gpu_array_without_gpus():
+    if mx.context.num_gpus() > 0:
+        pytest.skip("a GPU is present: the array would load there")
+    state = mx.nd.arange(3).__getstate__()
+    raw = bytearray(state["handle"])
+    # MXNet's layout: magic, storage type, ndim, the int64 dim, then the context (device
+    # type 1 = cpu, id 0) at byte 20; mark it as gpu(0).
+    at = 4 + 4 + 4 + 8
+    assert bytes(raw[at:at + 8]) == b"\x01\x00\x00\x00\x00\x00\x00\x00"
+    raw[at:at + 4] = b"\x02\x00\x00\x00"
+    arr = mx.nd.zeros((1,))
+    arr.__setstate__({"handle": raw})
+    assert arr.context == mx.cpu()
+    np.testing.assert_array_equal(arr.asnumpy(), [0, 1, 2])

@@ -651,13 +651,26 @@ class NDArray(_fast.NDArrayBase):
         self.wait_to_write()
         return self.__dlpack__()
 
-    def __reduce__(self):
+    def _raw_bytes(self):
         raw = _api.weft_ndarray_save_raw_bytes(self)
         try:
-            data = _api.weft_bytes_get(raw)
+            return _api.weft_bytes_get(raw)
         finally:
             _api.weft_bytes_free(raw)
-        return (_from_raw_bytes, (data,))
+
+    def __reduce__(self):
+        return (_from_raw_bytes, (self._raw_bytes(),))
+
+    def __getstate__(self):
+        """MXNet's pickled state: {'handle': the array saved as raw bytes}."""
+        return {"handle": bytearray(self._raw_bytes())}
+
+    def __setstate__(self, state):
+        """Makes this object the array of a __getstate__ state (any shape, dtype, device;
+        a GPU array loads on the CPU when there is no GPU)."""
+        if not isinstance(state, dict) or "handle" not in state:
+            raise TypeError("__setstate__: expected a dict with 'handle' (raw bytes), got %r" % (type(state),))
+        self._swap_handle(_from_raw_bytes(bytes(state["handle"])))
 
     def split_v2(self, *args, **kwargs):
         """split_v2(self, ...): see the function split_v2."""
