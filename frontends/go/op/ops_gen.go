@@ -291,6 +291,9 @@ var opInternalSampleNormal = weft.NewOperator("_sample_normal")
 var opInternalSamplePoisson = weft.NewOperator("_sample_poisson")
 var opInternalSampleUniform = weft.NewOperator("_sample_uniform")
 var opInternalSampleUniqueZipfian = weft.NewOperator("_sample_unique_zipfian")
+var opInternalScatterElemwiseDiv = weft.NewOperator("_scatter_elemwise_div")
+var opInternalScatterMinusScalar = weft.NewOperator("_scatter_minus_scalar")
+var opInternalScatterPlusScalar = weft.NewOperator("_scatter_plus_scalar")
 var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalSgMkldnnConv = weft.NewOperator("_sg_mkldnn_conv")
 var opInternalSgMkldnnFullyConnected = weft.NewOperator("_sg_mkldnn_fully_connected")
@@ -978,7 +981,7 @@ func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result). (default None)
 func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opBatchDot, lhs, rhs)
@@ -995,7 +998,7 @@ func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result). (default None)
 func SymBatchDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -2370,7 +2373,7 @@ func SymDiag(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result). (default None)
 func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opDot, lhs, rhs)
@@ -2387,7 +2390,7 @@ func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result). (default None)
 func SymDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -2896,7 +2899,7 @@ func SymFtrlUpdate(weight, grad, z, n *weft.Symbol, lr float64, opts ...Option) 
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
 //   - weight: Weight matrix (num_hidden, input size)
-//   - bias: Bias (num_hidden,); absent with no_bias=True
+//   - bias: Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 //
 // Required parameters:
 //   - numHidden int: Number of hidden units (output size).
@@ -2917,7 +2920,7 @@ func FullyConnected(data, weight, bias *weft.NDArray, numHidden int, opts ...Opt
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
 //   - weight: Weight matrix (num_hidden, input size)
-//   - bias: Bias (num_hidden,); absent with no_bias=True
+//   - bias: Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 //
 // Required parameters:
 //   - numHidden int: Number of hidden units (output size).
@@ -9603,6 +9606,90 @@ func SymInternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.Symbol,
 	return c.compose(opInternalSampleUniqueZipfian, nil)
 }
 
+// InternalScatterElemwiseDiv runs the operator _scatter_elemwise_div.
+//
+// lhs / rhs, elementwise; for a row_sparse lhs only its stored rows are computed and the result is row_sparse with those rows, otherwise the same as elemwise_div.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func InternalScatterElemwiseDiv(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalScatterElemwiseDiv, lhs, rhs)
+}
+
+// SymInternalScatterElemwiseDiv runs the operator _scatter_elemwise_div symbolically: it adds one node to the graph.
+//
+// lhs / rhs, elementwise; for a row_sparse lhs only its stored rows are computed and the result is row_sparse with those rows, otherwise the same as elemwise_div.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func SymInternalScatterElemwiseDiv(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalScatterElemwiseDiv, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
+// InternalScatterMinusScalar runs the operator _scatter_minus_scalar.
+//
+// x - scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalScatterMinusScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalScatterMinusScalar, data)
+}
+
+// SymInternalScatterMinusScalar runs the operator _scatter_minus_scalar symbolically: it adds one node to the graph.
+//
+// x - scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalScatterMinusScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalScatterMinusScalar, []string{"data"}, data)
+}
+
+// InternalScatterPlusScalar runs the operator _scatter_plus_scalar.
+//
+// x + scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalScatterPlusScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalScatterPlusScalar, data)
+}
+
+// SymInternalScatterPlusScalar runs the operator _scatter_plus_scalar symbolically: it adds one node to the graph.
+//
+// x + scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalScatterPlusScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalScatterPlusScalar, []string{"data"}, data)
+}
+
 // InternalScatterSetNd runs the operator _scatter_set_nd.
 //
 // lhs with rhs written at N-dimensional indices, as scatter_nd writes them; other elements keep lhs.
@@ -14830,7 +14917,7 @@ func WithFormat(v string) Option {
 }
 
 // WithForwardStype sets the parameter forward_stype.
-// The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
+// The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 func WithForwardStype(v string) Option {
 	return param("forward_stype", v)
 }

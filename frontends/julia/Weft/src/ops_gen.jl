@@ -655,7 +655,7 @@ Applies a linear transformation: out = data * weight^T + bias. With flatten=True
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
 - `weight` (NDArray or SymbolicNode): Weight matrix (num_hidden, input size)
-- `bias` (NDArray or SymbolicNode): Bias (num_hidden,); absent with no_bias=True
+- `bias` (NDArray or SymbolicNode): Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 
 # Parameters
 - `num_hidden` (int, in [1, inf]; required): Number of hidden units (output size).
@@ -678,7 +678,7 @@ Applies a linear transformation: out = data * weight^T + bias. With flatten=True
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
 - `weight` (NDArray or SymbolicNode): Weight matrix (num_hidden, input size)
-- `bias` (NDArray or SymbolicNode): Bias (num_hidden,); absent with no_bias=True
+- `bias` (NDArray or SymbolicNode): Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 
 # Parameters
 - `num_hidden` (int, in [1, inf]; required): Number of hidden units (output size).
@@ -5372,28 +5372,6 @@ _MinusScalar(args::NDArray...; kwargs...) = _invoke_op(_op__MinusScalar, args; k
 _MinusScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__MinusScalar, args; kwargs...)
 _MinusScalar(; kwargs...) = _call_op(_op__MinusScalar; kwargs...)
 
-const _op__scatter_minus_scalar = OpDef("_scatter_minus_scalar", ["data"], false, "")
-"""
-    _scatter_minus_scalar(data; scalar=1, is_int=True)
-
-x - scalar.
-
-# Inputs
-- `data` (NDArray or SymbolicNode): The input array
-
-# Parameters
-- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
-- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
-
-Alias of `_minus_scalar`.
-
-See the calling convention of generated operators in the `Weft` module's documentation.
-"""
-function _scatter_minus_scalar end
-_scatter_minus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_minus_scalar, args; kwargs...)
-_scatter_minus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_minus_scalar, args; kwargs...)
-_scatter_minus_scalar(; kwargs...) = _call_op(_op__scatter_minus_scalar; kwargs...)
-
 const _op__mod = OpDef("_mod", ["lhs", "rhs"], false, "")
 """
     _mod(lhs, rhs)
@@ -5867,28 +5845,6 @@ function _PlusScalar end
 _PlusScalar(args::NDArray...; kwargs...) = _invoke_op(_op__PlusScalar, args; kwargs...)
 _PlusScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__PlusScalar, args; kwargs...)
 _PlusScalar(; kwargs...) = _call_op(_op__PlusScalar; kwargs...)
-
-const _op__scatter_plus_scalar = OpDef("_scatter_plus_scalar", ["data"], false, "")
-"""
-    _scatter_plus_scalar(data; scalar=1, is_int=True)
-
-x + scalar.
-
-# Inputs
-- `data` (NDArray or SymbolicNode): The input array
-
-# Parameters
-- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
-- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
-
-Alias of `_plus_scalar`.
-
-See the calling convention of generated operators in the `Weft` module's documentation.
-"""
-function _scatter_plus_scalar end
-_scatter_plus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_plus_scalar, args; kwargs...)
-_scatter_plus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_plus_scalar, args; kwargs...)
-_scatter_plus_scalar(; kwargs...) = _call_op(_op__scatter_plus_scalar; kwargs...)
 
 const _op__power = OpDef("_power", ["lhs", "rhs"], false, "")
 """
@@ -7418,6 +7374,63 @@ _sample_unique_zipfian(args::NDArray...; kwargs...) = _invoke_op(_op__sample_uni
 _sample_unique_zipfian(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_unique_zipfian, args; kwargs...)
 _sample_unique_zipfian(; kwargs...) = _call_op(_op__sample_unique_zipfian; kwargs...)
 
+const _op__scatter_elemwise_div = OpDef("_scatter_elemwise_div", ["lhs", "rhs"], false, "")
+"""
+    _scatter_elemwise_div(lhs, rhs)
+
+lhs / rhs, elementwise; for a row_sparse lhs only its stored rows are computed and the result is row_sparse with those rows, otherwise the same as elemwise_div.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_elemwise_div end
+_scatter_elemwise_div(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_elemwise_div, args; kwargs...)
+_scatter_elemwise_div(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_elemwise_div, args; kwargs...)
+_scatter_elemwise_div(; kwargs...) = _call_op(_op__scatter_elemwise_div; kwargs...)
+
+const _op__scatter_minus_scalar = OpDef("_scatter_minus_scalar", ["data"], false, "")
+"""
+    _scatter_minus_scalar(data; scalar=1, is_int=True)
+
+x - scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_minus_scalar end
+_scatter_minus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_minus_scalar, args; kwargs...)
+_scatter_minus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_minus_scalar, args; kwargs...)
+_scatter_minus_scalar(; kwargs...) = _call_op(_op__scatter_minus_scalar; kwargs...)
+
+const _op__scatter_plus_scalar = OpDef("_scatter_plus_scalar", ["data"], false, "")
+"""
+    _scatter_plus_scalar(data; scalar=1, is_int=True)
+
+x + scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_plus_scalar end
+_scatter_plus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_plus_scalar, args; kwargs...)
+_scatter_plus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_plus_scalar, args; kwargs...)
+_scatter_plus_scalar(; kwargs...) = _call_op(_op__scatter_plus_scalar; kwargs...)
+
 const _op__scatter_set_nd = OpDef("_scatter_set_nd", ["lhs", "rhs", "indices"], false, "")
 """
     _scatter_set_nd(lhs, rhs, indices; shape)
@@ -8459,7 +8472,7 @@ Batched matrix product: for inputs (..., M, K) and (..., K, N) (with transpose f
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
+- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -9349,7 +9362,7 @@ Dot product of two arrays: the last axis of lhs contracts with the first axis of
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
+- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -9371,7 +9384,7 @@ Dot product of two arrays: the last axis of lhs contracts with the first axis of
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
+- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 
 Alias of `dot`.
 
@@ -9529,25 +9542,6 @@ function _div end
 _div(args::NDArray...; kwargs...) = _invoke_op(_op__div, args; kwargs...)
 _div(args::SymbolicNode...; kwargs...) = _compose_op(_op__div, args; kwargs...)
 _div(; kwargs...) = _call_op(_op__div; kwargs...)
-
-const _op__scatter_elemwise_div = OpDef("_scatter_elemwise_div", ["lhs", "rhs"], false, "")
-"""
-    _scatter_elemwise_div(lhs, rhs)
-
-lhs / rhs, elementwise, for arrays of one shape (integers truncate; x / 0 is 0 for integers).
-
-# Inputs
-- `lhs` (NDArray or SymbolicNode): The first input
-- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
-
-Alias of `elemwise_div`.
-
-See the calling convention of generated operators in the `Weft` module's documentation.
-"""
-function _scatter_elemwise_div end
-_scatter_elemwise_div(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_elemwise_div, args; kwargs...)
-_scatter_elemwise_div(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_elemwise_div, args; kwargs...)
-_scatter_elemwise_div(; kwargs...) = _call_op(_op__scatter_elemwise_div; kwargs...)
 
 const _op__sparse_elemwise_div = OpDef("_sparse_elemwise_div", ["lhs", "rhs"], false, "")
 """
@@ -12852,7 +12846,6 @@ const _OPERATOR_NAMES = [
     "_MinimumScalar",
     "_minus_scalar",
     "_MinusScalar",
-    "_scatter_minus_scalar",
     "_mod",
     "_Mod",
     "_mod_scalar",
@@ -12874,7 +12867,6 @@ const _OPERATOR_NAMES = [
     "_ones",
     "_plus_scalar",
     "_PlusScalar",
-    "_scatter_plus_scalar",
     "_power",
     "_Power",
     "_power_scalar",
@@ -12948,6 +12940,9 @@ const _OPERATOR_NAMES = [
     "_sample_uniform",
     "sample_uniform",
     "_sample_unique_zipfian",
+    "_scatter_elemwise_div",
+    "_scatter_minus_scalar",
+    "_scatter_plus_scalar",
     "_scatter_set_nd",
     "_sg_mkldnn_conv",
     "_sg_mkldnn_fully_connected",
@@ -13058,7 +13053,6 @@ const _OPERATOR_NAMES = [
     "elemwise_div",
     "_Div",
     "_div",
-    "_scatter_elemwise_div",
     "_sparse_elemwise_div",
     "elemwise_mul",
     "_Mul",

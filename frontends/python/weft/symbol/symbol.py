@@ -262,10 +262,7 @@ class Symbol:
             (lambda n: grad_req.get(n, "null") != "null")
         if any(t != "default" for t in stypes.values()) or \
                 any(t != "default" and wants(n) for n, t in grad_stypes.items()):
-            if group2ctx:
-                raise NotImplementedError("simple_bind: group2ctx with sparse (csr, row_sparse) arrays is not "
-                                          "supported")
-            return self._sparse_simple_bind(ctx, grad_req, type_dict, stypes, grad_stypes, kwargs)
+            return self._sparse_simple_bind(ctx, grad_req, type_dict, stypes, grad_stypes, kwargs, group2ctx)
         reqs = json.dumps(grad_req) if isinstance(grad_req, dict) else grad_req
         shapes = json.dumps({k: [int(d) for d in v] for k, v in kwargs.items()})
         types = json.dumps({k: dtype_id(v) for k, v in (type_dict or {}).items()})
@@ -296,7 +293,8 @@ class Symbol:
     def _grad_stypes(self, stypes):
         """The storage type of each argument's gradient, as MXNet's storage inference of the
         backward graph gives it for the cases sparse models use: row_sparse for a row_sparse
-        argument, for the weight of an Embedding(sparse_grad=True) and for the dense right
+        argument (but dense for the weight of an Embedding without sparse_grad), for the
+        weight of an Embedding(sparse_grad=True) and for the dense right
         operand of dot(csr, x) without transposes; the others dense."""
         grads = {n: ("row_sparse" if t == "row_sparse" else "default") for n, t in stypes.items()}
         nodes = json.loads(_api.weft_symbol_to_json(self.handle))["nodes"]
@@ -307,19 +305,22 @@ class Symbol:
         for node in nodes:
             attrs = node.get("attrs", {})
             truthy = lambda k: attrs.get(k, "False") in ("True", "true", "1")  # noqa: E731
-            if node["op"] == "Embedding" and truthy("sparse_grad") and len(node["inputs"]) > 1:
+            if node["op"] == "Embedding" and len(node["inputs"]) > 1:
+                # Embedding's backward gives its weight a row_sparse gradient with
+                # sparse_grad and a dense one without, whatever the weight's storage.
                 weight = variable(node["inputs"][1])
                 if weight in grads:
-                    grads[weight] = "row_sparse"
+                    grads[weight] = "row_sparse" if truthy("sparse_grad") else "default"
             elif node["op"] == "dot" and not truthy("transpose_a") and not truthy("transpose_b"):
                 lhs, rhs = (variable(e) for e in node["inputs"][:2])
                 if stypes.get(lhs) == "csr" and stypes.get(rhs) == "default" and rhs in grads:
                     grads[rhs] = "row_sparse"
         return grads
 
-    def _sparse_simple_bind(self, ctx, grad_req, type_dict, stypes, grad_stypes, shapes):
+    def _sparse_simple_bind(self, ctx, grad_req, type_dict, stypes, grad_stypes, shapes, group2ctx):
         """simple_bind with some csr or row_sparse argument: the arrays are made here (zeros
-        of each storage type) and bound; the executor runs through the sparse kernels."""
+        of each storage type, each on its variable's ctx_group's context) and bound; the
+        executor runs through the sparse kernels."""
         from ..ndarray import ndarray as _nd
         from ..context import Context
         names = self.list_arguments()
@@ -332,15 +333,24 @@ class Symbol:
             arg_types = [np.float32] * len(names)
             aux_types = [np.float32] * len(aux_shapes)
         ctx = Context(ctx)
-        args = [_nd.zeros(s, ctx=ctx, dtype=t, stype=stypes[n]) for n, s, t in zip(names, arg_shapes, arg_types)]
-        aux = [_nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(aux_shapes, aux_types)]
+        attrs = self.attr_dict() if group2ctx else {}
+
+        def where(name):
+            # A variable of a group group2ctx does not map stays on ctx, as MXNet's simple_bind has it.
+            group = attrs.get(name, {}).get("__ctx_group__")
+            return Context(group2ctx[group]) if group in (group2ctx or {}) else ctx
+
+        args = [_nd.zeros(s, ctx=where(n), dtype=t, stype=stypes[n])
+                for n, s, t in zip(names, arg_shapes, arg_types)]
+        aux = [_nd.zeros(s, ctx=where(n), dtype=t)
+               for n, s, t in zip(self.list_auxiliary_states(), aux_shapes, aux_types)]
         if isinstance(grad_req, str):
             reqs = {n: grad_req for n in names}
         else:
             reqs = {n: grad_req.get(n, "null") for n in names}
-        grads = {n: _nd.zeros(a.shape, ctx=ctx, dtype=a.dtype, stype=grad_stypes[n])
+        grads = {n: _nd.zeros(a.shape, ctx=a.context, dtype=a.dtype, stype=grad_stypes[n])
                  for n, a in zip(names, args) if reqs[n] != "null"}
-        return self.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
+        return self.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux, group2ctx=group2ctx)
 
     def eval(self, ctx=None, **kwargs):
         """Binds the given arrays and runs forward; returns the outputs."""

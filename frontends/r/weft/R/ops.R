@@ -2048,6 +2048,27 @@ mx.symbol.internal.sample.unique.zipfian <- function(range_max, shape = NULL, na
   .weft_symbol_op("_sample_unique_zipfian", list(), c(range_max = .weft_param(range_max), shape = .weft_shape_param(shape)), NULL, name, attr)
 }
 
+mx.nd.internal.scatter.elemwise.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_scatter_elemwise_div", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.scatter.elemwise.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_scatter_elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.scatter.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_scatter_minus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.scatter.minus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_scatter_minus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.scatter.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_scatter_plus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.scatter.plus.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_scatter_plus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.scatter.set.nd <- function(lhs = NULL, rhs = NULL, indices = NULL, shape, out = NULL) {
   .weft_nd_invoke("_scatter_set_nd", list(lhs, rhs, indices), c(shape = .weft_shape_param(shape)), NULL, out)
 }
