@@ -46,6 +46,10 @@ struct Traits<Shape> {
     static const auto& fns = Op::GetAttr<FInferShape>("FInferShape");
     if (!fns.Contains(n.op())) Throw(ErrorKind::kInternal, "operator '", n.op()->name, "' has no shape inference");
     bool done = fns[n.op()](n.attrs, in, out);
+    // TShapeNoProbe: the operator's rule already gives all MXNet infers from partial
+    // shapes (where: nothing until the condition is whole), so no probe adds to it.
+    static const auto& no_probe = Op::GetAttr<bool>("TShapeNoProbe");
+    if (no_probe.Contains(n.op()) && no_probe[n.op()]) return done;
     for (const Shape& o : *out)
       if (!o.known_ndim()) return Probe(fns[n.op()], n.attrs, in, out) && done;
     return done;

@@ -333,11 +333,16 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
     sums.Add(heads[i].ag_node().get(), heads[i].ag_index(), g);
   }
 
+  for (const auto& h : heads)
+    WEFT_CHECK(!h.ag_node()->freed, kValue, "autograd.backward: the graph through ", NodeName(*h.ag_node()),
+               " was freed by an earlier backward; pass retain_graph=True to the first backward to run another");
   std::vector<std::shared_ptr<Node>> order = ReverseTopological(heads);
   for (const auto& node : order) {
     if (node->is_variable()) continue;
-    WEFT_CHECK(!node->freed, kValue, "autograd.backward: the graph through ", NodeName(*node),
-               " was freed by an earlier backward; pass retain_graph=True to the first backward to run another");
+    // An array whose history an earlier backward freed, used again in a new recording, is
+    // a constant there, as in MXNet (which clears the freed nodes' inputs): the gradient
+    // stops at it.
+    if (node->freed) continue;
     std::vector<NDArray> out_grads(node->outputs.size());
     bool any = false;
     for (size_t i = 0; i < out_grads.size(); ++i) {

@@ -32,6 +32,22 @@ char* HostPtr(const NDArray& a) {
   return static_cast<char*>(a.data().dptr);
 }
 
+// The dense array behind `a`: itself when dense, the values of a row_sparse array that
+// stores every row in order (as a row_sparse weight or state from MXNet's optimizers
+// does, so the row update applies to it as to a dense one); none otherwise.
+NDArray DenseRows(const NDArray& a) {
+  if (!a.is_sparse()) return a;
+  if (a.stype() != StorageType::kRowSparse || a.shape().ndim() < 1) return NDArray();
+  const NDArray& values = a.sparse_values();
+  const int64_t n = a.shape()[0];
+  if (values.shape() != a.shape() || a.aux(0).Size() != n) return NDArray();
+  std::vector<int64_t> rows(static_cast<size_t>(n));
+  a.aux(0).SyncCopyToCPU(rows.data(), rows.size() * sizeof(int64_t));
+  for (int64_t r = 0; r < n; ++r)
+    if (rows[r] != r) return NDArray();
+  return values;
+}
+
 }  // namespace
 
 bool LazyRowSparseUpdate(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
@@ -39,19 +55,30 @@ bool LazyRowSparseUpdate(const NodeAttrs& attrs, const std::vector<NDArray>& inp
   if (attrs.op == nullptr || !IsLazyUpdateOp(attrs.op->name) || inputs.size() < 2) return false;
   const NDArray& grad = inputs[1];
   if (grad.stype() != StorageType::kRowSparse || !LazyFlag(attrs)) return false;
-  const NDArray& weight = inputs[0];
+  // Dense views of the weight and states (row_sparse ones that store every row count as
+  // dense); any other sparse or GPU array takes the dense fallback.
+  std::vector<NDArray> dense(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i == 1) continue;
-    if (inputs[i].is_sparse() || inputs[i].ctx().is_gpu()) return false;  // the dense fallback serves these
+    dense[i] = DenseRows(inputs[i]);
+    if (dense[i].is_none() || dense[i].ctx().is_gpu()) return false;
+  }
+  const NDArray& weight = dense[0];
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i == 1) continue;
     // GroupAdaGrad's history has one value per row (rows, 1); every other state is the
     // weight's shape. Either way row r of a state belongs to row r of the weight.
-    bool fits = inputs[i].shape() == weight.shape() ||
+    bool fits = dense[i].shape() == weight.shape() ||
                 (attrs.op->name == "_contrib_group_adagrad_update" && weight.shape().ndim() >= 1 &&
-                 inputs[i].shape() == Shape{weight.shape()[0], 1});
+                 dense[i].shape() == Shape{weight.shape()[0], 1});
     WEFT_CHECK(fits, kShape, attrs.op->name, ": expected input ", i, " of shape ", weight.shape().ToString(),
                " (the weight's), got ", inputs[i].shape().ToString());
   }
-  if (!outputs->empty() && (outputs->at(0).is_sparse() || outputs->at(0).ctx().is_gpu())) return false;
+  NDArray out_dense;
+  if (!outputs->empty() && !outputs->at(0).is_none()) {
+    out_dense = DenseRows(outputs->at(0));
+    if (out_dense.is_none() || out_dense.ctx().is_gpu()) return false;
+  }
   WEFT_CHECK(grad.shape() == weight.shape(), kShape, attrs.op->name, ": expected a gradient of shape ",
              weight.shape().ToString(), " (the weight's), got ", grad.shape().ToString());
   WEFT_CHECK(weight.shape().ndim() >= 1, kShape, attrs.op->name, ": a row_sparse gradient needs a weight of at least 1 dimension");
@@ -70,7 +97,7 @@ bool LazyRowSparseUpdate(const NodeAttrs& attrs, const std::vector<NDArray>& inp
       compact[i] = grad.sparse_values();
       continue;
     }
-    const NDArray& full = inputs[i];
+    const NDArray& full = dense[i];
     size_t row_bytes = static_cast<size_t>(full.shape().ProdRange(1, full.shape().ndim())) * DTypeSize(full.dtype());
     Shape rows_shape = full.shape();
     rows_shape[0] = k;
@@ -86,11 +113,12 @@ bool LazyRowSparseUpdate(const NodeAttrs& attrs, const std::vector<NDArray>& inp
   // Writes the updated rows back: the weight into the output, mutated states in place.
   if (outputs->empty() || outputs->at(0).is_none()) {
     outputs->assign(1, weight.Copy(weight.ctx()));
+    out_dense = outputs->at(0);
   } else {
-    WEFT_CHECK(outputs->at(0).shape() == weight.shape() && outputs->at(0).dtype() == weight.dtype(), kShape,
+    WEFT_CHECK(out_dense.shape() == weight.shape() && out_dense.dtype() == weight.dtype(), kShape,
                attrs.op->name, ": expected an output of shape ", weight.shape().ToString(), " ",
-               DTypeName(weight.dtype()), ", got ", outputs->at(0).shape().ToString(), " ",
-               DTypeName(outputs->at(0).dtype()));
+               DTypeName(weight.dtype()), ", got ", out_dense.shape().ToString(), " ",
+               DTypeName(out_dense.dtype()));
   }
   auto scatter = [&](const NDArray& from, const NDArray& to) {
     size_t row_bytes = static_cast<size_t>(to.shape().ProdRange(1, to.shape().ndim())) * DTypeSize(to.dtype());
@@ -98,10 +126,10 @@ bool LazyRowSparseUpdate(const NodeAttrs& attrs, const std::vector<NDArray>& inp
     char* dst = HostPtr(to);
     for (int64_t j = 0; j < k; ++j) std::memcpy(dst + rows[j] * row_bytes, src + j * row_bytes, row_bytes);
   };
-  scatter(compact_out[0], outputs->at(0));
+  scatter(compact_out[0], out_dense);
   static const auto& mutate = Op::GetAttr<FMutateInputs>("FMutateInputs");
   if (mutate.Contains(attrs.op))
-    for (int i : mutate[attrs.op](attrs)) scatter(compact[i], inputs[i]);
+    for (int i : mutate[attrs.op](attrs)) scatter(compact[i], dense[i]);
   return true;
 }
 

@@ -209,9 +209,10 @@ TEST(Random, OutputShapeAndDefaultDType) {
   EXPECT_EQ(Op::Get("normal"), Op::Get("_random_normal"));
   EXPECT_EQ(Op::Get("shuffle"), Op::Get("_shuffle"));
   EXPECT_EQ(Op::Get("sample_multinomial"), Op::Get("_sample_multinomial"));
-  // MXNet gives the samplers no gradient.
+  // MXNet gives the samplers no gradient (_sample_multinomial has one for its log
+  // probabilities).
   for (const char* op : {"_random_uniform", "_random_normal", "_random_randint", "_random_exponential", "_random_gamma",
-                         "_random_poisson", "_sample_multinomial", "_shuffle"})
+                         "_random_poisson", "_shuffle"})
     EXPECT_FALSE(Op::GetAttr<FGradient>("FGradient").Contains(Op::Get(op))) << op;
 }
 
@@ -354,28 +355,30 @@ TEST(Random, ShuffleIsARowPermutation) {
 
 // ---------------------------------------------------------------- errors
 TEST(Random, BadParametersNameOpKeyExpectedAndGot) {
-  ExpectMentions(ErrorOfRun("_random_uniform", {}, {{"low", "2"}, {"high", "1"}}),
+  // A shape is given: without one the output shape is left to a graph to infer.
+  ExpectMentions(ErrorOfRun("_random_uniform", {}, {{"shape", "(2)"}, {"low", "2"}, {"high", "1"}}),
                  {"_random_uniform", "'high'", "high >= low = 2", "got 1"});
-  ExpectMentions(ErrorOfRun("_random_normal", {}, {{"scale", "-1"}}), {"_random_normal", "'scale'", ">= 0", "-1"});
-  ExpectMentions(ErrorOfRun("_random_exponential", {}, {{"lam", "0"}}), {"_random_exponential", "'lam'", "> 0", "got 0"});
-  ExpectMentions(ErrorOfRun("_random_poisson", {}, {{"lam", "-0.5"}}), {"_random_poisson", "'lam'", "-0.5"});
-  ExpectMentions(ErrorOfRun("_random_gamma", {}, {{"alpha", "-1"}}), {"_random_gamma", "'alpha'", "> 0", "got -1"});
-  ExpectMentions(ErrorOfRun("_random_gamma", {}, {{"beta", "0"}}), {"_random_gamma", "'beta'", "> 0", "got 0"});
-  ExpectMentions(ErrorOfRun("_random_randint", {}, {{"low", "5"}, {"high", "5"}}),
+  ExpectMentions(ErrorOfRun("_random_normal", {}, {{"shape", "(2)"}, {"scale", "-1"}}), {"_random_normal", "'scale'", ">= 0", "-1"});
+  ExpectMentions(ErrorOfRun("_random_exponential", {}, {{"shape", "(2)"}, {"lam", "0"}}), {"_random_exponential", "'lam'", "> 0", "got 0"});
+  ExpectMentions(ErrorOfRun("_random_poisson", {}, {{"shape", "(2)"}, {"lam", "-0.5"}}), {"_random_poisson", "'lam'", "-0.5"});
+  ExpectMentions(ErrorOfRun("_random_gamma", {}, {{"shape", "(2)"}, {"alpha", "-1"}}), {"_random_gamma", "'alpha'", "> 0", "got -1"});
+  ExpectMentions(ErrorOfRun("_random_gamma", {}, {{"shape", "(2)"}, {"beta", "0"}}), {"_random_gamma", "'beta'", "> 0", "got 0"});
+  ExpectMentions(ErrorOfRun("_random_randint", {}, {{"shape", "(2)"}, {"low", "5"}, {"high", "5"}}),
                  {"_random_randint", "'high'", "high > low = 5", "got 5"});
-  ExpectMentions(ErrorOfRun("_random_randint", {}, {{"low", "0"}, {"high", "5000000000"}}),
+  ExpectMentions(ErrorOfRun("_random_randint", {}, {{"shape", "(2)"}, {"low", "0"}, {"high", "5000000000"}}),
                  {"_random_randint", "'high'", "int32", "5000000000"});
-  ExpectMentions(ErrorOfRun("_random_randint", {}, {{"high", "5"}}), {"_random_randint", "required", "'low'"});
-  ExpectMentions(ErrorOfRun("_random_uniform", {}, {{"dtype", "int32"}}), {"_random_uniform", "'dtype'", "floating", "int32"});
-  ExpectMentions(ErrorOfRun("_random_randint", {}, {{"low", "0"}, {"high", "3"}, {"dtype", "float32"}}),
+  ExpectMentions(ErrorOfRun("_random_randint", {}, {{"shape", "(2)"}, {"high", "5"}}), {"_random_randint", "required", "'low'"});
+  ExpectMentions(ErrorOfRun("_random_uniform", {}, {{"shape", "(2)"}, {"dtype", "int32"}}), {"_random_uniform", "'dtype'", "floating", "int32"});
+  ExpectMentions(ErrorOfRun("_random_randint", {}, {{"shape", "(2)"}, {"low", "0"}, {"high", "3"}, {"dtype", "float32"}}),
                  {"_random_randint", "'dtype'", "int32 or int64", "float32"});
   ExpectMentions(ErrorOfRun("_random_normal", {}, {{"shape", "(2,-3)"}}), {"_random_normal", "'shape'", "(2,-3)"});
 }
 
 TEST(Random, MultinomialBadInputs) {
-  NDArray short_sum = MakeArray({2, 2}, {0.5, 0.5, 0.5, 0.2}, DType::kFloat32);
-  ExpectMentions(ErrorOfRun("_sample_multinomial", {short_sum}, {}),
-                 {"_sample_multinomial", "'data'", "distribution 1", "sum to 1", "got 0.7"});
+  // A row need not sum to 1 (it is drawn in proportion), but it needs some mass.
+  NDArray no_mass = MakeArray({2, 2}, {0.5, 0.5, 0, 0}, DType::kFloat32);
+  ExpectMentions(ErrorOfRun("_sample_multinomial", {no_mass}, {}),
+                 {"_sample_multinomial", "'data'", "distribution 1", "positive total", "got 0"});
   // Sums to 1, but not with probabilities.
   NDArray negative = MakeArray({3}, {0.5, -0.5, 1}, DType::kFloat64);
   ExpectMentions(ErrorOfRun("_sample_multinomial", {negative}, {}), {"_sample_multinomial", "[0, 1]", "-0.5", "category 1"});

@@ -40,10 +40,11 @@ def ref_sgd_mom(w, g, st, lr, momentum=0.0, wd=0.0, rescale_grad=1.0, clip_gradi
 
 
 def ref_nag(w, g, st, lr, momentum=0.0, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0):
+    # MXNet 1.9's nag_mom_update: the momentum holds lr-scaled steps (as sgd_mom_update's).
     (mom,) = st
-    step = clip(rescale_grad * g, clip_gradient) + wd * w
-    mom[:] = momentum * mom + step
-    return w - lr * (momentum * mom + step)
+    prev = momentum * mom
+    mom[:] = prev - lr * (clip(rescale_grad * g, clip_gradient) + wd * w)
+    return w - prev + (momentum + 1) * mom
 
 
 def ref_signsgd(w, g, st, lr, wd=0.0, rescale_grad=1.0, clip_gradient=-1.0):

@@ -98,3 +98,41 @@ def test_optimizer_row_sparse_grads_update_the_used_rows_as_dense(name, params):
     opt_sparse.update(0, ws, nd.array(g2).tostype("row_sparse"), st_s)
     np.testing.assert_array_equal(ws.asnumpy()[TOUCHED], after_first[TOUCHED])
     assert not np.allclose(ws.asnumpy()[[0, 6]], after_first[[0, 6]])
+
+
+@pytest.mark.parametrize("op,states,params", [
+    ("sgd_update", [], {"lr": 0.1, "wd": 0.03}),
+    ("sgd_mom_update", [(ROWS, COLS)], {"lr": 0.1, "momentum": 0.9, "wd": 0.03}),
+    ("adam_update", [(ROWS, COLS), (ROWS, COLS)], {"lr": 0.1, "wd": 0.03}),
+    ("ftrl_update", [(ROWS, COLS), (ROWS, COLS)], {"lr": 0.1, "lamda1": 0.01, "wd": 0.02}),
+])
+def test_row_sparse_weight_and_states_storing_every_row_update_lazily(op, states, params):
+    # MXNet's optimizers hand a row_sparse weight (every row stored) and row_sparse states
+    # to the update: the gradient's rows change, the others (wd included) stay as they were.
+    w0 = _start((ROWS, COLS), 0)
+    s0 = [_start(s, 10 + i, low=0.0) for i, s in enumerate(states)]
+    g = _grad()
+    fn = getattr(nd, op)
+    wd_, sd = nd.array(w0), [nd.array(s) for s in s0]
+    fn(wd_, nd.array(g), *sd, out=wd_, **params)
+    ws = nd.array(w0).tostype("row_sparse")
+    ss = [nd.array(s).tostype("row_sparse") for s in s0]
+    assert ws.indices.shape == (ROWS,)
+    fn(ws, nd.array(g).tostype("row_sparse"), *ss, out=ws, **params)
+    assert ws.stype == "row_sparse"
+    _check_rows(ws.asnumpy(), wd_.asnumpy(), w0)
+    for a, b, s in zip(ss, sd, s0):
+        _check_rows(a.asnumpy(), b.asnumpy(), s)
+
+
+def test_row_sparse_weight_missing_rows_takes_the_dense_update():
+    # A weight that does not store every row is not a dense array in disguise: the update
+    # runs densely (every row decays) instead of writing into rows it does not hold.
+    w0 = _start((ROWS, COLS), 0)
+    w0[2] = 0
+    w = nd.array(w0).tostype("row_sparse")
+    assert w.indices.shape == (ROWS - 1,)
+    g = nd.array(_grad()).tostype("row_sparse")
+    out = nd.sgd_update(w, g, lr=0.1, wd=0.5)
+    expected = (1 - 0.05) * w0 - 0.1 * _grad()
+    np.testing.assert_allclose(out.asnumpy(), expected, rtol=1e-5, atol=1e-6)

@@ -301,7 +301,8 @@ WEFT_GRAD_FUNCTOR(arcsinh_grad, dy / math::sqrt(x * x + M(1)))
 WEFT_GRAD_FUNCTOR(arccosh_grad, dy / math::sqrt(x * x - M(1)))
 WEFT_GRAD_FUNCTOR(arctanh_grad, dy / (M(1) - x * x))
 WEFT_GRAD_FUNCTOR(sigmoid_grad, dy * x * (M(1) - x))                   // v = y
-WEFT_GRAD_FUNCTOR(relu_grad, x > M(0) ? dy : M(0))                     // v = y
+// A NaN output passes NaN on (x != x), as MXNet's relu_grad.
+WEFT_GRAD_FUNCTOR(relu_grad, x > M(0) ? dy : (x != x ? x : M(0)))      // v = y
 WEFT_GRAD_FUNCTOR(softsign_grad, dy / ((M(1) + math::abs(x)) * (M(1) + math::abs(x))))
 WEFT_GRAD_FUNCTOR(erf_grad, dy * M(1.12837916709551257390) * math::exp(-x * x))    // 2 / sqrt(pi)
 WEFT_GRAD_FUNCTOR(erfinv_grad, dy * M(0.88622692545275801365) * math::exp(x * x))  // sqrt(pi) / 2, v = y

@@ -90,6 +90,9 @@ Shape BroadcastLikeTarget(const NodeAttrs& attrs, const Shape& lhs, const Shape&
   if (!p.lhs_axes || !p.rhs_axes || p.lhs_axes->ndim() != p.rhs_axes->ndim())
     Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': lhs_axes and rhs_axes must be given together, with "
           "the same length");
+  if (p.lhs_axes->ndim() == 0)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': lhs_axes and rhs_axes must name at least one axis, "
+          "got empty tuples");
   Shape t = lhs;
   for (int i = 0; i < p.lhs_axes->ndim(); ++i) {
     int l = CheckAxis(attrs, (*p.lhs_axes)[i], lhs.ndim(), "lhs_axes");

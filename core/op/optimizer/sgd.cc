@@ -10,7 +10,7 @@
 // With g = clip(rescale_grad * grad, clip_gradient):
 //   sgd:     w = (1 - lr*wd) * w - lr * g
 //   sgd_mom: mom = momentum*mom - lr*wd*w - lr*g;  w = w + mom
-//   nag:     mom = momentum*mom + g + wd*w;  w = w - lr * (momentum*mom + g + wd*w)
+//   nag:     m = momentum*mom;  mom = m - lr*(g + wd*w);  w = w - m + (momentum+1) * mom
 //   signsgd: w = (1 - lr*wd) * w - lr * sign(g)
 //   signum:  mom = momentum*mom - (1-momentum) * (wd*w + g);  w = (1 - lr*wd_lh) * w + lr * sign(mom)
 // The mp_ forms run the same formula on the float32 master copy and store it, rounded,
@@ -585,8 +585,8 @@ WEFT_REGISTER_OP(mp_sgd_mom_update)
     .SetAttr<FCompute>("FCompute<cpu>", MPSGDMomUpdateCompute);
 
 WEFT_REGISTER_OP(nag_mom_update)
-    .Describe("Nesterov momentum: mom = momentum*mom + g + wd*weight; weight -= lr*(momentum*mom + g + wd*weight), "
-              "g = clip(rescale_grad*grad).")
+    .Describe("Nesterov momentum: m = momentum*mom; mom = m - lr*(g + wd*weight); "
+              "weight += (momentum+1)*mom - m, g = clip(rescale_grad*grad).")
     .SetNumInputs(3)
     .AddArgument("weight", "NDArray-or-Symbol", "Weight")
     .AddArgument("grad", "NDArray-or-Symbol", "Gradient")

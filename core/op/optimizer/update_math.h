@@ -119,7 +119,8 @@ struct SGDMom {
   }
 };
 
-// nag:     mom = momentum*mom + g + wd*w;  w = w - lr * (momentum*mom + g + wd*w)
+// nag:     m = momentum*mom;  mom = m - lr*(g + wd*w);  w = w - m + (momentum+1) * mom
+// (MXNet 1.x's nag_mom_update: the momentum holds lr-scaled steps, as in sgd_mom_update)
 template <typename A>
 struct NAG {
   A lr, mu, wd;
@@ -127,10 +128,10 @@ struct NAG {
   WEFT_HOST_DEVICE NAG(double lr_, double momentum, double wd_, double rescale, double clip)
       : lr(static_cast<A>(lr_)), mu(static_cast<A>(momentum)), wd(static_cast<A>(wd_)), grad(rescale, clip) {}
   WEFT_HOST_DEVICE A Step(A w, A g, A& mom) const {
-    const A step = grad(g) + wd * w;
-    const A m = mu * mom + step;
-    mom = m;
-    return w - lr * (mu * m + step);
+    const A m = mu * mom;
+    const A next = m - lr * (grad(g) + wd * w);
+    mom = next;
+    return w - m + (mu + A(1)) * next;
   }
 };
 

@@ -27,9 +27,9 @@ WEFT_PARAM_SCHEMA(MultinomialParam, s) {
 
 namespace {
 
-// Sums further than this from 1 are rejected: a float32 row of many entries rounds each
-// by ~6e-8, so 1e-4 leaves room for rows of thousands of categories.
-double SumTolerance(DType t) { return t == DType::kFloat16 || t == DType::kBfloat16 ? 1e-2 : 1e-4; }
+// Entries above 1 by more than this are not probabilities (rounding of float16 rows
+// aside).
+double ValueTolerance(DType t) { return t == DType::kFloat16 || t == DType::kBfloat16 ? 1e-2 : 1e-4; }
 
 // The largest category count whose indices `t` holds exactly.
 int64_t MaxCategories(DType t) {
@@ -88,12 +88,15 @@ bool MultinomialType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector
   return (*in)[0] != DType::kUnknown;
 }
 
-// Cumulative sums of each distribution, in double, after checking that it is one.
+// Cumulative sums of each distribution, in double. As MXNet, a row need not sum to 1
+// (its own sampler reads past the row when the draw exceeds the total): Weft draws in
+// proportion to the row's entries, so a row summing to 0.625 is sampled as if divided by
+// 0.625. A row without mass has nothing to draw.
 std::vector<double> CheckedCumulative(const NodeAttrs& attrs, const TBlob& data) {
   const int64_t k = data.shape[data.shape.ndim() - 1];
   const int64_t rows = data.Size() / k;
   std::vector<double> cum(static_cast<size_t>(data.Size()));
-  const double tol = SumTolerance(data.dtype);
+  const double tol = ValueTolerance(data.dtype);
   WEFT_FLOAT_TYPE_SWITCH(data.dtype, T, "Operator '" + attrs.op->name + "': input 'data'", {
     const T* p = data.ptr<T>();
     for (int64_t r = 0; r < rows; ++r) {
@@ -106,9 +109,9 @@ std::vector<double> CheckedCumulative(const NodeAttrs& attrs, const TBlob& data)
         sum += v;
         cum[r * k + j] = sum;
       }
-      if (!(std::fabs(sum - 1.0) <= tol))
+      if (!(sum > 0))
         Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': input 'data': expected distribution ", r,
-              " to sum to 1 (within ", tol, "), got ", sum);
+              " to have a positive total probability, got ", sum);
     }
   });
   return cum;
@@ -152,6 +155,65 @@ void MultinomialCompute(const NodeAttrs& attrs, const OpContext& ctx, const std:
   });
 }
 
+// The gradient of the log probabilities (get_prob) with respect to data: each draw j of
+// row r adds ograd[j] / data[r, sample[j]] to that category (d log p / d p = 1 / p).
+bool MultinomialBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const Shape& ograd = (*in)[0];
+  const Shape& data = (*in)[1];
+  const Shape& samples = (*in)[2];
+  if (!ograd.is_known() || !data.is_known() || !samples.is_known()) return false;
+  if (data.ndim() < 1 || data[data.ndim() - 1] == 0)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name,
+          "': input 'data': expected at least 1 dimension with categories, got shape ", data.ToString());
+  bool fits = ograd == samples && ograd.ndim() >= data.ndim() - 1;
+  for (int i = 0; fits && i + 1 < data.ndim(); ++i) fits = ograd[i] == data[i];
+  if (!fits)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name,
+          "': expected 'ograd' and 'samples' of one shape starting with data's leading axes ", data.ToString(),
+          ", got ograd ", ograd.ToString(), " and samples ", samples.ToString());
+  AssignShape(attrs, out, 0, data, "output");
+  return true;
+}
+
+bool MultinomialBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  const DType data = (*in)[1];
+  if (data == DType::kUnknown) return false;
+  if (!IsFloatDType(data))
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name,
+          "': input 'data': expected probabilities in a floating-point dtype, got ", DTypeName(data));
+  AssignType(attrs, in, 0, data, "input");
+  AssignType(attrs, out, 0, data, "output");
+  return (*in)[2] != DType::kUnknown;
+}
+
+void MultinomialBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
+                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[0] == OpReq::kNullOp) return;
+  const TBlob& data = in[1];
+  const int64_t k = data.shape[data.shape.ndim() - 1];
+  const int64_t rows = data.Size() / k;
+  const int64_t per_row = rows == 0 ? 0 : in[0].Size() / rows;
+  WEFT_FLOAT_TYPE_SWITCH(data.dtype, T, "Operator '" + attrs.op->name + "': input 'data'", {
+    const T* g = in[0].ptr<T>();
+    const T* p = data.ptr<T>();
+    T* grad = out[0].ptr<T>();
+    std::vector<double> acc(static_cast<size_t>(data.Size()), 0.0);
+    WEFT_TYPE_SWITCH(in[2].dtype, I, {
+      const I* idx = in[2].ptr<I>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < per_row; ++j) {
+          const double c = static_cast<double>(idx[r * per_row + j]);
+          if (!(c >= 0 && c < static_cast<double>(k)))
+            Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': input 'samples': expected categories in [0, ",
+                  k, "), got ", c);
+          const int64_t cat = static_cast<int64_t>(c);
+          acc[r * k + cat] += static_cast<double>(g[r * per_row + j]) / static_cast<double>(p[r * k + cat]);
+        }
+    });
+    for (int64_t i = 0; i < data.Size(); ++i) Store(grad + i, req[0], acc[i]);
+  });
+}
+
 }  // namespace
 
 WEFT_REGISTER_OP(_sample_multinomial)
@@ -159,7 +221,7 @@ WEFT_REGISTER_OP(_sample_multinomial)
     .Describe("Samples category indices from the multinomial distributions in the last axis of data.")
     .SetNumInputs(1)
     .SetNumOutputs(NumOutputs)
-    .AddArgument("data", "NDArray-or-Symbol", "Probabilities; the last axis is the distribution")
+    .AddArgument("data", "NDArray-or-Symbol", "Probabilities; the last axis is the distribution (drawn in proportion to its entries)")
     .SetParams<MultinomialParam>()
     .SetAttr<FInferShape>("FInferShape", MultinomialShape)
     .SetAttr<FInferType>("FInferType", MultinomialType)
@@ -170,7 +232,25 @@ WEFT_REGISTER_OP(_sample_multinomial)
                                                                      {ResourceType::kTempSpace}};
                                })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
-    .SetAttr<FCompute>("FCompute<cpu>", MultinomialCompute);
+    .SetAttr<FCompute>("FCompute<cpu>", MultinomialCompute)
+    // The draws are not differentiable; with get_prob the log probabilities are, with
+    // respect to the probabilities of the drawn categories.
+    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+      if (!attrs.Params<MultinomialParam>().get_prob || !a.out_grads[1].defined())
+        return std::vector<GradValue>{b.Op("zeros_like", {a.inputs[0]})};
+      return std::vector<GradValue>{
+          b.Op("_backward_sample_multinomial", {a.out_grads[1], a.inputs[0], a.outputs[0]})};
+    });
+
+WEFT_REGISTER_OP(_backward_sample_multinomial)
+    .Describe("Gradient of _sample_multinomial's log probabilities with respect to data.")
+    .SetNumInputs(3)
+    .AddArgument("ograd", "NDArray-or-Symbol", "Gradient of the log probabilities")
+    .AddArgument("data", "NDArray-or-Symbol", "The forward probabilities")
+    .AddArgument("samples", "NDArray-or-Symbol", "The forward samples")
+    .SetAttr<FInferShape>("FInferShape", MultinomialBackwardShape)
+    .SetAttr<FInferType>("FInferType", MultinomialBackwardType)
+    .SetAttr<FCompute>("FCompute<cpu>", MultinomialBackward);
 
 }  // namespace op
 }  // namespace weft

@@ -299,6 +299,11 @@ random::GenNegBinomialDist DistOf(const GenNegBinomialLikeParam& p) { return {p.
 
 template <typename P>
 bool GeneratorShape(const NodeAttrs& attrs, std::vector<Shape>*, std::vector<Shape>* out) {
+  // Without a shape parameter the output's shape is left to the graph, as MXNet 1.x's
+  // empty shape: randn() + x draws x's shape.
+  bool given = false;
+  for (const auto& kv : attrs.dict) given |= kv.first == "shape";
+  if (!given) return (*out)[0].is_known();
   const P& p = attrs.Params<P>();
   for (int64_t d : p.shape)
     if (d < 0) BadParam(attrs, "shape", "non-negative dimensions", p.shape.ToString());

@@ -8,6 +8,9 @@ namespace op {
 namespace {
 
 bool WhereShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  // As MXNet: nothing is inferred until the condition's shape is fully known (it decides
+  // whether x's shape is the condition's or only starts with it).
+  if (!(*in)[0].is_known()) return false;
   Shape s = (*in)[1].known_ndim() ? (*in)[1] : (*in)[2];
   AssignShape(attrs, in, 1, s, "input");
   AssignShape(attrs, in, 2, s, "input");
@@ -66,6 +69,7 @@ WEFT_REGISTER_OP(where)
     .AddArgument("x", "NDArray-or-Symbol", "Values where the condition holds")
     .AddArgument("y", "NDArray-or-Symbol", "Values where it does not")
     .SetAttr<FInferShape>("FInferShape", WhereShape)
+    .SetAttr<bool>("TShapeNoProbe", true)
     .SetAttr<FInferType>("FInferType", WhereType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kElemwise)
     .SetAttr<FCompute>("FCompute<cpu>", WhereCompute)

@@ -9505,7 +9505,7 @@ func SymInternalSampleGeneralizedNegativeBinomial(mu, alpha *weft.Symbol, opts .
 // Samples category indices from the multinomial distributions in the last axis of data.
 //
 // Inputs (NDArray; nil leaves an input out):
-//   - data: Probabilities; the last axis is the distribution
+//   - data: Probabilities; the last axis is the distribution (drawn in proportion to its entries)
 //
 // Options:
 //   - WithShape([]int): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape. (default ())
@@ -9521,7 +9521,7 @@ func InternalSampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArra
 // Samples category indices from the multinomial distributions in the last axis of data.
 //
 // Inputs (Symbol; nil leaves an input out):
-//   - data: Probabilities; the last axis is the distribution
+//   - data: Probabilities; the last axis is the distribution (drawn in proportion to its entries)
 //
 // Options:
 //   - WithShape([]int): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape. (default ())
@@ -11618,7 +11618,7 @@ func SymMultiSumSq(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 
 // NagMomUpdate runs the operator nag_mom_update.
 //
-// Nesterov momentum: mom = momentum*mom + g + wd*weight; weight -= lr*(momentum*mom + g + wd*weight), g = clip(rescale_grad*grad).
+// Nesterov momentum: m = momentum*mom; mom = m - lr*(g + wd*weight); weight += (momentum+1)*mom - m, g = clip(rescale_grad*grad).
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - weight: Weight
@@ -11641,7 +11641,7 @@ func NagMomUpdate(weight, grad, mom *weft.NDArray, lr float64, opts ...Option) (
 
 // SymNagMomUpdate runs the operator nag_mom_update symbolically: it adds one node to the graph.
 //
-// Nesterov momentum: mom = momentum*mom + g + wd*weight; weight -= lr*(momentum*mom + g + wd*weight), g = clip(rescale_grad*grad).
+// Nesterov momentum: m = momentum*mom; mom = m - lr*(g + wd*weight); weight += (momentum+1)*mom - m, g = clip(rescale_grad*grad).
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - weight: Weight

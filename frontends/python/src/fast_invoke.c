@@ -135,6 +135,27 @@ static PyObject* NDArrayBase_get_handle(NDArrayBase* self, void* closure) {
   return PyLong_FromVoidPtr(self->handle);
 }
 
+/* Exchanges the handles (and so the arrays) of two NDArrays: how __setstate__ gives an
+ * existing object the array it unpickled. The cached shapes go with neither. */
+static PyObject* NDArrayBase_swap_handle(NDArrayBase* self, PyObject* other) {
+  if (!PyObject_TypeCheck(other, &NDArrayBase_Type)) {
+    PyErr_Format(PyExc_TypeError, "_swap_handle: expected an NDArray, got %s", Py_TYPE(other)->tp_name);
+    return NULL;
+  }
+  NDArrayBase* o = (NDArrayBase*)other;
+  weft_ndarray_t* h = self->handle;
+  self->handle = o->handle;
+  o->handle = h;
+  self->shape_ndim1 = 0;
+  o->shape_ndim1 = 0;
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef NDArrayBase_methods[] = {
+    {"_swap_handle", (PyCFunction)NDArrayBase_swap_handle, METH_O,
+     "_swap_handle(other): exchanges the arrays of this NDArray and `other`."},
+    {NULL, NULL, 0, NULL}};
+
 static PyGetSetDef NDArrayBase_getset[] = {
     {"handle", (getter)NDArrayBase_get_handle, NULL, "The C API handle of the array, as an int.", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
@@ -152,6 +173,7 @@ static PyTypeObject NDArrayBase_Type = {
     .tp_doc = "Owner of one Weft array handle; the base of weft.nd.NDArray.",
     .tp_weaklistoffset = offsetof(NDArrayBase, weakreflist),
     .tp_getset = NDArrayBase_getset,
+    .tp_methods = NDArrayBase_methods,
     .tp_members = NDArrayBase_members,
     .tp_new = NDArrayBase_new,
 };

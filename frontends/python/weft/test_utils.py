@@ -1263,7 +1263,7 @@ def chi_square_check(generator, buckets, probs, nsamples=1000000):
         raise ValueError("chi_square_check: %d probabilities for %d buckets" % (len(probs), len(buckets)))
     samples = _as_numpy(generator(nsamples))
     continuous = isinstance(buckets[0], (list, tuple))
-    expected = (nsamples * np.array(probs, dtype=np.float32)).astype(np.int32)
+    expected = nsamples * np.array(probs, dtype=np.float64)
     observed = np.zeros(len(buckets), dtype=np.int64)
     if continuous:
         edges = np.zeros(len(buckets) * 2, dtype=np.float32)
@@ -1277,10 +1277,22 @@ def chi_square_check(generator, buckets, probs, nsamples=1000000):
     else:
         for i, value in enumerate(buckets):
             observed[i] = int((samples == value).sum())
+    # The buckets need not cover every sample (a discrete distribution's tail, a range that
+    # stops short): what falls outside them is one more bucket, so that observed and
+    # expected counts have the same total, as the test (and scipy's check) requires.
+    obs_rest = nsamples - int(observed.sum())
+    exp_rest = nsamples - float(expected.sum())
+    if obs_rest > 0 or exp_rest > 1e-6 * nsamples:
+        # A sample outside buckets that hold all the probability is a failure: a tiny
+        # expected count makes its term, and the statistic, huge.
+        observed = np.append(observed, obs_rest)
+        expected = np.append(expected, max(exp_rest, 1e-9))
+    # Rounding of probabilities that sum to 1 leaves totals a hair apart.
+    expected = expected * (observed.sum() / expected.sum())
     if ss is not None:
         p = float(ss.chisquare(f_obs=observed, f_exp=expected)[1])
     else:
-        p = _chisquare_p(observed.astype(np.float64), expected.astype(np.float64))
+        p = _chisquare_p(observed.astype(np.float64), expected)
     return p, observed, expected
 
 

@@ -7175,7 +7175,7 @@ const _op__sample_multinomial = OpDef("_sample_multinomial", ["data"], false, ""
 Samples category indices from the multinomial distributions in the last axis of data.
 
 # Inputs
-- `data` (NDArray or SymbolicNode): Probabilities; the last axis is the distribution
+- `data` (NDArray or SymbolicNode): Probabilities; the last axis is the distribution (drawn in proportion to its entries)
 
 # Parameters
 - `shape` (Shape(tuple); default `()`): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape.
@@ -7196,7 +7196,7 @@ const _op_sample_multinomial = OpDef("sample_multinomial", ["data"], false, "")
 Samples category indices from the multinomial distributions in the last axis of data.
 
 # Inputs
-- `data` (NDArray or SymbolicNode): Probabilities; the last axis is the distribution
+- `data` (NDArray or SymbolicNode): Probabilities; the last axis is the distribution (drawn in proportion to its entries)
 
 # Parameters
 - `shape` (Shape(tuple); default `()`): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape.
@@ -10854,7 +10854,7 @@ const _op_nag_mom_update = OpDef("nag_mom_update", ["weight", "grad", "mom"], fa
 """
     nag_mom_update(weight, grad, mom; lr, momentum=0, wd=0, rescale_grad=1, clip_gradient=-1)
 
-Nesterov momentum: mom = momentum*mom + g + wd*weight; weight -= lr*(momentum*mom + g + wd*weight), g = clip(rescale_grad*grad).
+Nesterov momentum: m = momentum*mom; mom = m - lr*(g + wd*weight); weight += (momentum+1)*mom - m, g = clip(rescale_grad*grad).
 
 # Inputs
 - `weight` (NDArray or SymbolicNode): Weight

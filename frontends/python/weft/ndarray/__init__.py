@@ -34,4 +34,4 @@ from .utils import array  # noqa: E402  (a scipy.sparse csr matrix gives a CSRND
 # the operators, so that these names are the functions and not an operator of that name.
 from .ndarray import (add, subtract, multiply, divide, true_divide, modulo, power, maximum,  # noqa: E402
                       minimum, equal, not_equal, greater, greater_equal, lesser, lesser_equal, logical_and,
-                      logical_or, logical_xor, eye, linspace, from_numpy, onehot_encode, imdecode)
+                      logical_or, logical_xor, eye, linspace, from_numpy, onehot_encode, fill_element_0index, imdecode)

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 
 from .. import _fast
-from ..base import _api, error
+from ..base import _api, error, WeftValueError
 from ..context import Context, current_context, _from_tuple
 
 __all__ = ["NDArray", "empty", "array", "zeros", "ones", "full", "arange", "save", "load",
@@ -18,7 +18,7 @@ __all__ = ["NDArray", "empty", "array", "zeros", "ones", "full", "arange", "save
            "concatenate", "moveaxis", "split_v2", "histogram", "bfloat16", "dtype_id", "dtype_np", "invoke",
            "add", "subtract", "multiply", "divide", "true_divide", "modulo", "power", "maximum", "minimum",
            "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal", "logical_and",
-           "logical_or", "logical_xor", "eye", "linspace", "from_numpy", "onehot_encode", "imdecode",
+           "logical_or", "logical_xor", "eye", "linspace", "from_numpy", "onehot_encode", "fill_element_0index", "imdecode",
            "_DTYPE_NP_TO_MX", "_DTYPE_MX_TO_NP", "_GRAD_REQ_MAP", "get_indexing_dispatch_code",
            "indexing_key_expand_implicit_axes", "get_oshape_of_gather_nd_op"]
 
@@ -185,8 +185,8 @@ class NDArray(_fast.NDArrayBase):
     """An n-dimensional array of one dtype on one context."""
 
     __slots__ = ()
-    # numpy defers to NDArray's reflected operators instead of converting it.
-    __array_ufunc__ = None
+    # numpy's binary operators defer to NDArray's reflected ones (the priority); numpy's
+    # functions (np.all, np.maximum) convert it through __array__, as MXNet's NDArray.
     __array_priority__ = 1000.0
 
     # ---------------------------------------------------------------- attributes
@@ -428,7 +428,49 @@ class NDArray(_fast.NDArrayBase):
             return invoke("take", [self, array(idx, ctx=self.context, dtype=np.int64)], {"axis": 0})
         if not isinstance(key, tuple):
             key = (key,)
-        return self._basic_index(key)
+        if all(_is_basic_key(k) for k in key):
+            return self._basic_index(key)
+        return self._gather_index(key)
+
+    def _gather_index(self, key):
+        """self[key] for NumPy's indexing beyond ints and slices (None, index lists and
+        arrays, mixed with slices): NumPy picks the flat positions, `take` gathers them,
+        so the result is recorded by autograd as any take."""
+        positions = np.arange(self.size, dtype=np.int64).reshape(self.shape)[_numpy_key(key)]
+        flat = self.reshape((-1,))
+        picked = invoke("take", [flat, array(positions.reshape(-1), ctx=self.context, dtype=np.int64)], {"axis": 0})
+        return picked.reshape(positions.shape if positions.ndim else (1,))
+
+    @staticmethod
+    def _basic_indexing_slice_is_contiguous(slc_key, shape):
+        """Whether NumPy's x[slc_key] (one slice per axis of `shape`) is one contiguous run
+        of x's row-major memory: going from the last axis, once an axis is cut to a proper
+        part, every axis before it keeps at most one element; a step other than 1 over
+        several elements is never contiguous."""
+        if len(slc_key) != len(shape):
+            raise ValueError("expected one slice per axis of %s, got %r" % (shape, slc_key))
+        lengths = [len(range(*k.indices(n))) for k, n in zip(slc_key, shape)]
+        if int(np.prod(lengths)) <= 1:
+            return True
+        cut = False
+        for k, n, m in zip(reversed(slc_key), reversed(shape), reversed(lengths)):
+            step = k.indices(n)[2]
+            if m > 1 and step != 1:
+                return False
+            if cut and m > 1:
+                return False
+            cut |= m < n
+        return True
+
+    def _contiguous_view(self, slices):
+        """The view of self[slices] (one slice per axis, contiguous), sharing memory."""
+        lengths = [len(range(*k.indices(n))) for k, n in zip(slices, self.shape)]
+        if int(np.prod(lengths)) == 0:
+            return None
+        strides = np.cumprod((self.shape[1:] + (1,))[::-1])[::-1]
+        start = sum(k.indices(n)[0] * int(st) for k, n, st in zip(slices, self.shape, strides))
+        flat = self.reshape((-1,))
+        return flat._slice(start, start + int(np.prod(lengths))).reshape(tuple(lengths))
 
     def _expand_key(self, key):
         if any(k is None for k in key):
@@ -446,6 +488,27 @@ class NDArray(_fast.NDArrayBase):
     def _basic_index(self, key):
         key = self._expand_key(key)
         shape = self.shape
+        from .. import autograd  # pylint: disable=import-outside-toplevel
+        if not autograd.is_recording():
+            # As MXNet: a contiguous part is a view that writes through (under autograd
+            # the slice operator is recorded instead).
+            slices, dropped = [], []
+            for axis, k in enumerate(key + (slice(None),) * (self.ndim - len(key))):
+                if isinstance(k, slice):
+                    slices.append(k)
+                else:
+                    i = int(k)
+                    if not -shape[axis] <= i < shape[axis]:
+                        raise IndexError("index %d is out of bounds for axis %d with size %d"
+                                         % (i, axis, shape[axis]))
+                    i %= shape[axis]
+                    slices.append(slice(i, i + 1))
+                    dropped.append(axis)
+            if self.ndim and self._basic_indexing_slice_is_contiguous(slices, shape):
+                view = self._contiguous_view(slices)
+                if view is not None:
+                    kept = tuple(d for a, d in enumerate(view.shape) if a not in dropped)
+                    return view.reshape(kept if kept else (1,)) if dropped else view
         begin, end, step, keep = [], [], [], []
         for axis, k in enumerate(key):
             if isinstance(k, slice):
@@ -474,7 +537,14 @@ class NDArray(_fast.NDArrayBase):
     def __setitem__(self, key, value):
         if not self.writable:
             raise ValueError("this NDArray is read-only")
-        if key is Ellipsis or (isinstance(key, slice) and key == slice(None)):
+        whole = key is Ellipsis or key is None or (isinstance(key, slice) and key == slice(None))
+        from .. import autograd  # pylint: disable=import-outside-toplevel
+        if not whole and autograd.is_recording():
+            # MXNet records x[key] = v as an operator writing into x, which the recording
+            # refuses; a gradient through it would be wrong.
+            raise WeftValueError("Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
+                                 "autograd (assigning to x[%r])" % (key,))
+        if whole:
             view = self
         else:
             view = self._first_axis_view(key)
@@ -487,9 +557,11 @@ class NDArray(_fast.NDArrayBase):
         # Multi-axis and strided assignment goes through host memory: it waits for the
         # array, writes the selected elements, and copies the result back.
         host = self.asnumpy()
-        if isinstance(key, NDArray):
-            key = key.asnumpy()
-        host[key] = value.asnumpy() if isinstance(value, NDArray) else value
+        key = _numpy_key(key)
+        if not isinstance(value, (numbers.Number, np.generic)):
+            value = np.asarray(value.asnumpy() if isinstance(value, NDArray) else value)
+            value = value.reshape(value.shape[_drop_unit_lead(value.shape, host[key].ndim):])
+        host[key] = value
         _api.weft_ndarray_copy_from_host(self, np.ascontiguousarray(host))
 
     # ---------------------------------------------------------------- arithmetic
@@ -579,13 +651,26 @@ class NDArray(_fast.NDArrayBase):
         self.wait_to_write()
         return self.__dlpack__()
 
-    def __reduce__(self):
+    def _raw_bytes(self):
         raw = _api.weft_ndarray_save_raw_bytes(self)
         try:
-            data = _api.weft_bytes_get(raw)
+            return _api.weft_bytes_get(raw)
         finally:
             _api.weft_bytes_free(raw)
-        return (_from_raw_bytes, (data,))
+
+    def __reduce__(self):
+        return (_from_raw_bytes, (self._raw_bytes(),))
+
+    def __getstate__(self):
+        """MXNet's pickled state: {'handle': the array saved as raw bytes}."""
+        return {"handle": bytearray(self._raw_bytes())}
+
+    def __setstate__(self, state):
+        """Makes this object the array of a __getstate__ state (any shape, dtype, device;
+        a GPU array loads on the CPU when there is no GPU)."""
+        if not isinstance(state, dict) or "handle" not in state:
+            raise TypeError("__setstate__: expected a dict with 'handle' (raw bytes), got %r" % (type(state),))
+        self._swap_handle(_from_raw_bytes(bytes(state["handle"])))
 
     def split_v2(self, *args, **kwargs):
         """split_v2(self, ...): see the function split_v2."""
@@ -604,8 +689,33 @@ def _from_raw_bytes(data):
     return _new_by_stype(_api.weft_ndarray_load_raw_bytes(data))
 
 
+def _is_basic_key(k):
+    return k is Ellipsis or isinstance(k, slice) or (isinstance(k, (numbers.Integral, np.integer))
+                                                     and not isinstance(k, bool))
+
+
+def _numpy_key(key):
+    """`key` for NumPy: NDArrays (MXNet's index arrays may be float) become int64 arrays."""
+    def one(k):
+        return k.asnumpy().astype(np.int64) if isinstance(k, NDArray) else k
+    return tuple(one(k) for k in key) if isinstance(key, tuple) else one(key)
+
+
+def _drop_unit_lead(value_shape, ndim):
+    """How many leading axes of a value of `value_shape` go when it is written into an
+    `ndim`-axis target: NumPy drops extra leading axes of length 1."""
+    extra = len(value_shape) - ndim
+    if extra > 0 and all(d == 1 for d in value_shape[:extra]):
+        return extra
+    return 0
+
+
 def _assign(view, value):
     """Writes `value` (a number, NDArray, numpy array or list) into the whole of `view`."""
+    if isinstance(value, NDArray) and _drop_unit_lead(value.shape, view.ndim):
+        value = value.reshape(value.shape[_drop_unit_lead(value.shape, view.ndim):])
+    elif isinstance(value, np.ndarray) and _drop_unit_lead(value.shape, view.ndim):
+        value = value.reshape(value.shape[_drop_unit_lead(value.shape, view.ndim):])
     if isinstance(value, NDArray):
         if value.stype != "default" and view.stype == "default":
             # A sparse value has no dense memory to copy from; MXNet's copy casts it.
@@ -646,11 +756,21 @@ def zeros(shape, ctx=None, dtype=None, stype=None, **kwargs):
     if stype not in (None, "default"):
         from .sparse import zeros as sparse_zeros  # pylint: disable=import-outside-toplevel
         return sparse_zeros(stype, shape, ctx=ctx, dtype=dtype)
-    return invoke("_zeros", [], {"shape": _shape(shape), "ctx": _ctx(ctx), "dtype": _dtype_name(dtype or "float32")})
+    return _filled("_zeros", shape, ctx, dtype, kwargs.get("out"))
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
-    return invoke("_ones", [], {"shape": _shape(shape), "ctx": _ctx(ctx), "dtype": _dtype_name(dtype or "float32")})
+    """An array of ones; `out` (keyword) receives them instead of a new array."""
+    return _filled("_ones", shape, ctx, dtype, kwargs.get("out"))
+
+
+def _filled(op, shape, ctx, dtype, out):
+    # With `out`, its dtype and context are the defaults (MXNet writes into it).
+    if out is not None:
+        dtype = dtype or out.dtype
+        ctx = ctx or out.context
+    return invoke(op, [], {"shape": _shape(shape), "ctx": _ctx(ctx), "dtype": _dtype_name(dtype or "float32")},
+                  out=out)
 
 
 def full(shape, val, ctx=None, dtype=np.float32, out=None):
@@ -956,6 +1076,24 @@ def onehot_encode(indices, out):
     """Writes the one-hot rows of `indices` into the 2-D `out` (depth out.shape[1]) and
     returns it. Deprecated in MXNet in favour of one_hot."""
     return invoke("one_hot", [indices], {"depth": out.shape[1], "dtype": _dtype_name(out.dtype)}, out=out)
+
+
+def fill_element_0index(lhs, mhs, rhs, out=None):
+    """A copy of the 2-D `lhs` with one element of each row i replaced: column rhs[i]
+    (0-based) takes the value mhs[i]. MXNet's old NDArray function."""
+    for name, arr, ndim in (("lhs", lhs, 2), ("mhs", mhs, 1), ("rhs", rhs, 1)):
+        if not isinstance(arr, NDArray):
+            raise TypeError("fill_element_0index: %s must be an NDArray, got %s" % (name, type(arr).__name__))
+        if arr.ndim != ndim:
+            raise WeftValueError("fill_element_0index: expected a %d-D %s, got shape %s"
+                                       % (ndim, name, arr.shape))
+    if not lhs.shape[0] == mhs.shape[0] == rhs.shape[0]:
+        raise WeftValueError("fill_element_0index: expected one value and one index per row of lhs %s, "
+                                   "got values %s and indices %s" % (lhs.shape, mhs.shape, rhs.shape))
+    mask = invoke("one_hot", [rhs], {"depth": lhs.shape[1], "dtype": _dtype_name(lhs.dtype)})
+    values = invoke("broadcast_to", [invoke("reshape", [mhs.astype(lhs.dtype)], {"shape": (-1, 1)})],
+                    {"shape": lhs.shape})
+    return invoke("where", [mask, values, lhs], out=out)
 
 
 def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mean=None):

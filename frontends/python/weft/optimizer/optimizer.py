@@ -350,7 +350,7 @@ class SGD(Optimizer):
 @register
 class NAG(Optimizer):
     """Nesterov accelerated gradient (nag_mom_update):
-    mom = momentum*mom + g + wd*weight; weight -= lr*(g + wd*weight + momentum*mom),
+    m = momentum*mom; mom = m - lr*(g + wd*weight); weight += (momentum+1)*mom - m,
     g = rescale_grad*grad (clipped); plain SGD when momentum is 0."""
 
     def __init__(self, momentum=0.0, **kwargs):

@@ -26,7 +26,10 @@ def _dispatch(fname, generator, sampler, names, values, shape, dtype, kwargs, to
         if isinstance(v, bool) or not isinstance(v, numbers.Number):
             raise TypeError("%s: expected a number or a Symbol for %s, got %s" % (fname, n, type(v).__name__))
     params = dict(zip(to_scalar or names, values))
-    params.update(kwargs)
+    # The _random_* generators take no inputs, and MXNet's composition ignores keyword
+    # Symbols given to an operator whose inputs are all bound (so randn(data=x) is randn()):
+    # drop them as it does rather than fail.
+    params.update((k, v) for k, v in kwargs.items() if not isinstance(v, Symbol))
     return _ops.get(generator)(shape=shape, dtype=dtype, **params)
 
 
