@@ -97,9 +97,11 @@ bool Enabled(const char* var) {
 
 
 Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> args, std::vector<NDArray> arg_grads,
-                   std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx)
+                   std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx,
+                   std::vector<NDArray> shared_pool)
     : sym_(sym.Copy()), source_(sym.Copy()), group2ctx_(std::move(group2ctx)), ctx_(ctx), args_(std::move(args)),
-      arg_grads_(std::move(arg_grads)), aux_(std::move(aux)), grad_req_(std::move(grad_req)) {
+      arg_grads_(std::move(arg_grads)), aux_(std::move(aux)), grad_req_(std::move(grad_req)),
+      shared_pool_(std::move(shared_pool)) {
   std::vector<std::string> arg_names = sym_.ListArguments(), aux_names = sym_.ListAuxiliaryStates();
   CheckCount(args_.size(), arg_names.size(), "arguments", arg_names);
   CheckCount(aux_.size(), aux_names.size(), "auxiliary states", aux_names);
@@ -416,8 +418,10 @@ void Executor::Run(std::vector<Step>& steps, bool is_train) {
       for (const auto& m : s.monitor_inputs) monitor_(m.first, s.inputs[m.second]);
     else if (monitor_all_)
       for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
+    // Every output is reported, as MXNet's monitor does, those the step was told not to
+    // write (a gradient nobody asked for) included: their values are then unspecified.
     for (size_t i = 0; i < s.outputs.size(); ++i)
-      if (s.req[i] != OpReq::kNullOp) monitor_(s.output_names[i], s.outputs[i]);
+      if (!s.outputs[i].is_none()) monitor_(s.output_names[i], s.outputs[i]);
   }
 }
 

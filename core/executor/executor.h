@@ -34,7 +34,8 @@ class Executor {
   // read on another context is copied there by an inserted "_CrossDeviceCopy" node, and a
   // gradient lands on its gradient array's context. Memory is planned per context.
   Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> args, std::vector<NDArray> arg_grads,
-           std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx = {});
+           std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx = {},
+           std::vector<NDArray> shared_pool = {});
 
   // MXNet's simple_bind: allocates zeroed arguments, gradients (where grad_req is not
   // kNullOp) and auxiliary states from `shapes` and `dtypes` by input name (dtypes not
@@ -49,7 +50,9 @@ class Executor {
                                               const std::vector<OpReq>& grad_req);
   // MXNet's Executor.reshape: a new executor of the same symbol, contexts and requests for
   // new input shapes (by name). An array whose shape stays is shared; one that shrinks is a
-  // view of the old memory; one that grows is new memory only with allow_up_sizing. Arrays
+  // view of the old memory; one that grows is new memory only with allow_up_sizing. The
+  // internal values (outputs included) reuse this executor's memory chunks where they fit,
+  // as MXNet's shared_exec pool does: the two executors then share that memory. Arrays
   // other than the named inputs may change shape only with partial_shaping.
   std::unique_ptr<Executor> Reshape(const std::unordered_map<std::string, Shape>& shapes, bool partial_shaping,
                                     bool allow_up_sizing) const;
@@ -165,6 +168,10 @@ class Executor {
   std::vector<size_t> marked_args_;
   uint64_t num_forwards_ = 0;
   size_t planned_bytes_ = 0, naive_bytes_ = 0, num_folded_ = 0;
+  // The memory chunks of the planned values that hold no folded constant (those a Reshape
+  // may share), and (during planning only) another executor's such chunks, which planning
+  // takes before allocating new ones.
+  std::vector<NDArray> lendable_chunks_, shared_pool_;
 };
 
 }  // namespace executor

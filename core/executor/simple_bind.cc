@@ -157,7 +157,7 @@ std::unique_ptr<Executor> Executor::Reshape(const std::unordered_map<std::string
   }
   for (size_t i = 0; i < aux_names.size(); ++i) aux.push_back(resized(aux_names[i], aux_[i], s.auxiliary[i]));
   return std::make_unique<Executor>(source_, ctx_, std::move(args), std::move(grads), grad_req_, std::move(aux),
-                                    group2ctx_);
+                                    group2ctx_, lendable_chunks_);
 }
 
 }  // namespace executor

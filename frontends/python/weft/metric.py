@@ -473,9 +473,8 @@ class Perplexity(EvalMetric):
             label = label.reshape(-1).astype("int64")
             probs = pred.reshape(-1, pred.shape[-1])
             keep = numpy.ones(label.size, bool) if self.ignore_label is None else label != self.ignore_label
-            if ((label[keep] < 0) | (label[keep] >= probs.shape[1])).any():
-                raise ValueError("Perplexity: labels must lie in [0, %d) (or equal ignore_label %r)"
-                                 % (probs.shape[1], self.ignore_label))
+            # As MXNet's (it picks in 'clip' mode), a label outside [0, classes) scores the
+            # nearest class: a vocabulary of ids 1..V with V classes is still measured.
             picked = probs[numpy.arange(label.size), numpy.clip(label, 0, probs.shape[1] - 1)]
             loss -= float(numpy.log(numpy.maximum(1e-10, picked[keep])).sum())
             num += int(keep.sum())

@@ -513,7 +513,8 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     s = Symbol(_api.weft_symbol_create_variable(name))
     attrs = _attribute.current().get(attr)
     if shape is not None:
-        attrs["__shape__"] = str(tuple(shape))
+        # An int is a 1-d shape, as MXNet takes shape=(1) (which is the int 1).
+        attrs["__shape__"] = str((int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape))
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:
