@@ -124,6 +124,10 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   if (!wants_grad && InlineSubgraphNodes(&sym_) &&
       (sym_.ListArguments() != arg_names || sym_.ListAuxiliaryStates() != aux_names))
     sym_ = sym.Copy();
+  const char* cse = std::getenv("WEFT_ELIMINATE_COMMON_EXPR");
+  if (cse == nullptr) cse = std::getenv("MXNET_ELIMINATE_COMMON_EXPR");
+  if (cse == nullptr || std::string(cse) != "0") EliminateCommonExpr(&sym_);
+  optimized_ = sym_.Copy();
   auto sparse = [](const std::vector<NDArray>& v) {
     return std::any_of(v.begin(), v.end(), [](const NDArray& a) { return a.is_sparse(); });
   };

@@ -101,6 +101,10 @@ class Executor {
   size_t num_dnnl_regions() const { return regions_.size(); }
   // The graph, one line per node, then "Total N MB allocated" as MXNet's debug_str.
   std::string DebugString() const;
+  // The forward graph as the executor runs it, after the graph passes that change it
+  // (common subexpressions merged, oneDNN subgraph nodes inlined): MXNet's
+  // get_optimized_symbol.
+  const graph::Symbol& optimized_symbol() const { return optimized_; }
 
   // Called, on the pushing thread, right after each node is pushed, forward and backward,
   // with the name of each output ("fc1_output") and the array that will hold it (read it
@@ -149,6 +153,7 @@ class Executor {
   bool monitor_all_ = false;
   graph::Symbol sym_;  // a private copy: the steps point into its nodes, which nobody else can change
   graph::Symbol source_;  // the symbol as bound (sym_ gets the copies placement inserts): for Reshape
+  graph::Symbol optimized_;  // a copy of sym_ after the passes that rewrite the forward graph
   std::map<std::string, Context> group2ctx_;
   std::string placement_;  // debug_str's placement part (empty on one context)
   std::vector<graph::NodeEntry> grad_entries_;
