@@ -30,6 +30,20 @@ using graph::NodePtr;
 
 namespace {
 
+// A value read on another context than the one it was made on (group2ctx in a sparse
+// executor): a copy there, recorded while autograd records with the copy of its gradient
+// back as its backward.
+NDArray CopyAcross(const NDArray& src, Context to) {
+  std::vector<NDArray> outs{src.Copy(to)};
+  if (autograd::IsRecording() && src.ag_node() != nullptr) {
+    Context from = src.ctx();
+    autograd::RecordCustom("_CrossDeviceCopy", {src}, &outs, [from](const std::vector<NDArray>& out_grads) {
+      return std::vector<NDArray>{out_grads[0].is_none() ? NDArray() : out_grads[0].Copy(from)};
+    });
+  }
+  return outs[0];
+}
+
 // The name of graph value `e` (a variable's name, or "<node>_output"), found by its node:
 // used only at bind, for the monitor's names of a fused chain's inputs.
 std::string EntryName(const IndexedGraph& g, uint32_t e) {
@@ -430,7 +444,6 @@ void Executor::Run(std::vector<Step>& steps, bool is_train) {
 }
 
 void Executor::BindSparse(const std::vector<std::string>& arg_names) {
-  WEFT_CHECK(group2ctx_.empty(), kUnsupported, "bind: group2ctx with sparse (csr, row_sparse) arrays is not supported");
   // The shapes and dtypes are checked now, as a planned bind checks them, so that a bad
   // array is the bind's error and not the first forward's.
   IndexedGraph g(sym_.outputs);
@@ -515,7 +528,22 @@ void Executor::ForwardSparse(bool is_train) {
       if (n->is_variable()) continue;
       std::vector<NDArray> ins, outs;
       for (const auto& in : g[id].inputs) ins.push_back(entry[g.entry_id(in.node_id, in.index)]);
-      imperative::Invoke(n->attrs, ins, &outs, &ctx_, nullptr, is_train);
+      // With group2ctx, as the planned executor places nodes: a node of a context group runs
+      // on the group's context, any other where its first input is; inputs made elsewhere
+      // are copied there.
+      Context where = ctx_;
+      if (!group2ctx_.empty()) {
+        if (!ins.empty()) where = ins[0].ctx();
+        if (const std::string* group = n->FindAttr("__ctx_group__")) {
+          auto it = group2ctx_.find(*group);
+          WEFT_CHECK(it != group2ctx_.end(), kValue, "forward: node '", n->attrs.name, "' is in context group '",
+                     *group, "', which group2ctx does not map");
+          where = it->second;
+        }
+        for (auto& in : ins)
+          if (in.ctx() != where) in = CopyAcross(in, where);
+      }
+      imperative::Invoke(n->attrs, ins, &outs, &where, nullptr, is_train);
       for (size_t i = 0; i < outs.size() && i < static_cast<size_t>(n->num_outputs()); ++i)
         entry[g.entry_id(id, static_cast<uint32_t>(i))] = outs[i];
       if (!monitor_) continue;

@@ -49,7 +49,7 @@ def test_row_sparse_parameter_api():
     dense.initialize()
     with pytest.raises(RuntimeError, match="row_sparse_data\\(\\) is for row_sparse parameters"):
         dense.row_sparse_data(nd.array([0]))
-    with pytest.raises(ValueError, match="expected stype and grad_stype"):
+    with pytest.raises(AssertionError, match="expected stype and grad_stype"):
         gluon.Parameter("c", shape=(2, 2), stype="csr")
     np.testing.assert_array_equal(p._reduce().asnumpy(), np.full((V, D), 0.5))
 

@@ -117,6 +117,16 @@ class Initializer(object):
         `Variable(init=...)` stores in the "__init__" attribute."""
         return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
+    def __eq__(self, other):
+        # Same class and arguments: the same initialisation (shared parameters compare them).
+        if not isinstance(other, Initializer):
+            return NotImplemented
+        return type(self) is type(other) and self._kwargs == other._kwargs
+
+    def __hash__(self):
+        # Consistent with __eq__ (the arguments may be unhashable arrays).
+        return hash(type(self))
+
     def __repr__(self):
         return "%s(%s)" % (self.__class__.__name__,
                            ", ".join("%s=%r" % kv for kv in sorted(self._kwargs.items())))

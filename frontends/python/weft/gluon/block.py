@@ -285,7 +285,8 @@ class Block:
             return
         if not any("." in k for k in loaded):
             # Files written with full names (save_params, ParameterDict.save, Module checkpoints).
-            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix)
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix, cast_dtype=cast_dtype,
+                                       dtype_source=dtype_source)
             return
         if not allow_missing:
             for name in params:
@@ -379,27 +380,67 @@ class Block:
         raise NotImplementedError("%s must define forward" % type(self).__name__)
 
     def summary(self, *inputs):
-        """Prints each layer's output shape and parameter count for one forward on `inputs`."""
-        rows = []
+        """Runs one forward on `inputs` and prints, as MXNet does, a row per layer (not the
+        Sequential containers) with its output shape and parameter count, then the totals:
+        all, trainable (grad_req not 'null'), and those counted again by a layer sharing them.
+        The blocks must be initialized and not hybridized (a graph hides its layers' outputs)."""
+        from .nn.basic_layers import HybridSequential, Sequential
+
+        def shapes(x):
+            if isinstance(x, (list, tuple)):
+                return [shapes(v) for v in x]
+            return x.shape if isinstance(x, NDArray) else x
+
+        def shape_text(x):
+            got = shapes(x)
+            return str(got)[1:-1] if isinstance(got, list) else str(got)
+
+        rows = [("Input", shape_text(list(inputs)), 0, 0, 0)]
+        seen = set()
 
         def hook(block, _, out):
-            outs = out if isinstance(out, (list, tuple)) else [out]
-            n = sum(int(np.prod(p.shape)) for p in block._reg_params.values() if p.shape)
-            rows.append((block.name, type(block).__name__, [tuple(o.shape) for o in outs], n))
+            total = trainable = shared = 0
+            for p in block.params.values():
+                size = p.data().size
+                total += size
+                trainable += 0 if p.grad_req == "null" else size
+                if id(p) in seen:
+                    shared += size
+                seen.add(id(p))
+            rows.append(("%s-%d" % (type(block).__name__, len(rows)), shape_text(out), total, trainable, shared))
 
         handles = []
-        self.apply(lambda b: handles.append(b.register_forward_hook(hook)))
+
+        def register(block):
+            if isinstance(block, HybridBlock) and block._active:
+                raise AssertionError("summary: block '%s' is hybridized, and a hybridized block's layers are not "
+                                     "run one by one; call summary before hybridize()" % block.name)
+            if not isinstance(block, (Sequential, HybridSequential)):
+                handles.append(block.register_forward_hook(hook))
+
         try:
+            self.apply(register)
             self(*inputs)
         finally:
             for h in handles:
                 h.detach()
-        total = 0
-        print("%-30s %-40s %12s" % ("Layer (type)", "Output shape", "Params"))
-        for name, kind, shapes, n in rows:
-            print("%-30s %-40s %12d" % ("%s (%s)" % (name, kind), shapes, n))
-            total += n
-        print("Parameters in layers: %d" % total)
+        row = "{:>20}  {:>42} {:>15}"
+        print("-" * 80)
+        print(row.format("Layer (type)", "Output Shape", "Param #"))
+        print("=" * 80)
+        for name, shape, total, _, _ in rows:
+            print(row.format(name, shape, total))
+        total = sum(r[2] for r in rows)
+        trainable = sum(r[3] for r in rows)
+        shared = sum(r[4] for r in rows)
+        print("=" * 80)
+        print("Parameters in forward computation graph, duplicate included")
+        print("   Total params: %d" % total)
+        print("   Trainable params: %d" % trainable)
+        print("   Non-trainable params: %d" % (total - trainable))
+        print("Shared params in forward computation graph: %d" % shared)
+        print("Unique parameters in model: %d" % (total - shared))
+        print("-" * 80)
 
 
 class _HookHandle:
@@ -577,6 +618,12 @@ class HybridBlock(Block):
                                 % (self.name, i, type(a).__name__))
         ctx = args[0].context
         recording = autograd.is_recording()
+        if any(a.stype != "default" for a in args) or (recording and self._sparse_grads()):
+            # A graph over sparse arrays runs node by node anyway (a sparse executor), and
+            # one executor keeps the state of its latest call only: operator by operator,
+            # autograd keeps each call's, so that a block called twice in one record()
+            # accumulates both gradients, as MXNet's CachedOp does.
+            return self._call_imperative(_regroup(fmt, args), ctx)
         input_grads = tuple(recording and a._has_history() for a in args)
         key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), ctx, autograd.is_training(),
                input_grads, recording)
@@ -609,6 +656,18 @@ class HybridBlock(Block):
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None
         return _regroup(out_fmt, graph.run(args, autograd.is_training()))[0]
+
+    def _sparse_grads(self):
+        """Whether some parameter of the tree takes a row_sparse gradient (cached until a
+        block or a parameter's arrays change)."""
+        version = (_blocks_version, arrays_version())
+        cached = self.__dict__.get("_sparse_grads_cache")
+        if cached is None or cached[0] != version:
+            # Stored around __setattr__, which would count as a change of the block.
+            cached = (version, any(p._grad_stype != "default" and p.grad_req != "null"
+                                   for p in self.collect_params().values()))
+            self.__dict__["_sparse_grads_cache"] = cached
+        return cached[1]
 
     def _fixed_tree(self):
         """Whether every block of this tree traces through _fixed_graph code alone: no
@@ -653,6 +712,11 @@ class SymbolBlock(HybridBlock):
             outputs = symbol.Group(list(outputs))
         self._input_names_given = [i.name for i in inputs]
         self._sym = outputs
+        for name, attrs in outputs.attr_dict().items():
+            # Its executor would need the weight whole; a row_sparse one lives in a kvstore.
+            if attrs.get("__storage_type__") == "1":
+                raise AssertionError("SymbolBlock: variable '%s' has storage type row_sparse, which a SymbolBlock "
+                                     "does not support (expected default storage)" % name)
         arg_params = [n for n in outputs.list_arguments() if n not in self._input_names_given]
         for name in arg_params:
             self._reg_params[name] = self._params.get(name, allow_deferred_init=True)

@@ -37,6 +37,16 @@ def _shape_known(shape):
     return shape is not None and all(int(d) > 0 for d in shape)
 
 
+def _merge_shapes(name, have, want):
+    """The shape a parameter fetched again (a shared one) takes: each unknown (0) dimension,
+    on either side, is filled in by the other; known dimensions must agree."""
+    if have is None:
+        return want
+    if len(have) != len(want) or any(a > 0 and b > 0 and a != b for a, b in zip(have, want)):
+        raise ValueError("Parameter '%s': expected a shape compatible with %s, got %s" % (name, have, want))
+    return tuple(a if a > 0 else b for a, b in zip(have, want))
+
+
 # Counts every replacement of a Parameter's data or gradient arrays (initialisation, cast,
 # reset_ctx, a new grad_req): a hybridized block's executor, bound to the arrays of the time,
 # is rebuilt when this moved, and comparing one number per call is cheaper than checking
@@ -46,6 +56,16 @@ _arrays_version = 0
 
 def arrays_version():
     return _arrays_version
+
+
+class _PerContext(OrderedDict):
+    """A parameter's arrays by context. An int indexes them in context order, as MXNet's
+    `Parameter._data` list, which code written for MXNet reads (`p._data[0]`)."""
+
+    def __getitem__(self, key):
+        if isinstance(key, int):
+            return list(self.values())[key]
+        return OrderedDict.__getitem__(self, key)
 
 
 class Parameter:
@@ -59,7 +79,7 @@ class Parameter:
     def _data(self, arrays):
         global _arrays_version
         _arrays_version += 1
-        self.__data = arrays
+        self.__data = None if arrays is None else _PerContext(arrays)
 
     @property
     def _grad(self):
@@ -79,8 +99,9 @@ class Parameter:
         if grad_req not in ("write", "add", "null"):
             raise ValueError("Parameter '%s': grad_req must be 'write', 'add' or 'null', got %r" % (name, grad_req))
         if stype not in ("default", "row_sparse") or grad_stype not in ("default", "row_sparse"):
-            raise ValueError("Parameter '%s': expected stype and grad_stype 'default' or 'row_sparse', got "
-                             "stype=%r grad_stype=%r" % (name, stype, grad_stype))
+            # An AssertionError, as MXNet's check raises.
+            raise AssertionError("Parameter '%s': expected stype and grad_stype 'default' or 'row_sparse', got "
+                                 "stype=%r grad_stype=%r" % (name, stype, grad_stype))
         self._stype = stype
         self._grad_stype = grad_stype
         # A row_sparse weight lives in its Trainer's kvstore; row_sparse_data pulls rows from it.
@@ -370,7 +391,8 @@ class Parameter:
         from .. import symbol
         if self._var is None:
             self._var = symbol.var(self.name, shape=self._shape, dtype=self.dtype, lr_mult=self.lr_mult,
-                                   wd_mult=self.wd_mult, init=self.init if isinstance(self.init, str) else None)
+                                   wd_mult=self.wd_mult, init=self.init if isinstance(self.init, str) else None,
+                                   stype=self._stype)
         return self._var
 
     def cast(self, dtype):
@@ -409,8 +431,9 @@ class ParameterDict:
         self._shared = shared
 
     def __repr__(self):
+        # As MXNet prints it: "prefix (" (just "(" without a prefix), a line per parameter.
         body = "\n".join("  " + repr(p) for p in self._params.values())
-        return "%s(\n%s\n)" % (self._prefix or "ParameterDict", body)
+        return "%s(\n%s\n)" % (self._prefix + " " if self._prefix else "", body)
 
     @property
     def prefix(self):
@@ -456,7 +479,8 @@ class ParameterDict:
             return param
         for k, v in kwargs.items():
             if k == "shape" and v is not None:
-                param.shape = tuple(int(d) for d in ((v,) if np.isscalar(v) else v))
+                param._shape = _merge_shapes(name, param._shape, tuple(int(d) for d in ((v,) if np.isscalar(v)
+                                                                                           else v)))
             elif hasattr(param, k) and v is not None and k not in ("init",):
                 cur = getattr(param, k)
                 if k == "dtype":
@@ -526,7 +550,7 @@ class ParameterDict:
             if strip_prefix and not name.startswith(strip_prefix):
                 raise ValueError("Prefix '%s' is to be stripped before saving, but Parameter '%s' does not start "
                                  "with it" % (strip_prefix, name))
-            arrays[name[len(strip_prefix):]] = p.data()
+            arrays[name[len(strip_prefix):]] = p.data() if p._stype == "default" else p._reduce()
         nd.save(filename, arrays)
 
     def load(self, filename, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="", cast_dtype=False,

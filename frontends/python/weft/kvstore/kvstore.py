@@ -169,7 +169,18 @@ class KVStore(KVStoreBase):
             raise ValueError("kvstore row_sparse_pull: 'out' and 'row_ids' are required")
         keys, outs = _flatten(key, out, "row_sparse_pull")
         self._check_key_kind(key)
-        ids = row_ids if isinstance(row_ids, (list, tuple)) else [row_ids] * len(outs)
+        if isinstance(row_ids, (list, tuple)):
+            if isinstance(key, (list, tuple)) and len(row_ids) == len(key):
+                # One entry per key: a list aligned with that key's outputs, or one id
+                # array shared by all of them (MXNet's nesting of row_ids follows out's).
+                ids = []
+                for o, r in zip(out, row_ids):
+                    n = len(o) if isinstance(o, (list, tuple)) else 1
+                    ids.extend(r if isinstance(r, (list, tuple)) else [r] * n)
+            else:
+                ids = list(row_ids)
+        else:
+            ids = [row_ids] * len(outs)
         if len(ids) != len(outs):
             raise ValueError("kvstore row_sparse_pull: expected one row_ids per output (%d), got %d"
                              % (len(outs), len(ids)))

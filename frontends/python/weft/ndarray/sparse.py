@@ -110,6 +110,8 @@ class BaseSparseNDArray(NDArray):
             value = value.tostype("default").astype(self.dtype)
         if value.stype != self.stype:
             value = value.tostype(self.stype)
+        # The array keeps its context (an executor's argument stays on its ctx_group's).
+        value = value._moved(self.context)
         _api.weft_ndarray_sparse_assign(self, value)
 
     def _moved(self, ctx):

@@ -262,10 +262,7 @@ class Symbol:
             (lambda n: grad_req.get(n, "null") != "null")
         if any(t != "default" for t in stypes.values()) or \
                 any(t != "default" and wants(n) for n, t in grad_stypes.items()):
-            if group2ctx:
-                raise NotImplementedError("simple_bind: group2ctx with sparse (csr, row_sparse) arrays is not "
-                                          "supported")
-            return self._sparse_simple_bind(ctx, grad_req, type_dict, stypes, grad_stypes, kwargs)
+            return self._sparse_simple_bind(ctx, grad_req, type_dict, stypes, grad_stypes, kwargs, group2ctx)
         reqs = json.dumps(grad_req) if isinstance(grad_req, dict) else grad_req
         shapes = json.dumps({k: [int(d) for d in v] for k, v in kwargs.items()})
         types = json.dumps({k: dtype_id(v) for k, v in (type_dict or {}).items()})
@@ -317,9 +314,10 @@ class Symbol:
                     grads[rhs] = "row_sparse"
         return grads
 
-    def _sparse_simple_bind(self, ctx, grad_req, type_dict, stypes, grad_stypes, shapes):
+    def _sparse_simple_bind(self, ctx, grad_req, type_dict, stypes, grad_stypes, shapes, group2ctx):
         """simple_bind with some csr or row_sparse argument: the arrays are made here (zeros
-        of each storage type) and bound; the executor runs through the sparse kernels."""
+        of each storage type, each on its variable's ctx_group's context) and bound; the
+        executor runs through the sparse kernels."""
         from ..ndarray import ndarray as _nd
         from ..context import Context
         names = self.list_arguments()
@@ -332,15 +330,24 @@ class Symbol:
             arg_types = [np.float32] * len(names)
             aux_types = [np.float32] * len(aux_shapes)
         ctx = Context(ctx)
-        args = [_nd.zeros(s, ctx=ctx, dtype=t, stype=stypes[n]) for n, s, t in zip(names, arg_shapes, arg_types)]
-        aux = [_nd.zeros(s, ctx=ctx, dtype=t) for s, t in zip(aux_shapes, aux_types)]
+        attrs = self.attr_dict() if group2ctx else {}
+
+        def where(name):
+            # A variable of a group group2ctx does not map stays on ctx, as MXNet's simple_bind has it.
+            group = attrs.get(name, {}).get("__ctx_group__")
+            return Context(group2ctx[group]) if group in (group2ctx or {}) else ctx
+
+        args = [_nd.zeros(s, ctx=where(n), dtype=t, stype=stypes[n])
+                for n, s, t in zip(names, arg_shapes, arg_types)]
+        aux = [_nd.zeros(s, ctx=where(n), dtype=t)
+               for n, s, t in zip(self.list_auxiliary_states(), aux_shapes, aux_types)]
         if isinstance(grad_req, str):
             reqs = {n: grad_req for n in names}
         else:
             reqs = {n: grad_req.get(n, "null") for n in names}
-        grads = {n: _nd.zeros(a.shape, ctx=ctx, dtype=a.dtype, stype=grad_stypes[n])
+        grads = {n: _nd.zeros(a.shape, ctx=a.context, dtype=a.dtype, stype=grad_stypes[n])
                  for n, a in zip(names, args) if reqs[n] != "null"}
-        return self.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux)
+        return self.bind(ctx, args, args_grad=grads, grad_req=reqs, aux_states=aux, group2ctx=group2ctx)
 
     def eval(self, ctx=None, **kwargs):
         """Binds the given arrays and runs forward; returns the outputs."""
