@@ -50,12 +50,13 @@ class Executor {
                                               const std::vector<OpReq>& grad_req);
   // MXNet's Executor.reshape: a new executor of the same symbol, contexts and requests for
   // new input shapes (by name). An array whose shape stays is shared; one that shrinks is a
-  // view of the old memory; one that grows is new memory only with allow_up_sizing. The
-  // internal values (outputs included) reuse this executor's memory chunks where they fit,
-  // as MXNet's shared_exec pool does: the two executors then share that memory. Arrays
+  // view of the old memory; one that grows is new memory only with allow_up_sizing. With
+  // share_memory the internal values (outputs included) reuse this executor's memory chunks
+  // where they fit, as MXNet's shared_exec pool does: the two executors then share that
+  // memory, and a run of one overwrites the other's outputs. Arrays
   // other than the named inputs may change shape only with partial_shaping.
   std::unique_ptr<Executor> Reshape(const std::unordered_map<std::string, Shape>& shapes, bool partial_shaping,
-                                    bool allow_up_sizing) const;
+                                    bool allow_up_sizing, bool share_memory = true) const;
 
   // Pushes the forward nodes; `is_train` reaches the operators (Dropout, BatchNorm).
   void Forward(bool is_train);
