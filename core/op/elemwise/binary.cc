@@ -24,9 +24,14 @@ WEFT_ELEMWISE_BINARY_OP(elemwise_mul, mul_op)
 
 WEFT_ELEMWISE_BINARY_OP(elemwise_div, div_op)
     .AddAlias("_div").AddAlias("_Div")
-    // MXNet's variant that keeps a row_sparse lhs's storage; on dense arrays it is this division.
-    .AddAlias("_scatter_elemwise_div")
     .Describe("lhs / rhs, elementwise, for arrays of one shape (integers truncate; x / 0 is 0 for integers).")
+    .SetAttr<FGradient>("FGradient", BinaryGradient(BinaryFn::kDiv, false));
+
+// An operator of its own (not an alias) so that its sparse kernel can differ from
+// elemwise_div's: a row_sparse lhs keeps its rows (core/op/sparse/sparse_kernels.cc).
+WEFT_ELEMWISE_BINARY_OP(_scatter_elemwise_div, div_op)
+    .Describe("lhs / rhs, elementwise; for a row_sparse lhs only its stored rows are computed and the result is "
+              "row_sparse with those rows, otherwise the same as elemwise_div.")
     .SetAttr<FGradient>("FGradient", BinaryGradient(BinaryFn::kDiv, false));
 
 WEFT_ELEMWISE_BINARY_OP(_mod, mod_op)

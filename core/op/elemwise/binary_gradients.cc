@@ -75,7 +75,11 @@ std::vector<GradValue> Gradient(BinaryFn fn, BinaryGradBuilder& b) {
       return {b.To(b.Mul(g, b.Bin("lesser_equal", lhs, rhs)), lhs),
               b.To(b.Mul(g, b.Bin("greater", lhs, rhs)), rhs)};
     case BinaryFn::kHypot:
-      return {b.To(b.Mul(g, b.Bin("div", lhs, b.out())), lhs), b.To(b.Mul(g, b.Bin("div", rhs, b.out())), rhs)};
+      // (g * x) / hypot rather than g * (x / hypot): with a sparse g the product keeps g's
+      // storage and the division then meets every element, so 0 / 0 where both inputs are
+      // zero gives NaN whatever g stores, as MXNet's dense _backward_hypot.
+      return {b.To(b.Bin("div", b.Bin("mul", g, lhs), b.out()), lhs),
+              b.To(b.Bin("div", b.Bin("mul", g, rhs), b.out()), rhs)};
   }
   Throw(ErrorKind::kInternal, "unknown binary function ", static_cast<int>(fn));
 }

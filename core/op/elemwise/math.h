@@ -224,13 +224,14 @@ WEFT_XINLINE double erfinv(double x) {
 // The digamma function psi = lgamma'. Negative arguments use the reflection
 // psi(1 - x) - pi / tan(pi x); small ones move up with psi(x) = psi(x + 1) - 1 / x until
 // the asymptotic series (Bernoulli numbers up to B10) is accurate to double precision.
-// Poles (0, -1, -2, ...) give NaN.
+// Poles (0, -1, -2, ...) give the largest double, as MXNet's psi (cephes), so that its
+// gradients there (gamma's, gammaln's) are infinite in float32 and huge in float64.
 template <typename M>
 WEFT_XINLINE M Digamma(M x) {
   if (!(x == x)) return x;
   M result = M(0);
   if (x <= M(0)) {
-    if (x == floor(x)) return std::numeric_limits<M>::quiet_NaN();
+    if (x == floor(x)) return std::numeric_limits<M>::max();
     result = -M(kPi) / tan(M(kPi) * x);
     x = M(1) - x;
   }
@@ -242,7 +243,11 @@ WEFT_XINLINE M Digamma(M x) {
   M series = inv2 * (M(1) / 12 - inv2 * (M(1) / 120 - inv2 * (M(1) / 252 - inv2 * (M(1) / 240 - inv2 * (M(1) / 132)))));
   return result + log(x) - M(0.5) / x - series;
 }
-WEFT_XINLINE float digamma(float x) { return static_cast<float>(Digamma<double>(x)); }
+WEFT_XINLINE float digamma(float x) {
+  double d = Digamma<double>(x);
+  return d > static_cast<double>(std::numeric_limits<float>::max()) ? std::numeric_limits<float>::infinity()
+                                                                    : static_cast<float>(d);
+}
 WEFT_XINLINE double digamma(double x) { return Digamma<double>(x); }
 
 }  // namespace math

@@ -68,16 +68,23 @@ std::vector<GradValue> HypotGrad(GradBuilder& b, const NodeAttrs&, const GradArg
 
 WEFT_BINARY_SCALAR_OP(_plus_scalar, add_op)
     .AddAlias("_PlusScalar")
-    // MXNet's variant that touches only a sparse array's stored values; on dense arrays the same.
-    .AddAlias("_scatter_plus_scalar")
     .Describe("x + scalar.")
     .SetAttr<FGradient>("FGradient", PassGrad);
 
 WEFT_BINARY_SCALAR_OP(_minus_scalar, sub_op)
     .AddAlias("_MinusScalar")
-    // MXNet's variant that touches only a sparse array's stored values; on dense arrays the same.
-    .AddAlias("_scatter_minus_scalar")
     .Describe("x - scalar.")
+    .SetAttr<FGradient>("FGradient", PassGrad);
+
+// Operators of their own (not aliases) so that their sparse kernels can differ from
+// _plus_scalar's: a sparse input keeps its storage and only its stored values change
+// (core/op/sparse/sparse_kernels.cc); on dense arrays the same as _plus_scalar / _minus_scalar.
+WEFT_BINARY_SCALAR_OP(_scatter_plus_scalar, add_op)
+    .Describe("x + scalar; for a csr or row_sparse x only its stored values, keeping its storage.")
+    .SetAttr<FGradient>("FGradient", PassGrad);
+
+WEFT_BINARY_SCALAR_OP(_scatter_minus_scalar, sub_op)
+    .Describe("x - scalar; for a csr or row_sparse x only its stored values, keeping its storage.")
     .SetAttr<FGradient>("FGradient", PassGrad);
 
 WEFT_BINARY_SCALAR_OP(_rminus_scalar, Reversed<sub_op>)

@@ -12,16 +12,8 @@ std::string Flags(const DotParam& p) {
          ", transpose_b=" + (p.transpose_b ? "True" : "False") + ")";
 }
 
-void CheckDense(const NodeAttrs& attrs) {
-  const std::string& st = attrs.Params<DotParam>().forward_stype;
-  if (st != "None" && st != "default")
-    Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "': forward_stype='", st,
-          "' (sparse output) is not supported; use 'None' or 'default'");
-}
-
 bool DotShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   if (!(*in)[0].is_known() || !(*in)[1].is_known()) return false;
-  CheckDense(attrs);
   AssignShape(attrs, out, 0, PlanDot(attrs, (*in)[0], (*in)[1]).out, "output");
   return true;
 }

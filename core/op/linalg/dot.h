@@ -30,7 +30,7 @@ WEFT_PARAM_SCHEMA(DotParam, s) {
   s.Field("forward_stype", &DotParam::forward_stype)
       .Default("None")
       .Choices({"None", "default", "csr", "row_sparse"})
-      .Describe("The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.");
+      .Describe("The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).");
 }
 
 // A product C (m x n) = op(A) (m x k) * op(B) (k x n), batched `batch` times, with the

@@ -82,9 +82,14 @@ bool FCShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>*
   CheckParamShape(attrs, (*in)[1], w, "weight", data);
   AssignShape(attrs, in, 1, w, "input");
   if (!p.no_bias) {
-    Shape b{p.num_hidden};
-    CheckParamShape(attrs, (*in)[2], b, "bias", data);
-    AssignShape(attrs, in, 2, b, "input");
+    // MXNet also takes a bias of shape (num_hidden, 1): the same values in the same order.
+    const Shape& given = (*in)[2];
+    const bool column = given.is_known() && given.ndim() == 2 && given[0] == p.num_hidden && given[1] == 1;
+    if (!column) {
+      Shape b{p.num_hidden};
+      CheckParamShape(attrs, given, b, "bias", data);
+      AssignShape(attrs, in, 2, b, "input");
+    }
   }
   AssignShape(attrs, out, 0, OutputShape(attrs, data), "output");
   return true;
@@ -218,13 +223,18 @@ WEFT_REGISTER_OP(FullyConnected)
     .SetNumInputs(NumParamInputs)
     .AddArgument("data", "NDArray-or-Symbol", "Input data")
     .AddArgument("weight", "NDArray-or-Symbol", "Weight matrix (num_hidden, input size)")
-    .AddArgument("bias", "NDArray-or-Symbol", "Bias (num_hidden,); absent with no_bias=True")
+    .AddArgument("bias", "NDArray-or-Symbol", "Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True")
     .SetParams<FullyConnectedParam>()
     .SetAttr<FInferShape>("FInferShape", FCShape)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", FCCompute)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
-      return b.Call("_backward_FullyConnected", {a.out_grads[0], a.inputs[0], a.inputs[1]}, attrs.dict);
+      std::vector<GradValue> g =
+          b.Call("_backward_FullyConnected", {a.out_grads[0], a.inputs[0], a.inputs[1]}, attrs.dict);
+      // The bias gradient is (num_hidden,); it takes the bias's own shape, which may be
+      // (num_hidden, 1).
+      if (g.size() > 2) g[2] = b.Op("reshape_like", {g[2], a.inputs[2]});
+      return g;
     });
 
 WEFT_REGISTER_OP(_backward_FullyConnected)

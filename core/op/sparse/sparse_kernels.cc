@@ -11,6 +11,8 @@
 #include "core/ndarray/sparse.h"
 #include "core/op/elemwise/scalar_param.h"
 #include "core/op/linalg/dot.h"
+#include "core/op/nn/batch_norm_param.h"
+#include "core/op/indexing/take.h"
 #include "core/op/nn/embedding.h"
 #include "core/op/op_util.h"
 #include "core/op/reduce/norm.h"
@@ -181,6 +183,42 @@ bool ElemwiseSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, cons
   return true;
 }
 
+// _scatter_elemwise_div with a row_sparse lhs: only the lhs's stored rows are computed and
+// the result keeps them (row_sparse); the rhs (row_sparse, csr or dense) is read at those
+// rows, as zeros where it stores none. Another lhs: elemwise_div's dense result (fallback).
+bool ScatterDivSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
+                      std::vector<NDArray>* out) {
+  const NDArray& a = in[0];
+  if (!IsRsp(a) || a.dtype() != in[1].dtype() || !sparse::AllOnCpu(in)) return false;
+  const NDArray b = IsCsr(in[1]) ? CastStorage(in[1], StorageType::kRowSparse) : in[1];
+  NDArray at;
+  if (IsDense(b)) {
+    at = DenseAtRsp(b, a);
+  } else {
+    std::vector<int64_t> ra = HostInt64(a.aux(0)), rb = HostInt64(b.aux(0));
+    std::vector<int64_t> from(ra.size(), -1);
+    for (size_t k = 0; k < ra.size(); ++k) {
+      auto it = std::lower_bound(rb.begin(), rb.end(), ra[k]);
+      if (it != rb.end() && *it == ra[k]) from[k] = it - rb.begin();
+    }
+    const Shape& vs = a.sparse_values().shape();
+    at = Gather(b.sparse_values(), from, vs, vs.ProdRange(1, vs.ndim()));
+  }
+  bool ok = false;
+  NDArray v = RunValues(attrs, attrs.op->name, {a.sparse_values(), at}, &ok);
+  if (!ok) return false;
+  *out = {WithValues(a, v)};
+  return true;
+}
+
+// _maximum, _minimum, _hypot: zero with zero is zero, so two operands of one sparse storage
+// type give that type (on the union of their positions); with a dense operand, dense.
+bool SameStypeSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>& req,
+                     std::vector<NDArray>* out) {
+  if (in[0].stype() != in[1].stype()) return false;
+  return ElemwiseSparse(attrs, in, req, out);
+}
+
 // add_n of row_sparse arrays only: row_sparse (MXNet's ElementWiseSum rule).
 bool AddNSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
                 std::vector<NDArray>* out) {
@@ -242,6 +280,22 @@ bool ScalarSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const 
   if ((name == "_plus_scalar" || name == "_minus_scalar") && s != 0.0) return false;
   if (name == "_div_scalar" && !(s != 0.0 && std::isfinite(s))) return false;  // 0/0 is not 0
   if (name == "_mul_scalar" && !std::isfinite(s)) return false;
+  return ZeroPreservingUnary(attrs, in, req, out);
+}
+
+// _scatter_plus_scalar / _scatter_minus_scalar: the scalar meets only the stored values, and
+// the storage type is kept (MXNet's rule; the zeros not stored stay zeros).
+bool ScatterScalarSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>& req,
+                         std::vector<NDArray>* out) {
+  return ZeroPreservingUnary(attrs, in, req, out);
+}
+
+// _contrib_quadratic a x^2 + b x + c of a csr matrix with c = 0: csr (MXNet's rule; only csr).
+bool QuadraticSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>& req,
+                     std::vector<NDArray>* out) {
+  if (!IsCsr(in[0])) return false;
+  for (const auto& [k, v] : attrs.dict)
+    if (k == "c" && std::strtod(v.c_str(), nullptr) != 0.0) return false;
   return ZeroPreservingUnary(attrs, in, req, out);
 }
 
@@ -515,7 +569,16 @@ bool DotSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std
                std::vector<NDArray>* out) {
   const auto& p = attrs.Params<DotParam>();
   NDArray r = SparseDot(in[0], in[1], p.transpose_a, p.transpose_b, p.forward_stype);
-  if (r.is_none()) return false;
+  const bool asked = p.forward_stype != "None";
+  if (r.is_none()) {
+    // No kernel for this combination: the dense fallback, unless a sparse result is asked
+    // for (MXNet's forward_stype), which is the dense product cast to it.
+    if (!asked || p.forward_stype == "default" || !sparse::AllOnCpu(in)) return false;
+    std::vector<NDArray> o;
+    if (!sparse::RunDense("dot", attrs.dict, {DenseOf(in[0]), DenseOf(in[1])}, &o)) return false;
+    r = o[0];
+  }
+  if (asked && r.stype() != ParseStorageType(p.forward_stype)) r = CastStorage(r, ParseStorageType(p.forward_stype));
   *out = {r};
   return true;
 }
@@ -546,6 +609,58 @@ bool DotBackwardSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, c
   if (req[1] != OpReq::kNullOp && !dot(a, og, !p.transpose_a, false, &db)) return false;
   *out = {da, db};
   return true;
+}
+
+// ---------------------------------------------------------------- take of csr rows
+
+// take(csr, indices) along axis 0 with mode clip or wrap: the rows picked, as csr (MXNet's
+// rule); other axes, 'raise', sparse or multi-dimensional indices: the dense fallback.
+bool TakeCsr(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
+             std::vector<NDArray>* out) {
+  const NDArray &a = in[0], &ind = in[1];
+  const auto& p = attrs.Params<TakeParam>();
+  if (!IsCsr(a) || !IsDense(ind) || ind.shape().ndim() != 1 || p.axis != 0 || p.mode == "raise" ||
+      !sparse::AllOnCpu(in))
+    return false;
+  const int64_t m = a.shape()[0], k = ind.shape()[0];
+  if (m == 0) return false;  // nothing to pick from: the dense kernel reports it
+  std::vector<int64_t> indptr = HostInt64(a.aux(0)), idx = HostInt64(a.aux(1));
+  const char* raw = HostRead(ind);
+  std::vector<int64_t> out_ptr{0}, out_idx, from;
+  for (int64_t i = 0; i < k; ++i) {
+    double v = 0;
+    WEFT_TYPE_SWITCH(ind.dtype(), T, { v = static_cast<double>(reinterpret_cast<const T*>(raw)[i]); });
+    if (std::isnan(v)) v = 0;
+    // Indices are truncated toward zero, as the dense kernel reads them.
+    const double t = std::trunc(std::max(std::min(v, 9.0e18), -9.0e18));
+    int64_t r = static_cast<int64_t>(t);
+    r = p.mode == "clip" ? std::min(std::max(r, int64_t{0}), m - 1) : ((r % m) + m) % m;
+    for (int64_t j = indptr[r]; j < indptr[r + 1]; ++j) {
+      out_idx.push_back(idx[j]);
+      from.push_back(j);
+    }
+    out_ptr.push_back(static_cast<int64_t>(out_idx.size()));
+  }
+  NDArray vals = Gather(a.sparse_values(), from, Shape{static_cast<int64_t>(from.size())}, 1);
+  *out = {sparse::Csr(Shape{k, a.shape()[1]}, vals, out_ptr, out_idx)};
+  return true;
+}
+
+// ---------------------------------------------------------------- BatchNorm
+
+// BatchNorm has no sparse kernel: sparse inputs take the dense fallback, except with
+// fix_gamma, which MXNet refuses for sparse inputs (its storage inference fails), so code
+// written for MXNet gets the same error here.
+bool BatchNormSparse(const NodeAttrs& attrs, const std::vector<NDArray>& in, const std::vector<OpReq>&,
+                     std::vector<NDArray>*) {
+  if (attrs.Params<BatchNormParam>().fix_gamma) {
+    for (size_t i = 0; i < in.size(); ++i)
+      if (in[i].is_sparse())
+        Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "': fix_gamma=True is not supported with sparse ",
+              "inputs, as in MXNet (input ", i, " is ", StorageTypeName(in[i].stype()),
+              "); use fix_gamma=False or dense arrays");
+  }
+  return false;
 }
 
 // ---------------------------------------------------------------- Embedding with a row_sparse weight
@@ -593,6 +708,16 @@ WEFT_REGISTER_OP(broadcast_mul).AddAlias("_sparse_broadcast_mul").SetAttr<FCompu
 WEFT_REGISTER_OP(broadcast_div).AddAlias("_sparse_broadcast_div").SetAttr<FComputeSparse>("FComputeSparse", BroadcastMulSparse);
 WEFT_REGISTER_OP(broadcast_add).AddAlias("_sparse_broadcast_add").AddAlias("_sparse_broadcast_plus");
 WEFT_REGISTER_OP(broadcast_sub).AddAlias("_sparse_broadcast_sub").AddAlias("_sparse_broadcast_minus");
+WEFT_REGISTER_OP(_maximum).SetAttr<FComputeSparse>("FComputeSparse", SameStypeSparse);
+WEFT_REGISTER_OP(_minimum).SetAttr<FComputeSparse>("FComputeSparse", SameStypeSparse);
+WEFT_REGISTER_OP(_hypot).SetAttr<FComputeSparse>("FComputeSparse", SameStypeSparse);
+WEFT_REGISTER_OP(take).SetAttr<FComputeSparse>("FComputeSparse", TakeCsr);
+WEFT_REGISTER_OP(BatchNorm).SetAttr<FComputeSparse>("FComputeSparse", BatchNormSparse);
+WEFT_REGISTER_OP(_scatter_elemwise_div).SetAttr<FComputeSparse>("FComputeSparse", ScatterDivSparse);
+WEFT_REGISTER_OP(_scatter_plus_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScatterScalarSparse);
+WEFT_REGISTER_OP(_scatter_minus_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScatterScalarSparse);
+WEFT_REGISTER_OP(_contrib_quadratic)
+    .SetAttr<FComputeSparse>("FComputeSparse", QuadraticSparse);
 WEFT_REGISTER_OP(_mul_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScalarSparse);
 WEFT_REGISTER_OP(_div_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScalarSparse);
 WEFT_REGISTER_OP(_plus_scalar).SetAttr<FComputeSparse>("FComputeSparse", ScalarSparse);

@@ -101,6 +101,7 @@ var opIm2col = weft.NewOperator("im2col")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalBatchNormReplay = weft.NewOperator("_BatchNorm_replay")
 var opInternalCond = weft.NewOperator("_cond")
 var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveAvgPooling2D")
 var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
@@ -281,6 +282,7 @@ var opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
 var opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
 var opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
 var opInternalRmodScalar = weft.NewOperator("_rmod_scalar")
+var opInternalRnnParamConcat = weft.NewOperator("_rnn_param_concat")
 var opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
 var opInternalSampleExponential = weft.NewOperator("_sample_exponential")
 var opInternalSampleGamma = weft.NewOperator("_sample_gamma")
@@ -291,6 +293,9 @@ var opInternalSampleNormal = weft.NewOperator("_sample_normal")
 var opInternalSamplePoisson = weft.NewOperator("_sample_poisson")
 var opInternalSampleUniform = weft.NewOperator("_sample_uniform")
 var opInternalSampleUniqueZipfian = weft.NewOperator("_sample_unique_zipfian")
+var opInternalScatterElemwiseDiv = weft.NewOperator("_scatter_elemwise_div")
+var opInternalScatterMinusScalar = weft.NewOperator("_scatter_minus_scalar")
+var opInternalScatterPlusScalar = weft.NewOperator("_scatter_plus_scalar")
 var opInternalScatterSetNd = weft.NewOperator("_scatter_set_nd")
 var opInternalSgMkldnnConv = weft.NewOperator("_sg_mkldnn_conv")
 var opInternalSgMkldnnFullyConnected = weft.NewOperator("_sg_mkldnn_fully_connected")
@@ -978,7 +983,7 @@ func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result). (default None)
 func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opBatchDot, lhs, rhs)
@@ -995,7 +1000,7 @@ func BatchDot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result). (default None)
 func SymBatchDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opBatchDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -1947,7 +1952,7 @@ func SymConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 
 // Convolution runs the operator Convolution.
 //
-// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
+// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
@@ -1967,7 +1972,7 @@ func SymConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -1977,7 +1982,7 @@ func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, 
 
 // SymConvolution runs the operator Convolution symbolically: it adds one node to the graph.
 //
-// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
+// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
@@ -1997,7 +2002,7 @@ func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, 
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymConvolution(data, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -2213,7 +2218,7 @@ func SymCustom(data []*weft.Symbol, opType string, opts ...Option) (*weft.Symbol
 
 // Deconvolution runs the operator Deconvolution.
 //
-// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
+// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
@@ -2235,7 +2240,7 @@ func SymCustom(data []*weft.Symbol, opType string, opts ...Option) (*weft.Symbol
 //   - WithNoBias(bool): Whether to leave out the bias input. (default True)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -2245,7 +2250,7 @@ func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int
 
 // SymDeconvolution runs the operator Deconvolution symbolically: it adds one node to the graph.
 //
-// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
+// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
@@ -2267,7 +2272,7 @@ func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int
 //   - WithNoBias(bool): Whether to leave out the bias input. (default True)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymDeconvolution(data, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -2370,7 +2375,7 @@ func SymDiag(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result). (default None)
 func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opDot, lhs, rhs)
@@ -2387,7 +2392,7 @@ func Dot(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithTransposeA(bool): Use the transpose of the first input. (default False)
 //   - WithTransposeB(bool): Use the transpose of the second input. (default False)
-//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T. (default None)
+//   - WithForwardStype(string): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result). (default None)
 func SymDot(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opDot, []string{"lhs", "rhs"}, lhs, rhs)
@@ -2896,7 +2901,7 @@ func SymFtrlUpdate(weight, grad, z, n *weft.Symbol, lr float64, opts ...Option) 
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
 //   - weight: Weight matrix (num_hidden, input size)
-//   - bias: Bias (num_hidden,); absent with no_bias=True
+//   - bias: Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 //
 // Required parameters:
 //   - numHidden int: Number of hidden units (output size).
@@ -2917,7 +2922,7 @@ func FullyConnected(data, weight, bias *weft.NDArray, numHidden int, opts ...Opt
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
 //   - weight: Weight matrix (num_hidden, input size)
-//   - bias: Bias (num_hidden,); absent with no_bias=True
+//   - bias: Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 //
 // Required parameters:
 //   - numHidden int: Number of hidden units (output size).
@@ -3301,6 +3306,58 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
 	return c.compose(opInternalArange, nil)
+}
+
+// InternalBatchNormReplay runs the operator _BatchNorm_replay.
+//
+// BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 and 2); it updates no moving statistics.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - mean: The mean the forward saved
+//   - invstd: The 1 / sqrt(var + eps) the forward saved
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+func InternalBatchNormReplay(data, gamma, beta, mean, invstd *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalBatchNormReplay, data, gamma, beta, mean, invstd)
+}
+
+// SymInternalBatchNormReplay runs the operator _BatchNorm_replay symbolically: it adds one node to the graph.
+//
+// BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 and 2); it updates no moving statistics.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - mean: The mean the forward saved
+//   - invstd: The 1 / sqrt(var + eps) the forward saved
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+func SymInternalBatchNormReplay(data, gamma, beta, mean, invstd *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalBatchNormReplay, []string{"data", "gamma", "beta", "mean", "invstd"}, data, gamma, beta, mean, invstd)
 }
 
 // InternalCond runs the operator _cond.
@@ -5446,7 +5503,7 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
@@ -5491,7 +5548,7 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
@@ -5744,7 +5801,7 @@ func SymInternalContribQuantizedFullyConnected(data, weight, bias, minData, maxD
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func InternalContribQuantizedPooling(data, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalContribQuantizedPooling, data, minData, maxData)
@@ -5769,7 +5826,7 @@ func InternalContribQuantizedPooling(data, minData, maxData *weft.NDArray, opts 
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymInternalContribQuantizedPooling(data, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuantizedPooling, []string{"data", "min_data", "max_data"}, data, minData, maxData)
@@ -9291,6 +9348,34 @@ func SymInternalRmodScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, err
 	return c.compose(opInternalRmodScalar, []string{"data"}, data)
 }
 
+// InternalRnnParamConcat runs the operator _rnn_param_concat.
+//
+// Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown size along dim share equally what the known output leaves over.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The arrays to join (any number)
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func InternalRnnParamConcat(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalRnnParamConcat, "num_args", data)
+}
+
+// SymInternalRnnParamConcat runs the operator _rnn_param_concat symbolically: it adds one node to the graph.
+//
+// Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown size along dim share equally what the known output leaves over.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The arrays to join (any number)
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func SymInternalRnnParamConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalRnnParamConcat, "num_args", data)
+}
+
 // InternalRpowerScalar runs the operator _rpower_scalar.
 //
 // scalar ** x.
@@ -9601,6 +9686,90 @@ func SymInternalSampleUniqueZipfian(rangeMax int, opts ...Option) (*weft.Symbol,
 	c := newCall(opts)
 	c.set("range_max", rangeMax)
 	return c.compose(opInternalSampleUniqueZipfian, nil)
+}
+
+// InternalScatterElemwiseDiv runs the operator _scatter_elemwise_div.
+//
+// lhs / rhs, elementwise; for a row_sparse lhs only its stored rows are computed and the result is row_sparse with those rows, otherwise the same as elemwise_div.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func InternalScatterElemwiseDiv(lhs, rhs *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalScatterElemwiseDiv, lhs, rhs)
+}
+
+// SymInternalScatterElemwiseDiv runs the operator _scatter_elemwise_div symbolically: it adds one node to the graph.
+//
+// lhs / rhs, elementwise; for a row_sparse lhs only its stored rows are computed and the result is row_sparse with those rows, otherwise the same as elemwise_div.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - lhs: The first input
+//   - rhs: The second input, of the first's shape
+func SymInternalScatterElemwiseDiv(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalScatterElemwiseDiv, []string{"lhs", "rhs"}, lhs, rhs)
+}
+
+// InternalScatterMinusScalar runs the operator _scatter_minus_scalar.
+//
+// x - scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalScatterMinusScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalScatterMinusScalar, data)
+}
+
+// SymInternalScatterMinusScalar runs the operator _scatter_minus_scalar symbolically: it adds one node to the graph.
+//
+// x - scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalScatterMinusScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalScatterMinusScalar, []string{"data"}, data)
+}
+
+// InternalScatterPlusScalar runs the operator _scatter_plus_scalar.
+//
+// x + scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func InternalScatterPlusScalar(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalScatterPlusScalar, data)
+}
+
+// SymInternalScatterPlusScalar runs the operator _scatter_plus_scalar symbolically: it adds one node to the graph.
+//
+// x + scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The input array
+//
+// Options:
+//   - WithScalar(float64): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it). (default 1)
+//   - WithIsInt(bool): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's. (default True)
+func SymInternalScatterPlusScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalScatterPlusScalar, []string{"data"}, data)
 }
 
 // InternalScatterSetNd runs the operator _scatter_set_nd.
@@ -11749,7 +11918,7 @@ func SymPick(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 
 // Pooling runs the operator Pooling.
 //
-// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
+// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data to the pooling operator.
@@ -11764,7 +11933,7 @@ func SymPick(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opPooling, data)
@@ -11772,7 +11941,7 @@ func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 
 // SymPooling runs the operator Pooling symbolically: it adds one node to the graph.
 //
-// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
+// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data to the pooling operator.
@@ -11787,7 +11956,7 @@ func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymPooling(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opPooling, []string{"data"}, data)
@@ -14830,7 +14999,7 @@ func WithFormat(v string) Option {
 }
 
 // WithForwardStype sets the parameter forward_stype.
-// The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
+// The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 func WithForwardStype(v string) Option {
 	return param("forward_stype", v)
 }
@@ -15016,7 +15185,7 @@ func WithLamda1(v float64) Option {
 }
 
 // WithLayout sets the parameter layout.
-// Data layout; NCW, NCHW and NCDHW are supported.
+// Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 func WithLayout(v string) Option {
 	return param("layout", v)
 }

@@ -2,7 +2,7 @@
 import ctypes
 import json
 
-from .base import _api, ctypes_library, error
+from .base import MXNetError, _api, ctypes_library, error
 from .context import Context
 from .ndarray.ndarray import NDArray, _new_by_stype
 from .ndarray.sparse import BaseSparseNDArray
@@ -43,11 +43,29 @@ class Executor:
         # exchanged with it by handle (see _send).
         self.outputs = [_new_by_stype(h) for h in _api.weft_executor_outputs(self.handle)]
         self._sparse = not self.outputs
+        if self._sparse:
+            self.outputs = self._stand_in_outputs()
         names = symbol.list_arguments()
         self.arg_dict = dict(zip(names, self.arg_arrays))
         self.grad_dict = {n: g for n, g in zip(names, self.grad_arrays) if g is not None}
         self.aux_dict = dict(zip(symbol.list_auxiliary_states(), self.aux_arrays))
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
+
+    def _stand_in_outputs(self):
+        """A sparse executor makes its outputs at each forward, where MXNet's allocates them at
+        bind and callers read their shapes before the first forward (to make head gradients):
+        dense zeros of the inferred shapes and dtypes stand in until then."""
+        from .ndarray import zeros
+        names = self._symbol.list_arguments()
+        bound = [(n, a) for n, a in zip(names, self.arg_arrays) if a is not None]
+        try:
+            _, shapes, _ = self._symbol.infer_shape(**{n: a.shape for n, a in bound})
+            _, dtypes, _ = self._symbol.infer_type(**{n: a.dtype for n, a in bound})
+        except MXNetError:
+            return []
+        if shapes is None or dtypes is None:
+            return []
+        return [zeros(s, ctx=self._ctx, dtype=t) for s, t in zip(shapes, dtypes)]
 
     def __del__(self):
         if getattr(self, "handle", None) is not None:

@@ -319,27 +319,6 @@ Concat(args::NDArray...; kwargs...) = _invoke_op(_op_Concat, args; kwargs...)
 Concat(args::SymbolicNode...; kwargs...) = _compose_op(_op_Concat, args; kwargs...)
 Concat(; kwargs...) = _call_op(_op_Concat; kwargs...)
 
-const _op__rnn_param_concat = OpDef("_rnn_param_concat", String[], true, "num_args")
-"""
-    _rnn_param_concat(args...; dim=1)
-
-Joins the inputs along axis dim; they must agree on every other axis.
-
-# Inputs
-- `data` (NDArrays or SymbolicNodes, any number): The arrays to join
-
-# Parameters
-- `dim` (int; default `1`): The axis to join along; negative counts from the end.
-
-Alias of `Concat`.
-
-See the calling convention of generated operators in the `Weft` module's documentation.
-"""
-function _rnn_param_concat end
-_rnn_param_concat(args::NDArray...; kwargs...) = _invoke_op(_op__rnn_param_concat, args; kwargs...)
-_rnn_param_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__rnn_param_concat, args; kwargs...)
-_rnn_param_concat(; kwargs...) = _call_op(_op__rnn_param_concat; kwargs...)
-
 const _op__sparse_concat = OpDef("_sparse_concat", String[], true, "num_args")
 """
     _sparse_concat(args...; dim=1)
@@ -386,7 +365,7 @@ const _op_Convolution = OpDef("Convolution", ["data", "weight", "bias"], false, 
 """
     Convolution(data, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None)
 
-Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
+Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
@@ -404,7 +383,7 @@ Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, 
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
 - `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -513,7 +492,7 @@ const _op_Deconvolution = OpDef("Deconvolution", ["data", "weight", "bias"], fal
 """
     Deconvolution(data, weight, bias; kernel, stride=(), dilate=(), pad=(), adj=(), target_shape=(), num_filter, num_group=1, workspace=512, no_bias=True, cudnn_tune=None, cudnn_off=False, layout=None)
 
-Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
+Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
@@ -533,7 +512,7 @@ Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). d
 - `no_bias` (boolean; default `True`): Whether to leave out the bias input.
 - `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -655,7 +634,7 @@ Applies a linear transformation: out = data * weight^T + bias. With flatten=True
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
 - `weight` (NDArray or SymbolicNode): Weight matrix (num_hidden, input size)
-- `bias` (NDArray or SymbolicNode): Bias (num_hidden,); absent with no_bias=True
+- `bias` (NDArray or SymbolicNode): Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 
 # Parameters
 - `num_hidden` (int, in [1, inf]; required): Number of hidden units (output size).
@@ -678,7 +657,7 @@ Applies a linear transformation: out = data * weight^T + bias. With flatten=True
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
 - `weight` (NDArray or SymbolicNode): Weight matrix (num_hidden, input size)
-- `bias` (NDArray or SymbolicNode): Bias (num_hidden,); absent with no_bias=True
+- `bias` (NDArray or SymbolicNode): Bias (num_hidden,) or (num_hidden, 1); absent with no_bias=True
 
 # Parameters
 - `num_hidden` (int, in [1, inf]; required): Number of hidden units (output size).
@@ -1109,7 +1088,7 @@ const _op_Pooling = OpDef("Pooling", ["data"], false, "")
 """
     Pooling(data; kernel=(), pool_type=max, global_pool=False, cudnn_off=False, pooling_convention=valid, stride=(), pad=(), p_value=None, count_include_pad=None, layout=None)
 
-Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
+Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data to the pooling operator.
@@ -1124,7 +1103,7 @@ Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or
 - `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
 - `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
 - `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1459,6 +1438,37 @@ function UpSampling end
 UpSampling(args::NDArray...; kwargs...) = _invoke_op(_op_UpSampling, args; kwargs...)
 UpSampling(args::SymbolicNode...; kwargs...) = _compose_op(_op_UpSampling, args; kwargs...)
 UpSampling(; kwargs...) = _call_op(_op_UpSampling; kwargs...)
+
+const _op__BatchNorm_replay = OpDef("_BatchNorm_replay", ["data", "gamma", "beta", "mean", "invstd"], false, "")
+"""
+    _BatchNorm_replay(data, gamma, beta, mean, invstd; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
+
+BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 and 2); it updates no moving statistics.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `mean` (NDArray or SymbolicNode): The mean the forward saved
+- `invstd` (NDArray or SymbolicNode): The 1 / sqrt(var + eps) the forward saved
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `axis` (int; default `1`): The channel axis.
+- `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _BatchNorm_replay end
+_BatchNorm_replay(args::NDArray...; kwargs...) = _invoke_op(_op__BatchNorm_replay, args; kwargs...)
+_BatchNorm_replay(args::SymbolicNode...; kwargs...) = _compose_op(_op__BatchNorm_replay, args; kwargs...)
+_BatchNorm_replay(; kwargs...) = _call_op(_op__BatchNorm_replay; kwargs...)
 
 const _op__adamw_update = OpDef("_adamw_update", ["weight", "grad", "mean", "var", "rescale_grad"], false, "")
 """
@@ -3006,7 +3016,7 @@ Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulate
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
 - `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32.
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
 - `with_relu` (boolean; default `False`): Fuse a relu after the convolution (and after the sum with with_sum).
@@ -3170,7 +3180,7 @@ Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and
 - `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
 - `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
 - `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -5372,28 +5382,6 @@ _MinusScalar(args::NDArray...; kwargs...) = _invoke_op(_op__MinusScalar, args; k
 _MinusScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__MinusScalar, args; kwargs...)
 _MinusScalar(; kwargs...) = _call_op(_op__MinusScalar; kwargs...)
 
-const _op__scatter_minus_scalar = OpDef("_scatter_minus_scalar", ["data"], false, "")
-"""
-    _scatter_minus_scalar(data; scalar=1, is_int=True)
-
-x - scalar.
-
-# Inputs
-- `data` (NDArray or SymbolicNode): The input array
-
-# Parameters
-- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
-- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
-
-Alias of `_minus_scalar`.
-
-See the calling convention of generated operators in the `Weft` module's documentation.
-"""
-function _scatter_minus_scalar end
-_scatter_minus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_minus_scalar, args; kwargs...)
-_scatter_minus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_minus_scalar, args; kwargs...)
-_scatter_minus_scalar(; kwargs...) = _call_op(_op__scatter_minus_scalar; kwargs...)
-
 const _op__mod = OpDef("_mod", ["lhs", "rhs"], false, "")
 """
     _mod(lhs, rhs)
@@ -5867,28 +5855,6 @@ function _PlusScalar end
 _PlusScalar(args::NDArray...; kwargs...) = _invoke_op(_op__PlusScalar, args; kwargs...)
 _PlusScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__PlusScalar, args; kwargs...)
 _PlusScalar(; kwargs...) = _call_op(_op__PlusScalar; kwargs...)
-
-const _op__scatter_plus_scalar = OpDef("_scatter_plus_scalar", ["data"], false, "")
-"""
-    _scatter_plus_scalar(data; scalar=1, is_int=True)
-
-x + scalar.
-
-# Inputs
-- `data` (NDArray or SymbolicNode): The input array
-
-# Parameters
-- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
-- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
-
-Alias of `_plus_scalar`.
-
-See the calling convention of generated operators in the `Weft` module's documentation.
-"""
-function _scatter_plus_scalar end
-_scatter_plus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_plus_scalar, args; kwargs...)
-_scatter_plus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_plus_scalar, args; kwargs...)
-_scatter_plus_scalar(; kwargs...) = _call_op(_op__scatter_plus_scalar; kwargs...)
 
 const _op__power = OpDef("_power", ["lhs", "rhs"], false, "")
 """
@@ -7011,6 +6977,25 @@ _RModScalar(args::NDArray...; kwargs...) = _invoke_op(_op__RModScalar, args; kwa
 _RModScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__RModScalar, args; kwargs...)
 _RModScalar(; kwargs...) = _call_op(_op__RModScalar; kwargs...)
 
+const _op__rnn_param_concat = OpDef("_rnn_param_concat", String[], true, "num_args")
+"""
+    _rnn_param_concat(args...; dim=1)
+
+Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown size along dim share equally what the known output leaves over.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The arrays to join
+
+# Parameters
+- `dim` (int; default `1`): The axis to join along; negative counts from the end.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _rnn_param_concat end
+_rnn_param_concat(args::NDArray...; kwargs...) = _invoke_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(; kwargs...) = _call_op(_op__rnn_param_concat; kwargs...)
+
 const _op__rpower_scalar = OpDef("_rpower_scalar", ["data"], false, "")
 """
     _rpower_scalar(data; scalar=1, is_int=True)
@@ -7417,6 +7402,63 @@ function _sample_unique_zipfian end
 _sample_unique_zipfian(args::NDArray...; kwargs...) = _invoke_op(_op__sample_unique_zipfian, args; kwargs...)
 _sample_unique_zipfian(args::SymbolicNode...; kwargs...) = _compose_op(_op__sample_unique_zipfian, args; kwargs...)
 _sample_unique_zipfian(; kwargs...) = _call_op(_op__sample_unique_zipfian; kwargs...)
+
+const _op__scatter_elemwise_div = OpDef("_scatter_elemwise_div", ["lhs", "rhs"], false, "")
+"""
+    _scatter_elemwise_div(lhs, rhs)
+
+lhs / rhs, elementwise; for a row_sparse lhs only its stored rows are computed and the result is row_sparse with those rows, otherwise the same as elemwise_div.
+
+# Inputs
+- `lhs` (NDArray or SymbolicNode): The first input
+- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_elemwise_div end
+_scatter_elemwise_div(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_elemwise_div, args; kwargs...)
+_scatter_elemwise_div(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_elemwise_div, args; kwargs...)
+_scatter_elemwise_div(; kwargs...) = _call_op(_op__scatter_elemwise_div; kwargs...)
+
+const _op__scatter_minus_scalar = OpDef("_scatter_minus_scalar", ["data"], false, "")
+"""
+    _scatter_minus_scalar(data; scalar=1, is_int=True)
+
+x - scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_minus_scalar end
+_scatter_minus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_minus_scalar, args; kwargs...)
+_scatter_minus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_minus_scalar, args; kwargs...)
+_scatter_minus_scalar(; kwargs...) = _call_op(_op__scatter_minus_scalar; kwargs...)
+
+const _op__scatter_plus_scalar = OpDef("_scatter_plus_scalar", ["data"], false, "")
+"""
+    _scatter_plus_scalar(data; scalar=1, is_int=True)
+
+x + scalar; for a csr or row_sparse x only its stored values, keeping its storage.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): The input array
+
+# Parameters
+- `scalar` (double; default `1`): The scalar operand. It is converted to the array's dtype first (integer dtypes truncate it).
+- `is_int` (boolean; default `True`): Whether the front end saw an integer scalar; accepted for MXNet compatibility, the result's dtype is always the array's.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _scatter_plus_scalar end
+_scatter_plus_scalar(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_plus_scalar, args; kwargs...)
+_scatter_plus_scalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_plus_scalar, args; kwargs...)
+_scatter_plus_scalar(; kwargs...) = _call_op(_op__scatter_plus_scalar; kwargs...)
 
 const _op__scatter_set_nd = OpDef("_scatter_set_nd", ["lhs", "rhs", "indices"], false, "")
 """
@@ -8459,7 +8501,7 @@ Batched matrix product: for inputs (..., M, K) and (..., K, N) (with transpose f
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
+- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -9349,7 +9391,7 @@ Dot product of two arrays: the last axis of lhs contracts with the first axis of
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
+- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -9371,7 +9413,7 @@ Dot product of two arrays: the last axis of lhs contracts with the first axis of
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); 'default' asks for dense; 'csr' for dense . csr.T.
+- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 
 Alias of `dot`.
 
@@ -9529,25 +9571,6 @@ function _div end
 _div(args::NDArray...; kwargs...) = _invoke_op(_op__div, args; kwargs...)
 _div(args::SymbolicNode...; kwargs...) = _compose_op(_op__div, args; kwargs...)
 _div(; kwargs...) = _call_op(_op__div; kwargs...)
-
-const _op__scatter_elemwise_div = OpDef("_scatter_elemwise_div", ["lhs", "rhs"], false, "")
-"""
-    _scatter_elemwise_div(lhs, rhs)
-
-lhs / rhs, elementwise, for arrays of one shape (integers truncate; x / 0 is 0 for integers).
-
-# Inputs
-- `lhs` (NDArray or SymbolicNode): The first input
-- `rhs` (NDArray or SymbolicNode): The second input, of the first's shape
-
-Alias of `elemwise_div`.
-
-See the calling convention of generated operators in the `Weft` module's documentation.
-"""
-function _scatter_elemwise_div end
-_scatter_elemwise_div(args::NDArray...; kwargs...) = _invoke_op(_op__scatter_elemwise_div, args; kwargs...)
-_scatter_elemwise_div(args::SymbolicNode...; kwargs...) = _compose_op(_op__scatter_elemwise_div, args; kwargs...)
-_scatter_elemwise_div(; kwargs...) = _call_op(_op__scatter_elemwise_div; kwargs...)
 
 const _op__sparse_elemwise_div = OpDef("_sparse_elemwise_div", ["lhs", "rhs"], false, "")
 """
@@ -12616,7 +12639,6 @@ const _OPERATOR_NAMES = [
     "Cast",
     "cast",
     "Concat",
-    "_rnn_param_concat",
     "_sparse_concat",
     "concat",
     "Convolution",
@@ -12666,6 +12688,7 @@ const _OPERATOR_NAMES = [
     "SwapAxis",
     "swapaxes",
     "UpSampling",
+    "_BatchNorm_replay",
     "_adamw_update",
     "adamw_update",
     "_arange",
@@ -12852,7 +12875,6 @@ const _OPERATOR_NAMES = [
     "_MinimumScalar",
     "_minus_scalar",
     "_MinusScalar",
-    "_scatter_minus_scalar",
     "_mod",
     "_Mod",
     "_mod_scalar",
@@ -12874,7 +12896,6 @@ const _OPERATOR_NAMES = [
     "_ones",
     "_plus_scalar",
     "_PlusScalar",
-    "_scatter_plus_scalar",
     "_power",
     "_Power",
     "_power_scalar",
@@ -12929,6 +12950,7 @@ const _OPERATOR_NAMES = [
     "_RMinusScalar",
     "_rmod_scalar",
     "_RModScalar",
+    "_rnn_param_concat",
     "_rpower_scalar",
     "_RPowerScalar",
     "_sample_exponential",
@@ -12948,6 +12970,9 @@ const _OPERATOR_NAMES = [
     "_sample_uniform",
     "sample_uniform",
     "_sample_unique_zipfian",
+    "_scatter_elemwise_div",
+    "_scatter_minus_scalar",
+    "_scatter_plus_scalar",
     "_scatter_set_nd",
     "_sg_mkldnn_conv",
     "_sg_mkldnn_fully_connected",
@@ -13058,7 +13083,6 @@ const _OPERATOR_NAMES = [
     "elemwise_div",
     "_Div",
     "_div",
-    "_scatter_elemwise_div",
     "_sparse_elemwise_div",
     "elemwise_mul",
     "_Mul",

@@ -34,6 +34,9 @@ def _make_function(info, fname):
     def fn(*args, **kwargs):
         name = kwargs.pop("name", None)
         attr = _attribute.current().get(kwargs.pop("attr", None))
+        if "out" not in input_names and "out" not in param_names:
+            # MXNet's symbol functions take and ignore the NDArray functions' out=.
+            kwargs.pop("out", None)
         if not info.variadic and len(args) > len(input_names):
             # As in MXNet, values after the inputs are the parameters in order:
             # sym.clip(x, 0.2, 0.8) is clip(x, a_min=0.2, a_max=0.8).

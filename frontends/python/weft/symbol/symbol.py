@@ -16,6 +16,13 @@ __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"
 _ARGUMENTS, _OUTPUTS, _AUXILIARY, _INPUTS = 0, 1, 2, 3
 
 
+def _np_type(type_id):
+    """The numpy type of a type id, as MXNet gives it: bfloat16, a structured dtype whose
+    scalar type (np.void) would name no dtype, is given as the dtype itself."""
+    d = _ID_TO_NP[type_id]
+    return d if d.names else d.type
+
+
 class Symbol:
     """A symbolic graph: the outputs of operator nodes and variables."""
 
@@ -182,13 +189,13 @@ class Symbol:
         r = json.loads(_api.weft_symbol_infer_type(self.handle, self._known(args, kwargs, dtype_id)))
         if not r["complete"]:
             return None, None, None
-        return tuple([_ID_TO_NP[t].type for t in r[k]] for k in ("arguments", "outputs", "auxiliary"))
+        return tuple([_np_type(t) for t in r[k]] for k in ("arguments", "outputs", "auxiliary"))
 
     def infer_type_partial(self, *args, **kwargs):
         """As infer_type, but what cannot be inferred is None instead of all three lists
         being None."""
         r = json.loads(_api.weft_symbol_infer_type(self.handle, self._known(args, kwargs, dtype_id)))
-        return tuple([None if t < 0 else _ID_TO_NP[t].type for t in r[k]]
+        return tuple([None if t < 0 else _np_type(t) for t in r[k]]
                      for k in ("arguments", "outputs", "auxiliary"))
 
     # ------------------------------------------------------------- binding
@@ -293,7 +300,8 @@ class Symbol:
     def _grad_stypes(self, stypes):
         """The storage type of each argument's gradient, as MXNet's storage inference of the
         backward graph gives it for the cases sparse models use: row_sparse for a row_sparse
-        argument, for the weight of an Embedding(sparse_grad=True) and for the dense right
+        argument (but dense for the weight of an Embedding without sparse_grad), for the
+        weight of an Embedding(sparse_grad=True) and for the dense right
         operand of dot(csr, x) without transposes; the others dense."""
         grads = {n: ("row_sparse" if t == "row_sparse" else "default") for n, t in stypes.items()}
         nodes = json.loads(_api.weft_symbol_to_json(self.handle))["nodes"]
@@ -304,10 +312,12 @@ class Symbol:
         for node in nodes:
             attrs = node.get("attrs", {})
             truthy = lambda k: attrs.get(k, "False") in ("True", "true", "1")  # noqa: E731
-            if node["op"] == "Embedding" and truthy("sparse_grad") and len(node["inputs"]) > 1:
+            if node["op"] == "Embedding" and len(node["inputs"]) > 1:
+                # Embedding's backward gives its weight a row_sparse gradient with
+                # sparse_grad and a dense one without, whatever the weight's storage.
                 weight = variable(node["inputs"][1])
                 if weight in grads:
-                    grads[weight] = "row_sparse"
+                    grads[weight] = "row_sparse" if truthy("sparse_grad") else "default"
             elif node["op"] == "dot" and not truthy("transpose_a") and not truthy("transpose_b"):
                 lhs, rhs = (variable(e) for e in node["inputs"][:2])
                 if stypes.get(lhs) == "csr" and stypes.get(rhs) == "default" and rhs in grads:
@@ -543,7 +553,7 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     s = Symbol(_api.weft_symbol_create_variable(name))
     attrs = _attribute.current().get(attr)
     if shape is not None:
-        # An int is a 1-d shape, as MXNet takes shape=(1) (which is the int 1).
+        # A bare integer is a 1-d shape (MXNet writes str(shape), so shape=(1) works there).
         attrs["__shape__"] = str((int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape))
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
