@@ -289,8 +289,9 @@ weft_status_t weft_pred_reshape(weft_predictor_t* pred, int num_inputs, const ch
   Predictor q;
   q.symbol = p.symbol;
   q.inputs = p.inputs;
-  // Parameters keep their shapes and are shared; inputs may grow.
-  q.executor = p.executor->Reshape(shapes, false, true);
+  // Parameters keep their shapes and are shared; inputs may grow. The internal values get
+  // memory of their own: the two predictors may be run in any order, each keeping its outputs.
+  q.executor = p.executor->Reshape(shapes, false, true, false);
   *out = NewPredictor(std::move(q));
   WEFT_API_END
 }

@@ -527,6 +527,13 @@ weft_status_t weft_executor_debug_str(weft_executor_t* exec, const char** out) {
   WEFT_API_END
 }
 
+weft_status_t weft_executor_optimized_symbol(weft_executor_t* exec, weft_symbol_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = NewSymHandle(WEFT_EXEC(exec).optimized_symbol().Copy());
+  WEFT_API_END
+}
+
 weft_status_t weft_executor_free(weft_executor_t* exec) {
   WEFT_API_BEGIN
   ExecutorTable::Get().Free(exec, "exec", __func__);

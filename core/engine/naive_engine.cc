@@ -122,6 +122,9 @@ class NaiveEngine : public Engine {
     // An error on an input flows to the outputs instead of running on bad data.
     ErrorRef upstream;
     for (VarHandle v : const_vars) if (Pending(v->error)) upstream = v->error;
+    // Else one on a written variable (a random generator a failed operation wrote), as
+    // MXNet's engine does.
+    for (VarHandle v : mutable_vars) if (!upstream && Pending(v->error)) upstream = v->error;
     ErrorRef error = upstream;
     if (!error) {
       // The one branch the profiler costs when off.

@@ -298,8 +298,9 @@ class ThreadedEngine final : public Engine, public BlockRunner {
 
     // Granted: the variables' errors and GPU events are ours to read.
     ErrorRef error;
-    for (uint32_t i = 0; i < n && !error; ++i)
-      if (slots[i].read && Pending(slots[i].var->error)) error = slots[i].var->error;
+    for (int pass = 0; pass < 2 && !error; ++pass)  // read variables first, then written ones
+      for (uint32_t i = 0; i < n && !error; ++i)
+        if (slots[i].read == (pass == 0) && Pending(slots[i].var->error)) error = slots[i].var->error;
 #ifdef WEFT_USE_CUDA
     if (!error) {
       try {
@@ -491,10 +492,14 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   void RunBlockImpl(OprBlock* blk, const RunContext& rctx, const std::exception_ptr& setup_error) {
     ErrorRef upstream = MakeError(setup_error);
     if (!upstream && !blk->internal) {
-      for (uint32_t i = 0; i < blk->nslots && !upstream; ++i) {
-        const VarSlot& s = blk->slots[i];
-        if (s.read && Pending(s.var->error)) upstream = s.var->error;
-      }
+      // As MXNet's engine: an error not raised yet on a read variable, else on a written
+      // one (a random generator or workspace a failed operation wrote), is this
+      // operation's. A wait that raises it then clears it for all of them at once.
+      for (int pass = 0; pass < 2 && !upstream; ++pass)
+        for (uint32_t i = 0; i < blk->nslots && !upstream; ++i) {
+          const VarSlot& s = blk->slots[i];
+          if (s.read == (pass == 0) && Pending(s.var->error)) upstream = s.var->error;
+        }
     }
     if (upstream) {
       // An input is broken: the outputs get its error instead of being computed from it.

@@ -134,9 +134,11 @@ bool Enabled(const char* var) {
 
 
 Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> args, std::vector<NDArray> arg_grads,
-                   std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx)
+                   std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx,
+                   std::vector<NDArray> shared_pool)
     : sym_(sym.Copy()), source_(sym.Copy()), group2ctx_(std::move(group2ctx)), ctx_(ctx), args_(std::move(args)),
-      arg_grads_(std::move(arg_grads)), aux_(std::move(aux)), grad_req_(std::move(grad_req)) {
+      arg_grads_(std::move(arg_grads)), aux_(std::move(aux)), grad_req_(std::move(grad_req)),
+      shared_pool_(std::move(shared_pool)) {
   std::vector<std::string> arg_names = sym_.ListArguments(), aux_names = sym_.ListAuxiliaryStates();
   CheckCount(args_.size(), arg_names.size(), "arguments", arg_names);
   CheckCount(aux_.size(), aux_names.size(), "auxiliary states", aux_names);
@@ -159,6 +161,10 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   if (!wants_grad && InlineSubgraphNodes(&sym_) &&
       (sym_.ListArguments() != arg_names || sym_.ListAuxiliaryStates() != aux_names))
     sym_ = sym.Copy();
+  const char* cse = std::getenv("WEFT_ELIMINATE_COMMON_EXPR");
+  if (cse == nullptr) cse = std::getenv("MXNET_ELIMINATE_COMMON_EXPR");
+  if (cse == nullptr || std::string(cse) != "0") EliminateCommonExpr(&sym_);
+  optimized_ = sym_.Copy();
   auto sparse = [](const std::vector<NDArray>& v) {
     return std::any_of(v.begin(), v.end(), [](const NDArray& a) { return a.is_sparse(); });
   };
@@ -453,8 +459,10 @@ void Executor::Run(std::vector<Step>& steps, bool is_train) {
       for (const auto& m : s.monitor_inputs) monitor_(m.first, s.inputs[m.second]);
     else if (monitor_all_)
       for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
+    // Every output is reported, as MXNet's monitor does, those the step was told not to
+    // write (a gradient nobody asked for) included: their values are then unspecified.
     for (size_t i = 0; i < s.outputs.size(); ++i)
-      if (s.req[i] != OpReq::kNullOp) monitor_(s.output_names[i], s.outputs[i]);
+      if (!s.outputs[i].is_none()) monitor_(s.output_names[i], s.outputs[i]);
   }
 }
 

@@ -34,7 +34,8 @@ class Executor {
   // read on another context is copied there by an inserted "_CrossDeviceCopy" node, and a
   // gradient lands on its gradient array's context. Memory is planned per context.
   Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> args, std::vector<NDArray> arg_grads,
-           std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx = {});
+           std::vector<OpReq> grad_req, std::vector<NDArray> aux, std::map<std::string, Context> group2ctx = {},
+           std::vector<NDArray> shared_pool = {});
 
   // MXNet's simple_bind: allocates zeroed arguments, gradients (where grad_req is not
   // kNullOp) and auxiliary states from `shapes` and `dtypes` by input name (dtypes not
@@ -49,10 +50,13 @@ class Executor {
                                               const std::vector<OpReq>& grad_req);
   // MXNet's Executor.reshape: a new executor of the same symbol, contexts and requests for
   // new input shapes (by name). An array whose shape stays is shared; one that shrinks is a
-  // view of the old memory; one that grows is new memory only with allow_up_sizing. Arrays
+  // view of the old memory; one that grows is new memory only with allow_up_sizing. With
+  // share_memory the internal values (outputs included) reuse this executor's memory chunks
+  // where they fit, as MXNet's shared_exec pool does: the two executors then share that
+  // memory, and a run of one overwrites the other's outputs. Arrays
   // other than the named inputs may change shape only with partial_shaping.
   std::unique_ptr<Executor> Reshape(const std::unordered_map<std::string, Shape>& shapes, bool partial_shaping,
-                                    bool allow_up_sizing) const;
+                                    bool allow_up_sizing, bool share_memory = true) const;
 
   // Pushes the forward nodes; `is_train` reaches the operators (Dropout, BatchNorm).
   void Forward(bool is_train);
@@ -98,6 +102,10 @@ class Executor {
   size_t num_dnnl_regions() const { return regions_.size(); }
   // The graph, one line per node, then "Total N MB allocated" as MXNet's debug_str.
   std::string DebugString() const;
+  // The forward graph as the executor runs it, after the graph passes that change it
+  // (common subexpressions merged, oneDNN subgraph nodes inlined): MXNet's
+  // get_optimized_symbol.
+  const graph::Symbol& optimized_symbol() const { return optimized_; }
 
   // Called, on the pushing thread, right after each node is pushed, forward and backward,
   // with the name of each output ("fc1_output") and the array that will hold it (read it
@@ -146,6 +154,7 @@ class Executor {
   bool monitor_all_ = false;
   graph::Symbol sym_;  // a private copy: the steps point into its nodes, which nobody else can change
   graph::Symbol source_;  // the symbol as bound (sym_ gets the copies placement inserts): for Reshape
+  graph::Symbol optimized_;  // a copy of sym_ after the passes that rewrite the forward graph
   std::map<std::string, Context> group2ctx_;
   std::string placement_;  // debug_str's placement part (empty on one context)
   std::vector<graph::NodeEntry> grad_entries_;
@@ -165,6 +174,10 @@ class Executor {
   std::vector<size_t> marked_args_;
   uint64_t num_forwards_ = 0;
   size_t planned_bytes_ = 0, naive_bytes_ = 0, num_folded_ = 0;
+  // The memory chunks of the planned values that hold no folded constant (those a Reshape
+  // may share), and (during planning only) another executor's such chunks, which planning
+  // takes before allocating new ones.
+  std::vector<NDArray> lendable_chunks_, shared_pool_;
 };
 
 }  // namespace executor

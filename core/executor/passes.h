@@ -27,6 +27,12 @@ namespace executor {
 // Off with WEFT_EXEC_INLINE_SUBGRAPHS=0.
 bool InlineSubgraphNodes(graph::Symbol* sym);
 
+// Merges the nodes that apply the same deterministic operator with the same attributes to
+// the same inputs (eliminate_common_expr.cc); outputs that become one value are kept apart
+// by a _copy node. Returns whether anything changed. On unless WEFT_ELIMINATE_COMMON_EXPR
+// (or MXNet's MXNET_ELIMINATE_COMMON_EXPR) is "0".
+bool EliminateCommonExpr(graph::Symbol* sym);
+
 // An optimisation switch read at each bind (unset or anything but "0" means on), so that
 // one process can compare executors built with and without it.
 bool Enabled(const char* var);

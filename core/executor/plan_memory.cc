@@ -25,7 +25,12 @@ struct Storage {
   int start, end;  // steps of the run order, inclusive
   Context ctx;
   size_t offset = 0;  // in the context's arena
+  bool once = false;  // holds a constant folded at bind (must outlive any executor sharing it)
 };
+
+bool HoldsConstant(const std::vector<Storage>& st, const std::vector<int>& members) {
+  return std::any_of(members.begin(), members.end(), [&](int m) { return st[m].once; });
+}
 
 }  // namespace
 
@@ -89,7 +94,7 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
         s = static_cast<int>(st.size());
         // Unplanned, a value's chunk is its own size, so that both counts agree.
         size_t bytes = plan ? (bytes_of(e) + kAlign - 1) / kAlign * kAlign : bytes_of(e);
-        st.push_back(Storage{bytes, computed_once[e] ? 0 : step, step, ctx_of[e]});
+        st.push_back(Storage{bytes, computed_once[e] ? 0 : step, step, ctx_of[e], 0, computed_once[e]});
       }
       st[s].end = std::max(st[s].end, last_use[e] < 0 ? step : last_use[e]);
       storage_of[e] = s;
@@ -101,15 +106,32 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
   std::vector<size_t> chunk_start;
   std::vector<NDArray> chunks;
   planned_bytes_ = 0;
-  auto add_chunk = [&](size_t start, size_t end, Context ctx) {
+  std::vector<bool> borrowed(shared_pool_.size(), false);
+  std::vector<NDArray> lendable;
+  auto add_chunk = [&](size_t start, size_t end, Context ctx, bool holds_constant) {
     chunk_start.push_back(start);
-    chunks.emplace_back(Shape{static_cast<int64_t>(std::max<size_t>(end - start, 1))}, ctx, DType::kUint8);
+    auto size = static_cast<int64_t>(std::max<size_t>(end - start, 1));
+    // The smallest free chunk of the shared pool that holds this one, if any. A chunk with
+    // a folded constant is written once at bind: it neither borrows nor lends memory.
+    int best = -1;
+    for (size_t p = 0; p < shared_pool_.size() && !holds_constant; ++p) {
+      const NDArray& c = shared_pool_[p];
+      if (borrowed[p] || c.ctx() != ctx || c.shape().Size() < size) continue;
+      if (best < 0 || c.shape().Size() < shared_pool_[best].shape().Size()) best = static_cast<int>(p);
+    }
+    if (best >= 0) {
+      borrowed[best] = true;
+      chunks.push_back(shared_pool_[best].Slice(0, size));
+    } else {
+      chunks.emplace_back(Shape{size}, ctx, DType::kUint8);
+    }
+    if (!holds_constant) lendable.push_back(chunks.back());
     planned_bytes_ += end - start;
   };
   if (!plan) {
     for (size_t s = 0; s < st.size(); ++s) {
       chunk_of[s] = static_cast<int>(chunks.size());
-      add_chunk(0, st[s].bytes, st[s].ctx);
+      add_chunk(0, st[s].bytes, st[s].ctx, st[s].once);
     }
   } else {
     std::vector<Context> contexts;
@@ -126,7 +148,7 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
       std::vector<int> members;
       for (int s : ids) {
         if (open && st[s].offset >= end) {
-          add_chunk(start, end, ctx);
+          add_chunk(start, end, ctx, HoldsConstant(st, members));
           for (int m : members) chunk_of[m] = static_cast<int>(chunks.size()) - 1;
           members.clear();
           open = false;
@@ -137,7 +159,7 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
         members.push_back(s);
       }
       if (open) {
-        add_chunk(start, end, ctx);
+        add_chunk(start, end, ctx, HoldsConstant(st, members));
         for (int m : members) chunk_of[m] = static_cast<int>(chunks.size()) - 1;
       }
     }
@@ -149,6 +171,8 @@ void Executor::PlanMemory(const IndexedGraph& g, const std::vector<uint32_t>& or
     auto begin = static_cast<int64_t>(st[s].offset - chunk_start[c]);
     (*entry)[e] = chunks[c].Slice(begin, begin + static_cast<int64_t>(bytes_of(e))).View(shapes[e], types[e]);
   }
+  lendable_chunks_ = std::move(lendable);
+  shared_pool_.clear();
 }
 
 }  // namespace executor

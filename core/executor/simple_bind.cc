@@ -132,7 +132,7 @@ std::unique_ptr<Executor> Executor::SimpleBind(const graph::Symbol& sym, Context
 }
 
 std::unique_ptr<Executor> Executor::Reshape(const std::unordered_map<std::string, Shape>& shapes, bool partial_shaping,
-                                            bool allow_up_sizing) const {
+                                            bool allow_up_sizing, bool share_memory) const {
   const char* fn = "reshape";
   WEFT_CHECK(!sparse_, kUnsupported, fn, ": an executor bound with sparse (csr, row_sparse) arrays cannot be "
              "reshaped; bind the symbol again");
@@ -157,7 +157,7 @@ std::unique_ptr<Executor> Executor::Reshape(const std::unordered_map<std::string
   }
   for (size_t i = 0; i < aux_names.size(); ++i) aux.push_back(resized(aux_names[i], aux_[i], s.auxiliary[i]));
   return std::make_unique<Executor>(source_, ctx_, std::move(args), std::move(grads), grad_req_, std::move(aux),
-                                    group2ctx_);
+                                    group2ctx_, share_memory ? lendable_chunks_ : std::vector<NDArray>{});
 }
 
 }  // namespace executor

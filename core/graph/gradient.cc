@@ -267,6 +267,11 @@ NodeEntry Zeros(const NodeEntry& e, const std::string& name, const Node* origin,
   return z;
 }
 
+bool IsZeros(const NodeEntry& e) {
+  const Node& n = *e.node;
+  return !n.is_variable() && (n.op()->name == "zeros_like" || n.op()->name == "_zeros");
+}
+
 int EnvInt(const char* name, int fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
@@ -349,7 +354,10 @@ std::vector<NodeEntry> Gradient(const std::vector<NodeEntry>& ys, const std::vec
                "' returned ", grads.size(), " values for ", n->inputs.size(), " inputs");
     for (size_t k = 0; k < grads.size(); ++k) {
       const NodeEntry& in = n->inputs[k];
-      if (grads[k].defined() && depends(in))
+      // A zero gradient (stop_gradient's) is no contribution, as in MXNet's zero
+      // propagation: a node that only zeros flow into is not differentiated at all (it
+      // need not be differentiable), and the inputs it alone reaches get zeros.
+      if (grads[k].defined() && depends(in) && !IsZeros(b.values.at(grads[k].id)))
         contributions[{in.node.get(), in.index}].push_back(b.values.at(grads[k].id));
     }
   }

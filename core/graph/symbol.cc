@@ -5,6 +5,7 @@
 #include <cctype>
 #include <sstream>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/base/error.h"
 #include "core/graph/subgraphs.h"
@@ -232,8 +233,12 @@ Symbol Symbol::GetInternals() const {
 }
 
 Symbol Symbol::GetChildren() const {
+  // Each node once: the outputs of a multi-output node (SliceChannel) have its inputs once.
   Symbol s;
-  for (const auto& e : outputs) s.outputs.insert(s.outputs.end(), e.node->inputs.begin(), e.node->inputs.end());
+  std::unordered_set<const Node*> seen;
+  for (const auto& e : outputs)
+    if (seen.insert(e.node.get()).second)
+      s.outputs.insert(s.outputs.end(), e.node->inputs.begin(), e.node->inputs.end());
   return s;
 }
 

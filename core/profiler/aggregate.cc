@@ -128,6 +128,9 @@ std::string AggregateStats::Json(SortBy sort_by, bool ascending) const {
         r["Max"] = KB(s.max);
         r["Avg"] = KB(avg);
       } else if (s.unit == Unit::kValue) {
+        // A counter in a domain, listed under "Time" as MXNet lists it: with a Total (the
+        // sum of the values it was set to), so that every row there sorts by total.
+        r["Total"] = s.total;
         r["Min"] = s.min;
         r["Max"] = s.max;
         r["Avg"] = avg;

@@ -1,4 +1,5 @@
 #include "core/profiler/profiler.h"
+#include "core/profiler/custom_scope.h"
 
 #include <unistd.h>
 
@@ -87,10 +88,39 @@ const char* Intern(const std::string& s) {
   return names->insert(s).first->c_str();
 }
 
+namespace {
+// The custom operator whose callback the thread runs ("" when none), and the names made
+// for such callbacks' operators: their records go to the "Custom Operator" category.
+thread_local std::string tls_custom_op;
+std::mutex custom_names_mu;
+std::unordered_set<const char*>* custom_names = new std::unordered_set<const char*>();
+
+const char* CustomName(const std::string& name) {
+  const char* interned = Intern(name);
+  std::lock_guard<std::mutex> lock(custom_names_mu);
+  custom_names->insert(interned);
+  return interned;
+}
+
+bool IsCustomName(const char* name) {
+  std::lock_guard<std::mutex> lock(custom_names_mu);
+  return custom_names->count(name) > 0;
+}
+}  // namespace
+
 const char* OperatorEventName(const std::string& op_name, const std::string& node_name) {
   const std::string& base = node_name.empty() ? op_name : node_name;
+  if (!tls_custom_op.empty()) return CustomName(tls_custom_op + "::" + op_name);
   if (tls_scope == kDefaultScope) return Intern(base);
   return Intern(tls_scope + base);
+}
+
+CustomOpScope::CustomOpScope(const std::string& op_type) : prev_(tls_custom_op) { tls_custom_op = op_type; }
+CustomOpScope::~CustomOpScope() { tls_custom_op = prev_; }
+
+void RecordCustomOperator(const std::string& name, Context ctx, int64_t start_ns, int64_t end_ns) {
+  if (!Active(kSymbolic | kImperative)) return;
+  RecordOperation(CustomName(name), ctx, start_ns, end_ns, 0);
 }
 
 void SetScope(const std::string& scope) { tls_scope = scope.empty() ? kDefaultScope : scope; }
@@ -100,7 +130,7 @@ void RecordOperation(const char* name, Context ctx, int64_t start_ns, int64_t en
   Record rec;
   rec.type = Record::kOperation;
   rec.name = name;
-  rec.category = "operator";
+  rec.category = IsCustomName(name) ? "Custom Operator" : "operator";
   rec.ctx = ctx;
   rec.tid = ThreadId();
   rec.start_ns = start_ns;

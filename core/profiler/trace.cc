@@ -59,7 +59,7 @@ std::string Recorder::Trace() {
     out += ",\n{";
     switch (r.type) {
       case Record::kOperation:
-        out += "\"name\": " + Quote(r.name) + ", \"cat\": \"operator\", \"ph\": \"X\"" + head +
+        out += "\"name\": " + Quote(r.name) + ", \"cat\": " + Quote(r.category) + ", \"ph\": \"X\"" + head +
                ", \"dur\": " + Us(r.end_ns - r.start_ns) + ", \"args\": {\"device\": " +
                Quote(r.ctx.ToString().c_str()) + ", \"bytes_allocated\": " + std::to_string(r.value) + "}";
         break;

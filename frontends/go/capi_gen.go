@@ -1019,6 +1019,16 @@ static gw_result gw_weft_executor_debug_str(weft_executor_t* exec, char** out) {
   return r;
 }
 
+static gw_result gw_weft_executor_optimized_symbol(weft_executor_t* exec, weft_symbol_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_executor_optimized_symbol(exec, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_executor_set_monitor_callback(weft_executor_t* exec, weft_executor_monitor_fn callback, void* user_data, int monitor_all) {
   gw_result r = {0, NULL};
   r.status = weft_executor_set_monitor_callback(exec, callback, user_data, monitor_all);
@@ -3484,6 +3494,18 @@ func weft_executor_debug_str(p_exec *C.weft_executor_t, p_out *string) error {
 	if t_out != nil {
 		*p_out = C.GoString(t_out)
 		C.free(unsafe.Pointer(t_out))
+	}
+	return nil
+}
+
+// weft_executor_optimized_symbol calls the C function of that name through its shim; see c_api.h.
+func weft_executor_optimized_symbol(p_exec *C.weft_executor_t, p_out **C.weft_symbol_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_executor_optimized_symbol(p_exec, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_executor_optimized_symbol")
 	}
 	return nil
 }

@@ -636,6 +636,31 @@ TEST_P(EngineTest, ExceptionIsRaisedAtTheNextWaitOnWhatItWrites) {
   ASSERT_TRUE(WaitAllWithin(seconds(30)));
 }
 
+TEST_P(EngineTest, PendingErrorOnAWrittenVariableIsTheWritersToo) {
+  // As MXNet's engine: `gen` stands for a random generator both samplers write. The second
+  // sampler takes the first one's error (it does not run), and raising it through its
+  // output reports it for every variable, so WaitForAll is clean.
+  VarHandle a = engine_->NewVariable();
+  VarHandle b = engine_->NewVariable();
+  VarHandle gen = engine_->NewVariable();
+  bool second_ran = false, third_ran = false;
+  engine_->PushSync([](RunContext) { throw Error(ErrorKind::kValue, "scale must be >= 0"); }, Context::CPU(), {},
+                    {a, gen});
+  engine_->PushSync([&](RunContext) { second_ran = true; }, Context::CPU(), {}, {b, gen});
+  EXPECT_EQ(ErrorOf([&] { engine_->WaitForVar(b); }), "scale must be >= 0");
+  EXPECT_FALSE(second_ran);
+  EXPECT_EQ(ErrorOf([&] { engine_->WaitForVar(a); }), "");
+  std::exception_ptr all;
+  ASSERT_TRUE(WaitAllWithin(seconds(30), &all));
+  EXPECT_TRUE(all == nullptr);
+  // Reported, the error no longer stops writers.
+  engine_->PushSync([&](RunContext) { third_ran = true; }, Context::CPU(), {}, {gen});
+  EXPECT_EQ(ErrorOf([&] { engine_->WaitForVar(gen); }), "");
+  EXPECT_TRUE(third_ran);
+  for (VarHandle v : {a, b, gen}) engine_->DeleteVariable(nullptr, Context::CPU(), v);
+  ASSERT_TRUE(WaitAllWithin(seconds(30)));
+}
+
 TEST_P(EngineTest, ExceptionOfAnyTypeIsCarried) {
   VarHandle a = engine_->NewVariable();
   engine_->PushSync([](RunContext) { throw std::out_of_range("index 9 of 3"); }, Context::CPU(), {}, {a});

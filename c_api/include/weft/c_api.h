@@ -485,6 +485,10 @@ WEFT_API weft_status_t weft_executor_outputs(weft_executor_t* exec, int* num_out
  * internal memory) and "Total M MB without memory sharing"; valid until the thread's next
  * symbol or executor call. */
 WEFT_API weft_status_t weft_executor_debug_str(weft_executor_t* exec, const char** out);
+/* *out = a new symbol of the forward graph as the executor runs it, after the passes that
+ * rewrite it (common subexpressions merged, outputs that became one value kept apart by
+ * _copy nodes): MXNet's Executor.get_optimized_symbol. */
+WEFT_API weft_status_t weft_executor_optimized_symbol(weft_executor_t* exec, weft_symbol_t** out);
 /* The monitor: called on the thread that pushes forward or backward, right after each node
  * is pushed, with the name of each output ("fc1_output") and a new handle (the callee frees
  * it) on the array that will hold the value; reading it waits for the node. With

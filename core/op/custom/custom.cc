@@ -17,6 +17,8 @@
 #include "core/base/error.h"
 #include "core/engine/fork.h"
 #include "core/engine/worker_pool.h"
+#include "core/profiler/custom_scope.h"
+#include "core/profiler/profiler.h"
 
 #ifdef WEFT_USE_CUDA
 #include "core/base/cuda_utils.h"
@@ -241,10 +243,11 @@ NDArray Alias(const NDArray& a) {
 
 // Runs a callback of the call off the engine's threads, then completes the call once the
 // work the callback pushed on the aliases is done (or failed).
-void RunCallback(std::shared_ptr<State> st, bool is_train, std::vector<TaggedArray> arrays,
+// `backward` names the callback for the profiler ("_backward_<op_type>::pure_python").
+void RunCallback(std::shared_ptr<State> st, bool is_train, bool backward, std::vector<TaggedArray> arrays,
                  std::function<void(Operator*, bool, const std::vector<TaggedArray>&)> body,
                  engine::CallbackOnComplete done, std::function<void(State*)> prepare) {
-  auto task = [st, is_train, arrays = std::move(arrays), body = std::move(body), done,
+  auto task = [st, is_train, backward, arrays = std::move(arrays), body = std::move(body), done,
                prepare = std::move(prepare)]() mutable {
     std::exception_ptr error;
     try {
@@ -252,7 +255,14 @@ void RunCallback(std::shared_ptr<State> st, bool is_train, std::vector<TaggedArr
       prepare(st.get());
       WEFT_CHECK(st->op != nullptr, kRuntime, "Custom '", st->op_type,
                  "': backward called before any forward of this operator");
+      profiler::CustomOpScope scope(st->op_type);
+      const bool timed = profiler::Active(profiler::kSymbolic | profiler::kImperative);
+      const int64_t start = timed ? profiler::NowNs() : 0;
       body(st->op.get(), is_train, arrays);
+      if (timed)
+        profiler::RecordCustomOperator((backward ? "_backward_" : "") + st->op_type + "::pure_python",
+                                       arrays.empty() ? Context::CPU() : arrays[0].array.ctx(), start,
+                                       profiler::NowNs());
     } catch (...) {
       error = std::current_exception();
     }
@@ -318,7 +328,7 @@ void CustomForward(const NodeAttrs& attrs, const OpContext& octx, const std::vec
   }
   Context ctx = out[0].ctx();
   RunCallback(
-      st, octx.is_train, std::move(arrays),
+      st, octx.is_train, false, std::move(arrays),
       [](Operator* op, bool is_train, const std::vector<TaggedArray>& a) { op->Forward(is_train, a); }, done,
       [shapes, types, ctx](State* s) {
         // A new instance when the shapes, dtypes or device changed (an executor reshaped).
@@ -447,7 +457,7 @@ void CustomBackward(const NodeAttrs& attrs, const OpContext& octx, const std::ve
   for (size_t i = 0; i < no; ++i) arrays.push_back({Alias(og[i]), Tag::kOutGrad, OpReq::kNullOp});
   for (size_t i = 0; i < nx; ++i) arrays.push_back({Alias(aux[i]), Tag::kAux, OpReq::kNullOp});
   RunCallback(
-      st, octx.is_train, std::move(arrays),
+      st, octx.is_train, true, std::move(arrays),
       [](Operator* op, bool is_train, const std::vector<TaggedArray>& a) { op->Backward(is_train, a); }, done,
       [](State*) {});
 }

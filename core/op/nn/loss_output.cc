@@ -6,6 +6,7 @@
 // gradient. Labels get no gradient.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -313,9 +314,11 @@ void RegressionCompute(const NodeAttrs& attrs, const OpContext&, const std::vect
 }
 
 // Inputs: output, label. d data = grad_scale / (label size / batch) * (out - label), or its
-// sign for MAE.
+// sign for MAE. Outputs, as MXNet's: d data and d label; the label is a constant of the
+// loss, so d label is zero (and FGradient gives the label no gradient).
 void RegressionBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                                const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  if (req[1] == OpReq::kWriteTo || req[1] == OpReq::kWriteInplace) std::memset(out[1].dptr, 0, out[1].Bytes());
   if (req[0] == OpReq::kNullOp) return;
   Reg k = RegOf(attrs);
   std::vector<double> label = LabelValues(in[1]);
@@ -341,10 +344,18 @@ std::vector<GradValue> RegressionGrad(GradBuilder& b, const NodeAttrs& attrs, co
   return {b.Op("_backward_" + attrs.op->name, {a.outputs[0], a.inputs[1]}, attrs.dict), GradValue()};
 }
 
-bool BackwardTypeFromInput0(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
-  DType d = (*in)[0];
-  if (d == DType::kUnknown) return false;
-  AssignType(attrs, out, 0, d, "output");
+bool RegressionBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  std::vector<Shape> data_out{(*out)[0]};
+  if (!RegressionShape(attrs, in, &data_out)) return false;
+  (*out)[0] = data_out[0];
+  AssignShape(attrs, out, 1, (*in)[1], "output");
+  return true;
+}
+
+bool RegressionBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  if ((*in)[0] == DType::kUnknown || (*in)[1] == DType::kUnknown) return false;
+  AssignType(attrs, out, 0, (*in)[0], "output");
+  AssignType(attrs, out, 1, (*in)[1], "output");
   return true;
 }
 
@@ -595,13 +606,14 @@ WEFT_REGISTER_OP(_backward_SoftmaxOutput)
       .SetAttr<FCompute>("FCompute<cpu>", RegressionCompute)                         \
       .SetAttr<FGradient>("FGradient", RegressionGrad);                              \
   WEFT_REGISTER_OP(_backward_##name)                                                 \
-      .Describe("Gradient of " #name ": (output, label) -> d data.")                 \
+      .Describe("Gradient of " #name ": (output, label) -> (d data, d label = 0).")  \
       .SetNumInputs(2)                                                               \
+      .SetNumOutputs(2)                                                              \
       .AddArgument("output", "NDArray-or-Symbol", "The forward output")              \
       .AddArgument("label", "NDArray-or-Symbol", "Targets")                          \
       .SetParams<RegressionOutputParam>()                                            \
-      .SetAttr<FInferShape>("FInferShape", RegressionShape)                          \
-      .SetAttr<FInferType>("FInferType", BackwardTypeFromInput0)                     \
+      .SetAttr<FInferShape>("FInferShape", RegressionBackwardShape)                  \
+      .SetAttr<FInferType>("FInferType", RegressionBackwardType)                     \
       .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)                         \
       .SetAttr<FCompute>("FCompute<cpu>", RegressionBackwardCompute)
 

@@ -178,6 +178,12 @@ class Executor:
             new.set_monitor_callback(*self._monitor_args)
         return new
 
+    def get_optimized_symbol(self):
+        """The forward graph as this executor runs it, after its graph passes (nodes that
+        compute the same value merged, unless MXNET_ELIMINATE_COMMON_EXPR=0 at bind)."""
+        from .symbol import Symbol  # pylint: disable=import-outside-toplevel
+        return Symbol(_api.weft_executor_optimized_symbol(self.handle))
+
     def debug_str(self):
         """The bound graph, then "Total N MB allocated" for its planned internal memory."""
         return _api.weft_executor_debug_str(self.handle)

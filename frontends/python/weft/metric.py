@@ -503,9 +503,13 @@ def _regression_pairs(labels, preds):
             label = label.reshape(label.shape[0], 1)
         if pred.ndim == 1:
             pred = pred.reshape(pred.shape[0], 1)
-        if label.shape != pred.shape:
+        # As MXNet's, the shapes need only broadcast: labels (n,) score against every column
+        # of predictions (n, c).
+        try:
+            numpy.broadcast_shapes(label.shape, pred.shape)
+        except ValueError:
             raise ValueError("Shape of labels {} does not match shape of predictions {}".format(label.shape,
-                                                                                                  pred.shape))
+                                                                                                  pred.shape)) from None
         yield label.astype(numpy.float64), pred.astype(numpy.float64)
 
 

@@ -212,6 +212,7 @@ const _fp_weft_executor_forward = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_backward = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_outputs = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_debug_str = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_executor_optimized_symbol = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_set_monitor_callback = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_bind_ex = Ref{Ptr{Cvoid}}(C_NULL)
@@ -1377,6 +1378,19 @@ C: weft_status_t weft_executor_debug_str(weft_executor_t* exec, const char** out
 """
 function weft_executor_debug_str(exec, out)
     ccall(_fp_weft_executor_debug_str[], Cint, (Ptr{weft_executor_t}, Ptr{Ptr{Cchar}}), exec, out)
+end
+
+"""
+    weft_executor_optimized_symbol(exec, out)
+
+out = a new symbol of the forward graph as the executor runs it, after the passes that
+rewrite it (common subexpressions merged, outputs that became one value kept apart by
+_copy nodes): MXNet's Executor.get_optimized_symbol.
+
+C: weft_status_t weft_executor_optimized_symbol(weft_executor_t* exec, weft_symbol_t** out)
+"""
+function weft_executor_optimized_symbol(exec, out)
+    ccall(_fp_weft_executor_optimized_symbol[], Cint, (Ptr{weft_executor_t}, Ptr{Ptr{weft_symbol_t}}), exec, out)
 end
 
 """
@@ -2592,6 +2606,7 @@ const _SYMBOLS = (
     (:weft_executor_backward, _fp_weft_executor_backward),
     (:weft_executor_outputs, _fp_weft_executor_outputs),
     (:weft_executor_debug_str, _fp_weft_executor_debug_str),
+    (:weft_executor_optimized_symbol, _fp_weft_executor_optimized_symbol),
     (:weft_executor_set_monitor_callback, _fp_weft_executor_set_monitor_callback),
     (:weft_executor_free, _fp_weft_executor_free),
     (:weft_executor_bind_ex, _fp_weft_executor_bind_ex),

@@ -3,7 +3,13 @@ default bucket's parameters and optimizer (MXNet 1.x's mx.mod.BucketingModule)."
 import logging
 import warnings
 
+import numpy as np
+
+from .. import ndarray as nd
+from .. import symbol as _sym
 from ..context import cpu
+from ..model import load_params
+from ..name import NameManager
 from .base_module import BaseModule, DEFAULT_INITIALIZER, _require
 from .module import Module
 
@@ -38,7 +44,10 @@ class BucketingModule(BaseModule):
         self._grad_req = None
 
     def _call_sym_gen(self, key):
-        result = self._sym_gen(key)
+        # A fresh name scope per call, as MXNet: every bucket's unnamed operators get the same
+        # names (embedding0_weight, ...), so the buckets' parameters match by name.
+        with NameManager():
+            result = self._sym_gen(key)
         if not (isinstance(result, tuple) and len(result) == 3):
             raise TypeError("sym_gen(%r) must return (symbol, data_names, label_names), got %r" % (key, result))
         return result
@@ -154,7 +163,12 @@ class BucketingModule(BaseModule):
              shared_module=None, grad_req="write"):
         """Binds the default bucket (the others are bound by switch_bucket)."""
         if self.params_initialized:
-            arg_params, aux_params = self.get_params()
+            if self.binded:
+                arg_params, aux_params = self.get_params()
+            else:
+                # Loaded (BucketingModule.load) but not bound yet: the default bucket's
+                # module holds the values.
+                arg_params, aux_params = self._curr_module._arg_params, self._curr_module._aux_params
         if force_rebind:
             self._reset_bind()
         if self.binded:
@@ -166,7 +180,7 @@ class BucketingModule(BaseModule):
         self.for_training = for_training
         self.inputs_need_grad = inputs_need_grad
         self._grad_req = grad_req
-        module = self._new_module(self._default_bucket_key)
+        module = self._buckets.get(self._default_bucket_key) or self._new_module(self._default_bucket_key)
         module.bind(data_shapes, label_shapes, for_training, inputs_need_grad, force_rebind=False,
                     shared_module=None, grad_req=grad_req)
         self._curr_module = module
@@ -181,11 +195,13 @@ class BucketingModule(BaseModule):
         """Makes bucket_key current, binding its module (sharing the default bucket's
         parameters) the first time."""
         _require(self.binded, "switch_bucket", "bind()")
-        if bucket_key not in self._buckets:
+        module = self._buckets.get(bucket_key)
+        # A bucket BucketingModule.load made is there but not bound yet.
+        if module is None or not module.binded:
             if data_shapes is None:
                 raise ValueError("bucket %r is not bound yet and the batch gives no provide_data to bind it with"
                                  % (bucket_key,))
-            module = self._new_module(bucket_key)
+            module = module or self._new_module(bucket_key)
             module.bind(data_shapes, label_shapes, self._curr_module.for_training,
                         self._curr_module.inputs_need_grad, force_rebind=False,
                         shared_module=self._buckets[self._default_bucket_key], grad_req=self._grad_req)
@@ -265,10 +281,56 @@ class BucketingModule(BaseModule):
             module.install_monitor(mon)
 
     def save_checkpoint(self, prefix, epoch, remove_amp_cast=True):
-        """Writes one `prefix-<bucket_key>-symbol.json` per bound bucket and the shared
-        parameters to `prefix-%04d.params`."""
+        """Writes one `prefix-<bucket_key>-symbol.json` per bound bucket, the shared
+        parameters to `prefix-%04d.params` and, when the bucket keys are integers (as
+        BucketingModule.load needs), their list to `prefix.buckets` (an int32 NDArray file)."""
         _require(self.binded, "save_checkpoint", "bind()")
         for key, module in self._buckets.items():
             sym = module.symbol.remove_amp_cast() if remove_amp_cast else module.symbol
             sym.save("%s-%s-symbol.json" % (prefix, key))
         self.save_params("%s-%04d.params" % (prefix, epoch))
+        keys = list(self._buckets.keys())
+        if all(isinstance(k, (int, np.integer)) for k in keys):
+            nd.save("%s.buckets" % prefix, nd.array(keys, dtype=np.int32))
+
+    @staticmethod
+    def load(prefix, epoch, sym_gen=None, default_bucket_key=None, **kwargs):
+        """A BucketingModule from save_checkpoint's files: the buckets listed in
+        `prefix.buckets` with their saved symbols (sym_gen gives their data and label names)
+        and the parameters of `prefix-%04d.params`, set when it is bound. The keyword
+        arguments go to BucketingModule() and each bucket's Module()."""
+        if sym_gen is None or default_bucket_key is None:
+            raise ValueError("BucketingModule.load needs sym_gen and default_bucket_key")
+        keys = [int(k) for k in nd.load("%s.buckets" % prefix)[0].asnumpy().astype(np.int32)]
+        symbols = {key: _sym.load("%s-%s-symbol.json" % (prefix, key)) for key in keys}
+        arg_params, aux_params = load_params(prefix, epoch)
+        return BucketingModule._from_symbols(symbols, sym_gen, default_bucket_key, arg_params, aux_params,
+                                             kwargs, names_key=None)
+
+    @staticmethod
+    def load_dict(sym_dict=None, sym_gen=None, default_bucket_key=None, arg_params=None, aux_params=None,
+                  **kwargs):
+        """A BucketingModule from {bucket_key: symbol} and shared parameters (set when it is
+        bound); sym_gen(default_bucket_key) names the inputs of every bucket."""
+        if sym_dict is None or arg_params is None or aux_params is None or default_bucket_key is None:
+            raise ValueError("BucketingModule.load_dict needs sym_dict, arg_params, aux_params and "
+                             "default_bucket_key")
+        return BucketingModule._from_symbols(sym_dict, sym_gen, default_bucket_key, arg_params, aux_params,
+                                             kwargs, names_key=default_bucket_key)
+
+    @staticmethod
+    def _from_symbols(symbols, sym_gen, default_bucket_key, arg_params, aux_params, kwargs, names_key):
+        if default_bucket_key not in symbols:
+            raise ValueError("the default bucket %r is not among the saved buckets %s"
+                             % (default_bucket_key, sorted(symbols)))
+        mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
+        for key, symbol in symbols.items():
+            _, data_names, label_names = mod._call_sym_gen(key if names_key is None else names_key)
+            mod._buckets[key] = Module(symbol, data_names, label_names, **kwargs)
+        mod._curr_module = mod._buckets[default_bucket_key]
+        mod._curr_bucket_key = default_bucket_key
+        mod._curr_module._arg_params = arg_params
+        mod._curr_module._aux_params = aux_params
+        mod._curr_module.params_initialized = True
+        mod.params_initialized = True
+        return mod

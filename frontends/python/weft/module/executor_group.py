@@ -102,6 +102,14 @@ class DataParallelExecutorGroup:
         self._default_execs = None
         self._default_key = None
         self._monitor = None
+        # Bytes of the arrays this group allocated itself (not those shared with shared_group),
+        # as MXNet's _total_exec_bytes counts what a binding added.
+        self._total_exec_bytes = 0
+        # Per context, {name: array} of the arrays that are not parameters (inputs, labels,
+        # and gradients as "grad of <name>"): a group bound with this one as shared_group
+        # takes views of them where they are large enough, as MXNet's shared_buffer.
+        self.shared_data_arrays = shared_group.shared_data_arrays if shared_group is not None \
+            else [{} for _ in self.contexts]
         self.data_shapes = None
         self.label_shapes = None
         self.bind_exec(data_shapes, label_shapes, shared_group)
@@ -184,22 +192,42 @@ class DataParallelExecutorGroup:
         stypes = self.symbol._arg_stypes(None)
         grad_stypes = self.symbol._grad_stypes(stypes)
 
-        def reuse(pool, name, shape, dtype, stype="default"):
+        # A variable in a ctx_group that group2ctx maps lives (with its gradient) on that
+        # group's context, as simple_bind places it in MXNet.
+        group2ctx = self.group2ctxs[i] or {}
+        attrs = self.symbol.attr_dict() if group2ctx else {}
+
+        buffer = self.shared_data_arrays[i]
+
+        def reuse(pool, name, shape, dtype, stype="default", key=None):
             arr = pool.get(name) if pool is not None else None
             if arr is not None and tuple(arr.shape) == tuple(shape) and np.dtype(arr.dtype) == np.dtype(dtype) \
                     and arr.stype == stype:
                 return arr
-            return nd.zeros(shape, ctx=ctx, dtype=dtype, stype=stype)
+            where = group2ctx.get(attrs.get(name, {}).get("__ctx_group__"), ctx)
+            size = int(np.prod(shape, dtype=np.int64))
+            if key is not None and stype == "default":
+                held = buffer.get(key)
+                if held is not None and held.stype == "default" and held.context == where \
+                        and np.dtype(held.dtype) == np.dtype(dtype) and held.size >= size:
+                    return held.reshape((-1,))[:size].reshape(shape)
+            self._total_exec_bytes += size * np.dtype(dtype).itemsize
+            arr = nd.zeros(shape, ctx=where, dtype=dtype, stype=stype)
+            if key is not None and stype == "default":
+                buffer[key] = arr
+            return arr
 
         shared_args = shared_exec.arg_dict if shared_exec is not None else None
         shared_grads = shared_exec.grad_dict if shared_exec is not None else None
         args, grads, reqs = [], [], []
         for name, shape, dtype in zip(self.arg_names, arg_shapes, arg_types):
             is_param = name in self.param_names
-            args.append(reuse(shared_args if is_param else None, name, shape, dtype, stypes[name]))
+            args.append(reuse(shared_args if is_param else None, name, shape, dtype, stypes[name],
+                              key=None if is_param else name))
             req = self.grad_req[name]
             grads.append(None if req == "null" else reuse(shared_grads if is_param else None, name, shape, dtype,
-                                                          grad_stypes[name]))
+                                                          grad_stypes[name],
+                                                          key=None if is_param else "grad of " + name))
             reqs.append(req)
         shared_aux = shared_exec.aux_dict if shared_exec is not None else None
         aux = [reuse(shared_aux, name, shape, dtype)

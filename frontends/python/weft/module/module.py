@@ -59,6 +59,32 @@ def _contexts(context):
     raise TypeError("context must be a Context or a non-empty list of them, got %r" % (context,))
 
 
+def _per_context_group2ctxs(group2ctxs, n):
+    """One {ctx_group: context} dict per context, as MXNet accepts them: a list of such dicts,
+    or one dict whose values are a context (for every device) or a list of 1 or n contexts
+    (the i-th for the i-th device)."""
+    if group2ctxs is None:
+        return [None] * n
+    if isinstance(group2ctxs, (list, tuple)):
+        if len(group2ctxs) != n:
+            raise ValueError("group2ctxs has %d entries for %d contexts" % (len(group2ctxs), n))
+        return list(group2ctxs)
+    if not isinstance(group2ctxs, dict):
+        raise TypeError("group2ctxs must be a dict or a list of dicts, got %s" % type(group2ctxs).__name__)
+    per_ctx = [{} for _ in range(n)]
+    for group, value in group2ctxs.items():
+        if isinstance(value, Context):
+            value = [value]
+        value = list(value)
+        if len(value) == 1:
+            value = value * n
+        if len(value) != n:
+            raise ValueError("group2ctxs[%r] has %d contexts; expected 1 or %d" % (group, len(value), n))
+        for i in range(n):
+            per_ctx[i][group] = value[i]
+    return per_ctx
+
+
 class Module(BaseModule):
     """Binds `symbol` on the given contexts; data_names and label_names are its inputs, the
     other arguments its parameters (fixed_param_names are not updated; state_names are
@@ -74,12 +100,7 @@ class Module(BaseModule):
         if len(work_load_list) != len(self._context):
             raise ValueError("work_load_list has %d entries for %d contexts"
                              % (len(work_load_list), len(self._context)))
-        # One {ctx_group: context} dict per context (a single dict serves them all), as MXNet.
-        if group2ctxs is None or isinstance(group2ctxs, dict):
-            group2ctxs = [group2ctxs] * len(self._context)
-        if len(group2ctxs) != len(self._context):
-            raise ValueError("group2ctxs has %d entries for %d contexts" % (len(group2ctxs), len(self._context)))
-        self._group2ctxs = list(group2ctxs)
+        self._group2ctxs = _per_context_group2ctxs(group2ctxs, len(self._context))
         self._work_load_list = list(work_load_list)
         self._symbol = symbol
         self._compression_params = compression_params
@@ -270,6 +291,7 @@ class Module(BaseModule):
             self._param_names, for_training, inputs_need_grad, shared_group, logger=self.logger,
             fixed_param_names=self._fixed_param_names, grad_req=grad_req, state_names=self._state_names,
             group2ctxs=self._group2ctxs)
+        self._total_exec_bytes = self._exec_group._total_exec_bytes
 
         if shared_module is not None:
             self.params_initialized = True

@@ -224,6 +224,12 @@ class RowSparseNDArray(BaseSparseNDArray):
     def indices(self):
         return self._aux(0)
 
+    def __getitem__(self, key):
+        """x[:] is x itself, as MXNet's (so that x[:] += y updates x); nothing else."""
+        if isinstance(key, builtins.slice) and key == builtins.slice(None):
+            return self
+        raise NotSupportedForSparseNDArray(self.__getitem__, "__getitem__", key)
+
     def retain(self, indices):
         """The rows whose index is in `indices` (the others dropped), as a new array."""
         return _op("_sparse_retain")(self, indices)

@@ -1108,7 +1108,7 @@ class Updater(object):
         """(weights, device id, [(indices, positions)]): the states of new indices are
         created (or moved to their weight's device), and the calls to make are listed: one
         per parameter, or with an aggregating optimizer one per group of up to
-        aggregate_num parameters of one dtype."""
+        aggregate_num parameters of one dtype and context."""
         for k, idx in enumerate(indices):
             if isinstance(idx, bytes):
                 idx = indices[k] = idx.decode()
@@ -1121,9 +1121,11 @@ class Updater(object):
         if not self.aggregate_updates:
             chunks = [([idx], [k]) for k, idx in enumerate(indices)]
         else:
+            # One aggregated call reads its arrays on one device: weights placed on other
+            # contexts (a Module's group2ctxs) are grouped apart.
             by_dtype = {}
             for k, w in enumerate(weights):
-                by_dtype.setdefault(numpy.dtype(w.dtype), []).append(k)
+                by_dtype.setdefault((numpy.dtype(w.dtype), w.context), []).append(k)
             step = self.optimizer.aggregate_num
             chunks = [([indices[k] for k in ks[start:start + step]], ks[start:start + step])
                       for ks in by_dtype.values() for start in range(0, len(ks), step)]

@@ -11,6 +11,7 @@ from . import _ops
 
 _internal = _types.ModuleType("weft.symbol._internal", "Every operator, internal names included.")
 _ops.populate(globals(), _internal.__dict__)
+_internal._CachedOp = symbol._cached_op  # a composition, not a registered operator (see there)
 from . import op  # noqa: E402  (the public operators as MXNet's op module holds them)
 
 from . import contrib, linalg, image, random, sparse  # noqa: E402  (filled from the operators populated above)

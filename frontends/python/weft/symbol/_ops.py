@@ -22,7 +22,9 @@ _functions = {}
 
 def _make_function(info, fname):
     handle = info.handle
-    hint = info.name.lower().lstrip("_")
+    # As MXNet, the default node name comes from the name the function is called by (an
+    # alias names its nodes after itself: broadcast_axes0, not broadcast_axis0).
+    hint = fname.lower().lstrip("_")
     count_key = info.key_var_num_args
     input_names = [] if info.variadic else [i[0] for i in info.inputs]
     optional = _nd_ops.optional_params(info)

@@ -372,10 +372,33 @@ class Symbol:
         return bool(_api.weft_symbol_same_graph(self.handle, other.handle))
 
     def tojson(self):
-        return _api.weft_symbol_to_json(self.handle)
+        """MXNet JSON; under NumPy shape semantics (weft.util.np_shape) its top-level attrs
+        say so with "is_np_shape", as MXNet's do (MXNet then reads a 0 in the file's shapes
+        as a zero-size dim rather than an unknown one)."""
+        text = _api.weft_symbol_to_json(self.handle)
+        if not _util.is_np_shape():
+            return text
+        graph = json.loads(text)
+        graph.setdefault("attrs", {})["is_np_shape"] = ["int", 1]
+        return json.dumps(graph, indent=2)
 
     def save(self, fname):
-        _api.weft_symbol_save_file(self.handle, fname)
+        if _util.is_np_shape():
+            with open(fname, "w") as f:
+                f.write(self.tojson())
+        else:
+            _api.weft_symbol_save_file(self.handle, fname)
+
+    def _gen_atomic_symbol(self):
+        """A new, unconnected symbol of the operator (and attributes) of this symbol's
+        first output's node, as MXNet's."""
+        graph = json.loads(self.tojson())
+        node = graph["nodes"][graph["heads"][0][0]]
+        if node["op"] == "null":
+            raise ValueError("_gen_atomic_symbol: %r is a variable, not an operator" % node["name"])
+        attrs = node.get("attrs", {})
+        return Symbol(_api.weft_symbol_create_atomic(_op_handle(node["op"]), len(attrs), list(attrs),
+                                                     [str(v) for v in attrs.values()]))
 
     def remove_amp_cast(self):
         """The graph without its amp_cast and amp_multicast nodes (what automatic mixed
@@ -559,6 +582,34 @@ def Group(symbols):
     if not symbols or not all(isinstance(s, Symbol) for s in symbols):
         raise TypeError("Group: expected a non-empty list of Symbols")
     return Symbol(_api.weft_symbol_group(len(symbols), [s.handle for s in symbols]))
+
+
+def _cached_op(*args, subgraph=None, name=None):
+    """MXNet's `_CachedOp` node: the graph of `subgraph` (its JSON) applied to `args`, one
+    Symbol per input of the subgraph in list_inputs() order. Weft composes the subgraph's
+    nodes into the calling graph in its place (what the node would run), so the result
+    computes, and differentiates, as the node does."""
+    if subgraph is None:
+        raise ValueError("_CachedOp needs subgraph= (the JSON of the graph it runs)")
+    inner = load_json(subgraph)
+    names = inner.list_inputs()
+    if len(args) != len(names):
+        raise ValueError("_CachedOp: the subgraph has %d inputs %s; got %d Symbols" % (len(names), names, len(args)))
+    for a in args:
+        if not isinstance(a, Symbol):
+            raise TypeError("_CachedOp: inputs must be Symbols, got %s" % type(a).__name__)
+    inner._compose(name=name, **dict(zip(names, args)))
+    return inner
+
+
+_OP_HANDLES = {}
+
+
+def _op_handle(name):
+    if not _OP_HANDLES:
+        from ..ndarray._ops import list_ops  # pylint: disable=import-outside-toplevel
+        _OP_HANDLES.update((info.name, info.handle) for info in list_ops())
+    return _OP_HANDLES[name]
 
 
 def load(fname):

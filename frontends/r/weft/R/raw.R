@@ -95,6 +95,7 @@ weft_executor_forward <- function(exec, is_train) .Call(C_weft_executor_forward,
 weft_executor_backward <- function(exec, head_grads) .Call(C_weft_executor_backward, exec, head_grads)
 weft_executor_outputs <- function(exec) .Call(C_weft_executor_outputs, exec)
 weft_executor_debug_str <- function(exec) .Call(C_weft_executor_debug_str, exec)
+weft_executor_optimized_symbol <- function(exec) .Call(C_weft_executor_optimized_symbol, exec)
 weft_executor_free <- function(exec) .Call(C_weft_executor_free, exec)
 weft_executor_bind_ex <- function(sym, ctx, group2ctx, args, arg_grads, grad_req, aux) .Call(C_weft_executor_bind_ex, sym, ctx, group2ctx, args, arg_grads, grad_req, aux)
 weft_executor_simple_bind <- function(sym, ctx, group2ctx, shapes, dtypes, grad_req) .Call(C_weft_executor_simple_bind, sym, ctx, group2ctx, shapes, dtypes, grad_req)

@@ -1294,6 +1294,16 @@ SEXP weft_r_executor_debug_str(SEXP s_exec) {
   return result;
 }
 
+SEXP weft_r_executor_optimized_symbol(SEXP s_exec) {
+  weft_executor_t* exec = (weft_executor_t*)weft_r_handle(s_exec, "weft_executor_t", "exec");
+  weft_symbol_t* out = NULL;
+  weft_status_t status = weft_executor_optimized_symbol(exec, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_executor_optimized_symbol");
+  SEXP result = PROTECT(weft_r_wrap_symbol((weft_symbol_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
 SEXP weft_r_executor_free(SEXP s_exec) {
   weft_executor_t* exec = (weft_executor_t*)weft_r_handle(s_exec, "weft_executor_t", "exec");
   if (TYPEOF(s_exec) == EXTPTRSXP) R_ClearExternalPtr(s_exec);
@@ -2359,6 +2369,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_executor_backward", (DL_FUNC)&weft_r_executor_backward, 2},
   {"C_weft_executor_outputs", (DL_FUNC)&weft_r_executor_outputs, 1},
   {"C_weft_executor_debug_str", (DL_FUNC)&weft_r_executor_debug_str, 1},
+  {"C_weft_executor_optimized_symbol", (DL_FUNC)&weft_r_executor_optimized_symbol, 1},
   {"C_weft_executor_free", (DL_FUNC)&weft_r_executor_free, 1},
   {"C_weft_executor_bind_ex", (DL_FUNC)&weft_r_executor_bind_ex, 7},
   {"C_weft_executor_simple_bind", (DL_FUNC)&weft_r_executor_simple_bind, 6},
