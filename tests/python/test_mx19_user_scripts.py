@@ -61,3 +61,52 @@ def test_rand_ndarray_csr_count_and_range(shape, density):
     assert a.indptr.asnumpy()[-1] == nnz
     assert np.count_nonzero(dense) <= nnz
     assert dense.min() >= 0 and dense.max() < 1
+
+
+def _write_idx(folder, prefix, images, labels):
+    import gzip
+    import struct
+    with gzip.open(str(folder / (prefix + "-images-idx3-ubyte.gz")), "wb") as f:
+        f.write(struct.pack(">IIII", 2051, images.shape[0], 28, 28) + images.tobytes())
+    with gzip.open(str(folder / (prefix + "-labels-idx1-ubyte.gz")), "wb") as f:
+        f.write(struct.pack(">II", 2049, labels.shape[0]) + labels.tobytes())
+
+
+@pytest.mark.parametrize("cls", [mx.gluon.data.vision.MNIST, mx.gluon.data.vision.FashionMNIST])
+def test_downloaded_dataset_slice_gives_a_batch(tmp_path, cls):
+    rng = np.random.RandomState(0)
+    images = rng.randint(0, 256, size=(7, 28, 28)).astype(np.uint8)
+    labels = rng.randint(0, 10, size=7).astype(np.uint8)
+    _write_idx(tmp_path, "train", images, labels)
+    ds = cls(root=str(tmp_path), train=True)
+    x, y = ds[2:5]
+    assert x.shape == (3, 28, 28, 1)
+    np.testing.assert_array_equal(x.asnumpy()[..., 0], images[2:5])
+    np.testing.assert_array_equal(y, labels[2:5])
+    x, y = ds[-2:]
+    np.testing.assert_array_equal(x.asnumpy()[..., 0], images[-2:])
+    # A transform is applied to the batch as a whole, as to one sample.
+    ds_t = cls(root=str(tmp_path), train=True, transform=lambda d, l: (d.astype("float32") / 255, l + 1))
+    x, y = ds_t[0:2]
+    np.testing.assert_allclose(x.asnumpy()[..., 0], images[:2] / 255.0, rtol=1e-6)
+    np.testing.assert_array_equal(y, labels[:2] + 1)
+    x, y = ds[4]
+    np.testing.assert_array_equal(x.asnumpy()[..., 0], images[4])
+    with pytest.raises(IndexError, match="out of range"):
+        ds[7]
+    with pytest.raises(TypeError, match="integer index"):
+        ds["a"]
+
+
+def test_array_and_simple_dataset_slices():
+    a = np.arange(12, dtype=np.float32).reshape(6, 2)
+    b = mx.nd.array(np.arange(6) * 10)
+    ds = mx.gluon.data.ArrayDataset(a, b)
+    x, y = ds[1:4]
+    np.testing.assert_array_equal(x, a[1:4])
+    np.testing.assert_array_equal(y, np.arange(6)[1:4] * 10)
+    one = mx.gluon.data.ArrayDataset(mx.nd.array(a))
+    np.testing.assert_array_equal(one[::2].asnumpy(), a[::2])
+    simple = mx.gluon.data.SimpleDataset([3, 1, 4, 1, 5])
+    assert simple[1:3] == [1, 4]
+    assert simple[-1] == 5
