@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "c_api/src/c_api_common.h"
+#include "core/engine/blocking.h"
 #include "core/engine/engine.h"
 #include "core/engine/fork.h"
 #include "core/resource/resource.h"
@@ -234,6 +235,15 @@ weft_status_t weft_storage_release_pooled(weft_context_t ctx) {
 weft_status_t weft_before_fork(void) {
   WEFT_API_BEGIN
   engine::PrepareFork();
+  WEFT_API_END
+}
+
+weft_status_t weft_set_blocking_hooks(weft_block_enter_t enter, weft_block_leave_t leave) {
+  WEFT_API_BEGIN
+  WEFT_CHECK((enter == nullptr) == (leave == nullptr), kValue, __func__,
+             ": expected both hooks or neither, got ", enter ? "an enter hook" : "no enter hook", " and ",
+             leave ? "a leave hook" : "no leave hook");
+  engine::SetBlockingHooks(enter, leave);
   WEFT_API_END
 }
 

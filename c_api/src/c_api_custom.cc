@@ -1,5 +1,6 @@
 // Custom operators through C callbacks: weft_custom_op_register wraps a creator and the
 // tables of functions it fills as the core's custom::Prop and custom::Operator.
+#include <atomic>
 #include <cstring>
 
 #include "c_api/src/c_api_common.h"
@@ -25,6 +26,13 @@ namespace {
     if (rc_ != 0) ThrowCallbackError(op_type, what, rc_); \
   } while (0)
 
+// Set by weft_custom_op_stop_releases: the front end's release callbacks can no longer run.
+std::atomic<bool> g_releases_stopped{false};
+
+void CallRelease(weft_custom_release_fn release, void* self) {
+  if (release && !g_releases_stopped.load(std::memory_order_acquire)) release(self);
+}
+
 class CallbackOperator final : public custom::Operator {
  public:
   CallbackOperator(std::string op_type, weft_custom_op_fns_t fns) : op_type_(std::move(op_type)), fns_(fns) {
@@ -32,7 +40,7 @@ class CallbackOperator final : public custom::Operator {
                "': create_operator must set forward and backward");
   }
   ~CallbackOperator() override {
-    if (fns_.release) fns_.release(fns_.self);
+    CallRelease(fns_.release, fns_.self);
   }
 
   void Forward(bool is_train, const std::vector<custom::TaggedArray>& arrays) override {
@@ -71,7 +79,7 @@ class CallbackProp final : public custom::Prop {
                kValue, "Custom operator '", op_type_, "': its creator left a callback of the property unset");
   }
   ~CallbackProp() override {
-    if (fns_.release) fns_.release(fns_.self);
+    CallRelease(fns_.release, fns_.self);
   }
 
   std::vector<std::string> ListArguments() override { return List(fns_.list_arguments, "list_arguments"); }
@@ -166,6 +174,12 @@ using namespace weft::capi;
 extern "C" {
 
 weft_status_t weft_set_last_error(const char* message) { return SetLastError(WEFT_OK, message); }
+
+weft_status_t weft_custom_op_stop_releases(void) {
+  WEFT_API_BEGIN
+  g_releases_stopped.store(true, std::memory_order_release);
+  WEFT_API_END
+}
 
 weft_status_t weft_custom_op_register(const char* op_type, weft_custom_creator_fn creator, void* user_data) {
   WEFT_API_BEGIN

@@ -1,9 +1,11 @@
 #include "core/engine/engine.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 
 #include "core/base/error.h"
+#include "core/engine/blocking.h"
 #include "core/engine/engine_impl.h"
 
 namespace weft {
@@ -32,6 +34,31 @@ std::unique_ptr<Engine> Engine::Create(const std::string& type) {
   if (type == "NaiveEngine") return CreateNaiveEngine();
   if (type == "ThreadedEngine" || type == "ThreadedEnginePerDevice") return CreateThreadedEngine();
   Throw(ErrorKind::kValue, "WEFT_ENGINE_TYPE: expected NaiveEngine or ThreadedEngine, got '", type, "'");
+}
+
+namespace {
+struct BlockingHooks {
+  BlockEnterFn enter;
+  BlockLeaveFn leave;
+};
+// Replaced whole, so a wait never pairs one setting's enter with another's leave; the few
+// settings a process makes (import, exit) are kept, as a wait may still hold one.
+std::atomic<const BlockingHooks*> g_blocking_hooks{nullptr};
+}  // namespace
+
+void SetBlockingHooks(BlockEnterFn enter, BlockLeaveFn leave) {
+  g_blocking_hooks.store(enter && leave ? new BlockingHooks{enter, leave} : nullptr, std::memory_order_release);
+}
+
+BlockingScope::BlockingScope() {
+  const BlockingHooks* h = g_blocking_hooks.load(std::memory_order_acquire);
+  if (h == nullptr) return;
+  leave_ = h->leave;
+  token_ = h->enter();
+}
+
+BlockingScope::~BlockingScope() {
+  if (leave_) leave_(token_);
 }
 
 Engine* Engine::Get() {

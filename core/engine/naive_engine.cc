@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/base/error.h"
+#include "core/engine/blocking.h"
 #include "core/engine/engine_impl.h"
 #include "core/profiler/profiler.h"
 
@@ -135,7 +136,17 @@ class NaiveEngine : public Engine {
       Completion c;
       RunGuarded(fn, RunContext{ctx, nullptr}, CallbackOnComplete(&NaiveEngine::OnComplete, this, &c));
       std::unique_lock<std::mutex> lock(c.mu);
-      c.cv.wait(lock, [&] { return c.done; });
+      if (!c.done) {
+        // An asynchronous function (a custom operator's callback) may need the front end's
+        // lock; the scope is left with c.mu free.
+        lock.unlock();
+        {
+          BlockingScope blocking;
+          std::unique_lock<std::mutex> wait_lock(c.mu);
+          c.cv.wait(wait_lock, [&] { return c.done; });
+        }
+        lock.lock();
+      }
       error = MakeError(c.error);
       lock.unlock();
 #ifdef WEFT_USE_CUDA

@@ -36,6 +36,7 @@
 
 #include "core/base/error.h"
 #include "core/base/logging.h"
+#include "core/engine/blocking.h"
 #include "core/engine/fork.h"
 #include "core/engine/opr_block.h"
 #include "core/engine/worker_pool.h"
@@ -378,6 +379,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
         w.cv.notify_all();
       };
       Submit(blk);
+      BlockingScope blocking;  // outside w.mu: leaving it may wait for the front end's lock
       std::unique_lock<std::mutex> lock(w.mu);
       w.cv.wait(lock, [&] { return w.done; });
       error = w.error;
@@ -457,6 +459,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
   // Waits until nothing is pending or the deadline passes; false on timeout.
   bool DrainUntil(Clock::time_point deadline) {
     if (pending_.load() == 0) return true;
+    BlockingScope blocking;
     std::unique_lock<std::mutex> lock(wait_mu_);
     waiters_.fetch_add(1);
     bool drained = true;
@@ -647,6 +650,7 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       if (max_pending_ != 0 && pool->pending.load() >= ResumeCount()) return false;
       return max_pending_bytes_ == 0 || !bytes_over(ResumeBytes());
     };
+    BlockingScope blocking;
     std::unique_lock<std::mutex> lock(room_mu_);
     room_waiters_.fetch_add(1);
     for (;;) {

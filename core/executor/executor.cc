@@ -30,6 +30,29 @@ using graph::NodePtr;
 
 namespace {
 
+// What MXNet's monitor calls input i of node `n`: the name its operator lists (FListInputNames)
+// or, for the operators MXNet 1.9 registers without one (the unary elementwise family,
+// reductions, optimizer updates, ...), "input<i>". Weft names every operator's arguments, so
+// those operators are listed here, by Weft's names (make_loss, an alias of MakeLoss here, is
+// left out).
+std::string MonitorInputName(const graph::Node& n, const std::vector<std::string>& arg_names, size_t i) {
+  static const std::unordered_set<std::string> positional = {
+      "Activation", "BlockGrad", "Cast", "Flatten", "SoftmaxActivation", "abs", "adam_update",
+      "amp_cast", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax", "argmax_channel",
+      "argmin", "argsort", "broadcast_axis", "broadcast_to", "cast_storage", "cbrt", "ceil", "clip", "cos",
+      "cosh", "degrees", "erf", "erfinv", "exp", "expand_dims", "expm1", "fix", "floor", "ftml_update",
+      "ftrl_update", "gammaln", "hard_sigmoid", "lamb_update_phase1", "lamb_update_phase2", "log", "log10",
+      "log1p", "log2", "logical_not", "max", "mean", "min", "mp_lamb_update_phase1",
+      "mp_lamb_update_phase2", "mp_nag_mom_update", "mp_sgd_mom_update", "mp_sgd_update", "nag_mom_update",
+      "nanprod", "nansum", "negative", "norm", "ones_like", "prod", "radians", "rcbrt", "reciprocal", "relu", "reshape",
+      "rint", "rmsprop_update", "rmspropalex_update", "round", "sgd_mom_update", "sgd_update", "shape_array",
+      "sigmoid", "sign", "signsgd_update", "signum_update", "sin", "sinh", "size_array", "slice", "slice_axis",
+      "smooth_l1", "softmin", "softsign", "sort", "sqrt", "square", "sum", "tan", "tanh", "topk", "transpose",
+      "trunc", "zeros_like"};
+  if (i < arg_names.size() && !positional.count(n.op()->name)) return arg_names[i];
+  return "input" + std::to_string(i);
+}
+
 // A value read on another context than the one it was made on (group2ctx in a sparse
 // executor): a copy there, recorded while autograd records with the copy of its gradient
 // back as its backward.
@@ -376,7 +399,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       s.inputs.push_back(entry[g.entry_id(in.node_id, in.index)]);
       s.input_names.push_back(graph::OutputName(src, in.index));
       if (src.is_variable()) s.monitor_inputs.emplace_back(src.attrs.name, i);
-      s.monitor_inputs.emplace_back(n->attrs.name + "_" + (i < arg_names.size() ? arg_names[i] : "input" + std::to_string(i)), i);
+      s.monitor_inputs.emplace_back(n->attrs.name + "_" + MonitorInputName(*n, arg_names, i), i);
     }
     for (int i = 0; i < n->num_outputs(); ++i) {
       s.outputs.push_back(entry[g.entry_id(id, i)]);

@@ -169,10 +169,10 @@ class Mirror {
     m->attrs = n->attrs;
     for (const auto& in : n->inputs) m->inputs.push_back(Read(in, deps));
     if (n->op()->name == "BatchNorm") {
-      // Normalise with the statistics the forward computed and saved (outputs 1 and 2):
-      // the forward's arithmetic on the same values, leaving the moving statistics alone.
-      m->SetAttr("use_global_stats", "True");
-      m->attrs = MakeAttrs(n->op(), m->attrs.dict);
+      // Normalise with the statistics the forward computed and saved (outputs 1 and 2, the
+      // mean and 1 / sqrt(var + eps)): the forward's arithmetic on the same values, leaving
+      // the moving statistics alone.
+      m->attrs = MakeAttrs(Op::Get("_BatchNorm_replay"), m->attrs.dict);
       m->inputs[3] = {n, 1, 0};
       m->inputs[4] = {n, 2, 0};
     }

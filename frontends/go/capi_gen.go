@@ -103,6 +103,16 @@ static gw_result gw_weft_after_fork(int in_child) {
   return r;
 }
 
+static gw_result gw_weft_set_blocking_hooks(weft_block_enter_t enter, weft_block_leave_t leave) {
+  gw_result r = {0, NULL};
+  r.status = weft_set_blocking_hooks(enter, leave);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_create(const int64_t* shape, int ndim, int dtype, weft_context_t ctx, weft_ndarray_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_create(shape, ndim, dtype, ctx, out);
@@ -1703,6 +1713,16 @@ static gw_result gw_weft_custom_op_register(const char* op_type, weft_custom_cre
   return r;
 }
 
+static gw_result gw_weft_custom_op_stop_releases(void) {
+  gw_result r = {0, NULL};
+  r.status = weft_custom_op_stop_releases();
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_library_load(const char* path, int* num_ops) {
   gw_result r = {0, NULL};
   r.status = weft_library_load(path, num_ops);
@@ -2217,6 +2237,18 @@ func weft_after_fork(p_in_child C.int) error {
 	r := C.gw_weft_after_fork(p_in_child)
 	if r.status != 0 {
 		return newCError(r, "weft_after_fork")
+	}
+	return nil
+}
+
+// weft_set_blocking_hooks calls the C function of that name through its shim; see c_api.h.
+func weft_set_blocking_hooks(p_enter C.weft_block_enter_t, p_leave C.weft_block_leave_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_set_blocking_hooks(p_enter, p_leave)
+	if r.status != 0 {
+		return newCError(r, "weft_set_blocking_hooks")
 	}
 	return nil
 }
@@ -4358,6 +4390,18 @@ func weft_custom_op_register(p_op_type *C.char, p_creator C.weft_custom_creator_
 	r := C.gw_weft_custom_op_register(p_op_type, p_creator, p_user_data)
 	if r.status != 0 {
 		return newCError(r, "weft_custom_op_register")
+	}
+	return nil
+}
+
+// weft_custom_op_stop_releases calls the C function of that name through its shim; see c_api.h.
+func weft_custom_op_stop_releases() error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_custom_op_stop_releases()
+	if r.status != 0 {
+		return newCError(r, "weft_custom_op_stop_releases")
 	}
 	return nil
 }

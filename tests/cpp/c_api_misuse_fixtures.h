@@ -40,6 +40,8 @@ inline int UpdaterFn(const char*, weft_ndarray_t* merged, weft_ndarray_t* stored
   return 0;
 }
 inline int ControllerFn(int, const void*, size_t, void*) { return 0; }
+inline void* BlockEnterFn() { return nullptr; }
+inline void BlockLeaveFn(void*) {}
 inline int CustomCreatorFn(const char*, int, const char* const*, const char* const*, weft_custom_prop_fns_t*, void*) {
   return 1;
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/base/error.h"
+#include "core/engine/blocking.h"
 #include "core/engine/engine.h"
 #include "core/engine/engine_impl.h"
 
@@ -688,6 +689,60 @@ TEST_P(EngineTest, WaitForAllAfterManyOps) {
   }
   EXPECT_EQ(total, 3 * kPerThread);
   for (VarHandle v : vars) engine_->DeleteVariable(nullptr, Context::CPU(), v);
+  ASSERT_TRUE(WaitAllWithin(seconds(30)));
+}
+
+// The blocking hooks of the test below: a waiting thread lets go of the lock and takes it
+// back, as Python's front end does with the GIL.
+std::mutex* g_hook_lock = nullptr;
+std::atomic<int> g_hook_enters{0};
+std::atomic<int> g_hook_leaves{0};
+void* HookEnter() {
+  g_hook_enters.fetch_add(1);
+  g_hook_lock->unlock();
+  return g_hook_lock;
+}
+void HookLeave(void* token) {
+  static_cast<std::mutex*>(token)->lock();
+  g_hook_leaves.fetch_add(1);
+}
+
+TEST_P(EngineTest, BlockingHooksLetTheWaiterReleaseALockTheWorkNeeds) {
+  // The operation completes on a thread that needs a lock the waiting thread holds, as a
+  // custom operator's callback needs the GIL of a Python thread waiting for it: without the
+  // hooks this never ends.
+  std::mutex lock;
+  g_hook_lock = &lock;
+  g_hook_enters = 0;
+  g_hook_leaves = 0;
+  SetBlockingHooks(HookEnter, HookLeave);
+  struct Unset {
+    ~Unset() { SetBlockingHooks(nullptr, nullptr); }
+  } unset;
+  lock.lock();
+  VarHandle v = engine_->NewVariable();
+  int value = 0;
+  engine_->PushAsync(
+      [&](RunContext, CallbackOnComplete done) {
+        std::thread([&lock, &value, done]() mutable {
+          std::lock_guard<std::mutex> held(lock);
+          value = 42;
+          done();
+        }).detach();
+      },
+      Context::CPU(), {}, {v});
+  engine_->WaitForVar(v);
+  EXPECT_EQ(value, 42);
+  EXPECT_GE(g_hook_enters.load(), 1);
+  EXPECT_EQ(g_hook_enters.load(), g_hook_leaves.load());
+  // A wait that does not block runs no hook.
+  g_hook_enters = 0;
+  engine_->WaitForVar(v);
+  EXPECT_EQ(g_hook_enters.load(), 0);
+  lock.unlock();
+  // Before any other thread may wait: the hooks unlock a lock only this thread holds.
+  SetBlockingHooks(nullptr, nullptr);
+  engine_->DeleteVariable(nullptr, Context::CPU(), v);
   ASSERT_TRUE(WaitAllWithin(seconds(30)));
 }
 

@@ -97,6 +97,24 @@ def test_convert_symbol_types_and_values_bf16():
     assert not np.array_equal(got, ref)  # it did run in a narrower type
 
 
+def test_convert_symbol_widest_type_casts_known_types():
+    # Both input types of the add are known (bf16 from the dense layer, float32 from sin):
+    # the narrower is cast to the wider with amp_cast, as MXNet's pass does, no multicast.
+    x, y = mx.sym.var("x"), mx.sym.var("y")
+    res = mx.sym.elemwise_add(mx.sym.FullyConnected(x, y, num_hidden=3, no_bias=True, name="fc"),
+                              mx.sym.sin(y, name="sin"), name="add")
+    conv = amp.convert_symbol(res, target_dtype="bfloat16", target_dtype_ops=["FullyConnected"], fp32_ops=["sin"])
+    ins = _input_ops(conv, "add")
+    assert [op for op, _, _ in ins] == ["amp_cast", "sin"]
+    assert ins[0][1]["dtype"] == "float32"
+    assert "amp_multicast" not in conv.tojson()
+    rs = np.random.RandomState(4)
+    xv, yv = rs.uniform(-1, 1, (3, 3)), rs.uniform(-1, 1, (3, 3))
+    got = conv.bind(mx.cpu(), {"x": mx.nd.array(xv), "y": mx.nd.array(yv)}, grad_req="null").forward()[0]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got.asnumpy(), xv @ yv.T + np.sin(yv), rtol=2e-2, atol=2e-2)
+
+
 def test_convert_symbol_float16_values():
     sym = _net()
     data = mx.nd.array(np.random.RandomState(2).uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32))
@@ -110,7 +128,9 @@ def test_convert_symbol_float16_values():
 def test_convert_symbol_widest_type_multicast():
     data, other = mx.sym.var("data"), mx.sym.var("other")
     fc = mx.sym.FullyConnected(data, num_hidden=4, name="fc")
-    add = mx.sym.elemwise_add(fc, other, name="add")
+    # slice_like runs as its inputs come: with a bf16 and a float32 input its output type is
+    # known only at run time, so the add brings its inputs together with an amp_multicast.
+    add = mx.sym.elemwise_add(mx.sym.slice_like(fc, other, name="like"), other, name="add")
     conv = amp.convert_symbol(add, target_dtype="bfloat16")
     ins = _input_ops(conv, "add")
     assert [op for op, _, _ in ins] == ["amp_multicast", "amp_multicast"]
@@ -399,7 +419,64 @@ def test_bf16_batchnorm_with_float32_statistics(fix_gamma):
     # Inference with the moving statistics, in a bound graph.
     sym = mx.sym.BatchNorm(mx.sym.var("data", dtype="bfloat16"), name="bn")
     arg_types, out_types, aux_types = sym.infer_type(data="bfloat16")
-    assert out_types == [mx.nd.bfloat16.type] and set(arg_types[1:]) == {np.float32} and set(aux_types) == {np.float32}
+    assert out_types == [mx.nd.bfloat16] and set(arg_types[1:]) == {np.float32} and set(aux_types) == {np.float32}
     with pytest.raises(mx.base.MXNetError, match="gamma"):
         mx.nd.BatchNorm(mx.nd.ones((2, 3)).astype("bfloat16"), mx.nd.ones(3).astype("float16"), mx.nd.zeros(3),
                         mx.nd.zeros(3), mx.nd.ones(3))
+
+
+def test_bf16_lists_name_each_operator_once():
+    import collections
+    from weft.contrib.amp.lists import symbol_bf16 as l
+    names = (l.BF16_FUNCS + l.BF16_FP32_FUNCS + l.FP32_FUNCS + l.WIDEST_TYPE_CASTS +
+             [c[0] for c in l.CONDITIONAL_FP32_FUNCS])
+    assert [n for n, k in collections.Counter(names).items() if k > 1] == []
+    # Activation is conditional only: a relu after a bf16 convolution stays bf16 (no cast),
+    # a softrelu gets float32 input.
+    conv = mx.sym.Convolution(mx.sym.var("data"), kernel=(1, 1), num_filter=2, name="conv")
+    for act, want in (("relu", ["Convolution"]), ("softrelu", ["amp_cast"])):
+        out = amp.convert_symbol(mx.sym.Activation(conv, act_type=act, name="act"), target_dtype="bfloat16")
+        assert [op for op, _, _ in _input_ops(out, "act")] == want
+
+
+def test_converted_model_declares_parameter_types_and_binds_from_data_alone():
+    # conv (bf16) -> BatchNorm -> dense layer not among the target ops: the dense layer runs
+    # as its input comes (bf16), so its weights are declared bf16, the convolution's float32
+    # (read through casts); a Module binds the result given only the data's shape.
+    rs = np.random.RandomState(5)
+    data = mx.sym.var("data")
+    conv = mx.sym.Convolution(data, kernel=(3, 3), num_filter=4, name="conv")
+    bn = mx.sym.BatchNorm(conv, fix_gamma=False, name="bn")
+    fc = mx.sym.FullyConnected(bn, num_hidden=3, name="fc")
+    x = mx.nd.array(rs.uniform(-1, 1, (2, 2, 6, 6)))
+    mod = mx.mod.Module(fc, label_names=None)
+    mod.bind(data_shapes=[("data", x.shape)], for_training=False)
+    mod.init_params(initializer=mx.init.Uniform(0.5))
+    args, aux = mod.get_params()
+    mod.forward(mx.io.DataBatch([x], []), is_train=False)
+    want = mod.get_outputs()[0].asnumpy()
+    sym, args16, aux16 = amp.convert_model(fc, args, aux, target_dtype="bfloat16", target_dtype_ops=["Convolution"])
+    attrs = sym.attr_dict()
+    assert attrs["fc_weight"]["__dtype__"] == str(mx.nd.ndarray.dtype_id("bfloat16"))
+    assert attrs["conv_weight"]["__dtype__"] == str(mx.nd.ndarray.dtype_id("float32"))
+    assert args16["fc_weight"].dtype == mx.nd.bfloat16 and args16["conv_weight"].dtype == np.float32
+    arg_types, _, _ = sym.infer_type(data="float32")
+    assert dict(zip(sym.list_arguments(), arg_types))["fc_weight"] == mx.nd.bfloat16
+    m16 = mx.mod.Module(sym, label_names=None)
+    m16.bind(data_shapes=[("data", x.shape)], for_training=False)
+    m16.set_params(args16, aux16)
+    m16.forward(mx.io.DataBatch([x], []), is_train=False)
+    got = m16.get_outputs()[0].astype("float32").asnumpy()
+    np.testing.assert_allclose(got, want, rtol=5e-2, atol=5e-2 * np.abs(want).max())
+
+
+def test_cast_optional_params_follows_the_graphs_own_casts():
+    data = mx.sym.var("data")
+    both_bf16 = mx.sym.Group([mx.sym.amp_cast(data, dtype="bfloat16"), mx.sym.amp_cast(data, dtype="bfloat16")])
+    mixed = mx.sym.Group([mx.sym.amp_cast(data, dtype="bfloat16"), mx.sym.amp_cast(data, dtype="float32")])
+    for sym, want in ((both_bf16, mx.nd.bfloat16), (mixed, np.float32)):
+        out = amp.convert_symbol(sym, data_names=[], target_dtype="bfloat16", cast_optional_params=True)
+        exe = out.simple_bind(mx.cpu(), data=(1, 2))
+        assert exe.arg_arrays[0].dtype == want
+        exe.arg_arrays[0][:] = mx.nd.array([[1.5, -2.0]]).astype(want)
+        np.testing.assert_array_equal(exe.forward()[0].astype("float32").asnumpy(), [[1.5, -2.0]])

@@ -1,6 +1,8 @@
 """mx.contrib.quantization: the entropy threshold search (_contrib_calibrate_entropy) against a
 numpy reference, the calibration collectors, the graph rewrite on the symbol's structure, and
 quantized models against their float32 originals."""
+import json
+
 import numpy as np
 import pytest
 
@@ -214,7 +216,15 @@ def test_rewrite_smart_quantizes_between_convolutions_and_dense_layers(all_quant
                      "conv0_weight_quantize_max", "conv0_bias_quantize_min", "conv0_bias_quantize_max"]
     assert [e[1] for e in conv["inputs"][3:5]] == [1, 2]
     assert by_name["pool0_output_quantize"]["attrs"] == {"out_type": "int8"}
-    assert by_name["conv0_weight_quantize"]["attrs"]["__dtype__"] == "5"
+    # The int8 parameters carry no attributes (MXNet's attr_dict() lists none of them); their
+    # types come from the quantized layers' inference.
+    assert not by_name["conv0_weight_quantize"].get("attrs")
+    qsym = mx.sym.load_json(json.dumps(graph))
+    arg_types, _, _ = qsym.infer_type(data="float32")
+    types = dict(zip(qsym.list_arguments(), arg_types))
+    assert types["conv0_weight_quantize"] == np.int8 and types["conv0_bias_quantize"] == np.int8
+    assert types["conv0_weight_quantize_min"] == np.float32 and types["fc1_weight_quantize_max"] == np.float32
+    assert not any("_quantize" in k and "out_type" not in v for k, v in qsym.attr_dict().items())
     # int32 results are requantized; the int8 chain runs on to fc0 without a float value.
     assert src(by_name["quantized_relu0"], 0)["name"] == "requantize_conv0"
     assert by_name["requantize_conv0"]["op"] == "_contrib_requantize"
@@ -762,3 +772,40 @@ def test_concat_and_addition_quantized_in_full_mode():
     assert nodes["quantized_add0"]["op"] == "_contrib_quantized_elemwise_add"
     assert "min_calib_range" in nodes["requantize_add0"]["attrs"]
     _close(_forward(qsym, qargs, qaux, data[32:])[0], _forward(sym, args, {}, data[32:])[0], 0.06)
+
+
+def test_contrib_quant_is_mxnet_short_name_of_quantization():
+    # MXNet 1.9's scripts and tests call mx.contrib.quant.quantize_model / _quantize_params.
+    assert mx.contrib.quant is mx.contrib.quantization
+    w = mx.nd.array(np.array([[-2.0, 0.5], [1.0, 0.25]], dtype=np.float32))
+    d = mx.sym.Variable("data")
+    qsym, qargs, _ = mx.contrib.quant.quantize_model(
+        mx.sym.FullyConnected(d, num_hidden=2, no_bias=True, name="fc"), {"fc_weight": w}, {},
+        calib_mode="none", quantized_dtype="int8", quantize_mode="full")
+    np.testing.assert_array_equal(qargs["fc_weight_quantize"].asnumpy(), [[-127, 32], [64, 16]])
+    assert qargs["fc_weight_quantize_max"].asscalar() == 2.0
+
+
+def test_quantized_dtype_uint8_clips_negative_values_to_zero():
+    # quantized_dtype='uint8' forces uint8 onto data with negatives: calibration gives the
+    # range [0, max] (the layers read uint8 with a zero point of 0), so the quantized dense
+    # layer computes on the data with its negatives clipped, as MXNet's oneDNN quantize does.
+    rs = np.random.RandomState(3)
+    data = rs.uniform(-1, 1, (16, 6)).astype(np.float32)
+    # Non-negative weights keep the products non-negative (the requantized uint8 output
+    # would clip negative results too).
+    w = rs.uniform(0, 1, (4, 6)).astype(np.float32)
+    sym = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=4, no_bias=True, name="fc")
+    args = {"fc_weight": mx.nd.array(w)}
+    qsym, qargs, qaux = qz.quantize_model(sym, args, {}, label_names=None, calib_mode="naive",
+                                          calib_data=mx.io.NDArrayIter(data, batch_size=8),
+                                          quantized_dtype="uint8", quantize_mode="full")
+    attrs = _nodes(qsym)["data_quantize"]["attrs"]
+    assert attrs["out_type"] == "uint8"
+    assert float(attrs["min_calib_range"]) == 0.0
+    assert float(attrs["max_calib_range"]) == pytest.approx(data.max(), rel=1e-6)
+    got = _forward(qsym, qargs, qaux, data)[0]
+    # The output's calibrated range is the float layer's: larger results saturate at its max.
+    want = np.minimum(np.maximum(data, 0) @ w.T, (data @ w.T).max())
+    np.testing.assert_allclose(got, want, atol=0.02 * np.abs(want).max())
+    assert np.abs(got - data @ w.T).max() > 0.1  # the negatives did not pass

@@ -375,6 +375,55 @@ def test_many_concurrent_custom_ops_do_not_deadlock():
         assert r.returncode == 0 and "ok" in r.stdout, (engine, r.stdout, r.stderr)
 
 
+def test_blocking_on_a_queued_custom_op_while_holding_the_gil():
+    # Calls that block inside the library while the caller holds the GIL (a sparse cast that
+    # reads the data back, autograd's backward over csr gradients) wait for a custom
+    # operator whose callback needs the GIL: the waiting thread must let go of it. A
+    # deadlock fails through the child's timeout.
+    script = textwrap.dedent("""
+        import time, numpy as np, weft as mx
+        @mx.operator.register("g_sqr")
+        class P(mx.operator.CustomOpProp):
+            def __init__(self):
+                super().__init__(need_top_grad=True)
+            def infer_storage_type(self, in_stype):
+                return in_stype, [in_stype[0]], []
+            def infer_storage_type_backward(self, ograd, in_stype, out_stype, igrad, aux):
+                s = in_stype[0]
+                return [s], [s], [s], [s], []
+            def create_operator(self, ctx, s, t):
+                return O()
+        class O(mx.operator.CustomOp):
+            def forward(self, is_train, req, in_data, out_data, aux):
+                time.sleep(0.2)  # still queued when the caller blocks on it
+                x = in_data[0]
+                if x.stype == "csr":
+                    y = mx.nd.sparse.csr_matrix((x.data * x.data, x.indices, x.indptr), shape=x.shape)
+                else:
+                    y = x * x
+                self.assign(out_data[0], req[0], y)
+            def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+                self.assign(in_grad[0], req[0], 2 * mx.nd.sparse.elemwise_mul(in_data[0], out_grad[0]))
+        a = np.array([[0, 1.5, 0, -2], [0, 0, 0, 0], [3, 0, 0.5, 0]], np.float32)
+        dense = mx.nd.Custom(mx.nd.array(a), op_type="g_sqr")
+        cast = dense.tostype("csr")
+        assert cast.stype == "csr"
+        np.testing.assert_allclose(cast.asnumpy(), a * a)
+        x = mx.nd.array(a).tostype("csr")
+        x.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.Custom(x, op_type="g_sqr")
+            y.backward()
+        np.testing.assert_allclose(y.asnumpy(), a * a)
+        np.testing.assert_allclose(x.grad.asnumpy(), 2 * a)
+        print("ok")
+    """)
+    for engine in ("ThreadedEngine", "NaiveEngine"):
+        env = dict(os.environ, WEFT_ENGINE_TYPE=engine)
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "ok" in r.stdout, (engine, r.stdout, r.stderr)
+
+
 def test_custom_op_reading_another_custom_ops_output_while_queued():
     # A forward that waits for an array produced by a later-queued custom call must not
     # starve it of a callback thread.
@@ -460,6 +509,34 @@ def test_exit_with_custom_ops_in_flight():
     for _ in range(2):
         r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=240)
         assert r.returncode == 0 and "pushed" in r.stdout, (r.returncode, r.stderr[-2000:])
+
+
+def test_exit_with_a_recorded_custom_op_graph_alive():
+    # A retained autograd graph still holds the operator instance when the interpreter tears
+    # its modules down: its release must not call into Python any more (it crashed there).
+    script = textwrap.dedent("""
+        import numpy as np, weft as mx
+        @mx.operator.register("exit_sqr")
+        class P(mx.operator.CustomOpProp):
+            def __init__(self):
+                super().__init__(need_top_grad=True)
+            def create_operator(self, ctx, s, t):
+                return O()
+        class O(mx.operator.CustomOp):
+            def forward(self, is_train, req, in_data, out_data, aux):
+                self.assign(out_data[0], req[0], in_data[0] * in_data[0])
+            def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+                self.assign(in_grad[0], req[0], 2 * in_data[0] * out_grad[0])
+        x = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
+        x.attach_grad()
+        with mx.autograd.record():
+            y = mx.nd.Custom(x, op_type="exit_sqr")
+        y.backward(retain_graph=True)
+        np.testing.assert_allclose(x.grad.asnumpy(), 2 * np.arange(6).reshape(2, 3))
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "ok" in r.stdout, (r.returncode, r.stderr[-2000:])
 
 
 def test_get_operator_arguments_lists_inputs_then_parameters():

@@ -363,6 +363,28 @@ def test_monitor_all_names_inputs_as_mxnet():
     np.testing.assert_array_equal(values["cc_arg1"], [[[[8, 12], [20, 24]]]])
 
 
+def test_monitor_all_names_unlisted_inputs_by_position():
+    # Operators that MXNet registers without input names (Activation, SoftmaxActivation, the
+    # unary math family, reductions, reshape) have their inputs reported as "<node>_input<i>";
+    # the others keep their argument names.
+    data = mx.sym.Variable("data")
+    act = mx.sym.Activation(data, act_type="relu", name="act")
+    sm = mx.sym.softmax(act, name="sm")
+    red = mx.sym.sum(mx.sym.exp(sm, name="ex"), axis=1, name="red")
+    out = mx.sym.reshape(mx.sym.elemwise_add(red, red, name="add"), shape=(-1,), name="rs")
+    exe = out.simple_bind(mx.cpu(), data=(2, 3), grad_req="null")
+    x = np.array([[-1.0, 0.5, 2.0], [0.0, -3.0, 1.0]], dtype=np.float32)
+    exe.arg_dict["data"][:] = x
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.asnumpy().copy())), monitor_all=True)
+    exe.forward()
+    inputs = [n for n, _ in seen if not n.endswith("_output") and n != "data"]
+    assert inputs == ["act_input0", "sm_data", "ex_input0", "red_input0", "add_lhs", "add_rhs", "rs_input0"]
+    values = dict(seen)
+    np.testing.assert_array_equal(values["act_input0"], x)
+    np.testing.assert_array_equal(values["sm_data"], np.maximum(x, 0))
+
+
 def test_monitor_carries_over_to_a_reshaped_executor_and_a_new_input_shape():
     # A Variable declared with one shape runs with another given (Module.reshape), and the
     # reshaped executor keeps the monitor, as in MXNet.

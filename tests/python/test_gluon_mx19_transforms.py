@@ -47,8 +47,12 @@ def test_resize_checks_at_call_and_matches_imresize_on_uint8():
         T.Resize(-3)(x)
     with pytest.raises(mx.base.MXNetError, match="positive int"):
         T.Resize((3, 3, 3))(x)
-    with pytest.raises(mx.base.MXNetError, match="takes uint8"):
-        T.Resize(5, interpolation=2)(x.astype("float32"))
+    # Other dtypes resize as imresize resizes them, keeping their dtype, every interpolation.
+    for dtype in ("float32", "float64"):
+        for interp in (0, 1, 2, 3):
+            got = T.Resize((12, 17), interpolation=interp)(x.astype(dtype))
+            assert got.dtype == np.dtype(dtype)
+            np.testing.assert_array_equal(got.asnumpy(), mx.image.imresize(x.astype(dtype), 12, 17, interp).asnumpy())
     with pytest.raises(ValueError, match="interpolation 7"):
         T.Resize(5, interpolation=7)
 

@@ -106,8 +106,21 @@ def test_image_errors():
     img = weft.nd.array(photo_like(8, 8), dtype=np.uint8)
     with pytest.raises(weft.base.WeftValueError, match="interp"):
         weft.image.imresize(img, 4, 4, interp=7)
-    with pytest.raises(weft.base.WeftTypeError, match="uint8"):
-        weft.image.imresize(weft.nd.ones((4, 4, 3)), 2, 2)
+    with pytest.raises(weft.base.MXNetError, match="interp"):
+        weft.image.imresize(weft.nd.ones((4, 4, 3)), 2, 2, interp=7)
+
+
+def test_imresize_float_images():
+    # MXNet's imresize takes float images too and keeps their dtype; a 2x2 box average
+    # (area) of a 4x4 image is exact.
+    x = np.arange(48, dtype=np.float64).reshape(4, 4, 3)
+    out = weft.image.imresize(weft.nd.array(x, dtype=np.float64), 2, 2, interp=3)
+    assert out.dtype == np.float64
+    np.testing.assert_allclose(out.asnumpy(), x.reshape(2, 2, 2, 2, 3).mean(axis=(1, 3)), rtol=1e-12)
+    # A 2-D image stays 2-D; halving by bilinear interpolation averages 2x2 blocks too.
+    y = np.arange(16, dtype=np.float32).reshape(4, 4)
+    out2 = weft.image.imresize(weft.nd.array(y), 2, 2, interp=1).asnumpy()
+    np.testing.assert_allclose(out2, y.reshape(2, 2, 2, 2).mean(axis=(1, 3)), rtol=1e-6)
 
 
 def _make_folder(root):

@@ -147,6 +147,15 @@ def test_perplexity_ignore_label():
         m.update([nd([1, 0])], [nd(probs)])
 
 
+def test_perplexity_clips_labels_outside_the_classes():
+    # As MXNet's pick (mode 'clip'): label 3 of 3 classes takes the last, -2 the first;
+    # the ignore label is still left out.
+    probs = np.array([[0.2, 0.3, 0.5], [0.6, 0.3, 0.1], [0.1, 0.7, 0.2], [0.4, 0.4, 0.2]])
+    m = mx.metric.Perplexity(ignore_label=-1)
+    m.update([nd([3, -2, 1, -1])], [nd(probs)])
+    assert m.get()[1] == pytest.approx(math.exp(-np.mean(np.log([0.5, 0.6, 0.7]))), rel=1e-6)
+
+
 def test_pearson():
     x = np.array([1.0, 2.0, 3.0, 4.0, 6.0])
     y = np.array([2.0, 1.0, 4.0, 3.0, 7.0])

@@ -508,8 +508,8 @@ def test_convolution_errors():
         nd.Convolution(x, nd.array(rand(4, 4, 1, 1)), kernel=(1, 1), stride=(0, 1), num_filter=4, no_bias=True)
     with pytest.raises(weft.base.WeftError, match=r"Convolution.*'pad' \(1,\) has 1 entries but kernel \(1,1\)"):
         nd.Convolution(x, nd.array(rand(4, 4, 1, 1)), kernel=(1, 1), pad=(1,), num_filter=4, no_bias=True)
-    with pytest.raises(weft.base.WeftError, match=r"Convolution.*layout 'NHWC' is not supported"):
-        nd.Convolution(x, nd.array(rand(4, 4, 1, 1)), kernel=(1, 1), num_filter=4, no_bias=True, layout="NHWC")
+    with pytest.raises(weft.base.WeftError, match=r"Convolution.*layout 'NCDHW' does not fit a 2-D kernel"):
+        nd.Convolution(x, nd.array(rand(4, 4, 1, 1)), kernel=(1, 1), num_filter=4, no_bias=True, layout="NCDHW")
     with pytest.raises(weft.base.WeftError, match=r"Convolution.*weight.*\(4,4,3,3\).*expects \(4,4,5,5\)"):
         nd.Convolution(nd.array(rand(1, 4, 9, 9)), nd.array(rand(4, 4, 3, 3)), kernel=(5, 5), num_filter=4,
                        no_bias=True)

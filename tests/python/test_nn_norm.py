@@ -42,7 +42,8 @@ def test_batch_norm_train_matches_torch_and_updates_moving_stats(shape, fix_gamm
     axes = tuple(i for i in range(len(shape)) if i != 1)
     mean, var = x.astype(np.float64).mean(axis=axes), x.astype(np.float64).var(axis=axes)
     assert_almost_equal(out[1], mean, rtol=1e-4, atol=1e-5)
-    assert_almost_equal(out[2], var, rtol=1e-4, atol=1e-5)
+    # The third output is MXNet's saved inverse standard deviation, not the variance.
+    assert_almost_equal(out[2], 1 / np.sqrt(var + 1e-3), rtol=1e-4, atol=1e-5)
     # MXNet's update keeps the biased batch variance: moving = moving * m + batch * (1 - m).
     assert_almost_equal(args[3], mm * 0.8 + mean * 0.2, rtol=1e-4, atol=1e-5)
     assert_almost_equal(args[4], mv * 0.8 + var * 0.2, rtol=1e-4, atol=1e-5)
@@ -67,7 +68,7 @@ def test_batch_norm_batch_stats_large_offset(offset):
     x64 = x.astype(np.float64)
     mean, var = x64.mean(axis=(0, 2, 3)), x64.var(axis=(0, 2, 3))
     assert_almost_equal(out[1], mean, rtol=1e-5, atol=1e-4)
-    assert_almost_equal(out[2], var, rtol=2e-3, atol=1e-4)
+    assert_almost_equal(out[2], 1 / np.sqrt(var + 1e-5), rtol=2e-3, atol=1e-4)
     ref = (x64 - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-5)
     assert_almost_equal(out[0], ref, rtol=1e-3, atol=2e-3)
 

@@ -158,6 +158,39 @@ def test_batch_norm_with_relu_forward_backward():
                   [nd.ones((2, 3, 4)), nd.ones((2, 3, 5)), nd.ones((2, 3, 4)), nd.ones(3), nd.ones(3), nd.ones(3)], {})
 
 
+
+def test_batch_norm_with_relu_bfloat16_data_float32_parameters():
+    # AMP's bf16 graphs give BatchNormWithReLU bfloat16 data with float32 gamma, beta and
+    # statistics; the backward takes them the same way and gives float32 parameter gradients.
+    x, g, b, mm, mv = bn_inputs((2, 3, 4))
+    sym = mx.sym.contrib.BatchNormWithReLU(mx.sym.Variable("data", dtype="bfloat16"), fix_gamma=False,
+                                           use_global_stats=True, eps=1e-4, name="bn")
+    arg_types, out_types, aux_types = sym.infer_type(data="bfloat16")
+    assert [np.dtype(t) for t in arg_types[1:]] == [np.float32, np.float32]
+    exe = sym.simple_bind(mx.cpu(), data=x.shape, type_dict={"data": "bfloat16"})
+    exe.arg_dict["data"][:] = nd.array(x).astype("bfloat16")
+    exe.arg_dict["bn_gamma"][:] = g
+    exe.arg_dict["bn_beta"][:] = b
+    exe.aux_dict["bn_moving_mean"][:] = mm
+    exe.aux_dict["bn_moving_var"][:] = mv
+    head = rand(*x.shape)
+    y = exe.forward(is_train=True)[0]
+    exe.backward(nd.array(head).astype("bfloat16"))
+    xb = nd.array(x).astype("bfloat16").astype("float32").asnumpy()
+    t = [torch.tensor(v, requires_grad=True) for v in (xb, g, b)]
+    shape = (1, 3, 1)
+    ref = torch.relu((t[0] - torch.tensor(mm).reshape(shape)) / torch.sqrt(torch.tensor(mv).reshape(shape) + 1e-4)
+                     * t[1].reshape(shape) + t[2].reshape(shape))
+    ref.backward(torch.tensor(head))
+    assert_almost_equal(y.astype("float32").asnumpy(), ref.detach().numpy(), rtol=2e-2, atol=2e-2)
+    assert exe.grad_dict["bn_gamma"].dtype == np.float32
+    for name, leaf in (("data", t[0]), ("bn_gamma", t[1]), ("bn_beta", t[2])):
+        assert_almost_equal(exe.grad_dict[name].astype("float32").asnumpy(), leaf.grad.numpy(), rtol=3e-2, atol=3e-2)
+    with pytest.raises(mx.base.MXNetError, match="float64"):
+        nd.invoke("_backward_contrib_BatchNormWithReLU",
+                  [nd.ones((2, 3, 4)).astype("bfloat16")] * 3 + [nd.ones(3, dtype="float64")] * 3, {})
+
+
 # ------------------------------------------------------------------ Softmax, SVMOutput
 def test_softmax_is_softmax_output():
     x, label = rand(4, 5), np.array([0, 3, 1, 4], np.float32)

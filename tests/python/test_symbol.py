@@ -155,6 +155,15 @@ def test_variable_attributes():
     assert v.attr("missing") is None
 
 
+def test_variable_integer_shape_is_one_dimensional():
+    # MXNet's tests write shape=(1), an int: a 1-d variable whose shape inference uses it.
+    b = mx.sym.var("b", shape=(3))
+    assert b.attr("__shape__") == "(3,)"
+    out = mx.sym.broadcast_add(mx.sym.var("x"), b)
+    args, outs, _ = out.infer_shape(x=(2, 3))
+    assert args == [(2, 3), (3,)] and outs == [(2, 3)]
+
+
 def test_copy_call_and_pickle():
     net = mlp()
     c = copy.deepcopy(net)

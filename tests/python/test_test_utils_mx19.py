@@ -374,3 +374,18 @@ def test_check_numeric_gradient_accepts_sparse_gradient_storage():
     tu.check_numeric_gradient(sym, loc, grad_stype_dict={"w": "row_sparse"}, numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
     with pytest.raises(ValueError, match="grad_stype_dict"):
         tu.check_numeric_gradient(sym, loc, grad_stype_dict={"w": "coo"})
+
+
+def test_check_numeric_gradient_list_location_drops_values_beyond_the_arguments():
+    # MXNet pairs a list location with the arguments by zip: a bias given to a layer built
+    # without one is left out; fewer values than arguments is still an error.
+    from weft.test_utils import check_numeric_gradient
+    rs = np.random.RandomState(2)
+    sym = mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=2, no_bias=True, name="fc")
+    x, w, b = rs.uniform(-1, 1, (3, 4)), rs.uniform(-1, 1, (2, 4)), rs.uniform(-1, 1, (2,))
+    check_numeric_gradient(sym, [x, w, b], numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
+    with pytest.raises(ValueError, match="expected 2 values"):
+        check_numeric_gradient(sym, [x])
+    # A wrong analytic gradient (BlockGrad hides half of it) is still caught with the extra value.
+    with pytest.raises(AssertionError):
+        check_numeric_gradient(sym + mx.sym.BlockGrad(sym), [x, w, b], numeric_eps=1e-3, rtol=1e-2, atol=1e-3)

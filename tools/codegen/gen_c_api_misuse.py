@@ -37,6 +37,7 @@ NO_PARAMS = {
     "weft_wait_all": "takes nothing",
     "weft_kvstore_run_scheduler": "takes nothing (and would run a distributed job's scheduler)",
     "weft_before_fork": "takes nothing (and would stop the engine's threads until weft_after_fork)",
+    "weft_custom_op_stop_releases": "takes nothing (and would leak every later custom operator)",
 }
 
 # Functions whose every argument is valid whatever its value.
@@ -233,6 +234,7 @@ CALLBACKS = {
     "weft_autograd_backward_fn": "BackwardFn", "weft_autograd_release_fn": "ReleaseFn",
     "weft_executor_monitor_fn": "MonitorFn", "weft_kvstore_updater_t": "UpdaterFn",
     "weft_kvstore_controller_t": "ControllerFn", "weft_custom_creator_fn": "CustomCreatorFn",
+    "weft_block_enter_t": "BlockEnterFn", "weft_block_leave_t": "BlockLeaveFn",
 }
 
 COUNT_NAME = re.compile(r"^(num|num_\w+|ndim|capacity)$")

@@ -129,6 +129,19 @@ WEFT_API weft_status_t weft_dtype_name(int dtype, const char** out);
 WEFT_API weft_status_t weft_before_fork(void);
 WEFT_API weft_status_t weft_after_fork(int in_child);
 
+/* ------------------------------------------------------------------ blocking waits */
+
+/* A front end whose callers may hold a lock that work on the engine needs (Python's GIL,
+ * which custom operators' callbacks take on the library's thread) sets `enter` and `leave`:
+ * whenever a call blocks on the engine (a wait, a read of data, a push held back by the
+ * queue bound, a synchronous storage cast inside an operation or autograd), the blocked
+ * thread runs enter() right before it waits and leave(token), with enter's result, right
+ * after; so such a lock can be let go of only while it is not needed. Both NULL removes
+ * them; one NULL without the other is an error. */
+typedef void* (*weft_block_enter_t)(void);
+typedef void (*weft_block_leave_t)(void* token);
+WEFT_API weft_status_t weft_set_blocking_hooks(weft_block_enter_t enter, weft_block_leave_t leave);
+
 /* ------------------------------------------------------------------ NDArray */
 
 typedef struct weft_ndarray weft_ndarray_t;
@@ -911,6 +924,13 @@ typedef int (*weft_custom_creator_fn)(const char* op_type, int num_kwargs, const
  * called with op_type=`op_type` asks `creator` for its property. `user_data` is passed to
  * every call of `creator` and must stay valid as long as the library may call it. */
 WEFT_API weft_status_t weft_custom_op_register(const char* op_type, weft_custom_creator_fn creator, void* user_data);
+
+/* From this call on, the library calls no release callback of a custom operator or property
+ * any more: what they would free is left to the end of the process. For a front end whose
+ * callbacks stop working before the library's objects go, as Python's do at interpreter exit
+ * while arrays still hold the operators of recorded graphs. Forward and backward callbacks
+ * are not affected (wait for the work first). */
+WEFT_API weft_status_t weft_custom_op_stop_releases(void);
 
 /* ------------------------------------------------------------------ operator libraries */
 

@@ -35,9 +35,10 @@ Shape JoinedShape(const NodeAttrs& attrs, const std::vector<Shape>& pieces, int 
   return out;
 }
 
-bool ConcatShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  // Partial inference both ways, as MXNet's: the dims off the axis are shared by every input
-  // and the output, and one unknown size along the axis follows from the output's.
+// Partial inference both ways, as MXNet's: the dims off the axis are shared by every input
+// and the output, and up to `max_unknown` unknown sizes along the axis follow from the
+// output's, which they share equally.
+bool JoinShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out, int max_unknown) {
   int nd = (*out)[0].known_ndim() ? (*out)[0].ndim() : -1;
   for (const auto& s : *in)
     if (s.known_ndim()) nd = s.ndim();
@@ -52,7 +53,7 @@ bool ConcatShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sha
         for (int d = 0; d < nd; ++d)
           if (d != axis && common[d] < 0) common[d] = (*x)[d];
     int64_t sum = 0;
-    int unknown = -1, missing = 0;
+    std::vector<size_t> unknown;
     for (size_t i = 0; i < in->size(); ++i) {
       Shape& x = (*in)[i];
       if (x.known_ndim() && x.ndim() != nd) continue;
@@ -60,26 +61,45 @@ bool ConcatShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Sha
       want[axis] = x.known_ndim() ? x[axis] : -1;
       AssignShape(attrs, in, i, want, "input");
       if (x[axis] < 0) {
-        unknown = static_cast<int>(i);
-        ++missing;
+        unknown.push_back(i);
       } else {
         sum += x[axis];
       }
     }
     Shape whole = common;
-    whole[axis] = missing == 0 ? sum : -1;
+    whole[axis] = unknown.empty() ? sum : -1;
     if (!(*out)[0].known_ndim() || (*out)[0].ndim() == nd) AssignShape(attrs, out, 0, whole, "output");
     const Shape& o = (*out)[0];
-    if (missing == 1 && o.known_ndim() && o[axis] >= sum) {
-      Shape rest = (*in)[unknown];
-      rest[axis] = o[axis] - sum;
-      AssignShape(attrs, in, unknown, rest, "input");
+    const int64_t n = static_cast<int64_t>(unknown.size());
+    if (n >= 1 && n <= max_unknown && o.known_ndim() && o[axis] >= sum && (o[axis] - sum) % n == 0) {
+      for (size_t i : unknown) {
+        Shape rest = (*in)[i];
+        rest[axis] = (o[axis] - sum) / n;
+        AssignShape(attrs, in, i, rest, "input");
+      }
     }
   }
   for (const auto& s : *in)
     if (!s.is_known()) return false;
   AssignShape(attrs, out, 0, JoinedShape(attrs, *in, 0), "output");
   return true;
+}
+
+bool ConcatShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  return JoinShape(attrs, in, out, 1);
+}
+
+// gluon.rnn's fused layers join every layer's flattened weights; before the first call the
+// first layer's input size is unknown in its one (or, bidirectional, two) i2h weights,
+// which share what the RNN operator's parameter vector leaves over.
+bool RnnParamConcatShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
+  return JoinShape(attrs, in, out, 2);
+}
+
+std::vector<GradValue> ConcatGrad(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+  std::vector<GradValue> ins = {a.out_grads[0]};
+  ins.insert(ins.end(), a.inputs.begin(), a.inputs.end());
+  return b.Call("_backward_concat", ins, attrs.dict);
 }
 
 void ViewAlong(const Shape& s, int axis, int64_t* outer, int64_t* inner) {
@@ -123,8 +143,6 @@ int NumArgs(const NodeAttrs& attrs) { return attrs.Params<ConcatParam>().num_arg
 WEFT_REGISTER_OP(Concat)
     .Describe("Joins the inputs along axis dim; they must agree on every other axis.")
     .AddAlias("concat")
-    // What gluon.rnn uses to join the fused RNN's parameters: Concat with the same parameters.
-    .AddAlias("_rnn_param_concat")
     .SetNumInputs(NumArgs)
     .SetKeyVarNumArgs("num_args")
     .AddArgument("data", "NDArray-or-Symbol[]", "The arrays to join")
@@ -132,11 +150,20 @@ WEFT_REGISTER_OP(Concat)
     .SetAttr<FInferShape>("FInferShape", ConcatShape)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
     .SetAttr<FCompute>("FCompute<cpu>", ConcatCompute)
-    .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
-      std::vector<GradValue> ins = {a.out_grads[0]};
-      ins.insert(ins.end(), a.inputs.begin(), a.inputs.end());
-      return b.Call("_backward_concat", ins, attrs.dict);
-    });
+    .SetAttr<FGradient>("FGradient", ConcatGrad);
+
+WEFT_REGISTER_OP(_rnn_param_concat)
+    .Describe(
+        "Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown "
+        "size along dim share equally what the known output leaves over.")
+    .SetNumInputs(NumArgs)
+    .SetKeyVarNumArgs("num_args")
+    .AddArgument("data", "NDArray-or-Symbol[]", "The arrays to join")
+    .SetParams<ConcatParam>()
+    .SetAttr<FInferShape>("FInferShape", RnnParamConcatShape)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kInjective)
+    .SetAttr<FCompute>("FCompute<cpu>", ConcatCompute)
+    .SetAttr<FGradient>("FGradient", ConcatGrad);
 
 WEFT_REGISTER_OP(_backward_concat)
     .Describe("Gradient of concat: the output gradient split into pieces of the inputs' sizes.")
@@ -149,6 +176,7 @@ WEFT_REGISTER_OP(_backward_concat)
     .SetAttr<FCompute>("FCompute<cpu>", ConcatBackward);
 
 WEFT_DEVICE_COMPUTE(Concat, ConcatCompute);
+WEFT_DEVICE_COMPUTE(_rnn_param_concat, ConcatCompute);
 WEFT_DEVICE_COMPUTE(_backward_concat, ConcatBackward);
 
 }  // namespace op

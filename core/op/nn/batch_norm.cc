@@ -3,7 +3,8 @@
 //
 // Inputs: data, gamma, beta, moving_mean, moving_var; the last two are auxiliary states the
 // operator writes (FMutateInputs). Outputs: out, mean, var; mean and var (the statistics
-// used, per channel) are visible only with output_mean_var. In training (and without
+// used, per channel) are visible only with output_mean_var. As in MXNet, "var" holds the
+// inverse standard deviation 1 / sqrt(var + eps) (what the backward needs), not the variance. In training (and without
 // use_global_stats) the batch statistics are used (biased variance, as MXNet) and the
 // moving ones are updated as moving = moving * momentum + batch * (1 - momentum); otherwise
 // the moving statistics are used. fix_gamma treats gamma as 1 and gives it a zero gradient.
@@ -95,9 +96,10 @@ bool BatchNormBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::
 // Whether this call normalises with the batch's own statistics.
 bool UsesBatchStats(const BatchNormParam& p, const OpContext& ctx) { return ctx.is_train && !p.use_global_stats; }
 
+// With `replay` (_BatchNorm_replay), in[4] holds a saved 1 / sqrt(var + eps) rather than a variance.
 template <typename T, typename P = T>
-void Forward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
-             const std::vector<TBlob>& out) {
+void Forward(const BatchNormParam& p, bool batch_stats, bool replay, const std::vector<TBlob>& in,
+             const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   using A = Acc<T>;
   int axis = p.axis < 0 ? p.axis + in[0].ndim() : p.axis;
   nn::AxisSplit sp = nn::SplitAt(in[0].shape, axis);
@@ -140,11 +142,15 @@ void Forward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>
         mean = static_cast<A>(mmean[c]);
         var = static_cast<A>(mvar[c]);
       }
+      // A constant channel with eps = 0 gets 0 rather than infinity (as MXNet): y = beta.
+      const A rstd = replay                                   ? var
+                     : batch_stats && var == A(0) && p.eps == 0 ? A(0)
+                                                                : A(1) / std::sqrt(var + static_cast<A>(p.eps));
       if (req[1] != OpReq::kNullOp) Put(smean + c, req[1], mean);
-      if (req[2] != OpReq::kNullOp) Put(svar + c, req[2], var);
+      if (req[2] != OpReq::kNullOp) Put(svar + c, req[2], rstd);
       if (req[0] == OpReq::kNullOp) continue;
       A g = p.fix_gamma ? A(1) : static_cast<A>(gamma[c]);
-      A scale = g / std::sqrt(var + static_cast<A>(p.eps));
+      A scale = g * rstd;
       A shift = static_cast<A>(beta[c]) - mean * scale;
       for (int64_t o = 0; o < outer; ++o) {
         const T* xr = x + o * stride + c * inner;
@@ -160,17 +166,29 @@ void Forward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>
   });
 }
 
+}  // namespace
+
+bool IsReplay(const NodeAttrs& attrs) {
+  static const Op* replay = Op::Get("_BatchNorm_replay");
+  return attrs.op == replay;
+}
+
+namespace {
+
 void BatchNormCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                       const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<BatchNormParam>();
+  const bool replay = IsReplay(attrs);
+  const bool batch_stats = !replay && UsesBatchStats(p, ctx);
   if (in[0].dtype == DType::kBfloat16 && in[1].dtype == DType::kFloat32) {
-    Forward<bfloat16, float>(p, UsesBatchStats(p, ctx), in, req, out);
+    Forward<bfloat16, float>(p, batch_stats, replay, in, req, out);
     return;
   }
-  WEFT_NN_FLOAT_SWITCH(attrs, in[0].dtype, T, { Forward<T>(p, UsesBatchStats(p, ctx), in, req, out); });
+  WEFT_NN_FLOAT_SWITCH(attrs, in[0].dtype, T, { Forward<T>(p, batch_stats, replay, in, req, out); });
 }
 
-// Inputs: out_grad, data, gamma, mean, var (the statistics the forward used).
+// Inputs: out_grad, data, gamma, mean, var (the statistics the forward used; var is the saved
+// 1 / sqrt(var + eps)).
 // Outputs: d data, d gamma, d beta.
 template <typename T, typename P = T>
 void Backward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
@@ -191,7 +209,7 @@ void Backward(const BatchNormParam& p, bool batch_stats, const std::vector<TBlob
   ParallelFor(C, 1, [&](int64_t cb, int64_t ce) {
     for (int64_t c = cb; c < ce; ++c) {
       const A mean = static_cast<A>(smean[c]);
-      const A rstd = A(1) / std::sqrt(static_cast<A>(svar[c]) + static_cast<A>(p.eps));
+      const A rstd = static_cast<A>(svar[c]);
       A sum_dy = 0, sum_dy_xhat = 0;
       for (int64_t o = 0; o < outer; ++o) {
         const T* xr = x + o * stride + c * inner;
@@ -281,6 +299,31 @@ WEFT_REGISTER_OP(BatchNorm)
     .SetAttr<FCompute>("FCompute<cpu>", BatchNormCompute)
     .SetAttr<FGradient>("FGradient", BatchNormGrad);
 
+// The mirror of executor memory planning recomputes a BatchNorm in the backward from the
+// statistics its forward saved; the saved third output is 1 / sqrt(var + eps), which this
+// operator reads as it is, so the recomputed output has the forward's bits.
+WEFT_REGISTER_OP(_BatchNorm_replay)
+    .Describe("BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 "
+              "and 2); it updates no moving statistics.")
+    .SetNumInputs(5)
+    .SetNumOutputs(3)
+    .AddArgument("data", "NDArray-or-Symbol", "Input data")
+    .AddArgument("gamma", "NDArray-or-Symbol", "Scale, one per channel")
+    .AddArgument("beta", "NDArray-or-Symbol", "Shift, one per channel")
+    .AddArgument("mean", "NDArray-or-Symbol", "The mean the forward saved")
+    .AddArgument("invstd", "NDArray-or-Symbol", "The 1 / sqrt(var + eps) the forward saved")
+    .SetParams<BatchNormParam>()
+    .SetAttr<FNumVisibleOutputs>("FNumVisibleOutputs",
+                                 [](const NodeAttrs& attrs) {
+                                   return attrs.Params<BatchNormParam>().output_mean_var ? 3 : 1;
+                                 })
+    .SetAttr<FListNames>("FListOutputNames",
+                         [](const NodeAttrs&) { return std::vector<std::string>{"output", "mean", "var"}; })
+    .SetAttr<FInferShape>("FInferShape", BatchNormShape)
+    .SetAttr<FInferType>("FInferType", BatchNormType)
+    .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FCompute>("FCompute<cpu>", BatchNormCompute);
+
 WEFT_REGISTER_OP(_backward_BatchNorm)
     .Describe("Gradient of BatchNorm: (out_grad, data, gamma, mean, var) -> (d data, d gamma, d beta).")
     .SetNumInputs(5)
@@ -289,7 +332,7 @@ WEFT_REGISTER_OP(_backward_BatchNorm)
     .AddArgument("data", "NDArray-or-Symbol", "The forward data")
     .AddArgument("gamma", "NDArray-or-Symbol", "The forward gamma")
     .AddArgument("mean", "NDArray-or-Symbol", "The mean the forward used")
-    .AddArgument("var", "NDArray-or-Symbol", "The variance the forward used")
+    .AddArgument("var", "NDArray-or-Symbol", "The inverse standard deviation the forward saved")
     .SetParams<BatchNormParam>()
     .SetAttr<FInferShape>("FInferShape", BatchNormBackwardShape)
     .SetAttr<FInferType>("FInferType", BatchNormBackwardType)

@@ -23,6 +23,15 @@ namespace {
 
 using nngpu::Acc;
 
+// What the forward saves as its third output (MXNet's "var"): 1 / sqrt(var + eps), the
+// batch's 0 when a constant channel meets eps = 0 (as MXNet, rather than infinity). A replay
+// (_BatchNorm_replay) reads a saved one as `var`.
+template <typename A>
+__device__ A InvStd(A var, A eps, bool batch_stats, bool replay) {
+  if (replay) return var;
+  return batch_stats && var == A(0) && eps == A(0) ? A(0) : A(1) / sqrt(var + eps);
+}
+
 struct ChannelLayout {
   int64_t outer, C, inner;
 };
@@ -56,7 +65,7 @@ struct ChannelWalk {
 template <typename T, typename P>
 __global__ void __launch_bounds__(1024)
     BatchNormForwardKernel(ChannelLayout l, const T* x, const P* gamma, const P* beta, P* mmean, P* mvar, T* y,
-                           P* smean, P* svar, Acc<T> eps, Acc<T> mom, bool batch_stats, bool fix_gamma, OpReq req_y,
+                           P* smean, P* svar, Acc<T> eps, Acc<T> mom, bool batch_stats, bool replay, bool fix_gamma, OpReq req_y,
                            OpReq req_mean, OpReq req_var) {
   using A = Acc<T>;
   __shared__ nngpu::ReduceScratch<A> scratch;
@@ -87,13 +96,14 @@ __global__ void __launch_bounds__(1024)
       mean = static_cast<A>(mmean[c]);
       var = static_cast<A>(mvar[c]);
     }
+    const A rstd = InvStd(var, eps, batch_stats, replay);
     if (threadIdx.x == 0) {
       if (req_mean != OpReq::kNullOp) nngpu::Put(smean + c, req_mean, mean);
-      if (req_var != OpReq::kNullOp) nngpu::Put(svar + c, req_var, var);
+      if (req_var != OpReq::kNullOp) nngpu::Put(svar + c, req_var, rstd);
     }
     if (req_y == OpReq::kNullOp) continue;
     const A g = fix_gamma ? A(1) : static_cast<A>(gamma[c]);
-    const A scale = g / sqrt(var + eps);
+    const A scale = g * rstd;
     const A shift = static_cast<A>(beta[c]) - mean * scale;
     for (ChannelWalk w(l, c); w.j < per; w.Next()) {
       const int64_t i = w.pos;
@@ -102,13 +112,13 @@ __global__ void __launch_bounds__(1024)
   }
 }
 
-// Inputs: out_grad, data, gamma, mean, var (what the forward used); outputs d data,
+// Inputs: out_grad, data, gamma, mean, var (the forward's saved 1 / sqrt(var + eps)); outputs d data,
 // d gamma, d beta. With batch statistics mean and var depend on x:
 // dx = g * rstd * (dy - mean(dy) - xhat * mean(dy * xhat)).
 template <typename T, typename P>
 __global__ void __launch_bounds__(1024)
     BatchNormBackwardKernel(ChannelLayout l, const T* dy, const T* x, const P* gamma, const P* smean, const P* svar,
-                            T* dx, P* dgamma, P* dbeta, Acc<T> eps, bool batch_stats, bool fix_gamma, OpReq req_dx,
+                            T* dx, P* dgamma, P* dbeta, bool batch_stats, bool fix_gamma, OpReq req_dx,
                             OpReq req_dg, OpReq req_db) {
   using A = Acc<T>;
   __shared__ nngpu::ReduceScratch<A> scratch;
@@ -116,7 +126,7 @@ __global__ void __launch_bounds__(1024)
   const A count = static_cast<A>(per);
   for (int64_t c = blockIdx.x; c < l.C; c += gridDim.x) {
     const A mean = static_cast<A>(smean[c]);
-    const A rstd = A(1) / sqrt(static_cast<A>(svar[c]) + eps);
+    const A rstd = static_cast<A>(svar[c]);
     A sum_dy = 0, sum_dy_xhat = 0;
     for (ChannelWalk w(l, c); w.j < per; w.Next()) {
       const int64_t i = w.pos;
@@ -204,7 +214,7 @@ template <typename T, typename P>
 __global__ void BatchNormForwardFinishKernel(int64_t C, int64_t per, int64_t chunks, const Acc<T>* partial,
                                              const T* x, int64_t inner, const P* gamma, const P* beta, P* mmean,
                                              P* mvar, P* smean, P* svar, Acc<T>* coef, Acc<T> eps, Acc<T> mom,
-                                             bool batch_stats, bool fix_gamma, OpReq req_mean, OpReq req_var) {
+                                             bool batch_stats, bool replay, bool fix_gamma, OpReq req_mean, OpReq req_var) {
   using A = Acc<T>;
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < C;
        c += static_cast<int64_t>(blockDim.x) * gridDim.x) {
@@ -225,10 +235,11 @@ __global__ void BatchNormForwardFinishKernel(int64_t C, int64_t per, int64_t chu
       mean = static_cast<A>(mmean[c]);
       var = static_cast<A>(mvar[c]);
     }
+    const A rstd = InvStd(var, eps, batch_stats, replay);
     if (req_mean != OpReq::kNullOp) nngpu::Put(smean + c, req_mean, mean);
-    if (req_var != OpReq::kNullOp) nngpu::Put(svar + c, req_var, var);
+    if (req_var != OpReq::kNullOp) nngpu::Put(svar + c, req_var, rstd);
     const A g = fix_gamma ? A(1) : static_cast<A>(gamma[c]);
-    const A scale = g / sqrt(var + eps);
+    const A scale = g * rstd;
     coef[2 * c] = scale;
     coef[2 * c + 1] = static_cast<A>(beta[c]) - mean * scale;
   }
@@ -239,7 +250,7 @@ __global__ void BatchNormForwardFinishKernel(int64_t C, int64_t per, int64_t chu
 template <typename T, typename P>
 __global__ void BatchNormBackwardFinishKernel(int64_t C, int64_t per, int64_t chunks, const Acc<T>* partial,
                                               const P* gamma, const P* svar, P* dgamma, P* dbeta, Acc<T>* coef,
-                                              Acc<T> eps, bool batch_stats, bool fix_gamma, OpReq req_dg,
+                                              bool batch_stats, bool fix_gamma, OpReq req_dg,
                                               OpReq req_db) {
   using A = Acc<T>;
   for (int64_t c = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; c < C;
@@ -249,7 +260,7 @@ __global__ void BatchNormBackwardFinishKernel(int64_t C, int64_t per, int64_t ch
       sum_dy += partial[(c * chunks + k) * 2];
       sum_dy_d += partial[(c * chunks + k) * 2 + 1];
     }
-    const A rstd = A(1) / sqrt(static_cast<A>(svar[c]) + eps);
+    const A rstd = static_cast<A>(svar[c]);
     const A sum_dy_xhat = sum_dy_d * rstd;
     if (req_dg != OpReq::kNullOp) nngpu::Put(dgamma + c, req_dg, fix_gamma ? A(0) : sum_dy_xhat);
     if (req_db != OpReq::kNullOp) nngpu::Put(dbeta + c, req_db, sum_dy);
@@ -388,7 +399,8 @@ void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std
           " (or float32 for bfloat16 data), got ", DTypeName(in[1].dtype));
   ChannelLayout l = LayoutOf(p, in[0].shape);
   if (l.C == 0) return;
-  const bool batch_stats = ctx.is_train && !p.use_global_stats;
+  const bool replay = IsReplay(attrs);
+  const bool batch_stats = !replay && ctx.is_train && !p.use_global_stats;
   cuda::DeviceGuard guard(ctx.run_ctx.ctx.dev_id);
   cudaStream_t s = cuda::StreamOf(ctx.run_ctx.stream);
   const int64_t chunks = ChunksFor(l, ctx.run_ctx.ctx.dev_id);
@@ -407,7 +419,7 @@ void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std
       BatchNormForwardFinishKernel<T, P><<<static_cast<unsigned>((l.C + 255) / 256), 256, 0, s>>>(
           l.C, per, chunks, partial, in[0].ptr<T>(), l.inner, in[1].ptr<P>(), in[2].ptr<P>(), in[3].ptr<P>(),
           in[4].ptr<P>(), out[1].ptr<P>(), out[2].ptr<P>(), coef, static_cast<A>(p.eps), static_cast<A>(p.momentum),
-          batch_stats, p.fix_gamma, req[1], req[2]);
+          batch_stats, replay, p.fix_gamma, req[1], req[2]);
       cuda::CheckLaunch(name);
       if (req[0] != OpReq::kNullOp) {
         LaunchApply<T, P, false>(l, in[0].ptr<T>(), nullptr, nullptr, coef, out[0].ptr<T>(), req[0], s);
@@ -420,7 +432,7 @@ void BatchNormComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, const std
     BatchNormForwardKernel<T, P><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
         l, in[0].ptr<T>(), in[1].ptr<P>(), in[2].ptr<P>(), in[3].ptr<P>(), in[4].ptr<P>(), out[0].ptr<T>(),
         out[1].ptr<P>(), out[2].ptr<P>(), static_cast<Acc<T>>(p.eps), static_cast<Acc<T>>(p.momentum), batch_stats,
-        p.fix_gamma, req[0], req[1], req[2]);
+        replay, p.fix_gamma, req[0], req[1], req[2]);
     cuda::CheckLaunch(name);
   });
 }
@@ -452,7 +464,7 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
       cuda::CheckLaunch(name);
       BatchNormBackwardFinishKernel<T, P><<<static_cast<unsigned>((l.C + 255) / 256), 256, 0, s>>>(
           l.C, per, chunks, partial, in[2].ptr<P>(), in[4].ptr<P>(), out[1].ptr<P>(), out[2].ptr<P>(), coef,
-          static_cast<A>(p.eps), batch_stats, p.fix_gamma, req[1], req[2]);
+          batch_stats, p.fix_gamma, req[1], req[2]);
       cuda::CheckLaunch(name);
       if (req[0] != OpReq::kNullOp) {
         LaunchApply<T, P, true>(l, in[1].ptr<T>(), in[0].ptr<T>(), in[3].ptr<P>(), coef, out[0].ptr<T>(), req[0], s);
@@ -464,7 +476,7 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
   WEFT_BN_GPU_SWITCH(in[1].dtype, in[2].dtype, T, P, name, {
     BatchNormBackwardKernel<T, P><<<nngpu::BlocksFor(l.C), ChannelThreads(l), 0, s>>>(
         l, in[0].ptr<T>(), in[1].ptr<T>(), in[2].ptr<P>(), in[3].ptr<P>(), in[4].ptr<P>(), out[0].ptr<T>(),
-        out[1].ptr<P>(), out[2].ptr<P>(), static_cast<Acc<T>>(p.eps), batch_stats, p.fix_gamma, req[0], req[1],
+        out[1].ptr<P>(), out[2].ptr<P>(), batch_stats, p.fix_gamma, req[0], req[1],
         req[2]);
     cuda::CheckLaunch(name);
   });
@@ -478,6 +490,9 @@ void BatchNormBackwardComputeGPU(const NodeAttrs& attrs, const OpContext& ctx, c
 std::vector<ResourceRequest> TempSpaceRequest(const NodeAttrs&) { return {{ResourceType::kTempSpace}}; }
 
 WEFT_REGISTER_OP(BatchNorm)
+    .SetAttr<FResourceRequest>("FResourceRequest", TempSpaceRequest)
+    .SetAttr<FCompute>("FCompute<gpu>", BatchNormComputeGPU);
+WEFT_REGISTER_OP(_BatchNorm_replay)
     .SetAttr<FResourceRequest>("FResourceRequest", TempSpaceRequest)
     .SetAttr<FCompute>("FCompute<gpu>", BatchNormComputeGPU);
 WEFT_REGISTER_OP(_backward_BatchNorm)

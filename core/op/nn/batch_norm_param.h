@@ -44,5 +44,8 @@ void BatchNormFields(ParamSchema<P>& s) {
 
 WEFT_PARAM_SCHEMA(BatchNormParam, s) { BatchNormFields(s); }
 
+// Whether a call is of _BatchNorm_replay, whose input 4 is a saved 1 / sqrt(var + eps).
+bool IsReplay(const NodeAttrs& attrs);
+
 }  // namespace op
 }  // namespace weft

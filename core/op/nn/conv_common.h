@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -76,7 +77,7 @@ void ConvolutionFields(ParamSchema<P>& s) {
   s.template Field<bool>("no_bias", &P::no_bias).Default(false).Describe("Whether to leave out the bias input.");
   s.template Field<std::string>("cudnn_tune", &P::cudnn_tune).Default("None").Choices(TuneChoices()).Describe("cuDNN algorithm choice (unused on the CPU).");
   s.template Field<bool>("cudnn_off", &P::cudnn_off).Default(false).Describe("Turn off cuDNN (unused on the CPU).");
-  s.template Field<std::string>("layout", &P::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout; NCW, NCHW and NCDHW are supported.");
+  s.template Field<std::string>("layout", &P::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).");
 }
 
 WEFT_PARAM_SCHEMA(ConvolutionParam, s) { ConvolutionFields(s); }
@@ -94,7 +95,7 @@ WEFT_PARAM_SCHEMA(DeconvolutionParam, s) {
   s.Field("no_bias", &DeconvolutionParam::no_bias).Default(true).Describe("Whether to leave out the bias input.");
   s.Field("cudnn_tune", &DeconvolutionParam::cudnn_tune).Default("None").Choices(TuneChoices()).Describe("cuDNN algorithm choice (unused on the CPU).");
   s.Field("cudnn_off", &DeconvolutionParam::cudnn_off).Default(false).Describe("Turn off cuDNN (unused on the CPU).");
-  s.Field("layout", &DeconvolutionParam::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout; NCW, NCHW and NCDHW are supported.");
+  s.Field("layout", &DeconvolutionParam::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).");
 }
 
 WEFT_PARAM_SCHEMA(PoolingParam, s) {
@@ -107,7 +108,7 @@ WEFT_PARAM_SCHEMA(PoolingParam, s) {
   s.Field("pad", &PoolingParam::pad).Default(Shape::Scalar()).Describe("Padding on both sides; 0 when empty.");
   s.Field("p_value", &PoolingParam::p_value).Default(std::nullopt).Range(1, 1000).Describe("The p of Lp pooling (required for pool_type='lp').");
   s.Field("count_include_pad", &PoolingParam::count_include_pad).Default("None").Choices({"None", "True", "False", "true", "false", "1", "0"}).Describe("Whether padded cells count in the divisor of average pooling (None means True).");
-  s.Field("layout", &PoolingParam::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout; NCW, NCHW and NCDHW are supported.");
+  s.Field("layout", &PoolingParam::layout).Default("None").Choices(LayoutChoices()).Describe("Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).");
 }
 
 // One convolution's geometry. Spatial axes are right-aligned in arrays of 3: a 2-D
@@ -156,10 +157,14 @@ void BiasGrad(DType dt, const void* dy, void* db, OpReq req, int64_t n, int64_t 
 // The geometry of Convolution / Deconvolution on `data` (the CPU and GPU kernels share
 // it); throws naming the operator, the parameter and the shapes when they do not fit.
 // With unknown dims the matching entries are -1.
-ConvGeom ConvolutionGeom(const NodeAttrs& attrs, const Shape& data);
+// `channels_last` lets a channels-last layout through: `data` is then (n, in..., c) and the
+// geometry is that of its channels-first transpose. Without it (the GPU kernels, which run
+// channels-first only) such a layout is refused.
+ConvGeom ConvolutionGeom(const NodeAttrs& attrs, const Shape& data, bool channels_last = false);
 // The same for parameters `p` of operator `op` (the quantized convolution's extend them).
-ConvGeom ConvolutionGeom(const std::string& op, const ConvolutionParam& p, const Shape& data);
-ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data);
+ConvGeom ConvolutionGeom(const std::string& op, const ConvolutionParam& p, const Shape& data,
+                         bool channels_last = false);
+ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data, bool channels_last = false);
 
 // Formats a spatial tuple "(a,b)" from the first nd entries.
 std::string TupleString(const int64_t* v, int nd);
@@ -174,9 +179,40 @@ struct WindowAxes {
 // dilation. `dilate` may be null (Pooling has none).
 WindowAxes ParseWindow(const std::string& op, const Shape& kernel, const Shape& stride, const Shape* dilate,
                        const Shape& pad);
-// Checks that `layout` is channels-first with nd spatial axes (kUnsupported for the
-// channels-last ones) and that data has rank nd + 2.
-void CheckLayoutAndRank(const std::string& op, const std::string& layout, int nd, const Shape& data);
+// Checks that `layout` has nd spatial axes and is channels-first, or channels-last when
+// `channels_last` allows it (kUnsupported otherwise), and that data has rank nd + 2.
+void CheckLayoutAndRank(const std::string& op, const std::string& layout, int nd, const Shape& data,
+                        bool channels_last = false);
+
+// ---------------------------------------------------------------- channels-last layouts
+// NWC, NHWC and NDHWC run the channels-first kernels on transposed copies: data, weights
+// and outputs of a channels-last operator are the channels-first ones with the channel
+// axis (axis 1) moved to the end, for the weights too ((f, k..., c/g) for (f, c/g, k...)).
+bool IsChannelsLast(const std::string& layout);
+// NWC -> NCW, NHWC -> NCHW, NDHWC -> NCDHW.
+std::string ChannelsFirstLayout(const std::string& layout);
+// (n, s..., c) -> (n, c, s...); shapes of rank below 3 or unknown rank come back unchanged.
+Shape ToChannelsFirst(const Shape& s);
+// (n, c, s...) -> (n, s..., c), the inverse.
+Shape ToChannelsLast(const Shape& s);
+// Runs the channels-first `inner` (given attributes `cf_attrs` whose layout is the
+// channels-first one) on channels-first copies of every input and output of rank 3 or
+// more, then moves the outputs back to channels-last (honouring `req`). CPU only.
+void RunOnChannelsFirst(const NodeAttrs& cf_attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                        const std::vector<OpReq>& req, const std::vector<TBlob>& out, const FCompute& inner);
+
+// RunOnChannelsFirst for an operator with parameters P (which have a `layout` field).
+template <typename P>
+void RunChannelsFirst(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                      const std::vector<OpReq>& req, const std::vector<TBlob>& out, const FCompute& inner) {
+  auto p = std::make_shared<P>(attrs.Params<P>());
+  p->layout = ChannelsFirstLayout(p->layout);
+  NodeAttrs cf = attrs;
+  cf.parsed = p;
+  for (auto& kv : cf.dict)
+    if (kv.first == "layout") kv.second = p->layout;
+  RunOnChannelsFirst(cf, ctx, in, req, out, inner);
+}
 
 }  // namespace op
 }  // namespace weft

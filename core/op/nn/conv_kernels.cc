@@ -53,18 +53,22 @@ WindowAxes ParseWindow(const std::string& op, const Shape& kernel, const Shape& 
   return w;
 }
 
-void CheckLayoutAndRank(const std::string& op, const std::string& layout, int nd, const Shape& data) {
+void CheckLayoutAndRank(const std::string& op, const std::string& layout, int nd, const Shape& data,
+                        bool channels_last) {
   static const char* first[] = {"NCW", "NCHW", "NCDHW"};
-  if (layout != "None" && layout != first[nd - 1]) {
-    if (layout == "NWC" || layout == "NHWC" || layout == "NDHWC")
-      Throw(ErrorKind::kUnsupported, "Operator '", op, "': layout '", layout,
-            "' is not supported on the CPU; use the channels-first layout '", first[nd - 1], "'");
+  static const char* last[] = {"NWC", "NHWC", "NDHWC"};
+  const bool is_last = IsChannelsLast(layout);
+  const char* expected = is_last ? last[nd - 1] : first[nd - 1];
+  if (layout != "None" && layout != expected) {
     Throw(ErrorKind::kValue, "Operator '", op, "': layout '", layout, "' does not fit a ", nd,
-          "-D kernel; expected '", first[nd - 1], "'");
+          "-D kernel; expected '", first[nd - 1], "' or '", last[nd - 1], "'");
   }
+  if (is_last && !channels_last)
+    Throw(ErrorKind::kUnsupported, "Operator '", op, "': layout '", layout,
+          "' is not supported here; use '", first[nd - 1], "'");
   if (data.known_ndim() && data.ndim() != nd + 2)
     Throw(ErrorKind::kShape, "Operator '", op, "': input 'data' has shape ", data.ToString(), " of rank ",
-          data.ndim(), " but a ", nd, "-D kernel needs rank ", nd + 2, " (", first[nd - 1], ")");
+          data.ndim(), " but a ", nd, "-D kernel needs rank ", nd + 2, " (", expected, ")");
 }
 
 namespace {

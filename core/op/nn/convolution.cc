@@ -2,7 +2,9 @@
 //
 // Inputs data (n, c, in...), weight (num_filter, c / num_group, kernel...) and, unless
 // no_bias, bias (num_filter,); output (n, num_filter, out...) with
-// out = (in + 2 * pad - dilate * (kernel - 1) - 1) / stride + 1.
+// out = (in + 2 * pad - dilate * (kernel - 1) - 1) / stride + 1. The channels-last layouts
+// move the channel axis last in data, weight and output: (n, in..., c), (num_filter,
+// kernel..., c / num_group), (n, out..., num_filter).
 #include "core/op/nn/conv_common.h"
 #include "core/op/op_util.h"
 
@@ -11,13 +13,14 @@ namespace op {
 
 // The geometry of Convolution on `data`; throws naming the operator, the parameter and the
 // shapes when they do not fit. With unknown dims the matching geometry entries are -1.
-ConvGeom ConvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
-  return ConvolutionGeom(attrs.op->name, attrs.Params<ConvolutionParam>(), data);
+ConvGeom ConvolutionGeom(const NodeAttrs& attrs, const Shape& data, bool channels_last) {
+  return ConvolutionGeom(attrs.op->name, attrs.Params<ConvolutionParam>(), data, channels_last);
 }
 
-ConvGeom ConvolutionGeom(const std::string& op, const ConvolutionParam& p, const Shape& data) {
+ConvGeom ConvolutionGeom(const std::string& op, const ConvolutionParam& p, const Shape& given, bool channels_last) {
   WindowAxes w = ParseWindow(op, p.kernel, p.stride, &p.dilate, p.pad);
-  CheckLayoutAndRank(op, p.layout, w.nd, data);
+  CheckLayoutAndRank(op, p.layout, w.nd, given, channels_last);
+  const Shape data = IsChannelsLast(p.layout) ? ToChannelsFirst(given) : given;
   ConvGeom g;
   g.nd = w.nd;
   g.n = data[0];
@@ -27,7 +30,7 @@ ConvGeom ConvolutionGeom(const std::string& op, const ConvolutionParam& p, const
   if (g.f % g.g != 0)
     Throw(ErrorKind::kValue, "Operator '", op, "': num_filter (", g.f, ") is not divisible by num_group (", g.g, ")");
   if (g.c >= 0 && g.c % g.g != 0)
-    Throw(ErrorKind::kShape, "Operator '", op, "': input 'data' has shape ", data.ToString(), " whose ", g.c,
+    Throw(ErrorKind::kShape, "Operator '", op, "': input 'data' has shape ", given.ToString(), " whose ", g.c,
           " channels are not divisible by num_group (", g.g, ")");
   int64_t padded[3], extent[3];
   bool fits = true;
@@ -48,7 +51,7 @@ ConvGeom ConvolutionGeom(const std::string& op, const ConvolutionParam& p, const
     for (int i = 0; i < w.nd; ++i) dilated = dilated || w.d[i] > 1;
     Throw(ErrorKind::kShape, "Operator '", op, "': kernel ", TupleString(w.k, w.nd),
           dilated ? " dilated by " + TupleString(w.d, w.nd) + " (extent " + TupleString(extent, w.nd) + ")" : "",
-          " is larger than the padded input ", TupleString(padded, w.nd), " (data shape ", data.ToString(), ", pad ",
+          " is larger than the padded input ", TupleString(padded, w.nd), " (data shape ", given.ToString(), ", pad ",
           TupleString(w.p, w.nd), ")");
   }
   return g;
@@ -56,6 +59,7 @@ ConvGeom ConvolutionGeom(const std::string& op, const ConvolutionParam& p, const
 
 namespace {
 
+// The shapes below are channels-first; Layout() moves them to the operator's layout.
 Shape WeightShape(const ConvGeom& g, int64_t in_per_group) {
   std::vector<int64_t> d{g.f, in_per_group};
   for (int i = 3 - g.nd; i < 3; ++i) d.push_back(g.k[i]);
@@ -68,14 +72,20 @@ Shape OutShape(const ConvGeom& g) {
   return Shape(d);
 }
 
+Shape Layout(const ConvolutionParam& p, const Shape& channels_first) {
+  return IsChannelsLast(p.layout) ? ToChannelsLast(channels_first) : channels_first;
+}
+
 bool ConvolutionShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const auto& p = attrs.Params<ConvolutionParam>();
-  const Shape& data = (*in)[0];
-  if (!data.known_ndim()) return false;
-  ConvGeom g = ConvolutionGeom(attrs, data);
+  if (!(*in)[0].known_ndim()) return false;
+  ConvGeom g = ConvolutionGeom(attrs, (*in)[0], true);
   // Partial inference backwards, as MXNet's: the batch size, and each spatial size whose
   // stride is 1 (then one input size gives the output size), come from a known output.
-  const Shape& o = (*out)[0];
+  // Worked out channels-first.
+  const bool last = IsChannelsLast(p.layout);
+  const Shape data = last ? ToChannelsFirst((*in)[0]) : (*in)[0];
+  const Shape o = last ? ToChannelsFirst((*out)[0]) : (*out)[0];
   if (!data.is_known() && o.known_ndim() && o.ndim() == data.ndim() && data.ndim() == g.nd + 2) {
     Shape d = data;
     if (d[0] < 0) d[0] = o[0];
@@ -83,12 +93,12 @@ bool ConvolutionShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vecto
       const int a = 3 - g.nd + i;
       if (d[2 + i] < 0 && o[2 + i] >= 0 && g.s[a] == 1) d[2 + i] = o[2 + i] + (g.k[a] - 1) * g.d[a] - 2 * g.pl[a];
     }
-    AssignShape(attrs, in, 0, d, "input");
-    g = ConvolutionGeom(attrs, data);
+    AssignShape(attrs, in, 0, Layout(p, d), "input");
+    g = ConvolutionGeom(attrs, (*in)[0], true);
   }
-  AssignShape(attrs, in, 1, WeightShape(g, g.c < 0 ? -1 : g.c / g.g), "input");
+  AssignShape(attrs, in, 1, Layout(p, WeightShape(g, g.c < 0 ? -1 : g.c / g.g)), "input");
   if (!p.no_bias) AssignShape(attrs, in, 2, Shape({g.f}), "input");
-  AssignShape(attrs, out, 0, OutShape(g), "output");
+  AssignShape(attrs, out, 0, Layout(p, OutShape(g)), "output");
   for (const auto& s : *in) if (!s.is_known()) return false;
   return (*out)[0].is_known();
 }
@@ -96,6 +106,7 @@ bool ConvolutionShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vecto
 void ConvolutionCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<ConvolutionParam>();
+  if (IsChannelsLast(p.layout)) return RunChannelsFirst<ConvolutionParam>(attrs, ctx, in, req, out, ConvolutionCompute);
   ConvGeom g = ConvolutionGeom(attrs, in[0].shape);
   ConvForward(attrs.op->name.c_str(), ctx, g, in[0].dtype, in[0].dptr, in[1].dptr, p.no_bias ? nullptr : in[2].dptr,
               out[0].dptr, req[0]);
@@ -106,9 +117,9 @@ bool ConvolutionBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, st
   const auto& p = attrs.Params<ConvolutionParam>();
   const Shape& data = (*in)[1];
   if (!data.is_known()) return false;
-  ConvGeom g = ConvolutionGeom(attrs, data);
-  AssignShape(attrs, in, 0, OutShape(g), "input");
-  AssignShape(attrs, in, 2, WeightShape(g, g.c / g.g), "input");
+  ConvGeom g = ConvolutionGeom(attrs, data, true);
+  AssignShape(attrs, in, 0, Layout(p, OutShape(g)), "input");
+  AssignShape(attrs, in, 2, Layout(p, WeightShape(g, g.c / g.g)), "input");
   AssignShape(attrs, out, 0, data, "output");
   AssignShape(attrs, out, 1, (*in)[2], "output");
   if (!p.no_bias) AssignShape(attrs, out, 2, Shape({g.f}), "output");
@@ -118,6 +129,8 @@ bool ConvolutionBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, st
 void ConvolutionBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                          const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<ConvolutionParam>();
+  if (IsChannelsLast(p.layout))
+    return RunChannelsFirst<ConvolutionParam>(attrs, ctx, in, req, out, ConvolutionBackward);
   ConvGeom g = ConvolutionGeom(attrs, in[1].shape);
   const char* op = attrs.op->name.c_str();
   DType dt = in[0].dtype;
@@ -131,8 +144,9 @@ std::vector<ResourceRequest> ConvTempSpace(const NodeAttrs&) { return {ResourceR
 
 WEFT_REGISTER_OP(Convolution)
     .Describe(
-        "Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, "
-        "c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * "
+        "Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with "
+        "channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, "
+        "kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * "
         "(kernel - 1) - 1) / stride) + 1 per spatial axis.")
     .SetNumInputs([](const NodeAttrs& attrs) { return attrs.Params<ConvolutionParam>().no_bias ? 2 : 3; })
     .AddArgument("data", "NDArray-or-Symbol", "Input data")

@@ -8,17 +8,19 @@
 // It is the convolution of the output back to the input run backwards: in the geometry
 // of that convolution the output here is the convolution's input, so the forward pass is
 // the convolution's data gradient and the data gradient is the convolution's forward.
+// The channels-last layouts move the channel axis last in data, weight and output.
 #include "core/op/nn/conv_common.h"
 #include "core/op/op_util.h"
 
 namespace weft {
 namespace op {
 
-ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
+ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& given, bool channels_last) {
   const auto& p = attrs.Params<DeconvolutionParam>();
   const std::string& op = attrs.op->name;
   WindowAxes w = ParseWindow(op, p.kernel, p.stride, &p.dilate, p.pad);
-  CheckLayoutAndRank(op, p.layout, w.nd, data);
+  CheckLayoutAndRank(op, p.layout, w.nd, given, channels_last);
+  const Shape data = IsChannelsLast(p.layout) ? ToChannelsFirst(given) : given;
   bool targeted = false;
   if (p.target_shape.ndim() > 0) {
     if (p.target_shape.ndim() != w.nd)
@@ -49,7 +51,7 @@ ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
   if (g.c % g.g != 0)
     Throw(ErrorKind::kValue, "Operator '", op, "': num_filter (", g.c, ") is not divisible by num_group (", g.g, ")");
   if (g.f >= 0 && g.f % g.g != 0)
-    Throw(ErrorKind::kShape, "Operator '", op, "': input 'data' has shape ", data.ToString(), " whose ", g.f,
+    Throw(ErrorKind::kShape, "Operator '", op, "': input 'data' has shape ", given.ToString(), " whose ", g.f,
           " channels are not divisible by num_group (", g.g, ")");
   for (int i = 0; i < w.nd; ++i) {
     int j = 3 - w.nd + i;
@@ -63,7 +65,7 @@ ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
       int64_t target = p.target_shape[i];
       if (target > full || target <= 0)
         Throw(ErrorKind::kShape, "Operator '", op, "': target_shape ", p.target_shape.ToString(),
-              " is not reachable from input 'data' of shape ", data.ToString(), ": axis ", i,
+              " is not reachable from input 'data' of shape ", given.ToString(), ": axis ", i,
               " must lie in [1, ", full, "]");
       pad = (full - target + 1) / 2;
       extra = (full - target) % 2;
@@ -72,13 +74,14 @@ ConvGeom DeconvolutionGeom(const NodeAttrs& attrs, const Shape& data) {
     g.in[j] = full < 0 ? -1 : full - 2 * pad + extra;
     if (full >= 0 && g.in[j] <= 0)
       Throw(ErrorKind::kShape, "Operator '", op, "': pad ", TupleString(w.p, w.nd), " removes the whole output of ",
-            "kernel ", TupleString(w.k, w.nd), " on input 'data' of shape ", data.ToString());
+            "kernel ", TupleString(w.k, w.nd), " on input 'data' of shape ", given.ToString());
   }
   return g;
 }
 
 namespace {
 
+// The shapes below are channels-first; Layout() moves them to the operator's layout.
 Shape WeightShape(const ConvGeom& g) {
   std::vector<int64_t> d{g.f, g.c / g.g};
   for (int i = 3 - g.nd; i < 3; ++i) d.push_back(g.k[i]);
@@ -91,14 +94,18 @@ Shape OutShape(const ConvGeom& g) {
   return Shape(d);
 }
 
+Shape Layout(const DeconvolutionParam& p, const Shape& channels_first) {
+  return IsChannelsLast(p.layout) ? ToChannelsLast(channels_first) : channels_first;
+}
+
 bool DeconvolutionShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const auto& p = attrs.Params<DeconvolutionParam>();
   const Shape& data = (*in)[0];
   if (!data.known_ndim()) return false;
-  ConvGeom g = DeconvolutionGeom(attrs, data);
-  AssignShape(attrs, in, 1, WeightShape(g), "input");
+  ConvGeom g = DeconvolutionGeom(attrs, data, true);
+  AssignShape(attrs, in, 1, Layout(p, WeightShape(g)), "input");
   if (!p.no_bias) AssignShape(attrs, in, 2, Shape({g.c}), "input");
-  AssignShape(attrs, out, 0, OutShape(g), "output");
+  AssignShape(attrs, out, 0, Layout(p, OutShape(g)), "output");
   for (const auto& s : *in) if (!s.is_known()) return false;
   return (*out)[0].is_known();
 }
@@ -107,6 +114,8 @@ void DeconvolutionCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
                           const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const auto& p = attrs.Params<DeconvolutionParam>();
+  if (IsChannelsLast(p.layout))
+    return RunChannelsFirst<DeconvolutionParam>(attrs, ctx, in, req, out, DeconvolutionCompute);
   ConvGeom g = DeconvolutionGeom(attrs, in[0].shape);
   ConvBackwardData(attrs.op->name.c_str(), ctx, g, in[0].dtype, in[0].dptr, in[1].dptr, out[0].dptr, req[0]);
   if (!p.no_bias) AddBias(in[0].dtype, out[0].dptr, in[2].dptr, g.n, g.c, g.InSize());
@@ -117,9 +126,9 @@ bool DeconvolutionBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, 
   const auto& p = attrs.Params<DeconvolutionParam>();
   const Shape& data = (*in)[1];
   if (!data.is_known()) return false;
-  ConvGeom g = DeconvolutionGeom(attrs, data);
-  AssignShape(attrs, in, 0, OutShape(g), "input");
-  AssignShape(attrs, in, 2, WeightShape(g), "input");
+  ConvGeom g = DeconvolutionGeom(attrs, data, true);
+  AssignShape(attrs, in, 0, Layout(p, OutShape(g)), "input");
+  AssignShape(attrs, in, 2, Layout(p, WeightShape(g)), "input");
   AssignShape(attrs, out, 0, data, "output");
   AssignShape(attrs, out, 1, (*in)[2], "output");
   if (!p.no_bias) AssignShape(attrs, out, 2, Shape({g.c}), "output");
@@ -129,6 +138,8 @@ bool DeconvolutionBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, 
 void DeconvolutionBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                            const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   const auto& p = attrs.Params<DeconvolutionParam>();
+  if (IsChannelsLast(p.layout))
+    return RunChannelsFirst<DeconvolutionParam>(attrs, ctx, in, req, out, DeconvolutionBackward);
   ConvGeom g = DeconvolutionGeom(attrs, in[1].shape);
   const char* op = attrs.op->name.c_str();
   DType dt = in[0].dtype;
@@ -145,7 +156,8 @@ std::vector<ResourceRequest> DeconvTempSpace(const NodeAttrs&) {
 
 WEFT_REGISTER_OP(Deconvolution)
     .Describe(
-        "Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight "
+        "Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the "
+        "CPU with channels moved last in data, weight and output). data (n, c, ...), weight "
         "(c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + "
         "dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.")
     .SetNumInputs([](const NodeAttrs& attrs) { return attrs.Params<DeconvolutionParam>().no_bias ? 2 : 3; })

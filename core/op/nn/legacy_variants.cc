@@ -227,6 +227,52 @@ FGradient BNGradVia(const std::string& backward) {
 
 const std::vector<std::string> kCalibKeys = {"min_calib_range", "max_calib_range"};
 
+// BatchNorm saves 1 / sqrt(var + eps) as its "var" output; BatchNorm_v1 and SyncBatchNorm save
+// the variance itself (as MXNet's do). Their forward converts BatchNorm's, their backward
+// converts back before running BatchNorm's (in double: a few values per channel).
+template <typename P>
+FCompute VarianceSavingForward(const std::vector<std::string>& drop) {
+  FCompute bn = Delegate{"BatchNorm", drop}.Compute();
+  return [bn](const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+              const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+    if (req[2] == OpReq::kNullOp) return bn(attrs, ctx, in, req, out);
+    std::vector<TBlob> o = out;
+    o[2].dptr = ctx.requested.at(0).temp->Get(out[2].Bytes());
+    std::vector<OpReq> r = req;
+    r[2] = OpReq::kWriteTo;
+    bn(attrs, ctx, in, r, o);
+    const double eps = attrs.Params<P>().eps;
+    WEFT_NN_FLOAT_SWITCH(attrs, out[2].dtype, T, {
+      const T* rstd = o[2].ptr<T>();
+      T* var = out[2].ptr<T>();
+      for (int64_t c = 0; c < out[2].Size(); ++c) {
+        const double s = static_cast<double>(rstd[c]);
+        nn::Put(var + c, req[2], s > 0 ? std::max(0.0, 1.0 / (s * s) - eps) : 0.0);
+      }
+    });
+  };
+}
+
+template <typename P>
+FCompute VarianceReadingBackward(const std::vector<std::string>& drop) {
+  FCompute bn = Delegate{"_backward_BatchNorm", drop}.Compute();
+  return [bn](const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+              const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+    std::vector<TBlob> i = in;
+    i[4].dptr = ctx.requested.at(0).temp->Get(in[4].Bytes());
+    const double eps = attrs.Params<P>().eps;
+    WEFT_NN_FLOAT_SWITCH(attrs, in[4].dtype, T, {
+      const T* var = in[4].ptr<T>();
+      T* rstd = i[4].ptr<T>();
+      for (int64_t c = 0; c < in[4].Size(); ++c) {
+        const double v = static_cast<double>(var[c]) + eps;
+        rstd[c] = static_cast<T>(v > 0 ? 1.0 / std::sqrt(v) : 0.0);
+      }
+    });
+    bn(attrs, ctx, i, req, out);
+  };
+}
+
 void BNReLUCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                    const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   static const FCompute bn = Delegate{"BatchNorm", kCalibKeys}.Compute();
@@ -252,6 +298,20 @@ bool BNReLUBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::ve
   for (int i = 1; i < 5; ++i) (*in)[i + 1] = rest[i];
   if (!(*in)[2].is_known()) return false;
   AssignShape(attrs, in, 1, (*in)[2], "input");
+  return ok;
+}
+
+// Types as _backward_BatchNorm's (bfloat16 data may come with float32 gamma and statistics);
+// the forward output has the data's type.
+bool BNReLUBackwardType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
+  static const FInferType bn = Delegate{"_backward_BatchNorm", kCalibKeys}.Type();
+  if ((*in)[2] == DType::kUnknown) (*in)[2] = (*in)[1];
+  std::vector<DType> rest{(*in)[0], (*in)[2], (*in)[3], (*in)[4], (*in)[5]};
+  bool ok = bn(attrs, &rest, out);
+  (*in)[0] = rest[0];
+  for (int i = 1; i < 5; ++i) (*in)[i + 1] = rest[i];
+  if ((*in)[2] == DType::kUnknown) return false;
+  AssignType(attrs, in, 1, (*in)[2], "input");
   return ok;
 }
 
@@ -351,15 +411,16 @@ WEFT_REGISTER_OP(_backward_Pooling_v1)
   WEFT_REGISTER_OP(name)                                                                                  \
       .SetNumOutputs(3)                                                                                   \
       .SetParams<P>()                                                                                     \
-      .SetAttr<FInferType>("FInferType", SameFloatType)                                                   \
       .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
 
 WEFT_BN_VARIANT(BatchNorm_v1, BatchNormV1Param, std::vector<std::string>{},
                 "Batch normalisation over every axis but 1 with MXNet's first parameter set; runs BatchNorm's kernels.")
-    .SetAttr<FCompute>("FCompute<cpu>", Delegate{"BatchNorm", {}}.Compute())
+    .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
+    .SetAttr<FCompute>("FCompute<cpu>", VarianceSavingForward<BatchNormV1Param>({}))
     .SetAttr<FGradient>("FGradient", BNGradVia("_backward_BatchNorm_v1"));
 
 WEFT_BN_VARIANT_BACKWARD(_backward_BatchNorm_v1, BatchNormV1Param, std::vector<std::string>{})
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .Describe("Gradient of BatchNorm_v1: (out_grad, data, gamma, mean, var) -> (d data, d gamma, d beta).")
     .SetNumInputs(5)
     .AddArgument("out_grad", "NDArray-or-Symbol", "Gradient of the output")
@@ -368,15 +429,18 @@ WEFT_BN_VARIANT_BACKWARD(_backward_BatchNorm_v1, BatchNormV1Param, std::vector<s
     .AddArgument("mean", "NDArray-or-Symbol", "The mean the forward used")
     .AddArgument("var", "NDArray-or-Symbol", "The variance the forward used")
     .SetAttr<FInferShape>("FInferShape", Delegate{"_backward_BatchNorm", {}}.Shape())
-    .SetAttr<FCompute>("FCompute<cpu>", Delegate{"_backward_BatchNorm", {}}.Compute());
+    .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
+    .SetAttr<FCompute>("FCompute<cpu>", VarianceReadingBackward<BatchNormV1Param>({}));
 
 WEFT_BN_VARIANT(_contrib_SyncBatchNorm, SyncBatchNormParam, (std::vector<std::string>{"ndev", "key"}),
                 "Batch normalisation whose statistics are shared by the ndev devices of one layer (same key); on one "
                 "device it is BatchNorm over every axis but 1.")
-    .SetAttr<FCompute>("FCompute<cpu>", Delegate{"BatchNorm", {"ndev", "key"}}.Compute())
+    .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
+    .SetAttr<FCompute>("FCompute<cpu>", VarianceSavingForward<SyncBatchNormParam>({"ndev", "key"}))
     .SetAttr<FGradient>("FGradient", BNGradVia("_backward_contrib_SyncBatchNorm"));
 
 WEFT_BN_VARIANT_BACKWARD(_backward_contrib_SyncBatchNorm, SyncBatchNormParam, (std::vector<std::string>{"ndev", "key"}))
+    .SetAttr<FInferType>("FInferType", SameFloatType)
     .Describe("Gradient of _contrib_SyncBatchNorm: (out_grad, data, gamma, mean, var) -> (d data, d gamma, d beta).")
     .SetNumInputs(5)
     .AddArgument("out_grad", "NDArray-or-Symbol", "Gradient of the output")
@@ -385,7 +449,8 @@ WEFT_BN_VARIANT_BACKWARD(_backward_contrib_SyncBatchNorm, SyncBatchNormParam, (s
     .AddArgument("mean", "NDArray-or-Symbol", "The mean the forward used")
     .AddArgument("var", "NDArray-or-Symbol", "The variance the forward used")
     .SetAttr<FInferShape>("FInferShape", Delegate{"_backward_BatchNorm", {"ndev", "key"}}.Shape())
-    .SetAttr<FCompute>("FCompute<cpu>", Delegate{"_backward_BatchNorm", {"ndev", "key"}}.Compute());
+    .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
+    .SetAttr<FCompute>("FCompute<cpu>", VarianceReadingBackward<SyncBatchNormParam>({"ndev", "key"}));
 
 WEFT_BN_VARIANT(_contrib_BatchNormWithReLU, BatchNormReLUParam, kCalibKeys,
                 "relu(BatchNorm(data)): batch normalisation over every axis but `axis`, then a rectifier.")
@@ -408,6 +473,7 @@ WEFT_BN_VARIANT_BACKWARD(_backward_contrib_BatchNormWithReLU, BatchNormReLUParam
     .AddArgument("mean", "NDArray-or-Symbol", "The mean the forward used")
     .AddArgument("var", "NDArray-or-Symbol", "The variance the forward used")
     .SetAttr<FInferShape>("FInferShape", BNReLUBackwardShape)
+    .SetAttr<FInferType>("FInferType", BNReLUBackwardType)
     .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
     .SetAttr<FCompute>("FCompute<cpu>", BNReLUBackwardCompute);
 

@@ -29,9 +29,12 @@
 namespace weft {
 namespace op {
 
-PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data) {
+PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& given, bool channels_last) {
   const auto& prm = attrs.Params<PoolingParam>();
   const std::string& op = attrs.op->name;
+  const bool last = IsChannelsLast(prm.layout);
+  // Checked by CheckLayoutAndRank below; the global kernel needs the spatial sizes first.
+  const Shape data = last && channels_last ? ToChannelsFirst(given) : given;
   PoolGeom g;
   g.kind = prm.pool_type == "max" ? PoolKind::kMax
            : prm.pool_type == "avg" ? PoolKind::kAvg
@@ -48,8 +51,8 @@ PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data) {
   if (prm.global_pool) {
     w.nd = data.ndim() - 2;
     if (w.nd < 1 || w.nd > 3)
-      Throw(ErrorKind::kShape, "Operator '", op, "': input 'data' has shape ", data.ToString(),
-            " but global pooling needs rank 3, 4 or 5 (NCW, NCHW, NCDHW)");
+      Throw(ErrorKind::kShape, "Operator '", op, "': input 'data' has shape ", given.ToString(),
+            " but global pooling needs rank 3, 4 or 5 (NCW, NCHW, NCDHW or NWC, NHWC, NDHWC)");
     for (int i = 0; i < w.nd; ++i) w.k[i] = data[2 + i];
   } else {
     if (prm.kernel.ndim() <= 0)
@@ -64,7 +67,7 @@ PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data) {
                 prm.pad.ToString());
     w = ParseWindow(op, prm.kernel, prm.stride, nullptr, same_pad ? Shape::Scalar() : prm.pad);
   }
-  CheckLayoutAndRank(op, prm.layout, w.nd, data);
+  CheckLayoutAndRank(op, prm.layout, w.nd, given, channels_last);
   bool same = prm.pooling_convention == "same" && !prm.global_pool;
   if (same && w.nd != 1)
     Throw(ErrorKind::kValue, "Operator '", op, "': pooling_convention='same' supports 1-D pooling only, got kernel ",
@@ -100,7 +103,7 @@ PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data) {
   }
   if (!fits)
     Throw(ErrorKind::kShape, "Operator '", op, "': kernel ", TupleString(w.k, w.nd),
-          " is larger than the padded input ", TupleString(padded, w.nd), " (data shape ", data.ToString(), ", pad ",
+          " is larger than the padded input ", TupleString(padded, w.nd), " (data shape ", given.ToString(), ", pad ",
           TupleString(w.p, w.nd), ")");
   return g;
 }
@@ -120,9 +123,15 @@ Shape PoolOutShape(const PoolGeom& g) {
   return Shape(d);
 }
 
+// The output shape in the operator's layout.
+Shape PoolOutShape(const NodeAttrs& attrs, const Shape& data) {
+  Shape o = PoolOutShape(MakePoolGeom(attrs, data, true));
+  return IsChannelsLast(attrs.Params<PoolingParam>().layout) ? ToChannelsLast(o) : o;
+}
+
 bool PoolingShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   if (!(*in)[0].known_ndim()) return false;
-  AssignShape(attrs, out, 0, PoolOutShape(MakePoolGeom(attrs, (*in)[0])), "output");
+  AssignShape(attrs, out, 0, PoolOutShape(attrs, (*in)[0]), "output");
   return (*in)[0].is_known();
 }
 
@@ -747,6 +756,8 @@ void AddIntoF(float* dst, const float* src, int64_t n) {
 void PoolingCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
+  if (IsChannelsLast(attrs.Params<PoolingParam>().layout))
+    return RunChannelsFirst<PoolingParam>(attrs, ctx, in, req, out, PoolingCompute);
   PoolGeom g = MakePoolGeom(attrs, in[0].shape);
 #if defined(WEFT_USE_ONEDNN)
   if (DnnlPoolType(in[0].dtype, req[0]) && g.n > 0 && g.c > 0 && OneDnnFits(g)) {
@@ -780,7 +791,7 @@ void PoolingCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vec
 bool PoolingBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const Shape& data = (*in)[1];
   if (!data.is_known()) return false;
-  Shape o = PoolOutShape(MakePoolGeom(attrs, data));
+  Shape o = PoolOutShape(attrs, data);
   AssignShape(attrs, in, 0, o, "input");
   AssignShape(attrs, in, 2, o, "input");
   AssignShape(attrs, out, 0, data, "output");
@@ -790,6 +801,8 @@ bool PoolingBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::v
 void PoolingBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                      const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
+  if (IsChannelsLast(attrs.Params<PoolingParam>().layout))
+    return RunChannelsFirst<PoolingParam>(attrs, ctx, in, req, out, PoolingBackward);
   PoolGeom g = MakePoolGeom(attrs, in[1].shape);
 #if defined(WEFT_USE_ONEDNN)
   if (DnnlPoolType(in[0].dtype, req[0]) && g.n > 0 && g.c > 0 && OneDnnFits(g)) {
@@ -839,7 +852,7 @@ std::vector<ResourceRequest> PoolTempSpace(const NodeAttrs&) { return {ResourceR
 
 WEFT_REGISTER_OP(Pooling)
     .Describe(
-        "Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each "
+        "Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each "
         "window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, "
         "same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.")
     .SetNumInputs(1)

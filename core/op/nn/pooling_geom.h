@@ -26,8 +26,10 @@ struct PoolGeom {
 };
 
 // The geometry of Pooling (or _backward_Pooling) on data of shape `data`; refuses bad
-// parameters with the operator's name.
-PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data);
+// parameters with the operator's name. `channels_last` lets a channels-last layout
+// through (data (n, in..., c), the geometry that of its channels-first transpose); without
+// it such a layout is refused.
+PoolGeom MakePoolGeom(const NodeAttrs& attrs, const Shape& data, bool channels_last = false);
 
 }  // namespace op
 }  // namespace weft

@@ -101,6 +101,7 @@ var opIm2col = weft.NewOperator("im2col")
 var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
+var opInternalBatchNormReplay = weft.NewOperator("_BatchNorm_replay")
 var opInternalCond = weft.NewOperator("_cond")
 var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveAvgPooling2D")
 var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
@@ -281,6 +282,7 @@ var opInternalRdivScalar = weft.NewOperator("_rdiv_scalar")
 var opInternalReduceSumTo = weft.NewOperator("_reduce_sum_to")
 var opInternalRminusScalar = weft.NewOperator("_rminus_scalar")
 var opInternalRmodScalar = weft.NewOperator("_rmod_scalar")
+var opInternalRnnParamConcat = weft.NewOperator("_rnn_param_concat")
 var opInternalRpowerScalar = weft.NewOperator("_rpower_scalar")
 var opInternalSampleExponential = weft.NewOperator("_sample_exponential")
 var opInternalSampleGamma = weft.NewOperator("_sample_gamma")
@@ -1950,7 +1952,7 @@ func SymConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 
 // Convolution runs the operator Convolution.
 //
-// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
+// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
@@ -1970,7 +1972,7 @@ func SymConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -1980,7 +1982,7 @@ func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, 
 
 // SymConvolution runs the operator Convolution symbolically: it adds one node to the graph.
 //
-// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
+// Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
@@ -2000,7 +2002,7 @@ func Convolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, 
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymConvolution(data, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -2216,7 +2218,7 @@ func SymCustom(data []*weft.Symbol, opType string, opts ...Option) (*weft.Symbol
 
 // Deconvolution runs the operator Deconvolution.
 //
-// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
+// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data
@@ -2238,7 +2240,7 @@ func SymCustom(data []*weft.Symbol, opType string, opts ...Option) (*weft.Symbol
 //   - WithNoBias(bool): Whether to leave out the bias input. (default True)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -2248,7 +2250,7 @@ func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int
 
 // SymDeconvolution runs the operator Deconvolution symbolically: it adds one node to the graph.
 //
-// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
+// Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data
@@ -2270,7 +2272,7 @@ func Deconvolution(data, weight, bias *weft.NDArray, kernel []int, numFilter int
 //   - WithNoBias(bool): Whether to leave out the bias input. (default True)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymDeconvolution(data, weight, bias *weft.Symbol, kernel []int, numFilter int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("kernel", kernel)
@@ -3304,6 +3306,58 @@ func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
 	return c.compose(opInternalArange, nil)
+}
+
+// InternalBatchNormReplay runs the operator _BatchNorm_replay.
+//
+// BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 and 2); it updates no moving statistics.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - mean: The mean the forward saved
+//   - invstd: The 1 / sqrt(var + eps) the forward saved
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+func InternalBatchNormReplay(data, gamma, beta, mean, invstd *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invoke(opInternalBatchNormReplay, data, gamma, beta, mean, invstd)
+}
+
+// SymInternalBatchNormReplay runs the operator _BatchNorm_replay symbolically: it adds one node to the graph.
+//
+// BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 and 2); it updates no moving statistics.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data
+//   - gamma: Scale, one per channel
+//   - beta: Shift, one per channel
+//   - mean: The mean the forward saved
+//   - invstd: The 1 / sqrt(var + eps) the forward saved
+//
+// Options:
+//   - WithEps(float64): Added to the variance before the square root. (default 0.001)
+//   - WithMomentum(float64): Decay of the moving statistics. (default 0.9)
+//   - WithFixGamma(bool): Treat gamma as 1 (its gradient is 0). (default True)
+//   - WithUseGlobalStats(bool): Use the moving statistics in training too. (default False)
+//   - WithOutputMeanVar(bool): Also output mean and var. (default False)
+//   - WithAxis(int): The channel axis. (default 1)
+//   - WithCudnnOff(bool): Do not use cuDNN (GPU only). (default False)
+//   - WithMinCalibRange(float64): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+//   - WithMaxCalibRange(float64): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization). (default None)
+func SymInternalBatchNormReplay(data, gamma, beta, mean, invstd *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.compose(opInternalBatchNormReplay, []string{"data", "gamma", "beta", "mean", "invstd"}, data, gamma, beta, mean, invstd)
 }
 
 // InternalCond runs the operator _cond.
@@ -5449,7 +5503,7 @@ func SymInternalContribQuantizedConcat(data []*weft.Symbol, numArgs int, opts ..
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
@@ -5494,7 +5548,7 @@ func InternalContribQuantizedConv(data, weight, bias, minData, maxData, minWeigh
 //   - WithNoBias(bool): Whether to leave out the bias input. (default False)
 //   - WithCudnnTune(string): cuDNN algorithm choice (unused on the CPU). (default None)
 //   - WithCudnnOff(bool): Turn off cuDNN (unused on the CPU). (default False)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32. (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (see min_calib_range). (default None)
 //   - WithWithRelu(bool): Fuse a relu after the convolution (and after the sum with with_sum). (default False)
@@ -5747,7 +5801,7 @@ func SymInternalContribQuantizedFullyConnected(data, weight, bias, minData, maxD
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func InternalContribQuantizedPooling(data, minData, maxData *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalContribQuantizedPooling, data, minData, maxData)
@@ -5772,7 +5826,7 @@ func InternalContribQuantizedPooling(data, minData, maxData *weft.NDArray, opts 
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymInternalContribQuantizedPooling(data, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuantizedPooling, []string{"data", "min_data", "max_data"}, data, minData, maxData)
@@ -9294,6 +9348,34 @@ func SymInternalRmodScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, err
 	return c.compose(opInternalRmodScalar, []string{"data"}, data)
 }
 
+// InternalRnnParamConcat runs the operator _rnn_param_concat.
+//
+// Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown size along dim share equally what the known output leaves over.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: The arrays to join (any number)
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func InternalRnnParamConcat(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalRnnParamConcat, "num_args", data)
+}
+
+// SymInternalRnnParamConcat runs the operator _rnn_param_concat symbolically: it adds one node to the graph.
+//
+// Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown size along dim share equally what the known output leaves over.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: The arrays to join (any number)
+//
+// Options:
+//   - WithDim(int): The axis to join along; negative counts from the end. (default 1)
+func SymInternalRnnParamConcat(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalRnnParamConcat, "num_args", data)
+}
+
 // InternalRpowerScalar runs the operator _rpower_scalar.
 //
 // scalar ** x.
@@ -11836,7 +11918,7 @@ func SymPick(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 
 // Pooling runs the operator Pooling.
 //
-// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
+// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data to the pooling operator.
@@ -11851,7 +11933,7 @@ func SymPick(data, index *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opPooling, data)
@@ -11859,7 +11941,7 @@ func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 
 // SymPooling runs the operator Pooling symbolically: it adds one node to the graph.
 //
-// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
+// Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data to the pooling operator.
@@ -11874,7 +11956,7 @@ func Pooling(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //   - WithPad([]int): Padding on both sides; 0 when empty. (default ())
 //   - WithPValue(int): The p of Lp pooling (required for pool_type='lp'). (default None)
 //   - WithCountIncludePad(string): Whether padded cells count in the divisor of average pooling (None means True). (default None)
-//   - WithLayout(string): Data layout; NCW, NCHW and NCDHW are supported. (default None)
+//   - WithLayout(string): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only). (default None)
 func SymPooling(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opPooling, []string{"data"}, data)
@@ -15103,7 +15185,7 @@ func WithLamda1(v float64) Option {
 }
 
 // WithLayout sets the parameter layout.
-// Data layout; NCW, NCHW and NCDHW are supported.
+// Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 func WithLayout(v string) Option {
 	return param("layout", v)
 }

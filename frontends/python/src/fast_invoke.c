@@ -84,9 +84,9 @@ static void note_input(PyObject* obj) {
   if (Py_TYPE(obj) != result_type) maybe_sparse = 1;
 }
 
-static PyObject* wrap_handle(weft_ndarray_t* handle) {
+static PyObject* wrap_handle(weft_ndarray_t* handle, int sparse) {
   PyTypeObject* type = result_type != NULL ? result_type : &NDArrayBase_Type;
-  if (maybe_sparse && csr_type != NULL) {
+  if (sparse && csr_type != NULL) {
     int stype = 0;
     if (weft_ndarray_get_storage_type(handle, &stype) == WEFT_OK && stype > 0) type = stype == 2 ? csr_type : rsp_type;
   }
@@ -261,19 +261,21 @@ static PyObject* run(const weft_op_t* op, int num_inputs, weft_ndarray_t* const*
                      const char* const* keys, const char* const* vals, PyObject* out) {
   int num_outputs = 0;
   weft_ndarray_t* const* outputs = NULL;
-  if (op == cast_storage_op) maybe_sparse = 1;
+  /* Read before the call: a call that blocks lets go of the GIL (weft_set_blocking_hooks),
+   * and other threads' calls set maybe_sparse meanwhile. */
+  const int sparse = maybe_sparse || op == cast_storage_op;
   if (out == Py_None) {
     weft_status_t st =
         weft_imperative_invoke(op, num_inputs, inputs, num_params, keys, vals, 0, NULL, &num_outputs, &outputs);
     if (st != WEFT_OK) return raise_status(st);
-    if (num_outputs == 1) return wrap_handle(outputs[0]);
+    if (num_outputs == 1) return wrap_handle(outputs[0], sparse);
     PyObject* list = PyList_New(num_outputs);
     if (list == NULL) {
       for (int i = 0; i < num_outputs; ++i) weft_ndarray_free(outputs[i]);
       return NULL;
     }
     for (int i = 0; i < num_outputs; ++i) {
-      PyObject* item = wrap_handle(outputs[i]);
+      PyObject* item = wrap_handle(outputs[i], sparse);
       if (item == NULL) {
         for (int j = i + 1; j < num_outputs; ++j) weft_ndarray_free(outputs[j]);
         Py_DECREF(list);
@@ -632,7 +634,36 @@ static PyObject* fast_set_sparse_classes(PyObject* self, PyObject* args) {
   Py_RETURN_NONE;
 }
 
+/* The engine's blocking hooks (weft_set_blocking_hooks): a thread that holds the GIL lets go
+ * of it while it waits on the engine, since a custom operator's callback takes the GIL on
+ * the library's thread, and a wait for that operator (or for work queued behind it) would
+ * otherwise never end. Threads without the GIL (engine workers, calls that released it
+ * already) wait as they are. */
+static void* block_enter(void) {
+  if (!Py_IsInitialized() || !PyGILState_Check()) return NULL;
+  return PyEval_SaveThread();
+}
+
+static void block_leave(void* token) {
+  if (token != NULL) PyEval_RestoreThread((PyThreadState*)token);
+}
+
+PyDoc_STRVAR(set_blocking_hooks_doc,
+             "set_blocking_hooks(on)\n\n"
+             "Lets (on=True) or stops letting (on=False) a thread that blocks on the engine release\n"
+             "the GIL while it waits.");
+
+static PyObject* fast_set_blocking_hooks(PyObject* self, PyObject* arg) {
+  (void)self;
+  int on = PyObject_IsTrue(arg);
+  if (on < 0) return NULL;
+  weft_status_t st = on ? weft_set_blocking_hooks(block_enter, block_leave) : weft_set_blocking_hooks(NULL, NULL);
+  if (st != 0) return raise_status(st);
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef fast_methods[] = {
+    {"set_blocking_hooks", fast_set_blocking_hooks, METH_O, set_blocking_hooks_doc},
     {"set_sparse_classes", fast_set_sparse_classes, METH_VARARGS, set_sparse_classes_doc},
     {"invoke", (PyCFunction)(void (*)(void))fast_invoke, METH_FASTCALL, invoke_doc},
     {"arith", (PyCFunction)(void (*)(void))fast_arith, METH_FASTCALL, arith_doc},

@@ -89,6 +89,7 @@ def _wait_at_exit():
         nd.waitall()
     except WeftError:
         pass
+    base._fast.set_blocking_hooks(False)
 
 
 _atexit.register(_wait_at_exit)

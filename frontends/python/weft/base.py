@@ -12,6 +12,11 @@ import numpy as _np
 from . import _fast
 from . import weft_swig as _api
 
+# A thread that blocks on the engine while holding the GIL lets go of it while it waits: a
+# custom operator's callback needs the GIL on the library's thread (weft/__init__.py stops
+# this at exit, before the interpreter goes).
+_fast.set_blocking_hooks(True)
+
 __all__ = ["WeftError", "MXNetError", "check_call", "error", "__version__", "py_str", "c_str",
            "c_array", "data_dir", "data_dir_default", "string_types", "numeric_types",
            "integer_types", "mx_real_t", "mx_uint", "mx_int", "mx_float", "NotImplementedForSymbol",

@@ -473,9 +473,8 @@ class Perplexity(EvalMetric):
             label = label.reshape(-1).astype("int64")
             probs = pred.reshape(-1, pred.shape[-1])
             keep = numpy.ones(label.size, bool) if self.ignore_label is None else label != self.ignore_label
-            if ((label[keep] < 0) | (label[keep] >= probs.shape[1])).any():
-                raise ValueError("Perplexity: labels must lie in [0, %d) (or equal ignore_label %r)"
-                                 % (probs.shape[1], self.ignore_label))
+            # A label outside [0, classes) takes the nearest class, as MXNet's pick (mode
+            # 'clip') gives it: MXNet's own bucketing example draws labels up to the class count.
             picked = probs[numpy.arange(label.size), numpy.clip(label, 0, probs.shape[1] - 1)]
             loss -= float(numpy.log(numpy.maximum(1e-10, picked[keep])).sum())
             num += int(keep.sum())

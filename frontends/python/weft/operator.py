@@ -9,6 +9,7 @@ ctypes). The forward and backward callbacks run on a thread of the library's own
 the engine keeps running while they wait for the GIL, and they may read arrays and run
 operators as any Python code does.
 """
+import atexit
 import collections
 import ctypes
 import threading
@@ -154,6 +155,17 @@ _live_lock = threading.Lock()
 _next_key = [1]
 # op_type -> the registered CustomOpProp subclass.
 _registry = {}
+
+
+def _stop_releases():
+    # Arrays still alive when the interpreter goes (a recorded graph, say) hold custom
+    # operators whose release callbacks would call into a torn-down ctypes: the library stops
+    # calling them. Registered before weft's own exit handler (atexit runs the last first), so
+    # it runs after that handler's final wait.
+    _api.weft_custom_op_stop_releases()
+
+
+atexit.register(_stop_releases)
 
 
 def _keep(obj):

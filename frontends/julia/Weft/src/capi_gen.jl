@@ -125,6 +125,7 @@ const _fp_weft_dtype_size = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dtype_name = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_before_fork = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_after_fork = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_set_blocking_hooks = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_ndim = Ref{Ptr{Cvoid}}(C_NULL)
@@ -278,6 +279,7 @@ const _fp_weft_dataiter_get_num_descs = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_desc = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_set_last_error = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_custom_op_register = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_custom_op_stop_releases = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_library_load = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_library_op_name = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_profiler_set_config = Ref{Ptr{Cvoid}}(C_NULL)
@@ -396,6 +398,15 @@ C: weft_status_t weft_after_fork(int in_child)
 """
 function weft_after_fork(in_child)
     ccall(_fp_weft_after_fork[], Cint, (Cint,), in_child)
+end
+
+"""
+    weft_set_blocking_hooks(enter, leave)
+
+C: weft_status_t weft_set_blocking_hooks(weft_block_enter_t enter, weft_block_leave_t leave)
+"""
+function weft_set_blocking_hooks(enter, leave)
+    ccall(_fp_weft_set_blocking_hooks[], Cint, (Ptr{Cvoid}, Ptr{Cvoid}), enter, leave)
 end
 
 """
@@ -2205,6 +2216,21 @@ function weft_custom_op_register(op_type, creator, user_data)
 end
 
 """
+    weft_custom_op_stop_releases()
+
+From this call on, the library calls no release callback of a custom operator or property
+any more: what they would free is left to the end of the process. For a front end whose
+callbacks stop working before the library's objects go, as Python's do at interpreter exit
+while arrays still hold the operators of recorded graphs. Forward and backward callbacks
+are not affected (wait for the work first).
+
+C: weft_status_t weft_custom_op_stop_releases()
+"""
+function weft_custom_op_stop_releases()
+    ccall(_fp_weft_custom_op_stop_releases[], Cint, ())
+end
+
+"""
     weft_library_load(path, num_ops)
 
 Loads the shared library of operators at `path`, built against weft/op_library.h, and
@@ -2479,6 +2505,7 @@ const _SYMBOLS = (
     (:weft_dtype_name, _fp_weft_dtype_name),
     (:weft_before_fork, _fp_weft_before_fork),
     (:weft_after_fork, _fp_weft_after_fork),
+    (:weft_set_blocking_hooks, _fp_weft_set_blocking_hooks),
     (:weft_ndarray_create, _fp_weft_ndarray_create),
     (:weft_ndarray_free, _fp_weft_ndarray_free),
     (:weft_ndarray_get_ndim, _fp_weft_ndarray_get_ndim),
@@ -2632,6 +2659,7 @@ const _SYMBOLS = (
     (:weft_dataiter_get_desc, _fp_weft_dataiter_get_desc),
     (:weft_set_last_error, _fp_weft_set_last_error),
     (:weft_custom_op_register, _fp_weft_custom_op_register),
+    (:weft_custom_op_stop_releases, _fp_weft_custom_op_stop_releases),
     (:weft_library_load, _fp_weft_library_load),
     (:weft_library_op_name, _fp_weft_library_op_name),
     (:weft_profiler_set_config, _fp_weft_profiler_set_config),

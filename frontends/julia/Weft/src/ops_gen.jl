@@ -319,27 +319,6 @@ Concat(args::NDArray...; kwargs...) = _invoke_op(_op_Concat, args; kwargs...)
 Concat(args::SymbolicNode...; kwargs...) = _compose_op(_op_Concat, args; kwargs...)
 Concat(; kwargs...) = _call_op(_op_Concat; kwargs...)
 
-const _op__rnn_param_concat = OpDef("_rnn_param_concat", String[], true, "num_args")
-"""
-    _rnn_param_concat(args...; dim=1)
-
-Joins the inputs along axis dim; they must agree on every other axis.
-
-# Inputs
-- `data` (NDArrays or SymbolicNodes, any number): The arrays to join
-
-# Parameters
-- `dim` (int; default `1`): The axis to join along; negative counts from the end.
-
-Alias of `Concat`.
-
-See the calling convention of generated operators in the `Weft` module's documentation.
-"""
-function _rnn_param_concat end
-_rnn_param_concat(args::NDArray...; kwargs...) = _invoke_op(_op__rnn_param_concat, args; kwargs...)
-_rnn_param_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__rnn_param_concat, args; kwargs...)
-_rnn_param_concat(; kwargs...) = _call_op(_op__rnn_param_concat; kwargs...)
-
 const _op__sparse_concat = OpDef("_sparse_concat", String[], true, "num_args")
 """
     _sparse_concat(args...; dim=1)
@@ -386,7 +365,7 @@ const _op_Convolution = OpDef("Convolution", ["data", "weight", "bias"], false, 
 """
     Convolution(data, weight, bias; kernel, stride=(), dilate=(), pad=(), num_filter, num_group=1, workspace=1024, no_bias=False, cudnn_tune=None, cudnn_off=False, layout=None)
 
-Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
+Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (num_filter, c / num_group, kernel...), bias (num_filter,) unless no_bias; out = floor((in + 2 * pad - dilate * (kernel - 1) - 1) / stride) + 1 per spatial axis.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
@@ -404,7 +383,7 @@ Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, 
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
 - `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -513,7 +492,7 @@ const _op_Deconvolution = OpDef("Deconvolution", ["data", "weight", "bias"], fal
 """
     Deconvolution(data, weight, bias; kernel, stride=(), dilate=(), pad=(), adj=(), target_shape=(), num_filter, num_group=1, workspace=512, no_bias=True, cudnn_tune=None, cudnn_off=False, layout=None)
 
-Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
+Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU with channels moved last in data, weight and output). data (n, c, ...), weight (c, num_filter / num_group, kernel...), bias (num_filter,) unless no_bias; out = stride * (in - 1) + dilate * (kernel - 1) + 1 - 2 * pad + adj per spatial axis, or target_shape when given.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data
@@ -533,7 +512,7 @@ Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW). d
 - `no_bias` (boolean; default `True`): Whether to leave out the bias input.
 - `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1109,7 +1088,7 @@ const _op_Pooling = OpDef("Pooling", ["data"], false, "")
 """
     Pooling(data; kernel=(), pool_type=max, global_pool=False, cudnn_off=False, pooling_convention=valid, stride=(), pad=(), p_value=None, count_include_pad=None, layout=None)
 
-Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
+Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDHWC on the CPU): max, avg, sum or lp (p_value) over each window. Output size per axis: valid floor((in + 2 * pad - kernel) / stride) + 1, full ceil(...) + 1, same ceil(in / stride) (1-D). global_pool pools the whole spatial extent.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data to the pooling operator.
@@ -1124,7 +1103,7 @@ Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW): max, avg, sum or
 - `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
 - `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
 - `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1459,6 +1438,37 @@ function UpSampling end
 UpSampling(args::NDArray...; kwargs...) = _invoke_op(_op_UpSampling, args; kwargs...)
 UpSampling(args::SymbolicNode...; kwargs...) = _compose_op(_op_UpSampling, args; kwargs...)
 UpSampling(; kwargs...) = _call_op(_op_UpSampling; kwargs...)
+
+const _op__BatchNorm_replay = OpDef("_BatchNorm_replay", ["data", "gamma", "beta", "mean", "invstd"], false, "")
+"""
+    _BatchNorm_replay(data, gamma, beta, mean, invstd; eps=0.001, momentum=0.9, fix_gamma=True, use_global_stats=False, output_mean_var=False, axis=1, cudnn_off=False, min_calib_range=None, max_calib_range=None)
+
+BatchNorm recomputed from the mean and 1 / sqrt(var + eps) a BatchNorm forward saved (its outputs 1 and 2); it updates no moving statistics.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data
+- `gamma` (NDArray or SymbolicNode): Scale, one per channel
+- `beta` (NDArray or SymbolicNode): Shift, one per channel
+- `mean` (NDArray or SymbolicNode): The mean the forward saved
+- `invstd` (NDArray or SymbolicNode): The 1 / sqrt(var + eps) the forward saved
+
+# Parameters
+- `eps` (double, in [0, inf]; default `0.001`): Added to the variance before the square root.
+- `momentum` (double, in [0, 1]; default `0.9`): Decay of the moving statistics.
+- `fix_gamma` (boolean; default `True`): Treat gamma as 1 (its gradient is 0).
+- `use_global_stats` (boolean; default `False`): Use the moving statistics in training too.
+- `output_mean_var` (boolean; default `False`): Also output mean and var.
+- `axis` (int; default `1`): The channel axis.
+- `cudnn_off` (boolean; default `False`): Do not use cuDNN (GPU only).
+- `min_calib_range` (double or None; default `None`): The calibrated minimum of the output, for the int8 path (MXNet's oneDNN quantization).
+- `max_calib_range` (double or None; default `None`): The calibrated maximum of the output, for the int8 path (MXNet's oneDNN quantization).
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _BatchNorm_replay end
+_BatchNorm_replay(args::NDArray...; kwargs...) = _invoke_op(_op__BatchNorm_replay, args; kwargs...)
+_BatchNorm_replay(args::SymbolicNode...; kwargs...) = _compose_op(_op__BatchNorm_replay, args; kwargs...)
+_BatchNorm_replay(; kwargs...) = _call_op(_op__BatchNorm_replay; kwargs...)
 
 const _op__adamw_update = OpDef("_adamw_update", ["weight", "grad", "mean", "var", "rescale_grad"], false, "")
 """
@@ -3006,7 +3016,7 @@ Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulate
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
 - `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32.
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
 - `with_relu` (boolean; default `False`): Fuse a relu after the convolution (and after the sum with with_sum).
@@ -3170,7 +3180,7 @@ Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and
 - `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
 - `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
 - `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout; NCW, NCHW and NCDHW are supported.
+- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -6966,6 +6976,25 @@ function _RModScalar end
 _RModScalar(args::NDArray...; kwargs...) = _invoke_op(_op__RModScalar, args; kwargs...)
 _RModScalar(args::SymbolicNode...; kwargs...) = _compose_op(_op__RModScalar, args; kwargs...)
 _RModScalar(; kwargs...) = _call_op(_op__RModScalar; kwargs...)
+
+const _op__rnn_param_concat = OpDef("_rnn_param_concat", String[], true, "num_args")
+"""
+    _rnn_param_concat(args...; dim=1)
+
+Concat for the packed parameters of gluon.rnn's fused layers: as Concat, but up to two inputs of unknown size along dim share equally what the known output leaves over.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): The arrays to join
+
+# Parameters
+- `dim` (int; default `1`): The axis to join along; negative counts from the end.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _rnn_param_concat end
+_rnn_param_concat(args::NDArray...; kwargs...) = _invoke_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(args::SymbolicNode...; kwargs...) = _compose_op(_op__rnn_param_concat, args; kwargs...)
+_rnn_param_concat(; kwargs...) = _call_op(_op__rnn_param_concat; kwargs...)
 
 const _op__rpower_scalar = OpDef("_rpower_scalar", ["data"], false, "")
 """
@@ -12610,7 +12639,6 @@ const _OPERATOR_NAMES = [
     "Cast",
     "cast",
     "Concat",
-    "_rnn_param_concat",
     "_sparse_concat",
     "concat",
     "Convolution",
@@ -12660,6 +12688,7 @@ const _OPERATOR_NAMES = [
     "SwapAxis",
     "swapaxes",
     "UpSampling",
+    "_BatchNorm_replay",
     "_adamw_update",
     "adamw_update",
     "_arange",
@@ -12921,6 +12950,7 @@ const _OPERATOR_NAMES = [
     "_RMinusScalar",
     "_rmod_scalar",
     "_RModScalar",
+    "_rnn_param_concat",
     "_rpower_scalar",
     "_RPowerScalar",
     "_sample_exponential",

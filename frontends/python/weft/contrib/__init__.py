@@ -6,6 +6,7 @@ from . import ndarray  # noqa: F401
 from . import ndarray as nd  # noqa: F401
 from . import onnx  # noqa: F401
 from . import quantization  # noqa: F401
+from . import quantization as quant  # noqa: F401
 from . import symbol  # noqa: F401
 from . import symbol as sym  # noqa: F401
 from . import svrg_optimization  # noqa: F401

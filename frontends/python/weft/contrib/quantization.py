@@ -287,9 +287,10 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
             calib.append(calib_name)
         return len(new_nodes) - 1
 
-    def variable(name, dtype=None):
-        attrs = {} if dtype is None else {"__dtype__": str(ndarray.ndarray.dtype_id(dtype))}
-        return add({"op": "null", "name": name, "attrs": attrs, "inputs": []}, 1)
+    def variable(name):
+        # No __dtype__, as in MXNet (whose attr_dict() then lists no such variables): the
+        # quantized layers' type inference gives the int8 weights and float32 ranges.
+        return add({"op": "null", "name": name, "attrs": {}, "inputs": []}, 1)
 
     def int8_input(entry):
         """The (data, min, max) entries of an old entry's int8 form, made once per entry."""
@@ -302,8 +303,7 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
             quantized_in[key] = ([m, entry[1], 0], [m, 1, 0], [m, 2, 0])
         elif src["op"] == "null" and src["name"] in offline:
             name = src["name"] + "_quantize"
-            quantized_in[key] = tuple([variable(n, t), 0, 0] for n, t in
-                                      ((name, "int8"), (name + "_min", "float32"), (name + "_max", "float32")))
+            quantized_in[key] = tuple([variable(n), 0, 0] for n in (name, name + "_min", name + "_max"))
         else:
             float_name = _entry_name(nodes, out_names, entry)
             suffix = "" if src["op"] == "null" else float_name[len(src["name"]):]
@@ -387,9 +387,13 @@ def _calibrate_quantized_sym(qsym, th_dict):
             lo, hi = (float(v) for v in th_dict[key])
             attrs = node.setdefault("attrs", {})
             # The quantized layers read uint8 with a zero point of 0: a non-negative value
-            # quantized to uint8 takes the range [0, max].
-            if node["op"] == "_contrib_quantize_v2" and attrs.get("out_type") in ("auto", "uint8") and lo >= 0:
+            # quantized to uint8 takes the range [0, max], and so does a value with negatives
+            # that quantized_dtype='uint8' forces to uint8 (its negatives clip to 0, as MXNet's
+            # oneDNN quantize_v2 clips them).
+            out_type = attrs.get("out_type")
+            if node["op"] == "_contrib_quantize_v2" and (out_type == "uint8" or (out_type == "auto" and lo >= 0)):
                 lo = 0.0
+                hi = max(hi, 0.0)
             attrs.update(min_calib_range=repr(lo), max_calib_range=repr(hi))
     return symbol.load_json(json.dumps(graph))
 

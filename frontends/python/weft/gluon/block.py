@@ -15,6 +15,7 @@ block has changed since their graph was last checked.
 """
 import re
 import threading
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -183,9 +184,28 @@ class Block:
         """Context manager in which children and parameters get this block's prefix."""
         return self._scope
 
+    def _warn_unregistered_blocks(self):
+        """Warns about blocks kept in a list, tuple or dict attribute: they are not children,
+        so their parameters are not collected, saved or trained."""
+        def holds_block(value):
+            if isinstance(value, Block):
+                return True
+            if isinstance(value, (list, tuple)):
+                return any(holds_block(v) for v in value)
+            if isinstance(value, dict):
+                return any(holds_block(v) for v in value.values())
+            return False
+        for name, value in self.__dict__.items():
+            if isinstance(value, (list, tuple, dict)) and not name.startswith("_") and holds_block(value):
+                warnings.warn('"%s" is an unregistered container with Blocks. Note that Blocks inside the list, '
+                              'tuple or dict will not be registered automatically. Make sure to register them '
+                              'using register_child() or switching to nn.Sequential/nn.HybridSequential instead.'
+                              % (self.__class__.__name__ + "." + name), stacklevel=3)
+
     def collect_params(self, select=None):
         """A ParameterDict of this block's and all its children's parameters, optionally
         filtered by a regular expression on the names."""
+        self._warn_unregistered_blocks()
         ret = ParameterDict(self._params.prefix)
         if select is None:
             ret.update(self._params)
@@ -228,6 +248,12 @@ class Block:
         self._forward_hooks[key] = hook
         _touch_blocks()
         return _HookHandle(self._forward_hooks, key)
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """Installs callback(name, op_name, array) on the operators the hybridized blocks
+        below run (see HybridBlock.register_op_hook)."""
+        for child in self._children.values():
+            child.register_op_hook(callback, monitor_all)
 
     def apply(self, fn):
         """Calls fn on every child, recursively, then on this block; returns self."""
@@ -499,6 +525,25 @@ class _CachedGraph:
         self.input_grads = [grad_arrays.get(n) for n in input_names]
         self.bound_params = bound_params
 
+    def set_op_hook(self, hook):
+        """Routes the executor's monitor to hook = (callback, monitor_all) (None: off)."""
+        if hook is None:
+            self.exe.set_monitor_callback(None)
+            return
+        import json
+        callback, monitor_all = hook
+        nodes = json.loads(self.sym.tojson())["nodes"]
+        ops = {n["name"]: n["op"] for n in nodes if n["op"] != "null"}
+        variables = {n["name"] for n in nodes if n["op"] == "null"}
+
+        def on_value(name, array):
+            # The executor also reports variable inputs by their own name; a CachedOp does not.
+            if name in variables:
+                return
+            node = max((n for n in ops if name.startswith(n + "_")), key=len, default=None)
+            callback(name.encode("utf-8"), (ops[node] if node else "").encode("utf-8"), array)
+        self.exe.set_monitor_callback(on_value, monitor_all)
+
     def still_bound(self):
         # Casting or moving parameters replaces their arrays: the executor must be rebuilt.
         return self.arrays_version == arrays_version()
@@ -534,15 +579,32 @@ class HybridBlock(Block):
         super().__init__(prefix, params)
         self._active = False
         self._cached = {}
+        # Which flattened inputs the first hybridized call gave (False for None): later calls
+        # must give the same ones (_check_given).
+        self._given = None
+        self._op_hook = None  # (callback, monitor_all) of register_op_hook
 
     def hybridize(self, active=True, **kwargs):
         self._active = active
         self._cached = {}
+        self._given = None
         super().hybridize(active, **kwargs)
 
     def cast(self, dtype):
         self._cached = {}
         super().cast(dtype)
+
+    def register_op_hook(self, callback, monitor_all=False):
+        """Calls callback(name, op_name, array) for every operator output of this block's
+        hybridized graph as it runs (and, with monitor_all, for every operator input
+        first), as MXNet's CachedOp does: names are "<node>_output" / "<node>_<input>" in
+        bytes, op_name the operator's name in bytes; variables are not reported. As in
+        MXNet, the hook goes on this block and its direct children."""
+        for block in [self] + list(self._children.values()):
+            if isinstance(block, HybridBlock):
+                block._op_hook = (callback, monitor_all)
+                for graph in block._cached.values():
+                    graph.set_op_hook(block._op_hook)
 
     def register_child(self, block, name=None):
         if not isinstance(block, HybridBlock):
@@ -562,8 +624,10 @@ class HybridBlock(Block):
     def _get_graph(self, *args, fmt=None):
         """The traced graph for inputs `args` (nested as `fmt` says, when given): input names,
         the symbol of its flattened outputs, their number and their nesting."""
-        names = self._input_names(len(args))
-        inputs = [symbol.var(n) for n in names]
+        # None inputs (optional arguments left out) stay None in the trace and get no variable.
+        names = self._input_names(sum(a is not None for a in args))
+        variables = iter([symbol.var(n) for n in names])
+        inputs = [None if a is None else next(variables) for a in args]
         with self.name_scope():
             params = {k: v.var() for k, v in self._reg_params.items()}
             out = self.hybrid_forward(symbol, *(_regroup(fmt, inputs) if fmt else inputs), **params)
@@ -574,7 +638,7 @@ class HybridBlock(Block):
         """Fills in the unknown parameter shapes from the shapes of `args`."""
         flat, fmt = _flatten(args)
         names, sym, _, _ = self._get_graph(*flat, fmt=fmt)
-        known = {n: tuple(a.shape) for n, a in zip(names, flat)}
+        known = {n: tuple(a.shape) for n, a in zip(names, [a for a in flat if a is not None])}
         arg_shapes, _, aux_shapes = sym.infer_shape(**known)
         if arg_shapes is None:
             raise ValueError("%s: cannot infer the parameter shapes from inputs %s" % (self.name, known))
@@ -595,13 +659,28 @@ class HybridBlock(Block):
     def forward(self, x, *args):
         args = (x,) + args
         flat, fmt = _flatten(args)
-        if isinstance(flat[0], Symbol):
+        has_symbol = any(isinstance(a, Symbol) for a in flat)
+        arrays = [a for a in flat if isinstance(a, NDArray)]
+        if has_symbol and arrays:
+            raise ValueError("%s: the inputs mix NDArrays and Symbols; give all inputs as one or the other"
+                             % self.name)
+        if not has_symbol and not arrays:
+            raise ValueError("%s: no NDArray or Symbol among the inputs (got %s)"
+                             % (self.name, ", ".join(type(a).__name__ for a in flat)))
+        if has_symbol:
             with self.name_scope():
                 params = {k: v.var() for k, v in self._reg_params.items()}
                 return self.hybrid_forward(symbol, *args, **params)
         if self._active:
+            contexts = []
+            for a in arrays:
+                if a.context not in contexts:
+                    contexts.append(a.context)
+            if len(contexts) > 1:
+                raise ValueError("%s: a hybridized block runs on one context, but its inputs are on %s"
+                                 % (self.name, ", ".join(str(c) for c in contexts)))
             return self._call_cached(flat, fmt)
-        return self._call_imperative(args, flat[0].context)
+        return self._call_imperative(args, arrays[0].context)
 
     def _call_imperative(self, args, ctx):
         try:
@@ -611,11 +690,33 @@ class HybridBlock(Block):
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
         return self.hybrid_forward(ndarray, *args, **params)
 
-    def _call_cached(self, args, fmt):
-        for i, a in enumerate(args):
-            if not isinstance(a, NDArray):
-                raise TypeError("%s: a hybridized block takes NDArrays, but input %d is %s"
-                                % (self.name, i, type(a).__name__))
+    def _check_given(self, given):
+        """Refuses a call that gives other inputs than the first hybridized call did, as
+        MXNet's cached graph does: the graph has no variable for an input that was None.
+        Inputs left out at the end count as None (an argument's default)."""
+        if self._given is None:
+            self._given = given
+            return
+        stored = self._given
+        if stored == given or (all(stored) and all(given)):
+            return
+        n = min(len(stored), len(given))
+        if stored[:n] == given[:n] and not any(stored[n:]) and not any(given[n:]):
+            return
+        def show(g):
+            return "(%s)" % ", ".join("array" if x else "None" for x in g)
+        raise ValueError("%s: the inputs given, %s, do not match those the block was hybridized with, %s; call "
+                         "hybridize() again to change which inputs are None" % (self.name, show(given), show(stored)))
+
+    def _call_cached(self, flat, fmt):
+        for i, a in enumerate(flat):
+            if a is not None and not isinstance(a, NDArray):
+                raise ValueError("%s: a hybridized block takes NDArrays (or None), but input %d is %s"
+                                 % (self.name, i, type(a).__name__))
+        given = tuple(a is not None for a in flat)
+        self._check_given(given)
+        # The graph's inputs are the arrays given; the Nones are only in the trace.
+        args = [a for a in flat if a is not None]
         ctx = args[0].context
         recording = autograd.is_recording()
         if any(a.stype != "default" for a in args) or (recording and self._sparse_grads()):
@@ -625,13 +726,13 @@ class HybridBlock(Block):
             # accumulates both gradients, as MXNet's CachedOp does.
             return self._call_imperative(_regroup(fmt, args), ctx)
         input_grads = tuple(recording and a._has_history() for a in args)
-        key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), ctx, autograd.is_training(),
+        key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), given, ctx, autograd.is_training(),
                input_grads, recording)
         graph = self._cached.get(key)
         if graph is not None and graph.checked_at == _blocks_version and graph.still_bound():
             # Nothing a trace reads has changed since one matched this graph: it would again.
             return _regroup(graph.out_fmt, graph.run(args, autograd.is_training()))[0]
-        names, sym, num_outputs, out_fmt = self._get_graph(*args, fmt=fmt)
+        names, sym, num_outputs, out_fmt = self._get_graph(*flat, fmt=fmt)
         if graph is not None:
             if not graph.sym._same_graph(sym):
                 raise RuntimeError(
@@ -643,7 +744,7 @@ class HybridBlock(Block):
             if not graph.still_bound():
                 graph = None
         if graph is None:
-            self._finish_deferred(*_regroup(fmt, args))
+            self._finish_deferred(*_regroup(fmt, flat))
             known = {p.name: p.shape for p in self.collect_params().values() if p._data is not None}
             known.update((n, a.shape) for n, a in zip(names, args))
             arguments = set(sym.list_arguments()) | set(sym.list_auxiliary_states())
@@ -651,8 +752,9 @@ class HybridBlock(Block):
                 # An operator whose output shape depends on the data (boolean_mask) leaves the
                 # graph's shapes open: it cannot be bound, so the block runs operator by
                 # operator, as MXNet's CachedOp does for dynamic shapes.
-                return self._call_imperative(_regroup(fmt, args), ctx)
+                return self._call_imperative(_regroup(fmt, flat), ctx)
             graph = _CachedGraph(self, sym, names, num_outputs, out_fmt, args, ctx, input_grads, recording)
+            graph.set_op_hook(self._op_hook)
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None
         return _regroup(out_fmt, graph.run(args, autograd.is_training()))[0]
@@ -749,6 +851,8 @@ class SymbolBlock(HybridBlock):
 
     def forward(self, x, *args):
         args, fmt = _flatten((x,) + args)
+        if any(a is None for a in args):
+            raise ValueError("SymbolBlock: every input of the symbol must be given, got None")
         if isinstance(args[0], Symbol):
             return self._sym(**dict(zip(self._input_names_given, args)))
         # A SymbolBlock always runs its graph: it has no Python hybrid_forward.

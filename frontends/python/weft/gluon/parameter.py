@@ -391,8 +391,7 @@ class Parameter:
         from .. import symbol
         if self._var is None:
             self._var = symbol.var(self.name, shape=self._shape, dtype=self.dtype, lr_mult=self.lr_mult,
-                                   wd_mult=self.wd_mult, init=self.init if isinstance(self.init, str) else None,
-                                   stype=self._stype)
+                                   wd_mult=self.wd_mult, init=self.init, stype=self._stype)
         return self._var
 
     def cast(self, dtype):

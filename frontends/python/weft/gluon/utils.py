@@ -26,8 +26,10 @@ def split_data(data, num_slice, batch_axis=0, even_split=True):
                          % (data.shape, num_slice, batch_axis))
     if size < num_slice:
         raise ValueError("split_data: %d samples cannot be split into %d slices" % (size, num_slice))
-    step = size // num_slice
-    bounds = [i * step for i in range(num_slice)] + [size]
+    # Uneven splits give the first size % num_slice slices one element more, as numpy's
+    # array_split (and MXNet) do.
+    each, extra = divmod(size, num_slice)
+    bounds = np.cumsum([0] + [each + 1] * extra + [each] * (num_slice - extra)).tolist()
     if batch_axis == 0:
         return [data[bounds[i]:bounds[i + 1]] for i in range(num_slice)]
     return [nd.slice_axis(data, axis=batch_axis, begin=bounds[i], end=bounds[i + 1]) for i in range(num_slice)]

@@ -69,10 +69,16 @@ def imread(filename, flag=1, to_rgb=1, out=None):
 
 
 def imresize(src, w, h, interp=1, out=None):
-    """Resizes an (H, W[, C]) uint8 image to width w and height h. interp as cv2: 0 nearest,
-    1 bilinear, 2 bicubic, 3 area."""
+    """Resizes an (H, W[, C]) image to width w and height h. interp as cv2: 0 nearest,
+    1 bilinear, 2 bicubic, 3 area. uint8 images go through the decoder's resize; other
+    dtypes (float images, as MXNet's imresize takes) through the _image_resize operator,
+    keeping their dtype."""
     if not isinstance(src, NDArray):
         src = nd.array(np.asarray(src, dtype=np.uint8), dtype=np.uint8)
+    if np.dtype(src.dtype) != np.uint8:
+        image = src.reshape(tuple(src.shape) + (1,)) if src.ndim == 2 else src
+        res = nd.image.resize(image, size=(int(w), int(h)), interp=int(interp))
+        return _write_out(res.reshape((int(h), int(w))) if src.ndim == 2 else res, out)
     res = NDArray(_api.weft_image_resize(src, int(w), int(h), int(interp)))
     return _write_out(res, out)
 

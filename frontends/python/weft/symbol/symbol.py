@@ -16,6 +16,13 @@ __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"
 _ARGUMENTS, _OUTPUTS, _AUXILIARY, _INPUTS = 0, 1, 2, 3
 
 
+def _np_type(type_id):
+    """The numpy type of a type id, as MXNet gives it: bfloat16, a structured dtype whose
+    scalar type (np.void) would name no dtype, is given as the dtype itself."""
+    d = _ID_TO_NP[type_id]
+    return d if d.names else d.type
+
+
 class Symbol:
     """A symbolic graph: the outputs of operator nodes and variables."""
 
@@ -182,13 +189,13 @@ class Symbol:
         r = json.loads(_api.weft_symbol_infer_type(self.handle, self._known(args, kwargs, dtype_id)))
         if not r["complete"]:
             return None, None, None
-        return tuple([_ID_TO_NP[t].type for t in r[k]] for k in ("arguments", "outputs", "auxiliary"))
+        return tuple([_np_type(t) for t in r[k]] for k in ("arguments", "outputs", "auxiliary"))
 
     def infer_type_partial(self, *args, **kwargs):
         """As infer_type, but what cannot be inferred is None instead of all three lists
         being None."""
         r = json.loads(_api.weft_symbol_infer_type(self.handle, self._known(args, kwargs, dtype_id)))
-        return tuple([None if t < 0 else _ID_TO_NP[t].type for t in r[k]]
+        return tuple([None if t < 0 else _np_type(t) for t in r[k]]
                      for k in ("arguments", "outputs", "auxiliary"))
 
     # ------------------------------------------------------------- binding
@@ -523,7 +530,8 @@ def Variable(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None
     s = Symbol(_api.weft_symbol_create_variable(name))
     attrs = _attribute.current().get(attr)
     if shape is not None:
-        attrs["__shape__"] = str(tuple(shape))
+        # A bare integer is a 1-d shape (MXNet writes str(shape), so shape=(1) works there).
+        attrs["__shape__"] = str((int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape))
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:

@@ -375,6 +375,13 @@ mx.symbol.UpSampling <- function(..., scale, num_filter = NULL, sample_type, mul
   .weft_symbol_op("UpSampling", .weft_dots(...), c(scale = .weft_param(scale), num_filter = .weft_param(num_filter), sample_type = .weft_param(sample_type), multi_input_mode = .weft_param(multi_input_mode), workspace = .weft_param(workspace)), "num_args", name, attr)
 }
 
+mx.nd.internal.BatchNorm.replay <- function(data = NULL, gamma = NULL, beta = NULL, mean = NULL, invstd = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, out = NULL) {
+  .weft_nd_invoke("_BatchNorm_replay", list(data, gamma, beta, mean, invstd), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, out)
+}
+mx.symbol.internal.BatchNorm.replay <- function(data = NULL, gamma = NULL, beta = NULL, mean = NULL, invstd = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, axis = NULL, cudnn_off = NULL, min_calib_range = NULL, max_calib_range = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_BatchNorm_replay", list(data = data, gamma = gamma, beta = beta, mean = mean, invstd = invstd), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
+}
+
 mx.nd.internal.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("_adamw_update", list(weight, grad, mean, var, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -1920,6 +1927,13 @@ mx.nd.internal.rmod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL
 }
 mx.symbol.internal.rmod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_rmod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.rnn.param.concat <- function(..., dim = NULL, out = NULL) {
+  .weft_nd_invoke("_rnn_param_concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", out)
+}
+mx.symbol.internal.rnn.param.concat <- function(..., dim = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_rnn_param_concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", name, attr)
 }
 
 mx.nd.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {

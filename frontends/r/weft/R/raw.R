@@ -157,6 +157,7 @@ weft_dataiter_get_index <- function(it, nbytes) .Call(C_weft_dataiter_get_index,
 weft_dataiter_get_num_descs <- function(it, is_label) .Call(C_weft_dataiter_get_num_descs, it, is_label)
 weft_dataiter_get_desc <- function(it, is_label, i, capacity) .Call(C_weft_dataiter_get_desc, it, is_label, i, capacity)
 weft_set_last_error <- function(message) .Call(C_weft_set_last_error, message)
+weft_custom_op_stop_releases <- function() .Call(C_weft_custom_op_stop_releases)
 weft_library_load <- function(path) .Call(C_weft_library_load, path)
 weft_library_op_name <- function(path, i) .Call(C_weft_library_op_name, path, i)
 weft_profiler_set_config <- function(keys, vals) .Call(C_weft_profiler_set_config, keys, vals)

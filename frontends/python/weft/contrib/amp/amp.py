@@ -380,6 +380,11 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
             types = {known.get(e) for e in inputs}
             if len(types) == 1 and None not in types:
                 new_inputs, out_type = [list(e) + [0] for e in inputs], types.pop()
+            elif None not in types and types <= set(_WIDTH):
+                # Every input's type is known: cast the narrower ones to the widest, as MXNet's
+                # pass does (an amp_multicast only where some type is known at run time alone).
+                out_type = max(types, key=_WIDTH.index)
+                new_inputs = [cast(e, out_type) for e in inputs]
             else:
                 mc = add({"op": "amp_multicast", "name": "%s_amp_multicast" % node["name"],
                           "attrs": {"num_outputs": str(len(inputs))}, "inputs": [list(e) + [0] for e in inputs]},
@@ -406,7 +411,12 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
     heads = [[new_id[h[0]], h[1], 0] for h in graph["heads"]]
     if cast_optional_params:
         _fold_param_casts(out_nodes, heads, consumers, casts, data_names, target)
-    return _to_symbol(graph, out_nodes, num_out, heads)
+    _declare_param_types(out_nodes, data_names, target, cast_optional_params)
+    return _declare_inferred_param_types(_to_symbol(graph, out_nodes, num_out, heads), data_names)
+
+
+# Floating types from narrowest to widest, for the widest-type operators.
+_WIDTH = ["float16", "bfloat16", "float32", "float64"]
 
 
 def _fold_param_casts(nodes, heads, consumers, casts, data_names, target):
@@ -423,6 +433,40 @@ def _fold_param_casts(nodes, heads, consumers, casts, data_names, target):
         var.setdefault("attrs", {})["__dtype__"] = str(dtype_id(target))
         for n in nodes:
             n["inputs"] = [[entry[0], 0, 0] if e[0] == cid else e for e in n.get("inputs", [])]
+
+
+def _declare_param_types(nodes, data_names, target, cast_optional_params):
+    """With cast_optional_params, a parameter (a variable that is not data) that all its
+    readers cast to target (the user's own amp_cast nodes too) is declared target-typed."""
+    if not cast_optional_params:
+        return
+    for i, var in enumerate(nodes):
+        if var["op"] != "null" or var["name"] in data_names or "__dtype__" in var.get("attrs", {}):
+            continue
+        readers = [n for n in nodes if any(e[0] == i for e in n.get("inputs", []))]
+        if readers and all(r["op"] == "amp_cast" and r.get("attrs", {}).get("dtype") == target for r in readers):
+            var.setdefault("attrs", {})["__dtype__"] = str(dtype_id(target))
+
+
+def _declare_inferred_param_types(sym, data_names):
+    """Every parameter declares its type, as MXNet's pass gives them: the type inferred with
+    float32 data (a dense layer left out of the low-precision ops but reading bf16 takes bf16
+    weights), float32 where nothing says; so binding the converted graph needs only the
+    data's types."""
+    graph = json.loads(sym.tojson())
+    params = [n for n in graph["nodes"] if n["op"] == "null" and n["name"] not in data_names
+              and "__dtype__" not in n.get("attrs", {})]
+    if not params:
+        return sym
+    inputs = sym.list_inputs()
+    arg_names, aux_names = sym.list_arguments(), sym.list_auxiliary_states()
+    args, _, aux = sym.infer_type_partial(**{d: "float32" for d in data_names if d in arg_names})
+    inferred = dict(zip(arg_names, args or []))
+    inferred.update(zip(aux_names, aux or []))
+    for n in params:
+        t = inferred.get(n["name"]) if n["name"] in inputs else None
+        n.setdefault("attrs", {})["__dtype__"] = str(dtype_id(t if t is not None else "float32"))
+    return symbol.load_json(json.dumps(graph))
 
 
 def _to_symbol(graph, nodes, num_out, heads):

@@ -1,4 +1,6 @@
 """Basic layers, as MXNet 1.x's `gluon.nn.basic_layers`."""
+import warnings
+
 import numpy as np
 
 from ..block import Block, HybridBlock, _fixed_graph
@@ -35,6 +37,13 @@ class Sequential(_Stack, Block):
         for block in self._children.values():
             x = block(x)
         return x
+
+    def hybridize(self, active=True, **kwargs):
+        # Each child then runs as a graph of its own, with Python between them.
+        if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
+            warnings.warn("All children of this Sequential layer '%s' are HybridBlocks. Consider using "
+                          "HybridSequential for the best performance." % self.prefix, stacklevel=2)
+        super().hybridize(active, **kwargs)
 
 
 class HybridSequential(_Stack, HybridBlock):

@@ -7,6 +7,14 @@ __all__ = ["Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose", "Conv2DTranspose", "
            "GlobalMaxPool3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D", "ReflectionPad2D"]
 
 
+_LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
+
+
+def _check_layout(name, layout, n):
+    if layout not in _LAYOUTS[n]:
+        raise ValueError("%s: layout must be one of %s, got %r" % (name, ", ".join(_LAYOUTS[n]), layout))
+
+
 def _tuple(value, n, what):
     if isinstance(value, int):
         return (value,) * n
@@ -30,16 +38,19 @@ class _Conv(HybridBlock):
                             "num_filter": channels, "num_group": groups, "no_bias": not use_bias, "layout": layout}
             if adj is not None:
                 self._kwargs["adj"] = adj
-            if layout[1] != "C":
-                raise ValueError("%s: only channels-first layouts (NCW, NCHW, NCDHW) are supported, got %s"
-                                 % (type(self).__name__, layout))
+            _check_layout(type(self).__name__, layout, n)
             if in_channels and in_channels % groups:
                 raise ValueError("%s: in_channels %d is not divisible by groups %d"
                                  % (type(self).__name__, in_channels, groups))
             if op_name == "Convolution":
-                wshape = (channels, in_channels // groups if in_channels else 0) + tuple(kernel_size)
+                outer, inner = channels, in_channels // groups if in_channels else 0
             else:
-                wshape = (in_channels, channels // groups) + tuple(kernel_size)
+                outer, inner = in_channels, channels // groups
+            # The operator's weight layout follows the data's: channels last for NWC/NHWC/NDHWC.
+            if layout[1] == "C":
+                wshape = (outer, inner) + tuple(kernel_size)
+            else:
+                wshape = (outer,) + tuple(kernel_size) + (inner,)
             self.weight = self.params.get("weight", shape=wshape, init=weight_initializer, allow_deferred_init=True)
             self.bias = self.params.get("bias", shape=(channels,), init=bias_initializer,
                                         allow_deferred_init=True) if use_bias else None
@@ -102,8 +113,7 @@ class _Pooling(HybridBlock):
         super().__init__(**kwargs)
         if strides is None:
             strides = pool_size
-        if layout[1] != "C":
-            raise ValueError("%s: only channels-first layouts are supported, got %s" % (type(self).__name__, layout))
+        _check_layout(type(self).__name__, layout, len(pool_size))
         self._kwargs = {"kernel": pool_size, "stride": strides, "pad": padding, "global_pool": global_pool,
                         "pool_type": pool_type, "layout": layout,
                         "pooling_convention": "full" if ceil_mode else "valid"}

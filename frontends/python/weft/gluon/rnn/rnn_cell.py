@@ -121,8 +121,9 @@ def _format_sequence(length, inputs, layout, merge, in_layout=None):
 
 
 def _mask_sequence_variable_length(F, data, length, valid_length, time_axis, merge):
-    """Zeroes the outputs past each sequence's valid length."""
-    if not merge:
+    """Zeroes the outputs past each sequence's valid length: one merged array when `merge`,
+    else a list of per-step arrays (`data` may come either way)."""
+    if isinstance(data, (list, tuple)):
         data = F.stack(*data, axis=time_axis)
     out = F.SequenceMask(data, valid_length, use_sequence_length=True, axis=time_axis)
     if not merge:
@@ -211,7 +212,8 @@ class RecurrentCell(_block.Block):
         if valid_length is not None:
             states = [F.SequenceLast(F.stack(*per_step, axis=0), valid_length, use_sequence_length=True, axis=0)
                       for per_step in zip(*all_states)]
-            outputs = _mask_sequence_variable_length(F, outputs, length, valid_length, axis, False)
+            # Merged, as MXNet's: with valid_length, merge_outputs=None gives one array.
+            outputs = _mask_sequence_variable_length(F, outputs, length, valid_length, axis, True)
         outputs, _, _, _ = _format_sequence(length, outputs, layout, merge_outputs)
         return outputs, states
 

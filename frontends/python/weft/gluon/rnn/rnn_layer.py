@@ -10,6 +10,7 @@ then h2h), then every bias in the same order.
 from .. import block as _block
 from ... import ndarray, symbol
 from ...ndarray import NDArray
+from . import rnn_cell
 from .rnn_cell import _symbol_zeros_like_batch
 
 __all__ = ["RNN", "LSTM", "GRU"]
@@ -49,6 +50,10 @@ class _RNNLayer(_block.HybridBlock):
         self._dtype = dtype
         self._use_sequence_length = use_sequence_length
         self._gates = {"rnn_relu": 1, "rnn_tanh": 1, "lstm": 4, "gru": 3}[mode]
+        self._initializers = {"i2h_weight_initializer": i2h_weight_initializer,
+                              "h2h_weight_initializer": h2h_weight_initializer,
+                              "i2h_bias_initializer": i2h_bias_initializer,
+                              "h2h_bias_initializer": h2h_bias_initializer}
 
         ng, nh, ni = self._gates, hidden_size, input_size
         # What each layer emits per direction: the projection when there is one.
@@ -78,6 +83,34 @@ class _RNNLayer(_block.HybridBlock):
         if self._dir == 2:
             s += ", bidirectional"
         return s + ")"
+
+    def _unfuse(self):
+        """The same network as a stack of recurrent cells (one per layer, a BidirectionalCell
+        pair when bidirectional, DropoutCells between layers) sharing this layer's
+        parameters, as MXNet's `_unfuse`."""
+        if self._projection_size:
+            raise NotImplementedError("%s._unfuse: layers with a projection have no cell form"
+                                      % type(self).__name__)
+        if self._lstm_state_clip_min is not None or self._lstm_state_clip_max is not None:
+            raise NotImplementedError("%s._unfuse: state clipping has no cell form" % type(self).__name__)
+        make = {"rnn_relu": lambda **kw: rnn_cell.RNNCell(self._hidden_size, activation="relu", **kw),
+                "rnn_tanh": lambda **kw: rnn_cell.RNNCell(self._hidden_size, activation="tanh", **kw),
+                "lstm": lambda **kw: rnn_cell.LSTMCell(self._hidden_size, **kw),
+                "gru": lambda **kw: rnn_cell.GRUCell(self._hidden_size, **kw)}[self._mode]
+        stack = rnn_cell.HybridSequentialRNNCell(prefix=self.prefix, params=self.params)
+        with stack.name_scope():
+            ni = self._input_size
+            for layer in range(self._num_layers):
+                kwargs = dict(self._initializers, input_size=ni)
+                if self._dir == 2:
+                    stack.add(rnn_cell.BidirectionalCell(make(prefix="l%d_" % layer, **kwargs),
+                                                         make(prefix="r%d_" % layer, **kwargs)))
+                else:
+                    stack.add(make(prefix="l%d_" % layer, **kwargs))
+                if self._dropout > 0 and layer != self._num_layers - 1:
+                    stack.add(rnn_cell.DropoutCell(self._dropout))
+                ni = self._hidden_size * self._dir
+        return stack
 
     def state_info(self, batch_size=0):
         """Shapes of the states: (layers * directions, batch, hidden) each."""
@@ -171,7 +204,9 @@ class _RNNLayer(_block.HybridBlock):
                         key = "%s%d_%s_%s" % (d, layer, g, kind)
                         if key in kwargs:
                             order.append(F.reshape(kwargs[key], shape=(-1,)))
-        return F.concat(*order, dim=0)
+        # Not concat: in a graph traced before the first call, the first layer's i2h weights
+        # get their size from what the RNN operator's parameter vector leaves over.
+        return F._internal._rnn_param_concat(*order, dim=0, num_args=len(order))
 
     def _forward_kernel(self, F, inputs, states, sequence_length, **kwargs):
         if self._layout == "NTC":

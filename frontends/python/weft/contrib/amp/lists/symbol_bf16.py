@@ -13,9 +13,11 @@ BF16_FUNCS = [
     'FullyConnected',
 ]
 
-# Run in the type of their input: no cast is inserted.
+# Run in the type of their input: no cast is inserted. (Activation, a conditional float32
+# operator below, is in no other list, as in MXNet: unless its act_type says float32 it runs
+# as its input comes.)
 BF16_FP32_FUNCS = [
-    'Activation', 'relu', 'sigmoid', 'tanh', 'softsign', 'abs', 'sqrt', 'square', 'clip',
+    'relu', 'sigmoid', 'tanh', 'softsign', 'abs', 'sqrt', 'square', 'clip',
     'BatchNorm', 'Pooling', 'Concat', 'concat', 'Flatten', 'flatten', 'Reshape', 'reshape', 'reshape_like',
     'Dropout', 'LRN', 'BlockGrad', 'stop_gradient', 'identity', '_copy', 'Cast', 'cast',
     'expand_dims', 'squeeze', 'transpose', 'SwapAxis', 'swapaxes', 'slice', 'slice_axis',

@@ -1,6 +1,6 @@
 """LSTMPCell, VariationalDropoutCell and dynamic_unroll, as MXNet 1.9's
 `gluon.contrib.rnn.rnn_cell`."""
-from .... import ndarray
+from .... import ndarray, symbol
 from ...rnn.rnn_cell import (BidirectionalCell, HybridRecurrentCell, ModifierCell,
                              _format_sequence, _get_begin_state, _mask_sequence_variable_length,
                              _tensor_types)
@@ -147,18 +147,17 @@ def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0, lay
     `drop_inputs`/`drop_outputs` shares its mask along time. With `valid_length` (N,), each
     sequence's states stop changing after its last valid step and the outputs past it are 0.
 
-    MXNet runs the loop as one `foreach` operator; Weft steps the cell in Python, which
-    computes the same values (and the same gradients through autograd or the graph)."""
+    On NDArrays Weft steps the cell in Python; on Symbols (a hybridized block) the loop is
+    one `foreach` node, as in MXNet, so the sequence length need not be known when the
+    graph is traced. Both compute the same values and gradients."""
     inputs, axis, F, _ = _format_sequence(None, inputs, layout, True)
     if isinstance(begin_state, _tensor_types):
         begin_state = [begin_state]
     if drop_inputs:
         inputs = F.Dropout(inputs, p=drop_inputs, axes=(axis,))
-    if F is ndarray:
-        length = inputs.shape[axis]
-    else:
-        raise TypeError("dynamic_unroll: symbolic inputs need a fixed length; unroll the cell with "
-                        "cell.unroll(length, ...) in a graph")
+    if F is not ndarray:
+        return _foreach_unroll(cell, inputs, begin_state, axis, drop_outputs, valid_length)
+    length = inputs.shape[axis]
     steps = F.split(inputs, axis=axis, num_outputs=length, squeeze_axis=True) if length > 1 else \
         [F.squeeze(inputs, axis=axis)]
     states = list(begin_state)
@@ -175,4 +174,36 @@ def dynamic_unroll(cell, inputs, begin_state, drop_inputs=0, drop_outputs=0, lay
         outputs = F.Dropout(outputs, p=drop_outputs, axes=(axis,))
     if valid_length is not None:
         outputs = F.SequenceMask(outputs, valid_length, use_sequence_length=True, axis=axis)
+    return outputs, states
+
+
+def _foreach_unroll(cell, inputs, begin_state, axis, drop_outputs, valid_length):
+    """dynamic_unroll on Symbols: the cell's step traced once into a foreach over time."""
+    F = symbol
+    if axis != 0:
+        inputs = F.swapaxes(inputs, dim1=0, dim2=axis)
+    states = list(begin_state)
+    if valid_length is None:
+        def body(x, step_states):
+            out, new_states = cell(x, step_states)
+            return out, list(new_states)
+    else:
+        # The step count travels as one more state: a sequence's states stop changing once
+        # the count reaches its valid length.
+        def body(x, step_states):
+            cell_states, step = step_states[:-1], step_states[-1]
+            out, new_states = cell(x, cell_states)
+            alive = F.broadcast_greater(valid_length, step)
+            new_states = [F.where(alive, new, old) for new, old in zip(new_states, cell_states)]
+            return out, new_states + [step + 1]
+        states.append(F.zeros((1,)))
+    outputs, states = F.contrib.foreach(body, inputs, states)
+    states = list(states)
+    if valid_length is not None:
+        states = states[:-1]
+        outputs = F.SequenceMask(outputs, valid_length, use_sequence_length=True, axis=0)
+    if axis != 0:
+        outputs = F.swapaxes(outputs, dim1=0, dim2=axis)
+    if drop_outputs:
+        outputs = F.Dropout(outputs, p=drop_outputs, axes=(axis,))
     return outputs, states

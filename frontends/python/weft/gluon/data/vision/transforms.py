@@ -31,8 +31,6 @@ __all__ = ["Compose", "Cast", "ToTensor", "Normalize", "Resize", "CenterCrop", "
            "RandomRotation"]
 
 _INTERP_NAMES = {0: "nearest", 1: "bilinear", 2: "bicubic", 3: "area"}
-# Interpolations only the image core's resize has (uint8 images).
-_UINT8_ONLY = (2, 3)
 
 
 class _Transform:
@@ -88,50 +86,20 @@ def _wh(size, who):
     return int(size[0]), int(size[1])
 
 
-def _linear_taps(n_in, n_out):
-    """For each output position: the two source positions and the weight of the second."""
-    f = (np.arange(n_out, dtype=np.float64) + 0.5) * (n_in / n_out) - 0.5
-    i0 = np.floor(f).astype(np.int64)
-    w = f - i0
-    low = i0 < 0
-    i0[low], w[low] = 0, 0.0
-    high = i0 >= n_in - 1
-    i0[high], w[high] = n_in - 1, 0.0
-    return i0, np.minimum(i0 + 1, n_in - 1), w
-
-
 def _resize(a, width, height, interpolation):
-    """a (H, W, C) or (N, H, W, C) resized to height x width, keeping its dtype."""
+    """a (H, W, C) or (N, H, W, C) resized to height x width, keeping its dtype, as
+    mx.image.imresize resizes it: uint8 images through the image core's resize (OpenCV's
+    fixed-point rounding), the others through the _image_resize operator."""
     y_axis = a.ndim - 3
     h, w = a.shape[y_axis], a.shape[y_axis + 1]
     if (h, w) == (height, width):
         return a.copy()
-    if interpolation in _UINT8_ONLY and a.dtype != np.uint8:
-        raise WeftValueError("resize: interpolation %d (%s) takes uint8 images, got %s; use 0 or 1"
-                             % (interpolation, _INTERP_NAMES[interpolation], a.dtype))
     if a.dtype == np.uint8:
-        # uint8 images go through the image core's resize, so that the result is exactly
-        # mx.image.imresize's (OpenCV's fixed-point rounding).
         images = a if a.ndim == 4 else a[None]
         out = np.stack([imresize(nd.array(im, dtype=np.uint8), width, height, interpolation).asnumpy()
                         for im in images])
         return out if a.ndim == 4 else out[0]
-    if interpolation == 0:
-        ys = np.minimum(np.floor(np.arange(height) * (h / height)).astype(np.int64), h - 1)
-        xs = np.minimum(np.floor(np.arange(width) * (w / width)).astype(np.int64), w - 1)
-        return a.take(ys, axis=y_axis).take(xs, axis=y_axis + 1)
-    ftype = np.float32 if a.dtype in (np.float32, np.float16) else np.float64
-    src = a.astype(ftype, copy=False)
-    y0, y1, wy = _linear_taps(h, height)
-    x0, x1, wx = _linear_taps(w, width)
-    wy = wy.astype(ftype).reshape(-1, 1, 1)
-    wx = wx.astype(ftype).reshape(-1, 1)
-    rows = src.take(y0, axis=y_axis) * (1 - wy) + src.take(y1, axis=y_axis) * wy
-    out = rows.take(x0, axis=y_axis + 1) * (1 - wx) + rows.take(x1, axis=y_axis + 1) * wx
-    if np.issubdtype(a.dtype, np.integer):
-        info = np.iinfo(a.dtype)
-        out = np.clip(np.floor(out + 0.5), info.min, info.max)
-    return out.astype(a.dtype)
+    return nd.image.resize(nd.array(a, dtype=a.dtype), size=(width, height), interp=interpolation).asnumpy()
 
 
 def _crop_resize(a, x0, y0, w, h, size, interpolation):

@@ -1,0 +1,206 @@
+"""HybridBlock inputs as MXNet 1.9's Gluon takes them: None for optional inputs (left out
+of the hybridized graph, and fixed by the first hybridized call), the errors for mixed
+NDArray/Symbol inputs, for no array at all, for scalars and several contexts once
+hybridized; the warnings of unregistered block containers and of a Sequential of
+HybridBlocks; split_data's uneven slices; register_op_hook on hybridized blocks."""
+import warnings
+
+import numpy as np
+import pytest
+
+import weft as mx
+from weft import autograd, gluon, nd
+from weft.gluon import nn
+from weft.test_utils import assert_almost_equal
+
+
+class Pick(gluon.HybridBlock):
+    """a, b or their weighted sum, whichever are given."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.scale = self.params.get("scale", shape=(1,), init=mx.init.Constant(3.0))
+
+    def hybrid_forward(self, F, a, b=None, scale=None):
+        if a is None:
+            return F.broadcast_mul(b, scale)
+        if b is None:
+            return a * 2
+        return a * 2 + F.broadcast_mul(b, scale)
+
+
+class Nested(gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.inner = Pick()
+
+    def hybrid_forward(self, F, a, b):
+        return self.inner(a, b) + 1
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+@pytest.mark.parametrize("given", [(True, True), (False, True), (True, False)])
+def test_none_inputs(hybridize, given):
+    a, b = np.arange(4, dtype=np.float32), np.arange(4, 8, dtype=np.float32)
+    ref = (2 * a if given[0] else 0) + (3 * b if given[1] else 0) + 1
+    net = Nested()
+    net.initialize()
+    if hybridize:
+        net.hybridize()
+    args = [nd.array(v) if g else None for v, g in zip((a, b), given)]
+    for x in args:
+        if x is not None:
+            x.attach_grad()
+    for _ in range(2):  # the second call runs the cached graph
+        with autograd.record():
+            y = net(*args)
+        y.backward()
+        assert_almost_equal(y.asnumpy(), ref)
+    if given[1]:
+        assert_almost_equal(args[1].grad.asnumpy(), np.full(4, 3.0, np.float32))
+        assert_almost_equal(net.inner.scale.grad().asnumpy(), np.array([b.sum()], np.float32))
+    if given[0]:
+        assert_almost_equal(args[0].grad.asnumpy(), np.full(4, 2.0, np.float32))
+
+
+def test_hybridized_inputs_fixed_by_first_call():
+    net = Nested()
+    net.initialize()
+    net.hybridize()
+    ones = nd.ones((3,))
+    net(None, ones)
+    with pytest.raises(ValueError, match=r"\(array, array\), do not match.*\(None, array\)"):
+        net(ones, ones)
+    net.hybridize()  # a new hybridization may take other inputs
+    assert_almost_equal(net(ones, ones).asnumpy(), np.full(3, 6.0, np.float32))
+    # Leaving out a defaulted input is the same as passing None.
+    pick = Pick()
+    pick.initialize()
+    pick.hybridize()
+    assert_almost_equal(pick(ones, None).asnumpy(), pick(ones).asnumpy())
+    with pytest.raises(ValueError, match="do not match"):
+        pick(ones, ones)
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_input_errors(hybridize):
+    net = Nested()
+    net.initialize()
+    if hybridize:
+        net.hybridize()
+    with pytest.raises(ValueError, match="no NDArray or Symbol among the inputs"):
+        net(None, None)
+    with pytest.raises(ValueError, match="mix NDArrays and Symbols"):
+        net(nd.ones((3,)), mx.sym.var("a"))
+    with pytest.raises(ValueError, match="mix NDArrays and Symbols"):
+        net(mx.sym.var("a"), nd.ones((3,)))
+
+
+def test_scalars_and_contexts():
+    class Add(gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return a + b
+
+    net = Add()
+    # Not hybridized, a block runs its Python code: scalars are fine.
+    assert_almost_equal(net(nd.ones((2,)), 1).asnumpy(), np.full(2, 2.0, np.float32))
+    net.hybridize()
+    with pytest.raises(ValueError, match="takes NDArrays.*input 1 is int"):
+        net(nd.ones((2,)), 1)
+    with pytest.raises(ValueError, match="runs on one context"):
+        net(nd.ones((2,), ctx=mx.cpu(1)), nd.ones((2,), ctx=mx.cpu(2)))
+    assert_almost_equal(net(nd.ones((2,)), nd.ones((2,))).asnumpy(), np.full(2, 2.0, np.float32))
+
+
+def test_symbol_block_refuses_none():
+    data = mx.sym.var("data")
+    block = gluon.SymbolBlock(data * 2, [data])
+    with pytest.raises(ValueError, match="every input of the symbol must be given"):
+        block(None)
+
+
+def test_unregistered_container_warning():
+    class InList(gluon.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.layers = [nn.Dense(3), nn.Dense(4)]
+
+    class InDict(gluon.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.table = {"a": (1, nn.Dense(3))}
+
+    class Registered(gluon.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.layers = nn.Sequential()
+                self.layers.add(nn.Dense(3))
+                self.plain = {"a": [1, 2], "b": "x"}
+
+    for cls, count in [(InList, 1), (InDict, 1), (Registered, 0)]:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            params = cls().collect_params()
+        assert len(w) == count, (cls, [str(x.message) for x in w])
+        if count:
+            assert "unregistered container with Blocks" in str(w[0].message)
+            assert len(params) == 0
+        else:
+            assert len(params) == 2
+
+
+def test_sequential_of_hybrid_blocks_warns():
+    for children, count in [([nn.Dense(3), nn.Dense(2)], 1), ([nn.Dense(3), nn.Sequential()], 0)]:
+        net = nn.Sequential()
+        net.add(*children)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            net.hybridize()
+        assert len(w) == count
+        if count:
+            assert "Consider using HybridSequential" in str(w[0].message)
+    # The children are hybridized all the same.
+    assert net[0]._active
+
+
+@pytest.mark.parametrize("size, slices, axis", [(33, 15, 1), (33, 4, 1), (10, 3, 0), (128, 8, 0)])
+def test_split_data_uneven(size, slices, axis):
+    shape = [4, 4]
+    shape[axis] = size
+    x = np.random.RandomState(0).rand(*shape).astype(np.float32)
+    parts = gluon.utils.split_data(nd.array(x), slices, batch_axis=axis, even_split=False)
+    expected = np.array_split(x, slices, axis=axis)
+    assert [p.shape for p in parts] == [e.shape for e in expected]
+    for p, e in zip(parts, expected):
+        assert_almost_equal(p.asnumpy(), e)
+    if size % slices:
+        with pytest.raises(ValueError, match="cannot be split evenly"):
+            gluon.utils.split_data(nd.array(x), slices, batch_axis=axis)
+
+
+def test_register_op_hook_reports_operator_values():
+    net = nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        net.add(nn.Dense(3, flatten=False), nn.AvgPool1D())
+    net.initialize()
+    net.hybridize()
+    x = nd.array(np.random.RandomState(2).rand(2, 4, 3).astype(np.float32))
+    seen = []
+    net.register_op_hook(lambda name, op, arr: seen.append((name, op, arr.asnumpy())))
+    y = net(x)
+    names = [n for n, _, _ in seen]
+    assert names == [b"net_dense0_fwd_output", b"net_pool0_fwd_output"]
+    assert [op for _, op, _ in seen] == [b"FullyConnected", b"Pooling"]
+    assert_almost_equal(seen[-1][2], y.asnumpy())
+    # monitor_all: each operator's inputs first, by "<node>_<input>", never the variables.
+    seen.clear()
+    net.register_op_hook(lambda name, op, arr: seen.append((name, op, arr.asnumpy())), monitor_all=True)
+    net(x)
+    assert [n for n, _, _ in seen] == [b"net_dense0_fwd_data", b"net_dense0_fwd_weight", b"net_dense0_fwd_bias",
+                                       b"net_dense0_fwd_output", b"net_pool0_fwd_data", b"net_pool0_fwd_output"]
+    assert_almost_equal(seen[1][2], net[0].weight.data().asnumpy())
+    assert_almost_equal(seen[0][2], x.asnumpy())
