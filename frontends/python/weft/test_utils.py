@@ -252,11 +252,26 @@ def shuffle_csr_column_indices(csr):
         csr.indices[begin:end] = part
 
 
+def _distinct_positions(size, count):
+    """`count` distinct positions of [0, size), sorted, each set of them equally likely.
+    numpy's choice without replacement permutes all of [0, size): 8 bytes a position, which
+    for a very sparse array of a million columns is gigabytes. There, positions drawn with
+    replacement, the repeats dropped and drawn again, cost memory in `count` alone."""
+    if count == 0:
+        return np.zeros(0, np.int64)
+    if size <= (1 << 22) or 4 * count > size:
+        return np.sort(rnd.choice(size, count, replace=False))
+    chosen = np.unique(rnd.randint(0, size, size=count, dtype=np.int64))
+    while chosen.size < count:
+        chosen = np.unique(np.concatenate([chosen, rnd.randint(0, size, size=count - chosen.size, dtype=np.int64)]))
+    return chosen
+
+
 def _uniform_csr(num_rows, num_cols, density, dtype, data_init):
     """nnz = density * rows * cols positions drawn without replacement, uniform [0, 1) values."""
     _check_csr_request(num_rows, num_cols, density, "uniform")
     nnz = int(round(density * num_rows * num_cols))
-    flat = np.sort(rnd.choice(num_rows * num_cols, nnz, replace=False)) if nnz else np.zeros(0, np.int64)
+    flat = _distinct_positions(num_rows * num_cols, nnz)
     rows, cols = np.divmod(flat, num_cols)
     data = rnd.rand(nnz).astype(dtype)
     if data_init is not None:

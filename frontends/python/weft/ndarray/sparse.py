@@ -265,7 +265,9 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
                 raise ValueError("csr_matrix: cannot infer the column count without stored indices; give shape")
             shape = (len(indptr) - 1, int(np.max(indices)) + 1)
         aux = [_int64(indptr, ctx), _int64(indices, ctx)]
-        vals = _values(arg1[0] if isinstance(arg1[0], NDArray) else data, ctx, dtype)
+        # The values' dtype defaults from arg1[0] itself: a list or tuple of numbers gives
+        # float32 (MXNet's rule), only an NDArray or numpy array keeps its own dtype.
+        vals = _values(arg1[0], ctx, dtype)
         return CSRNDArray(_api.weft_ndarray_create_sparse(2, _shape(shape), vals, 2, aux))
     if isinstance(arg1, tuple) and len(arg1) == 2 and all(isinstance(d, numbers.Integral) for d in arg1):
         _check_shape(arg1, shape)

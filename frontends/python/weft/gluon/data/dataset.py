@@ -12,8 +12,12 @@ from ...ndarray import NDArray
 __all__ = ["Dataset", "SimpleDataset", "ArrayDataset", "RecordFileDataset"]
 
 
-def _check_index(idx, length, who):
-    """`idx` as an int in [0, length), negative indices counted from the end as for lists."""
+def _check_index(idx, length, who, allow_slice=False):
+    """`idx` as an int in [0, length), negative indices counted from the end as for lists;
+    with `allow_slice`, a slice passes as it is (datasets held as arrays give MXNet's
+    batch of samples for one, e.g. `dataset[0:10]`)."""
+    if allow_slice and isinstance(idx, slice):
+        return idx
     if isinstance(idx, (bool, np.bool_)) or not isinstance(idx, (int, np.integer)):
         raise TypeError("%s: expected an integer index, got %r (%s)" % (who, idx, type(idx).__name__))
     idx = int(idx)
@@ -84,7 +88,7 @@ class SimpleDataset(Dataset):
         return len(self._data)
 
     def __getitem__(self, idx):
-        return self._data[_check_index(idx, len(self._data), "SimpleDataset")]
+        return self._data[_check_index(idx, len(self._data), "SimpleDataset", allow_slice=True)]
 
 
 class _LazyTransformDataset(Dataset):
@@ -148,7 +152,7 @@ class ArrayDataset(Dataset):
             self._data.append(data)
 
     def __getitem__(self, idx):
-        idx = _check_index(idx, self._length, "ArrayDataset")
+        idx = _check_index(idx, self._length, "ArrayDataset", allow_slice=True)
         if len(self._data) == 1:
             return self._data[0][idx]
         return tuple(data[idx] for data in self._data)

@@ -56,7 +56,7 @@ class _DownloadedDataset(Dataset):
         self._get_data()
 
     def __getitem__(self, idx):
-        idx = _check_index(idx, len(self._label), type(self).__name__)
+        idx = _check_index(idx, len(self._label), type(self).__name__, allow_slice=True)
         if self._transform is not None:
             return self._transform(self._data[idx], self._label[idx])
         return self._data[idx], self._label[idx]
