@@ -84,6 +84,8 @@ const std::map<std::string, Call>& ValidCalls() {
       // Picking along the first axis, so that a wider data no longer fits the index.
       {"_backward_pick", {{{"axis", "0"}}, {{3}, {3}, {4, 3}}}},
       {"_backward_repeat", {{{"repeats", "2"}, {"axis", "1"}}, {{3, 8}, {3, 4}}}},
+      // One draw per row of (2, 5) probabilities: ograd and samples (int32 categories) (2).
+      {"_backward_sample_multinomial", {{}, {{2}, {2, 5}, {2}}, {{2, {DType::kInt32, 0.0, 5.0}}}}},
       // Slices reaching the end of an axis, so that a wider data no longer fits the ograd.
       {"_backward_slice", {{{"begin", "(0,1)"}, {"end", "(2,None)"}}, {{2, 3}, {3, 4}}}},
       {"_backward_slice_axis", {{{"axis", "1"}, {"begin", "1"}, {"end", "None"}}, {{3, 3}, {3, 4}}}},
@@ -272,6 +274,8 @@ const std::map<std::string, std::map<int, std::set<Change>>>& StillFitting() {
       {"_backward_SequenceMask", {{0, {Change::kWider, Change::kEmpty}}}},
       // Any number of classes fits.
       {"_backward_softmax_cross_entropy", {{1, {Change::kWider}}}},
+      // More categories fit the drawn ones; one distribution (data (5)) fits any draws.
+      {"_backward_sample_multinomial", {{1, {Change::kWider, Change::kShorter}}}},
       // Samplers and resizers read any image size (their grids are normalised).
       {"_backward_BilinearSampler", {{1, {Change::kWider}}}},
       {"_backward_SpatialTransformer", {{1, {Change::kWider}}}},

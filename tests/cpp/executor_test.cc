@@ -331,12 +331,11 @@ TEST(GradientMirror, RecomputesCheapNodesUpToTheDepthAndNeverDropout) {
   EXPECT_FALSE(on.at("e1_mirror")->control_deps.empty());
   EXPECT_EQ(made_for.at(on.at("e1_mirror").get()), on.at("e1").get());
   // BatchNorm's backward reads the data and the saved statistics, not the output: the
-  // BatchNorm is recomputed only for the relu's gradient, from the statistics the forward
-  // saved, with use_global_stats so that the moving statistics are not updated again.
+  // BatchNorm is recomputed only for the relu's gradient, by _BatchNorm_replay from the mean
+  // and inverse std the forward saved, which leaves the moving statistics alone.
   ASSERT_EQ(on.count("bn_mirror"), 1u);
   const graph::NodePtr& m = on.at("bn_mirror");
-  ASSERT_NE(m->FindAttr("use_global_stats"), nullptr);
-  EXPECT_EQ(*m->FindAttr("use_global_stats"), "True");
+  EXPECT_EQ(m->op()->name, "_BatchNorm_replay");
   EXPECT_EQ(m->inputs[3].node, on.at("bn"));
   EXPECT_EQ(m->inputs[3].index, 1u);
   EXPECT_EQ(m->inputs[4].index, 2u);

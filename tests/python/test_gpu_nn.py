@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(mx.context.num_gpus() == 0, reason='no GPU')
 GPU_OPS = {
     'Activation', '_backward_Activation',
     'LeakyReLU', '_backward_LeakyReLU',
-    'BatchNorm', '_backward_BatchNorm',
+    'BatchNorm', '_backward_BatchNorm', '_BatchNorm_replay',
     'Pooling', '_backward_Pooling',
     'softmax', '_backward_softmax',
     'log_softmax', '_backward_log_softmax',
@@ -214,6 +214,29 @@ def test_batch_norm_output_mean_var():
     w = [mx.sym.Variable('w%d' % i) for i in range(3)]
     sym = mx.sym.Group([bn[i] * w[i] for i in range(3)])
     consistent(sym, {'data': shape, 'w0': shape, 'w1': (4,), 'w2': (4,)}, aux_params=_bn_aux(4, rng))
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'float16'])
+def test_batch_norm_replay(dtype):
+    # Memory mirroring recomputes a BatchNorm from the mean and inverse std its forward
+    # saved: on each device the replay gives the forward's output bits, and the two devices
+    # agree within the dtype's tolerance.
+    rng = np.random.RandomState(9)
+    x = rng.normal(1.0, 2.0, (6, 4, 5, 3)).astype(dtype)
+    gamma, beta = rng.uniform(0.5, 1.5, 4).astype('float32'), rng.normal(0, 1, 4).astype('float32')
+    mm, mv = np.zeros(4, 'float32'), np.ones(4, 'float32')
+    params = {'eps': 1e-4, 'fix_gamma': False, 'output_mean_var': True}
+    results = []
+    for ctx in (mx.cpu(), mx.gpu(0)):
+        ins = [nd.array(a, ctx=ctx, dtype=a.dtype) for a in (x, gamma, beta, mm, mv)]
+        with mx.autograd.train_mode():
+            y, mean, invstd = nd.BatchNorm(*ins, **params)
+            again = nd.invoke('_BatchNorm_replay', [ins[0], ins[1], ins[2], mean, invstd], params)
+        assert np.array_equal(again[0].asnumpy(), y.asnumpy())
+        results.append([a.asnumpy() for a in again])
+    tol = 1e-2 if dtype == 'float16' else 1e-5
+    for cpu, gpu in zip(*results):
+        assert_almost_equal(gpu, cpu, rtol=tol, atol=tol)
 
 
 def _bn_train_nd(ctx, x, gamma, beta, mm, mv, dy, **kw):
