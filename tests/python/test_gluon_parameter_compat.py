@@ -309,3 +309,65 @@ def test_hybridized_sparse_grad_block_called_twice_in_one_record():
     want = np.zeros((8, 2))
     want[7] = 3
     np.testing.assert_array_equal(net.embedding.weight.grad().asnumpy(), want)
+
+
+class _WithSymbolBackbone(gluon.HybridBlock):
+    """A SymbolBlock child made from a network built in this block's name scope."""
+
+    def __init__(self):
+        super().__init__()
+        with self.name_scope():
+            inner = nn.HybridSequential()
+            with inner.name_scope():
+                inner.add(nn.Dense(4, in_units=3), nn.Dense(2, in_units=4))
+            data = mx.sym.var("data")
+            self.backbone = gluon.SymbolBlock(inner(data), data, params=inner.collect_params())
+
+    def hybrid_forward(self, F, x):
+        return self.backbone(x)
+
+
+def test_symbol_block_structural_names_drop_the_common_prefix(tmp_path):
+    # The parameter names share "<net>_hybridsequential0_dense"; the keys drop it, so a second
+    # network (another name prefix) loads the first one's file.
+    x = nd.array(np.random.RandomState(0).uniform(-1, 1, (2, 3)))
+    first = _WithSymbolBackbone()
+    first.initialize(mx.init.Normal())
+    expected = first(x).asnumpy()
+    f = str(tmp_path / "net.params")
+    first.save_parameters(f)
+    assert sorted(nd.load(f)) == ["backbone.0_bias", "backbone.0_weight", "backbone.1_bias", "backbone.1_weight"]
+    second = _WithSymbolBackbone()
+    assert second.collect_params().keys() != first.collect_params().keys()
+    second.load_parameters(f)
+    np.testing.assert_allclose(second(x).asnumpy(), expected, rtol=1e-6)
+
+
+class _Holder(gluon.Block):
+    def __init__(self, params=None):
+        super().__init__(params=params)
+        with self.name_scope():
+            self.weight = self.params.get("weight", shape=(3, 3))
+
+
+class _Pair(gluon.Block):
+    def __init__(self):
+        super().__init__()
+        self.b1 = _Holder()
+        self.b2 = _Holder(self.b1.collect_params())
+
+
+def test_deduplicated_file_loads_a_shared_parameter_under_any_of_its_names(tmp_path):
+    pair = _Pair()
+    pair.initialize(mx.init.Uniform())
+    f = str(tmp_path / "dedup.params")
+    pair.save_parameters(f, deduplicate=True)
+    assert len(nd.load(f)) == 1
+    other = _Pair()
+    other.load_parameters(f)
+    np.testing.assert_array_equal(other.b2.weight.data().asnumpy(), pair.b1.weight.data().asnumpy())
+    # A parameter of which no name is in the file is still missing.
+    lone = _Holder()
+    nd.save(f, {"b1.other": nd.ones((3, 3))})
+    with pytest.raises(ValueError, match="weight' is missing"):
+        lone.load_parameters(f, ignore_extra=True)

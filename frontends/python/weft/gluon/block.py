@@ -13,6 +13,7 @@ naming the first differing node instead of silently running the stale graph. Tre
 of Weft's own layers (their hybrid_forward marked `_fixed_graph`) skip that trace while no
 block has changed since their graph was last checked.
 """
+import os
 import re
 import threading
 import warnings
@@ -315,8 +316,13 @@ class Block:
                                        dtype_source=dtype_source)
             return
         if not allow_missing:
-            for name in params:
-                if name not in loaded:
+            # A parameter shared by several blocks has several structural names; a file saved
+            # with deduplicate=True holds it under one of them, which is enough.
+            names_of = {}
+            for name, p in params.items():
+                names_of.setdefault(id(p), []).append(name)
+            for name, p in params.items():
+                if not any(n in loaded for n in names_of[id(p)]):
                     raise ValueError("Parameter '%s' is missing in file %s, which contains %s (pass "
                                      "allow_missing=True to skip it)" % (name, filename, sorted(loaded)))
         for name, value in loaded.items():
@@ -824,6 +830,11 @@ class SymbolBlock(HybridBlock):
             self._reg_params[name] = self._params.get(name, allow_deferred_init=True)
         for name in outputs.list_auxiliary_states():
             self._reg_params[name] = self._params.get(name, grad_req="null", allow_deferred_init=True)
+        # Structural names (save_parameters' keys) drop what every parameter name starts with,
+        # as MXNet's do, so that the same network made under another name scope (net3_ then
+        # net4_) loads the file.
+        cut = len(os.path.commonprefix(list(self._reg_params)))
+        self._reg_params = {k[cut:]: v for k, v in self._reg_params.items()}
 
     @staticmethod
     def imports(symbol_file, input_names, param_file=None, ctx=None):
