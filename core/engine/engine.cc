@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <forward_list>
+#include <mutex>
 #include <string>
 
 #include "core/base/error.h"
@@ -41,13 +43,25 @@ struct BlockingHooks {
   BlockEnterFn enter;
   BlockLeaveFn leave;
 };
-// Replaced whole, so a wait never pairs one setting's enter with another's leave; the few
-// settings a process makes (import, exit) are kept, as a wait may still hold one.
+// Replaced whole, so a wait never pairs one setting's enter with another's leave. Every
+// setting a process makes (a few: import, exit) stays in a list for its life, as a wait may
+// still hold one.
 std::atomic<const BlockingHooks*> g_blocking_hooks{nullptr};
+std::mutex g_hooks_mu;
+std::forward_list<BlockingHooks>& HookSettings() {
+  static auto* settings = new std::forward_list<BlockingHooks>();  // outlives static destructors
+  return *settings;
+}
 }  // namespace
 
 void SetBlockingHooks(BlockEnterFn enter, BlockLeaveFn leave) {
-  g_blocking_hooks.store(enter && leave ? new BlockingHooks{enter, leave} : nullptr, std::memory_order_release);
+  const BlockingHooks* set = nullptr;
+  if (enter && leave) {
+    std::lock_guard<std::mutex> lock(g_hooks_mu);
+    HookSettings().push_front(BlockingHooks{enter, leave});
+    set = &HookSettings().front();
+  }
+  g_blocking_hooks.store(set, std::memory_order_release);
 }
 
 BlockingScope::BlockingScope() {

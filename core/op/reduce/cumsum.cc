@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "core/op/elemwise/math.h"
 #include "core/op/op_util.h"
 
 namespace weft {
@@ -87,8 +88,10 @@ void RunningSum(const TBlob& x, const TBlob& y, OpReq req, const CumsumView& v, 
         A s = 0;
         for (int64_t j = 0; j < v.n; ++j) {
           int64_t k = base + (reverse ? v.n - 1 - j : j) * v.inner;
-          s = static_cast<A>(s + static_cast<A>(xp[k]));
-          Store(yp + k, req, s);
+          // Integer sums wrap around as numpy's do (a signed overflow would be undefined:
+          // fuzz_c_api found one in int64).
+          s = WrapAdd<A>(s, static_cast<A>(xp[k]));
+          Store(yp + k, OpReq::kWriteTo, req == OpReq::kAddTo ? WrapAdd<A>(static_cast<A>(yp[k]), s) : s);
         }
       }
     });
