@@ -787,6 +787,16 @@ def test_cumsum_dtypes_and_errors():
         nd._internal._backward_np_cumsum(nd.zeros((3,)), nd.zeros((2, 2))).asnumpy()
 
 
+def test_cumsum_int64_wraps_around_as_numpy():
+    # Sums past int64's range wrap (two's complement), forward and backward, as numpy's do.
+    x = np.array([2 ** 62, 2 ** 62, 2 ** 62, -5], dtype=np.int64)
+    expected = np.cumsum(x)
+    assert expected[1] < 0  # numpy wrapped
+    np.testing.assert_array_equal(nd.cumsum(nd.array(x, dtype=np.int64)).asnumpy(), expected)
+    back = nd._internal._backward_np_cumsum(nd.array(x, dtype=np.int64), nd.zeros((4,), dtype=np.int64))
+    np.testing.assert_array_equal(back.asnumpy(), np.cumsum(x[::-1])[::-1])
+
+
 # ---------------------------------------------------------------- contrib boolean_mask
 @pytest.mark.parametrize("shape,axis", [((5, 3), 0), ((2, 4, 3), 1), ((3, 4), -1)])
 def test_boolean_mask(shape, axis):
