@@ -318,7 +318,9 @@ void RegressionCompute(const NodeAttrs& attrs, const OpContext&, const std::vect
 // loss, so d label is zero (and FGradient gives the label no gradient).
 void RegressionBackwardCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                                const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  if (req[1] == OpReq::kWriteTo || req[1] == OpReq::kWriteInplace) std::memset(out[1].dptr, 0, out[1].Bytes());
+  // An empty label has no memory (a null pointer memset may not be given).
+  if ((req[1] == OpReq::kWriteTo || req[1] == OpReq::kWriteInplace) && out[1].Bytes() != 0)
+    std::memset(out[1].dptr, 0, out[1].Bytes());
   if (req[0] == OpReq::kNullOp) return;
   Reg k = RegOf(attrs);
   std::vector<double> label = LabelValues(in[1]);
