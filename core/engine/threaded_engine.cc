@@ -655,7 +655,10 @@ class ThreadedEngine final : public Engine, public BlockRunner {
       if (max_pending_ != 0 && pool->pending.load() >= ResumeCount()) return false;
       return max_pending_bytes_ == 0 || !bytes_over(ResumeBytes());
     };
-    BlockingScope blocking;
+    // No blocking hooks here: a push may come from inside a caller's own critical section,
+    // where letting go of the front end's lock (and taking it back) could deadlock; the
+    // stall rule above already lets a push through when the work it waits for needs this
+    // thread.
     std::unique_lock<std::mutex> lock(room_mu_);
     room_waiters_.fetch_add(1);
     for (;;) {

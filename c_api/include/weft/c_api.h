@@ -133,8 +133,8 @@ WEFT_API weft_status_t weft_after_fork(int in_child);
 
 /* A front end whose callers may hold a lock that work on the engine needs (Python's GIL,
  * which custom operators' callbacks take on the library's thread) sets `enter` and `leave`:
- * whenever a call blocks on the engine (a wait, a read of data, a push held back by the
- * queue bound, a synchronous storage cast inside an operation or autograd), the blocked
+ * whenever a call blocks on the engine for work to finish (a wait, a read of data, a
+ * synchronous storage cast inside an operation or autograd), the blocked
  * thread runs enter() right before it waits and leave(token), with enter's result, right
  * after; so such a lock can be let go of only while it is not needed. Both NULL removes
  * them; one NULL without the other is an error. */
