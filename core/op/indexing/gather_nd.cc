@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "core/op/elemwise/math.h"
 #include "core/op/op_util.h"
 
 namespace weft {
@@ -103,7 +104,8 @@ void Scatter(const T* d, const std::vector<int64_t>& off, int64_t k, bool accumu
   for (size_t i = 0; i < off.size(); ++i)
     for (int64_t j = 0; j < k; ++j) {
       T* dst = y + off[i] + j;
-      *dst = accumulate ? static_cast<T>(static_cast<A>(*dst) + static_cast<A>(d[i * k + j])) : d[i * k + j];
+      // Integer sums wrap around (a signed overflow would be undefined).
+      *dst = accumulate ? static_cast<T>(WrapAdd<A>(static_cast<A>(*dst), static_cast<A>(d[i * k + j]))) : d[i * k + j];
     }
 }
 

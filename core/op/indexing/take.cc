@@ -3,6 +3,7 @@
 // back (_backward_take), so repeated indices accumulate.
 #include <algorithm>
 
+#include "core/op/elemwise/math.h"
 #include "core/op/indexing/index_mode.h"
 #include "core/op/indexing/take.h"
 
@@ -103,7 +104,9 @@ void TakeBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TB
         for (int64_t j = 0; j < m; ++j) {
           const T* src = g + (o * m + j) * v.inner + i0;
           T* dst = grad + (o * v.n + idx[j]) * v.inner + i0;
-          for (int64_t i = 0; i < len; ++i) dst[i] = static_cast<T>(static_cast<A>(dst[i]) + static_cast<A>(src[i]));
+          // Integer gradients wrap around (a signed overflow would be undefined: fuzz_c_api).
+          for (int64_t i = 0; i < len; ++i)
+            dst[i] = static_cast<T>(WrapAdd<A>(static_cast<A>(dst[i]), static_cast<A>(src[i])));
         }
       }
     });

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/op/elemwise/gradients.h"
+#include "core/op/elemwise/math.h"
 #include "core/op/op_util.h"
 #include "core/op/tensor/ordering_gpu.h"
 
@@ -308,7 +309,7 @@ void TopKBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::vecto
       for (int64_t j = 0; j < v.k; ++j) {
         int64_t src = (o * v.k + j) * v.inner + i;
         T* d = dx + (o * v.n + idx[src]) * v.inner + i;
-        *d = static_cast<T>(static_cast<A>(*d) + static_cast<A>(g[src]));
+        *d = static_cast<T>(WrapAdd<A>(static_cast<A>(*d), static_cast<A>(g[src])));  // integers wrap
       }
     }
   });
