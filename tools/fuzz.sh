@@ -62,7 +62,8 @@ for t in "${targets[@]}"; do
     -rss_limit_mb=2048 -timeout=30 -max_len=65536 -artifact_prefix="$work/" -print_final_stats=1 \
     >"$log" 2>&1
   rc=$?
-  runs="$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}')"
+  # -a: a target's log may quote the bytes of its inputs (grep would only say "binary file").
+  runs="$(grep -aE '^stat::number_of_executed_units' "$log" | awk '{print $2}')"
   if [[ $rc -ne 0 ]]; then
     failed=1
     summary+=("$t FAILED after ${runs:-?} runs: see $log and $work/crash-* (or leak-*, timeout-*, oom-*)")
