@@ -143,7 +143,9 @@ class BaseSparseNDArray(NDArray):
             raise NotSupportedForSparseNDArray(self.__setitem__, "__setitem__", key)
         if isinstance(value, numbers.Number):
             if self.stype == "csr":
-                raise ValueError("Assigning numeric types to CSRNDArray is not implemented yet.")
+                # MXNet's message first (scripts match it), then what is accepted instead.
+                raise ValueError("Assigning numeric types to CSRNDArray is not implemented yet: x[:] = value takes "
+                                 "an NDArray or a numpy array for a csr array, got the number %r" % (value,))
             value = _dense_array(np.full(self.shape, value), ctx=self.context, dtype=self.dtype)
         elif isinstance(value, (np.ndarray, np.generic, list, tuple)):
             value = _dense_array(np.asarray(value), ctx=self.context, dtype=self.dtype)
