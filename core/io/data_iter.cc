@@ -2,18 +2,21 @@
 
 #include <utility>
 
+#include "core/base/logging.h"
+
 namespace weft {
 namespace io {
 
 DataIter::~DataIter() = default;
 
-void CheckNoUnknownParams(const std::string& iter, const KwArgs& rest) {
+void WarnUnknownParams(const std::string& iter, const KwArgs& rest) {
   if (rest.empty()) return;
   std::string known;
   if (const DataIterReg* reg = DataIterRegistry::Get()->Find(iter))
     for (const auto& p : reg->params) known += (known.empty() ? "" : ", ") + p.name;
-  Throw(ErrorKind::kValue, "Iterator '", iter, "': unknown parameter '", rest.front().first, "' (expected one of: ",
-        known.empty() ? std::string("no parameters") : known, ")");
+  for (const auto& kv : rest)
+    WEFT_LOG(Warning) << "Iterator '" << iter << "': ignoring unknown parameter '" << kv.first << "' (known: "
+                      << (known.empty() ? std::string("no parameters") : known) << ")";
 }
 
 // ---------------------------------------------------------------- prefetcher

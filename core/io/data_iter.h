@@ -15,7 +15,7 @@
 //         KwArgs rest = kwargs;
 //         auto p = ParseIterParams<MyParam>("MyIter", &rest);
 //         auto pf = ParseIterParams<PrefetchParam>("MyIter", &rest);
-//         CheckNoUnknownParams("MyIter", rest);
+//         WarnUnknownParams("MyIter", rest);
 //         return MakePrefetcher(std::make_unique<MyIterImpl>(*p), *pf);
 //       });
 #pragma once
@@ -109,8 +109,10 @@ std::shared_ptr<const P> ParseIterParams(const std::string& iter, KwArgs* kwargs
   return obj;
 }
 
-// Throws kValue naming the first key no part of the iterator took, and the keys it knows.
-void CheckNoUnknownParams(const std::string& iter, const KwArgs& rest);
+// Logs a warning for each key no part of the iterator took, with the keys it knows, and
+// goes on: MXNet's iterators ignore unknown keys (dmlc's InitAllowUnknown), and scripts
+// pass some, such as MNISTIter(data_shape=...).
+void WarnUnknownParams(const std::string& iter, const KwArgs& rest);
 
 // The prefetcher's parameters, shared by every iterator that runs behind one.
 struct PrefetchParam {
