@@ -309,3 +309,32 @@ def test_aggregated_optimizer_updates_weights_on_several_contexts():
     updater([0, 1, 2], grads, weights)
     for k, w in enumerate(weights):
         np.testing.assert_allclose(w.asnumpy(), 1 - 0.5 * (k + 1))
+
+
+def test_bind_takes_name_shape_dtype_tuples_and_binds_that_dtype():
+    # MXNet makes DataDesc(*t) of each tuple: (name, shape, dtype[, layout]), as the legacy
+    # word_lm example's iterator provides for its int32 token ids.
+    data = mx.sym.var("data")
+    net = mx.sym.Embedding(data, input_dim=10, output_dim=3, name="emb")
+    mod = mx.mod.Module(net, data_names=["data"], label_names=None)
+    mod.bind(data_shapes=[("data", (2, 4), np.int32, "NT")], for_training=False)
+    assert mod.data_shapes[0].dtype == np.int32 and mod.data_shapes[0].layout == "NT"
+    weight = np.arange(30, dtype=np.float32).reshape(10, 3) / 7
+    mod.init_params(arg_params={"emb_weight": mx.nd.array(weight)})
+    ids = np.array([[0, 9, 3, 3], [7, 1, 2, 8]], dtype=np.int32)
+    mod.forward(mx.io.DataBatch([mx.nd.array(ids, dtype=np.int32)]), is_train=False)
+    assert mod._exec_group.execs[0].arg_dict["data"].dtype == np.int32
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), weight[ids], rtol=1e-6)
+    with pytest.raises(TypeError, match=r"\(name, shape\[, dtype\[, layout\]\]\) tuple"):
+        mx.mod.Module(net, label_names=None).bind(data_shapes=[("data",)])
+
+
+def test_bind_with_other_label_names_warns_and_binds():
+    # MXNet checks data names strictly but only warns when the label shapes name other labels.
+    net = mx.sym.LinearRegressionOutput(mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=1, name="fc"),
+                                        name="lro")
+    mod = mx.mod.Module(net, data_names=["data"], label_names=["lro_label"])
+    with pytest.warns(UserWarning, match=r"label shapes name \['other'\].*label_names are \['lro_label'\]"):
+        mod.bind(data_shapes=[("data", (3, 2))], label_shapes=[("other", (3, 1))], for_training=False)
+    with pytest.raises(ValueError, match=r"data shapes name \['x'\]"):
+        mx.mod.Module(net, data_names=["data"], label_names=["lro_label"]).bind(data_shapes=[("x", (3, 2))])

@@ -31,13 +31,15 @@ def _desc(item):
     from ..io import DataDesc
     if isinstance(item, DataDesc):
         return item
-    if isinstance(item, (list, tuple)) and len(item) == 2 and isinstance(item[0], str):
-        return DataDesc(item[0], tuple(item[1]))
-    raise TypeError("expected a DataDesc or a (name, shape) pair, got %r" % (item,))
+    # MXNet builds DataDesc(*item): (name, shape), (name, shape, dtype) or (name, shape, dtype, layout)
+    if isinstance(item, (list, tuple)) and 2 <= len(item) <= 4 and isinstance(item[0], str):
+        return DataDesc(item[0], tuple(item[1]), *item[2:])
+    raise TypeError("expected a DataDesc or a (name, shape[, dtype[, layout]]) tuple, got %r" % (item,))
 
 
 def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
-    """The shapes as DataDesc lists, checked against the names the module was made with."""
+    """The shapes as DataDesc lists, checked against the names the module was made with: a data
+    name mismatch is an error, a label one a warning (as MXNet's, which binds such modules)."""
     data_shapes = [_desc(x) for x in data_shapes]
     given = [x.name for x in data_shapes]
     if sorted(given) != sorted(data_names):
@@ -46,8 +48,8 @@ def _parse_data_desc(data_names, label_names, data_shapes, label_shapes):
         label_shapes = [_desc(x) for x in label_shapes]
         given = [x.name for x in label_shapes]
         if sorted(given) != sorted(label_names):
-            raise ValueError("the label shapes name %s, but the module's label_names are %s"
-                             % (given, list(label_names)))
+            warnings.warn("the label shapes name %s, but the module's label_names are %s"
+                          % (given, list(label_names)))
     return data_shapes, label_shapes
 
 
