@@ -15,6 +15,7 @@
 
 #include "core/io/data_iter.h"
 #include "core/io/dense_batch_iter.h"
+#include "core/ndarray/sparse.h"
 #include "op_test_util.h"
 #include "weft/c_api.h"
 
@@ -381,17 +382,24 @@ TEST(CSVIter, ReadsRowsAndReportsRaggedLines) {
   std::remove(label.c_str());
 }
 
-TEST(LibSVMIter, DensifiesRowsAndChecksIndices) {
+TEST(LibSVMIter, GivesCsrRowsAndChecksIndices) {
   const std::string data = TempPath("data.libsvm");
-  WriteFile(data, "1 0:1.5 3:2\n0 2:-1\n2\n1 1:4 4:5\n");
+  WriteFile(data, "1 0:1.5 3:2\n0 2:-1\n2\n1 4:5 1:4\n");
   auto it = CreateDataIter("LibSVMIter", {{"data_libsvm", data}, {"data_shape", "(5,)"}, {"batch_size", "3"},
                                           {"round_batch", "0"}, {"prefetch_buffer", "0"}});
   ASSERT_TRUE(it->Next());
-  EXPECT_EQ(ToVector(it->Value().data[0]), (std::vector<float>{1.5, 0, 0, 2, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0}));
+  const NDArray& d = it->Value().data[0];
+  ASSERT_EQ(d.stype(), StorageType::kCSR);
+  EXPECT_EQ(d.shape(), (Shape{3, 5}));
+  EXPECT_EQ(d.sparse_values().shape(), (Shape{3}));
+  EXPECT_EQ(ToVector(CastStorage(d, StorageType::kDefault)),
+            (std::vector<float>{1.5, 0, 0, 2, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(ToVector(it->Value().label[0]), (std::vector<float>{1, 0, 2}));
   ASSERT_TRUE(it->Next());
   EXPECT_EQ(it->Value().pad, 2);
-  EXPECT_EQ(ToVector(it->Value().data[0]), (std::vector<float>{0, 4, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+  // The unsorted line "4:5 1:4" is stored with increasing columns.
+  EXPECT_EQ(ToVector(CastStorage(it->Value().data[0], StorageType::kDefault)),
+            (std::vector<float>{0, 4, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
   EXPECT_FALSE(it->Next());
   ExpectError([&] { CreateDataIter("LibSVMIter", {{"data_libsvm", data}, {"data_shape", "(4,)"}, {"batch_size", "1"}}); },
               ErrorKind::kIndex, {data, "line 4", "feature index 4", "index < 4"});

@@ -379,6 +379,39 @@ def test_libsvm_round_trip(tmp_path):
     assert sorted(seen) == list(range(9))
 
 
+def test_libsvm_batches_are_csr_built_from_the_stored_values(tmp_path):
+    # A billion features: a dense batch of 3 rows would be 12 GB; csr holds the stored values.
+    width = 10 ** 9
+    lines = ["1 5:0.5 999999999:2", "0", "2 7:1 3:-1 7:4", "1 0:3"]
+    path = tmp_path / "wide.libsvm"
+    path.write_text("\n".join(lines) + "\n")
+    it = mx.io.LibSVMIter(data_libsvm=str(path), data_shape=(width,), batch_size=3)
+    assert it.provide_data[0].shape == (3, width)
+    b1, b2 = list(it)
+    d = b1.data[0]
+    assert isinstance(d, mx.nd.sparse.CSRNDArray) and d.shape == (3, width)
+    # Row 2 gives feature 7 twice: the last value stays; its columns come out sorted.
+    np.testing.assert_array_equal(d.indptr.asnumpy(), [0, 2, 2, 4])
+    np.testing.assert_array_equal(d.indices.asnumpy(), [5, 999999999, 3, 7])
+    np.testing.assert_array_equal(d.data.asnumpy(), [0.5, 2, -1, 4])
+    np.testing.assert_array_equal(b1.label[0].asnumpy(), [1, 0, 2])
+    # round_batch: the last batch is filled from the start of the data, and says so.
+    assert b2.pad == 2 and b2.index.tolist() == [3, 0, 1]
+    np.testing.assert_array_equal(b2.data[0].indptr.asnumpy(), [0, 1, 3, 3])
+    np.testing.assert_array_equal(b2.data[0].indices.asnumpy(), [0, 5, 999999999])
+    np.testing.assert_array_equal(b2.label[0].asnumpy(), [1, 1, 0])
+    # Zero padding leaves empty rows; labels from a second file come as csr too.
+    lab = tmp_path / "lab.libsvm"
+    lab.write_text("0 1:1\n0 0:1 2:0.5\n0\n0 2:3\n")
+    it = mx.io.LibSVMIter(data_libsvm=str(path), data_shape=(width,), label_libsvm=str(lab), label_shape=(3,),
+                          batch_size=3, round_batch=False)
+    got = list(it)
+    assert got[1].pad == 2 and got[1].data[0].indptr.asnumpy().tolist() == [0, 1, 1, 1]
+    labels = np.concatenate([b.label[0].asnumpy() for b in got])
+    assert all(b.label[0].stype == "csr" for b in got)
+    np.testing.assert_array_equal(labels, [[0, 1, 0], [1, 0, 0.5], [0, 0, 0], [0, 0, 3], [0, 0, 0], [0, 0, 0]])
+
+
 def test_libsvm_errors(tmp_path):
     path = tmp_path / "d.libsvm"
     path.write_text("1 0:1 7:2\n")

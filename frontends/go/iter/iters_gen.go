@@ -159,9 +159,9 @@ func ImageRecordIter(pathImgrec string, dataShape []int, batchSize int, opts ...
 
 // LibSVMIter creates a data iterator of type LibSVMIter.
 //
-// Returns the LibSVM iterator, with dense output.
+// Returns the LibSVM iterator, with csr data (and csr labels when they come from label_libsvm).
 //
-// Each line of data_libsvm is 'label index:value ...' with zero-based feature indices below data_shape[0]; missing features are 0. num_parts/part_index read a contiguous share of the lines.
+// Each line of data_libsvm is 'label index:value ...' with zero-based feature indices below data_shape[0]; missing features are not stored. num_parts/part_index read a contiguous share of the lines.
 //
 // Required parameters:
 //   - dataLibsvm string: The input zero-base indexed LibSVM data file or a directory path.

@@ -170,9 +170,9 @@ ImageRecordProvider(; kwargs...) = ImageRecordIter(; kwargs...)
 """
     LibSVMIter(; data_libsvm, data_shape, label_libsvm=NULL, label_shape=(1,), num_parts=1, part_index=0, batch_size, round_batch=True, prefetch_buffer=4)
 
-Returns the LibSVM iterator, with dense output.
+Returns the LibSVM iterator, with csr data (and csr labels when they come from label_libsvm).
 
-Each line of data_libsvm is 'label index:value ...' with zero-based feature indices below data_shape[0]; missing features are 0. num_parts/part_index read a contiguous share of the lines.
+Each line of data_libsvm is 'label index:value ...' with zero-based feature indices below data_shape[0]; missing features are not stored. num_parts/part_index read a contiguous share of the lines.
 
 # Parameters
 - `data_libsvm` (string; required): The input zero-base indexed LibSVM data file or a directory path.

@@ -41,10 +41,7 @@ def _make_creator(name):
         keys = list(kwargs.keys())
         vals = [_param_str(kwargs[k]) for k in keys]
         handle = _api.weft_dataiter_create(name, len(keys), keys, vals)
-        if name == "LibSVMIter":
-            csr_label = kwargs.get("label_libsvm", "NULL") not in (None, "NULL")
-            return LibSVMDataIter(handle, csr_label=csr_label, **names)
-        return MXDataIter(handle, **names)
+        return (LibSVMDataIter if name == "LibSVMIter" else MXDataIter)(handle, **names)
 
     creator.__name__ = name
     creator.__qualname__ = name

@@ -564,15 +564,12 @@ class MXDataIter(DataIter):
 
 class LibSVMDataIter(MXDataIter):
     """LibSVMIter's batches as MXNet gives them: csr data, and csr labels when the labels
-    come from a second LibSVM file (dense ones otherwise). The C++ iterator fills dense
-    batches; they are converted here."""
-
-    def __init__(self, handle, csr_label=False, **kwargs):
-        super(LibSVMDataIter, self).__init__(handle, **kwargs)
-        self._csr_label = csr_label
+    come from a second LibSVM file (dense ones otherwise), made csr by the C++ iterator;
+    each array comes back as the class of its storage type."""
 
     def _arrays(self, is_label):
-        arrays = super(LibSVMDataIter, self)._arrays(is_label)
-        if is_label and not self._csr_label:
-            return arrays
-        return [_sparse.cast_storage(a, "csr") if a.ndim == 2 else a for a in arrays]
+        if is_label:
+            n = _api.weft_dataiter_get_num_label(self.handle)
+            return [_sparse._wrap(_api.weft_dataiter_get_label(self.handle, i)) for i in range(n)]
+        n = _api.weft_dataiter_get_num_data(self.handle)
+        return [_sparse._wrap(_api.weft_dataiter_get_data(self.handle, i)) for i in range(n)]
