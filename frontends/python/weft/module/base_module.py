@@ -2,6 +2,7 @@
 (MXNet 1.x's mx.mod.BaseModule). Subclasses supply bind, init_params, init_optimizer,
 forward, backward, update, update_metric, get_outputs and the parameter accessors."""
 import logging
+import warnings
 import sys
 import time
 
@@ -91,11 +92,10 @@ class BaseModule:
         self.backward()
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
-        """Work to do before a batch's forward pass: none, since Weft's modules keep whole
-        parameters (row_sparse ones too) in their executors."""
+        """Work to do before a batch's forward pass: none here (a Module pulls the row_sparse
+        parameters sparse_row_id_fn names from its kvstore)."""
         if sparse_row_id_fn is not None:
-            raise NotImplementedError("sparse_row_id_fn pulls some rows of row-sparse parameters from the kvstore; "
-                                      "Weft's modules keep whole parameters and do not take it")
+            warnings.warn(UserWarning("sparse_row_id_fn is not invoked for BaseModule."))
 
     def _check_ready(self, what):
         _require(self.binded, what, "bind()")

@@ -236,11 +236,11 @@ class BucketingModule(BaseModule):
 
     # ------------------------------------------------------------------ computation
     def prepare(self, data_batch, sparse_row_id_fn=None):
-        """Binds the batch's bucket ahead of its forward pass."""
-        super().prepare(data_batch, sparse_row_id_fn)
+        """Binds the batch's bucket ahead of its forward pass and prepares its module."""
         _require(self.binded and self.params_initialized, "prepare", "bind() and init_params()")
         original_key = self._curr_bucket_key
         self.switch_bucket(data_batch.bucket_key, data_batch.provide_data, data_batch.provide_label)
+        self._curr_module.prepare(data_batch, sparse_row_id_fn=sparse_row_id_fn)
         self.switch_bucket(original_key, None, None)
 
     def forward(self, data_batch, is_train=None):

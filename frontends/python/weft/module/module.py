@@ -444,6 +444,34 @@ class Module(BaseModule):
         self._check_ready("backward")
         self._exec_group.backward(out_grads=out_grads)
 
+    def prepare(self, data_batch, sparse_row_id_fn=None):
+        """Pulls from the kvstore the row_sparse parameters that sparse_row_id_fn(data_batch)
+        names ({name: row ids}), as MXNet's Module does before a step when the store runs the
+        optimizer. Weft's executors hold whole parameters, so the named parameters are pulled
+        whole (their rows are current, the ones the batch needs among them); without such a
+        store there is nothing to pull, and MXNet's warning says so."""
+        _require(self.binded, "prepare", "bind()")
+        if sparse_row_id_fn is None:
+            return
+        if not self._kvstore or not self._update_on_kvstore:
+            warnings.warn(UserWarning("Parameters are not updated in the KVStore. No need to call sparse_row_id_fn."))
+            return
+        row_ids = sparse_row_id_fn(data_batch)
+        if not isinstance(row_ids, dict):
+            raise TypeError("sparse_row_id_fn must return a dict of parameter name: row ids, got %s"
+                            % type(row_ids).__name__)
+        group = self._exec_group
+        for name in row_ids:
+            if name not in group.param_names:
+                raise ValueError("sparse_row_id_fn names %r, which is not a parameter of the module (%s)"
+                                 % (name, group.param_names))
+            index = group.param_names.index(name)
+            arrays = group.param_arrays[index]
+            if arrays[0].stype != "row_sparse":
+                warnings.warn(UserWarning("%s.stype is not 'row_sparse'. No need to perform row_sparse_pull." % name))
+                continue
+            self._kvstore.pull(name, arrays, priority=-index, ignore_sparse=False)
+
     def update(self):
         """One optimizer step on every parameter from the gradients of the last backward."""
         self._check_ready("update")
