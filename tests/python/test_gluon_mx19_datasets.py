@@ -59,3 +59,15 @@ def test_missing_and_broken_files(tmp_path):
     (tmp_path / "test_batch.bin").write_bytes(bytes(100))
     with pytest.raises(ValueError, match="not a whole number of 3073-byte records"):
         CIFAR10(root=str(tmp_path), train=False)
+
+
+def test_datasets_module_names_the_modules_scripts_import_from_it(tmp_path):
+    # LipNet's loader reads frames with `from mxnet.gluon.data.vision.datasets import image`.
+    from weft.gluon.data.vision.datasets import image, dataset, recordio, download, check_sha1
+    import weft as mx
+    assert image is mx.image and recordio is mx.recordio and dataset is mx.gluon.data.dataset
+    assert download is mx.gluon.utils.download and check_sha1 is mx.gluon.utils.check_sha1
+    from PIL import Image
+    pixels = (np.arange(4 * 6 * 3) * 5 % 256).astype(np.uint8).reshape(4, 6, 3)
+    Image.fromarray(pixels).save(str(tmp_path / "f.png"))
+    np.testing.assert_array_equal(image.imread(str(tmp_path / "f.png")).asnumpy(), pixels)

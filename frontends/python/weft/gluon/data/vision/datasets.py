@@ -10,6 +10,11 @@ import warnings
 import numpy as np
 
 from .... import ndarray as nd
+# MXNet's module imports these at its top and scripts import them from it (LipNet's data
+# loader: `from mxnet.gluon.data.vision.datasets import image`).
+from .... import base, image, recordio  # noqa: F401
+from .. import dataset  # noqa: F401
+from ...utils import check_sha1, download  # noqa: F401
 from ..dataset import Dataset, RecordFileDataset, _check_index
 
 __all__ = ["MNIST", "FashionMNIST", "CIFAR10", "CIFAR100", "ImageRecordDataset", "ImageFolderDataset"]
@@ -210,7 +215,6 @@ class ImageRecordDataset(RecordFileDataset):
         self._transform = transform
 
     def __getitem__(self, idx):
-        from .... import image, recordio
         record = super().__getitem__(idx)
         header, img = recordio.unpack(record)
         decoded = image.imdecode(img, self._flag)
