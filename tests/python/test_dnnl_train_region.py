@@ -438,3 +438,26 @@ def test_backward_in_place_of_its_inputs_changes_no_bit(monkeypatch, net, shape)
     for name, g in plain.grad_dict.items():
         if g is not None:
             close(shared.grad_dict[name].asnumpy(), g.asnumpy(), "gradient of " + name)
+
+
+def test_backward_still_queued_when_its_executor_goes():
+    # A script may drop a Module right after update() while its backward still waits on the
+    # engine: the queued backward keeps its region (it failed with "no training region N").
+    import gc
+    fused, plain = pair(small_resnet(16), (4, 3, 12, 12))
+    data = fused.arg_dict["data"]
+    want = data.asnumpy()
+    # The data is written behind a slow product, so everything after it is still queued
+    # when the executor is dropped.
+    big = mx.nd.ones((1200, 1200)) / 1200
+    slow = mx.nd.dot(mx.nd.dot(big, big), big).sum().reshape((1, 1, 1, 1))
+    mx.nd.broadcast_add(mx.nd.array(want), slow * 0, out=data)
+    fused.forward(is_train=True)
+    fused.backward()
+    grads = {name: g for name, g in fused.grad_dict.items() if g is not None}
+    del fused, data
+    gc.collect()
+    plain.forward(is_train=True)
+    plain.backward()
+    for name, g in grads.items():
+        close(g.asnumpy(), plain.grad_dict[name].asnumpy(), "gradient of " + name)

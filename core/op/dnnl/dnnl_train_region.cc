@@ -1472,15 +1472,33 @@ DnnlTrainRegion& RegionOf(const NodeAttrs& attrs) {
   return *const_cast<DnnlTrainRegion*>(static_cast<const DnnlTrainRegion*>(attrs.parsed.get()));
 }
 
-std::shared_ptr<DnnlTrainRegion> GradRegionOf(const NodeAttrs& attrs) {
-  int64_t id = attrs.Params<TrainRegionGradParam>().region;
-  RegionTable& t = Table();
-  std::lock_guard<std::mutex> lock(t.mu);
-  auto it = t.regions.find(id);
-  std::shared_ptr<DnnlTrainRegion> r = it == t.regions.end() ? nullptr : it->second.first.lock();
-  WEFT_CHECK(r != nullptr, kValue, "_backward_dnnl_train_region: no training region ", id,
+// The backward node's parsed attributes: its parameter and the region it names, held so
+// that a backward still queued on the engine when its executor goes (a script dropping a
+// Module right after update()) finds its region.
+struct TrainRegionGradParsed {
+  TrainRegionGradParam param;
+  std::shared_ptr<DnnlTrainRegion> region;
+};
+
+void ParseTrainRegionGrad(NodeAttrs* attrs) {
+  auto parsed = std::make_shared<TrainRegionGradParsed>();
+  parsed->param = *SchemaOf<TrainRegionGradParam>().Parse("_backward_dnnl_train_region", attrs->dict);
+  const int64_t id = parsed->param.region;
+  {
+    RegionTable& t = Table();
+    std::lock_guard<std::mutex> lock(t.mu);
+    auto it = t.regions.find(id);
+    parsed->region = it == t.regions.end() ? nullptr : it->second.first.lock();
+  }
+  WEFT_CHECK(parsed->region != nullptr, kValue, "_backward_dnnl_train_region: no training region ", id,
              " (the node is made by the executor's gradient pass, not for direct use)");
-  return r;
+  attrs->parsed = std::move(parsed);
+}
+
+std::shared_ptr<DnnlTrainRegion> GradRegionOf(const NodeAttrs& attrs) {
+  WEFT_CHECK(attrs.parsed != nullptr, kUnsupported,
+             "_backward_dnnl_train_region is made by the executor's gradient pass; it cannot be called directly");
+  return static_cast<const TrainRegionGradParsed*>(attrs.parsed.get())->region;
 }
 
 std::vector<int> AuxInputs(const TrainRegionSpec& s) {
@@ -1648,6 +1666,13 @@ WEFT_REGISTER_OP(_backward_dnnl_train_region)
                                            const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
       GradRegionOf(attrs)->Backward(ctx, in, req, out);
     });
+
+// After the registration above (one translation unit initialises in order): the parser that
+// keeps the region with the node.
+[[maybe_unused]] const bool kTrainRegionGradParser = [] {
+  OpRegistry::Get()->Register("_backward_dnnl_train_region").attr_parser = ParseTrainRegionGrad;
+  return true;
+}();
 
 }  // namespace op
 }  // namespace weft
