@@ -286,6 +286,27 @@ def test_mnist_ignores_unknown_parameters_with_a_warning(capfd):
     np.testing.assert_array_equal(b.label[0].asnumpy(), np.arange(4))
 
 
+def test_test_utils_get_mnist_iterator_reads_data_folder(tmp_path, monkeypatch, capfd):
+    import shutil
+    (tmp_path / "data").mkdir()
+    for split in ("train", "t10k"):
+        shutil.copy(TINY_IMG, tmp_path / "data" / ("%s-images-idx3-ubyte" % split))
+        shutil.copy(TINY_LAB, tmp_path / "data" / ("%s-labels-idx1-ubyte" % split))
+    monkeypatch.chdir(tmp_path)
+    from weft.test_utils import get_mnist_iterator
+    train, val = get_mnist_iterator(5, (784,))
+    b = next(iter(val))
+    assert b.data[0].shape == (5, 784)
+    # MNISTIter shuffles by default (MXNet's default), validation too: b.index says which rows.
+    rows = b.index.astype(int)
+    np.testing.assert_array_equal(b.data[0].asnumpy(), tiny_pixels()[rows].reshape(5, 784))
+    np.testing.assert_array_equal(b.label[0].asnumpy(), rows % 10)
+    assert sorted(int(i) for t in train for i in t.index) == list(range(20))
+    train, val = get_mnist_iterator(4, (1, 28, 28), num_parts=2, part_index=1)
+    assert next(iter(val)).data[0].shape == (4, 1, 28, 28)
+    assert "unknown parameter" not in capfd.readouterr().err
+
+
 def test_mnist_errors(tmp_path):
     with pytest.raises(mx.base.WeftNotFoundError, match="cannot open MNISTIter image file '/no/such/file'"):
         mx.io.MNISTIter(image="/no/such/file", label=TINY_LAB)

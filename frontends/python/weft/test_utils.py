@@ -1477,11 +1477,9 @@ def get_mnist_iterator(batch_size, input_shape, num_parts=1, part_index=0):
     get_mnist_ubyte()
     flat = len(input_shape) != 3
     train = _io.MNISTIter(image="data/train-images-idx3-ubyte", label="data/train-labels-idx1-ubyte",
-                            input_shape=input_shape, batch_size=batch_size, shuffle=True, flat=flat,
-                            num_parts=num_parts, part_index=part_index)
+                          batch_size=batch_size, shuffle=True, flat=flat, num_parts=num_parts, part_index=part_index)
     val = _io.MNISTIter(image="data/t10k-images-idx3-ubyte", label="data/t10k-labels-idx1-ubyte",
-                          input_shape=input_shape, batch_size=batch_size, flat=flat, num_parts=num_parts,
-                          part_index=part_index)
+                        batch_size=batch_size, flat=flat, num_parts=num_parts, part_index=part_index)
     return train, val
 
 
