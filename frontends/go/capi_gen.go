@@ -405,6 +405,26 @@ static gw_result gw_weft_ndarray_list_name(const weft_ndarray_list_t* list, int 
   return r;
 }
 
+static gw_result gw_weft_set_np_shape(int mode, int* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_set_np_shape(mode, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_get_np_shape(int* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_get_np_shape(out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_save(const char* fname, int num, weft_ndarray_t* const* arrays, const char* const* names) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_save(fname, num, arrays, names);
@@ -2616,6 +2636,30 @@ func weft_ndarray_list_name(p_list *C.weft_ndarray_list_t, p_i C.int, p_out *str
 	if t_out != nil {
 		*p_out = C.GoString(t_out)
 		C.free(unsafe.Pointer(t_out))
+	}
+	return nil
+}
+
+// weft_set_np_shape calls the C function of that name through its shim; see c_api.h.
+func weft_set_np_shape(p_mode C.int, p_out *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_set_np_shape(p_mode, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_set_np_shape")
+	}
+	return nil
+}
+
+// weft_get_np_shape calls the C function of that name through its shim; see c_api.h.
+func weft_get_np_shape(p_out *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_get_np_shape(p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_get_np_shape")
 	}
 	return nil
 }

@@ -248,6 +248,16 @@ WEFT_API weft_status_t weft_ndarray_list_get(const weft_ndarray_list_t* list, in
 /* Name of element i ("" when the list has no names); valid while the list lives. */
 WEFT_API weft_status_t weft_ndarray_list_name(const weft_ndarray_list_t* list, int i, const char** out);
 
+/* MXNet's numpy shape semantics (mx.util.set_np_shape), process-wide: 0 off (the default),
+ * 1 on, 2 on for the whole program (MXNet's "global" mode). It decides which NDArray
+ * records the save and load functions below write and accept, as in MXNet: on, arrays are
+ * saved as V3 records (0-d arrays allowed; sparse and uninitialised arrays refused) and
+ * only V3 records load, dense ones only (mode 2 also loads the classic V2/V1/V0 records);
+ * off, arrays are saved as V2 records and V3 records are refused (WEFT_ERR_UNSUPPORTED).
+ * `out` receives the previous mode. */
+WEFT_API weft_status_t weft_set_np_shape(int mode, int* out);
+WEFT_API weft_status_t weft_get_np_shape(int* out);
+
 /* Saves `num` arrays in MXNet's NDArray list format (what `.params` files use). `names` is
  * NULL for an unnamed list, else `num` strings. Waits for the arrays' pending writes. */
 WEFT_API weft_status_t weft_ndarray_save(const char* fname, int num, weft_ndarray_t* const* arrays,
@@ -255,9 +265,10 @@ WEFT_API weft_status_t weft_ndarray_save(const char* fname, int num, weft_ndarra
 /* The same bytes in memory. */
 WEFT_API weft_status_t weft_ndarray_save_to_bytes(int num, weft_ndarray_t* const* arrays, const char* const* names,
                                                   weft_bytes_t** out);
-/* Loads an NDArray list file (MXNet V0, V1 and V2 records). Arrays saved from a GPU load on
- * that GPU when it exists, else on the CPU. A truncated or corrupt file gives WEFT_ERR_IO
- * naming the file and the byte offset. */
+/* Loads an NDArray list file (MXNet V0, V1 and V2 records; V3 records in numpy-shape mode,
+ * see weft_set_np_shape). Arrays saved from a GPU load on that GPU when it exists, else on
+ * the CPU. A truncated or corrupt file gives WEFT_ERR_IO naming the file and the byte
+ * offset. */
 WEFT_API weft_status_t weft_ndarray_load(const char* fname, weft_ndarray_list_t** out);
 WEFT_API weft_status_t weft_ndarray_load_from_bytes(const void* data, size_t size, weft_ndarray_list_t** out);
 
