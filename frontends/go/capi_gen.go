@@ -839,6 +839,16 @@ static gw_result gw_weft_symbol_get_children(const weft_symbol_t* sym, weft_symb
   return r;
 }
 
+static gw_result gw_weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend, weft_symbol_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_symbol_get_backend_symbol(sym, backend, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_symbol_free(weft_symbol_t* sym) {
   gw_result r = {0, NULL};
   r.status = weft_symbol_free(sym);
@@ -3234,6 +3244,18 @@ func weft_symbol_get_children(p_sym *C.weft_symbol_t, p_out **C.weft_symbol_t) e
 	r := C.gw_weft_symbol_get_children(p_sym, p_out)
 	if r.status != 0 {
 		return newCError(r, "weft_symbol_get_children")
+	}
+	return nil
+}
+
+// weft_symbol_get_backend_symbol calls the C function of that name through its shim; see c_api.h.
+func weft_symbol_get_backend_symbol(p_sym *C.weft_symbol_t, p_backend *C.char, p_out **C.weft_symbol_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_symbol_get_backend_symbol(p_sym, p_backend, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_symbol_get_backend_symbol")
 	}
 	return nil
 }

@@ -420,6 +420,14 @@ WEFT_API weft_status_t weft_symbol_group(int num, weft_symbol_t* const* syms, we
 WEFT_API weft_status_t weft_symbol_get_output(const weft_symbol_t* sym, int index, weft_symbol_t** out);
 WEFT_API weft_status_t weft_symbol_get_internals(const weft_symbol_t* sym, weft_symbol_t** out);
 WEFT_API weft_status_t weft_symbol_get_children(const weft_symbol_t* sym, weft_symbol_t** out);
+/* A new symbol: `sym` partitioned for the subgraph backend `backend`, as MXNet's
+ * Symbol.get_backend_symbol. "MKLDNN" (MXNet 1.9's oneDNN fusions, for inference) makes
+ * each 2-D/3-D convolution with the BatchNorm, residual sum and activation after it one
+ * _sg_mkldnn_conv node, and each fully connected layer with the elementwise operator after
+ * it one _sg_mkldnn_fully_connected node; the result computes what `sym` computes.
+ * WEFT_ERR_NOT_FOUND for a backend Weft does not have. */
+WEFT_API weft_status_t weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend,
+                                                      weft_symbol_t** out);
 /* NULL is accepted. */
 WEFT_API weft_status_t weft_symbol_free(weft_symbol_t* sym);
 

@@ -196,6 +196,7 @@ const _fp_weft_symbol_group = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_get_output = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_get_internals = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_get_children = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_symbol_get_backend_symbol = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_list = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_get_name = Ref{Ptr{Cvoid}}(C_NULL)
@@ -1195,6 +1196,22 @@ C: weft_status_t weft_symbol_get_children(const weft_symbol_t* sym, weft_symbol_
 """
 function weft_symbol_get_children(sym, out)
     ccall(_fp_weft_symbol_get_children[], Cint, (Ptr{weft_symbol_t}, Ptr{Ptr{weft_symbol_t}}), sym, out)
+end
+
+"""
+    weft_symbol_get_backend_symbol(sym, backend, out)
+
+A new symbol: `sym` partitioned for the subgraph backend `backend`, as MXNet's
+Symbol.get_backend_symbol. \"MKLDNN\" (MXNet 1.9's oneDNN fusions, for inference) makes
+each 2-D/3-D convolution with the BatchNorm, residual sum and activation after it one
+_sg_mkldnn_conv node, and each fully connected layer with the elementwise operator after
+it one _sg_mkldnn_fully_connected node; the result computes what `sym` computes.
+WEFT_ERR_NOT_FOUND for a backend Weft does not have.
+
+C: weft_status_t weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend, weft_symbol_t** out)
+"""
+function weft_symbol_get_backend_symbol(sym, backend, out)
+    ccall(_fp_weft_symbol_get_backend_symbol[], Cint, (Ptr{weft_symbol_t}, Cstring, Ptr{Ptr{weft_symbol_t}}), sym, backend, out)
 end
 
 """
@@ -2619,6 +2636,7 @@ const _SYMBOLS = (
     (:weft_symbol_get_output, _fp_weft_symbol_get_output),
     (:weft_symbol_get_internals, _fp_weft_symbol_get_internals),
     (:weft_symbol_get_children, _fp_weft_symbol_get_children),
+    (:weft_symbol_get_backend_symbol, _fp_weft_symbol_get_backend_symbol),
     (:weft_symbol_free, _fp_weft_symbol_free),
     (:weft_symbol_list, _fp_weft_symbol_list),
     (:weft_symbol_get_name, _fp_weft_symbol_get_name),

@@ -1109,6 +1109,17 @@ SEXP weft_r_symbol_get_children(SEXP s_sym) {
   return result;
 }
 
+SEXP weft_r_symbol_get_backend_symbol(SEXP s_sym, SEXP s_backend) {
+  const weft_symbol_t* sym = (const weft_symbol_t*)weft_r_handle(s_sym, "weft_symbol_t", "sym");
+  const char* backend = weft_r_string_or_null(s_backend, "backend");
+  weft_symbol_t* out = NULL;
+  weft_status_t status = weft_symbol_get_backend_symbol(sym, backend, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_symbol_get_backend_symbol");
+  SEXP result = PROTECT(weft_r_wrap_symbol((weft_symbol_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
 SEXP weft_r_symbol_free(SEXP s_sym) {
   weft_symbol_t* sym = (weft_symbol_t*)weft_r_handle(s_sym, "weft_symbol_t", "sym");
   if (TYPEOF(s_sym) == EXTPTRSXP) R_ClearExternalPtr(s_sym);
@@ -2372,6 +2383,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_symbol_get_output", (DL_FUNC)&weft_r_symbol_get_output, 2},
   {"C_weft_symbol_get_internals", (DL_FUNC)&weft_r_symbol_get_internals, 1},
   {"C_weft_symbol_get_children", (DL_FUNC)&weft_r_symbol_get_children, 1},
+  {"C_weft_symbol_get_backend_symbol", (DL_FUNC)&weft_r_symbol_get_backend_symbol, 2},
   {"C_weft_symbol_free", (DL_FUNC)&weft_r_symbol_free, 1},
   {"C_weft_symbol_list", (DL_FUNC)&weft_r_symbol_list, 2},
   {"C_weft_symbol_get_name", (DL_FUNC)&weft_r_symbol_get_name, 1},
