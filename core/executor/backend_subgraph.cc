@@ -78,11 +78,10 @@ class MkldnnPartitioner {
   }
 
   void Run() {
-    std::unordered_set<const Node*> taken;
     std::unordered_map<const Node*, NodePtr> fused_of;  // a group's last node -> its fused node
     int conv_id = 0, fc_id = 0;
     for (const NodePtr& n : order_) {
-      if (taken.count(n.get()) || tied_.count(n.get())) continue;
+      if (taken_.count(n.get()) || tied_.count(n.get())) continue;
       std::vector<NodePtr> group;
       bool conv = false;
       if (IsOp(*n, "Convolution")) {
@@ -95,7 +94,7 @@ class MkldnnPartitioner {
       } else {
         continue;
       }
-      for (const auto& g : group) taken.insert(g.get());
+      for (const auto& g : group) taken_.insert(g.get());
       fused_of[group.back().get()] =
           conv ? Fuse(group, "_sg_mkldnn_conv", conv_id++) : Fuse(group, "_sg_mkldnn_fully_connected", fc_id++);
     }
@@ -107,7 +106,7 @@ class MkldnnPartitioner {
     // Readers outside the groups, the fused nodes' own inputs (a group may read another
     // group's result) and the outputs.
     for (const NodePtr& n : order_)
-      if (!taken.count(n.get()))
+      if (!taken_.count(n.get()))
         for (auto& e : n->inputs) rewire(&e);
     for (auto& kv : fused_of)
       for (auto& e : kv.second->inputs) rewire(&e);
@@ -116,13 +115,14 @@ class MkldnnPartitioner {
 
  private:
   // The node that alone reads `n`: nothing else reads any of its outputs, it reads output
-  // 0 once, `n` is not an output of the graph, and the reader is in no control dependency.
+  // 0 once, `n` is not an output of the graph, and the reader is in no control dependency
+  // and no group yet (a residual sum of two convolutions goes with the first).
   NodePtr SoleReader(const Node& n, size_t* pos) const {
     if (heads_.count(&n)) return nullptr;
     auto it = uses_.find(&n);
     if (it == uses_.end() || it->second.size() != 1 || it->second[0].index != 0) return nullptr;
     const Use& u = it->second[0];
-    if (tied_.count(u.reader.get())) return nullptr;
+    if (tied_.count(u.reader.get()) || taken_.count(u.reader.get())) return nullptr;
     *pos = u.pos;
     return u.reader;
   }
@@ -239,6 +239,7 @@ class MkldnnPartitioner {
   std::unordered_map<const Node*, std::vector<Use>> uses_;
   std::unordered_set<const Node*> heads_;  // nodes with an output of the graph
   std::unordered_set<const Node*> tied_;   // nodes in a control dependency: left alone
+  std::unordered_set<const Node*> taken_;  // nodes already in a group
 };
 
 }  // namespace

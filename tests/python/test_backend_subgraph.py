@@ -51,6 +51,7 @@ def test_mkldnn_backend_fuses_as_mxnet_and_computes_the_same():
                             ("_sg_mkldnn_fully_connected", "sg_mkldnn_fully_connected_eltwise_0")]
     nodes = {n["name"]: n for n in json.loads(part.tojson())["nodes"]}
     first = nodes["sg_mkldnn_conv_bn_act_0"]
+    assert part.attr_dict()["sg_mkldnn_conv_bn_act_0"] == {"with_bn": "true", "with_act": "true"}
     assert first["attrs"]["with_bn"] == "true" and first["attrs"]["with_act"] == "true"
     inner = first["subgraphs"][0]
     assert [n["op"] for n in inner["nodes"] if n["op"] != "null"] == ["Convolution", "BatchNorm", "Activation"]
@@ -79,12 +80,26 @@ def test_groups_stop_where_a_value_has_another_reader():
     both = sym.Group([relu, sym.sigmoid(conv, name="sig0")])
     part = both.get_backend_symbol("MKLDNN")
     # The convolution's value is read twice: the convolution is fused alone.
-    assert [op for op, _ in ops_of(part)] == ["_sg_mkldnn_conv", "Activation", "sigmoid"]
+    assert ops_of(part)[0] == ("_sg_mkldnn_conv", "sg_mkldnn_conv_0")
+    assert [op for op, _ in ops_of(part)[1:]] == ["Activation", "sigmoid"]
+    # As in MXNet, the held graph is not an attribute: a fused node without flags has none.
+    assert "sg_mkldnn_conv_0" not in part.attr_dict()
+    assert part.attr_dict()["relu0"] == {"act_type": "relu"}
     args, _ = random_args(both, {"data": (1, 3, 5, 5)}, seed=1)
     exe_a = both.bind(mx.cpu(), args, grad_req="null")
     exe_b = part.bind(mx.cpu(), args, grad_req="null")
     for x, y in zip(exe_a.forward(), exe_b.forward()):
         np.testing.assert_allclose(y.asnumpy(), x.asnumpy(), rtol=1e-6)
+    # Two convolutions summed: the sum goes with the first one's group; the second is
+    # fused alone and is the sum operand.
+    x = sym.var("x")
+    left = sym.BatchNorm(sym.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=2, name="ca"), name="bna")
+    right = sym.Convolution(x, kernel=(1, 1), num_filter=2, name="cb")
+    two = sym.Activation(left + right, act_type="sigmoid", name="out")
+    part2 = two.get_backend_symbol("MKLDNN")
+    assert ops_of(part2) == [("_sg_mkldnn_conv", "sg_mkldnn_conv_1"), ("_sg_mkldnn_conv", "sg_mkldnn_conv_bn_add_act_0")]
+    args, aux = random_args(two, {"x": (2, 3, 4, 4)}, seed=5)
+    np.testing.assert_allclose(run(part2, args, aux), run(two, args, aux), rtol=1e-5, atol=1e-6)
     # A 1-D convolution and an unsupported activation are left alone.
     c1d = sym.Convolution(sym.var("x"), kernel=(3,), num_filter=2, name="c1d")
     assert [op for op, _ in ops_of(c1d.get_backend_symbol("MKLDNN"))] == ["Convolution"]
