@@ -162,3 +162,22 @@ def test_gluon_hybridize_backend_and_optimize_for(tmp_path):
     other.export(str(tmp_path / "other"))
     saved = json.load(open(str(tmp_path / "other-symbol.json")))
     assert "_sg_mkldnn_conv" in [n["op"] for n in saved["nodes"]]
+
+
+def test_fused_nodes_run_float64_by_themselves(monkeypatch):
+    # The executor normally replaces the fused nodes by their operators; with that off, the
+    # nodes run their subgraphs themselves, in the graph's dtype.
+    x = sym.var("x")
+    net = sym.Activation(sym.BatchNorm(sym.Convolution(x, kernel=(3, 3), num_filter=2, name="c"), name="b"),
+                         act_type="relu", name="r")
+    part = net.get_backend_symbol("MKLDNN")
+    arg_shapes, _, aux_shapes = net.infer_shape(x=(1, 2, 5, 5))
+    rng = np.random.RandomState(6)
+    args = {n: nd.array(rng.uniform(-1, 1, sh), dtype="float64") for n, sh in zip(net.list_arguments(), arg_shapes)}
+    aux = {n: nd.array(rng.uniform(0.5, 1.5, sh), dtype="float64")
+           for n, sh in zip(net.list_auxiliary_states(), aux_shapes)}
+    want = run(net, args, aux)
+    monkeypatch.setenv("WEFT_EXEC_INLINE_SUBGRAPHS", "0")
+    got = part.bind(mx.cpu(), args, aux_states=aux, grad_req="null").forward()[0]
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-12, atol=1e-12)
