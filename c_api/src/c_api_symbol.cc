@@ -11,6 +11,7 @@
 #include "c_api/src/c_api_common.h"
 #include "core/base/atomic_file.h"
 #include "core/base/json_parse.h"
+#include "core/executor/backend_subgraph.h"
 #include "core/executor/executor.h"
 #include "core/graph/infer.h"
 #include "core/graph/json.h"
@@ -247,6 +248,15 @@ weft_status_t weft_symbol_get_children(const weft_symbol_t* sym, weft_symbol_t**
   WEFT_API_BEGIN
   WEFT_OUT(out);
   *out = NewSymHandle(WEFT_SYM(sym).GetChildren());
+  WEFT_API_END
+}
+
+weft_status_t weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend, weft_symbol_t** out) {
+  WEFT_API_BEGIN
+  const graph::Symbol& s = WEFT_SYM(sym);
+  WEFT_CHECK(backend != nullptr, kValue, __func__, ": 'backend' is NULL");
+  WEFT_OUT(out);
+  *out = NewSymHandle(executor::BuildBackendSubgraph(s, backend));
   WEFT_API_END
 }
 

@@ -492,7 +492,11 @@ class _CachedGraph:
     folded into the convolutions, weights reordered once, not at every call)."""
 
     def __init__(self, block, sym, input_names, num_outputs, out_fmt, args, ctx, input_grads, grads):
-        self.sym = sym
+        self.sym = sym  # the trace, which later traces are checked against
+        # What is bound and exported: the trace partitioned for the block's backend, if any.
+        if block._backend:
+            sym = sym.optimize_for(block._backend, **block._backend_opts)
+        self.run_sym = sym
         self.input_names = input_names
         self.num_outputs = num_outputs
         self.out_fmt = out_fmt  # how the flat outputs nest (_regroup)
@@ -538,7 +542,7 @@ class _CachedGraph:
             return
         import json
         callback, monitor_all = hook
-        nodes = json.loads(self.sym.tojson())["nodes"]
+        nodes = json.loads(self.run_sym.tojson())["nodes"]
         ops = {n["name"]: n["op"] for n in nodes if n["op"] != "null"}
         variables = {n["name"] for n in nodes if n["op"] == "null"}
 
@@ -589,12 +593,36 @@ class HybridBlock(Block):
         # must give the same ones (_check_given).
         self._given = None
         self._op_hook = None  # (callback, monitor_all) of register_op_hook
+        self._backend = None  # the subgraph backend its graph is partitioned for (hybridize)
+        self._backend_opts = {}
 
-    def hybridize(self, active=True, **kwargs):
+    def hybridize(self, active=True, backend=None, backend_opts=None, **kwargs):
+        """As Block.hybridize; `backend` (MXNet's subgraph backend, e.g. 'MKLDNN') partitions
+        this block's graph for it (Symbol.optimize_for, with `backend_opts`) before it is
+        bound. The backend applies to this block's graph, not to its children's own."""
         self._active = active
+        self._backend = backend
+        if backend_opts is not None:
+            self._backend_opts = dict(backend_opts)
         self._cached = {}
         self._given = None
         super().hybridize(active, **kwargs)
+
+    def optimize_for(self, x, *args, backend=None, clear=False, **kwargs):
+        """Hybridizes this block for `backend` and builds its graph for inputs (x, *args)
+        without running it, as MXNet's: afterwards `export` writes the partitioned graph and
+        calls run it. kwargs are the backend's options (MXNet's static_alloc and the other
+        hybridize flags are accepted and need nothing in Weft)."""
+        if not backend:
+            raise ValueError('Must specify "backend" to optimize_for')
+        flags = ("static_alloc", "static_shape", "inline_limit", "forward_bulk_size", "backward_bulk_size")
+        opts = {k: v for k, v in kwargs.items() if k not in flags}
+        self.hybridize(True, backend=backend, backend_opts=opts if opts or clear else None)
+        flat, fmt = _flatten((x,) + args)
+        if not any(isinstance(a, NDArray) for a in flat):
+            raise ValueError("%s: optimize_for needs NDArray inputs to build the graph for, got %s"
+                             % (self.name, ", ".join(type(a).__name__ for a in flat)))
+        self._cached_graph_for(flat, fmt)
 
     def cast(self, dtype):
         self._cached = {}
@@ -715,6 +743,15 @@ class HybridBlock(Block):
                          "hybridize() again to change which inputs are None" % (self.name, show(given), show(stored)))
 
     def _call_cached(self, flat, fmt):
+        graph = self._cached_graph_for(flat, fmt)
+        args = [a for a in flat if a is not None]
+        if graph is None:
+            return self._call_imperative(_regroup(fmt, flat), args[0].context)
+        return _regroup(graph.out_fmt, graph.run(args, autograd.is_training()))[0]
+
+    def _cached_graph_for(self, flat, fmt):
+        """The bound graph for inputs `flat` (checked against the trace), or None when the
+        block must run operator by operator."""
         for i, a in enumerate(flat):
             if a is not None and not isinstance(a, NDArray):
                 raise ValueError("%s: a hybridized block takes NDArrays (or None), but input %d is %s"
@@ -730,14 +767,14 @@ class HybridBlock(Block):
             # one executor keeps the state of its latest call only: operator by operator,
             # autograd keeps each call's, so that a block called twice in one record()
             # accumulates both gradients, as MXNet's CachedOp does.
-            return self._call_imperative(_regroup(fmt, args), ctx)
+            return None
         input_grads = tuple(recording and a._has_history() for a in args)
         key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), given, ctx, autograd.is_training(),
                input_grads, recording)
         graph = self._cached.get(key)
         if graph is not None and graph.checked_at == _blocks_version and graph.still_bound():
             # Nothing a trace reads has changed since one matched this graph: it would again.
-            return _regroup(graph.out_fmt, graph.run(args, autograd.is_training()))[0]
+            return graph
         names, sym, num_outputs, out_fmt = self._get_graph(*flat, fmt=fmt)
         if graph is not None:
             if not graph.sym._same_graph(sym):
@@ -758,12 +795,12 @@ class HybridBlock(Block):
                 # An operator whose output shape depends on the data (boolean_mask) leaves the
                 # graph's shapes open: it cannot be bound, so the block runs operator by
                 # operator, as MXNet's CachedOp does for dynamic shapes.
-                return self._call_imperative(_regroup(fmt, flat), ctx)
+                return None
             graph = _CachedGraph(self, sym, names, num_outputs, out_fmt, args, ctx, input_grads, recording)
             graph.set_op_hook(self._op_hook)
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None
-        return _regroup(out_fmt, graph.run(args, autograd.is_training()))[0]
+        return graph
 
     def _sparse_grads(self):
         """Whether some parameter of the tree takes a row_sparse gradient (cached until a
@@ -794,9 +831,10 @@ class HybridBlock(Block):
             raise RuntimeError("export: run a forward pass of the hybridized block %s first, so that its graph "
                                "is known" % self.name)
         graph = next(iter(self._cached.values()))
-        (graph.sym.remove_amp_cast() if remove_amp_cast else graph.sym).save("%s-symbol.json" % path)
-        arg_names = set(graph.sym.list_arguments())
-        aux_names = set(graph.sym.list_auxiliary_states())
+        sym = graph.run_sym
+        (sym.remove_amp_cast() if remove_amp_cast else sym).save("%s-symbol.json" % path)
+        arg_names = set(sym.list_arguments())
+        aux_names = set(sym.list_auxiliary_states())
         arrays = {}
         for p in self.collect_params().values():
             if p.name in arg_names:
