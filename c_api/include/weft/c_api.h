@@ -823,9 +823,10 @@ WEFT_API weft_status_t weft_dataiter_type_param(const char* iter, int i, const c
 
 /* Creates an iterator of type `name` with string parameters keys[i] = vals[i] (i < num_params;
  * e.g. "batch_size" = "64", "data_shape" = "(3, 28, 28)", "shuffle" = "1"). Files are opened
- * and checked here: a missing file is WEFT_ERR_NOT_FOUND, a corrupt one WEFT_ERR_IO, a bad or
- * unknown parameter WEFT_ERR_VALUE, each message naming the file or parameter. The caller owns
- * *out. */
+ * and checked here: a missing file is WEFT_ERR_NOT_FOUND, a corrupt one WEFT_ERR_IO, a bad
+ * parameter WEFT_ERR_VALUE, each message naming the file or parameter. A parameter the
+ * iterator does not know is ignored with a warning on stderr, as MXNet's iterators ignore
+ * them. The caller owns *out. */
 WEFT_API weft_status_t weft_dataiter_create(const char* name, int num_params, const char* const* keys,
                                             const char* const* vals, weft_dataiter_t** out);
 /* Stops the iterator's threads and frees it (NULL is accepted). Arrays obtained from it stay
