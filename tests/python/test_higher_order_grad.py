@@ -233,9 +233,11 @@ def test_backward_fully_connected_numeric_gradient(flatten, no_bias):
     x = rng.uniform(-1, 1, size=(2, 3, 4))
     w = rng.uniform(-1, 1, size=(5, 12 if flatten else 4))
     og = rng.uniform(-1, 1, size=(2, 5) if flatten else (2, 3, 5))
-    check_numeric_gradient("_backward_FullyConnected", [og, x, w],
+    # With a bias, the backward also takes it (for its shape only: it gets no gradient).
+    inputs = [og, x, w] if no_bias else [og, x, w, rng.uniform(-1, 1, size=(5,))]
+    check_numeric_gradient("_backward_FullyConnected", inputs,
                            params={"num_hidden": 5, "flatten": flatten, "no_bias": no_bias},
-                           numeric_eps=1e-5, rtol=1e-5, atol=1e-8)
+                           grad_nodes=[0, 1, 2], numeric_eps=1e-5, rtol=1e-5, atol=1e-8)
 
 
 def test_symbolic_second_order_through_backward_operator():
@@ -257,7 +259,11 @@ def test_backward_operator_rejects_mismatched_shapes():
     with pytest.raises(mx.base.MXNetError, match="_backward_sin"):
         nd._internal._backward_sin(nd.ones((2, 3)), nd.ones((3, 2)))
     with pytest.raises(mx.base.MXNetError, match="_backward_FullyConnected"):
-        nd._internal._backward_FullyConnected(nd.ones((2, 5)), nd.ones((2, 4)), nd.ones((5, 3)), num_hidden=5)
+        nd._internal._backward_FullyConnected(nd.ones((2, 5)), nd.ones((2, 4)), nd.ones((5, 3)), nd.ones((5,)),
+                                              num_hidden=5)
+    with pytest.raises(mx.base.MXNetError, match="input 'bias' has shape"):
+        nd._internal._backward_FullyConnected(nd.ones((2, 5)), nd.ones((2, 3)), nd.ones((5, 3)), nd.ones((4,)),
+                                              num_hidden=5)
 
 
 def test_operator_without_higher_order_gradient_says_so():
