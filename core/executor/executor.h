@@ -106,6 +106,8 @@ class Executor {
   // (common subexpressions merged, oneDNN subgraph nodes inlined): MXNet's
   // get_optimized_symbol.
   const graph::Symbol& optimized_symbol() const { return optimized_; }
+  // The symbol as bound.
+  const graph::Symbol& source_symbol() const { return source_; }
 
   // Called, on the pushing thread, right after each node is pushed, forward and backward,
   // with the name of each output ("fc1_output") and the array that will hold it (read it
