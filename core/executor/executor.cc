@@ -353,6 +353,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   // then stay alive until the fused node has read them.
   std::unordered_map<uint32_t, const FusedChain*> fused_at;  // by the chain's last node
   std::unordered_set<uint32_t> fused_away;                   // the other nodes of the chains
+  std::unordered_map<uint32_t, std::vector<uint32_t>> chain_nodes;  // by the chain's last node
   if (FusionEnabled()) {
     std::unordered_map<uint32_t, const std::vector<uint32_t>*> chain_of_last;
     auto chains = PointwiseChains(g, order, types, uses, persistent, unchained, in_forward,
@@ -360,6 +361,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     for (const auto& chain : chains) {
       fused_.push_back(std::make_unique<FusedChain>(FuseChain(g, chain)));
       fused_at[chain.back()] = fused_.back().get();
+      chain_nodes[chain.back()] = chain;
       fused_away.insert(chain.begin(), chain.end() - 1);
       chain_of_last[chain.back()] = &chain;
     }
@@ -377,26 +379,12 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     for (int i = 0; i < g[id].source->num_outputs(); ++i) entry_ctx[g.entry_id(id, i)] = node_ctx[id];
   PlanMemory(g, order, shapes, types, persistent, computed_once, entry_ctx, &entry);
 
-  std::vector<Step> folded;
-  for (uint32_t id : order) {
-    if (fused_away.count(id)) continue;
+  // One node's step, with the names the monitor reports.
+  auto node_step = [&](uint32_t id) {
     const graph::Node* n = g[id].source;
     Step s;
     s.ctx = node_ctx[id];
     s.cross_copy = IsCrossDeviceCopy(*n);
-    auto fused = fused_at.find(id);
-    if (fused != fused_at.end()) {
-      s.attrs = &fused->second->attrs;
-      for (uint32_t e : fused->second->inputs) {
-        s.inputs.push_back(entry[e]);
-        s.input_names.push_back(EntryName(g, e));
-      }
-      s.outputs.push_back(entry[g.entry_id(id, 0)]);
-      s.output_names.push_back(graph::OutputName(*n, 0));
-      s.req.push_back(entry_req[g.entry_id(id, 0)]);
-      (in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
-      continue;
-    }
     s.attrs = &n->attrs;
     std::vector<std::string> arg_names = graph::InputNames(*n);
     for (const auto& in : g[id].inputs) {
@@ -412,6 +400,29 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       s.output_names.push_back(graph::OutputName(*n, i));
       s.req.push_back(entry_req[g.entry_id(id, i)]);
     }
+    return s;
+  };
+  std::vector<Step> folded;
+  for (uint32_t id : order) {
+    if (fused_away.count(id)) continue;
+    const graph::Node* n = g[id].source;
+    auto fused = fused_at.find(id);
+    if (fused != fused_at.end()) {
+      Step s;
+      s.ctx = node_ctx[id];
+      s.attrs = &fused->second->attrs;
+      for (uint32_t e : fused->second->inputs) {
+        s.inputs.push_back(entry[e]);
+        s.input_names.push_back(EntryName(g, e));
+      }
+      s.outputs.push_back(entry[g.entry_id(id, 0)]);
+      s.output_names.push_back(graph::OutputName(*n, 0));
+      s.req.push_back(entry_req[g.entry_id(id, 0)]);
+      for (uint32_t m : chain_nodes.at(id)) s.members.push_back(node_step(m));
+      (in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
+      continue;
+    }
+    Step s = node_step(id);
     op::WatchDnnlTrainRegion(n->attrs, s.inputs);
     (constant.count(n) ? folded : in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
   }
@@ -420,7 +431,8 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     backward_.push_back(Step{arg_grads_[c.second].dtype() == types[c.first] ? &copy_attrs
                                                                              : &CastTo(arg_grads_[c.second].dtype()),
                              {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
-                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx(), false, {}});
+                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx(), false, {},
+                             {}});
   for (const auto& e : sym_.outputs) outputs_.push_back(entry[g.entry_id(e)]);
   if (!regions_.empty()) {
     std::vector<uint32_t> forward_nodes;
@@ -451,19 +463,25 @@ void Executor::SetMonitorCallback(MonitorCallback callback, bool monitor_all) {
 
 void Executor::Run(std::vector<Step>& steps, bool is_train) {
   profiler::SymbolicScope symbolic;
-  for (Step& s : steps) {
-    if (!s.cross_copy) imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &s.ctx, &s.req, is_train);
-    else if (s.req[0] != OpReq::kNullOp) CopyFromTo(s.inputs[0], s.outputs[0]);
-    if (!monitor_) continue;
-    if (monitor_all_ && !s.monitor_inputs.empty())
-      for (const auto& m : s.monitor_inputs) monitor_(m.first, s.inputs[m.second]);
-    else if (monitor_all_)
-      for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
-    // Every output is reported, as MXNet's monitor does, those the step was told not to
-    // write (a gradient nobody asked for) included: their values are then unspecified.
-    for (size_t i = 0; i < s.outputs.size(); ++i)
-      if (!s.outputs[i].is_none()) monitor_(s.output_names[i], s.outputs[i]);
+  for (Step& s : steps) RunStep(s, is_train);
+}
+
+void Executor::RunStep(Step& s, bool is_train) {
+  if (monitor_ && !s.members.empty()) {
+    for (Step& m : s.members) RunStep(m, is_train);
+    return;
   }
+  if (!s.cross_copy) imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &s.ctx, &s.req, is_train);
+  else if (s.req[0] != OpReq::kNullOp) CopyFromTo(s.inputs[0], s.outputs[0]);
+  if (!monitor_) return;
+  if (monitor_all_ && !s.monitor_inputs.empty())
+    for (const auto& m : s.monitor_inputs) monitor_(m.first, s.inputs[m.second]);
+  else if (monitor_all_)
+    for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
+  // Every output is reported, as MXNet's monitor does, those the step was told not to
+  // write (a gradient nobody asked for) included: their values are then unspecified.
+  for (size_t i = 0; i < s.outputs.size(); ++i)
+    if (!s.outputs[i].is_none()) monitor_(s.output_names[i], s.outputs[i]);
 }
 
 void Executor::BindSparse(const std::vector<std::string>& arg_names) {
@@ -627,7 +645,8 @@ void Executor::Forward(bool is_train) {
     ForwardSparse(is_train);
     return;
   }
-  Run(is_train || infer_.empty() ? forward_ : infer_, is_train);
+  // A monitor sees every node, as MXNet's does: the oneDNN regions' nodes then run one by one.
+  Run(is_train || infer_.empty() || monitor_ ? forward_ : infer_, is_train);
 }
 
 void Executor::Backward(const std::vector<NDArray>& head_grads) {

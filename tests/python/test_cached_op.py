@@ -161,3 +161,16 @@ def test_single_layer_is_inlined_by_default_and_static_alloc_keeps_the_node():
     with autograd.record():
         y = layer(x)
     assert _ops(autograd.get_symbol(y)) == ["_CachedOp"]
+
+
+def test_export_after_recorded_calls_that_ran_inlined(tmp_path):
+    layer = nn.Dense(3, in_units=4)
+    layer.initialize(mx.init.Uniform(0.5))
+    layer.hybridize()
+    x = nd.array(np.random.RandomState(6).uniform(-1, 1, (2, 4)))
+    with autograd.record():
+        y = layer(x)
+    sym_file, params_file = layer.export(str(tmp_path / "m"))
+    assert _ops(mx.sym.load(sym_file)) == ["FullyConnected"]
+    loaded = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+    np.testing.assert_allclose(loaded(x).asnumpy(), y.asnumpy(), rtol=1e-6)

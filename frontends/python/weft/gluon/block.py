@@ -825,8 +825,19 @@ class HybridBlock(Block):
         if key not in counts:
             import json
             sym = self._get_graph(*flat, fmt=fmt)[1]
-            counts[key] = sum(n["op"] != "null" for n in json.loads(sym.tojson())["nodes"])
-        return counts[key] <= int(self._flags.get("inline_limit", 2))
+            counts[key] = (sum(n["op"] != "null" for n in json.loads(sym.tojson())["nodes"]), sym)
+        ops, sym = counts[key]
+        if ops > int(self._flags.get("inline_limit", 2)):
+            return False
+        self.__dict__["_inlined_sym"] = sym  # for export
+        return True
+
+    def _traced_symbol(self):
+        """The graph of an earlier hybridized call (MXNet's _cached_graph), None before one.
+        A recorded call that ran inlined was traced too."""
+        if self._cached:
+            return next(iter(self._cached.values())).sym
+        return self.__dict__.get("_inlined_sym")
 
     def _sparse_grads(self):
         """Whether some parameter of the tree takes a row_sparse gradient (cached until a
@@ -853,13 +864,13 @@ class HybridBlock(Block):
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes path-symbol.json and path-%04d.params (arg:/aux: names), loadable by the
         Module API, SymbolBlock.imports and MXNet 1.x. Needs one earlier forward."""
-        if not self._cached:
+        sym = self._traced_symbol()
+        if sym is None:
             raise RuntimeError("export: run a forward pass of the hybridized block %s first, so that its graph "
                                "is known" % self.name)
-        graph = next(iter(self._cached.values()))
-        (graph.sym.remove_amp_cast() if remove_amp_cast else graph.sym).save("%s-symbol.json" % path)
-        arg_names = set(graph.sym.list_arguments())
-        aux_names = set(graph.sym.list_auxiliary_states())
+        (sym.remove_amp_cast() if remove_amp_cast else sym).save("%s-symbol.json" % path)
+        arg_names = set(sym.list_arguments())
+        aux_names = set(sym.list_auxiliary_states())
         arrays = {}
         for p in self.collect_params().values():
             if p.name in arg_names:
