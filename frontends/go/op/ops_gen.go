@@ -449,7 +449,7 @@ func SymAbs(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 
 // Activation runs the operator Activation.
 //
-// Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid or mish.
+// Elementwise activation: relu, sigmoid, tanh, softrelu or softsign.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
@@ -464,7 +464,7 @@ func Activation(data *weft.NDArray, actType string, opts ...Option) (*weft.NDArr
 
 // SymActivation runs the operator Activation symbolically: it adds one node to the graph.
 //
-// Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid or mish.
+// Elementwise activation: relu, sigmoid, tanh, softrelu or softsign.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array

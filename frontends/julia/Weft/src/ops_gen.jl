@@ -13,13 +13,13 @@ const _op_Activation = OpDef("Activation", ["data"], false, "")
 """
     Activation(data; act_type)
 
-Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid or mish.
+Elementwise activation: relu, sigmoid, tanh, softrelu or softsign.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): The input array
 
 # Parameters
-- `act_type` ({'log_sigmoid', 'mish', 'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}; required): The activation function.
+- `act_type` ({'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}; required): The activation function.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -2950,7 +2950,7 @@ relu of int8 or uint8 data; the output keeps the data's type and range. Takes Ac
 - `max_data` (NDArray or SymbolicNode): Maximum of data's range.
 
 # Parameters
-- `act_type` ({'log_sigmoid', 'mish', 'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}; required): The activation function.
+- `act_type` ({'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}; required): The activation function.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
