@@ -679,3 +679,27 @@ def test_monitor_sees_every_node_of_a_fused_chain_and_of_an_inference_region():
     exe.set_monitor_callback(lambda name, arr: names.append(name))
     np.testing.assert_allclose(exe.forward(is_train=False)[0].asnumpy(), fused, rtol=1e-4, atol=1e-5)
     assert names == ["conv_output", "act_output"]
+
+
+def test_monitor_all_names_inputs_of_operators_mxnet_lists_none_by_position():
+    # MXNet registers _plus_scalar and the backward operators (_backward_FullyConnected here)
+    # without input names: their inputs are "<node>_input<i>"; FullyConnected lists its own.
+    x = mx.sym.var("x")
+    y = mx.sym._internal._plus_scalar(mx.sym.FullyConnected(x, num_hidden=2, name="fc"), scalar=1, name="add")
+    rng = np.random.RandomState(9)
+    xv, wv, bv = rng.uniform(-1, 1, (3, 4)), rng.uniform(-1, 1, (2, 4)), rng.uniform(-1, 1, (2,))
+    exe = y.bind(mx.cpu(), {"x": mx.nd.array(xv), "fc_weight": mx.nd.array(wv), "fc_bias": mx.nd.array(bv)},
+                 args_grad={"x": mx.nd.zeros((3, 4)), "fc_weight": mx.nd.zeros((2, 4)), "fc_bias": mx.nd.zeros((2,))})
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.asnumpy().copy())), monitor_all=True)
+    exe.forward(is_train=True)
+    g = rng.uniform(-1, 1, (3, 2))
+    exe.backward(mx.nd.array(g))
+    names = [n for n, _ in seen]
+    assert names[7:9] == ["add_input0", "add_output"]
+    backward = [n for n in names if n.startswith("fc_backward_input")]
+    assert backward == ["fc_backward_input0", "fc_backward_input1", "fc_backward_input2", "fc_backward_input3"]
+    values = dict(seen)
+    np.testing.assert_allclose(values["fc_backward_input0"], g, rtol=1e-6)  # the output gradient
+    np.testing.assert_allclose(values["fc_backward_input1"], xv, rtol=1e-6)  # the data
+    np.testing.assert_allclose(exe.grad_dict["fc_bias"].asnumpy(), g.sum(axis=0), rtol=1e-5)
