@@ -46,7 +46,7 @@ TEST(NnDense, FullyConnectedRequests) {
     double tol = t == DType::kFloat32 ? 1e-5 : 1e-12;
     KwArgs p = {{"num_hidden", "5"}};
     CheckRequests("FullyConnected", {x, w, b}, p, tol);
-    CheckRequests("_backward_FullyConnected", {g, x, w}, p, tol);
+    CheckRequests("_backward_FullyConnected", {g, x, w, b}, p, tol);
     KwArgs q = {{"num_hidden", "5"}, {"no_bias", "True"}, {"flatten", "False"}};
     NDArray w4 = RandomArray({5, 4}, t, -1, 1, 5), g3 = RandomArray({3, 2, 5}, t, -1, 1, 6);
     CheckRequests("FullyConnected", {x, w4}, q, tol);

@@ -92,6 +92,40 @@ def test_fully_connected_errors():
         nd.FullyConnected(x, nd.array(rand(5, 12)), num_hidden=5)
 
 
+@pytest.mark.parametrize("bias_shape", [(3,), (3, 1)])
+def test_fully_connected_backward_gives_the_bias_gradient_in_the_bias_shape(bias_shape):
+    x, w, b = rand(4, 5, dtype=np.float64), rand(3, 5, dtype=np.float64), rand(*bias_shape, dtype=np.float64)
+    g = rand(4, 3, dtype=np.float64)
+    dx, dw, db = nd._internal._backward_FullyConnected(
+        nd.array(g, dtype="float64"), nd.array(x, dtype="float64"), nd.array(w, dtype="float64"),
+        nd.array(b, dtype="float64"), num_hidden=3)
+    assert db.shape == bias_shape
+    assert_almost_equal(db.asnumpy(), g.sum(axis=0).reshape(bias_shape), rtol=1e-12, atol=1e-12)
+    assert_almost_equal(dx.asnumpy(), g @ w, rtol=1e-12, atol=1e-12)
+    assert_almost_equal(dw.asnumpy(), g.T @ x, rtol=1e-12, atol=1e-12)
+    with pytest.raises(WeftError, match=r"'bias' has shape \(3,2\).*needs \(3,\)"):
+        nd._internal._backward_FullyConnected(nd.array(g), nd.array(x), nd.array(w), nd.ones((3, 2)), num_hidden=3)
+
+
+def test_fully_connected_gradient_is_one_backward_node_per_layer():
+    # The gradient graph holds _backward_FullyConnected alone for each layer (the bias
+    # gradient comes out in the bias's shape, column or not, with no reshape node after),
+    # and the executor's column bias gradient is the sum of the output gradient's rows.
+    x, w, b = weft.sym.var("x"), weft.sym.var("w"), weft.sym.var("b")
+    y = weft.sym.FullyConnected(x, w, b, num_hidden=3, name="fc")
+    xv, wv, bv = rand(4, 5), rand(3, 5), rand(3, 1)
+    exe = y.bind(weft.cpu(), {"x": nd.array(xv), "w": nd.array(wv), "b": nd.array(bv)},
+                 args_grad={"x": nd.zeros((4, 5)), "w": nd.zeros((3, 5)), "b": nd.zeros((3, 1))})
+    names = []
+    exe.set_monitor_callback(lambda name, arr: names.append(name))
+    exe.forward(is_train=True)
+    g = rand(4, 3)
+    exe.backward(nd.array(g))
+    assert names == ["fc_output", "fc_backward_output0", "fc_backward_output1", "fc_backward_output2"]
+    assert_almost_equal(exe.grad_dict["b"].asnumpy(), g.sum(axis=0)[:, None], rtol=1e-5, atol=1e-6)
+    assert_almost_equal(exe.grad_dict["w"].asnumpy(), g.T @ xv, rtol=1e-5, atol=1e-6)
+
+
 # ---------------------------------------------------------------- Dropout
 def test_dropout_identity_in_predict_mode():
     x = rand(7, 9)

@@ -138,7 +138,8 @@ void SumRows(const T* g, int64_t rows, int64_t cols, T* db, OpReq req) {
   });
 }
 
-// Inputs: ograd, data, weight. Outputs: dData, dWeight and, unless no_bias, dBias.
+// Inputs: ograd, data, weight and, unless no_bias, the bias (for its shape). Outputs: dData,
+// dWeight and, unless no_bias, dBias.
 //   dData (rows x cols)     = G (rows x n) * W (n x cols)
 //   dWeight (n x cols)      = G^T (n x rows) * X (rows x cols)
 //   dBias (n)               = sum over rows of G
@@ -168,6 +169,16 @@ void FCBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlo
 
 bool FCBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const auto& p = attrs.Params<FullyConnectedParam>();
+  if (!p.no_bias) {
+    // The bias gradient takes the bias's own shape, (num_hidden,) or MXNet's column
+    // (num_hidden, 1), known from either side.
+    const Shape& bias = (*in)[3].is_known() ? (*in)[3] : (*out)[2];
+    const bool column = bias.is_known() && bias.ndim() == 2 && bias[0] == p.num_hidden && bias[1] == 1;
+    const Shape b = column ? bias : Shape{p.num_hidden};
+    if (!column) CheckParamShape(attrs, (*in)[3], b, "bias", (*in)[1]);
+    AssignShape(attrs, in, 3, b, "input");
+    AssignShape(attrs, out, 2, b, "output");
+  }
   const Shape& data = (*in)[1];
   if (!data.is_known()) return false;
   FCView v = ViewData(attrs, data);
@@ -177,11 +188,13 @@ bool FCBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector
   AssignShape(attrs, in, 0, OutputShape(attrs, data), "input");
   AssignShape(attrs, out, 0, data, "output");
   AssignShape(attrs, out, 1, w, "output");
-  if (!p.no_bias) AssignShape(attrs, out, 2, Shape{p.num_hidden}, "output");
   return true;
 }
 
 int NumParamInputs(const NodeAttrs& attrs) { return attrs.Params<FullyConnectedParam>().no_bias ? 2 : 3; }
+
+// The backward reads the bias too (unless no_bias), for its shape only.
+int NumBackwardInputs(const NodeAttrs& attrs) { return NumParamInputs(attrs) + 1; }
 
 // attrs with no_bias=True: the same product without a bias input or output.
 KwArgs WithoutBias(const NodeAttrs& attrs) {
@@ -192,8 +205,9 @@ KwArgs WithoutBias(const NodeAttrs& attrs) {
   return kw;
 }
 
-// _backward_FullyConnected(og, x, W) = (og W, og^T x [, sum of og's rows]), bilinear in og and
-// (x, W). With g_x, g_W, g_b the gradients flowing into those outputs:
+// _backward_FullyConnected(og, x, W [, b]) = (og W, og^T x [, sum of og's rows]), bilinear in og
+// and (x, W); b gives only its shape. With g_x, g_W, g_b the gradients flowing into those
+// outputs:
 //   d og = x g_W^T + g_b + g_x W^T,  d x = og g_W,  d W = og^T g_x,
 // each again a FullyConnected or its backward, so every order is differentiable.
 std::vector<GradValue> FCBackwardGrad(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
@@ -209,7 +223,10 @@ std::vector<GradValue> FCBackwardGrad(GradBuilder& b, const NodeAttrs& attrs, co
                                          b.Op("FullyConnected", {g_x, w}, no_bias)});
   GradValue d_x = b.Call("_backward_FullyConnected", {og, x, g_w}, no_bias)[0];
   GradValue d_w = b.Call("_backward_FullyConnected", {og, g_x, w}, no_bias)[1];
-  return {d_og, d_x, d_w};
+  std::vector<GradValue> grads = {d_og, d_x, d_w};
+  // The bias input only lends its shape: nothing flows back to it.
+  if (a.inputs.size() > 3) grads.emplace_back();
+  return grads;
 }
 
 }  // namespace
@@ -229,21 +246,22 @@ WEFT_REGISTER_OP(FullyConnected)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", FCCompute)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
-      std::vector<GradValue> g =
-          b.Call("_backward_FullyConnected", {a.out_grads[0], a.inputs[0], a.inputs[1]}, attrs.dict);
-      // The bias gradient is (num_hidden,); it takes the bias's own shape, which may be
-      // (num_hidden, 1).
-      if (g.size() > 2) g[2] = b.Op("reshape_like", {g[2], a.inputs[2]});
-      return g;
+      // The bias (when there is one) goes along so that its gradient comes out in the
+      // bias's own shape, (num_hidden,) or (num_hidden, 1), with no reshape after.
+      std::vector<GradValue> in = {a.out_grads[0], a.inputs[0], a.inputs[1]};
+      if (a.inputs.size() > 2) in.push_back(a.inputs[2]);
+      return b.Call("_backward_FullyConnected", in, attrs.dict);
     });
 
 WEFT_REGISTER_OP(_backward_FullyConnected)
-    .Describe("Gradients of FullyConnected with respect to data, weight and (unless no_bias) bias.")
-    .SetNumInputs(3)
+    .Describe("Gradients of FullyConnected with respect to data, weight and (unless no_bias) bias; the bias "
+              "gradient has the shape of the bias given.")
+    .SetNumInputs(NumBackwardInputs)
     .SetNumOutputs(NumParamInputs)
     .AddArgument("ograd", "NDArray-or-Symbol", "Gradient of the output")
     .AddArgument("data", "NDArray-or-Symbol", "The forward data")
     .AddArgument("weight", "NDArray-or-Symbol", "The forward weight")
+    .AddArgument("bias", "NDArray-or-Symbol", "The forward bias, read for its shape only; absent with no_bias=True")
     .SetParams<FullyConnectedParam>()
     .SetAttr<FInferShape>("FInferShape", FCBackwardShape)
     .SetAttr<FCompute>("FCompute<cpu>", FCBackward)
