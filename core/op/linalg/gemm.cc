@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/op/op_util.h"
+#include "core/op/serial_scope.h"
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.h>
@@ -121,6 +122,12 @@ void BlockedGemm(int64_t m, int64_t n, int64_t k, const GemmOperand& ga, const G
 }
 
 #if defined(WEFT_USE_ONEDNN)
+// Multiply-adds under which one float32 product runs on the calling thread: about 40 us of
+// work on one core. A split saves half of that, but where the second thread sleeps between
+// parallel regions it must be woken to start and again at the closing barrier, tens of
+// microseconds in all.
+constexpr double kSerialGemmMacs = 4.0 * (1 << 20);
+
 void SgemmOne(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand& ga, const float* b,
               const GemmOperand& gb, float beta, float* c, int64_t ldc, const char* op_name) {
   dnnl_status_t st = dnnl_sgemm(ga.transpose ? 'T' : 'N', gb.transpose ? 'T' : 'N', m, n, k, 1.0f, a, ga.ld, b, gb.ld,
@@ -135,8 +142,12 @@ void OneDnnSgemm(int64_t m, int64_t n, int64_t k, const GemmOperand& ga, const G
   const float* a = static_cast<const float*>(ga.data);
   const float* b = static_cast<const float*>(gb.data);
   // Many small products run one per thread (oneDNN runs single-threaded inside a parallel
-  // region); large ones run one after another, each on every thread.
-  bool small = static_cast<double>(m) * n * k < 64.0 * 64 * 64;
+  // region); large ones run one after another, each on every thread, and a single product
+  // too small to gain from being split (FullyConnected's skinny ones: 64x10x1024 is 13 us
+  // on one Zen 5 core) runs on this thread alone.
+  const double macs = static_cast<double>(m) * n * k;
+  bool small = macs < 64.0 * 64 * 64;
+  SerialScope serial(batch == 1 && macs < kSerialGemmMacs);
   if (batch > 1 && small) {
     ParallelFor(batch, 1, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
