@@ -99,6 +99,25 @@ def test_fully_connected_skinny_and_large_vs_numpy(dtype, dshape, hidden, flatte
         assert_almost_equal(grads[2], h2.sum(axis=0), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("m,n,k", [(70, 123, 1000), (300, 20, 1000), (1, 5000, 1000), (64, 31, 4096)])
+def test_dot_transpose_b_split_into_bands_vs_numpy(m, n, k):
+    # float32 products with B transposed, past 4M multiply-adds, are split into bands of
+    # 16 columns (or of rows, when there are fewer columns than two bands), partial last
+    # band included; dot and batch_dot, writing and adding, against float64 numpy.
+    a, b = rand(m, k), rand(n, k)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    assert_almost_equal(nd.dot(nd.array(a), nd.array(b), transpose_b=True).asnumpy(), ref, rtol=1e-4, atol=1e-4)
+    bd = nd.batch_dot(nd.array(np.stack([a, a])), nd.array(np.stack([b, 2 * b])), transpose_b=True).asnumpy()
+    assert_almost_equal(bd, np.stack([ref, 2 * ref]), rtol=1e-4, atol=1e-4)
+    xa, xb = nd.array(a), nd.array(b)
+    xa.attach_grad()
+    with weft.autograd.record():
+        y = nd.dot(xa, xb, transpose_b=True)
+    head = rand(m, n)
+    y.backward(nd.array(head))
+    assert_almost_equal(xa.grad.asnumpy(), head.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
 def test_fully_connected_float64_and_out():
     x, w, b = rand(5, 6, dtype=np.float64), rand(4, 6, dtype=np.float64), rand(4, dtype=np.float64)
     out = nd.zeros((5, 4), dtype="float64")
