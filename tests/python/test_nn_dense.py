@@ -101,7 +101,7 @@ def test_fully_connected_skinny_and_large_vs_numpy(dtype, dshape, hidden, flatte
 
 @pytest.mark.parametrize("m,n,k", [(70, 123, 1000), (300, 20, 1000), (1, 5000, 1000), (64, 31, 4096)])
 def test_dot_transpose_b_split_into_bands_vs_numpy(m, n, k):
-    # float32 products with B transposed, past 4M multiply-adds, are split into bands of
+    # float32 products with B transposed, past 1M multiply-adds, are split into bands of
     # 16 columns (or of rows, when there are fewer columns than two bands), partial last
     # band included; dot and batch_dot, writing and adding, against float64 numpy.
     a, b = rand(m, k), rand(n, k)
