@@ -172,6 +172,22 @@ def test_softmax_family_matches_torch(shape, axis, temperature):
         assert_almost_equal(op_grad(op, [x], p, [dy])[0], tx.grad.numpy(), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("shape,axis", [((32, 1000), -1), ((4096, 40), 1), ((50, 1000, 3), 1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_either_side_of_the_one_thread_size_vs_numpy(shape, axis, dtype):
+    # Below 64K elements a softmax runs on the calling thread, above it on all of them
+    # (oneDNN for float32 softmax, Weft's loops otherwise): forward and gradient vs numpy.
+    x, dy = (randn(*shape) * 3).astype(dtype), randn(*shape).astype(dtype)
+    x64 = x.astype(np.float64)
+    e = np.exp(x64 - x64.max(axis=axis, keepdims=True))
+    y = e / e.sum(axis=axis, keepdims=True)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for op, ref in (("softmax", y), ("log_softmax", np.log(y))):
+        assert_almost_equal(nd.invoke(op, [nd.array(x, dtype=dtype)], {"axis": axis}), ref, rtol=tol * 10, atol=tol)
+    dx = y * (dy - (dy * y).sum(axis=axis, keepdims=True))
+    assert_almost_equal(op_grad("softmax", [x], {"axis": axis}, [dy], dtype=dtype)[0], dx, rtol=tol * 10, atol=tol)
+
+
 @pytest.mark.parametrize("op", ["softmax", "log_softmax", "softmin"])
 def test_softmax_numeric_gradient(op):
     numeric_check(op, [RNG.randn(2, 3, 4)], {"axis": 1, "temperature": 1.5}, [0])

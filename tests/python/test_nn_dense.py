@@ -70,6 +70,54 @@ def test_fully_connected_numeric_gradient(dshape, hidden, flatten, no_bias):
                            numeric_eps=1e-5, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dshape,hidden,flatten,no_bias", [
+    ((64, 1024), 10, True, False), ((256, 1024), 10, True, True), ((64, 10), 1024, True, False),
+    ((8, 8, 1024), 10, False, False), ((4, 16, 10), 300, False, True), ((64, 2, 512), 1024, True, False)])
+def test_fully_connected_skinny_and_large_vs_numpy(dtype, dshape, hidden, flatten, no_bias):
+    # The benchmark's skinny products run on one thread, larger ones on all: both sides of
+    # that line, forward and every gradient, against float64 numpy.
+    x = rand(*dshape, dtype=dtype)
+    in_size = int(np.prod(dshape[1:])) if flatten else dshape[-1]
+    w, b = rand(hidden, in_size, dtype=dtype), rand(hidden, dtype=dtype)
+    params = dict(num_hidden=hidden, no_bias=no_bias, flatten=flatten)
+    ins = [x, w] if no_bias else [x, w, b]
+    x2 = x.astype(np.float64).reshape(-1, in_size)
+    w64 = w.astype(np.float64)
+    ref = x2 @ w64.T + (0 if no_bias else b.astype(np.float64))
+    y = nd.FullyConnected(*[nd.array(a, dtype=dtype) for a in ins], **params)
+    assert y.dtype == dtype
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    assert_almost_equal(y.asnumpy().reshape(ref.shape), ref, rtol=tol, atol=tol)
+    head = rand(*y.shape, dtype=dtype)
+    h2 = head.astype(np.float64).reshape(ref.shape)
+    grads = op_grad("FullyConnected", [nd.array(a, dtype=dtype) for a in ins], [y], [nd.array(head, dtype=dtype)],
+                    params)
+    assert_almost_equal(grads[0].reshape(x2.shape), h2 @ w64, rtol=tol, atol=tol)
+    assert_almost_equal(grads[1], h2.T @ x2, rtol=tol, atol=tol)
+    if not no_bias:
+        assert_almost_equal(grads[2], h2.sum(axis=0), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("m,n,k", [(70, 123, 1000), (300, 20, 1000), (1, 5000, 1000), (64, 31, 4096)])
+def test_dot_transpose_b_split_into_bands_vs_numpy(m, n, k):
+    # float32 products with B transposed, past 1M multiply-adds, are split into bands of
+    # 16 columns (or of rows, when there are fewer columns than two bands), partial last
+    # band included; dot and batch_dot, writing and adding, against float64 numpy.
+    a, b = rand(m, k), rand(n, k)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    assert_almost_equal(nd.dot(nd.array(a), nd.array(b), transpose_b=True).asnumpy(), ref, rtol=1e-4, atol=1e-4)
+    bd = nd.batch_dot(nd.array(np.stack([a, a])), nd.array(np.stack([b, 2 * b])), transpose_b=True).asnumpy()
+    assert_almost_equal(bd, np.stack([ref, 2 * ref]), rtol=1e-4, atol=1e-4)
+    xa, xb = nd.array(a), nd.array(b)
+    xa.attach_grad()
+    with weft.autograd.record():
+        y = nd.dot(xa, xb, transpose_b=True)
+    head = rand(m, n)
+    y.backward(nd.array(head))
+    assert_almost_equal(xa.grad.asnumpy(), head.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
 def test_fully_connected_float64_and_out():
     x, w, b = rand(5, 6, dtype=np.float64), rand(4, 6, dtype=np.float64), rand(4, dtype=np.float64)
     out = nd.zeros((5, 4), dtype="float64")
