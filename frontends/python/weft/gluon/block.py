@@ -546,12 +546,14 @@ class _CachedGraph:
         ops = {n["name"]: n["op"] for n in nodes if n["op"] != "null"}
         variables = {n["name"] for n in nodes if n["op"] == "null"}
 
+        outputs = _hook_output_names(self.sym, ops)
+
         def on_value(name, array):
             # The executor also reports variable inputs by their own name; a CachedOp does not.
             if name in variables:
                 return
             node = max((n for n in ops if name.startswith(n + "_")), key=len, default=None)
-            callback(name.encode("utf-8"), (ops[node] if node else "").encode("utf-8"), array)
+            callback(outputs.get(name, name).encode("utf-8"), (ops[node] if node else "").encode("utf-8"), array)
         self.exe.set_monitor_callback(on_value, monitor_all)
 
     def still_bound(self):
@@ -564,6 +566,43 @@ class _CachedGraph:
         return [NDArray(h) for h in _api.weft_executor_invoke(
             self.exe.handle, len(args), args, self.bound_inputs, self.input_grads, len(self.bound_params),
             self.bound_params, 1 if is_train else 0)]
+
+
+# The operators MXNet 1.9.1 gives output names (FListOutputNames, or a legacy operator's
+# ListOutputs): its CachedOp hook calls their outputs "<node>_<name>" ("<node>_output"),
+# and those of every other operator "<node>_<index>" ("<node>_0").
+_MXNET_NAMED_OUTPUTS = frozenset("""
+    Activation BatchNorm BatchNorm_v1 BilinearSampler Concat Convolution Convolution_v1 Correlation Crop
+    CuDNNBatchNorm Custom Deconvolution Dropout FullyConnected GridGenerator GroupNorm IdentityAttachKLSparseReg
+    InstanceNorm L2Normalization LRN LayerNorm LeakyReLU MakeLoss Pad Pooling Pooling_v1 RNN ROIPooling SVMOutput
+    SequenceLast SequenceMask SequenceReverse SliceChannel SoftmaxActivation SoftmaxOutput SpatialTransformer
+    SwapAxis UpSampling _CrossDeviceCopy _contrib_BatchNormWithReLU _contrib_DeformableConvolution
+    _contrib_DeformablePSROIPooling _contrib_MultiBoxDetection _contrib_MultiBoxPrior _contrib_MultiBoxTarget
+    _contrib_MultiProposal _contrib_PSROIPooling _contrib_Proposal _contrib_ROIAlign _contrib_RROIAlign
+    _contrib_SyncBatchNorm _contrib_calibrate_entropy _contrib_count_sketch _contrib_fft _contrib_hawkesll
+    _contrib_ifft _contrib_index_array _contrib_interleaved_matmul_encdec_qk
+    _contrib_interleaved_matmul_encdec_valatt _contrib_interleaved_matmul_selfatt_qk
+    _contrib_interleaved_matmul_selfatt_valatt _contrib_quantize_asym _contrib_quantized_act
+    _contrib_quantized_batch_norm _contrib_quantized_concat _contrib_quantized_conv _contrib_quantized_elemwise_add
+    _contrib_quantized_elemwise_mul _contrib_quantized_embedding _contrib_quantized_flatten
+    _contrib_quantized_fully_connected _contrib_quantized_pooling _contrib_quantized_rnn _rnn_param_concat col2im
+    elemwise_add im2col make_loss softmax softmin _CachedOp
+""".split())
+
+
+def _hook_output_names(sym, ops):
+    """The name MXNet's CachedOp hook gives each operator output of `sym` (by the name the
+    executor's monitor uses): "<node>_<index>" for an operator MXNet names no outputs of."""
+    names = {}
+    counts = {}
+    for out in sym.get_internals().list_outputs():
+        node = max((n for n in ops if out.startswith(n + "_")), key=len, default=None)
+        if node is None:
+            continue
+        i = counts.get(node, 0)
+        counts[node] = i + 1
+        names[out] = out if ops[node] in _MXNET_NAMED_OUTPUTS else "%s_%d" % (node, i)
+    return names
 
 
 def _first_difference(json_a, json_b):
@@ -595,6 +634,7 @@ class HybridBlock(Block):
         self._op_hook = None  # (callback, monitor_all) of register_op_hook
         self._backend = None  # the subgraph backend its graph is partitioned for (hybridize)
         self._backend_opts = {}
+        self._flags = {}  # MXNet's CachedOp flags given to hybridize (static_alloc, inline_limit, ...)
 
     def hybridize(self, active=True, backend=None, backend_opts=None, **kwargs):
         """As Block.hybridize; `backend` (MXNet's subgraph backend, e.g. 'MKLDNN') partitions
@@ -606,6 +646,7 @@ class HybridBlock(Block):
             self._backend_opts = dict(backend_opts)
         self._cached = {}
         self._given = None
+        self._flags = dict(kwargs)
         super().hybridize(active, **kwargs)
 
     def optimize_for(self, x, *args, backend=None, clear=False, **kwargs):
@@ -771,6 +812,11 @@ class HybridBlock(Block):
         input_grads = tuple(recording and a._has_history() for a in args)
         key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), given, ctx, autograd.is_training(),
                input_grads, recording)
+        if recording and self._inlines(key, flat, fmt):
+            # As MXNet's CachedOp, a graph of at most inline_limit operators (2 unless
+            # hybridize says otherwise) is inlined while autograd records, unless static_alloc:
+            # its operators are recorded one by one (get_symbol shows them, not one _CachedOp).
+            return self._call_imperative(_regroup(fmt, flat), ctx)
         graph = self._cached.get(key)
         if graph is not None and graph.checked_at == _blocks_version and graph.still_bound():
             # Nothing a trace reads has changed since one matched this graph: it would again.
@@ -802,6 +848,34 @@ class HybridBlock(Block):
         graph.checked_at = _blocks_version if self._fixed_tree() else None
         return graph
 
+    def _inlines(self, key, flat, fmt):
+        """Whether a recorded call with these inputs (`key`) runs inlined: no static_alloc and
+        at most inline_limit operators in the traced graph (counted once per key until a
+        block changes)."""
+        if self._flags.get("static_alloc", False):
+            return False
+        # Stored around __setattr__, which would count as a change of the block.
+        version, counts = self.__dict__.get("_op_counts", (None, None))
+        if version != _blocks_version:
+            counts = {}
+            self.__dict__["_op_counts"] = (_blocks_version, counts)
+        if key not in counts:
+            import json
+            sym = self._get_graph(*flat, fmt=fmt)[1]
+            counts[key] = (sum(n["op"] != "null" for n in json.loads(sym.tojson())["nodes"]), sym)
+        ops, sym = counts[key]
+        if ops > int(self._flags.get("inline_limit", 2)):
+            return False
+        self.__dict__["_inlined_sym"] = sym  # for export
+        return True
+
+    def _traced_symbol(self):
+        """The graph of an earlier hybridized call (MXNet's _cached_graph), None before one.
+        A recorded call that ran inlined was traced too."""
+        if self._cached:
+            return next(iter(self._cached.values())).sym
+        return self.__dict__.get("_inlined_sym")
+
     def _sparse_grads(self):
         """Whether some parameter of the tree takes a row_sparse gradient (cached until a
         block or a parameter's arrays change)."""
@@ -827,11 +901,12 @@ class HybridBlock(Block):
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes path-symbol.json and path-%04d.params (arg:/aux: names), loadable by the
         Module API, SymbolBlock.imports and MXNet 1.x. Needs one earlier forward."""
-        if not self._cached:
+        sym = self._traced_symbol()
+        if sym is None:
             raise RuntimeError("export: run a forward pass of the hybridized block %s first, so that its graph "
                                "is known" % self.name)
-        graph = next(iter(self._cached.values()))
-        sym = graph.run_sym
+        if self._cached:  # the graph as it runs: partitioned when hybridized for a backend
+            sym = next(iter(self._cached.values())).run_sym
         (sym.remove_amp_cast() if remove_amp_cast else sym).save("%s-symbol.json" % path)
         arg_names = set(sym.list_arguments())
         aux_names = set(sym.list_auxiliary_states())
@@ -909,6 +984,10 @@ class SymbolBlock(HybridBlock):
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("SymbolBlock runs its symbol; hybrid_forward is not used")
+
+    def _inlines(self, key, flat, fmt):
+        # No Python code to run operator by operator: the graph runs as one recorded call.
+        return False
 
     def cast(self, dtype):
         self._cached = {}
