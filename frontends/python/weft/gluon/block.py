@@ -538,7 +538,7 @@ class _CachedGraph:
             return
         import json
         callback, monitor_all = hook
-        nodes = json.loads(self.sym.tojson())["nodes"]
+        nodes = json.loads(self.sym.tojson(remove_amp_cast=False))["nodes"]
         ops = {n["name"]: n["op"] for n in nodes if n["op"] != "null"}
         variables = {n["name"] for n in nodes if n["op"] == "null"}
 
@@ -745,8 +745,8 @@ class HybridBlock(Block):
                     "hybridized block %s: the Python code of hybrid_forward took another path than when its graph was "
                     "traced for these input shapes (%s). The cached graph would be stale, so it is not run. First "
                     "difference: %s. Call hybridize() again after changing the block's behaviour."
-                    % (self.name, ", ".join(str(s) for s, _ in key[0]), _first_difference(graph.sym.tojson(),
-                                                                                         sym.tojson())))
+                    % (self.name, ", ".join(str(s) for s, _ in key[0]),
+                       _first_difference(graph.sym.tojson(remove_amp_cast=False), sym.tojson(remove_amp_cast=False))))
             if not graph.still_bound():
                 graph = None
         if graph is None:
@@ -794,7 +794,7 @@ class HybridBlock(Block):
             raise RuntimeError("export: run a forward pass of the hybridized block %s first, so that its graph "
                                "is known" % self.name)
         graph = next(iter(self._cached.values()))
-        (graph.sym.remove_amp_cast() if remove_amp_cast else graph.sym).save("%s-symbol.json" % path)
+        graph.sym.save("%s-symbol.json" % path, remove_amp_cast=remove_amp_cast)
         arg_names = set(graph.sym.list_arguments())
         aux_names = set(graph.sym.list_auxiliary_states())
         arrays = {}
