@@ -74,3 +74,122 @@ def test_base_lib_imports_and_says_which_mxnet_functions_weft_lacks():
     assert not hasattr(_LIB, "MXSymbolSaveToFile")
     with pytest.raises(AttributeError, match=r"_LIB\.MXNDArrayCreate: .*MXNet's C API.*weft_\*"):
         _LIB.MXNDArrayCreate  # pylint: disable=pointless-statement
+
+
+class _AffineTwo(mx.operator.CustomOp):
+    """out0 = data * w + b (broadcast over rows), out1 = data.sum(axis=1); gradient of out0."""
+
+    def forward(self, is_train, req, in_data, out_data, aux):
+        x, w, b = in_data
+        self.assign(out_data[0], req[0], x * w.reshape((1, -1)) + b.reshape((1, -1)))
+        self.assign(out_data[1], req[1], x.sum(axis=1))
+
+    def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        x, w, _ = in_data
+        g = out_grad[0]
+        self.assign(in_grad[0], req[0], g * w.reshape((1, -1)))
+        self.assign(in_grad[1], req[1], (g * x).sum(axis=0))
+        self.assign(in_grad[2], req[2], g.sum(axis=0))
+
+
+@mx.operator.register("t_affine_two")
+class _AffineTwoProp(mx.operator.CustomOpProp):
+    seen_types = []
+
+    def __init__(self):
+        super().__init__(need_top_grad=True)
+
+    def list_arguments(self):
+        return ["data", "weight", "bias"]
+
+    def list_outputs(self):
+        return ["scaled", "total"]
+
+    def infer_shape(self, in_shape):
+        n = in_shape[0][1]
+        return [in_shape[0], [n], [n]], [in_shape[0], [in_shape[0][0]]], []
+
+    def infer_type(self, in_type):
+        # As MXNet's example/restricted-boltzmann-machine: the parameters take the data's
+        # dtype, which nothing else in the graph gives them.
+        _AffineTwoProp.seen_types.append(list(in_type))
+        t = in_type[0]
+        return [t, t, t], [t, t], []
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return _AffineTwo()
+
+
+def test_custom_op_infer_type_types_parameters_from_the_data():
+    _AffineTwoProp.seen_types.clear()
+    net = mx.sym.Custom(mx.sym.var("data"), mx.sym.var("aff_weight"), mx.sym.var("aff_bias"), op_type="t_affine_two",
+                        name="aff")
+    args, outs, aux = net.infer_type(data="float64")
+    assert args == [np.float64] * 3 and outs == [np.float64] * 2 and aux == []
+    # Asked as MXNet asks: numpy types, None for the dtypes not known yet.
+    assert [np.float64, None, None] in _AffineTwoProp.seen_types
+    # A Module binds it from the data's dtype alone and trains it.
+    mod = mx.mod.Module(mx.sym.MakeLoss(mx.sym.sum(net[0])), data_names=["data"], label_names=None)
+    mod.bind(data_shapes=[mx.io.DataDesc("data", (2, 3), np.float64)])
+    mod.init_params(mx.init.Constant(0.5))
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    mod.forward(mx.io.DataBatch([nd.array(x, dtype=np.float64)]), is_train=True)
+    mod.backward()
+    assert mod.get_outputs()[0].dtype == np.float64
+    # Initializers give a "bias" zeros, whatever their pattern (MXNet's rule).
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), (x * 0.5).sum())
+    grads = dict(zip(mod._exec_group.param_names, mod._exec_group.grad_arrays))
+    np.testing.assert_allclose(grads["aff_weight"][0].asnumpy(), x.sum(axis=0))
+    np.testing.assert_allclose(grads["aff_bias"][0].asnumpy(), [2, 2, 2])
+
+
+def test_custom_op_infer_type_unknown_data_stays_unknown():
+    net = mx.sym.Custom(mx.sym.var("data"), mx.sym.var("w"), mx.sym.var("b"), op_type="t_affine_two")
+    assert net.infer_type() == (None, None, None)
+    # The weight's dtype alone is given to infer_type, which types everything from the data
+    # (still unknown): nothing is decided yet, and nothing fails.
+    assert net.infer_type_partial(w="float32")[0][0] is None
+
+
+class _TwoOutputs(mx.gluon.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.w = self.params.get("w", shape=(3,), init=mx.init.Constant(2.0))
+            self.b = self.params.get("b", shape=(3,), init=mx.init.Constant(1.0))
+
+    def hybrid_forward(self, F, x, w, b):
+        return F.Custom(x, w, b, op_type="t_affine_two")
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_block_returning_a_multi_output_symbol_gives_a_list(hybridize):
+    # MXNet's blocks return one array per output of a multi-output Symbol (a Custom
+    # operator's): example/restricted-boltzmann-machine's hybridized block calls out[0].backward().
+    net = _TwoOutputs()
+    net.initialize()
+    if hybridize:
+        net.hybridize()
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    with mx.autograd.record():
+        out = net(nd.array(x))
+    assert isinstance(out, list) and len(out) == 2
+    np.testing.assert_allclose(out[0].asnumpy(), x * 2 + 1)
+    np.testing.assert_allclose(out[1].asnumpy(), x.sum(axis=1))
+    out[0].backward()
+    np.testing.assert_allclose(net.w.grad().asnumpy(), x.sum(axis=0))
+    np.testing.assert_allclose(net.b.grad().asnumpy(), [2, 2, 2])
+
+
+def test_hybridized_block_returning_a_group_and_an_array():
+    class Net(mx.gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return [F.Group([x + 1, x * 3]), F.sum(x)]
+
+    net = Net()
+    net.hybridize()
+    x = np.array([[1.0, 2.0]], np.float32)
+    pair, total = net(nd.array(x))
+    np.testing.assert_allclose(pair[0].asnumpy(), x + 1)
+    np.testing.assert_allclose(pair[1].asnumpy(), x * 3)
+    np.testing.assert_allclose(total.asnumpy(), [3.0])

@@ -121,6 +121,17 @@ def _flatten(args):
     return flat, fmt
 
 
+def _split_outputs(out):
+    """A traced output with the Symbols of several outputs (a Custom operator's, a Group)
+    given as lists of their outputs: the block then returns a list of arrays for each, as
+    MXNet's blocks do."""
+    if isinstance(out, (list, tuple)):
+        return [_split_outputs(o) for o in out]
+    if isinstance(out, symbol.Symbol) and len(out) > 1:
+        return list(out)
+    return out
+
+
 def _regroup(fmt, flat):
     """Inverse of _flatten: the values of `flat` nested as `fmt` says."""
     values = iter(flat)
@@ -637,7 +648,7 @@ class HybridBlock(Block):
         with self.name_scope():
             params = {k: v.var() for k, v in self._reg_params.items()}
             out = self.hybrid_forward(symbol, *(_regroup(fmt, inputs) if fmt else inputs), **params)
-        outs, out_fmt = _flatten([out])
+        outs, out_fmt = _flatten([_split_outputs(out)])
         return names, (symbol.Group(outs) if len(outs) > 1 else outs[0]), len(outs), out_fmt
 
     def infer_shape(self, *args):
