@@ -193,3 +193,37 @@ def test_hybridized_block_returning_a_group_and_an_array():
     np.testing.assert_allclose(pair[0].asnumpy(), x + 1)
     np.testing.assert_allclose(pair[1].asnumpy(), x * 3)
     np.testing.assert_allclose(total.asnumpy(), [3.0])
+
+
+def test_quantization_star_import_gives_what_mxnets_gives():
+    # MXNet's contrib.quantization has no __all__, so its star import brings the names it
+    # imports: example/quantization/imagenet_gen_qsym.py calls cpu() after it.
+    scope = {}
+    exec("from weft.contrib.quantization import *", scope)  # pylint: disable=exec-used
+    assert scope["cpu"]() == mx.cpu()
+    for name in ("quantize_model", "quantize_model_mkldnn", "Module", "NDArray", "Symbol", "DataBatch", "nd_save",
+                 "nd_load", "sym_load"):
+        assert name in scope, name
+    assert scope["nd_load"] is mx.nd.load and scope["Module"] is mx.mod.Module
+
+
+def test_image_record_iter_takes_mxnets_chunk_shuffle_parameters(tmp_path):
+    import io as _io
+    from PIL import Image
+    rec_path = str(tmp_path / "x.rec")
+    rec = mx.recordio.MXRecordIO(rec_path, "w")
+    rng = np.random.RandomState(1)
+    pixels = [rng.randint(0, 256, (8, 8, 3)).astype(np.uint8) for _ in range(4)]
+    for i, p in enumerate(pixels):
+        buf = _io.BytesIO()
+        Image.fromarray(p).save(buf, format="PNG")
+        rec.write(mx.recordio.pack(mx.recordio.IRHeader(0, float(i), i, 0), buf.getvalue()))
+    rec.close()
+    common = dict(path_imgrec=rec_path, data_shape=(3, 8, 8), batch_size=4, preprocess_threads=1)
+    plain = mx.io.ImageRecordIter(**common).next()
+    chunked = mx.io.ImageRecordIter(shuffle_chunk_seed=3, shuffle_chunk_size=64, verbose=False, **common).next()
+    np.testing.assert_array_equal(chunked.label[0].asnumpy(), [0, 1, 2, 3])
+    np.testing.assert_array_equal(chunked.data[0].asnumpy(), plain.data[0].asnumpy())
+    np.testing.assert_array_equal(chunked.data[0].asnumpy(), np.stack(pixels).transpose(0, 3, 1, 2))
+    with pytest.raises(mx.base.MXNetError, match="shuffle_chunk_size"):
+        mx.io.ImageRecordIter(shuffle_chunk_size=-1, **common)

@@ -45,9 +45,17 @@ from ..context import Context, cpu
 from ..io import DataBatch, DataDesc, DataIter
 from ..module import Module
 from ..ndarray import NDArray
+from ..ndarray import load as nd_load
+from ..ndarray import save as nd_save
+from ..symbol import Symbol
+from ..symbol import load as sym_load
 
 __all__ = ["quantize_model", "quantize_model_mkldnn", "quantize_graph", "calib_graph", "quantize_net",
-           "quantize_net_v2", "combine_histogram", "CalibrationCollector"]
+           "quantize_net_v2", "combine_histogram", "CalibrationCollector",
+           # MXNet's module has no __all__: `from mxnet.contrib.quantization import *` also gives
+           # the names it imports, and scripts use them (example/quantization calls cpu()).
+           "cpu", "Context", "Module", "NDArray", "Symbol", "DataIter", "DataDesc", "DataBatch", "ndarray",
+           "nd_load", "nd_save", "sym_load"]
 
 
 # ------------------------------------------------------------------ what can be quantized
