@@ -227,3 +227,20 @@ def test_image_record_iter_takes_mxnets_chunk_shuffle_parameters(tmp_path):
     np.testing.assert_array_equal(chunked.data[0].asnumpy(), np.stack(pixels).transpose(0, 3, 1, 2))
     with pytest.raises(mx.base.MXNetError, match="shuffle_chunk_size"):
         mx.io.ImageRecordIter(shuffle_chunk_size=-1, **common)
+
+
+def test_symbol_operators_name_their_nodes_as_mxnet():
+    # MXNet's names come from its internal functions (_Plus, _MulScalar, ...): example/ssd
+    # picks a ResNet's feature layers by them ('_plus12').
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    with mx.name.NameManager():
+        got = [(a + b).name, (a - b).name, (a * b).name, (a / b).name, (a + 1).name, (1 - a).name, (a * 2).name,
+               (2 / a).name, (a ** 2).name, (a == b).name, (a > 1).name, (a + b).name]
+    assert got == ["_plus0", "_minus0", "_mul0", "_div0", "_plusscalar0", "_rminusscalar0", "_mulscalar0",
+                   "_rdivscalar0", "_powerscalar0", "_equal0", "_greater_scalar0", "_plus1"]
+    with mx.name.Prefix("blk_"):
+        s = a * b + 3
+    assert s.name == "blk__plusscalar0"
+    assert s.get_internals().list_outputs() == ["a", "b", "blk__mul0_output", "blk__plusscalar0_output"]
+    x, y = np.array([1.0, 2.0], np.float32), np.array([3.0, 5.0], np.float32)
+    np.testing.assert_allclose(s.eval(a=nd.array(x), b=nd.array(y))[0].asnumpy(), x * y + 3)

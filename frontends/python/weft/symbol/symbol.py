@@ -16,6 +16,16 @@ __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"
 _ARGUMENTS, _OUTPUTS, _AUXILIARY, _INPUTS = 0, 1, 2, 3
 
 
+# The default node names of Symbol's operators: MXNet's come from the internal functions its
+# operators call (_Plus, _MulScalar, ...), lowercased, and scripts find nodes by them
+# (example/ssd's feature layers '_plus12', '_plus15' of a ResNet).
+_OPERATOR_NAMES = {"elemwise_add": "_plus", "_plus_scalar": "_plusscalar", "elemwise_sub": "_minus",
+                   "_minus_scalar": "_minusscalar", "_rminus_scalar": "_rminusscalar", "elemwise_mul": "_mul",
+                   "_mul_scalar": "_mulscalar", "elemwise_div": "_div", "_div_scalar": "_divscalar",
+                   "_rdiv_scalar": "_rdivscalar", "_mod_scalar": "_modscalar", "_rmod_scalar": "_rmodscalar",
+                   "_power_scalar": "_powerscalar"}
+
+
 def _may_hold_amp_cast(text):
     """Whether a graph's JSON may hold amp_cast/amp_multicast nodes: a cheap test that spares
     tojson and save the rewrite for the graphs without them."""
@@ -471,9 +481,9 @@ class Symbol:
         from . import _ops
         if isinstance(other, Symbol):
             lhs, rhs = (other, self) if reverse else (self, other)
-            return _ops.get(op)(lhs, rhs)
+            return _ops.get(op)(lhs, rhs, _name_hint=_OPERATOR_NAMES.get(op, op))
         if isinstance(other, (int, float, np.generic)):
-            return _ops.get(scalar_op)(self, scalar=float(other))
+            return _ops.get(scalar_op)(self, scalar=float(other), _name_hint=_OPERATOR_NAMES.get(scalar_op, scalar_op))
         return NotImplemented
 
     def __add__(self, o): return self._binary(o, "elemwise_add", "_plus_scalar")  # noqa: E704
