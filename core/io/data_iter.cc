@@ -2,18 +2,25 @@
 
 #include <utility>
 
+#include "core/base/logging.h"
+
 namespace weft {
 namespace io {
 
 DataIter::~DataIter() = default;
 
-void CheckNoUnknownParams(const std::string& iter, const KwArgs& rest) {
+void WarnUnknownParams(const std::string& iter, const KwArgs& rest) {
   if (rest.empty()) return;
   std::string known;
   if (const DataIterReg* reg = DataIterRegistry::Get()->Find(iter))
     for (const auto& p : reg->params) known += (known.empty() ? "" : ", ") + p.name;
-  Throw(ErrorKind::kValue, "Iterator '", iter, "': unknown parameter '", rest.front().first, "' (expected one of: ",
-        known.empty() ? std::string("no parameters") : known, ")");
+  // MXNet's iterators ignore the parameters they do not know (scripts pass MNISTIter an
+  // input_shape or data_shape meant for other iterators), so Weft's do too; the warning
+  // still shows a misspelt name.
+  for (const auto& kv : rest)
+    WEFT_LOG(Warning) << "Iterator '" << iter << "': unknown parameter '" << kv.first << "' ignored, as MXNet "
+                      << "ignores it (expected one of: " << (known.empty() ? std::string("no parameters") : known)
+                      << ")";
 }
 
 // ---------------------------------------------------------------- prefetcher

@@ -15,7 +15,7 @@
 //         KwArgs rest = kwargs;
 //         auto p = ParseIterParams<MyParam>("MyIter", &rest);
 //         auto pf = ParseIterParams<PrefetchParam>("MyIter", &rest);
-//         CheckNoUnknownParams("MyIter", rest);
+//         WarnUnknownParams("MyIter", rest);
 //         return MakePrefetcher(std::make_unique<MyIterImpl>(*p), *pf);
 //       });
 #pragma once
@@ -109,8 +109,8 @@ std::shared_ptr<const P> ParseIterParams(const std::string& iter, KwArgs* kwargs
   return obj;
 }
 
-// Throws kValue naming the first key no part of the iterator took, and the keys it knows.
-void CheckNoUnknownParams(const std::string& iter, const KwArgs& rest);
+// Warns about each key no part of the iterator took (ignored, as MXNet ignores it), naming the keys it knows.
+void WarnUnknownParams(const std::string& iter, const KwArgs& rest);
 
 // The prefetcher's parameters, shared by every iterator that runs behind one.
 struct PrefetchParam {
@@ -191,7 +191,8 @@ class DataIterRegistry {
 };
 
 // Creates the iterator `name` from string parameters; kNotFound for an unknown name (the
-// message lists the registered ones), kValue for bad or unknown parameters.
+// message lists the registered ones), kValue for bad parameters (unknown ones are ignored
+// with a warning, as MXNet's iterators ignore them).
 std::unique_ptr<DataIter> CreateDataIter(const std::string& name, const KwArgs& kwargs);
 
 }  // namespace io

@@ -82,7 +82,7 @@ std::unique_ptr<DataIter> MakeCSVIter(const KwArgs& kwargs) {
   auto p = ParseIterParams<CSVIterParam>("CSVIter", &rest);
   auto bp = ParseIterParams<BatchParam>("CSVIter", &rest);
   auto pf = ParseIterParams<PrefetchParam>("CSVIter", &rest);
-  CheckNoUnknownParams("CSVIter", rest);
+  WarnUnknownParams("CSVIter", rest);
   WEFT_CHECK(p->data_shape.is_known() && p->data_shape.ndim() >= 1 && p->data_shape.Size() > 0, kValue,
              "Iterator 'CSVIter': data_shape must be a non-empty shape, got ", p->data_shape.ToString());
   WEFT_CHECK(p->label_shape.is_known() && p->label_shape.ndim() >= 1 && p->label_shape.Size() > 0, kValue,

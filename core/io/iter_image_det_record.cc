@@ -706,7 +706,7 @@ std::unique_ptr<DataIter> MakeImageDetRecordIter(const KwArgs& kwargs) {
   auto p = ParseIterParams<ImageDetRecParam>(kIter, &rest);
   auto aug = ParseIterParams<DetAugParam>(kIter, &rest);
   auto pf = ParseIterParams<PrefetchParam>(kIter, &rest);
-  CheckNoUnknownParams(kIter, rest);
+  WarnUnknownParams(kIter, rest);
   return MakePrefetcher(std::make_unique<ImageDetRecordIter>(*p, *aug), *pf);
 }
 

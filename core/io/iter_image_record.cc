@@ -221,7 +221,7 @@ std::unique_ptr<DataIter> MakeImageRecordIter(const KwArgs& kwargs) {
   auto p = ParseIterParams<ImageRecParam>("ImageRecordIter", &rest);
   auto aug = ParseIterParams<ImageAugParam>("ImageRecordIter", &rest);
   auto pf = ParseIterParams<PrefetchParam>("ImageRecordIter", &rest);
-  CheckNoUnknownParams("ImageRecordIter", rest);
+  WarnUnknownParams("ImageRecordIter", rest);
   return MakePrefetcher(std::make_unique<ImageRecordIter>(*p, *aug), *pf);
 }
 

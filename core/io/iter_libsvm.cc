@@ -81,7 +81,7 @@ std::unique_ptr<DataIter> MakeLibSVMIter(const KwArgs& kwargs) {
   auto p = ParseIterParams<LibSVMIterParam>("LibSVMIter", &rest);
   auto bp = ParseIterParams<BatchParam>("LibSVMIter", &rest);
   auto pf = ParseIterParams<PrefetchParam>("LibSVMIter", &rest);
-  CheckNoUnknownParams("LibSVMIter", rest);
+  WarnUnknownParams("LibSVMIter", rest);
   WEFT_CHECK(p->data_shape.is_known() && p->data_shape.ndim() == 1 && p->data_shape[0] > 0, kValue,
              "Iterator 'LibSVMIter': data_shape must be (number of features,), got ", p->data_shape.ToString());
   WEFT_CHECK(p->label_shape.is_known() && p->label_shape.ndim() == 1 && p->label_shape[0] > 0, kValue,

@@ -81,7 +81,7 @@ std::unique_ptr<DataIter> MakeMNISTIter(const KwArgs& kwargs) {
   KwArgs rest = kwargs;
   auto p = ParseIterParams<MNISTParam>("MNISTIter", &rest);
   auto pf = ParseIterParams<PrefetchParam>("MNISTIter", &rest);
-  CheckNoUnknownParams("MNISTIter", rest);
+  WarnUnknownParams("MNISTIter", rest);
   WEFT_CHECK(p->part_index < p->num_parts, kValue, "Iterator 'MNISTIter': part_index must be less than num_parts (",
              p->num_parts, "), got ", p->part_index);
 
