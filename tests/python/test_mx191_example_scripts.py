@@ -244,3 +244,24 @@ def test_symbol_operators_name_their_nodes_as_mxnet():
     assert s.get_internals().list_outputs() == ["a", "b", "blk__mul0_output", "blk__plusscalar0_output"]
     x, y = np.array([1.0, 2.0], np.float32), np.array([3.0, 5.0], np.float32)
     np.testing.assert_allclose(s.eval(a=nd.array(x), b=nd.array(y))[0].asnumpy(), x * y + 3)
+
+
+def test_data_iter_subclass_defining_getdata_only_gives_unlabelled_batches():
+    # example/vae-gan's RandIter: iter_next and getdata only; MXNet's DataIter gives None for
+    # the label and the padding.
+    class Noise(mx.io.DataIter):
+        def __init__(self):
+            super().__init__(batch_size=2)
+            self.count = 0
+
+        def iter_next(self):
+            self.count += 1
+            return self.count <= 2
+
+        def getdata(self):
+            return [nd.full((2, 3), self.count)]
+
+    batches = list(Noise())
+    assert len(batches) == 2
+    assert [b.label for b in batches] == [None, None] and batches[0].pad is None
+    np.testing.assert_array_equal(batches[1].data[0].asnumpy(), np.full((2, 3), 2.0))
