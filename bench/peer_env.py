@@ -9,6 +9,10 @@ Cooperlake with AVX512-BF16, on AVX-512; Haswell on AVX2) whenever OpenBLAS's ow
 is weaker, and an SGEMM through it is checked against a reference computed without BLAS
 before it is used. The machine's own OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (set here for
 the tests' safety) are replaced.
+
+With WEFT_BENCH_ISA=avx2 (report.py --isa avx2) the peer runs as on an AVX2 machine:
+OpenBLAS's Haswell core even where it would choose an AVX-512 one, and the oneDNN inside
+PyTorch and ATen's own kernels capped at AVX2 (ONEDNN_MAX_CPU_ISA, ATEN_CPU_CAPABILITY).
 """
 import os
 import subprocess
@@ -37,12 +41,19 @@ print(lib.openblas_get_corename().decode(), lib.openblas_get_config().decode().s
 """
 
 
+# The instruction set the benchmarks are capped at ("avx2"), or "" for the CPU's own.
+ISA_CAP = os.environ.get("WEFT_BENCH_ISA", "").lower()
+if ISA_CAP not in ("", "avx2"):
+    sys.exit("peer_env: WEFT_BENCH_ISA must be avx2 or unset, got %r" % ISA_CAP)
+
+
 def _cpu_flags():
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
                 if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                    flags = set(line.split(":", 1)[1].split())
+                    return {f for f in flags if not f.startswith("avx512")} if ISA_CAP else flags
     except OSError:
         pass
     return set()
@@ -76,12 +87,15 @@ def _choose():
     if auto == "none":
         return None, "BLAS: the reference BLAS (no OpenBLAS installed: bash tools/setup_deps.sh --bench)"
     wanted = core_from_flags(_cpu_flags())
-    if ok and (wanted is None or _RANK.get(auto, 0) >= _RANK.get(wanted, 0)):
+    # Under a cap OpenBLAS's own (wider) choice would break it: the capped core is taken.
+    stronger = ISA_CAP and wanted and _RANK.get(auto, 0) > _RANK.get(wanted, 0)
+    if ok and not stronger and (wanted is None or _RANK.get(auto, 0) >= _RANK.get(wanted, 0)):
         return None, "BLAS: OpenBLAS %s, core %s (its own choice for this CPU)" % (version, auto)
     core, _, good = _probe(wanted)
     if core == wanted and good:
-        return wanted, ("BLAS: OpenBLAS %s, core %s (chosen from the CPU's flags; by itself it took %s%s)"
-                        % (version, wanted, auto, "" if ok else ", which computed wrong results"))
+        return wanted, ("BLAS: OpenBLAS %s, core %s (chosen from the CPU's flags%s; by itself it took %s%s)"
+                        % (version, wanted, ", capped at " + ISA_CAP.upper() if ISA_CAP else "", auto,
+                           "" if ok else ", which computed wrong results"))
     return None, ("BLAS: OpenBLAS %s, core %s (its own choice; %s from the CPU's flags %s)"
                   % (version, auto, wanted, "did not load" if core != wanted else "computed wrong results"))
 
@@ -94,4 +108,14 @@ def environment():
     env = {"OMP_WAIT_POLICY": "PASSIVE"}
     if CORETYPE:
         env["OPENBLAS_CORETYPE"] = CORETYPE
+    if ISA_CAP:
+        env.update(capped_environment())
     return env
+
+
+def capped_environment():
+    """What caps oneDNN (Weft's and PyTorch's) and ATen at WEFT_BENCH_ISA: {} without a cap."""
+    if not ISA_CAP:
+        return {}
+    return {"WEFT_BENCH_ISA": ISA_CAP, "ONEDNN_MAX_CPU_ISA": ISA_CAP.upper(), "DNNL_MAX_CPU_ISA": ISA_CAP.upper(),
+            "ATEN_CPU_CAPABILITY": ISA_CAP}

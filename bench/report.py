@@ -15,6 +15,10 @@ Usage (after `bash tools/setup_deps.sh --bench` and `tools/build.sh`):
     .venv/bin/python bench/report.py                 # everything
     .venv/bin/python bench/report.py --only dot,nets # the benchmarks whose name contains these
     .venv/bin/python bench/report.py --quick         # shorter timings, for trying it out
+    .venv-avx2/bin/python bench/report.py --isa avx2 --build build-avx2
+        # as on an AVX2 machine: Weft built with -DWEFT_MARCH=x86-64-v3 into build-avx2 and
+        # installed into .venv-avx2; oneDNN (both sides), ATen and OpenBLAS capped at AVX2;
+        # written to bench/results/<cpu-model>-avx2/
 
 A benchmark that fails or times out is reported as such with the end of its output; the
 others still run. Figures move 20-50 % between runs on a busy machine: the load average at
@@ -82,12 +86,12 @@ def slug(text):
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-").lower() or "cpu"
 
 
-def measured_peak():
-    """The FP32 peak weft_fma_peak measures (GFLOP/s), building it when needed, or None."""
-    binary = os.path.join(REPO, "build", "weft_fma_peak")
+def measured_peak(build):
+    """The FP32 peak weft_fma_peak measures (GFLOP/s), building it in `build` when needed
+    (with that build's instruction set), or None."""
+    binary = os.path.join(build, "weft_fma_peak")
     if not os.path.exists(binary):
-        subprocess.run(["cmake", "--build", os.path.join(REPO, "build"), "--target", "weft_fma_peak"],
-                       capture_output=True, check=False)
+        subprocess.run(["cmake", "--build", build, "--target", "weft_fma_peak"], capture_output=True, check=False)
     if not os.path.exists(binary):
         return None, "weft_fma_peak could not be built"
     out = subprocess.run([binary], capture_output=True, text=True, timeout=300).stdout
@@ -166,7 +170,19 @@ def chart(name, records, out_dir):
     return os.path.basename(path)
 
 
-def write_report(out_dir, cpu, peak, vers, results, records_by_bench, quick):
+def isa_cap_problem(isa):
+    """Why this interpreter's Weft cannot run capped at `isa` (built for a wider one), or None."""
+    code = "import weft._build_info as b; print(int('__AVX512F__' in b.ISA_MACROS))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=BENCH)
+    if out.returncode != 0:
+        return "could not read how its Weft was built: " + out.stderr.strip()[-300:]
+    if out.stdout.strip() == "1":
+        return ("the Weft of %s was compiled for AVX-512: build one with -DWEFT_MARCH=x86-64-v3 and install it "
+                "into another environment (see this script's usage)" % sys.executable)
+    return None
+
+
+def write_report(out_dir, cpu, peak, vers, results, records_by_bench, quick, isa):
     lines = ["# Weft against its peers on %s" % cpu["name"], "",
              "Written by `bench/report.py`%s on %s." % (" --quick" if quick else "",
                                                      datetime.datetime.now().strftime("%Y-%m-%d %H:%M")), "",
@@ -174,9 +190,14 @@ def write_report(out_dir, cpu, peak, vers, results, records_by_bench, quick):
              "| CPU | %s (family %s, model %s), %d cores; %s |" % (cpu["name"], cpu["family"], cpu["model"],
                                                                  cpu["cores"], isa_summary(cpu["flags"])),
              "| FP32 peak (`weft_fma_peak`) | %s |" % ("%.0f GFLOP/s" % peak[0] if peak[0] else peak[1]),
-             "| versions | Weft %s (%s); PyTorch %s; numpy %s |" % (vers.get("weft"), vers.get("weft features"),
-                                                                  vers.get("torch"), vers.get("numpy")),
              ]
+    if isa:
+        lines.append("| instruction set | capped at %s on both sides, as on an %s machine: Weft compiled without "
+                     "AVX-512, ONEDNN_MAX_CPU_ISA=%s for its oneDNN and PyTorch's, ATEN_CPU_CAPABILITY=%s, "
+                     "OpenBLAS's core from the capped flags (the cores, caches and clocks are this CPU's) |"
+                     % (isa.upper(), isa.upper(), isa.upper(), isa))
+    lines.append("| versions | Weft %s (%s); PyTorch %s; numpy %s |" % (vers.get("weft"), vers.get("weft features"),
+                                                                     vers.get("torch"), vers.get("numpy")))
     for p in vers.get("peer", []):
         lines.append("| peer | %s |" % p[len("peer: "):])
     lines += ["", "Speed is Weft's over the peer's: above 1, Weft is faster (for times and memory, the peer's "
@@ -209,16 +230,28 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default="", help="comma-separated parts of benchmark names to run")
     ap.add_argument("--quick", action="store_true", help="shorter timings and fewer cases, to try the report out")
-    ap.add_argument("--out", default="", help="output folder (default bench/results/<cpu-model>)")
+    ap.add_argument("--out", default="", help="output folder (default bench/results/<cpu-model>[-<isa>])")
+    ap.add_argument("--isa", choices=("avx2",), help="cap every framework at this instruction set")
+    ap.add_argument("--build", default=os.path.join(REPO, "build"),
+                    help="the build folder whose weft_fma_peak measures the peak (default build/)")
     args = ap.parse_args()
+    if args.isa:
+        problem = isa_cap_problem(args.isa)
+        if problem:
+            sys.exit("report.py --isa %s: %s" % (args.isa, problem))
+        os.environ["WEFT_BENCH_ISA"] = args.isa
+        sys.path.insert(0, BENCH)
+        import peer_env
+        os.environ.update(peer_env.capped_environment())
 
     cpu = cpu_info()
     model = "%s-family-%s-model-%s" % (cpu["name"], cpu["family"], cpu["model"])
-    out_dir = args.out or os.path.join(BENCH, "results", slug(model) + ("-quick" if args.quick else ""))
+    out_dir = args.out or os.path.join(BENCH, "results", slug(model) + ("-" + args.isa if args.isa else "")
+                                       + ("-quick" if args.quick else ""))
     logs = os.path.join(out_dir, "logs")
     os.makedirs(logs, exist_ok=True)
     wanted = [w for w in args.only.split(",") if w]
-    peak = measured_peak()
+    peak = measured_peak(os.path.abspath(args.build))
     print("CPU: %s, %d cores; FP32 peak: %s" % (cpu["name"], cpu["cores"],
                                                 "%.0f GFLOP/s" % peak[0] if peak[0] else peak[1]), flush=True)
     vers = versions()
@@ -238,7 +271,7 @@ def main():
             records_by_bench[name] = read_records(record_path)
             print("  %s in %.0f s, %d figures" % (results[name]["status"], results[name]["seconds"],
                                                  len(records_by_bench[name])), flush=True)
-    write_report(out_dir, cpu, peak, vers, results, records_by_bench, args.quick)
+    write_report(out_dir, cpu, peak, vers, results, records_by_bench, args.quick, args.isa)
     print("wrote %s" % os.path.join(out_dir, "report.md"))
 
 

@@ -75,7 +75,6 @@ def torch_runs(cfg, path):
 def weft_runs(cfg, path):
     """Weft's forward and forward+backward on the data of `path`, and the largest
     difference of its output from PyTorch's."""
-    sys.path.insert(0, os.path.join(BENCH, "..", "build", "python"))
     import weft
     from weft import autograd, nd
     _, mode, T, N, I, H, L, bidir = cfg

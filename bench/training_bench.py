@@ -37,7 +37,6 @@ mx = autograd = gluon = nd = nn = torch = None
 
 def import_weft():
     global mx, autograd, gluon, nd, nn
-    sys.path.insert(0, os.path.join(BENCH, "..", "build", "python"))
     mx = importlib.import_module("weft")
     autograd, gluon, nd = mx.autograd, mx.gluon, mx.nd
     nn = mx.gluon.nn

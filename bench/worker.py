@@ -38,7 +38,9 @@ class Worker:
 def serve(answer):
     """The worker's loop: answer(words) -> list of values, for each line until stdin closes."""
     for line in sys.stdin:
-        print(" ".join(str(v) for v in answer(line.split())), flush=True)
+        words = line.split()
+        # An empty line asks only whether the worker is up, its imports done (start_pair).
+        print(" ".join(str(v) for v in answer(words)) if words else "ready", flush=True)
 
 
 def start_pair(script):
@@ -53,5 +55,8 @@ def start_pair(script):
     torch_env = dict(peer_env.environment())
     # peer.py's report goes to stderr there: the worker's stdout is the line protocol.
     torch_env["WEFT_BENCH_WORKER"] = "1"
-    return (Worker(script, ["weft"]),
-            Worker(script, ["torch"], torch_env, drop=("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")))
+    torch_w = Worker(script, ["torch"], torch_env, drop=("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"))
+    # Weft's worker starts only once PyTorch's is up: peer.py times its reference step while
+    # it imports, and beside Weft's start (imports, thread pools) that step ran 3-30x slower.
+    torch_w.ask()
+    return Worker(script, ["weft"]), torch_w

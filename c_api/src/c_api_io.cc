@@ -1,4 +1,5 @@
 // Array lists, `.params` files and byte buffers.
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,43 @@ weft_bytes_t* NewBytesHandle(std::string bytes) {
   return reinterpret_cast<weft_bytes_t*>(BytesTable::Get().Create(std::move(bytes)));
 }
 
+// MXNet's numpy-shape mode (0 off, 1 on, 2 on for the whole process). Process-wide, as the
+// Python front end keeps it: one program sets it for all its threads.
+std::atomic<int> g_np_shape{0};
+
+NDArraySaveOptions SaveOptions() {
+  NDArraySaveOptions o;
+  o.np_shape = g_np_shape.load() != 0;
+  return o;
+}
+
+NDArrayLoadOptions LoadOptions() {
+  NDArrayLoadOptions o;
+  const int mode = g_np_shape.load();
+  o.np_shape = mode != 0;
+  o.np_shape_global = mode == 2;
+  return o;
+}
+
 }  // namespace
 
 extern "C" {
+
+weft_status_t weft_set_np_shape(int mode, int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  WEFT_CHECK(mode >= 0 && mode <= 2, kValue, __func__, ": expected 'mode' 0 (numpy-shape semantics off), 1 (on) or 2 "
+             "(on for the whole process), got ", mode);
+  *out = g_np_shape.exchange(mode);
+  WEFT_API_END
+}
+
+weft_status_t weft_get_np_shape(int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = g_np_shape.load();
+  WEFT_API_END
+}
 
 weft_status_t weft_ndarray_list_free(weft_ndarray_list_t* list) {
   WEFT_API_BEGIN
@@ -90,7 +125,7 @@ weft_status_t weft_ndarray_save(const char* fname, int num, weft_ndarray_t* cons
   std::vector<NDArray> arrs;
   std::vector<std::string> nms;
   ReadSaveArgs(num, arrays, names, __func__, &arrs, &nms);
-  SaveNDArrayListFile(fname, arrs, nms);
+  SaveNDArrayListFile(fname, arrs, nms, SaveOptions());
   WEFT_API_END
 }
 
@@ -101,7 +136,7 @@ weft_status_t weft_ndarray_save_to_bytes(int num, weft_ndarray_t* const* arrays,
   std::vector<NDArray> arrs;
   std::vector<std::string> nms;
   ReadSaveArgs(num, arrays, names, __func__, &arrs, &nms);
-  *out = NewBytesHandle(SaveNDArrayList(arrs, nms));
+  *out = NewBytesHandle(SaveNDArrayList(arrs, nms, SaveOptions()));
   WEFT_API_END
 }
 
@@ -109,7 +144,7 @@ weft_status_t weft_ndarray_load(const char* fname, weft_ndarray_list_t** out) {
   WEFT_API_BEGIN
   WEFT_OUT(out);
   WEFT_CHECK(fname != nullptr, kValue, __func__, ": 'fname' is NULL");
-  *out = NewListHandle(LoadNDArrayListFile(fname));
+  *out = NewListHandle(LoadNDArrayListFile(fname, LoadOptions()));
   WEFT_API_END
 }
 
@@ -117,7 +152,7 @@ weft_status_t weft_ndarray_load_from_bytes(const void* data, size_t size, weft_n
   WEFT_API_BEGIN
   WEFT_OUT(out);
   CheckBuffer(data, size, "data", "size", __func__);
-  *out = NewListHandle(LoadNDArrayList(data, size, "buffer"));
+  *out = NewListHandle(LoadNDArrayList(data, size, "buffer", LoadOptions()));
   WEFT_API_END
 }
 
@@ -125,7 +160,7 @@ weft_status_t weft_ndarray_save_raw_bytes(const weft_ndarray_t* arr, weft_bytes_
   WEFT_API_BEGIN
   const NDArray& a = WEFT_ARR(arr);
   WEFT_OUT(out);
-  *out = NewBytesHandle(SaveNDArrayRaw(a));
+  *out = NewBytesHandle(SaveNDArrayRaw(a, SaveOptions()));
   WEFT_API_END
 }
 
@@ -133,7 +168,7 @@ weft_status_t weft_ndarray_load_raw_bytes(const void* data, size_t size, weft_nd
   WEFT_API_BEGIN
   WEFT_OUT(out);
   CheckBuffer(data, size, "data", "size", __func__);
-  NDArray a = LoadNDArrayRaw(data, size, "buffer");
+  NDArray a = LoadNDArrayRaw(data, size, "buffer", LoadOptions());
   WEFT_CHECK(!a.is_none(), kValue, __func__, ": the bytes hold an uninitialised (none) array");
   *out = NewArrHandle(std::move(a));
   WEFT_API_END

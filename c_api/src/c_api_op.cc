@@ -16,6 +16,29 @@ using namespace weft::capi;  // NOLINT
 
 namespace {
 
+// A parameter type as MXNet writes an enumeration's: the names sorted, and an optional
+// enumeration's None first and unquoted ("{None, 'NCHW', 'NHWC'}, ..."); the schema lists
+// them in the order they were declared.
+std::string MXNetEnumOrder(const std::string& type) {
+  if (type.empty() || type[0] != '{') return type;
+  const size_t close = type.find('}');
+  if (close == std::string::npos) return type;
+  std::vector<std::string> names;
+  bool optional = false;
+  for (size_t q = type.find('\'', 1); q < close; q = type.find('\'', q + 1)) {
+    const size_t end = type.find('\'', q + 1);
+    if (end == std::string::npos || end > close) return type;
+    std::string name = type.substr(q + 1, end - q - 1);
+    if (name == "None") optional = true;
+    else names.push_back(std::move(name));
+    q = end;
+  }
+  std::sort(names.begin(), names.end());
+  std::string r = optional ? "{None" : "{";
+  for (size_t i = 0; i < names.size(); ++i) r += (i > 0 || optional ? ", '" : "'") + names[i] + "'";
+  return r + type.substr(close);
+}
+
 // What the C API hands out about operators, built once: registration finishes during the
 // library's static initialisation, before any C call can arrive, and the strings must live
 // as long as the library.
@@ -35,7 +58,10 @@ struct OpCatalog {
           c->params.resize(op->index + 1);
         }
         c->by_index[op->index] = op;
-        if (op->param_schema) c->params[op->index] = op->param_schema->Info();
+        if (op->param_schema) {
+          c->params[op->index] = op->param_schema->Info();
+          for (ParamFieldInfo& p : c->params[op->index]) p.type = MXNetEnumOrder(p.type);
+        }
       }
       return c;
     }();

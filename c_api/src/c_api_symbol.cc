@@ -11,6 +11,7 @@
 #include "c_api/src/c_api_common.h"
 #include "core/base/atomic_file.h"
 #include "core/base/json_parse.h"
+#include "core/executor/backend_subgraph.h"
 #include "core/executor/executor.h"
 #include "core/graph/infer.h"
 #include "core/graph/json.h"
@@ -247,6 +248,15 @@ weft_status_t weft_symbol_get_children(const weft_symbol_t* sym, weft_symbol_t**
   WEFT_API_BEGIN
   WEFT_OUT(out);
   *out = NewSymHandle(WEFT_SYM(sym).GetChildren());
+  WEFT_API_END
+}
+
+weft_status_t weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend, weft_symbol_t** out) {
+  WEFT_API_BEGIN
+  const graph::Symbol& s = WEFT_SYM(sym);
+  WEFT_CHECK(backend != nullptr, kValue, __func__, ": 'backend' is NULL");
+  WEFT_OUT(out);
+  *out = NewSymHandle(executor::BuildBackendSubgraph(s, backend));
   WEFT_API_END
 }
 
@@ -584,8 +594,46 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
           sparse_grads.emplace_back(j, a);
     }
 
-  std::vector<NDArray> recorded = ins;
-  recorded.insert(recorded.end(), ps.begin(), ps.end());
+  // The call as autograd records it: the graph's inputs in the order the graph lists them
+  // (arguments and auxiliary states as they come), each a data input or a parameter, so
+  // that get_symbol can show it as MXNet's _CachedOp node. An executor with arrays that are
+  // neither records the inputs then the parameters, with no symbol form.
+  std::vector<NDArray> recorded;
+  std::vector<int> data_of;  // per recorded input: the data input it is, or -1 (a parameter)
+  bool in_graph_order = false;
+  {
+    std::unordered_map<const void*, int> data_by_chunk, param_by_chunk;
+    for (int i = 0; i < num_inputs; ++i) data_by_chunk[bound[i].chunk().get()] = i;
+    for (size_t j = 0; j < ps.size(); ++j) param_by_chunk.emplace(ps[j].chunk().get(), static_cast<int>(j));
+    graph::IndexedGraph ig(ex->source_symbol().outputs);
+    size_t ai = 0, xi = 0;
+    for (uint32_t id : ig.input_nodes()) {
+      const bool aux = ig.is_mutable_input(id);
+      const auto& arrays = aux ? ex->aux_arrays() : ex->arg_arrays();
+      const size_t k = aux ? xi++ : ai++;
+      if (k >= arrays.size()) break;
+      const void* c = arrays[k].chunk().get();
+      auto d = data_by_chunk.find(c);
+      auto p = param_by_chunk.find(c);
+      if (d != data_by_chunk.end()) {
+        recorded.push_back(ins[d->second]);
+        data_of.push_back(d->second);
+      } else if (p != param_by_chunk.end()) {
+        recorded.push_back(ps[p->second]);
+        data_of.push_back(-1);
+      } else {
+        break;
+      }
+    }
+    in_graph_order = recorded.size() == ig.input_nodes().size();
+    if (!in_graph_order) {
+      recorded = ins;
+      recorded.insert(recorded.end(), ps.begin(), ps.end());
+      data_of.clear();
+      for (int i = 0; i < num_inputs; ++i) data_of.push_back(i);
+      data_of.resize(recorded.size(), -1);
+    }
+  }
   bool any = false;
   for (const auto& a : recorded) any = any || a.ag_node() != nullptr;
   if (autograd::IsRecording() && any) {
@@ -598,7 +646,7 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
         param_vars.push_back(p.ag_node());
     autograd::RecordCustom(
         "hybridized block", recorded, &outs,
-        [ex, generation, in_grads, num_params, ps, sparse_grads, param_vars](const std::vector<NDArray>& out_grads) {
+        [ex, generation, in_grads, data_of, ps, sparse_grads, param_vars](const std::vector<NDArray>& out_grads) {
           WEFT_CHECK(ex->num_forwards() == generation, kRuntime,
                      "hybridized block: its graph ran forward again before the backward of an earlier call; a "
                      "hybridized block keeps the state of its latest call only (call backward before the next "
@@ -608,10 +656,16 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
           for (const auto& pa : sparse_grads) ps[pa.first].ag_node()->grad = ex->grad_arrays()[pa.second];
           for (const auto& v : param_vars) v->fresh_grad = true;
           std::vector<NDArray> grads;
-          for (const auto& g : in_grads) grads.push_back(g.is_none() ? NDArray() : g.Copy(g.ctx()));
-          grads.resize(grads.size() + num_params);
+          for (int d : data_of) {
+            const NDArray& g = d >= 0 ? in_grads[d] : NDArray();
+            grads.push_back(g.is_none() ? NDArray() : g.Copy(g.ctx()));
+          }
           return grads;
-        });
+        },
+        in_graph_order ? std::function<NodeAttrs()>([ex] {
+          return MakeAttrs(Op::Get("_CachedOp"), {{"subgraph", graph::SaveJSON(ex->source_symbol())}});
+        })
+                       : nullptr);
   }
   thread_local std::vector<weft_ndarray_t*> result;
   result.clear();

@@ -14,16 +14,25 @@
 // The backward operators take the output gradients then the forward inputs, recompute the
 // forward to recover the state each step started from, and run the subgraph's gradient
 // step by step in reverse; gradients of inputs read at every step are summed.
+//
+// MXNet's `_CachedOp` (the node autograd.get_symbol gives for a hybridized block's call, or
+// a graph saved with one) lives here too: it runs its one subgraph, given as MXNet's
+// `subgraph` parameter (symbol JSON), and its gradient is another `_CachedOp` whose
+// subgraph is the gradient graph of the first.
 #include <algorithm>
 #include <exception>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/engine/worker_pool.h"
 #include "core/executor/executor.h"
+#include "core/graph/gradient.h"
 #include "core/graph/infer.h"
+#include "core/graph/json.h"
 #include "core/graph/subgraphs.h"
 #include "core/graph/symbol.h"
 #include "core/imperative/imperative.h"
@@ -95,6 +104,40 @@ WEFT_PARAM_SCHEMA(CondParam, s) {
       .Describe("The locations of then's inputs in the given inputs.");
   s.Field("else_input_locs", &CondParam::else_input_locs)
       .Describe("The locations of else's inputs in the given inputs.");
+}
+
+struct CachedOpParam {
+  std::string subgraph;
+  int inline_limit = 2;
+  int forward_bulk_size = 15;
+  int backward_bulk_size = 15;
+  bool static_alloc = false;
+  bool static_shape = false;
+  bool is_dynamic = false;
+  Shape data_indices, param_indices;
+  std::shared_ptr<graph::Symbol> graph;  // `subgraph` read once, not a parameter
+};
+
+// MXNet's CachedOpConfig. Only `subgraph` changes what a node computes; the others are the
+// flags a hybridized block passes to its CachedOp, accepted so that MXNet's graphs load.
+WEFT_PARAM_SCHEMA(CachedOpParam, s) {
+  s.Field("subgraph", &CachedOpParam::subgraph).Default(std::string()).Describe("The graph run, as symbol JSON.");
+  s.Field("inline_limit", &CachedOpParam::inline_limit).Default(2).Min(0)
+      .Describe("Maximum number of operators that can be inlined.");
+  s.Field("forward_bulk_size", &CachedOpParam::forward_bulk_size).Default(15).Min(0)
+      .Describe("Segment size of bulk execution during forward pass.");
+  s.Field("backward_bulk_size", &CachedOpParam::backward_bulk_size).Default(15).Min(0)
+      .Describe("Segment size of bulk execution during backward pass.");
+  s.Field("static_alloc", &CachedOpParam::static_alloc).Default(false)
+      .Describe("Whether to allocate memory statically.");
+  s.Field("static_shape", &CachedOpParam::static_shape).Default(false)
+      .Describe("Whether input shapes stay the same from call to call.");
+  s.Field("is_dynamic", &CachedOpParam::is_dynamic).Default(false)
+      .Describe("Whether the graph holds operators whose output shapes depend on the data.");
+  s.Field("data_indices", &CachedOpParam::data_indices).Default(Shape())
+      .Describe("Positions of the data among the inputs.");
+  s.Field("param_indices", &CachedOpParam::param_indices).Default(Shape())
+      .Describe("Positions of the parameters among the inputs.");
 }
 
 namespace {
@@ -891,6 +934,83 @@ void CondBackward(const NodeAttrs& attrs, const OpContext& octx, const std::vect
   }, done);
 }
 
+// ------------------------------------------------------------------ _CachedOp
+const Symbol& CachedGraph(const NodeAttrs& attrs) {
+  const auto& g = attrs.Params<CachedOpParam>().graph;
+  if (!g)
+    Throw(ErrorKind::kValue, Who(attrs), ": needs subgraph= (the symbol JSON of the graph it runs)");
+  return *g;
+}
+
+int CachedOpInputs(const NodeAttrs& a) { return static_cast<int>(NumGraphInputs(CachedGraph(a))); }
+int CachedOpOutputs(const NodeAttrs& a) { return static_cast<int>(CachedGraph(a).outputs.size()); }
+
+template <typename T>
+bool CachedOpInfer(const NodeAttrs& attrs, std::vector<T>* in, std::vector<T>* out) {
+  std::vector<T> sub = *in;
+  std::vector<T> outs = InferSub(attrs, CachedGraph(attrs), &sub, "subgraph");
+  for (size_t i = 0; i < sub.size(); ++i) Assign(attrs, in, i, sub[i], "input");
+  for (size_t o = 0; o < outs.size(); ++o) Assign(attrs, out, o, outs[o], "output");
+  return AllKnown(*in, *out);
+}
+
+void CachedOpCompute(const NodeAttrs& attrs, const OpContext& octx, const std::vector<NDArray>& in,
+                     const std::vector<OpReq>& req, const std::vector<NDArray>& out, engine::CallbackOnComplete done) {
+  bool is_train = octx.is_train;
+  RunAsync(in, out, [attrs, req, is_train](const std::vector<NDArray>& ain, const std::vector<NDArray>& aout) {
+    BoundGraph g(CachedGraph(attrs), CallContext(ain, aout), ain, false);
+    const std::vector<NDArray>& outs = g.Forward(ain, is_train);
+    for (size_t o = 0; o < aout.size(); ++o) Store(aout[o], outs[o], req[o]);
+  }, done);
+}
+
+// The gradient graph of the subgraph (reading the output gradients, as new variables, and
+// the subgraph's inputs) as another _CachedOp, called on the node's output gradients and
+// inputs in the order that graph lists its inputs. Auxiliary states get no gradient.
+std::vector<GradValue> CachedOpGradient(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
+  Symbol fwd = CachedGraph(attrs).Copy();
+  IndexedGraph ig(fwd.outputs);
+  std::unordered_map<const graph::Node*, graph::NodePtr> owner;
+  std::unordered_set<std::string> names;
+  graph::DFSVisit(fwd.outputs, [&](const graph::NodePtr& n) {
+    owner[n.get()] = n;
+    names.insert(n->attrs.name);
+  });
+  std::unordered_map<const graph::Node*, GradValue> value_of;
+  std::vector<graph::NodeEntry> xs;
+  std::vector<size_t> x_pos;
+  for (size_t i = 0; i < ig.input_nodes().size(); ++i) {
+    const graph::Node* v = ig[ig.input_nodes()[i]].source;
+    value_of[v] = a.inputs[i];
+    if (ig.is_mutable_input(ig.input_nodes()[i])) continue;
+    xs.push_back({owner.at(v), 0, 0});
+    x_pos.push_back(i);
+  }
+  std::vector<graph::NodeEntry> heads;
+  for (size_t o = 0; o < fwd.outputs.size(); ++o) {
+    std::string name = "head_grad" + std::to_string(o);
+    while (names.count(name)) name = "_" + name;
+    heads.push_back(Symbol::Variable(name).outputs[0]);
+    value_of[heads.back().node.get()] = a.out_grads[o];
+  }
+  Symbol grad;
+  grad.outputs = graph::Gradient(fwd.outputs, xs, heads);
+  IndexedGraph gg(grad.outputs);
+  std::vector<GradValue> call_inputs;
+  for (uint32_t id : gg.input_nodes()) call_inputs.push_back(value_of.at(gg[id].source));
+  std::vector<GradValue> got = b.Call("_CachedOp", call_inputs, {{"subgraph", graph::SaveJSON(grad)}});
+  std::vector<GradValue> grads(a.inputs.size());
+  for (size_t k = 0; k < x_pos.size(); ++k) grads[x_pos[k]] = got[k];
+  return grads;
+}
+
+FListNames CachedGraphNames(bool inputs) {
+  return [inputs](const NodeAttrs& a) {
+    const Symbol& g = CachedGraph(a);
+    return inputs ? g.ListInputNames(Symbol::InputKind::kAll) : g.ListOutputs();
+  };
+}
+
 // ------------------------------------------------------------------ registration helpers
 FListNames DataNames(int graphs, int (*num_args)(const NodeAttrs&)) {
   return [graphs, num_args](const NodeAttrs& a) {
@@ -1009,6 +1129,21 @@ WEFT_REGISTER_OP(_backward_cond)
     .SetAttr<FInferType>("FInferType", BackwardTypeOf(CondType, CondOutputs))
     .SetAttr<FComputeAsync>("FComputeAsync<cpu>", CondBackward);
 
+WEFT_REGISTER_OP(_CachedOp)
+    .Describe("Runs a graph (subgraph=, its symbol JSON) on its inputs, given in the order the graph lists its "
+              "inputs: MXNet's node for a hybridized block's call (autograd.get_symbol gives one). Its outputs are "
+              "the graph's.")
+    .SetParams<CachedOpParam>()
+    .SetNumInputs(CachedOpInputs)
+    .SetNumOutputs(CachedOpOutputs)
+    .AddArgument("data", "NDArray-or-Symbol[]", "input data list")
+    .SetAttr<FListNames>("FListInputNames", CachedGraphNames(true))
+    .SetAttr<FListNames>("FListOutputNames", CachedGraphNames(false))
+    .SetAttr<FInferShape>("FInferShape", CachedOpInfer<Shape>)
+    .SetAttr<FInferType>("FInferType", CachedOpInfer<DType>)
+    .SetAttr<FComputeAsync>("FComputeAsync<cpu>", CachedOpCompute)
+    .SetAttr<FGradient>("FGradient", CachedOpGradient);
+
 // The parsers that read the subgraphs, installed once every attribute above is set.
 [[maybe_unused]] const bool kParsersInstalled = [] {
   OpRegistry* r = OpRegistry::Get();
@@ -1018,6 +1153,13 @@ WEFT_REGISTER_OP(_backward_cond)
   ParseWithGraphs<WhileLoopParam>(r->Register("_backward_while_loop"));
   ParseWithGraphs<CondParam>(r->Register("_cond"));
   ParseWithGraphs<CondParam>(r->Register("_backward_cond"));
+  const ParamSchema<CachedOpParam>& schema = SchemaOf<CachedOpParam>();
+  r->Register("_CachedOp").attr_parser = [&schema](NodeAttrs* attrs) {
+    auto parsed = std::make_shared<CachedOpParam>(*schema.Parse("_CachedOp", attrs->dict));
+    if (!parsed->subgraph.empty())
+      parsed->graph = std::make_shared<Symbol>(graph::LoadJSON(parsed->subgraph, "the subgraph of '_CachedOp'"));
+    attrs->parsed = parsed;
+  };
   return true;
 }();
 

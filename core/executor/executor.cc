@@ -31,24 +31,60 @@ using graph::NodePtr;
 namespace {
 
 // What MXNet's monitor calls input i of node `n`: the name its operator lists (FListInputNames)
-// or, for the operators MXNet 1.9 registers without one (the unary elementwise family,
-// reductions, optimizer updates, ...), "input<i>". Weft names every operator's arguments, so
-// those operators are listed here, by Weft's names (make_loss, an alias of MakeLoss here, is
-// left out).
+// or, for the operators MXNet 1.9 registers without one, "input<i>". Weft names every
+// operator's arguments, so those operators are listed here, by Weft's names: the ones whose
+// MXNet registration (found in MXNet 1.9.1's sources, macros included; legacy operators list
+// their arguments) sets no FListInputNames, most backward operators among them.
 std::string MonitorInputName(const graph::Node& n, const std::vector<std::string>& arg_names, size_t i) {
   static const std::unordered_set<std::string> positional = {
-      "Activation", "BlockGrad", "Cast", "Flatten", "SoftmaxActivation", "abs", "adam_update",
-      "amp_cast", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "argmax", "argmax_channel",
-      "argmin", "argsort", "broadcast_axis", "broadcast_to", "cast_storage", "cbrt", "ceil", "clip", "cos",
-      "cosh", "degrees", "erf", "erfinv", "exp", "expand_dims", "expm1", "fix", "floor", "ftml_update",
-      "ftrl_update", "gammaln", "hard_sigmoid", "lamb_update_phase1", "lamb_update_phase2", "log", "log10",
-      "log1p", "log2", "logical_not", "max", "mean", "min", "mp_lamb_update_phase1",
-      "mp_lamb_update_phase2", "mp_nag_mom_update", "mp_sgd_mom_update", "mp_sgd_update", "nag_mom_update",
-      "nanprod", "nansum", "negative", "norm", "ones_like", "prod", "radians", "rcbrt", "reciprocal", "relu", "reshape",
-      "rint", "rmsprop_update", "rmspropalex_update", "round", "sgd_mom_update", "sgd_update", "shape_array",
-      "sigmoid", "sign", "signsgd_update", "signum_update", "sin", "sinh", "size_array", "slice", "slice_axis",
-      "smooth_l1", "softmin", "softsign", "sort", "sqrt", "square", "sum", "tan", "tanh", "topk", "transpose",
-      "trunc", "zeros_like"};
+      "Activation", "BlockGrad", "Cast", "Flatten", "SoftmaxActivation", "_adamw_update", "_backward_Activation",
+      "_backward_BatchNorm", "_backward_BatchNorm_v1", "_backward_BilinearSampler", "_backward_Convolution",
+      "_backward_Convolution_v1", "_backward_Correlation", "_backward_Crop", "_backward_Custom",
+      "_backward_Deconvolution", "_backward_Dropout", "_backward_Embedding", "_backward_FullyConnected",
+      "_backward_GridGenerator", "_backward_GroupNorm", "_backward_IdentityAttachKLSparseReg",
+      "_backward_InstanceNorm", "_backward_L2Normalization", "_backward_LRN", "_backward_LayerNorm",
+      "_backward_LeakyReLU", "_backward_MakeLoss", "_backward_Pad", "_backward_Pooling", "_backward_Pooling_v1",
+      "_backward_ROIAlign", "_backward_ROIPooling", "_backward_RROIAlign", "_backward_SVMOutput",
+      "_backward_SequenceLast", "_backward_SequenceMask", "_backward_SoftmaxActivation", "_backward_SoftmaxOutput",
+      "_backward_SpatialTransformer", "_backward_UpSampling", "_backward_amp_cast", "_backward_cast",
+      "_backward_clip", "_backward_col2im", "_backward_cond", "_backward_contrib_AdaptiveAvgPooling2D",
+      "_backward_contrib_BatchNormWithReLU", "_backward_contrib_BilinearResize2D", "_backward_contrib_boolean_mask",
+      "_backward_contrib_box_nms", "_backward_ctc_loss", "_backward_diag", "_backward_dot", "_backward_foreach",
+      "_backward_hard_sigmoid", "_backward_im2col", "_backward_image_crop", "_backward_image_normalize",
+      "_backward_interleaved_matmul_encdec_qk", "_backward_interleaved_matmul_encdec_valatt",
+      "_backward_interleaved_matmul_selfatt_qk", "_backward_interleaved_matmul_selfatt_valatt",
+      "_backward_linalg_det", "_backward_linalg_extractdiag", "_backward_linalg_extracttrian",
+      "_backward_linalg_gelqf", "_backward_linalg_gemm", "_backward_linalg_gemm2", "_backward_linalg_inverse",
+      "_backward_linalg_makediag", "_backward_linalg_maketrian", "_backward_linalg_potrf", "_backward_linalg_potri",
+      "_backward_linalg_slogdet", "_backward_linalg_sumlogdiag", "_backward_linalg_syevd", "_backward_linalg_syrk",
+      "_backward_linalg_trmm", "_backward_linalg_trsm", "_backward_max", "_backward_mean", "_backward_min",
+      "_backward_moments", "_backward_nanprod", "_backward_nansum", "_backward_norm", "_backward_np_cumsum",
+      "_backward_pick", "_backward_prod", "_backward_repeat", "_backward_sample_multinomial", "_backward_slice",
+      "_backward_slice_axis", "_backward_slice_like", "_backward_softmax_cross_entropy", "_backward_sum",
+      "_backward_take", "_backward_tile", "_backward_topk", "_backward_while_loop", "_contrib_AdaptiveAvgPooling2D",
+      "_contrib_arange_like", "_contrib_backward_gradientmultiplier", "_contrib_backward_hawkesll",
+      "_contrib_backward_index_copy", "_contrib_backward_quadratic", "_contrib_bipartite_matching",
+      "_contrib_box_nms", "_contrib_dgl_csr_neighbor_non_uniform_sample", "_contrib_dgl_csr_neighbor_uniform_sample",
+      "_contrib_div_sqrt_dim", "_contrib_getnnz", "_contrib_gradientmultiplier", "_contrib_group_adagrad_update",
+      "_contrib_round_ste", "_contrib_sign_ste", "_copy", "_div_scalar", "_equal_scalar", "_greater_equal_scalar",
+      "_greater_scalar", "_hypot_scalar", "_image_crop", "_image_resize", "_lesser_equal_scalar", "_lesser_scalar",
+      "_logical_and_scalar", "_logical_or_scalar", "_logical_xor_scalar", "_maximum_scalar", "_minimum_scalar",
+      "_minus_scalar", "_mod_scalar", "_mp_adamw_update", "_mul_scalar", "_not_equal_scalar", "_plus_scalar",
+      "_power_scalar", "_random_exponential_like", "_random_gamma_like", "_random_generalized_negative_binomial_like",
+      "_random_negative_binomial_like", "_random_normal_like", "_random_poisson_like", "_random_uniform_like",
+      "_rdiv_scalar", "_rminus_scalar", "_rmod_scalar", "_rpower_scalar", "_sample_multinomial",
+      "_scatter_minus_scalar", "_scatter_plus_scalar", "_shuffle", "_slice_assign_scalar", "_sparse_adagrad_update",
+      "_split_v2_backward", "_square_sum", "abs", "adam_update", "amp_cast", "arccos", "arccosh", "arcsin", "arcsinh",
+      "arctan", "arctanh", "argmax", "argmax_channel", "argmin", "argsort", "broadcast_axis", "broadcast_to",
+      "cast_storage", "cbrt", "ceil", "clip", "cos", "cosh", "degrees", "erf", "erfinv", "exp", "expand_dims",
+      "expm1", "fix", "floor", "ftml_update", "ftrl_update", "gammaln", "hard_sigmoid", "lamb_update_phase1",
+      "lamb_update_phase2", "log", "log10", "log1p", "log2", "logical_not", "max", "mean", "min",
+      "mp_lamb_update_phase1", "mp_lamb_update_phase2", "mp_nag_mom_update", "mp_sgd_mom_update", "mp_sgd_update",
+      "nag_mom_update", "nanprod", "nansum", "negative", "norm", "ones_like", "prod", "radians", "rcbrt",
+      "reciprocal", "relu", "reshape", "rint", "rmsprop_update", "rmspropalex_update", "round", "rsqrt",
+      "sgd_mom_update", "sgd_update", "shape_array", "sigmoid", "sign", "signsgd_update", "signum_update", "sin",
+      "sinh", "size_array", "slice", "slice_axis", "smooth_l1", "softmin", "softsign", "sort", "sqrt", "square",
+      "sum", "tan", "tanh", "topk", "transpose", "trunc", "zeros_like"};
   if (i < arg_names.size() && !positional.count(n.op()->name)) return arg_names[i];
   return "input" + std::to_string(i);
 }
@@ -353,6 +389,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
   // then stay alive until the fused node has read them.
   std::unordered_map<uint32_t, const FusedChain*> fused_at;  // by the chain's last node
   std::unordered_set<uint32_t> fused_away;                   // the other nodes of the chains
+  std::unordered_map<uint32_t, std::vector<uint32_t>> chain_nodes;  // by the chain's last node
   if (FusionEnabled()) {
     std::unordered_map<uint32_t, const std::vector<uint32_t>*> chain_of_last;
     auto chains = PointwiseChains(g, order, types, uses, persistent, unchained, in_forward,
@@ -360,6 +397,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     for (const auto& chain : chains) {
       fused_.push_back(std::make_unique<FusedChain>(FuseChain(g, chain)));
       fused_at[chain.back()] = fused_.back().get();
+      chain_nodes[chain.back()] = chain;
       fused_away.insert(chain.begin(), chain.end() - 1);
       chain_of_last[chain.back()] = &chain;
     }
@@ -377,26 +415,12 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     for (int i = 0; i < g[id].source->num_outputs(); ++i) entry_ctx[g.entry_id(id, i)] = node_ctx[id];
   PlanMemory(g, order, shapes, types, persistent, computed_once, entry_ctx, &entry);
 
-  std::vector<Step> folded;
-  for (uint32_t id : order) {
-    if (fused_away.count(id)) continue;
+  // One node's step, with the names the monitor reports.
+  auto node_step = [&](uint32_t id) {
     const graph::Node* n = g[id].source;
     Step s;
     s.ctx = node_ctx[id];
     s.cross_copy = IsCrossDeviceCopy(*n);
-    auto fused = fused_at.find(id);
-    if (fused != fused_at.end()) {
-      s.attrs = &fused->second->attrs;
-      for (uint32_t e : fused->second->inputs) {
-        s.inputs.push_back(entry[e]);
-        s.input_names.push_back(EntryName(g, e));
-      }
-      s.outputs.push_back(entry[g.entry_id(id, 0)]);
-      s.output_names.push_back(graph::OutputName(*n, 0));
-      s.req.push_back(entry_req[g.entry_id(id, 0)]);
-      (in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
-      continue;
-    }
     s.attrs = &n->attrs;
     std::vector<std::string> arg_names = graph::InputNames(*n);
     for (const auto& in : g[id].inputs) {
@@ -412,6 +436,29 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
       s.output_names.push_back(graph::OutputName(*n, i));
       s.req.push_back(entry_req[g.entry_id(id, i)]);
     }
+    return s;
+  };
+  std::vector<Step> folded;
+  for (uint32_t id : order) {
+    if (fused_away.count(id)) continue;
+    const graph::Node* n = g[id].source;
+    auto fused = fused_at.find(id);
+    if (fused != fused_at.end()) {
+      Step s;
+      s.ctx = node_ctx[id];
+      s.attrs = &fused->second->attrs;
+      for (uint32_t e : fused->second->inputs) {
+        s.inputs.push_back(entry[e]);
+        s.input_names.push_back(EntryName(g, e));
+      }
+      s.outputs.push_back(entry[g.entry_id(id, 0)]);
+      s.output_names.push_back(graph::OutputName(*n, 0));
+      s.req.push_back(entry_req[g.entry_id(id, 0)]);
+      for (uint32_t m : chain_nodes.at(id)) s.members.push_back(node_step(m));
+      (in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
+      continue;
+    }
+    Step s = node_step(id);
     op::WatchDnnlTrainRegion(n->attrs, s.inputs);
     (constant.count(n) ? folded : in_forward.count(n) ? forward_ : backward_).push_back(std::move(s));
   }
@@ -420,7 +467,8 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     backward_.push_back(Step{arg_grads_[c.second].dtype() == types[c.first] ? &copy_attrs
                                                                              : &CastTo(arg_grads_[c.second].dtype()),
                              {entry[c.first]}, {arg_grads_[c.second]}, {grad_req_[c.second]},
-                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx(), false, {}});
+                             {EntryName(g, c.first)}, {arg_names[c.second] + "_grad"}, arg_grads_[c.second].ctx(), false, {},
+                             {}});
   for (const auto& e : sym_.outputs) outputs_.push_back(entry[g.entry_id(e)]);
   if (!regions_.empty()) {
     std::vector<uint32_t> forward_nodes;
@@ -451,19 +499,25 @@ void Executor::SetMonitorCallback(MonitorCallback callback, bool monitor_all) {
 
 void Executor::Run(std::vector<Step>& steps, bool is_train) {
   profiler::SymbolicScope symbolic;
-  for (Step& s : steps) {
-    if (!s.cross_copy) imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &s.ctx, &s.req, is_train);
-    else if (s.req[0] != OpReq::kNullOp) CopyFromTo(s.inputs[0], s.outputs[0]);
-    if (!monitor_) continue;
-    if (monitor_all_ && !s.monitor_inputs.empty())
-      for (const auto& m : s.monitor_inputs) monitor_(m.first, s.inputs[m.second]);
-    else if (monitor_all_)
-      for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
-    // Every output is reported, as MXNet's monitor does, those the step was told not to
-    // write (a gradient nobody asked for) included: their values are then unspecified.
-    for (size_t i = 0; i < s.outputs.size(); ++i)
-      if (!s.outputs[i].is_none()) monitor_(s.output_names[i], s.outputs[i]);
+  for (Step& s : steps) RunStep(s, is_train);
+}
+
+void Executor::RunStep(Step& s, bool is_train) {
+  if (monitor_ && !s.members.empty()) {
+    for (Step& m : s.members) RunStep(m, is_train);
+    return;
   }
+  if (!s.cross_copy) imperative::Invoke(*s.attrs, s.inputs, &s.outputs, &s.ctx, &s.req, is_train);
+  else if (s.req[0] != OpReq::kNullOp) CopyFromTo(s.inputs[0], s.outputs[0]);
+  if (!monitor_) return;
+  if (monitor_all_ && !s.monitor_inputs.empty())
+    for (const auto& m : s.monitor_inputs) monitor_(m.first, s.inputs[m.second]);
+  else if (monitor_all_)
+    for (size_t i = 0; i < s.inputs.size(); ++i) monitor_(s.input_names[i], s.inputs[i]);
+  // Every output is reported, as MXNet's monitor does, those the step was told not to
+  // write (a gradient nobody asked for) included: their values are then unspecified.
+  for (size_t i = 0; i < s.outputs.size(); ++i)
+    if (!s.outputs[i].is_none()) monitor_(s.output_names[i], s.outputs[i]);
 }
 
 void Executor::BindSparse(const std::vector<std::string>& arg_names) {
@@ -627,7 +681,8 @@ void Executor::Forward(bool is_train) {
     ForwardSparse(is_train);
     return;
   }
-  Run(is_train || infer_.empty() ? forward_ : infer_, is_train);
+  // A monitor sees every node, as MXNet's does: the oneDNN regions' nodes then run one by one.
+  Run(is_train || infer_.empty() || monitor_ ? forward_ : infer_, is_train);
 }
 
 void Executor::Backward(const std::vector<NDArray>& head_grads) {

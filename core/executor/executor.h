@@ -106,12 +106,15 @@ class Executor {
   // (common subexpressions merged, oneDNN subgraph nodes inlined): MXNet's
   // get_optimized_symbol.
   const graph::Symbol& optimized_symbol() const { return optimized_; }
+  // The symbol as bound.
+  const graph::Symbol& source_symbol() const { return source_; }
 
   // Called, on the pushing thread, right after each node is pushed, forward and backward,
   // with the name of each output ("fc1_output") and the array that will hold it (read it
   // through the engine, as any array: the value is ready when the node has run). With
-  // monitor_all the node's inputs come first, named by the values they are. A fused chain
-  // reports its last node. An empty callback removes it.
+  // monitor_all the node's inputs come first, named as MXNet names them. While a monitor is
+  // set, fused chains and oneDNN inference regions run node by node, so that every node
+  // reports, as in MXNet. An empty callback removes it.
   using MonitorCallback = std::function<void(const std::string& name, const NDArray& value)>;
   void SetMonitorCallback(MonitorCallback callback, bool monitor_all);
 
@@ -129,8 +132,12 @@ class Executor {
     // own name, then every input as "<node>_<input name>" (the index into inputs). Empty
     // for steps that are not one node (input_names then).
     std::vector<std::pair<std::string, size_t>> monitor_inputs;
+    // A fused chain's nodes, each its own step: what runs instead while a monitor is set, so
+    // that every node reports its values, as MXNet's (which fuses nothing on the host) do.
+    std::vector<Step> members;
   };
   void Run(std::vector<Step>& steps, bool is_train);
+  void RunStep(Step& s, bool is_train);
   void BindSparse(const std::vector<std::string>& arg_names);
   void ForwardSparse(bool is_train);
   void BackwardSparse(const std::vector<NDArray>& head_grads);

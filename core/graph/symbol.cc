@@ -320,10 +320,14 @@ void Symbol::SetAttr(const std::string& key, const std::string& value) {
 
 std::map<std::string, std::map<std::string, std::string>> Symbol::AttrDict() const {
   std::map<std::string, std::map<std::string, std::string>> r;
+  // The graph a oneDNN fusion node holds is its parameter "subgraph" here, but a subgraph
+  // and not an attribute in MXNet: it is left out, so such a node without flags is listed
+  // only when it has other attributes, as in MXNet.
+  static const auto& holds_subgraph = Op::GetAttr<bool>("TSubgraphParam");
   DFSVisit(outputs, [&](const NodePtr& n) {
-    if (n->attrs.dict.empty()) return;
-    auto& m = r[n->attrs.name];
-    for (const auto& kv : n->attrs.dict) m[kv.first] = kv.second;
+    const bool skip_subgraph = !n->is_variable() && holds_subgraph.Contains(n->op());
+    for (const auto& kv : n->attrs.dict)
+      if (!(skip_subgraph && kv.first == "subgraph")) r[n->attrs.name][kv.first] = kv.second;
   });
   return r;
 }

@@ -189,6 +189,7 @@ void Release(Node* node) {
   node->inputs.clear();
   node->outputs.clear();
   node->custom = nullptr;
+  node->symbol_form = nullptr;
   node->freed = true;
 }
 
@@ -296,10 +297,11 @@ void RecordView(const std::string& op_name, const KwArgs& params, const NDArray&
 }
 
 void RecordCustom(const std::string& name, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
-                  CustomBackward backward) {
+                  CustomBackward backward, std::function<NodeAttrs()> symbol_form) {
   auto node = std::make_shared<Node>();
   node->custom = std::move(backward);
   node->custom_name = name;
+  node->symbol_form = std::move(symbol_form);
   Connect(node, inputs, outputs);
 }
 
@@ -414,8 +416,9 @@ graph::Symbol GetSymbol(const NDArray& head) {
       if (in && entered.insert(in).second) stack.emplace_back(in, 0);
       continue;
     }
-    WEFT_CHECK(!node->custom, kUnsupported, "autograd.get_symbol: the history holds the custom function '",
-               node->custom_name, "', which has no symbol form");
+    WEFT_CHECK(!node->custom || node->symbol_form, kUnsupported,
+               "autograd.get_symbol: the history holds the custom function '", node->custom_name,
+               "', which has no symbol form");
     WEFT_CHECK(!node->freed, kValue, "autograd.get_symbol: the history was freed by a backward without "
                "retain_graph=True");
     graph::NodePtr g;
@@ -423,9 +426,9 @@ graph::Symbol GetSymbol(const NDArray& head) {
       g = variable();
     } else {
       g = graph::Node::Create();
-      g->attrs = node->attrs;
+      g->attrs = node->custom ? node->symbol_form() : node->attrs;
       std::string base;
-      for (char c : node->attrs.op->name) base += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (char c : g->attrs.op->name) base += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       g->attrs.name = base + std::to_string(next_op++);
       for (const auto& in : node->inputs) {
         if (in.ag_node())

@@ -42,6 +42,10 @@ struct Node {
   std::vector<NDArray> outputs;
   CustomBackward custom;
   std::string custom_name;
+  // A custom function that stands for one operator call (a hybridized block's graph, as
+  // MXNet's _CachedOp node): that call's attributes, made when get_symbol asks; its inputs
+  // are this node's, in order. Empty for a custom function without a symbol form.
+  std::function<NodeAttrs()> symbol_form;
   // Set by a backward without retain_graph: the saved arrays are gone.
   bool freed = false;
 
@@ -88,8 +92,9 @@ void RecordOp(const NodeAttrs& attrs, const std::vector<NDArray>& inputs, std::v
 void RecordView(const std::string& op_name, const KwArgs& params, const NDArray& src, NDArray* view);
 
 // Records a call with a caller-defined gradient (autograd.Function); `name` appears in errors.
+// `symbol_form`, when given, is the operator call the node stands for in get_symbol.
 void RecordCustom(const std::string& name, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
-                  CustomBackward backward);
+                  CustomBackward backward, std::function<NodeAttrs()> symbol_form = nullptr);
 
 // Propagates gradients from `heads` (head_grads[i] none, or the array of ones when empty:
 // the gradient of a loss). With `variables` empty, every variable reached receives its
@@ -104,8 +109,9 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
 // The recorded history of `head` as a graph, MXNet's autograd.get_symbol: one node per
 // recorded call (named after its operator in lower case and its place in the walk), one
 // variable per marked array ("var0", "var1", ... in the order the walk meets them) and per
-// array a call read without a history (an array of constants). A history holding a custom
-// function (autograd.Function), or a head without a history, is an error.
+// array a call read without a history (an array of constants). A custom function with a
+// symbol form (a hybridized block's call) is the node of that form; one without
+// (autograd.Function), or a head without a history, is an error.
 graph::Symbol GetSymbol(const NDArray& head);
 
 }  // namespace autograd

@@ -29,6 +29,15 @@ void CheckImageAugParam(const ImageAugParam& p) {
   for (const float* s : stds) WEFT_CHECK(*s != 0, kValue, "ImageRecordIter: std_r/std_g/std_b must not be 0");
 }
 
+namespace {
+
+// What is subtracted from channel c of the pixel at (y, x) of the cropped image.
+inline float MeanAt(const float* mean, const float* mean_img, size_t plane, int w, int c, int y, int x) {
+  return mean_img ? mean_img[c * plane + static_cast<size_t>(y) * w + x] : mean[c];
+}
+
+}  // namespace
+
 AugPlan PlanAugment(const ImageAugParam& p, int src_h, int src_w, int out_h, int out_w, std::mt19937* rng) {
   WEFT_CHECK(src_h > 0 && src_w > 0, kIO, "ImageRecordIter: image of size ", src_w, "x", src_h);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -88,7 +97,7 @@ AugPlan PlanAugment(const ImageAugParam& p, int src_h, int src_w, int out_h, int
 }
 
 void ApplyAugment(const ImageAugParam& p, const AugPlan& plan, const uint8_t* data, size_t size, int out_c, int out_h,
-                  int out_w, float* dst) {
+                  int out_w, float* dst, const float* mean_img) {
   WEFT_CHECK(out_c == 1 || out_c == 3, kValue, "ImageRecordIter: data_shape must have 1 or 3 channels, got ", out_c);
   int src_h = 0, src_w = 0, src_c = 0;
   PeekImageSize(data, size, &src_h, &src_w, &src_c);
@@ -118,8 +127,11 @@ void ApplyAugment(const ImageAugParam& p, const AugPlan& plan, const uint8_t* da
     for (int y = 0; y < out_h; ++y) {
       const uint8_t* row = view.data + view.stride * y;
       for (int x = 0; x < out_w; ++x) {
-        const uint8_t* px = row + static_cast<size_t>(plan.mirror ? out_w - 1 - x : x) * out_c;
-        for (int c = 0; c < out_c; ++c) dst[c * plane + static_cast<size_t>(y) * out_w + x] = (px[c] - mean[c]) * mul[c];
+        const int sx = plan.mirror ? out_w - 1 - x : x;
+        const uint8_t* px = row + static_cast<size_t>(sx) * out_c;
+        for (int c = 0; c < out_c; ++c)
+          dst[c * plane + static_cast<size_t>(y) * out_w + x] =
+              (px[c] - MeanAt(mean, mean_img, plane, out_w, c, y, sx)) * mul[c];
       }
     }
     return;
@@ -142,7 +154,8 @@ void ApplyAugment(const ImageAugParam& p, const AugPlan& plan, const uint8_t* da
   for (int y = 0; y < out_h; ++y) {
     const uint8_t* row = view.data + view.stride * y;
     for (int x = 0; x < out_w; ++x) {
-      const uint8_t* px = row + static_cast<size_t>(plan.mirror ? out_w - 1 - x : x) * out_c;
+      const int sx = plan.mirror ? out_w - 1 - x : x;
+      const uint8_t* px = row + static_cast<size_t>(sx) * out_c;
       float v[3];
       for (int c = 0; c < out_c; ++c) v[c] = px[c] * plan.brightness * plan.contrast + cblend;
       if (out_c == 3 && plan.saturation != 1.f) {
@@ -151,20 +164,21 @@ void ApplyAugment(const ImageAugParam& p, const AugPlan& plan, const uint8_t* da
       }
       for (int c = 0; c < out_c; ++c) {
         float clamped = std::min(std::max(v[c], 0.f), 255.f);
-        dst[c * plane + static_cast<size_t>(y) * out_w + x] = (clamped - mean[c]) * mul[c];
+        dst[c * plane + static_cast<size_t>(y) * out_w + x] =
+            (clamped - MeanAt(mean, mean_img, plane, out_w, c, y, sx)) * mul[c];
       }
     }
   }
 }
 
 void DecodeAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int out_c, int out_h, int out_w,
-                   uint64_t seed, float* dst) {
+                   uint64_t seed, float* dst, const float* mean_img) {
   int src_h = 0, src_w = 0, src_c = 0;
   PeekImageSize(data, size, &src_h, &src_w, &src_c);
   std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)};
   std::mt19937 rng(seq);
   AugPlan plan = PlanAugment(p, src_h, src_w, out_h, out_w, &rng);
-  ApplyAugment(p, plan, data, size, out_c, out_h, out_w, dst);
+  ApplyAugment(p, plan, data, size, out_c, out_h, out_w, dst, mean_img);
 }
 
 }  // namespace io

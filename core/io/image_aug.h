@@ -35,6 +35,7 @@ struct ImageAugParam {
   float std_r = 1.f, std_g = 1.f, std_b = 1.f;
   float scale = 1.f;
   int inter_method = 1;
+  std::string mean_img;
 };
 WEFT_PARAM_SCHEMA(ImageAugParam, s) {
   s.Field("resize", &ImageAugParam::resize).Default(-1)
@@ -69,6 +70,10 @@ WEFT_PARAM_SCHEMA(ImageAugParam, s) {
   s.Field("std_g", &ImageAugParam::std_g).Default(1.f).Describe("Normalize Param: std of the G channel.");
   s.Field("std_b", &ImageAugParam::std_b).Default(1.f).Describe("Normalize Param: std of the B channel.");
   s.Field("scale", &ImageAugParam::scale).Default(1.f).Describe("Normalize Param: multiplier after normalisation.");
+  s.Field("mean_img", &ImageAugParam::mean_img).Default("")
+      .Describe("Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file "
+                "does not exist, the mean of the (augmented, normalised) images of the data set is computed on "
+                "creation and saved there as an NDArray file with the key \"mean_img\".");
   s.Field("inter_method", &ImageAugParam::inter_method).Default(1).Range(0, 3)
       .Describe("Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area.");
 }
@@ -87,13 +92,15 @@ void CheckImageAugParam(const ImageAugParam& p);
 AugPlan PlanAugment(const ImageAugParam& p, int src_h, int src_w, int out_h, int out_w, std::mt19937* rng);
 
 // Decodes an encoded image, applies `plan` and writes out_c x out_h x out_w floats to dst
-// (CHW; RGB for 3 channels, grey for 1).
+// (CHW; RGB for 3 channels, grey for 1). `mean_img`, when given, holds out_c x out_h x
+// out_w floats subtracted instead of mean_r/g/b, at each pixel's place before mirroring
+// (as MXNet's ImageRecordIter).
 void ApplyAugment(const ImageAugParam& p, const AugPlan& plan, const uint8_t* data, size_t size, int out_c, int out_h,
-                  int out_w, float* dst);
+                  int out_w, float* dst, const float* mean_img = nullptr);
 
 // Both steps with the sample's own random stream.
 void DecodeAugment(const ImageAugParam& p, const uint8_t* data, size_t size, int out_c, int out_h, int out_w,
-                   uint64_t seed, float* dst);
+                   uint64_t seed, float* dst, const float* mean_img = nullptr);
 
 }  // namespace io
 }  // namespace weft

@@ -7,10 +7,17 @@
 // batch array; the prefetcher runs all of this ahead of the consumer. Every sample draws
 // its random augmentation from a stream seeded by (seed, epoch, position), so a run is
 // reproducible whatever the thread count.
+//
+// mean_img (MXNet's mean image): loaded from its NDArray file, or, when the file does not
+// exist, computed once on creation as the mean of every image of this part after
+// augmentation and normalisation (the mean_r/g/b, std and scale of the parameters, as MXNet
+// computes it), saved there under the key "mean_img", and from then on subtracted from
+// each image instead of mean_r/g/b.
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <fstream>
 #include <numeric>
 #include <random>
 
@@ -18,6 +25,7 @@
 #include "core/io/image_aug.h"
 #include "core/io/recordio.h"
 #include "core/base/tblob.h"
+#include "core/ndarray/serialize.h"
 
 namespace weft {
 namespace io {
@@ -113,6 +121,7 @@ class ImageRecordIter : public DataIter {
     data_shape_ = Shape{p.batch_size, c_, h_, w_};
     label_shape_ = p.label_width == 1 ? Shape{p.batch_size} : Shape{p.batch_size, p.label_width};
     order_.resize(offsets_.size());
+    if (!aug.mean_img.empty()) PrepareMeanImage();
     epoch_ = -1;
     Reset();
   }
@@ -174,7 +183,8 @@ class ImageRecordIter : public DataIter {
         }
         index[i] = v.header.id;
         try {
-          DecodeAugment(aug_, v.data, v.size, c_, h_, w_, Mix64(epoch_seed + positions_[i]), dptr + i * sample);
+          DecodeAugment(aug_, v.data, v.size, c_, h_, w_, Mix64(epoch_seed + positions_[i]), dptr + i * sample,
+                        mean_img_.empty() ? nullptr : mean_img_.data());
         } catch (const Error& e) {
           Throw(e.kind(), "ImageRecordIter: record at offset ", off, " of '", p_.path_imgrec, "': ", e.what());
         }
@@ -202,6 +212,63 @@ class ImageRecordIter : public DataIter {
   }
 
  private:
+  void PrepareMeanImage() {
+    const std::string& path = aug_.mean_img;
+    const Shape want{c_, h_, w_};
+    if (std::ifstream(path, std::ios::binary).good()) {
+      NDArrayFile f = LoadNDArrayListFile(path);
+      WEFT_CHECK(f.arrays.size() == 1, kValue, "ImageRecordIter: mean_img '", path,
+                 "' must hold one array (the mean image), got ", f.arrays.size());
+      const NDArray& m = f.arrays[0];
+      WEFT_CHECK(!m.is_none() && !m.is_sparse() && m.dtype() == DType::kFloat32 && m.shape() == want, kValue,
+                 "ImageRecordIter: mean_img '", path, "' must hold a dense float32 array of shape data_shape ",
+                 want.ToString(), ", got ", m.is_none() ? std::string("an uninitialised array")
+                                                        : m.shape().ToString() + " " + DTypeName(m.dtype()));
+      mean_img_.resize(static_cast<size_t>(m.Size()));
+      m.SyncCopyToCPU(mean_img_.data(), mean_img_.size() * sizeof(float));
+      return;
+    }
+    // The file does not exist: the mean of every image of this part, in file order.
+    const size_t sample = static_cast<size_t>(c_) * h_ * w_;
+    const size_t n = offsets_.size();
+    std::vector<std::string> records(n);
+    for (size_t i = 0; i < n; ++i) {
+      reader_.Seek(offsets_[i]);
+      WEFT_CHECK(reader_.Next(&records[i]), kIO, "ImageRecordIter: no record at offset ", offsets_[i], " of '",
+                 p_.path_imgrec, "'");
+    }
+    std::vector<double> sum(sample, 0.0);
+    std::exception_ptr error;
+    const uint64_t seed = Mix64(static_cast<uint64_t>(p_.seed) ^ 0x6d65616e5f696d67ull);  // its own random stream
+#pragma omp parallel num_threads(p_.preprocess_threads)
+    {
+      std::vector<double> local(sample, 0.0);
+      std::vector<float> img(sample);
+#pragma omp for schedule(dynamic, 1)
+      for (long i = 0; i < static_cast<long>(n); ++i) {
+        try {
+          ImageRecordView v = UnpackImageRecord(records[i].data(), records[i].size(),
+                                                "'" + p_.path_imgrec + "' at offset " + std::to_string(offsets_[i]));
+          DecodeAugment(aug_, v.data, v.size, c_, h_, w_, Mix64(seed + i), img.data());
+          for (size_t k = 0; k < sample; ++k) local[k] += img[k];
+        } catch (...) {
+#pragma omp critical(weft_image_record_mean_error)
+          {
+            if (!error) error = std::current_exception();
+          }
+        }
+      }
+#pragma omp critical(weft_image_record_mean_sum)
+      for (size_t k = 0; k < sample; ++k) sum[k] += local[k];
+    }
+    if (error) std::rethrow_exception(error);
+    mean_img_.resize(sample);
+    for (size_t k = 0; k < sample; ++k) mean_img_[k] = static_cast<float>(sum[k] / static_cast<double>(n));
+    NDArray m(want, Context::CPU(), DType::kFloat32);
+    m.SyncCopyFromCPU(mean_img_.data(), sample * sizeof(float));
+    SaveNDArrayListFile(path, {m}, {"mean_img"});
+  }
+
   ImageRecParam p_;
   ImageAugParam aug_;
   RecordIOReader reader_;
@@ -213,6 +280,7 @@ class ImageRecordIter : public DataIter {
   int64_t epoch_ = 0;
   std::vector<std::string> records_;
   std::vector<size_t> positions_;
+  std::vector<float> mean_img_;  // c x h x w, empty without mean_img
   DataBatch out_;
 };
 
@@ -233,7 +301,9 @@ WEFT_REGISTER_DATA_ITER(ImageRecordIter)
               "returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape "
               "(batch_size,) or (batch_size, label_width). Augmentations run in the order: resize of the "
               "shorter edge, crop (random_resized_crop, rand_crop or centre), brightness/contrast/saturation "
-              "jitter, mirror, then (x - mean) / std * scale. num_parts/part_index read a share of the file.")
+              "jitter, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image "
+              "(mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index "
+              "read a share of the file.")
     .AddParams<ImageRecParam>()
     .AddParams<ImageAugParam>()
     .AddParams<PrefetchParam>()

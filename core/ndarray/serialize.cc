@@ -26,17 +26,27 @@ void Put(std::string* out, T v) {
   out->append(buf, sizeof(T));
 }
 
-void PutRecord(std::string* out, const NDArray& a) {
-  Put<uint32_t>(out, kNDArrayV2Magic);
+void PutRecord(std::string* out, const NDArray& a, const NDArraySaveOptions& opts) {
+  if (opts.np_shape) {
+    // MXNet's numpy-shape records hold dense arrays only; an uninitialised array has no
+    // storage type, so it is refused too.
+    WEFT_CHECK(!a.is_none() && !a.is_sparse(), kUnsupported, "NDArray save: in numpy-shape mode (mx.util.np_shape) ",
+               "only dense arrays can be saved (as V3 records), got ",
+               a.is_none() ? "an uninitialised array" : "a sparse array",
+               "; save it with numpy-shape mode off");
+    Put<uint32_t>(out, kNDArrayV3Magic);
+  } else {
+    Put<uint32_t>(out, kNDArrayV2Magic);
+  }
   if (a.is_none()) {
     // MXNet writes an uninitialised array as its undefined storage type and an empty shape.
     Put<int32_t>(out, -1);
     Put<int32_t>(out, 0);
     return;
   }
-  WEFT_CHECK(a.shape().ndim() > 0, kUnsupported,
+  WEFT_CHECK(opts.np_shape || a.shape().ndim() > 0, kUnsupported,
              "NDArray save: a 0-d array cannot be written as a V2 record (MXNet's classic shapes have no 0-d "
-             "arrays); reshape it to (1,) first");
+             "arrays); reshape it to (1,) first, or save it in numpy-shape mode (mx.util.np_shape(True))");
   Put<int32_t>(out, static_cast<int32_t>(a.stype()));
   auto put_shape = [out](const Shape& s) {
     Put<int32_t>(out, s.ndim());
@@ -120,6 +130,7 @@ class Reader {
 // Generous bound on ranks: anything larger is garbage, not an array.
 constexpr int64_t kMaxNDim = 64;
 
+// In numpy-shape records -1 is an unknown rank or dimension (MXNet's TShape).
 Shape ReadShapeI64(Reader* r, const std::string& rec, bool np_shape) {
   size_t at = r->offset();
   int32_t ndim = r->Get<int32_t>(rec + " shape rank (int32)");
@@ -127,10 +138,13 @@ Shape ReadShapeI64(Reader* r, const std::string& rec, bool np_shape) {
   if (ndim < 0 || ndim > kMaxNDim)
     r->Corrupt(at, rec + ": expected a shape rank in [0, " + std::to_string(kMaxNDim) + "], got " + std::to_string(ndim));
   Shape s(ndim, static_cast<int64_t>(0));
+  const int64_t lowest = np_shape ? -1 : 0;
   for (int i = 0; i < ndim; ++i) {
     size_t dat = r->offset();
     int64_t d = r->Get<int64_t>(rec + " dim " + std::to_string(i) + " (int64)");
-    if (d < 0) r->Corrupt(dat, rec + ": expected dim " + std::to_string(i) + " >= 0, got " + std::to_string(d));
+    if (d < lowest)
+      r->Corrupt(dat, rec + ": expected dim " + std::to_string(i) + " >= " + std::to_string(lowest) + ", got " +
+                          std::to_string(d));
     s[i] = d;
   }
   return s;
@@ -217,25 +231,35 @@ NDArray ReadRecord(Reader* r, size_t index, const NDArrayLoadOptions& opts) {
   std::string rec = "record " + std::to_string(index);
   size_t start = r->offset();
   uint32_t magic = r->Get<uint32_t>(rec + " magic (uint32)");
+  // Each kind of record is read only in the mode it was written in, as MXNet does (a
+  // process-wide mode also reads the classic records).
+  const bool np = opts.np_shape || opts.np_shape_global;
+  if (magic == kNDArrayV3Magic && !np)
+    Throw(ErrorKind::kUnsupported, r->source(), ": ", rec, " at byte offset ", start,
+          " was saved in numpy-shape mode (a V3 record) and must be loaded in it: turn numpy-shape mode on "
+          "(mx.util.np_shape(True) or use_np_shape) around the load");
+  if (magic != kNDArrayV3Magic && np && !opts.np_shape_global)
+    Throw(ErrorKind::kUnsupported, r->source(), ": ", rec, " at byte offset ", start,
+          " was not saved in numpy-shape mode (a classic record) but is loaded in it: turn numpy-shape mode off "
+          "(mx.util.np_shape(False)) around the load");
   if (magic == kNDArrayV2Magic || magic == kNDArrayV3Magic) {
-    bool v3 = magic == kNDArrayV3Magic;
-    if (v3 && !opts.np_shape)
-      Throw(ErrorKind::kUnsupported, r->source(), ": ", rec, " at byte offset ", start,
-            " is a V3 (numpy-shape) record, which is read only in numpy-shape mode (off)");
     size_t at = r->offset();
     int32_t stype = r->Get<int32_t>(rec + " storage type (int32)");
     if (stype < -1 || stype > 2)
       r->Corrupt(at, rec + ": expected a storage type (-1, 0, 1 or 2), got " + std::to_string(stype));
+    if (np && stype != 0)
+      Throw(ErrorKind::kUnsupported, r->source(), ": ", rec, " at byte offset ", at,
+            " has storage type ", stype, ", but numpy-shape mode reads only dense (0) arrays");
     if (stype == 1 || stype == 2) {
-      if (v3) r->Corrupt(at, rec + ": a V3 record holds only dense arrays, got a sparse storage type");
       Shape storage_shape = ReadShapeI64(r, rec + " storage", false);
       Shape shape = ReadShapeI64(r, rec, false);
       if (shape.ndim() == 0) return NDArray();
       return ReadSparseBody(r, static_cast<StorageType>(stype), storage_shape, shape, rec);
     }
-    Shape shape = ReadShapeI64(r, rec, v3);
-    // "No shape" ends the record: an uninitialised (none) array.
-    if (v3 ? !shape.known_ndim() : shape.ndim() == 0) return NDArray();
+    Shape shape = ReadShapeI64(r, rec, np);
+    // "No shape" ends the record: an uninitialised (none) array. In numpy-shape mode a
+    // 0-d shape is a scalar and a shape with an unknown part is "none".
+    if (np ? !shape.is_known() : shape.ndim() == 0) return NDArray();
     if (stype == -1) r->Corrupt(at, rec + ": an array with a shape has the undefined storage type -1");
     return ReadBody(r, shape, rec);
   }
@@ -264,14 +288,15 @@ std::string ReadFile(const std::string& fname) {
 
 }  // namespace
 
-std::string SaveNDArrayList(const std::vector<NDArray>& arrays, const std::vector<std::string>& names) {
+std::string SaveNDArrayList(const std::vector<NDArray>& arrays, const std::vector<std::string>& names,
+                            const NDArraySaveOptions& opts) {
   WEFT_CHECK(names.empty() || names.size() == arrays.size(), kValue, "NDArray save: expected no names or ",
              arrays.size(), " names (one per array), got ", names.size());
   std::string out;
   Put<uint64_t>(&out, kNDArrayListMagic);
   Put<uint64_t>(&out, 0);  // reserved
   Put<uint64_t>(&out, arrays.size());
-  for (const auto& a : arrays) PutRecord(&out, a);
+  for (const auto& a : arrays) PutRecord(&out, a, opts);
   Put<uint64_t>(&out, names.size());
   for (const auto& n : names) {
     Put<uint64_t>(&out, n.size());
@@ -312,9 +337,9 @@ NDArrayFile LoadNDArrayList(const void* data, size_t size, const std::string& so
   return file;
 }
 
-std::string SaveNDArrayRaw(const NDArray& array) {
+std::string SaveNDArrayRaw(const NDArray& array, const NDArraySaveOptions& opts) {
   std::string out;
-  PutRecord(&out, array);
+  PutRecord(&out, array, opts);
   return out;
 }
 
@@ -324,8 +349,8 @@ NDArray LoadNDArrayRaw(const void* data, size_t size, const std::string& source,
 }
 
 void SaveNDArrayListFile(const std::string& fname, const std::vector<NDArray>& arrays,
-                         const std::vector<std::string>& names) {
-  std::string bytes = SaveNDArrayList(arrays, names);
+                         const std::vector<std::string>& names, const NDArraySaveOptions& opts) {
+  std::string bytes = SaveNDArrayList(arrays, names, opts);
   WriteFileAtomically(fname, bytes.data(), bytes.size());
 }
 

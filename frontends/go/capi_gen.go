@@ -405,6 +405,26 @@ static gw_result gw_weft_ndarray_list_name(const weft_ndarray_list_t* list, int 
   return r;
 }
 
+static gw_result gw_weft_set_np_shape(int mode, int* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_set_np_shape(mode, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_get_np_shape(int* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_get_np_shape(out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_save(const char* fname, int num, weft_ndarray_t* const* arrays, const char* const* names) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_save(fname, num, arrays, names);
@@ -812,6 +832,16 @@ static gw_result gw_weft_symbol_get_internals(const weft_symbol_t* sym, weft_sym
 static gw_result gw_weft_symbol_get_children(const weft_symbol_t* sym, weft_symbol_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_symbol_get_children(sym, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend, weft_symbol_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_symbol_get_backend_symbol(sym, backend, out);
   if (r.status != WEFT_OK) {
     r.msg = gw_strdup(weft_get_last_error());
     return r;
@@ -2620,6 +2650,30 @@ func weft_ndarray_list_name(p_list *C.weft_ndarray_list_t, p_i C.int, p_out *str
 	return nil
 }
 
+// weft_set_np_shape calls the C function of that name through its shim; see c_api.h.
+func weft_set_np_shape(p_mode C.int, p_out *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_set_np_shape(p_mode, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_set_np_shape")
+	}
+	return nil
+}
+
+// weft_get_np_shape calls the C function of that name through its shim; see c_api.h.
+func weft_get_np_shape(p_out *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_get_np_shape(p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_get_np_shape")
+	}
+	return nil
+}
+
 // weft_ndarray_save calls the C function of that name through its shim; see c_api.h.
 func weft_ndarray_save(p_fname *C.char, p_num C.int, p_arrays **C.weft_ndarray_t, p_names **C.char) error {
 	if errLibrary != nil {
@@ -3190,6 +3244,18 @@ func weft_symbol_get_children(p_sym *C.weft_symbol_t, p_out **C.weft_symbol_t) e
 	r := C.gw_weft_symbol_get_children(p_sym, p_out)
 	if r.status != 0 {
 		return newCError(r, "weft_symbol_get_children")
+	}
+	return nil
+}
+
+// weft_symbol_get_backend_symbol calls the C function of that name through its shim; see c_api.h.
+func weft_symbol_get_backend_symbol(p_sym *C.weft_symbol_t, p_backend *C.char, p_out **C.weft_symbol_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_symbol_get_backend_symbol(p_sym, p_backend, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_symbol_get_backend_symbol")
 	}
 	return nil
 }

@@ -48,7 +48,7 @@ const std::map<std::string, Call>& ValidCalls() {
         {{2, 4, 8, 6}, {2, 3, 4, 5}, {3, 4, 3, 2}}}},
       {"_backward_Dropout", {{{"p", "0.5"}}, {kD, kD}}},
       {"_backward_Embedding", {{{"input_dim", "5"}, {"output_dim", "3"}}, {{2, 4, 3}, {2, 4}}}},
-      {"_backward_FullyConnected", {{{"num_hidden", "4"}}, {{2, 4}, {2, 3}, {4, 3}}}},
+      {"_backward_FullyConnected", {{{"num_hidden", "4"}}, {{2, 4}, {2, 3}, {4, 3}, {4}}}},
       {"_backward_GroupNorm", {{{"num_groups", "2"}}, {kD, kD, {2}, {3, 2}, {3, 2}}}},
       {"_backward_InstanceNorm", {{}, {kD, kD, {4}, {3, 4}, {3, 4}}}},
       {"_backward_L2Normalization", {{{"mode", "channel"}}, {kD, kD, kD}}},

@@ -46,11 +46,21 @@ TEST(NnDense, FullyConnectedRequests) {
     double tol = t == DType::kFloat32 ? 1e-5 : 1e-12;
     KwArgs p = {{"num_hidden", "5"}};
     CheckRequests("FullyConnected", {x, w, b}, p, tol);
-    CheckRequests("_backward_FullyConnected", {g, x, w}, p, tol);
+    CheckRequests("_backward_FullyConnected", {g, x, w, b}, p, tol);
     KwArgs q = {{"num_hidden", "5"}, {"no_bias", "True"}, {"flatten", "False"}};
     NDArray w4 = RandomArray({5, 4}, t, -1, 1, 5), g3 = RandomArray({3, 2, 5}, t, -1, 1, 6);
     CheckRequests("FullyConnected", {x, w4}, q, tol);
     CheckRequests("_backward_FullyConnected", {g3, x, w4}, q, tol);
+    // A skinny product (run on one thread) and one large enough to be split, with the bias
+    // put into the output before the product adds to it. Positive values keep the long sums
+    // away from 0, where float32's rounding would exceed a relative tolerance.
+    for (int64_t in : {512, 4096}) {
+      NDArray xs = RandomArray({64, in}, t, 0, 1, 7), ws = RandomArray({20, in}, t, 0, 1, 8);
+      NDArray bs = RandomArray({20}, t, 0, 1, 9), gs = RandomArray({64, 20}, t, 0, 1, 10);
+      KwArgs r = {{"num_hidden", "20"}};
+      CheckRequests("FullyConnected", {xs, ws, bs}, r, tol * 10);
+      CheckRequests("_backward_FullyConnected", {gs, xs, ws}, r, tol * 10);
+    }
   }
 }
 

@@ -68,7 +68,7 @@ TEST(NNNormRequests, AddToAndNullOpOnEveryOutput) {
       {"_backward_LRN", {d, d}, {{"nsize", "3"}}, false},
       {"L2Normalization", {d}, {{"mode", "channel"}}, false},
       {"_backward_L2Normalization", {d, d, d}, {{"mode", "channel"}}, false},
-      {"Activation", {d}, {{"act_type", "mish"}}, false},
+      {"Activation", {d}, {{"act_type", "softsign"}}, false},
       {"_backward_Activation", {d, d}, {{"act_type", "softrelu"}}, false},
       {"LeakyReLU", {d, {4}}, {{"act_type", "prelu"}}, false},
       {"_backward_LeakyReLU", {d, d, {4}}, {{"act_type", "prelu"}}, false},

@@ -550,4 +550,26 @@ def test_get_operator_arguments_lists_inputs_then_parameters():
     assert types["num_hidden"].endswith(", required")
     assert types["no_bias"].startswith("boolean") and types["no_bias"].endswith("optional, default=False")
     act = get_operator_arguments("Activation")
-    assert act.names == ["data", "act_type"] and act.types[1].startswith("{'relu'")
+    assert act.names == ["data", "act_type"]
+    # MXNet 1.9.1's five activations, sorted as it lists them.
+    assert act.types[1] == "{'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}, required"
+
+
+def test_enumerations_are_listed_as_mxnet_lists_them():
+    # MXNet lists an enumeration's names sorted, an optional one's None first and unquoted.
+    from weft.ndarray import _ops
+    from weft.operator import get_operator_arguments
+    seen = 0
+    for info in _ops.list_ops():
+        for name, ptype, *_ in info.params:
+            if not ptype.startswith("{"):
+                continue
+            items = [t.strip() for t in ptype[1:ptype.index("}")].split(",")]
+            names = items[1:] if items[0] == "None" else items
+            assert all(n[0] == n[-1] == "'" for n in names), (info.name, name, ptype)
+            assert names == sorted(names), (info.name, name, ptype)
+            seen += 1
+    assert seen > 40
+    conv = dict(zip(*get_operator_arguments("Convolution")[1:]))
+    assert conv["cudnn_tune"].startswith("{None, 'fastest', 'limited_workspace', 'off'}, optional")
+    assert dict(zip(*get_operator_arguments("take")[1:]))["mode"].startswith("{'clip', 'raise', 'wrap'}")

@@ -641,3 +641,65 @@ def test_simple_bind_and_reshape_through_the_c_api():
     assert small.arg_dict["fc1_weight"] is staged.arg_dict["fc1_weight"]
     assert small.arg_dict["data"].context == mx.cpu(1) and small.outputs[0].context == mx.cpu(2)
     assert "_CrossDeviceCopy" in small.debug_str()
+
+
+def test_monitor_sees_every_node_of_a_fused_chain_and_of_an_inference_region():
+    # relu then sigmoid fuse into one pointwise step, and a convolution with its relu into one
+    # oneDNN region at inference; with a monitor each node reports, as MXNet's (which fuses
+    # neither on the host) do, and the values are each node's.
+    x = mx.sym.var("x")
+    fc = mx.sym.FullyConnected(x, num_hidden=3, name="fc")
+    y = mx.sym.sigmoid(mx.sym.relu(fc, name="r"), name="s")
+    rng = np.random.RandomState(8)
+    xv, wv, bv = rng.uniform(-1, 1, (2, 4)), rng.uniform(-1, 1, (3, 4)), rng.uniform(-1, 1, (3,))
+    exe = y.bind(mx.cpu(), {"x": mx.nd.array(xv), "fc_weight": mx.nd.array(wv), "fc_bias": mx.nd.array(bv)})
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.asnumpy().copy())), monitor_all=True)
+    out = exe.forward()[0].asnumpy()
+    assert [n for n, _ in seen] == ["x", "fc_data", "fc_weight", "fc_weight", "fc_bias", "fc_bias", "fc_output",
+                                    "r_input0", "r_output", "s_input0", "s_output"]
+    pre = xv.dot(wv.T) + bv
+    np.testing.assert_allclose(seen[8][1], np.maximum(pre, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(seen[10][1], out, rtol=1e-6)
+    np.testing.assert_allclose(out, 1 / (1 + np.exp(-np.maximum(pre, 0))), rtol=1e-5)
+    # Without the monitor the chain runs fused again, with the same result.
+    exe.set_monitor_callback(None)
+    np.testing.assert_allclose(exe.forward()[0].asnumpy(), out, rtol=1e-6)
+
+    data = mx.sym.var("data")
+    conv = mx.sym.Convolution(data, kernel=(3, 3), num_filter=8, pad=(1, 1), name="conv")
+    net = mx.sym.Activation(conv, act_type="relu", name="act")
+    dv = rng.uniform(-1, 1, (2, 8, 6, 6)).astype(np.float32)
+    exe = net.simple_bind(mx.cpu(), data=(2, 8, 6, 6), grad_req="null")
+    exe.arg_dict["data"][:] = dv
+    exe.arg_dict["conv_weight"][:] = rng.uniform(-0.3, 0.3, (8, 8, 3, 3))
+    exe.arg_dict["conv_bias"][:] = rng.uniform(-0.3, 0.3, (8,))
+    fused = exe.forward(is_train=False)[0].asnumpy()
+    names = []
+    exe.set_monitor_callback(lambda name, arr: names.append(name))
+    np.testing.assert_allclose(exe.forward(is_train=False)[0].asnumpy(), fused, rtol=1e-4, atol=1e-5)
+    assert names == ["conv_output", "act_output"]
+
+
+def test_monitor_all_names_inputs_of_operators_mxnet_lists_none_by_position():
+    # MXNet registers _plus_scalar and the backward operators (_backward_FullyConnected here)
+    # without input names: their inputs are "<node>_input<i>"; FullyConnected lists its own.
+    x = mx.sym.var("x")
+    y = mx.sym._internal._plus_scalar(mx.sym.FullyConnected(x, num_hidden=2, name="fc"), scalar=1, name="add")
+    rng = np.random.RandomState(9)
+    xv, wv, bv = rng.uniform(-1, 1, (3, 4)), rng.uniform(-1, 1, (2, 4)), rng.uniform(-1, 1, (2,))
+    exe = y.bind(mx.cpu(), {"x": mx.nd.array(xv), "fc_weight": mx.nd.array(wv), "fc_bias": mx.nd.array(bv)},
+                 args_grad={"x": mx.nd.zeros((3, 4)), "fc_weight": mx.nd.zeros((2, 4)), "fc_bias": mx.nd.zeros((2,))})
+    seen = []
+    exe.set_monitor_callback(lambda name, arr: seen.append((name, arr.asnumpy().copy())), monitor_all=True)
+    exe.forward(is_train=True)
+    g = rng.uniform(-1, 1, (3, 2))
+    exe.backward(mx.nd.array(g))
+    names = [n for n, _ in seen]
+    assert names[7:9] == ["add_input0", "add_output"]
+    backward = [n for n in names if n.startswith("fc_backward_input")]
+    assert backward == ["fc_backward_input0", "fc_backward_input1", "fc_backward_input2", "fc_backward_input3"]
+    values = dict(seen)
+    np.testing.assert_allclose(values["fc_backward_input0"], g, rtol=1e-6)  # the output gradient
+    np.testing.assert_allclose(values["fc_backward_input1"], xv, rtol=1e-6)  # the data
+    np.testing.assert_allclose(exe.grad_dict["fc_bias"].asnumpy(), g.sum(axis=0), rtol=1e-5)

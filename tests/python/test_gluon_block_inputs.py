@@ -204,3 +204,36 @@ def test_register_op_hook_reports_operator_values():
                                        b"net_dense0_fwd_output", b"net_pool0_fwd_data", b"net_pool0_fwd_output"]
     assert_almost_equal(seen[1][2], net[0].weight.data().asnumpy())
     assert_almost_equal(seen[0][2], x.asnumpy())
+
+
+class _DenseReluTranspose(nn.HybridBlock):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.dense = nn.Dense(2)
+
+    def hybrid_forward(self, F, x):
+        return F.transpose(F.Activation(self.dense(x), act_type="relu"))
+
+
+def test_op_hook_names_outputs_by_index_where_mxnet_names_none():
+    # MXNet's CachedOp names an output "<node>_<name>" for operators that name their outputs
+    # (FullyConnected, Activation: "output"), else "<node>_<index>" (transpose: "_0"); an
+    # input "<node>_<input name>", or "<node>_input<i>" where MXNet lists no input names.
+    net = _DenseReluTranspose(prefix="net_")
+    net.initialize()
+    net.hybridize()
+    x = nd.array(np.random.RandomState(5).uniform(-1, 1, (3, 4)).astype(np.float32))
+    seen = []
+    net.register_op_hook(lambda name, op, arr: seen.append((name, op, arr.asnumpy())), monitor_all=True)
+    y = net(x)
+    assert [(n, op) for n, op, _ in seen] == [
+        (b"net_dense0_fwd_data", b"FullyConnected"), (b"net_dense0_fwd_weight", b"FullyConnected"),
+        (b"net_dense0_fwd_bias", b"FullyConnected"), (b"net_dense0_fwd_output", b"FullyConnected"),
+        (b"net_activation0_input0", b"Activation"), (b"net_activation0_output", b"Activation"),
+        (b"net_transpose0_input0", b"transpose"), (b"net_transpose0_0", b"transpose")]
+    w, b = net.dense.weight.data().asnumpy(), net.dense.bias.data().asnumpy()
+    fc = x.asnumpy().dot(w.T) + b
+    assert_almost_equal(seen[3][2], fc, rtol=1e-5, atol=1e-6)
+    assert_almost_equal(seen[5][2], np.maximum(fc, 0), rtol=1e-5, atol=1e-6)
+    assert_almost_equal(seen[7][2], y.asnumpy())

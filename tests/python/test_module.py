@@ -594,3 +594,43 @@ def test_grad_req_null_input_and_dict_grad_req_follow_mxnet():
     # 'add' accumulates the same gradient a second time.
     np.testing.assert_allclose(mod.get_input_grads()[0].asnumpy(), 2 * first, rtol=1e-5, atol=1e-7)
     assert mod._exec_group.grad_arrays[mod._exec_group.param_names.index("fc1_bias")][0] is None
+
+
+def test_monitor_reports_each_output_of_a_training_step_once():
+    # Two FullyConnected layers with sigmoids and a regression output, monitored on every
+    # value: the six arguments, the five forward outputs, and the backward's ten (two for
+    # the regression output, one per sigmoid, three per FullyConnected: the data, weight and
+    # bias gradients, the bias's made in its own shape with no extra node), as MXNet.
+    x = mx.sym.var("data")
+    x = mx.sym.FullyConnected(x, num_hidden=2, name="fc_0")
+    x = mx.sym.Activation(x, act_type="sigmoid", name="act_0")
+    x = mx.sym.FullyConnected(x, num_hidden=2, name="fc_1")
+    x = mx.sym.Activation(x, act_type="sigmoid", name="act_1")
+    x = mx.sym.LinearRegressionOutput(x, name="out")
+    rng = np.random.RandomState(21)
+    data, label = rng.uniform(-1, 1, (3, 4)), rng.uniform(0, 1, (3, 2))
+    batch = mx.io.DataBatch([mx.nd.array(data)], [mx.nd.array(label)])
+    mod = mx.mod.Module(x, label_names=["out_label"])
+    mod.bind([("data", (3, 4))], [("out_label", (3, 2))], for_training=True)
+    w0, b0, w1, b1 = (rng.uniform(-1, 1, s) for s in [(2, 4), (2,), (2, 2), (2,)])
+    mod.init_params(arg_params={"fc_0_weight": mx.nd.array(w0), "fc_0_bias": mx.nd.array(b0),
+                                "fc_1_weight": mx.nd.array(w1), "fc_1_bias": mx.nd.array(b1)})
+    mon = mx.mon.Monitor(1, stat_func=lambda a: mx.nd.sum(a), pattern=".*", sort=True)
+    mod.install_monitor(mon)
+    mon.tic()
+    mod.forward_backward(batch)
+    stats = {name: float(text) for _, name, text in mon.toc()}
+    assert sorted(stats) == sorted([
+        "data", "fc_0_weight", "fc_0_bias", "fc_1_weight", "fc_1_bias", "out_label",
+        "fc_0_output", "act_0_output", "fc_1_output", "act_1_output", "out_output",
+        "out_backward_output0", "out_backward_output1", "act_1_backward_output", "act_0_backward_output",
+        "fc_1_backward_output0", "fc_1_backward_output1", "fc_1_backward_output2",
+        "fc_0_backward_output0", "fc_0_backward_output1", "fc_0_backward_output2"])
+    # The values: the bias gradient of the last layer is the sum over the batch of
+    # (sigmoid output - label) / 2 (MXNet's scale: one over the outputs per example) * sigmoid'.
+    sig = lambda v: 1 / (1 + np.exp(-v))
+    a0 = sig(data.dot(w0.T) + b0)
+    a1 = sig(a0.dot(w1.T) + b1)
+    d1 = (a1 - label) / 2 * a1 * (1 - a1)
+    np.testing.assert_allclose(stats["fc_1_backward_output2"], d1.sum(), rtol=1e-4)
+    np.testing.assert_allclose(stats["act_1_output"], a1.sum(), rtol=1e-5)

@@ -70,6 +70,54 @@ def test_fully_connected_numeric_gradient(dshape, hidden, flatten, no_bias):
                            numeric_eps=1e-5, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dshape,hidden,flatten,no_bias", [
+    ((64, 1024), 10, True, False), ((256, 1024), 10, True, True), ((64, 10), 1024, True, False),
+    ((8, 8, 1024), 10, False, False), ((4, 16, 10), 300, False, True), ((64, 2, 512), 1024, True, False)])
+def test_fully_connected_skinny_and_large_vs_numpy(dtype, dshape, hidden, flatten, no_bias):
+    # The benchmark's skinny products run on one thread, larger ones on all: both sides of
+    # that line, forward and every gradient, against float64 numpy.
+    x = rand(*dshape, dtype=dtype)
+    in_size = int(np.prod(dshape[1:])) if flatten else dshape[-1]
+    w, b = rand(hidden, in_size, dtype=dtype), rand(hidden, dtype=dtype)
+    params = dict(num_hidden=hidden, no_bias=no_bias, flatten=flatten)
+    ins = [x, w] if no_bias else [x, w, b]
+    x2 = x.astype(np.float64).reshape(-1, in_size)
+    w64 = w.astype(np.float64)
+    ref = x2 @ w64.T + (0 if no_bias else b.astype(np.float64))
+    y = nd.FullyConnected(*[nd.array(a, dtype=dtype) for a in ins], **params)
+    assert y.dtype == dtype
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    assert_almost_equal(y.asnumpy().reshape(ref.shape), ref, rtol=tol, atol=tol)
+    head = rand(*y.shape, dtype=dtype)
+    h2 = head.astype(np.float64).reshape(ref.shape)
+    grads = op_grad("FullyConnected", [nd.array(a, dtype=dtype) for a in ins], [y], [nd.array(head, dtype=dtype)],
+                    params)
+    assert_almost_equal(grads[0].reshape(x2.shape), h2 @ w64, rtol=tol, atol=tol)
+    assert_almost_equal(grads[1], h2.T @ x2, rtol=tol, atol=tol)
+    if not no_bias:
+        assert_almost_equal(grads[2], h2.sum(axis=0), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("m,n,k", [(70, 123, 1000), (300, 20, 1000), (1, 5000, 1000), (64, 31, 4096)])
+def test_dot_transpose_b_split_into_bands_vs_numpy(m, n, k):
+    # float32 products with B transposed, past 1M multiply-adds, are split into bands of
+    # 16 columns (or of rows, when there are fewer columns than two bands), partial last
+    # band included; dot and batch_dot, writing and adding, against float64 numpy.
+    a, b = rand(m, k), rand(n, k)
+    ref = a.astype(np.float64) @ b.astype(np.float64).T
+    assert_almost_equal(nd.dot(nd.array(a), nd.array(b), transpose_b=True).asnumpy(), ref, rtol=1e-4, atol=1e-4)
+    bd = nd.batch_dot(nd.array(np.stack([a, a])), nd.array(np.stack([b, 2 * b])), transpose_b=True).asnumpy()
+    assert_almost_equal(bd, np.stack([ref, 2 * ref]), rtol=1e-4, atol=1e-4)
+    xa, xb = nd.array(a), nd.array(b)
+    xa.attach_grad()
+    with weft.autograd.record():
+        y = nd.dot(xa, xb, transpose_b=True)
+    head = rand(m, n)
+    y.backward(nd.array(head))
+    assert_almost_equal(xa.grad.asnumpy(), head.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
 def test_fully_connected_float64_and_out():
     x, w, b = rand(5, 6, dtype=np.float64), rand(4, 6, dtype=np.float64), rand(4, dtype=np.float64)
     out = nd.zeros((5, 4), dtype="float64")
@@ -90,6 +138,40 @@ def test_fully_connected_errors():
         nd.FullyConnected(x, nd.array(rand(5, 12)), nd.array(rand(5)), num_hidden=0)
     with pytest.raises(WeftError, match=r"expected 3 inputs"):
         nd.FullyConnected(x, nd.array(rand(5, 12)), num_hidden=5)
+
+
+@pytest.mark.parametrize("bias_shape", [(3,), (3, 1)])
+def test_fully_connected_backward_gives_the_bias_gradient_in_the_bias_shape(bias_shape):
+    x, w, b = rand(4, 5, dtype=np.float64), rand(3, 5, dtype=np.float64), rand(*bias_shape, dtype=np.float64)
+    g = rand(4, 3, dtype=np.float64)
+    dx, dw, db = nd._internal._backward_FullyConnected(
+        nd.array(g, dtype="float64"), nd.array(x, dtype="float64"), nd.array(w, dtype="float64"),
+        nd.array(b, dtype="float64"), num_hidden=3)
+    assert db.shape == bias_shape
+    assert_almost_equal(db.asnumpy(), g.sum(axis=0).reshape(bias_shape), rtol=1e-12, atol=1e-12)
+    assert_almost_equal(dx.asnumpy(), g @ w, rtol=1e-12, atol=1e-12)
+    assert_almost_equal(dw.asnumpy(), g.T @ x, rtol=1e-12, atol=1e-12)
+    with pytest.raises(WeftError, match=r"'bias' has shape \(3,2\).*needs \(3,\)"):
+        nd._internal._backward_FullyConnected(nd.array(g), nd.array(x), nd.array(w), nd.ones((3, 2)), num_hidden=3)
+
+
+def test_fully_connected_gradient_is_one_backward_node_per_layer():
+    # The gradient graph holds _backward_FullyConnected alone for each layer (the bias
+    # gradient comes out in the bias's shape, column or not, with no reshape node after),
+    # and the executor's column bias gradient is the sum of the output gradient's rows.
+    x, w, b = weft.sym.var("x"), weft.sym.var("w"), weft.sym.var("b")
+    y = weft.sym.FullyConnected(x, w, b, num_hidden=3, name="fc")
+    xv, wv, bv = rand(4, 5), rand(3, 5), rand(3, 1)
+    exe = y.bind(weft.cpu(), {"x": nd.array(xv), "w": nd.array(wv), "b": nd.array(bv)},
+                 args_grad={"x": nd.zeros((4, 5)), "w": nd.zeros((3, 5)), "b": nd.zeros((3, 1))})
+    names = []
+    exe.set_monitor_callback(lambda name, arr: names.append(name))
+    exe.forward(is_train=True)
+    g = rand(4, 3)
+    exe.backward(nd.array(g))
+    assert names == ["fc_output", "fc_backward_output0", "fc_backward_output1", "fc_backward_output2"]
+    assert_almost_equal(exe.grad_dict["b"].asnumpy(), g.sum(axis=0)[:, None], rtol=1e-5, atol=1e-6)
+    assert_almost_equal(exe.grad_dict["w"].asnumpy(), g.T @ xv, rtol=1e-5, atol=1e-6)
 
 
 # ---------------------------------------------------------------- Dropout

@@ -65,7 +65,7 @@ INT_VALUES = {
 INT_BY_FN = {("weft_autograd_backward", "retain_graph"): "1"}
 # int parameters that pick from a closed set: a valid value, and 999 must be refused.
 ENUMS = {"dtype": "WEFT_DTYPE_FLOAT32", "stype": "1", "kind": "0", "stat": "0", "state": "WEFT_PROFILER_STOP", "format": "0",
-         "sort_by": "0"}
+         "sort_by": "0", "mode": "0"}
 INT64_VALUES = {"begin": "0", "end": "1", "index": "0", "pos": "0", "seed": "42", "value": "1", "delta": "1"}
 # Opaque user pointers passed back to callbacks: any value is valid.
 OPAQUE = {"user", "user_data"}
@@ -75,7 +75,7 @@ STRINGS = {
     "json": "fx.symbol_json.c_str()", "key": '"__tag__"', "value": '"1"', "format": '".png"',
     "known": '"{}"', "dtypes": '"{}"', "group2ctx": '"{}"', "grad_req": '"write"', "type": '"local"',
     "iter": '"CSVIter"', "shapes": r'"{\"x\": [2, 3]}"', "scope": '"process"',
-    "symbol_json": "fx.symbol_json.c_str()",
+    "symbol_json": "fx.symbol_json.c_str()", "backend": '"MKLDNN"',
 }
 STRINGS_BY_FN = {
     ("weft_ndarray_save", "fname"): 'fx.Tmp("saved.params").c_str()',

@@ -248,6 +248,16 @@ WEFT_API weft_status_t weft_ndarray_list_get(const weft_ndarray_list_t* list, in
 /* Name of element i ("" when the list has no names); valid while the list lives. */
 WEFT_API weft_status_t weft_ndarray_list_name(const weft_ndarray_list_t* list, int i, const char** out);
 
+/* MXNet's numpy shape semantics (mx.util.set_np_shape), process-wide: 0 off (the default),
+ * 1 on, 2 on for the whole program (MXNet's "global" mode). It decides which NDArray
+ * records the save and load functions below write and accept, as in MXNet: on, arrays are
+ * saved as V3 records (0-d arrays allowed; sparse and uninitialised arrays refused) and
+ * only V3 records load, dense ones only (mode 2 also loads the classic V2/V1/V0 records);
+ * off, arrays are saved as V2 records and V3 records are refused (WEFT_ERR_UNSUPPORTED).
+ * `out` receives the previous mode. */
+WEFT_API weft_status_t weft_set_np_shape(int mode, int* out);
+WEFT_API weft_status_t weft_get_np_shape(int* out);
+
 /* Saves `num` arrays in MXNet's NDArray list format (what `.params` files use). `names` is
  * NULL for an unnamed list, else `num` strings. Waits for the arrays' pending writes. */
 WEFT_API weft_status_t weft_ndarray_save(const char* fname, int num, weft_ndarray_t* const* arrays,
@@ -255,9 +265,10 @@ WEFT_API weft_status_t weft_ndarray_save(const char* fname, int num, weft_ndarra
 /* The same bytes in memory. */
 WEFT_API weft_status_t weft_ndarray_save_to_bytes(int num, weft_ndarray_t* const* arrays, const char* const* names,
                                                   weft_bytes_t** out);
-/* Loads an NDArray list file (MXNet V0, V1 and V2 records). Arrays saved from a GPU load on
- * that GPU when it exists, else on the CPU. A truncated or corrupt file gives WEFT_ERR_IO
- * naming the file and the byte offset. */
+/* Loads an NDArray list file (MXNet V0, V1 and V2 records; V3 records in numpy-shape mode,
+ * see weft_set_np_shape). Arrays saved from a GPU load on that GPU when it exists, else on
+ * the CPU. A truncated or corrupt file gives WEFT_ERR_IO naming the file and the byte
+ * offset. */
 WEFT_API weft_status_t weft_ndarray_load(const char* fname, weft_ndarray_list_t** out);
 WEFT_API weft_status_t weft_ndarray_load_from_bytes(const void* data, size_t size, weft_ndarray_list_t** out);
 
@@ -409,6 +420,14 @@ WEFT_API weft_status_t weft_symbol_group(int num, weft_symbol_t* const* syms, we
 WEFT_API weft_status_t weft_symbol_get_output(const weft_symbol_t* sym, int index, weft_symbol_t** out);
 WEFT_API weft_status_t weft_symbol_get_internals(const weft_symbol_t* sym, weft_symbol_t** out);
 WEFT_API weft_status_t weft_symbol_get_children(const weft_symbol_t* sym, weft_symbol_t** out);
+/* A new symbol: `sym` partitioned for the subgraph backend `backend`, as MXNet's
+ * Symbol.get_backend_symbol. "MKLDNN" (MXNet 1.9's oneDNN fusions, for inference) makes
+ * each 2-D/3-D convolution with the BatchNorm, residual sum and activation after it one
+ * _sg_mkldnn_conv node, and each fully connected layer with the elementwise operator after
+ * it one _sg_mkldnn_fully_connected node; the result computes what `sym` computes.
+ * WEFT_ERR_NOT_FOUND for a backend Weft does not have. */
+WEFT_API weft_status_t weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend,
+                                                      weft_symbol_t** out);
 /* NULL is accepted. */
 WEFT_API weft_status_t weft_symbol_free(weft_symbol_t* sym);
 

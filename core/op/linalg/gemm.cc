@@ -5,6 +5,7 @@
 
 #include "core/base/error.h"
 #include "core/op/op_util.h"
+#include "core/op/serial_scope.h"
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.h>
@@ -121,6 +122,12 @@ void BlockedGemm(int64_t m, int64_t n, int64_t k, const GemmOperand& ga, const G
 }
 
 #if defined(WEFT_USE_ONEDNN)
+// Multiply-adds under which one float32 product runs on the calling thread: 15-25 us of
+// work on one core (Zen 5, oneDNN 2.6). A split saves half of that, but where the second
+// thread sleeps between parallel regions it must be woken to start and again at the
+// closing barrier, which costs about as much.
+constexpr double kSerialGemmMacs = 1 << 20;
+
 void SgemmOne(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand& ga, const float* b,
               const GemmOperand& gb, float beta, float* c, int64_t ldc, const char* op_name) {
   dnnl_status_t st = dnnl_sgemm(ga.transpose ? 'T' : 'N', gb.transpose ? 'T' : 'N', m, n, k, 1.0f, a, ga.ld, b, gb.ld,
@@ -130,13 +137,37 @@ void SgemmOne(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand
           " for a ", m, "x", k, " by ", k, "x", n, " product");
 }
 
+// One product split into bands here, each run by oneDNN on one thread (inside the parallel
+// region): bands of C's columns, 16 (a vector) wide, so that each thread reads only its
+// rows of B^T or columns of B; with too few columns for a band per thread, bands of rows.
+void BandedSgemm(int64_t m, int64_t n, int64_t k, const float* a, const GemmOperand& ga, const float* b,
+                 const GemmOperand& gb, float beta, float* c, int64_t ldc, const char* op_name) {
+  constexpr int64_t kBand = 16;
+  const int64_t threads = omp_get_max_threads();
+  if (n >= kBand * threads) {
+    ParallelFor((n + kBand - 1) / kBand, 1, [&](int64_t begin, int64_t end) {
+      const int64_t j0 = begin * kBand, j1 = std::min(n, end * kBand);
+      SgemmOne(m, j1 - j0, k, a, ga, gb.transpose ? b + j0 * gb.ld : b + j0, gb, beta, c + j0, ldc, op_name);
+    });
+  } else {
+    ParallelFor(m, 1, [&](int64_t begin, int64_t end) {
+      SgemmOne(end - begin, n, k, ga.transpose ? a + begin : a + begin * ga.ld, ga, b, gb, beta, c + begin * ldc, ldc,
+               op_name);
+    });
+  }
+}
+
 void OneDnnSgemm(int64_t m, int64_t n, int64_t k, const GemmOperand& ga, const GemmOperand& gb, float beta, float* c,
                  int64_t ldc, int64_t c_stride, int64_t batch, const char* op_name) {
   const float* a = static_cast<const float*>(ga.data);
   const float* b = static_cast<const float*>(gb.data);
   // Many small products run one per thread (oneDNN runs single-threaded inside a parallel
-  // region); large ones run one after another, each on every thread.
-  bool small = static_cast<double>(m) * n * k < 64.0 * 64 * 64;
+  // region); large ones run one after another, each on every thread, and a single product
+  // too small to gain from being split (FullyConnected's skinny ones: 64x10x1024 is 13 us
+  // on one Zen 5 core) runs on this thread alone.
+  const double macs = static_cast<double>(m) * n * k;
+  bool small = macs < 64.0 * 64 * 64;
+  SerialScope serial(batch == 1 && macs < kSerialGemmMacs);
   if (batch > 1 && small) {
     ParallelFor(batch, 1, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
@@ -145,8 +176,19 @@ void OneDnnSgemm(int64_t m, int64_t n, int64_t k, const GemmOperand& ga, const G
     });
     return;
   }
-  for (int64_t i = 0; i < batch; ++i)
-    SgemmOne(m, n, k, a + i * ga.batch_stride, ga, b + i * gb.batch_stride, gb, beta, c + i * c_stride, ldc, op_name);
+  // A product with op(B) = B^T (FullyConnected's forward, whose weight is n x k) costs
+  // oneDNN 2.6 1.3 to 2.5 times the CPU time on two threads that it costs on one (Zen 5:
+  // 64x1024x1024 takes 1.9 ms of CPU split by oneDNN, 0.78 ms on one thread), so it is
+  // split into bands here instead, at the CPU time of one thread.
+  const bool banded = gb.transpose && macs >= kSerialGemmMacs && !omp_in_parallel() && omp_get_max_threads() > 1;
+  for (int64_t i = 0; i < batch; ++i) {
+    const float* ai = a + i * ga.batch_stride;
+    const float* bi = b + i * gb.batch_stride;
+    if (banded)
+      BandedSgemm(m, n, k, ai, ga, bi, gb, beta, c + i * c_stride, ldc, op_name);
+    else
+      SgemmOne(m, n, k, ai, ga, bi, gb, beta, c + i * c_stride, ldc, op_name);
+  }
 }
 #endif
 

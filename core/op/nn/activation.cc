@@ -1,4 +1,4 @@
-// Activation (relu, sigmoid, tanh, softrelu, softsign, log_sigmoid, mish) and LeakyReLU
+// Activation (relu, sigmoid, tanh, softrelu, softsign) and LeakyReLU
 // (leaky, prelu, elu, selu, gelu, rrelu), with MXNet 1.x's parameters.
 //
 // Gradients: _backward_Activation(out_grad, data) and _backward_LeakyReLU(out_grad, data
@@ -51,8 +51,6 @@ inline A ActForward(A x) {
   if constexpr (K == Act::kTanh) return std::tanh(x);
   if constexpr (K == Act::kSoftrelu) return Softplus(x);
   if constexpr (K == Act::kSoftsign) return x / (A(1) + std::abs(x));
-  if constexpr (K == Act::kLogSigmoid) return -Softplus(-x);
-  if constexpr (K == Act::kMish) return x * std::tanh(Softplus(x));
 }
 
 // d f / d x at x.
@@ -71,11 +69,6 @@ inline A ActDeriv(A x) {
   if constexpr (K == Act::kSoftsign) {
     A d = A(1) + std::abs(x);
     return A(1) / (d * d);
-  }
-  if constexpr (K == Act::kLogSigmoid) return Sigmoid(-x);
-  if constexpr (K == Act::kMish) {
-    A t = std::tanh(Softplus(x));
-    return t + x * (A(1) - t * t) * Sigmoid(x);
   }
 }
 
@@ -112,8 +105,6 @@ void ActDispatch(Act k, F&& f) {
     case Act::kTanh: f(std::integral_constant<Act, Act::kTanh>()); break;
     case Act::kSoftrelu: f(std::integral_constant<Act, Act::kSoftrelu>()); break;
     case Act::kSoftsign: f(std::integral_constant<Act, Act::kSoftsign>()); break;
-    case Act::kLogSigmoid: f(std::integral_constant<Act, Act::kLogSigmoid>()); break;
-    case Act::kMish: f(std::integral_constant<Act, Act::kMish>()); break;
   }
 }
 
@@ -156,8 +147,6 @@ bool EltwiseAlg(Act k, dnnl::algorithm* alg) {
     case Act::kSigmoid: *alg = dnnl::algorithm::eltwise_logistic; return true;
     case Act::kTanh: *alg = dnnl::algorithm::eltwise_tanh; return true;
     case Act::kSoftrelu: *alg = dnnl::algorithm::eltwise_soft_relu; return true;
-    case Act::kLogSigmoid: *alg = dnnl::algorithm::eltwise_logsigmoid; return true;
-    case Act::kMish: *alg = dnnl::algorithm::eltwise_mish; return true;
     default: return false;
   }
 }
@@ -236,20 +225,9 @@ GradValue ActivationFactorDerivative(GradBuilder& b, Act k, const GradValue& x) 
       GradValue s = b.Op("sigmoid", {x});
       return mul(s, affine(s, -1, 1));
     }
-    case Act::kLogSigmoid: {  // h = 1 - s
-      GradValue s = b.Op("sigmoid", {x});
-      return mul(s, affine(s, 1, -1));
-    }
     case Act::kSoftsign: {  // h = (1 + |x|)^-2
       GradValue cube = b.Op("_power_scalar", {affine(b.Op("abs", {x}), 1, 1)}, {{"scalar", "-3"}});
       return mul(affine(b.Op("sign", {x}), -2, 0), cube);
-    }
-    case Act::kMish: {  // h = t + x s (1 - t^2) with t = tanh(softplus x), dt/dx = (1 - t^2) s
-      GradValue s = b.Op("sigmoid", {x});
-      GradValue t = b.Op("tanh", {b.Op("Activation", {x}, {{"act_type", "softrelu"}})});
-      GradValue u = affine(mul(s, affine(t, 2, 1)), -1, 1);  // 1 - s - 2 s t
-      GradValue inner = affine(mul(x, u), 1, 2);
-      return mul(mul(affine(b.Op("square", {t}), -1, 1), s), inner);
     }
   }
   return b.Op("zeros_like", {x});
@@ -529,7 +507,7 @@ std::vector<GradValue> LeakyReLUGrad(GradBuilder& b, const NodeAttrs& attrs, con
 }  // namespace
 
 WEFT_REGISTER_OP(Activation)
-    .Describe("Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid or mish.")
+    .Describe("Elementwise activation: relu, sigmoid, tanh, softrelu or softsign.")
     .SetNumInputs(1)
     .AddArgument("data", "NDArray-or-Symbol", "The input array")
     .SetParams<ActivationParam>()

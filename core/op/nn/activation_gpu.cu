@@ -31,8 +31,6 @@ __device__ inline A ActForward(A x) {
   if constexpr (K == Act::kTanh) return tanh(x);
   if constexpr (K == Act::kSoftrelu) return Softplus(x);
   if constexpr (K == Act::kSoftsign) return x / (A(1) + fabs(x));
-  if constexpr (K == Act::kLogSigmoid) return -Softplus(-x);
-  if constexpr (K == Act::kMish) return x * tanh(Softplus(x));
 }
 
 template <Act K, typename A>
@@ -50,11 +48,6 @@ __device__ inline A ActDeriv(A x) {
   if constexpr (K == Act::kSoftsign) {
     A d = A(1) + fabs(x);
     return A(1) / (d * d);
-  }
-  if constexpr (K == Act::kLogSigmoid) return Sigmoid(-x);
-  if constexpr (K == Act::kMish) {
-    A t = tanh(Softplus(x));
-    return t + x * (A(1) - t * t) * Sigmoid(x);
   }
 }
 
@@ -86,8 +79,6 @@ void ActDispatch(Act k, F&& f) {
     case Act::kTanh: f(std::integral_constant<Act, Act::kTanh>()); break;
     case Act::kSoftrelu: f(std::integral_constant<Act, Act::kSoftrelu>()); break;
     case Act::kSoftsign: f(std::integral_constant<Act, Act::kSoftsign>()); break;
-    case Act::kLogSigmoid: f(std::integral_constant<Act, Act::kLogSigmoid>()); break;
-    case Act::kMish: f(std::integral_constant<Act, Act::kMish>()); break;
   }
 }
 

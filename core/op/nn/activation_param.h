@@ -15,22 +15,20 @@ struct ActivationParam {
 
 WEFT_PARAM_SCHEMA(ActivationParam, s) {
   s.Field("act_type", &ActivationParam::act_type)
-      .Choices({"relu", "sigmoid", "tanh", "softrelu", "softsign", "log_sigmoid", "mish"})
+      .Choices({"relu", "sigmoid", "tanh", "softrelu", "softsign"})
       .Describe("The activation function.");
 }
 
 // Activation's act_type as the kernels of both devices switch on it (the schema's Choices
 // have already refused any other string).
-enum class Act { kRelu, kSigmoid, kTanh, kSoftrelu, kSoftsign, kLogSigmoid, kMish };
+enum class Act { kRelu, kSigmoid, kTanh, kSoftrelu, kSoftsign };
 
 inline Act ParseAct(const std::string& s) {
   if (s == "relu") return Act::kRelu;
   if (s == "sigmoid") return Act::kSigmoid;
   if (s == "tanh") return Act::kTanh;
   if (s == "softrelu") return Act::kSoftrelu;
-  if (s == "softsign") return Act::kSoftsign;
-  if (s == "log_sigmoid") return Act::kLogSigmoid;
-  return Act::kMish;
+  return Act::kSoftsign;
 }
 
 struct LeakyReLUParam {

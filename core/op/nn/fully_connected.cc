@@ -95,32 +95,38 @@ bool FCShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>*
   return true;
 }
 
-// y[r, :] += bias for every row.
+// y[r, :] = bias (or += bias, when adding to y) for every row.
 template <typename T>
-void AddBias(T* y, const T* bias, int64_t rows, int64_t cols) {
+void PutBias(T* y, const T* bias, int64_t rows, int64_t cols, bool add) {
   ParallelFor(rows, std::max<int64_t>(1, kElemGrain / std::max<int64_t>(cols, 1)), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
       T* row = y + r * cols;
-      for (int64_t j = 0; j < cols; ++j) row[j] = static_cast<T>(row[j] + bias[j]);
+      if (add)
+        for (int64_t j = 0; j < cols; ++j) row[j] = static_cast<T>(row[j] + bias[j]);
+      else
+        std::copy(bias, bias + cols, row);
     }
   });
 }
 
+// The bias goes into the output first and the product accumulates onto it, so the output
+// is walked once by the product rather than once more after it.
 void FCCompute(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in, const std::vector<OpReq>& req,
                const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
   const auto& p = attrs.Params<FullyConnectedParam>();
   FCView v = ViewData(attrs, in[0].shape);
   const int64_t n = p.num_hidden;
-  GemmOperand x{in[0].dptr, v.cols, 0, false};
-  GemmOperand w{in[1].dptr, v.cols, 0, true};
-  Gemm(in[0].dtype, v.rows, n, v.cols, x, w, req[0] == OpReq::kAddTo ? 1.0 : 0.0, out[0].dptr, n, 0, 1,
-       attrs.op->name.c_str());
+  const bool add = req[0] == OpReq::kAddTo;
   if (!p.no_bias) {
     WEFT_TYPE_SWITCH(out[0].dtype, T, {
-      if constexpr (!std::is_same_v<T, bool>) AddBias(out[0].ptr<T>(), in[2].ptr<T>(), v.rows, n);
+      if constexpr (!std::is_same_v<T, bool>) PutBias(out[0].ptr<T>(), in[2].ptr<T>(), v.rows, n, add);
     });
   }
+  GemmOperand x{in[0].dptr, v.cols, 0, false};
+  GemmOperand w{in[1].dptr, v.cols, 0, true};
+  Gemm(in[0].dtype, v.rows, n, v.cols, x, w, add || !p.no_bias ? 1.0 : 0.0, out[0].dptr, n, 0, 1,
+       attrs.op->name.c_str());
 }
 
 // db[j] (op)= sum_r g[r, j]. Columns are split across threads; each thread walks the rows
@@ -138,7 +144,8 @@ void SumRows(const T* g, int64_t rows, int64_t cols, T* db, OpReq req) {
   });
 }
 
-// Inputs: ograd, data, weight. Outputs: dData, dWeight and, unless no_bias, dBias.
+// Inputs: ograd, data, weight and, unless no_bias, the bias (for its shape). Outputs: dData,
+// dWeight and, unless no_bias, dBias.
 //   dData (rows x cols)     = G (rows x n) * W (n x cols)
 //   dWeight (n x cols)      = G^T (n x rows) * X (rows x cols)
 //   dBias (n)               = sum over rows of G
@@ -168,6 +175,16 @@ void FCBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlo
 
 bool FCBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   const auto& p = attrs.Params<FullyConnectedParam>();
+  if (!p.no_bias) {
+    // The bias gradient takes the bias's own shape, (num_hidden,) or MXNet's column
+    // (num_hidden, 1), known from either side.
+    const Shape& bias = (*in)[3].is_known() ? (*in)[3] : (*out)[2];
+    const bool column = bias.is_known() && bias.ndim() == 2 && bias[0] == p.num_hidden && bias[1] == 1;
+    const Shape b = column ? bias : Shape{p.num_hidden};
+    if (!column) CheckParamShape(attrs, (*in)[3], b, "bias", (*in)[1]);
+    AssignShape(attrs, in, 3, b, "input");
+    AssignShape(attrs, out, 2, b, "output");
+  }
   const Shape& data = (*in)[1];
   if (!data.is_known()) return false;
   FCView v = ViewData(attrs, data);
@@ -177,11 +194,13 @@ bool FCBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector
   AssignShape(attrs, in, 0, OutputShape(attrs, data), "input");
   AssignShape(attrs, out, 0, data, "output");
   AssignShape(attrs, out, 1, w, "output");
-  if (!p.no_bias) AssignShape(attrs, out, 2, Shape{p.num_hidden}, "output");
   return true;
 }
 
 int NumParamInputs(const NodeAttrs& attrs) { return attrs.Params<FullyConnectedParam>().no_bias ? 2 : 3; }
+
+// The backward reads the bias too (unless no_bias), for its shape only.
+int NumBackwardInputs(const NodeAttrs& attrs) { return NumParamInputs(attrs) + 1; }
 
 // attrs with no_bias=True: the same product without a bias input or output.
 KwArgs WithoutBias(const NodeAttrs& attrs) {
@@ -192,8 +211,9 @@ KwArgs WithoutBias(const NodeAttrs& attrs) {
   return kw;
 }
 
-// _backward_FullyConnected(og, x, W) = (og W, og^T x [, sum of og's rows]), bilinear in og and
-// (x, W). With g_x, g_W, g_b the gradients flowing into those outputs:
+// _backward_FullyConnected(og, x, W [, b]) = (og W, og^T x [, sum of og's rows]), bilinear in og
+// and (x, W); b gives only its shape. With g_x, g_W, g_b the gradients flowing into those
+// outputs:
 //   d og = x g_W^T + g_b + g_x W^T,  d x = og g_W,  d W = og^T g_x,
 // each again a FullyConnected or its backward, so every order is differentiable.
 std::vector<GradValue> FCBackwardGrad(GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
@@ -209,7 +229,10 @@ std::vector<GradValue> FCBackwardGrad(GradBuilder& b, const NodeAttrs& attrs, co
                                          b.Op("FullyConnected", {g_x, w}, no_bias)});
   GradValue d_x = b.Call("_backward_FullyConnected", {og, x, g_w}, no_bias)[0];
   GradValue d_w = b.Call("_backward_FullyConnected", {og, g_x, w}, no_bias)[1];
-  return {d_og, d_x, d_w};
+  std::vector<GradValue> grads = {d_og, d_x, d_w};
+  // The bias input only lends its shape: nothing flows back to it.
+  if (a.inputs.size() > 3) grads.emplace_back();
+  return grads;
 }
 
 }  // namespace
@@ -229,21 +252,22 @@ WEFT_REGISTER_OP(FullyConnected)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", FCCompute)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
-      std::vector<GradValue> g =
-          b.Call("_backward_FullyConnected", {a.out_grads[0], a.inputs[0], a.inputs[1]}, attrs.dict);
-      // The bias gradient is (num_hidden,); it takes the bias's own shape, which may be
-      // (num_hidden, 1).
-      if (g.size() > 2) g[2] = b.Op("reshape_like", {g[2], a.inputs[2]});
-      return g;
+      // The bias (when there is one) goes along so that its gradient comes out in the
+      // bias's own shape, (num_hidden,) or (num_hidden, 1), with no reshape after.
+      std::vector<GradValue> in = {a.out_grads[0], a.inputs[0], a.inputs[1]};
+      if (a.inputs.size() > 2) in.push_back(a.inputs[2]);
+      return b.Call("_backward_FullyConnected", in, attrs.dict);
     });
 
 WEFT_REGISTER_OP(_backward_FullyConnected)
-    .Describe("Gradients of FullyConnected with respect to data, weight and (unless no_bias) bias.")
-    .SetNumInputs(3)
+    .Describe("Gradients of FullyConnected with respect to data, weight and (unless no_bias) bias; the bias "
+              "gradient has the shape of the bias given.")
+    .SetNumInputs(NumBackwardInputs)
     .SetNumOutputs(NumParamInputs)
     .AddArgument("ograd", "NDArray-or-Symbol", "Gradient of the output")
     .AddArgument("data", "NDArray-or-Symbol", "The forward data")
     .AddArgument("weight", "NDArray-or-Symbol", "The forward weight")
+    .AddArgument("bias", "NDArray-or-Symbol", "The forward bias, read for its shape only; absent with no_bias=True")
     .SetParams<FullyConnectedParam>()
     .SetAttr<FInferShape>("FInferShape", FCBackwardShape)
     .SetAttr<FCompute>("FCompute<cpu>", FCBackward)

@@ -19,6 +19,7 @@
 
 #include "core/op/nn/norm_util.h"
 #include "core/op/nn/softmax_param.h"
+#include "core/op/serial_scope.h"
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
@@ -33,6 +34,10 @@ using nn::Acc;
 using nn::Put;
 
 enum class Kind { kSoftmax, kLogSoftmax, kSoftmin };
+
+// Elements under which a softmax runs on the calling thread: (32, 1000) takes a few
+// microseconds on one core, less than waking a second thread would cost (serial_scope.h).
+constexpr int64_t kSerialElems = 1 << 16;
 
 Kind KindOf(const NodeAttrs& attrs) {
   const std::string& n = attrs.op->name;
@@ -71,7 +76,8 @@ void Forward(Kind kind, double temperature, const TBlob& xb, const TBlob& yb, Op
   TO* y = yb.ptr<TO>();
   const int64_t n = sp.n, inner = sp.inner;
   const A inv_t = static_cast<A>(kind == Kind::kSoftmin ? -1.0 / temperature : 1.0 / temperature);
-  ParallelFor(sp.outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t rb, int64_t re) {
+  const int64_t grain = std::max<int64_t>(1, kSerialElems / std::max<int64_t>(n, 1));
+  ParallelFor(sp.outer * inner, grain, [&](int64_t rb, int64_t re) {
     std::vector<A> buf(static_cast<size_t>(n));
     for (int64_t r = rb; r < re; ++r) {
       const int64_t o = r / inner, i = r % inner, base = o * n * inner + i;
@@ -108,7 +114,8 @@ void Backward(Kind kind, double temperature, const TBlob& gb, const TBlob& yb, c
   TI* dx = db.ptr<TI>();
   const int64_t n = sp.n, inner = sp.inner;
   const A s = static_cast<A>(kind == Kind::kSoftmin ? -1.0 / temperature : 1.0 / temperature);
-  ParallelFor(sp.outer * inner, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t rb, int64_t re) {
+  const int64_t grain = std::max<int64_t>(1, kSerialElems / std::max<int64_t>(n, 1));
+  ParallelFor(sp.outer * inner, grain, [&](int64_t rb, int64_t re) {
     for (int64_t r = rb; r < re; ++r) {
       const int64_t o = r / inner, i = r % inner, base = o * n * inner + i;
       const int64_t len = lens[static_cast<size_t>(r)];
@@ -196,6 +203,7 @@ bool DnnlSoftmax(Kind kind, double t, const SoftmaxParam& p, const TBlob& x, con
       y.dtype != DType::kFloat32 || x.Size() == 0)
     return false;
   static thread_local dnnl::stream strm(SoftmaxEngine());
+  SerialScope serial(static_cast<int64_t>(x.Size()) < kSerialElems);
   dnnl::memory::desc md({sp.outer, sp.n, sp.inner}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::abc);
   GetSoftmaxPrimitive(sp).execute(strm, {{DNNL_ARG_SRC, dnnl::memory(md, SoftmaxEngine(), x.dptr)},
                       {DNNL_ARG_DST, dnnl::memory(md, SoftmaxEngine(), y.dptr)}});

@@ -258,10 +258,12 @@ void CheckFusion(const NodeAttrs& attrs, const Inner& g, const char* main_op, bo
 }
 
 // Runs shape (or type) inference through the subgraph, in both directions, until nothing
-// changes. `vals` holds one value per entry.
+// changes. `vals` holds one value per entry, `unknown` until inferred (a default DType
+// would read as float32 and clash with a float64 graph).
 template <typename T, typename Fn>
-bool InferInner(const Inner& g, std::vector<T>* in, std::vector<T>* out, Fn&& infer, bool (*known)(const T&)) {
-  std::vector<T> vals(g.num_entries);
+bool InferInner(const Inner& g, std::vector<T>* in, std::vector<T>* out, Fn&& infer, bool (*known)(const T&),
+                const T& unknown) {
+  std::vector<T> vals(g.num_entries, unknown);
   for (const auto& n : g.nodes)
     if (n.var >= 0) vals[n.first_entry] = (*in)[n.var];
   for (size_t k = 0; k < g.heads.size(); ++k)
@@ -297,7 +299,7 @@ bool InnerShape(const NodeAttrs& attrs, const Inner& g, std::vector<Shape>* in, 
   return InferInner<Shape>(
       g, in, out,
       [](const Inner::Node& n, std::vector<Shape>* i, std::vector<Shape>* o) { return fns[n.op](n.attrs, i, o); },
-      ShapeKnown);
+      ShapeKnown, Shape::Unknown());
 }
 
 bool InnerType(const Inner& g, std::vector<DType>* in, std::vector<DType>* out) {
@@ -307,7 +309,7 @@ bool InnerType(const Inner& g, std::vector<DType>* in, std::vector<DType>* out) 
       [](const Inner::Node& n, std::vector<DType>* i, std::vector<DType>* o) {
         return fns.Contains(n.op) ? fns[n.op](n.attrs, i, o) : SameTypeEverywhere(n.attrs, i, o);
       },
-      TypeKnown);
+      TypeKnown, DType::kUnknown);
 }
 
 // Runs every operator of the subgraph at inference (is_train off), writing the heads into

@@ -110,7 +110,7 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //
 // Iterates on image RecordIO files (made by im2rec).
 //
-// Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order: resize of the shorter edge, crop (random_resized_crop, rand_crop or centre), brightness/contrast/saturation jitter, mirror, then (x - mean) / std * scale. num_parts/part_index read a share of the file.
+// Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order: resize of the shorter edge, crop (random_resized_crop, rand_crop or centre), brightness/contrast/saturation jitter, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image (mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index read a share of the file.
 //
 // Required parameters:
 //   - pathImgrec string: Dataset Param: path to the image RecordIO (.rec) file.
@@ -150,6 +150,7 @@ func ImageDetRecordIter(dataShape []int, batchSize int, opts ...Option) (*weft.D
 //   - WithStdG(float64): Normalize Param: std of the G channel. (default 1)
 //   - WithStdB(float64): Normalize Param: std of the B channel. (default 1)
 //   - WithScale(float64): Normalize Param: multiplier after normalisation. (default 1)
+//   - WithMeanImg(string): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key "mean_img". (default none)
 //   - WithInterMethod(int): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area. (default 1)
 //   - WithPrefetchBuffer(int): Batches prepared ahead on a background thread (0 loads in the caller's thread) (default 4)
 func ImageRecordIter(pathImgrec string, dataShape []int, batchSize int, opts ...Option) (*weft.DataIter, error) {

@@ -102,6 +102,7 @@ var opInstanceNorm = weft.NewOperator("InstanceNorm")
 var opInternalAdamwUpdate = weft.NewOperator("_adamw_update")
 var opInternalArange = weft.NewOperator("_arange")
 var opInternalBatchNormReplay = weft.NewOperator("_BatchNorm_replay")
+var opInternalCachedOp = weft.NewOperator("_CachedOp")
 var opInternalCond = weft.NewOperator("_cond")
 var opInternalContribAdaptiveAvgPooling2D = weft.NewOperator("_contrib_AdaptiveAvgPooling2D")
 var opInternalContribAllclose = weft.NewOperator("_contrib_allclose")
@@ -448,7 +449,7 @@ func SymAbs(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 
 // Activation runs the operator Activation.
 //
-// Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid or mish.
+// Elementwise activation: relu, sigmoid, tanh, softrelu or softsign.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
@@ -463,7 +464,7 @@ func Activation(data *weft.NDArray, actType string, opts ...Option) (*weft.NDArr
 
 // SymActivation runs the operator Activation symbolically: it adds one node to the graph.
 //
-// Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid or mish.
+// Elementwise activation: relu, sigmoid, tanh, softrelu or softsign.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array
@@ -676,8 +677,8 @@ func SymAllFinite(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 //   - data: The input
 //
 // Required parameters:
-//   - dtype weft.DType: The dtype floating-point data is converted to.
-func AmpCast(data *weft.NDArray, dtype weft.DType, opts ...Option) (*weft.NDArray, error) {
+//   - dtype string: The dtype floating-point data is converted to.
+func AmpCast(data *weft.NDArray, dtype string, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("dtype", dtype)
 	return c.invoke(opAmpCast, data)
@@ -691,8 +692,8 @@ func AmpCast(data *weft.NDArray, dtype weft.DType, opts ...Option) (*weft.NDArra
 //   - data: The input
 //
 // Required parameters:
-//   - dtype weft.DType: The dtype floating-point data is converted to.
-func SymAmpCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol, error) {
+//   - dtype string: The dtype floating-point data is converted to.
+func SymAmpCast(data *weft.Symbol, dtype string, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("dtype", dtype)
 	return c.compose(opAmpCast, []string{"data"}, data)
@@ -950,7 +951,7 @@ func SymArgmin(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
 //   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
-//   - WithDtype(weft.DType): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+//   - WithDtype(string): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
 func Argsort(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opArgsort, data)
@@ -966,7 +967,7 @@ func Argsort(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithAxis(int): Axis to sort along; None sorts the flattened input. (default -1)
 //   - WithIsAscend(bool): Sort in ascending or descending order. (default True)
-//   - WithDtype(weft.DType): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+//   - WithDtype(string): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
 func SymArgsort(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opArgsort, []string{"data"}, data)
@@ -1748,8 +1749,8 @@ func SymCTCLoss(data, label, dataLengths, labelLengths *weft.Symbol, opts ...Opt
 //   - data: The input
 //
 // Required parameters:
-//   - dtype weft.DType: The dtype of the output.
-func Cast(data *weft.NDArray, dtype weft.DType, opts ...Option) (*weft.NDArray, error) {
+//   - dtype string: The dtype of the output.
+func Cast(data *weft.NDArray, dtype string, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("dtype", dtype)
 	return c.invoke(opCast, data)
@@ -1763,8 +1764,8 @@ func Cast(data *weft.NDArray, dtype weft.DType, opts ...Option) (*weft.NDArray, 
 //   - data: The input
 //
 // Required parameters:
-//   - dtype weft.DType: The dtype of the output.
-func SymCast(data *weft.Symbol, dtype weft.DType, opts ...Option) (*weft.Symbol, error) {
+//   - dtype string: The dtype of the output.
+func SymCast(data *weft.Symbol, dtype string, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("dtype", dtype)
 	return c.compose(opCast, []string{"data"}, data)
@@ -2541,7 +2542,7 @@ func SymElemwiseSub(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error)
 //   - outputDim int: Length of each embedding vector.
 //
 // Options:
-//   - WithDtype(weft.DType): The dtype of the weight and output. (default float32)
+//   - WithDtype(string): The dtype of the weight and output. (default float32)
 //   - WithSparseGrad(bool): Accepted for compatibility; the weight gradient is always dense here. (default False)
 func Embedding(data, weight *weft.NDArray, inputDim int, outputDim int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
@@ -2563,7 +2564,7 @@ func Embedding(data, weight *weft.NDArray, inputDim int, outputDim int, opts ...
 //   - outputDim int: Length of each embedding vector.
 //
 // Options:
-//   - WithDtype(weft.DType): The dtype of the weight and output. (default float32)
+//   - WithDtype(string): The dtype of the weight and output. (default float32)
 //   - WithSparseGrad(bool): Accepted for compatibility; the weight gradient is always dense here. (default False)
 func SymEmbedding(data, weight *weft.Symbol, inputDim int, outputDim int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
@@ -3281,7 +3282,7 @@ func SymInternalAdamwUpdate(weight, grad, mean, var_, rescaleGrad *weft.Symbol, 
 //   - WithRepeat(int): How many times each value is repeated. (default 1)
 //   - WithInferRange(bool): In a graph, infer the length from the shape the output must have when stop is None. (default False)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func InternalArange(start float64, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("start", start)
@@ -3301,7 +3302,7 @@ func InternalArange(start float64, opts ...Option) (*weft.NDArray, error) {
 //   - WithRepeat(int): How many times each value is repeated. (default 1)
 //   - WithInferRange(bool): In a graph, infer the length from the shape the output must have when stop is None. (default False)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func SymInternalArange(start float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
@@ -3358,6 +3359,50 @@ func InternalBatchNormReplay(data, gamma, beta, mean, invstd *weft.NDArray, opts
 func SymInternalBatchNormReplay(data, gamma, beta, mean, invstd *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalBatchNormReplay, []string{"data", "gamma", "beta", "mean", "invstd"}, data, gamma, beta, mean, invstd)
+}
+
+// InternalCachedOp runs the operator _CachedOp.
+//
+// Runs a graph (subgraph=, its symbol JSON) on its inputs, given in the order the graph lists its inputs: MXNet's node for a hybridized block's call (autograd.get_symbol gives one). Its outputs are the graph's.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: input data list (any number)
+//
+// Options:
+//   - WithSubgraph(string): The graph run, as symbol JSON. (default none)
+//   - WithInlineLimit(int): Maximum number of operators that can be inlined. (default 2)
+//   - WithForwardBulkSize(int): Segment size of bulk execution during forward pass. (default 15)
+//   - WithBackwardBulkSize(int): Segment size of bulk execution during backward pass. (default 15)
+//   - WithStaticAlloc(bool): Whether to allocate memory statically. (default False)
+//   - WithStaticShape(bool): Whether input shapes stay the same from call to call. (default False)
+//   - WithIsDynamic(bool): Whether the graph holds operators whose output shapes depend on the data. (default False)
+//   - WithDataIndices([]int): Positions of the data among the inputs. (default None)
+//   - WithParamIndices([]int): Positions of the parameters among the inputs. (default None)
+func InternalCachedOp(data []*weft.NDArray, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	return c.invokeList(opInternalCachedOp, "", data)
+}
+
+// SymInternalCachedOp runs the operator _CachedOp symbolically: it adds one node to the graph.
+//
+// Runs a graph (subgraph=, its symbol JSON) on its inputs, given in the order the graph lists its inputs: MXNet's node for a hybridized block's call (autograd.get_symbol gives one). Its outputs are the graph's.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: input data list (any number)
+//
+// Options:
+//   - WithSubgraph(string): The graph run, as symbol JSON. (default none)
+//   - WithInlineLimit(int): Maximum number of operators that can be inlined. (default 2)
+//   - WithForwardBulkSize(int): Segment size of bulk execution during forward pass. (default 15)
+//   - WithBackwardBulkSize(int): Segment size of bulk execution during backward pass. (default 15)
+//   - WithStaticAlloc(bool): Whether to allocate memory statically. (default False)
+//   - WithStaticShape(bool): Whether input shapes stay the same from call to call. (default False)
+//   - WithIsDynamic(bool): Whether the graph holds operators whose output shapes depend on the data. (default False)
+//   - WithDataIndices([]int): Positions of the data among the inputs. (default None)
+//   - WithParamIndices([]int): Positions of the parameters among the inputs. (default None)
+func SymInternalCachedOp(data []*weft.Symbol, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	return c.composeList(opInternalCachedOp, "", data)
 }
 
 // InternalCond runs the operator _cond.
@@ -5659,7 +5704,7 @@ func SymInternalContribQuantizedElemwiseMul(lhs, rhs, lhsMin, lhsMax, rhsMin, rh
 //   - outputDim int: Length of each embedding row.
 //
 // Options:
-//   - WithDtype(weft.DType): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
+//   - WithDtype(string): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
 //   - WithSparseGrad(bool): Accepted for MXNet's graphs; the operator has no gradient. (default False)
 func InternalContribQuantizedEmbedding(data, weight, minWeight, maxWeight *weft.NDArray, inputDim int, outputDim int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
@@ -5683,7 +5728,7 @@ func InternalContribQuantizedEmbedding(data, weight, minWeight, maxWeight *weft.
 //   - outputDim int: Length of each embedding row.
 //
 // Options:
-//   - WithDtype(weft.DType): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
+//   - WithDtype(string): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8). (default float32)
 //   - WithSparseGrad(bool): Accepted for MXNet's graphs; the operator has no gradient. (default False)
 func SymInternalContribQuantizedEmbedding(data, weight, minWeight, maxWeight *weft.Symbol, inputDim int, outputDim int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
@@ -6013,7 +6058,7 @@ func SymInternalContribSignSte(data *weft.Symbol, opts ...Option) (*weft.Symbol,
 //   - outputDim int: Dimension of the embedding vectors.
 //
 // Options:
-//   - WithDtype(weft.DType): Data type of weight. (default float32)
+//   - WithDtype(string): Data type of weight. (default float32)
 //   - WithDeterministic(bool): Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic). (default False)
 func InternalContribSparseEmbedding(data, weight *weft.NDArray, inputDim int, outputDim int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
@@ -6035,7 +6080,7 @@ func InternalContribSparseEmbedding(data, weight *weft.NDArray, inputDim int, ou
 //   - outputDim int: Dimension of the embedding vectors.
 //
 // Options:
-//   - WithDtype(weft.DType): Data type of weight. (default float32)
+//   - WithDtype(string): Data type of weight. (default float32)
 //   - WithDeterministic(bool): Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic). (default False)
 func SymInternalContribSparseEmbedding(data, weight *weft.Symbol, inputDim int, outputDim int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
@@ -6215,7 +6260,7 @@ func SymInternalEqualScalar(data *weft.Symbol, opts ...Option) (*weft.Symbol, er
 //   - WithM(int): Number of columns; 0 means N. (default 0)
 //   - WithK(int): Index of the diagonal: 0 the main one, positive above it, negative below it. (default 0)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func InternalEye(n int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("N", n)
@@ -6233,7 +6278,7 @@ func InternalEye(n int, opts ...Option) (*weft.NDArray, error) {
 //   - WithM(int): Number of columns; 0 means N. (default 0)
 //   - WithK(int): Index of the diagonal: 0 the main one, positive above it, negative below it. (default 0)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func SymInternalEye(n int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("N", n)
@@ -6298,7 +6343,7 @@ func SymInternalForeach(fn []*weft.Symbol, numOutputs int, numOutData int, inSta
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func InternalFull(value float64, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("value", value)
@@ -6315,7 +6360,7 @@ func InternalFull(value float64, opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func SymInternalFull(value float64, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("value", value)
@@ -7616,7 +7661,7 @@ func SymInternalLinalgTrsm(a, b *weft.Symbol, opts ...Option) (*weft.Symbol, err
 // Options:
 //   - WithEndpoint(bool): Whether stop is the last value. (default True)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func InternalLinspace(start float64, stop float64, num int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("start", start)
@@ -7637,7 +7682,7 @@ func InternalLinspace(start float64, stop float64, num int, opts ...Option) (*we
 // Options:
 //   - WithEndpoint(bool): Whether stop is the last value. (default True)
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func SymInternalLinspace(start float64, stop float64, num int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("start", start)
@@ -8403,7 +8448,7 @@ func SymInternalNpCumsum(a *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func InternalOnes(opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalOnes)
@@ -8416,7 +8461,7 @@ func InternalOnes(opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func SymInternalOnes(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalOnes, nil)
@@ -9510,7 +9555,7 @@ func SymInternalSampleGeneralizedNegativeBinomial(mu, alpha *weft.Symbol, opts .
 // Options:
 //   - WithShape([]int): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape. (default ())
 //   - WithGetProb(bool): Also return the log probability of each sample (a second output, in data's dtype). (default False)
-//   - WithDtype(weft.DType): The dtype of the samples: int32, uint8, float16, float32 or float64. (default int32)
+//   - WithDtype(string): The dtype of the samples: int32, uint8, float16, float32 or float64. (default int32)
 func InternalSampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalSampleMultinomial, data)
@@ -9526,7 +9571,7 @@ func InternalSampleMultinomial(data *weft.NDArray, opts ...Option) (*weft.NDArra
 // Options:
 //   - WithShape([]int): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape. (default ())
 //   - WithGetProb(bool): Also return the log probability of each sample (a second output, in data's dtype). (default False)
-//   - WithDtype(weft.DType): The dtype of the samples: int32, uint8, float16, float32 or float64. (default int32)
+//   - WithDtype(string): The dtype of the samples: int32, uint8, float16, float32 or float64. (default int32)
 func SymInternalSampleMultinomial(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalSampleMultinomial, []string{"data"}, data)
@@ -10389,7 +10434,7 @@ func SymInternalWhileLoop(cond []*weft.Symbol, numOutputs int, numOutData int, m
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func InternalZeros(opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opInternalZeros)
@@ -10402,7 +10447,7 @@ func InternalZeros(opts ...Option) (*weft.NDArray, error) {
 // Options:
 //   - WithShape([]int): The shape of the output. (default ())
 //   - WithCtx(weft.Context): The context of the output (set by the front end). (default none)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func SymInternalZeros(opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalZeros, nil)
@@ -11795,7 +11840,7 @@ func SymNorm(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 // Options:
 //   - WithOnValue(float64): The value at the index. (default 1)
 //   - WithOffValue(float64): The value elsewhere. (default 0)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func OneHot(indices *weft.NDArray, depth int, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	c.set("depth", depth)
@@ -11815,7 +11860,7 @@ func OneHot(indices *weft.NDArray, depth int, opts ...Option) (*weft.NDArray, er
 // Options:
 //   - WithOnValue(float64): The value at the index. (default 1)
 //   - WithOffValue(float64): The value elsewhere. (default 0)
-//   - WithDtype(weft.DType): The dtype of the output. (default float32)
+//   - WithDtype(string): The dtype of the output. (default float32)
 func SymOneHot(indices *weft.Symbol, depth int, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	c.set("depth", depth)
@@ -13882,7 +13927,7 @@ func SymTile(data *weft.Symbol, reps []int, opts ...Option) (*weft.Symbol, error
 //   - WithK(int): Number of top elements to select; k <= 0 selects all of them. (default 1)
 //   - WithRetTyp(string): What to return: the values, their indices, a mask of their positions, or values and indices. (default indices)
 //   - WithIsAscend(bool): Choose the k smallest elements (true) or the k largest (false). (default False)
-//   - WithDtype(weft.DType): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+//   - WithDtype(string): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
 func Topk(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
 	return c.invoke(opTopk, data)
@@ -13900,7 +13945,7 @@ func Topk(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 //   - WithK(int): Number of top elements to select; k <= 0 selects all of them. (default 1)
 //   - WithRetTyp(string): What to return: the values, their indices, a mask of their positions, or values and indices. (default indices)
 //   - WithIsAscend(bool): Choose the k smallest elements (true) or the k largest (false). (default False)
-//   - WithDtype(weft.DType): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
+//   - WithDtype(string): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly. (default float32)
 func SymTopk(data *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opTopk, []string{"data"}, data)
@@ -14758,6 +14803,12 @@ func WithBackgroundId(v int) Option {
 	return param("background_id", v)
 }
 
+// WithBackwardBulkSize sets the parameter backward_bulk_size.
+// Segment size of bulk execution during backward pass.
+func WithBackwardBulkSize(v int) Option {
+	return param("backward_bulk_size", v)
+}
+
 // WithBeta sets the parameter beta.
 // Exponent.
 func WithBeta(v float64) Option {
@@ -14896,6 +14947,12 @@ func WithCudnnTune(v string) Option {
 	return param("cudnn_tune", v)
 }
 
+// WithDataIndices sets the parameter data_indices.
+// Positions of the data among the inputs.
+func WithDataIndices(v []int) Option {
+	return param("data_indices", v)
+}
+
 // WithDeterministic sets the parameter deterministic.
 // Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic).
 func WithDeterministic(v bool) Option {
@@ -14928,7 +14985,7 @@ func WithDim2(v int) Option {
 
 // WithDtype sets the parameter dtype (its type depends on the operator).
 // The dtype of the weight and output.
-func WithDtype[T int | weft.DType](v T) Option {
+func WithDtype[T int | string | weft.DType](v T) Option {
 	return param("dtype", v)
 }
 
@@ -14996,6 +15053,12 @@ func WithForceSuppress(v bool) Option {
 // The anchors' encoding: 'corner' or 'center'.
 func WithFormat(v string) Option {
 	return param("format", v)
+}
+
+// WithForwardBulkSize sets the parameter forward_bulk_size.
+// Segment size of bulk execution during forward pass.
+func WithForwardBulkSize(v int) Option {
+	return param("forward_bulk_size", v)
 }
 
 // WithForwardStype sets the parameter forward_stype.
@@ -15094,6 +15157,12 @@ func WithInitOutput(v bool) Option {
 	return param("init_output", v)
 }
 
+// WithInlineLimit sets the parameter inline_limit.
+// Maximum number of operators that can be inlined.
+func WithInlineLimit(v int) Option {
+	return param("inline_limit", v)
+}
+
 // WithInterp sets the parameter interp.
 // Interpolation as OpenCV's: 0 nearest, 1 bilinear, 2 bicubic, 3 area (4, Lanczos, is not supported).
 func WithInterp(v int) Option {
@@ -15110,6 +15179,12 @@ func WithIouLoss(v bool) Option {
 // Match the lowest scores first (then scores must be below threshold).
 func WithIsAscend(v bool) Option {
 	return param("is_ascend", v)
+}
+
+// WithIsDynamic sets the parameter is_dynamic.
+// Whether the graph holds operators whose output shapes depend on the data.
+func WithIsDynamic(v bool) Option {
+	return param("is_dynamic", v)
 }
 
 // WithIsInt sets the parameter is_int.
@@ -15544,6 +15619,12 @@ func WithPadSize(v int) Option {
 	return param("pad_size", v)
 }
 
+// WithParamIndices sets the parameter param_indices.
+// Positions of the parameters among the inputs.
+func WithParamIndices(v []int) Option {
+	return param("param_indices", v)
+}
+
 // WithPartSize sets the parameter part_size.
 // The side of the grid of trans cells; 0 means pooled_size.
 func WithPartSize(v int) Option {
@@ -15814,6 +15895,18 @@ func WithStateOutputs(v bool) Option {
 	return param("state_outputs", v)
 }
 
+// WithStaticAlloc sets the parameter static_alloc.
+// Whether to allocate memory statically.
+func WithStaticAlloc(v bool) Option {
+	return param("static_alloc", v)
+}
+
+// WithStaticShape sets the parameter static_shape.
+// Whether input shapes stay the same from call to call.
+func WithStaticShape(v bool) Option {
+	return param("static_shape", v)
+}
+
 // WithStd sets the parameter std.
 // Standard deviation of each channel (one value for all, or at least one per channel).
 func WithStd(v []float64) Option {
@@ -15881,7 +15974,7 @@ func WithStride2(v int) Option {
 }
 
 // WithSubgraph sets the parameter subgraph.
-// The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it).
+// The graph run, as symbol JSON.
 func WithSubgraph(v string) Option {
 	return param("subgraph", v)
 }

@@ -12,8 +12,12 @@ inference* reads and writes shapes, as in MXNet:
 - on: 0 is a real zero-size dimension, -1 means unknown; `infer_shape_partial` writes
   unknown dimensions as -1 and an unknown shape as None.
 
+It also changes NDArray files as in MXNet: on, `nd.save` writes numpy-shape (V3) records,
+which hold 0-d arrays, and `nd.load` reads only those; off, V3 records are refused.
+
 The switch is global to the process (MXNet keeps it per thread in C++ but one Python
-program sets it for all its threads alike), so it lives here, not in the library.
+program sets it for all its threads alike); the library keeps a copy for its save and load
+functions (weft_set_np_shape).
 
 `np_array` marks code that wants `mxnet.numpy.ndarray`s. Weft does not have the
 NumPy-style interface (`mx.np`, `mx.npx`) yet: the scope is tracked (per thread, as in
@@ -93,9 +97,12 @@ _np_shape_lock = threading.Lock()
 
 def set_np_shape(active):
     """Turns NumPy shape semantics on or off (see the module's doc); returns the previous
-    state."""
+    state. The library is told too: NDArray save/load write and accept MXNet's numpy-shape
+    records by it (2, MXNet's process-wide mode, also loads classic records)."""
+    mode = 2 if (active == 2 and not isinstance(active, bool)) else (1 if active else 0)
     with _np_shape_lock:
         prev = _np_shape[0]
+        _api.weft_set_np_shape(mode)
         _np_shape[0] = bool(active)
     return prev
 

@@ -155,6 +155,8 @@ const _fp_weft_ndarray_list_size = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_list_has_names = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_list_get = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_list_name = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_set_np_shape = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_get_np_shape = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_save = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_save_to_bytes = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_load = Ref{Ptr{Cvoid}}(C_NULL)
@@ -194,6 +196,7 @@ const _fp_weft_symbol_group = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_get_output = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_get_internals = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_get_children = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_symbol_get_backend_symbol = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_list = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_get_name = Ref{Ptr{Cvoid}}(C_NULL)
@@ -731,6 +734,32 @@ function weft_ndarray_list_name(list, i, out)
 end
 
 """
+    weft_set_np_shape(mode, out)
+
+MXNet's numpy shape semantics (mx.util.set_np_shape), process-wide: 0 off (the default),
+1 on, 2 on for the whole program (MXNet's \"global\" mode). It decides which NDArray
+records the save and load functions below write and accept, as in MXNet: on, arrays are
+saved as V3 records (0-d arrays allowed; sparse and uninitialised arrays refused) and
+only V3 records load, dense ones only (mode 2 also loads the classic V2/V1/V0 records);
+off, arrays are saved as V2 records and V3 records are refused (WEFT_ERR_UNSUPPORTED).
+`out` receives the previous mode.
+
+C: weft_status_t weft_set_np_shape(int mode, int* out)
+"""
+function weft_set_np_shape(mode, out)
+    ccall(_fp_weft_set_np_shape[], Cint, (Cint, Ptr{Cint}), mode, out)
+end
+
+"""
+    weft_get_np_shape(out)
+
+C: weft_status_t weft_get_np_shape(int* out)
+"""
+function weft_get_np_shape(out)
+    ccall(_fp_weft_get_np_shape[], Cint, (Ptr{Cint},), out)
+end
+
+"""
     weft_ndarray_save(fname, num, arrays, names)
 
 Saves `num` arrays in MXNet's NDArray list format (what `.params` files use). `names` is
@@ -756,9 +785,10 @@ end
 """
     weft_ndarray_load(fname, out)
 
-Loads an NDArray list file (MXNet V0, V1 and V2 records). Arrays saved from a GPU load on
-that GPU when it exists, else on the CPU. A truncated or corrupt file gives WEFT_ERR_IO
-naming the file and the byte offset.
+Loads an NDArray list file (MXNet V0, V1 and V2 records; V3 records in numpy-shape mode,
+see weft_set_np_shape). Arrays saved from a GPU load on that GPU when it exists, else on
+the CPU. A truncated or corrupt file gives WEFT_ERR_IO naming the file and the byte
+offset.
 
 C: weft_status_t weft_ndarray_load(const char* fname, weft_ndarray_list_t** out)
 """
@@ -1166,6 +1196,22 @@ C: weft_status_t weft_symbol_get_children(const weft_symbol_t* sym, weft_symbol_
 """
 function weft_symbol_get_children(sym, out)
     ccall(_fp_weft_symbol_get_children[], Cint, (Ptr{weft_symbol_t}, Ptr{Ptr{weft_symbol_t}}), sym, out)
+end
+
+"""
+    weft_symbol_get_backend_symbol(sym, backend, out)
+
+A new symbol: `sym` partitioned for the subgraph backend `backend`, as MXNet's
+Symbol.get_backend_symbol. \"MKLDNN\" (MXNet 1.9's oneDNN fusions, for inference) makes
+each 2-D/3-D convolution with the BatchNorm, residual sum and activation after it one
+_sg_mkldnn_conv node, and each fully connected layer with the elementwise operator after
+it one _sg_mkldnn_fully_connected node; the result computes what `sym` computes.
+WEFT_ERR_NOT_FOUND for a backend Weft does not have.
+
+C: weft_status_t weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend, weft_symbol_t** out)
+"""
+function weft_symbol_get_backend_symbol(sym, backend, out)
+    ccall(_fp_weft_symbol_get_backend_symbol[], Cint, (Ptr{weft_symbol_t}, Cstring, Ptr{Ptr{weft_symbol_t}}), sym, backend, out)
 end
 
 """
@@ -2549,6 +2595,8 @@ const _SYMBOLS = (
     (:weft_ndarray_list_has_names, _fp_weft_ndarray_list_has_names),
     (:weft_ndarray_list_get, _fp_weft_ndarray_list_get),
     (:weft_ndarray_list_name, _fp_weft_ndarray_list_name),
+    (:weft_set_np_shape, _fp_weft_set_np_shape),
+    (:weft_get_np_shape, _fp_weft_get_np_shape),
     (:weft_ndarray_save, _fp_weft_ndarray_save),
     (:weft_ndarray_save_to_bytes, _fp_weft_ndarray_save_to_bytes),
     (:weft_ndarray_load, _fp_weft_ndarray_load),
@@ -2588,6 +2636,7 @@ const _SYMBOLS = (
     (:weft_symbol_get_output, _fp_weft_symbol_get_output),
     (:weft_symbol_get_internals, _fp_weft_symbol_get_internals),
     (:weft_symbol_get_children, _fp_weft_symbol_get_children),
+    (:weft_symbol_get_backend_symbol, _fp_weft_symbol_get_backend_symbol),
     (:weft_symbol_free, _fp_weft_symbol_free),
     (:weft_symbol_list, _fp_weft_symbol_list),
     (:weft_symbol_get_name, _fp_weft_symbol_get_name),

@@ -114,11 +114,11 @@ The same iterator as `ImageDetRecordIter` (MXNet.jl's name).
 ImageDetRecordProvider(; kwargs...) = ImageDetRecordIter(; kwargs...)
 
 """
-    ImageRecordIter(; path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, inter_method=1, prefetch_buffer=4)
+    ImageRecordIter(; path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, prefetch_buffer=4)
 
 Iterates on image RecordIO files (made by im2rec).
 
-Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order: resize of the shorter edge, crop (random_resized_crop, rand_crop or centre), brightness/contrast/saturation jitter, mirror, then (x - mean) / std * scale. num_parts/part_index read a share of the file.
+Reads JPEG/PNG image records, decodes and augments them on preprocess_threads threads and returns data of shape (batch_size,) + data_shape (RGB, CHW, float32) and labels of shape (batch_size,) or (batch_size, label_width). Augmentations run in the order: resize of the shorter edge, crop (random_resized_crop, rand_crop or centre), brightness/contrast/saturation jitter, mirror, then (x - mean) / std * scale, where mean is mean_r/g/b or the mean image (mean_img, computed over the data set and saved when its file does not exist). num_parts/part_index read a share of the file.
 
 # Parameters
 - `path_imgrec` (string; required): Dataset Param: path to the image RecordIO (.rec) file.
@@ -156,6 +156,7 @@ Reads JPEG/PNG image records, decodes and augments them on preprocess_threads th
 - `std_g` (float; default `1`): Normalize Param: std of the G channel.
 - `std_b` (float; default `1`): Normalize Param: std of the B channel.
 - `scale` (float; default `1`): Normalize Param: multiplier after normalisation.
+- `mean_img` (string; default `\"\"`): Normalize Param: file of the mean image, subtracted instead of mean_r/mean_g/mean_b. When the file does not exist, the mean of the (augmented, normalised) images of the data set is computed on creation and saved there as an NDArray file with the key \"mean_img\".
 - `inter_method` (int, in [0, 3]; default `1`): Augmentation Param: interpolation: 0 nearest, 1 bilinear, 2 bicubic, 3 area.
 - `prefetch_buffer` (int, in [0, 1024]; default `4`): Batches prepared ahead on a background thread (0 loads in the caller's thread)
 

@@ -13,13 +13,13 @@ const _op_Activation = OpDef("Activation", ["data"], false, "")
 """
     Activation(data; act_type)
 
-Elementwise activation: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid or mish.
+Elementwise activation: relu, sigmoid, tanh, softrelu or softsign.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): The input array
 
 # Parameters
-- `act_type` ({'relu', 'sigmoid', 'tanh', 'softrelu', 'softsign', 'log_sigmoid', 'mish'}; required): The activation function.
+- `act_type` ({'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}; required): The activation function.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -270,7 +270,7 @@ Converts the elements to dtype.
 - `data` (NDArray or SymbolicNode): The input
 
 # Parameters
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; required): The dtype of the output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; required): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -289,7 +289,7 @@ Converts the elements to dtype.
 - `data` (NDArray or SymbolicNode): The input
 
 # Parameters
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; required): The dtype of the output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; required): The dtype of the output.
 
 Alias of `Cast`.
 
@@ -381,9 +381,9 @@ Convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC,
 - `num_group` (int, in [1, 100000]; default `1`): Number of groups.
 - `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
-- `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
+- `cudnn_tune` ({None, 'fastest', 'limited_workspace', 'off'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
+- `layout` ({None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC', 'NWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -412,9 +412,9 @@ Convolution over 2 or 3 spatial axes with MXNet's first parameter set; runs Conv
 - `num_group` (int, in [1, 100000]; default `1`): Number of groups.
 - `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
-- `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
+- `cudnn_tune` ({None, 'fastest', 'limited_workspace', 'off'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCHW', 'NHWC', 'NCDHW', 'NDHWC'}; default `None`): Data layout; NCHW and NCDHW are supported.
+- `layout` ({None, 'NCDHW', 'NCHW', 'NDHWC', 'NHWC'}; default `None`): Data layout; NCHW and NCDHW are supported.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -510,9 +510,9 @@ Transposed convolution over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or
 - `num_group` (int, in [1, 100000]; default `1`): Number of groups.
 - `workspace` (long, in [0, inf]; default `512`): Workspace limit in MB (unused on the CPU).
 - `no_bias` (boolean; default `True`): Whether to leave out the bias input.
-- `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
+- `cudnn_tune` ({None, 'fastest', 'limited_workspace', 'off'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
+- `layout` ({None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC', 'NWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -532,7 +532,7 @@ Sets each element (or, with axes, each slice along those axes) to zero with prob
 
 # Parameters
 - `p` (double, in [0, 1]; default `0.5`): Fraction of the input that is dropped.
-- `mode` ({'training', 'always'}; default `training`): 'training': drop only in training mode; 'always': drop in prediction mode too.
+- `mode` ({'always', 'training'}; default `training`): 'training': drop only in training mode; 'always': drop in prediction mode too.
 - `axes` (Shape(tuple); default `()`): Axes along which one mask value is shared (variational dropout).
 - `cudnn_off` (boolean; default `False`): Accepted for compatibility (no cuDNN here).
 
@@ -556,7 +556,7 @@ Maps integer indices to rows of the weight: out[..., :] = weight[data[...], :], 
 # Parameters
 - `input_dim` (int, in [1, inf]; required): Number of rows of the weight (vocabulary size).
 - `output_dim` (int, in [1, inf]; required): Length of each embedding vector.
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the weight and output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the weight and output.
 - `sparse_grad` (boolean; default `False`): Accepted for compatibility; the weight gradient is always dense here.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -579,7 +579,7 @@ Maps integer indices to rows of the weight: out[..., :] = weight[data[...], :], 
 # Parameters
 - `input_dim` (int, in [1, inf]; required): Number of rows of the weight (vocabulary size).
 - `output_dim` (int, in [1, inf]; required): Length of each embedding vector.
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the weight and output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the weight and output.
 - `sparse_grad` (boolean; default `False`): Accepted for compatibility; the weight gradient is always dense here.
 
 Alias of `Embedding`.
@@ -770,7 +770,7 @@ Divides by the L2 norm over all but axis 0 (instance), axis 1 (channel) or the a
 
 # Parameters
 - `eps` (double, in [0, inf]; default `1e-10`): Added to the sum of squares.
-- `mode` ({'instance', 'channel', 'spatial'}; default `instance`): Normalise over all but axis 0, over axis 1, or over the axes after 1.
+- `mode` ({'channel', 'instance', 'spatial'}; default `instance`): Normalise over all but axis 0, over axis 1, or over the axes after 1.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -985,7 +985,7 @@ Identity whose gradient is grad_scale / norm everywhere, ignoring the head gradi
 # Parameters
 - `grad_scale` (double; default `1`): The gradient of every element.
 - `valid_thresh` (double; default `0`): With normalization 'valid', elements above it are counted.
-- `normalization` ({'null', 'batch', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of valid elements.
+- `normalization` ({'batch', 'null', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of valid elements.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1006,7 +1006,7 @@ Identity whose gradient is grad_scale / norm everywhere, ignoring the head gradi
 # Parameters
 - `grad_scale` (double; default `1`): The gradient of every element.
 - `valid_thresh` (double; default `0`): With normalization 'valid', elements above it are counted.
-- `normalization` ({'null', 'batch', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of valid elements.
+- `normalization` ({'batch', 'null', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of valid elements.
 
 Alias of `MakeLoss`.
 
@@ -1029,7 +1029,7 @@ Identity whose gradient is grad_scale / norm everywhere, ignoring the head gradi
 # Parameters
 - `grad_scale` (double; default `1`): The gradient of every element.
 - `valid_thresh` (double; default `0`): With normalization 'valid', elements above it are counted.
-- `normalization` ({'null', 'batch', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of valid elements.
+- `normalization` ({'batch', 'null', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of valid elements.
 
 Alias of `MakeLoss`.
 
@@ -1095,15 +1095,15 @@ Pooling over 1, 2 or 3 spatial axes (layouts NCW, NCHW, NCDHW, or NWC, NHWC, NDH
 
 # Parameters
 - `kernel` (Shape(tuple); default `()`): Pooling kernel size: (w,), (h, w) or (d, h, w).
-- `pool_type` ({'max', 'avg', 'sum', 'lp'}; default `max`): Pooling type.
+- `pool_type` ({'avg', 'lp', 'max', 'sum'}; default `max`): Pooling type.
 - `global_pool` (boolean; default `False`): Pool over the whole spatial extent, ignoring kernel, stride and pad.
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `pooling_convention` ({'full', 'valid', 'same'}; default `valid`): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only).
+- `pooling_convention` ({'full', 'same', 'valid'}; default `valid`): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only).
 - `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
 - `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
 - `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
-- `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
+- `count_include_pad` ({None, '0', '1', 'False', 'True', 'false', 'true'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
+- `layout` ({None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC', 'NWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1123,7 +1123,7 @@ Max, average or sum pooling with MXNet's first parameter set; runs Pooling's ker
 
 # Parameters
 - `kernel` (Shape(tuple); default `()`): Pooling kernel size: (y, x) or (d, y, x).
-- `pool_type` ({'max', 'avg', 'sum'}; default `max`): Pooling type.
+- `pool_type` ({'avg', 'max', 'sum'}; default `max`): Pooling type.
 - `global_pool` (boolean; default `False`): Pool over the whole spatial extent, ignoring kernel, stride and pad.
 - `pooling_convention` ({'full', 'valid'}; default `valid`): How the output size is rounded: valid (floor) or full (ceil).
 - `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
@@ -1153,7 +1153,7 @@ Applies a stacked (optionally bidirectional) recurrent network, mode rnn_relu, r
 - `state_size` (int, in [1, inf]; required): Size of the hidden state of each layer.
 - `num_layers` (int, in [1, inf]; required): Number of stacked layers.
 - `bidirectional` (boolean; default `False`): Whether each layer runs both ways.
-- `mode` ({'rnn_relu', 'rnn_tanh', 'lstm', 'gru'}; required): The recurrent cell.
+- `mode` ({'gru', 'lstm', 'rnn_relu', 'rnn_tanh'}; required): The recurrent cell.
 - `p` (double, in [0, 1]; default `0`): Dropout probability on the outputs of every layer but the last (training only).
 - `state_outputs` (boolean; default `False`): Whether the final states are outputs too.
 - `projection_size` (int or None; default `None`): Size of the LSTM's projected hidden state (lstm only).
@@ -1286,7 +1286,7 @@ Softmax over all axes but the first (mode instance) or over axis 1 (mode channel
 - `data` (NDArray or SymbolicNode): The input array
 
 # Parameters
-- `mode` ({'instance', 'channel'}; default `instance`): instance: over all axes but the first; channel: over axis 1.
+- `mode` ({'channel', 'instance'}; default `instance`): instance: over all axes but the first; channel: over axis 1.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1311,7 +1311,7 @@ Softmax with a cross-entropy gradient: d data = (softmax - one_hot(label)) * gra
 - `multi_output` (boolean; default `False`): Softmax over axis 1 of (N, C, ...) data, with labels (N, ...).
 - `use_ignore` (boolean; default `False`): Honour ignore_label.
 - `preserve_shape` (boolean; default `False`): Softmax over the last axis, with labels of the data's shape without it.
-- `normalization` ({'null', 'batch', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of labels not ignored.
+- `normalization` ({'batch', 'null', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of labels not ignored.
 - `out_grad` (boolean; default `False`): Multiply by the head gradient.
 - `smooth_alpha` (double, in [0, 1]; default `0`): Label smoothing: the target is 1 - alpha at the label and alpha / (C - 1) elsewhere.
 
@@ -1338,7 +1338,7 @@ Softmax with a cross-entropy gradient: d data = (softmax - one_hot(label)) * gra
 - `multi_output` (boolean; default `False`): Softmax over axis 1 of (N, C, ...) data, with labels (N, ...).
 - `use_ignore` (boolean; default `False`): Honour ignore_label.
 - `preserve_shape` (boolean; default `False`): Softmax over the last axis, with labels of the data's shape without it.
-- `normalization` ({'null', 'batch', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of labels not ignored.
+- `normalization` ({'batch', 'null', 'valid'}; default `null`): Divide the gradient by nothing, the batch size, or the number of labels not ignored.
 - `out_grad` (boolean; default `False`): Multiply by the head gradient.
 - `smooth_alpha` (double, in [0, 1]; default `0`): Label smoothing: the target is 1 - alpha at the label and alpha / (C - 1) elsewhere.
 
@@ -1428,7 +1428,7 @@ Up-samples (N, C, H, W) data by `scale` along H and W: 'nearest' repeats element
 # Parameters
 - `scale` (int, in [1, inf]; required): Up-sampling factor of each spatial axis.
 - `num_filter` (int, in [0, inf]; default `0`): 'bilinear': the number of channels (0: taken from the data).
-- `sample_type` ({'nearest', 'bilinear'}; required): Up-sampling method.
+- `sample_type` ({'bilinear', 'nearest'}; required): Up-sampling method.
 - `multi_input_mode` ({'concat', 'sum'}; default `concat`): 'nearest' with several inputs: concatenate them along the channels or add them.
 - `workspace` (int, in [0, inf]; default `512`): Accepted for compatibility (MB).
 
@@ -1469,6 +1469,33 @@ function _BatchNorm_replay end
 _BatchNorm_replay(args::NDArray...; kwargs...) = _invoke_op(_op__BatchNorm_replay, args; kwargs...)
 _BatchNorm_replay(args::SymbolicNode...; kwargs...) = _compose_op(_op__BatchNorm_replay, args; kwargs...)
 _BatchNorm_replay(; kwargs...) = _call_op(_op__BatchNorm_replay; kwargs...)
+
+const _op__CachedOp = OpDef("_CachedOp", String[], true, "")
+"""
+    _CachedOp(args...; subgraph=\"\", inline_limit=2, forward_bulk_size=15, backward_bulk_size=15, static_alloc=False, static_shape=False, is_dynamic=False, data_indices=None, param_indices=None)
+
+Runs a graph (subgraph=, its symbol JSON) on its inputs, given in the order the graph lists its inputs: MXNet's node for a hybridized block's call (autograd.get_symbol gives one). Its outputs are the graph's.
+
+# Inputs
+- `data` (NDArrays or SymbolicNodes, any number): input data list
+
+# Parameters
+- `subgraph` (string; default `\"\"`): The graph run, as symbol JSON.
+- `inline_limit` (int, in [0, inf]; default `2`): Maximum number of operators that can be inlined.
+- `forward_bulk_size` (int, in [0, inf]; default `15`): Segment size of bulk execution during forward pass.
+- `backward_bulk_size` (int, in [0, inf]; default `15`): Segment size of bulk execution during backward pass.
+- `static_alloc` (boolean; default `False`): Whether to allocate memory statically.
+- `static_shape` (boolean; default `False`): Whether input shapes stay the same from call to call.
+- `is_dynamic` (boolean; default `False`): Whether the graph holds operators whose output shapes depend on the data.
+- `data_indices` (Shape(tuple); default `None`): Positions of the data among the inputs.
+- `param_indices` (Shape(tuple); default `None`): Positions of the parameters among the inputs.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _CachedOp end
+_CachedOp(args::NDArray...; kwargs...) = _invoke_op(_op__CachedOp, args; kwargs...)
+_CachedOp(args::SymbolicNode...; kwargs...) = _compose_op(_op__CachedOp, args; kwargs...)
+_CachedOp(; kwargs...) = _call_op(_op__CachedOp; kwargs...)
 
 const _op__adamw_update = OpDef("_adamw_update", ["weight", "grad", "mean", "var", "rescale_grad"], false, "")
 """
@@ -1543,7 +1570,7 @@ Evenly spaced values in [start, stop) (in [0, start) when stop is None), each re
 - `repeat` (int, in [1, inf]; default `1`): How many times each value is repeated.
 - `infer_range` (boolean; default `False`): In a graph, infer the length from the shape the output must have when stop is None.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1642,7 +1669,7 @@ Bilinear resizing of the height and width of NCHW data; the output size comes fr
 - `width` (int, in [1, 1073741824]; default `1`): Output width (mode 'size' without scale_width).
 - `scale_height` (double or None; default `None`): Scale of the height (modes 'size' and 'odd_scale').
 - `scale_width` (double or None; default `None`): Scale of the width (modes 'size' and 'odd_scale').
-- `mode` ({'size', 'odd_scale', 'like', 'to_even_down', 'to_even_up', 'to_odd_down', 'to_odd_up'}; default `size`): How the output size is chosen (see the operator's description).
+- `mode` ({'like', 'odd_scale', 'size', 'to_even_down', 'to_even_up', 'to_odd_down', 'to_odd_up'}; default `size`): How the output size is chosen (see the operator's description).
 - `align_corners` (boolean; default `True`): Line up the corner cells of input and output instead of scaling cell areas.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -1674,7 +1701,7 @@ const _op__contrib_DeformableConvolution = OpDef("_contrib_DeformableConvolution
 - `num_deformable_group` (int, in [1, 100000]; default `1`): Number of groups of data channels that share one set of offsets.
 - `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW'}; default `None`): Data layout; only NCHW (the default for a 2-D kernel) is supported.
+- `layout` ({None, 'NCDHW', 'NCHW', 'NCW'}; default `None`): Data layout; only NCHW (the default for a 2-D kernel) is supported.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1735,7 +1762,7 @@ const _op__contrib_ModulatedDeformableConvolution = OpDef("_contrib_ModulatedDef
 - `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
 - `im2col_step` (int, in [1, 1073741824]; default `64`): Images per im2col pass on the GPU; a batch larger than it must be a multiple of it.
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW'}; default `None`): Data layout; only NCHW (the default for a 2-D kernel) is supported.
+- `layout` ({None, 'NCDHW', 'NCHW', 'NCW'}; default `None`): Data layout; only NCHW (the default for a 2-D kernel) is supported.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -1960,7 +1987,7 @@ Embedding whose weight gradient MXNet stores row_sparse; on Weft's dense arrays 
 # Parameters
 - `input_dim` (long, in [1, inf]; required): Vocabulary size of the input indices.
 - `output_dim` (long, in [1, inf]; required): Dimension of the embedding vectors.
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): Data type of weight.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): Data type of weight.
 - `deterministic` (boolean; default `False`): Force the backward gradient calculation to be executed based on a deterministic order at the cost of slower speed (the CPU's is always deterministic).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -2187,7 +2214,7 @@ Boxes (B, N, 4) in corner encoding from regression outputs data (B, N, 4) and an
 - `std2` (double; default `1`): Multiplies the third encoded value (log width).
 - `std3` (double; default `1`): Multiplies the fourth encoded value (log height).
 - `clip` (double; default `-1`): When positive, the log width and height offsets are clipped to it before exp.
-- `format` ({'corner', 'center'}; default `center`): The anchors' encoding: 'corner' or 'center'.
+- `format` ({'center', 'corner'}; default `center`): The anchors' encoding: 'corner' or 'center'.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -2228,7 +2255,7 @@ Intersection over union of every box of lhs (..., 4) with every box of rhs (...,
 - `rhs` (NDArray or SymbolicNode): The second boxes (..., 4)
 
 # Parameters
-- `format` ({'corner', 'center'}; default `corner`): The box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+- `format` ({'center', 'corner'}; default `corner`): The box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -2255,8 +2282,8 @@ Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row ho
 - `id_index` (int; default `-1`): The index of the class id; -1: no class.
 - `background_id` (int; default `-1`): The class id of the background, whose boxes are dropped (with id_index).
 - `force_suppress` (boolean; default `False`): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other.
-- `in_format` ({'corner', 'center'}; default `corner`): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
-- `out_format` ({'corner', 'center'}; default `corner`): The output box encoding: 'corner' or 'center'.
+- `in_format` ({'center', 'corner'}; default `corner`): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+- `out_format` ({'center', 'corner'}; default `corner`): The output box encoding: 'corner' or 'center'.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -2283,8 +2310,8 @@ Greedy non-maximum suppression of boxes (..., num_boxes, box_width), each row ho
 - `id_index` (int; default `-1`): The index of the class id; -1: no class.
 - `background_id` (int; default `-1`): The class id of the background, whose boxes are dropped (with id_index).
 - `force_suppress` (boolean; default `False`): Suppress across classes; otherwise (with id_index) only boxes of one class suppress each other.
-- `in_format` ({'corner', 'center'}; default `corner`): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
-- `out_format` ({'corner', 'center'}; default `corner`): The output box encoding: 'corner' or 'center'.
+- `in_format` ({'center', 'corner'}; default `corner`): The input box encoding: 'corner' [xmin, ymin, xmax, ymax] or 'center' [x, y, width, height].
+- `out_format` ({'center', 'corner'}; default `corner`): The output box encoding: 'corner' or 'center'.
 
 Alias of `_contrib_box_nms`.
 
@@ -2923,7 +2950,7 @@ relu of int8 or uint8 data; the output keeps the data's type and range. Takes Ac
 - `max_data` (NDArray or SymbolicNode): Maximum of data's range.
 
 # Parameters
-- `act_type` ({'relu', 'sigmoid', 'tanh', 'softrelu', 'softsign', 'log_sigmoid', 'mish'}; required): The activation function.
+- `act_type` ({'relu', 'sigmoid', 'softrelu', 'softsign', 'tanh'}; required): The activation function.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -3014,9 +3041,9 @@ Convolution of int8 or uint8 data with int8 weights and an int8 bias, accumulate
 - `num_group` (int, in [1, 100000]; default `1`): Number of groups.
 - `workspace` (long, in [0, inf]; default `1024`): Workspace limit in MB (unused on the CPU).
 - `no_bias` (boolean; default `False`): Whether to leave out the bias input.
-- `cudnn_tune` ({'None', 'off', 'limited_workspace', 'fastest'}; default `None`): cuDNN algorithm choice (unused on the CPU).
+- `cudnn_tune` ({None, 'fastest', 'limited_workspace', 'off'}; default `None`): cuDNN algorithm choice (unused on the CPU).
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
+- `layout` ({None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC', 'NWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output; with max_calib_range the output is requantized to 8 bits in the convolution's own pass instead of written as int32.
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (see min_calib_range).
 - `with_relu` (boolean; default `False`): Fuse a relu after the convolution (and after the sum with with_sum).
@@ -3097,7 +3124,7 @@ Embedding on an int8 weight: rows looked up by index (clipped to [0, input_dim))
 # Parameters
 - `input_dim` (int, in [1, inf]; required): Rows of the weight (vocabulary size).
 - `output_dim` (int, in [1, inf]; required): Length of each embedding row.
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8).
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The float weight's dtype before quantization (accepted for MXNet's graphs; the weight is int8).
 - `sparse_grad` (boolean; default `False`): Accepted for MXNet's graphs; the operator has no gradient.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -3172,15 +3199,15 @@ Pooling (max or avg) of int8 or uint8 data; the output keeps the data's type and
 
 # Parameters
 - `kernel` (Shape(tuple); default `()`): Pooling kernel size: (w,), (h, w) or (d, h, w).
-- `pool_type` ({'max', 'avg', 'sum', 'lp'}; default `max`): Pooling type.
+- `pool_type` ({'avg', 'lp', 'max', 'sum'}; default `max`): Pooling type.
 - `global_pool` (boolean; default `False`): Pool over the whole spatial extent, ignoring kernel, stride and pad.
 - `cudnn_off` (boolean; default `False`): Turn off cuDNN (unused on the CPU).
-- `pooling_convention` ({'full', 'valid', 'same'}; default `valid`): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only).
+- `pooling_convention` ({'full', 'same', 'valid'}; default `valid`): How the output size is rounded: valid (floor), full (ceil), same (ceil(in / stride), 1-D only).
 - `stride` (Shape(tuple); default `()`): Stride; 1 per axis when empty.
 - `pad` (Shape(tuple); default `()`): Padding on both sides; 0 when empty.
 - `p_value` (int or None, in [1, 1000]; default `None`): The p of Lp pooling (required for pool_type='lp').
-- `count_include_pad` ({'None', 'True', 'False', 'true', 'false', '1', '0'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
-- `layout` ({'None', 'NCW', 'NCHW', 'NCDHW', 'NWC', 'NHWC', 'NDHWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
+- `count_include_pad` ({None, '0', '1', 'False', 'True', 'false', 'true'}; default `None`): Whether padded cells count in the divisor of average pooling (None means True).
+- `layout` ({None, 'NCDHW', 'NCHW', 'NCW', 'NDHWC', 'NHWC', 'NWC'}; default `None`): Data layout: NCW, NCHW, NCDHW (None), or channels-last NWC, NHWC, NDHWC (CPU only).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -3427,7 +3454,7 @@ An N x M matrix with ones on diagonal k and zeros elsewhere.
 - `M` (long, in [0, inf]; default `0`): Number of columns; 0 means N.
 - `k` (long; default `0`): Index of the diagonal: 0 the main one, positive above it, negative below it.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -3469,7 +3496,7 @@ An array of the given shape and dtype filled with value.
 # Parameters
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the output.
 - `value` (double; required): The value to fill with.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
@@ -4941,7 +4968,7 @@ num evenly spaced values from start to stop (stop excluded when endpoint is fals
 - `num` (int, in [0, inf]; required): How many values.
 - `endpoint` (boolean; default `True`): Whether stop is the last value.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -5805,7 +5832,7 @@ An array of ones of the given shape and dtype.
 # Parameters
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -7180,7 +7207,7 @@ Samples category indices from the multinomial distributions in the last axis of 
 # Parameters
 - `shape` (Shape(tuple); default `()`): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape.
 - `get_prob` (boolean; default `False`): Also return the log probability of each sample (a second output, in data's dtype).
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `int32`): The dtype of the samples: int32, uint8, float16, float32 or float64.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `int32`): The dtype of the samples: int32, uint8, float16, float32 or float64.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -7201,7 +7228,7 @@ Samples category indices from the multinomial distributions in the last axis of 
 # Parameters
 - `shape` (Shape(tuple); default `()`): Samples drawn from each distribution; the output shape is data.shape[:-1] + shape.
 - `get_prob` (boolean; default `False`): Also return the log probability of each sample (a second output, in data's dtype).
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `int32`): The dtype of the samples: int32, uint8, float16, float32 or float64.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `int32`): The dtype of the samples: int32, uint8, float16, float32 or float64.
 
 Alias of `_sample_multinomial`.
 
@@ -7911,7 +7938,7 @@ An array of zeros of the given shape and dtype.
 # Parameters
 - `shape` (Shape(tuple); default `()`): The shape of the output.
 - `ctx` (string; default `\"\"`): The context of the output (set by the front end).
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -8181,7 +8208,7 @@ Casts float32, float16 and bfloat16 data to dtype; other dtypes pass unchanged (
 - `data` (NDArray or SymbolicNode): The input
 
 # Parameters
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; required): The dtype floating-point data is converted to.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; required): The dtype floating-point data is converted to.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -8479,7 +8506,7 @@ The indices that sort the input along an axis (the flattened input when axis is 
 # Parameters
 - `axis` (int or None; default `-1`): Axis to sort along; None sorts the flattened input.
 - `is_ascend` (boolean; default `True`): Sort in ascending or descending order.
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): DType of the returned indices: uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -8501,7 +8528,7 @@ Batched matrix product: for inputs (..., M, K) and (..., K, N) (with transpose f
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
+- `forward_stype` ({None, 'csr', 'default', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -9077,7 +9104,7 @@ Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D 
 - `data` (NDArray or SymbolicNode): The input.
 
 # Parameters
-- `stype` ({'default', 'row_sparse', 'csr'}; required): Output storage type.
+- `stype` ({'csr', 'default', 'row_sparse'}; required): Output storage type.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -9096,7 +9123,7 @@ Casts an array to a storage type: 'default' (dense), 'row_sparse' or 'csr' (2-D 
 - `data` (NDArray or SymbolicNode): The input.
 
 # Parameters
-- `stype` ({'default', 'row_sparse', 'csr'}; required): Output storage type.
+- `stype` ({'csr', 'default', 'row_sparse'}; required): Output storage type.
 
 Alias of `cast_storage`.
 
@@ -9391,7 +9418,7 @@ Dot product of two arrays: the last axis of lhs contracts with the first axis of
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
+- `forward_stype` ({None, 'csr', 'default', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -9413,7 +9440,7 @@ Dot product of two arrays: the last axis of lhs contracts with the first axis of
 # Parameters
 - `transpose_a` (boolean; default `False`): Use the transpose of the first input.
 - `transpose_b` (boolean; default `False`): Use the transpose of the second input.
-- `forward_stype` ({'None', 'default', 'csr', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
+- `forward_stype` ({None, 'csr', 'default', 'row_sparse'}; default `None`): The storage type of the output. None: MXNet's rule (csr.T . dense is row_sparse, dense . csr is csr, the rest dense); another value asks for that storage type when an input is sparse (a product without a sparse kernel is computed densely, then converted; dense inputs give a dense result).
 
 Alias of `dot`.
 
@@ -11010,7 +11037,7 @@ One-hot encoding: shape S + (depth,), on_value at each index and off_value elsew
 - `depth` (int, in [0, inf]; required): Length of the one-hot axis.
 - `on_value` (double; default `1`): The value at the index.
 - `off_value` (double; default `0`): The value elsewhere.
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): The dtype of the output.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): The dtype of the output.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -12381,7 +12408,7 @@ Slices of a along axis at the given indices: the result has indices' shape in pl
 
 # Parameters
 - `axis` (int; default `0`): The axis to take along; negative counts from the end.
-- `mode` ({'clip', 'wrap', 'raise'}; default `clip`): Out-of-range indices: clip to the ends, wrap around, or raise an error.
+- `mode` ({'clip', 'raise', 'wrap'}; default `clip`): Out-of-range indices: clip to the ends, wrap around, or raise an error.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -12487,9 +12514,9 @@ The top k elements along an axis (of the flattened input when axis is None), lar
 # Parameters
 - `axis` (int or None; default `-1`): Axis along which to choose the top k indices; None uses the flattened input.
 - `k` (int; default `1`): Number of top elements to select; k <= 0 selects all of them.
-- `ret_typ` ({'value', 'indices', 'mask', 'both'}; default `indices`): What to return: the values, their indices, a mask of their positions, or values and indices.
+- `ret_typ` ({'both', 'indices', 'mask', 'value'}; default `indices`): What to return: the values, their indices, a mask of their positions, or values and indices.
 - `is_ascend` (boolean; default `False`): Choose the k smallest elements (true) or the k largest (false).
-- `dtype` ({'float32', 'float64', 'float16', 'bfloat16', 'uint8', 'int8', 'int32', 'int64', 'bool'}; default `float32`): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
+- `dtype` ({'bfloat16', 'bool', 'float16', 'float32', 'float64', 'int32', 'int64', 'int8', 'uint8'}; default `float32`): DType of the returned indices (ret_typ 'indices' or 'both'): uint8, int32, int64, float16, float32 or float64; it must represent every index exactly.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
 """
@@ -12689,6 +12716,7 @@ const _OPERATOR_NAMES = [
     "swapaxes",
     "UpSampling",
     "_BatchNorm_replay",
+    "_CachedOp",
     "_adamw_update",
     "adamw_update",
     "_arange",

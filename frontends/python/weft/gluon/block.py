@@ -503,7 +503,11 @@ class _CachedGraph:
     folded into the convolutions, weights reordered once, not at every call)."""
 
     def __init__(self, block, sym, input_names, num_outputs, out_fmt, args, ctx, input_grads, grads):
-        self.sym = sym
+        self.sym = sym  # the trace, which later traces are checked against
+        # What is bound and exported: the trace partitioned for the block's backend, if any.
+        if block._backend:
+            sym = sym.optimize_for(block._backend, **block._backend_opts)
+        self.run_sym = sym
         self.input_names = input_names
         self.num_outputs = num_outputs
         self.out_fmt = out_fmt  # how the flat outputs nest (_regroup)
@@ -549,16 +553,18 @@ class _CachedGraph:
             return
         import json
         callback, monitor_all = hook
-        nodes = json.loads(self.sym.tojson(remove_amp_cast=False))["nodes"]
+        nodes = json.loads(self.run_sym.tojson(remove_amp_cast=False))["nodes"]
         ops = {n["name"]: n["op"] for n in nodes if n["op"] != "null"}
         variables = {n["name"] for n in nodes if n["op"] == "null"}
+
+        outputs = _hook_output_names(self.sym, ops)
 
         def on_value(name, array):
             # The executor also reports variable inputs by their own name; a CachedOp does not.
             if name in variables:
                 return
             node = max((n for n in ops if name.startswith(n + "_")), key=len, default=None)
-            callback(name.encode("utf-8"), (ops[node] if node else "").encode("utf-8"), array)
+            callback(outputs.get(name, name).encode("utf-8"), (ops[node] if node else "").encode("utf-8"), array)
         self.exe.set_monitor_callback(on_value, monitor_all)
 
     def still_bound(self):
@@ -571,6 +577,43 @@ class _CachedGraph:
         return [NDArray(h) for h in _api.weft_executor_invoke(
             self.exe.handle, len(args), args, self.bound_inputs, self.input_grads, len(self.bound_params),
             self.bound_params, 1 if is_train else 0)]
+
+
+# The operators MXNet 1.9.1 gives output names (FListOutputNames, or a legacy operator's
+# ListOutputs): its CachedOp hook calls their outputs "<node>_<name>" ("<node>_output"),
+# and those of every other operator "<node>_<index>" ("<node>_0").
+_MXNET_NAMED_OUTPUTS = frozenset("""
+    Activation BatchNorm BatchNorm_v1 BilinearSampler Concat Convolution Convolution_v1 Correlation Crop
+    CuDNNBatchNorm Custom Deconvolution Dropout FullyConnected GridGenerator GroupNorm IdentityAttachKLSparseReg
+    InstanceNorm L2Normalization LRN LayerNorm LeakyReLU MakeLoss Pad Pooling Pooling_v1 RNN ROIPooling SVMOutput
+    SequenceLast SequenceMask SequenceReverse SliceChannel SoftmaxActivation SoftmaxOutput SpatialTransformer
+    SwapAxis UpSampling _CrossDeviceCopy _contrib_BatchNormWithReLU _contrib_DeformableConvolution
+    _contrib_DeformablePSROIPooling _contrib_MultiBoxDetection _contrib_MultiBoxPrior _contrib_MultiBoxTarget
+    _contrib_MultiProposal _contrib_PSROIPooling _contrib_Proposal _contrib_ROIAlign _contrib_RROIAlign
+    _contrib_SyncBatchNorm _contrib_calibrate_entropy _contrib_count_sketch _contrib_fft _contrib_hawkesll
+    _contrib_ifft _contrib_index_array _contrib_interleaved_matmul_encdec_qk
+    _contrib_interleaved_matmul_encdec_valatt _contrib_interleaved_matmul_selfatt_qk
+    _contrib_interleaved_matmul_selfatt_valatt _contrib_quantize_asym _contrib_quantized_act
+    _contrib_quantized_batch_norm _contrib_quantized_concat _contrib_quantized_conv _contrib_quantized_elemwise_add
+    _contrib_quantized_elemwise_mul _contrib_quantized_embedding _contrib_quantized_flatten
+    _contrib_quantized_fully_connected _contrib_quantized_pooling _contrib_quantized_rnn _rnn_param_concat col2im
+    elemwise_add im2col make_loss softmax softmin _CachedOp
+""".split())
+
+
+def _hook_output_names(sym, ops):
+    """The name MXNet's CachedOp hook gives each operator output of `sym` (by the name the
+    executor's monitor uses): "<node>_<index>" for an operator MXNet names no outputs of."""
+    names = {}
+    counts = {}
+    for out in sym.get_internals().list_outputs():
+        node = max((n for n in ops if out.startswith(n + "_")), key=len, default=None)
+        if node is None:
+            continue
+        i = counts.get(node, 0)
+        counts[node] = i + 1
+        names[out] = out if ops[node] in _MXNET_NAMED_OUTPUTS else "%s_%d" % (node, i)
+    return names
 
 
 def _first_difference(json_a, json_b):
@@ -600,12 +643,38 @@ class HybridBlock(Block):
         # must give the same ones (_check_given).
         self._given = None
         self._op_hook = None  # (callback, monitor_all) of register_op_hook
+        self._backend = None  # the subgraph backend its graph is partitioned for (hybridize)
+        self._backend_opts = {}
+        self._flags = {}  # MXNet's CachedOp flags given to hybridize (static_alloc, inline_limit, ...)
 
-    def hybridize(self, active=True, **kwargs):
+    def hybridize(self, active=True, backend=None, backend_opts=None, **kwargs):
+        """As Block.hybridize; `backend` (MXNet's subgraph backend, e.g. 'MKLDNN') partitions
+        this block's graph for it (Symbol.optimize_for, with `backend_opts`) before it is
+        bound. The backend applies to this block's graph, not to its children's own."""
         self._active = active
+        self._backend = backend
+        if backend_opts is not None:
+            self._backend_opts = dict(backend_opts)
         self._cached = {}
         self._given = None
+        self._flags = dict(kwargs)
         super().hybridize(active, **kwargs)
+
+    def optimize_for(self, x, *args, backend=None, clear=False, **kwargs):
+        """Hybridizes this block for `backend` and builds its graph for inputs (x, *args)
+        without running it, as MXNet's: afterwards `export` writes the partitioned graph and
+        calls run it. kwargs are the backend's options (MXNet's static_alloc and the other
+        hybridize flags are accepted and need nothing in Weft)."""
+        if not backend:
+            raise ValueError('Must specify "backend" to optimize_for')
+        flags = ("static_alloc", "static_shape", "inline_limit", "forward_bulk_size", "backward_bulk_size")
+        opts = {k: v for k, v in kwargs.items() if k not in flags}
+        self.hybridize(True, backend=backend, backend_opts=opts if opts or clear else None)
+        flat, fmt = _flatten((x,) + args)
+        if not any(isinstance(a, NDArray) for a in flat):
+            raise ValueError("%s: optimize_for needs NDArray inputs to build the graph for, got %s"
+                             % (self.name, ", ".join(type(a).__name__ for a in flat)))
+        self._cached_graph_for(flat, fmt)
 
     def cast(self, dtype):
         self._cached = {}
@@ -726,6 +795,15 @@ class HybridBlock(Block):
                          "hybridize() again to change which inputs are None" % (self.name, show(given), show(stored)))
 
     def _call_cached(self, flat, fmt):
+        graph = self._cached_graph_for(flat, fmt)
+        args = [a for a in flat if a is not None]
+        if graph is None:
+            return self._call_imperative(_regroup(fmt, flat), args[0].context)
+        return _regroup(graph.out_fmt, graph.run(args, autograd.is_training()))[0]
+
+    def _cached_graph_for(self, flat, fmt):
+        """The bound graph for inputs `flat` (checked against the trace), or None when the
+        block must run operator by operator."""
         for i, a in enumerate(flat):
             if a is not None and not isinstance(a, NDArray):
                 raise ValueError("%s: a hybridized block takes NDArrays (or None), but input %d is %s"
@@ -741,14 +819,19 @@ class HybridBlock(Block):
             # one executor keeps the state of its latest call only: operator by operator,
             # autograd keeps each call's, so that a block called twice in one record()
             # accumulates both gradients, as MXNet's CachedOp does.
-            return self._call_imperative(_regroup(fmt, args), ctx)
+            return None
         input_grads = tuple(recording and a._has_history() for a in args)
         key = (tuple((a.shape, np.dtype(a.dtype).str) for a in args), repr(fmt), given, ctx, autograd.is_training(),
                input_grads, recording)
+        if recording and self._inlines(key, flat, fmt):
+            # As MXNet's CachedOp, a graph of at most inline_limit operators (2 unless
+            # hybridize says otherwise) is inlined while autograd records, unless static_alloc:
+            # its operators are recorded one by one (get_symbol shows them, not one _CachedOp).
+            return None
         graph = self._cached.get(key)
         if graph is not None and graph.checked_at == _blocks_version and graph.still_bound():
             # Nothing a trace reads has changed since one matched this graph: it would again.
-            return _regroup(graph.out_fmt, graph.run(args, autograd.is_training()))[0]
+            return graph
         names, sym, num_outputs, out_fmt = self._get_graph(*flat, fmt=fmt)
         if graph is not None:
             if not graph.sym._same_graph(sym):
@@ -769,12 +852,40 @@ class HybridBlock(Block):
                 # An operator whose output shape depends on the data (boolean_mask) leaves the
                 # graph's shapes open: it cannot be bound, so the block runs operator by
                 # operator, as MXNet's CachedOp does for dynamic shapes.
-                return self._call_imperative(_regroup(fmt, flat), ctx)
+                return None
             graph = _CachedGraph(self, sym, names, num_outputs, out_fmt, args, ctx, input_grads, recording)
             graph.set_op_hook(self._op_hook)
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None
-        return _regroup(out_fmt, graph.run(args, autograd.is_training()))[0]
+        return graph
+
+    def _inlines(self, key, flat, fmt):
+        """Whether a recorded call with these inputs (`key`) runs inlined: no static_alloc and
+        at most inline_limit operators in the traced graph (counted once per key until a
+        block changes)."""
+        if self._flags.get("static_alloc", False):
+            return False
+        # Stored around __setattr__, which would count as a change of the block.
+        version, counts = self.__dict__.get("_op_counts", (None, None))
+        if version != _blocks_version:
+            counts = {}
+            self.__dict__["_op_counts"] = (_blocks_version, counts)
+        if key not in counts:
+            import json
+            sym = self._get_graph(*flat, fmt=fmt)[1]
+            counts[key] = (sum(n["op"] != "null" for n in json.loads(sym.tojson(remove_amp_cast=False))["nodes"]), sym)
+        ops, sym = counts[key]
+        if ops > int(self._flags.get("inline_limit", 2)):
+            return False
+        self.__dict__["_inlined_sym"] = sym  # for export
+        return True
+
+    def _traced_symbol(self):
+        """The graph of an earlier hybridized call (MXNet's _cached_graph), None before one.
+        A recorded call that ran inlined was traced too."""
+        if self._cached:
+            return next(iter(self._cached.values())).sym
+        return self.__dict__.get("_inlined_sym")
 
     def _sparse_grads(self):
         """Whether some parameter of the tree takes a row_sparse gradient (cached until a
@@ -801,13 +912,15 @@ class HybridBlock(Block):
     def export(self, path, epoch=0, remove_amp_cast=True):
         """Writes path-symbol.json and path-%04d.params (arg:/aux: names), loadable by the
         Module API, SymbolBlock.imports and MXNet 1.x. Needs one earlier forward."""
-        if not self._cached:
+        sym = self._traced_symbol()
+        if sym is None:
             raise RuntimeError("export: run a forward pass of the hybridized block %s first, so that its graph "
                                "is known" % self.name)
-        graph = next(iter(self._cached.values()))
-        graph.sym.save("%s-symbol.json" % path, remove_amp_cast=remove_amp_cast)
-        arg_names = set(graph.sym.list_arguments())
-        aux_names = set(graph.sym.list_auxiliary_states())
+        if self._cached:  # the graph as it runs: partitioned when hybridized for a backend
+            sym = next(iter(self._cached.values())).run_sym
+        sym.save("%s-symbol.json" % path, remove_amp_cast=remove_amp_cast)
+        arg_names = set(sym.list_arguments())
+        aux_names = set(sym.list_auxiliary_states())
         arrays = {}
         for p in self.collect_params().values():
             if p.name in arg_names:
@@ -882,6 +995,10 @@ class SymbolBlock(HybridBlock):
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("SymbolBlock runs its symbol; hybrid_forward is not used")
+
+    def _inlines(self, key, flat, fmt):
+        # No Python code to run operator by operator: the graph runs as one recorded call.
+        return False
 
     def cast(self, dtype):
         self._cached = {}

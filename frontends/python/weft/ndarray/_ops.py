@@ -54,8 +54,8 @@ _Null = _NullType()
 
 def optional_params(info):
     """Names of the parameters of `info` for which None is a value ("int or None",
-    "Shape or None", a choice that includes 'None'), rather than "not given"."""
-    return {p[0] for p in info.params if " or None" in p[1] or "'None'" in p[1]}
+    "Shape or None", a choice that includes None: "{None, ...}"), rather than "not given"."""
+    return {p[0] for p in info.params if " or None" in p[1] or p[1].startswith("{None")}
 
 
 def _docstring(info, fname):

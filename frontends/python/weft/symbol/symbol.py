@@ -1,9 +1,11 @@
 """The Symbol class: a handle on a graph of operators and variables (weft_symbol_t)."""
 import json
+import logging
+import warnings
 
 import numpy as np
 
-from ..base import _api
+from ..base import _api, MXNetError, ERR_NOT_FOUND as _STATUS_NOT_FOUND
 from .. import attribute as _attribute
 from .. import util as _util
 from ..ndarray.ndarray import dtype_id, _ID_TO_NP
@@ -425,6 +427,47 @@ class Symbol:
         attrs = node.get("attrs", {})
         return Symbol(_api.weft_symbol_create_atomic(_op_handle(node["op"]), len(attrs), list(attrs),
                                                      [str(v) for v in attrs.values()]))
+
+    def get_backend_symbol(self, backend):
+        """This graph partitioned for the subgraph backend `backend`, as MXNet's: 'MKLDNN'
+        makes each convolution (with the BatchNorm, residual sum and activation after it) one
+        _sg_mkldnn_conv node and each fully connected layer (with the elementwise operator
+        after it) one _sg_mkldnn_fully_connected node, for inference. The result computes
+        what this graph computes. A backend Weft does not have raises MXNetError."""
+        if not isinstance(backend, str):
+            raise TypeError("get_backend_symbol: expected the backend name as a str, got %s" % type(backend).__name__)
+        return Symbol(_api.weft_symbol_get_backend_symbol(self.handle, backend))
+
+    def optimize_for(self, backend, args=None, aux=None, ctx=None, shape_dict=None, type_dict=None, stype_dict=None,
+                     skip_infer=False, **kwargs):
+        """This graph partitioned for `backend` (see get_backend_symbol), as MXNet's
+        optimize_for. `args` and `aux` (dicts of name -> NDArray, optional) lose the arrays
+        the new graph no longer reads. As in MXNet, a backend Weft does not have is logged
+        as an error and the graph comes back unchanged. The shape, type and storage type
+        hints and the backend options (kwargs) are accepted; the MKLDNN partitioning does
+        not need them."""
+        if not isinstance(backend, str):
+            raise AssertionError("optimize_for: expected the backend name as a str, got %s" % type(backend).__name__)
+        for what, value in (("args", args), ("aux", aux)):
+            if value is not None and not isinstance(value, dict):
+                raise AssertionError("optimize_for: expected %s as a dict of name -> NDArray (or None), got %s"
+                                     % (what, type(value).__name__))
+        try:
+            new = self.get_backend_symbol(backend)
+        except MXNetError as err:
+            if err.status != _STATUS_NOT_FOUND:
+                raise
+            logging.error("Error optimizing for backend '%s' cannot be found", backend)
+            new = self.__copy__()
+        for given, before, after in ((args, self.list_arguments(), new.list_arguments()),
+                                     (aux, self.list_auxiliary_states(), new.list_auxiliary_states())):
+            gone = set(before) - set(after)
+            if gone and given is None:
+                warnings.warn("optimize_for: the partitioned graph no longer reads %s; no dict was given to drop "
+                              "their arrays from" % sorted(gone))
+            for name in gone if given is not None else ():
+                given.pop(name, None)
+        return new
 
     def remove_amp_cast(self):
         """The graph without its amp_cast and amp_multicast nodes (what automatic mixed

@@ -382,6 +382,13 @@ mx.symbol.internal.BatchNorm.replay <- function(data = NULL, gamma = NULL, beta 
   .weft_symbol_op("_BatchNorm_replay", list(data = data, gamma = gamma, beta = beta, mean = mean, invstd = invstd), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var), axis = .weft_param(axis), cudnn_off = .weft_param(cudnn_off), min_calib_range = .weft_param(min_calib_range), max_calib_range = .weft_param(max_calib_range)), NULL, name, attr)
 }
 
+mx.nd.internal.CachedOp <- function(..., subgraph = NULL, inline_limit = NULL, forward_bulk_size = NULL, backward_bulk_size = NULL, static_alloc = NULL, static_shape = NULL, is_dynamic = NULL, data_indices = NULL, param_indices = NULL, out = NULL) {
+  .weft_nd_invoke("_CachedOp", .weft_dots(...), c(subgraph = .weft_param(subgraph), inline_limit = .weft_param(inline_limit), forward_bulk_size = .weft_param(forward_bulk_size), backward_bulk_size = .weft_param(backward_bulk_size), static_alloc = .weft_param(static_alloc), static_shape = .weft_param(static_shape), is_dynamic = .weft_param(is_dynamic), data_indices = .weft_shape_param(data_indices), param_indices = .weft_shape_param(param_indices)), NULL, out)
+}
+mx.symbol.internal.CachedOp <- function(..., subgraph = NULL, inline_limit = NULL, forward_bulk_size = NULL, backward_bulk_size = NULL, static_alloc = NULL, static_shape = NULL, is_dynamic = NULL, data_indices = NULL, param_indices = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_CachedOp", .weft_dots(...), c(subgraph = .weft_param(subgraph), inline_limit = .weft_param(inline_limit), forward_bulk_size = .weft_param(forward_bulk_size), backward_bulk_size = .weft_param(backward_bulk_size), static_alloc = .weft_param(static_alloc), static_shape = .weft_param(static_shape), is_dynamic = .weft_param(is_dynamic), data_indices = .weft_shape_param(data_indices), param_indices = .weft_shape_param(param_indices)), NULL, name, attr)
+}
+
 mx.nd.internal.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("_adamw_update", list(weight, grad, mean, var, rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }

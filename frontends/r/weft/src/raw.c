@@ -627,6 +627,25 @@ SEXP weft_r_ndarray_list_name(SEXP s_list, SEXP s_i) {
   return result;
 }
 
+SEXP weft_r_set_np_shape(SEXP s_mode) {
+  int mode = weft_r_int(s_mode, "mode");
+  int out = 0;
+  weft_status_t status = weft_set_np_shape(mode, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_set_np_shape");
+  SEXP result = PROTECT(ScalarInteger(out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_get_np_shape(void) {
+  int out = 0;
+  weft_status_t status = weft_get_np_shape(&out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_get_np_shape");
+  SEXP result = PROTECT(ScalarInteger(out));
+  UNPROTECT(1);
+  return result;
+}
+
 SEXP weft_r_ndarray_save(SEXP s_fname, SEXP s_arrays, SEXP s_names) {
   const char* fname = weft_r_string_or_null(s_fname, "fname");
   int num = -1;
@@ -1085,6 +1104,17 @@ SEXP weft_r_symbol_get_children(SEXP s_sym) {
   weft_symbol_t* out = NULL;
   weft_status_t status = weft_symbol_get_children(sym, &out);
   if (status != WEFT_OK) weft_r_raise(status, "weft_symbol_get_children");
+  SEXP result = PROTECT(weft_r_wrap_symbol((weft_symbol_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_symbol_get_backend_symbol(SEXP s_sym, SEXP s_backend) {
+  const weft_symbol_t* sym = (const weft_symbol_t*)weft_r_handle(s_sym, "weft_symbol_t", "sym");
+  const char* backend = weft_r_string_or_null(s_backend, "backend");
+  weft_symbol_t* out = NULL;
+  weft_status_t status = weft_symbol_get_backend_symbol(sym, backend, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_symbol_get_backend_symbol");
   SEXP result = PROTECT(weft_r_wrap_symbol((weft_symbol_t*)out));
   UNPROTECT(1);
   return result;
@@ -2314,6 +2344,8 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_ndarray_list_has_names", (DL_FUNC)&weft_r_ndarray_list_has_names, 1},
   {"C_weft_ndarray_list_get", (DL_FUNC)&weft_r_ndarray_list_get, 2},
   {"C_weft_ndarray_list_name", (DL_FUNC)&weft_r_ndarray_list_name, 2},
+  {"C_weft_set_np_shape", (DL_FUNC)&weft_r_set_np_shape, 1},
+  {"C_weft_get_np_shape", (DL_FUNC)&weft_r_get_np_shape, 0},
   {"C_weft_ndarray_save", (DL_FUNC)&weft_r_ndarray_save, 3},
   {"C_weft_ndarray_save_to_bytes", (DL_FUNC)&weft_r_ndarray_save_to_bytes, 2},
   {"C_weft_ndarray_load", (DL_FUNC)&weft_r_ndarray_load, 1},
@@ -2351,6 +2383,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_symbol_get_output", (DL_FUNC)&weft_r_symbol_get_output, 2},
   {"C_weft_symbol_get_internals", (DL_FUNC)&weft_r_symbol_get_internals, 1},
   {"C_weft_symbol_get_children", (DL_FUNC)&weft_r_symbol_get_children, 1},
+  {"C_weft_symbol_get_backend_symbol", (DL_FUNC)&weft_r_symbol_get_backend_symbol, 2},
   {"C_weft_symbol_free", (DL_FUNC)&weft_r_symbol_free, 1},
   {"C_weft_symbol_list", (DL_FUNC)&weft_r_symbol_list, 2},
   {"C_weft_symbol_get_name", (DL_FUNC)&weft_r_symbol_get_name, 1},

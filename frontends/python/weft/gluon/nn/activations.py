@@ -5,7 +5,7 @@ __all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "Swish", "GELU"]
 
 
 class Activation(HybridBlock):
-    """act_type: relu, sigmoid, tanh, softrelu, softsign, log_sigmoid or mish."""
+    """act_type: relu, sigmoid, tanh, softrelu or softsign."""
 
     def __init__(self, activation, **kwargs):
         self._act_type = activation

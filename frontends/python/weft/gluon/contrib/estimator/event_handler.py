@@ -304,9 +304,10 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
 
     def _save_symbol(self, estimator):
         symbol_file = os.path.join(self.model_dir, self.model_prefix + "-symbol.json")
-        cached = getattr(estimator.net, "_cached", None)
-        if cached:
-            next(iter(cached.values())).sym.save(symbol_file)
+        traced = getattr(estimator.net, "_traced_symbol", None)
+        sym = traced() if traced else None
+        if sym is not None:
+            sym.save(symbol_file)
         else:
             estimator.logger.info("Model architecture (symbol file) is not saved: build the net from HybridBlocks "
                                   "and call net.hybridize() to have it saved as %s.", symbol_file)

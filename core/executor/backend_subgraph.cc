@@ -1,0 +1,259 @@
+// MXNet's "MKLDNN" subgraph backend (see backend_subgraph.h). Groups are found in
+// topological order; each grows from its convolution or fully connected node along the
+// one reader of its last value, following the order MXNet's selectors accept (for a
+// convolution: BatchNorm, then the residual sum, then an activation). The group becomes
+// one node holding the grouped operators as its subgraph (the parameter `subgraph`, MXNet
+// symbol JSON) whose variables are the group's outside inputs, one per use, named as
+// MXNet names them (the input's output name and a use count: data0, conv0_weight0); the
+// residual sum's other operand comes last, as the fused operators read it.
+#include "core/executor/backend_subgraph.h"
+
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/base/error.h"
+#include "core/graph/json.h"
+#include "core/op/nn/activation_param.h"
+#include "core/op/nn/conv_common.h"
+#include "core/op/tensor/clip.h"
+
+namespace weft {
+namespace executor {
+
+namespace {
+
+using graph::Node;
+using graph::NodeEntry;
+using graph::NodePtr;
+
+bool IsOp(const Node& n, const char* name) { return !n.is_variable() && n.op()->name == name; }
+
+// Activation types oneDNN fuses (MXNet's SupportMKLDNNAct).
+bool FusableActivation(const Node& n) {
+  const std::string& t = n.attrs.Params<op::ActivationParam>().act_type;
+  return t == "relu" || t == "sigmoid" || t == "softrelu" || t == "tanh";
+}
+
+bool ClipFromZero(const Node& n) { return n.attrs.Params<op::ClipParam>().a_min == 0; }
+
+// What may end a convolution group.
+bool ConvActivation(const Node& n) {
+  if (IsOp(n, "Activation")) return FusableActivation(n);
+  if (IsOp(n, "LeakyReLU")) {
+    const std::string& t = n.attrs.Params<op::LeakyReLUParam>().act_type;
+    return t == "leaky" || t == "gelu";
+  }
+  return IsOp(n, "clip") && ClipFromZero(n);
+}
+
+// What may follow a fully connected layer in its group.
+bool FCEltwise(const Node& n) {
+  if (IsOp(n, "Activation")) return FusableActivation(n);
+  if (IsOp(n, "LeakyReLU")) {
+    const std::string& t = n.attrs.Params<op::LeakyReLUParam>().act_type;
+    return t == "leaky" || t == "elu" || t == "gelu";
+  }
+  if (IsOp(n, "clip")) return ClipFromZero(n);
+  return IsOp(n, "square") || IsOp(n, "sqrt") || IsOp(n, "exp") || IsOp(n, "abs");
+}
+
+struct Use {
+  NodePtr reader;
+  size_t pos;       // the reader's input slot
+  uint32_t index;   // the output read
+};
+
+class MkldnnPartitioner {
+ public:
+  explicit MkldnnPartitioner(graph::Symbol* sym) : sym_(sym) {
+    graph::DFSVisit(sym->outputs, [&](const NodePtr& n) {
+      order_.push_back(n);
+      for (size_t k = 0; k < n->inputs.size(); ++k)
+        uses_[n->inputs[k].node.get()].push_back({n, k, n->inputs[k].index});
+      for (const auto& d : n->control_deps) tied_.insert(d.get());
+      if (!n->control_deps.empty()) tied_.insert(n.get());
+    });
+    for (const auto& e : sym->outputs) heads_.insert(e.node.get());
+  }
+
+  void Run() {
+    std::unordered_map<const Node*, NodePtr> fused_of;  // a group's last node -> its fused node
+    int conv_id = 0, fc_id = 0;
+    for (const NodePtr& n : order_) {
+      if (taken_.count(n.get()) || tied_.count(n.get())) continue;
+      std::vector<NodePtr> group;
+      bool conv = false;
+      if (IsOp(*n, "Convolution")) {
+        const int k = n->attrs.Params<op::ConvolutionParam>().kernel.ndim();
+        if (k != 2 && k != 3) continue;
+        conv = true;
+        group = ConvGroup(n);
+      } else if (IsOp(*n, "FullyConnected")) {
+        group = FCGroup(n);
+      } else {
+        continue;
+      }
+      for (const auto& g : group) taken_.insert(g.get());
+      fused_of[group.back().get()] =
+          conv ? Fuse(group, "_sg_mkldnn_conv", conv_id++) : Fuse(group, "_sg_mkldnn_fully_connected", fc_id++);
+    }
+    if (fused_of.empty()) return;
+    auto rewire = [&](NodeEntry* e) {
+      auto it = fused_of.find(e->node.get());
+      if (it != fused_of.end()) *e = NodeEntry{it->second, 0, 0};
+    };
+    // Readers outside the groups, the fused nodes' own inputs (a group may read another
+    // group's result) and the outputs.
+    for (const NodePtr& n : order_)
+      if (!taken_.count(n.get()))
+        for (auto& e : n->inputs) rewire(&e);
+    for (auto& kv : fused_of)
+      for (auto& e : kv.second->inputs) rewire(&e);
+    for (auto& e : sym_->outputs) rewire(&e);
+  }
+
+ private:
+  // The node that alone reads `n`: nothing else reads any of its outputs, it reads output
+  // 0 once, `n` is not an output of the graph, and the reader is in no control dependency
+  // and no group yet (a residual sum of two convolutions goes with the first).
+  NodePtr SoleReader(const Node& n, size_t* pos) const {
+    if (heads_.count(&n)) return nullptr;
+    auto it = uses_.find(&n);
+    if (it == uses_.end() || it->second.size() != 1 || it->second[0].index != 0) return nullptr;
+    const Use& u = it->second[0];
+    if (tied_.count(u.reader.get()) || taken_.count(u.reader.get())) return nullptr;
+    *pos = u.pos;
+    return u.reader;
+  }
+
+  // Convolution, then BatchNorm (on the convolution's value), then elemwise_add, then an
+  // activation, each optional, in that order (MXNet's conv selector).
+  std::vector<NodePtr> ConvGroup(const NodePtr& conv) const {
+    std::vector<NodePtr> group{conv};
+    enum { kStart, kBN, kSum } state = kStart;
+    for (;;) {
+      size_t pos = 0;
+      NodePtr r = SoleReader(*group.back(), &pos);
+      if (r == nullptr) break;
+      if (state == kStart && IsOp(*r, "BatchNorm") && pos == 0) {
+        group.push_back(r);
+        state = kBN;
+        continue;
+      }
+      if (state != kSum && IsOp(*r, "elemwise_add")) {
+        group.push_back(r);
+        state = kSum;
+        continue;
+      }
+      if (ConvActivation(*r)) group.push_back(r);
+      break;
+    }
+    DropUnmappableEnd(&group);
+    return group;
+  }
+
+  std::vector<NodePtr> FCGroup(const NodePtr& fc) const {
+    std::vector<NodePtr> group{fc};
+    size_t pos = 0;
+    NodePtr r = SoleReader(*fc, &pos);
+    if (r != nullptr && FCEltwise(*r)) group.push_back(r);
+    return group;
+  }
+
+  // The fused node has one output, the group's last value: a last node whose other
+  // outputs are read (BatchNorm's batch statistics) stays outside.
+  void DropUnmappableEnd(std::vector<NodePtr>* group) const {
+    while (group->size() > 1) {
+      auto it = uses_.find(group->back().get());
+      bool other = false;
+      if (it != uses_.end())
+        for (const Use& u : it->second) other = other || u.index != 0;
+      for (const auto& e : sym_->outputs) other = other || (e.node == group->back() && e.index != 0);
+      if (!other) break;
+      group->pop_back();
+    }
+  }
+
+  NodePtr Fuse(const std::vector<NodePtr>& group, const char* op_name, int id) const {
+    std::unordered_map<const Node*, NodePtr> inner;
+    std::map<std::string, int> uses_of_name;
+    std::vector<NodeEntry> outer_inputs;
+    std::string name = "sg_mkldnn_";
+    KwArgs flags;
+    bool summed = false;
+    for (const NodePtr& g : group) {
+      NodePtr copy = Node::Create();
+      copy->attrs = g->attrs;
+      std::vector<NodeEntry> ins = g->inputs;
+      // The residual sum reads the group's value first, so its other operand is the last
+      // input of the fused node.
+      if (IsOp(*g, "elemwise_add") && ins.size() == 2 && inner.count(ins[1].node.get()) &&
+          !inner.count(ins[0].node.get()))
+        std::swap(ins[0], ins[1]);
+      for (const NodeEntry& e : ins) {
+        auto it = inner.find(e.node.get());
+        if (it != inner.end()) {
+          copy->inputs.push_back(NodeEntry{it->second, e.index, 0});
+          continue;
+        }
+        const std::string base = graph::OutputName(*e.node, e.index);
+        NodePtr var = Node::Create();
+        var->attrs.name = base + std::to_string(uses_of_name[base]++);
+        copy->inputs.push_back(NodeEntry{var, 0, 0});
+        outer_inputs.push_back(e);
+      }
+      inner[g.get()] = copy;
+      const std::string& op = g->op()->name;
+      if (op == "Convolution") {
+        name += "conv_";
+      } else if (op == "FullyConnected") {
+        name += "fully_connected_";
+      } else if (op == "BatchNorm") {
+        name += "bn_";
+        flags.emplace_back("with_bn", "true");
+      } else if (op == "elemwise_add") {
+        name += "add_";
+        flags.emplace_back("with_sum", "true");
+        summed = true;
+      } else if (std::string(op_name) == "_sg_mkldnn_fully_connected") {
+        name += "eltwise_";
+        flags.emplace_back("with_eltwise", "True");
+      } else {
+        name += "act_";
+        flags.emplace_back(summed ? "with_postsum_act" : "with_act", "true");
+      }
+    }
+    graph::Symbol inner_sym;
+    inner_sym.outputs.push_back(NodeEntry{inner.at(group.back().get()), 0, 0});
+    flags.emplace_back("subgraph", graph::SaveJSON(inner_sym));
+    NodePtr fused = Node::Create();
+    fused->attrs = MakeAttrs(Op::Get(op_name), flags);
+    fused->attrs.name = name + std::to_string(id);
+    fused->inputs = std::move(outer_inputs);
+    return fused;
+  }
+
+  graph::Symbol* sym_;
+  std::vector<NodePtr> order_;
+  std::unordered_map<const Node*, std::vector<Use>> uses_;
+  std::unordered_set<const Node*> heads_;  // nodes with an output of the graph
+  std::unordered_set<const Node*> tied_;   // nodes in a control dependency: left alone
+  std::unordered_set<const Node*> taken_;  // nodes already in a group
+};
+
+}  // namespace
+
+std::vector<std::string> SubgraphBackends() { return {"MKLDNN"}; }
+
+graph::Symbol BuildBackendSubgraph(const graph::Symbol& sym, const std::string& backend) {
+  if (backend != "MKLDNN")
+    Throw(ErrorKind::kNotFound, "SubgraphProperty ", backend,
+          " is not found in SubgraphBackendRegistry (Weft has the subgraph backend MKLDNN)");
+  graph::Symbol out = sym.Copy();
+  MkldnnPartitioner(&out).Run();
+  return out;
+}
+
+}  // namespace executor
+}  // namespace weft

@@ -1,0 +1,176 @@
+"""MXNet's _CachedOp: the operator that runs a graph given as symbol JSON (what
+autograd.get_symbol shows for a hybridized block's recorded call), and the inlining of small
+hybridized graphs while autograd records (HybridBlock.hybridize's inline_limit and
+static_alloc flags, as MXNet's CachedOp)."""
+import json
+
+import numpy as np
+import pytest
+
+import weft as mx
+from weft import autograd, gluon, nd
+from weft.gluon import nn
+from weft.test_utils import check_numeric_gradient
+
+
+def _tanh_fc_graph():
+    # y = tanh(x W^T + b), z = y * 2: two outputs.
+    x, w, b = mx.sym.var("x"), mx.sym.var("w"), mx.sym.var("b")
+    y = mx.sym.tanh(mx.sym.FullyConnected(x, w, b, num_hidden=3, name="fc"), name="act")
+    return mx.sym.Group([y, y * 2])
+
+
+def _cached_op_symbol(inner, names):
+    """A graph holding one _CachedOp node over variables `names` (written as MXNet's JSON)."""
+    nodes = [{"op": "null", "name": n, "inputs": []} for n in names]
+    nodes.append({"op": "_CachedOp", "name": "cached", "attrs": {"subgraph": inner.tojson()},
+                  "inputs": [[i, 0, 0] for i in range(len(names))]})
+    n_out = len(inner.list_outputs())
+    graph = {"nodes": nodes, "arg_nodes": list(range(len(names))),
+             "heads": [[len(names), k, 0] for k in range(n_out)], "attrs": {"mxnet_version": ["int", 10901]}}
+    return mx.sym.load_json(json.dumps(graph))
+
+
+def _values(seed):
+    rs = np.random.RandomState(seed)
+    return rs.uniform(-1, 1, (4, 5)), rs.uniform(-1, 1, (3, 5)), rs.uniform(-1, 1, (3,))
+
+
+def test_cached_op_node_runs_its_subgraph_forward_and_backward():
+    inner = _tanh_fc_graph()
+    assert inner.list_inputs() == ["x", "w", "b"]
+    sym = _cached_op_symbol(inner, ["x", "w", "b"])
+    outputs = sym.list_outputs()
+    assert len(outputs) == 2 and outputs[0] == "cached_act_output"
+    xv, wv, bv = _values(0)
+    y = np.tanh(xv.dot(wv.T) + bv)
+    exe = sym.bind(mx.cpu(), {"x": nd.array(xv), "w": nd.array(wv), "b": nd.array(bv)},
+                   args_grad={"x": nd.zeros((4, 5)), "w": nd.zeros((3, 5)), "b": nd.zeros((3,))})
+    outs = exe.forward(is_train=True)
+    np.testing.assert_allclose(outs[0].asnumpy(), y, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(outs[1].asnumpy(), 2 * y, rtol=1e-5, atol=1e-6)
+    g0, g1 = np.random.RandomState(1).uniform(-1, 1, (2, 4, 3))
+    exe.backward([nd.array(g0), nd.array(g1)])
+    dpre = (g0 + 2 * g1) * (1 - y ** 2)
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), dpre.dot(wv), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(exe.grad_dict["w"].asnumpy(), dpre.T.dot(xv), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(exe.grad_dict["b"].asnumpy(), dpre.sum(axis=0), rtol=1e-4, atol=1e-5)
+
+
+def test_cached_op_gradient_is_itself_differentiable():
+    # The gradient of a _CachedOp is another _CachedOp: central differences check both
+    # orders through the symbol (first) and through autograd's eager gradient (second).
+    sym = _cached_op_symbol(_tanh_fc_graph(), ["x", "w", "b"])
+    xv, wv, bv = _values(2)
+    check_numeric_gradient(sym, {"x": xv, "w": wv, "b": bv}, numeric_eps=1e-3, rtol=1e-2, atol=1e-3)
+    inner = _tanh_fc_graph()
+    x, w, b = nd.array(xv, dtype="float64"), nd.array(wv, dtype="float64"), nd.array(bv, dtype="float64")
+    x.attach_grad()
+    with autograd.record():
+        outs = nd._internal._CachedOp(x, w, b, subgraph=inner.tojson())
+        gx = autograd.grad(outs[0], [x], head_grads=nd.ones((4, 3), dtype="float64"), create_graph=True)[0]
+        loss = (gx * gx).sum()
+    loss.backward()
+    # d/dx of sum((sum_j (1 - y_ij^2) W_j)^2), by central differences on numpy.
+    def f(xa):
+        y = np.tanh(xa.dot(wv.T) + bv)
+        return (((1 - y ** 2).dot(wv)) ** 2).sum()
+    eps = 1e-6
+    num = np.zeros_like(xv)
+    for idx in np.ndindex(*xv.shape):
+        d = np.zeros_like(xv)
+        d[idx] = eps
+        num[idx] = (f(xv + d) - f(xv - d)) / (2 * eps)
+    np.testing.assert_allclose(x.grad.asnumpy(), num, rtol=1e-5, atol=1e-7)
+
+
+def test_cached_op_errors_name_the_problem():
+    with pytest.raises(mx.base.MXNetError, match="needs subgraph="):
+        nd._internal._CachedOp(nd.ones((2,)))
+    inner = _tanh_fc_graph()
+    with pytest.raises(mx.base.MXNetError, match="_CachedOp"):
+        nd._internal._CachedOp(nd.ones((4, 5)), nd.ones((3, 5)), subgraph=inner.tojson())  # b is missing
+    with pytest.raises(mx.base.MXNetError, match="_CachedOp"):
+        nd._internal._CachedOp(nd.ones((4, 5)), nd.ones((3, 4)), nd.ones((3,)), subgraph=inner.tojson())
+
+
+def _three_dense():
+    net = nn.HybridSequential()
+    with net.name_scope():
+        net.add(nn.Dense(4), nn.Dense(4), nn.Dense(2))
+    net.initialize(mx.init.Uniform(0.5))
+    return net
+
+
+def _ops(sym):
+    return [n["op"] for n in json.loads(sym.tojson())["nodes"] if n["op"] != "null"]
+
+
+def test_recorded_call_is_inlined_up_to_inline_limit():
+    net = _three_dense()
+    x = nd.array(np.random.RandomState(3).uniform(-1, 1, (2, 5)))
+    net.hybridize(inline_limit=3)
+    with autograd.record():
+        y = net(x)
+    inlined = autograd.get_symbol(y)
+    assert _ops(inlined) == ["FullyConnected"] * 3
+    y.backward()
+    grads = [p.grad().asnumpy().copy() for p in net.collect_params().values()]
+    net.hybridize(inline_limit=2)
+    with autograd.record():
+        y2 = net(x)
+    one = autograd.get_symbol(y2)
+    assert _ops(one) == ["_CachedOp"]
+    # data and six parameters, then the node: two nodes fewer than inlined.
+    assert len(json.loads(one.tojson())["nodes"]) == len(json.loads(inlined.tojson())["nodes"]) - 2
+    np.testing.assert_allclose(y2.asnumpy(), y.asnumpy(), rtol=1e-6)
+    y2.backward()
+    for p, g in zip(net.collect_params().values(), grads):
+        np.testing.assert_allclose(p.grad().asnumpy(), g, rtol=1e-5, atol=1e-7)
+
+
+def test_cached_op_node_of_get_symbol_recomputes_the_block():
+    net = _three_dense()
+    net.hybridize(static_alloc=True)  # never inlined, whatever its size
+    x = nd.array(np.random.RandomState(4).uniform(-1, 1, (2, 5)))
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+    sym = autograd.get_symbol(y)
+    assert _ops(sym) == ["_CachedOp"]
+    node = [n for n in json.loads(sym.tojson())["nodes"] if n["op"] == "_CachedOp"][0]
+    inner = mx.sym.load_json(node["attrs"]["subgraph"])
+    # The node's inputs are the block's graph inputs in the order that graph lists them.
+    params = {p.name: p.data() for p in net.collect_params().values()}
+    feed = [x] + [params[n] for n in inner.list_inputs()[1:]]
+    assert inner.list_inputs()[0] == "data"
+    args = dict(zip(sym.list_arguments(), feed))
+    out = sym.bind(mx.cpu(), args).forward()[0]
+    np.testing.assert_allclose(out.asnumpy(), y.asnumpy(), rtol=1e-6)
+
+
+def test_single_layer_is_inlined_by_default_and_static_alloc_keeps_the_node():
+    layer = nn.Dense(3, in_units=4)
+    layer.initialize()
+    x = nd.ones((2, 4))
+    layer.hybridize()
+    with autograd.record():
+        y = layer(x)
+    assert _ops(autograd.get_symbol(y)) == ["FullyConnected"]
+    layer.hybridize(static_alloc=True, inline_limit=5)
+    with autograd.record():
+        y = layer(x)
+    assert _ops(autograd.get_symbol(y)) == ["_CachedOp"]
+
+
+def test_export_after_recorded_calls_that_ran_inlined(tmp_path):
+    layer = nn.Dense(3, in_units=4)
+    layer.initialize(mx.init.Uniform(0.5))
+    layer.hybridize()
+    x = nd.array(np.random.RandomState(6).uniform(-1, 1, (2, 4)))
+    with autograd.record():
+        y = layer(x)
+    sym_file, params_file = layer.export(str(tmp_path / "m"))
+    assert _ops(mx.sym.load(sym_file)) == ["FullyConnected"]
+    loaded = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
+    np.testing.assert_allclose(loaded(x).asnumpy(), y.asnumpy(), rtol=1e-6)
