@@ -110,9 +110,11 @@ class CallbackProp final : public custom::Prop {
     for (DType d : *types) t.push_back(d == DType::kUnknown ? -1 : static_cast<int>(d));
     WEFT_CALLBACK(op_type_, "infer_type", fns_.infer_type(fns_.self, static_cast<int>(t.size()), t.data()));
     for (size_t i = 0; i < t.size(); ++i) {
-      WEFT_CHECK(t[i] >= 0, kType, "Custom operator '", op_type_, "': infer_type left entry ", i, " unknown");
-      (*types)[i] = static_cast<DType>(t[i]);
-      DTypeSize((*types)[i]);  // rejects a number that is no dtype
+      // -1 leaves the entry unknown (MXNet's None), for graph inference to find.
+      WEFT_CHECK(t[i] >= -1, kType, "Custom operator '", op_type_, "': infer_type gave entry ", i, " the dtype code ",
+                 t[i]);
+      (*types)[i] = t[i] < 0 ? DType::kUnknown : static_cast<DType>(t[i]);
+      if (t[i] >= 0) DTypeSize((*types)[i]);  // rejects a number that is no dtype
     }
     return true;
   }

@@ -149,6 +149,9 @@ class LibProp final : public custom::Prop {
   bool InferType(std::vector<DType>* types) override {
     int ni = op_->num_inputs, no = op_->num_outputs;
     std::vector<int> in(ni), out(no, -1);
+    // A library's infer_type is given known input dtypes only.
+    for (int i = 0; i < ni; ++i)
+      if ((*types)[i] == DType::kUnknown) return false;
     for (int i = 0; i < ni; ++i) in[i] = static_cast<int>((*types)[i]);
     if (op_->infer_type == nullptr) {
       WEFT_CHECK(ni > 0, kType, "Operator '", op_->name, "' (library): without inputs it must infer its dtypes");

@@ -42,6 +42,9 @@ struct ImageRecParam {
   int num_parts = 1;
   int part_index = 0;
   int preprocess_threads = 4;
+  bool verbose = true;
+  int shuffle_chunk_size = 0;
+  int shuffle_chunk_seed = 0;
   std::string data_name = "data";
   std::string label_name = "softmax_label";
 };
@@ -64,6 +67,11 @@ WEFT_PARAM_SCHEMA(ImageRecParam, s) {
   s.Field("part_index", &ImageRecParam::part_index).Default(0).Min(0).Describe("The part this iterator reads.");
   s.Field("preprocess_threads", &ImageRecParam::preprocess_threads).Default(4).Range(1, 1024)
       .Describe("Backend Param: number of threads decoding and augmenting images.");
+  s.Field("verbose", &ImageRecParam::verbose).Default(true).Describe("Auxiliary Param: whether to log (unused).");
+  s.Field("shuffle_chunk_size", &ImageRecParam::shuffle_chunk_size).Default(0).Min(0)
+      .Describe("The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part.");
+  s.Field("shuffle_chunk_seed", &ImageRecParam::shuffle_chunk_seed).Default(0)
+      .Describe("The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle.");
   s.Field("data_name", &ImageRecParam::data_name).Default("data").Describe("Name of the data array.");
   s.Field("label_name", &ImageRecParam::label_name).Default("softmax_label").Describe("Name of the label array.");
 }

@@ -191,6 +191,10 @@ TEST(DataIterRegistry, ListsIteratorsWithDocumentedParameters) {
 
 TEST(DataIterRegistry, CreateErrorsNameTheProblem) {
   ExpectError([] { CreateDataIter("NoSuchIter", {}); }, ErrorKind::kNotFound, {"NoSuchIter", "MNISTIter"});
+  // An unknown parameter is ignored, as in MXNet (a bad value of a known one is an error).
+  EXPECT_NE(CreateDataIter("MNISTIter", {{"image", Fixture("tiny-images-idx3-ubyte")},
+                                         {"label", Fixture("tiny-labels-idx1-ubyte")}, {"bogus", "1"}}),
+            nullptr);
   ExpectError([] { CreateDataIter("MNISTIter", {{"batch_size", "zero"}}); }, ErrorKind::kValue,
               {"MNISTIter", "batch_size"});
   ExpectError([] { CreateDataIter("CSVIter", {{"data_shape", "(3,)"}, {"batch_size", "2"}}); }, ErrorKind::kValue,

@@ -321,6 +321,10 @@ def test_mnist_errors(tmp_path):
     gz.write_bytes(gzip.compress(raw)[:200])
     with pytest.raises(mx.base.WeftIOError, match=str(gz)):
         mx.io.MNISTIter(image=str(gz), label=TINY_LAB)
+    # An unknown parameter is ignored, as MXNet's iterators ignore it (with a warning here).
+    ignored = mx.io.MNISTIter(image=TINY_IMG, label=TINY_LAB, batch_size=2, batchsize=3, input_shape=(1, 28, 28)).next()
+    plain = mx.io.MNISTIter(image=TINY_IMG, label=TINY_LAB, batch_size=2).next()
+    np.testing.assert_array_equal(ignored.data[0].asnumpy(), plain.data[0].asnumpy())
     with pytest.raises(mx.base.WeftValueError, match="part_index must be less than num_parts"):
         mx.io.MNISTIter(image=TINY_IMG, label=TINY_LAB, num_parts=2, part_index=5)
     with pytest.raises(mx.base.WeftValueError, match="batch_size"):

@@ -910,8 +910,9 @@ typedef struct weft_custom_op_fns {
  *    is the rank of the i-th argument's shape (dims in shapes[i]; -1 when unknown, and a dim
  *    of -1 is unknown); the callee sets ndims[i] and shapes[i] for all n, pointing to dims
  *    that stay valid until the next callback on `self`.
- *  - infer_type: dtypes[i] for the same n entries (weft_dtype_t, -1 unknown): the callee
- *    fills every entry.
+ *  - infer_type: dtypes[i] for the same n entries (weft_dtype_t, -1 unknown): called once
+ *    some argument's dtype is known; the callee fills every entry it can and leaves -1 where
+ *    it cannot yet (asked again when graph inference knows more).
  *  - declare_backward_dependency: out_grad (one flag per output), in_data (per argument) and
  *    out_data (per output) come zero; the callee sets to 1 those the backward reads.
  *  - create_operator: makes an instance for the device `ctx` and the n shapes and dtypes (as

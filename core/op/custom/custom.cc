@@ -213,11 +213,25 @@ bool CustomInferType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector
   State& st = MutableStateOf(attrs);
   size_t na = st.args.size(), no = st.outs.size(), nx = st.aux.size();
   std::vector<DType> types(na + no + nx, DType::kUnknown);
-  for (size_t i = 0; i < na; ++i) types[i] = (*in)[i];
-  for (size_t i = 0; i < na; ++i)
-    if (types[i] == DType::kUnknown) return false;
-  if (!st.prop->InferType(&types)) return false;
+  bool any_known = na == 0, all_known = true;
+  for (size_t i = 0; i < na; ++i) {
+    types[i] = (*in)[i];
+    any_known = any_known || types[i] != DType::kUnknown;
+    all_known = all_known && types[i] != DType::kUnknown;
+  }
+  // As in MXNet, the front end is asked once one argument's dtype is known: its infer_type
+  // may give the others (parameters typed like the data, which nothing else types).
+  if (!any_known) return false;
+  try {
+    if (!st.prop->InferType(&types)) return false;
+  } catch (const Error&) {
+    // One that reads every argument's dtype may fail now and succeed once graph inference
+    // has found them.
+    if (!all_known) return false;
+    throw;
+  }
   auto merge = [&](const char* what, const std::string& name, DType* got, DType want) {
+    if (want == DType::kUnknown) return;
     if (*got == DType::kUnknown) *got = want;
     WEFT_CHECK(*got == want, kType, "Custom '", st.op_type, "': ", what, " '", name, "' has dtype ", DTypeName(*got),
                " but infer_type says ", DTypeName(want));

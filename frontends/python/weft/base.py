@@ -223,6 +223,29 @@ def ctypes_library():
     return _ctypes_lib
 
 
+class _MXNetLibrary(object):
+    """What `mxnet.base._LIB` is to scripts written for MXNet (many import it beside
+    check_call): libweft through ctypes (ctypes_library). MXNet's C functions (MX*) are not
+    in it: Weft's C API is the weft_* functions of c_api.h. Asking for one raises an
+    AttributeError that says so, instead of ctypes' bare "undefined symbol"."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return getattr(ctypes_library(), name)
+        except AttributeError:
+            raise AttributeError("mxnet.base._LIB.%s: %s is not in Weft's library; it is a function of MXNet's C API, "
+                                 "which Weft does not provide (Weft's C API is the weft_* functions of c_api.h): use "
+                                 "the Python API instead" % (name, name)) from None
+
+    def __repr__(self):
+        return "<Weft's library through ctypes (mxnet.base._LIB)>"
+
+
+_LIB = _MXNetLibrary()
+
+
 def atomic_write(fname, data):
     """Writes the bytes `data` to `fname` as the C library writes `.params` files: into a
     temporary file in the same folder, flushed to the disk, then renamed over `fname`, so

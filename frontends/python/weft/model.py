@@ -33,7 +33,7 @@ def save_checkpoint(prefix, epoch, symbol, arg_params, aux_params, remove_amp_ca
     remove_amp_cast drops the mixed-precision cast nodes (amp_cast, amp_multicast) from the
     saved graph, as MXNet's does."""
     if symbol is not None:
-        (symbol.remove_amp_cast() if remove_amp_cast else symbol).save("%s-symbol.json" % prefix)
+        symbol.save("%s-symbol.json" % prefix, remove_amp_cast=remove_amp_cast)
     nd.save("%s-%04d.params" % (prefix, epoch), _params_dict(arg_params, aux_params))
 
 

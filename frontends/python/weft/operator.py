@@ -22,7 +22,7 @@ from .base import _api, ctypes_library, error
 from .context import Context
 from .ndarray import NDArray
 from .ndarray import _ops as _nd_ops
-from .ndarray.ndarray import dtype_id, _ID_TO_NP
+from .ndarray.ndarray import dtype_id, _ID_TO_NP, _DTYPE_MX_TO_NP
 from . import ndarray as _nd
 from . import symbol as _sym
 from .symbol import Symbol
@@ -248,7 +248,8 @@ def _infer_type_entry(key, n, dtypes):
     try:
         e = _get(key)
         na = len(e.args)
-        ret = e.prop.infer_type([_ID_TO_NP[dtypes[i]] for i in range(na)])
+        # As MXNet's: numpy types, None where not known yet; None given back stays unknown.
+        ret = e.prop.infer_type([_DTYPE_MX_TO_NP[dtypes[i]] for i in range(na)])
         if len(ret) == 2:
             ret = (ret[0], ret[1], [ret[0][0]] * len(e.aux) if e.aux else [])
         ins, outs, aux = (list(r) for r in ret)
@@ -256,7 +257,7 @@ def _infer_type_entry(key, n, dtypes):
             raise ValueError("infer_type returned %d, %d and %d dtypes for %d arguments, %d outputs and %d "
                              "auxiliary states" % (len(ins), len(outs), len(aux), na, len(e.outs), len(e.aux)))
         for i, t in enumerate(ins + outs + aux):
-            dtypes[i] = dtype_id(np.dtype(t))
+            dtypes[i] = -1 if t is None else dtype_id(np.dtype(t))
         return 0
     except BaseException:  # pylint: disable=broad-except
         return _fail("infer_type failed")

@@ -1084,8 +1084,8 @@ def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="defa
 
 def same_symbol_structure(sym1, sym2):
     """Whether the nodes of two symbols run the same operators, node by node."""
-    nodes1 = json.loads(sym1.tojson())["nodes"]
-    nodes2 = json.loads(sym2.tojson())["nodes"]
+    nodes1 = json.loads(sym1.tojson(remove_amp_cast=False))["nodes"]
+    nodes2 = json.loads(sym2.tojson(remove_amp_cast=False))["nodes"]
     return all(n1["op"] == n2["op"] for n1, n2 in zip(nodes1, nodes2))
 
 

@@ -26,7 +26,7 @@ _COLORS = ("#8dd3c7", "#fb8072", "#ffffb3", "#bebada", "#80b1d3", "#fdb462", "#b
 def _graph(symbol):
     if not hasattr(symbol, "tojson"):
         raise TypeError("expected a Symbol, got %s" % type(symbol).__name__)
-    conf = json.loads(symbol.tojson())
+    conf = json.loads(symbol.tojson(remove_amp_cast=False))
     return conf["nodes"], {h[0] for h in conf["heads"]}
 
 

@@ -114,7 +114,7 @@ The same iterator as `ImageDetRecordIter` (MXNet.jl's name).
 ImageDetRecordProvider(; kwargs...) = ImageDetRecordIter(; kwargs...)
 
 """
-    ImageRecordIter(; path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, data_name=data, label_name=softmax_label, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, prefetch_buffer=4)
+    ImageRecordIter(; path_imgrec, path_imgidx=\"\", data_shape, label_width=1, batch_size, shuffle=False, seed=0, round_batch=True, num_parts=1, part_index=0, preprocess_threads=4, verbose=True, shuffle_chunk_size=0, shuffle_chunk_seed=0, data_name=data, label_name=softmax_label, resize=-1, rand_crop=False, random_resized_crop=False, min_random_area=1, max_random_area=1, max_aspect_ratio=0, min_aspect_ratio=None, brightness=0, contrast=0, saturation=0, rand_mirror=False, mirror=False, mean_r=0, mean_g=0, mean_b=0, std_r=1, std_g=1, std_b=1, scale=1, mean_img=\"\", inter_method=1, prefetch_buffer=4)
 
 Iterates on image RecordIO files (made by im2rec).
 
@@ -132,6 +132,9 @@ Reads JPEG/PNG image records, decodes and augments them on preprocess_threads th
 - `num_parts` (int, in [1, inf]; default `1`): Partition the data into this many parts (distributed training).
 - `part_index` (int, in [0, inf]; default `0`): The part this iterator reads.
 - `preprocess_threads` (int, in [1, 1024]; default `4`): Backend Param: number of threads decoding and augmenting images.
+- `verbose` (boolean; default `True`): Auxiliary Param: whether to log (unused).
+- `shuffle_chunk_size` (int, in [0, inf]; default `0`): The size (MB) of MXNet's shuffle chunks; accepted, Weft shuffles the whole part.
+- `shuffle_chunk_seed` (int; default `0`): The seed of MXNet's chunk shuffling; accepted, seed drives Weft's shuffle.
 - `data_name` (string; default `data`): Name of the data array.
 - `label_name` (string; default `softmax_label`): Name of the label array.
 - `resize` (int; default `-1`): Augmentation Param: resize the shorter edge to this size before cropping (-1: no resize).

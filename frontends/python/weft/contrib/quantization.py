@@ -45,9 +45,17 @@ from ..context import Context, cpu
 from ..io import DataBatch, DataDesc, DataIter
 from ..module import Module
 from ..ndarray import NDArray
+from ..ndarray import load as nd_load
+from ..ndarray import save as nd_save
+from ..symbol import Symbol
+from ..symbol import load as sym_load
 
 __all__ = ["quantize_model", "quantize_model_mkldnn", "quantize_graph", "calib_graph", "quantize_net",
-           "quantize_net_v2", "combine_histogram", "CalibrationCollector"]
+           "quantize_net_v2", "combine_histogram", "CalibrationCollector",
+           # MXNet's module has no __all__: `from mxnet.contrib.quantization import *` also gives
+           # the names it imports, and scripts use them (example/quantization calls cpu()).
+           "cpu", "Context", "Module", "NDArray", "Symbol", "DataIter", "DataDesc", "DataBatch", "ndarray",
+           "nd_load", "nd_save", "sym_load"]
 
 
 # ------------------------------------------------------------------ what can be quantized
@@ -262,7 +270,7 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
     if quantize_granularity not in ("tensor-wise", "channel-wise"):
         raise ValueError("unknown quantize_granularity %r, expected 'tensor-wise' or 'channel-wise'"
                          % (quantize_granularity,))
-    graph = json.loads(sym.tojson())
+    graph = json.loads(sym.tojson(remove_amp_cast=False))
     nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
     out_names = _output_names(sym)
     offline = set(offline_params or [])
@@ -371,7 +379,7 @@ def _calibrate_quantized_sym(qsym, th_dict):
     value of the float node they follow."""
     if not th_dict:
         return qsym
-    graph = json.loads(qsym.tojson())
+    graph = json.loads(qsym.tojson(remove_amp_cast=False))
     nodes = graph["nodes"]
     out_names = _output_names(qsym)
 
@@ -402,7 +410,7 @@ def _fuse_requantize(qsym):
     """qsym with each calibrated requantize that alone reads a quantized convolution or fully
     connected layer folded into it: the product writes 8 bits itself (MXNet's oneDNN backend
     does the same after calibration)."""
-    graph = json.loads(qsym.tojson())
+    graph = json.loads(qsym.tojson(remove_amp_cast=False))
     nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
     readers = _consumers(nodes, heads)
     replace = {}
@@ -433,7 +441,7 @@ def _fuse_requantize(qsym):
 
 def _channel_wise_weights(qsym):
     """Names of the quantized weight arguments of qsym's channel-wise layers."""
-    nodes = json.loads(qsym.tojson())["nodes"]
+    nodes = json.loads(qsym.tojson(remove_amp_cast=False))["nodes"]
     return {nodes[n["inputs"][1][0]]["name"] for n in nodes
             if n["op"] in _CHANNEL_WISE and n.get("attrs", {}).get("channel_wise") in ("True", "true", "1")}
 
@@ -456,7 +464,7 @@ def _fuse_dequantize(qsym):
     layer folded into it (enable_float_output, its calibrated range dropped): the layer
     writes its float values directly, as MXNet's oneDNN backend does for the last dense
     layer, so a classifier's logits are not rounded to 8 bits."""
-    graph = json.loads(qsym.tojson())
+    graph = json.loads(qsym.tojson(remove_amp_cast=False))
     nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
     readers = _consumers(nodes, heads)
     num_out = [row[k + 1] - row[k] for k in range(len(nodes))]
@@ -495,7 +503,7 @@ def _channels_last(qsym, params):
     (f, kh, kw, c/g) in the returned params. A `transpose` goes where a NHWC value meets
     another reader (pooling, flatten, dequantize, an output) and where a value of another
     node enters such a convolution, once per value."""
-    graph = json.loads(qsym.tojson())
+    graph = json.loads(qsym.tojson(remove_amp_cast=False))
     nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
     readers = _consumers(nodes, heads)
 
@@ -588,7 +596,7 @@ def _fold_batch_norm(sym, arg_params, aux_params):
     """sym with each inference BatchNorm that alone reads a Convolution's output folded into
     that convolution's weights and bias (new arrays; the originals are left alone); the
     BatchNorm's parameters drop out."""
-    graph = json.loads(sym.tojson())
+    graph = json.loads(sym.tojson(remove_amp_cast=False))
     nodes, row, heads = graph["nodes"], graph["node_row_ptr"], graph["heads"]
     readers = _consumers(nodes, heads)
     arg_params, aux_params = dict(arg_params), dict(aux_params)
@@ -1104,7 +1112,7 @@ def quantize_net_v2(network, quantized_dtype="auto", quantize_mode="full", quant
 
     exclude_layers = list(exclude_layers or [])
     for pattern in exclude_layers_match or []:
-        exclude_layers += [n["name"] for n in json.loads(symnet.tojson())["nodes"]
+        exclude_layers += [n["name"] for n in json.loads(symnet.tojson(remove_amp_cast=False))["nodes"]
                            if n["op"] != "null" and pattern in n["name"]]
     if logger:
         logger.info("These layers have been excluded %s", exclude_layers)

@@ -121,6 +121,17 @@ def _flatten(args):
     return flat, fmt
 
 
+def _split_outputs(out):
+    """A traced output with the Symbols of several outputs (a Custom operator's, a Group)
+    given as lists of their outputs: the block then returns a list of arrays for each, as
+    MXNet's blocks do."""
+    if isinstance(out, (list, tuple)):
+        return [_split_outputs(o) for o in out]
+    if isinstance(out, symbol.Symbol) and len(out) > 1:
+        return list(out)
+    return out
+
+
 def _regroup(fmt, flat):
     """Inverse of _flatten: the values of `flat` nested as `fmt` says."""
     values = iter(flat)
@@ -542,7 +553,7 @@ class _CachedGraph:
             return
         import json
         callback, monitor_all = hook
-        nodes = json.loads(self.run_sym.tojson())["nodes"]
+        nodes = json.loads(self.run_sym.tojson(remove_amp_cast=False))["nodes"]
         ops = {n["name"]: n["op"] for n in nodes if n["op"] != "null"}
         variables = {n["name"] for n in nodes if n["op"] == "null"}
 
@@ -706,7 +717,7 @@ class HybridBlock(Block):
         with self.name_scope():
             params = {k: v.var() for k, v in self._reg_params.items()}
             out = self.hybrid_forward(symbol, *(_regroup(fmt, inputs) if fmt else inputs), **params)
-        outs, out_fmt = _flatten([out])
+        outs, out_fmt = _flatten([_split_outputs(out)])
         return names, (symbol.Group(outs) if len(outs) > 1 else outs[0]), len(outs), out_fmt
 
     def infer_shape(self, *args):
@@ -816,7 +827,7 @@ class HybridBlock(Block):
             # As MXNet's CachedOp, a graph of at most inline_limit operators (2 unless
             # hybridize says otherwise) is inlined while autograd records, unless static_alloc:
             # its operators are recorded one by one (get_symbol shows them, not one _CachedOp).
-            return self._call_imperative(_regroup(fmt, flat), ctx)
+            return None
         graph = self._cached.get(key)
         if graph is not None and graph.checked_at == _blocks_version and graph.still_bound():
             # Nothing a trace reads has changed since one matched this graph: it would again.
@@ -828,8 +839,8 @@ class HybridBlock(Block):
                     "hybridized block %s: the Python code of hybrid_forward took another path than when its graph was "
                     "traced for these input shapes (%s). The cached graph would be stale, so it is not run. First "
                     "difference: %s. Call hybridize() again after changing the block's behaviour."
-                    % (self.name, ", ".join(str(s) for s, _ in key[0]), _first_difference(graph.sym.tojson(),
-                                                                                         sym.tojson())))
+                    % (self.name, ", ".join(str(s) for s, _ in key[0]),
+                       _first_difference(graph.sym.tojson(remove_amp_cast=False), sym.tojson(remove_amp_cast=False))))
             if not graph.still_bound():
                 graph = None
         if graph is None:
@@ -862,7 +873,7 @@ class HybridBlock(Block):
         if key not in counts:
             import json
             sym = self._get_graph(*flat, fmt=fmt)[1]
-            counts[key] = (sum(n["op"] != "null" for n in json.loads(sym.tojson())["nodes"]), sym)
+            counts[key] = (sum(n["op"] != "null" for n in json.loads(sym.tojson(remove_amp_cast=False))["nodes"]), sym)
         ops, sym = counts[key]
         if ops > int(self._flags.get("inline_limit", 2)):
             return False
@@ -907,7 +918,7 @@ class HybridBlock(Block):
                                "is known" % self.name)
         if self._cached:  # the graph as it runs: partitioned when hybridized for a backend
             sym = next(iter(self._cached.values())).run_sym
-        (sym.remove_amp_cast() if remove_amp_cast else sym).save("%s-symbol.json" % path)
+        sym.save("%s-symbol.json" % path, remove_amp_cast=remove_amp_cast)
         arg_names = set(sym.list_arguments())
         aux_names = set(sym.list_auxiliary_states())
         arrays = {}

@@ -94,21 +94,24 @@ class DataIter(object):
         """Moves to the next batch; False at the end of the epoch."""
         raise NotImplementedError("%s must define iter_next" % type(self).__name__)
 
+    # As in MXNet, what a subclass does not define is None in the batch (an iterator of
+    # unlabelled data defines getdata only: example/vae-gan's RandIter).
     def getdata(self):
-        """The data of the current batch."""
-        raise NotImplementedError("%s must define getdata" % type(self).__name__)
+        """The data of the current batch (None unless a subclass defines it)."""
+        return None
 
     def getlabel(self):
-        """The label of the current batch."""
-        raise NotImplementedError("%s must define getlabel" % type(self).__name__)
+        """The label of the current batch (None unless a subclass defines it)."""
+        return None
 
     def getindex(self):
         """The indices of the current batch's samples, or None."""
         return None
 
     def getpad(self):
-        """How many trailing samples of the current batch are padding."""
-        raise NotImplementedError("%s must define getpad" % type(self).__name__)
+        """How many trailing samples of the current batch are padding (None unless a subclass
+        defines it)."""
+        return None
 
 
 class ResizeIter(DataIter):

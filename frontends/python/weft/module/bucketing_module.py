@@ -286,8 +286,7 @@ class BucketingModule(BaseModule):
         BucketingModule.load needs), their list to `prefix.buckets` (an int32 NDArray file)."""
         _require(self.binded, "save_checkpoint", "bind()")
         for key, module in self._buckets.items():
-            sym = module.symbol.remove_amp_cast() if remove_amp_cast else module.symbol
-            sym.save("%s-%s-symbol.json" % (prefix, key))
+            module.symbol.save("%s-%s-symbol.json" % (prefix, key), remove_amp_cast=remove_amp_cast)
         self.save_params("%s-%04d.params" % (prefix, epoch))
         keys = list(self._buckets.keys())
         if all(isinstance(k, (int, np.integer)) for k in keys):

@@ -155,7 +155,7 @@ class Module(BaseModule):
     def save_checkpoint(self, prefix, epoch, save_optimizer_states=False, remove_amp_cast=True):
         """Writes prefix-symbol.json, prefix-%04d.params and, when asked, prefix-%04d.states.
         remove_amp_cast: as in weft.model.save_checkpoint."""
-        (self._symbol.remove_amp_cast() if remove_amp_cast else self._symbol).save("%s-symbol.json" % prefix)
+        self._symbol.save("%s-symbol.json" % prefix, remove_amp_cast=remove_amp_cast)
         self.save_params("%s-%04d.params" % (prefix, epoch))
         if save_optimizer_states:
             self.save_optimizer_states("%s-%04d.states" % (prefix, epoch))

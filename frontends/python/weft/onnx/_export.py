@@ -99,7 +99,7 @@ class Exporter:
         self.graph = _Graph(onnx)
         self.sym = sym
         internals = sym.get_internals()
-        self.doc = json.loads(internals.tojson())
+        self.doc = json.loads(internals.tojson(remove_amp_cast=False))
         heads = [tuple(h[:2]) for h in self.doc["heads"]]
         self.params = {k: (v.asnumpy() if hasattr(v, "asnumpy") else np.asarray(v)) for k, v in params.items()}
         arg_names = sym.list_arguments() + sym.list_auxiliary_states()
@@ -158,7 +158,7 @@ class Exporter:
 
     def _used_entries(self):
         """Entries any live node or output reads (the labels of loss outputs excluded)."""
-        out_heads = [tuple(h[:2]) for h in json.loads(self.sym.tojson())["heads"]]
+        out_heads = [tuple(h[:2]) for h in json.loads(self.sym.tojson(remove_amp_cast=False))["heads"]]
         self.out_heads = out_heads
         nodes = self.doc["nodes"]
         used, stack, seen = set(out_heads), [h[0] for h in out_heads], set()

@@ -33,6 +33,8 @@ def _make_function(info, fname):
 
     def fn(*args, **kwargs):
         name = kwargs.pop("name", None)
+        # Symbol's operators (+, *, ==, ...) name their nodes as MXNet's do (_plus0, _mulscalar0).
+        node_hint = kwargs.pop("_name_hint", hint)
         attr = _attribute.current().get(kwargs.pop("attr", None))
         if "out" not in input_names and "out" not in param_names:
             # MXNet's symbol functions take and ignore the NDArray functions' out=.
@@ -91,7 +93,7 @@ def _make_function(info, fname):
                 inputs[n] = a
             args = ()
         s = Symbol(_api.weft_symbol_create_atomic(handle, len(keys), keys, vals))
-        s._compose(*args, name=_name.current().get(name, hint), **inputs)
+        s._compose(*args, name=_name.current().get(name, node_hint), **inputs)
         return s
 
     # The signature shown by help(): inputs, then parameters, then name and attr.

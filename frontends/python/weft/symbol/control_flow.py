@@ -111,7 +111,7 @@ def _cut(graph, trace):
     """`graph` with every value computed outside `trace` replaced by a new input variable,
     and the trace's marks dropped: returns the graph and, for each such input, its name and
     the outer Symbol."""
-    g = json.loads(graph.tojson())
+    g = json.loads(graph.tojson(remove_amp_cast=False))
     nodes = g["nodes"]
     inside = [n["op"] == "null" or n.get("attrs", {}).get("__subgraph_name__") == trace.mark for n in nodes]
     for n in nodes:

@@ -18,6 +18,22 @@ __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "fromjson"
 _ARGUMENTS, _OUTPUTS, _AUXILIARY, _INPUTS = 0, 1, 2, 3
 
 
+# The default node names of Symbol's operators: MXNet's come from the internal functions its
+# operators call (_Plus, _MulScalar, ...), lowercased, and scripts find nodes by them
+# (example/ssd's feature layers '_plus12', '_plus15' of a ResNet).
+_OPERATOR_NAMES = {"elemwise_add": "_plus", "_plus_scalar": "_plusscalar", "elemwise_sub": "_minus",
+                   "_minus_scalar": "_minusscalar", "_rminus_scalar": "_rminusscalar", "elemwise_mul": "_mul",
+                   "_mul_scalar": "_mulscalar", "elemwise_div": "_div", "_div_scalar": "_divscalar",
+                   "_rdiv_scalar": "_rdivscalar", "_mod_scalar": "_modscalar", "_rmod_scalar": "_rmodscalar",
+                   "_power_scalar": "_powerscalar"}
+
+
+def _may_hold_amp_cast(text):
+    """Whether a graph's JSON may hold amp_cast/amp_multicast nodes: a cheap test that spares
+    tojson and save the rewrite for the graphs without them."""
+    return '"amp_cast"' in text or '"amp_multicast"' in text
+
+
 def _np_type(type_id):
     """The numpy type of a type id, as MXNet gives it: bfloat16, a structured dtype whose
     scalar type (np.void) would name no dtype, is given as the dtype itself."""
@@ -373,28 +389,38 @@ class Symbol:
         outputs), compared in C++: cheaper than comparing tojson() texts."""
         return bool(_api.weft_symbol_same_graph(self.handle, other.handle))
 
-    def tojson(self):
-        """MXNet JSON; under NumPy shape semantics (weft.util.np_shape) its top-level attrs
-        say so with "is_np_shape", as MXNet's do (MXNet then reads a 0 in the file's shapes
-        as a zero-size dim rather than an unknown one)."""
+    def tojson(self, remove_amp_cast=True):
+        """MXNet JSON. As in MXNet, the mixed-precision casts (amp_cast, amp_multicast) are
+        left out unless remove_amp_cast=False. Under NumPy shape semantics
+        (weft.util.np_shape) its top-level attrs say so with "is_np_shape", as MXNet's do
+        (MXNet then reads a 0 in the file's shapes as a zero-size dim rather than an unknown
+        one)."""
         text = _api.weft_symbol_to_json(self.handle)
+        if remove_amp_cast and _may_hold_amp_cast(text):
+            plain = self.remove_amp_cast()  # held: its handle dies with it
+            text = _api.weft_symbol_to_json(plain.handle)
         if not _util.is_np_shape():
             return text
         graph = json.loads(text)
         graph.setdefault("attrs", {})["is_np_shape"] = ["int", 1]
         return json.dumps(graph, indent=2)
 
-    def save(self, fname):
+    def save(self, fname, remove_amp_cast=True):
+        """Writes the symbol's JSON (tojson) to the file `fname`; as in MXNet, without the
+        mixed-precision casts unless remove_amp_cast=False."""
         if _util.is_np_shape():
             with open(fname, "w") as f:
-                f.write(self.tojson())
+                f.write(self.tojson(remove_amp_cast))
+        elif remove_amp_cast and _may_hold_amp_cast(_api.weft_symbol_to_json(self.handle)):
+            plain = self.remove_amp_cast()
+            _api.weft_symbol_save_file(plain.handle, fname)
         else:
             _api.weft_symbol_save_file(self.handle, fname)
 
     def _gen_atomic_symbol(self):
         """A new, unconnected symbol of the operator (and attributes) of this symbol's
         first output's node, as MXNet's."""
-        graph = json.loads(self.tojson())
+        graph = json.loads(self.tojson(remove_amp_cast=False))
         node = graph["nodes"][graph["heads"][0][0]]
         if node["op"] == "null":
             raise ValueError("_gen_atomic_symbol: %r is a variable, not an operator" % node["name"])
@@ -446,7 +472,7 @@ class Symbol:
     def remove_amp_cast(self):
         """The graph without its amp_cast and amp_multicast nodes (what automatic mixed
         precision inserted): each of their outputs is replaced by the input it was cast from."""
-        graph = json.loads(self.tojson())
+        graph = json.loads(self.tojson(remove_amp_cast=False))
         nodes, row = graph["nodes"], graph["node_row_ptr"]
         cast = {"amp_cast", "amp_multicast"}
         # Resolved entries, in node order (a cast's input comes before it).
@@ -488,7 +514,7 @@ class Symbol:
         return "<Symbol %s>" % name if name else "<Symbol group [%s]>" % ", ".join(self.list_outputs())
 
     def __getstate__(self):
-        return {"json": self.tojson()}
+        return {"json": self.tojson(remove_amp_cast=False)}
 
     def __setstate__(self, state):
         self.handle = _api.weft_symbol_from_json(state["json"])
@@ -498,9 +524,9 @@ class Symbol:
         from . import _ops
         if isinstance(other, Symbol):
             lhs, rhs = (other, self) if reverse else (self, other)
-            return _ops.get(op)(lhs, rhs)
+            return _ops.get(op)(lhs, rhs, _name_hint=_OPERATOR_NAMES.get(op, op))
         if isinstance(other, (int, float, np.generic)):
-            return _ops.get(scalar_op)(self, scalar=float(other))
+            return _ops.get(scalar_op)(self, scalar=float(other), _name_hint=_OPERATOR_NAMES.get(scalar_op, scalar_op))
         return NotImplemented
 
     def __add__(self, o): return self._binary(o, "elemwise_add", "_plus_scalar")  # noqa: E704

@@ -329,7 +329,7 @@ def convert_symbol(sym, target_dtype="float16", target_dtype_ops=None, fp32_ops=
     lp16, fp32 = set(lp16), set(fp32)
     cond = {c[0]: (c[1], [str(v) for v in c[2]]) for c in cond}
 
-    graph = json.loads(sym.tojson())
+    graph = json.loads(sym.tojson(remove_amp_cast=False))
     nodes, row = graph["nodes"], graph["node_row_ptr"]
     if data_names is None:
         data_names = [n["name"] for n in nodes if n["op"] == "null" and "__dtype__" not in n.get("attrs", {})]
@@ -453,7 +453,7 @@ def _declare_inferred_param_types(sym, data_names):
     float32 data (a dense layer left out of the low-precision ops but reading bf16 takes bf16
     weights), float32 where nothing says; so binding the converted graph needs only the
     data's types."""
-    graph = json.loads(sym.tojson())
+    graph = json.loads(sym.tojson(remove_amp_cast=False))
     params = [n for n in graph["nodes"] if n["op"] == "null" and n["name"] not in data_names
               and "__dtype__" not in n.get("attrs", {})]
     if not params:
