@@ -265,8 +265,9 @@ def test_image_record_iter_random_augment_is_seeded(tmp_path):
     np.testing.assert_array_equal(a, b)  # the same seed gives the same augmentations, whatever the threads
     assert np.abs(a - c).mean() > 1
     assert a.min() >= 0 and a.max() <= 255
-    with pytest.raises(weft.MXNetError, match="no_such"):
-        wio.ImageRecordIter(path_imgrec=path, data_shape=(3, 24, 24), batch_size=2, no_such=1)
+    # An unknown parameter is ignored (with a warning), as MXNet's iterators ignore it.
+    ignored = wio.ImageRecordIter(path_imgrec=path, data_shape=(3, 24, 24), batch_size=2, no_such=1).next()
+    assert ignored.data[0].shape == (2, 3, 24, 24)
     with pytest.raises(weft.MXNetError, match="min_random_area"):
         first_batch(1, max_random_area=0.1)
 
