@@ -45,7 +45,7 @@ def weft_step(x_np, params_np):
         for (w, b), (w_np, _) in zip(params, params_np):
             acts.append(fc(acts[-1], w, b, num_hidden=w_np.shape[0]))
         # Each layer's backward takes its own head (ones), as the torch side does.
-        last["grads"] = [fc_backward(heads[i], acts[i], params[i][0], num_hidden=params_np[i][0].shape[0])
+        last["grads"] = [fc_backward(heads[i], acts[i], params[i][0], params[i][1], num_hidden=params_np[i][0].shape[0])
                          for i in reversed(range(len(params)))]
         last["out"] = acts[-1]
 
