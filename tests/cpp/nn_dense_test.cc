@@ -59,7 +59,7 @@ TEST(NnDense, FullyConnectedRequests) {
       NDArray bs = RandomArray({20}, t, 0, 1, 9), gs = RandomArray({64, 20}, t, 0, 1, 10);
       KwArgs r = {{"num_hidden", "20"}};
       CheckRequests("FullyConnected", {xs, ws, bs}, r, tol * 10);
-      CheckRequests("_backward_FullyConnected", {gs, xs, ws}, r, tol * 10);
+      CheckRequests("_backward_FullyConnected", {gs, xs, ws, bs}, r, tol * 10);
     }
   }
 }
