@@ -64,16 +64,12 @@ struct InvokeScratch {
 namespace {
 
 // Operations touching at most this many bytes (inputs plus outputs) run on the pushing
-// thread when their inputs are ready: below it, handing the work to a worker costs more
-// than the work. A hand-off wakes the worker and then the waiting caller (two to four
-// context switches, tens of microseconds where threads sleep or the machine is loaded),
-// about as long as one thread streams 1 MiB; a FullyConnected 1024->10 at batch 64, whose
-// backward touches 600 KB, or a softmax of (32, 1000) then run in place.
+// thread when their inputs are ready: below it, waking a worker costs more than the work.
 // WEFT_ENGINE_INLINE_BYTES changes it; 0 sends everything to the workers.
 int64_t InlineMaxBytes() {
   static const int64_t limit = [] {
     const char* s = std::getenv("WEFT_ENGINE_INLINE_BYTES");
-    if (s == nullptr || *s == '\0') return int64_t{1} << 20;
+    if (s == nullptr || *s == '\0') return int64_t{1} << 16;
     char* end = nullptr;
     long long v = std::strtoll(s, &end, 10);
     WEFT_CHECK(*end == '\0' && v >= 0, kValue, "WEFT_ENGINE_INLINE_BYTES: expected a non-negative integer, got '", s,
