@@ -8,12 +8,14 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/base/convert.h"
 #include "core/base/dtype.h"
 #include "core/base/error.h"
 #include "core/base/shape.h"
+#include "core/op/elemwise/math.h"
 #include "core/op/registry.h"
 #include "core/base/tblob.h"
 
@@ -23,11 +25,18 @@ namespace op {
 // Writes `v` (in a compute type such as double) into `out` as `req` says. kNullOp
 // outputs are skipped by the callers before any loop runs. A floating value outside an
 // integer output's range (or NaN) saturates (ConvertValue) where a plain conversion would be
-// undefined: fuzz_c_api found operators on integer arrays computing such values.
+// undefined: fuzz_c_api found operators on integer arrays computing such values. A kAddTo
+// in a signed integer compute type (int32, int64) wraps around as numpy's sums do, where
+// the plain sum would be undefined on overflow.
 template <typename T, typename V>
 inline void Store(T* out, OpReq req, V v) {
-  if (req == OpReq::kAddTo) *out = ConvertValue<T>(static_cast<V>(*out) + v);
-  else *out = ConvertValue<T>(v);
+  if (req != OpReq::kAddTo) {
+    *out = ConvertValue<T>(v);
+  } else if constexpr (std::is_integral_v<V> && std::is_signed_v<V>) {
+    *out = ConvertValue<T>(WrapAdd(static_cast<V>(*out), v));
+  } else {
+    *out = ConvertValue<T>(static_cast<V>(*out) + v);
+  }
 }
 
 // Runs f(begin, end) over [0, n) split into contiguous ranges, one per OpenMP thread,
@@ -58,7 +67,7 @@ inline void CopyWithReq(const TBlob& in, const TBlob& out, OpReq req) {
     T* y = out.ptr<T>();
     ParallelFor(out.Size(), kElemGrain, [&](int64_t b, int64_t e) {
       if (req == OpReq::kAddTo) {
-        for (int64_t i = b; i < e; ++i) y[i] = static_cast<T>(y[i] + x[i]);
+        for (int64_t i = b; i < e; ++i) y[i] = WrapAdd(y[i], x[i]);  // integers wrap, as in Store
       } else {
         std::copy(x + b, x + e, y + b);
       }

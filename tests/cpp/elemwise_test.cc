@@ -690,6 +690,42 @@ TEST(Elemwise, WriteRequestsAreHonoured) {
   }
 }
 
+// A kAddTo request in a signed integer dtype wraps around as numpy's sums do, where the
+// plain sum overflowed (undefined behaviour: CI's UBSan build aborts on it): Store's adds in
+// _backward_diag (placing a gradient and extracting one) and CopyWithReq's in Flatten.
+template <typename T>
+void CheckAddToWraps() {
+  SCOPED_TRACE(DTypeName(DTypeOf<T>::value));
+  Context cpu = Context::CPU();
+  auto make = [](const Shape& shape, std::vector<T> v) {
+    NDArray a(shape, Context::CPU(), DTypeOf<T>::value);
+    a.SyncCopyFromCPU(v.data(), v.size() * sizeof(T));
+    return a;
+  };
+  auto add_to = [&](const std::string& op, const std::vector<NDArray>& in, const NDArray& out) {
+    std::vector<NDArray> outs = {out};
+    std::vector<OpReq> reqs = {OpReq::kAddTo};
+    imperative::Invoke(MakeAttrs(Op::Get(op), {}), in, &outs, &cpu, &reqs);
+    std::vector<T> got(out.Size());
+    out.SyncCopyToCPU(got.data(), got.size() * sizeof(T));
+    return got;
+  };
+  const T max = std::numeric_limits<T>::max(), min = std::numeric_limits<T>::min();
+  // 2-D data: the output gradient is added onto the diagonal.
+  EXPECT_EQ(add_to("_backward_diag", {make({2}, {1, -1}), make({2, 2}, {0, 0, 0, 0})}, make({2, 2}, {max, 7, 8, min})),
+            (std::vector<T>{min, 7, 8, max}));
+  // 1-D data: the output gradient's diagonal is added to the gradient.
+  EXPECT_EQ(add_to("_backward_diag", {make({2, 2}, {3, 9, 9, -3}), make({2}, {0, 0})}, make({2}, {max - 1, min + 1})),
+            (std::vector<T>{min + 1, max - 1}));
+  EXPECT_EQ(add_to("Flatten", {make({2, 2}, {1, -1, 2, -2})}, make({2, 2}, {max, min, max - 1, min + 1})),
+            (std::vector<T>{min, max, min + 1, max - 1}));
+}
+
+TEST(Elemwise, IntegerAddToRequestsWrapAround) {
+  CheckAddToWraps<int64_t>();
+  CheckAddToWraps<int32_t>();
+}
+
 TEST(Elemwise, BadInputsGiveClearErrors) {
   NDArray a = MakeArray({2, 3}, std::vector<double>(6, 1.0));
   NDArray b = MakeArray({3, 2}, std::vector<double>(6, 1.0));
