@@ -216,9 +216,17 @@ InferMemo* MemoFor(const NodeAttrs& attrs) {
   return &memo[(reinterpret_cast<uintptr_t>(attrs.op) / alignof(Op)) % kSlots];
 }
 
+// Whether arrays on `a` and `b` may meet in one call. Host memory of different kinds (cpu,
+// cpu_pinned, cpu_shared) mixes, as in MXNet: kernels see plain CPU memory, and results go
+// to the first input's context. cpu(i) and cpu(j) stay apart, like two GPUs.
+bool SameDevice(Context a, Context b) {
+  return a == b || (a.is_host() && b.is_host() && a.dev_type != b.dev_type);
+}
+
 // kInfer: resolves the call completely before anything is recorded or run: the counts of
-// inputs and outputs, one context for all arrays, shapes and dtypes (inferred, then checked
-// against the arrays given), the outputs allocated, and the compute function of the device.
+// inputs and outputs, one context for all arrays (SameDevice), shapes and dtypes (inferred,
+// then checked against the arrays given), the outputs allocated, and the compute function
+// of the device.
 class InferStage final : public Transformation {
  public:
   const char* name() const override { return "infer"; }
@@ -249,7 +257,7 @@ class InferStage final : public Transformation {
       if (inputs[i].is_none())
         Throw(ErrorKind::kValue, "Operator '", op->name, "': input ", i, " is an empty (none) array");
       if (i == 0) ctx = inputs[0].ctx();
-      else if (inputs[i].ctx() != ctx)
+      else if (!SameDevice(inputs[i].ctx(), ctx))
         Throw(ErrorKind::kValue, "Operator '", op->name, "': all inputs must be on one context, but input 0 is on ",
               ctx.ToString(), " and input ", i, " on ", inputs[i].ctx().ToString());
     }
@@ -276,7 +284,7 @@ class InferStage final : public Transformation {
       if (o.is_none()) {
         o = NDArray((*out_shapes)[i], ctx, (*out_types)[i]);
         s->fresh.push_back(o.var());
-      } else if (o.ctx() != ctx) {
+      } else if (!SameDevice(o.ctx(), ctx)) {
         Throw(ErrorKind::kValue, "Operator '", op->name, "': output ", i, " is on ", o.ctx().ToString(),
               " but the inputs are on ", ctx.ToString());
       } else if (o.shape() != (*out_shapes)[i]) {
