@@ -1,6 +1,7 @@
 #include "core/storage/shared_memory.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,9 +35,28 @@ struct Registry {
   std::map<uintptr_t, Segment> by_base;
 };
 
+Registry& Segments();
+
+// Around fork(): the registry's lock is held so that the child gets a consistent copy, and
+// the child marks every segment it inherits as exported. Those are MAP_SHARED mappings, so
+// the parent (and every sibling forked from it) still uses the same memory: the child must
+// never hand one of them to a new array, whether it sat in the pool or held an array the
+// child frees.
+void PrepareFork() { Segments().mu.lock(); }
+void ParentAfterFork() { Segments().mu.unlock(); }
+void ChildAfterFork() {
+  Registry& r = Segments();
+  for (auto& kv : r.by_base) kv.second.exported = true;
+  r.mu.unlock();
+}
+
 Registry& Segments() {
   // Never destroyed: arrays may be freed by static destructors or at interpreter exit.
-  static Registry* r = new Registry();
+  static Registry* r = [] {
+    auto* reg = new Registry();
+    pthread_atfork(PrepareFork, ParentAfterFork, ChildAfterFork);
+    return reg;
+  }();
   return *r;
 }
 

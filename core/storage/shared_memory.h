@@ -12,7 +12,9 @@
 // Blocks go through the kCPUShared pool like any other memory, with one rule: a block that
 // was exported (its id handed out) is never reused, since another process may still read it;
 // it goes back to the system when freed. Blocks never exported are reused as usual, so
-// operators computing on cpu_shared arrays cost what they cost on the CPU.
+// operators computing on cpu_shared arrays cost what they cost on the CPU. A forked child
+// counts every segment it inherits as exported: the mappings are shared with its parent and
+// siblings, so a block cached before the fork must not become a new array in the child.
 #pragma once
 
 #include <cstddef>

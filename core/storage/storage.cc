@@ -74,6 +74,12 @@ class PooledStorage : public Storage {
     if (!pc.parked.empty()) Unpark(pc, false);
 #endif
     h.dptr = pc.pool->Alloc(size, &os_alloc);
+    // A cpu_shared block cached before this process was forked is mapped in the parent too
+    // (shared_memory.h): it goes back to the system, never to a new array here.
+    while (ctx.dev_type == DeviceType::kCPUShared && h.dptr != nullptr && !os_alloc && !shm::Reusable(h.dptr)) {
+      pc.pool->FreeToSystem(h.dptr, size);
+      h.dptr = pc.pool->Alloc(size, &os_alloc);
+    }
 #ifdef WEFT_USE_CUDA
     if (h.dptr == nullptr && !pc.parked.empty()) {
       // Out of memory with blocks still parked: wait for their work and try again.

@@ -110,6 +110,34 @@ TEST(CPUShared, ExportedBlocksAreNeverReused) {
   ExpectError([&] { shm::Export(&live); }, ErrorKind::kValue, "not a shared-memory segment");
 }
 
+TEST(CPUShared, AForkedChildNeverReusesTheBlocksItInherits) {
+  if (PoolingOff()) GTEST_SKIP() << "WEFT_STORAGE_POOL=0 disables reuse";
+  Context ctx = Context::CPUShared(9);
+  StorageHandle pooled = Storage::Get()->Alloc(8192, ctx);
+  StorageHandle live = Storage::Get()->Alloc(8192, ctx);
+  std::memset(pooled.dptr, 'A', 8192);
+  std::memset(live.dptr, 'L', 8192);
+  Storage::Get()->Free(pooled);
+  // The child frees the live block it inherited and asks for two blocks of that size: it
+  // must get new segments, not the ones it shares with this process.
+  int status = InChild([&] {
+    Storage::Get()->Free(live);
+    StorageHandle a = Storage::Get()->Alloc(8192, ctx);
+    StorageHandle b = Storage::Get()->Alloc(8192, ctx);
+    std::memset(a.dptr, 'B', 8192);
+    std::memset(b.dptr, 'B', 8192);
+    return 0;
+  });
+  ASSERT_EQ(status, 0);
+  EXPECT_EQ(static_cast<char*>(live.dptr)[100], 'L');
+  StorageHandle again = Storage::Get()->Alloc(8192, ctx);
+  EXPECT_EQ(again.dptr, pooled.dptr);
+  EXPECT_EQ(static_cast<char*>(again.dptr)[100], 'A');
+  Storage::Get()->Free(again);
+  Storage::Get()->Free(live);
+  Storage::Get()->ReleaseAll(ctx);
+}
+
 TEST(CPUShared, AForkedChildReadsAndWritesAnArray) {
   const int64_t n = 1000;
   NDArray a(Shape{n}, Context::CPUShared(0), DType::kFloat32);
