@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/op/nn/rnn.h"
+#include "core/op/nn/rnn_math.h"
 #include "core/op/quantization/quantized_product.h"
 
 namespace weft {
@@ -156,9 +157,11 @@ struct U8Gemm {
     plan = quant::Int8FcPlan(m, k, n, DType::kUint8, false, e);
   }
   size_t TempBytes() const { return plan ? quant::Int8TempBytes(*plan) : 0; }
-  void Run(const uint8_t* x, const int8_t* w, int32_t* y, char* temp) const {
+  // `w_version` names the call's int8 weights, so that oneDNN's layout of them is made once
+  // per call and not at every time step.
+  void Run(const uint8_t* x, const int8_t* w, int32_t* y, char* temp, const InputVersion* w_version) const {
     if (plan) {
-      quant::RunInt8(*plan, x, w, nullptr, nullptr, y, temp);
+      quant::RunInt8(*plan, x, w, nullptr, nullptr, y, temp, w_version);
     } else {
       quant::Epilogue e;
       quant::ReferenceFc(m, k, n, DType::kUint8, x, w, nullptr, e, nullptr, y);
@@ -166,7 +169,20 @@ struct U8Gemm {
   }
 };
 
-inline float Sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+// One sequence's step from its gate pre-activations g (i, f, g, o): c and h updated in
+// place, h also written to y. A free function with restrict pointers so that the loop
+// vectorises (rnn_math's exp is written for that).
+void LstmCell(int64_t H, const float* __restrict g, float* __restrict c, float* __restrict h, float* __restrict y) {
+  using rnn_math::Sigmoid;
+  using rnn_math::Tanh;
+#pragma omp simd
+  for (int64_t j = 0; j < H; ++j) {
+    float cv = Sigmoid(g[H + j]) * c[j] + Sigmoid(g[j]) * Tanh(g[2 * H + j]);
+    c[j] = cv;
+    h[j] = Sigmoid(g[3 * H + j]) * Tanh(cv);
+    y[j] = h[j];
+  }
+}
 
 void QuantizeU8(const float* x, int64_t n, float scale, float shift, uint8_t* q) {
   ParallelFor(n, kElemGrain, [&](int64_t b, int64_t e) {
@@ -207,9 +223,15 @@ void QuantizedRnnCompute(const NodeAttrs& attrs, const OpContext& ctx, const std
     }
   std::vector<float> ws(static_cast<size_t>(G4));
   for (int64_t c = 0; c < G4; ++c) ws[c] = row_max[c] > 0 ? 127.0f / row_max[c] : 1.0f;
+  // What one accumulator step of row c is worth.
+  std::vector<double> unit(static_cast<size_t>(G4));
+  for (int64_t c = 0; c < G4; ++c) unit[c] = 1.0 / (static_cast<double>(scale) * ws[c]);
 
   // The int8 weights, laid out as the float ones, and each row's sum (the shift's share).
-  std::vector<int8_t> wq(static_cast<size_t>(d.WeightsTotal()));
+  auto wq_block = std::make_shared<std::vector<int8_t>>(static_cast<size_t>(d.WeightsTotal()));
+  std::vector<int8_t>& wq = *wq_block;
+  InputVersion wq_version;
+  wq_version.array = std::shared_ptr<const void>(wq_block, wq_block->data());
   std::vector<int32_t> rowsum(static_cast<size_t>(LD * 2 * G4), 0);
   for (int64_t l = 0; l < d.L; ++l)
     for (int64_t dir = 0; dir < d.D; ++dir) {
@@ -263,12 +285,11 @@ void QuantizedRnnCompute(const NodeAttrs& attrs, const OpContext& ctx, const std
       const int32_t* sh = sx + G4;
       const float* bx = w + d.BiasOffset(l, dir);
       for (int64_t k = 0; k < G4; ++k) bias[k] = bx[k] + bx[G4 + k];
-      xg.Run(xq.data(), wq.data() + off, acc.data(), temp);
+      xg.Run(xq.data(), wq.data() + off, acc.data(), temp, &wq_version);
       ParallelFor(TN, 64, [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r)
           for (int64_t k = 0; k < G4; ++k)
-            gx[r * G4 + k] =
-                static_cast<float>((acc[r * G4 + k] - static_cast<double>(shift) * sx[k]) / (scale * ws[k])) + bias[k];
+            gx[r * G4 + k] = static_cast<float>((acc[r * G4 + k] - static_cast<double>(shift) * sx[k]) * unit[k]) + bias[k];
       });
       std::memcpy(h.data(), h0 + ld * N * H, sizeof(float) * N * H);
       std::memcpy(c.data(), c0 + ld * N * H, sizeof(float) * N * H);
@@ -276,22 +297,15 @@ void QuantizedRnnCompute(const NodeAttrs& attrs, const OpContext& ctx, const std
       for (int64_t s = 0; s < T; ++s) {
         const int64_t t = dir == 0 ? s : T - 1 - s;
         QuantizeU8(h.data(), N * H, scale, shift, hq.data());
-        step_gemm.Run(hq.data(), whq, acch.data(), temp);
+        step_gemm.Run(hq.data(), whq, acch.data(), temp, &wq_version);
         ParallelFor(N, 4, [&](int64_t b, int64_t e) {
+          std::vector<float> pre(static_cast<size_t>(G4));
           for (int64_t n = b; n < e; ++n) {
             const float* g = gx.data() + (t * N + n) * G4;
             const int32_t* a = acch.data() + n * G4;
-            auto gate = [&](int64_t k) {
-              return g[k] + static_cast<float>((a[k] - static_cast<double>(shift) * sh[k]) / (scale * ws[k]));
-            };
-            for (int64_t j = 0; j < H; ++j) {
-              float iv = Sigmoid(gate(j)), fv = Sigmoid(gate(H + j)), gv = std::tanh(gate(2 * H + j)),
-                    ov = Sigmoid(gate(3 * H + j));
-              float cv = fv * c[n * H + j] + iv * gv;
-              c[n * H + j] = cv;
-              h[n * H + j] = ov * std::tanh(cv);
-              y[(t * N + n) * d.D * H + dir * H + j] = h[n * H + j];
-            }
+            for (int64_t k = 0; k < G4; ++k)
+              pre[k] = g[k] + static_cast<float>((a[k] - static_cast<double>(shift) * sh[k]) * unit[k]);
+            LstmCell(H, pre.data(), c.data() + n * H, h.data() + n * H, y.data() + (t * N + n) * d.D * H + dir * H);
           }
         });
       }
