@@ -155,6 +155,28 @@ def test_quantized_lstm_without_state_outputs_and_symbol_names():
     assert arg_t[0] == np.uint8 and all(t == np.float32 for t in arg_t[1:] + out_t)
 
 
+def test_quantized_lstm_follows_writes_to_its_parameters():
+    # The int8 weights are kept per parameters array and state of it: a write to the array,
+    # or another array, must give the new weights' result.
+    x, params, h0, c0 = _case(9, L=2)
+    _, params2, _, _ = _case(10, L=2)
+    q, scale, shift = mx.nd.contrib.quantize_asym(mx.nd.array(x), min_calib_range=-1.0, max_calib_range=1.0)
+    P = mx.nd.array(params)
+
+    def run(arr):
+        return mx.nd.contrib.quantized_rnn(q, arr, mx.nd.array(h0), mx.nd.array(c0), scale, shift, state_size=4,
+                                           num_layers=2, mode="lstm").asnumpy()
+
+    def ref(p):
+        return _reference(q.asnumpy(), p, h0, c0, scale.asscalar(), shift.asscalar(), 2, 1, 4)[0]
+    np.testing.assert_allclose(run(P), ref(params), atol=2e-5)
+    np.testing.assert_allclose(run(P), ref(params), atol=2e-5)
+    P[:] = params2
+    np.testing.assert_allclose(run(P), ref(params2), atol=2e-5)
+    np.testing.assert_allclose(run(mx.nd.array(params)), ref(params), atol=2e-5)
+    assert np.abs(ref(params) - ref(params2)).max() > 1e-2
+
+
 def test_quantized_lstm_errors():
     x, params, h0, c0 = _case(5, L=1)
     q, scale, shift = mx.nd.contrib.quantize_asym(mx.nd.array(x), min_calib_range=-1.0, max_calib_range=1.0)

@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "core/op/nn/rnn.h"
@@ -190,23 +191,17 @@ void QuantizeU8(const float* x, int64_t n, float scale, float shift, uint8_t* q)
   });
 }
 
-void QuantizedRnnCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
-                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  const auto& p = Checked(attrs);
-  const std::string& op = attrs.op->name;
-  const Shape& ds = in[kData].shape;
-  const RnnDims d = Dims(p, ds[0], ds[1], ds[2]);
-  const float scale = quant::ReadScalar(in[kScale]), shift = quant::ReadScalar(in[kShift]);
-  WEFT_CHECK(std::isfinite(scale) && scale > 0 && std::isfinite(shift), kValue, "Operator '", op,
-             "': expected the data's quantization scale (min_data, from _contrib_quantize_asym) to be positive and "
-             "finite and its shift (max_data) finite, got scale ", scale, " and shift ", shift,
-             " (a calibrated range of width 0 gives scale 0)");
-  for (size_t k = 0; k < req.size(); ++k)
-    WEFT_CHECK(req[k] != OpReq::kAddTo, kUnsupported, "Operator '", op,
-               "': accumulating into an output (req 'add') is not supported");
-  const int64_t T = d.T, N = d.N, H = d.H, G4 = 4 * H, TN = T * N, LD = d.L * d.D;
-  const float* w = in[kParams].ptr<float>();
+// The int8 weights (laid out as the float ones), each gate row's scale ws, and each row's
+// sum of int8 weights (the shift's share), per (layer, direction): i2h rows then h2h rows.
+struct Int8Weights {
+  std::shared_ptr<std::vector<int8_t>> wq;
+  std::vector<float> ws;
+  std::vector<int32_t> rowsum;
+};
 
+std::shared_ptr<const Int8Weights> QuantizeWeights(const RnnDims& d, const float* w) {
+  const int64_t H = d.H, G4 = 4 * H;
+  auto out = std::make_shared<Int8Weights>();
   // One scale per gate row over every layer and direction.
   std::vector<float> row_max(static_cast<size_t>(G4), 0.0f);
   for (int64_t l = 0; l < d.L; ++l)
@@ -221,18 +216,15 @@ void QuantizedRnnCompute(const NodeAttrs& attrs, const OpContext& ctx, const std
         row_max[c] = m;
       }
     }
-  std::vector<float> ws(static_cast<size_t>(G4));
+  std::vector<float>& ws = out->ws;
+  ws.resize(static_cast<size_t>(G4));
   for (int64_t c = 0; c < G4; ++c) ws[c] = row_max[c] > 0 ? 127.0f / row_max[c] : 1.0f;
-  // What one accumulator step of row c is worth.
-  std::vector<double> unit(static_cast<size_t>(G4));
-  for (int64_t c = 0; c < G4; ++c) unit[c] = 1.0 / (static_cast<double>(scale) * ws[c]);
 
   // The int8 weights, laid out as the float ones, and each row's sum (the shift's share).
-  auto wq_block = std::make_shared<std::vector<int8_t>>(static_cast<size_t>(d.WeightsTotal()));
-  std::vector<int8_t>& wq = *wq_block;
-  InputVersion wq_version;
-  wq_version.array = std::shared_ptr<const void>(wq_block, wq_block->data());
-  std::vector<int32_t> rowsum(static_cast<size_t>(LD * 2 * G4), 0);
+  out->wq = std::make_shared<std::vector<int8_t>>(static_cast<size_t>(d.WeightsTotal()));
+  std::vector<int8_t>& wq = *out->wq;
+  std::vector<int32_t>& rowsum = out->rowsum;
+  rowsum.assign(static_cast<size_t>(d.L * d.D * 2 * G4), 0);
   for (int64_t l = 0; l < d.L; ++l)
     for (int64_t dir = 0; dir < d.D; ++dir) {
       const int64_t off = d.WeightOffset(l, dir), in_size = d.InSize(l);
@@ -251,6 +243,72 @@ void QuantizedRnnCompute(const NodeAttrs& attrs, const OpContext& ctx, const std
         }
       }
     }
+  return out;
+}
+
+// The int8 weights of a parameters array, kept while the array is neither written nor
+// freed (MXNet keeps them by the array's version too), so that a call neither quantizes
+// them nor has oneDNN lay them out again. Without the array's version (a direct C++ call)
+// they are made for the call alone.
+std::shared_ptr<const Int8Weights> WeightsFor(const RnnDims& d, const float* w, const InputVersion* v) {
+  if (v == nullptr || v->array.expired()) return QuantizeWeights(d, w);
+  struct Kept {
+    std::weak_ptr<const void> array;
+    uint64_t writes;
+    const float* address;
+    int64_t L, D, I, H;
+    std::shared_ptr<const Int8Weights> weights;
+  };
+  static std::mutex mu;
+  static std::vector<Kept> kept;
+  auto same = [&](const Kept& k) {
+    return !k.array.owner_before(v->array) && !v->array.owner_before(k.array) && k.writes == v->writes &&
+           k.address == w && k.L == d.L && k.D == d.D && k.I == d.I && k.H == d.H;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& k : kept)
+      if (same(k) && !k.array.expired()) return k.weights;
+  }
+  auto made = QuantizeWeights(d, w);
+  std::lock_guard<std::mutex> lock(mu);
+  // Entries of freed arrays, and older states of this one, go.
+  kept.erase(std::remove_if(kept.begin(), kept.end(),
+                            [&](const Kept& k) {
+                              return k.array.expired() ||
+                                     (!k.array.owner_before(v->array) && !v->array.owner_before(k.array));
+                            }),
+             kept.end());
+  kept.push_back({v->array, v->writes, w, d.L, d.D, d.I, d.H, made});
+  return made;
+}
+
+void QuantizedRnnCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                         const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& p = Checked(attrs);
+  const std::string& op = attrs.op->name;
+  const Shape& ds = in[kData].shape;
+  const RnnDims d = Dims(p, ds[0], ds[1], ds[2]);
+  const float scale = quant::ReadScalar(in[kScale]), shift = quant::ReadScalar(in[kShift]);
+  WEFT_CHECK(std::isfinite(scale) && scale > 0 && std::isfinite(shift), kValue, "Operator '", op,
+             "': expected the data's quantization scale (min_data, from _contrib_quantize_asym) to be positive and "
+             "finite and its shift (max_data) finite, got scale ", scale, " and shift ", shift,
+             " (a calibrated range of width 0 gives scale 0)");
+  for (size_t k = 0; k < req.size(); ++k)
+    WEFT_CHECK(req[k] != OpReq::kAddTo, kUnsupported, "Operator '", op,
+               "': accumulating into an output (req 'add') is not supported");
+  const int64_t T = d.T, N = d.N, H = d.H, G4 = 4 * H, TN = T * N, LD = d.L * d.D;
+  const float* w = in[kParams].ptr<float>();
+
+  const Int8Weights& iw = *WeightsFor(d, w, CallInputVersions().size() > kParams ? &CallInputVersions()[kParams] : nullptr);
+  const std::vector<int8_t>& wq = *iw.wq;
+  const std::vector<float>& ws = iw.ws;
+  const std::vector<int32_t>& rowsum = iw.rowsum;
+  InputVersion wq_version;
+  wq_version.array = std::shared_ptr<const void>(iw.wq, iw.wq->data());
+  // What one accumulator step of row c is worth.
+  std::vector<double> unit(static_cast<size_t>(G4));
+  for (int64_t c = 0; c < G4; ++c) unit[c] = 1.0 / (static_cast<double>(scale) * ws[c]);
 
   // The products: one input projection per distinct input width, one per step.
   std::vector<U8Gemm> input_gemm;
@@ -350,6 +408,7 @@ WEFT_REGISTER_OP(_contrib_quantized_rnn)
     .SetAttr<FResourceRequest>("FResourceRequest",
                                [](const NodeAttrs&) { return std::vector<ResourceRequest>{{ResourceType::kTempSpace}}; })
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<TInputVersions>("TInputVersions", true)
     .SetAttr<FCompute>("FCompute<cpu>", QuantizedRnnCompute);
 
 }  // namespace op
