@@ -158,8 +158,8 @@ struct U8Gemm {
     plan = quant::Int8FcPlan(m, k, n, DType::kUint8, false, e);
   }
   size_t TempBytes() const { return plan ? quant::Int8TempBytes(*plan) : 0; }
-  // `w_version` names the call's int8 weights, so that oneDNN's layout of them is made once
-  // per call and not at every time step.
+  // `w_version` names the block of the int8 weights, so that oneDNN's layout of them is kept
+  // with them (made once, not at every time step).
   void Run(const uint8_t* x, const int8_t* w, int32_t* y, char* temp, const InputVersion* w_version) const {
     if (plan) {
       quant::RunInt8(*plan, x, w, nullptr, nullptr, y, temp, w_version);
@@ -300,7 +300,11 @@ void QuantizedRnnCompute(const NodeAttrs& attrs, const OpContext& ctx, const std
   const int64_t T = d.T, N = d.N, H = d.H, G4 = 4 * H, TN = T * N, LD = d.L * d.D;
   const float* w = in[kParams].ptr<float>();
 
-  const Int8Weights& iw = *WeightsFor(d, w, CallInputVersions().size() > kParams ? &CallInputVersions()[kParams] : nullptr);
+  const auto& versions = CallInputVersions();
+  // Held for the call: the kept entry may be replaced meanwhile by another thread's call.
+  const std::shared_ptr<const Int8Weights> held =
+      WeightsFor(d, w, versions.size() > kParams ? &versions[kParams] : nullptr);
+  const Int8Weights& iw = *held;
   const std::vector<int8_t>& wq = *iw.wq;
   const std::vector<float>& ws = iw.ws;
   const std::vector<int32_t>& rowsum = iw.rowsum;
