@@ -620,8 +620,8 @@ NodeAttrs MakeDnnlRegionAttrs(std::shared_ptr<DnnlRegion> region, const std::str
 }
 
 WEFT_REGISTER_OP(_dnnl_region)
-    .Describe("A region of convolution, batch-norm, activation, add, pooling and concat nodes run by oneDNN at inference "
-              "(made by the executor's inference pass; not for direct use).")
+    .Describe("A region of convolution, batch-norm, activation, add, pooling and concat nodes run by oneDNN at "
+              "inference (made by the executor's inference pass; not for direct use).")
     .SetNumInputs([](const NodeAttrs& attrs) { return RegionOf(attrs).spec().num_inputs; })
     .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(RegionOf(attrs).spec().outputs.size()); })
     .AddArgument("data", "NDArray-or-Symbol[]", "The inputs of the region")
