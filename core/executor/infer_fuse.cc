@@ -1,5 +1,5 @@
 // The inference pass: connected regions of nodes that oneDNN runs (Convolution, BatchNorm
-// on moving statistics, Activation, elementwise add, Pooling) each become one
+// on moving statistics, Activation, elementwise add, Pooling, Concat of channels) each become one
 // "_dnnl_region" node (core/op/dnnl/dnnl_region.h), whose values between its primitives
 // stay in oneDNN's blocked layouts and whose BatchNorm, activation and residual add are
 // folded into the convolutions.
@@ -31,7 +31,7 @@ bool NodeAttrBool(const NodeAttrs& attrs, const char* key, bool def) {
 
 namespace {
 
-enum class Kind { kNone, kConv, kBatchNorm, kAct, kAdd, kPool };
+enum class Kind { kNone, kConv, kBatchNorm, kAct, kAdd, kPool, kConcat };
 
 
 DnnlRegionSpec::Act ActOf(const std::string& t) {
@@ -65,6 +65,7 @@ struct Graph : RegionGraph {
     static const Op* relu = Op::Find("relu");
     static const Op* add = Op::Get("elemwise_add");
     static const Op* pool = Op::Get("Pooling");
+    static const Op* concat = Op::Get("Concat");
     const graph::Node& n = *g[id].source;
     if (n.is_variable()) return Kind::kNone;
     const Op* o = n.op();
@@ -93,6 +94,13 @@ struct Graph : RegionGraph {
         if (!Param(id, i)) return Kind::kNone;
       return Kind::kBatchNorm;
     }
+    if (o == concat) {
+      std::string dim = NodeAttr(n.attrs, "dim", "1");
+      if (dim != "1" && dim != "-3") return Kind::kNone;
+      for (size_t i = 1; i < g[id].inputs.size(); ++i)
+        if (!Image(In(id, i))) return Kind::kNone;
+      return Kind::kConcat;
+    }
     if ((o == act || (relu && o == relu)) && NodeAct(n) != DnnlRegionSpec::Act::kNone) return Kind::kAct;
     if (o == add && g[id].inputs.size() == 2 && Image(In(id, 1)) && shapes[In(id, 0)] == shapes[In(id, 1)])
       return Kind::kAdd;
@@ -104,7 +112,8 @@ struct Graph : RegionGraph {
 // data inputs unless that would make the region non-convex (a path that leaves the region
 // and comes back: then the region could not run as one node); a convolution or pooling
 // that joins none starts a new region. A BatchNorm joins only to be folded into the
-// convolution before it.
+// convolution before it. A Concat joins the region of any of its inputs (then the branches
+// of the next Inception block join it too, and a whole Inception network is one region).
 std::vector<std::vector<uint32_t>> FindRegions(const Graph& G, const std::vector<uint32_t>& order,
                                                const std::unordered_set<const graph::Node*>& constant) {
   const IndexedGraph& g = G.g;
@@ -139,7 +148,7 @@ std::vector<std::vector<uint32_t>> FindRegions(const Graph& G, const std::vector
       if (region_of[d] >= 0 && g[d].source->op() == conv && G.SingleUse(G.In(id, 0)) && convex(region_of[d]))
         joined = region_of[d];
     } else {
-      size_t data_inputs = k == Kind::kAdd ? 2 : 1;
+      size_t data_inputs = k == Kind::kAdd ? 2 : k == Kind::kConcat ? g[id].inputs.size() : 1;
       for (size_t i = 0; i < data_inputs && joined < 0; ++i) {
         int reg = region_of[G.InNode(id, i)];
         if (reg >= 0 && convex(reg)) joined = reg;
@@ -258,6 +267,11 @@ std::shared_ptr<InferRegion> MakeRegion(const Graph& G, const std::vector<uint32
       u.kind = DnnlRegionSpec::Kind::kPool;
       u.pool = n.attrs.Params<op::PoolingParam>();
       u.src = value(x);
+      add_unit(std::move(u), out);
+    } else if (k == Kind::kConcat) {
+      u.kind = DnnlRegionSpec::Kind::kConcat;
+      for (size_t i = 0; i < g[id].inputs.size(); ++i) u.srcs.push_back(value(G.In(id, i)));
+      u.src = u.srcs.front();
       add_unit(std::move(u), out);
     } else if (k == Kind::kBatchNorm) {
       DnnlRegionSpec::Unit* c = foldable_conv(x);

@@ -113,8 +113,8 @@ struct InferRegion {
 std::string RegionLine(const InferRegion& r);
 
 // The regions of float32 NCHW Convolution (2-D), BatchNorm (channel axis 1), Activation
-// (relu, sigmoid, tanh, softrelu), elemwise_add and Pooling (max/avg, valid or global)
-// nodes, connected through their data inputs, with parameters that are variables; each
+// (relu, sigmoid, tanh, softrelu), elemwise_add, Pooling (max/avg, valid or global) and
+// Concat (of channels) nodes, connected through their data inputs, with parameters that are variables; each
 // is convex and has two or more nodes. Folded constants are left out. Empty without oneDNN.
 std::vector<std::shared_ptr<InferRegion>> DnnlRegions(const graph::IndexedGraph& g, const std::vector<uint32_t>& order,
                                                       const std::vector<Shape>& shapes, const std::vector<DType>& types,

@@ -319,3 +319,52 @@ def test_residual_add_of_the_convolutions_own_source(batch):
     fused, plain = pair(y, (batch, 3, 9, 10), seed=14)
     assert len(regions(fused)) == 1
     assert_same(fused, plain)
+
+
+def inception_net(widths, pool="avg", blocks=2):
+    """A stem, then `blocks` Inception blocks whose branches (1x1; 1x1 then 3x3; pooling then
+    1x1) have `widths` channels each, joined by a Concat of channels."""
+    x = conv_bn(sym.Variable("data"), "stem", 16, (3, 3), pad=(1, 1))
+    for i in range(blocks):
+        a = conv_bn(x, "b%d_1x1" % i, widths[0], (1, 1))
+        b = conv_bn(conv_bn(x, "b%d_3x3r" % i, 8, (1, 1)), "b%d_3x3" % i, widths[1], (3, 3), pad=(1, 1))
+        p = sym.Pooling(x, pool_type=pool, kernel=(3, 3), stride=(1, 1), pad=(1, 1), name="b%d_pool" % i)
+        c = conv_bn(p, "b%d_proj" % i, widths[2], (1, 1))
+        x = sym.Concat(a, b, c, dim=1, name="b%d_concat" % i)
+    return x
+
+
+def primitive_lines(ex):
+    return [ln.strip() for ln in ex.debug_str().splitlines() if ln.startswith("  ")]
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+@pytest.mark.parametrize("widths,pool", [((8, 16, 8), "avg"), ((16, 8, 16), "max"), ((5, 12, 3), "avg")])
+def test_inception_blocks_with_their_concats_are_one_region(batch, widths, pool):
+    # Each Concat joins the region, so the next block's branches join it too: one region,
+    # whose only reorder into NCHW is its output's (the Concats' parts fill whole channel
+    # blocks or, with 5, 12 and 3 channels, are joined in NCHW).
+    fused, plain = pair(inception_net(widths, pool), (batch, 3, 12, 10), seed=31)
+    found = regions(fused)
+    assert len(found) == 1 and "b0_concat" in found[0] and "b1_concat" in found[0], found
+    concats = [ln for ln in primitive_lines(fused) if " concat " in ln]
+    assert [c.split(":")[0] for c in concats] == ["b0_concat", "b1_concat"], concats
+    outputs = [ln for ln in primitive_lines(fused) if "(output" in ln]
+    assert len(outputs) == 1, outputs
+    assert_same(fused, plain)
+
+
+def test_concat_read_outside_along_other_axes_and_of_region_inputs():
+    # A Concat whose parts are the region's input and a convolution, read by the region and
+    # outside it (both outputs); a Concat along the height stays an operator of its own.
+    x = sym.Variable("data")
+    a = conv_bn(x, "a", 8, (3, 3), pad=(1, 1))
+    j = sym.Concat(x, a, dim=1, name="j")
+    b = conv_bn(j, "b", 8, (1, 1))
+    h = sym.Concat(b, a, dim=2, name="h")
+    net = sym.Group([sym.Pooling(h, pool_type="max", kernel=(2, 2), stride=(2, 2), name="p"), j])
+    fused, plain = pair(net, (4, 8, 6, 6), seed=37)
+    members = [r.split("(", 1)[1].rstrip(")").split(", ") for r in regions(fused)]
+    assert any("j" in m and "b" in m for m in members), members
+    assert not any("h" in m for m in members), members
+    assert_same(fused, plain)

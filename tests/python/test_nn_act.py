@@ -48,6 +48,22 @@ def test_activation_numeric_gradient(act):
     numeric_check("Activation", [x], {"act_type": act}, [0])
 
 
+@pytest.mark.parametrize("n", [100003, 37])
+def test_relu_backward_on_long_arrays_writing_and_adding(n):
+    # Long enough for vector loops with a tail and for the loop to be split across threads;
+    # about half of x below zero; the gradient is written, then added to (grad_req add).
+    x, dy = randn(n), randn(n)
+    ref = dy.astype(np.float64) * (x > 0)
+    assert_almost_equal(op_grad("Activation", [x], {"act_type": "relu"}, [dy])[0], ref, rtol=1e-6, atol=1e-7)
+    xs = nd.array(x)
+    xs.attach_grad(grad_req="add")
+    for _ in range(2):
+        with mx.autograd.record():
+            y = nd.Activation(xs, act_type="relu")
+        y.backward(nd.array(dy))
+    assert_almost_equal(xs.grad, 2 * ref, rtol=1e-6, atol=1e-7)
+
+
 def test_activation_out_and_add_to():
     x = randn(2, 3)
     out = nd.ones((2, 3))

@@ -1,6 +1,11 @@
 """Dense and layout operators of the neural-network family: FullyConnected, Dropout,
 Embedding, SwapAxis, Pad, UpSampling and the Sequence operators, against torch and numpy,
 with gradients against torch autograd (float32) and central differences (float64)."""
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import torch
@@ -116,6 +121,59 @@ def test_dot_transpose_b_split_into_bands_vs_numpy(m, n, k):
     head = rand(m, n)
     y.backward(nd.array(head))
     assert_almost_equal(xa.grad.asnumpy(), head.astype(np.float64) @ b.astype(np.float64), rtol=1e-4, atol=1e-4)
+
+
+# Products whose operand read across its rows (B untransposed, A transposed) has rows a
+# multiple of 512 floats apart: below AVX-512 Gemm copies that operand into padded rows
+# before oneDNN's sgemm. Run here and, in a child process, with oneDNN capped at AVX2 (where
+# the copy happens on this machine too), writing and adding, against float64 numpy.
+STRIDED_PRODUCTS = textwrap.dedent("""
+    import numpy as np
+    import weft
+    from weft import nd
+    rng = np.random.RandomState(3)
+    worst = 0.0
+    def check(got, ref):
+        global worst
+        worst = max(worst, float(np.abs(got - ref).max() / max(1.0, np.abs(ref).max())))
+    for (m, k, n) in [(64, 512, 512), (3, 256, 1024), (200, 40, 1024), (512, 64, 100), (512, 128, 512), (300, 64, 256)]:
+        a, b = rng.uniform(-1, 1, (m, k)).astype(np.float32), rng.uniform(-1, 1, (k, n)).astype(np.float32)
+        ref = a.astype(np.float64) @ b.astype(np.float64)
+        check(nd.dot(nd.array(a), nd.array(b)).asnumpy(), ref)
+        at = np.ascontiguousarray(a.T)
+        check(nd.dot(nd.array(at), nd.array(b), transpose_a=True).asnumpy(), ref)
+    # FullyConnected at batch 64 with 512 inputs and 1024 outputs: the data gradient reads
+    # the 1024x512 weight untransposed, the weight gradient the out-gradient transposed;
+    # gradients added twice (grad_req add: the product accumulates into them).
+    x, w, bias = (rng.uniform(-1, 1, s).astype(np.float32) for s in [(64, 512), (1024, 512), (1024,)])
+    head = rng.uniform(-1, 1, (64, 1024)).astype(np.float32)
+    xs, ws, bs = nd.array(x), nd.array(w), nd.array(bias)
+    for arr in (xs, ws, bs):
+        arr.attach_grad(grad_req="add")
+    for _ in range(2):
+        with weft.autograd.record():
+            y = nd.FullyConnected(xs, ws, bs, num_hidden=1024)
+        y.backward(nd.array(head))
+    h64 = head.astype(np.float64)
+    check(y.asnumpy(), x.astype(np.float64) @ w.astype(np.float64).T + bias)
+    check(xs.grad.asnumpy(), 2 * h64 @ w.astype(np.float64))
+    check(ws.grad.asnumpy(), 2 * h64.T @ x.astype(np.float64))
+    print("worst", worst)
+""")
+
+
+@pytest.mark.parametrize("isa", [None, "AVX2"])
+def test_products_with_rows_256_floats_apart_vs_numpy(isa):
+    env = dict(os.environ)
+    env.pop("ONEDNN_MAX_CPU_ISA", None)
+    env.pop("DNNL_MAX_CPU_ISA", None)
+    if isa:
+        env["ONEDNN_MAX_CPU_ISA"] = isa
+    proc = subprocess.run([sys.executable, "-c", STRIDED_PRODUCTS], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    worst = float(proc.stdout.split()[-1])
+    assert worst < 1e-4, proc.stdout
 
 
 def test_fully_connected_float64_and_out():

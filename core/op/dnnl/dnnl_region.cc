@@ -220,6 +220,7 @@ void DnnlRegion::Impl::Build() {
     winograd_region = winograd_region || WinogradCandidate(un);
     last_use[un.src] = static_cast<int>(u);
     if (un.src2 >= 0) last_use[un.src2] = static_cast<int>(u);
+    for (int v : un.srcs) last_use[v] = static_cast<int>(u);
   }
   for (size_t u = 0; u < spec.units.size(); ++u) EmitUnit(u, last_use);
   std::vector<size_t> offset(blocks.bytes.size());
@@ -366,6 +367,27 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     prim.prim = dnnl::reorder(dnnl::reorder::primitive_desc(RegionEngine(), md[un.src], RegionEngine(), d));
     Source(&prim, DNNL_ARG_FROM, un.src, md[un.src], &seq, &temps);
     place_dst(d);
+  } else if (un.kind == Kind::kConcat) {
+    // Joined in the blocked layout when every part fills whole channel blocks (the branches
+    // of an Inception block: the next block's convolutions then read the result as it is,
+    // where a concatenation outside the region cost each of them a reorder of its plain
+    // NCHW copy, and each branch one into it), else in plain NCHW.
+    bool blocked = true;
+    for (int v : un.srcs) blocked = blocked && spec.values[v].shape[1] % DnnlChannelBlock() == 0;
+    auto layout = [&](const Shape& s) {
+      return blocked ? memory::desc({s[0], s[1], s[2], s[3]}, memory::data_type::f32, DnnlBlockedTag()) : PlainNchw(s);
+    };
+    std::vector<memory::desc> parts;
+    for (int v : un.srcs) parts.push_back(layout(spec.values[v].shape));
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::concat::primitive_desc pd(layout(ds), 1, parts, RegionEngine(), attr);
+    prim.prim = dnnl::concat(pd);
+    for (size_t i = 0; i < un.srcs.size(); ++i)
+      Source(&prim, DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), un.srcs[i], pd.src_desc(static_cast<int>(i)), &seq,
+             &temps);
+    place_dst(pd.dst_desc());
+    AddScratch(&prim, pd.scratchpad_desc());
   } else {  // kAdd
     const memory::desc& a = md[un.src];
     dnnl::binary::desc desc(dnnl::algorithm::binary_add, a, a, a);
@@ -379,7 +401,7 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     AddScratch(&prim, pd.scratchpad_desc());
   }
   prim.args.push_back(Block(DNNL_ARG_DST, md[un.dst], block_of[un.dst]));
-  static const char* kinds[] = {"convolution", "pooling", "eltwise", "add", "copy"};
+  static const char* kinds[] = {"convolution", "pooling", "eltwise", "add", "copy", "concat"};
   prim.what = std::string(kinds[static_cast<int>(un.kind)]) + " " + ImplName(prim.prim) + " " +
               LayoutName(prim.args.front().md) + " -> " + LayoutName(md[un.dst]);
   seq.push_back(std::move(prim));
@@ -397,7 +419,10 @@ void DnnlRegion::Impl::EmitUnit(size_t u, const std::vector<int>& last_use) {
     execs.push_back(std::move(e));
   }
   for (int b : temps) blocks.Free(b);
-  for (int v : {un.src, un.src2})
+  std::vector<int> read = un.srcs;
+  read.push_back(un.src);
+  read.push_back(un.src2);
+  for (int v : read)
     if (v >= 0 && last_use[v] == static_cast<int>(u) && block_of[v] >= 0) {
       blocks.Free(block_of[v]);
       block_of[v] = -1;
@@ -595,8 +620,8 @@ NodeAttrs MakeDnnlRegionAttrs(std::shared_ptr<DnnlRegion> region, const std::str
 }
 
 WEFT_REGISTER_OP(_dnnl_region)
-    .Describe("A region of convolution, batch-norm, activation, add and pooling nodes run by oneDNN at inference "
-              "(made by the executor's inference pass; not for direct use).")
+    .Describe("A region of convolution, batch-norm, activation, add, pooling and concat nodes run by oneDNN at "
+              "inference (made by the executor's inference pass; not for direct use).")
     .SetNumInputs([](const NodeAttrs& attrs) { return RegionOf(attrs).spec().num_inputs; })
     .SetNumOutputs([](const NodeAttrs& attrs) { return static_cast<int>(RegionOf(attrs).spec().outputs.size()); })
     .AddArgument("data", "NDArray-or-Symbol[]", "The inputs of the region")

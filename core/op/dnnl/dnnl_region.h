@@ -1,6 +1,6 @@
 // A region of a graph run by oneDNN at inference as one node ("_dnnl_region"), made by the
 // executor's inference pass (core/executor/infer_fuse.cc) from connected Convolution,
-// BatchNorm, Activation, elementwise-add and Pooling nodes.
+// BatchNorm, Activation, elementwise-add, Pooling and channel Concat nodes.
 //
 // Inside the region every value stays in the layout its producing primitive picked (a
 // blocked one such as nChw16c on AVX-512), so the NCHW <-> blocked reorders that separate
@@ -31,7 +31,8 @@ struct DnnlRegionSpec {
     int input = -1;   // the node input it is, or -1 for a value a unit computes
     int output = -1;  // the node output it is copied to, or -1
   };
-  enum class Kind { kConv, kPool, kEltwise, kAdd, kCopy };  // kCopy: src into plain NCHW
+  // kCopy: src into plain NCHW; kConcat: srcs joined along the channels.
+  enum class Kind { kConv, kPool, kEltwise, kAdd, kCopy, kConcat };
   enum class Act { kNone, kRelu, kSigmoid, kTanh, kSoftRelu };
   struct Unit {
     Kind kind = Kind::kConv;
@@ -39,6 +40,8 @@ struct DnnlRegionSpec {
     int src = -1, dst = -1;
     // kAdd: the second operand; kConv with `sum`: the value added to the result.
     int src2 = -1;
+    // kConcat: the values joined, in order (src is the first of them).
+    std::vector<int> srcs;
     bool sum = false;
     Act act = Act::kNone;  // kEltwise: the function; kConv: the post-op activation
     // kConv

