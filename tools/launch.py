@@ -15,7 +15,10 @@ environment are used instead. `launch.py --print-keys` prints a fresh pair for o
 launchers (Kubernetes operators, schedulers) to put in every node's environment.
 The exit status is 0 when every process succeeded, else the first failure's status (or 1).
 When one process fails, the others are given --grace seconds to end by themselves (they
-do: the scheduler tells them which node was lost) before they are killed.
+do: the scheduler tells them which node was lost) before they are killed. Interrupted
+(Ctrl-C, SIGTERM or SIGHUP), the launcher passes SIGTERM on to every process it started,
+waits for them and exits with 128 + the signal's number; only a launcher killed outright
+(SIGKILL) leaves the job to end by itself, as each node does once it loses the scheduler.
 """
 import argparse
 import ctypes
@@ -86,6 +89,52 @@ def forward(stream, prefix, out, lock):
     stream.close()
 
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Interrupted(Exception):
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
+def start(args, roles, base, hosts, public_key, secret_key, lock, procs):
+    """Starts every node, appending (prefix, Popen, forwarding thread) to procs as it goes."""
+    for k, (role, rank) in enumerate(roles):
+        env_vars = dict(base, DMLC_ROLE=role)
+        stdin = None
+        if hosts and role != "scheduler":
+            host = hosts[(k - 1) % len(hosts)]
+            env_vars["DMLC_NODE_HOST"] = host
+            env_vars[KEY_VARS[0]] = public_key
+            exports = " ".join("%s=%s" % (key, shlex.quote(v)) for key, v in env_vars.items())
+            # The secret key comes as the first line of the input, so that no command line
+            # (visible to every user of the remote host) carries it.
+            remote = "cd %s && IFS= read -r %s && export %s && env %s %s" % (
+                shlex.quote(os.getcwd()), KEY_VARS[1], KEY_VARS[1], exports,
+                " ".join(shlex.quote(c) for c in args.command))
+            cmd = ["ssh", "-o", "StrictHostKeyChecking=no", "-o", "BatchMode=yes", host, remote]
+            env = os.environ.copy()
+            stdin = subprocess.PIPE
+        else:
+            cmd = args.command
+            env = dict(os.environ, **env_vars)
+            env.update(zip(KEY_VARS, (public_key, secret_key)))
+        proc = subprocess.Popen(cmd, env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        if stdin is not None:
+            proc.stdin.write((secret_key + "\n").encode())
+            proc.stdin.close()
+        prefix = role if role == "scheduler" else "%s %d" % (role, rank)
+        t = threading.Thread(target=forward, args=(proc.stdout, prefix, sys.stdout, lock), daemon=True)
+        t.start()
+        procs.append((prefix, proc, t))
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -126,43 +175,18 @@ def main(argv=None):
         "DMLC_NUM_SERVER": str(servers),
         "DMLC_NUM_WORKER": str(args.num_workers),
     }
+    # Each node runs in a session of its own (a terminal's Ctrl-C reaches the launcher
+    # only), so the launcher must end them itself when it is told to stop.
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, interrupted)
     roles = [("scheduler", 0)] + [("server", i) for i in range(servers)] + \
             [("worker", i) for i in range(args.num_workers)]
     lock = threading.Lock()
     procs = []
-    for k, (role, rank) in enumerate(roles):
-        env_vars = dict(base, DMLC_ROLE=role)
-        stdin = None
-        if hosts and role != "scheduler":
-            host = hosts[(k - 1) % len(hosts)]
-            env_vars["DMLC_NODE_HOST"] = host
-            env_vars[KEY_VARS[0]] = public_key
-            exports = " ".join("%s=%s" % (key, shlex.quote(v)) for key, v in env_vars.items())
-            # The secret key comes as the first line of the input, so that no command line
-            # (visible to every user of the remote host) carries it.
-            remote = "cd %s && IFS= read -r %s && export %s && env %s %s" % (
-                shlex.quote(os.getcwd()), KEY_VARS[1], KEY_VARS[1], exports,
-                " ".join(shlex.quote(c) for c in args.command))
-            cmd = ["ssh", "-o", "StrictHostKeyChecking=no", "-o", "BatchMode=yes", host, remote]
-            env = os.environ.copy()
-            stdin = subprocess.PIPE
-        else:
-            cmd = args.command
-            env = dict(os.environ, **env_vars)
-            env.update(zip(KEY_VARS, (public_key, secret_key)))
-        proc = subprocess.Popen(cmd, env=env, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-        if stdin is not None:
-            proc.stdin.write((secret_key + "\n").encode())
-            proc.stdin.close()
-        prefix = role if role == "scheduler" else "%s %d" % (role, rank)
-        t = threading.Thread(target=forward, args=(proc.stdout, prefix, sys.stdout, lock), daemon=True)
-        t.start()
-        procs.append((prefix, proc, t))
-
     status = 0
     failed_at = None
     try:
+        start(args, roles, base, hosts, public_key, secret_key, lock, procs)
         while True:
             running = 0
             for prefix, proc, _ in procs:
@@ -184,11 +208,13 @@ def main(argv=None):
                                              % (prefix, args.grace))
                         os.killpg(proc.pid, signal.SIGKILL)
             time.sleep(0.05)
-    except KeyboardInterrupt:
+    except Interrupted as e:
+        for signum in STOP_SIGNALS:  # a second signal must not cut the wait below short
+            signal.signal(signum, signal.SIG_IGN)
         for _, proc, _ in procs:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
-        status = 130
+        status = 128 + e.signum
     for _, proc, t in procs:
         proc.wait()
         t.join(timeout=5)

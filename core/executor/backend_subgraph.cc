@@ -8,6 +8,7 @@
 // residual sum's other operand comes last, as the fused operators read it.
 #include "core/executor/backend_subgraph.h"
 
+#include <algorithm>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -16,6 +17,7 @@
 #include "core/graph/json.h"
 #include "core/op/nn/activation_param.h"
 #include "core/op/nn/conv_common.h"
+#include "core/op/nn/dropout.h"
 #include "core/op/tensor/clip.h"
 
 namespace weft {
@@ -242,16 +244,204 @@ class MkldnnPartitioner {
   std::unordered_set<const Node*> taken_;  // nodes already in a group
 };
 
+// ------------------------------------------------------------------ MKLDNN_QUANTIZE
+// What MXNet's MKLDNN_QUANTIZE backend does to a quantized graph, on Weft's operators: the
+// self-attention products become their oneDNN operators, identities go, and each
+// calibrated requantize (and dequantize) is folded into the quantized product before it.
+class PostQuantizePass {
+ public:
+  explicit PostQuantizePass(graph::Symbol* sym) : sym_(sym) {}
+
+  void Run() {
+    SelfAttention();
+    RemoveIdentities();
+    FoldRequantize();
+    FoldDequantize();
+  }
+
+ private:
+  using Key = std::pair<const Node*, uint32_t>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return std::hash<const Node*>()(k.first) * 31 + k.second; }
+  };
+
+  // The graph's nodes in order and who reads each output (a graph output counts as a
+  // reader, null).
+  void Index() {
+    order_.clear();
+    readers_.clear();
+    graph::DFSVisit(sym_->outputs, [&](const NodePtr& n) {
+      order_.push_back(n);
+      for (const auto& e : n->inputs) readers_[{e.node.get(), e.index}].push_back(n.get());
+    });
+    for (const auto& e : sym_->outputs) readers_[{e.node.get(), e.index}].push_back(nullptr);
+  }
+
+  // Whether `reader` is the only reader of every output of `n`.
+  bool OnlyReader(const Node& n, const Node* reader) const {
+    bool read = false;
+    for (int k = 0; k < n.num_outputs(); ++k) {
+      auto it = readers_.find({&n, static_cast<uint32_t>(k)});
+      if (it == readers_.end()) continue;
+      for (const Node* r : it->second)
+        if (r != reader) return false;
+      read = true;
+    }
+    return read;
+  }
+
+  // Every read of a replaced output reads its replacement instead (followed through
+  // chains of replacements).
+  void Rewire(const std::unordered_map<Key, NodeEntry, KeyHash>& to) {
+    if (to.empty()) return;
+    auto resolve = [&](NodeEntry* e) {
+      for (auto it = to.find({e->node.get(), e->index}); it != to.end(); it = to.find({e->node.get(), e->index}))
+        *e = it->second;
+    };
+    for (const NodePtr& n : order_)
+      for (auto& e : n->inputs) resolve(&e);
+    for (auto& e : sym_->outputs) resolve(&e);
+  }
+
+  // The node's parameters with `set` changed and `drop` removed, parsed again (user
+  // attributes, "__...__", are kept as they are).
+  static void Reparam(Node* n, const KwArgs& set, const std::vector<std::string>& drop) {
+    KwArgs params, user;
+    for (const auto& kv : n->attrs.dict) {
+      bool gone = std::find(drop.begin(), drop.end(), kv.first) != drop.end();
+      for (const auto& s : set) gone = gone || s.first == kv.first;
+      if (gone) continue;
+      (kv.first.rfind("__", 0) == 0 ? user : params).push_back(kv);
+    }
+    for (const auto& s : set) params.push_back(s);
+    std::string name = n->attrs.name;
+    n->attrs = MakeAttrs(n->op(), params);
+    n->attrs.name = name;
+    for (auto& kv : user) n->attrs.dict.push_back(kv);
+  }
+
+  static bool Has(const Node& n, const char* key) { return n.FindAttr(key) != nullptr; }
+
+  static bool IsTrue(const Node& n, const char* key) {
+    const std::string* v = n.FindAttr(key);
+    return v != nullptr && (*v == "True" || *v == "true" || *v == "1");
+  }
+
+  // _contrib_interleaved_matmul_selfatt_qk / _valatt become _sg_mkldnn_selfatt_qk /
+  // _valatt (float; MXNet's transformer property), holding the operator as their subgraph.
+  void SelfAttention() {
+    Index();
+    std::unordered_map<Key, NodeEntry, KeyHash> to;
+    int qk_id = 0, valatt_id = 0;
+    std::vector<NodePtr> made;
+    for (const NodePtr& n : order_) {
+      const bool qk = IsOp(*n, "_contrib_interleaved_matmul_selfatt_qk");
+      if (!qk && !IsOp(*n, "_contrib_interleaved_matmul_selfatt_valatt")) continue;
+      NodePtr inner = Node::Create();
+      inner->attrs = n->attrs;
+      std::map<std::string, int> uses_of_name;
+      for (const NodeEntry& e : n->inputs) {
+        NodePtr var = Node::Create();
+        const std::string base = graph::OutputName(*e.node, e.index);
+        var->attrs.name = base + std::to_string(uses_of_name[base]++);
+        inner->inputs.push_back(NodeEntry{var, 0, 0});
+      }
+      graph::Symbol inner_sym;
+      inner_sym.outputs.push_back(NodeEntry{inner, 0, 0});
+      const std::string* heads = n->FindAttr("heads");
+      NodePtr fused = Node::Create();
+      fused->attrs = MakeAttrs(Op::Get(qk ? "_sg_mkldnn_selfatt_qk" : "_sg_mkldnn_selfatt_valatt"),
+                               {{"heads", heads ? *heads : "1"}, {"subgraph", graph::SaveJSON(inner_sym)}});
+      fused->attrs.name = qk ? "_sg_mkldnn_selfatt_qk_" + std::to_string(qk_id++)
+                             : "_sg_mkldnn_selfatt_valatt_" + std::to_string(valatt_id++);
+      fused->inputs = n->inputs;
+      to[{n.get(), 0}] = NodeEntry{fused, 0, 0};
+      made.push_back(fused);
+    }
+    // A new node may read another (valatt reading qk's scores directly).
+    order_.insert(order_.end(), made.begin(), made.end());
+    Rewire(to);
+  }
+
+  // _copy, and Dropout in mode 'training' (the identity at inference), reading another
+  // operator's value: their readers read that value (MXNet's identity property).
+  void RemoveIdentities() {
+    Index();
+    std::unordered_map<Key, NodeEntry, KeyHash> to;
+    for (const NodePtr& n : order_) {
+      const bool identity = IsOp(*n, "_copy") ||
+                            (IsOp(*n, "Dropout") && n->attrs.Params<op::DropoutParam>().mode == "training");
+      if (!identity || n->inputs.empty() || n->inputs[0].node->is_variable()) continue;
+      to[{n.get(), 0}] = n->inputs[0];
+    }
+    Rewire(to);
+  }
+
+  // The (node, outputs 0..2) a range-carrying reader reads, when it reads exactly those.
+  static Node* RangeSource(const Node& reader) {
+    if (reader.inputs.size() != 3) return nullptr;
+    Node* src = reader.inputs[0].node.get();
+    for (uint32_t k = 0; k < 3; ++k)
+      if (reader.inputs[k].node.get() != src || reader.inputs[k].index != k) return nullptr;
+    return src->is_variable() || src->num_outputs() != 3 ? nullptr : src;
+  }
+
+  // A calibrated requantize alone reading a quantized convolution, fully connected layer,
+  // elemwise_add or elemwise_mul that has no calibrated range yet: the product takes the
+  // range and writes 8 bits itself (MXNet's post-quantize and elemwise_mul properties).
+  void FoldRequantize() {
+    Index();
+    std::unordered_map<Key, NodeEntry, KeyHash> to;
+    for (const NodePtr& n : order_) {
+      if (!IsOp(*n, "_contrib_requantize") || !Has(*n, "min_calib_range") || !Has(*n, "max_calib_range")) continue;
+      Node* src = RangeSource(*n);
+      if (src == nullptr || Has(*src, "min_calib_range") || IsTrue(*src, "enable_float_output")) continue;
+      if (!(IsOp(*src, "_contrib_quantized_conv") || IsOp(*src, "_contrib_quantized_fully_connected") ||
+            IsOp(*src, "_contrib_quantized_elemwise_add") || IsOp(*src, "_contrib_quantized_elemwise_mul")))
+        continue;
+      if (!OnlyReader(*src, n.get())) continue;
+      Reparam(src, {{"min_calib_range", *n->FindAttr("min_calib_range")},
+                    {"max_calib_range", *n->FindAttr("max_calib_range")}}, {});
+      for (uint32_t k = 0; k < 3; ++k) to[{n.get(), k}] = NodeEntry{n->inputs[k].node, k, 0};
+    }
+    Rewire(to);
+  }
+
+  // A dequantize alone reading a quantized fully connected layer or elemwise_mul: the
+  // product writes float32 itself (enable_float_output; MXNet's FC and elemwise_mul
+  // post-quantize properties; MXNet leaves a convolution's dequantize in place).
+  void FoldDequantize() {
+    Index();
+    std::unordered_map<Key, NodeEntry, KeyHash> to;
+    for (const NodePtr& n : order_) {
+      if (!IsOp(*n, "_contrib_dequantize")) continue;
+      Node* src = RangeSource(*n);
+      if (src == nullptr || IsTrue(*src, "enable_float_output")) continue;
+      if (!(IsOp(*src, "_contrib_quantized_fully_connected") || IsOp(*src, "_contrib_quantized_elemwise_mul")))
+        continue;
+      if (!OnlyReader(*src, n.get())) continue;
+      Reparam(src, {{"enable_float_output", "True"}}, {"min_calib_range", "max_calib_range"});
+      to[{n.get(), 0}] = NodeEntry{n->inputs[0].node, 0, 0};
+    }
+    Rewire(to);
+  }
+
+  graph::Symbol* sym_;
+  std::vector<NodePtr> order_;
+  std::unordered_map<Key, std::vector<const Node*>, KeyHash> readers_;
+};
+
 }  // namespace
 
-std::vector<std::string> SubgraphBackends() { return {"MKLDNN"}; }
+std::vector<std::string> SubgraphBackends() { return {"MKLDNN", "MKLDNN_QUANTIZE"}; }
 
 graph::Symbol BuildBackendSubgraph(const graph::Symbol& sym, const std::string& backend) {
-  if (backend != "MKLDNN")
+  if (backend != "MKLDNN" && backend != "MKLDNN_QUANTIZE")
     Throw(ErrorKind::kNotFound, "SubgraphProperty ", backend,
-          " is not found in SubgraphBackendRegistry (Weft has the subgraph backend MKLDNN)");
+          " is not found in SubgraphBackendRegistry (Weft has the subgraph backends MKLDNN and MKLDNN_QUANTIZE)");
   graph::Symbol out = sym.Copy();
   MkldnnPartitioner(&out).Run();
+  if (backend == "MKLDNN_QUANTIZE") PostQuantizePass(&out).Run();
   return out;
 }
 

@@ -116,6 +116,7 @@ struct CachedOpParam {
   bool is_dynamic = false;
   Shape data_indices, param_indices;
   std::shared_ptr<graph::Symbol> graph;  // `subgraph` read once, not a parameter
+  std::vector<int> mutable_inputs;       // the graph's auxiliary states, by input position
 };
 
 // MXNet's CachedOpConfig. Only `subgraph` changes what a node computes; the others are the
@@ -557,6 +558,9 @@ class BoundGraph {
     exe_ = std::make_unique<executor::Executor>(g, ctx, args, grads, req, aux);
   }
 
+  // The graph's own array of input i (as the last run left it).
+  const NDArray& input(size_t i) const { return inputs_[i]; }
+
   // The outputs of one run (the executor's own arrays: copy what must outlive the next run).
   const std::vector<NDArray>& Forward(const std::vector<NDArray>& in, bool is_train) {
     Load(in);
@@ -943,6 +947,13 @@ const Symbol& CachedGraph(const NodeAttrs& attrs) {
 }
 
 int CachedOpInputs(const NodeAttrs& a) { return static_cast<int>(NumGraphInputs(CachedGraph(a))); }
+
+// The inputs the node writes, as MXNet's CachedOp: its graph's auxiliary states (BatchNorm's
+// moving statistics), which a training-mode forward updates.
+std::vector<int> CachedOpMutateInputs(const NodeAttrs& a) {
+  CachedGraph(a);
+  return a.Params<CachedOpParam>().mutable_inputs;
+}
 int CachedOpOutputs(const NodeAttrs& a) { return static_cast<int>(CachedGraph(a).outputs.size()); }
 
 template <typename T>
@@ -961,6 +972,11 @@ void CachedOpCompute(const NodeAttrs& attrs, const OpContext& octx, const std::v
     BoundGraph g(CachedGraph(attrs), CallContext(ain, aout), ain, false);
     const std::vector<NDArray>& outs = g.Forward(ain, is_train);
     for (size_t o = 0; o < aout.size(); ++o) Store(aout[o], outs[o], req[o]);
+    // The graph ran on copies of the inputs: what it wrote into its auxiliary states goes
+    // back into the caller's.
+    if (is_train) {
+      for (int i : attrs.Params<CachedOpParam>().mutable_inputs) CopyFromTo(g.input(i), ain[i]);
+    }
   }, done);
 }
 
@@ -995,6 +1011,25 @@ std::vector<GradValue> CachedOpGradient(GradBuilder& b, const NodeAttrs& attrs, 
   }
   Symbol grad;
   grad.outputs = graph::Gradient(fwd.outputs, xs, heads);
+  // The gradient graph recomputes the forward (in training) and so would update the
+  // auxiliary states a second time: its operators read copies of them, so that the
+  // gradient node writes none of its inputs.
+  static const auto& mutates = Op::GetAttr<FMutateInputs>("FMutateInputs");
+  std::vector<graph::NodePtr> writers;
+  graph::DFSVisit(grad.outputs, [&](const graph::NodePtr& n) {
+    if (!n->is_variable() && mutates.Contains(n->op())) writers.push_back(n);
+  });
+  int copies = 0;
+  for (const graph::NodePtr& n : writers) {
+    for (int j : mutates[n->op()](n->attrs)) {
+      if (j < 0 || static_cast<size_t>(j) >= n->inputs.size() || !n->inputs[j].node->is_variable()) continue;
+      graph::NodePtr c = graph::Node::Create();
+      c->attrs = MakeAttrs(Op::Get("_copy"), {});
+      c->attrs.name = "_aux_copy" + std::to_string(copies++);
+      c->inputs = {n->inputs[j]};
+      n->inputs[j] = {c, 0, 0};
+    }
+  }
   IndexedGraph gg(grad.outputs);
   std::vector<GradValue> call_inputs;
   for (uint32_t id : gg.input_nodes()) call_inputs.push_back(value_of.at(gg[id].source));
@@ -1141,6 +1176,7 @@ WEFT_REGISTER_OP(_CachedOp)
     .SetAttr<FListNames>("FListOutputNames", CachedGraphNames(false))
     .SetAttr<FInferShape>("FInferShape", CachedOpInfer<Shape>)
     .SetAttr<FInferType>("FInferType", CachedOpInfer<DType>)
+    .SetAttr<FMutateInputs>("FMutateInputs", CachedOpMutateInputs)
     .SetAttr<FComputeAsync>("FComputeAsync<cpu>", CachedOpCompute)
     .SetAttr<FGradient>("FGradient", CachedOpGradient);
 
@@ -1156,8 +1192,12 @@ WEFT_REGISTER_OP(_CachedOp)
   const ParamSchema<CachedOpParam>& schema = SchemaOf<CachedOpParam>();
   r->Register("_CachedOp").attr_parser = [&schema](NodeAttrs* attrs) {
     auto parsed = std::make_shared<CachedOpParam>(*schema.Parse("_CachedOp", attrs->dict));
-    if (!parsed->subgraph.empty())
+    if (!parsed->subgraph.empty()) {
       parsed->graph = std::make_shared<Symbol>(graph::LoadJSON(parsed->subgraph, "the subgraph of '_CachedOp'"));
+      IndexedGraph ig(parsed->graph->outputs);
+      for (size_t i = 0; i < ig.input_nodes().size(); ++i)
+        if (ig.is_mutable_input(ig.input_nodes()[i])) parsed->mutable_inputs.push_back(static_cast<int>(i));
+    }
     attrs->parsed = parsed;
   };
   return true;

@@ -717,7 +717,7 @@ void CheckAddToWraps() {
   // 1-D data: the output gradient's diagonal is added to the gradient.
   EXPECT_EQ(add_to("_backward_diag", {make({2, 2}, {3, 9, 9, -3}), make({2}, {0, 0})}, make({2}, {max - 1, min + 1})),
             (std::vector<T>{min + 1, max - 1}));
-  EXPECT_EQ(add_to("Flatten", {make({2, 2}, {1, -1, 2, -2})}, make({2, 2}, {max, min, max - 1, min + 1})),
+  EXPECT_EQ(add_to("Flatten", {make({2, 2}, {1, -1, 2, -2})}, make({2, 2}, {max, min, max, min})),
             (std::vector<T>{min, max, min + 1, max - 1}));
 }
 

@@ -405,7 +405,12 @@ TEST(LibSVMIter, GivesCsrRowsAndChecksIndices) {
   EXPECT_EQ(ToVector(CastStorage(it->Value().data[0], StorageType::kDefault)),
             (std::vector<float>{0, 4, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
   EXPECT_FALSE(it->Next());
-  ExpectError([&] { CreateDataIter("LibSVMIter", {{"data_libsvm", data}, {"data_shape", "(4,)"}, {"batch_size", "1"}}); },
+  // Line 4 is read, and refused, when the batch that holds it is made.
+  auto narrow = CreateDataIter("LibSVMIter", {{"data_libsvm", data}, {"data_shape", "(4,)"}, {"batch_size", "1"},
+                                              {"prefetch_buffer", "0"}});
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(narrow->Next());
+  ExpectError([&] { narrow->Next(); }, ErrorKind::kIndex, {data, "line 4", "feature index 4", "index < 4"});
+  ExpectError([&] { CreateDataIter("LibSVMIter", {{"data_libsvm", data}, {"data_shape", "(4,)"}, {"batch_size", "4"}}); },
               ErrorKind::kIndex, {data, "line 4", "feature index 4", "index < 4"});
   WriteFile(data, "1 0:1 2\n");
   ExpectError([&] { CreateDataIter("LibSVMIter", {{"data_libsvm", data}, {"data_shape", "(4,)"}, {"batch_size", "1"}}); },

@@ -16,6 +16,12 @@ same command and never get past `import weft`).
                                        with a dist_sync Trainer; final weights saved
     kv_worker.py rowpush OUTDIR        row_sparse pushes (rows only on the wire) to a key split
                                        over the servers, mixed with dense pushes; SGD on the servers
+    kv_worker.py blocked OUTDIR OP     worker 0 blocks in OP (barrier, push or pull) for good:
+                                       worker 1 never joins it
+
+With WEFT_TEST_LOG_DIR set, every process (of any role) writes its output to its own file
+there, ROLE-PID.log, instead of to the launcher: a cluster's nodes log where they run, and
+what a node says on its way out stays readable when the launcher is gone.
 
 Each worker writes what it saw under OUTDIR (rank-named files) for the test to compare.
 """
@@ -26,7 +32,15 @@ import time
 
 import numpy as np
 
-import weft as mx
+if os.environ.get("WEFT_TEST_LOG_DIR"):
+    # Before weft is imported: a server or scheduler runs its role during the import.
+    _log = os.open(os.path.join(os.environ["WEFT_TEST_LOG_DIR"], "%s-%d.log" % (
+        os.environ.get("DMLC_ROLE", "worker"), os.getpid())), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(_log, 1)
+    os.dup2(_log, 2)
+    os.close(_log)
+
+import weft as mx  # noqa: E402
 
 MODE, OUT = sys.argv[1], sys.argv[2]
 
@@ -196,6 +210,28 @@ def run_late_push():
     pulled(kv, 3, (10,))
 
 
+def run_blocked():
+    """Worker 0 waits in a barrier, a push or a pull that only worker 1 could complete;
+    worker 1 never comes. blocked-0 appears just before worker 0 blocks."""
+    op = sys.argv[3]
+    kv = mx.kv.create("dist_sync")
+    kv.init(0, arr(np.zeros(10)))
+    with open(os.path.join(OUT, "pid-%d" % kv.rank), "w") as f:
+        f.write(str(os.getpid()))
+    if kv.rank != 0:
+        time.sleep(3600)
+    open(os.path.join(OUT, "blocked-0"), "w").close()
+    if op == "barrier":
+        kv._barrier()
+    elif op == "push":  # in dist_sync a push is answered once every worker has pushed
+        kv.push(0, arr(np.ones(10)))
+        mx.nd.waitall()
+    else:
+        kv.push(0, arr(np.ones(10)))
+        pulled(kv, 0, (10,))
+    sys.exit("kv_worker: the %s came back although worker 1 never took part" % op)
+
+
 def wait_for_gate():
     """A test that must see the scheduler handle something first (an intruder's messages)
     names a file in WEFT_TEST_GATE and creates it once it has: until then no worker
@@ -291,4 +327,4 @@ def run_sparse_gluon():
 wait_for_gate()
 {"sparse_gluon": run_sparse_gluon, "rowsparse": run_rowsparse, "rowpush": run_rowpush, "sync": run_sync, "async": run_async, "device": run_device, "mlp": run_mlp, "kill": run_kill,
  "late_barrier": run_late_barrier,
- "late_push": run_late_push}[MODE]()
+ "late_push": run_late_push, "blocked": run_blocked}[MODE]()

@@ -174,3 +174,171 @@ def test_export_after_recorded_calls_that_ran_inlined(tmp_path):
     assert _ops(mx.sym.load(sym_file)) == ["FullyConnected"]
     loaded = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)
     np.testing.assert_allclose(loaded(x).asnumpy(), y.asnumpy(), rtol=1e-6)
+
+
+def _conv_bn_relu(seed):
+    """Convolution, BatchNorm, relu (three operators: not inlined by default), with random
+    weights and non-trivial running statistics."""
+    net = nn.HybridSequential(prefix="cbr%d_" % seed)
+    with net.name_scope():
+        net.add(nn.Conv2D(4, 3, padding=1, in_channels=3), nn.BatchNorm(in_channels=4, momentum=0.8),
+                nn.Activation("relu"))
+    net.initialize(mx.init.Uniform(0.5))
+    rs = np.random.RandomState(seed)
+    bn = net[1]
+    bn.running_mean.set_data(nd.array(rs.uniform(-1, 1, 4)))
+    bn.running_var.set_data(nd.array(rs.uniform(0.5, 2, 4)))
+    return net
+
+
+def _reference_step(net, x):
+    """A non-hybridized copy of `net`: its output, the gradients of its parameters and its
+    running statistics after one recorded training-mode call and backward."""
+    ref = _conv_bn_relu(0)
+    for p, q in zip(net.collect_params().values(), ref.collect_params().values()):
+        q.set_data(p.data().copy())
+    with autograd.record(train_mode=True):
+        y = ref(x)
+    y.backward()
+    params = list(ref.collect_params().values())
+    return (y.asnumpy(), {p.name[len(ref.prefix):]: p.grad().asnumpy() for p in params if p.grad_req != "null"},
+            [ref[1].running_mean.data().asnumpy(), ref[1].running_var.data().asnumpy()])
+
+
+def test_cached_op_updates_auxiliary_states_in_training_as_the_block_does():
+    net = _conv_bn_relu(0)
+    x = nd.array(np.random.RandomState(1).uniform(-1, 1, (2, 3, 5, 5)))
+    want_y, want_grads, want_stats = _reference_step(net, x)
+    assert not np.allclose(want_stats[0], net[1].running_mean.data().asnumpy())
+    graph = net(mx.sym.var("data"))
+    names = graph.list_inputs()
+    aux = set(graph.list_auxiliary_states())
+    assert len(aux) == 2
+    params = {p.name: p.data() for p in net.collect_params().values()}
+
+    def fresh_inputs():
+        return [x] + [params[n].copy() for n in names[1:]]
+
+    # The operator called imperatively under record(train_mode=True): the statistics land
+    # in the arrays given for them, once (the backward recomputes the forward on copies).
+    ins = fresh_inputs()
+    for a, n in zip(ins, names):
+        if n not in aux and n != "data":
+            a.attach_grad()
+    with autograd.record(train_mode=True):
+        y = nd._internal._CachedOp(*ins, subgraph=graph.tojson())
+    y.backward()
+    np.testing.assert_allclose(y.asnumpy(), want_y, rtol=1e-5, atol=1e-6)
+    got = dict(zip(names, ins))
+    for n in names:
+        if n in aux:
+            stat = want_stats[0] if n.endswith("running_mean") else want_stats[1]
+            np.testing.assert_allclose(got[n].asnumpy(), stat, rtol=1e-5, atol=1e-6)
+        elif n != "data":
+            np.testing.assert_allclose(got[n].grad.asnumpy(), want_grads[n[len(net.prefix):]], rtol=1e-4, atol=1e-5)
+    # Not in training: the statistics are read, not updated.
+    ins = fresh_inputs()
+    nd._internal._CachedOp(*ins, subgraph=graph.tojson()).wait_to_read()
+    for a, n in zip(ins, names):
+        if n in aux:
+            np.testing.assert_array_equal(a.asnumpy(), params[n].asnumpy())
+
+    # A graph holding the node (as autograd.get_symbol gives, or a saved one), bound and run
+    # forward in training: the node's inputs for the statistics are auxiliary states of
+    # that graph, updated in the executor's arrays.
+    sym = _cached_op_symbol(graph, names)
+    assert sorted(sym.list_auxiliary_states()) == sorted(aux)
+    ins = dict(zip(names, fresh_inputs()))
+    grads = {n: nd.zeros(a.shape) for n, a in ins.items() if n not in aux}
+    exe = sym.bind(mx.cpu(), {n: a for n, a in ins.items() if n not in aux}, args_grad=grads,
+                   aux_states={n: ins[n] for n in sym.list_auxiliary_states()})
+    out = exe.forward(is_train=True)[0]
+    exe.backward(nd.ones(out.shape))
+    np.testing.assert_allclose(out.asnumpy(), want_y, rtol=1e-5, atol=1e-6)
+    for n in aux:
+        stat = want_stats[0] if n.endswith("running_mean") else want_stats[1]
+        np.testing.assert_allclose(exe.aux_dict[n].asnumpy(), stat, rtol=1e-5, atol=1e-6)
+    for n, g in grads.items():
+        if n != "data":
+            np.testing.assert_allclose(g.asnumpy(), want_grads[n[len(net.prefix):]], rtol=1e-4, atol=1e-5)
+
+
+def test_get_symbol_of_a_hybridized_call_replays_with_the_statistics_update():
+    net = _conv_bn_relu(0)
+    x = nd.array(np.random.RandomState(2).uniform(-1, 1, (2, 3, 5, 5)))
+    want_y, _, want_stats = _reference_step(net, x)
+    start = [net[1].running_mean.data().asnumpy(), net[1].running_var.data().asnumpy()]
+    net.hybridize()
+    with autograd.record(train_mode=True):
+        y = net(x)
+    np.testing.assert_allclose(net[1].running_mean.data().asnumpy(), want_stats[0], rtol=1e-5, atol=1e-6)
+    sym = autograd.get_symbol(y)
+    assert _ops(sym) == ["_CachedOp"] and len(sym.list_auxiliary_states()) == 2
+    # The recorded graph replayed from the statistics the call started from: the node's
+    # inputs are its subgraph's, in the order that graph lists them.
+    node = [n for n in json.loads(sym.tojson())["nodes"] if n["op"] == "_CachedOp"][0]
+    inner = mx.sym.load_json(node["attrs"]["subgraph"])
+    inner_aux = set(inner.list_auxiliary_states())
+    params = {p.name: p.data().asnumpy() for p in net.collect_params().values()}
+    params.update(zip((n for n in inner.list_inputs() if n in inner_aux), start))
+    params["data"] = x.asnumpy()
+    args = [nd.array(params[n]) for n in inner.list_inputs() if n not in inner_aux]
+    aux = [nd.array(params[n]) for n in inner.list_inputs() if n in inner_aux]
+    exe = sym.bind(mx.cpu(), dict(zip(sym.list_arguments(), args)),
+                   aux_states=dict(zip(sym.list_auxiliary_states(), aux)))
+    np.testing.assert_allclose(exe.forward(is_train=True)[0].asnumpy(), want_y, rtol=1e-5, atol=1e-6)
+    for got, want in zip(exe.aux_arrays, want_stats):
+        np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def _symbol_block(ops):
+    """A SymbolBlock of `ops` operators (FullyConnected, then tanh as needed)."""
+    data = mx.sym.var("data")
+    out = mx.sym.FullyConnected(data, num_hidden=3, name="sb_fc")
+    for k in range(ops - 1):
+        out = mx.sym.tanh(out, name="sb_tanh%d" % k)
+    block = gluon.SymbolBlock(out, [data])
+    block.initialize(mx.init.Uniform(0.5))
+    return block
+
+
+@pytest.mark.parametrize("hybridize", [None, {}, {"inline_limit": 3}, {"static_alloc": True}])
+def test_symbol_block_is_inlined_as_mxnet_cached_op(hybridize):
+    # MXNet runs a SymbolBlock through a CachedOp with its flags (a hybridized parent's, or
+    # none): a recorded call of at most inline_limit (2) operators runs operator by
+    # operator, unless static_alloc; a larger one is one _CachedOp node.
+    x = nd.array(np.random.RandomState(7).uniform(-1, 1, (2, 4)))
+    for ops in (2, 3):
+        block = _symbol_block(ops)
+        parent = nn.HybridSequential()
+        parent.add(block)
+        if hybridize is not None:
+            parent.hybridize(**hybridize)
+        plain = block(x).asnumpy()
+        x.attach_grad()
+        with autograd.record():
+            y = block(x)
+        flags = hybridize or {}
+        inlined = not flags.get("static_alloc") and ops <= flags.get("inline_limit", 2)
+        want = ["FullyConnected"] + ["tanh"] * (ops - 1) if inlined else ["_CachedOp"]
+        assert _ops(autograd.get_symbol(y)) == want, (ops, hybridize)
+        y.backward()
+        np.testing.assert_allclose(y.asnumpy(), plain, rtol=1e-6)
+        w = block.params.get("sb_fc_weight").data().asnumpy()
+        b = block.params.get("sb_fc_bias").data().asnumpy()
+        pre = x.asnumpy().dot(w.T) + b
+        dy = np.ones_like(pre)
+        for _ in range(ops - 1):
+            pre = np.tanh(pre)
+        if ops > 1:  # d tanh(tanh(..)) by the chain rule, innermost first
+            vals = [x.asnumpy().dot(w.T) + b]
+            for _ in range(ops - 1):
+                vals.append(np.tanh(vals[-1]))
+            for v in reversed(vals[1:]):
+                dy = dy * (1 - v ** 2)
+        np.testing.assert_allclose(x.grad.asnumpy(), dy.dot(w), rtol=1e-4, atol=1e-6)
+        # Called through the hybridized parent (whose graph composes the block's), the same.
+        with autograd.record():
+            z = parent(x)
+        assert _ops(autograd.get_symbol(z)) == want
+        np.testing.assert_allclose(z.asnumpy(), plain, rtol=1e-6)

@@ -5,6 +5,8 @@ every error path."""
 import gzip
 import os
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -437,6 +439,143 @@ def test_libsvm_batches_are_csr_built_from_the_stored_values(tmp_path):
     np.testing.assert_array_equal(labels, [[0, 1, 0], [1, 0, 0.5], [0, 0, 0], [0, 0, 3], [0, 0, 0], [0, 0, 0]])
 
 
+def write_libsvm(path, rng, rows, width, nnz, gz=False):
+    """A LibSVM file of `rows` lines (some blank, some without features, a few giving a
+    feature twice or out of order) and its rows as (label, {column: value})."""
+    want, lines = [], []
+    for i in range(rows):
+        cols = rng.randint(0, width, size=rng.randint(0, nnz + 1))
+        vals = np.round(rng.uniform(-9, 9, size=cols.size), 4)
+        label = float(rng.randint(-3, 4))
+        lines.append("%g %s" % (label, " ".join("%d:%g" % (c, v) for c, v in zip(cols, vals))))
+        want.append((label, dict(zip(cols.tolist(), vals.tolist()))))  # a repeated column keeps its last value
+        if i % 97 == 0:
+            lines.append("  ")
+    text = ("\r\n" if gz else "\n").join(lines) + "\n"
+    if gz:
+        with gzip.open(path, "wb") as f:
+            f.write(text.encode())
+    else:
+        path.write_text(text)
+    return want
+
+
+def dense_rows(rows, width):
+    out = np.zeros((len(rows), width), np.float32)
+    for i, (_, cols) in enumerate(rows):
+        for c, v in cols.items():
+            out[i, c] = v
+    return out
+
+
+def libsvm_reference(n, batch, wrap, epochs):
+    """The batches (row numbers within the part, -1 for padding; pad) of `epochs` epochs
+    over a part of n rows, as round_batch and reset define them."""
+    out, pos, overflow = [], 0, 0
+    for _ in range(epochs):
+        epoch = []
+        while overflow == 0 and pos < n:
+            rows = list(range(pos, min(pos + batch, n)))
+            pos += len(rows)
+            rest = batch - len(rows)
+            if rest and wrap:
+                rows += [r % n for r in range(rest)]
+                overflow, pos = rest, rest % n
+            elif rest:
+                rows += [-1] * rest
+            epoch.append((rows, rest))
+        out.append(epoch)
+        if overflow:
+            overflow = 0
+        else:
+            pos = 0
+    return out
+
+
+def epochs_of(it, count):
+    # Reset only after a whole epoch: the prefetcher may have read past what was consumed
+    # (round_batch's carry-over then depends on how far it got).
+    out = [list(it)]
+    for _ in range(count - 1):
+        it.reset()
+        out.append(list(it))
+    return out
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_libsvm_streams_a_file_larger_than_its_chunk_with_the_same_batches(tmp_path, gz):
+    # About 2.5 MB of text: more than the 1 MiB the reader holds at a time, so batches are
+    # made across chunk boundaries, rewinds and part starts.
+    rng = np.random.RandomState(3)
+    width, lwidth = 1000, 7
+    path, lab = tmp_path / ("d.libsvm" + (".gz" if gz else "")), tmp_path / "l.libsvm"
+    rows = write_libsvm(path, rng, 20011, width, 24, gz=gz)
+    labels = write_libsvm(lab, np.random.RandomState(4), 20011, lwidth, 3)
+    x, y = dense_rows(rows, width), dense_rows(labels, lwidth)
+    first = np.array([r[0] for r in rows], np.float32)
+    assert len(gzip.open(path).read() if gz else path.read_bytes()) > 2 << 20
+    for num_parts, part, batch, wrap, label_file in [(1, 0, 256, True, False), (1, 0, 256, False, True),
+                                                     (3, 1, 500, True, True), (3, 2, 333, False, False),
+                                                     (4, 3, 7000, True, False)]:
+        lo, hi = (int(len(rows) / num_parts * k) for k in (part, part + 1))
+        kw = dict(label_libsvm=str(lab), label_shape=(lwidth,)) if label_file else {}
+        it = mx.io.LibSVMIter(data_libsvm=str(path), data_shape=(width,), batch_size=batch, round_batch=wrap,
+                              num_parts=num_parts, part_index=part, **kw)
+        want = libsvm_reference(hi - lo, batch, wrap, 3)
+        got = epochs_of(it, 3)
+        assert [len(e) for e in got] == [len(e) for e in want], (num_parts, part, batch, wrap)
+        for epoch_got, epoch_want in zip(got, want):
+            for b, (idx, pad) in zip(epoch_got, epoch_want):
+                idx = np.array(idx)
+                assert b.pad == pad
+                assert b.data[0].stype == "csr"
+                keep = idx >= 0
+                np.testing.assert_array_equal(b.index[keep], lo + idx[keep])
+                d = b.data[0].asnumpy()
+                np.testing.assert_array_equal(d[keep], x[lo + idx[keep]])
+                assert not d[~keep].any()
+                l = b.label[0].asnumpy()
+                ref = y[lo + idx[keep]] if label_file else first[lo + idx[keep]]
+                np.testing.assert_array_equal(l[keep], ref)
+                assert not l[~keep].any()
+
+
+def test_libsvm_memory_follows_the_batch_not_the_file(tmp_path):
+    # 40 MB of text holding 4 million stored values (48 MB as csr): read whole, the file
+    # and its rows took about 90 MB before the first batch; streamed, a few MB.
+    path = tmp_path / "big.libsvm"
+    rng = np.random.RandomState(0)
+    with open(path, "w") as f:
+        for _ in range(20):
+            cols = np.sort(rng.randint(0, 100000, size=(10000, 20)), axis=1)
+            f.write("".join("1 " + " ".join("%d:0.25" % c for c in row) + "\n" for row in cols))
+    assert os.path.getsize(path) > 30e6
+    script = """
+import resource, sys
+import weft as mx
+def rss(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field):
+            return int(line.split()[1]) / 1024.0
+it = mx.io.LibSVMIter(data_libsvm=sys.argv[1], data_shape=(100000,), batch_size=8, prefetch_buffer=0)
+it.reset(); it.next(); it.reset()
+base = rss("VmRSS")
+open("/proc/self/clear_refs", "w").write("5")  # VmHWM starts again from now
+it = mx.io.LibSVMIter(data_libsvm=sys.argv[1], data_shape=(100000,), batch_size=256)
+b = it.next()
+first = rss("VmHWM") - base
+n = 1 + sum(1 for _ in it)
+print(first, rss("VmHWM") - base, n)
+"""
+    out = subprocess.run([sys.executable, "-c", script, str(path)], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, OMP_NUM_THREADS="1"))
+    assert out.returncode == 0, out.stderr
+    first, whole, batches = out.stdout.split()
+    assert int(batches) == 200000 // 256 + 1
+    print("peak over the start: %s MB at the first batch, %s MB over the epoch" % (first, whole))
+    assert float(first) < 20 and float(whole) < 20, (first, whole)
+
+
 def test_libsvm_errors(tmp_path):
     path = tmp_path / "d.libsvm"
     path.write_text("1 0:1 7:2\n")
@@ -445,6 +584,28 @@ def test_libsvm_errors(tmp_path):
     path.write_text("1 0=1\n")
     with pytest.raises(mx.base.WeftValueError, match="expected 'index:value'"):
         mx.io.LibSVMIter(data_libsvm=str(path), data_shape=(4,), batch_size=1)
+    # A line past the first batch is read, and fails, when its batch is made.
+    path.write_text("1 0:1\n0 1:2\n\n1 2:x\n")
+    it = mx.io.LibSVMIter(data_libsvm=str(path), data_shape=(4,), batch_size=2)
+    it.next()
+    with pytest.raises(mx.base.WeftValueError, match="data_libsvm '.*d.libsvm' line 4: expected a value after '2:'"):
+        it.next()
+    # The label file must have as many rows: checked as the rows are read in one part,
+    # before reading any in several.
+    path.write_text("1 0:1\n0 1:2\n1 2:1\n")
+    lab = tmp_path / "l.libsvm"
+    for text, match in [("0 0:1\n0 1:1\n", "label_libsvm '.*l.libsvm' has 2 rows, fewer than data_libsvm"),
+                        ("0 0:1\n0 1:1\n0\n0\n", "label_libsvm '.*l.libsvm' has more rows than the 3 of data_libsvm")]:
+        lab.write_text(text)
+        it = mx.io.LibSVMIter(data_libsvm=str(path), data_shape=(4,), label_libsvm=str(lab), label_shape=(2,),
+                              batch_size=2)
+        with pytest.raises(mx.base.WeftShapeError, match=match):
+            list(it)
+        with pytest.raises(mx.base.WeftShapeError, match="has %d rows, expected 3" % text.count("\n")):
+            mx.io.LibSVMIter(data_libsvm=str(path), data_shape=(4,), label_libsvm=str(lab), label_shape=(2,),
+                             batch_size=2, num_parts=2)
+    with pytest.raises(mx.base.WeftNotFoundError, match="data_libsvm '/nonexistent.libsvm'"):
+        mx.io.LibSVMIter(data_libsvm="/nonexistent.libsvm", data_shape=(4,), batch_size=2)
 
 
 def test_cpp_iterators_compose_with_python_wrappers():

@@ -5,6 +5,7 @@ and a server started directly with the test playing the other nodes by hand
 and uses a free port."""
 import os
 import pickle
+import re
 import signal
 import socket
 import subprocess
@@ -41,10 +42,24 @@ def launch(args, workers=2, servers=2, timeout=40, heartbeat=10, wait=True, port
     try:
         out, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
+        out = end_job(proc, args[1])
         pytest.fail("the job did not end within %d s:\n%s" % (timeout, out))
     return proc.returncode, out
+
+
+def end_job(proc, tag):
+    """Kills the launcher `proc` and every process of its job (the processes whose command
+    line holds `tag`), and returns the launcher's output. Each node runs in a session of its
+    own: killing the launcher's group alone would leave the job running without it."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    for pid in no_process_left(str(tag)):
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    out, _ = proc.communicate()
+    return out
 
 
 def no_process_left(tag):
@@ -216,8 +231,7 @@ def test_killing_any_node_ends_the_job_with_an_error_naming_it(tmp_path, role):
         took = time.monotonic() - killed_at
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+            end_job(proc, tmp_path)
     print("killed the %s: the job ended %.1f s later" % (role, took))
     assert proc.returncode != 0
     # Every other process exits with an error naming the lost node.
@@ -262,13 +276,113 @@ def test_a_hung_node_is_lost_after_the_heartbeat_timeout(tmp_path):
         reader.join(timeout=10)
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            end_job(proc, tmp_path)
     out = "".join(lines)
     assert "[scheduler] weft scheduler: kvstore scheduler: lost worker 1 (host" in out, out
     assert "pid %d): no heartbeat for 2 s" % victim in out, out
     # Its last heartbeat went out up to one interval (0.4 s) before it stopped.
     assert 2 - 0.5 <= took < 2 + 5, took
+
+
+def wait_until_gone(pids, tag, timeout):
+    """Seconds until none of `pids` runs any more (a zombie no longer counts), and those
+    still running after `timeout`."""
+    start = time.monotonic()
+    while True:
+        left = set(pids) & set(job_processes(tag))
+        took = time.monotonic() - start
+        if not left or took > timeout:
+            return took, left
+        time.sleep(0.1)
+
+
+def node_log(logs, role, pid):
+    path = logs / ("%s-%d.log" % (role, pid))
+    return path.read_text(errors="replace") if path.exists() else "(no log %s)" % path
+
+
+@pytest.mark.parametrize("output", ["files", "launcher"])
+def test_nodes_exit_when_the_launcher_and_the_scheduler_die_together(tmp_path, output):
+    # With the launcher gone, nobody reads the nodes' output or ends them: each node must
+    # notice the lost scheduler by itself and exit (writing to the dead launcher's pipes
+    # fails and must not keep it alive). With "files" each node logs to a file of its own,
+    # as on a cluster, where the test reads what it said.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    port = free_port()
+    env = {"WEFT_TEST_LOG_DIR": str(logs)} if output == "files" else None
+    proc = launch(["kill", tmp_path], heartbeat=None, wait=False, port=port, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while not all((tmp_path / ("pid-%d" % r)).exists() for r in range(2)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tmp_path / "pid-1").exists(), "the workers never started training"
+        time.sleep(0.5)  # mid-training
+        nodes = job_processes(str(tmp_path))
+        assert sorted(nodes.values()) == ["scheduler", "server", "server", "worker", "worker"], nodes
+        scheduler = next(pid for pid, role in nodes.items() if role == "scheduler")
+        os.killpg(proc.pid, signal.SIGKILL)
+        os.kill(scheduler, signal.SIGKILL)
+        others = set(nodes) - {scheduler}
+        took, left = wait_until_gone(others, str(tmp_path), 30)
+    finally:
+        end_job(proc, tmp_path)
+    print("killed the launcher and the scheduler: the other nodes ended %.1f s later" % took)
+    assert not left, "still running 30 s after the launcher and the scheduler were killed: %s" % (
+        {pid: nodes[pid] for pid in left})
+    if output == "files":
+        lost = "lost the scheduler at tcp://127.0.0.1:%d: its connection closed" % port
+        for pid in others:
+            text = node_log(logs, nodes[pid], pid)
+            assert lost in text, "the %s (pid %d) did not say '%s':\n%s" % (nodes[pid], pid, lost, text)
+
+
+@pytest.mark.parametrize("op", ["barrier", "push", "pull"])
+def test_a_worker_blocked_in_a_request_exits_when_every_other_process_dies(tmp_path, op):
+    # Worker 0 waits for worker 1, which never comes; then every other process of the job
+    # (launcher, scheduler, servers, worker 1) is killed at once.
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    proc = launch(["blocked", tmp_path, op], heartbeat=None, wait=False, env={"WEFT_TEST_LOG_DIR": str(logs)})
+    try:
+        deadline = time.monotonic() + 30
+        while not ((tmp_path / "blocked-0").exists() and (tmp_path / "pid-1").exists()) and \
+                time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tmp_path / "blocked-0").exists() and (tmp_path / "pid-1").exists(), "the workers never started"
+        time.sleep(1)  # worker 0 is waiting now
+        blocked = int((tmp_path / "pid-0").read_text())
+        nodes = job_processes(str(tmp_path))
+        assert blocked in nodes and len(nodes) == 5, nodes
+        os.killpg(proc.pid, signal.SIGKILL)
+        for pid in set(nodes) - {blocked}:
+            os.kill(pid, signal.SIGKILL)
+        took, left = wait_until_gone([blocked], str(tmp_path), 30)
+    finally:
+        end_job(proc, tmp_path)
+    text = node_log(logs, "worker", blocked)
+    print("worker 0 blocked in a %s ended %.1f s after the others were killed" % (op, took))
+    assert not left, "worker 0, blocked in a %s, still ran 30 s after every other process died:\n%s" % (op, text)
+    assert "came back" not in text, text
+    assert re.search(r"lost (the scheduler|server [01]) at tcp://127\.0\.0\.1:\d+: its connection closed", text), text
+
+
+def test_launch_passes_sigterm_on_to_every_node(tmp_path):
+    proc = launch(["kill", tmp_path], heartbeat=None, wait=False)
+    try:
+        deadline = time.monotonic() + 30
+        while not all((tmp_path / ("pid-%d" % r)).exists() for r in range(2)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert (tmp_path / "pid-1").exists(), "the workers never started training"
+        nodes = job_processes(str(tmp_path))
+        assert len(nodes) == 5, nodes
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    finally:
+        end_job(proc, tmp_path)
+    assert proc.returncode == 128 + signal.SIGTERM, out
+    took, left = wait_until_gone(nodes, str(tmp_path), 5)
+    assert not left, "nodes left running after the launcher was stopped: %s" % left
 
 
 def test_launch_reports_failure_and_bad_arguments(tmp_path):
@@ -319,8 +433,7 @@ def gated_job_with_intruder(tmp_path, args, messages, expect, curve=None, env=No
     finally:
         intruder.close()
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            end_job(proc, tmp_path)
     return proc.returncode, "".join(lines)
 
 

@@ -15,9 +15,6 @@ SCANNER = os.path.join(REPO, "tools", "mxnet_legacy_ops.py")
 # Names Weft does not register yet. Shrink this as the branches that add them merge;
 # test_not_yet_lists_only_missing_names fails when a name here has arrived.
 NOT_YET = set()
-# Quantization: the quantized RNN (MXNet's oneDNN int8 LSTM) is the one quantized operator
-# not built yet.
-NOT_YET |= {"_contrib_quantized_rnn"}
 
 # MXNet's pre-Custom Python operators (mx.operator.NDArrayOp / NumpyOp), which take C
 # callback pointers as a parameter; Weft's Custom operator replaces them.

@@ -161,6 +161,34 @@ def test_binary_gradients(name, lshape, rshape):
         check_numeric_gradient(op, [x, y], numeric_eps=1e-5, rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64", "uint8", "float32", "float64"])
+@pytest.mark.parametrize("op", ["broadcast_mod", "_mod"])
+def test_mod_gradient_is_zero_for_integers_as_mxnet(op, dtype):
+    # MXNet's mod gradient: (g, -g * floor(l / r)) for floating-point dtypes, zeros for
+    # integer ones, even under a non-zero head gradient.
+    rng = np.random.RandomState(11)
+    lshape, rshape = ((3, 4), (1, 4)) if op == "broadcast_mod" else ((3, 4), (3, 4))
+    l = rng.randint(1, 50, size=lshape).astype(dtype)
+    r = rng.randint(1, 9, size=rshape).astype(dtype)
+    if np.dtype(dtype).kind == "f":
+        l += 0.25
+    g = rng.randint(1, 5, size=(3, 4)).astype(dtype)
+    a, b = nd.array(l, dtype=dtype), nd.array(r, dtype=dtype)
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        out = getattr(nd._internal, op)(a, b)
+    out.backward(nd.array(g, dtype=dtype))
+    np.testing.assert_array_equal(out.asnumpy(), np.mod(l, r))
+    if np.dtype(dtype).kind == "f":
+        want_l, want_r = g, -g * np.floor(l / r)
+    else:
+        want_l, want_r = np.zeros_like(g), np.zeros_like(g)
+    assert a.grad.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(a.grad.asnumpy(), want_l)
+    np.testing.assert_array_equal(b.grad.asnumpy(), want_r.sum(axis=0, keepdims=True) if rshape[0] == 1 else want_r)
+
+
 @pytest.mark.parametrize("name", ["_plus_scalar", "_minus_scalar", "_rminus_scalar", "_mul_scalar", "_div_scalar",
                                   "_rdiv_scalar", "_power_scalar", "_rpower_scalar", "_maximum_scalar",
                                   "_minimum_scalar", "_hypot_scalar"])

@@ -425,6 +425,10 @@ WEFT_API weft_status_t weft_symbol_get_children(const weft_symbol_t* sym, weft_s
  * each 2-D/3-D convolution with the BatchNorm, residual sum and activation after it one
  * _sg_mkldnn_conv node, and each fully connected layer with the elementwise operator after
  * it one _sg_mkldnn_fully_connected node; the result computes what `sym` computes.
+ * "MKLDNN_QUANTIZE" (for a graph quantized by mx.contrib.quantization) also folds each
+ * calibrated requantize, and each dequantize after a fully connected layer or elemwise_mul,
+ * into the quantized operator before it, removes identities (_copy, Dropout) and makes the
+ * self-attention products _sg_mkldnn_selfatt_qk/_valatt nodes.
  * WEFT_ERR_NOT_FOUND for a backend Weft does not have. */
 WEFT_API weft_status_t weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend,
                                                       weft_symbol_t** out);

@@ -57,9 +57,15 @@ std::vector<GradValue> Gradient(BinaryFn fn, BinaryGradBuilder& b) {
       return {b.To(dl, lhs), b.To(b.Op("negative", b.Mul(dl, b.out())), rhs)};
     }
     case BinaryFn::kMod: {
-      // l mod r = l - r * floor(l / r)
+      // l mod r = l - r * floor(l / r): (g, -g * floor(l / r)) in a floating-point dtype. An
+      // integer mod has no derivative, and MXNet's gradients there are zeros (its mod_grad
+      // and mod_rgrad are 0 for integer types), whatever the head gradient. `real` is 1 in a
+      // floating-point dtype and 0 in an integer one: a scalar takes the array's dtype
+      // before it applies, so 0.5 is 0 for integers (MXNet's scalar rule).
+      GradValue half = b.Op("_mul_scalar", b.Op("ones_like", g), ScalarArg(0.5));
+      GradValue real_g = b.Mul(g, b.Op("_mul_scalar", half, ScalarArg(2.0)));
       GradValue quotient = b.Op("floor", b.Bin("div", lhs, rhs));
-      return {b.To(g, lhs), b.To(b.Op("negative", b.Mul(g, quotient)), rhs)};
+      return {b.To(real_g, lhs), b.To(b.Op("negative", b.Mul(real_g, quotient)), rhs)};
     }
     case BinaryFn::kPower: {
       // d/dl l^r = r * l^(r-1); d/dr l^r = l^r * log(l)

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/op/linalg/gemm.h"
+#include "core/op/nn/rnn_math.h"
 #include "core/op/op_util.h"
 #include "core/op/random/sampler.h"
 
@@ -78,43 +79,11 @@ std::string InName(const RNNParam& p, int i) {
 
 Shape MaskShape(const RnnDims& d) { return Shape({d.L - 1, d.T, d.N, d.D * d.Hout}); }
 
-// ------------------------------------------------------------------ elementwise math
-// Single precision runs through a polynomial exp that the compiler vectorises (libm's
-// expf does not vectorise here); its relative error is a few ulp, well inside what float32
-// recurrences keep. Double precision (the gradient checks) uses libm.
-inline float ExpApprox(float x) {
-  x = std::min(std::max(x, -87.0f), 88.0f);
-  // nearbyint rather than floor(v + 0.5): GCC 12 does not vectorise loops calling floor.
-  float n = std::nearbyint(x * 1.44269504088896341f);
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float q = 1.9875691500e-4f;
-  q = q * r + 1.3981999507e-3f;
-  q = q * r + 8.3334519073e-3f;
-  q = q * r + 4.1665795894e-2f;
-  q = q * r + 1.6666665459e-1f;
-  q = q * r + 5.0000001201e-1f;
-  float y = q * r * r + r + 1.0f;
-  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  return y * scale;
-}
-inline double ExpApprox(double x) { return std::exp(x); }
-
-template <typename DT>
-inline DT Sigmoid(DT x) { return DT(1) / (DT(1) + ExpApprox(-x)); }
-// tanh(x) = 2 sigmoid(2x) - 1 written so that large |x| saturates instead of overflowing.
-template <typename DT>
-inline DT Tanh(DT x) {
-  if constexpr (std::is_same_v<DT, double>) {
-    return std::tanh(x);
-  } else {
-    DT e = ExpApprox(DT(-2) * std::fabs(x));
-    DT t = (DT(1) - e) / (DT(1) + e);
-    return std::copysign(t, x);
-  }
-}
-
+// The elementwise math (ExpApprox, Sigmoid, Tanh) is in rnn_math.h, shared with the int8
+// LSTM.
+using rnn_math::ExpApprox;
+using rnn_math::Sigmoid;
+using rnn_math::Tanh;
 
 // Gate kernels of one sequence and step, as free functions with restrict-qualified
 // pointers: inside the step lambdas the compiler reloads captured pointers on every

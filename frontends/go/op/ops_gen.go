@@ -169,6 +169,7 @@ var opInternalContribQuantizedEmbedding = weft.NewOperator("_contrib_quantized_e
 var opInternalContribQuantizedFlatten = weft.NewOperator("_contrib_quantized_flatten")
 var opInternalContribQuantizedFullyConnected = weft.NewOperator("_contrib_quantized_fully_connected")
 var opInternalContribQuantizedPooling = weft.NewOperator("_contrib_quantized_pooling")
+var opInternalContribQuantizedRnn = weft.NewOperator("_contrib_quantized_rnn")
 var opInternalContribROIAlign = weft.NewOperator("_contrib_ROIAlign")
 var opInternalContribRROIAlign = weft.NewOperator("_contrib_RROIAlign")
 var opInternalContribRequantize = weft.NewOperator("_contrib_requantize")
@@ -5875,6 +5876,76 @@ func InternalContribQuantizedPooling(data, minData, maxData *weft.NDArray, opts 
 func SymInternalContribQuantizedPooling(data, minData, maxData *weft.Symbol, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)
 	return c.compose(opInternalContribQuantizedPooling, []string{"data", "min_data", "max_data"}, data, minData, maxData)
+}
+
+// InternalContribQuantizedRnn runs the operator _contrib_quantized_rnn.
+//
+// MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uint8 data quantized asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in int32, and the biases, cell state, outputs and states are float32.
+//
+// Inputs (NDArray; nil leaves an input out):
+//   - data: Input data (T, N, I), uint8.
+//   - parameters: The float32 packed weights and biases, as RNN's.
+//   - state: Initial hidden state (L*D, N, H), float32.
+//   - stateCell: Initial cell state (L*D, N, H), float32.
+//   - minData: The data's quantization scale (output 'scale' of quantize_asym).
+//   - maxData: The data's quantization shift (output 'shift' of quantize_asym).
+//
+// Required parameters:
+//   - stateSize int: Size of the hidden state of each layer.
+//   - numLayers int: Number of stacked layers.
+//   - mode string: The recurrent cell; the quantized operator supports 'lstm' only.
+//
+// Options:
+//   - WithBidirectional(bool): Whether each layer runs both ways. (default False)
+//   - WithP(float64): Dropout probability between layers (training only; unused at inference). (default 0)
+//   - WithStateOutputs(bool): Whether the final states are outputs too. (default False)
+//   - WithProjectionSize(int): Size of the LSTM's projected hidden state (not supported quantized). (default None)
+//   - WithLstmStateClipMin(float64): Lower bound of the cell state (not supported quantized). (default None)
+//   - WithLstmStateClipMax(float64): Upper bound of the cell state (not supported quantized). (default None)
+//   - WithLstmStateClipNan(bool): Whether clipping also replaces NaN cell states. (default False)
+//   - WithUseSequenceLength(bool): Per-sequence lengths (not supported quantized: the operator has no sequence_length input). (default False)
+//   - WithQuantized(bool): Set by the quantization pass (MXNet writes it into the node); the operator is always int8. (default True)
+func InternalContribQuantizedRnn(data, parameters, state, stateCell, minData, maxData *weft.NDArray, stateSize int, numLayers int, mode string, opts ...Option) (*weft.NDArray, error) {
+	c := newCall(opts)
+	c.set("state_size", stateSize)
+	c.set("num_layers", numLayers)
+	c.set("mode", mode)
+	return c.invoke(opInternalContribQuantizedRnn, data, parameters, state, stateCell, minData, maxData)
+}
+
+// SymInternalContribQuantizedRnn runs the operator _contrib_quantized_rnn symbolically: it adds one node to the graph.
+//
+// MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uint8 data quantized asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in int32, and the biases, cell state, outputs and states are float32.
+//
+// Inputs (Symbol; nil leaves an input out):
+//   - data: Input data (T, N, I), uint8.
+//   - parameters: The float32 packed weights and biases, as RNN's.
+//   - state: Initial hidden state (L*D, N, H), float32.
+//   - stateCell: Initial cell state (L*D, N, H), float32.
+//   - minData: The data's quantization scale (output 'scale' of quantize_asym).
+//   - maxData: The data's quantization shift (output 'shift' of quantize_asym).
+//
+// Required parameters:
+//   - stateSize int: Size of the hidden state of each layer.
+//   - numLayers int: Number of stacked layers.
+//   - mode string: The recurrent cell; the quantized operator supports 'lstm' only.
+//
+// Options:
+//   - WithBidirectional(bool): Whether each layer runs both ways. (default False)
+//   - WithP(float64): Dropout probability between layers (training only; unused at inference). (default 0)
+//   - WithStateOutputs(bool): Whether the final states are outputs too. (default False)
+//   - WithProjectionSize(int): Size of the LSTM's projected hidden state (not supported quantized). (default None)
+//   - WithLstmStateClipMin(float64): Lower bound of the cell state (not supported quantized). (default None)
+//   - WithLstmStateClipMax(float64): Upper bound of the cell state (not supported quantized). (default None)
+//   - WithLstmStateClipNan(bool): Whether clipping also replaces NaN cell states. (default False)
+//   - WithUseSequenceLength(bool): Per-sequence lengths (not supported quantized: the operator has no sequence_length input). (default False)
+//   - WithQuantized(bool): Set by the quantization pass (MXNet writes it into the node); the operator is always int8. (default True)
+func SymInternalContribQuantizedRnn(data, parameters, state, stateCell, minData, maxData *weft.Symbol, stateSize int, numLayers int, mode string, opts ...Option) (*weft.Symbol, error) {
+	c := newCall(opts)
+	c.set("state_size", stateSize)
+	c.set("num_layers", numLayers)
+	c.set("mode", mode)
+	return c.compose(opInternalContribQuantizedRnn, []string{"data", "parameters", "state", "state_cell", "min_data", "max_data"}, data, parameters, state, stateCell, minData, maxData)
 }
 
 // InternalContribROIAlign runs the operator _contrib_ROIAlign.
@@ -15674,7 +15745,7 @@ func WithProjectionSize(v int) Option {
 }
 
 // WithQuantized sets the parameter quantized.
-// Enable quantization (not supported).
+// Set by the quantization pass (MXNet writes it into the node); the operator is always int8.
 func WithQuantized(v bool) Option {
 	return param("quantized", v)
 }

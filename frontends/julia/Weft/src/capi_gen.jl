@@ -1207,6 +1207,10 @@ Symbol.get_backend_symbol. \"MKLDNN\" (MXNet 1.9's oneDNN fusions, for inference
 each 2-D/3-D convolution with the BatchNorm, residual sum and activation after it one
 _sg_mkldnn_conv node, and each fully connected layer with the elementwise operator after
 it one _sg_mkldnn_fully_connected node; the result computes what `sym` computes.
+\"MKLDNN_QUANTIZE\" (for a graph quantized by mx.contrib.quantization) also folds each
+calibrated requantize, and each dequantize after a fully connected layer or elemwise_mul,
+into the quantized operator before it, removes identities (_copy, Dropout) and makes the
+self-attention products _sg_mkldnn_selfatt_qk/_valatt nodes.
 WEFT_ERR_NOT_FOUND for a backend Weft does not have.
 
 C: weft_status_t weft_symbol_get_backend_symbol(const weft_symbol_t* sym, const char* backend, weft_symbol_t** out)

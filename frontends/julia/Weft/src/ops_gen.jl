@@ -3216,6 +3216,41 @@ _contrib_quantized_pooling(args::NDArray...; kwargs...) = _invoke_op(_op__contri
 _contrib_quantized_pooling(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_pooling, args; kwargs...)
 _contrib_quantized_pooling(; kwargs...) = _call_op(_op__contrib_quantized_pooling; kwargs...)
 
+const _op__contrib_quantized_rnn = OpDef("_contrib_quantized_rnn", ["data", "parameters", "state", "state_cell", "min_data", "max_data"], false, "")
+"""
+    _contrib_quantized_rnn(data, parameters, state, state_cell, min_data, max_data; state_size, num_layers, bidirectional=False, mode, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False, quantized=True)
+
+MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uint8 data quantized asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in int32, and the biases, cell state, outputs and states are float32.
+
+# Inputs
+- `data` (NDArray or SymbolicNode): Input data (T, N, I), uint8.
+- `parameters` (NDArray or SymbolicNode): The float32 packed weights and biases, as RNN's.
+- `state` (NDArray or SymbolicNode): Initial hidden state (L*D, N, H), float32.
+- `state_cell` (NDArray or SymbolicNode): Initial cell state (L*D, N, H), float32.
+- `min_data` (NDArray or SymbolicNode): The data's quantization scale (output 'scale' of quantize_asym).
+- `max_data` (NDArray or SymbolicNode): The data's quantization shift (output 'shift' of quantize_asym).
+
+# Parameters
+- `state_size` (int, in [1, inf]; required): Size of the hidden state of each layer.
+- `num_layers` (int, in [1, inf]; required): Number of stacked layers.
+- `bidirectional` (boolean; default `False`): Whether each layer runs both ways.
+- `mode` ({'gru', 'lstm', 'rnn_relu', 'rnn_tanh'}; required): The recurrent cell; the quantized operator supports 'lstm' only.
+- `p` (double, in [0, 1]; default `0`): Dropout probability between layers (training only; unused at inference).
+- `state_outputs` (boolean; default `False`): Whether the final states are outputs too.
+- `projection_size` (int or None; default `None`): Size of the LSTM's projected hidden state (not supported quantized).
+- `lstm_state_clip_min` (double or None; default `None`): Lower bound of the cell state (not supported quantized).
+- `lstm_state_clip_max` (double or None; default `None`): Upper bound of the cell state (not supported quantized).
+- `lstm_state_clip_nan` (boolean; default `False`): Whether clipping also replaces NaN cell states.
+- `use_sequence_length` (boolean; default `False`): Per-sequence lengths (not supported quantized: the operator has no sequence_length input).
+- `quantized` (boolean; default `True`): Set by the quantization pass (MXNet writes it into the node); the operator is always int8.
+
+See the calling convention of generated operators in the `Weft` module's documentation.
+"""
+function _contrib_quantized_rnn end
+_contrib_quantized_rnn(args::NDArray...; kwargs...) = _invoke_op(_op__contrib_quantized_rnn, args; kwargs...)
+_contrib_quantized_rnn(args::SymbolicNode...; kwargs...) = _compose_op(_op__contrib_quantized_rnn, args; kwargs...)
+_contrib_quantized_rnn(; kwargs...) = _call_op(_op__contrib_quantized_rnn; kwargs...)
+
 const _op__contrib_requantize = OpDef("_contrib_requantize", ["data", "min_range", "max_range"], false, "")
 """
     _contrib_requantize(data, min_range, max_range; out_type=int8, min_calib_range=None, max_calib_range=None)
@@ -12791,6 +12826,7 @@ const _OPERATOR_NAMES = [
     "_contrib_quantized_flatten",
     "_contrib_quantized_fully_connected",
     "_contrib_quantized_pooling",
+    "_contrib_quantized_rnn",
     "_contrib_requantize",
     "_contrib_round_ste",
     "_sparse__contrib_round_ste",

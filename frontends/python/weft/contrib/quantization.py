@@ -71,11 +71,23 @@ class _Rule:
     """How a float operator becomes quantized: the quantized operator, whether it is one that
     must be quantized for anything around it to be ('smart' mode quantizes the others only
     between such nodes), whether its int32 output needs a requantize, and which of its nodes
-    qualify (by their attributes)."""
+    qualify (by their attributes). An operator with `float_out` writes float32 outputs (no
+    range, no dequantize after it); the inputs in `float_inputs` stay float32 and those in
+    `asym_inputs` are quantized by _contrib_quantize_asym (uint8 with a scale and shift,
+    which take the place of the range inputs)."""
 
-    def __init__(self, qop, must=False, requantize=False, accepts=None):
+    def __init__(self, qop, must=False, requantize=False, accepts=None, float_out=False, float_inputs=(),
+                 asym_inputs=()):
         self.qop, self.must, self.requantize = qop, must, requantize
         self.accepts = accepts or (lambda attrs: True)
+        self.float_out, self.float_inputs, self.asym_inputs = float_out, set(float_inputs), set(asym_inputs)
+
+
+def _quantizable_lstm(attrs):
+    # MXNet's int8 RNN is an LSTM without projection, state clipping or sequence lengths.
+    return attrs.get("mode") == "lstm" and attrs.get("projection_size", "None") == "None" and \
+        attrs.get("lstm_state_clip_min", "None") == "None" and attrs.get("lstm_state_clip_max", "None") == "None" \
+        and not _flag(attrs, "use_sequence_length", False)
 
 
 _RULES = {
@@ -87,6 +99,8 @@ _RULES = {
     "Concat": _Rule("_contrib_quantized_concat", accepts=lambda a: int(a.get("dim", 1)) > 0),
     "elemwise_add": _Rule("_contrib_quantized_elemwise_add", requantize=True),
     "Activation": _Rule("_contrib_quantized_act", accepts=lambda a: a.get("act_type") == "relu"),
+    "RNN": _Rule("_contrib_quantized_rnn", must=True, accepts=_quantizable_lstm, float_out=True,
+                 float_inputs=(1, 2, 3), asym_inputs=(0,)),
 }
 
 
@@ -306,7 +320,7 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
         if key in quantized_in:
             return quantized_in[key]
         src = nodes[entry[0]]
-        if entry[0] in chosen:
+        if entry[0] in chosen and not chosen[entry[0]].float_out:
             m = mirror[entry[0]]
             quantized_in[key] = ([m, entry[1], 0], [m, 1, 0], [m, 2, 0])
         elif src["op"] == "null" and src["name"] in offline:
@@ -321,9 +335,21 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
             quantized_in[key] = ([q, 0, 0], [q, 1, 0], [q, 2, 0])
         return quantized_in[key]
 
+    def asym_input(entry):
+        """The (data, scale, shift) entries of an old entry quantized by quantize_asym."""
+        key = ("asym", entry[0], entry[1])
+        if key not in quantized_in:
+            src = nodes[entry[0]]
+            float_name = _entry_name(nodes, out_names, entry)
+            suffix = "" if src["op"] == "null" else float_name[len(src["name"]):]
+            q = add({"op": "_contrib_quantize_asym", "name": src["name"] + suffix + "_quantize", "attrs": {},
+                     "inputs": [float_input(entry)]}, 3, calib_name=float_name)
+            quantized_in[key] = ([q, 0, 0], [q, 1, 0], [q, 2, 0])
+        return quantized_in[key]
+
     def float_input(entry):
         key = (entry[0], entry[1])
-        if entry[0] not in chosen:
+        if entry[0] not in chosen or chosen[entry[0]].float_out:
             return [mirror[entry[0]], entry[1], 0]
         if key not in float_of:
             data, lo, hi = int8_input(entry)
@@ -347,7 +373,23 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
         rule = chosen[i]
         f = fusions.get(i)
         source = nodes[f.head] if f else node
-        ins = [int8_input(e) for e in source.get("inputs", [])]
+        source_inputs = source.get("inputs", [])
+        if rule.float_inputs or rule.asym_inputs:
+            # Float inputs go in as they are; each quantized input brings two range (or scale
+            # and shift) inputs, after all the data inputs.
+            data, ranges = [], []
+            for k, e in enumerate(source_inputs):
+                if k in rule.float_inputs:
+                    data.append(float_input(e))
+                    continue
+                d, lo, hi = asym_input(e) if k in rule.asym_inputs else int8_input(e)
+                data.append(d)
+                ranges += [lo, hi]
+            attrs = dict(source.get("attrs", {}), quantized="true")
+            mirror[i] = add({"op": rule.qop, "name": "quantized_" + node["name"], "attrs": attrs,
+                             "inputs": data + ranges}, 3 if _flag(attrs, "state_outputs", False) else 1)
+            continue
+        ins = [int8_input(e) for e in source_inputs]
         attrs = dict(source.get("attrs", {}))
         extra = []
         if f and f.sum is not None:
@@ -388,7 +430,7 @@ def _calibrate_quantized_sym(qsym, th_dict):
         return name[len("quantized_"):] if nodes[entry[0]]["name"].startswith("quantized_") else name
 
     for node in nodes:
-        if node["op"] not in ("_contrib_quantize_v2", "_contrib_requantize"):
+        if node["op"] not in ("_contrib_quantize_v2", "_contrib_requantize", "_contrib_quantize_asym"):
             continue
         key = float_name(node["inputs"][0])
         if key in th_dict:

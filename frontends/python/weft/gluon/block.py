@@ -1059,9 +1059,32 @@ class SymbolBlock(HybridBlock):
     def hybrid_forward(self, F, x, *args, **kwargs):
         raise NotImplementedError("SymbolBlock runs its symbol; hybrid_forward is not used")
 
-    def _inlines(self, key, flat, fmt):
-        # No Python code to run operator by operator: the graph runs as one recorded call.
-        return False
+    def _call_imperative(self, args, ctx):
+        """Runs the symbol operator by operator (recorded one by one while autograd records),
+        as MXNet's CachedOp runs a graph it inlines: what a SymbolBlock does instead of a
+        Python hybrid_forward."""
+        import json
+        flat, _ = _flatten(args)
+        params = {p.name: p for p in self._params.values()}
+        try:
+            held = {n: p.data(ctx) for n, p in params.items()}
+        except DeferredInitializationError:
+            self._finish_deferred(*args)
+            held = {n: p.data(ctx) for n, p in params.items()}
+        given = dict(zip(self._input_names_given, flat))
+        graph = json.loads(self._sym.tojson(remove_amp_cast=False))
+        values = []
+        for node in graph["nodes"]:
+            if node["op"] == "null":
+                values.append([given[node["name"]] if node["name"] in given else held[node["name"]]])
+                continue
+            inputs = [values[i][k] for i, k, *_ in node["inputs"]]
+            # "__...__" entries are user attributes (shapes, lr_mult, ...), not parameters.
+            attrs = {k: v for k, v in node.get("attrs", {}).items() if not k.startswith("__")}
+            out = getattr(ndarray._internal, node["op"])(*inputs, **attrs)
+            values.append(list(out) if isinstance(out, (list, tuple)) else [out])
+        outs = [values[i][k] for i, k, *_ in graph["heads"]]
+        return outs[0] if len(outs) == 1 else outs
 
     def cast(self, dtype):
         self._cached = {}

@@ -258,6 +258,12 @@ class Module(BaseModule):
 
     def _sync_params_from_devices(self):
         self._exec_group.get_params(self._arg_params, self._aux_params)
+        # The devices hold only the rows prepare() pulled of a row_sparse parameter that the
+        # store updates: the store has the whole of it.
+        if self._kvstore and self._update_on_kvstore:
+            for name, value in sorted(self._arg_params.items()):
+                if value.stype == "row_sparse":
+                    self._kvstore.row_sparse_pull(name, value, row_ids=nd.arange(0, value.shape[0], dtype="int64"))
         self._params_dirty = False
 
     # ------------------------------------------------------------------ binding
@@ -445,11 +451,12 @@ class Module(BaseModule):
         self._exec_group.backward(out_grads=out_grads)
 
     def prepare(self, data_batch, sparse_row_id_fn=None):
-        """Pulls from the kvstore the row_sparse parameters that sparse_row_id_fn(data_batch)
-        names ({name: row ids}), as MXNet's Module does before a step when the store runs the
-        optimizer. Weft's executors hold whole parameters, so the named parameters are pulled
-        whole (their rows are current, the ones the batch needs among them); without such a
-        store there is nothing to pull, and MXNet's warning says so."""
+        """Pulls from the kvstore the rows of the row_sparse parameters that
+        sparse_row_id_fn(data_batch) names ({name: row ids}), as MXNet's Module does before a
+        step when the store runs the optimizer: each device's copy then holds exactly those
+        rows (the ones the batch reads), and only they are read from the store (a dist
+        store's servers send only them). Without such a store there is nothing to pull, and
+        MXNet's warning says so."""
         _require(self.binded, "prepare", "bind()")
         if sparse_row_id_fn is None:
             return
@@ -461,7 +468,7 @@ class Module(BaseModule):
             raise TypeError("sparse_row_id_fn must return a dict of parameter name: row ids, got %s"
                             % type(row_ids).__name__)
         group = self._exec_group
-        for name in row_ids:
+        for name, ids in row_ids.items():
             if name not in group.param_names:
                 raise ValueError("sparse_row_id_fn names %r, which is not a parameter of the module (%s)"
                                  % (name, group.param_names))
@@ -470,7 +477,7 @@ class Module(BaseModule):
             if arrays[0].stype != "row_sparse":
                 warnings.warn(UserWarning("%s.stype is not 'row_sparse'. No need to perform row_sparse_pull." % name))
                 continue
-            self._kvstore.pull(name, arrays, priority=-index, ignore_sparse=False)
+            self._kvstore.row_sparse_pull(name, arrays, row_ids=ids, priority=-index)
 
     def update(self):
         """One optimizer step on every parameter from the gradients of the last backward."""

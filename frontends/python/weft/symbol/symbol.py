@@ -433,7 +433,11 @@ class Symbol:
         makes each convolution (with the BatchNorm, residual sum and activation after it) one
         _sg_mkldnn_conv node and each fully connected layer (with the elementwise operator
         after it) one _sg_mkldnn_fully_connected node, for inference. The result computes
-        what this graph computes. A backend Weft does not have raises MXNetError."""
+        what this graph computes. 'MKLDNN_QUANTIZE', for a graph quantized by
+        mx.contrib.quantization, also folds calibrated requantize nodes (and dequantize nodes
+        after dense layers) into the quantized operators before them, removes identities and
+        makes the self-attention products oneDNN nodes (docs/design/quantization.md). A
+        backend Weft does not have raises MXNetError."""
         if not isinstance(backend, str):
             raise TypeError("get_backend_symbol: expected the backend name as a str, got %s" % type(backend).__name__)
         return Symbol(_api.weft_symbol_get_backend_symbol(self.handle, backend))
