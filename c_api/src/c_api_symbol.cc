@@ -3,9 +3,11 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "c_api/src/c_api_common.h"
@@ -39,6 +41,33 @@ Executor& Exec(const weft_executor_t* h, const char* arg, const char* fn) {
   return *ExecutorTable::Get().Ref(h, arg, fn);
 }
 #define WEFT_EXEC(h) Exec((h), #h, __func__)
+
+// The recorded calls of weft_executor_invoke still awaiting their backward: each recorded
+// gradient function holds its call's token, which expires when a backward without
+// retain_graph releases the function or the history is dropped. A live token keeps its
+// executor alive, so an entry whose executor was freed has expired too.
+struct PendingBackwards {
+  std::mutex mu;
+  std::unordered_map<const Executor*, std::weak_ptr<void>> tokens;
+
+  static PendingBackwards& Get() {
+    static PendingBackwards* p = new PendingBackwards;  // never destroyed: read at exit
+    return *p;
+  }
+  std::shared_ptr<void> Start(const Executor* ex) {
+    auto token = std::make_shared<char>(0);
+    std::lock_guard<std::mutex> lock(mu);
+    if (tokens.size() > 64)
+      for (auto it = tokens.begin(); it != tokens.end();) it = it->second.expired() ? tokens.erase(it) : ++it;
+    tokens[ex] = token;
+    return token;
+  }
+  bool Pending(const Executor* ex) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = tokens.find(ex);
+    return it != tokens.end() && !it->second.expired();
+  }
+};
 
 // The thread's returned string (valid until its next symbol call).
 const char* Return(std::string s) {
@@ -557,6 +586,13 @@ weft_status_t weft_symbol_same_graph(const weft_symbol_t* a, const weft_symbol_t
   WEFT_API_END
 }
 
+weft_status_t weft_executor_backward_pending(const weft_executor_t* exec, int* out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  *out = PendingBackwards::Get().Pending(&WEFT_EXEC(exec)) ? 1 : 0;
+  WEFT_API_END
+}
+
 weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_ndarray_t* const* inputs,
                                   weft_ndarray_t* const* bound_inputs, weft_ndarray_t* const* input_grads,
                                   int num_params, weft_ndarray_t* const* params, int is_train, int* num_outputs,
@@ -644,9 +680,11 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
     for (const auto& p : ps)
       if (p.ag_node() && p.ag_node()->is_variable() && p.ag_node()->grad_req != OpReq::kNullOp)
         param_vars.push_back(p.ag_node());
+    std::shared_ptr<void> token = PendingBackwards::Get().Start(ex.get());
     autograd::RecordCustom(
         "hybridized block", recorded, &outs,
-        [ex, generation, in_grads, data_of, ps, sparse_grads, param_vars](const std::vector<NDArray>& out_grads) {
+        [ex, generation, in_grads, data_of, ps, sparse_grads, param_vars,
+         token](const std::vector<NDArray>& out_grads) {
           WEFT_CHECK(ex->num_forwards() == generation, kRuntime,
                      "hybridized block: its graph ran forward again before the backward of an earlier call; a "
                      "hybridized block keeps the state of its latest call only (call backward before the next "
@@ -654,7 +692,10 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
           for (const auto& pa : sparse_grads) ex->SetArray(1, pa.second, ps[pa.first].ag_node()->grad);
           ex->Backward(out_grads);
           for (const auto& pa : sparse_grads) ps[pa.first].ag_node()->grad = ex->grad_arrays()[pa.second];
-          for (const auto& v : param_vars) v->fresh_grad = true;
+          for (const auto& v : param_vars) {
+            v->fresh_grad = true;
+            autograd::NoteGradientWritten(v.get());
+          }
           std::vector<NDArray> grads;
           for (int d : data_of) {
             const NDArray& g = d >= 0 ? in_grads[d] : NDArray();

@@ -15,6 +15,9 @@ namespace autograd {
 namespace {
 
 thread_local bool tls_recording = false;
+// The variables whose gradient buffers custom gradients wrote during the running backward
+// (NoteGradientWritten); null outside a backward.
+thread_local std::unordered_set<const Node*>* tls_written = nullptr;
 
 // Restores the thread's recording state when a backward ends, also by an exception.
 class RecordingScope {
@@ -305,6 +308,10 @@ void RecordCustom(const std::string& name, const std::vector<NDArray>& inputs, s
   Connect(node, inputs, outputs);
 }
 
+void NoteGradientWritten(Node* variable) {
+  if (tls_written) tls_written->insert(variable);
+}
+
 std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vector<NDArray>& head_grads,
                               const std::vector<NDArray>& variables, bool retain_graph, bool create_graph,
                               bool is_train) {
@@ -326,6 +333,13 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
     bool prev;
     ~TrainRestore() { imperative::SetIsTraining(prev); }
   } train_restore{prev_train};
+
+  std::unordered_set<const Node*> written;
+  struct WrittenScope {
+    std::unordered_set<const Node*>* prev;
+    ~WrittenScope() { tls_written = prev; }
+  } written_scope{tls_written};
+  tls_written = &written;
 
   GradSums sums;
   for (size_t i = 0; i < heads.size(); ++i) {
@@ -366,16 +380,17 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
       if (!node->is_variable() || node->grad_req == OpReq::kNullOp) continue;
       NDArray g = sums.Get(node.get(), 0);
       if (g.is_none()) continue;
+      const bool add = node->grad_req == OpReq::kAddTo || written.count(node.get()) != 0;
       if (node->grad.is_sparse()) {
         // A sparse gradient buffer is replaced, not written into: it has no dense memory.
         StorageType st = node->grad.stype();
-        if (node->grad_req == OpReq::kAddTo) g = Apply("elemwise_add", {node->grad, g});
+        if (add) g = Apply("elemwise_add", {node->grad, g});
         node->grad = g.stype() == st ? g : CastStorage(g, st);
         node->fresh_grad = true;
         continue;
       }
       std::vector<NDArray> out{node->grad};
-      std::vector<OpReq> req{node->grad_req == OpReq::kAddTo ? OpReq::kAddTo : OpReq::kWriteTo};
+      std::vector<OpReq> req{add ? OpReq::kAddTo : OpReq::kWriteTo};
       NodeAttrs copy = MakeAttrs(Op::Get("_copy"), {});
       // The .grad arrays are leaves: writing them must not be recorded even under create_graph.
       RecordingScope off(false);

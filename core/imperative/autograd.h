@@ -96,6 +96,13 @@ void RecordView(const std::string& op_name, const KwArgs& params, const NDArray&
 void RecordCustom(const std::string& name, const std::vector<NDArray>& inputs, std::vector<NDArray>* outputs,
                   CustomBackward backward, std::function<NodeAttrs()> symbol_form = nullptr);
 
+// Called by a custom gradient that wrote a variable's `grad` buffer itself, as it was asked
+// (a hybridized block's executor writes its parameters' gradients): the gradients the rest
+// of the running backward brings to that variable are then added to what it wrote instead
+// of replacing it (the block called twice in one record(), or a parameter it shares with
+// imperative code). Does nothing outside a backward.
+void NoteGradientWritten(Node* variable);
+
 // Propagates gradients from `heads` (head_grads[i] none, or the array of ones when empty:
 // the gradient of a loss). With `variables` empty, every variable reached receives its
 // gradient per its grad_req and the result is empty; otherwise the result holds the gradient

@@ -1285,6 +1285,16 @@ static gw_result gw_weft_executor_invoke(weft_executor_t* exec, int num_inputs, 
   return r;
 }
 
+static gw_result gw_weft_executor_backward_pending(const weft_executor_t* exec, int* out) {
+  gw_result r = {0, NULL};
+  r.status = weft_executor_backward_pending(exec, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_recordio_writer_create(const char* path, weft_recordio_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_recordio_writer_create(path, out);
@@ -3880,6 +3890,18 @@ func weft_executor_invoke(p_exec *C.weft_executor_t, p_num_inputs C.int, p_input
 		C.free(unsafe.Pointer(t_outputs))
 	} else {
 		*p_outputs = (*p_outputs)[:0]
+	}
+	return nil
+}
+
+// weft_executor_backward_pending calls the C function of that name through its shim; see c_api.h.
+func weft_executor_backward_pending(p_exec *C.weft_executor_t, p_out *C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_executor_backward_pending(p_exec, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_executor_backward_pending")
 	}
 	return nil
 }

@@ -405,6 +405,41 @@ def test_monitor_carries_over_to_a_reshaped_executor_and_a_new_input_shape():
     assert mod.get_outputs()[0].shape == (1, 1, 3, 5)
 
 
+def test_monitor_callback_arrays_wrap_through_ctypes_as_mxnet_scripts_do():
+    # MXNet's monitor callbacks and calibration collectors re-wrap the array they are given:
+    # NDArray(ctypes.cast(arr, NDArrayHandle), writable=False). The wrapper shares the
+    # array's memory through a handle of its own, so both can be dropped in any order.
+    import ctypes
+    import gc
+    from weft.base import NDArrayHandle
+    from weft.ndarray import NDArray
+    data = mx.sym.Variable("data")
+    fc = mx.sym.FullyConnected(data, num_hidden=2, no_bias=True, name="fc")
+    exe = fc.simple_bind(mx.cpu(), data=(1, 3), grad_req="null")
+    exe.arg_dict["fc_weight"][:] = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 1.0]])
+    exe.arg_dict["data"][:] = np.array([[1.0, 1.0, 2.0]])
+    seen = {}
+
+    def collect(name, arr):
+        handle = ctypes.cast(arr, NDArrayHandle)
+        assert isinstance(handle, NDArrayHandle) and handle.value == arr.handle
+        wrapped = NDArray(handle, writable=False)
+        assert not wrapped.writable and wrapped.handle != arr.handle
+        seen[mx.base.py_str(name)] = wrapped
+
+    exe.set_monitor_callback(collect, monitor_all=True)
+    exe.forward()
+    mx.nd.waitall()
+    gc.collect()  # the callback's own arrays are gone: the wrappers keep theirs
+    np.testing.assert_allclose(seen["fc_output"].asnumpy(), [[9.0, 1.0]])
+    np.testing.assert_allclose(seen["fc_data"].asnumpy(), [[1.0, 1.0, 2.0]])
+    assert isinstance(7, NDArrayHandle) and not isinstance("7", NDArrayHandle)
+    with pytest.raises(ValueError, match="the handle is NULL"):
+        NDArray(NDArrayHandle())
+    with pytest.raises(TypeError, match="expected an array handle"):
+        NDArray("not a handle")
+
+
 def test_monitor_sees_the_backward_too():
     x = mx.sym.var("x")
     y = mx.sym.var("y")

@@ -37,6 +37,20 @@ def test_base_names():
                         'and only available in NDArray.')
 
 
+def test_operator_star_import_gives_the_names_mxnets_gives():
+    # MXNet's mx.operator has no __all__: its test files and the scripts written from them
+    # get ctypes, NDArrayHandle, NDArray, ... from `from mxnet.operator import *`.
+    import ctypes
+    from weft import base
+    ns = {}
+    exec("from weft.operator import *", ns)
+    assert ns["ctypes"] is ctypes and ns["cast"] is ctypes.cast and ns["c_int_p"] is ctypes.POINTER(ctypes.c_int)
+    assert ns["NDArrayHandle"] is base.NDArrayHandle and ns["py_str"] is base.py_str
+    assert ns["NDArray"] is nd.NDArray and ns["symbol"] is mx.symbol and ns["context"] is mx.context
+    assert ns["CustomOp"] is mx.operator.CustomOp and ns["register"] is mx.operator.register
+    assert "_api" not in ns and "np" not in ns  # MXNet's gives neither
+
+
 def test_data_dir_follows_mxnet_home(monkeypatch, tmp_path):
     from weft import base
     monkeypatch.delenv("MXNET_HOME", raising=False)

@@ -697,6 +697,12 @@ WEFT_API weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_input
                                            weft_ndarray_t* const* bound_inputs, weft_ndarray_t* const* input_grads,
                                            int num_params, weft_ndarray_t* const* params, int is_train,
                                            int* num_outputs, weft_ndarray_t* const** outputs);
+/* *out = 1 while a call of weft_executor_invoke that autograd recorded still awaits its
+ * backward (its recorded history is alive and no backward without retain_graph went through
+ * it), else 0. A second recorded call meanwhile must run elsewhere (another executor, or
+ * operator by operator): this executor's next forward would overwrite what that backward
+ * reads. */
+WEFT_API weft_status_t weft_executor_backward_pending(const weft_executor_t* exec, int* out);
 
 /* ------------------------------------------------------------------ RecordIO files */
 

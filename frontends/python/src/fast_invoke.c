@@ -105,17 +105,45 @@ static PyObject* NDArrayBase_new(PyTypeObject* type, PyObject* args, PyObject* k
   PyObject* handle_obj = NULL;
   int writable = 1;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|p:NDArray", keywords, &handle_obj, &writable)) return NULL;
-  if (!PyLong_Check(handle_obj)) {
-    PyErr_Format(PyExc_TypeError, "NDArray: expected an array handle (int), got %s", Py_TYPE(handle_obj)->tp_name);
+  void* handle = NULL;
+  int made_here = 0; /* a handle of our own (below), freed if the object cannot be made */
+  if (PyLong_Check(handle_obj)) {
+    handle = PyLong_AsVoidPtr(handle_obj);
+  } else if (PyObject_HasAttrString(handle_obj, "_b_base_")) {
+    /* MXNet's idiom NDArray(ctypes.cast(arr, NDArrayHandle)), as its monitor callbacks and
+     * calibration collectors wrap the array they are given: a ctypes pointer holding the
+     * handle of an array another object owns. This object takes a handle of its own on the
+     * same memory, so that each frees only its own. */
+    PyObject* value = PyObject_GetAttrString(handle_obj, "value");
+    if (value == NULL) return NULL;
+    void* shared = value == Py_None ? NULL : PyLong_AsVoidPtr(value);
+    Py_DECREF(value);
+    if (shared == NULL) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NDArray: the handle is NULL");
+      return NULL;
+    }
+    weft_ndarray_t* own = NULL;
+    if (weft_ndarray_detach((const weft_ndarray_t*)shared, &own) != 0) {
+      PyErr_Format(PyExc_ValueError, "NDArray: the ctypes handle does not name a live array: %s",
+                   weft_get_last_error());
+      return NULL;
+    }
+    handle = own;
+    made_here = 1;
+  } else {
+    PyErr_Format(PyExc_TypeError, "NDArray: expected an array handle (int, or a ctypes pointer to one), got %s",
+                 Py_TYPE(handle_obj)->tp_name);
     return NULL;
   }
-  void* handle = PyLong_AsVoidPtr(handle_obj);
   if (handle == NULL) {
     if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NDArray: the handle is NULL");
     return NULL;
   }
   NDArrayBase* self = (NDArrayBase*)type->tp_alloc(type, 0);
-  if (self == NULL) return NULL;
+  if (self == NULL) {
+    if (made_here) weft_ndarray_free((weft_ndarray_t*)handle);
+    return NULL;
+  }
   /* Ownership moves in only once the object exists, so a failure above leaks nothing and
    * frees nothing the caller still owns. */
   self->handle = (weft_ndarray_t*)handle;

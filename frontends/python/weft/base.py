@@ -287,7 +287,18 @@ mx_float = _ctypes.c_float
 # checked by the C API on every call), not ctypes.c_void_p as in MXNet: these aliases are the
 # type a handle attribute (`NDArray.handle`, `Symbol.handle`, ...) really has, so that
 # `isinstance(x.handle, NDArrayHandle)` holds.
-NDArrayHandle = int
+class _HandleType(type(_ctypes.c_void_p)):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, int) or type.__instancecheck__(cls, obj)
+
+
+class NDArrayHandle(_ctypes.c_void_p, metaclass=_HandleType):
+    """An array handle. Weft's are ints (isinstance holds for them); the class itself is a
+    ctypes pointer type, so that MXNet's idiom for the arrays a monitor callback is given,
+    NDArray(ctypes.cast(arr, NDArrayHandle), writable=False), works: the NDArray made takes a
+    handle of its own on the same array."""
+
+
 SymbolHandle = int
 ExecutorHandle = int
 KVStoreHandle = int

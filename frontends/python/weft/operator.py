@@ -30,6 +30,24 @@ from .symbol import Symbol
 __all__ = ["CustomOp", "CustomOpProp", "register", "get_all_registered_operators",
            "get_operator_arguments", "OperatorArguments", "PythonOp", "NumpyOp", "NDArrayOp"]
 
+# MXNet's operator module has no __all__, so `from mxnet.operator import *` (as MXNet's own
+# test files and scripts built on them do) also gives what that module imported: ctypes and
+# its names, the handle helpers of `base`, NDArray, symbol, context. The same names, for
+# those Weft has.
+from array import array  # noqa: E402
+from ctypes import CFUNCTYPE, POINTER, Structure, pointer, c_void_p, c_int, c_char, c_char_p, cast, c_bool  # noqa
+from threading import Lock  # noqa: E402
+from . import context, symbol  # noqa: E402
+from .base import check_call, c_array, c_array_buf, c_str, mx_int, mx_uint, mx_float, NDArrayHandle, OpHandle  # noqa
+from .base import py_str  # noqa: E402
+from .util import is_np_array  # noqa: E402
+
+c_int_p = POINTER(c_int)
+__all__ += ["traceback", "warnings", "collections", "array", "Lock", "ctypes", "CFUNCTYPE", "POINTER", "Structure",
+            "pointer", "c_void_p", "c_int", "c_char", "c_char_p", "cast", "c_bool", "check_call", "c_array",
+            "c_array_buf", "mx_int", "OpHandle", "c_str", "mx_uint", "mx_float", "NDArrayHandle", "py_str", "symbol",
+            "context", "NDArray", "is_np_array", "c_int_p"]
+
 _REQ_NAMES = {0: "null", 1: "write", 2: "inplace", 3: "add"}
 
 

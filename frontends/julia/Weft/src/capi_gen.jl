@@ -239,6 +239,7 @@ const _fp_weft_autograd_get_symbol = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_autograd_record_function = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_symbol_same_graph = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_executor_invoke = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_executor_backward_pending = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_recordio_writer_create = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_recordio_reader_create = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_recordio_write = Ref{Ptr{Cvoid}}(C_NULL)
@@ -1768,6 +1769,21 @@ function weft_executor_invoke(exec, num_inputs, inputs, bound_inputs, input_grad
 end
 
 """
+    weft_executor_backward_pending(exec, out)
+
+out = 1 while a call of weft_executor_invoke that autograd recorded still awaits its
+backward (its recorded history is alive and no backward without retain_graph went through
+it), else 0. A second recorded call meanwhile must run elsewhere (another executor, or
+operator by operator): this executor's next forward would overwrite what that backward
+reads.
+
+C: weft_status_t weft_executor_backward_pending(const weft_executor_t* exec, int* out)
+"""
+function weft_executor_backward_pending(exec, out)
+    ccall(_fp_weft_executor_backward_pending[], Cint, (Ptr{weft_executor_t}, Ptr{Cint}), exec, out)
+end
+
+"""
     weft_recordio_writer_create(path, out)
 
 Creates (or truncates) `path` for writing records.
@@ -2727,6 +2743,7 @@ const _SYMBOLS = (
     (:weft_autograd_record_function, _fp_weft_autograd_record_function),
     (:weft_symbol_same_graph, _fp_weft_symbol_same_graph),
     (:weft_executor_invoke, _fp_weft_executor_invoke),
+    (:weft_executor_backward_pending, _fp_weft_executor_backward_pending),
     (:weft_recordio_writer_create, _fp_weft_recordio_writer_create),
     (:weft_recordio_reader_create, _fp_weft_recordio_reader_create),
     (:weft_recordio_write, _fp_weft_recordio_write),

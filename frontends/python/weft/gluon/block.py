@@ -25,7 +25,7 @@ from .. import autograd
 from .. import name as _name
 from .. import ndarray
 from .. import symbol
-from ..base import _api
+from ..base import MXNetError, _api
 from ..context import _param_context
 from ..ndarray import NDArray
 from ..symbol import Symbol
@@ -503,8 +503,14 @@ class _CachedGraph:
     the executor is an inference one: in predict mode it runs its oneDNN regions (BatchNorm
     folded into the convolutions, weights reordered once, not at every call)."""
 
-    def __init__(self, block, sym, input_names, num_outputs, out_fmt, args, ctx, input_grads, grads):
+    def __init__(self, block, sym, input_names, num_outputs, out_fmt, args, ctx, input_grads, grads,
+                 param_inputs=()):
         self.sym = sym  # the trace, which later traces are checked against
+        self.ctx = ctx
+        # Parameters given as inputs at each call (a spare's): their gradients go back through
+        # autograd, which adds them up with the other calls' (see spare()).
+        self.param_inputs = list(param_inputs)
+        self.spares = []
         # What is bound and exported: the trace partitioned for the block's backend, if any.
         if block._backend:
             sym = sym.optimize_for(block._backend, **block._backend_opts)
@@ -572,9 +578,33 @@ class _CachedGraph:
         # Casting or moving parameters replaces their arrays: the executor must be rebuilt.
         return self.arrays_version == arrays_version()
 
+    def backward_pending(self):
+        """Whether a recorded call of this graph still awaits its backward."""
+        return bool(_api.weft_executor_backward_pending(self.exe.handle))
+
+    def spare(self, block, args, input_grads):
+        """A graph for a recorded call made while this one's last recorded call still awaits
+        its backward (`net(x) + net(x)` in one record()): the executor keeps one call's state,
+        so the call runs on a spare executor, as MXNet's CachedOp takes another state. A spare
+        takes the parameters as inputs, so their gradients go back through autograd, which
+        adds them to what the other calls' backwards wrote."""
+        for g in self.spares:
+            if not g.backward_pending():
+                return g
+        params = {p.name: p for p in block.collect_params().values()}
+        aux = set(self.sym.list_auxiliary_states())
+        taken = [params[n] for n in self.sym.list_arguments() if n not in self.input_names and n not in aux]
+        g = _CachedGraph(block, self.sym, self.input_names + [p.name for p in taken], self.num_outputs,
+                         self.out_fmt, list(args) + [p.data(self.ctx) for p in taken], self.ctx,
+                         tuple(input_grads) + tuple(p.grad_req != "null" for p in taken), True, taken)
+        g.set_op_hook(block._op_hook)
+        self.spares.append(g)
+        return g
+
     def run(self, args, is_train):
         # One C call copies the inputs in, runs forward, copies the outputs out and, while
         # autograd records, records the call with the executor's backward as its gradient.
+        args = list(args) + [p.data(self.ctx) for p in self.param_inputs]
         return [NDArray(h) for h in _api.weft_executor_invoke(
             self.exe.handle, len(args), args, self.bound_inputs, self.input_grads, len(self.bound_params),
             self.bound_params, 1 if is_train else 0)]
@@ -836,7 +866,7 @@ class HybridBlock(Block):
         graph = self._cached.get(key)
         if graph is not None and graph.checked_at == _blocks_version and graph.still_bound():
             # Nothing a trace reads has changed since one matched this graph: it would again.
-            return graph
+            return graph.spare(self, args, input_grads) if recording and graph.backward_pending() else graph
         names, sym, num_outputs, out_fmt = self._get_graph(*flat, fmt=fmt)
         if graph is not None:
             if not graph.sym._same_graph(sym):
@@ -862,7 +892,7 @@ class HybridBlock(Block):
             graph.set_op_hook(self._op_hook)
             self._cached[key] = graph
         graph.checked_at = _blocks_version if self._fixed_tree() else None
-        return graph
+        return graph.spare(self, args, input_grads) if recording and graph.backward_pending() else graph
 
     def _inlines(self, key, flat, fmt):
         """Whether a recorded call with these inputs (`key`) runs inlined: no static_alloc and
@@ -954,16 +984,49 @@ class SymbolBlock(HybridBlock):
             if attrs.get("__storage_type__") == "1":
                 raise AssertionError("SymbolBlock: variable '%s' has storage type row_sparse, which a SymbolBlock "
                                      "does not support (expected default storage)" % name)
-        arg_params = [n for n in outputs.list_arguments() if n not in self._input_names_given]
-        for name in arg_params:
-            self._reg_params[name] = self._params.get(name, allow_deferred_init=True)
+        arg_types, aux_types = self._param_types(inputs, outputs)
+        def typed(dtype):
+            return {} if dtype is None else {"dtype": dtype}
+        for name in outputs.list_arguments():
+            if name not in self._input_names_given:
+                self._reg_params[name] = self._params.get(name, allow_deferred_init=True, **typed(arg_types[name]))
         for name in outputs.list_auxiliary_states():
-            self._reg_params[name] = self._params.get(name, grad_req="null", allow_deferred_init=True)
+            self._reg_params[name] = self._params.get(name, grad_req="null", allow_deferred_init=True,
+                                                      **typed(aux_types[name]))
         # Structural names (save_parameters' keys) drop what every parameter name starts with,
         # as MXNet's do, so that the same network made under another name scope (net3_ then
         # net4_) loads the file.
         cut = len(os.path.commonprefix(list(self._reg_params)))
         self._reg_params = {k[cut:]: v for k, v in self._reg_params.items()}
+
+    @staticmethod
+    def _param_types(inputs, outputs):
+        """The dtypes of the graph's arguments and auxiliary states, by name, inferred from the
+        inputs' declared dtypes (var(..., dtype=)) as MXNet's SymbolBlock does, so that a graph
+        exported in float64 gets float64 parameters; None (the Parameter's default, float32, or
+        a shared parameter's own) where nothing is declared or the inference fails."""
+        args, aux = outputs.list_arguments(), outputs.list_auxiliary_states()
+        known = {}
+        for i in inputs:
+            declared = i.infer_type()[0]
+            if not declared:
+                known = None
+                break
+            known[i.name] = declared[0]
+        arg_types = aux_types = None
+        if known is not None:
+            try:
+                arg_types, _, aux_types = outputs.infer_type(**known)
+            except MXNetError:
+                pass
+        arg_types = arg_types if arg_types and len(arg_types) == len(args) else [None] * len(args)
+        aux_types = aux_types if aux_types and len(aux_types) == len(aux) else [None] * len(aux)
+        return dict(zip(args, arg_types)), dict(zip(aux, aux_types))
+
+    def __repr__(self):
+        # MXNet's SymbolBlock shows its graph and how many inputs and outputs it has.
+        return "%s(\n%r : %d -> %d\n)" % (type(self).__name__, self._sym, len(self._input_names_given),
+                                          len(self._sym.list_outputs()))
 
     @staticmethod
     def imports(symbol_file, input_names, param_file=None, ctx=None):

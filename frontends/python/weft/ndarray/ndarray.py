@@ -191,6 +191,12 @@ class NDArray(_fast.NDArrayBase):
 
     # ---------------------------------------------------------------- attributes
     @property
+    def _as_parameter_(self):
+        # ctypes reads an argument's handle here: ctypes.cast(arr, NDArrayHandle), MXNet's
+        # idiom in monitor callbacks, gives a pointer holding this array's handle.
+        return self.handle
+
+    @property
     def shape(self):
         return _api.weft_ndarray_get_shape(self)
 

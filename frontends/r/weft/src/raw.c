@@ -1617,6 +1617,16 @@ SEXP weft_r_executor_invoke(SEXP s_exec, SEXP s_inputs, SEXP s_bound_inputs, SEX
   return result;
 }
 
+SEXP weft_r_executor_backward_pending(SEXP s_exec) {
+  const weft_executor_t* exec = (const weft_executor_t*)weft_r_handle(s_exec, "weft_executor_t", "exec");
+  int out = 0;
+  weft_status_t status = weft_executor_backward_pending(exec, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_executor_backward_pending");
+  SEXP result = PROTECT(ScalarInteger(out));
+  UNPROTECT(1);
+  return result;
+}
+
 SEXP weft_r_recordio_writer_create(SEXP s_path) {
   const char* path = weft_r_string_or_null(s_path, "path");
   weft_recordio_t* out = NULL;
@@ -2461,6 +2471,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_autograd_get_symbol", (DL_FUNC)&weft_r_autograd_get_symbol, 1},
   {"C_weft_symbol_same_graph", (DL_FUNC)&weft_r_symbol_same_graph, 2},
   {"C_weft_executor_invoke", (DL_FUNC)&weft_r_executor_invoke, 6},
+  {"C_weft_executor_backward_pending", (DL_FUNC)&weft_r_executor_backward_pending, 1},
   {"C_weft_recordio_writer_create", (DL_FUNC)&weft_r_recordio_writer_create, 1},
   {"C_weft_recordio_reader_create", (DL_FUNC)&weft_r_recordio_reader_create, 1},
   {"C_weft_recordio_write", (DL_FUNC)&weft_r_recordio_write, 2},
