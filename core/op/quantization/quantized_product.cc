@@ -175,6 +175,19 @@ struct Arg {
 
 struct Int8Plan {
   dnnl::primitive prim;
+  // Split (u8 data without VNNI, see VnniProducts): the primitive computes, with int32
+  // output and nothing fused, each output channel c twice, against hi = floor(w / 2) and
+  // against lo = w - 2 * hi (0 or 1), channels ordered per group: a group's fg hi channels,
+  // then its fg lo ones. Each |hi| <= 64 keeps vpmaddubsw's pair of u8 x s8 products
+  // (<= 2 * 255 * 64 = 32640) within int16, so 2 * hi-sum + lo-sum is the exact
+  // accumulator; the bias, the epilogue and the sum are then applied by Store.
+  bool split = false;
+  Epilogue epilogue;
+  bool split_bias = false;
+  // The output as [outer][channels][inner] (conv NCHW: n, f, spatial; NHWC and FC: rows,
+  // f, 1), fg channels per group and `filter` weights per output channel.
+  int64_t outer = 0, channels = 0, inner = 0, fg = 0, filter = 0;
+  size_t split_w_offset = 0, split_acc_offset = 0;
   std::string impl;
   Arg src, wei, bias, dst;
   bool has_bias = false;
@@ -317,7 +330,75 @@ dnnl::stream& Stream() {
   return strm;
 }
 
+// Makes `p` a split plan (see Int8Plan::split): its temp space gets the split weights and the
+// int32 output of both halves.
+void SetSplit(Int8Plan* p, const Epilogue& e, bool bias, int64_t outer, int64_t channels, int64_t inner, int64_t fg,
+              int64_t filter) {
+  p->split = true;
+  p->epilogue = e;
+  p->split_bias = bias;
+  p->outer = outer;
+  p->channels = channels;
+  p->inner = inner;
+  p->fg = fg;
+  p->filter = filter;
+  p->split_w_offset = p->temp_bytes;
+  p->temp_bytes += Align(static_cast<size_t>(2 * channels * filter));
+  p->split_acc_offset = p->temp_bytes;
+  p->temp_bytes += Align(static_cast<size_t>(outer * 2 * channels * inner) * sizeof(int32_t));
+}
+
+// Output channel c's hi half in a split plan's channel order (its lo half follows fg later).
+int64_t HiChannel(const Int8Plan& p, int64_t c) { return c + c / p.fg * p.fg; }
+
+void SplitWeights(const Int8Plan& p, const int8_t* w, int8_t* out) {
+  for (int64_t c = 0; c < p.channels; ++c) {
+    const int8_t* from = w + c * p.filter;
+    int8_t* hi = out + HiChannel(p, c) * p.filter;
+    int8_t* lo = hi + p.fg * p.filter;
+    for (int64_t k = 0; k < p.filter; ++k) {
+      const int v = from[k], low = v & 1;  // v = 2 * hi + low, hi = floor(v / 2) in [-64, 63]
+      hi[k] = static_cast<int8_t>((v - low) / 2);
+      lo[k] = static_cast<int8_t>(low);
+    }
+  }
+}
+
+// Joins a split plan's halves into the accumulators and writes them through the epilogue.
+void FinishSplit(const Int8Plan& p, const int32_t* wide, const int32_t* bias, const void* sum, void* y) {
+  const int64_t f = p.channels, inner = p.inner, fg = p.fg;
+  ParallelFor(p.outer, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<int32_t> acc(static_cast<size_t>(inner == 1 ? f : inner));
+    for (int64_t o = lo; o < hi; ++o) {
+      const int32_t* row = wide + o * 2 * f * inner;
+      auto value = [&](int64_t c, int64_t i) {
+        const int64_t h = HiChannel(p, c);
+        const int64_t v = 2 * static_cast<int64_t>(row[h * inner + i]) + row[(h + fg) * inner + i];
+        return static_cast<int32_t>(v + (bias ? bias[c] : 0));
+      };
+      if (inner == 1) {
+        for (int64_t c = 0; c < f; ++c) acc[c] = value(c, 0);
+        Store(p.epilogue, acc.data(), f, sum, y, o * f, -1);
+      } else {
+        for (int64_t c = 0; c < f; ++c) {
+          for (int64_t i = 0; i < inner; ++i) acc[i] = value(c, i);
+          Store(p.epilogue, acc.data(), inner, sum, y, (o * f + c) * inner, c);
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
+
+bool VnniProducts() {
+  static const bool vnni = [] {
+    auto has = [](dnnl_cpu_isa_t isa, dnnl_cpu_isa_t want) { return (isa & want) == want; };
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return has(isa, dnnl_cpu_isa_avx512_core_vnni) || has(isa, dnnl_cpu_isa_avx2_vnni);
+  }();
+  return vnni;
+}
 
 size_t Int8TempBytes(const Int8Plan& plan) { return plan.temp_bytes; }
 std::string Int8Impl(const Int8Plan& plan) { return plan.impl; }
@@ -331,13 +412,20 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
   for (int i = 0; i < 3; ++i)
     for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.d[i], g.pl[i]}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
+  const bool split = src == DType::kUint8 && !VnniProducts();
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
+    // Split, the primitive computes 2f channels into int32 with nothing fused (Int8Plan::split).
+    ConvGeom pg = g;
+    if (split) pg.f = 2 * g.f;
+    const Epilogue fused = split ? Epilogue() : e;
+    const bool fused_bias = bias && !split;
     const memory::format_tag tag = channels_last ? memory::format_tag::nhwc : PlainTag(g.nd);
     memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(src), tag);
-    memory::desc d(Dims(g.n, g.f, g.out, g.nd), DnnlType(e.out), tag);
-    memory::desc w = PlainWeights(g, channels_last);
-    memory::desc b = bias ? memory::desc({g.f}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
+    memory::desc d(Dims(g.n, pg.f, g.out, g.nd), DnnlType(fused.out), tag);
+    memory::desc w = PlainWeights(pg, channels_last);
+    memory::desc b =
+        fused_bias ? memory::desc({g.f}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
     memory::dims strides, dilates, pl, pr;
     for (int i = 3 - g.nd; i < 3; ++i) {
       strides.push_back(g.s[i]);
@@ -347,9 +435,14 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
     }
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                          Any(s), Any(w), b, Any(d), strides, dilates, pl, pr);
-    dnnl::convolution_forward::primitive_desc pd(desc, MakeAttr(e), RegionEngine());
+    dnnl::convolution_forward::primitive_desc pd(desc, MakeAttr(fused), RegionEngine());
     p->prim = dnnl::convolution_forward(pd);
-    Finalize(p.get(), pd, s, w, d, e, bias);
+    Finalize(p.get(), pd, s, w, d, fused, fused_bias);
+    if (split) {
+      const int64_t O = g.OutSize();
+      SetSplit(p.get(), e, bias, channels_last ? g.n * O : g.n, g.f, channels_last ? 1 : O, g.f / g.g,
+               g.c / g.g * g.KSize());
+    }
     return p;
   });
 }
@@ -358,16 +451,21 @@ std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DTyp
   std::string key = "fc,";
   for (int64_t v : {m, k, n, int64_t(src), int64_t(bias)}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
+  const bool split = src == DType::kUint8 && !VnniProducts();
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
+    const int64_t pn = split ? 2 * n : n;  // split: both halves, int32, nothing fused
+    const Epilogue fused = split ? Epilogue() : e;
+    const bool fused_bias = bias && !split;
     memory::desc s({m, k}, DnnlType(src), memory::format_tag::ab);
-    memory::desc w({n, k}, memory::data_type::s8, memory::format_tag::ab);
-    memory::desc d({m, n}, DnnlType(e.out), memory::format_tag::ab);
-    memory::desc b = bias ? memory::desc({n}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
+    memory::desc w({pn, k}, memory::data_type::s8, memory::format_tag::ab);
+    memory::desc d({m, pn}, DnnlType(fused.out), memory::format_tag::ab);
+    memory::desc b = fused_bias ? memory::desc({n}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
     dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, Any(s), Any(w), b, Any(d));
-    dnnl::inner_product_forward::primitive_desc pd(desc, MakeAttr(e), RegionEngine());
+    dnnl::inner_product_forward::primitive_desc pd(desc, MakeAttr(fused), RegionEngine());
     p->prim = dnnl::inner_product_forward(pd);
-    Finalize(p.get(), pd, s, w, d, e, bias);
+    Finalize(p.get(), pd, s, w, d, fused, fused_bias);
+    if (split) SetSplit(p.get(), e, bias, m, n, 1, n, k);
     return p;
   });
 }
@@ -387,8 +485,9 @@ struct PreparedWeights {
 
 // The weights `w` reordered into a.prim: kept from an earlier call when `v` says the array
 // is the same and unwritten since, reordered (and kept) otherwise.
-std::shared_ptr<std::vector<char>> Prepared(const Arg& a, const int8_t* w, const InputVersion& v,
+std::shared_ptr<std::vector<char>> Prepared(const Int8Plan& p, const int8_t* w, const InputVersion& v,
                                             dnnl::stream& strm) {
+  const Arg& a = p.wei;
   static std::mutex mu;
   static std::map<std::pair<const void*, const void*>, std::vector<PreparedWeights>> cache;
   std::shared_ptr<const void> owner = v.array.lock();
@@ -403,7 +502,12 @@ std::shared_ptr<std::vector<char>> Prepared(const Arg& a, const int8_t* w, const
   }
   auto bytes = std::make_shared<std::vector<char>>(a.prim.get_size());
   auto& eng = RegionEngine();
-  memory from(a.user, eng, const_cast<int8_t*>(w)), to(a.prim, eng, bytes->data());
+  std::vector<int8_t> halves;
+  if (p.split) {
+    halves.resize(static_cast<size_t>(2 * p.channels * p.filter));
+    SplitWeights(p, w, halves.data());
+  }
+  memory from(a.user, eng, const_cast<int8_t*>(p.split ? halves.data() : w)), to(a.prim, eng, bytes->data());
   a.re.execute(strm, from, to);
   strm.wait();
   weight_reorders.fetch_add(1, std::memory_order_relaxed);
@@ -432,7 +536,7 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
   dnnl::stream& strm = Stream();
   std::unordered_map<int, memory> args;
   std::shared_ptr<std::vector<char>> kept;
-  if (p.wei.reorder && w_version) kept = Prepared(p.wei, w, *w_version, strm);
+  if (p.wei.reorder && w_version) kept = Prepared(p, w, *w_version, strm);
   auto input = [&](const Arg& a, const void* ptr) {
     memory user(a.user, eng, const_cast<void*>(ptr));
     if (!a.reorder) {
@@ -444,10 +548,18 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
     args.emplace(a.id, inner);
   };
   input(p.src, x);
-  if (kept) args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei.prim, eng, kept->data()));
-  else input(p.wei, w);
+  if (kept) {
+    args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei.prim, eng, kept->data()));
+  } else if (p.split) {
+    int8_t* halves = reinterpret_cast<int8_t*>(temp + p.split_w_offset);
+    SplitWeights(p, w, halves);
+    input(p.wei, halves);
+  } else {
+    input(p.wei, w);
+  }
   if (p.has_bias) input(p.bias, bias);
-  memory user_dst(p.dst.user, eng, y);
+  int32_t* wide = p.split ? reinterpret_cast<int32_t*>(temp + p.split_acc_offset) : nullptr;
+  memory user_dst(p.dst.user, eng, p.split ? static_cast<void*>(wide) : y);
   memory dst = p.dst.reorder ? memory(p.dst.prim, eng, temp + p.dst.offset) : user_dst;
   // The sum already where the primitive adds to it (the executor ran the layer in place of
   // its sum, FInplaceOption) needs no copy.
@@ -461,6 +573,7 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
   p.prim.execute(strm, args);
   if (p.dst.reorder) p.dst.re.execute(strm, dst, user_dst);
   strm.wait();
+  if (p.split) FinishSplit(p, wide, p.split_bias ? bias : nullptr, p.epilogue.sum ? sum : nullptr, y);
 }
 
 #else
@@ -472,6 +585,7 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const
 std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&) { return nullptr; }
 void RunInt8(const Int8Plan&, const void*, const int8_t*, const int32_t*, const void*, void*, char*,
              const InputVersion*) {}
+bool VnniProducts() { return false; }
 size_t Int8WeightReorders() { return 0; }
 
 #endif

@@ -99,6 +99,13 @@ inline bool WideOutput(DType out) { return out == DType::kInt32 || out == DType:
 void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, int32_t* out,
                  const std::vector<double>& acc_steps = {});
 
+// Whether oneDNN's int8 kernels, under the ISA it actually runs (ONEDNN_MAX_CPU_ISA
+// honoured), sum u8 x s8 products straight into int32 (AVX512-VNNI, AVX-VNNI). Without
+// VNNI they add each pair of products in int16 first (vpmaddubsw), which saturates for u8
+// data with weights beyond +-64; the plans then split the weights (Int8Plan::split) so the
+// integers stay exact. s8 data is safe either way: oneDNN then halves the weights itself.
+bool VnniProducts();
+
 // A oneDNN primitive with its reorders, cached by geometry and epilogue.
 struct Int8Plan;
 
