@@ -188,6 +188,14 @@ struct Int8Plan {
   // f, 1), fg channels per group and `filter` weights per output channel.
   int64_t outer = 0, channels = 0, inner = 0, fg = 0, filter = 0;
   size_t split_w_offset = 0, split_acc_offset = 0;
+  // s8 data of an inner product on a split plan: oneDNN's s8 x s8 GEMM saturates without
+  // VNNI too, so the data goes in as u8 x + 128 (`shifted` bytes at shift_x_offset) and
+  // 128 * the row's weight sum is taken out again.
+  // A convolution's shifted data leaves its padding at u8 0, so what is taken out at an
+  // output position is 128 * the weights of the taps inside the input there (`geom`).
+  bool shift_data = false, conv = false, channels_last = false;
+  ConvGeom geom;
+  size_t shift_x_offset = 0, shifted = 0;
   std::string impl;
   Arg src, wei, bias, dst;
   bool has_bias = false;
@@ -364,17 +372,49 @@ void SplitWeights(const Int8Plan& p, const int8_t* w, int8_t* out) {
   }
 }
 
-// Joins a split plan's halves into the accumulators and writes them through the epilogue.
-void FinishSplit(const Int8Plan& p, const int32_t* wide, const int32_t* bias, const void* sum, void* y) {
+// Joins a split plan's halves into the accumulators and writes them through the epilogue;
+// `w` (the plain weights) gives the row sums a shifted plan takes out.
+void FinishSplit(const Int8Plan& p, const int8_t* w, const int32_t* bias, const int32_t* wide, const void* sum,
+                 void* y) {
   const int64_t f = p.channels, inner = p.inner, fg = p.fg;
+  std::vector<int64_t> offset(static_cast<size_t>(f), 0);
+  // Convolution: each channel's weight sum per tap, and what the shift added at position i.
+  const ConvGeom& g = p.geom;
+  const int64_t K = g.KSize(), cg = g.c / std::max<int64_t>(g.g, 1);
+  std::vector<int64_t> taps(p.conv && p.shift_data ? static_cast<size_t>(f * K) : 0, 0);
+  if (!taps.empty())
+    for (int64_t c = 0; c < f; ++c)
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t kk = 0; kk < K; ++kk)
+          taps[c * K + kk] += w[p.channels_last ? (c * K + kk) * cg + ci : (c * cg + ci) * K + kk];
+  auto shifted_in = [&](int64_t c, int64_t i) {
+    const int64_t od = i / (g.out[1] * g.out[2]), oh = i / g.out[2] % g.out[1], ow = i % g.out[2];
+    int64_t t = 0;
+    for (int64_t kk = 0; kk < K; ++kk) {
+      const int64_t id = od * g.s[0] - g.pl[0] + kk / (g.k[1] * g.k[2]) * g.d[0];
+      const int64_t ih = oh * g.s[1] - g.pl[1] + kk / g.k[2] % g.k[1] * g.d[1];
+      const int64_t iw = ow * g.s[2] - g.pl[2] + kk % g.k[2] * g.d[2];
+      if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2]) t += taps[c * K + kk];
+    }
+    return 128 * t;
+  };
+  for (int64_t c = 0; c < f; ++c) {
+    if (bias) offset[c] += bias[c];
+    if (p.shift_data && !p.conv) {
+      int64_t rowsum = 0;
+      for (int64_t k = 0; k < p.filter; ++k) rowsum += w[c * p.filter + k];
+      offset[c] -= 128 * rowsum;
+    }
+  }
   ParallelFor(p.outer, 1, [&](int64_t lo, int64_t hi) {
     std::vector<int32_t> acc(static_cast<size_t>(inner == 1 ? f : inner));
     for (int64_t o = lo; o < hi; ++o) {
       const int32_t* row = wide + o * 2 * f * inner;
       auto value = [&](int64_t c, int64_t i) {
         const int64_t h = HiChannel(p, c);
-        const int64_t v = 2 * static_cast<int64_t>(row[h * inner + i]) + row[(h + fg) * inner + i];
-        return static_cast<int32_t>(v + (bias ? bias[c] : 0));
+        int64_t v = 2 * static_cast<int64_t>(row[h * inner + i]) + row[(h + fg) * inner + i] + offset[c];
+        if (!taps.empty()) v -= shifted_in(c, p.channels_last ? o % g.OutSize() : i);
+        return static_cast<int32_t>(v);
       };
       if (inner == 1) {
         for (int64_t c = 0; c < f; ++c) acc[c] = value(c, 0);
@@ -412,7 +452,8 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
   for (int i = 0; i < 3; ++i)
     for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.d[i], g.pl[i]}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
-  const bool split = src == DType::kUint8 && !VnniProducts();
+  const bool split = !VnniProducts();
+  const bool shift = split && src == DType::kInt8;
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
     // Split, the primitive computes 2f channels into int32 with nothing fused (Int8Plan::split).
@@ -421,7 +462,7 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
     const Epilogue fused = split ? Epilogue() : e;
     const bool fused_bias = bias && !split;
     const memory::format_tag tag = channels_last ? memory::format_tag::nhwc : PlainTag(g.nd);
-    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(src), tag);
+    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(shift ? DType::kUint8 : src), tag);
     memory::desc d(Dims(g.n, pg.f, g.out, g.nd), DnnlType(fused.out), tag);
     memory::desc w = PlainWeights(pg, channels_last);
     memory::desc b =
@@ -442,6 +483,15 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
       const int64_t O = g.OutSize();
       SetSplit(p.get(), e, bias, channels_last ? g.n * O : g.n, g.f, channels_last ? 1 : O, g.f / g.g,
                g.c / g.g * g.KSize());
+      p->conv = true;
+      p->channels_last = channels_last;
+      p->geom = g;
+    }
+    if (shift) {
+      p->shift_data = true;
+      p->shifted = static_cast<size_t>(g.n * g.c * g.InSize());
+      p->shift_x_offset = p->temp_bytes;
+      p->temp_bytes += Align(p->shifted);
     }
     return p;
   });
@@ -451,13 +501,14 @@ std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DTyp
   std::string key = "fc,";
   for (int64_t v : {m, k, n, int64_t(src), int64_t(bias)}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
-  const bool split = src == DType::kUint8 && !VnniProducts();
+  const bool split = !VnniProducts();
+  const bool shift = split && src == DType::kInt8;
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
     const int64_t pn = split ? 2 * n : n;  // split: both halves, int32, nothing fused
     const Epilogue fused = split ? Epilogue() : e;
     const bool fused_bias = bias && !split;
-    memory::desc s({m, k}, DnnlType(src), memory::format_tag::ab);
+    memory::desc s({m, k}, DnnlType(shift ? DType::kUint8 : src), memory::format_tag::ab);
     memory::desc w({pn, k}, memory::data_type::s8, memory::format_tag::ab);
     memory::desc d({m, pn}, DnnlType(fused.out), memory::format_tag::ab);
     memory::desc b = fused_bias ? memory::desc({n}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
@@ -466,6 +517,12 @@ std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DTyp
     p->prim = dnnl::inner_product_forward(pd);
     Finalize(p.get(), pd, s, w, d, fused, fused_bias);
     if (split) SetSplit(p.get(), e, bias, m, n, 1, n, k);
+    if (shift) {
+      p->shift_data = true;
+      p->shifted = static_cast<size_t>(m * k);
+      p->shift_x_offset = p->temp_bytes;
+      p->temp_bytes += Align(p->shifted);
+    }
     return p;
   });
 }
@@ -547,6 +604,14 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
     a.re.execute(strm, user, inner);
     args.emplace(a.id, inner);
   };
+  if (p.shift_data) {
+    uint8_t* u = reinterpret_cast<uint8_t*>(temp + p.shift_x_offset);
+    const int8_t* xs = static_cast<const int8_t*>(x);
+    ParallelFor(static_cast<int64_t>(p.shifted), kElemGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) u[i] = static_cast<uint8_t>(xs[i] + 128);
+    });
+    x = u;
+  }
   input(p.src, x);
   if (kept) {
     args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei.prim, eng, kept->data()));
@@ -573,7 +638,7 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
   p.prim.execute(strm, args);
   if (p.dst.reorder) p.dst.re.execute(strm, dst, user_dst);
   strm.wait();
-  if (p.split) FinishSplit(p, wide, p.split_bias ? bias : nullptr, p.epilogue.sum ? sum : nullptr, y);
+  if (p.split) FinishSplit(p, w, p.split_bias ? bias : nullptr, wide, p.epilogue.sum ? sum : nullptr, y);
 }
 
 #else

@@ -102,8 +102,10 @@ void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, 
 // Whether oneDNN's int8 kernels, under the ISA it actually runs (ONEDNN_MAX_CPU_ISA
 // honoured), sum u8 x s8 products straight into int32 (AVX512-VNNI, AVX-VNNI). Without
 // VNNI they add each pair of products in int16 first (vpmaddubsw), which saturates for u8
-// data with weights beyond +-64; the plans then split the weights (Int8Plan::split) so the
-// integers stay exact. s8 data is safe either way: oneDNN then halves the weights itself.
+// data with weights beyond +-64 (and s8 data: oneDNN's s8 x s8 GEMM saturates, its s8
+// convolutions halve the weights, losing their last bit); the plans then feed oneDNN u8
+// data only (s8 shifted by 128, taken out again) and split the weights (Int8Plan::split),
+// so the integers are exactly those of VNNI CPUs and of the reference loops.
 bool VnniProducts();
 
 // A oneDNN primitive with its reorders, cached by geometry and epilogue.
