@@ -387,6 +387,9 @@ void FinishSplit(const Int8Plan& p, const int8_t* w, const int32_t* bias, const 
       for (int64_t ci = 0; ci < cg; ++ci)
         for (int64_t kk = 0; kk < K; ++kk)
           taps[c * K + kk] += w[p.channels_last ? (c * K + kk) * cg + ci : (c * cg + ci) * K + kk];
+  // Per channel and output position (the same for every image), made once per call.
+  const int64_t O = g.OutSize();
+  std::vector<int64_t> comp(taps.empty() ? 0 : static_cast<size_t>(f * O));
   auto shifted_in = [&](int64_t c, int64_t i) {
     const int64_t od = i / (g.out[1] * g.out[2]), oh = i / g.out[2] % g.out[1], ow = i % g.out[2];
     int64_t t = 0;
@@ -398,6 +401,11 @@ void FinishSplit(const Int8Plan& p, const int8_t* w, const int32_t* bias, const 
     }
     return 128 * t;
   };
+  if (!comp.empty())
+    ParallelFor(f, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c)
+        for (int64_t i = 0; i < O; ++i) comp[c * O + i] = shifted_in(c, i);
+    });
   for (int64_t c = 0; c < f; ++c) {
     if (bias) offset[c] += bias[c];
     if (p.shift_data && !p.conv) {
@@ -413,7 +421,7 @@ void FinishSplit(const Int8Plan& p, const int8_t* w, const int32_t* bias, const 
       auto value = [&](int64_t c, int64_t i) {
         const int64_t h = HiChannel(p, c);
         int64_t v = 2 * static_cast<int64_t>(row[h * inner + i]) + row[(h + fg) * inner + i] + offset[c];
-        if (!taps.empty()) v -= shifted_in(c, p.channels_last ? o % g.OutSize() : i);
+        if (!comp.empty()) v -= comp[c * O + (p.channels_last ? o % O : i)];
         return static_cast<int32_t>(v);
       };
       if (inner == 1) {
@@ -497,11 +505,12 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
   });
 }
 
-std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e) {
+std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e,
+                                           bool narrow_weights) {
   std::string key = "fc,";
-  for (int64_t v : {m, k, n, int64_t(src), int64_t(bias)}) key += std::to_string(v) + ',';
+  for (int64_t v : {m, k, n, int64_t(src), int64_t(bias), int64_t(narrow_weights)}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
-  const bool split = !VnniProducts();
+  const bool split = !VnniProducts() && !(narrow_weights && src == DType::kUint8);
   const bool shift = split && src == DType::kInt8;
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
@@ -564,9 +573,13 @@ std::shared_ptr<std::vector<char>> Prepared(const Int8Plan& p, const int8_t* w, 
     halves.resize(static_cast<size_t>(2 * p.channels * p.filter));
     SplitWeights(p, w, halves.data());
   }
-  memory from(a.user, eng, const_cast<int8_t*>(p.split ? halves.data() : w)), to(a.prim, eng, bytes->data());
-  a.re.execute(strm, from, to);
-  strm.wait();
+  if (a.reorder) {
+    memory from(a.user, eng, const_cast<int8_t*>(p.split ? halves.data() : w)), to(a.prim, eng, bytes->data());
+    a.re.execute(strm, from, to);
+    strm.wait();
+  } else {
+    std::memcpy(bytes->data(), halves.data(), halves.size());  // split weights the primitive reads as they are
+  }
   weight_reorders.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu);
   // Entries of arrays that are gone, or of this array before its last write, go.
@@ -593,7 +606,9 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
   dnnl::stream& strm = Stream();
   std::unordered_map<int, memory> args;
   std::shared_ptr<std::vector<char>> kept;
-  if (p.wei.reorder && w_version) kept = Prepared(p, w, *w_version, strm);
+  // Split weights are kept even where the primitive reads the plain layout: splitting them
+  // at every call (every step of the int8 LSTM) would cost as much as the product.
+  if ((p.wei.reorder || p.split) && w_version) kept = Prepared(p, w, *w_version, strm);
   auto input = [&](const Arg& a, const void* ptr) {
     memory user(a.user, eng, const_cast<void*>(ptr));
     if (!a.reorder) {
@@ -647,7 +662,9 @@ struct Int8Plan {};
 size_t Int8TempBytes(const Int8Plan&) { return 0; }
 std::string Int8Impl(const Int8Plan&) { return ""; }
 std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&, bool) { return nullptr; }
-std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&) { return nullptr; }
+std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&, bool) {
+  return nullptr;
+}
 void RunInt8(const Int8Plan&, const void*, const int8_t*, const int32_t*, const void*, void*, char*,
              const InputVersion*) {}
 bool VnniProducts() { return false; }

@@ -122,8 +122,10 @@ std::string Int8Impl(const Int8Plan& plan);
 // oneDNN's int8 kernels use, so nothing is reordered but the weights.
 std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e,
                                              bool channels_last = false);
-// The inner product (m, k) x (n, k)^T, likewise.
-std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e);
+// The inner product (m, k) x (n, k)^T, likewise. `narrow_weights`: the caller promises
+// weights within +-64, which u8 data cannot saturate with, so no split is needed.
+std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e,
+                                           bool narrow_weights = false);
 
 // Runs the plan: x, w in the plain layouts, bias int32 (or null), sum of e.sum_type in the
 // output's plain layout (or null), y of e.out. `temp` has Int8TempBytes(plan) bytes.
