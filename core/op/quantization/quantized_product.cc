@@ -45,16 +45,24 @@ double SumAt(const Epilogue& e, const void* sum, int64_t i) {
 // Writes acc[i] through the epilogue into y[offset + i] for i in [0, count): all of
 // output channel `channel`, or with channel < 0 (a row of an inner product) item i of
 // channel i.
+template <typename T>
+void StoreAs(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, T* y, int64_t offset,
+             int64_t channel) {
+  for (int64_t i = 0; i < count; ++i)
+    y[offset + i] = Finish<T>(e, acc[i], SumAt(e, sum, offset + i), channel < 0 ? i : channel);
+}
+
 void Store(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, void* y, int64_t offset,
            int64_t channel) {
-  for (int64_t i = 0; i < count; ++i) {
-    double s = SumAt(e, sum, offset + i);
-    const int64_t c = channel < 0 ? i : channel;
-    if (e.out == DType::kFloat32) static_cast<float*>(y)[offset + i] = Finish<float>(e, acc[i], s, c);
-    else if (e.out == DType::kInt32) static_cast<int32_t*>(y)[offset + i] = Finish<int32_t>(e, acc[i], s, c);
-    else if (e.out == DType::kUint8) static_cast<uint8_t*>(y)[offset + i] = Finish<uint8_t>(e, acc[i], s, c);
-    else static_cast<int8_t*>(y)[offset + i] = Finish<int8_t>(e, acc[i], s, c);
+  if (e.out == DType::kInt32 && !e.sum && !e.relu && e.scales.empty()) {
+    // The accumulators as they are (Finish's first case), copied at once.
+    std::memcpy(static_cast<int32_t*>(y) + offset, acc, static_cast<size_t>(count) * sizeof(int32_t));
+    return;
   }
+  if (e.out == DType::kFloat32) StoreAs(e, acc, count, sum, static_cast<float*>(y), offset, channel);
+  else if (e.out == DType::kInt32) StoreAs(e, acc, count, sum, static_cast<int32_t*>(y), offset, channel);
+  else if (e.out == DType::kUint8) StoreAs(e, acc, count, sum, static_cast<uint8_t*>(y), offset, channel);
+  else StoreAs(e, acc, count, sum, static_cast<int8_t*>(y), offset, channel);
 }
 
 }  // namespace
@@ -194,6 +202,9 @@ struct Int8Plan {
   // A convolution's shifted data leaves its padding at u8 0, so what is taken out at an
   // output position is 128 * the weights of the taps inside the input there (`geom`).
   bool shift_data = false, conv = false, channels_last = false;
+  // The primitive's int32 output is channels-last while the output is channels-first (the
+  // layout oneDNN's int8 convolutions write): read as it is instead of reordered first.
+  bool wide_channels_last = false;
   ConvGeom geom;
   size_t shift_x_offset = 0, shifted = 0;
   std::string impl;
@@ -414,24 +425,38 @@ void FinishSplit(const Int8Plan& p, const int8_t* w, const int32_t* bias, const 
       offset[c] -= 128 * rowsum;
     }
   }
+  // Where channel c's hi half lies in a row of the wide output (its lo half fg later).
+  std::vector<int64_t> hi_at(static_cast<size_t>(f));
+  for (int64_t c = 0; c < f; ++c) hi_at[c] = HiChannel(p, c);
   ParallelFor(p.outer, 1, [&](int64_t lo, int64_t hi) {
     std::vector<int32_t> acc(static_cast<size_t>(inner == 1 ? f : inner));
     for (int64_t o = lo; o < hi; ++o) {
-      const int32_t* row = wide + o * 2 * f * inner;
-      auto value = [&](int64_t c, int64_t i) {
-        const int64_t h = HiChannel(p, c);
-        int64_t v = 2 * static_cast<int64_t>(row[h * inner + i]) + row[(h + fg) * inner + i] + offset[c];
-        if (!comp.empty()) v -= comp[c * O + (p.channels_last ? o % O : i)];
-        return static_cast<int32_t>(v);
-      };
       if (inner == 1) {
-        for (int64_t c = 0; c < f; ++c) acc[c] = value(c, 0);
-        Store(p.epilogue, acc.data(), f, sum, y, o * f, -1);
-      } else {
+        // A row holds every channel of one output position (FC rows, channels-last conv).
+        const int32_t* row = wide + o * 2 * f;
+        const int64_t* shifted = comp.empty() ? nullptr : comp.data() + o % O;
         for (int64_t c = 0; c < f; ++c) {
-          for (int64_t i = 0; i < inner; ++i) acc[i] = value(c, i);
-          Store(p.epilogue, acc.data(), inner, sum, y, (o * f + c) * inner, c);
+          const int64_t at = hi_at[c];
+          int64_t v = 2 * static_cast<int64_t>(row[at]) + row[at + fg] + offset[c];
+          if (shifted) v -= shifted[c * O];
+          acc[c] = static_cast<int32_t>(v);
         }
+        Store(p.epilogue, acc.data(), f, sum, y, o * f, -1);
+        continue;
+      }
+      // A channels-first image: the wide output is that too, or channels-last.
+      for (int64_t c = 0; c < f; ++c) {
+        const int64_t at = hi_at[c];
+        const int32_t* hs = p.wide_channels_last ? wide + o * inner * 2 * f + at : wide + (o * 2 * f + at) * inner;
+        const int32_t* ls = p.wide_channels_last ? hs + fg : hs + fg * inner;
+        const int64_t step = p.wide_channels_last ? 2 * f : 1;
+        const int64_t* shifted = comp.empty() ? nullptr : comp.data() + c * O;
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t v = 2 * static_cast<int64_t>(hs[i * step]) + ls[i * step] + offset[c];
+          if (shifted) v -= shifted[i];
+          acc[i] = static_cast<int32_t>(v);
+        }
+        Store(p.epilogue, acc.data(), inner, sum, y, (o * f + c) * inner, c);
       }
     }
   });
@@ -486,6 +511,15 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
                                          Any(s), Any(w), b, Any(d), strides, dilates, pl, pr);
     dnnl::convolution_forward::primitive_desc pd(desc, MakeAttr(fused), RegionEngine());
     p->prim = dnnl::convolution_forward(pd);
+    if (split && !channels_last) {
+      static const memory::format_tag last[] = {memory::format_tag::nwc, memory::format_tag::nhwc,
+                                                memory::format_tag::ndhwc};
+      memory::desc wide_last(Dims(g.n, pg.f, g.out, g.nd), memory::data_type::s32, last[g.nd - 1]);
+      if (pd.dst_desc() == wide_last) {
+        d = wide_last;
+        p->wide_channels_last = true;
+      }
+    }
     Finalize(p.get(), pd, s, w, d, fused, fused_bias);
     if (split) {
       const int64_t O = g.OutSize();
