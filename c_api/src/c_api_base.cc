@@ -90,8 +90,10 @@ Context ToContext(weft_context_t c, const char* fn) {
     case WEFT_DEVICE_CPU: ctx = Context::CPU(c.device_id); break;
     case WEFT_DEVICE_GPU: ctx = Context::GPU(c.device_id); break;
     case WEFT_DEVICE_CPU_PINNED: ctx = Context::CPUPinned(c.device_id); break;
+    case WEFT_DEVICE_CPU_SHARED: ctx = Context::CPUShared(c.device_id); break;
     default:
-      Throw(ErrorKind::kValue, fn, ": expected a device type 1 (cpu), 2 (gpu) or 3 (cpu_pinned), got ", c.device_type);
+      Throw(ErrorKind::kValue, fn, ": expected a device type 1 (cpu), 2 (gpu), 3 (cpu_pinned) or 5 (cpu_shared), got ",
+            c.device_type);
   }
   WEFT_CHECK(c.device_id >= 0, kValue, fn, ": expected a device id >= 0, got ", c.device_id);
   if (ctx.is_gpu()) {

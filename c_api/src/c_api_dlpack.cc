@@ -100,6 +100,8 @@ DLDevice ToDLDevice(Context ctx) {
   switch (ctx.dev_type) {
     case DeviceType::kGPU: return {kDLCUDA, ctx.dev_id};
     case DeviceType::kCPUPinned: return {kDLCUDAHost, 0};
+    // Shared memory is plain CPU memory to a consumer; DLPack has no device for it.
+    case DeviceType::kCPUShared: return {kDLCPU, 0};
     default: return {kDLCPU, 0};
   }
 }

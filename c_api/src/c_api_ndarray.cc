@@ -7,6 +7,7 @@
 #include "core/base/checked_size.h"
 #include "core/imperative/autograd.h"
 #include "core/imperative/imperative.h"
+#include "core/ndarray/shared_mem.h"
 
 using namespace weft;        // NOLINT
 using namespace weft::capi;  // NOLINT
@@ -216,6 +217,35 @@ weft_status_t weft_ndarray_shares_memory(const weft_ndarray_t* a, const weft_nda
   const NDArray& y = WEFT_ARR(b);
   WEFT_OUT(out);
   *out = x.SameChunk(y) ? 1 : 0;
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_get_shared_mem(const weft_ndarray_t* arr, int* shared_pid, int* shared_id,
+                                          int64_t* byte_offset) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(shared_pid);
+  WEFT_OUT(shared_id);
+  WEFT_OUT(byte_offset);
+  SharedMemHandle h = GetSharedMemHandle(a);
+  *shared_pid = h.pid;
+  *shared_id = h.id;
+  *byte_offset = h.byte_offset;
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_create_from_shared_mem(int shared_pid, int shared_id, int64_t byte_offset,
+                                                  const int64_t* shape, int ndim, int dtype, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  WEFT_OUT(out);
+  Shape s = ReadShape(shape, ndim, false, __func__);
+  DType t = ToDType(dtype, __func__);
+  try {
+    *out = NewArrHandle(NDArrayFromSharedMem(shared_pid, shared_id, byte_offset, s, t));
+  } catch (const Error& e) {
+    // The core names the segment; the caller learns which call and arguments it came from.
+    Throw(e.kind(), __func__, ": ", e.what());
+  }
   WEFT_API_END
 }
 

@@ -91,7 +91,7 @@ const Op* weft::capi::OpRef(const weft_op_t* h, const char* arg, const char* fn)
 namespace {
 
 
-// Parses "cpu", "cpu(0)", "gpu(1)", "cpu_pinned(0)".
+// Parses "cpu", "cpu(0)", "gpu(1)", "cpu_pinned(0)", "cpu_shared(0)".
 Context ParseContext(const std::string& text, const std::string& op) {
   std::string s;
   for (char ch : text) if (!std::isspace(static_cast<unsigned char>(ch))) s += ch;
@@ -108,6 +108,7 @@ Context ParseContext(const std::string& text, const std::string& op) {
   if (kind == "cpu") c.device_type = WEFT_DEVICE_CPU;
   else if (kind == "gpu") c.device_type = WEFT_DEVICE_GPU;
   else if (kind == "cpu_pinned") c.device_type = WEFT_DEVICE_CPU_PINNED;
+  else if (kind == "cpu_shared") c.device_type = WEFT_DEVICE_CPU_SHARED;
   WEFT_CHECK(c.device_type != 0 && digits, kValue, "Operator '", op,
              "': parameter 'ctx': expected a context such as 'cpu(0)' or 'gpu(1)', got '", text, "'");
   return ToContext(c, ("Operator '" + op + "': parameter 'ctx'").c_str());

@@ -3,7 +3,13 @@
 namespace weft {
 
 std::string Context::ToString() const {
-  const char* name = dev_type == DeviceType::kGPU ? "gpu" : dev_type == DeviceType::kCPUPinned ? "cpu_pinned" : "cpu";
+  const char* name = "cpu";
+  switch (dev_type) {
+    case DeviceType::kCPU: break;
+    case DeviceType::kGPU: name = "gpu"; break;
+    case DeviceType::kCPUPinned: name = "cpu_pinned"; break;
+    case DeviceType::kCPUShared: name = "cpu_shared"; break;
+  }
   return std::string(name) + "(" + std::to_string(dev_id) + ")";
 }
 

@@ -14,6 +14,7 @@
 #include "core/ndarray/sparse.h"
 #include "core/op/compute_async.h"
 #include "core/op/shape_from_data.h"
+#include "core/op/work_estimate.h"
 #include "core/profiler/profiler.h"
 
 namespace weft {
@@ -63,19 +64,32 @@ struct InvokeScratch {
 
 namespace {
 
+// A non-negative integer from the environment variable `name`, or `def` when it is unset.
+int64_t EnvLimit(const char* name, int64_t def) {
+  const char* s = std::getenv(name);
+  if (s == nullptr || *s == '\0') return def;
+  char* end = nullptr;
+  long long v = std::strtoll(s, &end, 10);
+  WEFT_CHECK(*end == '\0' && v >= 0, kValue, name, ": expected a non-negative integer, got '", s, "'");
+  return static_cast<int64_t>(v);
+}
+
 // Operations touching at most this many bytes (inputs plus outputs) run on the pushing
 // thread when their inputs are ready: below it, waking a worker costs more than the work.
 // WEFT_ENGINE_INLINE_BYTES changes it; 0 sends everything to the workers.
 int64_t InlineMaxBytes() {
-  static const int64_t limit = [] {
-    const char* s = std::getenv("WEFT_ENGINE_INLINE_BYTES");
-    if (s == nullptr || *s == '\0') return int64_t{1} << 16;
-    char* end = nullptr;
-    long long v = std::strtoll(s, &end, 10);
-    WEFT_CHECK(*end == '\0' && v >= 0, kValue, "WEFT_ENGINE_INLINE_BYTES: expected a non-negative integer, got '", s,
-               "'");
-    return static_cast<int64_t>(v);
-  }();
+  static const int64_t limit = EnvLimit("WEFT_ENGINE_INLINE_BYTES", int64_t{1} << 16);
+  return limit;
+}
+
+// Eager calls estimated (FEstimateNs) to take at most this many nanoseconds on one core run
+// on the calling thread when their inputs are ready. Handing a call to a worker and waiting
+// for it costs 10-20 us (waking the worker, then the caller; more on a loaded machine), so
+// a softmax of (32, 1000) (about 10 us) or a FullyConnected 1024 -> 10 at batch 64 (about 15
+// us forward, 30 backward) took up to twice as long on a worker. WEFT_ENGINE_INLINE_NS
+// changes it; 0 sends every call of an operator with an estimate to the workers.
+int64_t InlineMaxNs() {
+  static const int64_t limit = EnvLimit("WEFT_ENGINE_INLINE_NS", 40000);
   return limit;
 }
 
@@ -216,9 +230,17 @@ InferMemo* MemoFor(const NodeAttrs& attrs) {
   return &memo[(reinterpret_cast<uintptr_t>(attrs.op) / alignof(Op)) % kSlots];
 }
 
+// Whether arrays on `a` and `b` may meet in one call. Host memory of different kinds (cpu,
+// cpu_pinned, cpu_shared) mixes, as in MXNet: kernels see plain CPU memory, and results go
+// to the first input's context. cpu(i) and cpu(j) stay apart, like two GPUs.
+bool SameDevice(Context a, Context b) {
+  return a == b || (a.is_host() && b.is_host() && a.dev_type != b.dev_type);
+}
+
 // kInfer: resolves the call completely before anything is recorded or run: the counts of
-// inputs and outputs, one context for all arrays, shapes and dtypes (inferred, then checked
-// against the arrays given), the outputs allocated, and the compute function of the device.
+// inputs and outputs, one context for all arrays (SameDevice), shapes and dtypes (inferred,
+// then checked against the arrays given), the outputs allocated, and the compute function
+// of the device.
 class InferStage final : public Transformation {
  public:
   const char* name() const override { return "infer"; }
@@ -249,7 +271,7 @@ class InferStage final : public Transformation {
       if (inputs[i].is_none())
         Throw(ErrorKind::kValue, "Operator '", op->name, "': input ", i, " is an empty (none) array");
       if (i == 0) ctx = inputs[0].ctx();
-      else if (inputs[i].ctx() != ctx)
+      else if (!SameDevice(inputs[i].ctx(), ctx))
         Throw(ErrorKind::kValue, "Operator '", op->name, "': all inputs must be on one context, but input 0 is on ",
               ctx.ToString(), " and input ", i, " on ", inputs[i].ctx().ToString());
     }
@@ -276,7 +298,7 @@ class InferStage final : public Transformation {
       if (o.is_none()) {
         o = NDArray((*out_shapes)[i], ctx, (*out_types)[i]);
         s->fresh.push_back(o.var());
-      } else if (o.ctx() != ctx) {
+      } else if (!SameDevice(o.ctx(), ctx)) {
         Throw(ErrorKind::kValue, "Operator '", op->name, "': output ", i, " is on ", o.ctx().ToString(),
               " but the inputs are on ", ctx.ToString());
       } else if (o.shape() != (*out_shapes)[i]) {
@@ -313,6 +335,23 @@ std::vector<op::InputVersion> InputVersions(const std::vector<NDArray>& inputs) 
   std::vector<op::InputVersion> v;
   for (const auto& in : inputs) v.push_back({in.chunk(), in.var()->writes.load(std::memory_order_acquire)});
   return v;
+}
+
+// Whether a CPU call whose inputs are ready runs on the calling thread rather than on a
+// worker. An eager call goes by its operator's estimate of its time where it has one, so
+// that a softmax or a small FullyConnected over a few hundred KB runs here while a
+// convolution over the same bytes, with far more arithmetic, goes to a worker; other calls
+// go by the bytes they touch. Executor steps (profiler::InSymbolic: the executor marks
+// the thread that pushes a graph) go by their bytes alone: the executor pushes the graph's
+// next step at once, and a step of tens of microseconds run on its thread would hold back
+// the pushes behind it while the worker idles (with 256 KiB or 1 MiB for every call, the
+// main job's LeNet trained at 11,300-11,900 samples/s against 13,700 with 64 KiB).
+bool RunsOnCaller(const NodeAttrs& attrs, const InvokeScratch& s, int64_t bytes) {
+  static const auto& estimates = Op::GetAttr<FEstimateNs>("FEstimateNs");
+  if (InlineMaxBytes() == 0) return false;
+  if (!profiler::InSymbolic() && estimates.Contains(attrs.op))
+    return estimates[attrs.op](attrs, s.in_blobs, s.out_blobs) <= static_cast<double>(InlineMaxNs());
+  return bytes <= InlineMaxBytes();
 }
 
 // kDispatch: requests the operator's resources and hands the work to the engine with the
@@ -402,7 +441,7 @@ class DispatchStage final : public Transformation {
       return;
     }
     const FCompute& fn = *s->fn;
-    bool small = !ctx.is_gpu() && in_bytes + out_bytes <= InlineMaxBytes();
+    bool small = !ctx.is_gpu() && RunsOnCaller(attrs, *s, in_bytes + out_bytes);
     if (small) {
       // Ready small work runs here and now, on the buffers above, with no copies at all.
       OpContext octx;

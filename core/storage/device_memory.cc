@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "core/base/error.h"
+#include "core/storage/shared_memory.h"
 #include "core/storage/storage.h"
 
 namespace weft {
@@ -19,6 +20,7 @@ std::unique_ptr<BlockPool> MakeDevicePool(Context ctx) {
     case DeviceType::kCPU: return std::make_unique<BlockPool>(AlignedHostAlloc, AlignedHostFree);
     case DeviceType::kCPUPinned: return MakePinnedPool(ctx);
     case DeviceType::kGPU: return MakeCudaPool(ctx);
+    case DeviceType::kCPUShared: return std::make_unique<BlockPool>(shm::AllocSegment, shm::FreeSegment);
   }
   Throw(ErrorKind::kValue, "unknown device type ", static_cast<int>(ctx.dev_type));
 }

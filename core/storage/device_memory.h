@@ -1,6 +1,6 @@
 // The raw allocators behind each context's pool: aligned host memory for cpu, page-locked
-// memory for cpu_pinned (plain aligned memory when no GPU runtime exists) and cudaMalloc
-// for gpu.
+// memory for cpu_pinned (plain aligned memory when no GPU runtime exists), cudaMalloc for
+// gpu, and shared-memory segments for cpu_shared (shared_memory.h).
 #pragma once
 
 #include <memory>

@@ -14,6 +14,7 @@
 #include "core/storage/cpu_pool.h"
 #include "core/profiler/profiler.h"
 #include "core/storage/device_memory.h"
+#include "core/storage/shared_memory.h"
 
 #ifdef WEFT_USE_CUDA
 #include "core/storage/gpu_event.h"
@@ -24,7 +25,7 @@ namespace {
 
 // Device ids index a fixed table so that finding a context's pool takes no lock.
 constexpr int kMaxDeviceId = 64;
-constexpr int kNumDeviceTypes = 3;  // cpu, gpu, cpu_pinned
+constexpr int kNumDeviceTypes = 5;  // cpu, gpu, cpu_pinned, (4: none), cpu_shared
 
 // One per context: the mutex is per context so that GPU and CPU workers do not contend.
 struct PerContext {
@@ -73,6 +74,12 @@ class PooledStorage : public Storage {
     if (!pc.parked.empty()) Unpark(pc, false);
 #endif
     h.dptr = pc.pool->Alloc(size, &os_alloc);
+    // A cpu_shared block cached before this process was forked is mapped in the parent too
+    // (shared_memory.h): it goes back to the system, never to a new array here.
+    while (ctx.dev_type == DeviceType::kCPUShared && h.dptr != nullptr && !os_alloc && !shm::Reusable(h.dptr)) {
+      pc.pool->FreeToSystem(h.dptr, size);
+      h.dptr = pc.pool->Alloc(size, &os_alloc);
+    }
 #ifdef WEFT_USE_CUDA
     if (h.dptr == nullptr && !pc.parked.empty()) {
       // Out of memory with blocks still parked: wait for their work and try again.
@@ -80,9 +87,11 @@ class PooledStorage : public Storage {
       h.dptr = pc.pool->Alloc(size, &os_alloc);
     }
 #endif
-    if (h.dptr == nullptr)
+    if (h.dptr == nullptr) {
+      std::string why = ctx.dev_type == DeviceType::kCPUShared ? std::string(": ") + shm::LastAllocFailure() : "";
       Throw(ErrorKind::kRuntime, "out of memory on ", ctx.ToString(), ": could not allocate ", size, " bytes (",
-            pc.stats.bytes_in_use, " bytes in use)");
+            pc.stats.bytes_in_use, " bytes in use)", why);
+    }
     pc.stats.num_allocs++;
     if (os_alloc) pc.stats.num_os_allocs++;
     pc.stats.bytes_in_use += static_cast<int64_t>(size);
@@ -117,10 +126,10 @@ class PooledStorage : public Storage {
       for (gpu::Event* ev : *fence) gpu::Retain(ev);
       pc->parked.push_back(PerContext::Parked{h.dptr, h.size, *fence});
     } else {
-      pc->pool->Free(h.dptr, h.size);
+      FreeToPool(*pc, h);
     }
 #else
-    pc->pool->Free(h.dptr, h.size);
+    FreeToPool(*pc, h);
 #endif
     pc->stats.bytes_in_use -= static_cast<int64_t>(h.size);
     pc->stats.bytes_pooled = static_cast<int64_t>(pc->pool->pooled_bytes());
@@ -165,6 +174,15 @@ class PooledStorage : public Storage {
   }
 
  private:
+  // A cpu_shared block whose id was handed out may still be read by another process: it is
+  // never given to a later Alloc (shared_memory.h).
+  static void FreeToPool(PerContext& pc, const StorageHandle& h) {
+    if (h.ctx.dev_type == DeviceType::kCPUShared && !shm::Reusable(h.dptr))
+      pc.pool->FreeToSystem(h.dptr, h.size);
+    else
+      pc.pool->Free(h.dptr, h.size);
+  }
+
 #ifdef WEFT_USE_CUDA
   // Returns parked blocks to the pool: those at the front of the queue whose work is done
   // (the oldest go first and mostly finish first; stopping at the first unfinished one
@@ -196,7 +214,7 @@ class PooledStorage : public Storage {
 
   std::atomic<PerContext*>* Slot(Context ctx) const {
     int type = static_cast<int>(ctx.dev_type) - 1;
-    WEFT_CHECK(type >= 0 && type < kNumDeviceTypes, kValue, "Storage: unknown device type ",
+    WEFT_CHECK(type >= 0 && type < kNumDeviceTypes && type != 3, kValue, "Storage: unknown device type ",
                static_cast<int>(ctx.dev_type));
     WEFT_CHECK(ctx.dev_id >= 0 && ctx.dev_id < kMaxDeviceId, kValue, "Storage: expected a device id in [0, ",
                kMaxDeviceId, "), got ", ctx.ToString());

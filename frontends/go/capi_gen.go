@@ -273,6 +273,26 @@ static gw_result gw_weft_ndarray_shares_memory(const weft_ndarray_t* a, const we
   return r;
 }
 
+static gw_result gw_weft_ndarray_get_shared_mem(const weft_ndarray_t* arr, int* shared_pid, int* shared_id, int64_t* byte_offset) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_get_shared_mem(arr, shared_pid, shared_id, byte_offset);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_ndarray_create_from_shared_mem(int shared_pid, int shared_id, int64_t byte_offset, const int64_t* shape, int ndim, int dtype, weft_ndarray_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_create_from_shared_mem(shared_pid, shared_id, byte_offset, shape, ndim, dtype, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_create_sparse(int stype, const int64_t* shape, int ndim, const weft_ndarray_t* values, int num_aux, weft_ndarray_t* const* aux, weft_ndarray_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_create_sparse(stype, shape, ndim, values, num_aux, aux, out);
@@ -2054,6 +2074,9 @@ const DeviceTypeGPU DeviceType = 2
 // DeviceTypeCPUPinned is WEFT_DEVICE_CPU_PINNED.
 const DeviceTypeCPUPinned DeviceType = 3
 
+// DeviceTypeCPUShared is WEFT_DEVICE_CPU_SHARED.
+const DeviceTypeCPUShared DeviceType = 5
+
 // DType is weft_dtype_t of c_api.h.
 type DType int
 
@@ -2481,6 +2504,30 @@ func weft_ndarray_shares_memory(p_a *C.weft_ndarray_t, p_b *C.weft_ndarray_t, p_
 	r := C.gw_weft_ndarray_shares_memory(p_a, p_b, p_out)
 	if r.status != 0 {
 		return newCError(r, "weft_ndarray_shares_memory")
+	}
+	return nil
+}
+
+// weft_ndarray_get_shared_mem calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_get_shared_mem(p_arr *C.weft_ndarray_t, p_shared_pid *C.int, p_shared_id *C.int, p_byte_offset *C.int64_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_get_shared_mem(p_arr, p_shared_pid, p_shared_id, p_byte_offset)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_get_shared_mem")
+	}
+	return nil
+}
+
+// weft_ndarray_create_from_shared_mem calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_create_from_shared_mem(p_shared_pid C.int, p_shared_id C.int, p_byte_offset C.int64_t, p_shape *C.int64_t, p_ndim C.int, p_dtype C.int, p_out **C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_create_from_shared_mem(p_shared_pid, p_shared_id, p_byte_offset, p_shape, p_ndim, p_dtype, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_create_from_shared_mem")
 	}
 	return nil
 }

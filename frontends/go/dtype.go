@@ -155,6 +155,8 @@ func (c Context) String() string {
 		return fmt.Sprintf("gpu(%d)", c.DeviceID)
 	case DeviceTypeCPUPinned:
 		return fmt.Sprintf("cpu_pinned(%d)", c.DeviceID)
+	case DeviceTypeCPUShared:
+		return fmt.Sprintf("cpu_shared(%d)", c.DeviceID)
 	}
 	return fmt.Sprintf("cpu(%d)", c.DeviceID)
 }

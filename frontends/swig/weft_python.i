@@ -239,6 +239,9 @@ WEFT_PY_OUT(int64_t, out, PyLong_FromLongLong)
 WEFT_PY_OUT(int64_t, free_bytes, PyLong_FromLongLong)
 WEFT_PY_OUT(int64_t, total_bytes, PyLong_FromLongLong)
 WEFT_PY_OUT(size_t, out, PyLong_FromSize_t)
+WEFT_PY_OUT(int, shared_pid, PyLong_FromLong)
+WEFT_PY_OUT(int, shared_id, PyLong_FromLong)
+WEFT_PY_OUT(int64_t, byte_offset, PyLong_FromLongLong)
 
 %typemap(in, numinputs=0) const char** (const char* temp = NULL) { $1 = &temp; }
 %typemap(argout) const char** {

@@ -56,8 +56,12 @@ struct Fixtures {
   // current batch; recordio reads a file of one record, recordio_writer writes one;
   // rsp is a row_sparse (2, 3) array of rows rsp_indices = {0, 1} (int64) and values ndarray;
   // predictor runs symbol (input x of shape (2, 3), no parameters) and has run forward once;
-  // ndlist reads params_bytes.
+  // ndlist reads params_bytes; shared is a float32 (2, 3) array on cpu_shared, whose segment
+  // is (shared_pid, shared_id).
   weft_ndarray_t* ndarray = nullptr;
+  weft_ndarray_t* shared = nullptr;
+  int shared_pid = 0;
+  int shared_id = -1;
   weft_ndarray_t* rsp = nullptr;
   weft_ndarray_t* rsp_indices = nullptr;
   weft_ndarray_t* image = nullptr;
@@ -142,6 +146,10 @@ struct Fixtures {
       MISUSE_OK(weft_ndarray_create(shape, 2, WEFT_DTYPE_FLOAT32, cpu, a));
       MISUSE_OK(weft_ndarray_copy_from_host(*a, vals, sizeof(vals)));
     }
+    MISUSE_OK(weft_ndarray_create(shape, 2, WEFT_DTYPE_FLOAT32, weft_context_t{WEFT_DEVICE_CPU_SHARED, 0}, &shared));
+    MISUSE_OK(weft_ndarray_copy_from_host(shared, vals, sizeof(vals)));
+    int64_t shared_offset = -1;
+    MISUSE_OK(weft_ndarray_get_shared_mem(shared, &shared_pid, &shared_id, &shared_offset));
     const int64_t idx_shape[] = {2}, rows[] = {0, 1};
     MISUSE_OK(weft_ndarray_create(idx_shape, 1, WEFT_DTYPE_INT64, cpu, &rsp_indices));
     MISUSE_OK(weft_ndarray_copy_from_host(rsp_indices, rows, sizeof(rows)));
@@ -265,7 +273,8 @@ struct Fixtures {
     EXPECT_EQ(weft_symbol_free(symbol), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_bytes_free(bytes), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_ndarray_list_free(ndarray_list), WEFT_OK) << weft_get_last_error();
-    for (weft_ndarray_t* a : {ndarray, rsp, rsp_indices, image, exec_arg, exec_grad, ag_var, ag_grad, ag_head, ag_mark})
+    for (weft_ndarray_t* a :
+         {ndarray, shared, rsp, rsp_indices, image, exec_arg, exec_grad, ag_var, ag_grad, ag_head, ag_mark})
       EXPECT_EQ(weft_ndarray_free(a), WEFT_OK) << weft_get_last_error();
     EXPECT_EQ(weft_wait_all(), WEFT_OK) << weft_get_last_error();
     std::string cmd = "rm -rf '" + dir + "'";

@@ -193,19 +193,20 @@ def test_runtime_features_agree_with_the_library():
 
 
 # ---------------------------------------------------------------- cpu_shared
-def test_cpu_shared_context_makes_cpu_arrays():
+def test_cpu_shared_context_makes_shared_arrays():
     ctx = mx.cpu_shared(0)
     assert ctx.device_type == "cpu_shared" and ctx.device_typeid == 5 and str(ctx) == "cpu_shared(0)"
     assert mx.Context(5, 0) == ctx and mx.Context("cpu_shared") == ctx and ctx != mx.cpu(0)
     a = nd.array([[1, 2], [3, 4]], ctx=ctx)
     b = nd.ones((2, 2), ctx=ctx)
-    # No shared memory is used: the arrays are plain CPU arrays.
-    assert a.context == mx.cpu(0)
+    # The arrays live in shared memory (tests/python/test_cpu_shared.py) and compute as CPU ones.
+    assert a.context == ctx and (a + b).context == ctx
     np.testing.assert_array_equal((a + b).asnumpy(), [[2, 3], [4, 5]])
     with ctx:
         c = nd.zeros((3,))
-    assert c.context == mx.cpu(0) and c.asnumpy().tolist() == [0, 0, 0]
-    np.testing.assert_array_equal(a.as_in_context(ctx).asnumpy(), a.asnumpy())
+    assert c.context == ctx and c.asnumpy().tolist() == [0, 0, 0]
+    assert a.as_in_context(ctx) is a
+    np.testing.assert_array_equal(a.as_in_context(mx.cpu()).asnumpy(), a.asnumpy())
 
 
 # ---------------------------------------------------------------- randn

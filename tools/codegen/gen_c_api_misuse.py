@@ -59,6 +59,10 @@ INT_VALUES = {
     "retain_graph": "0", "create_graph": "0", "monitor_all": "0", "partial_shaping": "0", "allow_up_sizing": "0",
     "in_child": "0", "dev": "0",
     "paused": "0", "finished": "0", "reset": "0", "ascending": "0",
+    # The segment of the fixture's cpu_shared array: these are looked up, not range-checked,
+    # so the misuse cases of a wrong process or descriptor are hand-written
+    # (tests/cpp/shared_memory_test.cc).
+    "shared_pid": "fx.shared_pid", "shared_id": "fx.shared_id",
 }
 # Plain int values of a valid call that differ by function: the graph must survive the
 # backward for the next case.
@@ -66,7 +70,8 @@ INT_BY_FN = {("weft_autograd_backward", "retain_graph"): "1"}
 # int parameters that pick from a closed set: a valid value, and 999 must be refused.
 ENUMS = {"dtype": "WEFT_DTYPE_FLOAT32", "stype": "1", "kind": "0", "stat": "0", "state": "WEFT_PROFILER_STOP", "format": "0",
          "sort_by": "0", "mode": "0"}
-INT64_VALUES = {"begin": "0", "end": "1", "index": "0", "pos": "0", "seed": "42", "value": "1", "delta": "1"}
+INT64_VALUES = {"begin": "0", "end": "1", "index": "0", "pos": "0", "seed": "42", "value": "1", "delta": "1",
+                "byte_offset": "0"}
 # Opaque user pointers passed back to callbacks: any value is valid.
 OPAQUE = {"user", "user_data"}
 
@@ -152,6 +157,7 @@ HANDLES_BY_FN = {
     ("weft_image_encode", "img"): "fx.image",
     ("weft_image_resize", "img"): "fx.image",
     ("weft_recordio_write", "rec"): "fx.recordio_writer",
+    ("weft_ndarray_get_shared_mem", "arr"): "fx.shared",
 }
 # Byte buffers a function reads (data, size) or writes (data, nbytes) in a valid call.
 BUFFERS_IN = {

@@ -78,11 +78,13 @@ WEFT_API weft_status_t weft_get_version(int* major, int* minor, int* patch, int*
 
 /* ------------------------------------------------------------------ contexts and dtypes */
 
-/* Device types, numbered as MXNet's. Append-only. */
+/* Device types, numbered as MXNet's. Append-only. cpu_shared is host memory that other
+ * processes can map (see weft_ndarray_get_shared_mem); kernels use it as CPU memory. */
 typedef enum weft_device_type {
   WEFT_DEVICE_CPU = 1,
   WEFT_DEVICE_GPU = 2,
-  WEFT_DEVICE_CPU_PINNED = 3
+  WEFT_DEVICE_CPU_PINNED = 3,
+  WEFT_DEVICE_CPU_SHARED = 5
 } weft_device_type_t;
 
 typedef struct weft_context {
@@ -197,6 +199,34 @@ WEFT_API weft_status_t weft_ndarray_reshape(const weft_ndarray_t* arr, const int
 
 /* Whether two handles view the same memory (same chunk), in *out (0 or 1). */
 WEFT_API weft_status_t weft_ndarray_shares_memory(const weft_ndarray_t* a, const weft_ndarray_t* b, int* out);
+
+/* Shared memory between processes (MXNet's MXNDArrayGetSharedMemHandle and
+ * MXNDArrayCreateFromSharedMem). Every block of a cpu_shared array is an anonymous
+ * shared-memory segment (Linux memfd) that the creating process holds open as a file
+ * descriptor: (shared_pid, shared_id) are that process's id and that descriptor's number.
+ * Nothing is ever named in /dev/shm; a segment is gone once every process that mapped it has
+ * freed its arrays (or exited).
+ *
+ * weft_ndarray_get_shared_mem waits for the array's pending writes, then writes its segment's
+ * (shared_pid, shared_id) and the byte offset of the array's first element in it (non-zero
+ * for views). The array must be dense, non-empty and on cpu_shared (WEFT_ERR_VALUE
+ * otherwise). From then on this process never reuses the block for another array. The id
+ * stays valid while the array (or a view of it) lives in shared_pid. */
+WEFT_API weft_status_t weft_ndarray_get_shared_mem(const weft_ndarray_t* arr, int* shared_pid, int* shared_id,
+                                                   int64_t* byte_offset);
+
+/* A new array on cpu_shared(0) of `shape` and `dtype` over segment (shared_pid, shared_id)
+ * from `byte_offset`, sharing its memory (no copy; the caller keeps its own descriptor, which
+ * it may close). shared_pid may be this process (shared_id is then one of its descriptors,
+ * e.g. one received over a Unix socket) or another one, whose segment is opened through
+ * /proc/<shared_pid>/fd/<shared_id> while the array lives there. Errors name what was
+ * expected and what was found: WEFT_ERR_NOT_FOUND for a process or descriptor that does not
+ * exist, WEFT_ERR_VALUE for a descriptor that is not a Weft segment, for an array that does
+ * not fit in the segment from byte_offset, or for an offset that is not a multiple of the
+ * dtype's size; WEFT_ERR_TYPE for an unknown dtype. */
+WEFT_API weft_status_t weft_ndarray_create_from_shared_mem(int shared_pid, int shared_id, int64_t byte_offset,
+                                                           const int64_t* shape, int ndim, int dtype,
+                                                           weft_ndarray_t** out);
 
 /* ------------------------------------------------------------------ sparse NDArrays */
 /* Storage types use MXNet's codes: 0 default (dense), 1 row_sparse, 2 csr. A sparse array

@@ -7,6 +7,7 @@
 // kernel..., c / num_group), (n, out..., num_filter).
 #include "core/op/nn/conv_common.h"
 #include "core/op/op_util.h"
+#include "core/op/work_estimate.h"
 
 namespace weft {
 namespace op {
@@ -140,6 +141,17 @@ void ConvolutionBackward(const NodeAttrs& attrs, const OpContext& ctx, const std
 
 std::vector<ResourceRequest> ConvTempSpace(const NodeAttrs&) { return {ResourceRequest{ResourceType::kTempSpace}}; }
 
+// Forward: a multiply-add per output element and weight element of its filter. Backward:
+// twice that (the data's and the weight's gradients), the output gradient standing for
+// the output.
+double ConvolutionNs(const NodeAttrs&, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  return 2.0 * LayerMacs(out[0], in[1]) * kNsPerConvFlop + StreamNs(in, out);
+}
+
+double ConvolutionBackwardNs(const NodeAttrs&, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  return 4.0 * LayerMacs(in[0], in[2]) * kNsPerConvFlop + StreamNs(in, out);
+}
+
 }  // namespace
 
 WEFT_REGISTER_OP(Convolution)
@@ -157,6 +169,7 @@ WEFT_REGISTER_OP(Convolution)
     .SetAttr<FResourceRequest>("FResourceRequest", ConvTempSpace)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", ConvolutionCompute)
+    .SetAttr<FEstimateNs>("FEstimateNs", ConvolutionNs)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       return b.Call("_backward_Convolution", {a.out_grads[0], a.inputs[0], a.inputs[1]}, attrs.dict);
     });
@@ -171,7 +184,8 @@ WEFT_REGISTER_OP(_backward_Convolution)
     .SetParams<ConvolutionParam>()
     .SetAttr<FInferShape>("FInferShape", ConvolutionBackwardShape)
     .SetAttr<FResourceRequest>("FResourceRequest", ConvTempSpace)
-    .SetAttr<FCompute>("FCompute<cpu>", ConvolutionBackward);
+    .SetAttr<FCompute>("FCompute<cpu>", ConvolutionBackward)
+    .SetAttr<FEstimateNs>("FEstimateNs", ConvolutionBackwardNs);
 
 }  // namespace op
 }  // namespace weft

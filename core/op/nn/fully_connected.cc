@@ -6,6 +6,7 @@
 #include "core/op/linalg/gemm.h"
 #include "core/op/nn/fully_connected.h"
 #include "core/op/op_util.h"
+#include "core/op/work_estimate.h"
 
 namespace weft {
 namespace op {
@@ -235,6 +236,16 @@ std::vector<GradValue> FCBackwardGrad(GradBuilder& b, const NodeAttrs& attrs, co
   return grads;
 }
 
+// Forward: a multiply-add per output element and input feature. Backward: twice that (the
+// data's and the weight's gradients), the output gradient standing for the output.
+double FCNs(const NodeAttrs&, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  return 2.0 * LayerMacs(out[0], in[1]) * kNsPerGemmFlop + StreamNs(in, out);
+}
+
+double FCBackwardNs(const NodeAttrs&, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  return 4.0 * LayerMacs(in[0], in[2]) * kNsPerGemmFlop + StreamNs(in, out);
+}
+
 }  // namespace
 
 WEFT_REGISTER_OP(FullyConnected)
@@ -251,6 +262,7 @@ WEFT_REGISTER_OP(FullyConnected)
     .SetAttr<FInferShape>("FInferShape", FCShape)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", FCCompute)
+    .SetAttr<FEstimateNs>("FEstimateNs", FCNs)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       // The bias (when there is one) goes along so that its gradient comes out in the
       // bias's own shape, (num_hidden,) or (num_hidden, 1), with no reshape after.
@@ -271,6 +283,7 @@ WEFT_REGISTER_OP(_backward_FullyConnected)
     .SetParams<FullyConnectedParam>()
     .SetAttr<FInferShape>("FInferShape", FCBackwardShape)
     .SetAttr<FCompute>("FCompute<cpu>", FCBackward)
+    .SetAttr<FEstimateNs>("FEstimateNs", FCBackwardNs)
     .SetAttr<FGradient>("FGradient", FCBackwardGrad);
 
 }  // namespace op

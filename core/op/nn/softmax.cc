@@ -20,6 +20,7 @@
 #include "core/op/nn/norm_util.h"
 #include "core/op/nn/softmax_param.h"
 #include "core/op/serial_scope.h"
+#include "core/op/work_estimate.h"
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
@@ -343,6 +344,13 @@ void SoftmaxActivationBackwardCompute(const NodeAttrs& attrs, const OpContext&, 
   });
 }
 
+// A softmax passes over its rows three times (maximum, sum of exponentials, scaling) with
+// an exponential per element: about four times an add's time per byte; its gradient about
+// as much.
+double SoftmaxNs(const NodeAttrs&, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  return StreamNs(in, out, 4.0);
+}
+
 }  // namespace
 
 #define WEFT_SOFTMAX_OP(name, doc)                                                                    \
@@ -356,6 +364,7 @@ void SoftmaxActivationBackwardCompute(const NodeAttrs& attrs, const OpContext&, 
       .SetAttr<FInferType>("FInferType", SoftmaxType)                                                 \
       .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)                                          \
       .SetAttr<FCompute>("FCompute<cpu>", SoftmaxCompute)                                             \
+      .SetAttr<FEstimateNs>("FEstimateNs", SoftmaxNs)                                                 \
       .SetAttr<FGradient>("FGradient", SoftmaxGrad("_backward_" #name));                              \
   WEFT_REGISTER_OP(_backward_##name)                                                                  \
       .Describe("Gradient of " #name ": (out_grad, output [, length] [, data]) -> d data [, d length].") \
@@ -367,7 +376,8 @@ void SoftmaxActivationBackwardCompute(const NodeAttrs& attrs, const OpContext&, 
       .SetAttr<FInferShape>("FInferShape", SoftmaxBackwardShape)                                      \
       .SetAttr<FInferType>("FInferType", SoftmaxBackwardType)                                         \
       .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)                                          \
-      .SetAttr<FCompute>("FCompute<cpu>", SoftmaxBackwardWithLength)
+      .SetAttr<FCompute>("FCompute<cpu>", SoftmaxBackwardWithLength)                                  \
+      .SetAttr<FEstimateNs>("FEstimateNs", SoftmaxNs)
 
 WEFT_SOFTMAX_OP(softmax, "Softmax along `axis`: exp(x / T) / sum(exp(x / T)).");
 WEFT_SOFTMAX_OP(log_softmax, "Log-softmax along `axis`: x / T - log(sum(exp(x / T))).");
@@ -384,6 +394,7 @@ WEFT_REGISTER_OP(SoftmaxActivation)
     .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", SoftmaxActivationCompute)
+    .SetAttr<FEstimateNs>("FEstimateNs", SoftmaxNs)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       return std::vector<GradValue>{b.Op("_backward_SoftmaxActivation", {a.out_grads[0], a.outputs[0]}, attrs.dict)};
     });
@@ -397,7 +408,8 @@ WEFT_REGISTER_OP(_backward_SoftmaxActivation)
     .SetAttr<FInferShape>("FInferShape", SameShape)
     .SetAttr<FInferType>("FInferType", SameFloatType)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
-    .SetAttr<FCompute>("FCompute<cpu>", SoftmaxActivationBackwardCompute);
+    .SetAttr<FCompute>("FCompute<cpu>", SoftmaxActivationBackwardCompute)
+    .SetAttr<FEstimateNs>("FEstimateNs", SoftmaxNs);
 
 }  // namespace op
 }  // namespace weft

@@ -10,15 +10,9 @@ from .base import _api, _ClassPropertyMeta, classproperty
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context", "num_gpus", "gpu_memory_info"]
 
-# MXNet's cpu_shared (device type 5) is host memory that other processes can map, which its
-# DataLoader workers fill. Weft's C API has no such device type yet: a cpu_shared context is
-# passed to the library as the CPU, so arrays made there are ordinary (private) CPU arrays,
-# and report cpu(id) as their context.
-_CPU_SHARED = 5
-
 
 class Context(metaclass=_ClassPropertyMeta):
-    """A device: a type ('cpu', 'gpu', 'cpu_pinned') and an id.
+    """A device: a type ('cpu', 'gpu', 'cpu_pinned', 'cpu_shared') and an id.
 
     Context('gpu', 1), Context(other_context), and MXNet's numeric device types
     (1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared) are accepted."""
@@ -52,15 +46,12 @@ class Context(metaclass=_ClassPropertyMeta):
         return self.devtype2str[self.device_typeid]
 
     def _as_tuple(self):
-        # The C API's weft_context_t as the SWIG typemap takes it (cpu_shared as the CPU:
-        # see _CPU_SHARED).
-        if self.device_typeid == _CPU_SHARED:
-            return (1, self.device_id)
+        # The C API's weft_context_t as the SWIG typemap takes it.
         return (self.device_typeid, self.device_id)
 
     def _param_text(self):
-        # The context as an operator parameter, in the device types the library knows.
-        return "%s(%d)" % (self.devtype2str[self._as_tuple()[0]], self.device_id)
+        # The context as an operator parameter ("cpu_shared(0)").
+        return "%s(%d)" % (self.device_type, self.device_id)
 
     def __hash__(self):
         return hash((self.device_typeid, self.device_id))
@@ -126,9 +117,11 @@ def cpu_pinned(device_id=0):
 
 
 def cpu_shared(device_id=0):
-    """MXNet's shared-memory CPU context. In Weft, arrays made there are plain CPU arrays in
-    this process's memory (no shared memory is used) and report cpu(device_id) as their
-    context; use it where MXNet code names it."""
+    """Host memory that other processes can map (MXNet's cpu_shared, device type 5): each
+    array's memory is a shared-memory segment, which NDArray._to_shared_mem names and
+    ndarray._new_from_shared_mem maps in another process. DataLoader worker processes hand
+    their batches back in it, and multiprocessing sends NDArrays through it. Operators use it
+    as CPU memory, and arrays on it mix with CPU arrays in one call."""
     return Context("cpu_shared", device_id)
 
 
@@ -149,6 +142,15 @@ def current_context():
     if ctx is None:
         ctx = Context("cpu", 0)
         Context._default_ctx.value = ctx
+    return ctx
+
+
+def _param_context(ctx):
+    """The context of the parameters an array on `ctx` computes with: as in MXNet, host
+    memory of every kind shares one copy, so cpu_pinned(i) and cpu_shared(i) (a DataLoader's
+    batches) use cpu(i)'s."""
+    if ctx is not None and ctx.device_typeid in (3, 5):
+        return Context("cpu", ctx.device_id)
     return ctx
 
 

@@ -27,6 +27,7 @@ const WEFT_CUSTOM_AUX = Cint(4)
 const WEFT_DEVICE_CPU = Cint(1)
 const WEFT_DEVICE_GPU = Cint(2)
 const WEFT_DEVICE_CPU_PINNED = Cint(3)
+const WEFT_DEVICE_CPU_SHARED = Cint(5)
 
 # weft_dtype_t
 const WEFT_DTYPE_FLOAT32 = Cint(0)
@@ -142,6 +143,8 @@ const _fp_weft_ndarray_slice = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_at = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_reshape = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_shares_memory = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_get_shared_mem = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_create_from_shared_mem = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create_sparse = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create_sparse_zeros = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_storage_type = Ref{Ptr{Cvoid}}(C_NULL)
@@ -587,6 +590,47 @@ C: weft_status_t weft_ndarray_shares_memory(const weft_ndarray_t* a, const weft_
 """
 function weft_ndarray_shares_memory(a, b, out)
     ccall(_fp_weft_ndarray_shares_memory[], Cint, (Ptr{weft_ndarray_t}, Ptr{weft_ndarray_t}, Ptr{Cint}), a, b, out)
+end
+
+"""
+    weft_ndarray_get_shared_mem(arr, shared_pid, shared_id, byte_offset)
+
+Shared memory between processes (MXNet's MXNDArrayGetSharedMemHandle and
+MXNDArrayCreateFromSharedMem). Every block of a cpu_shared array is an anonymous
+shared-memory segment (Linux memfd) that the creating process holds open as a file
+descriptor: (shared_pid, shared_id) are that process's id and that descriptor's number.
+Nothing is ever named in /dev/shm; a segment is gone once every process that mapped it has
+freed its arrays (or exited).
+
+weft_ndarray_get_shared_mem waits for the array's pending writes, then writes its segment's
+(shared_pid, shared_id) and the byte offset of the array's first element in it (non-zero
+for views). The array must be dense, non-empty and on cpu_shared (WEFT_ERR_VALUE
+otherwise). From then on this process never reuses the block for another array. The id
+stays valid while the array (or a view of it) lives in shared_pid.
+
+C: weft_status_t weft_ndarray_get_shared_mem(const weft_ndarray_t* arr, int* shared_pid, int* shared_id, int64_t* byte_offset)
+"""
+function weft_ndarray_get_shared_mem(arr, shared_pid, shared_id, byte_offset)
+    ccall(_fp_weft_ndarray_get_shared_mem[], Cint, (Ptr{weft_ndarray_t}, Ptr{Cint}, Ptr{Cint}, Ptr{Int64}), arr, shared_pid, shared_id, byte_offset)
+end
+
+"""
+    weft_ndarray_create_from_shared_mem(shared_pid, shared_id, byte_offset, shape, ndim, dtype, out)
+
+A new array on cpu_shared(0) of `shape` and `dtype` over segment (shared_pid, shared_id)
+from `byte_offset`, sharing its memory (no copy; the caller keeps its own descriptor, which
+it may close). shared_pid may be this process (shared_id is then one of its descriptors,
+e.g. one received over a Unix socket) or another one, whose segment is opened through
+/proc/<shared_pid>/fd/<shared_id> while the array lives there. Errors name what was
+expected and what was found: WEFT_ERR_NOT_FOUND for a process or descriptor that does not
+exist, WEFT_ERR_VALUE for a descriptor that is not a Weft segment, for an array that does
+not fit in the segment from byte_offset, or for an offset that is not a multiple of the
+dtype's size; WEFT_ERR_TYPE for an unknown dtype.
+
+C: weft_status_t weft_ndarray_create_from_shared_mem(int shared_pid, int shared_id, int64_t byte_offset, const int64_t* shape, int ndim, int dtype, weft_ndarray_t** out)
+"""
+function weft_ndarray_create_from_shared_mem(shared_pid, shared_id, byte_offset, shape, ndim, dtype, out)
+    ccall(_fp_weft_ndarray_create_from_shared_mem[], Cint, (Cint, Cint, Int64, Ptr{Int64}, Cint, Cint, Ptr{Ptr{weft_ndarray_t}}), shared_pid, shared_id, byte_offset, shape, ndim, dtype, out)
 end
 
 """
@@ -2587,6 +2631,8 @@ const _SYMBOLS = (
     (:weft_ndarray_at, _fp_weft_ndarray_at),
     (:weft_ndarray_reshape, _fp_weft_ndarray_reshape),
     (:weft_ndarray_shares_memory, _fp_weft_ndarray_shares_memory),
+    (:weft_ndarray_get_shared_mem, _fp_weft_ndarray_get_shared_mem),
+    (:weft_ndarray_create_from_shared_mem, _fp_weft_ndarray_create_from_shared_mem),
     (:weft_ndarray_create_sparse, _fp_weft_ndarray_create_sparse),
     (:weft_ndarray_create_sparse_zeros, _fp_weft_ndarray_create_sparse_zeros),
     (:weft_ndarray_get_storage_type, _fp_weft_ndarray_get_storage_type),

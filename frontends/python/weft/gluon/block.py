@@ -26,6 +26,7 @@ from .. import name as _name
 from .. import ndarray
 from .. import symbol
 from ..base import _api
+from ..context import _param_context
 from ..ndarray import NDArray
 from ..symbol import Symbol
 from .parameter import Parameter, ParameterDict, DeferredInitializationError, arrays_version
@@ -760,8 +761,10 @@ class HybridBlock(Block):
         if self._active:
             contexts = []
             for a in arrays:
-                if a.context not in contexts:
-                    contexts.append(a.context)
+                # Host memory of any kind is one device (a cpu_shared batch with a cpu label).
+                ctx = _param_context(a.context)
+                if ctx not in contexts:
+                    contexts.append(ctx)
             if len(contexts) > 1:
                 raise ValueError("%s: a hybridized block runs on one context, but its inputs are on %s"
                                  % (self.name, ", ".join(str(c) for c in contexts)))
@@ -812,7 +815,9 @@ class HybridBlock(Block):
         self._check_given(given)
         # The graph's inputs are the arrays given; the Nones are only in the trace.
         args = [a for a in flat if a is not None]
-        ctx = args[0].context
+        # Bound on the CPU for inputs in other host memory (a DataLoader's cpu_shared batch):
+        # the inputs are copied in, the parameters are the CPU's.
+        ctx = _param_context(args[0].context)
         recording = autograd.is_recording()
         if any(a.stype != "default" for a in args) or (recording and self._sparse_grads()):
             # A graph over sparse arrays runs node by node anyway (a sparse executor), and

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import autograd
 from .. import ndarray as nd
-from ..context import Context, current_context
+from ..context import Context, current_context, _param_context
 from ..symbol import Symbol
 
 __all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "tensor_types"]
@@ -223,6 +223,13 @@ class Parameter:
             self._grad = OrderedDict((c, nd.zeros(a.shape, ctx=c, dtype=a.dtype)) for c, a in self._data.items())
         autograd.mark_variables(list(self._data.values()), list(self._grad.values()), self._grad_req)
 
+    def _own_ctx(self, ctx):
+        # Arrays on cpu_pinned(i) or cpu_shared(i) (a DataLoader's batches) compute with the
+        # copy on cpu(i), as in MXNet, unless the parameter lives on that context itself.
+        if ctx is not None and self._data is not None and ctx not in self._data:
+            return _param_context(ctx)
+        return ctx
+
     def _check_initialized(self, ctx=None):
         if self._data is not None:
             if ctx is not None and ctx not in self._data:
@@ -304,6 +311,7 @@ class Parameter:
         if self._stype != "default":
             raise RuntimeError("Parameter '%s': its storage type is %s, so it has no whole copy on %s to return "
                                "through data(); use row_sparse_data(row_id)" % (self.name, self._stype, ctx))
+        ctx = self._own_ctx(ctx)
         self._check_initialized(ctx)
         if ctx is None:
             if len(self._data) > 1 and current_context() in self._data:
@@ -320,6 +328,7 @@ class Parameter:
 
     def grad(self, ctx=None):
         """The gradient array on `ctx`."""
+        ctx = self._own_ctx(ctx)
         self._check_initialized(ctx)
         if self._grad is None:
             raise RuntimeError("Parameter '%s' has no gradient: its grad_req is 'null'" % self.name)

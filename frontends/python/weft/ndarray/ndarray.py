@@ -640,8 +640,9 @@ class NDArray(_fast.NDArrayBase):
 
     def __dlpack_device__(self):
         ctx = self.context
-        # DLPack's device codes: 1 CPU, 2 CUDA, 3 CUDA host (pinned).
-        return ({"cpu": 1, "gpu": 2, "cpu_pinned": 3}[ctx.device_type], ctx.device_id)
+        # DLPack's device codes: 1 CPU (shared memory is CPU memory to a consumer), 2 CUDA,
+        # 3 CUDA host (pinned).
+        return ({"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 1}[ctx.device_type], ctx.device_id)
 
     def to_dlpack_for_read(self):
         return self.__dlpack__()
@@ -650,6 +651,18 @@ class NDArray(_fast.NDArrayBase):
         # The consumer will write: pending reads of the old values must finish first.
         self.wait_to_write()
         return self.__dlpack__()
+
+    def _to_shared_mem(self):
+        """(shared_pid, shared_id, shape, dtype): what another process passes to
+        ndarray._new_from_shared_mem to map this array's memory (MXNet's name). The array must
+        be on cpu_shared and start its segment (a view at an offset: copy it first); it waits
+        for pending writes. shared_id is a file descriptor of process shared_pid, valid while
+        the array lives there."""
+        pid, fd, offset = _api.weft_ndarray_get_shared_mem(self)
+        if offset != 0:
+            raise error(1, "_to_shared_mem: this view starts at byte %d of its shared segment, which (pid, id, "
+                           "shape, dtype) cannot say; share a copy of it (.copy())" % offset)
+        return pid, fd, self.shape, self.dtype
 
     def _raw_bytes(self):
         raw = _api.weft_ndarray_save_raw_bytes(self)
@@ -683,6 +696,15 @@ class NDArray(_fast.NDArrayBase):
         if fn is None:
             raise AttributeError("'%s' object has no attribute '%s'" % (type(self).__name__, name))
         return lambda *args, **kwargs: fn(self, *args, **kwargs)
+
+
+def _new_from_shared_mem(shared_pid, shared_id, shape, dtype):
+    """The handle of a new array on cpu_shared(0) over the shared segment (shared_pid,
+    shared_id) that NDArray._to_shared_mem gave in another process (or this one), of `shape`
+    and `dtype`, sharing its memory (MXNet's function; wrap it with NDArray(handle)).
+    shared_id is a descriptor of process shared_pid; this process keeps its own."""
+    return _api.weft_ndarray_create_from_shared_mem(int(shared_pid), int(shared_id), 0, _shape(shape),
+                                                    dtype_id(dtype))
 
 
 def _from_raw_bytes(data):

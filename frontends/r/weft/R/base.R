@@ -62,7 +62,7 @@ print.MXContext <- function(x, ...) {
 }
 
 .weft_ctx_str <- function(ctx) {
-  sprintf("%s(%d)", c("cpu", "gpu", "cpu_pinned")[ctx[1]], ctx[2])
+  sprintf("%s(%d)", c("cpu", "gpu", "cpu_pinned", "", "cpu_shared")[ctx[1]], ctx[2])
 }
 
 mx.set.seed <- function(seed) invisible(weft_random_seed(seed))

@@ -27,6 +27,8 @@ weft_ndarray_slice <- function(arr, begin, end) .Call(C_weft_ndarray_slice, arr,
 weft_ndarray_at <- function(arr, index) .Call(C_weft_ndarray_at, arr, index)
 weft_ndarray_reshape <- function(arr, shape) .Call(C_weft_ndarray_reshape, arr, shape)
 weft_ndarray_shares_memory <- function(a, b) .Call(C_weft_ndarray_shares_memory, a, b)
+weft_ndarray_get_shared_mem <- function(arr) .Call(C_weft_ndarray_get_shared_mem, arr)
+weft_ndarray_create_from_shared_mem <- function(shared_pid, shared_id, byte_offset, shape, dtype) .Call(C_weft_ndarray_create_from_shared_mem, shared_pid, shared_id, byte_offset, shape, dtype)
 weft_ndarray_create_sparse <- function(stype, shape, values, aux) .Call(C_weft_ndarray_create_sparse, stype, shape, values, aux)
 weft_ndarray_create_sparse_zeros <- function(stype, shape, dtype, ctx) .Call(C_weft_ndarray_create_sparse_zeros, stype, shape, dtype, ctx)
 weft_ndarray_get_storage_type <- function(arr) .Call(C_weft_ndarray_get_storage_type, arr)

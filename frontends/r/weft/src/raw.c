@@ -483,6 +483,44 @@ SEXP weft_r_ndarray_shares_memory(SEXP s_a, SEXP s_b) {
   return result;
 }
 
+SEXP weft_r_ndarray_get_shared_mem(SEXP s_arr) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  int shared_pid = 0;
+  int shared_id = 0;
+  int64_t byte_offset = 0;
+  weft_status_t status = weft_ndarray_get_shared_mem(arr, &shared_pid, &shared_id, &byte_offset);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_get_shared_mem");
+  SEXP result = PROTECT(Rf_allocVector(VECSXP, 3));
+  SEXP names = PROTECT(Rf_allocVector(STRSXP, 3));
+  SET_VECTOR_ELT(result, 0, ScalarInteger(shared_pid));
+  SET_STRING_ELT(names, 0, Rf_mkChar("shared_pid"));
+  SET_VECTOR_ELT(result, 1, ScalarInteger(shared_id));
+  SET_STRING_ELT(names, 1, Rf_mkChar("shared_id"));
+  SET_VECTOR_ELT(result, 2, ScalarReal((double)byte_offset));
+  SET_STRING_ELT(names, 2, Rf_mkChar("byte_offset"));
+  Rf_setAttrib(result, R_NamesSymbol, names);
+  UNPROTECT(2);
+  return result;
+}
+
+SEXP weft_r_ndarray_create_from_shared_mem(SEXP s_shared_pid, SEXP s_shared_id, SEXP s_byte_offset, SEXP s_shape, SEXP s_dtype) {
+  int shared_pid = weft_r_int(s_shared_pid, "shared_pid");
+  int shared_id = weft_r_int(s_shared_id, "shared_id");
+  int64_t byte_offset = (int64_t)weft_r_double(s_byte_offset, "byte_offset");
+  int len_shape = 0;
+  const int64_t* shape = weft_r_int64s(s_shape, &len_shape, "shape");
+  int ndim = -1;
+  int dtype = weft_r_int(s_dtype, "dtype");
+  weft_ndarray_t* out = NULL;
+  weft_r_count(&ndim, len_shape, Rf_isNull(s_shape), "ndim", "shape");
+  if (ndim < 0) ndim = 0;
+  weft_status_t status = weft_ndarray_create_from_shared_mem(shared_pid, shared_id, byte_offset, shape, ndim, dtype, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_create_from_shared_mem");
+  SEXP result = PROTECT(weft_r_wrap_ndarray((weft_ndarray_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
 SEXP weft_r_ndarray_create_sparse(SEXP s_stype, SEXP s_shape, SEXP s_values, SEXP s_aux) {
   int stype = weft_r_int(s_stype, "stype");
   int len_shape = 0;
@@ -2331,6 +2369,8 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_ndarray_at", (DL_FUNC)&weft_r_ndarray_at, 2},
   {"C_weft_ndarray_reshape", (DL_FUNC)&weft_r_ndarray_reshape, 2},
   {"C_weft_ndarray_shares_memory", (DL_FUNC)&weft_r_ndarray_shares_memory, 2},
+  {"C_weft_ndarray_get_shared_mem", (DL_FUNC)&weft_r_ndarray_get_shared_mem, 1},
+  {"C_weft_ndarray_create_from_shared_mem", (DL_FUNC)&weft_r_ndarray_create_from_shared_mem, 5},
   {"C_weft_ndarray_create_sparse", (DL_FUNC)&weft_r_ndarray_create_sparse, 4},
   {"C_weft_ndarray_create_sparse_zeros", (DL_FUNC)&weft_r_ndarray_create_sparse_zeros, 4},
   {"C_weft_ndarray_get_storage_type", (DL_FUNC)&weft_r_ndarray_get_storage_type, 1},

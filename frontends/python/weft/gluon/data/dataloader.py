@@ -9,10 +9,15 @@ included, nothing is pickled) and a script needs no `if __name__ == "__main__":`
 Weft's engine runs operators on C++ worker threads, which a forked child would not have:
 around every fork (weft.base registers the hooks with os.register_at_fork) the engine
 finishes what was pushed and stops its threads, which start again on demand in the parent
-and in the child, so both keep using NDArrays. A worker sends each batch back through
-shared memory: the arrays' bytes in a file of /dev/shm that the parent reads into an
-NDArray and removes; only names, shapes and dtypes cross the pipe. The workers live as
-long as the DataLoader.
+and in the child, so both keep using NDArrays. A worker makes each batch in cpu_shared
+memory (default_mp_batchify_fn stacks the samples straight into it; other arrays are
+copied there) and sends it as MXNet does: pickled by multiprocessing's ForkingPickler,
+which this module teaches to send an NDArray as its shared-memory segment (reduce_ndarray:
+a duplicate of the segment's descriptor travels over a Unix socket, with the shape and
+dtype). The parent maps the segment: its batches are NDArrays on cpu_shared that share the
+worker's memory, with no copy of the data on either side. Segments are anonymous (nothing in
+/dev/shm), and the kernel frees each once both processes have dropped it. The workers live
+as long as the DataLoader.
 
 thread_pool=True runs the workers as threads of this process, which share the engine (its
 API is thread-safe). That suits datasets whose work releases the GIL (decoding, numpy, weft
@@ -32,22 +37,60 @@ import pickle
 import queue
 import random
 import signal
-import tempfile
 import threading
 import time
 import traceback
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as _FutureTimeout
+from multiprocessing.reduction import DupFd, ForkingPickler
 
 import numpy as np
 
 from ... import ndarray as nd
-from ...context import cpu_pinned
+from ...base import _api
+from ...context import cpu_pinned, cpu_shared
 from ...ndarray import NDArray
+from ...ndarray.ndarray import _new_from_shared_mem
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
+
+
+# ------------------------------------------------------------------------ NDArrays between processes
+def rebuild_ndarray(pid, fd, shape, dtype):
+    """An NDArray over the shared segment reduce_ndarray sent (MXNet's name). `fd` is
+    multiprocessing's DupFd: detaching it receives a descriptor of this process."""
+    del pid  # the segment is reached through the descriptor received, which is this process's
+    fd = fd.detach()
+    try:
+        return NDArray(_new_from_shared_mem(os.getpid(), fd, shape, dtype))
+    finally:
+        # The array maps the segment through a descriptor of its own.
+        os.close(fd)
+
+
+def _rebuild_empty(shape, dtype):
+    return nd.empty(shape, ctx=cpu_shared(), dtype=dtype)
+
+
+def reduce_ndarray(data):
+    """How multiprocessing's ForkingPickler sends an NDArray (MXNet's name): its memory in
+    cpu_shared (copied there if it is elsewhere, or a view at an offset), named by a duplicate
+    of the segment's descriptor, which keeps the segment alive until the receiver has it
+    even if this process frees the array first."""
+    if data.size == 0:
+        return _rebuild_empty, (data.shape, data.dtype)
+    data = data.as_in_context(cpu_shared())
+    if _api.weft_ndarray_get_shared_mem(data)[2] != 0:
+        data = data.copy()
+    pid, fd, shape, dtype = data._to_shared_mem()
+    return rebuild_ndarray, (pid, DupFd(fd), shape, dtype)
+
+
+# Only dense NDArrays: ForkingPickler looks reducers up by exact type, so sparse arrays keep
+# their own pickling (their raw bytes).
+ForkingPickler.register(NDArray, reduce_ndarray)
 
 
 def _check_same_shapes(arrays, who):
@@ -72,61 +115,16 @@ def default_batchify_fn(data):
 
 
 def default_mp_batchify_fn(data):
-    """The collation MXNet uses in worker processes; in weft it is default_batchify_fn (a
-    worker process runs its numpy form and the parent receives NDArrays either way)."""
-    return default_batchify_fn(data)
-
-
-_SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else None
-
-
-class _Wire:
-    """An array on its way from a worker process: its bytes in a shared-memory file, which
-    the parent reads into an NDArray and removes."""
-
-    __slots__ = ("path", "shape", "dtype")
-
-    def __init__(self, array):
-        array = np.ascontiguousarray(array)
-        self.shape, self.dtype = array.shape, array.dtype
-        # Named after the loader's process (a worker's parent), so a leak can be traced to it.
-        fd, self.path = tempfile.mkstemp(prefix="weft-batch-%d-" % os.getppid(), dir=_SHM_DIR)
-        with os.fdopen(fd, "wb") as f:
-            f.write(memoryview(array).cast("B"))
-
-    def __getstate__(self):
-        return (self.path, self.shape, self.dtype)
-
-    def __setstate__(self, state):
-        self.path, self.shape, self.dtype = state
-
-    def take(self):
-        """The array as an NDArray; the shared-memory file is gone afterwards."""
-        try:
-            if int(np.prod(self.shape)) == 0:
-                return nd.array(np.empty(self.shape, self.dtype), dtype=self.dtype)
-            return nd.array(np.memmap(self.path, dtype=self.dtype, mode="r", shape=self.shape), dtype=self.dtype)
-        finally:
-            self.discard()
-
-    def discard(self):
-        try:
-            os.unlink(self.path)
-        except OSError:
-            pass
-
-
-def _numpy_batchify(data):
-    """default_batchify_fn for a worker process: the same collation, with numpy results
-    marked to become NDArrays in the parent."""
+    """The collation of worker processes (MXNet's): default_batchify_fn's, with the batch made
+    in cpu_shared memory, so that it reaches the parent without a copy."""
     if isinstance(data[0], NDArray):
-        _check_same_shapes(data, "default_batchify_fn")
-        # Copying each sample out and stacking in numpy beats a stack operator followed by
-        # a copy of the whole batch: the samples are small and the copies need no launch.
-        return _Wire(np.stack([d.asnumpy() for d in data]))
+        _check_same_shapes(data, "default_mp_batchify_fn")
+        out = nd.empty((len(data),) + data[0].shape, ctx=cpu_shared(), dtype=data[0].dtype)
+        return nd.stack(*data, num_args=len(data), out=out)
     if isinstance(data[0], tuple):
-        return [_numpy_batchify(list(field)) for field in zip(*data)]
-    return _Wire(np.asarray(data))
+        return [default_mp_batchify_fn(list(field)) for field in zip(*data)]
+    data = np.asarray(data)
+    return nd.array(data, dtype=data.dtype, ctx=cpu_shared())
 
 
 def _map_leaves(obj, fn):
@@ -139,16 +137,18 @@ def _map_leaves(obj, fn):
     return fn(obj)
 
 
-def _to_wire(obj):
-    return _map_leaves(obj, lambda x: _Wire(x.asnumpy()) if isinstance(x, NDArray) else x)
+def _send(batch):
+    """A batch as bytes for the parent: its NDArrays as shared segments (reduce_ndarray)."""
+    return bytes(ForkingPickler.dumps(batch, pickle.HIGHEST_PROTOCOL))
 
 
-def _from_wire(obj):
-    return _map_leaves(obj, lambda x: x.take() if isinstance(x, _Wire) else x)
-
-
-def _discard_wire(obj):
-    _map_leaves(obj, lambda x: x.discard() if isinstance(x, _Wire) else x)
+def _discard(batch):
+    """Drops a batch nobody will read. Unpickling it takes its segments' descriptors from the
+    worker (which holds them until then); freeing the arrays then frees the segments."""
+    try:
+        pickle.loads(batch)
+    except Exception:  # the worker is gone (refused, unauthenticated), and its descriptors with it
+        pass
 
 
 def _as_in_context(obj, ctx):
@@ -195,19 +195,12 @@ def _worker_loop(dataset, batchify_fn, task_queue, result_queue, seed):
         if task is None:
             break
         key, indices = task
-        batch = None
         try:
-            samples = [dataset[i] for i in indices]
-            if batchify_fn is None:
-                batch = _numpy_batchify(samples)
-            else:
-                batch = _to_wire(batchify_fn(samples))
             # Pickled here rather than by the queue's feeder thread, which would only print
             # the error of a batch that cannot be pickled and leave the parent waiting.
-            result_queue.put((key, pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL), None))
+            batch = _send(batchify_fn([dataset[i] for i in indices]))
+            result_queue.put((key, batch, None))
         except Exception as exc:
-            if batch is not None:
-                _discard_wire(batch)
             result_queue.put((key, None, (_picklable_error(exc), traceback.format_exc())))
     # Results nobody will read must not keep this process alive at exit.
     result_queue.cancel_join_thread()
@@ -226,14 +219,8 @@ def _shutdown_processes(workers, task_queue, result_queue):
         if w.is_alive():
             w.terminate()
             w.join(timeout=1.0)
-    # Batches made and never read: their shared-memory files go too.
-    while True:
-        try:
-            _, batch, _ = result_queue.get_nowait()
-        except (queue.Empty, OSError, ValueError, EOFError):
-            break
-        if batch is not None:
-            _discard_wire(pickle.loads(batch))
+    # Batches made and never read need nothing more: their segments went with the workers'
+    # descriptors.
     for q in (task_queue, result_queue):
         q.cancel_join_thread()
         q.close()
@@ -275,7 +262,7 @@ class _ProcessWorkers:
                 if key[0] == serial:
                     batch, _ = self._arrived.pop(key)
                     if batch is not None:
-                        _discard_wire(pickle.loads(batch))
+                        _discard(batch)
 
     def submit(self, serial, seq, indices):
         self._tasks.put(((serial, seq), indices))
@@ -288,10 +275,7 @@ class _ProcessWorkers:
     def _result(self, key, timeout):
         deadline = time.monotonic() + timeout
         while key not in self._arrived:
-            dead = [w for w in self._workers if not w.is_alive()]
-            if dead:
-                raise RuntimeError("DataLoader: worker process %s (pid %d) exited unexpectedly with code %s"
-                                   % (dead[0].name, dead[0].pid, dead[0].exitcode))
+            self._check_workers()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise multiprocessing.TimeoutError(
@@ -303,11 +287,27 @@ class _ProcessWorkers:
             if rkey[0] in self._live:
                 self._arrived[rkey] = (batch, error)
             elif batch is not None:
-                _discard_wire(pickle.loads(batch))
+                _discard(batch)
         batch, error = self._arrived.pop(key)
         if error is not None:
             self._raise(error, None)
-        return _from_wire(pickle.loads(batch))
+        try:
+            return pickle.loads(batch)
+        except (OSError, EOFError):
+            # The worker that made the batch hands its segments over as they are unpickled:
+            # one that died since cannot, and its death is the error to report. Its socket
+            # closes a moment before the process can be reaped.
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:
+                self._check_workers()
+                time.sleep(0.01)
+            raise
+
+    def _check_workers(self):
+        dead = [w for w in self._workers if not w.is_alive()]
+        if dead:
+            raise RuntimeError("DataLoader: worker process %s (pid %d) exited unexpectedly with code %s"
+                               % (dead[0].name, dead[0].pid, dead[0].exitcode))
 
     @staticmethod
     def _raise(error, context):
@@ -460,10 +460,10 @@ class DataLoader:
     def _start_workers(self):
         if self._thread_pool:
             return _ThreadWorkers(self._dataset, self._batchify_fn, self._num_workers)
-        # The default collation runs in its numpy form in a worker (None says so).
+        # Worker processes collate into shared memory unless the user collates, as in MXNet.
         worker_fn = self._user_batchify_fn
-        if worker_fn in (default_batchify_fn, default_mp_batchify_fn):
-            worker_fn = None
+        if worker_fn is None or worker_fn is default_batchify_fn:
+            worker_fn = default_mp_batchify_fn
         return _ProcessWorkers(self._dataset, worker_fn, self._num_workers)
 
     def _new_iter(self):
