@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -48,6 +49,26 @@ double SumAt(const Epilogue& e, const void* sum, int64_t i) {
 template <typename T>
 void StoreAs(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, T* y, int64_t offset,
              int64_t channel) {
+  if constexpr (std::is_integral_v<T>) {
+    if (!e.sum && !(e.out == DType::kInt32 && !e.relu && e.scales.empty())) {
+      // No sum: Finish's arithmetic with its choices made once, loops the compiler
+      // vectorises (the split products' epilogue runs them on every value).
+      const double lo = e.relu ? 0.0 : static_cast<double>(std::numeric_limits<T>::lowest());
+      const double hi = static_cast<double>(std::numeric_limits<T>::max());
+      T* out = y + offset;
+      auto put = [&](int64_t i, float scale) {
+        const double v = std::rint(static_cast<double>(static_cast<float>(acc[i]) * scale));
+        out[i] = static_cast<T>(std::min(std::max(v, lo), hi));
+      };
+      if (channel < 0 && !e.scales.empty()) {
+        for (int64_t i = 0; i < count; ++i) put(i, e.scales[static_cast<size_t>(i)]);
+      } else {
+        const float scale = e.scales.empty() ? e.scale : e.scales[static_cast<size_t>(channel)];
+        for (int64_t i = 0; i < count; ++i) put(i, scale);
+      }
+      return;
+    }
+  }
   for (int64_t i = 0; i < count; ++i)
     y[offset + i] = Finish<T>(e, acc[i], SumAt(e, sum, offset + i), channel < 0 ? i : channel);
 }
