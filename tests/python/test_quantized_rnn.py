@@ -2,6 +2,7 @@
 arithmetic, against the float32 LSTM within int8 error, its error paths, and quantize_model /
 quantize_net turning RNN(mode='lstm') into it."""
 import json
+import os
 
 import numpy as np
 import pytest
@@ -40,6 +41,21 @@ def _sigmoid(v):
     return 1.0 / (1.0 + np.exp(-v))
 
 
+def _weight_levels():
+    """The largest int8 weight the operator uses: 127, or 64 where oneDNN runs without VNNI
+    (this CPU lacks it, or ONEDNN_MAX_CPU_ISA caps it below)."""
+    with open("/proc/cpuinfo") as f:
+        flags = set(f.read().split())
+    cap = (os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "ALL").upper()
+    if cap in ("ALL", "AVX512_CORE_VNNI", "AVX512_CORE_BF16", "AVX512_CORE_AMX"):
+        vnni = "avx512_vnni" in flags or "avx_vnni" in flags
+    elif cap == "AVX2_VNNI":
+        vnni = "avx_vnni" in flags
+    else:
+        vnni = False
+    return 127.0 if vnni else 64.0
+
+
 def _reference(xq, params, h0, c0, scale, shift, L, D, H):
     """The int8 LSTM written out: per-gate-row weight scales over all layers, uint8 inputs and
     recurrent states with the data's scale and shift, float cell state and outputs."""
@@ -48,10 +64,11 @@ def _reference(xq, params, h0, c0, scale, shift, L, D, H):
     row_max = np.zeros(4 * H)
     for wx, wh, _, _ in w.values():
         row_max = np.maximum(row_max, np.maximum(np.abs(wx).max(1), np.abs(wh).max(1)))
-    ws = np.where(row_max > 0, 127.0 / np.where(row_max > 0, row_max, 1), 1.0).astype(np.float32)
+    levels = _weight_levels()
+    ws = np.where(row_max > 0, levels / np.where(row_max > 0, row_max, 1), 1.0).astype(np.float32)
 
     def q8(v):
-        return np.clip(np.rint(v.astype(np.float32) * ws[:, None]), -127, 127)
+        return np.clip(np.rint(v.astype(np.float32) * ws[:, None]), -levels, levels)
 
     def u8(v):
         return np.clip(np.rint(v * scale + shift), 0, 255)

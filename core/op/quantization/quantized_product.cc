@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -45,16 +46,44 @@ double SumAt(const Epilogue& e, const void* sum, int64_t i) {
 // Writes acc[i] through the epilogue into y[offset + i] for i in [0, count): all of
 // output channel `channel`, or with channel < 0 (a row of an inner product) item i of
 // channel i.
+template <typename T>
+void StoreAs(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, T* y, int64_t offset,
+             int64_t channel) {
+  if constexpr (std::is_integral_v<T>) {
+    if (!e.sum && !(e.out == DType::kInt32 && !e.relu && e.scales.empty())) {
+      // No sum: Finish's arithmetic with its choices made once, loops the compiler
+      // vectorises (the split products' epilogue runs them on every value).
+      const double lo = e.relu ? 0.0 : static_cast<double>(std::numeric_limits<T>::lowest());
+      const double hi = static_cast<double>(std::numeric_limits<T>::max());
+      T* out = y + offset;
+      auto put = [&](int64_t i, float scale) {
+        const double v = std::rint(static_cast<double>(static_cast<float>(acc[i]) * scale));
+        out[i] = static_cast<T>(std::min(std::max(v, lo), hi));
+      };
+      if (channel < 0 && !e.scales.empty()) {
+        for (int64_t i = 0; i < count; ++i) put(i, e.scales[static_cast<size_t>(i)]);
+      } else {
+        const float scale = e.scales.empty() ? e.scale : e.scales[static_cast<size_t>(channel)];
+        for (int64_t i = 0; i < count; ++i) put(i, scale);
+      }
+      return;
+    }
+  }
+  for (int64_t i = 0; i < count; ++i)
+    y[offset + i] = Finish<T>(e, acc[i], SumAt(e, sum, offset + i), channel < 0 ? i : channel);
+}
+
 void Store(const Epilogue& e, const int32_t* acc, int64_t count, const void* sum, void* y, int64_t offset,
            int64_t channel) {
-  for (int64_t i = 0; i < count; ++i) {
-    double s = SumAt(e, sum, offset + i);
-    const int64_t c = channel < 0 ? i : channel;
-    if (e.out == DType::kFloat32) static_cast<float*>(y)[offset + i] = Finish<float>(e, acc[i], s, c);
-    else if (e.out == DType::kInt32) static_cast<int32_t*>(y)[offset + i] = Finish<int32_t>(e, acc[i], s, c);
-    else if (e.out == DType::kUint8) static_cast<uint8_t*>(y)[offset + i] = Finish<uint8_t>(e, acc[i], s, c);
-    else static_cast<int8_t*>(y)[offset + i] = Finish<int8_t>(e, acc[i], s, c);
+  if (e.out == DType::kInt32 && !e.sum && !e.relu && e.scales.empty()) {
+    // The accumulators as they are (Finish's first case), copied at once.
+    std::memcpy(static_cast<int32_t*>(y) + offset, acc, static_cast<size_t>(count) * sizeof(int32_t));
+    return;
   }
+  if (e.out == DType::kFloat32) StoreAs(e, acc, count, sum, static_cast<float*>(y), offset, channel);
+  else if (e.out == DType::kInt32) StoreAs(e, acc, count, sum, static_cast<int32_t*>(y), offset, channel);
+  else if (e.out == DType::kUint8) StoreAs(e, acc, count, sum, static_cast<uint8_t*>(y), offset, channel);
+  else StoreAs(e, acc, count, sum, static_cast<int8_t*>(y), offset, channel);
 }
 
 }  // namespace
@@ -175,6 +204,30 @@ struct Arg {
 
 struct Int8Plan {
   dnnl::primitive prim;
+  // Split (u8 data without VNNI, see VnniProducts): the primitive computes, with int32
+  // output and nothing fused, each output channel c twice, against hi = floor(w / 2) and
+  // against lo = w - 2 * hi (0 or 1), channels ordered per group: a group's fg hi channels,
+  // then its fg lo ones. Each |hi| <= 64 keeps vpmaddubsw's pair of u8 x s8 products
+  // (<= 2 * 255 * 64 = 32640) within int16, so 2 * hi-sum + lo-sum is the exact
+  // accumulator; the bias, the epilogue and the sum are then applied by Store.
+  bool split = false;
+  Epilogue epilogue;
+  bool split_bias = false;
+  // The output as [outer][channels][inner] (conv NCHW: n, f, spatial; NHWC and FC: rows,
+  // f, 1), fg channels per group and `filter` weights per output channel.
+  int64_t outer = 0, channels = 0, inner = 0, fg = 0, filter = 0;
+  size_t split_w_offset = 0, split_acc_offset = 0;
+  // s8 data of an inner product on a split plan: oneDNN's s8 x s8 GEMM saturates without
+  // VNNI too, so the data goes in as u8 x + 128 (`shifted` bytes at shift_x_offset) and
+  // 128 * the row's weight sum is taken out again.
+  // A convolution's shifted data leaves its padding at u8 0, so what is taken out at an
+  // output position is 128 * the weights of the taps inside the input there (`geom`).
+  bool shift_data = false, conv = false, channels_last = false;
+  // The primitive's int32 output is channels-last while the output is channels-first (the
+  // layout oneDNN's int8 convolutions write): read as it is instead of reordered first.
+  bool wide_channels_last = false;
+  ConvGeom geom;
+  size_t shift_x_offset = 0, shifted = 0;
   std::string impl;
   Arg src, wei, bias, dst;
   bool has_bias = false;
@@ -317,7 +370,129 @@ dnnl::stream& Stream() {
   return strm;
 }
 
+// Makes `p` a split plan (see Int8Plan::split): its temp space gets the split weights and the
+// int32 output of both halves.
+void SetSplit(Int8Plan* p, const Epilogue& e, bool bias, int64_t outer, int64_t channels, int64_t inner, int64_t fg,
+              int64_t filter) {
+  p->split = true;
+  p->epilogue = e;
+  p->split_bias = bias;
+  p->outer = outer;
+  p->channels = channels;
+  p->inner = inner;
+  p->fg = fg;
+  p->filter = filter;
+  p->split_w_offset = p->temp_bytes;
+  p->temp_bytes += Align(static_cast<size_t>(2 * channels * filter));
+  p->split_acc_offset = p->temp_bytes;
+  p->temp_bytes += Align(static_cast<size_t>(outer * 2 * channels * inner) * sizeof(int32_t));
+}
+
+// Output channel c's hi half in a split plan's channel order (its lo half follows fg later).
+int64_t HiChannel(const Int8Plan& p, int64_t c) { return c + c / p.fg * p.fg; }
+
+void SplitWeights(const Int8Plan& p, const int8_t* w, int8_t* out) {
+  for (int64_t c = 0; c < p.channels; ++c) {
+    const int8_t* from = w + c * p.filter;
+    int8_t* hi = out + HiChannel(p, c) * p.filter;
+    int8_t* lo = hi + p.fg * p.filter;
+    for (int64_t k = 0; k < p.filter; ++k) {
+      const int v = from[k], low = v & 1;  // v = 2 * hi + low, hi = floor(v / 2) in [-64, 63]
+      hi[k] = static_cast<int8_t>((v - low) / 2);
+      lo[k] = static_cast<int8_t>(low);
+    }
+  }
+}
+
+// Joins a split plan's halves into the accumulators and writes them through the epilogue;
+// `w` (the plain weights) gives the row sums a shifted plan takes out.
+void FinishSplit(const Int8Plan& p, const int8_t* w, const int32_t* bias, const int32_t* wide, const void* sum,
+                 void* y) {
+  const int64_t f = p.channels, inner = p.inner, fg = p.fg;
+  std::vector<int64_t> offset(static_cast<size_t>(f), 0);
+  // Convolution: each channel's weight sum per tap, and what the shift added at position i.
+  const ConvGeom& g = p.geom;
+  const int64_t K = g.KSize(), cg = g.c / std::max<int64_t>(g.g, 1);
+  std::vector<int64_t> taps(p.conv && p.shift_data ? static_cast<size_t>(f * K) : 0, 0);
+  if (!taps.empty())
+    for (int64_t c = 0; c < f; ++c)
+      for (int64_t ci = 0; ci < cg; ++ci)
+        for (int64_t kk = 0; kk < K; ++kk)
+          taps[c * K + kk] += w[p.channels_last ? (c * K + kk) * cg + ci : (c * cg + ci) * K + kk];
+  // Per channel and output position (the same for every image), made once per call.
+  const int64_t O = g.OutSize();
+  std::vector<int64_t> comp(taps.empty() ? 0 : static_cast<size_t>(f * O));
+  auto shifted_in = [&](int64_t c, int64_t i) {
+    const int64_t od = i / (g.out[1] * g.out[2]), oh = i / g.out[2] % g.out[1], ow = i % g.out[2];
+    int64_t t = 0;
+    for (int64_t kk = 0; kk < K; ++kk) {
+      const int64_t id = od * g.s[0] - g.pl[0] + kk / (g.k[1] * g.k[2]) * g.d[0];
+      const int64_t ih = oh * g.s[1] - g.pl[1] + kk / g.k[2] % g.k[1] * g.d[1];
+      const int64_t iw = ow * g.s[2] - g.pl[2] + kk % g.k[2] * g.d[2];
+      if (id >= 0 && id < g.in[0] && ih >= 0 && ih < g.in[1] && iw >= 0 && iw < g.in[2]) t += taps[c * K + kk];
+    }
+    return 128 * t;
+  };
+  if (!comp.empty())
+    ParallelFor(f, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t c = lo; c < hi; ++c)
+        for (int64_t i = 0; i < O; ++i) comp[c * O + i] = shifted_in(c, i);
+    });
+  for (int64_t c = 0; c < f; ++c) {
+    if (bias) offset[c] += bias[c];
+    if (p.shift_data && !p.conv) {
+      int64_t rowsum = 0;
+      for (int64_t k = 0; k < p.filter; ++k) rowsum += w[c * p.filter + k];
+      offset[c] -= 128 * rowsum;
+    }
+  }
+  // Where channel c's hi half lies in a row of the wide output (its lo half fg later).
+  std::vector<int64_t> hi_at(static_cast<size_t>(f));
+  for (int64_t c = 0; c < f; ++c) hi_at[c] = HiChannel(p, c);
+  ParallelFor(p.outer, 1, [&](int64_t lo, int64_t hi) {
+    std::vector<int32_t> acc(static_cast<size_t>(inner == 1 ? f : inner));
+    for (int64_t o = lo; o < hi; ++o) {
+      if (inner == 1) {
+        // A row holds every channel of one output position (FC rows, channels-last conv).
+        const int32_t* row = wide + o * 2 * f;
+        const int64_t* shifted = comp.empty() ? nullptr : comp.data() + o % O;
+        for (int64_t c = 0; c < f; ++c) {
+          const int64_t at = hi_at[c];
+          int64_t v = 2 * static_cast<int64_t>(row[at]) + row[at + fg] + offset[c];
+          if (shifted) v -= shifted[c * O];
+          acc[c] = static_cast<int32_t>(v);
+        }
+        Store(p.epilogue, acc.data(), f, sum, y, o * f, -1);
+        continue;
+      }
+      // A channels-first image: the wide output is that too, or channels-last.
+      for (int64_t c = 0; c < f; ++c) {
+        const int64_t at = hi_at[c];
+        const int32_t* hs = p.wide_channels_last ? wide + o * inner * 2 * f + at : wide + (o * 2 * f + at) * inner;
+        const int32_t* ls = p.wide_channels_last ? hs + fg : hs + fg * inner;
+        const int64_t step = p.wide_channels_last ? 2 * f : 1;
+        const int64_t* shifted = comp.empty() ? nullptr : comp.data() + c * O;
+        for (int64_t i = 0; i < inner; ++i) {
+          int64_t v = 2 * static_cast<int64_t>(hs[i * step]) + ls[i * step] + offset[c];
+          if (shifted) v -= shifted[i];
+          acc[i] = static_cast<int32_t>(v);
+        }
+        Store(p.epilogue, acc.data(), inner, sum, y, (o * f + c) * inner, c);
+      }
+    }
+  });
+}
+
 }  // namespace
+
+bool VnniProducts() {
+  static const bool vnni = [] {
+    auto has = [](dnnl_cpu_isa_t isa, dnnl_cpu_isa_t want) { return (isa & want) == want; };
+    const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    return has(isa, dnnl_cpu_isa_avx512_core_vnni) || has(isa, dnnl_cpu_isa_avx2_vnni);
+  }();
+  return vnni;
+}
 
 size_t Int8TempBytes(const Int8Plan& plan) { return plan.temp_bytes; }
 std::string Int8Impl(const Int8Plan& plan) { return plan.impl; }
@@ -331,13 +506,21 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
   for (int i = 0; i < 3; ++i)
     for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.d[i], g.pl[i]}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
+  const bool split = !VnniProducts();
+  const bool shift = split && src == DType::kInt8;
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
+    // Split, the primitive computes 2f channels into int32 with nothing fused (Int8Plan::split).
+    ConvGeom pg = g;
+    if (split) pg.f = 2 * g.f;
+    const Epilogue fused = split ? Epilogue() : e;
+    const bool fused_bias = bias && !split;
     const memory::format_tag tag = channels_last ? memory::format_tag::nhwc : PlainTag(g.nd);
-    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(src), tag);
-    memory::desc d(Dims(g.n, g.f, g.out, g.nd), DnnlType(e.out), tag);
-    memory::desc w = PlainWeights(g, channels_last);
-    memory::desc b = bias ? memory::desc({g.f}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
+    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(shift ? DType::kUint8 : src), tag);
+    memory::desc d(Dims(g.n, pg.f, g.out, g.nd), DnnlType(fused.out), tag);
+    memory::desc w = PlainWeights(pg, channels_last);
+    memory::desc b =
+        fused_bias ? memory::desc({g.f}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
     memory::dims strides, dilates, pl, pr;
     for (int i = 3 - g.nd; i < 3; ++i) {
       strides.push_back(g.s[i]);
@@ -347,27 +530,63 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
     }
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
                                          Any(s), Any(w), b, Any(d), strides, dilates, pl, pr);
-    dnnl::convolution_forward::primitive_desc pd(desc, MakeAttr(e), RegionEngine());
+    dnnl::convolution_forward::primitive_desc pd(desc, MakeAttr(fused), RegionEngine());
     p->prim = dnnl::convolution_forward(pd);
-    Finalize(p.get(), pd, s, w, d, e, bias);
+    if (split && !channels_last) {
+      static const memory::format_tag last[] = {memory::format_tag::nwc, memory::format_tag::nhwc,
+                                                memory::format_tag::ndhwc};
+      memory::desc wide_last(Dims(g.n, pg.f, g.out, g.nd), memory::data_type::s32, last[g.nd - 1]);
+      if (pd.dst_desc() == wide_last) {
+        d = wide_last;
+        p->wide_channels_last = true;
+      }
+    }
+    Finalize(p.get(), pd, s, w, d, fused, fused_bias);
+    if (split) {
+      const int64_t O = g.OutSize();
+      SetSplit(p.get(), e, bias, channels_last ? g.n * O : g.n, g.f, channels_last ? 1 : O, g.f / g.g,
+               g.c / g.g * g.KSize());
+      p->conv = true;
+      p->channels_last = channels_last;
+      p->geom = g;
+    }
+    if (shift) {
+      p->shift_data = true;
+      p->shifted = static_cast<size_t>(g.n * g.c * g.InSize());
+      p->shift_x_offset = p->temp_bytes;
+      p->temp_bytes += Align(p->shifted);
+    }
     return p;
   });
 }
 
-std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e) {
+std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e,
+                                           bool narrow_weights) {
   std::string key = "fc,";
-  for (int64_t v : {m, k, n, int64_t(src), int64_t(bias)}) key += std::to_string(v) + ',';
+  for (int64_t v : {m, k, n, int64_t(src), int64_t(bias), int64_t(narrow_weights)}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
+  const bool split = !VnniProducts() && !(narrow_weights && src == DType::kUint8);
+  const bool shift = split && src == DType::kInt8;
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
-    memory::desc s({m, k}, DnnlType(src), memory::format_tag::ab);
-    memory::desc w({n, k}, memory::data_type::s8, memory::format_tag::ab);
-    memory::desc d({m, n}, DnnlType(e.out), memory::format_tag::ab);
-    memory::desc b = bias ? memory::desc({n}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
+    const int64_t pn = split ? 2 * n : n;  // split: both halves, int32, nothing fused
+    const Epilogue fused = split ? Epilogue() : e;
+    const bool fused_bias = bias && !split;
+    memory::desc s({m, k}, DnnlType(shift ? DType::kUint8 : src), memory::format_tag::ab);
+    memory::desc w({pn, k}, memory::data_type::s8, memory::format_tag::ab);
+    memory::desc d({m, pn}, DnnlType(fused.out), memory::format_tag::ab);
+    memory::desc b = fused_bias ? memory::desc({n}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
     dnnl::inner_product_forward::desc desc(dnnl::prop_kind::forward_inference, Any(s), Any(w), b, Any(d));
-    dnnl::inner_product_forward::primitive_desc pd(desc, MakeAttr(e), RegionEngine());
+    dnnl::inner_product_forward::primitive_desc pd(desc, MakeAttr(fused), RegionEngine());
     p->prim = dnnl::inner_product_forward(pd);
-    Finalize(p.get(), pd, s, w, d, e, bias);
+    Finalize(p.get(), pd, s, w, d, fused, fused_bias);
+    if (split) SetSplit(p.get(), e, bias, m, n, 1, n, k);
+    if (shift) {
+      p->shift_data = true;
+      p->shifted = static_cast<size_t>(m * k);
+      p->shift_x_offset = p->temp_bytes;
+      p->temp_bytes += Align(p->shifted);
+    }
     return p;
   });
 }
@@ -387,8 +606,9 @@ struct PreparedWeights {
 
 // The weights `w` reordered into a.prim: kept from an earlier call when `v` says the array
 // is the same and unwritten since, reordered (and kept) otherwise.
-std::shared_ptr<std::vector<char>> Prepared(const Arg& a, const int8_t* w, const InputVersion& v,
+std::shared_ptr<std::vector<char>> Prepared(const Int8Plan& p, const int8_t* w, const InputVersion& v,
                                             dnnl::stream& strm) {
+  const Arg& a = p.wei;
   static std::mutex mu;
   static std::map<std::pair<const void*, const void*>, std::vector<PreparedWeights>> cache;
   std::shared_ptr<const void> owner = v.array.lock();
@@ -403,9 +623,18 @@ std::shared_ptr<std::vector<char>> Prepared(const Arg& a, const int8_t* w, const
   }
   auto bytes = std::make_shared<std::vector<char>>(a.prim.get_size());
   auto& eng = RegionEngine();
-  memory from(a.user, eng, const_cast<int8_t*>(w)), to(a.prim, eng, bytes->data());
-  a.re.execute(strm, from, to);
-  strm.wait();
+  std::vector<int8_t> halves;
+  if (p.split) {
+    halves.resize(static_cast<size_t>(2 * p.channels * p.filter));
+    SplitWeights(p, w, halves.data());
+  }
+  if (a.reorder) {
+    memory from(a.user, eng, const_cast<int8_t*>(p.split ? halves.data() : w)), to(a.prim, eng, bytes->data());
+    a.re.execute(strm, from, to);
+    strm.wait();
+  } else {
+    std::memcpy(bytes->data(), halves.data(), halves.size());  // split weights the primitive reads as they are
+  }
   weight_reorders.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mu);
   // Entries of arrays that are gone, or of this array before its last write, go.
@@ -432,7 +661,9 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
   dnnl::stream& strm = Stream();
   std::unordered_map<int, memory> args;
   std::shared_ptr<std::vector<char>> kept;
-  if (p.wei.reorder && w_version) kept = Prepared(p.wei, w, *w_version, strm);
+  // Split weights are kept even where the primitive reads the plain layout: splitting them
+  // at every call (every step of the int8 LSTM) would cost as much as the product.
+  if ((p.wei.reorder || p.split) && w_version) kept = Prepared(p, w, *w_version, strm);
   auto input = [&](const Arg& a, const void* ptr) {
     memory user(a.user, eng, const_cast<void*>(ptr));
     if (!a.reorder) {
@@ -443,11 +674,27 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
     a.re.execute(strm, user, inner);
     args.emplace(a.id, inner);
   };
+  if (p.shift_data) {
+    uint8_t* u = reinterpret_cast<uint8_t*>(temp + p.shift_x_offset);
+    const int8_t* xs = static_cast<const int8_t*>(x);
+    ParallelFor(static_cast<int64_t>(p.shifted), kElemGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) u[i] = static_cast<uint8_t>(xs[i] + 128);
+    });
+    x = u;
+  }
   input(p.src, x);
-  if (kept) args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei.prim, eng, kept->data()));
-  else input(p.wei, w);
+  if (kept) {
+    args.emplace(DNNL_ARG_WEIGHTS, memory(p.wei.prim, eng, kept->data()));
+  } else if (p.split) {
+    int8_t* halves = reinterpret_cast<int8_t*>(temp + p.split_w_offset);
+    SplitWeights(p, w, halves);
+    input(p.wei, halves);
+  } else {
+    input(p.wei, w);
+  }
   if (p.has_bias) input(p.bias, bias);
-  memory user_dst(p.dst.user, eng, y);
+  int32_t* wide = p.split ? reinterpret_cast<int32_t*>(temp + p.split_acc_offset) : nullptr;
+  memory user_dst(p.dst.user, eng, p.split ? static_cast<void*>(wide) : y);
   memory dst = p.dst.reorder ? memory(p.dst.prim, eng, temp + p.dst.offset) : user_dst;
   // The sum already where the primitive adds to it (the executor ran the layer in place of
   // its sum, FInplaceOption) needs no copy.
@@ -461,6 +708,7 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
   p.prim.execute(strm, args);
   if (p.dst.reorder) p.dst.re.execute(strm, dst, user_dst);
   strm.wait();
+  if (p.split) FinishSplit(p, w, p.split_bias ? bias : nullptr, wide, p.epilogue.sum ? sum : nullptr, y);
 }
 
 #else
@@ -469,9 +717,12 @@ struct Int8Plan {};
 size_t Int8TempBytes(const Int8Plan&) { return 0; }
 std::string Int8Impl(const Int8Plan&) { return ""; }
 std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&, bool) { return nullptr; }
-std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&) { return nullptr; }
+std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&, bool) {
+  return nullptr;
+}
 void RunInt8(const Int8Plan&, const void*, const int8_t*, const int32_t*, const void*, void*, char*,
              const InputVersion*) {}
+bool VnniProducts() { return false; }
 size_t Int8WeightReorders() { return 0; }
 
 #endif

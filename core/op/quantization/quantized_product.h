@@ -99,6 +99,15 @@ inline bool WideOutput(DType out) { return out == DType::kInt32 || out == DType:
 void RescaleBias(const int8_t* b, int64_t n, double bias_step, double acc_step, int32_t* out,
                  const std::vector<double>& acc_steps = {});
 
+// Whether oneDNN's int8 kernels, under the ISA it actually runs (ONEDNN_MAX_CPU_ISA
+// honoured), sum u8 x s8 products straight into int32 (AVX512-VNNI, AVX-VNNI). Without
+// VNNI they add each pair of products in int16 first (vpmaddubsw), which saturates for u8
+// data with weights beyond +-64 (and s8 data: oneDNN's s8 x s8 GEMM saturates, its s8
+// convolutions halve the weights, losing their last bit); the plans then feed oneDNN u8
+// data only (s8 shifted by 128, taken out again) and split the weights (Int8Plan::split),
+// so the integers are exactly those of VNNI CPUs and of the reference loops.
+bool VnniProducts();
+
 // A oneDNN primitive with its reorders, cached by geometry and epilogue.
 struct Int8Plan;
 
@@ -113,8 +122,10 @@ std::string Int8Impl(const Int8Plan& plan);
 // oneDNN's int8 kernels use, so nothing is reordered but the weights.
 std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e,
                                              bool channels_last = false);
-// The inner product (m, k) x (n, k)^T, likewise.
-std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e);
+// The inner product (m, k) x (n, k)^T, likewise. `narrow_weights`: the caller promises
+// weights within +-64, which u8 data cannot saturate with, so no split is needed.
+std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e,
+                                           bool narrow_weights = false);
 
 // Runs the plan: x, w in the plain layouts, bias int32 (or null), sum of e.sum_type in the
 // output's plain layout (or null), y of e.out. `temp` has Int8TempBytes(plan) bytes.

@@ -10,7 +10,8 @@
 // What is computed, per layer and direction (gates i, f, g, o as RNN packs them):
 // - The weights are quantized per gate row c (4H rows): w_q = round(w * ws[c]), ws[c] =
 //   127 / the largest |w| of row c over the i2h and h2h weights of every layer and
-//   direction (one scale vector for the whole operator, as MXNet gives oneDNN).
+//   direction (one scale vector for the whole operator, as MXNet gives oneDNN); 64 instead
+//   of 127 where oneDNN runs without VNNI (WeightLevels).
 // - Every value that enters a product is uint8 with the data's scale and shift: the data
 //   itself, the output of the layer below, and the recurrent state h (quantized again
 //   after every step; h0 comes in float). The products are u8 x s8 accumulated in int32
@@ -155,7 +156,7 @@ struct U8Gemm {
   std::shared_ptr<const quant::Int8Plan> plan;
   U8Gemm(int64_t m_, int64_t k_, int64_t n_) : m(m_), k(k_), n(n_) {
     quant::Epilogue e;  // int32 out, no scale: the raw accumulators
-    plan = quant::Int8FcPlan(m, k, n, DType::kUint8, false, e);
+    plan = quant::Int8FcPlan(m, k, n, DType::kUint8, false, e, /*narrow_weights=*/true);
   }
   size_t TempBytes() const { return plan ? quant::Int8TempBytes(*plan) : 0; }
   // `w_version` names the block of the int8 weights, so that oneDNN's layout of them is kept
@@ -199,6 +200,19 @@ struct Int8Weights {
   std::vector<int32_t> rowsum;
 };
 
+// The largest int8 weight: 127, or 64 where oneDNN runs without VNNI, whose u8 x s8 pairs
+// of products must fit int16 (2 * 255 * 64 <= 32767). Narrow weights keep the products one
+// oneDNN GEMM each there, as fast as int8 gets on those CPUs, for one bit of weight
+// precision; full-range weights would need the split (two products and a pass to join
+// them, slower than the float LSTM). Without oneDNN the loops are exact either way.
+float WeightLevels() {
+#if defined(WEFT_USE_ONEDNN)
+  return quant::VnniProducts() ? 127.0f : 64.0f;
+#else
+  return 127.0f;
+#endif
+}
+
 std::shared_ptr<const Int8Weights> QuantizeWeights(const RnnDims& d, const float* w) {
   const int64_t H = d.H, G4 = 4 * H;
   auto out = std::make_shared<Int8Weights>();
@@ -218,7 +232,8 @@ std::shared_ptr<const Int8Weights> QuantizeWeights(const RnnDims& d, const float
     }
   std::vector<float>& ws = out->ws;
   ws.resize(static_cast<size_t>(G4));
-  for (int64_t c = 0; c < G4; ++c) ws[c] = row_max[c] > 0 ? 127.0f / row_max[c] : 1.0f;
+  const float levels = WeightLevels();
+  for (int64_t c = 0; c < G4; ++c) ws[c] = row_max[c] > 0 ? levels / row_max[c] : 1.0f;
 
   // The int8 weights, laid out as the float ones, and each row's sum (the shift's share).
   out->wq = std::make_shared<std::vector<int8_t>>(static_cast<size_t>(d.WeightsTotal()));

@@ -131,10 +131,12 @@ inline Range CalibratedRange(const Calib& c, DType t) {
   return Range{static_cast<float>(-r), static_cast<float>(r)};
 }
 
-// Rounds to nearest (ties to even, as oneDNN does) and saturates to `t`'s range.
+// Rounds to nearest (ties to even, as oneDNN does) and saturates to `t`'s range. rint
+// rounds as nearbyint does in the default rounding mode, but GCC inlines it (one roundsd)
+// where nearbyint stays a libm call: the split int8 products' epilogue runs it per value.
 template <typename T>
 inline T Saturate(double v) {
-  return ConvertValue<T>(std::nearbyint(v));
+  return ConvertValue<T>(std::rint(v));
 }
 
 }  // namespace quant
