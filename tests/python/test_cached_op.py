@@ -342,3 +342,67 @@ def test_symbol_block_is_inlined_as_mxnet_cached_op(hybridize):
             z = parent(x)
         assert _ops(autograd.get_symbol(z)) == want
         np.testing.assert_allclose(z.asnumpy(), plain, rtol=1e-6)
+
+
+def _imperative_tanh_fc(x, w, b):
+    # What _tanh_fc_graph computes, operator by operator under autograd.
+    y = nd.tanh(nd.FullyConnected(x, w, b, num_hidden=3))
+    return [y, y * 2]
+
+
+@pytest.mark.parametrize("grad_req", ["write", "add"])
+def test_nd_cached_op_called_twice_in_one_record(grad_req):
+    # MXNet's CachedOp differentiates several calls recorded before one backward: the second
+    # call runs on a spare executor. Outputs and gradients equal the operators run one by one.
+    op = nd.CachedOp(_tanh_fc_graph())
+    xv, wv, bv = _values(3)
+    x2v = np.random.RandomState(4).uniform(-1, 1, (4, 5))
+    heads = np.random.RandomState(5).uniform(-1, 1, (3, 4, 3))
+
+    def run(fn, iterations):
+        arrays = [nd.array(v) for v in (xv, x2v, wv, bv)]
+        for a in arrays:
+            a.attach_grad(grad_req)
+        for _ in range(iterations):
+            with autograd.record():
+                x, x2, w, b = arrays
+                first, second, again = fn(x, w, b), fn(x2, w, b), fn(x, w, b)
+                loss = ((first[0] + again[1]) * nd.array(heads[0])).sum() + (second[1] * nd.array(heads[1])).sum()
+            loss.backward()
+        return first + second + again, [a.grad.asnumpy() for a in arrays]
+
+    for iterations in (1, 3):
+        outs, grads = run(op, iterations)
+        ref_outs, ref_grads = run(_imperative_tanh_fc, iterations)
+        y1, y2 = np.tanh(xv.dot(wv.T) + bv), np.tanh(x2v.dot(wv.T) + bv)
+        for got, want in zip(outs, [y1, 2 * y1, y2, 2 * y2, y1, 2 * y1]):
+            np.testing.assert_allclose(got.asnumpy(), want, rtol=1e-5, atol=1e-6)
+        for got, want in zip(grads, ref_grads):
+            np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+        # The gradient of x by hand: both heads meet in x's two calls.
+        dpre1 = (heads[0] + 2 * heads[0]) * (1 - y1 ** 2)
+        np.testing.assert_allclose(grads[0], (iterations if grad_req == "add" else 1) * dpre1.dot(wv),
+                                   rtol=1e-4, atol=1e-5)
+    # Three calls awaited their backward at once: three executors, reused at every iteration.
+    assert [len(v) for v in op._cache.values()] == [3]
+
+
+def test_nd_cached_op_spare_is_taken_only_while_a_backward_is_pending():
+    op = nd.CachedOp(_tanh_fc_graph())
+    xv, wv, bv = _values(6)
+    x, w, b = nd.array(xv), nd.array(wv), nd.array(bv)
+    w.attach_grad()
+    for _ in range(3):
+        with autograd.record():
+            y = op(x, w, b)[0]
+        y.backward()
+        # Outside record() the calls never wait for a backward: one executor for them.
+        op(x, w, b)
+        op(x, w, b)
+    assert sorted(len(v) for v in op._cache.values()) == [1, 1]
+    with autograd.record():
+        y = op(x, w, b)[0] + op(x, w, b)[0]
+    y.backward()
+    dpre = 2 * (1 - np.tanh(xv.dot(wv.T) + bv) ** 2)
+    np.testing.assert_allclose(w.grad.asnumpy(), dpre.T.dot(xv), rtol=1e-4, atol=1e-5)
+    assert sorted(len(v) for v in op._cache.values()) == [1, 2]

@@ -72,6 +72,12 @@ class Executor:
             _api.weft_executor_free(self.handle)
             self.handle = None
 
+    def _backward_pending(self):
+        """Whether a call recorded on this executor (weft_executor_invoke under autograd)
+        still awaits its backward: the executor keeps one call's state, so a further recorded
+        call must run on another executor (a hybridized block's or a CachedOp's spare)."""
+        return bool(_api.weft_executor_backward_pending(self.handle))
+
     def set_monitor_callback(self, callback, monitor_all=False):
         """Calls callback(name, array) for every node output as forward and backward push
         it (and for the node's inputs too with monitor_all); None removes the callback."""

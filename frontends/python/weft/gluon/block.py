@@ -580,7 +580,7 @@ class _CachedGraph:
 
     def backward_pending(self):
         """Whether a recorded call of this graph still awaits its backward."""
-        return bool(_api.weft_executor_backward_pending(self.exe.handle))
+        return self.exe._backward_pending()
 
     def spare(self, block, args, input_grads):
         """A graph for a recorded call made while this one's last recorded call still awaits

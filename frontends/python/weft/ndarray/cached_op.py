@@ -4,7 +4,12 @@ Called with one array per input of the symbol (sym.list_inputs() order: argument
 auxiliary states as the graph meets them), it runs the graph through an executor bound
 once per input signature (shapes, dtypes, context, whether autograd records) and returns
 the outputs (one NDArray, or a list). While autograd records, the call is one recorded node
-whose gradient runs the executor's backward, as a hybridized Gluon block's. Auxiliary
+whose gradient runs the executor's backward, as a hybridized Gluon block's. An executor
+keeps the state of one recorded call until its backward, so a call recorded while another
+still awaits its backward (`op(a, w) + op(b, w)` in one record()) runs on a spare executor
+of the same signature, as MXNet's CachedOp takes another state; spares are kept and reused
+by later calls once their backward has run. Every input being an input of the recorded call,
+autograd adds up the calls' gradients of an array given to several. Auxiliary
 states are bound as the caller's own arrays, so that updates (BatchNorm's moving
 statistics in training) land in them, as in MXNet.
 
@@ -34,9 +39,10 @@ class CachedOp:
         ctx = args[0].context
         key = (str(ctx), recording) + tuple(
             (a.handle if is_aux else None, tuple(a.shape), str(a.dtype)) for a, is_aux in zip(args, self._is_aux))
-        entry = self._cache.get(key)
-        if entry is not None:
-            return entry
+        entries = self._cache.setdefault(key, [])
+        for entry in entries:
+            if not (recording and entry[0]._backward_pending()):
+                return entry
         arg_arrays, grads, reqs, aux = {}, {}, {}, {}
         bound, input_grads = [], []
         for name, a, is_aux in zip(self._inputs, args, self._is_aux):
@@ -53,7 +59,7 @@ class CachedOp:
         exe = self._sym.bind(ctx, arg_arrays, args_grad={k: v for k, v in grads.items() if v is not None},
                              grad_req=reqs, aux_states=aux)
         entry = (exe, bound, input_grads)
-        self._cache[key] = entry
+        entries.append(entry)
         return entry
 
     def __call__(self, *args, **kwargs):
