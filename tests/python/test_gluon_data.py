@@ -527,6 +527,27 @@ def test_dataloader_thread_pool_prefetch_and_timeout():
     slow.close()
 
 
+@pytest.mark.parametrize("thread_pool", [False, True])
+def test_dataloader_worker_batches_on_cpu_shared(thread_pool):
+    # As in MXNet 1.9.1, workers (threads too) collate with default_mp_batchify_fn: batches of
+    # numpy samples and of NDArray samples both come back on cpu_shared, with their values.
+    for ds in (IndexDataset(7), IndexDataset(7).transform(lambda x, y: (weft.nd.array(x), y))):
+        loader = gdata.DataLoader(ds, batch_size=3, num_workers=2, thread_pool=thread_pool, timeout=20)
+        batches = _run_bounded(lambda: list(loader), 60)
+        assert [len(b[0]) for b in batches] == [3, 3, 1]
+        for k, (data, label) in enumerate(batches):
+            assert data.context == weft.cpu_shared(0) and label.context == weft.cpu_shared(0)
+            idx = np.arange(3 * k, min(3 * k + 3, 7))
+            np.testing.assert_array_equal(data.asnumpy(), np.stack([idx, idx + 0.5], axis=1).astype(np.float32))
+            assert label.asnumpy().tolist() == idx.tolist()
+        loader.close()
+    # A batchify_fn of the user's collates as it likes, here on cpu.
+    loader = gdata.DataLoader(IndexDataset(4), batch_size=2, num_workers=1, thread_pool=True,
+                              batchify_fn=gdata.default_batchify_fn)
+    assert all(b[0].context == weft.cpu(0) for b in loader)
+    loader.close()
+
+
 def test_dataloader_worker_processes_custom_batchify_and_crash():
     ds = IndexDataset(12)
     loader = gdata.DataLoader(ds, batch_size=5, batchify_fn=sum_and_list, num_workers=2, timeout=20)

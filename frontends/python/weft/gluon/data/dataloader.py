@@ -20,7 +20,8 @@ worker's memory, with no copy of the data on either side. Segments are anonymous
 as long as the DataLoader.
 
 thread_pool=True runs the workers as threads of this process, which share the engine (its
-API is thread-safe). That suits datasets whose work releases the GIL (decoding, numpy, weft
+API is thread-safe); as in MXNet, they too collate with default_mp_batchify_fn unless given a
+batchify_fn, so their batches are on cpu_shared like the processes'. That suits datasets whose work releases the GIL (decoding, numpy, weft
 operators).
 
 Batches come back in sampler order whatever the worker that made them. Abandoning an
@@ -458,10 +459,11 @@ class DataLoader:
             self.refresh()
 
     def _start_workers(self):
-        if self._thread_pool:
-            return _ThreadWorkers(self._dataset, self._batchify_fn, self._num_workers)
-        # Worker processes collate into shared memory unless the user collates, as in MXNet.
+        # Workers collate into shared memory unless the user collates, as in MXNet, whose
+        # worker threads too return cpu_shared batches.
         worker_fn = self._user_batchify_fn
+        if self._thread_pool:
+            return _ThreadWorkers(self._dataset, worker_fn or default_mp_batchify_fn, self._num_workers)
         if worker_fn is None or worker_fn is default_batchify_fn:
             worker_fn = default_mp_batchify_fn
         return _ProcessWorkers(self._dataset, worker_fn, self._num_workers)
