@@ -146,12 +146,7 @@ def main():
                     if off_out > 1 or off_grad > 1:
                         sys.exit("fc_bench: Weft and torch differ on %s at batch %d: output by %.2f, first weight "
                                  "gradient by %.2f times the tolerance" % (label, batch, off_out, off_grad))
-                    # Rounds alternate between the two so that load from elsewhere on the
-                    # machine hits both alike; the best round of each is reported.
-                    tw = tt = float("inf")
-                    for _ in range(args.rounds):
-                        tw = min(tw, float(weft_w.ask("time", args.seconds)[0]))
-                        tt = min(tt, float(torch_w.ask("time", args.seconds)[0]))
+                    tw, tt = worker.best_times(weft_w, torch_w, args.rounds, "time", args.seconds)
                     print(f"{batch:>5} {label:>16} {tw * 1e3:>9.3f} {tt * 1e3:>9.3f} {tt / tw:>11.2f}", flush=True)
                     record(f"FullyConnected {label} batch {batch}", tw * 1e3, tt * 1e3, "ms", False)
     finally:

@@ -152,11 +152,7 @@ def main():
                 off = float(weft_w.ask("setup", i, path)[0])
                 if off > 1:
                     sys.exit("norm_bench: Weft's %s differs from torch's by %.2f times the tolerance" % (name, off))
-                best = {"weft": float("inf"), "torch": float("inf")}
-                for _ in range(args.rounds):
-                    for fw, w in (("weft", weft_w), ("torch", torch_w)):
-                        best[fw] = min(best[fw], float(w.ask("time", args.seconds)[0]))
-                tw, tt = best["weft"], best["torch"]
+                tw, tt = worker.best_times(weft_w, torch_w, args.rounds, "time", args.seconds)
                 print("%-28s %-8s weft %8.2f ms  torch %8.2f ms  ratio %5.2f" % (name, what, tw * 1e3, tt * 1e3,
                                                                                  tw / tt), flush=True)
                 record("%s %s" % (name, what), tw * 1e3, tt * 1e3, "ms", False)

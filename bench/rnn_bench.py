@@ -140,15 +140,11 @@ def main():
                 err = float(weft_w.ask("setup", i, path)[0])
                 print("%s (max |weft - torch| = %.1e)" % (cfg[0], err))
                 for what in ("fwd", "fwd_bwd"):
-                    best = {"weft": float("inf"), "torch": float("inf")}
-                    for _ in range(args.rounds):
-                        for name, w in (("weft", weft_w), ("torch", torch_w)):
-                            best[name] = min(best[name], float(w.ask("time", what, args.seconds)[0]))
-                    print("  %-17s weft %8.2f ms   torch %8.2f ms   weft/torch %5.2f" % (
-                        "forward" if what == "fwd" else "forward+backward", best["weft"] * 1e3,
-                        best["torch"] * 1e3, best["weft"] / best["torch"]), flush=True)
-                    record("%s %s" % (cfg[0], "forward" if what == "fwd" else "forward+backward"),
-                           best["weft"] * 1e3, best["torch"] * 1e3, "ms", False)
+                    tw, tt = worker.best_times(weft_w, torch_w, args.rounds, "time", what, args.seconds)
+                    label = "forward" if what == "fwd" else "forward+backward"
+                    print("  %-17s weft %8.2f ms   torch %8.2f ms   weft/torch %5.2f" % (label, tw * 1e3, tt * 1e3,
+                                                                                        tw / tt), flush=True)
+                    record("%s %s" % (cfg[0], label), tw * 1e3, tt * 1e3, "ms", False)
     finally:
         weft_w.close()
         torch_w.close()

@@ -60,3 +60,14 @@ def start_pair(script):
     # it imports, and beside Weft's start (imports, thread pools) that step ran 3-30x slower.
     torch_w.ask()
     return Worker(script, ["weft"]), torch_w
+
+
+def best_times(weft_w, torch_w, rounds, *command):
+    """(Weft's, PyTorch's) least answer to `command` (a time, the answer's first word) over
+    `rounds` rounds that alternate between the two, so that load from elsewhere on the
+    machine hits both alike."""
+    tw = tt = float("inf")
+    for _ in range(rounds):
+        tw = min(tw, float(weft_w.ask(*command)[0]))
+        tt = min(tt, float(torch_w.ask(*command)[0]))
+    return tw, tt
