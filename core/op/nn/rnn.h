@@ -35,28 +35,37 @@ struct RNNParam {
   bool use_sequence_length = false;
 };
 
-WEFT_PARAM_SCHEMA(RNNParam, s) {
-  s.Field("state_size", &RNNParam::state_size).Min(1).Describe("Size of the hidden state of each layer.");
-  s.Field("num_layers", &RNNParam::num_layers).Min(1).Describe("Number of stacked layers.");
-  s.Field("bidirectional", &RNNParam::bidirectional).Default(false).Describe("Whether each layer runs both ways.");
-  s.Field("mode", &RNNParam::mode)
+// RNN's fields, for RNNParam and the parameters that extend it (the int8 LSTM).
+template <typename P>
+void RnnFields(ParamSchema<P>& s) {
+  s.template Field<int>("state_size", &P::state_size).Min(1).Describe("Size of the hidden state of each layer.");
+  s.template Field<int>("num_layers", &P::num_layers).Min(1).Describe("Number of stacked layers.");
+  s.template Field<bool>("bidirectional", &P::bidirectional).Default(false)
+      .Describe("Whether each layer runs both ways.");
+  s.template Field<std::string>("mode", &P::mode)
       .Choices({"rnn_relu", "rnn_tanh", "lstm", "gru"})
       .Describe("The recurrent cell.");
-  s.Field("p", &RNNParam::p).Default(0.0).Range(0, 1).Describe(
+  s.template Field<double>("p", &P::p).Default(0.0).Range(0, 1).Describe(
       "Dropout probability on the outputs of every layer but the last (training only).");
-  s.Field("state_outputs", &RNNParam::state_outputs).Default(false).Describe(
+  s.template Field<bool>("state_outputs", &P::state_outputs).Default(false).Describe(
       "Whether the final states are outputs too.");
-  s.Field("projection_size", &RNNParam::projection_size).Default(std::nullopt).Describe(
+  s.template Field<std::optional<int>>("projection_size", &P::projection_size).Default(std::nullopt).Describe(
       "Size of the LSTM's projected hidden state (lstm only).");
-  s.Field("lstm_state_clip_min", &RNNParam::lstm_state_clip_min).Default(std::nullopt).Describe(
+  s.template Field<std::optional<double>>("lstm_state_clip_min", &P::lstm_state_clip_min)
+      .Default(std::nullopt)
+      .Describe(
       "Lower bound the LSTM cell state is clipped to.");
-  s.Field("lstm_state_clip_max", &RNNParam::lstm_state_clip_max).Default(std::nullopt).Describe(
+  s.template Field<std::optional<double>>("lstm_state_clip_max", &P::lstm_state_clip_max)
+      .Default(std::nullopt)
+      .Describe(
       "Upper bound the LSTM cell state is clipped to.");
-  s.Field("lstm_state_clip_nan", &RNNParam::lstm_state_clip_nan).Default(false).Describe(
+  s.template Field<bool>("lstm_state_clip_nan", &P::lstm_state_clip_nan).Default(false).Describe(
       "Whether clipping also replaces NaN cell states (by the lower bound).");
-  s.Field("use_sequence_length", &RNNParam::use_sequence_length).Default(false).Describe(
+  s.template Field<bool>("use_sequence_length", &P::use_sequence_length).Default(false).Describe(
       "Whether the input sequence_length (N,) gives each sequence's valid length.");
 }
+
+WEFT_PARAM_SCHEMA(RNNParam, s) { RnnFields(s); }
 
 enum class RnnMode : int { kRelu = 0, kTanh = 1, kLstm = 2, kGru = 3 };
 

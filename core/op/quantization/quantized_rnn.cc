@@ -34,43 +34,14 @@ namespace op {
 
 // RNN's parameters (the operator is configured exactly as the float RNN it replaces) and
 // `quantized`, which MXNet's graph pass writes into the node.
-struct QuantizedRnnParam {
-  int state_size = 0;
-  int num_layers = 0;
-  bool bidirectional = false;
-  std::string mode;
-  double p = 0;
-  bool state_outputs = false;
-  std::optional<int> projection_size;
-  std::optional<double> lstm_state_clip_min;
-  std::optional<double> lstm_state_clip_max;
-  bool lstm_state_clip_nan = false;
-  bool use_sequence_length = false;
+struct QuantizedRnnParam : RNNParam {
   bool quantized = true;
 };
 
+// The settings the int8 LSTM refuses (mode other than lstm, projection, clipping, sequence
+// lengths) are refused by Checked below, with the reason.
 WEFT_PARAM_SCHEMA(QuantizedRnnParam, s) {
-  s.Field("state_size", &QuantizedRnnParam::state_size).Min(1).Describe("Size of the hidden state of each layer.");
-  s.Field("num_layers", &QuantizedRnnParam::num_layers).Min(1).Describe("Number of stacked layers.");
-  s.Field("bidirectional", &QuantizedRnnParam::bidirectional).Default(false)
-      .Describe("Whether each layer runs both ways.");
-  s.Field("mode", &QuantizedRnnParam::mode)
-      .Choices({"rnn_relu", "rnn_tanh", "lstm", "gru"})
-      .Describe("The recurrent cell; the quantized operator supports 'lstm' only.");
-  s.Field("p", &QuantizedRnnParam::p).Default(0.0).Range(0, 1)
-      .Describe("Dropout probability between layers (training only; unused at inference).");
-  s.Field("state_outputs", &QuantizedRnnParam::state_outputs).Default(false)
-      .Describe("Whether the final states are outputs too.");
-  s.Field("projection_size", &QuantizedRnnParam::projection_size).Default(std::nullopt)
-      .Describe("Size of the LSTM's projected hidden state (not supported quantized).");
-  s.Field("lstm_state_clip_min", &QuantizedRnnParam::lstm_state_clip_min).Default(std::nullopt)
-      .Describe("Lower bound of the cell state (not supported quantized).");
-  s.Field("lstm_state_clip_max", &QuantizedRnnParam::lstm_state_clip_max).Default(std::nullopt)
-      .Describe("Upper bound of the cell state (not supported quantized).");
-  s.Field("lstm_state_clip_nan", &QuantizedRnnParam::lstm_state_clip_nan).Default(false)
-      .Describe("Whether clipping also replaces NaN cell states.");
-  s.Field("use_sequence_length", &QuantizedRnnParam::use_sequence_length).Default(false)
-      .Describe("Per-sequence lengths (not supported quantized: the operator has no sequence_length input).");
+  RnnFields(s);
   s.Field("quantized", &QuantizedRnnParam::quantized).Default(true)
       .Describe("Set by the quantization pass (MXNet writes it into the node); the operator is always int8.");
 }
@@ -407,7 +378,8 @@ WEFT_REGISTER_OP(_contrib_quantized_rnn)
         "asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale "
         "and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, "
         "the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in "
-        "int32, and the biases, cell state, outputs and states are float32.")
+        "int32, and the biases, cell state, outputs and states are float32. Other modes, projection_size, "
+        "lstm_state_clip_min/max and use_sequence_length are refused.")
     .SetNumInputs([](const NodeAttrs& attrs) {
       Checked(attrs);
       return kNumInputs;

@@ -5880,7 +5880,7 @@ func SymInternalContribQuantizedPooling(data, minData, maxData *weft.Symbol, opt
 
 // InternalContribQuantizedRnn runs the operator _contrib_quantized_rnn.
 //
-// MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uint8 data quantized asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in int32, and the biases, cell state, outputs and states are float32.
+// MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uint8 data quantized asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in int32, and the biases, cell state, outputs and states are float32. Other modes, projection_size, lstm_state_clip_min/max and use_sequence_length are refused.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: Input data (T, N, I), uint8.
@@ -5893,17 +5893,17 @@ func SymInternalContribQuantizedPooling(data, minData, maxData *weft.Symbol, opt
 // Required parameters:
 //   - stateSize int: Size of the hidden state of each layer.
 //   - numLayers int: Number of stacked layers.
-//   - mode string: The recurrent cell; the quantized operator supports 'lstm' only.
+//   - mode string: The recurrent cell.
 //
 // Options:
 //   - WithBidirectional(bool): Whether each layer runs both ways. (default False)
-//   - WithP(float64): Dropout probability between layers (training only; unused at inference). (default 0)
+//   - WithP(float64): Dropout probability on the outputs of every layer but the last (training only). (default 0)
 //   - WithStateOutputs(bool): Whether the final states are outputs too. (default False)
-//   - WithProjectionSize(int): Size of the LSTM's projected hidden state (not supported quantized). (default None)
-//   - WithLstmStateClipMin(float64): Lower bound of the cell state (not supported quantized). (default None)
-//   - WithLstmStateClipMax(float64): Upper bound of the cell state (not supported quantized). (default None)
-//   - WithLstmStateClipNan(bool): Whether clipping also replaces NaN cell states. (default False)
-//   - WithUseSequenceLength(bool): Per-sequence lengths (not supported quantized: the operator has no sequence_length input). (default False)
+//   - WithProjectionSize(int): Size of the LSTM's projected hidden state (lstm only). (default None)
+//   - WithLstmStateClipMin(float64): Lower bound the LSTM cell state is clipped to. (default None)
+//   - WithLstmStateClipMax(float64): Upper bound the LSTM cell state is clipped to. (default None)
+//   - WithLstmStateClipNan(bool): Whether clipping also replaces NaN cell states (by the lower bound). (default False)
+//   - WithUseSequenceLength(bool): Whether the input sequence_length (N,) gives each sequence's valid length. (default False)
 //   - WithQuantized(bool): Set by the quantization pass (MXNet writes it into the node); the operator is always int8. (default True)
 func InternalContribQuantizedRnn(data, parameters, state, stateCell, minData, maxData *weft.NDArray, stateSize int, numLayers int, mode string, opts ...Option) (*weft.NDArray, error) {
 	c := newCall(opts)
@@ -5915,7 +5915,7 @@ func InternalContribQuantizedRnn(data, parameters, state, stateCell, minData, ma
 
 // SymInternalContribQuantizedRnn runs the operator _contrib_quantized_rnn symbolically: it adds one node to the graph.
 //
-// MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uint8 data quantized asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in int32, and the biases, cell state, outputs and states are float32.
+// MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uint8 data quantized asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in int32, and the biases, cell state, outputs and states are float32. Other modes, projection_size, lstm_state_clip_min/max and use_sequence_length are refused.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: Input data (T, N, I), uint8.
@@ -5928,17 +5928,17 @@ func InternalContribQuantizedRnn(data, parameters, state, stateCell, minData, ma
 // Required parameters:
 //   - stateSize int: Size of the hidden state of each layer.
 //   - numLayers int: Number of stacked layers.
-//   - mode string: The recurrent cell; the quantized operator supports 'lstm' only.
+//   - mode string: The recurrent cell.
 //
 // Options:
 //   - WithBidirectional(bool): Whether each layer runs both ways. (default False)
-//   - WithP(float64): Dropout probability between layers (training only; unused at inference). (default 0)
+//   - WithP(float64): Dropout probability on the outputs of every layer but the last (training only). (default 0)
 //   - WithStateOutputs(bool): Whether the final states are outputs too. (default False)
-//   - WithProjectionSize(int): Size of the LSTM's projected hidden state (not supported quantized). (default None)
-//   - WithLstmStateClipMin(float64): Lower bound of the cell state (not supported quantized). (default None)
-//   - WithLstmStateClipMax(float64): Upper bound of the cell state (not supported quantized). (default None)
-//   - WithLstmStateClipNan(bool): Whether clipping also replaces NaN cell states. (default False)
-//   - WithUseSequenceLength(bool): Per-sequence lengths (not supported quantized: the operator has no sequence_length input). (default False)
+//   - WithProjectionSize(int): Size of the LSTM's projected hidden state (lstm only). (default None)
+//   - WithLstmStateClipMin(float64): Lower bound the LSTM cell state is clipped to. (default None)
+//   - WithLstmStateClipMax(float64): Upper bound the LSTM cell state is clipped to. (default None)
+//   - WithLstmStateClipNan(bool): Whether clipping also replaces NaN cell states (by the lower bound). (default False)
+//   - WithUseSequenceLength(bool): Whether the input sequence_length (N,) gives each sequence's valid length. (default False)
 //   - WithQuantized(bool): Set by the quantization pass (MXNet writes it into the node); the operator is always int8. (default True)
 func SymInternalContribQuantizedRnn(data, parameters, state, stateCell, minData, maxData *weft.Symbol, stateSize int, numLayers int, mode string, opts ...Option) (*weft.Symbol, error) {
 	c := newCall(opts)

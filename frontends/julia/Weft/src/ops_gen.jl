@@ -3220,7 +3220,7 @@ const _op__contrib_quantized_rnn = OpDef("_contrib_quantized_rnn", ["data", "par
 """
     _contrib_quantized_rnn(data, parameters, state, state_cell, min_data, max_data; state_size, num_layers, bidirectional=False, mode, p=0, state_outputs=False, projection_size=None, lstm_state_clip_min=None, lstm_state_clip_max=None, lstm_state_clip_nan=False, use_sequence_length=False, quantized=True)
 
-MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uint8 data quantized asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in int32, and the biases, cell state, outputs and states are float32.
+MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uint8 data quantized asymmetrically by _contrib_quantize_asym (q = x * scale + shift; min_data and max_data carry that scale and shift). The gate weights are quantized to int8 per gate row, every value entering a product (data, the layer below, the recurrent state) is uint8 with the data's scale and shift, products accumulate in int32, and the biases, cell state, outputs and states are float32. Other modes, projection_size, lstm_state_clip_min/max and use_sequence_length are refused.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): Input data (T, N, I), uint8.
@@ -3234,14 +3234,14 @@ MXNet 1.9's int8 LSTM (inference only): the RNN operator with mode='lstm' on uin
 - `state_size` (int, in [1, inf]; required): Size of the hidden state of each layer.
 - `num_layers` (int, in [1, inf]; required): Number of stacked layers.
 - `bidirectional` (boolean; default `False`): Whether each layer runs both ways.
-- `mode` ({'gru', 'lstm', 'rnn_relu', 'rnn_tanh'}; required): The recurrent cell; the quantized operator supports 'lstm' only.
-- `p` (double, in [0, 1]; default `0`): Dropout probability between layers (training only; unused at inference).
+- `mode` ({'gru', 'lstm', 'rnn_relu', 'rnn_tanh'}; required): The recurrent cell.
+- `p` (double, in [0, 1]; default `0`): Dropout probability on the outputs of every layer but the last (training only).
 - `state_outputs` (boolean; default `False`): Whether the final states are outputs too.
-- `projection_size` (int or None; default `None`): Size of the LSTM's projected hidden state (not supported quantized).
-- `lstm_state_clip_min` (double or None; default `None`): Lower bound of the cell state (not supported quantized).
-- `lstm_state_clip_max` (double or None; default `None`): Upper bound of the cell state (not supported quantized).
-- `lstm_state_clip_nan` (boolean; default `False`): Whether clipping also replaces NaN cell states.
-- `use_sequence_length` (boolean; default `False`): Per-sequence lengths (not supported quantized: the operator has no sequence_length input).
+- `projection_size` (int or None; default `None`): Size of the LSTM's projected hidden state (lstm only).
+- `lstm_state_clip_min` (double or None; default `None`): Lower bound the LSTM cell state is clipped to.
+- `lstm_state_clip_max` (double or None; default `None`): Upper bound the LSTM cell state is clipped to.
+- `lstm_state_clip_nan` (boolean; default `False`): Whether clipping also replaces NaN cell states (by the lower bound).
+- `use_sequence_length` (boolean; default `False`): Whether the input sequence_length (N,) gives each sequence's valid length.
 - `quantized` (boolean; default `True`): Set by the quantization pass (MXNet writes it into the node); the operator is always int8.
 
 See the calling convention of generated operators in the `Weft` module's documentation.
