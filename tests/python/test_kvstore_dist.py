@@ -47,6 +47,15 @@ def launch(args, workers=2, servers=2, timeout=40, heartbeat=10, wait=True, port
     return proc.returncode, out
 
 
+def wait_until_training(tmp_path):
+    """Waits (30 s at most) until both workers of a kv_worker.py "kill" job have written their
+    pid files, which they do once training has begun."""
+    deadline = time.monotonic() + 30
+    while not all((tmp_path / ("pid-%d" % r)).exists() for r in range(2)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all((tmp_path / ("pid-%d" % r)).exists() for r in range(2)), "the workers never started training"
+
+
 def end_job(proc, tag):
     """Kills the launcher `proc` and every process of its job (the processes whose command
     line holds `tag`), and returns the launcher's output. Each node runs in a session of its
@@ -216,10 +225,7 @@ def test_killing_any_node_ends_the_job_with_an_error_naming_it(tmp_path, role):
     # within seconds, long before the 20 s heartbeat timeout.
     proc = launch(["kill", tmp_path], heartbeat=None, wait=False)
     try:
-        deadline = time.monotonic() + 30
-        while not all((tmp_path / ("pid-%d" % r)).exists() for r in range(2)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert (tmp_path / "pid-1").exists(), "the workers never started training"
+        wait_until_training(tmp_path)
         time.sleep(0.5)  # mid-training: both workers are pushing and pulling
         if role == "worker":
             victim = int((tmp_path / "pid-1").read_text())
@@ -313,10 +319,7 @@ def test_nodes_exit_when_the_launcher_and_the_scheduler_die_together(tmp_path, o
     env = {"WEFT_TEST_LOG_DIR": str(logs)} if output == "files" else None
     proc = launch(["kill", tmp_path], heartbeat=None, wait=False, port=port, env=env)
     try:
-        deadline = time.monotonic() + 30
-        while not all((tmp_path / ("pid-%d" % r)).exists() for r in range(2)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert (tmp_path / "pid-1").exists(), "the workers never started training"
+        wait_until_training(tmp_path)
         time.sleep(0.5)  # mid-training
         nodes = job_processes(str(tmp_path))
         assert sorted(nodes.values()) == ["scheduler", "server", "server", "worker", "worker"], nodes
@@ -370,10 +373,7 @@ def test_a_worker_blocked_in_a_request_exits_when_every_other_process_dies(tmp_p
 def test_launch_passes_sigterm_on_to_every_node(tmp_path):
     proc = launch(["kill", tmp_path], heartbeat=None, wait=False)
     try:
-        deadline = time.monotonic() + 30
-        while not all((tmp_path / ("pid-%d" % r)).exists() for r in range(2)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert (tmp_path / "pid-1").exists(), "the workers never started training"
+        wait_until_training(tmp_path)
         nodes = job_processes(str(tmp_path))
         assert len(nodes) == 5, nodes
         proc.send_signal(signal.SIGTERM)
