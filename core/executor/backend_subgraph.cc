@@ -9,6 +9,8 @@
 #include "core/executor/backend_subgraph.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <string>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -39,9 +41,12 @@ bool FusableActivation(const Node& n) {
 
 bool ClipFromZero(const Node& n) { return n.attrs.Params<op::ClipParam>().a_min == 0; }
 
-// What may end a convolution group.
-bool ConvActivation(const Node& n) {
-  if (IsOp(n, "Activation")) return FusableActivation(n);
+// What may end a convolution group. For MKLDNN_QUANTIZE (`quantize`) an Activation only
+// when it is a relu and a clip not after the sum, as MXNet's selector in quantize mode.
+bool ConvActivation(const Node& n, bool quantize, bool after_sum) {
+  if (IsOp(n, "Activation"))
+    return quantize ? n.attrs.Params<op::ActivationParam>().act_type == "relu" : FusableActivation(n);
+  if (quantize && after_sum && IsOp(n, "clip")) return false;
   if (IsOp(n, "LeakyReLU")) {
     const std::string& t = n.attrs.Params<op::LeakyReLUParam>().act_type;
     return t == "leaky" || t == "gelu";
@@ -49,9 +54,12 @@ bool ConvActivation(const Node& n) {
   return IsOp(n, "clip") && ClipFromZero(n);
 }
 
-// What may follow a fully connected layer in its group.
-bool FCEltwise(const Node& n) {
-  if (IsOp(n, "Activation")) return FusableActivation(n);
+// What may follow a fully connected layer in its group (for MKLDNN_QUANTIZE an Activation
+// only when it is a relu, and no square, sqrt or exp).
+bool FCEltwise(const Node& n, bool quantize) {
+  if (IsOp(n, "Activation"))
+    return quantize ? n.attrs.Params<op::ActivationParam>().act_type == "relu" : FusableActivation(n);
+  if (quantize && (IsOp(n, "square") || IsOp(n, "sqrt") || IsOp(n, "exp"))) return false;
   if (IsOp(n, "LeakyReLU")) {
     const std::string& t = n.attrs.Params<op::LeakyReLUParam>().act_type;
     return t == "leaky" || t == "elu" || t == "gelu";
@@ -68,7 +76,7 @@ struct Use {
 
 class MkldnnPartitioner {
  public:
-  explicit MkldnnPartitioner(graph::Symbol* sym) : sym_(sym) {
+  MkldnnPartitioner(graph::Symbol* sym, bool quantize) : sym_(sym), quantize_(quantize) {
     graph::DFSVisit(sym->outputs, [&](const NodePtr& n) {
       order_.push_back(n);
       for (size_t k = 0; k < n->inputs.size(); ++k)
@@ -148,7 +156,7 @@ class MkldnnPartitioner {
         state = kSum;
         continue;
       }
-      if (ConvActivation(*r)) group.push_back(r);
+      if (ConvActivation(*r, quantize_, state == kSum)) group.push_back(r);
       break;
     }
     DropUnmappableEnd(&group);
@@ -159,7 +167,7 @@ class MkldnnPartitioner {
     std::vector<NodePtr> group{fc};
     size_t pos = 0;
     NodePtr r = SoleReader(*fc, &pos);
-    if (r != nullptr && FCEltwise(*r)) group.push_back(r);
+    if (r != nullptr && FCEltwise(*r, quantize_)) group.push_back(r);
     return group;
   }
 
@@ -237,6 +245,7 @@ class MkldnnPartitioner {
   }
 
   graph::Symbol* sym_;
+  bool quantize_;
   std::vector<NodePtr> order_;
   std::unordered_map<const Node*, std::vector<Use>> uses_;
   std::unordered_set<const Node*> heads_;  // nodes with an output of the graph
@@ -257,6 +266,7 @@ class PostQuantizePass {
     RemoveIdentities();
     FoldRequantize();
     FoldDequantize();
+    AlignConcatScales();
   }
 
  private:
@@ -386,6 +396,64 @@ class PostQuantizePass {
     return src->is_variable() || src->num_outputs() != 3 ? nullptr : src;
   }
 
+  // An int8 oneDNN subgraph node (quantized=True): the convolution (`conv`: which takes a
+  // calibrated range but no float output), the fully connected layer, the self-attention
+  // products.
+  static bool QuantizedSubgraph(const Node& n, bool conv) {
+    if (!IsTrue(n, "quantized")) return false;
+    return (conv && IsOp(n, "_sg_mkldnn_conv")) || IsOp(n, "_sg_mkldnn_fully_connected") ||
+           IsOp(n, "_sg_mkldnn_selfatt_qk") || IsOp(n, "_sg_mkldnn_selfatt_valatt");
+  }
+
+  // MXNet's post_quantize_align_scale: the calibrated producers (nodes with
+  // min_calib_range/max_calib_range) feeding one quantized concat, directly or through
+  // other quantized concats and poolings, and read by nothing else, all take the union of
+  // their ranges with 0, so that the concat joins values of one scale.
+  void AlignConcatScales() {
+    Index();
+    std::unordered_set<const Node*> done;
+    for (const NodePtr& head : order_) {
+      if (!IsOp(*head, "_contrib_quantized_concat") || done.count(head.get())) continue;
+      std::unordered_set<const Node*> visit{head.get()};
+      std::vector<Node*> matched, stack{head.get()};
+      auto passes = [](const Node& n) {
+        return IsOp(n, "_contrib_quantized_concat") || IsOp(n, "_contrib_quantized_pooling");
+      };
+      while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
+        for (const NodeEntry& e : n->inputs) {
+          Node* in = e.node.get();
+          if (in->is_variable() || visit.count(in)) continue;
+          bool outside = false;
+          for (int k = 0; k < in->num_outputs(); ++k) {
+            auto it = readers_.find({in, static_cast<uint32_t>(k)});
+            if (it == readers_.end()) continue;
+            for (const Node* r : it->second) outside = outside || r == nullptr || !visit.count(r);
+          }
+          if (outside) continue;
+          if (Has(*in, "min_calib_range") && Has(*in, "max_calib_range")) {
+            if (std::find(matched.begin(), matched.end(), in) == matched.end()) matched.push_back(in);
+          } else if (passes(*in)) {
+            visit.insert(in);
+            stack.push_back(in);
+          }
+        }
+      }
+      for (const Node* v : visit) done.insert(v);
+      if (matched.size() < 2) continue;
+      double lo = 0, hi = 0;
+      for (const Node* m : matched) {
+        lo = std::min(lo, std::stod(*m->FindAttr("min_calib_range")));
+        hi = std::max(hi, std::stod(*m->FindAttr("max_calib_range")));
+      }
+      char buf[2][64];
+      std::snprintf(buf[0], sizeof(buf[0]), "%.9g", lo);
+      std::snprintf(buf[1], sizeof(buf[1]), "%.9g", hi);
+      for (Node* m : matched) Reparam(m, {{"min_calib_range", buf[0]}, {"max_calib_range", buf[1]}}, {});
+    }
+  }
+
   // A calibrated requantize alone reading a quantized convolution, fully connected layer,
   // elemwise_add or elemwise_mul that has no calibrated range yet: the product takes the
   // range and writes 8 bits itself (MXNet's post-quantize and elemwise_mul properties).
@@ -397,7 +465,8 @@ class PostQuantizePass {
       Node* src = RangeSource(*n);
       if (src == nullptr || Has(*src, "min_calib_range") || IsTrue(*src, "enable_float_output")) continue;
       if (!(IsOp(*src, "_contrib_quantized_conv") || IsOp(*src, "_contrib_quantized_fully_connected") ||
-            IsOp(*src, "_contrib_quantized_elemwise_add") || IsOp(*src, "_contrib_quantized_elemwise_mul")))
+            IsOp(*src, "_contrib_quantized_elemwise_add") || IsOp(*src, "_contrib_quantized_elemwise_mul") ||
+            QuantizedSubgraph(*src, true)))
         continue;
       if (!OnlyReader(*src, n.get())) continue;
       Reparam(src, {{"min_calib_range", *n->FindAttr("min_calib_range")},
@@ -417,7 +486,8 @@ class PostQuantizePass {
       if (!IsOp(*n, "_contrib_dequantize")) continue;
       Node* src = RangeSource(*n);
       if (src == nullptr || IsTrue(*src, "enable_float_output")) continue;
-      if (!(IsOp(*src, "_contrib_quantized_fully_connected") || IsOp(*src, "_contrib_quantized_elemwise_mul")))
+      if (!(IsOp(*src, "_contrib_quantized_fully_connected") || IsOp(*src, "_contrib_quantized_elemwise_mul") ||
+            QuantizedSubgraph(*src, false)))
         continue;
       if (!OnlyReader(*src, n.get())) continue;
       Reparam(src, {{"enable_float_output", "True"}}, {"min_calib_range", "max_calib_range"});
@@ -440,7 +510,7 @@ graph::Symbol BuildBackendSubgraph(const graph::Symbol& sym, const std::string& 
     Throw(ErrorKind::kNotFound, "SubgraphProperty ", backend,
           " is not found in SubgraphBackendRegistry (Weft has the subgraph backends MKLDNN and MKLDNN_QUANTIZE)");
   graph::Symbol out = sym.Copy();
-  MkldnnPartitioner(&out).Run();
+  MkldnnPartitioner(&out, backend == "MKLDNN_QUANTIZE").Run();
   if (backend == "MKLDNN_QUANTIZE") PostQuantizePass(&out).Run();
   return out;
 }

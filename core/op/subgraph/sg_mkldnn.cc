@@ -14,22 +14,36 @@
 // subgraph (those operators) is kept for the JSON only.
 //
 // These are inference operators: a gradient through them is refused (MXNet gave zeros).
-// The int8 forms (quantized=True) load, with MXNet's extra range inputs and outputs, but
-// are refused when shapes or types are inferred: Weft's int8 path is the
-// _contrib_quantized_* operators.
+//
+// The int8 forms (quantized=True, what MXNet's quantize_model makes of these nodes) take
+// their quantized inputs with ranges, as MXNet's, and run the product on Weft's int8
+// kernels (quantized_product.h, the kernels of _contrib_quantized_conv/_fully_connected):
+// the convolution quantizes its float weights itself (BatchNorm folded in first; one
+// range per output channel when calibrated, else one), the fully connected layer takes
+// int8 weights with ranges (or float weights with channel_wise_quantize), the
+// self-attention products multiply int8 queries, keys and values (and uint8 or int8
+// attention). See docs/design/quantization.md.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "core/base/error.h"
 #include "core/ndarray/ndarray.h"
+#include "core/op/nn/activation_param.h"
+#include "core/op/nn/batch_norm_param.h"
+#include "core/op/nn/fully_connected.h"
+#include "core/op/quantization/quantized_product.h"
 #include "core/op/registry.h"
+#include "core/op/tensor/clip.h"
 
 namespace weft {
 namespace op {
@@ -81,13 +95,13 @@ WEFT_PARAM_SCHEMA(SgConvParam, s) {
       .Describe("What with_act was called before MXNet 1.6 (files saved then carry it).");
   s.Field("with_postsum_relu", &SgConvParam::with_postsum_relu).Default(false)
       .Describe("What with_postsum_act was called before MXNet 1.6.");
-  s.Field("quantized", &SgConvParam::quantized).Default(false).Describe("Enable quantization (not supported).");
+  s.Field("quantized", &SgConvParam::quantized).Default(false).Describe("Enable quantization.");
   CalibFields(s, &SgConvParam::min_calib_range, &SgConvParam::max_calib_range);
   s.Field("subgraph", &SgConvParam::subgraph).Default(std::string()).Describe(kSubgraphDoc);
 }
 
 WEFT_PARAM_SCHEMA(SgFCParam, s) {
-  s.Field("quantized", &SgFCParam::quantized).Default(false).Describe("Whether it is a quantized FullyConnected (not supported).");
+  s.Field("quantized", &SgFCParam::quantized).Default(false).Describe("Whether it is a quantized FullyConnected.");
   s.Field("enable_float_output", &SgFCParam::enable_float_output).Default(false).Describe("Whether to enable float32 output.");
   s.Field("with_eltwise", &SgFCParam::with_eltwise).Default(false).Describe("Whether an elementwise activation follows.");
   CalibFields(s, &SgFCParam::min_calib_range, &SgFCParam::max_calib_range);
@@ -99,7 +113,7 @@ WEFT_PARAM_SCHEMA(SgFCParam, s) {
 
 WEFT_PARAM_SCHEMA(SgSelfAttParam, s) {
   s.Field("heads", &SgSelfAttParam::heads).Min(1).Describe("Set number of heads.");
-  s.Field("quantized", &SgSelfAttParam::quantized).Default(false).Describe("Whether it is quantized (not supported).");
+  s.Field("quantized", &SgSelfAttParam::quantized).Default(false).Describe("Whether it is quantized.");
   s.Field("enable_float_output", &SgSelfAttParam::enable_float_output).Default(false).Describe("Whether to enable float32 output.");
   CalibFields(s, &SgSelfAttParam::min_calib_range, &SgSelfAttParam::max_calib_range);
   s.Field("subgraph", &SgSelfAttParam::subgraph).Default(std::string()).Describe(kSubgraphDoc);
@@ -233,14 +247,6 @@ std::shared_ptr<const Inner> InnerOf(const NodeAttrs& attrs, const std::string& 
 template <typename P>
 std::shared_ptr<const Inner> InnerOf(const NodeAttrs& attrs) {
   return InnerOf(attrs, attrs.Params<P>().subgraph);
-}
-
-template <typename P>
-void RefuseQuantized(const NodeAttrs& attrs) {
-  if (attrs.Params<P>().quantized)
-    Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name,
-          "': the int8 form (quantized=True) is not supported; quantize the float model with Weft "
-          "(mx.contrib.quantization), which uses the _contrib_quantized_* operators");
 }
 
 // Checks that the subgraph holds the operator the node is named for, and what its flags say.
@@ -397,6 +403,535 @@ FGradient InferenceOnly() {
 
 std::vector<ResourceRequest> TempSpace(const NodeAttrs&) { return {ResourceRequest{ResourceType::kTempSpace}}; }
 
+// ------------------------------------------------------------------ the int8 forms
+// What the int8 conv / FC node holds around its product, from its subgraph: the layer, a
+// BatchNorm, the activations before and after the residual sum.
+struct Parts {
+  const Inner::Node* main = nullptr;
+  const Inner::Node* bn = nullptr;
+  bool sum = false;
+  std::vector<const Inner::Node*> before_sum, after_sum;
+};
+
+Parts PartsOf(const NodeAttrs& attrs, const Inner& g, const char* main_op) {
+  Parts p;
+  for (const auto& n : g.nodes) {
+    if (n.op == nullptr) continue;
+    const std::string& op = n.op->name;
+    if (op == main_op) p.main = &n;
+    else if (op == "BatchNorm") p.bn = &n;
+    else if (op == "elemwise_add") p.sum = true;
+    else (p.sum ? p.after_sum : p.before_sum).push_back(&n);
+  }
+  if (p.main == nullptr)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': expected its subgraph to hold a ", main_op);
+  return p;
+}
+
+bool IsAct(const Inner::Node& n, const char* act) {
+  return n.op->name == "Activation" && n.attrs.Params<ActivationParam>().act_type == act;
+}
+
+// MXNet's rule for the 8-bit type of a calibrated output: uint8 after an activation whose
+// values are >= 0 (relu, sigmoid, softrelu, clip from 0; for the dense layer also square,
+// sqrt, exp, abs), int8 otherwise.
+bool NonNegative(const Inner::Node& n, bool fc) {
+  const std::string& op = n.op->name;
+  if (op == "Activation") return IsAct(n, "relu") || IsAct(n, "sigmoid") || IsAct(n, "softrelu");
+  if (op == "LeakyReLU") {
+    const auto& p = n.attrs.Params<LeakyReLUParam>();
+    return p.act_type == "leaky" && p.slope == 0;
+  }
+  if (op == "clip") return n.attrs.Params<ClipParam>().a_min >= 0;
+  return fc && (op == "square" || op == "sqrt" || op == "exp" || op == "abs");
+}
+
+bool OutputUint8(const Parts& p, bool fc) {
+  if (!p.sum && !p.before_sum.empty()) return NonNegative(*p.before_sum.back(), fc);
+  if (p.sum && !p.after_sum.empty()) return NonNegative(*p.after_sum.back(), fc);
+  return false;
+}
+
+// The type of output 0 of an int8 node: float32 with enable_float_output, 8 bits when
+// calibrated, else the int32 accumulators.
+DType Int8OutType(bool float_output, const std::optional<double>& min_calib, bool uint8) {
+  if (float_output) return DType::kFloat32;
+  if (min_calib.has_value()) return uint8 ? DType::kUint8 : DType::kInt8;
+  return DType::kInt32;
+}
+
+void CheckCalibPair(const NodeAttrs& attrs, const std::optional<double>& lo, const std::optional<double>& hi,
+                    bool float_output) {
+  quant::Calib c{lo, hi};
+  quant::CheckCalib(attrs, c);
+  quant::CheckFloatOutput(attrs, c, float_output);
+}
+
+// The range inputs (after the node's first `base` inputs) are float32 scalars, and so are
+// outputs 1, 2 when present.
+void RangeIO(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out, size_t base) {
+  quant::RangeShapes(attrs, in, base, in->size() - base);
+  if (out->size() == 3) quant::OutputRangeShapes(attrs, out);
+}
+void RangeIOTypes(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out, size_t base) {
+  quant::RangeTypes(attrs, in, base, in->size() - base);
+  if (out->size() == 3) quant::OutputRangeTypes(attrs, out);
+}
+
+// The step of data of type t with range (lo, hi): MXNet's oneDNN rule, max(|lo|, |hi|)
+// over 127 (int8) or 255 (uint8, zero point 0, whatever lo is).
+double DataStep(const TBlob& lo, const TBlob& hi, DType t) {
+  return quant::Step(t, quant::ReadScalar(lo), quant::ReadScalar(hi));
+}
+
+// Weights quantized by the node: int8 values, the int32 bias, and each output channel's
+// weight step.
+struct Int8Weights {
+  std::vector<int8_t> w;
+  std::vector<int32_t> bias;
+  std::vector<double> step;
+};
+
+// Quantizes float weights w (f rows of `per` values) and bias b (f, or null) for data of
+// step sd: one step per row (`channel_wise`) or one for all (`given_step` when > 0, else
+// from the largest magnitude). A bias that would not fit in int32 / 2 in the accumulator's
+// step widens the weight step (MXNet's guard against oneDNN's bias overflow). Data of step
+// 0 (an all-zero range) meets all-zero weights, so that its products are 0.
+Int8Weights QuantizeWeights(const float* w, int64_t f, int64_t per, const float* b, double sd, bool channel_wise,
+                            double given_step = 0) {
+  Int8Weights q;
+  q.step.assign(static_cast<size_t>(f), 0.0);
+  double all = 0;
+  for (int64_t c = 0; c < f; ++c) {
+    double m = 0;
+    for (int64_t k = 0; k < per; ++k) m = std::max(m, static_cast<double>(std::fabs(w[c * per + k])));
+    q.step[c] = m / quant::kInt8Levels;
+    all = std::max(all, m);
+  }
+  if (!channel_wise)
+    for (auto& s : q.step) s = given_step > 0 ? given_step : all / quant::kInt8Levels;
+  constexpr double kBiasLimit = 1073741823.0;  // int32's maximum / 2
+  const double sd_eff = sd > 0 ? sd : 1.0;
+  if (b != nullptr) {
+    double widest = 0;
+    for (int64_t c = 0; c < f; ++c) widest = std::max(widest, std::fabs(b[c]) / (sd_eff * kBiasLimit));
+    for (int64_t c = 0; c < f; ++c) {
+      double need = channel_wise ? std::fabs(b[c]) / (sd_eff * kBiasLimit) : widest;
+      q.step[c] = std::max(q.step[c], need);
+    }
+  }
+  for (auto& s : q.step)
+    if (!(s > 0)) s = 1.0;  // all-zero weights (and bias): any step gives zeros
+  q.w.resize(static_cast<size_t>(f * per));
+  for (int64_t c = 0; c < f; ++c)
+    for (int64_t k = 0; k < per; ++k)
+      q.w[c * per + k] = sd > 0 ? quant::Saturate<int8_t>(std::max(-127.0, std::min(127.0, w[c * per + k] / q.step[c])))
+                                : int8_t{0};
+  if (b != nullptr) {
+    q.bias.resize(static_cast<size_t>(f));
+    for (int64_t c = 0; c < f; ++c) q.bias[c] = quant::Saturate<int32_t>(b[c] / (sd_eff * q.step[c]));
+  }
+  return q;
+}
+
+// Where an int8 node's product goes and what becomes of it.
+struct OutPlan {
+  DType type = DType::kInt32;
+  double step = 1;          // the output's step (1 for float32)
+  quant::Range range;       // written to outputs 1, 2
+  bool fused = false;       // the epilogue does all (else: float32 first, then FinishInFloat)
+};
+
+// The output of an int8 product with accumulator steps `acc` (per output channel): float
+// output, the calibrated 8-bit range, or int32 in the (widest) accumulator step.
+OutPlan PlanOutput(DType type, const std::optional<double>& lo, const std::optional<double>& hi,
+                   const std::vector<double>& acc) {
+  OutPlan o;
+  o.type = type;
+  if (type == DType::kFloat32) return o;
+  if (type == DType::kInt32) {
+    o.step = *std::max_element(acc.begin(), acc.end());
+    o.range = {static_cast<float>(-o.step * quant::kInt32Levels), static_cast<float>(o.step * quant::kInt32Levels)};
+    return o;
+  }
+  const double r = std::max(std::fabs(*lo), std::fabs(*hi));
+  o.range = type == DType::kUint8 ? quant::Range{0.0f, static_cast<float>(r)}
+                                  : quant::Range{static_cast<float>(-r), static_cast<float>(r)};
+  o.step = quant::Step(type, o.range.lo, o.range.hi);
+  return o;
+}
+
+// The epilogue that scales each channel's accumulator (step acc[c]) to the output step.
+quant::Epilogue ScaleTo(DType out, const std::vector<double>& acc, double out_step) {
+  quant::Epilogue e;
+  e.out = out;
+  bool same = true;
+  for (double a : acc) same = same && a == acc[0];
+  if (out == DType::kInt32 && same) return e;  // the accumulators as they are
+  for (double a : acc) e.scales.push_back(out_step > 0 ? static_cast<float>(a / out_step) : 0.0f);
+  return e;
+}
+
+// Runs an inner activation node on the float32 values x (shape s), into y.
+void RunAct(const NodeAttrs& attrs, const Inner::Node& n, const OpContext& ctx, const TBlob& x, const TBlob& y) {
+  static const auto& fcompute = Op::GetAttr<FCompute>("FCompute<cpu>");
+  static const auto& resources = Op::GetAttr<FResourceRequest>("FResourceRequest");
+  if (n.in.size() != 1 || n.num_outputs < 1)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name, "': expected its inner '", n.attrs.name,
+          "' to be an activation of one input");
+  OpContext ictx;
+  ictx.is_train = false;
+  ictx.run_ctx = ctx.run_ctx;
+  if (resources.Contains(n.op))
+    for (size_t r = 0; r < resources[n.op](n.attrs).size(); ++r) ictx.requested.push_back(ctx.requested.at(0));
+  std::vector<TBlob> outs{y};
+  std::vector<NDArray> extra;
+  for (int k = 1; k < n.num_outputs; ++k) {
+    extra.emplace_back(x.shape, ctx.run_ctx.ctx, DType::kFloat32);
+    outs.push_back(extra.back().data());
+  }
+  fcompute[n.op](n.attrs, ictx, {x}, std::vector<OpReq>(outs.size(), OpReq::kWriteTo), outs);
+}
+
+// Writes float32 values v (n of them) to `out` of plan o's type, rounded and saturated.
+void WriteFromFloat(const float* v, int64_t n, const OutPlan& o, void* out) {
+  const double inv = o.step > 0 ? 1.0 / o.step : 0.0;
+  switch (o.type) {
+    case DType::kFloat32: std::memcpy(out, v, static_cast<size_t>(n) * sizeof(float)); break;
+    case DType::kInt8:
+      for (int64_t i = 0; i < n; ++i) static_cast<int8_t*>(out)[i] = quant::Saturate<int8_t>(v[i] * inv);
+      break;
+    case DType::kUint8:
+      for (int64_t i = 0; i < n; ++i) static_cast<uint8_t*>(out)[i] = quant::Saturate<uint8_t>(v[i] * inv);
+      break;
+    default:
+      for (int64_t i = 0; i < n; ++i) static_cast<int32_t*>(out)[i] = quant::Saturate<int32_t>(v[i] * inv);
+  }
+}
+
+// The real values of the activations, sum and activations after it, applied to the
+// layer's float32 result y (shape s), then written to out per o.
+void FinishInFloat(const NodeAttrs& attrs, const Parts& p, const OpContext& ctx, NDArray* y, const TBlob* sum,
+                   double sum_step, const OutPlan& o, void* out) {
+  NDArray other(y->shape(), ctx.run_ctx.ctx, DType::kFloat32);
+  auto acts = [&](const std::vector<const Inner::Node*>& list) {
+    for (const Inner::Node* n : list) {
+      RunAct(attrs, *n, ctx, y->data(), other.data());
+      std::swap(*y, other);
+    }
+  };
+  acts(p.before_sum);
+  float* v = y->data().ptr<float>();
+  const int64_t n = y->shape().Size();
+  if (sum != nullptr) {
+    if (sum->dtype == DType::kInt8)
+      for (int64_t i = 0; i < n; ++i) v[i] += static_cast<float>(sum->ptr<int8_t>()[i] * sum_step);
+    else
+      for (int64_t i = 0; i < n; ++i) v[i] += static_cast<float>(sum->ptr<uint8_t>()[i] * sum_step);
+  }
+  acts(p.after_sum);
+  WriteFromFloat(y->data().ptr<float>(), n, o, out);
+}
+
+void RunConvProduct(const ConvGeom& g, DType src, const void* x, const Int8Weights& q, const quant::Epilogue& e,
+                    const void* sum, void* y, const OpContext& ctx) {
+  const int32_t* b = q.bias.empty() ? nullptr : q.bias.data();
+  auto plan = quant::Int8ConvPlan(g, src, b != nullptr, e);
+  if (plan) {
+    char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
+    quant::RunInt8(*plan, x, q.w.data(), b, sum, y, temp);
+  } else {
+    quant::ReferenceConv(g, src, x, q.w.data(), b, e, sum, y);
+  }
+}
+
+void RunFcProduct(int64_t m, int64_t k, int64_t n, DType src, const void* x, const int8_t* w, const int32_t* b,
+                  const quant::Epilogue& e, void* y, const OpContext& ctx) {
+  auto plan = quant::Int8FcPlan(m, k, n, src, b != nullptr, e);
+  if (plan) {
+    char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
+    quant::RunInt8(*plan, x, w, b, nullptr, y, temp);
+  } else {
+    quant::ReferenceFc(m, k, n, src, x, w, b, e, nullptr, y);
+  }
+}
+
+void CheckWriteReq(const NodeAttrs& attrs, const std::vector<OpReq>& req) {
+  if (!req.empty() && req[0] == OpReq::kAddTo)
+    Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name,
+          "': accumulating into the output (req 'add') is not supported");
+}
+
+void WriteRange(const std::vector<OpReq>& req, const std::vector<TBlob>& out, const OutPlan& o) {
+  if (out.size() != 3) return;
+  if (req[1] != OpReq::kNullOp) *out[1].ptr<float>() = o.range.lo;
+  if (req[2] != OpReq::kNullOp) *out[2].ptr<float>() = o.range.hi;
+}
+
+// The input a float32 parameter must be.
+const float* FloatInput(const NodeAttrs& attrs, const std::vector<TBlob>& in, size_t i) {
+  if (in[i].dtype != DType::kFloat32)
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': int8 form: input ", i, " must be float32, got ",
+          DTypeName(in[i].dtype));
+  return in[i].ptr<float>();
+}
+
+// ---- the int8 convolution
+// Inputs: data, weight, [bias], [gamma, beta, mean, var], [sum], data_min, data_max,
+// [sum_min, sum_max] (the subgraph's num_vars first).
+void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ctx, const std::vector<TBlob>& in,
+                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& sp = attrs.Params<SgConvParam>();
+  CheckWriteReq(attrs, req);
+  const Parts p = PartsOf(attrs, g, "Convolution");
+  const auto& cp = p.main->attrs.Params<ConvolutionParam>();
+  if (cp.layout != "None" && cp.layout != "NCW" && cp.layout != "NCHW" && cp.layout != "NCDHW")
+    Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "': the int8 form takes channels-first layouts, got ",
+          cp.layout);
+  const size_t nv = static_cast<size_t>(g.num_vars);
+  const bool bias = !cp.no_bias;
+  const size_t bn_at = bias ? 3 : 2, sum_at = nv - 1;
+  const TBlob& data = in[0];
+  const double sd = DataStep(in[nv], in[nv + 1], data.dtype);
+  ConvGeom geom = ConvolutionGeom(attrs.op->name, cp, data.shape);
+  const int64_t f = geom.f, per = in[1].Size() / std::max<int64_t>(f, 1);
+  std::vector<float> w(FloatInput(attrs, in, 1), FloatInput(attrs, in, 1) + in[1].Size());
+  std::vector<float> b;
+  if (bias) b.assign(FloatInput(attrs, in, 2), FloatInput(attrs, in, 2) + f);
+  if (p.bn != nullptr) {
+    // BatchNorm's moving statistics folded into the weights and bias, as MXNet does.
+    const auto& bp = p.bn->attrs.Params<BatchNormParam>();
+    const float *gamma = FloatInput(attrs, in, bn_at), *beta = FloatInput(attrs, in, bn_at + 1),
+                *mean = FloatInput(attrs, in, bn_at + 2), *var = FloatInput(attrs, in, bn_at + 3);
+    if (b.empty()) b.assign(static_cast<size_t>(f), 0.0f);
+    for (int64_t c = 0; c < f; ++c) {
+      const float alpha = static_cast<float>((bp.fix_gamma ? 1.0f : gamma[c]) / std::sqrt(var[c] + bp.eps));
+      for (int64_t k = 0; k < per; ++k) w[c * per + k] *= alpha;
+      b[c] = beta[c] + alpha * (b[c] - mean[c]);
+    }
+  }
+  const bool calibrated = sp.min_calib_range.has_value();
+  const Int8Weights q = QuantizeWeights(w.data(), f, per, b.empty() ? nullptr : b.data(), sd, calibrated);
+  std::vector<double> acc(q.step.size());
+  for (size_t c = 0; c < acc.size(); ++c) acc[c] = sd * q.step[c];
+  const DType ot = out[0].dtype;
+  OutPlan o = PlanOutput(ot, sp.min_calib_range, sp.max_calib_range, acc);
+  const TBlob* sum = sp.with_sum ? &in[sum_at] : nullptr;
+  const double sum_step = sum ? DataStep(in[nv + 2], in[nv + 3], sum->dtype) : 0.0;
+  const bool relu_only = (p.before_sum.empty() || (!p.sum && p.before_sum.size() == 1 && IsAct(*p.before_sum[0], "relu"))) &&
+                         (p.after_sum.empty() || (p.after_sum.size() == 1 && IsAct(*p.after_sum[0], "relu")));
+  if (req[0] != OpReq::kNullOp && geom.n > 0) {
+    if (relu_only) {
+      quant::Epilogue e = ScaleTo(ot, acc, o.step);
+      e.relu = !p.before_sum.empty() || !p.after_sum.empty();
+      if (sum != nullptr) {
+        e.sum = true;
+        e.sum_type = sum->dtype;
+        e.sum_scale = o.step > 0 ? static_cast<float>(sum_step / o.step) : 0.0f;
+      }
+      RunConvProduct(geom, data.dtype, data.dptr, q, e, sum ? sum->dptr : nullptr, out[0].dptr, ctx);
+    } else {
+      NDArray y(out[0].shape, ctx.run_ctx.ctx, DType::kFloat32);
+      RunConvProduct(geom, data.dtype, data.dptr, q, ScaleTo(DType::kFloat32, acc, 1.0), nullptr, y.data().dptr, ctx);
+      FinishInFloat(attrs, p, ctx, &y, sum, sum_step, o, out[0].dptr);
+    }
+  }
+  WriteRange(req, out, o);
+}
+
+// ---- the int8 fully connected layer
+// Inputs: data, weight, [bias], min_data, max_data, then (not channel-wise) min_weight,
+// max_weight, [min_bias, max_bias]. The weight and bias are int8 with those ranges, or
+// with channel_wise_quantize float32, quantized here per output unit.
+bool ChannelWiseFC(const SgFCParam& p) {
+  const std::string& cw = p.channel_wise_quantize;
+  return cw == "True" || cw == "true" || cw == "1";
+}
+
+void Int8FCCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ctx, const std::vector<TBlob>& in,
+                   const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& sp = attrs.Params<SgFCParam>();
+  CheckWriteReq(attrs, req);
+  const Parts p = PartsOf(attrs, g, "FullyConnected");
+  const auto& fp = p.main->attrs.Params<FullyConnectedParam>();
+  const bool bias = !fp.no_bias, cw = ChannelWiseFC(sp);
+  const size_t nv = static_cast<size_t>(g.num_vars);
+  const TBlob& data = in[0];
+  const double sd = DataStep(in[nv], in[nv + 1], data.dtype);
+  const int64_t n = fp.num_hidden;
+  const Shape& ds = data.shape;
+  const int64_t rows = fp.flatten ? ds[0] : ds.Size() / std::max<int64_t>(ds[ds.ndim() - 1], 1);
+  const int64_t k = rows > 0 ? ds.Size() / rows : in[1].Size() / std::max<int64_t>(n, 1);
+  const bool calibrated = sp.min_calib_range.has_value();
+  if (cw && !calibrated && !sp.enable_float_output)
+    Throw(ErrorKind::kValue, "Operator '", attrs.op->name,
+          "': channel_wise_quantize needs min_calib_range/max_calib_range or enable_float_output (as MXNet's)");
+  Int8Weights q;
+  if (cw) {
+    q = QuantizeWeights(FloatInput(attrs, in, 1), n, k, bias ? FloatInput(attrs, in, 2) : nullptr, sd, true);
+  } else {
+    // int8 weights and bias with their ranges: their real values, quantized again with the
+    // weight's own step (giving back the same integers unless the bias needs a wider step).
+    if (in[1].dtype != DType::kInt8 || (bias && in[2].dtype != DType::kInt8))
+      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': the weight and bias must be int8 (with their ranges)");
+    const size_t r = nv + 2;
+    const double sw = DataStep(in[r], in[r + 1], DType::kInt8);
+    std::vector<float> w(static_cast<size_t>(n * k)), b;
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(in[1].ptr<int8_t>()[i] * sw);
+    if (bias) {
+      const double sb = DataStep(in[r + 2], in[r + 3], DType::kInt8);
+      b.resize(static_cast<size_t>(n));
+      for (int64_t c = 0; c < n; ++c) b[c] = static_cast<float>(in[2].ptr<int8_t>()[c] * sb);
+    }
+    q = QuantizeWeights(w.data(), n, k, bias ? b.data() : nullptr, sd, false, sw > 0 ? sw : 1.0);
+  }
+  std::vector<double> acc(q.step.size());
+  for (size_t c = 0; c < acc.size(); ++c) acc[c] = sd * q.step[c];
+  const DType ot = out[0].dtype;
+  OutPlan o = PlanOutput(ot, sp.min_calib_range, sp.max_calib_range, acc);
+  const int32_t* b = q.bias.empty() ? nullptr : q.bias.data();
+  const bool relu_only = p.before_sum.empty() || (p.before_sum.size() == 1 && IsAct(*p.before_sum[0], "relu"));
+  if (req[0] != OpReq::kNullOp && rows > 0) {
+    if (relu_only) {
+      quant::Epilogue e = ScaleTo(ot, acc, ot == DType::kFloat32 ? 1.0 : o.step);
+      e.relu = !p.before_sum.empty();
+      RunFcProduct(rows, k, n, data.dtype, data.dptr, q.w.data(), b, e, out[0].dptr, ctx);
+    } else {
+      NDArray y(out[0].shape, ctx.run_ctx.ctx, DType::kFloat32);
+      RunFcProduct(rows, k, n, data.dtype, data.dptr, q.w.data(), b, ScaleTo(DType::kFloat32, acc, 1.0),
+                   y.data().dptr, ctx);
+      FinishInFloat(attrs, p, ctx, &y, nullptr, 0.0, o, out[0].dptr);
+    }
+  }
+  WriteRange(req, out, o);
+}
+
+// Shapes of an int8 conv / FC node: the subgraph's for its first inputs, (1,) for ranges.
+template <typename P>
+bool Int8SubgraphShape(const NodeAttrs& attrs, const Inner& g, std::vector<Shape>* in, std::vector<Shape>* out) {
+  const size_t nv = static_cast<size_t>(g.num_vars);
+  std::vector<Shape> base(in->begin(), in->begin() + nv), bout{(*out)[0]};
+  bool done = InnerShape(attrs, g, &base, &bout);
+  std::copy(base.begin(), base.end(), in->begin());
+  (*out)[0] = bout[0];
+  RangeIO(attrs, in, out, nv);
+  return done;
+}
+
+bool Int8ConvType(const NodeAttrs& attrs, const Inner& g, std::vector<DType>* in, std::vector<DType>* out) {
+  const auto& sp = attrs.Params<SgConvParam>();
+  CheckCalibPair(attrs, sp.min_calib_range, sp.max_calib_range, false);
+  const size_t nv = static_cast<size_t>(g.num_vars);
+  quant::CheckQuantized(attrs, *in, 0);
+  if (sp.with_sum) quant::CheckQuantized(attrs, *in, nv - 1);
+  // The float parameters from the float subgraph, with the quantized values seen as float32.
+  std::vector<DType> base(in->begin(), in->begin() + nv), bout{DType::kUnknown};
+  base[0] = DType::kFloat32;
+  if (sp.with_sum) base[nv - 1] = DType::kFloat32;
+  bool done = InnerType(g, &base, &bout);
+  for (size_t i = 1; i < nv - (sp.with_sum ? 1 : 0); ++i) AssignType(attrs, in, i, base[i], "input");
+  RangeIOTypes(attrs, in, out, nv);
+  const Parts p = PartsOf(attrs, g, "Convolution");
+  AssignType(attrs, out, 0, Int8OutType(false, sp.min_calib_range, OutputUint8(p, false)), "output");
+  return done && (*in)[0] != DType::kUnknown && (!sp.with_sum || (*in)[nv - 1] != DType::kUnknown);
+}
+
+bool Int8FCType(const NodeAttrs& attrs, const Inner& g, std::vector<DType>* in, std::vector<DType>* out) {
+  const auto& sp = attrs.Params<SgFCParam>();
+  CheckCalibPair(attrs, sp.min_calib_range, sp.max_calib_range, sp.enable_float_output);
+  const size_t nv = static_cast<size_t>(g.num_vars);
+  quant::CheckQuantized(attrs, *in, 0);
+  for (size_t i = 1; i < nv; ++i) AssignType(attrs, in, i, ChannelWiseFC(sp) ? DType::kFloat32 : DType::kInt8, "input");
+  RangeIOTypes(attrs, in, out, nv);
+  const Parts p = PartsOf(attrs, g, "FullyConnected");
+  AssignType(attrs, out, 0, Int8OutType(sp.enable_float_output, sp.min_calib_range, OutputUint8(p, true)), "output");
+  return (*in)[0] != DType::kUnknown;
+}
+
+// ---- the int8 self-attention products
+// selfatt_qk: qkv (seq, batch, heads * 3 * d) int8; for each batch and head, queries times
+// keys over sqrt(d): (batch * heads, seq, seq). selfatt_valatt: attention (batch * heads,
+// seq, seq) uint8 or int8 times the values: (seq, batch, heads * d).
+struct AttGeom {
+  int64_t seq = 0, batch = 0, heads = 0, d = 0;
+};
+
+AttGeom AttOf(const NodeAttrs& attrs, const Shape& qkv) {
+  AttGeom a;
+  a.heads = attrs.Params<SgSelfAttParam>().heads;
+  if (qkv.ndim() != 3 || qkv[2] % (3 * a.heads) != 0)
+    Throw(ErrorKind::kShape, "Operator '", attrs.op->name,
+          "': expected queries_keys_values (seq, batch, heads * 3 * dim), got ", qkv.ToString());
+  a.seq = qkv[0];
+  a.batch = qkv[1];
+  a.d = qkv[2] / (3 * a.heads);
+  return a;
+}
+
+// Copies part `which` (0 queries, 1 keys, 2 values) of head h, batch b as (seq, d) rows,
+// or with `transpose` as (d, seq).
+void Gather(const int8_t* qkv, const AttGeom& a, int64_t b, int64_t h, int which, bool transpose, int8_t* dst) {
+  const int64_t lead = a.batch * a.heads * 3 * a.d;
+  const int8_t* base = qkv + b * a.heads * 3 * a.d + h * 3 * a.d + which * a.d;
+  for (int64_t i = 0; i < a.seq; ++i)
+    for (int64_t j = 0; j < a.d; ++j) {
+      int8_t v = base[i * lead + j];
+      if (transpose) dst[j * a.seq + i] = v;
+      else dst[i * a.d + j] = v;
+    }
+}
+
+template <int kInputs>
+void Int8SelfAttCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
+                        const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
+  const auto& sp = attrs.Params<SgSelfAttParam>();
+  CheckWriteReq(attrs, req);
+  const AttGeom a = AttOf(attrs, in[0].shape);
+  const int8_t* qkv = in[0].ptr<int8_t>();
+  const double sq = DataStep(in[kInputs], in[kInputs + 1], DType::kInt8);
+  const DType ot = out[0].dtype;
+  const size_t osize = DTypeSize(ot);
+  if (kInputs == 1) {
+    // Queries times keys, each product's step sq * sq, over sqrt(d).
+    const std::vector<double> acc{sq * sq / std::sqrt(static_cast<double>(a.d))};
+    OutPlan o = PlanOutput(ot, sp.min_calib_range, sp.max_calib_range, acc);
+    const quant::Epilogue e = ScaleTo(ot, acc, ot == DType::kFloat32 ? 1.0 : o.step);
+    std::vector<int8_t> qm(static_cast<size_t>(a.seq * a.d)), km(qm.size());
+    if (req[0] != OpReq::kNullOp)
+      for (int64_t b = 0; b < a.batch; ++b)
+        for (int64_t h = 0; h < a.heads; ++h) {
+          Gather(qkv, a, b, h, 0, false, qm.data());
+          Gather(qkv, a, b, h, 1, false, km.data());
+          char* y = static_cast<char*>(out[0].dptr) + (b * a.heads + h) * a.seq * a.seq * osize;
+          RunFcProduct(a.seq, a.d, a.seq, DType::kInt8, qm.data(), km.data(), nullptr, e, y, ctx);
+        }
+    WriteRange(req, out, o);
+    return;
+  }
+  // The attention weights times the values.
+  const TBlob& att = in[1];
+  const double sa = DataStep(in[4], in[5], att.dtype);
+  const std::vector<double> acc{sq * sa};
+  OutPlan o = PlanOutput(ot, sp.min_calib_range, sp.max_calib_range, acc);
+  const quant::Epilogue e = ScaleTo(ot, acc, ot == DType::kFloat32 ? 1.0 : o.step);
+  std::vector<int8_t> vt(static_cast<size_t>(a.d * a.seq));
+  std::vector<char> y(static_cast<size_t>(a.seq * a.d) * osize);
+  const size_t att_size = DTypeSize(att.dtype);
+  if (req[0] != OpReq::kNullOp)
+    for (int64_t b = 0; b < a.batch; ++b)
+      for (int64_t h = 0; h < a.heads; ++h) {
+        Gather(qkv, a, b, h, 2, true, vt.data());
+        const char* x = static_cast<const char*>(att.dptr) + (b * a.heads + h) * a.seq * a.seq * att_size;
+        RunFcProduct(a.seq, a.seq, a.d, att.dtype, x, vt.data(), nullptr, e, y.data(), ctx);
+        // Row i of this head goes to out[i, b, h * d : (h + 1) * d].
+        char* dst = static_cast<char*>(out[0].dptr);
+        for (int64_t i = 0; i < a.seq; ++i)
+          std::memcpy(dst + ((i * a.batch + b) * a.heads * a.d + h * a.d) * osize, y.data() + i * a.d * osize,
+                      static_cast<size_t>(a.d) * osize);
+      }
+  WriteRange(req, out, o);
+}
+
 // The attributes the two subgraph-running operators share, for their parameter struct P.
 
 template <typename P>
@@ -406,25 +941,31 @@ std::vector<int> SubgraphMutates(const NodeAttrs& attrs) {
 
 template <typename P>
 bool SubgraphShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  RefuseQuantized<P>(attrs);
+  if (attrs.Params<P>().quantized) return Int8SubgraphShape<P>(attrs, *InnerOf<P>(attrs), in, out);
   return InnerShape(attrs, *InnerOf<P>(attrs), in, out);
 }
 
 template <typename P>
 bool SubgraphType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
-  RefuseQuantized<P>(attrs);
+  if (attrs.Params<P>().quantized) {
+    if constexpr (std::is_same_v<P, SgConvParam>) return Int8ConvType(attrs, *InnerOf<P>(attrs), in, out);
+    else return Int8FCType(attrs, *InnerOf<P>(attrs), in, out);
+  }
   return InnerType(*InnerOf<P>(attrs), in, out);
 }
 
 template <typename P>
 void SubgraphCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                      const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  RefuseQuantized<P>(attrs);
+  if (attrs.Params<P>().quantized) {
+    if constexpr (std::is_same_v<P, SgConvParam>) Int8ConvCompute(attrs, *InnerOf<P>(attrs), ctx, in, req, out);
+    else Int8FCCompute(attrs, *InnerOf<P>(attrs), ctx, in, req, out);
+    return;
+  }
   RunInner(attrs, *InnerOf<P>(attrs), ctx, in, req, out);
 }
 
-// A quantized node (refused when run, but listed as MXNet lists it, so its JSON loads) also
-// outputs its range, unless it writes float32.
+// A quantized node also outputs its range, unless it writes float32.
 std::vector<std::string> OutputNames(bool with_range) {
   if (with_range) return {"output", "min_output", "max_output"};
   return {"output"};
@@ -514,24 +1055,42 @@ std::vector<std::string> SelfAttInputNames(const NodeAttrs& attrs) {
 
 template <int kInputs>
 bool SelfAttShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
-  RefuseQuantized<SgSelfAttParam>(attrs);
   NodeAttrs t = AsInterleaved<kInputs>(attrs);
   static const auto& fns = Op::GetAttr<FInferShape>("FInferShape");
-  return fns[t.op](t, in, out);
+  if (!attrs.Params<SgSelfAttParam>().quantized) return fns[t.op](t, in, out);
+  std::vector<Shape> base(in->begin(), in->begin() + kInputs), bout{(*out)[0]};
+  bool done = fns[t.op](t, &base, &bout);
+  std::copy(base.begin(), base.end(), in->begin());
+  (*out)[0] = bout[0];
+  RangeIO(attrs, in, out, kInputs);
+  return done;
 }
 
 template <int kInputs>
 bool SelfAttType(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<DType>* out) {
-  RefuseQuantized<SgSelfAttParam>(attrs);
   NodeAttrs t = AsInterleaved<kInputs>(attrs);
   static const auto& fns = Op::GetAttr<FInferType>("FInferType");
-  return fns.Contains(t.op) ? fns[t.op](t, in, out) : SameTypeEverywhere(t, in, out);
+  const auto& p = attrs.Params<SgSelfAttParam>();
+  if (!p.quantized) return fns.Contains(t.op) ? fns[t.op](t, in, out) : SameTypeEverywhere(t, in, out);
+  // MXNet's types: int8 queries, keys and values; attention uint8 (or int8); the output
+  // int8 when calibrated.
+  CheckCalibPair(attrs, p.min_calib_range, p.max_calib_range, p.enable_float_output);
+  quant::CheckQuantized(attrs, *in, 0, true);
+  if (kInputs == 2) quant::CheckQuantized(attrs, *in, 1);
+  RangeIOTypes(attrs, in, out, kInputs);
+  AssignType(attrs, out, 0, Int8OutType(p.enable_float_output, p.min_calib_range, false), "output");
+  for (int k = 0; k < kInputs; ++k)
+    if ((*in)[k] == DType::kUnknown) return false;
+  return true;
 }
 
 template <int kInputs>
 void SelfAttCompute(const NodeAttrs& attrs, const OpContext& ctx, const std::vector<TBlob>& in,
                     const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
-  RefuseQuantized<SgSelfAttParam>(attrs);
+  if (attrs.Params<SgSelfAttParam>().quantized) {
+    Int8SelfAttCompute<kInputs>(attrs, ctx, in, req, out);
+    return;
+  }
   NodeAttrs t = AsInterleaved<kInputs>(attrs);
   static const auto& fns = Op::GetAttr<FCompute>("FCompute<cpu>");
   fns[t.op](t, ctx, in, req, out);
@@ -588,6 +1147,7 @@ WEFT_REGISTER_OP(_sg_mkldnn_selfatt_qk)
     .SetParams<SgSelfAttParam>()
     .SetAttr<bool>("TSubgraphParam", true)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
     .SetAttr<FInferShape>("FInferShape", SelfAttShape<1>)
     .SetAttr<FInferType>("FInferType", SelfAttType<1>)
     .SetAttr<FCompute>("FCompute<cpu>", SelfAttCompute<1>)
@@ -606,6 +1166,7 @@ WEFT_REGISTER_OP(_sg_mkldnn_selfatt_valatt)
     .SetParams<SgSelfAttParam>()
     .SetAttr<bool>("TSubgraphParam", true)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
+    .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
     .SetAttr<FInferShape>("FInferShape", SelfAttShape<2>)
     .SetAttr<FInferType>("FInferType", SelfAttType<2>)
     .SetAttr<FCompute>("FCompute<cpu>", SelfAttCompute<2>)

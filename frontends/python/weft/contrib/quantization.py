@@ -104,11 +104,42 @@ _RULES = {
 }
 
 
+# MXNet's oneDNN subgraph nodes (what get_backend_symbol('MKLDNN' or 'MKLDNN_QUANTIZE')
+# makes) become their own int8 form, quantized=True with MXNet's spelling of the flag, named
+# quantized_<name> and followed by a requantize, as MXNet's quantize pass makes them.
+_SG_QUANTIZED = {"_sg_mkldnn_conv": "true", "_sg_mkldnn_fully_connected": "True",
+                 "_sg_mkldnn_selfatt_qk": "True", "_sg_mkldnn_selfatt_valatt": "True"}
+
+
+class _SubgraphRule(_Rule):
+    """The rule of a oneDNN subgraph node: it stays its own operator."""
+
+    def __init__(self, op):
+        super().__init__(op, must=True, requantize=True)
+        self.subgraph = True
+
+    @staticmethod
+    def kept_float(node, granularity):
+        """The inputs that stay float32: the convolution's parameters (its weights, bias and
+        BatchNorm, which it quantizes and folds itself; not the data and the residual sum),
+        and with channel-wise ranges the dense layer's weight and bias (MXNet's
+        FAvoidQuantizeInput)."""
+        n = len(node.get("inputs", []))
+        if node["op"] == "_sg_mkldnn_conv":
+            return set(range(1, n - 1 if _flag(node.get("attrs", {}), "with_sum", False) else n))
+        if node["op"] == "_sg_mkldnn_fully_connected" and granularity == "channel-wise":
+            return set(range(1, n))
+        return set()
+
+
 def _registered(op):
     return hasattr(ndarray._internal, op)
 
 
 def _rule(node):
+    if node["op"] in _SG_QUANTIZED:
+        quantized = _flag(node.get("attrs", {}), "quantized", False)
+        return None if quantized or not _registered(node["op"]) else _SubgraphRule(node["op"])
     rule = _RULES.get(node["op"])
     if rule is None or not _registered(rule.qop) or not rule.accepts(node.get("attrs", {})):
         return None
@@ -371,6 +402,24 @@ def _quantize_json(sym, excluded_symbols, excluded_operators, offline_params, qu
             mirror[i] = add(copy, row[i + 1] - row[i])
             continue
         rule = chosen[i]
+        if getattr(rule, "subgraph", False):
+            kept = rule.kept_float(node, quantize_granularity)
+            data, ranges = [], []
+            for k, e in enumerate(inputs):
+                if k in kept:
+                    data.append(float_input(e))
+                    continue
+                d, lo, hi = int8_input(e)
+                data.append(d)
+                ranges += [lo, hi]
+            attrs = dict(node.get("attrs", {}), quantized=_SG_QUANTIZED[node["op"]])
+            if node["op"] == "_sg_mkldnn_fully_connected" and quantize_granularity == "channel-wise":
+                attrs["channel_wise_quantize"] = "True"
+            q = add(dict(node, name="quantized_" + node["name"], attrs=attrs, inputs=data + ranges), 3)
+            mirror[i] = add({"op": "_contrib_requantize", "name": "requantize_" + node["name"],
+                             "attrs": {"out_type": quantized_dtype}, "inputs": [[q, 0, 0], [q, 1, 0], [q, 2, 0]]},
+                            3, calib_name=_entry_name(nodes, out_names, [i, 0]))
+            continue
         f = fusions.get(i)
         source = nodes[f.head] if f else node
         source_inputs = source.get("inputs", [])
@@ -843,8 +892,9 @@ def _get_optimal_thresholds(hist_dict, quantized_dtype, num_quantized_bins=255, 
 
 
 # Executors bound while these are "0" run each node as its own step, so that a monitor sees
-# every value (a fused chain or oneDNN region reports only its last output).
-_FUSION_SWITCHES = ("WEFT_EXEC_FUSE", "WEFT_EXEC_DNNL_FUSE")
+# every value (a fused chain or oneDNN region reports only its last output), and keep the
+# oneDNN subgraph nodes whole (inlined, their values would bear the inner operators' names).
+_FUSION_SWITCHES = ("WEFT_EXEC_FUSE", "WEFT_EXEC_DNNL_FUSE", "WEFT_EXEC_INLINE_SUBGRAPHS")
 
 
 @contextlib.contextmanager

@@ -317,11 +317,11 @@ class Block:
         """Loads parameters saved by save_parameters (or, for files with prefixed names, by
         save_params / ParameterDict.save)."""
         loaded = ndarray.load(filename)
-        if not isinstance(loaded, dict):
-            raise ValueError("load_parameters: %s holds an unnamed array list; expected named parameters" % filename)
         params = self._collect_params_with_prefix()
         if not loaded and not params:
-            return
+            return  # an empty file (saved from an empty dict it loads as an empty list)
+        if not isinstance(loaded, dict):
+            raise ValueError("load_parameters: %s holds an unnamed array list; expected named parameters" % filename)
         if not any("." in k for k in loaded):
             # Files written with full names (save_params, ParameterDict.save, Module checkpoints).
             self.collect_params().load(filename, ctx, allow_missing, ignore_extra, self.prefix, cast_dtype=cast_dtype,

@@ -570,6 +570,10 @@ class ParameterDict:
         if dtype_source not in ("current", "saved"):
             raise ValueError("ParameterDict.load: dtype_source must be 'current' or 'saved', got %r" % (dtype_source,))
         loaded = nd.load(filename)
+        if isinstance(loaded, list) and not loaded:
+            # A file saved from an empty dict holds no names at all, so it loads as an empty
+            # list; MXNet takes it as no parameters (a quantized graph without weights).
+            loaded = {}
         if not isinstance(loaded, dict):
             raise ValueError("ParameterDict.load: %s holds an unnamed array list, expected names" % filename)
         loaded = {restore_prefix + k.split(":", 1)[-1]: v for k, v in loaded.items()}
