@@ -254,15 +254,23 @@ class MkldnnPartitioner {
 };
 
 // ------------------------------------------------------------------ MKLDNN_QUANTIZE
-// What MXNet's MKLDNN_QUANTIZE backend does to a quantized graph, on Weft's operators: the
-// self-attention products become their oneDNN operators, identities go, and each
-// calibrated requantize (and dequantize) is folded into the quantized product before it.
+// What MXNet's MKLDNN_QUANTIZE backend does to a quantized graph, on Weft's operators:
+// identities go, each calibrated requantize (and dequantize) is folded into the quantized
+// product before it, and the calibrated producers of a quantized concat share one range.
+// (Prepare, for both backends: identities go, the self-attention products become their
+// oneDNN operators.)
 class PostQuantizePass {
  public:
   explicit PostQuantizePass(graph::Symbol* sym) : sym_(sym) {}
 
-  void Run() {
+  // What MXNet's MKLDNN backend does before and besides partitioning (its identity and
+  // transformer properties): identities go, the self-attention products become oneDNN nodes.
+  void Prepare() {
+    RemoveIdentities();
     SelfAttention();
+  }
+
+  void Run() {
     RemoveIdentities();
     FoldRequantize();
     FoldDequantize();
@@ -510,6 +518,7 @@ graph::Symbol BuildBackendSubgraph(const graph::Symbol& sym, const std::string& 
     Throw(ErrorKind::kNotFound, "SubgraphProperty ", backend,
           " is not found in SubgraphBackendRegistry (Weft has the subgraph backends MKLDNN and MKLDNN_QUANTIZE)");
   graph::Symbol out = sym.Copy();
+  PostQuantizePass(&out).Prepare();
   MkldnnPartitioner(&out, backend == "MKLDNN_QUANTIZE").Run();
   if (backend == "MKLDNN_QUANTIZE") PostQuantizePass(&out).Run();
   return out;

@@ -490,6 +490,14 @@ struct Int8Weights {
   std::vector<int8_t> w;
   std::vector<int32_t> bias;
   std::vector<double> step;
+  double data_step = 1;  // the data's step the products are in (1 for data of step 0)
+
+  // Each output channel's accumulator step.
+  std::vector<double> AccSteps() const {
+    std::vector<double> acc(step.size());
+    for (size_t c = 0; c < acc.size(); ++c) acc[c] = data_step * step[c];
+    return acc;
+  }
 };
 
 // Quantizes float weights w (f rows of `per` values) and bias b (f, or null) for data of
@@ -512,6 +520,7 @@ Int8Weights QuantizeWeights(const float* w, int64_t f, int64_t per, const float*
     for (auto& s : q.step) s = given_step > 0 ? given_step : all / quant::kInt8Levels;
   constexpr double kBiasLimit = 1073741823.0;  // int32's maximum / 2
   const double sd_eff = sd > 0 ? sd : 1.0;
+  q.data_step = sd_eff;
   if (b != nullptr) {
     double widest = 0;
     for (int64_t c = 0; c < f; ++c) widest = std::max(widest, std::fabs(b[c]) / (sd_eff * kBiasLimit));
@@ -712,8 +721,7 @@ void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ct
   }
   const bool calibrated = sp.min_calib_range.has_value();
   const Int8Weights q = QuantizeWeights(w.data(), f, per, b.empty() ? nullptr : b.data(), sd, calibrated);
-  std::vector<double> acc(q.step.size());
-  for (size_t c = 0; c < acc.size(); ++c) acc[c] = sd * q.step[c];
+  const std::vector<double> acc = q.AccSteps();
   const DType ot = out[0].dtype;
   OutPlan o = PlanOutput(ot, sp.min_calib_range, sp.max_calib_range, acc);
   const TBlob* sum = sp.with_sum ? &in[sum_at] : nullptr;
@@ -783,10 +791,9 @@ void Int8FCCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ctx,
       b.resize(static_cast<size_t>(n));
       for (int64_t c = 0; c < n; ++c) b[c] = static_cast<float>(in[2].ptr<int8_t>()[c] * sb);
     }
-    q = QuantizeWeights(w.data(), n, k, bias ? b.data() : nullptr, sd, false, sw > 0 ? sw : 1.0);
+    q = QuantizeWeights(w.data(), n, k, bias ? b.data() : nullptr, sd, false, sw);
   }
-  std::vector<double> acc(q.step.size());
-  for (size_t c = 0; c < acc.size(); ++c) acc[c] = sd * q.step[c];
+  const std::vector<double> acc = q.AccSteps();
   const DType ot = out[0].dtype;
   OutPlan o = PlanOutput(ot, sp.min_calib_range, sp.max_calib_range, acc);
   const int32_t* b = q.bias.empty() ? nullptr : q.bias.data();

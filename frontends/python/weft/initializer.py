@@ -192,6 +192,14 @@ class Initializer(object):
     def _init_gamma(self, _, arr):
         arr[:] = 1.0
 
+    def _init_quantized_weight(self, _, arr):
+        # The int8 weights of a quantized model (`<name>_quantize`, as mx.contrib.quantization
+        # names them): random integers in [-127, 127), as MXNet draws them.
+        arr[:] = random.randint(-127, 127, shape=arr.shape, dtype="int32").astype(arr.dtype)
+
+    def _init_quantized_bias(self, _, arr):
+        arr[:] = 0
+
     def _init_beta(self, _, arr):
         arr[:] = 0.0
 
@@ -213,11 +221,13 @@ _registry._REGISTRY[Initializer] = _REGISTRY
 _DISPATCH = [("weight", "_init_weight"), ("bias", "_init_bias"), ("gamma", "_init_gamma"),
              ("beta", "_init_beta"), ("moving_mean", "_init_zero"), ("moving_var", "_init_one"),
              ("moving_inv_var", "_init_zero"), ("moving_avg", "_init_zero"), ("min", "_init_zero"),
-             ("max", "_init_one")]
+             ("max", "_init_one"), ("weight_quantize", "_init_quantized_weight"),
+             ("bias_quantize", "_init_quantized_bias")]
 _LEGACY_DISPATCH = [("bias", "_init_bias"), ("gamma", "_init_gamma"), ("beta", "_init_beta"),
                     ("weight", "_init_weight"), ("moving_mean", "_init_zero"),
                     ("moving_var", "_init_one"), ("moving_inv_var", "_init_zero"),
-                    ("moving_avg", "_init_zero"), ("min", "_init_zero"), ("max", "_init_one")]
+                    ("moving_avg", "_init_zero"), ("min", "_init_zero"), ("max", "_init_one"),
+                    ("weight_quantize", "_init_quantized_weight"), ("bias_quantize", "_init_quantized_bias")]
 
 
 def _check_arr(name, arr):
