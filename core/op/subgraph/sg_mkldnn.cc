@@ -576,7 +576,11 @@ quant::Epilogue ScaleTo(DType out, const std::vector<double>& acc, double out_st
   e.out = out;
   bool same = true;
   for (double a : acc) same = same && a == acc[0];
-  if (out == DType::kInt32 && same) return e;  // the accumulators as they are
+  if (same) {
+    // One scale for all (with int32 out, none: the accumulators as they are).
+    if (out != DType::kInt32) e.scale = out_step > 0 ? static_cast<float>(acc[0] / out_step) : 0.0f;
+    return e;
+  }
   for (double a : acc) e.scales.push_back(out_step > 0 ? static_cast<float>(a / out_step) : 0.0f);
   return e;
 }
