@@ -86,6 +86,8 @@ def test_int8_conv_and_fc_exact_under_avx2():
     ["test_mkldnn_quantize.py"],
     # The quantized conv and FC: exact int32, fused requantize, sum and relu, channel-wise, NHWC.
     ["test_contrib_quantized_ops.py", "-k", "conv or fully_connected"],
+    # MXNet's oneDNN subgraph nodes in their int8 form: exact int32 against numpy, results against float32.
+    ["test_sg_mkldnn_int8.py"],
 ])
 def test_int8_suites_under_avx2(tests):
     proc = _capped(["-m", "pytest", "-q", "-p", "no:cacheprovider"] + tests)

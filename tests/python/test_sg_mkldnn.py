@@ -184,8 +184,9 @@ def test_sg_ops_errors(rng):
         nd._internal._sg_mkldnn_conv(x, nd.ones((4, 3, 3, 3)))
 
 
-def test_quantized_sg_json_loads_with_mxnets_inputs_then_refuses_to_run():
-    """An int8 symbol from MXNet's quantization: the node carries its range inputs and outputs."""
+def test_quantized_sg_json_loads_with_mxnets_inputs():
+    """An int8 symbol from MXNet's quantization: the node carries its range inputs and outputs
+    (test_sg_mkldnn_int8.py runs such nodes)."""
     unfused = _conv_block(True)
     quant = json.loads(_fused_json(unfused, "_sg_mkldnn_conv", {"with_bn": "true", "with_act": "true",
                                                                "with_sum": "true", "with_postsum_act": "true",
@@ -205,8 +206,8 @@ def test_quantized_sg_json_loads_with_mxnets_inputs_then_refuses_to_run():
     assert sym.list_outputs() == ["sg0_output", "sg0_min_output", "sg0_max_output"]
     again = json.loads(sym.tojson())["nodes"][-1]
     assert again["attrs"]["quantized"] == "true" and len(again["inputs"]) == len(node["inputs"])
-    with pytest.raises(mx.base.MXNetError, match="quantized=True.*not supported"):
-        sym.infer_shape(data=(1, 3, 4, 4))
+    arg_shapes, out_shapes, _ = sym.infer_shape(data=(1, 3, 4, 4))
+    assert arg_shapes[-4:] == [(1,)] * 4 and out_shapes[1:] == [(1,), (1,)]
     qkv = mx.sym.var("qkv")
     inner = mx.sym.contrib.interleaved_matmul_selfatt_qk(qkv, heads=1, name="qk")
     qk = json.loads(_fused_json(inner, "_sg_mkldnn_selfatt_qk", {"heads": "1", "quantized": "true",
@@ -221,8 +222,8 @@ def test_quantized_sg_json_loads_with_mxnets_inputs_then_refuses_to_run():
     qk["heads"] = [[3, 0, 0]]
     sym = mx.sym.load_json(json.dumps(qk))
     assert sym.list_arguments() == ["qkv", "min_qkv", "max_qkv"] and sym.list_outputs() == ["sg0_output"]
-    with pytest.raises(mx.base.MXNetError, match="quantized=True.*not supported"):
-        sym.infer_shape(qkv=(3, 1, 6))
+    assert sym.infer_shape(qkv=(3, 1, 6))[1] == [(1, 3, 3)]
+    assert sym.infer_type(qkv="int8")[1] == [np.float32]
 
 
 def test_inference_executor_fuses_the_subgraph_again(rng, monkeypatch):

@@ -151,7 +151,7 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   ConvInputs at(p);
   ConvGeom g = Geom(attrs, in[0].shape);
   const int r = at.ranges;
-  quant::Range rd = quant::ReadRange(attrs, in[r], in[r + 1], in[0].dtype, "data", true);
+  quant::Range rd = quant::ReadRange(attrs, in[r], in[r + 1], in[0].dtype, "data", false);
   const quant::ProductSteps st = quant::ReadProductSteps(attrs, in[0].dtype, rd, in[r + 2], in[r + 3], g.f, p.channel_wise);
   const double acc_step = st.acc;
 
@@ -170,7 +170,7 @@ void QuantizedConvCompute(const NodeAttrs& attrs, const OpContext& ctx, const st
   if (e.out != DType::kInt32 || p.channel_wise) quant::SetScales(&e, st, out_step);
   if (p.with_sum) {
     const TBlob& s = in[at.sum];
-    quant::Range rs = quant::ReadRange(attrs, in[at.sum + 1], in[at.sum + 2], s.dtype, "sum", true);
+    quant::Range rs = quant::ReadRange(attrs, in[at.sum + 1], in[at.sum + 2], s.dtype, "sum", false);
     e.sum = true;
     e.sum_type = s.dtype;
     e.sum_scale = out_step > 0 ? static_cast<float>(quant::Step(s.dtype, rs.lo, rs.hi) / out_step) : 0.0f;

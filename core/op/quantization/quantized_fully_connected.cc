@@ -119,7 +119,7 @@ void QuantizedFCCompute(const NodeAttrs& attrs, const OpContext& ctx, const std:
   const int np = NumParams(p);
   FcView v = View(attrs, in[0].shape);
   const int64_t n = p.num_hidden;
-  quant::Range rd = quant::ReadRange(attrs, in[np], in[np + 1], in[0].dtype, "data", true);
+  quant::Range rd = quant::ReadRange(attrs, in[np], in[np + 1], in[0].dtype, "data", false);
   const quant::ProductSteps st = quant::ReadProductSteps(attrs, in[0].dtype, rd, in[np + 2], in[np + 3], n, p.channel_wise);
   const double acc_step = st.acc;
   quant::Epilogue e;

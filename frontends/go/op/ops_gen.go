@@ -9936,7 +9936,7 @@ func SymInternalScatterSetNd(lhs, rhs, indices *weft.Symbol, shape []int, opts .
 //   - WithWithPostsumAct(bool): Add post activation after sum. (default False)
 //   - WithWithRelu(bool): What with_act was called before MXNet 1.6 (files saved then carry it). (default False)
 //   - WithWithPostsumRelu(bool): What with_postsum_act was called before MXNet 1.6. (default False)
-//   - WithQuantized(bool): Enable quantization (not supported). (default False)
+//   - WithQuantized(bool): Enable quantization. (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
 //   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
@@ -9959,7 +9959,7 @@ func InternalSgMkldnnConv(data []*weft.NDArray, opts ...Option) (*weft.NDArray, 
 //   - WithWithPostsumAct(bool): Add post activation after sum. (default False)
 //   - WithWithRelu(bool): What with_act was called before MXNet 1.6 (files saved then carry it). (default False)
 //   - WithWithPostsumRelu(bool): What with_postsum_act was called before MXNet 1.6. (default False)
-//   - WithQuantized(bool): Enable quantization (not supported). (default False)
+//   - WithQuantized(bool): Enable quantization. (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
 //   - WithSubgraph(string): The fused operators, as MXNet symbol JSON (MXNet's node field "subgraphs"; the JSON reader fills it). (default none)
@@ -9976,7 +9976,7 @@ func SymInternalSgMkldnnConv(data []*weft.Symbol, opts ...Option) (*weft.Symbol,
 //   - data: The inputs of the subgraph, in the order it reads them (any number)
 //
 // Options:
-//   - WithQuantized(bool): Whether it is a quantized FullyConnected (not supported). (default False)
+//   - WithQuantized(bool): Whether it is a quantized FullyConnected. (default False)
 //   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
 //   - WithWithEltwise(bool): Whether an elementwise activation follows. (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
@@ -9996,7 +9996,7 @@ func InternalSgMkldnnFullyConnected(data []*weft.NDArray, opts ...Option) (*weft
 //   - data: The inputs of the subgraph, in the order it reads them (any number)
 //
 // Options:
-//   - WithQuantized(bool): Whether it is a quantized FullyConnected (not supported). (default False)
+//   - WithQuantized(bool): Whether it is a quantized FullyConnected. (default False)
 //   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
 //   - WithWithEltwise(bool): Whether an elementwise activation follows. (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
@@ -10019,7 +10019,7 @@ func SymInternalSgMkldnnFullyConnected(data []*weft.Symbol, opts ...Option) (*we
 //   - heads int: Set number of heads.
 //
 // Options:
-//   - WithQuantized(bool): Whether it is quantized (not supported). (default False)
+//   - WithQuantized(bool): Whether it is quantized. (default False)
 //   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
@@ -10041,7 +10041,7 @@ func InternalSgMkldnnSelfattQk(queriesKeysValues *weft.NDArray, heads int, opts 
 //   - heads int: Set number of heads.
 //
 // Options:
-//   - WithQuantized(bool): Whether it is quantized (not supported). (default False)
+//   - WithQuantized(bool): Whether it is quantized. (default False)
 //   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
@@ -10064,7 +10064,7 @@ func SymInternalSgMkldnnSelfattQk(queriesKeysValues *weft.Symbol, heads int, opt
 //   - heads int: Set number of heads.
 //
 // Options:
-//   - WithQuantized(bool): Whether it is quantized (not supported). (default False)
+//   - WithQuantized(bool): Whether it is quantized. (default False)
 //   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)
@@ -10087,7 +10087,7 @@ func InternalSgMkldnnSelfattValatt(queriesKeysValues, attention *weft.NDArray, h
 //   - heads int: Set number of heads.
 //
 // Options:
-//   - WithQuantized(bool): Whether it is quantized (not supported). (default False)
+//   - WithQuantized(bool): Whether it is quantized. (default False)
 //   - WithEnableFloatOutput(bool): Whether to enable float32 output. (default False)
 //   - WithMinCalibRange(float64): The calibrated minimum of the output (int8 form only). (default None)
 //   - WithMaxCalibRange(float64): The calibrated maximum of the output (int8 form only). (default None)

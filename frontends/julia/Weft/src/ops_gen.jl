@@ -7559,7 +7559,7 @@ MXNet's oneDNN fused convolution (inference): a Convolution with, as its flags s
 - `with_postsum_act` (boolean; default `False`): Add post activation after sum.
 - `with_relu` (boolean; default `False`): What with_act was called before MXNet 1.6 (files saved then carry it).
 - `with_postsum_relu` (boolean; default `False`): What with_postsum_act was called before MXNet 1.6.
-- `quantized` (boolean; default `False`): Enable quantization (not supported).
+- `quantized` (boolean; default `False`): Enable quantization.
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (int8 form only).
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (int8 form only).
 - `subgraph` (string; default `\"\"`): The fused operators, as MXNet symbol JSON (MXNet's node field \"subgraphs\"; the JSON reader fills it).
@@ -7581,7 +7581,7 @@ MXNet's oneDNN fused fully connected layer (inference): a FullyConnected with th
 - `data` (NDArrays or SymbolicNodes, any number): The inputs of the subgraph, in the order it reads them
 
 # Parameters
-- `quantized` (boolean; default `False`): Whether it is a quantized FullyConnected (not supported).
+- `quantized` (boolean; default `False`): Whether it is a quantized FullyConnected.
 - `enable_float_output` (boolean; default `False`): Whether to enable float32 output.
 - `with_eltwise` (boolean; default `False`): Whether an elementwise activation follows.
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (int8 form only).
@@ -7607,7 +7607,7 @@ MXNet's oneDNN fused self-attention scores (inference): what _contrib_interleave
 
 # Parameters
 - `heads` (int, in [1, inf]; required): Set number of heads.
-- `quantized` (boolean; default `False`): Whether it is quantized (not supported).
+- `quantized` (boolean; default `False`): Whether it is quantized.
 - `enable_float_output` (boolean; default `False`): Whether to enable float32 output.
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (int8 form only).
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (int8 form only).
@@ -7632,7 +7632,7 @@ MXNet's oneDNN fused attention-weighted values (inference): what _contrib_interl
 
 # Parameters
 - `heads` (int, in [1, inf]; required): Set number of heads.
-- `quantized` (boolean; default `False`): Whether it is quantized (not supported).
+- `quantized` (boolean; default `False`): Whether it is quantized.
 - `enable_float_output` (boolean; default `False`): Whether to enable float32 output.
 - `min_calib_range` (double or None; default `None`): The calibrated minimum of the output (int8 form only).
 - `max_calib_range` (double or None; default `None`): The calibrated maximum of the output (int8 form only).
