@@ -46,7 +46,10 @@ def _float_params(sym, shape, seed=0):
     mod.bind(for_training=False, data_shapes=[("data", shape)])
     mod.init_params(mx.init.Normal(0.5))
     args, auxs = mod.get_params()
-    # Non-trivial BatchNorm statistics, so that folding them matters.
+    # Non-zero biases and non-trivial BatchNorm statistics, so that folding them matters.
+    for k in args:
+        if k.endswith("bias") or k.endswith("beta"):
+            args[k] = mx.nd.random.uniform(-0.5, 0.5, shape=args[k].shape)
     for k in auxs:
         auxs[k] = mx.nd.random.uniform(0.5, 1.5, shape=auxs[k].shape) if k.endswith("var") else \
             mx.nd.random.uniform(-0.5, 0.5, shape=auxs[k].shape)
@@ -508,3 +511,38 @@ def test_int8_subgraph_node_errors():
     u8 = mx.sym.load_json(json.dumps(graph))
     with pytest.raises(mx.base.MXNetError, match="must be int8"):
         u8.infer_type(data="uint8")
+
+
+@pytest.mark.parametrize("layer", ["conv", "fc"])
+def test_kept_int8_weights_follow_writes_to_the_float_arrays(layer):
+    # The nodes keep their quantized weights between calls; a write to the weights (or to the
+    # BatchNorm folded into them) must be seen by the next call.
+    data = mx.sym.Variable("data")
+    if layer == "conv":
+        sym = mx.sym.BatchNorm(mx.sym.Convolution(data, kernel=(1, 1), num_filter=4, name="conv"), name="bn",
+                               fix_gamma=False)
+        shape, weight, other = (2, 3, 4, 4), "conv_weight", "bn_gamma"
+        granularity = "tensor-wise"
+    else:
+        sym = mx.sym.FullyConnected(data, num_hidden=4, name="fc")
+        shape, weight, other = (2, 5), "fc_weight", "fc_bias"
+        granularity = "channel-wise"
+    args, auxs = _float_params(sym, shape)
+    x = mx.nd.random.uniform(-1, 1, shape=shape)
+    qsym, qargs, qauxs = _quantize(sym, args, auxs, x, dtype="int8", granularity=granularity)
+    folded = qsym.get_backend_symbol("MKLDNN_QUANTIZE")
+    exe = folded.bind(mx.cpu(), dict(qargs, data=x), aux_states=qauxs, grad_req="null")
+    exe.forward()
+    first = exe.outputs[0].asnumpy()
+    exe.forward()
+    np.testing.assert_array_equal(exe.outputs[0].asnumpy(), first)
+    for name in (weight, other):
+        exe.arg_dict[name][:] = exe.arg_dict[name] * 2
+        exe.forward()
+        changed = exe.outputs[0].asnumpy()
+        assert not np.allclose(changed, first)
+        fresh = folded.bind(mx.cpu(), {k: v.copy() for k, v in exe.arg_dict.items()},
+                            aux_states={k: v.copy() for k, v in exe.aux_dict.items()}, grad_req="null")
+        fresh.forward()
+        np.testing.assert_array_equal(changed, fresh.outputs[0].asnumpy())
+        first = changed

@@ -543,6 +543,70 @@ Int8Weights QuantizeWeights(const float* w, int64_t f, int64_t per, const float*
   return q;
 }
 
+// Quantized weights kept between calls, by the state of the arrays they are made from (the
+// call's input versions, TInputVersions) and the data's step (the bias depends on it), as
+// MXNet keeps them until the weight's version changes. Without versions (a compute
+// function called directly) they are made at every call.
+struct KeptWeights {
+  std::vector<std::weak_ptr<const void>> arrays;
+  std::vector<uint64_t> writes;
+  double sd = 0;
+  bool channel_wise = false;
+  std::shared_ptr<const Int8Weights> q;
+};
+
+template <typename Make>
+std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs, double sd, bool channel_wise,
+                                              Make&& make) {
+  const auto& v = CallInputVersions();
+  std::vector<std::shared_ptr<const void>> owners;
+  for (size_t i : inputs) {
+    if (i >= v.size()) return std::make_shared<const Int8Weights>(make());
+    owners.push_back(v[i].array.lock());
+    if (!owners.back()) return std::make_shared<const Int8Weights>(make());
+  }
+  static std::mutex mu;
+  static std::vector<KeptWeights> kept;
+  auto same = [&](const KeptWeights& k, bool writes) {
+    for (size_t j = 0; j < inputs.size(); ++j)
+      if (k.arrays[j].lock() != owners[j] || (writes && k.writes[j] != v[inputs[j]].writes)) return false;
+    return true;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& k : kept)
+      if (k.sd == sd && k.channel_wise == channel_wise && k.arrays.size() == inputs.size() && same(k, true))
+        return k.q;
+  }
+  KeptWeights made;
+  for (size_t j = 0; j < inputs.size(); ++j) {
+    made.arrays.push_back(owners[j]);
+    made.writes.push_back(v[inputs[j]].writes);
+  }
+  made.sd = sd;
+  made.channel_wise = channel_wise;
+  made.q = std::make_shared<const Int8Weights>(make());
+  std::lock_guard<std::mutex> lock(mu);
+  // Entries of arrays that are gone, or of these arrays in an earlier state, go.
+  kept.erase(std::remove_if(kept.begin(), kept.end(),
+                            [&](const KeptWeights& k) {
+                              for (const auto& a : k.arrays)
+                                if (a.expired()) return true;
+                              return k.arrays.size() == inputs.size() && k.channel_wise == channel_wise &&
+                                     same(k, false);
+                            }),
+             kept.end());
+  kept.push_back(made);
+  return made.q;
+}
+
+// The version to give RunInt8 for kept weights: they never change while they live.
+InputVersion VersionOf(const std::shared_ptr<const Int8Weights>& q) {
+  InputVersion v;
+  v.array = std::shared_ptr<const void>(q, q.get());
+  return v;
+}
+
 // Where an int8 node's product goes and what becomes of it.
 struct OutPlan {
   DType type = DType::kInt32;
@@ -646,24 +710,27 @@ void FinishInFloat(const NodeAttrs& attrs, const Parts& p, const OpContext& ctx,
   WriteFromFloat(y->data().ptr<float>(), n, o, out);
 }
 
-void RunConvProduct(const ConvGeom& g, DType src, const void* x, const Int8Weights& q, const quant::Epilogue& e,
-                    const void* sum, void* y, const OpContext& ctx) {
+void RunConvProduct(const ConvGeom& g, DType src, const void* x, const std::shared_ptr<const Int8Weights>& kept,
+                    const quant::Epilogue& e, const void* sum, void* y, const OpContext& ctx) {
+  const Int8Weights& q = *kept;
   const int32_t* b = q.bias.empty() ? nullptr : q.bias.data();
   auto plan = quant::Int8ConvPlan(g, src, b != nullptr, e);
   if (plan) {
     char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
-    quant::RunInt8(*plan, x, q.w.data(), b, sum, y, temp);
+    const InputVersion v = VersionOf(kept);
+    quant::RunInt8(*plan, x, q.w.data(), b, sum, y, temp, &v);
   } else {
     quant::ReferenceConv(g, src, x, q.w.data(), b, e, sum, y);
   }
 }
 
+// `w_version`: the weights' version when they are kept (null: weights of this call only).
 void RunFcProduct(int64_t m, int64_t k, int64_t n, DType src, const void* x, const int8_t* w, const int32_t* b,
-                  const quant::Epilogue& e, void* y, const OpContext& ctx) {
+                  const quant::Epilogue& e, void* y, const OpContext& ctx, const InputVersion* w_version = nullptr) {
   auto plan = quant::Int8FcPlan(m, k, n, src, b != nullptr, e);
   if (plan) {
     char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
-    quant::RunInt8(*plan, x, w, b, nullptr, y, temp);
+    quant::RunInt8(*plan, x, w, b, nullptr, y, temp, w_version);
   } else {
     quant::ReferenceFc(m, k, n, src, x, w, b, e, nullptr, y);
   }
@@ -708,23 +775,31 @@ void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ct
   const double sd = DataStep(in[nv], in[nv + 1], data.dtype);
   ConvGeom geom = ConvolutionGeom(attrs.op->name, cp, data.shape);
   const int64_t f = geom.f, per = in[1].Size() / std::max<int64_t>(f, 1);
-  std::vector<float> w(FloatInput(attrs, in, 1), FloatInput(attrs, in, 1) + in[1].Size());
-  std::vector<float> b;
-  if (bias) b.assign(FloatInput(attrs, in, 2), FloatInput(attrs, in, 2) + f);
-  if (p.bn != nullptr) {
-    // BatchNorm's moving statistics folded into the weights and bias, as MXNet does.
-    const auto& bp = p.bn->attrs.Params<BatchNormParam>();
-    const float *gamma = FloatInput(attrs, in, bn_at), *beta = FloatInput(attrs, in, bn_at + 1),
-                *mean = FloatInput(attrs, in, bn_at + 2), *var = FloatInput(attrs, in, bn_at + 3);
-    if (b.empty()) b.assign(static_cast<size_t>(f), 0.0f);
-    for (int64_t c = 0; c < f; ++c) {
-      const float alpha = static_cast<float>((bp.fix_gamma ? 1.0f : gamma[c]) / std::sqrt(var[c] + bp.eps));
-      for (int64_t k = 0; k < per; ++k) w[c * per + k] *= alpha;
-      b[c] = beta[c] + alpha * (b[c] - mean[c]);
-    }
-  }
   const bool calibrated = sp.min_calib_range.has_value();
-  const Int8Weights q = QuantizeWeights(w.data(), f, per, b.empty() ? nullptr : b.data(), sd, calibrated);
+  auto make = [&]() {
+    std::vector<float> w(FloatInput(attrs, in, 1), FloatInput(attrs, in, 1) + in[1].Size());
+    std::vector<float> b;
+    if (bias) b.assign(FloatInput(attrs, in, 2), FloatInput(attrs, in, 2) + f);
+    if (p.bn != nullptr) {
+      // BatchNorm's moving statistics folded into the weights and bias, as MXNet does.
+      const auto& bp = p.bn->attrs.Params<BatchNormParam>();
+      const float *gamma = FloatInput(attrs, in, bn_at), *beta = FloatInput(attrs, in, bn_at + 1),
+                  *mean = FloatInput(attrs, in, bn_at + 2), *var = FloatInput(attrs, in, bn_at + 3);
+      if (b.empty()) b.assign(static_cast<size_t>(f), 0.0f);
+      for (int64_t c = 0; c < f; ++c) {
+        const float alpha = static_cast<float>((bp.fix_gamma ? 1.0f : gamma[c]) / std::sqrt(var[c] + bp.eps));
+        for (int64_t k = 0; k < per; ++k) w[c * per + k] *= alpha;
+        b[c] = beta[c] + alpha * (b[c] - mean[c]);
+      }
+    }
+    return QuantizeWeights(w.data(), f, per, b.empty() ? nullptr : b.data(), sd, calibrated);
+  };
+  std::vector<size_t> params{1};
+  if (bias) params.push_back(2);
+  if (p.bn != nullptr)
+    for (size_t k = 0; k < 4; ++k) params.push_back(bn_at + k);
+  const auto kept = KeptOrMade(params, sd, calibrated, make);
+  const Int8Weights& q = *kept;
   const std::vector<double> acc = q.AccSteps();
   const DType ot = out[0].dtype;
   OutPlan o = PlanOutput(ot, sp.min_calib_range, sp.max_calib_range, acc);
@@ -741,10 +816,11 @@ void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ct
         e.sum_type = sum->dtype;
         e.sum_scale = o.step > 0 ? static_cast<float>(sum_step / o.step) : 0.0f;
       }
-      RunConvProduct(geom, data.dtype, data.dptr, q, e, sum ? sum->dptr : nullptr, out[0].dptr, ctx);
+      RunConvProduct(geom, data.dtype, data.dptr, kept, e, sum ? sum->dptr : nullptr, out[0].dptr, ctx);
     } else {
       NDArray y(out[0].shape, ctx.run_ctx.ctx, DType::kFloat32);
-      RunConvProduct(geom, data.dtype, data.dptr, q, ScaleTo(DType::kFloat32, acc, 1.0), nullptr, y.data().dptr, ctx);
+      RunConvProduct(geom, data.dtype, data.dptr, kept, ScaleTo(DType::kFloat32, acc, 1.0), nullptr, y.data().dptr,
+                     ctx);
       FinishInFloat(attrs, p, ctx, &y, sum, sum_step, o, out[0].dptr);
     }
   }
@@ -778,15 +854,13 @@ void Int8FCCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ctx,
   if (cw && !calibrated && !sp.enable_float_output)
     Throw(ErrorKind::kValue, "Operator '", attrs.op->name,
           "': channel_wise_quantize needs min_calib_range/max_calib_range or enable_float_output (as MXNet's)");
-  Int8Weights q;
-  if (cw) {
-    q = QuantizeWeights(FloatInput(attrs, in, 1), n, k, bias ? FloatInput(attrs, in, 2) : nullptr, sd, true);
-  } else {
+  if (!cw && (in[1].dtype != DType::kInt8 || (bias && in[2].dtype != DType::kInt8)))
+    Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': the weight and bias must be int8 (with their ranges)");
+  const size_t r = nv + 2;
+  auto make = [&]() {
+    if (cw) return QuantizeWeights(FloatInput(attrs, in, 1), n, k, bias ? FloatInput(attrs, in, 2) : nullptr, sd, true);
     // int8 weights and bias with their ranges: their real values, quantized again with the
     // weight's own step (giving back the same integers unless the bias needs a wider step).
-    if (in[1].dtype != DType::kInt8 || (bias && in[2].dtype != DType::kInt8))
-      Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': the weight and bias must be int8 (with their ranges)");
-    const size_t r = nv + 2;
     const double sw = DataStep(in[r], in[r + 1], DType::kInt8);
     std::vector<float> w(static_cast<size_t>(n * k)), b;
     for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(in[1].ptr<int8_t>()[i] * sw);
@@ -795,8 +869,16 @@ void Int8FCCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ctx,
       b.resize(static_cast<size_t>(n));
       for (int64_t c = 0; c < n; ++c) b[c] = static_cast<float>(in[2].ptr<int8_t>()[c] * sb);
     }
-    q = QuantizeWeights(w.data(), n, k, bias ? b.data() : nullptr, sd, false, sw);
-  }
+    return QuantizeWeights(w.data(), n, k, bias ? b.data() : nullptr, sd, false, sw);
+  };
+  // The arrays the weights come from: weight and bias, and their ranges when given.
+  std::vector<size_t> params{1};
+  if (bias) params.push_back(2);
+  if (!cw)
+    for (size_t j = r; j < in.size(); ++j) params.push_back(j);
+  const auto kept = KeptOrMade(params, sd, cw, make);
+  const Int8Weights& q = *kept;
+  const InputVersion wv = VersionOf(kept);
   const std::vector<double> acc = q.AccSteps();
   const DType ot = out[0].dtype;
   OutPlan o = PlanOutput(ot, sp.min_calib_range, sp.max_calib_range, acc);
@@ -806,11 +888,11 @@ void Int8FCCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ctx,
     if (relu_only) {
       quant::Epilogue e = ScaleTo(ot, acc, ot == DType::kFloat32 ? 1.0 : o.step);
       e.relu = !p.before_sum.empty();
-      RunFcProduct(rows, k, n, data.dtype, data.dptr, q.w.data(), b, e, out[0].dptr, ctx);
+      RunFcProduct(rows, k, n, data.dtype, data.dptr, q.w.data(), b, e, out[0].dptr, ctx, &wv);
     } else {
       NDArray y(out[0].shape, ctx.run_ctx.ctx, DType::kFloat32);
       RunFcProduct(rows, k, n, data.dtype, data.dptr, q.w.data(), b, ScaleTo(DType::kFloat32, acc, 1.0),
-                   y.data().dptr, ctx);
+                   y.data().dptr, ctx, &wv);
       FinishInFloat(attrs, p, ctx, &y, nullptr, 0.0, o, out[0].dptr);
     }
   }
@@ -1123,6 +1205,7 @@ WEFT_REGISTER_OP(_sg_mkldnn_conv)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
     .SetAttr<FMutateInputs>("FMutateInputs", SubgraphMutates<SgConvParam>)
+    .SetAttr<TInputVersions>("TInputVersions", true)
     .SetAttr<FListNames>("FListOutputNames", SgConvOutputNames)
     .SetAttr<FInferShape>("FInferShape", SubgraphShape<SgConvParam>)
     .SetAttr<FInferType>("FInferType", SubgraphType<SgConvParam>)
@@ -1141,6 +1224,7 @@ WEFT_REGISTER_OP(_sg_mkldnn_fully_connected)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FResourceRequest>("FResourceRequest", TempSpace)
     .SetAttr<FMutateInputs>("FMutateInputs", SubgraphMutates<SgFCParam>)
+    .SetAttr<TInputVersions>("TInputVersions", true)
     .SetAttr<FListNames>("FListOutputNames", SgFCOutputNames)
     .SetAttr<FInferShape>("FInferShape", SubgraphShape<SgFCParam>)
     .SetAttr<FInferType>("FInferType", SubgraphType<SgFCParam>)
