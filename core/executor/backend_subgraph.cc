@@ -350,7 +350,7 @@ class PostQuantizePass {
   void SelfAttention() {
     Index();
     std::unordered_map<Key, NodeEntry, KeyHash> to;
-    int qk_id = 0, valatt_id = 0;
+    int id = 0;
     std::vector<NodePtr> made;
     for (const NodePtr& n : order_) {
       const bool qk = IsOp(*n, "_contrib_interleaved_matmul_selfatt_qk");
@@ -370,8 +370,8 @@ class PostQuantizePass {
       NodePtr fused = Node::Create();
       fused->attrs = MakeAttrs(Op::Get(qk ? "_sg_mkldnn_selfatt_qk" : "_sg_mkldnn_selfatt_valatt"),
                                {{"heads", heads ? *heads : "1"}, {"subgraph", graph::SaveJSON(inner_sym)}});
-      fused->attrs.name = qk ? "_sg_mkldnn_selfatt_qk_" + std::to_string(qk_id++)
-                             : "_sg_mkldnn_selfatt_valatt_" + std::to_string(valatt_id++);
+      // MXNet's names: one count over both kinds, in graph order.
+      fused->attrs.name = (qk ? "sg_mkldnn_selfatt_qk_" : "sg_mkldnn_selfatt_valatt_") + std::to_string(id++);
       fused->inputs = n->inputs;
       to[{n.get(), 0}] = NodeEntry{fused, 0, 0};
       made.push_back(fused);

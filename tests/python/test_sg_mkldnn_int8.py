@@ -281,7 +281,7 @@ def test_sg_selfatt_qk_int8_matches_numpy_and_float():
     ref = _forward(sym, {}, {}, x)[0]
     qsym, qargs, qauxs = _quantize(sym, {}, {}, x, dtype="int8")
     names = [k for k, n in _nodes(qsym).items() if n["op"] == "_sg_mkldnn_selfatt_qk"]
-    assert names == ["quantized__sg_mkldnn_selfatt_qk_0"]
+    assert names == ["quantized_sg_mkldnn_selfatt_qk_0"]
     folded = qsym.get_backend_symbol("MKLDNN_QUANTIZE")
     assert _nodes(folded)[names[0]]["attrs"]["enable_float_output"] == "True"
     got = _forward(folded, qargs, qauxs, x)[0]
