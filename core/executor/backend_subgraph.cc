@@ -427,18 +427,32 @@ class PostQuantizePass {
       auto passes = [](const Node& n) {
         return IsOp(n, "_contrib_quantized_concat") || IsOp(n, "_contrib_quantized_pooling");
       };
+      // The readers of node n's outputs (a graph output counts as null).
+      auto readers_of = [&](const Node* n) {
+        std::unordered_set<const Node*> all;
+        for (int k = 0; k < n->num_outputs(); ++k) {
+          auto it = readers_.find({n, static_cast<uint32_t>(k)});
+          if (it != readers_.end()) all.insert(it->second.begin(), it->second.end());
+        }
+        return all;
+      };
+      // As MXNet's selector: a concat read by one node may also take in the quantized
+      // concats and poolings that read the group's values.
+      const bool follow_readers = readers_of(head.get()).size() <= 1;
       while (!stack.empty()) {
         Node* n = stack.back();
         stack.pop_back();
+        if (follow_readers)
+          for (const Node* r : readers_of(n))
+            if (r != nullptr && !visit.count(r) && passes(*r)) {
+              visit.insert(r);
+              stack.push_back(const_cast<Node*>(r));
+            }
         for (const NodeEntry& e : n->inputs) {
           Node* in = e.node.get();
           if (in->is_variable() || visit.count(in)) continue;
           bool outside = false;
-          for (int k = 0; k < in->num_outputs(); ++k) {
-            auto it = readers_.find({in, static_cast<uint32_t>(k)});
-            if (it == readers_.end()) continue;
-            for (const Node* r : it->second) outside = outside || r == nullptr || !visit.count(r);
-          }
+          for (const Node* r : readers_of(in)) outside = outside || r == nullptr || !visit.count(r);
           if (outside) continue;
           if (Has(*in, "min_calib_range") && Has(*in, "max_calib_range")) {
             if (std::find(matched.begin(), matched.end(), in) == matched.end()) matched.push_back(in);

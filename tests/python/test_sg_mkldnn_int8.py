@@ -546,3 +546,25 @@ def test_kept_int8_weights_follow_writes_to_the_float_arrays(layer):
         fresh.forward()
         np.testing.assert_array_equal(changed, fresh.outputs[0].asnumpy())
         first = changed
+
+
+def test_concat_alignment_through_poolings_and_concats():
+    # concat(a, b) -> pooling -> concat(., pooling(c)): one group, through the quantized
+    # poolings and both concats, so a, b and c share one range.
+    data = mx.sym.Variable("data")
+    a, b, c = (mx.sym.Convolution(data, kernel=(1, 1), num_filter=4, no_bias=True, name=n) for n in "abc")
+    pooled = mx.sym.Pooling(mx.sym.Concat(a, b, dim=1), kernel=(2, 2), stride=(2, 2), pool_type="max")
+    sym = mx.sym.Concat(pooled, mx.sym.Pooling(c, kernel=(2, 2), stride=(2, 2), pool_type="max"), dim=1)
+    shape = (1, 3, 4, 4)
+    args, auxs = _float_params(sym, shape)
+    x = mx.nd.random.uniform(-1, 1, shape=shape)
+    ref = _forward(sym, args, auxs, x)[0]
+    qsym, qargs, qauxs = _quantize(sym, args, auxs, x, dtype="int8")
+    before = {float(n["attrs"]["max_calib_range"]) for n in _nodes(qsym).values() if n["op"] == "_contrib_requantize"}
+    assert len(before) == 3
+    folded = qsym.get_backend_symbol("MKLDNN_QUANTIZE")
+    convs = [n for n in _nodes(folded).values() if n["op"] == "_sg_mkldnn_conv"]
+    assert len(convs) == 3
+    assert len({(n["attrs"]["min_calib_range"], n["attrs"]["max_calib_range"]) for n in convs}) == 1
+    assert float(convs[0]["attrs"]["max_calib_range"]) == pytest.approx(max(before), rel=1e-6)
+    assert _rel_err(_forward(folded, qargs, qauxs, x)[0], ref) < 0.03
