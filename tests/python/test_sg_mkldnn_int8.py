@@ -568,3 +568,21 @@ def test_concat_alignment_through_poolings_and_concats():
     assert len({(n["attrs"]["min_calib_range"], n["attrs"]["max_calib_range"]) for n in convs}) == 1
     assert float(convs[0]["attrs"]["max_calib_range"]) == pytest.approx(max(before), rel=1e-6)
     assert _rel_err(_forward(folded, qargs, qauxs, x)[0], ref) < 0.03
+
+
+def test_excluding_a_layer_inside_a_subgraph_node_keeps_it_float():
+    data = mx.sym.Variable("data")
+    a = mx.sym.Activation(mx.sym.Convolution(data, kernel=(1, 1), num_filter=4, name="a"), act_type="relu")
+    sym = mx.sym.Convolution(a, kernel=(1, 1), num_filter=4, name="b")
+    shape = (1, 3, 4, 4)
+    args, auxs = _float_params(sym, shape)
+    x = mx.nd.random.uniform(-1, 1, shape=shape)
+    ref = _forward(sym, args, auxs, x)[0]
+    sg = sym.get_backend_symbol("MKLDNN_QUANTIZE")
+    qsym, qargs, qauxs = Q.quantize_model(sym=sg, arg_params=args, aux_params=auxs, ctx=mx.cpu(),
+                                          excluded_sym_names=["b"], quantized_dtype="int8", calib_mode="naive",
+                                          calib_data=_OneBatch([x], ["data"]), label_names=None,
+                                          num_calib_examples=1, quantize_mode="full")
+    ops = {k: (n["op"], n["attrs"].get("quantized")) for k, n in _nodes(qsym).items() if n["op"] == "_sg_mkldnn_conv"}
+    assert ops == {"quantized_sg_mkldnn_conv_act_0": ("_sg_mkldnn_conv", "true"), "sg_mkldnn_conv_1": ("_sg_mkldnn_conv", None)}
+    assert _rel_err(_forward(qsym.get_backend_symbol("MKLDNN_QUANTIZE"), qargs, qauxs, x)[0], ref) < 0.03

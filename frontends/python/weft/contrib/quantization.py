@@ -216,6 +216,11 @@ def _choose(nodes, excluded_symbols, excluded_operators, quantize_mode):
     for i, n in enumerate(nodes):
         if n["op"] == "null" or n["name"] in excluded_symbols or n["op"] in excluded_operators:
             continue
+        # A oneDNN subgraph node also stays float when an operator inside it is excluded by
+        # name (as in MXNet, whose users name the layers of the float model).
+        if any(m.get("op") != "null" and m.get("name") in excluded_symbols
+               for g in n.get("subgraphs", []) for m in g.get("nodes", [])):
+            continue
         rule = _rule(n)
         if rule is not None:
             chosen[i] = rule
