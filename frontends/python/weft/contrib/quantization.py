@@ -6,7 +6,9 @@ The pieces, in the order a model goes through them:
   build), is not excluded and is chosen by `quantize_mode` becomes `quantized_<name>`
   (`_contrib_quantized_*`), fed by `_contrib_quantize_v2` nodes where float values come in,
   followed by `_contrib_requantize` where it gives int32, and read back through
-  `_contrib_dequantize` by float nodes and at the outputs. Parameters (`offline_params`)
+  `_contrib_dequantize` by float nodes and at the outputs. MXNet's oneDNN subgraph nodes
+  (`_sg_mkldnn_*`, from get_backend_symbol('MKLDNN_QUANTIZE')) become their own int8 form
+  (`_SubgraphRule`, quantized=True). Parameters (`offline_params`)
   become int8 variables `<name>_quantize` with `_min`/`_max` companions. It returns the
   names of the float values to calibrate.
 - Calibration runs the float32 model on the calibration data with a monitor on its executor
