@@ -146,10 +146,13 @@ const _fp_weft_ndarray_shares_memory = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_shared_mem = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create_from_shared_mem = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create_sparse = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_create_sparse_unchecked = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_check_format = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create_sparse_zeros = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_storage_type = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_sparse_values = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_aux = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_get_sparse_part_unchecked = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_sparse_assign = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_cast_storage = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_wait_all = Ref{Ptr{Cvoid}}(C_NULL)
@@ -647,6 +650,33 @@ function weft_ndarray_create_sparse(stype, shape, ndim, values, num_aux, aux, ou
 end
 
 """
+    weft_ndarray_create_sparse_unchecked(stype, shape, ndim, values, num_aux, aux, out)
+
+The same without refusing parts whose lengths or values break the format, as MXNet's
+MXNDArrayCreateSparseEx: dtypes, dimensions, context and shape are checked, the fault is
+kept with the array, and every function that reads such an array's contents (operators,
+copies, cast_storage, saving) fails naming it. weft_ndarray_check_format reports it.
+
+C: weft_status_t weft_ndarray_create_sparse_unchecked(int stype, const int64_t* shape, int ndim, const weft_ndarray_t* values, int num_aux, weft_ndarray_t* const* aux, weft_ndarray_t** out)
+"""
+function weft_ndarray_create_sparse_unchecked(stype, shape, ndim, values, num_aux, aux, out)
+    ccall(_fp_weft_ndarray_create_sparse_unchecked[], Cint, (Cint, Ptr{Int64}, Cint, Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}, Ptr{Ptr{weft_ndarray_t}}), stype, shape, ndim, values, num_aux, aux, out)
+end
+
+"""
+    weft_ndarray_check_format(arr, full_check)
+
+MXNet's check_format: fails (WEFT_ERR_SHAPE, _VALUE or _INDEX, naming the fault) when the
+parts of a sparse array break its format. With full_check 0 only part lengths that do not
+fit the shape are found; otherwise also indptr and index values. Dense arrays pass.
+
+C: weft_status_t weft_ndarray_check_format(const weft_ndarray_t* arr, int full_check)
+"""
+function weft_ndarray_check_format(arr, full_check)
+    ccall(_fp_weft_ndarray_check_format[], Cint, (Ptr{weft_ndarray_t}, Cint), arr, full_check)
+end
+
+"""
     weft_ndarray_create_sparse_zeros(stype, shape, ndim, dtype, ctx, out)
 
 An array of `stype` (0, 1 or 2) holding only zeros (no stored values when sparse).
@@ -671,7 +701,8 @@ end
 """
     weft_ndarray_get_sparse_values(arr, out)
 
-A new handle on a sparse array's stored values (dense), shared with it.
+A new handle on a sparse array's stored values (dense), shared with it. Fails, naming the
+fault, for an array whose parts break its format (weft_ndarray_create_sparse_unchecked).
 
 C: weft_status_t weft_ndarray_get_sparse_values(const weft_ndarray_t* arr, weft_ndarray_t** out)
 """
@@ -682,12 +713,26 @@ end
 """
     weft_ndarray_get_aux(arr, i, out)
 
-A new handle on a sparse array's auxiliary array i (int64, dense), shared with it.
+A new handle on a sparse array's auxiliary array i (int64, dense), shared with it (refused as the
+values are).
 
 C: weft_status_t weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_ndarray_t** out)
 """
 function weft_ndarray_get_aux(arr, i, out)
     ccall(_fp_weft_ndarray_get_aux[], Cint, (Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}), arr, i, out)
+end
+
+"""
+    weft_ndarray_get_sparse_part_unchecked(arr, part, out)
+
+A new handle on one part of a sparse array (part -1: the stored values, part >= 0: aux
+array `part`; others WEFT_ERR_INDEX) as it was given, also where the parts break the format:
+for inspecting them (MXNet's .data, .indices and .indptr), not for computing with them.
+
+C: weft_status_t weft_ndarray_get_sparse_part_unchecked(const weft_ndarray_t* arr, int part, weft_ndarray_t** out)
+"""
+function weft_ndarray_get_sparse_part_unchecked(arr, part, out)
+    ccall(_fp_weft_ndarray_get_sparse_part_unchecked[], Cint, (Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}), arr, part, out)
 end
 
 """
@@ -2650,10 +2695,13 @@ const _SYMBOLS = (
     (:weft_ndarray_get_shared_mem, _fp_weft_ndarray_get_shared_mem),
     (:weft_ndarray_create_from_shared_mem, _fp_weft_ndarray_create_from_shared_mem),
     (:weft_ndarray_create_sparse, _fp_weft_ndarray_create_sparse),
+    (:weft_ndarray_create_sparse_unchecked, _fp_weft_ndarray_create_sparse_unchecked),
+    (:weft_ndarray_check_format, _fp_weft_ndarray_check_format),
     (:weft_ndarray_create_sparse_zeros, _fp_weft_ndarray_create_sparse_zeros),
     (:weft_ndarray_get_storage_type, _fp_weft_ndarray_get_storage_type),
     (:weft_ndarray_get_sparse_values, _fp_weft_ndarray_get_sparse_values),
     (:weft_ndarray_get_aux, _fp_weft_ndarray_get_aux),
+    (:weft_ndarray_get_sparse_part_unchecked, _fp_weft_ndarray_get_sparse_part_unchecked),
     (:weft_ndarray_sparse_assign, _fp_weft_ndarray_sparse_assign),
     (:weft_ndarray_cast_storage, _fp_weft_ndarray_cast_storage),
     (:weft_wait_all, _fp_weft_wait_all),
