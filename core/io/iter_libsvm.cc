@@ -212,6 +212,10 @@ class LibSVMBatchIter : public DataIter {
     }
     out_ = DataBatch();
   }
+  void Rewind() override {
+    overflow_ = 0;
+    Reset();
+  }
 
   bool Next() override {
     if (overflow_ > 0) return false;

@@ -1691,6 +1691,16 @@ static gw_result gw_weft_dataiter_reset(weft_dataiter_t* it) {
   return r;
 }
 
+static gw_result gw_weft_dataiter_rewind(weft_dataiter_t* it) {
+  gw_result r = {0, NULL};
+  r.status = weft_dataiter_rewind(it);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_dataiter_next(weft_dataiter_t* it, int* out) {
   gw_result r = {0, NULL};
   r.status = weft_dataiter_next(it, out);
@@ -4460,6 +4470,18 @@ func weft_dataiter_reset(p_it *C.weft_dataiter_t) error {
 	r := C.gw_weft_dataiter_reset(p_it)
 	if r.status != 0 {
 		return newCError(r, "weft_dataiter_reset")
+	}
+	return nil
+}
+
+// weft_dataiter_rewind calls the C function of that name through its shim; see c_api.h.
+func weft_dataiter_rewind(p_it *C.weft_dataiter_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_dataiter_rewind(p_it)
+	if r.status != 0 {
+		return newCError(r, "weft_dataiter_rewind")
 	}
 	return nil
 }

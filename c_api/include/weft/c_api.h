@@ -892,6 +892,10 @@ WEFT_API weft_status_t weft_dataiter_create(const char* name, int num_params, co
 WEFT_API weft_status_t weft_dataiter_free(weft_dataiter_t* it);
 /* Starts a new epoch (discarding prepared batches). */
 WEFT_API weft_status_t weft_dataiter_reset(weft_dataiter_t* it);
+/* Starts a new epoch from the first sample, as reset does unless the last batch taken wrapped
+ * around (round_batch), where reset goes on after the samples it took. A prefetcher in front
+ * of the iterator calls it when it took a batch its own consumer never saw. */
+WEFT_API weft_status_t weft_dataiter_rewind(weft_dataiter_t* it);
 /* Moves to the next batch: *out = 1, or 0 at the end of the epoch. Blocks until the batch is
  * ready; a failure while preparing it (e.g. a corrupt record) is reported by this call. */
 WEFT_API weft_status_t weft_dataiter_next(weft_dataiter_t* it, int* out);

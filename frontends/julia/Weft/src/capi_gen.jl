@@ -278,6 +278,7 @@ const _fp_weft_dataiter_type_param = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_create = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_reset = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_dataiter_rewind = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_next = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_num_data = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_data = Ref{Ptr{Cvoid}}(C_NULL)
@@ -2250,6 +2251,19 @@ function weft_dataiter_reset(it)
 end
 
 """
+    weft_dataiter_rewind(it)
+
+Starts a new epoch from the first sample, as reset does unless the last batch taken wrapped
+around (round_batch), where reset goes on after the samples it took. A prefetcher in front
+of the iterator calls it when it took a batch its own consumer never saw.
+
+C: weft_status_t weft_dataiter_rewind(weft_dataiter_t* it)
+"""
+function weft_dataiter_rewind(it)
+    ccall(_fp_weft_dataiter_rewind[], Cint, (Ptr{weft_dataiter_t},), it)
+end
+
+"""
     weft_dataiter_next(it, out)
 
 Moves to the next batch: *out = 1, or 0 at the end of the epoch. Blocks until the batch is
@@ -2827,6 +2841,7 @@ const _SYMBOLS = (
     (:weft_dataiter_create, _fp_weft_dataiter_create),
     (:weft_dataiter_free, _fp_weft_dataiter_free),
     (:weft_dataiter_reset, _fp_weft_dataiter_reset),
+    (:weft_dataiter_rewind, _fp_weft_dataiter_rewind),
     (:weft_dataiter_next, _fp_weft_dataiter_next),
     (:weft_dataiter_get_num_data, _fp_weft_dataiter_get_num_data),
     (:weft_dataiter_get_data, _fp_weft_dataiter_get_data),

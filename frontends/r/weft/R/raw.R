@@ -156,6 +156,7 @@ weft_dataiter_type_param <- function(iter, i) .Call(C_weft_dataiter_type_param, 
 weft_dataiter_create <- function(name, keys, vals) .Call(C_weft_dataiter_create, name, keys, vals)
 weft_dataiter_free <- function(it) .Call(C_weft_dataiter_free, it)
 weft_dataiter_reset <- function(it) .Call(C_weft_dataiter_reset, it)
+weft_dataiter_rewind <- function(it) .Call(C_weft_dataiter_rewind, it)
 weft_dataiter_next <- function(it) .Call(C_weft_dataiter_next, it)
 weft_dataiter_get_num_data <- function(it) .Call(C_weft_dataiter_get_num_data, it)
 weft_dataiter_get_data <- function(it, i) .Call(C_weft_dataiter_get_data, it, i)

@@ -2047,6 +2047,13 @@ SEXP weft_r_dataiter_reset(SEXP s_it) {
   return R_NilValue;
 }
 
+SEXP weft_r_dataiter_rewind(SEXP s_it) {
+  weft_dataiter_t* it = (weft_dataiter_t*)weft_r_handle(s_it, "weft_dataiter_t", "it");
+  weft_status_t status = weft_dataiter_rewind(it);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_dataiter_rewind");
+  return R_NilValue;
+}
+
 SEXP weft_r_dataiter_next(SEXP s_it) {
   weft_dataiter_t* it = (weft_dataiter_t*)weft_r_handle(s_it, "weft_dataiter_t", "it");
   int out = 0;
@@ -2548,6 +2555,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_dataiter_create", (DL_FUNC)&weft_r_dataiter_create, 3},
   {"C_weft_dataiter_free", (DL_FUNC)&weft_r_dataiter_free, 1},
   {"C_weft_dataiter_reset", (DL_FUNC)&weft_r_dataiter_reset, 1},
+  {"C_weft_dataiter_rewind", (DL_FUNC)&weft_r_dataiter_rewind, 1},
   {"C_weft_dataiter_next", (DL_FUNC)&weft_r_dataiter_next, 1},
   {"C_weft_dataiter_get_num_data", (DL_FUNC)&weft_r_dataiter_get_num_data, 1},
   {"C_weft_dataiter_get_data", (DL_FUNC)&weft_r_dataiter_get_data, 2},
