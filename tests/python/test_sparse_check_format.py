@@ -1,7 +1,7 @@
 """Sparse arrays made from parts that break their format: made as MXNet makes them, reported
 by check_format at MXNet's two levels, and refused (with the fault named) by every path that
 reads them, so no kernel reads such an array out of bounds."""
-import os
+import pickle
 
 import numpy as np
 import pytest
@@ -111,6 +111,9 @@ def _readers(tmp_path):
                                       else nd.sparse.slice(a, begin=(0, 0), end=(2, 4))),
         "kvstore push": kv_push,
         "executor": executor,
+        "pickle": lambda a: pickle.dumps(a),
+        "compare with a number": lambda a: a > 0,
+        "scipy or dense copy": lambda a: a.asscipy() if a.stype == "csr" else nd.array(a),
     }
 
 
