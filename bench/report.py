@@ -212,10 +212,13 @@ def write_report(out_dir, cpu, peak, vers, results, records_by_bench, quick, isa
                   "%s in %.0f s; load %.2f -> %.2f." % (r["status"], r["seconds"], r["load"][0][0], r["load"][1][0]),
                   ""]
         if recs:
-            lines += ["| case | Weft | peer | unit | Weft speed / peer |", "| --- | ---: | ---: | --- | ---: |"]
+            notes = any(rec.get("note") for rec in recs)
+            lines += ["| case | Weft | peer | unit | Weft speed / peer |%s" % (" note |" if notes else ""),
+                      "| --- | ---: | ---: | --- | ---: |%s" % (" --- |" if notes else "")]
             for rec in recs:
-                lines.append("| %s | %s | %s | %s | %s |" % (rec["case"], fmt(rec["weft"]), fmt(rec["peer"]), rec["unit"],
-                                                            "%.2f" % rec["speedup"] if rec["speedup"] else "-"))
+                lines.append("| %s | %s | %s | %s | %s |%s" % (rec["case"], fmt(rec["weft"]), fmt(rec["peer"]), rec["unit"],
+                                                              "%.2f" % rec["speedup"] if rec["speedup"] else "-",
+                                                              (" %s |" % rec.get("note", "")) if notes else ""))
             picture = chart(name, recs, out_dir)
             if picture:
                 lines += ["", "![%s](%s)" % (name, picture)]

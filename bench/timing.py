@@ -6,16 +6,19 @@ import sys
 import time
 
 
-def record(case, weft, peer, unit, higher_is_better):
+def record(case, weft, peer, unit, higher_is_better, note=None):
     """Appends one figure (Weft's and its peer's value of `case`, in `unit`) as a JSON line
     to the file $WEFT_BENCH_RECORD names; does nothing when it is unset. The speed ratio
-    (above 1: Weft is faster) is worked out from higher_is_better."""
+    (above 1: Weft is faster) is worked out from higher_is_better; `note` is a short remark
+    the report prints beside the figure."""
     path = os.environ.get("WEFT_BENCH_RECORD")
     if not path:
         return
     speedup = (weft / peer if higher_is_better else peer / weft) if weft and peer else None
     entry = {"bench": os.path.splitext(os.path.basename(sys.argv[0]))[0], "case": case, "unit": unit,
              "weft": weft, "peer": peer, "higher_is_better": higher_is_better, "speedup": speedup}
+    if note:
+        entry["note"] = note
     with open(path, "a") as f:
         f.write(json.dumps(entry) + "\n")
 

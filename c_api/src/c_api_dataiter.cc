@@ -132,6 +132,14 @@ weft_status_t weft_dataiter_reset(weft_dataiter_t* it) {
   WEFT_API_END
 }
 
+weft_status_t weft_dataiter_rewind(weft_dataiter_t* it) {
+  WEFT_API_BEGIN
+  DataIterObj& o = WEFT_ITER(it);
+  o.has_batch = false;
+  o.iter->Rewind();
+  WEFT_API_END
+}
+
 weft_status_t weft_dataiter_next(weft_dataiter_t* it, int* out) {
   WEFT_API_BEGIN
   DataIterObj& o = WEFT_ITER(it);

@@ -22,6 +22,19 @@ Shape ReadSparseShape(const int64_t* dims, int ndim, const char* fn) {
   return s;
 }
 
+void CreateSparse(int stype, const int64_t* shape, int ndim, const weft_ndarray_t* values, int num_aux,
+                  weft_ndarray_t* const* aux, weft_ndarray_t** out, bool checked, const char* fn) {
+  WEFT_OUT(out);
+  Shape s = ReadSparseShape(shape, ndim, fn);
+  const NDArray& v = WEFT_ARR(values);
+  WEFT_CHECK(num_aux >= 0 && num_aux <= 2, kValue, fn, ": expected num_aux 1 or 2, got ", num_aux);
+  WEFT_CHECK(num_aux == 0 || aux != nullptr, kValue, fn, ": 'aux' is NULL but num_aux is ", num_aux);
+  std::vector<NDArray> parts;
+  for (int i = 0; i < num_aux; ++i) parts.push_back(WEFT_ARR(aux[i]));
+  *out = NewArrHandle(checked ? MakeSparse(ToStorageType(stype, fn), s, v, parts)
+                              : MakeSparseUnchecked(ToStorageType(stype, fn), s, v, parts));
+}
+
 }  // namespace
 
 extern "C" {
@@ -29,14 +42,21 @@ extern "C" {
 weft_status_t weft_ndarray_create_sparse(int stype, const int64_t* shape, int ndim, const weft_ndarray_t* values,
                                          int num_aux, weft_ndarray_t* const* aux, weft_ndarray_t** out) {
   WEFT_API_BEGIN
-  WEFT_OUT(out);
-  Shape s = ReadSparseShape(shape, ndim, __func__);
-  const NDArray& v = WEFT_ARR(values);
-  WEFT_CHECK(num_aux >= 0 && num_aux <= 2, kValue, __func__, ": expected num_aux 1 or 2, got ", num_aux);
-  WEFT_CHECK(num_aux == 0 || aux != nullptr, kValue, __func__, ": 'aux' is NULL but num_aux is ", num_aux);
-  std::vector<NDArray> parts;
-  for (int i = 0; i < num_aux; ++i) parts.push_back(WEFT_ARR(aux[i]));
-  *out = NewArrHandle(MakeSparse(ToStorageType(stype, __func__), s, v, parts));
+  CreateSparse(stype, shape, ndim, values, num_aux, aux, out, true, __func__);
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_create_sparse_unchecked(int stype, const int64_t* shape, int ndim,
+                                                   const weft_ndarray_t* values, int num_aux,
+                                                   weft_ndarray_t* const* aux, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  CreateSparse(stype, shape, ndim, values, num_aux, aux, out, false, __func__);
+  WEFT_API_END
+}
+
+weft_status_t weft_ndarray_check_format(const weft_ndarray_t* arr, int full_check) {
+  WEFT_API_BEGIN
+  CheckSparseFormat(WEFT_ARR(arr), full_check != 0);
   WEFT_API_END
 }
 
@@ -75,6 +95,14 @@ weft_status_t weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_ndarra
   WEFT_API_END
 }
 
+weft_status_t weft_ndarray_get_sparse_part_unchecked(const weft_ndarray_t* arr, int part, weft_ndarray_t** out) {
+  WEFT_API_BEGIN
+  const NDArray& a = WEFT_ARR(arr);
+  WEFT_OUT(out);
+  *out = NewArrHandle(a.sparse_part_unchecked(part));
+  WEFT_API_END
+}
+
 weft_status_t weft_ndarray_cast_storage(const weft_ndarray_t* arr, int stype, weft_ndarray_t** out) {
   WEFT_API_BEGIN
   const NDArray& a = WEFT_ARR(arr);
@@ -93,6 +121,7 @@ weft_status_t weft_ndarray_sparse_assign(weft_ndarray_t* dst, const weft_ndarray
              ": expected 'src' of dst's storage type, shape and dtype (", StorageTypeName(d.stype()), " ",
              d.shape().ToString(), " ", DTypeName(d.dtype()), "), got ", StorageTypeName(s.stype()), " ",
              s.shape().ToString(), " ", DTypeName(s.dtype()));
+  s.sparse_values();  // refuses (naming the fault) an array whose parts break its format
   NDArray copy = s;
   copy.set_ag(d.ag_node(), d.ag_index());
   d = copy;

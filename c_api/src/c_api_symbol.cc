@@ -682,13 +682,15 @@ weft_status_t weft_executor_invoke(weft_executor_t* exec, int num_inputs, weft_n
         param_vars.push_back(p.ag_node());
     std::shared_ptr<void> token = PendingBackwards::Get().Start(ex.get());
     autograd::RecordCustom(
-        "hybridized block", recorded, &outs,
+        // Both Gluon's hybridized blocks and nd.CachedOp call this, so the name and the error
+        // say which graphs they may be (MXNet runs both as a CachedOp).
+        "cached graph (hybridized block or CachedOp)", recorded, &outs,
         [ex, generation, in_grads, data_of, ps, sparse_grads, param_vars,
          token](const std::vector<NDArray>& out_grads) {
           WEFT_CHECK(ex->num_forwards() == generation, kRuntime,
-                     "hybridized block: its graph ran forward again before the backward of an earlier call; a "
-                     "hybridized block keeps the state of its latest call only (call backward before the next "
-                     "forward, or use one block per branch)");
+                     "cached graph (a hybridized block or an nd.CachedOp): it ran forward again before this "
+                     "backward of an earlier recorded call, and it keeps the state of its latest call only (run "
+                     "the backward before the next forward, or use one block or CachedOp per branch)");
           for (const auto& pa : sparse_grads) ex->SetArray(1, pa.second, ps[pa.first].ag_node()->grad);
           ex->Backward(out_grads);
           for (const auto& pa : sparse_grads) ps[pa.first].ag_node()->grad = ex->grad_arrays()[pa.second];

@@ -44,10 +44,15 @@ void PrefetchIter::Worker() {
     cv_.wait(lock, [&] { return stop_ || reset_requested_ || (!epoch_done_ && queue_.size() < capacity_); });
     if (stop_) return;
     if (reset_requested_) {
+      const bool rewind = rewind_requested_ || made_ > taken_;
+      made_ = taken_ = 0;
       lock.unlock();
       std::exception_ptr err;
       try {
-        base_->Reset();
+        if (rewind)
+          base_->Rewind();
+        else
+          base_->Reset();
       } catch (...) {
         err = std::current_exception();
       }
@@ -56,6 +61,7 @@ void PrefetchIter::Worker() {
       error_ = err;
       epoch_done_ = err != nullptr;
       reset_requested_ = false;
+      rewind_requested_ = false;
       cv_.notify_all();
       continue;
     }
@@ -71,6 +77,7 @@ void PrefetchIter::Worker() {
       err = std::current_exception();
     }
     lock.lock();
+    if (ok) ++made_;
     // A batch of an epoch the consumer abandoned (Reset) or of a closing iterator is dropped.
     if (stop_ || reset_requested_) continue;
     if (err) {
@@ -91,6 +98,7 @@ bool PrefetchIter::Next() {
   if (!queue_.empty()) {
     current_ = std::move(queue_.front());
     queue_.pop_front();
+    ++taken_;
     cv_.notify_all();
     return true;
   }
@@ -104,9 +112,14 @@ bool PrefetchIter::Next() {
   return false;
 }
 
-void PrefetchIter::Reset() {
+void PrefetchIter::Reset() { Request(false); }
+
+void PrefetchIter::Rewind() { Request(true); }
+
+void PrefetchIter::Request(bool rewind) {
   std::unique_lock<std::mutex> lock(mu_);
   reset_requested_ = true;
+  rewind_requested_ = rewind;
   queue_.clear();
   error_ = nullptr;
   current_ = DataBatch();

@@ -68,8 +68,16 @@ struct DataDesc {
 class DataIter {
  public:
   virtual ~DataIter();
-  // Goes back to the start of the data (a new epoch; reshuffles where asked to).
+  // Goes back to the start of the data (a new epoch; reshuffles where asked to). After a
+  // last batch that wrapped around (round_batch) the new epoch goes on after the samples
+  // that batch took from its start, as MXNet's iterators do.
   virtual void Reset() = 0;
+  // Reset as it would be had the last batch returned not been taken: since only an epoch's
+  // last batch wraps, that is a start from the first sample. A prefetcher calls it when the
+  // iterator behind it has made batches its consumer never took, so that a reset in the
+  // middle of an epoch gives the consumer the batches it would get without the prefetcher.
+  // Iterators whose Reset does not depend on where the epoch stopped keep this default.
+  virtual void Rewind() { Reset(); }
   // Moves to the next batch; false at the end of the epoch.
   virtual bool Next() = 0;
   // The current batch, valid after Next() returned true and until the next Next()/Reset().
@@ -129,12 +137,15 @@ WEFT_PARAM_SCHEMA(PrefetchParam, s) {
 // Runs `base` on a background thread that keeps up to `capacity` batches ready. Next()
 // takes the oldest ready batch; an exception thrown by the base iterator is re-raised by the
 // Next() that would have returned its batch. Reset() discards what was prepared, resets the
-// base on the worker and starts the epoch again. The destructor stops and joins the worker.
+// base on the worker and starts the epoch again: the base is reset when the consumer took
+// every batch it made, else rewound (DataIter::Rewind), so the batches after a reset never
+// depend on how far ahead the worker was. The destructor stops and joins the worker.
 class PrefetchIter : public DataIter {
  public:
   PrefetchIter(std::unique_ptr<DataIter> base, int capacity);
   ~PrefetchIter() override;
   void Reset() override;
+  void Rewind() override;
   bool Next() override;
   const DataBatch& Value() const override { return current_; }
   std::vector<DataDesc> ProvideData() const override { return data_desc_; }
@@ -154,6 +165,11 @@ class PrefetchIter : public DataIter {
   std::exception_ptr error_;     // raised by the base; handed to the consumer once
   bool epoch_done_ = false;      // the base returned false (or threw) in this epoch
   bool reset_requested_ = false; // the consumer asked for a reset the worker has not done
+  bool rewind_requested_ = false; // ... and that reset is a Rewind
+  // Batches the base made and the consumer took in this epoch: while the base is ahead, a
+  // Reset of the base would depend on how far the worker got, so the base is rewound.
+  size_t made_ = 0, taken_ = 0;
+  void Request(bool rewind);
   bool stop_ = false;
   std::thread worker_;
 };

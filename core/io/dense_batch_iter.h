@@ -56,6 +56,10 @@ class DenseBatchIter : public DataIter {
  public:
   DenseBatchIter(std::string iter_name, DenseSamples samples, int batch_size, LastBatch last);
   void Reset() override;
+  void Rewind() override {
+    overflow_ = 0;
+    Reset();
+  }
   bool Next() override;
   const DataBatch& Value() const override { return out_; }
   std::vector<DataDesc> ProvideData() const override;

@@ -212,6 +212,10 @@ class LibSVMBatchIter : public DataIter {
     }
     out_ = DataBatch();
   }
+  void Rewind() override {
+    overflow_ = 0;
+    Reset();
+  }
 
   bool Next() override {
     if (overflow_ > 0) return false;
@@ -340,7 +344,9 @@ WEFT_REGISTER_DATA_ITER(LibSVMIter)
     .Describe("Returns the LibSVM iterator, with csr data (and csr labels when they come from label_libsvm).\n\n"
               "Each line of data_libsvm is 'label index:value ...' with zero-based feature indices below "
               "data_shape[0]; missing features are not stored. num_parts/part_index read a contiguous share of "
-              "the lines.")
+              "the lines. data_libsvm and label_libsvm each take a file, a directory (its non-empty files, in "
+              "name order), a regular expression over the file paths of one directory, or several of these "
+              "separated by ';' (as MXNet's dmlc InputSplit); the files are read one after another.")
     .AddParams<LibSVMIterParam>()
     .AddParams<BatchParam>()
     .AddParams<PrefetchParam>()

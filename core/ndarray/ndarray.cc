@@ -79,26 +79,55 @@ StorageType NDArray::stype() const {
   return chunk_ ? StorageType::kDefault : StorageType::kUndefined;
 }
 
-const NDArray& NDArray::sparse_values() const {
+namespace {
+
+void RefuseFaulty(const SparseParts& p) {
+  if (p.fault.level == SparseFault::kNone) return;
+  Throw(static_cast<ErrorKind>(p.fault.error_kind), "the ", p.stype == StorageType::kCSR ? "csr" : "row_sparse",
+        " array is not valid (", p.fault.message, "), so it cannot be read; check_format(full_check=True) reports "
+        "the same; build it again from valid parts");
+}
+
+}  // namespace
+
+const NDArray& NDArray::sparse_part_unchecked(int i) const {
   WEFT_CHECK(sparse_ != nullptr, kValue, "NDArray: expected a sparse (csr or row_sparse) array, got a dense one");
-  return sparse_->values;
+  WEFT_CHECK(i >= -1 && i < static_cast<int>(sparse_->aux.size()), kIndex, "NDArray: auxiliary array index ", i,
+             " is out of range (the array has ", sparse_->aux.size(), ")");
+  return i < 0 ? sparse_->values : sparse_->aux[i];
+}
+
+const NDArray& NDArray::sparse_values() const {
+  const NDArray& v = sparse_part_unchecked(-1);
+  RefuseFaulty(*sparse_);
+  return v;
 }
 
 const NDArray& NDArray::aux(int i) const {
-  WEFT_CHECK(sparse_ != nullptr, kValue, "NDArray: expected a sparse (csr or row_sparse) array, got a dense one");
-  WEFT_CHECK(i >= 0 && i < static_cast<int>(sparse_->aux.size()), kIndex, "NDArray: auxiliary array index ", i,
-             " is out of range (the array has ", sparse_->aux.size(), ")");
-  return sparse_->aux[i];
+  WEFT_CHECK(i >= 0, kIndex, "NDArray: auxiliary array index ", i, " is out of range");
+  const NDArray& a = sparse_part_unchecked(i);
+  RefuseFaulty(*sparse_);
+  return a;
+}
+
+const SparseFault& NDArray::sparse_fault() const {
+  static const SparseFault kValid;
+  return sparse_ ? sparse_->fault : kValid;
 }
 
 int NDArray::num_aux() const { return sparse_ ? static_cast<int>(sparse_->aux.size()) : 0; }
 
 NDArray NDArray::FromSparseParts(StorageType stype, const Shape& shape, NDArray values, std::vector<NDArray> aux) {
+  return FromFaultySparseParts(stype, shape, std::move(values), std::move(aux), SparseFault{});
+}
+
+NDArray NDArray::FromFaultySparseParts(StorageType stype, const Shape& shape, NDArray values, std::vector<NDArray> aux,
+                                       SparseFault fault) {
   NDArray r;
   r.shape_ = shape;
   r.dtype_ = values.dtype();
   r.chunk_ = values.chunk_;
-  r.sparse_ = std::make_shared<const SparseParts>(SparseParts{stype, std::move(values), std::move(aux)});
+  r.sparse_ = std::make_shared<const SparseParts>(SparseParts{stype, std::move(values), std::move(aux), std::move(fault)});
   return r;
 }
 
@@ -243,6 +272,7 @@ void NDArray::SyncCopyToCPU(void* dst_ptr, size_t bytes) const {
 NDArray NDArray::Copy(Context c) const {
   WEFT_CHECK(chunk_ != nullptr, kValue, "NDArray::Copy: the array is empty (none)");
   if (sparse_) {
+    RefuseFaulty(*sparse_);
     std::vector<NDArray> aux;
     for (const auto& a : sparse_->aux) aux.push_back(a.Copy(c));
     return FromSparseParts(sparse_->stype, shape_, sparse_->values.Copy(c), std::move(aux));

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "core/base/context.h"
@@ -24,6 +25,15 @@ struct Node;
 enum class StorageType : int32_t { kUndefined = -1, kDefault = 0, kRowSparse = 1, kCSR = 2 };
 
 struct SparseParts;
+
+// Why a sparse array's parts break its storage type's rules. MXNet's check_format tells two
+// levels apart: kShape faults (parts of lengths that do not fit the shape) are found by
+// every check, kContent faults (indptr or index values) only by the full check.
+struct SparseFault {
+  enum Level { kNone = 0, kContent = 1, kShape = 2 } level = kNone;
+  int error_kind = 0;  // the ErrorKind that MakeSparse raises for it
+  std::string message;
+};
 
 class NDArray {
  public:
@@ -70,12 +80,23 @@ class NDArray {
   StorageType stype() const;
   bool is_sparse() const { return sparse_ != nullptr; }
   // The stored values (csr: (nnz,), row_sparse: (rows stored, ...)) and the int64 auxiliary
-  // arrays (csr: 0 indptr, 1 column indices; row_sparse: 0 row indices).
+  // arrays (csr: 0 indptr, 1 column indices; row_sparse: 0 row indices). Both refuse (kValue,
+  // naming the fault) an array whose parts break its format: every kernel, copy and file
+  // writer reads the parts through them, so none reads such an array out of bounds.
   const NDArray& sparse_values() const;
   const NDArray& aux(int i) const;
   int num_aux() const;
   // Wraps already checked parts (sparse.h's MakeSparse validates them first).
   static NDArray FromSparseParts(StorageType stype, const Shape& shape, NDArray values, std::vector<NDArray> aux);
+  // Wraps parts that break the format, as MXNet lets a user make them and reports the fault
+  // only in check_format (sparse.h's MakeSparseUnchecked finds `fault`).
+  static NDArray FromFaultySparseParts(StorageType stype, const Shape& shape, NDArray values, std::vector<NDArray> aux,
+                                       SparseFault fault);
+  // What breaks the format (kind kNone for a valid or dense array).
+  const SparseFault& sparse_fault() const;
+  // The parts without the validity test (-1: the values, i >= 0: aux i), for check_format and
+  // for handing the parts themselves out (.data, .indices, .indptr), as MXNet allows.
+  const NDArray& sparse_part_unchecked(int i) const;
 
   // Views sharing memory. Slice and At index the first axis; Reshape keeps the size.
   NDArray Slice(int64_t begin, int64_t end) const;
@@ -122,6 +143,7 @@ struct SparseParts {
   StorageType stype;
   NDArray values;
   std::vector<NDArray> aux;
+  SparseFault fault;
 };
 
 // Pushes an asynchronous copy of `from` into `to` (same shape; dtypes may differ, values are

@@ -1,6 +1,7 @@
 #include "core/ndarray/sparse.h"
 
 #include <cstring>
+#include <sstream>
 
 #include "core/base/error.h"
 
@@ -40,15 +41,85 @@ std::vector<bool> NonZero(const char* p, int64_t n, DType dtype) {
   return nz;
 }
 
-void CheckIndices(const std::vector<int64_t>& idx, size_t begin, size_t end, int64_t limit, const char* what,
-                  int64_t row) {
+// The first fault among indices idx[begin, end): each in [0, limit), strictly increasing.
+std::string IndexFault(const std::vector<int64_t>& idx, size_t begin, size_t end, int64_t limit, const char* what,
+                       int64_t row, ErrorKind* kind) {
+  std::ostringstream os;
   for (size_t j = begin; j < end; ++j) {
-    WEFT_CHECK(idx[j] >= 0 && idx[j] < limit, kIndex, what, " ", idx[j], " at position ", j,
-               row >= 0 ? " (row " + std::to_string(row) + ")" : std::string(), " is out of range [0, ", limit, ")");
-    WEFT_CHECK(j == begin || idx[j] > idx[j - 1], kValue, what, " must be strictly increasing",
-               row >= 0 ? " within each row" : "", ", got ", idx[j - 1], " then ", idx[j], " at position ", j);
+    if (idx[j] < 0 || idx[j] >= limit) {
+      *kind = ErrorKind::kIndex;
+      os << what << " " << idx[j] << " at position " << j;
+      if (row >= 0) os << " (row " << row << ")";
+      os << " is out of range [0, " << limit << ")";
+      return os.str();
+    }
+    if (j > begin && idx[j] <= idx[j - 1]) {
+      *kind = ErrorKind::kValue;
+      os << what << " must be strictly increasing" << (row >= 0 ? " within each row" : "") << ", got " << idx[j - 1]
+         << " then " << idx[j] << " at position " << j;
+      return os.str();
+    }
   }
+  return std::string();
 }
+
+SparseFault Fault(SparseFault::Level level, ErrorKind kind, const std::string& message) {
+  return SparseFault{level, static_cast<int>(kind), message};
+}
+
+// What breaks the format in parts that MakeSparseUnchecked accepted (level kNone: nothing).
+// The lengths are checked before any value, and indptr wholly before the indices it
+// delimits, so the check itself never reads past a part.
+SparseFault FindFault(StorageType stype, const Shape& shape, const NDArray& values, const std::vector<NDArray>& aux) {
+  std::ostringstream os;
+  if (stype == StorageType::kCSR) {
+    int64_t rows = shape[0];
+    if (aux[0].Size() != rows + 1) {
+      os << "csr: expected indptr of length " << rows + 1 << " (rows + 1), got " << aux[0].Size();
+      return Fault(SparseFault::kShape, ErrorKind::kShape, os.str());
+    }
+    if (values.shape().ndim() != 1 || values.Size() != aux[1].Size()) {
+      os << "csr: expected data and indices of one length (nnz), got data " << values.shape().ToString()
+         << " and indices " << aux[1].shape().ToString();
+      return Fault(SparseFault::kShape, ErrorKind::kShape, os.str());
+    }
+    std::vector<int64_t> indptr = HostInt64(aux[0]), idx = HostInt64(aux[1]);
+    if (indptr[0] != 0) {
+      os << "csr: indptr must start at 0, got " << indptr[0];
+      return Fault(SparseFault::kContent, ErrorKind::kValue, os.str());
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      if (indptr[r + 1] < indptr[r]) {
+        os << "csr: indptr must not decrease, got " << indptr[r] << " then " << indptr[r + 1] << " at position "
+           << r + 1;
+        return Fault(SparseFault::kContent, ErrorKind::kValue, os.str());
+      }
+    }
+    if (indptr[rows] != values.Size()) {
+      os << "csr: indptr must end at nnz = " << values.Size() << ", got " << indptr[rows];
+      return Fault(SparseFault::kContent, ErrorKind::kValue, os.str());
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      ErrorKind kind = ErrorKind::kValue;
+      std::string m = IndexFault(idx, indptr[r], indptr[r + 1], shape[1], "csr: column index", r, &kind);
+      if (!m.empty()) return Fault(SparseFault::kContent, kind, m);
+    }
+    return SparseFault{};
+  }
+  Shape want = shape;
+  want[0] = aux[0].Size();
+  if (values.shape() != want) {
+    os << "row_sparse: expected data of shape " << want.ToString() << " (one row per index), got "
+       << values.shape().ToString();
+    return Fault(SparseFault::kShape, ErrorKind::kShape, os.str());
+  }
+  ErrorKind kind = ErrorKind::kValue;
+  std::string m = IndexFault(HostInt64(aux[0]), 0, static_cast<size_t>(aux[0].Size()), shape[0],
+                             "row_sparse: row index", -1, &kind);
+  return m.empty() ? SparseFault{} : Fault(SparseFault::kContent, kind, m);
+}
+
+[[noreturn]] void RaiseFault(const SparseFault& f) { Throw(static_cast<ErrorKind>(f.error_kind), f.message); }
 
 }  // namespace
 
@@ -74,7 +145,8 @@ StorageType ToStorageType(int code, const char* what) {
   return static_cast<StorageType>(code);
 }
 
-NDArray MakeSparse(StorageType stype, const Shape& shape, const NDArray& values, const std::vector<NDArray>& aux) {
+NDArray MakeSparseUnchecked(StorageType stype, const Shape& shape, const NDArray& values,
+                            const std::vector<NDArray>& aux) {
   WEFT_CHECK(stype == StorageType::kCSR || stype == StorageType::kRowSparse, kValue,
              "MakeSparse: expected storage type csr or row_sparse, got ", StorageTypeName(stype));
   const char* name = StorageTypeName(stype);
@@ -90,32 +162,22 @@ NDArray MakeSparse(StorageType stype, const Shape& shape, const NDArray& values,
                values.ctx().ToString(), ", got ", aux[i].ctx().ToString());
   }
   WEFT_CHECK(shape.is_known(), kShape, name, ": the shape ", shape.ToString(), " is not fully known");
-  if (stype == StorageType::kCSR) {
+  if (stype == StorageType::kCSR)
     WEFT_CHECK(shape.ndim() == 2, kShape, "csr: expected a 2-D shape, got ", shape.ToString());
-    int64_t rows = shape[0];
-    WEFT_CHECK(aux[0].Size() == rows + 1, kShape, "csr: expected indptr of length ", rows + 1, " (rows + 1), got ",
-               aux[0].Size());
-    WEFT_CHECK(values.shape().ndim() == 1 && values.Size() == aux[1].Size(), kShape,
-               "csr: expected data and indices of one length (nnz), got data ", values.shape().ToString(),
-               " and indices ", aux[1].shape().ToString());
-    std::vector<int64_t> indptr = HostInt64(aux[0]), idx = HostInt64(aux[1]);
-    WEFT_CHECK(indptr[0] == 0, kValue, "csr: indptr must start at 0, got ", indptr[0]);
-    WEFT_CHECK(indptr[rows] == values.Size(), kValue, "csr: indptr must end at nnz = ", values.Size(), ", got ",
-               indptr[rows]);
-    for (int64_t r = 0; r < rows; ++r) {
-      WEFT_CHECK(indptr[r + 1] >= indptr[r], kValue, "csr: indptr must not decrease, got ", indptr[r], " then ",
-                 indptr[r + 1], " at position ", r + 1);
-      CheckIndices(idx, indptr[r], indptr[r + 1], shape[1], "csr: column index", r);
-    }
-  } else {
+  else
     WEFT_CHECK(shape.ndim() >= 1, kShape, "row_sparse: expected at least a 1-D shape, got ", shape.ToString());
-    Shape want = shape;
-    want[0] = aux[0].Size();
-    WEFT_CHECK(values.shape() == want, kShape, "row_sparse: expected data of shape ", want.ToString(),
-               " (one row per index), got ", values.shape().ToString());
-    CheckIndices(HostInt64(aux[0]), 0, static_cast<size_t>(aux[0].Size()), shape[0], "row_sparse: row index", -1);
-  }
-  return NDArray::FromSparseParts(stype, shape, values, aux);
+  return NDArray::FromFaultySparseParts(stype, shape, values, aux, FindFault(stype, shape, values, aux));
+}
+
+NDArray MakeSparse(StorageType stype, const Shape& shape, const NDArray& values, const std::vector<NDArray>& aux) {
+  NDArray r = MakeSparseUnchecked(stype, shape, values, aux);
+  if (r.sparse_fault().level != SparseFault::kNone) RaiseFault(r.sparse_fault());
+  return r;
+}
+
+void CheckSparseFormat(const NDArray& a, bool full_check) {
+  const SparseFault& f = a.sparse_fault();
+  if (f.level == SparseFault::kShape || (full_check && f.level == SparseFault::kContent)) RaiseFault(f);
 }
 
 NDArray SparseZeros(StorageType stype, const Shape& shape, DType dtype, Context ctx) {

@@ -29,6 +29,18 @@ StorageType ToStorageType(int code, const char* what);
 // which part is wrong and how.
 NDArray MakeSparse(StorageType stype, const Shape& shape, const NDArray& values, const std::vector<NDArray>& aux);
 
+// The same array without refusing parts that break those rules, as MXNet makes them: their
+// types, dimensions, context and the shape are still checked, and the fault is kept with the
+// array (NDArray::sparse_fault). Reading such an array's parts (every operator, copy,
+// conversion and file writer does) raises the fault; CheckSparseFormat reports it.
+NDArray MakeSparseUnchecked(StorageType stype, const Shape& shape, const NDArray& values,
+                            const std::vector<NDArray>& aux);
+
+// MXNet's check_format: raises the fault of a sparse array made by MakeSparseUnchecked, with
+// MakeSparse's error. Without full_check only part lengths that do not fit the shape are
+// reported (MXNet's O(1) check); with it also indptr and index values. Dense arrays pass.
+void CheckSparseFormat(const NDArray& a, bool full_check);
+
 // An array of `stype` with no stored values.
 NDArray SparseZeros(StorageType stype, const Shape& shape, DType dtype, Context ctx);
 

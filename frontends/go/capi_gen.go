@@ -303,6 +303,26 @@ static gw_result gw_weft_ndarray_create_sparse(int stype, const int64_t* shape, 
   return r;
 }
 
+static gw_result gw_weft_ndarray_create_sparse_unchecked(int stype, const int64_t* shape, int ndim, const weft_ndarray_t* values, int num_aux, weft_ndarray_t* const* aux, weft_ndarray_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_create_sparse_unchecked(stype, shape, ndim, values, num_aux, aux, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_ndarray_check_format(const weft_ndarray_t* arr, int full_check) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_check_format(arr, full_check);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_ndarray_create_sparse_zeros(int stype, const int64_t* shape, int ndim, int dtype, weft_context_t ctx, weft_ndarray_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_create_sparse_zeros(stype, shape, ndim, dtype, ctx, out);
@@ -336,6 +356,16 @@ static gw_result gw_weft_ndarray_get_sparse_values(const weft_ndarray_t* arr, we
 static gw_result gw_weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_ndarray_t** out) {
   gw_result r = {0, NULL};
   r.status = weft_ndarray_get_aux(arr, i, out);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
+static gw_result gw_weft_ndarray_get_sparse_part_unchecked(const weft_ndarray_t* arr, int part, weft_ndarray_t** out) {
+  gw_result r = {0, NULL};
+  r.status = weft_ndarray_get_sparse_part_unchecked(arr, part, out);
   if (r.status != WEFT_OK) {
     r.msg = gw_strdup(weft_get_last_error());
     return r;
@@ -1661,6 +1691,16 @@ static gw_result gw_weft_dataiter_reset(weft_dataiter_t* it) {
   return r;
 }
 
+static gw_result gw_weft_dataiter_rewind(weft_dataiter_t* it) {
+  gw_result r = {0, NULL};
+  r.status = weft_dataiter_rewind(it);
+  if (r.status != WEFT_OK) {
+    r.msg = gw_strdup(weft_get_last_error());
+    return r;
+  }
+  return r;
+}
+
 static gw_result gw_weft_dataiter_next(weft_dataiter_t* it, int* out) {
   gw_result r = {0, NULL};
   r.status = weft_dataiter_next(it, out);
@@ -2554,6 +2594,30 @@ func weft_ndarray_create_sparse(p_stype C.int, p_shape *C.int64_t, p_ndim C.int,
 	return nil
 }
 
+// weft_ndarray_create_sparse_unchecked calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_create_sparse_unchecked(p_stype C.int, p_shape *C.int64_t, p_ndim C.int, p_values *C.weft_ndarray_t, p_num_aux C.int, p_aux **C.weft_ndarray_t, p_out **C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_create_sparse_unchecked(p_stype, p_shape, p_ndim, p_values, p_num_aux, p_aux, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_create_sparse_unchecked")
+	}
+	return nil
+}
+
+// weft_ndarray_check_format calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_check_format(p_arr *C.weft_ndarray_t, p_full_check C.int) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_check_format(p_arr, p_full_check)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_check_format")
+	}
+	return nil
+}
+
 // weft_ndarray_create_sparse_zeros calls the C function of that name through its shim; see c_api.h.
 func weft_ndarray_create_sparse_zeros(p_stype C.int, p_shape *C.int64_t, p_ndim C.int, p_dtype C.int, p_ctx C.weft_context_t, p_out **C.weft_ndarray_t) error {
 	if errLibrary != nil {
@@ -2598,6 +2662,18 @@ func weft_ndarray_get_aux(p_arr *C.weft_ndarray_t, p_i C.int, p_out **C.weft_nda
 	r := C.gw_weft_ndarray_get_aux(p_arr, p_i, p_out)
 	if r.status != 0 {
 		return newCError(r, "weft_ndarray_get_aux")
+	}
+	return nil
+}
+
+// weft_ndarray_get_sparse_part_unchecked calls the C function of that name through its shim; see c_api.h.
+func weft_ndarray_get_sparse_part_unchecked(p_arr *C.weft_ndarray_t, p_part C.int, p_out **C.weft_ndarray_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_ndarray_get_sparse_part_unchecked(p_arr, p_part, p_out)
+	if r.status != 0 {
+		return newCError(r, "weft_ndarray_get_sparse_part_unchecked")
 	}
 	return nil
 }
@@ -4394,6 +4470,18 @@ func weft_dataiter_reset(p_it *C.weft_dataiter_t) error {
 	r := C.gw_weft_dataiter_reset(p_it)
 	if r.status != 0 {
 		return newCError(r, "weft_dataiter_reset")
+	}
+	return nil
+}
+
+// weft_dataiter_rewind calls the C function of that name through its shim; see c_api.h.
+func weft_dataiter_rewind(p_it *C.weft_dataiter_t) error {
+	if errLibrary != nil {
+		return errLibrary
+	}
+	r := C.gw_weft_dataiter_rewind(p_it)
+	if r.status != 0 {
+		return newCError(r, "weft_dataiter_rewind")
 	}
 	return nil
 }

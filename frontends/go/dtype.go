@@ -133,7 +133,7 @@ func BFloat16FromFloat32(f float32) BFloat16 {
 // Float32 is the value of h as a float32 (exact).
 func (h BFloat16) Float32() float32 { return math.Float32frombits(uint32(h) << 16) }
 
-// Context names a device: CPU(), GPU(i), CPUPinned().
+// Context names a device: CPU(), GPU(i), CPUPinned(), CPUShared(i).
 type Context struct {
 	DeviceType DeviceType
 	DeviceID   int
@@ -147,6 +147,11 @@ func GPU(i int) Context { return Context{DeviceType: DeviceTypeGPU, DeviceID: i}
 
 // CPUPinned is page-locked host memory.
 func CPUPinned() Context { return Context{DeviceType: DeviceTypeCPUPinned} }
+
+// CPUShared is host memory that other processes can map (MXNet's cpu_shared, device type
+// 5): each array made there is a shared-memory segment (see weft_ndarray_get_shared_mem).
+// Operators use it as CPU memory, and its arrays mix with CPU arrays in one call.
+func CPUShared(i int) Context { return Context{DeviceType: DeviceTypeCPUShared, DeviceID: i} }
 
 // String is the context as operators' "ctx" parameter and MXNet write it ("cpu(0)").
 func (c Context) String() string {

@@ -245,6 +245,47 @@ TEST(DenseBatchIter, RoundBatchWrapsIntoTheNextEpochAsMXNet) {
   EXPECT_EQ(batches, 2);
 }
 
+// A reset in the middle of an epoch, with round_batch: the batches that follow are those of
+// the iterator without a prefetcher, however far the worker had run ahead (before, a worker
+// that had made the wrapped last batch made the base go on after its borrowed samples).
+TEST(PrefetchIter, ResetMidEpochGivesTheBatchesOfTheUnprefetchedIterator) {
+  DenseSamples s;
+  s.data_shape = Shape{1};
+  s.label_shape = Shape{1};
+  for (int i = 0; i < 10; ++i) {
+    s.data.push_back(static_cast<float>(i));
+    s.label.push_back(static_cast<float>(i));
+    s.index.push_back(i);
+  }
+  // Takes `first` batches, resets, then two whole epochs; the indices of every batch taken.
+  auto run = [](DataIter* it, int first, bool let_worker_run) {
+    std::vector<std::vector<uint64_t>> got;
+    for (int i = 0; i < first && it->Next(); ++i) got.push_back(it->Value().index);
+    if (let_worker_run) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    it->Reset();
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      while (it->Next()) got.push_back(it->Value().index);
+      it->Reset();
+    }
+    return got;
+  };
+  for (int first = 0; first <= 4; ++first) {
+    DenseBatchIter plain("test", s, 4, LastBatch::kWrap);
+    const auto want = run(&plain, first, false);
+    for (int capacity : {1, 2, 4}) {
+      PrefetchIter it(std::make_unique<DenseBatchIter>("test", s, 4, LastBatch::kWrap), capacity);
+      EXPECT_EQ(run(&it, first, true), want) << "reset after " << first << " batches, buffer " << capacity;
+    }
+  }
+  // Rewind starts from the first sample even after the wrapped batch was taken.
+  PrefetchIter it(std::make_unique<DenseBatchIter>("test", s, 4, LastBatch::kWrap), 2);
+  while (it.Next()) {
+  }
+  it.Rewind();
+  ASSERT_TRUE(it.Next());
+  EXPECT_EQ(it.Value().index, (std::vector<uint64_t>{0, 1, 2, 3}));
+}
+
 // MXNet's iterators ignore keys they do not know (scripts pass MNISTIter a data_shape):
 // Weft warns, naming the key and the known ones, and builds the same iterator.
 TEST(DataIterRegistry, UnknownParametersAreIgnoredWithAWarning) {

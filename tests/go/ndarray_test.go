@@ -182,3 +182,22 @@ func TestNDArrayHalfConversionsMatchTheLibrary(t *testing.T) {
 		}
 	}
 }
+
+// cpu_shared (MXNet's device type 5): an array made there reports that context, reads back,
+// and mixes with CPU arrays in one operator call.
+func TestNDArrayOnCPUShared(t *testing.T) {
+	ctx := weft.CPUShared(0)
+	if ctx.String() != "cpu_shared(0)" || ctx.DeviceType != weft.DeviceTypeCPUShared {
+		t.Fatalf("CPUShared(0) is %v (type %d)", ctx, ctx.DeviceType)
+	}
+	a := ok(weft.Full(2, weft.DTypeFloat32, ctx, 2, 3))
+	defer a.Close()
+	if got := ok(a.Context()); got != ctx {
+		t.Fatalf("an array made on %v reports %v", ctx, got)
+	}
+	b := ok(weft.Ones(2, 3))
+	defer b.Close()
+	sum := ok(a.Add(b))
+	defer sum.Close()
+	near(t, "cpu_shared + cpu", f32(t, sum), []float32{3, 3, 3, 3, 3, 3}, 0)
+}

@@ -406,3 +406,28 @@ def test_nd_cached_op_spare_is_taken_only_while_a_backward_is_pending():
     dpre = 2 * (1 - np.tanh(xv.dot(wv.T) + bv) ** 2)
     np.testing.assert_allclose(w.grad.asnumpy(), dpre.T.dot(xv), rtol=1e-4, atol=1e-5)
     assert sorted(len(v) for v in op._cache.values()) == [1, 2]
+
+
+def test_stale_backward_error_names_the_cached_graph_neutrally():
+    # CachedOp and hybridized blocks bind a spare executor while a recorded call awaits its
+    # backward, so only a caller of weft_executor_invoke that does not (a front end, or
+    # CachedOp's executor called again here by hand) meets the error; both kinds of caller
+    # share it, so it names both instead of a hybridized block alone.
+    x = nd.array([[1.0, -2.0]])
+    x.attach_grad()
+    op = nd.CachedOp(mx.sym.tanh(mx.sym.var("x")))
+    with autograd.record():
+        y = op(x)
+    (exe, bound, input_grads), = [e for entries in op._cache.values() for e in entries]
+    with autograd.record():
+        again = [nd.NDArray(h) for h in mx.base._api.weft_executor_invoke(exe.handle, 1, [x], bound, input_grads,
+                                                                           0, [], 1)]
+    assert again[0].shape == (1, 2)
+    with pytest.raises(mx.base.MXNetError, match=r"cached graph \(a hybridized block or an nd.CachedOp\): it ran "
+                                                 r"forward again before this backward of an earlier recorded call"):
+        y.backward()
+    # Called as CachedOp itself calls it, the backward is right: d tanh(x) / dx.
+    with autograd.record():
+        y = op(x)
+    y.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), 1 - np.tanh([[1.0, -2.0]]) ** 2, rtol=1e-5)

@@ -58,7 +58,10 @@ INT_VALUES = {
     "head": "0", "priority": "0", "is_label": "0", "is_train": "0", "is_training": "0", "is_recording": "0",
     "retain_graph": "0", "create_graph": "0", "monitor_all": "0", "partial_shaping": "0", "allow_up_sizing": "0",
     "in_child": "0", "dev": "0",
-    "paused": "0", "finished": "0", "reset": "0", "ascending": "0",
+    "paused": "0", "finished": "0", "reset": "0", "ascending": "0", "full_check": "1",
+    # -1 (the values) and 0.. (aux arrays) are parts; a part out of range is refused by the core
+    # (tests/python/test_sparse_check_format.py).
+    "part": "0",
     # The segment of the fixture's cpu_shared array: these are looked up, not range-checked,
     # so the misuse cases of a wrong process or descriptor are hand-written
     # (tests/cpp/shared_memory_test.cc).
@@ -138,6 +141,7 @@ ARRAYS = {
     ("weft_dataiter_create", "vals"): ["fx.csv_path.c_str()", '"(3,)"', '"2"'],
     # A valid configuration that records nothing the suite would notice.
     ("weft_ndarray_create_sparse", "aux"): ["fx.rsp_indices"],
+    ("weft_ndarray_create_sparse_unchecked", "aux"): ["fx.rsp_indices"],
     ("weft_profiler_set_config", "keys"): ['"aggregate_stats"'],
     ("weft_profiler_set_config", "vals"): ['"False"'],
     # The predictor's one input x of shape (2, 3); its graph's node is named "plus".
@@ -152,6 +156,8 @@ HANDLES_BY_FN = {
     ("weft_symbol_compose", "sym"): "fx.NewAtomic()",
     ("weft_ndarray_get_sparse_values", "arr"): "fx.rsp",
     ("weft_ndarray_get_aux", "arr"): "fx.rsp",
+    ("weft_ndarray_get_sparse_part_unchecked", "arr"): "fx.rsp",
+    ("weft_ndarray_check_format", "arr"): "fx.rsp",
     ("weft_ndarray_sparse_assign", "dst"): "fx.rsp",
     ("weft_ndarray_sparse_assign", "src"): "fx.rsp",
     ("weft_image_encode", "img"): "fx.image",

@@ -241,15 +241,33 @@ WEFT_API weft_status_t weft_ndarray_create_from_shared_mem(int shared_pid, int s
 WEFT_API weft_status_t weft_ndarray_create_sparse(int stype, const int64_t* shape, int ndim,
                                                   const weft_ndarray_t* values, int num_aux,
                                                   weft_ndarray_t* const* aux, weft_ndarray_t** out);
+/* The same without refusing parts whose lengths or values break the format, as MXNet's
+ * MXNDArrayCreateSparseEx: dtypes, dimensions, context and shape are checked, the fault is
+ * kept with the array, and every function that reads such an array's contents (operators,
+ * copies, cast_storage, saving) fails naming it. weft_ndarray_check_format reports it. */
+WEFT_API weft_status_t weft_ndarray_create_sparse_unchecked(int stype, const int64_t* shape, int ndim,
+                                                            const weft_ndarray_t* values, int num_aux,
+                                                            weft_ndarray_t* const* aux, weft_ndarray_t** out);
+/* MXNet's check_format: fails (WEFT_ERR_SHAPE, _VALUE or _INDEX, naming the fault) when the
+ * parts of a sparse array break its format. With full_check 0 only part lengths that do not
+ * fit the shape are found; otherwise also indptr and index values. Dense arrays pass. */
+WEFT_API weft_status_t weft_ndarray_check_format(const weft_ndarray_t* arr, int full_check);
 /* An array of `stype` (0, 1 or 2) holding only zeros (no stored values when sparse). */
 WEFT_API weft_status_t weft_ndarray_create_sparse_zeros(int stype, const int64_t* shape, int ndim, int dtype,
                                                         weft_context_t ctx, weft_ndarray_t** out);
 /* The storage type code (-1 for an empty array). */
 WEFT_API weft_status_t weft_ndarray_get_storage_type(const weft_ndarray_t* arr, int* out);
-/* A new handle on a sparse array's stored values (dense), shared with it. */
+/* A new handle on a sparse array's stored values (dense), shared with it. Fails, naming the
+ * fault, for an array whose parts break its format (weft_ndarray_create_sparse_unchecked). */
 WEFT_API weft_status_t weft_ndarray_get_sparse_values(const weft_ndarray_t* arr, weft_ndarray_t** out);
-/* A new handle on a sparse array's auxiliary array i (int64, dense), shared with it. */
+/* A new handle on a sparse array's auxiliary array i (int64, dense), shared with it (refused as the
+ * values are). */
 WEFT_API weft_status_t weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_ndarray_t** out);
+/* A new handle on one part of a sparse array (part -1: the stored values, part >= 0: aux
+ * array `part`; others WEFT_ERR_INDEX) as it was given, also where the parts break the format:
+ * for inspecting them (MXNet's .data, .indices and .indptr), not for computing with them. */
+WEFT_API weft_status_t weft_ndarray_get_sparse_part_unchecked(const weft_ndarray_t* arr, int part,
+                                                              weft_ndarray_t** out);
 /* Makes the sparse array behind handle `dst` hold the contents of `src` (both sparse, of one
  * storage type, shape and dtype; the parts are shared, not copied). Other handles keep what
  * they held. This is how a front end fills an existing sparse array (a row_sparse pull). */
@@ -874,6 +892,10 @@ WEFT_API weft_status_t weft_dataiter_create(const char* name, int num_params, co
 WEFT_API weft_status_t weft_dataiter_free(weft_dataiter_t* it);
 /* Starts a new epoch (discarding prepared batches). */
 WEFT_API weft_status_t weft_dataiter_reset(weft_dataiter_t* it);
+/* Starts a new epoch from the first sample, as reset does unless the last batch taken wrapped
+ * around (round_batch), where reset goes on after the samples it took. A prefetcher in front
+ * of the iterator calls it when it took a batch its own consumer never saw. */
+WEFT_API weft_status_t weft_dataiter_rewind(weft_dataiter_t* it);
 /* Moves to the next batch: *out = 1, or 0 at the end of the epoch. Blocks until the batch is
  * ready; a failure while preparing it (e.g. a corrupt record) is reported by this call. */
 WEFT_API weft_status_t weft_dataiter_next(weft_dataiter_t* it, int* out);

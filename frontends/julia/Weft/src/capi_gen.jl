@@ -146,10 +146,13 @@ const _fp_weft_ndarray_shares_memory = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_shared_mem = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create_from_shared_mem = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create_sparse = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_create_sparse_unchecked = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_check_format = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_create_sparse_zeros = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_storage_type = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_sparse_values = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_get_aux = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_ndarray_get_sparse_part_unchecked = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_sparse_assign = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_ndarray_cast_storage = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_wait_all = Ref{Ptr{Cvoid}}(C_NULL)
@@ -275,6 +278,7 @@ const _fp_weft_dataiter_type_param = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_create = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_free = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_reset = Ref{Ptr{Cvoid}}(C_NULL)
+const _fp_weft_dataiter_rewind = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_next = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_num_data = Ref{Ptr{Cvoid}}(C_NULL)
 const _fp_weft_dataiter_get_data = Ref{Ptr{Cvoid}}(C_NULL)
@@ -647,6 +651,33 @@ function weft_ndarray_create_sparse(stype, shape, ndim, values, num_aux, aux, ou
 end
 
 """
+    weft_ndarray_create_sparse_unchecked(stype, shape, ndim, values, num_aux, aux, out)
+
+The same without refusing parts whose lengths or values break the format, as MXNet's
+MXNDArrayCreateSparseEx: dtypes, dimensions, context and shape are checked, the fault is
+kept with the array, and every function that reads such an array's contents (operators,
+copies, cast_storage, saving) fails naming it. weft_ndarray_check_format reports it.
+
+C: weft_status_t weft_ndarray_create_sparse_unchecked(int stype, const int64_t* shape, int ndim, const weft_ndarray_t* values, int num_aux, weft_ndarray_t* const* aux, weft_ndarray_t** out)
+"""
+function weft_ndarray_create_sparse_unchecked(stype, shape, ndim, values, num_aux, aux, out)
+    ccall(_fp_weft_ndarray_create_sparse_unchecked[], Cint, (Cint, Ptr{Int64}, Cint, Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}, Ptr{Ptr{weft_ndarray_t}}), stype, shape, ndim, values, num_aux, aux, out)
+end
+
+"""
+    weft_ndarray_check_format(arr, full_check)
+
+MXNet's check_format: fails (WEFT_ERR_SHAPE, _VALUE or _INDEX, naming the fault) when the
+parts of a sparse array break its format. With full_check 0 only part lengths that do not
+fit the shape are found; otherwise also indptr and index values. Dense arrays pass.
+
+C: weft_status_t weft_ndarray_check_format(const weft_ndarray_t* arr, int full_check)
+"""
+function weft_ndarray_check_format(arr, full_check)
+    ccall(_fp_weft_ndarray_check_format[], Cint, (Ptr{weft_ndarray_t}, Cint), arr, full_check)
+end
+
+"""
     weft_ndarray_create_sparse_zeros(stype, shape, ndim, dtype, ctx, out)
 
 An array of `stype` (0, 1 or 2) holding only zeros (no stored values when sparse).
@@ -671,7 +702,8 @@ end
 """
     weft_ndarray_get_sparse_values(arr, out)
 
-A new handle on a sparse array's stored values (dense), shared with it.
+A new handle on a sparse array's stored values (dense), shared with it. Fails, naming the
+fault, for an array whose parts break its format (weft_ndarray_create_sparse_unchecked).
 
 C: weft_status_t weft_ndarray_get_sparse_values(const weft_ndarray_t* arr, weft_ndarray_t** out)
 """
@@ -682,12 +714,26 @@ end
 """
     weft_ndarray_get_aux(arr, i, out)
 
-A new handle on a sparse array's auxiliary array i (int64, dense), shared with it.
+A new handle on a sparse array's auxiliary array i (int64, dense), shared with it (refused as the
+values are).
 
 C: weft_status_t weft_ndarray_get_aux(const weft_ndarray_t* arr, int i, weft_ndarray_t** out)
 """
 function weft_ndarray_get_aux(arr, i, out)
     ccall(_fp_weft_ndarray_get_aux[], Cint, (Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}), arr, i, out)
+end
+
+"""
+    weft_ndarray_get_sparse_part_unchecked(arr, part, out)
+
+A new handle on one part of a sparse array (part -1: the stored values, part >= 0: aux
+array `part`; others WEFT_ERR_INDEX) as it was given, also where the parts break the format:
+for inspecting them (MXNet's .data, .indices and .indptr), not for computing with them.
+
+C: weft_status_t weft_ndarray_get_sparse_part_unchecked(const weft_ndarray_t* arr, int part, weft_ndarray_t** out)
+"""
+function weft_ndarray_get_sparse_part_unchecked(arr, part, out)
+    ccall(_fp_weft_ndarray_get_sparse_part_unchecked[], Cint, (Ptr{weft_ndarray_t}, Cint, Ptr{Ptr{weft_ndarray_t}}), arr, part, out)
 end
 
 """
@@ -2205,6 +2251,19 @@ function weft_dataiter_reset(it)
 end
 
 """
+    weft_dataiter_rewind(it)
+
+Starts a new epoch from the first sample, as reset does unless the last batch taken wrapped
+around (round_batch), where reset goes on after the samples it took. A prefetcher in front
+of the iterator calls it when it took a batch its own consumer never saw.
+
+C: weft_status_t weft_dataiter_rewind(weft_dataiter_t* it)
+"""
+function weft_dataiter_rewind(it)
+    ccall(_fp_weft_dataiter_rewind[], Cint, (Ptr{weft_dataiter_t},), it)
+end
+
+"""
     weft_dataiter_next(it, out)
 
 Moves to the next batch: *out = 1, or 0 at the end of the epoch. Blocks until the batch is
@@ -2650,10 +2709,13 @@ const _SYMBOLS = (
     (:weft_ndarray_get_shared_mem, _fp_weft_ndarray_get_shared_mem),
     (:weft_ndarray_create_from_shared_mem, _fp_weft_ndarray_create_from_shared_mem),
     (:weft_ndarray_create_sparse, _fp_weft_ndarray_create_sparse),
+    (:weft_ndarray_create_sparse_unchecked, _fp_weft_ndarray_create_sparse_unchecked),
+    (:weft_ndarray_check_format, _fp_weft_ndarray_check_format),
     (:weft_ndarray_create_sparse_zeros, _fp_weft_ndarray_create_sparse_zeros),
     (:weft_ndarray_get_storage_type, _fp_weft_ndarray_get_storage_type),
     (:weft_ndarray_get_sparse_values, _fp_weft_ndarray_get_sparse_values),
     (:weft_ndarray_get_aux, _fp_weft_ndarray_get_aux),
+    (:weft_ndarray_get_sparse_part_unchecked, _fp_weft_ndarray_get_sparse_part_unchecked),
     (:weft_ndarray_sparse_assign, _fp_weft_ndarray_sparse_assign),
     (:weft_ndarray_cast_storage, _fp_weft_ndarray_cast_storage),
     (:weft_wait_all, _fp_weft_wait_all),
@@ -2779,6 +2841,7 @@ const _SYMBOLS = (
     (:weft_dataiter_create, _fp_weft_dataiter_create),
     (:weft_dataiter_free, _fp_weft_dataiter_free),
     (:weft_dataiter_reset, _fp_weft_dataiter_reset),
+    (:weft_dataiter_rewind, _fp_weft_dataiter_rewind),
     (:weft_dataiter_next, _fp_weft_dataiter_next),
     (:weft_dataiter_get_num_data, _fp_weft_dataiter_get_num_data),
     (:weft_dataiter_get_data, _fp_weft_dataiter_get_data),

@@ -3,15 +3,18 @@
 """
     Context(device_type, device_id=0)
 
-A device: `cpu()`, `gpu(i)`, or `Context(:cpu_pinned)`. `device_type` is `:cpu`, `:gpu` or
-`:cpu_pinned`.
+A device: `cpu()`, `gpu(i)`, `Context(:cpu_pinned)` or `Context(:cpu_shared, i)`.
+`device_type` is `:cpu`, `:gpu`, `:cpu_pinned` (page-locked host memory) or `:cpu_shared`
+(host memory that other processes can map, MXNet's device type 5: each array made there is
+a shared-memory segment; operators use it as CPU memory, and its arrays mix with CPU arrays
+in one call).
 """
 struct Context
     device_type::Symbol
     device_id::Int
     function Context(device_type::Symbol, device_id::Integer=0)
-        device_type in (:cpu, :gpu, :cpu_pinned) ||
-            throw(ArgumentError("Weft: device type must be :cpu, :gpu or :cpu_pinned, got :$device_type"))
+        device_type in (:cpu, :gpu, :cpu_pinned, :cpu_shared) ||
+            throw(ArgumentError("Weft: device type must be :cpu, :gpu, :cpu_pinned or :cpu_shared, got :$device_type"))
         device_id >= 0 || throw(ArgumentError("Weft: device id must be >= 0, got $device_id"))
         return new(device_type, device_id)
     end
@@ -20,7 +23,8 @@ end
 cpu(dev_id::Integer=0) = Context(:cpu, dev_id)
 gpu(dev_id::Integer=0) = Context(:gpu, dev_id)
 
-const _DEVICE_CODES = Dict(:cpu => WEFT_DEVICE_CPU, :gpu => WEFT_DEVICE_GPU, :cpu_pinned => WEFT_DEVICE_CPU_PINNED)
+const _DEVICE_CODES = Dict(:cpu => WEFT_DEVICE_CPU, :gpu => WEFT_DEVICE_GPU, :cpu_pinned => WEFT_DEVICE_CPU_PINNED,
+                           :cpu_shared => WEFT_DEVICE_CPU_SHARED)
 
 Base.convert(::Type{weft_context_t}, c::Context) = weft_context_t(Int32(_DEVICE_CODES[c.device_type]), Int32(c.device_id))
 

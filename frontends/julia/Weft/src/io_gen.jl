@@ -176,7 +176,7 @@ ImageRecordProvider(; kwargs...) = ImageRecordIter(; kwargs...)
 
 Returns the LibSVM iterator, with csr data (and csr labels when they come from label_libsvm).
 
-Each line of data_libsvm is 'label index:value ...' with zero-based feature indices below data_shape[0]; missing features are not stored. num_parts/part_index read a contiguous share of the lines.
+Each line of data_libsvm is 'label index:value ...' with zero-based feature indices below data_shape[0]; missing features are not stored. num_parts/part_index read a contiguous share of the lines. data_libsvm and label_libsvm each take a file, a directory (its non-empty files, in name order), a regular expression over the file paths of one directory, or several of these separated by ';' (as MXNet's dmlc InputSplit); the files are read one after another.
 
 # Parameters
 - `data_libsvm` (string; required): The input zero-base indexed LibSVM data file or a directory path.

@@ -37,6 +37,12 @@ end
     @test Float32.(copy(xb)) == Float32[1.5 -2.0; 0.25 1024.0]
     @test Float32(Weft.BFloat16(1.00390625f0)) == 1.0f0   # 1 + 2^-8 rounds to even (1.0)
 
+    # cpu_shared (MXNet's device type 5): arrays there keep their context and mix with CPU ones.
+    sh = mx.ones(Float32, 2, 3; ctx=Weft.Context(:cpu_shared))
+    @test mx.context(sh) == Weft.Context(:cpu_shared, 0)
+    @test sprint(show, mx.context(sh)) == "cpu_shared(0)"
+    @test copy(sh .+ NDArray(ones(Float32, 2, 3))) == fill(2.0f0, 2, 3)
+
     # Same bytes: Julia's column-major (2, 3) is Weft's row-major (3, 2); Weft's first row
     # is Julia's first column.
     x = NDArray(Float32[1 2 3; 4 5 6])

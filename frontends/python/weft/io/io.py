@@ -81,6 +81,14 @@ class DataIter(object):
     def reset(self):
         """Goes back to the beginning of the data."""
 
+    def _reset_unseen(self, ended):
+        """Resets as reset() would had the last next() not been called (it returned a batch,
+        or the end of the epoch when `ended`). A PrefetchingIter calls this when it took a
+        result its consumer never saw, so a reset in the middle of an epoch gives what the
+        iterator alone gives. Iterators whose reset does not depend on where the epoch
+        stopped keep this default."""
+        self.reset()
+
     def next(self):
         """The next batch; raises StopIteration at the end of the epoch."""
         if self.iter_next():
@@ -192,6 +200,7 @@ class PrefetchingIter(DataIter):
         self._ready = [False] * self.n_iter
         self._want = [True] * self.n_iter
         self._started = True
+        self._ended = False  # the consumer saw this epoch's end (or its error)
         self.current_batch = None
         self._threads = [threading.Thread(target=self._fetch, args=(i,), daemon=True) for i in range(self.n_iter)]
         for t in self._threads:
@@ -259,9 +268,28 @@ class PrefetchingIter(DataIter):
         return self._renamed([list(i.provide_label) for i in self.iters], self.rename_label)
 
     def reset(self):
+        self._restart(None if self._ended else "unseen")
+
+    def _reset_unseen(self, ended):
+        # Undoing the end this iterator returned leaves each iterator's result behind it
+        # unseen; undoing a batch also undoes the batch each iterator gave for it.
+        self._restart("unseen" if ended else "batch")
+
+    def _restart(self, undo):
+        """Resets the iterators as they would be without the prefetch. An iterator's reset
+        may depend on where it stopped (roll_over, round_batch), and each has made one result
+        (a batch, or its end) that the consumer has not seen, unless the consumer saw the end
+        of the epoch (`undo` None): with `undo` "unseen" each is reset as if that result had
+        not been made; with "batch" (an outer prefetcher undoing this one's last batch) as if
+        the batch before it had not been made either."""
         self._wait_ready()
-        for it in self.iters:
-            it.reset()
+        for i, it in enumerate(self.iters):
+            unseen = getattr(it, "_reset_unseen", None)
+            if unseen is None or undo is None:
+                it.reset()
+            else:
+                unseen(undo == "unseen" and self._next[i] is None)
+        self._ended = False
         with self._lock:
             self._ready = [False] * self.n_iter
             self._error = [None] * self.n_iter
@@ -276,11 +304,13 @@ class PrefetchingIter(DataIter):
                 with self._lock:
                     self._error = [None] * self.n_iter
                     self._next = [None] * self.n_iter
+                self._ended = True
                 raise err
         if self._next[0] is None:
             for b in self._next[1:]:
                 if b is not None:
                     raise ValueError("PrefetchingIter: the iterators have different numbers of batches")
+            self._ended = True
             return False
         for b in self._next[1:]:
             if b is None:
@@ -417,6 +447,11 @@ class NDArrayIter(DataIter):
         self._cache_data = None
         self._cache_label = None
 
+    def _reset_unseen(self, ended):
+        # Only an incomplete batch is carried over, and roll_over never returns one: after a
+        # returned batch reset starts over, and an unseen end only cached the incomplete one.
+        self.hard_reset()
+
     def reset(self):
         if self.shuffle:
             self._shuffle_data()
@@ -530,6 +565,15 @@ class MXDataIter(DataIter):
     def reset(self):
         self._has_batch = False
         _api.weft_dataiter_reset(self.handle)
+
+    def _reset_unseen(self, ended):
+        # The end of an epoch changes nothing in the core's iterators; a batch that was
+        # not seen may have been the wrapped last one, after which reset goes on from it.
+        self._has_batch = False
+        if ended:
+            _api.weft_dataiter_reset(self.handle)
+        else:
+            _api.weft_dataiter_rewind(self.handle)
 
     def iter_next(self):
         self._has_batch = bool(_api.weft_dataiter_next(self.handle))

@@ -60,11 +60,21 @@ class BaseSparseNDArray(NDArray):
 
     @property
     def data(self):
-        """The stored values (a dense NDArray sharing them)."""
+        """The stored values (a dense NDArray sharing them), as given even where the parts
+        break the format (check_format tells)."""
+        return NDArray(_api.weft_ndarray_get_sparse_part_unchecked(self, -1))
+
+    def _values(self):
+        """The stored values for a computation: refused, naming the fault, where the parts
+        break the format."""
         return NDArray(_api.weft_ndarray_get_sparse_values(self))
 
     def _aux(self, i):
+        """Auxiliary array i for a computation (refused as _values)."""
         return NDArray(_api.weft_ndarray_get_aux(self, i))
+
+    def _aux_unchecked(self, i):
+        return NDArray(_api.weft_ndarray_get_sparse_part_unchecked(self, i))
 
     @property
     def _num_aux(self):
@@ -86,7 +96,7 @@ class BaseSparseNDArray(NDArray):
         if not copy and dtype_id(dtype) == dtype_id(self.dtype):
             return self
         aux = [self._aux(i).copy() for i in range(2 if self.stype == "csr" else 1)]
-        return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self.data.astype(dtype),
+        return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self._values().astype(dtype),
                                                      len(aux), aux))
 
     def copyto(self, other):
@@ -119,13 +129,15 @@ class BaseSparseNDArray(NDArray):
         if ctx == self.context:
             return self
         aux = [self._aux(i).copyto(ctx) for i in range(2 if self.stype == "csr" else 1)]
-        return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self.data.copyto(ctx),
+        return _wrap(_api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self._values().copyto(ctx),
                                                      len(aux), aux))
 
     def check_format(self, full_check=True):
-        """Rebuilding the array runs the core's checks of its parts (raises MXNetError)."""
-        aux = [self._aux(i) for i in range(2 if self.stype == "csr" else 1)]
-        _api.weft_ndarray_create_sparse(_STYPE_ID[self.stype], self.shape, self.data, len(aux), aux)
+        """Raises MXNetError when the parts break the format, as MXNet's: part lengths that
+        do not fit the shape always, indptr and index values only with `full_check`.
+        (Arrays made from parts are checked here, not when made; reading an invalid one,
+        by any operator, copy, conversion or save, raises the same fault.)"""
+        _api.weft_ndarray_check_format(self, bool(full_check))
 
     def __repr__(self):
         shape_str = "x".join(str(d) for d in self.shape)
@@ -163,7 +175,7 @@ def _scalar_comparison(name, test, dense_method):
     comparisons); otherwise, and with an array, it is dense."""
     def method(self, other):
         if isinstance(other, numbers.Number) and not isinstance(other, bool) and not test(0.0, other):
-            return self._with_values(_op(name)(self.data, scalar=float(other)))
+            return self._with_values(_op(name)(self._values(), scalar=float(other)))
         return dense_method(self, other)
     method.__name__ = dense_method.__name__
     return method
@@ -192,11 +204,11 @@ class CSRNDArray(BaseSparseNDArray):
 
     @property
     def indices(self):
-        return self._aux(1)
+        return self._aux_unchecked(1)
 
     @property
     def indptr(self):
-        return self._aux(0)
+        return self._aux_unchecked(0)
 
     def __getitem__(self, key):
         """Rows `key` (an int or a step-1 slice) as a csr array (the slice operator)."""
@@ -213,7 +225,7 @@ class CSRNDArray(BaseSparseNDArray):
 
     def asscipy(self):
         import scipy.sparse as spsp  # pylint: disable=import-outside-toplevel
-        return spsp.csr_matrix((self.data.asnumpy(), self.indices.asnumpy(), self.indptr.asnumpy()),
+        return spsp.csr_matrix((self._values().asnumpy(), self._aux(1).asnumpy(), self._aux(0).asnumpy()),
                                shape=self.shape)
 
 
@@ -224,7 +236,7 @@ class RowSparseNDArray(BaseSparseNDArray):
 
     @property
     def indices(self):
-        return self._aux(0)
+        return self._aux_unchecked(0)
 
     def __getitem__(self, key):
         """x[:] is x itself, as MXNet's (so that x[:] += y updates x); nothing else."""
@@ -266,11 +278,17 @@ def csr_matrix(arg1, shape=None, ctx=None, dtype=None):
             if not len(indices):
                 raise ValueError("csr_matrix: cannot infer the column count without stored indices; give shape")
             shape = (len(indptr) - 1, int(np.max(indices)) + 1)
+        if data.ndim != 1 or indices.ndim != 1 or indptr.ndim != 1 or not indptr.size or len(shape) != 2:
+            raise ValueError("csr_matrix: expected 1-D data, indices and indptr (indptr not empty) and a 2-D shape, "
+                             "got data %s, indices %s, indptr %s and shape %s"
+                             % (data.shape, indices.shape, indptr.shape, tuple(shape)))
         aux = [_int64(indptr, ctx), _int64(indices, ctx)]
         # The values' dtype defaults from arg1[0] itself: a list or tuple of numbers gives
         # float32 (MXNet's rule), only an NDArray or numpy array keeps its own dtype.
         vals = _values(arg1[0], ctx, dtype)
-        return CSRNDArray(_api.weft_ndarray_create_sparse(2, _shape(shape), vals, 2, aux))
+        # As MXNet's, parts that break the format make an array anyway; check_format finds
+        # the fault and every read of the array raises it.
+        return CSRNDArray(_api.weft_ndarray_create_sparse_unchecked(2, _shape(shape), vals, 2, aux))
     if isinstance(arg1, tuple) and len(arg1) == 2 and all(isinstance(d, numbers.Integral) for d in arg1):
         _check_shape(arg1, shape)
         return zeros("csr", arg1, ctx=ctx, dtype=dtype)
@@ -355,7 +373,13 @@ def row_sparse_array(arg1, shape=None, ctx=None, dtype=None):
             if not idx.size:
                 raise ValueError("row_sparse_array: cannot infer the row count without stored indices; give shape")
             shape = (int(np.max(idx)) + 1,) + tuple(vals.shape[1:])
-        return RowSparseNDArray(_api.weft_ndarray_create_sparse(1, _shape(shape), vals, 1, [_int64(idx, ctx)]))
+        if vals.ndim != len(shape) or idx.ndim != 1 or not np.prod(shape[1:]):
+            raise ValueError("row_sparse_array: expected data with the shape's %d dimensions, 1-D indices and no "
+                             "empty dimension after the first, got data %s, indices %s and shape %s"
+                             % (len(shape), vals.shape, idx.shape, tuple(shape)))
+        # Unchecked as csr_matrix's parts (check_format finds the fault).
+        return RowSparseNDArray(_api.weft_ndarray_create_sparse_unchecked(1, _shape(shape), vals, 1,
+                                                                          [_int64(idx, ctx)]))
     if isinstance(arg1, tuple):
         _check_shape(arg1, shape)
         return zeros("row_sparse", arg1, ctx=ctx, dtype=dtype)

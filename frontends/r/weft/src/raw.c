@@ -542,6 +542,35 @@ SEXP weft_r_ndarray_create_sparse(SEXP s_stype, SEXP s_shape, SEXP s_values, SEX
   return result;
 }
 
+SEXP weft_r_ndarray_create_sparse_unchecked(SEXP s_stype, SEXP s_shape, SEXP s_values, SEXP s_aux) {
+  int stype = weft_r_int(s_stype, "stype");
+  int len_shape = 0;
+  const int64_t* shape = weft_r_int64s(s_shape, &len_shape, "shape");
+  int ndim = -1;
+  const weft_ndarray_t* values = (const weft_ndarray_t*)weft_r_handle(s_values, "weft_ndarray_t", "values");
+  int num_aux = -1;
+  int len_aux = 0;
+  weft_ndarray_t* const* aux = (weft_ndarray_t* const*)weft_r_handles(s_aux, &len_aux, "weft_ndarray_t", "aux");
+  weft_ndarray_t* out = NULL;
+  weft_r_count(&ndim, len_shape, Rf_isNull(s_shape), "ndim", "shape");
+  if (ndim < 0) ndim = 0;
+  weft_r_count(&num_aux, len_aux, Rf_isNull(s_aux), "num_aux", "aux");
+  if (num_aux < 0) num_aux = 0;
+  weft_status_t status = weft_ndarray_create_sparse_unchecked(stype, shape, ndim, values, num_aux, aux, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_create_sparse_unchecked");
+  SEXP result = PROTECT(weft_r_wrap_ndarray((weft_ndarray_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_ndarray_check_format(SEXP s_arr, SEXP s_full_check) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  int full_check = weft_r_int(s_full_check, "full_check");
+  weft_status_t status = weft_ndarray_check_format(arr, full_check);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_check_format");
+  return R_NilValue;
+}
+
 SEXP weft_r_ndarray_create_sparse_zeros(SEXP s_stype, SEXP s_shape, SEXP s_dtype, SEXP s_ctx) {
   int stype = weft_r_int(s_stype, "stype");
   int len_shape = 0;
@@ -585,6 +614,17 @@ SEXP weft_r_ndarray_get_aux(SEXP s_arr, SEXP s_i) {
   weft_ndarray_t* out = NULL;
   weft_status_t status = weft_ndarray_get_aux(arr, i, &out);
   if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_get_aux");
+  SEXP result = PROTECT(weft_r_wrap_ndarray((weft_ndarray_t*)out));
+  UNPROTECT(1);
+  return result;
+}
+
+SEXP weft_r_ndarray_get_sparse_part_unchecked(SEXP s_arr, SEXP s_part) {
+  const weft_ndarray_t* arr = (const weft_ndarray_t*)weft_r_handle(s_arr, "weft_ndarray_t", "arr");
+  int part = weft_r_int(s_part, "part");
+  weft_ndarray_t* out = NULL;
+  weft_status_t status = weft_ndarray_get_sparse_part_unchecked(arr, part, &out);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_ndarray_get_sparse_part_unchecked");
   SEXP result = PROTECT(weft_r_wrap_ndarray((weft_ndarray_t*)out));
   UNPROTECT(1);
   return result;
@@ -2007,6 +2047,13 @@ SEXP weft_r_dataiter_reset(SEXP s_it) {
   return R_NilValue;
 }
 
+SEXP weft_r_dataiter_rewind(SEXP s_it) {
+  weft_dataiter_t* it = (weft_dataiter_t*)weft_r_handle(s_it, "weft_dataiter_t", "it");
+  weft_status_t status = weft_dataiter_rewind(it);
+  if (status != WEFT_OK) weft_r_raise(status, "weft_dataiter_rewind");
+  return R_NilValue;
+}
+
 SEXP weft_r_dataiter_next(SEXP s_it) {
   weft_dataiter_t* it = (weft_dataiter_t*)weft_r_handle(s_it, "weft_dataiter_t", "it");
   int out = 0;
@@ -2382,10 +2429,13 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_ndarray_get_shared_mem", (DL_FUNC)&weft_r_ndarray_get_shared_mem, 1},
   {"C_weft_ndarray_create_from_shared_mem", (DL_FUNC)&weft_r_ndarray_create_from_shared_mem, 5},
   {"C_weft_ndarray_create_sparse", (DL_FUNC)&weft_r_ndarray_create_sparse, 4},
+  {"C_weft_ndarray_create_sparse_unchecked", (DL_FUNC)&weft_r_ndarray_create_sparse_unchecked, 4},
+  {"C_weft_ndarray_check_format", (DL_FUNC)&weft_r_ndarray_check_format, 2},
   {"C_weft_ndarray_create_sparse_zeros", (DL_FUNC)&weft_r_ndarray_create_sparse_zeros, 4},
   {"C_weft_ndarray_get_storage_type", (DL_FUNC)&weft_r_ndarray_get_storage_type, 1},
   {"C_weft_ndarray_get_sparse_values", (DL_FUNC)&weft_r_ndarray_get_sparse_values, 1},
   {"C_weft_ndarray_get_aux", (DL_FUNC)&weft_r_ndarray_get_aux, 2},
+  {"C_weft_ndarray_get_sparse_part_unchecked", (DL_FUNC)&weft_r_ndarray_get_sparse_part_unchecked, 2},
   {"C_weft_ndarray_sparse_assign", (DL_FUNC)&weft_r_ndarray_sparse_assign, 2},
   {"C_weft_ndarray_cast_storage", (DL_FUNC)&weft_r_ndarray_cast_storage, 2},
   {"C_weft_wait_all", (DL_FUNC)&weft_r_wait_all, 0},
@@ -2505,6 +2555,7 @@ const R_CallMethodDef weft_r_raw_routines[] = {
   {"C_weft_dataiter_create", (DL_FUNC)&weft_r_dataiter_create, 3},
   {"C_weft_dataiter_free", (DL_FUNC)&weft_r_dataiter_free, 1},
   {"C_weft_dataiter_reset", (DL_FUNC)&weft_r_dataiter_reset, 1},
+  {"C_weft_dataiter_rewind", (DL_FUNC)&weft_r_dataiter_rewind, 1},
   {"C_weft_dataiter_next", (DL_FUNC)&weft_r_dataiter_next, 1},
   {"C_weft_dataiter_get_num_data", (DL_FUNC)&weft_r_dataiter_get_num_data, 1},
   {"C_weft_dataiter_get_data", (DL_FUNC)&weft_r_dataiter_get_data, 2},
