@@ -431,3 +431,31 @@ def test_stale_backward_error_names_the_cached_graph_neutrally():
         y = op(x)
     y.backward()
     np.testing.assert_allclose(x.grad.asnumpy(), 1 - np.tanh([[1.0, -2.0]]) ** 2, rtol=1e-5)
+
+
+def test_symbol_block_with_a_control_flow_node_is_not_inlined():
+    # A _foreach node's body graph cannot be passed to a call by name, so a recorded call of
+    # such a graph runs as one _CachedOp whatever inline_limit says, and still differentiates.
+    data = mx.sym.Variable("data")
+    state = mx.sym.Variable("state")
+    outs, last = mx.sym.contrib.foreach(lambda x, s: (x * s[0], [x + s[0]]), data, [state])
+    block = gluon.SymbolBlock(mx.sym.Group([outs, last[0]]), [data, state])
+    block.hybridize(inline_limit=100)
+    rs = np.random.RandomState(3)
+    x = nd.array(rs.uniform(-1, 1, (3, 2)))
+    s0 = nd.array(rs.uniform(-1, 1, (2,)))
+    x.attach_grad()
+    with autograd.record():
+        y, final = block(x, s0)
+    assert _ops(autograd.get_symbol(y)) == ["_CachedOp"]
+    y.backward()
+    states, want = [s0.asnumpy()], []
+    for t in range(3):
+        want.append(x.asnumpy()[t] * states[-1])
+        states.append(x.asnumpy()[t] + states[-1])
+    np.testing.assert_allclose(y.asnumpy(), np.stack(want), rtol=1e-6)
+    np.testing.assert_allclose(final.asnumpy(), states[-1], rtol=1e-6)
+    # y_t = x_t * s_t with s_t = s_0 + x_0 + ... + x_{t-1}: dy/dx_t sums s_t and the later x's.
+    xs = x.asnumpy()
+    grad = np.stack([states[t] + xs[t + 1:].sum(axis=0) for t in range(3)])
+    np.testing.assert_allclose(x.grad.asnumpy(), grad, rtol=1e-5)

@@ -586,3 +586,39 @@ def test_excluding_a_layer_inside_a_subgraph_node_keeps_it_float():
     ops = {k: (n["op"], n["attrs"].get("quantized")) for k, n in _nodes(qsym).items() if n["op"] == "_sg_mkldnn_conv"}
     assert ops == {"quantized_sg_mkldnn_conv_act_0": ("_sg_mkldnn_conv", "true"), "sg_mkldnn_conv_1": ("_sg_mkldnn_conv", None)}
     assert _rel_err(_forward(qsym.get_backend_symbol("MKLDNN_QUANTIZE"), qargs, qauxs, x)[0], ref) < 0.03
+
+
+def test_kept_int8_weights_are_not_shared_by_nodes_folding_the_same_arrays_differently():
+    # Two convolutions read one weight and one BatchNorm's arrays but fold them with different
+    # eps: each node must quantize its own folded weights, not reuse the other's.
+    data = mx.sym.Variable("data")
+    w, g, b = mx.sym.Variable("conv_weight"), mx.sym.Variable("bn_gamma"), mx.sym.Variable("bn_beta")
+    m, v = mx.sym.Variable("bn_moving_mean"), mx.sym.Variable("bn_moving_var")
+    branches = []
+    for i, eps in enumerate((1e-3, 0.9)):
+        conv = mx.sym.Convolution(data, weight=w, kernel=(1, 1), num_filter=4, no_bias=True, name="conv%d" % i)
+        branches.append(mx.sym.BatchNorm(conv, gamma=g, beta=b, moving_mean=m, moving_var=v, eps=eps,
+                                         fix_gamma=False, name="bn%d" % i))
+    sym = mx.sym.Group(branches)
+    shape = (2, 3, 5, 5)
+    args, auxs = _float_params(sym, shape)
+    x = mx.nd.random.uniform(-1, 1, shape=shape)
+    refs = _forward(sym, args, auxs, x)
+    assert _rel_err(refs[1], refs[0]) > 0.1
+    qsym, qargs, qauxs = _quantize(sym, args, auxs, x, dtype="int8")
+    convs = [n for n in _nodes(qsym).values() if n["op"] == "_sg_mkldnn_conv"]
+    assert len(convs) == 2
+    for s in (qsym, qsym.get_backend_symbol("MKLDNN_QUANTIZE")):
+        got = _forward(s, qargs, qauxs, x)
+        for out, ref in zip(got, refs):
+            assert _rel_err(out, ref) < 0.03
+        # Inlined while autograd records, the nodes run as calls by name, twice each.
+        block = mx.gluon.SymbolBlock(s, [mx.sym.Variable("data")])
+        for name, p in block.collect_params().items():
+            p._load_init(qargs[name] if name in qargs else qauxs[name], mx.cpu())
+        block.hybridize(inline_limit=100)
+        for _ in range(2):
+            with mx.autograd.record(train_mode=False):
+                got = block(x)
+            for out, ref in zip(got, refs):
+                assert _rel_err(out.asnumpy(), ref) < 0.03

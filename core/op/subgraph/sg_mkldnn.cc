@@ -25,6 +25,7 @@
 // attention). See docs/design/quantization.md.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -544,19 +545,21 @@ Int8Weights QuantizeWeights(const float* w, int64_t f, int64_t per, const float*
 }
 
 // Quantized weights kept between calls, by the state of the arrays they are made from (the
-// call's input versions, TInputVersions) and the data's step (the bias depends on it), as
-// MXNet keeps them until the weight's version changes. Without versions (a compute
-// function called directly) they are made at every call.
+// call's input versions, TInputVersions), the data's step (the bias depends on it) and
+// `recipe`, every setting of the node that `make` reads besides the arrays (granularity,
+// BatchNorm's eps and fix_gamma), so two nodes sharing arrays but folding them differently
+// never share weights. MXNet keeps them until the weight's version changes. Without
+// versions (a compute function called directly) they are made at every call.
 struct KeptWeights {
   std::vector<std::weak_ptr<const void>> arrays;
   std::vector<uint64_t> writes;
   double sd = 0;
-  bool channel_wise = false;
+  std::string recipe;
   std::shared_ptr<const Int8Weights> q;
 };
 
 template <typename Make>
-std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs, double sd, bool channel_wise,
+std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs, double sd, const std::string& recipe,
                                               Make&& make) {
   const auto& v = CallInputVersions();
   std::vector<std::shared_ptr<const void>> owners;
@@ -575,7 +578,7 @@ std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs,
   {
     std::lock_guard<std::mutex> lock(mu);
     for (const auto& k : kept)
-      if (k.sd == sd && k.channel_wise == channel_wise && k.arrays.size() == inputs.size() && same(k, true))
+      if (k.sd == sd && k.recipe == recipe && k.arrays.size() == inputs.size() && same(k, true))
         return k.q;
   }
   KeptWeights made;
@@ -584,7 +587,7 @@ std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs,
     made.writes.push_back(v[inputs[j]].writes);
   }
   made.sd = sd;
-  made.channel_wise = channel_wise;
+  made.recipe = recipe;
   made.q = std::make_shared<const Int8Weights>(make());
   std::lock_guard<std::mutex> lock(mu);
   // Entries of arrays that are gone, or of these arrays in an earlier state, go.
@@ -592,8 +595,7 @@ std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs,
                             [&](const KeptWeights& k) {
                               for (const auto& a : k.arrays)
                                 if (a.expired()) return true;
-                              return k.arrays.size() == inputs.size() && k.channel_wise == channel_wise &&
-                                     same(k, false);
+                              return k.arrays.size() == inputs.size() && k.recipe == recipe && same(k, false);
                             }),
              kept.end());
   kept.push_back(made);
@@ -798,7 +800,14 @@ void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ct
   if (bias) params.push_back(2);
   if (p.bn != nullptr)
     for (size_t k = 0; k < 4; ++k) params.push_back(bn_at + k);
-  const auto kept = KeptOrMade(params, sd, calibrated, make);
+  std::string recipe = calibrated ? "conv per channel" : "conv per tensor";
+  if (p.bn != nullptr) {
+    const auto& bp = p.bn->attrs.Params<BatchNormParam>();
+    char fold[64];
+    std::snprintf(fold, sizeof(fold), " bn eps %.17g fix_gamma %d", static_cast<double>(bp.eps), bp.fix_gamma ? 1 : 0);
+    recipe += fold;
+  }
+  const auto kept = KeptOrMade(params, sd, recipe, make);
   const Int8Weights& q = *kept;
   const std::vector<double> acc = q.AccSteps();
   const DType ot = out[0].dtype;
@@ -876,7 +885,7 @@ void Int8FCCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ctx,
   if (bias) params.push_back(2);
   if (!cw)
     for (size_t j = r; j < in.size(); ++j) params.push_back(j);
-  const auto kept = KeptOrMade(params, sd, cw, make);
+  const auto kept = KeptOrMade(params, sd, cw ? "fc per channel" : "fc per tensor", make);
   const Int8Weights& q = *kept;
   const InputVersion wv = VersionOf(kept);
   const std::vector<double> acc = q.AccSteps();

@@ -908,7 +908,12 @@ class HybridBlock(Block):
         if key not in counts:
             import json
             sym = self._get_graph(*flat, fmt=fmt)[1]
-            counts[key] = (sum(n["op"] != "null" for n in json.loads(sym.tojson(remove_amp_cast=False))["nodes"]), sym)
+            nodes = json.loads(sym.tojson(remove_amp_cast=False))["nodes"]
+            # Control-flow nodes (_foreach, _while_loop, _cond) hold graphs that a call by name
+            # cannot carry: such a graph always runs as one cached graph.
+            ops = float("inf") if any("subgraphs" in n and not _holds_one_fused_graph(n) for n in nodes) \
+                else sum(n["op"] != "null" for n in nodes)
+            counts[key] = (ops, sym)
         ops, sym = counts[key]
         if ops > int(self._flags.get("inline_limit", 2)):
             return False
@@ -964,6 +969,12 @@ class HybridBlock(Block):
                 arrays["aux:%s" % p.name] = p.data()
         ndarray.save("%s-%04d.params" % (path, epoch), arrays)
         return "%s-symbol.json" % path, "%s-%04d.params" % (path, epoch)
+
+
+def _holds_one_fused_graph(node):
+    """Whether a graph JSON node is one of MXNet's oneDNN fusions (_sg_mkldnn_*), whose one
+    graph is its "subgraph" parameter, unlike the control-flow nodes' graphs."""
+    return node["op"].startswith("_sg_") and len(node.get("subgraphs", ())) == 1
 
 
 class SymbolBlock(HybridBlock):
@@ -1086,6 +1097,9 @@ class SymbolBlock(HybridBlock):
             inputs = [values[i][k] for i, k, *_ in node["inputs"]]
             # "__...__" entries are user attributes (shapes, lr_mult, ...), not parameters.
             attrs = {k: v for k, v in node.get("attrs", {}).items() if not k.startswith("__")}
+            if _holds_one_fused_graph(node):
+                # A oneDNN fusion node's graph is its parameter "subgraph" when called by name.
+                attrs["subgraph"] = json.dumps(node["subgraphs"][0])
             out = getattr(ndarray._internal, node["op"])(*inputs, **attrs)
             values.append(list(out) if isinstance(out, (list, tuple)) else [out])
         outs = [values[i][k] for i, k, *_ in graph["heads"]]
