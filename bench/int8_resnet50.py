@@ -24,8 +24,13 @@ images at the training size, while the speed is measured at 224x224 (the test im
 upscaled 7x) with the same weights. Each mode reports wall time and the process's CPU time
 per batch (CPU time / wall time shows how much of the machine it got).
 --granularity channel-wise (the default) quantizes weights per output channel, tensor-wise one range per array.
+--flow picks the int8 models measured beside float32: 'v2' (quantize_net_v2, the default),
+'mxnet' (MXNet 1.9's oneDNN flow of example/quantization: the symbol through
+get_backend_symbol('MKLDNN_QUANTIZE'), contrib.quant.quantize_model with calib_mode and
+quantize_mode 'full', get_backend_symbol('MKLDNN_QUANTIZE') again, run in a Module), or
+'all' (both). Each mode runs in a process of its own.
 Usage: bench/int8_resnet50.py [--batch-size 32] [--iters 10] [--calib-mode naive]
-       [--trained PREFIX] [--granularity channel-wise]
+       [--trained PREFIX] [--granularity channel-wise] [--flow v2|mxnet|all]
 """
 import argparse
 import json
@@ -94,19 +99,69 @@ def trained_batches(args, prefix):
                     for i in range(count)])
 
 
+def calib_iter(batches):
+    """The calibration batches as the DataIter quantize_model takes (one pass)."""
+    import weft as mx
+
+    class Batches(mx.io.DataIter):
+        def __init__(self):
+            super().__init__(batches[0].shape[0])
+            self.provide_data = [mx.io.DataDesc("data", batches[0].shape)]
+            self.provide_label = None
+
+        def __iter__(self):
+            return iter([mx.io.DataBatch([b], []) for b in batches])
+
+        def reset(self):
+            pass
+    return Batches()
+
+
+def mxnet_flow(args, model, prefix):
+    """The int8 model through MXNet 1.9's oneDNN flow, as a Module bound for inference, and the
+    seconds its quantization took; returns (forward(x) -> output, seconds)."""
+    import weft as mx
+    from weft.contrib import quant
+    sym, arg_params, aux_params = mx.model.load_checkpoint(model, 0)
+    calib = mx.nd.load(prefix + "-calib.nd")
+    it = calib_iter(calib)
+    start = time.perf_counter()
+    sym = sym.get_backend_symbol("MKLDNN_QUANTIZE")
+    qsym, qargs, qauxs = quant.quantize_model(
+        sym=sym, arg_params=arg_params, aux_params=aux_params, ctx=mx.cpu(), excluded_sym_names=None,
+        calib_mode=args.calib_mode, calib_data=it, num_calib_examples=len(calib) * it.batch_size,
+        quantized_dtype="auto", quantize_mode="full", quantize_granularity=args.granularity, label_names=None)
+    qsym = qsym.get_backend_symbol("MKLDNN_QUANTIZE")
+    seconds = time.perf_counter() - start
+    mod = mx.mod.Module(symbol=qsym, label_names=None, context=mx.cpu())
+    mod.bind(for_training=False, data_shapes=[("data", calib[0].shape)])
+    mod.set_params(qargs, qauxs)
+
+    def forward(x):
+        if x.shape != calib[0].shape:
+            mod.reshape(data_shapes=[("data", x.shape)])
+        mod.forward(mx.io.DataBatch([x], []), is_train=False)
+        return mod.get_outputs()[0]
+    return forward, seconds
+
+
 def run(mode, args, prefix):
     import weft as mx
     from weft.contrib import quantization
     model = args.trained or prefix
-    net = mx.gluon.SymbolBlock.imports(model + "-symbol.json", ["data"], model + "-0000.params")
     calib_seconds = 0.0
-    if mode == "int8":
+    if mode == "mxnet":
+        net, calib_seconds = mxnet_flow(args, model, prefix)
+    else:
+        net = mx.gluon.SymbolBlock.imports(model + "-symbol.json", ["data"], model + "-0000.params")
+    if mode == "v2":
         calib = mx.nd.load(prefix + "-calib.nd")
         start = time.perf_counter()
         net = quantization.quantize_net_v2(net, quantized_dtype="auto", calib_mode=args.calib_mode,
                                            calib_data=calib, ctx=mx.cpu(), quantize_granularity=args.granularity)
         calib_seconds = time.perf_counter() - start
-    net.hybridize()
+    if mode != "mxnet":
+        net.hybridize()
     evals = mx.nd.load(prefix + "-eval.nd")
     top1 = [net(x).asnumpy().argmax(1).tolist() for x in evals]
     x = evals[0]
@@ -139,7 +194,9 @@ def main():
     ap.add_argument("--granularity", choices=("tensor-wise", "channel-wise"), default="channel-wise")
     ap.add_argument("--trained", help="prefix of the model bench/int8_resnet50_train.py saved")
     ap.add_argument("--train-size", type=int, default=32, help="the --trained model's input size")
-    ap.add_argument("--mode", choices=("float32", "int8"), help="measure one model in this process")
+    ap.add_argument("--flow", choices=("v2", "mxnet", "all"), default="v2",
+                    help="the int8 flow(s): quantize_net_v2, MXNet's quantize_model + MKLDNN_QUANTIZE, or both")
+    ap.add_argument("--mode", choices=("float32", "v2", "mxnet"), help="measure one model in this process")
     ap.add_argument("--prefix", help="the saved model and batches (with --mode)")
     args = ap.parse_args()
     if args.mode:
@@ -161,12 +218,13 @@ def main():
             trained_batches(args, prefix)
         else:
             build(args, prefix)
-        for mode in ("float32", "int8"):
+        modes = ["float32"] + (["v2", "mxnet"] if args.flow == "all" else [args.flow])
+        for mode in modes:
             cmd = [sys.executable, os.path.abspath(__file__), "--mode", mode, "--prefix", prefix] + sys.argv[1:]
             out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
             results[mode] = json.loads(out.strip().splitlines()[-1])
-    f32, i8 = results["float32"], results["int8"]
-    agree = np.mean([a == b for x, y in zip(f32["top1"], i8["top1"]) for a, b in zip(x, y)])
+    f32 = results["float32"]
+    names = {"float32": "float32", "v2": "int8 quantize_net_v2", "mxnet": "int8 MXNet flow"}
     print("ResNet-50 v1 inference, batch %d, input %s, weights %s, CPU: %s (%d cores, AVX512-VNNI %s), "
           "OMP_NUM_THREADS=%s" % (args.batch_size, "x".join(map(str, f32["shape"][1:])),
                                   "trained on Fashion-MNIST" if args.trained else "random",
@@ -174,14 +232,17 @@ def main():
                                   os.environ.get("OMP_NUM_THREADS", "unset")))
     print("load average (1/5/15 min) before %.1f/%.1f/%.1f, after %.1f/%.1f/%.1f"
           % (load_before + os.getloadavg()))
-    for r in (f32, i8):
-        print("  %-7s  %8.1f images/s  wall %.3f s/batch  cpu %.3f s/batch  (load at the end %.1f)"
-              % (r["mode"], r["images_per_s"], r["wall_s"], r["cpu_s"], r["load"][0]))
-    print("  int8/float32: %.2fx by wall time, %.2fx by CPU time (%s, %s calibration on %d batches took %.0f s)"
-          % (f32["wall_s"] / i8["wall_s"], f32["cpu_s"] / i8["cpu_s"], args.granularity, args.calib_mode,
-             args.calib_batches, i8["calib_seconds"]))
-    print("  top-1 agreement of int8 with float32 on %d held-out images: %.4f"
-          % (args.eval_batches * args.batch_size, agree))
+    for mode in modes:
+        r = results[mode]
+        print("  %-21s %8.1f images/s  wall %.3f s/batch  cpu %.3f s/batch  (load at the end %.1f)"
+              % (names[mode], r["images_per_s"], r["wall_s"], r["cpu_s"], r["load"][0]))
+    for mode in modes[1:]:
+        r = results[mode]
+        agree = np.mean([a == b for x, y in zip(f32["top1"], r["top1"]) for a, b in zip(x, y)])
+        print("  %s / float32: %.2fx by wall time, %.2fx by CPU time (%s, %s calibration on %d batches took %.0f s); "
+              "top-1 agreement with float32 on %d held-out images: %.4f"
+              % (names[mode], f32["wall_s"] / r["wall_s"], f32["cpu_s"] / r["cpu_s"], args.granularity,
+                 args.calib_mode, args.calib_batches, r["calib_seconds"], args.eval_batches * args.batch_size, agree))
 
 
 if __name__ == "__main__":

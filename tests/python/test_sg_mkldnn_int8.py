@@ -548,6 +548,54 @@ def test_kept_int8_weights_follow_writes_to_the_float_arrays(layer):
         first = changed
 
 
+def test_kept_int8_weights_in_an_executor_follow_writes_to_the_moving_statistics():
+    # The node writes BatchNorm's moving statistics as far as the engine knows (they are its
+    # auxiliary states), so each call counts one write to them; the kept weights must still
+    # be made again after any other write to them, between or after repeated calls, through
+    # the executor's aux_dict and through Module.set_params.
+    sym = _conv_bn_relu()
+    shape = (2, 3, 6, 6)
+    args, auxs = _float_params(sym, shape)
+    x = mx.nd.random.uniform(-1, 1, shape=shape)
+    qsym, qargs, qauxs = _quantize(sym, args, auxs, x, dtype="int8", granularity="channel-wise")
+    folded = qsym.get_backend_symbol("MKLDNN_QUANTIZE")
+
+    def fresh(arg_arrays, aux_arrays):
+        exe = folded.bind(mx.cpu(), {k: v.copy() for k, v in arg_arrays.items()},
+                          aux_states={k: v.copy() for k, v in aux_arrays.items()}, grad_req="null")
+        exe.forward()
+        return exe.outputs[0].asnumpy()
+
+    exe = folded.bind(mx.cpu(), dict(qargs, data=x), aux_states=dict(qauxs), grad_req="null")
+    exe.forward()
+    before = exe.outputs[0].asnumpy()
+    for name, scale in (("bn_moving_mean", -3.0), ("bn_moving_var", 4.0), ("bn_moving_mean", 0.25)):
+        for _ in range(3):
+            exe.forward()
+            np.testing.assert_array_equal(exe.outputs[0].asnumpy(), before)
+        exe.aux_dict[name][:] = exe.aux_dict[name] * scale
+        exe.forward()
+        after = exe.outputs[0].asnumpy()
+        assert not np.array_equal(after, before)
+        np.testing.assert_array_equal(after, fresh(exe.arg_dict, exe.aux_dict))
+        before = after
+
+    mod = Module(symbol=folded, label_names=None)
+    mod.bind(for_training=False, data_shapes=[("data", shape)])
+    mod.set_params(qargs, qauxs)
+    batch = mx.io.DataBatch([x], [])
+    for _ in range(2):
+        mod.forward(batch, is_train=False)
+    ref = mod.get_outputs()[0].asnumpy()
+    np.testing.assert_array_equal(ref, fresh(dict(qargs, data=x), qauxs))
+    changed = dict(qauxs, bn_moving_var=qauxs["bn_moving_var"] * 9.0)
+    mod.set_params(qargs, changed, force_init=True)
+    mod.forward(batch, is_train=False)
+    got = mod.get_outputs()[0].asnumpy()
+    assert not np.array_equal(got, ref)
+    np.testing.assert_array_equal(got, fresh(dict(qargs, data=x), changed))
+
+
 def test_concat_alignment_through_poolings_and_concats():
     # concat(a, b) -> pooling -> concat(., pooling(c)): one group, through the quantized
     # poolings and both concats, so a, b and c share one range.

@@ -550,6 +550,12 @@ Int8Weights QuantizeWeights(const float* w, int64_t f, int64_t per, const float*
 // BatchNorm's eps and fix_gamma), so two nodes sharing arrays but folding them differently
 // never share weights. MXNet keeps them until the weight's version changes. Without
 // versions (a compute function called directly) they are made at every call.
+// The node declares the BatchNorm's moving statistics written (`mutated`, the inner
+// BatchNorm's FMutateInputs, which makes them auxiliary states as in MXNet), so the engine
+// counts one write to them at the end of every call, its own: an entry holds for those
+// arrays the count the call leaves them at, and the next call finds it there unless
+// something else wrote them since (a node folding them at every call, inside an executor
+// as eagerly, would spend a ResNet-50 inference's third requantizing its weights).
 struct KeptWeights {
   std::vector<std::weak_ptr<const void>> arrays;
   std::vector<uint64_t> writes;
@@ -559,8 +565,8 @@ struct KeptWeights {
 };
 
 template <typename Make>
-std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs, double sd, const std::string& recipe,
-                                              Make&& make) {
+std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs, const std::vector<int>& mutated,
+                                              double sd, const std::string& recipe, Make&& make) {
   const auto& v = CallInputVersions();
   std::vector<std::shared_ptr<const void>> owners;
   for (size_t i : inputs) {
@@ -568,6 +574,11 @@ std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs,
     owners.push_back(v[i].array.lock());
     if (!owners.back()) return std::make_shared<const Int8Weights>(make());
   }
+  // The count each array is left at when this call ends.
+  std::vector<uint64_t> after;
+  for (size_t i : inputs)
+    after.push_back(v[i].writes +
+                    (std::find(mutated.begin(), mutated.end(), static_cast<int>(i)) != mutated.end() ? 1 : 0));
   static std::mutex mu;
   static std::vector<KeptWeights> kept;
   auto same = [&](const KeptWeights& k, bool writes) {
@@ -577,15 +588,15 @@ std::shared_ptr<const Int8Weights> KeptOrMade(const std::vector<size_t>& inputs,
   };
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (const auto& k : kept)
-      if (k.sd == sd && k.recipe == recipe && k.arrays.size() == inputs.size() && same(k, true))
+    for (auto& k : kept)
+      if (k.sd == sd && k.recipe == recipe && k.arrays.size() == inputs.size() && same(k, true)) {
+        k.writes = after;
         return k.q;
+      }
   }
   KeptWeights made;
-  for (size_t j = 0; j < inputs.size(); ++j) {
-    made.arrays.push_back(owners[j]);
-    made.writes.push_back(v[inputs[j]].writes);
-  }
+  made.arrays.assign(owners.begin(), owners.end());
+  made.writes = after;
   made.sd = sd;
   made.recipe = recipe;
   made.q = std::make_shared<const Int8Weights>(make());
@@ -807,7 +818,7 @@ void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ct
     std::snprintf(fold, sizeof(fold), " bn eps %.17g fix_gamma %d", static_cast<double>(bp.eps), bp.fix_gamma ? 1 : 0);
     recipe += fold;
   }
-  const auto kept = KeptOrMade(params, sd, recipe, make);
+  const auto kept = KeptOrMade(params, g.mutated, sd, recipe, make);
   const Int8Weights& q = *kept;
   const std::vector<double> acc = q.AccSteps();
   const DType ot = out[0].dtype;
@@ -885,7 +896,7 @@ void Int8FCCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ctx,
   if (bias) params.push_back(2);
   if (!cw)
     for (size_t j = r; j < in.size(); ++j) params.push_back(j);
-  const auto kept = KeptOrMade(params, sd, cw ? "fc per channel" : "fc per tensor", make);
+  const auto kept = KeptOrMade(params, g.mutated, sd, cw ? "fc per channel" : "fc per tensor", make);
   const Int8Weights& q = *kept;
   const InputVersion wv = VersionOf(kept);
   const std::vector<double> acc = q.AccSteps();
