@@ -135,6 +135,9 @@ class Executor {
     // A fused chain's nodes, each its own step: what runs instead while a monitor is set, so
     // that every node reports its values, as MXNet's (which fuses nothing on the host) do.
     std::vector<Step> members;
+    // The node's own attributes where attrs are its channels-last ones (Int8Layouts): what
+    // runs instead while a monitor is set, so that it reports values in their plain layout.
+    const NodeAttrs* plain_attrs = nullptr;
   };
   void Run(std::vector<Step>& steps, bool is_train);
   void RunStep(Step& s, bool is_train);
@@ -173,6 +176,8 @@ class Executor {
   std::vector<Step> infer_;  // Forward(false) when regions were formed
   std::vector<std::shared_ptr<InferRegion>> regions_;
   std::vector<std::unique_ptr<FusedChain>> fused_;
+  std::vector<std::unique_ptr<NodeAttrs>> channels_last_attrs_;  // the steps' channels-last int8 convolutions
+  std::string int8_layouts_;  // debug_str's lines on them
   bool is_train_ = false;
   // Sparse executors: the argument copies marked as autograd variables by the last forward
   // (with their arguments' indices) and whether it recorded.

@@ -596,6 +596,72 @@ def test_kept_int8_weights_in_an_executor_follow_writes_to_the_moving_statistics
     np.testing.assert_array_equal(got, fresh(dict(qargs, data=x), changed))
 
 
+def _resnet_like(pool_after):
+    """Four conv+BN+relu layers, the third adding the first's output (a shortcut), then a 1x1
+    convolution as the output; a max pooling reads the layer named by pool_after."""
+    data = mx.sym.Variable("data")
+    layers = {}
+
+    def layer(x, name, kernel, stride=1, shortcut=None):
+        y = mx.sym.Convolution(x, kernel=(kernel, kernel), stride=(stride, stride), pad=(kernel // 2,) * 2,
+                               num_filter=8, name=name)
+        y = mx.sym.BatchNorm(y, fix_gamma=False, name=name + "_bn")
+        if shortcut is not None:
+            y = y + shortcut
+        layers[name] = mx.sym.Activation(y, act_type="relu", name=name + "_relu")
+        return layers[name]
+    r1 = layer(data, "c1", 3)
+    r3 = layer(layer(r1, "c2", 3), "c3", 1, shortcut=r1)
+    r4 = layer(r3, "c4", 3, stride=2)
+    out = mx.sym.Convolution(r4, kernel=(1, 1), num_filter=4, name="c5")
+    pool = mx.sym.Pooling(layers[pool_after], kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool")
+    return mx.sym.Group([out, pool])
+
+
+@pytest.mark.parametrize("pool_after, nhwc_outputs", [("c3", 2), ("c4", 3)])
+def test_int8_convolutions_pass_values_channels_last_in_an_executor(monkeypatch, pool_after, nhwc_outputs):
+    # Inside an executor the int8 convolutions hand each other their values as (n, h, w, c)
+    # where every reader is one of them (as its data, or as its sum when its own output is
+    # channels-last too); the results are those of the plain layouts, bit for bit, and a
+    # monitor sees every value in the plain layout.
+    sym = _resnet_like(pool_after)
+    shape = (2, 3, 8, 8)
+    args, auxs = _float_params(sym, shape)
+    x = mx.nd.random.uniform(-1, 1, shape=shape)
+    qsym, qargs, qauxs = _quantize(sym, args, auxs, x, dtype="auto", granularity="channel-wise")
+    folded = qsym.get_backend_symbol("MKLDNN_QUANTIZE")
+
+    def run(monitor):
+        exe = folded.bind(mx.cpu(), dict(qargs, data=x), aux_states=dict(qauxs), grad_req="null")
+        seen = {}
+        if monitor:
+            exe.set_monitor_callback(lambda name, a: seen.__setitem__(name, a.asnumpy()))
+        exe.forward()
+        exe.forward()
+        return exe.debug_str(), [o.asnumpy() for o in exe.outputs], seen
+
+    text, outs, _ = run(False)
+    lines = [ln for ln in text.splitlines() if ln.startswith("Int8 channels-last")]
+    # c2 reads c1's output and c3 adds it: channels-last only where c3's output is too,
+    # which the pooling reading it forbids; c5's output is the graph's.
+    assert sum(ln.endswith("output nhwc") for ln in lines) == nhwc_outputs
+    assert sum(": data nhwc" in ln for ln in lines) == nhwc_outputs
+    _, monitored_outs, seen = run(True)
+    monkeypatch.setenv("WEFT_EXEC_INT8_CHANNELS_LAST", "0")
+    plain_text, plain_outs, plain_seen = run(True)
+    assert "Int8 channels-last" not in plain_text
+    for got, ref, mon in zip(outs, plain_outs, monitored_outs):
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_array_equal(mon, ref)
+    assert seen.keys() == plain_seen.keys()
+    for name in seen:
+        np.testing.assert_array_equal(seen[name], plain_seen[name])
+    # The float graph agrees with the int8 one within the quantization error.
+    ref = _forward(sym, args, auxs, x)
+    for got, want in zip(outs, ref):
+        assert _rel_err(got, want) < 0.1
+
+
 def test_concat_alignment_through_poolings_and_concats():
     # concat(a, b) -> pooling -> concat(., pooling(c)): one group, through the quantized
     # poolings and both concats, so a, b and c share one range.

@@ -498,15 +498,19 @@ size_t Int8TempBytes(const Int8Plan& plan) { return plan.temp_bytes; }
 std::string Int8Impl(const Int8Plan& plan) { return plan.impl; }
 
 std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e,
-                                             bool channels_last) {
+                                             bool channels_last, bool src_last, bool dst_last) {
+  const bool split = !VnniProducts();
   if (channels_last && g.nd != 2) return nullptr;
+  // Plain weights with (n, h, w, c) data or output: 2-D, and unsplit (FinishSplit reads
+  // the output in one layout with its weights).
+  if ((src_last || dst_last) && (channels_last || g.nd != 2 || split)) return nullptr;
   std::string key = "conv,";
-  for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(src), int64_t(bias), int64_t(channels_last)})
+  for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(src), int64_t(bias), int64_t(channels_last),
+                    int64_t(src_last), int64_t(dst_last)})
     key += std::to_string(v) + ',';
   for (int i = 0; i < 3; ++i)
     for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.d[i], g.pl[i]}) key += std::to_string(v) + ',';
   key += EpilogueKey(e);
-  const bool split = !VnniProducts();
   const bool shift = split && src == DType::kInt8;
   return Cached(key, [&] {
     auto p = std::make_shared<Int8Plan>();
@@ -516,8 +520,9 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
     const Epilogue fused = split ? Epilogue() : e;
     const bool fused_bias = bias && !split;
     const memory::format_tag tag = channels_last ? memory::format_tag::nhwc : PlainTag(g.nd);
-    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(shift ? DType::kUint8 : src), tag);
-    memory::desc d(Dims(g.n, pg.f, g.out, g.nd), DnnlType(fused.out), tag);
+    memory::desc s(Dims(g.n, g.c, g.in, g.nd), DnnlType(shift ? DType::kUint8 : src),
+                   src_last ? memory::format_tag::nhwc : tag);
+    memory::desc d(Dims(g.n, pg.f, g.out, g.nd), DnnlType(fused.out), dst_last ? memory::format_tag::nhwc : tag);
     memory::desc w = PlainWeights(pg, channels_last);
     memory::desc b =
         fused_bias ? memory::desc({g.f}, memory::data_type::s32, memory::format_tag::x) : memory::desc();
@@ -716,7 +721,9 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
 struct Int8Plan {};
 size_t Int8TempBytes(const Int8Plan&) { return 0; }
 std::string Int8Impl(const Int8Plan&) { return ""; }
-std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&, bool) { return nullptr; }
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&, bool, bool, bool) {
+  return nullptr;
+}
 std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&, bool) {
   return nullptr;
 }

@@ -44,6 +44,7 @@
 #include "core/op/nn/fully_connected.h"
 #include "core/op/quantization/quantized_product.h"
 #include "core/op/registry.h"
+#include "core/op/subgraph/sg_mkldnn.h"
 #include "core/op/tensor/clip.h"
 
 namespace weft {
@@ -723,10 +724,63 @@ void FinishInFloat(const NodeAttrs& attrs, const Parts& p, const OpContext& ctx,
   WriteFromFloat(y->data().ptr<float>(), n, o, out);
 }
 
+// The layouts an executor gives an int8 convolution's values (Int8ChannelsLast): its data,
+// and its output with its sum, are (n, h, w, c) when these attributes say so.
+constexpr const char* kDataLast = "__weft_int8_data_nhwc__";
+constexpr const char* kOutLast = "__weft_int8_out_nhwc__";
+
+bool HasFlag(const NodeAttrs& attrs, const char* key) {
+  for (const auto& kv : attrs.dict)
+    if (kv.first == key) return kv.second == "1";
+  return false;
+}
+
+// Copies n images of c channels and `inner` positions of `es`-byte values between
+// (n, c, inner) and (n, inner, c): to_last picks the direction.
+void SwapChannels(const void* from, void* to, int64_t n, int64_t c, int64_t inner, size_t es, bool to_last) {
+  const char* f = static_cast<const char*>(from);
+  char* t = static_cast<char*>(to);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t k = 0; k < inner; ++k) {
+        const int64_t plain = (i * c + ch) * inner + k, last = (i * inner + k) * c + ch;
+        std::memcpy(t + (to_last ? last : plain) * es, f + (to_last ? plain : last) * es, es);
+      }
+}
+
 void RunConvProduct(const ConvGeom& g, DType src, const void* x, const std::shared_ptr<const Int8Weights>& kept,
-                    const quant::Epilogue& e, const void* sum, void* y, const OpContext& ctx) {
+                    const quant::Epilogue& e, const void* sum, void* y, const OpContext& ctx, bool data_last = false,
+                    bool out_last = false) {
   const Int8Weights& q = *kept;
   const int32_t* b = q.bias.empty() ? nullptr : q.bias.data();
+  if (data_last || out_last) {
+    auto plan = quant::Int8ConvPlan(g, src, b != nullptr, e, false, data_last, out_last);
+    if (plan) {
+      char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
+      const InputVersion v = VersionOf(kept);
+      quant::RunInt8(*plan, x, q.w.data(), b, sum, y, temp, &v);
+      return;
+    }
+    // No oneDNN plan for these layouts (weights split without VNNI, a geometry oneDNN
+    // refuses): the values in the plain layout, through the plain path.
+    const Context host = ctx.run_ctx.ctx;
+    const int64_t in_inner = g.InSize(), out_inner = g.OutSize();
+    NDArray xs(Shape({g.n * g.c * in_inner}), host, src), ys(Shape({g.n * g.f * out_inner}), host, e.out);
+    NDArray ss(Shape({e.sum ? g.n * g.f * out_inner : 1}), host, e.sum_type);
+    const void* xp = x;
+    if (data_last) {
+      SwapChannels(x, xs.data().dptr, g.n, g.c, in_inner, DTypeSize(src), false);
+      xp = xs.data().dptr;
+    }
+    const void* sp = sum;
+    if (out_last && e.sum) {
+      SwapChannels(sum, ss.data().dptr, g.n, g.f, out_inner, DTypeSize(e.sum_type), false);
+      sp = ss.data().dptr;
+    }
+    RunConvProduct(g, src, xp, kept, e, sp, out_last ? ys.data().dptr : y, ctx);
+    if (out_last) SwapChannels(ys.data().dptr, y, g.n, g.f, out_inner, DTypeSize(e.out), true);
+    return;
+  }
   auto plan = quant::Int8ConvPlan(g, src, b != nullptr, e);
   if (plan) {
     char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
@@ -789,6 +843,9 @@ void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ct
   ConvGeom geom = ConvolutionGeom(attrs.op->name, cp, data.shape);
   const int64_t f = geom.f, per = in[1].Size() / std::max<int64_t>(f, 1);
   const bool calibrated = sp.min_calib_range.has_value();
+  const bool data_last = HasFlag(attrs, kDataLast), out_last = HasFlag(attrs, kOutLast);
+  if ((data_last || out_last) && geom.nd != 2)
+    Throw(ErrorKind::kInternal, "Operator '", attrs.op->name, "': channels-last values are 2-D only");
   auto make = [&]() {
     std::vector<float> w(FloatInput(attrs, in, 1), FloatInput(attrs, in, 1) + in[1].Size());
     std::vector<float> b;
@@ -836,11 +893,14 @@ void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ct
         e.sum_type = sum->dtype;
         e.sum_scale = o.step > 0 ? static_cast<float>(sum_step / o.step) : 0.0f;
       }
-      RunConvProduct(geom, data.dtype, data.dptr, kept, e, sum ? sum->dptr : nullptr, out[0].dptr, ctx);
+      RunConvProduct(geom, data.dtype, data.dptr, kept, e, sum ? sum->dptr : nullptr, out[0].dptr, ctx, data_last,
+                     out_last);
     } else {
+      // The activations and the sum after the product go value by value: the float32
+      // result is in the output's layout, as the sum is.
       NDArray y(out[0].shape, ctx.run_ctx.ctx, DType::kFloat32);
       RunConvProduct(geom, data.dtype, data.dptr, kept, ScaleTo(DType::kFloat32, acc, 1.0), nullptr, y.data().dptr,
-                     ctx);
+                     ctx, data_last, out_last);
       FinishInFloat(attrs, p, ctx, &y, sum, sum_step, o, out[0].dptr);
     }
   }
@@ -1286,6 +1346,25 @@ WEFT_REGISTER_OP(_sg_mkldnn_selfatt_valatt)
     .SetAttr<FInferType>("FInferType", SelfAttType<2>)
     .SetAttr<FCompute>("FCompute<cpu>", SelfAttCompute<2>)
     .SetAttr<FGradient>("FGradient", InferenceOnly());
+
+bool Int8ConvLayoutInputs(const NodeAttrs& attrs, int* data, int* sum) {
+  if (attrs.op == nullptr || attrs.op->name != "_sg_mkldnn_conv") return false;
+  const auto& sp = attrs.Params<SgConvParam>();
+  if (!sp.quantized) return false;
+  auto g = InnerOf<SgConvParam>(attrs);
+  const auto& cp = PartsOf(attrs, *g, "Convolution").main->attrs.Params<ConvolutionParam>();
+  if (cp.kernel.ndim() != 2 || (cp.layout != "None" && cp.layout != "NCHW")) return false;
+  *data = 0;
+  *sum = sp.with_sum ? g->num_vars - 1 : -1;
+  return true;
+}
+
+NodeAttrs Int8ConvChannelsLast(const NodeAttrs& attrs, bool data_last, bool out_last) {
+  NodeAttrs a = attrs;
+  if (data_last) a.dict.emplace_back(kDataLast, "1");
+  if (out_last) a.dict.emplace_back(kOutLast, "1");
+  return a;
+}
 
 }  // namespace op
 }  // namespace weft
