@@ -122,6 +122,30 @@ bool QuantizeV2Type(const NodeAttrs& attrs, std::vector<DType>* in, std::vector<
   return true;
 }
 
+// The loops of QuantizeOver over n values, written so that the compiler vectorizes them
+// (restrict pointers, the scalars by value, the saturation as selects: a NaN fails both
+// comparisons and gives 0, as ConvertValue gives it): the same integers as rounding with
+// ConvertValue, several times faster (a quantize_v2 of a 32x64x32x32 input took a quarter of
+// two int8 convolutions after it).
+void ToInt8(const float* __restrict x, int64_t n, float scale, int8_t* __restrict q) {
+  for (int64_t i = 0; i < n; ++i) {
+    float a = std::fabs(x[i]) * scale + 0.5f;
+    a = a > 0.0f ? a : 0.0f;
+    a = a < kInt8Range ? a : kInt8Range;
+    const int v = static_cast<int>(a);
+    q[i] = static_cast<int8_t>(x[i] < 0 ? -v : v);
+  }
+}
+
+void ToUint8(const float* __restrict x, int64_t n, float lo, float scale, uint8_t* __restrict q) {
+  for (int64_t i = 0; i < n; ++i) {
+    float a = (x[i] - lo) * scale + 0.5f;
+    a = a > 0.0f ? a : 0.0f;
+    a = a < kUint8Range ? a : kUint8Range;
+    q[i] = static_cast<uint8_t>(static_cast<int>(a));
+  }
+}
+
 // Quantizes x over the range [lo, hi] into out (q, min, max) as the file's header says.
 void QuantizeOver(const float* x, int64_t n, float lo, float hi, const std::vector<OpReq>& req,
                   const std::vector<TBlob>& out) {
@@ -132,23 +156,15 @@ void QuantizeOver(const float* x, int64_t n, float lo, float hi, const std::vect
     // An all-zero range quantizes everything to 0 instead of dividing by it.
     const float scale = r > 0 ? kInt8Range / r : 0.0f;
     int8_t* q = out[0].ptr<int8_t>();
-    ParallelFor(n, kElemGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        // ConvertValue: a NaN (in the data or from an infinite range) quantizes to 0 instead
-        // of an undefined conversion (found by fuzz_c_api).
-        const int v = ConvertValue<int>(std::min(std::fabs(x[i]) * scale + 0.5f, kInt8Range));
-        q[i] = static_cast<int8_t>(x[i] < 0 ? -v : v);
-      }
-    });
+    // A NaN (in the data or from an infinite range) quantizes to 0 instead of an undefined
+    // conversion (found by fuzz_c_api).
+    ParallelFor(n, kElemGrain, [x, q, scale](int64_t b, int64_t e) { ToInt8(x + b, e - b, scale, q + b); });
     if (req[1] != OpReq::kNullOp) *omin = -r;
     if (req[2] != OpReq::kNullOp) *omax = r;
   } else {
     const float scale = hi > lo ? kUint8Range / (hi - lo) : 0.0f;
     uint8_t* q = out[0].ptr<uint8_t>();
-    ParallelFor(n, kElemGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
-        q[i] = ConvertValue<uint8_t>(std::min(std::max((x[i] - lo) * scale + 0.5f, 0.0f), kUint8Range));
-    });
+    ParallelFor(n, kElemGrain, [x, q, lo, scale](int64_t b, int64_t e) { ToUint8(x + b, e - b, lo, scale, q + b); });
     if (req[1] != OpReq::kNullOp) *omin = lo;
     if (req[2] != OpReq::kNullOp) *omax = hi;
   }
