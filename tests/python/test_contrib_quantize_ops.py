@@ -107,3 +107,22 @@ def test_requantize_uint8_and_errors():
         mx.nd.contrib.requantize(mx.nd.ones((2,)), mx.nd.zeros(1), mx.nd.ones(1))
     with pytest.raises(mx.base.MXNetError, match="both min_calib_range"):
         mx.nd.contrib.requantize(q32, mx.nd.zeros(1), mx.nd.ones(1), max_calib_range=1.0)
+
+
+@pytest.mark.parametrize("out_type", ["int8", "uint8"])
+def test_quantize_v2_saturates_infinities_and_zeroes_nan(out_type):
+    # NaN quantizes to 0 and values beyond the range (infinities included) saturate, in the
+    # vectorized loops as in the scalar rounding; a value rounding to the top stays there.
+    lo, hi = (-2.0, 2.0) if out_type == "int8" else (0.0, 2.0)
+    x = np.array([np.nan, np.inf, -np.inf, 3.0, -3.0, 0.0, -0.0, 1.999, 1e30, -1e30, 0.3, -0.7], np.float32)
+    x = np.concatenate([x, np.random.RandomState(3).uniform(-2.5, 2.5, 997).astype(np.float32)])
+    q = mx.nd.contrib.quantize_v2(mx.nd.array(x), out_type=out_type, min_calib_range=lo,
+                                  max_calib_range=hi)[0].asnumpy()
+    finite = np.nan_to_num(x, nan=0.0, posinf=1e30, neginf=-1e30)
+    ref = (_ref_int8 if out_type == "int8" else _ref_uint8)(np.clip(finite, -1e3, 1e3), lo, hi)[0]
+    assert q[0] == 0
+    top = 127 if out_type == "int8" else 255
+    assert q[1] == top and q[3] == top and q[8] == top
+    assert q[2] == (-127 if out_type == "int8" else 0)
+    # Away from ties the integers are numpy's.
+    np.testing.assert_array_equal(q[1:], ref[1:])
