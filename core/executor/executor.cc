@@ -162,20 +162,22 @@ std::string PlacementText(const IndexedGraph& g, const std::vector<uint32_t>& or
 }
 bool FusionEnabled() { return Enabled("WEFT_EXEC_FUSE"); }
 
-// Which int8 oneDNN convolutions (MXNet's quantized _sg_mkldnn_conv) take their data, and
-// write their output and sum, as (n, h, w, c), by node: (data, output). oneDNN's int8
-// kernels read and write that layout, so values passed from one such node to the next skip
-// a reorder out of it and one back (on ResNet-50 they took as long as the convolutions).
-// A node's output is channels-last when it is no output of the graph, not kept, and every
-// reader is such a node reading it as its data, or as its sum where that node's output is
-// channels-last too (a sum is added in the output's layout); values from anything else
-// come plain. Off with WEFT_EXEC_INT8_CHANNELS_LAST=0.
-std::unordered_map<uint32_t, std::pair<bool, bool>> Int8Layouts(const IndexedGraph& g,
-                                                                 const std::vector<bool>& persistent,
-                                                                 const std::vector<NodeEntry>& outputs,
-                                                                 const std::vector<Context>& node_ctx,
-                                                                 const std::unordered_set<const graph::Node*>& constant) {
-  std::unordered_map<uint32_t, std::pair<bool, bool>> layouts;
+struct Int8Layout {
+  bool data = false, out = false, sum = false;  // channels-last or not
+};
+
+// Which int8 oneDNN convolutions (MXNet's quantized _sg_mkldnn_conv) take their data, write
+// their output and read their sum as (n, h, w, c), by node. oneDNN's int8 kernels read and
+// write that layout, so values passed from one such node to the next skip a reorder out of
+// it and one back (on ResNet-50 they took as long as the convolutions). A node's output is
+// channels-last when it is no output of the graph, not kept, and every reader is such a node
+// reading it as its data or its sum; values from anything else come plain. Off with
+// WEFT_EXEC_INT8_CHANNELS_LAST=0.
+std::unordered_map<uint32_t, Int8Layout> Int8Layouts(const IndexedGraph& g, const std::vector<bool>& persistent,
+                                                     const std::vector<NodeEntry>& outputs,
+                                                     const std::vector<Context>& node_ctx,
+                                                     const std::unordered_set<const graph::Node*>& constant) {
+  std::unordered_map<uint32_t, Int8Layout> layouts;
   if (!Enabled("WEFT_EXEC_INT8_CHANNELS_LAST")) return layouts;
   std::unordered_map<uint32_t, std::pair<int, int>> conv;  // node -> (data input, sum input)
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
@@ -188,42 +190,27 @@ std::unordered_map<uint32_t, std::pair<bool, bool>> Int8Layouts(const IndexedGra
   if (conv.empty()) return layouts;
   std::unordered_set<uint32_t> out_entries;
   for (const auto& e : outputs) out_entries.insert(g.entry_id(e));
-  std::unordered_map<uint32_t, std::vector<std::pair<uint32_t, int>>> readers;  // entry -> (node, input)
-  for (uint32_t id = 0; id < g.num_nodes(); ++id)
-    for (size_t k = 0; k < g[id].inputs.size(); ++k)
-      readers[g.entry_id(g[id].inputs[k].node_id, g[id].inputs[k].index)].push_back({id, static_cast<int>(k)});
-  std::unordered_map<uint32_t, bool> last;  // by the node's output entry
+  std::unordered_map<uint32_t, bool> last;  // by a node's output entry
   for (const auto& c : conv) {
     const uint32_t e = g.entry_id(c.first, 0);
     last[e] = !out_entries.count(e) && !persistent[e];
   }
-  auto is_last = [&](uint32_t e) {
-    auto it = last.find(e);
+  for (uint32_t id = 0; id < g.num_nodes(); ++id)
+    for (size_t k = 0; k < g[id].inputs.size(); ++k) {
+      auto it = last.find(g.entry_id(g[id].inputs[k].node_id, g[id].inputs[k].index));
+      if (it == last.end()) continue;
+      auto rc = conv.find(id);
+      if (rc == conv.end() || (static_cast<int>(k) != rc->second.first && static_cast<int>(k) != rc->second.second))
+        it->second = false;
+    }
+  auto is_last = [&](uint32_t id, int k) {
+    if (k < 0) return false;
+    auto it = last.find(g.entry_id(g[id].inputs[k].node_id, g[id].inputs[k].index));
     return it != last.end() && it->second;
   };
-  auto input_entry = [&](uint32_t id, int k) { return g.entry_id(g[id].inputs[k].node_id, g[id].inputs[k].index); };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (const auto& c : conv) {
-      const uint32_t e = g.entry_id(c.first, 0);
-      if (!last[e]) continue;
-      bool ok = true;
-      for (const auto& r : readers[e]) {
-        auto rc = conv.find(r.first);
-        ok = ok && rc != conv.end() &&
-             (r.second == rc->second.first || (r.second == rc->second.second && is_last(g.entry_id(r.first, 0))));
-      }
-      // The sum comes in the output's layout.
-      if (ok && c.second.second >= 0) ok = is_last(input_entry(c.first, c.second.second));
-      if (!ok) {
-        last[e] = false;
-        changed = true;
-      }
-    }
-  }
   for (const auto& c : conv) {
-    const bool data_last = is_last(input_entry(c.first, c.second.first)), out_last = is_last(g.entry_id(c.first, 0));
-    if (data_last || out_last) layouts[c.first] = {data_last, out_last};
+    Int8Layout l{is_last(c.first, c.second.first), last[g.entry_id(c.first, 0)], is_last(c.first, c.second.second)};
+    if (l.data || l.out || l.sum) layouts[c.first] = l;
   }
   return layouts;
 }
@@ -482,15 +469,15 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     for (int i = 0; i < g[id].source->num_outputs(); ++i) entry_ctx[g.entry_id(id, i)] = node_ctx[id];
   PlanMemory(g, order, shapes, types, persistent, computed_once, entry_ctx, &entry);
 
-  std::unordered_map<uint32_t, std::pair<bool, bool>> int8_layouts;
+  std::unordered_map<uint32_t, Int8Layout> int8_layouts;
   if (grad_entries_.empty()) int8_layouts = Int8Layouts(g, persistent, all, node_ctx, constant);
   int8_layouts_.clear();
   for (uint32_t id : order) {
     auto layout = int8_layouts.find(id);
     if (layout == int8_layouts.end()) continue;
-    int8_layouts_ += "Int8 channels-last " + g[id].source->attrs.name + ": data " +
-                     (layout->second.first ? "nhwc" : "nchw") + ", output " +
-                     (layout->second.second ? "nhwc" : "nchw") + "\n";
+    const Int8Layout& l = layout->second;
+    int8_layouts_ += "Int8 channels-last " + g[id].source->attrs.name + ": data " + (l.data ? "nhwc" : "nchw") +
+                     ", output " + (l.out ? "nhwc" : "nchw") + ", sum " + (l.sum ? "nhwc" : "nchw") + "\n";
   }
   // One node's step, with the names the monitor reports.
   auto node_step = [&](uint32_t id) {
@@ -502,7 +489,7 @@ Executor::Executor(const graph::Symbol& sym, Context ctx, std::vector<NDArray> a
     auto layout = int8_layouts.find(id);
     if (layout != int8_layouts.end()) {
       channels_last_attrs_.push_back(std::make_unique<NodeAttrs>(
-          op::Int8ConvChannelsLast(n->attrs, layout->second.first, layout->second.second)));
+          op::Int8ConvChannelsLast(n->attrs, layout->second.data, layout->second.out, layout->second.sum)));
       s.attrs = channels_last_attrs_.back().get();
       s.plain_attrs = &n->attrs;
     }

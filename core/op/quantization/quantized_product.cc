@@ -236,6 +236,10 @@ struct Int8Plan {
   bool has_sum = false;
   memory::desc sum_user, sum_prim;
   dnnl::reorder sum_re;
+  // A sum in another layout than the output's: where it is copied first when the executor
+  // runs the layer in place of it (its reorder cannot read and write the same bytes).
+  bool sum_layout_differs = false;
+  size_t sum_copy_offset = 0;
   memory::desc scratch;
   size_t scratch_offset = 0, temp_bytes = 0;
 };
@@ -277,7 +281,7 @@ dnnl::primitive_attr MakeAttr(const Epilogue& e) {
 
 template <typename PD>
 void Finalize(Int8Plan* p, const PD& pd, const memory::desc& src, const memory::desc& wei, const memory::desc& dst,
-              const Epilogue& e, bool bias) {
+              const Epilogue& e, bool bias, const memory::desc* sum_layout = nullptr) {
   p->impl = pd.impl_info_str();
   Place(p, &p->src, DNNL_ARG_SRC, src, pd.src_desc(), false);
   Place(p, &p->wei, DNNL_ARG_WEIGHTS, wei, pd.weights_desc(), false);
@@ -286,8 +290,13 @@ void Finalize(Int8Plan* p, const PD& pd, const memory::desc& src, const memory::
   Place(p, &p->dst, DNNL_ARG_DST, dst, pd.dst_desc(), true);
   if (e.sum) {
     p->has_sum = true;
-    memory::desc user = dst, prim = pd.dst_desc();
+    memory::desc user = sum_layout ? *sum_layout : dst, prim = pd.dst_desc();
     user.data.data_type = memory::convert_to_c(DnnlType(e.sum_type));
+    if (sum_layout && *sum_layout != dst) {
+      p->sum_layout_differs = true;
+      p->sum_copy_offset = p->temp_bytes;
+      p->temp_bytes += Align(user.get_size());
+    }
     if (!WideOutput(e.out)) prim.data.data_type = memory::convert_to_c(DnnlType(e.sum_type));
     p->sum_user = user;
     p->sum_prim = prim;
@@ -498,15 +507,15 @@ size_t Int8TempBytes(const Int8Plan& plan) { return plan.temp_bytes; }
 std::string Int8Impl(const Int8Plan& plan) { return plan.impl; }
 
 std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e,
-                                             bool channels_last, bool src_last, bool dst_last) {
+                                             bool channels_last, bool src_last, bool dst_last, bool sum_last) {
   const bool split = !VnniProducts();
   if (channels_last && g.nd != 2) return nullptr;
-  // Plain weights with (n, h, w, c) data or output: 2-D, and unsplit (FinishSplit reads
-  // the output in one layout with its weights).
-  if ((src_last || dst_last) && (channels_last || g.nd != 2 || split)) return nullptr;
+  // Plain weights with (n, h, w, c) data, output or sum: 2-D, and unsplit (FinishSplit reads
+  // the output and sum in one layout with its weights).
+  if ((src_last || dst_last || sum_last) && (channels_last || g.nd != 2 || split)) return nullptr;
   std::string key = "conv,";
   for (int64_t v : {int64_t(g.nd), g.n, g.c, g.f, g.g, int64_t(src), int64_t(bias), int64_t(channels_last),
-                    int64_t(src_last), int64_t(dst_last)})
+                    int64_t(src_last), int64_t(dst_last), int64_t(sum_last)})
     key += std::to_string(v) + ',';
   for (int i = 0; i < 3; ++i)
     for (int64_t v : {g.in[i], g.out[i], g.k[i], g.s[i], g.d[i], g.pl[i]}) key += std::to_string(v) + ',';
@@ -546,7 +555,9 @@ std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool 
         p->wide_channels_last = true;
       }
     }
-    Finalize(p.get(), pd, s, w, d, fused, fused_bias);
+    const memory::desc sum_layout(Dims(g.n, pg.f, g.out, g.nd), DnnlType(fused.out),
+                                  sum_last ? memory::format_tag::nhwc : tag);
+    Finalize(p.get(), pd, s, w, d, fused, fused_bias, sum_last != dst_last ? &sum_layout : nullptr);
     if (split) {
       const int64_t O = g.OutSize();
       SetSplit(p.get(), e, bias, channels_last ? g.n * O : g.n, g.f, channels_last ? 1 : O, g.f / g.g,
@@ -704,6 +715,10 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
   // The sum already where the primitive adds to it (the executor ran the layer in place of
   // its sum, FInplaceOption) needs no copy.
   const bool sum_in_place = sum == y && !p.dst.reorder && p.sum_user == p.sum_prim;
+  if (p.has_sum && !sum_in_place && p.sum_layout_differs && sum == dst.get_data_handle()) {
+    std::memcpy(temp + p.sum_copy_offset, sum, p.sum_user.get_size());
+    sum = temp + p.sum_copy_offset;
+  }
   if (p.has_sum && !sum_in_place) {
     memory from(p.sum_user, eng, const_cast<void*>(sum)), to(p.sum_prim, eng, dst.get_data_handle());
     p.sum_re.execute(strm, from, to);
@@ -721,7 +736,7 @@ void RunInt8(const Int8Plan& p, const void* x, const int8_t* w, const int32_t* b
 struct Int8Plan {};
 size_t Int8TempBytes(const Int8Plan&) { return 0; }
 std::string Int8Impl(const Int8Plan&) { return ""; }
-std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&, bool, bool, bool) {
+std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom&, DType, bool, const Epilogue&, bool, bool, bool, bool) {
   return nullptr;
 }
 std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t, int64_t, int64_t, DType, bool, const Epilogue&, bool) {

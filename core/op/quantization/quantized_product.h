@@ -119,12 +119,12 @@ std::string Int8Impl(const Int8Plan& plan);
 // The convolution of `g` (data type `src`, int8 weights (f, c/g, k...), int32 bias when
 // `bias`), null where oneDNN is not built in or refuses it. With `channels_last` (2-D only)
 // data, sum and output are (n, h, w, c) and the weights (f, kh, kw, c/g): the layouts
-// oneDNN's int8 kernels use, so nothing is reordered but the weights. `src_last` /
-// `dst_last` (2-D, not with channels_last, null where the weights are split) take the data
-// / the output and sum as (n, h, w, c) with the weights plain (f, c/g, kh, kw).
+// oneDNN's int8 kernels use, so nothing is reordered but the weights. `src_last`,
+// `dst_last`, `sum_last` (2-D, not with channels_last, null where the weights are split)
+// take the data, the output, the sum as (n, h, w, c) with the weights plain (f, c/g, kh, kw).
 std::shared_ptr<const Int8Plan> Int8ConvPlan(const ConvGeom& g, DType src, bool bias, const Epilogue& e,
                                              bool channels_last = false, bool src_last = false,
-                                             bool dst_last = false);
+                                             bool dst_last = false, bool sum_last = false);
 // The inner product (m, k) x (n, k)^T, likewise. `narrow_weights`: the caller promises
 // weights within +-64, which u8 data cannot saturate with, so no split is needed.
 std::shared_ptr<const Int8Plan> Int8FcPlan(int64_t m, int64_t k, int64_t n, DType src, bool bias, const Epilogue& e,

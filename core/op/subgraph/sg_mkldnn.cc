@@ -725,9 +725,10 @@ void FinishInFloat(const NodeAttrs& attrs, const Parts& p, const OpContext& ctx,
 }
 
 // The layouts an executor gives an int8 convolution's values (Int8ChannelsLast): its data,
-// and its output with its sum, are (n, h, w, c) when these attributes say so.
+// its output, its sum are (n, h, w, c) when these attributes say so.
 constexpr const char* kDataLast = "__weft_int8_data_nhwc__";
 constexpr const char* kOutLast = "__weft_int8_out_nhwc__";
+constexpr const char* kSumLast = "__weft_int8_sum_nhwc__";
 
 bool HasFlag(const NodeAttrs& attrs, const char* key) {
   for (const auto& kv : attrs.dict)
@@ -750,11 +751,12 @@ void SwapChannels(const void* from, void* to, int64_t n, int64_t c, int64_t inne
 
 void RunConvProduct(const ConvGeom& g, DType src, const void* x, const std::shared_ptr<const Int8Weights>& kept,
                     const quant::Epilogue& e, const void* sum, void* y, const OpContext& ctx, bool data_last = false,
-                    bool out_last = false) {
+                    bool out_last = false, bool sum_last = false) {
   const Int8Weights& q = *kept;
   const int32_t* b = q.bias.empty() ? nullptr : q.bias.data();
-  if (data_last || out_last) {
-    auto plan = quant::Int8ConvPlan(g, src, b != nullptr, e, false, data_last, out_last);
+  sum_last = sum_last && e.sum;
+  if (data_last || out_last || sum_last) {
+    auto plan = quant::Int8ConvPlan(g, src, b != nullptr, e, false, data_last, out_last, sum_last);
     if (plan) {
       char* temp = static_cast<char*>(ctx.requested.at(0).temp->Get(quant::Int8TempBytes(*plan)));
       const InputVersion v = VersionOf(kept);
@@ -773,7 +775,7 @@ void RunConvProduct(const ConvGeom& g, DType src, const void* x, const std::shar
       xp = xs.data().dptr;
     }
     const void* sp = sum;
-    if (out_last && e.sum) {
+    if (sum_last) {
       SwapChannels(sum, ss.data().dptr, g.n, g.f, out_inner, DTypeSize(e.sum_type), false);
       sp = ss.data().dptr;
     }
@@ -843,8 +845,9 @@ void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ct
   ConvGeom geom = ConvolutionGeom(attrs.op->name, cp, data.shape);
   const int64_t f = geom.f, per = in[1].Size() / std::max<int64_t>(f, 1);
   const bool calibrated = sp.min_calib_range.has_value();
-  const bool data_last = HasFlag(attrs, kDataLast), out_last = HasFlag(attrs, kOutLast);
-  if ((data_last || out_last) && geom.nd != 2)
+  const bool data_last = HasFlag(attrs, kDataLast), out_last = HasFlag(attrs, kOutLast),
+             sum_last = HasFlag(attrs, kSumLast);
+  if ((data_last || out_last || sum_last) && geom.nd != 2)
     Throw(ErrorKind::kInternal, "Operator '", attrs.op->name, "': channels-last values are 2-D only");
   auto make = [&]() {
     std::vector<float> w(FloatInput(attrs, in, 1), FloatInput(attrs, in, 1) + in[1].Size());
@@ -894,13 +897,21 @@ void Int8ConvCompute(const NodeAttrs& attrs, const Inner& g, const OpContext& ct
         e.sum_scale = o.step > 0 ? static_cast<float>(sum_step / o.step) : 0.0f;
       }
       RunConvProduct(geom, data.dtype, data.dptr, kept, e, sum ? sum->dptr : nullptr, out[0].dptr, ctx, data_last,
-                     out_last);
+                     out_last, sum_last);
     } else {
-      // The activations and the sum after the product go value by value: the float32
-      // result is in the output's layout, as the sum is.
+      // The activations and the sum after the product go value by value, in the output's
+      // layout: a sum in the other one is moved to it first.
       NDArray y(out[0].shape, ctx.run_ctx.ctx, DType::kFloat32);
       RunConvProduct(geom, data.dtype, data.dptr, kept, ScaleTo(DType::kFloat32, acc, 1.0), nullptr, y.data().dptr,
                      ctx, data_last, out_last);
+      NDArray moved;
+      TBlob sum_blob;
+      if (sum != nullptr && sum_last != out_last) {
+        moved = NDArray(sum->shape, ctx.run_ctx.ctx, sum->dtype);
+        SwapChannels(sum->dptr, moved.data().dptr, geom.n, geom.f, geom.OutSize(), DTypeSize(sum->dtype), out_last);
+        sum_blob = moved.data();
+        sum = &sum_blob;
+      }
       FinishInFloat(attrs, p, ctx, &y, sum, sum_step, o, out[0].dptr);
     }
   }
@@ -1359,10 +1370,11 @@ bool Int8ConvLayoutInputs(const NodeAttrs& attrs, int* data, int* sum) {
   return true;
 }
 
-NodeAttrs Int8ConvChannelsLast(const NodeAttrs& attrs, bool data_last, bool out_last) {
+NodeAttrs Int8ConvChannelsLast(const NodeAttrs& attrs, bool data_last, bool out_last, bool sum_last) {
   NodeAttrs a = attrs;
   if (data_last) a.dict.emplace_back(kDataLast, "1");
   if (out_last) a.dict.emplace_back(kOutLast, "1");
+  if (sum_last) a.dict.emplace_back(kSumLast, "1");
   return a;
 }
 

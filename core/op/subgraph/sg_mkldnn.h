@@ -11,10 +11,10 @@ namespace op {
 // its sum (-1 without one). False for any other node.
 bool Int8ConvLayoutInputs(const NodeAttrs& attrs, int* data, int* sum);
 
-// The node's attributes with its data (`data_last`) and its output and sum (`out_last`)
-// held as (n, h, w, c) in arrays of the plain (n, c, h, w) shape: what oneDNN's int8
-// kernels read and write, so that two such nodes in a row reorder nothing between them.
-NodeAttrs Int8ConvChannelsLast(const NodeAttrs& attrs, bool data_last, bool out_last);
+// The node's attributes with its data, its output, its sum held as (n, h, w, c) (each as
+// its flag says) in arrays of the plain (n, c, h, w) shape: what oneDNN's int8 kernels read
+// and write, so that two such nodes in a row reorder nothing between them.
+NodeAttrs Int8ConvChannelsLast(const NodeAttrs& attrs, bool data_last, bool out_last, bool sum_last);
 
 }  // namespace op
 }  // namespace weft
