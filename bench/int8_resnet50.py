@@ -137,9 +137,12 @@ def mxnet_flow(args, model, prefix):
     mod.bind(for_training=False, data_shapes=[("data", calib[0].shape)])
     mod.set_params(qargs, qauxs)
 
+    bound = [calib[0].shape]
+
     def forward(x):
-        if x.shape != calib[0].shape:
+        if x.shape != bound[0]:
             mod.reshape(data_shapes=[("data", x.shape)])
+            bound[0] = x.shape
         mod.forward(mx.io.DataBatch([x], []), is_train=False)
         return mod.get_outputs()[0]
     return forward, seconds
