@@ -452,8 +452,10 @@ class DispatchStage final : public Transformation {
         octx.run_ctx = rctx;
         // Work this small costs more split than whole (a parallel region started here must
         // wake threads of the calling thread's own OpenMP pool): a 2x2 max pooling of (8, 20,
-        // 24, 24), 13 us on one thread, took 96 us of CPU time when oneDNN split it.
-        op::SerialScope serial(true);
+        // 24, 24), 13 us on one thread, took 96 us of CPU time when oneDNN split it. Calls
+        // over a few KB only: nothing smaller is split, and `a += b` on 16 floats would pay
+        // the two thread-count changes (10 ns of its 280).
+        op::SerialScope serial(in_bytes + out_bytes > 4096);
         std::vector<op::InputVersion> versions;
         if (versioned) versions = InputVersions(inputs);
         op::InputVersionScope scope(versioned ? &versions : nullptr);
