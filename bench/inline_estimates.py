@@ -66,10 +66,12 @@ def main():
     if args.worker:
         worker(args.calls)
         return
-    cpu = sorted({line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
-                  if line.startswith(("model name", "cpu family", "model\t"))})
-    print("CPU: %s; %d cores; load average at start %.2f %.2f %.2f" % (", ".join(cpu), os.cpu_count(),
-                                                                     *os.getloadavg()))
+    info = {}
+    for line in open("/proc/cpuinfo"):
+        key, _, value = line.partition(":")
+        info.setdefault(key.strip(), value.strip())
+    print("CPU: %s (family %s, model %s), %d cores; load average at start %.2f %.2f %.2f"
+          % (info.get("model name"), info.get("cpu family"), info.get("model"), os.cpu_count(), *os.getloadavg()))
     best = {}
     for _ in range(args.rounds):
         for setting, env in (("estimates", {}), ("to a worker", {"WEFT_ENGINE_INLINE_NS": "0"})):
