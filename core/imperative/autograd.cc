@@ -95,7 +95,7 @@ std::string NodeName(const Node& n) {
 
 // The gradient of each input of `node`, given the gradient of each of its outputs.
 std::vector<NDArray> NodeGradient(const std::shared_ptr<Node>& node, std::vector<NDArray> out_grads,
-                                  bool create_graph) {
+                                  bool create_graph, const std::vector<NDArray>* into) {
   for (size_t i = 0; i < out_grads.size(); ++i)
     if (out_grads[i].is_none()) out_grads[i] = Apply("zeros_like", {node->outputs[i]});
   if (node->custom) {
@@ -120,7 +120,7 @@ std::vector<NDArray> NodeGradient(const std::shared_ptr<Node>& node, std::vector
   // Inputs without a history (the data, a label) need no gradient: their work is skipped.
   std::vector<bool> wanted(node->inputs.size());
   for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = node->inputs[i].ag_node() != nullptr;
-  return imperative::Gradient(node->attrs, node->inputs, outputs, out_grads, node->is_train, &wanted);
+  return imperative::Gradient(node->attrs, node->inputs, outputs, out_grads, node->is_train, &wanted, into);
 }
 
 // Makes `node` the history of `outputs`, saving what its gradient will read.
@@ -353,6 +353,29 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
     WEFT_CHECK(!h.ag_node()->freed, kValue, "autograd.backward: the graph through ", NodeName(*h.ag_node()),
                " was freed by an earlier backward; pass retain_graph=True to the first backward to run another");
   std::vector<std::shared_ptr<Node>> order = ReverseTopological(heads);
+  // A variable whose gradient only one input of one recorded call receives, with a dense
+  // .grad to overwrite, gets that gradient written straight into .grad by the call that
+  // makes it, instead of into an array of its own copied there afterwards (an MLP's weight
+  // gradients are megabytes a step). Not where the gradient is recorded (the .grad arrays
+  // are leaves), nor for a variable a custom function also reads (a hybridized block
+  // writes its parameters' gradients itself).
+  std::unordered_map<const Node*, int> feeds;
+  if (variables.empty() && !create_graph) {
+    for (const auto& h : heads)
+      if (h.ag_node()->is_variable()) feeds[h.ag_node().get()] += 2;
+    for (const auto& node : order) {
+      if (node->is_variable() || node->freed) continue;
+      for (const auto& in : node->inputs) {
+        const Node* v = in.ag_node().get();
+        if (v != nullptr && v->is_variable()) feeds[v] += node->custom ? 2 : 1;
+      }
+    }
+  }
+  auto direct = [&](const Node* v) {
+    auto it = feeds.find(v);
+    return it != feeds.end() && it->second == 1 && v->grad_req == OpReq::kWriteTo && !v->grad.is_none() &&
+           !v->grad.is_sparse();
+  };
   for (const auto& node : order) {
     if (node->is_variable()) continue;
     // An array whose history an earlier backward freed, used again in a new recording, is
@@ -367,7 +390,17 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
     }
     if (!any) continue;
     std::vector<NDArray> in_grads = SparseEmbeddingGradient(node, out_grads, create_graph);
-    if (in_grads.empty()) in_grads = NodeGradient(node, std::move(out_grads), create_graph);
+    if (in_grads.empty()) {
+      std::vector<NDArray> into;
+      for (size_t i = 0; i < node->inputs.size(); ++i) {
+        const Node* v = node->inputs[i].ag_node().get();
+        if (v != nullptr && direct(v)) {
+          into.resize(node->inputs.size());
+          into[i] = v->grad;
+        }
+      }
+      in_grads = NodeGradient(node, std::move(out_grads), create_graph, into.empty() ? nullptr : &into);
+    }
     for (size_t i = 0; i < in_grads.size(); ++i) {
       const NDArray& in = node->inputs[i];
       if (in.ag_node()) sums.Add(in.ag_node().get(), in.ag_index(), in_grads[i]);
@@ -386,6 +419,11 @@ std::vector<NDArray> Backward(const std::vector<NDArray>& heads, const std::vect
         StorageType st = node->grad.stype();
         if (add) g = Apply("elemwise_add", {node->grad, g});
         node->grad = g.stype() == st ? g : CastStorage(g, st);
+        node->fresh_grad = true;
+        continue;
+      }
+      // Written in place above (a call's output was .grad itself).
+      if (!add && g.SameChunk(node->grad) && g.byte_offset() == node->grad.byte_offset()) {
         node->fresh_grad = true;
         continue;
       }

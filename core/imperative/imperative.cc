@@ -13,6 +13,7 @@
 #include "core/imperative/transformation.h"
 #include "core/ndarray/sparse.h"
 #include "core/op/compute_async.h"
+#include "core/op/serial_scope.h"
 #include "core/op/shape_from_data.h"
 #include "core/op/work_estimate.h"
 #include "core/profiler/profiler.h"
@@ -449,6 +450,12 @@ class DispatchStage final : public Transformation {
       octx.requested.swap(s->resources);
       auto run = [&](engine::RunContext rctx) {
         octx.run_ctx = rctx;
+        // Work this small costs more split than whole (a parallel region started here must
+        // wake threads of the calling thread's own OpenMP pool): a 2x2 max pooling of (8, 20,
+        // 24, 24), 13 us on one thread, took 96 us of CPU time when oneDNN split it. Calls
+        // over a few KB only: nothing smaller is split, and `a += b` on 16 floats would pay
+        // the two thread-count changes (10 ns of its 280).
+        op::SerialScope serial(in_bytes + out_bytes > 4096);
         std::vector<op::InputVersion> versions;
         if (versioned) versions = InputVersions(inputs);
         op::InputVersionScope scope(versioned ? &versions : nullptr);
@@ -559,8 +566,10 @@ class EagerGradBuilder : public GradBuilder {
   }
 
   // Runs what `wanted` depends on; returns the array of each wanted value (none where
-  // undefined or not wanted).
-  std::vector<NDArray> Run(const std::vector<GradValue>& grads, const std::vector<bool>& wanted) {
+  // undefined or not wanted). A wanted value with an array in `into` that a call produces
+  // is written there (see Gradient).
+  std::vector<NDArray> Run(const std::vector<GradValue>& grads, const std::vector<bool>& wanted,
+                           const std::vector<NDArray>* into) {
     std::vector<bool> need(values_.size(), false);
     for (size_t i = 0; i < grads.size(); ++i)
       if (grads[i].defined() && wanted[i]) need[grads[i].id] = true;
@@ -570,12 +579,19 @@ class EagerGradBuilder : public GradBuilder {
       if (run[c])
         for (int64_t i : calls_[c].inputs) need[i] = true;
     }
+    // The array each value goes into, for the first input asking for it.
+    std::vector<const NDArray*> dest(values_.size(), nullptr);
+    if (into != nullptr)
+      for (size_t i = 0; i < grads.size() && i < into->size(); ++i)
+        if (grads[i].defined() && wanted[i] && !(*into)[i].is_none() && dest[grads[i].id] == nullptr)
+          dest[grads[i].id] = &(*into)[i];
     for (size_t c = 0; c < calls_.size(); ++c) {
       if (!run[c]) continue;
       std::vector<NDArray> in_arrays, outs;
       std::vector<OpReq> req;
       for (int64_t i : calls_[c].inputs) in_arrays.push_back(values_[i]);
       for (int64_t o : calls_[c].outputs) req.push_back(need[o] ? OpReq::kWriteTo : OpReq::kNullOp);
+      GiveDestinations(c, in_arrays, dest, &outs);
       Invoke(calls_[c].attrs, in_arrays, &outs, &ctx_, &req, is_train_);
       for (size_t k = 0; k < outs.size(); ++k) values_[calls_[c].outputs[k]] = outs[k];
     }
@@ -586,6 +602,33 @@ class EagerGradBuilder : public GradBuilder {
   }
 
  private:
+  // Fills *outs (one entry per output of call c, none where the call makes its own) with
+  // the destinations of its outputs, where the call's output there has the destination's
+  // shape and dtype (inferred first: a mismatch must not turn into an error).
+  void GiveDestinations(size_t c, const std::vector<NDArray>& in_arrays, const std::vector<const NDArray*>& dest,
+                        std::vector<NDArray>* outs) {
+    const std::vector<int64_t>& out_ids = calls_[c].outputs;
+    bool any = false;
+    for (int64_t o : out_ids) any = any || dest[o] != nullptr;
+    static const auto& data_shape_fns = Op::GetAttr<FInferShapeFromData>("FInferShapeFromData");
+    if (!any || data_shape_fns.Contains(calls_[c].attrs.op)) return;
+    std::vector<Shape> in_shapes, out_shapes(out_ids.size());
+    std::vector<DType> in_types, out_types(out_ids.size(), DType::kUnknown);
+    for (const auto& a : in_arrays) {
+      if (a.is_none() || a.is_sparse()) return;
+      in_shapes.push_back(a.shape());
+      in_types.push_back(a.dtype());
+    }
+    InferShapeType(calls_[c].attrs, &in_shapes, &in_types, &out_shapes, &out_types);
+    outs->assign(out_ids.size(), NDArray());
+    for (size_t k = 0; k < out_ids.size(); ++k) {
+      const NDArray* d = dest[out_ids[k]];
+      if (d != nullptr && !d->is_sparse() && d->shape() == out_shapes[k] && d->dtype() == out_types[k] &&
+          d->ctx() == ctx_)
+        (*outs)[k] = *d;
+    }
+  }
+
   struct CallRecord {
     NodeAttrs attrs;
     std::vector<int64_t> inputs, outputs;
@@ -600,7 +643,7 @@ class EagerGradBuilder : public GradBuilder {
 
 std::vector<NDArray> Gradient(const NodeAttrs& attrs, const std::vector<NDArray>& inputs,
                               const std::vector<NDArray>& outputs, const std::vector<NDArray>& out_grads,
-                              bool is_train, const std::vector<bool>* wanted) {
+                              bool is_train, const std::vector<bool>* wanted, const std::vector<NDArray>* into) {
   static const auto& grad_fns = Op::GetAttr<FGradient>("FGradient");
   if (!grad_fns.Contains(attrs.op))
     Throw(ErrorKind::kUnsupported, "Operator '", attrs.op->name, "' is not differentiable (it registers no gradient)");
@@ -613,7 +656,7 @@ std::vector<NDArray> Gradient(const NodeAttrs& attrs, const std::vector<NDArray>
   if (grads.size() != inputs.size())
     Throw(ErrorKind::kInternal, "Operator '", attrs.op->name, "': gradient returned ", grads.size(), " values for ",
           inputs.size(), " inputs");
-  return b.Run(grads, wanted ? *wanted : std::vector<bool>(inputs.size(), true));
+  return b.Run(grads, wanted ? *wanted : std::vector<bool>(inputs.size(), true), into);
 }
 
 }  // namespace imperative

@@ -32,10 +32,15 @@ void InferShapeType(const NodeAttrs& attrs, std::vector<Shape>* in_shapes, std::
 // (none where the operator defines no gradient for that input). `is_train` is the mode the
 // forward ran in (BatchNorm's gradient differs when it used its running statistics).
 // `wanted`, when given, says which inputs need a gradient: only the work leading to those
-// runs, and the others come back none.
+// runs, and the others come back none. `into`, when given, holds per input an array (or
+// none) that the call producing that input's gradient writes into, where that gradient is
+// a call's output of the array's shape and dtype (a gradient the operator passes through
+// unchanged, or shares between inputs, comes back as its own array): autograd writes a
+// variable's .grad this way instead of copying it there.
 std::vector<NDArray> Gradient(const NodeAttrs& attrs, const std::vector<NDArray>& inputs,
                               const std::vector<NDArray>& outputs, const std::vector<NDArray>& out_grads,
-                              bool is_train = true, const std::vector<bool>* wanted = nullptr);
+                              bool is_train = true, const std::vector<bool>* wanted = nullptr,
+                              const std::vector<NDArray>* into = nullptr);
 
 }  // namespace imperative
 }  // namespace weft

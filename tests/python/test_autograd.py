@@ -294,3 +294,94 @@ def test_fresh_grad_state_follows_backward():
     assert not nd.ones((2,))._fresh_grad  # not a variable: never fresh
     with pytest.raises(weft.WeftError, match="marked for gradients"):
         nd.ones((2,))._fresh_grad = True
+
+
+def _operators_run(tmp_path, fn):
+    """Names of the operators that ran during fn(), from the profiler's trace."""
+    import json
+    from weft import profiler
+    path = tmp_path / "trace.json"
+    nd.waitall()
+    profiler.set_config(profile_imperative=True, profile_symbolic=False, profile_memory=False, profile_api=False,
+                        filename=str(path), continuous_dump=False)
+    try:
+        profiler.set_state("run")
+        fn()
+        nd.waitall()
+        profiler.set_state("stop")
+        profiler.dump(finished=True)
+    finally:
+        profiler.set_state("stop")
+    events = json.loads(path.read_text())["traceEvents"]
+    return [e["name"] for e in events if e.get("ph") == "X" and e.get("cat") == "operator"]
+
+
+def test_weight_gradients_are_written_into_grad_without_a_copy(tmp_path):
+    # Each weight feeds one call: its gradient call writes .grad itself (no _copy into it),
+    # in the same array as before, step after step.
+    rng = np.random.default_rng(7)
+    x_np = rng.standard_normal((8, 6)).astype(np.float32)
+    w1_np = rng.standard_normal((5, 6)).astype(np.float32)
+    b1_np = rng.standard_normal(5).astype(np.float32)
+    w2_np = rng.standard_normal((3, 5)).astype(np.float32)
+    x = nd.array(x_np)
+    w1, b1, w2 = _var(w1_np), _var(b1_np), _var(w2_np)
+    grad_arrays = [w1.grad, b1.grad, w2.grad]
+
+    def step():
+        with autograd.record():
+            h = nd.relu(nd.FullyConnected(x, w1, b1, num_hidden=5))
+            loss = nd.sum(nd.FullyConnected(h, w2, no_bias=True, num_hidden=3) ** 2)
+        loss.backward()
+
+    step()
+    ops = _operators_run(tmp_path, step)
+    assert "_backward_FullyConnected" in ops and "_copy" not in ops, ops
+    # The arrays taken from .grad before the steps hold the new gradients.
+    for before, now in zip(grad_arrays, (w1.grad, b1.grad, w2.grad)):
+        np.testing.assert_array_equal(before.asnumpy(), now.asnumpy())
+    z = x_np.astype(np.float64) @ w1_np.T + b1_np
+    h = np.maximum(z, 0)
+    dy = 2 * (h @ w2_np.T)
+    dz = (dy @ w2_np) * (z > 0)
+    np.testing.assert_allclose(grad_arrays[2].asnumpy(), dy.T @ h, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(grad_arrays[0].asnumpy(), dz.T @ x_np, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(grad_arrays[1].asnumpy(), dz.sum(axis=0), rtol=1e-4, atol=1e-4)
+
+
+def test_gradients_summed_added_or_passed_through_still_reach_grad(tmp_path):
+    rng = np.random.default_rng(8)
+    x_np = rng.standard_normal((4, 3)).astype(np.float32)
+    w_np = rng.standard_normal((3, 3)).astype(np.float32)
+    x = nd.array(x_np)
+    # A weight used by two calls: the two gradients are summed, then copied into .grad.
+    w = _var(w_np)
+    with autograd.record():
+        loss = nd.sum(nd.FullyConnected(x, w, no_bias=True, num_hidden=3)) + \
+            nd.sum(nd.FullyConnected(x, w, no_bias=True, num_hidden=3) * 3)
+    loss.backward()
+    np.testing.assert_allclose(w.grad.asnumpy(), 4 * np.tile(x_np.sum(axis=0), (3, 1)), rtol=1e-5)
+    # grad_req='add' accumulates over backward calls.
+    wa = _var(w_np, "add")
+    for _ in range(2):
+        with autograd.record():
+            loss = nd.sum(nd.FullyConnected(x, wa, no_bias=True, num_hidden=3))
+        loss.backward()
+    np.testing.assert_allclose(wa.grad.asnumpy(), 2 * np.tile(x_np.sum(axis=0), (3, 1)), rtol=1e-5)
+    # A gradient an operator passes through unchanged (the head's gradient, through
+    # elemwise_add) is the head gradient's array: copied, which leaves the head gradient be.
+    a, b = _var(w_np), _var(w_np * 2)
+    head = nd.array(x_np[:3])
+    with autograd.record():
+        y = a + b
+    y.backward(head)
+    np.testing.assert_allclose(a.grad.asnumpy(), x_np[:3])
+    np.testing.assert_allclose(b.grad.asnumpy(), x_np[:3])
+    a.grad[:] = 0
+    np.testing.assert_allclose(head.asnumpy(), x_np[:3])
+    # A variable that is itself a head gets the head's gradient.
+    v = _var(w_np)
+    with autograd.record():
+        u = v * 1
+    autograd.backward([u, v], [nd.ones((3, 3)), nd.ones((3, 3))])
+    np.testing.assert_allclose(v.grad.asnumpy(), 2 * np.ones((3, 3)))

@@ -1,7 +1,8 @@
 """Eager calls whose inputs are ready run on the calling thread when their operator's
 estimate of their time is small (a softmax of (32, 1000), a FullyConnected 1024 -> 10 at
-batch 64, forward and backward), and go to an engine worker when it is large (a LeNet
-convolution over as many bytes); which thread ran each call is read from the profiler's
+batch 64, small dot, batch_dot, Pooling and Deconvolution calls, forward and backward), and
+go to an engine worker when it is large (a LeNet convolution over as many bytes, an int32
+product or lp pooling over few bytes); which thread ran each call is read from the profiler's
 trace. Where a call runs changes none of its results, its ordering against pending writes
 or its gradients; the limits come from WEFT_ENGINE_INLINE_NS and WEFT_ENGINE_INLINE_BYTES."""
 import json
@@ -101,6 +102,94 @@ def test_convolution_over_as_many_bytes_goes_to_a_worker(tmp_path):
     (out,), on_worker = run_traced(tmp_path, [lambda: nd.Convolution(x, w, b, kernel=(5, 5), num_filter=20)])
     assert on_worker.get("Convolution") == {True}, on_worker
     np.testing.assert_allclose(out.asnumpy(), conv_np(x_np, w_np, b_np), rtol=1e-4, atol=1e-4)
+
+
+def deconv_np(x, w, stride):
+    """Deconvolution without padding: each input element scatters its weights into a
+    kernel-sized patch of the output, stride apart."""
+    n, c, h, wd = x.shape
+    _, f, k, _ = w.shape
+    out = np.zeros((n, f, (h - 1) * stride + k, (wd - 1) * stride + k))
+    for i in range(h):
+        for j in range(wd):
+            out[:, :, i * stride:i * stride + k, j * stride:j * stride + k] += np.einsum("nc,cfab->nfab", x[:, :, i, j],
+                                                                                       w)
+    return out
+
+
+def test_small_dot_batch_dot_pooling_and_deconvolution_run_on_the_calling_thread(tmp_path):
+    # Each call touches more than 64 KiB, so the byte rule alone would send it to a worker,
+    # but is estimated at a few microseconds.
+    rng = np.random.default_rng(4)
+    a_np = rng.standard_normal((64, 512), dtype=np.float32)
+    b_np = rng.standard_normal((512, 10), dtype=np.float32)
+    g_np = rng.standard_normal((64, 10), dtype=np.float32)
+    la_np = rng.standard_normal((32, 16, 32), dtype=np.float32)
+    lb_np = rng.standard_normal((32, 32, 16), dtype=np.float32)
+    p_np = rng.standard_normal((8, 20, 24, 24), dtype=np.float32)
+    pg_np = rng.standard_normal((8, 20, 12, 12), dtype=np.float32)
+    d_np = rng.standard_normal((16, 16, 8, 8), dtype=np.float32)
+    w_np = rng.standard_normal((16, 1, 2, 2), dtype=np.float32)
+    dg_np = rng.standard_normal((16, 1, 16, 16), dtype=np.float32)
+    a, b, g, la, lb, p, pg, d, w, dg = (nd.array(v, ctx=CPU) for v in (a_np, b_np, g_np, la_np, lb_np, p_np, pg_np,
+                                                                       d_np, w_np, dg_np))
+    pool = {"kernel": (2, 2), "stride": (2, 2), "pool_type": "max"}
+    deconv = {"kernel": (2, 2), "stride": (2, 2), "num_filter": 1, "no_bias": True}
+    pooled = nd.Pooling(p, **pool)
+    (dot, dot_grads, bdot, pool_out, pool_grad, dec, dec_grads), on_worker = run_traced(tmp_path, [
+        lambda: nd.dot(a, b),
+        lambda: nd.invoke("_backward_dot", [g, a, b], {}),
+        lambda: nd.batch_dot(la, lb),
+        lambda: nd.Pooling(p, **pool),
+        lambda: nd.invoke("_backward_Pooling", [pg, p, pooled], pool),
+        lambda: nd.Deconvolution(d, w, **deconv),
+        lambda: nd.invoke("_backward_Deconvolution", [dg, d, w], deconv),
+    ])
+    for op in ("dot", "_backward_dot", "batch_dot", "Pooling", "_backward_Pooling", "Deconvolution",
+               "_backward_Deconvolution"):
+        assert on_worker.get(op) == {False}, (op, on_worker)
+    np.testing.assert_allclose(dot.asnumpy(), a_np @ b_np, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dot_grads[0].asnumpy(), g_np @ b_np.T, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(dot_grads[1].asnumpy(), a_np.T @ g_np, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(bdot.asnumpy(), np.matmul(la_np, lb_np), rtol=1e-4, atol=1e-4)
+    windows = p_np.reshape(8, 20, 12, 2, 12, 2)
+    np.testing.assert_array_equal(pool_out.asnumpy(), windows.max(axis=(3, 5)))
+    # The gradient of each window goes to its largest element (no ties in random data).
+    at_max = windows == windows.max(axis=(3, 5), keepdims=True)
+    np.testing.assert_allclose(pool_grad.asnumpy(), (at_max * pg_np[:, :, :, None, :, None]).reshape(p_np.shape))
+    np.testing.assert_allclose(dec.asnumpy(), deconv_np(d_np, w_np, 2), rtol=1e-4, atol=1e-5)
+    # Stride equal to the kernel: each output element comes from one input element.
+    patches = dg_np.reshape(16, 1, 8, 2, 8, 2)
+    np.testing.assert_allclose(dec_grads[0].asnumpy(), np.einsum("nfiajb,cfab->ncij", patches, w_np), rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(dec_grads[1].asnumpy(), np.einsum("ncij,nfiajb->cfab", d_np, patches), rtol=1e-4,
+                               atol=1e-3)
+
+
+def test_expensive_calls_over_few_bytes_go_to_a_worker(tmp_path):
+    # Each call touches less than 64 KiB, which the byte rule alone would run here, but is
+    # estimated above 40 us: an int32 product (off oneDNN), lp pooling with p=3, and a
+    # deconvolution with 16 -> 16 channels and a 3x3 kernel.
+    rng = np.random.default_rng(5)
+    ia_np = rng.integers(-50, 50, (64, 64)).astype(np.int32)
+    ib_np = rng.integers(-50, 50, (64, 64)).astype(np.int32)
+    p_np = rng.standard_normal((4, 8, 16, 16), dtype=np.float32)
+    d_np = rng.standard_normal((4, 16, 8, 8), dtype=np.float32)
+    w_np = rng.standard_normal((16, 16, 3, 3), dtype=np.float32) * 0.1
+    ia, ib = nd.array(ia_np, ctx=CPU, dtype="int32"), nd.array(ib_np, ctx=CPU, dtype="int32")
+    p, d, w = (nd.array(v, ctx=CPU) for v in (p_np, d_np, w_np))
+    (idot, lp, dec), on_worker = run_traced(tmp_path, [
+        lambda: nd.dot(ia, ib),
+        lambda: nd.Pooling(p, kernel=(2, 2), stride=(2, 2), pool_type="lp", p_value=3),
+        lambda: nd.Deconvolution(d, w, kernel=(3, 3), num_filter=16, no_bias=True),
+    ])
+    for op in ("dot", "Pooling", "Deconvolution"):
+        assert on_worker.get(op) == {True}, (op, on_worker)
+    np.testing.assert_array_equal(idot.asnumpy(), ia_np.astype(np.int64) @ ib_np)
+    # MXNet's lp pooling: the p-th root of the sum of the p-th powers (signed, p odd).
+    lp_np = np.cbrt((p_np.astype(np.float64) ** 3).reshape(4, 8, 8, 2, 8, 2).sum(axis=(3, 5)))
+    np.testing.assert_allclose(lp.asnumpy(), lp_np, rtol=1e-4)
+    np.testing.assert_allclose(dec.asnumpy(), deconv_np(d_np, w_np, 1), rtol=1e-4, atol=1e-4)
 
 
 def test_call_on_the_calling_thread_keeps_its_order_with_pending_writes():

@@ -2,6 +2,7 @@
 // batch_dot calls with the transpose flags rearranged.
 #include "core/op/linalg/dot.h"
 #include "core/op/op_util.h"
+#include "core/op/work_estimate.h"
 
 namespace weft {
 namespace op {
@@ -21,6 +22,14 @@ void BatchDotCompute(const NodeAttrs& attrs, const OpContext&, const std::vector
   p.b.data = in[1].dptr;
   Gemm(in[0].dtype, p.m, p.n, p.k, p.a, p.b, req[0] == OpReq::kAddTo ? 1.0 : 0.0, out[0].dptr, p.n, p.m * p.n,
        p.batch, attrs.op->name.c_str());
+}
+
+// batch products of m x k by k x n, each with a cost of its own beyond its arithmetic. (The
+// gradient is batch_dot calls, which estimate themselves.)
+double BatchDotNs(const NodeAttrs& attrs, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  DotPlan p = PlanBatchDot(attrs, in[0].shape, in[1].shape);
+  return MatmulNs(static_cast<double>(p.batch) * p.m * p.n * p.k, in[0].dtype) +
+         static_cast<double>(p.batch) * kNsPerBatchProduct + StreamNs(in, out);
 }
 
 KwArgs Flags(bool ta, bool tb) {
@@ -86,6 +95,7 @@ WEFT_REGISTER_OP(batch_dot)
     .SetAttr<FInferShape>("FInferShape", BatchDotShape)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", BatchDotCompute)
+    .SetAttr<FEstimateNs>("FEstimateNs", BatchDotNs)
     .SetAttr<FGradient>("FGradient", BatchDotGrad);
 
 }  // namespace op

@@ -2,6 +2,7 @@
 #include "core/op/linalg/dot.h"
 
 #include "core/op/op_util.h"
+#include "core/op/work_estimate.h"
 
 namespace weft {
 namespace op {
@@ -66,6 +67,18 @@ void DotBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBl
   }
 }
 
+// Forward: one product of m x k by k x n. Backward: two of the same size (the gradients of
+// both inputs).
+double DotNs(const NodeAttrs& attrs, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  DotPlan p = PlanDot(attrs, in[0].shape, in[1].shape);
+  return MatmulNs(static_cast<double>(p.m) * p.n * p.k, in[0].dtype) + StreamNs(in, out);
+}
+
+double DotBackwardNs(const NodeAttrs& attrs, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  DotPlan p = PlanDot(attrs, in[1].shape, in[2].shape);
+  return 2.0 * MatmulNs(static_cast<double>(p.m) * p.n * p.k, in[0].dtype) + StreamNs(in, out);
+}
+
 bool DotBackwardShape(const NodeAttrs& attrs, std::vector<Shape>* in, std::vector<Shape>* out) {
   if (!(*in)[1].is_known() || !(*in)[2].is_known()) return false;
   AssignShape(attrs, in, 0, PlanDot(attrs, (*in)[1], (*in)[2]).out, "input");
@@ -128,6 +141,7 @@ WEFT_REGISTER_OP(dot)
     .SetAttr<FInferShape>("FInferShape", DotShape)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", DotCompute)
+    .SetAttr<FEstimateNs>("FEstimateNs", DotNs)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       return b.Call("_backward_dot", {a.out_grads[0], a.inputs[0], a.inputs[1]}, attrs.dict);
     });
@@ -141,7 +155,8 @@ WEFT_REGISTER_OP(_backward_dot)
     .AddArgument("rhs", "NDArray-or-Symbol", "The forward second input")
     .SetParams<DotParam>()
     .SetAttr<FInferShape>("FInferShape", DotBackwardShape)
-    .SetAttr<FCompute>("FCompute<cpu>", DotBackward);
+    .SetAttr<FCompute>("FCompute<cpu>", DotBackward)
+    .SetAttr<FEstimateNs>("FEstimateNs", DotBackwardNs);
 
 }  // namespace op
 }  // namespace weft

@@ -11,6 +11,7 @@
 // The channels-last layouts move the channel axis last in data, weight and output.
 #include "core/op/nn/conv_common.h"
 #include "core/op/op_util.h"
+#include "core/op/work_estimate.h"
 
 namespace weft {
 namespace op {
@@ -148,6 +149,17 @@ void DeconvolutionBackward(const NodeAttrs& attrs, const OpContext& ctx, const s
   if (!p.no_bias) BiasGrad(dt, in[0].dptr, out[2].dptr, req[2], g.n, g.c, g.InSize());
 }
 
+// Each data element meets num_filter / num_group x kernel weights (the weight is (c, num_filter
+// / num_group, kernel...)); the backward runs that product twice (the data's and the
+// weight's gradients).
+double DeconvolutionNs(const NodeAttrs&, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  return 2.0 * LayerMacs(in[0], in[1]) * kNsPerDeconvFlop + kNsPerDeconvCall + StreamNs(in, out);
+}
+
+double DeconvolutionBackwardNs(const NodeAttrs&, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  return 4.0 * LayerMacs(in[1], in[2]) * kNsPerDeconvFlop + kNsPerDeconvCall + StreamNs(in, out);
+}
+
 std::vector<ResourceRequest> DeconvTempSpace(const NodeAttrs&) {
   return {ResourceRequest{ResourceType::kTempSpace}};
 }
@@ -169,6 +181,7 @@ WEFT_REGISTER_OP(Deconvolution)
     .SetAttr<FResourceRequest>("FResourceRequest", DeconvTempSpace)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", DeconvolutionCompute)
+    .SetAttr<FEstimateNs>("FEstimateNs", DeconvolutionNs)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       return b.Call("_backward_Deconvolution", {a.out_grads[0], a.inputs[0], a.inputs[1]}, attrs.dict);
     });
@@ -183,7 +196,8 @@ WEFT_REGISTER_OP(_backward_Deconvolution)
     .SetParams<DeconvolutionParam>()
     .SetAttr<FInferShape>("FInferShape", DeconvolutionBackwardShape)
     .SetAttr<FResourceRequest>("FResourceRequest", DeconvTempSpace)
-    .SetAttr<FCompute>("FCompute<cpu>", DeconvolutionBackward);
+    .SetAttr<FCompute>("FCompute<cpu>", DeconvolutionBackward)
+    .SetAttr<FEstimateNs>("FEstimateNs", DeconvolutionBackwardNs);
 
 }  // namespace op
 }  // namespace weft

@@ -21,6 +21,7 @@
 #include "core/op/nn/conv_common.h"
 #include "core/op/nn/pooling_geom.h"
 #include "core/op/op_util.h"
+#include "core/op/work_estimate.h"
 
 #if defined(WEFT_USE_ONEDNN)
 #include <oneapi/dnnl/dnnl.hpp>
@@ -846,6 +847,25 @@ void PoolingBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
   });
 }
 
+// Window elements visited: each output element's window (kernel, or the whole spatial extent
+// under global_pool, where the input is visited once), at the rate of the pool type.
+double PoolTaps(const NodeAttrs& attrs, const TBlob& data, const TBlob& output) {
+  const auto& p = attrs.Params<PoolingParam>();
+  if (p.global_pool) return static_cast<double>(data.Size());
+  return static_cast<double>(output.Size()) * static_cast<double>(p.kernel.Size());
+}
+
+double PoolingNs(const NodeAttrs& attrs, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  const double rate = attrs.Params<PoolingParam>().pool_type == "lp" ? kNsPerLpPoolTap : kNsPerPoolTap;
+  return PoolTaps(attrs, in[0], out[0]) * rate + StreamNs(in, out);
+}
+
+// Inputs: ograd (the output's shape), data, output.
+double PoolingBackwardNs(const NodeAttrs& attrs, const std::vector<TBlob>& in, const std::vector<TBlob>& out) {
+  const double rate = attrs.Params<PoolingParam>().pool_type == "lp" ? kNsPerLpPoolTap : kNsPerPoolBackwardTap;
+  return PoolTaps(attrs, in[1], in[0]) * rate + StreamNs(in, out);
+}
+
 std::vector<ResourceRequest> PoolTempSpace(const NodeAttrs&) { return {ResourceRequest{ResourceType::kTempSpace}}; }
 
 }  // namespace
@@ -862,6 +882,7 @@ WEFT_REGISTER_OP(Pooling)
     .SetAttr<FResourceRequest>("FResourceRequest", PoolTempSpace)
     .SetAttr<TOpPattern>("TOpPattern", OpPattern::kOpaque)
     .SetAttr<FCompute>("FCompute<cpu>", PoolingCompute)
+    .SetAttr<FEstimateNs>("FEstimateNs", PoolingNs)
     .SetAttr<FGradient>("FGradient", [](GradBuilder& b, const NodeAttrs& attrs, const GradArgs& a) {
       return b.Call("_backward_Pooling", {a.out_grads[0], a.inputs[0], a.outputs[0]}, attrs.dict);
     });
@@ -875,7 +896,8 @@ WEFT_REGISTER_OP(_backward_Pooling)
     .SetParams<PoolingParam>()
     .SetAttr<FInferShape>("FInferShape", PoolingBackwardShape)
     .SetAttr<FResourceRequest>("FResourceRequest", PoolTempSpace)
-    .SetAttr<FCompute>("FCompute<cpu>", PoolingBackward);
+    .SetAttr<FCompute>("FCompute<cpu>", PoolingBackward)
+    .SetAttr<FEstimateNs>("FEstimateNs", PoolingBackwardNs);
 
 }  // namespace op
 }  // namespace weft
