@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "core/io/dense_batch_iter.h"
+#include "core/io/line_reader.h"
 
 namespace weft {
 namespace io {
@@ -29,20 +30,18 @@ WEFT_PARAM_SCHEMA(CSVIterParam, s) {
 
 namespace {
 
-// Appends the values of every non-blank line of `path`, checking each line holds `width`.
+// Appends the values of every non-blank line of the files `path` names (dmlc's path forms,
+// as MXNet's CSVIter takes them: ExpandInputPaths), checking each line holds `width`.
 // Returns the number of rows.
 template <typename T>
-size_t ReadCSV(const std::string& path, const char* what, const Shape& shape, std::vector<T>* out) {
-  const std::string text = ReadFileMaybeGzip(path, std::string("CSVIter ") + what);
+size_t ReadCSV(const std::string& uri, const char* what, const Shape& shape, std::vector<T>* out) {
+  LineReader reader(uri, std::string(what) + " of CSVIter");
   const int64_t width = shape.Size();
-  size_t rows = 0, line_no = 0, pos = 0;
-  while (pos < text.size()) {
-    size_t eol = text.find('\n', pos);
-    if (eol == std::string::npos) eol = text.size();
-    std::string line = text.substr(pos, eol - pos);
-    pos = eol + 1;
-    ++line_no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  size_t rows = 0;
+  while (const char* text = reader.Next()) {
+    const std::string line(text);
+    const size_t line_no = reader.line_no();
+    const std::string& path = reader.path();  // the file this line came from
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     int64_t got = 0;
     const char* c = line.c_str();
