@@ -7,6 +7,11 @@ weight, for each layer l, for each direction (forward, then reverse): the i2h we
 Gates are stacked as torch stacks them (LSTM i, f, g, o; GRU r, z, n), and MXNet's GRU
 is torch's: n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
 """
+import os
+import subprocess
+import sys
+import textwrap
+
 import numpy as np
 import pytest
 import torch
@@ -123,6 +128,28 @@ def test_rnn_vs_torch(mode, T, N, I, H, L, bidir):
     assert_almost_equal(grads[2], h0.grad.numpy(), rtol=1e-3, atol=1e-4)
     if mode == "lstm":
         assert_almost_equal(grads[3], c0.grad.numpy(), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("threads", [1, 3, 4])
+def test_bidirectional_directions_share_threads(threads):
+    # The two directions of a layer run their time loops at once (OverSequences): one thread
+    # runs both in turn, 3 threads one direction each, 4 threads each direction on two
+    # threads by rows (from 16 sequences). OpenMP's thread count is read at start-up, hence
+    # the subprocess.
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, %r)
+        import test_nn_rnn as t
+        t.torch.set_num_threads(%d)
+        for mode, N in (("lstm", 17), ("gru", 5), ("lstm", 33), ("rnn_tanh", 16)):
+            t.test_rnn_vs_torch(mode, 4, N, 5, 6, 2, True)
+        t.test_lstm_projection_vs_torch(18)
+        t.test_sequence_length_matches_packed_sequence([5, 2, 3, 1, 4, 5, 5, 2, 3, 4, 1, 1, 5, 3, 2, 4, 5])
+        print("ok")
+    """ % (os.path.dirname(os.path.abspath(__file__)), threads))
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("N", [3, 18])

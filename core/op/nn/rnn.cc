@@ -180,9 +180,14 @@ struct RnnLayout {
   // Per layer: its output (T, N, D*Hout) and, with dropout, the masked copy the next
   // layer reads.
   std::vector<int64_t> y, ydrop;
-  int64_t gh = 0;  // per-step recurrent product (N, G*H)
-  // Backward only.
-  int64_t dgx = 0, dgh = 0, dr = 0, dbuf0 = 0, dbuf1 = 0, dh = 0, dc = 0, dtmp = 0, dhf = 0, dw = 0;
+  int64_t gh = 0;  // per-step recurrent product (N, G*H), one per direction
+  // Backward only: the time loop's scratch, one set per direction (both directions of a
+  // layer run their time loops at once), and what the layers share.
+  struct DirScratch {
+    int64_t dgx = 0, dgh = 0, dr = 0, dh = 0, dc = 0, dtmp = 0, dhf = 0;
+  };
+  std::vector<DirScratch> dirs;
+  int64_t dbuf0 = 0, dbuf1 = 0, dw = 0;
   int64_t total = 0;
 };
 
@@ -205,18 +210,22 @@ RnnLayout MakeLayout(const RnnDims& d, bool dropout, bool backward) {
     w.y.push_back(take(TN * d.D * d.Hout));
     w.ydrop.push_back(dropout && l + 1 < d.L ? take(TN * d.D * d.Hout) : -1);
   }
-  w.gh = take(d.N * d.GH());
+  w.gh = take(d.D * d.N * d.GH());
   if (backward) {
     int64_t widest = std::max(d.I, d.D * d.Hout);
-    w.dgx = take(TN * d.GH());
-    w.dgh = d.mode == RnnMode::kGru ? take(TN * d.GH()) : w.dgx;
-    w.dr = take(TN * d.Hout);
+    for (int64_t dir = 0; dir < d.D; ++dir) {
+      RnnLayout::DirScratch s;
+      s.dgx = take(TN * d.GH());
+      s.dgh = d.mode == RnnMode::kGru ? take(TN * d.GH()) : s.dgx;
+      s.dr = take(TN * d.Hout);
+      s.dh = take(d.N * d.Hout);
+      s.dc = take(d.N * d.H);
+      s.dtmp = take(d.N * std::max(d.H, d.Hout));
+      s.dhf = take(d.N * d.H);
+      w.dirs.push_back(s);
+    }
     w.dbuf0 = take(TN * widest);
     w.dbuf1 = take(TN * widest);
-    w.dh = take(d.N * d.Hout);
-    w.dc = take(d.N * d.H);
-    w.dtmp = take(d.N * std::max(d.H, d.Hout));
-    w.dhf = take(d.N * d.H);
     w.dw = take(d.ParamSize());
   }
   w.total = off;
@@ -263,7 +272,8 @@ class RnnRunner {
     const int64_t TN = d_.T * d_.N, DHo = d_.D * d_.Hout;
     for (int64_t l = 0; l < d_.L; ++l) {
       const DT* in = l == 0 ? x : LayerInput(l);
-      for (int64_t dir = 0; dir < d_.D; ++dir) ForwardOne(l, dir, in, h0, c0);
+      for (int64_t dir = 0; dir < d_.D; ++dir) ForwardProject(l, dir, in, h0, c0);
+      OverSequences([&](int64_t dir, int64_t n0, int64_t n1) { ForwardSteps(l, dir, n0, n1); });
       if (l + 1 < d_.L && mask != nullptr) {
         const DT* y = ws_ + w_.y[l];
         const DT* m = mask + l * TN * DHo;
@@ -299,10 +309,15 @@ class RnnRunner {
       const DT* in = l == 0 ? x : LayerInput(l);
       for (int64_t dir = 0; dir < d_.D; ++dir) {
         int64_t ld = l * d_.D + dir;
-        BackwardOne(l, dir, in, dcur, dhy ? dhy + ld * d_.N * d_.Hout : nullptr,
-                    dcy ? dcy + ld * d_.N * d_.H : nullptr, dnext, dw);
-        StoreArray(dh0 + ld * d_.N * d_.Hout, ws_ + w_.dh, d_.N * d_.Hout, dh0_req);
-        if (d_.mode == RnnMode::kLstm) StoreArray(dc0 + ld * d_.N * d_.H, ws_ + w_.dc, d_.N * d_.H, dc0_req);
+        BackwardStart(dir, dhy ? dhy + ld * d_.N * d_.Hout : nullptr, dcy ? dcy + ld * d_.N * d_.H : nullptr);
+      }
+      OverSequences([&](int64_t dir, int64_t n0, int64_t n1) { BackwardSteps(l, dir, dcur, n0, n1); });
+      for (int64_t dir = 0; dir < d_.D; ++dir) {
+        int64_t ld = l * d_.D + dir;
+        const auto& s = w_.dirs[dir];
+        BackwardWeights(l, dir, in, dnext, dw);
+        StoreArray(dh0 + ld * d_.N * d_.Hout, ws_ + s.dh, d_.N * d_.Hout, dh0_req);
+        if (d_.mode == RnnMode::kLstm) StoreArray(dc0 + ld * d_.N * d_.H, ws_ + s.dc, d_.N * d_.H, dc0_req);
       }
       if (l > 0) {
         if (mask != nullptr) {
@@ -350,35 +365,56 @@ class RnnRunner {
   void RowsSerial(int64_t n0, int64_t n1, F&& f) const {
     for (int64_t n = n0; n < n1; ++n) f(n);
   }
-  // Runs steps(n0, n1) over all N sequences. They are independent through time, so with
-  // enough of them each thread runs the whole time loop on its own rows, its GEMMs on one
-  // thread: one parallel region per layer and direction instead of two or three per step,
-  // whose wake-ups and barriers took about a third of an LSTM layer's forward at batch 32
-  // (2 threads). Fewer sequences keep the steps' GEMMs and gate loops threaded.
+  // Runs steps(dir, n0, n1) over both directions and all N sequences. They are
+  // independent through time, so with enough of them each thread runs the whole time loop
+  // on its own rows, its GEMMs on one thread: one parallel region per layer instead of two
+  // or three per step, whose wake-ups and barriers took about a third of an LSTM layer's
+  // forward at batch 32 (2 threads). The two directions of a layer are independent too and
+  // share the threads first: on 2 threads each runs one direction on all its rows, so that
+  // each step's GEMM streams its recurrent weight (1 MB at 256x1024) for 32 rows instead of
+  // 16 (a bidirectional 2x256 LSTM step at batch 32 on Zen 5 capped at AVX2: see
+  // docs/design/rnn.md). One direction with fewer sequences keeps the steps' GEMMs and gate
+  // loops threaded.
   template <typename F>
   void OverSequences(F&& steps) const {
     constexpr int64_t kRowsPerThread = 8;
-    if (d_.N >= 2 * kRowsPerThread) ParallelFor(d_.N, kRowsPerThread, steps);
-    else steps(int64_t{0}, d_.N);
+    const int64_t threads = omp_get_max_threads(), N = d_.N, D = d_.D;
+    const int64_t per_dir = N >= 2 * kRowsPerThread
+                                ? std::max<int64_t>(1, std::min(threads / D, (N + kRowsPerThread - 1) / kRowsPerThread))
+                                : 1;
+    if (D * per_dir == 1) {
+      steps(int64_t{0}, int64_t{0}, N);
+      return;
+    }
+    ParallelFor(D * per_dir, 1, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t dir = i / per_dir, c = i % per_dir;
+        steps(dir, c * N / per_dir, (c + 1) * N / per_dir);
+      }
+    });
   }
 
-  void ForwardOne(int64_t l, int64_t dir, const DT* in, const DT* h0, const DT* c0) {
+  // The input projection of every step at once, and the initial states in their slots.
+  void ForwardProject(int64_t l, int64_t dir, const DT* in, const DT* h0, const DT* c0) {
     const int64_t N = d_.N, H = d_.H, Ho = d_.Hout, GH = d_.GH(), In = d_.InSize(l), ld = l * d_.D + dir;
+    Mm(d_.T * N, GH, In, in, In, false, Wx(l, dir), In, true, ws_ + w_.gates[ld], GH, false);
+    const int64_t first = dir == 0 ? 0 : d_.T;
+    std::memcpy(ws_ + w_.hs[ld] + first * N * Ho, h0 + ld * N * Ho, sizeof(DT) * N * Ho);
+    if (w_.cs[ld] >= 0) std::memcpy(ws_ + w_.cs[ld] + first * N * H, c0 + ld * N * H, sizeof(DT) * N * H);
+  }
+
+  // The time loop of one layer and direction over the sequences [n0, n1).
+  void ForwardSteps(int64_t l, int64_t dir, int64_t n0, int64_t n1) {
+    const int64_t N = d_.N, H = d_.H, Ho = d_.Hout, GH = d_.GH(), ld = l * d_.D + dir;
     const int64_t DHo = d_.D * Ho;
     DT* gates = ws_ + w_.gates[ld];
     DT* hs = ws_ + w_.hs[ld];
     DT* cs = w_.cs[ld] >= 0 ? ws_ + w_.cs[ld] : nullptr;
     DT* extra = w_.extra[ld] >= 0 ? ws_ + w_.extra[ld] : nullptr;
     DT* y = ws_ + w_.y[l];
-    DT* gh = ws_ + w_.gh;
+    DT* gh = ws_ + w_.gh + dir * N * GH;
     const DT* bx = Bx(l, dir);
     const DT* bh = Bh(l, dir);
-    // Input projection of every step at once.
-    Mm(d_.T * N, GH, In, in, In, false, Wx(l, dir), In, true, gates, GH, false);
-    const int64_t first = dir == 0 ? 0 : d_.T;
-    std::memcpy(hs + first * N * Ho, h0 + ld * N * Ho, sizeof(DT) * N * Ho);
-    if (cs) std::memcpy(cs + first * N * H, c0 + ld * N * H, sizeof(DT) * N * H);
-    OverSequences([&](int64_t n0, int64_t n1) {
     for (int64_t s = 0; s < d_.T; ++s) {
       const int64_t t = dir == 0 ? s : d_.T - 1 - s;
       const int64_t prev = dir == 0 ? t : t + 1, next = dir == 0 ? t + 1 : t;
@@ -433,36 +469,41 @@ class RnnRunner {
         }
       });
     }
-    });
   }
 
-  // Backpropagation through time for one layer and direction. dy: gradient of the layer's
-  // output (T, N, D*Hout); dx: gradient of its input (T, N, In), written for dir 0 and
-  // added to for dir 1; dw: the flat parameter gradient. Leaves dL/dh0 in w_.dh and
-  // dL/dc0 in w_.dc.
-  void BackwardOne(int64_t l, int64_t dir, const DT* in, const DT* dy, const DT* dhy, const DT* dcy, DT* dx,
-                   DT* dw) {
-    const int64_t N = d_.N, H = d_.H, Ho = d_.Hout, GH = d_.GH(), In = d_.InSize(l), ld = l * d_.D + dir;
-    const int64_t DHo = d_.D * Ho, T = d_.T, TN = T * N;
+  // Backpropagation through time for one layer and direction, in three parts: the
+  // gradients of the final states (dhy/dcy, null for none) as the direction's running dh
+  // and dc; the time loop over the sequences [n0, n1), from dy, the gradient of the layer's
+  // output (T, N, D*Hout), which leaves dL/dh0 and dL/dc0 in the direction's dh and dc; then
+  // the weight gradients and the input's.
+  void BackwardStart(int64_t dir, const DT* dhy, const DT* dcy) {
+    const int64_t N = d_.N, H = d_.H, Ho = d_.Hout;
+    DT* dh = ws_ + w_.dirs[dir].dh;
+    DT* dc = ws_ + w_.dirs[dir].dc;
+    if (dhy) std::memcpy(dh, dhy, sizeof(DT) * N * Ho);
+    else std::fill(dh, dh + N * Ho, DT(0));
+    if (d_.mode == RnnMode::kLstm) {
+      if (dcy) std::memcpy(dc, dcy, sizeof(DT) * N * H);
+      else std::fill(dc, dc + N * H, DT(0));
+    }
+  }
+
+  void BackwardSteps(int64_t l, int64_t dir, const DT* dy, int64_t n0, int64_t n1) {
+    const int64_t N = d_.N, H = d_.H, Ho = d_.Hout, GH = d_.GH(), ld = l * d_.D + dir;
+    const int64_t DHo = d_.D * Ho, T = d_.T;
     const DT* gates = ws_ + w_.gates[ld];
     const DT* hs = ws_ + w_.hs[ld];
     const DT* cs = w_.cs[ld] >= 0 ? ws_ + w_.cs[ld] : nullptr;
     const DT* extra = w_.extra[ld] >= 0 ? ws_ + w_.extra[ld] : nullptr;
-    DT* dgx = ws_ + w_.dgx;
-    DT* dgh = ws_ + w_.dgh;
-    DT* dr = ws_ + w_.dr;
-    DT* dh = ws_ + w_.dh;
-    DT* dc = ws_ + w_.dc;
-    DT* dtmp = ws_ + w_.dtmp;
-    DT* dhf = ws_ + w_.dhf;
-    if (dhy) std::memcpy(dh, dhy, sizeof(DT) * N * Ho);
-    else std::fill(dh, dh + N * Ho, DT(0));
-    if (cs) {
-      if (dcy) std::memcpy(dc, dcy, sizeof(DT) * N * H);
-      else std::fill(dc, dc + N * H, DT(0));
-    }
+    const auto& sc = w_.dirs[dir];
+    DT* dgx = ws_ + sc.dgx;
+    DT* dgh = ws_ + sc.dgh;
+    DT* dr = ws_ + sc.dr;
+    DT* dh = ws_ + sc.dh;
+    DT* dc = ws_ + sc.dc;
+    DT* dtmp = ws_ + sc.dtmp;
+    DT* dhf = ws_ + sc.dhf;
     const DT* wh = Wh(l, dir);
-    OverSequences([&](int64_t n0, int64_t n1) {
     for (int64_t s = T - 1; s >= 0; --s) {
       const int64_t t = dir == 0 ? s : T - 1 - s;
       const int64_t prev = dir == 0 ? t : t + 1, next = dir == 0 ? t + 1 : t;
@@ -536,7 +577,18 @@ class RnnRunner {
         }
       });
     }
-    });
+  }
+
+  // dx: gradient of the layer's input (T, N, In), written for dir 0 and added to for dir 1;
+  // dw: the flat parameter gradient.
+  void BackwardWeights(int64_t l, int64_t dir, const DT* in, DT* dx, DT* dw) {
+    const int64_t N = d_.N, H = d_.H, Ho = d_.Hout, GH = d_.GH(), In = d_.InSize(l), ld = l * d_.D + dir;
+    const int64_t TN = d_.T * N;
+    const DT* hs = ws_ + w_.hs[ld];
+    const DT* extra = w_.extra[ld] >= 0 ? ws_ + w_.extra[ld] : nullptr;
+    const DT* dgx = ws_ + w_.dirs[dir].dgx;
+    const DT* dgh = ws_ + w_.dirs[dir].dgh;
+    const DT* dr = ws_ + w_.dirs[dir].dr;
     // Weight and bias gradients over every step at once. The previous state of step t
     // lies in slot t (forward) or t + 1 (reverse), so the slots form one (T*N x Hout) matrix.
     DT* dwx = dw + d_.WeightOffset(l, dir);
