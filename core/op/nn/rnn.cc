@@ -90,6 +90,7 @@ using rnn_math::Tanh;
 // iteration and does not vectorise. g holds the gate pre-activations on entry (input
 // projection only) and the activations on exit.
 template <typename DT, bool kClip>
+WEFT_RNN_VECTOR_LOOP
 void LstmForwardRow(int64_t H, DT* __restrict g, const DT* __restrict bx, const DT* __restrict gh,
                     const DT* __restrict bh, const DT* __restrict cp, DT* __restrict c, DT* __restrict h, DT lo,
                     DT hi, DT nan_to) {
@@ -115,6 +116,7 @@ void LstmForwardRow(int64_t H, DT* __restrict g, const DT* __restrict bx, const 
 
 // MXNet's GRU: the reset gate multiplies (W_hn h + b_hn), kept in `lin` for the backward.
 template <typename DT>
+WEFT_RNN_VECTOR_LOOP
 void GruForwardRow(int64_t H, DT* __restrict g, const DT* __restrict bx, const DT* __restrict gh,
                    const DT* __restrict bh, const DT* __restrict hp, DT* __restrict lin, DT* __restrict h) {
 #pragma omp simd
@@ -133,6 +135,7 @@ void GruForwardRow(int64_t H, DT* __restrict g, const DT* __restrict bx, const D
 
 // dh: gradient of the step's h; dc: of its c on entry, of the previous c on exit.
 template <typename DT, bool kClip>
+WEFT_RNN_VECTOR_LOOP
 void LstmBackwardRow(int64_t H, const DT* __restrict g, const DT* __restrict c, const DT* __restrict cp,
                      const DT* __restrict dh, DT* __restrict dc, DT* __restrict dg, DT lo, DT hi) {
 #pragma omp simd

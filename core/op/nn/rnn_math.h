@@ -34,6 +34,17 @@ inline float ExpApprox(float x) {
 }
 inline double ExpApprox(double x) { return std::exp(x); }
 
+// For the loops calling ExpApprox: GCC 12's partial redundancy elimination, seeing the clamp
+// to constant bounds above, moves `x * log2(e)` into the clamp's branches, which leaves a
+// branch the vectoriser cannot remove without AVX-512's masks. Built for AVX2
+// (x86-64-v3) the LSTM's gate loops stayed scalar: 14 % of a bidirectional 2x256 LSTM's
+// training step. Without that pass there they vectorise as they do with AVX-512.
+#if defined(__GNUC__) && !defined(__clang__)
+#define WEFT_RNN_VECTOR_LOOP __attribute__((optimize("no-tree-pre")))
+#else
+#define WEFT_RNN_VECTOR_LOOP
+#endif
+
 template <typename DT>
 inline DT Sigmoid(DT x) { return DT(1) / (DT(1) + ExpApprox(-x)); }
 // tanh(x) = 2 sigmoid(2x) - 1 written so that large |x| saturates instead of overflowing.

@@ -145,6 +145,7 @@ struct U8Gemm {
 // One sequence's step from its gate pre-activations g (i, f, g, o): c and h updated in
 // place, h also written to y. A free function with restrict pointers so that the loop
 // vectorises (rnn_math's exp is written for that).
+WEFT_RNN_VECTOR_LOOP
 void LstmCell(int64_t H, const float* __restrict g, float* __restrict c, float* __restrict h, float* __restrict y) {
   using rnn_math::Sigmoid;
   using rnn_math::Tanh;
