@@ -129,10 +129,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rounds", type=int, default=3, help="interleaved timed runs per framework (the best is shown)")
     p.add_argument("--seconds", type=float, default=0.3, help="minimum seconds per timed run")
-    p.add_argument("--worker", choices=("weft", "torch"), help=argparse.SUPPRESS)
-    args = p.parse_args()
-    if args.worker:
-        serve(args.worker)
+    args = worker.parse_or_serve(p, serve)
+    if args is None:
         return
     weft_w, torch_w = worker.start_pair(__file__)
     try:

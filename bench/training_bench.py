@@ -357,10 +357,8 @@ def main():
     p.add_argument("--batches", default="128,64", help="comma-separated batch sizes")
     p.add_argument("--skip-conv-layers", action="store_true", help="leave out LeNet's convolutions timed alone")
     p.add_argument("--skip-time-to-accuracy", action="store_true")
-    p.add_argument("--worker", choices=("weft", "torch"), help=argparse.SUPPRESS)
-    args = p.parse_args()
-    if args.worker:
-        serve(args.worker)
+    args = worker.parse_or_serve(p, serve)
+    if args is None:
         return
     weft_w, torch_w = worker.start_pair(__file__)
     try:

@@ -43,6 +43,19 @@ def serve(answer):
         print(" ".join(str(v) for v in answer(words)) if words else "ready", flush=True)
 
 
+def parse_or_serve(parser, serve_framework):
+    """Parses the command line of a script whose start_pair workers run the script itself
+    with the hidden --worker option: in such a worker, runs serve_framework(name) until the
+    parent closes it and returns None; in the parent, returns the parsed arguments."""
+    import argparse
+    parser.add_argument("--worker", choices=("weft", "torch"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        serve_framework(args.worker)
+        return None
+    return args
+
+
 def start_pair(script):
     """Prints the load average and each framework's OpenMP wait policy, then starts
     `script`'s two workers: (Weft's, PyTorch's). PyTorch's starts with the peer's
