@@ -569,3 +569,43 @@ def test_data_gradient_accumulates_through_its_reorder_exactly():
             ex.backward(nd.array(head))
             grads[req] = ex.grad_dict["data"].asnumpy()
         np.testing.assert_array_equal(grads["add"], start + grads["write"])
+
+
+@pytest.mark.parametrize("dtype,ulp", [("bfloat16", 2.0 ** -8), ("float16", 2.0 ** -11)])
+@pytest.mark.parametrize("deconv", [False, True])
+@pytest.mark.parametrize("grad_req", ["write", "add"])
+def test_reduced_precision_convolution_rounds_once(dtype, ulp, deconv, grad_req):
+    # A 5x5 kernel over 20 channels and a batch of 8: every data-gradient cell sums 25 taps
+    # of 50 filters, every weight-gradient cell 8 x 64 products. Kept in bfloat16 or float16,
+    # those partial sums lose bits at each add; the result must be float32's on the same
+    # (rounded) values, rounded once: within half a unit of the type's last place of the
+    # largest value, against about 3 units when the sums are rounded (bfloat16 below
+    # AVX512-BF16, where oneDNN has no kernel, before the float32 detour).
+    rng = np.random.RandomState(3)
+    x = rng.uniform(-1, 1, (8, 20, 12, 12))
+    w = rng.uniform(-1, 1, (20, 50, 5, 5) if deconv else (50, 20, 5, 5)) / 20.0
+    b = rng.uniform(-1, 1, (50,))
+
+    def run(dt, arrays):
+        # The reference runs float32 on values already rounded to `dtype`, the head too.
+        xs = [nd.array(a).astype(dt) for a in arrays]
+        for t in xs:
+            t.attach_grad(grad_req=grad_req)
+            if grad_req == "add":
+                t.grad[:] = nd.ones(t.shape, dtype=dt)
+        with weft.autograd.record():
+            if deconv:
+                y = nd.Deconvolution(xs[0], xs[1], kernel=(5, 5), num_filter=50, no_bias=True)
+            else:
+                y = nd.Convolution(xs[0], xs[1], xs[2], kernel=(5, 5), num_filter=50)
+        head = nd.array(np.random.RandomState(4).uniform(-1, 1, y.shape)).astype(dtype)
+        y.backward(head.astype(dt))
+        return [y.astype("float32").asnumpy()] + [t.grad.astype("float32").asnumpy() for t in xs]
+
+    arrays = [x, w] if deconv else [x, w, b]
+    rounded = [nd.array(a).astype(dtype).astype("float32").asnumpy() for a in arrays]
+    got = run(dtype, arrays)
+    ref = run("float32", rounded)
+    for name, r, g in zip(["output", "data grad", "weight grad", "bias grad"], ref, got):
+        scale = np.abs(r).max()
+        assert np.abs(g - r).max() <= ulp * scale, (name, np.abs(g - r).max() / scale)
