@@ -480,3 +480,37 @@ def test_cast_optional_params_follows_the_graphs_own_casts():
         assert exe.arg_arrays[0].dtype == want
         exe.arg_arrays[0][:] = mx.nd.array([[1.5, -2.0]]).astype(want)
         np.testing.assert_array_equal(exe.forward()[0].astype("float32").asnumpy(), [[1.5, -2.0]])
+
+
+@pytest.mark.parametrize("dtype,ulp", [("bfloat16", 2.0 ** -8), ("float16", 2.0 ** -11)])
+@pytest.mark.parametrize("op", ["Embedding", "take", "take_axis1"])
+@pytest.mark.parametrize("grad_req", ["write", "add"])
+def test_reduced_precision_gather_gradients_sum_in_float32(dtype, ulp, op, grad_req):
+    # 2,000 positions over 10 rows: each row's gradient sums about 200 contributions. Added
+    # into a bfloat16 row one by one they lose 2.5 % of the largest value; summed in float32
+    # and rounded once, they are within half a unit of the type's last place.
+    rng = np.random.RandomState(2)
+    idx = mx.nd.array(rng.randint(0, 10, 2000))
+    w = rng.uniform(-1, 1, (10, 16) if op != "take_axis1" else (3, 10, 4))
+
+    def grad(dt, wv, head):
+        weight = mx.nd.array(wv).astype(dt)
+        weight.attach_grad(grad_req=grad_req)
+        if grad_req == "add":
+            weight.grad[:] = mx.nd.ones(weight.shape, dtype=dt)
+        with mx.autograd.record():
+            if op == "Embedding":
+                y = mx.nd.Embedding(idx, weight, input_dim=10, output_dim=16)
+            elif op == "take":
+                y = mx.nd.take(weight, idx)
+            else:
+                y = mx.nd.take(weight, idx, axis=1)
+        y.backward(head.astype(dt))
+        return weight.grad.astype("float32").asnumpy()
+
+    shape = (2000, 16) if op != "take_axis1" else (3, 2000, 4)
+    head = mx.nd.array(rng.uniform(-1, 1, shape)).astype(dtype)
+    rounded = mx.nd.array(w).astype(dtype).astype("float32").asnumpy()
+    ref = grad("float32", rounded, head)
+    got = grad(dtype, w, head)
+    assert np.abs(got - ref).max() <= ulp * np.abs(ref).max(), np.abs(got - ref).max() / np.abs(ref).max()

@@ -6,6 +6,7 @@
 #include "core/op/elemwise/math.h"
 #include "core/op/indexing/index_mode.h"
 #include "core/op/indexing/take.h"
+#include "core/op/row_groups.h"
 
 namespace weft {
 namespace op {
@@ -98,6 +99,26 @@ void TakeBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TB
     T* grad = out[0].ptr<T>();
     if (req[0] != OpReq::kAddTo) std::fill(grad, grad + out[0].Size(), T(0));
     // Tasks own disjoint (outer, inner block) ranges, so repeated indices never race.
+    if constexpr (kReducedFloat<T>) {
+      // bfloat16 and float16 sum each target row in float32 and round once (row_groups.h).
+      RowGroups groups = GroupByRow(m, [&](int64_t j) { return idx[j]; });
+      ParallelFor(v.outer * blocks, 1, [&](int64_t b, int64_t e) {
+        std::vector<float> acc(static_cast<size_t>(kBlock));
+        for (int64_t t = b; t < e; ++t) {
+          int64_t o = t / blocks, i0 = (t % blocks) * kBlock, len = std::min(kBlock, v.inner - i0);
+          for (int64_t k = 0; k < groups.size(); ++k) {
+            T* dst = grad + (o * v.n + groups.row[k]) * v.inner + i0;
+            for (int64_t i = 0; i < len; ++i) acc[i] = static_cast<float>(dst[i]);
+            for (int64_t q = groups.start[k]; q < groups.start[k + 1]; ++q) {
+              const T* src = g + (o * m + groups.order[q]) * v.inner + i0;
+              for (int64_t i = 0; i < len; ++i) acc[i] += static_cast<float>(src[i]);
+            }
+            for (int64_t i = 0; i < len; ++i) dst[i] = static_cast<T>(acc[i]);
+          }
+        }
+      });
+      return;
+    }
     ParallelFor(v.outer * blocks, 1, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         int64_t o = t / blocks, i0 = (t % blocks) * kBlock, len = std::min(kBlock, v.inner - i0);

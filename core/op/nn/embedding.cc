@@ -9,6 +9,7 @@
 
 #include "core/op/nn/embedding.h"
 #include "core/op/op_util.h"
+#include "core/op/row_groups.h"
 
 namespace weft {
 namespace op {
@@ -91,7 +92,8 @@ void EmbeddingCompute(const NodeAttrs& attrs, const OpContext&, const std::vecto
 }
 
 // Inputs: ograd, data. Output: the weight gradient. Threads split the columns, so no two
-// threads touch one element and rows are added in index order (deterministic sums).
+// threads touch one element and rows are added in index order (deterministic sums);
+// bfloat16 and float16 sum each row in float32 (row_groups.h).
 void EmbeddingBackward(const NodeAttrs& attrs, const OpContext&, const std::vector<TBlob>& in,
                        const std::vector<OpReq>& req, const std::vector<TBlob>& out) {
   if (req[0] == OpReq::kNullOp) return;
@@ -102,15 +104,34 @@ void EmbeddingBackward(const NodeAttrs& attrs, const OpContext&, const std::vect
     WEFT_TYPE_SWITCH(out[0].dtype, T, {
       const T* g = in[0].ptr<T>();
       T* dw = out[0].ptr<T>();
-      ParallelFor(dim, std::max<int64_t>(8, kElemGrain / std::max<int64_t>(n + rows, 1)), [&](int64_t b, int64_t e) {
-        if (req[0] != OpReq::kAddTo)
-          for (int64_t r = 0; r < rows; ++r) std::fill(dw + r * dim + b, dw + r * dim + e, static_cast<T>(0));
-        for (int64_t i = 0; i < n; ++i) {
-          T* dst = dw + ClipIndex(idx[i], rows) * dim;
-          const T* src = g + i * dim;
-          for (int64_t j = b; j < e; ++j) dst[j] = static_cast<T>(dst[j] + src[j]);
-        }
-      });
+      const int64_t grain = std::max<int64_t>(8, kElemGrain / std::max<int64_t>(n + rows, 1));
+      if constexpr (kReducedFloat<T>) {
+        RowGroups groups = GroupByRow(n, [&](int64_t i) { return ClipIndex(idx[i], rows); });
+        ParallelFor(dim, grain, [&](int64_t b, int64_t e) {
+          if (req[0] != OpReq::kAddTo)
+            for (int64_t r = 0; r < rows; ++r) std::fill(dw + r * dim + b, dw + r * dim + e, static_cast<T>(0));
+          std::vector<float> acc(static_cast<size_t>(e - b));
+          for (int64_t k = 0; k < groups.size(); ++k) {
+            T* dst = dw + groups.row[k] * dim;
+            for (int64_t j = b; j < e; ++j) acc[j - b] = static_cast<float>(dst[j]);
+            for (int64_t q = groups.start[k]; q < groups.start[k + 1]; ++q) {
+              const T* src = g + groups.order[q] * dim;
+              for (int64_t j = b; j < e; ++j) acc[j - b] += static_cast<float>(src[j]);
+            }
+            for (int64_t j = b; j < e; ++j) dst[j] = static_cast<T>(acc[j - b]);
+          }
+        });
+      } else {
+        ParallelFor(dim, grain, [&](int64_t b, int64_t e) {
+          if (req[0] != OpReq::kAddTo)
+            for (int64_t r = 0; r < rows; ++r) std::fill(dw + r * dim + b, dw + r * dim + e, static_cast<T>(0));
+          for (int64_t i = 0; i < n; ++i) {
+            T* dst = dw + ClipIndex(idx[i], rows) * dim;
+            const T* src = g + i * dim;
+            for (int64_t j = b; j < e; ++j) dst[j] = static_cast<T>(dst[j] + src[j]);
+          }
+        });
+      }
     });
   });
 }
