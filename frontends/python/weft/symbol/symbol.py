@@ -546,9 +546,13 @@ class Symbol:
     def __pow__(self, o): return self._binary(o, "_power", "_power_scalar")  # noqa: E704
     def __rpow__(self, o): return self._binary(o, "_power", "_rpower_scalar", True)  # noqa: E704
 
+    # Python 2's names for / and reflected /, which MXNet's Symbol still defines.
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+
     def __neg__(self):
-        from . import _ops
-        return _ops.get("negative")(self)
+        # MXNet builds -x as x * -1.0 (a _mul_scalar node), and saved graphs show it so.
+        return self.__mul__(-1.0)
 
     def __abs__(self):
         from . import _ops
