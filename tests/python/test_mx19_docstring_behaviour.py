@@ -63,3 +63,84 @@ def test_symbol_python2_division_names():
     np.testing.assert_allclose(x.__rdiv__(y).eval(**args)[0].asnumpy(), np.full((2, 3), 1 / 3.0), rtol=1e-6)
     np.testing.assert_allclose(x.__div__(y).eval(**args)[0].asnumpy(), np.full((2, 3), 3.0))
     np.testing.assert_allclose(x.__rdiv__(6).eval(**args)[0].asnumpy(), np.full((2, 3), 2.0))
+
+
+def test_symbol_compose_name_renames_the_head_node():
+    data = mx.sym.Variable("data")
+    net1 = mx.sym.FullyConnected(data=data, name="fc1", num_hidden=10)
+    net2 = mx.sym.FullyConnected(name="fc3", num_hidden=10)
+    composed = net2(fc3_data=net1, name="composed")
+    assert composed.name == "composed"
+    assert composed.list_outputs() == ["composed_output"]
+    # The call composes a copy: net2 keeps its name and its free input.
+    assert net2.name == "fc3"
+    assert "fc3_data" in net2.list_arguments()
+    assert composed.list_arguments() == ["data", "fc1_weight", "fc1_bias", "fc3_weight", "fc3_bias"]
+    net2._compose(fc3_data=net1, name="renamed")
+    assert net2.name == "renamed"
+    # Without a name the head keeps its own.
+    again = mx.sym.FullyConnected(name="fc4", num_hidden=2)(fc4_data=data)
+    assert again.name == "fc4"
+
+
+# ---------------------------------------------------------------- operators
+def test_rint_rounds_halves_down_as_mxnet():
+    x = mx.nd.array([-1.5, 1.5, -1.9, 1.9, 2.1, 2.5, -2.5, 0.5, -0.5, 3.49])
+    got = mx.nd.rint(x).asnumpy()
+    # MXNet picks floor at a tie (nearer of floor and ceil otherwise).
+    np.testing.assert_array_equal(got, [-2, 1, -2, 2, 2, 2, -3, 0, -1, 3])
+    special = mx.nd.rint(mx.nd.array([np.inf, -np.inf, np.nan], dtype="float64")).asnumpy()
+    assert special[0] == np.inf and special[1] == -np.inf and np.isnan(special[2])
+    ints = mx.nd.array([-3, 4], dtype="int32")
+    np.testing.assert_array_equal(mx.nd.rint(ints).asnumpy(), [-3, 4])
+
+
+def test_rint_symbol_and_sparse_agree():
+    x = mx.nd.array([[0, 1.5], [2.5, 0]])
+    sym = mx.sym.rint(mx.sym.Variable("x")).eval(ctx=mx.cpu(), x=x)[0].asnumpy()
+    np.testing.assert_array_equal(sym, [[0, 1], [2, 0]])
+    csr = mx.nd.rint(x.tostype("csr"))
+    np.testing.assert_array_equal(csr.asnumpy(), [[0, 1], [2, 0]])
+
+
+def test_cast_to_uint8_wraps_like_mxnet():
+    got = mx.nd.cast(mx.nd.array([300, 11.1, 10.9, -1, -3]), dtype="uint8")
+    assert got.dtype == np.uint8
+    np.testing.assert_array_equal(got.asnumpy(), [44, 11, 10, 255, 253])
+
+
+def test_cast_to_int8_wraps_and_astype_agrees():
+    x = mx.nd.array([200, -129, 127.9, -128.5, 1000])
+    want = np.array([200, -129, 127, -128, 1000], dtype=np.int64).astype(np.int8)
+    np.testing.assert_array_equal(mx.nd.Cast(x, dtype="int8").asnumpy(), want)
+    np.testing.assert_array_equal(x.astype("int8").asnumpy(), want)
+    np.testing.assert_array_equal(x.astype("uint8").asnumpy(), want.astype(np.uint8))
+
+
+def test_cast_values_beyond_32_bits_and_nan_give_zero_for_bytes():
+    x = mx.nd.array([3e9, -3e9, np.nan, 255.0], dtype="float64")
+    np.testing.assert_array_equal(x.astype("uint8").asnumpy(), [0, 0, 0, 255])
+    np.testing.assert_array_equal(x.astype("int8").asnumpy(), [0, 0, 0, -1])
+
+
+def test_cast_to_wider_integers_still_saturates():
+    x = mx.nd.array([1e10, -1e10, np.nan])
+    np.testing.assert_array_equal(x.astype("int32").asnumpy(), [2**31 - 1, -2**31, 0])
+
+
+def test_cast_float16_rounds_to_nearest():
+    # MXNet's documentation shows 11.09375 (from an older truncating conversion); its
+    # float16 conversion rounds to nearest, as numpy does.
+    got = mx.nd.cast(mx.nd.array([1e20, 11.1]), dtype="float16").asnumpy()
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, np.array([np.inf, 11.1015625], np.float16))
+
+
+def test_cast_gradient_goes_back_to_the_input_dtype():
+    x = mx.nd.array([1.0, 300.0])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.cast(x, dtype="uint8")
+    y.backward(mx.nd.array([2, 3], dtype="uint8"))
+    assert x.grad.dtype == np.float32
+    np.testing.assert_array_equal(x.grad.asnumpy(), [2, 3])
