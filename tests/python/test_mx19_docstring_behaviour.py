@@ -144,3 +144,41 @@ def test_cast_gradient_goes_back_to_the_input_dtype():
     y.backward(mx.nd.array([2, 3], dtype="uint8"))
     assert x.grad.dtype == np.float32
     np.testing.assert_array_equal(x.grad.asnumpy(), [2, 3])
+
+
+# ---------------------------------------------------------------- Gluon and optimizer names
+def test_hybridblock_infer_type_sets_parameter_dtypes():
+    net = mx.gluon.nn.HybridSequential()
+    net.add(mx.gluon.nn.Dense(3, in_units=4), mx.gluon.nn.BatchNorm(in_channels=3))
+    net.cast("float64")
+    net.infer_type(mx.nd.ones((2, 4), dtype="float64"))
+    dtypes = {p.name.split("_", 1)[1]: np.dtype(p.dtype) for p in net.collect_params().values()}
+    assert set(dtypes.values()) == {np.dtype(np.float64)}
+    assert "weight" in dtypes and "running_mean" in dtypes
+    with pytest.raises(mx.base.MXNetError):
+        net.infer_type(mx.nd.ones((2, 4), dtype="float16"))
+
+
+def test_parameterdict_load_dict_takes_nd_load_output_and_pairs():
+    src = mx.gluon.nn.Dense(2, in_units=3, prefix="d_")
+    src.initialize(mx.init.Normal())
+    saved = {"arg:" + k: v.data() for k, v in src.collect_params().items()}
+    dst = mx.gluon.nn.Dense(2, in_units=3, prefix="d_")
+    dst.collect_params().load_dict(saved, ctx=mx.cpu())
+    for k, v in src.collect_params().items():
+        np.testing.assert_array_equal(dst.collect_params()[k].data().asnumpy(), v.data().asnumpy())
+    # A list of pairs and a restore prefix, as MXNet's accepts.
+    other = mx.gluon.nn.Dense(2, in_units=3, prefix="net_d_")
+    other.collect_params().load_dict([(k, v.data()) for k, v in src.collect_params().items()], ctx=mx.cpu(),
+                                      restore_prefix="net_")
+    np.testing.assert_array_equal(other.weight.data().asnumpy(), src.weight.data().asnumpy())
+    with pytest.raises(ValueError, match="is missing in param_dict"):
+        mx.gluon.nn.Dense(2, in_units=3, prefix="d_").collect_params().load_dict({"d_weight": src.weight.data()})
+    with pytest.raises(ValueError, match="not in this ParameterDict"):
+        dst.collect_params().load_dict(dict(saved, **{"arg:extra": mx.nd.ones(1)}))
+    dst.collect_params().load_dict(dict(saved, **{"arg:extra": mx.nd.ones(1)}), ignore_extra=True)
+
+
+def test_optimizer_set_lr_scale_is_deprecated():
+    with pytest.raises(DeprecationWarning):
+        mx.optimizer.SGD().set_lr_scale({"w": 2.0})
