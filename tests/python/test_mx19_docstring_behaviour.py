@@ -182,3 +182,18 @@ def test_parameterdict_load_dict_takes_nd_load_output_and_pairs():
 def test_optimizer_set_lr_scale_is_deprecated():
     with pytest.raises(DeprecationWarning):
         mx.optimizer.SGD().set_lr_scale({"w": 2.0})
+
+
+def test_nd_exports_the_dtype_tables_and_indexing_helpers():
+    assert mx.nd._DTYPE_NP_TO_MX[np.float32] == 0 and mx.nd._DTYPE_NP_TO_MX[np.int64] == 6
+    assert mx.nd._DTYPE_MX_TO_NP[4] is np.int32
+    assert mx.nd._GRAD_REQ_MAP == {"null": 0, "write": 1, "add": 3}
+    # indexing_key_expand_implicit_axes: the expanded key (as its docstring shows it) and,
+    # as MXNet's code returns it, the 0-d boolean code (-1: none).
+    shape = (3, 4, 5)
+    expand = mx.nd.indexing_key_expand_implicit_axes
+    assert expand(np.s_[2, 1, 1], shape) == ((2, 1, 1), -1)
+    assert expand(np.s_[0], shape) == ((0, slice(None), slice(None)), -1)
+    assert expand(np.s_[0, ...], shape) == ((0, slice(None), slice(None)), -1)
+    assert expand(np.s_[:2, None, 0, ...], shape) == ((slice(None, 2), None, 0, slice(None)), -1)
+    assert mx.nd.get_oshape_of_gather_nd_op((2, 3, 4), (2, 5)) == (5, 4)
