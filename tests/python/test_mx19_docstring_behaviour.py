@@ -197,3 +197,21 @@ def test_nd_exports_the_dtype_tables_and_indexing_helpers():
     assert expand(np.s_[0, ...], shape) == ((0, slice(None), slice(None)), -1)
     assert expand(np.s_[:2, None, 0, ...], shape) == ((slice(None, 2), None, 0, slice(None)), -1)
     assert mx.nd.get_oshape_of_gather_nd_op((2, 3, 4), (2, 5)) == (5, 4)
+
+
+def test_symbol_scalar_attributes_keep_the_numbers_text():
+    # MXNet writes str(scalar) into the graph: `a * 2` saves "scalar": "2" (debug_str shows
+    # scalar=2), `a * 2.5` saves "2.5".
+    a = mx.sym.Variable("a")
+    cases = [(a * 2, "_mul_scalar", "2"), (a * 2.5, "_mul_scalar", "2.5"), (2 - a, "_rminus_scalar", "2"),
+             (a / 4, "_div_scalar", "4"), (a ** 2, "_power_scalar", "2"), (-a, "_mul_scalar", "-1.0"),
+             (a + True, "_plus_scalar", "1.0")]
+    for sym, op, text in cases:
+        node = json.loads(sym.tojson())["nodes"][-1]
+        assert (node["op"], node["attrs"]["scalar"]) == (op, text)
+    assert "scalar=2\n" in (a * 2).debug_str()
+    out = ((2 - a) / 4).eval(ctx=mx.cpu(), a=mx.nd.array([1, 3]))[0]
+    np.testing.assert_allclose(out.asnumpy(), [0.25, -0.25])
+    ints = (mx.sym.Variable("i") * 3).eval(ctx=mx.cpu(), i=mx.nd.array([2, 5], dtype="int32"))[0]
+    assert ints.dtype == np.int32
+    np.testing.assert_array_equal(ints.asnumpy(), [6, 15])
