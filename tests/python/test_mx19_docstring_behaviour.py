@@ -215,3 +215,12 @@ def test_symbol_scalar_attributes_keep_the_numbers_text():
     ints = (mx.sym.Variable("i") * 3).eval(ctx=mx.cpu(), i=mx.nd.array([2, 5], dtype="int32"))[0]
     assert ints.dtype == np.int32
     np.testing.assert_array_equal(ints.asnumpy(), [6, 15])
+
+
+def test_symbol_group_repr_lists_node_names():
+    a, b = mx.sym.Variable("a"), mx.sym.Variable("b")
+    c = mx.sym.elemwise_add(a, b, name="c")
+    assert repr(mx.sym.Group([a, c])) == "<Symbol group [a, c]>"
+    assert repr(c.get_internals()) == "<Symbol group [a, b, c]>"
+    assert repr(mx.sym.split(a, num_outputs=2, name="s")) == "<Symbol group [s, s]>"
+    assert repr(c) == "<Symbol c>"

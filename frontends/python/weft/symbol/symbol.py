@@ -515,7 +515,8 @@ class Symbol:
 
     def __repr__(self):
         name = self.name
-        return "<Symbol %s>" % name if name else "<Symbol group [%s]>" % ", ".join(self.list_outputs())
+        # A group lists its outputs' node names, as MXNet's repr does (split0, not split0_output0).
+        return "<Symbol %s>" % name if name else "<Symbol group [%s]>" % ", ".join(s.name for s in self)
 
     def __getstate__(self):
         return {"json": self.tojson(remove_amp_cast=False)}
