@@ -224,3 +224,18 @@ def test_symbol_group_repr_lists_node_names():
     assert repr(c.get_internals()) == "<Symbol group [a, b, c]>"
     assert repr(mx.sym.split(a, num_outputs=2, name="s")) == "<Symbol group [s, s]>"
     assert repr(c) == "<Symbol c>"
+
+
+def test_errors_are_runtime_errors_as_mxnets():
+    # MXNet's MXNetError derives from RuntimeError; code catching RuntimeError around a
+    # failing bind or operator call must catch Weft's errors too.
+    assert issubclass(mx.base.MXNetError, RuntimeError)
+    x = mx.sym.Variable("x")
+    y = mx.sym.FullyConnected(x, num_hidden=4)
+    with pytest.raises(RuntimeError, match="Shape inconsistent"):
+        y.simple_bind(mx.cpu(), x=(5, 4), fullyconnected0_weight=(3, 3))
+    with pytest.raises(RuntimeError):
+        mx.nd.dot(mx.nd.ones((2, 3)), mx.nd.ones((2, 3))).wait_to_read()
+    # ... and keeps the built-in kinds numpy-minded code relies on.
+    with pytest.raises(ValueError):
+        mx.nd.dot(mx.nd.ones((2, 3)), mx.nd.ones((2, 3))).wait_to_read()
