@@ -231,9 +231,9 @@ def test_errors_are_runtime_errors_as_mxnets():
     # failing bind or operator call must catch Weft's errors too.
     assert issubclass(mx.base.MXNetError, RuntimeError)
     x = mx.sym.Variable("x")
-    y = mx.sym.FullyConnected(x, num_hidden=4)
+    y = mx.sym.FullyConnected(x, num_hidden=4, name="fc")
     with pytest.raises(RuntimeError, match="Shape inconsistent"):
-        y.simple_bind(mx.cpu(), x=(5, 4), fullyconnected0_weight=(3, 3))
+        y.simple_bind(mx.cpu(), x=(5, 4), fc_weight=(3, 3))
     with pytest.raises(RuntimeError):
         mx.nd.dot(mx.nd.ones((2, 3)), mx.nd.ones((2, 3))).wait_to_read()
     # ... and keeps the built-in kinds numpy-minded code relies on.
