@@ -198,6 +198,9 @@ void Symbol::Compose(const std::vector<Symbol>& args, const std::vector<std::pai
     auto it = replace.find(e.node.get());
     if (it != replace.end()) e = it->second;
   }
+  // As in MXNet, a name given to the composition renames the head node
+  // (net(data=x, name='composed') is <Symbol composed>).
+  if (!name.empty() && !outputs[0].node->is_variable()) outputs[0].node->attrs.name = name;
 }
 
 Symbol Symbol::operator[](size_t i) const {

@@ -29,9 +29,9 @@ class Symbol {
   // Fills the inputs of an atomic symbol: positional `args` in the operator's input order,
   // then `kwargs` by input name; inputs still missing become variables named
   // "<name>_<input>" (fc1_weight). On a composed symbol, replaces its free variables:
-  // positional args in list_arguments order, kwargs by variable name (`name` is then
-  // unused, as in MXNet). Every symbol passed must have one output. An atomic symbol
-  // composed without a name gets "<op in lower case><counter>".
+  // positional args in list_arguments order, kwargs by variable name, and a non-empty
+  // `name` renames the head node (as nnvm's Compose does). Every symbol passed must have
+  // one output. An atomic symbol composed without a name gets "<op in lower case><counter>".
   void Compose(const std::vector<Symbol>& args, const std::vector<std::pair<std::string, Symbol>>& kwargs,
                const std::string& name);
 

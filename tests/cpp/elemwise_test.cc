@@ -235,7 +235,8 @@ TEST(ElemwiseUnary, RoundingHalvesAndSpecialValues) {
   for (DType t : {DType::kFloat32, DType::kFloat64}) {
     NDArray x = MakeArray({8}, v, t);
     ExpectAllNear(ToVector(Run1("round", {x})), {-3, -2, -1, 1, 2, 3, -0.0, 1}, 0, 0, "round");
-    ExpectAllNear(ToVector(Run1("rint", {x})), {-2, -2, -0.0, 0, 2, 2, -0.0, 1}, 0, 0, "rint");
+    // MXNet's rint takes floor at a tie (not C's halves-to-even).
+    ExpectAllNear(ToVector(Run1("rint", {x})), {-3, -2, -1, 0, 1, 2, -0.0, 1}, 0, 0, "rint");
     ExpectAllNear(ToVector(Run1("fix", {x})), {-2, -1, -0.0, 0, 1, 2, -0.0, 0}, 0, 0, "fix");
     ExpectAllNear(ToVector(Run1("floor", {x})), {-3, -2, -1, 0, 1, 2, -1, 0}, 0, 0, "floor");
     ExpectAllNear(ToVector(Run1("ceil", {x})), {-2, -1, -0.0, 1, 2, 3, -0.0, 1}, 0, 0, "ceil");

@@ -471,7 +471,7 @@ def test_symbol_block_repr_shows_its_graph_and_arity():
     block = gluon.SymbolBlock(fc, data)
     assert repr(block) == "SymbolBlock(\n<Symbol fc> : 1 -> 1\n)"
     two = gluon.SymbolBlock(weft.sym.Group([fc, weft.sym.relu(fc, name="r")]), data)
-    assert repr(two).splitlines() == ["SymbolBlock(", "<Symbol group [fc_output, r_output]> : 1 -> 2", ")"]
+    assert repr(two).splitlines() == ["SymbolBlock(", "<Symbol group [fc, r]> : 1 -> 2", ")"]
 
 
 @pytest.mark.parametrize("kvstore", ["device", "local"])

@@ -92,9 +92,23 @@ struct logical_not_op {
 WEFT_ROUNDING_FUNCTOR(floor_op, math::floor)
 WEFT_ROUNDING_FUNCTOR(ceil_op, math::ceil)
 WEFT_ROUNDING_FUNCTOR(round_op, math::round)  // halves away from zero
-WEFT_ROUNDING_FUNCTOR(rint_op, math::rint)    // halves to even
 WEFT_ROUNDING_FUNCTOR(trunc_op, math::trunc)  // also `fix`
 #undef WEFT_ROUNDING_FUNCTOR
+// MXNet's rint takes the nearer of floor and ceil and, at a tie, floor: 1.5 -> 1, -1.5 -> -2,
+// 2.5 -> 2 (not C's rint, which goes to even). NaN and infinities come back unchanged.
+struct rint_op {
+  static constexpr const char* kCuda =
+      "T f = math::floor(a); T c = math::ceil(a); return (a - f) <= (c - a) ? f : c;";
+  template <typename T> static WEFT_XINLINE T Map(T a) {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T f = math::floor(a);
+      const T c = math::ceil(a);
+      return (a - f) <= (c - a) ? f : c;
+    } else {
+      return a;
+    }
+  }
+};
 
 // f(x) computed in MathT<T> and converted back.
 #define WEFT_MATH_FUNCTOR(name, expr)                            \

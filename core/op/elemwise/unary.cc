@@ -182,7 +182,7 @@ WEFT_ELEMWISE_UNARY_OP(round, round_op)
     .SetAttr<FGradient>("FGradient", ZeroGradient);
 
 WEFT_ELEMWISE_UNARY_OP(rint, rint_op)
-    .Describe("Nearest integer, halves to even.")
+    .Describe("Nearest integer; at a tie the lower one (1.5 -> 1, -1.5 -> -2), as MXNet's rint.")
     .SetAttr<FGradient>("FGradient", ZeroGradient);
 
 WEFT_ELEMWISE_UNARY_OP(trunc, trunc_op)

@@ -1,8 +1,8 @@
-// cast (Cast): converts the elements to another dtype. Its gradient converts the output
-// gradient back to the input's dtype (_backward_cast, which reads the input only for its
-// dtype).
-#include "core/base/convert.h"
+// cast (Cast): converts the elements to another dtype (CastValue, cast_convert.h). Its
+// gradient converts the output gradient back to the input's dtype (_backward_cast, which
+// reads the input only for its dtype).
 #include "core/op/op_util.h"
+#include "core/op/tensor/cast_convert.h"
 
 namespace weft {
 namespace op {
@@ -23,9 +23,9 @@ void Convert(const TBlob& in, const TBlob& out, OpReq req) {
       O* y = out.ptr<O>();
       ParallelFor(out.Size(), kElemGrain, [&](int64_t b, int64_t e) {
         if (req == OpReq::kAddTo) {
-          for (int64_t i = b; i < e; ++i) y[i] = static_cast<O>(y[i] + ConvertValue<O>(x[i]));
+          for (int64_t i = b; i < e; ++i) y[i] = static_cast<O>(y[i] + CastValue<O>(x[i]));
         } else {
-          for (int64_t i = b; i < e; ++i) y[i] = ConvertValue<O>(x[i]);
+          for (int64_t i = b; i < e; ++i) y[i] = CastValue<O>(x[i]);
         }
       });
     });

@@ -1,10 +1,10 @@
 // GPU versions of the dtype conversions: Cast and its gradient (cast.cc), amp_cast,
 // amp_multicast and their gradients (amp_cast.cc). Every pair of dtypes converts with
-// ConvertValue (core/base/convert.h), the function the CPU loops call, so out-of-range and
-// NaN values saturate the same way on both devices; equal dtypes are a plain copy.
+// CastValue (cast_convert.h), the function the CPU loops call, so out-of-range and NaN
+// values come out the same way on both devices; equal dtypes are a plain copy.
 #include <vector>
 
-#include "core/base/convert.h"
+#include "core/op/tensor/cast_convert.h"
 #include "core/op/data_move_gpu.h"
 #include "core/op/elemwise/elemwise_kernels.cuh"
 
@@ -33,7 +33,7 @@ struct ConvertKernel {
   O* y;
   bool add;
   __device__ void operator()(int64_t i) const {
-    const O v = ConvertValue<O>(x[i]);
+    const O v = CastValue<O>(x[i]);
     y[i] = add ? static_cast<O>(y[i] + v) : v;
   }
 };

@@ -12600,7 +12600,7 @@ func SymReshapeLike(lhs, rhs *weft.Symbol, opts ...Option) (*weft.Symbol, error)
 
 // Rint runs the operator rint.
 //
-// Nearest integer, halves to even.
+// Nearest integer; at a tie the lower one (1.5 -> 1, -1.5 -> -2), as MXNet's rint.
 //
 // Inputs (NDArray; nil leaves an input out):
 //   - data: The input array
@@ -12611,7 +12611,7 @@ func Rint(data *weft.NDArray, opts ...Option) (*weft.NDArray, error) {
 
 // SymRint runs the operator rint symbolically: it adds one node to the graph.
 //
-// Nearest integer, halves to even.
+// Nearest integer; at a tie the lower one (1.5 -> 1, -1.5 -> -2), as MXNet's rint.
 //
 // Inputs (Symbol; nil leaves an input out):
 //   - data: The input array

@@ -52,10 +52,12 @@ _STATUS_NAMES = {
 }
 
 
-class WeftError(Exception):
+class WeftError(RuntimeError):
     """An error reported by Weft. `status` is the C API's status code; the message is the
-    core's. Subclasses also derive from the matching built-in exception (ValueError,
-    IndexError, ...) so that generic Python code reacts as it would to numpy."""
+    core's. It is a RuntimeError, as MXNet's MXNetError is (code that catches RuntimeError
+    around MXNet calls catches it); subclasses also derive from the matching built-in
+    exception (ValueError, IndexError, ...) so that generic Python code reacts as it would
+    to numpy."""
 
     def __init__(self, message, status=ERR_RUNTIME):
         super().__init__(message)

@@ -11456,7 +11456,7 @@ const _op_rint = OpDef("rint", ["data"], false, "")
 """
     rint(data)
 
-Nearest integer, halves to even.
+Nearest integer; at a tie the lower one (1.5 -> 1, -1.5 -> -2), as MXNet's rint.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): The input array
@@ -11472,7 +11472,7 @@ const _op__sparse_rint = OpDef("_sparse_rint", ["data"], false, "")
 """
     _sparse_rint(data)
 
-Nearest integer, halves to even.
+Nearest integer; at a tie the lower one (1.5 -> 1, -1.5 -> -2), as MXNet's rint.
 
 # Inputs
 - `data` (NDArray or SymbolicNode): The input array

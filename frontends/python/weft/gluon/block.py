@@ -765,6 +765,22 @@ class HybridBlock(Block):
             if p.name in shapes:
                 p.shape = shapes[p.name]
 
+    def infer_type(self, *args):
+        """Sets the parameters' dtypes to those that type inference gives for inputs of the
+        dtypes of `args` (as MXNet's, it sets the attribute only: data already made keeps
+        its dtype until cast)."""
+        flat, fmt = _flatten(args)
+        names, sym, _, _ = self._get_graph(*flat, fmt=fmt)
+        known = {n: a.dtype for n, a in zip(names, [a for a in flat if a is not None])}
+        arg_types, _, aux_types = sym.infer_type(**known)
+        if arg_types is None:
+            raise ValueError("%s: cannot infer the parameter dtypes from inputs %s" % (self.name, known))
+        types = dict(zip(sym.list_arguments(), arg_types))
+        types.update(zip(sym.list_auxiliary_states(), aux_types))
+        for p in self.collect_params().values():
+            if p.name in types:
+                p.dtype = types[p.name]
+
     def _finish_deferred(self, *args):
         params = self.collect_params().values()
         if any(p._data is None and p._deferred_init is not None for p in params):

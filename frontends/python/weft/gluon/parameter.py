@@ -576,17 +576,30 @@ class ParameterDict:
             loaded = {}
         if not isinstance(loaded, dict):
             raise ValueError("ParameterDict.load: %s holds an unnamed array list, expected names" % filename)
-        loaded = {restore_prefix + k.split(":", 1)[-1]: v for k, v in loaded.items()}
+        self.load_dict(loaded, ctx, allow_missing, ignore_extra, restore_prefix, filename, cast_dtype, dtype_source)
+
+    def load_dict(self, param_dict, ctx=None, allow_missing=False, ignore_extra=False, restore_prefix="",
+                  filename=None, cast_dtype=False, dtype_source="current"):
+        """Loads parameters from `param_dict`, a dict (or a list of (name, NDArray) pairs) as
+        nd.load returns it: names may carry MXNet's "arg:"/"aux:" prefixes and are prefixed
+        with restore_prefix. `filename`, if given, names the source in errors; the other
+        arguments are load's."""
+        if dtype_source not in ("current", "saved"):
+            raise ValueError("ParameterDict.load_dict: dtype_source must be 'current' or 'saved', got %r"
+                             % (dtype_source,))
+        pairs = param_dict.items() if isinstance(param_dict, dict) else param_dict
+        loaded = {restore_prefix + k.split(":", 1)[-1]: v for k, v in pairs}
+        source = "file %s" % filename if filename else "param_dict"
         if not allow_missing:
             for name in self.keys():
                 if name not in loaded:
-                    raise ValueError("Parameter '%s' is missing in file %s (pass allow_missing=True to skip it)"
-                                     % (name, filename))
+                    raise ValueError("Parameter '%s' is missing in %s (pass allow_missing=True to skip it)"
+                                     % (name, source))
         for name, value in loaded.items():
             if name not in self._params:
                 if not ignore_extra:
                     raise ValueError("Parameter '%s' loaded from %s is not in this ParameterDict (pass "
-                                     "ignore_extra=True to skip it)" % (name, filename))
+                                     "ignore_extra=True to skip it)" % (name, source))
                 continue
             p = self._params[name]
             if cast_dtype and dtype_source == "saved" and np.dtype(p.dtype) != value.dtype:

@@ -35,3 +35,7 @@ from .utils import array  # noqa: E402  (a scipy.sparse csr matrix gives a CSRND
 from .ndarray import (add, subtract, multiply, divide, true_divide, modulo, power, maximum,  # noqa: E402
                       minimum, equal, not_equal, greater, greater_equal, lesser, lesser_equal, logical_and,
                       logical_or, logical_xor, eye, linspace, from_numpy, onehot_encode, fill_element_0index, imdecode)
+# The dtype tables and indexing helpers in the __all__ of MXNet's ndarray module, which its
+# `from .ndarray import *` brings to mx.nd (mx.nd._DTYPE_NP_TO_MX and the like).
+from .ndarray import (_DTYPE_NP_TO_MX, _DTYPE_MX_TO_NP, _GRAD_REQ_MAP, get_indexing_dispatch_code,  # noqa: E402
+                      indexing_key_expand_implicit_axes, get_oshape_of_gather_nd_op)

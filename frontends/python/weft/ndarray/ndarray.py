@@ -559,6 +559,18 @@ class NDArray(_fast.NDArrayBase):
             return
         _assign(view, value)
 
+    def slice_assign(self, rhs, begin, end, step):
+        """Writes `rhs` into the region of this array that slice(begin, end, step) selects
+        (each a tuple with an entry per leading axis, None for the axis' default) and
+        returns this array. `rhs` has the region's shape and this array's dtype."""
+        return invoke("_slice_assign", [self, rhs], {"begin": begin, "end": end, "step": step}, out=self)
+
+    def slice_assign_scalar(self, value, begin, end, step):
+        """Sets every element of the region slice(begin, end, step) selects to `value` and
+        returns this array."""
+        return invoke("_slice_assign_scalar", [self],
+                      {"scalar": value, "begin": begin, "end": end, "step": step}, out=self)
+
     def _set_general(self, key, value):
         # Multi-axis and strided assignment goes through host memory: it waits for the
         # array, writes the selected elements, and copies the result back.
@@ -585,6 +597,17 @@ class NDArray(_fast.NDArrayBase):
 
     def __ne__(self, other):
         return True if other is None else self._ne(other)
+
+    # Python 2's names for /, reflected / and /=, which MXNet's NDArray still defines (its
+    # documentation calls x.__rdiv__(y)).
+    def __div__(self, other):
+        return self.__truediv__(other)
+
+    def __rdiv__(self, other):
+        return self.__rtruediv__(other)
+
+    def __idiv__(self, other):
+        return self.__itruediv__(other)
 
     def __neg__(self):
         return invoke("negative", [self])

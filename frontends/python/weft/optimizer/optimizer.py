@@ -166,6 +166,11 @@ class Optimizer(object):
             self.update(index, weight, grad, state)
 
     # ------------------------------------------------------------ multipliers
+    def set_lr_scale(self, args_lrscale):  # pylint: disable=unused-argument
+        """MXNet 1.x's removed name for set_lr_mult: calling it raises DeprecationWarning, as
+        MXNet's does."""
+        raise DeprecationWarning("Optimizer.set_lr_scale is deprecated; use set_lr_mult")
+
     def set_lr_mult(self, args_lr_mult):
         """Sets per-parameter learning-rate multipliers (dict of name or index to float);
         ``__lr_mult__`` attributes of the optimizer's symbol come first, the dict after."""

@@ -515,7 +515,8 @@ class Symbol:
 
     def __repr__(self):
         name = self.name
-        return "<Symbol %s>" % name if name else "<Symbol group [%s]>" % ", ".join(self.list_outputs())
+        # A group lists its outputs' node names, as MXNet's repr does (split0, not split0_output0).
+        return "<Symbol %s>" % name if name else "<Symbol group [%s]>" % ", ".join(s.name for s in self)
 
     def __getstate__(self):
         return {"json": self.tojson(remove_amp_cast=False)}
@@ -530,7 +531,8 @@ class Symbol:
             lhs, rhs = (other, self) if reverse else (self, other)
             return _ops.get(op)(lhs, rhs, _name_hint=_OPERATOR_NAMES.get(op, op))
         if isinstance(other, (int, float, np.generic)):
-            return _ops.get(scalar_op)(self, scalar=float(other), _name_hint=_OPERATOR_NAMES.get(scalar_op, scalar_op))
+            return _ops.get(scalar_op)(self, scalar=_scalar_param(other),
+                                       _name_hint=_OPERATOR_NAMES.get(scalar_op, scalar_op))
         return NotImplemented
 
     def __add__(self, o): return self._binary(o, "elemwise_add", "_plus_scalar")  # noqa: E704
@@ -546,9 +548,13 @@ class Symbol:
     def __pow__(self, o): return self._binary(o, "_power", "_power_scalar")  # noqa: E704
     def __rpow__(self, o): return self._binary(o, "_power", "_rpower_scalar", True)  # noqa: E704
 
+    # Python 2's names for / and reflected /, which MXNet's Symbol still defines.
+    __div__ = __truediv__
+    __rdiv__ = __rtruediv__
+
     def __neg__(self):
-        from . import _ops
-        return _ops.get("negative")(self)
+        # MXNet builds -x as x * -1.0 (a _mul_scalar node), and saved graphs show it so.
+        return self.__mul__(-1.0)
 
     def __abs__(self):
         from . import _ops
@@ -711,13 +717,19 @@ def _op(name):
 _NUMBERS = (int, float, np.generic)
 
 
+def _scalar_param(value):
+    # The scalar as MXNet writes it into the graph: the number's own text ("2" for 2, "2.5"
+    # for 2.5), so saved JSON and debug_str read as MXNet's; a bool becomes 0.0 or 1.0.
+    return float(value) if isinstance(value, (bool, np.bool_)) else value
+
+
 def _pair(left, right, array_op, scalar_op, rscalar_op, numbers_fn, what):
     if isinstance(left, Symbol) and isinstance(right, Symbol):
         return _op(array_op)(left, right)
     if isinstance(left, Symbol) and isinstance(right, _NUMBERS):
-        return _op(scalar_op)(left, scalar=float(right))
+        return _op(scalar_op)(left, scalar=_scalar_param(right))
     if isinstance(left, _NUMBERS) and isinstance(right, Symbol):
-        return _op(rscalar_op)(right, scalar=float(left))
+        return _op(rscalar_op)(right, scalar=_scalar_param(left))
     if isinstance(left, _NUMBERS) and isinstance(right, _NUMBERS):
         return numbers_fn(left, right)
     raise TypeError("%s: types (%s, %s) not supported" % (what, type(left).__name__, type(right).__name__))
