@@ -1174,7 +1174,34 @@ def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mea
 
 # -------------------------------------------------------------------- MXNet's exported helpers
 # The dtype tables and indexing helpers that MXNet's ndarray module lists in its __all__.
-_DTYPE_NP_TO_MX = {None: -1, **{(v.type if v != bfloat16 else v): k for k, v in _ID_TO_NP.items()}}
+class _NumpyTypeKeys(dict):
+    """Keyed by numpy scalar types, as MXNet's table is; NDArray.dtype gives numpy dtype
+    objects (np.dtype('float32') where MXNet gives np.float32), so a dtype object or a name
+    looks up as its scalar type: _DTYPE_NP_TO_MX[x.dtype] works as in MXNet."""
+
+    @staticmethod
+    def _scalar_type(key):
+        if key is None or key is bfloat16:
+            return key
+        try:
+            return np.dtype(key).type
+        except TypeError:
+            return key
+
+    def __missing__(self, key):
+        t = self._scalar_type(key)
+        if t is not key and dict.__contains__(self, t):
+            return dict.__getitem__(self, t)
+        raise KeyError(key)
+
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or dict.__contains__(self, self._scalar_type(key))
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
+
+
+_DTYPE_NP_TO_MX = _NumpyTypeKeys({None: -1, **{(v.type if v != bfloat16 else v): k for k, v in _ID_TO_NP.items()}})
 _DTYPE_MX_TO_NP = {-1: None, **{k: (v.type if v != bfloat16 else v) for k, v in _ID_TO_NP.items()}}
 # grad_req names and the OpReq values the C API's executors use (kWriteTo 1, kAddTo 3).
 _GRAD_REQ_MAP = {"null": 0, "write": 1, "add": 3}
