@@ -142,6 +142,12 @@ def _regroup(fmt, flat):
     return [build(f) for f in fmt]
 
 
+def _repr_children(name, children):
+    """`name(`, a line `  (key): repr` per child (its own lines indented), and `)`."""
+    body = "\n".join("  (%s): %s" % (key, repr(child).replace("\n", "\n  ")) for key, child in children)
+    return "%s(\n%s\n)" % (name, body)
+
+
 class Block:
     """The base of every layer and model: parameters, children, naming and (de)serialisation."""
 
@@ -156,11 +162,10 @@ class Block:
         self._forward_pre_hooks = OrderedDict()
 
     def __repr__(self):
-        lines = ["%s(" % type(self).__name__]
-        for key, child in self._children.items():
-            body = repr(child).replace("\n", "\n  ")
-            lines.append("  (%s): %s" % (key, body))
-        return "\n".join(lines) + "\n)" if len(lines) > 1 else lines[0] + ")"
+        # MXNet's layout: the blocks held in attributes, by attribute name, between a line
+        # with the class name and a closing line (a block without any shows an empty line).
+        return _repr_children(type(self).__name__,
+                              ((k, v) for k, v in self.__dict__.items() if isinstance(v, Block)))
 
     def __setattr__(self, name, value):
         _touch_blocks()

@@ -1,0 +1,67 @@
+"""Behaviour MXNet 1.9.1's Python tutorials show and rely on, checked against MXNet's sources
+(what a script run with `import weft as mx` prints or gets back)."""
+from weft import nd
+from weft.gluon import nn
+
+
+def test_block_repr_lists_block_attributes_as_mxnet():
+    class Leaf(nn.Block):
+        def forward(self, x):
+            return x
+
+    class Outer(nn.Block):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.body = nn.Dense(3, in_units=2)
+            self.scale = 2.0
+
+        def forward(self, x):
+            return self.body(x) * self.scale
+
+    # A block without block attributes still shows the two lines around its (empty) body.
+    assert repr(Leaf()) == "Leaf(\n\n)"
+    assert repr(Outer()) == "Outer(\n  (body): Dense(2 -> 3, linear)\n)"
+    seq = nn.Sequential()
+    assert repr(seq) == "Sequential(\n\n)"
+    seq.add(Leaf(), nn.Dense(4, activation="relu"))
+    assert repr(seq).splitlines() == ["Sequential(", "  (0): Leaf(", "  ", "  )",
+                                      "  (1): Dense(None -> 4, Activation(relu))", ")"]
+
+
+def test_conv_and_pool_repr_as_mxnet():
+    conv = nn.Conv2D(6, 5, activation="relu")
+    assert repr(conv) == "Conv2D(None -> 6, kernel_size=(5, 5), stride=(1, 1), Activation(relu))"
+    odd = nn.Conv2D(16, 3, strides=2, padding=1, dilation=2, groups=2, use_bias=False, in_channels=4)
+    assert repr(odd) == ("Conv2D(2 -> 16, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), dilation=(2, 2), "
+                         "groups=2, bias=False)")
+    # The input channels show once the first call has inferred them.
+    conv.initialize()
+    conv(nd.ones((1, 3, 8, 8)))
+    assert repr(conv).startswith("Conv2D(3 -> 6,")
+    assert repr(nn.MaxPool2D(2, 2)) == ("MaxPool2D(size=(2, 2), stride=(2, 2), padding=(0, 0), ceil_mode=False, "
+                                        "global_pool=False, pool_type=max, layout=NCHW)")
+    assert repr(nn.GlobalAvgPool1D()) == ("GlobalAvgPool1D(size=(1,), stride=(1,), padding=(0,), ceil_mode=True, "
+                                          "global_pool=True, pool_type=avg, layout=NCW)")
+
+
+def test_basic_layer_reprs_as_mxnet():
+    assert repr(nn.Dense(5, activation="tanh", in_units=3)) == "Dense(3 -> 5, Activation(tanh))"
+    assert repr(nn.Dropout(0.5)) == "Dropout(p = 0.5, axes=())"
+    assert repr(nn.BatchNorm()) == ("BatchNorm(axis=1, eps=1e-05, momentum=0.9, fix_gamma=False, "
+                                    "use_global_stats=False, in_channels=None)")
+    assert repr(nn.BatchNorm(in_channels=4, scale=False)).endswith("fix_gamma=True, use_global_stats=False, "
+                                                                   "in_channels=4)")
+    assert repr(nn.LayerNorm(in_channels=6)) == "LayerNorm(eps=1e-05, axis=-1, center=True, scale=True, in_channels=6)"
+    assert repr(nn.InstanceNorm()) == "InstanceNorm(eps=1e-05, axis=1, center=True, scale=False, in_channels=0)"
+    assert repr(nn.GroupNorm(2)) == "GroupNorm(eps=1e-05, num_groups=2, center=True, scale=True)"
+    assert repr(nn.Embedding(10, 4)) == "Embedding(10 -> 4, float32)"
+    assert repr(nn.Flatten()) == "Flatten"
+    assert repr(nn.LeakyReLU(0.1)) == "LeakyReLU(0.1)"
+    assert repr(nn.HybridLambda("tanh")) == "HybridLambda(tanh)"
+
+    def double(x):
+        return x * 2
+
+    assert repr(nn.Lambda(double)) == "Lambda(double)"
+    assert repr(nn.Lambda("relu")) == "Lambda(relu)"
+
