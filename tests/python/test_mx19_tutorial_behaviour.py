@@ -1,5 +1,8 @@
 """Behaviour MXNet 1.9.1's Python tutorials show and rely on, checked against MXNet's sources
 (what a script run with `import weft as mx` prints or gets back)."""
+import numpy as np
+import pytest
+
 from weft import nd
 from weft.gluon import nn
 
@@ -65,3 +68,56 @@ def test_basic_layer_reprs_as_mxnet():
     assert repr(nn.Lambda(double)) == "Lambda(double)"
     assert repr(nn.Lambda("relu")) == "Lambda(relu)"
 
+
+def test_constant_repr_as_mxnet():
+    class WithConstant(nn.Block):
+        def __init__(self, **kwargs):
+            super().__init__(prefix="wc_", **kwargs)
+            self.table = self.params.get_constant("table", nd.ones((2, 3)))
+
+    assert repr(WithConstant().table) == "Constant wc_table (shape=(2, 3), dtype=float32)"
+    assert repr(WithConstant().params).splitlines() == ["wc_ (", "  Constant wc_table (shape=(2, 3), dtype=float32)",
+                                                        ")"]
+
+
+def test_loading_parameters_of_other_names_raises_what_mxnet_scripts_catch(tmp_path):
+    src = nn.Dense(3, in_units=2, prefix="model0_")
+    src.initialize()
+    path = str(tmp_path / "model.params")
+    src.collect_params().save(path)
+    dst = nn.Dense(3, in_units=2, prefix="model1_")
+    # MXNet asserts: scripts catch AssertionError (or any Exception) and print the message,
+    # which names the missing parameter and what the file holds.
+    with pytest.raises(AssertionError) as err:
+        dst.collect_params().load(path)
+    assert isinstance(err.value, ValueError)
+    assert "Parameter 'model1_weight' is missing in file: %s" % path in str(err.value)
+    assert "'model0_weight', 'model0_bias'" in str(err.value)
+    assert "same prefix" in str(err.value)
+    # A file holding more than the dict: refused, or skipped with ignore_extra.
+    small = nn.Dense(3, in_units=2, use_bias=False, prefix="model0_")
+    with pytest.raises(AssertionError, match="Parameter 'model0_bias' loaded from file: .* is not present"):
+        small.collect_params().load(path)
+    small.collect_params().load(path, ignore_extra=True)
+    np.testing.assert_array_equal(small.weight.data().asnumpy(), src.weight.data().asnumpy())
+
+    # Block.load_parameters (structural names): the missing name and the file's names.
+    net = nn.HybridSequential(prefix="a_")
+    with net.name_scope():
+        net.add(nn.Dense(3, in_units=2), nn.Dense(1, in_units=3))
+    net.initialize()
+    saved = str(tmp_path / "net.params")
+    net.save_parameters(saved)
+    bigger = nn.HybridSequential(prefix="b_")
+    with bigger.name_scope():
+        bigger.add(nn.Dense(3, in_units=2), nn.Dense(1, in_units=3), nn.Dense(2, in_units=1))
+    with pytest.raises(AssertionError, match=r"Parameter '2.weight' is missing in file '.*net.params', which "
+                                             r"contains parameters: '0.weight', '0.bias', '1.weight', '1.bias'"):
+        bigger.load_parameters(saved)
+    one = nn.HybridSequential(prefix="c_")
+    with one.name_scope():
+        one.add(nn.Dense(3, in_units=2))
+    # An extra parameter is a plain ValueError there, as in MXNet.
+    with pytest.raises(ValueError, match="Parameter '1.weight' loaded from file .* is not present") as extra:
+        one.load_parameters(saved)
+    assert not isinstance(extra.value, AssertionError)

@@ -29,7 +29,8 @@ from ..base import MXNetError, _api
 from ..context import _param_context
 from ..ndarray import NDArray
 from ..symbol import Symbol
-from .parameter import Parameter, ParameterDict, DeferredInitializationError, arrays_version
+from .parameter import Parameter, ParameterDict, DeferredInitializationError, ParameterLoadError, arrays_version
+from .utils import _brief_print_list
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -340,13 +341,16 @@ class Block:
                 names_of.setdefault(id(p), []).append(name)
             for name, p in params.items():
                 if not any(n in loaded for n in names_of[id(p)]):
-                    raise ValueError("Parameter '%s' is missing in file %s, which contains %s (pass "
-                                     "allow_missing=True to skip it)" % (name, filename, sorted(loaded)))
+                    raise ParameterLoadError("Parameter '%s' is missing in file '%s', which contains parameters: "
+                                             "%s. Set allow_missing=True to ignore missing parameters."
+                                             % (name, filename, _brief_print_list(loaded.keys())))
         for name, value in loaded.items():
             if name not in params:
                 if not ignore_extra:
-                    raise ValueError("Parameter '%s' loaded from %s is not present in this block (pass "
-                                     "ignore_extra=True to skip it)" % (name, filename))
+                    # A plain ValueError here, as MXNet's.
+                    raise ValueError("Parameter '%s' loaded from file '%s' is not present in this block, which "
+                                     "contains parameters %s. Set ignore_extra=True to ignore."
+                                     % (name, filename, _brief_print_list(params.keys())))
                 continue
             p = params[name]
             if cast_dtype and dtype_source == "saved":
