@@ -121,3 +121,25 @@ def test_loading_parameters_of_other_names_raises_what_mxnet_scripts_catch(tmp_p
     with pytest.raises(ValueError, match="Parameter '1.weight' loaded from file .* is not present") as extra:
         one.load_parameters(saved)
     assert not isinstance(extra.value, AssertionError)
+
+
+def test_ndarray_dtype_is_numpy_scalar_type_as_mxnet():
+    a = nd.array([1, 2, 3])
+    b = nd.array([1, 2, 3], dtype=np.int32)
+    c = nd.array([1.2, 2.3], dtype=np.float16)
+    # MXNet gives numpy's scalar types, which print as <class 'numpy.float32'>.
+    assert (a.dtype, b.dtype, c.dtype) == (np.float32, np.int32, np.float16)
+    assert a.dtype is np.float32 and b.dtype is np.int32 and c.dtype is np.float16
+    assert "Data type: {}".format(nd.zeros((2,), dtype="uint8").dtype) == "Data type: <class 'numpy.uint8'>"
+    assert nd.ones((1,), dtype="int64").dtype is np.int64
+    assert nd.ones((1,), dtype="bool").dtype is np.bool_
+    assert nd.sparse.zeros("csr", (2, 2)).dtype is np.float32
+    # bfloat16 has no numpy scalar type: MXNet's structured dtype, as before.
+    assert nd.ones((2,)).astype("bfloat16").dtype == nd.bfloat16
+    # The types work wherever a dtype is taken.
+    assert nd.zeros((2,), dtype=b.dtype).dtype is np.int32
+    assert a.astype(c.dtype).dtype is np.float16
+    assert np.zeros(2, dtype=c.dtype).dtype == np.float16
+    with pytest.raises(TypeError, match="only integer NDArrays can be used as an index, got float32"):
+        [0, 1][nd.array([1.0])]
+    assert [0, 1][nd.array([1], dtype="int32")] == 1
