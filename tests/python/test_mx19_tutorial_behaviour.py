@@ -143,3 +143,14 @@ def test_ndarray_dtype_is_numpy_scalar_type_as_mxnet():
     with pytest.raises(TypeError, match="only integer NDArrays can be used as an index, got float32"):
         [0, 1][nd.array([1.0])]
     assert [0, 1][nd.array([1], dtype="int32")] == 1
+
+
+def test_squeezenet_fire_module_repr_lists_its_branches():
+    from weft.gluon.model_zoo import vision
+    lines = repr(vision.squeezenet1_0()).splitlines()
+    start = next(i for i, line in enumerate(lines) if "HybridConcurrent(" in line)
+    # Both expand branches (1x1 and 3x3 convolutions) show inside it.
+    assert lines[start + 1].strip() == "(0): HybridSequential("
+    assert "kernel_size=(1, 1)" in lines[start + 2]
+    branch = next(i for i in range(start + 2, len(lines)) if lines[i].strip() == "(1): HybridSequential(")
+    assert "kernel_size=(3, 3)" in lines[branch + 1] and "padding=(1, 1)" in lines[branch + 1]
