@@ -444,7 +444,7 @@ def test_quantized_elemwise_add(types, calib):
         want = (0.0, 2.5) if t == "uint8" else (-2.5, 2.5)
         assert (lo.asscalar(), hi.asscalar()) == want
     step = _step(out.dtype, lo.asscalar(), hi.asscalar())
-    lim = {"int32": (-I32 - 1, I32), "int8": (-128, 127), "uint8": (0, 255)}[out.dtype.name]
+    lim = {"int32": (-I32 - 1, I32), "int8": (-128, 127), "uint8": (0, 255)}[np.dtype(out.dtype).name]
     expect = np.clip(np.round(real / step), *lim)
     assert np.abs(out.asnumpy().astype(np.float64) - expect).max() <= 1
 

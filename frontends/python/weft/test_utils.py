@@ -526,7 +526,7 @@ def _executor_numeric_grad(executor, location, aux_states, eps, use_forward_trai
     grads = {}
     for k, v in location.items():
         grads[k] = np.zeros(v.shape, dtype=dtype)
-        if v.dtype.kind != "f":
+        if np.dtype(v.dtype).kind != "f":
             continue
         flat = v.reshape(-1)
         for i in range(flat.size):

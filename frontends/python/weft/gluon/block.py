@@ -29,7 +29,8 @@ from ..base import MXNetError, _api
 from ..context import _param_context
 from ..ndarray import NDArray
 from ..symbol import Symbol
-from .parameter import Parameter, ParameterDict, DeferredInitializationError, arrays_version
+from .parameter import Parameter, ParameterDict, DeferredInitializationError, ParameterLoadError, arrays_version
+from .utils import _brief_print_list
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock"]
 
@@ -142,6 +143,12 @@ def _regroup(fmt, flat):
     return [build(f) for f in fmt]
 
 
+def _repr_children(name, children):
+    """`name(`, a line `  (key): repr` per child (its own lines indented), and `)`."""
+    body = "\n".join("  (%s): %s" % (key, repr(child).replace("\n", "\n  ")) for key, child in children)
+    return "%s(\n%s\n)" % (name, body)
+
+
 class Block:
     """The base of every layer and model: parameters, children, naming and (de)serialisation."""
 
@@ -156,11 +163,10 @@ class Block:
         self._forward_pre_hooks = OrderedDict()
 
     def __repr__(self):
-        lines = ["%s(" % type(self).__name__]
-        for key, child in self._children.items():
-            body = repr(child).replace("\n", "\n  ")
-            lines.append("  (%s): %s" % (key, body))
-        return "\n".join(lines) + "\n)" if len(lines) > 1 else lines[0] + ")"
+        # MXNet's layout: the blocks held in attributes, by attribute name, between a line
+        # with the class name and a closing line (a block without any shows an empty line).
+        return _repr_children(type(self).__name__,
+                              ((k, v) for k, v in self.__dict__.items() if isinstance(v, Block)))
 
     def __setattr__(self, name, value):
         _touch_blocks()
@@ -335,13 +341,16 @@ class Block:
                 names_of.setdefault(id(p), []).append(name)
             for name, p in params.items():
                 if not any(n in loaded for n in names_of[id(p)]):
-                    raise ValueError("Parameter '%s' is missing in file %s, which contains %s (pass "
-                                     "allow_missing=True to skip it)" % (name, filename, sorted(loaded)))
+                    raise ParameterLoadError("Parameter '%s' is missing in file '%s', which contains parameters: "
+                                             "%s. Set allow_missing=True to ignore missing parameters."
+                                             % (name, filename, _brief_print_list(loaded.keys())))
         for name, value in loaded.items():
             if name not in params:
                 if not ignore_extra:
-                    raise ValueError("Parameter '%s' loaded from %s is not present in this block (pass "
-                                     "ignore_extra=True to skip it)" % (name, filename))
+                    # A plain ValueError here, as MXNet's.
+                    raise ValueError("Parameter '%s' loaded from file '%s' is not present in this block, which "
+                                     "contains parameters %s. Set ignore_extra=True to ignore."
+                                     % (name, filename, _brief_print_list(params.keys())))
                 continue
             p = params[name]
             if cast_dtype and dtype_source == "saved":

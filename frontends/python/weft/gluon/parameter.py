@@ -14,8 +14,10 @@ from .. import autograd
 from .. import ndarray as nd
 from ..context import Context, current_context, _param_context
 from ..symbol import Symbol
+from .utils import _brief_print_list
 
-__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "tensor_types"]
+__all__ = ["Parameter", "Constant", "ParameterDict", "DeferredInitializationError", "ParameterLoadError",
+           "tensor_types"]
 
 # What a Gluon block takes as an array (MXNet's gluon.tensor_types).
 tensor_types = (Symbol, nd.NDArray)
@@ -429,6 +431,20 @@ class Constant(Parameter):
         super().__init__(name, grad_req="null", shape=value.shape, dtype=value.dtype, init=_Init(),
                          differentiable=False)
 
+    def __repr__(self):
+        return "Constant %s (shape=%s, dtype=%s)" % (self.name, self.shape, np.dtype(self.dtype).name)
+
+
+def _unprefixed(name, prefix):
+    """`name` without `prefix`, as MXNet's load messages show it (whole when it lacks it)."""
+    return name[len(prefix):] if prefix and name.startswith(prefix) else name
+
+
+class ParameterLoadError(ValueError, AssertionError):
+    """A parameter file that does not match the parameters it is loaded into. MXNet 1.9
+    refuses it with an assert, so this is an AssertionError as well as a ValueError: code
+    written for either keeps catching it."""
+
 
 class ParameterDict:
     """An ordered name → Parameter mapping with a prefix for the names it creates."""
@@ -589,17 +605,22 @@ class ParameterDict:
                              % (dtype_source,))
         pairs = param_dict.items() if isinstance(param_dict, dict) else param_dict
         loaded = {restore_prefix + k.split(":", 1)[-1]: v for k, v in pairs}
-        source = "file %s" % filename if filename else "param_dict"
+        source = "file: %s" % filename if filename else "param_dict"
         if not allow_missing:
             for name in self.keys():
                 if name not in loaded:
-                    raise ValueError("Parameter '%s' is missing in %s (pass allow_missing=True to skip it)"
-                                     % (name, source))
+                    raise ParameterLoadError(
+                        "Parameter '%s' is missing in %s, which contains parameters: %s. Please make sure "
+                        "source and target networks have the same prefix (or pass allow_missing=True to skip it)"
+                        % (_unprefixed(name, restore_prefix), source, _brief_print_list(loaded.keys())))
         for name, value in loaded.items():
             if name not in self._params:
                 if not ignore_extra:
-                    raise ValueError("Parameter '%s' loaded from %s is not in this ParameterDict (pass "
-                                     "ignore_extra=True to skip it)" % (name, source))
+                    raise ParameterLoadError(
+                        "Parameter '%s' loaded from %s is not present in ParameterDict, choices are: %s. "
+                        "Set ignore_extra to True to ignore. Please make sure source and target networks have "
+                        "the same prefix" % (_unprefixed(name, restore_prefix), source,
+                                             _brief_print_list(self._params.keys())))
                 continue
             p = self._params[name]
             if cast_dtype and dtype_source == "saved" and np.dtype(p.dtype) != value.dtype:

@@ -16,6 +16,8 @@ statistics in training) land in them, as in MXNet.
 The symbol is only used through its methods (list_inputs, list_auxiliary_states, bind):
 weft.ndarray sits below weft.symbol in the layers.
 """
+import numpy as np
+
 from ..base import _api
 from .ndarray import NDArray, _assign, empty, zeros
 
@@ -52,7 +54,7 @@ class CachedOp:
             arr = empty(a.shape, ctx=ctx, dtype=a.dtype)
             arg_arrays[name] = arr
             bound.append(arr)
-            differentiable = recording and a.dtype.kind == "f"
+            differentiable = recording and np.dtype(a.dtype).kind == "f"
             reqs[name] = "write" if differentiable else "null"
             grads[name] = zeros(a.shape, ctx=ctx, dtype=a.dtype) if differentiable else None
             input_grads.append(grads[name])

@@ -30,6 +30,9 @@ _ID_TO_NP = {0: np.dtype(np.float32), 1: np.dtype(np.float64), 2: np.dtype(np.fl
              3: np.dtype(np.uint8), 4: np.dtype(np.int32), 5: np.dtype(np.int8),
              6: np.dtype(np.int64), 7: np.dtype(np.bool_), 12: bfloat16}
 _NP_TO_ID = {v: k for k, v in _ID_TO_NP.items()}
+# What NDArray.dtype gives, as MXNet's: numpy's scalar types (np.float32, which prints as
+# <class 'numpy.float32'>), and bfloat16's structured dtype, which has no scalar type.
+_ID_TO_TYPE = {k: v if v is bfloat16 else v.type for k, v in _ID_TO_NP.items()}
 _NAME_TO_ID = {"float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5,
                "int64": 6, "bool": 7, "bfloat16": 12}
 
@@ -210,7 +213,7 @@ class NDArray(_fast.NDArrayBase):
 
     @property
     def dtype(self):
-        return _ID_TO_NP[_api.weft_ndarray_get_dtype(self)]
+        return _ID_TO_TYPE[_api.weft_ndarray_get_dtype(self)]
 
     @property
     def context(self):
@@ -268,8 +271,8 @@ class NDArray(_fast.NDArrayBase):
         return int(self.asscalar())
 
     def __index__(self):
-        if self.dtype.kind not in "iub":
-            raise TypeError("only integer NDArrays can be used as an index, got %s" % self.dtype)
+        if np.dtype(self.dtype).kind not in "iub":
+            raise TypeError("only integer NDArrays can be used as an index, got %s" % _dtype_name(self.dtype))
         return int(self.asscalar())
 
     # ---------------------------------------------------------------- synchronisation and copies

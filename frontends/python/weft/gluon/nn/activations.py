@@ -35,6 +35,9 @@ class LeakyReLU(HybridBlock):
     def hybrid_forward(self, F, x):
         return F.LeakyReLU(x, act_type="leaky", slope=self._alpha, name="fwd")
 
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self._alpha)
+
 
 class PReLU(HybridBlock):
     """Leaky ReLU with a learned slope per channel (in_channels of them; 1 = shared)."""

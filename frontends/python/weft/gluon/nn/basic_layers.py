@@ -3,7 +3,7 @@ import warnings
 
 import numpy as np
 
-from ..block import Block, HybridBlock, _fixed_graph
+from ..block import Block, HybridBlock, _fixed_graph, _repr_children
 from .activations import Activation
 
 __all__ = ["Sequential", "HybridSequential", "Dense", "Dropout", "Embedding", "BatchNorm", "BatchNormReLU", "InstanceNorm",
@@ -28,6 +28,9 @@ class _Stack:
 
     def __len__(self):
         return len(self._children)
+
+    def __repr__(self):
+        return _repr_children(type(self).__name__, self._children.items())
 
 
 class Sequential(_Stack, Block):
@@ -82,8 +85,8 @@ class Dense(HybridBlock):
 
     def __repr__(self):
         shape = self.weight.shape
-        return "Dense(%s -> %s, %s)" % (shape[1] if shape[1] else None, shape[0],
-                                        "linear" if self.act is None else self.act._act_type)
+        return "%s(%s -> %s, %s)" % (type(self).__name__, shape[1] if shape[1] else None, shape[0],
+                                     "linear" if self.act is None else self.act)
 
 
 class Dropout(HybridBlock):
@@ -99,6 +102,15 @@ class Dropout(HybridBlock):
         if self._rate > 0:
             return F.Dropout(x, p=self._rate, axes=self._axes, name="fwd")
         return F.identity(x)
+
+    def __repr__(self):
+        return "%s(p = %s, axes=%s)" % (type(self).__name__, self._rate, self._axes)
+
+
+def _repr_settings(block, settings, in_channels):
+    """MXNet's repr of the normalisation layers: `Name(k=repr(v), ..., in_channels=n)`."""
+    return "%s(%s, in_channels=%s)" % (type(block).__name__, ", ".join("%s=%r" % kv for kv in settings.items()),
+                                       in_channels)
 
 
 class BatchNorm(HybridBlock):
@@ -131,6 +143,9 @@ class BatchNorm(HybridBlock):
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
         return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd", **self._kwargs)
 
+    def __repr__(self):
+        return _repr_settings(self, self._kwargs, self.gamma.shape[0] or None)
+
 
 class BatchNormReLU(BatchNorm):
     """BatchNorm followed by ReLU, computed by one operator (MXNet's contrib.BatchNormWithReLU);
@@ -147,6 +162,7 @@ class InstanceNorm(HybridBlock):
         super().__init__(**kwargs)
         self._axis = axis
         self._kwargs = {"eps": epsilon}
+        self._settings = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(in_channels,),
                                      init=gamma_initializer, allow_deferred_init=True)
         self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(in_channels,),
@@ -160,12 +176,16 @@ class InstanceNorm(HybridBlock):
         x = F.swapaxes(x, dim1=1, dim2=self._axis)
         return F.swapaxes(F.InstanceNorm(x, gamma, beta, name="fwd", **self._kwargs), dim1=1, dim2=self._axis)
 
+    def __repr__(self):
+        return _repr_settings(self, self._settings, self.gamma.shape[0])
+
 
 class LayerNorm(HybridBlock):
     def __init__(self, axis=-1, epsilon=1e-5, center=True, scale=True, beta_initializer="zeros",
                  gamma_initializer="ones", in_channels=0, **kwargs):
         super().__init__(**kwargs)
         self._kwargs = {"eps": epsilon, "axis": axis}
+        self._settings = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(in_channels,),
                                      init=gamma_initializer, allow_deferred_init=True)
         self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(in_channels,),
@@ -175,6 +195,9 @@ class LayerNorm(HybridBlock):
     def hybrid_forward(self, F, data, gamma, beta):
         return F.LayerNorm(data, gamma=gamma, beta=beta, **self._kwargs)
 
+    def __repr__(self):
+        return _repr_settings(self, self._settings, self.gamma.shape[0])
+
 
 class GroupNorm(HybridBlock):
     # MXNet 1.9 scales and shifts per group, so gamma and beta have shape (num_groups,) and
@@ -183,6 +206,7 @@ class GroupNorm(HybridBlock):
                  gamma_initializer="ones", **kwargs):
         super().__init__(**kwargs)
         self._kwargs = {"eps": epsilon, "num_groups": num_groups}
+        self._settings = {"eps": epsilon, "num_groups": num_groups, "center": center, "scale": scale}
         self.gamma = self.params.get("gamma", grad_req="write" if scale else "null", shape=(num_groups,),
                                      init=gamma_initializer, allow_deferred_init=True)
         self.beta = self.params.get("beta", grad_req="write" if center else "null", shape=(num_groups,),
@@ -191,6 +215,9 @@ class GroupNorm(HybridBlock):
     @_fixed_graph
     def hybrid_forward(self, F, data, gamma, beta):
         return F.GroupNorm(data, gamma=gamma, beta=beta, **self._kwargs)
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, ", ".join("%s=%r" % kv for kv in self._settings.items()))
 
 
 class Embedding(HybridBlock):
@@ -207,6 +234,10 @@ class Embedding(HybridBlock):
     def hybrid_forward(self, F, x, weight):
         return F.Embedding(x, weight, name="fwd", **self._kwargs)
 
+    def __repr__(self):
+        return "%s(%s -> %s, %s)" % (type(self).__name__, self._kwargs["input_dim"], self._kwargs["output_dim"],
+                                     self._kwargs["dtype"])
+
 
 class Flatten(HybridBlock):
     """(N, d1, d2, ...) -> (N, d1*d2*...)."""
@@ -214,6 +245,9 @@ class Flatten(HybridBlock):
     @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.Flatten(x)
+
+    def __repr__(self):
+        return type(self).__name__
 
 
 class Lambda(Block):
@@ -233,6 +267,9 @@ class Lambda(Block):
     def forward(self, *args):
         return self._func(*args)
 
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self._func.__name__)
+
 
 class HybridLambda(HybridBlock):
     """Wraps a function f(F, x, ...) (or an operator name) as a HybridBlock."""
@@ -245,10 +282,15 @@ class HybridLambda(HybridBlock):
             if not hasattr(ndarray, name):
                 raise ValueError("HybridLambda: weft has no operator named '%s'" % name)
             self._func = lambda F, *args: getattr(F, name)(*args)
+            self._func_name = name
         elif callable(function):
             self._func = function
+            self._func_name = function.__name__
         else:
             raise ValueError("HybridLambda: expected a function or an operator name, got %r" % (function,))
 
     def hybrid_forward(self, F, x, *args):
         return self._func(F, x, *args)
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, self._func_name)

@@ -69,9 +69,25 @@ class _Conv(HybridBlock):
         return self.act(act) if self.act is not None else act
 
     def __repr__(self):
-        return "%s(%s -> %s, kernel_size=%s, stride=%s)" % (type(self).__name__, self._in_channels or None,
-                                                            self._channels, self._kwargs["kernel"],
-                                                            self._kwargs["stride"])
+        # MXNet's layout: the channels come from the weight's shape (so the input channels
+        # show once inferred), and only settings that differ from their defaults follow.
+        # MXNet checks an attribute its transposed convolutions never set, so
+        # output_padding is never shown.
+        kw = self._kwargs
+        n = len(kw["kernel"])
+        s = "%s(%s -> %s, kernel_size=%s, stride=%s" % (type(self).__name__, self.weight.shape[1] or None,
+                                                        self.weight.shape[0], kw["kernel"], kw["stride"])
+        if kw["pad"] != (0,) * n:
+            s += ", padding=%s" % (kw["pad"],)
+        if kw["dilate"] != (1,) * n:
+            s += ", dilation=%s" % (kw["dilate"],)
+        if kw["num_group"] != 1:
+            s += ", groups=%s" % kw["num_group"]
+        if self.bias is None:
+            s += ", bias=False"
+        if self.act is not None:
+            s += ", %s" % self.act
+        return s + ")"
 
 
 def _conv_class(n, layout, transpose):
@@ -128,9 +144,10 @@ class _Pooling(HybridBlock):
         return F.Pooling(x, name="fwd", **self._kwargs)
 
     def __repr__(self):
-        return "%s(size=%s, stride=%s, padding=%s, ceil_mode=%s, global_pool=%s, pool_type=%s)" % (
+        return "%s(size=%s, stride=%s, padding=%s, ceil_mode=%s, global_pool=%s, pool_type=%s, layout=%s)" % (
             type(self).__name__, self._kwargs["kernel"], self._kwargs["stride"], self._kwargs["pad"],
-            self._kwargs["pooling_convention"] == "full", self._kwargs["global_pool"], self._kwargs["pool_type"])
+            self._kwargs["pooling_convention"] == "full", self._kwargs["global_pool"], self._kwargs["pool_type"],
+            self._kwargs["layout"])
 
 
 def _pool_class(n, layout, pool_type, global_pool):

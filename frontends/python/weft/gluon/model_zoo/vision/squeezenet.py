@@ -1,7 +1,7 @@
 """SqueezeNet 1.0 and 1.1 (Iandola et al. 2016), as MXNet 1.x's zoo builds them; 224x224
 inputs (the final 13x13 average pool expects them)."""
 from ... import nn
-from ...block import HybridBlock, _fixed_graph
+from ...block import HybridBlock, _fixed_graph, _repr_children
 from ._common import finish
 
 __all__ = ["SqueezeNet", "get_squeezenet", "squeezenet1_0", "squeezenet1_1"]
@@ -22,6 +22,10 @@ class _Concurrent(HybridBlock):
     @_fixed_graph
     def hybrid_forward(self, F, x):
         return F.concat(*[block(x) for block in self._children.values()], dim=self._axis)
+
+    def __repr__(self):
+        # Printed as the HybridConcurrent it stands for, with its children, as MXNet's model.
+        return _repr_children("HybridConcurrent", self._children.items())
 
 
 def _make_fire_conv(channels, kernel_size, padding=0):
