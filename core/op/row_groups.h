@@ -8,10 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
-#include <type_traits>
 #include <vector>
-
-#include "core/base/dtype.h"
 
 namespace weft {
 namespace op {
@@ -41,9 +38,6 @@ RowGroups GroupByRow(int64_t n, RowOf row_of) {
   g.start.push_back(n);
   return g;
 }
-
-template <typename T>
-constexpr bool kReducedFloat = std::is_same_v<T, bfloat16> || std::is_same_v<T, float16>;
 
 }  // namespace op
 }  // namespace weft

@@ -514,3 +514,36 @@ def test_reduced_precision_gather_gradients_sum_in_float32(dtype, ulp, op, grad_
     ref = grad("float32", rounded, head)
     got = grad(dtype, w, head)
     assert np.abs(got - ref).max() <= ulp * np.abs(ref).max(), np.abs(got - ref).max() / np.abs(ref).max()
+
+
+@pytest.mark.parametrize("dtype,ulp", [("bfloat16", 2.0 ** -8), ("float16", 2.0 ** -11)])
+@pytest.mark.parametrize("pool", [dict(pool_type="avg", kernel=(3, 3), stride=(1, 1), pad=(1, 1)),
+                                  dict(pool_type="avg", kernel=(5, 5), stride=(1, 1)),
+                                  dict(pool_type="max", kernel=(3, 3), stride=(2, 2)),
+                                  dict(pool_type="avg", kernel=(3,), stride=(1,))])
+@pytest.mark.parametrize("grad_req", ["write", "add"])
+def test_reduced_precision_pooling_gradient_sums_in_float32(dtype, ulp, pool, grad_req):
+    # Overlapping windows add into the same input cells (9 or 25 of them for the average
+    # windows at stride 1): summed in float32 and rounded once, the gradient is float32's on
+    # the same values within half a unit of the type's last place of its largest value.
+    rng = np.random.RandomState(6)
+    shape = (4, 8, 20, 20) if len(pool["kernel"]) == 2 else (4, 8, 40)
+    x = rng.uniform(-1, 1, shape)
+
+    def grad(dt, xv, head):
+        a = mx.nd.array(xv).astype(dt)
+        a.attach_grad(grad_req=grad_req)
+        if grad_req == "add":
+            a.grad[:] = mx.nd.ones(a.shape, dtype=dt)
+        with mx.autograd.record():
+            y = mx.nd.Pooling(a, **pool)
+        y.backward(head(y.shape).astype(dt))
+        return a.grad.astype("float32").asnumpy()
+
+    def head(shape):
+        return mx.nd.array(np.random.RandomState(7).uniform(-1, 1, shape)).astype(dtype)
+
+    rounded = mx.nd.array(x).astype(dtype).astype("float32").asnumpy()
+    ref = grad("float32", rounded, head)
+    got = grad(dtype, x, head)
+    assert np.abs(got - ref).max() <= ulp * np.abs(ref).max(), np.abs(got - ref).max() / np.abs(ref).max()

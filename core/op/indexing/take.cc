@@ -6,6 +6,7 @@
 #include "core/op/elemwise/math.h"
 #include "core/op/indexing/index_mode.h"
 #include "core/op/indexing/take.h"
+#include "core/op/reduced_float.h"
 #include "core/op/row_groups.h"
 
 namespace weft {

@@ -11,6 +11,7 @@
 
 #include "core/op/linalg/gemm.h"
 #include "core/op/nn/conv_common.h"
+#include "core/op/reduced_float.h"
 #include "core/op/op_util.h"
 
 #if defined(WEFT_USE_ONEDNN)
@@ -704,39 +705,6 @@ void BiasGrad(DType dt, const void* dy, void* db, OpReq req, int64_t n, int64_t 
 
 namespace {
 
-// bfloat16 and float16 without a oneDNN kernel for them (bfloat16 below AVX512-BF16, float16
-// always) run as float32: the plain kernels in those types would round every partial sum
-// (Col2Im's adds, the weight gradient's per-sample steps) to 8 or 11 bits of mantissa, an
-// error that grows with the kernel's taps and the batch (1.2 % of the largest data-gradient
-// value for LeNet's second layer, against 0.3 % from rounding the inputs and result alone).
-// The float32 copies live on the heap: the float32 path uses the temp space itself.
-bool ReducedFloat(DType dt) { return dt == DType::kBfloat16 || dt == DType::kFloat16; }
-
-std::vector<float> Widen(DType dt, const void* src, int64_t n) {
-  std::vector<float> out(static_cast<size_t>(n));
-  WEFT_TYPE_SWITCH(dt, T, {
-    const T* s = static_cast<const T*>(src);
-    ParallelFor(n, kElemGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) out[i] = static_cast<float>(s[i]);
-    });
-  });
-  return out;
-}
-
-// dst = src (kWriteTo, kWriteInplace) or dst += src (kAddTo), the sum taken in float32 and
-// rounded once.
-void Narrow(DType dt, const std::vector<float>& src, void* dst, OpReq req) {
-  if (req == OpReq::kNullOp) return;
-  const int64_t n = static_cast<int64_t>(src.size());
-  WEFT_TYPE_SWITCH(dt, T, {
-    T* d = static_cast<T*>(dst);
-    ParallelFor(n, kElemGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i)
-        d[i] = static_cast<T>(req == OpReq::kAddTo ? static_cast<float>(d[i]) + src[i] : src[i]);
-    });
-  });
-}
-
 int64_t WeightCount(const ConvGeom& g) { return g.f * (g.c / g.g) * g.KSize(); }
 
 }  // namespace
@@ -764,6 +732,10 @@ void ConvForward(const char* op, const OpContext& ctx, const ConvGeom& g, DType 
     }
   }
 #endif
+  // bfloat16 and float16 without a oneDNN kernel for them (bfloat16 below AVX512-BF16, float16
+  // always) run as float32 (reduced_float.h), here and in both gradients: rounding Col2Im's
+  // adds and the weight gradient's per-sample steps cost 1.2 % of the largest data-gradient
+  // value for LeNet's second layer, against 0.3 % from rounding the inputs and result alone.
   if (ReducedFloat(dt)) {
     std::vector<float> xf = Widen(dt, x, g.n * g.c * g.InSize()), wf = Widen(dt, w, WeightCount(g));
     std::vector<float> bf = bias ? Widen(dt, bias, g.f) : std::vector<float>();

@@ -9,6 +9,7 @@
 
 #include "core/op/nn/embedding.h"
 #include "core/op/op_util.h"
+#include "core/op/reduced_float.h"
 #include "core/op/row_groups.h"
 
 namespace weft {

@@ -21,6 +21,7 @@
 #include "core/op/nn/conv_common.h"
 #include "core/op/nn/pooling_geom.h"
 #include "core/op/op_util.h"
+#include "core/op/reduced_float.h"
 #include "core/op/work_estimate.h"
 
 #if defined(WEFT_USE_ONEDNN)
@@ -834,6 +835,22 @@ void PoolingBackward(const NodeAttrs& attrs, const OpContext& ctx, const std::ve
     }
   }
 #endif
+  if (ReducedFloat(in[0].dtype)) {
+    // Overlapping windows add into the same input cells: in float32, rounded once
+    // (reduced_float.h); bfloat16 3x3/1 average pooling lost 0.7 % of the largest gradient.
+    const DType dt = in[0].dtype;
+    std::vector<float> dy = Widen(dt, in[0].dptr, in[0].Size()), x = Widen(dt, in[1].dptr, in[1].Size()),
+                       y = Widen(dt, in[2].dptr, in[2].Size()), dx(static_cast<size_t>(out[0].Size()));
+    if (TiledMax2D(g)) {
+      TiledMaxBackward<float>(g, dy.data(), x.data(), dx.data(), OpReq::kWriteTo);
+    } else if (Fast2D(g)) {
+      Pool2DBackward<float>(g, dy.data(), x.data(), dx.data(), OpReq::kWriteTo);
+    } else {
+      PlainPoolBackward<float>(g, dy.data(), x.data(), y.data(), dx.data(), OpReq::kWriteTo);
+    }
+    Narrow(dt, dx, out[0].dptr, req[0]);
+    return;
+  }
   WEFT_TYPE_SWITCH(in[0].dtype, T, {
     if constexpr (std::is_same_v<T, bool>) {
       Throw(ErrorKind::kType, "Operator '", attrs.op->name, "': bool arrays are not supported");
