@@ -187,11 +187,12 @@ def test_optimizer_set_lr_scale_is_deprecated():
 def test_nd_exports_the_dtype_tables_and_indexing_helpers():
     assert mx.nd._DTYPE_NP_TO_MX[np.float32] == 0 and mx.nd._DTYPE_NP_TO_MX[np.int64] == 6
     assert mx.nd._DTYPE_MX_TO_NP[4] is np.int32
-    # An array's dtype (a numpy dtype object here) and a dtype's name look up as the type.
+    # An array's dtype, a numpy dtype object and a dtype's name look up as the scalar type.
     for dt, code in (("float32", 0), ("float16", 2), ("uint8", 3), ("int64", 6)):
         x = mx.nd.zeros((2,), dtype=dt)
         assert mx.nd._DTYPE_NP_TO_MX[x.dtype] == code and x.dtype in mx.nd._DTYPE_NP_TO_MX
         assert mx.nd._DTYPE_NP_TO_MX[dt] == code and mx.nd._DTYPE_NP_TO_MX.get(np.dtype(dt)) == code
+        assert mx.nd._DTYPE_NP_TO_MX[x.asnumpy().dtype] == code
     assert mx.nd._DTYPE_NP_TO_MX[None] == -1
     assert mx.nd._DTYPE_NP_TO_MX.get(np.complex64) is None and np.complex64 not in mx.nd._DTYPE_NP_TO_MX
     with pytest.raises(KeyError):

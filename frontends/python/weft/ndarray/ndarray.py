@@ -1178,9 +1178,9 @@ def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mea
 # -------------------------------------------------------------------- MXNet's exported helpers
 # The dtype tables and indexing helpers that MXNet's ndarray module lists in its __all__.
 class _NumpyTypeKeys(dict):
-    """Keyed by numpy scalar types, as MXNet's table is; NDArray.dtype gives numpy dtype
-    objects (np.dtype('float32') where MXNet gives np.float32), so a dtype object or a name
-    looks up as its scalar type: _DTYPE_NP_TO_MX[x.dtype] works as in MXNet."""
+    """Keyed by numpy scalar types, as MXNet's table is (NDArray.dtype gives them); a numpy
+    dtype object (np.dtype('float32'), what numpy arrays carry) or a dtype's name looks up as
+    its scalar type."""
 
     @staticmethod
     def _scalar_type(key):
