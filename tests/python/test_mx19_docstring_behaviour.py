@@ -174,7 +174,7 @@ def test_parameterdict_load_dict_takes_nd_load_output_and_pairs():
     np.testing.assert_array_equal(other.weight.data().asnumpy(), src.weight.data().asnumpy())
     with pytest.raises(ValueError, match="is missing in param_dict"):
         mx.gluon.nn.Dense(2, in_units=3, prefix="d_").collect_params().load_dict({"d_weight": src.weight.data()})
-    with pytest.raises(ValueError, match="not in this ParameterDict"):
+    with pytest.raises(ValueError, match="loaded from param_dict is not present in ParameterDict"):
         dst.collect_params().load_dict(dict(saved, **{"arg:extra": mx.nd.ones(1)}))
     dst.collect_params().load_dict(dict(saved, **{"arg:extra": mx.nd.ones(1)}), ignore_extra=True)
 
