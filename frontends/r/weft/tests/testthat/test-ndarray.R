@@ -111,9 +111,9 @@ test_that("save and load keep names, dtypes and values, and Python reads them", 
   expect_s3_class(err, "weft_error")
   expect_equal(err$status.name, "WEFT_ERR_IO")
   skip_if(Sys.getenv("WEFT_PYTHON") == "")
-  out <- run_python(c("import weft as mx",
+  out <- run_python(c("import weft as mx, numpy as np",
                       sprintf("d = mx.nd.load(%s)", deparse(f)),
-                      "print(sorted(d), d['w'].shape, d['w'].asnumpy().tolist(), str(d['b'].dtype))"))
+                      "print(sorted(d), d['w'].shape, d['w'].asnumpy().tolist(), np.dtype(d['b'].dtype).name)"))
   # R's matrix column (1.5, 2) is Weft's first row.
   expect_equal(out, "['b', 'w'] (2, 2) [[1.5, 2.0], [3.0, 4.0]] int32")
   h <- tempfile(fileext = ".params")
