@@ -482,6 +482,19 @@ def test_cast_optional_params_follows_the_graphs_own_casts():
         np.testing.assert_array_equal(exe.forward()[0].astype("float32").asnumpy(), [[1.5, -2.0]])
 
 
+def _input_grad(fn, value, dt, grad_req, head):
+    """The gradient of fn's one input `value` (as dt) for head gradient head(y.shape), as
+    float32; with grad_req 'add' it starts from ones."""
+    a = mx.nd.array(value).astype(dt)
+    a.attach_grad(grad_req=grad_req)
+    if grad_req == "add":
+        a.grad[:] = mx.nd.ones(a.shape, dtype=dt)
+    with mx.autograd.record():
+        y = fn(a)
+    y.backward(head(y.shape).astype(dt))
+    return a.grad.astype("float32").asnumpy()
+
+
 @pytest.mark.parametrize("dtype,ulp", [("bfloat16", 2.0 ** -8), ("float16", 2.0 ** -11)])
 @pytest.mark.parametrize("op", ["Embedding", "take", "take_axis1"])
 @pytest.mark.parametrize("grad_req", ["write", "add"])
@@ -493,26 +506,19 @@ def test_reduced_precision_gather_gradients_sum_in_float32(dtype, ulp, op, grad_
     idx = mx.nd.array(rng.randint(0, 10, 2000))
     w = rng.uniform(-1, 1, (10, 16) if op != "take_axis1" else (3, 10, 4))
 
-    def grad(dt, wv, head):
-        weight = mx.nd.array(wv).astype(dt)
-        weight.attach_grad(grad_req=grad_req)
-        if grad_req == "add":
-            weight.grad[:] = mx.nd.ones(weight.shape, dtype=dt)
-        with mx.autograd.record():
-            if op == "Embedding":
-                y = mx.nd.Embedding(idx, weight, input_dim=10, output_dim=16)
-            elif op == "take":
-                y = mx.nd.take(weight, idx)
-            else:
-                y = mx.nd.take(weight, idx, axis=1)
-        y.backward(head.astype(dt))
-        return weight.grad.astype("float32").asnumpy()
+    def fn(weight):
+        if op == "Embedding":
+            return mx.nd.Embedding(idx, weight, input_dim=10, output_dim=16)
+        if op == "take":
+            return mx.nd.take(weight, idx)
+        return mx.nd.take(weight, idx, axis=1)
 
-    shape = (2000, 16) if op != "take_axis1" else (3, 2000, 4)
-    head = mx.nd.array(rng.uniform(-1, 1, shape)).astype(dtype)
+    def head(shape):
+        return mx.nd.array(np.random.RandomState(2).uniform(-1, 1, shape)).astype(dtype)
+
     rounded = mx.nd.array(w).astype(dtype).astype("float32").asnumpy()
-    ref = grad("float32", rounded, head)
-    got = grad(dtype, w, head)
+    ref = _input_grad(fn, rounded, "float32", grad_req, head)
+    got = _input_grad(fn, w, dtype, grad_req, head)
     assert np.abs(got - ref).max() <= ulp * np.abs(ref).max(), np.abs(got - ref).max() / np.abs(ref).max()
 
 
@@ -530,20 +536,10 @@ def test_reduced_precision_pooling_gradient_sums_in_float32(dtype, ulp, pool, gr
     shape = (4, 8, 20, 20) if len(pool["kernel"]) == 2 else (4, 8, 40)
     x = rng.uniform(-1, 1, shape)
 
-    def grad(dt, xv, head):
-        a = mx.nd.array(xv).astype(dt)
-        a.attach_grad(grad_req=grad_req)
-        if grad_req == "add":
-            a.grad[:] = mx.nd.ones(a.shape, dtype=dt)
-        with mx.autograd.record():
-            y = mx.nd.Pooling(a, **pool)
-        y.backward(head(y.shape).astype(dt))
-        return a.grad.astype("float32").asnumpy()
-
     def head(shape):
         return mx.nd.array(np.random.RandomState(7).uniform(-1, 1, shape)).astype(dtype)
 
     rounded = mx.nd.array(x).astype(dtype).astype("float32").asnumpy()
-    ref = grad("float32", rounded, head)
-    got = grad(dtype, x, head)
+    ref = _input_grad(lambda a: mx.nd.Pooling(a, **pool), rounded, "float32", grad_req, head)
+    got = _input_grad(lambda a: mx.nd.Pooling(a, **pool), x, dtype, grad_req, head)
     assert np.abs(got - ref).max() <= ulp * np.abs(ref).max(), np.abs(got - ref).max() / np.abs(ref).max()
