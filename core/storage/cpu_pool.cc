@@ -71,10 +71,34 @@ void BlockPool::Free(void* ptr, size_t size) {
     raw_free_(ptr, BucketSize(size));
     return;
   }
+  size_t bytes = BucketSize(size);
+  if (bytes > cache_limit_) {
+    raw_free_(ptr, bytes);
+    return;
+  }
+  // The largest blocks go first: they give back the most memory for the fewest future
+  // misses, and a block just freed is the likeliest to be asked for again.
+  while (pooled_bytes_ + bytes > cache_limit_) ReleaseLargest();
   size_t cls = BucketClass(size);
   if (cls >= free_.size()) free_.resize(cls + 1);
   free_[cls].push_back(ptr);
-  pooled_bytes_ += BucketSize(size);
+  pooled_bytes_ += bytes;
+}
+
+void BlockPool::ReleaseLargest() {
+  for (size_t cls = free_.size(); cls-- > 0;) {
+    if (free_[cls].empty()) continue;
+    size_t bytes = ClassBytes(cls);
+    raw_free_(free_[cls].back(), bytes);
+    free_[cls].pop_back();
+    pooled_bytes_ -= bytes;
+    return;
+  }
+}
+
+void BlockPool::set_cache_limit(size_t bytes) {
+  cache_limit_ = bytes;
+  while (pooled_bytes_ > cache_limit_) ReleaseLargest();
 }
 
 void BlockPool::ReleaseAll() {

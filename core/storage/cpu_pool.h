@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
@@ -30,7 +31,9 @@ class BlockPool {
   // A block of BucketSize(size) bytes, or nullptr when memory is exhausted; `*os_alloc`
   // tells whether the pool had to ask the OS or driver.
   void* Alloc(size_t size, bool* os_alloc);
-  // Takes back a block obtained from Alloc(size).
+  // Takes back a block obtained from Alloc(size). While the cache would then hold more than
+  // its limit, the largest cached blocks go back to the OS or driver first (a block above the
+  // limit goes back itself).
   void Free(void* ptr, size_t size);
   // Returns a block obtained from Alloc(size) to the OS or driver at once, skipping the
   // cache: for a block that nothing of its size will ask for again (a grown buffer's old one).
@@ -42,6 +45,9 @@ class BlockPool {
   // checkers see each block's lifetime (WEFT_STORAGE_POOL=0).
   void set_pooling(bool on) { pooling_ = on; if (!on) ReleaseAll(); }
   bool pooling() const { return pooling_; }
+  // The most bytes the cache may hold (default: no limit). Lowering it releases at once.
+  void set_cache_limit(size_t bytes);
+  size_t cache_limit() const { return cache_limit_; }
 
   // The bytes a request of `size` bytes really takes (0 for 0).
   static size_t BucketSize(size_t size);
@@ -51,7 +57,11 @@ class BlockPool {
  private:
   RawAlloc raw_alloc_;
   RawFree raw_free_;
+  // Returns one cached block of the largest class that has any to the OS or driver.
+  void ReleaseLargest();
+
   bool pooling_ = true;
+  size_t cache_limit_ = SIZE_MAX;
   std::vector<std::vector<void*>> free_;  // by bucket class
   size_t pooled_bytes_ = 0;
 };

@@ -2,13 +2,18 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "core/base/error.h"
 #include "core/storage/cpu_pool.h"
@@ -44,11 +49,42 @@ struct PerContext {
 #endif
 };
 
+// The memory this process may use: the machine's, or its cgroup's limit when lower.
+size_t HostMemoryBytes() {
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  size_t total = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+  for (const char* path : {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream f(path);
+    unsigned long long limit = 0;
+    if (f >> limit && limit > 0 && (total == 0 || limit < total)) total = static_cast<size_t>(limit);
+  }
+  return total;
+}
+
+// How many freed bytes each host-memory pool (cpu, cpu_pinned, cpu_shared) keeps for reuse.
+// Unbounded, a process whose array sizes change over time (one model, then another) keeps
+// every size it ever freed until the OS kills it; a quarter of the host's memory holds the
+// working set of any one training step that fits in the rest.
+size_t HostCacheLimit() {
+  const char* env = std::getenv("WEFT_STORAGE_POOL_LIMIT_MB");
+  if (env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long mb = std::strtoull(env, &end, 10);
+    WEFT_CHECK(end != env && *end == '\0' && errno == 0 && env[0] != '-' && mb <= (SIZE_MAX >> 20), kValue,
+               "WEFT_STORAGE_POOL_LIMIT_MB: expected a whole number of MiB, got '", env, "'");
+    return static_cast<size_t>(mb) << 20;
+  }
+  size_t total = HostMemoryBytes();
+  return total == 0 ? SIZE_MAX : total / 4;
+}
+
 class PooledStorage : public Storage {
  public:
   PooledStorage() {
     const char* env = std::getenv("WEFT_STORAGE_POOL");
     pooling_ = !(env && std::strcmp(env, "0") == 0);
+    host_cache_limit_ = HostCacheLimit();
     // MXNet's GPU pool types: "Naive" and "Round" both mean pooled here (Weft's size
     // buckets already round, by quarter powers of two); "Unpooled" frees GPU blocks at once.
     const char* type = std::getenv("MXNET_GPU_MEM_POOL_TYPE");
@@ -233,12 +269,15 @@ class PooledStorage : public Storage {
     auto pc = std::make_unique<PerContext>();
     pc->pool = MakeDevicePool(ctx);
     pc->pool->set_pooling(ctx.is_gpu() ? gpu_pooling_ : pooling_);
+    // GPU pools need no such bound: they give their cache back when the device runs out.
+    if (!ctx.is_gpu()) pc->pool->set_cache_limit(host_cache_limit_);
     slot->store(pc.get(), std::memory_order_release);
     return *pc.release();  // lives as long as the (never destroyed) storage
   }
 
   bool pooling_ = true;
   bool gpu_pooling_ = true;
+  size_t host_cache_limit_ = SIZE_MAX;
   std::mutex create_mu_;
   mutable std::array<std::atomic<PerContext*>, kNumDeviceTypes * kMaxDeviceId> table_{};
 };

@@ -138,6 +138,44 @@ TEST(BlockPool, WithoutPoolingFreesGoStraightBack) {
   EXPECT_EQ(os_frees, 2);
 }
 
+TEST(BlockPool, CacheLimitReleasesTheLargestBlocksFirst) {
+  std::vector<size_t> released;
+  BlockPool pool([](size_t n) { return std::aligned_alloc(kStorageAlignment, n); },
+                 [&](void* p, size_t n) {
+                   released.push_back(n);
+                   std::free(p);
+                 });
+  pool.set_cache_limit(16384);
+  bool os = false;
+  void* small = pool.Alloc(4096, &os);
+  void* mid = pool.Alloc(8192, &os);
+  void* big = pool.Alloc(10240, &os);
+  void* huge = pool.Alloc(20480, &os);
+  pool.Free(small, 4096);
+  pool.Free(mid, 8192);
+  EXPECT_EQ(pool.pooled_bytes(), 12288u);
+  EXPECT_TRUE(released.empty());
+  // 12288 + 10240 is over the limit: the 8 KiB block, the largest cached, goes back.
+  pool.Free(big, 10240);
+  EXPECT_EQ(released, std::vector<size_t>({8192}));
+  EXPECT_EQ(pool.pooled_bytes(), 4096u + 10240u);
+  // A block above the limit is never cached, and costs the cache nothing.
+  pool.Free(huge, 20480);
+  EXPECT_EQ(released, std::vector<size_t>({8192, 20480}));
+  EXPECT_EQ(pool.pooled_bytes(), 4096u + 10240u);
+  // The cached blocks are still reused.
+  EXPECT_EQ(pool.Alloc(10240, &os), big);
+  EXPECT_FALSE(os);
+  pool.Free(big, 10240);
+  // Lowering the limit releases at once, largest first.
+  pool.set_cache_limit(5000);
+  EXPECT_EQ(released, std::vector<size_t>({8192, 20480, 10240}));
+  EXPECT_EQ(pool.pooled_bytes(), 4096u);
+  pool.set_cache_limit(0);
+  EXPECT_EQ(pool.pooled_bytes(), 0u);
+  EXPECT_EQ(released.size(), 4u);
+}
+
 TEST(Storage, BlocksAre64ByteAlignedAndWritable) {
   Context ctx = FreshCPU();
   Storage* s = Storage::Get();
