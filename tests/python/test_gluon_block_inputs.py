@@ -237,3 +237,43 @@ def test_op_hook_names_outputs_by_index_where_mxnet_names_none():
     assert_almost_equal(seen[3][2], fc, rtol=1e-5, atol=1e-6)
     assert_almost_equal(seen[5][2], np.maximum(fc, 0), rtol=1e-5, atol=1e-6)
     assert_almost_equal(seen[7][2], y.asnumpy())
+
+
+def test_a_shared_child_does_not_keep_its_last_parent_alive():
+    # A child's name scope is entered inside its parent's each time the parent runs; the
+    # child kept a link to that scope, so a layer shared by several networks held the last
+    # one (and the input, gradient and intermediate arrays of its cached graph) alive.
+    import gc
+    import weakref
+
+    class Net(gluon.HybridBlock):
+        def __init__(self, child, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.child = child
+
+        def hybrid_forward(self, F, x):
+            return self.child(x.slice(begin=(0, 0, 0, 0), end=(2, 2, 4, 4)))
+
+    pool = nn.AvgPool2D(strides=(2, 2))
+    x = nd.random.uniform(shape=(4, 8, 64, 64))
+    ctx = mx.cpu()
+    gc.collect()
+    nd.waitall()
+    base = ctx.memory_stat("bytes_in_use")
+    net = Net(pool)
+    net.hybridize()
+    xh = x.copy()
+    xh.attach_grad()
+    with autograd.record():
+        out = net(xh)
+    out.backward()
+    out = net(x)  # traces: the child's scope is entered inside the parent's
+    nd.waitall()
+    alive = weakref.ref(net)
+    del net, out, xh
+    gc.collect()
+    nd.waitall()
+    assert alive() is None
+    assert ctx.memory_stat("bytes_in_use") == base
+    assert pool(nd.ones((1, 1, 4, 4))).shape == (1, 1, 2, 2)  # the child still works alone

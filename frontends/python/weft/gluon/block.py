@@ -85,6 +85,10 @@ class _BlockScope:
         self._name_scope.__exit__(*exc)
         self._name_scope = None
         _BlockScope._current.value = self._old_scope
+        # A child's scope is entered inside its parent's whenever the parent runs: kept, the
+        # link would hold the last parent (and the arrays of its cached graph) alive as long
+        # as the child, past the parent's own end.
+        self._old_scope = None
 
 
 # Moves at every change to any block that a trace can depend on: an attribute set, a child
