@@ -277,3 +277,75 @@ def test_a_shared_child_does_not_keep_its_last_parent_alive():
     assert alive() is None
     assert ctx.memory_stat("bytes_in_use") == base
     assert pool(nd.ones((1, 1, 4, 4))).shape == (1, 1, 2, 2)  # the child still works alone
+
+
+@pytest.mark.parametrize("hybridize", [False, True])
+def test_a_dropped_network_is_freed_at_once_without_the_cycle_collector(hybridize):
+    # A block and its name scope referred to each other (and two nested recursive helpers to
+    # themselves), so every dropped network waited for Python's cyclic collector, which runs by
+    # object counts, not bytes: a hybridized network kept its cached graph's arrays (inputs,
+    # gradients, intermediates) until then. (A Trainer and its Parameters still refer to each
+    # other, as in MXNet.)
+    import gc
+    import weakref
+
+    class Net(gluon.HybridBlock):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            with self.name_scope():
+                self.conv = nn.Conv2D(4, 3)
+                self.pool = nn.GlobalAvgPool2D()
+                self.out = nn.Dense(3)
+
+        def hybrid_forward(self, F, x):
+            return self.out(self.pool(self.conv(x)))
+
+    x = nd.random.uniform(shape=(2, 3, 16, 16))
+
+    def train_and_drop():
+        net = Net()
+        net.initialize()
+        if hybridize:
+            net.hybridize()
+        xh = x.copy()
+        xh.attach_grad()
+        with autograd.record():
+            out = net(xh)
+        out.backward()
+        net(x).wait_to_read()
+        nd.waitall()
+        return weakref.ref(net)
+
+    ctx = mx.cpu()
+    train_and_drop()  # the operators' workspaces grow once, and stay
+    gc.collect()
+    nd.waitall()
+    base = ctx.memory_stat("bytes_in_use")
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        alive = train_and_drop()
+        nd.waitall()
+        assert alive() is None
+        assert ctx.memory_stat("bytes_in_use") == base
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_a_copied_block_names_its_children_after_the_copy():
+    import copy
+    import pickle
+
+    net = nn.HybridSequential(prefix="net_")
+    with net.name_scope():
+        net.add(nn.Dense(3))
+    net.initialize()
+    for dup in (copy.deepcopy(net), pickle.loads(pickle.dumps(net))):
+        with dup.name_scope():
+            extra = nn.Dense(2)
+        assert extra.prefix == "net_dense1_"
+        dup.add(extra)
+        dup.initialize()
+        assert dup(nd.ones((1, 4))).shape == (1, 2)
+        assert len(net) == 1

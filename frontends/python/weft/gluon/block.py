@@ -17,6 +17,7 @@ import os
 import re
 import threading
 import warnings
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -43,10 +44,31 @@ class _BlockScope:
     _global_lock = threading.Lock()
 
     def __init__(self, block):
-        self._block = block
+        # Weakly: a block owns its scope, and a strong link back would make every block a
+        # reference cycle, freed only by the cyclic collector, which runs by object counts and
+        # not by bytes: dropped networks kept their cached graphs' arrays (gigabytes in MXNet
+        # 1.9.1's test_gluon.py slice tests) until it happened to run.
+        self._block_ref = weakref.ref(block)
         self._counter = {}
         self._old_scope = None
         self._name_scope = None
+
+    @property
+    def _block(self):
+        return self._block_ref()
+
+    # Copies (copy.deepcopy, pickle) carry the block itself, so that a copied block's scope
+    # names the copy, not the original.
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_block_ref"] = self._block
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        block = state.pop("_block_ref")
+        self.__dict__.update(state)
+        self._block_ref = weakref.ref(block)
 
     @staticmethod
     def create(prefix, params, hint):
@@ -141,10 +163,23 @@ def _split_outputs(out):
 def _regroup(fmt, flat):
     """Inverse of _flatten: the values of `flat` nested as `fmt` says."""
     values = iter(flat)
+    return [_regroup_one(f, values) for f in fmt]
 
-    def build(f):
-        return next(values) if f is None else [build(sub) for sub in f]
-    return [build(f) for f in fmt]
+
+# Module-level rather than nested: a nested recursive function is a reference cycle, which
+# would keep the arrays it reaches alive until Python's cyclic collector runs.
+def _regroup_one(f, values):
+    return next(values) if f is None else [_regroup_one(sub, values) for sub in f]
+
+
+def _holds_block(value):
+    if isinstance(value, Block):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_block(v) for v in value)
+    if isinstance(value, dict):
+        return any(_holds_block(v) for v in value.values())
+    return False
 
 
 def _repr_children(name, children):
@@ -210,16 +245,8 @@ class Block:
     def _warn_unregistered_blocks(self):
         """Warns about blocks kept in a list, tuple or dict attribute: they are not children,
         so their parameters are not collected, saved or trained."""
-        def holds_block(value):
-            if isinstance(value, Block):
-                return True
-            if isinstance(value, (list, tuple)):
-                return any(holds_block(v) for v in value)
-            if isinstance(value, dict):
-                return any(holds_block(v) for v in value.values())
-            return False
         for name, value in self.__dict__.items():
-            if isinstance(value, (list, tuple, dict)) and not name.startswith("_") and holds_block(value):
+            if isinstance(value, (list, tuple, dict)) and not name.startswith("_") and _holds_block(value):
                 warnings.warn('"%s" is an unregistered container with Blocks. Note that Blocks inside the list, '
                               'tuple or dict will not be registered automatically. Make sure to register them '
                               'using register_child() or switching to nn.Sequential/nn.HybridSequential instead.'
