@@ -19,6 +19,12 @@
   for (i in seq_along(grads)) if (!is.null(grads[[i]])) exec$grad.arrays[[i]] <- grads[[i]]
   exec$aux.arrays <- .weft_named(weft_executor_arrays(handle, 2L), auxiliary.states(symbol))
   exec$outputs <- .weft_named(weft_executor_outputs(handle), outputs(symbol))
+  # MXNet's R executor names its own (not copied) arrays ref.*; here every list is the
+  # executor's own, so both names give the same arrays.
+  exec$ref.arg.arrays <- exec$arg.arrays
+  exec$ref.grad.arrays <- exec$grad.arrays
+  exec$ref.aux.arrays <- exec$aux.arrays
+  exec$ref.outputs <- exec$outputs
   exec$free <- function() {
     weft_executor_free(handle)
     invisible(NULL)
