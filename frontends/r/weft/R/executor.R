@@ -42,7 +42,7 @@ print.MXExecutor <- function(x, ...) {
 # Binds `symbol` with every array allocated from the input shapes given in `...` (R's dim
 # order, e.g. data = c(784, 128)). grad.req: "null", "write" or "add", for every argument
 # but those in fixed.param (which get none).
-mx.simple.bind <- function(symbol, ctx = mx.cpu(), grad.req = "null", fixed.param = NULL, ...) {
+mx.simple.bind <- function(symbol, ctx = mx.ctx.default(), grad.req = "null", fixed.param = NULL, ...) {
   shapes <- list(...)
   req <- grad.req
   if (!is.null(fixed.param)) {
@@ -56,7 +56,7 @@ mx.simple.bind <- function(symbol, ctx = mx.cpu(), grad.req = "null", fixed.para
 # Binds `symbol` to the arrays given (lists in the order of arguments(symbol) and
 # auxiliary.states(symbol), or named); grad.reqs as in mx.simple.bind, per argument or one
 # for all; gradient arrays are allocated for the arguments that want one.
-mx.symbol.bind <- function(symbol, ctx = mx.cpu(), arg.arrays, aux.arrays = list(), grad.reqs = "null") {
+mx.symbol.bind <- function(symbol, ctx = mx.ctx.default(), arg.arrays, aux.arrays = list(), grad.reqs = "null") {
   args <- arguments(symbol)
   aux <- auxiliary.states(symbol)
   order <- function(arrays, nms, what) {

@@ -49,7 +49,7 @@
 
 .weft_copy_params <- function(arrays) lapply(arrays, function(a) mx.nd.copyto(a, weft_ndarray_get_context(a)))
 
-mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.cpu(), begin.round = 1, num.round = 10,
+mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.ctx.default(), begin.round = 1, num.round = 10,
                                         optimizer = "sgd", initializer = mx.init.uniform(0.01), eval.data = NULL,
                                         eval.metric = NULL, epoch.end.callback = NULL,
                                         batch.end.callback = NULL, array.batch.size = 128, kvstore = "local",
@@ -136,7 +136,7 @@ mx.model.FeedForward.create <- function(symbol, X, y = NULL, ctx = mx.cpu(), beg
   model
 }
 
-predict.MXFeedForwardModel <- function(object, X, ctx = mx.cpu(), array.batch.size = 128, ...) {
+predict.MXFeedForwardModel <- function(object, X, ctx = mx.ctx.default(), array.batch.size = 128, ...) {
   iter <- .weft_as_iter(X, NULL, array.batch.size, FALSE)
   parts <- list()
   .weft_forward_iter(object$symbol, object$arg.params, object$aux.params, iter, ctx, "data",
