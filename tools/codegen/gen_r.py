@@ -423,6 +423,14 @@ def _op_r_name(name):
     return name.replace("_", ".")
 
 
+def _sym_mxnet_name(name):
+    """MXNet's R package keeps an operator's underscores in its mx.symbol.<name> functions
+    (mx.symbol.sum_axis) while its mx.nd.<name> ones turn them into dots; the symbolic
+    functions get that name too, as an alias of the dotted one. Internal operators keep
+    only mx.symbol.internal.<name>."""
+    return _op_r_name(name) if name.startswith("_") else name
+
+
 def _user_ops(registry):
     for op in registry["operators"]:
         if op["name"].startswith("_backward_") or op["name"] in INTERNAL_OPS:
@@ -523,6 +531,10 @@ def _ops(registry):
             r.append("mx.symbol.%s <- function(%s) {" % (rname, sym_formals))
             r.append("  .weft_symbol_op(\"%s\", %s, %s, %s, name, attr)" % (op["name"], sym_inputs, params, count))
             r.append("}")
+            sym_name = _sym_mxnet_name(n)
+            if sym_name != rname:
+                seen_r["mx.symbol." + sym_name] = op["name"]
+                r.append("mx.symbol.%s <- mx.symbol.%s" % (sym_name, rname))
             r.append("")
             usage.append("mx.nd.%s(%s)" % (rname, nd_formals))
             usage.append("mx.symbol.%s(%s)" % (rname, sym_formals))
@@ -538,6 +550,8 @@ def _ops(registry):
         for n in names:
             rd.append("\\alias{mx.nd.%s}" % _op_r_name(n))
             rd.append("\\alias{mx.symbol.%s}" % _op_r_name(n))
+            if _sym_mxnet_name(n) != _op_r_name(n):
+                rd.append("\\alias{mx.symbol.%s}" % _sym_mxnet_name(n))
         rd.append("\\title{%s}" % _rd_escape("Operator %s: %s" % (op["name"], title)))
         rd.append("\\usage{")
         rd += usage
@@ -564,6 +578,11 @@ def _ops(registry):
         if len(names) > 1:
             rd.append("")
             rd.append("Also available as %s." % ", ".join(_rd_escape(n) for n in names[1:]))
+        mx_names = [_sym_mxnet_name(n) for n in names if _sym_mxnet_name(n) != _op_r_name(n)]
+        if mx_names:
+            rd.append("")
+            rd.append(_rd_escape("The symbolic functions are also mx.symbol.%s, with the operator's own "
+                                 "underscores, as MXNet's R package names them." % ", mx.symbol.".join(mx_names)))
         rd.append("}")
         rd.append("\\keyword{internal}" if op["name"].startswith("_") else "\\keyword{models}")
         files[PKG + "man/%s.Rd" % rdname] = "\n".join(rd) + "\n"

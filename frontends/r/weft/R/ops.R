@@ -24,6 +24,7 @@ mx.nd.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_me
 mx.symbol.BatchNorm.v1 <- function(data = NULL, gamma = NULL, beta = NULL, moving_mean = NULL, moving_var = NULL, eps = NULL, momentum = NULL, fix_gamma = NULL, use_global_stats = NULL, output_mean_var = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("BatchNorm_v1", list(data = data, gamma = gamma, beta = beta, moving_mean = moving_mean, moving_var = moving_var), c(eps = .weft_param(eps), momentum = .weft_param(momentum), fix_gamma = .weft_param(fix_gamma), use_global_stats = .weft_param(use_global_stats), output_mean_var = .weft_param(output_mean_var)), NULL, name, attr)
 }
+mx.symbol.BatchNorm_v1 <- mx.symbol.BatchNorm.v1
 
 mx.nd.BilinearSampler <- function(data = NULL, grid = NULL, cudnn_off = NULL, out = NULL) {
   .weft_nd_invoke("BilinearSampler", list(data, grid), c(cudnn_off = .weft_param(cudnn_off)), NULL, out)
@@ -45,6 +46,7 @@ mx.nd.stop.gradient <- function(data = NULL, out = NULL) {
 mx.symbol.stop.gradient <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("BlockGrad", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.stop_gradient <- mx.symbol.stop.gradient
 
 mx.nd.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, out = NULL) {
   .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
@@ -59,6 +61,7 @@ mx.nd.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label
 mx.symbol.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
 }
+mx.symbol.ctc_loss <- mx.symbol.ctc.loss
 
 mx.nd.Cast <- function(data = NULL, dtype, out = NULL) {
   .weft_nd_invoke("Cast", list(data), c(dtype = .weft_param(dtype)), NULL, out)
@@ -101,6 +104,7 @@ mx.nd.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel
 mx.symbol.Convolution.v1 <- function(data = NULL, weight = NULL, bias = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, num_filter, num_group = NULL, workspace = NULL, no_bias = NULL, cudnn_tune = NULL, cudnn_off = NULL, layout = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("Convolution_v1", list(data = data, weight = weight, bias = bias), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad), num_filter = .weft_param(num_filter), num_group = .weft_param(num_group), workspace = .weft_param(workspace), no_bias = .weft_param(no_bias), cudnn_tune = .weft_param(cudnn_tune), cudnn_off = .weft_param(cudnn_off), layout = .weft_param(layout)), NULL, name, attr)
 }
+mx.symbol.Convolution_v1 <- mx.symbol.Convolution.v1
 
 mx.nd.Correlation <- function(data1 = NULL, data2 = NULL, kernel_size = NULL, max_displacement = NULL, stride1 = NULL, stride2 = NULL, pad_size = NULL, is_multiply = NULL, out = NULL) {
   .weft_nd_invoke("Correlation", list(data1, data2), c(kernel_size = .weft_param(kernel_size), max_displacement = .weft_param(max_displacement), stride1 = .weft_param(stride1), stride2 = .weft_param(stride2), pad_size = .weft_param(pad_size), is_multiply = .weft_param(is_multiply)), NULL, out)
@@ -255,6 +259,7 @@ mx.nd.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL,
 mx.symbol.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("MakeLoss", list(data = data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, name, attr)
 }
+mx.symbol.make_loss <- mx.symbol.make.loss
 
 mx.nd.Pad <- function(data = NULL, mode = NULL, pad_width, constant_value = NULL, out = NULL) {
   .weft_nd_invoke("Pad", list(data), c(mode = .weft_param(mode), pad_width = .weft_shape_param(pad_width), constant_value = .weft_param(constant_value)), NULL, out)
@@ -283,6 +288,7 @@ mx.nd.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, globa
 mx.symbol.Pooling.v1 <- function(data = NULL, kernel = NULL, pool_type = NULL, global_pool = NULL, pooling_convention = NULL, stride = NULL, pad = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("Pooling_v1", list(data = data), c(kernel = .weft_shape_param(kernel), pool_type = .weft_param(pool_type), global_pool = .weft_param(global_pool), pooling_convention = .weft_param(pooling_convention), stride = .weft_shape_param(stride), pad = .weft_shape_param(pad)), NULL, name, attr)
 }
+mx.symbol.Pooling_v1 <- mx.symbol.Pooling.v1
 
 mx.nd.RNN <- function(data = NULL, parameters = NULL, state = NULL, state_cell = NULL, sequence_length = NULL, state_size, num_layers, bidirectional = NULL, mode, p = NULL, state_outputs = NULL, projection_size = NULL, lstm_state_clip_min = NULL, lstm_state_clip_max = NULL, lstm_state_clip_nan = NULL, use_sequence_length = NULL, out = NULL) {
   .weft_nd_invoke("RNN", list(data, parameters, state, state_cell, sequence_length), c(state_size = .weft_param(state_size), num_layers = .weft_param(num_layers), bidirectional = .weft_param(bidirectional), mode = .weft_param(mode), p = .weft_param(p), state_outputs = .weft_param(state_outputs), projection_size = .weft_param(projection_size), lstm_state_clip_min = .weft_param(lstm_state_clip_min), lstm_state_clip_max = .weft_param(lstm_state_clip_max), lstm_state_clip_nan = .weft_param(lstm_state_clip_nan), use_sequence_length = .weft_param(use_sequence_length)), NULL, out)
@@ -402,6 +408,7 @@ mx.nd.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NU
 mx.symbol.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.adamw_update <- mx.symbol.adamw.update
 
 mx.nd.internal.arange <- function(start, stop = NULL, step = NULL, repeat_ = NULL, infer_range = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_arange", list(), c(start = .weft_param(start), stop = .weft_param(stop), step = .weft_param(step), `repeat` = .weft_param(repeat_), infer_range = .weft_param(infer_range), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
@@ -1193,6 +1200,7 @@ mx.nd.linalg.det <- function(A = NULL, out = NULL) {
 mx.symbol.linalg.det <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_det <- mx.symbol.linalg.det
 
 mx.nd.internal.linalg.extractdiag <- function(A = NULL, offset = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_extractdiag", list(A), c(offset = .weft_param(offset)), NULL, out)
@@ -1207,6 +1215,7 @@ mx.nd.linalg.extractdiag <- function(A = NULL, offset = NULL, out = NULL) {
 mx.symbol.linalg.extractdiag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_extractdiag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
 }
+mx.symbol.linalg_extractdiag <- mx.symbol.linalg.extractdiag
 
 mx.nd.internal.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_extracttrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
@@ -1221,6 +1230,7 @@ mx.nd.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, out
 mx.symbol.linalg.extracttrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_extracttrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
 }
+mx.symbol.linalg_extracttrian <- mx.symbol.linalg.extracttrian
 
 mx.nd.internal.linalg.gelqf <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_gelqf", list(A), c(), NULL, out)
@@ -1235,6 +1245,7 @@ mx.nd.linalg.gelqf <- function(A = NULL, out = NULL) {
 mx.symbol.linalg.gelqf <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_gelqf", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_gelqf <- mx.symbol.linalg.gelqf
 
 mx.nd.internal.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_gemm", list(A, B, C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, out)
@@ -1249,6 +1260,7 @@ mx.nd.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, 
 mx.symbol.linalg.gemm <- function(A = NULL, B = NULL, C = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, beta = NULL, axis = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_gemm", list(A = A, B = B, C = C), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), beta = .weft_param(beta), axis = .weft_param(axis)), NULL, name, attr)
 }
+mx.symbol.linalg_gemm <- mx.symbol.linalg.gemm
 
 mx.nd.internal.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_gemm2", list(A, B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, out)
@@ -1263,6 +1275,7 @@ mx.nd.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose
 mx.symbol.linalg.gemm2 <- function(A = NULL, B = NULL, transpose_a = NULL, transpose_b = NULL, alpha = NULL, axis = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_gemm2", list(A = A, B = B), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), alpha = .weft_param(alpha), axis = .weft_param(axis)), NULL, name, attr)
 }
+mx.symbol.linalg_gemm2 <- mx.symbol.linalg.gemm2
 
 mx.nd.internal.linalg.inverse <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_inverse", list(A), c(), NULL, out)
@@ -1277,6 +1290,7 @@ mx.nd.linalg.inverse <- function(A = NULL, out = NULL) {
 mx.symbol.linalg.inverse <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_inverse <- mx.symbol.linalg.inverse
 
 mx.nd.internal.linalg.makediag <- function(A = NULL, offset = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_makediag", list(A), c(offset = .weft_param(offset)), NULL, out)
@@ -1291,6 +1305,7 @@ mx.nd.linalg.makediag <- function(A = NULL, offset = NULL, out = NULL) {
 mx.symbol.linalg.makediag <- function(A = NULL, offset = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_makediag", list(A = A), c(offset = .weft_param(offset)), NULL, name, attr)
 }
+mx.symbol.linalg_makediag <- mx.symbol.linalg.makediag
 
 mx.nd.internal.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_maketrian", list(A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, out)
@@ -1305,6 +1320,7 @@ mx.nd.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, out = 
 mx.symbol.linalg.maketrian <- function(A = NULL, offset = NULL, lower = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_maketrian", list(A = A), c(offset = .weft_param(offset), lower = .weft_param(lower)), NULL, name, attr)
 }
+mx.symbol.linalg_maketrian <- mx.symbol.linalg.maketrian
 
 mx.nd.internal.linalg.potrf <- function(A = NULL, lower = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_potrf", list(A), c(lower = .weft_param(lower)), NULL, out)
@@ -1319,6 +1335,7 @@ mx.nd.linalg.potrf <- function(A = NULL, lower = NULL, out = NULL) {
 mx.symbol.linalg.potrf <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_potrf", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
 }
+mx.symbol.linalg_potrf <- mx.symbol.linalg.potrf
 
 mx.nd.internal.linalg.potri <- function(A = NULL, lower = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_potri", list(A), c(lower = .weft_param(lower)), NULL, out)
@@ -1333,6 +1350,7 @@ mx.nd.linalg.potri <- function(A = NULL, lower = NULL, out = NULL) {
 mx.symbol.linalg.potri <- function(A = NULL, lower = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_potri", list(A = A), c(lower = .weft_param(lower)), NULL, name, attr)
 }
+mx.symbol.linalg_potri <- mx.symbol.linalg.potri
 
 mx.nd.internal.linalg.slogdet <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_slogdet", list(A), c(), NULL, out)
@@ -1347,6 +1365,7 @@ mx.nd.linalg.slogdet <- function(A = NULL, out = NULL) {
 mx.symbol.linalg.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_slogdet <- mx.symbol.linalg.slogdet
 
 mx.nd.internal.linalg.sumlogdiag <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_sumlogdiag", list(A), c(), NULL, out)
@@ -1361,6 +1380,7 @@ mx.nd.linalg.sumlogdiag <- function(A = NULL, out = NULL) {
 mx.symbol.linalg.sumlogdiag <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_sumlogdiag", list(A = A), c(), NULL, name, attr)
 }
+mx.symbol.linalg_sumlogdiag <- mx.symbol.linalg.sumlogdiag
 
 mx.nd.internal.linalg.syevd <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_syevd", list(A), c(), NULL, out)
@@ -1382,6 +1402,7 @@ mx.nd.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, out = NU
 mx.symbol.linalg.syrk <- function(A = NULL, transpose = NULL, alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_syrk", list(A = A), c(transpose = .weft_param(transpose), alpha = .weft_param(alpha)), NULL, name, attr)
 }
+mx.symbol.linalg_syrk <- mx.symbol.linalg.syrk
 
 mx.nd.internal.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_trmm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
@@ -1396,6 +1417,7 @@ mx.nd.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = 
 mx.symbol.linalg.trmm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_trmm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
 }
+mx.symbol.linalg_trmm <- mx.symbol.linalg.trmm
 
 mx.nd.internal.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_trsm", list(A, B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, out)
@@ -1410,6 +1432,7 @@ mx.nd.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = 
 mx.symbol.linalg.trsm <- function(A = NULL, B = NULL, transpose = NULL, rightside = NULL, lower = NULL, alpha = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_trsm", list(A = A, B = B), c(transpose = .weft_param(transpose), rightside = .weft_param(rightside), lower = .weft_param(lower), alpha = .weft_param(alpha)), NULL, name, attr)
 }
+mx.symbol.linalg_trsm <- mx.symbol.linalg.trsm
 
 mx.nd.internal.linspace <- function(start, stop, num, endpoint = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_linspace", list(), c(start = .weft_param(start), stop = .weft_param(stop), num = .weft_param(num), endpoint = .weft_param(endpoint), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
@@ -1522,6 +1545,7 @@ mx.nd.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var =
 mx.symbol.mp.adamw.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, rescale_grad = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, eta, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_mp_adamw_update", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32, rescale_grad = rescale_grad), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), eta = .weft_param(eta), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.mp_adamw_update <- mx.symbol.mp.adamw.update
 
 mx.nd.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_mul_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
@@ -1627,6 +1651,7 @@ mx.nd.random.exponential <- function(lam = NULL, shape = NULL, ctx = NULL, dtype
 mx.symbol.random.exponential <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_exponential", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_exponential <- mx.symbol.random.exponential
 
 mx.nd.internal.random.exponential.like <- function(data = NULL, lam = NULL, out = NULL) {
   .weft_nd_invoke("_random_exponential_like", list(data), c(lam = .weft_param(lam)), NULL, out)
@@ -1648,6 +1673,7 @@ mx.nd.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NU
 mx.symbol.random.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_gamma", list(), c(alpha = .weft_param(alpha), beta = .weft_param(beta), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_gamma <- mx.symbol.random.gamma
 
 mx.nd.internal.random.gamma.like <- function(data = NULL, alpha = NULL, beta = NULL, out = NULL) {
   .weft_nd_invoke("_random_gamma_like", list(data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, out)
@@ -1669,6 +1695,7 @@ mx.nd.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, 
 mx.symbol.random.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_generalized_negative_binomial", list(), c(mu = .weft_param(mu), alpha = .weft_param(alpha), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_generalized_negative_binomial <- mx.symbol.random.generalized.negative.binomial
 
 mx.nd.internal.random.generalized.negative.binomial.like <- function(data = NULL, mu = NULL, alpha = NULL, out = NULL) {
   .weft_nd_invoke("_random_generalized_negative_binomial_like", list(data), c(mu = .weft_param(mu), alpha = .weft_param(alpha)), NULL, out)
@@ -1690,6 +1717,7 @@ mx.nd.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx
 mx.symbol.random.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_negative_binomial", list(), c(k = .weft_param(k), p = .weft_param(p), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_negative_binomial <- mx.symbol.random.negative.binomial
 
 mx.nd.internal.random.negative.binomial.like <- function(data = NULL, k = NULL, p = NULL, out = NULL) {
   .weft_nd_invoke("_random_negative_binomial_like", list(data), c(k = .weft_param(k), p = .weft_param(p)), NULL, out)
@@ -1718,6 +1746,7 @@ mx.nd.random.normal <- function(loc = NULL, scale = NULL, shape = NULL, ctx = NU
 mx.symbol.random.normal <- function(loc = NULL, scale = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_normal", list(), c(loc = .weft_param(loc), scale = .weft_param(scale), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_normal <- mx.symbol.random.normal
 
 mx.nd.internal.random.normal.like <- function(data = NULL, loc = NULL, scale = NULL, out = NULL) {
   .weft_nd_invoke("_random_normal_like", list(data), c(loc = .weft_param(loc), scale = .weft_param(scale)), NULL, out)
@@ -1739,6 +1768,7 @@ mx.nd.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NUL
 mx.symbol.random.pdf.dirichlet <- function(sample = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_pdf_dirichlet", list(sample = sample, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_dirichlet <- mx.symbol.random.pdf.dirichlet
 
 mx.nd.internal.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
   .weft_nd_invoke("_random_pdf_exponential", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
@@ -1753,6 +1783,7 @@ mx.nd.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NUL
 mx.symbol.random.pdf.exponential <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_pdf_exponential", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_exponential <- mx.symbol.random.pdf.exponential
 
 mx.nd.internal.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, out = NULL) {
   .weft_nd_invoke("_random_pdf_gamma", list(sample, alpha, beta), c(is_log = .weft_param(is_log)), NULL, out)
@@ -1767,6 +1798,7 @@ mx.nd.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_
 mx.symbol.random.pdf.gamma <- function(sample = NULL, alpha = NULL, beta = NULL, is_log = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_pdf_gamma", list(sample = sample, alpha = alpha, beta = beta), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_gamma <- mx.symbol.random.pdf.gamma
 
 mx.nd.internal.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, out = NULL) {
   .weft_nd_invoke("_random_pdf_generalized_negative_binomial", list(sample, mu, alpha), c(is_log = .weft_param(is_log)), NULL, out)
@@ -1781,6 +1813,7 @@ mx.nd.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = N
 mx.symbol.random.pdf.generalized.negative.binomial <- function(sample = NULL, mu = NULL, alpha = NULL, is_log = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_pdf_generalized_negative_binomial", list(sample = sample, mu = mu, alpha = alpha), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_generalized_negative_binomial <- mx.symbol.random.pdf.generalized.negative.binomial
 
 mx.nd.internal.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, out = NULL) {
   .weft_nd_invoke("_random_pdf_negative_binomial", list(sample, k, p), c(is_log = .weft_param(is_log)), NULL, out)
@@ -1795,6 +1828,7 @@ mx.nd.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL
 mx.symbol.random.pdf.negative.binomial <- function(sample = NULL, k = NULL, p = NULL, is_log = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_pdf_negative_binomial", list(sample = sample, k = k, p = p), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_negative_binomial <- mx.symbol.random.pdf.negative.binomial
 
 mx.nd.internal.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, out = NULL) {
   .weft_nd_invoke("_random_pdf_normal", list(sample, mu, sigma), c(is_log = .weft_param(is_log)), NULL, out)
@@ -1809,6 +1843,7 @@ mx.nd.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_l
 mx.symbol.random.pdf.normal <- function(sample = NULL, mu = NULL, sigma = NULL, is_log = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_pdf_normal", list(sample = sample, mu = mu, sigma = sigma), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_normal <- mx.symbol.random.pdf.normal
 
 mx.nd.internal.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, out = NULL) {
   .weft_nd_invoke("_random_pdf_poisson", list(sample, lam), c(is_log = .weft_param(is_log)), NULL, out)
@@ -1823,6 +1858,7 @@ mx.nd.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, o
 mx.symbol.random.pdf.poisson <- function(sample = NULL, lam = NULL, is_log = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_pdf_poisson", list(sample = sample, lam = lam), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_poisson <- mx.symbol.random.pdf.poisson
 
 mx.nd.internal.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, out = NULL) {
   .weft_nd_invoke("_random_pdf_uniform", list(sample, low, high), c(is_log = .weft_param(is_log)), NULL, out)
@@ -1837,6 +1873,7 @@ mx.nd.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_
 mx.symbol.random.pdf.uniform <- function(sample = NULL, low = NULL, high = NULL, is_log = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_pdf_uniform", list(sample = sample, low = low, high = high), c(is_log = .weft_param(is_log)), NULL, name, attr)
 }
+mx.symbol.random_pdf_uniform <- mx.symbol.random.pdf.uniform
 
 mx.nd.internal.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_poisson", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
@@ -1851,6 +1888,7 @@ mx.nd.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = N
 mx.symbol.random.poisson <- function(lam = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_poisson", list(), c(lam = .weft_param(lam), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_poisson <- mx.symbol.random.poisson
 
 mx.nd.internal.random.poisson.like <- function(data = NULL, lam = NULL, out = NULL) {
   .weft_nd_invoke("_random_poisson_like", list(data), c(lam = .weft_param(lam)), NULL, out)
@@ -1872,6 +1910,7 @@ mx.nd.random.randint <- function(low, high, shape = NULL, ctx = NULL, dtype = NU
 mx.symbol.random.randint <- function(low, high, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_randint", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_randint <- mx.symbol.random.randint
 
 mx.nd.internal.random.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
@@ -1886,6 +1925,7 @@ mx.nd.random.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NU
 mx.symbol.random.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.random_uniform <- mx.symbol.random.uniform
 
 mx.nd.uniform <- function(low = NULL, high = NULL, shape = NULL, ctx = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_random_uniform", list(), c(low = .weft_param(low), high = .weft_param(high), shape = .weft_shape_param(shape), ctx = .weft_param(ctx), dtype = .weft_param(dtype)), NULL, out)
@@ -1914,6 +1954,7 @@ mx.nd.ravel.multi.index <- function(data = NULL, shape = NULL, out = NULL) {
 mx.symbol.ravel.multi.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_ravel_multi_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
+mx.symbol.ravel_multi_index <- mx.symbol.ravel.multi.index
 
 mx.nd.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_rdiv_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
@@ -1970,6 +2011,7 @@ mx.nd.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, out
 mx.symbol.sample.exponential <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_exponential", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_exponential <- mx.symbol.sample.exponential
 
 mx.nd.internal.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_gamma", list(alpha, beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -1984,6 +2026,7 @@ mx.nd.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = 
 mx.symbol.sample.gamma <- function(alpha = NULL, beta = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_gamma", list(alpha = alpha, beta = beta), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_gamma <- mx.symbol.sample.gamma
 
 mx.nd.internal.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_generalized_negative_binomial", list(mu, alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -1998,6 +2041,7 @@ mx.nd.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, 
 mx.symbol.sample.generalized.negative.binomial <- function(mu = NULL, alpha = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_generalized_negative_binomial", list(mu = mu, alpha = alpha), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_generalized_negative_binomial <- mx.symbol.sample.generalized.negative.binomial
 
 mx.nd.internal.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_multinomial", list(data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, out)
@@ -2012,6 +2056,7 @@ mx.nd.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL,
 mx.symbol.sample.multinomial <- function(data = NULL, shape = NULL, get_prob = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_multinomial", list(data = data), c(shape = .weft_shape_param(shape), get_prob = .weft_param(get_prob), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_multinomial <- mx.symbol.sample.multinomial
 
 mx.nd.internal.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_negative_binomial", list(k, p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -2026,6 +2071,7 @@ mx.nd.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dty
 mx.symbol.sample.negative.binomial <- function(k = NULL, p = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_negative_binomial", list(k = k, p = p), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_negative_binomial <- mx.symbol.sample.negative.binomial
 
 mx.nd.internal.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_normal", list(mu, sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -2040,6 +2086,7 @@ mx.nd.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = N
 mx.symbol.sample.normal <- function(mu = NULL, sigma = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_normal", list(mu = mu, sigma = sigma), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_normal <- mx.symbol.sample.normal
 
 mx.nd.internal.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_poisson", list(lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -2054,6 +2101,7 @@ mx.nd.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, out = N
 mx.symbol.sample.poisson <- function(lam = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_poisson", list(lam = lam), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_poisson <- mx.symbol.sample.poisson
 
 mx.nd.internal.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, out = NULL) {
   .weft_nd_invoke("_sample_uniform", list(low, high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, out)
@@ -2068,6 +2116,7 @@ mx.nd.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = 
 mx.symbol.sample.uniform <- function(low = NULL, high = NULL, shape = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_sample_uniform", list(low = low, high = high), c(shape = .weft_shape_param(shape), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.sample_uniform <- mx.symbol.sample.uniform
 
 mx.nd.internal.sample.unique.zipfian <- function(range_max, shape = NULL, out = NULL) {
   .weft_nd_invoke("_sample_unique_zipfian", list(), c(range_max = .weft_param(range_max), shape = .weft_shape_param(shape)), NULL, out)
@@ -2215,6 +2264,7 @@ mx.nd.unravel.index <- function(data = NULL, shape = NULL, out = NULL) {
 mx.symbol.unravel.index <- function(data = NULL, shape = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_unravel_index", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
+mx.symbol.unravel_index <- mx.symbol.unravel.index
 
 mx.nd.internal.while.loop <- function(..., num_outputs, num_out_data, max_iterations, cond_input_locs, func_input_locs, func_var_locs, out = NULL) {
   .weft_nd_invoke("_while_loop", .weft_dots(...), c(num_outputs = .weft_param(num_outputs), num_out_data = .weft_param(num_out_data), max_iterations = .weft_param(max_iterations), cond_input_locs = .weft_shape_param(cond_input_locs), func_input_locs = .weft_shape_param(func_input_locs), func_var_locs = .weft_shape_param(func_var_locs)), "num_args", out)
@@ -2250,6 +2300,7 @@ mx.nd.adadelta.update <- function(weight = NULL, grad = NULL, acc_g = NULL, acc_
 mx.symbol.adadelta.update <- function(weight = NULL, grad = NULL, acc_g = NULL, acc_delta = NULL, rho = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("adadelta_update", list(weight = weight, grad = grad, acc_g = acc_g, acc_delta = acc_delta), c(rho = .weft_param(rho), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.adadelta_update <- mx.symbol.adadelta.update
 
 mx.nd.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("adagrad_update", list(weight, grad, history), c(lr = .weft_param(lr), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
@@ -2257,6 +2308,7 @@ mx.nd.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr,
 mx.symbol.adagrad.update <- function(weight = NULL, grad = NULL, history = NULL, lr, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("adagrad_update", list(weight = weight, grad = grad, history = history), c(lr = .weft_param(lr), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.adagrad_update <- mx.symbol.adagrad.update
 
 mx.nd.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
   .weft_nd_invoke("adam_update", list(weight, grad, mean, var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
@@ -2264,6 +2316,7 @@ mx.nd.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NUL
 mx.symbol.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("adam_update", list(weight = weight, grad = grad, mean = mean, var = var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
+mx.symbol.adam_update <- mx.symbol.adam.update
 
 mx.nd.add.n <- function(..., out = NULL) {
   .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
@@ -2271,6 +2324,7 @@ mx.nd.add.n <- function(..., out = NULL) {
 mx.symbol.add.n <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
 }
+mx.symbol.add_n <- mx.symbol.add.n
 
 mx.nd.ElementWiseSum <- function(..., out = NULL) {
   .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
@@ -2285,6 +2339,7 @@ mx.nd.all.finite <- function(data = NULL, init_output = NULL, out = NULL) {
 mx.symbol.all.finite <- function(data = NULL, init_output = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("all_finite", list(data = data), c(init_output = .weft_param(init_output)), NULL, name, attr)
 }
+mx.symbol.all_finite <- mx.symbol.all.finite
 
 mx.nd.amp.cast <- function(data = NULL, dtype, out = NULL) {
   .weft_nd_invoke("amp_cast", list(data), c(dtype = .weft_param(dtype)), NULL, out)
@@ -2292,6 +2347,7 @@ mx.nd.amp.cast <- function(data = NULL, dtype, out = NULL) {
 mx.symbol.amp.cast <- function(data = NULL, dtype, name = NULL, attr = NULL) {
   .weft_symbol_op("amp_cast", list(data = data), c(dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.amp_cast <- mx.symbol.amp.cast
 
 mx.nd.amp.multicast <- function(..., cast_narrow = NULL, out = NULL) {
   .weft_nd_invoke("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", out)
@@ -2299,6 +2355,7 @@ mx.nd.amp.multicast <- function(..., cast_narrow = NULL, out = NULL) {
 mx.symbol.amp.multicast <- function(..., cast_narrow = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("amp_multicast", .weft_dots(...), c(cast_narrow = .weft_param(cast_narrow)), "num_outputs", name, attr)
 }
+mx.symbol.amp_multicast <- mx.symbol.amp.multicast
 
 mx.nd.arccos <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arccos", list(data), c(), NULL, out)
@@ -2355,6 +2412,7 @@ mx.nd.argmax.channel <- function(data = NULL, out = NULL) {
 mx.symbol.argmax.channel <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("argmax_channel", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.argmax_channel <- mx.symbol.argmax.channel
 
 mx.nd.argmin <- function(data = NULL, axis = NULL, keepdims = NULL, out = NULL) {
   .weft_nd_invoke("argmin", list(data), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims)), NULL, out)
@@ -2376,6 +2434,7 @@ mx.nd.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpos
 mx.symbol.batch.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("batch_dot", list(lhs = lhs, rhs = rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, name, attr)
 }
+mx.symbol.batch_dot <- mx.symbol.batch.dot
 
 mx.nd.batch.take <- function(a = NULL, indices = NULL, out = NULL) {
   .weft_nd_invoke("batch_take", list(a, indices), c(), NULL, out)
@@ -2383,6 +2442,7 @@ mx.nd.batch.take <- function(a = NULL, indices = NULL, out = NULL) {
 mx.symbol.batch.take <- function(a = NULL, indices = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("batch_take", list(a = a, indices = indices), c(), NULL, name, attr)
 }
+mx.symbol.batch_take <- mx.symbol.batch.take
 
 mx.nd.broadcast.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_add", list(lhs, rhs), c(), NULL, out)
@@ -2390,6 +2450,7 @@ mx.nd.broadcast.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_add <- mx.symbol.broadcast.add
 
 mx.nd.broadcast.plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_add", list(lhs, rhs), c(), NULL, out)
@@ -2397,6 +2458,7 @@ mx.nd.broadcast.plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.plus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_plus <- mx.symbol.broadcast.plus
 
 mx.nd.broadcast.axis <- function(data = NULL, axis = NULL, size = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_axis", list(data), c(axis = .weft_shape_param(axis), size = .weft_shape_param(size)), NULL, out)
@@ -2404,6 +2466,7 @@ mx.nd.broadcast.axis <- function(data = NULL, axis = NULL, size = NULL, out = NU
 mx.symbol.broadcast.axis <- function(data = NULL, axis = NULL, size = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_axis", list(data = data), c(axis = .weft_shape_param(axis), size = .weft_shape_param(size)), NULL, name, attr)
 }
+mx.symbol.broadcast_axis <- mx.symbol.broadcast.axis
 
 mx.nd.broadcast.axes <- function(data = NULL, axis = NULL, size = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_axis", list(data), c(axis = .weft_shape_param(axis), size = .weft_shape_param(size)), NULL, out)
@@ -2411,6 +2474,7 @@ mx.nd.broadcast.axes <- function(data = NULL, axis = NULL, size = NULL, out = NU
 mx.symbol.broadcast.axes <- function(data = NULL, axis = NULL, size = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_axis", list(data = data), c(axis = .weft_shape_param(axis), size = .weft_shape_param(size)), NULL, name, attr)
 }
+mx.symbol.broadcast_axes <- mx.symbol.broadcast.axes
 
 mx.nd.broadcast.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_div", list(lhs, rhs), c(), NULL, out)
@@ -2418,6 +2482,7 @@ mx.nd.broadcast.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_div <- mx.symbol.broadcast.div
 
 mx.nd.broadcast.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_equal", list(lhs, rhs), c(), NULL, out)
@@ -2425,6 +2490,7 @@ mx.nd.broadcast.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_equal <- mx.symbol.broadcast.equal
 
 mx.nd.broadcast.greater <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_greater", list(lhs, rhs), c(), NULL, out)
@@ -2432,6 +2498,7 @@ mx.nd.broadcast.greater <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.greater <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_greater", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_greater <- mx.symbol.broadcast.greater
 
 mx.nd.broadcast.greater.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_greater_equal", list(lhs, rhs), c(), NULL, out)
@@ -2439,6 +2506,7 @@ mx.nd.broadcast.greater.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.greater.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_greater_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_greater_equal <- mx.symbol.broadcast.greater.equal
 
 mx.nd.broadcast.hypot <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_hypot", list(lhs, rhs), c(), NULL, out)
@@ -2446,6 +2514,7 @@ mx.nd.broadcast.hypot <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.hypot <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_hypot", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_hypot <- mx.symbol.broadcast.hypot
 
 mx.nd.broadcast.lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_lesser", list(lhs, rhs), c(), NULL, out)
@@ -2453,6 +2522,7 @@ mx.nd.broadcast.lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.lesser <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_lesser", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_lesser <- mx.symbol.broadcast.lesser
 
 mx.nd.broadcast.lesser.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_lesser_equal", list(lhs, rhs), c(), NULL, out)
@@ -2460,6 +2530,7 @@ mx.nd.broadcast.lesser.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.lesser.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_lesser_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_lesser_equal <- mx.symbol.broadcast.lesser.equal
 
 mx.nd.broadcast.like <- function(lhs = NULL, rhs = NULL, lhs_axes = NULL, rhs_axes = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_like", list(lhs, rhs), c(lhs_axes = .weft_shape_param(lhs_axes), rhs_axes = .weft_shape_param(rhs_axes)), NULL, out)
@@ -2467,6 +2538,7 @@ mx.nd.broadcast.like <- function(lhs = NULL, rhs = NULL, lhs_axes = NULL, rhs_ax
 mx.symbol.broadcast.like <- function(lhs = NULL, rhs = NULL, lhs_axes = NULL, rhs_axes = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_like", list(lhs = lhs, rhs = rhs), c(lhs_axes = .weft_shape_param(lhs_axes), rhs_axes = .weft_shape_param(rhs_axes)), NULL, name, attr)
 }
+mx.symbol.broadcast_like <- mx.symbol.broadcast.like
 
 mx.nd.broadcast.logical.and <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_logical_and", list(lhs, rhs), c(), NULL, out)
@@ -2474,6 +2546,7 @@ mx.nd.broadcast.logical.and <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.logical.and <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_logical_and", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_logical_and <- mx.symbol.broadcast.logical.and
 
 mx.nd.broadcast.logical.or <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_logical_or", list(lhs, rhs), c(), NULL, out)
@@ -2481,6 +2554,7 @@ mx.nd.broadcast.logical.or <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.logical.or <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_logical_or", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_logical_or <- mx.symbol.broadcast.logical.or
 
 mx.nd.broadcast.logical.xor <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_logical_xor", list(lhs, rhs), c(), NULL, out)
@@ -2488,6 +2562,7 @@ mx.nd.broadcast.logical.xor <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.logical.xor <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_logical_xor", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_logical_xor <- mx.symbol.broadcast.logical.xor
 
 mx.nd.broadcast.maximum <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_maximum", list(lhs, rhs), c(), NULL, out)
@@ -2495,6 +2570,7 @@ mx.nd.broadcast.maximum <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.maximum <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_maximum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_maximum <- mx.symbol.broadcast.maximum
 
 mx.nd.broadcast.minimum <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_minimum", list(lhs, rhs), c(), NULL, out)
@@ -2502,6 +2578,7 @@ mx.nd.broadcast.minimum <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.minimum <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_minimum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_minimum <- mx.symbol.broadcast.minimum
 
 mx.nd.broadcast.mod <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_mod", list(lhs, rhs), c(), NULL, out)
@@ -2509,6 +2586,7 @@ mx.nd.broadcast.mod <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.mod <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_mod", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_mod <- mx.symbol.broadcast.mod
 
 mx.nd.broadcast.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_mul", list(lhs, rhs), c(), NULL, out)
@@ -2516,6 +2594,7 @@ mx.nd.broadcast.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_mul <- mx.symbol.broadcast.mul
 
 mx.nd.broadcast.not.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_not_equal", list(lhs, rhs), c(), NULL, out)
@@ -2523,6 +2602,7 @@ mx.nd.broadcast.not.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.not.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_not_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_not_equal <- mx.symbol.broadcast.not.equal
 
 mx.nd.broadcast.power <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_power", list(lhs, rhs), c(), NULL, out)
@@ -2530,6 +2610,7 @@ mx.nd.broadcast.power <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.power <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_power", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_power <- mx.symbol.broadcast.power
 
 mx.nd.broadcast.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_sub", list(lhs, rhs), c(), NULL, out)
@@ -2537,6 +2618,7 @@ mx.nd.broadcast.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_sub <- mx.symbol.broadcast.sub
 
 mx.nd.broadcast.minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_sub", list(lhs, rhs), c(), NULL, out)
@@ -2544,6 +2626,7 @@ mx.nd.broadcast.minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.broadcast.minus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.broadcast_minus <- mx.symbol.broadcast.minus
 
 mx.nd.broadcast.to <- function(data = NULL, shape, out = NULL) {
   .weft_nd_invoke("broadcast_to", list(data), c(shape = .weft_shape_param(shape)), NULL, out)
@@ -2551,6 +2634,7 @@ mx.nd.broadcast.to <- function(data = NULL, shape, out = NULL) {
 mx.symbol.broadcast.to <- function(data = NULL, shape, name = NULL, attr = NULL) {
   .weft_symbol_op("broadcast_to", list(data = data), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
+mx.symbol.broadcast_to <- mx.symbol.broadcast.to
 
 mx.nd.cast.storage <- function(data = NULL, stype, out = NULL) {
   .weft_nd_invoke("cast_storage", list(data), c(stype = .weft_param(stype)), NULL, out)
@@ -2558,6 +2642,7 @@ mx.nd.cast.storage <- function(data = NULL, stype, out = NULL) {
 mx.symbol.cast.storage <- function(data = NULL, stype, name = NULL, attr = NULL) {
   .weft_symbol_op("cast_storage", list(data = data), c(stype = .weft_param(stype)), NULL, name, attr)
 }
+mx.symbol.cast_storage <- mx.symbol.cast.storage
 
 mx.nd.cbrt <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("cbrt", list(data), c(), NULL, out)
@@ -2614,6 +2699,7 @@ mx.nd.depth.to.space <- function(data = NULL, block_size, out = NULL) {
 mx.symbol.depth.to.space <- function(data = NULL, block_size, name = NULL, attr = NULL) {
   .weft_symbol_op("depth_to_space", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
 }
+mx.symbol.depth_to_space <- mx.symbol.depth.to.space
 
 mx.nd.diag <- function(data = NULL, k = NULL, axis1 = NULL, axis2 = NULL, out = NULL) {
   .weft_nd_invoke("diag", list(data), c(k = .weft_param(k), axis1 = .weft_param(axis1), axis2 = .weft_param(axis2)), NULL, out)
@@ -2635,6 +2721,7 @@ mx.nd.elemwise.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.elemwise.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.elemwise_add <- mx.symbol.elemwise.add
 
 mx.nd.elemwise.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("elemwise_div", list(lhs, rhs), c(), NULL, out)
@@ -2642,6 +2729,7 @@ mx.nd.elemwise.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.elemwise.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.elemwise_div <- mx.symbol.elemwise.div
 
 mx.nd.elemwise.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("elemwise_mul", list(lhs, rhs), c(), NULL, out)
@@ -2649,6 +2737,7 @@ mx.nd.elemwise.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.elemwise.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("elemwise_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.elemwise_mul <- mx.symbol.elemwise.mul
 
 mx.nd.elemwise.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
@@ -2656,6 +2745,7 @@ mx.nd.elemwise.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
 mx.symbol.elemwise.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
+mx.symbol.elemwise_sub <- mx.symbol.elemwise.sub
 
 mx.nd.erf <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("erf", list(data), c(), NULL, out)
@@ -2684,6 +2774,7 @@ mx.nd.expand.dims <- function(data = NULL, axis, out = NULL) {
 mx.symbol.expand.dims <- function(data = NULL, axis, name = NULL, attr = NULL) {
   .weft_symbol_op("expand_dims", list(data = data), c(axis = .weft_param(axis)), NULL, name, attr)
 }
+mx.symbol.expand_dims <- mx.symbol.expand.dims
 
 mx.nd.expm1 <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("expm1", list(data), c(), NULL, out)
@@ -2726,6 +2817,7 @@ mx.nd.ftml.update <- function(weight = NULL, grad = NULL, d = NULL, v = NULL, z 
 mx.symbol.ftml.update <- function(weight = NULL, grad = NULL, d = NULL, v = NULL, z = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, wd = NULL, rescale_grad = NULL, clip_grad = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("ftml_update", list(weight = weight, grad = grad, d = d, v = v, z = z), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_grad = .weft_param(clip_grad)), NULL, name, attr)
 }
+mx.symbol.ftml_update <- mx.symbol.ftml.update
 
 mx.nd.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("ftrl_update", list(weight, grad, z, n), c(lr = .weft_param(lr), lamda1 = .weft_param(lamda1), beta = .weft_param(beta), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
@@ -2733,6 +2825,7 @@ mx.nd.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr
 mx.symbol.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("ftrl_update", list(weight = weight, grad = grad, z = z, n = n), c(lr = .weft_param(lr), lamda1 = .weft_param(lamda1), beta = .weft_param(beta), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.ftrl_update <- mx.symbol.ftrl.update
 
 mx.nd.gamma <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("gamma", list(data), c(), NULL, out)
@@ -2754,6 +2847,7 @@ mx.nd.gather.nd <- function(data = NULL, indices = NULL, out = NULL) {
 mx.symbol.gather.nd <- function(data = NULL, indices = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gather_nd", list(data = data, indices = indices), c(), NULL, name, attr)
 }
+mx.symbol.gather_nd <- mx.symbol.gather.nd
 
 mx.nd.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, out = NULL) {
   .weft_nd_invoke("hard_sigmoid", list(data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, out)
@@ -2761,6 +2855,7 @@ mx.nd.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, out = NUL
 mx.symbol.hard.sigmoid <- function(data = NULL, alpha = NULL, beta = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("hard_sigmoid", list(data = data), c(alpha = .weft_param(alpha), beta = .weft_param(beta)), NULL, name, attr)
 }
+mx.symbol.hard_sigmoid <- mx.symbol.hard.sigmoid
 
 mx.nd.im2col <- function(data = NULL, kernel, stride = NULL, dilate = NULL, pad = NULL, out = NULL) {
   .weft_nd_invoke("im2col", list(data), c(kernel = .weft_shape_param(kernel), stride = .weft_shape_param(stride), dilate = .weft_shape_param(dilate), pad = .weft_shape_param(pad)), NULL, out)
@@ -2775,6 +2870,7 @@ mx.nd.khatri.rao <- function(..., out = NULL) {
 mx.symbol.khatri.rao <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("khatri_rao", .weft_dots(...), c(), "num_args", name, attr)
 }
+mx.symbol.khatri_rao <- mx.symbol.khatri.rao
 
 mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("lamb_update_phase1", list(weight, grad, mean, var), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
@@ -2782,6 +2878,7 @@ mx.nd.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, va
 mx.symbol.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("lamb_update_phase1", list(weight = weight, grad = grad, mean = mean, var = var), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.lamb_update_phase1 <- mx.symbol.lamb.update.phase1
 
 mx.nd.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, lr, lower_bound = NULL, upper_bound = NULL, out = NULL) {
   .weft_nd_invoke("lamb_update_phase2", list(weight, g, r1, r2), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, out)
@@ -2789,6 +2886,7 @@ mx.nd.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NU
 mx.symbol.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, lr, lower_bound = NULL, upper_bound = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("lamb_update_phase2", list(weight = weight, g = g, r1 = r1, r2 = r2), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, name, attr)
 }
+mx.symbol.lamb_update_phase2 <- mx.symbol.lamb.update.phase2
 
 mx.nd.log <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("log", list(data), c(), NULL, out)
@@ -2824,6 +2922,7 @@ mx.nd.log.softmax <- function(data = NULL, length = NULL, axis = NULL, temperatu
 mx.symbol.log.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("log_softmax", list(data = data, length = length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, name, attr)
 }
+mx.symbol.log_softmax <- mx.symbol.log.softmax
 
 mx.nd.logical.not <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("logical_not", list(data), c(), NULL, out)
@@ -2831,6 +2930,7 @@ mx.nd.logical.not <- function(data = NULL, out = NULL) {
 mx.symbol.logical.not <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("logical_not", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.logical_not <- mx.symbol.logical.not
 
 mx.nd.max <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("max", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
@@ -2845,6 +2945,7 @@ mx.nd.max.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = 
 mx.symbol.max.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("max", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
+mx.symbol.max_axis <- mx.symbol.max.axis
 
 mx.nd.mean <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("mean", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
@@ -2866,6 +2967,7 @@ mx.nd.min.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = 
 mx.symbol.min.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("min", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
+mx.symbol.min_axis <- mx.symbol.min.axis
 
 mx.nd.moments <- function(data = NULL, axes = NULL, keepdims = NULL, out = NULL) {
   .weft_nd_invoke("moments", list(data), c(axes = .weft_shape_param(axes), keepdims = .weft_param(keepdims)), NULL, out)
@@ -2880,6 +2982,7 @@ mx.nd.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL,
 mx.symbol.mp.lamb.update.phase1 <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, weight32 = NULL, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, bias_correction = NULL, wd, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mp_lamb_update_phase1", list(weight = weight, grad = grad, mean = mean, var = var, weight32 = weight32), c(beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), bias_correction = .weft_param(bias_correction), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.mp_lamb_update_phase1 <- mx.symbol.mp.lamb.update.phase1
 
 mx.nd.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, out = NULL) {
   .weft_nd_invoke("mp_lamb_update_phase2", list(weight, g, r1, r2, weight32), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, out)
@@ -2887,6 +2990,7 @@ mx.nd.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 =
 mx.symbol.mp.lamb.update.phase2 <- function(weight = NULL, g = NULL, r1 = NULL, r2 = NULL, weight32 = NULL, lr, lower_bound = NULL, upper_bound = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mp_lamb_update_phase2", list(weight = weight, g = g, r1 = r1, r2 = r2, weight32 = weight32), c(lr = .weft_param(lr), lower_bound = .weft_param(lower_bound), upper_bound = .weft_param(upper_bound)), NULL, name, attr)
 }
+mx.symbol.mp_lamb_update_phase2 <- mx.symbol.mp.lamb.update.phase2
 
 mx.nd.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("mp_nag_mom_update", list(weight, grad, mom, weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
@@ -2894,6 +2998,7 @@ mx.nd.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weig
 mx.symbol.mp.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mp_nag_mom_update", list(weight = weight, grad = grad, mom = mom, weight32 = weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.mp_nag_mom_update <- mx.symbol.mp.nag.mom.update
 
 mx.nd.mp.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
   .weft_nd_invoke("mp_sgd_mom_update", list(weight, grad, mom, weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
@@ -2901,6 +3006,7 @@ mx.nd.mp.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weig
 mx.symbol.mp.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, weight32 = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mp_sgd_mom_update", list(weight = weight, grad = grad, mom = mom, weight32 = weight32), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
+mx.symbol.mp_sgd_mom_update <- mx.symbol.mp.sgd.mom.update
 
 mx.nd.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
   .weft_nd_invoke("mp_sgd_update", list(weight, grad, weight32), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
@@ -2908,6 +3014,7 @@ mx.nd.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr,
 mx.symbol.mp.sgd.update <- function(weight = NULL, grad = NULL, weight32 = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mp_sgd_update", list(weight = weight, grad = grad, weight32 = weight32), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
+mx.symbol.mp_sgd_update <- mx.symbol.mp.sgd.update
 
 mx.nd.multi.all.finite <- function(..., init_output = NULL, out = NULL) {
   .weft_nd_invoke("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", out)
@@ -2915,6 +3022,7 @@ mx.nd.multi.all.finite <- function(..., init_output = NULL, out = NULL) {
 mx.symbol.multi.all.finite <- function(..., init_output = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_all_finite", .weft_dots(...), c(init_output = .weft_param(init_output)), "num_arrays", name, attr)
 }
+mx.symbol.multi_all_finite <- mx.symbol.multi.all.finite
 
 mx.nd.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, out = NULL) {
   .weft_nd_invoke("multi_lars", list(lrs, weights_sum_sq, grads_sum_sq, wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, out)
@@ -2922,6 +3030,7 @@ mx.nd.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = N
 mx.symbol.multi.lars <- function(lrs = NULL, weights_sum_sq = NULL, grads_sum_sq = NULL, wds = NULL, eta, eps, rescale_grad = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_lars", list(lrs = lrs, weights_sum_sq = weights_sum_sq, grads_sum_sq = grads_sum_sq, wds = wds), c(eta = .weft_param(eta), eps = .weft_param(eps), rescale_grad = .weft_param(rescale_grad)), NULL, name, attr)
 }
+mx.symbol.multi_lars <- mx.symbol.multi.lars
 
 mx.nd.multi.mp.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("multi_mp_sgd_mom_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -2929,6 +3038,7 @@ mx.nd.multi.mp.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescal
 mx.symbol.multi.mp.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_mp_sgd_mom_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.multi_mp_sgd_mom_update <- mx.symbol.multi.mp.sgd.mom.update
 
 mx.nd.multi.mp.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("multi_mp_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -2936,6 +3046,7 @@ mx.nd.multi.mp.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_g
 mx.symbol.multi.mp.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_mp_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.multi_mp_sgd_update <- mx.symbol.multi.mp.sgd.update
 
 mx.nd.multi.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("multi_sgd_mom_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -2943,6 +3054,7 @@ mx.nd.multi.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_g
 mx.symbol.multi.sgd.mom.update <- function(..., lrs, wds, momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_sgd_mom_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.multi_sgd_mom_update <- mx.symbol.multi.sgd.mom.update
 
 mx.nd.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("multi_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -2950,6 +3062,7 @@ mx.nd.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_grad
 mx.symbol.multi.sgd.update <- function(..., lrs, wds, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("multi_sgd_update", .weft_dots(...), c(lrs = .weft_shape_param(lrs), wds = .weft_shape_param(wds), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.multi_sgd_update <- mx.symbol.multi.sgd.update
 
 mx.nd.multi.sum.sq <- function(..., out = NULL) {
   .weft_nd_invoke("multi_sum_sq", .weft_dots(...), c(), "num_arrays", out)
@@ -2957,6 +3070,7 @@ mx.nd.multi.sum.sq <- function(..., out = NULL) {
 mx.symbol.multi.sum.sq <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("multi_sum_sq", .weft_dots(...), c(), "num_arrays", name, attr)
 }
+mx.symbol.multi_sum_sq <- mx.symbol.multi.sum.sq
 
 mx.nd.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("nag_mom_update", list(weight, grad, mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
@@ -2964,6 +3078,7 @@ mx.nd.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, mom
 mx.symbol.nag.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("nag_mom_update", list(weight = weight, grad = grad, mom = mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.nag_mom_update <- mx.symbol.nag.mom.update
 
 mx.nd.nanprod <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("nanprod", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
@@ -2999,6 +3114,7 @@ mx.nd.one.hot <- function(indices = NULL, depth, on_value = NULL, off_value = NU
 mx.symbol.one.hot <- function(indices = NULL, depth, on_value = NULL, off_value = NULL, dtype = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("one_hot", list(indices = indices), c(depth = .weft_param(depth), on_value = .weft_param(on_value), off_value = .weft_param(off_value), dtype = .weft_param(dtype)), NULL, name, attr)
 }
+mx.symbol.one_hot <- mx.symbol.one.hot
 
 mx.nd.ones.like <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("ones_like", list(data), c(), NULL, out)
@@ -3006,6 +3122,7 @@ mx.nd.ones.like <- function(data = NULL, out = NULL) {
 mx.symbol.ones.like <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("ones_like", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.ones_like <- mx.symbol.ones.like
 
 mx.nd.pick <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, out = NULL) {
   .weft_nd_invoke("pick", list(data, index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, out)
@@ -3020,6 +3137,7 @@ mx.nd.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, 
 mx.symbol.choose.element.0index <- function(data = NULL, index = NULL, axis = NULL, keepdims = NULL, mode = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("pick", list(data = data, index = index), c(axis = .weft_param(axis), keepdims = .weft_param(keepdims), mode = .weft_param(mode)), NULL, name, attr)
 }
+mx.symbol.choose_element_0index <- mx.symbol.choose.element.0index
 
 mx.nd.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("preloaded_multi_mp_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -3027,6 +3145,7 @@ mx.nd.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescal
 mx.symbol.preloaded.multi.mp.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("preloaded_multi_mp_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.preloaded_multi_mp_sgd_mom_update <- mx.symbol.preloaded.multi.mp.sgd.mom.update
 
 mx.nd.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("preloaded_multi_mp_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -3034,6 +3153,7 @@ mx.nd.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_g
 mx.symbol.preloaded.multi.mp.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("preloaded_multi_mp_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.preloaded_multi_mp_sgd_update <- mx.symbol.preloaded.multi.mp.sgd.update
 
 mx.nd.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("preloaded_multi_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -3041,6 +3161,7 @@ mx.nd.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_g
 mx.symbol.preloaded.multi.sgd.mom.update <- function(..., momentum = NULL, rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("preloaded_multi_sgd_mom_update", .weft_dots(...), c(momentum = .weft_param(momentum), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.preloaded_multi_sgd_mom_update <- mx.symbol.preloaded.multi.sgd.mom.update
 
 mx.nd.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, out = NULL) {
   .weft_nd_invoke("preloaded_multi_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, out)
@@ -3048,6 +3169,7 @@ mx.nd.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_grad
 mx.symbol.preloaded.multi.sgd.update <- function(..., rescale_grad = NULL, clip_gradient = NULL, num_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("preloaded_multi_sgd_update", .weft_dots(...), c(rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), num_weights = .weft_param(num_weights)), NULL, name, attr)
 }
+mx.symbol.preloaded_multi_sgd_update <- mx.symbol.preloaded.multi.sgd.update
 
 mx.nd.prod <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
   .weft_nd_invoke("prod", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
@@ -3097,6 +3219,7 @@ mx.nd.reset.arrays <- function(..., out = NULL) {
 mx.symbol.reset.arrays <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("reset_arrays", .weft_dots(...), c(), "num_arrays", name, attr)
 }
+mx.symbol.reset_arrays <- mx.symbol.reset.arrays
 
 mx.nd.reshape <- function(data = NULL, shape = NULL, reverse = NULL, target_shape = NULL, keep_highest = NULL, out = NULL) {
   .weft_nd_invoke("reshape", list(data), c(shape = .weft_shape_param(shape), reverse = .weft_param(reverse), target_shape = .weft_shape_param(target_shape), keep_highest = .weft_param(keep_highest)), NULL, out)
@@ -3118,6 +3241,7 @@ mx.nd.reshape.like <- function(lhs = NULL, rhs = NULL, lhs_begin = NULL, lhs_end
 mx.symbol.reshape.like <- function(lhs = NULL, rhs = NULL, lhs_begin = NULL, lhs_end = NULL, rhs_begin = NULL, rhs_end = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("reshape_like", list(lhs = lhs, rhs = rhs), c(lhs_begin = .weft_param(lhs_begin), lhs_end = .weft_param(lhs_end), rhs_begin = .weft_param(rhs_begin), rhs_end = .weft_param(rhs_end)), NULL, name, attr)
 }
+mx.symbol.reshape_like <- mx.symbol.reshape.like
 
 mx.nd.rint <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("rint", list(data), c(), NULL, out)
@@ -3132,6 +3256,7 @@ mx.nd.rmsprop.update <- function(weight = NULL, grad = NULL, n = NULL, lr, gamma
 mx.symbol.rmsprop.update <- function(weight = NULL, grad = NULL, n = NULL, lr, gamma1 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("rmsprop_update", list(weight = weight, grad = grad, n = n), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, name, attr)
 }
+mx.symbol.rmsprop_update <- mx.symbol.rmsprop.update
 
 mx.nd.rmspropalex.update <- function(weight = NULL, grad = NULL, n = NULL, g = NULL, delta = NULL, lr, gamma1 = NULL, gamma2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, out = NULL) {
   .weft_nd_invoke("rmspropalex_update", list(weight, grad, n, g, delta), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), gamma2 = .weft_param(gamma2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, out)
@@ -3139,6 +3264,7 @@ mx.nd.rmspropalex.update <- function(weight = NULL, grad = NULL, n = NULL, g = N
 mx.symbol.rmspropalex.update <- function(weight = NULL, grad = NULL, n = NULL, g = NULL, delta = NULL, lr, gamma1 = NULL, gamma2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("rmspropalex_update", list(weight = weight, grad = grad, n = n, g = g, delta = delta), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), gamma2 = .weft_param(gamma2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, name, attr)
 }
+mx.symbol.rmspropalex_update <- mx.symbol.rmspropalex.update
 
 mx.nd.round <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("round", list(data), c(), NULL, out)
@@ -3160,6 +3286,7 @@ mx.nd.scatter.nd <- function(data = NULL, indices = NULL, shape, out = NULL) {
 mx.symbol.scatter.nd <- function(data = NULL, indices = NULL, shape, name = NULL, attr = NULL) {
   .weft_symbol_op("scatter_nd", list(data = data, indices = indices), c(shape = .weft_shape_param(shape)), NULL, name, attr)
 }
+mx.symbol.scatter_nd <- mx.symbol.scatter.nd
 
 mx.nd.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
   .weft_nd_invoke("sgd_mom_update", list(weight, grad, mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
@@ -3167,6 +3294,7 @@ mx.nd.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, mom
 mx.symbol.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sgd_mom_update", list(weight = weight, grad = grad, mom = mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
+mx.symbol.sgd_mom_update <- mx.symbol.sgd.mom.update
 
 mx.nd.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
   .weft_nd_invoke("sgd_update", list(weight, grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
@@ -3174,6 +3302,7 @@ mx.nd.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_
 mx.symbol.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sgd_update", list(weight = weight, grad = grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
+mx.symbol.sgd_update <- mx.symbol.sgd.update
 
 mx.nd.shape.array <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("shape_array", list(data), c(), NULL, out)
@@ -3181,6 +3310,7 @@ mx.nd.shape.array <- function(data = NULL, out = NULL) {
 mx.symbol.shape.array <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("shape_array", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.shape_array <- mx.symbol.shape.array
 
 mx.nd.sigmoid <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("sigmoid", list(data), c(), NULL, out)
@@ -3202,6 +3332,7 @@ mx.nd.signsgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, resc
 mx.symbol.signsgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("signsgd_update", list(weight = weight, grad = grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
 }
+mx.symbol.signsgd_update <- mx.symbol.signsgd.update
 
 mx.nd.signum.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, wd_lh = NULL, out = NULL) {
   .weft_nd_invoke("signum_update", list(weight, grad, mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), wd_lh = .weft_param(wd_lh)), NULL, out)
@@ -3209,6 +3340,7 @@ mx.nd.signum.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, mome
 mx.symbol.signum.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, wd_lh = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("signum_update", list(weight = weight, grad = grad, mom = mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), wd_lh = .weft_param(wd_lh)), NULL, name, attr)
 }
+mx.symbol.signum_update <- mx.symbol.signum.update
 
 mx.nd.sin <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("sin", list(data), c(), NULL, out)
@@ -3230,6 +3362,7 @@ mx.nd.size.array <- function(data = NULL, out = NULL) {
 mx.symbol.size.array <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("size_array", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.size_array <- mx.symbol.size.array
 
 mx.nd.slice <- function(data = NULL, begin, end, step = NULL, out = NULL) {
   .weft_nd_invoke("slice", list(data), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
@@ -3251,6 +3384,7 @@ mx.nd.slice.axis <- function(data = NULL, axis, begin, end, out = NULL) {
 mx.symbol.slice.axis <- function(data = NULL, axis, begin, end, name = NULL, attr = NULL) {
   .weft_symbol_op("slice_axis", list(data = data), c(axis = .weft_param(axis), begin = .weft_param(begin), end = .weft_param(end)), NULL, name, attr)
 }
+mx.symbol.slice_axis <- mx.symbol.slice.axis
 
 mx.nd.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, out = NULL) {
   .weft_nd_invoke("slice_like", list(data, shape_like), c(axes = .weft_shape_param(axes)), NULL, out)
@@ -3258,6 +3392,7 @@ mx.nd.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, out = 
 mx.symbol.slice.like <- function(data = NULL, shape_like = NULL, axes = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("slice_like", list(data = data, shape_like = shape_like), c(axes = .weft_shape_param(axes)), NULL, name, attr)
 }
+mx.symbol.slice_like <- mx.symbol.slice.like
 
 mx.nd.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("smooth_l1", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
@@ -3265,6 +3400,7 @@ mx.nd.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, out = NUL
 mx.symbol.smooth.l1 <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("smooth_l1", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
+mx.symbol.smooth_l1 <- mx.symbol.smooth.l1
 
 mx.nd.softmax <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, out = NULL) {
   .weft_nd_invoke("softmax", list(data, length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, out)
@@ -3279,6 +3415,7 @@ mx.nd.softmax.cross.entropy <- function(data = NULL, label = NULL, out = NULL) {
 mx.symbol.softmax.cross.entropy <- function(data = NULL, label = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("softmax_cross_entropy", list(data = data, label = label), c(), NULL, name, attr)
 }
+mx.symbol.softmax_cross_entropy <- mx.symbol.softmax.cross.entropy
 
 mx.nd.softmin <- function(data = NULL, length = NULL, axis = NULL, temperature = NULL, dtype = NULL, use_length = NULL, out = NULL) {
   .weft_nd_invoke("softmin", list(data, length), c(axis = .weft_param(axis), temperature = .weft_param(temperature), dtype = .weft_param(dtype), use_length = .weft_param(use_length)), NULL, out)
@@ -3307,6 +3444,7 @@ mx.nd.space.to.depth <- function(data = NULL, block_size, out = NULL) {
 mx.symbol.space.to.depth <- function(data = NULL, block_size, name = NULL, attr = NULL) {
   .weft_symbol_op("space_to_depth", list(data = data), c(block_size = .weft_param(block_size)), NULL, name, attr)
 }
+mx.symbol.space_to_depth <- mx.symbol.space.to.depth
 
 mx.nd.split <- function(data = NULL, num_outputs, axis = NULL, squeeze_axis = NULL, out = NULL) {
   .weft_nd_invoke("split", list(data), c(num_outputs = .weft_param(num_outputs), axis = .weft_param(axis), squeeze_axis = .weft_param(squeeze_axis)), NULL, out)
@@ -3363,6 +3501,7 @@ mx.nd.sum.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = 
 mx.symbol.sum.axis <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
+mx.symbol.sum_axis <- mx.symbol.sum.axis
 
 mx.nd.take <- function(a = NULL, indices = NULL, axis = NULL, mode = NULL, out = NULL) {
   .weft_nd_invoke("take", list(a, indices), c(axis = .weft_param(axis), mode = .weft_param(mode)), NULL, out)
@@ -3426,3 +3565,4 @@ mx.nd.zeros.like <- function(data = NULL, out = NULL) {
 mx.symbol.zeros.like <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("zeros_like", list(data = data), c(), NULL, name, attr)
 }
+mx.symbol.zeros_like <- mx.symbol.zeros.like

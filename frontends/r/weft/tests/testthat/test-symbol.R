@@ -109,3 +109,17 @@ test_that("symbols answer MXNet's fields and methods, and mx.apply composes a co
   expect_error(mx.apply(head, net), "must be given by argument name")
   expect_error(mx.apply(1, fc3_data = net), "expected an MXSymbol, got numeric")
 })
+
+test_that("symbolic operators also have MXNet's underscore names", {
+  expect_identical(mx.symbol.elemwise_add, mx.symbol.elemwise.add)
+  a <- mx.symbol.Variable("a")
+  b <- mx.symbol.Variable("b")
+  s <- mx.symbol.sum_axis(mx.symbol.elemwise_add(a, b), axis = 1, name = "s")
+  expect_equal(arguments(s), c("a", "b"))
+  exec <- mx.simple.bind(s, a = c(3, 2), b = c(3, 2))
+  mx.exec.update.arg.arrays(exec, list(a = matrix(1:6, 3), b = matrix(10, 3, 2)), match.name = TRUE)
+  mx.exec.forward(exec, is.train = FALSE)
+  expect_equal(as.array(exec$outputs$s_output), c(36, 45))
+  # The imperative functions keep MXNet's dotted names only.
+  expect_false(exists("mx.nd.sum_axis", envir = asNamespace("weft")))
+})
