@@ -504,7 +504,7 @@ def _ops(registry):
     for op in _user_ops(registry):
         variadic, items = _signature(op)
         count_key = op["key_var_num_args"]
-        names = [op["name"]] + [a for a in op["aliases"] if not a.startswith("_")]
+        names = [op["name"]] + op["aliases"]
         params = _param_exprs(items)
         inputs = [rn for rn, _, kind, _, _ in items if kind == "input"]
         core_inputs = [core for _, core, kind, _, _ in items if kind == "input"]
@@ -634,7 +634,7 @@ def _operator_list(registry):
              "| R name | operator | summary |",
              "|---|---|---|"]
     for op in _user_ops(registry):
-        names = [op["name"]] + [a for a in op["aliases"] if not a.startswith("_")]
+        names = [op["name"]] + op["aliases"]
         summary = (op["doc"] or "").strip().splitlines()[0] if (op["doc"] or "").strip() else ""
         lines.append("| %s | `%s` | %s |" % (", ".join("`%s`" % _op_r_name(n) for n in names), op["name"],
                                              summary.replace("|", "\\|")))

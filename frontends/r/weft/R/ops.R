@@ -40,6 +40,13 @@ mx.symbol.BlockGrad <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("BlockGrad", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.stop.gradient <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("BlockGrad", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.stop.gradient <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("BlockGrad", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.stop.gradient <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("BlockGrad", list(data), c(), NULL, out)
 }
@@ -52,6 +59,20 @@ mx.nd.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_
   .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
 }
 mx.symbol.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, out = NULL) {
+  .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
+}
+mx.symbol.internal.contrib.CTCLoss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
+}
+
+mx.nd.internal.contrib.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, out = NULL) {
+  .weft_nd_invoke("CTCLoss", list(data, label, data_lengths, label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, out)
+}
+mx.symbol.internal.contrib.ctc.loss <- function(data = NULL, label = NULL, data_lengths = NULL, label_lengths = NULL, use_data_lengths = NULL, use_label_lengths = NULL, blank_label = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("CTCLoss", list(data = data, label = label, data_lengths = data_lengths, label_lengths = label_lengths), c(use_data_lengths = .weft_param(use_data_lengths), use_label_lengths = .weft_param(use_label_lengths), blank_label = .weft_param(blank_label)), NULL, name, attr)
 }
 
@@ -81,6 +102,13 @@ mx.nd.Concat <- function(..., dim = NULL, out = NULL) {
   .weft_nd_invoke("Concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", out)
 }
 mx.symbol.Concat <- function(..., dim = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", name, attr)
+}
+
+mx.nd.internal.sparse.concat <- function(..., dim = NULL, out = NULL) {
+  .weft_nd_invoke("Concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", out)
+}
+mx.symbol.internal.sparse.concat <- function(..., dim = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("Concat", .weft_dots(...), c(dim = .weft_param(dim)), "num_args", name, attr)
 }
 
@@ -148,6 +176,13 @@ mx.symbol.Embedding <- function(data = NULL, weight = NULL, input_dim, output_di
   .weft_symbol_op("Embedding", list(data = data, weight = weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.Embedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, out = NULL) {
+  .weft_nd_invoke("Embedding", list(data, weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, out)
+}
+mx.symbol.internal.sparse.Embedding <- function(data = NULL, weight = NULL, input_dim, output_dim, dtype = NULL, sparse_grad = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("Embedding", list(data = data, weight = weight), c(input_dim = .weft_param(input_dim), output_dim = .weft_param(output_dim), dtype = .weft_param(dtype), sparse_grad = .weft_param(sparse_grad)), NULL, name, attr)
+}
+
 mx.nd.Flatten <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("Flatten", list(data), c(), NULL, out)
 }
@@ -166,6 +201,13 @@ mx.nd.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hi
   .weft_nd_invoke("FullyConnected", list(data, weight, bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, out)
 }
 mx.symbol.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("FullyConnected", list(data = data, weight = weight, bias = bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, out = NULL) {
+  .weft_nd_invoke("FullyConnected", list(data, weight, bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, out)
+}
+mx.symbol.internal.sparse.FullyConnected <- function(data = NULL, weight = NULL, bias = NULL, num_hidden, no_bias = NULL, flatten = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("FullyConnected", list(data = data, weight = weight, bias = bias), c(num_hidden = .weft_param(num_hidden), no_bias = .weft_param(no_bias), flatten = .weft_param(flatten)), NULL, name, attr)
 }
 
@@ -232,10 +274,24 @@ mx.symbol.LinearRegressionOutput <- function(data = NULL, label = NULL, grad_sca
   .weft_symbol_op("LinearRegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.LinearRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, out = NULL) {
+  .weft_nd_invoke("LinearRegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
+}
+mx.symbol.internal.sparse.LinearRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("LinearRegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
+}
+
 mx.nd.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, out = NULL) {
   .weft_nd_invoke("LogisticRegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
 }
 mx.symbol.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("LogisticRegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, out = NULL) {
+  .weft_nd_invoke("LogisticRegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
+}
+mx.symbol.internal.sparse.LogisticRegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("LogisticRegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
 }
 
@@ -246,10 +302,24 @@ mx.symbol.MAERegressionOutput <- function(data = NULL, label = NULL, grad_scale 
   .weft_symbol_op("MAERegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.MAERegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, out = NULL) {
+  .weft_nd_invoke("MAERegressionOutput", list(data, label), c(grad_scale = .weft_param(grad_scale)), NULL, out)
+}
+mx.symbol.internal.sparse.MAERegressionOutput <- function(data = NULL, label = NULL, grad_scale = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("MAERegressionOutput", list(data = data, label = label), c(grad_scale = .weft_param(grad_scale)), NULL, name, attr)
+}
+
 mx.nd.MakeLoss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, out = NULL) {
   .weft_nd_invoke("MakeLoss", list(data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, out)
 }
 mx.symbol.MakeLoss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("MakeLoss", list(data = data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, out = NULL) {
+  .weft_nd_invoke("MakeLoss", list(data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, out)
+}
+mx.symbol.internal.sparse.make.loss <- function(data = NULL, grad_scale = NULL, valid_thresh = NULL, normalization = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("MakeLoss", list(data = data), c(grad_scale = .weft_param(grad_scale), valid_thresh = .weft_param(valid_thresh), normalization = .weft_param(normalization)), NULL, name, attr)
 }
 
@@ -620,6 +690,13 @@ mx.symbol.internal.contrib.box.nms <- function(data = NULL, overlap_thresh = NUL
   .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
 }
 
+mx.nd.internal.contrib.box.non.maximum.suppression <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_box_nms", list(data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, out)
+}
+mx.symbol.internal.contrib.box.non.maximum.suppression <- function(data = NULL, overlap_thresh = NULL, valid_thresh = NULL, topk = NULL, coord_start = NULL, score_index = NULL, id_index = NULL, background_id = NULL, force_suppress = NULL, in_format = NULL, out_format = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_box_nms", list(data = data), c(overlap_thresh = .weft_param(overlap_thresh), valid_thresh = .weft_param(valid_thresh), topk = .weft_param(topk), coord_start = .weft_param(coord_start), score_index = .weft_param(score_index), id_index = .weft_param(id_index), background_id = .weft_param(background_id), force_suppress = .weft_param(force_suppress), in_format = .weft_param(in_format), out_format = .weft_param(out_format)), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.calibrate.entropy <- function(hist = NULL, hist_edges = NULL, num_quantized_bins = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_calibrate_entropy", list(hist, hist_edges), c(num_quantized_bins = .weft_param(num_quantized_bins)), NULL, out)
 }
@@ -928,10 +1005,24 @@ mx.symbol.internal.contrib.round.ste <- function(data = NULL, name = NULL, attr 
   .weft_symbol_op("_contrib_round_ste", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse..contrib.round.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_round_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse..contrib.round.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_round_ste", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.internal.contrib.sign.ste <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("_contrib_sign_ste", list(data), c(), NULL, out)
 }
 mx.symbol.internal.contrib.sign.ste <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_contrib_sign_ste", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse..contrib.sign.ste <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("_contrib_sign_ste", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse..contrib.sign.ste <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_contrib_sign_ste", list(data = data), c(), NULL, name, attr)
 }
 
@@ -956,6 +1047,13 @@ mx.symbol.internal.div.scalar <- function(data = NULL, scalar = NULL, is_int = N
   .weft_symbol_op("_div_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.DivScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_div_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.DivScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_div_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_equal", list(lhs, rhs), c(), NULL, out)
 }
@@ -963,10 +1061,24 @@ mx.symbol.internal.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr =
   .weft_symbol_op("_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_equal", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.EqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.EqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1005,10 +1117,24 @@ mx.symbol.internal.greater <- function(lhs = NULL, rhs = NULL, name = NULL, attr
   .weft_symbol_op("_greater", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Greater <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_greater", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Greater <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_greater", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.greater.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_greater_equal", list(lhs, rhs), c(), NULL, out)
 }
 mx.symbol.internal.greater.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_greater_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.Greater.Equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_greater_equal", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Greater.Equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_greater_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
@@ -1019,10 +1145,24 @@ mx.symbol.internal.greater.equal.scalar <- function(data = NULL, scalar = NULL, 
   .weft_symbol_op("_greater_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.GreaterEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_greater_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.GreaterEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_greater_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.greater.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_greater_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.greater.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_greater_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.GreaterScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_greater_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.GreaterScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_greater_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1040,10 +1180,24 @@ mx.symbol.internal.hypot <- function(lhs = NULL, rhs = NULL, name = NULL, attr =
   .weft_symbol_op("_hypot", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Hypot <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_hypot", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Hypot <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_hypot", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_hypot_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.hypot.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_hypot_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.HypotScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_hypot_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.HypotScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_hypot_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1166,10 +1320,24 @@ mx.symbol.internal.lesser <- function(lhs = NULL, rhs = NULL, name = NULL, attr 
   .weft_symbol_op("_lesser", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Lesser <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_lesser", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Lesser <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_lesser", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.lesser.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_lesser_equal", list(lhs, rhs), c(), NULL, out)
 }
 mx.symbol.internal.lesser.equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_lesser_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.Lesser.Equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_lesser_equal", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Lesser.Equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_lesser_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
@@ -1180,6 +1348,13 @@ mx.symbol.internal.lesser.equal.scalar <- function(data = NULL, scalar = NULL, i
   .weft_symbol_op("_lesser_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.LesserEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_lesser_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LesserEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_lesser_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.lesser.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_lesser_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
@@ -1187,10 +1362,24 @@ mx.symbol.internal.lesser.scalar <- function(data = NULL, scalar = NULL, is_int 
   .weft_symbol_op("_lesser_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.LesserScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_lesser_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LesserScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_lesser_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.linalg.det <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_det", list(A), c(), NULL, out)
 }
 mx.symbol.internal.linalg.det <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.npi.det <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_det", list(A), c(), NULL, out)
+}
+mx.symbol.internal.npi.det <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_det", list(A = A), c(), NULL, name, attr)
 }
 
@@ -1284,6 +1473,13 @@ mx.symbol.internal.linalg.inverse <- function(A = NULL, name = NULL, attr = NULL
   .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
 }
 
+mx.nd.internal.npi.inv <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_inverse", list(A), c(), NULL, out)
+}
+mx.symbol.internal.npi.inv <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_inverse", list(A = A), c(), NULL, name, attr)
+}
+
 mx.nd.linalg.inverse <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_inverse", list(A), c(), NULL, out)
 }
@@ -1356,6 +1552,13 @@ mx.nd.internal.linalg.slogdet <- function(A = NULL, out = NULL) {
   .weft_nd_invoke("_linalg_slogdet", list(A), c(), NULL, out)
 }
 mx.symbol.internal.linalg.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
+}
+
+mx.nd.internal.npi.slogdet <- function(A = NULL, out = NULL) {
+  .weft_nd_invoke("_linalg_slogdet", list(A), c(), NULL, out)
+}
+mx.symbol.internal.npi.slogdet <- function(A = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_linalg_slogdet", list(A = A), c(), NULL, name, attr)
 }
 
@@ -1448,10 +1651,24 @@ mx.symbol.internal.logical.and <- function(lhs = NULL, rhs = NULL, name = NULL, 
   .weft_symbol_op("_logical_and", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Logical.And <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_logical_and", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Logical.And <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_logical_and", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.logical.and.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_logical_and_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.logical.and.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_logical_and_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.LogicalAndScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_logical_and_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LogicalAndScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_logical_and_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1462,10 +1679,24 @@ mx.symbol.internal.logical.or <- function(lhs = NULL, rhs = NULL, name = NULL, a
   .weft_symbol_op("_logical_or", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Logical.Or <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_logical_or", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Logical.Or <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_logical_or", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.logical.or.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_logical_or_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.logical.or.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_logical_or_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.LogicalOrScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_logical_or_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LogicalOrScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_logical_or_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1476,10 +1707,24 @@ mx.symbol.internal.logical.xor <- function(lhs = NULL, rhs = NULL, name = NULL, 
   .weft_symbol_op("_logical_xor", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Logical.Xor <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_logical_xor", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Logical.Xor <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_logical_xor", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.logical.xor.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_logical_xor_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.logical.xor.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_logical_xor_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.LogicalXorScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_logical_xor_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.LogicalXorScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_logical_xor_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1490,10 +1735,24 @@ mx.symbol.internal.maximum <- function(lhs = NULL, rhs = NULL, name = NULL, attr
   .weft_symbol_op("_maximum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Maximum <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_maximum", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Maximum <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_maximum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.maximum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_maximum_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.maximum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_maximum_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.MaximumScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_maximum_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.MaximumScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_maximum_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1504,10 +1763,24 @@ mx.symbol.internal.minimum <- function(lhs = NULL, rhs = NULL, name = NULL, attr
   .weft_symbol_op("_minimum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Minimum <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_minimum", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Minimum <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_minimum", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.minimum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_minimum_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.minimum.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_minimum_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.MinimumScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_minimum_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.MinimumScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_minimum_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1518,6 +1791,13 @@ mx.symbol.internal.minus.scalar <- function(data = NULL, scalar = NULL, is_int =
   .weft_symbol_op("_minus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.MinusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_minus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.MinusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_minus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.mod <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_mod", list(lhs, rhs), c(), NULL, out)
 }
@@ -1525,10 +1805,24 @@ mx.symbol.internal.mod <- function(lhs = NULL, rhs = NULL, name = NULL, attr = N
   .weft_symbol_op("_mod", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Mod <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_mod", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Mod <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_mod", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.mod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_mod_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.mod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_mod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.ModScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_mod_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.ModScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_mod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1551,6 +1845,13 @@ mx.nd.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL,
   .weft_nd_invoke("_mul_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.mul.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_mul_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.MulScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_mul_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.MulScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_mul_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1589,10 +1890,24 @@ mx.symbol.internal.not.equal <- function(lhs = NULL, rhs = NULL, name = NULL, at
   .weft_symbol_op("_not_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Not.Equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_not_equal", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Not.Equal <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_not_equal", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.not.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_not_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.not.equal.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_not_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.NotEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_not_equal_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.NotEqualScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_not_equal_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1624,6 +1939,13 @@ mx.symbol.internal.plus.scalar <- function(data = NULL, scalar = NULL, is_int = 
   .weft_symbol_op("_plus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.PlusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_plus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.PlusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_plus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.power <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("_power", list(lhs, rhs), c(), NULL, out)
 }
@@ -1631,10 +1953,24 @@ mx.symbol.internal.power <- function(lhs = NULL, rhs = NULL, name = NULL, attr =
   .weft_symbol_op("_power", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 
+mx.nd.internal.Power <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("_power", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Power <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_power", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.internal.power.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_power_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.power.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_power_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.PowerScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_power_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.PowerScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_power_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1963,6 +2299,13 @@ mx.symbol.internal.rdiv.scalar <- function(data = NULL, scalar = NULL, is_int = 
   .weft_symbol_op("_rdiv_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.RDivScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_rdiv_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.RDivScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_rdiv_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.reduce.sum.to <- function(data = NULL, like = NULL, out = NULL) {
   .weft_nd_invoke("_reduce_sum_to", list(data, like), c(), NULL, out)
 }
@@ -1977,10 +2320,24 @@ mx.symbol.internal.rminus.scalar <- function(data = NULL, scalar = NULL, is_int 
   .weft_symbol_op("_rminus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
+mx.nd.internal.RMinusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_rminus_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.RMinusScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_rminus_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
 mx.nd.internal.rmod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
   .weft_nd_invoke("_rmod_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.rmod.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_rmod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.RModScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_rmod_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.RModScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_rmod_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -1995,6 +2352,13 @@ mx.nd.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int = NU
   .weft_nd_invoke("_rpower_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
 }
 mx.symbol.internal.rpower.scalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_rpower_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
+}
+
+mx.nd.internal.RPowerScalar <- function(data = NULL, scalar = NULL, is_int = NULL, out = NULL) {
+  .weft_nd_invoke("_rpower_scalar", list(data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, out)
+}
+mx.symbol.internal.RPowerScalar <- function(data = NULL, scalar = NULL, is_int = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_rpower_scalar", list(data = data), c(scalar = .weft_param(scalar), is_int = .weft_param(is_int)), NULL, name, attr)
 }
 
@@ -2202,10 +2566,24 @@ mx.symbol.internal.slice.assign <- function(lhs = NULL, rhs = NULL, begin, end, 
   .weft_symbol_op("_slice_assign", list(lhs = lhs, rhs = rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
+mx.nd.internal.crop.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign", list(lhs, rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.crop.assign <- function(lhs = NULL, rhs = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign", list(lhs = lhs, rhs = rhs), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
 mx.nd.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, out = NULL) {
   .weft_nd_invoke("_slice_assign_scalar", list(data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
 }
 mx.symbol.internal.slice.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
+mx.nd.internal.crop.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("_slice_assign_scalar", list(data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.crop.assign.scalar <- function(data = NULL, scalar = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("_slice_assign_scalar", list(data = data), c(scalar = .weft_param(scalar), begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
@@ -2294,6 +2672,13 @@ mx.symbol.abs <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("abs", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.abs <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("abs", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.abs <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("abs", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.adadelta.update <- function(weight = NULL, grad = NULL, acc_g = NULL, acc_delta = NULL, rho = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
   .weft_nd_invoke("adadelta_update", list(weight, grad, acc_g, acc_delta), c(rho = .weft_param(rho), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
 }
@@ -2318,6 +2703,13 @@ mx.symbol.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var =
 }
 mx.symbol.adam_update <- mx.symbol.adam.update
 
+mx.nd.internal.sparse.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
+  .weft_nd_invoke("adam_update", list(weight, grad, mean, var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
+}
+mx.symbol.internal.sparse.adam.update <- function(weight = NULL, grad = NULL, mean = NULL, var = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("adam_update", list(weight = weight, grad = grad, mean = mean, var = var), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
 mx.nd.add.n <- function(..., out = NULL) {
   .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
 }
@@ -2330,6 +2722,20 @@ mx.nd.ElementWiseSum <- function(..., out = NULL) {
   .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
 }
 mx.symbol.ElementWiseSum <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
+}
+
+mx.nd.internal.sparse.ElementWiseSum <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.internal.sparse.ElementWiseSum <- function(..., name = NULL, attr = NULL) {
+  .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
+}
+
+mx.nd.internal.sparse.add.n <- function(..., out = NULL) {
+  .weft_nd_invoke("add_n", .weft_dots(...), c(), "num_args", out)
+}
+mx.symbol.internal.sparse.add.n <- function(..., name = NULL, attr = NULL) {
   .weft_symbol_op("add_n", .weft_dots(...), c(), "num_args", name, attr)
 }
 
@@ -2364,10 +2770,24 @@ mx.symbol.arccos <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arccos", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.arccos <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arccos", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arccos <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arccos", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.arccosh <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arccosh", list(data), c(), NULL, out)
 }
 mx.symbol.arccosh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arccosh", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.arccosh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arccosh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arccosh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arccosh", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2378,10 +2798,24 @@ mx.symbol.arcsin <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arcsin", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.arcsin <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arcsin", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arcsin <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arcsin", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.arcsinh <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arcsinh", list(data), c(), NULL, out)
 }
 mx.symbol.arcsinh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arcsinh", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.arcsinh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arcsinh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arcsinh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arcsinh", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2392,10 +2826,24 @@ mx.symbol.arctan <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arctan", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.arctan <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arctan", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arctan <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arctan", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.arctanh <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("arctanh", list(data), c(), NULL, out)
 }
 mx.symbol.arctanh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("arctanh", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.arctanh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("arctanh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.arctanh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("arctanh", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2452,6 +2900,20 @@ mx.symbol.broadcast.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = 
 }
 mx.symbol.broadcast_add <- mx.symbol.broadcast.add
 
+mx.nd.internal.sparse.broadcast.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.broadcast.plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.plus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.broadcast.plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_add", list(lhs, rhs), c(), NULL, out)
 }
@@ -2483,6 +2945,13 @@ mx.symbol.broadcast.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = 
   .weft_symbol_op("broadcast_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 mx.symbol.broadcast_div <- mx.symbol.broadcast.div
+
+mx.nd.internal.sparse.broadcast.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_div", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
 
 mx.nd.broadcast.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_equal", list(lhs, rhs), c(), NULL, out)
@@ -2596,6 +3065,13 @@ mx.symbol.broadcast.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = 
 }
 mx.symbol.broadcast_mul <- mx.symbol.broadcast.mul
 
+mx.nd.internal.sparse.broadcast.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_mul", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.broadcast.not.equal <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_not_equal", list(lhs, rhs), c(), NULL, out)
 }
@@ -2619,6 +3095,20 @@ mx.symbol.broadcast.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = 
   .weft_symbol_op("broadcast_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 mx.symbol.broadcast_sub <- mx.symbol.broadcast.sub
+
+mx.nd.internal.sparse.broadcast.minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.minus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.broadcast.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("broadcast_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.broadcast.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("broadcast_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
 
 mx.nd.broadcast.minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("broadcast_sub", list(lhs, rhs), c(), NULL, out)
@@ -2644,10 +3134,24 @@ mx.symbol.cast.storage <- function(data = NULL, stype, name = NULL, attr = NULL)
 }
 mx.symbol.cast_storage <- mx.symbol.cast.storage
 
+mx.nd.internal.sparse.cast.storage <- function(data = NULL, stype, out = NULL) {
+  .weft_nd_invoke("cast_storage", list(data), c(stype = .weft_param(stype)), NULL, out)
+}
+mx.symbol.internal.sparse.cast.storage <- function(data = NULL, stype, name = NULL, attr = NULL) {
+  .weft_symbol_op("cast_storage", list(data = data), c(stype = .weft_param(stype)), NULL, name, attr)
+}
+
 mx.nd.cbrt <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("cbrt", list(data), c(), NULL, out)
 }
 mx.symbol.cbrt <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("cbrt", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.cbrt <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("cbrt", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.cbrt <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("cbrt", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2658,10 +3162,24 @@ mx.symbol.ceil <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("ceil", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.ceil <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("ceil", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.ceil <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("ceil", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.clip <- function(data = NULL, a_min, a_max, out = NULL) {
   .weft_nd_invoke("clip", list(data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, out)
 }
 mx.symbol.clip <- function(data = NULL, a_min, a_max, name = NULL, attr = NULL) {
+  .weft_symbol_op("clip", list(data = data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.clip <- function(data = NULL, a_min, a_max, out = NULL) {
+  .weft_nd_invoke("clip", list(data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, out)
+}
+mx.symbol.internal.sparse.clip <- function(data = NULL, a_min, a_max, name = NULL, attr = NULL) {
   .weft_symbol_op("clip", list(data = data), c(a_min = .weft_param(a_min), a_max = .weft_param(a_max)), NULL, name, attr)
 }
 
@@ -2679,6 +3197,13 @@ mx.symbol.cos <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("cos", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.cos <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("cos", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.cos <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("cos", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.cosh <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("cosh", list(data), c(), NULL, out)
 }
@@ -2686,10 +3211,24 @@ mx.symbol.cosh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("cosh", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.cosh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("cosh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.cosh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("cosh", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.degrees <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("degrees", list(data), c(), NULL, out)
 }
 mx.symbol.degrees <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("degrees", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.degrees <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("degrees", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.degrees <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("degrees", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2715,6 +3254,13 @@ mx.symbol.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_
   .weft_symbol_op("dot", list(lhs = lhs, rhs = rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, out = NULL) {
+  .weft_nd_invoke("dot", list(lhs, rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, out)
+}
+mx.symbol.internal.sparse.dot <- function(lhs = NULL, rhs = NULL, transpose_a = NULL, transpose_b = NULL, forward_stype = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("dot", list(lhs = lhs, rhs = rhs), c(transpose_a = .weft_param(transpose_a), transpose_b = .weft_param(transpose_b), forward_stype = .weft_param(forward_stype)), NULL, name, attr)
+}
+
 mx.nd.elemwise.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("elemwise_add", list(lhs, rhs), c(), NULL, out)
 }
@@ -2722,6 +3268,34 @@ mx.symbol.elemwise.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = N
   .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 mx.symbol.elemwise_add <- mx.symbol.elemwise.add
+
+mx.nd.internal.Plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Plus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.plus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.plus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.elemwise.add <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_add", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.elemwise.add <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_add", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
 
 mx.nd.elemwise.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("elemwise_div", list(lhs, rhs), c(), NULL, out)
@@ -2731,6 +3305,27 @@ mx.symbol.elemwise.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = N
 }
 mx.symbol.elemwise_div <- mx.symbol.elemwise.div
 
+mx.nd.internal.Div <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_div", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_div", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.elemwise.div <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_div", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.elemwise.div <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_div", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.elemwise.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("elemwise_mul", list(lhs, rhs), c(), NULL, out)
 }
@@ -2739,6 +3334,27 @@ mx.symbol.elemwise.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = N
 }
 mx.symbol.elemwise_mul <- mx.symbol.elemwise.mul
 
+mx.nd.internal.Mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_mul", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_mul", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.elemwise.mul <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_mul", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.elemwise.mul <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_mul", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
 mx.nd.elemwise.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
   .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
 }
@@ -2746,6 +3362,34 @@ mx.symbol.elemwise.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = N
   .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
 }
 mx.symbol.elemwise_sub <- mx.symbol.elemwise.sub
+
+mx.nd.internal.Minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.Minus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.minus <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.minus <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.elemwise.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sparse.elemwise.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sub <- function(lhs = NULL, rhs = NULL, out = NULL) {
+  .weft_nd_invoke("elemwise_sub", list(lhs, rhs), c(), NULL, out)
+}
+mx.symbol.internal.sub <- function(lhs = NULL, rhs = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("elemwise_sub", list(lhs = lhs, rhs = rhs), c(), NULL, name, attr)
+}
 
 mx.nd.erf <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("erf", list(data), c(), NULL, out)
@@ -2768,6 +3412,13 @@ mx.symbol.exp <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("exp", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.exp <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("exp", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.exp <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("exp", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.expand.dims <- function(data = NULL, axis, out = NULL) {
   .weft_nd_invoke("expand_dims", list(data), c(axis = .weft_param(axis)), NULL, out)
 }
@@ -2783,10 +3434,24 @@ mx.symbol.expm1 <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("expm1", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.expm1 <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("expm1", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.expm1 <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("expm1", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.fix <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("fix", list(data), c(), NULL, out)
 }
 mx.symbol.fix <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("fix", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.fix <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("fix", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.fix <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("fix", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2811,6 +3476,13 @@ mx.symbol.floor <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("floor", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.floor <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("floor", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.floor <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("floor", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.ftml.update <- function(weight = NULL, grad = NULL, d = NULL, v = NULL, z = NULL, lr, beta1 = NULL, beta2 = NULL, epsilon = NULL, t, wd = NULL, rescale_grad = NULL, clip_grad = NULL, out = NULL) {
   .weft_nd_invoke("ftml_update", list(weight, grad, d, v, z), c(lr = .weft_param(lr), beta1 = .weft_param(beta1), beta2 = .weft_param(beta2), epsilon = .weft_param(epsilon), t = .weft_param(t), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_grad = .weft_param(clip_grad)), NULL, out)
 }
@@ -2827,6 +3499,13 @@ mx.symbol.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL
 }
 mx.symbol.ftrl_update <- mx.symbol.ftrl.update
 
+mx.nd.internal.sparse.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, out = NULL) {
+  .weft_nd_invoke("ftrl_update", list(weight, grad, z, n), c(lr = .weft_param(lr), lamda1 = .weft_param(lamda1), beta = .weft_param(beta), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, out)
+}
+mx.symbol.internal.sparse.ftrl.update <- function(weight = NULL, grad = NULL, z = NULL, n = NULL, lr, lamda1 = NULL, beta = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("ftrl_update", list(weight = weight, grad = grad, z = z, n = n), c(lr = .weft_param(lr), lamda1 = .weft_param(lamda1), beta = .weft_param(beta), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient)), NULL, name, attr)
+}
+
 mx.nd.gamma <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("gamma", list(data), c(), NULL, out)
 }
@@ -2834,10 +3513,24 @@ mx.symbol.gamma <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gamma", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.gamma <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("gamma", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.gamma <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("gamma", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.gammaln <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("gammaln", list(data), c(), NULL, out)
 }
 mx.symbol.gammaln <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("gammaln", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.gammaln <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("gammaln", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.gammaln <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("gammaln", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2895,10 +3588,24 @@ mx.symbol.log <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("log", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.log <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("log", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.log <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("log", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.log10 <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("log10", list(data), c(), NULL, out)
 }
 mx.symbol.log10 <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("log10", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.log10 <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("log10", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.log10 <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("log10", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2909,10 +3616,24 @@ mx.symbol.log1p <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("log1p", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.log1p <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("log1p", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.log1p <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("log1p", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.log2 <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("log2", list(data), c(), NULL, out)
 }
 mx.symbol.log2 <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("log2", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.log2 <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("log2", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.log2 <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("log2", list(data = data), c(), NULL, name, attr)
 }
 
@@ -2951,6 +3672,13 @@ mx.nd.mean <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL
   .weft_nd_invoke("mean", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
 }
 mx.symbol.mean <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("mean", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.mean <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("mean", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.sparse.mean <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("mean", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
@@ -3101,10 +3829,24 @@ mx.symbol.negative <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("negative", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.negative <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("negative", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.negative <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("negative", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, out = NULL) {
   .weft_nd_invoke("norm", list(data), c(ord = .weft_param(ord), axis = .weft_shape_param(axis), out_dtype = .weft_param(out_dtype), keepdims = .weft_param(keepdims)), NULL, out)
 }
 mx.symbol.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("norm", list(data = data), c(ord = .weft_param(ord), axis = .weft_shape_param(axis), out_dtype = .weft_param(out_dtype), keepdims = .weft_param(keepdims)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, out = NULL) {
+  .weft_nd_invoke("norm", list(data), c(ord = .weft_param(ord), axis = .weft_shape_param(axis), out_dtype = .weft_param(out_dtype), keepdims = .weft_param(keepdims)), NULL, out)
+}
+mx.symbol.internal.sparse.norm <- function(data = NULL, ord = NULL, axis = NULL, out_dtype = NULL, keepdims = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("norm", list(data = data), c(ord = .weft_param(ord), axis = .weft_shape_param(axis), out_dtype = .weft_param(out_dtype), keepdims = .weft_param(keepdims)), NULL, name, attr)
 }
 
@@ -3185,6 +3927,13 @@ mx.symbol.radians <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("radians", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.radians <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("radians", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.radians <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("radians", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.rcbrt <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("rcbrt", list(data), c(), NULL, out)
 }
@@ -3203,6 +3952,13 @@ mx.nd.relu <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("relu", list(data), c(), NULL, out)
 }
 mx.symbol.relu <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("relu", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.relu <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("relu", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.relu <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("relu", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3250,6 +4006,13 @@ mx.symbol.rint <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("rint", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.rint <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("rint", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.rint <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("rint", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.rmsprop.update <- function(weight = NULL, grad = NULL, n = NULL, lr, gamma1 = NULL, epsilon = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, clip_weights = NULL, out = NULL) {
   .weft_nd_invoke("rmsprop_update", list(weight, grad, n), c(lr = .weft_param(lr), gamma1 = .weft_param(gamma1), epsilon = .weft_param(epsilon), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), clip_weights = .weft_param(clip_weights)), NULL, out)
 }
@@ -3273,10 +4036,24 @@ mx.symbol.round <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("round", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.round <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("round", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.round <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("round", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.rsqrt <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("rsqrt", list(data), c(), NULL, out)
 }
 mx.symbol.rsqrt <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("rsqrt", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.rsqrt <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("rsqrt", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.rsqrt <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("rsqrt", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3296,6 +4073,13 @@ mx.symbol.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr,
 }
 mx.symbol.sgd_mom_update <- mx.symbol.sgd.mom.update
 
+mx.nd.internal.sparse.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
+  .weft_nd_invoke("sgd_mom_update", list(weight, grad, mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
+}
+mx.symbol.internal.sparse.sgd.mom.update <- function(weight = NULL, grad = NULL, mom = NULL, lr, momentum = NULL, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sgd_mom_update", list(weight = weight, grad = grad, mom = mom), c(lr = .weft_param(lr), momentum = .weft_param(momentum), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
+
 mx.nd.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
   .weft_nd_invoke("sgd_update", list(weight, grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
 }
@@ -3303,6 +4087,13 @@ mx.symbol.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, resc
   .weft_symbol_op("sgd_update", list(weight = weight, grad = grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
 }
 mx.symbol.sgd_update <- mx.symbol.sgd.update
+
+mx.nd.internal.sparse.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, out = NULL) {
+  .weft_nd_invoke("sgd_update", list(weight, grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, out)
+}
+mx.symbol.internal.sparse.sgd.update <- function(weight = NULL, grad = NULL, lr, wd = NULL, rescale_grad = NULL, clip_gradient = NULL, lazy_update = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sgd_update", list(weight = weight, grad = grad), c(lr = .weft_param(lr), wd = .weft_param(wd), rescale_grad = .weft_param(rescale_grad), clip_gradient = .weft_param(clip_gradient), lazy_update = .weft_param(lazy_update)), NULL, name, attr)
+}
 
 mx.nd.shape.array <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("shape_array", list(data), c(), NULL, out)
@@ -3319,10 +4110,24 @@ mx.symbol.sigmoid <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sigmoid", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.sigmoid <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sigmoid", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.sigmoid <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sigmoid", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.sign <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("sign", list(data), c(), NULL, out)
 }
 mx.symbol.sign <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sign", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.sign <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sign", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.sign <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sign", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3349,10 +4154,24 @@ mx.symbol.sin <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sin", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.sin <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sin", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.sin <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sin", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.sinh <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("sinh", list(data), c(), NULL, out)
 }
 mx.symbol.sinh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sinh", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.sinh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sinh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.sinh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sinh", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3368,6 +4187,13 @@ mx.nd.slice <- function(data = NULL, begin, end, step = NULL, out = NULL) {
   .weft_nd_invoke("slice", list(data), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
 }
 mx.symbol.slice <- function(data = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("slice", list(data = data), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.slice <- function(data = NULL, begin, end, step = NULL, out = NULL) {
+  .weft_nd_invoke("slice", list(data), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, out)
+}
+mx.symbol.internal.sparse.slice <- function(data = NULL, begin, end, step = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("slice", list(data = data), c(begin = .weft_param(begin), end = .weft_param(end), step = .weft_param(step)), NULL, name, attr)
 }
 
@@ -3467,10 +4293,24 @@ mx.symbol.sqrt <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sqrt", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.sqrt <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("sqrt", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.sqrt <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sqrt", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.square <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("square", list(data), c(), NULL, out)
 }
 mx.symbol.square <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("square", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.square <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("square", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.square <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("square", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3492,6 +4332,20 @@ mx.nd.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL,
   .weft_nd_invoke("sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
 }
 mx.symbol.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
+}
+
+mx.nd.internal.broadcast.backward <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.broadcast.backward <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, out = NULL) {
+  .weft_nd_invoke("sum", list(data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, out)
+}
+mx.symbol.internal.sparse.sum <- function(data = NULL, axis = NULL, keepdims = NULL, exclude = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("sum", list(data = data), c(axis = .weft_shape_param(axis), keepdims = .weft_param(keepdims), exclude = .weft_param(exclude)), NULL, name, attr)
 }
 
@@ -3517,10 +4371,24 @@ mx.symbol.tan <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("tan", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.tan <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("tan", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.tan <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("tan", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.tanh <- function(data = NULL, out = NULL) {
   .weft_nd_invoke("tanh", list(data), c(), NULL, out)
 }
 mx.symbol.tanh <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("tanh", list(data = data), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.tanh <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("tanh", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.tanh <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("tanh", list(data = data), c(), NULL, name, attr)
 }
 
@@ -3552,10 +4420,24 @@ mx.symbol.trunc <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("trunc", list(data = data), c(), NULL, name, attr)
 }
 
+mx.nd.internal.sparse.trunc <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("trunc", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.trunc <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("trunc", list(data = data), c(), NULL, name, attr)
+}
+
 mx.nd.where <- function(condition = NULL, x = NULL, y = NULL, out = NULL) {
   .weft_nd_invoke("where", list(condition, x, y), c(), NULL, out)
 }
 mx.symbol.where <- function(condition = NULL, x = NULL, y = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("where", list(condition = condition, x = x, y = y), c(), NULL, name, attr)
+}
+
+mx.nd.internal.sparse.where <- function(condition = NULL, x = NULL, y = NULL, out = NULL) {
+  .weft_nd_invoke("where", list(condition, x, y), c(), NULL, out)
+}
+mx.symbol.internal.sparse.where <- function(condition = NULL, x = NULL, y = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("where", list(condition = condition, x = x, y = y), c(), NULL, name, attr)
 }
 
@@ -3566,3 +4448,10 @@ mx.symbol.zeros.like <- function(data = NULL, name = NULL, attr = NULL) {
   .weft_symbol_op("zeros_like", list(data = data), c(), NULL, name, attr)
 }
 mx.symbol.zeros_like <- mx.symbol.zeros.like
+
+mx.nd.internal.sparse.zeros.like <- function(data = NULL, out = NULL) {
+  .weft_nd_invoke("zeros_like", list(data), c(), NULL, out)
+}
+mx.symbol.internal.sparse.zeros.like <- function(data = NULL, name = NULL, attr = NULL) {
+  .weft_symbol_op("zeros_like", list(data = data), c(), NULL, name, attr)
+}

@@ -113,3 +113,14 @@ test_that("the elementwise math operators agree with R's functions", {
   expect_equal(as.numeric(as.array(mx.nd.arccosh(x + 1))), acosh(v + 1), tolerance = 1e-7)
   expect_equal(as.numeric(as.array(mx.nd.round(mx.nd.array(c(0.4, 1.6, -2.2))))), c(0, 2, -2))
 })
+
+test_that("internal aliases are there too: crop.assign writes a region given in Weft's order", {
+  x <- mx.nd.ones(c(2, 3, 4))                 # Weft (4, 3, 2)
+  z <- mx.nd.array(array(c(5, 6, 7, 8), c(2, 1, 2)))
+  # Weft region [0:2, 0:1, 0:2] is R's [1:2, 1, 1:2].
+  y <- mx.nd.internal.crop.assign(x, z, begin = c(0, 0, 0), end = c(2, 1, 2))
+  want <- array(1, c(2, 3, 4))
+  want[1:2, 1, 1:2] <- c(5, 6, 7, 8)
+  expect_equal(as.array(y), want)
+  expect_equal(as.array(mx.nd.internal.PlusScalar(mx.nd.array(c(1, 2)), scalar = 0.5)), c(1.5, 2.5))
+})
