@@ -490,7 +490,16 @@ def _formals(variadic, items, tail):
     f = ["..."] if variadic else []
     for rn, _, kind, _, _ in items:
         f.append(rn if kind == "required" else "%s = NULL" % rn)
+    if _dotted(variadic, items):
+        f.append("...")
     return ", ".join(f + tail)
+
+
+def _dotted(variadic, items):
+    """Whether the functions also take parameters by MXNet's dotted names (no.bias for
+    no_bias) in a `...` after the named ones: MXNet's R package turns the dots of every
+    parameter name into underscores. Variadic operators already use `...` for inputs."""
+    return not variadic and any("_" in rn for rn, _, kind, _, _ in items if kind != "input")
 
 
 def _ops(registry):
@@ -510,6 +519,7 @@ def _ops(registry):
         core_inputs = [core for _, core, kind, _, _ in items if kind == "input"]
         nd_formals = _formals(variadic, items, ["out = NULL"])
         sym_formals = _formals(variadic, items, ["name = NULL", "attr = NULL"])
+        dotted = _dotted(variadic, items)
         if variadic:
             nd_inputs = ".weft_dots(...)"
             sym_inputs = ".weft_dots(...)"
@@ -526,9 +536,13 @@ def _ops(registry):
                     raise RuntimeError("gen_r: %s names both %s and %s" % (key, seen_r[key], op["name"]))
                 seen_r[key] = op["name"]
             r.append("mx.nd.%s <- function(%s) {" % (rname, nd_formals))
+            if dotted:
+                r.append("  .weft_dotted_args(environment(), list(...), \"mx.nd.%s\")" % rname)
             r.append("  .weft_nd_invoke(\"%s\", %s, %s, %s, out)" % (op["name"], nd_inputs, params, count))
             r.append("}")
             r.append("mx.symbol.%s <- function(%s) {" % (rname, sym_formals))
+            if dotted:
+                r.append("  .weft_dotted_args(environment(), list(...), \"mx.symbol.%s\")" % rname)
             r.append("  .weft_symbol_op(\"%s\", %s, %s, %s, name, attr)" % (op["name"], sym_inputs, params, count))
             r.append("}")
             sym_name = _sym_mxnet_name(n)
@@ -560,6 +574,10 @@ def _ops(registry):
         if variadic:
             rd.append("\\item{\\dots}{The input arrays (mx.nd) or symbols (mx.symbol), or one list of them.%s}"
                       % (" The count parameter %s is filled in." % count_key if count_key else ""))
+        if dotted:
+            rd.append("\\item{\\dots}{Parameters by MXNet's dotted names (%s for %s).}"
+                      % tuple(_rd_escape(x) for x in next((rn.replace("_", "."), rn) for rn, _, kind, _, _ in items
+                                                          if kind != "input" and "_" in rn)))
         for rn, core, kind, shaped, meta in items:
             if kind == "input":
                 desc = "Input %s (an MXNDArray for mx.nd, an MXSymbol for mx.symbol). %s" % (core, meta.get("doc", ""))

@@ -159,3 +159,21 @@ mx.free <- function(x) {
   }
   invisible(NULL)
 }
+
+# Parameters given to a generated operator function by MXNet's dotted names (no.bias for
+# no_bias; they arrive in its `...`) are set as the underscore-named arguments in `env`,
+# the function's frame; a name that is no parameter of the function is an error.
+.weft_dotted_args <- function(env, extra, fun) {
+  if (length(extra) == 0) return(invisible(NULL))
+  nms <- names(extra)
+  if (is.null(nms)) nms <- rep("", length(extra))
+  for (i in seq_along(extra)) {
+    key <- gsub(".", "_", nms[i], fixed = TRUE)
+    if (key == "" || key %in% c("out", "name", "attr") || !exists(key, envir = env, inherits = FALSE)) {
+      stop(sprintf("%s: unused argument %s", fun, if (nms[i] == "") sprintf("at position %d of ...", i) else nms[i]),
+           call. = FALSE)
+    }
+    assign(key, extra[[i]], envir = env)
+  }
+  invisible(NULL)
+}

@@ -124,3 +124,17 @@ test_that("internal aliases are there too: crop.assign writes a region given in 
   expect_equal(as.array(y), want)
   expect_equal(as.array(mx.nd.internal.PlusScalar(mx.nd.array(c(1, 2)), scalar = 0.5)), c(1.5, 2.5))
 })
+
+test_that("operator parameters also go by MXNet's dotted names", {
+  x <- mx.nd.array(matrix(c(1, 2, 3, 4, 5, 6), 3))   # Weft (2, 3)
+  w <- mx.nd.array(matrix(c(1, 0, -1, 2, 2, 2), 3))  # Weft (2, 3): two hidden units
+  y <- mx.nd.FullyConnected(x, w, num.hidden = 2, no.bias = TRUE)
+  # Each output is a sample's dot product with each weight row.
+  expect_equal(as.array(y), matrix(c(1 - 3, 2 + 4 + 6, 4 - 6, 8 + 10 + 12), 2))
+  data <- mx.symbol.Variable("data")
+  fc <- mx.symbol.FullyConnected(data, num.hidden = 4, no.bias = TRUE, name = "fc")
+  expect_equal(arguments(fc), c("data", "fc_weight"))
+  expect_equal(mx.symbol.infer.shape(fc, data = c(3, 5))$out.shapes$fc_output, c(4L, 5L))
+  expect_error(mx.nd.FullyConnected(x, w, num.hidden = 2, no.such = 1), "mx.nd.FullyConnected: unused argument no.such")
+  expect_error(mx.symbol.FullyConnected(data, NULL, NULL, 2, TRUE, TRUE, 7), "unused argument at position 1")
+})
