@@ -82,3 +82,26 @@ mx.io.arrayiter <- function(data, label = NULL, batch.size = 128, shuffle = FALS
   class(it) <- c("MXArrayIter", "MXDataIter")
   it
 }
+
+# Every batch's `field` ("data" or "label") of `iter`, without the padding of the last
+# batch, joined along the last R dim into one MXNDArray; the iterator is reset after.
+mx.io.extract <- function(iter, field) {
+  if (!inherits(iter, "MXDataIter")) stop(sprintf("mx.io.extract: expected an MXDataIter, got %s", class(iter)[1]),
+                                          call. = FALSE)
+  parts <- list()
+  lead <- NULL
+  iter$reset()
+  while (iter$iter.next()) {
+    v <- iter$value()[[field]]
+    if (is.null(v)) stop(sprintf("mx.io.extract: the iterator gives no '%s'", field), call. = FALSE)
+    a <- as.array(v)
+    d <- if (is.null(dim(a))) length(a) else dim(a)
+    keep <- d[length(d)] - iter$num.pad()
+    lead <- d[-length(d)]
+    parts[[length(parts) + 1]] <- matrix(a, nrow = prod(lead))[, seq_len(keep), drop = FALSE]
+  }
+  iter$reset()
+  if (length(parts) == 0) stop("mx.io.extract: the iterator gives no batch", call. = FALSE)
+  all <- do.call(cbind, parts)
+  mx.nd.array(if (length(lead) == 0) as.vector(all) else array(all, c(lead, ncol(all))))
+}

@@ -188,3 +188,18 @@ mx.mlp <- function(data, label, hidden_node = 1, out_node, dropout = NULL, activ
                 stop(sprintf("mx.mlp: unknown out_activation '%s'", out_activation), call. = FALSE))
   mx.model.FeedForward.create(out, X = data, y = label, ...)
 }
+
+# The parameters of `symbol` for the input and output shapes given (named lists of R dims):
+# list(arg.params, aux.params), every argument but the inputs and outputs drawn by
+# `initializer`.
+mx.model.init.params <- function(symbol, input.shape, output.shape, initializer, ctx = mx.ctx.default()) {
+  given <- c(as.list(input.shape), as.list(output.shape))
+  shapes <- do.call(mx.symbol.infer.shape, c(list(symbol), given))
+  if (is.null(shapes)) {
+    stop(sprintf("mx.model.init.params: the shapes of %s do not determine every argument's shape",
+                 paste(names(given), collapse = ", ")), call. = FALSE)
+  }
+  params <- shapes$arg.shapes[setdiff(names(shapes$arg.shapes), names(given))]
+  list(arg.params = mx.init.create(initializer, params, ctx, skip.unknown = FALSE),
+       aux.params = mx.init.create(initializer, shapes$aux.shapes, ctx, skip.unknown = FALSE))
+}

@@ -20,3 +20,18 @@ test_that("mx.init.create and mx.init.internal.default give every parameter its 
   expect_null(mx.init.internal.default("x_weight", 4, allow.unknown = TRUE))
   expect_error(mx.init.internal.default("x_weight", 4), "unknown initialization pattern for 'x_weight'")
 })
+
+test_that("mx.model.init.params gives every parameter with its inferred shape", {
+  data <- mx.symbol.Variable("data")
+  fc <- mx.symbol.FullyConnected(data, num_hidden = 3, name = "fc")
+  bn <- mx.symbol.BatchNorm(fc, name = "bn")
+  net <- mx.symbol.SoftmaxOutput(bn, name = "sm")
+  p <- mx.model.init.params(net, list(data = c(4, 8)), list(sm_label = 8), mx.init.uniform(0.1))
+  expect_equal(sort(names(p$arg.params)), c("bn_beta", "bn_gamma", "fc_bias", "fc_weight"))
+  expect_equal(dim(p$arg.params$fc_weight), c(4L, 3L))
+  expect_true(all(abs(as.array(p$arg.params$fc_weight)) <= 0.1))
+  expect_identical(as.array(p$arg.params$bn_gamma), c(1, 1, 1))
+  expect_equal(names(p$aux.params), c("bn_moving_mean", "bn_moving_var"))
+  expect_identical(as.array(p$aux.params$bn_moving_var), c(1, 1, 1))
+  expect_error(mx.model.init.params(net, list(), NULL, mx.init.uniform(0.1)), "do not determine every argument's shape")
+})

@@ -111,3 +111,14 @@ test_that("arrayiter batches the last dim, pads from the start and shuffles", {
   expect_equal(as.array(a3$value()$data), array(1:18, c(2, 3, 3)) + 0)
   expect_error(mx.io.arrayiter(x, 1:3), "5 samples of data but 3 labels")
 })
+
+test_that("mx.io.extract joins every batch's field without the padding", {
+  x <- matrix(1:14, 2)                   # 7 samples of 2 features
+  it <- mx.io.arrayiter(x, label = 10 * (1:7), batch.size = 3)
+  d <- mx.io.extract(it, "data")
+  expect_equal(dim(d), c(2L, 7L))
+  expect_equal(as.array(d), x + 0)
+  expect_equal(as.array(mx.io.extract(it, "label")), 10 * (1:7))
+  expect_error(mx.io.extract(it, "weights"), "the iterator gives no 'weights'")
+  expect_error(mx.io.extract(list(), "data"), "expected an MXDataIter, got list")
+})

@@ -116,3 +116,15 @@ test_that("optimizers and metrics give hand-computed values", {
   r <- mx.metric.rmse$update(c(1, 2), c(1, 4), mx.metric.rmse$init())
   expect_equal(mx.metric.rmse$get(r)$value, sqrt(2))
 })
+
+test_that("the regression and log-loss metrics give hand-computed values", {
+  lab <- c(1, 2, 4)
+  pred <- matrix(c(1.5, 2, 3), 1)
+  run <- function(m) m$get(m$update(lab, pred, m$init()))$value
+  expect_equal(run(mx.metric.mse), (0.25 + 0 + 1) / 3)
+  expect_equal(run(mx.metric.mae), (0.5 + 0 + 1) / 3)
+  expect_equal(run(mx.metric.rmsle), sqrt(mean((log1p(c(1.5, 2, 3)) - log1p(lab))^2)))
+  probs <- matrix(c(0.7, 0.3, 0.2, 0.8, 1, 0), 2)   # one column of class probabilities per sample
+  m <- mx.metric.logloss
+  expect_equal(m$get(m$update(c(0, 1, 1), probs, m$init()))$value, -mean(log(c(0.7, 0.8, 1e-15))))
+})
