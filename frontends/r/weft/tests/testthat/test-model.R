@@ -128,3 +128,28 @@ test_that("the regression and log-loss metrics give hand-computed values", {
   m <- mx.metric.logloss
   expect_equal(m$get(m$update(c(0, 1, 1), probs, m$init()))$value, -mean(log(c(0.7, 0.8, 1e-15))))
 })
+
+test_that("array.layout takes samples as rows or columns, and auto tells them apart", {
+  set.seed(5)
+  x <- matrix(rnorm(6 * 40), 6)                        # 6 features, 40 samples (colmajor)
+  y <- as.numeric(colSums(x[1:3, ]) > 0)
+  mx.set.seed(2)
+  m <- mx.model.FeedForward.create(mx.symbol.SoftmaxOutput(mx.symbol.FullyConnected(mx.symbol.Variable("data"),
+                                   num_hidden = 2, name = "fc"), name = "sm"),
+                                   X = t(x), y = y, num.round = 1, array.batch.size = 10, learning.rate = 0.1,
+                                   verbose = FALSE)          # rows are samples: transposed by "auto"
+  expect_equal(dim(m$arg.params$fc_weight), c(6L, 2L))
+  p_col <- predict(m, x, array.layout = "colmajor")
+  expect_equal(dim(p_col), c(2L, 40L))
+  expect_equal(predict(m, t(x)), p_col)                 # auto: only the transposed one fits
+  expect_equal(predict(m, t(x), array.layout = "rowmajor"), p_col)
+  expect_error(predict(m, matrix(0, 5, 7)), "fits neither layout \\(the model's input size\\)")
+  expect_error(mx.model.FeedForward.create(m$symbol, X = x, y = c(y, 1), num.round = 1, verbose = FALSE),
+               "a 6 x 40 matrix fits neither layout \\(41 samples\\)")
+  # Labels with several values per sample: an array whose last dim runs over samples.
+  it <- mx.io.arrayiter(matrix(1:8, 2), label = matrix(c(1:4, -(1:4)), 2, byrow = TRUE), batch.size = 2)
+  it$reset()
+  it$iter.next()
+  expect_equal(as.array(it$value()$label), matrix(c(1, -1, 2, -2), 2))
+  expect_error(mx.io.arrayiter(matrix(1:8, 2), label = matrix(1:6, 2)), "4 samples of data but 3 labels")
+})
