@@ -153,3 +153,21 @@ test_that("array.layout takes samples as rows or columns, and auto tells them ap
   expect_equal(as.array(it$value()$label), matrix(c(1, -1, 2, -2), 2))
   expect_error(mx.io.arrayiter(matrix(1:8, 2), label = matrix(1:6, 2)), "4 samples of data but 3 labels")
 })
+
+test_that("the speedometer reports samples per second every `frequency` batches", {
+  cb <- mx.callback.log.speedometer(batch.size = 32, frequency = 2)
+  env <- new.env()
+  expect_silent(cb(1, 1, env))                       # the first batch starts the clock
+  Sys.sleep(0.05)
+  msg <- tryCatch(cb(1, 2, env), message = function(m) conditionMessage(m))
+  speed <- as.numeric(sub(".*Speed: ([0-9.]+) samples/sec.*", "\\1", msg))
+  expect_match(msg, "^Batch \\[2\\] Speed: [0-9.]+ samples/sec")
+  expect_gt(speed, 0)
+  expect_lt(speed, 32 / 0.05 + 1)                     # one batch of 32 in at least 50 ms
+  expect_silent(cb(1, 3, env))
+  env$metric <- mx.metric.accuracy
+  env$train.metric <- c(3, 4)
+  expect_message(cb(1, 4, env), "Batch \\[4\\] Speed: [0-9.]+ samples/sec Train-accuracy=0.750000")
+  expect_silent(cb(1, 6, env, verbose = FALSE))
+  expect_silent(cb(2, 1, env))                        # a new epoch restarts the clock
+})
